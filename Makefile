@@ -1,0 +1,35 @@
+# Quick start: `make run` (the main job) and `make test` (all tests).
+# Both install missing Debian packages (as root), configure and build first.
+# Other targets: build, asan-test (ASan+UBSan build of the tests), clean.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+CMAKE_FLAGS ?=
+RUN_SECONDS ?= 3
+
+.PHONY: all deps build run test asan-test clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	$(BUILD)/bin/smart-perf --op read --size 8 --threads 1 --depth 8 --seconds $(RUN_SECONDS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+asan-test: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+		-DSMART_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j$(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

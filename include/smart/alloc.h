@@ -1,0 +1,55 @@
+/*
+ * Remote memory allocation and root entries, with no blade CPU involved.
+ *
+ * Each blade's region starts with a superblock (docs/layout.md): magic,
+ * version, size, chunk size, an allocation cursor and 256 root entries.  A
+ * worker claims whole chunks by CAS on the cursor and carves them into
+ * power-of-two size classes (16 B .. chunk size / 2) kept per worker and per
+ * blade.  smart_free() puts a block back on the freeing worker's list for
+ * reuse.  Blocks of a chunk or more are whole chunk runs and are reused only
+ * for the same chunk count.  Memory freed while other clients may still
+ * read it must be protected by the caller (epochs or delayed reuse).
+ * Chunks are never returned to the blade; the region is the upper bound.
+ *
+ * Root entries are 256 named 8-byte words, the naming service of the data
+ * structures (e.g. where a hash table's directory lives).
+ *
+ * These functions may issue remote ops and sync: call them from a task or
+ * the worker's main context, never with ops of your own queued but unsynced
+ * (they would be synced too).  Thread safety: owner thread only.
+ */
+#ifndef SMART_ALLOC_H
+#define SMART_ALLOC_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "smart/ctx.h"
+#include "smart/gaddr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMART_ROOT_ENTRIES 256
+
+/* Allocate size bytes (aligned to min(size class, 4 KiB), at least 16) on
+ * the blade.  SMART_ENOSPC when the blade is full, SMART_EINVAL for 0. */
+int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
+		smart_gaddr_t *out);
+
+/* Free a block from smart_alloc with the size it was allocated with.
+ * SMART_EINVAL for NULL or an address/size that cannot be such a block. */
+int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
+
+/* Read, write or compare-and-swap root entry idx (0..255) of a blade. */
+int smart_root_get(smart_worker_t *w, uint16_t blade, unsigned idx,
+		   uint64_t *out);
+int smart_root_set(smart_worker_t *w, uint16_t blade, unsigned idx,
+		   uint64_t val);
+int smart_root_cas(smart_worker_t *w, uint16_t blade, unsigned idx,
+		   uint64_t expect, uint64_t desired, uint64_t *old);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

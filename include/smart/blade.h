@@ -1,0 +1,80 @@
+/*
+ * Memory blade: a region of memory served to compute processes.
+ *
+ * The blade allocates and registers its region, formats the superblock,
+ * and runs the bootstrap server on one background thread: a TCP listener
+ * (loopback by default) speaking the versioned handshake of
+ * docs/protocol.md, with a shared-secret check.  After the handshake the
+ * blade's CPU takes no part in READ/WRITE/CAS/FAA: the process may even be
+ * stopped with SIGSTOP and the ops keep completing.
+ *
+ * smartd is this API plus option parsing and signal handling; any program
+ * can embed a blade in its own process the same way.
+ *
+ * Thread safety: create/stop/destroy from one thread; the getters from any.
+ */
+#ifndef SMART_BLADE_H
+#define SMART_BLADE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smart_blade smart_blade_t;
+
+struct smart_blade_config {
+	uint64_t size;		/* region bytes (>= 1 MiB); [1G] */
+	const char *listen;	/* "host:port"; port 0 = any; [127.0.0.1:7470] */
+	uint16_t id;		/* blade id in global addresses, 0..1023; [0] */
+	int hugepages;		/* -1 auto, 0 off, 1 required; [-1] */
+	const char *secret;	/* shared secret bytes, NULL = none required */
+	size_t secret_len;
+	const char *transport;	/* "shm" or "verbs"; NULL = "shm" */
+	uint32_t chunk_size;	/* allocator chunk, power of two; [1M] */
+	int max_clients;	/* concurrent handshakes+sessions; [256] */
+	int handshake_timeout_ms;	/* per client; [5000] */
+};
+
+/* Fill cfg with the defaults in brackets above. */
+void smart_blade_config_init(struct smart_blade_config *cfg);
+
+/* Create the region, format it and start serving.  SMART_EINVAL for a bad
+ * config, SMART_ENOMEM when the region cannot be had, SMART_ESYS when the
+ * address cannot be bound (the log says why). */
+int smart_blade_create(const struct smart_blade_config *cfg,
+		       smart_blade_t **out);
+
+/* Stop serving and free everything.  Clients that mapped the region keep
+ * their mapping until they disconnect. */
+void smart_blade_destroy(smart_blade_t *b);
+
+/* The address actually listened on ("127.0.0.1:40123" when port 0). */
+const char *smart_blade_address(const smart_blade_t *b);
+
+/* The region as mapped in this process (embedded use: inspection, and the
+ * --raw yardstick of smart-perf, which accesses it with plain loads). */
+int smart_blade_region(const smart_blade_t *b, void **base, uint64_t *size);
+
+/* The blade's id. */
+uint16_t smart_blade_id(const smart_blade_t *b);
+
+/* Counters of the control plane. */
+struct smart_blade_stats {
+	uint64_t accepted, authenticated, refused, malformed, timeouts,
+		active_sessions;
+};
+void smart_blade_get_stats(const smart_blade_t *b,
+			   struct smart_blade_stats *out);
+
+/* Read a secret file: its bytes with one trailing newline removed; between
+ * 1 and 4096 bytes.  *out is malloc'ed.  SMART_ENOENT, SMART_EINVAL. */
+int smart_secret_load(const char *path, char **out, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

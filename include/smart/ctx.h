@@ -1,0 +1,66 @@
+/*
+ * Context and workers.
+ *
+ * A ctx is process wide: options, the transport domain, the registered local
+ * buffer pool and the table of connected blades.  A worker belongs to one OS
+ * thread: it owns a completion queue, its queue pairs (one per blade, or a
+ * share of one in the shared and mux:K modes), its coroutine scheduler and
+ * its statistics.  Nothing on a worker's fast path takes a lock shared with
+ * other workers (the shared and mux:K modes exist to measure what that costs).
+ *
+ * Thread safety: smart_ctx_* functions are thread safe.  smart_worker_*
+ * functions, and every function taking a smart_worker_t, must be called
+ * only from the thread that created the worker.
+ */
+#ifndef SMART_CTX_H
+#define SMART_CTX_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "smart/options.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smart_ctx smart_ctx_t;
+typedef struct smart_worker smart_worker_t;
+
+/* Create a ctx from opts (NULL = defaults + environment).  Opens the
+ * transport domain and registers the local buffer pool. */
+int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out);
+
+/* Destroy; SMART_EBUSY (and nothing freed) while workers still exist. */
+int smart_ctx_destroy(smart_ctx_t *ctx);
+
+/* Join the blade listening at "host:port": authenticate with the shared
+ * secret (option secret_file), learn its id and region, and make it usable
+ * by every worker.  *blade_id receives the blade's id.  SMART_EEXIST if a
+ * blade with that id is already connected, SMART_EACCES on a refused secret,
+ * SMART_ETIMEDOUT / SMART_ECONN when it cannot be reached. */
+int smart_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id);
+
+/* Size in bytes of a connected blade's region; 0 if unknown. */
+uint64_t smart_blade_size(const smart_ctx_t *ctx, uint16_t blade_id);
+
+/* Name of the transport in use ("shm", "verbs") and the QP mode actually in
+ * force (which may differ from the requested one, e.g. per-thread-db falls
+ * back to per-thread where the device has no thread domains). */
+const char *smart_ctx_transport(const smart_ctx_t *ctx);
+const char *smart_ctx_qp_mode(const smart_ctx_t *ctx);
+
+/* Create a worker for the calling thread.  SMART_ENOMEM when out of memory. */
+int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out);
+
+/* Destroy a worker; SMART_EBUSY if it still has live tasks. */
+int smart_worker_destroy(smart_worker_t *w);
+
+smart_ctx_t *smart_worker_ctx(const smart_worker_t *w);
+
+/* Index of the worker in its ctx (0, 1, ... in creation order). */
+int smart_worker_index(const smart_worker_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,82 @@
+/*
+ * One-sided operations: READ, WRITE, CAS and FAA on blade memory.
+ *
+ * Ops are queued on the calling task's work-request chain for the target
+ * blade (one chain per blade, at most chain_max WRs; a full chain is posted
+ * implicitly).  smart_post() rings the doorbell for the task's chains;
+ * smart_sync() posts and then yields until every op the task queued has
+ * completed, and returns the first error among them.  Results (READ data,
+ * CAS/FAA old values) are valid only after a successful smart_sync().
+ * From a worker's main context smart_sync() busy-polls instead of yielding.
+ *
+ * Ordering: ops of one task to one blade execute in queueing order.  Ops to
+ * different blades, or of different tasks, are unordered.
+ * Atomicity: CAS and FAA on 8-byte-aligned words are atomic with respect to
+ * each other; READ/WRITE are atomic only per aligned 8-byte word.
+ *
+ * Buffers: local buffers from smart_buf_alloc() are used in place.  Other
+ * memory works for up to SMART_BOUNCE_MAX bytes per op (copied through an
+ * internal registered slot); larger unregistered buffers get SMART_EINVAL.
+ * A WRITE's source must stay unchanged until its sync.
+ *
+ * Errors: an op rejected at queueing time (SMART_EINVAL for NULL, zero or
+ * oversize length, misaligned atomic; SMART_ENOENT for an unknown blade;
+ * SMART_EREMOTE for an address outside the blade) is not queued.  Errors
+ * found by the transport (bounds, keys, a dead peer: SMART_EREMOTE,
+ * SMART_EQP, SMART_ETIMEDOUT) come back from smart_sync(); the worker then
+ * reconnects that blade on its next op.
+ *
+ * No heap allocation and no system call happen on this path (the shm
+ * transport's; verbs rings its doorbell with an MMIO write).
+ *
+ * Thread safety: owner thread of the worker only.
+ */
+#ifndef SMART_OPS_H
+#define SMART_OPS_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "smart/ctx.h"
+#include "smart/gaddr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMART_BOUNCE_MAX 64
+
+int smart_read(smart_worker_t *w, void *dst, smart_gaddr_t src, size_t len);
+int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
+		size_t len);
+/* Compare-and-swap: if *addr == expect then *addr = desired; *old receives
+ * the previous value (may be NULL).  addr must be 8-byte aligned. */
+int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
+	      uint64_t desired, uint64_t *old);
+/* Fetch-and-add: *addr += add; *old receives the previous value (or NULL). */
+int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
+	      uint64_t *old);
+
+/* Post the task's queued chains (one doorbell per chain). */
+int smart_post(smart_worker_t *w);
+/* Post and wait for all of the task's ops; the first error or 0. */
+int smart_sync(smart_worker_t *w);
+
+/* Convenience: queue one op and sync. */
+int smart_read_sync(smart_worker_t *w, void *dst, smart_gaddr_t src,
+		    size_t len);
+int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,
+		     size_t len);
+int smart_cas_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
+		   uint64_t desired, uint64_t *old);
+int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
+		   uint64_t *old);
+
+/* Registered local buffers, 64-byte aligned.  SMART_ENOMEM when the pool
+ * (option buf_pool) is exhausted.  Free with the same worker. */
+int smart_buf_alloc(smart_worker_t *w, size_t size, void **out);
+void smart_buf_free(smart_worker_t *w, void *buf);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

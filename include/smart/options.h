@@ -1,0 +1,65 @@
+/*
+ * Options: every tunable of the library in one declarative table.
+ *
+ * Precedence, lowest first: the built-in default, the environment variable
+ * SMART_<KEY> (key upper-cased, e.g. SMART_QP_MODE), then explicit calls to
+ * smart_opts_set() (which is what the tools' flags do).  Values are strings
+ * parsed and checked when set; sizes take K/M/G suffixes, times take
+ * ns/us/ms/s suffixes.  `smart-perf --list-options` prints the table.
+ *
+ * Keys (default in brackets):
+ *   transport        shm | verbs                                   [shm]
+ *   qp_mode          shared | mux:K | per-thread | per-thread-db   [per-thread]
+ *   max_tasks        coroutines per worker, 1..1024                [64]
+ *   task_stack       coroutine stack size, 16K..64M                [64K]
+ *   chain_max        WRs per chain before an implicit post, 1..64  [16]
+ *   qp_depth         send-queue entries per QP, 16..65536          [512]
+ *   cq_depth         completion-queue entries per CQ, 64..1M       [4096]
+ *   buf_pool         registered local buffer pool per ctx          [64M]
+ *   hugepages        auto | on | off                               [auto]
+ *   secret_file      file holding the blade's shared secret        []
+ *   connect_timeout  bootstrap connect/handshake timeout           [5s]
+ *   op_timeout       bound on a sync waiting for a dead peer       [10s]
+ *   log_level        error | warn | info | debug                   [warn]
+ *   latency_stats    1 = per-sync latency histogram in the stats   [1]
+ *
+ * Thread safety: an options object is not thread safe; a ctx copies it at
+ * creation, so it may be freed or reused afterwards.
+ */
+#ifndef SMART_OPTIONS_H
+#define SMART_OPTIONS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smart_opts smart_opts_t;
+
+/* Create an options object holding the defaults overridden by SMART_* env
+ * variables.  A bad env value fails with SMART_EINVAL and logs which one. */
+int smart_opts_create(smart_opts_t **out);
+
+/* Create with the built-in defaults only (ignores the environment). */
+int smart_opts_create_defaults(smart_opts_t **out);
+
+void smart_opts_destroy(smart_opts_t *o);
+
+/* Set key to value.  SMART_ENOENT for an unknown key, SMART_EINVAL for a
+ * value that does not parse or is out of range (the old value is kept). */
+int smart_opts_set(smart_opts_t *o, const char *key, const char *value);
+
+/* Copy the value of key, as a string, into buf.  SMART_ENOENT, or
+ * SMART_ERANGE if buf is too small. */
+int smart_opts_get(const smart_opts_t *o, const char *key, char *buf,
+		   size_t len);
+
+/* Print every key with its current value, default and description. */
+void smart_opts_print(const smart_opts_t *o, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,72 @@
+/*
+ * Statistics: per-worker counters merged on demand.
+ *
+ * Each worker writes its own counters without atomics or locks; a snapshot
+ * reads every worker's counters (relaxed loads) and sums them, so a snapshot
+ * taken while workers run is approximate but never torn per counter.
+ * Counters of destroyed workers are folded into the ctx and kept.
+ *
+ * Thread safety: smart_stats_* may be called from any thread.
+ */
+#ifndef SMART_STATS_H
+#define SMART_STATS_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "smart/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Counter ids; smart_stat_name() gives their names in text and JSON. */
+enum smart_stat {
+	SMART_STAT_READS,
+	SMART_STAT_WRITES,
+	SMART_STAT_CASES,
+	SMART_STAT_FAAS,
+	SMART_STAT_CAS_FAILS,	/* CAS whose old value != expect */
+	SMART_STAT_BYTES_READ,
+	SMART_STAT_BYTES_WRITTEN,
+	SMART_STAT_WRS_POSTED,
+	SMART_STAT_DOORBELLS,	/* chains posted */
+	SMART_STAT_COMPLETIONS,	/* completions polled */
+	SMART_STAT_POLLS,	/* CQ polls, empty or not */
+	SMART_STAT_SYNCS,
+	SMART_STAT_BOUNCES,	/* ops that went through a bounce slot */
+	SMART_STAT_QP_FULL,	/* posts deferred because a send queue was full */
+	SMART_STAT_CREDIT_WAITS,
+	SMART_STAT_RETRIES,
+	SMART_STAT_BACKOFF_CYCLES,
+	SMART_STAT_ERRORS,	/* error completions */
+	SMART_STAT_RECONNECTS,
+	SMART_STAT_TASK_SWITCHES,
+	SMART_STAT_TASKS_SPAWNED,
+	SMART_STAT_CHUNKS_CLAIMED,
+	SMART_STAT_ALLOCS,
+	SMART_STAT_FREES,
+	SMART_STAT__COUNT
+};
+
+typedef struct smart_stats {
+	uint64_t c[SMART_STAT__COUNT];
+	/* sync latency (post to last completion), ns; 0 when disabled */
+	uint64_t sync_count;
+	double sync_p50_ns, sync_p99_ns, sync_p999_ns, sync_mean_ns;
+	int workers;
+} smart_stats_t;
+
+const char *smart_stat_name(enum smart_stat id);
+
+/* Merge the counters of every worker of ctx (live and destroyed). */
+int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out);
+
+/* Print a snapshot as aligned text, or as one JSON object (no newline). */
+void smart_stats_print(const smart_stats_t *s, FILE *f);
+void smart_stats_print_json(const smart_stats_t *s, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/*
+ * Tasks: coroutines on a worker.
+ *
+ * A task runs on a guard-paged stack and is switched with Boost.Context's
+ * fcontext.  Tasks of one worker never run in parallel; a task gives the CPU
+ * away only in smart_task_yield(), smart_sync() (and the *_sync forms) and
+ * the allocator, so code between those points needs no locking against the
+ * worker's other tasks.  Stack overflow hits the guard page (SIGSEGV) rather
+ * than corrupting a neighbour.
+ *
+ * Thread safety: owner thread of the worker only.
+ */
+#ifndef SMART_TASK_H
+#define SMART_TASK_H
+
+#include "smart/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*smart_task_fn)(smart_worker_t *w, void *arg);
+
+/* Queue a new task running fn(w, arg); it starts at the next
+ * smart_worker_run().  SMART_EAGAIN when the worker already has max_tasks
+ * live tasks, SMART_ENOMEM when no stack can be mapped. */
+int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg);
+
+/* Let the worker's other tasks run (and poll completions).  From the
+ * worker's main context (not inside a task) it only polls completions. */
+void smart_task_yield(smart_worker_t *w);
+
+/* Run the worker's tasks until every one has returned.  Returns 0, or
+ * SMART_EINVAL when called from inside a task. */
+int smart_worker_run(smart_worker_t *w);
+
+/* Number of live (spawned, not yet returned) tasks. */
+int smart_worker_tasks(const smart_worker_t *w);
+
+/* 1 when the caller runs inside a task of w, 0 in the main context. */
+int smart_in_task(const smart_worker_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install the Debian packages the build and tests need, if any is missing.
+# Non-interactive; needs root (or sudo) only when something is missing.
+# Usage: scripts/install-deps.sh [extra-package ...]
+set -euo pipefail
+
+pkgs=(gcc make cmake pkg-config libboost-context-dev "$@")
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
+		|| missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || {
+		echo "install-deps: need root to install: ${missing[*]}" >&2
+		exit 1
+	}
+	SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,407 @@
+/*
+ * Memory blade: configuration, creation (region, superblock, sockets,
+ * control thread), destruction, getters and the secret-file loader.
+ *
+ * Invariants: a blade returned by smart_blade_create() has a formatted
+ * region, a bound TCP listener, an fd-passing unix listener when the region
+ * has an fd, and a running control thread; smart_blade_destroy() stops the
+ * thread before anything it uses is freed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "blade/blade_int.h"
+#include "smart/status.h"
+#include "util/compiler.h"
+#include "util/superblock.h"
+
+#define BLADE_MAX_CLIENTS_LIMIT 65536
+#define BLADE_TIMEOUT_LIMIT_MS 3600000
+
+void smart_blade_config_init(struct smart_blade_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = UINT64_C(1) << 30;
+	cfg->listen = "127.0.0.1:7470";
+	cfg->hugepages = -1;
+	cfg->chunk_size = 1u << 20;
+	cfg->max_clients = 256;
+	cfg->handshake_timeout_ms = 5000;
+}
+
+static int config_check(const struct smart_blade_config *c,
+			const struct smart__log *lg)
+{
+	const char *why = NULL;
+
+	if (!smart_is_pow2(c->chunk_size) ||
+	    c->chunk_size < (1u << SMART_CHUNK_SHIFT_MIN) ||
+	    c->chunk_size > (1u << SMART_CHUNK_SHIFT_MAX))
+		why = "chunk size must be a power of two from 4 KiB to 1 GiB";
+	else if (c->size < (UINT64_C(1) << 20) || c->size > (UINT64_C(1) << 48)
+		 || c->size > SIZE_MAX || c->size / c->chunk_size < 2)
+		why = "size must be 1 MiB..256 TiB and hold two chunks";
+	else if (c->id > 1023)
+		why = "blade id must be 0..1023";
+	else if (c->hugepages < -1 || c->hugepages > 1)
+		why = "hugepages must be -1, 0 or 1";
+	else if (c->secret && (c->secret_len == 0 ||
+			       c->secret_len > SMART_PROTO_SECRET_MAX))
+		why = "secret must be 1..4096 bytes";
+	else if (c->max_clients < 1 || c->max_clients > BLADE_MAX_CLIENTS_LIMIT)
+		why = "max_clients must be 1..65536";
+	else if (c->handshake_timeout_ms < 1 ||
+		 c->handshake_timeout_ms > BLADE_TIMEOUT_LIMIT_MS)
+		why = "handshake timeout must be 1 ms..1 h";
+	else if (!c->listen)
+		why = "no listen address";
+	if (why)
+		smart__err(lg, "bad blade config: %s", why);
+	return why ? SMART_EINVAL : 0;
+}
+
+static void log_init(struct smart__log *lg)
+{
+	const char *env = getenv("SMART_LOG_LEVEL");
+	int lv = env ? smart__log_parse_level(env) : SMART_LOG_WARN;
+
+	lg->prefix = "smart-blade";
+	lg->level = lv < 0 ? SMART_LOG_WARN : lv;
+	if (lv < 0)
+		smart__warn(lg, "ignoring bad SMART_LOG_LEVEL %s", env);
+}
+
+static void format_superblock(struct smart_blade *b)
+{
+	struct smart_superblock *sb = b->mr->addr;
+
+	sb->magic = SMART_SB_MAGIC;
+	sb->version = SMART_SB_VERSION;
+	sb->chunk_shift = b->chunk_shift;
+	sb->size = b->size;
+	sb->cursor = 1;		/* chunk 0 holds the superblock */
+	sb->nchunks = b->size >> b->chunk_shift;
+	sb->blade_id = b->id;
+}
+
+static int region_open(struct smart_blade *b, int hugepages)
+{
+	struct smart_tp_cfg tcfg = { .gid_index = -1, .log = &b->log };
+	int rc;
+
+	rc = b->ops->domain_open(&tcfg, &b->dom);
+	if (rc) {
+		smart__err(&b->log, "cannot open the %s transport: %s",
+			   b->transport, smart_strerror(rc));
+		return rc;
+	}
+	rc = b->ops->mr_alloc(b->dom, (size_t)b->size, hugepages, 1, &b->mr);
+	if (rc) {
+		smart__err(&b->log, "cannot allocate a region of %" PRIu64
+			   " bytes: %s", b->size, smart_strerror(rc));
+		return rc;
+	}
+	format_superblock(b);
+	b->blob_len = sizeof(b->blob);
+	rc = b->ops->region_blob(b->dom, b->mr, b->blob, &b->blob_len);
+	if (!rc && (b->blob_len == 0 || b->blob_len > SMART_TP_BLOB_MAX))
+		rc = SMART_ESYS;
+	if (rc)
+		smart__err(&b->log, "cannot describe the region: %s",
+			   smart_strerror(rc));
+	return rc;
+}
+
+static void format_addr(struct smart_blade *b,
+			const struct sockaddr_storage *ss)
+{
+	char h[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const void *)ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, h, sizeof(h));
+		snprintf(b->addr, sizeof(b->addr), "[%s]:%u", h,
+			 ntohs(a->sin6_port));
+	} else {
+		const struct sockaddr_in *a = (const void *)ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, h, sizeof(h));
+		snprintf(b->addr, sizeof(b->addr), "%s:%u", h,
+			 ntohs(a->sin_port));
+	}
+}
+
+static int tcp_listen(struct smart_blade *b, const char *listen_addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	uint32_t len;
+	int one = 1;
+
+	if (smart__proto_parse_addr(listen_addr, &ss, sizeof(ss), &len)) {
+		smart__err(&b->log, "bad listen address %s (want host:port)",
+			   listen_addr);
+		return SMART_EINVAL;
+	}
+	b->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+			SOCK_CLOEXEC, 0);
+	if (b->lfd < 0 ||
+	    setsockopt(b->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(b->lfd, (struct sockaddr *)&ss, len) ||
+	    listen(b->lfd, 128)) {
+		smart__err(&b->log, "cannot listen on %s: %s", listen_addr,
+			   strerror(errno));
+		return SMART_ESYS;
+	}
+	sl = sizeof(ss);
+	if (getsockname(b->lfd, (struct sockaddr *)&ss, &sl)) {
+		smart__err(&b->log, "getsockname: %s", strerror(errno));
+		return SMART_ESYS;
+	}
+	format_addr(b, &ss);
+	return 0;
+}
+
+/* Abstract socket "smart-blade-<pid>-<random>": no file to clean up. */
+static int unix_listen(struct smart_blade *b)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	uint64_t rnd;
+	socklen_t len;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		smart__err(&b->log, "getrandom: %s", strerror(errno));
+		return SMART_ESYS;
+	}
+	snprintf(b->uname, sizeof(b->uname), "smart-blade-%ld-%016" PRIx64,
+		 (long)getpid(), rnd);
+	b->uname_len = strlen(b->uname);
+	memcpy(un.sun_path + 1, b->uname, b->uname_len);
+	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			  b->uname_len);
+	b->ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (b->ufd < 0 || bind(b->ufd, (struct sockaddr *)&un, len) ||
+	    listen(b->ufd, 64)) {
+		smart__err(&b->log, "cannot listen on the fd socket: %s",
+			   strerror(errno));
+		return SMART_ESYS;
+	}
+	return 0;
+}
+
+static int copy_config(struct smart_blade *b,
+		       const struct smart_blade_config *cfg)
+{
+	const char *tp = cfg->transport ? cfg->transport : "shm";
+
+	b->id = cfg->id;
+	b->size = cfg->size;
+	b->chunk_shift = (uint8_t)__builtin_ctz(cfg->chunk_size);
+	b->max_clients = cfg->max_clients;
+	b->hs_timeout_ms = cfg->handshake_timeout_ms;
+	b->lfd = b->ufd = b->wakefd = -1;
+	b->ops = smart_tp_find(tp);
+	if (!b->ops || strlen(tp) > SMART_PROTO_TRANSPORT_MAX) {
+		smart__err(&b->log, "unknown transport %s", tp);
+		return SMART_EINVAL;
+	}
+	strcpy(b->transport, tp);
+	if (cfg->secret) {
+		b->secret = malloc(cfg->secret_len);
+		if (!b->secret)
+			return SMART_ENOMEM;
+		memcpy(b->secret, cfg->secret, cfg->secret_len);
+		b->secret_len = cfg->secret_len;
+	}
+	b->sess = calloc((size_t)b->max_clients, sizeof(*b->sess));
+	b->pfd = calloc(3 + (size_t)b->max_clients + BLADE_MAX_FDREQ,
+			sizeof(*b->pfd));
+	return b->sess && b->pfd ? 0 : SMART_ENOMEM;
+}
+
+/* The control thread takes no signals: they belong to the application. */
+static int start_thread(struct smart_blade *b)
+{
+	sigset_t all, old;
+	int rc;
+
+	b->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (b->wakefd < 0) {
+		smart__err(&b->log, "eventfd: %s", strerror(errno));
+		return SMART_ESYS;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&b->thread, NULL, smart__blade_ctl_main, b);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		smart__err(&b->log, "pthread_create: %s", strerror(rc));
+		return SMART_ESYS;
+	}
+	b->thread_started = 1;
+	return 0;
+}
+
+int smart_blade_create(const struct smart_blade_config *cfg,
+		       smart_blade_t **out)
+{
+	struct smart_blade *b;
+	int rc;
+
+	if (!cfg || !out)
+		return SMART_EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return SMART_ENOMEM;
+	log_init(&b->log);
+	rc = config_check(cfg, &b->log);
+	if (!rc)
+		rc = copy_config(b, cfg);
+	if (!rc)
+		rc = region_open(b, cfg->hugepages);
+	if (!rc)
+		rc = tcp_listen(b, cfg->listen);
+	if (!rc && b->mr->fd >= 0)
+		rc = unix_listen(b);
+	if (!rc)
+		rc = start_thread(b);
+	if (rc) {
+		smart_blade_destroy(b);
+		return rc;
+	}
+	smart__info(&b->log, "blade %u serving %" PRIu64 " bytes on %s",
+		    b->id, b->size, b->addr);
+	*out = b;
+	return 0;
+}
+
+void smart_blade_destroy(smart_blade_t *b)
+{
+	uint64_t one = 1;
+
+	if (!b)
+		return;
+	if (b->thread_started) {
+		if (write(b->wakefd, &one, sizeof(one)) != sizeof(one))
+			smart__err(&b->log, "cannot wake the control thread");
+		pthread_join(b->thread, NULL);
+	}
+	for (int i = 0; i < b->nsess; i++)
+		smart__blade_sess_free(b, b->sess[i]);
+	for (int i = 0; i < b->nfdreq; i++)
+		close(b->fdreq[i].fd);
+	if (b->lfd >= 0)
+		close(b->lfd);
+	if (b->ufd >= 0)
+		close(b->ufd);
+	if (b->wakefd >= 0)
+		close(b->wakefd);
+	if (b->mr)
+		b->ops->mr_free(b->dom, b->mr);
+	if (b->dom)
+		b->ops->domain_close(b->dom);
+	if (b->secret)
+		explicit_bzero(b->secret, b->secret_len);
+	free(b->secret);
+	free(b->sess);
+	free(b->pfd);
+	free(b);
+}
+
+const char *smart_blade_address(const smart_blade_t *b)
+{
+	return b ? b->addr : "";
+}
+
+int smart_blade_region(const smart_blade_t *b, void **base, uint64_t *size)
+{
+	if (!b || !base || !size)
+		return SMART_EINVAL;
+	*base = b->mr->addr;
+	*size = b->size;
+	return 0;
+}
+
+uint16_t smart_blade_id(const smart_blade_t *b)
+{
+	return b ? b->id : 0;
+}
+
+void smart_blade_get_stats(const smart_blade_t *b,
+			   struct smart_blade_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!b)
+		return;
+	out->accepted = atomic_load(&b->n_accepted);
+	out->authenticated = atomic_load(&b->n_authenticated);
+	out->refused = atomic_load(&b->n_refused);
+	out->malformed = atomic_load(&b->n_malformed);
+	out->timeouts = atomic_load(&b->n_timeouts);
+	out->active_sessions = atomic_load(&b->n_active);
+}
+
+int smart_secret_load(const char *path, char **out, size_t *len)
+{
+	char *buf;
+	struct stat st;
+	ssize_t n;
+	size_t got = 0;
+	int fd, err = 0;
+
+	if (!path || !out || !len)
+		return SMART_EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		smart__err(NULL, "cannot open secret file %s: %s", path,
+			   strerror(errno));
+		return errno == ENOENT ? SMART_ENOENT : SMART_EINVAL;
+	}
+	if (!fstat(fd, &st) && (st.st_mode & (S_IRWXG | S_IRWXO)))
+		smart__warn(NULL, "secret file %s is accessible to group or "
+			    "others; chmod 600 it", path);
+	buf = malloc(SMART_PROTO_SECRET_MAX + 2);
+	if (!buf) {
+		close(fd);
+		return SMART_ENOMEM;
+	}
+	/* Read one byte more than the limit (plus a newline) to see excess. */
+	while (got < SMART_PROTO_SECRET_MAX + 2) {
+		n = read(fd, buf + got, SMART_PROTO_SECRET_MAX + 2 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			err = errno;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got && buf[got - 1] == '\n')
+		got--;
+	if (err || got == 0 || got > SMART_PROTO_SECRET_MAX) {
+		smart__err(NULL, "secret file %s must hold 1..4096 bytes%s%s",
+			   path, err ? ": " : "", err ? strerror(err) : "");
+		explicit_bzero(buf, SMART_PROTO_SECRET_MAX + 2);
+		free(buf);
+		return SMART_EINVAL;
+	}
+	buf[got] = '\0';	/* convenience only: the secret is binary */
+	*out = buf;
+	*len = got;
+	return 0;
+}

@@ -1,0 +1,135 @@
+/*
+ * Memory blade internals: the blade object, the per-client session state
+ * machine (session.c) and the control thread (ctl.c).
+ *
+ * Invariants:
+ *  - After smart_blade_create() returns, only the control thread touches
+ *    sessions, fd requests and sockets; other threads read the immutable
+ *    fields (id, region, address) and the atomic counters.
+ *  - A session's buffers are bounded: in[] holds at most one largest legal
+ *    frame, out[] at most BLADE_OUT_CAP bytes; a frame is processed only
+ *    when out[] has room for the largest reply, so replies never overflow.
+ *  - A session's fd-passing token is live only in SESS_READY and is cleared
+ *    after its first use; it dies with the session.
+ *  - Responders belong to exactly one session and are destroyed with it.
+ */
+#ifndef SMART_BLADE_INT_H
+#define SMART_BLADE_INT_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smart/blade.h"
+#include "transport/transport.h"
+#include "util/log.h"
+#include "util/proto.h"
+
+#define BLADE_IN_CAP		SMART_PROTO_FRAME_MAX
+#define BLADE_OUT_CAP		16384
+#define BLADE_REPLY_MAX		(SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX)
+#define BLADE_MAX_RESPONDERS	4096
+#define BLADE_MAX_FDREQ		64
+#define BLADE_LINGER_MS		1000	/* bound on flushing a final ERROR */
+#define BLADE_DISCARD_MAX	65536	/* bytes drained while closing */
+
+enum blade_sess_state {
+	SESS_HELLO,	/* connected, HELLO expected before the deadline */
+	SESS_READY,	/* authenticated: QP_CONNECT/QP_CLOSE/BYE served */
+	SESS_CLOSING,	/* final ERROR queued: flush, drain, then close */
+	SESS_DEAD,	/* to be freed by the control thread */
+};
+
+struct blade_session {
+	int fd;			/* -1 for a socketless (fuzz) session */
+	int state;		/* enum blade_sess_state */
+	int wr_shut;		/* SHUT_WR done while closing */
+	uint64_t deadline;	/* ms: HELLO or close deadline; 0 = none */
+	uint64_t stall;		/* ms: output pending without progress since */
+	size_t discarded;
+	uint8_t token[SMART_PROTO_TOKEN_LEN];
+	int token_live;
+	struct smart_tp_responder **resp;	/* indexed by responder id */
+	uint32_t resp_cap, nresp;
+	size_t in_len, out_off, out_len;
+	uint8_t in[BLADE_IN_CAP];
+	uint8_t out[BLADE_OUT_CAP];
+};
+
+/* A pending fd request on the unix socket: 16 token bytes expected. */
+struct blade_fdreq {
+	int fd;
+	uint64_t deadline;
+	size_t n;
+	uint8_t got[SMART_PROTO_TOKEN_LEN];
+};
+
+struct smart_blade {
+	struct smart__log log;
+	const struct smart_tp_ops *ops;
+	struct smart_tp_domain *dom;
+	struct smart_tp_mr *mr;
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	size_t blob_len;
+
+	uint16_t id;
+	uint8_t chunk_shift;
+	uint64_t size;
+	char transport[SMART_PROTO_TRANSPORT_MAX + 1];
+	uint8_t *secret;	/* NULL: none required */
+	size_t secret_len;
+	int max_clients;
+	int hs_timeout_ms;
+
+	int lfd, ufd, wakefd;
+	char addr[64];
+	char uname[SMART_PROTO_SOCK_MAX + 1];	/* abstract, no leading NUL */
+	size_t uname_len;
+
+	pthread_t thread;
+	int thread_started;
+
+	/* Control thread only. */
+	struct pollfd *pfd;	/* 3 + max_clients + BLADE_MAX_FDREQ */
+	uint64_t accept_pause;	/* ms: listener paused (out of fds) */
+	struct blade_session **sess;
+	int nsess;
+	struct blade_fdreq fdreq[BLADE_MAX_FDREQ];
+	int nfdreq;
+
+	_Atomic uint64_t n_accepted, n_authenticated, n_refused, n_malformed,
+		n_timeouts, n_active;
+};
+
+/* Monotonic milliseconds. */
+uint64_t smart__blade_now_ms(void);
+
+/* session.c */
+struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd);
+void smart__blade_sess_free(struct smart_blade *b, struct blade_session *s);
+/* Parse and serve every complete frame in s->in; replies go to s->out. */
+void smart__blade_sess_process(struct smart_blade *b,
+			       struct blade_session *s);
+/* Queue ERROR(status, msg) and move to SESS_CLOSING. */
+void smart__blade_sess_refuse(struct smart_blade *b, struct blade_session *s,
+			      int status, const char *msg);
+/* Constant-time token match against live tokens; consumes the match. */
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *token);
+
+/*
+ * Feed bytes to a fresh socketless session as if received from a client
+ * (the fuzz target's entry): frames are parsed and served by the real state
+ * machine, replies are passed to sink (may be NULL).  Thread safe with
+ * respect to the control thread.  Returns the final session state.
+ */
+int smart__blade_session_feed(struct smart_blade *b, const uint8_t *data,
+			      size_t len,
+			      void (*sink)(const uint8_t *, size_t, void *),
+			      void *arg);
+
+/* ctl.c */
+void *smart__blade_ctl_main(void *arg);
+
+#endif

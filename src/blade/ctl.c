@@ -1,0 +1,393 @@
+/*
+ * The blade's control thread: one poll() loop over the wake-up eventfd, the
+ * TCP listener, the unix (fd-passing) listener, every client session and
+ * every pending fd request.
+ *
+ * Invariants:
+ *  - Every socket is non-blocking and every send uses MSG_DONTWAIT, so no
+ *    client can stall the loop; a client whose replies stay unread for
+ *    hs_timeout_ms is dropped, one that sends nothing in time too.
+ *  - Slot 0..2 of the pollfd array are the eventfd and the two listeners;
+ *    sessions and fd requests follow in array order.  Sessions and fd
+ *    requests are only removed (compacted) at the end of an iteration, so
+ *    indices stay valid while events are dispatched.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "blade/blade_int.h"
+#include "smart/status.h"
+
+#define ACCEPT_BATCH 64
+#define ACCEPT_PAUSE_MS 100
+
+static void count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static int sess_events(const struct blade_session *s)
+{
+	int ev = 0;
+
+	if (s->out_len)
+		ev |= POLLOUT;
+	if (s->state == SESS_CLOSING)
+		return s->out_len ? ev : POLLIN;
+	/* Back-pressure: read only when a whole reply still fits. */
+	if (s->in_len < BLADE_IN_CAP &&
+	    BLADE_OUT_CAP - s->out_len >= BLADE_REPLY_MAX)
+		ev |= POLLIN;
+	return ev;
+}
+
+static int build(struct smart_blade *b, uint64_t now)
+{
+	struct pollfd *p = b->pfd;
+	int n = 3;
+
+	p[0] = (struct pollfd){ .fd = b->wakefd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = now >= b->accept_pause ? b->lfd : -1,
+				.events = POLLIN };
+	p[2] = (struct pollfd){ .fd = now >= b->accept_pause ? b->ufd : -1,
+				.events = POLLIN };
+	for (int i = 0; i < b->nsess; i++, n++)
+		p[n] = (struct pollfd){ .fd = b->sess[i]->fd,
+					.events = (short)sess_events(b->sess[i]) };
+	for (int i = 0; i < b->nfdreq; i++, n++)
+		p[n] = (struct pollfd){ .fd = b->fdreq[i].fd, .events = POLLIN };
+	return n;
+}
+
+/* Closing: half-close once the ERROR is out, so the client sees EOF at
+ * once, while unread input is still drained (a close with unread input
+ * would reset the connection and could destroy the ERROR in flight). */
+static void half_close(struct blade_session *s)
+{
+	if (s->state == SESS_CLOSING && !s->out_len && !s->wr_shut) {
+		shutdown(s->fd, SHUT_WR);
+		s->wr_shut = 1;
+	}
+}
+
+/* Write what is pending; on a hard error the session dies. */
+static void flush(struct smart_blade *b, struct blade_session *s,
+		  uint64_t now)
+{
+	size_t before = s->out_len;
+	ssize_t w;
+
+	while (s->out_off < s->out_len) {
+		w = send(s->fd, s->out + s->out_off, s->out_len - s->out_off,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (w <= 0) {
+			s->state = SESS_DEAD;
+			return;
+		}
+		s->out_off += (size_t)w;
+	}
+	memmove(s->out, s->out + s->out_off, s->out_len - s->out_off);
+	s->out_len -= s->out_off;
+	s->out_off = 0;
+	if (!s->out_len)
+		s->stall = 0;
+	else if (!s->stall || s->out_len < before)
+		s->stall = now;
+	half_close(s);
+}
+
+static void drain(struct smart_blade *b, struct blade_session *s)
+{
+	uint8_t junk[4096];
+	ssize_t r;
+
+	if (s->out_len)
+		return;
+	half_close(s);
+	r = recv(s->fd, junk, sizeof(junk), MSG_DONTWAIT);
+	if (r > 0)
+		s->discarded += (size_t)r;
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) ||
+	    s->discarded > BLADE_DISCARD_MAX)
+		s->state = SESS_DEAD;
+}
+
+static void sess_read(struct smart_blade *b, struct blade_session *s)
+{
+	ssize_t r = recv(s->fd, s->in + s->in_len, BLADE_IN_CAP - s->in_len,
+			 MSG_DONTWAIT);
+
+	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+		/* EOF or reset: the client is gone with its responders. */
+		smart__dbg(&b->log, "session fd %d: closed by peer", s->fd);
+		s->state = SESS_DEAD;
+		return;
+	}
+	if (r > 0) {
+		s->in_len += (size_t)r;
+		smart__blade_sess_process(b, s);
+	}
+}
+
+static void sess_io(struct smart_blade *b, struct blade_session *s,
+		    short rev, uint64_t now)
+{
+	if (rev & POLLOUT)
+		flush(b, s, now);
+	if (s->state == SESS_DEAD || !(rev & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	if (s->state == SESS_CLOSING) {
+		drain(b, s);
+		return;
+	}
+	if (BLADE_OUT_CAP - s->out_len >= BLADE_REPLY_MAX &&
+	    s->in_len < BLADE_IN_CAP)
+		sess_read(b, s);
+	else if (rev & (POLLHUP | POLLERR))
+		s->state = SESS_DEAD;
+	/* Replies usually fit in the socket buffer: send them now. */
+	if (s->state != SESS_DEAD && s->out_len)
+		flush(b, s, now);
+}
+
+/* Over capacity: tell the client why, without keeping any state. */
+static void reject_now(struct smart_blade *b, int fd)
+{
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	size_t n;
+
+	if (!smart__proto_enc_error(SMART_EBUSY, "too many clients", f,
+				    sizeof(f), &n) &&
+	    send(fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		smart__dbg(&b->log, "reject: %s", strerror(errno));
+	close(fd);
+	count(&b->n_refused);
+}
+
+static int accept_one(struct smart_blade *b, int lfd, uint64_t now)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd >= 0)
+		return fd;
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+	    errno == ENOMEM) {
+		/* The listener stays readable: pause it instead of spinning. */
+		smart__warn(&b->log, "accept: %s", strerror(errno));
+		b->accept_pause = now + ACCEPT_PAUSE_MS;
+	}
+	return -1;
+}
+
+static void accept_tcp(struct smart_blade *b, uint64_t now)
+{
+	struct blade_session *s;
+	int fd, one = 1;
+
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		fd = accept_one(b, b->lfd, now);
+		if (fd < 0)
+			return;
+		count(&b->n_accepted);
+		if (b->nsess >= b->max_clients) {
+			reject_now(b, fd);
+			continue;
+		}
+		s = smart__blade_sess_new(b, fd);
+		if (!s) {
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		b->sess[b->nsess++] = s;
+	}
+}
+
+static void accept_unix(struct smart_blade *b, uint64_t now)
+{
+	int fd;
+
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		fd = accept_one(b, b->ufd, now);
+		if (fd < 0)
+			return;
+		if (b->nfdreq >= BLADE_MAX_FDREQ) {
+			close(fd);
+			continue;
+		}
+		b->fdreq[b->nfdreq++] = (struct blade_fdreq){
+			.fd = fd,
+			.deadline = now + (uint64_t)b->hs_timeout_ms,
+		};
+	}
+}
+
+/* Answer with one status byte (negated SMART_E*), plus the fd if good. */
+static void fd_reply(struct smart_blade *b, int fd, int status)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	uint8_t st = (uint8_t)-status;
+	struct iovec iov = { &st, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (status == 0) {
+		memset(&c, 0, sizeof(c));
+		mh.msg_control = c.buf;
+		mh.msg_controllen = sizeof(c.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &b->mr->fd, sizeof(int));
+	}
+	if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		smart__info(&b->log, "fd reply: %s", strerror(errno));
+}
+
+/* Returns 1 when the request is finished (its fd is then closed). */
+static int fdreq_io(struct smart_blade *b, struct blade_fdreq *q)
+{
+	ssize_t r = recv(q->fd, q->got + q->n, sizeof(q->got) - q->n,
+			 MSG_DONTWAIT);
+	int rc;
+
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (r <= 0)
+		return 1;
+	q->n += (size_t)r;
+	if (q->n < sizeof(q->got))
+		return 0;
+	rc = smart__blade_token_take(b, q->got);
+	if (rc)
+		smart__info(&b->log, "fd request with an unknown token");
+	fd_reply(b, q->fd, rc);
+	explicit_bzero(q->got, sizeof(q->got));
+	return 1;
+}
+
+static void expire(struct smart_blade *b, uint64_t now)
+{
+	for (int i = 0; i < b->nsess; i++) {
+		struct blade_session *s = b->sess[i];
+
+		if (s->state == SESS_HELLO && now >= s->deadline) {
+			count(&b->n_timeouts);
+			smart__info(&b->log, "session fd %d: handshake timeout",
+				    s->fd);
+			smart__blade_sess_refuse(b, s, SMART_ETIMEDOUT,
+						 "handshake timeout");
+			flush(b, s, now);
+		} else if (s->state == SESS_CLOSING && now >= s->deadline) {
+			s->state = SESS_DEAD;
+		} else if (s->state == SESS_READY && s->stall &&
+			   now - s->stall >= (uint64_t)b->hs_timeout_ms) {
+			count(&b->n_timeouts);
+			smart__info(&b->log, "session fd %d: replies unread, "
+				    "dropped", s->fd);
+			s->state = SESS_DEAD;
+		}
+	}
+	for (int i = 0; i < b->nfdreq; i++)
+		if (b->fdreq[i].fd >= 0 && now >= b->fdreq[i].deadline) {
+			close(b->fdreq[i].fd);
+			b->fdreq[i].fd = -1;
+		}
+}
+
+static void reap(struct smart_blade *b)
+{
+	int k = 0;
+
+	for (int i = 0; i < b->nsess; i++) {
+		if (b->sess[i]->state == SESS_DEAD)
+			smart__blade_sess_free(b, b->sess[i]);
+		else
+			b->sess[k++] = b->sess[i];
+	}
+	b->nsess = k;
+	atomic_store_explicit(&b->n_active, (uint64_t)k, memory_order_relaxed);
+	k = 0;
+	for (int i = 0; i < b->nfdreq; i++)
+		if (b->fdreq[i].fd >= 0)
+			b->fdreq[k++] = b->fdreq[i];
+	b->nfdreq = k;
+}
+
+/* Milliseconds until the nearest deadline, at most one second. */
+static int next_timeout(const struct smart_blade *b, uint64_t now)
+{
+	uint64_t next = now + 1000, stall = (uint64_t)b->hs_timeout_ms;
+
+	for (int i = 0; i < b->nsess; i++) {
+		const struct blade_session *s = b->sess[i];
+
+		if (s->deadline && s->deadline < next)
+			next = s->deadline;
+		if (s->stall && s->stall + stall < next)
+			next = s->stall + stall;
+	}
+	for (int i = 0; i < b->nfdreq; i++)
+		if (b->fdreq[i].deadline < next)
+			next = b->fdreq[i].deadline;
+	if (b->accept_pause > now && b->accept_pause < next)
+		next = b->accept_pause;
+	return next > now ? (int)(next - now) : 0;
+}
+
+static void dispatch(struct smart_blade *b, int nsess, int nfdreq,
+		     uint64_t now)
+{
+	struct pollfd *p = b->pfd + 3;
+
+	for (int i = 0; i < nsess; i++)
+		if (p[i].revents)
+			sess_io(b, b->sess[i], p[i].revents, now);
+	p += nsess;
+	for (int i = 0; i < nfdreq; i++)
+		if (p[i].revents && fdreq_io(b, &b->fdreq[i])) {
+			close(b->fdreq[i].fd);
+			b->fdreq[i].fd = -1;
+		}
+	if (b->pfd[1].revents)
+		accept_tcp(b, now);
+	if (b->pfd[2].revents)
+		accept_unix(b, now);
+}
+
+void *smart__blade_ctl_main(void *arg)
+{
+	struct smart_blade *b = arg;
+	uint64_t now = smart__blade_now_ms();
+	int n, nsess, nfdreq;
+
+	for (;;) {
+		nsess = b->nsess;
+		nfdreq = b->nfdreq;
+		n = build(b, now);
+		if (poll(b->pfd, (nfds_t)n, next_timeout(b, now)) < 0 &&
+		    errno != EINTR) {
+			smart__err(&b->log, "poll: %s", strerror(errno));
+			break;
+		}
+		if (b->pfd[0].revents)
+			break;
+		now = smart__blade_now_ms();
+		dispatch(b, nsess, nfdreq, now);
+		expire(b, now);
+		reap(b);
+	}
+	return NULL;
+}

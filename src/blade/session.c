@@ -1,0 +1,384 @@
+/*
+ * The per-client session state machine of the blade (docs/protocol.md).
+ *
+ * A session consumes bytes from its input buffer and appends replies to its
+ * output buffer; it never does I/O itself, so the control thread (ctl.c)
+ * and the fuzz entry smart__blade_session_feed() drive the same code.
+ *
+ * States: SESS_HELLO accepts only HELLO (or BYE); SESS_READY accepts
+ * QP_CONNECT, QP_CLOSE and BYE; anything else, and any malformed frame,
+ * queues an ERROR and moves to SESS_CLOSING, after which no input is
+ * interpreted.  A frame is handled only when out[] has room for the largest
+ * reply, which is what bounds out[] without ever dropping a reply.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blade/blade_int.h"
+#include "smart/status.h"
+
+uint64_t smart__blade_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd)
+{
+	struct blade_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->fd = fd;
+	s->state = SESS_HELLO;
+	s->deadline = smart__blade_now_ms() + (uint64_t)b->hs_timeout_ms;
+	return s;
+}
+
+void smart__blade_sess_free(struct smart_blade *b, struct blade_session *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->resp_cap; i++)
+		if (s->resp[i])
+			b->ops->responder_destroy(s->resp[i]);
+	free(s->resp);
+	if (s->fd >= 0)
+		close(s->fd);
+	explicit_bzero(s->token, sizeof(s->token));
+	free(s);
+}
+
+static void out_put(struct blade_session *s, const uint8_t *p, size_t n)
+{
+	/* Callers reserved BLADE_REPLY_MAX bytes before handling the frame. */
+	memcpy(s->out + s->out_len, p, n);
+	s->out_len += n;
+}
+
+void smart__blade_sess_refuse(struct smart_blade *b, struct blade_session *s,
+			      int status, const char *msg)
+{
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	size_t n;
+
+	if (s->state == SESS_CLOSING || s->state == SESS_DEAD)
+		return;
+	if (!smart__proto_enc_error(status, msg, f, sizeof(f), &n) &&
+	    BLADE_OUT_CAP - s->out_len >= n)
+		out_put(s, f, n);
+	s->state = SESS_CLOSING;
+	s->token_live = 0;
+	s->deadline = smart__blade_now_ms() + BLADE_LINGER_MS;
+}
+
+static void malformed(struct smart_blade *b, struct blade_session *s,
+		      const char *why)
+{
+	atomic_fetch_add_explicit(&b->n_malformed, 1, memory_order_relaxed);
+	smart__info(&b->log, "session fd %d: malformed input: %s", s->fd, why);
+	smart__blade_sess_refuse(b, s, SMART_EPROTO, why);
+}
+
+static void refused(struct smart_blade *b, struct blade_session *s,
+		    int status, const char *msg)
+{
+	atomic_fetch_add_explicit(&b->n_refused, 1, memory_order_relaxed);
+	smart__info(&b->log, "session fd %d: refused: %s", s->fd, msg);
+	smart__blade_sess_refuse(b, s, status, msg);
+}
+
+/*
+ * Compare the secret in constant time with respect to its contents and to
+ * where a mismatch occurs: the loop always runs over the whole expected
+ * secret and the length check is folded into the same accumulator.
+ */
+static int secret_ok(const struct smart_blade *b, const uint8_t *got,
+		     size_t glen)
+{
+	volatile uint8_t diff;
+	size_t i;
+
+	if (!b->secret)
+		return 1;
+	diff = (uint8_t)(glen != b->secret_len);
+	for (i = 0; i < b->secret_len; i++) {
+		/* Index clamped so a short secret is never read past. */
+		size_t j = i < glen ? i : 0;
+		uint8_t g = glen ? got[j] : 0;
+
+		diff |= (uint8_t)(b->secret[i] ^ g);
+	}
+	return diff == 0;
+}
+
+static void welcome(struct smart_blade *b, struct blade_session *s)
+{
+	struct smart_proto_welcome w;
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX];
+	size_t n;
+
+	memset(&w, 0, sizeof(w));
+	w.blade_id = b->id;
+	w.chunk_shift = b->chunk_shift;
+	w.region_size = b->size;
+	memcpy(w.blob, b->blob, b->blob_len);
+	w.blob_len = b->blob_len;
+	if (b->uname_len) {
+		if (getrandom(s->token, sizeof(s->token), 0) !=
+		    (ssize_t)sizeof(s->token)) {
+			smart__err(&b->log, "getrandom: %s", strerror(errno));
+			smart__blade_sess_refuse(b, s, SMART_ESYS,
+						 "blade cannot make a token");
+			return;
+		}
+		w.flags = SMART_PROTO_WF_FETCH_FD;
+		memcpy(w.token, s->token, sizeof(w.token));
+		memcpy(w.sock, b->uname, b->uname_len + 1);
+		w.sock_len = b->uname_len;
+		s->token_live = 1;
+	}
+	if (smart__proto_enc_welcome(&w, f, sizeof(f), &n)) {
+		smart__err(&b->log, "cannot encode welcome");
+		smart__blade_sess_refuse(b, s, SMART_ESYS, "internal error");
+		return;
+	}
+	explicit_bzero(w.token, sizeof(w.token));
+	out_put(s, f, n);
+	s->state = SESS_READY;
+	s->deadline = 0;
+	atomic_fetch_add_explicit(&b->n_authenticated, 1,
+				  memory_order_relaxed);
+}
+
+static void on_hello(struct smart_blade *b, struct blade_session *s,
+		     const uint8_t *p, size_t len)
+{
+	struct smart_proto_hello h;
+	char msg[SMART_PROTO_ERRMSG_MAX + 1];
+	int rc = smart__proto_dec_hello(p, len, &h);
+
+	if (rc == SMART_EVERSION) {
+		snprintf(msg, sizeof(msg),
+			 "protocol version %u not supported, blade speaks %d",
+			 h.version, SMART_PROTO_VERSION);
+		refused(b, s, SMART_EVERSION, msg);
+		return;
+	}
+	if (rc) {
+		malformed(b, s, "malformed hello");
+		return;
+	}
+	/* Check the secret first so that nothing is learnt without it. */
+	if (!secret_ok(b, h.secret, h.secret_len)) {
+		refused(b, s, SMART_EACCES, "secret refused");
+		return;
+	}
+	if (strcmp(h.transport, b->transport)) {
+		snprintf(msg, sizeof(msg), "transport %s not served, blade "
+			 "uses %s", h.transport, b->transport);
+		refused(b, s, SMART_ENOTSUP, msg);
+		return;
+	}
+	welcome(b, s);
+}
+
+/* Lowest free responder slot, growing the table up to the cap; -1 if full. */
+static int resp_slot(struct blade_session *s)
+{
+	struct smart_tp_responder **t;
+	uint32_t cap, old;
+
+	for (uint32_t i = 0; i < s->resp_cap; i++)
+		if (!s->resp[i])
+			return (int)i;
+	if (s->resp_cap >= BLADE_MAX_RESPONDERS)
+		return -1;
+	cap = s->resp_cap ? s->resp_cap * 2 : 8;
+	t = realloc(s->resp, cap * sizeof(*t));
+	if (!t)
+		return -1;
+	memset(t + s->resp_cap, 0, (cap - s->resp_cap) * sizeof(*t));
+	s->resp = t;
+	old = s->resp_cap;
+	s->resp_cap = cap;
+	return (int)old;
+}
+
+static int do_accept(struct smart_blade *b, struct blade_session *s,
+		     const struct smart_proto_qp_connect *c,
+		     struct smart_proto_qp_accept *a)
+{
+	struct smart_tp_responder *r;
+	int slot = resp_slot(s), rc;
+
+	if (slot < 0)
+		return SMART_EBUSY;
+	a->blob_len = sizeof(a->blob);
+	rc = b->ops->accept(b->dom, b->mr, c->blob, c->blob_len, a->blob,
+			    &a->blob_len, &r);
+	if (rc)
+		return rc < 0 && rc > SMART_E_LAST ? rc : SMART_ESYS;
+	if (a->blob_len == 0 || a->blob_len > SMART_TP_BLOB_MAX) {
+		b->ops->responder_destroy(r);
+		return SMART_ESYS;
+	}
+	s->resp[slot] = r;
+	s->nresp++;
+	a->responder_id = (uint32_t)slot;
+	return 0;
+}
+
+static void on_qp_connect(struct smart_blade *b, struct blade_session *s,
+			  const uint8_t *p, size_t len)
+{
+	struct smart_proto_qp_connect c;
+	struct smart_proto_qp_accept a;
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_QPA_MAX];
+	size_t n;
+
+	if (smart__proto_dec_qp_connect(p, len, &c)) {
+		malformed(b, s, "malformed qp_connect");
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	a.req_id = c.req_id;
+	a.status = do_accept(b, s, &c, &a);
+	if (a.status) {
+		smart__info(&b->log, "session fd %d: qp accept failed: %s",
+			    s->fd, smart_strerror(a.status));
+		a.blob_len = 0;
+		a.responder_id = 0;
+	}
+	if (smart__proto_enc_qp_accept(&a, f, sizeof(f), &n)) {
+		smart__blade_sess_refuse(b, s, SMART_ESYS, "internal error");
+		return;
+	}
+	out_put(s, f, n);
+}
+
+static void on_qp_close(struct smart_blade *b, struct blade_session *s,
+			const uint8_t *p, size_t len)
+{
+	uint32_t id;
+
+	if (smart__proto_dec_qp_close(p, len, &id)) {
+		malformed(b, s, "malformed qp_close");
+		return;
+	}
+	/* Closing an unknown id is harmless: the client may retry a close. */
+	if (id >= s->resp_cap || !s->resp[id]) {
+		smart__dbg(&b->log, "session fd %d: close of unknown qp %u",
+			   s->fd, id);
+		return;
+	}
+	b->ops->responder_destroy(s->resp[id]);
+	s->resp[id] = NULL;
+	s->nresp--;
+}
+
+static void dispatch(struct smart_blade *b, struct blade_session *s,
+		     uint16_t type, const uint8_t *p, size_t len)
+{
+	if (type == SMART_PROTO_BYE) {
+		if (smart__proto_dec_bye(p, len))
+			malformed(b, s, "malformed bye");
+		else
+			s->state = SESS_DEAD;
+	} else if (s->state == SESS_HELLO && type == SMART_PROTO_HELLO) {
+		on_hello(b, s, p, len);
+	} else if (s->state == SESS_READY && type == SMART_PROTO_QP_CONNECT) {
+		on_qp_connect(b, s, p, len);
+	} else if (s->state == SESS_READY && type == SMART_PROTO_QP_CLOSE) {
+		on_qp_close(b, s, p, len);
+	} else {
+		malformed(b, s, "unexpected message type");
+	}
+}
+
+void smart__blade_sess_process(struct smart_blade *b,
+			       struct blade_session *s)
+{
+	struct smart_proto_hdr h;
+	size_t flen;
+	int rc;
+
+	while (s->state == SESS_HELLO || s->state == SESS_READY) {
+		rc = smart__proto_hdr_check(s->in, s->in_len, &h);
+		if (rc == SMART_EAGAIN)
+			return;
+		if (rc) {
+			/* Includes an oversized length: the payload is never
+			 * read, the session closes after the ERROR. */
+			malformed(b, s, "malformed frame header");
+			return;
+		}
+		flen = SMART_PROTO_HDR_LEN + h.len;
+		if (s->in_len < flen ||
+		    BLADE_OUT_CAP - s->out_len < BLADE_REPLY_MAX)
+			return;
+		dispatch(b, s, h.type, s->in + SMART_PROTO_HDR_LEN, h.len);
+		memmove(s->in, s->in + flen, s->in_len - flen);
+		s->in_len -= flen;
+	}
+}
+
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *token)
+{
+	struct blade_session *hit = NULL;
+
+	for (int i = 0; i < b->nsess; i++) {
+		struct blade_session *s = b->sess[i];
+		volatile uint8_t diff = 0;
+
+		for (size_t k = 0; k < SMART_PROTO_TOKEN_LEN; k++)
+			diff |= (uint8_t)(s->token[k] ^ token[k]);
+		if (diff == 0 && s->token_live && s->state == SESS_READY)
+			hit = s;
+	}
+	if (!hit)
+		return SMART_EACCES;
+	hit->token_live = 0;
+	explicit_bzero(hit->token, sizeof(hit->token));
+	return 0;
+}
+
+int smart__blade_session_feed(struct smart_blade *b, const uint8_t *data,
+			      size_t len,
+			      void (*sink)(const uint8_t *, size_t, void *),
+			      void *arg)
+{
+	struct blade_session *s = smart__blade_sess_new(b, -1);
+	int state;
+
+	if (!s)
+		return SMART_ENOMEM;
+	while (s->state == SESS_HELLO || s->state == SESS_READY) {
+		size_t room = BLADE_IN_CAP - s->in_len;
+		size_t n = len < room ? len : room;
+
+		if (n)
+			memcpy(s->in + s->in_len, data, n);
+		s->in_len += n;
+		data += n;
+		len -= n;
+		smart__blade_sess_process(b, s);
+		if (sink && s->out_len)
+			sink(s->out, s->out_len, arg);
+		s->out_len = 0;
+		if (n == 0)
+			break;
+	}
+	if (sink && s->out_len)
+		sink(s->out, s->out_len, arg);
+	state = s->state;
+	smart__blade_sess_free(b, s);
+	return state;
+}

@@ -1,0 +1,278 @@
+/*
+ * Core internals: ctx, QP groups, workers, tasks, chains and batches.
+ *
+ * Ownership (DESIGN.md §4):
+ *  - ctx: process wide; its mutex guards the blade table, the worker list
+ *    and the QP groups (all slow path).
+ *  - QP group: the CQ and the per-blade QPs used by one worker (per-thread
+ *    modes) or by several (shared, mux:K).  Only a shared group's transport
+ *    objects are created SMART_TP_SHARED; its completions may be polled by
+ *    any member, so batch/task counters are then touched atomically.
+ *  - worker: one OS thread.  Its scheduler, tasks, chains and stats are
+ *    never touched by another thread (except completion counters in a
+ *    shared group, see above, and relaxed stats reads by snapshots).
+ *  - task: a coroutine.  It owns up to SMART_TASK_CHAINS open WR chains
+ *    (one per blade) and SMART_TASK_BATCHES posted ones in flight.
+ *
+ * A batch is one posted chain.  Every WR of the chain carries the batch's
+ * address as wr_id; the last one is signalled and has bit 0 set, so an
+ * error completion of an earlier (unsignalled) WR is told apart from the
+ * completion that ends the batch.  Batches are 8-byte aligned.
+ */
+#ifndef SMART_CORE_H
+#define SMART_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "smart/smart.h"
+#include "transport/transport.h"
+#include "util/clock.h"
+#include "util/compiler.h"
+#include "util/log.h"
+
+#define SMART_TASK_CHAINS  4
+#define SMART_TASK_BATCHES 8
+#define SMART_TASK_BOUNCES 64
+#define SMART_OP_MAX_LEN   (UINT32_C(1) << 30)
+#define SMART_POLL_BATCH   32
+
+enum smart__qp_mode {
+	SMART_QPM_SHARED,
+	SMART_QPM_MUX,
+	SMART_QPM_PER_THREAD,
+	SMART_QPM_PER_THREAD_DB,
+};
+
+/* Parsed option values; the table in options.c describes every field. */
+struct smart__optvals {
+	char transport[16];
+	int qp_mode;
+	int qp_mux;		/* K of mux:K */
+	int max_tasks;
+	uint64_t task_stack;
+	int chain_max;
+	int qp_depth;
+	int cq_depth;
+	uint64_t buf_pool;
+	int hugepages;		/* -1 auto, 0 off, 1 on */
+	char secret_file[1024];
+	uint64_t connect_timeout_ns;
+	uint64_t op_timeout_ns;
+	int log_level;
+	int latency_stats;
+};
+
+struct smart_opts {
+	struct smart__optvals v;
+};
+
+const char *smart__qp_mode_name(int mode);
+
+/* One connected blade. */
+struct smart__blade {
+	uint16_t id;
+	uint64_t size;
+	uint32_t chunk_shift;
+	uint64_t nchunks;
+	uint64_t base;		/* remote address of offset 0 */
+	uint32_t rkey;
+	struct smart_tp_remote *remote;
+	struct smart__boot *boot;	/* control session, under boot_lock */
+	pthread_mutex_t boot_lock;
+};
+
+/* One QP of a group to one blade. */
+struct smart__qp {
+	struct smart_tp_qp *tqp;
+	uint16_t blade;
+	uint32_t responder;
+	_Atomic int64_t outstanding;	/* WRs posted, not yet completed */
+	struct smart__qp *retired_next;
+};
+
+struct smart__group {
+	struct smart_ctx *ctx;
+	int index;		/* mux group number; -1 when private */
+	int shared;		/* several workers use it */
+	int refs;		/* under ctx->lock */
+	pthread_mutex_t lock;	/* QP creation and repair */
+	struct smart_tp_cq *cq;
+	struct smart__qp *_Atomic qps[SMART_BLADE_ID_MAX + 1];
+	struct smart__qp *retired;	/* broken QPs awaiting their flushes */
+	struct smart__group *next;
+};
+
+struct smart_ctx {
+	struct smart__optvals o;
+	struct smart__log log;
+	struct smart__clock clock;
+	const struct smart_tp_ops *tp;
+	struct smart_tp_domain *dom;
+	struct smart_tp_caps caps;
+	char *secret;
+	size_t secret_len;
+	pthread_mutex_t lock;
+	struct smart__blade *_Atomic blades[SMART_BLADE_ID_MAX + 1];
+	struct smart__group *groups;
+	struct smart_worker *workers;
+	int next_worker;
+	int live_workers;
+	char qp_mode_effective[24];
+	/* the registered local buffer pool (bufpool.c) */
+	struct smart_tp_mr *pool;
+	pthread_mutex_t pool_lock;
+	uint64_t pool_bump;
+	void *pool_free[32];	/* free lists by log2 class */
+	uint8_t *pool_class;	/* class of the block at each 64-B granule */
+	/* stats of destroyed workers */
+	uint64_t retired_stats[SMART_STAT__COUNT];
+	smart_hist_t *retired_hist;
+};
+
+struct smart__task;
+
+struct smart__batch {
+	struct smart__task *task;
+	struct smart__qp *qp;
+	uint32_t n;		/* WRs in the chain */
+	uint32_t busy;
+} __attribute__((aligned(8)));
+
+struct smart__chain {
+	uint16_t blade;
+	uint16_t n;
+	struct smart_tp_wr *wr;	/* chain_max entries */
+};
+
+/* A result to deliver at sync: copy len bytes from src (a bounce slot) to
+ * dst, and for a CAS compare the old value with expect (for the stats). */
+struct smart__bounce {
+	void *dst;		/* where the caller wants it, NULL for none */
+	const void *src;	/* where the transport put it */
+	uint32_t len;
+	uint32_t is_cas;
+	uint64_t expect;
+};
+
+enum smart__task_state {
+	SMART_TASK_FREE,
+	SMART_TASK_READY,
+	SMART_TASK_RUNNING,
+	SMART_TASK_WAITING,
+	SMART_TASK_DONE,
+};
+
+typedef void *smart__fctx_t;
+
+struct smart__task {
+	struct smart_worker *w;
+	smart__fctx_t fctx;
+	void *stack;		/* mapping including the guard page */
+	size_t stack_len;
+	smart_task_fn fn;
+	void *arg;
+	int state;
+	_Atomic int inflight;	/* batches posted and not completed */
+	_Atomic int first_error;
+	struct smart__task *next;	/* ready queue or free list */
+	struct smart__chain chains[SMART_TASK_CHAINS];
+	int nchains;
+	struct smart__batch batches[SMART_TASK_BATCHES];
+	uint8_t *bounce_mem;	/* SMART_TASK_BOUNCES x SMART_BOUNCE_MAX */
+	struct smart__bounce rec[SMART_TASK_BOUNCES];
+	int nrec;		/* results to deliver at sync */
+	int nslot;		/* bounce slots in use */
+	uint64_t sync_start;
+	void *asan_fake_stack;
+};
+
+struct smart__ralloc;
+
+struct smart_worker {
+	struct smart_ctx *ctx;
+	int index;
+	struct smart__group *group;
+	const struct smart_tp_ops *tp;
+	struct smart__qp *qp[SMART_BLADE_ID_MAX + 1];	/* cache of group's */
+	/* scheduler */
+	smart__fctx_t sched_fctx;
+	struct smart__task *cur;	/* NULL in the main context */
+	struct smart__task main_task;	/* the main context's ops */
+	struct smart__task *ready_head, *ready_tail;
+	struct smart__task *free_tasks;
+	struct smart__task **all_tasks;	/* every task slot, for scans */
+	int ntask_slots;
+	int live;
+	int since_poll;
+	const void *asan_main_bottom;	/* main stack, for ASan's fibers */
+	size_t asan_main_size;
+	/* remote allocator state, per blade, created on first use */
+	struct smart__ralloc *ralloc[SMART_BLADE_ID_MAX + 1];
+	/* stats */
+	uint64_t stats[SMART_STAT__COUNT];
+	smart_hist_t *hist;
+	struct smart_worker *next;	/* ctx list */
+};
+
+#define SMART_STAT_ADD(w, id, v)                                             \
+	__atomic_store_n(&(w)->stats[id], (w)->stats[id] + (v),               \
+			 __ATOMIC_RELAXED)
+#define SMART_STAT_INC(w, id) SMART_STAT_ADD(w, id, 1)
+
+static inline struct smart__task *smart__cur_task(struct smart_worker *w)
+{
+	return w->cur ? w->cur : &w->main_task;
+}
+
+static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
+						     uint16_t id)
+{
+	if (smart_unlikely(id > SMART_BLADE_ID_MAX))
+		return NULL;
+	return atomic_load_explicit(&ctx->blades[id], memory_order_acquire);
+}
+
+/* worker.c */
+int smart__worker_poll(struct smart_worker *w);
+int smart__worker_qp(struct smart_worker *w, uint16_t blade,
+		     struct smart__qp **out);
+void smart__qp_broken(struct smart_worker *w, struct smart__qp *qp);
+int smart__group_get(struct smart_ctx *ctx, int worker_index,
+		     struct smart__group **out);
+void smart__group_put(struct smart__group *g);
+
+/* task.c */
+void smart__task_wait(struct smart_worker *w, struct smart__task *t);
+void smart__task_wake(struct smart_worker *w, struct smart__task *t);
+int smart__task_init_slot(struct smart_worker *w, struct smart__task *t);
+void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t);
+void smart__tasks_destroy(struct smart_worker *w);
+
+/* ops.c */
+void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
+			   int shared);
+
+/* bufpool.c */
+int smart__pool_create(struct smart_ctx *ctx);
+void smart__pool_destroy(struct smart_ctx *ctx);
+static inline int smart__pool_owns(const struct smart_ctx *ctx, const void *p,
+				   size_t len)
+{
+	uintptr_t a = (uintptr_t)p, base = (uintptr_t)ctx->pool->addr;
+
+	return a >= base && a - base < ctx->pool->len &&
+	       len <= ctx->pool->len - (a - base);
+}
+
+/* alloc.c */
+void smart__ralloc_destroy(struct smart_worker *w);
+
+/* options.c */
+void smart__opts_defaults(struct smart__optvals *v);
+
+/* status of a transport completion as a SMART_E* code */
+int smart__wc_status(int wc_status);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * The ctx: process-wide state (options, transport domain, buffer pool,
+ * blade table) and smart_connect(), which joins a blade through the
+ * bootstrap and attaches its region.  Everything here is slow path and
+ * serialised by ctx->lock; workers read the blade table lock-free (entries
+ * are published once with release and never change until destruction).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bootstrap.h"
+#include "core/core.h"
+
+static int ctx_load_secret(struct smart_ctx *ctx)
+{
+	const char *path = ctx->o.secret_file;
+	int rc;
+
+	if (!path[0])
+		return 0;
+	rc = smart_secret_load(path, &ctx->secret, &ctx->secret_len);
+	if (rc)
+		smart__err(&ctx->log, "cannot load secret file %s: %s", path,
+			   smart_strerror(rc));
+	return rc;
+}
+
+static int ctx_open_transport(struct smart_ctx *ctx)
+{
+	struct smart_tp_cfg cfg = { .log = &ctx->log, .gid_index = -1 };
+	int rc;
+
+	ctx->tp = smart_tp_find(ctx->o.transport);
+	if (!ctx->tp) {
+		smart__err(&ctx->log, "transport %s is not built in",
+			   ctx->o.transport);
+		return SMART_ENOTSUP;
+	}
+	rc = ctx->tp->domain_open(&cfg, &ctx->dom);
+	if (rc)
+		return rc;
+	ctx->tp->query_caps(ctx->dom, &ctx->caps);
+	return 0;
+}
+
+/* The mode in force: per-thread-db needs a doorbell per thread, which only
+ * a transport with thread domains gives (verbs on mlx5). */
+static void ctx_effective_mode(struct smart_ctx *ctx)
+{
+	const struct smart__optvals *o = &ctx->o;
+
+	if (o->qp_mode == SMART_QPM_PER_THREAD_DB && !ctx->caps.thread_domains) {
+		smart__info(&ctx->log, "%s has no per-thread doorbells: "
+			    "per-thread-db runs as per-thread", ctx->tp->name);
+		snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
+			 "per-thread");
+	} else if (o->qp_mode == SMART_QPM_MUX) {
+		snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
+			 "mux:%d", o->qp_mux);
+	} else {
+		snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
+			 "%s", smart__qp_mode_name(o->qp_mode));
+	}
+}
+
+int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
+{
+	struct smart_ctx *ctx;
+	int rc;
+
+	if (!out)
+		return SMART_EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return SMART_ENOMEM;
+	if (opts) {
+		ctx->o = opts->v;
+	} else {
+		smart_opts_t *o;
+
+		rc = smart_opts_create(&o);
+		if (rc) {
+			free(ctx);
+			return rc;
+		}
+		ctx->o = o->v;
+		smart_opts_destroy(o);
+	}
+	ctx->log = (struct smart__log){ .level = ctx->o.log_level,
+					.prefix = "smart" };
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->pool_lock, NULL);
+	rc = smart__clock_init(&ctx->clock);
+	if (!rc)
+		rc = ctx_load_secret(ctx);
+	if (!rc)
+		rc = ctx_open_transport(ctx);
+	if (!rc)
+		rc = smart__pool_create(ctx);
+	if (!rc) {
+		ctx->retired_hist = calloc(1, sizeof(*ctx->retired_hist));
+		rc = ctx->retired_hist ? 0 : SMART_ENOMEM;
+	}
+	if (rc) {
+		smart__pool_destroy(ctx);
+		if (ctx->dom)
+			ctx->tp->domain_close(ctx->dom);
+		free(ctx->secret);
+		free(ctx);
+		return rc;
+	}
+	smart_hist_init(ctx->retired_hist);
+	ctx_effective_mode(ctx);
+	*out = ctx;
+	return 0;
+}
+
+static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
+{
+	if (b->boot)
+		smart__boot_close(b->boot);
+	if (b->remote)
+		ctx->tp->remote_detach(b->remote);
+	pthread_mutex_destroy(&b->boot_lock);
+	free(b);
+}
+
+int smart_ctx_destroy(smart_ctx_t *ctx)
+{
+	int i;
+
+	if (!ctx)
+		return SMART_EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->live_workers) {
+		pthread_mutex_unlock(&ctx->lock);
+		return SMART_EBUSY;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	for (i = 0; i <= SMART_BLADE_ID_MAX; i++)
+		if (ctx->blades[i])
+			blade_free(ctx, ctx->blades[i]);
+	smart__pool_destroy(ctx);
+	ctx->tp->domain_close(ctx->dom);
+	if (ctx->secret) {
+		memset(ctx->secret, 0, ctx->secret_len);
+		free(ctx->secret);
+	}
+	free(ctx->retired_hist);
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_mutex_destroy(&ctx->pool_lock);
+	free(ctx);
+	return 0;
+}
+
+/* Handshake, fetch the region fd if the transport needs one, attach. */
+static int blade_join(struct smart_ctx *ctx, const char *hostport,
+		      struct smart__blade *b)
+{
+	struct smart__boot_welcome wel;
+	int fd = -1, rc;
+
+	rc = smart__boot_open(hostport, ctx->tp->name, ctx->secret,
+			      ctx->secret_len,
+			      (int)(ctx->o.connect_timeout_ns / 1000000),
+			      &ctx->log, &b->boot, &wel);
+	if (rc)
+		return rc;
+	if (wel.need_fd) {
+		rc = smart__boot_fetch_fd(b->boot, &fd);
+		if (rc)
+			return rc;
+	}
+	rc = ctx->tp->remote_attach(ctx->dom, wel.blob, wel.blob_len, fd,
+				    &b->remote);
+	if (rc)
+		return rc;
+	b->id = wel.blade_id;
+	b->size = wel.size;
+	b->chunk_shift = wel.chunk_shift;
+	b->nchunks = wel.size >> wel.chunk_shift;
+	b->base = ctx->tp->remote_base(b->remote);
+	b->rkey = ctx->tp->remote_rkey(b->remote);
+	return 0;
+}
+
+int smart_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id)
+{
+	struct smart__blade *b;
+	int rc;
+
+	if (!ctx || !hostport || !blade_id)
+		return SMART_EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return SMART_ENOMEM;
+	pthread_mutex_init(&b->boot_lock, NULL);
+	rc = blade_join(ctx, hostport, b);
+	if (!rc && b->id > SMART_BLADE_ID_MAX)
+		rc = SMART_ERANGE;
+	if (rc) {
+		smart__err(&ctx->log, "connect %s: %s", hostport,
+			   smart_strerror(rc));
+		blade_free(ctx, b);
+		return rc;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->blades[b->id]) {
+		pthread_mutex_unlock(&ctx->lock);
+		smart__err(&ctx->log, "connect %s: blade id %u already "
+			   "connected", hostport, b->id);
+		blade_free(ctx, b);
+		return SMART_EEXIST;
+	}
+	atomic_store_explicit(&ctx->blades[b->id], b, memory_order_release);
+	pthread_mutex_unlock(&ctx->lock);
+	smart__info(&ctx->log, "connected blade %u at %s (%llu bytes)", b->id,
+		    hostport, (unsigned long long)b->size);
+	*blade_id = b->id;
+	return 0;
+}
+
+uint64_t smart_blade_size(const smart_ctx_t *ctx, uint16_t blade_id)
+{
+	struct smart__blade *b;
+
+	if (!ctx || blade_id > SMART_BLADE_ID_MAX)
+		return 0;
+	b = atomic_load_explicit(&((smart_ctx_t *)ctx)->blades[blade_id],
+				 memory_order_acquire);
+	return b ? b->size : 0;
+}
+
+const char *smart_ctx_transport(const smart_ctx_t *ctx)
+{
+	return ctx ? ctx->tp->name : "";
+}
+
+const char *smart_ctx_qp_mode(const smart_ctx_t *ctx)
+{
+	return ctx ? ctx->qp_mode_effective : "";
+}

@@ -1,0 +1,429 @@
+/*
+ * One-sided ops: queueing on per-task chains, posting, completion, sync.
+ *
+ * The fast path (smart_read & co. -> op_queue -> chain; smart_sync -> post
+ * -> wait -> deliver) does no allocation and no system call and takes no
+ * lock in the per-thread modes: chains, batches and bounce slots were all
+ * allocated with the task slot.  Validation happens before anything is
+ * queued, so a rejected op leaves no trace.
+ *
+ * Results that cannot land in place (caller memory outside the registered
+ * pool, CAS/FAA old values) go through bounce slots and are delivered when
+ * the sync that covers them completes; running out of slots or records
+ * forces such a sync early, which callers cannot observe except as a
+ * yield.  Errors of an implicit sync are kept for the next explicit one.
+ */
+#include <string.h>
+
+#include "core/core.h"
+
+static inline int cnt_sub(_Atomic int *c, int v, int shared)
+{
+	int n;
+
+	if (shared)
+		return atomic_fetch_sub_explicit(c, v, memory_order_acq_rel) - v;
+	n = atomic_load_explicit(c, memory_order_relaxed) - v;
+	atomic_store_explicit(c, n, memory_order_relaxed);
+	return n;
+}
+
+static inline void cnt_add(_Atomic int *c, int v, int shared)
+{
+	if (shared)
+		atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+	else
+		atomic_store_explicit(c, atomic_load_explicit(c,
+				      memory_order_relaxed) + v,
+				      memory_order_relaxed);
+}
+
+static inline void set_error(struct smart__task *t, int err)
+{
+	int zero = 0;
+
+	atomic_compare_exchange_strong(&t->first_error, &zero, err);
+}
+
+void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
+			   int shared)
+{
+	struct smart__task *t = b->task;
+
+	if (shared)
+		atomic_fetch_sub_explicit(&b->qp->outstanding, b->n,
+					  memory_order_relaxed);
+	else
+		atomic_store_explicit(&b->qp->outstanding,
+				      atomic_load_explicit(&b->qp->outstanding,
+				      memory_order_relaxed) - b->n,
+				      memory_order_relaxed);
+	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+	/* In a shared group another worker may complete our batch: only the
+	 * owner touches its run queue, it finds such tasks by scanning. */
+	if (cnt_sub(&t->inflight, 1, shared) == 0 && t->w == w)
+		smart__task_wake(w, t);
+}
+
+static struct smart__batch *batch_alloc(struct smart_worker *w,
+					struct smart__task *t)
+{
+	int i;
+
+	for (;;) {
+		for (i = 0; i < SMART_TASK_BATCHES; i++) {
+			struct smart__batch *b = &t->batches[i];
+
+			if (!__atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)) {
+				b->busy = 1;
+				b->task = t;
+				return b;
+			}
+		}
+		smart__task_wait(w, t);	/* all in flight: let them land */
+	}
+}
+
+/* Make progress while a send queue is full. */
+static void wait_room(struct smart_worker *w, struct smart__task *t)
+{
+	SMART_STAT_INC(w, SMART_STAT_QP_FULL);
+	if (t == &w->main_task)
+		smart__worker_poll(w);
+	else
+		smart_task_yield(w);
+}
+
+static void post_chain(struct smart_worker *w, struct smart__task *t,
+		       struct smart__chain *c)
+{
+	struct smart__batch *b;
+	struct smart__qp *qp;
+	int i, n = c->n, rc;
+
+	c->n = 0;
+	rc = smart__worker_qp(w, c->blade, &qp);
+	if (smart_unlikely(rc)) {
+		set_error(t, rc);
+		return;
+	}
+	b = batch_alloc(w, t);
+	for (i = 0; i < n; i++) {
+		c->wr[i].wr_id = (uint64_t)(uintptr_t)b;
+		c->wr[i].flags &= (uint8_t)~SMART_TP_SIGNALED;
+	}
+	c->wr[n - 1].wr_id |= 1;
+	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
+	b->qp = qp;
+	b->n = (uint32_t)n;
+	while ((rc = w->tp->post(qp->tqp, c->wr, n)) == SMART_EAGAIN)
+		wait_room(w, t);
+	if (smart_unlikely(rc)) {
+		set_error(t, rc);
+		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	cnt_add(&t->inflight, 1, w->group->shared);
+	if (w->group->shared)
+		atomic_fetch_add(&qp->outstanding, n);
+	else
+		atomic_store_explicit(&qp->outstanding, atomic_load_explicit(
+				      &qp->outstanding, memory_order_relaxed) + n,
+				      memory_order_relaxed);
+	SMART_STAT_ADD(w, SMART_STAT_WRS_POSTED, (uint64_t)n);
+	SMART_STAT_INC(w, SMART_STAT_DOORBELLS);
+}
+
+static void task_post(struct smart_worker *w, struct smart__task *t)
+{
+	int i;
+
+	for (i = 0; i < t->nchains; i++)
+		if (t->chains[i].n)
+			post_chain(w, t, &t->chains[i]);
+}
+
+/* Hand results to the caller and count failed CASes. */
+static void deliver(struct smart_worker *w, struct smart__task *t)
+{
+	int i;
+
+	for (i = 0; i < t->nrec; i++) {
+		struct smart__bounce *r = &t->rec[i];
+		uint64_t old;
+
+		if (r->dst && r->dst != r->src)
+			memcpy(r->dst, r->src, r->len);
+		if (r->is_cas) {
+			memcpy(&old, r->src, 8);
+			if (old != r->expect)
+				SMART_STAT_INC(w, SMART_STAT_CAS_FAILS);
+		}
+	}
+	t->nrec = 0;
+	t->nslot = 0;
+}
+
+static int task_sync(struct smart_worker *w, struct smart__task *t)
+{
+	uint64_t t0 = w->ctx->o.latency_stats ? smart__rdtsc() : 0;
+	int rc;
+
+	task_post(w, t);
+	if (atomic_load_explicit(&t->inflight, memory_order_acquire))
+		smart__task_wait(w, t);
+	t->nchains = 0;
+	deliver(w, t);
+	SMART_STAT_INC(w, SMART_STAT_SYNCS);
+	if (t0)
+		smart_hist_add(w->hist, smart__rdtsc() - t0);
+	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
+	if (smart_unlikely(rc))
+		atomic_store(&t->first_error, 0);
+	return rc;
+}
+
+int smart_post(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	task_post(w, smart__cur_task(w));
+	return 0;
+}
+
+int smart_sync(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	return task_sync(w, smart__cur_task(w));
+}
+
+/* The open chain of t for blade; posts to make room when needed. */
+static struct smart__chain *chain_for(struct smart_worker *w,
+				      struct smart__task *t, uint16_t blade)
+{
+	struct smart__chain *c;
+	int i;
+
+	for (i = 0; i < t->nchains; i++) {
+		c = &t->chains[i];
+		if (c->blade != blade)
+			continue;
+		if (smart_unlikely(c->n == w->ctx->o.chain_max))
+			post_chain(w, t, c);
+		return c;
+	}
+	if (smart_unlikely(t->nchains == SMART_TASK_CHAINS)) {
+		task_post(w, t);
+		t->nchains = 0;
+	}
+	c = &t->chains[t->nchains++];
+	c->blade = blade;
+	c->n = 0;
+	return c;
+}
+
+/* A record (and, when slot, a bounce slot) for a result; syncs early when
+ * they run out.  Returns the slot memory or NULL when !slot. */
+static void *rec_take(struct smart_worker *w, struct smart__task *t,
+		      int slot, struct smart__bounce **rec)
+{
+	if (smart_unlikely(t->nrec == SMART_TASK_BOUNCES ||
+			   (slot && t->nslot == SMART_TASK_BOUNCES))) {
+		int rc = task_sync(w, t);
+
+		if (rc)
+			set_error(t, rc);
+	}
+	*rec = &t->rec[t->nrec++];
+	if (!slot)
+		return NULL;
+	SMART_STAT_INC(w, SMART_STAT_BOUNCES);
+	return t->bounce_mem + (size_t)SMART_BOUNCE_MAX * t->nslot++;
+}
+
+struct op {
+	uint8_t opcode;
+	void *buf;		/* caller's local memory */
+	smart_gaddr_t ga;
+	uint32_t len;
+	uint64_t a1, a2;	/* compare/add, swap */
+};
+
+static int op_check(struct smart_worker *w, const struct op *op,
+		    struct smart__blade **bo)
+{
+	struct smart__blade *b = smart__blade_get(w->ctx,
+						  smart_gaddr_blade(op->ga));
+	uint64_t off = smart_gaddr_off(op->ga);
+
+	if (smart_unlikely(!b))
+		return SMART_ENOENT;
+	if (smart_unlikely(off >= b->size || op->len > b->size - off))
+		return SMART_EREMOTE;
+	if (op->opcode >= SMART_TP_CAS && (off & 7))
+		return SMART_EINVAL;
+	*bo = b;
+	return 0;
+}
+
+/* Where the transport reads or writes the op's local bytes. */
+static void *op_local(struct smart_worker *w, struct smart__task *t,
+		      const struct op *op, uint8_t *flags)
+{
+	struct smart_ctx *ctx = w->ctx;
+	int atomic = op->opcode >= SMART_TP_CAS;
+	struct smart__bounce *r;
+	void *slot;
+
+	if (op->opcode == SMART_TP_WRITE && op->len <= ctx->caps.max_inline) {
+		*flags = SMART_TP_INLINE;
+		return op->buf;
+	}
+	if (op->buf && smart__pool_owns(ctx, op->buf, op->len) &&
+	    (!atomic || !((uintptr_t)op->buf & 7))) {
+		if (atomic) {
+			rec_take(w, t, 0, &r);
+			*r = (struct smart__bounce){ NULL, op->buf, 8,
+				op->opcode == SMART_TP_CAS, op->a1 };
+		}
+		return op->buf;
+	}
+	slot = rec_take(w, t, 1, &r);
+	*r = (struct smart__bounce){ op->opcode == SMART_TP_WRITE ? NULL :
+				     op->buf, slot, op->len,
+				     op->opcode == SMART_TP_CAS, op->a1 };
+	if (op->opcode == SMART_TP_WRITE)
+		memcpy(slot, op->buf, op->len);
+	return slot;
+}
+
+static int op_queue(struct smart_worker *w, const struct op *op)
+{
+	struct smart__task *t = smart__cur_task(w);
+	struct smart__blade *b;
+	struct smart__chain *c;
+	struct smart_tp_wr *wr;
+	uint8_t flags = 0;
+	void *local;
+	int rc = op_check(w, op, &b);
+
+	if (smart_unlikely(rc))
+		return rc;
+	if (smart_unlikely(op->len > SMART_BOUNCE_MAX && op->buf &&
+			   !smart__pool_owns(w->ctx, op->buf, op->len) &&
+			   !(op->opcode == SMART_TP_WRITE &&
+			     op->len <= w->ctx->caps.max_inline)))
+		return SMART_EINVAL;
+	/* Records first: taking one may sync early, which resets chains. */
+	local = op_local(w, t, op, &flags);
+	c = chain_for(w, t, b->id);
+	wr = &c->wr[c->n++];
+	wr->remote = b->base + smart_gaddr_off(op->ga);
+	wr->local = local;
+	wr->len = op->len;
+	wr->lkey = w->ctx->pool->lkey;
+	wr->rkey = b->rkey;
+	wr->opcode = op->opcode;
+	wr->flags = flags;
+	wr->compare_add = op->a1;
+	wr->swap = op->a2;
+	return 0;
+}
+
+/* Rejections are rare: recompute the code out of line (op_queue is
+ * deterministic up to the point where it fails, and has no side effect
+ * before it). */
+static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
+						     const struct op *op)
+{
+	struct smart__blade *b;
+	int rc = op_check(w, op, &b);
+
+	return rc ? rc : SMART_EINVAL;
+}
+
+int smart_read(smart_worker_t *w, void *dst, smart_gaddr_t src, size_t len)
+{
+	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
+
+	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_READS);
+	SMART_STAT_ADD(w, SMART_STAT_BYTES_READ, len);
+	return 0;
+}
+
+int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
+		size_t len)
+{
+	struct op op = { SMART_TP_WRITE, (void *)src, dst, (uint32_t)len, 0, 0 };
+
+	if (smart_unlikely(!w || !src || !len || len > SMART_OP_MAX_LEN))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_WRITES);
+	SMART_STAT_ADD(w, SMART_STAT_BYTES_WRITTEN, len);
+	return 0;
+}
+
+int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
+	      uint64_t desired, uint64_t *old)
+{
+	struct op op = { SMART_TP_CAS, old, addr, 8, expect, desired };
+
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_CASES);
+	return 0;
+}
+
+int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
+	      uint64_t *old)
+{
+	struct op op = { SMART_TP_FAA, old, addr, 8, add, 0 };
+
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_FAAS);
+	return 0;
+}
+
+int smart_read_sync(smart_worker_t *w, void *dst, smart_gaddr_t src,
+		    size_t len)
+{
+	int rc = smart_read(w, dst, src, len);
+
+	return rc ? rc : smart_sync(w);
+}
+
+int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,
+		     size_t len)
+{
+	int rc = smart_write(w, dst, src, len);
+
+	return rc ? rc : smart_sync(w);
+}
+
+int smart_cas_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
+		   uint64_t desired, uint64_t *old)
+{
+	int rc = smart_cas(w, addr, expect, desired, old);
+
+	return rc ? rc : smart_sync(w);
+}
+
+int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
+		   uint64_t *old)
+{
+	int rc = smart_faa(w, addr, add, old);
+
+	return rc ? rc : smart_sync(w);
+}

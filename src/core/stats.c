@@ -1,0 +1,117 @@
+/*
+ * Statistics: merge per-worker counters on demand and print them.
+ *
+ * Workers bump their own counters with relaxed stores (no lock prefix);
+ * a snapshot reads them with relaxed loads under ctx->lock, which keeps
+ * the worker list stable.  The sync latency histogram is kept in TSC
+ * cycles and converted with the ctx's calibrated clock when printed.
+ * Its buckets are read without synchronisation: a snapshot taken while
+ * workers run may be off by the syncs in progress, never more.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+static const char *const stat_names[SMART_STAT__COUNT] = {
+	[SMART_STAT_READS] = "reads",
+	[SMART_STAT_WRITES] = "writes",
+	[SMART_STAT_CASES] = "cas",
+	[SMART_STAT_FAAS] = "faa",
+	[SMART_STAT_CAS_FAILS] = "cas_fails",
+	[SMART_STAT_BYTES_READ] = "bytes_read",
+	[SMART_STAT_BYTES_WRITTEN] = "bytes_written",
+	[SMART_STAT_WRS_POSTED] = "wrs_posted",
+	[SMART_STAT_DOORBELLS] = "doorbells",
+	[SMART_STAT_COMPLETIONS] = "completions",
+	[SMART_STAT_POLLS] = "polls",
+	[SMART_STAT_SYNCS] = "syncs",
+	[SMART_STAT_BOUNCES] = "bounces",
+	[SMART_STAT_QP_FULL] = "qp_full",
+	[SMART_STAT_CREDIT_WAITS] = "credit_waits",
+	[SMART_STAT_RETRIES] = "retries",
+	[SMART_STAT_BACKOFF_CYCLES] = "backoff_cycles",
+	[SMART_STAT_ERRORS] = "errors",
+	[SMART_STAT_RECONNECTS] = "reconnects",
+	[SMART_STAT_TASK_SWITCHES] = "task_switches",
+	[SMART_STAT_TASKS_SPAWNED] = "tasks_spawned",
+	[SMART_STAT_CHUNKS_CLAIMED] = "chunks_claimed",
+	[SMART_STAT_ALLOCS] = "allocs",
+	[SMART_STAT_FREES] = "frees",
+};
+
+const char *smart_stat_name(enum smart_stat id)
+{
+	if ((unsigned)id >= SMART_STAT__COUNT)
+		return "unknown";
+	return stat_names[id];
+}
+
+static void sum_worker(smart_stats_t *s, smart_hist_t *h,
+		       const struct smart_worker *w)
+{
+	int i;
+
+	for (i = 0; i < SMART_STAT__COUNT; i++)
+		s->c[i] += __atomic_load_n(&w->stats[i], __ATOMIC_RELAXED);
+	smart_hist_merge(h, w->hist);
+	s->workers++;
+}
+
+int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
+{
+	smart_hist_t *h;
+	const struct smart_worker *w;
+	double ns_per_cycle;
+	int i;
+
+	if (!ctx || !out)
+		return SMART_EINVAL;
+	h = malloc(sizeof(*h));
+	if (!h)
+		return SMART_ENOMEM;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&ctx->lock);
+	memcpy(h, ctx->retired_hist, sizeof(*h));
+	for (i = 0; i < SMART_STAT__COUNT; i++)
+		out->c[i] = ctx->retired_stats[i];
+	for (w = ctx->workers; w; w = w->next)
+		sum_worker(out, h, w);
+	pthread_mutex_unlock(&ctx->lock);
+	ns_per_cycle = ctx->clock.use_tsc ? 1.0 / ctx->clock.cycles_per_ns : 1.0;
+	out->sync_count = h->count;
+	out->sync_p50_ns = smart_hist_quantile(h, 0.50) * ns_per_cycle;
+	out->sync_p99_ns = smart_hist_quantile(h, 0.99) * ns_per_cycle;
+	out->sync_p999_ns = smart_hist_quantile(h, 0.999) * ns_per_cycle;
+	out->sync_mean_ns = smart_hist_mean(h) * ns_per_cycle;
+	free(h);
+	return 0;
+}
+
+void smart_stats_print(const smart_stats_t *s, FILE *f)
+{
+	int i;
+
+	for (i = 0; i < SMART_STAT__COUNT; i++)
+		fprintf(f, "%-16s %" PRIu64 "\n", stat_names[i], s->c[i]);
+	fprintf(f, "%-16s %d\n", "workers", s->workers);
+	fprintf(f, "%-16s %" PRIu64 " (p50 %.0f ns, p99 %.0f ns, "
+		"p99.9 %.0f ns, mean %.0f ns)\n", "sync_latency", s->sync_count,
+		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
+		s->sync_mean_ns);
+}
+
+void smart_stats_print_json(const smart_stats_t *s, FILE *f)
+{
+	int i;
+
+	fputc('{', f);
+	for (i = 0; i < SMART_STAT__COUNT; i++)
+		fprintf(f, "\"%s\":%" PRIu64 ",", stat_names[i], s->c[i]);
+	fprintf(f, "\"workers\":%d,\"sync_count\":%" PRIu64 ",\"sync_p50_ns\""
+		":%.1f,\"sync_p99_ns\":%.1f,\"sync_p999_ns\":%.1f,"
+		"\"sync_mean_ns\":%.1f}", s->workers, s->sync_count,
+		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
+		s->sync_mean_ns);
+}

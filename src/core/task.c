@@ -1,0 +1,328 @@
+/*
+ * Tasks: coroutines on Boost.Context's fcontext, scheduled per worker.
+ *
+ * The scheduler runs in the worker's main context and is the only code
+ * that jumps into a task; a task only ever jumps back to the scheduler.
+ * So w->sched_fctx is always the scheduler's latest context, and a task's
+ * fctx is where it stopped.  Stacks are mmap'ed with a PROT_NONE guard page
+ * below them and kept on a free list for reuse (a spawn after the first
+ * does no system call).
+ *
+ * Polling policy: the scheduler runs every ready task before it polls the
+ * CQ, so that the ops those tasks posted are all in flight together (their
+ * prefetches overlap on shm, their WRs pipeline on a NIC); it polls at least
+ * once per max_tasks switches so yield loops cannot starve completions.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/core.h"
+
+typedef struct {
+	smart__fctx_t fctx;
+	void *data;
+} smart__transfer_t;
+
+/* Exported with C linkage by libboost_context. */
+extern smart__transfer_t jump_fcontext(smart__fctx_t const to, void *vp);
+extern smart__fctx_t make_fcontext(void *sp, size_t size,
+				   void (*fn)(smart__transfer_t));
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SMART_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SMART_ASAN 1
+#endif
+#endif
+
+#ifdef SMART_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save,
+				    const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save,
+				     const void **bottom_old, size_t *size_old);
+#endif
+
+/* ASan must be told about every stack switch or it reports false stack
+ * overflows; these are no-ops in normal builds.  A NULL save slot tells it
+ * the fiber we leave is finished. */
+static inline void asan_enter(void **save, const void *bottom, size_t size)
+{
+#ifdef SMART_ASAN
+	__sanitizer_start_switch_fiber(save, bottom, size);
+#else
+	(void)save, (void)bottom, (void)size;
+#endif
+}
+
+static inline void asan_entered(void *save, const void **bottom_old,
+				size_t *size_old)
+{
+#ifdef SMART_ASAN
+	__sanitizer_finish_switch_fiber(save, bottom_old, size_old);
+#else
+	(void)save, (void)bottom_old, (void)size_old;
+#endif
+}
+
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Chains and bounce slots of a task (or of the main context). */
+int smart__task_init_slot(struct smart_worker *w, struct smart__task *t)
+{
+	struct smart_ctx *ctx = w->ctx;
+	int i, n = ctx->o.chain_max;
+	void *bounce;
+
+	for (i = 0; i < SMART_TASK_CHAINS; i++) {
+		t->chains[i].wr = calloc((size_t)n, sizeof(struct smart_tp_wr));
+		if (!t->chains[i].wr)
+			goto err;
+	}
+	if (smart_buf_alloc(w, SMART_TASK_BOUNCES * SMART_BOUNCE_MAX, &bounce))
+		goto err;
+	t->bounce_mem = bounce;
+	t->w = w;
+	return 0;
+err:
+	for (i = 0; i < SMART_TASK_CHAINS; i++) {
+		free(t->chains[i].wr);
+		t->chains[i].wr = NULL;
+	}
+	return SMART_ENOMEM;
+}
+
+void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t)
+{
+	int i;
+
+	for (i = 0; i < SMART_TASK_CHAINS; i++)
+		free(t->chains[i].wr);
+	if (t->bounce_mem)
+		smart_buf_free(w, t->bounce_mem);
+	if (t->stack)
+		munmap(t->stack, t->stack_len);
+}
+
+static struct smart__task *task_slot_new(struct smart_worker *w)
+{
+	size_t pg = page_size();
+	size_t len = ((w->ctx->o.task_stack + pg - 1) & ~(pg - 1)) + pg;
+	struct smart__task *t;
+
+	if (w->ntask_slots >= w->ctx->o.max_tasks)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->stack = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (t->stack == MAP_FAILED || mprotect(t->stack, pg, PROT_NONE) ||
+	    smart__task_init_slot(w, t)) {
+		if (t->stack != MAP_FAILED)
+			munmap(t->stack, len);
+		t->stack = NULL;
+		free(t);
+		return NULL;
+	}
+	t->stack_len = len;
+	w->all_tasks[w->ntask_slots++] = t;
+	return t;
+}
+
+static void ready_push(struct smart_worker *w, struct smart__task *t)
+{
+	t->state = SMART_TASK_READY;
+	t->next = NULL;
+	if (w->ready_tail)
+		w->ready_tail->next = t;
+	else
+		w->ready_head = t;
+	w->ready_tail = t;
+}
+
+static struct smart__task *ready_pop(struct smart_worker *w)
+{
+	struct smart__task *t = w->ready_head;
+
+	if (t) {
+		w->ready_head = t->next;
+		if (!w->ready_head)
+			w->ready_tail = NULL;
+	}
+	return t;
+}
+
+static void task_entry(smart__transfer_t tr)
+{
+	struct smart__task *t = tr.data;
+	struct smart_worker *w = t->w;
+
+	asan_entered(NULL, &w->asan_main_bottom, &w->asan_main_size);
+	w->sched_fctx = tr.fctx;
+	t->fn(w, t->arg);
+	/* Ops the task left queued or in flight are finished for it, so
+	 * that no completion can reach a recycled task. */
+	if (t->nchains || atomic_load(&t->inflight))
+		smart_sync(w);
+	t->state = SMART_TASK_DONE;
+	asan_enter(NULL, w->asan_main_bottom, w->asan_main_size);
+	jump_fcontext(w->sched_fctx, NULL);
+}
+
+int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
+{
+	struct smart__task *t;
+	size_t pg;
+
+	if (!w || !fn)
+		return SMART_EINVAL;
+	if (w->live >= w->ctx->o.max_tasks)
+		return SMART_EAGAIN;
+	t = w->free_tasks;
+	if (t)
+		w->free_tasks = t->next;
+	else if (!(t = task_slot_new(w)))
+		return SMART_ENOMEM;
+	pg = page_size();
+	t->fn = fn;
+	t->arg = arg;
+	atomic_store(&t->first_error, 0);
+	t->fctx = make_fcontext((char *)t->stack + t->stack_len,
+				t->stack_len - pg, task_entry);
+	w->live++;
+	SMART_STAT_INC(w, SMART_STAT_TASKS_SPAWNED);
+	ready_push(w, t);
+	return 0;
+}
+
+/* Jump from the scheduler into t until it yields, waits or ends. */
+static void task_switch_in(struct smart_worker *w, struct smart__task *t)
+{
+	size_t pg = page_size();
+	void *fake = NULL;
+	smart__transfer_t tr;
+
+	t->state = SMART_TASK_RUNNING;
+	w->cur = t;
+	asan_enter(&fake, (char *)t->stack + pg, t->stack_len - pg);
+	tr = jump_fcontext(t->fctx, t);
+	asan_entered(fake, NULL, NULL);
+	t->fctx = tr.fctx;
+	w->cur = NULL;
+	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
+	if (t->state == SMART_TASK_DONE) {
+		w->live--;
+		t->state = SMART_TASK_FREE;
+		t->next = w->free_tasks;
+		w->free_tasks = t;
+	}
+}
+
+/* From inside a task: back to the scheduler. */
+static void task_switch_out(struct smart_worker *w, struct smart__task *t)
+{
+	smart__transfer_t tr;
+
+	asan_enter(&t->asan_fake_stack, w->asan_main_bottom, w->asan_main_size);
+	tr = jump_fcontext(w->sched_fctx, NULL);
+	asan_entered(t->asan_fake_stack, &w->asan_main_bottom,
+		     &w->asan_main_size);
+	w->sched_fctx = tr.fctx;
+}
+
+void smart_task_yield(smart_worker_t *w)
+{
+	struct smart__task *t = w->cur;
+
+	if (!t) {
+		smart__worker_poll(w);
+		return;
+	}
+	ready_push(w, t);
+	task_switch_out(w, t);
+}
+
+/* Park the current task until its batches complete (smart__task_wake). */
+void smart__task_wait(struct smart_worker *w, struct smart__task *t)
+{
+	if (t == &w->main_task) {
+		while (atomic_load_explicit(&t->inflight, memory_order_acquire))
+			smart__worker_poll(w);
+		return;
+	}
+	t->state = SMART_TASK_WAITING;
+	while (t->state == SMART_TASK_WAITING)
+		task_switch_out(w, t);
+}
+
+/* A task's last batch completed (owner thread only). */
+void smart__task_wake(struct smart_worker *w, struct smart__task *t)
+{
+	if (t->state == SMART_TASK_WAITING && t != &w->main_task)
+		ready_push(w, t);
+}
+
+/* Shared groups: another worker may have completed our batches; find our
+ * waiting tasks whose counters reached zero. */
+static void scan_waiting(struct smart_worker *w)
+{
+	int i;
+
+	for (i = 0; i < w->ntask_slots; i++) {
+		struct smart__task *t = w->all_tasks[i];
+
+		if (t->state == SMART_TASK_WAITING &&
+		    !atomic_load_explicit(&t->inflight, memory_order_acquire))
+			ready_push(w, t);
+	}
+}
+
+int smart_worker_run(smart_worker_t *w)
+{
+	struct smart__task *t;
+
+	if (!w)
+		return SMART_EINVAL;
+	if (w->cur)
+		return SMART_EINVAL;
+	while (w->live) {
+		t = ready_pop(w);
+		if (!t || ++w->since_poll >= w->ctx->o.max_tasks) {
+			w->since_poll = 0;
+			smart__worker_poll(w);
+			if (w->group->shared)
+				scan_waiting(w);
+		}
+		if (t)
+			task_switch_in(w, t);
+	}
+	return 0;
+}
+
+int smart_worker_tasks(const smart_worker_t *w)
+{
+	return w ? w->live : 0;
+}
+
+int smart_in_task(const smart_worker_t *w)
+{
+	return w && w->cur;
+}
+
+void smart__tasks_destroy(struct smart_worker *w)
+{
+	int i;
+
+	for (i = 0; i < w->ntask_slots; i++) {
+		smart__task_fini_slot(w, w->all_tasks[i]);
+		free(w->all_tasks[i]);
+	}
+	w->ntask_slots = 0;
+	w->free_tasks = NULL;
+}

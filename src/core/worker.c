@@ -1,0 +1,346 @@
+/*
+ * Workers and QP groups.
+ *
+ * A worker polls its group's CQ and dispatches completions to batches.  It
+ * finds the QP to a blade in its own cache first (no lock); on a miss, or
+ * when the cached QP broke, it goes to the group under the group mutex
+ * (slow path): creates the QP, exchanges blobs with the blade through the
+ * bootstrap session and connects it.  A broken QP is retired, not freed,
+ * until every WR posted on it has completed (with a flush error), so no
+ * completion ever points at freed memory.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bootstrap.h"
+#include "core/core.h"
+
+int smart__wc_status(int st)
+{
+	switch (st) {
+	case SMART_TP_WC_OK: return 0;
+	case SMART_TP_WC_REM_ACCESS: return SMART_EREMOTE;
+	case SMART_TP_WC_LOC_PROT: return SMART_EINVAL;
+	case SMART_TP_WC_BAD_WR: return SMART_EINVAL;
+	case SMART_TP_WC_FLUSH: return SMART_EQP;
+	case SMART_TP_WC_RETRY_EXC: return SMART_ETIMEDOUT;
+	default: return SMART_ECONN;
+	}
+}
+
+static int group_create(struct smart_ctx *ctx, int index, int shared,
+			struct smart__group **out)
+{
+	struct smart__group *g = calloc(1, sizeof(*g));
+	int rc;
+
+	if (!g)
+		return SMART_ENOMEM;
+	rc = ctx->tp->cq_create(ctx->dom, (uint32_t)ctx->o.cq_depth,
+				shared ? SMART_TP_SHARED : 0, &g->cq);
+	if (rc) {
+		free(g);
+		return rc;
+	}
+	g->ctx = ctx;
+	g->index = index;
+	g->shared = shared;
+	pthread_mutex_init(&g->lock, NULL);
+	*out = g;
+	return 0;
+}
+
+/* Group for the worker with this index: private in the per-thread modes,
+ * group index/K in mux:K, the single group in shared.  ctx->lock held. */
+int smart__group_get(struct smart_ctx *ctx, int worker_index,
+		     struct smart__group **out)
+{
+	int mode = ctx->o.qp_mode, index = -1, rc;
+	struct smart__group *g;
+
+	if (mode == SMART_QPM_SHARED)
+		index = 0;
+	else if (mode == SMART_QPM_MUX)
+		index = worker_index / ctx->o.qp_mux;
+	for (g = ctx->groups; index >= 0 && g; g = g->next)
+		if (g->index == index)
+			break;
+	if (index < 0 || !g) {
+		rc = group_create(ctx, index, index >= 0, &g);
+		if (rc)
+			return rc;
+		g->next = ctx->groups;
+		ctx->groups = g;
+	}
+	g->refs++;
+	*out = g;
+	return 0;
+}
+
+static void qp_free(struct smart_ctx *ctx, struct smart__qp *qp)
+{
+	struct smart__blade *b = smart__blade_get(ctx, qp->blade);
+
+	if (b && b->boot) {
+		pthread_mutex_lock(&b->boot_lock);
+		smart__boot_qp_close(b->boot, qp->responder);
+		pthread_mutex_unlock(&b->boot_lock);
+	}
+	ctx->tp->qp_destroy(qp->tqp);
+	free(qp);
+}
+
+/* ctx->lock held; the last worker of the group is gone. */
+void smart__group_put(struct smart__group *g)
+{
+	struct smart_ctx *ctx = g->ctx;
+	struct smart__group **pp;
+	int i;
+
+	if (--g->refs)
+		return;
+	for (pp = &ctx->groups; *pp != g; pp = &(*pp)->next)
+		;
+	*pp = g->next;
+	for (i = 0; i <= SMART_BLADE_ID_MAX; i++)
+		if (g->qps[i])
+			qp_free(ctx, g->qps[i]);
+	while (g->retired) {
+		struct smart__qp *qp = g->retired;
+
+		g->retired = qp->retired_next;
+		qp_free(ctx, qp);
+	}
+	ctx->tp->cq_destroy(g->cq);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+static int qp_open(struct smart_worker *w, struct smart__blade *b,
+		   struct smart__qp **out)
+{
+	struct smart_ctx *ctx = w->ctx;
+	struct smart_tp_qp_attr attr = {
+		.max_send_wr = (uint32_t)ctx->o.qp_depth,
+		.flags = w->group->shared ? SMART_TP_SHARED : 0,
+		.doorbell = -1,
+	};
+	uint8_t mine[SMART_TP_BLOB_MAX], peer[SMART_TP_BLOB_MAX];
+	size_t mlen = sizeof(mine), plen = sizeof(peer);
+	struct smart__qp *qp = calloc(1, sizeof(*qp));
+	int rc;
+
+	if (!qp)
+		return SMART_ENOMEM;
+	qp->blade = b->id;
+	rc = ctx->tp->qp_create(ctx->dom, w->group->cq, &attr, &qp->tqp);
+	if (rc) {
+		free(qp);
+		return rc;
+	}
+	rc = ctx->tp->qp_blob(qp->tqp, mine, &mlen);
+	if (!rc) {
+		pthread_mutex_lock(&b->boot_lock);
+		rc = smart__boot_qp_connect(b->boot, mine, mlen, peer, &plen,
+					    &qp->responder);
+		pthread_mutex_unlock(&b->boot_lock);
+	}
+	if (!rc)
+		rc = ctx->tp->qp_connect(qp->tqp, b->remote, peer, plen);
+	if (rc) {
+		ctx->tp->qp_destroy(qp->tqp);
+		free(qp);
+		smart__err(&ctx->log, "qp to blade %u: %s", b->id,
+			   smart_strerror(rc));
+		return rc;
+	}
+	*out = qp;
+	return 0;
+}
+
+/* Free retired QPs whose WRs have all completed.  Group lock held. */
+static void group_reap(struct smart__group *g)
+{
+	struct smart__qp **pp = &g->retired;
+
+	while (*pp) {
+		struct smart__qp *qp = *pp;
+
+		if (atomic_load(&qp->outstanding) > 0) {
+			pp = &qp->retired_next;
+			continue;
+		}
+		*pp = qp->retired_next;
+		qp_free(g->ctx, qp);
+	}
+}
+
+/* Slow path of smart__worker_qp: create or replace the group's QP. */
+static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
+			  struct smart__qp **out)
+{
+	struct smart__group *g = w->group;
+	struct smart__qp *qp;
+	int rc = 0;
+
+	pthread_mutex_lock(&g->lock);
+	group_reap(g);
+	qp = g->qps[b->id];
+	if (qp && w->ctx->tp->qp_in_error(qp->tqp)) {
+		qp->retired_next = g->retired;
+		g->retired = qp;
+		atomic_store(&g->qps[b->id], NULL);
+		qp = NULL;
+		SMART_STAT_INC(w, SMART_STAT_RECONNECTS);
+	}
+	if (!qp) {
+		rc = qp_open(w, b, &qp);
+		if (!rc)
+			atomic_store(&g->qps[b->id], qp);
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (!rc)
+		*out = w->qp[b->id] = qp;
+	return rc;
+}
+
+int smart__worker_qp(struct smart_worker *w, uint16_t blade,
+		     struct smart__qp **out)
+{
+	struct smart__qp *qp = w->qp[blade];
+	struct smart__blade *b;
+
+	if (smart_likely(qp && !w->tp->qp_in_error(qp->tqp))) {
+		*out = qp;
+		return 0;
+	}
+	b = smart__blade_get(w->ctx, blade);
+	if (!b)
+		return SMART_ENOENT;
+	return worker_qp_slow(w, b, out);
+}
+
+int smart__worker_poll(struct smart_worker *w)
+{
+	struct smart_tp_wc wc[SMART_POLL_BATCH];
+	int n, i, shared = w->group->shared;
+
+	n = w->tp->poll(w->group->cq, wc, SMART_POLL_BATCH);
+	SMART_STAT_INC(w, SMART_STAT_POLLS);
+	if (n <= 0)
+		return n;
+	SMART_STAT_ADD(w, SMART_STAT_COMPLETIONS, (uint64_t)n);
+	for (i = 0; i < n; i++) {
+		struct smart__batch *b =
+			(struct smart__batch *)(uintptr_t)(wc[i].wr_id & ~1ull);
+		int err = smart__wc_status(wc[i].status);
+
+		if (smart_unlikely(err)) {
+			int zero = 0;
+
+			SMART_STAT_INC(w, SMART_STAT_ERRORS);
+			atomic_compare_exchange_strong(&b->task->first_error,
+						       &zero, err);
+		}
+		if (wc[i].wr_id & 1)
+			smart__batch_complete(w, b, shared);
+	}
+	return n;
+}
+
+int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
+{
+	struct smart_worker *w;
+	int rc;
+
+	if (!ctx || !out)
+		return SMART_EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return SMART_ENOMEM;
+	w->hist = calloc(1, sizeof(*w->hist));
+	w->all_tasks = calloc((size_t)ctx->o.max_tasks, sizeof(*w->all_tasks));
+	if (!w->hist || !w->all_tasks) {
+		rc = SMART_ENOMEM;
+		goto err;
+	}
+	smart_hist_init(w->hist);
+	w->ctx = ctx;
+	w->tp = ctx->tp;
+	w->main_task.w = w;
+	w->main_task.state = SMART_TASK_RUNNING;
+	rc = smart__task_init_slot(w, &w->main_task);
+	if (rc)
+		goto err;
+	pthread_mutex_lock(&ctx->lock);
+	w->index = ctx->next_worker++;
+	rc = smart__group_get(ctx, w->index, &w->group);
+	if (!rc) {
+		w->next = ctx->workers;
+		ctx->workers = w;
+		ctx->live_workers++;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc) {
+		smart__task_fini_slot(w, &w->main_task);
+		goto err;
+	}
+	*out = w;
+	return 0;
+err:
+	free(w->hist);
+	free(w->all_tasks);
+	free(w);
+	return rc;
+}
+
+/* Fold the worker's counters into the ctx.  ctx->lock held. */
+static void worker_retire_stats(struct smart_worker *w)
+{
+	struct smart_ctx *ctx = w->ctx;
+	int i;
+
+	for (i = 0; i < SMART_STAT__COUNT; i++)
+		ctx->retired_stats[i] += w->stats[i];
+	smart_hist_merge(ctx->retired_hist, w->hist);
+}
+
+int smart_worker_destroy(smart_worker_t *w)
+{
+	struct smart_ctx *ctx;
+	struct smart_worker **pp;
+
+	if (!w)
+		return SMART_EINVAL;
+	if (w->live || w->cur)
+		return SMART_EBUSY;
+	/* Drain what the main context left in flight before the CQ goes. */
+	while (atomic_load(&w->main_task.inflight))
+		smart__worker_poll(w);
+	ctx = w->ctx;
+	smart__tasks_destroy(w);
+	smart__task_fini_slot(w, &w->main_task);
+	smart__ralloc_destroy(w);
+	pthread_mutex_lock(&ctx->lock);
+	for (pp = &ctx->workers; *pp != w; pp = &(*pp)->next)
+		;
+	*pp = w->next;
+	worker_retire_stats(w);
+	smart__group_put(w->group);
+	ctx->live_workers--;
+	pthread_mutex_unlock(&ctx->lock);
+	free(w->hist);
+	free(w->all_tasks);
+	free(w);
+	return 0;
+}
+
+smart_ctx_t *smart_worker_ctx(const smart_worker_t *w)
+{
+	return w ? w->ctx : NULL;
+}
+
+int smart_worker_index(const smart_worker_t *w)
+{
+	return w ? w->index : -1;
+}

@@ -1,0 +1,151 @@
+/*
+ * shm transport internals: one host, no RDMA (DESIGN.md §3, "shm").
+ *
+ * The blade's region is a memfd that every client maps; READ and WRITE are
+ * word-wise copies in increasing address order, CAS and FAA are CPU atomics
+ * on the mapping.  Like a NIC, the transport executes WRs asynchronously:
+ * post() validates nothing but room, prefetches the targets and queues the
+ * chain as a doorbell on the QP's CQ; poll() executes queued doorbells in
+ * FIFO order and produces completions.  Executing at poll time lets the
+ * cache misses of many posted WRs overlap (memory-level parallelism), which
+ * is what an RNIC pipeline gives real RDMA.  Order per QP is the SQ order.
+ *
+ * Locks: none unless the QP/CQ was created SMART_TP_SHARED; then post holds
+ * the QP lock and, inside it, the CQ lock (order QP -> CQ); poll holds only
+ * the CQ lock.  The SQ head is advanced only by the executor (CQ lock), the
+ * tail only by posters (QP lock).
+ */
+#ifndef SMART_TRANSPORT_SHM_H
+#define SMART_TRANSPORT_SHM_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "transport/transport.h"
+#include "util/compiler.h"
+#include "util/spinlock.h"
+
+#define SHM_MAX_MR	 256
+#define SHM_MAX_INLINE	 64
+#define SHM_MAX_SEND_WR	 65536
+#define SHM_MAX_CQE	 (1u << 20)
+
+#define SHM_REGION_MAGIC 0x524d4853u	/* "SHMR" */
+#define SHM_QP_MAGIC	 0x514d4853u	/* "SHMQ" */
+#define SHM_ACC_MAGIC	 0x414d4853u	/* "SHMA" */
+#define SHM_BLOB_VERSION 1
+
+struct shm_mr {
+	struct smart_tp_mr pub;
+	size_t map_len;		/* bytes mapped (rounded to the page size) */
+	int slot;
+};
+
+struct smart_tp_domain {
+	const struct smart__log *log;
+	pthread_mutex_t lock;	/* registration only, never the data path */
+	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
+	uint32_t gen;		/* key generation, under lock */
+	uint32_t next_id;
+};
+
+struct smart_tp_remote {
+	uint8_t *map;		/* this process's mapping of the region */
+	uint64_t size;
+	uint64_t map_len;
+	uint64_t base;		/* the blade's address of byte 0 */
+	uint32_t rkey;
+	int hugepages;
+};
+
+struct smart_tp_responder {
+	uint32_t id;
+};
+
+struct shm_wqe {
+	struct smart_tp_wr wr;
+	uint8_t inl[SHM_MAX_INLINE];
+};
+
+struct shm_db {
+	struct smart_tp_qp *qp;
+	uint32_t n;
+};
+
+struct smart_tp_cq {
+	struct smart_tp_domain *d;
+	uint32_t flags;
+	smart_spinlock_t lock;
+	struct smart_tp_wc *wc;	/* completion ring */
+	uint32_t wc_mask, wc_head, wc_tail;
+	struct shm_db *db;	/* doorbell FIFO awaiting execution */
+	uint32_t db_mask, db_head, db_tail;
+};
+
+enum { SHM_QP_RESET, SHM_QP_RTS, SHM_QP_ERR };
+
+struct smart_tp_qp {
+	struct smart_tp_domain *d;
+	struct smart_tp_cq *cq;
+	struct smart_tp_remote *r;
+	uint32_t flags;
+	smart_spinlock_t lock;
+	int state;
+	uint32_t id;
+	struct shm_wqe *sq;
+	uint32_t sq_mask;
+	_Atomic uint32_t sq_head;	/* next WR to execute */
+	uint32_t sq_tail;		/* next free entry */
+};
+
+/* shm_mem.c: look up a local MR by key, NULL when the key is stale. */
+static inline struct shm_mr *shm_mr_lookup(struct smart_tp_domain *d,
+					   uint32_t lkey)
+{
+	uint32_t slot = (lkey & 0xffff) - 1;
+
+	if (smart_unlikely(slot >= SHM_MAX_MR))
+		return NULL;
+	struct shm_mr *mr = atomic_load_explicit(&d->mrs[slot],
+						 memory_order_acquire);
+	return mr && mr->pub.lkey == lkey ? mr : NULL;
+}
+
+/* Table entries implemented in shm_mem.c and shm_qp.c. */
+int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
+			   struct smart_tp_domain **out);
+void smart__shm_domain_close(struct smart_tp_domain *d);
+void smart__shm_query_caps(struct smart_tp_domain *d,
+			   struct smart_tp_caps *out);
+int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
+			int shareable, struct smart_tp_mr **out);
+void smart__shm_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *mr);
+int smart__shm_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
+			   void *blob, size_t *len);
+int smart__shm_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
+		      const void *client_blob, size_t client_len,
+		      void *blob_out, size_t *blob_len,
+		      struct smart_tp_responder **out);
+void smart__shm_responder_destroy(struct smart_tp_responder *r);
+int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
+			     size_t len, int fd, struct smart_tp_remote **out);
+void smart__shm_remote_detach(struct smart_tp_remote *r);
+uint64_t smart__shm_remote_base(const struct smart_tp_remote *r);
+uint32_t smart__shm_remote_rkey(const struct smart_tp_remote *r);
+
+int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
+			 uint32_t flags, struct smart_tp_cq **out);
+void smart__shm_cq_destroy(struct smart_tp_cq *cq);
+int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max);
+int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
+			 const struct smart_tp_qp_attr *attr,
+			 struct smart_tp_qp **out);
+int smart__shm_qp_blob(struct smart_tp_qp *qp, void *blob, size_t *len);
+int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
+			  const void *peer_blob, size_t len);
+void smart__shm_qp_destroy(struct smart_tp_qp *qp);
+int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
+		    int n);
+int smart__shm_qp_in_error(const struct smart_tp_qp *qp);
+
+#endif

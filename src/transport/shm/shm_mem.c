@@ -1,0 +1,325 @@
+/*
+ * shm transport: domains, memory registration, blobs and remote mappings.
+ *
+ * Shareable regions (blade memory) are memfds, with huge pages when asked
+ * for and available; the fd travels to clients over the blade's unix socket
+ * and each client maps it.  Private regions (the local buffer pool) are
+ * anonymous mappings.  Both are populated at creation so that no page fault
+ * lands on the data path.
+ *
+ * Keys: an MR's lkey is (generation << 16 | slot + 1), so a freed and
+ * reused slot never accepts a stale key; the rkey of a served region is the
+ * same number.  Blobs are fixed little-endian records with a magic and a
+ * version, validated field by field: they come from another process.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transport/shm/shm.h"
+#include "util/log.h"
+
+#define SHM_HUGE_PAGE (2u << 20)
+
+int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
+			   struct smart_tp_domain **out)
+{
+	struct smart_tp_domain *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return SMART_ENOMEM;
+	d->log = cfg ? cfg->log : NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	d->gen = 1;
+	d->next_id = 1;
+	*out = d;
+	return 0;
+}
+
+void smart__shm_domain_close(struct smart_tp_domain *d)
+{
+	int i;
+
+	if (!d)
+		return;
+	for (i = 0; i < SHM_MAX_MR; i++) {
+		struct shm_mr *mr = atomic_load(&d->mrs[i]);
+
+		if (mr)
+			smart__shm_mr_free(d, &mr->pub);
+	}
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+void smart__shm_query_caps(struct smart_tp_domain *d,
+			   struct smart_tp_caps *out)
+{
+	out->max_inline = SHM_MAX_INLINE;
+	out->max_send_wr = SHM_MAX_SEND_WR;
+	out->max_cqe = SHM_MAX_CQE;
+	out->max_chain = SHM_MAX_SEND_WR;
+	out->thread_domains = 0;
+}
+
+/* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages
+ * first when hugepages != 0.  Returns the mapping or MAP_FAILED. */
+static void *shm_map(size_t len, int huge, int shareable, int *fd_out)
+{
+	int fd = -1, mflags = MAP_SHARED | MAP_POPULATE;
+	void *p;
+
+	if (shareable) {
+		fd = memfd_create("smart-region",
+				  MFD_CLOEXEC | (huge ? MFD_HUGETLB : 0));
+		if (fd < 0)
+			return MAP_FAILED;
+		if (ftruncate(fd, (off_t)len) < 0) {
+			close(fd);
+			return MAP_FAILED;
+		}
+	} else {
+		mflags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE |
+			 (huge ? MAP_HUGETLB : 0);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, mflags, fd, 0);
+	if (p == MAP_FAILED) {
+		if (fd >= 0)
+			close(fd);
+		return MAP_FAILED;
+	}
+	*fd_out = fd;
+	return p;
+}
+
+static int shm_mr_install(struct smart_tp_domain *d, struct shm_mr *mr)
+{
+	int i, rc = SMART_ENOMEM;
+
+	pthread_mutex_lock(&d->lock);
+	for (i = 0; i < SHM_MAX_MR; i++) {
+		if (atomic_load(&d->mrs[i]))
+			continue;
+		d->gen = (d->gen + 1) & 0x7fff;
+		if (!d->gen)
+			d->gen = 1;
+		mr->slot = i;
+		mr->pub.lkey = (d->gen << 16) | (uint32_t)(i + 1);
+		mr->pub.rkey = mr->pub.lkey;
+		atomic_store_explicit(&d->mrs[i], mr, memory_order_release);
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
+			int shareable, struct smart_tp_mr **out)
+{
+	struct shm_mr *mr;
+	size_t huge_len = (len + SHM_HUGE_PAGE - 1) & ~(size_t)(SHM_HUGE_PAGE - 1);
+	size_t small_len = (len + 4095) & ~(size_t)4095;
+	void *p = MAP_FAILED;
+	int fd = -1, huge = 0;
+
+	if (!len || len > (UINT64_C(1) << 47))
+		return SMART_EINVAL;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return SMART_ENOMEM;
+	if (hugepages != 0) {
+		p = shm_map(huge_len, 1, shareable, &fd);
+		huge = p != MAP_FAILED;
+		if (!huge && hugepages > 0) {
+			smart__err(d->log, "no huge pages for %zu bytes: %m",
+				   len);
+			free(mr);
+			return SMART_ENOMEM;
+		}
+		if (!huge)
+			smart__info(d->log, "huge pages unavailable (%m), "
+				    "using 4 KiB pages");
+	}
+	if (!huge)
+		p = shm_map(small_len, 0, shareable, &fd);
+	if (p == MAP_FAILED) {
+		smart__err(d->log, "cannot map %zu bytes: %m", len);
+		free(mr);
+		return SMART_ENOMEM;
+	}
+	mr->pub = (struct smart_tp_mr){ .addr = p, .len = len, .fd = fd,
+					.hugepages = huge };
+	mr->map_len = huge ? huge_len : small_len;
+	if (shm_mr_install(d, mr)) {
+		munmap(p, mr->map_len);
+		if (fd >= 0)
+			close(fd);
+		free(mr);
+		return SMART_ENOMEM;
+	}
+	*out = &mr->pub;
+	return 0;
+}
+
+void smart__shm_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *pub)
+{
+	struct shm_mr *mr = smart_container_of(pub, struct shm_mr, pub);
+
+	if (!pub)
+		return;
+	atomic_store_explicit(&d->mrs[mr->slot], NULL, memory_order_release);
+	munmap(pub->addr, mr->map_len);
+	if (pub->fd >= 0)
+		close(pub->fd);
+	free(mr);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* Region blob: magic, version, base, size, rkey, hugepages (32 bytes). */
+#define SHM_REGION_BLOB_LEN 32
+
+int smart__shm_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
+			   void *blob, size_t *len)
+{
+	uint8_t *b = blob;
+
+	if (!mr || mr->fd < 0 || *len < SHM_REGION_BLOB_LEN)
+		return SMART_EINVAL;
+	put32(b, SHM_REGION_MAGIC);
+	put32(b + 4, SHM_BLOB_VERSION);
+	put64(b + 8, (uint64_t)(uintptr_t)mr->addr);
+	put64(b + 16, mr->len);
+	put32(b + 24, mr->rkey);
+	put32(b + 28, (uint32_t)mr->hugepages);
+	*len = SHM_REGION_BLOB_LEN;
+	return 0;
+}
+
+int smart__shm_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
+		      const void *client_blob, size_t client_len,
+		      void *blob_out, size_t *blob_len,
+		      struct smart_tp_responder **out)
+{
+	struct smart_tp_responder *r;
+	uint8_t *b = blob_out;
+
+	/* Nothing to set up: the client's CPU does the work.  The record only
+	 * mirrors what a verbs responder QP is, for a uniform control plane. */
+	if (!client_blob || client_len != 8 ||
+	    get32(client_blob) != SHM_QP_MAGIC || *blob_len < 8)
+		return SMART_EPROTO;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return SMART_ENOMEM;
+	pthread_mutex_lock(&d->lock);
+	r->id = d->next_id++;
+	pthread_mutex_unlock(&d->lock);
+	put32(b, SHM_ACC_MAGIC);
+	put32(b + 4, r->id);
+	*blob_len = 8;
+	*out = r;
+	return 0;
+}
+
+void smart__shm_responder_destroy(struct smart_tp_responder *r)
+{
+	free(r);
+}
+
+static int shm_remote_check(const uint8_t *b, size_t len, int fd)
+{
+	struct stat st;
+	uint64_t size;
+
+	if (!b || len != SHM_REGION_BLOB_LEN || get32(b) != SHM_REGION_MAGIC ||
+	    get32(b + 4) != SHM_BLOB_VERSION)
+		return SMART_EPROTO;
+	size = get64(b + 16);
+	if (!size || size > (UINT64_C(1) << 47))
+		return SMART_EPROTO;
+	if (fd < 0 || fstat(fd, &st) < 0 ||
+	    (uint64_t)st.st_size < ((size + 4095) & ~(uint64_t)4095))
+		return SMART_EINVAL;
+	return 0;
+}
+
+int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
+			     size_t len, int fd, struct smart_tp_remote **out)
+{
+	const uint8_t *b = blob;
+	struct smart_tp_remote *r;
+	int rc = shm_remote_check(b, len, fd);
+
+	if (rc)
+		goto out_close;
+	rc = SMART_ENOMEM;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		goto out_close;
+	r->base = get64(b + 8);
+	r->size = get64(b + 16);
+	r->rkey = get32(b + 24);
+	r->hugepages = (int)get32(b + 28);
+	r->map_len = (r->size + (r->hugepages ? SHM_HUGE_PAGE : 4096) - 1) &
+		     ~(uint64_t)((r->hugepages ? SHM_HUGE_PAGE : 4096) - 1);
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (r->map == MAP_FAILED) {
+		smart__err(d->log, "cannot map blade region: %m");
+		free(r);
+		goto out_close;
+	}
+	*out = r;
+	rc = 0;
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+void smart__shm_remote_detach(struct smart_tp_remote *r)
+{
+	if (!r)
+		return;
+	munmap(r->map, r->map_len);
+	free(r);
+}
+
+uint64_t smart__shm_remote_base(const struct smart_tp_remote *r)
+{
+	return r->base;
+}
+
+uint32_t smart__shm_remote_rkey(const struct smart_tp_remote *r)
+{
+	return r->rkey;
+}

@@ -1,0 +1,29 @@
+/*
+ * The shm transport's function table (see shm.h for what shm is).
+ */
+#include "transport/shm/shm.h"
+
+const struct smart_tp_ops smart_tp_shm_ops = {
+	.name = "shm",
+	.domain_open = smart__shm_domain_open,
+	.domain_close = smart__shm_domain_close,
+	.query_caps = smart__shm_query_caps,
+	.mr_alloc = smart__shm_mr_alloc,
+	.mr_free = smart__shm_mr_free,
+	.cq_create = smart__shm_cq_create,
+	.cq_destroy = smart__shm_cq_destroy,
+	.poll = smart__shm_poll,
+	.region_blob = smart__shm_region_blob,
+	.accept = smart__shm_accept,
+	.responder_destroy = smart__shm_responder_destroy,
+	.remote_attach = smart__shm_remote_attach,
+	.remote_detach = smart__shm_remote_detach,
+	.remote_base = smart__shm_remote_base,
+	.remote_rkey = smart__shm_remote_rkey,
+	.qp_create = smart__shm_qp_create,
+	.qp_blob = smart__shm_qp_blob,
+	.qp_connect = smart__shm_qp_connect,
+	.qp_destroy = smart__shm_qp_destroy,
+	.post = smart__shm_post,
+	.qp_in_error = smart__shm_qp_in_error,
+};

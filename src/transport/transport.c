@@ -1,0 +1,24 @@
+/*
+ * The registry of built-in transports: a const table searched by name.
+ * Transports register nothing at run time (no mutable globals).
+ */
+#include <string.h>
+
+#include "transport/transport.h"
+
+static const struct smart_tp_ops *const smart__transports[] = {
+	&smart_tp_shm_ops,
+};
+
+const struct smart_tp_ops *smart_tp_find(const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return NULL;
+	for (i = 0; i < sizeof(smart__transports) / sizeof(*smart__transports);
+	     i++)
+		if (!strcmp(smart__transports[i]->name, name))
+			return smart__transports[i];
+	return NULL;
+}

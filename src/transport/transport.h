@@ -1,0 +1,194 @@
+/*
+ * The transport interface: one function table shaped like verbs.
+ *
+ * Everything above this layer sees reliable-connection RDMA semantics,
+ * whatever the wire (DESIGN.md §3, docs/transport.md):
+ *  1. Objects: a domain (device + protection domain), memory regions with
+ *     keys, completion queues, queue pairs bound to one CQ, and opaque
+ *     connection blobs exchanged through the bootstrap.
+ *  2. post() takes a chain of WRs for one QP and rings one doorbell; only
+ *     WRs flagged SMART_TP_SIGNALED produce a completion when they succeed.
+ *  3. WRs on one QP execute at the responder in posting order.
+ *  4. 8-byte-aligned CAS and FAA are atomic with respect to each other;
+ *     READ/WRITE move data in increasing address order and are atomic only
+ *     per aligned 8-byte word.
+ *  5. A WR that fails (bounds, key, dead peer, timeout) always completes,
+ *     signalled or not, with an error status; the QP enters the error state
+ *     and every later WR on it completes with SMART_TP_WC_FLUSH, signalled
+ *     or not.  Nothing aborts the process.  A QP in error is destroyed and
+ *     replaced, never revived.
+ *  6. No blade CPU work on the data path.
+ *
+ * Threading: a QP or CQ created without SMART_TP_SHARED is used by one
+ * thread at a time and takes no lock; with SMART_TP_SHARED the transport
+ * serialises post/poll internally (that is the cost the shared and mux:K
+ * modes measure).  Domains and MRs are thread safe.
+ *
+ * Errors: functions return 0 or a negative SMART_E* code, outputs last, and
+ * an error leaves no side effect.
+ */
+#ifndef SMART_TRANSPORT_H
+#define SMART_TRANSPORT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "smart/status.h"
+
+struct smart__log;
+
+#define SMART_TP_BLOB_MAX 256
+
+struct smart_tp_domain;
+struct smart_tp_cq;
+struct smart_tp_qp;
+struct smart_tp_remote;
+struct smart_tp_responder;
+
+/* A registered memory region.  Transports embed it first in their own MR
+ * struct (container_of style). */
+struct smart_tp_mr {
+	void *addr;
+	size_t len;
+	uint32_t lkey, rkey;
+	int fd;			/* shm: memfd backing the region; else -1 */
+	int hugepages;		/* 1 when backed by huge pages */
+};
+
+enum smart_tp_opcode {
+	SMART_TP_READ = 1,
+	SMART_TP_WRITE,
+	SMART_TP_CAS,
+	SMART_TP_FAA,
+};
+
+enum {
+	SMART_TP_SIGNALED = 1 << 0,
+	SMART_TP_INLINE = 1 << 1,	/* local data copied at post time */
+	SMART_TP_FENCE = 1 << 2,	/* wait for earlier READs/atomics */
+};
+
+/* A work request.  remote is an address in the responder's space, i.e. the
+ * region base from the responder's blob plus an offset.  For CAS and FAA
+ * len is 8 and the old value is written to local. */
+struct smart_tp_wr {
+	uint64_t wr_id;
+	uint64_t remote;
+	void *local;
+	uint32_t len;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint8_t opcode;
+	uint8_t flags;
+	uint16_t _pad;
+	uint64_t compare_add;	/* CAS: compare value; FAA: addend */
+	uint64_t swap;		/* CAS: new value */
+};
+
+enum smart_tp_wc_status {
+	SMART_TP_WC_OK = 0,
+	SMART_TP_WC_REM_ACCESS,	/* remote bounds or key */
+	SMART_TP_WC_LOC_PROT,	/* local buffer not registered / bad lkey */
+	SMART_TP_WC_BAD_WR,	/* malformed WR (opcode, alignment, length) */
+	SMART_TP_WC_FLUSH,	/* QP was already in error */
+	SMART_TP_WC_RETRY_EXC,	/* peer unreachable, retries exhausted */
+	SMART_TP_WC_FATAL,	/* anything else */
+};
+
+struct smart_tp_wc {
+	uint64_t wr_id;
+	int status;
+	uint8_t opcode;
+};
+
+enum {
+	SMART_TP_SHARED = 1 << 0,	/* object used by several threads */
+};
+
+struct smart_tp_cfg {
+	const char *device;	/* verbs device; NULL = auto */
+	int port;		/* 0 = first active */
+	int gid_index;		/* -1 = auto */
+	const struct smart__log *log;
+	const char *nic_model;	/* shm only, later; NULL = off */
+};
+
+/* What a domain can do (ibv_query_device, reduced to what we use). */
+struct smart_tp_caps {
+	uint32_t max_inline;	/* bytes a WRITE may carry inline */
+	uint32_t max_send_wr;	/* per QP */
+	uint32_t max_cqe;	/* per CQ */
+	uint32_t max_chain;	/* WRs per post */
+	int thread_domains;	/* 1 when a QP can own its doorbell */
+};
+
+struct smart_tp_qp_attr {
+	uint32_t max_send_wr;
+	uint32_t flags;		/* SMART_TP_SHARED */
+	int doorbell;		/* requested doorbell index, -1 = any */
+};
+
+struct smart_tp_ops {
+	const char *name;
+
+	int (*domain_open)(const struct smart_tp_cfg *cfg,
+			   struct smart_tp_domain **out);
+	void (*domain_close)(struct smart_tp_domain *d);
+	void (*query_caps)(struct smart_tp_domain *d, struct smart_tp_caps *out);
+
+	/* Allocate and register len bytes, zeroed.  hugepages: -1 try, 0 no,
+	 * 1 required (SMART_ENOMEM without them).  shareable: the region will
+	 * be served to other processes (shm backs it with a memfd). */
+	int (*mr_alloc)(struct smart_tp_domain *d, size_t len, int hugepages,
+			int shareable, struct smart_tp_mr **out);
+	void (*mr_free)(struct smart_tp_domain *d, struct smart_tp_mr *mr);
+
+	int (*cq_create)(struct smart_tp_domain *d, uint32_t depth,
+			 uint32_t flags, struct smart_tp_cq **out);
+	void (*cq_destroy)(struct smart_tp_cq *cq);
+	/* Up to max completions into wc; returns how many (>= 0) or < 0. */
+	int (*poll)(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max);
+
+	/* Responder side (blade): describe a served region for clients. */
+	int (*region_blob)(struct smart_tp_domain *d, struct smart_tp_mr *mr,
+			   void *blob, size_t *len);
+	/* Responder side: accept one client QP, described by its blob;
+	 * produce the responder's blob for the client. */
+	int (*accept)(struct smart_tp_domain *d, struct smart_tp_mr *region,
+		      const void *client_blob, size_t client_len,
+		      void *blob_out, size_t *blob_len,
+		      struct smart_tp_responder **out);
+	void (*responder_destroy)(struct smart_tp_responder *r);
+
+	/* Initiator side: attach a served region from its blob; fd is the
+	 * descriptor passed by the blade when region->fd >= 0, else -1.  The
+	 * transport owns fd afterwards (even on error). */
+	int (*remote_attach)(struct smart_tp_domain *d, const void *blob,
+			     size_t len, int fd, struct smart_tp_remote **out);
+	void (*remote_detach)(struct smart_tp_remote *r);
+	/* Base address and rkey to put into WRs for this remote. */
+	uint64_t (*remote_base)(const struct smart_tp_remote *r);
+	uint32_t (*remote_rkey)(const struct smart_tp_remote *r);
+
+	int (*qp_create)(struct smart_tp_domain *d, struct smart_tp_cq *cq,
+			 const struct smart_tp_qp_attr *attr,
+			 struct smart_tp_qp **out);
+	/* The initiator's half of the connection data. */
+	int (*qp_blob)(struct smart_tp_qp *qp, void *blob, size_t *len);
+	/* Bring the QP to ready-to-send against the responder's blob. */
+	int (*qp_connect)(struct smart_tp_qp *qp, struct smart_tp_remote *r,
+			  const void *peer_blob, size_t len);
+	void (*qp_destroy)(struct smart_tp_qp *qp);
+	/* Post n WRs as one chain (one doorbell).  SMART_EAGAIN, nothing
+	 * posted, when the send queue lacks room for all n. */
+	int (*post)(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
+		    int n);
+	/* 1 when the QP is in the error state. */
+	int (*qp_in_error)(const struct smart_tp_qp *qp);
+};
+
+/* The transports built in; NULL when the name is unknown or not built. */
+const struct smart_tp_ops *smart_tp_find(const char *name);
+
+extern const struct smart_tp_ops smart_tp_shm_ops;
+
+#endif

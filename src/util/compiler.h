@@ -1,0 +1,47 @@
+/*
+ * Compiler helpers shared by every layer: branch hints, container_of,
+ * cache-line alignment and the narrow barrier helpers.  Header only.
+ */
+#ifndef SMART_UTIL_COMPILER_H
+#define SMART_UTIL_COMPILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define smart_likely(x)		__builtin_expect(!!(x), 1)
+#define smart_unlikely(x)	__builtin_expect(!!(x), 0)
+
+#define SMART_CACHELINE 64
+#define smart_aligned_cl __attribute__((aligned(SMART_CACHELINE)))
+
+#define smart_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define SMART_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define smart_min(a, b) ((a) < (b) ? (a) : (b))
+#define smart_max(a, b) ((a) > (b) ? (a) : (b))
+
+/* Keep the compiler from moving memory accesses across this point. */
+#define smart_compiler_barrier() __asm__ __volatile__("" ::: "memory")
+
+static inline void smart_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static inline int smart_is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+static inline uint64_t smart_roundup_pow2(uint64_t x)
+{
+	return x <= 1 ? 1 : UINT64_C(1) << (64 - __builtin_clzll(x - 1));
+}
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * The bootstrap wire format (docs/protocol.md): pure encoders and strict
+ * decoders for the framed messages that a client and a blade exchange over
+ * TCP before and beside the one-sided data path.  No I/O happens here.
+ *
+ * Invariants:
+ *  - A frame is a 12-byte header {magic "SMRT", type u16, flags u16,
+ *    length u32} and `length` payload bytes; everything is little-endian.
+ *  - Decoders accept exactly one canonical encoding: every length field is
+ *    checked against its limit and against the bytes actually present,
+ *    reserved fields and flags must be zero, trailing bytes are an error.
+ *    Anything else is SMART_EPROTO.  Decoding what an encoder produced and
+ *    encoding it again gives the same bytes (the fuzz target checks this).
+ *  - Decoded byte strings that are not copied (the HELLO secret) point into
+ *    the caller's payload buffer and live as long as it does.
+ *
+ * Thread safety: every function is pure and thread safe.
+ */
+#ifndef SMART_UTIL_PROTO_H
+#define SMART_UTIL_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/transport.h"
+
+#define SMART_PROTO_MAGIC	0x54524d53u	/* "SMRT" as bytes on the wire */
+#define SMART_PROTO_VERSION	1
+#define SMART_PROTO_HDR_LEN	12
+#define SMART_PROTO_MAX_PAYLOAD	65536
+#define SMART_PROTO_TRANSPORT_MAX 15	/* transport name bytes */
+#define SMART_PROTO_SECRET_MAX	4096
+#define SMART_PROTO_SOCK_MAX	107	/* abstract socket name, no leading NUL */
+#define SMART_PROTO_TOKEN_LEN	16
+#define SMART_PROTO_ERRMSG_MAX	200
+
+enum smart_proto_type {
+	SMART_PROTO_HELLO = 1,		/* client -> blade */
+	SMART_PROTO_WELCOME = 2,	/* blade -> client */
+	SMART_PROTO_ERROR = 3,		/* blade -> client, then close */
+	SMART_PROTO_QP_CONNECT = 4,	/* client -> blade */
+	SMART_PROTO_QP_ACCEPT = 5,	/* blade -> client */
+	SMART_PROTO_QP_CLOSE = 6,	/* client -> blade, no reply */
+	SMART_PROTO_BYE = 7,		/* client -> blade, no reply */
+};
+
+/* WELCOME flags. */
+#define SMART_PROTO_WF_FETCH_FD 0x01	/* fetch the region fd (unix socket) */
+
+/* Largest payload of each type; the largest frame any peer has to buffer
+ * is SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX. */
+#define SMART_PROTO_HELLO_MAX \
+	(8 + SMART_PROTO_TRANSPORT_MAX + SMART_PROTO_SECRET_MAX)
+#define SMART_PROTO_WELCOME_MAX \
+	(36 + SMART_TP_BLOB_MAX + SMART_PROTO_SOCK_MAX)
+#define SMART_PROTO_ERROR_MAX	(8 + SMART_PROTO_ERRMSG_MAX)
+#define SMART_PROTO_QPC_MAX	(8 + SMART_TP_BLOB_MAX)
+#define SMART_PROTO_QPA_MAX	(16 + SMART_TP_BLOB_MAX)
+#define SMART_PROTO_FRAME_MAX	(SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX)
+
+struct smart_proto_hdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t flags;
+	uint32_t len;
+};
+
+struct smart_proto_hello {
+	uint16_t version;
+	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* NUL-terminated */
+	const uint8_t *secret;	/* decode: points into the payload */
+	size_t secret_len;
+};
+
+struct smart_proto_welcome {
+	int32_t status;		/* 0 or a negative SMART_E* */
+	uint16_t blade_id;
+	uint8_t chunk_shift;
+	uint8_t flags;		/* SMART_PROTO_WF_* */
+	uint64_t region_size;
+	uint8_t token[SMART_PROTO_TOKEN_LEN];
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	size_t blob_len;
+	char sock[SMART_PROTO_SOCK_MAX + 1];	/* NUL-terminated, no leading NUL */
+	size_t sock_len;
+};
+
+struct smart_proto_error {
+	int32_t status;		/* negative SMART_E* */
+	uint16_t version;	/* the sender's protocol version */
+	char msg[SMART_PROTO_ERRMSG_MAX + 1];	/* NUL-terminated */
+};
+
+struct smart_proto_qp_connect {
+	uint32_t req_id;
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	size_t blob_len;	/* 1..SMART_TP_BLOB_MAX */
+};
+
+struct smart_proto_qp_accept {
+	uint32_t req_id;
+	int32_t status;		/* 0, or an error and then no blob */
+	uint32_t responder_id;
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	size_t blob_len;
+};
+
+/*
+ * Header.  smart__proto_hdr_check() looks at the first `avail` bytes of a
+ * stream: SMART_EAGAIN while fewer than 12 bytes are present and those seen
+ * so far are plausible (so garbage is refused before a full header
+ * arrives), SMART_EPROTO for a bad magic, unknown type, non-zero flags or a
+ * length above the limit of its type, else 0 with *h filled.
+ */
+int smart__proto_hdr_check(const void *buf, size_t avail,
+			   struct smart_proto_hdr *h);
+/* Largest valid payload of a message type; 0 for an unknown type. */
+size_t smart__proto_max_payload(uint16_t type);
+
+/*
+ * Encoders write one whole frame into buf (capacity cap) and its length to
+ * *len.  SMART_EINVAL for a field out of range, SMART_ERANGE when cap is too
+ * small; nothing useful is written on error.
+ */
+int smart__proto_enc_hello(const struct smart_proto_hello *m, void *buf,
+			   size_t cap, size_t *len);
+int smart__proto_enc_welcome(const struct smart_proto_welcome *m, void *buf,
+			     size_t cap, size_t *len);
+int smart__proto_enc_error(int32_t status, const char *msg, void *buf,
+			   size_t cap, size_t *len);
+int smart__proto_enc_qp_connect(const struct smart_proto_qp_connect *m,
+				void *buf, size_t cap, size_t *len);
+int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
+			       void *buf, size_t cap, size_t *len);
+int smart__proto_enc_qp_close(uint32_t responder_id, void *buf, size_t cap,
+			      size_t *len);
+int smart__proto_enc_bye(void *buf, size_t cap, size_t *len);
+
+/*
+ * Decoders take one payload (the bytes after the header).  SMART_EPROTO for
+ * anything malformed.  smart__proto_dec_hello() returns SMART_EVERSION, with
+ * only m->version set, when the version is not SMART_PROTO_VERSION: the rest
+ * of a HELLO of another version is not interpreted.
+ */
+int smart__proto_dec_hello(const void *p, size_t len,
+			   struct smart_proto_hello *m);
+int smart__proto_dec_welcome(const void *p, size_t len,
+			     struct smart_proto_welcome *m);
+int smart__proto_dec_error(const void *p, size_t len,
+			   struct smart_proto_error *m);
+int smart__proto_dec_qp_connect(const void *p, size_t len,
+				struct smart_proto_qp_connect *m);
+int smart__proto_dec_qp_accept(const void *p, size_t len,
+			       struct smart_proto_qp_accept *m);
+int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id);
+int smart__proto_dec_bye(const void *p, size_t len);
+
+/* 1 when s is a status a peer may send: SMART_E_LAST < s <= 0. */
+int smart__proto_status_ok(int32_t s);
+
+/*
+ * Parse a listen/connect address "host:port" strictly: host is dotted IPv4,
+ * "localhost" (127.0.0.1) or a bracketed IPv6 literal "[::1]"; port is
+ * 1..5 decimal digits, 0..65535.  Fills a struct sockaddr_storage (passed as
+ * void * to keep socket headers out of this one) and its length.
+ * SMART_EINVAL on anything else.
+ */
+int smart__proto_parse_addr(const char *hostport, void *ss, size_t ss_cap,
+			    uint32_t *ss_len);
+
+#endif

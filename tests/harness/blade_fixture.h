@@ -1,0 +1,61 @@
+/*
+ * Test fixture: an embedded blade on 127.0.0.1 (any port) plus a ctx
+ * connected to it, using only the public API.  Header only.
+ */
+#ifndef SMART_TEST_BLADE_FIXTURE_H
+#define SMART_TEST_BLADE_FIXTURE_H
+
+#include "harness/test.h"
+#include "smart/smart.h"
+
+#define FIXTURE_SECRET "test-secret-0123456789"
+
+struct fixture {
+	smart_blade_t *blade;
+	smart_ctx_t *ctx;
+	uint16_t id;
+};
+
+/* Start a blade of size bytes with blade id `id` and connect a ctx whose
+ * options are defaults plus the given "key=value" pairs (NULL-ended). */
+static inline void fixture_start(struct fixture *f, uint64_t size,
+				 uint16_t id, const char *const *kv)
+{
+	struct smart_blade_config cfg;
+	smart_opts_t *o;
+	char secret_path[] = "/tmp/smart-test-secret-XXXXXX";
+	int fd;
+
+	smart_blade_config_init(&cfg);
+	cfg.size = size;
+	cfg.listen = "127.0.0.1:0";
+	cfg.id = id;
+	cfg.secret = FIXTURE_SECRET;
+	cfg.secret_len = sizeof(FIXTURE_SECRET) - 1;
+	cfg.chunk_size = 64 << 10;
+	CHECK_OK(smart_blade_create(&cfg, &f->blade));
+
+	fd = mkstemp(secret_path);
+	CHECK(fd >= 0);
+	CHECK(write(fd, FIXTURE_SECRET, sizeof(FIXTURE_SECRET) - 1) ==
+	      (ssize_t)(sizeof(FIXTURE_SECRET) - 1));
+	close(fd);
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
+	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
+	for (; kv && kv[0]; kv += 2)
+		CHECK_OK(smart_opts_set(o, kv[0], kv[1]));
+	CHECK_OK(smart_ctx_create(o, &f->ctx));
+	smart_opts_destroy(o);
+	unlink(secret_path);
+	CHECK_OK(smart_connect(f->ctx, smart_blade_address(f->blade), &f->id));
+	CHECK_EQ(f->id, id);
+}
+
+static inline void fixture_stop(struct fixture *f)
+{
+	CHECK_OK(smart_ctx_destroy(f->ctx));
+	smart_blade_destroy(f->blade);
+}
+
+#endif

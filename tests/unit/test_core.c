@@ -1,0 +1,382 @@
+/*
+ * Unit tests of the core: options, addresses, tasks, one-sided ops through
+ * an embedded shm blade, the remote allocator (also under concurrent
+ * claims from several threads) and the stats.
+ */
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/test.h"
+#include "smart/smart.h"
+#include "util/superblock.h"
+
+static void test_options(void)
+{
+	smart_opts_t *o;
+	char buf[64];
+
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "per-thread");
+	CHECK_OK(smart_opts_set(o, "qp_mode", "mux:4"));
+	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "mux:4");
+	CHECK_EQ(smart_opts_set(o, "qp_mode", "mux:0"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "qp_mode", "bogus"), SMART_EINVAL);
+	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "mux:4");	/* a bad value keeps the old one */
+	CHECK_OK(smart_opts_set(o, "task_stack", "128K"));
+	CHECK_OK(smart_opts_get(o, "task_stack", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "131072");
+	CHECK_EQ(smart_opts_set(o, "task_stack", "1K"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "task_stack", "12Q"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "task_stack", "-5"), SMART_EINVAL);
+	CHECK_OK(smart_opts_set(o, "op_timeout", "250ms"));
+	CHECK_OK(smart_opts_get(o, "op_timeout", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "250000000ns");
+	CHECK_EQ(smart_opts_set(o, "no_such_key", "1"), SMART_ENOENT);
+	CHECK_EQ(smart_opts_set(o, "transport", "carrier-pigeon"),
+		 SMART_EINVAL);
+	CHECK_EQ(smart_opts_get(o, "qp_mode", buf, 3), SMART_ERANGE);
+	smart_opts_destroy(o);
+
+	/* The environment overrides defaults; a bad value fails creation. */
+	setenv("SMART_MAX_TASKS", "17", 1);
+	CHECK_OK(smart_opts_create(&o));
+	CHECK_OK(smart_opts_get(o, "max_tasks", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "17");
+	smart_opts_destroy(o);
+	setenv("SMART_MAX_TASKS", "seventeen", 1);
+	CHECK_EQ(smart_opts_create(&o), SMART_EINVAL);
+	unsetenv("SMART_MAX_TASKS");
+}
+
+static void test_gaddr(void)
+{
+	smart_gaddr_t a = smart_gaddr(7, 0x123456789abcULL);
+
+	CHECK_EQ(smart_gaddr_blade(a), 7);
+	CHECK_U64_EQ(smart_gaddr_off(a), 0x123456789abcULL);
+	CHECK_U64_EQ(smart_gaddr_off(smart_gaddr_add(a, 4)), 0x123456789ac0ULL);
+	CHECK_EQ(smart_gaddr_blade(SMART_GADDR_NULL), 0xffff);
+	CHECK_U64_EQ(smart_gaddr(1, UINT64_MAX), (1ULL << 48) | SMART_GADDR_OFF_MASK);
+}
+
+struct order_log {
+	int seq[64];
+	int n;
+};
+
+struct order_arg {
+	struct order_log *log;
+	int id;
+};
+
+static void order_task(smart_worker_t *w, void *p)
+{
+	struct order_arg *a = p;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		a->log->seq[a->log->n++] = a->id * 10 + i;
+		smart_task_yield(w);
+	}
+	CHECK(smart_in_task(w));
+}
+
+static void test_tasks(void)
+{
+	static const int expect[] = { 0, 10, 20, 1, 11, 21, 2, 12, 22 };
+	struct order_arg args[3];
+	struct order_log log = { .n = 0 };
+	struct fixture f;
+	smart_worker_t *w;
+	int i;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK(!smart_in_task(w));
+	for (i = 0; i < 3; i++) {
+		args[i] = (struct order_arg){ &log, i };
+		CHECK_OK(smart_task_spawn(w, order_task, &args[i]));
+	}
+	CHECK_EQ(smart_worker_tasks(w), 3);
+	CHECK_EQ(smart_worker_destroy(w), SMART_EBUSY);
+	CHECK_OK(smart_worker_run(w));
+	CHECK_EQ(smart_worker_tasks(w), 0);
+	CHECK_EQ(log.n, 9);
+	for (i = 0; i < 9; i++)
+		CHECK_EQ(log.seq[i], expect[i]);
+	/* Slots are reused: run the same again. */
+	log.n = 0;
+	for (i = 0; i < 3; i++)
+		CHECK_OK(smart_task_spawn(w, order_task, &args[i]));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_EQ(log.n, 9);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void noop_task(smart_worker_t *w, void *p)
+{
+	(void)w;
+	(*(int *)p)++;
+}
+
+static void test_task_limit(void)
+{
+	static const char *const kv[] = { "max_tasks", "4", NULL };
+	struct fixture f;
+	smart_worker_t *w;
+	int i, ran = 0;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	for (i = 0; i < 4; i++)
+		CHECK_OK(smart_task_spawn(w, noop_task, &ran));
+	CHECK_EQ(smart_task_spawn(w, noop_task, &ran), SMART_EAGAIN);
+	CHECK_EQ(smart_task_spawn(w, NULL, &ran), SMART_EINVAL);
+	CHECK_OK(smart_worker_run(w));
+	CHECK_EQ(ran, 4);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+struct ops_arg {
+	uint16_t blade;
+	uint64_t base;	/* offset this task owns */
+};
+
+static void ops_task(smart_worker_t *w, void *p)
+{
+	struct ops_arg *a = p;
+	smart_gaddr_t g = smart_gaddr(a->blade, a->base);
+	uint8_t small[40], back[40];
+	uint64_t old = 0, v = 0;
+	void *big, *bigback;
+	int i;
+
+	for (i = 0; i < 40; i++)
+		small[i] = (uint8_t)(i * 7 + a->base);
+	/* unregistered small buffers bounce */
+	CHECK_OK(smart_write_sync(w, g, small, sizeof(small)));
+	memset(back, 0, sizeof(back));
+	CHECK_OK(smart_read_sync(w, back, g, sizeof(back)));
+	CHECK(!memcmp(small, back, sizeof(small)));
+	/* registered big buffers go in place */
+	CHECK_OK(smart_buf_alloc(w, 4096, &big));
+	CHECK_OK(smart_buf_alloc(w, 4096, &bigback));
+	memset(big, 0x5a, 4096);
+	CHECK_OK(smart_write(w, smart_gaddr_add(g, 64), big, 4096));
+	CHECK_OK(smart_read(w, bigback, smart_gaddr_add(g, 64), 4096));
+	CHECK_OK(smart_sync(w));
+	CHECK(!memcmp(big, bigback, 4096));
+	/* atomics: FAA twice, CAS success then failure */
+	CHECK_OK(smart_write_sync(w, smart_gaddr_add(g, 8192), &v, 8));
+	CHECK_OK(smart_faa(w, smart_gaddr_add(g, 8192), 5, &old));
+	CHECK_OK(smart_faa(w, smart_gaddr_add(g, 8192), 5, NULL));
+	CHECK_OK(smart_sync(w));
+	CHECK_U64_EQ(old, 0);
+	CHECK_OK(smart_cas_sync(w, smart_gaddr_add(g, 8192), 10, 99, &old));
+	CHECK_U64_EQ(old, 10);
+	CHECK_OK(smart_cas_sync(w, smart_gaddr_add(g, 8192), 10, 77, &old));
+	CHECK_U64_EQ(old, 99);
+	/* many ops in one sync: more than a chain and than the bounce slots */
+	for (i = 0; i < 100; i++)
+		CHECK_OK(smart_faa(w, smart_gaddr_add(g, 8192), 1, NULL));
+	CHECK_OK(smart_read_sync(w, &v, smart_gaddr_add(g, 8192), 8));
+	CHECK_U64_EQ(v, 199);
+	smart_buf_free(w, big);
+	smart_buf_free(w, bigback);
+}
+
+static void test_ops(void)
+{
+	struct ops_arg args[8];
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	int i;
+
+	fixture_start(&f, 4 << 20, 3, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	for (i = 0; i < 8; i++) {
+		args[i] = (struct ops_arg){ f.id, (uint64_t)(1 << 20) +
+					    (uint64_t)i * 16384 };
+		CHECK_OK(smart_task_spawn(w, ops_task, &args[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	/* and from the main context */
+	ops_task(w, &args[0]);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_CAS_FAILS], 9);
+	CHECK_EQ(st.c[SMART_STAT_CASES], 18);
+	CHECK_EQ(st.c[SMART_STAT_ERRORS], 0);
+	CHECK_GT(st.c[SMART_STAT_BOUNCES], 0);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_op_errors(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	uint64_t v = 0, size;
+	uint8_t big[4096];
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	size = smart_blade_size(f.ctx, f.id);
+	CHECK_EQ(size, 4 << 20);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_EQ(smart_read(w, NULL, smart_gaddr(0, 64), 8), SMART_EINVAL);
+	CHECK_EQ(smart_read(w, &v, smart_gaddr(0, 64), 0), SMART_EINVAL);
+	CHECK_EQ(smart_read(w, &v, smart_gaddr(9, 64), 8), SMART_ENOENT);
+	CHECK_EQ(smart_read(w, &v, smart_gaddr(0, size - 4), 8),
+		 SMART_EREMOTE);
+	CHECK_EQ(smart_read(w, &v, SMART_GADDR_NULL, 8), SMART_ENOENT);
+	CHECK_EQ(smart_cas(w, smart_gaddr(0, 68), 0, 1, &v), SMART_EINVAL);
+	/* big unregistered buffer: refused, not bounced */
+	CHECK_EQ(smart_read(w, big, smart_gaddr(0, 4096), sizeof(big)),
+		 SMART_EINVAL);
+	/* nothing was queued by the rejected ops */
+	CHECK_OK(smart_sync(w));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_alloc_basic(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_gaddr_t a, b, c, big;
+	uint64_t root;
+
+	fixture_start(&f, 4 << 20, 2, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_alloc(w, 2, 24, &a));
+	CHECK_OK(smart_alloc(w, 2, 24, &b));
+	CHECK_EQ(smart_gaddr_blade(a), 2);
+	CHECK_NE(a, b);
+	CHECK_EQ(smart_gaddr_off(a) % 32, 0);
+	CHECK_GE(smart_gaddr_off(a), 64 << 10);	/* never in chunk 0 */
+	CHECK_OK(smart_free(w, a, 24));
+	CHECK_OK(smart_alloc(w, 2, 30, &c));
+	CHECK_U64_EQ(c, a);	/* reused */
+	CHECK_OK(smart_alloc(w, 2, 200 << 10, &big));	/* 4 chunks */
+	CHECK_EQ(smart_gaddr_off(big) % (64 << 10), 0);
+	CHECK_OK(smart_free(w, big, 200 << 10));
+	CHECK_OK(smart_alloc(w, 2, 250 << 10, &c));
+	CHECK_U64_EQ(c, big);
+	CHECK_EQ(smart_alloc(w, 2, 0, &c), SMART_EINVAL);
+	CHECK_EQ(smart_alloc(w, 5, 8, &c), SMART_ENOENT);
+	CHECK_EQ(smart_alloc(w, 2, 64 << 20, &c), SMART_ENOSPC);
+	CHECK_EQ(smart_free(w, smart_gaddr(2, 8), 8), SMART_EINVAL);
+	CHECK_EQ(smart_free(w, smart_gaddr_add(b, 1), 24), SMART_EINVAL);
+	/* the region runs out: ENOSPC, not a crash */
+	while (smart_alloc(w, 2, 100 << 10, &c) == 0)
+		;
+	CHECK_EQ(smart_alloc(w, 2, 100 << 10, &c), SMART_ENOSPC);
+	/* roots */
+	CHECK_OK(smart_root_set(w, 2, 5, 0xfeed));
+	CHECK_OK(smart_root_get(w, 2, 5, &root));
+	CHECK_U64_EQ(root, 0xfeed);
+	CHECK_OK(smart_root_cas(w, 2, 5, 0xfeed, 0xbeef, &root));
+	CHECK_U64_EQ(root, 0xfeed);
+	CHECK_OK(smart_root_get(w, 2, 5, &root));
+	CHECK_U64_EQ(root, 0xbeef);
+	CHECK_EQ(smart_root_get(w, 2, 256, &root), SMART_EINVAL);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+#define CLAIM_THREADS 4
+#define CLAIM_TASKS 8
+#define CLAIM_ALLOCS 40
+
+struct claim_arg {
+	smart_ctx_t *ctx;
+	uint16_t blade;
+	smart_gaddr_t got[CLAIM_TASKS * CLAIM_ALLOCS];
+	int n;
+};
+
+static void claim_task(smart_worker_t *w, void *p)
+{
+	struct claim_arg *a = p;
+	int i;
+
+	/* half a chunk each: every allocation claims a fresh chunk */
+	for (i = 0; i < CLAIM_ALLOCS; i++)
+		CHECK_OK(smart_alloc(w, a->blade, 40 << 10, &a->got[a->n++]));
+}
+
+static void *claim_thread(void *p)
+{
+	struct claim_arg *a = p;
+	smart_worker_t *w;
+	int i;
+
+	CHECK_OK(smart_worker_create(a->ctx, &w));
+	for (i = 0; i < CLAIM_TASKS; i++)
+		CHECK_OK(smart_task_spawn(w, claim_task, a));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_worker_destroy(w));
+	return NULL;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static void test_alloc_concurrent(void)
+{
+	static struct claim_arg args[CLAIM_THREADS];
+	static uint64_t all[CLAIM_THREADS * CLAIM_TASKS * CLAIM_ALLOCS];
+	pthread_t th[CLAIM_THREADS];
+	struct fixture f;
+	smart_stats_t st;
+	int i, j, n = 0;
+
+	fixture_start(&f, 128 << 20, 1, NULL);
+	for (i = 0; i < CLAIM_THREADS; i++) {
+		args[i] = (struct claim_arg){ .ctx = f.ctx, .blade = 1 };
+		CHECK(!pthread_create(&th[i], NULL, claim_thread, &args[i]));
+	}
+	for (i = 0; i < CLAIM_THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < CLAIM_THREADS; i++)
+		for (j = 0; j < args[i].n; j++)
+			all[n++] = args[i].got[j];
+	CHECK_EQ(n, CLAIM_THREADS * CLAIM_TASKS * CLAIM_ALLOCS);
+	qsort(all, (size_t)n, sizeof(all[0]), cmp_u64);
+	for (i = 1; i < n; i++)
+		CHECK_MSG(all[i] >= all[i - 1] + (40 << 10),
+			  "blocks overlap: %llx %llx",
+			  (unsigned long long)all[i - 1],
+			  (unsigned long long)all[i]);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_CHUNKS_CLAIMED], n);
+	fixture_stop(&f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "options", test_options },
+		{ "gaddr", test_gaddr },
+		{ "tasks", test_tasks },
+		{ "task_limit", test_task_limit },
+		{ "ops", test_ops },
+		{ "op_errors", test_op_errors },
+		{ "alloc_basic", test_alloc_basic },
+		{ "alloc_concurrent", test_alloc_concurrent },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}
