@@ -51,7 +51,8 @@ enum smart_stat {
 
 typedef struct smart_stats {
 	uint64_t c[SMART_STAT__COUNT];
-	/* sync latency (post to last completion), ns; 0 when disabled */
+	/* sync latency (post to last completion) in ns, from a sample of one
+	 * sync in 16 (option latency_stats); sync_count counts the sample */
 	uint64_t sync_count;
 	double sync_p50_ns, sync_p99_ns, sync_p999_ns, sync_mean_ns;
 	int workers;

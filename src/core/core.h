@@ -88,6 +88,7 @@ struct smart__qp {
 	struct smart_tp_qp *tqp;
 	uint16_t blade;
 	uint32_t responder;
+	_Atomic int broken;		/* an error completion was seen */
 	_Atomic int64_t outstanding;	/* WRs posted, not yet completed */
 	struct smart__qp *retired_next;
 };
@@ -171,6 +172,7 @@ struct smart__task {
 	smart__fctx_t fctx;
 	void *stack;		/* mapping including the guard page */
 	size_t stack_len;
+	size_t guard;		/* guard page bytes at the bottom */
 	smart_task_fn fn;
 	void *arg;
 	int state;
@@ -236,8 +238,24 @@ static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
 
 /* worker.c */
 int smart__worker_poll(struct smart_worker *w);
-int smart__worker_qp(struct smart_worker *w, uint16_t blade,
-		     struct smart__qp **out);
+int smart__worker_qp_slow(struct smart_worker *w, uint16_t blade,
+			  struct smart__qp **out);
+
+/* The worker's QP to a blade: its cache unless empty or seen broken (the
+ * transport reports a broken QP through an error completion; until we see
+ * one, posting to it is right: at worst it flushes). */
+static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
+				   struct smart__qp **out)
+{
+	struct smart__qp *qp = w->qp[blade];
+
+	if (smart_likely(qp && !atomic_load_explicit(&qp->broken,
+						     memory_order_relaxed))) {
+		*out = qp;
+		return 0;
+	}
+	return smart__worker_qp_slow(w, blade, out);
+}
 void smart__qp_broken(struct smart_worker *w, struct smart__qp *qp);
 int smart__group_get(struct smart_ctx *ctx, int worker_index,
 		     struct smart__group **out);

@@ -164,10 +164,18 @@ static void deliver(struct smart_worker *w, struct smart__task *t)
 	t->nslot = 0;
 }
 
+/* Sync latency is sampled (1 sync in SMART_LAT_SAMPLE): a clock read costs
+ * as much as a quarter of an shm op on some CPUs. */
+#define SMART_LAT_SAMPLE 16
+
 static int task_sync(struct smart_worker *w, struct smart__task *t)
 {
-	uint64_t t0 = w->ctx->o.latency_stats ? smart__rdtsc() : 0;
+	uint64_t t0 = 0;
 	int rc;
+
+	if (w->ctx->o.latency_stats &&
+	    !(w->stats[SMART_STAT_SYNCS] & (SMART_LAT_SAMPLE - 1)))
+		t0 = smart__rdtsc();
 
 	task_post(w, t);
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire))
@@ -267,21 +275,22 @@ static int op_check(struct smart_worker *w, const struct op *op,
 	return 0;
 }
 
-/* Where the transport reads or writes the op's local bytes. */
+/* Where the transport reads or writes the op's local bytes: in place
+ * (registered pool, or inline for a small WRITE) or a bounce slot.
+ * in_pool says whether op->buf lies in the registered pool. */
 static void *op_local(struct smart_worker *w, struct smart__task *t,
-		      const struct op *op, uint8_t *flags)
+		      const struct op *op, int in_pool, uint8_t *flags)
 {
-	struct smart_ctx *ctx = w->ctx;
 	int atomic = op->opcode >= SMART_TP_CAS;
 	struct smart__bounce *r;
 	void *slot;
 
-	if (op->opcode == SMART_TP_WRITE && op->len <= ctx->caps.max_inline) {
+	if (op->opcode == SMART_TP_WRITE &&
+	    op->len <= w->ctx->caps.max_inline) {
 		*flags = SMART_TP_INLINE;
 		return op->buf;
 	}
-	if (op->buf && smart__pool_owns(ctx, op->buf, op->len) &&
-	    (!atomic || !((uintptr_t)op->buf & 7))) {
+	if (in_pool && (!atomic || !((uintptr_t)op->buf & 7))) {
 		if (atomic) {
 			rec_take(w, t, 0, &r);
 			*r = (struct smart__bounce){ NULL, op->buf, 8,
@@ -306,28 +315,30 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 	struct smart_tp_wr *wr;
 	uint8_t flags = 0;
 	void *local;
-	int rc = op_check(w, op, &b);
+	int in_pool, rc = op_check(w, op, &b);
 
 	if (smart_unlikely(rc))
 		return rc;
-	if (smart_unlikely(op->len > SMART_BOUNCE_MAX && op->buf &&
-			   !smart__pool_owns(w->ctx, op->buf, op->len) &&
+	in_pool = op->buf && smart__pool_owns(w->ctx, op->buf, op->len);
+	if (smart_unlikely(op->len > SMART_BOUNCE_MAX && !in_pool &&
 			   !(op->opcode == SMART_TP_WRITE &&
 			     op->len <= w->ctx->caps.max_inline)))
 		return SMART_EINVAL;
 	/* Records first: taking one may sync early, which resets chains. */
-	local = op_local(w, t, op, &flags);
+	local = op_local(w, t, op, in_pool, &flags);
 	c = chain_for(w, t, b->id);
 	wr = &c->wr[c->n++];
-	wr->remote = b->base + smart_gaddr_off(op->ga);
-	wr->local = local;
-	wr->len = op->len;
-	wr->lkey = w->ctx->pool->lkey;
-	wr->rkey = b->rkey;
-	wr->opcode = op->opcode;
-	wr->flags = flags;
-	wr->compare_add = op->a1;
-	wr->swap = op->a2;
+	*wr = (struct smart_tp_wr){
+		.remote = b->base + smart_gaddr_off(op->ga),
+		.local = local,
+		.len = op->len,
+		.lkey = w->ctx->pool->lkey,
+		.rkey = b->rkey,
+		.opcode = op->opcode,
+		.flags = flags,
+		.compare_add = op->a1,
+		.swap = op->a2,
+	};
 	return 0;
 }
 

@@ -72,6 +72,12 @@ static size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Lowest usable stack byte (above the guard page). */
+static inline void *stack_bottom(const struct smart__task *t)
+{
+	return (char *)t->stack + t->guard;
+}
+
 /* Chains and bounce slots of a task (or of the main context). */
 int smart__task_init_slot(struct smart_worker *w, struct smart__task *t)
 {
@@ -131,6 +137,7 @@ static struct smart__task *task_slot_new(struct smart_worker *w)
 		return NULL;
 	}
 	t->stack_len = len;
+	t->guard = pg;
 	w->all_tasks[w->ntask_slots++] = t;
 	return t;
 }
@@ -178,7 +185,6 @@ static void task_entry(smart__transfer_t tr)
 int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 {
 	struct smart__task *t;
-	size_t pg;
 
 	if (!w || !fn)
 		return SMART_EINVAL;
@@ -189,12 +195,11 @@ int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 		w->free_tasks = t->next;
 	else if (!(t = task_slot_new(w)))
 		return SMART_ENOMEM;
-	pg = page_size();
 	t->fn = fn;
 	t->arg = arg;
 	atomic_store(&t->first_error, 0);
 	t->fctx = make_fcontext((char *)t->stack + t->stack_len,
-				t->stack_len - pg, task_entry);
+				t->stack_len - t->guard, task_entry);
 	w->live++;
 	SMART_STAT_INC(w, SMART_STAT_TASKS_SPAWNED);
 	ready_push(w, t);
@@ -204,13 +209,12 @@ int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 /* Jump from the scheduler into t until it yields, waits or ends. */
 static void task_switch_in(struct smart_worker *w, struct smart__task *t)
 {
-	size_t pg = page_size();
 	void *fake = NULL;
 	smart__transfer_t tr;
 
 	t->state = SMART_TASK_RUNNING;
 	w->cur = t;
-	asan_enter(&fake, (char *)t->stack + pg, t->stack_len - pg);
+	asan_enter(&fake, stack_bottom(t), t->stack_len - t->guard);
 	tr = jump_fcontext(t->fctx, t);
 	asan_entered(fake, NULL, NULL);
 	t->fctx = tr.fctx;

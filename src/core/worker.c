@@ -186,7 +186,8 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 	pthread_mutex_lock(&g->lock);
 	group_reap(g);
 	qp = g->qps[b->id];
-	if (qp && w->ctx->tp->qp_in_error(qp->tqp)) {
+	if (qp && (atomic_load(&qp->broken) ||
+		   w->ctx->tp->qp_in_error(qp->tqp))) {
 		qp->retired_next = g->retired;
 		g->retired = qp;
 		atomic_store(&g->qps[b->id], NULL);
@@ -204,17 +205,11 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 	return rc;
 }
 
-int smart__worker_qp(struct smart_worker *w, uint16_t blade,
-		     struct smart__qp **out)
+int smart__worker_qp_slow(struct smart_worker *w, uint16_t blade,
+			  struct smart__qp **out)
 {
-	struct smart__qp *qp = w->qp[blade];
-	struct smart__blade *b;
+	struct smart__blade *b = smart__blade_get(w->ctx, blade);
 
-	if (smart_likely(qp && !w->tp->qp_in_error(qp->tqp))) {
-		*out = qp;
-		return 0;
-	}
-	b = smart__blade_get(w->ctx, blade);
 	if (!b)
 		return SMART_ENOENT;
 	return worker_qp_slow(w, b, out);
@@ -241,6 +236,7 @@ int smart__worker_poll(struct smart_worker *w)
 			SMART_STAT_INC(w, SMART_STAT_ERRORS);
 			atomic_compare_exchange_strong(&b->task->first_error,
 						       &zero, err);
+			atomic_store(&b->qp->broken, 1);
 		}
 		if (wc[i].wr_id & 1)
 			smart__batch_complete(w, b, shared);

@@ -4,11 +4,12 @@
  * The blade's region is a memfd that every client maps; READ and WRITE are
  * word-wise copies in increasing address order, CAS and FAA are CPU atomics
  * on the mapping.  Like a NIC, the transport executes WRs asynchronously:
- * post() validates nothing but room, prefetches the targets and queues the
- * chain as a doorbell on the QP's CQ; poll() executes queued doorbells in
- * FIFO order and produces completions.  Executing at poll time lets the
- * cache misses of many posted WRs overlap (memory-level parallelism), which
- * is what an RNIC pipeline gives real RDMA.  Order per QP is the SQ order.
+ * post() validates nothing but room and queues the chain as a doorbell on
+ * the QP's CQ; poll() prefetches the targets of every queued WR in one
+ * burst, then executes the doorbells in FIFO order and produces
+ * completions.  Executing at poll time lets the cache misses of many posted
+ * WRs overlap (memory-level parallelism), which is what an RNIC pipeline
+ * gives real RDMA.  Order per QP is the SQ order.
  *
  * Locks: none unless the QP/CQ was created SMART_TP_SHARED; then post holds
  * the QP lock and, inside it, the CQ lock (order QP -> CQ); poll holds only
@@ -80,6 +81,7 @@ struct smart_tp_cq {
 	uint32_t wc_mask, wc_head, wc_tail;
 	struct shm_db *db;	/* doorbell FIFO awaiting execution */
 	uint32_t db_mask, db_head, db_tail;
+	uint32_t touch_gen;	/* poll pass number, for shm_touch */
 };
 
 enum { SHM_QP_RESET, SHM_QP_RTS, SHM_QP_ERR };
@@ -96,6 +98,7 @@ struct smart_tp_qp {
 	uint32_t sq_mask;
 	_Atomic uint32_t sq_head;	/* next WR to execute */
 	uint32_t sq_tail;		/* next free entry */
+	uint32_t touch_gen;	/* last poll pass that prefetched for it */
 };
 
 /* shm_mem.c: look up a local MR by key, NULL when the key is stale. */
