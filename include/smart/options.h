@@ -19,7 +19,6 @@
  *   hugepages        auto | on | off                               [auto]
  *   secret_file      file holding the blade's shared secret        []
  *   connect_timeout  bootstrap connect/handshake timeout           [5s]
- *   op_timeout       bound on a sync waiting for a dead peer       [10s]
  *   log_level        error | warn | info | debug                   [warn]
  *   latency_stats    1 = per-sync latency histogram in the stats   [1]
  *

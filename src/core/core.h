@@ -59,7 +59,6 @@ struct smart__optvals {
 	int hugepages;		/* -1 auto, 0 off, 1 on */
 	char secret_file[1024];
 	uint64_t connect_timeout_ns;
-	uint64_t op_timeout_ns;
 	int log_level;
 	int latency_stats;
 };

@@ -53,8 +53,6 @@ static const struct opt_def opt_table[] = {
 	  CAP(secret_file), "file with the blades' shared secret" },
 	{ "connect_timeout", OPT_TIME, "5s", 1000000, INT64_C(3600) * 1000000000,
 	  OFF(connect_timeout_ns), 0, "bootstrap connect/handshake timeout" },
-	{ "op_timeout", OPT_TIME, "10s", 1000000, INT64_C(3600) * 1000000000,
-	  OFF(op_timeout_ns), 0, "bound on waiting for a dead peer" },
 	{ "log_level", OPT_LOGLEVEL, "warn", 0, 0, OFF(log_level), 0,
 	  "error | warn | info | debug" },
 	{ "latency_stats", OPT_INT, "1", 0, 1, OFF(latency_stats), 0,

@@ -325,7 +325,8 @@ int smart__proto_dec_welcome(const void *p, size_t len,
 	t.blob_len = rd16(&r);
 	t.sock_len = rd8(&r);
 	rd_zero(&r, 1);
-	if (r.bad || t.blob_len > SMART_TP_BLOB_MAX)
+	if (r.bad || t.blob_len > SMART_TP_BLOB_MAX ||
+	    t.sock_len > SMART_PROTO_SOCK_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
 	rd_copy(&r, t.sock, t.sock_len, 1);

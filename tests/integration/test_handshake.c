@@ -1,0 +1,605 @@
+/*
+ * Bootstrap handshake against an in-process blade (shm, 127.0.0.1:0):
+ * good and refused handshakes, malformed and idle clients, capacity
+ * limits, the one-time fd token, QP setup, the secret loader, the address
+ * parser, and smartd's start/stop and its no-secret refusal.
+ *
+ * Waits on the blade's counters are liveness waits bounded by 5 s; nothing
+ * asserts on timing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/test.h"
+#include "smart/blade.h"
+#include "core/bootstrap.h"
+#include "util/proto.h"
+#include "util/compiler.h"
+#include "util/superblock.h"
+
+#define SECRET "s3cret-handshake"
+#define MIB (UINT64_C(1) << 20)
+
+static smart_blade_t *blade_start(int max_clients, int timeout_ms)
+{
+	struct smart_blade_config cfg;
+	smart_blade_t *b;
+
+	smart_blade_config_init(&cfg);
+	cfg.size = 8 * MIB;
+	cfg.listen = "127.0.0.1:0";
+	cfg.id = 7;
+	cfg.hugepages = 0;
+	cfg.secret = SECRET;
+	cfg.secret_len = strlen(SECRET);
+	cfg.max_clients = max_clients;
+	cfg.handshake_timeout_ms = timeout_ms;
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	return b;
+}
+
+static int boot(smart_blade_t *b, const char *secret, size_t len,
+		struct smart__boot **out, struct smart__boot_welcome *w)
+{
+	return smart__boot_open(smart_blade_address(b), "shm", secret, len,
+				3000, NULL, out, w);
+}
+
+static void good_client(smart_blade_t *b)
+{
+	struct smart__boot *s;
+	struct smart__boot_welcome w;
+
+	CHECK_OK(boot(b, SECRET, strlen(SECRET), &s, &w));
+	CHECK_EQ(w.blade_id, 7);
+	CHECK_U64_EQ(w.size, 8 * MIB);
+	smart__boot_close(s);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Wait (at most 5 s) until the counter selected by field reaches want. */
+#define WAIT_STAT(b, field, want)                                            \
+	do {                                                                 \
+		struct smart_blade_stats st_;                                \
+		for (int i_ = 0; i_ < 500; i_++) {                           \
+			smart_blade_get_stats((b), &st_);                    \
+			if (st_.field >= (uint64_t)(want))                   \
+				break;                                       \
+			sleep_ms(10);                                        \
+		}                                                            \
+		smart_blade_get_stats((b), &st_);                            \
+		CHECK_GE(st_.field, (want));                                 \
+	} while (0)
+
+static int raw_connect(smart_blade_t *b)
+{
+	struct sockaddr_storage ss;
+	uint32_t len;
+	struct timeval tv = { 5, 0 };
+	int fd;
+
+	CHECK_OK(smart__proto_parse_addr(smart_blade_address(b), &ss,
+					 sizeof(ss), &len));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(fd, 0);
+	CHECK_EQ(connect(fd, (struct sockaddr *)&ss, len), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void raw_send(int fd, const void *p, size_t n)
+{
+	CHECK_EQ(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* Read one frame; returns its type, or -1 on EOF/error. */
+static int raw_frame(int fd, uint8_t *payload, size_t cap, size_t *plen)
+{
+	uint8_t h[SMART_PROTO_HDR_LEN];
+	struct smart_proto_hdr hdr;
+
+	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t)sizeof(h))
+		return -1;
+	CHECK_OK(smart__proto_hdr_check(h, sizeof(h), &hdr));
+	CHECK_LE(hdr.len, cap);
+	if (hdr.len && recv(fd, payload, hdr.len, MSG_WAITALL) !=
+	    (ssize_t)hdr.len)
+		return -1;
+	*plen = hdr.len;
+	return hdr.type;
+}
+
+/* Expect an ERROR with status, then EOF. */
+static void expect_error(int fd, int status)
+{
+	uint8_t p[SMART_PROTO_MAX_PAYLOAD];
+	struct smart_proto_error e;
+	size_t n;
+	char c;
+
+	CHECK_EQ(raw_frame(fd, p, sizeof(p), &n), SMART_PROTO_ERROR);
+	CHECK_OK(smart__proto_dec_error(p, n, &e));
+	CHECK_EQ(e.status, status);
+	CHECK_EQ(e.version, SMART_PROTO_VERSION);
+	CHECK_EQ(recv(fd, &c, 1, 0), 0);
+}
+
+static void test_good(void)
+{
+	smart_blade_t *b = blade_start(16, 300);
+	struct smart__boot *s;
+	struct smart__boot_welcome w;
+	struct smart_superblock *sb;
+	struct smart_blade_stats st;
+	int fd = -1;
+
+	CHECK_OK(boot(b, SECRET, strlen(SECRET), &s, &w));
+	CHECK_EQ(w.blade_id, 7);
+	CHECK_U64_EQ(w.size, 8 * MIB);
+	CHECK_EQ(w.chunk_shift, 20);
+	CHECK_EQ(w.need_fd, 1);
+	CHECK_GT(w.blob_len, 0);
+	CHECK_OK(smart__boot_fetch_fd(s, &fd));
+	sb = mmap(NULL, 8 * MIB, PROT_READ, MAP_SHARED, fd, 0);
+	CHECK(sb != MAP_FAILED);
+	CHECK_U64_EQ(sb->magic, SMART_SB_MAGIC);
+	CHECK_EQ(sb->version, SMART_SB_VERSION);
+	CHECK_EQ(sb->chunk_shift, 20);
+	CHECK_U64_EQ(sb->size, 8 * MIB);
+	CHECK_U64_EQ(sb->cursor, 1);
+	CHECK_U64_EQ(sb->nchunks, 8);
+	CHECK_EQ(sb->blade_id, 7);
+	munmap(sb, 8 * MIB);
+	close(fd);
+	/* The token is single use. */
+	CHECK_EQ(smart__boot_fetch_fd(s, &fd), SMART_EACCES);
+	smart_blade_get_stats(b, &st);
+	CHECK_EQ(st.authenticated, 1);
+	CHECK_EQ(st.active_sessions, 1);
+	smart__boot_close(s);
+	smart_blade_destroy(b);
+}
+
+static void test_refused(void)
+{
+	smart_blade_t *b = blade_start(16, 300);
+	struct smart__boot *s = NULL;
+	struct smart__boot_welcome w;
+	struct smart_blade_stats st;
+	static const char *bad[] = { "s3cret-handshakX", "s3cret-handshake!",
+				     "s3cret", "x" };
+
+	for (size_t i = 0; i < 4; i++)
+		CHECK_EQ(boot(b, bad[i], strlen(bad[i]), &s, &w),
+			 SMART_EACCES);
+	CHECK_EQ(boot(b, NULL, 0, &s, &w), SMART_EACCES);
+	CHECK_EQ(smart__boot_open(smart_blade_address(b), "verbs", SECRET,
+				  strlen(SECRET), 3000, NULL, &s, &w),
+		 SMART_ENOTSUP);
+	CHECK(s == NULL);
+	smart_blade_get_stats(b, &st);
+	CHECK_EQ(st.refused, 6);
+	CHECK_EQ(st.authenticated, 0);
+	good_client(b);
+	smart_blade_destroy(b);
+}
+
+static void test_version(void)
+{
+	smart_blade_t *b = blade_start(16, 300);
+	struct smart_proto_hello h = { .version = 2, .transport = "shm",
+				       .secret = (const uint8_t *)SECRET,
+				       .secret_len = strlen(SECRET) };
+	uint8_t f[SMART_PROTO_FRAME_MAX];
+	size_t n;
+	int fd = raw_connect(b);
+
+	CHECK_OK(smart__proto_enc_hello(&h, f, sizeof(f), &n));
+	raw_send(fd, f, n);
+	expect_error(fd, SMART_EVERSION);
+	close(fd);
+	good_client(b);
+	smart_blade_destroy(b);
+}
+
+/* Send bytes, expect ERROR(EPROTO) and EOF. */
+static void send_malformed(smart_blade_t *b, const void *p, size_t n)
+{
+	int fd = raw_connect(b);
+
+	raw_send(fd, p, n);
+	expect_error(fd, SMART_EPROTO);
+	close(fd);
+}
+
+static void test_malformed(void)
+{
+	smart_blade_t *b = blade_start(16, 300);
+	static const uint8_t oversized[12] = { 'S', 'M', 'R', 'T', 1, 0, 0, 0,
+					       0xff, 0xff, 0xff, 0xff };
+	static const uint8_t flags[12] = { 'S', 'M', 'R', 'T', 1, 0, 1, 0 };
+	static const uint8_t qpc_first[12 + 12] = { 'S', 'M', 'R', 'T', 4, 0,
+		0, 0, 12, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 'S', 'H', 'M', 'Q' };
+	static const uint8_t truncated[30] = { 'S', 'M', 'R', 'T', 1, 0, 0, 0,
+					       100, 0, 0, 0, 1, 0 };
+	int fd;
+
+	send_malformed(b, "GET / HTTP/1.0\r\n\r\n", 18);
+	send_malformed(b, "SMRX", 4);
+	send_malformed(b, oversized, sizeof(oversized));
+	send_malformed(b, flags, sizeof(flags));
+	send_malformed(b, qpc_first, sizeof(qpc_first));
+	WAIT_STAT(b, malformed, 5);
+	/* A truncated frame then EOF: the blade just forgets the client. */
+	fd = raw_connect(b);
+	raw_send(fd, truncated, sizeof(truncated));
+	close(fd);
+	WAIT_STAT(b, accepted, 6);
+	good_client(b);
+	smart_blade_destroy(b);
+}
+
+static void test_idle_timeout(void)
+{
+	smart_blade_t *b = blade_start(16, 300);
+	int fd = raw_connect(b);
+
+	/* Partial header: still plausible, so only the deadline ends it. */
+	raw_send(fd, "SMR", 3);
+	expect_error(fd, SMART_ETIMEDOUT);
+	close(fd);
+	fd = raw_connect(b);
+	expect_error(fd, SMART_ETIMEDOUT);
+	close(fd);
+	WAIT_STAT(b, timeouts, 2);
+	good_client(b);
+	smart_blade_destroy(b);
+}
+
+static void open_idle(smart_blade_t *b, int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		fds[i] = raw_connect(b);
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+static void test_many_idle(void)
+{
+	smart_blade_t *b = blade_start(256, 5000);
+	struct smart__boot *s;
+	struct smart__boot_welcome w;
+	struct smart_blade_stats st;
+	int fds[200], rc = -1;
+
+	open_idle(b, fds, 200);
+	good_client(b);
+	close_all(fds, 200);
+	smart_blade_destroy(b);
+
+	/* Over capacity: extra clients are refused at once, the blade lives. */
+	b = blade_start(16, 5000);
+	open_idle(b, fds, 200);
+	WAIT_STAT(b, refused, 184);
+	smart_blade_get_stats(b, &st);
+	CHECK_EQ(st.active_sessions, 16);
+	rc = boot(b, SECRET, strlen(SECRET), &s, &w);
+	CHECK(rc == SMART_EBUSY || rc == SMART_ECONN);
+	close_all(fds, 200);
+	for (int i = 0; i < 500 && rc; i++) {
+		sleep_ms(10);
+		rc = boot(b, SECRET, strlen(SECRET), &s, &w);
+	}
+	CHECK_OK(rc);
+	smart__boot_close(s);
+	smart_blade_destroy(b);
+}
+
+/* Raw handshake, returning the WELCOME. */
+static int raw_welcome(smart_blade_t *b, struct smart_proto_welcome *w)
+{
+	struct smart_proto_hello h = { .version = 1, .transport = "shm",
+				       .secret = (const uint8_t *)SECRET,
+				       .secret_len = strlen(SECRET) };
+	uint8_t f[SMART_PROTO_FRAME_MAX];
+	size_t n;
+	int fd = raw_connect(b);
+
+	CHECK_OK(smart__proto_enc_hello(&h, f, sizeof(f), &n));
+	raw_send(fd, f, n);
+	CHECK_EQ(raw_frame(fd, f, sizeof(f), &n), SMART_PROTO_WELCOME);
+	CHECK_OK(smart__proto_dec_welcome(f, n, w));
+	CHECK(w->flags & SMART_PROTO_WF_FETCH_FD);
+	return fd;
+}
+
+/* Present a token; returns the status byte, *fd the descriptor or -1. */
+static int present(const struct smart_proto_welcome *w, const uint8_t *tok,
+		   int *fd)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	uint8_t st = 0xee;
+	struct iovec iov = { &st, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memcpy(un.sun_path + 1, w->sock, w->sock_len);
+	CHECK_EQ(connect(s, (struct sockaddr *)&un, (socklen_t)(
+		 offsetof(struct sockaddr_un, sun_path) + 1 + w->sock_len)), 0);
+	raw_send(s, tok, SMART_PROTO_TOKEN_LEN);
+	CHECK_EQ(recvmsg(s, &mh, 0), 1);
+	*fd = -1;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (cm && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	close(s);
+	return st;
+}
+
+static void test_fd_token(void)
+{
+	smart_blade_t *b = blade_start(16, 300);
+	struct smart_proto_welcome w;
+	uint8_t wrong[SMART_PROTO_TOKEN_LEN];
+	struct smart_blade_stats bs;
+	struct stat st;
+	int c = raw_welcome(b, &w), fd;
+
+	memcpy(wrong, w.token, sizeof(wrong));
+	wrong[15] ^= 1;
+	CHECK_EQ(present(&w, wrong, &fd), -SMART_EACCES);
+	CHECK_EQ(fd, -1);
+	CHECK_EQ(present(&w, w.token, &fd), 0);
+	CHECK_GE(fd, 0);
+	CHECK_EQ(fstat(fd, &st), 0);
+	CHECK_GE(st.st_size, (off_t)(8 * MIB));
+	close(fd);
+	CHECK_EQ(present(&w, w.token, &fd), -SMART_EACCES);
+	CHECK_EQ(fd, -1);
+	/* A closed session's token dies with it. */
+	close(c);
+	c = raw_welcome(b, &w);
+	close(c);
+	for (int i = 0; i < 500; i++) {
+		smart_blade_get_stats(b, &bs);
+		if (bs.active_sessions == 0)
+			break;
+		sleep_ms(10);
+	}
+	CHECK_EQ(bs.active_sessions, 0);
+	CHECK_EQ(present(&w, w.token, &fd), -SMART_EACCES);
+	smart_blade_destroy(b);
+}
+
+static void test_qp(void)
+{
+	const struct smart_tp_ops *ops = smart_tp_find("shm");
+	smart_blade_t *b = blade_start(16, 300);
+	struct smart_tp_cfg tc = { .gid_index = -1 };
+	struct smart_tp_qp_attr qa = { .max_send_wr = 64, .doorbell = -1 };
+	struct smart_tp_domain *d;
+	struct smart_tp_cq *cq;
+	struct smart_tp_qp *qp;
+	struct smart__boot *s;
+	struct smart__boot_welcome w;
+	uint8_t mine[SMART_TP_BLOB_MAX], peer[SMART_TP_BLOB_MAX];
+	size_t ml = sizeof(mine), pl = sizeof(peer);
+	uint32_t id1, id2;
+
+	CHECK(ops);
+	CHECK_OK(ops->domain_open(&tc, &d));
+	CHECK_OK(ops->cq_create(d, 256, 0, &cq));
+	CHECK_OK(ops->qp_create(d, cq, &qa, &qp));
+	CHECK_OK(ops->qp_blob(qp, mine, &ml));
+	CHECK_OK(boot(b, SECRET, strlen(SECRET), &s, &w));
+	CHECK_OK(smart__boot_qp_connect(s, mine, ml, peer, &pl, &id1));
+	CHECK_GT(pl, 0);
+	/* A bad blob is the accept's failure, not the session's. */
+	pl = sizeof(peer);
+	CHECK_EQ(smart__boot_qp_connect(s, "garbage!", 8, peer, &pl, &id2),
+		 SMART_EPROTO);
+	pl = sizeof(peer);
+	CHECK_OK(smart__boot_qp_connect(s, mine, ml, peer, &pl, &id2));
+	CHECK_NE(id1, id2);
+	CHECK_OK(smart__boot_qp_close(s, id1));
+	CHECK_OK(smart__boot_qp_close(s, 999));
+	pl = sizeof(peer);
+	CHECK_OK(smart__boot_qp_connect(s, mine, ml, peer, &pl, &id1));
+	smart__boot_close(s);
+	ops->qp_destroy(qp);
+	ops->cq_destroy(cq);
+	ops->domain_close(d);
+	good_client(b);
+	smart_blade_destroy(b);
+}
+
+static void test_config(void)
+{
+	struct smart_blade_config cfg;
+	smart_blade_t *b;
+	static const char *bad_addr[] = { "127.0.0.1", "127.0.0.1:65536",
+		"127.0.0.1:-1", "127.0.0.1: 80", "127.1:80", "host:80",
+		"[::1]80", ":80", "127.0.0.1:", "127.0.0.1:123456" };
+
+	for (size_t i = 0; i < SMART_ARRAY_SIZE(bad_addr); i++) {
+		smart_blade_config_init(&cfg);
+		cfg.size = 2 * MIB;
+		cfg.listen = bad_addr[i];
+		CHECK_EQ(smart_blade_create(&cfg, &b), SMART_EINVAL);
+	}
+	smart_blade_config_init(&cfg);
+	cfg.size = MIB / 2;
+	CHECK_EQ(smart_blade_create(&cfg, &b), SMART_EINVAL);
+	cfg.size = 2 * MIB;
+	cfg.chunk_size = 3 * 4096;
+	CHECK_EQ(smart_blade_create(&cfg, &b), SMART_EINVAL);
+	cfg.chunk_size = 2 * MIB;
+	CHECK_EQ(smart_blade_create(&cfg, &b), SMART_EINVAL);
+	cfg.chunk_size = MIB;
+	cfg.id = 1024;
+	CHECK_EQ(smart_blade_create(&cfg, &b), SMART_EINVAL);
+	cfg.id = 0;
+	cfg.transport = "carrier-pigeon";
+	CHECK_EQ(smart_blade_create(&cfg, &b), SMART_EINVAL);
+	cfg.transport = NULL;
+	cfg.listen = "localhost:0";
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	CHECK(!strncmp(smart_blade_address(b), "127.0.0.1:", 10));
+	smart_blade_destroy(b);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	CHECK_GE(fd, 0);
+	CHECK_EQ(write(fd, p, n), (ssize_t)n);
+	close(fd);
+}
+
+static void test_secret_file(void)
+{
+	char path[] = "/tmp/smart-secret-XXXXXX", *s;
+	static char big[4098];
+	size_t n;
+	int fd = mkstemp(path);
+
+	CHECK_GE(fd, 0);
+	close(fd);
+	write_file(path, "abc\n", 4);
+	CHECK_OK(smart_secret_load(path, &s, &n));
+	CHECK_EQ(n, 3);
+	CHECK(!memcmp(s, "abc", 3));
+	free(s);
+	write_file(path, "\n", 1);
+	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
+	memset(big, 'k', sizeof(big));
+	big[4096] = '\n';
+	write_file(path, big, 4097);
+	CHECK_OK(smart_secret_load(path, &s, &n));
+	CHECK_EQ(n, 4096);
+	free(s);
+	write_file(path, big, 4097 + 1);
+	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
+	big[4096] = 'k';
+	write_file(path, big, 4097);
+	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
+	unlink(path);
+	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_ENOENT);
+}
+
+/* Run smartd with args; returns its pid, *out reads its stdout+stderr. */
+static pid_t spawn_smartd(const char *const *args, FILE **out)
+{
+	int p[2];
+	pid_t pid;
+
+	CHECK_EQ(pipe(p), 0);
+	pid = fork();
+	CHECK_GE(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		execv(SMART_BIN_DIR "/smartd", (char *const *)args);
+		_exit(127);
+	}
+	close(p[1]);
+	*out = fdopen(p[0], "r");
+	CHECK(*out != NULL);
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int st;
+
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void test_smartd(void)
+{
+	char path[] = "/tmp/smart-secret-XXXXXX", line[512];
+	const char *ok[] = { "smartd", "--size", "4M", "--listen", "127.0.0.1:0",
+		       "--id", "3", "--secret-file", path, NULL };
+	const char *nosecret[] = { "smartd", "--size", "4M", "--listen",
+			     "127.0.0.1:0", NULL };
+	const char *wide[] = { "smartd", "--size", "4M", "--listen", "0.0.0.0:0",
+			 "--insecure", NULL };
+	const char *badsize[] = { "smartd", "--size", "12X", NULL };
+	int fd = mkstemp(path);
+	FILE *f;
+	pid_t pid;
+
+	if (access(SMART_BIN_DIR "/smartd", X_OK))
+		test_skip("smartd is not built");
+	CHECK_GE(fd, 0);
+	close(fd);
+	write_file(path, "daemon-secret\n", 14);
+	pid = spawn_smartd(ok, &f);
+	CHECK(fgets(line, sizeof(line), f) != NULL);
+	CHECK_MSG(strstr(line, "smartd: blade 3 serving 4194304 bytes on "
+			 "127.0.0.1:") && strstr(line, "(transport shm, "
+			 "hugepages no)"), "start line: %s", line);
+	CHECK_EQ(kill(pid, SIGTERM), 0);
+	CHECK_EQ(wait_exit(pid), 0);
+	fclose(f);
+	unlink(path);
+	pid = spawn_smartd(nosecret, &f);
+	CHECK_EQ(wait_exit(pid), 2);
+	CHECK(fgets(line, sizeof(line), f) && strstr(line, "no shared secret"));
+	fclose(f);
+	pid = spawn_smartd(wide, &f);
+	CHECK_EQ(wait_exit(pid), 2);
+	CHECK(fgets(line, sizeof(line), f) && strstr(line, "loopback"));
+	fclose(f);
+	pid = spawn_smartd(badsize, &f);
+	CHECK_EQ(wait_exit(pid), 2);
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	unsetenv("SMART_SECRET_FILE");
+	return test_main(argc, argv, (struct test_case[]){
+		{ "good", test_good },
+		{ "refused", test_refused },
+		{ "version", test_version },
+		{ "malformed", test_malformed },
+		{ "idle_timeout", test_idle_timeout },
+		{ "many_idle", test_many_idle },
+		{ "fd_token", test_fd_token },
+		{ "qp", test_qp },
+		{ "config", test_config },
+		{ "secret_file", test_secret_file },
+		{ "smartd", test_smartd },
+		{ NULL, NULL } });
+}
