@@ -38,7 +38,10 @@ static void usage(FILE *f)
 "  --secret-file FILE   shared secret for clients (env SMART_SECRET_FILE)\n"
 "  --insecure           run without a secret (loopback addresses only)\n"
 "  --chunk-size SIZE    allocator chunk, power of two [1M]\n"
-"  --transport NAME     shm [shm]\n"
+"  --transport NAME     shm | verbs [shm]\n"
+"  --device NAME        verbs: RDMA device [first with an active port]\n"
+"  --ib-port N          verbs: port [first active]\n"
+"  --gid-index N        verbs: GID index [a RoCE v2 GID on Ethernet]\n"
 "  --log-level LEVEL    error|warn|info|debug [warn]\n"
 "  --help, --version\n");
 }
@@ -139,6 +142,19 @@ static int parse_opt(struct args *a, int c, const char *v)
 	case 'I':
 		a->insecure = 1;
 		return 0;
+	case 'D':
+		a->cfg.device = v;
+		return 0;
+	case 'P':
+		if (parse_size(v, &x) || x < 1 || x > 255 || strpbrk(v, "kKmMgG"))
+			return bad("--ib-port", v);
+		a->cfg.ib_port = (int)x;
+		return 0;
+	case 'G':
+		if (parse_size(v, &x) || x > 1023 || strpbrk(v, "kKmMgG"))
+			return bad("--gid-index", v);
+		a->cfg.gid_index = (int)x;
+		return 0;
 	default:
 		return 2;
 	}
@@ -157,6 +173,9 @@ static int parse_args(struct args *a, int argc, char **argv)
 		{ "transport", required_argument, NULL, 't' },
 		{ "log-level", required_argument, NULL, 'L' },
 		{ "insecure", no_argument, NULL, 'I' },
+		{ "device", required_argument, NULL, 'D' },
+		{ "ib-port", required_argument, NULL, 'P' },
+		{ "gid-index", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

@@ -37,6 +37,9 @@ struct smart_blade_config {
 	uint32_t chunk_size;	/* allocator chunk, power of two; [1M] */
 	int max_clients;	/* concurrent handshakes+sessions; [256] */
 	int handshake_timeout_ms;	/* per client; [5000] */
+	const char *device;	/* verbs: RDMA device, NULL = auto; [NULL] */
+	int ib_port;		/* verbs: port, 0 = first active; [0] */
+	int gid_index;		/* verbs: GID index, -1 = auto; [-1] */
 };
 
 /* Fill cfg with the defaults in brackets above. */

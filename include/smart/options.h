@@ -20,7 +20,13 @@
  *   secret_file      file holding the blade's shared secret        []
  *   connect_timeout  bootstrap connect/handshake timeout           [5s]
  *   log_level        error | warn | info | debug                   [warn]
- *   latency_stats    1 = per-sync latency histogram in the stats   [1]
+ *   latency_stats    1 = sampled sync latency histogram in stats   [1]
+ *   device           verbs: RDMA device, empty = auto              []
+ *   ib_port          verbs: port, 0 = first active                 [0]
+ *   gid_index        verbs: GID index, -1 = RoCE v2 GID on Ethernet [-1]
+ *   mtu              verbs: path MTU bytes, 0 = the port's          [0]
+ *   ib_timeout       verbs: ACK timeout exponent (4.096us x 2^N)   [14]
+ *   ib_retry         verbs: retries before an op fails             [7]
  *
  * Thread safety: an options object is not thread safe; a ctx copies it at
  * creation, so it may be freed or reused afterwards.

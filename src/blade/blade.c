@@ -40,6 +40,7 @@ void smart_blade_config_init(struct smart_blade_config *cfg)
 	cfg->chunk_size = 1u << 20;
 	cfg->max_clients = 256;
 	cfg->handshake_timeout_ms = 5000;
+	cfg->gid_index = -1;
 }
 
 static int config_check(const struct smart_blade_config *c,
@@ -99,7 +100,13 @@ static void format_superblock(struct smart_blade *b)
 
 static int region_open(struct smart_blade *b, int hugepages)
 {
-	struct smart_tp_cfg tcfg = { .gid_index = -1, .log = &b->log };
+	struct smart_tp_cfg tcfg = {
+		.device = b->device[0] ? b->device : NULL,
+		.port = b->ib_port,
+		.gid_index = b->gid_index,
+		.ib_retry = 7,
+		.log = &b->log,
+	};
 	int rc;
 
 	rc = b->ops->domain_open(&tcfg, &b->dom);
@@ -220,6 +227,14 @@ static int copy_config(struct smart_blade *b,
 		return SMART_EINVAL;
 	}
 	strcpy(b->transport, tp);
+	if (cfg->device && strlen(cfg->device) >= sizeof(b->device)) {
+		smart__err(&b->log, "device name too long");
+		return SMART_EINVAL;
+	}
+	snprintf(b->device, sizeof(b->device), "%s",
+		 cfg->device ? cfg->device : "");
+	b->ib_port = cfg->ib_port;
+	b->gid_index = cfg->gid_index;
 	if (cfg->secret) {
 		b->secret = malloc(cfg->secret_len);
 		if (!b->secret)

@@ -78,6 +78,8 @@ struct smart_blade {
 	uint8_t chunk_shift;
 	uint64_t size;
 	char transport[SMART_PROTO_TRANSPORT_MAX + 1];
+	char device[64];	/* verbs device, "" = auto */
+	int ib_port, gid_index;
 	uint8_t *secret;	/* NULL: none required */
 	size_t secret_len;
 	int max_clients;

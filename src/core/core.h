@@ -61,6 +61,12 @@ struct smart__optvals {
 	uint64_t connect_timeout_ns;
 	int log_level;
 	int latency_stats;
+	char device[64];	/* verbs */
+	int ib_port;
+	int gid_index;
+	int mtu;
+	int ib_timeout;
+	int ib_retry;
 };
 
 struct smart_opts {

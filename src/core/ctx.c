@@ -28,7 +28,16 @@ static int ctx_load_secret(struct smart_ctx *ctx)
 
 static int ctx_open_transport(struct smart_ctx *ctx)
 {
-	struct smart_tp_cfg cfg = { .log = &ctx->log, .gid_index = -1 };
+	const struct smart__optvals *o = &ctx->o;
+	struct smart_tp_cfg cfg = {
+		.device = o->device[0] ? o->device : NULL,
+		.port = o->ib_port,
+		.gid_index = o->gid_index,
+		.mtu = o->mtu,
+		.ib_timeout = o->ib_timeout,
+		.ib_retry = o->ib_retry,
+		.log = &ctx->log,
+	};
 	int rc;
 
 	ctx->tp = smart_tp_find(ctx->o.transport);

@@ -57,6 +57,19 @@ static const struct opt_def opt_table[] = {
 	  "error | warn | info | debug" },
 	{ "latency_stats", OPT_INT, "1", 0, 1, OFF(latency_stats), 0,
 	  "1 = keep a sync latency histogram in the stats" },
+	{ "device", OPT_STR, "", 0, 0, OFF(device), CAP(device),
+	  "verbs: RDMA device (empty = first with an active port)" },
+	{ "ib_port", OPT_INT, "0", 0, 255, OFF(ib_port), 0,
+	  "verbs: port number (0 = first active)" },
+	{ "gid_index", OPT_INT, "-1", -1, 1023, OFF(gid_index), 0,
+	  "verbs: GID index (-1 = a RoCE v2 GID on Ethernet)" },
+	{ "mtu", OPT_INT, "0", 0, 4096, OFF(mtu), 0,
+	  "verbs: path MTU in bytes, 256..4096 (0 = the port's)" },
+	{ "ib_timeout", OPT_INT, "14", 1, 31, OFF(ib_timeout), 0,
+	  "verbs: ACK timeout 4.096us x 2^N (14 = 67 ms); bounds how long "
+	  "a sync waits for a dead blade, with ib_retry" },
+	{ "ib_retry", OPT_INT, "7", 0, 7, OFF(ib_retry), 0,
+	  "verbs: transport retries before an op fails" },
 };
 
 static const struct opt_def *opt_find(const char *key)

@@ -122,8 +122,9 @@ static int qp_open(struct smart_worker *w, struct smart__blade *b,
 	struct smart_ctx *ctx = w->ctx;
 	struct smart_tp_qp_attr attr = {
 		.max_send_wr = (uint32_t)ctx->o.qp_depth,
-		.flags = w->group->shared ? SMART_TP_SHARED : 0,
-		.doorbell = -1,
+		.flags = (w->group->shared ? SMART_TP_SHARED : 0) |
+			 (ctx->o.qp_mode == SMART_QPM_PER_THREAD_DB &&
+			  ctx->caps.thread_domains ? SMART_TP_OWN_DOORBELL : 0),
 	};
 	uint8_t mine[SMART_TP_BLOB_MAX], peer[SMART_TP_BLOB_MAX];
 	size_t mlen = sizeof(mine), plen = sizeof(peer);

@@ -8,6 +8,9 @@
 
 static const struct smart_tp_ops *const smart__transports[] = {
 	&smart_tp_shm_ops,
+#ifdef SMART_HAVE_VERBS
+	&smart_tp_verbs_ops,
+#endif
 };
 
 const struct smart_tp_ops *smart_tp_find(const char *name)

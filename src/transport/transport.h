@@ -102,14 +102,18 @@ struct smart_tp_wc {
 
 enum {
 	SMART_TP_SHARED = 1 << 0,	/* object used by several threads */
+	SMART_TP_OWN_DOORBELL = 1 << 1,	/* QP gets a doorbell of its own
+					 * (thread domain), if caps allow */
 };
 
 struct smart_tp_cfg {
-	const char *device;	/* verbs device; NULL = auto */
+	const char *device;	/* verbs device; NULL or "" = auto */
 	int port;		/* 0 = first active */
 	int gid_index;		/* -1 = auto */
+	int mtu;		/* bytes (256..4096); 0 = the port's active MTU */
+	int ib_timeout;		/* verbs local ACK timeout exponent, 4.096us x 2^t */
+	int ib_retry;		/* verbs transport retries, 0..7 */
 	const struct smart__log *log;
-	const char *nic_model;	/* shm only, later; NULL = off */
 };
 
 /* What a domain can do (ibv_query_device, reduced to what we use). */
@@ -123,8 +127,7 @@ struct smart_tp_caps {
 
 struct smart_tp_qp_attr {
 	uint32_t max_send_wr;
-	uint32_t flags;		/* SMART_TP_SHARED */
-	int doorbell;		/* requested doorbell index, -1 = any */
+	uint32_t flags;		/* SMART_TP_SHARED, SMART_TP_OWN_DOORBELL */
 };
 
 struct smart_tp_ops {
@@ -190,5 +193,8 @@ struct smart_tp_ops {
 const struct smart_tp_ops *smart_tp_find(const char *name);
 
 extern const struct smart_tp_ops smart_tp_shm_ops;
+#ifdef SMART_HAVE_VERBS
+extern const struct smart_tp_ops smart_tp_verbs_ops;
+#endif
 
 #endif

@@ -1,9 +1,14 @@
 /*
  * Test fixture: an embedded blade on 127.0.0.1 (any port) plus a ctx
  * connected to it, using only the public API.  Header only.
+ * SMART_TEST_TRANSPORT (shm by default; verbs inside the test VM) picks the
+ * transport of both the blade and the ctx.
  */
 #ifndef SMART_TEST_BLADE_FIXTURE_H
 #define SMART_TEST_BLADE_FIXTURE_H
+
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "harness/test.h"
 #include "smart/smart.h"
@@ -33,6 +38,7 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	cfg.secret = FIXTURE_SECRET;
 	cfg.secret_len = sizeof(FIXTURE_SECRET) - 1;
 	cfg.chunk_size = 64 << 10;
+	cfg.transport = getenv("SMART_TEST_TRANSPORT");
 	CHECK_OK(smart_blade_create(&cfg, &f->blade));
 
 	fd = mkstemp(secret_path);
@@ -43,6 +49,8 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	CHECK_OK(smart_opts_create_defaults(&o));
 	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
 	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
+	if (cfg.transport)
+		CHECK_OK(smart_opts_set(o, "transport", cfg.transport));
 	for (; kv && kv[0]; kv += 2)
 		CHECK_OK(smart_opts_set(o, kv[0], kv[1]));
 	CHECK_OK(smart_ctx_create(o, &f->ctx));

@@ -227,7 +227,7 @@ static void conn_open(struct fx *f, struct smart_tp_cq *cq, uint32_t depth,
 {
 	const struct smart_tp_ops *ops = f->ops;
 	struct smart_tp_qp_attr attr = {
-		.max_send_wr = max_send_wr, .flags = flags, .doorbell = -1,
+		.max_send_wr = max_send_wr, .flags = flags,
 	};
 	uint8_t cb[SMART_TP_BLOB_MAX], pb[SMART_TP_BLOB_MAX];
 	size_t cl = sizeof(cb), pl = sizeof(pb);
@@ -1085,7 +1085,7 @@ static void atom_child(const struct smart_conf_env *env, const struct fx *pf,
 	struct atom_worker w[FORK_W];
 	struct conn c[FORK_W];
 	uint8_t b[SMART_TP_BLOB_MAX];
-	struct smart_tp_qp_attr attr = { .max_send_wr = 16, .doorbell = -1 };
+	struct smart_tp_qp_attr attr = { .max_send_wr = 16 };
 	size_t bl;
 	int i;
 
@@ -1776,7 +1776,7 @@ static void stop_client_open(const struct smart_conf_env *env, int s,
 			     struct fx *f, struct conn *c)
 {
 	const struct smart_tp_ops *ops = env->ops;
-	struct smart_tp_qp_attr attr = { .max_send_wr = 16, .doorbell = -1 };
+	struct smart_tp_qp_attr attr = { .max_send_wr = 16 };
 	uint8_t b[SMART_TP_BLOB_MAX];
 	size_t bl;
 	int fd;

@@ -10,6 +10,7 @@
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "smart/smart.h"
+#include "core/core.h"
 #include "util/superblock.h"
 
 static void test_options(void)
@@ -33,8 +34,8 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set(o, "task_stack", "1K"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set(o, "task_stack", "12Q"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set(o, "task_stack", "-5"), SMART_EINVAL);
-	CHECK_OK(smart_opts_set(o, "op_timeout", "250ms"));
-	CHECK_OK(smart_opts_get(o, "op_timeout", buf, sizeof(buf)));
+	CHECK_OK(smart_opts_set(o, "connect_timeout", "250ms"));
+	CHECK_OK(smart_opts_get(o, "connect_timeout", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "250000000ns");
 	CHECK_EQ(smart_opts_set(o, "no_such_key", "1"), SMART_ENOENT);
 	CHECK_EQ(smart_opts_set(o, "transport", "carrier-pigeon"),
@@ -246,6 +247,37 @@ static void test_op_errors(void)
 	fixture_stop(&f);
 }
 
+/* A transport error (here: a wrong rkey, which the API itself can never
+ * produce) comes back from sync; the QP is replaced on the next op. */
+static void test_qp_repair(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	struct smart__blade *b;
+	smart_stats_t st;
+	uint64_t v = 42, back = 0;
+	uint32_t rkey;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 1 << 20), &v, 8));
+	b = smart__blade_get(f.ctx, 0);
+	rkey = b->rkey;
+	b->rkey = rkey ^ 0x5a5a5a5a;
+	CHECK_OK(smart_read(w, &back, smart_gaddr(0, 1 << 20), 8));
+	CHECK_OK(smart_faa(w, smart_gaddr(0, 1 << 20), 1, NULL));
+	CHECK_EQ(smart_sync(w), SMART_EREMOTE);
+	b->rkey = rkey;
+	/* the FAA behind the failed READ was flushed, not executed */
+	CHECK_OK(smart_read_sync(w, &back, smart_gaddr(0, 1 << 20), 8));
+	CHECK_U64_EQ(back, 42);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_RECONNECTS], 1);
+	CHECK_GE(st.c[SMART_STAT_ERRORS], 2);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 static void test_alloc_basic(void)
 {
 	struct fixture f;
@@ -373,6 +405,7 @@ int main(int argc, char **argv)
 		{ "task_limit", test_task_limit },
 		{ "ops", test_ops },
 		{ "op_errors", test_op_errors },
+		{ "qp_repair", test_qp_repair },
 		{ "alloc_basic", test_alloc_basic },
 		{ "alloc_concurrent", test_alloc_concurrent },
 		{ NULL, NULL },

@@ -1,0 +1,29 @@
+/*
+ * The verbs transport's function table (see verbs.h for what verbs is).
+ */
+#include "transport/verbs/verbs.h"
+
+const struct smart_tp_ops smart_tp_verbs_ops = {
+	.name = "verbs",
+	.domain_open = smart__verbs_domain_open,
+	.domain_close = smart__verbs_domain_close,
+	.query_caps = smart__verbs_query_caps,
+	.mr_alloc = smart__verbs_mr_alloc,
+	.mr_free = smart__verbs_mr_free,
+	.cq_create = smart__verbs_cq_create,
+	.cq_destroy = smart__verbs_cq_destroy,
+	.poll = smart__verbs_poll,
+	.region_blob = smart__verbs_region_blob,
+	.accept = smart__verbs_accept,
+	.responder_destroy = smart__verbs_responder_destroy,
+	.remote_attach = smart__verbs_remote_attach,
+	.remote_detach = smart__verbs_remote_detach,
+	.remote_base = smart__verbs_remote_base,
+	.remote_rkey = smart__verbs_remote_rkey,
+	.qp_create = smart__verbs_qp_create,
+	.qp_blob = smart__verbs_qp_blob,
+	.qp_connect = smart__verbs_qp_connect,
+	.qp_destroy = smart__verbs_qp_destroy,
+	.post = smart__verbs_post,
+	.qp_in_error = smart__verbs_qp_in_error,
+};
