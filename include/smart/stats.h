@@ -56,6 +56,8 @@ typedef struct smart_stats {
 	uint64_t sync_count;
 	double sync_p50_ns, sync_p99_ns, sync_p999_ns, sync_mean_ns;
 	int workers;
+	/* transport-wide (the RNIC model's doorbells and WQE cache) */
+	uint64_t db_rings, db_contended, wqe_misses;
 } smart_stats_t;
 
 const char *smart_stat_name(enum smart_stat id);

@@ -61,6 +61,7 @@ struct smart__optvals {
 	uint64_t connect_timeout_ns;
 	int log_level;
 	int latency_stats;
+	char nic_model[256];	/* shm RNIC model spec, "" = off */
 	char device[64];	/* verbs */
 	int ib_port;
 	int gid_index;

@@ -36,10 +36,16 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 		.mtu = o->mtu,
 		.ib_timeout = o->ib_timeout,
 		.ib_retry = o->ib_retry,
+		.nic_model = o->nic_model[0] ? o->nic_model : NULL,
 		.log = &ctx->log,
 	};
 	int rc;
 
+	if (o->nic_model[0] && strcmp(o->transport, "shm")) {
+		smart__err(&ctx->log, "nic_model applies to the shm transport "
+			   "only, not %s", o->transport);
+		return SMART_EINVAL;
+	}
 	ctx->tp = smart_tp_find(ctx->o.transport);
 	if (!ctx->tp) {
 		smart__err(&ctx->log, "transport %s is not built in",

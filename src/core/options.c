@@ -57,6 +57,9 @@ static const struct opt_def opt_table[] = {
 	  "error | warn | info | debug" },
 	{ "latency_stats", OPT_INT, "1", 0, 1, OFF(latency_stats), 0,
 	  "1 = keep a sync latency histogram in the stats" },
+	{ "nic_model", OPT_STR, "", 0, 0, OFF(nic_model), CAP(nic_model),
+	  "shm: RNIC model, 'default' or key=value,... (docs/nic-model.md); "
+	  "empty = off" },
 	{ "device", OPT_STR, "", 0, 0, OFF(device), CAP(device),
 	  "verbs: RDMA device (empty = first with an active port)" },
 	{ "ib_port", OPT_INT, "0", 0, 255, OFF(ib_port), 0,

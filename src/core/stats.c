@@ -79,6 +79,14 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 	for (w = ctx->workers; w; w = w->next)
 		sum_worker(out, h, w);
 	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->tp->domain_stats) {
+		struct smart_tp_stats ts = { 0 };
+
+		ctx->tp->domain_stats(ctx->dom, &ts);
+		out->db_rings = ts.db_rings;
+		out->db_contended = ts.db_contended;
+		out->wqe_misses = ts.wqe_misses;
+	}
 	ns_per_cycle = ctx->clock.use_tsc ? 1.0 / ctx->clock.cycles_per_ns : 1.0;
 	out->sync_count = h->count;
 	out->sync_p50_ns = smart_hist_quantile(h, 0.50) * ns_per_cycle;
@@ -96,6 +104,9 @@ void smart_stats_print(const smart_stats_t *s, FILE *f)
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		fprintf(f, "%-16s %" PRIu64 "\n", stat_names[i], s->c[i]);
 	fprintf(f, "%-16s %d\n", "workers", s->workers);
+	fprintf(f, "%-16s %" PRIu64 " (contended %" PRIu64 ")\n", "db_rings",
+		s->db_rings, s->db_contended);
+	fprintf(f, "%-16s %" PRIu64 "\n", "wqe_misses", s->wqe_misses);
 	fprintf(f, "%-16s %" PRIu64 " (p50 %.0f ns, p99 %.0f ns, "
 		"p99.9 %.0f ns, mean %.0f ns)\n", "sync_latency", s->sync_count,
 		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
@@ -109,6 +120,9 @@ void smart_stats_print_json(const smart_stats_t *s, FILE *f)
 	fputc('{', f);
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		fprintf(f, "\"%s\":%" PRIu64 ",", stat_names[i], s->c[i]);
+	fprintf(f, "\"db_rings\":%" PRIu64 ",\"db_contended\":%" PRIu64
+		",\"wqe_misses\":%" PRIu64 ",", s->db_rings, s->db_contended,
+		s->wqe_misses);
 	fprintf(f, "\"workers\":%d,\"sync_count\":%" PRIu64 ",\"sync_p50_ns\""
 		":%.1f,\"sync_p99_ns\":%.1f,\"sync_p999_ns\":%.1f,"
 		"\"sync_mean_ns\":%.1f}", s->workers, s->sync_count,

@@ -113,7 +113,15 @@ struct smart_tp_cfg {
 	int mtu;		/* bytes (256..4096); 0 = the port's active MTU */
 	int ib_timeout;		/* verbs local ACK timeout exponent, 4.096us x 2^t */
 	int ib_retry;		/* verbs transport retries, 0..7 */
+	const char *nic_model;	/* shm: RNIC model spec, NULL/"" = off */
 	const struct smart__log *log;
+};
+
+/* Counters a transport keeps for the whole domain. */
+struct smart_tp_stats {
+	uint64_t db_rings;	/* doorbells rung (posts) */
+	uint64_t db_contended;	/* doorbell acquisitions that waited */
+	uint64_t wqe_misses;	/* WRs that missed the (modelled) WQE cache */
 };
 
 /* What a domain can do (ibv_query_device, reduced to what we use). */
@@ -137,6 +145,9 @@ struct smart_tp_ops {
 			   struct smart_tp_domain **out);
 	void (*domain_close)(struct smart_tp_domain *d);
 	void (*query_caps)(struct smart_tp_domain *d, struct smart_tp_caps *out);
+	/* Domain-wide counters; a transport without them leaves zeros. */
+	void (*domain_stats)(struct smart_tp_domain *d,
+			     struct smart_tp_stats *out);
 
 	/* Allocate and register len bytes, zeroed.  hugepages: -1 try, 0 no,
 	 * 1 required (SMART_ENOMEM without them).  shareable: the region will

@@ -32,6 +32,11 @@ int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
 	if (!d)
 		return SMART_ENOMEM;
 	d->log = cfg ? cfg->log : NULL;
+	if (cfg && cfg->nic_model && cfg->nic_model[0]) {
+		smart__err(d->log, "the RNIC model is not built yet");
+		free(d);
+		return SMART_ENOTSUP;
+	}
 	pthread_mutex_init(&d->lock, NULL);
 	d->gen = 1;
 	d->next_id = 1;
