@@ -24,11 +24,13 @@
 
 #include "smart/smart.h"
 
-enum op_kind { OP_READ, OP_WRITE, OP_CAS, OP_FAA };
-static const char *const op_names[] = { "read", "write", "cas", "faa" };
+enum op_kind { OP_READ, OP_WRITE, OP_CAS, OP_FAA, OP_CAS_INCR, OP__N };
+static const char *const op_names[] = { "read", "write", "cas", "faa",
+					"cas-incr" };
 static const char *const op_titles[] = { "RDMA_Read", "RDMA_Write",
 					 "Atomic CMP_AND_SWAP",
-					 "Atomic FETCH_AND_ADD" };
+					 "Atomic FETCH_AND_ADD",
+					 "CAS-increment (read + CAS loop)" };
 
 struct perf_cfg {
 	int op;
@@ -48,6 +50,11 @@ struct perf_cfg {
 	uint64_t seed;
 	const char *opts[32];	/* key=value pairs from --opt */
 	int nopts;
+	const char *techniques;	/* --opts */
+	const char *credit;	/* --credit */
+	const char *nic_model;	/* --nic-model */
+	uint64_t keys;		/* cas-incr: counters */
+	double zipf;		/* cas-incr: theta, 0 = uniform */
 };
 
 struct perf;
@@ -74,6 +81,7 @@ struct perf {
 	atomic_int start, stop;
 	struct perf_thread *t;
 	int raw;		/* this run */
+	smart_zipf_t zipf;	/* cas-incr key popularity */
 };
 
 struct perf_task {
@@ -85,6 +93,7 @@ struct perf_task {
 struct perf_result {
 	uint64_t ops;
 	double secs, mops, mb_per_s, p50_us, p99_us, p999_us;
+	smart_stats_t st;	/* the library's stats of the run */
 };
 
 static uint64_t perf_offset(struct perf *p, smart_rng_t *r)
@@ -115,6 +124,29 @@ static int perf_issue(struct perf *p, smart_worker_t *w, struct perf_task *t,
  * bias the distribution. */
 #define PERF_LAT_SAMPLE 8
 
+/* One cas-incr op: read a Zipf-chosen counter, then CAS it to old + 1
+ * until that succeeds, inside a conflict-avoidance guard. */
+static int perf_cas_incr(struct perf *p, smart_worker_t *w,
+			 struct perf_task *t)
+{
+	uint64_t k = smart_zipf_next(&p->zipf, &t->rng);
+	smart_gaddr_t ga = smart_gaddr(p->blade_id, p->lo + k * 8);
+	uint64_t *v = t->buf, old;
+	int rc;
+
+	smart_backoff_begin(w);
+	rc = smart_read_sync(w, v, ga, 8);
+	while (!rc) {
+		old = *v;
+		rc = smart_cas_sync(w, ga, old, old + 1, v);
+		if (rc || *v == old)
+			break;
+		smart_backoff_retry(w);
+	}
+	smart_backoff_end(w);
+	return rc;
+}
+
 static void perf_task_fn(smart_worker_t *w, void *arg)
 {
 	struct perf_task *t = arg;
@@ -126,9 +158,13 @@ static void perf_task_fn(smart_worker_t *w, void *arg)
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
 		if (!(n & (PERF_LAT_SAMPLE - 1)))
 			t0 = smart_cycles();
-		rc = perf_issue(p, w, t, perf_offset(p, &t->rng));
-		if (!rc)
-			rc = smart_sync(w);
+		if (p->cfg->op == OP_CAS_INCR) {
+			rc = perf_cas_incr(p, w, t);
+		} else {
+			rc = perf_issue(p, w, t, perf_offset(p, &t->rng));
+			if (!rc)
+				rc = smart_sync(w);
+		}
 		if (rc) {
 			pt->err = rc;
 			break;
@@ -199,6 +235,18 @@ static void raw_round(struct perf *p, smart_rng_t *r, uint8_t *local,
 			else
 				memcpy(a, local, c->size);
 			break;
+		case OP_CAS_INCR: {
+			uint64_t k = smart_zipf_next(&p->zipf, r), e;
+			uint64_t *ctr = (uint64_t *)(p->raw_base + p->lo + k * 8);
+
+			e = __atomic_load_n(ctr, __ATOMIC_RELAXED);
+			while (!__atomic_compare_exchange_n(ctr, &e, e + 1, 0,
+							    __ATOMIC_SEQ_CST,
+							    __ATOMIC_SEQ_CST))
+				;
+			acc += e;
+			break;
+		}
 		case OP_CAS: {
 			uint64_t e = 0;
 
@@ -263,6 +311,25 @@ static void perf_sleep(double secs)
 		;
 }
 
+/* The library's stats of one run: counters as differences. */
+static void perf_stats_delta(struct perf *p, const smart_stats_t *s0,
+			     smart_stats_t *d)
+{
+	int i;
+
+	smart_stats_snapshot(p->ctx, d);
+	for (i = 0; i < SMART_STAT__COUNT; i++)
+		d->c[i] -= s0->c[i];
+	for (i = 0; i < 17; i++)
+		d->retry_hist[i] -= s0->retry_hist[i];
+	d->db_rings -= s0->db_rings;
+	d->db_contended -= s0->db_contended;
+	d->wqe_misses -= s0->wqe_misses;
+	d->retries_per_op = d->c[SMART_STAT_GUARDED_OPS] ?
+		(double)d->c[SMART_STAT_RETRIES] /
+		(double)d->c[SMART_STAT_GUARDED_OPS] : 0;
+}
+
 static int perf_run_once(struct perf *p, int raw, struct perf_result *res)
 {
 	const struct perf_cfg *c = p->cfg;
@@ -271,7 +338,10 @@ static int perf_run_once(struct perf *p, int raw, struct perf_result *res)
 	uint64_t t0, t1;
 	int i, err = 0;
 
+	smart_stats_t s0;
+
 	p->raw = raw;
+	smart_stats_snapshot(p->ctx, &s0);
 	atomic_store(&p->start, 0);
 	atomic_store(&p->stop, 0);
 	memset(p->t, 0, sizeof(*p->t) * (size_t)c->threads);
@@ -303,6 +373,7 @@ static int perf_run_once(struct perf *p, int raw, struct perf_result *res)
 	res->p50_us = smart_hist_quantile(&h, 0.5) / cps * 1e6;
 	res->p99_us = smart_hist_quantile(&h, 0.99) / cps * 1e6;
 	res->p999_us = smart_hist_quantile(&h, 0.999) / cps * 1e6;
+	perf_stats_delta(p, &s0, &res->st);
 	return err;
 }
 
@@ -317,6 +388,12 @@ static int perf_setup_ctx(struct perf *p)
 		return rc;
 	if (c->qp_mode)
 		rc = smart_opts_set(o, "qp_mode", c->qp_mode);
+	if (!rc && c->techniques)
+		rc = smart_opts_set(o, "opts", c->techniques);
+	if (!rc && c->credit)
+		rc = smart_opts_set(o, "credit", c->credit);
+	if (!rc && c->nic_model)
+		rc = smart_opts_set(o, "nic_model", c->nic_model);
 	if (!rc && c->transport)
 		rc = smart_opts_set(o, "transport", c->transport);
 	if (!rc && c->secret_file)
@@ -412,7 +489,12 @@ static int perf_setup(struct perf *p, struct perf_cfg *c)
 	if (p->region_size < p->lo + 2 * p->stride)
 		return SMART_ENOSPC;
 	p->slots = (p->region_size - p->lo - p->stride) / p->stride;
-	return 0;
+	if (c->op == OP_CAS_INCR) {
+		if (c->keys > p->slots)
+			return SMART_ENOSPC;
+		rc = smart_zipf_init(&p->zipf, c->keys, c->zipf);
+	}
+	return rc;
 }
 
 static void perf_print_header(const struct perf *p)
@@ -445,6 +527,14 @@ static void perf_print_row(const struct perf *p, const struct perf_result *r,
 	printf(" %-6s %-6u %-12" PRIu64 " %-18.2f %-14.3f %-14.3f %-14.3f\n",
 	       raw ? "raw" : "smart", p->cfg->size, r->ops, r->mb_per_s,
 	       r->mops, r->p50_us, r->p99_us);
+	if (raw)
+		return;
+	printf("        opts %s, credit cap %d (%s), doorbells rung %" PRIu64
+	       " (contended %" PRIu64 ")", r->st.opts, r->st.credit_cap,
+	       r->st.throttle_phase, r->st.db_rings, r->st.db_contended);
+	if (p->cfg->op == OP_CAS_INCR)
+		printf(", retries/op %.3f", r->st.retries_per_op);
+	printf("\n");
 }
 
 static void perf_print_json(const struct perf *p, const struct perf_result *r,
@@ -463,6 +553,17 @@ static void perf_print_json(const struct perf *p, const struct perf_result *r,
 	       r->ops, r->mops, r->mb_per_s, r->p50_us, r->p99_us, r->p999_us);
 	if (ratio >= 0)
 		printf(",\"ratio_vs_raw\":%.4f", ratio);
+	printf(",\"opts\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
+	       "\"%s\",\"db_contended\":%" PRIu64 ",\"db_rings\":%" PRIu64
+	       ",\"wqe_misses\":%" PRIu64 ",\"nic_model\":\"%s\"",
+	       r->st.opts, r->st.credit_cap, r->st.throttle_phase,
+	       r->st.db_contended, r->st.db_rings, r->st.wqe_misses,
+	       c->nic_model ? c->nic_model : "");
+	if (c->op == OP_CAS_INCR)
+		printf(",\"keys\":%" PRIu64 ",\"zipf\":%.3f,"
+		       "\"retries_per_op\":%.4f,\"guarded_ops\":%" PRIu64,
+		       c->keys, c->zipf, r->st.retries_per_op,
+		       r->st.c[SMART_STAT_GUARDED_OPS]);
 	printf("}\n");
 }
 
@@ -519,7 +620,14 @@ static void usage(FILE *f)
 "usage: smart-perf [options]\n"
 "  One-sided op micro-benchmark (perftest style).  Without --connect an\n"
 "  embedded blade is started in this process.\n"
-"  --op read|write|cas|faa   operation [read]\n"
+"  --op read|write|cas|faa|cas-incr   operation [read]; cas-incr: read a\n"
+"                            Zipf-chosen counter, CAS it +1, retry (guarded)\n"
+"  --keys N                  cas-incr: counters [1000000]\n"
+"  --zipf THETA              cas-incr: Zipf theta in [0,1), 0 = uniform [0.99]\n"
+"  --opts LIST               techniques: ThrdAwareAlloc,WorkReqThrot,\n"
+"                            ConflictAvoid,SpecLookup or None [all]\n"
+"  --credit N                fixed cap on WRs in flight per thread (tuner off)\n"
+"  --nic-model SPEC          shm RNIC model: default or key=value,...\n"
 "  --size B                  bytes per op (8 for cas/faa) [8]\n"
 "  --threads T               worker threads [1]\n"
 "  --depth D                 coroutines per thread, one op in flight each [8]\n"
@@ -566,7 +674,7 @@ static int parse_op(const char *s)
 {
 	int i;
 
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < OP__N; i++)
 		if (!strcmp(s, op_names[i]))
 			return i;
 	return -1;
@@ -581,7 +689,8 @@ static int bad_arg(const char *opt, const char *val)
 
 enum { O_OP = 256, O_SIZE, O_THREADS, O_DEPTH, O_SECONDS, O_QPMODE,
        O_TRANSPORT, O_CONNECT, O_SECRET, O_BSIZE, O_RAW, O_VSRAW, O_ROUNDS,
-       O_OPT, O_SEED, O_JSON, O_LIST, O_HELP, O_VERSION };
+       O_OPT, O_SEED, O_JSON, O_LIST, O_HELP, O_VERSION, O_OPTS, O_CREDIT,
+       O_NIC, O_KEYS, O_ZIPF };
 
 static const struct option long_opts[] = {
 	{ "op", 1, 0, O_OP }, { "size", 1, 0, O_SIZE },
@@ -593,7 +702,9 @@ static const struct option long_opts[] = {
 	{ "rounds", 1, 0, O_ROUNDS }, { "opt", 1, 0, O_OPT },
 	{ "seed", 1, 0, O_SEED }, { "json", 0, 0, O_JSON },
 	{ "list-options", 0, 0, O_LIST }, { "help", 0, 0, O_HELP },
-	{ "version", 0, 0, O_VERSION }, { 0, 0, 0, 0 },
+	{ "version", 0, 0, O_VERSION }, { "opts", 1, 0, O_OPTS },
+	{ "credit", 1, 0, O_CREDIT }, { "nic-model", 1, 0, O_NIC },
+	{ "keys", 1, 0, O_KEYS }, { "zipf", 1, 0, O_ZIPF }, { 0, 0, 0, 0 },
 };
 
 /* Numeric options: name, bounds, where to store. */
@@ -603,6 +714,13 @@ static int set_num(int id, const char *arg, struct perf_cfg *c)
 	char *end;
 	double d;
 
+	if (id == O_ZIPF) {
+		d = strtod(arg, &end);
+		if (*end || !(d >= 0 && d < 1))
+			return -1;
+		c->zipf = d;
+		return 0;
+	}
 	if (id == O_SECONDS) {
 		d = strtod(arg, &end);
 		if (*end || !(d > 0 && d <= 86400))
@@ -618,6 +736,7 @@ static int set_num(int id, const char *arg, struct perf_cfg *c)
 	case O_DEPTH: if (!v || v > 1024) return -1; c->depth = (int)v; break;
 	case O_BSIZE: if (v < (4u << 20)) return -1; c->blade_size = v; break;
 	case O_ROUNDS: if (!v || v > 64) return -1; c->rounds = (int)v; break;
+	case O_KEYS: if (!v || v > (UINT64_C(1) << 32)) return -1; c->keys = v; break;
 	default: c->seed = v; break;
 	}
 	return 0;
@@ -640,6 +759,9 @@ static int parse_args(int argc, char **argv, struct perf_cfg *c)
 		case O_CONNECT: c->connect = optarg; break;
 		case O_SECRET: c->secret_file = optarg; break;
 		case O_RAW: c->raw = 1; break;
+		case O_OPTS: c->techniques = optarg; break;
+		case O_CREDIT: c->credit = optarg; break;
+		case O_NIC: c->nic_model = optarg; break;
 		case O_VSRAW: c->vs_raw = 1; break;
 		case O_JSON: c->json = 1; break;
 		case O_OPT:
@@ -667,7 +789,7 @@ static int parse_args(int argc, char **argv, struct perf_cfg *c)
 
 static int check_cfg(struct perf_cfg *c)
 {
-	if ((c->op == OP_CAS || c->op == OP_FAA) && c->size != 8) {
+	if (c->op >= OP_CAS && c->size != 8) {
 		fprintf(stderr, "smart-perf: --op %s works on 8 bytes\n",
 			op_names[c->op]);
 		return 2;
@@ -721,7 +843,8 @@ int main(int argc, char **argv)
 {
 	struct perf_cfg cfg = { .op = OP_READ, .size = 8, .threads = 1,
 				.depth = 8, .seconds = 3, .blade_size = 1 << 30,
-				.rounds = 5, .seed = 1 };
+				.rounds = 5, .seed = 1, .keys = 1000000,
+				.zipf = 0.99 };
 	struct perf p = { .cfg = &cfg };
 	int rc = parse_args(argc, argv, &cfg);
 

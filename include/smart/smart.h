@@ -15,6 +15,7 @@
 #include "smart/stats.h"
 #include "smart/blade.h"
 #include "smart/util.h"
+#include "smart/backoff.h"
 
 #define SMART_VERSION_STRING "0.1.0"
 

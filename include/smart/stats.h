@@ -46,6 +46,10 @@ enum smart_stat {
 	SMART_STAT_CHUNKS_CLAIMED,
 	SMART_STAT_ALLOCS,
 	SMART_STAT_FREES,
+	SMART_STAT_WRS_DONE,	/* WRs completed (credits returned) */
+	SMART_STAT_GUARDED_OPS,	/* operations ended by smart_backoff_end */
+	SMART_STAT_ADMISSION_WAITS,	/* guard entries that had to queue */
+	SMART_STAT_TUNER_EPOCHS,
 	SMART_STAT__COUNT
 };
 
@@ -58,6 +62,20 @@ typedef struct smart_stats {
 	int workers;
 	/* transport-wide (the RNIC model's doorbells and WQE cache) */
 	uint64_t db_rings, db_contended, wqe_misses;
+	/* techniques in force, e.g. "ThrdAwareAlloc,WorkReqThrot" or "None" */
+	char opts[64];
+	/* work-request throttling: WRs in flight allowed per worker
+	 * (-1 = unlimited) and the tuner's phase: "off", "fixed",
+	 * "update" or "stable" */
+	int credit_cap;
+	char throttle_phase[8];
+	/* conflict avoidance: retries per guarded operation, its histogram
+	 * (index i = i retries, the last bucket = 16 or more), and the
+	 * backoff cap (cycles) and admitted coroutines of the first worker */
+	double retries_per_op;
+	uint64_t retry_hist[17];
+	uint64_t backoff_cmax;
+	int backoff_nmax;
 } smart_stats_t;
 
 const char *smart_stat_name(enum smart_stat id);

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "smart/smart.h"
+#include "smart/backoff.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/compiler.h"
@@ -37,8 +38,11 @@
 #define SMART_TASK_BOUNCES 64
 #define SMART_OP_MAX_LEN   (UINT32_C(1) << 30)
 #define SMART_POLL_BATCH   32
+#define SMART_RETRY_HIST   17	/* retries per op: 0..15, 16 = more */
 
 enum smart__qp_mode {
+	SMART_QPM_AUTO,		/* per-thread-db with ThrdAwareAlloc, else
+				 * per-thread */
 	SMART_QPM_SHARED,
 	SMART_QPM_MUX,
 	SMART_QPM_PER_THREAD,
@@ -62,6 +66,11 @@ struct smart__optvals {
 	int log_level;
 	int latency_stats;
 	char nic_model[256];	/* shm RNIC model spec, "" = off */
+	int opts;		/* SMART_OPT_* technique switches */
+	int credit;		/* fixed WR cap per worker, 0 = tuner */
+	uint64_t tune_interval_ns;	/* the tuner's epoch, Δ */
+	int stable_epochs;	/* epochs the chosen cap is kept */
+	uint64_t backoff_window_ns;	/* conflict-avoidance window */
 	char device[64];	/* verbs */
 	int ib_port;
 	int gid_index;
@@ -133,8 +142,20 @@ struct smart_ctx {
 	uint64_t pool_bump;
 	void *pool_free[32];	/* free lists by log2 class */
 	uint8_t *pool_class;	/* class of the block at each 64-B granule */
+	/* adaptive work-request throttling (throttle.c) */
+	struct smart__tuner {
+		_Atomic int cap;		/* C_max in force, WRs/worker */
+		_Atomic uint64_t epoch_end;	/* TSC */
+		_Atomic int busy;		/* a worker runs the step */
+		uint64_t epoch_start, last_acks, epoch_cycles;
+		int phase, cand, stable_left;
+		double tput[8];
+		uint64_t epochs;
+	} tuner;
+	char techniques[64];
 	/* stats of destroyed workers */
 	uint64_t retired_stats[SMART_STAT__COUNT];
+	uint64_t retired_retry_hist[SMART_RETRY_HIST];
 	smart_hist_t *retired_hist;
 };
 
@@ -168,6 +189,7 @@ enum smart__task_state {
 	SMART_TASK_READY,
 	SMART_TASK_RUNNING,
 	SMART_TASK_WAITING,
+	SMART_TASK_PARKED,	/* waiting for backoff admission */
 	SMART_TASK_DONE,
 };
 
@@ -193,6 +215,8 @@ struct smart__task {
 	int nrec;		/* results to deliver at sync */
 	int nslot;		/* bounce slots in use */
 	uint64_t sync_start;
+	int bo_retries;		/* retries of the guarded op in progress */
+	int bo_admitted;
 	void *asan_fake_stack;
 };
 
@@ -218,8 +242,22 @@ struct smart_worker {
 	size_t asan_main_size;
 	/* remote allocator state, per blade, created on first use */
 	struct smart__ralloc *ralloc[SMART_BLADE_ID_MAX + 1];
+	/* work-request throttling: credits = WRs this worker may still post */
+	_Atomic int credit;
+	int cap_seen;		/* the tuner's cap the credits reflect */
+	int throttle;		/* WorkReqThrot on */
+	/* conflict avoidance (backoff.c) */
+	struct smart__backoff {
+		uint64_t cmax;		/* C_max, cycles */
+		int nmax;		/* coroutines admitted at once */
+		int active;		/* admitted now */
+		struct smart__task *wait_head, *wait_tail;
+		uint64_t win_end, win_retries, win_done;
+		smart_rng_t rng;
+	} bo;
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
+	uint64_t retry_hist[SMART_RETRY_HIST];
 	smart_hist_t *hist;
 	struct smart_worker *next;	/* ctx list */
 };
@@ -274,6 +312,35 @@ int smart__task_init_slot(struct smart_worker *w, struct smart__task *t);
 void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t);
 void smart__tasks_destroy(struct smart_worker *w);
 
+/* throttle.c */
+void smart__tuner_init(struct smart_ctx *ctx);
+void smart__tuner_step(struct smart_worker *w);
+void smart__credit_wait(struct smart_worker *w, struct smart__task *t, int n);
+/* Credits move by relaxed load/store when only the owner touches them,
+ * atomically when completions of a shared group may return them. */
+static inline void smart__credit_add(struct smart_worker *w, int n)
+{
+	if (w->group->shared)
+		atomic_fetch_add_explicit(&w->credit, n, memory_order_acq_rel);
+	else
+		atomic_store_explicit(&w->credit, atomic_load_explicit(
+				      &w->credit, memory_order_relaxed) + n,
+				      memory_order_relaxed);
+}
+
+static inline void smart__credit_take(struct smart_worker *w,
+				      struct smart__task *t, int n)
+{
+	if (smart_unlikely(w->throttle))
+		smart__credit_wait(w, t, n);
+}
+void smart__tuner_describe(const struct smart_ctx *ctx, int *cap,
+			   char *phase, size_t len);
+/* backoff.c */
+void smart__backoff_init(struct smart_worker *w);
+void smart__task_park(struct smart_worker *w, struct smart__task *t);
+void smart__task_unpark(struct smart_worker *w, struct smart__task *t);
+
 /* ops.c */
 void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 			   int shared);
@@ -295,6 +362,7 @@ void smart__ralloc_destroy(struct smart_worker *w);
 
 /* options.c */
 void smart__opts_defaults(struct smart__optvals *v);
+void smart__tech_format(int bits, char *buf, size_t len);
 
 /* status of a transport completion as a SMART_E* code */
 int smart__wc_status(int wc_status);

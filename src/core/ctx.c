@@ -59,23 +59,26 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 	return 0;
 }
 
-/* The mode in force: per-thread-db needs a doorbell per thread, which only
- * a transport with thread domains gives (verbs on mlx5). */
+/* The mode in force.  auto follows the ThrdAwareAlloc switch;
+ * per-thread-db needs a doorbell per thread, which only a transport with
+ * thread domains gives (verbs on mlx5, the shm RNIC model). */
 static void ctx_effective_mode(struct smart_ctx *ctx)
 {
-	const struct smart__optvals *o = &ctx->o;
+	struct smart__optvals *o = &ctx->o;
+	char *eff = ctx->qp_mode_effective;
+	size_t len = sizeof(ctx->qp_mode_effective);
 
+	if (o->qp_mode == SMART_QPM_AUTO)
+		o->qp_mode = (o->opts & SMART_OPT_THRD_AWARE_ALLOC) ?
+			     SMART_QPM_PER_THREAD_DB : SMART_QPM_PER_THREAD;
 	if (o->qp_mode == SMART_QPM_PER_THREAD_DB && !ctx->caps.thread_domains) {
 		smart__info(&ctx->log, "%s has no per-thread doorbells: "
 			    "per-thread-db runs as per-thread", ctx->tp->name);
-		snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
-			 "per-thread");
+		snprintf(eff, len, "per-thread");
 	} else if (o->qp_mode == SMART_QPM_MUX) {
-		snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
-			 "mux:%d", o->qp_mux);
+		snprintf(eff, len, "mux:%d", o->qp_mux);
 	} else {
-		snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
-			 "%s", smart__qp_mode_name(o->qp_mode));
+		snprintf(eff, len, "%s", smart__qp_mode_name(o->qp_mode));
 	}
 }
 
@@ -127,6 +130,9 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 	}
 	smart_hist_init(ctx->retired_hist);
 	ctx_effective_mode(ctx);
+	smart__tech_format(ctx->o.opts, ctx->techniques,
+			   sizeof(ctx->techniques));
+	smart__tuner_init(ctx);
 	*out = ctx;
 	return 0;
 }

@@ -58,6 +58,9 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 				      atomic_load_explicit(&b->qp->outstanding,
 				      memory_order_relaxed) - b->n,
 				      memory_order_relaxed);
+	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
+	if (smart_unlikely(t->w->throttle))
+		smart__credit_add(t->w, (int)b->n);
 	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 	/* In a shared group another worker may complete our batch: only the
 	 * owner touches its run queue, it finds such tasks by scanning. */
@@ -107,6 +110,7 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 		set_error(t, rc);
 		return;
 	}
+	smart__credit_take(w, t, n);
 	b = batch_alloc(w, t);
 	for (i = 0; i < n; i++) {
 		c->wr[i].wr_id = (uint64_t)(uintptr_t)b;
@@ -121,6 +125,8 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	if (smart_unlikely(rc)) {
 		set_error(t, rc);
 		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+		if (w->throttle)
+			smart__credit_add(w, n);
 		return;
 	}
 	cnt_add(&t->inflight, 1, w->group->shared);

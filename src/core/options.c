@@ -15,7 +15,14 @@
 #include "core/core.h"
 
 enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_TIME, OPT_QPMODE, OPT_HUGE,
-		OPT_LOGLEVEL, OPT_TRANSPORT };
+		OPT_LOGLEVEL, OPT_TRANSPORT, OPT_TECH };
+
+static const struct { const char *name; int bit; } tech_names[] = {
+	{ "ThrdAwareAlloc", SMART_OPT_THRD_AWARE_ALLOC },
+	{ "WorkReqThrot", SMART_OPT_WORK_REQ_THROT },
+	{ "ConflictAvoid", SMART_OPT_CONFLICT_AVOID },
+	{ "SpecLookup", SMART_OPT_SPEC_LOOKUP },
+};
 
 struct opt_def {
 	const char *name;
@@ -33,8 +40,22 @@ struct opt_def {
 static const struct opt_def opt_table[] = {
 	{ "transport", OPT_TRANSPORT, "shm", 0, 0, OFF(transport),
 	  CAP(transport), "transport: shm (one host) or verbs (RDMA)" },
-	{ "qp_mode", OPT_QPMODE, "per-thread", 0, 0, OFF(qp_mode), 0,
-	  "QP allocation: shared | mux:K | per-thread | per-thread-db" },
+	{ "opts", OPT_TECH, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,"
+	  "SpecLookup", 0, 0, OFF(opts), 0,
+	  "Smart's techniques on (env SMART_OPTS); any other value, e.g. None, "
+	  "turns all off" },
+	{ "qp_mode", OPT_QPMODE, "auto", 0, 0, OFF(qp_mode), 0,
+	  "QP allocation: shared | mux:K | per-thread | per-thread-db | auto "
+	  "(per-thread-db with ThrdAwareAlloc, else per-thread)" },
+	{ "credit", OPT_INT, "0", 0, 4096, OFF(credit), 0,
+	  "WorkReqThrot: fixed cap on WRs in flight per worker; 0 = tuner" },
+	{ "tune_interval", OPT_TIME, "8ms", 100000, INT64_C(10) * 1000000000,
+	  OFF(tune_interval_ns), 0, "WorkReqThrot: the tuner's epoch (delta)" },
+	{ "stable_epochs", OPT_INT, "60", 1, 100000, OFF(stable_epochs), 0,
+	  "WorkReqThrot: epochs a chosen cap is kept before retuning" },
+	{ "backoff_window", OPT_TIME, "1ms", 10000, INT64_C(10) * 1000000000,
+	  OFF(backoff_window_ns), 0,
+	  "ConflictAvoid: window of the retry-rate adaptation" },
 	{ "max_tasks", OPT_INT, "64", 1, 1024, OFF(max_tasks), 0,
 	  "coroutines per worker" },
 	{ "task_stack", OPT_SIZE, "64K", 16 << 10, 64 << 20, OFF(task_stack),
@@ -153,11 +174,51 @@ static int parse_int(const char *s, int64_t *out)
 	return 0;
 }
 
+/* Names of the techniques, comma separated; other tokens turn nothing on
+ * (Smart's convention: SMART_OPTS=None is all off) but are warned about
+ * unless they are "None". */
+static int parse_tech(const char *s)
+{
+	char buf[256], *tok, *save = NULL;
+	int bits = 0;
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (tok = strtok_r(buf, ", ", &save); tok;
+	     tok = strtok_r(NULL, ", ", &save)) {
+		for (i = 0; i < SMART_ARRAY_SIZE(tech_names); i++)
+			if (!strcmp(tok, tech_names[i].name))
+				break;
+		if (i < SMART_ARRAY_SIZE(tech_names))
+			bits |= tech_names[i].bit;
+		else if (strcasecmp(tok, "none"))
+			smart__warn(NULL, "opts: unknown technique '%s' "
+				    "ignored", tok);
+	}
+	return bits;
+}
+
+void smart__tech_format(int bits, char *buf, size_t len)
+{
+	size_t i, n = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < SMART_ARRAY_SIZE(tech_names); i++)
+		if (bits & tech_names[i].bit)
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0,
+					      "%s%s", n ? "," : "",
+					      tech_names[i].name);
+	if (!n)
+		snprintf(buf, len, "None");
+}
+
 static int parse_qpmode(const char *s, int *mode, int *k)
 {
 	int64_t v;
 
-	if (!strcmp(s, "shared"))
+	if (!strcmp(s, "auto"))
+		*mode = SMART_QPM_AUTO, *k = 1;
+	else if (!strcmp(s, "shared"))
 		*mode = SMART_QPM_SHARED, *k = 0;
 	else if (!strcmp(s, "per-thread"))
 		*mode = SMART_QPM_PER_THREAD, *k = 1;
@@ -214,6 +275,11 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 		if (a < 0)
 			return SMART_EINVAL;
 		*(int *)p = a;
+		return 0;
+	case OPT_TECH:
+		if (strlen(val) > 200)
+			return SMART_EINVAL;
+		*(int *)p = parse_tech(val);
 		return 0;
 	default:
 		if (opt_parse_num(d, val, &v))
@@ -293,6 +359,7 @@ int smart_opts_set(smart_opts_t *o, const char *key, const char *value)
 const char *smart__qp_mode_name(int mode)
 {
 	switch (mode) {
+	case SMART_QPM_AUTO: return "auto";
 	case SMART_QPM_SHARED: return "shared";
 	case SMART_QPM_MUX: return "mux";
 	case SMART_QPM_PER_THREAD: return "per-thread";
@@ -317,6 +384,9 @@ static void opt_format(const struct smart__optvals *o, const struct opt_def *d,
 			snprintf(buf, len, "mux:%d", o->qp_mux);
 		else
 			snprintf(buf, len, "%s", smart__qp_mode_name(o->qp_mode));
+		break;
+	case OPT_TECH:
+		smart__tech_format(*(const int *)p, buf, len);
 		break;
 	case OPT_HUGE:
 		snprintf(buf, len, "%s", *(const int *)p < 0 ? "auto" :

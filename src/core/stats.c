@@ -9,6 +9,7 @@
  * workers run may be off by the syncs in progress, never more.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,10 @@ static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_CHUNKS_CLAIMED] = "chunks_claimed",
 	[SMART_STAT_ALLOCS] = "allocs",
 	[SMART_STAT_FREES] = "frees",
+	[SMART_STAT_WRS_DONE] = "wrs_done",
+	[SMART_STAT_GUARDED_OPS] = "guarded_ops",
+	[SMART_STAT_ADMISSION_WAITS] = "admission_waits",
+	[SMART_STAT_TUNER_EPOCHS] = "tuner_epochs",
 };
 
 const char *smart_stat_name(enum smart_stat id)
@@ -55,6 +60,13 @@ static void sum_worker(smart_stats_t *s, smart_hist_t *h,
 
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		s->c[i] += __atomic_load_n(&w->stats[i], __ATOMIC_RELAXED);
+	for (i = 0; i < SMART_RETRY_HIST; i++)
+		s->retry_hist[i] += __atomic_load_n(&w->retry_hist[i],
+						    __ATOMIC_RELAXED);
+	if (!s->workers) {
+		s->backoff_cmax = w->bo.cmax;
+		s->backoff_nmax = w->bo.nmax;
+	}
 	smart_hist_merge(h, w->hist);
 	s->workers++;
 }
@@ -76,6 +88,8 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 	memcpy(h, ctx->retired_hist, sizeof(*h));
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		out->c[i] = ctx->retired_stats[i];
+	for (i = 0; i < SMART_RETRY_HIST; i++)
+		out->retry_hist[i] = ctx->retired_retry_hist[i];
 	for (w = ctx->workers; w; w = w->next)
 		sum_worker(out, h, w);
 	pthread_mutex_unlock(&ctx->lock);
@@ -87,6 +101,12 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 		out->db_contended = ts.db_contended;
 		out->wqe_misses = ts.wqe_misses;
 	}
+	snprintf(out->opts, sizeof(out->opts), "%s", ctx->techniques);
+	smart__tuner_describe(ctx, &out->credit_cap, out->throttle_phase,
+			      sizeof(out->throttle_phase));
+	out->retries_per_op = out->c[SMART_STAT_GUARDED_OPS] ?
+		(double)out->c[SMART_STAT_RETRIES] /
+		(double)out->c[SMART_STAT_GUARDED_OPS] : 0;
 	ns_per_cycle = ctx->clock.use_tsc ? 1.0 / ctx->clock.cycles_per_ns : 1.0;
 	out->sync_count = h->count;
 	out->sync_p50_ns = smart_hist_quantile(h, 0.50) * ns_per_cycle;
@@ -107,6 +127,12 @@ void smart_stats_print(const smart_stats_t *s, FILE *f)
 	fprintf(f, "%-16s %" PRIu64 " (contended %" PRIu64 ")\n", "db_rings",
 		s->db_rings, s->db_contended);
 	fprintf(f, "%-16s %" PRIu64 "\n", "wqe_misses", s->wqe_misses);
+	fprintf(f, "%-16s %s\n", "opts", s->opts);
+	fprintf(f, "%-16s %d (%s)\n", "credit_cap", s->credit_cap,
+		s->throttle_phase);
+	fprintf(f, "%-16s %.3f (backoff cap %" PRIu64 " cycles, %d admitted)"
+		"\n", "retries_per_op", s->retries_per_op, s->backoff_cmax,
+		s->backoff_nmax);
 	fprintf(f, "%-16s %" PRIu64 " (p50 %.0f ns, p99 %.0f ns, "
 		"p99.9 %.0f ns, mean %.0f ns)\n", "sync_latency", s->sync_count,
 		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
@@ -120,6 +146,14 @@ void smart_stats_print_json(const smart_stats_t *s, FILE *f)
 	fputc('{', f);
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		fprintf(f, "\"%s\":%" PRIu64 ",", stat_names[i], s->c[i]);
+	fprintf(f, "\"opts\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
+		"\"%s\",\"retries_per_op\":%.4f,\"backoff_cmax\":%" PRIu64
+		",\"backoff_nmax\":%d,\"retry_hist\":[", s->opts, s->credit_cap,
+		s->throttle_phase, s->retries_per_op, s->backoff_cmax,
+		s->backoff_nmax);
+	for (i = 0; i < 17; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", s->retry_hist[i]);
+	fprintf(f, "],");
 	fprintf(f, "\"db_rings\":%" PRIu64 ",\"db_contended\":%" PRIu64
 		",\"wqe_misses\":%" PRIu64 ",", s->db_rings, s->db_contended,
 		s->wqe_misses);

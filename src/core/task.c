@@ -265,6 +265,20 @@ void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 		task_switch_out(w, t);
 }
 
+/* Park the current task until smart__task_unpark (backoff admission). */
+void smart__task_park(struct smart_worker *w, struct smart__task *t)
+{
+	t->state = SMART_TASK_PARKED;
+	while (t->state == SMART_TASK_PARKED)
+		task_switch_out(w, t);
+}
+
+void smart__task_unpark(struct smart_worker *w, struct smart__task *t)
+{
+	if (t->state == SMART_TASK_PARKED)
+		ready_push(w, t);
+}
+
 /* A task's last batch completed (owner thread only). */
 void smart__task_wake(struct smart_worker *w, struct smart__task *t)
 {

@@ -221,6 +221,8 @@ int smart__worker_poll(struct smart_worker *w)
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
 	int n, i, shared = w->group->shared;
 
+	if (smart_unlikely(w->throttle))
+		smart__tuner_step(w);
 	n = w->tp->poll(w->group->cq, wc, SMART_POLL_BATCH);
 	SMART_STAT_INC(w, SMART_STAT_POLLS);
 	if (n <= 0)
@@ -266,11 +268,14 @@ int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
 	w->tp = ctx->tp;
 	w->main_task.w = w;
 	w->main_task.state = SMART_TASK_RUNNING;
+	w->throttle = ctx->tuner.phase != 0;	/* not TUNER_OFF */
+	w->cap_seen = 0;	/* credits follow the cap at the first post */
 	rc = smart__task_init_slot(w, &w->main_task);
 	if (rc)
 		goto err;
 	pthread_mutex_lock(&ctx->lock);
 	w->index = ctx->next_worker++;
+	smart__backoff_init(w);
 	rc = smart__group_get(ctx, w->index, &w->group);
 	if (!rc) {
 		w->next = ctx->workers;
@@ -299,6 +304,8 @@ static void worker_retire_stats(struct smart_worker *w)
 
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		ctx->retired_stats[i] += w->stats[i];
+	for (i = 0; i < SMART_RETRY_HIST; i++)
+		ctx->retired_retry_hist[i] += w->retry_hist[i];
 	smart_hist_merge(ctx->retired_hist, w->hist);
 }
 

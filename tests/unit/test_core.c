@@ -20,7 +20,15 @@ static void test_options(void)
 
 	CHECK_OK(smart_opts_create_defaults(&o));
 	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
-	CHECK_STR_EQ(buf, "per-thread");
+	CHECK_STR_EQ(buf, "auto");
+	CHECK_OK(smart_opts_get(o, "opts", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup");
+	CHECK_OK(smart_opts_set(o, "opts", "None"));
+	CHECK_OK(smart_opts_get(o, "opts", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "None");
+	CHECK_OK(smart_opts_set(o, "opts", "ConflictAvoid,WorkReqThrot"));
+	CHECK_OK(smart_opts_get(o, "opts", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "WorkReqThrot,ConflictAvoid");
 	CHECK_OK(smart_opts_set(o, "qp_mode", "mux:4"));
 	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "mux:4");
