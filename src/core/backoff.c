@@ -11,8 +11,8 @@
  */
 #include "core/core.h"
 
-#define BO_C0		4096		/* cycles, about one RDMA round trip */
-#define BO_LIMIT	(BO_C0 << 10)
+#define BO_C0		SMART_BACKOFF_C0
+#define BO_LIMIT	SMART_BACKOFF_LIMIT
 #define BO_HIGH		0.5
 #define BO_LOW		0.1
 
@@ -30,20 +30,16 @@ void smart__backoff_init(struct smart_worker *w)
 	smart_rng_seed(&bo->rng, 0x5eed0000u + (uint64_t)w->index);
 }
 
-/* Every window: adapt C_max from the retry rate; at a bound, n_max. */
-static void bo_adapt(struct smart_worker *w, uint64_t now)
+/* One window's verdict: adapt C_max from the retry rate; at a bound,
+ * n_max.  Pure, for the tests. */
+void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
+			   uint64_t retries, uint64_t done)
 {
-	struct smart__backoff *bo = &w->bo;
-	uint64_t total = bo->win_retries + bo->win_done;
 	double p;
-	double cpn = w->ctx->clock.use_tsc ? w->ctx->clock.cycles_per_ns : 1;
 
-	bo->win_end = now + (uint64_t)((double)w->ctx->o.backoff_window_ns *
-				       cpn);
-	if (!total)
+	if (!retries && !done)
 		return;
-	p = (double)bo->win_retries / (double)total;
-	bo->win_retries = bo->win_done = 0;
+	p = (double)retries / (double)(retries + done);
 	if (p > BO_HIGH) {
 		if (bo->cmax < BO_LIMIT)
 			bo->cmax *= 2;
@@ -52,9 +48,21 @@ static void bo_adapt(struct smart_worker *w, uint64_t now)
 	} else if (p < BO_LOW) {
 		if (bo->cmax > BO_C0)
 			bo->cmax /= 2;
-		else if (bo->nmax < w->ctx->o.max_tasks)
-			bo->nmax = smart_min(bo->nmax * 2, w->ctx->o.max_tasks);
+		else if (bo->nmax < max_tasks)
+			bo->nmax = smart_min(bo->nmax * 2, max_tasks);
 	}
+}
+
+static void bo_adapt(struct smart_worker *w, uint64_t now)
+{
+	struct smart__backoff *bo = &w->bo;
+	double cpn = w->ctx->clock.use_tsc ? w->ctx->clock.cycles_per_ns : 1;
+
+	bo->win_end = now + (uint64_t)((double)w->ctx->o.backoff_window_ns *
+				       cpn);
+	smart__backoff_window(bo, w->ctx->o.max_tasks, bo->win_retries,
+			      bo->win_done);
+	bo->win_retries = bo->win_done = 0;
 }
 
 static void bo_tick(struct smart_worker *w)

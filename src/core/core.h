@@ -313,6 +313,9 @@ void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t);
 void smart__tasks_destroy(struct smart_worker *w);
 
 /* throttle.c */
+enum { TUNER_OFF, TUNER_FIXED, TUNER_UPDATE, TUNER_STABLE };
+#define SMART_TUNER_UNLIMITED 256
+void smart__tuner_advance(struct smart__tuner *t, double rate, int stable);
 void smart__tuner_init(struct smart_ctx *ctx);
 void smart__tuner_step(struct smart_worker *w);
 void smart__credit_wait(struct smart_worker *w, struct smart__task *t, int n);
@@ -337,6 +340,10 @@ static inline void smart__credit_take(struct smart_worker *w,
 void smart__tuner_describe(const struct smart_ctx *ctx, int *cap,
 			   char *phase, size_t len);
 /* backoff.c */
+#define SMART_BACKOFF_C0    4096	/* cycles, about one RDMA round trip */
+#define SMART_BACKOFF_LIMIT (SMART_BACKOFF_C0 << 10)
+void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
+			   uint64_t retries, uint64_t done);
 void smart__backoff_init(struct smart_worker *w);
 void smart__task_park(struct smart_worker *w, struct smart__task *t);
 void smart__task_unpark(struct smart_worker *w, struct smart__task *t);

@@ -20,13 +20,12 @@
 
 #include "core/core.h"
 
-#define TUNER_UNLIMITED 256
+#define TUNER_UNLIMITED SMART_TUNER_UNLIMITED
 #define TUNER_KEEP_INF 1.05
 
 static const int tuner_caps[] = { 4, 6, 8, 10, 12, TUNER_UNLIMITED };
 #define TUNER_NCAPS ((int)SMART_ARRAY_SIZE(tuner_caps))
 
-enum { TUNER_OFF, TUNER_FIXED, TUNER_UPDATE, TUNER_STABLE };
 
 static uint64_t ns_to_cycles(const struct smart_ctx *ctx, uint64_t ns)
 {
@@ -83,7 +82,7 @@ static int tuner_choose(const struct smart__tuner *t)
 	return TUNER_UNLIMITED;
 }
 
-static void tuner_advance(struct smart__tuner *t, double rate, int stable)
+void smart__tuner_advance(struct smart__tuner *t, double rate, int stable)
 {
 	if (t->phase == TUNER_UPDATE) {
 		t->tput[t->cand++] = rate;
@@ -108,12 +107,13 @@ void smart__tuner_step(struct smart_worker *w)
 	uint64_t now = smart__rdtsc(), acks;
 	int zero = 0;
 
-	if (now < atomic_load_explicit(&t->epoch_end, memory_order_relaxed) ||
+	if (t->phase < TUNER_UPDATE ||	/* off or fixed: nothing to tune */
+	    now < atomic_load_explicit(&t->epoch_end, memory_order_relaxed) ||
 	    !atomic_compare_exchange_strong(&t->busy, &zero, 1))
 		return;
 	acks = acked_wrs(ctx);
 	if (now > t->epoch_start)
-		tuner_advance(t, (double)(acks - t->last_acks) /
+		smart__tuner_advance(t, (double)(acks - t->last_acks) /
 			      (double)(now - t->epoch_start),
 			      ctx->o.stable_epochs);
 	t->last_acks = acks;
