@@ -53,6 +53,8 @@ struct perf_cfg {
 	const char *techniques;	/* --opts */
 	const char *credit;	/* --credit */
 	const char *nic_model;	/* --nic-model */
+	int batch;		/* ops per sync per coroutine */
+	int dynamic_ms;		/* re-draw the active threads this often */
 	uint64_t keys;		/* cas-incr: counters */
 	double zipf;		/* cas-incr: theta, 0 = uniform */
 };
@@ -79,6 +81,7 @@ struct perf {
 	uint64_t lo, slots;	/* offsets: lo + slot * stride */
 	uint64_t stride;
 	atomic_int start, stop;
+	atomic_int active;	/* --dynamic: threads below this index run */
 	struct perf_thread *t;
 	int raw;		/* this run */
 	smart_zipf_t zipf;	/* cas-incr key popularity */
@@ -147,6 +150,34 @@ static int perf_cas_incr(struct perf *p, smart_worker_t *w,
 	return rc;
 }
 
+static void perf_sleep(double secs)
+{
+	struct timespec ts = { (time_t)secs,
+			       (long)((secs - (double)(time_t)secs) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Queue --batch ops at random offsets and sync them together. */
+static int perf_batch(struct perf *p, smart_worker_t *w, struct perf_task *t)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < p->cfg->batch && !rc; i++)
+		rc = perf_issue(p, w, t, perf_offset(p, &t->rng));
+	return rc ? rc : smart_sync(w);
+}
+
+/* --dynamic: threads at or above the active count sit idle. */
+static void perf_idle_if_inactive(struct perf *p, struct perf_thread *pt)
+{
+	while (pt->idx >= atomic_load_explicit(&p->active,
+					       memory_order_relaxed) &&
+	       !atomic_load_explicit(&p->stop, memory_order_relaxed))
+		perf_sleep(0.0002);
+}
+
 static void perf_task_fn(smart_worker_t *w, void *arg)
 {
 	struct perf_task *t = arg;
@@ -156,15 +187,12 @@ static void perf_task_fn(smart_worker_t *w, void *arg)
 	int rc;
 
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+		if (__builtin_expect(p->cfg->dynamic_ms != 0, 0))
+			perf_idle_if_inactive(p, pt);
 		if (!(n & (PERF_LAT_SAMPLE - 1)))
 			t0 = smart_cycles();
-		if (p->cfg->op == OP_CAS_INCR) {
-			rc = perf_cas_incr(p, w, t);
-		} else {
-			rc = perf_issue(p, w, t, perf_offset(p, &t->rng));
-			if (!rc)
-				rc = smart_sync(w);
-		}
+		rc = p->cfg->op == OP_CAS_INCR ? perf_cas_incr(p, w, t) :
+		     perf_batch(p, w, t);
 		if (rc) {
 			pt->err = rc;
 			break;
@@ -172,7 +200,8 @@ static void perf_task_fn(smart_worker_t *w, void *arg)
 		if (!(n++ & (PERF_LAT_SAMPLE - 1)))
 			smart_hist_add(&pt->hist, smart_cycles() - t0);
 	}
-	pt->ops += n;
+	pt->ops += n * (uint64_t)(p->cfg->op == OP_CAS_INCR ? 1 :
+				   p->cfg->batch);
 }
 
 static int perf_thread_framework(struct perf_thread *pt)
@@ -302,13 +331,23 @@ static void *perf_thread_main(void *arg)
 	return NULL;
 }
 
-static void perf_sleep(double secs)
-{
-	struct timespec ts = { (time_t)secs,
-			       (long)((secs - (double)(time_t)secs) * 1e9) };
 
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+/* Table 1's dynamic phase: every interval, the number of active threads is
+ * re-drawn uniformly from [max(1, 3T/8), T] (Smart: 36..95 of 96). */
+static void perf_dynamic(struct perf *p)
+{
+	const struct perf_cfg *c = p->cfg;
+	double left = c->seconds, step = c->dynamic_ms / 1000.0;
+	int lo = c->threads * 3 / 8 > 1 ? c->threads * 3 / 8 : 1;
+	smart_rng_t r;
+
+	smart_rng_seed(&r, c->seed ^ 0xd1ce);
+	while (left > 0) {
+		atomic_store(&p->active, lo + (int)smart_rng_below(&r,
+			     (uint64_t)(c->threads - lo + 1)));
+		perf_sleep(left < step ? left : step);
+		left -= step;
+	}
 }
 
 /* The library's stats of one run: counters as differences. */
@@ -341,6 +380,7 @@ static int perf_run_once(struct perf *p, int raw, struct perf_result *res)
 	smart_stats_t s0;
 
 	p->raw = raw;
+	atomic_store(&p->active, c->threads);
 	smart_stats_snapshot(p->ctx, &s0);
 	atomic_store(&p->start, 0);
 	atomic_store(&p->stop, 0);
@@ -356,7 +396,10 @@ static int perf_run_once(struct perf *p, int raw, struct perf_result *res)
 	perf_sleep(0.05);	/* let workers and tasks get ready */
 	t0 = smart_now_ns();
 	atomic_store(&p->start, 1);
-	perf_sleep(c->seconds);
+	if (c->dynamic_ms)
+		perf_dynamic(p);
+	else
+		perf_sleep(c->seconds);
 	atomic_store(&p->stop, 1);
 	t1 = smart_now_ns();
 	memset(res, 0, sizeof(*res));
@@ -549,7 +592,7 @@ static void perf_print_json(const struct perf *p, const struct perf_result *r,
 	       "\"p99_us\":%.4f,\"p999_us\":%.4f",
 	       op_names[c->op], c->size, c->threads, c->depth, r->secs,
 	       smart_ctx_transport(p->ctx), c->qp_mode ? c->qp_mode :
-	       "per-thread", smart_ctx_qp_mode(p->ctx), raw ? "true" : "false",
+	       "auto", smart_ctx_qp_mode(p->ctx), raw ? "true" : "false",
 	       r->ops, r->mops, r->mb_per_s, r->p50_us, r->p99_us, r->p999_us);
 	if (ratio >= 0)
 		printf(",\"ratio_vs_raw\":%.4f", ratio);
@@ -559,6 +602,7 @@ static void perf_print_json(const struct perf *p, const struct perf_result *r,
 	       r->st.opts, r->st.credit_cap, r->st.throttle_phase,
 	       r->st.db_contended, r->st.db_rings, r->st.wqe_misses,
 	       c->nic_model ? c->nic_model : "");
+	printf(",\"batch\":%d,\"dynamic_ms\":%d", c->batch, c->dynamic_ms);
 	if (c->op == OP_CAS_INCR)
 		printf(",\"keys\":%" PRIu64 ",\"zipf\":%.3f,"
 		       "\"retries_per_op\":%.4f,\"guarded_ops\":%" PRIu64,
@@ -627,7 +671,13 @@ static void usage(FILE *f)
 "  --opts LIST               techniques: ThrdAwareAlloc,WorkReqThrot,\n"
 "                            ConflictAvoid,SpecLookup or None [all]\n"
 "  --credit N                fixed cap on WRs in flight per thread (tuner off)\n"
+"  --batch B                 ops queued per sync by each coroutine [1]\n"
+"  --dynamic MS              every MS ms re-draw the active threads from\n"
+"                            [max(1,3T/8), T] (Smart's Table 1)\n"
 "  --nic-model SPEC          shm RNIC model: default or key=value,...\n"
+"  --batch B                 ops queued per sync by each coroutine [1]\n"
+"  --dynamic MS              every MS ms re-draw the active threads from\n"
+"                            [max(1,3T/8), T] (Smart's Table 1)\n"
 "  --size B                  bytes per op (8 for cas/faa) [8]\n"
 "  --threads T               worker threads [1]\n"
 "  --depth D                 coroutines per thread, one op in flight each [8]\n"
@@ -690,7 +740,7 @@ static int bad_arg(const char *opt, const char *val)
 enum { O_OP = 256, O_SIZE, O_THREADS, O_DEPTH, O_SECONDS, O_QPMODE,
        O_TRANSPORT, O_CONNECT, O_SECRET, O_BSIZE, O_RAW, O_VSRAW, O_ROUNDS,
        O_OPT, O_SEED, O_JSON, O_LIST, O_HELP, O_VERSION, O_OPTS, O_CREDIT,
-       O_NIC, O_KEYS, O_ZIPF };
+       O_NIC, O_KEYS, O_ZIPF, O_BATCH, O_DYNAMIC };
 
 static const struct option long_opts[] = {
 	{ "op", 1, 0, O_OP }, { "size", 1, 0, O_SIZE },
@@ -704,7 +754,9 @@ static const struct option long_opts[] = {
 	{ "list-options", 0, 0, O_LIST }, { "help", 0, 0, O_HELP },
 	{ "version", 0, 0, O_VERSION }, { "opts", 1, 0, O_OPTS },
 	{ "credit", 1, 0, O_CREDIT }, { "nic-model", 1, 0, O_NIC },
-	{ "keys", 1, 0, O_KEYS }, { "zipf", 1, 0, O_ZIPF }, { 0, 0, 0, 0 },
+	{ "keys", 1, 0, O_KEYS }, { "zipf", 1, 0, O_ZIPF },
+	{ "batch", 1, 0, O_BATCH }, { "dynamic", 1, 0, O_DYNAMIC },
+	{ 0, 0, 0, 0 },
 };
 
 /* Numeric options: name, bounds, where to store. */
@@ -737,6 +789,8 @@ static int set_num(int id, const char *arg, struct perf_cfg *c)
 	case O_BSIZE: if (v < (4u << 20)) return -1; c->blade_size = v; break;
 	case O_ROUNDS: if (!v || v > 64) return -1; c->rounds = (int)v; break;
 	case O_KEYS: if (!v || v > (UINT64_C(1) << 32)) return -1; c->keys = v; break;
+	case O_BATCH: if (!v || v > 64) return -1; c->batch = (int)v; break;
+	case O_DYNAMIC: if (!v || v > 100000) return -1; c->dynamic_ms = (int)v; break;
 	default: c->seed = v; break;
 	}
 	return 0;
@@ -844,7 +898,7 @@ int main(int argc, char **argv)
 	struct perf_cfg cfg = { .op = OP_READ, .size = 8, .threads = 1,
 				.depth = 8, .seconds = 3, .blade_size = 1 << 30,
 				.rounds = 5, .seed = 1, .keys = 1000000,
-				.zipf = 0.99 };
+				.zipf = 0.99, .batch = 1 };
 	struct perf p = { .cfg = &cfg };
 	int rc = parse_args(argc, argv, &cfg);
 
