@@ -38,7 +38,7 @@ static void usage(FILE *f)
 "  --secret-file FILE   shared secret for clients (env SMART_SECRET_FILE)\n"
 "  --insecure           run without a secret (loopback addresses only)\n"
 "  --chunk-size SIZE    allocator chunk, power of two [1M]\n"
-"  --transport NAME     shm | verbs [shm]\n"
+"  --transport NAME     shm | verbs [SMART_TRANSPORT, else shm]\n"
 "  --device NAME        verbs: RDMA device [first with an active port]\n"
 "  --ib-port N          verbs: port [first active]\n"
 "  --gid-index N        verbs: GID index [a RoCE v2 GID on Ethernet]\n"
@@ -184,6 +184,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 
 	smart_blade_config_init(&a->cfg);
 	a->cfg.hugepages = 0;	/* so that the start line is exact */
+	a->cfg.transport = getenv("SMART_TRANSPORT");
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage(stdout);

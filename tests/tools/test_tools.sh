@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Smoke tests of the tools: smartd, smart-ping and smart-perf as a user runs
+# them (exit codes and output shape), plus their refusals of bad input.
+# Usage: test_tools.sh BIN_DIR
+set -u
+bin=${1:?usage: test_tools.sh BIN_DIR}
+tmp=$(mktemp -d)
+pid=
+fail=0
+cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+check() { # check NAME COMMAND...: must succeed
+	if "${@:2}" >"$tmp/out" 2>&1; then echo "ok   $1"; else
+		echo "FAIL $1 (status $?)"; cat "$tmp/out"; fail=1; fi
+}
+refuse() { # refuse NAME COMMAND...: must fail with status 1 or 2, no crash
+	"${@:2}" >"$tmp/out" 2>&1; local rc=$?
+	if [ $rc -eq 1 ] || [ $rc -eq 2 ]; then echo "ok   $1 (refused, $rc)"; else
+		echo "FAIL $1: status $rc"; cat "$tmp/out"; fail=1; fi
+}
+has() { # has NAME PATTERN: the last output matches
+	if grep -qE "$2" "$tmp/out"; then echo "ok   $1"; else
+		echo "FAIL $1: no '$2' in:"; cat "$tmp/out"; fail=1; fi
+}
+
+printf 'tools-test-secret-42' >"$tmp/secret"
+chmod 600 "$tmp/secret"
+"$bin/smartd" --size 64M --listen 127.0.0.1:0 --secret-file "$tmp/secret" \
+	>"$tmp/smartd.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "serving" "$tmp/smartd.log" && break; sleep 0.1; done
+addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd.log")
+[ -n "$addr" ] || { echo "FAIL smartd did not start:"; cat "$tmp/smartd.log"; exit 1; }
+
+check help-smartd "$bin/smartd" --help
+check help-ping "$bin/smart-ping" --help
+check help-perf "$bin/smart-perf" --help
+check list-options "$bin/smart-perf" --list-options
+has list-options-keys "qp_mode.*nic_model|nic_model"
+for op in read write cas faa; do
+	check "ping-$op" "$bin/smart-ping" --count 20 --interval 0 --verify \
+		--op $op --secret-file "$tmp/secret" "$addr"
+	has "ping-$op-summary" "20 probes, 20 ok, 0 failed, data verified"
+done
+check perf-connect "$bin/smart-perf" --connect "$addr" --secret-file "$tmp/secret" \
+	--seconds 0.3 --threads 2 --depth 4 --op faa --json
+has perf-json '"op":"faa".*"mops":[0-9.]+.*"p99_us"'
+check perf-embedded "$bin/smart-perf" --seconds 0.3 --blade-size 16M
+has perf-table "MsgRate\[Mpps\]"
+check perf-casincr "$bin/smart-perf" --seconds 0.3 --blade-size 16M --op cas-incr \
+	--keys 100 --threads 2 --json
+has perf-casincr-json '"retries_per_op":[0-9.]+'
+refuse ping-wrong-secret "$bin/smart-ping" --count 1 "$addr"
+refuse ping-bad-addr "$bin/smart-ping" --count 1 --secret-file "$tmp/secret" "127.0.0.1:notaport"
+refuse ping-bad-count "$bin/smart-ping" --count -3 "$addr"
+refuse perf-bad-op "$bin/smart-perf" --op frobnicate
+refuse perf-bad-size "$bin/smart-perf" --op cas --size 16
+refuse perf-raw-remote "$bin/smart-perf" --raw --connect "$addr"
+refuse perf-bad-opt "$bin/smart-perf" --opt no_such_key=1 --seconds 0.1 --blade-size 16M
+refuse smartd-no-size "$bin/smartd" --listen 127.0.0.1:0 --insecure
+refuse smartd-bad-size "$bin/smartd" --size 12Q --insecure
+# the blade survived all of that and still serves
+check ping-after "$bin/smart-ping" --count 3 --interval 0 --secret-file "$tmp/secret" "$addr"
+kill -TERM $pid; wait $pid; rc=$?; pid=
+[ $rc -eq 0 ] && echo "ok   smartd-sigterm" || { echo "FAIL smartd exit $rc"; fail=1; }
+[ $fail -eq 0 ] && echo "tools: all passed" || echo "tools: FAILED"
+exit $fail
