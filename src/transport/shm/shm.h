@@ -15,6 +15,13 @@
  * the QP lock and, inside it, the CQ lock (order QP -> CQ); poll holds only
  * the CQ lock.  The SQ head is advanced only by the executor (CQ lock), the
  * tail only by posters (QP lock).
+ *
+ * The optional RNIC model (shm_model.c, docs/nic-model.md) hangs off
+ * d->model, copied into every CQ and QP at creation; NULL means off, and
+ * then post and poll test it once and run exactly the unmodelled code.
+ * With it, post also takes the QP's doorbell spinlock (order QP ->
+ * doorbell -> CQ) and stamps each WR with its modelled completion time;
+ * poll executes a WR only once that time has come.
  */
 #ifndef SMART_TRANSPORT_SHM_H
 #define SMART_TRANSPORT_SHM_H
@@ -23,6 +30,7 @@
 #include <stdint.h>
 
 #include "transport/transport.h"
+#include "util/clock.h"
 #include "util/compiler.h"
 #include "util/spinlock.h"
 
@@ -42,8 +50,11 @@ struct shm_mr {
 	int slot;
 };
 
+struct shm_model;
+
 struct smart_tp_domain {
 	const struct smart__log *log;
+	struct shm_model *model;	/* RNIC model, NULL = off */
 	pthread_mutex_t lock;	/* registration only, never the data path */
 	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
 	uint32_t gen;		/* key generation, under lock */
@@ -65,6 +76,7 @@ struct smart_tp_responder {
 
 struct shm_wqe {
 	struct smart_tp_wr wr;
+	uint64_t due;		/* model: completion time in model ticks */
 	uint8_t inl[SHM_MAX_INLINE];
 };
 
@@ -75,6 +87,7 @@ struct shm_db {
 
 struct smart_tp_cq {
 	struct smart_tp_domain *d;
+	struct shm_model *model;	/* d->model */
 	uint32_t flags;
 	smart_spinlock_t lock;
 	struct smart_tp_wc *wc;	/* completion ring */
@@ -88,6 +101,8 @@ enum { SHM_QP_RESET, SHM_QP_RTS, SHM_QP_ERR };
 
 struct smart_tp_qp {
 	struct smart_tp_domain *d;
+	struct shm_model *model;	/* d->model */
+	struct shm_doorbell *db;	/* model: this QP's doorbell */
 	struct smart_tp_cq *cq;
 	struct smart_tp_remote *r;
 	uint32_t flags;
@@ -100,6 +115,20 @@ struct smart_tp_qp {
 	uint32_t sq_tail;		/* next free entry */
 	uint32_t touch_gen;	/* last poll pass that prefetched for it */
 };
+
+/* Take and release a QP or CQ lock: only objects shared by threads have
+ * one that is really taken. */
+static inline void shm_lock(uint32_t flags, smart_spinlock_t *l)
+{
+	if (flags & SMART_TP_SHARED)
+		smart_spin_lock(l);
+}
+
+static inline void shm_unlock(uint32_t flags, smart_spinlock_t *l)
+{
+	if (flags & SMART_TP_SHARED)
+		smart_spin_unlock(l);
+}
 
 /* shm_mem.c: look up a local MR by key, NULL when the key is stale. */
 static inline struct shm_mr *shm_mr_lookup(struct smart_tp_domain *d,
@@ -150,5 +179,83 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp);
 int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		    int n);
 int smart__shm_qp_in_error(const struct smart_tp_qp *qp);
+void smart__shm_domain_stats(struct smart_tp_domain *d,
+			     struct smart_tp_stats *out);
+
+/*
+ * The RNIC model (shm_model.c).  Parameters as the spec gives them; the
+ * model converts them to ticks of its clock once, at domain open.
+ */
+struct shm_model_params {
+	uint64_t rtt_ns;	/* network round trip added to every WR */
+	double mops;		/* device rate, M WRs/s, whole domain */
+	uint64_t doorbells;	/* the context's doorbell registers */
+	uint64_t db_hold_ns;	/* MMIO time a post holds its doorbell */
+	uint64_t wqe_cache;	/* WQE cache entries */
+	uint64_t miss_ns;	/* extra device time of a WR that misses */
+};
+
+/* A doorbell register: a real spinlock held for the modelled MMIO time.
+ * Its counters change only under the lock (relaxed load + store, no
+ * read-modify-write) and are read by domain_stats from any thread. */
+struct shm_doorbell {
+	smart_spinlock_t lock;
+	int index;
+	_Atomic uint64_t rings, contended, misses;
+	struct shm_doorbell *next;	/* own doorbells, under d->lock */
+} smart_aligned_cl;
+
+/* The model of one domain (one NIC).  Ticks are TSC cycles, or ns when
+ * the clock has no invariant TSC. */
+struct shm_model {
+	struct shm_model_params p;
+	struct smart__clock clock;
+	int use_tsc;
+	uint64_t rtt, hold, wr, miss;	/* parameters in ticks */
+	uint32_t ndb, nded;		/* doorbells, of which dedicated */
+	/* mapping state, under d->lock */
+	uint32_t ded_used;	/* bit i: dedicated doorbell i taken */
+	uint32_t next_shared;	/* round robin over the shared ones */
+	int next_own;		/* index of the next own doorbell */
+	struct shm_doorbell *dbs;	/* [ndb] */
+	struct shm_doorbell *own;	/* list of own doorbells */
+	struct smart_tp_stats retired;	/* of freed own doorbells */
+	/* the device: written by every post, so on a line of their own */
+	_Atomic uint64_t dev_busy smart_aligned_cl;	/* busy until */
+	_Atomic uint64_t outstanding;	/* WRs posted, not executed */
+};
+
+static inline uint64_t shm_model_now(const struct shm_model *m)
+{
+	return m->use_tsc ? smart__rdtsc() : smart__mono_ns();
+}
+
+/* n executed (or forgotten) WRs leave the device. */
+static inline void shm_model_retire(struct shm_model *m, uint32_t n)
+{
+	atomic_fetch_sub_explicit(&m->outstanding, n, memory_order_relaxed);
+}
+
+/* Parse a spec ("default" or key=value,...) over the defaults; 0 or
+ * SMART_EINVAL with a log line naming the problem. */
+int smart__shm_model_parse(const char *spec, struct shm_model_params *out,
+			   const struct smart__log *log);
+/* Domain open/close: d->model from the spec (spec NULL or "" = off). */
+int smart__shm_model_open(struct smart_tp_domain *d, const char *spec);
+void smart__shm_model_close(struct smart_tp_domain *d);
+/* QP create/destroy: give the QP its doorbell, take it back. */
+int smart__shm_model_qp_attach(struct smart_tp_qp *qp);
+void smart__shm_model_qp_detach(struct smart_tp_qp *qp);
+/* Ring the doorbell for the n WRs copied at the QP's SQ tail, stamp their
+ * completion times and queue them on the CQ (the modelled half of post). */
+int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n);
+
+/* For tests: the parameters in force (NULL when the model is off) and the
+ * doorbell index of a QP (-1 without the model).  Indexes below
+ * params->doorbells are the context's registers; a QP created with
+ * SMART_TP_OWN_DOORBELL gets one of its own, numbered from there on. */
+const struct shm_model_params *
+smart__shm_model_params(const struct smart_tp_domain *d);
+int smart__shm_qp_doorbell(const struct smart_tp_qp *qp);
 
 #endif

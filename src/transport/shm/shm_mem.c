@@ -11,6 +11,9 @@
  * reused slot never accepts a stale key; the rkey of a served region is the
  * same number.  Blobs are fixed little-endian records with a magic and a
  * version, validated field by field: they come from another process.
+ *
+ * A domain opened with cfg->nic_model carries the RNIC model
+ * (shm_model.c); a bad spec fails the open with SMART_EINVAL.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,14 +31,15 @@ int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
 			   struct smart_tp_domain **out)
 {
 	struct smart_tp_domain *d = calloc(1, sizeof(*d));
+	int rc;
 
 	if (!d)
 		return SMART_ENOMEM;
 	d->log = cfg ? cfg->log : NULL;
-	if (cfg && cfg->nic_model && cfg->nic_model[0]) {
-		smart__err(d->log, "the RNIC model is not built yet");
+	rc = smart__shm_model_open(d, cfg ? cfg->nic_model : NULL);
+	if (rc) {
 		free(d);
-		return SMART_ENOTSUP;
+		return rc;
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	d->gen = 1;
@@ -56,6 +60,7 @@ void smart__shm_domain_close(struct smart_tp_domain *d)
 		if (mr)
 			smart__shm_mr_free(d, &mr->pub);
 	}
+	smart__shm_model_close(d);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -67,7 +72,9 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	out->max_send_wr = SHM_MAX_SEND_WR;
 	out->max_cqe = SHM_MAX_CQE;
 	out->max_chain = SHM_MAX_SEND_WR;
-	out->thread_domains = 0;
+	/* The model's doorbells can be had per QP, as mlx5 thread domains
+	 * give them; without the model a doorbell costs nothing anyway. */
+	out->thread_domains = d->model != NULL;
 }
 
 /* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages

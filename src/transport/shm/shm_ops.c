@@ -8,6 +8,7 @@ const struct smart_tp_ops smart_tp_shm_ops = {
 	.domain_open = smart__shm_domain_open,
 	.domain_close = smart__shm_domain_close,
 	.query_caps = smart__shm_query_caps,
+	.domain_stats = smart__shm_domain_stats,
 	.mr_alloc = smart__shm_mr_alloc,
 	.mr_free = smart__shm_mr_free,
 	.cq_create = smart__shm_cq_create,

@@ -3,9 +3,10 @@
  *
  * post() copies a chain into the QP's send queue and queues one doorbell
  * record on the CQ.  poll() prefetches the targets of the queued WRs in one
- * burst, then executes the doorbells in FIFO order, so WRs of one QP run in posting order (rule 3),
- * and turns signalled or failed WRs into completions (rules 2 and 5).  A
- * failed WR moves the QP to the error state; everything behind it flushes.
+ * burst, then executes the doorbells in FIFO order, so WRs of one QP run
+ * in posting order (rule 3), and turns signalled or failed WRs into
+ * completions (rules 2 and 5).  A failed WR moves the QP to the error
+ * state; everything behind it flushes.
  *
  * Copies go word by word in increasing address order with relaxed atomic
  * loads and stores on the remote side: exactly the guarantee of rule 4 (an
@@ -13,24 +14,18 @@
  * do not come to rely on a stronger one than RDMA gives.
  *
  * Fast path: no system call, no allocation, no lock unless SMART_TP_SHARED.
+ *
+ * With the RNIC model (shm_model.c) post rings the QP's modelled doorbell,
+ * which stamps each WR with a completion time, and poll executes a WR only
+ * once that time has come: its memory effect happens then, never earlier,
+ * and never before an earlier WR of its QP.  Without the model each of
+ * post and poll tests one pointer and runs the unmodelled code.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/shm/shm.h"
-
-static inline void shm_lock(uint32_t flags, smart_spinlock_t *l)
-{
-	if (flags & SMART_TP_SHARED)
-		smart_spin_lock(l);
-}
-
-static inline void shm_unlock(uint32_t flags, smart_spinlock_t *l)
-{
-	if (flags & SMART_TP_SHARED)
-		smart_spin_unlock(l);
-}
 
 int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 			 uint32_t flags, struct smart_tp_cq **out)
@@ -53,6 +48,7 @@ int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 		return SMART_ENOMEM;
 	}
 	cq->d = d;
+	cq->model = d->model;
 	cq->flags = flags;
 	cq->wc_mask = n - 1;
 	cq->db_mask = n - 1;
@@ -95,6 +91,11 @@ int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	qp->sq_mask = n - 1;
 	qp->state = SHM_QP_RESET;
 	smart_spin_init(&qp->lock);
+	if (smart__shm_model_qp_attach(qp)) {
+		free(qp->sq);
+		free(qp);
+		return SMART_ENOMEM;
+	}
 	pthread_mutex_lock(&d->lock);
 	qp->id = d->next_id++;
 	pthread_mutex_unlock(&d->lock);
@@ -131,13 +132,19 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 /* Execute every doorbell still queued for qp so that none refers to it. */
 static void shm_cq_forget_qp(struct smart_tp_cq *cq, struct smart_tp_qp *qp)
 {
-	uint32_t i;
+	uint32_t i, lost = 0;
 
 	shm_lock(cq->flags, &cq->lock);
-	for (i = cq->db_head; i != cq->db_tail; i++)
-		if (cq->db[i & cq->db_mask].qp == qp)
+	for (i = cq->db_head; i != cq->db_tail; i++) {
+		if (cq->db[i & cq->db_mask].qp == qp) {
+			lost += cq->db[i & cq->db_mask].n;
 			cq->db[i & cq->db_mask].n = 0;
+		}
+	}
 	shm_unlock(cq->flags, &cq->lock);
+	/* The model's device forgets them too (they never execute). */
+	if (cq->model && lost)
+		shm_model_retire(cq->model, lost);
 }
 
 void smart__shm_qp_destroy(struct smart_tp_qp *qp)
@@ -145,6 +152,7 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp)
 	if (!qp)
 		return;
 	shm_cq_forget_qp(qp->cq, qp);
+	smart__shm_model_qp_detach(qp);
 	free(qp->sq);
 	free(qp);
 }
@@ -170,7 +178,8 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 			   const struct smart_tp_wr *wrs, int n)
 {
 	struct smart_tp_cq *cq = qp->cq;
-	uint32_t head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
+	uint32_t head = atomic_load_explicit(&qp->sq_head,
+					     memory_order_acquire);
 	int i;
 
 	if (smart_unlikely(qp->sq_tail - head + (uint32_t)n > qp->sq_mask + 1))
@@ -185,6 +194,8 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 		    wr->local)
 			memcpy(e->inl, wr->local, wr->len);
 	}
+	if (smart_unlikely(qp->model))
+		return smart__shm_model_ring(qp, (uint32_t)n);
 	shm_lock(cq->flags, &cq->lock);
 	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
 		shm_unlock(cq->flags, &cq->lock);
@@ -341,21 +352,28 @@ static inline void shm_complete(struct smart_tp_cq *cq, struct shm_out *o,
 }
 
 /* Run the doorbell's WRs while the ring has room for each one's possible
- * completion.  Returns 0 when it had to stop early. */
-static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
-		      struct shm_out *o)
+ * completion and, when modelled, while the next WR's completion time has
+ * come (*ran counts what ran).  Returns 0 when it had to stop early.
+ * Always inlined with a constant `modelled`, so the unmodelled poll
+ * carries none of the model's tests. */
+static inline __attribute__((always_inline)) int
+shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
+	      int modelled, uint64_t now, uint32_t *ran)
 {
 	struct smart_tp_qp *qp = db->qp;
-	uint32_t head;
+	uint32_t head, first;
 
 	if (!db->n)	/* emptied by a destroyed QP: qp may be gone */
 		return 1;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	first = head;
 	for (; db->n; db->n--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 		int st = SMART_TP_WC_FLUSH;
 
 		if (cq->wc_tail - cq->wc_head > cq->wc_mask)
+			break;
+		if (modelled && e->due > now)
 			break;
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
 			st = shm_exec(qp, e);
@@ -366,7 +384,15 @@ static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 			shm_complete(cq, o, &e->wr, st);
 	}
 	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
+	if (modelled)
+		*ran += head - first;
 	return db->n == 0;
+}
+
+static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
+		      struct shm_out *o)
+{
+	return shm_run_db_at(cq, db, o, 0, 0, NULL);
 }
 
 /* Prefetch the targets of up to SHM_TOUCH_MAX queued WRs in one tight loop
@@ -389,13 +415,48 @@ static void shm_touch(struct smart_tp_cq *cq)
 		qp->touch_gen = cq->touch_gen;
 		h = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 		for (; h != qp->sq_tail && budget; h++, budget--) {
-			const struct smart_tp_wr *wr = &qp->sq[h & qp->sq_mask].wr;
+			const struct smart_tp_wr *wr =
+				&qp->sq[h & qp->sq_mask].wr;
 			const uint8_t *p = shm_remote_ptr(qp->r, wr->remote, 1);
 
 			if (p)
 				__builtin_prefetch(p, 0, 3);
 		}
 	}
+}
+
+/* Model: is the oldest queued WR due?  Prefetching is worth its loop only
+ * when something will run now. */
+static int shm_head_due(const struct smart_tp_cq *cq, uint64_t now)
+{
+	const struct shm_db *db = &cq->db[cq->db_head & cq->db_mask];
+	const struct smart_tp_qp *qp = db->qp;
+	uint32_t h;
+
+	if (!db->n)
+		return 1;
+	h = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	return qp->sq[h & qp->sq_mask].due <= now;
+}
+
+/* The modelled half of poll: run, in FIFO order, the WRs whose completion
+ * time has come, and let them leave the device. */
+static void shm_poll_model(struct smart_tp_cq *cq, struct shm_out *o)
+{
+	uint64_t now = shm_model_now(cq->model);
+	uint32_t ran = 0;
+
+	if (o->n < o->max && cq->db_head != cq->db_tail &&
+	    shm_head_due(cq, now))
+		shm_touch(cq);
+	while (o->n < o->max && cq->db_head != cq->db_tail) {
+		if (!shm_run_db_at(cq, &cq->db[cq->db_head & cq->db_mask], o,
+				   1, now, &ran))
+			break;
+		cq->db_head++;
+	}
+	if (ran)
+		shm_model_retire(cq->model, ran);
 }
 
 int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
@@ -405,6 +466,11 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	shm_lock(cq->flags, &cq->lock);
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
+	if (smart_unlikely(cq->model)) {
+		shm_poll_model(cq, &o);
+		shm_unlock(cq->flags, &cq->lock);
+		return o.n;
+	}
 	if (o.n < max && cq->db_head != cq->db_tail)
 		shm_touch(cq);
 	while (o.n < max && cq->db_head != cq->db_tail) {

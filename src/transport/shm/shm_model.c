@@ -1,0 +1,469 @@
+/*
+ * shm transport: the optional RNIC model (DESIGN.md §3, docs/nic-model.md).
+ *
+ * It makes the shm transport behave like a NIC so that Smart's techniques
+ * have something to act on on machines without one: a network round trip
+ * on every WR, a device that executes at most `mops` M WRs/s for the whole
+ * domain, doorbell registers that are real spinlocks held for a modelled
+ * MMIO time, and a WQE cache whose misses cost extra device time while
+ * more WRs are outstanding than it holds.  It is a model: its numbers are
+ * never to be compared with hardware.
+ *
+ * Invariants:
+ *  - The model exists only when the domain was opened with a spec; then
+ *    d->model is set before any CQ or QP exists and never changes.
+ *  - Device time is one clock per domain (dev_busy, ticks): a post
+ *    reserves the next slots for its chain with one CAS, so WRs of one
+ *    domain occupy the device one after another, whatever their QP.
+ *  - A WR's completion time is max(ring time + rtt, end of its slot); it
+ *    is written before the WR is queued on the CQ and read only by the
+ *    executor (poll) under the CQ's ordering, so per-QP order holds.
+ *  - outstanding counts WRs posted and not yet executed (or forgotten by
+ *    a destroyed QP), over all QPs of the domain.
+ *  - Doorbell mapping (under d->lock): the first min(4, doorbells - 1)
+ *    registers are dedicated, one QP each, first come; the others are
+ *    shared round robin; an SMART_TP_OWN_DOORBELL QP gets a new register
+ *    of its own beyond the context's set (an mlx5 thread domain).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/shm/shm.h"
+#include "util/log.h"
+
+#define SHM_DB_DEDICATED 4	/* mlx5: low-latency registers per context */
+#define SHM_SPEC_TOKEN_MAX 64
+
+static const struct shm_model_params shm_model_defaults = {
+	.rtt_ns = 2000,
+	.mops = 4.0,
+	.doorbells = 16,
+	.db_hold_ns = 1000,
+	.wqe_cache = 32,
+	.miss_ns = 1000,
+};
+
+/* The keys of a spec, their field and their range. */
+struct shm_model_key {
+	const char *name;
+	size_t off;
+	int is_double;
+	double min, max;
+};
+
+#define SHM_KEY(n, dbl, lo, hi) \
+	{ #n, offsetof(struct shm_model_params, n), dbl, lo, hi }
+
+static const struct shm_model_key shm_model_keys[] = {
+	SHM_KEY(rtt_ns, 0, 0, 1e9),
+	SHM_KEY(mops, 1, 0.001, 1000),
+	SHM_KEY(doorbells, 0, 1, 1024),
+	SHM_KEY(db_hold_ns, 0, 0, 1e6),
+	SHM_KEY(wqe_cache, 0, 0, 1 << 24),
+	SHM_KEY(miss_ns, 0, 0, 1e6),
+};
+
+#define SHM_KEY_LIST "rtt_ns, mops, doorbells, db_hold_ns, wqe_cache, miss_ns"
+
+/* A plain decimal: digits, at most one '.' when frac, nothing else (no
+ * sign, exponent, hex, inf or nan: strtod alone would take them). */
+static int shm_is_decimal(const char *v, int frac)
+{
+	int digits = 0, dots = 0;
+
+	for (; *v; v++) {
+		if (*v >= '0' && *v <= '9')
+			digits++;
+		else if (*v == '.' && frac && !dots)
+			dots++;
+		else
+			return 0;
+	}
+	return digits > 0;
+}
+
+static int shm_parse_value(const struct shm_model_key *k, const char *v,
+			   struct shm_model_params *p,
+			   const struct smart__log *log)
+{
+	unsigned long long u = 0;
+	char *end;
+	double x;
+
+	if (!shm_is_decimal(v, k->is_double)) {
+		smart__err(log, "nic_model: %s=%s is not a %s", k->name, v,
+			   k->is_double ? "decimal number" :
+			   "non-negative integer");
+		return SMART_EINVAL;
+	}
+	errno = 0;
+	if (k->is_double) {
+		x = strtod(v, &end);
+	} else {
+		u = strtoull(v, &end, 10);
+		x = (double)u;
+	}
+	if (*end || errno || !isfinite(x) || x < k->min || x > k->max) {
+		smart__err(log, "nic_model: %s=%s is out of range "
+			   "[%.15g, %.15g]", k->name, v, k->min, k->max);
+		return SMART_EINVAL;
+	}
+	if (k->is_double)
+		memcpy((char *)p + k->off, &x, sizeof(x));
+	else
+		memcpy((char *)p + k->off, &(uint64_t){ u }, sizeof(uint64_t));
+	return 0;
+}
+
+/* One "key=value" (or "default") item; *seen guards against repeats. */
+static int shm_parse_item(char *item, struct shm_model_params *p,
+			  unsigned *seen, const struct smart__log *log)
+{
+	char *eq = strchr(item, '=');
+	size_t i;
+
+	if (!strcmp(item, "default"))
+		return 0;
+	if (!eq) {
+		smart__err(log, "nic_model: '%s' is not key=value or "
+			   "\"default\"", item);
+		return SMART_EINVAL;
+	}
+	*eq = '\0';
+	for (i = 0; i < SMART_ARRAY_SIZE(shm_model_keys); i++) {
+		if (strcmp(item, shm_model_keys[i].name))
+			continue;
+		if (*seen & (1u << i)) {
+			smart__err(log, "nic_model: %s given twice", item);
+			return SMART_EINVAL;
+		}
+		*seen |= 1u << i;
+		return shm_parse_value(&shm_model_keys[i], eq + 1, p, log);
+	}
+	smart__err(log, "nic_model: unknown key '%s' (keys: %s)", item,
+		   SHM_KEY_LIST);
+	return SMART_EINVAL;
+}
+
+int smart__shm_model_parse(const char *spec, struct shm_model_params *out,
+			   const struct smart__log *log)
+{
+	struct shm_model_params p = shm_model_defaults;
+	char item[SHM_SPEC_TOKEN_MAX];
+	const char *whole = spec;
+	unsigned seen = 0;
+	size_t len;
+	int rc;
+
+	if (!spec || !out)
+		return SMART_EINVAL;
+	for (;;) {
+		len = strcspn(spec, ",");
+		if (!len || len >= sizeof(item)) {
+			smart__err(log, "nic_model: %s item in \"%s\"",
+				   len ? "overlong" : "empty", whole);
+			return SMART_EINVAL;
+		}
+		memcpy(item, spec, len);
+		item[len] = '\0';
+		rc = shm_parse_item(item, &p, &seen, log);
+		if (rc)
+			return rc;
+		spec += len;
+		if (!*spec)
+			break;
+		spec++;		/* the comma; an item must follow it */
+	}
+	*out = p;
+	return 0;
+}
+
+static void *shm_zalloc_cl(size_t len)
+{
+	size_t n = (len + SMART_CACHELINE - 1) & ~(size_t)(SMART_CACHELINE - 1);
+	void *p = aligned_alloc(SMART_CACHELINE, n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+static uint64_t shm_ticks(const struct shm_model *m, double ns)
+{
+	double t = ns * (m->use_tsc ? m->clock.cycles_per_ns : 1.0);
+
+	return (uint64_t)llround(t);
+}
+
+/* Clock, parameters in ticks and the context's doorbells. */
+static int shm_model_init(struct shm_model *m, const struct smart__log *log)
+{
+	uint32_t i;
+	int rc = smart__clock_init(&m->clock);
+
+	if (rc) {
+		smart__err(log, "nic_model: no clock: %s", smart_strerror(rc));
+		return rc;
+	}
+	m->use_tsc = m->clock.use_tsc;
+	m->rtt = shm_ticks(m, (double)m->p.rtt_ns);
+	m->hold = shm_ticks(m, (double)m->p.db_hold_ns);
+	m->miss = shm_ticks(m, (double)m->p.miss_ns);
+	m->wr = smart_max(shm_ticks(m, 1000.0 / m->p.mops), (uint64_t)1);
+	m->ndb = (uint32_t)m->p.doorbells;
+	m->nded = smart_min(SHM_DB_DEDICATED, m->ndb - 1);
+	m->next_own = (int)m->ndb;
+	m->dbs = shm_zalloc_cl(sizeof(*m->dbs) * m->ndb);
+	if (!m->dbs)
+		return SMART_ENOMEM;
+	for (i = 0; i < m->ndb; i++) {
+		smart_spin_init(&m->dbs[i].lock);
+		m->dbs[i].index = (int)i;
+	}
+	atomic_init(&m->dev_busy, 0);
+	atomic_init(&m->outstanding, 0);
+	return 0;
+}
+
+int smart__shm_model_open(struct smart_tp_domain *d, const char *spec)
+{
+	struct shm_model *m;
+	int rc;
+
+	if (!spec || !spec[0])
+		return 0;
+	m = shm_zalloc_cl(sizeof(*m));
+	if (!m)
+		return SMART_ENOMEM;
+	rc = smart__shm_model_parse(spec, &m->p, d->log);
+	if (!rc)
+		rc = shm_model_init(m, d->log);
+	if (rc) {
+		free(m->dbs);
+		free(m);
+		return rc;
+	}
+	smart__info(d->log, "RNIC model on (a model: never compare its "
+		    "numbers with hardware): rtt_ns=%" PRIu64 " mops=%g "
+		    "doorbells=%u (%u dedicated) db_hold_ns=%" PRIu64
+		    " wqe_cache=%" PRIu64 " miss_ns=%" PRIu64 ", clock %s",
+		    m->p.rtt_ns, m->p.mops, m->ndb, m->nded, m->p.db_hold_ns,
+		    m->p.wqe_cache, m->p.miss_ns, m->use_tsc ? "TSC" :
+		    "CLOCK_MONOTONIC");
+	d->model = m;
+	return 0;
+}
+
+void smart__shm_model_close(struct smart_tp_domain *d)
+{
+	struct shm_model *m = d->model;
+
+	if (!m)
+		return;
+	while (m->own) {
+		struct shm_doorbell *db = m->own;
+
+		m->own = db->next;
+		free(db);
+	}
+	free(m->dbs);
+	free(m);
+	d->model = NULL;
+}
+
+/* Pick a register of the context's set (mlx5: low-latency ones first,
+ * then round robin over the shared medium-latency ones).  d->lock held. */
+static struct shm_doorbell *shm_db_pick(struct shm_model *m)
+{
+	uint32_t i;
+
+	for (i = 0; i < m->nded; i++) {
+		if (!(m->ded_used & (1u << i))) {
+			m->ded_used |= 1u << i;
+			return &m->dbs[i];
+		}
+	}
+	i = m->nded + m->next_shared++ % (m->ndb - m->nded);
+	return &m->dbs[i];
+}
+
+int smart__shm_model_qp_attach(struct smart_tp_qp *qp)
+{
+	struct smart_tp_domain *d = qp->d;
+	struct shm_model *m = d->model;
+	struct shm_doorbell *own = NULL;
+
+	if (!m)
+		return 0;
+	if (qp->flags & SMART_TP_OWN_DOORBELL) {
+		own = shm_zalloc_cl(sizeof(*own));
+		if (!own)
+			return SMART_ENOMEM;
+		smart_spin_init(&own->lock);
+	}
+	pthread_mutex_lock(&d->lock);
+	if (own) {
+		own->index = m->next_own++;
+		own->next = m->own;
+		m->own = own;
+		qp->db = own;
+	} else {
+		qp->db = shm_db_pick(m);
+	}
+	pthread_mutex_unlock(&d->lock);
+	qp->model = m;
+	return 0;
+}
+
+static void shm_stats_add(struct smart_tp_stats *s,
+			  const struct shm_doorbell *db)
+{
+	s->db_rings += atomic_load_explicit(&db->rings, memory_order_relaxed);
+	s->db_contended += atomic_load_explicit(&db->contended,
+						memory_order_relaxed);
+	s->wqe_misses += atomic_load_explicit(&db->misses,
+					      memory_order_relaxed);
+}
+
+void smart__shm_model_qp_detach(struct smart_tp_qp *qp)
+{
+	struct smart_tp_domain *d = qp->d;
+	struct shm_model *m = qp->model;
+	struct shm_doorbell *db = qp->db, **pp;
+
+	if (!m || !db)
+		return;
+	pthread_mutex_lock(&d->lock);
+	if (db->index >= (int)m->ndb) {
+		for (pp = &m->own; *pp && *pp != db; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = db->next;
+		shm_stats_add(&m->retired, db);
+		free(db);
+	} else if ((uint32_t)db->index < m->nded) {
+		m->ded_used &= ~(1u << db->index);
+	}
+	pthread_mutex_unlock(&d->lock);
+	qp->db = NULL;
+}
+
+void smart__shm_domain_stats(struct smart_tp_domain *d,
+			     struct smart_tp_stats *out)
+{
+	struct shm_model *m = d->model;
+	struct smart_tp_stats s = { 0 };
+	const struct shm_doorbell *db;
+	uint32_t i;
+
+	/* Unmodelled, nothing is counted here: the fast path stays free of
+	 * shared counters (the core counts its own doorbells per worker). */
+	if (m) {
+		pthread_mutex_lock(&d->lock);
+		s = m->retired;
+		for (i = 0; i < m->ndb; i++)
+			shm_stats_add(&s, &m->dbs[i]);
+		for (db = m->own; db; db = db->next)
+			shm_stats_add(&s, db);
+		pthread_mutex_unlock(&d->lock);
+	}
+	*out = s;
+}
+
+const struct shm_model_params *
+smart__shm_model_params(const struct smart_tp_domain *d)
+{
+	return d && d->model ? &d->model->p : NULL;
+}
+
+int smart__shm_qp_doorbell(const struct smart_tp_qp *qp)
+{
+	return qp && qp->db ? qp->db->index : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* The data path                                                       */
+
+/* Hold the doorbell for the MMIO time; returns the ring time. */
+static inline uint64_t shm_db_hold(const struct shm_model *m)
+{
+	uint64_t t0 = shm_model_now(m), t = t0;
+
+	while (t - t0 < m->hold) {
+		smart_cpu_relax();
+		t = shm_model_now(m);
+	}
+	return t;
+}
+
+static inline void shm_count(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed)
+			      + n, memory_order_relaxed);
+}
+
+/* Reserve device time for the n WRs at the SQ tail, rung at `now`, and
+ * stamp each with its completion time; returns how many missed the WQE
+ * cache.  WR i of the chain sees o + i + 1 WRs outstanding (o before the
+ * chain) and misses when that exceeds the cache. */
+static uint32_t shm_device_reserve(struct shm_model *m, struct smart_tp_qp *qp,
+				   uint32_t n, uint64_t now)
+{
+	uint64_t o = atomic_fetch_add_explicit(&m->outstanding, n,
+					      memory_order_relaxed);
+	uint64_t cache = m->p.wqe_cache;
+	uint32_t hits = cache > o ? (uint32_t)smart_min(cache - o, n) : 0;
+	uint64_t cost = n * m->wr + (uint64_t)(n - hits) * m->miss;
+	uint64_t busy = atomic_load_explicit(&m->dev_busy,
+					     memory_order_relaxed);
+	uint64_t start, t, arrive = now + m->rtt;
+	uint32_t i;
+
+	do {
+		start = busy > now ? busy : now;
+	} while (!atomic_compare_exchange_weak_explicit(&m->dev_busy, &busy,
+							start + cost,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	for (i = 0, t = start; i < n; i++) {
+		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
+
+		t += m->wr + (i >= hits ? m->miss : 0);
+		e->due = t > arrive ? t : arrive;
+	}
+	return n - hits;
+}
+
+int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
+{
+	struct shm_model *m = qp->model;
+	struct shm_doorbell *db = qp->db;
+	struct smart_tp_cq *cq = qp->cq;
+	uint32_t misses = 0;
+	uint64_t now;
+	int waited, rc = 0;
+
+	waited = !smart_spin_lock(&db->lock);
+	now = shm_db_hold(m);
+	shm_lock(cq->flags, &cq->lock);
+	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
+		rc = SMART_EAGAIN;	/* nothing posted, nothing counted */
+	} else {
+		misses = shm_device_reserve(m, qp, n, now);
+		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n };
+		cq->db_tail++;
+		qp->sq_tail += n;
+	}
+	shm_unlock(cq->flags, &cq->lock);
+	if (smart_likely(!rc)) {
+		shm_count(&db->rings, 1);
+		shm_count(&db->contended, (uint64_t)waited);
+		shm_count(&db->misses, misses);
+	}
+	smart_spin_unlock(&db->lock);
+	return rc;
+}
