@@ -605,9 +605,12 @@ static void perf_print_json(const struct perf *p, const struct perf_result *r,
 	printf(",\"batch\":%d,\"dynamic_ms\":%d", c->batch, c->dynamic_ms);
 	if (c->op == OP_CAS_INCR)
 		printf(",\"keys\":%" PRIu64 ",\"zipf\":%.3f,"
-		       "\"retries_per_op\":%.4f,\"guarded_ops\":%" PRIu64,
+		       "\"retries_per_op\":%.4f,\"guarded_ops\":%" PRIu64
+		       ",\"backoff_cmax\":%" PRIu64 ",\"backoff_nmax\":%d,"
+		       "\"admission_waits\":%" PRIu64,
 		       c->keys, c->zipf, r->st.retries_per_op,
-		       r->st.c[SMART_STAT_GUARDED_OPS]);
+		       r->st.c[SMART_STAT_GUARDED_OPS], r->st.backoff_cmax,
+		       r->st.backoff_nmax, r->st.c[SMART_STAT_ADMISSION_WAITS]);
 	printf("}\n");
 }
 

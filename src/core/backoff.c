@@ -96,16 +96,17 @@ void smart_backoff_begin(smart_worker_t *w)
 	t->bo_admitted = 1;
 }
 
-/* Wait until deadline (TSC), letting the other tasks run. */
+/* Wait until deadline (TSC), letting the other tasks run: a task sleeps
+ * off the run queue; the main context polls meanwhile. */
 static void bo_sleep(struct smart_worker *w, struct smart__task *t,
 		     uint64_t deadline)
 {
-	while (smart__rdtsc() < deadline) {
-		if (t == &w->main_task)
-			smart__worker_poll(w);
-		else
-			smart_task_yield(w);
+	if (t != &w->main_task) {
+		smart__task_sleep(w, t, deadline);
+		return;
 	}
+	while (smart__rdtsc() < deadline)
+		smart__worker_poll(w);
 }
 
 void smart_backoff_retry(smart_worker_t *w)

@@ -216,6 +216,7 @@ struct smart__task {
 	int nslot;		/* bounce slots in use */
 	uint64_t sync_start;
 	int bo_retries;		/* retries of the guarded op in progress */
+	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
 	void *asan_fake_stack;
 };
@@ -238,6 +239,8 @@ struct smart_worker {
 	int ntask_slots;
 	int live;
 	int since_poll;
+	struct smart__task *sleepers;	/* parked until their wake_at */
+	uint64_t next_wake;		/* earliest wake_at of sleepers */
 	const void *asan_main_bottom;	/* main stack, for ASan's fibers */
 	size_t asan_main_size;
 	/* remote allocator state, per blade, created on first use */
@@ -347,6 +350,8 @@ void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
 void smart__backoff_init(struct smart_worker *w);
 void smart__task_park(struct smart_worker *w, struct smart__task *t);
 void smart__task_unpark(struct smart_worker *w, struct smart__task *t);
+void smart__task_sleep(struct smart_worker *w, struct smart__task *t,
+		       uint64_t deadline);
 
 /* ops.c */
 void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,

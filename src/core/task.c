@@ -279,6 +279,43 @@ void smart__task_unpark(struct smart_worker *w, struct smart__task *t)
 		ready_push(w, t);
 }
 
+/* Park the current task until the TSC reaches deadline.  Sleepers wait
+ * off the run queue, so they neither spin nor delay the CQ polling of the
+ * tasks that have work (a yield loop would do both). */
+void smart__task_sleep(struct smart_worker *w, struct smart__task *t,
+		       uint64_t deadline)
+{
+	t->wake_at = deadline;
+	t->next = w->sleepers;
+	w->sleepers = t;
+	if (!w->next_wake || deadline < w->next_wake)
+		w->next_wake = deadline;
+	t->state = SMART_TASK_PARKED;
+	while (t->state == SMART_TASK_PARKED)
+		task_switch_out(w, t);
+}
+
+/* Wake the sleepers whose deadline passed. */
+static void wake_sleepers(struct smart_worker *w)
+{
+	struct smart__task **pp = &w->sleepers, *t;
+	uint64_t now = smart__rdtsc(), next = 0;
+
+	if (now < w->next_wake)
+		return;
+	while ((t = *pp)) {
+		if (t->wake_at <= now) {
+			*pp = t->next;
+			ready_push(w, t);
+			continue;
+		}
+		if (!next || t->wake_at < next)
+			next = t->wake_at;
+		pp = &t->next;
+	}
+	w->next_wake = next;
+}
+
 /* A task's last batch completed (owner thread only). */
 void smart__task_wake(struct smart_worker *w, struct smart__task *t)
 {
@@ -316,6 +353,8 @@ int smart_worker_run(smart_worker_t *w)
 			smart__worker_poll(w);
 			if (w->group->shared)
 				scan_waiting(w);
+			if (w->sleepers)
+				wake_sleepers(w);
 		}
 		if (t)
 			task_switch_in(w, t);
