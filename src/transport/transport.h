@@ -15,7 +15,10 @@
  *  5. A WR that fails (bounds, key, dead peer, timeout) always completes,
  *     signalled or not, with an error status; the QP enters the error state
  *     and every later WR on it completes with SMART_TP_WC_FLUSH, signalled
- *     or not.  Nothing aborts the process.  A QP in error is destroyed and
+ *     or not, without effect.  A failed WR has no remote effect, except an
+ *     atomic whose local result buffer is bad: as in verbs, it may have
+ *     executed at the responder before its result could not be stored.
+ *     Nothing aborts the process.  A QP in error is destroyed and
  *     replaced, never revived.
  *  6. No blade CPU work on the data path.
  *
@@ -111,8 +114,9 @@ struct smart_tp_cfg {
 	int port;		/* 0 = first active */
 	int gid_index;		/* -1 = auto */
 	int mtu;		/* bytes (256..4096); 0 = the port's active MTU */
-	int ib_timeout;		/* verbs local ACK timeout exponent, 4.096us x 2^t */
-	int ib_retry;		/* verbs transport retries, 0..7 */
+	int ib_timeout;		/* verbs ACK timeout exponent, 4.096us x 2^t;
+				 * 0 = 14 (67 ms) */
+	int ib_retry;		/* verbs transport retries, 1..7; 0 = 7 */
 	const char *nic_model;	/* shm: RNIC model spec, NULL/"" = off */
 	const struct smart__log *log;
 };

@@ -41,6 +41,11 @@ struct smart_conf_env {
 	unsigned flags;		/* SMART_CONF_* */
 	unsigned scale_pct;	/* op counts of the heavy cases; 0 = 100 */
 	unsigned case_timeout_s; /* watchdog per isolated case; 0 = 60 */
+	/* Cases the device is known to fail (comma-separated names) and why:
+	 * they still run, and a failure is reported as a known deviation of
+	 * the device instead of failing the suite (needs ISOLATE). */
+	const char *deviations;
+	const char *deviation_why;
 };
 
 /*

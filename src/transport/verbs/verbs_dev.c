@@ -189,7 +189,7 @@ static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
 	if (!d->mtu || d->mtu > pa.active_mtu)
 		d->mtu = pa.active_mtu;
 	d->ib_timeout = c && c->ib_timeout ? c->ib_timeout : 14;
-	d->ib_retry = c ? c->ib_retry : 7;
+	d->ib_retry = c && c->ib_retry ? c->ib_retry : 7;
 	d->pd = ibv_alloc_pd(d->ctx);
 	d->resp_cq = d->pd ? ibv_create_cq(d->ctx, 16, NULL, NULL, 0) : NULL;
 	if (!d->pd || !d->resp_cq)

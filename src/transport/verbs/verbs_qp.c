@@ -50,13 +50,15 @@ static int wc_status(enum ibv_wc_status s)
 	case IBV_WC_SUCCESS: return SMART_TP_WC_OK;
 	case IBV_WC_REM_ACCESS_ERR:
 	case IBV_WC_REM_INV_REQ_ERR: return SMART_TP_WC_REM_ACCESS;
+	/* rxe reports a bad lkey as a local QP operation error, mlx5 as a
+	 * local protection error: both are the caller's local buffer */
 	case IBV_WC_LOC_PROT_ERR:
 	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_LOC_QP_OP_ERR:
 	case IBV_WC_LOC_LEN_ERR: return SMART_TP_WC_LOC_PROT;
 	case IBV_WC_WR_FLUSH_ERR: return SMART_TP_WC_FLUSH;
 	case IBV_WC_RETRY_EXC_ERR:
 	case IBV_WC_RNR_RETRY_EXC_ERR: return SMART_TP_WC_RETRY_EXC;
-	case IBV_WC_LOC_QP_OP_ERR:
 	case IBV_WC_REM_OP_ERR: return SMART_TP_WC_BAD_WR;
 	default: return SMART_TP_WC_FATAL;
 	}
@@ -356,6 +358,10 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	struct ibv_sge *sg = &q->sge[i];
 
 	if (w->opcode < SMART_TP_READ || w->opcode > SMART_TP_FAA)
+		return SMART_EINVAL;
+	/* Refuse a malformed atomic before anything is posted: providers
+	 * reject it inside ibv_post_send, after the WRs before it went out. */
+	if (w->opcode >= SMART_TP_CAS && (w->len != 8 || (w->remote & 7)))
 		return SMART_EINVAL;
 	memset(iw, 0, sizeof(*iw));
 	sg->addr = (uint64_t)(uintptr_t)w->local;
