@@ -47,7 +47,7 @@ compare() {
 	# the data row: "#bytes #iterations BW peak BW average MsgRate[Mpps]"
 	local ib_mpps=$(awk '$1 == 8 && NF >= 5 { v = $5 } END { print v }' /tmp/ibrd_cli.log)
 	perf_json=$("$bin/smart-perf" --transport verbs --op read --size 8 \
-		--threads 1 --depth $outs --seconds $secs --json) || return 1
+		--threads 1 --depth $outs --seconds $secs --opts None --json) || return 1
 	echo "$perf_json"
 	local smart_mpps=$(echo "$perf_json" | sed -n 's/.*"mops":\([0-9.]*\).*/\1/p')
 	[ -n "$ib_mpps" ] && [ -n "$smart_mpps" ] || return 1
