@@ -65,8 +65,8 @@ typedef struct smart_stats {
 	/* techniques in force, e.g. "ThrdAwareAlloc,WorkReqThrot" or "None" */
 	char opts[64];
 	/* work-request throttling: WRs in flight allowed per worker
-	 * (-1 = unlimited) and the tuner's phase: "off", "fixed",
-	 * "update" or "stable" */
+	 * (-1 = unlimited) and the tuner's phase: "off", "no-nic" (plain
+	 * shm: nothing to throttle for), "fixed", "update" or "stable" */
 	int credit_cap;
 	char throttle_phase[8];
 	/* conflict avoidance: retries per guarded operation, its histogram

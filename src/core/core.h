@@ -316,7 +316,7 @@ void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t);
 void smart__tasks_destroy(struct smart_worker *w);
 
 /* throttle.c */
-enum { TUNER_OFF, TUNER_FIXED, TUNER_UPDATE, TUNER_STABLE };
+enum { TUNER_OFF, TUNER_NO_NIC, TUNER_FIXED, TUNER_UPDATE, TUNER_STABLE };
 #define SMART_TUNER_UNLIMITED 256
 void smart__tuner_advance(struct smart__tuner *t, double rate, int stable);
 void smart__tuner_init(struct smart_ctx *ctx);

@@ -92,7 +92,7 @@ static const struct opt_def opt_table[] = {
 	{ "ib_timeout", OPT_INT, "14", 1, 31, OFF(ib_timeout), 0,
 	  "verbs: ACK timeout 4.096us x 2^N (14 = 67 ms); bounds how long "
 	  "a sync waits for a dead blade, with ib_retry" },
-	{ "ib_retry", OPT_INT, "7", 0, 7, OFF(ib_retry), 0,
+	{ "ib_retry", OPT_INT, "7", 1, 7, OFF(ib_retry), 0,
 	  "verbs: transport retries before an op fails" },
 };
 

@@ -7,6 +7,9 @@
  * polls) and takes them; completions give them back.  The cap C_max comes
  * from the tuner, or is fixed by the option credit.
  *
+ * Plain shm has no NIC to protect: there the tuner stays off (phase
+ * "no-nic"); a fixed credit still applies.
+ *
  * The tuner has no thread of its own: every worker's poll checks the TSC,
  * and the first to see the epoch end (Δ, option tune_interval, 8 ms) wins a
  * flag and runs one step.  Update phase: try C_max = 4, 6, 8, 10, 12 and
@@ -46,6 +49,15 @@ void smart__tuner_init(struct smart_ctx *ctx)
 	if (ctx->o.credit) {
 		t->phase = TUNER_FIXED;
 		atomic_store(&t->cap, ctx->o.credit);
+		return;
+	}
+	/* The tuner protects a NIC's queues and caches; plain shm has none,
+	 * so tuning would only cost (a fixed credit still applies). */
+	if (!ctx->caps.nic) {
+		smart__info(&ctx->log, "WorkReqThrot: %s has no NIC to "
+			    "throttle for; the tuner stays off", ctx->tp->name);
+		t->phase = TUNER_NO_NIC;
+		atomic_store(&t->cap, -1);
 		return;
 	}
 	t->phase = TUNER_UPDATE;
@@ -161,11 +173,11 @@ void smart__credit_wait(struct smart_worker *w, struct smart__task *t, int n)
 void smart__tuner_describe(const struct smart_ctx *ctx, int *cap,
 			   char *phase, size_t len)
 {
-	static const char *const names[] = { "off", "fixed", "update",
-					     "stable" };
+	static const char *const names[] = { "off", "no-nic", "fixed",
+					     "update", "stable" };
 	const struct smart__tuner *t = &ctx->tuner;
 	int c = atomic_load(&((struct smart__tuner *)t)->cap);
 
 	*cap = c >= TUNER_UNLIMITED || c < 0 ? -1 : c;
-	snprintf(phase, len, "%s", names[t->phase & 3]);
+	snprintf(phase, len, "%s", names[t->phase % 5]);
 }

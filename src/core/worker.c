@@ -221,7 +221,9 @@ int smart__worker_poll(struct smart_worker *w)
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
 	int n, i, shared = w->group->shared;
 
-	if (smart_unlikely(w->throttle))
+	/* the tuner's epoch is milliseconds long: a look at the clock every
+	 * 64 polls is plenty and keeps rdtsc off most polls */
+	if (smart_unlikely(w->throttle) && !(w->stats[SMART_STAT_POLLS] & 63))
 		smart__tuner_step(w);
 	n = w->tp->poll(w->group->cq, wc, SMART_POLL_BATCH);
 	SMART_STAT_INC(w, SMART_STAT_POLLS);
@@ -268,7 +270,7 @@ int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
 	w->tp = ctx->tp;
 	w->main_task.w = w;
 	w->main_task.state = SMART_TASK_RUNNING;
-	w->throttle = ctx->tuner.phase != 0;	/* not TUNER_OFF */
+	w->throttle = ctx->tuner.phase >= TUNER_FIXED;
 	w->cap_seen = 0;	/* credits follow the cap at the first post */
 	rc = smart__task_init_slot(w, &w->main_task);
 	if (rc)

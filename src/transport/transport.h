@@ -135,6 +135,9 @@ struct smart_tp_caps {
 	uint32_t max_cqe;	/* per CQ */
 	uint32_t max_chain;	/* WRs per post */
 	int thread_domains;	/* 1 when a QP can own its doorbell */
+	int nic;		/* 1 when WRs go through a NIC (or its model),
+				 * whose queues work-request throttling
+				 * protects; 0 for plain shm */
 };
 
 struct smart_tp_qp_attr {

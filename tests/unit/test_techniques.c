@@ -193,7 +193,8 @@ static void test_switches(void)
 {
 	static const char *const none[] = { "opts", "None", NULL };
 	static const char *const two[] = { "opts", "WorkReqThrot,SpecLookup",
-					   NULL };
+					   "nic_model", "default", NULL };
+	static const char *const nonic[] = { "opts", "WorkReqThrot", NULL };
 	struct fixture f;
 	smart_stats_t st;
 
@@ -212,6 +213,14 @@ static void test_switches(void)
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	CHECK_EQ(st.credit_cap, 4);	/* the tuner starts at 4 */
 	CHECK_STR_EQ(st.throttle_phase, "update");
+	CHECK_STR_EQ(smart_ctx_qp_mode(f.ctx), "per-thread");
+	fixture_stop(&f);
+
+	/* plain shm: no NIC, no tuning */
+	fixture_start(&f, 4 << 20, 0, nonic);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.credit_cap, -1);
+	CHECK_STR_EQ(st.throttle_phase, "no-nic");
 	fixture_stop(&f);
 }
 

@@ -75,6 +75,7 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	/* The model's doorbells can be had per QP, as mlx5 thread domains
 	 * give them; without the model a doorbell costs nothing anyway. */
 	out->thread_domains = d->model != NULL;
+	out->nic = d->model != NULL;
 }
 
 /* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages

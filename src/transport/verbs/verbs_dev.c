@@ -243,6 +243,7 @@ void smart__verbs_query_caps(struct smart_tp_domain *d,
 	out->max_cqe = (uint32_t)d->dev.max_cqe;
 	out->max_chain = VERBS_MAX_CHAIN;
 	out->thread_domains = d->thread_domains;
+	out->nic = 1;
 }
 
 static void *map_region(size_t len, int huge, size_t *map_len)
