@@ -1,0 +1,100 @@
+/*
+ * Smart-HT: a RACE-style extendible hash table in blade memory, operated
+ * with one-sided ops only (docs/ht.md has the layouts and the protocol).
+ *
+ * Keys are byte strings of 1..SMART_HT_KEY_MAX bytes, values byte strings
+ * of 0..SMART_HT_VALUE_MAX bytes.  A table is named by a root entry of its
+ * home blade; its keys are sharded by hash over one or more blades.
+ *
+ * Handles: smart_ht_create() / smart_ht_open() return a table object that
+ * every worker of the process shares; each operation takes the calling
+ * worker.  The object is read-mostly: it holds the table's geometry
+ * (immutable), the cached directory and the speculative-lookup cache (both
+ * updated with atomic word stores).  Close it after every worker has
+ * stopped using it.
+ *
+ * Semantics: insert fails with SMART_EEXIST when the key is present (of
+ * concurrent inserts of one key exactly one succeeds), update and delete
+ * with SMART_ENOENT when it is absent, upsert does either.  Each operation
+ * is linearizable.  Errors: SMART_EINVAL for NULL or oversize arguments,
+ * SMART_ENOENT from open for a root entry that names no table,
+ * SMART_ENOSPC when the key's candidate buckets or the blade are full,
+ * SMART_ERETRY when an operation gave up after too many conflicts, and the
+ * transport's errors.  An error leaves the table unchanged.
+ *
+ * Thread safety: a table object may be used by any number of workers
+ * (threads) at once, each passing its own worker; smart_ht_close() must
+ * not run concurrently with anything else on the object.  Operations
+ * follow the rules of smart_alloc(): no ops of the caller's own may be
+ * queued and unsynced when one is called.
+ */
+#ifndef SMART_HT_H
+#define SMART_HT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "smart/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMART_HT_KEY_MAX	255
+#define SMART_HT_VALUE_MAX	8192
+#define SMART_HT_SHARDS_MAX	16
+#define SMART_HT_DEPTH_MAX	8
+
+typedef struct smart_ht smart_ht_t;
+
+struct smart_ht_config {
+	/* Blades holding the shards (NULL: the home blade alone). */
+	const uint16_t *blades;
+	unsigned nblades;		/* 1..SMART_HT_SHARDS_MAX */
+	/* 2^depth subtables per shard (0..SMART_HT_DEPTH_MAX). */
+	unsigned depth;
+	/* Main buckets per subtable: even, 2..2^20. */
+	unsigned buckets;
+	/* Entries of the process-local speculative-lookup cache: a power of
+	 * two, or 0 for none (used only with the SpecLookup switch on). */
+	unsigned spec_cache;
+};
+
+/* Defaults: home blade only, depth 2, 1024 buckets, 4096 cache entries. */
+void smart_ht_config_init(struct smart_ht_config *cfg);
+
+/* Create a table named by root entry root_idx of blade `blade` (cfg NULL:
+ * defaults).  SMART_EEXIST when that root entry is already in use. */
+int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		    const struct smart_ht_config *cfg, smart_ht_t **out);
+
+/* Open the table named by root entry root_idx of blade `blade`.  Every
+ * blade of the table must be connected to the worker's ctx. */
+int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		  smart_ht_t **out);
+
+/* Free the local table object (the remote table stays). */
+void smart_ht_close(smart_ht_t *t);
+
+int smart_ht_insert(smart_ht_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len);
+int smart_ht_update(smart_ht_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len);
+int smart_ht_upsert(smart_ht_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len);
+int smart_ht_delete(smart_ht_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len);
+
+/* Copy the key's value into val (capacity cap) and its length into
+ * *val_len.  SMART_ENOENT when absent; SMART_ERANGE when cap is too small,
+ * in which case only *val_len (the size needed) is written.  val may be
+ * NULL when cap is 0. */
+int smart_ht_search(smart_ht_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, void *val, size_t cap, size_t *val_len);
+
+/* Number of shards and subtables per shard as currently cached. */
+unsigned smart_ht_shards(const smart_ht_t *t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
