@@ -53,6 +53,7 @@ struct perf_cfg {
 	const char *techniques;	/* --opts */
 	const char *credit;	/* --credit */
 	const char *nic_model;	/* --nic-model */
+	const char *device;	/* --device (verbs) */
 	int batch;		/* ops per sync per coroutine */
 	int dynamic_ms;		/* re-draw the active threads this often */
 	uint64_t keys;		/* cas-incr: counters */
@@ -437,6 +438,8 @@ static int perf_setup_ctx(struct perf *p)
 		rc = smart_opts_set(o, "credit", c->credit);
 	if (!rc && c->nic_model)
 		rc = smart_opts_set(o, "nic_model", c->nic_model);
+	if (!rc && c->device)
+		rc = smart_opts_set(o, "device", c->device);
 	if (!rc && c->transport)
 		rc = smart_opts_set(o, "transport", c->transport);
 	if (!rc && c->secret_file)
@@ -495,6 +498,7 @@ static int perf_embedded_blade(struct perf *p, char *secret_path)
 	bc.secret = secret;
 	bc.secret_len = 32;
 	bc.transport = p->cfg->transport;
+	bc.device = p->cfg->device;
 	rc = smart_blade_create(&bc, &p->blade);
 	if (rc)
 		return rc;
@@ -687,6 +691,7 @@ static void usage(FILE *f)
 "  --seconds S               duration of each run [3]\n"
 "  --qp-mode M               shared | mux:K | per-thread | per-thread-db\n"
 "  --transport NAME          shm | verbs [shm]\n"
+"  --device NAME             verbs: RDMA device [first with an active port]\n"
 "  --connect HOST:PORT       use a running smartd instead of an embedded blade\n"
 "  --secret-file F           secret for --connect (or SMART_SECRET_FILE)\n"
 "  --blade-size SIZE         embedded blade region [1G]\n"
@@ -743,7 +748,7 @@ static int bad_arg(const char *opt, const char *val)
 enum { O_OP = 256, O_SIZE, O_THREADS, O_DEPTH, O_SECONDS, O_QPMODE,
        O_TRANSPORT, O_CONNECT, O_SECRET, O_BSIZE, O_RAW, O_VSRAW, O_ROUNDS,
        O_OPT, O_SEED, O_JSON, O_LIST, O_HELP, O_VERSION, O_OPTS, O_CREDIT,
-       O_NIC, O_KEYS, O_ZIPF, O_BATCH, O_DYNAMIC };
+       O_NIC, O_KEYS, O_ZIPF, O_BATCH, O_DYNAMIC, O_DEVICE };
 
 static const struct option long_opts[] = {
 	{ "op", 1, 0, O_OP }, { "size", 1, 0, O_SIZE },
@@ -759,6 +764,7 @@ static const struct option long_opts[] = {
 	{ "credit", 1, 0, O_CREDIT }, { "nic-model", 1, 0, O_NIC },
 	{ "keys", 1, 0, O_KEYS }, { "zipf", 1, 0, O_ZIPF },
 	{ "batch", 1, 0, O_BATCH }, { "dynamic", 1, 0, O_DYNAMIC },
+	{ "device", 1, 0, O_DEVICE },
 	{ 0, 0, 0, 0 },
 };
 
@@ -819,6 +825,7 @@ static int parse_args(int argc, char **argv, struct perf_cfg *c)
 		case O_OPTS: c->techniques = optarg; break;
 		case O_CREDIT: c->credit = optarg; break;
 		case O_NIC: c->nic_model = optarg; break;
+		case O_DEVICE: c->device = optarg; break;
 		case O_VSRAW: c->vs_raw = 1; break;
 		case O_JSON: c->json = 1; break;
 		case O_OPT:

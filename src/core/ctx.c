@@ -68,12 +68,17 @@ static void ctx_effective_mode(struct smart_ctx *ctx)
 	char *eff = ctx->qp_mode_effective;
 	size_t len = sizeof(ctx->qp_mode_effective);
 
-	if (o->qp_mode == SMART_QPM_AUTO)
+	int asked = o->qp_mode != SMART_QPM_AUTO;
+
+	if (!asked)
 		o->qp_mode = (o->opts & SMART_OPT_THRD_AWARE_ALLOC) ?
 			     SMART_QPM_PER_THREAD_DB : SMART_QPM_PER_THREAD;
 	if (o->qp_mode == SMART_QPM_PER_THREAD_DB && !ctx->caps.thread_domains) {
-		smart__info(&ctx->log, "%s has no per-thread doorbells: "
-			    "per-thread-db runs as per-thread", ctx->tp->name);
+		/* one line, a warning when the user asked for it by name */
+		smart__log_msg(&ctx->log, asked ? SMART_LOG_WARN : SMART_LOG_INFO,
+			       "%s has no per-thread doorbells (thread domains):"
+			       " per-thread-db runs as per-thread",
+			       ctx->tp->name);
 		snprintf(eff, len, "per-thread");
 	} else if (o->qp_mode == SMART_QPM_MUX) {
 		snprintf(eff, len, "mux:%d", o->qp_mux);

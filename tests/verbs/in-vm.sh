@@ -32,6 +32,7 @@ step conformance env SMART_CONF_SCALE=${SMART_CONF_SCALE:-10} "$bin/test_transpo
 for t in test_core test_smartd_clients test_one_sided; do
 	[ -x "$bin/$t" ] && step "$t" timeout 600 "$bin/$t"
 done
+step dead-blade "$(dirname "$0")/dead-blade.sh" "$bin"
 step smart-perf "$bin/smart-perf" --transport verbs --op read --size 8 \
 	--threads 1 --depth 8 --seconds 2
 
