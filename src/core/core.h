@@ -296,8 +296,13 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 {
 	struct smart__qp *qp = w->qp[blade];
 
+	/* In a shared group another worker may have replaced the QP: the
+	 * cache is only good while it is still the group's. */
 	if (smart_likely(qp && !atomic_load_explicit(&qp->broken,
-						     memory_order_relaxed))) {
+						     memory_order_relaxed) &&
+			 (!w->group->shared ||
+			  qp == atomic_load_explicit(&w->group->qps[blade],
+						     memory_order_acquire)))) {
 		*out = qp;
 		return 0;
 	}

@@ -159,11 +159,16 @@ static int qp_open(struct smart_worker *w, struct smart__blade *b,
 	return 0;
 }
 
-/* Free retired QPs whose WRs have all completed.  Group lock held. */
+/* Free retired QPs whose WRs have all completed.  Group lock held.  In a
+ * shared group another worker may still hold a retired QP in its cache
+ * and be about to post to it, so those are kept until the group goes (a
+ * QP per transport error, a bounded cost). */
 static void group_reap(struct smart__group *g)
 {
 	struct smart__qp **pp = &g->retired;
 
+	if (g->shared)
+		return;
 	while (*pp) {
 		struct smart__qp *qp = *pp;
 
@@ -201,8 +206,10 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 			atomic_store(&g->qps[b->id], qp);
 	}
 	pthread_mutex_unlock(&g->lock);
+	/* Never leave a retired (soon freed) QP in the cache. */
+	w->qp[b->id] = rc ? NULL : qp;
 	if (!rc)
-		*out = w->qp[b->id] = qp;
+		*out = qp;
 	return rc;
 }
 

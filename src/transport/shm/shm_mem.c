@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "transport/shm/shm.h"
+#include "util/bytes.h"
 #include "util/log.h"
 
 #define SHM_HUGE_PAGE (2u << 20)
@@ -191,32 +192,6 @@ void smart__shm_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *pub)
 	free(mr);
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
 /* Region blob: magic, version, base, size, rkey, hugepages (32 bytes). */
 #define SHM_REGION_BLOB_LEN 32
 
@@ -227,12 +202,12 @@ int smart__shm_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
 
 	if (!mr || mr->fd < 0 || *len < SHM_REGION_BLOB_LEN)
 		return SMART_EINVAL;
-	put32(b, SHM_REGION_MAGIC);
-	put32(b + 4, SHM_BLOB_VERSION);
-	put64(b + 8, (uint64_t)(uintptr_t)mr->addr);
-	put64(b + 16, mr->len);
-	put32(b + 24, mr->rkey);
-	put32(b + 28, (uint32_t)mr->hugepages);
+	smart__put32(b, SHM_REGION_MAGIC);
+	smart__put32(b + 4, SHM_BLOB_VERSION);
+	smart__put64(b + 8, (uint64_t)(uintptr_t)mr->addr);
+	smart__put64(b + 16, mr->len);
+	smart__put32(b + 24, mr->rkey);
+	smart__put32(b + 28, (uint32_t)mr->hugepages);
 	*len = SHM_REGION_BLOB_LEN;
 	return 0;
 }
@@ -248,7 +223,7 @@ int smart__shm_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 	/* Nothing to set up: the client's CPU does the work.  The record only
 	 * mirrors what a verbs responder QP is, for a uniform control plane. */
 	if (!client_blob || client_len != 8 ||
-	    get32(client_blob) != SHM_QP_MAGIC || *blob_len < 8)
+	    smart__get32(client_blob) != SHM_QP_MAGIC || *blob_len < 8)
 		return SMART_EPROTO;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -256,8 +231,8 @@ int smart__shm_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 	pthread_mutex_lock(&d->lock);
 	r->id = d->next_id++;
 	pthread_mutex_unlock(&d->lock);
-	put32(b, SHM_ACC_MAGIC);
-	put32(b + 4, r->id);
+	smart__put32(b, SHM_ACC_MAGIC);
+	smart__put32(b + 4, r->id);
 	*blob_len = 8;
 	*out = r;
 	return 0;
@@ -273,10 +248,10 @@ static int shm_remote_check(const uint8_t *b, size_t len, int fd)
 	struct stat st;
 	uint64_t size;
 
-	if (!b || len != SHM_REGION_BLOB_LEN || get32(b) != SHM_REGION_MAGIC ||
-	    get32(b + 4) != SHM_BLOB_VERSION)
+	if (!b || len != SHM_REGION_BLOB_LEN || smart__get32(b) != SHM_REGION_MAGIC ||
+	    smart__get32(b + 4) != SHM_BLOB_VERSION)
 		return SMART_EPROTO;
-	size = get64(b + 16);
+	size = smart__get64(b + 16);
 	if (!size || size > (UINT64_C(1) << 47))
 		return SMART_EPROTO;
 	if (fd < 0 || fstat(fd, &st) < 0 ||
@@ -298,10 +273,10 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		goto out_close;
-	r->base = get64(b + 8);
-	r->size = get64(b + 16);
-	r->rkey = get32(b + 24);
-	r->hugepages = (int)get32(b + 28);
+	r->base = smart__get64(b + 8);
+	r->size = smart__get64(b + 16);
+	r->rkey = smart__get32(b + 24);
+	r->hugepages = (int)smart__get32(b + 28);
 	r->map_len = (r->size + (r->hugepages ? SHM_HUGE_PAGE : 4096) - 1) &
 		     ~(uint64_t)((r->hugepages ? SHM_HUGE_PAGE : 4096) - 1);
 	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,

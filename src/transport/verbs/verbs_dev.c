@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "transport/verbs/verbs.h"
+#include "util/bytes.h"
 #include "util/log.h"
 
 static enum ibv_mtu mtu_from_bytes(int bytes)
@@ -315,10 +316,6 @@ void smart__verbs_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *pub)
 	free(m);
 }
 
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
 #define VERBS_REGION_BLOB_LEN 28
 
@@ -329,11 +326,11 @@ int smart__verbs_region_blob(struct smart_tp_domain *d,
 
 	if (!mr || *len < VERBS_REGION_BLOB_LEN)
 		return SMART_EINVAL;
-	put32(b, VERBS_REGION_MAGIC);
-	put32(b + 4, VERBS_BLOB_VERSION);
-	put64(b + 8, (uint64_t)(uintptr_t)mr->addr);
-	put64(b + 16, mr->len);
-	put32(b + 24, mr->rkey);
+	smart__put32(b, VERBS_REGION_MAGIC);
+	smart__put32(b + 4, VERBS_BLOB_VERSION);
+	smart__put64(b + 8, (uint64_t)(uintptr_t)mr->addr);
+	smart__put64(b + 16, mr->len);
+	smart__put32(b + 24, mr->rkey);
 	*len = VERBS_REGION_BLOB_LEN;
 	return 0;
 }
@@ -348,16 +345,16 @@ int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 	if (fd >= 0)
 		close(fd);
 	if (!b || len != VERBS_REGION_BLOB_LEN ||
-	    get32(b) != VERBS_REGION_MAGIC ||
-	    get32(b + 4) != VERBS_BLOB_VERSION || !get64(b + 16) ||
-	    get64(b + 8) + get64(b + 16) < get64(b + 8))
+	    smart__get32(b) != VERBS_REGION_MAGIC ||
+	    smart__get32(b + 4) != VERBS_BLOB_VERSION || !smart__get64(b + 16) ||
+	    smart__get64(b + 8) + smart__get64(b + 16) < smart__get64(b + 8))
 		return SMART_EPROTO;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return SMART_ENOMEM;
-	r->base = get64(b + 8);
-	r->size = get64(b + 16);
-	r->rkey = get32(b + 24);
+	r->base = smart__get64(b + 8);
+	r->size = smart__get64(b + 16);
+	r->rkey = smart__get32(b + 24);
 	*out = r;
 	return 0;
 }
@@ -384,10 +381,10 @@ size_t smart__verbs_info_pack(const struct verbs_qp_info *in, void *blob)
 {
 	uint8_t *b = blob;
 
-	put32(b, VERBS_QP_MAGIC);
-	put32(b + 4, VERBS_BLOB_VERSION);
-	put32(b + 8, in->qpn);
-	put32(b + 12, in->psn);
+	smart__put32(b, VERBS_QP_MAGIC);
+	smart__put32(b + 4, VERBS_BLOB_VERSION);
+	smart__put32(b + 8, in->qpn);
+	smart__put32(b + 12, in->psn);
 	memcpy(b + 16, &in->lid, 2);
 	b[18] = in->mtu;
 	b[19] = in->has_gid;
@@ -400,13 +397,13 @@ int smart__verbs_info_unpack(const void *blob, size_t len,
 {
 	const uint8_t *b = blob;
 
-	if (!b || len != VERBS_QP_BLOB_LEN || get32(b) != VERBS_QP_MAGIC ||
-	    get32(b + 4) != VERBS_BLOB_VERSION || b[19] > 1 ||
+	if (!b || len != VERBS_QP_BLOB_LEN || smart__get32(b) != VERBS_QP_MAGIC ||
+	    smart__get32(b + 4) != VERBS_BLOB_VERSION || b[19] > 1 ||
 	    b[18] < IBV_MTU_256 || b[18] > IBV_MTU_4096 ||
-	    (get32(b + 8) >> 24) || (get32(b + 12) >> 24))
+	    (smart__get32(b + 8) >> 24) || (smart__get32(b + 12) >> 24))
 		return SMART_EPROTO;
-	out->qpn = get32(b + 8);
-	out->psn = get32(b + 12);
+	out->qpn = smart__get32(b + 8);
+	out->psn = smart__get32(b + 12);
 	memcpy(&out->lid, b + 16, 2);
 	out->mtu = b[18];
 	out->has_gid = b[19];
