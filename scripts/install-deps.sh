@@ -4,7 +4,9 @@
 # Usage: scripts/install-deps.sh [extra-package ...]
 set -euo pipefail
 
-pkgs=(gcc make cmake pkg-config libboost-context-dev "$@")
+# libibverbs-dev: the verbs transport and its tests (run in the Soft-RoCE VM,
+# whose own packages tests/vm/lib.sh installs on first use).
+pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
