@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/smartd_proc.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 
@@ -102,13 +103,6 @@ static void guard_alarm(int sig)
 	_exit(1);
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 static void secret_file(char *path, const char *s)
 {
 	int fd = mkstemp(path);
@@ -121,104 +115,20 @@ static void secret_file(char *path, const char *s)
 	close(fd);
 }
 
-struct daemon {
-	pid_t pid;
-	int out;		/* its stdout; open until it exited */
-	char addr[64];		/* "127.0.0.1:PORT" from its start line */
-};
-
-/* Read one line from fd within timeout_ms; 0, or -1 on EOF/timeout. */
-static int read_line(int fd, char *buf, size_t cap, int timeout_ms)
-{
-	size_t n = 0;
-	int waited = 0;
-
-	while (n + 1 < cap && waited < timeout_ms) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t r;
-
-		if (poll(&p, 1, 50) == 0) {
-			waited += 50;
-			continue;
-		}
-		r = read(fd, buf + n, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (buf[n++] == '\n') {
-			buf[n] = '\0';
-			return 0;
-		}
-	}
-	buf[n] = '\0';
-	return -1;
-}
-
-static void daemon_start(struct daemon *d, const char *secret_path)
+static void daemon_start(struct smartd_proc *d, const char *secret_path)
 {
 	const char *argv[] = { "smartd", "--size", "32M", "--listen",
 			       "127.0.0.1:0", "--id", "5", "--secret-file",
 			       secret_path, NULL };
-	pid_t parent = getpid();
-	char line[512], *on, *end;
-	int p[2];
 
-	if (access(SMART_BIN_DIR "/smartd", X_OK))
-		test_skip("smartd is not built (" SMART_BIN_DIR "/smartd)");
-	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
-	fflush(NULL);
-	d->pid = fork();
-	CHECK_GE(d->pid, 0);
-	if (d->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(1);
-		dup2(p[1], 1);
-		execv(SMART_BIN_DIR "/smartd", (char *const *)argv);
-		_exit(127);
-	}
+	smartd_spawn(d, argv, "smartd: blade 5 serving 33554432 bytes on ");
 	guard.pid = d->pid;
-	close(p[1]);
-	d->out = p[0];
-	CHECK_MSG(!read_line(d->out, line, sizeof(line), 10000),
-		  "expected smartd's start line within 10 s, got \"%s\"",
-		  line);
-	CHECK_MSG(strstr(line, "smartd: blade 5 serving 33554432 bytes on "),
-		  "unexpected start line \"%s\"", line);
-	on = strstr(line, " on ") + 4;
-	end = strchr(on, ' ');
-	CHECK_MSG(end && (size_t)(end - on) < sizeof(d->addr) &&
-		  !strncmp(on, "127.0.0.1:", 10) && strncmp(on + 10, "0 ", 2),
-		  "expected 127.0.0.1:<port != 0> in \"%s\"", line);
-	memcpy(d->addr, on, (size_t)(end - on));
-	d->addr[end - on] = '\0';
 }
 
-static void daemon_stop(struct daemon *d)
+static void daemon_stop(struct smartd_proc *d)
 {
-	char line[512];
-	int st = 0, t;
-
-	CHECK_EQ(kill(d->pid, SIGTERM), 0);
-	for (t = 0; t <= 5000; t += 10) {
-		pid_t r = waitpid(d->pid, &st, WNOHANG);
-
-		if (r == d->pid)
-			break;
-		CHECK_MSG(r == 0, "waitpid(smartd): %s", strerror(errno));
-		sleep_ms(10);
-	}
-	CHECK_MSG(t <= 5000, "smartd did not exit within 5 s of SIGTERM");
+	smartd_stop(d);
 	guard.pid = 0;
-	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "smartd after SIGTERM: expected exit 0, got %s %d",
-		  WIFEXITED(st) ? "exit" : "signal",
-		  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	CHECK_MSG(!read_line(d->out, line, sizeof(line), 1000) &&
-		  strstr(line, "clean shutdown"),
-		  "expected smartd's clean shutdown line, got \"%s\"", line);
-	close(d->out);
 }
 
 /* State letter of /proc/<pid>/task/<tid>/stat (after "(comm) "). */
@@ -608,7 +518,7 @@ static void check_stats(smart_ctx_t *ctx)
 }
 
 /* While smartd is stopped: the threads' tasks, then the checks. */
-static void run_stopped(struct daemon *d, smart_ctx_t *ctx, smart_worker_t *w,
+static void run_stopped(struct smartd_proc *d, smart_ctx_t *ctx, smart_worker_t *w,
 			const struct shared *sh, struct task_arg *ta)
 {
 	struct thread_arg targ[THREADS];
@@ -660,7 +570,7 @@ static void test_stopped_blade(void)
 	static struct task_arg ta[TASKS_ALL];
 	char path[] = "/tmp/smart-one-sided-secret-XXXXXX";
 	struct shared sh;
-	struct daemon d;
+	struct smartd_proc d;
 	smart_ctx_t *ctx;
 	smart_worker_t *w;
 

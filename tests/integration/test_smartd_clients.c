@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/smartd_proc.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 
@@ -125,13 +126,6 @@ static void die_with_parent(pid_t parent)
 		_exit(1);
 }
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* A secret file in /tmp, mode 0600, holding s. */
 static void secret_file(char *path, const char *s)
 {
@@ -145,113 +139,21 @@ static void secret_file(char *path, const char *s)
 	close(fd);
 }
 
-struct daemon {
-	pid_t pid;
-	int out;		/* its stdout; open until it exited */
-	char addr[64];		/* "127.0.0.1:PORT" from its start line */
-};
-
-/* Read one line from fd within timeout_ms; 0, or -1 on EOF/timeout. */
-static int read_line(int fd, char *buf, size_t cap, int timeout_ms)
-{
-	size_t n = 0;
-	int waited = 0;
-
-	while (n + 1 < cap && waited < timeout_ms) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t r;
-
-		if (poll(&p, 1, 50) == 0) {
-			waited += 50;
-			continue;
-		}
-		r = read(fd, buf + n, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (buf[n++] == '\n') {
-			buf[n] = '\0';
-			return 0;
-		}
-	}
-	buf[n] = '\0';
-	return -1;
-}
-
-/* Start smartd on 127.0.0.1:0 and learn its address from the start line. */
-static void daemon_start(struct daemon *d, const char *secret_path)
+/* smartd on 127.0.0.1:0, 64 MiB in 256-KiB chunks. */
+static void daemon_start(struct smartd_proc *d, const char *secret_path)
 {
 	const char *argv[] = { "smartd", "--size", "64M", "--listen",
 			       "127.0.0.1:0", "--chunk-size", "256K",
 			       "--secret-file", secret_path, NULL };
-	pid_t parent = getpid();
-	char line[512], *on, *end;
-	int p[2];
 
-	if (access(SMART_BIN_DIR "/smartd", X_OK))
-		test_skip("smartd is not built (" SMART_BIN_DIR "/smartd)");
-	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
-	fflush(NULL);
-	d->pid = fork();
-	CHECK_GE(d->pid, 0);
-	if (d->pid == 0) {
-		die_with_parent(parent);
-		dup2(p[1], 1);
-		execv(SMART_BIN_DIR "/smartd", (char *const *)argv);
-		_exit(127);
-	}
+	smartd_spawn(d, argv, "smartd: blade 0 serving 67108864 bytes on ");
 	guard.pids[0] = d->pid;
-	close(p[1]);
-	d->out = p[0];
-	CHECK_MSG(!read_line(d->out, line, sizeof(line), 10000),
-		  "expected smartd's start line within 10 s, got \"%s\"",
-		  line);
-	CHECK_MSG(strstr(line, "smartd: blade 0 serving 67108864 bytes on "),
-		  "unexpected start line \"%s\"", line);
-	on = strstr(line, " on ") + 4;
-	end = strchr(on, ' ');
-	CHECK_MSG(end && (size_t)(end - on) < sizeof(d->addr) &&
-		  !strncmp(on, "127.0.0.1:", 10) && strncmp(on + 10, "0 ", 2),
-		  "expected 127.0.0.1:<port != 0> in \"%s\"", line);
-	memcpy(d->addr, on, (size_t)(end - on));
-	d->addr[end - on] = '\0';
 }
 
-/* Wait at most timeout_ms for pid; its wait status, or -1 if still alive. */
-static int wait_bounded(pid_t pid, int timeout_ms)
+static void daemon_stop(struct smartd_proc *d)
 {
-	int st;
-
-	for (int t = 0; t <= timeout_ms; t += 10) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-
-		if (r == pid)
-			return st;
-		CHECK_MSG(r == 0, "waitpid(%d): %s", (int)pid,
-			  strerror(errno));
-		sleep_ms(10);
-	}
-	return -1;
-}
-
-static void daemon_stop(struct daemon *d)
-{
-	char line[512];
-	int st;
-
-	CHECK_EQ(kill(d->pid, SIGTERM), 0);
-	st = wait_bounded(d->pid, 5000);
-	CHECK_MSG(st != -1, "smartd did not exit within 5 s of SIGTERM");
+	smartd_stop(d);
 	guard.pids[0] = 0;
-	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "smartd after SIGTERM: expected exit 0, got %s %d",
-		  WIFEXITED(st) ? "exit" : "signal",
-		  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-	CHECK_MSG(!read_line(d->out, line, sizeof(line), 1000) &&
-		  strstr(line, "clean shutdown"),
-		  "expected smartd's clean shutdown line, got \"%s\"", line);
-	close(d->out);
 }
 
 static smart_ctx_t *ctx_open(const char *secret_path)
@@ -485,7 +387,7 @@ static pid_t client_spawn(const char *addr, const char *secret_path,
 
 static void client_wait(pid_t pid, unsigned client)
 {
-	int st = wait_bounded(pid, 45000);
+	int st = smartd_wait_bounded(pid, 45000);
 
 	CHECK_MSG(st != -1, "client %u did not finish within 45 s", client);
 	guard.pids[1 + client] = 0;
@@ -621,7 +523,7 @@ static void verify(const char *addr, const char *secret_path)
 static void test_clients(void)
 {
 	char path[] = "/tmp/smart-clients-secret-XXXXXX";
-	struct daemon d;
+	struct smartd_proc d;
 	pid_t pid[CLIENTS];
 
 	guard_init(60);

@@ -1,0 +1,139 @@
+/*
+ * Test helper: run build/bin/smartd as a child process.  smartd_spawn()
+ * starts it, waits (bounded) for its start line and parses the address it
+ * really listens on; smartd_stop() sends SIGTERM and requires a clean exit
+ * 0 with its "clean shutdown" line, within 5 s.  The child dies with the
+ * test (PR_SET_PDEATHSIG), so a failing check never leaves it behind.
+ * Header only; needs SMART_BIN_DIR (CMake defines it for tests).
+ */
+#ifndef SMART_TEST_SMARTD_PROC_H
+#define SMART_TEST_SMARTD_PROC_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness/test.h"
+
+struct smartd_proc {
+	pid_t pid;
+	int out;		/* its stdout; open until it exited */
+	char addr[64];		/* "127.0.0.1:PORT" from its start line */
+};
+
+static inline void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Read one line from fd within timeout_ms; 0, or -1 on EOF/timeout. */
+static inline int smartd_read_line(int fd, char *buf, size_t cap,
+				   int timeout_ms)
+{
+	size_t n = 0;
+	int waited = 0;
+
+	while (n + 1 < cap && waited < timeout_ms) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&p, 1, 50) == 0) {
+			waited += 50;
+			continue;
+		}
+		r = read(fd, buf + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (buf[n++] == '\n') {
+			buf[n] = '\0';
+			return 0;
+		}
+	}
+	buf[n] = '\0';
+	return -1;
+}
+
+/* Wait at most timeout_ms for pid; its wait status, or -1 if still alive. */
+static inline int smartd_wait_bounded(pid_t pid, int timeout_ms)
+{
+	int st;
+
+	for (int t = 0; t <= timeout_ms; t += 10) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			return st;
+		CHECK_MSG(r == 0, "waitpid(%d): %s", (int)pid,
+			  strerror(errno));
+		sleep_ms(10);
+	}
+	return -1;
+}
+
+/* Start smartd with argv (argv[0] is ignored; listen on 127.0.0.1:0) and
+ * require its start line to begin with expect. */
+static inline void smartd_spawn(struct smartd_proc *d,
+				const char *const *argv, const char *expect)
+{
+	pid_t parent = getpid();
+	char line[512], *on, *end;
+	int p[2];
+
+	if (access(SMART_BIN_DIR "/smartd", X_OK))
+		test_skip("smartd is not built (" SMART_BIN_DIR "/smartd)");
+	CHECK_EQ(pipe2(p, O_CLOEXEC), 0);
+	fflush(NULL);
+	d->pid = fork();
+	CHECK_GE(d->pid, 0);
+	if (d->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		dup2(p[1], 1);
+		execv(SMART_BIN_DIR "/smartd", (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	d->out = p[0];
+	CHECK_MSG(!smartd_read_line(d->out, line, sizeof(line), 10000),
+		  "expected smartd's start line within 10 s, got \"%s\"",
+		  line);
+	CHECK_MSG(strstr(line, expect), "unexpected start line \"%s\"", line);
+	on = strstr(line, " on ") + 4;
+	end = strchr(on, ' ');
+	CHECK_MSG(end && (size_t)(end - on) < sizeof(d->addr) &&
+		  !strncmp(on, "127.0.0.1:", 10) && strncmp(on + 10, "0 ", 2),
+		  "expected 127.0.0.1:<port != 0> in \"%s\"", line);
+	memcpy(d->addr, on, (size_t)(end - on));
+	d->addr[end - on] = '\0';
+}
+
+static inline void smartd_stop(struct smartd_proc *d)
+{
+	char line[512];
+	int st;
+
+	CHECK_EQ(kill(d->pid, SIGTERM), 0);
+	st = smartd_wait_bounded(d->pid, 5000);
+	CHECK_MSG(st != -1, "smartd did not exit within 5 s of SIGTERM");
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "smartd after SIGTERM: expected exit 0, got %s %d",
+		  WIFEXITED(st) ? "exit" : "signal",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	CHECK_MSG(!smartd_read_line(d->out, line, sizeof(line), 1000) &&
+		  strstr(line, "clean shutdown"),
+		  "expected smartd's clean shutdown line, got \"%s\"", line);
+	close(d->out);
+}
+
+#endif
