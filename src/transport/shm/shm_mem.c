@@ -24,6 +24,7 @@
 
 #include "transport/shm/shm.h"
 #include "util/bytes.h"
+#include "util/sysmem.h"
 #include "util/log.h"
 
 #define SHM_HUGE_PAGE (2u << 20)
@@ -142,6 +143,13 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 
 	if (!len || len > (UINT64_C(1) << 47))
 		return SMART_EINVAL;
+	if (len > smart__mem_available()) {
+		smart__err(d->log, "%zu bytes requested, only %llu available: "
+			   "not allocating (populating them would invoke the "
+			   "OOM killer)", len,
+			   (unsigned long long)smart__mem_available());
+		return SMART_ENOMEM;
+	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return SMART_ENOMEM;

@@ -18,6 +18,7 @@
 
 #include "transport/verbs/verbs.h"
 #include "util/bytes.h"
+#include "util/sysmem.h"
 #include "util/log.h"
 
 static enum ibv_mtu mtu_from_bytes(int bytes)
@@ -275,6 +276,11 @@ int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
 
 	if (!len || len > (UINT64_C(1) << 47))
 		return SMART_EINVAL;
+	if (len > smart__mem_available()) {
+		smart__err(d->log, "%zu bytes requested, only %llu available",
+			   len, (unsigned long long)smart__mem_available());
+		return SMART_ENOMEM;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return SMART_ENOMEM;
