@@ -284,6 +284,9 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 	default:
 		if (opt_parse_num(d, val, &v))
 			return SMART_EINVAL;
+		/* a path MTU is one of 256, 512, 1024, 2048, 4096 (or 0) */
+		if (d->off == OFF(mtu) && v && (v < 256 || (v & (v - 1))))
+			return SMART_EINVAL;
 		if (d->kind == OPT_INT)
 			*(int *)p = (int)v;
 		else

@@ -49,6 +49,9 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set(o, "transport", "carrier-pigeon"),
 		 SMART_EINVAL);
 	CHECK_EQ(smart_opts_get(o, "qp_mode", buf, 3), SMART_ERANGE);
+	CHECK_OK(smart_opts_set(o, "mtu", "1024"));
+	CHECK_EQ(smart_opts_set(o, "mtu", "1000"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "mtu", "128"), SMART_EINVAL);
 	smart_opts_destroy(o);
 
 	/* The environment overrides defaults; a bad value fails creation. */
