@@ -26,6 +26,7 @@ struct ra_list {
 
 struct smart__ralloc {
 	uint64_t cur[RA_CLASSES], end[RA_CLASSES];
+	uint8_t refilling[RA_CLASSES];	/* a task is claiming a chunk */
 	struct ra_list free[RA_CLASSES];	/* small blocks by class */
 	struct ra_list big_off, big_k;		/* chunk runs: offset, length */
 };
@@ -110,15 +111,25 @@ static int alloc_small(struct smart_worker *w, struct smart__blade *b,
 	uint64_t bsize = UINT64_C(1) << c;
 	int rc;
 
+	/* Claiming a chunk syncs, so other tasks of this worker run
+	 * meanwhile: they wait for the refill instead of each claiming a
+	 * chunk of their own and overwriting the class's region. */
+	while (ra->refilling[c] && smart_in_task(w))
+		smart_task_yield(w);
 	if (ra->free[c].n) {
 		*off = ra->free[c].v[--ra->free[c].n];
 		return 0;
 	}
 	if (ra->cur[c] + bsize > ra->end[c] || !ra->end[c]) {
-		rc = claim_chunks(w, b, 1, &ra->cur[c]);
+		uint64_t start;
+
+		ra->refilling[c] = 1;
+		rc = claim_chunks(w, b, 1, &start);
+		ra->refilling[c] = 0;
 		if (rc)
 			return rc;
-		ra->end[c] = ra->cur[c] + (UINT64_C(1) << b->chunk_shift);
+		ra->cur[c] = start;
+		ra->end[c] = start + (UINT64_C(1) << b->chunk_shift);
 	}
 	*off = ra->cur[c];
 	ra->cur[c] += bsize;

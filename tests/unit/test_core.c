@@ -334,6 +334,37 @@ static void test_alloc_basic(void)
 	fixture_stop(&f);
 }
 
+/* Tasks of one worker allocating the same class at once must share the
+ * class's chunk: a refill in progress is waited for, not repeated. */
+static void refill_task(smart_worker_t *w, void *p)
+{
+	smart_gaddr_t g;
+	int i;
+
+	for (i = 0; i < 100; i++)
+		CHECK_OK(smart_alloc(w, *(uint16_t *)p, 1024, &g));
+}
+
+static void test_alloc_refill(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint16_t blade = 0;
+	int i;
+
+	fixture_start(&f, 16 << 20, 0, NULL);	/* 64-KiB chunks: 64 blocks */
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	for (i = 0; i < 8; i++)
+		CHECK_OK(smart_task_spawn(w, refill_task, &blade));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_ALLOCS], 800);
+	CHECK_LE(st.c[SMART_STAT_CHUNKS_CLAIMED], 800 / 64 + 1);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 #define CLAIM_THREADS 4
 #define CLAIM_TASKS 8
 #define CLAIM_ALLOCS 40
@@ -419,6 +450,7 @@ int main(int argc, char **argv)
 		{ "qp_repair", test_qp_repair },
 		{ "alloc_basic", test_alloc_basic },
 		{ "alloc_concurrent", test_alloc_concurrent },
+		{ "alloc_refill", test_alloc_refill },
 		{ NULL, NULL },
 	};
 
