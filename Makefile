@@ -20,7 +20,8 @@ build: deps
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
-	$(BUILD)/bin/smart-perf --op read --size 8 --threads 1 --depth 8 --seconds $(RUN_SECONDS)
+	$(BUILD)/bin/smart-bench ycsb --ds ht --workload a --keys 100000 \
+		--threads 2 --coros 8 --seconds $(RUN_SECONDS)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2

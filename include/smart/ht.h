@@ -57,7 +57,26 @@ struct smart_ht_config {
 	/* Entries of the process-local speculative-lookup cache: a power of
 	 * two, or 0 for none (used only with the SpecLookup switch on). */
 	unsigned spec_cache;
+	/* Non-zero: free replaced and deleted KV blocks (epoch-based, safe
+	 * against concurrent readers of any process; an operation announces
+	 * itself on the shard when its worker has no other operation on the
+	 * table in flight).  Zero: they are leaked, as in Smart-HT (the
+	 * benchmarks' "RACE" setting).  [0] */
+	unsigned reclaim;
 };
+
+/* What a table looks like now (directory re-read for the counts). */
+struct smart_ht_stats {
+	unsigned global_depth;	/* largest over the shards */
+	unsigned subtables;	/* distinct subtables, all shards */
+	uint64_t splits;	/* splits done through this table object */
+	uint64_t retired;	/* KV blocks retired through this object */
+	uint64_t freed;		/* of which freed after their grace period */
+};
+
+/* Fill *out; SMART_EINVAL for NULL arguments. */
+int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
+		   struct smart_ht_stats *out);
 
 /* Defaults: home blade only, depth 2, 1024 buckets, 4096 cache entries. */
 void smart_ht_config_init(struct smart_ht_config *cfg);

@@ -147,8 +147,9 @@ static void ref_step(smart_ht_t *t, smart_worker_t *w, smart_rng_t *r,
 	}
 }
 
-static void run_reference(const char *opts)
+static void run_reference(const char *opts, unsigned reclaim)
 {
+	struct smart_ht_config c;
 	const char *kv[] = { "opts", opts, NULL };
 	static struct ref ref[REF_KEYS];
 	struct fixture f;
@@ -160,7 +161,11 @@ static void run_reference(const char *opts)
 	memset(ref, 0, sizeof(ref));
 	fixture_start(&f, BLADE_SIZE, 1, kv);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	t = make_table(w, 1, 0, 2, 64);	/* 4 x 64 buckets: crowded */
+	smart_ht_config_init(&c);
+	c.depth = 2;
+	c.buckets = 64;			/* 4 x 64 buckets: crowded */
+	c.reclaim = reclaim;
+	CHECK_OK(smart_ht_create(w, 1, 0, &c, &t));
 	smart_rng_seed(&r, 42);
 	for (i = 0; i < REF_OPS; i++)
 		ref_step(t, w, &r, ref);
@@ -171,8 +176,10 @@ static void run_reference(const char *opts)
 
 static void test_reference(void)
 {
-	run_reference("None");
-	run_reference("ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup");
+	run_reference("None", 0);
+	run_reference("ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup", 0);
+	/* with block reclamation: freed blocks get reused under the map */
+	run_reference("ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup", 1);
 }
 
 static void test_long(void)

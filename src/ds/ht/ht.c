@@ -82,6 +82,14 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 		goto err_subs;
 	memset(dir, 0, sizeof(*dir));
 	dir->global_depth = c->depth;
+	if (c->reclaim) {
+		smart_gaddr_t ep;
+
+		rc = smart__ht_epochs_create(w, blade, &ep);
+		if (rc)
+			goto err_dir;
+		dir->epochs = ep;
+	}
 	for (i = 0; i < HT_DIR_ENTRIES; i++) {
 		/* entries beyond 2^depth alias like a doubled directory */
 		uint64_t off = smart_gaddr_off(*subs) + (i & (n - 1)) * ssz;
@@ -95,6 +103,9 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 		rc = smart_write_sync(w, *dir_addr, dir, sizeof(*dir));
 	if (!rc)
 		return 0;
+	if (dir->epochs)
+		smart_free(w, dir->epochs, sizeof(struct ht_epochs));
+err_dir:
 	smart_free(w, *dir_addr, sizeof(*dir));
 err_subs:
 	smart_free(w, *subs, ssz * n);
@@ -139,6 +150,7 @@ static int table_new(const struct ht_meta *m, uint16_t home, unsigned root,
 	for (i = 0; i < m->nshards; i++) {
 		t->shard[i].blade = smart_gaddr_blade(m->dir[i]);
 		t->shard[i].dir = m->dir[i];
+		t->shard[i].epochs = SMART_GADDR_NULL;	/* set by refresh */
 	}
 	*out = t;
 	return 0;
@@ -304,8 +316,49 @@ void smart_ht_close(smart_ht_t *t)
 {
 	if (!t)
 		return;
+	smart__ht_epochs_free(t);
 	free(t->spec);
 	free(t);
+}
+
+/* Distinct subtables among the first 2^depth directory entries. */
+static unsigned count_subtables(const struct ht_shard *sh, unsigned depth)
+{
+	unsigned n = 1u << depth, i, j, distinct = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t off = HT_ENT_OFF(atomic_load(&sh->ent[i]));
+
+		for (j = 0; j < i; j++)
+			if (HT_ENT_OFF(atomic_load(&sh->ent[j])) == off)
+				break;
+		distinct += j == i;
+	}
+	return distinct;
+}
+
+int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
+		   struct smart_ht_stats *out)
+{
+	unsigned i, d;
+	int rc;
+
+	if (!t || !w || !out)
+		return SMART_EINVAL;
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < t->nshards; i++) {
+		rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
+		if (rc)
+			return rc;
+		d = (unsigned)atomic_load(&t->shard[i].depth);
+		out->global_depth = d > out->global_depth ? d :
+				    out->global_depth;
+		out->subtables += count_subtables(&t->shard[i], d);
+	}
+	out->splits = atomic_load(&t->splits);
+	out->retired = atomic_load(&t->retired);
+	out->freed = atomic_load(&t->freed);
+	return 0;
 }
 
 unsigned smart_ht_shards(const smart_ht_t *t)
@@ -333,6 +386,8 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 		atomic_store_explicit(&sh->depth,
 				      d->global_depth & ~HT_DIR_LOCK,
 				      memory_order_relaxed);
+		/* written once at create: every refresh stores the same */
+		sh->epochs = d->epochs ? d->epochs : SMART_GADDR_NULL;
 	}
 	smart_buf_free(w, d);
 	return rc;

@@ -20,8 +20,27 @@
 struct ht_shard {
 	uint16_t blade;
 	smart_gaddr_t dir;
+	smart_gaddr_t epochs;		/* SMART_GADDR_NULL: no reclamation */
 	_Atomic uint64_t depth;		/* cached global depth */
 	_Atomic uint64_t ent[HT_DIR_ENTRIES];
+};
+
+#define HT_WORKERS_MAX	64
+
+struct ht_retired {
+	smart_gaddr_t addr;
+	uint64_t size, epoch;
+};
+
+/* One worker's reclamation state for one shard.  Touched only by the
+ * worker's own thread (its tasks interleave only at yields and syncs). */
+struct ht_wshard {
+	int slot;			/* claimed announcement, -1: none yet */
+	unsigned active;		/* ops of the worker inside */
+	int busy;			/* an announcement write in flight */
+	uint64_t announced, gcache;
+	struct ht_retired *ret;
+	size_t nret, cap;
 };
 
 struct smart_ht {
@@ -32,11 +51,61 @@ struct smart_ht {
 	uint64_t seed[2];
 	uint64_t spec_mask;
 	_Atomic uint64_t *spec;		/* NULL: no speculative cache */
+	_Atomic uint64_t splits;	/* splits done through this object */
+	_Atomic uint64_t retired, freed;	/* KV blocks */
+	struct ht_wshard *ws[HT_WORKERS_MAX];	/* per worker, lazily */
 	struct ht_shard shard[SMART_HT_SHARDS_MAX];
 };
 
 /* Re-read shard sh's directory into the cache. */
 int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 			  struct ht_shard *sh);
+
+/* Split the subtable that directory entry `ent` (as cached, for index
+ * sub) names.  0 when split (the cache is refreshed), SMART_EAGAIN when
+ * somebody else holds or changed the entry, SMART_ENOSPC at the maximum
+ * depth or when the blade is full. */
+int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
+		    unsigned sub, uint64_t ent);
+
+/* Reclamation (ht_epoch.c; docs/ht.md §6).  enter/leave bracket every
+ * operation on shard sh; retire hands over a block unlinked by the op,
+ * with the global epoch read after the unlink. */
+int smart__ht_epochs_create(smart_worker_t *w, uint16_t blade,
+			    smart_gaddr_t *out);
+struct ht_wshard *smart__ht_enter(smart_ht_t *t, smart_worker_t *w,
+				  struct ht_shard *sh);
+void smart__ht_leave(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
+		     struct ht_wshard *ws);
+void smart__ht_retire(smart_ht_t *t, struct ht_wshard *ws,
+		      smart_gaddr_t addr, uint64_t size, uint64_t epoch);
+void smart__ht_epochs_free(smart_ht_t *t);
+
+static inline uint64_t smart__ht_sub_size(const smart_ht_t *t)
+{
+	return (uint64_t)(t->buckets / 2) * HT_GROUP;
+}
+
+static inline smart_gaddr_t smart__ht_ent_addr(const struct ht_shard *sh,
+					       unsigned i)
+{
+	return smart_gaddr_add(sh->dir, offsetof(struct ht_dir, ent) +
+				       8 * (uint64_t)i);
+}
+
+static inline uint32_t smart__ht_kv_crc(const struct ht_kv *kv)
+{
+	return smart_crc32c(0, (const uint8_t *)kv + 4,
+			    sizeof(*kv) - 4 + kv->key_len + kv->val_len);
+}
+
+/* A block read back is usable when its CRC matches and it fits. */
+static inline int smart__ht_kv_valid(const struct ht_kv *kv, size_t size)
+{
+	if (kv->key_len > SMART_HT_KEY_MAX ||
+	    sizeof(*kv) + kv->key_len + (uint64_t)kv->val_len > size)
+		return 0;
+	return smart__ht_kv_crc(kv) == kv->crc;
+}
 
 #endif

@@ -7,7 +7,8 @@
  * Invariants:
  * - A slot is 0 (empty) or fp:8 | len:8 | ptr:48, ptr being the offset of
  *   a 64-byte aligned KV block on the shard's blade; bit 0 of ptr is the
- *   TENTATIVE flag of an insert not yet committed (docs/ht.md §3).
+ *   TENTATIVE flag of an insert not yet committed (docs/ht.md §3), bit 1
+ *   the FROZEN flag of a slot owned by a split in progress (§5).
  * - A KV block never changes once a slot points at it.
  * - A bucket's header (local depth, suffix) names the subtable it belongs
  *   to; a client whose cached directory disagrees refreshes it.
@@ -51,12 +52,15 @@ _Static_assert(offsetof(struct ht_meta, dir) == 40, "ht_meta dir");
 #define HT_ENT_DEPTH(e)		((unsigned)(((e) >> 48) & 0xff))
 #define HT_ENT_LOCKED(e)	(((e) >> 56) != 0)
 #define HT_ENT(depth, off)	(((uint64_t)(depth) << 48) | (off))
+#define HT_ENT_LOCK		(UINT64_C(1) << 56)
+#define HT_ENT_UNLOCKED(e)	((e) & ~(UINT64_C(0xff) << 56))
 #define HT_DIR_LOCK		(UINT64_C(1) << 63)
 
 /* One directory per shard. */
 struct ht_dir {
 	uint64_t global_depth;	/* bit 63: directory lock */
-	uint64_t rsvd[7];
+	uint64_t epochs;	/* gaddr of the shard's epoch area, 0: none */
+	uint64_t rsvd[6];
 	uint64_t ent[HT_DIR_ENTRIES];
 };
 _Static_assert(sizeof(struct ht_dir) == 64 + 8 * 256, "ht_dir size");
@@ -70,8 +74,25 @@ struct ht_bucket {
 _Static_assert(sizeof(struct ht_bucket) == HT_BUCKET, "bucket size");
 _Static_assert(offsetof(struct ht_bucket, slot) == 8, "bucket slots");
 
-/* Slot word. */
+/* Epoch area of a shard (reclamation, docs/ht.md §6): the global epoch
+ * and one announcement word per client (worker of a process). */
+#define HT_EPOCH_SLOTS		256
+#define HT_EP_NORECLAIM		(UINT64_C(1) << 63)	/* in global */
+#define HT_EP_CLAIMED		(UINT64_C(1) << 63)	/* in a slot */
+#define HT_EP_ACTIVE		(UINT64_C(1) << 62)
+#define HT_EP_EPOCH(x)		((x) & ((UINT64_C(1) << 62) - 1))
+struct ht_epochs {
+	uint64_t global;
+	uint64_t rsvd[7];
+	uint64_t slot[HT_EPOCH_SLOTS];
+};
+_Static_assert(sizeof(struct ht_epochs) == 64 + 8 * HT_EPOCH_SLOTS,
+	       "ht_epochs size");
+
+/* Slot word.  FROZEN (bit 1 of ptr) marks a slot that a split owns:
+ * nobody else may change it until the split clears the bit. */
 #define HT_SLOT_TENT		UINT64_C(1)
+#define HT_SLOT_FROZEN		UINT64_C(2)
 #define HT_SLOT_PTR_MASK	UINT64_C(0xffffffffffc0)
 #define HT_SLOT_FP(s)		((uint8_t)((s) >> 56))
 #define HT_SLOT_UNITS(s)	((unsigned)(((s) >> 48) & 0xff))

@@ -11,19 +11,26 @@
  * Insert is two-phase so that of concurrent inserts of one key exactly one
  * succeeds (RACE's "keep the lowest address" alone lets an early inserter
  * return success before a later, lower duplicate appears):
- *   1. CAS an empty slot from 0 to the new slot value with TENTATIVE set;
- *   2. re-read; if a committed duplicate exists, or a tentative one at a
- *      lower address, withdraw (CAS back to 0) and report SMART_EEXIST;
- *      otherwise clear the higher tentative duplicates (CAS to 0) and
+ *   1. (no duplicate, committed or tentative, in sight) CAS an empty slot
+ *      from 0 to the new slot value with TENTATIVE set;
+ *   2. re-read; if a committed duplicate exists, withdraw (CAS back to 0)
+ *      and report SMART_EEXIST; if a tentative one at a lower address
+ *      does, withdraw and start over (EEXIST is reported only after a
+ *      committed duplicate was seen, so it linearizes); otherwise clear the higher tentative duplicates (CAS to 0) and
  *      commit by CAS TENTATIVE -> committed.  A commit and a kill of the
  *      same slot race on one word, so exactly one of them wins.
  * Readers, updates and deletes see committed slots only; an insert
  * linearizes at its commit.
  *
+ * Splits (ht_split.c) freeze slots: writers back off on a FROZEN slot, and
+ * a miss or a hit on a frozen slot is confirmed against the canonical
+ * directory entry (op_verify); an insert whose tentative slot was killed,
+ * frozen or moved starts over (docs/ht.md §3, §5).
+ *
  * Invariants: at most one committed slot per key; a KV block is never
- * written after it was published; blocks that were published are never
- * freed (reclamation is not done yet: docs/ht.md §5), blocks that were
- * never published are freed at once.
+ * written after it was published; a published block is freed only through
+ * the epoch scheme (ht_epoch.c, docs/ht.md §6; leaked without it), blocks
+ * that were never published are freed at once.
  */
 #include <string.h>
 
@@ -63,7 +70,9 @@ struct ht_op {
 	smart_gaddr_t blk_addr;
 	uint64_t blk_slot;
 	int blk_written, blk_published;
+	int frozen;			/* a candidate bucket is being split */
 	smart_gaddr_t own;		/* insert: our tentative slot */
+	struct ht_wshard *ws;		/* reclamation state, NULL: none */
 	uint64_t spec;			/* search: speculated slot value */
 	struct ht_kv *sbuf;		/* search: speculated block */
 };
@@ -106,12 +115,6 @@ static void op_end(struct ht_op *op)
 		smart_free(w, op->blk_addr, op->blk_size);
 }
 
-static uint32_t kv_crc(const struct ht_kv *kv)
-{
-	return smart_crc32c(0, (const uint8_t *)kv + 4,
-			    sizeof(*kv) - 4 + kv->key_len + kv->val_len);
-}
-
 /* Build the new KV block locally and allocate its remote home.  Called
  * before any op is queued (smart_alloc may sync). */
 static int op_block(struct ht_op *op, const void *val, size_t vlen)
@@ -131,7 +134,7 @@ static int op_block(struct ht_op *op, const void *val, size_t vlen)
 	memcpy(p, op->key, op->klen);
 	if (vlen)
 		memcpy(p + op->klen, val, vlen);
-	op->blk->crc = kv_crc(op->blk);
+	op->blk->crc = smart__ht_kv_crc(op->blk);
 	rc = smart_alloc(op->w, op->sh->blade, op->blk_size, &op->blk_addr);
 	if (rc) {
 		op->blk_addr = SMART_GADDR_NULL;
@@ -146,12 +149,12 @@ static int op_block(struct ht_op *op, const void *val, size_t vlen)
 static void op_locate(struct ht_op *op)
 {
 	struct ht_shard *sh = op->sh;
-	uint64_t depth = atomic_load_explicit(&sh->depth,
-					      memory_order_relaxed);
 	smart_gaddr_t base, pair;
 	unsigned k, b;
 
-	op->sub = (unsigned)(op->h1 & ((UINT64_C(1) << depth) - 1));
+	/* every directory entry is kept valid (aliases of a shallower
+	 * subtable included), so index by the deepest possible suffix */
+	op->sub = (unsigned)(op->h1 & (HT_DIR_ENTRIES - 1));
 	op->ent = atomic_load_explicit(&sh->ent[op->sub],
 				       memory_order_relaxed);
 	base = smart_gaddr(sh->blade, HT_ENT_OFF(op->ent));
@@ -170,19 +173,44 @@ static void op_locate(struct ht_op *op)
 				op->baddr[b] = SMART_GADDR_NULL;
 }
 
-/* Headers must name the subtable the cached directory sent us to. */
-static int op_headers_ok(const struct ht_op *op)
+/* Headers must name the subtable the cached directory sent us to; note
+ * whether a split has frozen any of our slots. */
+static int op_headers_ok(struct ht_op *op)
 {
-	unsigned ld = HT_ENT_DEPTH(op->ent), b;
+	unsigned ld = HT_ENT_DEPTH(op->ent), b, j;
 	uint32_t suffix = op->sub & ((1u << ld) - 1);
 
+	op->frozen = 0;
 	for (b = 0; b < HT_NB; b++) {
 		if (op->baddr[b] == SMART_GADDR_NULL)
 			continue;
 		if (op->bk[b].local_depth != ld || op->bk[b].suffix != suffix)
 			return 0;
+		for (j = 0; j < HT_SLOTS; j++)
+			if (op->bk[b].slot[j] & HT_SLOT_FROZEN)
+				op->frozen = 1;
 	}
 	return 1;
+}
+
+/* A miss, or a hit on a frozen slot, is final only if the subtable was
+ * not republished since the cached entry was read: its canonical entry
+ * (the alias below 2^depth, which carries the lock) must still hold the
+ * cached value.  Else refresh and retry (docs/ht.md §5). */
+static int op_verify(struct ht_op *op)
+{
+	unsigned ld = HT_ENT_DEPTH(op->ent);
+	uint64_t e;
+	int rc;
+
+	rc = smart_read_sync(op->w, &e, smart__ht_ent_addr(op->sh,
+				op->sub & ((1u << ld) - 1)), sizeof(e));
+	if (rc)
+		return rc;
+	if (HT_ENT_UNLOCKED(e) == HT_ENT_UNLOCKED(op->ent))
+		return 0;
+	rc = smart__ht_dir_refresh(op->t, op->w, op->sh);
+	return rc ? rc : SMART_EAGAIN;
 }
 
 /* One round trip: the candidate buckets, plus the new block's write
@@ -229,15 +257,6 @@ static int op_read(struct ht_op *op, int with_blk)
 	/* our directory is stale (or the bucket moved): refresh, retry */
 	rc = smart__ht_dir_refresh(op->t, op->w, op->sh);
 	return rc ? rc : SMART_EAGAIN;
-}
-
-/* A block read back is usable when its CRC matches and it fits. */
-static int kv_valid(const struct ht_kv *kv, size_t size)
-{
-	if (kv->key_len > SMART_HT_KEY_MAX ||
-	    sizeof(*kv) + kv->key_len + (uint64_t)kv->val_len > size)
-		return 0;
-	return kv_crc(kv) == kv->crc;
 }
 
 static int kv_is_key(const struct ht_op *op, const struct ht_kv *kv)
@@ -301,7 +320,7 @@ static int op_collect(struct ht_op *op, int tentative)
 	for (i = 0; i < op->ncand; i++) {
 		size_t len = HT_SLOT_UNITS(op->cand[i].val) * HT_KV_UNIT;
 
-		if (!kv_valid(op->cand[i].kv, len))
+		if (!smart__ht_kv_valid(op->cand[i].kv, len))
 			return SMART_EAGAIN;	/* torn or stale: re-read */
 		op->cand[i].match = kv_is_key(op, op->cand[i].kv);
 	}
@@ -338,16 +357,20 @@ static smart_gaddr_t op_empty(const struct ht_op *op)
 	return SMART_GADDR_NULL;
 }
 
-/* The value of the slot at addr as last read (0 if not among ours). */
-static uint64_t op_slot_now(const struct ht_op *op, smart_gaddr_t addr)
+/* The value of the slot at addr as last read; 0 if it is not in our
+ * candidate buckets (*found says which). */
+static uint64_t op_slot_now(const struct ht_op *op, smart_gaddr_t addr,
+			    int *found)
 {
 	unsigned b, j;
 
+	*found = 1;
 	for (b = 0; b < HT_NB; b++)
 		for (j = 0; j < HT_SLOTS && op->baddr[b] != SMART_GADDR_NULL;
 		     j++)
 			if (slot_addr(op, b, j) == addr)
 				return op->bk[b].slot[j];
+	*found = 0;
 	return 0;
 }
 
@@ -370,12 +393,35 @@ static void spec_store(const struct ht_op *op, uint64_t v)
 				      memory_order_relaxed);
 }
 
-/* Retire a replaced or deleted block.  Not reclaimed yet: a reader of
- * another process may still be reading it (docs/ht.md §5). */
-static void op_retire(struct ht_op *op, uint64_t slot)
+/* CAS a slot away from a committed value; with reclamation on, read the
+ * global epoch after it in the same batch (ordered behind the CAS). */
+static int op_unlink(struct ht_op *op, smart_gaddr_t addr, uint64_t expect,
+		     uint64_t desired, uint64_t *old, uint64_t *epoch)
 {
-	(void)op;
-	(void)slot;
+	int rc, rc2;
+
+	rc = smart_cas(op->w, addr, expect, desired, old);
+	if (!rc && op->ws)
+		rc = smart_read(op->w, epoch, op->sh->epochs, sizeof(*epoch));
+	rc2 = smart_sync(op->w);
+	return rc ? rc : rc2;
+}
+
+/* Retire the block of a slot value we unlinked (docs/ht.md §6). */
+static void op_retire(struct ht_op *op, uint64_t slot, uint64_t epoch)
+{
+	smart__ht_retire(op->t, op->ws,
+			 smart_gaddr(op->sh->blade, HT_SLOT_PTR(slot)),
+			 HT_SLOT_UNITS(slot) * HT_KV_UNIT,
+			 HT_EP_EPOCH(epoch));
+}
+
+/* The key is not in the buckets read: ENOENT once op_verify agrees. */
+static int op_absent(struct ht_op *op)
+{
+	int rc = op_verify(op);
+
+	return rc ? rc : SMART_ENOENT;
 }
 
 /* Run once() with the conflict-avoidance guard until it stops asking
@@ -402,6 +448,17 @@ static int op_run(struct ht_op *op, int (*once)(struct ht_op *, void *),
 
 /* ---- insert ---------------------------------------------------------- */
 
+/* Another insert of our key is in flight (tentative slot). */
+static int op_tentative_dup(const struct ht_op *op)
+{
+	int i;
+
+	for (i = 0; i < op->ncand; i++)
+		if (op->cand[i].match && (op->cand[i].val & HT_SLOT_TENT))
+			return 1;
+	return 0;
+}
+
 static int insert_place(struct ht_op *op)
 {
 	smart_gaddr_t addr;
@@ -410,14 +467,21 @@ static int insert_place(struct ht_op *op)
 
 	rc = op_read(op, 1);
 	if (!rc)
-		rc = op_collect(op, 0);
+		rc = op_collect(op, 1);
 	if (rc)
 		return rc;
+	if (op->frozen)
+		return SMART_EAGAIN;	/* wait for the split to settle */
 	if (op_find(op))
 		return SMART_EEXIST;
+	if (op_tentative_dup(op))
+		return SMART_EAGAIN;	/* let that insert finish first */
 	addr = op_empty(op);
-	if (addr == SMART_GADDR_NULL)
-		return SMART_ENOSPC;
+	if (addr == SMART_GADDR_NULL) {
+		/* all 28 slots taken: split the subtable, then retry */
+		rc = smart__ht_split(op->t, op->w, op->sh, op->sub, op->ent);
+		return rc ? rc : SMART_EAGAIN;
+	}
 	rc = smart_cas_sync(op->w, addr, 0, op->blk_slot | HT_SLOT_TENT, &old);
 	if (rc)
 		return rc;
@@ -457,18 +521,33 @@ static int insert_kill_dups(struct ht_op *op)
 	return 0;
 }
 
+/* Our tentative slot is gone (killed by a lower duplicate, or frozen or
+ * dropped by a split) or no longer where the key lives: start over; a
+ * winner that committed is then seen as a duplicate. */
+static int insert_restart(struct ht_op *op, int withdraw)
+{
+	if (withdraw)
+		(void)smart_cas_sync(op->w, op->own,
+				     op->blk_slot | HT_SLOT_TENT, 0, NULL);
+	op->own = SMART_GADDR_NULL;
+	return SMART_EAGAIN;
+}
+
 static int insert_resolve(struct ht_op *op)
 {
-	uint64_t tent = op->blk_slot | HT_SLOT_TENT, old;
-	int i, rc;
+	uint64_t tent = op->blk_slot | HT_SLOT_TENT, old, now;
+	int i, rc, found;
 
 	rc = op_read(op, 0);
 	if (rc)
 		return rc;
-	if (op_slot_now(op, op->own) != tent) {
-		op->own = SMART_GADDR_NULL;	/* a lower duplicate won */
-		return SMART_EEXIST;
-	}
+	now = op_slot_now(op, op->own, &found);
+	if (!found)
+		return insert_restart(op, 1);
+	if (now != tent)
+		return insert_restart(op, 0);
+	if (op->frozen)
+		return SMART_EAGAIN;
 	rc = op_collect(op, 1);
 	if (rc)
 		return rc;
@@ -477,8 +556,12 @@ static int insert_resolve(struct ht_op *op)
 
 		if (!c->match || c->addr == op->own)
 			continue;
-		if (!(c->val & HT_SLOT_TENT) || c->addr < op->own)
+		if (!(c->val & HT_SLOT_TENT))
 			return insert_withdraw(op);
+		/* a lower tentative duplicate goes first; we report EEXIST
+		 * only once we have seen it committed (linearizability) */
+		if (c->addr < op->own)
+			return insert_restart(op, 1);
 	}
 	rc = insert_kill_dups(op);
 	if (rc)
@@ -486,9 +569,9 @@ static int insert_resolve(struct ht_op *op)
 	rc = smart_cas_sync(op->w, op->own, tent, op->blk_slot, &old);
 	if (rc)
 		return rc;
-	op->own = SMART_GADDR_NULL;
 	if (old != tent)
-		return SMART_EEXIST;
+		return insert_restart(op, 0);
+	op->own = SMART_GADDR_NULL;
 	spec_store(op, op->blk_slot);
 	return 0;
 }
@@ -511,7 +594,7 @@ static int insert_once(struct ht_op *op, void *arg)
 static int update_once(struct ht_op *op, void *arg)
 {
 	const struct ht_cand *c;
-	uint64_t old;
+	uint64_t old, ep = 0;
 	int rc;
 
 	(void)arg;
@@ -522,14 +605,16 @@ static int update_once(struct ht_op *op, void *arg)
 		return rc;
 	c = op_find(op);
 	if (!c)
-		return SMART_ENOENT;
-	rc = smart_cas_sync(op->w, c->addr, c->val, op->blk_slot, &old);
+		return op_absent(op);
+	if (c->val & HT_SLOT_FROZEN)
+		return SMART_EAGAIN;	/* wait for the split to settle */
+	rc = op_unlink(op, c->addr, c->val, op->blk_slot, &old, &ep);
 	if (rc)
 		return rc;
 	if (old != c->val)
 		return SMART_EAGAIN;
 	op->blk_published = 1;
-	op_retire(op, c->val);
+	op_retire(op, c->val, ep);
 	spec_store(op, op->blk_slot);
 	return 0;
 }
@@ -537,7 +622,7 @@ static int update_once(struct ht_op *op, void *arg)
 static int delete_once(struct ht_op *op, void *arg)
 {
 	const struct ht_cand *c;
-	uint64_t old;
+	uint64_t old, ep = 0;
 	int rc;
 
 	(void)arg;
@@ -548,13 +633,15 @@ static int delete_once(struct ht_op *op, void *arg)
 		return rc;
 	c = op_find(op);
 	if (!c)
-		return SMART_ENOENT;
-	rc = smart_cas_sync(op->w, c->addr, c->val, 0, &old);
+		return op_absent(op);
+	if (c->val & HT_SLOT_FROZEN)
+		return SMART_EAGAIN;
+	rc = op_unlink(op, c->addr, c->val, 0, &old, &ep);
 	if (rc)
 		return rc;
 	if (old != c->val)
 		return SMART_EAGAIN;
-	op_retire(op, c->val);
+	op_retire(op, c->val, ep);
 	spec_store(op, 0);
 	return 0;
 }
@@ -582,7 +669,8 @@ static int spec_hit(const struct ht_op *op)
 {
 	unsigned b, j;
 
-	if (!kv_valid(op->sbuf, HT_SLOT_UNITS(op->spec) * HT_KV_UNIT) ||
+	if (!smart__ht_kv_valid(op->sbuf,
+				HT_SLOT_UNITS(op->spec) * HT_KV_UNIT) ||
 	    !kv_is_key(op, op->sbuf))
 		return 0;
 	for (b = 0; b < HT_NB; b++)
@@ -609,8 +697,14 @@ static int search_once(struct ht_op *op, void *arg)
 		return rc;
 	c = op_find(op);
 	if (!c)
-		return SMART_ENOENT;
-	spec_store(op, c->val);
+		return op_absent(op);
+	if (c->val & HT_SLOT_FROZEN) {
+		rc = op_verify(op);
+		if (rc)
+			return rc;
+	} else {
+		spec_store(op, c->val);
+	}
 	return search_copy(op, c->kv, arg);
 }
 
@@ -639,6 +733,19 @@ static int value_ok(const void *val, size_t vlen)
 	return vlen <= SMART_HT_VALUE_MAX && (val || !vlen);
 }
 
+/* Our block was published as a tentative slot that is now withdrawn or
+ * killed: readers may still hold it, so it is retired, with an epoch read
+ * now (after whoever cleared the slot). */
+static void op_retire_dead(struct ht_op *op)
+{
+	uint64_t ep;
+
+	if (!op->ws || smart_read_sync(op->w, &ep, op->sh->epochs, sizeof(ep)))
+		return;
+	op_retire(op, op->blk_slot, ep);
+	op->blk_addr = SMART_GADDR_NULL;	/* no longer ours to free */
+}
+
 static int write_op(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t klen, const void *val, size_t vlen,
 		    int (*once)(struct ht_op *, void *))
@@ -652,11 +759,16 @@ static int write_op(smart_ht_t *t, smart_worker_t *w, const void *key,
 	if (rc)
 		return rc;
 	rc = op_block(&op, val, vlen);
-	if (!rc)
+	if (!rc) {
+		op.ws = smart__ht_enter(t, w, op.sh);
 		rc = op_run(&op, once, NULL);
+	}
 	/* gave up half way: take our tentative slot back */
 	if (op.own != SMART_GADDR_NULL)
 		insert_withdraw(&op);
+	if (rc == SMART_EEXIST && op.blk_published)
+		op_retire_dead(&op);	/* our tentative block is dead */
+	smart__ht_leave(t, w, op.sh, op.ws);
 	op_end(&op);
 	return rc;
 }
@@ -714,7 +826,9 @@ int smart_ht_delete(smart_ht_t *t, smart_worker_t *w, const void *key,
 	rc = op_begin(&op, t, w, key, key_len);
 	if (rc)
 		return rc;
+	op.ws = smart__ht_enter(t, w, op.sh);
 	rc = op_run(&op, delete_once, NULL);
+	smart__ht_leave(t, w, op.sh, op.ws);
 	op_end(&op);
 	return rc;
 }
@@ -732,7 +846,9 @@ int smart_ht_search(smart_ht_t *t, smart_worker_t *w, const void *key,
 	if (rc)
 		return rc;
 	spec_prepare(&op);
+	op.ws = smart__ht_enter(t, w, op.sh);
 	rc = op_run(&op, search_once, &o);
+	smart__ht_leave(t, w, op.sh, op.ws);
 	op_end(&op);
 	return rc;
 }
