@@ -11,7 +11,7 @@
  *   transport        shm | verbs                                   [shm]
  *   qp_mode          shared | mux:K | per-thread | per-thread-db   [per-thread]
  *   max_tasks        coroutines per worker, 1..1024                [64]
- *   task_stack       coroutine stack size, 16K..64M                [64K]
+ *   task_stack       coroutine stack size, 16K..64M  [64K; 512K in ASan builds]
  *   chain_max        WRs per chain before an implicit post, 1..64  [16]
  *   qp_depth         send-queue entries per QP, 16..65536          [512]
  *   cq_depth         completion-queue entries per CQ, 64..1M       [4096]

@@ -24,6 +24,19 @@ static const struct { const char *name; int bit; } tech_names[] = {
 	{ "SpecLookup", SMART_OPT_SPEC_LOOKUP },
 };
 
+/* Sanitizer builds have frames several times larger (redzones, no
+ * optimisation): give coroutines more stack there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SMART_TASK_STACK_DEFAULT "512K"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SMART_TASK_STACK_DEFAULT "512K"
+#endif
+#endif
+#ifndef SMART_TASK_STACK_DEFAULT
+#define SMART_TASK_STACK_DEFAULT "64K"
+#endif
+
 struct opt_def {
 	const char *name;
 	enum opt_kind kind;
@@ -58,8 +71,8 @@ static const struct opt_def opt_table[] = {
 	  "ConflictAvoid: window of the retry-rate adaptation" },
 	{ "max_tasks", OPT_INT, "64", 1, 1024, OFF(max_tasks), 0,
 	  "coroutines per worker" },
-	{ "task_stack", OPT_SIZE, "64K", 16 << 10, 64 << 20, OFF(task_stack),
-	  0, "coroutine stack size (plus one guard page)" },
+	{ "task_stack", OPT_SIZE, SMART_TASK_STACK_DEFAULT, 16 << 10, 64 << 20,
+	  OFF(task_stack), 0, "coroutine stack size (plus one guard page)" },
 	{ "chain_max", OPT_INT, "16", 1, 64, OFF(chain_max), 0,
 	  "WRs per chain before an implicit post" },
 	{ "qp_depth", OPT_INT, "512", 16, 65536, OFF(qp_depth), 0,

@@ -36,7 +36,7 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set(o, "qp_mode", "bogus"), SMART_EINVAL);
 	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "mux:4");	/* a bad value keeps the old one */
-	CHECK_OK(smart_opts_set(o, "task_stack", "128K"));
+	CHECK_OK(smart_opts_set(o, "task_stack", "128K"));	/* any build */
 	CHECK_OK(smart_opts_get(o, "task_stack", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "131072");
 	CHECK_EQ(smart_opts_set(o, "task_stack", "1K"), SMART_EINVAL);
