@@ -61,7 +61,7 @@ struct smart_ht_config {
 	 * against concurrent readers of any process; an operation announces
 	 * itself on the shard when its worker has no other operation on the
 	 * table in flight).  Zero: they are leaked, as in Smart-HT (the
-	 * benchmarks' "RACE" setting).  [0] */
+	 * benchmarks' "RACE" setting).  [1] */
 	unsigned reclaim;
 };
 
@@ -78,7 +78,8 @@ struct smart_ht_stats {
 int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 		   struct smart_ht_stats *out);
 
-/* Defaults: home blade only, depth 2, 1024 buckets, 4096 cache entries. */
+/* Defaults: home blade only, depth 2, 1024 buckets, 4096 cache entries,
+ * reclamation on. */
 void smart_ht_config_init(struct smart_ht_config *cfg);
 
 /* Create a table named by root entry root_idx of blade `blade` (cfg NULL:

@@ -287,9 +287,16 @@ static uint64_t search_syncs(const char *opts)
 	char v[16];
 	size_t n;
 
+	struct smart_ht_config c;
+
 	fixture_start(&f, BLADE_SIZE, 1, kv);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	t = make_table(w, 1, 0, 0, 16);
+	/* round trips of the lookup itself: no reclamation announcements */
+	smart_ht_config_init(&c);
+	c.depth = 0;
+	c.buckets = 16;
+	c.reclaim = 0;
+	CHECK_OK(smart_ht_create(w, 1, 0, &c, &t));
 	CHECK_OK(smart_ht_insert(t, w, "spec", 4, "value", 5));
 	CHECK_OK(smart_ht_search(t, w, "spec", 4, v, sizeof(v), &n));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &a));
