@@ -591,14 +591,16 @@ static int insert_once(struct ht_op *op, void *arg)
 
 /* ---- update, delete, search -------------------------------------------- */
 
-static int update_once(struct ht_op *op, void *arg)
+/* Swing the key's slot to `repl` (the op's new block, or 0 to delete) by
+ * CAS; update and delete differ only in that value and in whether the new
+ * block rides along with the bucket reads. */
+static int replace_once(struct ht_op *op, int with_block)
 {
+	uint64_t repl = with_block ? op->blk_slot : 0, old, ep = 0;
 	const struct ht_cand *c;
-	uint64_t old, ep = 0;
 	int rc;
 
-	(void)arg;
-	rc = op_read(op, 1);
+	rc = op_read(op, with_block);
 	if (!rc)
 		rc = op_collect(op, 0);
 	if (rc)
@@ -608,42 +610,28 @@ static int update_once(struct ht_op *op, void *arg)
 		return op_absent(op);
 	if (c->val & HT_SLOT_FROZEN)
 		return SMART_EAGAIN;	/* wait for the split to settle */
-	rc = op_unlink(op, c->addr, c->val, op->blk_slot, &old, &ep);
+	rc = op_unlink(op, c->addr, c->val, repl, &old, &ep);
 	if (rc)
 		return rc;
 	if (old != c->val)
 		return SMART_EAGAIN;
-	op->blk_published = 1;
+	if (with_block)
+		op->blk_published = 1;
 	op_retire(op, c->val, ep);
-	spec_store(op, op->blk_slot);
+	spec_store(op, repl);
 	return 0;
+}
+
+static int update_once(struct ht_op *op, void *arg)
+{
+	(void)arg;
+	return replace_once(op, 1);
 }
 
 static int delete_once(struct ht_op *op, void *arg)
 {
-	const struct ht_cand *c;
-	uint64_t old, ep = 0;
-	int rc;
-
 	(void)arg;
-	rc = op_read(op, 0);
-	if (!rc)
-		rc = op_collect(op, 0);
-	if (rc)
-		return rc;
-	c = op_find(op);
-	if (!c)
-		return op_absent(op);
-	if (c->val & HT_SLOT_FROZEN)
-		return SMART_EAGAIN;
-	rc = op_unlink(op, c->addr, c->val, 0, &old, &ep);
-	if (rc)
-		return rc;
-	if (old != c->val)
-		return SMART_EAGAIN;
-	op_retire(op, c->val, ep);
-	spec_store(op, 0);
-	return 0;
+	return replace_once(op, 0);
 }
 
 struct search_out {
