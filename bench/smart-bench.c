@@ -560,21 +560,11 @@ static int embedded_blade(struct bench *b, char *secret_path)
 
 static int opt_kv(smart_opts_t *o, const char *arg)
 {
-	char kv[256], *eq;
-	int rc;
+	int rc = smart_opts_set_kv(o, arg);
 
-	snprintf(kv, sizeof(kv), "%s", arg);
-	eq = strchr(kv, '=');
-	if (!eq) {
-		fprintf(stderr, "smart-bench: --opt wants key=value, got "
-			"'%s'\n", arg);
-		return SMART_EINVAL;
-	}
-	*eq = 0;
-	rc = smart_opts_set(o, kv, eq + 1);
 	if (rc)
-		fprintf(stderr, "smart-bench: --opt %s: %s\n", arg,
-			smart_strerror(rc));
+		fprintf(stderr, "smart-bench: --opt %s: %s (want key=value)\n",
+			arg, smart_strerror(rc));
 	return rc;
 }
 

@@ -449,21 +449,11 @@ static int perf_setup_ctx(struct perf *p)
 		rc = smart_opts_set(o, "max_tasks", kv);
 	}
 	for (i = 0; !rc && i < c->nopts; i++) {
-		char *eq;
-
-		snprintf(kv, sizeof(kv), "%s", c->opts[i]);
-		eq = strchr(kv, '=');
-		if (!eq) {
-			fprintf(stderr, "smart-perf: --opt wants key=value, "
-				"got '%s'\n", c->opts[i]);
-			rc = SMART_EINVAL;
-			break;
-		}
-		*eq = 0;
-		rc = smart_opts_set(o, kv, eq + 1);
+		rc = smart_opts_set_kv(o, c->opts[i]);
 		if (rc)
-			fprintf(stderr, "smart-perf: --opt %s: %s\n", c->opts[i],
-				smart_strerror(rc));
+			fprintf(stderr, "smart-perf: --opt %s: %s (want "
+				"key=value, keys in --list-options)\n",
+				c->opts[i], smart_strerror(rc));
 	}
 	if (!rc)
 		rc = smart_ctx_create(o, &p->ctx);

@@ -57,6 +57,11 @@ void smart_opts_destroy(smart_opts_t *o);
  * value that does not parse or is out of range (the old value is kept). */
 int smart_opts_set(smart_opts_t *o, const char *key, const char *value);
 
+/* Set from one "key=value" string (the tools' --opt): SMART_EINVAL
+ * without '=', otherwise as smart_opts_set().  No length limit beyond the
+ * option's own. */
+int smart_opts_set_kv(smart_opts_t *o, const char *kv);
+
 /* Copy the value of key, as a string, into buf.  SMART_ENOENT, or
  * SMART_ERANGE if buf is too small. */
 int smart_opts_get(const smart_opts_t *o, const char *key, char *buf,

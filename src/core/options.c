@@ -372,6 +372,18 @@ int smart_opts_set(smart_opts_t *o, const char *key, const char *value)
 	return opt_apply(&o->v, d, value);
 }
 
+int smart_opts_set_kv(smart_opts_t *o, const char *kv)
+{
+	const char *eq = kv ? strchr(kv, '=') : NULL;
+	char key[64];
+
+	if (!o || !eq || eq == kv || (size_t)(eq - kv) >= sizeof(key))
+		return SMART_EINVAL;
+	memcpy(key, kv, (size_t)(eq - kv));
+	key[eq - kv] = '\0';
+	return smart_opts_set(o, key, eq + 1);
+}
+
 const char *smart__qp_mode_name(int mode)
 {
 	switch (mode) {

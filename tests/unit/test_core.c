@@ -49,6 +49,12 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set(o, "transport", "carrier-pigeon"),
 		 SMART_EINVAL);
 	CHECK_EQ(smart_opts_get(o, "qp_mode", buf, 3), SMART_ERANGE);
+	CHECK_OK(smart_opts_set_kv(o, "chain_max=8"));
+	CHECK_OK(smart_opts_get(o, "chain_max", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "8");
+	CHECK_EQ(smart_opts_set_kv(o, "chain_max"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set_kv(o, "=8"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set_kv(o, "no_such=1"), SMART_ENOENT);
 	CHECK_OK(smart_opts_set(o, "mtu", "1024"));
 	CHECK_EQ(smart_opts_set(o, "mtu", "1000"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set(o, "mtu", "128"), SMART_EINVAL);
