@@ -109,6 +109,7 @@ struct bench {
 	unsigned root;
 	uint64_t capacity;	/* keys the table is sized for */
 	smart_zipf_t zipf;
+	char secret[32];	/* the embedded blade's */
 	atomic_int phase;	/* 0 load, 1 wait, 2 run, 3 stop */
 	atomic_int loaded_threads;
 	_Atomic uint64_t load_next;	/* next key to preload */
@@ -516,46 +517,21 @@ static int size_memory(struct bench *b, struct bench_cfg *c, uint64_t budget)
 	return 0;
 }
 
-static int secret_file_make(char *path, char *secret, size_t len)
-{
-	smart_rng_t r;
-	size_t i;
-	int fd;
-
-	smart_rng_seed(&r, smart_cycles() ^ (uint64_t)getpid() << 32);
-	for (i = 0; i < len; i++)
-		secret[i] = "0123456789abcdef"[smart_rng_below(&r, 16)];
-	fd = mkstemp(path);
-	if (fd < 0)
-		return SMART_ESYS;
-	if (write(fd, secret, len) != (ssize_t)len) {
-		close(fd);
-		unlink(path);
-		return SMART_ESYS;
-	}
-	close(fd);
-	return 0;
-}
-
-/* An embedded blade with a random secret, handed to our own ctx through
- * a private temporary file (removed once connected). */
-static int embedded_blade(struct bench *b, char *secret_path)
+/* An embedded blade with a random secret, handed to our own ctx directly
+ * (smart_ctx_set_secret) once it exists. */
+static int embedded_blade(struct bench *b)
 {
 	struct smart_blade_config bc;
-	char secret[32];
-	int rc = secret_file_make(secret_path, secret, sizeof(secret));
+	int rc = smart_secret_generate(b->secret, sizeof(b->secret));
 
 	if (rc)
 		return rc;
 	smart_blade_config_init(&bc);
 	bc.size = b->cfg->blade_size;
 	bc.listen = "127.0.0.1:0";
-	bc.secret = secret;
-	bc.secret_len = sizeof(secret);
-	rc = smart_blade_create(&bc, &b->blade);
-	if (rc)
-		unlink(secret_path);
-	return rc;
+	bc.secret = b->secret;
+	bc.secret_len = sizeof(b->secret);
+	return smart_blade_create(&bc, &b->blade);
 }
 
 static int opt_kv(smart_opts_t *o, const char *arg)
@@ -681,7 +657,6 @@ static int table_create(struct bench *b, smart_worker_t *w)
 
 static int bench_setup(struct bench *b, struct bench_cfg *c)
 {
-	char path[] = "/tmp/smart-bench-secret-XXXXXX";
 	uint64_t budget = mem_available() / 10 * 6;
 	int i, rc;
 
@@ -690,13 +665,14 @@ static int bench_setup(struct bench *b, struct bench_cfg *c)
 			budget = c->blade_size;
 		rc = size_memory(b, c, budget);
 		if (!rc)
-			rc = embedded_blade(b, path);
+			rc = embedded_blade(b);
 		if (!rc)
-			rc = ctx_make(b, path);
+			rc = ctx_make(b, NULL);
+		if (!rc)
+			rc = smart_ctx_set_secret(b->ctx, b->secret,
+						  sizeof(b->secret));
 		if (!rc)
 			rc = connect_all(b);
-		if (b->blade)
-			unlink(path);
 	} else {
 		rc = ctx_make(b, c->secret_file);
 		if (!rc)

@@ -86,6 +86,7 @@ struct perf {
 	struct perf_thread *t;
 	int raw;		/* this run */
 	smart_zipf_t zipf;	/* cas-incr key popularity */
+	char secret[32];	/* the embedded blade's */
 };
 
 struct perf_task {
@@ -461,32 +462,21 @@ static int perf_setup_ctx(struct perf *p)
 	return rc;
 }
 
-/* An embedded blade needs a secret like any other: make a random one and
- * hand it to our own ctx through a private temporary file. */
-static int perf_embedded_blade(struct perf *p, char *secret_path)
+/* An embedded blade needs a secret like any other: a random one, handed
+ * to our own ctx directly (smart_ctx_set_secret). */
+static int perf_embedded_blade(struct perf *p)
 {
 	struct smart_blade_config bc;
-	char secret[33];
-	smart_rng_t r;
 	void *base;
-	int fd, i, rc;
+	int rc = smart_secret_generate(p->secret, sizeof(p->secret));
 
-	smart_rng_seed(&r, smart_cycles() ^ (uint64_t)getpid());
-	for (i = 0; i < 32; i++)
-		secret[i] = "0123456789abcdef"[smart_rng_below(&r, 16)];
-	secret[32] = 0;
-	fd = mkstemp(secret_path);
-	if (fd < 0 || write(fd, secret, 32) != 32) {
-		if (fd >= 0)
-			close(fd);
-		return SMART_ESYS;
-	}
-	close(fd);
+	if (rc)
+		return rc;
 	smart_blade_config_init(&bc);
 	bc.size = p->cfg->blade_size;
 	bc.listen = "127.0.0.1:0";
-	bc.secret = secret;
-	bc.secret_len = 32;
+	bc.secret = p->secret;
+	bc.secret_len = sizeof(p->secret);
 	bc.transport = p->cfg->transport;
 	bc.device = p->cfg->device;
 	rc = smart_blade_create(&bc, &p->blade);
@@ -499,24 +489,21 @@ static int perf_embedded_blade(struct perf *p, char *secret_path)
 
 static int perf_setup(struct perf *p, struct perf_cfg *c)
 {
-	char secret_path[] = "/tmp/smart-perf-secret-XXXXXX";
 	const char *addr = c->connect;
 	int rc = 0;
 
 	if (!addr) {
-		rc = perf_embedded_blade(p, secret_path);
+		rc = perf_embedded_blade(p);
 		if (rc)
 			return rc;
 		addr = smart_blade_address(p->blade);
-		c->secret_file = secret_path;
 	}
 	rc = perf_setup_ctx(p);
+	if (!rc && !c->connect)
+		rc = smart_ctx_set_secret(p->ctx, p->secret,
+					  sizeof(p->secret));
 	if (!rc)
 		rc = smart_connect(p->ctx, addr, &p->blade_id);
-	if (!c->connect) {
-		unlink(secret_path);
-		c->secret_file = NULL;
-	}
 	if (rc)
 		return rc;
 	p->region_size = smart_blade_size(p->ctx, p->blade_id);

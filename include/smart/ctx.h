@@ -40,6 +40,11 @@ int smart_ctx_destroy(smart_ctx_t *ctx);
  * SMART_ETIMEDOUT / SMART_ECONN when it cannot be reached. */
 int smart_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id);
 
+/* Use these 1..4096 bytes as the shared secret of later smart_connect()
+ * calls, instead of the option secret_file (an embedded blade and its own
+ * ctx need no file).  The bytes are copied.  SMART_EINVAL for a bad length. */
+int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len);
+
 /* Size in bytes of a connected blade's region; 0 if unknown. */
 uint64_t smart_blade_size(const smart_ctx_t *ctx, uint16_t blade_id);
 

@@ -185,12 +185,25 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 		      struct smart__blade *b)
 {
 	struct smart__boot_welcome wel;
+	char *secret = NULL;
+	size_t slen = 0;
 	int fd = -1, rc;
 
-	rc = smart__boot_open(hostport, ctx->tp->name, ctx->secret,
-			      ctx->secret_len,
+	/* A copy: smart_ctx_set_secret() may replace it meanwhile. */
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->secret && (secret = malloc(ctx->secret_len)))
+		memcpy(secret, ctx->secret, slen = ctx->secret_len);
+	rc = ctx->secret && !secret ? SMART_ENOMEM : 0;
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc)
+		return rc;
+	rc = smart__boot_open(hostport, ctx->tp->name, secret, slen,
 			      (int)(ctx->o.connect_timeout_ns / 1000000),
 			      &ctx->log, &b->boot, &wel);
+	if (secret) {
+		explicit_bzero(secret, slen);
+		free(secret);
+	}
 	if (rc)
 		return rc;
 	if (wel.need_fd) {
@@ -244,6 +257,31 @@ int smart_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id)
 	smart__info(&ctx->log, "connected blade %u at %s (%llu bytes)", b->id,
 		    hostport, (unsigned long long)b->size);
 	*blade_id = b->id;
+	return 0;
+}
+
+int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len)
+{
+	char *copy, *old;
+	size_t old_len;
+
+	if (!ctx || !secret || !len || len > 4096)
+		return SMART_EINVAL;
+	copy = malloc(len + 1);
+	if (!copy)
+		return SMART_ENOMEM;
+	memcpy(copy, secret, len);
+	copy[len] = '\0';
+	pthread_mutex_lock(&ctx->lock);
+	old = ctx->secret;
+	old_len = ctx->secret_len;
+	ctx->secret = copy;
+	ctx->secret_len = len;
+	pthread_mutex_unlock(&ctx->lock);
+	if (old) {
+		explicit_bzero(old, old_len);
+		free(old);
+	}
 	return 0;
 }
 

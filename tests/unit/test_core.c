@@ -71,6 +71,47 @@ static void test_options(void)
 	unsetenv("SMART_MAX_TASKS");
 }
 
+/* A secret given in memory: an embedded blade and its own ctx. */
+static void test_secret_api(void)
+{
+	struct smart_blade_config cfg;
+	char sec[40], sec2[40];
+	smart_blade_t *b;
+	smart_opts_t *o;
+	smart_ctx_t *ctx;
+	uint16_t id;
+	int i;
+
+	CHECK_OK(smart_secret_generate(sec, sizeof(sec)));
+	CHECK_OK(smart_secret_generate(sec2, sizeof(sec2)));
+	CHECK(memcmp(sec, sec2, sizeof(sec)));
+	for (i = 0; i < (int)sizeof(sec); i++)
+		CHECK(strchr("0123456789abcdef", sec[i]) && sec[i]);
+	CHECK_EQ(smart_secret_generate(sec, 0), SMART_EINVAL);
+	CHECK_EQ(smart_secret_generate(NULL, 8), SMART_EINVAL);
+
+	smart_blade_config_init(&cfg);
+	cfg.size = 4 << 20;
+	cfg.listen = "127.0.0.1:0";
+	cfg.secret = sec;
+	cfg.secret_len = sizeof(sec);
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_set(o, "buf_pool", "4M"));
+	CHECK_OK(smart_ctx_create(o, &ctx));
+	smart_opts_destroy(o);
+	CHECK_EQ(smart_connect(ctx, smart_blade_address(b), &id),
+		 SMART_EACCES);
+	CHECK_EQ(smart_ctx_set_secret(ctx, sec, 0), SMART_EINVAL);
+	CHECK_OK(smart_ctx_set_secret(ctx, sec2, sizeof(sec2)));
+	CHECK_EQ(smart_connect(ctx, smart_blade_address(b), &id),
+		 SMART_EACCES);
+	CHECK_OK(smart_ctx_set_secret(ctx, sec, sizeof(sec)));
+	CHECK_OK(smart_connect(ctx, smart_blade_address(b), &id));
+	CHECK_OK(smart_ctx_destroy(ctx));
+	smart_blade_destroy(b);
+}
+
 static void test_gaddr(void)
 {
 	smart_gaddr_t a = smart_gaddr(7, 0x123456789abcULL);
@@ -449,6 +490,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "options", test_options },
 		{ "gaddr", test_gaddr },
+		{ "secret_api", test_secret_api },
 		{ "tasks", test_tasks },
 		{ "task_limit", test_task_limit },
 		{ "ops", test_ops },
