@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,6 +117,83 @@ static inline void smartd_spawn(struct smartd_proc *d,
 		  "expected 127.0.0.1:<port != 0> in \"%s\"", line);
 	memcpy(d->addr, on, (size_t)(end - on));
 	d->addr[end - on] = '\0';
+}
+
+/*
+ * The guard: processes a failing or hanging test must not leave behind
+ * (smartd stopped with SIGSTOP, client processes) and its secret file.
+ * Signal and atexit handlers take no argument, so this is the one piece of
+ * mutable static state of a test using it; owner keeps forked children
+ * (which inherit atexit handlers) from killing the daemon when they exit.
+ */
+#define GUARD_PIDS 8
+static struct {
+	volatile sig_atomic_t pids[GUARD_PIDS];
+	volatile sig_atomic_t owner;
+	char secret[64];
+} guard;
+
+static inline void guard_kill_all(void)
+{
+	for (int i = 0; i < GUARD_PIDS; i++) {
+		pid_t p = (pid_t)guard.pids[i];
+
+		if (p > 0) {
+			kill(p, SIGCONT);
+			kill(p, SIGKILL);
+		}
+	}
+}
+
+static inline void guard_atexit(void)
+{
+	if (getpid() != (pid_t)guard.owner)
+		return;
+	guard_kill_all();
+	for (int i = 0; i < GUARD_PIDS; i++) {
+		if (guard.pids[i] > 0)
+			waitpid((pid_t)guard.pids[i], NULL, 0);
+		guard.pids[i] = 0;
+	}
+	if (guard.secret[0])
+		unlink(guard.secret);
+}
+
+static inline void guard_alarm(int sig)
+{
+	static const char msg[] = "FAIL: test timed out (alarm): its "
+				  "processes were killed\n";
+
+	(void)sig;
+	guard_kill_all();
+	if (guard.secret[0])
+		unlink(guard.secret);
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(1);
+	_exit(1);
+}
+
+/* Arm the guard: kill everything and fail after `seconds`. */
+static inline void guard_init(unsigned seconds)
+{
+	guard.owner = getpid();
+	atexit(guard_atexit);
+	signal(SIGALRM, guard_alarm);
+	alarm(seconds);
+}
+
+/* A secret file in /tmp (path is a mkstemp template), mode 0600, holding
+ * s; the guard removes the first one at exit. */
+static inline void secret_file(char *path, const char *s)
+{
+	int fd = mkstemp(path);
+
+	CHECK_MSG(fd >= 0, "mkstemp(%s): %s", path, strerror(errno));
+	if (!guard.secret[0] && strlen(path) < sizeof(guard.secret))
+		strcpy(guard.secret, path);
+	CHECK_EQ(fchmod(fd, 0600), 0);
+	CHECK_EQ(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+	close(fd);
 }
 
 static inline void smartd_stop(struct smartd_proc *d)

@@ -57,64 +57,6 @@
 _Static_assert(BATCH * MAX_RW <= TBUF_BYTES && ALLOC_BYTES <= TBUF_BYTES,
 	       "task buffers too small");
 
-/*
- * The daemon the SIGALRM and atexit handlers must kill, and the secret
- * file to remove at exit.  Those handlers take no argument, so this is
- * the test's one piece of mutable static state.
- */
-static struct {
-	volatile sig_atomic_t pid;
-	char secret[64];
-} guard;
-
-static void guard_kill(void)
-{
-	pid_t p = (pid_t)guard.pid;
-
-	if (p > 0) {
-		kill(p, SIGCONT);
-		kill(p, SIGKILL);
-	}
-}
-
-static void guard_atexit(void)
-{
-	pid_t p = (pid_t)guard.pid;
-
-	guard_kill();
-	if (p > 0)
-		waitpid(p, NULL, 0);
-	guard.pid = 0;
-	if (guard.secret[0])
-		unlink(guard.secret);
-}
-
-static void guard_alarm(int sig)
-{
-	static const char msg[] = "FAIL: test timed out (alarm): smartd "
-				  "killed\n";
-
-	(void)sig;
-	guard_kill();
-	if (guard.secret[0])
-		unlink(guard.secret);
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
-static void secret_file(char *path, const char *s)
-{
-	int fd = mkstemp(path);
-
-	CHECK_MSG(fd >= 0, "mkstemp(%s): %s", path, strerror(errno));
-	if (strlen(path) < sizeof(guard.secret))
-		strcpy(guard.secret, path);
-	CHECK_EQ(fchmod(fd, 0600), 0);
-	CHECK_EQ(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
-}
-
 static void daemon_start(struct smartd_proc *d, const char *secret_path)
 {
 	const char *argv[] = { "smartd", "--size", "32M", "--listen",
@@ -122,13 +64,13 @@ static void daemon_start(struct smartd_proc *d, const char *secret_path)
 			       secret_path, NULL };
 
 	smartd_spawn(d, argv, "smartd: blade 5 serving 33554432 bytes on ");
-	guard.pid = d->pid;
+	guard.pids[0] = d->pid;
 }
 
 static void daemon_stop(struct smartd_proc *d)
 {
 	smartd_stop(d);
-	guard.pid = 0;
+	guard.pids[0] = 0;
 }
 
 /* State letter of /proc/<pid>/task/<tid>/stat (after "(comm) "). */
@@ -574,9 +516,7 @@ static void test_stopped_blade(void)
 	smart_ctx_t *ctx;
 	smart_worker_t *w;
 
-	atexit(guard_atexit);
-	signal(SIGALRM, guard_alarm);
-	alarm(60);
+	guard_init(60);
 	secret_file(path, SECRET);
 	daemon_start(&d, path);
 	ctx = ctx_open(path);

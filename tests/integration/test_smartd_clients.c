@@ -38,6 +38,7 @@
 #define SECRET		"clients-secret-4b1d"
 #define WRONG_SECRET	"clients-secret-XXXX"
 #define CLIENTS		2
+_Static_assert(1 + CLIENTS <= GUARD_PIDS, "the guard holds smartd and the clients");
 #define THREADS		2
 #define TASKS		8
 #define NBLK		12
@@ -58,85 +59,12 @@ static const uint32_t blk_sizes[NBLK] = {
 	8, 16, 24, 40, 64, 72, 104, 256, 520, 1000, 2048, 4096,
 };
 
-/*
- * What the SIGALRM and atexit handlers must kill.  Signal and atexit
- * handlers take no argument, so this is the one piece of mutable static
- * state of the test; owner keeps forked children (which inherit atexit
- * handlers) from killing the daemon when they exit.
- */
-static struct {
-	volatile sig_atomic_t pids[1 + CLIENTS];
-	volatile sig_atomic_t owner;
-	char secret[64];	/* the secret file to remove at exit */
-} guard;
-
-static void guard_kill_all(void)
-{
-	for (int i = 0; i < 1 + CLIENTS; i++) {
-		pid_t p = (pid_t)guard.pids[i];
-
-		if (p > 0) {
-			kill(p, SIGCONT);
-			kill(p, SIGKILL);
-		}
-	}
-}
-
-static void guard_atexit(void)
-{
-	if (getpid() != (pid_t)guard.owner)
-		return;
-	guard_kill_all();
-	for (int i = 0; i < 1 + CLIENTS; i++) {
-		if (guard.pids[i] > 0)
-			waitpid((pid_t)guard.pids[i], NULL, 0);
-		guard.pids[i] = 0;
-	}
-	if (guard.secret[0])
-		unlink(guard.secret);
-}
-
-static void guard_alarm(int sig)
-{
-	static const char msg[] = "FAIL: test timed out (alarm): smartd and "
-				  "clients killed\n";
-
-	(void)sig;
-	guard_kill_all();
-	if (guard.secret[0])
-		unlink(guard.secret);
-	if (write(2, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
-static void guard_init(unsigned seconds)
-{
-	guard.owner = getpid();
-	atexit(guard_atexit);
-	signal(SIGALRM, guard_alarm);
-	alarm(seconds);
-}
-
 /* In a fresh child: die with the parent, even if it is already gone. */
 static void die_with_parent(pid_t parent)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
-}
-
-/* A secret file in /tmp, mode 0600, holding s. */
-static void secret_file(char *path, const char *s)
-{
-	int fd = mkstemp(path);
-
-	CHECK_MSG(fd >= 0, "mkstemp(%s): %s", path, strerror(errno));
-	if (!guard.secret[0] && strlen(path) < sizeof(guard.secret))
-		strcpy(guard.secret, path);
-	CHECK_EQ(fchmod(fd, 0600), 0);
-	CHECK_EQ(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
 }
 
 /* smartd on 127.0.0.1:0, 64 MiB in 256-KiB chunks. */
