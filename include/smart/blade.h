@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "smart/secret.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,14 +75,6 @@ struct smart_blade_stats {
 void smart_blade_get_stats(const smart_blade_t *b,
 			   struct smart_blade_stats *out);
 
-/* Read a secret file: its bytes with one trailing newline removed; between
- * 1 and 4096 bytes.  *out is malloc'ed.  SMART_ENOENT, SMART_EINVAL. */
-int smart_secret_load(const char *path, char **out, size_t *len);
-
-/* Fill buf with len random hexadecimal characters (getrandom), e.g. for an
- * embedded blade and its own ctx (smart_ctx_set_secret).  1..4096 bytes;
- * SMART_EINVAL, or SMART_ESYS when the kernel gives no randomness. */
-int smart_secret_generate(char *buf, size_t len);
 
 #ifdef __cplusplus
 }

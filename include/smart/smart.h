@@ -16,6 +16,7 @@
 #include "smart/blade.h"
 #include "smart/util.h"
 #include "smart/backoff.h"
+#include "smart/secret.h"
 
 #define SMART_VERSION_STRING "0.1.0"
 

@@ -26,7 +26,7 @@
 #include "blade/blade_int.h"
 #include "smart/status.h"
 #include "util/compiler.h"
-#include "util/superblock.h"
+#include "wire/superblock.h"
 
 #define BLADE_MAX_CLIENTS_LIMIT 65536
 #define BLADE_TIMEOUT_LIMIT_MS 3600000

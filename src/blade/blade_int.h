@@ -25,7 +25,10 @@
 #include "smart/blade.h"
 #include "transport/transport.h"
 #include "util/log.h"
-#include "util/proto.h"
+#include "wire/proto.h"
+
+_Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
+	       "the wire carries whole transport blobs");
 
 #define BLADE_IN_CAP		SMART_PROTO_FRAME_MAX
 #define BLADE_OUT_CAP		16384

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "util/superblock.h"
+#include "wire/superblock.h"
 
 #define RA_MIN_SHIFT 4
 #define RA_CLASSES   64

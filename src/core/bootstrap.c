@@ -22,7 +22,7 @@
 #include "smart/status.h"
 #include "util/compiler.h"
 #include "util/log.h"
-#include "util/proto.h"
+#include "wire/proto.h"
 
 struct smart__boot {
 	int fd;

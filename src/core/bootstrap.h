@@ -18,6 +18,10 @@
 #include <stdint.h>
 
 #include "transport/transport.h"
+#include "wire/proto.h"
+
+_Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
+	       "the wire carries whole transport blobs");
 
 struct smart__log;
 struct smart__boot;

@@ -41,11 +41,6 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 	};
 	int rc;
 
-	if (o->nic_model[0] && strcmp(o->transport, "shm")) {
-		smart__err(&ctx->log, "nic_model applies to the shm transport "
-			   "only, not %s", o->transport);
-		return SMART_EINVAL;
-	}
 	ctx->tp = smart_tp_find(ctx->o.transport);
 	if (!ctx->tp) {
 		smart__err(&ctx->log, "transport %s is not built in",

@@ -265,8 +265,7 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 	case OPT_STR:
 	case OPT_TRANSPORT:
 		if (strlen(val) >= d->cap ||
-		    (d->kind == OPT_TRANSPORT && strcmp(val, "shm") &&
-		     strcmp(val, "verbs")))
+		    (d->kind == OPT_TRANSPORT && !smart_tp_known(val)))
 			return SMART_EINVAL;
 		strcpy(p, val);
 		return 0;

@@ -25,3 +25,18 @@ const struct smart_tp_ops *smart_tp_find(const char *name)
 			return smart__transports[i];
 	return NULL;
 }
+
+/* Every transport this source tree knows, built in or not: an option may
+ * name one that this build lacks and be told so when a ctx opens it. */
+static const char *const smart__transport_names[] = { "shm", "verbs" };
+
+int smart_tp_known(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < sizeof(smart__transport_names) /
+				sizeof(*smart__transport_names); i++)
+		if (!strcmp(smart__transport_names[i], name))
+			return 1;
+	return 0;
+}

@@ -209,6 +209,8 @@ struct smart_tp_ops {
 
 /* The transports built in; NULL when the name is unknown or not built. */
 const struct smart_tp_ops *smart_tp_find(const char *name);
+/* 1 when name is a transport of this source tree, built in or not. */
+int smart_tp_known(const char *name);
 
 extern const struct smart_tp_ops smart_tp_shm_ops;
 #ifdef SMART_HAVE_VERBS

@@ -21,7 +21,7 @@
 #include "blade/blade_int.h"
 #include "smart/blade.h"
 #include "smart/status.h"
-#include "util/proto.h"
+#include "wire/proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

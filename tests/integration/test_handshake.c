@@ -24,9 +24,9 @@
 #include "harness/test.h"
 #include "smart/blade.h"
 #include "core/bootstrap.h"
-#include "util/proto.h"
+#include "wire/proto.h"
 #include "util/compiler.h"
-#include "util/superblock.h"
+#include "wire/superblock.h"
 
 #define SECRET "s3cret-handshake"
 #define MIB (UINT64_C(1) << 20)

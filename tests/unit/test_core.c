@@ -11,7 +11,7 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 #include "core/core.h"
-#include "util/superblock.h"
+#include "wire/superblock.h"
 
 static void test_options(void)
 {

@@ -208,9 +208,16 @@ static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
 int smart__verbs_domain_open(const struct smart_tp_cfg *cfg,
 			     struct smart_tp_domain **out)
 {
-	struct smart_tp_domain *d = calloc(1, sizeof(*d));
+	struct smart_tp_domain *d;
 	int rc;
 
+	/* The RNIC model is the shm transport's; a real NIC needs none. */
+	if (cfg && cfg->nic_model && cfg->nic_model[0]) {
+		smart__err(cfg->log, "nic_model applies to the shm transport "
+			   "only, not verbs");
+		return SMART_EINVAL;
+	}
+	d = calloc(1, sizeof(*d));
 	if (!d)
 		return SMART_ENOMEM;
 	d->log = cfg ? cfg->log : NULL;

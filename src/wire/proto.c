@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 
 #include "smart/status.h"
-#include "util/proto.h"
-#include "util/superblock.h"
+#include "wire/proto.h"
+#include "wire/superblock.h"
 
 /* --- little-endian helpers --- */
 
@@ -265,7 +265,7 @@ static int welcome_valid(const struct smart_proto_welcome *m)
 	int fetch = m->flags & SMART_PROTO_WF_FETCH_FD;
 
 	if (!smart__proto_status_ok(m->status) ||
-	    m->blob_len > SMART_TP_BLOB_MAX ||
+	    m->blob_len > SMART_PROTO_BLOB_MAX ||
 	    m->sock_len > SMART_PROTO_SOCK_MAX ||
 	    (m->flags & ~SMART_PROTO_WF_FETCH_FD))
 		return 0;
@@ -325,7 +325,7 @@ int smart__proto_dec_welcome(const void *p, size_t len,
 	t.blob_len = rd16(&r);
 	t.sock_len = rd8(&r);
 	rd_zero(&r, 1);
-	if (r.bad || t.blob_len > SMART_TP_BLOB_MAX ||
+	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX ||
 	    t.sock_len > SMART_PROTO_SOCK_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
@@ -386,7 +386,7 @@ int smart__proto_enc_qp_connect(const struct smart_proto_qp_connect *m,
 {
 	uint8_t *p;
 
-	if (m->blob_len == 0 || m->blob_len > SMART_TP_BLOB_MAX)
+	if (m->blob_len == 0 || m->blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EINVAL;
 	p = frame(buf, cap, SMART_PROTO_QP_CONNECT, 8 + m->blob_len, len);
 	if (!p)
@@ -407,7 +407,7 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 	t.req_id = rd32(&r);
 	t.blob_len = rd16(&r);
 	rd_zero(&r, 2);
-	if (r.bad || t.blob_len == 0 || t.blob_len > SMART_TP_BLOB_MAX)
+	if (r.bad || t.blob_len == 0 || t.blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
 	if (rd_done(&r))
@@ -419,7 +419,7 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 static int qpa_valid(const struct smart_proto_qp_accept *m)
 {
 	if (!smart__proto_status_ok(m->status) ||
-	    m->blob_len > SMART_TP_BLOB_MAX)
+	    m->blob_len > SMART_PROTO_BLOB_MAX)
 		return 0;
 	if (m->status)
 		return m->blob_len == 0 && m->responder_id == 0;
@@ -456,7 +456,7 @@ int smart__proto_dec_qp_accept(const void *p, size_t len,
 	t.responder_id = rd32(&r);
 	t.blob_len = rd16(&r);
 	rd_zero(&r, 2);
-	if (r.bad || t.blob_len > SMART_TP_BLOB_MAX)
+	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
 	if (rd_done(&r) || !qpa_valid(&t))

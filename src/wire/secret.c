@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "smart/blade.h"
+#include "smart/secret.h"
 #include "smart/status.h"
 #include "util/log.h"
-#include "util/proto.h"
+#include "wire/proto.h"
 
 int smart_secret_load(const char *path, char **out, size_t *len)
 {

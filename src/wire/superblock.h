@@ -6,8 +6,8 @@
  * root entries by READ/WRITE/CAS.  Chunk 0 holds the superblock, so the
  * cursor starts at 1.  All fields are little-endian 8-byte-aligned words.
  */
-#ifndef SMART_UTIL_SUPERBLOCK_H
-#define SMART_UTIL_SUPERBLOCK_H
+#ifndef SMART_WIRE_SUPERBLOCK_H
+#define SMART_WIRE_SUPERBLOCK_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -16,13 +16,12 @@
  *
  * Thread safety: every function is pure and thread safe.
  */
-#ifndef SMART_UTIL_PROTO_H
-#define SMART_UTIL_PROTO_H
+#ifndef SMART_WIRE_PROTO_H
+#define SMART_WIRE_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport/transport.h"
 
 #define SMART_PROTO_MAGIC	0x54524d53u	/* "SMRT" as bytes on the wire */
 #define SMART_PROTO_VERSION	1
@@ -33,6 +32,9 @@
 #define SMART_PROTO_SOCK_MAX	107	/* abstract socket name, no leading NUL */
 #define SMART_PROTO_TOKEN_LEN	16
 #define SMART_PROTO_ERRMSG_MAX	200
+/* Largest transport connection blob carried (the transport's
+ * SMART_TP_BLOB_MAX; the layers that see both check they agree). */
+#define SMART_PROTO_BLOB_MAX	256
 
 enum smart_proto_type {
 	SMART_PROTO_HELLO = 1,		/* client -> blade */
@@ -52,10 +54,10 @@ enum smart_proto_type {
 #define SMART_PROTO_HELLO_MAX \
 	(8 + SMART_PROTO_TRANSPORT_MAX + SMART_PROTO_SECRET_MAX)
 #define SMART_PROTO_WELCOME_MAX \
-	(36 + SMART_TP_BLOB_MAX + SMART_PROTO_SOCK_MAX)
+	(36 + SMART_PROTO_BLOB_MAX + SMART_PROTO_SOCK_MAX)
 #define SMART_PROTO_ERROR_MAX	(8 + SMART_PROTO_ERRMSG_MAX)
-#define SMART_PROTO_QPC_MAX	(8 + SMART_TP_BLOB_MAX)
-#define SMART_PROTO_QPA_MAX	(16 + SMART_TP_BLOB_MAX)
+#define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX)
+#define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX)
 #define SMART_PROTO_FRAME_MAX	(SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX)
 
 struct smart_proto_hdr {
@@ -79,7 +81,7 @@ struct smart_proto_welcome {
 	uint8_t flags;		/* SMART_PROTO_WF_* */
 	uint64_t region_size;
 	uint8_t token[SMART_PROTO_TOKEN_LEN];
-	uint8_t blob[SMART_TP_BLOB_MAX];
+	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;
 	char sock[SMART_PROTO_SOCK_MAX + 1];	/* NUL-terminated, no leading NUL */
 	size_t sock_len;
@@ -93,15 +95,15 @@ struct smart_proto_error {
 
 struct smart_proto_qp_connect {
 	uint32_t req_id;
-	uint8_t blob[SMART_TP_BLOB_MAX];
-	size_t blob_len;	/* 1..SMART_TP_BLOB_MAX */
+	uint8_t blob[SMART_PROTO_BLOB_MAX];
+	size_t blob_len;	/* 1..SMART_PROTO_BLOB_MAX */
 };
 
 struct smart_proto_qp_accept {
 	uint32_t req_id;
 	int32_t status;		/* 0, or an error and then no blob */
 	uint32_t responder_id;
-	uint8_t blob[SMART_TP_BLOB_MAX];
+	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;
 };
 
