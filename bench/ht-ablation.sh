@@ -79,12 +79,12 @@ breakdown() {
 	local csv=$OUT/ht_breakdown.csv
 	local F="mops retries_per_op rdma_ops_per_op p99_us errors validation_failures"
 	if [ -z "${PLOT_ONLY:-}" ]; then
-	echo "step,opts,mops,retries_per_op,rdma_ops_per_op,p99_us,errors,validation_failures" >"$csv"
+	echo "step,techniques,mops,retries_per_op,rdma_ops_per_op,p99_us,errors,validation_failures" >"$csv"
 	local i=0 o
 	for o in None ThrdAwareAlloc ThrdAwareAlloc,WorkReqThrot $ALL; do
 		local lines=
 		for _ in $(seq "$REPEAT"); do
-			lines+="$(run --threads 2 --coros 8 --opts $o | fields $F)"$'\n'
+			lines+="$(run --threads 2 --coros 8 --techniques $o | fields $F)"$'\n'
 		done
 		local m=$(printf '%s' "$lines" | median)
 		local name=${o//,/+}
@@ -103,12 +103,12 @@ breakdown() {
 scaling() {
 	local csv=$OUT/ht_scaling.csv
 	if [ -z "${PLOT_ONLY:-}" ]; then
-	echo "opts,threads,coros,mops,retries_per_op,rdma_ops_per_op,p99_us,errors" >"$csv"
+	echo "techniques,threads,coros,mops,retries_per_op,rdma_ops_per_op,p99_us,errors" >"$csv"
 	local o t c
 	for o in None $ALL; do
 		for t in 1 2; do
 			for c in 1 2 4 8 16; do
-				echo "${o//,/+},$t,$c,$(run --threads $t --coros $c --opts $o |
+				echo "${o//,/+},$t,$c,$(run --threads $t --coros $c --techniques $o |
 					fields mops retries_per_op rdma_ops_per_op p99_us errors)" >>"$csv"
 			done
 		done

@@ -61,7 +61,7 @@ fig3() { # QP allocation modes vs threads (Smart Fig. 3)
 	for mode in shared mux:2 per-thread per-thread-db; do
 		for t in 1 2 3 4; do
 			local j=$(run --nic-model "$NIC_DB" --qp-mode $mode \
-				--threads $t --depth 8 --opts None)
+				--threads $t --depth 8 --techniques None)
 			echo "$mode,$t,$(echo "$j" | json mops),$(echo "$j" | json db_contended)" >>"$csv"
 		done
 	done
@@ -78,7 +78,7 @@ fig4a() { # throughput vs outstanding WRs (Smart Fig. 4a)
 	for t in 1 2; do
 		for d in 1 2 4 8 16 32 64; do
 			local j=$(run --nic-model "$NIC_CACHE" --threads $t \
-				--depth $d --opts None)
+				--depth $d --techniques None)
 			echo "$t,$d,$(echo "$j" | json mops),$(echo "$j" | json wqe_misses)" >>"$csv"
 		done
 	done
@@ -91,11 +91,11 @@ fig4a() { # throughput vs outstanding WRs (Smart Fig. 4a)
 fig13b() { # throttling vs WR batch size (Smart Fig. 13b)
 	local csv=$OUT/fig13b.csv
 	if [ -z "${PLOT_ONLY:-}" ]; then
-	echo "opts,batch,mops,credit_cap" >"$csv"
+	echo "techniques,batch,mops,credit_cap" >"$csv"
 	for o in None WorkReqThrot; do
 		for b in 1 2 4 8 16; do
 			local j=$(run --nic-model "$NIC_CACHE" --threads 2 \
-				--depth 16 --batch $b --opts $o)
+				--depth 16 --batch $b --techniques $o)
 			echo "$o,$b,$(echo "$j" | json mops),$(echo "$j" | json credit_cap)" >>"$csv"
 		done
 	done
@@ -108,11 +108,11 @@ fig13b() { # throttling vs WR batch size (Smart Fig. 13b)
 table1() { # active threads re-drawn every interval (Smart Table 1)
 	local csv=$OUT/table1.csv
 	if [ -z "${PLOT_ONLY:-}" ]; then
-	echo "opts,interval_ms,mops" >"$csv"
+	echo "techniques,interval_ms,mops" >"$csv"
 	for o in None WorkReqThrot; do
 		for i in 8 32 128 512 2048; do
 			local j=$(SECS=$(( SECS > 4 ? SECS : 4 )) run --nic-model "$NIC_CACHE" \
-				--threads 2 --depth 32 --dynamic $i --opts $o)
+				--threads 2 --depth 32 --dynamic $i --techniques $o)
 			echo "$o,$i,$(echo "$j" | json mops)" >>"$csv"
 		done
 	done
@@ -125,11 +125,11 @@ table1() { # active threads re-drawn every interval (Smart Table 1)
 fig14() { # conflict avoidance on update-only Zipf 0.99 (Smart Fig. 14)
 	local csv=$OUT/fig14.csv
 	if [ -z "${PLOT_ONLY:-}" ]; then
-	echo "opts,depth,mops,retries_per_op" >"$csv"
+	echo "techniques,depth,mops,retries_per_op" >"$csv"
 	for o in None ConflictAvoid; do
 		for d in 4 8 16 32; do
 			local j=$(run --nic-model "$NIC" --op cas-incr --keys ${KEYS:-100} \
-				--zipf 0.99 --threads 2 --depth $d --opts $o)
+				--zipf 0.99 --threads 2 --depth $d --techniques $o)
 			echo "$o,$d,$(echo "$j" | json mops),$(echo "$j" | json retries_per_op)" >>"$csv"
 		done
 	done

@@ -70,7 +70,7 @@ struct bench_cfg {
 	int uniform;
 	int threads, coros;
 	double seconds;
-	const char *techniques;	/* --opts */
+	const char *techniques;	/* --techniques */
 	const char *nic_model;
 	const char *qp_mode;
 	const char *connect[BENCH_BLADES_MAX];
@@ -556,7 +556,7 @@ static int opts_build(const struct bench_cfg *c, const char *secret_file,
 	if (rc)
 		return rc;
 	if (c->techniques)
-		rc = smart_opts_set(o, "opts", c->techniques);
+		rc = smart_opts_set(o, "techniques", c->techniques);
 	if (!rc && c->nic_model)
 		rc = smart_opts_set(o, "nic_model", c->nic_model);
 	if (!rc && c->qp_mode)
@@ -569,7 +569,7 @@ static int opts_build(const struct bench_cfg *c, const char *secret_file,
 		rc = smart_opts_set(o, "max_tasks", n);
 	}
 	if (rc)
-		fprintf(stderr, "smart-bench: bad library option (--opts, "
+		fprintf(stderr, "smart-bench: bad library option (--techniques, "
 			"--nic-model, --qp-mode or the environment): %s\n",
 			smart_strerror(rc));
 	for (i = 0; !rc && i < c->nopts; i++)
@@ -599,10 +599,10 @@ static int connect_all(struct bench *b)
 	int i, rc = 0;
 
 	if (!c->nconnect)
-		return smart_connect(b->ctx, smart_blade_address(b->blade),
+		return smart_ctx_connect(b->ctx, smart_blade_address(b->blade),
 				     &b->blades[b->nblades++]);
 	for (i = 0; !rc && i < c->nconnect; i++) {
-		rc = smart_connect(b->ctx, c->connect[i],
+		rc = smart_ctx_connect(b->ctx, c->connect[i],
 				   &b->blades[b->nblades]);
 		if (rc)
 			fprintf(stderr, "smart-bench: connect %s: %s\n",
@@ -679,15 +679,21 @@ static int bench_setup(struct bench *b, struct bench_cfg *c)
 			rc = connect_all(b);
 		budget = UINT64_MAX;
 		for (i = 0; !rc && i < b->nblades; i++) {
-			uint64_t s = smart_blade_size(b->ctx, b->blades[i]);
+			struct smart_blade_info bi;
 
-			budget = s < budget ? s : budget;
+			rc = smart_ctx_blade_info(b->ctx, b->blades[i], &bi);
+			if (!rc && bi.alloc_max < budget)
+				budget = bi.alloc_max;
 		}
 		if (!rc)
 			rc = size_memory(b, c, budget * (uint64_t)b->nblades);
 	}
-	for (i = 0; !rc && i < b->nblades; i++)
-		b->blade_bytes += smart_blade_size(b->ctx, b->blades[i]);
+	for (i = 0; !rc && i < b->nblades; i++) {
+		struct smart_blade_info bi;
+
+		rc = smart_ctx_blade_info(b->ctx, b->blades[i], &bi);
+		b->blade_bytes += rc ? 0 : bi.size;
+	}
 	if (!rc && !c->uniform)
 		rc = smart_zipf_init(&b->zipf, c->keys, c->zipf);
 	return rc;
@@ -941,7 +947,7 @@ static void print_json(const struct bench *b, const struct bench_result *r)
 	       ",", r->n[OP_READ], r->n[OP_UPDATE], r->n[OP_INSERT],
 	       r->n[OP_RMW], r->errors, r->errors ?
 	       smart_status_name(r->first_err) : "", r->vfail);
-	printf("\"opts\":\"%s\",\"qp_mode_effective\":\"%s\",\"transport\":"
+	printf("\"techniques\":\"%s\",\"qp_mode_effective\":\"%s\",\"transport\":"
 	       "\"%s\",\"nic_model\":\"%s\",\"blades\":%d,\"embedded\":%s,"
 	       "\"load_secs\":%.3f,\"credit_cap\":%d,\"throttle_phase\":"
 	       "\"%s\",\"db_contended\":%" PRIu64 ",\"guarded_retries_per_op\""
@@ -972,7 +978,7 @@ static int print_csv(const struct bench *b, const struct bench_result *r)
 		if (*p == ',')
 			*p = '+';
 	if (ftell(f) == 0)
-		fprintf(f, "workload,ds,opts,threads,coros,keys,value_size,"
+		fprintf(f, "workload,ds,techniques,threads,coros,keys,value_size,"
 			"zipf,mops,p50_us,p99_us,p999_us,retries_per_op,"
 			"rdma_ops_per_op,bytes_per_op,errors,"
 			"validation_failures,qp_mode,transport,nic_model\n");
@@ -1005,7 +1011,7 @@ static void usage(FILE *f)
 "  --threads T           worker threads, 1..256 [1]\n"
 "  --coros C             coroutines per thread, 1..1024 [8]\n"
 "  --seconds S           run time after the preload [3]\n"
-"  --opts LIST           techniques: ThrdAwareAlloc,WorkReqThrot,\n"
+"  --techniques LIST           techniques: ThrdAwareAlloc,WorkReqThrot,\n"
 "                        ConflictAvoid,SpecLookup or None [all]\n"
 "  --nic-model SPEC      shm RNIC model: default or key=value,... [off]\n"
 "  --qp-mode M           shared | mux:K | per-thread | per-thread-db\n"
@@ -1077,7 +1083,7 @@ static const struct option long_opts[] = {
 	{ "key-size", 1, 0, O_KSIZE }, { "zipf", 1, 0, O_ZIPF },
 	{ "uniform", 0, 0, O_UNIFORM }, { "threads", 1, 0, O_THREADS },
 	{ "coros", 1, 0, O_COROS }, { "seconds", 1, 0, O_SECONDS },
-	{ "opts", 1, 0, O_OPTS }, { "nic-model", 1, 0, O_NIC },
+	{ "techniques", 1, 0, O_OPTS }, { "nic-model", 1, 0, O_NIC },
 	{ "qp-mode", 1, 0, O_QPMODE }, { "opt", 1, 0, O_OPT },
 	{ "connect", 1, 0, O_CONNECT }, { "secret-file", 1, 0, O_SECRET },
 	{ "blade-size", 1, 0, O_BSIZE }, { "seed", 1, 0, O_SEED },

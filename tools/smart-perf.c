@@ -50,7 +50,7 @@ struct perf_cfg {
 	uint64_t seed;
 	const char *opts[32];	/* key=value pairs from --opt */
 	int nopts;
-	const char *techniques;	/* --opts */
+	const char *techniques;	/* --techniques */
 	const char *credit;	/* --credit */
 	const char *nic_model;	/* --nic-model */
 	const char *device;	/* --device (verbs) */
@@ -113,7 +113,7 @@ static int perf_issue(struct perf *p, smart_worker_t *w, struct perf_task *t,
 
 	switch (p->cfg->op) {
 	case OP_READ:
-		return smart_read(w, t->buf, ga, p->cfg->size);
+		return smart_read(w, ga, p->cfg->size, t->buf);
 	case OP_WRITE:
 		return smart_write(w, ga, t->buf, p->cfg->size);
 	case OP_CAS:
@@ -140,7 +140,7 @@ static int perf_cas_incr(struct perf *p, smart_worker_t *w,
 	int rc;
 
 	smart_backoff_begin(w);
-	rc = smart_read_sync(w, v, ga, 8);
+	rc = smart_read_sync(w, ga, 8, v);
 	while (!rc) {
 		old = *v;
 		rc = smart_cas_sync(w, ga, old, old + 1, v);
@@ -434,7 +434,7 @@ static int perf_setup_ctx(struct perf *p)
 	if (c->qp_mode)
 		rc = smart_opts_set(o, "qp_mode", c->qp_mode);
 	if (!rc && c->techniques)
-		rc = smart_opts_set(o, "opts", c->techniques);
+		rc = smart_opts_set(o, "techniques", c->techniques);
 	if (!rc && c->credit)
 		rc = smart_opts_set(o, "credit", c->credit);
 	if (!rc && c->nic_model)
@@ -489,6 +489,7 @@ static int perf_embedded_blade(struct perf *p)
 
 static int perf_setup(struct perf *p, struct perf_cfg *c)
 {
+	struct smart_blade_info info;
 	const char *addr = c->connect;
 	int rc = 0;
 
@@ -503,13 +504,16 @@ static int perf_setup(struct perf *p, struct perf_cfg *c)
 		rc = smart_ctx_set_secret(p->ctx, p->secret,
 					  sizeof(p->secret));
 	if (!rc)
-		rc = smart_connect(p->ctx, addr, &p->blade_id);
+		rc = smart_ctx_connect(p->ctx, addr, &p->blade_id);
 	if (rc)
 		return rc;
-	p->region_size = smart_blade_size(p->ctx, p->blade_id);
-	/* Stay clear of the superblock chunk; align to the op size. */
+	rc = smart_ctx_blade_info(p->ctx, p->blade_id, &info);
+	if (rc)
+		return rc;
+	p->region_size = info.size;
+	/* Stay clear of the blade's own area; align to the op size. */
 	p->stride = c->size < 8 ? 8 : (c->size + 7) & ~7u;
-	p->lo = 1 << 20;
+	p->lo = info.reserved;
 	if (p->region_size < p->lo + 2 * p->stride)
 		return SMART_ENOSPC;
 	p->slots = (p->region_size - p->lo - p->stride) / p->stride;
@@ -553,8 +557,8 @@ static void perf_print_row(const struct perf *p, const struct perf_result *r,
 	       r->mops, r->p50_us, r->p99_us);
 	if (raw)
 		return;
-	printf("        opts %s, credit cap %d (%s), doorbells rung %" PRIu64
-	       " (contended %" PRIu64 ")", r->st.opts, r->st.credit_cap,
+	printf("        techniques %s, credit cap %d (%s), doorbells rung %" PRIu64
+	       " (contended %" PRIu64 ")", r->st.techniques, r->st.credit_cap,
 	       r->st.throttle_phase, r->st.db_rings, r->st.db_contended);
 	if (p->cfg->op == OP_CAS_INCR)
 		printf(", retries/op %.3f", r->st.retries_per_op);
@@ -577,10 +581,10 @@ static void perf_print_json(const struct perf *p, const struct perf_result *r,
 	       r->ops, r->mops, r->mb_per_s, r->p50_us, r->p99_us, r->p999_us);
 	if (ratio >= 0)
 		printf(",\"ratio_vs_raw\":%.4f", ratio);
-	printf(",\"opts\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
+	printf(",\"techniques\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
 	       "\"%s\",\"db_contended\":%" PRIu64 ",\"db_rings\":%" PRIu64
 	       ",\"wqe_misses\":%" PRIu64 ",\"nic_model\":\"%s\"",
-	       r->st.opts, r->st.credit_cap, r->st.throttle_phase,
+	       r->st.techniques, r->st.credit_cap, r->st.throttle_phase,
 	       r->st.db_contended, r->st.db_rings, r->st.wqe_misses,
 	       c->nic_model ? c->nic_model : "");
 	printf(",\"batch\":%d,\"dynamic_ms\":%d", c->batch, c->dynamic_ms);
@@ -652,7 +656,7 @@ static void usage(FILE *f)
 "                            Zipf-chosen counter, CAS it +1, retry (guarded)\n"
 "  --keys N                  cas-incr: counters [1000000]\n"
 "  --zipf THETA              cas-incr: Zipf theta in [0,1), 0 = uniform [0.99]\n"
-"  --opts LIST               techniques: ThrdAwareAlloc,WorkReqThrot,\n"
+"  --techniques LIST               techniques: ThrdAwareAlloc,WorkReqThrot,\n"
 "                            ConflictAvoid,SpecLookup or None [all]\n"
 "  --credit N                fixed cap on WRs in flight per thread (tuner off)\n"
 "  --batch B                 ops queued per sync by each coroutine [1]\n"
@@ -737,7 +741,7 @@ static const struct option long_opts[] = {
 	{ "rounds", 1, 0, O_ROUNDS }, { "opt", 1, 0, O_OPT },
 	{ "seed", 1, 0, O_SEED }, { "json", 0, 0, O_JSON },
 	{ "list-options", 0, 0, O_LIST }, { "help", 0, 0, O_HELP },
-	{ "version", 0, 0, O_VERSION }, { "opts", 1, 0, O_OPTS },
+	{ "version", 0, 0, O_VERSION }, { "techniques", 1, 0, O_OPTS },
 	{ "credit", 1, 0, O_CREDIT }, { "nic-model", 1, 0, O_NIC },
 	{ "keys", 1, 0, O_KEYS }, { "zipf", 1, 0, O_ZIPF },
 	{ "batch", 1, 0, O_BATCH }, { "dynamic", 1, 0, O_DYNAMIC },

@@ -123,8 +123,8 @@ static int probe(struct ping *p, long seq)
 	case 0:
 		if (c->verify)
 			rc = smart_write_sync(p->w, p->block, p->buf, c->size);
-		return rc ? rc : smart_read_sync(p->w, p->back, p->block,
-						 c->size) ? SMART_EREMOTE :
+		return rc ? rc : smart_read_sync(p->w, p->block, c->size,
+						 p->back) ? SMART_EREMOTE :
 		       (c->verify && memcmp(p->buf, p->back, c->size));
 	case 1:
 		for (i = 0; i < (int)c->size; i++)
@@ -132,7 +132,7 @@ static int probe(struct ping *p, long seq)
 		rc = smart_write_sync(p->w, p->block, p->buf, c->size);
 		if (rc || !c->verify)
 			return rc;
-		rc = smart_read_sync(p->w, p->back, p->block, c->size);
+		rc = smart_read_sync(p->w, p->block, c->size, p->back);
 		return rc ? rc : memcmp(p->buf, p->back, c->size) != 0;
 	case 2:
 		rc = smart_cas_sync(p->w, p->block, p->counter,
@@ -167,7 +167,7 @@ static int ping_setup(struct ping *p, smart_ctx_t **ctx)
 		rc = smart_ctx_create(o, ctx);
 	smart_opts_destroy(o);
 	if (!rc)
-		rc = smart_connect(*ctx, c->target, &blade);
+		rc = smart_ctx_connect(*ctx, c->target, &blade);
 	if (!rc)
 		rc = smart_worker_create(*ctx, &p->w);
 	if (!rc)

@@ -9,7 +9,7 @@
  *           smart_backoff_retry(w);    // counts, backs off (yielding)
  *   smart_backoff_end(w);
  *
- * With the ConflictAvoid switch on (option opts / SMART_OPTS), a retry
+ * With the ConflictAvoid switch on (option techniques, env SMART_TECHNIQUES), a retry
  * waits random(0, min(C_max, C0 * 2^k)) TSC cycles while yielding, k being
  * the retry number of this operation, C0 = 4096 cycles (about one RDMA
  * round trip) and C_max adapted per worker between C0 and C0 * 2^10: every
@@ -36,13 +36,13 @@ void smart_backoff_begin(smart_worker_t *w);
 void smart_backoff_retry(smart_worker_t *w);
 void smart_backoff_end(smart_worker_t *w);
 
-/* The techniques (option opts, env SMART_OPTS: a comma-separated list of
- * these names; anything else, e.g. None, turns all off). */
+/* The techniques (option techniques, env SMART_TECHNIQUES: a comma-separated
+ * list of these names; anything else, e.g. None, turns all off). */
 enum smart_technique {
-	SMART_OPT_THRD_AWARE_ALLOC = 1 << 0,	/* "ThrdAwareAlloc" */
-	SMART_OPT_WORK_REQ_THROT = 1 << 1,	/* "WorkReqThrot" */
-	SMART_OPT_CONFLICT_AVOID = 1 << 2,	/* "ConflictAvoid" */
-	SMART_OPT_SPEC_LOOKUP = 1 << 3,		/* "SpecLookup" */
+	SMART_TECH_THRD_AWARE_ALLOC = 1 << 0,	/* "ThrdAwareAlloc" */
+	SMART_TECH_WORK_REQ_THROT = 1 << 1,	/* "WorkReqThrot" */
+	SMART_TECH_CONFLICT_AVOID = 1 << 2,	/* "ConflictAvoid" */
+	SMART_TECH_SPEC_LOOKUP = 1 << 3,	/* "SpecLookup" */
 };
 
 /* 1 when the technique is on in this ctx. */

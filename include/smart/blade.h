@@ -53,9 +53,10 @@ void smart_blade_config_init(struct smart_blade_config *cfg);
 int smart_blade_create(const struct smart_blade_config *cfg,
 		       smart_blade_t **out);
 
-/* Stop serving and free everything.  Clients that mapped the region keep
- * their mapping until they disconnect. */
-void smart_blade_destroy(smart_blade_t *b);
+/* Stop serving and free everything; NULL is a no-op.  Returns 0.  Clients
+ * that mapped the region keep their mapping until they disconnect, but
+ * learn that the blade is gone (their ops fail, docs/liveness.md). */
+int smart_blade_destroy(smart_blade_t *b);
 
 /* The address actually listened on ("127.0.0.1:40123" when port 0). */
 const char *smart_blade_address(const smart_blade_t *b);
@@ -72,7 +73,7 @@ struct smart_blade_stats {
 	uint64_t accepted, authenticated, refused, malformed, timeouts,
 		active_sessions;
 };
-void smart_blade_get_stats(const smart_blade_t *b,
+void smart_blade_stats(const smart_blade_t *b,
 			   struct smart_blade_stats *out);
 
 

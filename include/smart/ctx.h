@@ -30,7 +30,9 @@ typedef struct smart_worker smart_worker_t;
  * transport domain and registers the local buffer pool. */
 int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out);
 
-/* Destroy; SMART_EBUSY (and nothing freed) while workers still exist. */
+/* Destroy.  Like every smart_*_destroy: NULL is a no-op returning 0, and
+ * an object still in use is left alone with SMART_EBUSY (here: while
+ * workers exist). */
 int smart_ctx_destroy(smart_ctx_t *ctx);
 
 /* Join the blade listening at "host:port": authenticate with the shared
@@ -38,15 +40,29 @@ int smart_ctx_destroy(smart_ctx_t *ctx);
  * by every worker.  *blade_id receives the blade's id.  SMART_EEXIST if a
  * blade with that id is already connected, SMART_EACCES on a refused secret,
  * SMART_ETIMEDOUT / SMART_ECONN when it cannot be reached. */
-int smart_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id);
+int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
+		      uint16_t *blade_id);
 
-/* Use these 1..4096 bytes as the shared secret of later smart_connect()
+/* Use these 1..4096 bytes as the shared secret of later smart_ctx_connect()
  * calls, instead of the option secret_file (an embedded blade and its own
  * ctx need no file).  The bytes are copied.  SMART_EINVAL for a bad length. */
 int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len);
 
-/* Size in bytes of a connected blade's region; 0 if unknown. */
-uint64_t smart_blade_size(const smart_ctx_t *ctx, uint16_t blade_id);
+/* The geometry of a connected blade, as its superblock and handshake give
+ * it.  Tools size their work from this rather than assume a chunk size. */
+struct smart_blade_info {
+	uint16_t id;
+	uint64_t size;		/* region bytes */
+	uint64_t chunk_size;	/* allocation unit of the blade */
+	uint64_t reserved;	/* bytes at offset 0 the blade keeps for the
+				 * superblock and the shared services */
+	uint64_t alloc_max;	/* largest single smart_alloc() possible */
+};
+
+/* Fill *out for a connected blade.  SMART_EINVAL for NULL arguments,
+ * SMART_ENOENT for a blade this ctx has not joined. */
+int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
+			 struct smart_blade_info *out);
 
 /* Name of the transport in use ("shm", "verbs") and the QP mode actually in
  * force (which may differ from the requested one, e.g. per-thread-db falls
@@ -57,7 +73,8 @@ const char *smart_ctx_qp_mode(const smart_ctx_t *ctx);
 /* Create a worker for the calling thread.  SMART_ENOMEM when out of memory. */
 int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out);
 
-/* Destroy a worker; SMART_EBUSY if it still has live tasks. */
+/* Destroy a worker; SMART_EBUSY if it still has live tasks (or is called
+ * from inside one of them). */
 int smart_worker_destroy(smart_worker_t *w);
 
 smart_ctx_t *smart_worker_ctx(const smart_worker_t *w);

@@ -92,8 +92,9 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  smart_ht_t **out);
 
-/* Free the local table object (the remote table stays). */
-void smart_ht_close(smart_ht_t *t);
+/* Free the local table object (the remote table stays).  NULL is a no-op;
+ * returns 0. */
+int smart_ht_close(smart_ht_t *t);
 
 int smart_ht_insert(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);

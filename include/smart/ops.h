@@ -9,10 +9,15 @@
  * CAS/FAA old values) are valid only after a successful smart_sync().
  * From a worker's main context smart_sync() busy-polls instead of yielding.
  *
- * Ordering: ops of one task to one blade execute in queueing order.  Ops to
- * different blades, or of different tasks, are unordered.
+ * Ordering: ops of one task to one blade start executing at the blade in
+ * queueing order, as WRs of one RC queue pair do, with the fabric's
+ * exception (DESIGN.md §3, rule 3): a READ whose response was lost is
+ * executed again after the ops queued behind it, so a READ followed by a
+ * WRITE of the same bytes may return the written data.  Ops to different
+ * blades, or of different tasks, are unordered.
  * Atomicity: CAS and FAA on 8-byte-aligned words are atomic with respect to
- * each other; READ/WRITE are atomic only per aligned 8-byte word.
+ * each other; READ/WRITE are atomic only per aligned 8-byte word, and the
+ * words of one READ or WRITE move in no promised order.
  *
  * Buffers: local buffers from smart_buf_alloc() are used in place.  Other
  * memory works for up to SMART_BOUNCE_MAX bytes per op (copied through an
@@ -45,7 +50,9 @@ extern "C" {
 
 #define SMART_BOUNCE_MAX 64
 
-int smart_read(smart_worker_t *w, void *dst, smart_gaddr_t src, size_t len);
+/* Every op names the remote address first; outputs (READ data, CAS/FAA
+ * old values) come last. */
+int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst);
 int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 		size_t len);
 /* Compare-and-swap: if *addr == expect then *addr = desired; *old receives
@@ -62,8 +69,8 @@ int smart_post(smart_worker_t *w);
 int smart_sync(smart_worker_t *w);
 
 /* Convenience: queue one op and sync. */
-int smart_read_sync(smart_worker_t *w, void *dst, smart_gaddr_t src,
-		    size_t len);
+int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len,
+		    void *dst);
 int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 		     size_t len);
 int smart_cas_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,

@@ -7,9 +7,18 @@
  * parsed and checked when set; sizes take K/M/G suffixes, times take
  * ns/us/ms/s suffixes.  `smart-perf --list-options` prints the table.
  *
- * Keys (default in brackets):
+ * Keys (default in brackets; `smart-perf --list-options` prints the table
+ * with descriptions, and it is the authority):
  *   transport        shm | verbs                                   [shm]
- *   qp_mode          shared | mux:K | per-thread | per-thread-db   [per-thread]
+ *   techniques       Smart's techniques switched on: ThrdAwareAlloc,
+ *                    WorkReqThrot,ConflictAvoid,SpecLookup; None = off
+ *                                                                  [all four]
+ *   qp_mode          auto | shared | mux:K | per-thread | per-thread-db
+ *                    (auto: per-thread-db with ThrdAwareAlloc)     [auto]
+ *   credit           fixed WR cap per worker, 0 = the tuner        [0]
+ *   tune_interval    WorkReqThrot: the tuner's epoch               [8ms]
+ *   stable_epochs    WorkReqThrot: epochs a chosen cap is kept     [60]
+ *   backoff_window   ConflictAvoid: retry-rate window              [1ms]
  *   max_tasks        coroutines per worker, 1..1024                [64]
  *   task_stack       coroutine stack size, 16K..64M  [64K; 512K in ASan builds]
  *   chain_max        WRs per chain before an implicit post, 1..64  [16]
@@ -17,7 +26,7 @@
  *   cq_depth         completion-queue entries per CQ, 64..1M       [4096]
  *   buf_pool         registered local buffer pool per ctx          [64M]
  *   hugepages        auto | on | off                               [auto]
- *   secret_file      file holding the blade's shared secret        []
+ *   secret_file      file holding the blades' shared secret        []
  *   connect_timeout  bootstrap connect/handshake timeout           [5s]
  *   log_level        error | warn | info | debug                   [warn]
  *   latency_stats    1 = sampled sync latency histogram in stats   [1]
@@ -51,7 +60,8 @@ int smart_opts_create(smart_opts_t **out);
 /* Create with the built-in defaults only (ignores the environment). */
 int smart_opts_create_defaults(smart_opts_t **out);
 
-void smart_opts_destroy(smart_opts_t *o);
+/* Free an options object; NULL is a no-op.  Returns 0. */
+int smart_opts_destroy(smart_opts_t *o);
 
 /* Set key to value.  SMART_ENOENT for an unknown key, SMART_EINVAL for a
  * value that does not parse or is out of range (the old value is kept). */

@@ -63,7 +63,7 @@ typedef struct smart_stats {
 	/* transport-wide (the RNIC model's doorbells and WQE cache) */
 	uint64_t db_rings, db_contended, wqe_misses;
 	/* techniques in force, e.g. "ThrdAwareAlloc,WorkReqThrot" or "None" */
-	char opts[64];
+	char techniques[64];
 	/* work-request throttling: WRs in flight allowed per worker
 	 * (-1 = unlimited) and the tuner's phase: "off", "no-nic" (plain
 	 * shm: nothing to throttle for), "fixed", "update" or "stable" */

@@ -38,7 +38,7 @@ int smart_worker_run(smart_worker_t *w);
 int smart_worker_tasks(const smart_worker_t *w);
 
 /* 1 when the caller runs inside a task of w, 0 in the main context. */
-int smart_in_task(const smart_worker_t *w);
+int smart_worker_in_task(const smart_worker_t *w);
 
 #ifdef __cplusplus
 }

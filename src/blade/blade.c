@@ -304,12 +304,12 @@ int smart_blade_create(const struct smart_blade_config *cfg,
 	return 0;
 }
 
-void smart_blade_destroy(smart_blade_t *b)
+int smart_blade_destroy(smart_blade_t *b)
 {
 	uint64_t one = 1;
 
 	if (!b)
-		return;
+		return 0;
 	if (b->thread_started) {
 		if (write(b->wakefd, &one, sizeof(one)) != sizeof(one))
 			smart__err(&b->log, "cannot wake the control thread");
@@ -335,6 +335,7 @@ void smart_blade_destroy(smart_blade_t *b)
 	free(b->sess);
 	free(b->pfd);
 	free(b);
+	return 0;
 }
 
 const char *smart_blade_address(const smart_blade_t *b)
@@ -356,7 +357,7 @@ uint16_t smart_blade_id(const smart_blade_t *b)
 	return b ? b->id : 0;
 }
 
-void smart_blade_get_stats(const smart_blade_t *b,
+void smart_blade_stats(const smart_blade_t *b,
 			   struct smart_blade_stats *out)
 {
 	memset(out, 0, sizeof(*out));

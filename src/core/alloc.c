@@ -77,7 +77,7 @@ static int claim_chunks(struct smart_worker *w, struct smart__blade *b,
 {
 	smart_gaddr_t cursor = smart_gaddr(b->id, SMART_SB_OFF_CURSOR);
 	uint64_t cur, old;
-	int rc = smart_read_sync(w, &cur, cursor, 8);
+	int rc = smart_read_sync(w, cursor, 8, &cur);
 
 	while (!rc) {
 		if (cur < 1 || cur > b->nchunks || k > b->nchunks - cur)
@@ -114,7 +114,7 @@ static int alloc_small(struct smart_worker *w, struct smart__blade *b,
 	/* Claiming a chunk syncs, so other tasks of this worker run
 	 * meanwhile: they wait for the refill instead of each claiming a
 	 * chunk of their own and overwriting the class's region. */
-	while (ra->refilling[c] && smart_in_task(w))
+	while (ra->refilling[c] && smart_worker_in_task(w))
 		smart_task_yield(w);
 	if (ra->free[c].n) {
 		*off = ra->free[c].v[--ra->free[c].n];
@@ -237,7 +237,7 @@ int smart_root_get(smart_worker_t *w, uint16_t blade, unsigned idx,
 
 	if (!rc && !out)
 		rc = SMART_EINVAL;
-	return rc ? rc : smart_read_sync(w, out, ga, 8);
+	return rc ? rc : smart_read_sync(w, ga, 8, out);
 }
 
 int smart_root_set(smart_worker_t *w, uint16_t blade, unsigned idx,

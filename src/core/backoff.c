@@ -18,7 +18,7 @@
 
 static int conflict_avoid(const struct smart_worker *w)
 {
-	return w->ctx->o.opts & SMART_OPT_CONFLICT_AVOID;
+	return w->ctx->o.techniques & SMART_TECH_CONFLICT_AVOID;
 }
 
 void smart__backoff_init(struct smart_worker *w)
@@ -154,10 +154,10 @@ void smart_backoff_end(smart_worker_t *w)
 
 int smart_ctx_technique(const smart_ctx_t *ctx, enum smart_technique t)
 {
-	return ctx && (ctx->o.opts & (int)t) ? 1 : 0;
+	return ctx && (ctx->o.techniques & (int)t) ? 1 : 0;
 }
 
 const char *smart_ctx_techniques(const smart_ctx_t *ctx)
 {
-	return ctx ? ctx->techniques : "";
+	return ctx ? ctx->tech_names : "";
 }

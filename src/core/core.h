@@ -66,7 +66,7 @@ struct smart__optvals {
 	int log_level;
 	int latency_stats;
 	char nic_model[256];	/* shm RNIC model spec, "" = off */
-	int opts;		/* SMART_OPT_* technique switches */
+	int techniques;		/* SMART_TECH_* switches */
 	int credit;		/* fixed WR cap per worker, 0 = tuner */
 	uint64_t tune_interval_ns;	/* the tuner's epoch, Δ */
 	int stable_epochs;	/* epochs the chosen cap is kept */
@@ -91,6 +91,7 @@ struct smart__blade {
 	uint64_t size;
 	uint32_t chunk_shift;
 	uint64_t nchunks;
+	uint64_t first_chunk;	/* chunks below it are the blade's own */
 	uint64_t base;		/* remote address of offset 0 */
 	uint32_t rkey;
 	struct smart_tp_remote *remote;
@@ -152,7 +153,7 @@ struct smart_ctx {
 		double tput[8];
 		uint64_t epochs;
 	} tuner;
-	char techniques[64];
+	char tech_names[64];	/* the switches in force, as text */
 	/* stats of destroyed workers */
 	uint64_t retired_stats[SMART_STAT__COUNT];
 	uint64_t retired_retry_hist[SMART_RETRY_HIST];

@@ -1,6 +1,6 @@
 /*
  * The ctx: process-wide state (options, transport domain, buffer pool,
- * blade table) and smart_connect(), which joins a blade through the
+ * blade table) and smart_ctx_connect(), which joins a blade through the
  * bootstrap and attaches its region.  Everything here is slow path and
  * serialised by ctx->lock; workers read the blade table lock-free (entries
  * are published once with release and never change until destruction).
@@ -66,7 +66,7 @@ static void ctx_effective_mode(struct smart_ctx *ctx)
 	int asked = o->qp_mode != SMART_QPM_AUTO;
 
 	if (!asked)
-		o->qp_mode = (o->opts & SMART_OPT_THRD_AWARE_ALLOC) ?
+		o->qp_mode = (o->techniques & SMART_TECH_THRD_AWARE_ALLOC) ?
 			     SMART_QPM_PER_THREAD_DB : SMART_QPM_PER_THREAD;
 	if (o->qp_mode == SMART_QPM_PER_THREAD_DB && !ctx->caps.thread_domains) {
 		/* one line, a warning when the user asked for it by name */
@@ -130,8 +130,8 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 	}
 	smart_hist_init(ctx->retired_hist);
 	ctx_effective_mode(ctx);
-	smart__tech_format(ctx->o.opts, ctx->techniques,
-			   sizeof(ctx->techniques));
+	smart__tech_format(ctx->o.techniques, ctx->tech_names,
+			   sizeof(ctx->tech_names));
 	smart__tuner_init(ctx);
 	*out = ctx;
 	return 0;
@@ -152,7 +152,7 @@ int smart_ctx_destroy(smart_ctx_t *ctx)
 	int i;
 
 	if (!ctx)
-		return SMART_EINVAL;
+		return 0;
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->live_workers) {
 		pthread_mutex_unlock(&ctx->lock);
@@ -214,12 +214,13 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 	b->size = wel.size;
 	b->chunk_shift = wel.chunk_shift;
 	b->nchunks = wel.size >> wel.chunk_shift;
+	b->first_chunk = 1;	/* chunk 0 holds the superblock */
 	b->base = ctx->tp->remote_base(b->remote);
 	b->rkey = ctx->tp->remote_rkey(b->remote);
 	return 0;
 }
 
-int smart_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id)
+int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id)
 {
 	struct smart__blade *b;
 	int rc;
@@ -280,15 +281,27 @@ int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len)
 	return 0;
 }
 
-uint64_t smart_blade_size(const smart_ctx_t *ctx, uint16_t blade_id)
+int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
+			 struct smart_blade_info *out)
 {
 	struct smart__blade *b;
+	uint64_t chunk, first;
 
-	if (!ctx || blade_id > SMART_BLADE_ID_MAX)
-		return 0;
-	b = atomic_load_explicit(&((smart_ctx_t *)ctx)->blades[blade_id],
-				 memory_order_acquire);
-	return b ? b->size : 0;
+	if (!ctx || !out)
+		return SMART_EINVAL;
+	b = smart__blade_get((struct smart_ctx *)ctx, blade);
+	if (!b)
+		return SMART_ENOENT;
+	chunk = UINT64_C(1) << b->chunk_shift;
+	first = b->first_chunk;
+	*out = (struct smart_blade_info){
+		.id = b->id,
+		.size = b->size,
+		.chunk_size = chunk,
+		.reserved = first * chunk,
+		.alloc_max = (b->nchunks - first) * chunk,
+	};
+	return 0;
 }
 
 const char *smart_ctx_transport(const smart_ctx_t *ctx)

@@ -360,7 +360,7 @@ static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
 	return rc ? rc : SMART_EINVAL;
 }
 
-int smart_read(smart_worker_t *w, void *dst, smart_gaddr_t src, size_t len)
+int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
 	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
 
@@ -413,10 +413,10 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	return 0;
 }
 
-int smart_read_sync(smart_worker_t *w, void *dst, smart_gaddr_t src,
-		    size_t len)
+int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len,
+		    void *dst)
 {
-	int rc = smart_read(w, dst, src, len);
+	int rc = smart_read(w, src, len, dst);
 
 	return rc ? rc : smart_sync(w);
 }

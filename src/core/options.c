@@ -18,10 +18,10 @@ enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_TIME, OPT_QPMODE, OPT_HUGE,
 		OPT_LOGLEVEL, OPT_TRANSPORT, OPT_TECH };
 
 static const struct { const char *name; int bit; } tech_names[] = {
-	{ "ThrdAwareAlloc", SMART_OPT_THRD_AWARE_ALLOC },
-	{ "WorkReqThrot", SMART_OPT_WORK_REQ_THROT },
-	{ "ConflictAvoid", SMART_OPT_CONFLICT_AVOID },
-	{ "SpecLookup", SMART_OPT_SPEC_LOOKUP },
+	{ "ThrdAwareAlloc", SMART_TECH_THRD_AWARE_ALLOC },
+	{ "WorkReqThrot", SMART_TECH_WORK_REQ_THROT },
+	{ "ConflictAvoid", SMART_TECH_CONFLICT_AVOID },
+	{ "SpecLookup", SMART_TECH_SPEC_LOOKUP },
 };
 
 /* Sanitizer builds have frames several times larger (redzones, no
@@ -53,9 +53,9 @@ struct opt_def {
 static const struct opt_def opt_table[] = {
 	{ "transport", OPT_TRANSPORT, "shm", 0, 0, OFF(transport),
 	  CAP(transport), "transport: shm (one host) or verbs (RDMA)" },
-	{ "opts", OPT_TECH, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,"
-	  "SpecLookup", 0, 0, OFF(opts), 0,
-	  "Smart's techniques on (env SMART_OPTS); any other value, e.g. None, "
+	{ "techniques", OPT_TECH, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,"
+	  "SpecLookup", 0, 0, OFF(techniques), 0,
+	  "Smart's techniques switched on; any other value, e.g. None, "
 	  "turns all off" },
 	{ "qp_mode", OPT_QPMODE, "auto", 0, 0, OFF(qp_mode), 0,
 	  "QP allocation: shared | mux:K | per-thread | per-thread-db | auto "
@@ -188,7 +188,7 @@ static int parse_int(const char *s, int64_t *out)
 }
 
 /* Names of the techniques, comma separated; other tokens turn nothing on
- * (Smart's convention: SMART_OPTS=None is all off) but are warned about
+ * (Smart's convention: SMART_TECHNIQUES=None is all off) but are warned about
  * unless they are "None". */
 static int parse_tech(const char *s)
 {
@@ -205,7 +205,7 @@ static int parse_tech(const char *s)
 		if (i < SMART_ARRAY_SIZE(tech_names))
 			bits |= tech_names[i].bit;
 		else if (strcasecmp(tok, "none"))
-			smart__warn(NULL, "opts: unknown technique '%s' "
+			smart__warn(NULL, "techniques: unknown technique '%s' "
 				    "ignored", tok);
 	}
 	return bits;
@@ -354,9 +354,10 @@ int smart_opts_create(smart_opts_t **out)
 	return rc;
 }
 
-void smart_opts_destroy(smart_opts_t *o)
+int smart_opts_destroy(smart_opts_t *o)
 {
 	free(o);
+	return 0;
 }
 
 int smart_opts_set(smart_opts_t *o, const char *key, const char *value)

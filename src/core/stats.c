@@ -101,7 +101,7 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 		out->db_contended = ts.db_contended;
 		out->wqe_misses = ts.wqe_misses;
 	}
-	snprintf(out->opts, sizeof(out->opts), "%s", ctx->techniques);
+	snprintf(out->techniques, sizeof(out->techniques), "%s", ctx->tech_names);
 	smart__tuner_describe(ctx, &out->credit_cap, out->throttle_phase,
 			      sizeof(out->throttle_phase));
 	out->retries_per_op = out->c[SMART_STAT_GUARDED_OPS] ?
@@ -127,7 +127,7 @@ void smart_stats_print(const smart_stats_t *s, FILE *f)
 	fprintf(f, "%-16s %" PRIu64 " (contended %" PRIu64 ")\n", "db_rings",
 		s->db_rings, s->db_contended);
 	fprintf(f, "%-16s %" PRIu64 "\n", "wqe_misses", s->wqe_misses);
-	fprintf(f, "%-16s %s\n", "opts", s->opts);
+	fprintf(f, "%-16s %s\n", "techniques", s->techniques);
 	fprintf(f, "%-16s %d (%s)\n", "credit_cap", s->credit_cap,
 		s->throttle_phase);
 	fprintf(f, "%-16s %.3f (backoff cap %" PRIu64 " cycles, %d admitted)"
@@ -146,9 +146,9 @@ void smart_stats_print_json(const smart_stats_t *s, FILE *f)
 	fputc('{', f);
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		fprintf(f, "\"%s\":%" PRIu64 ",", stat_names[i], s->c[i]);
-	fprintf(f, "\"opts\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
+	fprintf(f, "\"techniques\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
 		"\"%s\",\"retries_per_op\":%.4f,\"backoff_cmax\":%" PRIu64
-		",\"backoff_nmax\":%d,\"retry_hist\":[", s->opts, s->credit_cap,
+		",\"backoff_nmax\":%d,\"retry_hist\":[", s->techniques, s->credit_cap,
 		s->throttle_phase, s->retries_per_op, s->backoff_cmax,
 		s->backoff_nmax);
 	for (i = 0; i < 17; i++)

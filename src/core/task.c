@@ -367,7 +367,7 @@ int smart_worker_tasks(const smart_worker_t *w)
 	return w ? w->live : 0;
 }
 
-int smart_in_task(const smart_worker_t *w)
+int smart_worker_in_task(const smart_worker_t *w)
 {
 	return w && w->cur;
 }

@@ -41,7 +41,7 @@ void smart__tuner_init(struct smart_ctx *ctx)
 {
 	struct smart__tuner *t = &ctx->tuner;
 
-	if (!(ctx->o.opts & SMART_OPT_WORK_REQ_THROT)) {
+	if (!(ctx->o.techniques & SMART_TECH_WORK_REQ_THROT)) {
 		t->phase = TUNER_OFF;
 		atomic_store(&t->cap, -1);
 		return;

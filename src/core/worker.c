@@ -324,7 +324,7 @@ int smart_worker_destroy(smart_worker_t *w)
 	struct smart_worker **pp;
 
 	if (!w)
-		return SMART_EINVAL;
+		return 0;
 	if (w->live || w->cur)
 		return SMART_EBUSY;
 	/* Drain what the main context left in flight before the CQ goes. */

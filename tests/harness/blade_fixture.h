@@ -56,7 +56,7 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	CHECK_OK(smart_ctx_create(o, &f->ctx));
 	smart_opts_destroy(o);
 	unlink(secret_path);
-	CHECK_OK(smart_connect(f->ctx, smart_blade_address(f->blade), &f->id));
+	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(f->blade), &f->id));
 	CHECK_EQ(f->id, id);
 }
 

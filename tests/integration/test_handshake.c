@@ -79,12 +79,12 @@ static void sleep_ms(int ms)
 	do {                                                                 \
 		struct smart_blade_stats st_;                                \
 		for (int i_ = 0; i_ < 500; i_++) {                           \
-			smart_blade_get_stats((b), &st_);                    \
+			smart_blade_stats((b), &st_);                    \
 			if (st_.field >= (uint64_t)(want))                   \
 				break;                                       \
 			sleep_ms(10);                                        \
 		}                                                            \
-		smart_blade_get_stats((b), &st_);                            \
+		smart_blade_stats((b), &st_);                            \
 		CHECK_GE(st_.field, (want));                                 \
 	} while (0)
 
@@ -170,7 +170,7 @@ static void test_good(void)
 	close(fd);
 	/* The token is single use. */
 	CHECK_EQ(smart__boot_fetch_fd(s, &fd), SMART_EACCES);
-	smart_blade_get_stats(b, &st);
+	smart_blade_stats(b, &st);
 	CHECK_EQ(st.authenticated, 1);
 	CHECK_EQ(st.active_sessions, 1);
 	smart__boot_close(s);
@@ -194,7 +194,7 @@ static void test_refused(void)
 				  strlen(SECRET), 3000, NULL, &s, &w),
 		 SMART_ENOTSUP);
 	CHECK(s == NULL);
-	smart_blade_get_stats(b, &st);
+	smart_blade_stats(b, &st);
 	CHECK_EQ(st.refused, 6);
 	CHECK_EQ(st.authenticated, 0);
 	good_client(b);
@@ -302,7 +302,7 @@ static void test_many_idle(void)
 	b = blade_start(16, 5000);
 	open_idle(b, fds, 200);
 	WAIT_STAT(b, refused, 184);
-	smart_blade_get_stats(b, &st);
+	smart_blade_stats(b, &st);
 	CHECK_EQ(st.active_sessions, 16);
 	rc = boot(b, SECRET, strlen(SECRET), &s, &w);
 	CHECK(rc == SMART_EBUSY || rc == SMART_ECONN);
@@ -386,7 +386,7 @@ static void test_fd_token(void)
 	c = raw_welcome(b, &w);
 	close(c);
 	for (int i = 0; i < 500; i++) {
-		smart_blade_get_stats(b, &bs);
+		smart_blade_stats(b, &bs);
 		if (bs.active_sessions == 0)
 			break;
 		sleep_ms(10);

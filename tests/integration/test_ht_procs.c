@@ -44,7 +44,7 @@ static smart_ctx_t *ctx_open(const char *addr, const char *secret_path)
 					getenv("SMART_TEST_TRANSPORT")));
 	CHECK_OK(smart_ctx_create(o, &ctx));
 	smart_opts_destroy(o);
-	CHECK_OK(smart_connect(ctx, addr, &id));
+	CHECK_OK(smart_ctx_connect(ctx, addr, &id));
 	CHECK_EQ(id, 0);
 	return ctx;
 }

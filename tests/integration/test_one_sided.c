@@ -213,10 +213,10 @@ static void read_batch(smart_worker_t *w, struct task_arg *a)
 	for (int i = 0; i < BATCH; i++) {
 		len[i] = 1 + smart_rng_below(&a->rng, MAX_RW);
 		off[i] = smart_rng_below(&a->rng, DATA_BYTES - len[i] + 1);
-		CHECK_OK(smart_read(w, len[i] <= 64 ? small[i] :
-				    a->rbuf + i * MAX_RW,
-				    smart_gaddr_add(a->sh->data, off[i]),
-				    len[i]));
+		CHECK_OK(smart_read(w, smart_gaddr_add(a->sh->data, off[i]),
+				    len[i],
+				    len[i] <= 64 ? small[i] :
+				    a->rbuf + i * MAX_RW));
 	}
 	CHECK_OK(smart_sync(w));
 	for (int i = 0; i < BATCH; i++)
@@ -246,7 +246,7 @@ static void check_scratch(smart_worker_t *w, struct task_arg *a, void *buf)
 {
 	const uint8_t *p = buf;
 
-	CHECK_OK(smart_read_sync(w, buf, a->scratch, SCRATCH_BYTES));
+	CHECK_OK(smart_read_sync(w, a->scratch, SCRATCH_BYTES, buf));
 	for (size_t i = 0; i < SCRATCH_BYTES; i++)
 		CHECK_MSG(p[i] == a->shadow[i], "task %u scratch[%zu]: "
 			  "expected 0x%02x, got 0x%02x", a->id, i,
@@ -281,7 +281,7 @@ static void cas_round(smart_worker_t *w, struct task_arg *a)
 	uint64_t cur, old;
 
 	for (int i = 0; i < INC_PER_ROUND; i++) {
-		CHECK_OK(smart_read_sync(w, &cur, g, 8));
+		CHECK_OK(smart_read_sync(w, g, 8, &cur));
 		for (;;) {
 			CHECK_OK(smart_cas_sync(w, g, cur, cur + 1, &old));
 			if (old == cur)
@@ -312,7 +312,7 @@ static void alloc_round(smart_worker_t *w, struct task_arg *a)
 	for (size_t k = 0; k < ALLOC_BYTES; k++)
 		p[k] = (uint8_t)(a->id * 31 + k);
 	CHECK_OK(smart_write(w, g, p, ALLOC_BYTES));
-	CHECK_OK(smart_read(w, back, g, ALLOC_BYTES));
+	CHECK_OK(smart_read(w, g, ALLOC_BYTES, back));
 	CHECK_OK(smart_sync(w));
 	CHECK_MSG(!memcmp(p, back, ALLOC_BYTES), "task %u: a block allocated "
 		  "while smartd was stopped did not read back", a->id);
@@ -358,7 +358,7 @@ static void *worker_thread(void *p)
 	CHECK_OK(smart_worker_create(t->ctx, &w));
 	/* the first op connects this worker's QP: control plane, before
 	 * the blade is stopped */
-	CHECK_OK(smart_read_sync(w, &v, t->sh->data, 8));
+	CHECK_OK(smart_read_sync(w, t->sh->data, 8, &v));
 	pthread_barrier_wait(t->ready);
 	pthread_barrier_wait(t->go);
 	for (int i = 0; i < TASKS; i++)
@@ -403,7 +403,7 @@ static void verify(smart_worker_t *w, const struct shared *sh,
 	uint64_t c[2], v;
 	uint8_t *buf;
 
-	CHECK_OK(smart_read_sync(w, c, sh->counters, sizeof(c)));
+	CHECK_OK(smart_read_sync(w, sh->counters, sizeof(c), c));
 	CHECK_MSG(c[0] == (uint64_t)TASKS_ALL * ROUNDS * FAA_PER_ROUND,
 		  "FAA counter: expected %llu, got %llu",
 		  (unsigned long long)TASKS_ALL * ROUNDS * FAA_PER_ROUND,
@@ -415,14 +415,14 @@ static void verify(smart_worker_t *w, const struct shared *sh,
 	CHECK_OK(smart_buf_alloc(w, DATA_BYTES, (void **)&buf));
 	for (unsigned t = 0; t < TASKS_ALL; t++) {
 		check_scratch(w, &ta[t], buf);
-		CHECK_OK(smart_read_sync(w, &v, smart_gaddr_add(ta[t].scratch,
-					 SCRATCH_BYTES), 8));
+		CHECK_OK(smart_read_sync(w, smart_gaddr_add(ta[t].scratch,
+					 SCRATCH_BYTES), 8, &v));
 		CHECK_MSG(v == (uint64_t)ROUNDS * PCAS_PER_ROUND / 2 &&
 			  v == ta[t].pcas, "task %u private word: expected "
 			  "%d, got %llu", t, ROUNDS * PCAS_PER_ROUND / 2,
 			  (unsigned long long)v);
 	}
-	CHECK_OK(smart_read_sync(w, buf, sh->data, DATA_BYTES));
+	CHECK_OK(smart_read_sync(w, sh->data, DATA_BYTES, buf));
 	check_data(buf, 0, DATA_BYTES);
 	smart_buf_free(w, buf);
 }
@@ -497,10 +497,10 @@ static void check_new_client(const char *addr, const char *secret_path,
 	uint16_t blade;
 	uint64_t c[2];
 
-	CHECK_OK(smart_connect(ctx, addr, &blade));
+	CHECK_OK(smart_ctx_connect(ctx, addr, &blade));
 	CHECK_EQ(blade, sh->blade);
 	CHECK_OK(smart_worker_create(ctx, &w));
-	CHECK_OK(smart_read_sync(w, c, sh->counters, sizeof(c)));
+	CHECK_OK(smart_read_sync(w, sh->counters, sizeof(c), c));
 	CHECK_EQ(c[0], TASKS_ALL * ROUNDS * FAA_PER_ROUND);
 	CHECK_OK(smart_faa_sync(w, sh->counters, 1, NULL));
 	CHECK_OK(smart_worker_destroy(w));
@@ -520,7 +520,7 @@ static void test_stopped_blade(void)
 	secret_file(path, SECRET);
 	daemon_start(&d, path);
 	ctx = ctx_open(path);
-	CHECK_OK(smart_connect(ctx, d.addr, &sh.blade));
+	CHECK_OK(smart_ctx_connect(ctx, d.addr, &sh.blade));
 	CHECK_EQ(sh.blade, 5);
 	CHECK_OK(smart_worker_create(ctx, &w));
 	setup(w, &sh, ta);

@@ -148,7 +148,7 @@ static void cas_round(smart_worker_t *w, struct task_arg *a)
 	uint64_t cur, old;
 
 	for (int i = 0; i < CAS_PER_ROUND; i++) {
-		CHECK_OK(smart_read_sync(w, &cur, g, 8));
+		CHECK_OK(smart_read_sync(w, g, 8, &cur));
 		for (;;) {
 			CHECK_OK(smart_cas_sync(w, g, cur, cur + 1, &old));
 			if (old == cur)
@@ -235,7 +235,7 @@ static void rendezvous(smart_worker_t *w, smart_gaddr_t counters)
 
 	CHECK_OK(smart_faa_sync(w, g, 1, NULL));
 	for (int t = 0; t < 10000; t++) {
-		CHECK_OK(smart_read_sync(w, &n, g, 8));
+		CHECK_OK(smart_read_sync(w, g, 8, &n));
 		if (n >= CLIENTS)
 			return;
 		sleep_ms(1);
@@ -274,11 +274,13 @@ static void client_run(const char *addr, const char *secret_path,
 	pthread_t th[THREADS];
 	smart_ctx_t *ctx = ctx_open(secret_path);
 	smart_worker_t *w;
+	struct smart_blade_info info;
 	smart_gaddr_t counters;
 	uint16_t blade;
 
-	CHECK_OK(smart_connect(ctx, addr, &blade));
-	CHECK_EQ(smart_blade_size(ctx, blade), 64 << 20);
+	CHECK_OK(smart_ctx_connect(ctx, addr, &blade));
+	CHECK_OK(smart_ctx_blade_info(ctx, blade, &info));
+	CHECK_EQ(info.size, 64 << 20);
 	CHECK_OK(smart_worker_create(ctx, &w));
 	counters = counters_get(w, blade);
 	rendezvous(w, counters);
@@ -334,7 +336,7 @@ static void check_wrong_secret(const char *addr)
 
 	secret_file(path, WRONG_SECRET);
 	ctx = ctx_open(path);
-	rc = smart_connect(ctx, addr, &blade);
+	rc = smart_ctx_connect(ctx, addr, &blade);
 	unlink(path);
 	CHECK_MSG(rc == SMART_EACCES, "connect with a wrong secret: expected "
 		  "SMART_EACCES, got %s", smart_status_name(rc));
@@ -348,7 +350,7 @@ static void check_counters(smart_worker_t *w, uint16_t blade)
 
 	CHECK_OK(smart_root_get(w, blade, ROOT_COUNTERS, &g));
 	CHECK_MSG(g != 0, "root %d: no counters published", ROOT_COUNTERS);
-	CHECK_OK(smart_read_sync(w, c, g, sizeof(c)));
+	CHECK_OK(smart_read_sync(w, g, sizeof(c), c));
 	CHECK_MSG(c[2] == CLIENTS, "arrivals: expected %d, got %llu", CLIENTS,
 		  (unsigned long long)c[2]);
 	CHECK_MSG(c[0] == want * NFAA, "FAA counter: expected %llu, got %llu",
@@ -367,7 +369,7 @@ static void check_block(smart_worker_t *w, const uint64_t *e, void *buf,
 		  "block %u: expected size %u, directory says %llu", client,
 		  task, blk, blk_sizes[(blk + task) % NBLK],
 		  (unsigned long long)e[1]);
-	CHECK_OK(smart_read_sync(w, buf, e[0], e[1]));
+	CHECK_OK(smart_read_sync(w, e[0], e[1], buf));
 	for (uint64_t k = 0; k < e[1] / 8; k++)
 		CHECK_MSG(v[k] == tag(client, task, blk, k),
 			  "client %u task %u block %u at 0x%llx word %llu: "
@@ -400,7 +402,7 @@ static void check_client(smart_worker_t *w, uint16_t blade, unsigned client,
 		  (unsigned long long)g);
 	CHECK_OK(smart_buf_alloc(w, DIR_BYTES, (void **)&d));
 	CHECK_OK(smart_buf_alloc(w, BUF_BYTES, &buf));
-	CHECK_OK(smart_read_sync(w, d, g, DIR_BYTES));
+	CHECK_OK(smart_read_sync(w, g, DIR_BYTES, d));
 	CHECK_U64_EQ(d[0], DIR_MAGIC);
 	CHECK_EQ(d[1], TASKS_ALL * NBLK);
 	r[(*nr)++] = (struct blk){ g, DIR_BYTES };
@@ -435,7 +437,7 @@ static void verify(const char *addr, const char *secret_path)
 	uint64_t g;
 	size_t n = 0;
 
-	CHECK_OK(smart_connect(ctx, addr, &blade));
+	CHECK_OK(smart_ctx_connect(ctx, addr, &blade));
 	CHECK_OK(smart_worker_create(ctx, &w));
 	check_counters(w, blade);
 	for (unsigned c = 0; c < CLIENTS; c++)

@@ -58,11 +58,11 @@ for w in a b c d f update-only read-only; do
 	has "json-$w-shape" "^\{\"workload\":\"$w\",\"ds\":\"ht\",\"threads\":2,\"coros\":4,\"keys\":3000,.*\"mops\":[0-9.]+,\"p50_us\":[0-9.]+,\"p99_us\":[0-9.]+,\"p999_us\":[0-9.]+,\"retries_per_op\":[0-9.]+,\"rdma_ops_per_op\":[0-9.]+,\"bytes_per_op\":[0-9.]+,"
 	clean "json-$w"
 done
-has json-fields '"opts":"[A-Za-z,]+","qp_mode_effective":"[a-z:0-9-]+","transport":"shm","nic_model":""'
+has json-fields '"techniques":"[A-Za-z,]+","qp_mode_effective":"[a-z:0-9-]+","transport":"shm","nic_model":""'
 
-check uniform-none "$b" ycsb "${tiny[@]}" --uniform --opts None --json
+check uniform-none "$b" ycsb "${tiny[@]}" --uniform --techniques None --json
 has uniform-dist '"zipf":0.000,"distribution":"uniform"'
-has opts-none '"opts":"None"'
+has opts-none '"techniques":"None"'
 clean uniform
 check nic-model "$b" ycsb "${tiny[@]}" --nic-model db_hold_ns=100 --json
 has nic-model-json '"nic_model":"db_hold_ns=100"'
@@ -75,7 +75,7 @@ clean big-values
 check csv-1 "$b" ycsb "${tiny[@]}" --csv "$tmp/runs.csv"
 check csv-2 "$b" ycsb "${tiny[@]}" --workload c --csv "$tmp/runs.csv" --json
 if [ "$(wc -l <"$tmp/runs.csv")" -eq 3 ] &&
-   head -1 "$tmp/runs.csv" | grep -q "^workload,ds,opts,threads,coros,keys,.*mops" &&
+   head -1 "$tmp/runs.csv" | grep -q "^workload,ds,techniques,threads,coros,keys,.*mops" &&
    grep -q "^c,ht,ThrdAwareAlloc+WorkReqThrot+ConflictAvoid" "$tmp/runs.csv"; then
 	echo "ok   csv-lines"; else echo "FAIL csv-lines:"; cat "$tmp/runs.csv"; fail=1; fi
 

@@ -21,13 +21,13 @@ static void test_options(void)
 	CHECK_OK(smart_opts_create_defaults(&o));
 	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "auto");
-	CHECK_OK(smart_opts_get(o, "opts", buf, sizeof(buf)));
+	CHECK_OK(smart_opts_get(o, "techniques", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup");
-	CHECK_OK(smart_opts_set(o, "opts", "None"));
-	CHECK_OK(smart_opts_get(o, "opts", buf, sizeof(buf)));
+	CHECK_OK(smart_opts_set(o, "techniques", "None"));
+	CHECK_OK(smart_opts_get(o, "techniques", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "None");
-	CHECK_OK(smart_opts_set(o, "opts", "ConflictAvoid,WorkReqThrot"));
-	CHECK_OK(smart_opts_get(o, "opts", buf, sizeof(buf)));
+	CHECK_OK(smart_opts_set(o, "techniques", "ConflictAvoid,WorkReqThrot"));
+	CHECK_OK(smart_opts_get(o, "techniques", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "WorkReqThrot,ConflictAvoid");
 	CHECK_OK(smart_opts_set(o, "qp_mode", "mux:4"));
 	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
@@ -100,14 +100,14 @@ static void test_secret_api(void)
 	CHECK_OK(smart_opts_set(o, "buf_pool", "4M"));
 	CHECK_OK(smart_ctx_create(o, &ctx));
 	smart_opts_destroy(o);
-	CHECK_EQ(smart_connect(ctx, smart_blade_address(b), &id),
+	CHECK_EQ(smart_ctx_connect(ctx, smart_blade_address(b), &id),
 		 SMART_EACCES);
 	CHECK_EQ(smart_ctx_set_secret(ctx, sec, 0), SMART_EINVAL);
 	CHECK_OK(smart_ctx_set_secret(ctx, sec2, sizeof(sec2)));
-	CHECK_EQ(smart_connect(ctx, smart_blade_address(b), &id),
+	CHECK_EQ(smart_ctx_connect(ctx, smart_blade_address(b), &id),
 		 SMART_EACCES);
 	CHECK_OK(smart_ctx_set_secret(ctx, sec, sizeof(sec)));
-	CHECK_OK(smart_connect(ctx, smart_blade_address(b), &id));
+	CHECK_OK(smart_ctx_connect(ctx, smart_blade_address(b), &id));
 	CHECK_OK(smart_ctx_destroy(ctx));
 	smart_blade_destroy(b);
 }
@@ -142,7 +142,7 @@ static void order_task(smart_worker_t *w, void *p)
 		a->log->seq[a->log->n++] = a->id * 10 + i;
 		smart_task_yield(w);
 	}
-	CHECK(smart_in_task(w));
+	CHECK(smart_worker_in_task(w));
 }
 
 static void test_tasks(void)
@@ -156,7 +156,7 @@ static void test_tasks(void)
 
 	fixture_start(&f, 4 << 20, 0, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK(!smart_in_task(w));
+	CHECK(!smart_worker_in_task(w));
 	for (i = 0; i < 3; i++) {
 		args[i] = (struct order_arg){ &log, i };
 		CHECK_OK(smart_task_spawn(w, order_task, &args[i]));
@@ -222,14 +222,14 @@ static void ops_task(smart_worker_t *w, void *p)
 	/* unregistered small buffers bounce */
 	CHECK_OK(smart_write_sync(w, g, small, sizeof(small)));
 	memset(back, 0, sizeof(back));
-	CHECK_OK(smart_read_sync(w, back, g, sizeof(back)));
+	CHECK_OK(smart_read_sync(w, g, sizeof(back), back));
 	CHECK(!memcmp(small, back, sizeof(small)));
 	/* registered big buffers go in place */
 	CHECK_OK(smart_buf_alloc(w, 4096, &big));
 	CHECK_OK(smart_buf_alloc(w, 4096, &bigback));
 	memset(big, 0x5a, 4096);
 	CHECK_OK(smart_write(w, smart_gaddr_add(g, 64), big, 4096));
-	CHECK_OK(smart_read(w, bigback, smart_gaddr_add(g, 64), 4096));
+	CHECK_OK(smart_read(w, smart_gaddr_add(g, 64), 4096, bigback));
 	CHECK_OK(smart_sync(w));
 	CHECK(!memcmp(big, bigback, 4096));
 	/* atomics: FAA twice, CAS success then failure */
@@ -245,7 +245,7 @@ static void ops_task(smart_worker_t *w, void *p)
 	/* many ops in one sync: more than a chain and than the bounce slots */
 	for (i = 0; i < 100; i++)
 		CHECK_OK(smart_faa(w, smart_gaddr_add(g, 8192), 1, NULL));
-	CHECK_OK(smart_read_sync(w, &v, smart_gaddr_add(g, 8192), 8));
+	CHECK_OK(smart_read_sync(w, smart_gaddr_add(g, 8192), 8, &v));
 	CHECK_U64_EQ(v, 199);
 	smart_buf_free(w, big);
 	smart_buf_free(w, bigback);
@@ -282,22 +282,29 @@ static void test_op_errors(void)
 {
 	struct fixture f;
 	smart_worker_t *w;
+	struct smart_blade_info info;
 	uint64_t v = 0, size;
 	uint8_t big[4096];
 
 	fixture_start(&f, 4 << 20, 0, NULL);
-	size = smart_blade_size(f.ctx, f.id);
+	CHECK_OK(smart_ctx_blade_info(f.ctx, f.id, &info));
+	size = info.size;
 	CHECK_EQ(size, 4 << 20);
+	CHECK_EQ(info.chunk_size, 64 << 10);
+	CHECK_EQ(info.reserved, 64 << 10);
+	CHECK_EQ(info.alloc_max, size - info.reserved);
+	CHECK_EQ(smart_ctx_blade_info(f.ctx, 9, &info), SMART_ENOENT);
+	CHECK_EQ(smart_ctx_blade_info(f.ctx, f.id, NULL), SMART_EINVAL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_EQ(smart_read(w, NULL, smart_gaddr(0, 64), 8), SMART_EINVAL);
-	CHECK_EQ(smart_read(w, &v, smart_gaddr(0, 64), 0), SMART_EINVAL);
-	CHECK_EQ(smart_read(w, &v, smart_gaddr(9, 64), 8), SMART_ENOENT);
-	CHECK_EQ(smart_read(w, &v, smart_gaddr(0, size - 4), 8),
+	CHECK_EQ(smart_read(w, smart_gaddr(0, 64), 8, NULL), SMART_EINVAL);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, 64), 0, &v), SMART_EINVAL);
+	CHECK_EQ(smart_read(w, smart_gaddr(9, 64), 8, &v), SMART_ENOENT);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, size - 4), 8, &v),
 		 SMART_EREMOTE);
-	CHECK_EQ(smart_read(w, &v, SMART_GADDR_NULL, 8), SMART_ENOENT);
+	CHECK_EQ(smart_read(w, SMART_GADDR_NULL, 8, &v), SMART_ENOENT);
 	CHECK_EQ(smart_cas(w, smart_gaddr(0, 68), 0, 1, &v), SMART_EINVAL);
 	/* big unregistered buffer: refused, not bounced */
-	CHECK_EQ(smart_read(w, big, smart_gaddr(0, 4096), sizeof(big)),
+	CHECK_EQ(smart_read(w, smart_gaddr(0, 4096), sizeof(big), big),
 		 SMART_EINVAL);
 	/* nothing was queued by the rejected ops */
 	CHECK_OK(smart_sync(w));
@@ -322,12 +329,12 @@ static void test_qp_repair(void)
 	b = smart__blade_get(f.ctx, 0);
 	rkey = b->rkey;
 	b->rkey = rkey ^ 0x5a5a5a5a;
-	CHECK_OK(smart_read(w, &back, smart_gaddr(0, 1 << 20), 8));
+	CHECK_OK(smart_read(w, smart_gaddr(0, 1 << 20), 8, &back));
 	CHECK_OK(smart_faa(w, smart_gaddr(0, 1 << 20), 1, NULL));
 	CHECK_EQ(smart_sync(w), SMART_EREMOTE);
 	b->rkey = rkey;
 	/* the FAA behind the failed READ was flushed, not executed */
-	CHECK_OK(smart_read_sync(w, &back, smart_gaddr(0, 1 << 20), 8));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &back));
 	CHECK_U64_EQ(back, 42);
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	CHECK_EQ(st.c[SMART_STAT_RECONNECTS], 1);

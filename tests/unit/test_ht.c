@@ -150,7 +150,7 @@ static void ref_step(smart_ht_t *t, smart_worker_t *w, smart_rng_t *r,
 static void run_reference(const char *opts, unsigned reclaim)
 {
 	struct smart_ht_config c;
-	const char *kv[] = { "opts", opts, NULL };
+	const char *kv[] = { "techniques", opts, NULL };
 	static struct ref ref[REF_KEYS];
 	struct fixture f;
 	smart_worker_t *w;
@@ -279,7 +279,7 @@ static void test_not_found(void)
 /* Syncs (round trips) one search of a present key costs. */
 static uint64_t search_syncs(const char *opts)
 {
-	const char *kv[] = { "opts", opts, NULL };
+	const char *kv[] = { "techniques", opts, NULL };
 	smart_stats_t a, b;
 	struct fixture f;
 	smart_worker_t *w;
@@ -338,7 +338,7 @@ static smart_blade_t *second_blade(struct fixture *f, uint16_t id)
 	cfg.chunk_size = 64 << 10;
 	cfg.transport = getenv("SMART_TEST_TRANSPORT");
 	CHECK_OK(smart_blade_create(&cfg, &b));
-	CHECK_OK(smart_connect(f->ctx, smart_blade_address(b), &got));
+	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(b), &got));
 	CHECK_EQ(got, id);
 	return b;
 }

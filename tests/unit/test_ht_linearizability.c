@@ -362,7 +362,7 @@ static int lz_run(enum lz_mode mode, const char *opts, uint64_t seed,
 		  unsigned nops, struct lin_report *rep, uint64_t *splits)
 {
 	static struct lin_event all[LZ_THREADS * LZ_TASKS * LZ_OPS];
-	const char *kv[] = { "opts", opts, NULL };
+	const char *kv[] = { "techniques", opts, NULL };
 	struct smart_ht_config c;
 	struct smart_ht_stats st;
 	struct fixture f;

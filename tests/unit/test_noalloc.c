@@ -82,10 +82,10 @@ static void mixed_ops(smart_worker_t *w, struct job *j, int rounds)
 	for (i = 0; i < rounds; i++) {
 		/* registered, in place */
 		CHECK_OK(smart_write(w, g, j->buf, 256));
-		CHECK_OK(smart_read(w, j->buf, g, 256));
+		CHECK_OK(smart_read(w, g, 256, j->buf));
 		/* unregistered, bounced; inline write */
 		CHECK_OK(smart_write(w, smart_gaddr_add(g, 512), small, 48));
-		CHECK_OK(smart_read(w, small, smart_gaddr_add(g, 512), 48));
+		CHECK_OK(smart_read(w, smart_gaddr_add(g, 512), 48, small));
 		CHECK_OK(smart_cas(w, smart_gaddr_add(g, 1024), 0, 1, &old));
 		CHECK_OK(smart_faa(w, smart_gaddr_add(g, 1032), 1, &local8));
 		CHECK_OK(smart_sync(w));

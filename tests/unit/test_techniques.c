@@ -132,7 +132,7 @@ static void test_fixed_credit(void)
 		CHECK_OK(smart_task_spawn(w, credit_task, &args[i]));
 	}
 	CHECK_OK(smart_worker_run(w));
-	CHECK_OK(smart_read_sync(w, &v, smart_gaddr(0, 1 << 20), 8));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &v));
 	CHECK_U64_EQ(v, 8 * 50 * 3);
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	CHECK_EQ(st.credit_cap, 2);
@@ -191,10 +191,10 @@ static void test_admission_fifo(void)
 
 static void test_switches(void)
 {
-	static const char *const none[] = { "opts", "None", NULL };
-	static const char *const two[] = { "opts", "WorkReqThrot,SpecLookup",
+	static const char *const none[] = { "techniques", "None", NULL };
+	static const char *const two[] = { "techniques", "WorkReqThrot,SpecLookup",
 					   "nic_model", "default", NULL };
-	static const char *const nonic[] = { "opts", "WorkReqThrot", NULL };
+	static const char *const nonic[] = { "techniques", "WorkReqThrot", NULL };
 	struct fixture f;
 	smart_stats_t st;
 
@@ -207,9 +207,9 @@ static void test_switches(void)
 	fixture_stop(&f);
 
 	fixture_start(&f, 4 << 20, 0, two);
-	CHECK(smart_ctx_technique(f.ctx, SMART_OPT_WORK_REQ_THROT));
-	CHECK(smart_ctx_technique(f.ctx, SMART_OPT_SPEC_LOOKUP));
-	CHECK(!smart_ctx_technique(f.ctx, SMART_OPT_CONFLICT_AVOID));
+	CHECK(smart_ctx_technique(f.ctx, SMART_TECH_WORK_REQ_THROT));
+	CHECK(smart_ctx_technique(f.ctx, SMART_TECH_SPEC_LOOKUP));
+	CHECK(!smart_ctx_technique(f.ctx, SMART_TECH_CONFLICT_AVOID));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	CHECK_EQ(st.credit_cap, 4);	/* the tuner starts at 4 */
 	CHECK_STR_EQ(st.throttle_phase, "update");

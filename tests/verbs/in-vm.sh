@@ -51,7 +51,7 @@ ib_once() { # prints ib_read_bw's MsgRate[Mpps]
 }
 smart_once() { # prints smart-perf's Mops
 	"$bin/smart-perf" --transport verbs --op read --size 8 --threads 1 \
-		--depth $1 --seconds $2 --opts None --json |
+		--depth $1 --seconds $2 --techniques None --json |
 		sed -n 's/.*"mops":\([0-9.]*\).*/\1/p'
 }
 compare() {

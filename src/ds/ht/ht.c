@@ -297,7 +297,7 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	rc = smart_buf_alloc(w, sizeof(*m), (void **)&m);
 	if (rc)
 		return rc;
-	rc = smart_read_sync(w, m, maddr, sizeof(*m));
+	rc = smart_read_sync(w, maddr, sizeof(*m), m);
 	if (rc == SMART_EREMOTE || (!rc && !meta_valid(m)))
 		rc = SMART_ENOENT;
 	if (!rc)
@@ -315,13 +315,14 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	return rc;
 }
 
-void smart_ht_close(smart_ht_t *t)
+int smart_ht_close(smart_ht_t *t)
 {
 	if (!t)
-		return;
+		return 0;
 	smart__ht_epochs_free(t);
 	free(t->spec);
 	free(t);
+	return 0;
 }
 
 /* Distinct subtables among the first 2^depth directory entries. */
@@ -379,7 +380,7 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 	rc = smart_buf_alloc(w, sizeof(*d), (void **)&d);
 	if (rc)
 		return rc;
-	rc = smart_read_sync(w, d, sh->dir, sizeof(*d));
+	rc = smart_read_sync(w, sh->dir, sizeof(*d), d);
 	if (!rc && (d->global_depth & ~HT_DIR_LOCK) > SMART_HT_DEPTH_MAX)
 		rc = SMART_EPROTO;
 	if (!rc) {

@@ -75,7 +75,7 @@ static int ep_claim(smart_worker_t *w, struct ht_shard *sh,
 	rc = smart_buf_alloc(w, sizeof(struct ht_epochs), (void **)&e);
 	if (rc)
 		return rc;
-	rc = smart_read_sync(w, e, sh->epochs, sizeof(struct ht_epochs));
+	rc = smart_read_sync(w, sh->epochs, sizeof(struct ht_epochs), e);
 	for (i = 0; i < HT_EPOCH_SLOTS && !rc; i++) {
 		if (e[8 + i])
 			continue;
@@ -133,7 +133,7 @@ static void ep_announce(smart_worker_t *w, struct ht_shard *sh,
 
 	ws->busy = 1;
 	if (!smart_write(w, ep_slot(sh, ws->slot), &v, sizeof(v)) &&
-	    !smart_read(w, &g, sh->epochs, sizeof(g)) && !smart_sync(w))
+	    !smart_read(w, sh->epochs, sizeof(g), &g) && !smart_sync(w))
 		ws->gcache = HT_EP_EPOCH(g);
 	else
 		(void)smart_sync(w);
@@ -196,7 +196,7 @@ static void ep_reclaim(smart_ht_t *t, smart_worker_t *w,
 	ws->nret = ws->cap = 0;
 	rc = smart_faa(w, sh->epochs, 1, &g);
 	if (!rc)
-		rc = smart_read(w, e, sh->epochs, sizeof(struct ht_epochs));
+		rc = smart_read(w, sh->epochs, sizeof(struct ht_epochs), e);
 	rc2 = smart_sync(w);
 	rc = rc ? rc : rc2;
 	if (!rc && !(e[0] & HT_EP_NORECLAIM)) {

@@ -203,8 +203,8 @@ static int op_verify(struct ht_op *op)
 	uint64_t e;
 	int rc;
 
-	rc = smart_read_sync(op->w, &e, smart__ht_ent_addr(op->sh,
-				op->sub & ((1u << ld) - 1)), sizeof(e));
+	rc = smart_read_sync(op->w, smart__ht_ent_addr(op->sh,
+				op->sub & ((1u << ld) - 1)), sizeof(e), &e);
 	if (rc)
 		return rc;
 	if (HT_ENT_UNLOCKED(e) == HT_ENT_UNLOCKED(op->ent))
@@ -228,7 +228,7 @@ static int op_read(struct ht_op *op, int with_blk)
 
 		if (op->baddr[b] == SMART_GADDR_NULL)
 			continue;
-		rc = smart_read(op->w, &op->bk[b], op->baddr[b], len);
+		rc = smart_read(op->w, op->baddr[b], len, &op->bk[b]);
 		if (rc)
 			return rc;
 		b += len == HT_PAIR;
@@ -242,8 +242,8 @@ static int op_read(struct ht_op *op, int with_blk)
 		smart_gaddr_t a = smart_gaddr(op->sh->blade,
 					      HT_SLOT_PTR(op->spec));
 
-		rc = smart_read(op->w, op->sbuf, a,
-				HT_SLOT_UNITS(op->spec) * HT_KV_UNIT);
+		rc = smart_read(op->w, a, HT_SLOT_UNITS(op->spec) * HT_KV_UNIT,
+				op->sbuf);
 		if (rc)
 			return rc;
 	}
@@ -307,9 +307,9 @@ static int op_collect(struct ht_op *op, int tentative)
 		size_t len = HT_SLOT_UNITS(op->cand[i].val) * HT_KV_UNIT;
 
 		op->cand[i].kv = (const struct ht_kv *)((char *)op->cbuf + off);
-		rc = smart_read(op->w, (char *)op->cbuf + off,
-				smart_gaddr(op->sh->blade,
-					    HT_SLOT_PTR(op->cand[i].val)), len);
+		rc = smart_read(op->w, smart_gaddr(op->sh->blade,
+					    HT_SLOT_PTR(op->cand[i].val)),
+				len, (char *)op->cbuf + off);
 		if (rc)
 			return rc;
 		off += len;
@@ -383,7 +383,7 @@ static int spec_on(const struct ht_op *op)
 {
 	return op->t->spec &&
 	       smart_ctx_technique(smart_worker_ctx(op->w),
-				   SMART_OPT_SPEC_LOOKUP);
+				   SMART_TECH_SPEC_LOOKUP);
 }
 
 static void spec_store(const struct ht_op *op, uint64_t v)
@@ -402,7 +402,7 @@ static int op_unlink(struct ht_op *op, smart_gaddr_t addr, uint64_t expect,
 
 	rc = smart_cas(op->w, addr, expect, desired, old);
 	if (!rc && op->ws)
-		rc = smart_read(op->w, epoch, op->sh->epochs, sizeof(*epoch));
+		rc = smart_read(op->w, op->sh->epochs, sizeof(*epoch), epoch);
 	rc2 = smart_sync(op->w);
 	return rc ? rc : rc2;
 }
@@ -728,7 +728,7 @@ static void op_retire_dead(struct ht_op *op)
 {
 	uint64_t ep;
 
-	if (!op->ws || smart_read_sync(op->w, &ep, op->sh->epochs, sizeof(ep)))
+	if (!op->ws || smart_read_sync(op->w, op->sh->epochs, sizeof(ep), &ep))
 		return;
 	op_retire(op, op->blk_slot, ep);
 	op->blk_addr = SMART_GADDR_NULL;	/* no longer ours to free */

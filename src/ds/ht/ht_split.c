@@ -79,8 +79,8 @@ static int freeze_chunk(struct split *sp, uint64_t coff, size_t clen)
 	unsigned j, round, n;
 	int rc;
 
-	rc = smart_read_sync(sp->w, sp->sbuf, smart_gaddr_add(sp->old, coff),
-			     clen);
+	rc = smart_read_sync(sp->w, smart_gaddr_add(sp->old, coff), clen,
+			     sp->sbuf);
 	for (round = 0; !rc; round++) {
 		n = 0;
 		for (b = 0; b < nb && !rc; b++)
@@ -170,9 +170,9 @@ static int move_chunk(struct split *sp, uint64_t coff, size_t clen)
 				rc = blk_flush(sp, bbase);
 			if (rc)
 				break;
-			rc = smart_read(sp->w, sp->blk + sp->blk_used,
-					smart_gaddr(sp->sh->blade,
-						    HT_SLOT_PTR(x)), len);
+			rc = smart_read(sp->w, smart_gaddr(sp->sh->blade,
+						    HT_SLOT_PTR(x)),
+					len, sp->blk + sp->blk_used);
 			sp->pend[sp->npend++] = (struct split_pend){
 				.slot = (uint32_t)(b * HT_SLOTS + j),
 				.off = (uint32_t)sp->blk_used };
@@ -196,8 +196,8 @@ static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
 	unsigned j;
 	int rc;
 
-	rc = smart_read_sync(sp->w, sp->sbuf, smart_gaddr_add(sp->old, coff),
-			     clen);
+	rc = smart_read_sync(sp->w, smart_gaddr_add(sp->old, coff), clen,
+			     sp->sbuf);
 	for (b = 0; b < nb && !rc; b++)
 		for (j = 0; j < HT_SLOTS && !rc; j++) {
 			uint64_t x = sp->sbuf[b].slot[j], nv;
@@ -242,7 +242,7 @@ static int raise_global_depth(struct split *sp)
 	uint64_t *cur = &sp->olds[3], want = sp->ld + 1;
 	int rc, i;
 
-	rc = smart_read_sync(sp->w, cur, a, sizeof(*cur));
+	rc = smart_read_sync(sp->w, a, sizeof(*cur), cur);
 	for (i = 0; !rc && i < SPLIT_FREEZE_MAX; i++) {
 		uint64_t v = *cur;
 
