@@ -42,6 +42,8 @@ static void usage(FILE *f)
 "  --device NAME        verbs: RDMA device [first with an active port]\n"
 "  --ib-port N          verbs: port [first active]\n"
 "  --gid-index N        verbs: GID index [a RoCE v2 GID on Ethernet]\n"
+"  --lease-ms MS        client lease duration, 10..600000 [2000]: a\n"
+"                       client silent this long is fenced (docs/leases.md)\n"
 "  --log-level LEVEL    error|warn|info|debug [warn]\n"
 "  --help, --version\n");
 }
@@ -155,6 +157,12 @@ static int parse_opt(struct args *a, int c, const char *v)
 			return bad("--gid-index", v);
 		a->cfg.gid_index = (int)x;
 		return 0;
+	case 'M':
+		if (parse_size(v, &x) || x < SMART_LEASE_MS_MIN ||
+		    x > SMART_LEASE_MS_MAX || strpbrk(v, "kKmMgG"))
+			return bad("--lease-ms", v);
+		a->cfg.lease_ms = (uint32_t)x;
+		return 0;
 	default:
 		return 2;
 	}
@@ -176,6 +184,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 		{ "device", required_argument, NULL, 'D' },
 		{ "ib-port", required_argument, NULL, 'P' },
 		{ "gid-index", required_argument, NULL, 'G' },
+		{ "lease-ms", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },

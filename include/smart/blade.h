@@ -42,7 +42,16 @@ struct smart_blade_config {
 	const char *device;	/* verbs: RDMA device, NULL = auto; [NULL] */
 	int ib_port;		/* verbs: port, 0 = first active; [0] */
 	int gid_index;		/* verbs: GID index, -1 = auto; [-1] */
+	/* Client lease duration on this blade, ms (docs/leases.md): a client
+	 * that has not renewed for this long is declared dead and fenced by
+	 * the others.  Every client of the blade uses the blade's value.
+	 * [SMART_LEASE_MS_DEFAULT] */
+	uint32_t lease_ms;
 };
+
+#define SMART_LEASE_MS_DEFAULT	2000
+#define SMART_LEASE_MS_MIN	10
+#define SMART_LEASE_MS_MAX	600000
 
 /* Fill cfg with the defaults in brackets above. */
 void smart_blade_config_init(struct smart_blade_config *cfg);

@@ -57,6 +57,8 @@ struct smart_blade_info {
 	uint64_t reserved;	/* bytes at offset 0 the blade keeps for the
 				 * superblock and the shared services */
 	uint64_t alloc_max;	/* largest single smart_alloc() possible */
+	uint32_t lease_ms;	/* client lease duration (smart/lease.h) */
+	uint16_t lease_id;	/* this ctx's client id there */
 };
 
 /* Fill *out for a connected blade.  SMART_EINVAL for NULL arguments,

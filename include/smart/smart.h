@@ -17,6 +17,7 @@
 #include "smart/util.h"
 #include "smart/backoff.h"
 #include "smart/secret.h"
+#include "smart/lease.h"
 
 #define SMART_VERSION_STRING "0.1.0"
 

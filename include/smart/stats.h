@@ -76,6 +76,10 @@ typedef struct smart_stats {
 	uint64_t retry_hist[17];
 	uint64_t backoff_cmax;
 	int backoff_nmax;
+	/* leases (smart/lease.h): renewals done, peers this ctx fenced, and
+	 * 1 when this ctx itself is fenced */
+	uint64_t lease_renewals, leases_fenced;
+	int fenced;
 } smart_stats_t;
 
 const char *smart_stat_name(enum smart_stat id);

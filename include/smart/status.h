@@ -34,7 +34,10 @@ enum smart_status {
 	SMART_ESYS = -16,	/* a system call failed; see the log */
 	SMART_ERANGE = -17,	/* value out of the representable range */
 	SMART_ERETRY = -18,	/* gave up after too many retries */
-	SMART_E_LAST = -19
+	SMART_EFENCED = -19,	/* this client was fenced (its lease expired
+				 * or a peer declared it dead): it must stop,
+				 * others may be undoing its work */
+	SMART_E_LAST = -20
 };
 
 /* A short English message for a status code; unknown codes get "unknown". */

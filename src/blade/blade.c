@@ -26,7 +26,7 @@
 #include "blade/blade_int.h"
 #include "smart/status.h"
 #include "util/compiler.h"
-#include "wire/superblock.h"
+#include "wire/services.h"
 
 #define BLADE_MAX_CLIENTS_LIMIT 65536
 #define BLADE_TIMEOUT_LIMIT_MS 3600000
@@ -41,6 +41,7 @@ void smart_blade_config_init(struct smart_blade_config *cfg)
 	cfg->max_clients = 256;
 	cfg->handshake_timeout_ms = 5000;
 	cfg->gid_index = -1;
+	cfg->lease_ms = SMART_LEASE_MS_DEFAULT;
 }
 
 static int config_check(const struct smart_blade_config *c,
@@ -53,8 +54,13 @@ static int config_check(const struct smart_blade_config *c,
 	    c->chunk_size > (1u << SMART_CHUNK_SHIFT_MAX))
 		why = "chunk size must be a power of two from 4 KiB to 1 GiB";
 	else if (c->size < (UINT64_C(1) << 20) || c->size > (UINT64_C(1) << 48)
-		 || c->size > SIZE_MAX || c->size / c->chunk_size < 2)
-		why = "size must be 1 MiB..256 TiB and hold two chunks";
+		 || c->size > SIZE_MAX || c->size / c->chunk_size <
+		 smart_sb_first_chunk((uint32_t)__builtin_ctz(c->chunk_size)) + 1)
+		why = "size must be 1 MiB..256 TiB and hold the blade's own "
+		      "64 KiB plus a chunk";
+	else if (c->lease_ms < SMART_LEASE_MS_MIN ||
+		 c->lease_ms > SMART_LEASE_MS_MAX)
+		why = "lease_ms must be 10..600000";
 	else if (c->id > 1023)
 		why = "blade id must be 0..1023";
 	else if (c->hugepages < -1 || c->hugepages > 1)
@@ -89,13 +95,21 @@ static void format_superblock(struct smart_blade *b)
 {
 	struct smart_superblock *sb = b->mr->addr;
 
+	struct smart_lease_table *lt = (void *)((uint8_t *)sb + SMART_LEASE_OFF);
+	struct smart_epoch_table *et = (void *)((uint8_t *)sb + SMART_EPOCH_OFF);
+
+	/* the region is zeroed: tables start empty, only these are set */
 	sb->magic = SMART_SB_MAGIC;
 	sb->version = SMART_SB_VERSION;
 	sb->chunk_shift = b->chunk_shift;
 	sb->size = b->size;
-	sb->cursor = 1;		/* chunk 0 holds the superblock */
+	sb->first_chunk = smart_sb_first_chunk(b->chunk_shift);
+	sb->cursor = sb->first_chunk;
 	sb->nchunks = b->size >> b->chunk_shift;
 	sb->blade_id = b->id;
+	sb->lease_ms = b->lease_ms;
+	lt->lease_ms = b->lease_ms;
+	et->global = 1;		/* epoch 0 means "never announced" */
 }
 
 static int region_open(struct smart_blade *b, int hugepages)
@@ -220,6 +234,7 @@ static int copy_config(struct smart_blade *b,
 	b->chunk_shift = (uint8_t)__builtin_ctz(cfg->chunk_size);
 	b->max_clients = cfg->max_clients;
 	b->hs_timeout_ms = cfg->handshake_timeout_ms;
+	b->lease_ms = cfg->lease_ms;
 	b->lfd = b->ufd = b->wakefd = -1;
 	b->ops = smart_tp_find(tp);
 	if (!b->ops || strlen(tp) > SMART_PROTO_TRANSPORT_MAX) {

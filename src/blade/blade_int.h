@@ -54,6 +54,8 @@ struct blade_session {
 	size_t discarded;
 	uint8_t token[SMART_PROTO_TOKEN_LEN];
 	int token_live;
+	uint16_t lease_id;	/* the client's lease, 0 = none yet */
+	int said_bye;		/* left cleanly: release, do not fence */
 	struct smart_tp_responder **resp;	/* indexed by responder id */
 	uint32_t resp_cap, nresp;
 	size_t in_len, out_off, out_len;
@@ -87,6 +89,8 @@ struct smart_blade {
 	size_t secret_len;
 	int max_clients;
 	int hs_timeout_ms;
+	uint32_t lease_ms;
+	uint16_t next_lease;	/* control thread: the next id to try */
 
 	int lfd, ufd, wakefd;
 	char addr[64];
@@ -136,5 +140,11 @@ int smart__blade_session_feed(struct smart_blade *b, const uint8_t *data,
 
 /* ctl.c */
 void *smart__blade_ctl_main(void *arg);
+
+/* lease.c: hand a new client a lease (SMART_EBUSY when every slot is
+ * live), and end it when its session ends: released after a BYE, fenced
+ * otherwise (the client died or hung up without a word). */
+int smart__blade_lease_assign(struct smart_blade *b, uint16_t *id);
+void smart__blade_lease_end(struct smart_blade *b, uint16_t id, int bye);
 
 #endif

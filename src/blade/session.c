@@ -46,6 +46,7 @@ void smart__blade_sess_free(struct smart_blade *b, struct blade_session *s)
 {
 	if (!s)
 		return;
+	smart__blade_lease_end(b, s->lease_id, s->said_bye);
 	for (uint32_t i = 0; i < s->resp_cap; i++)
 		if (s->resp[i])
 			b->ops->responder_destroy(s->resp[i]);
@@ -126,6 +127,15 @@ static void welcome(struct smart_blade *b, struct blade_session *s)
 	size_t n;
 
 	memset(&w, 0, sizeof(w));
+	if (smart__blade_lease_assign(b, &s->lease_id)) {
+		smart__warn(&b->log, "session fd %d: every lease slot is live",
+			    s->fd);
+		smart__blade_sess_refuse(b, s, SMART_EBUSY,
+					 "too many clients: no lease slot");
+		return;
+	}
+	w.lease_id = s->lease_id;
+	w.lease_ms = b->lease_ms;
 	w.blade_id = b->id;
 	w.chunk_shift = b->chunk_shift;
 	w.region_size = b->size;
@@ -288,10 +298,12 @@ static void dispatch(struct smart_blade *b, struct blade_session *s,
 		     uint16_t type, const uint8_t *p, size_t len)
 {
 	if (type == SMART_PROTO_BYE) {
-		if (smart__proto_dec_bye(p, len))
+		if (smart__proto_dec_bye(p, len)) {
 			malformed(b, s, "malformed bye");
-		else
+		} else {
+			s->said_bye = 1;
 			s->state = SESS_DEAD;
+		}
 	} else if (s->state == SESS_HELLO && type == SMART_PROTO_HELLO) {
 		on_hello(b, s, p, len);
 	} else if (s->state == SESS_READY && type == SMART_PROTO_QP_CONNECT) {

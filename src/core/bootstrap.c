@@ -206,6 +206,8 @@ static int take_welcome(struct smart__boot *b, const struct smart_proto_hdr *h,
 	out->blade_id = w.blade_id;
 	out->chunk_shift = w.chunk_shift;
 	out->size = w.region_size;
+	out->lease_id = w.lease_id;
+	out->lease_ms = w.lease_ms;
 	memcpy(out->blob, w.blob, w.blob_len);
 	out->blob_len = w.blob_len;
 	out->need_fd = !!(w.flags & SMART_PROTO_WF_FETCH_FD);
@@ -483,4 +485,9 @@ void smart__boot_close(struct smart__boot *b)
 	close(b->fd);
 	explicit_bzero(b, sizeof(*b));
 	free(b);
+}
+
+int smart__boot_fd(const struct smart__boot *b)
+{
+	return b && !b->broken ? b->fd : -1;
 }

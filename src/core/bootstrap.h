@@ -31,6 +31,8 @@ struct smart__boot_welcome {
 	uint16_t blade_id;
 	uint8_t chunk_shift;
 	uint64_t size;			/* region bytes */
+	uint16_t lease_id;		/* our client id on the blade */
+	uint32_t lease_ms;		/* the blade's lease duration */
 	uint8_t blob[SMART_TP_BLOB_MAX];	/* region blob for remote_attach */
 	size_t blob_len;
 	int need_fd;	/* call smart__boot_fetch_fd() before remote_attach */
@@ -75,6 +77,10 @@ int smart__boot_qp_connect(struct smart__boot *b, const void *blob,
 
 /* Tell the blade to destroy a responder.  No reply is awaited. */
 int smart__boot_qp_close(struct smart__boot *b, uint32_t responder_id);
+
+/* The session's socket, for a liveness watch: poll it for POLLRDHUP only
+ * (never read it: replies belong to the calls above).  -1 when broken. */
+int smart__boot_fd(const struct smart__boot *b);
 
 /* Say BYE (best effort) and free the session.  NULL is allowed. */
 void smart__boot_close(struct smart__boot *b);

@@ -88,6 +88,10 @@ const char *smart__qp_mode_name(int mode);
 /* One connected blade. */
 struct smart__blade {
 	uint16_t id;
+	/* 0, or why every op to the blade fails: SMART_ECONN when it is
+	 * gone (its session closed), SMART_EFENCED when this ctx is fenced.
+	 * Next to size: op_check reads both. */
+	_Atomic int fail;
 	uint64_t size;
 	uint32_t chunk_shift;
 	uint64_t nchunks;
@@ -97,7 +101,18 @@ struct smart__blade {
 	struct smart_tp_remote *remote;
 	struct smart__boot *boot;	/* control session, under boot_lock */
 	pthread_mutex_t boot_lock;
+	/* leases (keeper.c, lease.c; docs/leases.md) */
+	uint16_t lease_id;		/* our client id on this blade */
+	uint32_t lease_ms;		/* the blade's lease duration */
+	uint64_t joined;		/* lease clock when the HELLO went out */
+	struct smart__lease *lease;	/* the keeper's state for it */
 };
+
+/* Lease clock: TSC cycles where the TSC is invariant, else ns. */
+static inline uint64_t smart__lease_now(const struct smart__clock *c)
+{
+	return c->use_tsc ? smart__rdtsc() : smart__mono_ns();
+}
 
 /* One QP of a group to one blade. */
 struct smart__qp {
@@ -154,6 +169,13 @@ struct smart_ctx {
 		uint64_t epochs;
 	} tuner;
 	char tech_names[64];	/* the switches in force, as text */
+	/* leases (lease.c) and the keeper thread (keeper.c) */
+	_Atomic int fenced;		/* every op fails with SMART_EFENCED */
+	_Atomic uint64_t lease_until;	/* lease clock: self-fence after it */
+	struct smart__keeper *keeper;
+	uint16_t blade_list[SMART_BLADE_ID_MAX + 1];	/* connect order */
+	_Atomic int nblade_list;
+	_Atomic uint64_t lease_renewals, leases_fenced;
 	/* stats of destroyed workers */
 	uint64_t retired_stats[SMART_STAT__COUNT];
 	uint64_t retired_retry_hist[SMART_RETRY_HIST];
@@ -226,7 +248,8 @@ struct smart__ralloc;
 
 struct smart_worker {
 	struct smart_ctx *ctx;
-	int index;
+	int index;		/* -1 for the keeper's internal worker */
+	int internal;		/* the keeper's: not listed, not in stats */
 	struct smart__group *group;
 	const struct smart_tp_ops *tp;
 	struct smart__qp *qp[SMART_BLADE_ID_MAX + 1];	/* cache of group's */
@@ -286,6 +309,10 @@ static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
 
 /* worker.c */
 int smart__worker_poll(struct smart_worker *w);
+/* internal: a worker of the library's own (the keeper's), outside the
+ * ctx's list, its stats and its worker count */
+int smart__worker_create(struct smart_ctx *ctx, int internal,
+			 struct smart_worker **out);
 int smart__worker_qp_slow(struct smart_worker *w, uint16_t blade,
 			  struct smart__qp **out);
 
@@ -313,6 +340,16 @@ void smart__qp_broken(struct smart_worker *w, struct smart__qp *qp);
 int smart__group_get(struct smart_ctx *ctx, int worker_index,
 		     struct smart__group **out);
 void smart__group_put(struct smart__group *g);
+
+/* The keeper's worker waits without holding a CPU: it may run at a real-
+ * time priority, and a dead verbs peer takes a whole retry budget to
+ * answer (keeper.c). */
+static inline void smart__idle_pause(void)
+{
+	struct timespec ts = { 0, 20000 };
+
+	nanosleep(&ts, NULL);
+}
 
 /* task.c */
 void smart__task_wait(struct smart_worker *w, struct smart__task *t);

@@ -11,6 +11,8 @@
 
 #include "core/bootstrap.h"
 #include "core/core.h"
+#include "core/lease.h"
+#include "wire/superblock.h"
 
 static int ctx_load_secret(struct smart_ctx *ctx)
 {
@@ -133,6 +135,16 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 	smart__tech_format(ctx->o.techniques, ctx->tech_names,
 			   sizeof(ctx->tech_names));
 	smart__tuner_init(ctx);
+	atomic_store(&ctx->lease_until, UINT64_MAX);
+	rc = smart__keeper_start(ctx);
+	if (rc) {
+		smart__pool_destroy(ctx);
+		ctx->tp->domain_close(ctx->dom);
+		free(ctx->secret);
+		free(ctx->retired_hist);
+		free(ctx);
+		return rc;
+	}
 	*out = ctx;
 	return 0;
 }
@@ -143,6 +155,7 @@ static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
 		smart__boot_close(b->boot);
 	if (b->remote)
 		ctx->tp->remote_detach(b->remote);
+	smart__lease_free(b);
 	pthread_mutex_destroy(&b->boot_lock);
 	free(b);
 }
@@ -159,6 +172,8 @@ int smart_ctx_destroy(smart_ctx_t *ctx)
 		return SMART_EBUSY;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	/* the keeper uses the blades: it goes first (its BYEs follow) */
+	smart__keeper_stop(ctx);
 	for (i = 0; i <= SMART_BLADE_ID_MAX; i++)
 		if (ctx->blades[i])
 			blade_free(ctx, ctx->blades[i]);
@@ -192,6 +207,8 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 	pthread_mutex_unlock(&ctx->lock);
 	if (rc)
 		return rc;
+	/* the lease is ours from the handshake on: count from before it */
+	b->joined = smart__lease_now(&ctx->clock);
 	rc = smart__boot_open(hostport, ctx->tp->name, secret, slen,
 			      (int)(ctx->o.connect_timeout_ns / 1000000),
 			      &ctx->log, &b->boot, &wel);
@@ -214,10 +231,12 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 	b->size = wel.size;
 	b->chunk_shift = wel.chunk_shift;
 	b->nchunks = wel.size >> wel.chunk_shift;
-	b->first_chunk = 1;	/* chunk 0 holds the superblock */
+	b->first_chunk = smart_sb_first_chunk(wel.chunk_shift);
 	b->base = ctx->tp->remote_base(b->remote);
 	b->rkey = ctx->tp->remote_rkey(b->remote);
-	return 0;
+	b->lease_id = wel.lease_id;
+	b->lease_ms = wel.lease_ms;
+	return smart__lease_new(ctx, b, wel.lease_ms);
 }
 
 int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id)
@@ -249,7 +268,10 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id
 		return SMART_EEXIST;
 	}
 	atomic_store_explicit(&ctx->blades[b->id], b, memory_order_release);
+	ctx->blade_list[atomic_load(&ctx->nblade_list)] = b->id;
+	atomic_fetch_add_explicit(&ctx->nblade_list, 1, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
+	smart__keeper_kick(ctx);	/* it renews the new lease at once */
 	smart__info(&ctx->log, "connected blade %u at %s (%llu bytes)", b->id,
 		    hostport, (unsigned long long)b->size);
 	*blade_id = b->id;
@@ -300,6 +322,8 @@ int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
 		.chunk_size = chunk,
 		.reserved = first * chunk,
 		.alloc_max = (b->nchunks - first) * chunk,
+		.lease_ms = b->lease_ms,
+		.lease_id = b->lease_id,
 	};
 	return 0;
 }

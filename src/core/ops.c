@@ -192,8 +192,12 @@ static int task_sync(struct smart_worker *w, struct smart__task *t)
 	if (t0)
 		smart_hist_add(w->hist, smart__rdtsc() - t0);
 	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
-	if (smart_unlikely(rc))
+	if (smart_unlikely(rc)) {
 		atomic_store(&t->first_error, 0);
+		/* whatever the transport said, the reason is the fence */
+		if (atomic_load(&w->ctx->fenced))
+			rc = SMART_EFENCED;
+	}
 	return rc;
 }
 
@@ -273,6 +277,9 @@ static int op_check(struct smart_worker *w, const struct op *op,
 
 	if (smart_unlikely(!b))
 		return SMART_ENOENT;
+	if (smart_unlikely(atomic_load_explicit(&b->fail,
+						memory_order_relaxed)))
+		return atomic_load(&b->fail);
 	if (smart_unlikely(off >= b->size || op->len > b->size - off))
 		return SMART_EREMOTE;
 	if (op->opcode >= SMART_TP_CAS && (off & 7))

@@ -101,7 +101,11 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 		out->db_contended = ts.db_contended;
 		out->wqe_misses = ts.wqe_misses;
 	}
-	snprintf(out->techniques, sizeof(out->techniques), "%s", ctx->tech_names);
+	snprintf(out->techniques, sizeof(out->techniques), "%s",
+		 ctx->tech_names);
+	out->lease_renewals = atomic_load(&ctx->lease_renewals);
+	out->leases_fenced = atomic_load(&ctx->leases_fenced);
+	out->fenced = atomic_load(&ctx->fenced);
 	smart__tuner_describe(ctx, &out->credit_cap, out->throttle_phase,
 			      sizeof(out->throttle_phase));
 	out->retries_per_op = out->c[SMART_STAT_GUARDED_OPS] ?
@@ -137,6 +141,9 @@ void smart_stats_print(const smart_stats_t *s, FILE *f)
 		"p99.9 %.0f ns, mean %.0f ns)\n", "sync_latency", s->sync_count,
 		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
 		s->sync_mean_ns);
+	fprintf(f, "%-16s %" PRIu64 " renewals, %" PRIu64 " peers fenced%s\n",
+		"leases", s->lease_renewals, s->leases_fenced,
+		s->fenced ? ", THIS CLIENT IS FENCED" : "");
 }
 
 void smart_stats_print_json(const smart_stats_t *s, FILE *f)
@@ -157,6 +164,9 @@ void smart_stats_print_json(const smart_stats_t *s, FILE *f)
 	fprintf(f, "\"db_rings\":%" PRIu64 ",\"db_contended\":%" PRIu64
 		",\"wqe_misses\":%" PRIu64 ",", s->db_rings, s->db_contended,
 		s->wqe_misses);
+	fprintf(f, "\"lease_renewals\":%" PRIu64 ",\"leases_fenced\":%" PRIu64
+		",\"fenced\":%d,", s->lease_renewals, s->leases_fenced,
+		s->fenced);
 	fprintf(f, "\"workers\":%d,\"sync_count\":%" PRIu64 ",\"sync_p50_ns\""
 		":%.1f,\"sync_p99_ns\":%.1f,\"sync_p999_ns\":%.1f,"
 		"\"sync_mean_ns\":%.1f}", s->workers, s->sync_count,

@@ -257,7 +257,8 @@ void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 {
 	if (t == &w->main_task) {
 		while (atomic_load_explicit(&t->inflight, memory_order_acquire))
-			smart__worker_poll(w);
+			if (!smart__worker_poll(w) && w->internal)
+				smart__idle_pause();
 		return;
 	}
 	t->state = SMART_TASK_WAITING;

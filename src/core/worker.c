@@ -14,6 +14,7 @@
 
 #include "core/bootstrap.h"
 #include "core/core.h"
+#include "core/lease.h"
 
 int smart__wc_status(int st)
 {
@@ -58,9 +59,10 @@ int smart__group_get(struct smart_ctx *ctx, int worker_index,
 	int mode = ctx->o.qp_mode, index = -1, rc;
 	struct smart__group *g;
 
-	if (mode == SMART_QPM_SHARED)
+	/* an internal worker (index -1) always has a group of its own */
+	if (worker_index >= 0 && mode == SMART_QPM_SHARED)
 		index = 0;
-	else if (mode == SMART_QPM_MUX)
+	else if (worker_index >= 0 && mode == SMART_QPM_MUX)
 		index = worker_index / ctx->o.qp_mux;
 	for (g = ctx->groups; index >= 0 && g; g = g->next)
 		if (g->index == index)
@@ -228,6 +230,13 @@ int smart__worker_poll(struct smart_worker *w)
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
 	int n, i, shared = w->group->shared;
 
+	/* Self-fencing: past our lease nothing queued may execute any more
+	 * (shm executes WRs right here, in poll), whatever the keeper
+	 * thread has had time to notice (docs/leases.md). */
+	if (smart_unlikely(smart__lease_expired(w->ctx)))
+		smart__ctx_fence(w->ctx, "the lease ran out (process stopped "
+				 "or starved for lease_ms / 2?)");
+
 	/* the tuner's epoch is milliseconds long: a look at the clock every
 	 * 64 polls is plenty and keeps rdtsc off most polls */
 	if (smart_unlikely(w->throttle) && !(w->stats[SMART_STAT_POLLS] & 63))
@@ -258,11 +267,17 @@ int smart__worker_poll(struct smart_worker *w)
 
 int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
 {
+	if (!ctx || !out)
+		return SMART_EINVAL;
+	return smart__worker_create(ctx, 0, out);
+}
+
+int smart__worker_create(struct smart_ctx *ctx, int internal,
+			 struct smart_worker **out)
+{
 	struct smart_worker *w;
 	int rc;
 
-	if (!ctx || !out)
-		return SMART_EINVAL;
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return SMART_ENOMEM;
@@ -277,16 +292,18 @@ int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
 	w->tp = ctx->tp;
 	w->main_task.w = w;
 	w->main_task.state = SMART_TASK_RUNNING;
-	w->throttle = ctx->tuner.phase >= TUNER_FIXED;
+	w->internal = internal;
+	/* the keeper's few ops must never wait for the application's WRs */
+	w->throttle = !internal && ctx->tuner.phase >= TUNER_FIXED;
 	w->cap_seen = 0;	/* credits follow the cap at the first post */
 	rc = smart__task_init_slot(w, &w->main_task);
 	if (rc)
 		goto err;
 	pthread_mutex_lock(&ctx->lock);
-	w->index = ctx->next_worker++;
+	w->index = internal ? -1 : ctx->next_worker++;
 	smart__backoff_init(w);
 	rc = smart__group_get(ctx, w->index, &w->group);
-	if (!rc) {
+	if (!rc && !internal) {
 		w->next = ctx->workers;
 		ctx->workers = w;
 		ctx->live_workers++;
@@ -335,12 +352,14 @@ int smart_worker_destroy(smart_worker_t *w)
 	smart__task_fini_slot(w, &w->main_task);
 	smart__ralloc_destroy(w);
 	pthread_mutex_lock(&ctx->lock);
-	for (pp = &ctx->workers; *pp != w; pp = &(*pp)->next)
-		;
-	*pp = w->next;
-	worker_retire_stats(w);
+	if (!w->internal) {
+		for (pp = &ctx->workers; *pp != w; pp = &(*pp)->next)
+			;
+		*pp = w->next;
+		worker_retire_stats(w);
+		ctx->live_workers--;
+	}
 	smart__group_put(w->group);
-	ctx->live_workers--;
 	pthread_mutex_unlock(&ctx->lock);
 	free(w->hist);
 	free(w->all_tasks);

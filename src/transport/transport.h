@@ -186,6 +186,13 @@ struct smart_tp_ops {
 	int (*remote_attach)(struct smart_tp_domain *d, const void *blob,
 			     size_t len, int fd, struct smart_tp_remote **out);
 	void (*remote_detach)(struct smart_tp_remote *r);
+	/* The peer behind r is known to be gone (its control session
+	 * closed) or this side must stop using it (fenced): WRs to it that
+	 * have not executed yet complete with an error and their QPs enter
+	 * the error state, never executing them.  Thread safe, idempotent.
+	 * Where a NIC executes WRs on its own (verbs) this can only stop
+	 * what the transport still holds; the NIC's timeouts do the rest. */
+	void (*remote_fail)(struct smart_tp_remote *r);
 	/* Base address and rkey to put into WRs for this remote. */
 	uint64_t (*remote_base)(const struct smart_tp_remote *r);
 	uint32_t (*remote_rkey)(const struct smart_tp_remote *r);

@@ -35,6 +35,8 @@ static const struct status_desc status_table[] = {
 	[-SMART_ESYS] = { "SMART_ESYS", "system call failed" },
 	[-SMART_ERANGE] = { "SMART_ERANGE", "value out of range" },
 	[-SMART_ERETRY] = { "SMART_ERETRY", "too many retries" },
+	[-SMART_EFENCED] = { "SMART_EFENCED",
+			     "fenced: this client's lease was taken away" },
 };
 
 _Static_assert(SMART_ARRAY_SIZE(status_table) == -SMART_E_LAST,

@@ -272,12 +272,14 @@ static int welcome_valid(const struct smart_proto_welcome *m)
 	if (m->status)	/* a refusal carries nothing else */
 		return !m->blade_id && !m->chunk_shift && !m->flags &&
 		       !m->region_size && !m->blob_len && !m->sock_len &&
+		       !m->lease_id && !m->lease_ms &&
 		       !memcmp(m->token, zero, sizeof(zero));
 	if (m->blade_id > 1023 || m->chunk_shift < SMART_CHUNK_SHIFT_MIN ||
 	    m->chunk_shift > SMART_CHUNK_SHIFT_MAX ||
 	    m->region_size < (UINT64_C(1) << 20) ||
 	    m->region_size > (UINT64_C(1) << 48) ||
-	    (m->region_size >> m->chunk_shift) < 2 || m->blob_len == 0)
+	    (m->region_size >> m->chunk_shift) < 2 || m->blob_len == 0 ||
+	    m->lease_id == 0 || m->lease_ms < 10 || m->lease_ms > 600000)
 		return 0;
 	if (fetch)
 		return m->sock_len > 0 && printable(m->sock, m->sock_len);
@@ -293,7 +295,7 @@ int smart__proto_enc_welcome(const struct smart_proto_welcome *m, void *buf,
 	    m->sock_len)
 		return SMART_EINVAL;
 	p = frame(buf, cap, SMART_PROTO_WELCOME,
-		  36 + m->blob_len + m->sock_len, len);
+		  44 + m->blob_len + m->sock_len, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, (uint32_t)m->status);
@@ -304,8 +306,10 @@ int smart__proto_enc_welcome(const struct smart_proto_welcome *m, void *buf,
 	memcpy(p + 16, m->token, SMART_PROTO_TOKEN_LEN);
 	put16(p + 32, (uint16_t)m->blob_len);
 	p[34] = (uint8_t)m->sock_len;
-	memcpy(p + 36, m->blob, m->blob_len);
-	memcpy(p + 36 + m->blob_len, m->sock, m->sock_len);
+	put16(p + 36, m->lease_id);
+	put32(p + 40, m->lease_ms);
+	memcpy(p + 44, m->blob, m->blob_len);
+	memcpy(p + 44 + m->blob_len, m->sock, m->sock_len);
 	return 0;
 }
 
@@ -325,6 +329,9 @@ int smart__proto_dec_welcome(const void *p, size_t len,
 	t.blob_len = rd16(&r);
 	t.sock_len = rd8(&r);
 	rd_zero(&r, 1);
+	t.lease_id = rd16(&r);
+	rd_zero(&r, 2);
+	t.lease_ms = rd32(&r);
 	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX ||
 	    t.sock_len > SMART_PROTO_SOCK_MAX)
 		return SMART_EPROTO;

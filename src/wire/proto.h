@@ -24,7 +24,7 @@
 
 
 #define SMART_PROTO_MAGIC	0x54524d53u	/* "SMRT" as bytes on the wire */
-#define SMART_PROTO_VERSION	1
+#define SMART_PROTO_VERSION	2	/* 2: WELCOME carries the lease id */
 #define SMART_PROTO_HDR_LEN	12
 #define SMART_PROTO_MAX_PAYLOAD	65536
 #define SMART_PROTO_TRANSPORT_MAX 15	/* transport name bytes */
@@ -54,7 +54,7 @@ enum smart_proto_type {
 #define SMART_PROTO_HELLO_MAX \
 	(8 + SMART_PROTO_TRANSPORT_MAX + SMART_PROTO_SECRET_MAX)
 #define SMART_PROTO_WELCOME_MAX \
-	(36 + SMART_PROTO_BLOB_MAX + SMART_PROTO_SOCK_MAX)
+	(44 + SMART_PROTO_BLOB_MAX + SMART_PROTO_SOCK_MAX)
 #define SMART_PROTO_ERROR_MAX	(8 + SMART_PROTO_ERRMSG_MAX)
 #define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX)
 #define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX)
@@ -80,6 +80,8 @@ struct smart_proto_welcome {
 	uint8_t chunk_shift;
 	uint8_t flags;		/* SMART_PROTO_WF_* */
 	uint64_t region_size;
+	uint16_t lease_id;	/* the client's lease on the blade, 1..65535 */
+	uint32_t lease_ms;	/* the blade's lease duration, 10..600000 */
 	uint8_t token[SMART_PROTO_TOKEN_LEN];
 	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;

@@ -26,7 +26,7 @@
 #include "core/bootstrap.h"
 #include "wire/proto.h"
 #include "util/compiler.h"
-#include "wire/superblock.h"
+#include "wire/services.h"
 
 #define SECRET "s3cret-handshake"
 #define MIB (UINT64_C(1) << 20)
@@ -166,6 +166,14 @@ static void test_good(void)
 	CHECK_U64_EQ(sb->cursor, 1);
 	CHECK_U64_EQ(sb->nchunks, 8);
 	CHECK_EQ(sb->blade_id, 7);
+	CHECK_U64_EQ(sb->first_chunk, 1);
+	CHECK_EQ(sb->lease_ms, SMART_LEASE_MS_DEFAULT);
+	/* the blade wrote our lease (counter 1) before it welcomed us */
+	CHECK_NE(w.lease_id, 0);
+	CHECK_EQ(w.lease_ms, SMART_LEASE_MS_DEFAULT);
+	CHECK_U64_EQ(((struct smart_lease_table *)((uint8_t *)sb +
+		      SMART_LEASE_OFF))->slot[smart_lease_slot_of(w.lease_id)]
+		     .word, smart_lease_word(w.lease_id, 1));
 	munmap(sb, 8 * MIB);
 	close(fd);
 	/* The token is single use. */
@@ -204,7 +212,8 @@ static void test_refused(void)
 static void test_version(void)
 {
 	smart_blade_t *b = blade_start(16, 300);
-	struct smart_proto_hello h = { .version = 2, .transport = "shm",
+	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION + 1,
+				       .transport = "shm",
 				       .secret = (const uint8_t *)SECRET,
 				       .secret_len = strlen(SECRET) };
 	uint8_t f[SMART_PROTO_FRAME_MAX];
@@ -319,7 +328,8 @@ static void test_many_idle(void)
 /* Raw handshake, returning the WELCOME. */
 static int raw_welcome(smart_blade_t *b, struct smart_proto_welcome *w)
 {
-	struct smart_proto_hello h = { .version = 1, .transport = "shm",
+	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION,
+				       .transport = "shm",
 				       .secret = (const uint8_t *)SECRET,
 				       .secret_len = strlen(SECRET) };
 	uint8_t f[SMART_PROTO_FRAME_MAX];

@@ -62,6 +62,7 @@ struct smart_tp_domain {
 };
 
 struct smart_tp_remote {
+	_Atomic int failed;	/* remote_fail(): execute nothing more */
 	uint8_t *map;		/* this process's mapping of the region */
 	uint64_t size;
 	uint64_t map_len;
@@ -97,7 +98,9 @@ struct smart_tp_cq {
 	uint32_t touch_gen;	/* poll pass number, for shm_touch */
 };
 
-enum { SHM_QP_RESET, SHM_QP_RTS, SHM_QP_ERR };
+/* DOOMED: the remote failed; the next WR completes with an error, then
+ * the QP is in ERR and flushes everything behind it. */
+enum { SHM_QP_RESET, SHM_QP_RTS, SHM_QP_DOOMED, SHM_QP_ERR };
 
 struct smart_tp_qp {
 	struct smart_tp_domain *d;
@@ -162,6 +165,7 @@ void smart__shm_responder_destroy(struct smart_tp_responder *r);
 int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 			     size_t len, int fd, struct smart_tp_remote **out);
 void smart__shm_remote_detach(struct smart_tp_remote *r);
+void smart__shm_remote_fail(struct smart_tp_remote *r);
 uint64_t smart__shm_remote_base(const struct smart_tp_remote *r);
 uint32_t smart__shm_remote_rkey(const struct smart_tp_remote *r);
 

@@ -310,6 +310,12 @@ void smart__shm_remote_detach(struct smart_tp_remote *r)
 	free(r);
 }
 
+void smart__shm_remote_fail(struct smart_tp_remote *r)
+{
+	if (r)
+		atomic_store_explicit(&r->failed, 1, memory_order_release);
+}
+
 uint64_t smart__shm_remote_base(const struct smart_tp_remote *r)
 {
 	return r->base;

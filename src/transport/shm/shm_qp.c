@@ -159,7 +159,8 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp)
 
 int smart__shm_qp_in_error(const struct smart_tp_qp *qp)
 {
-	return qp->state == SHM_QP_ERR;
+	return qp->state == SHM_QP_ERR || qp->state == SHM_QP_DOOMED ||
+	       (qp->r && atomic_load(&qp->r->failed));
 }
 
 /* Pointer into the mapping for [remote, remote+len), or NULL. */
@@ -365,6 +366,12 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 
 	if (!db->n)	/* emptied by a destroyed QP: qp may be gone */
 		return 1;
+	/* a failed remote (dead blade, fenced client): the first WR fails
+	 * as a lost peer would, everything behind it flushes unexecuted */
+	if (smart_unlikely(atomic_load_explicit(&qp->r->failed,
+						memory_order_relaxed)) &&
+	    qp->state == SHM_QP_RTS)
+		qp->state = SHM_QP_DOOMED;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 	first = head;
 	for (; db->n; db->n--, head++) {
@@ -379,6 +386,9 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 			st = shm_exec(qp, e);
 			if (smart_unlikely(st != SMART_TP_WC_OK))
 				qp->state = SHM_QP_ERR;
+		} else if (qp->state == SHM_QP_DOOMED) {
+			st = SMART_TP_WC_FATAL;
+			qp->state = SHM_QP_ERR;
 		}
 		if (st != SMART_TP_WC_OK || (e->wr.flags & SMART_TP_SIGNALED))
 			shm_complete(cq, o, &e->wr, st);

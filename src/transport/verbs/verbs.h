@@ -122,6 +122,7 @@ int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 			       size_t len, int fd,
 			       struct smart_tp_remote **out);
 void smart__verbs_remote_detach(struct smart_tp_remote *r);
+void smart__verbs_remote_fail(struct smart_tp_remote *r);
 uint64_t smart__verbs_remote_base(const struct smart_tp_remote *r);
 uint32_t smart__verbs_remote_rkey(const struct smart_tp_remote *r);
 size_t smart__verbs_info_pack(const struct verbs_qp_info *in, void *blob);

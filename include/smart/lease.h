@@ -1,0 +1,60 @@
+/*
+ * Client leases: how a client tells a dead holder from a slow one
+ * (DESIGN.md §4.1; docs/leases.md has the protocol, the timing argument and
+ * the window in which a paused client can still write).
+ *
+ * Every ctx holds a lease on each blade it joins: a word in the blade's
+ * lease table naming its 16-bit client id, renewed without the
+ * application's help by a small thread of the ctx (the keeper) every
+ * lease_ms / 8.  lease_ms is the blade's (smart_blade_config.lease_ms,
+ * smartd --lease-ms; struct smart_blade_info reports it).  A lock word,
+ * tentative slot or announcement that names its holder's client id can be
+ * checked with smart_lease_alive(): a holder whose lease stood still for
+ * lease_ms, by this ctx's own clock, is fenced by the keepers of the other
+ * clients, and so is one whose control session dropped without a BYE (the
+ * blade fences it at once).  A fenced client's ops fail with
+ * SMART_EFENCED: it must stop, since others may already be undoing its
+ * work.  A client also fences itself when it could not renew for
+ * lease_ms / 2.
+ *
+ * Thread safety: smart_lease_id() and smart_ctx_fenced() from any thread;
+ * the functions taking a worker from its owner thread, inside a task or
+ * from the main context (they may issue a READ and sync).
+ */
+#ifndef SMART_LEASE_H
+#define SMART_LEASE_H
+
+#include <stdint.h>
+#include "smart/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* This ctx's client id on a connected blade (1..65535).  SMART_ENOENT for
+ * a blade the ctx has not joined. */
+int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id);
+
+/* Is the client with this id alive on the blade?  1 alive, 0 dead (fenced,
+ * or gone: its lease was released or given to another client), or a
+ * negative SMART_E* code.  Answers from the keeper's latest look at the
+ * lease table (at most lease_ms / 8 old) and reads the lease word itself
+ * only for an id it has not seen yet.  A holder stays "alive" until it is
+ * fenced: for at most lease_ms plus one renewal period after it stopped. */
+int smart_lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id);
+
+/* Fence the client with this id now, whatever its lease says (an
+ * operator's or a recovery tool's decision; the keepers do it by
+ * themselves for clients that stopped renewing).  0 when it is fenced or
+ * gone, SMART_EINVAL for this ctx's own id, SMART_ERETRY if its word kept
+ * changing. */
+int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id);
+
+/* 1 when this ctx has been fenced (by a peer, by the blade, or by itself
+ * after its lease ran out); its ops fail with SMART_EFENCED. */
+int smart_ctx_fenced(const smart_ctx_t *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

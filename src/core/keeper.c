@@ -1,0 +1,210 @@
+/*
+ * The keeper: one small thread per ctx that keeps the ctx's leases alive
+ * and watches its blades (docs/leases.md, DESIGN.md §4.1).
+ *
+ * Why a thread and not the workers' poll loops: a lease must be renewed
+ * whatever the application does.  A task that computes for longer than a
+ * lease, or a worker whose thread sleeps in the application, would stop a
+ * poll-loop renewal and get its whole process fenced by mistake; a thread
+ * of its own renews on time as long as the process is scheduled at all
+ * (FaRM makes the same choice).  It costs one CAS and one READ of the
+ * lease table per blade every lease_ms / 8.
+ *
+ * The thread owns an internal worker (never listed in the ctx, never in
+ * the stats) for its one-sided ops, and sleeps in poll() on an eventfd
+ * (new blade, stop) and on the blades' control sessions for POLLRDHUP: a
+ * blade whose session closes is dead, and from then on ops to it fail
+ * with SMART_ECONN (shm has no other way to notice; verbs also times out).
+ *
+ * Invariants: only the keeper thread touches struct smart__lease and its
+ * worker; workers read only the atomics it publishes (ctx->lease_until,
+ * ctx->fenced, b->fail, the lease view words).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/bootstrap.h"
+#include "core/core.h"
+#include "core/lease.h"
+
+struct smart__keeper {
+	struct smart_ctx *ctx;
+	pthread_t thread;
+	int wakefd;
+	_Atomic int stop;
+	struct smart_worker *w;		/* keeper thread only */
+	/* start-up handshake with smart_ctx_create */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int ready;			/* 1 started, < 0 failed */
+};
+
+static void keeper_wake(struct smart__keeper *k)
+{
+	uint64_t one = 1;
+
+	if (write(k->wakefd, &one, sizeof(one)) != sizeof(one))
+		smart__dbg(&k->ctx->log, "keeper: wake-up not written");
+}
+
+void smart__keeper_kick(struct smart_ctx *ctx)
+{
+	if (ctx->keeper)
+		keeper_wake(ctx->keeper);
+}
+
+/* The blade's control session closed: it is gone.  Ops to it fail from
+ * now on, and WRs queued for it are never executed (shm). */
+void smart__blade_dead(struct smart_ctx *ctx, struct smart__blade *b,
+		       const char *why)
+{
+	int zero = 0;
+
+	if (!atomic_compare_exchange_strong(&b->fail, &zero, SMART_ECONN))
+		return;
+	smart__warn(&ctx->log, "blade %u is gone (%s): its ops fail with "
+		    "SMART_ECONN from now on", b->id, why);
+	ctx->tp->remote_fail(b->remote);
+	smart__lease_recompute(ctx);
+}
+
+/* Poll the wake-up fd and every live blade's session until the earliest
+ * deadline (ms, -1 = none). */
+static void keeper_sleep(struct smart__keeper *k, int timeout_ms)
+{
+	struct smart_ctx *ctx = k->ctx;
+	struct pollfd p[SMART_BLADE_ID_MAX + 2];
+	struct smart__blade *who[SMART_BLADE_ID_MAX + 2];
+	int n = 1, i, nb = atomic_load(&ctx->nblade_list);
+	uint64_t junk;
+
+	p[0] = (struct pollfd){ .fd = k->wakefd, .events = POLLIN };
+	for (i = 0; i < nb; i++) {
+		struct smart__blade *b = smart__blade_get(ctx,
+							  ctx->blade_list[i]);
+		int fd = b ? smart__boot_fd(b->boot) : -1;
+
+		if (!b || atomic_load(&b->fail) || fd < 0)
+			continue;
+		who[n] = b;
+		p[n++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
+	}
+	if (poll(p, (nfds_t)n, timeout_ms) <= 0)
+		return;
+	if (p[0].revents && read(k->wakefd, &junk, sizeof(junk)) < 0 &&
+	    errno != EAGAIN)
+		smart__dbg(&ctx->log, "keeper: eventfd read failed");
+	for (i = 1; i < n; i++)
+		if (p[i].revents & (POLLRDHUP | POLLHUP | POLLERR))
+			smart__blade_dead(ctx, who[i],
+					  "its control session closed");
+}
+
+/* A lease is only as good as the thread that renews it: on a loaded
+ * machine (busy-polling workers on every core) a normal-priority keeper
+ * can wait a second for a CPU and get its process fenced.  A real-time
+ * priority lets it preempt them for its few microseconds per period; it
+ * never spins (its waits sleep), so it cannot starve anybody.  Without
+ * the privilege it runs as it is, and says so. */
+static void keeper_priority(struct smart_ctx *ctx)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+
+	if (rc)
+		smart__info(&ctx->log, "keeper thread at normal priority (%s):"
+			    " a starved process may fence itself "
+			    "(docs/leases.md)", strerror(rc));
+}
+
+static void *keeper_main(void *arg)
+{
+	struct smart__keeper *k = arg;
+	struct smart_ctx *ctx = k->ctx;
+	int rc;
+
+	keeper_priority(ctx);
+	rc = smart__worker_create(ctx, 1, &k->w);
+
+	pthread_mutex_lock(&k->lock);
+	k->ready = rc ? rc : 1;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	if (rc)
+		return NULL;
+	while (!atomic_load(&k->stop)) {
+		int64_t next_ms = smart__lease_round(ctx, k->w);
+
+		keeper_sleep(k, next_ms < 0 ? -1 : (int)next_ms);
+	}
+	smart__lease_fini(ctx, k->w);
+	smart_worker_destroy(k->w);
+	return NULL;
+}
+
+int smart__keeper_start(struct smart_ctx *ctx)
+{
+	struct smart__keeper *k = calloc(1, sizeof(*k));
+	sigset_t all, old;
+	int rc;
+
+	if (!k)
+		return SMART_ENOMEM;
+	k->ctx = ctx;
+	k->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (k->wakefd < 0) {
+		free(k);
+		return SMART_ESYS;
+	}
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->cond, NULL);
+	/* the keeper takes no signals: they belong to the application */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&k->thread, NULL, keeper_main, k);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		smart__err(&ctx->log, "keeper thread: %s", strerror(rc));
+		rc = SMART_ESYS;
+		goto err;
+	}
+	pthread_mutex_lock(&k->lock);
+	while (!k->ready)
+		pthread_cond_wait(&k->cond, &k->lock);
+	rc = k->ready < 0 ? k->ready : 0;
+	pthread_mutex_unlock(&k->lock);
+	if (rc) {
+		pthread_join(k->thread, NULL);
+		goto err;
+	}
+	ctx->keeper = k;
+	return 0;
+err:
+	close(k->wakefd);
+	pthread_mutex_destroy(&k->lock);
+	pthread_cond_destroy(&k->cond);
+	free(k);
+	return rc;
+}
+
+void smart__keeper_stop(struct smart_ctx *ctx)
+{
+	struct smart__keeper *k = ctx->keeper;
+
+	if (!k)
+		return;
+	atomic_store(&k->stop, 1);
+	keeper_wake(k);
+	pthread_join(k->thread, NULL);
+	close(k->wakefd);
+	pthread_mutex_destroy(&k->lock);
+	pthread_cond_destroy(&k->cond);
+	free(k);
+	ctx->keeper = NULL;
+}

@@ -1,0 +1,330 @@
+/*
+ * Client leases, the client side (DESIGN.md §4.1, docs/leases.md).
+ *
+ * The blade hands each ctx a lease word at the handshake (id, counter 1).
+ * The keeper thread (keeper.c) renews it every lease_ms / 8 with a CAS of
+ * counter -> counter + 1, reading the whole lease table in the same batch,
+ * and scans the table: a live word that has not changed for lease_ms by
+ * this ctx's own clock belongs to a dead (or stopped) client, and is
+ * fenced by CAS word -> word | FENCED.
+ *
+ * Why the timing is safe without synchronised clocks: a client takes its
+ * lease as valid until lease_ms / 2 after it *issued* its last successful
+ * renewal, and stops (self-fences) after that; an observer fences only a
+ * word it has seen unchanged for lease_ms since the *completion* of the
+ * read that first showed it.  The renewal executed before that read
+ * completed, so the observer fences at least lease_ms after the renewal
+ * was issued: lease_ms / 2 after the client stopped, a margin for clock
+ * rate differences and WRs still in flight (docs/leases.md).
+ *
+ * Invariants: only the keeper thread writes struct smart__lease (except
+ * the view words, which smart_lease_fence() may CAS towards FENCED);
+ * ctx->lease_until is the minimum of the live blades' `until`; once
+ * fenced a ctx stays fenced.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/lease.h"
+
+static uint64_t ticks_per_ms(const struct smart__clock *c)
+{
+	return c->use_tsc ? (uint64_t)(c->cycles_per_ns * 1e6) : 1000000;
+}
+
+int smart__lease_new(struct smart_ctx *ctx, struct smart__blade *b,
+		     uint32_t lease_ms)
+{
+	struct smart__lease *l = calloc(1, sizeof(*l));
+	uint64_t tpm = ticks_per_ms(&ctx->clock);
+
+	if (!l)
+		return SMART_ENOMEM;
+	l->lease_ticks = (uint64_t)lease_ms * tpm;
+	l->period_ticks = l->lease_ticks / 8;
+	l->ctr = 1;
+	l->next = b->joined;	/* renew at once: counter 1 is old news */
+	atomic_store(&l->until, b->joined + l->lease_ticks / 2);
+	b->lease = l;
+	return 0;
+}
+
+void smart__lease_free(struct smart__blade *b)
+{
+	free(b->lease);
+	b->lease = NULL;
+}
+
+void smart__lease_recompute(struct smart_ctx *ctx)
+{
+	int i, n = atomic_load(&ctx->nblade_list);
+	uint64_t min = UINT64_MAX;
+
+	if (atomic_load(&ctx->fenced))
+		return;		/* stays 0: expired for good */
+	for (i = 0; i < n; i++) {
+		struct smart__blade *b = smart__blade_get(ctx,
+							  ctx->blade_list[i]);
+
+		if (b && b->lease && !atomic_load(&b->fail)) {
+			uint64_t u = atomic_load(&b->lease->until);
+
+			min = u < min ? u : min;
+		}
+	}
+	atomic_store(&ctx->lease_until, min);
+}
+
+/* Every caller does the stopping itself, before anything else: a second
+ * thread that finds the flag already set must not go on executing WRs
+ * while the first is still on its way (it may be logging). */
+void smart__ctx_fence(struct smart_ctx *ctx, const char *why)
+{
+	int i, zero = 0, n = atomic_load(&ctx->nblade_list);
+
+	atomic_store(&ctx->lease_until, 0);
+	for (i = 0; i < n; i++) {
+		struct smart__blade *b = smart__blade_get(ctx,
+							  ctx->blade_list[i]);
+		int ok = 0;
+
+		if (!b)
+			continue;
+		atomic_compare_exchange_strong(&b->fail, &ok, SMART_EFENCED);
+		ctx->tp->remote_fail(b->remote);
+	}
+	if (!atomic_compare_exchange_strong(&ctx->fenced, &zero, 1))
+		return;
+	smart__err(&ctx->log, "this client is fenced (%s): every op fails "
+		   "with SMART_EFENCED; destroy the ctx and start anew", why);
+	smart__keeper_kick(ctx);
+}
+
+/* A peer's word v in slot i has not moved for a lease: fence it. */
+static void lease_fence_stale(struct smart_ctx *ctx, struct smart_worker *w,
+			      struct smart__blade *b, struct smart__lease *l,
+			      unsigned i, uint64_t v, uint64_t now)
+{
+	uint64_t old = 0, prev = v;
+	smart_gaddr_t ga = smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(i));
+
+	if (smart_cas_sync(w, ga, v, v | SMART_LEASE_FENCED, &old))
+		return;		/* try again next round */
+	if (old == v) {
+		atomic_fetch_add(&ctx->leases_fenced, 1);
+		smart__info(&ctx->log, "blade %u: client %u stopped renewing "
+			    "its lease; fenced", b->id, smart_lease_word_id(v));
+		old = v | SMART_LEASE_FENCED;
+	}
+	atomic_compare_exchange_strong(&l->view[i], &prev, old);
+	l->seen[i] = now;
+}
+
+/* Publish what the table read says; fence the words that stood still for
+ * a whole lease.  now = when the read completed. */
+static void lease_scan(struct smart_ctx *ctx, struct smart_worker *w,
+		       struct smart__blade *b, struct smart__lease *l,
+		       uint64_t now)
+{
+	unsigned i, mine = smart_lease_slot_of(b->lease_id);
+
+	for (i = 0; i < SMART_LEASE_SLOTS && !atomic_load(&ctx->fenced);
+	     i++) {
+		uint64_t v = l->table->slot[i].word;
+		uint64_t prev = atomic_load_explicit(&l->view[i],
+						     memory_order_relaxed);
+
+		if (i == mine)
+			continue;
+		if (v != prev) {
+			/* CAS: a concurrent smart_lease_fence() wins */
+			atomic_compare_exchange_strong(&l->view[i], &prev, v);
+			l->seen[i] = now;
+			continue;
+		}
+		if (v && !(v & SMART_LEASE_FENCED) &&
+		    now - l->seen[i] >= l->lease_ticks)
+			lease_fence_stale(ctx, w, b, l, i, v, now);
+	}
+}
+
+/* One renewal of our lease on b, with the table read in the same batch. */
+static void lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
+			struct smart__blade *b, struct smart__lease *l)
+{
+	unsigned slot = smart_lease_slot_of(b->lease_id);
+	uint64_t expect = smart_lease_word(b->lease_id, l->ctr), old = 0;
+	uint64_t t0 = smart__lease_now(&ctx->clock), t1;
+	int rc, rc2;
+
+	rc = smart_cas(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(slot)),
+		       expect, smart_lease_word(b->lease_id, l->ctr + 1), &old);
+	if (!rc)
+		rc = smart_read(w, smart_gaddr(b->id, SMART_LEASE_OFF),
+				sizeof(*l->table), l->table);
+	rc2 = smart_sync(w);
+	rc = rc ? rc : rc2;
+	t1 = smart__lease_now(&ctx->clock);
+	if (rc) {
+		/* a transport error: retry soon; self-fencing bounds how
+		 * long this may go on */
+		smart__warn(&ctx->log, "blade %u: lease renewal failed: %s",
+			    b->id, smart_strerror(rc));
+		l->next = t1 + l->period_ticks / 4;
+		return;
+	}
+	if (old != expect) {
+		smart__ctx_fence(ctx, smart_lease_word_id(old) == b->lease_id &&
+				 (old & SMART_LEASE_FENCED) ?
+				 "a peer or the blade fenced our lease" :
+				 "our lease word was taken away");
+		return;
+	}
+	l->ctr++;
+	atomic_store(&l->until, t0 + l->lease_ticks / 2);
+	atomic_fetch_add(&ctx->lease_renewals, 1);
+	l->next = t0 + l->period_ticks;
+	lease_scan(ctx, w, b, l, t1);
+}
+
+int64_t smart__lease_round(struct smart_ctx *ctx, struct smart_worker *w)
+{
+	int i, n = atomic_load(&ctx->nblade_list);
+	uint64_t now, next = UINT64_MAX;
+
+	for (i = 0; i < n && !atomic_load(&ctx->fenced); i++) {
+		struct smart__blade *b = smart__blade_get(ctx,
+							  ctx->blade_list[i]);
+		struct smart__lease *l = b ? b->lease : NULL;
+
+		if (!l || atomic_load(&b->fail))
+			continue;
+		if (!l->table && smart_buf_alloc(w, sizeof(*l->table),
+						 (void **)&l->table))
+			continue;	/* the pool is full: next round */
+		if (smart__lease_now(&ctx->clock) >= l->next)
+			lease_renew(ctx, w, b, l);
+		next = l->next < next ? l->next : next;
+	}
+	smart__lease_recompute(ctx);
+	/* a keeper that could not renew in time fences its own ctx */
+	if (!atomic_load(&ctx->fenced) && smart__lease_expired(ctx))
+		smart__ctx_fence(ctx, "the lease ran out before it could be "
+				 "renewed (process stopped or starved?)");
+	if (atomic_load(&ctx->fenced) || next == UINT64_MAX)
+		return -1;
+	now = smart__lease_now(&ctx->clock);
+	return next <= now ? 0 : (int64_t)((next - now) /
+					   ticks_per_ms(&ctx->clock)) + 1;
+}
+
+void smart__lease_fini(struct smart_ctx *ctx, struct smart_worker *w)
+{
+	int i, n = atomic_load(&ctx->nblade_list);
+
+	for (i = 0; i < n; i++) {
+		struct smart__blade *b = smart__blade_get(ctx,
+							  ctx->blade_list[i]);
+
+		if (b && b->lease && b->lease->table) {
+			smart_buf_free(w, b->lease->table);
+			b->lease->table = NULL;
+		}
+	}
+}
+
+/* ---- public API (include/smart/lease.h) ---------------------------------- */
+
+int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id)
+{
+	struct smart__blade *b;
+
+	if (!ctx || !id)
+		return SMART_EINVAL;
+	b = smart__blade_get((struct smart_ctx *)ctx, blade);
+	if (!b)
+		return SMART_ENOENT;
+	*id = b->lease_id;
+	return 0;
+}
+
+int smart_ctx_fenced(const smart_ctx_t *ctx)
+{
+	return ctx && atomic_load(&((struct smart_ctx *)ctx)->fenced);
+}
+
+/* The lease word of id as the blade has it now. */
+static int lease_word_now(smart_worker_t *w, struct smart__blade *b,
+			  uint16_t id, uint64_t *v)
+{
+	return smart_read_sync(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(
+					      smart_lease_slot_of(id))),
+			       8, v);
+}
+
+static int lease_args(smart_worker_t *w, uint16_t blade, uint16_t id,
+		      struct smart__blade **bo)
+{
+	if (!w || !id)
+		return SMART_EINVAL;
+	*bo = smart__blade_get(w->ctx, blade);
+	if (!*bo || !(*bo)->lease)
+		return SMART_ENOENT;
+	return 0;
+}
+
+int smart_lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id)
+{
+	struct smart__blade *b;
+	uint64_t v;
+	int rc = lease_args(w, blade, id, &b);
+
+	if (rc)
+		return rc;
+	if (id == b->lease_id)
+		return !atomic_load(&w->ctx->fenced);
+	v = atomic_load_explicit(&b->lease->view[smart_lease_slot_of(id)],
+				 memory_order_relaxed);
+	if (smart_lease_word_id(v) != id) {
+		/* not seen yet (a newer client) or gone: ask the blade */
+		rc = lease_word_now(w, b, id, &v);
+		if (rc)
+			return rc;
+	}
+	return smart_lease_word_id(v) == id && !(v & SMART_LEASE_FENCED);
+}
+
+int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id)
+{
+	struct smart__blade *b;
+	_Atomic uint64_t *view;
+	uint64_t v, old = 0, prev;
+	int rc = lease_args(w, blade, id, &b), i;
+
+	if (rc)
+		return rc;
+	if (id == b->lease_id)
+		return SMART_EINVAL;	/* fence yourself: destroy the ctx */
+	view = &b->lease->view[smart_lease_slot_of(id)];
+	rc = lease_word_now(w, b, id, &v);
+	for (i = 0; !rc && i < 64; i++) {
+		if (smart_lease_word_id(v) != id || (v & SMART_LEASE_FENCED))
+			break;		/* gone or fenced already */
+		rc = smart_cas_sync(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(
+					      smart_lease_slot_of(id))),
+				    v, v | SMART_LEASE_FENCED, &old);
+		if (!rc && old == v) {
+			atomic_fetch_add(&w->ctx->leases_fenced, 1);
+			v |= SMART_LEASE_FENCED;
+			break;
+		}
+		v = old;	/* it renewed meanwhile: fence what is there */
+	}
+	if (rc)
+		return rc;
+	prev = atomic_load(view);
+	if (smart_lease_word_id(v) == id)
+		atomic_compare_exchange_strong(view, &prev, v);
+	return i == 64 ? SMART_ERETRY : 0;
+}

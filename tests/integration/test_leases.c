@@ -1,0 +1,351 @@
+/*
+ * Client leases and liveness (docs/leases.md), with real processes:
+ *  - basics: ids, renewal, BYE releases the word, the API's errors;
+ *  - stopped: a client stopped with SIGSTOP is fenced by its peers after
+ *    lease_ms (not before lease_ms / 2, not after lease_ms plus two
+ *    renewal periods); resumed, its ops fail with SMART_EFENCED and not
+ *    one of the ops it had queued executes;
+ *  - killed: a client killed with SIGKILL is fenced by the blade at once
+ *    (its session closed) and seen dead within a renewal period;
+ *  - fence_api: smart_lease_fence() stops another client;
+ *  - dead_blade: smartd killed under a running client: the client's ops
+ *    fail within the documented bound (shm, where memory outlives it).
+ * Times are measured and printed; the bounds asserted are the documented
+ * ones with slack for a loaded 2-core machine.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/smartd_proc.h"
+#include "harness/test.h"
+#include "smart/smart.h"
+
+#define SECRET "lease-test-secret-0123"
+#define LEASE_MS 400
+#define PERIOD_MS (LEASE_MS / 8)
+#define SLACK_MS 400
+
+static char secret_path[] = "/tmp/smart-lease-secret-XXXXXX";
+
+static smart_blade_t *blade_start(void)
+{
+	struct smart_blade_config cfg;
+	smart_blade_t *b;
+
+	smart_blade_config_init(&cfg);
+	cfg.size = 8 << 20;
+	cfg.chunk_size = 64 << 10;
+	cfg.listen = "127.0.0.1:0";
+	cfg.secret = SECRET;
+	cfg.secret_len = strlen(SECRET);
+	cfg.lease_ms = LEASE_MS;
+	cfg.hugepages = 0;
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	return b;
+}
+
+static smart_ctx_t *ctx_open(const char *addr, uint16_t *blade)
+{
+	smart_opts_t *o;
+	smart_ctx_t *ctx;
+
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
+	CHECK_OK(smart_opts_set(o, "buf_pool", "4M"));
+	CHECK_OK(smart_opts_set(o, "log_level", "error"));
+	CHECK_OK(smart_ctx_create(o, &ctx));
+	smart_opts_destroy(o);
+	CHECK_OK(smart_ctx_connect(ctx, addr, blade));
+	return ctx;
+}
+
+static uint64_t now_ms(void)
+{
+	return smart_now_ns() / 1000000;
+}
+
+/* Poll until alive(id) is 0; returns the ms it took, or -1 on timeout. */
+static int64_t wait_dead(smart_worker_t *w, uint16_t blade, uint16_t id,
+			 int timeout_ms)
+{
+	uint64_t t0 = now_ms();
+	int rc;
+
+	while ((rc = smart_lease_alive(w, blade, id)) == 1) {
+		if (now_ms() - t0 > (uint64_t)timeout_ms)
+			return -1;
+		sleep_ms(2);
+	}
+	CHECK_EQ(rc, 0);
+	return (int64_t)(now_ms() - t0);
+}
+
+static void test_basics(void)
+{
+	smart_blade_t *b = blade_start();
+	const char *addr = smart_blade_address(b);
+	struct smart_blade_info info;
+	smart_worker_t *wa, *wb;
+	uint16_t blade, ia, ib, x;
+	smart_ctx_t *a = ctx_open(addr, &blade), *c;
+	uint64_t w0, w1;
+	smart_gaddr_t slot;
+
+	c = ctx_open(addr, &blade);
+	CHECK_OK(smart_ctx_blade_info(a, blade, &info));
+	CHECK_EQ(info.lease_ms, LEASE_MS);
+	CHECK_OK(smart_lease_id(a, blade, &ia));
+	CHECK_OK(smart_lease_id(c, blade, &ib));
+	CHECK_EQ(info.lease_id, ia);
+	CHECK_NE(ia, 0);
+	CHECK_NE(ib, 0);
+	CHECK_NE(ia, ib);
+	CHECK_EQ(smart_lease_id(a, 9, &x), SMART_ENOENT);
+	CHECK_EQ(smart_lease_id(NULL, blade, &x), SMART_EINVAL);
+	CHECK_OK(smart_worker_create(a, &wa));
+	CHECK_OK(smart_worker_create(c, &wb));
+	CHECK_EQ(smart_lease_alive(wa, blade, ia), 1);
+	CHECK_EQ(smart_lease_alive(wa, blade, ib), 1);
+	CHECK_EQ(smart_lease_alive(wa, blade, 0), SMART_EINVAL);
+	CHECK_EQ(smart_lease_alive(wa, 9, ib), SMART_ENOENT);
+	CHECK_EQ(smart_lease_fence(wa, blade, ia), SMART_EINVAL);
+	CHECK_EQ(smart_ctx_fenced(a), 0);
+	/* the keeper renews: the counter moves within two periods */
+	slot = smart_gaddr(blade, 4096 + 64 + 16 * (ib % 1024));
+	CHECK_OK(smart_read_sync(wa, slot, 8, &w0));
+	CHECK_EQ(w0 >> 48, ib);
+	sleep_ms(3 * PERIOD_MS);
+	CHECK_OK(smart_read_sync(wa, slot, 8, &w1));
+	CHECK_GT(w1, w0);
+	/* well past a lease: nobody was fenced by mistake */
+	sleep_ms(2 * LEASE_MS);
+	CHECK_EQ(smart_lease_alive(wa, blade, ib), 1);
+	CHECK_EQ(smart_ctx_fenced(a) | smart_ctx_fenced(c), 0);
+	/* a clean close releases the word: the id is dead at once */
+	CHECK_OK(smart_worker_destroy(wb));
+	CHECK_OK(smart_ctx_destroy(c));
+	CHECK_GE(wait_dead(wa, blade, ib, 1000), 0);
+	CHECK_OK(smart_read_sync(wa, slot, 8, &w1));
+	CHECK_U64_EQ(w1, 0);
+	CHECK_OK(smart_worker_destroy(wa));
+	CHECK_OK(smart_ctx_destroy(a));
+	smart_blade_destroy(b);
+}
+
+/* A client process: connect, report its id, then FAA a counter in a loop
+ * until an op fails; report that status and exit. */
+struct child {
+	pid_t pid;
+	int rd;		/* from the child: id, then the final status */
+	uint16_t id;
+};
+
+static void child_main(const char *addr, smart_gaddr_t counter, int wr)
+{
+	smart_worker_t *w;
+	uint16_t blade, id;
+	smart_ctx_t *ctx = ctx_open(addr, &blade);
+	int rc;
+
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_lease_id(ctx, blade, &id));
+	CHECK_EQ(write(wr, &id, sizeof(id)), (ssize_t)sizeof(id));
+	do
+		rc = smart_faa_sync(w, counter, 1, NULL);
+	while (!rc);
+	CHECK_EQ(write(wr, &rc, sizeof(rc)), (ssize_t)sizeof(rc));
+	_exit(0);
+}
+
+static void child_start(struct child *c, const char *addr,
+			smart_gaddr_t counter)
+{
+	int p[2];
+
+	CHECK_EQ(pipe(p), 0);
+	fflush(NULL);
+	c->pid = fork();
+	CHECK_GE(c->pid, 0);
+	if (c->pid == 0) {
+		close(p[0]);
+		child_main(addr, counter, p[1]);
+	}
+	for (int i = 0; i < GUARD_PIDS; i++)
+		if (!guard.pids[i]) {
+			guard.pids[i] = c->pid;
+			break;
+		}
+	close(p[1]);
+	c->rd = p[0];
+	CHECK_EQ(read(c->rd, &c->id, sizeof(c->id)), (ssize_t)sizeof(c->id));
+}
+
+static int child_status(struct child *c)
+{
+	int rc = 0, st;
+
+	CHECK_EQ(read(c->rd, &rc, sizeof(rc)), (ssize_t)sizeof(rc));
+	CHECK_EQ(waitpid(c->pid, &st, 0), c->pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(c->rd);
+	return rc;
+}
+
+static uint64_t counter_now(smart_worker_t *w, smart_gaddr_t g)
+{
+	uint64_t v;
+
+	CHECK_OK(smart_read_sync(w, g, 8, &v));
+	return v;
+}
+
+static void test_stopped(void)
+{
+	smart_blade_t *b = blade_start();
+	uint16_t blade;
+	smart_ctx_t *a = ctx_open(smart_blade_address(b), &blade);
+	smart_worker_t *w;
+	smart_gaddr_t g;
+	struct child c;
+	smart_stats_t st;
+	uint64_t v0, v1;
+	int64_t ms;
+
+	CHECK_OK(smart_worker_create(a, &w));
+	CHECK_OK(smart_alloc(w, blade, 8, &g));
+	CHECK_OK(smart_write_sync(w, g, &(uint64_t){ 0 }, 8));
+	child_start(&c, smart_blade_address(b), g);
+	sleep_ms(LEASE_MS / 2);
+	CHECK_EQ(kill(c.pid, SIGSTOP), 0);
+	v0 = counter_now(w, g);
+	CHECK_GT(v0, 0);
+	ms = wait_dead(w, blade, c.id, 10 * LEASE_MS);
+	printf("stopped client fenced after %lld ms (lease %d ms)\n",
+	       (long long)ms, LEASE_MS);
+	CHECK_GE(ms, LEASE_MS / 2);
+	CHECK_LE(ms, LEASE_MS + 2 * PERIOD_MS + SLACK_MS);
+	/* it was this ctx's keeper that fenced it (the path was taken) */
+	CHECK_OK(smart_stats_snapshot(a, &st));
+	CHECK_EQ(st.leases_fenced, 1);
+	CHECK_GT(st.lease_renewals, 0);
+	CHECK_EQ(st.fenced, 0);
+	/* fenced while stopped: resumed, it executes at most the one FAA
+	 * its poll was already executing when SIGSTOP hit (the documented
+	 * window: one poll's batch), never the ones it queues afterwards */
+	v1 = counter_now(w, g);
+	CHECK_EQ(kill(c.pid, SIGCONT), 0);
+	CHECK_EQ(child_status(&c), SMART_EFENCED);
+	CHECK_LE(counter_now(w, g) - v1, 1);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(a));
+	smart_blade_destroy(b);
+}
+
+static void test_killed(void)
+{
+	smart_blade_t *b = blade_start();
+	uint16_t blade;
+	smart_ctx_t *a = ctx_open(smart_blade_address(b), &blade);
+	smart_worker_t *w;
+	smart_gaddr_t g;
+	struct child c;
+	int64_t ms;
+	int st;
+
+	CHECK_OK(smart_worker_create(a, &w));
+	CHECK_OK(smart_alloc(w, blade, 8, &g));
+	child_start(&c, smart_blade_address(b), g);
+	sleep_ms(PERIOD_MS);
+	CHECK_EQ(kill(c.pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(c.pid, &st, 0), c.pid);
+	close(c.rd);
+	ms = wait_dead(w, blade, c.id, 10 * LEASE_MS);
+	printf("killed client seen dead after %lld ms (renewal period %d "
+	       "ms)\n", (long long)ms, PERIOD_MS);
+	CHECK_GE(ms, 0);
+	CHECK_LE(ms, PERIOD_MS + SLACK_MS);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(a));
+	smart_blade_destroy(b);
+}
+
+static void test_fence_api(void)
+{
+	smart_blade_t *b = blade_start();
+	uint16_t blade;
+	smart_ctx_t *a = ctx_open(smart_blade_address(b), &blade);
+	smart_worker_t *w;
+	smart_gaddr_t g;
+	struct child c;
+
+	CHECK_OK(smart_worker_create(a, &w));
+	CHECK_OK(smart_alloc(w, blade, 8, &g));
+	child_start(&c, smart_blade_address(b), g);
+	CHECK_EQ(smart_lease_alive(w, blade, c.id), 1);
+	CHECK_OK(smart_lease_fence(w, blade, c.id));
+	CHECK_EQ(smart_lease_alive(w, blade, c.id), 0);
+	CHECK_OK(smart_lease_fence(w, blade, c.id));	/* idempotent */
+	CHECK_EQ(child_status(&c), SMART_EFENCED);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(a));
+	smart_blade_destroy(b);
+}
+
+/* smartd killed under a client that keeps writing (shm keeps the memory
+ * mapped): ops must fail, within the keeper's reaction time. */
+static void test_dead_blade(void)
+{
+	const char *argv[] = { "smartd", "--size", "16M", "--listen",
+			       "127.0.0.1:0", "--secret-file", secret_path,
+			       "--chunk-size", "64K", NULL };
+	struct smartd_proc d;
+	smart_worker_t *w;
+	smart_gaddr_t g;
+	uint16_t blade;
+	smart_ctx_t *a;
+	uint64_t t0, ms;
+	int rc, st, n = 0;
+
+	smartd_spawn(&d, argv, "smartd: blade 0 serving");
+	guard.pids[GUARD_PIDS - 1] = d.pid;
+	a = ctx_open(d.addr, &blade);
+	CHECK_OK(smart_worker_create(a, &w));
+	CHECK_OK(smart_alloc(w, blade, 8, &g));
+	CHECK_OK(smart_write_sync(w, g, &(uint64_t){ 7 }, 8));
+	CHECK_EQ(kill(d.pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(d.pid, &st, 0), d.pid);
+	guard.pids[GUARD_PIDS - 1] = 0;
+	t0 = smart_now_ns();
+	while (!(rc = smart_write_sync(w, g, &(uint64_t){ 8 }, 8)) &&
+	       smart_now_ns() - t0 < 5000000000ull)
+		n++;
+	ms = (smart_now_ns() - t0) / 1000000;
+	printf("dead blade: ops failed with %s after %llu ms (%d more "
+	       "succeeded on the orphaned memory)\n", smart_status_name(rc),
+	       (unsigned long long)ms, n);
+	CHECK(rc == SMART_ECONN || rc == SMART_EQP);
+	CHECK_LE(ms, 1000);
+	/* and every later op fails at once */
+	CHECK_EQ(smart_write_sync(w, g, &(uint64_t){ 9 }, 8), SMART_ECONN);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(a));
+	close(d.out);
+}
+
+int main(int argc, char **argv)
+{
+	guard_init(120);
+	secret_file(secret_path, SECRET);
+	return test_main(argc, argv, (struct test_case[]){
+		{ "basics", test_basics },
+		{ "stopped", test_stopped },
+		{ "killed", test_killed },
+		{ "fence_api", test_fence_api },
+		{ "dead_blade", test_dead_blade },
+		{ 0 } });
+}
