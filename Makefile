@@ -1,14 +1,17 @@
 # Quick start: `make run` (the main job) and `make test` (all tests).
 # Both install missing Debian packages (as root), configure and build first.
-# Other targets: build, asan-test (ASan+UBSan build of the tests, without
-# the VM tests, which `make test` runs once), clean.
+# Other targets: build, install (PREFIX, default /usr/local; DESTDIR to
+# stage), asan-test (ASan+UBSan build of the tests, without the VM tests,
+# which `make test` runs once), clean.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
 RUN_SECONDS ?= 3
+PREFIX     ?= /usr/local
+DESTDIR    ?=
 
-.PHONY: all deps build run test asan-test clean
+.PHONY: all deps build run test install asan-test clean
 
 all: build
 
@@ -16,7 +19,8 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: build
@@ -25,6 +29,12 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+# Headers, libsmart.a, libsmart.so, smart.pc and the tools into $(PREFIX);
+# the loader's cache is refreshed when installing for real as root.
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD)
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 asan-test: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
