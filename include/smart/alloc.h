@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include "smart/ctx.h"
 #include "smart/gaddr.h"
+#include "smart/usage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +41,11 @@ int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 /* Free a block from smart_alloc with the size it was allocated with.
  * SMART_EINVAL for NULL or an address/size that cannot be such a block. */
 int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
+
+/* The blade's memory as it is now: one READ of its superblock, free table
+ * and lease table (16 KiB).  SMART_ENOENT for a blade not joined. */
+int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
+		      struct smart_alloc_usage *out);
 
 /* Read, write or compare-and-swap root entry idx (0..255) of a blade. */
 int smart_root_get(smart_worker_t *w, uint16_t blade, unsigned idx,

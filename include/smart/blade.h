@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "smart/secret.h"
+#include "smart/usage.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,6 +77,10 @@ int smart_blade_region(const smart_blade_t *b, void **base, uint64_t *size);
 
 /* The blade's id. */
 uint16_t smart_blade_id(const smart_blade_t *b);
+
+/* The region's memory as clients left it (read from this process's own
+ * mapping: no client needed).  SMART_EINVAL for NULL. */
+int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out);
 
 /* Counters of the control plane. */
 struct smart_blade_stats {

@@ -79,9 +79,29 @@ int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 		   uint64_t *old);
 
 /* Registered local buffers, 64-byte aligned.  SMART_ENOMEM when the pool
- * (option buf_pool) is exhausted.  Free with the same worker. */
+ * (option buf_pool) is exhausted.  Blocks up to 64 KiB come from a cache
+ * of the worker's, so a worker that frees what it allocates takes no lock
+ * once warm.  Free with any worker of the ctx; a pointer the pool did not
+ * give out, or gives out no more, is ignored. */
 int smart_buf_alloc(smart_worker_t *w, size_t size, void **out);
 void smart_buf_free(smart_worker_t *w, void *buf);
+
+/* Per-task registered scratch: a stack of registered memory belonging to
+ * the calling task (or to the worker's main context), for the buffers of
+ * one operation.  smart_scratch_alloc() returns size bytes, 64-byte
+ * aligned, usable in place by ops; they stay valid until
+ * smart_scratch_release() is given a mark taken before them.  Marks nest:
+ *
+ *   size_t m = smart_scratch_mark(w);
+ *   smart_scratch_alloc(w, 4096, &buf);  ...  smart_scratch_release(w, m);
+ *
+ * Memory comes from the registered pool the first time a task needs it
+ * and is kept for the task's life: after that no lock, no allocation.
+ * SMART_EINVAL for 0 or more than 2 GiB, SMART_ENOMEM when the pool is out
+ * or the task already holds 8 segments. */
+size_t smart_scratch_mark(smart_worker_t *w);
+int smart_scratch_alloc(smart_worker_t *w, size_t size, void **out);
+void smart_scratch_release(smart_worker_t *w, size_t mark);
 
 #ifdef __cplusplus
 }

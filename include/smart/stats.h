@@ -50,6 +50,7 @@ enum smart_stat {
 	SMART_STAT_GUARDED_OPS,	/* operations ended by smart_backoff_end */
 	SMART_STAT_ADMISSION_WAITS,	/* guard entries that had to queue */
 	SMART_STAT_TUNER_EPOCHS,
+	SMART_STAT_POOL_LOCKS,	/* registered-pool mutex acquisitions */
 	SMART_STAT__COUNT
 };
 

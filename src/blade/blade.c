@@ -372,6 +372,20 @@ uint16_t smart_blade_id(const smart_blade_t *b)
 	return b ? b->id : 0;
 }
 
+int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out)
+{
+	const uint8_t *r;
+
+	if (!b || !out)
+		return SMART_EINVAL;
+	r = b->mr->addr;
+	return smart_wire_usage((const void *)r,
+				(const void *)(r + SMART_LEASE_OFF),
+				__atomic_load_n((const uint64_t *)(r +
+						SMART_FREE_POOLED_OFF),
+						__ATOMIC_RELAXED), out);
+}
+
 void smart_blade_stats(const smart_blade_t *b,
 			   struct smart_blade_stats *out)
 {

@@ -1,77 +1,56 @@
 /*
- * Remote allocation without the blade's CPU, and root entries.
+ * Remote allocation without the blade's CPU (docs/layout.md).
  *
  * Chunks (1 << chunk_shift bytes) are claimed by CAS on the superblock
- * cursor: read it, CAS cursor -> cursor + k, and on failure retry from the
- * value the CAS returned (one round trip per retry).  Blocks below half a
- * chunk come from per-worker, per-blade, per-class bump regions, each a
- * chunk of its own so that every block is aligned to its class size;
- * larger requests take whole chunk runs.  Freed blocks go on the freeing
- * worker's lists for its next allocation of the same class (or run
- * length).  State lives in the worker: no locks, and none needed.
+ * cursor.  Blocks below half a chunk come in power-of-two classes (16 B
+ * and up, aligned to their size) from a cache per worker, blade and class:
+ * freed blocks (up to RA_CACHE), then a bump region.  When both are empty
+ * the worker refills, in this order, from the blade-wide free list of the
+ * class (a batch of up to 63 blocks any client gave back, freelist.c), a
+ * free run of chunks, a fresh chunk, and last a block of a bigger class
+ * split up.  A full cache gives a batch back to the blade.  Larger
+ * requests are runs of whole chunks, taken from and given back to the
+ * blade-wide run lists.  So memory any client frees is there for every
+ * client, and SMART_ENOSPC means that none of these has anything left
+ * (freed blocks are not merged back into chunks).
+ *
+ * A destroyed worker gives everything back: its cached blocks, and what
+ * is left of its bump regions cut into aligned blocks (smart__ralloc_
+ * destroy).  A killed process cannot; what its workers held is lost: at
+ * most one bump region and RA_CACHE blocks per class in use, per worker.
+ *
+ * Tasks of one worker interleave at syncs: a refill is done by one task
+ * per class at a time (the others wait), and blocks leave the cache before
+ * any sync that gives them away.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "core/alloc_int.h"
 #include "wire/superblock.h"
 
-#define RA_MIN_SHIFT 4
-#define RA_CLASSES   64
-
-struct ra_list {
-	uint64_t *v;
-	uint32_t n, cap;
-};
-
-struct smart__ralloc {
-	uint64_t cur[RA_CLASSES], end[RA_CLASSES];
-	uint8_t refilling[RA_CLASSES];	/* a task is claiming a chunk */
-	struct ra_list free[RA_CLASSES];	/* small blocks by class */
-	struct ra_list big_off, big_k;		/* chunk runs: offset, length */
-};
-
-static int ra_push(struct ra_list *l, uint64_t v)
+static struct smart__ralloc *ra_get(struct smart_worker *w,
+				    struct smart__blade *b)
 {
-	if (l->n == l->cap) {
-		uint32_t cap = l->cap ? l->cap * 2 : 64;
-		uint64_t *nv = realloc(l->v, cap * sizeof(*nv));
+	struct smart__ralloc *ra = w->ralloc[b->id];
 
-		if (!nv)
-			return SMART_ENOMEM;
-		l->v = nv;
-		l->cap = cap;
+	if (!ra) {
+		ra = calloc(1, sizeof(*ra));
+		if (ra)
+			ra->b = b;
+		w->ralloc[b->id] = ra;
 	}
-	l->v[l->n++] = v;
-	return 0;
+	return ra;
 }
 
-void smart__ralloc_destroy(struct smart_worker *w)
+static struct ra_class *ra_cls(struct smart__ralloc *ra, int c)
 {
-	int i, c;
-
-	for (i = 0; i <= SMART_BLADE_ID_MAX; i++) {
-		struct smart__ralloc *ra = w->ralloc[i];
-
-		if (!ra)
-			continue;
-		for (c = 0; c < RA_CLASSES; c++)
-			free(ra->free[c].v);
-		free(ra->big_off.v);
-		free(ra->big_k.v);
-		free(ra);
-		w->ralloc[i] = NULL;
-	}
+	if (!ra->cls[c])
+		ra->cls[c] = calloc(1, sizeof(struct ra_class));
+	return ra->cls[c];
 }
 
-static struct smart__ralloc *ra_get(struct smart_worker *w, uint16_t blade)
-{
-	if (!w->ralloc[blade])
-		w->ralloc[blade] = calloc(1, sizeof(struct smart__ralloc));
-	return w->ralloc[blade];
-}
-
-/* Claim k consecutive chunks; *off receives the byte offset of the first. */
+/* Claim k consecutive fresh chunks; *off = 0 when the blade has none. */
 static int claim_chunks(struct smart_worker *w, struct smart__blade *b,
 			uint64_t k, uint64_t *off)
 {
@@ -79,9 +58,11 @@ static int claim_chunks(struct smart_worker *w, struct smart__blade *b,
 	uint64_t cur, old;
 	int rc = smart_read_sync(w, cursor, 8, &cur);
 
+	*off = 0;
 	while (!rc) {
-		if (cur < 1 || cur > b->nchunks || k > b->nchunks - cur)
-			return SMART_ENOSPC;
+		if (cur < b->first_chunk || cur > b->nchunks ||
+		    k > b->nchunks - cur)
+			return 0;
 		rc = smart_cas_sync(w, cursor, cur, cur + k, &old);
 		if (rc)
 			break;
@@ -90,10 +71,233 @@ static int claim_chunks(struct smart_worker *w, struct smart__blade *b,
 			SMART_STAT_ADD(w, SMART_STAT_CHUNKS_CLAIMED, k);
 			return 0;
 		}
-		SMART_STAT_INC(w, SMART_STAT_RETRIES);
 		cur = old;
 	}
 	return rc;
+}
+
+/* A run of k chunks: one given back first, else fresh. */
+static int take_run(struct smart_worker *w, struct smart__blade *b,
+		    uint64_t k, void *buf, uint64_t *off)
+{
+	int rc = smart__fl_pop_run(w, b, k, buf, off);
+
+	if (!rc && !*off)
+		rc = claim_chunks(w, b, k, off);
+	return rc;
+}
+
+static void cache_put(struct smart__ralloc *ra, struct ra_class *k, int c,
+		      uint64_t off)
+{
+	k->v[k->n++] = off;
+	ra_cached_add(ra, (int64_t)1 << c);
+}
+
+static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
+		     int c, void *buf);
+
+/* Cache a block, giving a batch back first when the cache is full
+ * (other tasks of the worker may have filled it while this one synced). */
+static int cache_add(struct smart_worker *w, struct smart__ralloc *ra,
+		     int c, uint64_t off, void *buf)
+{
+	struct ra_class *k = ra_cls(ra, c);
+	int rc;
+
+	if (!k)
+		return SMART_ENOMEM;
+	if (k->n == RA_CACHE) {
+		rc = cls_spill(w, ra, c, buf);
+		if (rc && k->n == RA_CACHE) {
+			ra->dropped++;
+			return rc;
+		}
+	}
+	cache_put(ra, k, c, off);
+	return 0;
+}
+
+/* Put the blocks of a popped batch (at buf) and its node into the
+ * caches.  The batch is copied out first: a spill reuses buf. */
+static int batch_take(struct smart_worker *w, struct smart__ralloc *ra,
+		      int c, const struct smart_free_node *n, uint64_t node,
+		      void *buf)
+{
+	uint64_t off[SMART_FREE_BATCH];
+	uint32_t i, cnt = n->count;
+	int nc = n->node_class, rc = 0;
+
+	memcpy(off, n->off, (size_t)cnt * sizeof(*off));
+	for (i = 0; i < cnt && !rc; i++)
+		rc = cache_add(w, ra, c, off[i], buf);
+	for (; i < cnt; i++)
+		ra->dropped++;
+	return cache_add(w, ra, nc, node, buf) ? SMART_ENOMEM : rc;
+}
+
+/* One block of class c2 > c from a cache or the blade's list of c2. */
+static int bigger_block(struct smart_worker *w, struct smart__ralloc *ra,
+			int c2, void *buf, uint64_t *off)
+{
+	struct ra_class *k = ra_cls(ra, c2);
+	uint64_t node;
+	int rc, empty;
+
+	*off = 0;
+	if (!k || k->refilling)
+		return 0;
+	if (!k->n) {
+		rc = smart__fl_pop_batch(w, ra->b, c2, buf, &node, &empty);
+		if (rc || empty)
+			return rc;
+		rc = batch_take(w, ra, c2, buf, node, buf);
+		if (rc)
+			return rc;
+	}
+	if (k->n) {
+		*off = k->v[--k->n];
+		ra_cached_add(ra, -((int64_t)1 << c2));
+	}
+	return 0;
+}
+
+/* Refill class c: the blade's batches, then a chunk (given back or
+ * fresh) as a bump region, then a bigger block cut up as one. */
+static int cls_refill(struct smart_worker *w, struct smart__ralloc *ra,
+		      int c, void *buf)
+{
+	struct smart__blade *b = ra->b;
+	struct ra_class *k = ra->cls[c];
+	uint64_t off, node;
+	int rc, empty, c2;
+
+	rc = smart__fl_pop_batch(w, b, c, buf, &node, &empty);
+	if (rc || !empty)
+		return rc ? rc : batch_take(w, ra, c, buf, node, buf);
+	rc = take_run(w, b, 1, buf, &off);
+	if (rc)
+		return rc;
+	c2 = (int)b->chunk_shift;
+	for (c2 = off ? c2 : c + 1; !off && c2 < (int)b->chunk_shift; c2++) {
+		rc = bigger_block(w, ra, c2, buf, &off);
+		if (rc)
+			return rc;
+		if (off)
+			break;
+	}
+	if (!off)
+		return SMART_ENOSPC;
+	k->cur = off;
+	k->end = off + (UINT64_C(1) << c2);
+	ra_cached_add(ra, (int64_t)1 << c2);
+	return 0;
+}
+
+/* A free block of 512 bytes or more to carry a batch of a small class:
+ * from a cache, else allocated. */
+static int node_block(struct smart_worker *w, struct smart__ralloc *ra,
+		      uint64_t *node, int *node_class);
+
+/* Give a batch of class c's cached blocks back to the blade.  The blocks
+ * leave the cache before the sync, and come back if it fails. */
+static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
+		     int c, void *buf)
+{
+	struct ra_class *k = ra->cls[c];
+	uint64_t batch[SMART_FREE_BATCH + 1], node;
+	uint32_t i, cnt = 0;
+	int rc, nc = c;
+
+	if (c >= RA_NODE_SHIFT) {
+		node = k->v[--k->n];		/* a block of the batch */
+	} else {
+		rc = node_block(w, ra, &node, &nc);
+		if (rc)
+			return rc;
+	}
+	while (k->n && cnt < SMART_FREE_BATCH)
+		batch[cnt++] = k->v[--k->n];
+	rc = smart__fl_push_batch(w, ra->b, c, node, nc, batch, cnt, buf);
+	if (rc) {
+		/* back where they were (room: they left it in this call) */
+		for (i = cnt; i-- > 0;)
+			k->v[k->n++] = batch[i];
+		if (c >= RA_NODE_SHIFT)
+			k->v[k->n++] = node;
+		else if (ra->cls[nc]->n < RA_CACHE)
+			cache_put(ra, ra->cls[nc], nc, node);
+		else
+			ra->dropped++;
+		return rc;
+	}
+	ra_cached_add(ra, -(((int64_t)cnt << c) +
+			    (c >= RA_NODE_SHIFT ? (int64_t)1 << c : 0)));
+	return 0;
+}
+
+static int alloc_small(struct smart_worker *w, struct smart__ralloc *ra,
+		       int c, uint64_t *off);
+
+static int node_block(struct smart_worker *w, struct smart__ralloc *ra,
+		      uint64_t *node, int *node_class)
+{
+	int c;
+
+	for (c = RA_NODE_SHIFT; c < (int)ra->b->chunk_shift; c++) {
+		struct ra_class *k = ra->cls[c];
+
+		if (k && k->n) {
+			*node = k->v[--k->n];
+			*node_class = c;
+			ra_cached_add(ra, -((int64_t)1 << c));
+			return 0;
+		}
+	}
+	*node_class = RA_NODE_SHIFT;
+	return alloc_small(w, ra, RA_NODE_SHIFT, node);
+}
+
+static int alloc_small(struct smart_worker *w, struct smart__ralloc *ra,
+		       int c, uint64_t *off)
+{
+	struct ra_class *k = ra_cls(ra, c);
+	uint64_t bsize = UINT64_C(1) << c;
+	size_t mark;
+	void *buf;
+	int rc;
+
+	if (!k)
+		return SMART_ENOMEM;
+	for (;;) {
+		if (k->n) {
+			*off = k->v[--k->n];
+			break;
+		}
+		if (k->end && k->cur + bsize <= k->end) {
+			*off = k->cur;
+			k->cur += bsize;
+			break;
+		}
+		/* one refill per class: the other tasks wait for it */
+		if (k->refilling) {
+			smart_task_yield(w);
+			continue;
+		}
+		mark = smart_scratch_mark(w);
+		rc = smart_scratch_alloc(w, sizeof(struct smart_free_node),
+					 &buf);
+		if (!rc) {
+			k->refilling = 1;
+			rc = cls_refill(w, ra, c, buf);
+			k->refilling = 0;
+		}
+		smart_scratch_release(w, mark);
+		if (rc)
+			return rc;
+	}
+	ra_cached_add(ra, -(int64_t)bsize);
+	return 0;
 }
 
 static int class_of(size_t size)
@@ -105,59 +309,14 @@ static int class_of(size_t size)
 	return c;
 }
 
-static int alloc_small(struct smart_worker *w, struct smart__blade *b,
-		       struct smart__ralloc *ra, int c, uint64_t *off)
-{
-	uint64_t bsize = UINT64_C(1) << c;
-	int rc;
-
-	/* Claiming a chunk syncs, so other tasks of this worker run
-	 * meanwhile: they wait for the refill instead of each claiming a
-	 * chunk of their own and overwriting the class's region. */
-	while (ra->refilling[c] && smart_worker_in_task(w))
-		smart_task_yield(w);
-	if (ra->free[c].n) {
-		*off = ra->free[c].v[--ra->free[c].n];
-		return 0;
-	}
-	if (ra->cur[c] + bsize > ra->end[c] || !ra->end[c]) {
-		uint64_t start;
-
-		ra->refilling[c] = 1;
-		rc = claim_chunks(w, b, 1, &start);
-		ra->refilling[c] = 0;
-		if (rc)
-			return rc;
-		ra->cur[c] = start;
-		ra->end[c] = start + (UINT64_C(1) << b->chunk_shift);
-	}
-	*off = ra->cur[c];
-	ra->cur[c] += bsize;
-	return 0;
-}
-
-static int alloc_big(struct smart_worker *w, struct smart__blade *b,
-		     struct smart__ralloc *ra, uint64_t k, uint64_t *off)
-{
-	uint32_t i;
-
-	for (i = 0; i < ra->big_k.n; i++) {
-		if (ra->big_k.v[i] != k)
-			continue;
-		*off = ra->big_off.v[i];
-		ra->big_k.v[i] = ra->big_k.v[--ra->big_k.n];
-		ra->big_off.v[i] = ra->big_off.v[--ra->big_off.n];
-		return 0;
-	}
-	return claim_chunks(w, b, k, off);
-}
-
 int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 		smart_gaddr_t *out)
 {
 	struct smart__blade *b;
 	struct smart__ralloc *ra;
 	uint64_t off, chunk;
+	size_t mark;
+	void *buf;
 	int rc;
 
 	if (!w || !out || !size)
@@ -167,14 +326,23 @@ int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 		return SMART_ENOENT;
 	if (size > b->size)
 		return SMART_ENOSPC;
-	ra = ra_get(w, blade);
+	ra = ra_get(w, b);
 	if (!ra)
 		return SMART_ENOMEM;
 	chunk = UINT64_C(1) << b->chunk_shift;
-	if (size <= chunk / 2)
-		rc = alloc_small(w, b, ra, class_of(size), &off);
-	else
-		rc = alloc_big(w, b, ra, (size + chunk - 1) / chunk, &off);
+	if (size <= chunk / 2) {
+		rc = alloc_small(w, ra, class_of(size), &off);
+	} else {
+		mark = smart_scratch_mark(w);
+		rc = smart_scratch_alloc(w, sizeof(struct smart_free_node),
+					 &buf);
+		if (!rc)
+			rc = take_run(w, b, (size + chunk - 1) / chunk, buf,
+				      &off);
+		smart_scratch_release(w, mark);
+		if (!rc && !off)
+			rc = SMART_ENOSPC;
+	}
 	if (rc)
 		return rc;
 	SMART_STAT_INC(w, SMART_STAT_ALLOCS);
@@ -184,10 +352,13 @@ int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 
 int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 {
-	uint64_t off = smart_gaddr_off(addr), chunk, k;
+	uint64_t off = smart_gaddr_off(addr), chunk;
 	struct smart__blade *b;
 	struct smart__ralloc *ra;
-	int rc, c;
+	struct ra_class *k;
+	size_t mark;
+	void *buf;
+	int rc = 0, c;
 
 	if (!w || !size || addr == SMART_GADDR_NULL)
 		return SMART_EINVAL;
@@ -195,65 +366,128 @@ int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 	if (!b)
 		return SMART_ENOENT;
 	chunk = UINT64_C(1) << b->chunk_shift;
-	if (off < chunk || off >= b->size || size > b->size - off)
+	if (off < b->first_chunk * chunk || off >= b->size ||
+	    size > b->size - off)
 		return SMART_EINVAL;
-	ra = ra_get(w, b->id);
-	if (!ra)
+	c = class_of(size);
+	if (size <= chunk / 2 ? (off & ((UINT64_C(1) << c) - 1)) :
+	    (off & (chunk - 1)))
+		return SMART_EINVAL;
+	ra = ra_get(w, b);
+	k = ra && size <= chunk / 2 ? ra_cls(ra, c) : NULL;
+	if (!ra || (size <= chunk / 2 && !k))
 		return SMART_ENOMEM;
-	if (size <= chunk / 2) {
-		c = class_of(size);
-		if (off & ((UINT64_C(1) << c) - 1))
-			return SMART_EINVAL;
-		rc = ra_push(&ra->free[c], off);
-	} else {
-		k = (size + chunk - 1) / chunk;
-		if (off & (chunk - 1))
-			return SMART_EINVAL;
-		rc = ra_push(&ra->big_k, k);
-		if (!rc && (rc = ra_push(&ra->big_off, off)))
-			ra->big_k.n--;
+	if (!k || k->n == RA_CACHE) {
+		mark = smart_scratch_mark(w);
+		rc = smart_scratch_alloc(w, sizeof(struct smart_free_node),
+					 &buf);
+		if (!rc)
+			rc = k ? cls_spill(w, ra, c, buf) :
+			     smart__fl_push_run(w, b, off, (size + chunk - 1) /
+						chunk, buf);
+		smart_scratch_release(w, mark);
 	}
+	if (k && k->n < RA_CACHE)
+		cache_put(ra, k, c, off);
+	else if (k)
+		ra->dropped++;	/* no room and the blade took nothing */
 	if (!rc)
 		SMART_STAT_INC(w, SMART_STAT_FREES);
 	return rc;
 }
 
-static int root_addr(smart_worker_t *w, uint16_t blade, unsigned idx,
-		     smart_gaddr_t *ga)
+/* ---- giving everything back ------------------------------------------- */
+
+/* Cut [cur, end) into aligned power-of-two blocks and cache or return
+ * them: whole chunks as runs, the rest by class. */
+static void give_region(struct smart_worker *w, struct smart__ralloc *ra,
+			uint64_t cur, uint64_t end, void *buf)
 {
-	if (!w || idx >= SMART_ROOT_ENTRIES)
-		return SMART_EINVAL;
-	if (!smart__blade_get(w->ctx, blade))
-		return SMART_ENOENT;
-	*ga = smart_gaddr(blade, SMART_SB_OFF_ROOT(idx));
-	return 0;
+	struct smart__blade *b = ra->b;
+
+	while (cur < end) {
+		int s = cur ? __builtin_ctzll(cur) : 63;
+
+		while ((UINT64_C(1) << s) > end - cur)
+			s--;
+		if (s > (int)b->chunk_shift)
+			s = (int)b->chunk_shift;
+		if (s == (int)b->chunk_shift) {
+			if (smart__fl_push_run(w, b, cur, 1, buf))
+				ra->dropped++;
+		} else if (s >= RA_MIN_SHIFT) {
+			cache_add(w, ra, s, cur, buf);
+		}
+		cur += UINT64_C(1) << s;
+	}
 }
 
-int smart_root_get(smart_worker_t *w, uint16_t blade, unsigned idx,
-		   uint64_t *out)
+/* Bump regions and cached blocks back to the blade.  Giving a small
+ * class back may need a node block, which may take a new bump region: go
+ * round until nothing is held (twice is the most it takes). */
+static void ra_give_back(struct smart_worker *w, struct smart__ralloc *ra,
+			 void *buf)
 {
-	smart_gaddr_t ga;
-	int rc = root_addr(w, blade, idx, &ga);
+	int c, round;
 
-	if (!rc && !out)
-		rc = SMART_EINVAL;
-	return rc ? rc : smart_read_sync(w, ga, 8, out);
+	for (round = 0; round < 4 && atomic_load(&ra->cached); round++) {
+		for (c = 0; c < SMART_FREE_CLASSES; c++) {
+			struct ra_class *k = ra->cls[c];
+
+			if (k && k->end > k->cur) {
+				uint64_t cur = k->cur, end = k->end;
+
+				k->cur = k->end = 0;
+				ra_cached_add(ra, -(int64_t)(end - cur));
+				give_region(w, ra, cur, end, buf);
+			}
+		}
+		/* small classes first: their nodes come from bigger ones */
+		for (c = 0; c < SMART_FREE_CLASSES; c++) {
+			struct ra_class *k = ra->cls[c];
+
+			while (k && k->n && !cls_spill(w, ra, c, buf))
+				;
+			if (k && k->n) {	/* the blade refused */
+				ra->dropped += k->n;
+				ra_cached_add(ra, -((int64_t)k->n << c));
+				k->n = 0;
+			}
+		}
+	}
 }
 
-int smart_root_set(smart_worker_t *w, uint16_t blade, unsigned idx,
-		   uint64_t val)
+void smart__ralloc_destroy(struct smart_worker *w)
 {
-	smart_gaddr_t ga;
-	int rc = root_addr(w, blade, idx, &ga);
+	size_t mark = smart_scratch_mark(w);
+	void *buf = NULL;
+	int i, c;
 
-	return rc ? rc : smart_write_sync(w, ga, &val, 8);
+	if (smart_scratch_alloc(w, sizeof(struct smart_free_node), &buf))
+		buf = NULL;
+	for (i = 0; i <= SMART_BLADE_ID_MAX; i++) {
+		struct smart__ralloc *ra = w->ralloc[i];
+
+		if (!ra)
+			continue;
+		if (buf && !atomic_load(&ra->b->fail))
+			ra_give_back(w, ra, buf);
+		if (ra->dropped)
+			smart__warn(&w->ctx->log, "blade %u: %llu freed blocks "
+				    "could not be given back", i,
+				    (unsigned long long)ra->dropped);
+		for (c = 0; c < SMART_FREE_CLASSES; c++)
+			free(ra->cls[c]);
+		free(ra);
+		w->ralloc[i] = NULL;
+	}
+	smart_scratch_release(w, mark);
 }
 
-int smart_root_cas(smart_worker_t *w, uint16_t blade, unsigned idx,
-		   uint64_t expect, uint64_t desired, uint64_t *old)
+uint64_t smart__ralloc_cached(struct smart_worker *w, uint16_t blade)
 {
-	smart_gaddr_t ga;
-	int rc = root_addr(w, blade, idx, &ga);
+	struct smart__ralloc *ra = w->ralloc[blade];
 
-	return rc ? rc : smart_cas_sync(w, ga, expect, desired, old);
+	return ra ? atomic_load_explicit(&ra->cached, memory_order_relaxed) :
+		    0;
 }

@@ -218,6 +218,15 @@ enum smart__task_state {
 
 typedef void *smart__fctx_t;
 
+/* A task's registered scratch (scratch.c): a stack over a few segments. */
+#define SMART_SCRATCH_SEGS 8
+struct smart__scratch {
+	void *seg[SMART_SCRATCH_SEGS];
+	uint32_t len[SMART_SCRATCH_SEGS];
+	int cur;		/* segment of the top */
+	uint32_t top;		/* bytes used in seg[cur] */
+};
+
 struct smart__task {
 	struct smart_worker *w;
 	smart__fctx_t fctx;
@@ -241,10 +250,20 @@ struct smart__task {
 	int bo_retries;		/* retries of the guarded op in progress */
 	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
+	struct smart__scratch scratch;
 	void *asan_fake_stack;
 };
 
 struct smart__ralloc;
+
+/* Registered buffers cached by a worker (bufpool.c): classes 64 B .. 64
+ * KiB, up to SMART_BUF_CACHE blocks each. */
+#define SMART_BUF_CLASSES 17
+#define SMART_BUF_CACHE   16
+struct smart__bufcache {
+	unsigned n;
+	void *v[SMART_BUF_CACHE];
+};
 
 struct smart_worker {
 	struct smart_ctx *ctx;
@@ -267,6 +286,7 @@ struct smart_worker {
 	uint64_t next_wake;		/* earliest wake_at of sleepers */
 	const void *asan_main_bottom;	/* main stack, for ASan's fibers */
 	size_t asan_main_size;
+	struct smart__bufcache bufcache[SMART_BUF_CLASSES];
 	/* remote allocator state, per blade, created on first use */
 	struct smart__ralloc *ralloc[SMART_BLADE_ID_MAX + 1];
 	/* work-request throttling: credits = WRs this worker may still post */
@@ -351,6 +371,9 @@ static inline void smart__idle_pause(void)
 	nanosleep(&ts, NULL);
 }
 
+/* scratch.c */
+void smart__scratch_fini(struct smart_worker *w, struct smart__task *t);
+
 /* task.c */
 void smart__task_wait(struct smart_worker *w, struct smart__task *t);
 void smart__task_wake(struct smart_worker *w, struct smart__task *t);
@@ -402,6 +425,7 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 
 /* bufpool.c */
 int smart__pool_create(struct smart_ctx *ctx);
+void smart__bufcache_flush(struct smart_worker *w);
 void smart__pool_destroy(struct smart_ctx *ctx);
 static inline int smart__pool_owns(const struct smart_ctx *ctx, const void *p,
 				   size_t len)
@@ -414,6 +438,8 @@ static inline int smart__pool_owns(const struct smart_ctx *ctx, const void *p,
 
 /* alloc.c */
 void smart__ralloc_destroy(struct smart_worker *w);
+/* bytes the worker holds for reuse on a blade (the keeper reports them) */
+uint64_t smart__ralloc_cached(struct smart_worker *w, uint16_t blade);
 
 /* options.c */
 void smart__opts_defaults(struct smart__optvals *v);

@@ -149,6 +149,34 @@ static void lease_scan(struct smart_ctx *ctx, struct smart_worker *w,
 	}
 }
 
+/* Bytes this ctx's workers hold for reuse on blade b (their caches). */
+static uint64_t ctx_cached(struct smart_ctx *ctx, uint16_t blade)
+{
+	struct smart_worker *w;
+	uint64_t sum = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (w = ctx->workers; w; w = w->next)
+		sum += smart__ralloc_cached(w, blade);
+	pthread_mutex_unlock(&ctx->lock);
+	return sum;
+}
+
+/* Report it in our lease slot (smart_alloc_usage() of any client reads
+ * it), after a renewal proved the slot is still ours. */
+static void lease_report_cached(struct smart_ctx *ctx, struct smart_worker *w,
+				struct smart__blade *b, struct smart__lease *l)
+{
+	uint64_t v = ctx_cached(ctx, b->id);
+
+	if (v == l->cached_reported)
+		return;
+	if (!smart_write_sync(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(
+					     smart_lease_slot_of(b->lease_id)) +
+					     8), &v, 8))
+		l->cached_reported = v;
+}
+
 /* One renewal of our lease on b, with the table read in the same batch. */
 static void lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
 			struct smart__blade *b, struct smart__lease *l)
@@ -185,6 +213,7 @@ static void lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
 	atomic_store(&l->until, t0 + l->lease_ticks / 2);
 	atomic_fetch_add(&ctx->lease_renewals, 1);
 	l->next = t0 + l->period_ticks;
+	lease_report_cached(ctx, w, b, l);
 	lease_scan(ctx, w, b, l, t1);
 }
 

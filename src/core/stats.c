@@ -44,6 +44,7 @@ static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_GUARDED_OPS] = "guarded_ops",
 	[SMART_STAT_ADMISSION_WAITS] = "admission_waits",
 	[SMART_STAT_TUNER_EPOCHS] = "tuner_epochs",
+	[SMART_STAT_POOL_LOCKS] = "pool_locks",
 };
 
 const char *smart_stat_name(enum smart_stat id)

@@ -111,6 +111,7 @@ void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t)
 		free(t->chains[i].wr);
 	if (t->bounce_mem)
 		smart_buf_free(w, t->bounce_mem);
+	smart__scratch_fini(w, t);
 	if (t->stack)
 		munmap(t->stack, t->stack_len);
 }
@@ -198,6 +199,9 @@ int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 	t->fn = fn;
 	t->arg = arg;
 	atomic_store(&t->first_error, 0);
+	/* a recycled slot keeps its scratch segments, empty */
+	t->scratch.cur = 0;
+	t->scratch.top = 0;
 	t->fctx = make_fcontext((char *)t->stack + t->stack_len,
 				t->stack_len - t->guard, task_entry);
 	w->live++;

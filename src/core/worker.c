@@ -348,9 +348,12 @@ int smart_worker_destroy(smart_worker_t *w)
 	while (atomic_load(&w->main_task.inflight))
 		smart__worker_poll(w);
 	ctx = w->ctx;
+	/* give the blades back what this worker holds (remote ops, from the
+	 * main context), then the registered buffers */
+	smart__ralloc_destroy(w);
 	smart__tasks_destroy(w);
 	smart__task_fini_slot(w, &w->main_task);
-	smart__ralloc_destroy(w);
+	smart__bufcache_flush(w);
 	pthread_mutex_lock(&ctx->lock);
 	if (!w->internal) {
 		for (pp = &ctx->workers; *pp != w; pp = &(*pp)->next)

@@ -3,17 +3,26 @@
  * what a client or the blade itself reports as the blade's memory usage.
  * No I/O: callers pass copies of the words they read.
  */
+#include "smart/status.h"
+#include "smart/usage.h"
 #include "wire/services.h"
 
-void smart_wire_usage(const struct smart_superblock *sb,
-		      const struct smart_lease_table *lt,
-		      const struct smart_free_table *ft,
-		      struct smart_wire_usage *out)
+int smart_wire_usage(const struct smart_superblock *sb,
+		     const struct smart_lease_table *lt, uint64_t pooled,
+		     struct smart_alloc_usage *out)
 {
-	uint64_t chunk = UINT64_C(1) << sb->chunk_shift, claimed;
+	uint64_t chunk, claimed;
 	unsigned i;
 
-	*out = (struct smart_wire_usage){ .size = sb->size };
+	/* read from another process's memory: checked before used */
+	if (sb->magic != SMART_SB_MAGIC ||
+	    sb->chunk_shift < SMART_CHUNK_SHIFT_MIN ||
+	    sb->chunk_shift > SMART_CHUNK_SHIFT_MAX ||
+	    sb->nchunks != sb->size >> sb->chunk_shift ||
+	    sb->first_chunk > sb->nchunks)
+		return SMART_EPROTO;
+	chunk = UINT64_C(1) << sb->chunk_shift;
+	*out = (struct smart_alloc_usage){ .size = sb->size };
 	out->reserved = sb->first_chunk * chunk;
 	if (out->reserved > sb->size)
 		out->reserved = sb->size;
@@ -23,7 +32,7 @@ void smart_wire_usage(const struct smart_superblock *sb,
 	if (claimed < sb->first_chunk)
 		claimed = sb->first_chunk;
 	out->unclaimed = (sb->nchunks - claimed) * chunk;
-	out->pooled = ft->pooled;
+	out->pooled = pooled;
 	for (i = 0; i < SMART_LEASE_SLOTS; i++) {
 		uint64_t w = lt->slot[i].word;
 
@@ -44,4 +53,6 @@ void smart_wire_usage(const struct smart_superblock *sb,
 	if (out->cached > claimed - out->pooled)
 		out->cached = claimed - out->pooled;
 	out->used = claimed - out->pooled - out->cached;
+	out->free = out->unclaimed + out->pooled;
+	return 0;
 }

@@ -162,18 +162,14 @@ static inline uint64_t smart_free_head_tag(uint64_t head)
 
 /* ---- usage ------------------------------------------------------------- */
 
-/* What a blade's memory is doing, from its superblock, free table and
- * lease table (struct smart_alloc_usage in include/smart/alloc.h). */
-struct smart_wire_usage {
-	uint64_t size, reserved, unclaimed, pooled, cached, used;
-	unsigned clients, fenced;
-};
-
-/* Compute usage from the words as read (pure; any consistent-enough copy
- * will do: the counters move while clients run). */
-void smart_wire_usage(const struct smart_superblock *sb,
-		      const struct smart_lease_table *lt,
-		      const struct smart_free_table *ft,
-		      struct smart_wire_usage *out);
+/* What a blade's memory is doing (struct smart_alloc_usage, public in
+ * include/smart/usage.h), from copies of its superblock, lease table and
+ * free table's pooled word (pure; the counters move while clients run,
+ * so any recent copy will do). */
+struct smart_alloc_usage;
+/* 0, or SMART_EPROTO for a superblock that makes no sense. */
+int smart_wire_usage(const struct smart_superblock *sb,
+		      const struct smart_lease_table *lt, uint64_t pooled,
+		      struct smart_alloc_usage *out);
 
 #endif

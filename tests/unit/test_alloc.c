@@ -1,0 +1,285 @@
+/*
+ * Remote memory that comes back (DESIGN.md §4.1): the blade-wide free
+ * lists, what a destroyed worker gives back, runs of chunks, splitting a
+ * bigger class when the blade has no chunk left, usage as any client and
+ * the blade itself see it, and a concurrent soak in which every block
+ * carries a tag that is checked when it is freed (a block handed out
+ * twice would have its tag overwritten).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/test.h"
+#include "smart/smart.h"
+
+#define CHUNK (64 << 10)
+
+static uint64_t stat(smart_ctx_t *ctx, enum smart_stat id)
+{
+	smart_stats_t st;
+
+	CHECK_OK(smart_stats_snapshot(ctx, &st));
+	return st.c[id];
+}
+
+static void usage(smart_worker_t *w, uint16_t blade,
+		  struct smart_alloc_usage *u)
+{
+	CHECK_OK(smart_alloc_usage(w, blade, u));
+	CHECK_EQ(u->free, u->unclaimed + u->pooled);
+	CHECK_EQ(u->reserved + u->unclaimed + u->pooled + u->cached + u->used,
+		 u->size);
+}
+
+/* Claimed and not given back: in use or held in a cache. */
+static uint64_t held(const struct smart_alloc_usage *u)
+{
+	return u->used + u->cached;
+}
+
+static void test_given_back(void)
+{
+	struct fixture f;
+	struct smart_alloc_usage u0, u;
+	smart_worker_t *a, *b;
+	static smart_gaddr_t g[3000];
+	uint64_t claimed;
+	int i;
+
+	fixture_start(&f, 16 << 20, 3, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &a));
+	usage(a, f.id, &u0);
+	CHECK_EQ(u0.reserved, CHUNK);
+	CHECK_EQ(u0.clients, 1);
+	CHECK_EQ(held(&u0), 0);
+	for (i = 0; i < 2000; i++)
+		CHECK_OK(smart_alloc(a, f.id, 64, &g[i]));
+	for (; i < 3000; i++)
+		CHECK_OK(smart_alloc(a, f.id, 1000, &g[i]));
+	usage(a, f.id, &u);
+	CHECK_GT(held(&u), 2000 * 64 + 1000 * 1024 - 1);
+	for (i = 0; i < 3000; i++)
+		CHECK_OK(smart_free(a, g[i], i < 2000 ? 64 : 1000));
+	/* a destroyed worker gives its caches and bump regions back */
+	CHECK_OK(smart_worker_destroy(a));
+	CHECK_OK(smart_worker_create(f.ctx, &b));
+	usage(b, f.id, &u);
+	CHECK_EQ(held(&u), 0);
+	CHECK_GT(u.pooled, 0);
+	CHECK_EQ(u.free, u0.free);
+	/* and another worker takes it from the blade, claiming nothing */
+	claimed = stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED);
+	for (i = 0; i < 2000; i++)
+		CHECK_OK(smart_alloc(b, f.id, 64, &g[i]));
+	for (; i < 3000; i++)
+		CHECK_OK(smart_alloc(b, f.id, 1000, &g[i]));
+	CHECK_EQ(stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED), claimed);
+	for (i = 0; i < 3000; i++)
+		CHECK_OK(smart_free(b, g[i], i < 2000 ? 64 : 1000));
+	CHECK_OK(smart_worker_destroy(b));
+	fixture_stop(&f);
+}
+
+static void test_runs(void)
+{
+	struct fixture f;
+	struct smart_alloc_usage u;
+	smart_worker_t *w;
+	smart_gaddr_t x, y, z;
+	uint64_t claimed;
+
+	fixture_start(&f, 4 << 20, 3, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_alloc(w, f.id, 3 * CHUNK, &x));
+	CHECK_OK(smart_free(w, x, 3 * CHUNK));
+	usage(w, f.id, &u);
+	CHECK_EQ(u.pooled, 3 * CHUNK);
+	claimed = stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED);
+	/* two of the three come back; the third goes back as a run */
+	CHECK_OK(smart_alloc(w, f.id, 2 * CHUNK, &y));
+	CHECK_U64_EQ(y, x);
+	usage(w, f.id, &u);
+	CHECK_EQ(u.pooled, CHUNK);
+	CHECK_OK(smart_alloc(w, f.id, CHUNK, &z));
+	CHECK_U64_EQ(z, smart_gaddr_add(x, 2 * CHUNK));
+	CHECK_EQ(stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED), claimed);
+	CHECK_OK(smart_free(w, y, 2 * CHUNK));
+	CHECK_OK(smart_free(w, z, CHUNK));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* Freed 4-KiB blocks serve 64-byte requests once no chunk is left. */
+static void test_split(void)
+{
+	struct fixture f;
+	struct smart_alloc_usage u;
+	smart_worker_t *w;
+	static smart_gaddr_t g[1024];
+	smart_gaddr_t s;
+	int n = 0, m = 0, rc, i;
+
+	fixture_start(&f, 2 << 20, 3, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	while ((rc = smart_alloc(w, f.id, 4096, &g[n])) == 0)
+		n++;
+	CHECK_EQ(rc, SMART_ENOSPC);
+	usage(w, f.id, &u);
+	CHECK_EQ(u.free, 0);
+	CHECK_GE(n, (2 << 20) / 4096 - 16 - 1);
+	for (i = 0; i < n; i++)
+		CHECK_OK(smart_free(w, g[i], 4096));
+	while (smart_alloc(w, f.id, 64, &s) == 0)
+		m++;
+	printf("%d 4-KiB blocks, then %d 64-byte blocks out of them\n", n, m);
+	CHECK_EQ(m, n * 64);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_blade_view(void)
+{
+	struct fixture f;
+	struct smart_alloc_usage uc, ub;
+	smart_worker_t *w;
+	smart_gaddr_t g;
+
+	fixture_start(&f, 4 << 20, 3, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_alloc(w, f.id, 300 << 10, &g));
+	CHECK_OK(smart_free(w, g, 300 << 10));
+	usage(w, f.id, &uc);
+	CHECK_OK(smart_blade_usage(f.blade, &ub));
+	CHECK_EQ(ub.size, uc.size);
+	CHECK_EQ(ub.unclaimed, uc.unclaimed);
+	CHECK_EQ(ub.pooled, uc.pooled);
+	CHECK_EQ(ub.pooled, 5 * CHUNK);
+	CHECK_EQ(ub.clients, 1);
+	CHECK_EQ(smart_blade_usage(NULL, &ub), SMART_EINVAL);
+	CHECK_EQ(smart_alloc_usage(w, 9, &uc), SMART_ENOENT);
+	CHECK_EQ(smart_alloc_usage(w, f.id, NULL), SMART_EINVAL);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* ---- soak: threads x tasks allocating and freeing, tags checked ------- */
+
+#define SOAK_THREADS 3
+#define SOAK_TASKS 6
+#define SOAK_LIVE 48
+#define SOAK_OPS 3000
+
+struct soak {
+	smart_ctx_t *ctx;
+	uint16_t blade;
+	int thread;
+};
+
+struct soak_task {
+	uint16_t blade;
+	uint64_t seed;
+	int bad;
+};
+
+static size_t soak_size(smart_rng_t *r)
+{
+	static const size_t sizes[] = { 16, 64, 100, 512, 700, 4096, 20000 };
+
+	return sizes[smart_rng_below(r, sizeof(sizes) / sizeof(*sizes))];
+}
+
+static void soak_task_fn(smart_worker_t *w, void *p)
+{
+	struct soak_task *t = p;
+	smart_gaddr_t g[SOAK_LIVE];
+	size_t sz[SOAK_LIVE];
+	uint64_t tag[SOAK_LIVE], v;
+	smart_rng_t r;
+	int i, k;
+
+	smart_rng_seed(&r, t->seed);
+	for (i = 0; i < SOAK_LIVE; i++)
+		g[i] = SMART_GADDR_NULL;
+	for (i = 0; i < SOAK_OPS; i++) {
+		k = (int)smart_rng_below(&r, SOAK_LIVE);
+		if (g[k] != SMART_GADDR_NULL) {
+			CHECK_OK(smart_read_sync(w, g[k], 8, &v));
+			t->bad += v != tag[k];
+			CHECK_OK(smart_free(w, g[k], sz[k]));
+			g[k] = SMART_GADDR_NULL;
+			continue;
+		}
+		sz[k] = soak_size(&r);
+		CHECK_OK(smart_alloc(w, t->blade, sz[k], &g[k]));
+		tag[k] = t->seed << 32 | (uint64_t)i;
+		CHECK_OK(smart_write_sync(w, g[k], &tag[k], 8));
+	}
+	for (k = 0; k < SOAK_LIVE; k++)
+		if (g[k] != SMART_GADDR_NULL) {
+			CHECK_OK(smart_read_sync(w, g[k], 8, &v));
+			t->bad += v != tag[k];
+			CHECK_OK(smart_free(w, g[k], sz[k]));
+		}
+}
+
+static void *soak_thread(void *p)
+{
+	struct soak *s = p;
+	struct soak_task t[SOAK_TASKS];
+	smart_worker_t *w;
+	int i, bad = 0;
+
+	CHECK_OK(smart_worker_create(s->ctx, &w));
+	for (i = 0; i < SOAK_TASKS; i++) {
+		t[i] = (struct soak_task){ s->blade,
+					   (uint64_t)s->thread * 100 + i + 1,
+					   0 };
+		CHECK_OK(smart_task_spawn(w, soak_task_fn, &t[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	for (i = 0; i < SOAK_TASKS; i++)
+		bad += t[i].bad;
+	CHECK_EQ(bad, 0);
+	CHECK_OK(smart_worker_destroy(w));
+	return NULL;
+}
+
+static void test_soak(void)
+{
+	struct fixture f;
+	struct soak s[SOAK_THREADS];
+	struct smart_alloc_usage u;
+	pthread_t th[SOAK_THREADS];
+	smart_worker_t *w;
+	int i;
+
+	fixture_start(&f, 16 << 20, 3, NULL);
+	for (i = 0; i < SOAK_THREADS; i++) {
+		s[i] = (struct soak){ f.ctx, f.id, i };
+		CHECK_EQ(pthread_create(&th[i], NULL, soak_thread, &s[i]), 0);
+	}
+	for (i = 0; i < SOAK_THREADS; i++)
+		pthread_join(th[i], NULL);
+	/* every worker is gone: everything came back to the blade */
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	usage(w, f.id, &u);
+	printf("soak: %llu bytes pooled, %llu never claimed, %llu held\n",
+	       (unsigned long long)u.pooled, (unsigned long long)u.unclaimed,
+	       (unsigned long long)held(&u));
+	CHECK_EQ(held(&u), 0);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, (struct test_case[]){
+		{ "given_back", test_given_back },
+		{ "runs", test_runs },
+		{ "split", test_split },
+		{ "blade_view", test_blade_view },
+		{ "soak", test_soak },
+		{ 0 } });
+}
