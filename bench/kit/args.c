@@ -50,6 +50,8 @@ int kit_parse_u64(const char *s, int suffixes, uint64_t *out)
 		shift = 20, end++;
 	else if (suffixes && (*end == 'G' || *end == 'g'))
 		shift = 30, end++;
+	else if (suffixes && (*end == 'T' || *end == 't'))
+		shift = 40, end++;
 	if (errno || *end || v > UINT64_MAX >> shift)
 		return -1;
 	*out = (uint64_t)v << shift;
@@ -118,7 +120,7 @@ static void bad_int(const char *tool, const struct kit_flag *f,
 	char a[32], b[32];
 
 	if (f->type == KIT_T_SIZE)
-		kit_bad(tool, f->name, v, "want a size (K/M/G suffixes) in "
+		kit_bad(tool, f->name, v, "want a size (K/M/G/T suffixes) in "
 			"%s..%s", size_text(f->lo, a, sizeof(a)),
 			size_text(f->hi, b, sizeof(b)));
 	if (f->hi >= 1e18)

@@ -3,7 +3,7 @@
  * share, so that each tool is only its own workload (DESIGN.md §7, §10).
  *
  *   flags    a declarative table of flags per tool, parsed by one parser:
- *            sizes with K/M/G, times with ns/us/ms/s, integers and doubles
+ *            sizes with K/M/G/T, times with ns/us/ms/s, integers and doubles
  *            with ranges, choices, library options checked as they are
  *            read; one error path, "<tool>: --flag: <why> ('<value>')" and
  *            exit status 2; --help and --version on every tool
@@ -46,8 +46,8 @@ enum kit_type {
 	KIT_T_STR,	/* const char * (points into argv) */
 	KIT_T_STRS,	/* repeatable: struct kit_strs, at most hi values */
 	KIT_T_INT,	/* int in [lo, hi] */
-	KIT_T_U64,	/* uint64_t in [lo, hi]; K/M/G as for sizes */
-	KIT_T_SIZE,	/* uint64_t in [lo, hi]; K/M/G: binary multiples */
+	KIT_T_U64,	/* uint64_t in [lo, hi]; K/M/G/T as for sizes */
+	KIT_T_SIZE,	/* uint64_t in [lo, hi]; K/M/G/T: binary multiples */
 	KIT_T_DOUBLE,	/* double in [lo, hi) */
 	KIT_T_TIME,	/* double seconds in [lo, hi); ns/us/ms/s suffixes */
 	KIT_T_CHOICE,	/* int: the index of the value in choices */
@@ -148,8 +148,8 @@ void kit_bad(const char *tool, const char *flag, const char *value,
 	     const char *why, ...);
 
 /* The parsers behind the flag types, for values that are not flags: 0 or
- * -1 (the value is left alone).  A size is decimal with an optional K, M
- * or G (binary multiples); a time a decimal number with an optional ns,
+ * -1 (the value is left alone).  A size is decimal with an optional K, M,
+ * G or T (binary multiples, with suffixes set); a time a decimal number with an optional ns,
  * us, ms or s (seconds without). */
 int kit_parse_u64(const char *s, int suffixes, uint64_t *out);
 int kit_parse_double(const char *s, double *out);
