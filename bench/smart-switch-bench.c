@@ -78,10 +78,8 @@ static void parse(int argc, char **argv, struct sw_cfg *c)
 			 "scheduler -> task).\n",
 		.group = { { sw_flags, c, NULL } },
 	};
-	int pos = kit_parse(&cli, argc, argv);
 
-	if (pos < argc)
-		kit_bad(cli.tool, NULL, argv[pos], "unexpected argument");
+	kit_parse(&cli, argc, argv);
 }
 
 static int bench(const struct sw_cfg *c, smart_worker_t *w)

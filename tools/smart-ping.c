@@ -57,12 +57,11 @@ static void parse(int argc, char **argv, struct ping_cfg *c)
 		.about = "  Probe a memory blade with one-sided ops, one op and "
 			 "one sync each.\n",
 		.group = { { ping_flags, c, NULL } },
+		.nargs = 1,
+		.args = "HOST:PORT",
 	};
 	int pos = kit_parse(&cli, argc, argv);
 
-	if (pos != argc - 1)
-		kit_bad(TOOL, NULL, pos < argc ? argv[pos + 1] : NULL,
-			"want one HOST:PORT (see --help)");
 	c->com.connect.v[c->com.connect.n++] = argv[pos];
 	if (c->op >= 2)
 		c->size = 8;

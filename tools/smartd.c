@@ -100,12 +100,9 @@ static void parse_args(struct args *a, int argc, char **argv)
 			 "processes until SIGINT/SIGTERM.\n",
 		.group = { { smartd_flags, a, NULL } },
 	};
-	int pos;
 
 	a->transport = a->log_level = a->gid_index = -1;
-	pos = kit_parse(&cli, argc, argv);
-	if (pos < argc)
-		kit_bad(TOOL, NULL, argv[pos], "unexpected argument");
+	kit_parse(&cli, argc, argv);
 	if (!a->size)
 		kit_bad(TOOL, "size", NULL, "is required (e.g. --size 1G)");
 	if (a->chunk & (a->chunk - 1))

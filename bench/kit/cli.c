@@ -182,5 +182,11 @@ int kit_parse(const struct kit_cli *cli, int argc, char **argv)
 		check_env(cli->tool);
 	if (list)
 		list_options(cli->tool);
+	if (argc - optind > cli->nargs)
+		kit_bad(cli->tool, NULL, argv[optind + cli->nargs],
+			"unexpected argument");
+	if (argc - optind < cli->nargs)
+		kit_bad(cli->tool, NULL, NULL, "want %s (see --help)",
+			cli->args);
 	return optind;
 }

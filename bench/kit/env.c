@@ -38,7 +38,7 @@ const struct kit_flag kit_common_flags[] = {
 	KIT_LIBOPT("secret-file", C, secret_file, "secret_file", "FILE",
 		   "secret for --connect [SMART_SECRET_FILE]"),
 	KIT_SIZE("blade-size", C, blade_size, 4 << 20, (double)(1ull << 40),
-		 "SIZE", "embedded blade region (K/M/G)"),
+		 "SIZE", "embedded blade region (K/M/G/T)"),
 	KIT_INT("threads", C, threads, 1, 1024, "T", "worker threads [1]"),
 	KIT_TIME("seconds", C, seconds, 1e-3, 86400, "S",
 		 "measured time, e.g. 3 or 500ms [3]"),
@@ -59,33 +59,26 @@ void kit_common_init(struct kit_common *c, const char *tool)
 	c->seed = 1;
 }
 
-static int set_if(smart_opts_t *o, const char *key, const char *val)
-{
-	return val ? smart_opts_set(o, key, val) : 0;
-}
-
-/* SMART_* < the common flags < the tool's kv < --opt. */
+/* SMART_* < the common flags < the tool's kv < --opt.  The library flags
+ * are those of kit_common_flags that name an option: the table says which
+ * field goes to which key, once. */
 static int opts_build(const struct kit_common *c, const char *const *kv,
 		      smart_opts_t **out)
 {
+	const struct kit_flag *f;
+	const char *v;
 	smart_opts_t *o;
 	int i, rc = smart_opts_create(&o);
 
 	if (rc)
 		return rc;
-	rc = set_if(o, "transport", c->transport);
-	if (!rc)
-		rc = set_if(o, "qp_mode", c->qp_mode);
-	if (!rc)
-		rc = set_if(o, "techniques", c->techniques);
-	if (!rc)
-		rc = set_if(o, "credit", c->credit);
-	if (!rc)
-		rc = set_if(o, "nic_model", c->nic_model);
-	if (!rc)
-		rc = set_if(o, "device", c->device);
-	if (!rc)
-		rc = set_if(o, "secret_file", c->secret_file);
+	for (f = kit_common_flags; !rc && f->name; f++) {
+		if (f->type != KIT_T_LIBOPT)
+			continue;
+		v = *(const char *const *)((const char *)c + f->off);
+		if (v)
+			rc = smart_opts_set(o, f->key, v);
+	}
 	for (i = 0; !rc && kv && kv[i]; i++)
 		rc = smart_opts_set_kv(o, kv[i]);
 	for (i = 0; !rc && i < c->opts.n; i++)

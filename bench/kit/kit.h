@@ -121,16 +121,19 @@ struct kit_cli {
 	const char *synopsis;	/* after "usage: " in --help */
 	const char *about;	/* lines printed after the usage line */
 	struct kit_group group[KIT_GROUPS_MAX];	/* unused: flags NULL */
+	int nargs;		/* positional arguments it takes (exactly) */
+	const char *args;	/* what they are, for the message: "HOST:PORT" */
 };
 
 /*
  * Parse argv[1..argc-1] by the cli's groups (getopt_long: flags and
  * positional arguments may mix; "--" ends the flags).  --help prints
  * kit_usage() and exits 0, --version prints "<tool> <version>" and exits
- * 0; an unknown flag, a missing value or a bad one goes to kit_bad().
- * When the cli has library flags, the SMART_* environment is checked too.
- * Returns the index in argv of the first positional argument (argc when
- * there is none), as getopt's permutation leaves them at the end.
+ * 0; an unknown flag, a missing value or a bad one, and a number of
+ * positional arguments other than cli->nargs go to kit_bad().  When the
+ * cli has library flags, the SMART_* environment is checked too.
+ * Returns the index in argv of the first positional argument, as getopt's
+ * permutation leaves them at the end.
  */
 int kit_parse(const struct kit_cli *cli, int argc, char **argv);
 
@@ -284,6 +287,23 @@ void kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs);
 
 /* Sleep, resuming after signals. */
 void kit_sleep(double secs);
+
+/* Sampled latency: op number n of a task is timed when n is a multiple of
+ * KIT_LAT_SAMPLE.  A clock read and a histogram update cost a noticeable
+ * share of an 8-byte shm op, and sampling by op index does not bias the
+ * distribution.  t0 = kit_lat_begin(n); the op; kit_lat_end(h, n, t0). */
+#define KIT_LAT_SAMPLE 8
+
+static inline uint64_t kit_lat_begin(uint64_t n)
+{
+	return n & (KIT_LAT_SAMPLE - 1) ? 0 : smart_cycles();
+}
+
+static inline void kit_lat_end(smart_hist_t *h, uint64_t n, uint64_t t0)
+{
+	if (!(n & (KIT_LAT_SAMPLE - 1)))
+		smart_hist_add(h, smart_cycles() - t0);
+}
 
 /* Latency quantiles, in microseconds, of a histogram of TSC cycles. */
 struct kit_lat {

@@ -20,25 +20,30 @@ static const struct bench_module *const modules[] = {
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 
+/* The benchmarks first, from the table, then the flags they share. */
 static void usage(FILE *f)
 {
+	char about[1024];
 	struct kit_common com;
 	struct kit_cli cli = {
 		.tool = BENCH_TOOL,
 		.synopsis = BENCH_TOOL " BENCHMARK [flags]",
-		.about = "",
+		.about = about,
 		.group = { { kit_common_flags, &com,
 			     "flags of every benchmark" } },
 	};
-	size_t i;
+	size_t i, n;
 
+	n = (size_t)snprintf(about, sizeof(about), "benchmarks (" BENCH_TOOL
+			     " BENCHMARK --help for their own flags):\n");
+	for (i = 0; i < NMODULES && n < sizeof(about); i++)
+		n += (size_t)snprintf(about + n, sizeof(about) - n,
+				      "  %-10s %s\n", modules[i]->name,
+				      modules[i]->summary);
+	if (n < sizeof(about))
+		snprintf(about + n, sizeof(about) - n, "  (smallbank, tatp "
+			 "and rpc are not built yet)\n");
 	kit_usage(&cli, f);
-	fprintf(f, "benchmarks (smart-bench BENCHMARK --help for their "
-		"flags):\n");
-	for (i = 0; i < NMODULES; i++)
-		fprintf(f, "  %-10s %s\n", modules[i]->name,
-			modules[i]->summary);
-	fprintf(f, "  (smallbank, tatp and rpc are not built yet)\n");
 }
 
 static const struct bench_module *module_find(const char *name)
@@ -92,7 +97,7 @@ static int bench_main(const struct bench_module *mod, int argc, char **argv)
 		.about = mod->about,
 	};
 	void *m;
-	int rc, pos;
+	int rc;
 
 	memset(&r, 0, sizeof(r));
 	kit_common_init(&r.com, BENCH_TOOL);
@@ -107,9 +112,7 @@ static int bench_main(const struct bench_module *mod, int argc, char **argv)
 	cli.group[0] = (struct kit_group){ mod->flags, m, NULL };
 	cli.group[1] = (struct kit_group){ kit_common_flags, &r.com,
 					   "common flags" };
-	pos = kit_parse(&cli, argc, argv);
-	if (pos < argc)
-		kit_bad(BENCH_TOOL, NULL, argv[pos], "unexpected argument");
+	kit_parse(&cli, argc, argv);
 	mod->check(m, &r);
 	rc = mod->setup(m, &r);
 	if (!rc)

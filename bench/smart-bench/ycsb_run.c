@@ -17,8 +17,6 @@
 
 #include "ycsb.h"
 
-#define YCSB_LAT_SAMPLE	8	/* one op in 8 is timed */
-
 struct ycsb_task {
 	struct ycsb_thread *th;
 	smart_rng_t rng;
@@ -191,11 +189,9 @@ static void run_task(smart_worker_t *w, void *arg)
 
 	while (!kit_runner_stopping(&y->runner)) {
 		op = op_pick(y->w, &t->rng);
-		if (!(n & (YCSB_LAT_SAMPLE - 1)))
-			t0 = smart_cycles();
+		t0 = kit_lat_begin(n);
 		rc = op_one(y, w, t, op);
-		if (!(n++ & (YCSB_LAT_SAMPLE - 1)))
-			smart_hist_add(&th->hist, smart_cycles() - t0);
+		kit_lat_end(&th->hist, n++, t0);
 		th->ops[op]++;
 		if (rc)
 			count_err(th, rc);

@@ -9,17 +9,13 @@
  * Invariants: the threads go through the kit's phases (prepare, run,
  * stop); a task only reads the run's state and writes its own thread's
  * counters, whose tasks never run in parallel.  Latency is sampled on one
- * op in PERF_LAT_SAMPLE.
+ * op in KIT_LAT_SAMPLE; the raw runs record one entry per round of depth
+ * accesses.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "perf.h"
-
-/* A clock read and a histogram update cost a noticeable share of an
- * 8-byte shm op, and sampling by op index does not bias the
- * distribution.  The raw runs record one entry per round of depth ops. */
-#define PERF_LAT_SAMPLE 8
 
 struct perf_task {
 	struct perf_thread *pt;
@@ -102,16 +98,14 @@ static void perf_task_fn(smart_worker_t *w, void *arg)
 	while (!kit_runner_stopping(&p->run)) {
 		if (__builtin_expect(p->cfg->dynamic_ms != 0, 0))
 			perf_idle_if_inactive(p, pt);
-		if (!(n & (PERF_LAT_SAMPLE - 1)))
-			t0 = smart_cycles();
+		t0 = kit_lat_begin(n);
 		rc = p->cfg->op == OP_CAS_INCR ? perf_cas_incr(p, w, t) :
 		     perf_batch(p, w, t);
 		if (rc) {
 			pt->err = rc;
 			break;
 		}
-		if (!(n++ & (PERF_LAT_SAMPLE - 1)))
-			smart_hist_add(&pt->hist, smart_cycles() - t0);
+		kit_lat_end(&pt->hist, n++, t0);
 	}
 	pt->ops += n * (uint64_t)(p->cfg->op == OP_CAS_INCR ? 1 :
 				   p->cfg->batch);

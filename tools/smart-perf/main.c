@@ -204,12 +204,10 @@ int main(int argc, char **argv)
 		.group = { { perf_flags, &cfg, NULL },
 			   { kit_common_flags, &cfg.com, "common flags" } },
 	};
-	int rc, pos;
+	int rc;
 
 	perf_cfg_init(&cfg);
-	pos = kit_parse(&cli, argc, argv);
-	if (pos < argc)
-		kit_bad(TOOL, NULL, argv[pos], "unexpected argument");
+	kit_parse(&cli, argc, argv);
 	perf_check(&cfg);
 	rc = perf_setup(&p);
 	if (!rc) {
