@@ -337,8 +337,8 @@ __attribute__((format(printf, 2, 3)))
 void kit_head(const char *label, const char *fmt, ...);
 
 /* The header lines every benchmark prints: transport and QP mode (with
- * the requested one), techniques, NIC model, blades (blades_note is
- * appended to that line, may be NULL). */
+ * the requested one), techniques, NIC model, blades (their number and
+ * mean size; blades_note is appended to that line, may be NULL). */
 void kit_head_env(const struct kit_common *c, const struct kit_env *e,
 		  const char *blades_note);
 

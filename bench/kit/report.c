@@ -36,7 +36,11 @@ void kit_head(const char *label, const char *fmt, ...)
 void kit_head_env(const struct kit_common *c, const struct kit_env *e,
 		  const char *blades_note)
 {
-	uint64_t mib = e->nblades ? e->info[0].size >> 20 : 0;
+	uint64_t bytes = 0;
+	int i;
+
+	for (i = 0; i < e->nblades; i++)
+		bytes += e->info[i].size;
 
 	kit_head("Transport", "%s, QP mode %s (requested %s)",
 		 smart_ctx_transport(e->ctx), smart_ctx_qp_mode(e->ctx),
@@ -44,7 +48,8 @@ void kit_head_env(const struct kit_common *c, const struct kit_env *e,
 	kit_head("Techniques", "%s", smart_ctx_techniques(e->ctx));
 	kit_head("NIC model", "%s", c->nic_model ? c->nic_model : "off");
 	kit_head("Blades", "%s, %d x %llu MiB%s", kit_env_kind(e), e->nblades,
-		 (unsigned long long)mib, blades_note ? blades_note : "");
+		 (unsigned long long)(e->nblades ? bytes / (uint64_t)e->nblades
+				      >> 20 : 0), blades_note ? blades_note : "");
 }
 
 void kit_library_line(const smart_stats_t *st)

@@ -35,8 +35,10 @@ int kit_runner_start(struct kit_runner *r, int n, void *(*fn)(void *),
 {
 	int i;
 
-	atomic_init(&r->phase, KIT_PREP);
-	atomic_init(&r->ready, 0);
+	/* a runner may be started again for another run (smart-perf
+	 * --vs-raw), so these are stores, not initialisations */
+	atomic_store(&r->phase, KIT_PREP);
+	atomic_store(&r->ready, 0);
 	r->n = 0;
 	r->th = calloc((size_t)n, sizeof(*r->th));
 	if (!r->th)

@@ -231,15 +231,34 @@ static uint64_t connected_budget(const struct kit_env *e)
 
 /* ---- setup ---- */
 
+/* What the run needs in this process: the key generator, the worker that
+ * creates the structure (it stays for the run: the chunks it claimed
+ * stay its), the threads' and D's bookkeeping. */
+static int setup_local(struct ycsb *y, struct bench_run *r)
+{
+	int rc = y->uniform ? 0 : smart_zipf_init(&y->zipf_gen, y->keys,
+						  y->zipf);
+
+	if (!rc)
+		rc = smart_worker_create(r->env.ctx, &y->main_worker);
+	y->t = calloc((size_t)r->com.threads, sizeof(*y->t));
+	y->ack_done = calloc(YCSB_ACK_WINDOW, 1);
+	if (!rc && (!y->t || !y->ack_done))
+		rc = SMART_ENOMEM;
+	if (rc)
+		fprintf(stderr, BENCH_TOOL ": setup: %s\n", smart_strerror(rc));
+	return rc;
+}
+
 static int ycsb_setup(void *m, struct bench_run *r)
 {
 	struct ycsb *y = m;
 	char kv[32];
 	const char *const kvs[] = { kv, NULL };
-	smart_worker_t *w = NULL;
 	int rc = 0;
 
-	/* a coroutine is a task; a guard may park one while another runs */
+	/* every coroutine is a task: room for twice --coros over 32 (the
+	 * library's default is 64) */
 	snprintf(kv, sizeof(kv), "max_tasks=%d", y->coros * 2 > 1024 ? 1024 :
 		 y->coros * 2);
 	if (!r->com.connect.n)
@@ -249,20 +268,11 @@ static int ycsb_setup(void *m, struct bench_run *r)
 		rc = kit_env_open(&r->env, &r->com, y->coros > 32 ? kvs : NULL);
 	if (!rc && r->com.connect.n)
 		rc = size_memory(y, connected_budget(&r->env));
-	if (!rc && !y->uniform)
-		rc = smart_zipf_init(&y->zipf_gen, y->keys, y->zipf);
+	if (rc)
+		return rc;
+	rc = setup_local(y, r);
 	if (!rc)
-		rc = smart_worker_create(r->env.ctx, &w);
-	if (!rc)
-		rc = y->dsi->create(y, w, &y->h);
-	/* the structure's creator stays for the run: its chunks stay its */
-	y->main_worker = w;
-	y->t = rc ? NULL : calloc((size_t)r->com.threads, sizeof(*y->t));
-	y->ack_done = rc ? NULL : calloc(YCSB_ACK_WINDOW, 1);
-	if (!rc && (!y->t || !y->ack_done)) {
-		fprintf(stderr, BENCH_TOOL ": %s\n", smart_strerror(SMART_ENOMEM));
-		rc = SMART_ENOMEM;
-	}
+		rc = y->dsi->create(y, y->main_worker, &y->h);
 	return rc;
 }
 

@@ -102,8 +102,10 @@ static int perf_setup(struct perf *p)
 	if (rc)
 		return rc;
 	if (p->env.embedded &&
-	    smart_blade_region(p->env.embedded, &base, &size))
+	    smart_blade_region(p->env.embedded, &base, &size)) {
+		fprintf(stderr, TOOL ": the embedded blade has no region\n");
 		return SMART_EINVAL;
+	}
 	p->raw_base = p->env.embedded ? base : NULL;
 	p->stride = c->size < 8 ? 8 : (c->size + 7) & ~UINT64_C(7);
 	p->lo = bi->reserved;
