@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -340,23 +339,17 @@ void case_atomic_fork(const struct smart_conf_env *env)
 	struct conn c[FORK_W];
 	struct fx f;
 	uint64_t *rec;
-	int sv[2], i;
+	int s, i;
 	pid_t pid;
 
 	rec = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(rec != MAP_FAILED);
 	fx_open(&f, env);
-	CHECK_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	fflush(stdout);
-	pid = fork();
-	CHECK_GE(pid, 0);
-	if (!pid) {
-		close(sv[0]);
-		atom_child(env, &f, sv[1], rec + FORK_W * per, iters, seed);
-	}
-	close(sv[1]);
-	accept_child_qps(&f, sv[0], resp);
+	pid = fork_peer(&s);
+	if (!pid)
+		atom_child(env, &f, s, rec + FORK_W * per, iters, seed);
+	accept_child_qps(&f, s, resp);
 	for (i = 0; i < FORK_W; i++) {
 		conn_open(&f, NULL, 32, 16, 0, &c[i]);
 		atom_init(&w[i], f.ops, &c[i], &f.t, f.laddr + i * ATOM_SLOTS,
@@ -364,7 +357,7 @@ void case_atomic_fork(const struct smart_conf_env *env)
 		atom_expect(seed + (uint64_t)i, iters, cnt);
 		atom_expect(seed + 100 + (uint64_t)i, iters, cnt);
 	}
-	msg_send(sv[0], "g", 1, -1);
+	msg_send(s, "g", 1, -1);
 	run_workers(w, FORK_W);
 	check_child_ok(pid, "atomic child process");
 	printf("   2 processes x %d threads x %d coroutines x %u increments\n",
@@ -374,7 +367,7 @@ void case_atomic_fork(const struct smart_conf_env *env)
 		conn_close(&c[i]);
 		f.ops->responder_destroy(resp[i]);
 	}
-	close(sv[0]);
+	close(s);
 	fx_close(&f);
 	munmap(rec, bytes);
 }

@@ -364,6 +364,20 @@ size_t msg_recv(int s, void *buf, size_t cap, int *fd)
 	return (size_t)n;
 }
 
+pid_t fork_peer(int *s)
+{
+	int sv[2];
+	pid_t pid;
+
+	CHECK_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	fflush(stdout);		/* or the child prints it again */
+	pid = fork();
+	CHECK_GE(pid, 0);
+	close(sv[pid ? 1 : 0]);
+	*s = sv[pid ? 0 : 1];
+	return pid;
+}
+
 void check_child_ok(pid_t pid, const char *who)
 {
 	int st;

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,19 +138,13 @@ void case_one_sided_sigstop(const struct smart_conf_env *env)
 	uint8_t img[STOP_IMG];
 	struct fx f;
 	struct conn c;
-	int sv[2], st;
+	int s, st;
 	pid_t pid;
 
-	CHECK_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	fflush(stdout);
-	pid = fork();
-	CHECK_GE(pid, 0);
-	if (!pid) {
-		close(sv[0]);
-		blade_child(env, sv[1]);
-	}
-	close(sv[1]);
-	stop_client_open(env, sv[0], &f, &c);
+	pid = fork_peer(&s);
+	if (!pid)
+		blade_child(env, s);
+	stop_client_open(env, s, &f, &c);
 	CHECK_EQ(waitpid(pid, &st, WUNTRACED), pid);
 	CHECK_MSG(WIFSTOPPED(st), "blade child did not stop (status 0x%x)",
 		  st);
@@ -161,9 +154,9 @@ void case_one_sided_sigstop(const struct smart_conf_env *env)
 	printf("   blade pid %d stopped throughout 500 rounds of "
 	       "WRITE/READ/CAS/FAA\n", (int)pid);
 	CHECK_EQ(kill(pid, SIGCONT), 0);
-	msg_send(sv[0], img, sizeof(img), -1);
+	msg_send(s, img, sizeof(img), -1);
 	check_child_ok(pid, "blade child");
-	close(sv[0]);
+	close(s);
 	conn_close(&c);
 	f.ops->mr_free(f.idom, f.lmr);
 	f.ops->remote_detach(f.remote);

@@ -147,6 +147,9 @@ long first_diff(const void *a, const void *b, size_t len);
 void msg_send(int s, const void *buf, size_t len, int fd);
 /* Receive one message (10 s timeout); *fd gets a passed descriptor or -1. */
 size_t msg_recv(int s, void *buf, size_t cap, int *fd);
+/* Fork a peer process joined by a SEQPACKET socket: *s is the caller's
+ * end in both processes; returns 0 in the child, its pid in the parent. */
+pid_t fork_peer(int *s);
 void check_child_ok(pid_t pid, const char *who);
 
 /* ---- the cases, in the order runner.c runs them ---- */
