@@ -6,19 +6,19 @@
  * is what an op that waits costs in switching.  Each run times a fixed
  * number of yields; the median over runs is reported, per yield and per
  * jump.  The CQ is polled by the scheduler as usual (once per max_tasks
- * switches), so the figure includes that share.  Public API only.
+ * switches), so the figure includes that share.  Public API and the kit
+ * (flags) only.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "smart/smart.h"
+#include "kit.h"
 
 struct sw_cfg {
 	int tasks;
-	long yields;	/* per task per run */
+	int yields;	/* per task per run */
 	int runs;
 	int json;
 };
@@ -56,37 +56,30 @@ static int run(smart_worker_t *w, const struct sw_cfg *c, double *ns)
 	return rc;
 }
 
-static int parse(int argc, char **argv, struct sw_cfg *c)
-{
-	static const struct option lo[] = {
-		{ "tasks", 1, 0, 't' }, { "yields", 1, 0, 'y' },
-		{ "runs", 1, 0, 'r' }, { "json", 0, 0, 'j' },
-		{ "help", 0, 0, 'h' }, { 0, 0, 0, 0 },
-	};
-	int ch;
+#define S struct sw_cfg
+static const struct kit_flag sw_flags[] = {
+	KIT_INT("tasks", S, tasks, 1, 1024, "N",
+		"tasks yielding to each other [8]"),
+	KIT_INT("yields", S, yields, 1, 1e9, "N", "yields per task per run "
+		"[200000]"),
+	KIT_INT("runs", S, runs, 1, 101, "N", "runs; the median is reported "
+		"[9]"),
+	KIT_FLAG("json", S, json, "one JSON object instead of the line"),
+	KIT_END,
+};
+#undef S
 
-	while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		switch (ch) {
-		case 't': c->tasks = atoi(optarg); break;
-		case 'y': c->yields = atol(optarg); break;
-		case 'r': c->runs = atoi(optarg); break;
-		case 'j': c->json = 1; break;
-		case 'h':
-			printf("usage: smart-switch-bench [--tasks N (8)] "
-			       "[--yields N per task (200000)] [--runs N (9)] "
-			       "[--json]\n");
-			return 0;
-		default:
-			return 2;
-		}
-	}
-	if (c->tasks < 1 || c->tasks > 1024 || c->yields < 1 ||
-	    c->runs < 1 || c->runs > 101 || optind < argc) {
-		fprintf(stderr, "smart-switch-bench: bad arguments (see "
-			"--help)\n");
-		return 2;
-	}
-	return -1;
+static void parse(int argc, char **argv, struct sw_cfg *c)
+{
+	struct kit_cli cli = {
+		.tool = "smart-switch-bench",
+		.synopsis = "smart-switch-bench [flags]",
+		.about = "  The cost of a coroutine switch (yield: task -> "
+			 "scheduler -> task).\n",
+		.group = { { sw_flags, c, NULL } },
+	};
+
+	kit_parse(&cli, argc, argv);
 }
 
 static int bench(const struct sw_cfg *c, smart_worker_t *w)
@@ -105,13 +98,13 @@ static int bench(const struct sw_cfg *c, smart_worker_t *w)
 		printf("{\"tasks\":%d,\"yields_per_run\":%ld,\"runs\":%d,"
 		       "\"yield_ns_median\":%.2f,\"jump_ns_median\":%.2f,"
 		       "\"yield_ns_min\":%.2f,\"yield_ns_max\":%.2f}\n",
-		       c->tasks, c->yields * c->tasks, c->runs, med, med / 2,
+		       c->tasks, (long)c->yields * c->tasks, c->runs, med, med / 2,
 		       ns[0], ns[c->runs - 1]);
 	else
 		printf("coroutine switch: %d tasks, %d runs of %ld yields: "
 		       "median %.2f ns per yield (task->scheduler->task), "
 		       "%.2f ns per jump; min %.2f, max %.2f\n", c->tasks,
-		       c->runs, c->yields * c->tasks, med, med / 2, ns[0],
+		       c->runs, (long)c->yields * c->tasks, med, med / 2, ns[0],
 		       ns[c->runs - 1]);
 	return 0;
 }
@@ -122,10 +115,9 @@ int main(int argc, char **argv)
 	smart_opts_t *o = NULL;
 	smart_ctx_t *ctx = NULL;
 	smart_worker_t *w = NULL;
-	int rc = parse(argc, argv, &c);
+	int rc;
 
-	if (rc >= 0)
-		return rc;
+	parse(argc, argv, &c);
 	rc = smart_opts_create(&o);
 	if (!rc && c.tasks > 64) {
 		char buf[16];

@@ -7,101 +7,64 @@
  * blade: WRITE a pattern then READ it back (read/write), or FAA a private
  * counter and check the old value (faa), or CAS it forward (cas).  Exit 0
  * when every probe succeeded (and verified), 1 otherwise, 2 on bad usage.
- * Public API only.
+ * Public API and the kit (flags, the ctx joined to the blade) only.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "smart/smart.h"
+#include "kit.h"
+
+#define TOOL "smart-ping"
 
 struct ping_cfg {
-	const char *target;
-	const char *transport;
-	const char *secret_file;
-	long count;
+	struct kit_common com;	/* transport, secret file, the target */
+	int count;
 	double interval;
-	uint32_t size;
-	int op;		/* 0 read, 1 write, 2 cas, 3 faa */
+	int size;
+	int op;		/* index in ops: read, write, cas, faa */
 	int verify;
 	int quiet;
 };
 
-static const char *const ops[] = { "read", "write", "cas", "faa" };
+static const char *const ops[] = { "read", "write", "cas", "faa", NULL };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: smart-ping [options] HOST:PORT\n"
-"  --count N           probes [10]\n"
-"  --interval S        seconds between probes [0.2]\n"
-"  --size B            bytes per read/write probe, 1..4096 [8]\n"
-"  --op read|write|cas|faa   [read]\n"
-"  --verify            check data end to end on every probe\n"
-"  --transport NAME    shm | verbs [shm, or SMART_TRANSPORT]\n"
-"  --secret-file F     the blade's secret [SMART_SECRET_FILE]\n"
-"  --quiet             only the summary\n"
-"  --help, --version\n");
-}
+#define P struct ping_cfg
+static const struct kit_flag ping_flags[] = {
+	KIT_INT("count", P, count, 1, 100000000, "N", "probes [10]"),
+	KIT_TIME("interval", P, interval, 0, 3600, "S",
+		 "time between probes, e.g. 0.2 or 50ms [0.2]"),
+	KIT_INT("size", P, size, 1, 4096, "B",
+		"bytes per read/write probe, 1..4096 [8]"),
+	KIT_CHOICE("op", P, op, ops, "read|write|cas|faa", "the probe [read]"),
+	KIT_FLAG("verify", P, verify, "check data end to end on every probe"),
+	KIT_LIBOPT("transport", P, com.transport, "transport", "shm|verbs",
+		   "transport [shm, or SMART_TRANSPORT]"),
+	KIT_LIBOPT("secret-file", P, com.secret_file, "secret_file", "FILE",
+		   "the blade's secret [SMART_SECRET_FILE]"),
+	KIT_FLAG("quiet", P, quiet, "only the summary"),
+	KIT_END,
+};
+#undef P
 
-static int parse(int argc, char **argv, struct ping_cfg *c)
+static void parse(int argc, char **argv, struct ping_cfg *c)
 {
-	static const struct option lo[] = {
-		{ "count", 1, 0, 'c' }, { "interval", 1, 0, 'i' },
-		{ "size", 1, 0, 's' }, { "op", 1, 0, 'o' },
-		{ "verify", 0, 0, 'v' }, { "transport", 1, 0, 't' },
-		{ "secret-file", 1, 0, 'f' }, { "quiet", 0, 0, 'q' },
-		{ "help", 0, 0, 'h' }, { "version", 0, 0, 'V' }, { 0, 0, 0, 0 },
+	struct kit_cli cli = {
+		.tool = TOOL,
+		.synopsis = TOOL " [flags] HOST:PORT",
+		.about = "  Probe a memory blade with one-sided ops, one op and "
+			 "one sync each.\n",
+		.group = { { ping_flags, c, NULL } },
+		.nargs = 1,
+		.args = "HOST:PORT",
 	};
-	char *end;
-	int ch, i;
+	int pos = kit_parse(&cli, argc, argv);
 
-	while ((ch = getopt_long(argc, argv, "c:i:s:o:vt:f:q", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'c': c->count = strtol(optarg, &end, 10);
-			if (*end || c->count < 1 || c->count > 100000000)
-				goto bad;
-			break;
-		case 'i': c->interval = strtod(optarg, &end);
-			if (*end || c->interval < 0 || c->interval > 3600)
-				goto bad;
-			break;
-		case 's': c->size = (uint32_t)strtoul(optarg, &end, 10);
-			if (*end || c->size < 1 || c->size > 4096)
-				goto bad;
-			break;
-		case 'o':
-			for (i = 0; i < 4 && strcmp(optarg, ops[i]); i++)
-				;
-			if (i == 4)
-				goto bad;
-			c->op = i;
-			break;
-		case 'v': c->verify = 1; break;
-		case 't': c->transport = optarg; break;
-		case 'f': c->secret_file = optarg; break;
-		case 'q': c->quiet = 1; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("smart-ping %s\n", SMART_VERSION_STRING);
-			return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return 2;
-	}
-	c->target = argv[optind];
+	c->com.connect.v[c->com.connect.n++] = argv[pos];
 	if (c->op >= 2)
 		c->size = 8;
-	return -1;
-bad:
-	fprintf(stderr, "smart-ping: bad value '%s' (see --help)\n", optarg);
-	return 2;
 }
 
 struct ping {
@@ -149,37 +112,32 @@ static int probe(struct ping *p, long seq)
 	return 0;
 }
 
-static int ping_setup(struct ping *p, smart_ctx_t **ctx)
+/* The ctx joined to the blade (the kit's environment, with a small
+ * buffer pool: a probe needs two 4 KiB buffers), a block of the blade to
+ * probe, and the counter word zeroed for cas/faa. */
+static int ping_setup(struct ping *p, struct kit_env *e)
 {
+	static const char *const kv[] = { "buf_pool=4M", NULL };
 	const struct ping_cfg *c = p->c;
-	smart_opts_t *o;
-	uint16_t blade;
 	uint64_t zero = 0;
-	int rc = smart_opts_create(&o);
+	int rc = kit_env_open(e, &c->com, kv);
 
-	if (!rc && c->transport)
-		rc = smart_opts_set(o, "transport", c->transport);
-	if (!rc && c->secret_file)
-		rc = smart_opts_set(o, "secret_file", c->secret_file);
-	if (!rc)
-		rc = smart_opts_set(o, "buf_pool", "4M");
-	if (!rc)
-		rc = smart_ctx_create(o, ctx);
-	smart_opts_destroy(o);
-	if (!rc)
-		rc = smart_ctx_connect(*ctx, c->target, &blade);
-	if (!rc)
-		rc = smart_worker_create(*ctx, &p->w);
+	if (rc)
+		return rc;
+	rc = smart_worker_create(e->ctx, &p->w);
 	if (!rc)
 		rc = smart_buf_alloc(p->w, 4096, (void **)&p->buf);
 	if (!rc)
 		rc = smart_buf_alloc(p->w, 4096, (void **)&p->back);
 	if (!rc)
-		rc = smart_alloc(p->w, blade, 4096, &p->block);
+		rc = smart_alloc(p->w, e->blade[0], 4096, &p->block);
 	if (!rc && c->op >= 2)
 		rc = smart_write_sync(p->w, p->block, &zero, 8);
 	if (!rc)
 		memset(p->buf, 0x5a, 4096);
+	else
+		fprintf(stderr, TOOL ": %s: %s\n", c->com.connect.v[0],
+			smart_strerror(rc));
 	return rc;
 }
 
@@ -200,8 +158,8 @@ static void summary(const struct ping_cfg *c, const double *rtt, long ok,
 	}
 	mean = ok ? sum / (double)ok : 0;
 	mdev = ok ? sqrt(sq / (double)ok - mean * mean) : 0;
-	printf("--- %s smart-ping (%s, %u B) ---\n", c->target, ops[c->op],
-	       c->size);
+	printf("--- %s smart-ping (%s, %d B) ---\n", c->com.connect.v[0],
+	       ops[c->op], c->size);
 	printf("%ld probes, %ld ok, %ld failed%s\n", ok + failed, ok, failed,
 	       c->verify ? ", data verified" : "");
 	if (ok)
@@ -211,26 +169,19 @@ static void summary(const struct ping_cfg *c, const double *rtt, long ok,
 		       smart_hist_quantile(&h, 0.99) / 1000);
 }
 
-static void nap(double s)
-{
-	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
-
-	nanosleep(&ts, NULL);
-}
-
 int main(int argc, char **argv)
 {
 	struct ping_cfg c = { .count = 10, .interval = 0.2, .size = 8 };
 	struct ping p = { .c = &c };
-	smart_ctx_t *ctx = NULL;
+	struct kit_env env = { 0 };
 	double *rtt;
 	long seq, ok = 0, failed = 0;
-	int rc = parse(argc, argv, &c);
+	int rc;
 
-	if (rc >= 0)
-		return rc;
+	kit_common_init(&c.com, TOOL);
+	parse(argc, argv, &c);
 	rtt = calloc((size_t)c.count, sizeof(*rtt));
-	rc = rtt ? ping_setup(&p, &ctx) : SMART_ENOMEM;
+	rc = rtt ? ping_setup(&p, &env) : SMART_ENOMEM;
 	for (seq = 0; !rc && seq < c.count; seq++) {
 		uint64_t t0 = smart_now_ns();
 		int r = probe(&p, seq);
@@ -241,21 +192,16 @@ int main(int argc, char **argv)
 		else
 			failed++;
 		if (!c.quiet)
-			printf("seq=%ld op=%s size=%u rtt=%.2f us%s\n", seq,
+			printf("seq=%ld op=%s size=%d rtt=%.2f us%s\n", seq,
 			       ops[c.op], c.size, us, r == 0 ? "" : r == 1 ?
 			       " VERIFY FAILED" : " ERROR");
 		if (seq + 1 < c.count && c.interval > 0)
-			nap(c.interval);
+			kit_sleep(c.interval);
 	}
-	if (rc)
-		fprintf(stderr, "smart-ping: %s: %s\n", c.target,
-			smart_strerror(rc));
-	else
+	if (!rc)
 		summary(&c, rtt, ok, failed);
 	free(rtt);
-	if (p.w)
-		smart_worker_destroy(p.w);
-	if (ctx)
-		smart_ctx_destroy(ctx);
+	smart_worker_destroy(p.w);
+	kit_env_close(&env);
 	return rc ? 1 : failed ? 1 : 0;
 }

@@ -5,73 +5,67 @@
  *
  * Security rule: a blade without a secret accepts any local process.  That
  * is allowed only with --insecure AND a loopback listen address; otherwise
- * smartd refuses to start (exit 2).  Uses only the public headers.
+ * smartd refuses to start (exit 2).  Uses only the public headers and the
+ * kit (its flags).
  *
  * Exit codes: 0 clean shutdown, 1 the blade could not start, 2 bad usage.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "smart/smart.h"
+#include "kit.h"
+
+#define TOOL "smartd"
 
 struct args {
 	struct smart_blade_config cfg;
-	const char *secret_file;
-	const char *log_level;
-	int insecure;
+	uint64_t size, chunk;
+	int id, hugepages, insecure, ib_port, gid_index, lease_ms;
+	int transport, log_level;	/* indexes in the names; -1 unset */
+	const char *listen, *secret_file, *device;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"usage: smartd --size SIZE [options]\n"
-"  --size SIZE          region size, K/M/G suffixes (e.g. 1G); >= 1M\n"
-"  --listen HOST:PORT   listen address [127.0.0.1:7470]\n"
-"  --id N               blade id, 0..1023 [0]\n"
-"  --hugepages          require huge pages for the region\n"
-"  --secret-file FILE   shared secret for clients (env SMART_SECRET_FILE)\n"
-"  --insecure           run without a secret (loopback addresses only)\n"
-"  --chunk-size SIZE    allocator chunk, power of two [1M]\n"
-"  --transport NAME     shm | verbs [SMART_TRANSPORT, else shm]\n"
-"  --device NAME        verbs: RDMA device [first with an active port]\n"
-"  --ib-port N          verbs: port [first active]\n"
-"  --gid-index N        verbs: GID index [a RoCE v2 GID on Ethernet]\n"
-"  --lease-ms MS        client lease duration, 10..600000 [2000]: a\n"
-"                       client silent this long is fenced (docs/leases.md)\n"
-"  --log-level LEVEL    error|warn|info|debug [warn]\n"
-"  --help, --version\n");
-}
+static const char *const transports[] = { "shm", "verbs", NULL };
+static const char *const levels[] = { "error", "warn", "info", "debug",
+				      NULL };
 
-/* Decimal number with an optional K/M/G suffix; 0 on success. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	uint64_t v = 0, mul = 1;
-	const char *p = s;
-
-	if (*p < '0' || *p > '9')
-		return -1;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	switch (*p) {
-	case 'k': case 'K': mul = UINT64_C(1) << 10; p++; break;
-	case 'm': case 'M': mul = UINT64_C(1) << 20; p++; break;
-	case 'g': case 'G': mul = UINT64_C(1) << 30; p++; break;
-	default: break;
-	}
-	if (*p || (v && mul > UINT64_MAX / v))
-		return -1;
-	*out = v * mul;
-	return 0;
-}
+#define A struct args
+static const struct kit_flag smartd_flags[] = {
+	KIT_SIZE("size", A, size, 1 << 20, (double)(1ull << 48), "SIZE",
+		 "region size (e.g. 1G), 1M..256T"),
+	KIT_STR("listen", A, listen, "HOST:PORT",
+		"listen address [127.0.0.1:7470]"),
+	KIT_INT("id", A, id, 0, SMART_BLADE_ID_MAX, "N",
+		"blade id, 0..1023 [0]"),
+	KIT_FLAG("hugepages", A, hugepages,
+		 "require huge pages for the region"),
+	KIT_STR("secret-file", A, secret_file, "FILE",
+		"shared secret for clients (env SMART_SECRET_FILE)"),
+	KIT_FLAG("insecure", A, insecure,
+		 "run without a secret (loopback addresses only)"),
+	KIT_SIZE("chunk-size", A, chunk, 4096, 1 << 30, "SIZE",
+		 "allocator chunk, a power of two, 4K..1G [1M]"),
+	KIT_CHOICE("transport", A, transport, transports, "shm|verbs",
+		   "transport [SMART_TRANSPORT, else shm]"),
+	KIT_STR("device", A, device, "NAME",
+		"verbs: RDMA device [first with an active port]"),
+	KIT_INT("ib-port", A, ib_port, 1, 255, "N",
+		"verbs: port [first active]"),
+	KIT_INT("gid-index", A, gid_index, 0, 1023, "N",
+		"verbs: GID index [a RoCE v2 GID on Ethernet]"),
+	KIT_INT("lease-ms", A, lease_ms, SMART_LEASE_MS_MIN, SMART_LEASE_MS_MAX,
+		"MS", "client lease, 10..600000 ms [2000]: a client silent "
+		"this long is fenced (docs/leases.md)"),
+	KIT_CHOICE("log-level", A, log_level, levels, "error|warn|info|debug",
+		   "log level [warn]"),
+	KIT_END,
+};
+#undef A
 
 /* "host:port" names a loopback address: localhost, 127/8 or [::1]. */
 static int is_loopback(const char *hostport)
@@ -99,162 +93,77 @@ static int is_loopback(const char *hostport)
 	return 0;
 }
 
-static int bad(const char *opt, const char *val)
+/* The flags, then what they say together; refusals exit 2. */
+static void parse_args(struct args *a, int argc, char **argv)
 {
-	fprintf(stderr, "smartd: bad value for %s: '%s' (see --help)\n", opt,
-		val);
-	return 2;
-}
-
-static int parse_opt(struct args *a, int c, const char *v)
-{
-	uint64_t x;
-
-	switch (c) {
-	case 's':
-		return parse_size(v, &a->cfg.size) ? bad("--size", v) : 0;
-	case 'l':
-		a->cfg.listen = v;
-		return 0;
-	case 'i':
-		if (parse_size(v, &x) || x > 1023 || strpbrk(v, "kKmMgG"))
-			return bad("--id", v);
-		a->cfg.id = (uint16_t)x;
-		return 0;
-	case 'H':
-		a->cfg.hugepages = 1;
-		return 0;
-	case 'f':
-		a->secret_file = v;
-		return 0;
-	case 'c':
-		if (parse_size(v, &x) || x > UINT32_MAX)
-			return bad("--chunk-size", v);
-		a->cfg.chunk_size = (uint32_t)x;
-		return 0;
-	case 't':
-		a->cfg.transport = v;
-		return 0;
-	case 'L':
-		if (strcmp(v, "error") && strcmp(v, "warn") &&
-		    strcmp(v, "info") && strcmp(v, "debug"))
-			return bad("--log-level", v);
-		a->log_level = v;
-		return 0;
-	case 'I':
-		a->insecure = 1;
-		return 0;
-	case 'D':
-		a->cfg.device = v;
-		return 0;
-	case 'P':
-		if (parse_size(v, &x) || x < 1 || x > 255 || strpbrk(v, "kKmMgG"))
-			return bad("--ib-port", v);
-		a->cfg.ib_port = (int)x;
-		return 0;
-	case 'G':
-		if (parse_size(v, &x) || x > 1023 || strpbrk(v, "kKmMgG"))
-			return bad("--gid-index", v);
-		a->cfg.gid_index = (int)x;
-		return 0;
-	case 'M':
-		if (parse_size(v, &x) || x < SMART_LEASE_MS_MIN ||
-		    x > SMART_LEASE_MS_MAX || strpbrk(v, "kKmMgG"))
-			return bad("--lease-ms", v);
-		a->cfg.lease_ms = (uint32_t)x;
-		return 0;
-	default:
-		return 2;
-	}
-}
-
-/* Returns -1 to go on, else an exit code. */
-static int parse_args(struct args *a, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "size", required_argument, NULL, 's' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "id", required_argument, NULL, 'i' },
-		{ "hugepages", no_argument, NULL, 'H' },
-		{ "secret-file", required_argument, NULL, 'f' },
-		{ "chunk-size", required_argument, NULL, 'c' },
-		{ "transport", required_argument, NULL, 't' },
-		{ "log-level", required_argument, NULL, 'L' },
-		{ "insecure", no_argument, NULL, 'I' },
-		{ "device", required_argument, NULL, 'D' },
-		{ "ib-port", required_argument, NULL, 'P' },
-		{ "gid-index", required_argument, NULL, 'G' },
-		{ "lease-ms", required_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+	struct kit_cli cli = {
+		.tool = TOOL,
+		.synopsis = TOOL " --size SIZE [flags]",
+		.about = "  A memory blade: serves a region to compute "
+			 "processes until SIGINT/SIGTERM.\n",
+		.group = { { smartd_flags, a, NULL } },
 	};
-	int c, rc, have_size = 0;
 
-	smart_blade_config_init(&a->cfg);
-	a->cfg.hugepages = 0;	/* so that the start line is exact */
-	a->cfg.transport = getenv("SMART_TRANSPORT");
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		if (c == 'V') {
-			printf("smartd %s\n", SMART_VERSION_STRING);
-			return 0;
-		}
-		if (c == '?') {
-			usage(stderr);
-			return 2;
-		}
-		have_size |= c == 's';
-		rc = parse_opt(a, c, optarg);
-		if (rc)
-			return rc;
-	}
-	if (optind < argc) {
-		fprintf(stderr, "smartd: unexpected argument '%s'\n",
-			argv[optind]);
-		return 2;
-	}
-	if (!have_size) {
-		fprintf(stderr, "smartd: --size is required (e.g. --size 1G)\n");
-		return 2;
-	}
-	return -1;
+	a->transport = a->log_level = a->gid_index = -1;
+	kit_parse(&cli, argc, argv);
+	if (!a->size)
+		kit_bad(TOOL, "size", NULL, "is required (e.g. --size 1G)");
+	if (a->chunk & (a->chunk - 1))
+		kit_bad(TOOL, "chunk-size", NULL, "want a power of two, not %"
+			PRIu64, a->chunk);
 }
 
-/* Secret from --secret-file or SMART_SECRET_FILE; the insecure rule. */
-static int load_secret(struct args *a, char **secret)
+/* The blade's configuration from the flags (and SMART_TRANSPORT). */
+static void blade_config(struct args *a)
+{
+	struct smart_blade_config *c = &a->cfg;
+
+	smart_blade_config_init(c);
+	c->size = a->size;
+	c->hugepages = a->hugepages;	/* off unless asked: the start line */
+	c->id = (uint16_t)a->id;
+	if (a->listen)
+		c->listen = a->listen;
+	if (a->chunk)
+		c->chunk_size = (uint32_t)a->chunk;
+	c->transport = a->transport >= 0 ? transports[a->transport] :
+		       getenv("SMART_TRANSPORT");
+	c->device = a->device;
+	if (a->ib_port)
+		c->ib_port = a->ib_port;
+	if (a->gid_index >= 0)
+		c->gid_index = a->gid_index;
+	if (a->lease_ms)
+		c->lease_ms = (uint32_t)a->lease_ms;
+}
+
+/* Secret from --secret-file or SMART_SECRET_FILE; the insecure rule.
+ * Every refusal is bad input: exit 2. */
+static void load_secret(struct args *a, char **secret)
 {
 	const char *f = a->secret_file ? a->secret_file :
 			getenv("SMART_SECRET_FILE");
 	size_t len;
 
 	if (f && *f) {
-		if (smart_secret_load(f, secret, &len)) {
-			fprintf(stderr, "smartd: cannot use secret file '%s' "
-				"(must exist and hold 1..4096 bytes)\n", f);
-			return 2;
-		}
+		if (smart_secret_load(f, secret, &len))
+			kit_bad(TOOL, a->secret_file ? "secret-file" : NULL, f,
+				"%scannot use the secret file (it must exist "
+				"and hold 1..4096 bytes)", a->secret_file ? "" :
+				"SMART_SECRET_FILE: ");
 		a->cfg.secret = *secret;
 		a->cfg.secret_len = len;
-		return 0;
+		return;
 	}
-	if (!a->insecure) {
-		fprintf(stderr, "smartd: no shared secret: give --secret-file "
+	if (!a->insecure)
+		kit_bad(TOOL, NULL, NULL, "no shared secret: give --secret-file "
 			"or SMART_SECRET_FILE (or --insecure on a loopback "
-			"address)\n");
-		return 2;
-	}
-	if (!is_loopback(a->cfg.listen)) {
-		fprintf(stderr, "smartd: --insecure is allowed only on a "
-			"loopback address, not %s\n", a->cfg.listen);
-		return 2;
-	}
-	fprintf(stderr, "smartd: warning: running without a secret "
+			"address)");
+	if (!is_loopback(a->cfg.listen))
+		kit_bad(TOOL, "insecure", a->cfg.listen, "allowed only on a "
+			"loopback address");
+	fprintf(stderr, TOOL ": warning: running without a secret "
 		"(--insecure): any local process may connect\n");
-	return 0;
 }
 
 static int serve(const struct args *a)
@@ -295,14 +204,16 @@ int main(int argc, char **argv)
 	int rc;
 
 	memset(&a, 0, sizeof(a));
-	rc = parse_args(&a, argc, argv);
-	if (rc >= 0)
-		return rc;
-	if (a.log_level && setenv("SMART_LOG_LEVEL", a.log_level, 1))
-		return bad("--log-level", a.log_level);
-	rc = load_secret(&a, &secret);
-	if (!rc)
-		rc = serve(&a);
+	parse_args(&a, argc, argv);
+	blade_config(&a);
+	/* the blade's log reads its level from the environment */
+	if (a.log_level >= 0 &&
+	    setenv("SMART_LOG_LEVEL", levels[a.log_level], 1)) {
+		perror(TOOL ": setenv");
+		return 1;
+	}
+	load_secret(&a, &secret);
+	rc = serve(&a);
 	free(secret);
 	return rc;
 }

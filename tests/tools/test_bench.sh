@@ -42,6 +42,9 @@ tiny=(--keys 3000 --seconds 0.2 --threads 2 --coros 4)
 
 check help "$b" ycsb --help
 has help-text "--workload"
+has help-common "--techniques LIST"
+check help-top "$b" --help
+has help-top-text "^  ycsb "
 check version "$b" --version
 has version-text "^smart-bench [0-9]"
 
@@ -110,28 +113,46 @@ else
 	echo "FAIL smartd did not start:"; cat "$tmp"/smartd*.log; fail=1
 fi
 
-refuse workload-e "workload e is not supported by ht \(no range scans\)" \
+refuse workload-e "^smart-bench: --workload: workload e is not supported by ht \(no range scans\)" \
 	"$b" ycsb --workload e
-refuse ds-bt "ds bt is not built yet" "$b" ycsb --ds bt
-refuse workload-bad "unknown workload 'z'" "$b" ycsb --workload z
-refuse keys-bad "bad value '12x' for --keys" "$b" ycsb --keys 12x
-refuse keys-zero "bad value '0' for --keys" "$b" ycsb --keys 0
-refuse keys-neg "bad value '-5' for --keys" "$b" ycsb --keys -5
-refuse zipf-bad "bad value '1.5' for --zipf" "$b" ycsb --zipf 1.5
-refuse zipf-nan "bad value 'nan' for --zipf" "$b" ycsb --zipf nan
-refuse seconds-bad "bad value '0' for --seconds" "$b" ycsb --seconds 0
-refuse threads-bad "bad value '0' for --threads" "$b" ycsb --threads 0
-refuse coros-bad "bad value '5000' for --coros" "$b" ycsb --coros 5000
-refuse vsize-bad "bad value '4' for --value-size" "$b" ycsb --value-size 4
-refuse vsize-big "bad value '9000' for --value-size" "$b" ycsb --value-size 9000
-refuse ksize-small "too few for 100000 keys" "$b" ycsb --key-size 8
-refuse no-bench "usage" "$b"
-refuse other-bench "unknown benchmark 'tpcc'" "$b" tpcc
-refuse unknown-flag "usage" "$b" ycsb --frobnicate
-refuse stray-arg "unexpected argument 'x'" "$b" ycsb x
-refuse bad-opt "--opt no_such_key=1" "$b" ycsb --keys 100 --seconds 0.1 \
-	--opt no_such_key=1
-refuse bad-opts "bad library option" "$b" ycsb --keys 100 --seconds 0.1 \
-	--qp-mode sideways
+refuse ds-bt "^smart-bench: --ds: ds bt is not built yet" "$b" ycsb --ds bt
+refuse ksize-small "^smart-bench: --key-size: 8 leaves 4 digits: too few for 100000 keys" \
+	"$b" ycsb --key-size 8
+refuse no-bench "^usage: smart-bench BENCHMARK" "$b"
+refuse other-bench "^smart-bench: unknown benchmark .*\('tpcc'\)" "$b" tpcc
+refuse stray-arg "^smart-bench: unexpected argument \('x'\)" "$b" ycsb x
+# every bad value names its flag and the value, and exits 2
+bad() { # bad FLAG VALUE [MORE ARGS...]: smart-bench ycsb --FLAG VALUE
+	refuse "bad-$1-$2" "^smart-bench: --$1: .*\('$2'\)$" "$b" ycsb --$1 "$2" "${@:3}"
+}
+bad workload z
+bad ds foo
+bad keys 12x
+bad keys 0
+bad keys -5
+bad zipf 1.5
+bad zipf nan
+bad seconds 0
+bad seconds 3x
+bad threads 0
+bad threads 5000
+bad coros 5000
+bad value-size 4
+bad value-size 9000
+bad key-size 300
+bad blade-size 1K
+bad qp-mode sideways --keys 100 --seconds 0.1
+bad credit 5000
+bad transport ib
+bad opt no_such_key=1 --keys 100 --seconds 0.1
+bad opt credit=x
+refuse unknown-flag "^smart-bench: --frobnicate: unknown" "$b" ycsb --frobnicate
+refuse missing-value "^smart-bench: --keys: needs a value" "$b" ycsb --keys
+refuse flag-value "^smart-bench: --uniform: takes no value" "$b" ycsb --uniform=1
+SMART_QP_MODE=nope "$b" ycsb --keys 100 --seconds 0.1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 2 ] && grep -q "SMART_QP_MODE" "$tmp/err"; then
+	echo "ok   bad-env (refused)"; else
+	echo "FAIL bad-env: status $rc"; cat "$tmp/err"; fail=1; fi
 [ $fail -eq 0 ] && echo "bench: all passed" || echo "bench: FAILED"
 exit $fail

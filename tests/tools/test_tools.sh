@@ -19,6 +19,13 @@ refuse() { # refuse NAME COMMAND...: must fail with status 1 or 2, no crash
 	if [ $rc -eq 1 ] || [ $rc -eq 2 ]; then echo "ok   $1 (refused, $rc)"; else
 		echo "FAIL $1: status $rc"; cat "$tmp/out"; fail=1; fi
 }
+badflag() { # badflag FLAG COMMAND...: exit 2, "<tool>: --FLAG: why" on output
+	"${@:2}" >"$tmp/out" 2>&1; local rc=$? tool=${2##*/}
+	if [ $rc -eq 2 ] && grep -qE -- "^$tool: --$1: " "$tmp/out"; then
+		echo "ok   $tool-bad-$1 (refused, named)"; else
+		echo "FAIL $tool-bad-$1: status $rc, wanted 2 and '$tool: --$1: '"
+		cat "$tmp/out"; fail=1; fi
+}
 has() { # has NAME PATTERN: the last output matches
 	if grep -qE "$2" "$tmp/out"; then echo "ok   $1"; else
 		echo "FAIL $1: no '$2' in:"; cat "$tmp/out"; fail=1; fi
@@ -33,9 +40,14 @@ for _ in $(seq 100); do grep -q "serving" "$tmp/smartd.log" && break; sleep 0.1;
 addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd.log")
 [ -n "$addr" ] || { echo "FAIL smartd did not start:"; cat "$tmp/smartd.log"; exit 1; }
 
-check help-smartd "$bin/smartd" --help
-check help-ping "$bin/smart-ping" --help
-check help-perf "$bin/smart-perf" --help
+for t in smartd smart-ping smart-perf smart-bench smart-switch-bench; do
+	check "help-$t" "$bin/$t" --help
+	has "help-$t-usage" "^usage: $t "
+	check "version-$t" "$bin/$t" --version
+	has "version-$t-text" "^$t [0-9]+\\.[0-9]+"
+done
+check help-bench-ycsb "$bin/smart-bench" ycsb --help
+has help-bench-ycsb-flags "^usage: smart-bench ycsb .*|--workload"
 check list-options "$bin/smart-perf" --list-options
 has list-options-keys "qp_mode.*nic_model|nic_model"
 for op in read write cas faa; do
@@ -60,6 +72,44 @@ refuse perf-raw-remote "$bin/smart-perf" --raw --connect "$addr"
 refuse perf-bad-opt "$bin/smart-perf" --opt no_such_key=1 --seconds 0.1 --blade-size 16M
 refuse smartd-no-size "$bin/smartd" --listen 127.0.0.1:0 --insecure
 refuse smartd-bad-size "$bin/smartd" --size 12Q --insecure
+# every bad value names its flag and exits 2
+p=$bin/smart-perf
+badflag qp-mode "$p" --qp-mode foo
+badflag op "$p" --op frobnicate
+badflag size "$p" --op cas --size 16
+badflag size "$p" --size 12Q
+badflag threads "$p" --threads 0
+badflag depth "$p" --depth 5000
+badflag seconds "$p" --seconds 0
+badflag zipf "$p" --zipf 1.5
+badflag credit "$p" --credit -1
+badflag transport "$p" --transport ib
+badflag opt "$p" --opt no_such_key=1
+badflag opt "$p" --opt credit=99999
+badflag blade-size "$p" --blade-size 1K
+badflag batch "$p" --batch 0
+badflag keys "$p" --keys 0
+badflag raw "$p" --raw --connect "$addr"
+badflag connect "$p" --connect "$addr" --connect "$addr"
+badflag json "$p" --json=1
+badflag threads "$p" --threads
+badflag frobnicate "$p" --frobnicate
+badflag count "$bin/smart-ping" --count -3 "$addr"
+badflag op "$bin/smart-ping" --op swap "$addr"
+badflag interval "$bin/smart-ping" --interval 1x "$addr"
+badflag size "$bin/smart-ping" --size 0 "$addr"
+badflag transport "$bin/smart-ping" --transport ib "$addr"
+badflag size "$bin/smartd" --size 12Q --insecure
+badflag size "$bin/smartd" --listen 127.0.0.1:0 --insecure
+badflag id "$bin/smartd" --size 1G --id 5000
+badflag chunk-size "$bin/smartd" --size 1G --chunk-size 3000
+badflag chunk-size "$bin/smartd" --size 1G --chunk-size 12K
+badflag transport "$bin/smartd" --size 1G --transport ib
+badflag log-level "$bin/smartd" --size 1G --log-level loud
+badflag ib-port "$bin/smartd" --size 1G --ib-port 0
+badflag insecure "$bin/smartd" --size 16M --insecure --listen 10.1.2.3:7470
+badflag runs "$bin/smart-switch-bench" --runs 0
+badflag tasks "$bin/smart-switch-bench" --tasks x
 # the blade survived all of that and still serves
 check ping-after "$bin/smart-ping" --count 3 --interval 0 --secret-file "$tmp/secret" "$addr"
 kill -TERM $pid; wait $pid; rc=$?; pid=

@@ -4,10 +4,10 @@
  * contract checked here), run unchanged on every transport.
  *
  * How a transport uses it: a tests/transport/test_transport_<name>.c file
- * does `#include "transport/conformance.c"` (the CMake glob builds each
- * test_*.c alone, so the suite is compiled into each instantiation rather
- * than linked), fills a struct smart_conf_env and returns
- * smart_conformance_run(&env, argc > 1 ? argv[1] : NULL).
+ * includes this header, fills a struct smart_conf_env and returns
+ * smart_conformance_run(&env, argc > 1 ? argv[1] : NULL).  The suite is
+ * the folder conformance/ (one file per case group), which the build
+ * makes a library linked into every test of tests/transport.
  *
  * Invariants: the suite touches the transport only through env->ops and
  * env->open_domain; every case opens and closes its own domains, so cases

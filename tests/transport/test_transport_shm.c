@@ -1,14 +1,13 @@
 /*
- * The transport conformance suite (conformance.c) run on the shm
+ * The transport conformance suite (conformance/) run on the shm
  * transport.  shm regions are memfds, so a forked child can attach them
  * (the fd is passed or inherited): both fork cases run.  Each case runs in
  * its own child process so one failure does not hide the others.
  *
- * The suite is compiled in by inclusion because the CMake glob builds
- * each tests/transport/test_*.c as its own executable.
  * Usage: test_transport_shm [case-name-substring]
  */
-#include "transport/conformance.c"
+#include "harness/test.h"
+#include "transport/conformance.h"
 
 int main(int argc, char **argv)
 {

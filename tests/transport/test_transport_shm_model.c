@@ -1,5 +1,5 @@
 /*
- * The transport conformance suite (conformance.c) run on the shm
+ * The transport conformance suite (conformance/) run on the shm
  * transport with the RNIC model on (docs/nic-model.md): delayed
  * completions, a rate-limited device, doorbell spinlocks and WQE-cache
  * misses must not change any rule of the contract.
@@ -10,7 +10,11 @@
  * "doorbells=1,wqe_cache=4" to run the suite under heavy contention.
  * Usage: test_transport_shm_model [case-name-substring]
  */
-#include "transport/conformance.c"
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness/test.h"
+#include "transport/conformance.h"
 
 static int model_open(const struct smart_conf_env *env, int blade_side,
 		      struct smart_tp_domain **out)

@@ -1,5 +1,5 @@
 /*
- * The transport conformance suite (conformance.c) run on the verbs
+ * The transport conformance suite (conformance/) run on the verbs
  * transport, over whatever RDMA device is there: rxe0 inside the test VM
  * (tests/vm/vm-run.sh), a real NIC on a real host.  On a host without any
  * RDMA device it skips, saying so; `make test` runs it inside the VM.
@@ -10,8 +10,11 @@
  * percent, default 10).  Usage: test_transport_verbs [case-substring]
  */
 #include <infiniband/verbs.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "transport/conformance.c"
+#include "harness/test.h"
+#include "transport/conformance.h"
 
 /* 1 with any RDMA device; *soft = 1 when the first one is Soft-RoCE. */
 static int have_rdma_device(int *soft)

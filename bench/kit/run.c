@@ -1,0 +1,210 @@
+/*
+ * The runner: the threads of a run and the phases they go through
+ * (KIT_PREP, KIT_RUN, KIT_STOP), the measured window with the library's
+ * stats as a delta over it, latency quantiles and progress lines.
+ *
+ * Invariants: the phase only moves forward; a thread that failed its
+ * setup still reports ready, so the main thread never waits for ever;
+ * every started thread is joined, also when starting another failed.
+ * The window's stats are the library's, read by snapshot at its two ends:
+ * what other work of the process does in between is counted too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kit.h"
+
+#define NS_PER_S 1000000000ull
+
+void kit_sleep(double secs)
+{
+	struct timespec ts = { (time_t)secs,
+			       (long)((secs - (double)(time_t)secs) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int kit_runner_start(struct kit_runner *r, int n, void *(*fn)(void *),
+		     void *arr, size_t elem)
+{
+	int i;
+
+	/* a runner may be started again for another run (smart-perf
+	 * --vs-raw), so these are stores, not initialisations */
+	atomic_store(&r->phase, KIT_PREP);
+	atomic_store(&r->ready, 0);
+	r->n = 0;
+	r->th = calloc((size_t)n, sizeof(*r->th));
+	if (!r->th)
+		return SMART_ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (pthread_create(&r->th[i], NULL, fn,
+				   (char *)arr + (size_t)i * elem)) {
+			kit_runner_set(r, KIT_STOP);
+			kit_runner_join(r);
+			return SMART_ESYS;
+		}
+		r->n++;
+	}
+	return 0;
+}
+
+void kit_runner_ready(struct kit_runner *r)
+{
+	atomic_fetch_add(&r->ready, 1);
+}
+
+/* A thread waits off the CPU: on a machine with fewer cores than threads
+ * a spinning waiter would steal the time of the ones still preparing. */
+int kit_runner_await(struct kit_runner *r, int ph)
+{
+	int now;
+
+	while ((now = atomic_load(&r->phase)) < ph)
+		usleep(50);
+	return now;
+}
+
+void kit_runner_set(struct kit_runner *r, int ph)
+{
+	atomic_store(&r->phase, ph);
+}
+
+void kit_runner_wait_ready(struct kit_runner *r, struct kit_progress *p)
+{
+	while (atomic_load(&r->ready) < r->n) {
+		kit_sleep(0.01);
+		if (p)
+			kit_progress_tick(p);
+	}
+	if (p)
+		kit_progress_end(p);
+}
+
+void kit_runner_join(struct kit_runner *r)
+{
+	int i;
+
+	for (i = 0; i < r->n; i++)
+		pthread_join(r->th[i], NULL);
+	free(r->th);
+	r->th = NULL;
+	r->n = 0;
+}
+
+/* Counters are differences over the window; the rest (techniques, the
+ * throttle's and backoff's state, sync latency) is the state at its end. */
+static void stats_delta(const smart_stats_t *s0, smart_stats_t *d)
+{
+	int i;
+
+	for (i = 0; i < SMART_STAT__COUNT; i++)
+		d->c[i] -= s0->c[i];
+	for (i = 0; i < 17; i++)
+		d->retry_hist[i] -= s0->retry_hist[i];
+	d->db_rings -= s0->db_rings;
+	d->db_contended -= s0->db_contended;
+	d->wqe_misses -= s0->wqe_misses;
+	d->retries_per_op = d->c[SMART_STAT_GUARDED_OPS] ?
+		(double)d->c[SMART_STAT_RETRIES] /
+		(double)d->c[SMART_STAT_GUARDED_OPS] : 0;
+}
+
+void kit_window_open(struct kit_window *w, smart_ctx_t *ctx)
+{
+	memset(w, 0, sizeof(*w));
+	smart_stats_snapshot(ctx, &w->s0);
+	w->t0 = smart_now_ns();
+}
+
+void kit_window_end(struct kit_window *w)
+{
+	w->t1 = smart_now_ns();
+	w->secs = (double)(w->t1 - w->t0) / 1e9;
+}
+
+void kit_window_close(struct kit_window *w, smart_ctx_t *ctx)
+{
+	if (!w->t1)
+		kit_window_end(w);
+	smart_stats_snapshot(ctx, &w->st);
+	stats_delta(&w->s0, &w->st);
+}
+
+/* Long windows say how they go: WRs completed per second over the last
+ * few seconds, as the library counts them (every benchmark has WRs). */
+void kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs)
+{
+	uint64_t end = w->t0 + (uint64_t)(secs * 1e9), now, last, wrs;
+	smart_stats_t s;
+
+	if (secs < 10) {
+		kit_sleep(secs);
+		return;
+	}
+	last = w->s0.c[SMART_STAT_WRS_DONE];
+	while ((now = smart_now_ns()) + 5 * NS_PER_S < end) {
+		kit_sleep(5);
+		smart_stats_snapshot(ctx, &s);
+		wrs = s.c[SMART_STAT_WRS_DONE];
+		fprintf(stderr, "run: %.0f/%.0f s, %.3f M WRs/s\n",
+			(double)(smart_now_ns() - w->t0) / 1e9, secs,
+			(double)(wrs - last) / 5e6);
+		last = wrs;
+	}
+	now = smart_now_ns();
+	if (now < end)
+		kit_sleep((double)(end - now) / 1e9);
+}
+
+void kit_lat_from_cycles(const smart_hist_t *h, struct kit_lat *out)
+{
+	double us = 1e6 / smart_cycles_per_sec();
+
+	out->p50_us = smart_hist_quantile(h, 0.5) * us;
+	out->p99_us = smart_hist_quantile(h, 0.99) * us;
+	out->p999_us = smart_hist_quantile(h, 0.999) * us;
+}
+
+void kit_progress_start(struct kit_progress *p, const char *what,
+			const char *unit, uint64_t total)
+{
+	p->what = what;
+	p->unit = unit;
+	p->total = total;
+	atomic_init(&p->done, 0);
+	p->t0 = p->tick = smart_now_ns();
+	p->last = 0;
+	p->secs = 0;
+}
+
+void kit_progress_tick(struct kit_progress *p)
+{
+	uint64_t now = smart_now_ns(), n;
+
+	if (now - p->tick < NS_PER_S)
+		return;
+	n = atomic_load(&p->done);
+	fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " %s, %.0f %s/s\n",
+		p->what, n, p->total, p->unit,
+		(double)(n - p->last) * 1e9 / (double)(now - p->tick),
+		p->unit);
+	p->tick = now;
+	p->last = n;
+}
+
+void kit_progress_end(struct kit_progress *p)
+{
+	uint64_t n = atomic_load(&p->done);
+
+	p->secs = (double)(smart_now_ns() - p->t0) / 1e9;
+	fprintf(stderr, "%s: %" PRIu64 " %s in %.2f s (%.0f %s/s)\n", p->what,
+		n, p->unit, p->secs, (double)n / (p->secs > 0 ? p->secs : 1e-9),
+		p->unit);
+}

@@ -1,0 +1,147 @@
+/*
+ * smart-bench: the runner of the data-structure benchmarks (DESIGN.md §7).
+ *
+ * `smart-bench <benchmark> [flags]` finds the benchmark in the module
+ * table and takes it through create, parse, check, setup, run, report and
+ * destroy (bench.h); the flags every benchmark shares, the blades, the
+ * window and the output come from the kit (bench/kit).
+ *
+ * Invariants: the runner knows no benchmark but by its table entry; it
+ * owns the environment (closed last, after the module's state) and the
+ * --json/--csv output of the record a module reports.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+
+static const struct bench_module *const modules[] = {
+	&bench_ycsb,
+};
+#define NMODULES (sizeof(modules) / sizeof(modules[0]))
+
+/* The benchmarks first, from the table, then the flags they share. */
+static void usage(FILE *f)
+{
+	char about[1024];
+	struct kit_common com;
+	struct kit_cli cli = {
+		.tool = BENCH_TOOL,
+		.synopsis = BENCH_TOOL " BENCHMARK [flags]",
+		.about = about,
+		.group = { { kit_common_flags, &com,
+			     "flags of every benchmark" } },
+	};
+	size_t i, n;
+
+	n = (size_t)snprintf(about, sizeof(about), "benchmarks (" BENCH_TOOL
+			     " BENCHMARK --help for their own flags):\n");
+	for (i = 0; i < NMODULES && n < sizeof(about); i++)
+		n += (size_t)snprintf(about + n, sizeof(about) - n,
+				      "  %-10s %s\n", modules[i]->name,
+				      modules[i]->summary);
+	if (n < sizeof(about))
+		snprintf(about + n, sizeof(about) - n, "  (smallbank, tatp "
+			 "and rpc are not built yet)\n");
+	kit_usage(&cli, f);
+}
+
+static const struct bench_module *module_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NMODULES; i++)
+		if (!strcmp(name, modules[i]->name))
+			return modules[i];
+	return NULL;
+}
+
+static void unknown(const char *name)
+{
+	char built[128] = "";
+	size_t i;
+
+	for (i = 0; i < NMODULES; i++) {
+		if (i)
+			strncat(built, ", ", sizeof(built) - strlen(built) - 1);
+		strncat(built, modules[i]->name,
+			sizeof(built) - strlen(built) - 1);
+	}
+	kit_bad(BENCH_TOOL, NULL, name, "unknown benchmark (built: %s; "
+		"smallbank, tatp and rpc are not built yet)", built);
+}
+
+/* The runner's output of a module's record. */
+static int report(const struct bench_module *mod, void *m,
+		  struct bench_run *r)
+{
+	struct kit_rec rec;
+	int verdict, rc = 0;
+
+	kit_rec_init(&rec);
+	verdict = mod->report(m, r, &rec);
+	if (r->com.json)
+		kit_rec_json(&rec, stdout);
+	if (r->com.csv)
+		rc = kit_rec_csv(&rec, mod->csv, r->com.csv, BENCH_TOOL);
+	return verdict ? verdict : rc;
+}
+
+static int bench_main(const struct bench_module *mod, int argc, char **argv)
+{
+	char synopsis[64];
+	struct bench_run r;
+	struct kit_cli cli = {
+		.tool = BENCH_TOOL,
+		.synopsis = synopsis,
+		.about = mod->about,
+	};
+	void *m;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	kit_common_init(&r.com, BENCH_TOOL);
+	m = mod->create(&r);
+	if (!m) {
+		fprintf(stderr, BENCH_TOOL ": %s\n",
+			smart_strerror(SMART_ENOMEM));
+		return 1;
+	}
+	snprintf(synopsis, sizeof(synopsis), BENCH_TOOL " %s [flags]",
+		 mod->name);
+	cli.group[0] = (struct kit_group){ mod->flags, m, NULL };
+	cli.group[1] = (struct kit_group){ kit_common_flags, &r.com,
+					   "common flags" };
+	kit_parse(&cli, argc, argv);
+	mod->check(m, &r);
+	rc = mod->setup(m, &r);
+	if (!rc)
+		rc = mod->run(m, &r);
+	if (!rc)
+		rc = report(mod, m, &r);
+	mod->destroy(m);
+	kit_env_close(&r.env);
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct bench_module *mod;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf(BENCH_TOOL " %s\n", SMART_VERSION_STRING);
+		return 0;
+	}
+	mod = module_find(argv[1]);
+	if (!mod)
+		unknown(argv[1]);
+	return bench_main(mod, argc - 1, argv + 1);
+}

@@ -1,0 +1,438 @@
+/*
+ * `smart-bench ycsb`: YCSB (DESIGN.md §7) on a Smart data structure.
+ * This file is the module: its flags and their checks, the sizing of the
+ * keys to the memory there is, the setup (blades, the structure) and the
+ * report.  ycsb_run.c has the load, ycsb_<ds>.c the structures.
+ *
+ * Invariants: the keys are scaled down, never the blade overcommitted
+ * silently: a run that may outgrow its blade says so on stderr; the JSON
+ * keys and the CSV columns are the documented interface (README): new
+ * ones go at the end.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "smart/ht.h"
+#include "ycsb.h"
+
+const struct ycsb_workload ycsb_workloads[] = {
+	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0 },
+	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0 },
+	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0 },
+	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0 },
+	{ "YCSB-E (95% scan, 5% insert)", { 0, 0, 0, 0 }, 0, 1 },
+	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0 },
+	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0 },
+	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0 },
+};
+
+/* --workload's names, in the order of ycsb_workloads. */
+static const char *const wl_names[] = {
+	"a", "b", "c", "d", "e", "f", "update-only", "read-only", NULL,
+};
+_Static_assert(sizeof(wl_names) / sizeof(wl_names[0]) - 1 ==
+	       sizeof(ycsb_workloads) / sizeof(ycsb_workloads[0]),
+	       "a name for every workload");
+
+/* --ds: the structures, built (an adapter) or to come (NULL). */
+static const char *const ds_names[] = { "ht", "bt", NULL };
+static const struct ycsb_ds *const ds_impl[] = { &ycsb_ht, NULL };
+
+const char *const ycsb_op_names[] = { "read", "update", "insert", "rmw" };
+
+#define Y struct ycsb
+static const struct kit_flag ycsb_flags[] = {
+	KIT_CHOICE("ds", Y, ds, ds_names, "ht|bt", "data structure [ht]"),
+	KIT_CHOICE("workload", Y, wl, wl_names,
+		   "a|b|c|d|e|f|update-only|read-only", "the mix [a]"),
+	KIT_U64("keys", Y, keys, 1, (double)(1ull << 34), "N",
+		"keys preloaded (scaled down to fit memory) [100000]"),
+	KIT_INT("key-size", Y, key_size, 8, SMART_HT_KEY_MAX, "B",
+		"key bytes (\"user\" + digits), 8..255 [16]"),
+	KIT_INT("value-size", Y, value_size, 8, SMART_HT_VALUE_MAX, "B",
+		"value bytes, 8..8192 (last 4: a CRC) [8]"),
+	KIT_DOUBLE("zipf", Y, zipf, 0, 1, "THETA",
+		   "scrambled Zipf, theta in [0,1) [0.99]"),
+	KIT_FLAG("uniform", Y, uniform, "uniform keys instead of Zipf"),
+	KIT_INT("coros", Y, coros, 1, 1024, "C",
+		"coroutines per thread, 1..1024 [8]"),
+	KIT_END,
+};
+#undef Y
+
+static const struct kit_col ycsb_csv[] = {
+	{ "workload", "workload", NULL }, { "ds", "ds", NULL },
+	{ "techniques", "techniques", NULL }, { "threads", "threads", NULL },
+	{ "coros", "coros", NULL }, { "keys", "keys", NULL },
+	{ "value_size", "value_size", NULL }, { "zipf", "zipf", NULL },
+	{ "mops", "mops", NULL }, { "p50_us", "p50_us", NULL },
+	{ "p99_us", "p99_us", NULL }, { "p999_us", "p999_us", NULL },
+	{ "retries_per_op", "retries_per_op", NULL },
+	{ "rdma_ops_per_op", "rdma_ops_per_op", NULL },
+	{ "bytes_per_op", "bytes_per_op", NULL },
+	{ "errors", "errors", NULL },
+	{ "validation_failures", "validation_failures", NULL },
+	{ "qp_mode", "qp_mode_effective", NULL },
+	{ "transport", "transport", NULL },
+	{ "nic_model", "nic_model", "off" },
+	{ NULL, NULL, NULL },
+};
+
+static void *ycsb_create(struct bench_run *r)
+{
+	struct ycsb *y = calloc(1, sizeof(*y));
+
+	if (!y)
+		return NULL;
+	y->run = r;
+	y->keys = 100000;
+	y->key_size = 16;
+	y->value_size = 8;
+	y->zipf = 0.99;
+	y->coros = 8;
+	atomic_flag_clear(&y->ack_lock);
+	return y;
+}
+
+static void ycsb_check(void *m, struct bench_run *r)
+{
+	struct ycsb *y = m;
+	double room = 1;
+	int i;
+
+	y->w = &ycsb_workloads[y->wl];
+	y->dsi = ds_impl[y->ds];
+	if (!y->dsi)
+		kit_bad(BENCH_TOOL, "ds", NULL, "ds %s is not built yet (only "
+			"ht)", ds_names[y->ds]);
+	if (y->w->scans && !y->dsi->scans)
+		kit_bad(BENCH_TOOL, "workload", NULL, "workload %s is not "
+			"supported by %s (no range scans)", wl_names[y->wl],
+			y->dsi->name);
+	for (i = 4; i < y->key_size && room < 1e19; i++)
+		room *= 10;
+	if ((double)y->keys * 5 >= room)
+		kit_bad(BENCH_TOOL, "key-size", NULL, "%d leaves %d digits: "
+			"too few for %" PRIu64 " keys", y->key_size,
+			y->key_size - 4, y->keys);
+	if (r->com.connect.n > SMART_HT_SHARDS_MAX)
+		kit_bad(BENCH_TOOL, "connect", NULL, "at most %d blades",
+			SMART_HT_SHARDS_MAX);
+	y->keys_asked = y->keys;
+}
+
+/* ---- sizing ---- */
+
+/* Allocator chunks (1 MiB) that workers hold partly used, the superblock
+ * chunk and the structure's directories.  A worker may hold one chunk per
+ * coroutine: its coroutines refill a size class at once (each claims a
+ * chunk while another's claim is in flight). */
+static uint64_t headroom(const struct ycsb *y)
+{
+	return (UINT64_C(8) << 20) + (uint64_t)(y->run->com.threads + 1) *
+	       (uint64_t)(y->coros + 1) * (1u << 20);
+}
+
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb = 0;
+
+	if (!f)
+		return UINT64_C(4) << 30;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb ? (uint64_t)kb << 10 : UINT64_C(4) << 30;
+}
+
+/* D inserts while it runs: room for a generous estimate (5% of 3 Mops
+ * per thread), at most 4 N. */
+static uint64_t insert_room(const struct ycsb *y)
+{
+	double est = 0.05 * 3e6 * y->run->com.threads * y->run->com.seconds;
+	uint64_t cap = y->keys * 4;
+
+	if (y->w->pct[OP_INSERT] == 0)
+		return 0;
+	return est < (double)cap ? (uint64_t)est : cap;
+}
+
+/* Writes allocate a new KV block out of place; the old one is freed after
+ * its grace period, but the blade is sized as if none were: a generous
+ * estimate of 2 Mops per thread (per core at most). */
+static uint64_t write_room(const struct ycsb *y)
+{
+	const int *p = y->w->pct;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int t = y->run->com.threads;
+	double thr = t < cpus || cpus < 1 ? t : (double)cpus;
+
+	return (uint64_t)(2e6 * thr * y->run->com.seconds *
+			  (p[OP_UPDATE] + p[OP_RMW]) / 100 *
+			  (double)y->dsi->bytes_per_write(y));
+}
+
+/* Keys are scaled down when the structure would take more than half of
+ * the memory there is (embedded: 60% of what the machine has available;
+ * connected blades: their regions).  Says so on stderr. */
+static int size_memory(struct ycsb *y, uint64_t budget)
+{
+	struct kit_common *c = &y->run->com;
+	uint64_t per = y->dsi->bytes_per_key(y);
+	uint64_t hr = headroom(y) * (uint64_t)(c->connect.n ? c->connect.n : 1);
+	uint64_t need = (y->keys + insert_room(y)) * per + hr, fit;
+
+	if (need > budget / 2) {
+		fit = budget / 2 > hr ? (budget / 2 - hr) / per : 0;
+		if (y->w->pct[OP_INSERT])
+			fit /= 5;
+		if (fit < 1000) {
+			fprintf(stderr, BENCH_TOOL ": not enough memory for "
+				"even 1000 keys (%" PRIu64 " MiB)\n",
+				budget >> 20);
+			return SMART_ENOSPC;
+		}
+		fprintf(stderr, BENCH_TOOL ": scaling keys down from %" PRIu64
+			" to %" PRIu64 " to fit %" PRIu64 " MiB\n", y->keys,
+			fit, budget >> 20);
+		y->keys = fit;
+	}
+	y->capacity = y->keys + insert_room(y);
+	need = y->capacity * per + hr + write_room(y);
+	if (need > budget)
+		fprintf(stderr, BENCH_TOOL ": the run may outgrow the blade "
+			"(%" PRIu64 " MiB; updates leak their old values)\n",
+			budget >> 20);
+	if (!c->connect.n && !c->blade_size)
+		c->blade_size = need < budget ? need : budget;
+	if (c->blade_size && c->blade_size < (16u << 20))
+		c->blade_size = 16u << 20;
+	return 0;
+}
+
+/* Connected blades: the budget is what the smallest one can allocate,
+ * times their number (the keys are sharded evenly). */
+static uint64_t connected_budget(const struct kit_env *e)
+{
+	uint64_t min = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < e->nblades; i++)
+		if (e->info[i].alloc_max < min)
+			min = e->info[i].alloc_max;
+	return min * (uint64_t)e->nblades;
+}
+
+/* ---- setup ---- */
+
+/* What the run needs in this process: the key generator, the worker that
+ * creates the structure (it stays for the run: the chunks it claimed
+ * stay its), the threads' and D's bookkeeping. */
+static int setup_local(struct ycsb *y, struct bench_run *r)
+{
+	int rc = y->uniform ? 0 : smart_zipf_init(&y->zipf_gen, y->keys,
+						  y->zipf);
+
+	if (!rc)
+		rc = smart_worker_create(r->env.ctx, &y->main_worker);
+	y->t = calloc((size_t)r->com.threads, sizeof(*y->t));
+	y->ack_done = calloc(YCSB_ACK_WINDOW, 1);
+	if (!rc && (!y->t || !y->ack_done))
+		rc = SMART_ENOMEM;
+	if (rc)
+		fprintf(stderr, BENCH_TOOL ": setup: %s\n", smart_strerror(rc));
+	return rc;
+}
+
+static int ycsb_setup(void *m, struct bench_run *r)
+{
+	struct ycsb *y = m;
+	char kv[32];
+	const char *const kvs[] = { kv, NULL };
+	int rc = 0;
+
+	/* every coroutine is a task: room for twice --coros over 32 (the
+	 * library's default is 64) */
+	snprintf(kv, sizeof(kv), "max_tasks=%d", y->coros * 2 > 1024 ? 1024 :
+		 y->coros * 2);
+	if (!r->com.connect.n)
+		rc = size_memory(y, r->com.blade_size ? r->com.blade_size :
+				 mem_available() / 10 * 6);
+	if (!rc)
+		rc = kit_env_open(&r->env, &r->com, y->coros > 32 ? kvs : NULL);
+	if (!rc && r->com.connect.n)
+		rc = size_memory(y, connected_budget(&r->env));
+	if (rc)
+		return rc;
+	rc = setup_local(y, r);
+	if (!rc)
+		rc = y->dsi->create(y, y->main_worker, &y->h);
+	return rc;
+}
+
+static void ycsb_destroy(void *m)
+{
+	struct ycsb *y = m;
+
+	if (y->h)
+		y->dsi->close(y->h);
+	smart_worker_destroy(y->main_worker);
+	free(y->t);
+	free((void *)y->ack_done);
+	free(y);
+}
+
+/* ---- report ---- */
+
+static void print_header(const struct ycsb *y, const struct bench_run *r)
+{
+	char note[48], dist[48];
+
+	y->dsi->note(y->h, note, sizeof(note));
+	if (y->uniform)
+		snprintf(dist, sizeof(dist), "uniform");
+	else
+		snprintf(dist, sizeof(dist), "scrambled Zipf %.2f", y->zipf);
+	kit_rule();
+	printf("                %s on %s (smart-bench %s)\n", y->w->title,
+	       y->dsi->title, SMART_VERSION_STRING);
+	kit_head_env(&r->com, &r->env, note);
+	kit_head("Keys", "%" PRIu64 "%s x (%d B key, %d B value), %s", y->keys,
+		 y->keys != y->keys_asked ? " (scaled down)" : "", y->key_size,
+		 y->value_size, dist);
+	kit_head("Threads x coros", "%d x %d (one operation in flight per "
+		 "coroutine)", r->com.threads, y->coros);
+	kit_head("Duration", "%.1f s after a %.2f s preload", r->com.seconds,
+		 y->load.secs);
+	kit_rule();
+}
+
+static void print_table(const struct ycsb *y, const struct bench_run *r)
+{
+	const struct ycsb_result *s = &y->res;
+	int k;
+
+	print_header(y, r);
+	printf(" %-12s %-11s %-8s %-8s %-8s %-8s %-11s %-11s %-9s %s\n",
+	       "workload", "#ops", "Mops", "p50[us]", "p99[us]", "p999[us]",
+	       "retries/op", "rdma-ops/op", "bytes/op", "errors");
+	printf(" %-12s %-11" PRIu64 " %-8.3f %-8.2f %-8.2f %-8.2f %-11.4f "
+	       "%-11.2f %-9.1f %" PRIu64 "\n", wl_names[y->wl], s->ops,
+	       s->mops, s->lat.p50_us, s->lat.p99_us, s->lat.p999_us,
+	       s->retries_per_op, s->rdma_ops_per_op, s->bytes_per_op,
+	       s->errors);
+	kit_rule();
+	printf(" mix:");
+	for (k = 0; k < OP__N; k++)
+		if (s->n[k])
+			printf(" %s %.1f%%", ycsb_op_names[k],
+			       100.0 * (double)s->n[k] / (double)s->ops);
+	printf("; validation failures %" PRIu64 "; %.3f Mops per thread\n",
+	       s->vfail, s->mops / r->com.threads);
+	kit_library_line(&y->win.st);
+	if (s->errors)
+		printf(" errors: %" PRIu64 ", the first %s (%s)\n", s->errors,
+		       smart_status_name(s->first_err),
+		       smart_strerror(s->first_err));
+}
+
+static void record_run(const struct ycsb *y, const struct bench_run *r,
+		       struct kit_rec *rec)
+{
+	kit_rec_str(rec, "workload", wl_names[y->wl]);
+	kit_rec_str(rec, "ds", y->dsi->name);
+	kit_rec_num(rec, "threads", "%d", r->com.threads);
+	kit_rec_num(rec, "coros", "%d", y->coros);
+	kit_rec_num(rec, "keys", "%" PRIu64, y->keys);
+	kit_rec_num(rec, "keys_asked", "%" PRIu64, y->keys_asked);
+	kit_rec_num(rec, "key_size", "%d", y->key_size);
+	kit_rec_num(rec, "value_size", "%d", y->value_size);
+	kit_rec_num(rec, "zipf", "%.3f", y->uniform ? 0 : y->zipf);
+	kit_rec_str(rec, "distribution", y->uniform ? "uniform" : "zipf");
+	kit_rec_num(rec, "seconds", "%.3f", y->win.secs);
+}
+
+static void record_result(const struct ycsb *y, struct kit_rec *rec)
+{
+	const struct ycsb_result *s = &y->res;
+
+	kit_rec_num(rec, "ops", "%" PRIu64, s->ops);
+	kit_rec_num(rec, "mops", "%.4f", s->mops);
+	kit_rec_lat(rec, &s->lat);
+	kit_rec_num(rec, "retries_per_op", "%.4f", s->retries_per_op);
+	kit_rec_num(rec, "rdma_ops_per_op", "%.4f", s->rdma_ops_per_op);
+	kit_rec_num(rec, "bytes_per_op", "%.2f", s->bytes_per_op);
+	kit_rec_num(rec, "reads", "%" PRIu64, s->n[OP_READ]);
+	kit_rec_num(rec, "updates", "%" PRIu64, s->n[OP_UPDATE]);
+	kit_rec_num(rec, "inserts", "%" PRIu64, s->n[OP_INSERT]);
+	kit_rec_num(rec, "rmws", "%" PRIu64, s->n[OP_RMW]);
+	kit_rec_num(rec, "errors", "%" PRIu64, s->errors);
+	kit_rec_str(rec, "first_error", s->errors ?
+		    smart_status_name(s->first_err) : "");
+	kit_rec_num(rec, "validation_failures", "%" PRIu64, s->vfail);
+}
+
+static void record_env(const struct ycsb *y, const struct bench_run *r,
+		       struct kit_rec *rec)
+{
+	const smart_stats_t *st = &y->win.st;
+	smart_ctx_t *ctx = r->env.ctx;
+
+	kit_rec_str(rec, "techniques", smart_ctx_techniques(ctx));
+	kit_rec_str(rec, "qp_mode_effective", smart_ctx_qp_mode(ctx));
+	kit_rec_str(rec, "transport", smart_ctx_transport(ctx));
+	kit_rec_str(rec, "nic_model", r->com.nic_model);
+	kit_rec_num(rec, "blades", "%d", r->env.nblades);
+	kit_rec_num(rec, "embedded", "%s", r->env.embedded ? "true" : "false");
+	kit_rec_num(rec, "load_secs", "%.3f", y->load.secs);
+	kit_rec_library(rec, st);
+	kit_rec_num(rec, "guarded_retries_per_op", "%.4f", st->retries_per_op);
+	kit_rec_num(rec, "reads_per_op", "%.4f",
+		    (double)st->c[SMART_STAT_READS] /
+		    (double)(y->res.ops ? y->res.ops : 1));
+}
+
+/* A run with errors or failed validations is a failed run, its results
+ * printed all the same. */
+static int ycsb_report(void *m, struct bench_run *r, struct kit_rec *rec)
+{
+	struct ycsb *y = m;
+	const struct ycsb_result *s = &y->res;
+
+	if (!r->com.json)
+		print_table(y, r);
+	record_run(y, r, rec);
+	record_result(y, rec);
+	record_env(y, r, rec);
+	if (!s->errors && !s->vfail && !s->first_err)
+		return 0;
+	fprintf(stderr, BENCH_TOOL ": the run failed: %" PRIu64 " errors%s%s, "
+		"%" PRIu64 " validation failures\n", s->errors,
+		s->first_err ? ", the first " : "",
+		s->first_err ? smart_strerror(s->first_err) : "", s->vfail);
+	return s->vfail ? SMART_EPROTO : s->first_err ? s->first_err :
+	       SMART_EPROTO;
+}
+
+const struct bench_module bench_ycsb = {
+	.name = "ycsb",
+	.summary = "YCSB a-f on Smart-HT (preload, then the mix)",
+	.about = "  YCSB on a Smart data structure.  Without --connect an "
+		 "embedded blade is\n  started in this process (sized from "
+		 "the keys unless --blade-size);\n  several --connect (up to "
+		 "16) shard the table over blades.\n",
+	.flags = ycsb_flags,
+	.csv = ycsb_csv,
+	.create = ycsb_create,
+	.check = ycsb_check,
+	.setup = ycsb_setup,
+	.run = ycsb_run,
+	.report = ycsb_report,
+	.destroy = ycsb_destroy,
+};

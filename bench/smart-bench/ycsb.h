@@ -1,0 +1,121 @@
+/*
+ * YCSB inside smart-bench: the state of a run and what its files share.
+ * ycsb.c is the module (flags, checks, sizing, setup, report), ycsb_run.c
+ * the keys, values, operations and threads, and one adapter per data
+ * structure (ycsb_ht.c) maps YCSB's operations onto it.
+ *
+ * Keys are "user" + zero-padded decimal, key_size bytes in all.  A value
+ * is value_size - 4 random bytes followed by the CRC-32C of the key and
+ * those bytes, so every read checks that it got a whole value written for
+ * that very key; a mismatch is a validation failure (there must be none).
+ *
+ * Invariants: no mutable globals (the run lives in struct ycsb); a
+ * thread's counters are written by its own coroutines only, which never
+ * run in parallel, and read by main after the join.
+ */
+#ifndef SMART_BENCH_YCSB_H
+#define SMART_BENCH_YCSB_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+#define YCSB_ACK_WINDOW	(1u << 16)	/* D: inserts in flight, max */
+
+enum ycsb_op { OP_READ, OP_UPDATE, OP_INSERT, OP_RMW, OP__N };
+
+/* A workload: percentages of each op, and the read key chooser. */
+struct ycsb_workload {
+	const char *title;
+	int pct[OP__N];
+	int latest;	/* D: reads favour recent inserts */
+	int scans;	/* E: needs range scans */
+};
+
+struct ycsb;
+
+/*
+ * A data structure under YCSB.  Operations follow the structure's rules
+ * (no ops of the caller's own queued); search returns SMART_ENOENT for a
+ * missing key, insert SMART_EEXIST for a present one.
+ */
+struct ycsb_ds {
+	const char *name;
+	const char *title;	/* "Smart-HT" */
+	int scans;	/* has range scans (workload e) */
+	/* Bytes of blade memory per key: its share of the index at the
+	 * structure's load factor, and its KV block. */
+	uint64_t (*bytes_per_key)(const struct ycsb *y);
+	/* Bytes a write (update or insert) allocates on the blade. */
+	uint64_t (*bytes_per_write)(const struct ycsb *y);
+	/* Create the structure for y->capacity keys over the run's blades;
+	 * *h is what the other calls take.  Says on stderr why it failed. */
+	int (*create)(struct ycsb *y, smart_worker_t *w, void **h);
+	void (*close)(void *h);
+	/* A note for the table's Blades line, e.g. ", table at root 16". */
+	void (*note)(void *h, char *buf, size_t len);
+	int (*search)(void *h, smart_worker_t *w, const char *key, size_t klen,
+		      void *val, size_t cap, size_t *len);
+	int (*insert)(void *h, smart_worker_t *w, const char *key,
+		      size_t klen, const void *val, size_t vlen);
+	int (*update)(void *h, smart_worker_t *w, const char *key,
+		      size_t klen, const void *val, size_t vlen);
+};
+
+extern const struct ycsb_ds ycsb_ht;
+
+struct ycsb_thread {
+	struct ycsb *y;
+	int idx;
+	uint64_t ops[OP__N];
+	uint64_t errors, vfail;
+	int first_err;
+	smart_hist_t hist;	/* op latency in cycles (sampled) */
+	int rc;
+};
+
+struct ycsb_result {
+	uint64_t ops, n[OP__N], errors, vfail;
+	int first_err;
+	double mops, retries_per_op, rdma_ops_per_op, bytes_per_op;
+	struct kit_lat lat;
+};
+
+struct ycsb {
+	/* flags */
+	int wl, ds;
+	uint64_t keys;
+	int key_size, value_size;
+	double zipf;
+	int uniform;
+	int coros;
+	/* the run */
+	struct bench_run *run;
+	const struct ycsb_workload *w;
+	const struct ycsb_ds *dsi;
+	void *h;			/* the structure (dsi's handle) */
+	smart_worker_t *main_worker;	/* created it; kept for the run */
+	uint64_t keys_asked;		/* before scaling down to fit memory */
+	uint64_t capacity;		/* keys the structure is sized for */
+	smart_zipf_t zipf_gen;
+	struct kit_runner runner;
+	struct kit_progress load;	/* the preload, counted by the tasks */
+	struct kit_window win;
+	struct ycsb_thread *t;
+	_Atomic uint64_t load_next;	/* next key to preload */
+	_Atomic uint64_t ins_next;	/* D: next key to insert */
+	_Atomic uint64_t acked;		/* D: [0, acked) all inserted */
+	atomic_flag ack_lock;
+	_Atomic uint8_t *ack_done;	/* D: ring of finished inserts */
+	struct ycsb_result res;
+};
+
+/* ycsb.c: the workloads, indexed by y->wl, and their names. */
+extern const struct ycsb_workload ycsb_workloads[];
+extern const char *const ycsb_op_names[];
+
+/* ycsb_run.c: the preload and the measured window; fills y->res. */
+int ycsb_run(void *m, struct bench_run *r);
+
+#endif

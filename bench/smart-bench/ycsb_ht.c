@@ -1,0 +1,136 @@
+/*
+ * YCSB on Smart-HT (include/smart/ht.h): the table's memory per key, its
+ * geometry for the keys to come, and its operations.
+ *
+ * Invariants: the table is named by the first free root entry from
+ * HT_ROOT_FIRST on of the first blade (a long-running smartd keeps the
+ * tables of earlier runs, never freed); it is sized at load factor 1/2
+ * for y->capacity keys and sharded over every blade of the run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "smart/ht.h"
+#include "ycsb.h"
+
+#define HT_ROOT_FIRST	16	/* root entries tried for the table */
+
+struct ht_handle {
+	smart_ht_t *ht;
+	unsigned root;
+};
+
+/* A KV block (16-byte header, key, value) as the allocator hands it
+ * out: a power of two of at least 64 bytes. */
+static uint64_t ht_kv_bytes(const struct ycsb *y)
+{
+	uint64_t n = 16 + (uint64_t)y->key_size + (uint64_t)y->value_size;
+	uint64_t p = 64;
+
+	while (p < n)
+		p *= 2;
+	return p;
+}
+
+/* Table bytes per key at load factor 1/2 (7 slots in 64 B, plus the
+ * overflow third) and the key's KV block. */
+static uint64_t ht_bytes_per_key(const struct ycsb *y)
+{
+	return 2 * 64 * 3 / (7 * 2) + 1 + ht_kv_bytes(y);
+}
+
+/* Geometry for `capacity` keys at load factor 1/2: 2^depth subtables of
+ * `buckets` main buckets (each with half an overflow bucket) per shard. */
+static void ht_geometry(const struct ycsb *y, struct smart_ht_config *hc)
+{
+	const struct kit_env *e = &y->run->env;
+	uint64_t per_shard = y->capacity / (uint64_t)e->nblades + 1;
+	uint64_t slots = 2 * per_shard, nb;
+	unsigned depth = 4;
+
+	for (;;) {
+		nb = slots * 2 / (21 * (UINT64_C(1) << depth)) + 1;
+		if (nb <= (1u << 20) || depth == SMART_HT_DEPTH_MAX)
+			break;
+		depth++;
+	}
+	nb = (nb + 63) & ~UINT64_C(63);
+	hc->depth = depth;
+	hc->buckets = nb > (1u << 20) ? 1u << 20 : (unsigned)nb;
+	hc->blades = e->blade;
+	hc->nblades = (unsigned)e->nblades;
+}
+
+static int ht_create(struct ycsb *y, smart_worker_t *w, void **out)
+{
+	struct smart_ht_config hc;
+	struct ht_handle *h = calloc(1, sizeof(*h));
+	unsigned r;
+	int rc = h ? SMART_EEXIST : SMART_ENOMEM;
+
+	smart_ht_config_init(&hc);
+	ht_geometry(y, &hc);
+	for (r = HT_ROOT_FIRST; h && r < SMART_ROOT_ENTRIES &&
+	     rc == SMART_EEXIST; r++) {
+		rc = smart_ht_create(w, y->run->env.blade[0], r, &hc, &h->ht);
+		h->root = r;
+	}
+	if (rc) {
+		fprintf(stderr, BENCH_TOOL ": creating the table: %s\n",
+			smart_strerror(rc));
+		free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+static void ht_close(void *h)
+{
+	struct ht_handle *t = h;
+
+	if (t)
+		smart_ht_close(t->ht);
+	free(t);
+}
+
+static void ht_note(void *h, char *buf, size_t len)
+{
+	snprintf(buf, len, ", table at root %u",
+		 ((struct ht_handle *)h)->root);
+}
+
+static int ht_search(void *h, smart_worker_t *w, const char *key,
+		     size_t klen, void *val, size_t cap, size_t *len)
+{
+	return smart_ht_search(((struct ht_handle *)h)->ht, w, key, klen, val,
+			       cap, len);
+}
+
+static int ht_insert(void *h, smart_worker_t *w, const char *key,
+		     size_t klen, const void *val, size_t vlen)
+{
+	return smart_ht_insert(((struct ht_handle *)h)->ht, w, key, klen, val,
+			       vlen);
+}
+
+static int ht_update(void *h, smart_worker_t *w, const char *key,
+		     size_t klen, const void *val, size_t vlen)
+{
+	return smart_ht_update(((struct ht_handle *)h)->ht, w, key, klen, val,
+			       vlen);
+}
+
+const struct ycsb_ds ycsb_ht = {
+	.name = "ht",
+	.title = "Smart-HT",
+	.scans = 0,
+	.bytes_per_key = ht_bytes_per_key,
+	.bytes_per_write = ht_kv_bytes,
+	.create = ht_create,
+	.close = ht_close,
+	.note = ht_note,
+	.search = ht_search,
+	.insert = ht_insert,
+	.update = ht_update,
+};

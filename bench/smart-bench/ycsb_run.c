@@ -1,0 +1,382 @@
+/*
+ * YCSB's load: T threads, each with its own worker and C coroutines;
+ * every coroutine keeps one operation in flight.  All coroutines first
+ * insert the N keys (the preload), then the workload's mix runs for the
+ * measured window.  Keys and values as in ycsb.h.
+ *
+ * Invariants: a thread goes through the kit's phases (prepare and
+ * preload, run, stop); its coroutines write only its struct ycsb_thread;
+ * D's inserts take fresh keys from ins_next and `acked` only moves over
+ * keys whose insert has finished, so a "latest" read never asks for a key
+ * that is not in yet.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ycsb.h"
+
+struct ycsb_task {
+	struct ycsb_thread *th;
+	smart_rng_t rng;
+	char key[256];
+	uint8_t *val, *rval;
+};
+
+/* ---- keys and values ---- */
+
+static void key_render(const struct ycsb *y, uint64_t k, char *out)
+{
+	snprintf(out, 256, "user%0*" PRIu64, y->key_size - 4, k);
+}
+
+static uint32_t value_crc(const char *key, size_t klen, const uint8_t *v,
+			  size_t n)
+{
+	return smart_crc32c(smart_crc32c(0, key, klen), v, n);
+}
+
+static void value_make(struct ycsb_task *t, unsigned size)
+{
+	unsigned n = size - 4, i;
+	uint32_t crc;
+
+	for (i = 0; i < n; i += 8) {
+		uint64_t r = smart_rng_next(&t->rng);
+
+		memcpy(t->val + i, &r, n - i < 8 ? n - i : 8);
+	}
+	crc = value_crc(t->key, strlen(t->key), t->val, n);
+	memcpy(t->val + n, &crc, 4);
+}
+
+static int value_ok(const struct ycsb_task *t, size_t len, unsigned size)
+{
+	uint32_t crc;
+
+	if (len != size)
+		return 0;
+	memcpy(&crc, t->rval + size - 4, 4);
+	return crc == value_crc(t->key, strlen(t->key), t->rval, size - 4);
+}
+
+/* ---- key choice ---- */
+
+/* Scrambled Zipf, as YCSB: the Zipf rank is hashed over the key space so
+ * that the hot keys are spread over the table instead of being 0, 1, ... */
+static uint64_t key_existing(struct ycsb *y, smart_rng_t *r)
+{
+	if (y->uniform)
+		return smart_rng_below(r, y->keys);
+	return smart_hash64(&(uint64_t){ smart_zipf_next(&y->zipf_gen, r) },
+			    8, y->run->com.seed) % y->keys;
+}
+
+/* D's "latest": rank 0 is the newest fully inserted key. */
+static uint64_t key_latest(struct ycsb *y, smart_rng_t *r)
+{
+	uint64_t top = atomic_load_explicit(&y->acked, memory_order_acquire);
+	uint64_t d = y->uniform ? smart_rng_below(r, top) :
+		     smart_zipf_next(&y->zipf_gen, r) % top;
+
+	return top - 1 - d;
+}
+
+/* D: mark insert k finished; whoever gets the lock advances `acked`
+ * over the finished prefix (a late mark waits for the next insert). */
+static void insert_ack(struct ycsb *y, uint64_t k)
+{
+	uint64_t a;
+
+	atomic_store(&y->ack_done[k % YCSB_ACK_WINDOW], 1);
+	if (atomic_flag_test_and_set(&y->ack_lock))
+		return;
+	a = atomic_load(&y->acked);
+	while (atomic_load(&y->ack_done[a % YCSB_ACK_WINDOW])) {
+		atomic_store(&y->ack_done[a % YCSB_ACK_WINDOW], 0);
+		a++;
+	}
+	atomic_store_explicit(&y->acked, a, memory_order_release);
+	atomic_flag_clear(&y->ack_lock);
+}
+
+/* ---- operations ---- */
+
+static int op_read(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
+		   uint64_t k)
+{
+	size_t len = 0;
+	int rc;
+
+	key_render(y, k, t->key);
+	rc = y->dsi->search(y->h, w, t->key, (size_t)y->key_size, t->rval,
+			    (size_t)y->value_size + 64, &len);
+	if (!rc && !value_ok(t, len, (unsigned)y->value_size))
+		t->th->vfail++;
+	return rc;
+}
+
+static int op_write(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
+		    uint64_t k, int insert)
+{
+	size_t kl = (size_t)y->key_size, vl = (size_t)y->value_size;
+
+	key_render(y, k, t->key);
+	value_make(t, (unsigned)y->value_size);
+	return insert ? y->dsi->insert(y->h, w, t->key, kl, t->val, vl) :
+			y->dsi->update(y->h, w, t->key, kl, t->val, vl);
+}
+
+static int op_insert_new(struct ycsb *y, smart_worker_t *w,
+			 struct ycsb_task *t)
+{
+	uint64_t k = atomic_fetch_add(&y->ins_next, 1);
+	int rc = op_write(y, w, t, k, 1);
+
+	insert_ack(y, k);
+	return rc;
+}
+
+static enum ycsb_op op_pick(const struct ycsb_workload *wl, smart_rng_t *r)
+{
+	int x = (int)smart_rng_below(r, 100), i;
+
+	for (i = 0; i < OP__N - 1; i++) {
+		if (x < wl->pct[i])
+			return (enum ycsb_op)i;
+		x -= wl->pct[i];
+	}
+	return (enum ycsb_op)i;
+}
+
+static int op_one(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
+		  enum ycsb_op op)
+{
+	uint64_t k;
+	int rc;
+
+	switch (op) {
+	case OP_READ:
+		k = y->w->latest ? key_latest(y, &t->rng) :
+		    key_existing(y, &t->rng);
+		return op_read(y, w, t, k);
+	case OP_UPDATE:
+		return op_write(y, w, t, key_existing(y, &t->rng), 0);
+	case OP_INSERT:
+		return op_insert_new(y, w, t);
+	default:
+		k = key_existing(y, &t->rng);
+		rc = op_read(y, w, t, k);
+		return rc ? rc : op_write(y, w, t, k, 0);
+	}
+}
+
+static void count_err(struct ycsb_thread *th, int rc)
+{
+	if (!th->errors++)
+		th->first_err = rc;
+}
+
+static void run_task(smart_worker_t *w, void *arg)
+{
+	struct ycsb_task *t = arg;
+	struct ycsb_thread *th = t->th;
+	struct ycsb *y = th->y;
+	uint64_t t0 = 0, n = 0;
+	enum ycsb_op op;
+	int rc;
+
+	while (!kit_runner_stopping(&y->runner)) {
+		op = op_pick(y->w, &t->rng);
+		t0 = kit_lat_begin(n);
+		rc = op_one(y, w, t, op);
+		kit_lat_end(&th->hist, n++, t0);
+		th->ops[op]++;
+		if (rc)
+			count_err(th, rc);
+	}
+}
+
+/* A key already there is a conflict of the preload's own (a retried
+ * insert that had landed), not a reason to stop. */
+static void load_task(smart_worker_t *w, void *arg)
+{
+	struct ycsb_task *t = arg;
+	struct ycsb *y = t->th->y;
+	uint64_t k;
+	int rc;
+
+	while ((k = atomic_fetch_add(&y->load_next, 1)) < y->keys) {
+		rc = op_write(y, w, t, k, 1);
+		if (rc) {
+			count_err(t->th, rc);
+			if (rc != SMART_EEXIST)
+				break;
+		}
+		atomic_fetch_add_explicit(&y->load.done, 1,
+					  memory_order_relaxed);
+	}
+}
+
+/* ---- threads ---- */
+
+static int spawn_all(struct ycsb_thread *th, smart_worker_t *w,
+		     struct ycsb_task *tasks, smart_task_fn fn)
+{
+	int i, rc = 0;
+
+	for (i = 0; !rc && i < th->y->coros; i++)
+		rc = smart_task_spawn(w, fn, &tasks[i]);
+	return rc ? rc : smart_worker_run(w);
+}
+
+static int tasks_init(struct ycsb_thread *th, struct ycsb_task *tasks)
+{
+	const struct ycsb *y = th->y;
+	int i;
+
+	for (i = 0; i < y->coros; i++) {
+		tasks[i].th = th;
+		smart_rng_seed(&tasks[i].rng, y->run->com.seed * 1000003 +
+			       (uint64_t)th->idx * 1000 + (uint64_t)i);
+		tasks[i].val = malloc((size_t)y->value_size);
+		tasks[i].rval = malloc((size_t)y->value_size + 64);
+		if (!tasks[i].val || !tasks[i].rval)
+			return SMART_ENOMEM;
+	}
+	return 0;
+}
+
+static void tasks_free(struct ycsb_task *tasks, int n)
+{
+	int i;
+
+	for (i = 0; tasks && i < n; i++) {
+		free(tasks[i].val);
+		free(tasks[i].rval);
+	}
+	free(tasks);
+}
+
+static void *thread_main(void *arg)
+{
+	struct ycsb_thread *th = arg;
+	struct ycsb *y = th->y;
+	struct ycsb_task *tasks = calloc((size_t)y->coros, sizeof(*tasks));
+	smart_worker_t *w = NULL;
+	int rc = tasks ? tasks_init(th, tasks) : SMART_ENOMEM;
+
+	if (!rc)
+		rc = smart_worker_create(y->run->env.ctx, &w);
+	if (!rc)
+		rc = spawn_all(th, w, tasks, load_task);
+	kit_runner_ready(&y->runner);
+	if (kit_runner_await(&y->runner, KIT_RUN) == KIT_RUN && !rc)
+		rc = spawn_all(th, w, tasks, run_task);
+	smart_worker_destroy(w);
+	tasks_free(tasks, y->coros);
+	th->rc = rc;
+	return NULL;
+}
+
+/* ---- the run ---- */
+
+static int load_errors(const struct ycsb *y)
+{
+	const struct ycsb_thread *th;
+	int i, rc;
+
+	for (i = 0; i < y->run->com.threads; i++) {
+		th = &y->t[i];
+		if (!th->rc && !th->errors)
+			continue;
+		rc = th->rc ? th->rc : th->first_err;
+		fprintf(stderr, BENCH_TOOL ": preload failed: %s (%" PRIu64
+			" errors)\n", smart_strerror(rc), th->errors);
+		return rc;
+	}
+	return 0;
+}
+
+static void result_fill(struct ycsb *y)
+{
+	const smart_stats_t *s = &y->win.st;
+	struct ycsb_result *r = &y->res;
+	smart_hist_t h;
+	double ops;
+	int i, k;
+
+	smart_hist_init(&h);
+	for (i = 0; i < y->run->com.threads; i++) {
+		for (k = 0; k < OP__N; k++)
+			r->n[k] += y->t[i].ops[k];
+		r->errors += y->t[i].errors;
+		r->vfail += y->t[i].vfail;
+		if (y->t[i].errors && !r->first_err)
+			r->first_err = y->t[i].first_err;
+		if (y->t[i].rc && !r->first_err)
+			r->first_err = y->t[i].rc;
+		smart_hist_merge(&h, &y->t[i].hist);
+	}
+	for (k = 0; k < OP__N; k++)
+		r->ops += r->n[k];
+	ops = r->ops ? (double)r->ops : 1;
+	r->mops = (double)r->ops / y->win.secs / 1e6;
+	kit_lat_from_cycles(&h, &r->lat);
+	r->retries_per_op = (double)s->c[SMART_STAT_RETRIES] / ops;
+	r->rdma_ops_per_op = (double)(s->c[SMART_STAT_READS] +
+		s->c[SMART_STAT_WRITES] + s->c[SMART_STAT_CASES] +
+		s->c[SMART_STAT_FAAS]) / ops;
+	r->bytes_per_op = (double)(s->c[SMART_STAT_BYTES_READ] +
+		s->c[SMART_STAT_BYTES_WRITTEN]) / ops;
+}
+
+/* The preload's errors are counted apart: the window starts from zero. */
+static int preload(struct ycsb *y)
+{
+	int i, rc;
+
+	kit_runner_wait_ready(&y->runner, &y->load);
+	rc = load_errors(y);
+	for (i = 0; !rc && i < y->run->com.threads; i++)
+		y->t[i].errors = 0, y->t[i].first_err = 0;
+	return rc;
+}
+
+int ycsb_run(void *m, struct bench_run *r)
+{
+	struct ycsb *y = m;
+	smart_ctx_t *ctx = r->env.ctx;
+	int i, rc;
+
+	for (i = 0; i < r->com.threads; i++) {
+		y->t[i].y = y;
+		y->t[i].idx = i;
+		smart_hist_init(&y->t[i].hist);
+	}
+	atomic_store(&y->ins_next, y->keys);
+	atomic_store(&y->acked, y->keys);
+	kit_progress_start(&y->load, "preload", "keys", y->keys);
+	rc = kit_runner_start(&y->runner, r->com.threads, thread_main, y->t,
+			      sizeof(*y->t));
+	if (rc) {
+		fprintf(stderr, BENCH_TOOL ": starting the threads: %s\n",
+			smart_strerror(rc));
+		return rc;
+	}
+	rc = preload(y);
+	if (!rc) {
+		kit_window_open(&y->win, ctx);
+		kit_runner_set(&y->runner, KIT_RUN);
+		kit_window_sleep(&y->win, ctx, r->com.seconds);
+	}
+	kit_runner_set(&y->runner, KIT_STOP);
+	kit_window_end(&y->win);
+	kit_runner_join(&y->runner);
+	if (rc)
+		return rc;
+	kit_window_close(&y->win, ctx);
+	result_fill(y);
+	return 0;
+}

@@ -1,0 +1,349 @@
+/*
+ * Conformance cases on errors: a failing WR completes with an error status
+ * even when unsignalled, and the QP flushes what follows (rule 5); a
+ * malformed WR is refused or fails alone; a post that does not fit the
+ * send queue is refused whole with SMART_EAGAIN.
+ *
+ * Invariants: each case opens and closes its own fixture, and replaces a
+ * QP that went to the error state rather than reusing it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "suite.h"
+
+/* ------------------------------------------------------------------ */
+/* Case: errors — rule 5: a failing WR completes with an error even when
+ * unsignalled, later WRs flush, nothing is written, nothing crashes, and
+ * a fresh QP on the same CQ works.                                     */
+
+enum { RK_OK, RK_PAST, RK_STRADDLE, RK_HUGE, RK_WRAP, RK_BELOW, RK_MISALIGN };
+enum { KK_OK, KK_RKEY, KK_LKEY, KK_UNREG, KK_LSTRADDLE };
+
+#define ERR_ANY (-1)		/* any error status */
+#define ERR_TARGET 512		/* region offset of in-bounds bad WRs */
+
+struct err_spec {
+	const char *what;
+	uint8_t opcode, rk, kk;
+	int expect;
+};
+
+static const struct err_spec err_specs[] = {
+	{ "WRITE past the end", SMART_TP_WRITE, RK_PAST, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "READ past the end", SMART_TP_READ, RK_PAST, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "CAS past the end", SMART_TP_CAS, RK_PAST, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "WRITE straddling the end", SMART_TP_WRITE, RK_STRADDLE, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "READ straddling the end", SMART_TP_READ, RK_STRADDLE, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "WRITE at a huge offset", SMART_TP_WRITE, RK_HUGE, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "FAA at a huge offset", SMART_TP_FAA, RK_HUGE, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "WRITE wrapping the address space", SMART_TP_WRITE, RK_WRAP, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "READ below the region", SMART_TP_READ, RK_BELOW, KK_OK,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "WRITE with a wrong rkey", SMART_TP_WRITE, RK_OK, KK_RKEY,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "READ with a wrong rkey", SMART_TP_READ, RK_OK, KK_RKEY,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "CAS with a wrong rkey", SMART_TP_CAS, RK_OK, KK_RKEY,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "FAA with a wrong rkey", SMART_TP_FAA, RK_OK, KK_RKEY,
+	  SMART_TP_WC_REM_ACCESS },
+	{ "WRITE from an unregistered buffer", SMART_TP_WRITE, RK_OK,
+	  KK_UNREG, SMART_TP_WC_LOC_PROT },
+	{ "READ into an unregistered buffer", SMART_TP_READ, RK_OK, KK_UNREG,
+	  SMART_TP_WC_LOC_PROT },
+	{ "FAA into an unregistered buffer", SMART_TP_FAA, RK_OK, KK_UNREG,
+	  SMART_TP_WC_LOC_PROT },
+	{ "WRITE with a wrong lkey", SMART_TP_WRITE, RK_OK, KK_LKEY,
+	  SMART_TP_WC_LOC_PROT },
+	{ "READ with a wrong lkey", SMART_TP_READ, RK_OK, KK_LKEY,
+	  SMART_TP_WC_LOC_PROT },
+	{ "READ straddling the end of the local MR", SMART_TP_READ, RK_OK,
+	  KK_LSTRADDLE, SMART_TP_WC_LOC_PROT },
+};
+
+/* The bad WR of a spec; unreg is a 64-byte buffer outside every MR. */
+static struct smart_tp_wr err_wr(const struct fx *f, const struct err_spec *e,
+				 uint8_t *unreg, uint8_t flags)
+{
+	int atomic = e->opcode == SMART_TP_CAS || e->opcode == SMART_TP_FAA;
+	uint32_t len = atomic ? 8 : 16;
+	uint64_t off = ERR_TARGET;
+	struct smart_tp_wr w;
+
+	switch (e->rk) {
+	case RK_PAST: off = f->t.rlen; break;
+	case RK_STRADDLE: off = f->t.rlen - 8; break;
+	case RK_HUGE: off = UINT64_C(1) << 60; break;
+	case RK_MISALIGN: off = ERR_TARGET + 4; break;
+	}
+	w = wr_atomic(&f->t, e->opcode, 2, off, (uint64_t *)(f->laddr + 4096),
+		      0, 0xbad, flags);
+	w.len = len;
+	if (e->opcode == SMART_TP_FAA)
+		w.compare_add = 0xbad;
+	if (e->rk == RK_WRAP)
+		w.remote = UINT64_MAX - 7;
+	if (e->rk == RK_BELOW)
+		w.remote = f->t.base - 64;
+	if (e->kk == KK_RKEY)
+		w.rkey = ~f->t.rkey;
+	if (e->kk == KK_LKEY)
+		w.lkey = ~f->t.lkey;
+	if (e->kk == KK_UNREG)
+		w.local = unreg;
+	if (e->kk == KK_LSTRADDLE)
+		w.local = f->laddr + f->lmr->len - 8;
+	return w;
+}
+
+/* Post [good WRITE, bad, 4 good] then [2 good]: the bad one reports its
+ * error, the other six flush; only the first good WRITE took effect. */
+static void err_chain(struct fx *f, struct conn *c, const struct err_spec *e,
+		      uint8_t *unreg, uint8_t flags, uint64_t canary)
+{
+	uint64_t *src = (uint64_t *)(f->laddr + 4096);
+	struct smart_tp_wr w[6];
+	struct smart_tp_wc wc[7];
+	int i;
+
+	memset(src, 0xee, 64);		/* what a wrong WRITE would write */
+	src[8] = canary;
+	w[0] = wr_make(&f->t, SMART_TP_WRITE, 1, 0, &src[8], 8, 0);
+	w[1] = err_wr(f, e, unreg, flags);
+	w[2] = wr_make(&f->t, SMART_TP_WRITE, 3, 64, src, 8, 0);
+	w[3] = wr_make(&f->t, SMART_TP_WRITE, 4, 128, src, 8, CONF_SIG);
+	w[4] = wr_atomic(&f->t, SMART_TP_FAA, 5, 192, &src[9], 1, 0, 0);
+	w[5] = wr_make(&f->t, SMART_TP_READ, 6, 0, &src[10], 8, CONF_SIG);
+	CHECK_OK(f->ops->post(c->qp, w, 6));
+	wait_wcs(f->ops, c->cq, wc, 5);
+	CHECK_EQ(wc[0].wr_id, 2);
+	CHECK_MSG(wc[0].status != SMART_TP_WC_OK &&
+		  wc[0].status != SMART_TP_WC_FLUSH &&
+		  (e->expect == ERR_ANY || wc[0].status == e->expect),
+		  "bad WR completed with %s, expected %s",
+		  wc_name(wc[0].status),
+		  e->expect == ERR_ANY ? "an error" : wc_name(e->expect));
+	for (i = 1; i < 5; i++)
+		CHECK_WC(wc[i], 2 + i, SMART_TP_WC_FLUSH);
+	CHECK_EQ(f->ops->qp_in_error(c->qp), 1);
+
+	/* A QP in error accepts WRs and flushes each, signalled or not. */
+	w[0] = wr_make(&f->t, SMART_TP_WRITE, 7, 256, src, 8, 0);
+	w[1] = wr_atomic(&f->t, SMART_TP_CAS, 8, 320, &src[9], 0, 1, CONF_SIG);
+	CHECK_OK(f->ops->post(c->qp, w, 2));
+	wait_wcs(f->ops, c->cq, wc, 2);
+	CHECK_WC(wc[0], 7, SMART_TP_WC_FLUSH);
+	CHECK_WC(wc[1], 8, SMART_TP_WC_FLUSH);
+	expect_quiet(f->ops, c->cq);
+	CHECK_EQ(f->ops->qp_in_error(c->qp), 1);
+}
+
+static void err_run(struct fx *f, struct smart_tp_cq *cq,
+		    const struct err_spec *e, uint8_t flags, uint64_t canary)
+{
+	uint8_t *snap = malloc(f->t.rlen), *unreg = malloc(64), back[64];
+	struct conn c;
+	uint64_t *loc = (uint64_t *)(f->laddr + 8192);
+
+	CHECK(snap && unreg);
+	printf("   %s, %s\n", e->what, flags ? "signalled" : "unsignalled");
+	fflush(stdout);
+	memset(unreg, 0x77, 64);
+	memcpy(back, unreg, 64);
+	conn_open(f, cq, 0, 16, 0, &c);
+	memcpy(snap, f->raddr, f->t.rlen);
+	memcpy(snap, &canary, 8);	/* the WRITE before the bad one */
+	err_chain(f, &c, e, unreg, flags, canary);
+	/* An atomic whose local result buffer is bad may have executed at
+	 * the responder before the requester fails to store the old value:
+	 * that is verbs semantics (the local SGE is written by the response),
+	 * so its target word alone may change. */
+	if (e->kk == KK_UNREG && (e->opcode == SMART_TP_CAS ||
+				  e->opcode == SMART_TP_FAA))
+		memcpy(snap + ERR_TARGET, f->raddr + ERR_TARGET, 8);
+	CHECK_MEM_EQ(f->raddr, snap, f->t.rlen,
+		     "region after a failed chain (only word 0 may change)");
+	CHECK_MEM_EQ(unreg, back, 64, "unregistered buffer was written");
+	conn_close(&c);
+
+	/* A fresh QP on the same CQ and domain works. */
+	conn_open(f, cq, 0, 16, 0, &c);
+	loc[0] = canary + 1;
+	run1(&c, wr_make(&f->t, SMART_TP_WRITE, 9, 64, loc, 8, 0));
+	run1(&c, wr_make(&f->t, SMART_TP_READ, 10, 64, &loc[1], 8, 0));
+	CHECK_U64_EQ(loc[1], canary + 1);
+	rword_set(f, 64, 0);
+	conn_close(&c);
+	free(unreg);
+	free(snap);
+}
+
+void case_errors(const struct smart_conf_env *env)
+{
+	struct smart_tp_cq *cq;
+	struct fx f;
+	size_t i;
+
+	fx_open(&f, env);
+	CHECK_OK(f.ops->cq_create(f.idom, 64, 0, &cq));
+	for (i = 0; i < SMART_ARRAY_SIZE(err_specs); i++) {
+		err_run(&f, cq, &err_specs[i], CONF_SIG, 2 * i + 1);
+		err_run(&f, cq, &err_specs[i], 0, 2 * i + 2);
+	}
+	f.ops->cq_destroy(cq);
+	fx_close(&f);
+}
+
+/* A malformed opcode: either post() refuses it with SMART_EINVAL and
+ * nothing posted (the QP stays usable), or it completes with BAD_WR and
+ * the QP enters the error state.  Either way no crash, nothing written. */
+/* One malformed WR: post may refuse it (SMART_EINVAL, nothing posted, the
+ * QP still works) or accept it and complete it with BAD_WR; either way the
+ * region is untouched. */
+static void malformed_one(struct fx *f, struct smart_tp_wr w, const char *what)
+{
+	struct smart_tp_wc wc;
+	struct conn c;
+	int rc;
+
+	conn_open(f, NULL, 16, 8, 0, &c);
+	rc = f->ops->post(c.qp, &w, 1);
+	if (rc == SMART_EINVAL) {
+		printf("   %s: post refused it\n", what);
+		CHECK_EQ(f->ops->qp_in_error(c.qp), 0);
+		expect_quiet(f->ops, c.cq);
+		run1(&c, wr_make(&f->t, SMART_TP_READ, 2, 0, f->laddr + 64, 8,
+				 0));
+	} else {
+		CHECK_OK(rc);
+		printf("   %s: error completion\n", what);
+		wait_wcs(f->ops, c.cq, &wc, 1);
+		CHECK_WC(wc, 1, SMART_TP_WC_BAD_WR);
+		CHECK_EQ(f->ops->qp_in_error(c.qp), 1);
+	}
+	CHECK_U64_EQ(rword(f, ERR_TARGET), 0);
+	conn_close(&c);
+}
+
+void case_error_bad_opcode(const struct smart_conf_env *env)
+{
+	static const uint8_t bad[] = { 0, 5, 99, 255 };
+	struct smart_tp_wr w;
+	char what[64];
+	struct fx f;
+	size_t i;
+
+	fx_open(&f, env);
+	memset(f.laddr, 0xee, 64);
+	for (i = 0; i < sizeof(bad); i++) {
+		w = wr_make(&f.t, SMART_TP_WRITE, 1, ERR_TARGET, f.laddr, 16,
+			    0);
+		w.opcode = bad[i];
+		snprintf(what, sizeof(what), "opcode %u", bad[i]);
+		malformed_one(&f, w, what);
+	}
+	/* Atomics on a misaligned word. */
+	malformed_one(&f, wr_atomic(&f.t, SMART_TP_CAS, 1, ERR_TARGET + 4,
+				    (uint64_t *)(f.laddr + 128), 0, 1, 0),
+		      "CAS on a misaligned address");
+	malformed_one(&f, wr_atomic(&f.t, SMART_TP_FAA, 1, ERR_TARGET + 4,
+				    (uint64_t *)(f.laddr + 128), 1, 0, 0),
+		      "FAA on a misaligned address");
+	fx_close(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Case: eagain — a post that does not fit is refused whole            */
+
+#define EAG_MAX_WR 16
+#define EAG_FILL_OFF 16384	/* fill WR k writes k+1 to word k here */
+
+static struct smart_tp_wr eag_wr(struct fx *f, uint64_t k, uint8_t flags)
+{
+	uint64_t *src = (uint64_t *)f->laddr + k;
+
+	*src = k + 1;
+	return wr_make(&f->t, SMART_TP_WRITE, k, EAG_FILL_OFF + 8 * k, src, 8,
+		       flags);
+}
+
+/* Post signalled singles without polling until the queue is full. */
+static int eag_fill(struct fx *f, struct conn *c)
+{
+	struct smart_tp_wr w;
+	int k, rc;
+
+	for (k = 0;; k++) {
+		w = eag_wr(f, (uint64_t)k, CONF_SIG);
+		rc = f->ops->post(c->qp, &w, 1);
+		if (rc == SMART_EAGAIN)
+			break;
+		CHECK_OK(rc);
+		CHECK_MSG(k < 256, "send queue of max_send_wr %d never filled "
+			  "(only poll() may free room)",
+			  EAG_MAX_WR);
+	}
+	return k;
+}
+
+void case_eagain(const struct smart_conf_env *env)
+{
+	struct smart_tp_wr w[257];
+	struct smart_tp_wc wc[256];
+	struct fx f;
+	struct conn c;
+	int cap, i, k;
+
+	fx_open(&f, env);
+	conn_open(&f, NULL, 256, EAG_MAX_WR, 0, &c);
+	cap = eag_fill(&f, &c);
+	printf("   send queue took %d WRs (max_send_wr %d)\n", cap,
+	       EAG_MAX_WR);
+	CHECK_GE(cap, EAG_MAX_WR);
+	w[0] = eag_wr(&f, (uint64_t)cap, CONF_SIG);
+	w[1] = eag_wr(&f, (uint64_t)cap + 1, CONF_SIG);
+	CHECK_EQ(f.ops->post(c.qp, w, 2), SMART_EAGAIN);
+
+	/* Polling a completion makes room again.  How much is the
+	 * transport's business (verbs frees a slot per completion handed
+	 * out, shm every WR its poll executed), so only one WR is assumed. */
+	wait_wcs(f.ops, c.cq, wc, 1);
+	CHECK_WC(wc[0], 0, SMART_TP_WC_OK);
+	CHECK_OK(f.ops->post(c.qp, w, 1));
+	wait_wcs(f.ops, c.cq, wc, cap);
+	for (i = 0; i < cap; i++)
+		CHECK_WC(wc[i], i + 1, SMART_TP_WC_OK);
+	expect_quiet(f.ops, c.cq);
+	for (k = 0; k <= cap + 1; k++)
+		CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * (size_t)k),
+			     k <= cap ? (uint64_t)k + 1 : 0);
+
+	/* A chain longer than the whole queue is refused on an empty QP;
+	 * unsignalled WRs hold their slots until a later completion is
+	 * polled. */
+	memset(f.raddr + EAG_FILL_OFF, 0, 8 * ((size_t)cap + 2));
+	for (k = 0; k <= cap; k++)
+		w[k] = eag_wr(&f, (uint64_t)k, 0);
+	CHECK_EQ(f.ops->post(c.qp, w, cap + 1), SMART_EAGAIN);
+	expect_quiet(f.ops, c.cq);
+	w[cap - 1].flags = CONF_SIG;
+	CHECK_OK(f.ops->post(c.qp, w, cap));
+	CHECK_EQ(f.ops->post(c.qp, &w[cap], 1), SMART_EAGAIN);
+	wait_wcs(f.ops, c.cq, wc, 1);
+	CHECK_WC(wc[0], cap - 1, SMART_TP_WC_OK);
+	run_chain(&c, w, cap);
+	expect_quiet(f.ops, c.cq);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * (size_t)cap), 0);
+	conn_close(&c);
+	fx_close(&f);
+}

@@ -1,0 +1,223 @@
+/*
+ * smart-perf: a perftest-like micro-benchmark of one-sided ops.
+ *
+ * T threads, each with its own worker and D coroutines, each keeping one
+ * op in flight at a random aligned offset of one blade (load.c).  Without
+ * --connect it starts an embedded blade in the process.  --raw runs the
+ * same workload with plain loads, stores and atomics on the blade's
+ * mapping (the yardstick); --vs-raw alternates both and reports the
+ * medians and their ratio.  This file: the flags, the checks between
+ * them, the setup of the blade and the offsets, and the runs.
+ *
+ * Uses only the public API (include/smart) and the kit.  Exit status: 0;
+ * 1 when the run failed (said on stderr); 2 for bad input.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+#define TOOL "smart-perf"
+
+const char *const perf_op_names[] = {
+	"read", "write", "cas", "faa", "cas-incr", NULL,
+};
+
+#define P struct perf_cfg
+static const struct kit_flag perf_flags[] = {
+	KIT_CHOICE("op", P, op, perf_op_names, "read|write|cas|faa|cas-incr",
+		   "operation [read]; cas-incr: read a Zipf-chosen\n"
+		   "counter, CAS it +1, retry (guarded)"),
+	KIT_SIZE("size", P, size, 1, 1 << 30, "B",
+		 "bytes per op (8 for cas/faa) [8]"),
+	KIT_INT("depth", P, depth, 1, 1024, "D",
+		"coroutines per thread, one op in flight each [8]"),
+	KIT_INT("batch", P, batch, 1, 64, "B",
+		"ops queued per sync by each coroutine [1]"),
+	KIT_INT("dynamic", P, dynamic_ms, 1, 100000, "MS",
+		"every MS ms re-draw the active threads from\n"
+		"[max(1,3T/8), T] (Smart's Table 1)"),
+	KIT_U64("keys", P, keys, 1, (double)(1ull << 32), "N",
+		"cas-incr: counters [1000000]"),
+	KIT_DOUBLE("zipf", P, zipf, 0, 1, "THETA",
+		   "cas-incr: Zipf theta in [0,1), 0 = uniform [0.99]"),
+	KIT_FLAG("raw", P, raw, "plain loads/stores/atomics on the mapping,\n"
+		 "no framework (embedded shm only): the yardstick"),
+	KIT_FLAG("vs-raw", P, vs_raw,
+		 "alternate framework and raw runs, report medians"),
+	KIT_INT("rounds", P, rounds, 1, 64, "N",
+		"runs of each kind for --vs-raw [5]"),
+	KIT_END,
+};
+#undef P
+
+static void perf_cfg_init(struct perf_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	kit_common_init(&c->com, TOOL);
+	c->com.blade_size = 1 << 30;
+	c->op = OP_READ;
+	c->size = 8;
+	c->depth = 8;
+	c->rounds = 5;
+	c->keys = 1000000;
+	c->zipf = 0.99;
+	c->batch = 1;
+}
+
+/* What no single flag can say alone; refusals exit 2. */
+static void perf_check(const struct perf_cfg *c)
+{
+	const char *tp = c->com.transport;
+
+	if (c->op >= OP_CAS && c->size != 8)
+		kit_bad(TOOL, "size", NULL, "--op %s works on 8 bytes, not %"
+			PRIu64, perf_op_names[c->op], c->size);
+	if ((c->raw || c->vs_raw) && (c->com.connect.n ||
+				      (tp && strcmp(tp, "shm"))))
+		kit_bad(TOOL, c->raw ? "raw" : "vs-raw", NULL, "needs the "
+			"embedded shm blade (no --connect, transport shm)");
+	if (c->com.connect.n > 1)
+		kit_bad(TOOL, "connect", c->com.connect.v[1], "smart-perf "
+			"uses one blade");
+}
+
+/* The blade, and the offsets the ops go to: clear of the blade's own
+ * area, aligned to the op size. */
+static int perf_setup(struct perf *p)
+{
+	const struct perf_cfg *c = p->cfg;
+	const struct smart_blade_info *bi = &p->env.info[0];
+	char kv[32];
+	const char *const kvs[] = { kv, NULL };
+	uint64_t size;
+	void *base;
+	int rc;
+
+	/* every coroutine is a task; the library's default is 64 */
+	snprintf(kv, sizeof(kv), "max_tasks=%d", c->depth);
+	rc = kit_env_open(&p->env, &c->com, c->depth > 64 ? kvs : NULL);
+	if (rc)
+		return rc;
+	if (p->env.embedded &&
+	    smart_blade_region(p->env.embedded, &base, &size)) {
+		fprintf(stderr, TOOL ": the embedded blade has no region\n");
+		return SMART_EINVAL;
+	}
+	p->raw_base = p->env.embedded ? base : NULL;
+	p->stride = c->size < 8 ? 8 : (c->size + 7) & ~UINT64_C(7);
+	p->lo = bi->reserved;
+	if (bi->size < p->lo + 2 * p->stride) {
+		fprintf(stderr, TOOL ": the blade (%" PRIu64 " bytes) is too "
+			"small for %" PRIu64 "-byte ops\n", bi->size, c->size);
+		return SMART_ENOSPC;
+	}
+	p->slots = (bi->size - p->lo - p->stride) / p->stride;
+	if (c->op == OP_CAS_INCR && c->keys > p->slots) {
+		fprintf(stderr, TOOL ": --keys %" PRIu64 " is more counters "
+			"than the blade holds (%" PRIu64 ")\n", c->keys,
+			p->slots);
+		return SMART_ENOSPC;
+	}
+	if (c->op == OP_CAS_INCR)
+		rc = smart_zipf_init(&p->zipf, c->keys, c->zipf);
+	if (rc)
+		fprintf(stderr, TOOL ": zipf: %s\n", smart_strerror(rc));
+	return rc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Alternate framework and raw runs; report both medians and the ratio. */
+static int perf_vs_raw(struct perf *p)
+{
+	const struct perf_cfg *c = p->cfg;
+	double fm[64], rm[64], ratio;
+	struct perf_result r, best[2];
+	int i, k, rc;
+
+	for (i = 0; i < c->rounds; i++) {
+		for (k = 0; k < 2; k++) {
+			rc = perf_run_once(p, k, &r);
+			if (rc)
+				return rc;
+			(k ? rm : fm)[i] = r.mops;
+			best[k] = r;
+			if (!c->com.json)
+				perf_print_row(p, &r, k);
+		}
+	}
+	best[0].mops = median(fm, c->rounds);
+	best[1].mops = median(rm, c->rounds);
+	ratio = best[0].mops / best[1].mops;
+	if (!c->com.json) {
+		kit_rule();
+		printf(" median of %d alternating runs: smart %.3f Mops, raw "
+		       "%.3f Mops, ratio %.1f%%\n", c->rounds, best[0].mops,
+		       best[1].mops, 100 * ratio);
+	}
+	return perf_report(p, &best[0], 0, ratio);
+}
+
+static int perf_main(struct perf *p)
+{
+	const struct perf_cfg *c = p->cfg;
+	struct perf_result r;
+	int rc;
+
+	p->t = calloc((size_t)c->com.threads, sizeof(*p->t));
+	if (!p->t)
+		return SMART_ENOMEM;
+	if (!c->com.json)
+		perf_print_header(p);
+	if (c->vs_raw)
+		return perf_vs_raw(p);
+	rc = perf_run_once(p, c->raw, &r);
+	if (rc)
+		return rc;
+	if (!c->com.json)
+		perf_print_row(p, &r, c->raw);
+	return perf_report(p, &r, c->raw, -1);
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_cfg cfg;
+	struct perf p = { .cfg = &cfg };
+	struct kit_cli cli = {
+		.tool = TOOL,
+		.synopsis = TOOL " [flags]",
+		.about = "  One-sided op micro-benchmark (perftest style).  "
+			 "Without --connect an\n  embedded blade (1G unless "
+			 "--blade-size) is started in this process.\n",
+		.group = { { perf_flags, &cfg, NULL },
+			   { kit_common_flags, &cfg.com, "common flags" } },
+	};
+	int rc;
+
+	perf_cfg_init(&cfg);
+	kit_parse(&cli, argc, argv);
+	perf_check(&cfg);
+	rc = perf_setup(&p);
+	if (!rc) {
+		rc = perf_main(&p);
+		if (rc)
+			fprintf(stderr, TOOL ": %s\n", smart_strerror(rc));
+	}
+	free(p.t);
+	kit_env_close(&p.env);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,128 @@
+/*
+ * smart-perf's output: the perftest-like table (a header, one row per
+ * run), and the result as a record for --json (one object) and --csv
+ * (one line per run).
+ *
+ * Invariants: the JSON keys and their order are smart-perf's documented
+ * interface (README): new keys go at the end; the CSV columns are fixed
+ * for every op, so that runs of different ops share one file.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "perf.h"
+
+static const char *const op_titles[] = {
+	"RDMA_Read", "RDMA_Write", "Atomic CMP_AND_SWAP",
+	"Atomic FETCH_AND_ADD", "CAS-increment (read + CAS loop)",
+};
+
+static const struct kit_col perf_csv[] = {
+	{ "op", "op", NULL }, { "size", "size", NULL },
+	{ "threads", "threads", NULL }, { "depth", "depth", NULL },
+	{ "raw", "raw", NULL }, { "batch", "batch", NULL },
+	{ "dynamic_ms", "dynamic_ms", NULL },
+	{ "techniques", "techniques", NULL },
+	{ "qp_mode", "qp_mode_effective", NULL },
+	{ "transport", "transport", NULL },
+	{ "nic_model", "nic_model", "off" }, { "keys", "keys", NULL },
+	{ "zipf", "zipf", NULL }, { "seconds", "seconds", NULL },
+	{ "mops", "mops", NULL }, { "mb_per_s", "mb_per_s", NULL },
+	{ "p50_us", "p50_us", NULL }, { "p99_us", "p99_us", NULL },
+	{ "p999_us", "p999_us", NULL },
+	{ "ratio_vs_raw", "ratio_vs_raw", NULL },
+	{ "retries_per_op", "retries_per_op", NULL },
+	{ "credit_cap", "credit_cap", NULL },
+	{ "db_contended", "db_contended", NULL },
+	{ NULL, NULL, NULL },
+};
+
+void perf_print_header(const struct perf *p)
+{
+	const struct perf_cfg *c = p->cfg;
+
+	kit_rule();
+	printf("                    %s BW Test (smart-perf %s)\n",
+	       op_titles[c->op], SMART_VERSION_STRING);
+	kit_head_env(&c->com, &p->env, NULL);
+	kit_head("Threads x depth", "%d x %d (one op in flight per coroutine)",
+		 c->com.threads, c->depth);
+	kit_head("Duration", "%.1f s per run, random %u-byte-aligned offsets",
+		 c->com.seconds, (unsigned)p->stride);
+	kit_rule();
+	printf(" %-6s %-6s %-12s %-18s %-14s %-14s %-14s\n", "mode", "#bytes",
+	       "#iterations", "BW average[MB/sec]", "MsgRate[Mpps]",
+	       "t_typical[usec]", "99% percentile[usec]");
+}
+
+void perf_print_row(const struct perf *p, const struct perf_result *r,
+		    int raw)
+{
+	printf(" %-6s %-6" PRIu64 " %-12" PRIu64 " %-18.2f %-14.3f %-14.3f "
+	       "%-14.3f\n", raw ? "raw" : "smart", p->cfg->size, r->ops,
+	       r->mb_per_s, r->mops, r->lat.p50_us, r->lat.p99_us);
+	if (!raw)
+		kit_library_line(&r->win.st);
+}
+
+/* cas-incr's conflict-avoidance fields. */
+static void rec_cas_incr(struct kit_rec *rec, const struct perf_cfg *c,
+			 const smart_stats_t *st)
+{
+	kit_rec_num(rec, "keys", "%" PRIu64, c->keys);
+	kit_rec_num(rec, "zipf", "%.3f", c->zipf);
+	kit_rec_num(rec, "retries_per_op", "%.4f", st->retries_per_op);
+	kit_rec_num(rec, "guarded_ops", "%" PRIu64,
+		    st->c[SMART_STAT_GUARDED_OPS]);
+	kit_rec_num(rec, "backoff_cmax", "%" PRIu64, st->backoff_cmax);
+	kit_rec_num(rec, "backoff_nmax", "%d", st->backoff_nmax);
+	kit_rec_num(rec, "admission_waits", "%" PRIu64,
+		    st->c[SMART_STAT_ADMISSION_WAITS]);
+}
+
+static void perf_record(const struct perf *p, const struct perf_result *r,
+			int raw, double ratio, struct kit_rec *rec)
+{
+	const struct perf_cfg *c = p->cfg;
+	const smart_stats_t *st = &r->win.st;
+	smart_ctx_t *ctx = p->env.ctx;
+
+	kit_rec_init(rec);
+	kit_rec_str(rec, "op", perf_op_names[c->op]);
+	kit_rec_num(rec, "size", "%" PRIu64, c->size);
+	kit_rec_num(rec, "threads", "%d", c->com.threads);
+	kit_rec_num(rec, "depth", "%d", c->depth);
+	kit_rec_num(rec, "seconds", "%.3f", r->win.secs);
+	kit_rec_str(rec, "transport", smart_ctx_transport(ctx));
+	kit_rec_str(rec, "qp_mode", c->com.qp_mode ? c->com.qp_mode : "auto");
+	kit_rec_str(rec, "qp_mode_effective", smart_ctx_qp_mode(ctx));
+	kit_rec_num(rec, "raw", "%s", raw ? "true" : "false");
+	kit_rec_num(rec, "ops", "%" PRIu64, r->ops);
+	kit_rec_num(rec, "mops", "%.4f", r->mops);
+	kit_rec_num(rec, "mb_per_s", "%.3f", r->mb_per_s);
+	kit_rec_lat(rec, &r->lat);
+	if (ratio >= 0)
+		kit_rec_num(rec, "ratio_vs_raw", "%.4f", ratio);
+	kit_rec_str(rec, "techniques", st->techniques);
+	kit_rec_library(rec, st);
+	kit_rec_num(rec, "db_rings", "%" PRIu64, st->db_rings);
+	kit_rec_num(rec, "wqe_misses", "%" PRIu64, st->wqe_misses);
+	kit_rec_str(rec, "nic_model", c->com.nic_model);
+	kit_rec_num(rec, "batch", "%d", c->batch);
+	kit_rec_num(rec, "dynamic_ms", "%d", c->dynamic_ms);
+	if (c->op == OP_CAS_INCR)
+		rec_cas_incr(rec, c, st);
+}
+
+int perf_report(const struct perf *p, const struct perf_result *r, int raw,
+		double ratio)
+{
+	const struct perf_cfg *c = p->cfg;
+	struct kit_rec rec;
+
+	perf_record(p, r, raw, ratio, &rec);
+	if (c->com.json)
+		kit_rec_json(&rec, stdout);
+	return c->com.csv ? kit_rec_csv(&rec, perf_csv, c->com.csv,
+					c->com.tool) : 0;
+}
