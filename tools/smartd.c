@@ -35,7 +35,8 @@ static void usage(FILE *f)
 "  --listen HOST:PORT   listen address [127.0.0.1:7470]\n"
 "  --id N               blade id, 0..1023 [0]\n"
 "  --hugepages          require huge pages for the region\n"
-"  --secret-file FILE   shared secret for clients (env SMART_SECRET_FILE)\n"
+"  --secret-file FILE   shared secret for clients (env SMART_SECRET_FILE):\n"
+"                       16..4096 bytes, a regular file of mode 0600\n"
 "  --insecure           run without a secret (loopback addresses only)\n"
 "  --chunk-size SIZE    allocator chunk, power of two [1M]\n"
 "  --transport NAME     shm | verbs [SMART_TRANSPORT, else shm]\n"
@@ -223,9 +224,10 @@ static int load_secret(struct args *a, char **secret)
 	size_t len;
 
 	if (f && *f) {
+		/* The loader has said why, and how to fix it. */
 		if (smart_secret_load(f, secret, &len)) {
-			fprintf(stderr, "smartd: cannot use secret file '%s' "
-				"(must exist and hold 1..4096 bytes)\n", f);
+			fprintf(stderr, "smartd: cannot use secret file '%s'\n",
+				f);
 			return 2;
 		}
 		a->cfg.secret = *secret;

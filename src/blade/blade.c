@@ -1,11 +1,13 @@
 /*
  * Memory blade: configuration, creation (region, superblock, sockets,
- * control thread), destruction, getters and the secret-file loader.
+ * control thread), destruction and getters.
  *
- * Invariants: a blade returned by smart_blade_create() has a formatted
- * region, a bound TCP listener, an fd-passing unix listener when the region
- * has an fd, and a running control thread; smart_blade_destroy() stops the
- * thread before anything it uses is freed.
+ * Invariants: a blade's secret, when it has one, is SMART_SECRET_MIN..MAX
+ * bytes (a shorter one could be guessed); a blade returned by
+ * smart_blade_create() has a formatted region, a bound TCP listener, an
+ * fd-passing unix listener when the region has an fd, and a running
+ * control thread; smart_blade_destroy() stops the thread before anything
+ * it uses is freed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -59,9 +61,9 @@ static int config_check(const struct smart_blade_config *c,
 		why = "blade id must be 0..1023";
 	else if (c->hugepages < -1 || c->hugepages > 1)
 		why = "hugepages must be -1, 0 or 1";
-	else if (c->secret && (c->secret_len == 0 ||
-			       c->secret_len > SMART_PROTO_SECRET_MAX))
-		why = "secret must be 1..4096 bytes";
+	else if (c->secret && (c->secret_len < SMART_SECRET_MIN ||
+			       c->secret_len > SMART_SECRET_MAX))
+		why = "secret must be 16..4096 bytes";
 	else if (c->max_clients < 1 || c->max_clients > BLADE_MAX_CLIENTS_LIMIT)
 		why = "max_clients must be 1..65536";
 	else if (c->handshake_timeout_ms < 1 ||

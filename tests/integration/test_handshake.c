@@ -1,8 +1,9 @@
 /*
  * Bootstrap handshake against an in-process blade (shm, 127.0.0.1:0):
  * good and refused handshakes, malformed and idle clients, capacity
- * limits, the one-time fd token, QP setup, the secret loader, the address
- * parser, and smartd's start/stop and its no-secret refusal.
+ * limits, the one-time fd token, QP setup, the address parser, and
+ * smartd's start/stop and its no-secret refusal.  Secrets are
+ * test_secret.c's.
  *
  * Waits on the blade's counters are liveness waits bounded by 5 s; nothing
  * asserts on timing.
@@ -65,13 +66,6 @@ static void good_client(smart_blade_t *b)
 	CHECK_EQ(w.blade_id, 7);
 	CHECK_U64_EQ(w.size, 8 * MIB);
 	smart__boot_close(s);
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
 }
 
 /* Wait (at most 5 s) until the counter selected by field reaches want. */
@@ -482,37 +476,6 @@ static void write_file(const char *path, const void *p, size_t n)
 	close(fd);
 }
 
-static void test_secret_file(void)
-{
-	char path[] = "/tmp/smart-secret-XXXXXX", *s;
-	static char big[4098];
-	size_t n;
-	int fd = mkstemp(path);
-
-	CHECK_GE(fd, 0);
-	close(fd);
-	write_file(path, "abc\n", 4);
-	CHECK_OK(smart_secret_load(path, &s, &n));
-	CHECK_EQ(n, 3);
-	CHECK(!memcmp(s, "abc", 3));
-	free(s);
-	write_file(path, "\n", 1);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
-	memset(big, 'k', sizeof(big));
-	big[4096] = '\n';
-	write_file(path, big, 4097);
-	CHECK_OK(smart_secret_load(path, &s, &n));
-	CHECK_EQ(n, 4096);
-	free(s);
-	write_file(path, big, 4097 + 1);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
-	big[4096] = 'k';
-	write_file(path, big, 4097);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
-	unlink(path);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_ENOENT);
-}
-
 /* Run smartd with args; returns its pid, *out reads its stdout+stderr. */
 static pid_t spawn_smartd(const char *const *args, FILE **out)
 {
@@ -563,7 +526,7 @@ static void test_smartd(void)
 		test_skip("smartd is not built");
 	CHECK_GE(fd, 0);
 	close(fd);
-	write_file(path, "daemon-secret\n", 14);
+	write_file(path, "daemon-secret-0123456789\n", 25);
 	pid = spawn_smartd(ok, &f);
 	CHECK(fgets(line, sizeof(line), f) != NULL);
 	CHECK_MSG(strstr(line, "smartd: blade 3 serving 4194304 bytes on "
@@ -599,7 +562,6 @@ int main(int argc, char **argv)
 		{ "fd_token", test_fd_token },
 		{ "qp", test_qp },
 		{ "config", test_config },
-		{ "secret_file", test_secret_file },
 		{ "smartd", test_smartd },
 		{ NULL, NULL } });
 }
