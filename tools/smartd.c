@@ -38,6 +38,11 @@ static void usage(FILE *f)
 "  --secret-file FILE   shared secret for clients (env SMART_SECRET_FILE):\n"
 "                       16..4096 bytes, a regular file of mode 0600\n"
 "  --insecure           run without a secret (loopback addresses only)\n"
+"  --max-clients N      authenticated clients at once [256]\n"
+"  --max-unauth N       connections not yet authenticated; a new one evicts\n"
+"                       the oldest [128]\n"
+"  --auth-timeout MS    time a connection has to present the secret (or an\n"
+"                       fd token) [1000]\n"
 "  --chunk-size SIZE    allocator chunk, power of two [1M]\n"
 "  --transport NAME     shm | verbs [SMART_TRANSPORT, else shm]\n"
 "  --device NAME        verbs: RDMA device [first with an active port]\n"
@@ -69,6 +74,18 @@ static int parse_size(const char *s, uint64_t *out)
 	if (*p || (v && mul > UINT64_MAX / v))
 		return -1;
 	*out = v * mul;
+	return 0;
+}
+
+/* A decimal count lo..hi (no suffix) into *out; 0 on success. */
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+	uint64_t x;
+
+	if (parse_size(s, &x) || strpbrk(s, "kKmMgG") || x < (uint64_t)lo ||
+	    x > (uint64_t)hi)
+		return -1;
+	*out = (int)x;
 	return 0;
 }
 
@@ -147,15 +164,20 @@ static int parse_opt(struct args *a, int c, const char *v)
 		a->cfg.device = v;
 		return 0;
 	case 'P':
-		if (parse_size(v, &x) || x < 1 || x > 255 || strpbrk(v, "kKmMgG"))
-			return bad("--ib-port", v);
-		a->cfg.ib_port = (int)x;
-		return 0;
+		return parse_int(v, 1, 255, &a->cfg.ib_port) ?
+		       bad("--ib-port", v) : 0;
 	case 'G':
-		if (parse_size(v, &x) || x > 1023 || strpbrk(v, "kKmMgG"))
-			return bad("--gid-index", v);
-		a->cfg.gid_index = (int)x;
-		return 0;
+		return parse_int(v, 0, 1023, &a->cfg.gid_index) ?
+		       bad("--gid-index", v) : 0;
+	case 'C':
+		return parse_int(v, 1, 65536, &a->cfg.max_clients) ?
+		       bad("--max-clients", v) : 0;
+	case 'U':
+		return parse_int(v, 1, 65536, &a->cfg.max_unauth) ?
+		       bad("--max-unauth", v) : 0;
+	case 'A':
+		return parse_int(v, 1, 3600000, &a->cfg.auth_timeout_ms) ?
+		       bad("--auth-timeout", v) : 0;
 	default:
 		return 2;
 	}
@@ -177,6 +199,9 @@ static int parse_args(struct args *a, int argc, char **argv)
 		{ "device", required_argument, NULL, 'D' },
 		{ "ib-port", required_argument, NULL, 'P' },
 		{ "gid-index", required_argument, NULL, 'G' },
+		{ "max-clients", required_argument, NULL, 'C' },
+		{ "max-unauth", required_argument, NULL, 'U' },
+		{ "auth-timeout", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
