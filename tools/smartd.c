@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,17 +78,25 @@ static int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* A decimal count lo..hi (no suffix) into *out; 0 on success. */
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-	uint64_t x;
-
-	if (parse_size(s, &x) || strpbrk(s, "kKmMgG") || x < (uint64_t)lo ||
-	    x > (uint64_t)hi)
-		return -1;
-	*out = (int)x;
-	return 0;
-}
+/* The options that take a decimal count (no suffix) into an int field of
+ * the blade config. */
+static const struct count_opt {
+	int c;
+	const char *name;
+	int lo, hi;
+	size_t off;
+} count_opts[] = {
+	{ 'P', "--ib-port", 1, 255,
+	  offsetof(struct smart_blade_config, ib_port) },
+	{ 'G', "--gid-index", 0, 1023,
+	  offsetof(struct smart_blade_config, gid_index) },
+	{ 'C', "--max-clients", 1, 65536,
+	  offsetof(struct smart_blade_config, max_clients) },
+	{ 'U', "--max-unauth", 1, 65536,
+	  offsetof(struct smart_blade_config, max_unauth) },
+	{ 'A', "--auth-timeout", 1, 3600000,
+	  offsetof(struct smart_blade_config, auth_timeout_ms) },
+};
 
 /* "host:port" names a loopback address: localhost, 127/8 or [::1]. */
 static int is_loopback(const char *hostport)
@@ -120,6 +129,24 @@ static int bad(const char *opt, const char *val)
 	fprintf(stderr, "smartd: bad value for %s: '%s' (see --help)\n", opt,
 		val);
 	return 2;
+}
+
+/* Option c when it is one of count_opts; else a usage error (2). */
+static int parse_count(struct args *a, int c, const char *v)
+{
+	const struct count_opt *o = NULL;
+	uint64_t x;
+
+	for (size_t i = 0; i < sizeof(count_opts) / sizeof(*o); i++)
+		if (count_opts[i].c == c)
+			o = &count_opts[i];
+	if (!o)
+		return 2;
+	if (parse_size(v, &x) || strpbrk(v, "kKmMgG") ||
+	    x < (uint64_t)o->lo || x > (uint64_t)o->hi)
+		return bad(o->name, v);
+	*(int *)((char *)&a->cfg + o->off) = (int)x;
+	return 0;
 }
 
 static int parse_opt(struct args *a, int c, const char *v)
@@ -163,23 +190,8 @@ static int parse_opt(struct args *a, int c, const char *v)
 	case 'D':
 		a->cfg.device = v;
 		return 0;
-	case 'P':
-		return parse_int(v, 1, 255, &a->cfg.ib_port) ?
-		       bad("--ib-port", v) : 0;
-	case 'G':
-		return parse_int(v, 0, 1023, &a->cfg.gid_index) ?
-		       bad("--gid-index", v) : 0;
-	case 'C':
-		return parse_int(v, 1, 65536, &a->cfg.max_clients) ?
-		       bad("--max-clients", v) : 0;
-	case 'U':
-		return parse_int(v, 1, 65536, &a->cfg.max_unauth) ?
-		       bad("--max-unauth", v) : 0;
-	case 'A':
-		return parse_int(v, 1, 3600000, &a->cfg.auth_timeout_ms) ?
-		       bad("--auth-timeout", v) : 0;
 	default:
-		return 2;
+		return parse_count(a, c, v);
 	}
 }
 

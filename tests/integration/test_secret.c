@@ -75,8 +75,10 @@ static void read_all(int fd, char *buf, size_t cap)
 	buf[n] = '\0';
 }
 
-/* smart_secret_load(path) in a child; its status, *len and its stderr. */
-static int load(const char *path, size_t *len, char *msg, size_t cap)
+/* Run fn(arg), which must not return, in a child whose stderr goes into
+ * msg, with an alarm armed; returns its wait status. */
+static int in_child(void (*fn)(const char *), const char *arg, char *msg,
+		    size_t cap)
 {
 	int p[2], st;
 	pid_t pid;
@@ -86,22 +88,34 @@ static int load(const char *path, size_t *len, char *msg, size_t cap)
 	pid = fork();
 	CHECK_GE(pid, 0);
 	if (pid == 0) {
-		char *s = NULL;
-		size_t n = 0;
-		int rc;
-
 		dup2(p[1], 2);
 		close(p[0]);
 		alarm(LOAD_ALARM_S);
-		rc = smart_secret_load(path, &s, &n);
-		if (!rc)
-			dprintf(2, "loaded %zu bytes\n", n);
-		_exit(rc ? 100 - rc : 0);
+		fn(arg);
 	}
 	close(p[1]);
 	read_all(p[0], msg, cap);
 	close(p[0]);
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+static void load_child(const char *path)
+{
+	char *s = NULL;
+	size_t n = 0;
+	int rc = smart_secret_load(path, &s, &n);
+
+	if (!rc)
+		dprintf(2, "loaded %zu bytes\n", n);
+	_exit(rc ? 100 - rc : 0);
+}
+
+/* smart_secret_load(path) in a child; its status, *len and its stderr. */
+static int load(const char *path, size_t *len, char *msg, size_t cap)
+{
+	int st = in_child(load_child, path, msg, cap);
+
 	CHECK_MSG(WIFEXITED(st), "loading %s: child killed by signal %d "
 		  "(blocked for %d s?)", path, WTERMSIG(st), LOAD_ALARM_S);
 	if (WEXITSTATUS(st) == 0) {
@@ -255,29 +269,20 @@ static void test_in_memory(void)
 	CHECK_OK(smart_ctx_destroy(ctx));
 }
 
-/* smartd with secret file path: exit code; its stderr into msg. */
-static int smartd_with(const char *path, char *msg, size_t cap)
+static void smartd_child(const char *path)
 {
 	const char *argv[] = { "smartd", "--size", "4M", "--listen",
 			       "127.0.0.1:0", "--secret-file", path, NULL };
-	int p[2], st;
-	pid_t pid;
 
-	CHECK_EQ(pipe(p), 0);
-	fflush(NULL);
-	pid = fork();
-	CHECK_GE(pid, 0);
-	if (pid == 0) {
-		dup2(p[1], 2);
-		close(p[0]);
-		alarm(LOAD_ALARM_S);
-		execv(SMART_BIN_DIR "/smartd", (char *const *)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	read_all(p[0], msg, cap);
-	close(p[0]);
-	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	execv(SMART_BIN_DIR "/smartd", (char *const *)argv);
+	_exit(127);
+}
+
+/* smartd with secret file path: exit code; its stderr into msg. */
+static int smartd_with(const char *path, char *msg, size_t cap)
+{
+	int st = in_child(smartd_child, path, msg, cap);
+
 	CHECK_MSG(WIFEXITED(st), "smartd killed by signal %d: %s",
 		  WTERMSIG(st), msg);
 	return WEXITSTATUS(st);

@@ -136,13 +136,16 @@ static void settle(smart_blade_t *b, uint64_t evicted)
 	}
 }
 
-/* A real client through the public API; returns the ms it took. */
-static double serve_client(smart_blade_t *b, smart_ctx_t **ctx)
+/* A real client through the public API: the ms smart_ctx_connect (the
+ * handshake and the fd fetch) took into *connect_ms, and the ms with
+ * smart_ctx_create as well into *total_ms. */
+static void serve_client(smart_blade_t *b, smart_ctx_t **ctx,
+			 double *connect_ms, double *total_ms)
 {
 	struct smart_blade_info info;
 	smart_opts_t *o;
 	uint16_t id;
-	double t0 = test_now_ms(), dt;
+	double t0 = test_now_ms(), t1;
 
 	CHECK_OK(smart_opts_create_defaults(&o));
 	CHECK_OK(smart_opts_set(o, "transport", "shm"));
@@ -150,10 +153,11 @@ static double serve_client(smart_blade_t *b, smart_ctx_t **ctx)
 	CHECK_OK(smart_ctx_create(o, ctx));
 	smart_opts_destroy(o);
 	CHECK_OK(smart_ctx_set_secret(*ctx, SECRET, strlen(SECRET)));
+	t1 = test_now_ms();
 	CHECK_OK(smart_ctx_connect(*ctx, smart_blade_address(b), &id));
-	dt = test_now_ms() - t0;
+	*connect_ms = test_now_ms() - t1;
+	*total_ms = test_now_ms() - t0;
 	CHECK_OK(smart_ctx_blade_info(*ctx, id, &info));
-	return dt;
 }
 
 static void test_flood(void)
@@ -166,13 +170,13 @@ static void test_flood(void)
 	char name[SMART_PROTO_SOCK_MAX + 1];
 	size_t len;
 	int base, held;
-	double ms, quiet;
+	double ms, total, quiet, quiet_total;
 
 	raise_nofile(3 * IDLE + 1024);
 	smart_blade_config_init(&dflt);
 	b = blade_with(0, LONG_MS, LONG_MS);
 	len = find_unix_name(name, sizeof(name));
-	quiet = serve_client(b, &ctx);
+	serve_client(b, &ctx, &quiet, &quiet_total);
 	CHECK_OK(smart_ctx_destroy(ctx));
 	for (int i = 0; i < 500 && (smart_blade_stats(b, &st),
 				    st.active_sessions); i++)
@@ -184,15 +188,16 @@ static void test_flood(void)
 	held = count_fds() - base - 2 * IDLE;
 	smart_blade_stats(b, &st);
 
-	ms = serve_client(b, &ctx);
+	serve_client(b, &ctx, &ms, &total);
 	printf("%d idle TCP + %d idle unix connections: the blade holds %d "
 	       "fds for them (%llu sessions, %llu fd requests, %llu evicted); "
-	       "a client with the secret is served in %.1f ms (%.1f ms with "
-	       "no idle peers)\n", IDLE, IDLE, held,
+	       "a client with the secret is served in %.1f ms (connect), "
+	       "%.1f ms with smart_ctx_create; with no idle peers %.1f ms, "
+	       "%.1f ms\n", IDLE, IDLE, held,
 	       (unsigned long long)st.pending_sessions,
 	       (unsigned long long)st.pending_fd_requests,
-	       (unsigned long long)st.evicted, ms, quiet);
-	CHECK_MSG(ms < 1000, "served in %.1f ms, want < 1000", ms);
+	       (unsigned long long)st.evicted, ms, total, quiet, quiet_total);
+	CHECK_MSG(total < 1000, "served in %.1f ms, want < 1000", total);
 	CHECK_LE(held, dflt.max_unauth + BLADE_MAX_FDREQ);
 	CHECK_EQ(st.pending_sessions, dflt.max_unauth);
 	CHECK_EQ(st.pending_fd_requests, BLADE_MAX_FDREQ);
