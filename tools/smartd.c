@@ -26,6 +26,7 @@ struct args {
 	struct smart_blade_config cfg;
 	uint64_t size, chunk;
 	int id, hugepages, insecure, ib_port, gid_index, lease_ms;
+	int max_clients, max_unauth, auth_timeout;
 	int transport, log_level;	/* indexes in the names; -1 unset */
 	const char *listen, *secret_file, *device;
 };
@@ -45,9 +46,18 @@ static const struct kit_flag smartd_flags[] = {
 	KIT_FLAG("hugepages", A, hugepages,
 		 "require huge pages for the region"),
 	KIT_STR("secret-file", A, secret_file, "FILE",
-		"shared secret for clients (env SMART_SECRET_FILE)"),
+		"shared secret for clients (env SMART_SECRET_FILE): 16..4096 "
+		"bytes, a regular file of mode 0600"),
 	KIT_FLAG("insecure", A, insecure,
 		 "run without a secret (loopback addresses only)"),
+	KIT_INT("max-clients", A, max_clients, 1, 65536, "N",
+		"authenticated clients at once [256]"),
+	KIT_INT("max-unauth", A, max_unauth, 1, 65536, "N",
+		"connections not yet authenticated; a new one evicts the "
+		"oldest [128]"),
+	KIT_INT("auth-timeout", A, auth_timeout, 1, 3600000, "MS",
+		"time a connection has to present the secret (or an fd "
+		"token) [1000]"),
 	KIT_SIZE("chunk-size", A, chunk, 4096, 1 << 30, "SIZE",
 		 "allocator chunk, a power of two, 4K..1G [1M]"),
 	KIT_CHOICE("transport", A, transport, transports, "shm|verbs",
@@ -135,6 +145,12 @@ static void blade_config(struct args *a)
 		c->gid_index = a->gid_index;
 	if (a->lease_ms)
 		c->lease_ms = (uint32_t)a->lease_ms;
+	if (a->max_clients)
+		c->max_clients = a->max_clients;
+	if (a->max_unauth)
+		c->max_unauth = a->max_unauth;
+	if (a->auth_timeout)
+		c->auth_timeout_ms = a->auth_timeout;
 }
 
 /* Secret from --secret-file or SMART_SECRET_FILE; the insecure rule.
@@ -146,11 +162,11 @@ static void load_secret(struct args *a, char **secret)
 	size_t len;
 
 	if (f && *f) {
+		/* the loader has said why, and how to fix it */
 		if (smart_secret_load(f, secret, &len))
 			kit_bad(TOOL, a->secret_file ? "secret-file" : NULL, f,
-				"%scannot use the secret file (it must exist "
-				"and hold 1..4096 bytes)", a->secret_file ? "" :
-				"SMART_SECRET_FILE: ");
+				"%scannot use the secret file", a->secret_file ?
+				"" : "SMART_SECRET_FILE: ");
 		a->cfg.secret = *secret;
 		a->cfg.secret_len = len;
 		return;

@@ -4,7 +4,13 @@
  * The blade allocates and registers its region, formats the superblock,
  * and runs the bootstrap server on one background thread: a TCP listener
  * (loopback by default) speaking the versioned handshake of
- * docs/protocol.md, with a shared-secret check.  After the handshake the
+ * docs/protocol.md, with a shared-secret check.  Peers that have not shown
+ * the secret yet live in a table of their own, capped and bounded in time,
+ * whose oldest entry makes room for a newcomer: idle connections, however
+ * many, never lock out a client that says HELLO at once, and the blade's
+ * sockets stay within max_clients + max_unauth + 64 fd requests + 3 (two
+ * listeners and the connection being accepted).
+ * After the handshake the
  * blade's CPU takes no part in READ/WRITE/CAS/FAA: the process may even be
  * stopped with SIGSTOP and the ops keep completing.
  *
@@ -35,11 +41,18 @@ struct smart_blade_config {
 	uint16_t id;		/* blade id in global addresses, 0..1023; [0] */
 	int hugepages;		/* -1 auto, 0 off, 1 required; [-1] */
 	const char *secret;	/* shared secret bytes, NULL = none required */
-	size_t secret_len;
+	size_t secret_len;	/* SMART_SECRET_MIN..SMART_SECRET_MAX */
 	const char *transport;	/* "shm" or "verbs"; NULL = "shm" */
 	uint32_t chunk_size;	/* allocator chunk, power of two; [1M] */
-	int max_clients;	/* concurrent handshakes+sessions; [256] */
-	int handshake_timeout_ms;	/* per client; [5000] */
+	int max_clients;	/* authenticated sessions at once; a HELLO
+				 * beyond is refused SMART_EBUSY; [256] */
+	int max_unauth;		/* connections without a valid HELLO yet;
+				 * a new one evicts the oldest; [128] */
+	int auth_timeout_ms;	/* time a peer has to present a valid HELLO
+				 * (TCP) or fd token (unix socket); [1000] */
+	int handshake_timeout_ms;	/* an authenticated client whose
+					 * replies stay unread this long is
+					 * dropped; [5000] */
 	const char *device;	/* verbs: RDMA device, NULL = auto; [NULL] */
 	int ib_port;		/* verbs: port, 0 = first active; [0] */
 	int gid_index;		/* verbs: GID index, -1 = auto; [-1] */
@@ -58,7 +71,7 @@ struct smart_blade_config {
 void smart_blade_config_init(struct smart_blade_config *cfg);
 
 /* Create the region, format it and start serving.  SMART_EINVAL for a bad
- * config, SMART_ENOMEM when the region cannot be had, SMART_ESYS when the
+ * config (a secret shorter than SMART_SECRET_MIN included), SMART_ENOMEM when the region cannot be had, SMART_ESYS when the
  * address cannot be bound (the log says why). */
 int smart_blade_create(const struct smart_blade_config *cfg,
 		       smart_blade_t **out);
@@ -82,10 +95,14 @@ uint16_t smart_blade_id(const smart_blade_t *b);
  * mapping: no client needed).  SMART_EINVAL for NULL. */
 int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out);
 
-/* Counters of the control plane. */
+/* Counters of the control plane: totals since creation, then what is open
+ * now (authenticated sessions, sessions waiting for a HELLO, connections
+ * on the fd socket waiting for a token).  evicted counts both sessions and
+ * fd requests dropped to make room for a newer one. */
 struct smart_blade_stats {
 	uint64_t accepted, authenticated, refused, malformed, timeouts,
-		active_sessions;
+		evicted;
+	uint64_t active_sessions, pending_sessions, pending_fd_requests;
 };
 void smart_blade_stats(const smart_blade_t *b,
 			   struct smart_blade_stats *out);

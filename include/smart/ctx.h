@@ -43,7 +43,7 @@ int smart_ctx_destroy(smart_ctx_t *ctx);
 int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 		      uint16_t *blade_id);
 
-/* Use these 1..4096 bytes as the shared secret of later smart_ctx_connect()
+/* Use these SMART_SECRET_MIN..MAX (16..4096) bytes as the shared secret of later smart_ctx_connect()
  * calls, instead of the option secret_file (an embedded blade and its own
  * ctx need no file).  The bytes are copied.  SMART_EINVAL for a bad length. */
 int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len);

@@ -13,13 +13,25 @@
 extern "C" {
 #endif
 
-/* Read a secret file: its bytes with one trailing newline removed; between
- * 1 and 4096 bytes.  *out is malloc'ed.  SMART_ENOENT, SMART_EINVAL. */
+/* Lengths of any secret, from a file or in memory (smart_blade_config,
+ * smart_ctx_set_secret): shorter ones are refused as guessable. */
+#define SMART_SECRET_MIN 16
+#define SMART_SECRET_MAX 4096
+
+/*
+ * Read a secret file: its bytes with one trailing newline removed, between
+ * SMART_SECRET_MIN and SMART_SECRET_MAX.  The path may be a symlink; what
+ * it names must be a regular file (a FIFO, device or directory is refused
+ * at once, never waited on) that neither group nor others may access, as
+ * ssh asks of a private key.  Each refusal is logged with the file's name
+ * and the fix.  *out is malloc'ed.  SMART_ENOENT, SMART_EINVAL.
+ */
 int smart_secret_load(const char *path, char **out, size_t *len);
 
 /* Fill buf with len random hexadecimal characters (getrandom), e.g. for an
- * embedded blade and its own ctx (smart_ctx_set_secret).  1..4096 bytes;
- * SMART_EINVAL, or SMART_ESYS when the kernel gives no randomness. */
+ * embedded blade and its own ctx (smart_ctx_set_secret): use at least
+ * SMART_SECRET_MIN (32 gives 128 bits).  1..4096 bytes; SMART_EINVAL, or
+ * SMART_ESYS when the kernel gives no randomness. */
 int smart_secret_generate(char *buf, size_t len);
 
 #ifdef __cplusplus

@@ -1,11 +1,13 @@
 /*
  * Memory blade: configuration, creation (region, superblock, sockets,
- * control thread), destruction, getters and the secret-file loader.
+ * control thread), destruction and getters.
  *
- * Invariants: a blade returned by smart_blade_create() has a formatted
- * region, a bound TCP listener, an fd-passing unix listener when the region
- * has an fd, and a running control thread; smart_blade_destroy() stops the
- * thread before anything it uses is freed.
+ * Invariants: a blade's secret, when it has one, is SMART_SECRET_MIN..MAX
+ * bytes (a shorter one could be guessed); a blade returned by
+ * smart_blade_create() has a formatted region, a bound TCP listener, an
+ * fd-passing unix listener when the region has an fd, and a running
+ * control thread; smart_blade_destroy() stops the thread before anything
+ * it uses is freed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -39,6 +42,8 @@ void smart_blade_config_init(struct smart_blade_config *cfg)
 	cfg->hugepages = -1;
 	cfg->chunk_size = 1u << 20;
 	cfg->max_clients = 256;
+	cfg->max_unauth = 128;
+	cfg->auth_timeout_ms = 1000;
 	cfg->handshake_timeout_ms = 5000;
 	cfg->gid_index = -1;
 	cfg->lease_ms = SMART_LEASE_MS_DEFAULT;
@@ -65,11 +70,16 @@ static int config_check(const struct smart_blade_config *c,
 		why = "blade id must be 0..1023";
 	else if (c->hugepages < -1 || c->hugepages > 1)
 		why = "hugepages must be -1, 0 or 1";
-	else if (c->secret && (c->secret_len == 0 ||
-			       c->secret_len > SMART_PROTO_SECRET_MAX))
-		why = "secret must be 1..4096 bytes";
+	else if (c->secret && (c->secret_len < SMART_SECRET_MIN ||
+			       c->secret_len > SMART_SECRET_MAX))
+		why = "secret must be 16..4096 bytes";
 	else if (c->max_clients < 1 || c->max_clients > BLADE_MAX_CLIENTS_LIMIT)
 		why = "max_clients must be 1..65536";
+	else if (c->max_unauth < 1 || c->max_unauth > BLADE_MAX_CLIENTS_LIMIT)
+		why = "max_unauth must be 1..65536";
+	else if (c->auth_timeout_ms < 1 ||
+		 c->auth_timeout_ms > BLADE_TIMEOUT_LIMIT_MS)
+		why = "auth timeout must be 1 ms..1 h";
 	else if (c->handshake_timeout_ms < 1 ||
 		 c->handshake_timeout_ms > BLADE_TIMEOUT_LIMIT_MS)
 		why = "handshake timeout must be 1 ms..1 h";
@@ -233,6 +243,8 @@ static int copy_config(struct smart_blade *b,
 	b->size = cfg->size;
 	b->chunk_shift = (uint8_t)__builtin_ctz(cfg->chunk_size);
 	b->max_clients = cfg->max_clients;
+	b->max_unauth = cfg->max_unauth;
+	b->auth_timeout_ms = cfg->auth_timeout_ms;
 	b->hs_timeout_ms = cfg->handshake_timeout_ms;
 	b->lease_ms = cfg->lease_ms;
 	b->lfd = b->ufd = b->wakefd = -1;
@@ -257,10 +269,36 @@ static int copy_config(struct smart_blade *b,
 		memcpy(b->secret, cfg->secret, cfg->secret_len);
 		b->secret_len = cfg->secret_len;
 	}
-	b->sess = calloc((size_t)b->max_clients, sizeof(*b->sess));
-	b->pfd = calloc(3 + (size_t)b->max_clients + BLADE_MAX_FDREQ,
-			sizeof(*b->pfd));
+	b->sess = calloc((size_t)b->max_clients + (size_t)b->max_unauth +
+			 BLADE_ACCEPT_BATCH, sizeof(*b->sess));
+	b->pfd = calloc(3 + (size_t)b->max_clients + (size_t)b->max_unauth +
+			BLADE_MAX_FDREQ, sizeof(*b->pfd));
 	return b->sess && b->pfd ? 0 : SMART_ENOMEM;
+}
+
+/*
+ * The blade holds at most this many descriptors: both session tables, the
+ * pending fd requests, one being accepted, the listeners, the eventfd and
+ * the region (BLADE_FD_SPARE covers the last ones and a transport's own).
+ * Past the process's limit accept() fails and the listener pauses, so say
+ * so at once rather than under attack.
+ */
+#define BLADE_FD_SPARE 8
+
+static void fd_budget_check(const struct smart_blade *b)
+{
+	uint64_t need = (uint64_t)b->max_clients + (uint64_t)b->max_unauth +
+			BLADE_MAX_FDREQ + BLADE_FD_SPARE;
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < need)
+		smart__warn(&b->log, "the fd limit (%llu) is below what the "
+			    "blade may hold (%llu: max_clients + max_unauth + "
+			    "%d fd requests + %d); raise it (ulimit -n)",
+			    (unsigned long long)rl.rlim_cur,
+			    (unsigned long long)need, BLADE_MAX_FDREQ,
+			    BLADE_FD_SPARE);
 }
 
 /* The control thread takes no signals: they belong to the application. */
@@ -307,8 +345,10 @@ int smart_blade_create(const struct smart_blade_config *cfg,
 		rc = tcp_listen(b, cfg->listen);
 	if (!rc && b->mr->fd >= 0)
 		rc = unix_listen(b);
-	if (!rc)
+	if (!rc) {
+		fd_budget_check(b);
 		rc = start_thread(b);
+	}
 	if (rc) {
 		smart_blade_destroy(b);
 		return rc;
@@ -333,7 +373,8 @@ int smart_blade_destroy(smart_blade_t *b)
 	for (int i = 0; i < b->nsess; i++)
 		smart__blade_sess_free(b, b->sess[i]);
 	for (int i = 0; i < b->nfdreq; i++)
-		close(b->fdreq[i].fd);
+		if (b->fdreq[i].fd >= 0)
+			close(b->fdreq[i].fd);
 	if (b->lfd >= 0)
 		close(b->lfd);
 	if (b->ufd >= 0)
@@ -397,5 +438,8 @@ void smart_blade_stats(const smart_blade_t *b,
 	out->refused = atomic_load(&b->n_refused);
 	out->malformed = atomic_load(&b->n_malformed);
 	out->timeouts = atomic_load(&b->n_timeouts);
+	out->evicted = atomic_load(&b->n_evicted);
 	out->active_sessions = atomic_load(&b->n_active);
+	out->pending_sessions = atomic_load(&b->n_pending);
+	out->pending_fd_requests = atomic_load(&b->n_pending_fd);
 }

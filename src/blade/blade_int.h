@@ -12,6 +12,13 @@
  *  - A session's fd-passing token is live only in SESS_READY and is cleared
  *    after its first use; it dies with the session.
  *  - Responders belong to exactly one session and are destroyed with it.
+ *  - The blade's descriptors are bounded whatever peers do: a session holds
+ *    an fd until it is evicted or reaped, and is counted in exactly one of
+ *    nauth (welcomed) or nunauth (not yet), which stay <= max_clients and
+ *    <= max_unauth after every accept; pending fd requests holding an fd
+ *    stay <= BLADE_MAX_FDREQ.  A newcomer evicts the oldest unauthenticated
+ *    session or fd request instead of being refused, so idle peers without
+ *    the secret can never lock a real client out.
  */
 #ifndef SMART_BLADE_INT_H
 #define SMART_BLADE_INT_H
@@ -34,7 +41,8 @@ _Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
 #define BLADE_OUT_CAP		16384
 #define BLADE_REPLY_MAX		(SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX)
 #define BLADE_MAX_RESPONDERS	4096
-#define BLADE_MAX_FDREQ		64
+#define BLADE_MAX_FDREQ		64	/* pending fd requests holding an fd */
+#define BLADE_ACCEPT_BATCH	64	/* accepts per listener per poll round */
 #define BLADE_LINGER_MS		1000	/* bound on flushing a final ERROR */
 #define BLADE_DISCARD_MAX	65536	/* bytes drained while closing */
 
@@ -49,7 +57,9 @@ struct blade_session {
 	int fd;			/* -1 for a socketless (fuzz) session */
 	int state;		/* enum blade_sess_state */
 	int wr_shut;		/* SHUT_WR done while closing */
-	uint64_t deadline;	/* ms: HELLO or close deadline; 0 = none */
+	int authed;		/* welcomed: counted in nauth, not nunauth */
+	int no_room;		/* set before each process(): max_clients hit */
+	uint64_t deadline;	/* ms: auth or close deadline; 0 = none */
 	uint64_t stall;		/* ms: output pending without progress since */
 	size_t discarded;
 	uint8_t token[SMART_PROTO_TOKEN_LEN];
@@ -65,7 +75,7 @@ struct blade_session {
 
 /* A pending fd request on the unix socket: 16 token bytes expected. */
 struct blade_fdreq {
-	int fd;
+	int fd;			/* -1 once finished, expired or evicted */
 	uint64_t deadline;
 	size_t n;
 	uint8_t got[SMART_PROTO_TOKEN_LEN];
@@ -87,8 +97,10 @@ struct smart_blade {
 	int ib_port, gid_index;
 	uint8_t *secret;	/* NULL: none required */
 	size_t secret_len;
-	int max_clients;
-	int hs_timeout_ms;
+	int max_clients;	/* authenticated sessions */
+	int max_unauth;		/* sessions without a valid HELLO yet */
+	int auth_timeout_ms;	/* to present a HELLO or an fd token */
+	int hs_timeout_ms;	/* authenticated: replies unread this long */
 	uint32_t lease_ms;
 	uint16_t next_lease;	/* control thread: the next id to try */
 
@@ -100,16 +112,21 @@ struct smart_blade {
 	pthread_t thread;
 	int thread_started;
 
-	/* Control thread only. */
-	struct pollfd *pfd;	/* 3 + max_clients + BLADE_MAX_FDREQ */
+	/*
+	 * Control thread only.  Arrays are in arrival order (compaction keeps
+	 * it), so the first unauthenticated entry is the oldest.  Evicted
+	 * entries stay, fd closed, until the end of the round: hence the
+	 * BLADE_ACCEPT_BATCH of headroom.
+	 */
+	struct pollfd *pfd;	/* 3 + max_clients + max_unauth + MAX_FDREQ */
 	uint64_t accept_pause;	/* ms: listener paused (out of fds) */
-	struct blade_session **sess;
-	int nsess;
-	struct blade_fdreq fdreq[BLADE_MAX_FDREQ];
-	int nfdreq;
+	struct blade_session **sess;	/* max_clients + max_unauth + BATCH */
+	int nsess, nauth, nunauth;
+	struct blade_fdreq fdreq[BLADE_MAX_FDREQ + BLADE_ACCEPT_BATCH];
+	int nfdreq, nfdlive;
 
 	_Atomic uint64_t n_accepted, n_authenticated, n_refused, n_malformed,
-		n_timeouts, n_active;
+		n_timeouts, n_evicted, n_active, n_pending, n_pending_fd;
 };
 
 /* Monotonic milliseconds. */

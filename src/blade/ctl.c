@@ -5,12 +5,18 @@
  *
  * Invariants:
  *  - Every socket is non-blocking and every send uses MSG_DONTWAIT, so no
- *    client can stall the loop; a client whose replies stay unread for
- *    hs_timeout_ms is dropped, one that sends nothing in time too.
+ *    client can stall the loop; a peer that presents no valid HELLO (TCP)
+ *    or token (unix) within auth_timeout_ms is dropped, an authenticated
+ *    client whose replies stay unread for hs_timeout_ms too.
+ *  - A new connection is never refused for lack of room: it evicts the
+ *    oldest unauthenticated session (or pending fd request) instead, so
+ *    idle peers without the secret cannot lock real clients out, and the
+ *    blade's fds stay bounded (blade_int.h).
  *  - Slot 0..2 of the pollfd array are the eventfd and the two listeners;
  *    sessions and fd requests follow in array order.  Sessions and fd
  *    requests are only removed (compacted) at the end of an iteration, so
- *    indices stay valid while events are dispatched.
+ *    indices stay valid while events are dispatched; an evicted one stays
+ *    until then with its fd closed (-1) and its state SESS_DEAD.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -22,7 +28,6 @@
 #include "blade/blade_int.h"
 #include "smart/status.h"
 
-#define ACCEPT_BATCH 64
 #define ACCEPT_PAUSE_MS 100
 
 static void count(_Atomic uint64_t *c)
@@ -122,6 +127,7 @@ static void drain(struct smart_blade *b, struct blade_session *s)
 
 static void sess_read(struct smart_blade *b, struct blade_session *s)
 {
+	int was_authed = s->authed;
 	ssize_t r = recv(s->fd, s->in + s->in_len, BLADE_IN_CAP - s->in_len,
 			 MSG_DONTWAIT);
 
@@ -133,7 +139,12 @@ static void sess_read(struct smart_blade *b, struct blade_session *s)
 	}
 	if (r > 0) {
 		s->in_len += (size_t)r;
+		s->no_room = b->nauth >= b->max_clients;
 		smart__blade_sess_process(b, s);
+		if (s->authed && !was_authed) {
+			b->nunauth--;
+			b->nauth++;
+		}
 	}
 }
 
@@ -158,18 +169,47 @@ static void sess_io(struct smart_blade *b, struct blade_session *s,
 		flush(b, s, now);
 }
 
-/* Over capacity: tell the client why, without keeping any state. */
-static void reject_now(struct smart_blade *b, int fd)
+/* Close a session's socket now, leaving the class it was counted in. */
+static void sess_close_fd(struct smart_blade *b, struct blade_session *s)
+{
+	if (s->fd < 0)
+		return;
+	close(s->fd);
+	s->fd = -1;
+	if (s->authed)
+		b->nauth--;
+	else
+		b->nunauth--;
+}
+
+/*
+ * The unauthenticated table is full: the oldest entry goes, told why when
+ * it is still waiting for a HELLO (a closing one has its ERROR queued
+ * already).  Oldest first because a real client says HELLO at once: it can
+ * only lose its place to max_unauth connections arriving after it.
+ */
+static void evict_session(struct smart_blade *b)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	struct blade_session *s;
 	size_t n;
 
-	if (!smart__proto_enc_error(SMART_EBUSY, "too many clients", f,
-				    sizeof(f), &n) &&
-	    send(fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		smart__dbg(&b->log, "reject: %s", strerror(errno));
-	close(fd);
-	count(&b->n_refused);
+	for (int i = 0; i < b->nsess; i++) {
+		s = b->sess[i];
+		if (s->authed || s->fd < 0)
+			continue;
+		if (s->state == SESS_HELLO &&
+		    !smart__proto_enc_error(SMART_EBUSY, "evicted: too many "
+					    "connections without a hello", f,
+					    sizeof(f), &n) &&
+		    send(s->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			smart__dbg(&b->log, "evict: %s", strerror(errno));
+		smart__dbg(&b->log, "session fd %d: evicted", s->fd);
+		sess_close_fd(b, s);
+		s->state = SESS_DEAD;
+		count(&b->n_evicted);
+		return;
+	}
 }
 
 static int accept_one(struct smart_blade *b, int lfd, uint64_t now)
@@ -192,15 +232,13 @@ static void accept_tcp(struct smart_blade *b, uint64_t now)
 	struct blade_session *s;
 	int fd, one = 1;
 
-	for (int i = 0; i < ACCEPT_BATCH; i++) {
+	for (int i = 0; i < BLADE_ACCEPT_BATCH; i++) {
 		fd = accept_one(b, b->lfd, now);
 		if (fd < 0)
 			return;
 		count(&b->n_accepted);
-		if (b->nsess >= b->max_clients) {
-			reject_now(b, fd);
-			continue;
-		}
+		if (b->nunauth >= b->max_unauth)
+			evict_session(b);
 		s = smart__blade_sess_new(b, fd);
 		if (!s) {
 			close(fd);
@@ -208,25 +246,7 @@ static void accept_tcp(struct smart_blade *b, uint64_t now)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		b->sess[b->nsess++] = s;
-	}
-}
-
-static void accept_unix(struct smart_blade *b, uint64_t now)
-{
-	int fd;
-
-	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		fd = accept_one(b, b->ufd, now);
-		if (fd < 0)
-			return;
-		if (b->nfdreq >= BLADE_MAX_FDREQ) {
-			close(fd);
-			continue;
-		}
-		b->fdreq[b->nfdreq++] = (struct blade_fdreq){
-			.fd = fd,
-			.deadline = now + (uint64_t)b->hs_timeout_ms,
-		};
+		b->nunauth++;
 	}
 }
 
@@ -256,6 +276,47 @@ static void fd_reply(struct smart_blade *b, int fd, int status)
 		smart__info(&b->log, "fd reply: %s", strerror(errno));
 }
 
+static void fdreq_close(struct smart_blade *b, struct blade_fdreq *q)
+{
+	if (q->fd < 0)
+		return;
+	close(q->fd);
+	q->fd = -1;
+	explicit_bzero(q->got, sizeof(q->got));
+	b->nfdlive--;
+}
+
+/* Full: the oldest pending request goes, for the reason sessions do. */
+static void evict_fdreq(struct smart_blade *b)
+{
+	for (int i = 0; i < b->nfdreq; i++) {
+		if (b->fdreq[i].fd < 0)
+			continue;
+		fd_reply(b, b->fdreq[i].fd, SMART_EBUSY);
+		fdreq_close(b, &b->fdreq[i]);
+		count(&b->n_evicted);
+		return;
+	}
+}
+
+static void accept_unix(struct smart_blade *b, uint64_t now)
+{
+	int fd;
+
+	for (int i = 0; i < BLADE_ACCEPT_BATCH; i++) {
+		fd = accept_one(b, b->ufd, now);
+		if (fd < 0)
+			return;
+		if (b->nfdlive >= BLADE_MAX_FDREQ)
+			evict_fdreq(b);
+		b->fdreq[b->nfdreq++] = (struct blade_fdreq){
+			.fd = fd,
+			.deadline = now + (uint64_t)b->auth_timeout_ms,
+		};
+		b->nfdlive++;
+	}
+}
+
 /* Returns 1 when the request is finished (its fd is then closed). */
 static int fdreq_io(struct smart_blade *b, struct blade_fdreq *q)
 {
@@ -274,7 +335,6 @@ static int fdreq_io(struct smart_blade *b, struct blade_fdreq *q)
 	if (rc)
 		smart__info(&b->log, "fd request with an unknown token");
 	fd_reply(b, q->fd, rc);
-	explicit_bzero(q->got, sizeof(q->got));
 	return 1;
 }
 
@@ -285,10 +345,11 @@ static void expire(struct smart_blade *b, uint64_t now)
 
 		if (s->state == SESS_HELLO && now >= s->deadline) {
 			count(&b->n_timeouts);
-			smart__info(&b->log, "session fd %d: handshake timeout",
-				    s->fd);
+			smart__info(&b->log, "session fd %d: no hello within "
+				    "the auth deadline", s->fd);
 			smart__blade_sess_refuse(b, s, SMART_ETIMEDOUT,
-						 "handshake timeout");
+						 "no hello within the auth "
+						 "deadline");
 			flush(b, s, now);
 		} else if (s->state == SESS_CLOSING && now >= s->deadline) {
 			s->state = SESS_DEAD;
@@ -301,10 +362,8 @@ static void expire(struct smart_blade *b, uint64_t now)
 		}
 	}
 	for (int i = 0; i < b->nfdreq; i++)
-		if (b->fdreq[i].fd >= 0 && now >= b->fdreq[i].deadline) {
-			close(b->fdreq[i].fd);
-			b->fdreq[i].fd = -1;
-		}
+		if (now >= b->fdreq[i].deadline)
+			fdreq_close(b, &b->fdreq[i]);
 }
 
 static void reap(struct smart_blade *b)
@@ -312,18 +371,25 @@ static void reap(struct smart_blade *b)
 	int k = 0;
 
 	for (int i = 0; i < b->nsess; i++) {
-		if (b->sess[i]->state == SESS_DEAD)
+		if (b->sess[i]->state == SESS_DEAD) {
+			sess_close_fd(b, b->sess[i]);
 			smart__blade_sess_free(b, b->sess[i]);
-		else
+		} else {
 			b->sess[k++] = b->sess[i];
+		}
 	}
 	b->nsess = k;
-	atomic_store_explicit(&b->n_active, (uint64_t)k, memory_order_relaxed);
 	k = 0;
 	for (int i = 0; i < b->nfdreq; i++)
 		if (b->fdreq[i].fd >= 0)
 			b->fdreq[k++] = b->fdreq[i];
 	b->nfdreq = k;
+	atomic_store_explicit(&b->n_active, (uint64_t)b->nauth,
+			      memory_order_relaxed);
+	atomic_store_explicit(&b->n_pending, (uint64_t)b->nunauth,
+			      memory_order_relaxed);
+	atomic_store_explicit(&b->n_pending_fd, (uint64_t)b->nfdlive,
+			      memory_order_relaxed);
 }
 
 /* Milliseconds until the nearest deadline, at most one second. */
@@ -340,7 +406,7 @@ static int next_timeout(const struct smart_blade *b, uint64_t now)
 			next = s->stall + stall;
 	}
 	for (int i = 0; i < b->nfdreq; i++)
-		if (b->fdreq[i].deadline < next)
+		if (b->fdreq[i].fd >= 0 && b->fdreq[i].deadline < next)
 			next = b->fdreq[i].deadline;
 	if (b->accept_pause > now && b->accept_pause < next)
 		next = b->accept_pause;
@@ -357,10 +423,8 @@ static void dispatch(struct smart_blade *b, int nsess, int nfdreq,
 			sess_io(b, b->sess[i], p[i].revents, now);
 	p += nsess;
 	for (int i = 0; i < nfdreq; i++)
-		if (p[i].revents && fdreq_io(b, &b->fdreq[i])) {
-			close(b->fdreq[i].fd);
-			b->fdreq[i].fd = -1;
-		}
+		if (p[i].revents && fdreq_io(b, &b->fdreq[i]))
+			fdreq_close(b, &b->fdreq[i]);
 	if (b->pfd[1].revents)
 		accept_tcp(b, now);
 	if (b->pfd[2].revents)

@@ -5,7 +5,9 @@
  * output buffer; it never does I/O itself, so the control thread (ctl.c)
  * and the fuzz entry smart__blade_session_feed() drive the same code.
  *
- * States: SESS_HELLO accepts only HELLO (or BYE); SESS_READY accepts
+ * States: SESS_HELLO accepts only HELLO (or BYE); a good HELLO is
+ * refused with SMART_EBUSY when the control thread has flagged the blade
+ * full (s->no_room), and sets s->authed otherwise; SESS_READY accepts
  * QP_CONNECT, QP_CLOSE and BYE; anything else, and any malformed frame,
  * queues an ERROR and moves to SESS_CLOSING, after which no input is
  * interpreted.  A frame is handled only when out[] has room for the largest
@@ -38,7 +40,7 @@ struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd)
 		return NULL;
 	s->fd = fd;
 	s->state = SESS_HELLO;
-	s->deadline = smart__blade_now_ms() + (uint64_t)b->hs_timeout_ms;
+	s->deadline = smart__blade_now_ms() + (uint64_t)b->auth_timeout_ms;
 	return s;
 }
 
@@ -163,6 +165,7 @@ static void welcome(struct smart_blade *b, struct blade_session *s)
 	explicit_bzero(w.token, sizeof(w.token));
 	out_put(s, f, n);
 	s->state = SESS_READY;
+	s->authed = 1;
 	s->deadline = 0;
 	atomic_fetch_add_explicit(&b->n_authenticated, 1,
 				  memory_order_relaxed);
@@ -195,6 +198,12 @@ static void on_hello(struct smart_blade *b, struct blade_session *s,
 		snprintf(msg, sizeof(msg), "transport %s not served, blade "
 			 "uses %s", h.transport, b->transport);
 		refused(b, s, SMART_ENOTSUP, msg);
+		return;
+	}
+	/* Only here, after the secret: a peer without it learns nothing of
+	 * the blade's load. */
+	if (s->no_room) {
+		refused(b, s, SMART_EBUSY, "too many clients");
 		return;
 	}
 	welcome(b, s);

@@ -283,7 +283,7 @@ int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len)
 	char *copy, *old;
 	size_t old_len;
 
-	if (!ctx || !secret || !len || len > 4096)
+	if (!ctx || !secret || len < SMART_SECRET_MIN || len > SMART_SECRET_MAX)
 		return SMART_EINVAL;
 	copy = malloc(len + 1);
 	if (!copy)

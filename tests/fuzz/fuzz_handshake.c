@@ -10,8 +10,8 @@
  * back is a well-formed WELCOME, ERROR or QP_ACCEPT frame.
  *
  * The blade is created once per process and kept (a fuzz target's only
- * way to amortise its set-up); the secret is "fuzz-secret", as in the seed
- * corpus.
+ * way to amortise its set-up); the secret is "fuzz-secret-0123", as in
+ * the seed corpus.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FUZZ_SECRET "fuzz-secret"
+#define FUZZ_SECRET "fuzz-secret-0123"
 
 static uint8_t scratch[SMART_PROTO_HDR_LEN + SMART_PROTO_MAX_PAYLOAD];
 

@@ -28,13 +28,6 @@ struct smartd_proc {
 	char addr[64];		/* "127.0.0.1:PORT" from its start line */
 };
 
-static inline void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* Read one line from fd within timeout_ms; 0, or -1 on EOF/timeout. */
 static inline int smartd_read_line(int fd, char *buf, size_t cap,
 				   int timeout_ms)

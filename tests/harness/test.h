@@ -10,15 +10,18 @@
  * A failed check prints both values with file:line and exits 1 (the case
  * stops at once: no cascade of follow-up failures).  test_skip() exits 77,
  * which ctest reports as skipped, printing the reason.  An argument on the
- * command line runs only the cases whose name contains it.
+ * command line runs only the cases whose name contains it.  sleep_ms()
+ * and test_now_ms() are the tests' clock.
  */
 #ifndef SMART_TEST_H
 #define SMART_TEST_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "smart/status.h"
 
@@ -86,6 +89,24 @@ struct test_case {
 			TEST_FAIL("%s returned %d (%s)", #expr, rc_,         \
 				  smart_status_name(rc_));                   \
 	} while (0)
+
+/* Sleep the whole time, signals or not. */
+static inline void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Monotonic milliseconds, for measuring (never for ordering events). */
+static inline double test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
 
 static inline void test_skip(const char *why)
 {

@@ -1,8 +1,9 @@
 /*
  * Bootstrap handshake against an in-process blade (shm, 127.0.0.1:0):
  * good and refused handshakes, malformed and idle clients, capacity
- * limits, the one-time fd token, QP setup, the secret loader, the address
- * parser, and smartd's start/stop and its no-secret refusal.
+ * limits, the one-time fd token, QP setup, the address parser, and
+ * smartd's start/stop, its flags and its no-secret refusal.  Peers without
+ * the secret in numbers are test_unauth.c's; secrets are test_secret.c's.
  *
  * Waits on the blade's counters are liveness waits bounded by 5 s; nothing
  * asserts on timing.
@@ -21,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/raw_peer.h"
 #include "harness/test.h"
 #include "smart/blade.h"
 #include "core/bootstrap.h"
@@ -31,6 +33,8 @@
 #define SECRET "s3cret-handshake"
 #define MIB (UINT64_C(1) << 20)
 
+/* timeout_ms is both the auth deadline and the stall timeout: short, so
+ * that the cases ending in a timeout stay fast. */
 static smart_blade_t *blade_start(int max_clients, int timeout_ms)
 {
 	struct smart_blade_config cfg;
@@ -45,6 +49,7 @@ static smart_blade_t *blade_start(int max_clients, int timeout_ms)
 	cfg.secret_len = strlen(SECRET);
 	cfg.max_clients = max_clients;
 	cfg.handshake_timeout_ms = timeout_ms;
+	cfg.auth_timeout_ms = timeout_ms;
 	CHECK_OK(smart_blade_create(&cfg, &b));
 	return b;
 }
@@ -65,80 +70,6 @@ static void good_client(smart_blade_t *b)
 	CHECK_EQ(w.blade_id, 7);
 	CHECK_U64_EQ(w.size, 8 * MIB);
 	smart__boot_close(s);
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Wait (at most 5 s) until the counter selected by field reaches want. */
-#define WAIT_STAT(b, field, want)                                            \
-	do {                                                                 \
-		struct smart_blade_stats st_;                                \
-		for (int i_ = 0; i_ < 500; i_++) {                           \
-			smart_blade_stats((b), &st_);                    \
-			if (st_.field >= (uint64_t)(want))                   \
-				break;                                       \
-			sleep_ms(10);                                        \
-		}                                                            \
-		smart_blade_stats((b), &st_);                            \
-		CHECK_GE(st_.field, (want));                                 \
-	} while (0)
-
-static int raw_connect(smart_blade_t *b)
-{
-	struct sockaddr_storage ss;
-	uint32_t len;
-	struct timeval tv = { 5, 0 };
-	int fd;
-
-	CHECK_OK(smart__proto_parse_addr(smart_blade_address(b), &ss,
-					 sizeof(ss), &len));
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK_GE(fd, 0);
-	CHECK_EQ(connect(fd, (struct sockaddr *)&ss, len), 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	return fd;
-}
-
-static void raw_send(int fd, const void *p, size_t n)
-{
-	CHECK_EQ(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
-}
-
-/* Read one frame; returns its type, or -1 on EOF/error. */
-static int raw_frame(int fd, uint8_t *payload, size_t cap, size_t *plen)
-{
-	uint8_t h[SMART_PROTO_HDR_LEN];
-	struct smart_proto_hdr hdr;
-
-	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t)sizeof(h))
-		return -1;
-	CHECK_OK(smart__proto_hdr_check(h, sizeof(h), &hdr));
-	CHECK_LE(hdr.len, cap);
-	if (hdr.len && recv(fd, payload, hdr.len, MSG_WAITALL) !=
-	    (ssize_t)hdr.len)
-		return -1;
-	*plen = hdr.len;
-	return hdr.type;
-}
-
-/* Expect an ERROR with status, then EOF. */
-static void expect_error(int fd, int status)
-{
-	uint8_t p[SMART_PROTO_MAX_PAYLOAD];
-	struct smart_proto_error e;
-	size_t n;
-	char c;
-
-	CHECK_EQ(raw_frame(fd, p, sizeof(p), &n), SMART_PROTO_ERROR);
-	CHECK_OK(smart__proto_dec_error(p, n, &e));
-	CHECK_EQ(e.status, status);
-	CHECK_EQ(e.version, SMART_PROTO_VERSION);
-	CHECK_EQ(recv(fd, &c, 1, 0), 0);
 }
 
 static void test_good(void)
@@ -297,31 +228,38 @@ static void close_all(int *fds, int n)
 static void test_many_idle(void)
 {
 	smart_blade_t *b = blade_start(256, 5000);
-	struct smart__boot *s;
-	struct smart__boot_welcome w;
-	struct smart_blade_stats st;
-	int fds[200], rc = -1;
+	int fds[200];
 
 	open_idle(b, fds, 200);
 	good_client(b);
 	close_all(fds, 200);
 	smart_blade_destroy(b);
+}
 
-	/* Over capacity: extra clients are refused at once, the blade lives. */
-	b = blade_start(16, 5000);
-	open_idle(b, fds, 200);
-	WAIT_STAT(b, refused, 184);
+/* max_clients caps authenticated sessions: past it, a HELLO with the right
+ * secret is refused EBUSY (the blade stays up), and a slot freed is used. */
+static void test_max_clients(void)
+{
+	smart_blade_t *b = blade_start(16, 5000);
+	struct smart__boot *s[16], *extra = NULL;
+	struct smart__boot_welcome w;
+	struct smart_blade_stats st;
+	int rc = -1;
+
+	for (int i = 0; i < 16; i++)
+		CHECK_OK(boot(b, SECRET, strlen(SECRET), &s[i], &w));
+	CHECK_EQ(boot(b, SECRET, strlen(SECRET), &extra, &w), SMART_EBUSY);
 	smart_blade_stats(b, &st);
 	CHECK_EQ(st.active_sessions, 16);
-	rc = boot(b, SECRET, strlen(SECRET), &s, &w);
-	CHECK(rc == SMART_EBUSY || rc == SMART_ECONN);
-	close_all(fds, 200);
+	CHECK_EQ(st.refused, 1);
+	smart__boot_close(s[0]);
 	for (int i = 0; i < 500 && rc; i++) {
 		sleep_ms(10);
-		rc = boot(b, SECRET, strlen(SECRET), &s, &w);
+		rc = boot(b, SECRET, strlen(SECRET), &s[0], &w);
 	}
 	CHECK_OK(rc);
-	smart__boot_close(s);
+	for (int i = 0; i < 16; i++)
+		smart__boot_close(s[i]);
 	smart_blade_destroy(b);
 }
 
@@ -348,7 +286,6 @@ static int raw_welcome(smart_blade_t *b, struct smart_proto_welcome *w)
 static int present(const struct smart_proto_welcome *w, const uint8_t *tok,
 		   int *fd)
 {
-	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	uint8_t st = 0xee;
 	struct iovec iov = { &st, 1 };
@@ -356,11 +293,8 @@ static int present(const struct smart_proto_welcome *w, const uint8_t *tok,
 			     .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
-	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	int s = raw_unix_connect(w->sock, w->sock_len);
 
-	memcpy(un.sun_path + 1, w->sock, w->sock_len);
-	CHECK_EQ(connect(s, (struct sockaddr *)&un, (socklen_t)(
-		 offsetof(struct sockaddr_un, sun_path) + 1 + w->sock_len)), 0);
 	raw_send(s, tok, SMART_PROTO_TOKEN_LEN);
 	CHECK_EQ(recvmsg(s, &mh, 0), 1);
 	*fd = -1;
@@ -492,37 +426,6 @@ static void write_file(const char *path, const void *p, size_t n)
 	close(fd);
 }
 
-static void test_secret_file(void)
-{
-	char path[] = "/tmp/smart-secret-XXXXXX", *s;
-	static char big[4098];
-	size_t n;
-	int fd = mkstemp(path);
-
-	CHECK_GE(fd, 0);
-	close(fd);
-	write_file(path, "abc\n", 4);
-	CHECK_OK(smart_secret_load(path, &s, &n));
-	CHECK_EQ(n, 3);
-	CHECK(!memcmp(s, "abc", 3));
-	free(s);
-	write_file(path, "\n", 1);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
-	memset(big, 'k', sizeof(big));
-	big[4096] = '\n';
-	write_file(path, big, 4097);
-	CHECK_OK(smart_secret_load(path, &s, &n));
-	CHECK_EQ(n, 4096);
-	free(s);
-	write_file(path, big, 4097 + 1);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
-	big[4096] = 'k';
-	write_file(path, big, 4097);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_EINVAL);
-	unlink(path);
-	CHECK_EQ(smart_secret_load(path, &s, &n), SMART_ENOENT);
-}
-
 /* Run smartd with args; returns its pid, *out reads its stdout+stderr. */
 static pid_t spawn_smartd(const char *const *args, FILE **out)
 {
@@ -559,12 +462,18 @@ static void test_smartd(void)
 {
 	char path[] = "/tmp/smart-secret-XXXXXX", line[512];
 	const char *ok[] = { "smartd", "--size", "4M", "--listen", "127.0.0.1:0",
-		       "--id", "3", "--secret-file", path, NULL };
+		       "--id", "3", "--secret-file", path, "--auth-timeout",
+		       "1500", "--max-unauth", "32", "--max-clients", "8", NULL };
+	const char *badauth[] = { "smartd", "--size", "4M", "--insecure",
+				  "--auth-timeout", "0", NULL };
 	const char *nosecret[] = { "smartd", "--size", "4M", "--listen",
 			     "127.0.0.1:0", NULL };
 	const char *wide[] = { "smartd", "--size", "4M", "--listen", "0.0.0.0:0",
 			 "--insecure", NULL };
 	const char *badsize[] = { "smartd", "--size", "12X", NULL };
+	const char *help[] = { "smartd", "--help", NULL };
+	char text[4096];
+	size_t n;
 	int fd = mkstemp(path);
 	FILE *f;
 	pid_t pid;
@@ -573,7 +482,7 @@ static void test_smartd(void)
 		test_skip("smartd is not built");
 	CHECK_GE(fd, 0);
 	close(fd);
-	write_file(path, "daemon-secret\n", 14);
+	write_file(path, "daemon-secret-0123456789\n", 25);
 	pid = spawn_smartd(ok, &f);
 	CHECK(fgets(line, sizeof(line), f) != NULL);
 	CHECK_MSG(strstr(line, "smartd: blade 3 serving 4194304 bytes on "
@@ -594,6 +503,18 @@ static void test_smartd(void)
 	pid = spawn_smartd(badsize, &f);
 	CHECK_EQ(wait_exit(pid), 2);
 	fclose(f);
+	pid = spawn_smartd(badauth, &f);
+	CHECK_EQ(wait_exit(pid), 2);
+	CHECK(fgets(line, sizeof(line), f) && strstr(line, "--auth-timeout"));
+	fclose(f);
+	pid = spawn_smartd(help, &f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	CHECK_EQ(wait_exit(pid), 0);
+	fclose(f);
+	CHECK_MSG(strstr(text, "--auth-timeout MS") &&
+		  strstr(text, "--max-unauth N") &&
+		  strstr(text, "--max-clients N"), "smartd --help: %s", text);
 }
 
 int main(int argc, char **argv)
@@ -606,10 +527,10 @@ int main(int argc, char **argv)
 		{ "malformed", test_malformed },
 		{ "idle_timeout", test_idle_timeout },
 		{ "many_idle", test_many_idle },
+		{ "max_clients", test_max_clients },
 		{ "fd_token", test_fd_token },
 		{ "qp", test_qp },
 		{ "config", test_config },
-		{ "secret_file", test_secret_file },
 		{ "smartd", test_smartd },
 		{ NULL, NULL } });
 }

@@ -102,7 +102,9 @@ if [ -n "${addrs[0]}" ] && [ -n "${addrs[1]}" ]; then
 	check connect-again "$b" ycsb "${tiny[@]}" --connect "${addrs[0]}" \
 		--secret-file "$tmp/secret" --workload c
 	has connect-root "table at root 17"
-	printf 'not-the-secret' >"$tmp/wrong"
+	# a well-formed secret file (16+ bytes, 0600), just not the blade's
+	printf 'not-the-blade-secret' >"$tmp/wrong"
+	chmod 600 "$tmp/wrong"
 	"$b" ycsb --keys 100 --seconds 0.1 --connect "${addrs[0]}" \
 		--secret-file "$tmp/wrong" >"$tmp/out" 2>"$tmp/err"
 	rc=$?

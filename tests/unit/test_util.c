@@ -130,14 +130,6 @@ static void test_log_msg(void)
 
 /* ---- clock ---- */
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 static void test_clock_monotonic(void)
 {
 	uint64_t prev = smart_now_ns(), now;

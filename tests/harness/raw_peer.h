@@ -1,0 +1,122 @@
+/*
+ * Test helpers that play a bootstrap peer by hand, without the client
+ * library: TCP connects to an in-process blade, frame reads, the expected
+ * ERROR-then-EOF ending, connects to the blade's abstract unix socket, and
+ * bounded waits on the blade's counters.  Header only; every read is
+ * bounded (SO_RCVTIMEO 5 s), so a blade that never answers fails the test
+ * instead of hanging it.
+ */
+#ifndef SMART_TEST_RAW_PEER_H
+#define SMART_TEST_RAW_PEER_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "harness/test.h"
+#include "smart/blade.h"
+#include "wire/proto.h"
+
+/* Wait (at most 5 s) until the counter selected by field reaches want. */
+#define WAIT_STAT(b, field, want)                                            \
+	do {                                                                 \
+		struct smart_blade_stats st_;                                \
+		for (int i_ = 0; i_ < 500; i_++) {                           \
+			smart_blade_stats((b), &st_);                        \
+			if (st_.field >= (uint64_t)(want))                   \
+				break;                                       \
+			sleep_ms(10);                                        \
+		}                                                            \
+		smart_blade_stats((b), &st_);                                \
+		CHECK_GE(st_.field, (want));                                 \
+	} while (0)
+
+static inline void raw_timeout(int fd)
+{
+	struct timeval tv = { 5, 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/* A blocking TCP connection to the blade, reads bounded by 5 s. */
+static inline int raw_connect(const smart_blade_t *b)
+{
+	struct sockaddr_storage ss;
+	uint32_t len;
+	int fd;
+
+	CHECK_OK(smart__proto_parse_addr(smart_blade_address(b), &ss,
+					 sizeof(ss), &len));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(fd, 0);
+	CHECK_EQ(connect(fd, (struct sockaddr *)&ss, len), 0);
+	raw_timeout(fd);
+	return fd;
+}
+
+/* A blocking connection to the abstract unix socket name[0..len). */
+static inline int raw_unix_connect(const char *name, size_t len)
+{
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK_GE(fd, 0);
+	CHECK_LT(len, sizeof(un.sun_path));
+	memcpy(un.sun_path + 1, name, len);
+	CHECK_EQ(connect(fd, (struct sockaddr *)&un, (socklen_t)(
+		 offsetof(struct sockaddr_un, sun_path) + 1 + len)), 0);
+	raw_timeout(fd);
+	return fd;
+}
+
+static inline void raw_send(int fd, const void *p, size_t n)
+{
+	CHECK_EQ(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* Read one frame; returns its type, or -1 on EOF/error. */
+static inline int raw_frame(int fd, uint8_t *payload, size_t cap,
+			    size_t *plen)
+{
+	uint8_t h[SMART_PROTO_HDR_LEN];
+	struct smart_proto_hdr hdr;
+
+	if (recv(fd, h, sizeof(h), MSG_WAITALL) != (ssize_t)sizeof(h))
+		return -1;
+	CHECK_OK(smart__proto_hdr_check(h, sizeof(h), &hdr));
+	CHECK_LE(hdr.len, cap);
+	if (hdr.len && recv(fd, payload, hdr.len, MSG_WAITALL) !=
+	    (ssize_t)hdr.len)
+		return -1;
+	*plen = hdr.len;
+	return hdr.type;
+}
+
+/* Expect an ERROR with status, then EOF. */
+static inline void expect_error(int fd, int status)
+{
+	static uint8_t p[SMART_PROTO_MAX_PAYLOAD];
+	struct smart_proto_error e;
+	size_t n;
+	char c;
+
+	CHECK_EQ(raw_frame(fd, p, sizeof(p), &n), SMART_PROTO_ERROR);
+	CHECK_OK(smart__proto_dec_error(p, n, &e));
+	CHECK_EQ(e.status, status);
+	CHECK_EQ(e.version, SMART_PROTO_VERSION);
+	CHECK_EQ(recv(fd, &c, 1, 0), 0);
+}
+
+/* Nothing to read yet and not closed: the blade still holds this peer. */
+static inline int raw_still_open(int fd)
+{
+	char c;
+
+	return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+#endif
