@@ -335,6 +335,11 @@ static void print_table(const struct ycsb *y, const struct bench_run *r)
 			       100.0 * (double)s->n[k] / (double)s->ops);
 	printf("; validation failures %" PRIu64 "; %.3f Mops per thread\n",
 	       s->vfail, s->mops / r->com.threads);
+	if (s->retired)
+		printf(" reclamation: %" PRIu64 " blocks retired, %" PRIu64
+		       " freed (%.2f%%) by the end of the run\n", s->retired,
+		       s->freed, 100.0 * (double)s->freed /
+		       (double)s->retired);
 	kit_library_line(&y->win.st);
 	if (s->errors)
 		printf(" errors: %" PRIu64 ", the first %s (%s)\n", s->errors,
@@ -376,6 +381,8 @@ static void record_result(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_str(rec, "first_error", s->errors ?
 		    smart_status_name(s->first_err) : "");
 	kit_rec_num(rec, "validation_failures", "%" PRIu64, s->vfail);
+	kit_rec_num(rec, "epoch_retired", "%" PRIu64, s->retired);
+	kit_rec_num(rec, "epoch_freed", "%" PRIu64, s->freed);
 }
 
 static void record_env(const struct ycsb *y, const struct bench_run *r,

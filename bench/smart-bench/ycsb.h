@@ -79,6 +79,7 @@ struct ycsb_result {
 	uint64_t ops, n[OP__N], errors, vfail;
 	int first_err;
 	double mops, retries_per_op, rdma_ops_per_op, bytes_per_op;
+	uint64_t retired, freed;	/* blocks, whole run, after the drain */
 	struct kit_lat lat;
 };
 

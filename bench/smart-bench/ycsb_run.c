@@ -274,6 +274,10 @@ static void *thread_main(void *arg)
 	kit_runner_ready(&y->runner);
 	if (kit_runner_await(&y->runner, KIT_RUN) == KIT_RUN && !rc)
 		rc = spawn_all(th, w, tasks, run_task);
+	/* free what this worker retired before it goes (the keeper would,
+	 * later): the report counts blocks freed at the end of the run */
+	for (int i = 0; w && i < y->run->env.nblades; i++)
+		(void)smart_epoch_drain(w, y->run->env.blade[i], 2000);
 	smart_worker_destroy(w);
 	tasks_free(tasks, y->coros);
 	th->rc = rc;
@@ -348,6 +352,7 @@ int ycsb_run(void *m, struct bench_run *r)
 {
 	struct ycsb *y = m;
 	smart_ctx_t *ctx = r->env.ctx;
+	smart_stats_t end;
 	int i, rc;
 
 	for (i = 0; i < r->com.threads; i++) {
@@ -378,5 +383,10 @@ int ycsb_run(void *m, struct bench_run *r)
 		return rc;
 	kit_window_close(&y->win, ctx);
 	result_fill(y);
+	/* reclamation over the whole run, after the workers drained */
+	if (!smart_stats_snapshot(ctx, &end)) {
+		y->res.retired = end.c[SMART_STAT_EPOCH_RETIRED];
+		y->res.freed = end.c[SMART_STAT_EPOCH_FREED];
+	}
 	return 0;
 }

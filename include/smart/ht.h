@@ -57,11 +57,10 @@ struct smart_ht_config {
 	/* Entries of the process-local speculative-lookup cache: a power of
 	 * two, or 0 for none (used only with the SpecLookup switch on). */
 	unsigned spec_cache;
-	/* Non-zero: free replaced and deleted KV blocks (epoch-based, safe
-	 * against concurrent readers of any process; an operation announces
-	 * itself on the shard when its worker has no other operation on the
-	 * table in flight).  Zero: they are leaked, as in Smart-HT (the
-	 * benchmarks' "RACE" setting).  [1] */
+	/* Non-zero: free replaced and deleted KV blocks through the core's
+	 * epoch-based reclamation (smart/epoch.h; each shard's blade is the
+	 * domain of its blocks), safe against concurrent readers of any
+	 * process.  Zero: they are leaked, as in Smart-HT.  [1] */
 	unsigned reclaim;
 };
 
@@ -71,7 +70,9 @@ struct smart_ht_stats {
 	unsigned subtables;	/* distinct subtables, all shards */
 	uint64_t splits;	/* splits done through this table object */
 	uint64_t retired;	/* KV blocks retired through this object */
-	uint64_t freed;		/* of which freed after their grace period */
+	uint64_t freed;		/* blocks this ctx freed after their grace
+				 * period (all structures: a ctx-wide count,
+				 * SMART_STAT_EPOCH_FREED) */
 };
 
 /* Fill *out; SMART_EINVAL for NULL arguments. */

@@ -18,6 +18,7 @@
 #include "smart/backoff.h"
 #include "smart/secret.h"
 #include "smart/lease.h"
+#include "smart/epoch.h"
 
 #define SMART_VERSION_STRING "0.1.0"
 

@@ -51,6 +51,13 @@ enum smart_stat {
 	SMART_STAT_ADMISSION_WAITS,	/* guard entries that had to queue */
 	SMART_STAT_TUNER_EPOCHS,
 	SMART_STAT_POOL_LOCKS,	/* registered-pool mutex acquisitions */
+	SMART_STAT_EPOCH_ENTERS,	/* smart_epoch_enter (outermost) */
+	SMART_STAT_EPOCH_ANNOUNCES,	/* announcement words written */
+	SMART_STAT_EPOCH_RETIRED,	/* blocks retired */
+	SMART_STAT_EPOCH_FREED,		/* of which freed by this ctx */
+	SMART_STAT_EPOCH_SCANS,
+	SMART_STAT_EPOCH_TAKEN_BACK,	/* dead clients' words cleared */
+	SMART_STAT_EPOCH_LEAKED,	/* blocks that could not be freed */
 	SMART_STAT__COUNT
 };
 

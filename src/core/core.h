@@ -176,6 +176,13 @@ struct smart_ctx {
 	uint16_t blade_list[SMART_BLADE_ID_MAX + 1];	/* connect order */
 	_Atomic int nblade_list;
 	_Atomic uint64_t lease_renewals, leases_fenced;
+	/* retired blocks no worker holds any more: the keeper frees them */
+	pthread_mutex_t orphan_lock;
+	struct smart__orphan {
+		uint16_t blade;
+		uint64_t addr, size, r;
+	} *orphans;
+	size_t norphans, orphan_cap;
 	/* stats of destroyed workers */
 	uint64_t retired_stats[SMART_STAT__COUNT];
 	uint64_t retired_retry_hist[SMART_RETRY_HIST];
@@ -250,6 +257,11 @@ struct smart__task {
 	int bo_retries;		/* retries of the guarded op in progress */
 	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
+	/* epoch-based reclamation (epoch.c): the domain the task is in */
+	struct smart__ebr *ebr_dom;
+	uint64_t ebr_epoch;
+	int ebr_depth;
+	struct smart__task *ebr_prev, *ebr_next;
 	struct smart__scratch scratch;
 	void *asan_fake_stack;
 };
@@ -287,6 +299,10 @@ struct smart_worker {
 	const void *asan_main_bottom;	/* main stack, for ASan's fibers */
 	size_t asan_main_size;
 	struct smart__bufcache bufcache[SMART_BUF_CLASSES];
+	/* reclamation state per domain blade (epoch.c), created on use;
+	 * ebr_dirty counts domains with an announcement to post */
+	struct smart__ebr *ebr[SMART_BLADE_ID_MAX + 1];
+	int ebr_dirty;
 	/* remote allocator state, per blade, created on first use */
 	struct smart__ralloc *ralloc[SMART_BLADE_ID_MAX + 1];
 	/* work-request throttling: credits = WRs this worker may still post */
@@ -370,6 +386,18 @@ static inline void smart__idle_pause(void)
 
 	nanosleep(&ts, NULL);
 }
+
+/* epoch.c */
+struct smart__chain;
+void smart__ebr_prepend(struct smart_worker *w, struct smart__chain *c);
+void smart__ebr_qp_new(struct smart_worker *w, uint16_t blade);
+void smart__ebr_destroy(struct smart_worker *w);
+size_t smart__ebr_orphans(struct smart_ctx *ctx, struct smart_worker *kw);
+
+/* ops.c: post the task's chain to a blade now, even an empty one (so that
+ * a dirty announcement goes out), without waiting */
+void smart__post_blade(struct smart_worker *w, struct smart__task *t,
+		       uint16_t blade);
 
 /* scratch.c */
 void smart__scratch_fini(struct smart_worker *w, struct smart__task *t);

@@ -111,6 +111,7 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 					.prefix = "smart" };
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->pool_lock, NULL);
+	pthread_mutex_init(&ctx->orphan_lock, NULL);
 	rc = smart__clock_init(&ctx->clock);
 	if (!rc)
 		rc = ctx_load_secret(ctx);
@@ -186,6 +187,12 @@ int smart_ctx_destroy(smart_ctx_t *ctx)
 	free(ctx->retired_hist);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->pool_lock);
+	pthread_mutex_destroy(&ctx->orphan_lock);
+	if (ctx->norphans)
+		smart__warn(&ctx->log, "%zu retired blocks were never freed "
+			    "(readers stayed inside to the end)",
+			    ctx->norphans);
+	free(ctx->orphans);
 	free(ctx);
 	return 0;
 }

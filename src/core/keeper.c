@@ -33,6 +33,9 @@
 #include "core/core.h"
 #include "core/lease.h"
 
+#define KEEPER_ORPHAN_MS 5	/* retry period while orphans are left */
+#define KEEPER_DRAIN_MS 2000	/* at most this long at ctx destroy */
+
 struct smart__keeper {
 	struct smart_ctx *ctx;
 	pthread_t thread;
@@ -51,6 +54,21 @@ static void keeper_wake(struct smart__keeper *k)
 
 	if (write(k->wakefd, &one, sizeof(one)) != sizeof(one))
 		smart__dbg(&k->ctx->log, "keeper: wake-up not written");
+}
+
+/* The keeper's reclamation counters, for smart_stats_snapshot() (its
+ * other ops stay out of the stats: they are not the application's). */
+void smart__keeper_stats(struct smart_ctx *ctx, uint64_t *c)
+{
+	static const int ids[] = { SMART_STAT_EPOCH_FREED,
+		SMART_STAT_EPOCH_SCANS, SMART_STAT_EPOCH_TAKEN_BACK,
+		SMART_STAT_EPOCH_LEAKED };
+	struct smart_worker *w = ctx->keeper ? ctx->keeper->w : NULL;
+	size_t i;
+
+	for (i = 0; w && i < SMART_ARRAY_SIZE(ids); i++)
+		c[ids[i]] += __atomic_load_n(&w->stats[ids[i]],
+					     __ATOMIC_RELAXED);
 }
 
 void smart__keeper_kick(struct smart_ctx *ctx)
@@ -123,6 +141,18 @@ static void keeper_priority(struct smart_ctx *ctx)
 			    "(docs/leases.md)", strerror(rc));
 }
 
+/* At ctx destroy: free what can be freed of the orphans, for a bounded
+ * time (a reader of another client may stay inside); the rest is lost
+ * and counted (smart_ctx_destroy warns). */
+static void keeper_drain(struct smart__keeper *k)
+{
+	uint64_t end = smart_now_ns() + KEEPER_DRAIN_MS * UINT64_C(1000000);
+
+	while (!atomic_load(&k->ctx->fenced) &&
+	       smart__ebr_orphans(k->ctx, k->w) && smart_now_ns() < end)
+		smart__idle_pause();
+}
+
 static void *keeper_main(void *arg)
 {
 	struct smart__keeper *k = arg;
@@ -141,8 +171,15 @@ static void *keeper_main(void *arg)
 	while (!atomic_load(&k->stop)) {
 		int64_t next_ms = smart__lease_round(ctx, k->w);
 
+		/* retired blocks the workers handed over: try again soon
+		 * while some are left (readers may still be inside) */
+		if (!atomic_load(&ctx->fenced) &&
+		    smart__ebr_orphans(ctx, k->w) &&
+		    (next_ms < 0 || next_ms > KEEPER_ORPHAN_MS))
+			next_ms = KEEPER_ORPHAN_MS;
 		keeper_sleep(k, next_ms < 0 ? -1 : (int)next_ms);
 	}
+	keeper_drain(k);
 	smart__lease_fini(ctx, k->w);
 	smart_worker_destroy(k->w);
 	return NULL;

@@ -102,14 +102,21 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 {
 	struct smart__batch *b;
 	struct smart__qp *qp;
-	int i, n = c->n, rc;
+	int i, n, rc;
 
-	c->n = 0;
 	rc = smart__worker_qp(w, c->blade, &qp);
 	if (smart_unlikely(rc)) {
+		c->n = 0;
 		set_error(t, rc);
 		return;
 	}
+	/* a reclamation announcement rides in front (epoch.c) */
+	if (smart_unlikely(w->ebr_dirty))
+		smart__ebr_prepend(w, c);
+	n = c->n;
+	c->n = 0;
+	if (!n)
+		return;
 	smart__credit_take(w, t, n);
 	b = batch_alloc(w, t);
 	for (i = 0; i < n; i++) {
@@ -239,6 +246,14 @@ static struct smart__chain *chain_for(struct smart_worker *w,
 	c->blade = blade;
 	c->n = 0;
 	return c;
+}
+
+void smart__post_blade(struct smart_worker *w, struct smart__task *t,
+		       uint16_t blade)
+{
+	struct smart__chain *c = chain_for(w, t, blade);
+
+	post_chain(w, t, c);
 }
 
 /* A record (and, when slot, a bounce slot) for a result; syncs early when

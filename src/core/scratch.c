@@ -11,7 +11,7 @@
  */
 #include "core/core.h"
 
-#define SCRATCH_SEG_MIN (64u << 10)
+#define SCRATCH_SEG_MIN (32u << 10)
 
 static size_t scratch_round(size_t n)
 {

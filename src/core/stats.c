@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "core/lease.h"
 
 static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_READS] = "reads",
@@ -45,6 +46,13 @@ static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_ADMISSION_WAITS] = "admission_waits",
 	[SMART_STAT_TUNER_EPOCHS] = "tuner_epochs",
 	[SMART_STAT_POOL_LOCKS] = "pool_locks",
+	[SMART_STAT_EPOCH_ENTERS] = "epoch_enters",
+	[SMART_STAT_EPOCH_ANNOUNCES] = "epoch_announces",
+	[SMART_STAT_EPOCH_RETIRED] = "epoch_retired",
+	[SMART_STAT_EPOCH_FREED] = "epoch_freed",
+	[SMART_STAT_EPOCH_SCANS] = "epoch_scans",
+	[SMART_STAT_EPOCH_TAKEN_BACK] = "epoch_taken_back",
+	[SMART_STAT_EPOCH_LEAKED] = "epoch_leaked",
 };
 
 const char *smart_stat_name(enum smart_stat id)
@@ -93,6 +101,7 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 		out->retry_hist[i] = ctx->retired_retry_hist[i];
 	for (w = ctx->workers; w; w = w->next)
 		sum_worker(out, h, w);
+	smart__keeper_stats(ctx, out->c);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ctx->tp->domain_stats) {
 		struct smart_tp_stats ts = { 0 };

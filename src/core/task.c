@@ -86,7 +86,9 @@ int smart__task_init_slot(struct smart_worker *w, struct smart__task *t)
 	void *bounce;
 
 	for (i = 0; i < SMART_TASK_CHAINS; i++) {
-		t->chains[i].wr = calloc((size_t)n, sizeof(struct smart_tp_wr));
+		/* 2 more: the announcement a post may put in front */
+		t->chains[i].wr = calloc((size_t)n + 2,
+					 sizeof(struct smart_tp_wr));
 		if (!t->chains[i].wr)
 			goto err;
 	}

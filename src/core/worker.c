@@ -189,13 +189,14 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 {
 	struct smart__group *g = w->group;
 	struct smart__qp *qp;
-	int rc = 0;
+	int rc = 0, retired = 0;
 
 	pthread_mutex_lock(&g->lock);
 	group_reap(g);
 	qp = g->qps[b->id];
 	if (qp && (atomic_load(&qp->broken) ||
 		   w->ctx->tp->qp_in_error(qp->tqp))) {
+		retired = 1;
 		qp->retired_next = g->retired;
 		g->retired = qp;
 		atomic_store(&g->qps[b->id], NULL);
@@ -206,6 +207,9 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 		rc = qp_open(w, b, &qp);
 		if (!rc)
 			atomic_store(&g->qps[b->id], qp);
+		/* what the old QP carried may be lost: announce again */
+		if (!rc && retired)
+			smart__ebr_qp_new(w, b->id);
 	}
 	pthread_mutex_unlock(&g->lock);
 	/* Never leave a retired (soon freed) QP in the cache. */
@@ -350,6 +354,7 @@ int smart_worker_destroy(smart_worker_t *w)
 	ctx = w->ctx;
 	/* give the blades back what this worker holds (remote ops, from the
 	 * main context), then the registered buffers */
+	smart__ebr_destroy(w);
 	smart__ralloc_destroy(w);
 	smart__tasks_destroy(w);
 	smart__task_fini_slot(w, &w->main_task);

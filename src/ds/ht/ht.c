@@ -85,14 +85,7 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 		goto err_subs;
 	memset(dir, 0, sizeof(*dir));
 	dir->global_depth = c->depth;
-	if (c->reclaim) {
-		smart_gaddr_t ep;
-
-		rc = smart__ht_epochs_create(w, blade, &ep);
-		if (rc)
-			goto err_dir;
-		dir->epochs = ep;
-	}
+	dir->reclaim = !!c->reclaim;
 	for (i = 0; i < HT_DIR_ENTRIES; i++) {
 		/* entries beyond 2^depth alias like a doubled directory */
 		uint64_t off = smart_gaddr_off(*subs) + (i & (n - 1)) * ssz;
@@ -106,9 +99,6 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 		rc = smart_write_sync(w, *dir_addr, dir, sizeof(*dir));
 	if (!rc)
 		return 0;
-	if (dir->epochs)
-		smart_free(w, dir->epochs, sizeof(struct ht_epochs));
-err_dir:
 	smart_free(w, *dir_addr, sizeof(*dir));
 err_subs:
 	smart_free(w, *subs, ssz * n);
@@ -153,7 +143,6 @@ static int table_new(const struct ht_meta *m, uint16_t home, unsigned root,
 	for (i = 0; i < m->nshards; i++) {
 		t->shard[i].blade = smart_gaddr_blade(m->dir[i]);
 		t->shard[i].dir = m->dir[i];
-		t->shard[i].epochs = SMART_GADDR_NULL;	/* set by refresh */
 	}
 	*out = t;
 	return 0;
@@ -229,6 +218,7 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	struct ht_dir *dir;
 	smart_ht_t *t;
 	uint64_t old;
+	size_t mark;
 	void *fill;
 	int rc;
 
@@ -243,7 +233,9 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		return rc;
 	if (old)
 		return SMART_EEXIST;
-	rc = smart_buf_alloc(w, HT_FILL_BUF + sizeof(*dir) + sizeof(*m), &fill);
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, HT_FILL_BUF + sizeof(*dir) + sizeof(*m),
+				 &fill);
 	if (rc)
 		return rc;
 	dir = (struct ht_dir *)((char *)fill + HT_FILL_BUF);
@@ -256,7 +248,7 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		if (rc)
 			smart_ht_close(t);
 	}
-	smart_buf_free(w, fill);
+	smart_scratch_release(w, mark);
 	if (!rc)
 		*out = t;
 	return rc;
@@ -284,6 +276,7 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	smart_ht_t *t = NULL;
 	struct ht_meta *m;
 	uint64_t maddr;
+	size_t mark;
 	int rc;
 
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
@@ -294,7 +287,8 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (!maddr || maddr == SMART_GADDR_NULL ||
 	    smart_gaddr_blade(maddr) != blade)
 		return SMART_ENOENT;
-	rc = smart_buf_alloc(w, sizeof(*m), (void **)&m);
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
 	if (rc)
 		return rc;
 	rc = smart_read_sync(w, maddr, sizeof(*m), m);
@@ -302,7 +296,7 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		rc = SMART_ENOENT;
 	if (!rc)
 		rc = table_new(m, blade, root_idx, 4096, &t);
-	smart_buf_free(w, m);
+	smart_scratch_release(w, mark);
 	if (!rc) {
 		rc = load_dirs(t, w);
 		if (rc == SMART_EREMOTE)
@@ -319,7 +313,6 @@ int smart_ht_close(smart_ht_t *t)
 {
 	if (!t)
 		return 0;
-	smart__ht_epochs_free(t);
 	free(t->spec);
 	free(t);
 	return 0;
@@ -344,6 +337,7 @@ static unsigned count_subtables(const struct ht_shard *sh, unsigned depth)
 int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 		   struct smart_ht_stats *out)
 {
+	smart_stats_t st;
 	unsigned i, d;
 	int rc;
 
@@ -361,7 +355,10 @@ int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 	}
 	out->splits = atomic_load(&t->splits);
 	out->retired = atomic_load(&t->retired);
-	out->freed = atomic_load(&t->freed);
+	rc = smart_stats_snapshot(smart_worker_ctx(w), &st);
+	if (rc)
+		return rc;
+	out->freed = st.c[SMART_STAT_EPOCH_FREED];
 	return 0;
 }
 
@@ -374,10 +371,12 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 			  struct ht_shard *sh)
 {
 	struct ht_dir *d;
+	size_t mark;
 	unsigned i;
 	int rc;
 
-	rc = smart_buf_alloc(w, sizeof(*d), (void **)&d);
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, sizeof(*d), (void **)&d);
 	if (rc)
 		return rc;
 	rc = smart_read_sync(w, sh->dir, sizeof(*d), d);
@@ -391,8 +390,8 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 				      d->global_depth & ~HT_DIR_LOCK,
 				      memory_order_relaxed);
 		/* written once at create: every refresh stores the same */
-		sh->epochs = d->epochs ? d->epochs : SMART_GADDR_NULL;
+		sh->reclaim = d->reclaim != 0;
 	}
-	smart_buf_free(w, d);
+	smart_scratch_release(w, mark);
 	return rc;
 }

@@ -20,27 +20,9 @@
 struct ht_shard {
 	uint16_t blade;
 	smart_gaddr_t dir;
-	smart_gaddr_t epochs;		/* SMART_GADDR_NULL: no reclamation */
+	int reclaim;			/* free replaced blocks (core epochs) */
 	_Atomic uint64_t depth;		/* cached global depth */
 	_Atomic uint64_t ent[HT_DIR_ENTRIES];
-};
-
-#define HT_WORKERS_MAX	64
-
-struct ht_retired {
-	smart_gaddr_t addr;
-	uint64_t size, epoch;
-};
-
-/* One worker's reclamation state for one shard.  Touched only by the
- * worker's own thread (its tasks interleave only at yields and syncs). */
-struct ht_wshard {
-	int slot;			/* claimed announcement, -1: none yet */
-	unsigned active;		/* ops of the worker inside */
-	int busy;			/* an announcement write in flight */
-	uint64_t announced, gcache;
-	struct ht_retired *ret;
-	size_t nret, cap;
 };
 
 struct smart_ht {
@@ -52,8 +34,7 @@ struct smart_ht {
 	uint64_t spec_mask;
 	_Atomic uint64_t *spec;		/* NULL: no speculative cache */
 	_Atomic uint64_t splits;	/* splits done through this object */
-	_Atomic uint64_t retired, freed;	/* KV blocks */
-	struct ht_wshard *ws[HT_WORKERS_MAX];	/* per worker, lazily */
+	_Atomic uint64_t retired;	/* KV blocks retired through it */
 	struct ht_shard shard[SMART_HT_SHARDS_MAX];
 };
 
@@ -68,18 +49,6 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 		    unsigned sub, uint64_t ent);
 
-/* Reclamation (ht_epoch.c; docs/ht.md §6).  enter/leave bracket every
- * operation on shard sh; retire hands over a block unlinked by the op,
- * with the global epoch read after the unlink. */
-int smart__ht_epochs_create(smart_worker_t *w, uint16_t blade,
-			    smart_gaddr_t *out);
-struct ht_wshard *smart__ht_enter(smart_ht_t *t, smart_worker_t *w,
-				  struct ht_shard *sh);
-void smart__ht_leave(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
-		     struct ht_wshard *ws);
-void smart__ht_retire(smart_ht_t *t, struct ht_wshard *ws,
-		      smart_gaddr_t addr, uint64_t size, uint64_t epoch);
-void smart__ht_epochs_free(smart_ht_t *t);
 
 static inline uint64_t smart__ht_sub_size(const smart_ht_t *t)
 {

@@ -59,7 +59,9 @@ _Static_assert(offsetof(struct ht_meta, dir) == 40, "ht_meta dir");
 /* One directory per shard. */
 struct ht_dir {
 	uint64_t global_depth;	/* bit 63: directory lock */
-	uint64_t epochs;	/* gaddr of the shard's epoch area, 0: none */
+	uint64_t reclaim;	/* 1: replaced blocks are freed through the
+				 * core's epochs (the shard's blade is the
+				 * domain); 0: leaked, as in Smart-HT */
 	uint64_t rsvd[6];
 	uint64_t ent[HT_DIR_ENTRIES];
 };
@@ -74,20 +76,6 @@ struct ht_bucket {
 _Static_assert(sizeof(struct ht_bucket) == HT_BUCKET, "bucket size");
 _Static_assert(offsetof(struct ht_bucket, slot) == 8, "bucket slots");
 
-/* Epoch area of a shard (reclamation, docs/ht.md §6): the global epoch
- * and one announcement word per client (worker of a process). */
-#define HT_EPOCH_SLOTS		256
-#define HT_EP_NORECLAIM		(UINT64_C(1) << 63)	/* in global */
-#define HT_EP_CLAIMED		(UINT64_C(1) << 63)	/* in a slot */
-#define HT_EP_ACTIVE		(UINT64_C(1) << 62)
-#define HT_EP_EPOCH(x)		((x) & ((UINT64_C(1) << 62) - 1))
-struct ht_epochs {
-	uint64_t global;
-	uint64_t rsvd[7];
-	uint64_t slot[HT_EPOCH_SLOTS];
-};
-_Static_assert(sizeof(struct ht_epochs) == 64 + 8 * HT_EPOCH_SLOTS,
-	       "ht_epochs size");
 
 /* Slot word.  FROZEN (bit 1 of ptr) marks a slot that a split owns:
  * nobody else may change it until the split clears the bit. */

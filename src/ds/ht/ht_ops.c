@@ -72,9 +72,10 @@ struct ht_op {
 	int blk_written, blk_published;
 	int frozen;			/* a candidate bucket is being split */
 	smart_gaddr_t own;		/* insert: our tentative slot */
-	struct ht_wshard *ws;		/* reclamation state, NULL: none */
+	int inside;			/* in the shard's epoch domain */
 	uint64_t spec;			/* search: speculated slot value */
 	struct ht_kv *sbuf;		/* search: speculated block */
+	size_t mark, mark_cand;		/* scratch: the op's, the attempt's */
 };
 
 static int op_begin(struct ht_op *op, smart_ht_t *t, smart_worker_t *w,
@@ -95,7 +96,22 @@ static int op_begin(struct ht_op *op, smart_ht_t *t, smart_worker_t *w,
 	op->sh = &t->shard[(op->h2 >> 48) % t->nshards];
 	op->blk_addr = SMART_GADDR_NULL;
 	op->own = SMART_GADDR_NULL;
-	rc = smart_buf_alloc(w, HT_NB * HT_BUCKET, (void **)&op->bk);
+	/* the op's buffers are the task's scratch: no lock, no malloc */
+	op->mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, HT_NB * HT_BUCKET, (void **)&op->bk);
+	return rc;	/* on error nothing is held: op_end is not needed */
+}
+
+/* Enter the shard's epoch domain: reads of its buckets and blocks from
+ * here on are protected (its blade is the domain of its blocks). */
+static int op_enter(struct ht_op *op)
+{
+	int rc;
+
+	if (!op->sh->reclaim)
+		return 0;
+	rc = smart_epoch_enter(op->w, op->sh->blade);
+	op->inside = !rc;
 	return rc;
 }
 
@@ -103,16 +119,12 @@ static void op_end(struct ht_op *op)
 {
 	smart_worker_t *w = op->w;
 
-	smart_buf_free(w, op->bk);
-	if (op->cbuf)
-		smart_buf_free(w, op->cbuf);
-	if (op->sbuf)
-		smart_buf_free(w, op->sbuf);
-	if (op->blk)
-		smart_buf_free(w, op->blk);
+	if (op->inside)
+		smart_epoch_exit(w);
 	/* never published: nobody can hold its address */
 	if (op->blk_addr != SMART_GADDR_NULL && !op->blk_published)
 		smart_free(w, op->blk_addr, op->blk_size);
+	smart_scratch_release(w, op->mark);
 }
 
 /* Build the new KV block locally and allocate its remote home.  Called
@@ -124,7 +136,7 @@ static int op_block(struct ht_op *op, const void *val, size_t vlen)
 	int rc;
 
 	op->blk_size = (n + HT_KV_UNIT - 1) & ~(size_t)(HT_KV_UNIT - 1);
-	rc = smart_buf_alloc(op->w, op->blk_size, (void **)&op->blk);
+	rc = smart_scratch_alloc(op->w, op->blk_size, (void **)&op->blk);
 	if (rc)
 		return rc;
 	memset(op->blk, 0, op->blk_size);
@@ -297,10 +309,9 @@ static int op_collect(struct ht_op *op, int tentative)
 	}
 	if (!op->ncand)
 		return 0;
-	if (op->cbuf)
-		smart_buf_free(op->w, op->cbuf);
-	op->cbuf = NULL;
-	rc = smart_buf_alloc(op->w, total, &op->cbuf);
+	/* this attempt's blocks replace the last attempt's */
+	smart_scratch_release(op->w, op->mark_cand);
+	rc = smart_scratch_alloc(op->w, total, &op->cbuf);
 	if (rc)
 		return rc;
 	for (i = 0; i < op->ncand; i++) {
@@ -393,27 +404,18 @@ static void spec_store(const struct ht_op *op, uint64_t v)
 				      memory_order_relaxed);
 }
 
-/* CAS a slot away from a committed value; with reclamation on, read the
- * global epoch after it in the same batch (ordered behind the CAS). */
-static int op_unlink(struct ht_op *op, smart_gaddr_t addr, uint64_t expect,
-		     uint64_t desired, uint64_t *old, uint64_t *epoch)
+/* Retire the block of a slot value whose unlink has completed: the core
+ * frees it once no reader of any client can hold it (docs/epochs.md);
+ * without reclamation it is leaked. */
+static void op_retire(struct ht_op *op, uint64_t slot)
 {
-	int rc, rc2;
-
-	rc = smart_cas(op->w, addr, expect, desired, old);
-	if (!rc && op->ws)
-		rc = smart_read(op->w, op->sh->epochs, sizeof(*epoch), epoch);
-	rc2 = smart_sync(op->w);
-	return rc ? rc : rc2;
-}
-
-/* Retire the block of a slot value we unlinked (docs/ht.md §6). */
-static void op_retire(struct ht_op *op, uint64_t slot, uint64_t epoch)
-{
-	smart__ht_retire(op->t, op->ws,
-			 smart_gaddr(op->sh->blade, HT_SLOT_PTR(slot)),
-			 HT_SLOT_UNITS(slot) * HT_KV_UNIT,
-			 HT_EP_EPOCH(epoch));
+	if (!op->sh->reclaim)
+		return;
+	if (!smart_epoch_retire(op->w, op->sh->blade,
+				smart_gaddr(op->sh->blade, HT_SLOT_PTR(slot)),
+				HT_SLOT_UNITS(slot) * HT_KV_UNIT))
+		atomic_fetch_add_explicit(&op->t->retired, 1,
+					  memory_order_relaxed);
 }
 
 /* The key is not in the buckets read: ENOENT once op_verify agrees. */
@@ -431,6 +433,8 @@ static int op_run(struct ht_op *op, int (*once)(struct ht_op *, void *),
 {
 	int rc, i;
 
+	/* blocks of candidates are this attempt's: from here on */
+	op->mark_cand = smart_scratch_mark(op->w);
 	smart_backoff_begin(op->w);
 	for (i = 0;; i++) {
 		rc = once(op, arg);
@@ -596,7 +600,7 @@ static int insert_once(struct ht_op *op, void *arg)
  * block rides along with the bucket reads. */
 static int replace_once(struct ht_op *op, int with_block)
 {
-	uint64_t repl = with_block ? op->blk_slot : 0, old, ep = 0;
+	uint64_t repl = with_block ? op->blk_slot : 0, old;
 	const struct ht_cand *c;
 	int rc;
 
@@ -610,14 +614,14 @@ static int replace_once(struct ht_op *op, int with_block)
 		return op_absent(op);
 	if (c->val & HT_SLOT_FROZEN)
 		return SMART_EAGAIN;	/* wait for the split to settle */
-	rc = op_unlink(op, c->addr, c->val, repl, &old, &ep);
+	rc = smart_cas_sync(op->w, c->addr, c->val, repl, &old);
 	if (rc)
 		return rc;
 	if (old != c->val)
 		return SMART_EAGAIN;
 	if (with_block)
 		op->blk_published = 1;
-	op_retire(op, c->val, ep);
+	op_retire(op, c->val);
 	spec_store(op, repl);
 	return 0;
 }
@@ -708,8 +712,8 @@ static void spec_prepare(struct ht_op *op)
 	if (!v || (v & HT_SLOT_TENT) || HT_SLOT_FP(v) != op->fp ||
 	    !HT_SLOT_UNITS(v))
 		return;
-	if (smart_buf_alloc(op->w, HT_SLOT_UNITS(v) * HT_KV_UNIT,
-			    (void **)&op->sbuf))
+	if (smart_scratch_alloc(op->w, HT_SLOT_UNITS(v) * HT_KV_UNIT,
+				(void **)&op->sbuf))
 		return;
 	op->spec = v;
 }
@@ -722,15 +726,11 @@ static int value_ok(const void *val, size_t vlen)
 }
 
 /* Our block was published as a tentative slot that is now withdrawn or
- * killed: readers may still hold it, so it is retired, with an epoch read
- * now (after whoever cleared the slot). */
+ * killed (the CAS that cleared it completed): readers may still hold it,
+ * so it is retired, not freed. */
 static void op_retire_dead(struct ht_op *op)
 {
-	uint64_t ep;
-
-	if (!op->ws || smart_read_sync(op->w, op->sh->epochs, sizeof(ep), &ep))
-		return;
-	op_retire(op, op->blk_slot, ep);
+	op_retire(op, op->blk_slot);
 	op->blk_addr = SMART_GADDR_NULL;	/* no longer ours to free */
 }
 
@@ -747,16 +747,16 @@ static int write_op(smart_ht_t *t, smart_worker_t *w, const void *key,
 	if (rc)
 		return rc;
 	rc = op_block(&op, val, vlen);
-	if (!rc) {
-		op.ws = smart__ht_enter(t, w, op.sh);
+	if (!rc)
+		rc = op_enter(&op);
+	if (!rc)
 		rc = op_run(&op, once, NULL);
-	}
 	/* gave up half way: take our tentative slot back */
 	if (op.own != SMART_GADDR_NULL)
 		insert_withdraw(&op);
-	if (rc == SMART_EEXIST && op.blk_published)
-		op_retire_dead(&op);	/* our tentative block is dead */
-	smart__ht_leave(t, w, op.sh, op.ws);
+	/* published, not committed: our tentative block is dead */
+	if (rc && op.blk_published)
+		op_retire_dead(&op);
 	op_end(&op);
 	return rc;
 }
@@ -814,9 +814,9 @@ int smart_ht_delete(smart_ht_t *t, smart_worker_t *w, const void *key,
 	rc = op_begin(&op, t, w, key, key_len);
 	if (rc)
 		return rc;
-	op.ws = smart__ht_enter(t, w, op.sh);
-	rc = op_run(&op, delete_once, NULL);
-	smart__ht_leave(t, w, op.sh, op.ws);
+	rc = op_enter(&op);
+	if (!rc)
+		rc = op_run(&op, delete_once, NULL);
 	op_end(&op);
 	return rc;
 }
@@ -834,9 +834,9 @@ int smart_ht_search(smart_ht_t *t, smart_worker_t *w, const void *key,
 	if (rc)
 		return rc;
 	spec_prepare(&op);
-	op.ws = smart__ht_enter(t, w, op.sh);
-	rc = op_run(&op, search_once, &o);
-	smart__ht_leave(t, w, op.sh, op.ws);
+	rc = op_enter(&op);
+	if (!rc)
+		rc = op_run(&op, search_once, &o);
 	op_end(&op);
 	return rc;
 }
