@@ -1,12 +1,17 @@
 /*
- * Proof that the op fast path allocates no heap memory.
+ * Proof that the op fast path allocates no heap memory and takes no lock
+ * shared between workers.
  *
  * This binary interposes malloc/calloc/realloc/free (glibc exports the
  * real ones as __libc_*) and counts calls.  After a warm-up that creates
  * the worker, its tasks and its QP, it runs many READ/WRITE/CAS/FAA ops,
  * in place and through bounce slots, in chains longer than chain_max and
  * with more results than bounce slots, from tasks and from the main
- * context, and requires the count to stay at zero.  Under ASan the
+ * context, and requires the count to stay at zero.  The second case does
+ * the same for Smart-HT operations of every kind (searches, updates that
+ * allocate blocks and retire the old ones, deletes, inserts, with
+ * reclamation scans freeing blocks), and also requires that the registered
+ * pool's mutex was not taken (SMART_STAT_POOL_LOCKS).  Under ASan the
  * allocator cannot be interposed, so the test skips there (it runs in the
  * normal build).
  */
@@ -17,6 +22,7 @@
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "smart/smart.h"
+#include "smart/ht.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define NOALLOC_SKIP 1
@@ -143,6 +149,115 @@ static void test_fast_path_no_heap(void)
 #endif
 }
 
+#ifndef NOALLOC_SKIP
+#define HT_KEYS 2000
+#define HT_ROUNDS 300
+
+struct ht_job {
+	smart_ht_t *t;
+	int id;
+	uint64_t ops;
+};
+
+static void ht_key(char *k, int id, int i)
+{
+	snprintf(k, 24, "key-%d-%05d", id, i);
+}
+
+static void ht_task(smart_worker_t *w, void *p)
+{
+	struct ht_job *j = p;
+	char k[24], v[100] = { 0 };
+	size_t n;
+	int i, r;
+
+	for (r = 0; r < HT_ROUNDS; r++)
+		for (i = 0; i < HT_KEYS / 8; i += 25) {
+			ht_key(k, j->id, i + r % 25);
+			v[0] = (char)r;
+			CHECK_OK(smart_ht_search(j->t, w, k, strlen(k), v,
+						 sizeof(v), &n));
+			CHECK_OK(smart_ht_update(j->t, w, k, strlen(k), v,
+						 sizeof(v)));
+			CHECK_OK(smart_ht_delete(j->t, w, k, strlen(k)));
+			CHECK_OK(smart_ht_insert(j->t, w, k, strlen(k), v,
+						 sizeof(v)));
+			CHECK_OK(smart_ht_upsert(j->t, w, k, strlen(k), v,
+						 sizeof(v)));
+			j->ops += 5;
+		}
+}
+
+static void ht_load(smart_worker_t *w, void *p)
+{
+	struct ht_job *j = p;
+	char k[24], v[100] = { 0 };
+
+	for (int i = 0; i < HT_KEYS / 8; i++) {
+		ht_key(k, j->id, i);
+		CHECK_OK(smart_ht_insert(j->t, w, k, strlen(k), v, sizeof(v)));
+	}
+}
+#endif
+
+/* Smart-HT's operations: no heap, no lock shared between workers. */
+static void test_ht_no_heap_no_lock(void)
+{
+#ifdef NOALLOC_SKIP
+	test_skip("the allocator cannot be interposed under AddressSanitizer");
+#else
+	struct smart_ht_config hc;
+	struct fixture f;
+	struct ht_job jobs[8];
+	smart_stats_t s0, s1;
+	smart_worker_t *w;
+	smart_ht_t *t;
+	long before, heap;
+	uint64_t ops = 0;
+	int i;
+
+	fixture_start(&f, 64 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	smart_ht_config_init(&hc);
+	hc.depth = 4;		/* room enough: no split during the test */
+	CHECK_OK(smart_ht_create(w, f.id, 3, &hc, &t));
+	for (i = 0; i < 8; i++) {
+		jobs[i] = (struct ht_job){ t, i, 0 };
+		CHECK_OK(smart_task_spawn(w, ht_load, &jobs[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	/* warm-up: every class, scratch segment and cache in use once */
+	for (i = 0; i < 8; i++)
+		CHECK_OK(smart_task_spawn(w, ht_task, &jobs[i]));
+	CHECK_OK(smart_worker_run(w));
+
+	CHECK_OK(smart_stats_snapshot(f.ctx, &s0));
+	before = atomic_load(&heap_calls);
+	for (i = 0; i < 8; i++)
+		CHECK_OK(smart_task_spawn(w, ht_task, &jobs[i]));
+	CHECK_OK(smart_worker_run(w));
+	heap = atomic_load(&heap_calls) - before;	/* a snapshot mallocs */
+	CHECK_OK(smart_stats_snapshot(f.ctx, &s1));
+	for (i = 0; i < 8; i++)
+		ops += jobs[i].ops;
+	printf("Smart-HT: %llu ops measured after as many to warm up: %ld "
+	       "heap calls, %llu pool locks, %llu blocks freed\n",
+	       (unsigned long long)ops / 2, heap,
+	       (unsigned long long)(s1.c[SMART_STAT_POOL_LOCKS] -
+				    s0.c[SMART_STAT_POOL_LOCKS]),
+	       (unsigned long long)(s1.c[SMART_STAT_EPOCH_FREED] -
+				    s0.c[SMART_STAT_EPOCH_FREED]));
+	CHECK_EQ(heap, 0);
+	CHECK_EQ(s1.c[SMART_STAT_POOL_LOCKS] - s0.c[SMART_STAT_POOL_LOCKS], 0);
+	/* the paths were taken: blocks were retired and freed meanwhile */
+	CHECK_GT(s1.c[SMART_STAT_EPOCH_FREED] - s0.c[SMART_STAT_EPOCH_FREED],
+		 1000);
+	smart_ht_close(t);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+#endif
+}
+
 /* The counter must be able to fail: an allocation is seen. */
 static void test_counter_sees_malloc(void)
 {
@@ -162,6 +277,7 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "counter_sees_malloc", test_counter_sees_malloc },
 		{ "fast_path_no_heap", test_fast_path_no_heap },
+		{ "ht_no_heap_no_lock", test_ht_no_heap_no_lock },
 		{ NULL, NULL },
 	};
 
