@@ -192,9 +192,10 @@ int main(int argc, char **argv)
 		else
 			failed++;
 		if (!c.quiet)
-			printf("seq=%ld op=%s size=%d rtt=%.2f us%s\n", seq,
+			printf("seq=%ld op=%s size=%d rtt=%.2f us%s%s\n", seq,
 			       ops[c.op], c.size, us, r == 0 ? "" : r == 1 ?
-			       " VERIFY FAILED" : " ERROR");
+			       " VERIFY FAILED" : " ERROR ",
+			       r < 0 ? smart_status_name(r) : "");
 		if (seq + 1 < c.count && c.interval > 0)
 			kit_sleep(c.interval);
 	}

@@ -8,6 +8,12 @@
  *  - killed: a client killed with SIGKILL is fenced by the blade at once
  *    (its session closed) and seen dead within a renewal period;
  *  - fence_api: smart_lease_fence() stops another client;
+ *  - dead_holder / stopped_holder: a client holding a lock (a word naming
+ *    its id) and an epoch announcement is killed (SIGKILL) or stopped
+ *    (SIGSTOP): another client's operation on the same key (take the
+ *    lock, update, release) succeeds again within lease_ms plus one
+ *    renewal period, and its retired blocks are freed (the dead client's
+ *    announcement taken back);
  *  - dead_blade: smartd killed under a running client: the client's ops
  *    fail within the documented bound (shm, where memory outlives it).
  * Times are measured and printed; the bounds asserted are the documented
@@ -296,6 +302,134 @@ static void test_fence_api(void)
 	smart_blade_destroy(b);
 }
 
+/* ---- a dead holder of a lock and an announcement ----------------------- */
+
+/* The lock word holds its holder's client id (0 = free).  Take it, or
+ * take it over from a holder whose lease is gone. */
+static int lock_try(smart_worker_t *w, uint16_t blade, smart_gaddr_t lock,
+		    uint16_t me)
+{
+	uint64_t old;
+
+	uint64_t held;
+
+	CHECK_OK(smart_cas_sync(w, lock, 0, me, &old));
+	if (!old)
+		return 1;
+	if (smart_lease_alive(w, blade, (uint16_t)old) != 0)
+		return 0;
+	held = old;
+	CHECK_OK(smart_cas_sync(w, lock, held, me, &old));
+	return old == held;	/* taken over from the dead holder */
+}
+
+struct holder {
+	smart_gaddr_t lock;
+	int wr;
+};
+
+static void holder_main(const char *addr, struct holder *h)
+{
+	smart_worker_t *w;
+	uint16_t blade, id;
+	smart_ctx_t *ctx = ctx_open(addr, &blade);
+	uint64_t old, v;
+
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_lease_id(ctx, blade, &id));
+	CHECK_OK(smart_cas_sync(w, h->lock, 0, id, &old));
+	CHECK_EQ(old, 0);
+	CHECK_OK(smart_epoch_enter(w, blade));
+	CHECK_OK(smart_read_sync(w, h->lock, 8, &v));	/* announced */
+	CHECK_EQ(write(h->wr, &id, sizeof(id)), (ssize_t)sizeof(id));
+	for (;;)
+		pause();	/* holding both, forever */
+}
+
+static void holder_case(int sig)
+{
+	smart_blade_t *b = blade_start();
+	uint16_t blade, me, hid;
+	smart_ctx_t *a = ctx_open(smart_blade_address(b), &blade);
+	struct holder h;
+	smart_worker_t *w;
+	smart_gaddr_t key, g;
+	smart_stats_t st;
+	uint64_t t0, took, freed_at = 0, v;
+	int p[2], status, got = 0;
+	pid_t pid;
+
+	CHECK_OK(smart_worker_create(a, &w));
+	CHECK_OK(smart_lease_id(a, blade, &me));
+	CHECK_OK(smart_alloc(w, blade, 8, &h.lock));
+	CHECK_OK(smart_alloc(w, blade, 8, &key));
+	CHECK_OK(smart_write_sync(w, h.lock, &(uint64_t){ 0 }, 8));
+	CHECK_EQ(pipe(p), 0);
+	h.wr = p[1];
+	fflush(NULL);
+	pid = fork();
+	CHECK_GE(pid, 0);
+	if (pid == 0)
+		holder_main(smart_blade_address(b), &h);
+	guard.pids[0] = pid;
+	CHECK_EQ(read(p[0], &hid, sizeof(hid)), (ssize_t)sizeof(hid));
+	/* held: our op on the key waits, our retired blocks stay */
+	CHECK_EQ(lock_try(w, blade, h.lock, me), 0);
+	for (int i = 0; i < 16; i++) {
+		CHECK_OK(smart_alloc(w, blade, 64, &g));
+		CHECK_OK(smart_epoch_retire(w, blade, g, 64));
+	}
+	CHECK_EQ(smart_epoch_drain(w, blade, 50), SMART_ETIMEDOUT);
+	CHECK_EQ(kill(pid, sig), 0);
+	t0 = smart_now_ns();
+	while (!got && smart_now_ns() - t0 < 10ull * LEASE_MS * 1000000) {
+		if ((got = lock_try(w, blade, h.lock, me)))
+			break;
+		if (!freed_at && !smart_epoch_drain(w, blade, 1))
+			freed_at = smart_now_ns();
+		sleep_ms(2);
+	}
+	took = (smart_now_ns() - t0) / 1000000;
+	CHECK(got);
+	/* the operation on the key: update under the lock, release */
+	CHECK_OK(smart_faa_sync(w, key, 1, NULL));
+	CHECK_OK(smart_write_sync(w, h.lock, &(uint64_t){ 0 }, 8));
+	CHECK_OK(smart_read_sync(w, key, 8, &v));
+	CHECK_EQ(v, 1);
+	if (!freed_at && !smart_epoch_drain(w, blade, 2 * LEASE_MS))
+		freed_at = smart_now_ns();
+	CHECK(freed_at);
+	CHECK_OK(smart_stats_snapshot(a, &st));
+	printf("%s holder: its lock taken over after %llu ms, its "
+	       "announcement taken back (blocks freed) after %llu ms "
+	       "(lease %d ms, renewal period %d ms)\n",
+	       sig == SIGKILL ? "killed" : "stopped", (unsigned long long)took,
+	       (unsigned long long)((freed_at - t0) / 1000000), LEASE_MS,
+	       PERIOD_MS);
+	CHECK_LE(took, LEASE_MS + PERIOD_MS + SLACK_MS);
+	CHECK_EQ(st.c[SMART_STAT_EPOCH_FREED], 16);
+	CHECK_EQ(st.c[SMART_STAT_EPOCH_TAKEN_BACK], 1);
+	if (sig == SIGSTOP)
+		kill(pid, SIGKILL);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	guard.pids[0] = 0;
+	close(p[0]);
+	close(p[1]);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(a));
+	smart_blade_destroy(b);
+}
+
+static void test_dead_holder(void)
+{
+	holder_case(SIGKILL);
+}
+
+static void test_stopped_holder(void)
+{
+	holder_case(SIGSTOP);
+}
+
 /* smartd killed under a client that keeps writing (shm keeps the memory
  * mapped): ops must fail, within the keeper's reaction time. */
 static void test_dead_blade(void)
@@ -346,6 +480,8 @@ int main(int argc, char **argv)
 		{ "stopped", test_stopped },
 		{ "killed", test_killed },
 		{ "fence_api", test_fence_api },
+		{ "dead_holder", test_dead_holder },
+		{ "stopped_holder", test_stopped_holder },
 		{ "dead_blade", test_dead_blade },
 		{ 0 } });
 }

@@ -114,5 +114,23 @@ badflag tasks "$bin/smart-switch-bench" --tasks x
 check ping-after "$bin/smart-ping" --count 3 --interval 0 --secret-file "$tmp/secret" "$addr"
 kill -TERM $pid; wait $pid; rc=$?; pid=
 [ $rc -eq 0 ] && echo "ok   smartd-sigterm" || { echo "FAIL smartd exit $rc"; fail=1; }
+# smart-ping against a blade that dies under it (kill -9): the probes fail,
+# the summary says so and the exit status is 1 (shm keeps the memory
+# mapped: only the control session tells the blade is gone)
+"$bin/smartd" --size 16M --listen 127.0.0.1:0 --secret-file "$tmp/secret" \
+	>"$tmp/smartd2.log" 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q "serving" "$tmp/smartd2.log" && break; sleep 0.1; done
+addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd2.log")
+"$bin/smart-ping" --count 40 --interval 0.05 --verify --op write \
+	--secret-file "$tmp/secret" "$addr" >"$tmp/out" 2>&1 &
+ping=$!
+sleep 0.6
+kill -9 $pid; wait $pid 2>/dev/null; pid=
+wait $ping; rc=$?
+if [ $rc -eq 1 ]; then echo "ok   ping-dead-blade (exit 1)"; else
+	echo "FAIL ping-dead-blade: exit $rc"; cat "$tmp/out"; fail=1; fi
+has ping-dead-blade-errors "ERROR SMART_ECONN"
+has ping-dead-blade-summary "40 probes, [0-9]+ ok, [1-9][0-9]* failed"
 [ $fail -eq 0 ] && echo "tools: all passed" || echo "tools: FAILED"
 exit $fail
