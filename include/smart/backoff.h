@@ -9,16 +9,24 @@
  *           smart_backoff_retry(w);    // counts, backs off (yielding)
  *   smart_backoff_end(w);
  *
- * With the ConflictAvoid switch on (option techniques, env SMART_TECHNIQUES), a retry
- * waits random(0, min(C_max, C0 * 2^k)) TSC cycles while yielding, k being
- * the retry number of this operation, C0 = 4096 cycles (about one RDMA
- * round trip) and C_max adapted per worker between C0 and C0 * 2^10: every
- * window (option backoff_window, 1 ms) the retry rate p = retries /
- * (retries + completed operations) doubles C_max when p > 0.5 and halves it
- * when p < 0.1; only at a bound does the worker change how many of its
- * coroutines may be inside a guard at once (n_max, 1..max_tasks): fewer
- * when p is high at the top bound, more when p is low at the bottom one.
- * Admission is FIFO.  With the switch off the guard only counts retries.
+ * With the ConflictAvoid switch on (option techniques, env
+ * SMART_TECHNIQUES), a retry waits random(0, min(C_max, U * 2^k)) TSC
+ * cycles while the task sleeps off the run queue, k being the retry number
+ * of this operation and U the unit: the round trip the worker measures on
+ * its own syncs to the blade the task last synced with (4096 cycles until
+ * measured).  C_max = U * 2^level, level 0..10, or no backoff at all; it
+ * starts with none.  Every window (option backoff_window, 1 ms) the
+ * worker smooths the retry rate p = retries / (retries + completed
+ * operations): above 0.5 it probes a step up (at the top level the step
+ * halves n_max, the coroutines admitted into guards at once, 1..max_tasks);
+ * below 0.1 it steps down, n_max first back up; in between it now and then
+ * probes a step down.  A probed step stays only if, four windows later, it
+ * lowered the rate (up) or did not raise it (down); a failed probe holds
+ * the next one off for a doubling number of windows, up to 256.  So the
+ * worker backs off where that relieves a shared resource (a NIC, a blade)
+ * and not where sleeping only makes a retry's value staler (plain shm):
+ * ConflictAvoid never costs.  Admission is FIFO.  With the switch off the
+ * guard only counts retries.
  *
  * Retries per operation (mean and histogram) appear in the stats.
  * Thread safety: owner thread of the worker only.  Guards do not nest.

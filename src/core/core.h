@@ -255,6 +255,7 @@ struct smart__task {
 	int nslot;		/* bounce slots in use */
 	uint64_t sync_start;
 	int bo_retries;		/* retries of the guarded op in progress */
+	uint16_t last_blade;	/* of its last one-blade sync */
 	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
 	/* epoch-based reclamation (epoch.c): the domain the task is in */
@@ -311,13 +312,25 @@ struct smart_worker {
 	int throttle;		/* WorkReqThrot on */
 	/* conflict avoidance (backoff.c) */
 	struct smart__backoff {
-		uint64_t cmax;		/* C_max, cycles */
+		int level;		/* C_max = unit << level, 0..10; -1:
+					 * no backoff */
+		uint64_t unit;		/* the unit of the last retry */
 		int nmax;		/* coroutines admitted at once */
+		/* the smoothed retry rate; a step on probation (direction,
+		 * the rate before it, whether it halved n_max, its age); a
+		 * failed probe holds the next off for `hold` windows */
+		double p_avg, p_probe;
+		int probe_dir, probe_dir_last, probe_nmax, probe_age;
+		int hold, holds;
 		int active;		/* admitted now */
 		struct smart__task *wait_head, *wait_tail;
 		uint64_t win_end, win_retries, win_done;
 		smart_rng_t rng;
 	} bo;
+	/* round-trip estimate per blade (cycles, sampled syncs; ops.c) and
+	 * the TSC as the last poll read it */
+	uint32_t rtt[SMART_BLADE_ID_MAX + 1];
+	uint64_t now;
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
 	uint64_t retry_hist[SMART_RETRY_HIST];
@@ -437,8 +450,9 @@ static inline void smart__credit_take(struct smart_worker *w,
 void smart__tuner_describe(const struct smart_ctx *ctx, int *cap,
 			   char *phase, size_t len);
 /* backoff.c */
-#define SMART_BACKOFF_C0    4096	/* cycles, about one RDMA round trip */
-#define SMART_BACKOFF_LIMIT (SMART_BACKOFF_C0 << 10)
+#define SMART_BACKOFF_C0    4096	/* cycles: the unit until a round trip
+					 * was measured */
+#define SMART_BACKOFF_SHIFT_MAX 10	/* cap up to unit x 2^10 */
 void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
 			   uint64_t retries, uint64_t done);
 void smart__backoff_init(struct smart_worker *w);

@@ -44,10 +44,19 @@ void smart__lease_recompute(struct smart_ctx *ctx);
  * queued WRs never execute (shm), the keeper renews nothing more. */
 void smart__ctx_fence(struct smart_ctx *ctx, const char *why);
 
-/* Worker poll: has our own lease run out (self-fencing)? */
+/* Has our own lease run out (self-fencing)? */
 static inline int smart__lease_expired(const struct smart_ctx *ctx)
 {
 	return smart__lease_now(&ctx->clock) >
+	       atomic_load_explicit(&ctx->lease_until, memory_order_relaxed);
+}
+
+/* The same with the TSC just read (the worker's poll): no second clock
+ * read where the lease clock is the TSC. */
+static inline int smart__lease_expired_at(const struct smart_ctx *ctx,
+					  uint64_t tsc)
+{
+	return (ctx->clock.use_tsc ? tsc : smart__mono_ns()) >
 	       atomic_load_explicit(&ctx->lease_until, memory_order_relaxed);
 }
 

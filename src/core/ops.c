@@ -181,15 +181,37 @@ static void deliver(struct smart_worker *w, struct smart__task *t)
  * as much as a quarter of an shm op on some CPUs. */
 #define SMART_LAT_SAMPLE 16
 
+/* A sampled sync's latency: the latency histogram, and the round-trip
+ * estimate of its blade, an EWMA (1/8) that ConflictAvoid takes as its
+ * backoff unit (backoff.c). */
+static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
+{
+	uint32_t *rtt;
+
+	if (w->ctx->o.latency_stats)
+		smart_hist_add(w->hist, dt);
+	if (blade < 0 || dt > UINT32_MAX)
+		return;
+	/* a sample far above the estimate is a descheduled thread or a
+	 * queue, not the round trip: clip it */
+	rtt = &w->rtt[blade];
+	if (*rtt && dt > 2 * (uint64_t)*rtt)
+		dt = 2 * (uint64_t)*rtt;
+	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
+}
+
 static int task_sync(struct smart_worker *w, struct smart__task *t)
 {
 	uint64_t t0 = 0;
-	int rc;
+	int rc, blade = -1;
 
-	if (w->ctx->o.latency_stats &&
-	    !(w->stats[SMART_STAT_SYNCS] & (SMART_LAT_SAMPLE - 1)))
+	if (!(w->stats[SMART_STAT_SYNCS] & (SMART_LAT_SAMPLE - 1)))
 		t0 = smart__rdtsc();
-
+	/* a sync to one blade measures that blade's round trip */
+	if (t->nchains == 1) {
+		blade = t->chains[0].blade;
+		t->last_blade = (uint16_t)blade;
+	}
 	task_post(w, t);
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire))
 		smart__task_wait(w, t);
@@ -197,7 +219,7 @@ static int task_sync(struct smart_worker *w, struct smart__task *t)
 	deliver(w, t);
 	SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	if (t0)
-		smart_hist_add(w->hist, smart__rdtsc() - t0);
+		sync_sampled(w, blade, smart__rdtsc() - t0);
 	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
 	if (smart_unlikely(rc)) {
 		atomic_store(&t->first_error, 0);

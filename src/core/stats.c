@@ -73,7 +73,9 @@ static void sum_worker(smart_stats_t *s, smart_hist_t *h,
 		s->retry_hist[i] += __atomic_load_n(&w->retry_hist[i],
 						    __ATOMIC_RELAXED);
 	if (!s->workers) {
-		s->backoff_cmax = w->bo.cmax;
+		s->backoff_cmax = w->bo.level < 0 ? 0 :
+			(w->bo.unit ? w->bo.unit : SMART_BACKOFF_C0) <<
+			w->bo.level;
 		s->backoff_nmax = w->bo.nmax;
 	}
 	smart_hist_merge(h, w->hist);

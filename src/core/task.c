@@ -306,7 +306,7 @@ void smart__task_sleep(struct smart_worker *w, struct smart__task *t,
 static void wake_sleepers(struct smart_worker *w)
 {
 	struct smart__task **pp = &w->sleepers, *t;
-	uint64_t now = smart__rdtsc(), next = 0;
+	uint64_t now = w->now, next = 0;
 
 	if (now < w->next_wake)
 		return;

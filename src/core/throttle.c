@@ -116,7 +116,7 @@ void smart__tuner_step(struct smart_worker *w)
 {
 	struct smart_ctx *ctx = w->ctx;
 	struct smart__tuner *t = &ctx->tuner;
-	uint64_t now = smart__rdtsc(), acks;
+	uint64_t now = w->now, acks;
 	int zero = 0;
 
 	if (t->phase < TUNER_UPDATE ||	/* off or fixed: nothing to tune */

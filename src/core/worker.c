@@ -234,15 +234,15 @@ int smart__worker_poll(struct smart_worker *w)
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
 	int n, i, shared = w->group->shared;
 
+	/* One clock read per poll serves the lease check here and, through
+	 * w->now, the tuner, the backoff windows and the sleepers. */
+	w->now = smart__rdtsc();
 	/* Self-fencing: past our lease nothing queued may execute any more
 	 * (shm executes WRs right here, in poll), whatever the keeper
 	 * thread has had time to notice (docs/leases.md). */
-	if (smart_unlikely(smart__lease_expired(w->ctx)))
+	if (smart_unlikely(smart__lease_expired_at(w->ctx, w->now)))
 		smart__ctx_fence(w->ctx, "the lease ran out (process stopped "
 				 "or starved for lease_ms / 2?)");
-
-	/* the tuner's epoch is milliseconds long: a look at the clock every
-	 * 64 polls is plenty and keeps rdtsc off most polls */
 	if (smart_unlikely(w->throttle) && !(w->stats[SMART_STAT_POLLS] & 63))
 		smart__tuner_step(w);
 	n = w->tp->poll(w->group->cq, wc, SMART_POLL_BATCH);

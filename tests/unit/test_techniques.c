@@ -53,44 +53,51 @@ static void test_tuner(void)
 	CHECK_EQ(atomic_load(&t.cap), 4);
 }
 
+/* Feed n windows of a steady retry rate r (retries per 1000 ops). */
+static void windows(struct smart__backoff *bo, int n, uint64_t r)
+{
+	while (n--)
+		smart__backoff_window(bo, 64, r, 1000);
+}
+
 static void test_backoff_window(void)
 {
-	struct smart__backoff bo = { .cmax = SMART_BACKOFF_C0, .nmax = 64 };
-	int i;
+	struct smart__backoff bo = { .level = -1, .nmax = 64, .p_avg = -1 };
 
-	/* low retry rate at the bottom bound: nothing to grow */
-	smart__backoff_window(&bo, 64, 1, 99);
-	CHECK_EQ(bo.cmax, SMART_BACKOFF_C0);
+	/* no conflicts: no backoff */
+	windows(&bo, 20, 0);
+	CHECK_EQ(bo.level, -1);
 	CHECK_EQ(bo.nmax, 64);
-	/* high retry rate: C_max doubles up to the limit, then n_max halves */
-	for (i = 0; i < 10; i++)
-		smart__backoff_window(&bo, 64, 60, 40);
-	CHECK_U64_EQ(bo.cmax, SMART_BACKOFF_LIMIT);
+	/* moderate: nothing calls for a backoff */
+	windows(&bo, 50, 400);
+	CHECK_EQ(bo.level, -1);
+	/* heavy (4 retries per op): a step up, kept only if it helps; the
+	 * rate stays: the step is undone and the next probe waits */
+	windows(&bo, 20, 4000);
+	CHECK_EQ(bo.level, -1);
+	CHECK_GT(bo.holds, 1);
+	/* a step that helps is kept: answer each step up with half the rate;
+	 * levels rise until the rate is below BO_HIGH (0.5), then hold */
+	for (int i = 0; i < 400; i++)
+		windows(&bo, 1, 4000 >> (bo.level + 1));
+	CHECK_GE(bo.level, 1);
+	CHECK_LE(bo.level, 3);
+	/* contention falls: the backoff comes down, a level a window once
+	 * the smoothed rate is below BO_LOW */
+	windows(&bo, 20, 0);
+	CHECK_EQ(bo.level, 0);
+	/* and n_max, once halved, doubles back */
+	bo.nmax = 4;
+	windows(&bo, 5, 0);
 	CHECK_EQ(bo.nmax, 64);
-	smart__backoff_window(&bo, 64, 60, 40);
-	CHECK_EQ(bo.nmax, 32);
-	for (i = 0; i < 10; i++)
-		smart__backoff_window(&bo, 64, 60, 40);
-	CHECK_EQ(bo.nmax, 1);
-	/* between the thresholds nothing moves */
-	smart__backoff_window(&bo, 64, 30, 70);
-	CHECK_EQ(bo.nmax, 1);
-	CHECK_U64_EQ(bo.cmax, SMART_BACKOFF_LIMIT);
-	/* low rate: C_max halves down to C0 first, then n_max grows */
-	smart__backoff_window(&bo, 64, 1, 99);
-	CHECK_U64_EQ(bo.cmax, SMART_BACKOFF_LIMIT / 2);
-	CHECK_EQ(bo.nmax, 1);
-	for (i = 0; i < 9; i++)
-		smart__backoff_window(&bo, 64, 1, 99);
-	CHECK_U64_EQ(bo.cmax, SMART_BACKOFF_C0);
-	smart__backoff_window(&bo, 64, 1, 99);
-	CHECK_EQ(bo.nmax, 2);
-	for (i = 0; i < 10; i++)
-		smart__backoff_window(&bo, 64, 0, 10);
-	CHECK_EQ(bo.nmax, 64);
+	/* in between, a step down that does not raise the rate is kept */
+	bo.level = 2;
+	bo.hold = bo.holds = 0;
+	windows(&bo, 40, 300);
+	CHECK_EQ(bo.level, -1);
 	/* an empty window changes nothing */
 	smart__backoff_window(&bo, 64, 0, 0);
-	CHECK_EQ(bo.nmax, 64);
+	CHECK_EQ(bo.level, -1);
 }
 
 struct credit_arg {
