@@ -126,14 +126,17 @@ static void ycsb_check(void *m, struct bench_run *r)
 
 /* ---- sizing ---- */
 
-/* Allocator chunks (1 MiB) that workers hold partly used, the superblock
- * chunk and the structure's directories.  A worker may hold one chunk per
- * coroutine: its coroutines refill a size class at once (each claims a
- * chunk while another's claim is in flight). */
+/* What the allocator's workers hold for reuse (a bump region of up to a
+ * 1-MiB chunk and up to 126 freed blocks for each size class in use: KV
+ * blocks, subtables, batch nodes, ...; 8 classes counted), the blade's
+ * own area and the structure's directories. */
 static uint64_t headroom(const struct ycsb *y)
 {
+	uint64_t per_worker = 8 * ((UINT64_C(1) << 20) +
+				   126 * y->dsi->bytes_per_write(y));
+
 	return (UINT64_C(8) << 20) + (uint64_t)(y->run->com.threads + 1) *
-	       (uint64_t)(y->coros + 1) * (1u << 20);
+	       per_worker;
 }
 
 static uint64_t mem_available(void)
@@ -151,31 +154,37 @@ static uint64_t mem_available(void)
 	return kb ? (uint64_t)kb << 10 : UINT64_C(4) << 30;
 }
 
-/* D inserts while it runs: room for a generous estimate (5% of 3 Mops
- * per thread), at most 4 N. */
+/* D inserts while it runs: a generous estimate of how many (5% of 3
+ * Mops per thread).  The blade gets room for all of them (a lazy blade
+ * costs only what is touched); the table is built for at most 4 N more
+ * keys and splits beyond (insert_table_room). */
 static uint64_t insert_room(const struct ycsb *y)
 {
-	double est = 0.05 * 3e6 * y->run->com.threads * y->run->com.seconds;
-	uint64_t cap = y->keys * 4;
-
 	if (y->w->pct[OP_INSERT] == 0)
 		return 0;
-	return est < (double)cap ? (uint64_t)est : cap;
+	return (uint64_t)(0.05 * 3e6 * y->run->com.threads *
+			  y->run->com.seconds);
 }
 
-/* Writes allocate a new KV block out of place; the old one is freed after
- * its grace period, but the blade is sized as if none were: a generous
- * estimate of 2 Mops per thread (per core at most). */
+static uint64_t insert_table_room(const struct ycsb *y)
+{
+	uint64_t est = insert_room(y), cap = y->keys * 4;
+
+	return est < cap ? est : cap;
+}
+
+/* Writes allocate a new KV block out of place; the old one comes back
+ * after its grace period (the core's epochs, docs/epochs.md): room for
+ * what may wait for it at once, 4096 blocks per worker (its bounded
+ * retired list) and as many with the keeper. */
 static uint64_t write_room(const struct ycsb *y)
 {
 	const int *p = y->w->pct;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int t = y->run->com.threads;
-	double thr = t < cpus || cpus < 1 ? t : (double)cpus;
 
-	return (uint64_t)(2e6 * thr * y->run->com.seconds *
-			  (p[OP_UPDATE] + p[OP_RMW]) / 100 *
-			  (double)y->dsi->bytes_per_write(y));
+	if (!p[OP_UPDATE] && !p[OP_RMW])
+		return 0;
+	return (uint64_t)(y->run->com.threads + 1) * 2 * 4096 *
+	       y->dsi->bytes_per_write(y);
 }
 
 /* Keys are scaled down when the structure would take more than half of
@@ -203,12 +212,13 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 			fit, budget >> 20);
 		y->keys = fit;
 	}
-	y->capacity = y->keys + insert_room(y);
-	need = y->capacity * per + hr + write_room(y);
+	y->capacity = y->keys + insert_table_room(y);
+	/* keys inserted beyond the table's first size cost a split's worth
+	 * (subtables left half full): twice their share */
+	need = (y->keys + 2 * insert_room(y)) * per + hr + write_room(y);
 	if (need > budget)
 		fprintf(stderr, BENCH_TOOL ": the run may outgrow the blade "
-			"(%" PRIu64 " MiB; updates leak their old values)\n",
-			budget >> 20);
+			"(%" PRIu64 " MiB free)\n", budget >> 20);
 	if (!c->connect.n && !c->blade_size)
 		c->blade_size = need < budget ? need : budget;
 	if (c->blade_size && c->blade_size < (16u << 20))
@@ -216,31 +226,34 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 	return 0;
 }
 
-/* Connected blades: the budget is what the smallest one can allocate,
- * times their number (the keys are sharded evenly). */
-static uint64_t connected_budget(const struct kit_env *e)
+/* Connected blades: the budget is what the one with the least free space
+ * can still give (other clients may be using it), times their number
+ * (the keys are sharded evenly). */
+static uint64_t connected_budget(const struct kit_env *e, smart_worker_t *w)
 {
+	struct smart_alloc_usage u;
 	uint64_t min = UINT64_MAX;
 	int i;
 
-	for (i = 0; i < e->nblades; i++)
-		if (e->info[i].alloc_max < min)
-			min = e->info[i].alloc_max;
+	for (i = 0; i < e->nblades; i++) {
+		uint64_t f = smart_alloc_usage(w, e->blade[i], &u) ?
+			     e->info[i].alloc_max : u.free;
+
+		min = f < min ? f : min;
+	}
 	return min * (uint64_t)e->nblades;
 }
 
 /* ---- setup ---- */
 
-/* What the run needs in this process: the key generator, the worker that
- * creates the structure (it stays for the run: the chunks it claimed
- * stay its), the threads' and D's bookkeeping. */
+/* What the run needs in this process: the key generator, the threads'
+ * and D's bookkeeping.  (The worker that creates the structure is made
+ * before, for the sizing, and stays for the run.) */
 static int setup_local(struct ycsb *y, struct bench_run *r)
 {
 	int rc = y->uniform ? 0 : smart_zipf_init(&y->zipf_gen, y->keys,
 						  y->zipf);
 
-	if (!rc)
-		rc = smart_worker_create(r->env.ctx, &y->main_worker);
 	y->t = calloc((size_t)r->com.threads, sizeof(*y->t));
 	y->ack_done = calloc(YCSB_ACK_WINDOW, 1);
 	if (!rc && (!y->t || !y->ack_done))
@@ -266,11 +279,12 @@ static int ycsb_setup(void *m, struct bench_run *r)
 				 mem_available() / 10 * 6);
 	if (!rc)
 		rc = kit_env_open(&r->env, &r->com, y->coros > 32 ? kvs : NULL);
+	if (!rc)
+		rc = smart_worker_create(r->env.ctx, &y->main_worker);
 	if (!rc && r->com.connect.n)
-		rc = size_memory(y, connected_budget(&r->env));
-	if (rc)
-		return rc;
-	rc = setup_local(y, r);
+		rc = size_memory(y, connected_budget(&r->env, y->main_worker));
+	if (!rc)
+		rc = setup_local(y, r);
 	if (!rc)
 		rc = y->dsi->create(y, y->main_worker, &y->h);
 	return rc;

@@ -30,6 +30,7 @@ struct perf_cfg {
 	int batch;		/* ops per sync per coroutine */
 	int dynamic_ms;		/* re-draw the active threads this often */
 	uint64_t keys;		/* cas-incr: counters */
+	uint64_t span;		/* bytes the offsets spread over */
 	double zipf;		/* cas-incr: theta, 0 = uniform */
 };
 

@@ -3,9 +3,15 @@
  *
  * Shareable regions (blade memory) are memfds, with huge pages when asked
  * for and available; the fd travels to clients over the blade's unix socket
- * and each client maps it.  Private regions (the local buffer pool) are
- * anonymous mappings.  Both are populated at creation so that no page fault
- * lands on the data path.
+ * and each client maps it.  They are populated lazily: a page is allocated
+ * (zeroed) when some process first touches it, so a blade of any size
+ * starts at once and holds only the memory its clients use; the first
+ * touch of a page costs a fault (about a microsecond), which benchmarks
+ * take before they measure (smart-perf pre-faults its span).  Regions
+ * larger than the memory available are still refused: a client touching
+ * a page the system cannot give would be killed (SIGBUS).  Private regions
+ * (the local buffer pool) are anonymous mappings populated at creation, so
+ * no fault lands on a registered buffer.
  *
  * Keys: an MR's lkey is (generation << 16 | slot + 1), so a freed and
  * reused slot never accepts a stale key; the rkey of a served region is the
@@ -84,7 +90,7 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
  * first when hugepages != 0.  Returns the mapping or MAP_FAILED. */
 static void *shm_map(size_t len, int huge, int shareable, int *fd_out)
 {
-	int fd = -1, mflags = MAP_SHARED | MAP_POPULATE;
+	int fd = -1, mflags = MAP_SHARED;
 	void *p;
 
 	if (shareable) {
@@ -145,7 +151,7 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 		return SMART_EINVAL;
 	if (len > smart__mem_available()) {
 		smart__err(d->log, "%zu bytes requested, only %llu available: "
-			   "not allocating (populating them would invoke the "
+			   "not allocating (touching them all would invoke the "
 			   "OOM killer)", len,
 			   (unsigned long long)smart__mem_available());
 		return SMART_ENOMEM;
@@ -287,8 +293,10 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	r->hugepages = (int)smart__get32(b + 28);
 	r->map_len = (r->size + (r->hugepages ? SHM_HUGE_PAGE : 4096) - 1) &
 		     ~(uint64_t)((r->hugepages ? SHM_HUGE_PAGE : 4096) - 1);
-	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_POPULATE, fd, 0);
+	/* not populated: pages come as they are touched (a populating
+	 * mapping of a sparse memfd would allocate the whole region) */
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      fd, 0);
 	if (r->map == MAP_FAILED) {
 		smart__err(d->log, "cannot map blade region: %m");
 		free(r);
