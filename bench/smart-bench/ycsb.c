@@ -128,11 +128,11 @@ static void ycsb_check(void *m, struct bench_run *r)
 
 /* What the allocator's workers hold for reuse (a bump region of up to a
  * 1-MiB chunk and up to 126 freed blocks for each size class in use: KV
- * blocks, subtables, batch nodes, ...; 8 classes counted), the blade's
+ * blocks, subtables, batch nodes, directories: 4 counted), the blade's
  * own area and the structure's directories. */
 static uint64_t headroom(const struct ycsb *y)
 {
-	uint64_t per_worker = 8 * ((UINT64_C(1) << 20) +
+	uint64_t per_worker = 4 * ((UINT64_C(1) << 20) +
 				   126 * y->dsi->bytes_per_write(y));
 
 	return (UINT64_C(8) << 20) + (uint64_t)(y->run->com.threads + 1) *
@@ -213,6 +213,7 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 		y->keys = fit;
 	}
 	y->capacity = y->keys + insert_table_room(y);
+	y->growth = y->keys + insert_room(y);
 	/* keys inserted beyond the table's first size cost a split's worth
 	 * (subtables left half full): twice their share */
 	need = (y->keys + 2 * insert_room(y)) * per + hr + write_room(y);

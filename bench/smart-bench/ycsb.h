@@ -98,7 +98,9 @@ struct ycsb {
 	void *h;			/* the structure (dsi's handle) */
 	smart_worker_t *main_worker;	/* created it; kept for the run */
 	uint64_t keys_asked;		/* before scaling down to fit memory */
-	uint64_t capacity;		/* keys the structure is sized for */
+	uint64_t capacity;		/* keys the structure is built for */
+	uint64_t growth;		/* keys it may have to hold by the end
+					 * (D inserts): it must grow to this */
 	smart_zipf_t zipf_gen;
 	struct kit_runner runner;
 	struct kit_progress load;	/* the preload, counted by the tasks */

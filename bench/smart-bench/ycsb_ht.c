@@ -39,24 +39,26 @@ static uint64_t ht_bytes_per_key(const struct ycsb *y)
 	return 2 * 64 * 3 / (7 * 2) + 1 + ht_kv_bytes(y);
 }
 
-/* Geometry for `capacity` keys at load factor 1/2: 2^depth subtables of
- * `buckets` main buckets (each with half an overflow bucket) per shard. */
+/* Geometry at load factor 1/2 (a subtable of nb main buckets, each with
+ * half an overflow bucket, holds 10.5 nb slots): subtables big enough that
+ * the deepest directory (2^8 of them) holds y->growth keys, and as many at
+ * the start as y->capacity keys need; the table splits in between. */
 static void ht_geometry(const struct ycsb *y, struct smart_ht_config *hc)
 {
 	const struct kit_env *e = &y->run->env;
-	uint64_t per_shard = y->capacity / (uint64_t)e->nblades + 1;
-	uint64_t slots = 2 * per_shard, nb;
+	uint64_t cap = y->capacity / (uint64_t)e->nblades + 1;
+	uint64_t grow = y->growth / (uint64_t)e->nblades + 1, nb;
 	unsigned depth = 4;
 
-	for (;;) {
-		nb = slots * 2 / (21 * (UINT64_C(1) << depth)) + 1;
-		if (nb <= (1u << 20) || depth == SMART_HT_DEPTH_MAX)
-			break;
-		depth++;
-	}
+	nb = 4 * grow / (21 << SMART_HT_DEPTH_MAX) + 1;
 	nb = (nb + 63) & ~UINT64_C(63);
+	if (nb > (1u << 20))
+		nb = 1u << 20;
+	while (depth < SMART_HT_DEPTH_MAX &&
+	       (UINT64_C(21) << depth) * nb < 4 * cap)
+		depth++;
 	hc->depth = depth;
-	hc->buckets = nb > (1u << 20) ? 1u << 20 : (unsigned)nb;
+	hc->buckets = (unsigned)nb;
 	hc->blades = e->blade;
 	hc->nblades = (unsigned)e->nblades;
 }

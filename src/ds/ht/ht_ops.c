@@ -37,6 +37,7 @@
 #include "ds/ht/ht_internal.h"
 
 #define HT_RETRY_MAX	4096
+#define HT_RETRY_NS	(UINT64_C(5) * 1000000000)
 #define HT_NB		4		/* candidate buckets */
 #define HT_CAND_MAX	(HT_NB * HT_SLOTS)
 #define HT_UPSERT_MAX	64
@@ -431,6 +432,7 @@ static int op_absent(struct ht_op *op)
 static int op_run(struct ht_op *op, int (*once)(struct ht_op *, void *),
 		  void *arg)
 {
+	uint64_t t0 = 0;
 	int rc, i;
 
 	/* blocks of candidates are this attempt's: from here on */
@@ -440,7 +442,12 @@ static int op_run(struct ht_op *op, int (*once)(struct ht_op *, void *),
 		rc = once(op, arg);
 		if (rc != SMART_EAGAIN)
 			break;
-		if (i == HT_RETRY_MAX) {
+		/* give up after many retries and a long time both: a split
+		 * in progress makes waiters retry fast (ConflictAvoid may
+		 * back off little or not at all) for milliseconds */
+		if (i == HT_RETRY_MAX)
+			t0 = smart_now_ns();
+		if (i > HT_RETRY_MAX && smart_now_ns() - t0 > HT_RETRY_NS) {
 			rc = SMART_ERETRY;
 			break;
 		}
