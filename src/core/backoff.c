@@ -135,11 +135,12 @@ void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
 	}
 }
 
-/* The backoff unit for task t: its blade's measured round trip. */
+/* The backoff unit for task t: the measured round trip of the blade of
+ * its last sync's first chain (a sync leaves chains[0] as it was). */
 static uint64_t bo_unit(const struct smart_worker *w,
 			const struct smart__task *t)
 {
-	uint32_t rtt = w->rtt[t->last_blade];
+	uint32_t rtt = w->rtt[t->chains[0].blade];
 
 	return rtt ? rtt : BO_C0;
 }

@@ -255,7 +255,6 @@ struct smart__task {
 	int nslot;		/* bounce slots in use */
 	uint64_t sync_start;
 	int bo_retries;		/* retries of the guarded op in progress */
-	uint16_t last_blade;	/* of its last one-blade sync */
 	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
 	/* epoch-based reclamation (epoch.c): the domain the task is in */
@@ -278,38 +277,36 @@ struct smart__bufcache {
 	void *v[SMART_BUF_CACHE];
 };
 
+/* Hot fields first and together (the op path touches the scheduler, the
+ * credits, the clock and the stats on every op); the per-blade tables and
+ * the main context's task, big and touched one entry at a time, last. */
 struct smart_worker {
 	struct smart_ctx *ctx;
 	int index;		/* -1 for the keeper's internal worker */
 	int internal;		/* the keeper's: not listed, not in stats */
 	struct smart__group *group;
 	const struct smart_tp_ops *tp;
-	struct smart__qp *qp[SMART_BLADE_ID_MAX + 1];	/* cache of group's */
 	/* scheduler */
 	smart__fctx_t sched_fctx;
 	struct smart__task *cur;	/* NULL in the main context */
-	struct smart__task main_task;	/* the main context's ops */
 	struct smart__task *ready_head, *ready_tail;
 	struct smart__task *free_tasks;
 	struct smart__task **all_tasks;	/* every task slot, for scans */
 	int ntask_slots;
 	int live;
 	int since_poll;
+	int ebr_dirty;		/* domains with an announcement to post */
 	struct smart__task *sleepers;	/* parked until their wake_at */
 	uint64_t next_wake;		/* earliest wake_at of sleepers */
-	const void *asan_main_bottom;	/* main stack, for ASan's fibers */
-	size_t asan_main_size;
-	struct smart__bufcache bufcache[SMART_BUF_CLASSES];
-	/* reclamation state per domain blade (epoch.c), created on use;
-	 * ebr_dirty counts domains with an announcement to post */
-	struct smart__ebr *ebr[SMART_BLADE_ID_MAX + 1];
-	int ebr_dirty;
-	/* remote allocator state, per blade, created on first use */
-	struct smart__ralloc *ralloc[SMART_BLADE_ID_MAX + 1];
+	uint64_t now;		/* the TSC as the last poll read it */
 	/* work-request throttling: credits = WRs this worker may still post */
 	_Atomic int credit;
 	int cap_seen;		/* the tuner's cap the credits reflect */
 	int throttle;		/* WorkReqThrot on */
+	/* stats */
+	uint64_t stats[SMART_STAT__COUNT];
+	uint64_t retry_hist[SMART_RETRY_HIST];
+	smart_hist_t *hist;
 	/* conflict avoidance (backoff.c) */
 	struct smart__backoff {
 		int level;		/* C_max = unit << level, 0..10; -1:
@@ -327,15 +324,18 @@ struct smart_worker {
 		uint64_t win_end, win_retries, win_done;
 		smart_rng_t rng;
 	} bo;
-	/* round-trip estimate per blade (cycles, sampled syncs; ops.c) and
-	 * the TSC as the last poll read it */
-	uint32_t rtt[SMART_BLADE_ID_MAX + 1];
-	uint64_t now;
-	/* stats */
-	uint64_t stats[SMART_STAT__COUNT];
-	uint64_t retry_hist[SMART_RETRY_HIST];
-	smart_hist_t *hist;
+	const void *asan_main_bottom;	/* main stack, for ASan's fibers */
+	size_t asan_main_size;
 	struct smart_worker *next;	/* ctx list */
+	struct smart__task main_task;	/* the main context's ops */
+	struct smart__qp *qp[SMART_BLADE_ID_MAX + 1];	/* cache of group's */
+	/* round-trip estimate per blade (cycles, sampled syncs; ops.c) */
+	uint32_t rtt[SMART_BLADE_ID_MAX + 1];
+	/* reclamation state per domain blade (epoch.c), created on use */
+	struct smart__ebr *ebr[SMART_BLADE_ID_MAX + 1];
+	/* remote allocator state, per blade, created on first use */
+	struct smart__ralloc *ralloc[SMART_BLADE_ID_MAX + 1];
+	struct smart__bufcache bufcache[SMART_BUF_CLASSES];
 };
 
 #define SMART_STAT_ADD(w, id, v)                                             \

@@ -258,13 +258,21 @@ void smart_task_yield(smart_worker_t *w)
 	task_switch_out(w, t);
 }
 
+/* The main context has no task to switch to: it polls until its batches
+ * land (out of line: tasks are the common case). */
+static __attribute__((noinline)) void main_wait(struct smart_worker *w,
+						struct smart__task *t)
+{
+	while (atomic_load_explicit(&t->inflight, memory_order_acquire))
+		if (!smart__worker_poll(w) && w->internal)
+			smart__idle_pause();
+}
+
 /* Park the current task until its batches complete (smart__task_wake). */
 void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 {
-	if (t == &w->main_task) {
-		while (atomic_load_explicit(&t->inflight, memory_order_acquire))
-			if (!smart__worker_poll(w) && w->internal)
-				smart__idle_pause();
+	if (smart_unlikely(t == &w->main_task)) {
+		main_wait(w, t);
 		return;
 	}
 	t->state = SMART_TASK_WAITING;

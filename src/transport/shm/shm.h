@@ -59,10 +59,14 @@ struct smart_tp_domain {
 	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
 	uint32_t gen;		/* key generation, under lock */
 	uint32_t next_id;
+	/* remotes failed so far: poll reads this once and looks at each
+	 * doorbell's remote only when it is non-zero (rare) */
+	_Atomic uint32_t failures;
 };
 
 struct smart_tp_remote {
 	_Atomic int failed;	/* remote_fail(): execute nothing more */
+	struct smart_tp_domain *d;	/* counts it in d->failures */
 	uint8_t *map;		/* this process's mapping of the region */
 	uint64_t size;
 	uint64_t map_len;

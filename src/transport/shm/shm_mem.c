@@ -287,6 +287,7 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		goto out_close;
+	r->d = d;
 	r->base = smart__get64(b + 8);
 	r->size = smart__get64(b + 16);
 	r->rkey = smart__get32(b + 24);
@@ -320,8 +321,9 @@ void smart__shm_remote_detach(struct smart_tp_remote *r)
 
 void smart__shm_remote_fail(struct smart_tp_remote *r)
 {
-	if (r)
-		atomic_store_explicit(&r->failed, 1, memory_order_release);
+	if (!r || atomic_exchange(&r->failed, 1))
+		return;
+	atomic_fetch_add_explicit(&r->d->failures, 1, memory_order_release);
 }
 
 uint64_t smart__shm_remote_base(const struct smart_tp_remote *r)

@@ -336,6 +336,7 @@ static int shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 struct shm_out {
 	struct smart_tp_wc *wc;
 	int n, max;
+	uint32_t failures;	/* d->failures when the poll began */
 };
 
 static inline void shm_complete(struct smart_tp_cq *cq, struct shm_out *o,
@@ -368,8 +369,8 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 		return 1;
 	/* a failed remote (dead blade, fenced client): the first WR fails
 	 * as a lost peer would, everything behind it flushes unexecuted */
-	if (smart_unlikely(atomic_load_explicit(&qp->r->failed,
-						memory_order_relaxed)) &&
+	if (smart_unlikely(o->failures) &&
+	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
 	    qp->state == SHM_QP_RTS)
 		qp->state = SHM_QP_DOOMED;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
@@ -471,7 +472,8 @@ static void shm_poll_model(struct smart_tp_cq *cq, struct shm_out *o)
 
 int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
-	struct shm_out o = { wc, 0, max };
+	struct shm_out o = { wc, 0, max, atomic_load_explicit(
+		&cq->d->failures, memory_order_acquire) };
 
 	shm_lock(cq->flags, &cq->lock);
 	while (o.n < max && cq->wc_head != cq->wc_tail)
