@@ -169,10 +169,26 @@ static void summary(const struct ping_cfg *c, const double *rtt, long ok,
 		       smart_hist_quantile(&h, 0.99) / 1000);
 }
 
+/* Where the blade's memory is (any client may ask): what an operator
+ * wants to see next to the round trips. */
+static void memory_line(struct ping *p, const struct kit_env *e)
+{
+	struct smart_alloc_usage u;
+	char line[256];
+	int rc = smart_alloc_usage(p->w, e->blade[0], &u);
+
+	if (rc) {
+		printf("memory: %s\n", smart_strerror(rc));
+		return;
+	}
+	kit_usage_format(&u, line, sizeof(line));
+	printf("memory: %s\n", line);
+}
+
 int main(int argc, char **argv)
 {
 	struct ping_cfg c = { .count = 10, .interval = 0.2, .size = 8 };
-	struct ping p = { .c = &c };
+	struct ping p = { .c = &c, .block = SMART_GADDR_NULL };
 	struct kit_env env = { 0 };
 	double *rtt;
 	long seq, ok = 0, failed = 0;
@@ -201,6 +217,11 @@ int main(int argc, char **argv)
 	}
 	if (!rc)
 		summary(&c, rtt, ok, failed);
+	if (!rc)
+		memory_line(&p, &env);
+	/* a long-running blade must not keep a block per ping */
+	if (p.w && p.block != SMART_GADDR_NULL)
+		smart_free(p.w, p.block, 4096);
 	free(rtt);
 	smart_worker_destroy(p.w);
 	kit_env_close(&env);

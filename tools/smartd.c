@@ -1,7 +1,8 @@
 /*
  * smartd: a memory blade daemon.  Parses options, loads the shared secret,
  * creates a blade (include/smart/blade.h) and serves until SIGINT or
- * SIGTERM, then shuts down cleanly and exits 0.
+ * SIGTERM, then shuts down cleanly and exits 0.  SIGUSR1 prints where the
+ * region's memory is (as any client sees it with smart_alloc_usage).
  *
  * Security rule: a blade without a secret accepts any local process.  That
  * is allowed only with --insecure AND a loopback listen address; otherwise
@@ -110,7 +111,7 @@ static void parse_args(struct args *a, int argc, char **argv)
 		.tool = TOOL,
 		.synopsis = TOOL " --size SIZE [flags]",
 		.about = "  A memory blade: serves a region to compute "
-			 "processes until SIGINT/SIGTERM.\n",
+			 "processes until SIGINT/SIGTERM;\n  SIGUSR1 prints where its memory is.\n",
 		.group = { { smartd_flags, a, NULL } },
 	};
 
@@ -182,6 +183,22 @@ static void load_secret(struct args *a, char **secret)
 		"(--insecure): any local process may connect\n");
 }
 
+/* SIGUSR1, and at shutdown: where the region's memory is. */
+static void print_usage(const smart_blade_t *b)
+{
+	struct smart_alloc_usage u;
+	char line[256];
+	int rc = smart_blade_usage(b, &u);
+
+	if (rc)
+		printf("smartd: memory: %s\n", smart_strerror(rc));
+	else {
+		kit_usage_format(&u, line, sizeof(line));
+		printf("smartd: memory: %s\n", line);
+	}
+	fflush(stdout);
+}
+
 static int serve(const struct args *a)
 {
 	smart_blade_t *b;
@@ -192,6 +209,7 @@ static int serve(const struct args *a)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	rc = smart_blade_create(&a->cfg, &b);
 	if (rc) {
@@ -205,8 +223,14 @@ static int serve(const struct args *a)
 	       a->cfg.transport ? a->cfg.transport : "shm",
 	       a->cfg.hugepages == 1 ? "yes" : "no");
 	fflush(stdout);
-	while (sigwait(&set, &sig) != 0)
-		;
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig != SIGUSR1)
+			break;
+		print_usage(b);
+	}
+	print_usage(b);
 	smart_blade_destroy(b);
 	printf("smartd: clean shutdown (signal %d)\n", sig);
 	fflush(stdout);

@@ -346,6 +346,12 @@ void kit_head_env(const struct kit_common *c, const struct kit_env *e,
  * cap and throttle phase, doorbells (contended), retries per guarded op. */
 void kit_library_line(const smart_stats_t *st);
 
+/* One line on a blade's memory (struct smart_alloc_usage):
+ * "1024.0 MiB: 3.1 used, 1020.9 free (1016.0 fresh + 4.9 on the free
+ * lists), 0.5 cached by 2 clients[, N fenced]" (MiB), into buf. */
+void kit_usage_format(const struct smart_alloc_usage *u, char *buf,
+		      size_t n);
+
 /* A result as named fields, in order: printed as one JSON object, or as
  * a CSV line (the columns a tool chooses). */
 #define KIT_REC_MAX 64

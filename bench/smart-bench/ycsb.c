@@ -355,6 +355,12 @@ static void print_table(const struct ycsb *y, const struct bench_run *r)
 		       " freed (%.2f%%) by the end of the run\n", s->retired,
 		       s->freed, 100.0 * (double)s->freed /
 		       (double)s->retired);
+	if (s->mem_ok) {
+		char line[256];
+
+		kit_usage_format(&s->mem, line, sizeof(line));
+		printf(" blade memory at the end: %s\n", line);
+	}
 	kit_library_line(&y->win.st);
 	if (s->errors)
 		printf(" errors: %" PRIu64 ", the first %s (%s)\n", s->errors,
@@ -398,6 +404,12 @@ static void record_result(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_num(rec, "validation_failures", "%" PRIu64, s->vfail);
 	kit_rec_num(rec, "epoch_retired", "%" PRIu64, s->retired);
 	kit_rec_num(rec, "epoch_freed", "%" PRIu64, s->freed);
+	if (s->mem_ok) {
+		kit_rec_num(rec, "mem_used_bytes", "%" PRIu64, s->mem.used);
+		kit_rec_num(rec, "mem_free_bytes", "%" PRIu64, s->mem.free);
+		kit_rec_num(rec, "mem_cached_bytes", "%" PRIu64,
+			    s->mem.cached);
+	}
 }
 
 static void record_env(const struct ycsb *y, const struct bench_run *r,

@@ -80,6 +80,8 @@ struct ycsb_result {
 	int first_err;
 	double mops, retries_per_op, rdma_ops_per_op, bytes_per_op;
 	uint64_t retired, freed;	/* blocks, whole run, after the drain */
+	struct smart_alloc_usage mem;	/* the blades', summed, at the end */
+	int mem_ok;
 	struct kit_lat lat;
 };
 

@@ -336,6 +336,30 @@ static void result_fill(struct ycsb *y)
 		s->c[SMART_STAT_BYTES_WRITTEN]) / ops;
 }
 
+/* Where the blades' memory is at the end of the run, summed over them. */
+static void mem_fill(struct ycsb *y)
+{
+	const struct kit_env *e = &y->run->env;
+	struct smart_alloc_usage u, *m = &y->res.mem;
+	int i;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < e->nblades; i++) {
+		if (smart_alloc_usage(y->main_worker, e->blade[i], &u))
+			return;
+		m->size += u.size;
+		m->reserved += u.reserved;
+		m->unclaimed += u.unclaimed;
+		m->pooled += u.pooled;
+		m->cached += u.cached;
+		m->used += u.used;
+		m->free += u.free;
+		m->clients = u.clients > m->clients ? u.clients : m->clients;
+		m->fenced += u.fenced;
+	}
+	y->res.mem_ok = 1;
+}
+
 /* The preload's errors are counted apart: the window starts from zero. */
 static int preload(struct ycsb *y)
 {
@@ -388,5 +412,6 @@ int ycsb_run(void *m, struct bench_run *r)
 		y->res.retired = end.c[SMART_STAT_EPOCH_RETIRED];
 		y->res.freed = end.c[SMART_STAT_EPOCH_FREED];
 	}
+	mem_fill(y);
 	return 0;
 }

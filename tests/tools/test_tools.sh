@@ -54,7 +54,13 @@ for op in read write cas faa; do
 	check "ping-$op" "$bin/smart-ping" --count 20 --interval 0 --verify \
 		--op $op --secret-file "$tmp/secret" "$addr"
 	has "ping-$op-summary" "20 probes, 20 ok, 0 failed, data verified"
+	has "ping-$op-memory" "^memory: 64\.0 MiB: [0-9.]+ used, [0-9.]+ free"
 done
+# what the pings took came back: smartd's own view (SIGUSR1)
+kill -USR1 "$pid"
+for _ in $(seq 50); do grep -q "memory:" "$tmp/smartd.log" && break; sleep 0.1; done
+cp "$tmp/smartd.log" "$tmp/out"
+has smartd-usr1-memory "^smartd: memory: 64\.0 MiB: 0\.0 used, 63\.0 free .* by 0 clients"
 check perf-connect "$bin/smart-perf" --connect "$addr" --secret-file "$tmp/secret" \
 	--seconds 0.3 --threads 2 --depth 4 --op faa --json
 has perf-json '"op":"faa".*"mops":[0-9.]+.*"p99_us"'

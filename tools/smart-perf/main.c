@@ -37,8 +37,9 @@ static const struct kit_flag perf_flags[] = {
 	KIT_INT("batch", P, batch, 1, 64, "B",
 		"ops queued per sync by each coroutine [1]"),
 	KIT_SIZE("span", P, span, 4096, (double)(1ull << 48), "B",
-		 "bytes the random offsets spread over, pre-faulted\n"
-		 "before the run (at most the blade's) [256M]"),
+		 "bytes the random offsets spread over, allocated\n"
+		 "from the blade and pre-faulted (at most its free\n"
+		 "space) [256M]"),
 	KIT_INT("dynamic", P, dynamic_ms, 1, 100000, "MS",
 		"every MS ms re-draw the active threads from\n"
 		"[max(1,3T/8), T] (Smart's Table 1)"),
@@ -95,34 +96,75 @@ static void perf_check(const struct perf_cfg *c)
  * the blade (the first access of a page there faults too). */
 static int perf_prefault(struct perf *p)
 {
-	uint64_t end = p->lo + p->slots * p->stride + p->stride, off, v;
-	smart_worker_t *w;
-	int rc, n = 0;
+	uint64_t end = p->lo + p->span_len, off, v;
+	int rc = 0, n = 0;
 
 	if (p->raw_base)
 		for (off = p->lo; off < end; off += 4096)
 			((volatile uint8_t *)p->raw_base)[off] = 0;
-	rc = smart_worker_create(p->env.ctx, &w);
-	for (off = p->lo & ~UINT64_C(4095); !rc && off < end; off += 4096) {
-		rc = smart_read(w, smart_gaddr(p->env.blade[0], off), 8, &v);
+	for (off = p->lo; !rc && off < end; off += 4096) {
+		rc = smart_read(p->w0, smart_gaddr(p->env.blade[0], off), 8,
+				&v);
 		if (!rc && ++n % 16 == 0)
-			rc = smart_sync(w);
+			rc = smart_sync(p->w0);
 	}
 	if (!rc)
-		rc = smart_sync(w);
+		rc = smart_sync(p->w0);
 	if (rc)
 		fprintf(stderr, TOOL ": pre-faulting the span: %s\n",
 			smart_strerror(rc));
-	smart_worker_destroy(w);
 	return rc;
 }
 
-/* The blade, and the offsets the ops go to: clear of the blade's own
- * area, aligned to the op size, over at most --span bytes. */
+/* The span is allocated from the blade like any client's memory: the ops
+ * must not land on what other clients (or the blade's free lists) own
+ * when smart-perf runs against a shared smartd.  As much of --span as the
+ * blade can give in one piece, halving on SMART_ENOSPC. */
+static int perf_span_alloc(struct perf *p)
+{
+	const struct smart_blade_info *bi = &p->env.info[0];
+	uint64_t want = p->cfg->span, min = 2 * p->stride;
+	struct smart_alloc_usage u;
+	int rc = smart_worker_create(p->env.ctx, &p->w0);
+
+	if (rc)
+		return rc;
+	if (!smart_alloc_usage(p->w0, p->env.blade[0], &u) && u.free < want)
+		want = u.free;
+	if (want > bi->alloc_max)
+		want = bi->alloc_max;
+	if (min < 4096)
+		min = 4096;
+	for (rc = SMART_ENOSPC; want >= min; want /= 2) {
+		rc = smart_alloc(p->w0, p->env.blade[0], want, &p->span_ga);
+		if (rc != SMART_ENOSPC)
+			break;
+	}
+	if (rc) {
+		fprintf(stderr, TOOL ": the blade has no %" PRIu64 " free "
+			"bytes in one piece for the ops (%s)\n", min,
+			smart_strerror(rc));
+		return rc;
+	}
+	p->span_len = want;
+	p->lo = smart_gaddr_off(p->span_ga);
+	return 0;
+}
+
+static void perf_span_free(struct perf *p)
+{
+	if (p->w0 && p->span_len)
+		smart_free(p->w0, p->span_ga, p->span_len);
+	smart_worker_destroy(p->w0);
+	p->w0 = NULL;
+	p->span_len = 0;
+}
+
+/* The blade, and the offsets the ops go to: a span allocated from the
+ * blade, aligned to the op size. */
 static int perf_setup(struct perf *p)
 {
 	const struct perf_cfg *c = p->cfg;
-	const struct smart_blade_info *bi = &p->env.info[0];
 	char kv[32];
 	const char *const kvs[] = { kv, NULL };
 	uint64_t size;
@@ -141,18 +183,13 @@ static int perf_setup(struct perf *p)
 	}
 	p->raw_base = p->env.embedded ? base : NULL;
 	p->stride = c->size < 8 ? 8 : (c->size + 7) & ~UINT64_C(7);
-	p->lo = bi->reserved;
-	if (bi->size < p->lo + 2 * p->stride) {
-		fprintf(stderr, TOOL ": the blade (%" PRIu64 " bytes) is too "
-			"small for %" PRIu64 "-byte ops\n", bi->size, c->size);
-		return SMART_ENOSPC;
-	}
-	p->slots = (bi->size - p->lo - p->stride) / p->stride;
-	if (p->slots > c->span / p->stride)
-		p->slots = c->span / p->stride;
+	rc = perf_span_alloc(p);
+	if (rc)
+		return rc;
+	p->slots = (p->span_len - p->stride) / p->stride;
 	if (c->op == OP_CAS_INCR && c->keys > p->slots) {
 		fprintf(stderr, TOOL ": --keys %" PRIu64 " is more counters "
-			"than the blade holds (%" PRIu64 ")\n", c->keys,
+			"than the span holds (%" PRIu64 ")\n", c->keys,
 			p->slots);
 		return SMART_ENOSPC;
 	}
@@ -240,7 +277,7 @@ int main(int argc, char **argv)
 		.about = "  One-sided op micro-benchmark (perftest style).  "
 			 "Without --connect an\n  embedded blade (1G unless "
 			 "--blade-size) is started in this process;\n  the ops "
-			 "spread over --span bytes of it.\n",
+			 "spread over --span bytes allocated from it.\n",
 		.group = { { perf_flags, &cfg, NULL },
 			   { kit_common_flags, &cfg.com, "common flags" } },
 	};
@@ -256,6 +293,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, TOOL ": %s\n", smart_strerror(rc));
 	}
 	free(p.t);
+	perf_span_free(&p);
 	kit_env_close(&p.env);
 	return rc ? 1 : 0;
 }

@@ -51,6 +51,9 @@ struct perf {
 	uint8_t *raw_base;	/* embedded blade's mapping, for --raw */
 	uint64_t lo, slots;	/* offsets: lo + slot * stride */
 	uint64_t stride;
+	smart_worker_t *w0;	/* the main thread's: allocated the span */
+	smart_gaddr_t span_ga;	/* the span, allocated from the blade */
+	uint64_t span_len;
 	struct kit_runner run;
 	atomic_int active;	/* --dynamic: threads below this index run */
 	struct perf_thread *t;

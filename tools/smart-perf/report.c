@@ -47,8 +47,9 @@ void perf_print_header(const struct perf *p)
 	kit_head_env(&c->com, &p->env, NULL);
 	kit_head("Threads x depth", "%d x %d (one op in flight per coroutine)",
 		 c->com.threads, c->depth);
-	kit_head("Duration", "%.1f s per run, random %u-byte-aligned offsets",
-		 c->com.seconds, (unsigned)p->stride);
+	kit_head("Duration", "%.1f s per run, random %u-byte-aligned offsets "
+		 "over %.0f MiB", c->com.seconds, (unsigned)p->stride,
+		 (double)p->span_len / (1024.0 * 1024.0));
 	kit_rule();
 	printf(" %-6s %-6s %-12s %-18s %-14s %-14s %-14s\n", "mode", "#bytes",
 	       "#iterations", "BW average[MB/sec]", "MsgRate[Mpps]",
