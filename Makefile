@@ -2,16 +2,18 @@
 # Both install missing Debian packages (as root), configure and build first.
 # Other targets: build, install (PREFIX, default /usr/local; DESTDIR to
 # stage), asan-test (ASan+UBSan build of the tests, without the VM tests,
-# which `make test` runs once), clean.
+# which `make test` runs once), mutants (every mutant of
+# tests/mutants/mutants.txt built and caught by its tests), clean.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+MUTANT_BUILD ?= build-mutants
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
 RUN_SECONDS ?= 3
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build run test install asan-test clean
+.PHONY: all deps build run test install asan-test mutants clean
 
 all: build
 
@@ -43,5 +45,9 @@ asan-test: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2 -LE vm
 
+# DESIGN.md §9: each guard removed in turn must make its tests fail.
+mutants: deps
+	tests/mutants/run.sh -B $(MUTANT_BUILD)
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(MUTANT_BUILD)

@@ -27,6 +27,7 @@
 
 #include "blade/blade_int.h"
 #include "smart/status.h"
+#include "util/mutant.h"
 
 #define ACCEPT_PAUSE_MS 100
 
@@ -237,6 +238,10 @@ static void accept_tcp(struct smart_blade *b, uint64_t now)
 		if (fd < 0)
 			return;
 		count(&b->n_accepted);
+		if (b->nunauth >= b->max_unauth && SMART_M_BOOT_NO_EVICT) {
+			close(fd);
+			continue;
+		}
 		if (b->nunauth >= b->max_unauth)
 			evict_session(b);
 		s = smart__blade_sess_new(b, fd);

@@ -17,6 +17,7 @@
 
 #include "blade/blade_int.h"
 #include "smart/status.h"
+#include "util/mutant.h"
 #include "wire/services.h"
 
 static _Atomic uint64_t *lease_slot(struct smart_blade *b, uint16_t id)
@@ -59,7 +60,7 @@ void smart__blade_lease_end(struct smart_blade *b, uint16_t id, int bye)
 	uint64_t cur;
 	int i;
 
-	if (!id || !b->mr)
+	if (!id || !b->mr || (SMART_M_BLADE_NO_EOF_FENCE && !bye))
 		return;
 	w = lease_slot(b, id);
 	cur = atomic_load(w);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/alloc_int.h"
+#include "util/mutant.h"
 #include "wire/superblock.h"
 
 static struct smart__ralloc *ra_get(struct smart_worker *w,
@@ -470,7 +471,8 @@ void smart__ralloc_destroy(struct smart_worker *w)
 
 		if (!ra)
 			continue;
-		if (buf && !atomic_load(&ra->b->fail))
+		if (buf && !atomic_load(&ra->b->fail) &&
+		    !SMART_M_ALLOC_NO_GIVEBACK)
 			ra_give_back(w, ra, buf);
 		if (ra->dropped)
 			smart__warn(&w->ctx->log, "blade %u: %llu freed blocks "

@@ -41,6 +41,7 @@
 
 #include "core/core.h"
 #include "core/lease.h"
+#include "util/mutant.h"
 #include "wire/services.h"
 
 #define EBR_CAP		4096	/* retired entries per worker and domain */
@@ -274,7 +275,7 @@ static uint64_t ebr_min(struct smart_worker *w, struct smart__ebr *d,
 
 		if (!(v & SMART_EPOCH_ACTIVE))
 			continue;
-		if (ebr_owner_dead(w, d, v)) {
+		if (!SMART_M_EBR_NO_TAKEBACK && ebr_owner_dead(w, d, v)) {
 			/* taken back: a dead client stops nobody */
 			(void)smart_cas_sync(w, smart_gaddr(d->b->id,
 					     SMART_EPOCH_ANN_OFF(i)), v, 0,
@@ -328,7 +329,7 @@ static int ebr_scan(struct smart_worker *w, struct smart__ebr *d)
 	do {
 		for (i = k = nf = 0; i < d->n; i++) {
 			if (nf < EBR_FREE_STEP && d->ret[i].r &&
-			    d->ret[i].r < min)
+			    (d->ret[i].r < min || SMART_M_EBR_NO_GRACE))
 				freed[nf++] = d->ret[i];
 			else
 				d->ret[k++] = d->ret[i];
@@ -433,10 +434,10 @@ void smart__ebr_prepend(struct smart_worker *w, struct smart__chain *c)
 	if (!d || !d->dirty)
 		return;
 	b = d->b;
-	k = d->slot >= 0 ? 2 : 1;
+	k = d->slot >= 0 && !SMART_M_EBR_NO_ANNOUNCE ? 2 : 1;
 	memmove(c->wr + k, c->wr, (size_t)c->n * sizeof(*c->wr));
 	wr = c->wr;
-	if (d->slot >= 0)
+	if (k == 2)
 		*wr++ = (struct smart_tp_wr){
 			.remote = b->base + SMART_EPOCH_ANN_OFF(d->slot),
 			.local = &d->word, .len = 8, .rkey = b->rkey,

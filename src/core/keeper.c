@@ -159,6 +159,8 @@ static void *keeper_main(void *arg)
 	struct smart_ctx *ctx = k->ctx;
 	int rc;
 
+	/* named for top -H and gdb, and so that a test can find it */
+	pthread_setname_np(pthread_self(), "smart-keeper");
 	keeper_priority(ctx);
 	rc = smart__worker_create(ctx, 1, &k->w);
 

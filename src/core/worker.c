@@ -15,6 +15,7 @@
 #include "core/bootstrap.h"
 #include "core/core.h"
 #include "core/lease.h"
+#include "util/mutant.h"
 
 int smart__wc_status(int st)
 {
@@ -243,7 +244,8 @@ int smart__worker_poll(struct smart_worker *w)
 	/* Self-fencing: past our lease nothing queued may execute any more
 	 * (shm executes WRs right here, in poll), whatever the keeper
 	 * thread has had time to notice (docs/leases.md). */
-	if (smart_unlikely(smart__lease_expired_at(w->ctx, w->now)))
+	if (smart_unlikely(smart__lease_expired_at(w->ctx, w->now)) &&
+	    !SMART_M_LEASE_NO_SELF_FENCE)
 		smart__ctx_fence(w->ctx, "the lease ran out (process stopped "
 				 "or starved for lease_ms / 2?)");
 	if (smart_unlikely(w->throttle) && !(w->stats[SMART_STAT_POLLS] & 63))

@@ -144,8 +144,14 @@ static inline void guard_atexit(void)
 		return;
 	guard_kill_all();
 	for (int i = 0; i < GUARD_PIDS; i++) {
+		pid_t r;
+
+		/* any child: a thread this test traces (ptrace) must be
+		 * collected before its process can be */
 		if (guard.pids[i] > 0)
-			waitpid((pid_t)guard.pids[i], NULL, 0);
+			do
+				r = waitpid(-1, NULL, __WALL);
+			while (r > 0 && r != (pid_t)guard.pids[i]);
 		guard.pids[i] = 0;
 	}
 	if (guard.secret[0])

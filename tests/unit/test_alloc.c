@@ -7,12 +7,14 @@
  * twice would have its tag overwritten).
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "smart/smart.h"
+#include "wire/services.h"
 
 #define CHUNK (64 << 10)
 
@@ -273,6 +275,43 @@ static void test_soak(void)
 	fixture_stop(&f);
 }
 
+/* A batch node on a class list is written by another client: one that
+ * names a block outside the blade's chunks is refused (SMART_EPROTO), not
+ * handed out, and the blade serves on. */
+static void test_corrupt_node(void)
+{
+	struct fixture f;
+	smart_worker_t *a, *b;
+	static smart_gaddr_t g[200];
+	uint64_t head, bad, node;
+	smart_gaddr_t x;
+	int i;
+
+	fixture_start(&f, 16 << 20, 3, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &a));
+	for (i = 0; i < 200; i++)
+		CHECK_OK(smart_alloc(a, f.id, 64, &g[i]));
+	for (i = 0; i < 200; i++)
+		CHECK_OK(smart_free(a, g[i], 64));
+	CHECK_OK(smart_worker_destroy(a));	/* batches go to the list */
+	CHECK_OK(smart_worker_create(f.ctx, &b));
+	CHECK_OK(smart_read_sync(b, smart_gaddr(f.id, SMART_FREE_CLS_OFF(6)),
+				 8, &head));
+	node = smart_free_head_off(head);
+	CHECK_GT(node, 0);
+	/* its first block: past the end of the region */
+	bad = UINT64_C(1) << 40;
+	CHECK_OK(smart_write_sync(b, smart_gaddr(f.id, node +
+			offsetof(struct smart_free_node, off)), &bad, 8));
+	CHECK_EQ(smart_alloc(b, f.id, 64, &x), SMART_EPROTO);
+	/* the bad batch is dropped; the next allocation is served */
+	CHECK_OK(smart_alloc(b, f.id, 64, &x));
+	CHECK_OK(smart_write_sync(b, x, &bad, 8));
+	CHECK_OK(smart_free(b, x, 64));
+	CHECK_OK(smart_worker_destroy(b));
+	fixture_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
@@ -281,5 +320,6 @@ int main(int argc, char **argv)
 		{ "split", test_split },
 		{ "blade_view", test_blade_view },
 		{ "soak", test_soak },
+		{ "corrupt_node", test_corrupt_node },
 		{ 0 } });
 }

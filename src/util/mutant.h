@@ -1,0 +1,75 @@
+/*
+ * Mutants (DESIGN.md §9): compile-time switches that each remove one step
+ * guarding correctness, so that `make mutants` can prove the tests catch
+ * its absence.  A build made with -DSMART_MUTANT=<NAME> (CMake) defines
+ * SMART_MUTANT_<NAME>; every other build has all of them 0, and the
+ * compiler drops the dead branches, so the guarded code is the code that
+ * ships.  The list, with the test that must catch each mutant, is
+ * tests/mutants/mutants.txt; each structure's doc lists its own.
+ *
+ * Use: `if (!SMART_M_<NAME>) guard();` rather than #ifdef, so that the
+ * guarded code compiles (and is checked) in every build.
+ */
+#ifndef SMART_UTIL_MUTANT_H
+#define SMART_UTIL_MUTANT_H
+
+#ifdef SMART_MUTANT_EBR_NO_ANNOUNCE	/* epoch.c: no announcement WRITE */
+#define SMART_M_EBR_NO_ANNOUNCE 1
+#else
+#define SMART_M_EBR_NO_ANNOUNCE 0
+#endif
+
+#ifdef SMART_MUTANT_EBR_NO_GRACE	/* epoch.c: free at the first scan */
+#define SMART_M_EBR_NO_GRACE 1
+#else
+#define SMART_M_EBR_NO_GRACE 0
+#endif
+
+#ifdef SMART_MUTANT_EBR_NO_TAKEBACK	/* epoch.c: dead readers block */
+#define SMART_M_EBR_NO_TAKEBACK 1
+#else
+#define SMART_M_EBR_NO_TAKEBACK 0
+#endif
+
+#ifdef SMART_MUTANT_LEASE_NO_SELF_FENCE	/* worker.c: no deadline check */
+#define SMART_M_LEASE_NO_SELF_FENCE 1
+#else
+#define SMART_M_LEASE_NO_SELF_FENCE 0
+#endif
+
+#ifdef SMART_MUTANT_LEASE_NO_STALE_FENCE	/* lease.c: peers never fence */
+#define SMART_M_LEASE_NO_STALE_FENCE 1
+#else
+#define SMART_M_LEASE_NO_STALE_FENCE 0
+#endif
+
+#ifdef SMART_MUTANT_BLADE_NO_EOF_FENCE	/* blade: a dropped session keeps
+					 * its lease until it expires */
+#define SMART_M_BLADE_NO_EOF_FENCE 1
+#else
+#define SMART_M_BLADE_NO_EOF_FENCE 0
+#endif
+
+#ifdef SMART_MUTANT_ALLOC_NO_GIVEBACK	/* alloc.c: a destroyed worker
+					 * keeps what it cached */
+#define SMART_M_ALLOC_NO_GIVEBACK 1
+#else
+#define SMART_M_ALLOC_NO_GIVEBACK 0
+#endif
+
+#ifdef SMART_MUTANT_FREELIST_NO_CHECK	/* freelist.c: a popped batch node
+					 * is trusted */
+#define SMART_M_FREELIST_NO_CHECK 1
+#else
+#define SMART_M_FREELIST_NO_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_BOOT_NO_EVICT	/* blade ctl.c: a full table of
+					 * unauthenticated peers refuses
+					 * newcomers instead of evicting */
+#define SMART_M_BOOT_NO_EVICT 1
+#else
+#define SMART_M_BOOT_NO_EVICT 0
+#endif
+
+#endif

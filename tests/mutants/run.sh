@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# make mutants (DESIGN.md §9): build each mutant of tests/mutants/mutants.txt
+# (one guard removed, src/util/mutant.h) and run the tests listed for it;
+# a mutant is caught when one of them fails.  Exit 0 only when every mutant
+# was built and caught; a mutant that builds but survives, or a build that
+# fails, is reported and makes the run fail.
+#
+# Usage: tests/mutants/run.sh [-B BUILD_DIR] [NAME...]   (default: all)
+# One build directory serves every mutant in turn (only the library and the
+# listed tests are rebuilt).  Each test run has a 300-s timeout, so a mutant
+# that makes a test hang counts as caught, and says so.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+build=$src/build-mutants
+if [ "${1:-}" = -B ]; then build=$2; shift 2; fi
+list=$here/mutants.txt
+jobs=$(nproc)
+
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+	mapfile -t names < <(awk '!/^#/ && NF { print $1 }' "$list")
+fi
+
+caught=0 survived=0 broken=0
+declare -a report
+for name in "${names[@]}"; do
+	line=$(awk -v n="$name" '$1 == n' "$list")
+	if [ -z "$line" ]; then
+		echo "mutants: no mutant $name in $list" >&2
+		exit 2
+	fi
+	# the switch must exist in the code, or the "mutant" is the original
+	if ! grep -rq "SMART_M_$name\b" "$src/src"; then
+		report+=("BROKEN   $name: SMART_M_$name is used nowhere in src/")
+		broken=$((broken + 1))
+		continue
+	fi
+	read -r -a tests <<<"$(echo "$line" | awk '{ for (i = 2; i <= NF && $i ~ /^test_/; i++) printf "%s ", $i }')"
+	targets=$(printf '%s\n' "${tests[@]}" | cut -d: -f1 | sort -u | tr '\n' ' ')
+	echo "== mutant $name: building $targets"
+	if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DSMART_MUTANT="$name" >"$build.log" 2>&1 ||
+	   ! cmake --build "$build" -j"$jobs" --target $targets >>"$build.log" 2>&1; then
+		tail -20 "$build.log"
+		report+=("BROKEN   $name: the build failed (see $build.log)")
+		broken=$((broken + 1))
+		continue
+	fi
+	verdict=survived why=
+	for t in "${tests[@]}"; do
+		bin=${t%%:*} case=
+		[ "$bin" != "$t" ] && case=${t#*:}
+		echo "-- $name: $bin ${case:-(all cases)}"
+		(cd "$build" && timeout 300 "bin/$bin" $case) >"$build/mutant.out" 2>&1
+		rc=$?
+		tail -3 "$build/mutant.out" | sed 's/^/   | /'
+		if [ $rc -eq 77 ]; then
+			why="$bin skipped itself"
+		elif [ $rc -eq 124 ]; then
+			verdict=caught why="$bin hung (timeout)"
+			break
+		elif [ $rc -ne 0 ]; then
+			verdict=caught why="$bin${case:+:$case} failed ($rc)"
+			break
+		fi
+	done
+	if [ $verdict = caught ]; then
+		report+=("caught   $name: $why")
+		caught=$((caught + 1))
+	else
+		report+=("SURVIVED $name: ${tests[*]} passed${why:+ ($why)}")
+		survived=$((survived + 1))
+	fi
+done
+# leave the directory as a plain build, not a mutant one
+cmake -S "$src" -B "$build" -DSMART_MUTANT= >/dev/null 2>&1
+
+echo
+echo "mutants: $caught caught, $survived survived, $broken broken"
+printf '  %s\n' "${report[@]}"
+[ $survived -eq 0 ] && [ $broken -eq 0 ]
