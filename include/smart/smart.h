@@ -19,6 +19,7 @@
 #include "smart/secret.h"
 #include "smart/lease.h"
 #include "smart/epoch.h"
+#include "smart/hook.h"
 
 #define SMART_VERSION_STRING "0.1.0"
 

@@ -58,6 +58,8 @@ enum smart_stat {
 	SMART_STAT_EPOCH_SCANS,
 	SMART_STAT_EPOCH_TAKEN_BACK,	/* dead clients' words cleared */
 	SMART_STAT_EPOCH_LEAKED,	/* blocks that could not be freed */
+	SMART_STAT_ROUND_TRIPS,	/* syncs that waited for the network (had
+				 * WRs in flight once posted) */
 	SMART_STAT__COUNT
 };
 

@@ -13,6 +13,7 @@
 #ifndef SMART_TASK_H
 #define SMART_TASK_H
 
+#include <stdint.h>
 #include "smart/ctx.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,12 @@ int smart_worker_tasks(const smart_worker_t *w);
 
 /* 1 when the caller runs inside a task of w, 0 in the main context. */
 int smart_worker_in_task(const smart_worker_t *w);
+
+/* Round trips the calling task (or the main context) has waited for since
+ * it started: syncs that found WRs in flight once posted, whatever their
+ * number.  The count a data-structure operation costs is the difference
+ * across it (the worker-wide SMART_STAT_ROUND_TRIPS mixes its tasks). */
+uint64_t smart_task_round_trips(const smart_worker_t *w);
 
 #ifdef __cplusplus
 }

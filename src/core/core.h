@@ -28,6 +28,7 @@
 
 #include "smart/smart.h"
 #include "smart/backoff.h"
+#include "smart/hook.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/compiler.h"
@@ -171,6 +172,9 @@ struct smart_ctx {
 	char tech_names[64];	/* the switches in force, as text */
 	/* leases (lease.c) and the keeper thread (keeper.c) */
 	_Atomic int fenced;		/* every op fails with SMART_EFENCED */
+	/* interleaving hook (smart/hook.h): arg stored before fn */
+	_Atomic(smart_hook_fn) hook_fn;
+	void *_Atomic hook_arg;
 	_Atomic uint64_t lease_until;	/* lease clock: self-fence after it */
 	struct smart__keeper *keeper;
 	uint16_t blade_list[SMART_BLADE_ID_MAX + 1];	/* connect order */
@@ -255,6 +259,7 @@ struct smart__task {
 	int nslot;		/* bounce slots in use */
 	uint64_t sync_start;
 	int bo_retries;		/* retries of the guarded op in progress */
+	uint64_t round_trips;	/* syncs that waited (smart_task_round_trips) */
 	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
 	/* epoch-based reclamation (epoch.c): the domain the task is in */

@@ -344,3 +344,26 @@ const char *smart_ctx_qp_mode(const smart_ctx_t *ctx)
 {
 	return ctx ? ctx->qp_mode_effective : "";
 }
+
+int smart_ctx_set_hook(smart_ctx_t *ctx, smart_hook_fn fn, void *arg)
+{
+	if (!ctx)
+		return SMART_EINVAL;
+	atomic_store_explicit(&ctx->hook_arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&ctx->hook_fn, fn, memory_order_release);
+	return 0;
+}
+
+smart_hook_fn smart_ctx_hook(const smart_ctx_t *ctx, void **arg)
+{
+	smart_hook_fn fn;
+
+	if (!ctx)
+		return NULL;
+	fn = atomic_load_explicit(&((smart_ctx_t *)ctx)->hook_fn,
+				  memory_order_acquire);
+	if (fn && arg)
+		*arg = atomic_load_explicit(&((smart_ctx_t *)ctx)->hook_arg,
+					    memory_order_relaxed);
+	return fn;
+}

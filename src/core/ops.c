@@ -216,8 +216,11 @@ static int task_sync(struct smart_worker *w, struct smart__task *t)
 	if (t0 && t->nchains == 1)
 		blade = t->chains[0].blade;
 	task_post(w, t);
-	if (atomic_load_explicit(&t->inflight, memory_order_acquire))
+	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
+		t->round_trips++;
+		SMART_STAT_INC(w, SMART_STAT_ROUND_TRIPS);
 		smart__task_wait(w, t);
+	}
 	t->nchains = 0;
 	deliver(w, t);
 	SMART_STAT_INC(w, SMART_STAT_SYNCS);

@@ -200,6 +200,7 @@ int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 		return SMART_ENOMEM;
 	t->fn = fn;
 	t->arg = arg;
+	t->round_trips = 0;
 	atomic_store(&t->first_error, 0);
 	/* a recycled slot keeps its scratch segments, empty */
 	t->scratch.cur = 0;
@@ -385,6 +386,11 @@ int smart_worker_tasks(const smart_worker_t *w)
 int smart_worker_in_task(const smart_worker_t *w)
 {
 	return w && w->cur;
+}
+
+uint64_t smart_task_round_trips(const smart_worker_t *w)
+{
+	return w ? (w->cur ? w->cur : &w->main_task)->round_trips : 0;
 }
 
 void smart__tasks_destroy(struct smart_worker *w)

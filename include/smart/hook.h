@@ -1,0 +1,44 @@
+/*
+ * Interleaving hooks (DESIGN.md §9): named points between the steps of a
+ * data structure's protocol ("ht.split.published", "ht.insert.placed",
+ * ...; docs/ht.md lists Smart-HT's) at which a test can stop a client
+ * while others run, fail it, or kill it.  They exist for tests: an
+ * application has no reason to set one.
+ *
+ * The structure reads the ctx's hook once per operation
+ * (smart_ctx_hook()) and calls it at each point it passes, with the
+ * worker of the operation and the point's name; without a hook a point
+ * costs a predicted branch.  A hook runs on the worker's thread, inside
+ * the operation's task: it may yield (smart_task_yield) to let other
+ * tasks run, sleep, or _exit() the process.  What a structure does with
+ * the hook's return value is its own: Smart-HT fails the operation with
+ * a non-zero return (as a transport error there would), to test its
+ * error paths.
+ *
+ * Thread safety: set the hook before the workers that should see it start
+ * an operation; it is read with a relaxed atomic load.
+ */
+#ifndef SMART_HOOK_H
+#define SMART_HOOK_H
+
+#include "smart/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Called at a point; 0 to go on, a negative SMART_E* code to make the
+ * operation fail there as if an op had returned it. */
+typedef int (*smart_hook_fn)(smart_worker_t *w, const char *point,
+			     void *arg);
+
+/* Install (fn NULL: remove) the hook of ctx.  SMART_EINVAL for NULL ctx. */
+int smart_ctx_set_hook(smart_ctx_t *ctx, smart_hook_fn fn, void *arg);
+
+/* The hook of ctx, or NULL; *arg (when not NULL) receives its argument. */
+smart_hook_fn smart_ctx_hook(const smart_ctx_t *ctx, void **arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
