@@ -62,6 +62,10 @@ struct smart_ht_config {
 	 * domain of its blocks), safe against concurrent readers of any
 	 * process.  Zero: they are leaked, as in Smart-HT.  [1] */
 	unsigned reclaim;
+	/* Process-local: bytes of a subtable a split works on at a time
+	 * (rounded down to 192-byte bucket groups; its registered buffer is
+	 * about 3.5 times that).  0: 60 KiB. */
+	unsigned split_chunk;
 };
 
 /* What a table looks like now (directory re-read for the counts). */
@@ -73,6 +77,15 @@ struct smart_ht_stats {
 	uint64_t freed;		/* blocks this ctx freed after their grace
 				 * period (all structures: a ctx-wide count,
 				 * SMART_STAT_EPOCH_FREED) */
+	uint64_t recovered;	/* splits of dead clients this object
+				 * finished or undid */
+	uint64_t tent_cleared;	/* dead clients' tentative slots cleared */
+	uint64_t leaked;	/* blocks left unfreed because a transport
+				 * error hid whether they were published */
+	/* paths taken (tests assert them): bucket headers that disagreed
+	 * with the cached directory, misses or frozen hits that the
+	 * canonical entry sent back to retry, hits on frozen slots */
+	uint64_t header_retries, verify_retries, frozen_hits;
 };
 
 /* Fill *out; SMART_EINVAL for NULL arguments. */
@@ -92,6 +105,27 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
  * blade of the table must be connected to the worker's ctx. */
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  smart_ht_t **out);
+
+/* Named tables: a table found by name among the root entries of blade
+ * `blade` (64..255, probed from the name's hash; names are 1..47 bytes).
+ * create fails with SMART_EEXIST when the name is taken (of concurrent
+ * creators of one name exactly one succeeds), SMART_ENOSPC when no root
+ * entry is left; open with SMART_ENOENT when there is no such table. */
+int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
+			  const struct smart_ht_config *cfg, smart_ht_t **out);
+int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
+			smart_ht_t **out);
+
+/* The table's name ("" for a table made by root index). */
+const char *smart_ht_name(const smart_ht_t *t);
+
+/* Destroy the remote table: its root entry is cleared (a name becomes
+ * free again), then every KV block, subtable, directory and the
+ * descriptor go back to the blades; then t is closed.  No other client
+ * may use the table meanwhile or afterwards (their operations would fail
+ * or read freed memory).  On an error t stays open and whatever was not
+ * freed yet stays allocated. */
+int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
 
 /* Free the local table object (the remote table stays).  NULL is a no-op;
  * returns 0. */

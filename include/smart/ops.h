@@ -63,6 +63,15 @@ int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	      uint64_t *old);
 
+/* Fence: the next op this task queues does not start at its blade before
+ * the task's earlier READs and atomics there have completed, and is not
+ * overtaken by their re-execution (the transport contract lets a READ be
+ * re-executed after later WRs, as InfiniBand does; verbs IBV_SEND_FENCE).
+ * A READ that must see the blade after earlier READs of the same chain
+ * (a validation re-read) needs it; ops on one QP are otherwise executed in
+ * posting order. */
+int smart_fence(smart_worker_t *w);
+
 /* Post the task's queued chains (one doorbell per chain). */
 int smart_post(smart_worker_t *w);
 /* Post and wait for all of the task's ops; the first error or 0. */

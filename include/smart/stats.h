@@ -60,6 +60,7 @@ enum smart_stat {
 	SMART_STAT_EPOCH_LEAKED,	/* blocks that could not be freed */
 	SMART_STAT_ROUND_TRIPS,	/* syncs that waited for the network (had
 				 * WRs in flight once posted) */
+	SMART_STAT_ALLOC_ROUND_TRIPS,	/* of which in smart_alloc/free */
 	SMART_STAT__COUNT
 };
 

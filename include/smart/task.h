@@ -44,8 +44,11 @@ int smart_worker_in_task(const smart_worker_t *w);
 /* Round trips the calling task (or the main context) has waited for since
  * it started: syncs that found WRs in flight once posted, whatever their
  * number.  The count a data-structure operation costs is the difference
- * across it (the worker-wide SMART_STAT_ROUND_TRIPS mixes its tasks). */
-uint64_t smart_task_round_trips(const smart_worker_t *w);
+ * across it (the worker-wide SMART_STAT_ROUND_TRIPS mixes its tasks).
+ * *alloc (when not NULL) receives how many of them were waited for inside
+ * smart_alloc() and smart_free(): the allocator's refills and spills,
+ * amortised over many blocks. */
+uint64_t smart_task_round_trips(const smart_worker_t *w, uint64_t *alloc);
 
 #ifdef __cplusplus
 }

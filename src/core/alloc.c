@@ -37,8 +37,16 @@ static struct smart__ralloc *ra_get(struct smart_worker *w,
 
 	if (!ra) {
 		ra = calloc(1, sizeof(*ra));
-		if (ra)
-			ra->b = b;
+		if (!ra)
+			return NULL;
+		ra->b = b;
+		/* the class that carries small classes' batches is needed
+		 * by the first spill of any: made now, not on an op's path */
+		ra->cls[RA_NODE_SHIFT] = calloc(1, sizeof(struct ra_class));
+		if (!ra->cls[RA_NODE_SHIFT]) {
+			free(ra);
+			return NULL;
+		}
 		w->ralloc[b->id] = ra;
 	}
 	return ra;
@@ -310,8 +318,19 @@ static int class_of(size_t size)
 	return c;
 }
 
-int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
-		smart_gaddr_t *out)
+/* Round trips the allocator waited for, charged to the task (they are
+ * amortised: a refill or spill serves RA_CACHE / 2 blocks). */
+static void rt_charge(struct smart_worker *w, uint64_t r0)
+{
+	struct smart__task *t = smart__cur_task(w);
+	uint64_t d = t->round_trips - r0;
+
+	t->alloc_round_trips += d;
+	SMART_STAT_ADD(w, SMART_STAT_ALLOC_ROUND_TRIPS, d);
+}
+
+static int alloc_one(smart_worker_t *w, uint16_t blade, size_t size,
+		     smart_gaddr_t *out)
 {
 	struct smart__blade *b;
 	struct smart__ralloc *ra;
@@ -351,7 +370,7 @@ int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 	return 0;
 }
 
-int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
+static int free_one(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 {
 	uint64_t off = smart_gaddr_off(addr), chunk;
 	struct smart__blade *b;
@@ -394,6 +413,33 @@ int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 		ra->dropped++;	/* no room and the blade took nothing */
 	if (!rc)
 		SMART_STAT_INC(w, SMART_STAT_FREES);
+	return rc;
+}
+
+int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
+		smart_gaddr_t *out)
+{
+	uint64_t r0;
+	int rc;
+
+	if (!w)
+		return SMART_EINVAL;
+	r0 = smart__cur_task(w)->round_trips;
+	rc = alloc_one(w, blade, size, out);
+	rt_charge(w, r0);
+	return rc;
+}
+
+int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
+{
+	uint64_t r0;
+	int rc;
+
+	if (!w)
+		return SMART_EINVAL;
+	r0 = smart__cur_task(w)->round_trips;
+	rc = free_one(w, addr, size);
+	rt_charge(w, r0);
 	return rc;
 }
 

@@ -260,6 +260,10 @@ struct smart__task {
 	uint64_t sync_start;
 	int bo_retries;		/* retries of the guarded op in progress */
 	uint64_t round_trips;	/* syncs that waited (smart_task_round_trips) */
+	uint64_t alloc_round_trips;	/* of which in smart_alloc/free */
+	int fence_next;		/* smart_fence: flag the next WR */
+	uint64_t syncs;		/* syncs completed, and failed: never reset */
+	uint64_t sync_errors;	/* (epoch.c waits on a slot's task by them) */
 	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
 	/* epoch-based reclamation (epoch.c): the domain the task is in */

@@ -25,7 +25,10 @@
  *
  * Retire appends (addr, size, r = 0) to the worker's list.  A scan (by a
  * task leaving its section, or the keeper for orphans) FAAs G, getting g,
- * and reads all words in the same batch; the entries present when it was
+ * and reads all words in the same batch (a task posts it without waiting:
+ * its next sync waits for it along with its next operation's first reads,
+ * so a scan costs no round trip of its own, and a later exit uses the
+ * results); the entries present when it was
  * issued and still undated get r = g, which is >= G when they were
  * unlinked; an entry is freed when r < every ACTIVE word of a live client
  * (dead clients' words are taken back).  Lists hold at most EBR_CAP
@@ -69,6 +72,15 @@ struct smart__ebr {
 	unsigned enters;
 	struct ebr_ret *ret;
 	size_t n, since_scan;
+	/* a scan posted by a task without waiting (ebr_scan_post): its
+	 * results land in scan_buf (G, then the table) and are used once
+	 * that task completed a sync after posting */
+	uint64_t *scan_buf;		/* registered, 8 + 8 * SLOTS bytes */
+	struct smart__task *scan_task;
+	uint64_t scan_mark;		/* scan_task->syncs when posted */
+	uint64_t scan_errs;		/* scan_task->sync_errors then */
+	size_t scan_n0;			/* entries present when posted */
+	int scan_posted;
 };
 
 static uint64_t ebr_epoch_of(uint64_t word)
@@ -112,6 +124,10 @@ static struct smart__ebr *ebr_get(struct smart_worker *w, uint16_t blade)
 		free(d);
 		return NULL;
 	}
+	/* now, not on an operation's path */
+	if (smart_buf_alloc(w, 8 + 8 * SMART_EPOCH_SLOTS,
+			    (void **)&d->scan_buf))
+		d->scan_buf = NULL;	/* scans are then waited for */
 	*d->gbuf = 1;
 	d->b = b;
 	d->slot = -1;
@@ -289,40 +305,36 @@ static uint64_t ebr_min(struct smart_worker *w, struct smart__ebr *d,
 	return min;
 }
 
-/* One scan: advance G, date what was retired before, free what no live
- * announcement can hold.  Returns the number of blocks freed, or < 0. */
-static int ebr_scan(struct smart_worker *w, struct smart__ebr *d)
+/* Queue a scan's reads: FAA G (into g), all announcement words (tab). */
+static int ebr_scan_queue(struct smart_worker *w, struct smart__ebr *d,
+			  uint64_t *g, uint64_t *tab)
 {
-	uint64_t *tab, *g, min;
-	struct ebr_ret freed[EBR_FREE_STEP];
-	size_t mark, n0, i, k, nf, total = 0;
-	int rc, rc2;
+	int rc = smart_faa(w, smart_gaddr(d->b->id, SMART_EPOCH_GLOBAL_OFF),
+			   1, g);
 
-	if (d->scanning)
-		return 0;
-	d->scanning = 1;
-	d->since_scan = 0;
-	n0 = d->n;
-	mark = smart_scratch_mark(w);
-	rc = smart_scratch_alloc(w, 8 * SMART_EPOCH_SLOTS, (void **)&tab);
 	if (!rc)
-		rc = smart_scratch_alloc(w, 8, (void **)&g);
-	if (!rc)
-		rc = smart_faa(w, smart_gaddr(d->b->id, SMART_EPOCH_GLOBAL_OFF),
-			       1, g);
-	if (!rc)
-		rc = smart_read(w, smart_gaddr(d->b->id, SMART_EPOCH_ANN_OFF(0)),
+		rc = smart_read(w, smart_gaddr(d->b->id,
+					       SMART_EPOCH_ANN_OFF(0)),
 				8 * SMART_EPOCH_SLOTS, tab);
-	rc2 = smart_sync(w);
-	rc = rc ? rc : rc2;
-	if (rc)
-		goto out;
+	return rc;
+}
+
+/* A scan's second half, with its results: date the n0 entries present
+ * when it was issued, free what no live announcement can hold.  Returns
+ * the number of blocks freed. */
+static int ebr_scan_finish(struct smart_worker *w, struct smart__ebr *d,
+			   uint64_t g, const uint64_t *tab, size_t n0)
+{
+	struct ebr_ret freed[EBR_FREE_STEP];
+	size_t i, k, nf, total = 0;
+	uint64_t min;
+
 	SMART_STAT_INC(w, SMART_STAT_EPOCH_SCANS);
-	if (*g + 1 > d->gcache)
-		d->gcache = *g + 1;
+	if (g + 1 > d->gcache)
+		d->gcache = g + 1;
 	for (i = 0; i < n0; i++)
 		if (!d->ret[i].r)
-			d->ret[i].r = *g;
+			d->ret[i].r = g;
 	min = ebr_min(w, d, tab);
 	/* take the freeable out of the list a step at a time, before the
 	 * frees (which may sync and let other tasks append) */
@@ -341,10 +353,103 @@ static int ebr_scan(struct smart_worker *w, struct smart__ebr *d)
 		SMART_STAT_ADD(w, SMART_STAT_EPOCH_FREED, nf);
 		total += nf;
 	} while (nf == EBR_FREE_STEP);
-out:
+	return (int)total;
+}
+
+/* One scan, waited for: advance G, date what was retired before, free
+ * what no live announcement can hold.  Returns the number of blocks freed,
+ * or < 0. */
+static int ebr_scan(struct smart_worker *w, struct smart__ebr *d)
+{
+	uint64_t *tab, *g;
+	size_t mark, n0;
+	int rc, rc2;
+
+	if (d->scanning)
+		return 0;
+	d->scanning = 1;
+	d->since_scan = 0;
+	n0 = d->n;
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, 8 * SMART_EPOCH_SLOTS, (void **)&tab);
+	if (!rc)
+		rc = smart_scratch_alloc(w, 8, (void **)&g);
+	if (!rc)
+		rc = ebr_scan_queue(w, d, g, tab);
+	rc2 = smart_sync(w);
+	rc = rc ? rc : rc2;
+	if (!rc)
+		rc = ebr_scan_finish(w, d, *g, tab, n0);
 	smart_scratch_release(w, mark);
 	d->scanning = 0;
-	return rc ? rc : (int)total;
+	return rc;
+}
+
+/* A task's scan without a round trip of its own: post it now, unwaited;
+ * the task's next sync (its next operation's first) waits for it along
+ * with its own reads, and a later exit uses the results.  `scanning`
+ * stays set meanwhile, so the list is not reordered under n0. */
+static void ebr_scan_post(struct smart_worker *w, struct smart__ebr *d,
+			  struct smart__task *t)
+{
+	if (d->scanning)
+		return;
+	if (!d->scan_buf) {
+		(void)ebr_scan(w, d);	/* no buffer: the waited way */
+		return;
+	}
+	if (ebr_scan_queue(w, d, d->scan_buf, d->scan_buf + 1)) {
+		(void)smart_sync(w);	/* settle what was queued */
+		return;
+	}
+	smart__post_blade(w, t, d->b->id);
+	d->scanning = 1;
+	d->scan_posted = 1;
+	d->since_scan = 0;
+	d->scan_n0 = d->n;
+	d->scan_task = t;
+	d->scan_mark = t->syncs;
+	d->scan_errs = t->sync_errors;
+}
+
+/* The posted scan has completed: its task synced since, or has nothing
+ * in flight. */
+static int scan_ready(const struct smart__ebr *d)
+{
+	const struct smart__task *t = d->scan_task;
+
+	return t->syncs != d->scan_mark ||
+	       !atomic_load_explicit(&t->inflight, memory_order_acquire);
+}
+
+/* ... and without an error (a failed WR of that task may have been one of
+ * the scan's: its results are then not used). */
+static int scan_valid(const struct smart__ebr *d)
+{
+	const struct smart__task *t = d->scan_task;
+
+	return t->sync_errors == d->scan_errs &&
+	       (t->syncs != d->scan_mark ||
+		!atomic_load(&((struct smart__task *)t)->first_error));
+}
+
+/* Use the posted scan's results once it has completed; with wait, poll
+ * until it has. */
+static void ebr_scan_reap(struct smart_worker *w, struct smart__ebr *d,
+			  int wait)
+{
+	if (!d->scan_posted)
+		return;
+	while (!scan_ready(d)) {
+		if (!wait)
+			return;
+		smart__worker_poll(w);
+	}
+	d->scan_posted = 0;
+	if (scan_valid(d))
+		(void)ebr_scan_finish(w, d, d->scan_buf[0], d->scan_buf + 1,
+				      d->scan_n0);
+	d->scanning = 0;
 }
 
 void smart_epoch_exit(smart_worker_t *w)
@@ -378,9 +483,12 @@ void smart_epoch_exit(smart_worker_t *w)
 		/* shm executes a WR only when its worker polls: a task's
 		 * worker polls until the task ends, but the main context may
 		 * go away for good, its announcement left ACTIVE */
-		if (t == &w->main_task)
+		if (t == &w->main_task && atomic_load(&t->inflight)) {
+			t->round_trips++;	/* a wait like a sync's */
+			SMART_STAT_INC(w, SMART_STAT_ROUND_TRIPS);
 			while (atomic_load(&t->inflight))
 				smart__worker_poll(w);
+		}
 	} else if (ebr_epoch_of(d->head->ebr_epoch) > pub_e &&
 		   ebr_learn(d) > pub_e + 1) {
 		/* the oldest left and G moved on: advance, lazily */
@@ -388,8 +496,13 @@ void smart_epoch_exit(smart_worker_t *w)
 					   d->head->ebr_epoch);
 		ebr_mark_dirty(w, d);
 	}
-	if (d->since_scan >= EBR_BATCH)
-		(void)ebr_scan(w, d);
+	ebr_scan_reap(w, d, 0);
+	if (d->since_scan >= EBR_BATCH) {
+		if (t == &w->main_task)
+			(void)ebr_scan(w, d);
+		else
+			ebr_scan_post(w, d, t);
+	}
 }
 
 int smart_epoch_drain(smart_worker_t *w, uint16_t blade, int timeout_ms)
@@ -405,6 +518,8 @@ int smart_epoch_drain(smart_worker_t *w, uint16_t blade, int timeout_ms)
 	if (!smart__blade_get(w->ctx, blade))
 		return SMART_ENOENT;
 	d = w->ebr[blade];
+	if (d)
+		ebr_scan_reap(w, d, 1);	/* a posted scan first */
 	if (!d || !d->n)
 		return 0;	/* nothing retired here */
 	end = smart_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) *
@@ -475,6 +590,8 @@ void smart__ebr_destroy(struct smart_worker *w)
 
 		if (!d)
 			continue;
+		/* a posted scan must land before its buffer goes */
+		ebr_scan_reap(w, d, 1);
 		if (d->n)
 			ebr_to_orphans(w, d, d->n);
 		if (d->slot >= 0 && !atomic_load(&d->b->fail))
@@ -482,6 +599,8 @@ void smart__ebr_destroy(struct smart_worker *w)
 					       SMART_EPOCH_ANN_OFF(d->slot)),
 					       &(uint64_t){ 0 }, 8);
 		smart_buf_free(w, d->gbuf);
+		if (d->scan_buf)
+			smart_buf_free(w, d->scan_buf);
 		free(d->ret);
 		free(d);
 		w->ebr[i] = NULL;

@@ -226,14 +226,24 @@ static int task_sync(struct smart_worker *w, struct smart__task *t)
 	SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	if (t0)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
+	t->syncs++;
 	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
 	if (smart_unlikely(rc)) {
+		t->sync_errors++;
 		atomic_store(&t->first_error, 0);
 		/* whatever the transport said, the reason is the fence */
 		if (atomic_load(&w->ctx->fenced))
 			rc = SMART_EFENCED;
 	}
 	return rc;
+}
+
+int smart_fence(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	smart__cur_task(w)->fence_next = 1;
+	return 0;
 }
 
 int smart_post(smart_worker_t *w)
@@ -383,6 +393,10 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 		return SMART_EINVAL;
 	/* Records first: taking one may sync early, which resets chains. */
 	local = op_local(w, t, op, in_pool, &flags);
+	if (smart_unlikely(t->fence_next)) {
+		flags |= SMART_TP_FENCE;
+		t->fence_next = 0;
+	}
 	c = chain_for(w, t, b->id);
 	wr = &c->wr[c->n++];
 	*wr = (struct smart_tp_wr){

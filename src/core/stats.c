@@ -54,6 +54,7 @@ static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_EPOCH_TAKEN_BACK] = "epoch_taken_back",
 	[SMART_STAT_EPOCH_LEAKED] = "epoch_leaked",
 	[SMART_STAT_ROUND_TRIPS] = "round_trips",
+	[SMART_STAT_ALLOC_ROUND_TRIPS] = "alloc_round_trips",
 };
 
 const char *smart_stat_name(enum smart_stat id)

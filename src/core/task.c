@@ -201,6 +201,8 @@ int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 	t->fn = fn;
 	t->arg = arg;
 	t->round_trips = 0;
+	t->alloc_round_trips = 0;
+	t->fence_next = 0;
 	atomic_store(&t->first_error, 0);
 	/* a recycled slot keeps its scratch segments, empty */
 	t->scratch.cur = 0;
@@ -388,9 +390,19 @@ int smart_worker_in_task(const smart_worker_t *w)
 	return w && w->cur;
 }
 
-uint64_t smart_task_round_trips(const smart_worker_t *w)
+uint64_t smart_task_round_trips(const smart_worker_t *w, uint64_t *alloc)
 {
-	return w ? (w->cur ? w->cur : &w->main_task)->round_trips : 0;
+	const struct smart__task *t;
+
+	if (!w) {
+		if (alloc)
+			*alloc = 0;
+		return 0;
+	}
+	t = w->cur ? w->cur : &w->main_task;
+	if (alloc)
+		*alloc = t->alloc_round_trips;
+	return t->round_trips;
 }
 
 void smart__tasks_destroy(struct smart_worker *w)

@@ -316,6 +316,105 @@ static uint64_t search_syncs(const char *opts)
 	return b.c[SMART_STAT_SYNCS] - a.c[SMART_STAT_SYNCS];
 }
 
+/* Round trips per operation (docs/ht.md §4), in a task as applications
+ * run them, reclamation on, SpecLookup off: averages over many keys, so
+ * fingerprint collisions count too. */
+#define RT_KEYS 2000
+struct rt_run {
+	smart_ht_t *t;
+	double search, miss, insert, update, del;
+	uint64_t alloc;		/* the allocator's, all phases */
+};
+
+/* The protocol's round trips per op since r0 (the allocator's amortised
+ * refills and spills counted apart, in r->alloc). */
+static double rt_avg_(struct rt_run *r, smart_worker_t *w, uint64_t r0,
+		      uint64_t a0, int n)
+{
+	uint64_t a, rt = smart_task_round_trips(w, &a);
+
+	r->alloc += a - a0;
+	return (double)(rt - r0 - (a - a0)) / n;
+}
+#define rt_avg(w, r0, n) rt_avg_(r, w, r0, a0, n)
+#define RT_MARK() (r0 = smart_task_round_trips(w, &a0))
+
+static void rt_task(smart_worker_t *w, void *arg)
+{
+	struct rt_run *r = arg;
+	char k[16], v[32];
+	uint64_t r0, a0;
+	size_t n;
+	int i;
+
+	/* once per worker and blade: claiming an announcement word */
+	CHECK_EQ(smart_ht_search(r->t, w, "warm", 4, v, sizeof(v), &n),
+		 SMART_ENOENT);
+	RT_MARK();
+	for (i = 0; i < RT_KEYS; i++) {
+		snprintf(k, sizeof(k), "rt%06d", i);
+		CHECK_OK(smart_ht_insert(r->t, w, k, strlen(k), k, strlen(k)));
+	}
+	r->insert = rt_avg(w, r0, RT_KEYS);
+	RT_MARK();
+	for (i = 0; i < RT_KEYS; i++) {
+		snprintf(k, sizeof(k), "rt%06d", i);
+		CHECK_OK(smart_ht_search(r->t, w, k, strlen(k), v, sizeof(v),
+					 &n));
+		CHECK(n == strlen(k) && !memcmp(v, k, n));
+	}
+	r->search = rt_avg(w, r0, RT_KEYS);
+	RT_MARK();
+	for (i = 0; i < RT_KEYS; i++) {
+		snprintf(k, sizeof(k), "no%06d", i);
+		CHECK_EQ(smart_ht_search(r->t, w, k, strlen(k), v, sizeof(v),
+					 &n), SMART_ENOENT);
+	}
+	r->miss = rt_avg(w, r0, RT_KEYS);
+	RT_MARK();
+	for (i = 0; i < RT_KEYS; i++) {
+		snprintf(k, sizeof(k), "rt%06d", i);
+		CHECK_OK(smart_ht_update(r->t, w, k, strlen(k), "u", 1));
+	}
+	r->update = rt_avg(w, r0, RT_KEYS);
+	RT_MARK();
+	for (i = 0; i < RT_KEYS; i++) {
+		snprintf(k, sizeof(k), "rt%06d", i);
+		CHECK_OK(smart_ht_delete(r->t, w, k, strlen(k)));
+	}
+	r->del = rt_avg(w, r0, RT_KEYS);
+}
+
+static void test_round_trips(void)
+{
+	const char *kv[] = { "techniques", "ThrdAwareAlloc,WorkReqThrot,"
+			     "ConflictAvoid", NULL };
+	struct rt_run r = { 0 };
+	struct fixture f;
+	smart_worker_t *w;
+
+	fixture_start(&f, BLADE_SIZE, 1, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	/* big enough not to split: splits are not the common case */
+	r.t = make_table(w, 1, 0, 4, 1024);
+	CHECK_OK(smart_task_spawn(w, rt_task, &r));
+	CHECK_OK(smart_worker_run(w));
+	printf("round trips per op: search %.3f, miss %.3f, insert %.3f, "
+	       "update %.3f, delete %.3f (and the allocator's %llu over "
+	       "%d ops)\n", r.search, r.miss, r.insert, r.update, r.del,
+	       (unsigned long long)r.alloc, 5 * RT_KEYS);
+	/* exact: a fingerprint collision costs a miss its block read, and
+	 * nothing else */
+	CHECK(r.search == 2.0);
+	CHECK(r.miss >= 1.0 && r.miss <= 1.01);
+	CHECK(r.insert == 3.0);
+	CHECK(r.update == 3.0);
+	CHECK(r.del == 3.0);
+	smart_ht_close(r.t);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 static void test_spec(void)
 {
 	CHECK_EQ(search_syncs("None"), 2);
@@ -621,6 +720,7 @@ int main(int argc, char **argv)
 		{ "not_found", test_not_found },
 		{ "shards", test_shards },
 		{ "spec", test_spec },
+		{ "round_trips", test_round_trips },
 		{ "concurrent", test_concurrent },
 		{ "dup_insert", test_dup_insert },
 		{ NULL, NULL },

@@ -3,18 +3,21 @@
  *
  * Create builds every shard's directory and subtables (with their bucket
  * headers written, since reused remote memory is not zeroed), then the
- * descriptor, and publishes the descriptor last by CAS on the root entry:
- * a reader that finds the root entry set finds a complete table.  A lost
- * CAS (somebody else created a table there) frees what was built.
+ * descriptor (with hash seeds drawn at random, so that nobody can choose
+ * keys that collide in a table they did not see created), and publishes
+ * the descriptor last by CAS on a root entry: a reader that finds the root
+ * entry set finds a complete table.  A lost CAS frees what was built
+ * (ht_admin.c probes further for a named table instead).
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "ds/ht/ht_internal.h"
 
-#define HT_SEED0	UINT64_C(0x9e3779b97f4a7c15)
-#define HT_SEED1	UINT64_C(0xc2b2ae3d27d4eb4f)
-#define HT_FILL_BUF	(64u << 10)
+#define HT_SPLIT_GROUPS	320u		/* 60 KiB of buckets per split step */
 
 void smart_ht_config_init(struct smart_ht_config *cfg)
 {
@@ -29,13 +32,16 @@ void smart_ht_config_init(struct smart_ht_config *cfg)
 	cfg->reclaim = 1;
 }
 
-static int config_ok(const struct smart_ht_config *c)
+int smart__ht_config_ok(const struct smart_ht_config *c)
 {
 	if (c->nblades > SMART_HT_SHARDS_MAX || (c->blades && !c->nblades))
 		return 0;
 	if (c->depth > SMART_HT_DEPTH_MAX)
 		return 0;
 	if (c->buckets < 2 || c->buckets > HT_BUCKETS_MAX || (c->buckets & 1))
+		return 0;
+	if (c->split_chunk && (c->split_chunk < HT_GROUP ||
+			       c->split_chunk > (16u << 20)))
 		return 0;
 	return !(c->spec_cache & (c->spec_cache - 1));
 }
@@ -50,79 +56,164 @@ static int fill_subtable(smart_worker_t *w, struct ht_bucket *buf,
 			 smart_gaddr_t dst, uint64_t size, unsigned depth,
 			 unsigned idx)
 {
-	size_t n = HT_FILL_BUF / HT_BUCKET, i;
+	size_t n = HT_BUILD_BUF / HT_BUCKET, i;
 	uint64_t off;
 	int rc = 0;
 
-	memset(buf, 0, HT_FILL_BUF);
+	memset(buf, 0, HT_BUILD_BUF);
 	for (i = 0; i < n; i++) {
 		buf[i].local_depth = depth;
 		buf[i].suffix = idx;
 	}
-	for (off = 0; off < size && !rc; off += HT_FILL_BUF) {
-		uint64_t len = size - off < HT_FILL_BUF ? size - off :
-							   HT_FILL_BUF;
+	for (off = 0; off < size && !rc; off += HT_BUILD_BUF) {
+		uint64_t len = size - off < HT_BUILD_BUF ? size - off :
+							   HT_BUILD_BUF;
 
 		rc = smart_write_sync(w, smart_gaddr_add(dst, off), buf, len);
 	}
 	return rc;
 }
 
-/* Build shard blade's directory and subtables; dir receives its gaddr. */
+/* Build shard blade's directory and subtables (one allocation each, as a
+ * split makes them, so that drop frees them alike); *dir_addr receives the
+ * directory's gaddr.  On an error nothing stays allocated. */
 static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 		       uint16_t blade, void *fill, struct ht_dir *dir,
-		       smart_gaddr_t *dir_addr, smart_gaddr_t *subs)
+		       smart_gaddr_t *dir_addr)
 {
 	uint64_t ssz = subtable_size(c->buckets), n = UINT64_C(1) << c->depth;
-	uint64_t i;
-	int rc;
+	uint64_t built, k;
+	smart_gaddr_t sub;
+	int rc = 0;
 
-	rc = smart_alloc(w, blade, ssz * n, subs);
-	if (rc)
-		return rc;
-	rc = smart_alloc(w, blade, sizeof(*dir), dir_addr);
-	if (rc)
-		goto err_subs;
 	memset(dir, 0, sizeof(*dir));
 	dir->global_depth = c->depth;
 	dir->reclaim = !!c->reclaim;
-	for (i = 0; i < HT_DIR_ENTRIES; i++) {
+	for (built = 0; built < n; built++) {
+		rc = smart_alloc(w, blade, ssz, &sub);
+		if (!rc)
+			rc = fill_subtable(w, fill, sub, ssz, c->depth,
+					   (unsigned)built);
+		if (rc) {
+			if (rc != SMART_ENOSPC && rc != SMART_ENOMEM)
+				smart_free(w, sub, ssz);
+			break;
+		}
 		/* entries beyond 2^depth alias like a doubled directory */
-		uint64_t off = smart_gaddr_off(*subs) + (i & (n - 1)) * ssz;
-
-		dir->ent[i] = HT_ENT(c->depth, off);
+		for (k = built; k < HT_DIR_ENTRIES; k += n)
+			dir->ent[k] = HT_ENT(c->depth, smart_gaddr_off(sub));
 	}
-	for (i = 0; i < n && !rc; i++)
-		rc = fill_subtable(w, fill, smart_gaddr_add(*subs, i * ssz),
-				   ssz, c->depth, (unsigned)i);
 	if (!rc)
+		rc = smart_alloc(w, blade, sizeof(*dir), dir_addr);
+	if (!rc) {
 		rc = smart_write_sync(w, *dir_addr, dir, sizeof(*dir));
-	if (!rc)
-		return 0;
-	smart_free(w, *dir_addr, sizeof(*dir));
-err_subs:
-	smart_free(w, *subs, ssz * n);
+		if (!rc)
+			return 0;
+		smart_free(w, *dir_addr, sizeof(*dir));
+	}
+	for (k = 0; k < built; k++)
+		smart_free(w, smart_gaddr(blade, HT_ENT_OFF(dir->ent[k])), ssz);
 	return rc;
 }
 
-static void free_shards(smart_worker_t *w, const struct smart_ht_config *c,
-			const struct ht_meta *m, const smart_gaddr_t *subs,
-			unsigned n)
+/* Random hash seeds: the kernel's, else /dev/urandom's. */
+static int seeds_draw(uint64_t seed[2])
 {
-	uint64_t ssz = subtable_size(c->buckets) << c->depth;
-	unsigned i;
+	ssize_t n = getrandom(seed, 2 * sizeof(*seed), 0);
+	int fd;
 
-	for (i = 0; i < n; i++) {
-		smart_free(w, m->dir[i], sizeof(struct ht_dir));
-		smart_free(w, subs[i], ssz);
-	}
+	if (n == (ssize_t)(2 * sizeof(*seed)))
+		return 0;
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return SMART_ESYS;
+	n = read(fd, seed, 2 * sizeof(*seed));
+	close(fd);
+	return n == (ssize_t)(2 * sizeof(*seed)) ? 0 : SMART_ESYS;
 }
 
-static int table_new(const struct ht_meta *m, uint16_t home, unsigned root,
-		     unsigned spec_cache, smart_ht_t **out)
+/* Free shards 0..n-1 of a table that was built but not published. */
+static void unbuild(smart_worker_t *w, const struct smart_ht_config *c,
+		    struct ht_build *b, unsigned n)
 {
+	unsigned i;
+
+	for (i = 0; i < n; i++)
+		(void)smart__ht_shard_free(w, smart_gaddr_blade(b->meta->dir[i]),
+					   b->meta->dir[i],
+					   subtable_size(c->buckets), b->dir,
+					   b->fill);
+}
+
+int smart__ht_build(smart_worker_t *w, uint16_t home,
+		    const struct smart_ht_config *c, const char *name,
+		    struct ht_build *b)
+{
+	unsigned n = c->blades ? c->nblades : 1, i;
+	struct ht_meta *m = b->meta;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	m->magic = HT_MAGIC;
+	m->version = HT_VERSION;
+	m->nshards = n;
+	m->depth = c->depth;
+	m->buckets = c->buckets;
+	if (name)
+		strncpy(m->name, name, HT_NAME_MAX);
+	rc = seeds_draw(m->seed);
+	for (i = 0; i < n && !rc; i++) {
+		rc = build_shard(w, c, c->blades ? c->blades[i] : home,
+				 b->fill, b->dir, &m->dir[i]);
+		if (rc)
+			break;
+	}
+	if (rc) {
+		unbuild(w, c, b, i);
+		return rc;
+	}
+	rc = smart_alloc(w, home, sizeof(*m), &b->maddr);
+	if (!rc) {
+		rc = smart_write_sync(w, b->maddr, m, sizeof(*m));
+		if (rc)
+			smart_free(w, b->maddr, sizeof(*m));
+	}
+	if (rc)
+		unbuild(w, c, b, n);
+	return rc;
+}
+
+void smart__ht_build_free(smart_worker_t *w, const struct smart_ht_config *c,
+			  struct ht_build *b)
+{
+	smart_free(w, b->maddr, sizeof(*b->meta));
+	unbuild(w, c, b, b->meta->nshards);
+}
+
+int smart__ht_build_begin(smart_worker_t *w, struct ht_build *b)
+{
+	void *p;
+	int rc;
+
+	b->mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, HT_BUILD_BUF + sizeof(struct ht_dir) +
+				 sizeof(struct ht_meta), &p);
+	if (rc)
+		return rc;
+	b->fill = p;
+	b->dir = (struct ht_dir *)((char *)p + HT_BUILD_BUF);
+	b->meta = (struct ht_meta *)(b->dir + 1);
+	return 0;
+}
+
+static int table_new(smart_worker_t *w, const struct ht_meta *m,
+		     uint64_t maddr, uint16_t home, unsigned root,
+		     unsigned spec_cache, unsigned split_chunk, smart_ht_t **out)
+{
+	smart_ctx_t *ctx = smart_worker_ctx(w);
 	smart_ht_t *t = calloc(1, sizeof(*t));
 	unsigned i;
+	int rc = 0;
 
 	if (!t)
 		return SMART_ENOMEM;
@@ -136,122 +227,30 @@ static int table_new(const struct ht_meta *m, uint16_t home, unsigned root,
 	}
 	t->home = home;
 	t->root = root;
+	t->maddr = maddr;
 	t->nshards = m->nshards;
 	t->buckets = m->buckets;
+	t->split_groups = split_chunk ? split_chunk / HT_GROUP :
+					HT_SPLIT_GROUPS;
 	t->seed[0] = m->seed[0];
 	t->seed[1] = m->seed[1];
-	for (i = 0; i < m->nshards; i++) {
+	memcpy(t->name, m->name, sizeof(t->name));
+	t->name[HT_NAME_MAX] = 0;
+	for (i = 0; i < m->nshards && !rc; i++) {
 		t->shard[i].blade = smart_gaddr_blade(m->dir[i]);
 		t->shard[i].dir = m->dir[i];
+		/* our id on that blade names our locks and tentative slots */
+		rc = smart_lease_id(ctx, t->shard[i].blade,
+				    &t->shard[i].lease);
+	}
+	for (i = 0; i < t->nshards && !rc; i++)
+		rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
+	if (rc) {
+		smart_ht_close(t);
+		return rc == SMART_EREMOTE ? SMART_ENOENT : rc;
 	}
 	*out = t;
 	return 0;
-}
-
-static int load_dirs(smart_ht_t *t, smart_worker_t *w)
-{
-	unsigned i;
-	int rc;
-
-	for (i = 0; i < t->nshards; i++) {
-		rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static void meta_init(struct ht_meta *m, const struct smart_ht_config *c,
-		      unsigned nshards)
-{
-	memset(m, 0, sizeof(*m));
-	m->magic = HT_MAGIC;
-	m->version = HT_VERSION;
-	m->nshards = nshards;
-	m->depth = c->depth;
-	m->buckets = c->buckets;
-	m->seed[0] = HT_SEED0;
-	m->seed[1] = HT_SEED1;
-}
-
-/* Build all shards and the descriptor; publish it at the root entry. */
-static int create_remote(smart_worker_t *w, uint16_t home, unsigned root,
-			 const struct smart_ht_config *c, struct ht_meta *m,
-			 struct ht_dir *dir, void *fill)
-{
-	smart_gaddr_t subs[SMART_HT_SHARDS_MAX], maddr;
-	unsigned n = c->blades ? c->nblades : 1, i;
-	uint64_t old;
-	int rc = 0;
-
-	meta_init(m, c, n);
-	for (i = 0; i < n && !rc; i++) {
-		rc = build_shard(w, c, c->blades ? c->blades[i] : home, fill,
-				 dir, &m->dir[i], &subs[i]);
-		if (rc)
-			break;
-	}
-	if (rc) {
-		free_shards(w, c, m, subs, i);
-		return rc;
-	}
-	rc = smart_alloc(w, home, sizeof(*m), &maddr);
-	if (!rc) {
-		rc = smart_write_sync(w, maddr, m, sizeof(*m));
-		if (!rc)
-			rc = smart_root_cas(w, home, root, 0, maddr, &old);
-		if (!rc && old)
-			rc = SMART_EEXIST;
-		if (rc)
-			smart_free(w, maddr, sizeof(*m));
-	}
-	if (rc)
-		free_shards(w, c, m, subs, n);
-	return rc;
-}
-
-int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		    const struct smart_ht_config *cfg, smart_ht_t **out)
-{
-	struct smart_ht_config def;
-	struct ht_meta *m;
-	struct ht_dir *dir;
-	smart_ht_t *t;
-	uint64_t old;
-	size_t mark;
-	void *fill;
-	int rc;
-
-	if (!cfg) {
-		smart_ht_config_init(&def);
-		cfg = &def;
-	}
-	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES || !config_ok(cfg))
-		return SMART_EINVAL;
-	rc = smart_root_get(w, blade, root_idx, &old);
-	if (rc)
-		return rc;
-	if (old)
-		return SMART_EEXIST;
-	mark = smart_scratch_mark(w);
-	rc = smart_scratch_alloc(w, HT_FILL_BUF + sizeof(*dir) + sizeof(*m),
-				 &fill);
-	if (rc)
-		return rc;
-	dir = (struct ht_dir *)((char *)fill + HT_FILL_BUF);
-	m = (struct ht_meta *)(dir + 1);
-	rc = create_remote(w, blade, root_idx, cfg, m, dir, fill);
-	if (!rc)
-		rc = table_new(m, blade, root_idx, cfg->spec_cache, &t);
-	if (!rc) {
-		rc = load_dirs(t, w);
-		if (rc)
-			smart_ht_close(t);
-	}
-	smart_scratch_release(w, mark);
-	if (!rc)
-		*out = t;
-	return rc;
 }
 
 static int meta_valid(const struct ht_meta *m)
@@ -264,16 +263,77 @@ static int meta_valid(const struct ht_meta *m)
 	    m->depth > SMART_HT_DEPTH_MAX || m->buckets < 2 ||
 	    m->buckets > HT_BUCKETS_MAX || (m->buckets & 1))
 		return 0;
+	if (m->name[HT_NAME_MAX])
+		return 0;
 	for (i = 0; i < m->nshards; i++)
 		if (m->dir[i] == SMART_GADDR_NULL || (m->dir[i] & 7))
 			return 0;
 	return 1;
 }
 
+int smart__ht_meta_read(smart_worker_t *w, uint16_t blade, uint64_t maddr,
+			struct ht_meta *m)
+{
+	int rc;
+
+	if (!maddr || maddr == HT_ROOT_TOMB || maddr == SMART_GADDR_NULL ||
+	    smart_gaddr_blade(maddr) != blade || (maddr & 7))
+		return SMART_ENOENT;
+	rc = smart_read_sync(w, maddr, sizeof(*m), m);
+	if (rc == SMART_EREMOTE || (!rc && !meta_valid(m)))
+		rc = SMART_ENOENT;
+	return rc;
+}
+
+int smart__ht_table_open(smart_worker_t *w, uint16_t blade, unsigned root,
+			 uint64_t maddr, const struct ht_meta *m,
+			 const struct smart_ht_config *c, smart_ht_t **out)
+{
+	return table_new(w, m, maddr, blade, root, c ? c->spec_cache : 4096,
+			 c ? c->split_chunk : 0, out);
+}
+
+int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		    const struct smart_ht_config *cfg, smart_ht_t **out)
+{
+	struct smart_ht_config def;
+	struct ht_build b;
+	uint64_t cur, old;
+	int rc;
+
+	if (!cfg) {
+		smart_ht_config_init(&def);
+		cfg = &def;
+	}
+	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
+	    !smart__ht_config_ok(cfg))
+		return SMART_EINVAL;
+	rc = smart_root_get(w, blade, root_idx, &cur);
+	if (rc)
+		return rc;
+	/* free, or the tombstone of a dropped table */
+	if (cur && cur != HT_ROOT_TOMB)
+		return SMART_EEXIST;
+	rc = smart__ht_build_begin(w, &b);
+	if (!rc)
+		rc = smart__ht_build(w, blade, cfg, NULL, &b);
+	if (!rc) {
+		rc = smart_root_cas(w, blade, root_idx, cur, b.maddr, &old);
+		if (!rc && old != cur)
+			rc = SMART_EEXIST;
+		if (rc)
+			smart__ht_build_free(w, cfg, &b);
+	}
+	if (!rc)
+		rc = smart__ht_table_open(w, blade, root_idx, b.maddr, b.meta,
+					  cfg, out);
+	smart_scratch_release(w, b.mark);
+	return rc;
+}
+
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  smart_ht_t **out)
 {
-	smart_ht_t *t = NULL;
 	struct ht_meta *m;
 	uint64_t maddr;
 	size_t mark;
@@ -284,28 +344,14 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	rc = smart_root_get(w, blade, root_idx, &maddr);
 	if (rc)
 		return rc;
-	if (!maddr || maddr == SMART_GADDR_NULL ||
-	    smart_gaddr_blade(maddr) != blade)
-		return SMART_ENOENT;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
-	if (rc)
-		return rc;
-	rc = smart_read_sync(w, maddr, sizeof(*m), m);
-	if (rc == SMART_EREMOTE || (!rc && !meta_valid(m)))
-		rc = SMART_ENOENT;
 	if (!rc)
-		rc = table_new(m, blade, root_idx, 4096, &t);
+		rc = smart__ht_meta_read(w, blade, maddr, m);
+	if (!rc)
+		rc = smart__ht_table_open(w, blade, root_idx, maddr, m, NULL,
+					  out);
 	smart_scratch_release(w, mark);
-	if (!rc) {
-		rc = load_dirs(t, w);
-		if (rc == SMART_EREMOTE)
-			rc = SMART_ENOENT;
-		if (rc)
-			smart_ht_close(t);
-	}
-	if (!rc)
-		*out = t;
 	return rc;
 }
 
@@ -355,6 +401,12 @@ int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 	}
 	out->splits = atomic_load(&t->splits);
 	out->retired = atomic_load(&t->retired);
+	out->recovered = atomic_load(&t->recovered);
+	out->tent_cleared = atomic_load(&t->tent_cleared);
+	out->leaked = atomic_load(&t->leaked);
+	out->header_retries = atomic_load(&t->header_retries);
+	out->verify_retries = atomic_load(&t->verify_retries);
+	out->frozen_hits = atomic_load(&t->frozen_hits);
 	rc = smart_stats_snapshot(smart_worker_ctx(w), &st);
 	if (rc)
 		return rc;
@@ -375,19 +427,23 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 	unsigned i;
 	int rc;
 
+	(void)t;
 	mark = smart_scratch_mark(w);
-	rc = smart_scratch_alloc(w, sizeof(*d), (void **)&d);
+	rc = smart_scratch_alloc(w, HT_DIR_CACHED, (void **)&d);
 	if (rc)
 		return rc;
-	rc = smart_read_sync(w, sh->dir, sizeof(*d), d);
-	if (!rc && (d->global_depth & ~HT_DIR_LOCK) > SMART_HT_DEPTH_MAX)
+	rc = smart_read_sync(w, sh->dir, HT_DIR_CACHED, d);
+	/* another client's writing: checked before it is trusted */
+	if (!rc && d->global_depth > SMART_HT_DEPTH_MAX)
 		rc = SMART_EPROTO;
+	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++)
+		if (HT_ENT_DEPTH(d->ent[i]) > SMART_HT_DEPTH_MAX)
+			rc = SMART_EPROTO;
 	if (!rc) {
 		for (i = 0; i < HT_DIR_ENTRIES; i++)
 			atomic_store_explicit(&sh->ent[i], d->ent[i],
 					      memory_order_relaxed);
-		atomic_store_explicit(&sh->depth,
-				      d->global_depth & ~HT_DIR_LOCK,
+		atomic_store_explicit(&sh->depth, d->global_depth,
 				      memory_order_relaxed);
 		/* written once at create: every refresh stores the same */
 		sh->reclaim = d->reclaim != 0;

@@ -1,36 +1,40 @@
 /*
- * Smart-HT operations: the RACE protocol on one-sided ops (docs/ht.md).
+ * Smart-HT operations: the RACE protocol on one-sided ops (docs/ht.md §3).
  *
- * Every operation reads the key's 4 candidate buckets (two 128-byte
- * combined-bucket reads, one round trip; an insert or update queues the
- * write of its new KV block in the same batch), checks the bucket headers
- * against the cached directory, then reads the KV blocks of the slots whose
- * fingerprint matches (CRC-checked; a bad CRC means a stale view: retry).
- * Slots change only by CAS.
+ * Round trips (docs/ht.md §4): every operation first reads the key's 4
+ * candidate buckets (two 128-byte reads) in one batch, with, as needed,
+ * the write of its new KV block, the read of a speculated block, and a
+ * fenced read of the subtable's canonical directory entry that validates
+ * a miss or a hit on a frozen slot without another round trip.  Then the
+ * blocks of the slots whose fingerprint matches (one batch; blocks this
+ * operation already knows are not read again), then the CAS.  Search: 2
+ * (1 on a SpecLookup hit, 1 on a miss); update and delete: 3; insert: 3
+ * (read + block write; CAS tentative + re-read; commit).
  *
  * Insert is two-phase so that of concurrent inserts of one key exactly one
  * succeeds (RACE's "keep the lowest address" alone lets an early inserter
  * return success before a later, lower duplicate appears):
  *   1. (no duplicate, committed or tentative, in sight) CAS an empty slot
- *      from 0 to the new slot value with TENTATIVE set;
- *   2. re-read; if a committed duplicate exists, withdraw (CAS back to 0)
- *      and report SMART_EEXIST; if a tentative one at a lower address
- *      does, withdraw and start over (EEXIST is reported only after a
- *      committed duplicate was seen, so it linearizes); otherwise clear the higher tentative duplicates (CAS to 0) and
- *      commit by CAS TENTATIVE -> committed.  A commit and a kill of the
- *      same slot race on one word, so exactly one of them wins.
- * Readers, updates and deletes see committed slots only; an insert
- * linearizes at its commit.
+ *      from 0 to the new slot value with TENTATIVE set, and re-read the
+ *      buckets in the same batch;
+ *   2. if a committed duplicate exists, withdraw (CAS back to 0) and
+ *      report SMART_EEXIST; if a tentative one at a lower address does,
+ *      withdraw and start over; otherwise clear the higher tentative
+ *      duplicates (CAS to 0) and commit by CAS TENTATIVE -> committed.  A
+ *      commit and a kill of the same slot race on one word, so exactly one
+ *      wins.
+ * A tentative slot names its holder (the block's owner): one whose holder
+ * is dead is cleared by whoever meets it (§7).  Readers, updates and
+ * deletes see committed slots only; an insert linearizes at its commit.
  *
- * Splits (ht_split.c) freeze slots: writers back off on a FROZEN slot, and
- * a miss or a hit on a frozen slot is confirmed against the canonical
- * directory entry (op_verify); an insert whose tentative slot was killed,
- * frozen or moved starts over (docs/ht.md §3, §5).
+ * A CAS whose sync failed may have executed: the slot is re-read to learn
+ * whether it did, and a block whose fate stays unknown is left allocated
+ * (counted as leaked), never freed while a slot may point at it.
  *
  * Invariants: at most one committed slot per key; a KV block is never
  * written after it was published; a published block is freed only through
- * the epoch scheme (ht_epoch.c, docs/ht.md §6; leaked without it), blocks
- * that were never published are freed at once.
+ * the epoch scheme (docs/ht.md §6; leaked without it), blocks that were
+ * never published are freed at once.
  */
 #include <string.h>
 
@@ -38,16 +42,37 @@
 
 #define HT_RETRY_MAX	4096
 #define HT_RETRY_NS	(UINT64_C(5) * 1000000000)
+#define HT_STUCK_FIRST	16		/* retries before suspecting a dead
+					 * lock holder */
 #define HT_NB		4		/* candidate buckets */
 #define HT_CAND_MAX	(HT_NB * HT_SLOTS)
+#define HT_KNOWN_MAX	(2 * HT_CAND_MAX)
 #define HT_UPSERT_MAX	64
 #define HT_MASK48	UINT64_C(0xffffffffffff)
+
+/* op_read flags */
+#define RD_BLK		1		/* write the new block (first time) */
+#define RD_ENT		2		/* read the canonical entry, fenced */
+
+/* What happened to the op's new block: it decides, at the end, whether
+ * it is freed at once, retired or left alone. */
+enum { BLK_NONE, BLK_LOCAL, BLK_SEEN, BLK_UNKNOWN };
 
 struct ht_cand {
 	smart_gaddr_t addr;		/* slot address */
 	uint64_t val;			/* slot value read */
-	const struct ht_kv *kv;		/* its block, in op->cbuf */
+	const struct ht_kv *kv;		/* its block, in op->cbuf (or NULL
+					 * when known from earlier) */
 	int match;			/* the block holds our key */
+	uint16_t owner;			/* the block's writer */
+};
+
+/* A block this op has read: slot values name immutable blocks, and none
+ * can be freed while the op is inside its epoch. */
+struct ht_known {
+	uint64_t val;
+	int match;
+	uint16_t owner;
 };
 
 struct ht_op {
@@ -58,19 +83,26 @@ struct ht_op {
 	uint64_t h1, h2;
 	uint8_t fp;
 	struct ht_shard *sh;
+	struct ht_hook hook;
 	uint64_t ent;			/* directory entry in use */
 	unsigned sub;
 	unsigned f[2];			/* combined-bucket indexes */
 	smart_gaddr_t baddr[HT_NB];	/* bucket addresses (dups: NULL) */
 	struct ht_bucket *bk;		/* the 4 buckets as read */
+	uint64_t *word;			/* [0] canonical entry as read with
+					 * the buckets, [1] a CAS's old value,
+					 * [2] a re-read slot */
+	int have_ent;
 	void *cbuf;			/* candidates' KV blocks */
 	struct ht_cand cand[HT_CAND_MAX];
 	int ncand;
+	struct ht_known known[HT_KNOWN_MAX];
+	int nknown;
 	struct ht_kv *blk;		/* new KV block (local copy) */
 	size_t blk_size;
 	smart_gaddr_t blk_addr;
 	uint64_t blk_slot;
-	int blk_written, blk_published;
+	int blk_written, blk_state;
 	int frozen;			/* a candidate bucket is being split */
 	smart_gaddr_t own;		/* insert: our tentative slot */
 	int inside;			/* in the shard's epoch domain */
@@ -78,6 +110,16 @@ struct ht_op {
 	struct ht_kv *sbuf;		/* search: speculated block */
 	size_t mark, mark_cand;		/* scratch: the op's, the attempt's */
 };
+
+static int op_hook(struct ht_op *op, const char *point)
+{
+	return smart__ht_hook(&op->hook, op->w, point);
+}
+
+static void count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
 
 static int op_begin(struct ht_op *op, smart_ht_t *t, smart_worker_t *w,
 		    const void *key, size_t klen)
@@ -97,9 +139,15 @@ static int op_begin(struct ht_op *op, smart_ht_t *t, smart_worker_t *w,
 	op->sh = &t->shard[(op->h2 >> 48) % t->nshards];
 	op->blk_addr = SMART_GADDR_NULL;
 	op->own = SMART_GADDR_NULL;
+	smart__ht_hook_load(&op->hook, w);
 	/* the op's buffers are the task's scratch: no lock, no malloc */
 	op->mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, HT_NB * HT_BUCKET, (void **)&op->bk);
+	if (!rc)
+		rc = smart_scratch_alloc(w, 4 * sizeof(uint64_t),
+					 (void **)&op->word);
+	if (rc)
+		smart_scratch_release(w, op->mark);
 	return rc;	/* on error nothing is held: op_end is not needed */
 }
 
@@ -109,11 +157,24 @@ static int op_enter(struct ht_op *op)
 {
 	int rc;
 
-	if (!op->sh->reclaim)
+	if (!op->sh->reclaim || SMART_M_HT_NO_EPOCH)
 		return 0;
 	rc = smart_epoch_enter(op->w, op->sh->blade);
 	op->inside = !rc;
 	return rc;
+}
+
+/* Retire the block of a slot value whose unlink has completed: the core
+ * frees it once no reader of any client can hold it (docs/epochs.md);
+ * without reclamation it is leaked. */
+static void op_retire(struct ht_op *op, uint64_t slot)
+{
+	if (!op->sh->reclaim)
+		return;
+	if (!smart_epoch_retire(op->w, op->sh->blade,
+				smart_gaddr(op->sh->blade, HT_SLOT_PTR(slot)),
+				HT_SLOT_UNITS(slot) * HT_KV_UNIT))
+		count(&op->t->retired);
 }
 
 static void op_end(struct ht_op *op)
@@ -123,8 +184,10 @@ static void op_end(struct ht_op *op)
 	if (op->inside)
 		smart_epoch_exit(w);
 	/* never published: nobody can hold its address */
-	if (op->blk_addr != SMART_GADDR_NULL && !op->blk_published)
+	if (op->blk_state == BLK_LOCAL)
 		smart_free(w, op->blk_addr, op->blk_size);
+	else if (op->blk_state == BLK_UNKNOWN)
+		count(&op->t->leaked);
 	smart_scratch_release(w, op->mark);
 }
 
@@ -142,6 +205,7 @@ static int op_block(struct ht_op *op, const void *val, size_t vlen)
 		return rc;
 	memset(op->blk, 0, op->blk_size);
 	op->blk->key_len = (uint16_t)op->klen;
+	op->blk->owner = op->sh->lease;
 	op->blk->val_len = (uint32_t)vlen;
 	p = (uint8_t *)(op->blk + 1);
 	memcpy(p, op->key, op->klen);
@@ -153,6 +217,7 @@ static int op_block(struct ht_op *op, const void *val, size_t vlen)
 		op->blk_addr = SMART_GADDR_NULL;
 		return rc;
 	}
+	op->blk_state = BLK_LOCAL;
 	op->blk_slot = HT_SLOT(op->fp, op->blk_size / HT_KV_UNIT,
 			       smart_gaddr_off(op->blk_addr));
 	return 0;
@@ -192,43 +257,32 @@ static int op_headers_ok(struct ht_op *op)
 {
 	unsigned ld = HT_ENT_DEPTH(op->ent), b, j;
 	uint32_t suffix = op->sub & ((1u << ld) - 1);
+	int ok = 1;
 
 	op->frozen = 0;
 	for (b = 0; b < HT_NB; b++) {
 		if (op->baddr[b] == SMART_GADDR_NULL)
 			continue;
 		if (op->bk[b].local_depth != ld || op->bk[b].suffix != suffix)
-			return 0;
+			ok = 0;
 		for (j = 0; j < HT_SLOTS; j++)
 			if (op->bk[b].slot[j] & HT_SLOT_FROZEN)
 				op->frozen = 1;
 	}
-	return 1;
+	return ok || SMART_M_HT_NO_HEADER_CHECK;
 }
 
-/* A miss, or a hit on a frozen slot, is final only if the subtable was
- * not republished since the cached entry was read: its canonical entry
- * (the alias below 2^depth, which carries the lock) must still hold the
- * cached value.  Else refresh and retry (docs/ht.md §5). */
-static int op_verify(struct ht_op *op)
+static smart_gaddr_t op_canon_addr(const struct ht_op *op)
 {
-	unsigned ld = HT_ENT_DEPTH(op->ent);
-	uint64_t e;
-	int rc;
-
-	rc = smart_read_sync(op->w, smart__ht_ent_addr(op->sh,
-				op->sub & ((1u << ld) - 1)), sizeof(e), &e);
-	if (rc)
-		return rc;
-	if (HT_ENT_UNLOCKED(e) == HT_ENT_UNLOCKED(op->ent))
-		return 0;
-	rc = smart__ht_dir_refresh(op->t, op->w, op->sh);
-	return rc ? rc : SMART_EAGAIN;
+	return smart__ht_ent_addr(op->sh, smart__ht_canon(op->ent, op->sub));
 }
 
-/* One round trip: the candidate buckets, plus the new block's write
- * (first time) or the speculated block's read. */
-static int op_read(struct ht_op *op, int with_blk)
+/* Queue the candidate buckets' reads, plus (flags) the new block's write
+ * and the fenced read of the canonical entry, and the speculated block's
+ * read.  The entry is read after the buckets: if it still equals the
+ * cached entry, the subtable was not republished before the buckets were
+ * read (entries never return to an older value). */
+static int op_queue_reads(struct ht_op *op, int flags)
 {
 	unsigned b;
 	int rc;
@@ -246,7 +300,7 @@ static int op_read(struct ht_op *op, int with_blk)
 			return rc;
 		b += len == HT_PAIR;
 	}
-	if (with_blk && !op->blk_written) {
+	if ((flags & RD_BLK) && !op->blk_written) {
 		rc = smart_write(op->w, op->blk_addr, op->blk, op->blk_size);
 		if (rc)
 			return rc;
@@ -260,14 +314,62 @@ static int op_read(struct ht_op *op, int with_blk)
 		if (rc)
 			return rc;
 	}
-	rc = smart_sync(op->w);
-	if (rc)
-		return rc;
-	if (with_blk)
+	if (flags & RD_ENT) {
+		rc = smart_fence(op->w);
+		if (!rc)
+			rc = smart_read(op->w, op_canon_addr(op), 8,
+					&op->word[0]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* After the sync of op_queue_reads: headers checked, or refresh. */
+static int op_reads_done(struct ht_op *op, int flags)
+{
+	int rc;
+
+	if (flags & RD_BLK)
 		op->blk_written = 1;
+	op->have_ent = !!(flags & RD_ENT);
 	if (op_headers_ok(op))
 		return 0;
 	/* our directory is stale (or the bucket moved): refresh, retry */
+	count(&op->t->header_retries);
+	op->have_ent = 0;
+	rc = smart__ht_dir_refresh(op->t, op->w, op->sh);
+	return rc ? rc : SMART_EAGAIN;
+}
+
+/* One round trip: op_queue_reads, sync, check. */
+static int op_read(struct ht_op *op, int flags)
+{
+	int rc = op_queue_reads(op, flags);
+	int rc2 = smart_sync(op->w);
+
+	rc = rc ? rc : rc2;
+	return rc ? rc : op_reads_done(op, flags);
+}
+
+/* A miss, or a hit on a frozen slot, is final only if the subtable was
+ * not republished since the cached entry was read: its canonical entry
+ * (read with the buckets, or now) must still hold the cached value, the
+ * lock aside.  Else refresh and retry (docs/ht.md §5). */
+static int op_verify(struct ht_op *op)
+{
+	int rc = 0;
+
+	if (SMART_M_HT_NO_VERIFY)
+		return 0;
+	if (!op->have_ent)
+		rc = smart_read_sync(op->w, op_canon_addr(op), 8, &op->word[0]);
+	if (rc)
+		return rc;
+	if (HT_ENT_UNLOCKED(op->word[0]) == HT_ENT_UNLOCKED(op->ent))
+		return 0;
+	count(&op->t->verify_retries);
+	op->have_ent = 0;
 	rc = smart__ht_dir_refresh(op->t, op->w, op->sh);
 	return rc ? rc : SMART_EAGAIN;
 }
@@ -284,59 +386,114 @@ static smart_gaddr_t slot_addr(const struct ht_op *op, unsigned b,
 	return smart_gaddr_add(op->baddr[b], 8 + 8 * (uint64_t)j);
 }
 
+static const struct ht_known *known_find(const struct ht_op *op, uint64_t v)
+{
+	int i;
+
+	v &= ~HT_SLOT_FROZEN;
+	for (i = 0; i < op->nknown; i++)
+		if (op->known[i].val == v)
+			return &op->known[i];
+	return NULL;
+}
+
+static void known_add(struct ht_op *op, uint64_t v, int match,
+		      uint16_t owner)
+{
+	if (op->nknown < HT_KNOWN_MAX && !known_find(op, v))
+		op->known[op->nknown++] = (struct ht_known){
+			v & ~HT_SLOT_FROZEN, match, owner };
+}
+
 /* Gather the slots with our fingerprint (committed ones, and tentative
- * ones too if asked) and read their blocks in one round trip. */
-static int op_collect(struct ht_op *op, int tentative)
+ * ones too if asked) and queue the reads of the blocks of those the op
+ * does not know yet (with use_known; a search copies its value out of the
+ * block, so it reads every one).  *nread: reads queued. */
+static int collect_queue(struct ht_op *op, int tentative, int use_known,
+			 int *nread)
 {
 	size_t total = 0, off = 0;
 	unsigned b, j;
 	int i, rc;
 
 	op->ncand = 0;
+	*nread = 0;
 	for (b = 0; b < HT_NB; b++) {
 		if (op->baddr[b] == SMART_GADDR_NULL)
 			continue;
 		for (j = 0; j < HT_SLOTS; j++) {
 			uint64_t v = op->bk[b].slot[j];
+			const struct ht_known *k;
+			struct ht_cand *c;
 
 			if (!v || HT_SLOT_FP(v) != op->fp ||
 			    ((v & HT_SLOT_TENT) && !tentative) ||
 			    !HT_SLOT_UNITS(v))
 				continue;
-			op->cand[op->ncand++] = (struct ht_cand){
-				.addr = slot_addr(op, b, j), .val = v };
+			c = &op->cand[op->ncand++];
+			*c = (struct ht_cand){ .addr = slot_addr(op, b, j),
+					       .val = v };
+			k = use_known ? known_find(op, v) : NULL;
+			if (k) {
+				c->match = k->match;
+				c->owner = k->owner;
+				continue;
+			}
 			total += HT_SLOT_UNITS(v) * HT_KV_UNIT;
+			(*nread)++;
 		}
 	}
-	if (!op->ncand)
+	if (!*nread)
 		return 0;
 	/* this attempt's blocks replace the last attempt's */
 	smart_scratch_release(op->w, op->mark_cand);
 	rc = smart_scratch_alloc(op->w, total, &op->cbuf);
-	if (rc)
-		return rc;
-	for (i = 0; i < op->ncand; i++) {
-		size_t len = HT_SLOT_UNITS(op->cand[i].val) * HT_KV_UNIT;
+	for (i = 0; !rc && i < op->ncand; i++) {
+		struct ht_cand *c = &op->cand[i];
+		size_t len = HT_SLOT_UNITS(c->val) * HT_KV_UNIT;
 
-		op->cand[i].kv = (const struct ht_kv *)((char *)op->cbuf + off);
+		if (use_known && known_find(op, c->val))
+			continue;
+		c->kv = (const struct ht_kv *)((char *)op->cbuf + off);
 		rc = smart_read(op->w, smart_gaddr(op->sh->blade,
-					    HT_SLOT_PTR(op->cand[i].val)),
+						   HT_SLOT_PTR(c->val)),
 				len, (char *)op->cbuf + off);
-		if (rc)
-			return rc;
 		off += len;
 	}
-	rc = smart_sync(op->w);
-	if (rc)
-		return rc;
-	for (i = 0; i < op->ncand; i++) {
-		size_t len = HT_SLOT_UNITS(op->cand[i].val) * HT_KV_UNIT;
+	return rc;
+}
 
-		if (!smart__ht_kv_valid(op->cand[i].kv, len))
+/* After the sync: check the blocks read and remember what they hold. */
+static int collect_done(struct ht_op *op)
+{
+	int i;
+
+	for (i = 0; i < op->ncand; i++) {
+		struct ht_cand *c = &op->cand[i];
+
+		if (!c->kv)
+			continue;
+		if (!smart__ht_kv_valid(c->kv, HT_SLOT_UNITS(c->val) *
+						HT_KV_UNIT))
 			return SMART_EAGAIN;	/* torn or stale: re-read */
-		op->cand[i].match = kv_is_key(op, op->cand[i].kv);
+		c->match = kv_is_key(op, c->kv);
+		c->owner = c->kv->owner;
+		known_add(op, c->val, c->match, c->owner);
 	}
 	return 0;
+}
+
+/* collect_queue, sync, collect_done: one round trip, when any block is
+ * to be read. */
+static int op_collect(struct ht_op *op, int tentative, int use_known)
+{
+	int n, rc = collect_queue(op, tentative, use_known, &n), rc2;
+
+	if (!n)
+		return rc;
+	rc2 = smart_sync(op->w);
+	rc = rc ? rc : rc2;
+	return rc ? rc : collect_done(op);
 }
 
 static const struct ht_cand *op_find(const struct ht_op *op)
@@ -405,26 +562,29 @@ static void spec_store(const struct ht_op *op, uint64_t v)
 				      memory_order_relaxed);
 }
 
-/* Retire the block of a slot value whose unlink has completed: the core
- * frees it once no reader of any client can hold it (docs/epochs.md);
- * without reclamation it is leaked. */
-static void op_retire(struct ht_op *op, uint64_t slot)
-{
-	if (!op->sh->reclaim)
-		return;
-	if (!smart_epoch_retire(op->w, op->sh->blade,
-				smart_gaddr(op->sh->blade, HT_SLOT_PTR(slot)),
-				HT_SLOT_UNITS(slot) * HT_KV_UNIT))
-		atomic_fetch_add_explicit(&op->t->retired, 1,
-					  memory_order_relaxed);
-}
-
 /* The key is not in the buckets read: ENOENT once op_verify agrees. */
 static int op_absent(struct ht_op *op)
 {
 	int rc = op_verify(op);
 
 	return rc ? rc : SMART_ENOENT;
+}
+
+/* Retries are piling up: if the key's subtable is locked by a dead
+ * client (a split it will never finish), take the lock over and finish
+ * or undo its split (ht_recover.c).  Errors are left to the next try. */
+static void op_unstick(struct ht_op *op)
+{
+	uint64_t *e = &op->word[3];
+	unsigned c;
+
+	op_locate(op);
+	c = smart__ht_canon(op->ent, op->sub);
+	if (smart_read_sync(op->w, smart__ht_ent_addr(op->sh, c), 8, e))
+		return;
+	if (HT_ENT_LOCKED(*e) &&
+	    !smart__ht_recover(op->t, op->w, op->sh, c, *e))
+		(void)smart__ht_dir_refresh(op->t, op->w, op->sh);
 }
 
 /* Run once() with the conflict-avoidance guard until it stops asking
@@ -451,71 +611,143 @@ static int op_run(struct ht_op *op, int (*once)(struct ht_op *, void *),
 			rc = SMART_ERETRY;
 			break;
 		}
+		if (i >= HT_STUCK_FIRST && (!(i & (i - 1)) || !(i & 255)))
+			op_unstick(op);
 		smart_backoff_retry(op->w);
 	}
 	smart_backoff_end(op->w);
 	return rc;
 }
 
+/* ---- uncertain CAS outcomes -------------------------------------------- */
+
+/* A CAS at addr from `from` to `to` whose sync failed may or may not
+ * have executed: re-read the slot. */
+enum { CAS_DONE, CAS_NOT_DONE, CAS_CHANGED, CAS_UNREADABLE };
+
+static int cas_outcome(struct ht_op *op, smart_gaddr_t addr, uint64_t from,
+		       uint64_t to)
+{
+	uint64_t *v = &op->word[2];
+
+	if (smart_read_sync(op->w, addr, 8, v))
+		return CAS_UNREADABLE;
+	return *v == to ? CAS_DONE : *v == from ? CAS_NOT_DONE : CAS_CHANGED;
+}
+
 /* ---- insert ---------------------------------------------------------- */
 
-/* Another insert of our key is in flight (tentative slot). */
-static int op_tentative_dup(const struct ht_op *op)
+/* A tentative duplicate: its holder is dead (the block names it), so it
+ * will never commit or withdraw: clear it and retire its block (its
+ * holder cannot).  1 when cleared (or gone), 0 when its holder lives. */
+static int tent_clear_dead(struct ht_op *op, const struct ht_cand *c)
 {
-	int i;
+	uint64_t *old = &op->word[1];
 
-	for (i = 0; i < op->ncand; i++)
-		if (op->cand[i].match && (op->cand[i].val & HT_SLOT_TENT))
-			return 1;
+	if (SMART_M_HT_NO_TENT_RECOVERY || c->owner == op->sh->lease ||
+	    smart_lease_alive(op->w, op->sh->blade, c->owner) != 0)
+		return 0;
+	if (smart_cas_sync(op->w, c->addr, c->val, 0, old))
+		return 0;
+	if (*old == c->val) {
+		op_retire(op, c->val);
+		count(&op->t->tent_cleared);
+	}
+	return 1;
+}
+
+/* Before placing (again): what earlier attempts learnt settles it when
+ * the key is there (EEXIST) or another insert of it is in flight (wait
+ * for it, or clear it if its holder is dead), without a round trip. */
+static int place_known(struct ht_op *op)
+{
+	unsigned b, j;
+
+	for (b = 0; b < HT_NB; b++)
+		for (j = 0; j < HT_SLOTS && op->baddr[b] != SMART_GADDR_NULL;
+		     j++) {
+			uint64_t v = op->bk[b].slot[j];
+			const struct ht_known *k = v && HT_SLOT_FP(v) == op->fp ?
+						   known_find(op, v) : NULL;
+			struct ht_cand c;
+
+			if (!k || !k->match)
+				continue;
+			if (!(v & HT_SLOT_TENT))
+				return SMART_EEXIST;
+			c = (struct ht_cand){ .addr = slot_addr(op, b, j),
+					      .val = v, .match = 1,
+					      .owner = k->owner };
+			return tent_clear_dead(op, &c), SMART_EAGAIN;
+		}
 	return 0;
 }
 
+/* Place our tentative slot: CAS it, read the blocks of the slots that
+ * share our fingerprint (as the first read showed them) and re-read the
+ * buckets, all in one batch; insert_resolve decides on that view. */
 static int insert_place(struct ht_op *op)
 {
+	uint64_t tent = op->blk_slot | HT_SLOT_TENT, *old = &op->word[1];
 	smart_gaddr_t addr;
-	uint64_t old;
-	int rc;
+	int rc, rc2, n;
 
-	rc = op_read(op, 1);
+	rc = op_read(op, RD_BLK);
 	if (!rc)
-		rc = op_collect(op, 1);
+		rc = op_hook(op, "ht.insert.read");
 	if (rc)
 		return rc;
 	if (op->frozen)
 		return SMART_EAGAIN;	/* wait for the split to settle */
-	if (op_find(op))
-		return SMART_EEXIST;
-	if (op_tentative_dup(op))
-		return SMART_EAGAIN;	/* let that insert finish first */
+	rc = place_known(op);
+	if (rc)
+		return rc;
 	addr = op_empty(op);
 	if (addr == SMART_GADDR_NULL) {
 		/* all 28 slots taken: split the subtable, then retry */
 		rc = smart__ht_split(op->t, op->w, op->sh, op->sub, op->ent);
 		return rc ? rc : SMART_EAGAIN;
 	}
-	rc = smart_cas_sync(op->w, addr, 0, op->blk_slot | HT_SLOT_TENT, &old);
+	/* from here readers may see the block: it is never freed at once */
+	op->blk_state = BLK_SEEN;
+	known_add(op, tent, 1, op->sh->lease);
+	rc = smart_cas(op->w, addr, 0, tent, old);
+	if (!rc)
+		rc = collect_queue(op, 1, 1, &n);
+	if (!rc)
+		rc = op_queue_reads(op, 0);
+	rc2 = smart_sync(op->w);
+	rc = rc ? rc : rc2;
+	if (rc || *old == 0)
+		op->own = addr;	/* perhaps ours: withdrawn if we give up */
+	if (!rc)
+		rc = collect_done(op);
 	if (rc)
 		return rc;
-	if (old)
+	if (*old)
 		return SMART_EAGAIN;
-	op->own = addr;
-	op->blk_published = 1;
-	return 0;
+	rc = op_hook(op, "ht.insert.placed");
+	return rc ? rc : op_reads_done(op, 0);
 }
 
+/* Take our tentative slot back (the CAS fails harmlessly if it was
+ * killed or frozen meanwhile). */
 static int insert_withdraw(struct ht_op *op)
 {
+	uint64_t *old = &op->word[1];
 	int rc = smart_cas_sync(op->w, op->own, op->blk_slot | HT_SLOT_TENT,
-				0, NULL);
+				0, old);
 
 	op->own = SMART_GADDR_NULL;
+	if (rc)
+		op->blk_state = BLK_UNKNOWN;	/* a slot may still hold it */
 	return rc ? rc : SMART_EEXIST;
 }
 
 /* Kill the tentative duplicates above us; EAGAIN if one changed. */
 static int insert_kill_dups(struct ht_op *op)
 {
-	uint64_t old;
+	uint64_t *old = &op->word[1];
 	int i, rc;
 
 	for (i = 0; i < op->ncand; i++) {
@@ -523,10 +755,10 @@ static int insert_kill_dups(struct ht_op *op)
 
 		if (!c->match || c->addr == op->own)
 			continue;
-		rc = smart_cas_sync(op->w, c->addr, c->val, 0, &old);
+		rc = smart_cas_sync(op->w, c->addr, c->val, 0, old);
 		if (rc)
 			return rc;
-		if (old != c->val && old)
+		if (*old != c->val && *old)
 			return SMART_EAGAIN;
 	}
 	return 0;
@@ -538,20 +770,46 @@ static int insert_kill_dups(struct ht_op *op)
 static int insert_restart(struct ht_op *op, int withdraw)
 {
 	if (withdraw)
-		(void)smart_cas_sync(op->w, op->own,
-				     op->blk_slot | HT_SLOT_TENT, 0, NULL);
+		(void)insert_withdraw(op);
 	op->own = SMART_GADDR_NULL;
 	return SMART_EAGAIN;
 }
 
+/* Commit: our tentative slot becomes the key's slot. */
+static int insert_commit(struct ht_op *op)
+{
+	uint64_t tent = op->blk_slot | HT_SLOT_TENT, *old = &op->word[1];
+	int rc;
+
+	rc = smart_cas_sync(op->w, op->own, tent, op->blk_slot, old);
+	if (!rc)
+		rc = op_hook(op, "ht.insert.committed");
+	if (rc) {
+		int o = cas_outcome(op, op->own, tent, op->blk_slot);
+
+		if (o == CAS_DONE)
+			*old = tent;	/* it did commit */
+		else if (o == CAS_NOT_DONE)
+			return SMART_EAGAIN;	/* commit again */
+		else if (o == CAS_CHANGED)
+			*old = op->word[2];	/* killed or frozen */
+		else
+			return rc;
+	}
+	if (*old != tent)
+		return insert_restart(op, 0);
+	op->own = SMART_GADDR_NULL;
+	op->blk_state = BLK_NONE;	/* the table's now */
+	spec_store(op, op->blk_slot);
+	return 0;
+}
+
+/* Decide on the view just read (our slot placed). */
 static int insert_resolve(struct ht_op *op)
 {
-	uint64_t tent = op->blk_slot | HT_SLOT_TENT, old, now;
+	uint64_t tent = op->blk_slot | HT_SLOT_TENT, now;
 	int i, rc, found;
 
-	rc = op_read(op, 0);
-	if (rc)
-		return rc;
 	now = op_slot_now(op, op->own, &found);
 	if (!found)
 		return insert_restart(op, 1);
@@ -559,32 +817,31 @@ static int insert_resolve(struct ht_op *op)
 		return insert_restart(op, 0);
 	if (op->frozen)
 		return SMART_EAGAIN;
-	rc = op_collect(op, 1);
-	if (rc)
-		return rc;
-	for (i = 0; i < op->ncand; i++) {
-		const struct ht_cand *c = &op->cand[i];
+	if (!SMART_M_HT_NO_DUP_CHECK) {
+		rc = op_collect(op, 1, 1);
+		if (rc)
+			return rc;
+		for (i = 0; i < op->ncand; i++) {
+			const struct ht_cand *c = &op->cand[i];
 
-		if (!c->match || c->addr == op->own)
-			continue;
-		if (!(c->val & HT_SLOT_TENT))
-			return insert_withdraw(op);
-		/* a lower tentative duplicate goes first; we report EEXIST
-		 * only once we have seen it committed (linearizability) */
-		if (c->addr < op->own)
-			return insert_restart(op, 1);
+			if (!c->match || c->addr == op->own)
+				continue;
+			if (!(c->val & HT_SLOT_TENT))
+				return insert_withdraw(op);
+			if (tent_clear_dead(op, c))
+				return SMART_EAGAIN;	/* re-read, then */
+			/* a lower tentative duplicate goes first; we report
+			 * EEXIST only once we have seen it committed
+			 * (linearizability) */
+			if (c->addr < op->own)
+				return insert_restart(op, 1);
+		}
+		rc = insert_kill_dups(op);
+		if (rc)
+			return rc;
 	}
-	rc = insert_kill_dups(op);
-	if (rc)
-		return rc;
-	rc = smart_cas_sync(op->w, op->own, tent, op->blk_slot, &old);
-	if (rc)
-		return rc;
-	if (old != tent)
-		return insert_restart(op, 0);
-	op->own = SMART_GADDR_NULL;
-	spec_store(op, op->blk_slot);
-	return 0;
+	rc = op_hook(op, "ht.insert.resolved");
+	return rc ? rc : insert_commit(op);
 }
 
 static int insert_once(struct ht_op *op, void *arg)
@@ -592,28 +849,50 @@ static int insert_once(struct ht_op *op, void *arg)
 	int rc;
 
 	(void)arg;
-	if (op->own == SMART_GADDR_NULL) {
-		rc = insert_place(op);
-		if (rc)
-			return rc;
-	}
-	return insert_resolve(op);
+	rc = op->own == SMART_GADDR_NULL ? insert_place(op) : op_read(op, 0);
+	return rc ? rc : insert_resolve(op);
 }
 
 /* ---- update, delete, search -------------------------------------------- */
+
+/* The CAS old -> repl of the key's slot failed to sync (rc): did it
+ * happen?  0: it did (carry on as a success); 1: unknown, but an update
+ * may linearize just before whatever changed the slot since (success,
+ * both blocks left alone); else the error to return. */
+static int replace_uncertain(struct ht_op *op, const struct ht_cand *c,
+			     uint64_t repl, int rc)
+{
+	int o = SMART_M_HT_UNCERTAIN_FREE ? CAS_NOT_DONE :
+		cas_outcome(op, c->addr, c->val, repl);
+
+	if (o == CAS_DONE)
+		return 0;
+	if (o == CAS_NOT_DONE) {
+		if (repl)
+			op->blk_state = BLK_LOCAL;	/* never published */
+		return rc;
+	}
+	/* neither block may be freed by us: one of them may be linked, or
+	 * retired by whoever changed the slot since */
+	if (repl)
+		op->blk_state = BLK_UNKNOWN;
+	count(&op->t->leaked);
+	/* a delete cannot linearize so (the change may be another delete) */
+	return repl && o == CAS_CHANGED ? 1 : rc;
+}
 
 /* Swing the key's slot to `repl` (the op's new block, or 0 to delete) by
  * CAS; update and delete differ only in that value and in whether the new
  * block rides along with the bucket reads. */
 static int replace_once(struct ht_op *op, int with_block)
 {
-	uint64_t repl = with_block ? op->blk_slot : 0, old;
+	uint64_t repl = with_block ? op->blk_slot : 0, *old = &op->word[1];
 	const struct ht_cand *c;
 	int rc;
 
-	rc = op_read(op, with_block);
+	rc = op_read(op, (with_block ? RD_BLK : 0) | RD_ENT);
 	if (!rc)
-		rc = op_collect(op, 0);
+		rc = op_collect(op, 0, 0);
 	if (rc)
 		return rc;
 	c = op_find(op);
@@ -621,13 +900,27 @@ static int replace_once(struct ht_op *op, int with_block)
 		return op_absent(op);
 	if (c->val & HT_SLOT_FROZEN)
 		return SMART_EAGAIN;	/* wait for the split to settle */
-	rc = smart_cas_sync(op->w, c->addr, c->val, repl, &old);
-	if (rc)
-		return rc;
-	if (old != c->val)
-		return SMART_EAGAIN;
 	if (with_block)
-		op->blk_published = 1;
+		op->blk_state = BLK_SEEN;	/* perhaps, from the CAS on */
+	rc = smart_cas_sync(op->w, c->addr, c->val, repl, old);
+	if (!rc)
+		rc = op_hook(op, with_block ? "ht.update.cas" :
+					      "ht.delete.cas");
+	if (rc) {
+		rc = replace_uncertain(op, c, repl, rc);
+		if (rc == 1)
+			return 0;	/* done, the old block left alone */
+		if (rc)
+			return rc;
+		*old = c->val;		/* it did happen */
+	}
+	if (*old != c->val) {
+		if (with_block)
+			op->blk_state = BLK_LOCAL;
+		return SMART_EAGAIN;
+	}
+	if (with_block)
+		op->blk_state = BLK_NONE;	/* the table's now */
 	op_retire(op, c->val);
 	spec_store(op, repl);
 	return 0;
@@ -651,8 +944,7 @@ struct search_out {
 	size_t *val_len;
 };
 
-static int search_copy(const struct ht_op *op, const struct ht_kv *kv,
-		       struct search_out *o)
+static int search_copy(const struct ht_kv *kv, struct search_out *o)
 {
 	*o->val_len = kv->val_len;
 	if (kv->val_len > o->cap)
@@ -672,6 +964,8 @@ static int spec_hit(const struct ht_op *op)
 				HT_SLOT_UNITS(op->spec) * HT_KV_UNIT) ||
 	    !kv_is_key(op, op->sbuf))
 		return 0;
+	if (SMART_M_HT_SPEC_NO_CHECK)
+		return 1;
 	for (b = 0; b < HT_NB; b++)
 		for (j = 0; j < HT_SLOTS && op->baddr[b] != SMART_GADDR_NULL;
 		     j++)
@@ -685,26 +979,30 @@ static int search_once(struct ht_op *op, void *arg)
 	const struct ht_cand *c;
 	int rc;
 
-	rc = op_read(op, 0);
+	rc = op_read(op, RD_ENT);
+	if (rc)
+		return rc;
+	rc = op_hook(op, "ht.search.read");
 	if (rc)
 		return rc;
 	if (op->spec && spec_hit(op))
-		return search_copy(op, op->sbuf, arg);
+		return search_copy(op->sbuf, arg);
 	op->spec = 0;		/* missed: plain lookup from here on */
-	rc = op_collect(op, 0);
+	rc = op_collect(op, 0, 0);
 	if (rc)
 		return rc;
 	c = op_find(op);
 	if (!c)
 		return op_absent(op);
 	if (c->val & HT_SLOT_FROZEN) {
+		count(&op->t->frozen_hits);
 		rc = op_verify(op);
 		if (rc)
 			return rc;
 	} else {
 		spec_store(op, c->val);
 	}
-	return search_copy(op, c->kv, arg);
+	return search_copy(c->kv, arg);
 }
 
 /* Prepare a speculative read of the slot value cached for this key. */
@@ -732,13 +1030,17 @@ static int value_ok(const void *val, size_t vlen)
 	return vlen <= SMART_HT_VALUE_MAX && (val || !vlen);
 }
 
-/* Our block was published as a tentative slot that is now withdrawn or
- * killed (the CAS that cleared it completed): readers may still hold it,
- * so it is retired, not freed. */
-static void op_retire_dead(struct ht_op *op)
+/* After a failed insert: take our tentative slot back if we can; then a
+ * block readers may have seen is retired, unless a slot may still hold it
+ * (then whoever clears that slot retires it: we are dead to them). */
+static void insert_cleanup(struct ht_op *op)
 {
-	op_retire(op, op->blk_slot);
-	op->blk_addr = SMART_GADDR_NULL;	/* no longer ours to free */
+	if (op->own != SMART_GADDR_NULL)
+		(void)insert_withdraw(op);
+	if (op->blk_state == BLK_SEEN) {
+		op_retire(op, op->blk_slot);
+		op->blk_state = BLK_NONE;
+	}
 }
 
 static int write_op(smart_ht_t *t, smart_worker_t *w, const void *key,
@@ -758,12 +1060,8 @@ static int write_op(smart_ht_t *t, smart_worker_t *w, const void *key,
 		rc = op_enter(&op);
 	if (!rc)
 		rc = op_run(&op, once, NULL);
-	/* gave up half way: take our tentative slot back */
-	if (op.own != SMART_GADDR_NULL)
-		insert_withdraw(&op);
-	/* published, not committed: our tentative block is dead */
-	if (rc && op.blk_published)
-		op_retire_dead(&op);
+	if (rc)
+		insert_cleanup(&op);
 	op_end(&op);
 	return rc;
 }
@@ -789,7 +1087,7 @@ static int upsert_once(struct ht_op *op, void *arg)
 	(void)arg;
 	if (op->own != SMART_GADDR_NULL) {
 		/* an insert attempt is half done: finish it first */
-		rc = insert_resolve(op);
+		rc = insert_once(op, NULL);
 		if (rc != SMART_EEXIST)
 			return rc;
 	}
@@ -797,9 +1095,7 @@ static int upsert_once(struct ht_op *op, void *arg)
 		rc = update_once(op, NULL);
 		if (rc != SMART_ENOENT)
 			return rc;
-		rc = op->own == SMART_GADDR_NULL ? insert_place(op) : 0;
-		if (!rc)
-			rc = insert_resolve(op);
+		rc = insert_once(op, NULL);
 		if (rc != SMART_EEXIST)
 			return rc;
 	}

@@ -1,37 +1,44 @@
 /*
  * Smart-HT subtable split: RACE-style extendible hashing on one-sided ops
- * (protocol and safety argument in docs/ht.md §5).
+ * (protocol, safety argument and recovery in docs/ht.md §5 and §7).
  *
- * Splitting subtable S (local depth ld, suffix s) into S and its sibling
- * N (suffix s | 2^ld), both at depth ld + 1:
- *   1. lock: CAS the canonical directory entry s (the alias below 2^ld)
- *      from the cached unlocked value to the same value with the lock set;
- *   2. freeze every slot of S (CAS v -> v | FROZEN): from here on only the
- *      splitter changes S's slots, so S's content is fixed;
- *   3. build N: the committed entries whose hash bit ld is set, at the
+ * Splitting subtable S (local depth ld, canonical index s) into S and its
+ * sibling N (canonical index n = s + 2^ld), both at depth ld + 1:
+ *   1. lock: CAS the canonical entry s from the cached unlocked value to
+ *      the same value naming our lease id as holder;
+ *   2. record sib[s] = (BUILD, ld, N): a dead splitter can be undone;
+ *   3. freeze every slot of S (CAS v -> v | FROZEN): from here on only the
+ *      lock holder changes S's slots, so S's content is fixed;
+ *   4. build N: the committed entries whose hash bit ld is set, at the
  *      same positions, unfrozen; write all of N;
- *   4. publish: the canonical entry first (depth ld + 1, still locked),
- *      then the aliases (bit ld set: N); raise the global depth;
- *   5. write S's bucket headers (depth ld + 1), then CAS every frozen slot
+ *   5. record sib[s] = (PUBLISH, ld, N): from here a dead splitter's split
+ *      is finished, not undone;
+ *   6. publish: CAS the canonical entry s to (S, ld + 1) (still ours),
+ *      then in one batch CAS n from (S, ld) to (N, ld + 1) locked by us,
+ *      and every other alias from (S, ld) to (S or N, ld + 1); raise the
+ *      global depth;
+ *   7. write S's bucket headers (depth ld + 1), then CAS every frozen slot
  *      of S to its final value (moved, tentative or empty: 0; else the
  *      value unfrozen);
- *   6. unlock the canonical entry.
- * Invariants: the lock is held from 1 to 6; a frozen slot is changed by
- * its splitter only; from 2 on every committed entry is in S (frozen) or
- * in N.  A failure before 4 unfreezes S and leaves the table as it was.
+ *   8. sib[s] = 0, unlock n, unlock s.
+ * Invariants: s is locked from 1 to 8 and n from 6 to 8 (so nobody splits
+ * N while aliases that lead to it are still being written); a frozen slot
+ * is changed by the lock holder only; from 3 on every committed entry is
+ * in S (frozen) or in N; alias writes are CASes from the value they had
+ * before the split, so a late one never overwrites a deeper entry.  A
+ * failure before 5 unfreezes S (tentative slots become 0: their inserts
+ * already gave them up) and leaves the table as it was.  Every step from
+ * 6 on is idempotent: whoever takes over the lock redoes them.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ds/ht/ht_internal.h"
 
-#define SPLIT_GROUPS	320u			/* groups per chunk */
-#define SPLIT_CHUNK	(SPLIT_GROUPS * HT_GROUP)
-#define SPLIT_BUCKETS	(SPLIT_CHUNK / HT_BUCKET)
-#define SPLIT_SLOTS	(SPLIT_BUCKETS * HT_SLOTS)
 #define SPLIT_BLK_BUF	(64u << 10)
 #define SPLIT_PEND	(SPLIT_BLK_BUF / HT_KV_UNIT)
 #define SPLIT_FREEZE_MAX 4096
+#define SPLIT_RETRY	4		/* attempts at the steps after publish */
 
 _Static_assert(SPLIT_BLK_BUF >= HT_KV_UNIT * HT_KV_UNITS_MAX, "blk buf");
 
@@ -44,17 +51,18 @@ struct split {
 	smart_ht_t *t;
 	smart_worker_t *w;
 	struct ht_shard *sh;
+	struct ht_hook hook;
 	unsigned ld, s;
-	uint64_t ent;			/* canonical entry, unlocked */
+	uint64_t ent;			/* canonical entry s before, unlocked */
+	uint64_t lock;			/* our holder bits */
 	smart_gaddr_t old, sib;
-	uint64_t size;
+	uint64_t size, chunk;
 	uint8_t *moved;			/* per bucket of S: bit j moved */
 	struct ht_bucket *sbuf, *nbuf;	/* chunk images of S and N */
 	uint64_t *olds;			/* CAS results; also scratch */
 	uint8_t *blk;			/* KV blocks being classified */
 	struct split_pend *pend;
 	unsigned npend;
-	int published;			/* N may be reachable: keep it */
 	size_t blk_used;
 };
 
@@ -64,6 +72,11 @@ static int drain(smart_worker_t *w, int rc)
 	int rc2 = smart_sync(w);
 
 	return rc ? rc : rc2;
+}
+
+static int hook(struct split *sp, const char *point)
+{
+	return smart__ht_hook(&sp->hook, sp->w, point);
 }
 
 static smart_gaddr_t slot_gaddr(const struct split *sp, uint64_t coff,
@@ -81,6 +94,8 @@ static int freeze_chunk(struct split *sp, uint64_t coff, size_t clen)
 
 	rc = smart_read_sync(sp->w, smart_gaddr_add(sp->old, coff), clen,
 			     sp->sbuf);
+	if (SMART_M_HT_NO_FREEZE)
+		return rc;
 	for (round = 0; !rc; round++) {
 		n = 0;
 		for (b = 0; b < nb && !rc; b++)
@@ -119,7 +134,7 @@ static int freeze_chunk(struct split *sp, uint64_t coff, size_t clen)
 /* Classify the blocks read so far: an entry moves when hash bit ld is
  * set.  Blocks of frozen slots cannot change or be freed, so a bad one
  * is corruption, not a race. */
-static int blk_flush(struct split *sp, size_t bbase)
+static int blk_flush(struct split *sp, size_t bbase, int build)
 {
 	unsigned i;
 	int rc = smart_sync(sp->w);
@@ -140,24 +155,29 @@ static int blk_flush(struct split *sp, size_t bbase)
 		if (!((h1 >> sp->ld) & 1))
 			continue;
 		sp->moved[bbase + b] |= (uint8_t)(1u << j);
-		sp->nbuf[b].slot[j] = x & ~HT_SLOT_FROZEN;
+		if (build)
+			sp->nbuf[b].slot[j] = x & ~HT_SLOT_FROZEN;
 	}
 	sp->npend = 0;
 	sp->blk_used = 0;
 	return rc;
 }
 
-/* Build and write N's image of the (frozen) chunk. */
-static int move_chunk(struct split *sp, uint64_t coff, size_t clen)
+/* Which committed slots of the (frozen, read into sbuf) chunk move to N;
+ * with build, N's image of the chunk too. */
+static int classify_chunk(struct split *sp, uint64_t coff, size_t clen,
+			  int build)
 {
 	size_t nb = clen / HT_BUCKET, b, bbase = coff / HT_BUCKET;
 	unsigned j;
 	int rc = 0;
 
-	memset(sp->nbuf, 0, clen);
-	for (b = 0; b < nb; b++) {
-		sp->nbuf[b].local_depth = sp->ld + 1;
-		sp->nbuf[b].suffix = sp->s | (1u << sp->ld);
+	if (build) {
+		memset(sp->nbuf, 0, clen);
+		for (b = 0; b < nb; b++) {
+			sp->nbuf[b].local_depth = sp->ld + 1;
+			sp->nbuf[b].suffix = sp->s | (1u << sp->ld);
+		}
 	}
 	for (b = 0; b < nb && !rc; b++)
 		for (j = 0; j < HT_SLOTS && !rc; j++) {
@@ -167,7 +187,7 @@ static int move_chunk(struct split *sp, uint64_t coff, size_t clen)
 			if ((x & HT_SLOT_TENT) || !len)
 				continue;
 			if (sp->blk_used + len > SPLIT_BLK_BUF)
-				rc = blk_flush(sp, bbase);
+				rc = blk_flush(sp, bbase, build);
 			if (rc)
 				break;
 			rc = smart_read(sp->w, smart_gaddr(sp->sh->blade,
@@ -180,15 +200,25 @@ static int move_chunk(struct split *sp, uint64_t coff, size_t clen)
 		}
 	if (rc)
 		return drain(sp->w, rc);
-	rc = blk_flush(sp, bbase);
+	return blk_flush(sp, bbase, build);
+}
+
+/* Build and write N's image of the (frozen) chunk. */
+static int move_chunk(struct split *sp, uint64_t coff, size_t clen)
+{
+	int rc = classify_chunk(sp, coff, clen, 1);
+
 	if (!rc)
 		rc = smart_write_sync(sp->w, smart_gaddr_add(sp->sib, coff),
 				      sp->nbuf, clen);
 	return rc;
 }
 
-/* CAS every frozen slot of the chunk to its final value.  Nobody else
- * changes a frozen slot, so these CASes cannot fail. */
+/* CAS every frozen slot of the chunk to its final value.  Nobody but the
+ * lock holder changes a frozen slot, so these CASes cannot fail (one that
+ * finds the slot settled already was done by a holder before us).  A
+ * tentative slot becomes 0 on abort too: its insert saw it frozen and gave
+ * it up (it retires or re-places its block itself). */
 static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
 			int abort)
 {
@@ -205,9 +235,10 @@ static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
 			if (!(x & HT_SLOT_FROZEN))
 				continue;
 			nv = x & ~HT_SLOT_FROZEN;
-			/* a dropped tentative insert restarts (§5) */
-			if (!abort && ((sp->moved[bbase + b] >> j & 1) ||
-				       (x & HT_SLOT_TENT)))
+			if ((x & HT_SLOT_TENT) &&
+			    !(abort && SMART_M_HT_ABORT_KEEPS_TENT))
+				nv = 0;
+			if (!abort && (sp->moved[bbase + b] >> j & 1))
 				nv = 0;
 			rc = smart_cas(sp->w, slot_gaddr(sp, coff, b, j), x, nv,
 				       NULL);
@@ -217,8 +248,8 @@ static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
 
 static size_t chunk_len(const struct split *sp, uint64_t off)
 {
-	return sp->size - off < SPLIT_CHUNK ? (size_t)(sp->size - off) :
-					      SPLIT_CHUNK;
+	return sp->size - off < sp->chunk ? (size_t)(sp->size - off) :
+					    (size_t)sp->chunk;
 }
 
 /* Write S's bucket headers: clients with the old depth now mismatch. */
@@ -246,74 +277,186 @@ static int raise_global_depth(struct split *sp)
 	for (i = 0; !rc && i < SPLIT_FREEZE_MAX; i++) {
 		uint64_t v = *cur;
 
-		if ((v & ~HT_DIR_LOCK) >= want)
+		if (v >= want)
 			return 0;
-		rc = smart_cas_sync(sp->w, a, v, (v & HT_DIR_LOCK) | want, cur);
+		rc = smart_cas_sync(sp->w, a, v, want, cur);
 		if (!rc && *cur == v)
 			return 0;
 	}
 	return rc;
 }
 
-/* Canonical entry first, so that a reader holding the old entry sees it
- * change before any client can reach N and update an entry there. */
-static int publish(struct split *sp)
+/* CAS entry i from one of the expected values to `to`; *got receives what
+ * it held.  0 when it now holds `to`. */
+static int ent_cas(struct split *sp, unsigned i, uint64_t expect,
+		   uint64_t to, uint64_t *got)
 {
-	uint64_t *e = sp->olds, step = UINT64_C(1) << sp->ld, i;
+	int rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, i), expect,
+				to, got);
+
+	if (rc)
+		return rc;
+	return *got == expect || *got == to ? 0 : SMART_EAGAIN;
+}
+
+static int sib_write(struct split *sp, uint64_t rec)
+{
+	sp->olds[1] = rec;
+	return smart_write_sync(sp->w, smart__ht_sib_addr(sp->sh, sp->s),
+				&sp->olds[1], 8);
+}
+
+/* Step 6.  The canonical entry first, so that a reader holding the old
+ * entry sees it change before any client can reach N; N's canonical entry
+ * locked, so that N is not split before every alias leading to it is
+ * written; the aliases by CAS from their value before the split, so that
+ * a late one (a dead splitter's, redone) never overwrites a deeper entry.
+ * prev: the lock bits of a dead holder whose N entry we take over. */
+static int publish(struct split *sp, uint64_t prev)
+{
+	uint64_t step = UINT64_C(1) << sp->ld, i, *e = sp->olds + 8;
+	uint64_t s_new = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->old));
+	uint64_t n_new = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->sib));
+	unsigned n = sp->s + (unsigned)step;
 	int rc;
 
-	e[0] = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->old)) | HT_ENT_LOCK;
-	e[1] = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->old));
-	e[2] = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->sib));
-	rc = smart_write_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s), &e[0],
-			      8);
-	for (i = sp->s + step; i < HT_DIR_ENTRIES && !rc; i += step)
-		rc = smart_write(sp->w, smart__ht_ent_addr(sp->sh, (unsigned)i),
-				 (i & step) ? &e[2] : &e[1], 8);
+	rc = ent_cas(sp, sp->s, sp->ent | sp->lock, s_new | sp->lock, &e[0]);
+	if (rc)
+		return rc;	/* not ours any more: somebody took over */
+	if (SMART_M_HT_CHILD_UNLOCKED)
+		rc = ent_cas(sp, n, sp->ent, n_new, &e[1]);
+	else
+		rc = ent_cas(sp, n, sp->ent, n_new | sp->lock, &e[1]);
+	if (rc == SMART_EAGAIN && prev && e[1] == (n_new | prev))
+		rc = ent_cas(sp, n, n_new | prev, n_new | sp->lock, &e[1]);
+	if (rc)
+		return rc;
+	for (i = n + step; i < HT_DIR_ENTRIES; i += step) {
+		rc = smart_cas(sp->w, smart__ht_ent_addr(sp->sh, (unsigned)i),
+			       sp->ent, (i & step) ? n_new : s_new, NULL);
+		if (rc)
+			break;
+	}
 	rc = drain(sp->w, rc);
+	if (!rc)
+		rc = hook(sp, "ht.split.published");
 	return rc ? rc : raise_global_depth(sp);
 }
 
-static int unlock(struct split *sp, uint64_t ent)
+/* Steps 7 and 8. */
+static int finish(struct split *sp, int classify)
 {
-	sp->olds[0] = ent;
-	return smart_write_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s),
-				&sp->olds[0], 8);
-}
+	uint64_t off, *e = sp->olds + 8;
+	uint64_t s_new = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->old));
+	uint64_t n_new = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->sib));
+	int rc = 0;
 
-/* Steps 2..6 with the lock held. */
-static int split_locked(struct split *sp)
-{
-	uint64_t off, done;
-	int rc = 0, rc2;
-
-	for (off = 0; off < sp->size && !rc; off += SPLIT_CHUNK) {
-		rc = freeze_chunk(sp, off, chunk_len(sp, off));
-		if (!rc)
-			rc = move_chunk(sp, off, chunk_len(sp, off));
-	}
-	if (rc) {
-		/* nothing published: undo the freezing, best effort */
-		done = off;
-		for (off = 0; off < done; off += SPLIT_CHUNK)
-			settle_chunk(sp, off, chunk_len(sp, off), 1);
-		unlock(sp, sp->ent);
-		return rc;
-	}
-	sp->published = 1;
-	rc = publish(sp);
-	for (off = 0; off < sp->size && !rc; off += SPLIT_CHUNK) {
+	for (off = 0; off < sp->size && !rc; off += sp->chunk) {
 		rc = write_headers(sp, off, chunk_len(sp, off));
 		if (!rc)
+			rc = hook(sp, "ht.split.headers");
+		/* a recoverer learns what moved from the blocks */
+		if (!rc && classify) {
+			rc = smart_read_sync(sp->w, smart_gaddr_add(sp->old,
+					     off), chunk_len(sp, off),
+					     sp->sbuf);
+			if (!rc)
+				rc = classify_chunk(sp, off,
+						    chunk_len(sp, off), 0);
+		}
+		if (!rc)
 			rc = settle_chunk(sp, off, chunk_len(sp, off), 0);
+		if (!rc)
+			rc = hook(sp, "ht.split.settled");
 	}
-	rc2 = unlock(sp, HT_ENT(sp->ld + 1, smart_gaddr_off(sp->old)));
-	return rc ? rc : rc2;
+	if (!rc)
+		rc = sib_write(sp, 0);
+	if (!rc && !SMART_M_HT_CHILD_UNLOCKED)
+		rc = ent_cas(sp, sp->s + (1u << sp->ld), n_new | sp->lock,
+			     n_new, &e[1]);
+	if (!rc)
+		rc = hook(sp, "ht.split.unlocking");
+	if (!rc)
+		rc = ent_cas(sp, sp->s, s_new | sp->lock, s_new, &e[0]);
+	return rc;
+}
+
+/* Undo a split that published nothing: unfreeze S, forget N, unlock. */
+static int undo(struct split *sp, uint64_t frozen_end)
+{
+	uint64_t off, *e = sp->olds + 8;
+	int rc = 0;
+
+	for (off = 0; off < frozen_end && !rc; off += sp->chunk)
+		rc = settle_chunk(sp, off, chunk_len(sp, off), 1);
+	if (!rc)
+		rc = sib_write(sp, 0);
+	if (!rc)
+		rc = ent_cas(sp, sp->s, sp->ent | sp->lock, sp->ent, &e[0]);
+	return rc;
+}
+
+/* Steps 2..8 with the lock held.  *keep_sib: N may be reachable (or a
+ * recoverer will need it): do not free it. */
+static int split_locked(struct split *sp, int *keep_sib)
+{
+	uint64_t off;
+	int rc;
+
+	rc = sib_write(sp, HT_SIB(HT_SIB_BUILD, sp->ld,
+				  smart_gaddr_off(sp->sib)));
+	if (!rc)
+		rc = hook(sp, "ht.split.locked");
+	if (rc) {
+		/* the record may have landed: if the undo fails, leave N to
+		 * whoever undoes it */
+		if (undo(sp, 0))
+			*keep_sib = 1;
+		return rc;
+	}
+	for (off = 0; off < sp->size && !rc; off += sp->chunk) {
+		rc = freeze_chunk(sp, off, chunk_len(sp, off));
+		if (!rc)
+			rc = hook(sp, "ht.split.frozen");
+		if (!rc)
+			rc = move_chunk(sp, off, chunk_len(sp, off));
+		if (!rc)
+			rc = hook(sp, "ht.split.built");
+	}
+	/* on an error off is the end of the chunk that failed, which may
+	 * be partly frozen */
+	if (rc) {
+		/* nothing published: undo, best effort (if this fails too,
+		 * the lock and the record stay for a recoverer, and N with
+		 * them) */
+		if (undo(sp, off > sp->size ? sp->size : off))
+			*keep_sib = 1;
+		return rc;
+	}
+	*keep_sib = 1;
+	rc = sib_write(sp, HT_SIB(HT_SIB_PUBLISH, sp->ld,
+				  smart_gaddr_off(sp->sib)));
+	if (!rc)
+		rc = hook(sp, "ht.split.publishing");
+	if (rc)
+		return rc;	/* the record decides: a recoverer redoes it */
+	/* from here every step is idempotent: after an error (a broken QP
+	 * is replaced on the next op) try again rather than leave the
+	 * subtable locked while we live */
+	for (int i = 0; i < SPLIT_RETRY; i++) {
+		rc = publish(sp, 0);
+		if (!rc)
+			rc = finish(sp, 0);
+		if (!rc || rc == SMART_EAGAIN)
+			break;	/* done, or the lock is not ours any more */
+	}
+	return rc;
 }
 
 static int split_bufs(struct split *sp)
 {
-	size_t n = 2 * SPLIT_CHUNK + SPLIT_SLOTS * 8 + SPLIT_BLK_BUF;
+	size_t slots = sp->chunk / HT_BUCKET * HT_SLOTS;
+	size_t n = 2 * sp->chunk + slots * 8 + SPLIT_BLK_BUF;
 	uint8_t *p;
 	int rc;
 
@@ -325,30 +468,55 @@ static int split_bufs(struct split *sp)
 	if (rc)
 		return rc;
 	sp->sbuf = (struct ht_bucket *)p;
-	sp->nbuf = (struct ht_bucket *)(p + SPLIT_CHUNK);
-	sp->olds = (uint64_t *)(p + 2 * SPLIT_CHUNK);
-	sp->blk = p + 2 * SPLIT_CHUNK + SPLIT_SLOTS * 8;
+	sp->nbuf = (struct ht_bucket *)(p + sp->chunk);
+	sp->olds = (uint64_t *)(p + 2 * sp->chunk);
+	sp->blk = p + 2 * sp->chunk + slots * 8;
 	return 0;
+}
+
+static void split_init(struct split *sp, smart_ht_t *t, smart_worker_t *w,
+		       struct ht_shard *sh, unsigned s, unsigned ld,
+		       uint64_t ent)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->t = t;
+	sp->w = w;
+	sp->sh = sh;
+	sp->ld = ld;
+	sp->s = s;
+	sp->ent = HT_ENT_UNLOCKED(ent);
+	sp->lock = HT_ENT_LOCK(sh->lease);
+	sp->old = smart_gaddr(sh->blade, HT_ENT_OFF(ent));
+	sp->size = smart__ht_sub_size(t);
+	sp->chunk = (uint64_t)t->split_groups * HT_GROUP;
+	smart__ht_hook_load(&sp->hook, w);
+}
+
+static void split_fini(struct split *sp)
+{
+	if (sp->sbuf)
+		smart_buf_free(sp->w, sp->sbuf);
+	free(sp->moved);
+	free(sp->pend);
 }
 
 static int split_run(struct split *sp)
 {
-	uint64_t old;
-	int rc;
+	uint64_t *old;
+	int rc, keep = 0;
 
 	rc = smart_alloc(sp->w, sp->sh->blade, sp->size, &sp->sib);
 	if (rc)
 		return rc == SMART_ENOMEM ? SMART_ENOSPC : rc;
+	old = sp->olds + 8;
 	rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s), sp->ent,
-			    sp->ent | HT_ENT_LOCK, &old);
-	if (!rc && old != sp->ent)
+			    sp->ent | sp->lock, old);
+	if (!rc && *old != sp->ent)
 		rc = SMART_EAGAIN;	/* locked or already split */
-	if (!rc) {
-		rc = split_locked(sp);
-		if (!rc || sp->published)
-			return rc;
-	}
-	smart_free(sp->w, sp->sib, sp->size);
+	if (!rc)
+		rc = split_locked(sp, &keep);
+	if (!keep)
+		smart_free(sp->w, sp->sib, sp->size);
 	return rc;
 }
 
@@ -359,35 +527,55 @@ int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	int rc;
 
 	if (HT_ENT_LOCKED(ent)) {
-		/* being split: wait, with a fresh view for the retry */
-		rc = smart__ht_dir_refresh(t, w, sh);
+		/* being split: a dead holder's split is finished or undone
+		 * first; a live one's waited for, with a fresh view */
+		rc = smart__ht_recover(t, w, sh, smart__ht_canon(ent, sub), ent);
+		if (rc == 0 || rc == SMART_EAGAIN)
+			rc = smart__ht_dir_refresh(t, w, sh);
 		return rc ? rc : SMART_EAGAIN;
 	}
 	if (HT_ENT_DEPTH(ent) >= SMART_HT_DEPTH_MAX)
 		return SMART_ENOSPC;
-	memset(&sp, 0, sizeof(sp));
-	sp.t = t;
-	sp.w = w;
-	sp.sh = sh;
-	sp.ld = HT_ENT_DEPTH(ent);
-	sp.s = sub & ((1u << sp.ld) - 1);
-	sp.ent = ent;
-	sp.old = smart_gaddr(sh->blade, HT_ENT_OFF(ent));
-	sp.size = smart__ht_sub_size(t);
+	split_init(&sp, t, w, sh, smart__ht_canon(ent, sub), HT_ENT_DEPTH(ent),
+		   ent);
 	rc = split_bufs(&sp);
 	if (!rc)
 		rc = split_run(&sp);
 	if (!rc)
 		atomic_fetch_add_explicit(&t->splits, 1, memory_order_relaxed);
-	if (sp.sbuf)
-		smart_buf_free(w, sp.sbuf);
-	free(sp.moved);
-	free(sp.pend);
+	split_fini(&sp);
 	if (rc == 0 || rc == SMART_EAGAIN) {
 		int rc2 = smart__ht_dir_refresh(t, w, sh);
 
 		if (rc2)
 			rc = rc2;
 	}
+	return rc;
+}
+
+int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
+			   struct ht_shard *sh, unsigned s, uint64_t ent,
+			   uint64_t rec, uint16_t dead)
+{
+	unsigned ld = HT_SIB_DEPTH(rec);
+	struct split sp;
+	int rc;
+
+	/* the entry as it was before the split: S at depth ld, unlocked;
+	 * publish accepts the canonical entry at ld + 1 already */
+	split_init(&sp, t, w, sh, s, ld, HT_ENT(ld, HT_ENT_OFF(ent)));
+	sp.sib = smart_gaddr(sh->blade, HT_SIB_OFF(rec));
+	rc = split_bufs(&sp);
+	if (!rc && HT_SIB_PHASE(rec) == HT_SIB_BUILD) {
+		/* nothing published: undo it all, N is nobody's */
+		rc = undo(&sp, sp.size);
+		if (!rc)
+			smart_free(w, sp.sib, sp.size);
+	} else if (!rc) {
+		rc = publish(&sp, HT_ENT_LOCK(dead));
+		if (!rc)
+			rc = finish(&sp, 1);
+	}
+	split_fini(&sp);
 	return rc;
 }

@@ -1,0 +1,302 @@
+/*
+ * Smart-HT tables by name, and dropping a table.
+ *
+ * Names live in the descriptors: a named table's root entry is found by
+ * linear probing over root entries 64..255 from a hash of the name.  A
+ * probe stops at an entry that was never used (0); a dropped table leaves
+ * a tombstone (HT_ROOT_TOMB) that probes walk past and that named creates
+ * never reuse, so two creators of one name always race for the same first
+ * free entry and exactly one wins (a creator that loses reads the winner's
+ * name and either reports SMART_EEXIST or probes on).
+ *
+ * Drop: the root entry goes first (no new opens), then every block any
+ * slot names (collected, sorted and de-duplicated: during a split a block
+ * is named by its frozen slot in S and by its copy in N), the subtables,
+ * the directories and the descriptor.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ds/ht/ht_internal.h"
+
+#define NAME_SEED	UINT64_C(0x6e616d6573656564)	/* "nameseed" */
+#define NAMED_SPAN	(SMART_ROOT_ENTRIES - HT_ROOT_NAMED_FIRST)
+
+static int name_ok(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return 0;
+	n = strnlen(name, HT_NAME_MAX + 1);
+	return n >= 1 && n <= HT_NAME_MAX;
+}
+
+static unsigned name_home(const char *name)
+{
+	return HT_ROOT_NAMED_FIRST + (unsigned)(smart_hash64(name, strlen(name),
+							     NAME_SEED) %
+						NAMED_SPAN);
+}
+
+/* Probe from `from` (the k-th entry of the chain): *found = root index of
+ * the table named `name` (or -1), *free_idx = the first never-used entry
+ * after the chain (or -1 when all are taken).  m is scratch. */
+static int probe(smart_worker_t *w, uint16_t blade, const char *name,
+		 unsigned from, struct ht_meta *m, int *found, int *free_idx,
+		 uint64_t *maddr)
+{
+	unsigned home = name_home(name), k;
+	uint64_t e;
+	int rc;
+
+	*found = *free_idx = -1;
+	for (k = from; k < NAMED_SPAN; k++) {
+		unsigned idx = HT_ROOT_NAMED_FIRST +
+			       (home - HT_ROOT_NAMED_FIRST + k) % NAMED_SPAN;
+
+		rc = smart_root_get(w, blade, idx, &e);
+		if (rc)
+			return rc;
+		if (!e) {
+			*free_idx = (int)idx;
+			return 0;
+		}
+		rc = smart__ht_meta_read(w, blade, e, m);
+		if (rc == SMART_ENOENT)
+			continue;	/* a tombstone, or not a table */
+		if (rc)
+			return rc;
+		if (!strncmp(m->name, name, sizeof(m->name))) {
+			*found = (int)idx;
+			*maddr = e;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Position of root index idx in name's probe chain. */
+static unsigned chain_pos(const char *name, unsigned idx)
+{
+	return (idx - name_home(name) + NAMED_SPAN) % NAMED_SPAN;
+}
+
+int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
+			smart_ht_t **out)
+{
+	struct ht_meta *m;
+	int rc, found, free_idx;
+	uint64_t maddr;
+	size_t mark;
+
+	if (!w || !out || !name_ok(name))
+		return SMART_EINVAL;
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
+	if (!rc)
+		rc = probe(w, blade, name, 0, m, &found, &free_idx, &maddr);
+	if (!rc && found < 0)
+		rc = SMART_ENOENT;
+	if (!rc)
+		rc = smart__ht_table_open(w, blade, (unsigned)found, maddr, m,
+					  NULL, out);
+	smart_scratch_release(w, mark);
+	return rc;
+}
+
+int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
+			  const struct smart_ht_config *cfg, smart_ht_t **out)
+{
+	struct smart_ht_config def;
+	struct ht_build b;
+	struct ht_meta *m;
+	int rc, found, free_idx;
+	uint64_t old, maddr;
+
+	if (!cfg) {
+		smart_ht_config_init(&def);
+		cfg = &def;
+	}
+	if (!w || !out || !name_ok(name) || !smart__ht_config_ok(cfg))
+		return SMART_EINVAL;
+	rc = smart__ht_build_begin(w, &b);
+	if (rc)
+		return rc;
+	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
+	if (!rc)
+		rc = probe(w, blade, name, 0, m, &found, &free_idx, &maddr);
+	if (!rc && found >= 0)
+		rc = SMART_EEXIST;
+	if (!rc && free_idx < 0)
+		rc = SMART_ENOSPC;
+	if (!rc)
+		rc = smart__ht_build(w, blade, cfg, name, &b);
+	if (rc)
+		goto out;
+	for (;;) {
+		rc = smart_root_cas(w, blade, (unsigned)free_idx, 0, b.maddr,
+				    &old);
+		if (rc || !old)
+			break;
+		/* somebody took the entry: if for our name, they won */
+		rc = probe(w, blade, name, chain_pos(name, (unsigned)free_idx),
+			   m, &found, &free_idx, &maddr);
+		if (!rc && found >= 0)
+			rc = SMART_EEXIST;
+		if (!rc && free_idx < 0)
+			rc = SMART_ENOSPC;
+		if (rc)
+			break;
+	}
+	if (rc)
+		smart__ht_build_free(w, cfg, &b);
+	else
+		rc = smart__ht_table_open(w, blade, (unsigned)free_idx, b.maddr,
+					  b.meta, cfg, out);
+out:
+	smart_scratch_release(w, b.mark);
+	return rc;
+}
+
+const char *smart_ht_name(const smart_ht_t *t)
+{
+	return t ? t->name : "";
+}
+
+/* ---- drop ---------------------------------------------------------------- */
+
+struct drop_blk {
+	uint64_t off;
+	uint64_t size;
+};
+
+struct drop {
+	smart_worker_t *w;
+	uint16_t blade;
+	struct drop_blk *blk;
+	size_t n, cap;
+	uint64_t *subs;			/* distinct subtable offsets */
+	size_t nsubs;
+};
+
+static int blk_add(struct drop *d, uint64_t slot)
+{
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 4096;
+		void *p = realloc(d->blk, cap * sizeof(*d->blk));
+
+		if (!p)
+			return SMART_ENOMEM;
+		d->blk = p;
+		d->cap = cap;
+	}
+	d->blk[d->n++] = (struct drop_blk){ HT_SLOT_PTR(slot),
+					    HT_SLOT_UNITS(slot) * HT_KV_UNIT };
+	return 0;
+}
+
+static int blk_cmp(const void *a, const void *b)
+{
+	const struct drop_blk *x = a, *y = b;
+
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Every block a slot of the subtable at off names (size bytes). */
+static int drop_scan(struct drop *d, uint64_t off, uint64_t size,
+		     struct ht_bucket *buf)
+{
+	uint64_t pos;
+	int rc = 0;
+
+	for (pos = 0; pos < size && !rc; pos += HT_BUILD_BUF) {
+		size_t len = size - pos < HT_BUILD_BUF ? size - pos : HT_BUILD_BUF, b;
+		unsigned j;
+
+		rc = smart_read_sync(d->w, smart_gaddr(d->blade, off + pos),
+				     len, buf);
+		for (b = 0; !rc && b < len / HT_BUCKET; b++)
+			for (j = 0; !rc && j < HT_SLOTS; j++)
+				if (HT_SLOT_UNITS(buf[b].slot[j]))
+					rc = blk_add(d, buf[b].slot[j]);
+	}
+	return rc;
+}
+
+static int sub_add(struct drop *d, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < d->nsubs; i++)
+		if (d->subs[i] == off)
+			return 0;
+	d->subs[d->nsubs++] = off;
+	return 1;
+}
+
+int smart__ht_shard_free(smart_worker_t *w, uint16_t blade,
+			 smart_gaddr_t dir_addr, uint64_t ssz,
+			 struct ht_dir *dir, void *buf)
+{
+	uint64_t subs[2 * HT_DIR_ENTRIES];
+	struct drop d = { w, blade, NULL, 0, 0, subs, 0 };
+	size_t i;
+	int rc;
+
+	rc = smart_read_sync(w, dir_addr, sizeof(*dir), dir);
+	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++) {
+		/* a dead splitter's sibling is a subtable too */
+		uint64_t off[2] = { HT_ENT_OFF(dir->ent[i]),
+				    HT_SIB_OFF(dir->sib[i]) };
+
+		for (int k = 0; k < 2 && !rc; k++)
+			if ((k == 0 || dir->sib[i]) && sub_add(&d, off[k]))
+				rc = drop_scan(&d, off[k], ssz, buf);
+	}
+	if (!rc) {
+		qsort(d.blk, d.n, sizeof(*d.blk), blk_cmp);
+		for (i = 0; i < d.n; i++)
+			if (!i || d.blk[i].off != d.blk[i - 1].off)
+				smart_free(w, smart_gaddr(blade, d.blk[i].off),
+					   d.blk[i].size);
+		for (i = 0; i < d.nsubs; i++)
+			smart_free(w, smart_gaddr(blade, d.subs[i]), ssz);
+		smart_free(w, dir_addr, sizeof(*dir));
+	}
+	free(d.blk);
+	return rc;
+}
+
+int smart_ht_drop(smart_ht_t *t, smart_worker_t *w)
+{
+	struct ht_dir *dir;
+	struct ht_bucket *buf;
+	uint64_t maddr, old;
+	unsigned i;
+	size_t mark;
+	int rc;
+
+	if (!t || !w)
+		return SMART_EINVAL;
+	/* below the named range nobody probes: the entry becomes free */
+	maddr = t->maddr;
+	rc = smart_root_cas(w, t->home, t->root, maddr,
+			    t->root >= HT_ROOT_NAMED_FIRST ? HT_ROOT_TOMB : 0,
+			    &old);
+	if (!rc && old != maddr)
+		rc = SMART_ENOENT;	/* not this table's entry any more */
+	if (rc)
+		return rc;
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, sizeof(*dir) + HT_BUILD_BUF, (void **)&dir);
+	buf = (struct ht_bucket *)(dir + 1);
+	for (i = 0; !rc && i < t->nshards; i++)
+		rc = smart__ht_shard_free(w, t->shard[i].blade, t->shard[i].dir,
+					  smart__ht_sub_size(t), dir, buf);
+	smart_scratch_release(w, mark);
+	if (rc)
+		return rc;
+	smart_free(w, maddr, sizeof(struct ht_meta));
+	return smart_ht_close(t);
+}
