@@ -329,6 +329,8 @@ static int publish(struct split *sp, uint64_t prev)
 		rc = ent_cas(sp, n, sp->ent, n_new | sp->lock, &e[1]);
 	if (rc == SMART_EAGAIN && prev && e[1] == (n_new | prev))
 		rc = ent_cas(sp, n, n_new | prev, n_new | sp->lock, &e[1]);
+	if (!rc)
+		rc = hook(sp, "ht.split.canonical");
 	if (rc)
 		return rc;
 	for (i = n + step; i < HT_DIR_ENTRIES; i += step) {
@@ -500,21 +502,46 @@ static void split_fini(struct split *sp)
 	free(sp->pend);
 }
 
+/* Lock first, then allocate: of many tasks that find the subtable full at
+ * once only the winner takes a sibling and the buffers (about 3.5 times
+ * split_chunk of registered memory). */
 static int split_run(struct split *sp)
 {
 	uint64_t *old;
+	size_t mark = smart_scratch_mark(sp->w);
 	int rc, keep = 0;
 
-	rc = smart_alloc(sp->w, sp->sh->blade, sp->size, &sp->sib);
-	if (rc)
-		return rc == SMART_ENOMEM ? SMART_ENOSPC : rc;
-	old = sp->olds + 8;
-	rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s), sp->ent,
-			    sp->ent | sp->lock, old);
+	rc = smart_scratch_alloc(sp->w, 8, (void **)&old);
+	if (!rc)
+		rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s),
+				    sp->ent, sp->ent | sp->lock, old);
 	if (!rc && *old != sp->ent)
 		rc = SMART_EAGAIN;	/* locked or already split */
-	if (!rc)
-		rc = split_locked(sp, &keep);
+	smart_scratch_release(sp->w, mark);
+	if (rc)
+		return rc;
+	rc = split_bufs(sp);
+	if (!rc) {
+		rc = smart_alloc(sp->w, sp->sh->blade, sp->size, &sp->sib);
+		if (rc == SMART_ENOMEM)
+			rc = SMART_ENOSPC;
+		if (rc)
+			sp->sib = SMART_GADDR_NULL;
+	}
+	if (rc) {
+		/* nothing done yet: unlock (a failure here leaves the lock to
+		 * a recoverer, once we are gone) */
+		if (sp->olds) {
+			(void)undo(sp, 0);
+		} else if (!smart_scratch_alloc(sp->w, 8, (void **)&old)) {
+			(void)smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh,
+					     sp->s), sp->ent | sp->lock,
+					     sp->ent, old);
+			smart_scratch_release(sp->w, mark);
+		}
+		return rc;
+	}
+	rc = split_locked(sp, &keep);
 	if (!keep)
 		smart_free(sp->w, sp->sib, sp->size);
 	return rc;
@@ -538,9 +565,7 @@ int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 		return SMART_ENOSPC;
 	split_init(&sp, t, w, sh, smart__ht_canon(ent, sub), HT_ENT_DEPTH(ent),
 		   ent);
-	rc = split_bufs(&sp);
-	if (!rc)
-		rc = split_run(&sp);
+	rc = split_run(&sp);
 	if (!rc)
 		atomic_fetch_add_explicit(&t->splits, 1, memory_order_relaxed);
 	split_fini(&sp);
