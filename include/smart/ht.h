@@ -62,6 +62,10 @@ struct smart_ht_config {
 	 * domain of its blocks), safe against concurrent readers of any
 	 * process.  Zero: they are leaked, as in Smart-HT.  [1] */
 	unsigned reclaim;
+	/* The hash seeds: 0 draws them at random (the default: nobody can
+	 * pick keys that collide in a table they did not see created);
+	 * another value derives them from it, for runs that must repeat. */
+	uint64_t seed;
 	/* Process-local: bytes of a subtable a split works on at a time
 	 * (rounded down to 192-byte bucket groups; its registered buffer is
 	 * about 3.5 times that).  0: 60 KiB. */
@@ -126,6 +130,14 @@ const char *smart_ht_name(const smart_ht_t *t);
  * or read freed memory).  On an error t stays open and whatever was not
  * freed yet stays allocated. */
 int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
+
+/* Recovery sweep: finish or undo every split a dead client left locked,
+ * and clear every tentative slot a dead client left (their blocks are
+ * retired).  Operations do this by themselves, lazily, for what they run
+ * into; a sweep does it for the whole table (e.g. after crashes, before a
+ * check).  Counts go to smart_ht_stats (recovered, tent_cleared).  Reads
+ * the whole table: as costly as a scan. */
+int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w);
 
 /* Free the local table object (the remote table stays).  NULL is a no-op;
  * returns 0. */

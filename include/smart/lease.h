@@ -43,6 +43,11 @@ int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id);
  * fenced: for at most lease_ms plus one renewal period after it stopped. */
 int smart_lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id);
 
+/* The same, from the lease word read now (one round trip): for a decision
+ * that cannot wait for the keeper's next look, e.g. whether a holder that
+ * just lost a race is still there to clean up after itself. */
+int smart_lease_alive_now(smart_worker_t *w, uint16_t blade, uint16_t id);
+
 /* Fence the client with this id now, whatever its lease says (an
  * operator's or a recovery tool's decision; the keepers do it by
  * themselves for clients that stopped renewing).  0 when it is fenced or

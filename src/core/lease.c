@@ -306,25 +306,40 @@ static int lease_args(smart_worker_t *w, uint16_t blade, uint16_t id,
 	return 0;
 }
 
-int smart_lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id)
+/* alive / alive_now: from the keeper's view unless `now` (or the view
+ * has not seen this id: a newer client, or one gone), else the word read
+ * now. */
+static int lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id,
+		       int now)
 {
 	struct smart__blade *b;
-	uint64_t v;
+	uint64_t v = 0;
 	int rc = lease_args(w, blade, id, &b);
 
 	if (rc)
 		return rc;
 	if (id == b->lease_id)
 		return !atomic_load(&w->ctx->fenced);
-	v = atomic_load_explicit(&b->lease->view[smart_lease_slot_of(id)],
-				 memory_order_relaxed);
-	if (smart_lease_word_id(v) != id) {
-		/* not seen yet (a newer client) or gone: ask the blade */
+	if (!now)
+		v = atomic_load_explicit(&b->lease->view[
+					 smart_lease_slot_of(id)],
+					 memory_order_relaxed);
+	if (now || smart_lease_word_id(v) != id) {
 		rc = lease_word_now(w, b, id, &v);
 		if (rc)
 			return rc;
 	}
 	return smart_lease_word_id(v) == id && !(v & SMART_LEASE_FENCED);
+}
+
+int smart_lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id)
+{
+	return lease_alive(w, blade, id, 0);
+}
+
+int smart_lease_alive_now(smart_worker_t *w, uint16_t blade, uint16_t id)
+{
+	return lease_alive(w, blade, id, 1);
 }
 
 int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id)

@@ -29,11 +29,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "harness/lease_blade.h"
 #include "harness/smartd_proc.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 
-#define SECRET "lease-test-secret-0123"
 #define LEASE_MS 400
 #define PERIOD_MS (LEASE_MS / 8)
 #define SLACK_MS 400
@@ -42,40 +42,15 @@ static char secret_path[] = "/tmp/smart-lease-secret-XXXXXX";
 
 static smart_blade_t *blade_start(void)
 {
-	struct smart_blade_config cfg;
-	smart_blade_t *b;
-
-	smart_blade_config_init(&cfg);
-	cfg.size = 8 << 20;
-	cfg.chunk_size = 64 << 10;
-	cfg.listen = "127.0.0.1:0";
-	cfg.secret = SECRET;
-	cfg.secret_len = strlen(SECRET);
-	cfg.lease_ms = LEASE_MS;
-	cfg.hugepages = 0;
-	CHECK_OK(smart_blade_create(&cfg, &b));
-	return b;
+	return lb_blade_start(8 << 20, LEASE_MS);
 }
 
 static smart_ctx_t *ctx_open(const char *addr, uint16_t *blade)
 {
-	smart_opts_t *o;
-	smart_ctx_t *ctx;
-
-	CHECK_OK(smart_opts_create_defaults(&o));
-	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "4M"));
-	CHECK_OK(smart_opts_set(o, "log_level", "error"));
-	CHECK_OK(smart_ctx_create(o, &ctx));
-	smart_opts_destroy(o);
-	CHECK_OK(smart_ctx_connect(ctx, addr, blade));
-	return ctx;
+	return lb_ctx_open(addr, secret_path, blade);
 }
 
-static uint64_t now_ms(void)
-{
-	return smart_now_ns() / 1000000;
-}
+#define now_ms lb_now_ms
 
 /* Poll until alive(id) is 0; returns the ms it took, or -1 on timeout. */
 static int64_t wait_dead(smart_worker_t *w, uint16_t blade, uint16_t id,
@@ -569,7 +544,7 @@ static void test_dead_blade(void)
 int main(int argc, char **argv)
 {
 	guard_init(120);
-	secret_file(secret_path, SECRET);
+	secret_file(secret_path, LB_SECRET);
 	return test_main(argc, argv, (struct test_case[]){
 		{ "basics", test_basics },
 		{ "stopped", test_stopped },

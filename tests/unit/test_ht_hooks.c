@@ -17,6 +17,11 @@
  *   verify            a reader with a stale directory finds a key frozen
  *                     in the old subtable after it was updated in the new
  *                     one: it must not return the old value;
+ *   freeze            updates while a split copies the subtable: none is
+ *                     lost;
+ *   epoch             a reader between a slot and its block while the
+ *                     block is replaced and reclamation runs: it never
+ *                     reads a freed block;
  *   dup_insert        two inserts of one key, each stopped after placing
  *                     its tentative slot: exactly one succeeds;
  *   header_check      a client with a stale directory inserts after splits:
@@ -125,6 +130,45 @@ static void expect_value(smart_ht_t *t, smart_worker_t *w, const char *k,
 	CHECK_EQ(n, strlen(v));
 	CHECK_MSG(!memcmp(buf, v, n), "key %s: value '%.*s', expected '%s'", k,
 		  (int)n, buf, v);
+}
+
+/* Insert n keys prefix00.. (value = key): fills a small table until it
+ * splits. */
+static void fill_keys(smart_ht_t *t, smart_worker_t *w, const char *prefix,
+		      int n)
+{
+	char k[16];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%s%02d", prefix, i);
+		CHECK_OK(smart_ht_insert(t, w, k, strlen(k), k, strlen(k)));
+	}
+}
+
+/* n keys prefix00..: inserted with value val, or expected to hold it. */
+static void keys_insert(smart_ht_t *t, smart_worker_t *w, const char *prefix,
+			int n, const char *val)
+{
+	char k[16];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%s%02d", prefix, i);
+		CHECK_OK(smart_ht_insert(t, w, k, strlen(k), val, strlen(val)));
+	}
+}
+
+static void keys_expect(smart_ht_t *t, smart_worker_t *w, const char *prefix,
+			int n, const char *val)
+{
+	char k[16];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%s%02d", prefix, i);
+		expect_value(t, w, k, val);
+	}
 }
 
 static struct smart_ht_stats stats(smart_ht_t *t, smart_worker_t *w)
@@ -275,15 +319,8 @@ struct cl_run {
 
 static void cl_first(smart_worker_t *w, void *p)
 {
-	struct cl_run *r = p;
-	char k[16];
-	int i;
-
 	/* fills the one subtable until it splits (and stops in publish) */
-	for (i = 0; i < 40; i++) {
-		snprintf(k, sizeof(k), "first%02d", i);
-		CHECK_OK(smart_ht_insert(r->t, w, k, strlen(k), k, strlen(k)));
-	}
+	fill_keys(((struct cl_run *)p)->t, w, "first", 40);
 }
 
 static void cl_inserter(smart_worker_t *w, void *p)
@@ -387,14 +424,7 @@ struct vf_run {
 
 static void vf_split(smart_worker_t *w, void *p)
 {
-	struct vf_run *r = p;
-	char k[16];
-	int i;
-
-	for (i = 0; i < 30; i++) {
-		snprintf(k, sizeof(k), "fill%02d", i);
-		CHECK_OK(smart_ht_insert(r->t, w, k, strlen(k), k, strlen(k)));
-	}
+	fill_keys(((struct vf_run *)p)->t, w, "fill", 30);
 }
 
 static void vf_writer(smart_worker_t *w, void *p)
@@ -445,16 +475,12 @@ static void test_verify(void)
 	struct ctl c = { 0 };
 	smart_worker_t *w;
 	smart_ht_t *t, *stale;
-	char k[16];
 	int i;
 
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	t = table(w, 0, 2);
-	for (i = 0; i < VF_KEYS; i++) {
-		snprintf(k, sizeof(k), "v%02d", i);
-		CHECK_OK(smart_ht_insert(t, w, k, strlen(k), "old", 3));
-	}
+	keys_insert(t, w, "v", VF_KEYS, "old");
 	stale = reopen(w);	/* its directory: before any split */
 	CHECK_OK(smart_ctx_set_hook(f.ctx, hook, &c));
 	rule_arm(&c, 0, "ht.split.published", ACT_PAUSE, 0);
@@ -476,11 +502,150 @@ static void test_verify(void)
 	CHECK_GT(rd.checked, 0);
 	CHECK_GT(st.frozen_hits, 0);
 	CHECK_GT(st.verify_retries, 0);
-	for (i = 0; i < VF_KEYS; i++) {
-		snprintf(k, sizeof(k), "v%02d", i);
-		expect_value(stale, w, k, "new");
-	}
+	keys_expect(stale, w, "v", VF_KEYS, "new");
 	smart_ht_close(stale);
+	smart_ht_close(t);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* ---- freeze ----------------------------------------------------------------- */
+
+/* Updates while a split copies the subtable: none may be lost. */
+struct fz_run {
+	smart_ht_t *t;
+	struct ctl *c;
+	int key;
+};
+
+static void fz_split(smart_worker_t *w, void *p)
+{
+	fill_keys(((struct fz_run *)p)->t, w, "fill", 30);
+}
+
+static void fz_writer(smart_worker_t *w, void *p)
+{
+	struct fz_run *r = p;
+	char k[16];
+
+	wait_for(w, &r->c->r[0].paused);	/* N built, not published */
+	snprintf(k, sizeof(k), "z%02d", r->key);
+	CHECK_OK(smart_ht_update(r->t, w, k, strlen(k), "new", 3));
+}
+
+static void fz_ctl(smart_worker_t *w, void *p)
+{
+	struct ctl *c = p;
+
+	wait_for(w, &c->r[0].paused);
+	yield_n(w, 300);	/* every writer has tried */
+	c->r[0].release = 1;
+}
+
+static void test_freeze(void)
+{
+	struct fz_run wr[VF_KEYS], sp;
+	struct fixture f;
+	struct ctl c = { 0 };
+	smart_worker_t *w;
+	smart_ht_t *t, *fresh;
+	int i;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	t = table(w, 0, 2);
+	keys_insert(t, w, "z", VF_KEYS, "old");
+	CHECK_OK(smart_ctx_set_hook(f.ctx, hook, &c));
+	rule_arm(&c, 0, "ht.split.built", ACT_PAUSE, 0);
+	sp = (struct fz_run){ t, &c, 0 };
+	CHECK_OK(smart_task_spawn(w, fz_split, &sp));
+	for (i = 0; i < VF_KEYS; i++) {
+		wr[i] = (struct fz_run){ t, &c, i };
+		CHECK_OK(smart_task_spawn(w, fz_writer, &wr[i]));
+	}
+	CHECK_OK(smart_task_spawn(w, fz_ctl, &c));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
+	CHECK_EQ(c.r[0].fired, 1);
+	fresh = reopen(w);
+	keys_expect(fresh, w, "z", VF_KEYS, "new");
+	smart_ht_close(fresh);
+	smart_ht_close(t);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* ---- epoch ------------------------------------------------------------------- */
+
+/* A reader that has read a slot and not yet its block, while the block is
+ * replaced, retired, reclaimed and its memory reused for another key: the
+ * reader's announcement keeps the block from being freed meanwhile. */
+struct ep_run {
+	smart_ht_t *t;
+	struct ctl *c;
+	int rc;
+	char v[16];
+	size_t n;
+};
+
+static void ep_reader(smart_worker_t *w, void *p)
+{
+	struct ep_run *r = p;
+
+	r->rc = smart_ht_search(r->t, w, "E", 1, r->v, sizeof(r->v), &r->n);
+}
+
+static void ep_writer(smart_worker_t *w, void *p)
+{
+	struct ep_run *r = p;
+	char k[16];
+	int i;
+
+	wait_for(w, &r->c->r[0].paused);	/* the reader has the slot */
+	CHECK_OK(smart_ht_update(r->t, w, "E", 1, "two", 3));
+	/* reclaim what was retired (the old block: unless a reader still
+	 * may hold it), and allocate blocks of its size for other keys */
+	for (i = 0; i < 300; i++) {
+		snprintf(k, sizeof(k), "e%03d", i % 50);
+		CHECK_OK(smart_ht_upsert(r->t, w, k, strlen(k), "xyz", 3));
+	}
+	(void)smart_epoch_drain(w, 1, 50);
+	for (i = 0; i < 300; i++) {
+		snprintf(k, sizeof(k), "f%03d", i);
+		CHECK_OK(smart_ht_insert(r->t, w, k, strlen(k), "abc", 3));
+	}
+	r->c->r[0].release = 1;
+}
+
+static void test_epoch(void)
+{
+	struct ep_run r = { 0 };
+	struct fixture f;
+	struct ctl c = { 0 };
+	smart_worker_t *w;
+	smart_ht_t *t;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	t = table(w, 2, 256);
+	CHECK_OK(smart_ht_insert(t, w, "E", 1, "one", 3));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, hook, &c));
+	rule_arm(&c, 0, "ht.search.read", ACT_PAUSE, 0);
+	r.t = t;
+	r.c = &c;
+	CHECK_OK(smart_task_spawn(w, ep_reader, &r));
+	CHECK_OK(smart_task_spawn(w, ep_writer, &r));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
+	/* the old value, read before the update landed, or the new one:
+	 * anything else is a block that was freed under the reader */
+	CHECK_MSG(r.rc == 0 && r.n == 3 &&
+		  (!memcmp(r.v, "one", 3) || !memcmp(r.v, "two", 3)),
+		  "reader: %s, %zu bytes '%.*s'", smart_status_name(r.rc),
+		  r.n, (int)(r.n < 16 ? r.n : 16), r.v);
+	/* the reader gone, reclamation frees what waited for it */
+	CHECK_OK(smart_epoch_drain(w, 1, 1000));
+	CHECK_GT(stats(t, w).freed, 0);
 	smart_ht_close(t);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
@@ -615,6 +780,8 @@ int main(int argc, char **argv)
 		{ "abort_tent", test_abort_tent },
 		{ "child_locked", test_child_locked },
 		{ "verify", test_verify },
+		{ "freeze", test_freeze },
+		{ "epoch", test_epoch },
 		{ "dup_insert", test_dup_insert },
 		{ "header_check", test_header_check },
 		{ "spec_stale", test_spec_stale },

@@ -116,12 +116,19 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 	return rc;
 }
 
-/* Random hash seeds: the kernel's, else /dev/urandom's. */
-static int seeds_draw(uint64_t seed[2])
+/* Random hash seeds: the kernel's, else /dev/urandom's; or derived from
+ * a chosen seed. */
+static int seeds_draw(uint64_t seed[2], uint64_t chosen)
 {
-	ssize_t n = getrandom(seed, 2 * sizeof(*seed), 0);
+	ssize_t n;
 	int fd;
 
+	if (chosen) {
+		seed[0] = smart_hash64(&chosen, sizeof(chosen), 1);
+		seed[1] = smart_hash64(&chosen, sizeof(chosen), 2);
+		return 0;
+	}
+	n = getrandom(seed, 2 * sizeof(*seed), 0);
 	if (n == (ssize_t)(2 * sizeof(*seed)))
 		return 0;
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -161,7 +168,7 @@ int smart__ht_build(smart_worker_t *w, uint16_t home,
 	m->buckets = c->buckets;
 	if (name)
 		strncpy(m->name, name, HT_NAME_MAX);
-	rc = seeds_draw(m->seed);
+	rc = seeds_draw(m->seed, c->seed);
 	for (i = 0; i < n && !rc; i++) {
 		rc = build_shard(w, c, c->blades ? c->blades[i] : home,
 				 b->fill, b->dir, &m->dir[i]);

@@ -43,6 +43,7 @@ struct smart_ht {
 	/* counters of what went through this object (smart_ht_stats) */
 	_Atomic uint64_t splits, retired, recovered, tent_cleared, leaked;
 	_Atomic uint64_t header_retries, verify_retries, frozen_hits;
+	_Atomic int splitting;		/* splits running through this object */
 	struct ht_shard shard[SMART_HT_SHARDS_MAX];
 };
 

@@ -744,7 +744,9 @@ static int insert_withdraw(struct ht_op *op)
 	return rc ? rc : SMART_EEXIST;
 }
 
-/* Kill the tentative duplicates above us; EAGAIN if one changed. */
+/* Kill the tentative duplicates above us; EAGAIN if one changed.  A
+ * killed slot's holder retires its block when it sees the kill; one that
+ * is dead cannot, and then we do. */
 static int insert_kill_dups(struct ht_op *op)
 {
 	uint64_t *old = &op->word[1];
@@ -760,6 +762,12 @@ static int insert_kill_dups(struct ht_op *op)
 			return rc;
 		if (*old != c->val && *old)
 			return SMART_EAGAIN;
+		if (*old == c->val && !SMART_M_HT_NO_TENT_RECOVERY &&
+		    c->owner != op->sh->lease &&
+		    smart_lease_alive_now(op->w, op->sh->blade, c->owner) == 0) {
+			op_retire(op, c->val);
+			count(&op->t->tent_cleared);
+		}
 	}
 	return 0;
 }

@@ -15,10 +15,17 @@
  *     entry stays locked until every alias is written): then that split,
  *     found through the parent's record, is finished; otherwise the holder
  *     died between its last steps and the entry is simply unlocked.
+ * The sweep (smart_ht_sweep) does the same for every locked entry of the
+ * table, and clears the tentative slots of dead clients.
+ *
  * Invariants: only the lock holder changes a record or a frozen slot;
  * nothing here runs unless the holder is dead.
  */
+#include <string.h>
+
 #include "ds/ht/ht_internal.h"
+
+#define SWEEP_BUF	(60u << 10)	/* a multiple of HT_GROUP */
 
 /* CAS entry i from `from` to `to`: 0 when it now holds `to`. */
 static int take(smart_worker_t *w, struct ht_shard *sh, unsigned i,
@@ -99,5 +106,115 @@ int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	if (!rc)
 		atomic_fetch_add_explicit(&t->recovered, 1,
 					  memory_order_relaxed);
+	return rc;
+}
+
+/* ---- the sweep ---------------------------------------------------------- */
+
+/* Tentative slots of dead clients in one chunk (read into buf) of the
+ * subtable at off: read their blocks' headers, clear the dead ones'. */
+static int sweep_chunk(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
+		       uint64_t off, size_t len, struct ht_bucket *buf,
+		       struct ht_kv *hdr)
+{
+	size_t nb = len / HT_BUCKET, b, n = 0, i;
+	unsigned j;
+	int rc, rc2;
+
+	rc = smart_read_sync(w, smart_gaddr(sh->blade, off), len, buf);
+	for (b = 0; !rc && b < nb; b++)
+		for (j = 0; !rc && j < HT_SLOTS; j++) {
+			uint64_t v = buf[b].slot[j];
+
+			if (!(v & HT_SLOT_TENT) || (v & HT_SLOT_FROZEN) ||
+			    !HT_SLOT_UNITS(v))
+				continue;
+			rc = smart_read(w, smart_gaddr(sh->blade,
+						       HT_SLOT_PTR(v)),
+					sizeof(*hdr), &hdr[b * HT_SLOTS + j]);
+			n++;
+		}
+	rc2 = n ? smart_sync(w) : 0;
+	rc = rc ? rc : rc2;
+	for (i = 0; !rc && i < nb * HT_SLOTS; i++) {
+		uint64_t v = buf[i / HT_SLOTS].slot[i % HT_SLOTS], old;
+		uint16_t owner = hdr[i].owner;
+
+		if (!(v & HT_SLOT_TENT) || (v & HT_SLOT_FROZEN) ||
+		    !HT_SLOT_UNITS(v) || owner == sh->lease ||
+		    smart_lease_alive(w, sh->blade, owner) != 0)
+			continue;
+		rc = smart_cas_sync(w, smart_gaddr(sh->blade, off +
+						   (i / HT_SLOTS) * HT_BUCKET +
+						   8 + 8 * (i % HT_SLOTS)),
+				    v, 0, &old);
+		if (rc || old != v)
+			continue;
+		if (sh->reclaim &&
+		    !smart_epoch_retire(w, sh->blade,
+					smart_gaddr(sh->blade, HT_SLOT_PTR(v)),
+					HT_SLOT_UNITS(v) * HT_KV_UNIT))
+			atomic_fetch_add(&t->retired, 1);
+		atomic_fetch_add(&t->tent_cleared, 1);
+	}
+	return rc;
+}
+
+static int sweep_shard(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
+		       void *scratch)
+{
+	uint64_t ssz = smart__ht_sub_size(t), seen[HT_DIR_ENTRIES], off;
+	struct ht_bucket *buf = scratch;
+	struct ht_kv *hdr = (struct ht_kv *)((char *)scratch + SWEEP_BUF);
+	unsigned i, k, nseen = 0;
+	int rc, entered = 0;
+
+	rc = smart__ht_dir_refresh(t, w, sh);
+	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++) {
+		uint64_t e = atomic_load(&sh->ent[i]);
+
+		if (HT_ENT_LOCKED(e)) {
+			rc = smart__ht_recover(t, w, sh, i, e);
+			if (rc == SMART_EAGAIN)
+				rc = 0;	/* alive, or moved on */
+		}
+	}
+	if (!rc)
+		rc = smart__ht_dir_refresh(t, w, sh);
+	if (!rc && sh->reclaim) {
+		rc = smart_epoch_enter(w, sh->blade);
+		entered = !rc;
+	}
+	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++) {
+		off = HT_ENT_OFF(atomic_load(&sh->ent[i]));
+		for (k = 0; k < nseen && seen[k] != off; k++)
+			;
+		if (k < nseen)
+			continue;
+		seen[nseen++] = off;
+		for (uint64_t p = 0; !rc && p < ssz; p += SWEEP_BUF)
+			rc = sweep_chunk(t, w, sh, off + p, ssz - p < SWEEP_BUF ?
+					 (size_t)(ssz - p) : SWEEP_BUF, buf, hdr);
+	}
+	if (entered)
+		smart_epoch_exit(w);
+	return rc;
+}
+
+int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w)
+{
+	size_t mark;
+	void *scratch;
+	unsigned i;
+	int rc;
+
+	if (!t || !w)
+		return SMART_EINVAL;
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, SWEEP_BUF + SWEEP_BUF / HT_BUCKET *
+				 HT_SLOTS * sizeof(struct ht_kv), &scratch);
+	for (i = 0; !rc && i < t->nshards; i++)
+		rc = sweep_shard(t, w, &t->shard[i], scratch);
+	smart_scratch_release(w, mark);
 	return rc;
 }

@@ -39,6 +39,10 @@
 #define SPLIT_PEND	(SPLIT_BLK_BUF / HT_KV_UNIT)
 #define SPLIT_FREEZE_MAX 4096
 #define SPLIT_RETRY	4		/* attempts at the steps after publish */
+/* Splits one table object runs at once: each holds a registered buffer of
+ * about 3.5 x split_chunk, and many tasks may find their subtables full
+ * together; the others wait (retry) rather than exhaust the pool. */
+#define SPLIT_CONCURRENT 4
 
 _Static_assert(SPLIT_BLK_BUF >= HT_KV_UNIT * HT_KV_UNITS_MAX, "blk buf");
 
@@ -214,20 +218,66 @@ static int move_chunk(struct split *sp, uint64_t coff, size_t clen)
 	return rc;
 }
 
+/* A settled chunk's tentative slots were dropped: their inserts start
+ * over and retire or re-place their blocks, unless the holder is dead;
+ * then the block is retired here.  The headers were read in settle. */
+static void settle_dead_tents(struct split *sp, size_t nb)
+{
+	size_t b;
+	unsigned j;
+
+	for (b = 0; b < nb; b++)
+		for (j = 0; j < HT_SLOTS; j++) {
+			uint64_t x = sp->sbuf[b].slot[j];
+			const struct ht_kv *kv = (const void *)(sp->blk +
+				(b * HT_SLOTS + j) * sizeof(struct ht_kv));
+
+			if (!(x & HT_SLOT_FROZEN) || !(x & HT_SLOT_TENT) ||
+			    !HT_SLOT_UNITS(x) || kv->owner == sp->sh->lease ||
+			    SMART_M_HT_NO_TENT_RECOVERY ||
+			    smart_lease_alive_now(sp->w, sp->sh->blade,
+						  kv->owner) != 0)
+				continue;
+			if (sp->sh->reclaim &&
+			    !smart_epoch_retire(sp->w, sp->sh->blade,
+						smart_gaddr(sp->sh->blade,
+							    HT_SLOT_PTR(x)),
+						HT_SLOT_UNITS(x) * HT_KV_UNIT))
+				atomic_fetch_add(&sp->t->retired, 1);
+			atomic_fetch_add(&sp->t->tent_cleared, 1);
+		}
+}
+
 /* CAS every frozen slot of the chunk to its final value.  Nobody but the
  * lock holder changes a frozen slot, so these CASes cannot fail (one that
  * finds the slot settled already was done by a holder before us).  A
  * tentative slot becomes 0 on abort too: its insert saw it frozen and gave
- * it up (it retires or re-places its block itself). */
+ * it up (it retires or re-places its block itself; a dead holder's is
+ * retired here). */
 static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
 			int abort)
 {
 	size_t nb = clen / HT_BUCKET, b, bbase = coff / HT_BUCKET;
-	unsigned j;
+	unsigned j, tents = 0;
 	int rc;
 
 	rc = smart_read_sync(sp->w, smart_gaddr_add(sp->old, coff), clen,
 			     sp->sbuf);
+	/* the headers of tentative blocks: whose are they? */
+	for (b = 0; b < nb && !rc; b++)
+		for (j = 0; j < HT_SLOTS && !rc; j++) {
+			uint64_t x = sp->sbuf[b].slot[j];
+
+			if (!(x & HT_SLOT_FROZEN) || !(x & HT_SLOT_TENT) ||
+			    !HT_SLOT_UNITS(x))
+				continue;
+			rc = smart_read(sp->w, smart_gaddr(sp->sh->blade,
+						    HT_SLOT_PTR(x)),
+					sizeof(struct ht_kv), sp->blk +
+					(b * HT_SLOTS + j) *
+					sizeof(struct ht_kv));
+			tents++;
+		}
 	for (b = 0; b < nb && !rc; b++)
 		for (j = 0; j < HT_SLOTS && !rc; j++) {
 			uint64_t x = sp->sbuf[b].slot[j], nv;
@@ -243,7 +293,10 @@ static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
 			rc = smart_cas(sp->w, slot_gaddr(sp, coff, b, j), x, nv,
 				       NULL);
 		}
-	return drain(sp->w, rc);
+	rc = drain(sp->w, rc);
+	if (!rc && tents && !(abort && SMART_M_HT_ABORT_KEEPS_TENT))
+		settle_dead_tents(sp, nb);
+	return rc;
 }
 
 static size_t chunk_len(const struct split *sp, uint64_t off)
@@ -458,7 +511,11 @@ static int split_locked(struct split *sp, int *keep_sib)
 static int split_bufs(struct split *sp)
 {
 	size_t slots = sp->chunk / HT_BUCKET * HT_SLOTS;
-	size_t n = 2 * sp->chunk + slots * 8 + SPLIT_BLK_BUF;
+	/* blk holds the blocks being classified, or a chunk's tentative
+	 * blocks' headers (settle_chunk) */
+	size_t blk = slots * sizeof(struct ht_kv) > SPLIT_BLK_BUF ?
+		     slots * sizeof(struct ht_kv) : SPLIT_BLK_BUF;
+	size_t n = 2 * sp->chunk + slots * 8 + blk;
 	uint8_t *p;
 	int rc;
 
@@ -563,9 +620,14 @@ int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	}
 	if (HT_ENT_DEPTH(ent) >= SMART_HT_DEPTH_MAX)
 		return SMART_ENOSPC;
+	if (atomic_fetch_add(&t->splitting, 1) >= SPLIT_CONCURRENT) {
+		atomic_fetch_sub(&t->splitting, 1);
+		return SMART_EAGAIN;
+	}
 	split_init(&sp, t, w, sh, smart__ht_canon(ent, sub), HT_ENT_DEPTH(ent),
 		   ent);
 	rc = split_run(&sp);
+	atomic_fetch_sub(&t->splitting, 1);
 	if (!rc)
 		atomic_fetch_add_explicit(&t->splits, 1, memory_order_relaxed);
 	split_fini(&sp);

@@ -1,0 +1,309 @@
+/*
+ * Smart-HT after its clients die (docs/ht.md §7, DESIGN.md §9): a client
+ * process is stopped for good at every named step of an insert and of a
+ * split (its hook _exit()s there, or stops it with SIGSTOP), and then
+ * another client must find every key it had acknowledged, read and write
+ * every key with no SMART_ERETRY, insert the key the dead one was
+ * inserting, and grow the table through the subtable it was splitting.
+ *
+ * Asserted besides: recovery happened where something was held (a split
+ * lock taken over, a tentative slot cleared; smart_ht_stats counters), and
+ * a stopped holder delays the others by at most lease_ms plus a renewal
+ * period (and scheduling slack), a killed one by much less (the blade
+ * sees its session close).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/lease_blade.h"
+#include "harness/smartd_proc.h"
+#include "harness/test.h"
+#include "smart/smart.h"
+#include "smart/ht.h"
+
+#define LEASE_MS	400
+#define PERIOD_MS	(LEASE_MS / 8)
+#define SLACK_MS	300
+#define CHILD_KEYS	400
+#define MAX_KEYS	(64 * CHILD_KEYS)
+
+static char secret_path[] = "/tmp/smart-htrec-secret-XXXXXX";
+
+enum { DIE_EXIT, DIE_STOP };
+
+struct step {
+	const char *point;
+	int hit;		/* act at this hit of the point */
+	int mode;
+	int holds;		/* what the dead client leaves: */
+#define HOLD_NONE	0
+#define HOLD_SPLIT	1	/* a split lock (recovered) */
+#define HOLD_TENT	2	/* a tentative slot (cleared) */
+};
+
+static const struct step steps[] = {
+	{ "ht.insert.read", 5, DIE_EXIT, HOLD_NONE },
+	{ "ht.insert.placed", 5, DIE_EXIT, HOLD_TENT },
+	{ "ht.insert.resolved", 5, DIE_EXIT, HOLD_TENT },
+	{ "ht.insert.committed", 5, DIE_EXIT, HOLD_NONE },
+	{ "ht.split.locked", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.frozen", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.built", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.publishing", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.canonical", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.published", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.headers", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.settled", 1, DIE_EXIT, HOLD_SPLIT },
+	{ "ht.split.unlocking", 1, DIE_EXIT, HOLD_SPLIT },
+	/* stopped, not killed: others wait for its lease */
+	{ "ht.split.frozen", 1, DIE_STOP, HOLD_SPLIT },
+	{ "ht.insert.placed", 3, DIE_STOP, HOLD_TENT },
+};
+
+/* ---- the client that dies ------------------------------------------------ */
+
+struct child_hook {
+	const struct step *st;
+	int hits;
+};
+
+static int child_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct child_hook *h = arg;
+
+	(void)w;
+	if (strcmp(point, h->st->point) || ++h->hits != h->st->hit)
+		return 0;
+	if (h->st->mode == DIE_EXIT)
+		_exit(0);
+	raise(SIGSTOP);		/* and never resumed: killed later */
+	return 0;
+}
+
+static void key_of(char *k, size_t n, int round, int i)
+{
+	snprintf(k, n, "r%02d-%04d", round, i);
+}
+
+/* Insert the round's keys, acknowledging each on the pipe, until the
+ * hook ends the process.  Exit 3: the point was never reached. */
+static void child_main(const char *addr, int round, const struct step *st,
+		       int wr)
+{
+	struct child_hook h = { st, 0 };
+	smart_worker_t *w;
+	smart_ht_t *t;
+	uint16_t blade;
+	smart_ctx_t *ctx = lb_ctx_open(addr, secret_path, &blade);
+	uint16_t id;
+	char k[16];
+	int i, rc;
+
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_ht_open(w, blade, 0, &t));
+	CHECK_OK(smart_ctx_set_hook(ctx, child_hook, &h));
+	CHECK_OK(smart_lease_id(ctx, blade, &id));
+	i = id;
+	CHECK_EQ(write(wr, &i, sizeof(i)), (ssize_t)sizeof(i));
+	for (i = 0; i < CHILD_KEYS; i++) {
+		key_of(k, sizeof(k), round, i);
+		rc = smart_ht_insert(t, w, k, strlen(k), k, strlen(k));
+		if (rc)
+			_exit(2);
+		CHECK_EQ(write(wr, &i, sizeof(i)), (ssize_t)sizeof(i));
+	}
+	_exit(3);
+}
+
+/* ---- the others ------------------------------------------------------------ */
+
+struct world {
+	smart_blade_t *b;
+	uint16_t blade;
+	smart_ctx_t *ctx;
+	smart_worker_t *w;
+	smart_ht_t *t;
+	/* every key some client was told is in, with its value (the key) */
+	int acked[64];		/* per round: keys 0..acked-1 */
+	uint16_t child_id;	/* the lease id of the one that dies */
+	uint64_t t_dead;	/* when it died (ms) */
+};
+
+static void expect_present(struct world *wd, const char *k)
+{
+	char v[32];
+	size_t n;
+
+	CHECK_OK(smart_ht_search(wd->t, wd->w, k, strlen(k), v, sizeof(v),
+				 &n));
+	CHECK(n == strlen(k) && !memcmp(v, k, n));
+}
+
+/* Fork a client that dies at st, and wait for its death: *acked keys
+ * were acknowledged.  Returns its pid (stopped) for DIE_STOP, else 0. */
+static pid_t run_child(struct world *wd, int round, const struct step *st,
+		       int *acked)
+{
+	pid_t pid;
+	int p[2], i, st_, n = 0;
+
+	CHECK_EQ(pipe(p), 0);
+	fflush(NULL);
+	pid = fork();
+	CHECK_GE(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		child_main(smart_blade_address(wd->b), round, st, p[1]);
+	}
+	guard.pids[0] = pid;
+	close(p[1]);
+	CHECK_EQ(read(p[0], &i, sizeof(i)), (ssize_t)sizeof(i));
+	wd->child_id = (uint16_t)i;
+	if (st->mode == DIE_STOP) {
+		CHECK_EQ(waitpid(pid, &st_, WUNTRACED), pid);
+		CHECK_MSG(WIFSTOPPED(st_), "child did not stop at %s",
+			  st->point);
+		wd->t_dead = lb_now_ms();
+		/* what it acknowledged before stopping is in the pipe */
+		CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+		while (read(p[0], &i, sizeof(i)) == (ssize_t)sizeof(i))
+			n = i + 1;
+		close(p[0]);
+		*acked = n;
+		return pid;
+	}
+	while (read(p[0], &i, sizeof(i)) == (ssize_t)sizeof(i))
+		n = i + 1;
+	close(p[0]);
+	CHECK_EQ(waitpid(pid, &st_, 0), pid);
+	wd->t_dead = lb_now_ms();
+	guard.pids[0] = 0;
+	CHECK_MSG(WIFEXITED(st_) && WEXITSTATUS(st_) == 0,
+		  "child at %s: status %d (3: the point was never reached)",
+		  st->point, WIFEXITED(st_) ? WEXITSTATUS(st_) : -1);
+	*acked = n;
+	/* the blade fences it when it sees the session close: a moment
+	 * later, not at once (a holder killed in that moment is still
+	 * alive to others, and a tentative slot of its that a competing
+	 * insert kills then leaks its block: docs/ht.md §7) */
+	for (i = 0; i < 2000; i++) {
+		int alive = smart_lease_alive_now(wd->w, wd->blade,
+						  wd->child_id);
+
+		CHECK_GE(alive, 0);
+		if (!alive)
+			break;
+		sleep_ms(1);
+	}
+	return 0;
+}
+
+/* After the death: the key it was inserting, then more keys through its
+ * subtable, then every key read and rewritten.  Returns the ms from the
+ * death to the end of the first operation (what the dead client cost the
+ * others). */
+static uint64_t survive(struct world *wd, int round)
+{
+	uint64_t first;
+	char k[16];
+	int r, i, rc;
+
+	/* the key in flight: present (committed) or insertable now */
+	key_of(k, sizeof(k), round, wd->acked[round]);
+	rc = smart_ht_insert(wd->t, wd->w, k, strlen(k), k, strlen(k));
+	CHECK_MSG(rc == 0 || rc == SMART_EEXIST, "insert %s: %s", k,
+		  smart_status_name(rc));
+	first = lb_now_ms() - wd->t_dead;
+	wd->acked[round]++;
+	/* grow the table: splits go through the dead one's subtable */
+	for (i = 0; i < 40; i++) {
+		snprintf(k, sizeof(k), "s%02d-%04d", round, i);
+		CHECK_OK(smart_ht_insert(wd->t, wd->w, k, strlen(k), k,
+					 strlen(k)));
+	}
+	for (r = 0; r <= round; r++)
+		for (i = 0; i < wd->acked[r]; i++) {
+			key_of(k, sizeof(k), r, i);
+			expect_present(wd, k);
+			CHECK_OK(smart_ht_update(wd->t, wd->w, k, strlen(k), k,
+						 strlen(k)));
+		}
+	return first;
+}
+
+static void test_deaths(void)
+{
+	struct world wd = { 0 };
+	struct smart_ht_config c;
+	struct smart_ht_stats st0, st1;
+	uint64_t ms, kill_max = 0;
+	unsigned s;
+
+	wd.b = lb_blade_start(64 << 20, LEASE_MS);
+	wd.ctx = lb_ctx_open(smart_blade_address(wd.b), secret_path,
+			     &wd.blade);
+	CHECK_OK(smart_worker_create(wd.ctx, &wd.w));
+	smart_ht_config_init(&c);
+	c.depth = 0;
+	c.buckets = 2;		/* a split every ~20 inserts */
+	c.seed = 0x7e57;	/* the same layout, run after run */
+	CHECK_OK(smart_ht_create(wd.w, wd.blade, 0, &c, &wd.t));
+	for (s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
+		const struct step *st = &steps[s];
+		pid_t stopped;
+
+		CHECK_OK(smart_ht_stats(wd.t, wd.w, &st0));
+		stopped = run_child(&wd, (int)s, st, &wd.acked[s]);
+		/* a stopped inserter's slot may be killed by a lower duplicate
+		 * without waiting: let it be fenced first, so that its slot
+		 * is still there to be cleared */
+		if (st->mode == DIE_STOP && st->holds == HOLD_TENT)
+			sleep_ms(LEASE_MS + 2 * PERIOD_MS);
+		ms = survive(&wd, (int)s);
+		/* what the operations did not run into: the sweep */
+		CHECK_OK(smart_ht_sweep(wd.t, wd.w));
+		CHECK_OK(smart_ht_stats(wd.t, wd.w, &st1));
+		printf("%-20s %s: %3d keys acknowledged, first op done %llu "
+		       "ms after, %llu split(s) recovered, %llu tentative slot(s) "
+		       "cleared\n", st->point, st->mode == DIE_EXIT ? "killed " :
+		       "stopped", wd.acked[s] - 1, (unsigned long long)ms,
+		       (unsigned long long)(st1.recovered - st0.recovered),
+		       (unsigned long long)(st1.tent_cleared -
+					    st0.tent_cleared));
+		if (st->holds == HOLD_SPLIT)
+			CHECK_GT(st1.recovered, st0.recovered);
+		if (st->holds == HOLD_TENT)
+			CHECK_GT(st1.tent_cleared, st0.tent_cleared);
+		if (st->mode == DIE_STOP) {
+			/* fenced after its lease: nobody waited much more */
+			CHECK_LE(ms, LEASE_MS + PERIOD_MS + SLACK_MS);
+			CHECK_EQ(kill(stopped, SIGKILL), 0);
+			CHECK_EQ(waitpid(stopped, NULL, 0), stopped);
+			guard.pids[0] = 0;
+		} else if (ms > kill_max) {
+			kill_max = ms;
+		}
+	}
+	printf("killed holders cost the others at most %llu ms (lease %d "
+	       "ms)\n", (unsigned long long)kill_max, LEASE_MS);
+	CHECK_LT(kill_max, LEASE_MS);
+	smart_ht_close(wd.t);
+	CHECK_OK(smart_worker_destroy(wd.w));
+	CHECK_OK(smart_ctx_destroy(wd.ctx));
+	smart_blade_destroy(wd.b);
+}
+
+int main(int argc, char **argv)
+{
+	guard_init(300);
+	secret_file(secret_path, LB_SECRET);
+	return test_main(argc, argv, (struct test_case[]){
+		{ "deaths", test_deaths },
+		{ 0 } });
+}
