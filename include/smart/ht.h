@@ -96,7 +96,7 @@ struct smart_ht_stats {
 int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 		   struct smart_ht_stats *out);
 
-/* Defaults: home blade only, depth 2, 1024 buckets, 4096 cache entries,
+/* Defaults: home blade only, depth 2, 1024 buckets, 16384 cache entries,
  * reclamation on. */
 void smart_ht_config_init(struct smart_ht_config *cfg);
 
