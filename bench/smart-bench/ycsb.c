@@ -574,7 +574,7 @@ static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 	int k;
 
 	kit_rec_num(rec, "round_trips_per_op", "%.4f", s->rt_per_op);
-	kit_rec_num(rec, "alloc_round_trips_per_op", "%.4f",
+	kit_rec_num(rec, "alloc_round_trips_per_op", "%.6f",
 		    s->alloc_rt_per_op);
 	for (k = 0; k < OP__N; k++)
 		if (s->n[k])
