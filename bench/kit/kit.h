@@ -257,9 +257,11 @@ static inline int kit_runner_stopping(struct kit_runner *r)
 }
 
 /* Main: wait until every thread is ready; with p, print its progress
- * (p->done counted by the threads) once a second. */
+ * (p->done counted by the threads) once a second.  A stop signal (see
+ * kit_signals_block) moves the threads to KIT_STOP (they should leave
+ * their setup early) and is returned once they are ready; else 0. */
 struct kit_progress;
-void kit_runner_wait_ready(struct kit_runner *r, struct kit_progress *p);
+int kit_runner_wait_ready(struct kit_runner *r, struct kit_progress *p);
 
 /* Main: join every thread and free the runner. */
 void kit_runner_join(struct kit_runner *r);
@@ -282,11 +284,27 @@ void kit_window_end(struct kit_window *w);
 void kit_window_close(struct kit_window *w, smart_ctx_t *ctx);
 
 /* Sleep secs inside an open window; a window of 10 s or more prints a
- * progress line on stderr every 5 s (WRs completed, from the stats). */
-void kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs);
+ * progress line on stderr every 5 s (WRs completed, from the stats).
+ * Returns early with the signal's number when a stop signal arrives (see
+ * kit_signals_block), else 0 after secs. */
+int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs);
 
 /* Sleep, resuming after signals. */
 void kit_sleep(double secs);
+
+/*
+ * Stop signals: a tool that wants SIGINT and SIGTERM to end its measured
+ * window early (and still report) calls kit_signals_block() in main
+ * before any thread exists (the library's threads too), so that every
+ * thread inherits the mask and the signals wait, pending, for the
+ * sleeps below.  Without that call the signals act as usual (the process
+ * dies) and these calls only sleep.  No handler and no global: the
+ * signal is taken with sigtimedwait.
+ */
+void kit_signals_block(void);
+
+/* Sleep up to secs; the stop signal taken meanwhile, or 0. */
+int kit_signal_wait(double secs);
 
 /* Sampled latency: op number n of a task is timed when n is a multiple of
  * KIT_LAT_SAMPLE.  A clock read and a histogram update cost a noticeable
@@ -354,7 +372,7 @@ void kit_usage_format(const struct smart_alloc_usage *u, char *buf,
 
 /* A result as named fields, in order: printed as one JSON object, or as
  * a CSV line (the columns a tool chooses). */
-#define KIT_REC_MAX 64
+#define KIT_REC_MAX 96
 struct kit_rec {
 	int n;
 	struct kit_field {

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,46 @@ void kit_sleep(double secs)
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
+}
+
+static void stop_set(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+}
+
+void kit_signals_block(void)
+{
+	sigset_t set;
+
+	stop_set(&set);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+/* Only a thread that has both signals blocked may take them with
+ * sigtimedwait: an unblocked one would never see them pending. */
+int kit_signal_wait(double secs)
+{
+	sigset_t set, cur;
+	uint64_t end = smart_now_ns() + (uint64_t)(secs * 1e9), now;
+	struct timespec ts;
+	int sig;
+
+	stop_set(&set);
+	if (pthread_sigmask(SIG_BLOCK, NULL, &cur) ||
+	    !sigismember(&cur, SIGINT) || !sigismember(&cur, SIGTERM)) {
+		kit_sleep(secs);
+		return 0;
+	}
+	while ((now = smart_now_ns()) < end) {
+		ts.tv_sec = (time_t)((end - now) / NS_PER_S);
+		ts.tv_nsec = (long)((end - now) % NS_PER_S);
+		sig = sigtimedwait(&set, NULL, &ts);
+		if (sig > 0)
+			return sig;
+	}
+	return 0;
 }
 
 int kit_runner_start(struct kit_runner *r, int n, void *(*fn)(void *),
@@ -76,15 +117,22 @@ void kit_runner_set(struct kit_runner *r, int ph)
 	atomic_store(&r->phase, ph);
 }
 
-void kit_runner_wait_ready(struct kit_runner *r, struct kit_progress *p)
+int kit_runner_wait_ready(struct kit_runner *r, struct kit_progress *p)
 {
+	int sig = 0, s;
+
 	while (atomic_load(&r->ready) < r->n) {
-		kit_sleep(0.01);
+		s = kit_signal_wait(0.01);
+		if (s && !sig) {
+			sig = s;
+			kit_runner_set(r, KIT_STOP);
+		}
 		if (p)
 			kit_progress_tick(p);
 	}
 	if (p)
 		kit_progress_end(p);
+	return sig;
 }
 
 void kit_runner_join(struct kit_runner *r)
@@ -139,18 +187,19 @@ void kit_window_close(struct kit_window *w, smart_ctx_t *ctx)
 
 /* Long windows say how they go: WRs completed per second over the last
  * few seconds, as the library counts them (every benchmark has WRs). */
-void kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs)
+int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs)
 {
 	uint64_t end = w->t0 + (uint64_t)(secs * 1e9), now, last, wrs;
 	smart_stats_t s;
+	int sig;
 
-	if (secs < 10) {
-		kit_sleep(secs);
-		return;
-	}
+	if (secs < 10)
+		return kit_signal_wait(secs);
 	last = w->s0.c[SMART_STAT_WRS_DONE];
 	while ((now = smart_now_ns()) + 5 * NS_PER_S < end) {
-		kit_sleep(5);
+		sig = kit_signal_wait(5);
+		if (sig)
+			return sig;
 		smart_stats_snapshot(ctx, &s);
 		wrs = s.c[SMART_STAT_WRS_DONE];
 		fprintf(stderr, "run: %.0f/%.0f s, %.3f M WRs/s\n",
@@ -159,8 +208,7 @@ void kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs)
 		last = wrs;
 	}
 	now = smart_now_ns();
-	if (now < end)
-		kit_sleep((double)(end - now) / 1e9);
+	return now < end ? kit_signal_wait((double)(end - now) / 1e9) : 0;
 }
 
 void kit_lat_from_cycles(const smart_hist_t *h, struct kit_lat *out)

@@ -99,6 +99,8 @@ static int bench_main(const struct bench_module *mod, int argc, char **argv)
 	void *m;
 	int rc;
 
+	/* before any thread: a stop signal ends the window, not the run */
+	kit_signals_block();
 	memset(&r, 0, sizeof(r));
 	kit_common_init(&r.com, BENCH_TOOL);
 	m = mod->create(&r);

@@ -1,8 +1,10 @@
 /*
  * `smart-bench ycsb`: YCSB (DESIGN.md §7) on a Smart data structure.
  * This file is the module: its flags and their checks, the sizing of the
- * keys to the memory there is, the setup (blades, the structure) and the
- * report.  ycsb_run.c has the load, ycsb_<ds>.c the structures.
+ * keys to the memory there is, the setup (blades, the structure, a shared
+ * table's key space and client id) and the report.  ycsb_run.c has the
+ * load, ycsb_share.c what sharing processes agree on, ycsb_<ds>.c the
+ * structures.
  *
  * Invariants: the keys are scaled down, never the blade overcommitted
  * silently: a run that may outgrow its blade says so on stderr; the JSON
@@ -18,20 +20,24 @@
 #include "smart/ht.h"
 #include "ycsb.h"
 
+/* title, pct {read, update, insert, rmw}, latest, scans, sweep */
 const struct ycsb_workload ycsb_workloads[] = {
-	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0 },
-	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0 },
-	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0 },
-	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0 },
-	{ "YCSB-E (95% scan, 5% insert)", { 0, 0, 0, 0 }, 0, 1 },
-	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0 },
-	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0 },
-	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0 },
+	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0, 0 },
+	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0, 0 },
+	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
+	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0, 0 },
+	{ "YCSB-E (95% scan, 5% insert)", { 0, 0, 0, 0 }, 0, 1, 0 },
+	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0,
+	  0 },
+	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0, 0 },
+	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
+	{ "sweep (every key read, then updated, once)", { 50, 50, 0, 0 }, 0, 0,
+	  1 },
 };
 
 /* --workload's names, in the order of ycsb_workloads. */
 static const char *const wl_names[] = {
-	"a", "b", "c", "d", "e", "f", "update-only", "read-only", NULL,
+	"a", "b", "c", "d", "e", "f", "update-only", "read-only", "sweep", NULL,
 };
 _Static_assert(sizeof(wl_names) / sizeof(wl_names[0]) - 1 ==
 	       sizeof(ycsb_workloads) / sizeof(ycsb_workloads[0]),
@@ -47,7 +53,9 @@ const char *const ycsb_op_names[] = { "read", "update", "insert", "rmw" };
 static const struct kit_flag ycsb_flags[] = {
 	KIT_CHOICE("ds", Y, ds, ds_names, "ht|bt", "data structure [ht]"),
 	KIT_CHOICE("workload", Y, wl, wl_names,
-		   "a|b|c|d|e|f|update-only|read-only", "the mix [a]"),
+		   "a|b|c|d|e|f|update-only|read-only|sweep",
+		   "the mix; sweep: read, then update, every key once, for "
+		   "as long as that takes (not --seconds) [a]"),
 	KIT_U64("keys", Y, keys, 1, (double)(1ull << 34), "N",
 		"keys preloaded (scaled down to fit memory) [100000]"),
 	KIT_INT("key-size", Y, key_size, 8, SMART_HT_KEY_MAX, "B",
@@ -59,6 +67,18 @@ static const struct kit_flag ycsb_flags[] = {
 	KIT_FLAG("uniform", Y, uniform, "uniform keys instead of Zipf"),
 	KIT_INT("coros", Y, coros, 1, 1024, "C",
 		"coroutines per thread, 1..1024 [8]"),
+	KIT_STR("table", Y, table, "NAME",
+		"a named table other processes may share: opened when it "
+		"exists, else created (and preloaded) [a new unnamed one]"),
+	KIT_FLAG("no-preload", Y, no_preload,
+		 "join --table's table as it is (needs --connect); --keys, "
+		 "--key-size and --value-size must be its creator's"),
+	KIT_FLAG("drop", Y, drop, "destroy the table at the end of a run "
+		 "that passed (no other process may still be using it)"),
+	KIT_U64("insert-room", Y, insert_room, 1, (double)(1ull << 40), "N",
+		"new keys, of all processes together, a table this run "
+		"creates must grow to hold (it starts sized for --keys and "
+		"splits as they come) [this run's estimate]"),
 	KIT_END,
 };
 #undef Y
@@ -121,6 +141,15 @@ static void ycsb_check(void *m, struct bench_run *r)
 	if (r->com.connect.n > SMART_HT_SHARDS_MAX)
 		kit_bad(BENCH_TOOL, "connect", NULL, "at most %d blades",
 			SMART_HT_SHARDS_MAX);
+	if (y->table && (!*y->table || strlen(y->table) > 47))
+		kit_bad(BENCH_TOOL, "table", y->table, "want a name of 1..47 "
+			"bytes");
+	if (y->no_preload && !y->table)
+		kit_bad(BENCH_TOOL, "no-preload", NULL, "needs --table (the "
+			"table to join)");
+	if (y->no_preload && !r->com.connect.n)
+		kit_bad(BENCH_TOOL, "no-preload", NULL, "needs --connect (an "
+			"embedded blade holds no table to join)");
 	y->keys_asked = y->keys;
 }
 
@@ -154,22 +183,32 @@ static uint64_t mem_available(void)
 	return kb ? (uint64_t)kb << 10 : UINT64_C(4) << 30;
 }
 
-/* D inserts while it runs: a generous estimate of how many (5% of 3
- * Mops per thread).  The blade gets room for all of them (a lazy blade
- * costs only what is touched); the table is built for at most 4 N more
- * keys and splits beyond (insert_table_room). */
+/* Inserts while the run lasts: a generous estimate of how many (the
+ * workload's share of 3 Mops per thread; D: 5%). */
+static uint64_t insert_estimate(const struct ycsb *y)
+{
+	return (uint64_t)(y->w->pct[OP_INSERT] / 100.0 * 3e6 *
+			  y->run->com.threads * y->run->com.seconds);
+}
+
+/* New keys the table must hold: --insert-room (a shared table's, for
+ * every process), else this run's estimate.  The blade gets room for all
+ * of them (a lazy blade costs only what is touched); the table is built
+ * for at most 4 N more of this run's own and splits beyond
+ * (insert_table_room), or, given --insert-room, for the N keys alone: it
+ * grows by splits as the others insert (the splits are part of what a
+ * shared table is run for). */
 static uint64_t insert_room(const struct ycsb *y)
 {
-	if (y->w->pct[OP_INSERT] == 0)
-		return 0;
-	return (uint64_t)(0.05 * 3e6 * y->run->com.threads *
-			  y->run->com.seconds);
+	return y->insert_room ? y->insert_room : insert_estimate(y);
 }
 
 static uint64_t insert_table_room(const struct ycsb *y)
 {
-	uint64_t est = insert_room(y), cap = y->keys * 4;
+	uint64_t est = insert_estimate(y), cap = y->keys * 4;
 
+	if (y->insert_room)
+		return 0;
 	return est < cap ? est : cap;
 }
 
@@ -189,15 +228,18 @@ static uint64_t write_room(const struct ycsb *y)
 
 /* Keys are scaled down when the structure would take more than half of
  * the memory there is (embedded: 60% of what the machine has available;
- * connected blades: their regions).  Says so on stderr. */
+ * connected blades: their regions).  Says so on stderr.  A run that
+ * joins a table (--no-preload) finds its keys there already: they are the
+ * table's, never scaled, and cost it nothing more. */
 static int size_memory(struct ycsb *y, uint64_t budget)
 {
 	struct kit_common *c = &y->run->com;
 	uint64_t per = y->dsi->bytes_per_key(y);
 	uint64_t hr = headroom(y) * (uint64_t)(c->connect.n ? c->connect.n : 1);
-	uint64_t need = (y->keys + insert_room(y)) * per + hr, fit;
+	uint64_t live = y->no_preload ? 0 : y->keys;
+	uint64_t need = (live + insert_room(y)) * per + hr, fit;
 
-	if (need > budget / 2) {
+	if (need > budget / 2 && !y->no_preload) {
 		fit = budget / 2 > hr ? (budget / 2 - hr) / per : 0;
 		if (y->w->pct[OP_INSERT])
 			fit /= 5;
@@ -216,7 +258,7 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 	y->growth = y->keys + insert_room(y);
 	/* keys inserted beyond the table's first size cost a split's worth
 	 * (subtables left half full): twice their share */
-	need = (y->keys + 2 * insert_room(y)) * per + hr + write_room(y);
+	need = (live + 2 * insert_room(y)) * per + hr + write_room(y);
 	if (need > budget)
 		fprintf(stderr, BENCH_TOOL ": the run may outgrow the blade "
 			"(%" PRIu64 " MiB free)\n", budget >> 20);
@@ -264,6 +306,48 @@ static int setup_local(struct ycsb *y, struct bench_run *r)
 	return rc;
 }
 
+/* New keys: "u" + client + "-" + j (ycsb.h); j gets the digits left. */
+static int new_keys_room(struct ycsb *y)
+{
+	char id[16];
+	int i;
+
+	y->new_digits = y->key_size - 2 - snprintf(id, sizeof(id), "%d",
+						   y->client);
+	y->new_max = 1;
+	for (i = 0; i < y->new_digits && y->new_max < UINT64_C(1) << 60; i++)
+		y->new_max *= 10;
+	if (!y->w->pct[OP_INSERT] || insert_estimate(y) < y->new_max)
+		return 0;
+	fprintf(stderr, BENCH_TOOL ": --key-size: %d bytes leave client %d "
+		"room for %" PRIu64 " new keys; this run may insert about "
+		"%" PRIu64 " (inserts beyond fail with SMART_ERANGE)\n",
+		y->key_size, y->client, y->new_max, insert_estimate(y));
+	return 0;
+}
+
+/* A named table: a new one is preloaded by this run; an existing one is
+ * joined only when asked (--no-preload) and when its key space is this
+ * run's; a run that inserts claims a client id for its new keys. */
+static int share_setup(struct ycsb *y)
+{
+	int rc = 0;
+
+	if (!y->table)
+		return new_keys_room(y);
+	if (y->joined && !y->no_preload) {
+		fprintf(stderr, BENCH_TOOL ": --table: table %s exists: join "
+			"it with --no-preload (or drop it: --no-preload "
+			"--drop)\n", y->table);
+		return SMART_EEXIST;
+	}
+	if (y->no_preload)
+		rc = ycsb_share_check(y, y->main_worker);
+	if (!rc && y->w->pct[OP_INSERT])
+		rc = ycsb_share_claim(y, y->main_worker);
+	return rc ? rc : new_keys_room(y);
+}
+
 static int ycsb_setup(void *m, struct bench_run *r)
 {
 	struct ycsb *y = m;
@@ -288,6 +372,8 @@ static int ycsb_setup(void *m, struct bench_run *r)
 		rc = setup_local(y, r);
 	if (!rc)
 		rc = y->dsi->create(y, y->main_worker, &y->h);
+	if (!rc)
+		rc = share_setup(y);
 	return rc;
 }
 
@@ -305,11 +391,27 @@ static void ycsb_destroy(void *m)
 
 /* ---- report ---- */
 
-static void print_header(const struct ycsb *y, const struct bench_run *r)
+/* The Blades line's note: where the table is and what became of it (taken
+ * before a drop, which closes the structure). */
+static void table_note(const struct ycsb *y, char *note, size_t len)
 {
-	char note[48], dist[48];
+	size_t n;
 
-	y->dsi->note(y->h, note, sizeof(note));
+	y->dsi->note(y->h, note, len);
+	n = strlen(note);
+	if (y->table)
+		snprintf(note + n, len - n, " (%s)", y->joined ? "joined" :
+			 "created and preloaded");
+	n = strlen(note);
+	if (y->w->pct[OP_INSERT])
+		snprintf(note + n, len - n, ", new keys u%d-*", y->client);
+}
+
+static void print_header(const struct ycsb *y, const struct bench_run *r,
+			 const char *note)
+{
+	char dist[48];
+
 	if (y->uniform)
 		snprintf(dist, sizeof(dist), "uniform");
 	else
@@ -323,26 +425,49 @@ static void print_header(const struct ycsb *y, const struct bench_run *r)
 		 y->value_size, dist);
 	kit_head("Threads x coros", "%d x %d (one operation in flight per "
 		 "coroutine)", r->com.threads, y->coros);
-	kit_head("Duration", "%.1f s after a %.2f s preload", r->com.seconds,
-		 y->load.secs);
+	if (y->no_preload)
+		snprintf(dist, sizeof(dist), "no preload (joined)");
+	else
+		snprintf(dist, sizeof(dist), "a %.2f s preload", y->load.secs);
+	kit_head("Duration", y->w->sweep ? "%.2f s (one pass) after %s" :
+		 "%.1f s after %s", y->win.secs, dist);
 	kit_rule();
 }
 
-static void print_table(const struct ycsb *y, const struct bench_run *r)
+/* Round trips per op of each kind the run did, then the allocator's. */
+static void print_rt(const struct ycsb_result *s)
+{
+	const char *sep = "";
+	int k;
+
+	printf(" round trips per op:");
+	for (k = 0; k < OP__N; k++)
+		if (s->n[k]) {
+			printf("%s %s %.3f", sep, ycsb_op_names[k], s->rt[k]);
+			sep = ",";
+		}
+	printf("; of all ops %.3f, of which the allocator's %.4f\n",
+	       s->rt_per_op, s->alloc_rt_per_op);
+}
+
+static void print_table(const struct ycsb *y, const struct bench_run *r,
+			const char *note, const char *ds_line)
 {
 	const struct ycsb_result *s = &y->res;
 	int k;
 
-	print_header(y, r);
-	printf(" %-12s %-11s %-8s %-8s %-8s %-8s %-11s %-11s %-9s %s\n",
-	       "workload", "#ops", "Mops", "p50[us]", "p99[us]", "p999[us]",
-	       "retries/op", "rdma-ops/op", "bytes/op", "errors");
-	printf(" %-12s %-11" PRIu64 " %-8.3f %-8.2f %-8.2f %-8.2f %-11.4f "
-	       "%-11.2f %-9.1f %" PRIu64 "\n", wl_names[y->wl], s->ops,
-	       s->mops, s->lat.p50_us, s->lat.p99_us, s->lat.p999_us,
-	       s->retries_per_op, s->rdma_ops_per_op, s->bytes_per_op,
-	       s->errors);
+	print_header(y, r, note);
+	printf(" %-12s %-11s %-8s %-8s %-8s %-8s %-9s %-11s %-11s %-7s %-9s "
+	       "%s\n", "workload", "#ops", "Mops", "p50[us]", "p99[us]",
+	       "p999[us]", "max[us]", "retries/op", "rdma-ops/op", "rt/op",
+	       "bytes/op", "errors");
+	printf(" %-12s %-11" PRIu64 " %-8.3f %-8.2f %-8.2f %-8.2f %-9.0f "
+	       "%-11.4f %-11.2f %-7.3f %-9.1f %" PRIu64 "\n", wl_names[y->wl],
+	       s->ops, s->mops, s->lat.p50_us, s->lat.p99_us,
+	       s->lat.p999_us, s->max_us, s->retries_per_op,
+	       s->rdma_ops_per_op, s->rt_per_op, s->bytes_per_op, s->errors);
 	kit_rule();
+	print_rt(s);
 	printf(" mix:");
 	for (k = 0; k < OP__N; k++)
 		if (s->n[k])
@@ -362,6 +487,13 @@ static void print_table(const struct ycsb *y, const struct bench_run *r)
 		printf(" blade memory at the end: %s\n", line);
 	}
 	kit_library_line(&y->win.st);
+	if (*ds_line)
+		printf(" %s\n", ds_line);
+	if (y->w->sweep)
+		printf(" sweep: %" PRIu64 " of %" PRIu64 " keys read and "
+		       "updated\n", s->swept, y->keys);
+	if (y->drop)
+		printf(" table dropped: %s\n", y->h ? "no" : "yes");
 	if (s->errors)
 		printf(" errors: %" PRIu64 ", the first %s (%s)\n", s->errors,
 		       smart_status_name(s->first_err),
@@ -432,26 +564,102 @@ static void record_env(const struct ycsb *y, const struct bench_run *r,
 		    (double)(y->res.ops ? y->res.ops : 1));
 }
 
-/* A run with errors or failed validations is a failed run, its results
- * printed all the same. */
+/* Round trips per op (null for a kind the run did not do), the slowest
+ * op, the table and what became of it. */
+static void record_rt(const struct ycsb *y, struct kit_rec *rec)
+{
+	static const char *const keys[OP__N] = { "rt_read", "rt_update",
+						  "rt_insert", "rt_rmw" };
+	const struct ycsb_result *s = &y->res;
+	int k;
+
+	kit_rec_num(rec, "round_trips_per_op", "%.4f", s->rt_per_op);
+	kit_rec_num(rec, "alloc_round_trips_per_op", "%.6f",
+		    s->alloc_rt_per_op);
+	for (k = 0; k < OP__N; k++)
+		if (s->n[k])
+			kit_rec_num(rec, keys[k], "%.4f", s->rt[k]);
+		else
+			kit_rec_num(rec, keys[k], "null");
+	kit_rec_num(rec, "max_us", "%.1f", s->max_us);
+	kit_rec_str(rec, "table", y->table ? y->table : "");
+	kit_rec_num(rec, "joined", "%s", y->joined ? "true" : "false");
+	kit_rec_num(rec, "client_id", "%d", y->client);
+	kit_rec_num(rec, "dropped", "%s", y->drop && !y->h ? "true" :
+		    "false");
+	kit_rec_num(rec, "swept", "%" PRIu64, s->swept);
+	kit_rec_num(rec, "stop_signal", "%d", s->stop_sig);
+}
+
+/* --drop, after the structure's figures are taken (they need it). */
+static void drop(struct ycsb *y)
+{
+	y->res.drop_rc = y->dsi->drop(y->h, y->main_worker);
+	if (y->res.drop_rc)
+		fprintf(stderr, BENCH_TOOL ": --drop: %s\n",
+			smart_strerror(y->res.drop_rc));
+	else
+		y->h = NULL;
+}
+
+/* What makes a measured run a failure (said on stderr when loud); 0 if
+ * none. */
+static int verdict(const struct ycsb *y, int loud)
+{
+	const struct ycsb_result *s = &y->res;
+
+	if (!loud)
+		return (y->w->sweep && s->swept < y->keys) || s->errors ||
+		       s->vfail || s->first_err ? SMART_EPROTO : s->drop_rc;
+	if (y->w->sweep && s->swept < y->keys) {
+		fprintf(stderr, BENCH_TOOL ": the sweep stopped after %" PRIu64
+			" of %" PRIu64 " keys\n", s->swept, y->keys);
+		return SMART_EAGAIN;
+	}
+	if (s->errors || s->vfail || s->first_err) {
+		fprintf(stderr, BENCH_TOOL ": the run failed: %" PRIu64
+			" errors%s%s, %" PRIu64 " validation failures\n",
+			s->errors, s->first_err ? ", the first " : "",
+			s->first_err ? smart_strerror(s->first_err) : "",
+			s->vfail);
+		return s->vfail ? SMART_EPROTO : s->first_err ? s->first_err :
+		       SMART_EPROTO;
+	}
+	return s->drop_rc;
+}
+
+/* A run with errors or failed validations, an unfinished sweep or a
+ * failed drop is a failed run, its results printed all the same.  A
+ * failed run keeps its table (--drop is not done: it stays for a look).
+ * The blades' memory is taken after the drop: it shows what came back. */
 static int ycsb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 {
 	struct ycsb *y = m;
-	const struct ycsb_result *s = &y->res;
+	struct kit_rec ds;
+	char ds_line[320], note[128];
+	int i;
 
+	table_note(y, note, sizeof(note));
+	kit_rec_init(&ds);
+	y->dsi->report(y->h, y->main_worker, &ds, ds_line, sizeof(ds_line));
+	if (y->drop && !verdict(y, 0))
+		drop(y);
+	else if (y->drop)
+		fprintf(stderr, BENCH_TOOL ": --drop: not done: the run failed "
+			"(the table stays for a look)\n");
+	ycsb_mem_fill(y);
 	if (!r->com.json)
-		print_table(y, r);
+		print_table(y, r, note, ds_line);
 	record_run(y, r, rec);
 	record_result(y, rec);
 	record_env(y, r, rec);
-	if (!s->errors && !s->vfail && !s->first_err)
-		return 0;
-	fprintf(stderr, BENCH_TOOL ": the run failed: %" PRIu64 " errors%s%s, "
-		"%" PRIu64 " validation failures\n", s->errors,
-		s->first_err ? ", the first " : "",
-		s->first_err ? smart_strerror(s->first_err) : "", s->vfail);
-	return s->vfail ? SMART_EPROTO : s->first_err ? s->first_err :
-	       SMART_EPROTO;
+	record_rt(y, rec);
+	for (i = 0; i < ds.n; i++)
+		if (ds.f[i].str)
+			kit_rec_str(rec, ds.f[i].key, ds.f[i].val);
+		else
+			kit_rec_num(rec, ds.f[i].key, "%s", ds.f[i].val);
+	return verdict(y, 1);
 }
 
 const struct bench_module bench_ycsb = {
@@ -460,7 +668,14 @@ const struct bench_module bench_ycsb = {
 	.about = "  YCSB on a Smart data structure.  Without --connect an "
 		 "embedded blade is\n  started in this process (sized from "
 		 "the keys unless --blade-size);\n  several --connect (up to "
-		 "16) shard the table over blades.\n",
+		 "16) shard the table over blades.\n"
+		 "  Sharing a table: the first process creates and preloads "
+		 "it (--table NAME),\n  the others join it (--table NAME "
+		 "--no-preload) with the same --keys,\n  --key-size and "
+		 "--value-size (checked against the table); each process that\n"
+		 "  inserts claims a client id in the table, so new keys never "
+		 "collide.\n  SIGINT/SIGTERM end the measured window early; "
+		 "the run still reports.\n",
 	.flags = ycsb_flags,
 	.csv = ycsb_csv,
 	.create = ycsb_create,

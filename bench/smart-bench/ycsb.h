@@ -1,13 +1,19 @@
 /*
  * YCSB inside smart-bench: the state of a run and what its files share.
  * ycsb.c is the module (flags, checks, sizing, setup, report), ycsb_run.c
- * the keys, values, operations and threads, and one adapter per data
- * structure (ycsb_ht.c) maps YCSB's operations onto it.
+ * the keys, values, operations and threads, ycsb_share.c what processes
+ * sharing one named table agree on, and one adapter per data structure
+ * (ycsb_ht.c) maps YCSB's operations onto it.
  *
- * Keys are "user" + zero-padded decimal, key_size bytes in all.  A value
- * is value_size - 4 random bytes followed by the CRC-32C of the key and
- * those bytes, so every read checks that it got a whole value written for
- * that very key; a mismatch is a validation failure (there must be none).
+ * Keys: key i of the preloaded space [0, keys) is "user" + i zero-padded,
+ * key_size bytes in all.  New keys (inserts) are "u" + the client id +
+ * "-" + j zero-padded, j counting this process's inserts: the '-' keeps
+ * them apart from the preloaded keys and the client id (one per process,
+ * claimed in a shared table, ycsb_share.c) from every other process's.
+ * A value is value_size - 4 random bytes followed by the CRC-32C of the
+ * key and those bytes, so every read checks that it got a whole value
+ * written for that very key; a mismatch is a validation failure (there
+ * must be none).
  *
  * Invariants: no mutable globals (the run lives in struct ycsb); a
  * thread's counters are written by its own coroutines only, which never
@@ -31,6 +37,7 @@ struct ycsb_workload {
 	int pct[OP__N];
 	int latest;	/* D: reads favour recent inserts */
 	int scans;	/* E: needs range scans */
+	int sweep;	/* one pass: read, then update, every key once */
 };
 
 struct ycsb;
@@ -61,6 +68,13 @@ struct ycsb_ds {
 		      size_t klen, const void *val, size_t vlen);
 	int (*update)(void *h, smart_worker_t *w, const char *key,
 		      size_t klen, const void *val, size_t vlen);
+	/* The structure's own figures at the end of a run: fields added to
+	 * rec and one line of the table ("" for none). */
+	void (*report)(void *h, smart_worker_t *w, struct kit_rec *rec,
+		       char *line, size_t len);
+	/* Destroy the remote structure and close h: 0, or the error (h is
+	 * still open then). */
+	int (*drop)(void *h, smart_worker_t *w);
 };
 
 extern const struct ycsb_ds ycsb_ht;
@@ -69,6 +83,10 @@ struct ycsb_thread {
 	struct ycsb *y;
 	int idx;
 	uint64_t ops[OP__N];
+	/* round trips the tasks waited for inside each kind of op, and of
+	 * those the allocator's (smart_task_round_trips) */
+	uint64_t rt[OP__N], rt_alloc[OP__N];
+	uint64_t max_cycles;	/* the slowest op (every op is timed) */
 	uint64_t errors, vfail;
 	int first_err;
 	smart_hist_t hist;	/* op latency in cycles (sampled) */
@@ -79,9 +97,14 @@ struct ycsb_result {
 	uint64_t ops, n[OP__N], errors, vfail;
 	int first_err;
 	double mops, retries_per_op, rdma_ops_per_op, bytes_per_op;
+	double rt_per_op, alloc_rt_per_op, rt[OP__N];	/* rt[k]: per op k */
+	double max_us;
+	uint64_t swept;			/* sweep: keys done */
 	uint64_t retired, freed;	/* blocks, whole run, after the drain */
 	struct smart_alloc_usage mem;	/* the blades', summed, at the end */
 	int mem_ok;
+	int stop_sig;			/* the window ended by this signal */
+	int drop_rc;			/* --drop: 0 or its error */
 	struct kit_lat lat;
 };
 
@@ -93,7 +116,14 @@ struct ycsb {
 	double zipf;
 	int uniform;
 	int coros;
+	const char *table;		/* --table: a named, shared table */
+	int no_preload, drop;
+	uint64_t insert_room;		/* --insert-room (0: estimated) */
 	/* the run */
+	int joined;			/* the table existed: opened, not made */
+	int client;			/* this process's id for new keys */
+	int new_digits;			/* digits of j in a new key (ycsb.h) */
+	uint64_t new_max;		/* new keys that fit: 10^new_digits */
 	struct bench_run *run;
 	const struct ycsb_workload *w;
 	const struct ycsb_ds *dsi;
@@ -106,9 +136,12 @@ struct ycsb {
 	smart_zipf_t zipf_gen;
 	struct kit_runner runner;
 	struct kit_progress load;	/* the preload, counted by the tasks */
+	struct kit_progress sweep;	/* the sweep's keys, likewise */
+	_Atomic int running;		/* threads not done with the run */
 	struct kit_window win;
 	struct ycsb_thread *t;
 	_Atomic uint64_t load_next;	/* next key to preload */
+	_Atomic uint64_t sweep_next;	/* sweep: next key */
 	_Atomic uint64_t ins_next;	/* D: next key to insert */
 	_Atomic uint64_t acked;		/* D: [0, acked) all inserted */
 	atomic_flag ack_lock;
@@ -122,5 +155,14 @@ extern const char *const ycsb_op_names[];
 
 /* ycsb_run.c: the preload and the measured window; fills y->res. */
 int ycsb_run(void *m, struct bench_run *r);
+
+/* ycsb_run.c: where the blades' memory is now, into y->res. */
+void ycsb_mem_fill(struct ycsb *y);
+
+/* ycsb_share.c: a named table's record of its key space and the claim
+ * of a client id, through the structure's own operations. */
+int ycsb_share_publish(struct ycsb *y, smart_worker_t *w);
+int ycsb_share_check(struct ycsb *y, smart_worker_t *w);
+int ycsb_share_claim(struct ycsb *y, smart_worker_t *w);
 
 #endif

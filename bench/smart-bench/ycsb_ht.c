@@ -1,12 +1,17 @@
 /*
  * YCSB on Smart-HT (include/smart/ht.h): the table's memory per key, its
- * geometry for the keys to come, and its operations.
+ * geometry for the keys to come, its operations, its figures and its
+ * drop.
  *
- * Invariants: the table is named by the first free root entry from
- * HT_ROOT_FIRST on of the first blade (a long-running smartd keeps the
- * tables of earlier runs, never freed); it is sized at load factor 1/2
- * for y->capacity keys and sharded over every blade of the run.
+ * Invariants: with --table the table is the named one of the first blade,
+ * opened when it exists (else created; a creator that loses the race to
+ * another opens the winner's); without, it is named by the first free
+ * root entry from HT_ROOT_FIRST on of the first blade (a long-running
+ * smartd keeps the tables of earlier runs unless --drop).  A table this
+ * run creates is sized at load factor 1/2 for y->capacity keys and
+ * sharded over every blade of the run.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -63,6 +68,24 @@ static void ht_geometry(const struct ycsb *y, struct smart_ht_config *hc)
 	hc->nblades = (unsigned)e->nblades;
 }
 
+/* --table: open it, else create it; a join (--no-preload) only opens. */
+static int ht_named(struct ycsb *y, smart_worker_t *w,
+		    const struct smart_ht_config *hc, smart_ht_t **out)
+{
+	uint16_t home = y->run->env.blade[0];
+	int rc = smart_ht_open_named(w, home, y->table, out);
+
+	y->joined = !rc;
+	if (rc != SMART_ENOENT || y->no_preload)
+		return rc;
+	rc = smart_ht_create_named(w, home, y->table, hc, out);
+	if (rc == SMART_EEXIST) {
+		rc = smart_ht_open_named(w, home, y->table, out);
+		y->joined = !rc;
+	}
+	return rc;
+}
+
 static int ht_create(struct ycsb *y, smart_worker_t *w, void **out)
 {
 	struct smart_ht_config hc;
@@ -72,14 +95,22 @@ static int ht_create(struct ycsb *y, smart_worker_t *w, void **out)
 
 	smart_ht_config_init(&hc);
 	ht_geometry(y, &hc);
-	for (r = HT_ROOT_FIRST; h && r < SMART_ROOT_ENTRIES &&
+	if (h && y->table)
+		rc = ht_named(y, w, &hc, &h->ht);
+	for (r = HT_ROOT_FIRST; h && !y->table && r < SMART_ROOT_ENTRIES &&
 	     rc == SMART_EEXIST; r++) {
 		rc = smart_ht_create(w, y->run->env.blade[0], r, &hc, &h->ht);
 		h->root = r;
 	}
 	if (rc) {
-		fprintf(stderr, BENCH_TOOL ": creating the table: %s\n",
-			smart_strerror(rc));
+		if (y->table && rc == SMART_ENOENT)
+			fprintf(stderr, BENCH_TOOL ": --no-preload: there is "
+				"no table %s to join (start its creator first, "
+				"without --no-preload)\n", y->table);
+		else
+			fprintf(stderr, BENCH_TOOL ": %s the table: %s\n",
+				y->no_preload ? "opening" : "creating",
+				smart_strerror(rc));
 		free(h);
 		return rc;
 	}
@@ -98,8 +129,46 @@ static void ht_close(void *h)
 
 static void ht_note(void *h, char *buf, size_t len)
 {
-	snprintf(buf, len, ", table at root %u",
-		 ((struct ht_handle *)h)->root);
+	struct ht_handle *t = h;
+
+	if (*smart_ht_name(t->ht))
+		snprintf(buf, len, ", table %s", smart_ht_name(t->ht));
+	else
+		snprintf(buf, len, ", table at root %u", t->root);
+}
+
+/* The table's shape and what this process's object saw happen to it:
+ * splits, and the work of dead clients it finished or undid. */
+static void ht_report(void *h, smart_worker_t *w, struct kit_rec *rec,
+		      char *line, size_t len)
+{
+	struct smart_ht_stats s;
+
+	*line = 0;
+	if (smart_ht_stats(((struct ht_handle *)h)->ht, w, &s))
+		return;
+	kit_rec_num(rec, "ht_subtables", "%u", s.subtables);
+	kit_rec_num(rec, "ht_global_depth", "%u", s.global_depth);
+	kit_rec_num(rec, "ht_splits", "%" PRIu64, s.splits);
+	kit_rec_num(rec, "ht_recovered", "%" PRIu64, s.recovered);
+	kit_rec_num(rec, "ht_tent_cleared", "%" PRIu64, s.tent_cleared);
+	kit_rec_num(rec, "ht_leaked", "%" PRIu64, s.leaked);
+	snprintf(line, len, "Smart-HT: %u subtables (global depth %u); "
+		 "this process: %" PRIu64 " splits, %" PRIu64 " dead "
+		 "clients' splits recovered, %" PRIu64 " of their tentative "
+		 "slots cleared, %" PRIu64 " blocks leaked", s.subtables,
+		 s.global_depth, s.splits, s.recovered, s.tent_cleared,
+		 s.leaked);
+}
+
+static int ht_drop(void *h, smart_worker_t *w)
+{
+	struct ht_handle *t = h;
+	int rc = smart_ht_drop(t->ht, w);
+
+	if (!rc)
+		free(t);
+	return rc;
 }
 
 static int ht_search(void *h, smart_worker_t *w, const char *key,
@@ -135,4 +204,6 @@ const struct ycsb_ds ycsb_ht = {
 	.search = ht_search,
 	.insert = ht_insert,
 	.update = ht_update,
+	.report = ht_report,
+	.drop = ht_drop,
 };

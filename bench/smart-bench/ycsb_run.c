@@ -1,8 +1,16 @@
 /*
  * YCSB's load: T threads, each with its own worker and C coroutines;
  * every coroutine keeps one operation in flight.  All coroutines first
- * insert the N keys (the preload), then the workload's mix runs for the
- * measured window.  Keys and values as in ycsb.h.
+ * insert the N keys (the preload, unless the run joins a table), then
+ * the workload's mix runs for the measured window, or the sweep makes
+ * its one pass over the keys.  Keys and values as in ycsb.h.
+ *
+ * Every op is metered where it runs, in its task: its latency (one clock
+ * read per op: the end of one op is the start of the next) for the
+ * maximum, a sample of one op in KIT_LAT_SAMPLE for the quantiles, and
+ * the round trips the task waited for inside it (one
+ * smart_task_round_trips per op, the same carry-over), so the counts need
+ * neither locks nor shared writes.
  *
  * Invariants: a thread goes through the kit's phases (prepare and
  * preload, run, stop); its coroutines write only its struct ycsb_thread;
@@ -17,18 +25,29 @@
 
 #include "ycsb.h"
 
+/* The last reading of the task's clock and round-trip counters. */
+struct op_meter {
+	uint64_t n, t, rt, rt_alloc;
+};
+
 struct ycsb_task {
 	struct ycsb_thread *th;
 	smart_rng_t rng;
+	struct op_meter m;
 	char key[256];
 	uint8_t *val, *rval;
 };
 
 /* ---- keys and values ---- */
 
+/* Key k: preloaded below y->keys, else new key k - keys of this client. */
 static void key_render(const struct ycsb *y, uint64_t k, char *out)
 {
-	snprintf(out, 256, "user%0*" PRIu64, y->key_size - 4, k);
+	if (k < y->keys)
+		snprintf(out, 256, "user%0*" PRIu64, y->key_size - 4, k);
+	else
+		snprintf(out, 256, "u%d-%0*" PRIu64, y->client, y->new_digits,
+			 k - y->keys);
 }
 
 static uint32_t value_crc(const char *key, size_t klen, const uint8_t *v,
@@ -128,11 +147,14 @@ static int op_write(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
 			y->dsi->update(y->h, w, t->key, kl, t->val, vl);
 }
 
+/* A new key that does not fit the key size would be cut short and
+ * collide: the insert fails instead. */
 static int op_insert_new(struct ycsb *y, smart_worker_t *w,
 			 struct ycsb_task *t)
 {
 	uint64_t k = atomic_fetch_add(&y->ins_next, 1);
-	int rc = op_write(y, w, t, k, 1);
+	int rc = k - y->keys < y->new_max ? op_write(y, w, t, k, 1) :
+		 SMART_ERANGE;
 
 	insert_ack(y, k);
 	return rc;
@@ -178,23 +200,64 @@ static void count_err(struct ycsb_thread *th, int rc)
 		th->first_err = rc;
 }
 
+static void meter_start(struct op_meter *m, smart_worker_t *w)
+{
+	m->n = 0;
+	m->rt = smart_task_round_trips(w, &m->rt_alloc);
+	m->t = smart_cycles();
+}
+
+/* The op of kind `op` that began at the last reading has ended with rc:
+ * count it, its latency and its round trips. */
+static void meter_op(struct ycsb_task *t, smart_worker_t *w, enum ycsb_op op,
+		     int rc)
+{
+	struct ycsb_thread *th = t->th;
+	struct op_meter *m = &t->m;
+	uint64_t now = smart_cycles(), a, rt = smart_task_round_trips(w, &a);
+
+	if (now - m->t > th->max_cycles)
+		th->max_cycles = now - m->t;
+	if (!(m->n++ & (KIT_LAT_SAMPLE - 1)))
+		smart_hist_add(&th->hist, now - m->t);
+	th->rt[op] += rt - m->rt;
+	th->rt_alloc[op] += a - m->rt_alloc;
+	th->ops[op]++;
+	m->t = now;
+	m->rt = rt;
+	m->rt_alloc = a;
+	if (rc)
+		count_err(th, rc);
+}
+
 static void run_task(smart_worker_t *w, void *arg)
 {
 	struct ycsb_task *t = arg;
-	struct ycsb_thread *th = t->th;
-	struct ycsb *y = th->y;
-	uint64_t t0 = 0, n = 0;
+	struct ycsb *y = t->th->y;
 	enum ycsb_op op;
-	int rc;
 
+	meter_start(&t->m, w);
 	while (!kit_runner_stopping(&y->runner)) {
 		op = op_pick(y->w, &t->rng);
-		t0 = kit_lat_begin(n);
-		rc = op_one(y, w, t, op);
-		kit_lat_end(&th->hist, n++, t0);
-		th->ops[op]++;
-		if (rc)
-			count_err(th, rc);
+		meter_op(t, w, op, op_one(y, w, t, op));
+	}
+}
+
+/* The sweep: each key read (it must be there, whole) and then updated,
+ * once, by whichever task takes it. */
+static void sweep_task(smart_worker_t *w, void *arg)
+{
+	struct ycsb_task *t = arg;
+	struct ycsb *y = t->th->y;
+	uint64_t k;
+
+	meter_start(&t->m, w);
+	while (!kit_runner_stopping(&y->runner) &&
+	       (k = atomic_fetch_add(&y->sweep_next, 1)) < y->keys) {
+		meter_op(t, w, OP_READ, op_read(y, w, t, k));
+		meter_op(t, w, OP_UPDATE, op_write(y, w, t, k, 0));
+		atomic_fetch_add_explicit(&y->sweep.done, 1,
+					  memory_order_relaxed);
 	}
 }
 
@@ -207,7 +270,8 @@ static void load_task(smart_worker_t *w, void *arg)
 	uint64_t k;
 	int rc;
 
-	while ((k = atomic_fetch_add(&y->load_next, 1)) < y->keys) {
+	while (!kit_runner_stopping(&y->runner) &&
+	       (k = atomic_fetch_add(&y->load_next, 1)) < y->keys) {
 		rc = op_write(y, w, t, k, 1);
 		if (rc) {
 			count_err(t->th, rc);
@@ -269,11 +333,13 @@ static void *thread_main(void *arg)
 
 	if (!rc)
 		rc = smart_worker_create(y->run->env.ctx, &w);
-	if (!rc)
+	if (!rc && !y->no_preload)
 		rc = spawn_all(th, w, tasks, load_task);
 	kit_runner_ready(&y->runner);
 	if (kit_runner_await(&y->runner, KIT_RUN) == KIT_RUN && !rc)
-		rc = spawn_all(th, w, tasks, run_task);
+		rc = spawn_all(th, w, tasks, y->w->sweep ? sweep_task :
+			       run_task);
+	atomic_fetch_sub(&y->running, 1);
 	/* free what this worker retired before it goes (the keeper would,
 	 * later): the report counts blocks freed at the end of the run */
 	for (int i = 0; w && i < y->run->env.nblades; i++)
@@ -303,6 +369,30 @@ static int load_errors(const struct ycsb *y)
 	return 0;
 }
 
+/* Round trips per op, of each kind and of all, and the slowest op. */
+static void rt_fill(struct ycsb *y, double ops)
+{
+	struct ycsb_result *r = &y->res;
+	uint64_t rt[OP__N] = { 0 }, all = 0, alloc = 0, max = 0;
+	int i, k;
+
+	for (i = 0; i < y->run->com.threads; i++) {
+		for (k = 0; k < OP__N; k++) {
+			rt[k] += y->t[i].rt[k];
+			alloc += y->t[i].rt_alloc[k];
+		}
+		if (y->t[i].max_cycles > max)
+			max = y->t[i].max_cycles;
+	}
+	for (k = 0; k < OP__N; k++) {
+		all += rt[k];
+		r->rt[k] = r->n[k] ? (double)rt[k] / (double)r->n[k] : 0;
+	}
+	r->rt_per_op = (double)all / ops;
+	r->alloc_rt_per_op = (double)alloc / ops;
+	r->max_us = (double)max * 1e6 / smart_cycles_per_sec();
+}
+
 static void result_fill(struct ycsb *y)
 {
 	const smart_stats_t *s = &y->win.st;
@@ -328,6 +418,7 @@ static void result_fill(struct ycsb *y)
 	ops = r->ops ? (double)r->ops : 1;
 	r->mops = (double)r->ops / y->win.secs / 1e6;
 	kit_lat_from_cycles(&h, &r->lat);
+	rt_fill(y, ops);
 	r->retries_per_op = (double)s->c[SMART_STAT_RETRIES] / ops;
 	r->rdma_ops_per_op = (double)(s->c[SMART_STAT_READS] +
 		s->c[SMART_STAT_WRITES] + s->c[SMART_STAT_CASES] +
@@ -336,8 +427,8 @@ static void result_fill(struct ycsb *y)
 		s->c[SMART_STAT_BYTES_WRITTEN]) / ops;
 }
 
-/* Where the blades' memory is at the end of the run, summed over them. */
-static void mem_fill(struct ycsb *y)
+/* Where the blades' memory is, summed over them. */
+void ycsb_mem_fill(struct ycsb *y)
 {
 	const struct kit_env *e = &y->run->env;
 	struct smart_alloc_usage u, *m = &y->res.mem;
@@ -360,16 +451,48 @@ static void mem_fill(struct ycsb *y)
 	y->res.mem_ok = 1;
 }
 
-/* The preload's errors are counted apart: the window starts from zero. */
+/* The preload's errors are counted apart: the window starts from zero.
+ * A table this run made and preloaded gets its key space recorded, so
+ * that others may join it. */
 static int preload(struct ycsb *y)
 {
-	int i, rc;
+	int i, rc, sig;
 
-	kit_runner_wait_ready(&y->runner, &y->load);
+	sig = kit_runner_wait_ready(&y->runner, y->no_preload ? NULL :
+				    &y->load);
 	rc = load_errors(y);
+	if (!rc && sig) {
+		fprintf(stderr, BENCH_TOOL ": stopped by signal %d before the "
+			"run\n", sig);
+		rc = SMART_EAGAIN;
+	}
 	for (i = 0; !rc && i < y->run->com.threads; i++)
 		y->t[i].errors = 0, y->t[i].first_err = 0;
+	if (!rc && y->table && !y->joined) {
+		rc = ycsb_share_publish(y, y->main_worker);
+		if (!rc)
+			fprintf(stderr, "table %s: preloaded; others may join "
+				"it (--table %s --no-preload)\n", y->table,
+				y->table);
+	}
 	return rc;
+}
+
+/* The sweep's window lasts until every thread has made its share of the
+ * pass (a stop signal cuts it short: the report then fails the run). */
+static int sweep_wait(struct ycsb *y)
+{
+	int sig = 0;
+
+	kit_progress_start(&y->sweep, "sweep", "keys", y->keys);
+	while (atomic_load(&y->running) > 0) {
+		if (!sig && (sig = kit_signal_wait(0.01)))
+			kit_runner_set(&y->runner, KIT_STOP);
+		kit_progress_tick(&y->sweep);
+	}
+	kit_progress_end(&y->sweep);
+	y->res.swept = atomic_load(&y->sweep.done);
+	return sig;
 }
 
 int ycsb_run(void *m, struct bench_run *r)
@@ -386,6 +509,7 @@ int ycsb_run(void *m, struct bench_run *r)
 	}
 	atomic_store(&y->ins_next, y->keys);
 	atomic_store(&y->acked, y->keys);
+	atomic_store(&y->running, r->com.threads);
 	kit_progress_start(&y->load, "preload", "keys", y->keys);
 	rc = kit_runner_start(&y->runner, r->com.threads, thread_main, y->t,
 			      sizeof(*y->t));
@@ -398,13 +522,18 @@ int ycsb_run(void *m, struct bench_run *r)
 	if (!rc) {
 		kit_window_open(&y->win, ctx);
 		kit_runner_set(&y->runner, KIT_RUN);
-		kit_window_sleep(&y->win, ctx, r->com.seconds);
+		y->res.stop_sig = y->w->sweep ? sweep_wait(y) :
+				  kit_window_sleep(&y->win, ctx,
+						   r->com.seconds);
 	}
 	kit_runner_set(&y->runner, KIT_STOP);
 	kit_window_end(&y->win);
 	kit_runner_join(&y->runner);
 	if (rc)
 		return rc;
+	if (y->res.stop_sig)
+		fprintf(stderr, BENCH_TOOL ": the window ended by signal %d "
+			"after %.2f s\n", y->res.stop_sig, y->win.secs);
 	kit_window_close(&y->win, ctx);
 	result_fill(y);
 	/* reclamation over the whole run, after the workers drained */
@@ -412,6 +541,5 @@ int ycsb_run(void *m, struct bench_run *r)
 		y->res.retired = end.c[SMART_STAT_EPOCH_RETIRED];
 		y->res.freed = end.c[SMART_STAT_EPOCH_FREED];
 	}
-	mem_fill(y);
 	return 0;
 }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Smoke tests of smart-bench: tiny YCSB runs on Smart-HT (embedded blade
-# and two smartd blades), the shape of the table, JSON and CSV output, and
-# the refusals of bad input (exit 2, a clear message).  Runs well under
-# 20 s; asserts no timing, only shapes, zero errors and zero validation
-# failures.
+# and two smartd blades), the shape of the table, JSON and CSV output, the
+# round trips per op, a named table shared by processes (--table,
+# --no-preload, client ids, the sweep, --drop), a window ended by SIGTERM,
+# and the refusals of bad input (exit 2, a clear message).  Runs well
+# under 30 s; asserts no timing, only shapes, counts in their protocol's
+# range, zero errors and zero validation failures.
 # Usage: test_bench.sh BIN_DIR
 set -u
 bin=${1:?usage: test_bench.sh BIN_DIR}
@@ -37,6 +39,24 @@ has() { # has NAME PATTERN: the last stdout matches
 clean() {
 	has "$1-clean" '"errors":0,.*"validation_failures":0,'
 }
+# within NAME KEY LO HI: the last JSON's number KEY is in [LO, HI]
+within() {
+	local v
+	v=$(grep -o "\"$2\":[^,}]*" "$tmp/out" | head -1 | cut -d: -f2)
+	if awk -v v="$v" -v lo="$3" -v hi="$4" \
+		'BEGIN { exit !(v != "" && v != "null" && v + 0 >= lo && v + 0 <= hi) }'; then
+		echo "ok   $1 ($2 $v)"; else
+		echo "FAIL $1: $2 is '$v', wanted [$3, $4]"; fail=1; fi
+}
+# fails NAME PATTERN COMMAND...: exit 1 (a failed run, not bad input),
+# PATTERN on stderr
+fails() {
+	"${@:3}" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+	if [ $rc -eq 1 ] && grep -qE -- "$2" "$tmp/err"; then
+		echo "ok   $1 (failed, 1)"; else
+		echo "FAIL $1: status $rc, wanted 1 and '$2'"
+		cat "$tmp/out" "$tmp/err"; fail=1; fi
+}
 
 tiny=(--keys 3000 --seconds 0.2 --threads 2 --coros 4)
 
@@ -49,7 +69,8 @@ check version "$b" --version
 has version-text "^smart-bench [0-9]"
 
 check table "$b" ycsb "${tiny[@]}" --workload a
-has table-header "workload +#ops +Mops +p50\[us\] +p99\[us\] +p999\[us\] +retries/op +rdma-ops/op +bytes/op +errors"
+has table-header "workload +#ops +Mops +p50\[us\] +p99\[us\] +p999\[us\] +max\[us\] +retries/op +rdma-ops/op +rt/op +bytes/op +errors"
+has table-rt "^ round trips per op: read [0-9.]+, update [0-9.]+; of all ops [0-9.]+, of which the allocator's [0-9.]+$"
 has table-row "^ a +[0-9]+ +[0-9.]+ "
 has table-valid "validation failures 0"
 has table-opts "Techniques +: ThrdAwareAlloc,WorkReqThrot,ConflictAvoid"
@@ -62,6 +83,38 @@ for w in a b c d f update-only read-only; do
 	clean "json-$w"
 done
 has json-fields '"techniques":"[A-Za-z,]+","qp_mode_effective":"[a-z:0-9-]+","transport":"shm","nic_model":""'
+has json-new-fields '"round_trips_per_op":[0-9.]+,"alloc_round_trips_per_op":[0-9.]+,"rt_read":[0-9.]+,"rt_update":null,"rt_insert":null,"rt_rmw":null,"max_us":[0-9.]+,"table":"","joined":false,"client_id":0,"dropped":false,"swept":0,"stop_signal":0,"ht_subtables":[0-9]+,'
+
+# round trips per op: RACE's counts (docs/ht.md: search 2, update and
+# insert 3) plus a little for retries; a cached search may take 1
+check rt-uniform "$b" ycsb "${tiny[@]}" --uniform --workload a --json \
+	--techniques ThrdAwareAlloc,WorkReqThrot,ConflictAvoid
+within rt-read-range rt_read 1 3
+within rt-update-range rt_update 2.5 4
+within rt-all-range round_trips_per_op 1 4
+within rt-alloc-range alloc_round_trips_per_op 0 0.5
+check rt-insert "$b" ycsb "${tiny[@]}" --workload d --json
+within rt-insert-range rt_insert 2.5 4.5
+check rt-rmw "$b" ycsb "${tiny[@]}" --workload f --json
+within rt-rmw-range rt_rmw 3 7
+within max-us-range max_us 0.01 1e9
+
+check sweep "$b" ycsb --keys 3000 --threads 2 --coros 4 --workload sweep --json
+has sweep-json '"workload":"sweep",.*"reads":3000,"updates":3000,"inserts":0,.*"swept":3000,'
+clean sweep
+
+# SIGTERM ends the window early; the run still reports (and exits 0)
+"$b" ycsb --keys 1000 --seconds 60 --json >"$tmp/out" 2>"$tmp/err" &
+bp=$!
+pids+=($bp)
+for _ in $(seq 100); do grep -q "^preload:" "$tmp/err" && break; sleep 0.05; done
+sleep 0.2
+kill -TERM $bp
+wait $bp
+rc=$?
+if [ $rc -eq 0 ] && grep -q '"stop_signal":15' "$tmp/out"; then
+	echo "ok   sigterm-report"; else
+	echo "FAIL sigterm-report: status $rc"; cat "$tmp/out" "$tmp/err"; fail=1; fi
 
 check uniform-none "$b" ycsb "${tiny[@]}" --uniform --techniques None --json
 has uniform-dist '"zipf":0.000,"distribution":"uniform"'
@@ -102,6 +155,39 @@ if [ -n "${addrs[0]}" ] && [ -n "${addrs[1]}" ]; then
 	check connect-again "$b" ycsb "${tiny[@]}" --connect "${addrs[0]}" \
 		--secret-file "$tmp/secret" --workload c
 	has connect-root "table at root 17"
+	# a named table shared by processes: created and preloaded by one,
+	# joined by others (each inserting one claims its own client id),
+	# checked by a sweep that drops it
+	on=(--connect "${addrs[0]}" --secret-file "$tmp/secret" --table t1
+	    --keys 3000 --seconds 0.2 --coros 4 --json)
+	check table-create "$b" ycsb "${on[@]}" --workload a
+	has table-create-json '"table":"t1","joined":false,"client_id":0,"dropped":false,'
+	clean table-create
+	grep -q "^table t1: preloaded; others may join it" "$tmp/err" &&
+		echo "ok   table-preloaded-line" ||
+		{ echo "FAIL table-preloaded-line"; cat "$tmp/err"; fail=1; }
+	fails table-exists "table t1 exists: join it with --no-preload" \
+		"$b" ycsb "${on[@]}"
+	check table-join-d "$b" ycsb "${on[@]}" --no-preload --workload d
+	has table-join-json '"inserts":[1-9][0-9]*,.*"table":"t1","joined":true,"client_id":0,'
+	clean table-join-d
+	check table-join-d2 "$b" ycsb "${on[@]}" --no-preload --workload d
+	has table-join-client '"joined":true,"client_id":1,'
+	clean table-join-d2
+	fails table-keyspace "table t1 holds keys=3000 key_size=16 value_size=8; this run asks for keys=3001" \
+		"$b" ycsb "${on[@]}" --no-preload --keys 3001
+	check table-sweep-drop "$b" ycsb "${on[@]}" --no-preload --workload sweep --drop
+	has table-sweep-json '"table":"t1","joined":true,.*"dropped":true,"swept":3000,'
+	clean table-sweep
+	fails table-gone "there is no table t1 to join" "$b" ycsb "${on[@]}" --no-preload
+	# an unnamed table dropped: its root entry is free again
+	check drop-unnamed "$b" ycsb "${tiny[@]}" --connect "${addrs[0]}" \
+		--secret-file "$tmp/secret" --drop
+	has drop-unnamed-root "table at root 18"
+	has drop-unnamed-line "^ table dropped: yes"
+	check drop-root-again "$b" ycsb "${tiny[@]}" --connect "${addrs[0]}" \
+		--secret-file "$tmp/secret" --drop
+	has drop-root-reused "table at root 18"
 	# a well-formed secret file (16+ bytes, 0600), just not the blade's
 	printf 'not-the-blade-secret' >"$tmp/wrong"
 	chmod 600 "$tmp/wrong"
@@ -123,6 +209,14 @@ refuse ksize-small "^smart-bench: --key-size: 8 leaves 4 digits: too few for 100
 refuse no-bench "^usage: smart-bench BENCHMARK" "$b"
 refuse other-bench "^smart-bench: unknown benchmark .*\('tpcc'\)" "$b" tpcc
 refuse stray-arg "^smart-bench: unexpected argument \('x'\)" "$b" ycsb x
+refuse no-preload-alone "^smart-bench: --no-preload: needs --table" \
+	"$b" ycsb --no-preload
+refuse no-preload-embedded "^smart-bench: --no-preload: needs --connect" \
+	"$b" ycsb --no-preload --table t
+refuse table-empty "^smart-bench: --table: want a name of 1..47 bytes \(''\)" \
+	"$b" ycsb --table ''
+refuse table-long "^smart-bench: --table: want a name of 1..47 bytes" \
+	"$b" ycsb --table "$(printf 'x%.0s' $(seq 48))"
 # every bad value names its flag and the value, and exits 2
 bad() { # bad FLAG VALUE [MORE ARGS...]: smart-bench ycsb --FLAG VALUE
 	refuse "bad-$1-$2" "^smart-bench: --$1: .*\('$2'\)$" "$b" ycsb --$1 "$2" "${@:3}"
@@ -132,6 +226,8 @@ bad ds foo
 bad keys 12x
 bad keys 0
 bad keys -5
+bad insert-room 0
+bad workload sweepy
 bad zipf 1.5
 bad zipf nan
 bad seconds 0

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# bench/ht-crash.sh, short: 5 clients of a shared Smart-HT table killed at
+# random (seeded) moments under another's updates, then a sweep of every
+# key; the script must pass (no error in the updater or the sweep).  Also
+# its --help and the refusal of a bad flag.  About 5 s.
+# Usage: test_ht_crash.sh BIN_DIR
+set -u
+bin=${1:?usage: test_ht_crash.sh BIN_DIR}
+script=$(cd "$(dirname "$0")/../.." && pwd)/bench/ht-crash.sh
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fail=0
+
+if bash "$script" --help | grep -q -- "--rounds N"; then echo "ok   help"; else
+	echo "FAIL help"; fail=1; fi
+bash "$script" --rounds x >"$out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "^ht-crash.sh: --rounds: want a non-negative integer ('x')" "$out"; then
+	echo "ok   bad-flag (refused)"; else
+	echo "FAIL bad-flag: status $rc"; cat "$out"; fail=1; fi
+
+bash "$script" --rounds 5 --seed 1 --keys 5000 --bin "$bin" >"$out" 2>&1
+rc=$?
+cat "$out"
+if [ $rc -eq 0 ] && grep -q "^A: [0-9]* ops in .*errors 0, validation failures 0," "$out" &&
+   grep -q "^C: sweep of 5000/5000 keys, errors 0, validation failures 0, .*: ok" "$out" &&
+   grep -q "^smartd memory after C: .*MiB" "$out"; then
+	echo "ok   crash-5-rounds"; else
+	echo "FAIL crash-5-rounds: status $rc"; fail=1; fi
+[ $fail -eq 0 ] && echo "ht-crash: all passed" || echo "ht-crash: FAILED"
+exit $fail
