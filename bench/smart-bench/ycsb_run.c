@@ -41,13 +41,33 @@ struct ycsb_task {
 /* ---- keys and values ---- */
 
 /* Key k: preloaded below y->keys, else new key k - keys of this client. */
+/* "%0*llu" without printf (which took a tenth of a YCSB-C search's CPU
+ * time): v in decimal, zero-padded to width; returns the end. */
+static char *dec_pad(char *out, uint64_t v, int width)
+{
+	char tmp[24];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (width-- > n)
+		*out++ = '0';
+	while (n)
+		*out++ = tmp[--n];
+	*out = 0;
+	return out;
+}
+
 static void key_render(const struct ycsb *y, uint64_t k, char *out)
 {
-	if (k < y->keys)
-		snprintf(out, 256, "user%0*" PRIu64, y->key_size - 4, k);
-	else
+	if (k < y->keys) {
+		memcpy(out, "user", 4);
+		dec_pad(out + 4, k, y->key_size - 4);
+	} else {
 		snprintf(out, 256, "u%d-%0*" PRIu64, y->client, y->new_digits,
 			 k - y->keys);
+	}
 }
 
 static uint32_t value_crc(const char *key, size_t klen, const uint8_t *v,

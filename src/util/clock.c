@@ -176,7 +176,7 @@ static int clock_pair(clockid_t id, uint64_t *cycles, uint64_t *ns)
 static int freq_measure(double *hz)
 {
 	struct timespec nap = { 0, CALIB_NS };
-	uint64_t c0, n0, c1, n1;
+	uint64_t c0 = 0, n0 = 0, c1 = 0, n1 = 0;	/* set by clock_pair */
 	int rc;
 
 	rc = clock_pair(CLOCK_MONOTONIC_RAW, &c0, &n0);
