@@ -135,8 +135,10 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
  * and clear every tentative slot a dead client left (their blocks are
  * retired).  Operations do this by themselves, lazily, for what they run
  * into; a sweep does it for the whole table (e.g. after crashes, before a
- * check).  Counts go to smart_ht_stats (recovered, tent_cleared).  Reads
- * the whole table: as costly as a scan. */
+ * check).  A client counts as dead once the blade has fenced it (it
+ * closed its session, or its lease ran out) before the call.  Counts go
+ * to smart_ht_stats (recovered, tent_cleared).  Reads the whole table: as
+ * costly as a scan. */
 int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w);
 
 /* Free the local table object (the remote table stays).  NULL is a no-op;

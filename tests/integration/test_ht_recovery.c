@@ -201,6 +201,8 @@ static pid_t run_child(struct world *wd, int round, const struct step *st,
 			break;
 		sleep_ms(1);
 	}
+	CHECK_MSG(i < 2000, "the blade did not fence the dead child (id %u) in "
+		  "2 s", wd->child_id);
 	return 0;
 }
 

@@ -114,10 +114,13 @@ int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 
 /* The canonical entry of index sub, read now, is locked: if its holder is
  * dead, take the lock over and finish or undo the split (ht_recover.c).
- * 0 when something was recovered, SMART_EAGAIN when the holder is alive
- * or the entry changed meanwhile (retry later), or an error. */
+ * now: ask the blade whether the holder lives (one READ) rather than the
+ * keeper's view, which lags a death by up to a renewal period (the sweep
+ * must see every death that happened before it was called).  0 when
+ * something was recovered, SMART_EAGAIN when the holder is alive or the
+ * entry changed meanwhile (retry later), or an error. */
 int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
-		      unsigned canon, uint64_t ent);
+		      unsigned canon, uint64_t ent, int now);
 
 /* ht_split.c, for recovery: the split recorded as rec in sib[s], whose
  * canonical entry (ent, as read) we now hold locked; dead is the holder

@@ -615,7 +615,7 @@ static void op_unstick(struct ht_op *op)
 	if (smart_read_sync(op->w, smart__ht_ent_addr(op->sh, c), 8, e))
 		return;
 	if (HT_ENT_LOCKED(*e) &&
-	    !smart__ht_recover(op->t, op->w, op->sh, c, *e))
+	    !smart__ht_recover(op->t, op->w, op->sh, c, *e, 0))
 		(void)smart__ht_dir_refresh(op->t, op->w, op->sh);
 }
 

@@ -16,7 +16,9 @@
  *     found through the parent's record, is finished; otherwise the holder
  *     died between its last steps and the entry is simply unlocked.
  * The sweep (smart_ht_sweep) does the same for every locked entry of the
- * table, and clears the tentative slots of dead clients.
+ * table, and clears the tentative slots of dead clients; it asks the
+ * blade's lease words, not the keeper's view (which sees a death up to a
+ * renewal period late), so that it recovers every death before the call.
  *
  * Invariants: only the lock holder changes a record or a frozen slot;
  * nothing here runs unless the holder is dead.
@@ -80,7 +82,7 @@ unlock:
 }
 
 int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
-		      unsigned canon, uint64_t ent)
+		      unsigned canon, uint64_t ent, int now)
 {
 	uint16_t holder = HT_ENT_HOLDER(ent);
 	uint64_t rec;
@@ -91,7 +93,8 @@ int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	/* our own id: another task or worker of this process is splitting */
 	if (holder == sh->lease)
 		return SMART_EAGAIN;
-	rc = smart_lease_alive(w, sh->blade, holder);
+	rc = now ? smart_lease_alive_now(w, sh->blade, holder) :
+		   smart_lease_alive(w, sh->blade, holder);
 	if (rc)
 		return rc < 0 ? rc : SMART_EAGAIN;	/* alive: wait */
 	rc = take(w, sh, canon, ent, HT_ENT_UNLOCKED(ent) |
@@ -142,7 +145,7 @@ static int sweep_chunk(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 
 		if (!(v & HT_SLOT_TENT) || (v & HT_SLOT_FROZEN) ||
 		    !HT_SLOT_UNITS(v) || owner == sh->lease ||
-		    smart_lease_alive(w, sh->blade, owner) != 0)
+		    smart_lease_alive_now(w, sh->blade, owner) != 0)
 			continue;
 		rc = smart_cas_sync(w, smart_gaddr(sh->blade, off +
 						   (i / HT_SLOTS) * HT_BUCKET +
@@ -174,7 +177,7 @@ static int sweep_shard(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 		uint64_t e = atomic_load(&sh->ent[i]);
 
 		if (HT_ENT_LOCKED(e)) {
-			rc = smart__ht_recover(t, w, sh, i, e);
+			rc = smart__ht_recover(t, w, sh, i, e, 1);
 			if (rc == SMART_EAGAIN)
 				rc = 0;	/* alive, or moved on */
 		}

@@ -613,7 +613,8 @@ int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	if (HT_ENT_LOCKED(ent)) {
 		/* being split: a dead holder's split is finished or undone
 		 * first; a live one's waited for, with a fresh view */
-		rc = smart__ht_recover(t, w, sh, smart__ht_canon(ent, sub), ent);
+		rc = smart__ht_recover(t, w, sh, smart__ht_canon(ent, sub), ent,
+				       0);
 		if (rc == 0 || rc == SMART_EAGAIN)
 			rc = smart__ht_dir_refresh(t, w, sh);
 		return rc ? rc : SMART_EAGAIN;
