@@ -266,4 +266,27 @@ const struct shm_model_params *
 smart__shm_model_params(const struct smart_tp_domain *d);
 int smart__shm_qp_doorbell(const struct smart_tp_qp *qp);
 
+/*
+ * Option specs (shm_spec.c): "word" or key=value,... over a caller's
+ * struct of defaults, every value range-checked, every refusal logged
+ * with the option's name.
+ */
+struct shm_spec_key {
+	const char *name;
+	size_t off;		/* of a uint64_t, or of a double */
+	int is_double;
+	double min, max;
+};
+
+struct shm_spec {
+	const char *what;	/* the option's name, first in messages */
+	const struct shm_spec_key *keys;
+	size_t nkeys;		/* at most 32 */
+	const char *const *words;	/* NULL-ended words for "defaults" */
+};
+
+/* 0, or SMART_EINVAL with a log line; params may be half written then. */
+int smart__shm_spec_parse(const struct shm_spec *s, const char *spec,
+			  void *params, const struct smart__log *log);
+
 #endif
