@@ -72,7 +72,9 @@ static const struct shm_adv_params shm_adv_defaults = {
 	.seed = 1,
 	.pause_pct = 20,
 	.pause_ns = 1000,
-	.yield_pct = 10,
+	.yield_pct = 1,		/* a yield lets a thread sharing the core
+				 * in mid-copy, but on a loaded machine it
+				 * can give away a whole time slice (ms) */
 	.reexec_pct = 50,
 	.hold_pct = 50,
 	.hold_polls = 4,
