@@ -31,6 +31,7 @@
  *   log_level        error | warn | info | debug                   [warn]
  *   latency_stats    1 = sampled sync latency histogram in stats   [1]
  *   nic_model        shm: RNIC model, "default" or k=v,... ; off    []
+ *   shm_adversarial  shm: adversarial mode, "on" or k=v,... ; off   []
  *   device           verbs: RDMA device, empty = auto              []
  *   ib_port          verbs: port, 0 = first active                 [0]
  *   gid_index        verbs: GID index, -1 = RoCE v2 GID on Ethernet [-1]

@@ -67,6 +67,7 @@ struct smart__optvals {
 	int log_level;
 	int latency_stats;
 	char nic_model[256];	/* shm RNIC model spec, "" = off */
+	char shm_adversarial[256];	/* shm adversarial spec, "" = off */
 	int techniques;		/* SMART_TECH_* switches */
 	int credit;		/* fixed WR cap per worker, 0 = tuner */
 	uint64_t tune_interval_ns;	/* the tuner's epoch, Δ */

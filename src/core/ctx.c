@@ -39,6 +39,8 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 		.ib_timeout = o->ib_timeout,
 		.ib_retry = o->ib_retry,
 		.nic_model = o->nic_model[0] ? o->nic_model : NULL,
+		.shm_adversarial = o->shm_adversarial[0] ? o->shm_adversarial :
+				   NULL,
 		.log = &ctx->log,
 	};
 	int rc;

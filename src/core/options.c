@@ -94,6 +94,9 @@ static const struct opt_def opt_table[] = {
 	{ "nic_model", OPT_STR, "", 0, 0, OFF(nic_model), CAP(nic_model),
 	  "shm: RNIC model, 'default' or key=value,... (docs/nic-model.md); "
 	  "empty = off" },
+	{ "shm_adversarial", OPT_STR, "", 0, 0, OFF(shm_adversarial),
+	  CAP(shm_adversarial), "shm: adversarial mode for tests, 'on' or "
+	  "key=value,... (docs/transport.md); empty = off" },
 	{ "device", OPT_STR, "", 0, 0, OFF(device), CAP(device),
 	  "verbs: RDMA device (empty = first with an active port)" },
 	{ "ib_port", OPT_INT, "0", 0, 255, OFF(ib_port), 0,

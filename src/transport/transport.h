@@ -8,10 +8,16 @@
  *     connection blobs exchanged through the bootstrap.
  *  2. post() takes a chain of WRs for one QP and rings one doorbell; only
  *     WRs flagged SMART_TP_SIGNALED produce a completion when they succeed.
- *  3. WRs on one QP execute at the responder in posting order.
+ *  3. WRs on one QP execute at the responder in posting order, with the
+ *     InfiniBand exception that a READ may be executed again after WRs
+ *     posted behind it (its response was lost), so its buffer may show
+ *     their effects; a WR carrying SMART_TP_FENCE waits for every earlier
+ *     READ and atomic to complete.  Atomics are never executed twice.
+ *     Completions of one QP come in posting order; those of different QPs
+ *     sharing a CQ come in any order.
  *  4. 8-byte-aligned CAS and FAA are atomic with respect to each other;
- *     READ/WRITE move data in increasing address order and are atomic only
- *     per aligned 8-byte word.
+ *     READ/WRITE are atomic only per aligned 8-byte word and promise no
+ *     order among their words.
  *  5. A WR that fails (bounds, key, dead peer, timeout) always completes,
  *     signalled or not, with an error status; the QP enters the error state
  *     and every later WR on it completes with SMART_TP_WC_FLUSH, signalled
@@ -118,6 +124,8 @@ struct smart_tp_cfg {
 				 * 0 = 14 (67 ms) */
 	int ib_retry;		/* verbs transport retries, 1..7; 0 = 7 */
 	const char *nic_model;	/* shm: RNIC model spec, NULL/"" = off */
+	const char *shm_adversarial;	/* shm: adversarial mode spec,
+					 * NULL/""/"off" = off */
 	const struct smart__log *log;
 };
 

@@ -2,7 +2,9 @@
  * Test fixture: an embedded blade on 127.0.0.1 (any port) plus a ctx
  * connected to it, using only the public API.  Header only.
  * SMART_TEST_TRANSPORT (shm by default; verbs inside the test VM) picks the
- * transport of both the blade and the ctx.
+ * transport of both the blade and the ctx; SMART_SHM_ADVERSARIAL, when set,
+ * is the ctx's shm_adversarial option (docs/transport.md), so that a
+ * structure's tests can be run on the hostile transport as they are.
  */
 #ifndef SMART_TEST_BLADE_FIXTURE_H
 #define SMART_TEST_BLADE_FIXTURE_H
@@ -51,6 +53,9 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
 	if (cfg.transport)
 		CHECK_OK(smart_opts_set(o, "transport", cfg.transport));
+	if (getenv("SMART_SHM_ADVERSARIAL"))
+		CHECK_OK(smart_opts_set(o, "shm_adversarial",
+					getenv("SMART_SHM_ADVERSARIAL")));
 	for (; kv && kv[0]; kv += 2)
 		CHECK_OK(smart_opts_set(o, kv[0], kv[1]));
 	CHECK_OK(smart_ctx_create(o, &f->ctx));

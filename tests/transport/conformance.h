@@ -5,7 +5,9 @@
  *
  * How a transport uses it: a tests/transport/test_transport_<name>.c file
  * includes this header, fills a struct smart_conf_env and returns
- * smart_conformance_run(&env, argc > 1 ? argv[1] : NULL).  The suite is
+ * smart_conformance_run(&env, argc > 1 ? argv[1] : NULL); the shm runners
+ * (plain, RNIC model, adversarial) differ only in their client domains'
+ * configuration and call smart_conformance_run_shm().  The suite is
  * the folder conformance/ (one file per case group), which the build
  * makes a library linked into every test of tests/transport.
  *
@@ -38,6 +40,10 @@ struct smart_conf_env {
 	int (*open_domain)(const struct smart_conf_env *env, int blade_side,
 			   struct smart_tp_domain **out);
 	void *arg;		/* for open_domain */
+	/* Without open_domain: the configuration of initiator (client)
+	 * domains, NULL = defaults.  Responder (blade) domains always get the
+	 * defaults: a blade's own NIC plays no part in one-sided ops. */
+	const struct smart_tp_cfg *client_cfg;
 	unsigned flags;		/* SMART_CONF_* */
 	unsigned scale_pct;	/* op counts of the heavy cases; 0 = 100 */
 	unsigned case_timeout_s; /* watchdog per isolated case; 0 = 60 */
@@ -57,5 +63,11 @@ struct smart_conf_env {
  */
 int smart_conformance_run(const struct smart_conf_env *env,
 			  const char *filter);
+
+/* The suite on the shm transport, forked and isolated (shm regions are
+ * memfds a child can attach), client domains opened with client_cfg (NULL
+ * = defaults): the shm runners' one main.  Exits 77 when shm is not built. */
+int smart_conformance_run_shm(const struct smart_tp_cfg *client_cfg,
+			      const char *filter);
 
 #endif

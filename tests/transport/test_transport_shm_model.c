@@ -13,34 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "harness/test.h"
 #include "transport/conformance.h"
-
-static int model_open(const struct smart_conf_env *env, int blade_side,
-		      struct smart_tp_domain **out)
-{
-	struct smart_tp_cfg cfg = {
-		.gid_index = -1,
-		.nic_model = blade_side ? NULL : (const char *)env->arg,
-	};
-
-	return env->ops->domain_open(&cfg, out);
-}
 
 int main(int argc, char **argv)
 {
 	const char *spec = getenv("SMART_NIC_MODEL");
-	struct smart_conf_env env = {
-		.ops = smart_tp_find("shm"),
-		.open_domain = model_open,
-		.arg = (void *)(spec && *spec ? spec : "default"),
-		.flags = SMART_CONF_FORK | SMART_CONF_ISOLATE,
-		.scale_pct = 100,
-		.case_timeout_s = 60,
+	struct smart_tp_cfg cfg = {
+		.gid_index = -1,
+		.nic_model = spec && *spec ? spec : "default",
 	};
 
-	if (!env.ops)
-		test_skip("the shm transport is not built");
-	printf("RNIC model spec: %s\n", (const char *)env.arg);
-	return smart_conformance_run(&env, argc > 1 ? argv[1] : NULL);
+	printf("RNIC model spec: %s\n", cfg.nic_model);
+	return smart_conformance_run_shm(&cfg, argc > 1 ? argv[1] : NULL);
 }

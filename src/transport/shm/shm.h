@@ -22,13 +22,23 @@
  * With it, post also takes the QP's doorbell spinlock (order QP ->
  * doorbell -> CQ) and stamps each WR with its modelled completion time;
  * poll executes a WR only once that time has come.
+ *
+ * The optional adversarial mode (shm_adv.c, docs/transport.md) hangs off
+ * d->adv the same way, with one state per CQ in cq->adv; NULL means off,
+ * and then poll tests it once and runs exactly the plain code.  With it,
+ * poll copies words in a random order with pauses, may execute a READ
+ * again after later WRs, and holds completions back for a few polls,
+ * delivering those of different QPs in any order (never out of order
+ * within one QP).  It and the model exclude each other.
  */
 #ifndef SMART_TRANSPORT_SHM_H
 #define SMART_TRANSPORT_SHM_H
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "smart/util.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/compiler.h"
@@ -51,10 +61,13 @@ struct shm_mr {
 };
 
 struct shm_model;
+struct shm_adv;
+struct shm_adv_cq;
 
 struct smart_tp_domain {
 	const struct smart__log *log;
 	struct shm_model *model;	/* RNIC model, NULL = off */
+	struct shm_adv *adv;		/* adversarial mode, NULL = off */
 	pthread_mutex_t lock;	/* registration only, never the data path */
 	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
 	uint32_t gen;		/* key generation, under lock */
@@ -93,6 +106,7 @@ struct shm_db {
 struct smart_tp_cq {
 	struct smart_tp_domain *d;
 	struct shm_model *model;	/* d->model */
+	int special;		/* model or adversary on: poll's one test */
 	uint32_t flags;
 	smart_spinlock_t lock;
 	struct smart_tp_wc *wc;	/* completion ring */
@@ -100,6 +114,7 @@ struct smart_tp_cq {
 	struct shm_db *db;	/* doorbell FIFO awaiting execution */
 	uint32_t db_mask, db_head, db_tail;
 	uint32_t touch_gen;	/* poll pass number, for shm_touch */
+	struct shm_adv_cq *adv;	/* adversarial mode's state, NULL = off */
 };
 
 /* DOOMED: the remote failed; the next WR completes with an error, then
@@ -148,6 +163,121 @@ static inline struct shm_mr *shm_mr_lookup(struct smart_tp_domain *d,
 	struct shm_mr *mr = atomic_load_explicit(&d->mrs[slot],
 						 memory_order_acquire);
 	return mr && mr->pub.lkey == lkey ? mr : NULL;
+}
+
+/*
+ * The data path shared by the plain executor (shm_qp.c) and the adversary
+ * (shm_adv.c): bounds and key checks, copies that honour rule 4 and the
+ * atomics.  Header-inline so that the plain poll compiles as before.
+ */
+
+/* Pointer into the mapping for [remote, remote+len), or NULL. */
+static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
+				      uint64_t remote, uint64_t len)
+{
+	uint64_t off = remote - r->base;
+
+	if (smart_unlikely(remote < r->base || off >= r->size ||
+			   len > r->size - off))
+		return NULL;
+	return r->map + off;
+}
+
+/* Is [p, p+len) inside the local MR named by lkey? */
+static inline int shm_local_ok(struct smart_tp_domain *d, uint32_t lkey,
+			       const void *p, uint32_t len)
+{
+	struct shm_mr *mr = shm_mr_lookup(d, lkey);
+	uintptr_t a = (uintptr_t)p, base;
+
+	if (smart_unlikely(!mr))
+		return 0;
+	base = (uintptr_t)mr->pub.addr;
+	return a >= base && a - base <= mr->pub.len &&
+	       len <= mr->pub.len - (a - base);
+}
+
+/* A WRITE whose data was copied into the WQE at post time. */
+static inline int shm_wr_inline(const struct smart_tp_wr *wr)
+{
+	return (wr->flags & SMART_TP_INLINE) && wr->opcode == SMART_TP_WRITE;
+}
+
+/* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with
+ * *rp the remote bytes, or the error status of the completion. */
+static inline int shm_wr_check(struct smart_tp_qp *qp,
+			       const struct smart_tp_wr *wr, uint8_t **rp)
+{
+	if (smart_unlikely(wr->rkey != qp->r->rkey))
+		return SMART_TP_WC_REM_ACCESS;
+	*rp = shm_remote_ptr(qp->r, wr->remote, wr->len);
+	if (smart_unlikely(!*rp))
+		return SMART_TP_WC_REM_ACCESS;
+	if (shm_wr_inline(wr)) {
+		if (smart_unlikely(wr->len > SHM_MAX_INLINE))
+			return SMART_TP_WC_BAD_WR;
+	} else if (smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local,
+						 wr->len))) {
+		return SMART_TP_WC_LOC_PROT;
+	}
+	return SMART_TP_WC_OK;
+}
+
+/* Remote <- local or local <- remote, word-wise in increasing address
+ * order; remote words are accessed atomically when aligned (rule 4).
+ * The adversary calls them on one word or one unaligned end at a time. */
+static inline void shm_copy_from_remote(uint8_t *dst, const uint8_t *src,
+					uint32_t len)
+{
+	while (len && ((uintptr_t)src & 7)) {
+		*dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
+		len--;
+	}
+	for (; len >= 8; len -= 8, src += 8, dst += 8) {
+		uint64_t w = __atomic_load_n((const uint64_t *)src,
+					     __ATOMIC_RELAXED);
+		memcpy(dst, &w, 8);
+	}
+	while (len--)
+		*dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
+}
+
+static inline void shm_copy_to_remote(uint8_t *dst, const uint8_t *src,
+				      uint32_t len)
+{
+	while (len && ((uintptr_t)dst & 7)) {
+		__atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
+		len--;
+	}
+	for (; len >= 8; len -= 8, src += 8, dst += 8) {
+		uint64_t w;
+
+		memcpy(&w, src, 8);
+		__atomic_store_n((uint64_t *)dst, w, __ATOMIC_RELAXED);
+	}
+	while (len--)
+		__atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
+}
+
+/* CAS or FAA on the remote word rp, the old value to wr->local; any other
+ * opcode (READ and WRITE are the callers') is a bad WR. */
+static inline int shm_exec_atomic(const struct smart_tp_wr *wr, uint8_t *rp)
+{
+	uint64_t old;
+
+	if ((wr->opcode != SMART_TP_CAS && wr->opcode != SMART_TP_FAA) ||
+	    wr->len != 8 || ((uintptr_t)rp & 7))
+		return SMART_TP_WC_BAD_WR;
+	if (wr->opcode == SMART_TP_CAS) {
+		old = wr->compare_add;
+		__atomic_compare_exchange_n((uint64_t *)rp, &old, wr->swap, 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		old = __atomic_fetch_add((uint64_t *)rp, wr->compare_add,
+					 __ATOMIC_SEQ_CST);
+	}
+	memcpy(wr->local, &old, 8);
+	return SMART_TP_WC_OK;
 }
 
 /* Table entries implemented in shm_mem.c and shm_qp.c. */
@@ -265,5 +395,115 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n);
 const struct shm_model_params *
 smart__shm_model_params(const struct smart_tp_domain *d);
 int smart__shm_qp_doorbell(const struct smart_tp_qp *qp);
+
+/*
+ * Option specs (shm_spec.c): "word" or key=value,... over a caller's
+ * struct of defaults, every value range-checked, every refusal logged
+ * with the option's name.
+ */
+struct shm_spec_key {
+	const char *name;
+	size_t off;		/* of a uint64_t, or of a double */
+	int is_double;
+	double min, max;
+};
+
+struct shm_spec {
+	const char *what;	/* the option's name, first in messages */
+	const struct shm_spec_key *keys;
+	size_t nkeys;		/* at most 32 */
+	const char *const *words;	/* NULL-ended words for "defaults" */
+};
+
+/* 0, or SMART_EINVAL with a log line; params may be half written then. */
+int smart__shm_spec_parse(const struct shm_spec *s, const char *spec,
+			  void *params, const struct smart__log *log);
+
+/*
+ * The adversarial mode (shm_adv.c, docs/transport.md "Adversarial mode").
+ */
+struct shm_adv_params {
+	uint64_t seed;		/* CQ k draws from a stream of seed and k */
+	uint64_t pause_pct;	/* chance of a pause before a copied word */
+	uint64_t pause_ns;	/* a spinning pause */
+	uint64_t yield_pct;	/* share of pauses that sched_yield() */
+	uint64_t reexec_pct;	/* chance a READ is executed again later */
+	uint64_t hold_pct;	/* chance a completion is held back */
+	uint64_t hold_polls;	/* for 1..hold_polls polls */
+};
+
+/* What the adversary did, over the whole domain. */
+struct shm_adv_stats {
+	uint64_t pauses;	/* copies paused in the middle */
+	uint64_t yields;	/* of which by sched_yield() */
+	uint64_t scrambled;	/* copies of several units not in address
+				 * order */
+	uint64_t reexecs;	/* READs executed again after later WRs */
+	uint64_t late;		/* completions delivered a poll or more
+				 * after their WR executed */
+	uint64_t reordered;	/* completions delivered before an older one
+				 * of another QP */
+};
+
+/* A completion the adversary holds. */
+struct shm_held {
+	struct smart_tp_wc wc;
+	uint64_t born, due;	/* poll numbers: executed, may go from */
+	uint32_t lane;		/* the QP's id: one RC order per lane */
+	int32_t next;		/* delivery scratch: next of its lane */
+	uint8_t gone;		/* delivery scratch: delivered */
+};
+
+/* A READ to execute again before the poll ends. */
+struct shm_redo {
+	struct smart_tp_qp *qp;
+	uint8_t *rp, *local;
+	uint32_t len;
+};
+
+#define SHM_ADV_REDO_MAX 32
+
+/* The adversary's state of one CQ, used under the CQ's ordering (its
+ * lock when shared), like the CQ itself. */
+struct shm_adv_cq {
+	struct shm_adv *a;
+	smart_rng_t rng;	/* this CQ's stream */
+	uint64_t polls;		/* polls so far */
+	uint32_t nheld, cap;
+	struct shm_redo redo[SHM_ADV_REDO_MAX];
+	uint32_t nredo;
+	struct shm_held held[];	/* [cap], oldest first */
+};
+
+/* Domain open/close: d->adv from the spec (NULL, "" or "off" = off);
+ * SMART_EINVAL for a bad spec or with the RNIC model on. */
+int smart__shm_adv_open(struct smart_tp_domain *d, const char *spec);
+void smart__shm_adv_close(struct smart_tp_domain *d);
+/* CQ create/destroy: the CQ's state, holding up to depth completions. */
+int smart__shm_adv_cq_init(struct smart_tp_cq *cq, uint32_t depth);
+void smart__shm_adv_cq_fini(struct smart_tp_cq *cq);
+/* Execute one WR of qp (a QP in RTS) the adversary's way. */
+int smart__shm_adv_exec(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
+			struct shm_wqe *e);
+/* Hold the completion of wr; the caller checked there is room. */
+void smart__shm_adv_complete(struct smart_tp_cq *cq,
+			     const struct smart_tp_qp *qp,
+			     const struct smart_tp_wr *wr, int status);
+/* The end of a poll: READs marked for it run again, then up to max held
+ * completions that may go are delivered into wc; returns how many. */
+int smart__shm_adv_poll_end(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
+			    int max);
+
+static inline int shm_adv_full(const struct smart_tp_cq *cq)
+{
+	return cq->adv->nheld >= cq->adv->cap;
+}
+
+/* For tests: the parameters in force and the counters; NULL / SMART_ENOENT
+ * when the mode is off. */
+const struct shm_adv_params *
+smart__shm_adv_params(const struct smart_tp_domain *d);
+int smart__shm_adv_stats(const struct smart_tp_domain *d,
+			 struct shm_adv_stats *out);
 
 #endif

@@ -19,7 +19,9 @@
  * version, validated field by field: they come from another process.
  *
  * A domain opened with cfg->nic_model carries the RNIC model
- * (shm_model.c); a bad spec fails the open with SMART_EINVAL.
+ * (shm_model.c), one opened with cfg->shm_adversarial the adversarial mode
+ * (shm_adv.c); a bad spec, or both at once, fails the open with
+ * SMART_EINVAL.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,6 +47,11 @@ int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
 		return SMART_ENOMEM;
 	d->log = cfg ? cfg->log : NULL;
 	rc = smart__shm_model_open(d, cfg ? cfg->nic_model : NULL);
+	if (!rc) {
+		rc = smart__shm_adv_open(d, cfg ? cfg->shm_adversarial : NULL);
+		if (rc)
+			smart__shm_model_close(d);
+	}
 	if (rc) {
 		free(d);
 		return rc;
@@ -68,6 +75,7 @@ void smart__shm_domain_close(struct smart_tp_domain *d)
 		if (mr)
 			smart__shm_mr_free(d, &mr->pub);
 	}
+	smart__shm_adv_close(d);
 	smart__shm_model_close(d);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

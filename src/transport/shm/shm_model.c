@@ -25,7 +25,6 @@
  *    shared round robin; an SMART_TP_OWN_DOORBELL QP gets a new register
  *    of its own beyond the context's set (an mlx5 thread domain).
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -36,7 +35,6 @@
 #include "util/log.h"
 
 #define SHM_DB_DEDICATED 4	/* mlx5: low-latency registers per context */
-#define SHM_SPEC_TOKEN_MAX 64
 
 static const struct shm_model_params shm_model_defaults = {
 	.rtt_ns = 2000,
@@ -48,17 +46,10 @@ static const struct shm_model_params shm_model_defaults = {
 };
 
 /* The keys of a spec, their field and their range. */
-struct shm_model_key {
-	const char *name;
-	size_t off;
-	int is_double;
-	double min, max;
-};
-
 #define SHM_KEY(n, dbl, lo, hi) \
 	{ #n, offsetof(struct shm_model_params, n), dbl, lo, hi }
 
-static const struct shm_model_key shm_model_keys[] = {
+static const struct shm_spec_key shm_model_keys[] = {
 	SHM_KEY(rtt_ns, 0, 0, 1e9),
 	SHM_KEY(mops, 1, 0.001, 1000),
 	SHM_KEY(doorbells, 0, 1, 1024),
@@ -67,119 +58,25 @@ static const struct shm_model_key shm_model_keys[] = {
 	SHM_KEY(miss_ns, 0, 0, 1e6),
 };
 
-#define SHM_KEY_LIST "rtt_ns, mops, doorbells, db_hold_ns, wqe_cache, miss_ns"
+static const char *const shm_model_words[] = { "default", NULL };
 
-/* A plain decimal: digits, at most one '.' when frac, nothing else (no
- * sign, exponent, hex, inf or nan: strtod alone would take them). */
-static int shm_is_decimal(const char *v, int frac)
-{
-	int digits = 0, dots = 0;
-
-	for (; *v; v++) {
-		if (*v >= '0' && *v <= '9')
-			digits++;
-		else if (*v == '.' && frac && !dots)
-			dots++;
-		else
-			return 0;
-	}
-	return digits > 0;
-}
-
-static int shm_parse_value(const struct shm_model_key *k, const char *v,
-			   struct shm_model_params *p,
-			   const struct smart__log *log)
-{
-	unsigned long long u = 0;
-	char *end;
-	double x;
-
-	if (!shm_is_decimal(v, k->is_double)) {
-		smart__err(log, "nic_model: %s=%s is not a %s", k->name, v,
-			   k->is_double ? "decimal number" :
-			   "non-negative integer");
-		return SMART_EINVAL;
-	}
-	errno = 0;
-	if (k->is_double) {
-		x = strtod(v, &end);
-	} else {
-		u = strtoull(v, &end, 10);
-		x = (double)u;
-	}
-	if (*end || errno || !isfinite(x) || x < k->min || x > k->max) {
-		smart__err(log, "nic_model: %s=%s is out of range "
-			   "[%.15g, %.15g]", k->name, v, k->min, k->max);
-		return SMART_EINVAL;
-	}
-	if (k->is_double)
-		memcpy((char *)p + k->off, &x, sizeof(x));
-	else
-		memcpy((char *)p + k->off, &(uint64_t){ u }, sizeof(uint64_t));
-	return 0;
-}
-
-/* One "key=value" (or "default") item; *seen guards against repeats. */
-static int shm_parse_item(char *item, struct shm_model_params *p,
-			  unsigned *seen, const struct smart__log *log)
-{
-	char *eq = strchr(item, '=');
-	size_t i;
-
-	if (!strcmp(item, "default"))
-		return 0;
-	if (!eq) {
-		smart__err(log, "nic_model: '%s' is not key=value or "
-			   "\"default\"", item);
-		return SMART_EINVAL;
-	}
-	*eq = '\0';
-	for (i = 0; i < SMART_ARRAY_SIZE(shm_model_keys); i++) {
-		if (strcmp(item, shm_model_keys[i].name))
-			continue;
-		if (*seen & (1u << i)) {
-			smart__err(log, "nic_model: %s given twice", item);
-			return SMART_EINVAL;
-		}
-		*seen |= 1u << i;
-		return shm_parse_value(&shm_model_keys[i], eq + 1, p, log);
-	}
-	smart__err(log, "nic_model: unknown key '%s' (keys: %s)", item,
-		   SHM_KEY_LIST);
-	return SMART_EINVAL;
-}
+static const struct shm_spec shm_model_spec = {
+	"nic_model", shm_model_keys, SMART_ARRAY_SIZE(shm_model_keys),
+	shm_model_words,
+};
 
 int smart__shm_model_parse(const char *spec, struct shm_model_params *out,
 			   const struct smart__log *log)
 {
 	struct shm_model_params p = shm_model_defaults;
-	char item[SHM_SPEC_TOKEN_MAX];
-	const char *whole = spec;
-	unsigned seen = 0;
-	size_t len;
 	int rc;
 
-	if (!spec || !out)
+	if (!out)
 		return SMART_EINVAL;
-	for (;;) {
-		len = strcspn(spec, ",");
-		if (!len || len >= sizeof(item)) {
-			smart__err(log, "nic_model: %s item in \"%s\"",
-				   len ? "overlong" : "empty", whole);
-			return SMART_EINVAL;
-		}
-		memcpy(item, spec, len);
-		item[len] = '\0';
-		rc = shm_parse_item(item, &p, &seen, log);
-		if (rc)
-			return rc;
-		spec += len;
-		if (!*spec)
-			break;
-		spec++;		/* the comma; an item must follow it */
-	}
-	*out = p;
-	return 0;
+	rc = smart__shm_spec_parse(&shm_model_spec, spec, &p, log);
+	if (!rc)
+		*out = p;
+	return rc;
 }
 
 static void *shm_zalloc_cl(size_t len)

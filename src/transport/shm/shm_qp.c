@@ -9,17 +9,21 @@
  * state; everything behind it flushes.
  *
  * Copies go word by word in increasing address order with relaxed atomic
- * loads and stores on the remote side: exactly the guarantee of rule 4 (an
- * aligned 8-byte word never tears) and no more, so applications tested here
- * do not come to rely on a stronger one than RDMA gives.
+ * loads and stores on the remote side: the guarantee of rule 4 (an aligned
+ * 8-byte word never tears) and, but for the order, no more.  The
+ * adversarial mode (shm_adv.c) drops the order too and pauses mid-copy, so
+ * that applications tested on it do not come to rely on more than RDMA
+ * gives.
  *
  * Fast path: no system call, no allocation, no lock unless SMART_TP_SHARED.
  *
  * With the RNIC model (shm_model.c) post rings the QP's modelled doorbell,
  * which stamps each WR with a completion time, and poll executes a WR only
  * once that time has come: its memory effect happens then, never earlier,
- * and never before an earlier WR of its QP.  Without the model each of
- * post and poll tests one pointer and runs the unmodelled code.
+ * and never before an earlier WR of its QP.  With the adversarial mode,
+ * poll runs WRs through the adversary and hands completions to it; post
+ * is unchanged.  With neither, post tests one pointer (qp->model) and poll
+ * one flag (cq->special), and each runs the plain code.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -53,6 +57,11 @@ int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 	cq->wc_mask = n - 1;
 	cq->db_mask = n - 1;
 	smart_spin_init(&cq->lock);
+	if (d->adv && smart__shm_adv_cq_init(cq, n)) {
+		smart__shm_cq_destroy(cq);
+		return SMART_ENOMEM;
+	}
+	cq->special = cq->model || cq->adv;
 	*out = cq;
 	return 0;
 }
@@ -61,6 +70,7 @@ void smart__shm_cq_destroy(struct smart_tp_cq *cq)
 {
 	if (!cq)
 		return;
+	smart__shm_adv_cq_fini(cq);
 	free(cq->wc);
 	free(cq->db);
 	free(cq);
@@ -163,18 +173,6 @@ int smart__shm_qp_in_error(const struct smart_tp_qp *qp)
 	       (qp->r && atomic_load(&qp->r->failed));
 }
 
-/* Pointer into the mapping for [remote, remote+len), or NULL. */
-static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
-				      uint64_t remote, uint64_t len)
-{
-	uint64_t off = remote - r->base;
-
-	if (smart_unlikely(remote < r->base || off >= r->size ||
-			   len > r->size - off))
-		return NULL;
-	return r->map + off;
-}
-
 static int shm_post_locked(struct smart_tp_qp *qp,
 			   const struct smart_tp_wr *wrs, int n)
 {
@@ -224,92 +222,15 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	return rc;
 }
 
-/* Remote <- local or local <- remote, word-wise in increasing address
- * order; remote words are accessed atomically when aligned (rule 4). */
-static void shm_copy_from_remote(uint8_t *dst, const uint8_t *src,
-				 uint32_t len)
-{
-	while (len && ((uintptr_t)src & 7)) {
-		*dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
-		len--;
-	}
-	for (; len >= 8; len -= 8, src += 8, dst += 8) {
-		uint64_t w = __atomic_load_n((const uint64_t *)src,
-					     __ATOMIC_RELAXED);
-		memcpy(dst, &w, 8);
-	}
-	while (len--)
-		*dst++ = __atomic_load_n(src++, __ATOMIC_RELAXED);
-}
-
-static void shm_copy_to_remote(uint8_t *dst, const uint8_t *src, uint32_t len)
-{
-	while (len && ((uintptr_t)dst & 7)) {
-		__atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
-		len--;
-	}
-	for (; len >= 8; len -= 8, src += 8, dst += 8) {
-		uint64_t w;
-
-		memcpy(&w, src, 8);
-		__atomic_store_n((uint64_t *)dst, w, __ATOMIC_RELAXED);
-	}
-	while (len--)
-		__atomic_store_n(dst++, *src++, __ATOMIC_RELAXED);
-}
-
-/* Is [p, p+len) inside the local MR named by lkey? */
-static inline int shm_local_ok(struct smart_tp_domain *d, uint32_t lkey,
-			       const void *p, uint32_t len)
-{
-	struct shm_mr *mr = shm_mr_lookup(d, lkey);
-	uintptr_t a = (uintptr_t)p, base;
-
-	if (smart_unlikely(!mr))
-		return 0;
-	base = (uintptr_t)mr->pub.addr;
-	return a >= base && a - base <= mr->pub.len &&
-	       len <= mr->pub.len - (a - base);
-}
-
-static int shm_exec_atomic(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
-			   uint8_t *rp)
-{
-	uint64_t old;
-
-	if (wr->len != 8 || ((uintptr_t)rp & 7))
-		return SMART_TP_WC_BAD_WR;
-	if (wr->opcode == SMART_TP_CAS) {
-		old = wr->compare_add;
-		__atomic_compare_exchange_n((uint64_t *)rp, &old, wr->swap, 0,
-					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	} else {
-		old = __atomic_fetch_add((uint64_t *)rp, wr->compare_add,
-					 __ATOMIC_SEQ_CST);
-	}
-	memcpy(wr->local, &old, 8);
-	return SMART_TP_WC_OK;
-}
-
 /* Execute one WR; returns a completion status. */
 static int shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	const struct smart_tp_wr *wr = &e->wr;
-	int inl = (wr->flags & SMART_TP_INLINE) && wr->opcode == SMART_TP_WRITE;
 	uint8_t *rp;
+	int st = shm_wr_check(qp, wr, &rp);
 
-	if (smart_unlikely(wr->rkey != qp->r->rkey))
-		return SMART_TP_WC_REM_ACCESS;
-	rp = shm_remote_ptr(qp->r, wr->remote, wr->len);
-	if (smart_unlikely(!rp))
-		return SMART_TP_WC_REM_ACCESS;
-	if (inl) {
-		if (smart_unlikely(wr->len > SHM_MAX_INLINE))
-			return SMART_TP_WC_BAD_WR;
-	} else if (smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local,
-						 wr->len))) {
-		return SMART_TP_WC_LOC_PROT;
-	}
+	if (smart_unlikely(st != SMART_TP_WC_OK))
+		return st;
 	switch (wr->opcode) {
 	case SMART_TP_READ:
 		if (smart_likely(wr->len == 8 && !((uintptr_t)rp & 7))) {
@@ -321,13 +242,11 @@ static int shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 		shm_copy_from_remote(wr->local, rp, wr->len);
 		return SMART_TP_WC_OK;
 	case SMART_TP_WRITE:
-		shm_copy_to_remote(rp, inl ? e->inl : wr->local, wr->len);
+		shm_copy_to_remote(rp, shm_wr_inline(wr) ? e->inl : wr->local,
+				   wr->len);
 		return SMART_TP_WC_OK;
-	case SMART_TP_CAS:
-	case SMART_TP_FAA:
-		return shm_exec_atomic(qp, wr, rp);
-	default:
-		return SMART_TP_WC_BAD_WR;
+	default:	/* CAS, FAA or a bad opcode */
+		return shm_exec_atomic(wr, rp);
 	}
 }
 
@@ -353,14 +272,18 @@ static inline void shm_complete(struct smart_tp_cq *cq, struct shm_out *o,
 	wc->opcode = wr->opcode;
 }
 
-/* Run the doorbell's WRs while the ring has room for each one's possible
+/* How shm_run_db_at runs WRs: plain, under the RNIC model, or the
+ * adversary's way. */
+enum { SHM_RUN_PLAIN, SHM_RUN_MODEL, SHM_RUN_ADV };
+
+/* Run the doorbell's WRs while there is room for each one's possible
  * completion and, when modelled, while the next WR's completion time has
  * come (*ran counts what ran).  Returns 0 when it had to stop early.
- * Always inlined with a constant `modelled`, so the unmodelled poll
- * carries none of the model's tests. */
+ * Always inlined with a constant `mode`, so the plain poll carries none of
+ * the model's or the adversary's tests. */
 static inline __attribute__((always_inline)) int
 shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
-	      int modelled, uint64_t now, uint32_t *ran)
+	      int mode, uint64_t now, uint32_t *ran)
 {
 	struct smart_tp_qp *qp = db->qp;
 	uint32_t head, first;
@@ -379,23 +302,29 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 		int st = SMART_TP_WC_FLUSH;
 
-		if (cq->wc_tail - cq->wc_head > cq->wc_mask)
+		if (mode == SHM_RUN_ADV ? shm_adv_full(cq) :
+		    cq->wc_tail - cq->wc_head > cq->wc_mask)
 			break;
-		if (modelled && e->due > now)
+		if (mode == SHM_RUN_MODEL && e->due > now)
 			break;
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
-			st = shm_exec(qp, e);
+			st = mode == SHM_RUN_ADV ?
+			     smart__shm_adv_exec(cq, qp, e) : shm_exec(qp, e);
 			if (smart_unlikely(st != SMART_TP_WC_OK))
 				qp->state = SHM_QP_ERR;
 		} else if (qp->state == SHM_QP_DOOMED) {
 			st = SMART_TP_WC_FATAL;
 			qp->state = SHM_QP_ERR;
 		}
-		if (st != SMART_TP_WC_OK || (e->wr.flags & SMART_TP_SIGNALED))
-			shm_complete(cq, o, &e->wr, st);
+		if (st != SMART_TP_WC_OK || (e->wr.flags & SMART_TP_SIGNALED)) {
+			if (mode == SHM_RUN_ADV)
+				smart__shm_adv_complete(cq, qp, &e->wr, st);
+			else
+				shm_complete(cq, o, &e->wr, st);
+		}
 	}
 	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
-	if (modelled)
+	if (mode == SHM_RUN_MODEL)
 		*ran += head - first;
 	return db->n == 0;
 }
@@ -403,7 +332,7 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 		      struct shm_out *o)
 {
-	return shm_run_db_at(cq, db, o, 0, 0, NULL);
+	return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
 }
 
 /* Prefetch the targets of up to SHM_TOUCH_MAX queued WRs in one tight loop
@@ -462,12 +391,29 @@ static void shm_poll_model(struct smart_tp_cq *cq, struct shm_out *o)
 		shm_touch(cq);
 	while (o->n < o->max && cq->db_head != cq->db_tail) {
 		if (!shm_run_db_at(cq, &cq->db[cq->db_head & cq->db_mask], o,
-				   1, now, &ran))
+				   SHM_RUN_MODEL, now, &ran))
 			break;
 		cq->db_head++;
 	}
 	if (ran)
 		shm_model_retire(cq->model, ran);
+}
+
+/* The adversary's poll: run every queued doorbell (completions go to the
+ * adversary, which holds them), then let it redo READs and deliver.  Kept
+ * out of line and cold so that the plain poll's code stays as it was. */
+static __attribute__((noinline, cold)) void
+shm_poll_adv(struct smart_tp_cq *cq, struct shm_out *o)
+{
+	if (cq->db_head != cq->db_tail)
+		shm_touch(cq);
+	while (cq->db_head != cq->db_tail) {
+		if (!shm_run_db_at(cq, &cq->db[cq->db_head & cq->db_mask], o,
+				   SHM_RUN_ADV, 0, NULL))
+			break;
+		cq->db_head++;
+	}
+	o->n += smart__shm_adv_poll_end(cq, o->wc + o->n, o->max - o->n);
 }
 
 int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
@@ -478,8 +424,11 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	shm_lock(cq->flags, &cq->lock);
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
-	if (smart_unlikely(cq->model)) {
-		shm_poll_model(cq, &o);
+	if (smart_unlikely(cq->special)) {
+		if (cq->model)
+			shm_poll_model(cq, &o);
+		else
+			shm_poll_adv(cq, &o);
 		shm_unlock(cq->flags, &cq->lock);
 		return o.n;
 	}

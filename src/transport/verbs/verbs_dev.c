@@ -211,10 +211,17 @@ int smart__verbs_domain_open(const struct smart_tp_cfg *cfg,
 	struct smart_tp_domain *d;
 	int rc;
 
-	/* The RNIC model is the shm transport's; a real NIC needs none. */
+	/* The RNIC model and the adversary are the shm transport's; a real
+	 * NIC needs neither. */
 	if (cfg && cfg->nic_model && cfg->nic_model[0]) {
 		smart__err(cfg->log, "nic_model applies to the shm transport "
 			   "only, not verbs");
+		return SMART_EINVAL;
+	}
+	if (cfg && cfg->shm_adversarial && cfg->shm_adversarial[0] &&
+	    strcmp(cfg->shm_adversarial, "off")) {
+		smart__err(cfg->log, "shm_adversarial applies to the shm "
+			   "transport only, not verbs");
 		return SMART_EINVAL;
 	}
 	d = calloc(1, sizeof(*d));

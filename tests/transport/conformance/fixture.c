@@ -107,7 +107,8 @@ int dom_open(const struct smart_conf_env *env, int blade_side,
 
 	if (env->open_domain)
 		return env->open_domain(env, blade_side, out);
-	return env->ops->domain_open(&cfg, out);
+	return env->ops->domain_open(!blade_side && env->client_cfg ?
+				     env->client_cfg : &cfg, out);
 }
 
 /* The descriptor remote_attach() takes ownership of. */

@@ -152,3 +152,19 @@ int smart_conformance_run(const struct smart_conf_env *env,
 		return 1;
 	return pass ? 0 : 77;
 }
+
+int smart_conformance_run_shm(const struct smart_tp_cfg *client_cfg,
+			      const char *filter)
+{
+	struct smart_conf_env env = {
+		.ops = smart_tp_find("shm"),
+		.client_cfg = client_cfg,
+		.flags = SMART_CONF_FORK | SMART_CONF_ISOLATE,
+		.scale_pct = 100,
+		.case_timeout_s = 60,
+	};
+
+	if (!env.ops)
+		test_skip("the shm transport is not built");
+	return smart_conformance_run(&env, filter);
+}

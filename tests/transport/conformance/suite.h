@@ -1,8 +1,10 @@
 /*
  * Inside the transport conformance suite: the fixture, the helpers and the
  * cases that the files of this folder share.  The suite's one entry point
- * for a transport is smart_conformance_run() (../conformance.h); nothing
- * here is for anyone but the files of this folder.
+ * for a transport is smart_conformance_run() (../conformance.h).  Besides
+ * the files of this folder, only the tests of tests/transport that check
+ * one transport beyond the contract (test_shm_adversary.c) use this
+ * fixture and these helpers, which the build links into every test there.
  *
  * Each case checks one part of the contract in src/transport/transport.h
  * using the transport directly, with no bootstrap and no core:
