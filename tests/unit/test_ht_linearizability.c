@@ -4,17 +4,29 @@
  *
  * Cases: the checker on hand-made histories (it must reject the broken
  * ones and accept linearizable ones with overlapping ops); real runs of
- * LZ_THREADS workers x LZ_TASKS tasks doing random ops on a small hot key
- * set, plus inserts of fresh cold keys that make a one-subtable table
- * split many times during the run (asserted through smart_ht_stats()),
- * every op stamped with smart_now_ns() before its call and after its
- * return; and the same workload through a deliberately broken client
- * (stale searches, or updates that report success without writing), which
- * the checker must catch.  Ops that give up with SMART_ERETRY are left
- * out: the API promises they changed nothing, and an effect of one would
- * show up as a value or a transition nobody recorded.
+ * workers x LZ_TASKS tasks doing random ops on a small hot key set, plus
+ * inserts of fresh cold keys that make small subtables split over and
+ * over during the run, every op stamped with smart_now_ns()
+ * (CLOCK_MONOTONIC, one clock for every process) before its call and
+ * after its return; and the same workload through a deliberately broken
+ * client (stale searches, or updates that report success without
+ * writing), which the checker must catch.  The real runs (DESIGN.md §9):
+ *   linearizable  one 16-bucket subtable, plain shm, 2 threads;
+ *   adversarial   the shm transport's adversarial mode (torn multi-word
+ *                 accesses, READs re-run after later WRs, late and
+ *                 reordered completions), 8-bucket subtables split in four
+ *                 192-byte chunks;
+ *   many_splits   16 shards of 2-bucket subtables: thousands of splits;
+ *   processes     3 forked client processes on one table (histories in a
+ *                 shared mapping), plain and adversarial.
+ * Each asserts that the paths its guards exist for were taken (splits,
+ * frozen hits, canonical-entry verify retries, blocks freed), not only
+ * that the history is linearizable.  Ops that give up with SMART_ERETRY
+ * are left out: the API promises they changed nothing, and an effect of
+ * one would show up as a value or a transition nobody recorded.
  *
- * Seeds are fixed and printed; interleavings are not, so the real runs
+ * Seeds (of the tasks' ops, of the table's hashes, of the adversary) are
+ * fixed and printed; thread interleavings are not, so the real runs
  * assert only what holds in every interleaving (a correct table is
  * linearizable), and the broken runs break so often that a clean pass is
  * practically impossible.
@@ -22,22 +34,32 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness/blade_fixture.h"
 #include "harness/linearizability.h"
+#include "harness/smartd_proc.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 #include "smart/ht.h"
 
 #define BLADE_SIZE	(64u << 20)
 #define LZ_THREADS	2
+#define LZ_THREADS_MAX	2
 #define LZ_TASKS	8
+#define LZ_PROCS_MAX	3
+#define LZ_TASKS_MAX	(LZ_PROCS_MAX * LZ_TASKS)
 #define LZ_HOT		12
 #define LZ_OPS		2500	/* per task: 16 x 2500 = 40000 ops */
+#define LZ_OPS_MAX	5000
 #define LZ_ROUNDS	2	/* of the correct run, per option set */
 #define LZ_BROKEN_OPS	250
 #define LZ_SEED		0x5eed0001ull
 #define COLD_BASE	1000000u
+
+static char secret_path[] = "/tmp/smart-lz-secret-XXXXXX";
 
 /* ---- the checker on hand-made histories --------------------------------- */
 
@@ -183,17 +205,47 @@ static void test_checker_budget(void)
 
 enum lz_mode { LZ_CORRECT, LZ_STALE_SEARCH, LZ_LOST_UPDATE };
 
+/* One run: where it runs and what it does. */
+struct lz_cfg {
+	enum lz_mode mode;
+	const char *opts;	/* the ctxs' techniques */
+	const char *adv;	/* their shm_adversarial (NULL: plain shm) */
+	unsigned procs;		/* 0: the workers run in this process; else
+				 * this many forked client processes */
+	unsigned threads;	/* per process, each with LZ_TASKS tasks */
+	unsigned shards;	/* all on the one blade */
+	unsigned buckets, split_chunk;
+	unsigned cold;		/* of every 40 ops, inserts of fresh keys */
+	unsigned nops;		/* per task */
+	uint64_t seed;		/* task i: seed + i */
+};
+
+/* Per-run results of the paths the runs exist for, summed over every
+ * client process (smart_ht_stats of each table object). */
+struct lz_paths {
+	uint64_t splits, verify_retries, frozen_hits, header_retries, freed;
+	uint64_t retried;	/* ops that ended in SMART_ERETRY */
+	unsigned subtables;	/* the most any client saw at its end */
+};
+
+/* Histories live in a shared mapping, so that forked clients hand them
+ * (and their table's counters) to the parent that checks them. */
+struct lz_shared {
+	size_t n[LZ_TASKS_MAX];
+	unsigned retries[LZ_TASKS_MAX];
+	struct lz_paths paths[LZ_PROCS_MAX];
+	struct lin_event ev[LZ_TASKS_MAX][LZ_OPS_MAX];
+	struct lin_event all[LZ_TASKS_MAX * LZ_OPS_MAX];
+};
+
 struct lz_task {
 	smart_ht_t *t;
-	unsigned id, nops;
-	enum lz_mode mode;
-	uint64_t seed;
+	const struct lz_cfg *cfg;
+	struct lz_shared *sh;
+	unsigned id;		/* unique over every process */
 	smart_rng_t r;
 	uint32_t seq, cold;
-	unsigned retries;	/* ops that ended in SMART_ERETRY */
 	uint64_t seen[LZ_HOT];	/* broken client's cache (0: absent) */
-	struct lin_event *ev;
-	size_t n;
 };
 
 struct lz_thread {
@@ -213,15 +265,15 @@ static int lz_res(int rc)
  * or an update claims success without touching the table. */
 static int lz_broken(struct lz_task *a, struct lin_event *e, int *rc)
 {
-	if (a->mode == LZ_CORRECT || e->key >= LZ_HOT ||
+	if (a->cfg->mode == LZ_CORRECT || e->key >= LZ_HOT ||
 	    smart_rng_below(&a->r, 4))
 		return 0;
-	if (a->mode == LZ_STALE_SEARCH && e->op == LIN_SEARCH) {
+	if (a->cfg->mode == LZ_STALE_SEARCH && e->op == LIN_SEARCH) {
 		e->val = a->seen[e->key];
 		*rc = e->val ? 0 : SMART_ENOENT;
 		return 1;
 	}
-	if (a->mode == LZ_LOST_UPDATE && e->op == LIN_UPDATE) {
+	if (a->cfg->mode == LZ_LOST_UPDATE && e->op == LIN_UPDATE) {
 		*rc = 0;
 		return 1;
 	}
@@ -252,53 +304,58 @@ static int lz_call(struct lz_task *a, smart_worker_t *w, struct lin_event *e)
 	return rc;
 }
 
-/* Draw the next op: 1 in 8 inserts a fresh cold key (so the table grows
- * while the hot keys are hammered), the rest spread over the hot keys. */
+/* Draw the next op: cfg->cold in 40 insert a fresh cold key (so the
+ * table grows while the hot keys are hammered), the rest spread over the
+ * hot keys. */
 static void lz_draw(struct lz_task *a, struct lin_event *e)
 {
 	unsigned p = (unsigned)smart_rng_below(&a->r, 40);
 
 	memset(e, 0, sizeof(*e));
 	e->arg = (uint64_t)(a->id + 1) << 32 | ++a->seq;
-	if (p < 5) {
-		e->key = COLD_BASE + a->id * LZ_OPS + a->cold++;
+	if (p < a->cfg->cold) {
+		e->key = COLD_BASE + a->id * LZ_OPS_MAX + a->cold++;
 		e->op = LIN_INSERT;
 		return;
 	}
+	p = (unsigned)smart_rng_below(&a->r, 35);
 	e->key = smart_rng_below(&a->r, LZ_HOT);
-	e->op = p < 12 ? LIN_INSERT : p < 19 ? LIN_UPDATE : p < 24 ?
-		LIN_UPSERT : p < 31 ? LIN_DELETE : LIN_SEARCH;
+	e->op = p < 7 ? LIN_INSERT : p < 14 ? LIN_UPDATE : p < 19 ?
+		LIN_UPSERT : p < 26 ? LIN_DELETE : LIN_SEARCH;
 }
 
 static void lz_task_fn(smart_worker_t *w, void *p)
 {
 	struct lz_task *a = p;
-	struct lin_event *e;
+	struct lin_event *e, *ev = a->sh->ev[a->id];
+	size_t n = 0;
 	unsigned i;
 	int rc;
 
-	smart_rng_seed(&a->r, a->seed);
-	for (i = 0, a->n = 0; i < a->nops; i++) {
-		e = &a->ev[a->n];
+	smart_rng_seed(&a->r, a->cfg->seed + a->id);
+	for (i = 0; i < a->cfg->nops; i++) {
+		e = &ev[n];
 		lz_draw(a, e);
-		e->call = smart_now_ns();
+		e->call = smart_now_ns();	/* CLOCK_MONOTONIC: one clock
+						 * for every process */
 		rc = lz_call(a, w, e);
 		e->ret = smart_now_ns();
 		if (rc == SMART_ERETRY) {
 			/* gave up (legal under heavy contention): promised
 			 * to leave the table unchanged, so it is left out
 			 * of the history, and an effect would show there */
-			a->retries++;
+			a->sh->retries[a->id]++;
 			continue;
 		}
 		e->res = (uint8_t)lz_res(rc);
-		a->n++;
+		n++;
 		if (e->key >= LZ_HOT || rc)
 			continue;
 		/* what this client last knew of the key, for stale reads */
 		a->seen[e->key] = e->op == LIN_DELETE ? 0 :
 				  e->op == LIN_SEARCH ? e->val : e->arg;
 	}
+	a->sh->n[a->id] = n;
 }
 
 static void *lz_thread_fn(void *p)
@@ -315,85 +372,199 @@ static void *lz_thread_fn(void *p)
 	return NULL;
 }
 
-/* Start the workers (each spawning its tasks), wait for them, and gather
- * the tasks' histories into all[]; returns the number of events. */
-static size_t lz_workers(smart_ctx_t *ctx, smart_ht_t *t, enum lz_mode mode,
-			 uint64_t seed, unsigned nops, struct lin_event *all)
+/* One process's share of the run: cfg->threads workers of LZ_TASKS tasks
+ * each on table t through ctx, task ids from proc * threads * LZ_TASKS;
+ * its table object's counters go to sh->paths[proc]. */
+static void lz_process(smart_ctx_t *ctx, smart_ht_t *t,
+		       const struct lz_cfg *cfg, struct lz_shared *sh,
+		       unsigned proc)
 {
-	static struct lz_thread th[LZ_THREADS];
-	static struct lin_event ev[LZ_THREADS * LZ_TASKS][LZ_OPS];
-	pthread_t tid[LZ_THREADS];
-	size_t n = 0;
-	int i, j;
+	static struct lz_thread th[LZ_THREADS_MAX];
+	pthread_t tid[LZ_THREADS_MAX];
+	struct smart_ht_stats st;
+	smart_worker_t *w;
+	unsigned i, j;
 
-	for (i = 0; i < LZ_THREADS; i++) {
+	for (i = 0; i < cfg->threads; i++) {
 		memset(&th[i], 0, sizeof(th[i]));
 		th[i].ctx = ctx;
 		for (j = 0; j < LZ_TASKS; j++) {
 			struct lz_task *a = &th[i].task[j];
 
 			a->t = t;
-			a->id = (unsigned)(i * LZ_TASKS + j);
-			a->nops = nops;
-			a->mode = mode;
-			a->seed = seed + a->id;
-			a->ev = ev[a->id];
+			a->cfg = cfg;
+			a->sh = sh;
+			a->id = (proc * cfg->threads + i) * LZ_TASKS + j;
 		}
 		CHECK(!pthread_create(&tid[i], NULL, lz_thread_fn, &th[i]));
 	}
-	for (i = 0; i < LZ_THREADS; i++)
+	for (i = 0; i < cfg->threads; i++)
 		pthread_join(tid[i], NULL);
-	for (i = 0; i < LZ_THREADS; i++)
-		for (j = 0; j < LZ_TASKS; j++) {
-			memcpy(all + n, th[i].task[j].ev,
-			       th[i].task[j].n * sizeof(all[0]));
-			n += th[i].task[j].n;
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_ht_stats(t, w, &st));
+	CHECK_OK(smart_worker_destroy(w));
+	sh->paths[proc] = (struct lz_paths){
+		.splits = st.splits, .verify_retries = st.verify_retries,
+		.frozen_hits = st.frozen_hits,
+		.header_retries = st.header_retries, .freed = st.freed,
+		.subtables = st.subtables,
+	};
+}
+
+static smart_ctx_t *lz_ctx_open(const struct lz_cfg *cfg, const char *addr)
+{
+	const char *tp = getenv("SMART_TEST_TRANSPORT");
+	smart_opts_t *o;
+	smart_ctx_t *ctx;
+	uint16_t id;
+
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
+	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
+	CHECK_OK(smart_opts_set(o, "log_level", "error"));
+	CHECK_OK(smart_opts_set(o, "techniques", cfg->opts));
+	if (tp)
+		CHECK_OK(smart_opts_set(o, "transport", tp));
+	/* the mode belongs to shm (verbs refuses it): elsewhere the same
+	 * runs go on the real transport */
+	if (cfg->adv && (!tp || !strcmp(tp, "shm")))
+		CHECK_OK(smart_opts_set(o, "shm_adversarial", cfg->adv));
+	CHECK_OK(smart_ctx_create(o, &ctx));
+	smart_opts_destroy(o);
+	CHECK_OK(smart_ctx_connect(ctx, addr, &id));
+	CHECK_EQ(id, 1);
+	return ctx;
+}
+
+/* A forked client: its own ctx, the table opened by its root entry. */
+static void lz_child(const struct lz_cfg *cfg, struct lz_shared *sh,
+		     unsigned proc, const char *addr)
+{
+	smart_ctx_t *ctx = lz_ctx_open(cfg, addr);
+	smart_worker_t *w;
+	smart_ht_t *t;
+
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_ht_open(w, 1, 0, &t));
+	CHECK_OK(smart_worker_destroy(w));
+	lz_process(ctx, t, cfg, sh, proc);
+	smart_ht_close(t);
+	CHECK_OK(smart_ctx_destroy(ctx));
+	_exit(0);
+}
+
+/* Run the clients, wait for them, and gather the tasks' histories into
+ * sh->all; returns the number of events. */
+static size_t lz_clients(smart_ctx_t *ctx, smart_ht_t *t,
+			 const struct lz_cfg *cfg, struct lz_shared *sh,
+			 const char *addr)
+{
+	unsigned procs = cfg->procs ? cfg->procs : 1, ntasks, i;
+	size_t n = 0;
+	int st;
+
+	ntasks = procs * cfg->threads * LZ_TASKS;
+	CHECK_LE(ntasks, LZ_TASKS_MAX);
+	if (!cfg->procs) {
+		lz_process(ctx, t, cfg, sh, 0);
+	} else {
+		fflush(NULL);
+		for (i = 0; i < procs; i++) {
+			pid_t pid = fork();
+
+			CHECK_GE(pid, 0);
+			if (pid == 0)
+				lz_child(cfg, sh, i, addr);
+			guard.pids[i] = pid;
 		}
-	if (n < (size_t)LZ_THREADS * LZ_TASKS * nops)
+		for (i = 0; i < procs; i++) {
+			CHECK_EQ(waitpid((pid_t)guard.pids[i], &st, 0),
+				 (pid_t)guard.pids[i]);
+			guard.pids[i] = 0;
+			CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+				  "client process %u: status %#x", i, st);
+		}
+	}
+	for (i = 0; i < ntasks; i++) {
+		memcpy(sh->all + n, sh->ev[i], sh->n[i] * sizeof(sh->all[0]));
+		n += sh->n[i];
+	}
+	if (n < (size_t)ntasks * cfg->nops)
 		printf("  %zu ops gave up with SMART_ERETRY\n",
-		       (size_t)LZ_THREADS * LZ_TASKS * nops - n);
+		       (size_t)ntasks * cfg->nops - n);
+	/* a few give-ups are fine; a history made of them is not */
+	CHECK_GE(n, (size_t)ntasks * cfg->nops * 99 / 100);
 	return n;
 }
 
-/* Run the workload on a fresh table (ctx options `opts`, task seeds
- * seed + task id) and check it; returns the verdict, and the number of
- * subtable splits during the run in *splits. */
-static int lz_run(enum lz_mode mode, const char *opts, uint64_t seed,
-		  unsigned nops, struct lin_report *rep, uint64_t *splits)
+/* Run cfg's workload on a fresh table and check it; returns the verdict,
+ * with what the run did in *paths. */
+static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
+		  struct lz_paths *paths)
 {
-	static struct lin_event all[LZ_THREADS * LZ_TASKS * LZ_OPS];
-	const char *kv[] = { "techniques", opts, NULL };
+	static const uint16_t one_blade[SMART_HT_SHARDS_MAX] = {
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+	struct lz_cfg c0 = *cfg;
 	struct smart_ht_config c;
-	struct smart_ht_stats st;
+	struct lz_shared *sh;
 	struct fixture f;
 	smart_worker_t *w;
+	smart_ctx_t *ctx;
 	smart_ht_t *t;
 	uint64_t t0;
+	unsigned i;
 	size_t n;
 	int v;
 
-	fixture_start(&f, BLADE_SIZE, 1, kv);
-	CHECK_OK(smart_worker_create(f.ctx, &w));
-	/* one small subtable: the cold inserts make it split over and over
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(sh != MAP_FAILED);
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	/* this process's clients (and the table's creator) are cfg's */
+	ctx = lz_ctx_open(cfg, smart_blade_address(f.blade));
+	CHECK_OK(smart_worker_create(ctx, &w));
+	/* small subtables: the cold inserts make them split over and over
 	 * while the hot keys are hammered */
 	smart_ht_config_init(&c);
 	c.depth = 0;
-	c.buckets = 16;
+	c.buckets = cfg->buckets;
+	c.split_chunk = cfg->split_chunk;
+	c.seed = cfg->seed;	/* the same layout run after run */
+	c.blades = one_blade;
+	c.nblades = cfg->shards;
 	CHECK_OK(smart_ht_create(w, 1, 0, &c, &t));
-	printf("mode %d, opts %s: %d x %d tasks x %u ops, %d hot keys, "
-	       "seeds %#llx + task id\n", (int)mode, opts, LZ_THREADS,
-	       LZ_TASKS, nops, LZ_HOT, (unsigned long long)seed);
+	printf("mode %d, opts %s%s%s: %u x %u x %d tasks x %u ops (%u/40 "
+	       "cold), %d hot keys, %u shard(s) of %u buckets, chunk %u, "
+	       "seeds %#llx + task id\n", (int)cfg->mode, cfg->opts,
+	       cfg->adv ? ", adversarial " : "", cfg->adv ? cfg->adv : "",
+	       cfg->procs ? cfg->procs : 1, cfg->threads, LZ_TASKS, cfg->nops,
+	       cfg->cold, LZ_HOT, cfg->shards, cfg->buckets, cfg->split_chunk,
+	       (unsigned long long)cfg->seed);
 	t0 = smart_now_ns();
-	n = lz_workers(f.ctx, t, mode, seed, nops, all);
-	/* a few give-ups are fine; a history made of them is not */
-	CHECK_GE(n, (size_t)LZ_THREADS * LZ_TASKS * nops * 99 / 100);
-	CHECK_OK(smart_ht_stats(t, w, &st));
-	*splits = st.splits;
-	printf("  ran %zu ops in %.1f ms: %llu splits, %u subtables\n", n,
-	       (smart_now_ns() - t0) / 1e6, (unsigned long long)st.splits,
-	       st.subtables);
+	n = lz_clients(ctx, t, &c0, sh, smart_blade_address(f.blade));
+	memset(paths, 0, sizeof(*paths));
+	for (i = 0; i < (cfg->procs ? cfg->procs : 1); i++) {
+		paths->splits += sh->paths[i].splits;
+		paths->verify_retries += sh->paths[i].verify_retries;
+		paths->frozen_hits += sh->paths[i].frozen_hits;
+		paths->header_retries += sh->paths[i].header_retries;
+		paths->freed += sh->paths[i].freed;
+		if (sh->paths[i].subtables > paths->subtables)
+			paths->subtables = sh->paths[i].subtables;
+	}
+	for (i = 0; i < LZ_TASKS_MAX; i++)
+		paths->retried += sh->retries[i];
+	printf("  ran %zu ops in %.1f ms: %llu splits, %u subtables; verify "
+	       "retries %llu, frozen hits %llu, header retries %llu, blocks "
+	       "freed %llu\n", n, (smart_now_ns() - t0) / 1e6,
+	       (unsigned long long)paths->splits, paths->subtables,
+	       (unsigned long long)paths->verify_retries,
+	       (unsigned long long)paths->frozen_hits,
+	       (unsigned long long)paths->header_retries,
+	       (unsigned long long)paths->freed);
 	t0 = smart_now_ns();
-	v = lin_check(all, n, rep, mode == LZ_CORRECT ? stderr : NULL);
+	v = lin_check(sh->all, n, rep, cfg->mode == LZ_CORRECT ? stderr :
+								 NULL);
 	printf("  verdict %d (key %llu) in %.1f ms: %zu keys, %zu segments "
 	       "(longest %zu ops), %zu states (max %zu per segment)\n", v,
 	       (unsigned long long)rep->key, (smart_now_ns() - t0) / 1e6,
@@ -401,41 +572,146 @@ static int lz_run(enum lz_mode mode, const char *opts, uint64_t seed,
 	       rep->max_states);
 	smart_ht_close(t);
 	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(ctx));
 	fixture_stop(&f);
+	CHECK_EQ(munmap(sh, sizeof(*sh)), 0);
 	return v;
 }
 
+static const struct lz_cfg lz_base = {
+	.mode = LZ_CORRECT, .opts = "None", .threads = LZ_THREADS,
+	.shards = 1, .buckets = 16, .cold = 5, .nops = LZ_OPS,
+	.seed = LZ_SEED,
+};
+
+#define LZ_ALL_ON	"ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup"
+
+/* A correct table, run after run, is linearizable; asserted besides: the
+ * history spans splits and real contention on the hot keys. */
+static void lz_expect_ok(const struct lz_cfg *cfg, struct lz_paths *sum)
+{
+	struct lin_report rep;
+	struct lz_paths p;
+
+	CHECK_EQ(lz_run(cfg, &rep, &p), LIN_OK);
+	CHECK_GT(p.splits, 0);
+	CHECK_GE(rep.keys, LZ_HOT);
+	CHECK_GT(rep.max_segment, 2);
+	sum->splits += p.splits;
+	sum->verify_retries += p.verify_retries;
+	sum->frozen_hits += p.frozen_hits;
+	sum->header_retries += p.header_retries;
+	sum->freed += p.freed;
+}
+
+/* One 16-bucket subtable splitting under the hot keys, plain shm. */
 static void test_linearizable(void)
 {
-	static const char *const opts[] = {
-		"None", "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup",
-	};
-	struct lin_report rep;
-	uint64_t splits;
+	struct lz_paths sum = { 0 };
+	struct lz_cfg c = lz_base;
 	unsigned i;
 
 	/* LZ_ROUNDS rounds per option set, each with its own seeds */
 	for (i = 0; i < 2 * LZ_ROUNDS; i++) {
-		CHECK_EQ(lz_run(LZ_CORRECT, opts[i % 2], LZ_SEED + 100 * i,
-				LZ_OPS, &rep, &splits), LIN_OK);
-		/* the checked history spans subtable splits */
-		CHECK_GT(splits, 0);
-		CHECK_GE(rep.keys, LZ_HOT);
-		/* the hot keys did see contention worth checking */
-		CHECK_GT(rep.max_segment, 2);
+		c.opts = i % 2 ? LZ_ALL_ON : "None";
+		c.seed = LZ_SEED + 100 * i;
+		lz_expect_ok(&c, &sum);
 	}
+}
+
+/* The hostile transport (torn multi-word READs and WRITEs, READs that
+ * see later WRs, late completions) and multi-chunk splits: 8-bucket
+ * subtables split 192 bytes at a time, in four chunks.  The runs must
+ * have taken the paths the protocol's guards are for. */
+static void test_adversarial(void)
+{
+	struct lz_paths sum = { 0 };
+	struct lz_cfg c = lz_base;
+	unsigned i;
+
+	c.buckets = 8;
+	c.split_chunk = 192;
+	c.cold = 8;
+	for (i = 0; i < 2 * LZ_ROUNDS; i++) {
+		char adv[48];
+
+		snprintf(adv, sizeof(adv), "seed=%u,pause_pct=30", i + 1);
+		c.adv = adv;
+		c.opts = i % 2 ? LZ_ALL_ON : "None";
+		c.seed = LZ_SEED + 200 + 100 * i;
+		lz_expect_ok(&c, &sum);
+	}
+	CHECK_GT(sum.frozen_hits, 0);
+	CHECK_GT(sum.verify_retries, 0);
+	CHECK_GT(sum.freed, 0);
+}
+
+/* Thousands of splits: 16 shards of 2-bucket subtables, a third of the
+ * ops inserting fresh keys, in two runs of 80 000 ops.  (Half the ops
+ * fresh inserts fill some subtable at the maximum depth: SMART_ENOSPC;
+ * the hash seeds are fixed so that the layout, and so the margin, is the
+ * same run after run.) */
+static void test_many_splits(void)
+{
+	struct lz_paths sum = { 0 };
+	struct lz_cfg c = lz_base;
+	unsigned i;
+
+	c.shards = SMART_HT_SHARDS_MAX;
+	c.buckets = 2;
+	c.cold = 13;
+	c.nops = LZ_OPS_MAX;
+	for (i = 0; i < 2; i++) {
+		c.opts = i % 2 ? LZ_ALL_ON : "None";
+		c.adv = i % 2 ? "seed=77" : "seed=78,hold_pct=80";
+		c.seed = LZ_SEED + 1000 + 100 * i;
+		lz_expect_ok(&c, &sum);
+	}
+	printf("  %llu splits in all\n", (unsigned long long)sum.splits);
+	CHECK_GE(sum.splits, 3000);
+	CHECK_GT(sum.frozen_hits, 0);
+	CHECK_GT(sum.verify_retries, 0);
+	CHECK_GT(sum.freed, 0);
+}
+
+/* Several processes on one table: each its own ctx, directory cache and
+ * epoch announcements, opening the table by its root entry; the
+ * histories of all of them checked as one. */
+static void test_processes(void)
+{
+	struct lz_paths sum = { 0 };
+	struct lz_cfg c = lz_base;
+	unsigned i;
+
+	c.procs = LZ_PROCS_MAX;
+	c.threads = 1;
+	c.shards = 4;
+	c.buckets = 8;
+	c.split_chunk = 384;
+	c.cold = 8;
+	for (i = 0; i < 2; i++) {
+		c.opts = i % 2 ? LZ_ALL_ON : "None";
+		c.adv = i % 2 ? "seed=5" : NULL;
+		c.seed = LZ_SEED + 2000 + 100 * i;
+		lz_expect_ok(&c, &sum);
+	}
+	CHECK_GT(sum.verify_retries + sum.header_retries, 0);
+	CHECK_GT(sum.frozen_hits, 0);
+	CHECK_GT(sum.freed, 0);
 }
 
 static void test_broken_client(void)
 {
+	struct lz_cfg c = lz_base;
 	struct lin_report rep;
-	uint64_t splits;
+	struct lz_paths p;
 
-	CHECK_EQ(lz_run(LZ_STALE_SEARCH, "None", LZ_SEED, LZ_BROKEN_OPS, &rep,
-			&splits), LIN_VIOLATION);
+	c.nops = LZ_BROKEN_OPS;
+	c.mode = LZ_STALE_SEARCH;
+	CHECK_EQ(lz_run(&c, &rep, &p), LIN_VIOLATION);
 	CHECK_LT(rep.key, LZ_HOT);
-	CHECK_EQ(lz_run(LZ_LOST_UPDATE, "None", LZ_SEED, LZ_BROKEN_OPS, &rep,
-			&splits), LIN_VIOLATION);
+	c.mode = LZ_LOST_UPDATE;
+	CHECK_EQ(lz_run(&c, &rep, &p), LIN_VIOLATION);
 	CHECK_LT(rep.key, LZ_HOT);
 }
 
@@ -447,9 +723,14 @@ int main(int argc, char **argv)
 		{ "checker_wide", test_checker_wide },
 		{ "checker_budget", test_checker_budget },
 		{ "linearizable", test_linearizable },
+		{ "adversarial", test_adversarial },
+		{ "many_splits", test_many_splits },
+		{ "processes", test_processes },
 		{ "broken_client", test_broken_client },
 		{ NULL, NULL },
 	};
 
+	guard_init(900);
+	secret_file(secret_path, FIXTURE_SECRET);
 	return test_main(argc, argv, cases);
 }
