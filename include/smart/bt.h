@@ -1,0 +1,132 @@
+/*
+ * Smart-BT: a B-link tree on one-sided ops (Sherman's design, docs/bt.md).
+ *
+ * Keys are byte strings of 1..key_max bytes ordered by memcmp (shorter
+ * first on a common prefix); values are 0..val_max bytes.  Both maxima are
+ * fixed when the tree is created and stored in it.  8-byte integer keys
+ * go through the *_u64 calls, stored big-endian so that their byte order
+ * is their numeric order.  A tree is named by a root entry of its home
+ * blade, like a hash table (smart/ht.h), and can be opened by any number
+ * of processes.
+ *
+ * Contract (libuv-style):
+ *   - a smart_bt_t may be used by every worker of the ctx it was opened
+ *     with, from any number of their tasks at once; each call takes the
+ *     worker of the calling thread;
+ *   - 0 or a negative SMART_E* code: SMART_EINVAL for bad arguments (NULL,
+ *     a key of 0 or more than key_max bytes, a value over val_max),
+ *     SMART_ENOENT for an absent key (search, update, delete), SMART_EEXIST
+ *     for a present one (insert), SMART_ERANGE when a search's or scan's
+ *     buffer is too small (nothing is copied then), SMART_ENOSPC when a
+ *     blade is full, transport errors as they come;
+ *   - an error means no change, except a transport error after the write
+ *     was posted, which leaves the key with its old or its new value.
+ */
+#ifndef SMART_BT_H
+#define SMART_BT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smart/ctx.h"
+#include "smart/gaddr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SMART_BT_KEY_MAX	255
+#define SMART_BT_VALUE_MAX	4096
+#define SMART_BT_BLADES_MAX	16
+
+typedef struct smart_bt smart_bt_t;
+
+struct smart_bt_config {
+	/* Blades holding nodes, spread at random (NULL: the home blade). */
+	const uint16_t *blades;
+	unsigned nblades;	/* 1..SMART_BT_BLADES_MAX */
+	unsigned key_max;	/* 1..SMART_BT_KEY_MAX; default 16 */
+	unsigned val_max;	/* 0..SMART_BT_VALUE_MAX; default 16 */
+	/* Bytes per node: a power of two, 512..65536, with room for at
+	 * least 4 leaf entries and 4 internal entries; default 1024. */
+	unsigned node_size;
+	/* Lock words in each blade's global lock table: a power of two;
+	 * default 65536 (512 KiB per blade). */
+	unsigned locks;
+};
+
+/* Counters of one tree object (this process's view); paths taken. */
+struct smart_bt_stats {
+	unsigned height;		/* levels, as last seen */
+	uint64_t leaf_splits, inner_splits, root_splits;
+	uint64_t crc_retries;		/* node reads that saw a torn node */
+	uint64_t move_rights;		/* B-link sibling chases */
+	uint64_t lock_retries;		/* failed remote lock CASes */
+	uint64_t handovers;		/* locks passed on without a CAS */
+};
+
+/* Defaults: home blade, 16-byte keys and values, 1 KiB nodes. */
+void smart_bt_config_init(struct smart_bt_config *cfg);
+
+/* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
+ * defaults).  SMART_EEXIST when that root entry is in use. */
+int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		    const struct smart_bt_config *cfg, smart_bt_t **out);
+
+/* Open the tree of root entry root_idx (SMART_ENOENT: none there). */
+int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		  smart_bt_t **out);
+
+/* The maxima the tree was created with. */
+unsigned smart_bt_key_max(const smart_bt_t *t);
+unsigned smart_bt_val_max(const smart_bt_t *t);
+
+int smart_bt_insert(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len);
+int smart_bt_update(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len);
+int smart_bt_upsert(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len);
+int smart_bt_delete(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len);
+/* Copy the value into buf (cap bytes) and its length into *val_len. */
+int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, void *buf, size_t cap, size_t *val_len);
+
+/* 8-byte integer keys (the tree's key_max must be at least 8). */
+int smart_bt_insert_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
+			const void *val, size_t val_len);
+int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
+			void *buf, size_t cap, size_t *val_len);
+
+/* One entry of a scan's output: key and value point into the caller's
+ * buffer. */
+struct smart_bt_entry {
+	const void *key, *val;
+	uint16_t key_len, val_len;
+};
+
+/* Range scan, ascending: the entries with from <= key < to (to NULL: no
+ * upper bound), at most max of them, into out[] (max slots) with their
+ * bytes in buf (cap bytes); *n is the number returned.  Fewer than max
+ * entries and 0: the range is exhausted.  Under concurrent writers a scan
+ * returns every key present throughout it and none absent throughout it,
+ * in order, each once (docs/bt.md §5). */
+int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
+		  size_t from_len, const void *to, size_t to_len, size_t max,
+		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n);
+
+int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out);
+
+/* Destroy the remote tree: every node and lock table freed, the root
+ * entry cleared; closes t.  No other client may use the tree then. */
+int smart_bt_drop(smart_bt_t *t, smart_worker_t *w);
+
+/* Free the local tree object; NULL is a no-op; returns 0. */
+int smart_bt_close(smart_bt_t *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

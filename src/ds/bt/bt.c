@@ -1,0 +1,362 @@
+/*
+ * Smart-BT: creating, opening and dropping a tree; the local tree object
+ * and its counters (docs/bt.md §2).
+ *
+ * Invariants: a descriptor is written whole before the root entry names
+ * it (a CAS from 0), so an opener sees all of it or nothing; the root
+ * entry goes back to 0 only after every node is freed (drop).
+ */
+#include <stdlib.h>
+
+#include "ds/bt/bt_internal.h"
+
+void smart_bt_config_init(struct smart_bt_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->key_max = 16;
+	cfg->val_max = 16;
+	cfg->node_size = 1024;
+	cfg->locks = 65536;
+}
+
+static unsigned align8(unsigned x)
+{
+	return (x + 7) & ~7u;
+}
+
+/* Node geometry of a (key_max, val_max, node_size); 0 when it leaves
+ * fewer than BT_MIN_ENTRIES entries of either kind. */
+static int geometry(smart_bt_t *t)
+{
+	t->fence_len = align8(2 * t->key_max);
+	t->ent_off = (unsigned)sizeof(struct bt_node_hdr) + t->fence_len;
+	t->leaf_ent = align8((unsigned)sizeof(struct bt_leaf_ent) + t->key_max +
+			     t->val_max);
+	t->inner_ent = align8((unsigned)offsetof(struct bt_inner_ent, key) +
+			      t->key_max);
+	if (t->ent_off >= t->node_size)
+		return 0;
+	t->leaf_cap = (t->node_size - t->ent_off) / t->leaf_ent;
+	t->inner_cap = (t->node_size - t->ent_off) / t->inner_ent;
+	return t->leaf_cap >= BT_MIN_ENTRIES && t->inner_cap >= BT_MIN_ENTRIES;
+}
+
+/* The descriptor through registered scratch (ops on caller memory are
+ * limited to SMART_BOUNCE_MAX bytes). */
+static int meta_io(smart_worker_t *w, smart_gaddr_t a, struct bt_meta *m,
+		   int write)
+{
+	size_t mark = smart_scratch_mark(w);
+	void *p;
+	int rc = smart_scratch_alloc(w, sizeof(*m), &p);
+
+	if (!rc && write) {
+		memcpy(p, m, sizeof(*m));
+		rc = smart_write_sync(w, a, p, sizeof(*m));
+	} else if (!rc) {
+		rc = smart_read_sync(w, a, sizeof(*m), p);
+		if (!rc)
+			memcpy(m, p, sizeof(*m));
+	}
+	smart_scratch_release(w, mark);
+	return rc;
+}
+
+static int meta_valid(const struct bt_meta *m)
+{
+	unsigned i;
+
+	if (m->magic != BT_MAGIC || m->version != BT_VERSION)
+		return 0;
+	if (m->node_size < BT_NODE_MIN || m->node_size > BT_NODE_MAX ||
+	    (m->node_size & (m->node_size - 1)) || !m->key_max ||
+	    m->key_max > SMART_BT_KEY_MAX || m->val_max > SMART_BT_VALUE_MAX ||
+	    !m->nblades || m->nblades > SMART_BT_BLADES_MAX || !m->locks ||
+	    (m->locks & (m->locks - 1)) || !m->root)
+		return 0;
+	for (i = 0; i < m->nblades; i++)
+		if (!m->lock_off[i] || (m->lock_off[i] & 7))
+			return 0;
+	return 1;
+}
+
+/* The local object for descriptor m (at maddr). */
+static int tree_new(smart_worker_t *w, const struct bt_meta *m,
+		    smart_gaddr_t maddr, uint16_t home, unsigned root_idx,
+		    smart_bt_t **out)
+{
+	smart_ctx_t *ctx = smart_worker_ctx(w);
+	smart_bt_t *t = calloc(1, sizeof(*t));
+	unsigned i;
+	int rc = 0;
+
+	if (!t)
+		return SMART_ENOMEM;
+	t->home = home;
+	t->root_idx = root_idx;
+	t->meta = maddr;
+	t->node_size = m->node_size;
+	t->key_max = m->key_max;
+	t->val_max = m->val_max;
+	t->locks = m->locks;
+	t->nblades = m->nblades;
+	for (i = 0; i < m->nblades && !rc; i++) {
+		t->blades[i] = m->blades[i];
+		t->lock_off[i] = m->lock_off[i];
+		/* our id on that blade names the locks we hold there */
+		rc = smart_lease_id(ctx, m->blades[i], &t->lease[i]);
+	}
+	if (!rc && !geometry(t))
+		rc = SMART_EINVAL;
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	atomic_store(&t->root, m->root);
+	atomic_store(&t->rng, (uint64_t)(uintptr_t)t ^ smart_now_ns());
+	*out = t;
+	return 0;
+}
+
+static int config_check(const struct smart_bt_config *c)
+{
+	unsigned i, j;
+
+	if (!c->key_max || c->key_max > SMART_BT_KEY_MAX ||
+	    c->val_max > SMART_BT_VALUE_MAX || c->node_size < BT_NODE_MIN ||
+	    c->node_size > BT_NODE_MAX ||
+	    (c->node_size & (c->node_size - 1)) || !c->locks ||
+	    (c->locks & (c->locks - 1)) || c->locks > (1u << 24))
+		return SMART_EINVAL;
+	if (c->blades && (!c->nblades || c->nblades > SMART_BT_BLADES_MAX))
+		return SMART_EINVAL;
+	for (i = 0; c->blades && i < c->nblades; i++)
+		for (j = 0; j < i; j++)
+			if (c->blades[i] == c->blades[j])
+				return SMART_EINVAL;
+	return 0;
+}
+
+/* Free what a failed create allocated (best effort). */
+static void create_undo(smart_worker_t *w, const struct bt_meta *m,
+			smart_gaddr_t maddr)
+{
+	unsigned i;
+
+	for (i = 0; i < m->nblades; i++)
+		if (m->lock_off[i])
+			(void)smart_free(w, smart_gaddr(m->blades[i],
+							m->lock_off[i]),
+					 (size_t)m->locks * 8);
+	if (m->root)
+		(void)smart_free(w, m->root, m->node_size);
+	if (maddr)
+		(void)smart_free(w, maddr, sizeof(*m));
+}
+
+/* The first root: an empty leaf covering every key. */
+static int root_write(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
+{
+	struct bt_node *n;
+	int rc = smart_buf_alloc(w, t->node_size, (void **)&n);
+
+	if (rc)
+		return rc;
+	smart__bt_node_init(t, n, 0);
+	n->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
+	smart__bt_seal(t, n);
+	rc = smart_write_sync(w, a, n, t->node_size);
+	smart_buf_free(w, n);
+	return rc;
+}
+
+int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		    const struct smart_bt_config *cfg, smart_bt_t **out)
+{
+	struct smart_bt_config def;
+	struct bt_meta m;
+	smart_gaddr_t maddr = 0, a;
+	smart_bt_t *t = NULL;
+	uint64_t old = 0;
+	void *zero = NULL;
+	unsigned i;
+	int rc;
+
+	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
+		return SMART_EINVAL;
+	if (!cfg) {
+		smart_bt_config_init(&def);
+		cfg = &def;
+	}
+	rc = config_check(cfg);
+	if (rc)
+		return rc;
+	memset(&m, 0, sizeof(m));
+	m.magic = BT_MAGIC;
+	m.version = BT_VERSION;
+	m.node_size = cfg->node_size;
+	m.key_max = (uint16_t)cfg->key_max;
+	m.val_max = (uint16_t)cfg->val_max;
+	m.locks = cfg->locks;
+	m.nblades = (uint16_t)(cfg->blades ? cfg->nblades : 1);
+	for (i = 0; i < m.nblades; i++)
+		m.blades[i] = cfg->blades ? cfg->blades[i] : blade;
+	rc = smart_root_get(w, blade, root_idx, &old);
+	if (!rc && old)
+		return SMART_EEXIST;
+	/* lock tables start zeroed: write zeros, a scratch page at a time */
+	if (!rc)
+		rc = smart_buf_alloc(w, 4096, &zero);
+	if (!rc)
+		memset(zero, 0, 4096);
+	for (i = 0; !rc && i < m.nblades; i++) {
+		size_t len = (size_t)m.locks * 8, off;
+
+		rc = smart_alloc(w, m.blades[i], len, &a);
+		if (rc)
+			break;
+		m.lock_off[i] = smart_gaddr_off(a);
+		for (off = 0; !rc && off < len; off += 4096)
+			rc = smart_write(w, smart_gaddr_add(a, off), zero,
+					 len - off < 4096 ? len - off : 4096);
+		if (!rc)
+			rc = smart_sync(w);
+	}
+	if (zero)
+		smart_buf_free(w, zero);
+	if (!rc)
+		rc = smart_alloc(w, blade, sizeof(m), &maddr);
+	if (!rc)
+		rc = tree_new(w, &m, maddr, blade, root_idx, &t);
+	if (!rc)
+		rc = smart__bt_node_alloc(t, w, 0, &m.root);
+	if (!rc)
+		rc = root_write(t, w, m.root);
+	if (!rc) {
+		atomic_store(&t->root, m.root);
+		rc = meta_io(w, maddr, &m, 1);
+	}
+	if (!rc)
+		rc = smart_root_cas(w, blade, root_idx, 0, maddr, &old);
+	if (!rc && old)
+		rc = SMART_EEXIST;	/* another creator won */
+	if (rc) {
+		smart_bt_close(t);
+		create_undo(w, &m, maddr);
+		return rc;
+	}
+	*out = t;
+	return 0;
+}
+
+int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		  smart_bt_t **out)
+{
+	struct bt_meta m;
+	uint64_t maddr;
+	int rc;
+
+	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
+		return SMART_EINVAL;
+	rc = smart_root_get(w, blade, root_idx, &maddr);
+	if (rc)
+		return rc;
+	if (!maddr || maddr == SMART_GADDR_NULL || (maddr & 7) ||
+	    smart_gaddr_blade(maddr) != blade)
+		return SMART_ENOENT;
+	rc = meta_io(w, maddr, &m, 0);
+	if (rc == SMART_EREMOTE || (!rc && !meta_valid(&m)))
+		return SMART_ENOENT;	/* not a tree (or not ours) */
+	return rc ? rc : tree_new(w, &m, maddr, blade, root_idx, out);
+}
+
+unsigned smart_bt_key_max(const smart_bt_t *t)
+{
+	return t ? t->key_max : 0;
+}
+
+unsigned smart_bt_val_max(const smart_bt_t *t)
+{
+	return t ? t->val_max : 0;
+}
+
+int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
+{
+	if (!t || !out)
+		return SMART_EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->height = atomic_load(&t->height);
+	out->leaf_splits = atomic_load(&t->leaf_splits);
+	out->inner_splits = atomic_load(&t->inner_splits);
+	out->root_splits = atomic_load(&t->root_splits);
+	out->crc_retries = atomic_load(&t->crc_retries);
+	out->move_rights = atomic_load(&t->move_rights);
+	out->lock_retries = atomic_load(&t->lock_retries);
+	out->handovers = atomic_load(&t->handovers);
+	return 0;
+}
+
+int smart_bt_close(smart_bt_t *t)
+{
+	free(t);
+	return 0;
+}
+
+/* Free every node of one level, left to right, from its leftmost node;
+ * *down is that node's leftmost child (0 at the leaves). */
+static int drop_level(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		      struct bt_node *n, smart_gaddr_t *down)
+{
+	int rc = 0, first = 1;
+
+	*down = 0;
+	while (a && !rc) {
+		rc = smart__bt_read(t, w, a, n);
+		if (rc)
+			break;
+		if (first && n->h.level)
+			*down = n->h.leftmost;
+		first = 0;
+		rc = smart_free(w, a, t->node_size);
+		a = n->h.sibling;
+	}
+	return rc;
+}
+
+int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
+{
+	struct bt_meta m;
+	struct bt_node *n;
+	smart_gaddr_t a, down;
+	size_t mark;
+	unsigned i;
+	int rc;
+
+	if (!t || !w)
+		return SMART_EINVAL;
+	rc = meta_io(w, t->meta, &m, 0);
+	if (!rc && !meta_valid(&m))
+		rc = SMART_ENOENT;
+	if (rc)
+		return rc;
+	/* the root entry first: nobody opens it any more */
+	rc = smart_root_set(w, t->home, t->root_idx, 0);
+	mark = smart_scratch_mark(w);
+	if (!rc)
+		rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
+	/* the root's leftmost path gives each level's first node */
+	for (a = m.root; !rc && a; a = down) {
+		rc = drop_level(t, w, a, n, &down);
+	}
+	smart_scratch_release(w, mark);
+	for (i = 0; !rc && i < m.nblades; i++)
+		rc = smart_free(w, smart_gaddr(m.blades[i], m.lock_off[i]),
+				(size_t)m.locks * 8);
+	if (!rc)
+		rc = smart_free(w, t->meta, sizeof(m));
+	if (!rc)
+		smart_bt_close(t);
+	return rc;
+}

@@ -1,0 +1,128 @@
+/*
+ * Smart-BT internals shared by its files: the local tree object, node
+ * geometry, the node access and lock calls (bt_node.c, bt_lock.c).
+ *
+ * Invariants: a smart_bt is read-only after open except for its atomics
+ * (cached root, counters, the local lock table), so every worker of the
+ * ctx may use it at once.  An operation holds at most one node lock at a
+ * time (a split unlocks the child before it locks the parent: B-link), so
+ * lock-table collisions cannot deadlock.
+ */
+#ifndef SMART_DS_BT_INTERNAL_H
+#define SMART_DS_BT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "ds/bt/bt_layout.h"
+#include "smart/smart.h"
+
+#define BT_LLOCKS	4096u	/* local lock table slots (a power of 2) */
+#define BT_HANDOVER_MAX	8u	/* hand-overs in a row (Sherman's HOCL) */
+#define BT_READ_TRIES	100000u	/* torn reads before giving up */
+#define BT_HEIGHT_MAX	32u
+
+/* One slot of the local lock table (HOCL, docs/bt.md §4): tasks of this
+ * process wanting a lock word that hashes here queue FIFO by ticket; the
+ * one served takes the remote lock (or finds it handed over). */
+struct bt_llock {
+	_Atomic uint32_t next, serving;
+	_Atomic uint64_t held;	/* remote lock word (gaddr) this process
+				 * still holds through the slot, 0: none */
+	uint32_t handovers;	/* in a row; touched by the served only */
+};
+
+struct smart_bt {
+	uint16_t home;
+	unsigned root_idx;
+	smart_gaddr_t meta;
+	unsigned node_size, key_max, val_max, locks, nblades;
+	uint16_t blades[SMART_BT_BLADES_MAX];
+	uint64_t lock_off[SMART_BT_BLADES_MAX];
+	uint16_t lease[SMART_BT_BLADES_MAX];	/* our lease id on each */
+	/* geometry */
+	unsigned fence_len;	/* bytes of both fences, 8-aligned */
+	unsigned ent_off;	/* first entry */
+	unsigned leaf_ent, inner_ent;	/* entry sizes */
+	unsigned leaf_cap, inner_cap;	/* entries per node */
+	_Atomic uint64_t root;	/* cached root node */
+	_Atomic uint64_t rng;	/* for picking blades */
+	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
+		move_rights, lock_retries, handovers;
+	_Atomic unsigned height;
+	struct bt_llock ll[BT_LLOCKS];
+};
+
+/* A node in local memory, as read. */
+struct bt_node {
+	struct bt_node_hdr h;
+	/* node_size - 32 more bytes follow */
+};
+
+static inline uint8_t *bt_low(const smart_bt_t *t, struct bt_node *n)
+{
+	(void)t;
+	return (uint8_t *)n + sizeof(struct bt_node_hdr);
+}
+
+static inline uint8_t *bt_high(const smart_bt_t *t, struct bt_node *n)
+{
+	return bt_low(t, n) + t->key_max;
+}
+
+static inline struct bt_leaf_ent *bt_leaf(const smart_bt_t *t,
+					  struct bt_node *n, unsigned i)
+{
+	return (struct bt_leaf_ent *)((uint8_t *)n + t->ent_off +
+				      (size_t)i * t->leaf_ent);
+}
+
+static inline struct bt_inner_ent *bt_inner(const smart_bt_t *t,
+					    struct bt_node *n, unsigned i)
+{
+	return (struct bt_inner_ent *)((uint8_t *)n + t->ent_off +
+				       (size_t)i * t->inner_ent);
+}
+
+/* memcmp order, a proper prefix first. */
+static inline int bt_keycmp(const void *a, size_t al, const void *b,
+			    size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c ? c : (al > bl) - (al < bl);
+}
+
+/* Is key inside the node's fences?  -1: below low, 1: at or above high. */
+int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
+			const void *key, size_t klen);
+
+/* bt_node.c: read the node at a (node_size bytes into buf, registered)
+ * until its crc checks; SMART_ERETRY after BT_READ_TRIES torn reads. */
+int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		   struct bt_node *buf);
+/* Seal n (version + 1, crc) for writing. */
+void smart__bt_seal(smart_bt_t *t, struct bt_node *n);
+/* Post a WRITE of the whole node (sealed) without waiting. */
+int smart__bt_post_node(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			struct bt_node *n);
+/* Post a WRITE of leaf entry i and of the node's first word. */
+int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			 struct bt_node *n, unsigned i);
+/* Allocate a node of `level` on a blade of the tree (picked at random). */
+int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
+			 smart_gaddr_t *a);
+
+/* bt_ops.c: an empty node of `level` (no fences set); the leaf covering
+ * key, read into n, its address in *out. */
+void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level);
+int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
+		      size_t klen, struct bt_node *n, smart_gaddr_t *out);
+
+/* bt_lock.c: lock the node at a (local queue, then the remote word);
+ * unlock posts the release after whatever the caller posted (one chain:
+ * command combining) and waits for all of it. */
+int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
+int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * Smart-BT remote layouts (docs/bt.md §2).  Everything here lives in blade
+ * memory and is shared by every compute process: sizes and offsets are
+ * fixed by _Static_assert, fields are little-endian host words.  Layout
+ * version 1.
+ *
+ * Invariants:
+ * - A node covers the keys in [low fence, high fence) (BT_F_LOW_INF /
+ *   BT_F_HIGH_INF: unbounded); its right sibling covers [its high fence,
+ *   ...).  Fences and siblings change only when the node splits, under its
+ *   lock; a split never moves a key left, so a reader that finds its key
+ *   at or above a node's high fence moves right (B-link).
+ * - crc is the CRC-32C of bytes [4, node_size): version, header, fences
+ *   and entries.  A writer holds the node's lock and writes either the
+ *   whole node, or one entry and the first word (crc and version); a
+ *   reader accepts a node only when the crc matches what it read, so a
+ *   READ torn by a concurrent writer (rule 4: only 8-byte words are
+ *   atomic) is retried, and passes by chance with probability 2^-32.
+ * - Leaf entries are unsorted (klen 0 = free); internal entries are sorted
+ *   and `count` of them are used; child i covers [key i, key i+1), and
+ *   `leftmost` covers [low fence, key 0).
+ * - A node's lock word lives in its blade's lock table, at the hash of the
+ *   node's offset; it holds the holder's lease id on that blade, 0 free.
+ */
+#ifndef SMART_DS_BT_LAYOUT_H
+#define SMART_DS_BT_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "smart/bt.h"
+
+#define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
+#define BT_VERSION		1u
+
+/* Tree descriptor on the home blade; its root entry points here. */
+struct bt_meta {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t node_size;
+	uint16_t key_max, val_max;
+	uint16_t nblades, rsvd0;
+	uint32_t locks;			/* lock words per blade */
+	uint32_t rsvd1;
+	uint64_t root;			/* gaddr of the root node: CAS'd */
+	uint16_t blades[SMART_BT_BLADES_MAX];
+	uint64_t lock_off[SMART_BT_BLADES_MAX];	/* each blade's lock table */
+	uint64_t rsvd[3];
+};
+_Static_assert(sizeof(struct bt_meta) == 224, "bt_meta size");
+_Static_assert(offsetof(struct bt_meta, root) == 32, "bt_meta root");
+_Static_assert(offsetof(struct bt_meta, blades) == 40, "bt_meta blades");
+_Static_assert(offsetof(struct bt_meta, lock_off) == 72, "bt_meta locks");
+
+#define BT_F_LOW_INF	1u
+#define BT_F_HIGH_INF	2u
+
+struct bt_node_hdr {
+	uint32_t crc;		/* CRC-32C of bytes [4, node_size) */
+	uint32_t version;	/* +1 by every write */
+	uint8_t level;		/* 0: leaf */
+	uint8_t flags;		/* BT_F_* */
+	uint16_t count;		/* internal: entries in use */
+	uint16_t low_len, high_len;
+	uint64_t sibling;	/* gaddr of the right sibling, 0: none */
+	uint64_t leftmost;	/* internal: child below the first key */
+	/* then the low and high fence keys, key_max bytes each, rounded up to
+	 * 8 together; then the entries */
+};
+_Static_assert(sizeof(struct bt_node_hdr) == 32, "bt_node_hdr size");
+_Static_assert(offsetof(struct bt_node_hdr, sibling) == 16, "hdr sibling");
+
+/* Leaf entry: klen (0 = free) | vlen | key[key_max] | val[val_max], rounded
+ * up to 8 bytes.  Internal entry: child | klen | key[key_max], rounded up
+ * to 8. */
+struct bt_leaf_ent {
+	uint16_t klen, vlen;
+	uint8_t kv[];
+};
+struct bt_inner_ent {
+	uint64_t child;
+	uint16_t klen;
+	uint8_t key[];
+};
+_Static_assert(offsetof(struct bt_inner_ent, key) == 10, "inner key");
+_Static_assert(offsetof(struct bt_leaf_ent, kv) == 4, "leaf kv");
+
+#define BT_NODE_MIN	512u
+#define BT_NODE_MAX	65536u
+#define BT_MIN_ENTRIES	4u
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * Smart-BT nodes: reading one whole and checked, sealing and writing it
+ * (docs/bt.md §3).
+ *
+ * Why a CRC: the transport promises only that aligned 8-byte words are
+ * atomic (DESIGN §3 rule 4), in no order among a READ's words, so a node
+ * read while its writer's WRITE lands can mix two versions in any
+ * pattern.  Sherman's front/rear versions miss such mixes; a CRC-32C over
+ * the whole node, written with it, catches any mix except with
+ * probability 2^-32, whatever the order the words moved in.
+ */
+#include "ds/bt/bt_internal.h"
+
+static uint32_t node_crc(const smart_bt_t *t, const struct bt_node *n)
+{
+	return smart_crc32c(0, (const uint8_t *)n + 4, t->node_size - 4);
+}
+
+int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
+			const void *key, size_t klen)
+{
+	if (!(n->h.flags & BT_F_LOW_INF) &&
+	    bt_keycmp(key, klen, bt_low(t, n), n->h.low_len) < 0)
+		return -1;
+	if (!(n->h.flags & BT_F_HIGH_INF) &&
+	    bt_keycmp(key, klen, bt_high(t, n), n->h.high_len) >= 0)
+		return 1;
+	return 0;
+}
+
+/* A node whose crc checks can still be garbage if it was never a node
+ * (a freed and reused block): refuse what no writer makes. */
+static int node_sane(const smart_bt_t *t, const struct bt_node *n)
+{
+	return n->h.low_len <= t->key_max && n->h.high_len <= t->key_max &&
+	       n->h.level < BT_HEIGHT_MAX &&
+	       (n->h.level ? n->h.count <= t->inner_cap : 1);
+}
+
+int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		   struct bt_node *buf)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < BT_READ_TRIES; i++) {
+		rc = smart_read_sync(w, a, t->node_size, buf);
+		if (rc)
+			return rc;
+		if (buf->h.crc == node_crc(t, buf) && node_sane(t, buf))
+			return 0;
+		/* torn by a writer (or being written): read again */
+		atomic_fetch_add_explicit(&t->crc_retries, 1,
+					  memory_order_relaxed);
+		smart_task_yield(w);
+	}
+	return SMART_ERETRY;
+}
+
+void smart__bt_seal(smart_bt_t *t, struct bt_node *n)
+{
+	n->h.version++;
+	n->h.crc = node_crc(t, n);
+}
+
+int smart__bt_post_node(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			struct bt_node *n)
+{
+	return smart_write(w, a, n, t->node_size);
+}
+
+int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			 struct bt_node *n, unsigned i)
+{
+	uint64_t off = t->ent_off + (uint64_t)i * t->leaf_ent;
+	int rc = smart_write(w, smart_gaddr_add(a, off), (uint8_t *)n + off,
+			     t->leaf_ent);
+
+	/* the first word (crc, version) after the entry: a reader that sees
+	 * one without the other fails the crc and reads again */
+	return rc ? rc : smart_write(w, a, n, 8);
+}
+
+int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
+			 smart_gaddr_t *a)
+{
+	uint64_t r = atomic_fetch_add_explicit(&t->rng,
+					       UINT64_C(0x9e3779b97f4a7c15),
+					       memory_order_relaxed);
+	uint16_t blade;
+
+	/* spread nodes over the tree's blades (a splitmix step) */
+	r ^= r >> 31;
+	r *= UINT64_C(0xbf58476d1ce4e5b9);
+	r ^= r >> 29;
+	blade = t->blades[r % t->nblades];
+	(void)level;
+	return smart_alloc(w, blade, t->node_size, a);
+}

@@ -1,0 +1,640 @@
+/*
+ * Smart-BT point operations and splits: the B-link protocol on one-sided
+ * ops (docs/bt.md §3, §5).
+ *
+ * Readers take no lock: they read a node whole (checked by its CRC) and
+ * move right while their key is at or above its high fence, so a split
+ * that published the new right sibling but not yet the parent's entry
+ * for it costs them one more READ, never a wrong answer.  Writers lock
+ * the leaf, read it again under the lock (that copy is the truth), move
+ * right under locks if it split meanwhile, and write back one entry (or,
+ * to split, the new sibling and then the node) with the unlock behind it
+ * in one chain.  A split unlocks the child before it locks the parent, so
+ * an operation holds one lock at a time.
+ *
+ * Invariants: a key lives in exactly one leaf, the one whose fences
+ * cover it; entries move only rightwards (into a new sibling); the root
+ * pointer changes only by CAS from the old root to a new root whose
+ * leftmost child is the old root.
+ */
+#include <stdlib.h>
+
+#include "ds/bt/bt_internal.h"
+
+enum bt_kind { BT_INSERT, BT_UPDATE, BT_UPSERT, BT_DELETE };
+
+/* The child of internal node n that covers key. */
+static smart_gaddr_t child_of(const smart_bt_t *t, struct bt_node *n,
+			      const void *key, size_t klen)
+{
+	smart_gaddr_t c = n->h.leftmost;
+	unsigned i;
+
+	for (i = 0; i < n->h.count; i++) {
+		struct bt_inner_ent *e = bt_inner(t, n, i);
+
+		if (bt_keycmp(key, klen, e->key, e->klen) < 0)
+			break;
+		c = e->child;
+	}
+	return c;
+}
+
+static int root_reload(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
+{
+	uint64_t r;
+	int rc = smart_read_sync(w, smart_gaddr_add(t->meta,
+			offsetof(struct bt_meta, root)), 8, &r);
+
+	if (!rc && !r)
+		rc = SMART_EPROTO;
+	if (!rc) {
+		atomic_store(&t->root, r);
+		*a = r;
+	}
+	return rc;
+}
+
+/* From the root down to the node of `level` covering key: its address in
+ * *out and its content in n; path[l] gets the node passed at each level
+ * above (0 where the walk started below it). */
+static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
+		   size_t klen, unsigned level, struct bt_node *n,
+		   smart_gaddr_t *out, smart_gaddr_t *path)
+{
+	smart_gaddr_t a = atomic_load(&t->root);
+	unsigned steps = 0, restarts = 0;
+	int rc, c;
+
+	memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
+	rc = smart__bt_read(t, w, a, n);
+	while (!rc) {
+		if (++steps > 1000000)
+			return SMART_EPROTO;	/* a cycle: not a tree */
+		c = smart__bt_fence_cmp(t, n, key, klen);
+		if (c > 0 && n->h.sibling) {
+			atomic_fetch_add_explicit(&t->move_rights, 1,
+						  memory_order_relaxed);
+			a = n->h.sibling;
+		} else if (c != 0 || n->h.level < level) {
+			/* started too low or off the key's path (a stale
+			 * root), or the level asked for has no root above
+			 * it yet (its splitter is installing one): from the
+			 * root the descriptor names now */
+			if (++restarts > 100000)
+				return SMART_EPROTO;
+			if (restarts > 1)
+				smart_task_yield(w);
+			rc = root_reload(t, w, &a);
+			if (rc)
+				return rc;
+			memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
+		} else if (n->h.level == level) {
+			*out = a;
+			return 0;
+		} else {
+			path[n->h.level] = a;
+			if ((unsigned)n->h.level + 1 > atomic_load(&t->height))
+				atomic_store(&t->height, n->h.level + 1u);
+			a = child_of(t, n, key, klen);
+		}
+		rc = smart__bt_read(t, w, a, n);
+	}
+	return rc;
+}
+
+/* Lock the node of `level` covering key, starting at a, with its content
+ * in n: moves right (unlock, lock the sibling) while it split away. */
+static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
+			 size_t klen, smart_gaddr_t *a, struct bt_node *n)
+{
+	int rc;
+
+	for (;;) {
+		rc = smart__bt_lock(t, w, *a);
+		if (rc)
+			return rc;
+		rc = smart__bt_read(t, w, *a, n);
+		if (!rc && smart__bt_fence_cmp(t, n, key, klen) > 0 &&
+		    n->h.sibling) {
+			rc = smart__bt_unlock(t, w, *a);
+			*a = n->h.sibling;
+			atomic_fetch_add_explicit(&t->move_rights, 1,
+						  memory_order_relaxed);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (rc) {
+			(void)smart__bt_unlock(t, w, *a);
+			return rc;
+		}
+		return 0;
+	}
+}
+
+static void node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
+{
+	memset(n, 0, t->node_size);
+	n->h.level = (uint8_t)level;
+}
+
+static void set_fence(uint8_t *dst, uint16_t *len, const void *k,
+		      size_t klen)
+{
+	memcpy(dst, k, klen);
+	*len = (uint16_t)klen;
+}
+
+/* ---- leaves ------------------------------------------------------------- */
+
+static int leaf_find(const smart_bt_t *t, struct bt_node *n, const void *key,
+		     size_t klen, int *free_slot)
+{
+	unsigned i;
+
+	*free_slot = -1;
+	for (i = 0; i < t->leaf_cap; i++) {
+		struct bt_leaf_ent *e = bt_leaf(t, n, i);
+
+		if (!e->klen) {
+			if (*free_slot < 0)
+				*free_slot = (int)i;
+		} else if (e->klen == klen && !memcmp(e->kv, key, klen)) {
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+static void leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
+		     const void *key, size_t klen, const void *val, size_t vlen)
+{
+	memset(e, 0, t->leaf_ent);
+	e->klen = (uint16_t)klen;
+	e->vlen = (uint16_t)vlen;
+	memcpy(e->kv, key, klen);
+	if (vlen)
+		memcpy(e->kv + t->key_max, val, vlen);
+}
+
+/* ---- splits ------------------------------------------------------------- */
+
+struct sep {
+	uint8_t key[SMART_BT_KEY_MAX];
+	size_t klen;
+	smart_gaddr_t right;
+};
+
+static int ent_cmp_leaf(const void *a, const void *b, void *ctx)
+{
+	const struct bt_leaf_ent *x = *(const struct bt_leaf_ent *const *)a;
+	const struct bt_leaf_ent *y = *(const struct bt_leaf_ent *const *)b;
+
+	(void)ctx;
+	return bt_keycmp(x->kv, x->klen, y->kv, y->klen);
+}
+
+/* Insertion sort of entry pointers (at most a node's worth): no global
+ * comparator context, no allocation. */
+static void sort_ptrs(void **p, unsigned n,
+		      int (*cmp)(const void *, const void *, void *))
+{
+	unsigned i, j;
+
+	for (i = 1; i < n; i++) {
+		void *x = p[i];
+
+		for (j = i; j > 0 && cmp(&p[j - 1], &x, NULL) > 0; j--)
+			p[j] = p[j - 1];
+		p[j] = x;
+	}
+}
+
+/* Write N (new right sibling) and then X (the left half, unlocking it):
+ * N must be in memory before X points at it. */
+static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
+			 struct bt_node *x, smart_gaddr_t na,
+			 struct bt_node *nn)
+{
+	int rc;
+
+	smart__bt_seal(t, nn);
+	rc = smart__bt_post_node(t, w, na, nn);
+	/* another blade is another QP: no order between the two WRITEs */
+	if (!rc && smart_gaddr_blade(na) != smart_gaddr_blade(xa))
+		rc = smart_sync(w);
+	smart__bt_seal(t, x);
+	if (!rc)
+		rc = smart__bt_post_node(t, w, xa, x);
+	if (rc) {
+		(void)smart_sync(w);
+		(void)smart__bt_unlock(t, w, xa);
+		return rc;
+	}
+	return smart__bt_unlock(t, w, xa);
+}
+
+/* Split the locked, full leaf x (at xa) adding (key, val); on return x is
+ * unlocked and *s names the separator and the new right node. */
+static int leaf_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
+		      struct bt_node *x, struct bt_node *nn, uint8_t *tmp,
+		      const void *key, size_t klen, const void *val,
+		      size_t vlen, struct sep *s)
+{
+	/* tmp: our entry, x's entries kept aside, pointers to sort */
+	struct bt_leaf_ent *mine = (struct bt_leaf_ent *)tmp;
+	uint8_t *copy = tmp + t->leaf_ent;
+	struct bt_leaf_ent **ents = (struct bt_leaf_ent **)(copy +
+				    (size_t)t->leaf_cap * t->leaf_ent);
+	smart_gaddr_t na;
+	unsigned i, n = 0, mid;
+	int rc;
+
+	rc = smart__bt_node_alloc(t, w, 0, &na);
+	if (rc) {
+		(void)smart__bt_unlock(t, w, xa);
+		return rc;
+	}
+	memcpy(copy, (uint8_t *)x + t->ent_off, (size_t)t->leaf_cap *
+	       t->leaf_ent);
+	for (i = 0; i < t->leaf_cap; i++) {
+		struct bt_leaf_ent *e = (struct bt_leaf_ent *)(copy +
+					(size_t)i * t->leaf_ent);
+
+		if (e->klen)
+			ents[n++] = e;
+	}
+	leaf_put(t, mine, key, klen, val, vlen);
+	ents[n++] = mine;
+	sort_ptrs((void **)ents, n, ent_cmp_leaf);
+	mid = n / 2;
+	s->klen = ents[mid]->klen;
+	memcpy(s->key, ents[mid]->kv, s->klen);
+	s->right = na;
+	/* the right half: [sep, x's high) */
+	node_init(t, nn, 0);
+	nn->h.flags = x->h.flags & BT_F_HIGH_INF;
+	set_fence(bt_low(t, nn), &nn->h.low_len, s->key, s->klen);
+	set_fence(bt_high(t, nn), &nn->h.high_len, bt_high(t, x),
+		  x->h.high_len);
+	nn->h.sibling = x->h.sibling;
+	for (i = mid; i < n; i++)
+		memcpy(bt_leaf(t, nn, i - mid), ents[i], t->leaf_ent);
+	/* the left half keeps x's place: [x's low, sep) */
+	memset((uint8_t *)x + t->ent_off, 0, (size_t)t->leaf_cap *
+	       t->leaf_ent);
+	for (i = 0; i < mid; i++)
+		memcpy(bt_leaf(t, x, i), ents[i], t->leaf_ent);
+	x->h.flags &= (uint8_t)~BT_F_HIGH_INF;
+	set_fence(bt_high(t, x), &x->h.high_len, s->key, s->klen);
+	x->h.sibling = na;
+	atomic_fetch_add_explicit(&t->leaf_splits, 1, memory_order_relaxed);
+	return publish_split(t, w, xa, x, na, nn);
+}
+
+static void inner_put(const smart_bt_t *t, struct bt_inner_ent *e,
+		      const void *key, size_t klen, smart_gaddr_t child)
+{
+	memset(e, 0, t->inner_ent);
+	e->child = child;
+	e->klen = (uint16_t)klen;
+	memcpy(e->key, key, klen);
+}
+
+/* Insert (s->key, s->right) into the locked internal node x at its sorted
+ * place; if x is full, split it (the middle key moves up into *up). *split
+ * says which happened.  x is unlocked on return. */
+static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
+			struct bt_node *x, struct bt_node *nn, uint8_t *tmp,
+			const struct sep *s, struct sep *up, int *split)
+{
+	struct bt_inner_ent *e;
+	smart_gaddr_t na;
+	unsigned pos, n = x->h.count, mid;
+	uint8_t *all = tmp;	/* n + 1 entries, sorted */
+	int rc;
+
+	for (pos = 0; pos < n; pos++) {
+		e = bt_inner(t, x, pos);
+		if (bt_keycmp(s->key, s->klen, e->key, e->klen) < 0)
+			break;
+	}
+	*split = n + 1 > t->inner_cap;
+	if (!*split) {
+		uint8_t *base = (uint8_t *)bt_inner(t, x, pos);
+
+		memmove(base + t->inner_ent, base, (size_t)(n - pos) *
+			t->inner_ent);
+		inner_put(t, (struct bt_inner_ent *)base, s->key, s->klen,
+			  s->right);
+		x->h.count++;
+		smart__bt_seal(t, x);
+		rc = smart__bt_post_node(t, w, xa, x);
+		if (rc)
+			(void)smart_sync(w);
+		return rc ? (smart__bt_unlock(t, w, xa), rc) :
+			    smart__bt_unlock(t, w, xa);
+	}
+	rc = smart__bt_node_alloc(t, w, x->h.level, &na);
+	if (rc) {
+		(void)smart__bt_unlock(t, w, xa);
+		return rc;
+	}
+	memcpy(all, bt_inner(t, x, 0), (size_t)pos * t->inner_ent);
+	inner_put(t, (struct bt_inner_ent *)(all + (size_t)pos * t->inner_ent),
+		  s->key, s->klen, s->right);
+	memcpy(all + (size_t)(pos + 1) * t->inner_ent, bt_inner(t, x, pos),
+	       (size_t)(n - pos) * t->inner_ent);
+	n++;
+	mid = n / 2;
+	e = (struct bt_inner_ent *)(all + (size_t)mid * t->inner_ent);
+	up->klen = e->klen;
+	memcpy(up->key, e->key, e->klen);
+	up->right = na;
+	/* right: leftmost = the middle entry's child, entries after it */
+	node_init(t, nn, x->h.level);
+	nn->h.flags = x->h.flags & BT_F_HIGH_INF;
+	set_fence(bt_low(t, nn), &nn->h.low_len, up->key, up->klen);
+	set_fence(bt_high(t, nn), &nn->h.high_len, bt_high(t, x),
+		  x->h.high_len);
+	nn->h.sibling = x->h.sibling;
+	nn->h.leftmost = e->child;
+	nn->h.count = (uint16_t)(n - mid - 1);
+	memcpy(bt_inner(t, nn, 0), all + (size_t)(mid + 1) * t->inner_ent,
+	       (size_t)nn->h.count * t->inner_ent);
+	/* left: the entries before it */
+	memset(bt_inner(t, x, 0), 0, (size_t)t->inner_cap * t->inner_ent);
+	memcpy(bt_inner(t, x, 0), all, (size_t)mid * t->inner_ent);
+	x->h.count = (uint16_t)mid;
+	x->h.flags &= (uint8_t)~BT_F_HIGH_INF;
+	set_fence(bt_high(t, x), &x->h.high_len, up->key, up->klen);
+	x->h.sibling = na;
+	atomic_fetch_add_explicit(&t->inner_splits, 1, memory_order_relaxed);
+	return publish_split(t, w, xa, x, na, nn);
+}
+
+/* Node xa (level `level`, was the root: both fences infinite) split into
+ * xa and s->right: a new root above them, installed by CAS.  1 when
+ * another root is there (the caller inserts into the parent instead). */
+static int new_root(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
+		    unsigned level, const struct sep *s, struct bt_node *r)
+{
+	smart_gaddr_t ra;
+	uint64_t old;
+	int rc = smart__bt_node_alloc(t, w, level + 1, &ra);
+
+	if (rc)
+		return rc;
+	node_init(t, r, level + 1);
+	r->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
+	r->h.leftmost = xa;
+	r->h.count = 1;
+	inner_put(t, bt_inner(t, r, 0), s->key, s->klen, s->right);
+	smart__bt_seal(t, r);
+	rc = smart_write_sync(w, ra, r, t->node_size);
+	if (!rc)
+		rc = smart_cas_sync(w, smart_gaddr_add(t->meta,
+				    offsetof(struct bt_meta, root)), xa, ra,
+				    &old);
+	if (!rc && old != xa) {
+		(void)smart_free(w, ra, t->node_size);
+		return 1;
+	}
+	if (!rc) {
+		atomic_store(&t->root, ra);
+		atomic_store(&t->height, level + 2);
+		atomic_fetch_add_explicit(&t->root_splits, 1,
+					  memory_order_relaxed);
+	}
+	return rc;
+}
+
+/* After node xa of `level` split (s): put the separator into the level
+ * above, splitting upwards as far as needed. */
+static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
+		     unsigned level, int was_root, struct sep *s,
+		     smart_gaddr_t *path, struct bt_node *n,
+		     struct bt_node *nn, uint8_t *tmp)
+{
+	struct sep up;
+	smart_gaddr_t pa;
+	int rc, split;
+
+	for (;;) {
+		if (was_root) {
+			rc = new_root(t, w, xa, level, s, n);
+			if (rc <= 0)
+				return rc;
+		}
+		pa = path[level + 1];
+		if (!pa) {
+			/* the walk started below this level: find it */
+			rc = descend(t, w, s->key, s->klen, level + 1, n, &pa,
+				     path);
+			if (rc)
+				return rc;
+		}
+		rc = lock_covering(t, w, s->key, s->klen, &pa, n);
+		if (rc)
+			return rc;
+		was_root = (n->h.flags & (BT_F_LOW_INF | BT_F_HIGH_INF)) ==
+			   (BT_F_LOW_INF | BT_F_HIGH_INF);
+		rc = inner_insert(t, w, pa, n, nn, tmp, s, &up, &split);
+		if (rc || !split)
+			return rc;
+		*s = up;
+		xa = pa;
+		level++;
+	}
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+static int args_ok(const smart_bt_t *t, const smart_worker_t *w,
+		   const void *key, size_t klen, const void *val, size_t vlen)
+{
+	return t && w && key && klen && klen <= t->key_max &&
+	       vlen <= t->val_max && (val || !vlen);
+}
+
+/* Scratch for an operation: two nodes and the split's temporary room. */
+static int op_bufs(smart_bt_t *t, smart_worker_t *w, struct bt_node **n,
+		   struct bt_node **nn, uint8_t **tmp)
+{
+	uint8_t *p;
+	/* a leaf split's (entries and pointers to them) or an inner
+	 * split's (entries), whichever is larger: the sum */
+	size_t tmp_len = (size_t)(t->leaf_cap + 1) * (t->leaf_ent + 8) +
+			 (size_t)(t->inner_cap + 1) * t->inner_ent;
+	int rc = smart_scratch_alloc(w, 2 * (size_t)t->node_size + tmp_len,
+				     (void **)&p);
+
+	if (rc)
+		return rc;
+	*n = (struct bt_node *)p;
+	*nn = (struct bt_node *)(p + t->node_size);
+	*tmp = p + 2 * (size_t)t->node_size;
+	return 0;
+}
+
+static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
+		    const void *key, size_t klen, const void *val,
+		    size_t vlen)
+{
+	smart_gaddr_t path[BT_HEIGHT_MAX], a;
+	struct bt_node *n, *nn;
+	struct sep s;
+	size_t mark = smart_scratch_mark(w);
+	uint8_t *tmp;
+	int rc, i, f, was_root;
+
+	rc = op_bufs(t, w, &n, &nn, &tmp);
+	if (!rc)
+		rc = descend(t, w, key, klen, 0, n, &a, path);
+	if (!rc)
+		rc = lock_covering(t, w, key, klen, &a, n);
+	if (rc)
+		goto out;
+	i = leaf_find(t, n, key, klen, &f);
+	if ((kind == BT_INSERT && i >= 0) ||
+	    ((kind == BT_UPDATE || kind == BT_DELETE) && i < 0)) {
+		rc = smart__bt_unlock(t, w, a);
+		if (!rc)
+			rc = i >= 0 ? SMART_EEXIST : SMART_ENOENT;
+		goto out;
+	}
+	if (i < 0 && f < 0) {
+		/* full: split, then the separator goes up */
+		was_root = (n->h.flags & (BT_F_LOW_INF | BT_F_HIGH_INF)) ==
+			   (BT_F_LOW_INF | BT_F_HIGH_INF);
+		rc = leaf_split(t, w, a, n, nn, tmp, key, klen, val, vlen,
+				&s);
+		if (!rc)
+			rc = insert_up(t, w, a, 0, was_root, &s, path, n, nn,
+				       tmp);
+		goto out;
+	}
+	if (i < 0)
+		i = f;
+	if (kind == BT_DELETE)
+		memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
+	else
+		leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen, val, vlen);
+	smart__bt_seal(t, n);
+	rc = smart__bt_post_entry(t, w, a, n, (unsigned)i);
+	if (rc)
+		(void)smart_sync(w);
+	{
+		int rc2 = smart__bt_unlock(t, w, a);
+
+		rc = rc ? rc : rc2;
+	}
+out:
+	smart_scratch_release(w, mark);
+	return rc;
+}
+
+int smart_bt_insert(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len)
+{
+	if (!args_ok(t, w, key, key_len, val, val_len))
+		return SMART_EINVAL;
+	return write_op(t, w, BT_INSERT, key, key_len, val, val_len);
+}
+
+int smart_bt_update(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len)
+{
+	if (!args_ok(t, w, key, key_len, val, val_len))
+		return SMART_EINVAL;
+	return write_op(t, w, BT_UPDATE, key, key_len, val, val_len);
+}
+
+int smart_bt_upsert(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, const void *val, size_t val_len)
+{
+	if (!args_ok(t, w, key, key_len, val, val_len))
+		return SMART_EINVAL;
+	return write_op(t, w, BT_UPSERT, key, key_len, val, val_len);
+}
+
+int smart_bt_delete(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len)
+{
+	if (!args_ok(t, w, key, key_len, NULL, 0))
+		return SMART_EINVAL;
+	return write_op(t, w, BT_DELETE, key, key_len, NULL, 0);
+}
+
+int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
+		    size_t key_len, void *buf, size_t cap, size_t *val_len)
+{
+	smart_gaddr_t path[BT_HEIGHT_MAX], a;
+	struct bt_node *n;
+	size_t mark;
+	int rc, i, f;
+
+	if (!args_ok(t, w, key, key_len, NULL, 0) || !val_len ||
+	    (!buf && cap))
+		return SMART_EINVAL;
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
+	if (!rc)
+		rc = descend(t, w, key, key_len, 0, n, &a, path);
+	if (!rc) {
+		i = leaf_find(t, n, key, key_len, &f);
+		if (i < 0) {
+			rc = SMART_ENOENT;
+		} else {
+			struct bt_leaf_ent *e = bt_leaf(t, n, (unsigned)i);
+
+			*val_len = e->vlen;
+			if (e->vlen > cap)
+				rc = SMART_ERANGE;
+			else if (e->vlen)
+				memcpy(buf, e->kv + t->key_max, e->vlen);
+		}
+	}
+	smart_scratch_release(w, mark);
+	return rc;
+}
+
+static void be64(uint8_t *k, uint64_t v)
+{
+	int i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		k[i] = (uint8_t)v;
+}
+
+int smart_bt_insert_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
+			const void *val, size_t val_len)
+{
+	uint8_t k[8];
+
+	be64(k, key);
+	return smart_bt_insert(t, w, k, 8, val, val_len);
+}
+
+int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
+			void *buf, size_t cap, size_t *val_len)
+{
+	uint8_t k[8];
+
+	be64(k, key);
+	return smart_bt_search(t, w, k, 8, buf, cap, val_len);
+}
+
+void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
+{
+	node_init(t, n, level);
+}
+
+int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
+		      size_t klen, struct bt_node *n, smart_gaddr_t *out)
+{
+	smart_gaddr_t path[BT_HEIGHT_MAX];
+
+	return descend(t, w, key, klen, 0, n, out, path);
+}

@@ -1,0 +1,114 @@
+/*
+ * Smart-BT range scans (docs/bt.md §5).
+ *
+ * A scan reads the leaf covering `from`, then each right sibling in turn,
+ * taking from each leaf the keys in [cursor, leaf's high fence) sorted,
+ * where the cursor is the high fence of the leaf before.  Why that is
+ * correct while inserts split leaves: a leaf's fences always cover the
+ * keys it holds, and a split only moves keys from a leaf into a new
+ * right sibling placed between it and its old sibling.  If a leaf split
+ * before we read it, we read its new sibling next; if after, the keys
+ * that moved were still in our copy (below the high fence we read), and
+ * the next leaf we read, the old sibling, starts at that fence.  So every
+ * key present throughout the scan is seen in the one leaf that covered it
+ * when read, each once, in order; a key never present is never seen.
+ */
+#include "ds/bt/bt_internal.h"
+
+static int cmp_ent(const void *a, const void *b, void *ctx)
+{
+	const struct bt_leaf_ent *x = *(const struct bt_leaf_ent *const *)a;
+	const struct bt_leaf_ent *y = *(const struct bt_leaf_ent *const *)b;
+
+	(void)ctx;
+	return bt_keycmp(x->kv, x->klen, y->kv, y->klen);
+}
+
+static void sort_ents(struct bt_leaf_ent **p, unsigned n)
+{
+	unsigned i, j;
+
+	for (i = 1; i < n; i++) {
+		struct bt_leaf_ent *x = p[i];
+
+		for (j = i; j > 0 && cmp_ent(&p[j - 1], &x, NULL) > 0; j--)
+			p[j] = p[j - 1];
+		p[j] = x;
+	}
+}
+
+int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
+		  size_t from_len, const void *to, size_t to_len, size_t max,
+		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n)
+{
+	uint8_t cur[SMART_BT_KEY_MAX], *b = buf;
+	struct bt_leaf_ent **ents;
+	struct bt_node *nd;
+	smart_gaddr_t a;
+	size_t mark, used = 0, cur_len = from_len, got = 0;
+	unsigned i, k;
+	int rc, done = 0;
+
+	if (!t || !w || !from || !from_len || from_len > t->key_max || !n ||
+	    (to && (!to_len || to_len > t->key_max)) || (max && !out) ||
+	    (!buf && cap))
+		return SMART_EINVAL;
+	*n = 0;
+	if (!max || (to && bt_keycmp(from, from_len, to, to_len) >= 0))
+		return 0;
+	memcpy(cur, from, from_len);
+	mark = smart_scratch_mark(w);
+	rc = smart_scratch_alloc(w, t->node_size + (size_t)t->leaf_cap * 8,
+				 (void **)&nd);
+	ents = (struct bt_leaf_ent **)((uint8_t *)nd + t->node_size);
+	if (!rc)
+		rc = smart__bt_descend(t, w, from, from_len, nd, &a);
+	while (!rc && !done) {
+		/* this leaf's keys in [cur, to), in order */
+		for (i = 0, k = 0; i < t->leaf_cap; i++) {
+			struct bt_leaf_ent *e = bt_leaf(t, nd, i);
+
+			if (!e->klen || bt_keycmp(e->kv, e->klen, cur,
+						  cur_len) < 0 ||
+			    (to && bt_keycmp(e->kv, e->klen, to, to_len) >= 0))
+				continue;
+			ents[k++] = e;
+		}
+		sort_ents(ents, k);
+		for (i = 0; i < k && got < max; i++) {
+			size_t need = (size_t)ents[i]->klen + ents[i]->vlen;
+
+			if (used + need > cap) {
+				rc = SMART_ERANGE;	/* buf is full */
+				break;
+			}
+			memcpy(b + used, ents[i]->kv, ents[i]->klen);
+			memcpy(b + used + ents[i]->klen, ents[i]->kv +
+			       t->key_max, ents[i]->vlen);
+			out[got].key = b + used;
+			out[got].val = b + used + ents[i]->klen;
+			out[got].key_len = ents[i]->klen;
+			out[got].val_len = ents[i]->vlen;
+			used += need;
+			got++;
+		}
+		if (rc || got == max || (nd->h.flags & BT_F_HIGH_INF) ||
+		    !nd->h.sibling || (to && bt_keycmp(bt_high(t, nd),
+				       nd->h.high_len, to, to_len) >= 0))
+			break;
+		/* next leaf: from this one's high fence */
+		cur_len = nd->h.high_len;
+		memcpy(cur, bt_high(t, nd), cur_len);
+		a = nd->h.sibling;
+		rc = smart__bt_read(t, w, a, nd);
+		/* a sibling always starts at our high fence: anything else
+		 * is not a tree */
+		if (!rc && ((nd->h.flags & BT_F_LOW_INF) ||
+			    bt_keycmp(bt_low(t, nd), nd->h.low_len, cur,
+				      cur_len)))
+			rc = SMART_EPROTO;
+	}
+	smart_scratch_release(w, mark);
+	*n = got;
+	return rc;
+}

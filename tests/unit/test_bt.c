@@ -1,0 +1,478 @@
+/*
+ * Smart-BT: semantics of every call, bad arguments, a tree grown to
+ * several levels (small nodes), range scans against a model, several
+ * workers and tasks at once with a scan checker running beside inserts
+ * and deletes (every key present throughout a scan is returned, in order,
+ * once; nothing never present is), the same on the adversarial shm
+ * transport (torn node reads caught by the CRC: asserted > 0), a second
+ * ctx opening the tree, and drop giving every byte back.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/test.h"
+#include "smart/smart.h"
+#include "smart/bt.h"
+
+#define BLADE_SIZE	(128u << 20)
+
+static void key_of(char *k, unsigned i)
+{
+	snprintf(k, 16, "k%08u", i);
+}
+
+static void val_of(char *v, unsigned i, unsigned gen)
+{
+	snprintf(v, 16, "v%u.%u", i, gen);
+}
+
+struct world {
+	struct fixture f;
+	smart_worker_t *w;
+	smart_bt_t *t;
+};
+
+static void world_start(struct world *wd, const char *adv, unsigned node,
+			unsigned key_max, unsigned val_max)
+{
+	const char *kv[] = { "shm_adversarial", adv, NULL };
+	struct smart_bt_config c;
+
+	fixture_start(&wd->f, BLADE_SIZE, 1, adv ? kv : NULL);
+	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
+	smart_bt_config_init(&c);
+	c.node_size = node;
+	c.key_max = key_max;
+	c.val_max = val_max;
+	c.locks = 4096;
+	CHECK_OK(smart_bt_create(wd->w, 1, 3, &c, &wd->t));
+}
+
+static void world_stop(struct world *wd)
+{
+	smart_bt_close(wd->t);
+	CHECK_OK(smart_worker_destroy(wd->w));
+	fixture_stop(&wd->f);
+}
+
+static void expect_val(struct world *wd, unsigned i, unsigned gen)
+{
+	char k[16], v[16], got[32];
+	size_t n = 0;
+
+	key_of(k, i);
+	val_of(v, i, gen);
+	CHECK_OK(smart_bt_search(wd->t, wd->w, k, strlen(k), got, sizeof(got),
+				 &n));
+	CHECK_MSG(n == strlen(v) && !memcmp(got, v, n), "key %s: %.*s, not %s",
+		  k, (int)n, got, v);
+}
+
+static void test_semantics(void)
+{
+	struct world wd;
+	struct smart_bt_config c;
+	smart_bt_t *t2;
+	char v[64], big[64];
+	size_t n;
+
+	world_start(&wd, NULL, 1024, 16, 32);
+	/* insert, search, duplicates, update, upsert, delete */
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "a", 1, "1", 1));
+	CHECK_EQ(smart_bt_insert(wd.t, wd.w, "a", 1, "2", 1), SMART_EEXIST);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n));
+	CHECK(n == 1 && v[0] == '1');
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "b", 1, v, sizeof(v), &n),
+		 SMART_ENOENT);
+	CHECK_EQ(smart_bt_update(wd.t, wd.w, "b", 1, "x", 1), SMART_ENOENT);
+	CHECK_OK(smart_bt_update(wd.t, wd.w, "a", 1, "xy", 2));
+	CHECK_OK(smart_bt_upsert(wd.t, wd.w, "b", 1, "", 0));
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "b", 1, v, sizeof(v), &n));
+	CHECK_EQ(n, 0);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n));
+	CHECK(n == 2 && !memcmp(v, "xy", 2));
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, 1, &n), SMART_ERANGE);
+	CHECK_EQ(n, 2);
+	CHECK_OK(smart_bt_delete(wd.t, wd.w, "a", 1));
+	CHECK_EQ(smart_bt_delete(wd.t, wd.w, "a", 1), SMART_ENOENT);
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
+		 SMART_ENOENT);
+	/* "a" < "ab" < "b": prefixes order first */
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "ab", 2, "2", 1));
+	/* bad arguments: errors, no change */
+	memset(big, 'z', sizeof(big));
+	CHECK_EQ(smart_bt_insert(wd.t, wd.w, big, 17, "x", 1), SMART_EINVAL);
+	CHECK_EQ(smart_bt_insert(wd.t, wd.w, "c", 1, big, 33), SMART_EINVAL);
+	CHECK_EQ(smart_bt_insert(wd.t, wd.w, "", 0, "x", 1), SMART_EINVAL);
+	CHECK_EQ(smart_bt_insert(NULL, wd.w, "c", 1, "x", 1), SMART_EINVAL);
+	CHECK_EQ(smart_bt_insert(wd.t, wd.w, "c", 1, NULL, 1), SMART_EINVAL);
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "c", 1, NULL, 4, &n),
+		 SMART_EINVAL);
+	CHECK_EQ(smart_bt_delete(wd.t, wd.w, NULL, 1), SMART_EINVAL);
+	/* integer keys: big-endian, so numeric order is byte order */
+	CHECK_OK(smart_bt_insert_u64(wd.t, wd.w, 258, "n", 1));
+	CHECK_OK(smart_bt_search_u64(wd.t, wd.w, 258, v, sizeof(v), &n));
+	CHECK(n == 1 && v[0] == 'n');
+	/* configurations refused */
+	smart_bt_config_init(&c);
+	c.node_size = 1000;
+	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_EINVAL);
+	smart_bt_config_init(&c);
+	c.key_max = 255;
+	c.val_max = 4096;	/* not 4 entries in 1 KiB */
+	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_EINVAL);
+	smart_bt_config_init(&c);
+	c.key_max = 0;
+	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_EINVAL);
+	/* the root entry is taken; an empty one holds no tree */
+	CHECK_EQ(smart_bt_create(wd.w, 1, 3, NULL, &t2), SMART_EEXIST);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 9, &t2), SMART_ENOENT);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 999, &t2), SMART_EINVAL);
+	/* opened again, it is the same tree */
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+	CHECK_EQ(smart_bt_key_max(t2), 16);
+	CHECK_OK(smart_bt_search(t2, wd.w, "ab", 2, v, sizeof(v), &n));
+	smart_bt_close(t2);
+	world_stop(&wd);
+}
+
+/* Scan [from, to) of the keys 0..nkeys-1 that are in (present[i]) against
+ * the model, in slices of `slice` entries. */
+static void scan_check(struct world *wd, const unsigned char *present,
+		       unsigned nkeys, unsigned from, unsigned to,
+		       unsigned slice)
+{
+	struct smart_bt_entry ent[64];
+	char buf[64 * 32], k[16], tk[16], cur[16];
+	size_t n, cur_len;
+	unsigned i = from, j;
+
+	key_of(cur, from);
+	cur_len = strlen(cur);
+	key_of(tk, to);
+	for (;;) {
+		CHECK_OK(smart_bt_scan(wd->t, wd->w, cur, cur_len, tk,
+				       strlen(tk), slice, ent, buf, sizeof(buf),
+				       &n));
+		for (j = 0; j < n; j++) {
+			while (i < to && i < nkeys && !present[i])
+				i++;
+			CHECK_MSG(i < to, "scan returned past its end");
+			key_of(k, i);
+			CHECK_MSG(ent[j].key_len == strlen(k) &&
+				  !memcmp(ent[j].key, k, ent[j].key_len),
+				  "scan: %.*s where %s belongs",
+				  (int)ent[j].key_len,
+				  (const char *)ent[j].key, k);
+			i++;
+		}
+		if (n < slice)
+			break;
+		/* continue just after the last key: append a 0 byte */
+		memcpy(cur, ent[n - 1].key, ent[n - 1].key_len);
+		cur[ent[n - 1].key_len] = 0;
+		cur_len = ent[n - 1].key_len + 1u;
+	}
+	while (i < to && i < nkeys && !present[i])
+		i++;
+	CHECK_MSG(i >= to || i >= nkeys, "scan missed key %u", i);
+}
+
+static void test_grow_and_scan(void)
+{
+	enum { N = 20000 };
+	static unsigned char present[N];
+	struct smart_bt_stats st;
+	struct world wd;
+	struct smart_bt_entry ent[4];
+	char k[16], v[16], buf[8];
+	size_t n;
+	unsigned i, p;
+	smart_rng_t r;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	smart_rng_seed(&r, 0xb7ee);
+	/* random order: splits everywhere, several levels with 512-B nodes */
+	for (i = 0; i < N; i++) {
+		p = (unsigned)((i * 7919ull) % N);
+		key_of(k, p);
+		val_of(v, p, 0);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), v,
+					 strlen(v)));
+		present[p] = 1;
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("%u keys: height %u, %llu leaf, %llu inner, %llu root splits\n",
+	       N, st.height, (unsigned long long)st.leaf_splits,
+	       (unsigned long long)st.inner_splits,
+	       (unsigned long long)st.root_splits);
+	CHECK_GE(st.height, 3);
+	CHECK_GT(st.inner_splits, 0);
+	for (i = 0; i < N; i++)
+		expect_val(&wd, i, 0);
+	/* delete a third, update a third */
+	for (i = 0; i < N; i++) {
+		key_of(k, i);
+		if (smart_rng_below(&r, 3) == 0) {
+			CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+			present[i] = 0;
+		} else if (smart_rng_below(&r, 2)) {
+			val_of(v, i, 1);
+			CHECK_OK(smart_bt_update(wd.t, wd.w, k, strlen(k), v,
+						 strlen(v)));
+		}
+	}
+	scan_check(&wd, present, N, 0, N, 64);
+	scan_check(&wd, present, N, 1234, 5678, 7);
+	scan_check(&wd, present, N, 19990, 20000, 3);
+	/* a buffer too small for the first entry; then for the second */
+	key_of(k, 0);
+	CHECK_EQ(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 4, ent, buf,
+			       4, &n), SMART_ERANGE);
+	CHECK_EQ(n, 0);
+	/* empty ranges */
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, "z", 1, NULL, 0, 4, ent, buf,
+			       sizeof(buf), &n));
+	CHECK_EQ(n, 0);
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, 4, ent, buf,
+			       sizeof(buf), &n));
+	CHECK_EQ(n, 0);
+	CHECK_EQ(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, 4, NULL, buf,
+			       sizeof(buf), &n), SMART_EINVAL);
+	world_stop(&wd);
+}
+
+/* ---- concurrency: writers and a scan checker ---------------------------- */
+
+#define C_STABLE	2000	/* keys 0..: inserted before, never touched */
+#define C_KEYS		12000	/* keys C_STABLE..: inserted, deleted */
+#define C_THREADS	2
+#define C_TASKS		6
+#define C_OPS		1500
+
+struct c_arg {
+	struct world *wd;
+	int thread, task;
+	unsigned scans;
+};
+
+static void c_writer(smart_worker_t *w, void *p)
+{
+	struct c_arg *a = p;
+	char k[16], v[16];
+	smart_rng_t r;
+	unsigned i, key;
+	int rc;
+
+	smart_rng_seed(&r, 0xc0ffee + (uint64_t)a->thread * 100 + a->task);
+	for (i = 0; i < C_OPS; i++) {
+		/* odd stable keys are updated (values change, keys stay) */
+		if (smart_rng_below(&r, 4) == 0) {
+			key = 2 * (unsigned)smart_rng_below(&r, C_STABLE / 2) +
+			      1;
+			key_of(k, key);
+			val_of(v, key, i + 1);
+			CHECK_OK(smart_bt_update(a->wd->t, w, k, strlen(k), v,
+						 strlen(v)));
+			continue;
+		}
+		key = C_STABLE + (unsigned)smart_rng_below(&r, C_KEYS);
+		key_of(k, key);
+		val_of(v, key, 0);
+		rc = smart_rng_below(&r, 3) ?
+		     smart_bt_upsert(a->wd->t, w, k, strlen(k), v, strlen(v)) :
+		     smart_bt_delete(a->wd->t, w, k, strlen(k));
+		CHECK_MSG(rc == 0 || rc == SMART_ENOENT, "writer: %s",
+			  smart_status_name(rc));
+	}
+}
+
+static int bt_order_ok(const char *prev, size_t pl, const void *k,
+		       size_t kl)
+{
+	int c = memcmp(prev, k, pl < kl ? pl : kl);
+
+	return c < 0 || (c == 0 && pl < kl);
+}
+
+/* Full scans in slices: every stable key, in order, once; nothing
+ * outside the key space; strictly increasing. */
+static void c_scanner(smart_worker_t *w, void *p)
+{
+	struct c_arg *a = p;
+	struct smart_bt_entry *ent = calloc(32, sizeof(*ent));
+	char *buf = malloc(32 * 40);
+	char cur[24] = "k", prev[24] = "", k[16];
+	size_t n, cur_len = 1, prev_len = 0, j;
+	unsigned next_stable, s;
+
+	for (s = 0; s < 6; s++) {
+		next_stable = 0;
+		strcpy(cur, "k");
+		cur_len = 1;
+		prev_len = 0;
+		do {
+			CHECK_OK(smart_bt_scan(a->wd->t, w, cur, cur_len, NULL,
+					       0, 32, ent, buf, 32 * 40, &n));
+			for (j = 0; j < n; j++) {
+				unsigned idx;
+
+				CHECK_MSG(bt_order_ok(prev, prev_len,
+						      ent[j].key,
+						      ent[j].key_len),
+					  "scan out of order or repeated");
+				memcpy(prev, ent[j].key, ent[j].key_len);
+				prev_len = ent[j].key_len;
+				CHECK(sscanf(prev, "k%8u", &idx) == 1);
+				CHECK(idx < C_STABLE + C_KEYS);
+				if (idx < C_STABLE) {
+					CHECK_MSG(idx == next_stable,
+						  "scan %u: stable key %u "
+						  "missed (got %u)", s,
+						  next_stable, idx);
+					next_stable++;
+				}
+			}
+			if (n) {
+				memcpy(cur, ent[n - 1].key,
+				       ent[n - 1].key_len);
+				cur[ent[n - 1].key_len] = 0;
+				cur_len = ent[n - 1].key_len + 1u;
+			}
+		} while (n == 32);
+		key_of(k, next_stable);
+		CHECK_MSG(next_stable == C_STABLE, "scan %u ended before %s",
+			  s, k);
+		a->scans++;
+	}
+	free(ent);
+	free(buf);
+}
+
+struct c_thread {
+	struct world *wd;
+	int thread;
+	struct c_arg arg[C_TASKS + 1];
+};
+
+static void *c_thread_fn(void *p)
+{
+	struct c_thread *th = p;
+	smart_worker_t *w;
+	int i;
+
+	CHECK_OK(smart_worker_create(th->wd->f.ctx, &w));
+	for (i = 0; i <= C_TASKS; i++) {
+		th->arg[i] = (struct c_arg){ th->wd, th->thread, i, 0 };
+		CHECK_OK(smart_task_spawn(w, i < C_TASKS ? c_writer :
+					  c_scanner, &th->arg[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_worker_destroy(w));
+	return NULL;
+}
+
+static void concurrent(const char *adv)
+{
+	struct c_thread th[C_THREADS];
+	pthread_t tid[C_THREADS];
+	struct smart_bt_stats st;
+	struct world wd;
+	char k[16], v[16];
+	unsigned i, scans = 0;
+
+	world_start(&wd, adv, 512, 12, 12);
+	for (i = 0; i < C_STABLE; i++) {
+		key_of(k, i);
+		val_of(v, i, 0);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), v,
+					 strlen(v)));
+	}
+	for (i = 0; i < C_THREADS; i++) {
+		th[i].wd = &wd;
+		th[i].thread = (int)i;
+		CHECK(!pthread_create(&tid[i], NULL, c_thread_fn, &th[i]));
+	}
+	for (i = 0; i < C_THREADS; i++) {
+		pthread_join(tid[i], NULL);
+		scans += th[i].arg[C_TASKS].scans;
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("%s: %u full scans beside %u writes: height %u, %llu leaf "
+	       "splits, %llu inner, %llu torn reads retried, %llu moves "
+	       "right, %llu lock retries, %llu hand-overs\n",
+	       adv ? "adversarial" : "plain", scans,
+	       C_THREADS * C_TASKS * C_OPS, st.height,
+	       (unsigned long long)st.leaf_splits,
+	       (unsigned long long)st.inner_splits,
+	       (unsigned long long)st.crc_retries,
+	       (unsigned long long)st.move_rights,
+	       (unsigned long long)st.lock_retries,
+	       (unsigned long long)st.handovers);
+	CHECK_EQ(scans, C_THREADS * 6);
+	CHECK_GT(st.leaf_splits, 0);
+	CHECK_GT(st.handovers, 0);
+	if (adv)
+		CHECK_GT(st.crc_retries, 0);
+	/* the even stable keys were never written again */
+	for (i = 0; i < C_STABLE; i += 2)
+		expect_val(&wd, i, 0);
+	world_stop(&wd);
+}
+
+static void test_concurrent(void)
+{
+	concurrent(NULL);
+}
+
+static void test_adversarial(void)
+{
+	concurrent("seed=3,pause_pct=30");
+}
+
+/* Drop gives back every node and the lock table. */
+static void test_drop(void)
+{
+	struct smart_alloc_usage u0, u1;
+	struct world wd;
+	char k[16];
+	unsigned i;
+
+	fixture_start(&wd.f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u0));
+	CHECK_OK(smart_bt_create(wd.w, 1, 5, NULL, &wd.t));
+	for (i = 0; i < 5000; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
+	}
+	CHECK_OK(smart_bt_drop(wd.t, wd.w));
+	CHECK_EQ(smart_bt_open(wd.w, 1, 5, &wd.t), SMART_ENOENT);
+	/* a destroyed worker gives its allocator caches back: then the
+	 * blade has exactly what it had before the tree */
+	CHECK_OK(smart_worker_destroy(wd.w));
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u1));
+	printf("held %llu bytes before, %llu after the drop; free %llu, "
+	       "%llu\n", (unsigned long long)(u0.used + u0.cached),
+	       (unsigned long long)(u1.used + u1.cached),
+	       (unsigned long long)u0.free, (unsigned long long)u1.free);
+	CHECK_EQ(u1.used + u1.cached, u0.used + u0.cached);
+	CHECK_EQ(u1.free, u0.free);
+	CHECK_OK(smart_worker_destroy(wd.w));
+	fixture_stop(&wd.f);
+}
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, (struct test_case[]){
+		{ "semantics", test_semantics },
+		{ "grow_and_scan", test_grow_and_scan },
+		{ "concurrent", test_concurrent },
+		{ "adversarial", test_adversarial },
+		{ "drop", test_drop },
+		{ 0 } });
+}
