@@ -109,6 +109,8 @@ int smart__bt_post_node(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 /* Post a WRITE of leaf entry i and of the node's first word. */
 int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 			 struct bt_node *n, unsigned i);
+/* Sort leaf entries by key (splits, scans). */
+void smart__bt_sort_leaf(struct bt_leaf_ent **p, unsigned n);
 /* Allocate a node of `level` on a blade of the tree (picked at random). */
 int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
 			 smart_gaddr_t *a);

@@ -97,3 +97,19 @@ int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
 	(void)level;
 	return smart_alloc(w, blade, t->node_size, a);
 }
+
+void smart__bt_sort_leaf(struct bt_leaf_ent **p, unsigned n)
+{
+	unsigned i, j;
+
+	/* insertion sort: at most a node's entries, no comparator context,
+	 * no allocation */
+	for (i = 1; i < n; i++) {
+		struct bt_leaf_ent *x = p[i];
+
+		for (j = i; j > 0 && bt_keycmp(p[j - 1]->kv, p[j - 1]->klen,
+					       x->kv, x->klen) > 0; j--)
+			p[j] = p[j - 1];
+		p[j] = x;
+	}
+}

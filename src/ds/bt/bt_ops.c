@@ -186,31 +186,6 @@ struct sep {
 	smart_gaddr_t right;
 };
 
-static int ent_cmp_leaf(const void *a, const void *b, void *ctx)
-{
-	const struct bt_leaf_ent *x = *(const struct bt_leaf_ent *const *)a;
-	const struct bt_leaf_ent *y = *(const struct bt_leaf_ent *const *)b;
-
-	(void)ctx;
-	return bt_keycmp(x->kv, x->klen, y->kv, y->klen);
-}
-
-/* Insertion sort of entry pointers (at most a node's worth): no global
- * comparator context, no allocation. */
-static void sort_ptrs(void **p, unsigned n,
-		      int (*cmp)(const void *, const void *, void *))
-{
-	unsigned i, j;
-
-	for (i = 1; i < n; i++) {
-		void *x = p[i];
-
-		for (j = i; j > 0 && cmp(&p[j - 1], &x, NULL) > 0; j--)
-			p[j] = p[j - 1];
-		p[j] = x;
-	}
-}
-
 /* Write N (new right sibling) and then X (the left half, unlocking it):
  * N must be in memory before X points at it. */
 static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
@@ -267,7 +242,7 @@ static int leaf_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	}
 	leaf_put(t, mine, key, klen, val, vlen);
 	ents[n++] = mine;
-	sort_ptrs((void **)ents, n, ent_cmp_leaf);
+	smart__bt_sort_leaf(ents, n);
 	mid = n / 2;
 	s->klen = ents[mid]->klen;
 	memcpy(s->key, ents[mid]->kv, s->klen);

@@ -15,28 +15,6 @@
  */
 #include "ds/bt/bt_internal.h"
 
-static int cmp_ent(const void *a, const void *b, void *ctx)
-{
-	const struct bt_leaf_ent *x = *(const struct bt_leaf_ent *const *)a;
-	const struct bt_leaf_ent *y = *(const struct bt_leaf_ent *const *)b;
-
-	(void)ctx;
-	return bt_keycmp(x->kv, x->klen, y->kv, y->klen);
-}
-
-static void sort_ents(struct bt_leaf_ent **p, unsigned n)
-{
-	unsigned i, j;
-
-	for (i = 1; i < n; i++) {
-		struct bt_leaf_ent *x = p[i];
-
-		for (j = i; j > 0 && cmp_ent(&p[j - 1], &x, NULL) > 0; j--)
-			p[j] = p[j - 1];
-		p[j] = x;
-	}
-}
-
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		  size_t from_len, const void *to, size_t to_len, size_t max,
 		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n)
@@ -74,7 +52,7 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 				continue;
 			ents[k++] = e;
 		}
-		sort_ents(ents, k);
+		smart__bt_sort_leaf(ents, k);
 		for (i = 0; i < k && got < max; i++) {
 			size_t need = (size_t)ents[i]->klen + ents[i]->vlen;
 
