@@ -245,6 +245,74 @@ static void test_grow_and_scan(void)
 	world_stop(&wd);
 }
 
+/* A node a buggy client wrote, whole and with a valid CRC, with entry
+ * lengths past the node: refused with SMART_EPROTO, no copy runs off. */
+static void test_corrupt_node(void)
+{
+	struct world wd;
+	uint64_t meta, root;
+	uint8_t *node;
+	char v[16];
+	size_t n;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "a", 1, "1", 1));
+	/* root entry -> descriptor -> root node (docs/bt.md §2) */
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	/* the first leaf entry (after the 32-byte header and 2 x 12 bytes of
+	 * fences, rounded to 8): klen 60000 */
+	node[32 + 24] = 0x60;
+	node[32 + 24 + 1] = 0xea;
+	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
+		 SMART_EPROTO);
+	CHECK_EQ(smart_bt_upsert(wd.t, wd.w, "b", 1, "2", 1), SMART_EPROTO);
+	smart_buf_free(wd.w, node);
+	world_stop(&wd);
+}
+
+/* Round trips per operation, counted (not timed), one client: a search
+ * reads one node per level; a write reads the internal levels, takes the
+ * lock (one CAS), reads the leaf under it, and writes the entry back with
+ * the unlock in one chain. */
+static void test_round_trips(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	char k[16], v[16];
+	uint64_t rt;
+	size_t n;
+	unsigned i;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	for (i = 0; i < 3000; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_GE(st.height, 3);
+	key_of(k, 1234);
+	rt = smart_task_round_trips(wd.w, NULL);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height);
+	rt = smart_task_round_trips(wd.w, NULL);
+	CHECK_OK(smart_bt_update(wd.t, wd.w, k, strlen(k), "u", 1));
+	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height + 2);
+	rt = smart_task_round_trips(wd.w, NULL);
+	CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height + 2);
+	rt = smart_task_round_trips(wd.w, NULL);
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "i", 1));
+	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height + 2);
+	printf("height %u: search %u, update/delete/insert %u round trips\n",
+	       st.height, st.height, st.height + 2);
+	world_stop(&wd);
+}
+
 /* ---- concurrency: writers and a scan checker ---------------------------- */
 
 #define C_STABLE	2000	/* keys 0..: inserted before, never touched */
@@ -471,6 +539,8 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "semantics", test_semantics },
 		{ "grow_and_scan", test_grow_and_scan },
+		{ "round_trips", test_round_trips },
+		{ "corrupt_node", test_corrupt_node },
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },
 		{ "drop", test_drop },

@@ -304,23 +304,21 @@ int smart_bt_close(smart_bt_t *t)
 	return 0;
 }
 
-/* Free every node of one level, left to right, from its leftmost node;
- * *down is that node's leftmost child (0 at the leaves). */
+/* Free every node of one level, left to right from a, its leftmost;
+ * *down is the leftmost child of a (0 at the leaves). */
 static int drop_level(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		      struct bt_node *n, smart_gaddr_t *down)
 {
-	int rc = 0, first = 1;
+	int rc = smart__bt_read(t, w, a, n);
 
-	*down = 0;
-	while (a && !rc) {
-		rc = smart__bt_read(t, w, a, n);
-		if (rc)
-			break;
-		if (first && n->h.level)
-			*down = n->h.leftmost;
-		first = 0;
+	*down = rc || !n->h.level ? 0 : n->h.leftmost;
+	while (!rc) {
 		rc = smart_free(w, a, t->node_size);
 		a = n->h.sibling;
+		if (!rc && !a)
+			break;
+		if (!rc)
+			rc = smart__bt_read(t, w, a, n);
 	}
 	return rc;
 }
@@ -330,26 +328,28 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 	struct bt_meta m;
 	struct bt_node *n;
 	smart_gaddr_t a, down;
+	uint64_t old;
 	size_t mark;
 	unsigned i;
 	int rc;
 
 	if (!t || !w)
 		return SMART_EINVAL;
-	rc = meta_io(w, t->meta, &m, 0);
-	if (!rc && !meta_valid(&m))
+	/* the root entry first, if it still names this tree (of two
+	 * droppers one goes on): nobody opens it any more */
+	rc = smart_root_cas(w, t->home, t->root_idx, t->meta, 0, &old);
+	if (!rc && old != t->meta)
 		rc = SMART_ENOENT;
-	if (rc)
-		return rc;
-	/* the root entry first: nobody opens it any more */
-	rc = smart_root_set(w, t->home, t->root_idx, 0);
+	if (!rc)
+		rc = meta_io(w, t->meta, &m, 0);
+	if (!rc && !meta_valid(&m))
+		rc = SMART_EPROTO;
 	mark = smart_scratch_mark(w);
 	if (!rc)
 		rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
 	/* the root's leftmost path gives each level's first node */
-	for (a = m.root; !rc && a; a = down) {
+	for (a = rc ? 0 : m.root; a && !rc; a = down)
 		rc = drop_level(t, w, a, n, &down);
-	}
 	smart_scratch_release(w, mark);
 	for (i = 0; !rc && i < m.nblades; i++)
 		rc = smart_free(w, smart_gaddr(m.blades[i], m.lock_off[i]),

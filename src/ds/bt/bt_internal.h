@@ -98,7 +98,8 @@ int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
 			const void *key, size_t klen);
 
 /* bt_node.c: read the node at a (node_size bytes into buf, registered)
- * until its crc checks; SMART_ERETRY after BT_READ_TRIES torn reads. */
+ * until its crc checks; SMART_ERETRY after BT_READ_TRIES torn reads,
+ * SMART_EPROTO for a whole node no writer of ours makes. */
 int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		   struct bt_node *buf);
 /* Seal n (version + 1, crc) for writing. */
@@ -123,8 +124,17 @@ int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 
 /* bt_lock.c: lock the node at a (local queue, then the remote word);
  * unlock posts the release after whatever the caller posted (one chain:
- * command combining) and waits for all of it. */
+ * command combining) and waits for all of it.  Unlock always releases;
+ * it returns err (the caller's error so far) if non-zero, else its own. */
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
-int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
+int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		     int err);
+
+/* Both fences unbounded: the only node of its level, so the root. */
+static inline int bt_is_root(const struct bt_node *n)
+{
+	return (n->h.flags & (BT_F_LOW_INF | BT_F_HIGH_INF)) ==
+	       (BT_F_LOW_INF | BT_F_HIGH_INF);
+}
 
 #endif

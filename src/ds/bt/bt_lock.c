@@ -117,7 +117,8 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	return rc;
 }
 
-int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
+int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		     int err)
 {
 	static const uint64_t zero;
 	struct bt_llock *l;
@@ -127,18 +128,21 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	int rc = lock_word(t, a, &lw, &id);
 
 	if (rc)
-		return rc;
+		return err ? err : rc;
 	l = llock_of(t, lw);
 	waiting = atomic_load(&l->next) - atomic_load(&l->serving) - 1;
 	if (waiting && l->handovers < BT_HANDOVER_MAX) {
 		l->handovers++;
 		rc = smart_sync(w);	/* the write-back, lock kept */
 	} else {
+		int rc2;
+
 		rc = smart_write(w, lw, &zero, 8);
-		rc = rc ? rc : smart_sync(w);
+		rc2 = smart_sync(w);	/* what the caller posted, too */
+		rc = rc ? rc : rc2;
 		if (!rc)
 			atomic_store(&l->held, 0);
 	}
 	atomic_fetch_add(&l->serving, 1);
-	return rc;
+	return err ? err : rc;
 }

@@ -28,13 +28,32 @@ int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
 	return 0;
 }
 
-/* A node whose crc checks can still be garbage if it was never a node
- * (a freed and reused block): refuse what no writer makes. */
-static int node_sane(const smart_bt_t *t, const struct bt_node *n)
+/* A node whose crc checks can still be garbage if a buggy client wrote
+ * it: refuse what no writer of ours makes (SMART_EPROTO, at once: it is
+ * whole, not torn), so that no length read here can make a copy run past
+ * an entry or the node. */
+static int node_sane(const smart_bt_t *t, struct bt_node *n)
 {
-	return n->h.low_len <= t->key_max && n->h.high_len <= t->key_max &&
-	       n->h.level < BT_HEIGHT_MAX &&
-	       (n->h.level ? n->h.count <= t->inner_cap : 1);
+	unsigned i;
+
+	if (n->h.low_len > t->key_max || n->h.high_len > t->key_max ||
+	    n->h.level >= BT_HEIGHT_MAX)
+		return 0;
+	if (n->h.level) {
+		if (n->h.count > t->inner_cap)
+			return 0;
+		for (i = 0; i < n->h.count; i++)
+			if (bt_inner(t, n, i)->klen > t->key_max)
+				return 0;
+		return 1;
+	}
+	for (i = 0; i < t->leaf_cap; i++) {
+		const struct bt_leaf_ent *e = bt_leaf(t, n, i);
+
+		if (e->klen > t->key_max || e->vlen > t->val_max)
+			return 0;
+	}
+	return 1;
 }
 
 int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
@@ -47,8 +66,8 @@ int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		rc = smart_read_sync(w, a, t->node_size, buf);
 		if (rc)
 			return rc;
-		if (buf->h.crc == node_crc(t, buf) && node_sane(t, buf))
-			return 0;
+		if (buf->h.crc == node_crc(t, buf))
+			return node_sane(t, buf) ? 0 : SMART_EPROTO;
 		/* torn by a writer (or being written): read again */
 		atomic_fetch_add_explicit(&t->crc_retries, 1,
 					  memory_order_relaxed);

@@ -57,9 +57,11 @@ static int root_reload(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
 
 /* From the root down to the node of `level` covering key: its address in
  * *out and its content in n; path[l] gets the node passed at each level
- * above (0 where the walk started below it). */
+ * above (0 where the walk started below it).  unread: a writer, who will
+ * read the node again under its lock, wants only its address: taken from
+ * the parent, the node itself is not read (n holds the parent then). */
 static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
-		   size_t klen, unsigned level, struct bt_node *n,
+		   size_t klen, unsigned level, int unread, struct bt_node *n,
 		   smart_gaddr_t *out, smart_gaddr_t *path)
 {
 	smart_gaddr_t a = atomic_load(&t->root);
@@ -97,6 +99,10 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 			if ((unsigned)n->h.level + 1 > atomic_load(&t->height))
 				atomic_store(&t->height, n->h.level + 1u);
 			a = child_of(t, n, key, klen);
+			if (unread && n->h.level == level + 1) {
+				*out = a;
+				return 0;
+			}
 		}
 		rc = smart__bt_read(t, w, a, n);
 	}
@@ -115,21 +121,15 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 		if (rc)
 			return rc;
 		rc = smart__bt_read(t, w, *a, n);
-		if (!rc && smart__bt_fence_cmp(t, n, key, klen) > 0 &&
-		    n->h.sibling) {
-			rc = smart__bt_unlock(t, w, *a);
-			*a = n->h.sibling;
-			atomic_fetch_add_explicit(&t->move_rights, 1,
-						  memory_order_relaxed);
-			if (rc)
-				return rc;
-			continue;
-		}
-		if (rc) {
-			(void)smart__bt_unlock(t, w, *a);
+		if (rc || smart__bt_fence_cmp(t, n, key, klen) <= 0 ||
+		    !n->h.sibling)
+			return rc ? smart__bt_unlock(t, w, *a, rc) : 0;
+		rc = smart__bt_unlock(t, w, *a, 0);
+		*a = n->h.sibling;
+		atomic_fetch_add_explicit(&t->move_rights, 1,
+					  memory_order_relaxed);
+		if (rc)
 			return rc;
-		}
-		return 0;
 	}
 }
 
@@ -202,12 +202,7 @@ static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	smart__bt_seal(t, x);
 	if (!rc)
 		rc = smart__bt_post_node(t, w, xa, x);
-	if (rc) {
-		(void)smart_sync(w);
-		(void)smart__bt_unlock(t, w, xa);
-		return rc;
-	}
-	return smart__bt_unlock(t, w, xa);
+	return smart__bt_unlock(t, w, xa, rc);
 }
 
 /* Split the locked, full leaf x (at xa) adding (key, val); on return x is
@@ -227,10 +222,8 @@ static int leaf_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	int rc;
 
 	rc = smart__bt_node_alloc(t, w, 0, &na);
-	if (rc) {
-		(void)smart__bt_unlock(t, w, xa);
-		return rc;
-	}
+	if (rc)
+		return smart__bt_unlock(t, w, xa, rc);
 	memcpy(copy, (uint8_t *)x + t->ent_off, (size_t)t->leaf_cap *
 	       t->leaf_ent);
 	for (i = 0; i < t->leaf_cap; i++) {
@@ -305,17 +298,12 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			  s->right);
 		x->h.count++;
 		smart__bt_seal(t, x);
-		rc = smart__bt_post_node(t, w, xa, x);
-		if (rc)
-			(void)smart_sync(w);
-		return rc ? (smart__bt_unlock(t, w, xa), rc) :
-			    smart__bt_unlock(t, w, xa);
+		return smart__bt_unlock(t, w, xa,
+					smart__bt_post_node(t, w, xa, x));
 	}
 	rc = smart__bt_node_alloc(t, w, x->h.level, &na);
-	if (rc) {
-		(void)smart__bt_unlock(t, w, xa);
-		return rc;
-	}
+	if (rc)
+		return smart__bt_unlock(t, w, xa, rc);
 	memcpy(all, bt_inner(t, x, 0), (size_t)pos * t->inner_ent);
 	inner_put(t, (struct bt_inner_ent *)(all + (size_t)pos * t->inner_ent),
 		  s->key, s->klen, s->right);
@@ -405,16 +393,15 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		pa = path[level + 1];
 		if (!pa) {
 			/* the walk started below this level: find it */
-			rc = descend(t, w, s->key, s->klen, level + 1, n, &pa,
-				     path);
+			rc = descend(t, w, s->key, s->klen, level + 1, 1, n,
+				     &pa, path);
 			if (rc)
 				return rc;
 		}
 		rc = lock_covering(t, w, s->key, s->klen, &pa, n);
 		if (rc)
 			return rc;
-		was_root = (n->h.flags & (BT_F_LOW_INF | BT_F_HIGH_INF)) ==
-			   (BT_F_LOW_INF | BT_F_HIGH_INF);
+		was_root = bt_is_root(n);
 		rc = inner_insert(t, w, pa, n, nn, tmp, s, &up, &split);
 		if (rc || !split)
 			return rc;
@@ -460,13 +447,16 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	smart_gaddr_t path[BT_HEIGHT_MAX], a;
 	struct bt_node *n, *nn;
 	struct sep s;
-	size_t mark = smart_scratch_mark(w);
+	size_t mark;
 	uint8_t *tmp;
 	int rc, i, f, was_root;
 
+	if (!args_ok(t, w, key, klen, val, vlen))
+		return SMART_EINVAL;
+	mark = smart_scratch_mark(w);
 	rc = op_bufs(t, w, &n, &nn, &tmp);
 	if (!rc)
-		rc = descend(t, w, key, klen, 0, n, &a, path);
+		rc = descend(t, w, key, klen, 0, 1, n, &a, path);
 	if (!rc)
 		rc = lock_covering(t, w, key, klen, &a, n);
 	if (rc)
@@ -474,15 +464,13 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	i = leaf_find(t, n, key, klen, &f);
 	if ((kind == BT_INSERT && i >= 0) ||
 	    ((kind == BT_UPDATE || kind == BT_DELETE) && i < 0)) {
-		rc = smart__bt_unlock(t, w, a);
-		if (!rc)
-			rc = i >= 0 ? SMART_EEXIST : SMART_ENOENT;
+		rc = smart__bt_unlock(t, w, a, i >= 0 ? SMART_EEXIST :
+							 SMART_ENOENT);
 		goto out;
 	}
 	if (i < 0 && f < 0) {
 		/* full: split, then the separator goes up */
-		was_root = (n->h.flags & (BT_F_LOW_INF | BT_F_HIGH_INF)) ==
-			   (BT_F_LOW_INF | BT_F_HIGH_INF);
+		was_root = bt_is_root(n);
 		rc = leaf_split(t, w, a, n, nn, tmp, key, klen, val, vlen,
 				&s);
 		if (!rc)
@@ -497,14 +485,8 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	else
 		leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen, val, vlen);
 	smart__bt_seal(t, n);
-	rc = smart__bt_post_entry(t, w, a, n, (unsigned)i);
-	if (rc)
-		(void)smart_sync(w);
-	{
-		int rc2 = smart__bt_unlock(t, w, a);
-
-		rc = rc ? rc : rc2;
-	}
+	rc = smart__bt_unlock(t, w, a, smart__bt_post_entry(t, w, a, n,
+							    (unsigned)i));
 out:
 	smart_scratch_release(w, mark);
 	return rc;
@@ -513,32 +495,24 @@ out:
 int smart_bt_insert(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len)
 {
-	if (!args_ok(t, w, key, key_len, val, val_len))
-		return SMART_EINVAL;
 	return write_op(t, w, BT_INSERT, key, key_len, val, val_len);
 }
 
 int smart_bt_update(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len)
 {
-	if (!args_ok(t, w, key, key_len, val, val_len))
-		return SMART_EINVAL;
 	return write_op(t, w, BT_UPDATE, key, key_len, val, val_len);
 }
 
 int smart_bt_upsert(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len)
 {
-	if (!args_ok(t, w, key, key_len, val, val_len))
-		return SMART_EINVAL;
 	return write_op(t, w, BT_UPSERT, key, key_len, val, val_len);
 }
 
 int smart_bt_delete(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len)
 {
-	if (!args_ok(t, w, key, key_len, NULL, 0))
-		return SMART_EINVAL;
 	return write_op(t, w, BT_DELETE, key, key_len, NULL, 0);
 }
 
@@ -556,7 +530,7 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
 	if (!rc)
-		rc = descend(t, w, key, key_len, 0, n, &a, path);
+		rc = descend(t, w, key, key_len, 0, 0, n, &a, path);
 	if (!rc) {
 		i = leaf_find(t, n, key, key_len, &f);
 		if (i < 0) {
@@ -611,5 +585,5 @@ int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX];
 
-	return descend(t, w, key, klen, 0, n, out, path);
+	return descend(t, w, key, klen, 0, 0, n, out, path);
 }
