@@ -132,21 +132,8 @@ static void expect_value(smart_ht_t *t, smart_worker_t *w, const char *k,
 		  (int)n, buf, v);
 }
 
-/* Insert n keys prefix00.. (value = key): fills a small table until it
- * splits. */
-static void fill_keys(smart_ht_t *t, smart_worker_t *w, const char *prefix,
-		      int n)
-{
-	char k[16];
-	int i;
-
-	for (i = 0; i < n; i++) {
-		snprintf(k, sizeof(k), "%s%02d", prefix, i);
-		CHECK_OK(smart_ht_insert(t, w, k, strlen(k), k, strlen(k)));
-	}
-}
-
-/* n keys prefix00..: inserted with value val, or expected to hold it. */
+/* n keys prefix00..: inserted with value val (NULL: the key itself), or
+ * expected to hold it. */
 static void keys_insert(smart_ht_t *t, smart_worker_t *w, const char *prefix,
 			int n, const char *val)
 {
@@ -155,7 +142,8 @@ static void keys_insert(smart_ht_t *t, smart_worker_t *w, const char *prefix,
 
 	for (i = 0; i < n; i++) {
 		snprintf(k, sizeof(k), "%s%02d", prefix, i);
-		CHECK_OK(smart_ht_insert(t, w, k, strlen(k), val, strlen(val)));
+		CHECK_OK(smart_ht_insert(t, w, k, strlen(k), val ? val : k,
+					 strlen(val ? val : k)));
 	}
 }
 
@@ -320,7 +308,7 @@ struct cl_run {
 static void cl_first(smart_worker_t *w, void *p)
 {
 	/* fills the one subtable until it splits (and stops in publish) */
-	fill_keys(((struct cl_run *)p)->t, w, "first", 40);
+	keys_insert(((struct cl_run *)p)->t, w, "first", 40, NULL);
 }
 
 static void cl_inserter(smart_worker_t *w, void *p)
@@ -424,7 +412,7 @@ struct vf_run {
 
 static void vf_split(smart_worker_t *w, void *p)
 {
-	fill_keys(((struct vf_run *)p)->t, w, "fill", 30);
+	keys_insert(((struct vf_run *)p)->t, w, "fill", 30, NULL);
 }
 
 static void vf_writer(smart_worker_t *w, void *p)
@@ -520,7 +508,7 @@ struct fz_run {
 
 static void fz_split(smart_worker_t *w, void *p)
 {
-	fill_keys(((struct fz_run *)p)->t, w, "fill", 30);
+	keys_insert(((struct fz_run *)p)->t, w, "fill", 30, NULL);
 }
 
 static void fz_writer(smart_worker_t *w, void *p)
@@ -729,10 +717,7 @@ static void test_header_check(void)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	t = table(w, 0, 2);
 	stale = reopen(w);
-	for (i = 0; i < 60; i++) {
-		snprintf(k, sizeof(k), "f%02d", i);
-		CHECK_OK(smart_ht_insert(t, w, k, strlen(k), k, strlen(k)));
-	}
+	keys_insert(t, w, "f", 60, NULL);
 	CHECK_GT(stats(t, w).splits, 1);
 	for (i = 0; i < 40; i++) {
 		snprintf(k, sizeof(k), "s%02d", i);

@@ -224,15 +224,24 @@ struct lz_cfg {
  * client process (smart_ht_stats of each table object). */
 struct lz_paths {
 	uint64_t splits, verify_retries, frozen_hits, header_retries, freed;
-	uint64_t retried;	/* ops that ended in SMART_ERETRY */
 	unsigned subtables;	/* the most any client saw at its end */
 };
+
+static void lz_paths_add(struct lz_paths *sum, const struct lz_paths *p)
+{
+	sum->splits += p->splits;
+	sum->verify_retries += p->verify_retries;
+	sum->frozen_hits += p->frozen_hits;
+	sum->header_retries += p->header_retries;
+	sum->freed += p->freed;
+	if (p->subtables > sum->subtables)
+		sum->subtables = p->subtables;
+}
 
 /* Histories live in a shared mapping, so that forked clients hand them
  * (and their table's counters) to the parent that checks them. */
 struct lz_shared {
 	size_t n[LZ_TASKS_MAX];
-	unsigned retries[LZ_TASKS_MAX];
 	struct lz_paths paths[LZ_PROCS_MAX];
 	struct lin_event ev[LZ_TASKS_MAX][LZ_OPS_MAX];
 	struct lin_event all[LZ_TASKS_MAX * LZ_OPS_MAX];
@@ -344,7 +353,6 @@ static void lz_task_fn(smart_worker_t *w, void *p)
 			/* gave up (legal under heavy contention): promised
 			 * to leave the table unchanged, so it is left out
 			 * of the history, and an effect would show there */
-			a->sh->retries[a->id]++;
 			continue;
 		}
 		e->res = (uint8_t)lz_res(rc);
@@ -504,7 +512,6 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 {
 	static const uint16_t one_blade[SMART_HT_SHARDS_MAX] = {
 		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
-	struct lz_cfg c0 = *cfg;
 	struct smart_ht_config c;
 	struct lz_shared *sh;
 	struct fixture f;
@@ -541,19 +548,10 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 	       cfg->cold, LZ_HOT, cfg->shards, cfg->buckets, cfg->split_chunk,
 	       (unsigned long long)cfg->seed);
 	t0 = smart_now_ns();
-	n = lz_clients(ctx, t, &c0, sh, smart_blade_address(f.blade));
+	n = lz_clients(ctx, t, cfg, sh, smart_blade_address(f.blade));
 	memset(paths, 0, sizeof(*paths));
-	for (i = 0; i < (cfg->procs ? cfg->procs : 1); i++) {
-		paths->splits += sh->paths[i].splits;
-		paths->verify_retries += sh->paths[i].verify_retries;
-		paths->frozen_hits += sh->paths[i].frozen_hits;
-		paths->header_retries += sh->paths[i].header_retries;
-		paths->freed += sh->paths[i].freed;
-		if (sh->paths[i].subtables > paths->subtables)
-			paths->subtables = sh->paths[i].subtables;
-	}
-	for (i = 0; i < LZ_TASKS_MAX; i++)
-		paths->retried += sh->retries[i];
+	for (i = 0; i < (cfg->procs ? cfg->procs : 1); i++)
+		lz_paths_add(paths, &sh->paths[i]);
 	printf("  ran %zu ops in %.1f ms: %llu splits, %u subtables; verify "
 	       "retries %llu, frozen hits %llu, header retries %llu, blocks "
 	       "freed %llu\n", n, (smart_now_ns() - t0) / 1e6,
@@ -597,11 +595,7 @@ static void lz_expect_ok(const struct lz_cfg *cfg, struct lz_paths *sum)
 	CHECK_GT(p.splits, 0);
 	CHECK_GE(rep.keys, LZ_HOT);
 	CHECK_GT(rep.max_segment, 2);
-	sum->splits += p.splits;
-	sum->verify_retries += p.verify_retries;
-	sum->frozen_hits += p.frozen_hits;
-	sum->header_retries += p.header_retries;
-	sum->freed += p.freed;
+	lz_paths_add(sum, &p);
 }
 
 /* One 16-bucket subtable splitting under the hot keys, plain shm. */
