@@ -8,8 +8,9 @@
 # (--no-preload) with a workload that inserts (so it holds tentative slots
 # and sometimes a split) and is killed with SIGKILL after a random 50..500
 # ms (bash's RANDOM, seeded; the seed is printed).  Then C sweeps the
-# table: every preloaded key read whole and updated.  A and C must see no
-# error and no validation failure; A's slowest op is compared with the
+# table: every preloaded key read whole and updated; after A stops, D
+# sweeps again and drops the table.  A, C and D must see no error and no
+# validation failure; A's slowest op is compared with the
 # bound lease_ms + lease_ms/8 (a dead client stops nobody for longer).
 #
 # Exit status: 0 when A and C saw no error; 1 otherwise (or a process
@@ -36,7 +37,8 @@ usage: bench/ht-crash.sh [flags]
   --bin DIR         where smartd and smart-bench are [build/bin]
   --help            this text
 Prints the rounds, A's ops, errors and slowest op against the bound, C's
-sweep, and smartd's memory before the rounds and after C.
+sweep, D's sweep and drop, and smartd's memory before the table, before
+the rounds, after C and after the drop.
 EOF
 }
 
@@ -94,6 +96,8 @@ echo "ht-crash: seed $SEED, $ROUNDS rounds, lease $LEASE ms, blade $BLADE," \
 	"$KEYS keys, room for $ROOM new ones; A $AW, B $BW" \
 	"$([ $FREEZE = 1 ] && echo "(frozen, then killed)" || echo "(killed)")"
 
+mem_start=$(smartd_memory)
+
 # A: creates and preloads the table, then runs until told to stop
 bench_bg "$TMP/a.json" "$TMP/a.err" --table "$table" --keys "$KEYS" \
 	--insert-room "$ROOM" --workload "$AW" --threads 1 --coros 8 \
@@ -141,6 +145,14 @@ wait "$apid"
 arc=$?
 mem_after=$(smartd_memory)
 
+# D: alone now, sweeps once more and drops the table: what stays used is
+# what the killed clients' workers held in their allocator caches (lost
+# with them, bounded: docs/layout.md) and nothing of the table
+bench --table "$table" --no-preload --keys "$KEYS" --workload sweep \
+	--threads 1 --coros 8 --drop --json >"$TMP/d.json" 2>"$TMP/d.err"
+drc=$?
+mem_dropped=$(smartd_memory)
+
 a_err=$(field "$TMP/a.json" errors) a_vf=$(field "$TMP/a.json" validation_failures)
 a_max=$(field "$TMP/a.json" max_us)
 bound=$(( LEASE * 1000 + LEASE * 1000 / 8 ))
@@ -158,8 +170,14 @@ echo "C: sweep of $(field "$TMP/c.json" swept)/$KEYS keys, errors" \
 	"$(field "$TMP/c.json" errors), validation failures" \
 	"$(field "$TMP/c.json" validation_failures), max" \
 	"$(field "$TMP/c.json" max_us) us: $([ $crc = 0 ] && echo ok || echo FAILED)"
+echo "D: sweep of $(field "$TMP/d.json" swept)/$KEYS keys alone, errors" \
+	"$(field "$TMP/d.json" errors), validation failures" \
+	"$(field "$TMP/d.json" validation_failures), table dropped:" \
+	"$(field "$TMP/d.json" dropped)"
+echo "smartd memory before the table:  $mem_start"
 echo "smartd memory before the rounds: $mem_before"
 echo "smartd memory after C:           $mem_after"
+echo "smartd memory after D's drop:    $mem_dropped"
 if [ $arc != 0 ] || [ "${a_err:-1}" != 0 ] || [ "${a_vf:-1}" != 0 ]; then
 	echo "ht-crash: A failed (status $arc):" >&2
 	cat "$TMP/a.err" >&2
@@ -168,6 +186,11 @@ fi
 if [ $crc != 0 ]; then
 	echo "ht-crash: C failed (status $crc):" >&2
 	cat "$TMP/c.err" >&2
+	exit 1
+fi
+if [ $drc != 0 ] || [ "$(field "$TMP/d.json" errors)" != 0 ]; then
+	echo "ht-crash: D failed (status $drc):" >&2
+	cat "$TMP/d.err" >&2
 	exit 1
 fi
 [ $early = 0 ] || exit 1

@@ -275,6 +275,64 @@ static void test_corrupt_node(void)
 	world_stop(&wd);
 }
 
+/* A node torn for good (a byte changed, its CRC not): never accepted;
+ * the reader gives up with SMART_ERETRY after its tries. */
+static void test_torn_node(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	uint64_t meta, root;
+	uint8_t *node;
+	char v[16];
+	size_t n;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "a", 1, "1", 1));
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	/* the first entry's value byte: "1" -> "2", the CRC left as it was */
+	node[32 + 24 + 4 + 12] = '2';
+	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
+		 SMART_ERETRY);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_GE(st.crc_retries, 100000);
+	smart_buf_free(wd.w, node);
+	world_stop(&wd);
+}
+
+/* A client whose cached root is an old one (a leaf that has split since)
+ * still finds every key: it moves right past the high fence (B-link). */
+static void test_stale_root(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *stale;
+	char k[16], v[16];
+	size_t n;
+	unsigned i;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &stale));	/* root: one leaf */
+	for (i = 0; i < 100; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_GE(st.height, 2);
+	for (i = 0; i < 100; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(stale, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
+	CHECK_OK(smart_bt_stats(stale, &st));
+	CHECK_GT(st.move_rights, 0);
+	smart_bt_close(stale);
+	world_stop(&wd);
+}
+
 /* Round trips per operation, counted (not timed), one client: a search
  * reads one node per level; a write reads the internal levels, takes the
  * lock (one CAS), reads the leaf under it, and writes the entry back with
@@ -541,6 +599,8 @@ int main(int argc, char **argv)
 		{ "grow_and_scan", test_grow_and_scan },
 		{ "round_trips", test_round_trips },
 		{ "corrupt_node", test_corrupt_node },
+		{ "torn_node", test_torn_node },
+		{ "stale_root", test_stale_root },
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },
 		{ "drop", test_drop },

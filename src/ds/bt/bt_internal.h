@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ds/bt/bt_layout.h"
+#include "ds/bt/bt_mutant.h"
 #include "smart/smart.h"
 
 #define BT_LLOCKS	4096u	/* local lock table slots (a power of 2) */

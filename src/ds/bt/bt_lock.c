@@ -87,7 +87,7 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	uint16_t id;
 	int rc = lock_word(t, a, &lw, &id);
 
-	if (rc)
+	if (rc || SMART_M_BT_NO_LOCK)
 		return rc;
 	l = llock_of(t, lw);
 	ticket = atomic_fetch_add(&l->next, 1);
@@ -127,6 +127,8 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	uint32_t waiting;
 	int rc = lock_word(t, a, &lw, &id);
 
+	if (SMART_M_BT_NO_LOCK)
+		return err ? err : smart_sync(w);
 	if (rc)
 		return err ? err : rc;
 	l = llock_of(t, lw);

@@ -1,0 +1,39 @@
+/*
+ * Smart-BT's mutants (DESIGN.md §9; like src/ds/ht/ht_mutant.h): a build
+ * with -DSMART_MUTANT=<NAME> defines SMART_MUTANT_<NAME> and removes that
+ * one guard; in every other build each SMART_M_<NAME> is 0.
+ * tests/mutants/mutants.txt names the test that must catch each one;
+ * docs/bt.md lists them.
+ */
+#ifndef SMART_DS_BT_MUTANT_H
+#define SMART_DS_BT_MUTANT_H
+
+/* a node is accepted whatever its CRC says (torn reads pass) */
+#ifdef SMART_MUTANT_BT_NO_CRC_CHECK
+#define SMART_M_BT_NO_CRC_CHECK 1
+#else
+#define SMART_M_BT_NO_CRC_CHECK 0
+#endif
+
+/* a whole node's lengths are not checked against the tree's maxima */
+#ifdef SMART_MUTANT_BT_NO_SANITY
+#define SMART_M_BT_NO_SANITY 1
+#else
+#define SMART_M_BT_NO_SANITY 0
+#endif
+
+/* readers do not move right past a node's high fence (B-link rule) */
+#ifdef SMART_MUTANT_BT_NO_MOVE_RIGHT
+#define SMART_M_BT_NO_MOVE_RIGHT 1
+#else
+#define SMART_M_BT_NO_MOVE_RIGHT 0
+#endif
+
+/* writers take no node lock */
+#ifdef SMART_MUTANT_BT_NO_LOCK
+#define SMART_M_BT_NO_LOCK 1
+#else
+#define SMART_M_BT_NO_LOCK 0
+#endif
+
+#endif
