@@ -47,7 +47,11 @@ static struct smart__ralloc *ra_get(struct smart_worker *w,
 			free(ra);
 			return NULL;
 		}
+		/* the keeper reads w->ralloc[] under ctx->lock (the cached
+		 * bytes it reports): publish and withdraw under it */
+		pthread_mutex_lock(&w->ctx->lock);
 		w->ralloc[b->id] = ra;
+		pthread_mutex_unlock(&w->ctx->lock);
 	}
 	return ra;
 }
@@ -229,14 +233,21 @@ static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 		batch[cnt++] = k->v[--k->n];
 	rc = smart__fl_push_batch(w, ra->b, c, node, nc, batch, cnt, buf);
 	if (rc) {
-		/* back where they were (room: they left it in this call) */
-		for (i = cnt; i-- > 0;)
-			k->v[k->n++] = batch[i];
+		/* back where they were, while there is room: other tasks of
+		 * this worker may have cached blocks during the sync */
 		if (c >= RA_NODE_SHIFT)
-			k->v[k->n++] = node;
-		else if (ra->cls[nc]->n < RA_CACHE)
+			batch[cnt++] = node;
+		for (i = cnt; i-- > 0;) {
+			if (k->n < RA_CACHE) {
+				k->v[k->n++] = batch[i];
+			} else {
+				ra->dropped++;
+				ra_cached_add(ra, -((int64_t)1 << c));
+			}
+		}
+		if (c < RA_NODE_SHIFT && ra->cls[nc]->n < RA_CACHE)
 			cache_put(ra, ra->cls[nc], nc, node);
-		else
+		else if (c < RA_NODE_SHIFT)
 			ra->dropped++;
 		return rc;
 	}
@@ -524,14 +535,18 @@ void smart__ralloc_destroy(struct smart_worker *w)
 			smart__warn(&w->ctx->log, "blade %u: %llu freed blocks "
 				    "could not be given back", i,
 				    (unsigned long long)ra->dropped);
+		pthread_mutex_lock(&w->ctx->lock);
+		w->ralloc[i] = NULL;	/* before the keeper can read it freed */
+		pthread_mutex_unlock(&w->ctx->lock);
 		for (c = 0; c < SMART_FREE_CLASSES; c++)
 			free(ra->cls[c]);
 		free(ra);
-		w->ralloc[i] = NULL;
 	}
 	smart_scratch_release(w, mark);
 }
 
+/* Called by the keeper with ctx->lock held: w->ralloc[] cannot be freed
+ * under it (ra_get and smart__ralloc_destroy change it under the lock). */
 uint64_t smart__ralloc_cached(struct smart_worker *w, uint16_t blade)
 {
 	struct smart__ralloc *ra = w->ralloc[blade];

@@ -70,16 +70,35 @@ static int fl_push(struct smart_worker *w, struct smart__blade *b,
 	return rc ? rc : SMART_ERETRY;
 }
 
+/* Says whether the node read at off (buf) is one a client of ours could
+ * have pushed, and how many bytes it stands for (*bytes). */
+typedef int (*fl_node_ok)(const struct smart__blade *b, uint64_t off,
+			  const uint64_t *node, int arg, uint64_t *bytes);
+
+/* A link (a node's next, or a head) that can name a node: 0 or a 16-byte
+ * aligned offset in the blade's chunks. */
+static int fl_link_ok(const struct smart__blade *b, uint64_t off, size_t len)
+{
+	return !off || (!(off & 15) &&
+			off >= (b->first_chunk << b->chunk_shift) &&
+			off < b->size && len <= b->size - off);
+}
+
 /* Unlink the top node of the list at head_off into buf (len bytes);
- * *node_off = 0 when the list is empty.  bytes_of() says how many bytes
- * the node stood for, once read. */
+ * *node_off = 0 when the list is empty.  What another client wrote is
+ * checked like a peer's message: a node that fails node_ok is unlinked
+ * all the same (so that the list serves on) but not taken: SMART_EPROTO,
+ * its blocks lost; a next link that names no node is not made the head
+ * (the list is cut there, what followed is lost).  The checks count only
+ * once the CAS succeeded: the head had not moved, so the node was not
+ * popped and reused while we read it (a node is never written while on a
+ * list). */
 static int fl_pop(struct smart_worker *w, struct smart__blade *b,
 		  uint64_t head_off, uint64_t *buf, size_t len,
-		  uint64_t (*bytes_of)(const uint64_t *node, int arg), int arg,
-		  uint64_t *node_off)
+		  fl_node_ok node_ok, int arg, uint64_t *node_off)
 {
-	uint64_t head, old = 0, off;
-	int rc, i;
+	uint64_t head, old = 0, off, next, bytes = 0;
+	int rc, i, ok = 1;
 
 	*node_off = 0;
 	rc = smart_read_sync(w, fl_ga(b, head_off), 8, &head);
@@ -87,33 +106,61 @@ static int fl_pop(struct smart_worker *w, struct smart__blade *b,
 		off = smart_free_head_off(head);
 		if (!off)
 			return 0;
-		if (off >= b->size || len > b->size - off)
+		if (!fl_link_ok(b, off, len))
 			return SMART_EPROTO;	/* a corrupt head: stop */
 		rc = smart_read_sync(w, fl_ga(b, off), len, buf);
+		next = buf[0];
+		if (!SMART_M_FREELIST_NO_CHECK) {
+			ok = node_ok(b, off, buf, arg, &bytes);
+			if (!fl_link_ok(b, next, len))
+				next = 0;
+		}
 		if (!rc)
 			rc = smart_cas_sync(w, fl_ga(b, head_off), head,
-					    fl_head_to(head, buf[0]), &old);
+					    fl_head_to(head, next), &old);
 		if (rc)
 			return rc;
-		if (old == head) {
-			*node_off = off;
-			return smart_faa_sync(w, fl_ga(b, SMART_FREE_POOLED_OFF),
-					      -bytes_of(buf, arg), NULL);
+		if (old != head) {
+			head = old;
+			continue;
 		}
-		head = old;
+		if (!ok)
+			return SMART_EPROTO;
+		*node_off = off;
+		return smart_faa_sync(w, fl_ga(b, SMART_FREE_POOLED_OFF),
+				      -bytes, NULL);
 	}
 	return rc ? rc : SMART_ERETRY;
 }
 
 /* ---- batches of one class --------------------------------------------- */
 
-static uint64_t batch_bytes(const uint64_t *node, int c)
+static uint64_t batch_bytes(const struct smart_free_node *n, int c)
+{
+	return ((uint64_t)n->count << c) + (UINT64_C(1) << n->node_class);
+}
+
+/* A batch node of class c: its count, its own class and place, and every
+ * block it names. */
+static int batch_ok(const struct smart__blade *b, uint64_t off,
+		    const uint64_t *node, int c, uint64_t *bytes)
 {
 	const struct smart_free_node *n = (const void *)node;
-	uint32_t count = n->count < SMART_FREE_BATCH ? n->count :
-			 SMART_FREE_BATCH;
+	uint64_t bsize = UINT64_C(1) << c, low = b->first_chunk <<
+						  b->chunk_shift;
+	uint32_t i;
 
-	return ((uint64_t)count << c) + (UINT64_C(1) << n->node_class);
+	if (n->count > SMART_FREE_BATCH || n->node_class < RA_NODE_SHIFT ||
+	    n->node_class >= b->chunk_shift ||
+	    (c >= RA_NODE_SHIFT && n->node_class != c) ||
+	    (off & ((UINT64_C(1) << n->node_class) - 1)))
+		return 0;
+	for (i = 0; i < n->count; i++)
+		if ((n->off[i] & (bsize - 1)) || n->off[i] < low ||
+		    n->off[i] >= b->size)
+			return 0;
+	*bytes = batch_bytes(n, c);
+	return 1;
 }
 
 int smart__fl_push_batch(struct smart_worker *w, struct smart__blade *b,
@@ -127,40 +174,33 @@ int smart__fl_push_batch(struct smart_worker *w, struct smart__blade *b,
 	n->node_class = (uint8_t)node_class;
 	memcpy(n->off, off, (size_t)count * sizeof(*off));
 	return fl_push(w, b, SMART_FREE_CLS_OFF(c), node, buf, sizeof(*n),
-		       batch_bytes(buf, c));
+		       batch_bytes(n, c));
 }
 
 int smart__fl_pop_batch(struct smart_worker *w, struct smart__blade *b,
 			int c, void *buf, uint64_t *node_off, int *empty)
 {
-	struct smart_free_node *n = buf;
-	uint64_t bsize = UINT64_C(1) << c;
-	uint32_t i;
-	int rc;
+	int rc = fl_pop(w, b, SMART_FREE_CLS_OFF(c), buf,
+			sizeof(struct smart_free_node), batch_ok, c, node_off);
 
-	rc = fl_pop(w, b, SMART_FREE_CLS_OFF(c), buf, sizeof(*n), batch_bytes,
-		    c, node_off);
 	*empty = !rc && !*node_off;
-	if (rc || !*node_off)
-		return rc;
-	/* what another client wrote is checked like a peer's message */
-	if (SMART_M_FREELIST_NO_CHECK)
-		return 0;
-	if (n->count > SMART_FREE_BATCH || n->node_class < RA_NODE_SHIFT ||
-	    n->node_class >= b->chunk_shift)
-		return SMART_EPROTO;
-	for (i = 0; i < n->count; i++)
-		if ((n->off[i] & (bsize - 1)) || n->off[i] < b->first_chunk <<
-		    b->chunk_shift || n->off[i] >= b->size)
-			return SMART_EPROTO;
-	return 0;
+	return rc;
 }
 
 /* ---- runs of chunks ---------------------------------------------------- */
 
-static uint64_t run_bytes(const uint64_t *node, int chunk_shift)
+/* A run of chunks: whole chunks inside the region. */
+static int run_ok(const struct smart__blade *b, uint64_t off,
+		  const uint64_t *node, int arg, uint64_t *bytes)
 {
-	return node[1] << chunk_shift;
+	uint64_t chunk = UINT64_C(1) << b->chunk_shift;
+
+	(void)arg;
+	if (!node[1] || node[1] > b->nchunks || (off & (chunk - 1)) ||
+	    node[1] > (b->size - off) / chunk)
+		return 0;
+	*bytes = node[1] << b->chunk_shift;
+	return 1;
 }
 
 int smart__fl_push_run(struct smart_worker *w, struct smart__blade *b,
@@ -194,18 +234,15 @@ int smart__fl_pop_run(struct smart_worker *w, struct smart__blade *b,
 		if (!smart_free_head_off(bucket_heads[j]))
 			continue;
 		rc = fl_pop(w, b, SMART_FREE_RUN_OFF(j), n,
-			    sizeof(struct smart_free_run), run_bytes,
-			    (int)b->chunk_shift, off);
+			    sizeof(struct smart_free_run), run_ok, 0, off);
 		if (rc)
 			return rc;
 	}
 	if (!*off)
 		return 0;
-	got = n[1];
-	if (got < k || (*off & (chunk - 1)) ||
-	    *off < b->first_chunk * chunk || got > b->nchunks ||
-	    *off + got * chunk > b->size)
-		return SMART_EPROTO;
+	got = n[1];		/* a whole run inside the region (run_ok) */
+	if (got < k)
+		return SMART_EPROTO;	/* in a bucket too small for it */
 	if (got > k)	/* the rest goes back, as a run of its own */
 		rc = smart__fl_push_run(w, b, *off + k * chunk, got - k, buf);
 	return rc;
