@@ -569,8 +569,9 @@ void smart__ebr_prepend(struct smart_worker *w, struct smart__chain *c)
 	SMART_STAT_INC(w, SMART_STAT_EPOCH_ANNOUNCES);
 }
 
-/* worker.c: a new QP to blade replaces a broken one; the announcement
- * may have died with the old one: write it again, first. */
+/* worker.c: a new QP to blade replaces a broken one (ops.c: a post to it
+ * failed); the announcement may have died with it: write it again,
+ * first. */
 void smart__ebr_qp_new(struct smart_worker *w, uint16_t blade)
 {
 	struct smart__ebr *d = w->ebr[blade];

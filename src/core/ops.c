@@ -136,6 +136,8 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 		wait_room(w, t);
 	if (smart_unlikely(rc)) {
 		set_error(t, rc);
+		/* an announcement prepended to these WRs did not go out */
+		smart__ebr_qp_new(w, c->blade);
 		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 		if (w->throttle)
 			smart__credit_add(w, n);

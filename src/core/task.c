@@ -176,6 +176,15 @@ static void task_entry(smart__transfer_t tr)
 	asan_entered(NULL, &w->asan_main_bottom, &w->asan_main_size);
 	w->sched_fctx = tr.fctx;
 	t->fn(w, t->arg);
+	/* A task that returned inside an epoch section would keep the
+	 * worker's announcement active for good, and so stop reclamation for
+	 * every client of that blade: leave it (a caller bug, said once). */
+	if (smart_unlikely(t->ebr_dom != NULL)) {
+		smart__warn(&w->ctx->log, "a task returned inside "
+			    "smart_epoch_enter(): left for it");
+		t->ebr_depth = 1;
+		smart_epoch_exit(w);
+	}
 	/* Ops the task left queued or in flight are finished for it, so
 	 * that no completion can reach a recycled task. */
 	if (t->nchains || atomic_load(&t->inflight))

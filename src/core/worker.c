@@ -208,11 +208,13 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 		rc = qp_open(w, b, &qp);
 		if (!rc)
 			atomic_store(&g->qps[b->id], qp);
-		/* what the old QP carried may be lost: announce again */
-		if (!rc && retired)
-			smart__ebr_qp_new(w, b->id);
 	}
 	pthread_mutex_unlock(&g->lock);
+	/* what the QP this worker last used carried may be lost with it
+	 * (retired here, or by another worker of a shared group, which left
+	 * a healthy new one here): announce again */
+	if (!rc && (retired || (w->qp[b->id] && w->qp[b->id] != qp)))
+		smart__ebr_qp_new(w, b->id);
 	/* Never leave a retired (soon freed) QP in the cache. */
 	w->qp[b->id] = rc ? NULL : qp;
 	if (!rc)
@@ -243,8 +245,11 @@ int smart__worker_poll(struct smart_worker *w)
 	w->now = smart__rdtsc();
 	/* Self-fencing: past our lease nothing queued may execute any more
 	 * (shm executes WRs right here, in poll), whatever the keeper
-	 * thread has had time to notice (docs/leases.md). */
+	 * thread has had time to notice (docs/leases.md).  Once fenced (the
+	 * stopping is done before the flag is set) polls skip it: no atomic
+	 * on the blades' shared words per poll. */
 	if (smart_unlikely(smart__lease_expired_at(w->ctx, w->now)) &&
+	    !atomic_load_explicit(&w->ctx->fenced, memory_order_relaxed) &&
 	    !SMART_M_LEASE_NO_SELF_FENCE)
 		smart__ctx_fence(w->ctx, "the lease ran out (process stopped "
 				 "or starved for lease_ms / 2?)");

@@ -90,6 +90,36 @@ static void test_grace(void)
 	fixture_stop(&f);
 }
 
+/* A task that returns inside a section (a caller bug) is taken out of it
+ * when it ends: reclamation goes on for everybody. */
+static void enter_and_return(smart_worker_t *w, void *p)
+{
+	uint64_t v;
+
+	CHECK_OK(smart_epoch_enter(w, *(uint16_t *)p));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(*(uint16_t *)p, 0), 8, &v));
+}
+
+static void test_task_left_inside(void)
+{
+	struct fixture f;
+	smart_ctx_t *c;
+	smart_worker_t *w, *r;
+
+	fixture_start(&f, 8 << 20, 2, NULL);
+	c = ctx2(&f);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_worker_create(c, &r));
+	CHECK_OK(smart_task_spawn(r, enter_and_return, &f.id));
+	CHECK_OK(smart_worker_run(r));
+	CHECK_OK(retire_and_drain(w, f.id, 10, 2000));
+	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_FREED), 10);
+	CHECK_OK(smart_worker_destroy(r));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	fixture_stop(&f);
+}
+
 /* ---- busy: 8 tasks, always some inside, retiring as they go ------------ */
 
 struct busy {
@@ -306,6 +336,7 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "grace", test_grace },
 		{ "busy", test_busy },
+		{ "task_left_inside", test_task_left_inside },
 		{ "no_round_trip", test_no_round_trip },
 		{ "words", test_words },
 		{ "dead_reader", test_dead_reader },
