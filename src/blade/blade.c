@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include <unistd.h>
 
 #include "blade/blade_int.h"
+#include "util/thread.h"
 #include "smart/status.h"
 #include "util/compiler.h"
 #include "wire/services.h"
@@ -304,7 +304,6 @@ static void fd_budget_check(const struct smart_blade *b)
 /* The control thread takes no signals: they belong to the application. */
 static int start_thread(struct smart_blade *b)
 {
-	sigset_t all, old;
 	int rc;
 
 	b->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -312,10 +311,7 @@ static int start_thread(struct smart_blade *b)
 		smart__err(&b->log, "eventfd: %s", strerror(errno));
 		return SMART_ESYS;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&b->thread, NULL, smart__blade_ctl_main, b);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = smart__thread_start(&b->thread, smart__blade_ctl_main, b);
 	if (rc) {
 		smart__err(&b->log, "pthread_create: %s", strerror(rc));
 		return SMART_ESYS;

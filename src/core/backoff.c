@@ -25,14 +25,11 @@
 #define BO_HIGH		0.5
 #define BO_LOW		0.1
 #define BO_EPS		0.01	/* a step down may cost this much rate */
+#define BO_LEVEL_OFF	(-1)	/* no backoff */
+#define BO_LEVEL_MAX	SMART_BACKOFF_SHIFT_MAX
 #define BO_HOLD_MAX	256	/* windows a failed probe holds off */
 #define BO_ALPHA	0.25	/* weight of a window in the smoothed rate */
 #define BO_PROBE	4	/* windows before a step is judged */
-#define BO_LEVEL_OFF	(-1)	/* no backoff */
-#define BO_LEVEL_MAX	SMART_BACKOFF_SHIFT_MAX
-#define BO_HOLD_MAX	256	/* windows a failed step up holds off */
-#define BO_ALPHA	0.25	/* weight of a window in the smoothed rate */
-#define BO_PROBE	4	/* windows before a step up is judged */
 
 static int conflict_avoid(const struct smart_worker *w)
 {
@@ -47,35 +44,34 @@ void smart__backoff_init(struct smart_worker *w)
 	bo->nmax = w->ctx->o.max_tasks;
 	bo->p_avg = -1;
 	bo->p_probe = -1;
-	bo->p_avg = -1;
 	smart_rng_seed(&bo->rng, 0x5eed0000u + (uint64_t)w->index);
 }
 
 /* A step on probation is judged BO_PROBE windows later, on the smoothed
  * rate: a step up is kept if the rate fell by more than BO_EPS, a step
- * down if it did not rise by more than BO_EPS; otherwise it is undone and the next probe
- * waits a doubling number of windows (up to BO_HOLD_MAX).  Returns 1
- * while the window belongs to a probation. */
-static int bo_judge(struct smart__backoff *bo)
+ * down if it did not rise by more than BO_EPS; otherwise it is undone and
+ * the next probe waits a doubling number of windows (up to BO_HOLD_MAX).
+ * Every window of a probation, the judged one included, takes no other
+ * step. */
+static void bo_judge(struct smart__backoff *bo)
 {
-	int kept;
+	int dir = bo->probe_dir, kept;
 
 	if (++bo->probe_age < BO_PROBE)
-		return 1;
-	kept = bo->probe_dir > 0 ? bo->p_avg < bo->p_probe - BO_EPS :
-				   bo->p_avg <= bo->p_probe + BO_EPS;
+		return;
+	kept = dir > 0 ? bo->p_avg < bo->p_probe - BO_EPS :
+			 bo->p_avg <= bo->p_probe + BO_EPS;
 	bo->probe_dir = 0;
 	if (kept) {
 		bo->holds = 0;
-		return 1;
+		return;
 	}
 	if (bo->probe_nmax)
 		bo->nmax *= 2;
 	else
-		bo->level -= bo->probe_dir_last;
+		bo->level -= dir;
 	bo->holds = bo->holds ? smart_min(bo->holds * 2, BO_HOLD_MAX) : 1;
 	bo->hold = bo->holds;
-	return 1;
 }
 
 static void bo_probe(struct smart__backoff *bo, int dir)
@@ -85,7 +81,7 @@ static void bo_probe(struct smart__backoff *bo, int dir)
 		bo->nmax /= 2;
 	else
 		bo->level += dir;
-	bo->probe_dir = bo->probe_dir_last = dir;
+	bo->probe_dir = dir;
 	bo->probe_age = 0;
 	bo->p_probe = bo->p_avg;
 }
@@ -118,8 +114,10 @@ void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
 	p = bo->p_avg;
 	if (bo->hold)
 		bo->hold--;
-	if (bo->probe_dir && bo_judge(bo))
+	if (bo->probe_dir) {
+		bo_judge(bo);
 		return;
+	}
 	if (p < BO_LOW) {
 		if (bo->nmax < max_tasks)
 			bo->nmax = smart_min(bo->nmax * 2, max_tasks);

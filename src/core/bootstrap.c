@@ -26,7 +26,8 @@
 
 struct smart__boot {
 	int fd;
-	int broken;
+	_Atomic int broken;	/* read by the keeper (smart__boot_fd) while
+				 * QP-connect threads may set it */
 	int timeout_ms;
 	const struct smart__log *lg;
 	uint32_t next_req;

@@ -327,7 +327,7 @@ struct smart_worker {
 		 * the rate before it, whether it halved n_max, its age); a
 		 * failed probe holds the next off for `hold` windows */
 		double p_avg, p_probe;
-		int probe_dir, probe_dir_last, probe_nmax, probe_age;
+		int probe_dir, probe_nmax, probe_age;
 		int hold, holds;
 		int active;		/* admitted now */
 		struct smart__task *wait_head, *wait_tail;

@@ -125,24 +125,22 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 		ctx->retired_hist = calloc(1, sizeof(*ctx->retired_hist));
 		rc = ctx->retired_hist ? 0 : SMART_ENOMEM;
 	}
+	if (!rc) {
+		smart_hist_init(ctx->retired_hist);
+		ctx_effective_mode(ctx);
+		smart__tech_format(ctx->o.techniques, ctx->tech_names,
+				   sizeof(ctx->tech_names));
+		smart__tuner_init(ctx);
+		atomic_store(&ctx->lease_until, UINT64_MAX);
+		rc = smart__keeper_start(ctx);
+	}
 	if (rc) {
 		smart__pool_destroy(ctx);
 		if (ctx->dom)
 			ctx->tp->domain_close(ctx->dom);
-		free(ctx->secret);
-		free(ctx);
-		return rc;
-	}
-	smart_hist_init(ctx->retired_hist);
-	ctx_effective_mode(ctx);
-	smart__tech_format(ctx->o.techniques, ctx->tech_names,
-			   sizeof(ctx->tech_names));
-	smart__tuner_init(ctx);
-	atomic_store(&ctx->lease_until, UINT64_MAX);
-	rc = smart__keeper_start(ctx);
-	if (rc) {
-		smart__pool_destroy(ctx);
-		ctx->tp->domain_close(ctx->dom);
+		pthread_mutex_destroy(&ctx->lock);
+		pthread_mutex_destroy(&ctx->pool_lock);
+		pthread_mutex_destroy(&ctx->orphan_lock);
 		free(ctx->secret);
 		free(ctx->retired_hist);
 		free(ctx);

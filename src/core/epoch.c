@@ -486,8 +486,7 @@ void smart_epoch_exit(smart_worker_t *w)
 		if (t == &w->main_task && atomic_load(&t->inflight)) {
 			t->round_trips++;	/* a wait like a sync's */
 			SMART_STAT_INC(w, SMART_STAT_ROUND_TRIPS);
-			while (atomic_load(&t->inflight))
-				smart__worker_poll(w);
+			smart__task_wait(w, t);
 		}
 	} else if (ebr_epoch_of(d->head->ebr_epoch) > pub_e &&
 		   ebr_learn(d) > pub_e + 1) {

@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -32,6 +31,7 @@
 #include "core/bootstrap.h"
 #include "core/core.h"
 #include "core/lease.h"
+#include "util/thread.h"
 
 #define KEEPER_ORPHAN_MS 5	/* retry period while orphans are left */
 #define KEEPER_DRAIN_MS 2000	/* at most this long at ctx destroy */
@@ -190,7 +190,6 @@ static void *keeper_main(void *arg)
 int smart__keeper_start(struct smart_ctx *ctx)
 {
 	struct smart__keeper *k = calloc(1, sizeof(*k));
-	sigset_t all, old;
 	int rc;
 
 	if (!k)
@@ -203,11 +202,7 @@ int smart__keeper_start(struct smart_ctx *ctx)
 	}
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
-	/* the keeper takes no signals: they belong to the application */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&k->thread, NULL, keeper_main, k);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = smart__thread_start(&k->thread, keeper_main, k);
 	if (rc) {
 		smart__err(&ctx->log, "keeper thread: %s", strerror(rc));
 		rc = SMART_ESYS;

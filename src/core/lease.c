@@ -102,20 +102,41 @@ void smart__ctx_fence(struct smart_ctx *ctx, const char *why)
 	smart__keeper_kick(ctx);
 }
 
+static smart_gaddr_t lease_ga(const struct smart__blade *b, unsigned slot)
+{
+	return smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(slot));
+}
+
+/* CAS the lease word of slot from v to v | FENCED.  1: this call fenced
+ * it (counted); 0: the word held *now instead; or an error. */
+static int fence_word(struct smart_worker *w, struct smart__blade *b,
+		      unsigned slot, uint64_t v, uint64_t *now)
+{
+	int rc = smart_cas_sync(w, lease_ga(b, slot), v,
+				v | SMART_LEASE_FENCED, now);
+
+	if (rc)
+		return rc;
+	if (*now != v)
+		return 0;
+	atomic_fetch_add(&w->ctx->leases_fenced, 1);
+	return 1;
+}
+
 /* A peer's word v in slot i has not moved for a lease: fence it. */
 static void lease_fence_stale(struct smart_ctx *ctx, struct smart_worker *w,
 			      struct smart__blade *b, struct smart__lease *l,
 			      unsigned i, uint64_t v, uint64_t now)
 {
 	uint64_t old = 0, prev = v;
-	smart_gaddr_t ga = smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(i));
+	int rc;
 
 	if (SMART_M_LEASE_NO_STALE_FENCE)
 		return;
-	if (smart_cas_sync(w, ga, v, v | SMART_LEASE_FENCED, &old))
+	rc = fence_word(w, b, i, v, &old);
+	if (rc < 0)
 		return;		/* try again next round */
-	if (old == v) {
-		atomic_fetch_add(&ctx->leases_fenced, 1);
+	if (rc) {
 		smart__info(&ctx->log, "blade %u: client %u stopped renewing "
 			    "its lease; fenced", b->id, smart_lease_word_id(v));
 		old = v | SMART_LEASE_FENCED;
@@ -174,9 +195,8 @@ static void lease_report_cached(struct smart_ctx *ctx, struct smart_worker *w,
 
 	if (v == l->cached_reported)
 		return;
-	if (!smart_write_sync(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(
-					     smart_lease_slot_of(b->lease_id)) +
-					     8), &v, 8))
+	if (!smart_write_sync(w, smart_gaddr_add(lease_ga(b,
+				smart_lease_slot_of(b->lease_id)), 8), &v, 8))
 		l->cached_reported = v;
 }
 
@@ -189,8 +209,7 @@ static void lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
 	uint64_t t0 = smart__lease_now(&ctx->clock), t1;
 	int rc, rc2;
 
-	rc = smart_cas(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(slot)),
-		       expect, smart_lease_word(b->lease_id, l->ctr + 1), &old);
+	rc = smart_cas(w, lease_ga(b, slot), expect, smart_lease_word(b->lease_id, l->ctr + 1), &old);
 	if (!rc)
 		rc = smart_read(w, smart_gaddr(b->id, SMART_LEASE_OFF),
 				sizeof(*l->table), l->table);
@@ -290,9 +309,7 @@ int smart_ctx_fenced(const smart_ctx_t *ctx)
 static int lease_word_now(smart_worker_t *w, struct smart__blade *b,
 			  uint16_t id, uint64_t *v)
 {
-	return smart_read_sync(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(
-					      smart_lease_slot_of(id))),
-			       8, v);
+	return smart_read_sync(w, lease_ga(b, smart_lease_slot_of(id)), 8, v);
 }
 
 static int lease_args(smart_worker_t *w, uint16_t blade, uint16_t id,
@@ -358,12 +375,10 @@ int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id)
 	for (i = 0; !rc && i < 64; i++) {
 		if (smart_lease_word_id(v) != id || (v & SMART_LEASE_FENCED))
 			break;		/* gone or fenced already */
-		rc = smart_cas_sync(w, smart_gaddr(b->id, SMART_LEASE_SLOT_OFF(
-					      smart_lease_slot_of(id))),
-				    v, v | SMART_LEASE_FENCED, &old);
-		if (!rc && old == v) {
-			atomic_fetch_add(&w->ctx->leases_fenced, 1);
+		rc = fence_word(w, b, smart_lease_slot_of(id), v, &old);
+		if (rc > 0) {
 			v |= SMART_LEASE_FENCED;
+			rc = 0;
 			break;
 		}
 		v = old;	/* it renewed meanwhile: fence what is there */

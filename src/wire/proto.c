@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "smart/blade.h"
 #include "smart/status.h"
 #include "wire/proto.h"
 #include "wire/superblock.h"
@@ -279,7 +280,8 @@ static int welcome_valid(const struct smart_proto_welcome *m)
 	    m->region_size < (UINT64_C(1) << 20) ||
 	    m->region_size > (UINT64_C(1) << 48) ||
 	    (m->region_size >> m->chunk_shift) < 2 || m->blob_len == 0 ||
-	    m->lease_id == 0 || m->lease_ms < 10 || m->lease_ms > 600000)
+	    m->lease_id == 0 || m->lease_ms < SMART_LEASE_MS_MIN ||
+	    m->lease_ms > SMART_LEASE_MS_MAX)
 		return 0;
 	if (fetch)
 		return m->sock_len > 0 && printable(m->sock, m->sock_len);

@@ -55,9 +55,10 @@ struct smart_lease_slot {
 };
 
 struct smart_lease_table {
-	uint64_t next_id;	/* the blade's id cursor (blade CPU only) */
+	uint64_t rsvd0;		/* 0 (the blade keeps its id cursor) */
 	uint64_t lease_ms;	/* a copy of the superblock's, for readers of
-				 * the table alone */
+				 * the table alone (written; nobody reads it
+				 * yet: clients learn it at the handshake) */
 	uint64_t rsvd[6];
 	struct smart_lease_slot slot[SMART_LEASE_SLOTS];
 };
