@@ -408,20 +408,20 @@ static int free_one(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 	k = ra && size <= chunk / 2 ? ra_cls(ra, c) : NULL;
 	if (!ra || (size <= chunk / 2 && !k))
 		return SMART_ENOMEM;
-	if (!k || k->n == RA_CACHE) {
+	if (k && k->n < RA_CACHE) {
+		cache_put(ra, k, c, off);	/* the common case */
+	} else {
 		mark = smart_scratch_mark(w);
 		rc = smart_scratch_alloc(w, sizeof(struct smart_free_node),
 					 &buf);
 		if (!rc)
-			rc = k ? cls_spill(w, ra, c, buf) :
+			rc = k ? cache_add(w, ra, c, off, buf) :
 			     smart__fl_push_run(w, b, off, (size + chunk - 1) /
 						chunk, buf);
+		else if (k)
+			ra->dropped++;
 		smart_scratch_release(w, mark);
 	}
-	if (k && k->n < RA_CACHE)
-		cache_put(ra, k, c, off);
-	else if (k)
-		ra->dropped++;	/* no room and the blade took nothing */
 	if (!rc)
 		SMART_STAT_INC(w, SMART_STAT_FREES);
 	return rc;
