@@ -9,6 +9,8 @@
  * Cases:
  *   uncertain_update  a CAS that executed but whose sync "failed" (hook):
  *                     the update is seen done, its block never freed;
+ *   frozen_after_cas  the same with the slot frozen by a split meanwhile:
+ *                     still seen done (not a leak);
  *   abort_tent        an insert whose tentative slot a split froze, and
  *                     the split undone: the insert still succeeds;
  *   child_locked      a split stopped between its canonical entry and its
@@ -326,6 +328,73 @@ static void cl_inserter(smart_worker_t *w, void *p)
 			r->errors++;
 		}
 	}
+}
+
+/* ---- frozen_after_cas ------------------------------------------------- */
+
+/* Toggle HT_SLOT_FROZEN on every used slot of the table's only subtable
+ * (depth 0, 2 buckets: one group), as a split starting there would. */
+static void freeze_all(smart_ht_t *t, smart_worker_t *w, int on)
+{
+	struct ht_dir *d;
+	struct ht_bucket *g;
+	smart_gaddr_t sub;
+	uint64_t old;
+	int b, j;
+
+	CHECK_OK(smart_buf_alloc(w, sizeof(*d), (void **)&d));
+	CHECK_OK(smart_buf_alloc(w, HT_GROUP, (void **)&g));
+	CHECK_OK(smart_read_sync(w, t->shard[0].dir, sizeof(*d), d));
+	sub = smart_gaddr(t->shard[0].blade, HT_ENT_OFF(d->ent[0]));
+	CHECK_OK(smart_read_sync(w, sub, HT_GROUP, g));
+	for (b = 0; b < 3; b++)
+		for (j = 0; j < HT_SLOTS; j++) {
+			uint64_t v = g[b].slot[j];
+
+			if (!(v & ~(uint64_t)HT_SLOT_FROZEN))
+				continue;
+			CHECK_OK(smart_cas_sync(w, smart_gaddr_add(sub,
+					(uint64_t)b * HT_BUCKET + 8 + 8 * j), v,
+					on ? v | HT_SLOT_FROZEN :
+					     v & ~(uint64_t)HT_SLOT_FROZEN, &old));
+			CHECK_EQ(old, v);
+		}
+	smart_buf_free(w, g);
+	smart_buf_free(w, d);
+}
+
+static int freeze_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	smart_ht_t *t = arg;
+
+	if (strcmp(point, "ht.update.cas"))
+		return 0;
+	freeze_all(t, w, 1);	/* a split froze the slot after our CAS */
+	return SMART_ECONN;	/* and the CAS's sync "failed" */
+}
+
+/* An update whose CAS executed, then its slot was frozen by a split,
+ * then its sync "failed": the re-read sees the new value frozen, which
+ * says the CAS happened (the block is the table's: not leaked). */
+static void test_frozen_after_cas(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_ht_t *t;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	t = table(w, 0, 2);
+	CHECK_OK(smart_ht_insert(t, w, "K", 1, "old", 3));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, freeze_hook, t));
+	CHECK_OK(smart_ht_update(t, w, "K", 1, "new", 3));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
+	CHECK_EQ(stats(t, w).leaked, 0);
+	freeze_all(t, w, 0);
+	expect_value(t, w, "K", "new");
+	smart_ht_close(t);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
 }
 
 /* The directory's entries that name a lock holder. */
@@ -762,6 +831,7 @@ int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
 		{ "uncertain_update", test_uncertain_update },
+		{ "frozen_after_cas", test_frozen_after_cas },
 		{ "abort_tent", test_abort_tent },
 		{ "child_locked", test_child_locked },
 		{ "verify", test_verify },

@@ -662,9 +662,14 @@ static int cas_outcome(struct ht_op *op, smart_gaddr_t addr, uint64_t from,
 {
 	uint64_t *v = &op->word[2];
 
+	uint64_t now;
+
 	if (smart_read_sync(op->w, addr, 8, v))
 		return CAS_UNREADABLE;
-	return *v == to ? CAS_DONE : *v == from ? CAS_NOT_DONE : CAS_CHANGED;
+	/* a split may have frozen the slot since: that says nothing about
+	 * our CAS */
+	now = *v & ~(uint64_t)HT_SLOT_FROZEN;
+	return now == to ? CAS_DONE : now == from ? CAS_NOT_DONE : CAS_CHANGED;
 }
 
 /* ---- insert ---------------------------------------------------------- */
@@ -827,14 +832,20 @@ static int insert_commit(struct ht_op *op)
 	if (rc) {
 		int o = cas_outcome(op, op->own, tent, op->blk_slot);
 
-		if (o == CAS_DONE)
+		if (o == CAS_DONE) {
 			*old = tent;	/* it did commit */
-		else if (o == CAS_NOT_DONE)
+		} else if (o == CAS_NOT_DONE) {
 			return SMART_EAGAIN;	/* commit again */
-		else if (o == CAS_CHANGED)
-			*old = op->word[2];	/* killed or frozen */
-		else
+		} else {
+			/* changed since: killed by a duplicate, or committed
+			 * and then replaced or deleted by another client,
+			 * who retired our block - or unreadable.  Placing
+			 * that block again could link a freed block: give
+			 * up on it (leaked, counted) and report the error */
+			op->own = SMART_GADDR_NULL;
+			op->blk_state = BLK_UNKNOWN;
 			return rc;
+		}
 	}
 	if (*old != tent)
 		return insert_restart(op, 0);
@@ -900,7 +911,7 @@ static int insert_once(struct ht_op *op, void *arg)
  * may linearize just before whatever changed the slot since (success,
  * both blocks left alone); else the error to return. */
 static int replace_uncertain(struct ht_op *op, const struct ht_cand *c,
-			     uint64_t repl, int rc)
+			     uint64_t repl, int blk_prev, int rc)
 {
 	int o = SMART_M_HT_UNCERTAIN_FREE ? CAS_NOT_DONE :
 		cas_outcome(op, c->addr, c->val, repl);
@@ -909,7 +920,7 @@ static int replace_uncertain(struct ht_op *op, const struct ht_cand *c,
 		return 0;
 	if (o == CAS_NOT_DONE) {
 		if (repl)
-			op->blk_state = BLK_LOCAL;	/* never published */
+			op->blk_state = blk_prev;	/* not published here */
 		return rc;
 	}
 	/* neither block may be freed by us: one of them may be linked, or
@@ -928,7 +939,7 @@ static int replace_once(struct ht_op *op, int with_block)
 {
 	uint64_t repl = with_block ? op->blk_slot : 0, *old = &op->word[1];
 	const struct ht_cand *c;
-	int rc;
+	int rc, blk_prev;
 
 	rc = op_read(op, (with_block ? RD_BLK : 0) | RD_ENT);
 	if (!rc)
@@ -940,14 +951,18 @@ static int replace_once(struct ht_op *op, int with_block)
 		return op_absent(op);
 	if (c->val & HT_SLOT_FROZEN)
 		return SMART_EAGAIN;	/* wait for the split to settle */
+	/* perhaps seen from the CAS on; a failed CAS puts back what it was
+	 * (an upsert's earlier insert attempt may have published it as a
+	 * tentative slot: then it needs a grace period, never a free) */
+	blk_prev = op->blk_state;
 	if (with_block)
-		op->blk_state = BLK_SEEN;	/* perhaps, from the CAS on */
+		op->blk_state = BLK_SEEN;
 	rc = smart_cas_sync(op->w, c->addr, c->val, repl, old);
 	if (!rc)
 		rc = op_hook(op, with_block ? "ht.update.cas" :
 					      "ht.delete.cas");
 	if (rc) {
-		rc = replace_uncertain(op, c, repl, rc);
+		rc = replace_uncertain(op, c, repl, blk_prev, rc);
 		if (rc == 1)
 			return 0;	/* done, the old block left alone */
 		if (rc)
@@ -956,7 +971,7 @@ static int replace_once(struct ht_op *op, int with_block)
 	}
 	if (*old != c->val) {
 		if (with_block)
-			op->blk_state = BLK_LOCAL;
+			op->blk_state = blk_prev;
 		return SMART_EAGAIN;
 	}
 	if (with_block)
