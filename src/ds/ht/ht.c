@@ -9,11 +9,9 @@
  * entry set finds a complete table.  A lost CAS frees what was built
  * (ht_admin.c probes further for a named table instead).
  */
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <unistd.h>
 
 #include "ds/ht/ht_internal.h"
 
@@ -48,11 +46,6 @@ int smart__ht_config_ok(const struct smart_ht_config *c)
 	return !(c->spec_cache & (c->spec_cache - 1));
 }
 
-static uint64_t subtable_size(unsigned buckets)
-{
-	return (uint64_t)(buckets / 2) * HT_GROUP;
-}
-
 /* Write subtable `idx` (all buckets: header, empty slots) at dst. */
 static int fill_subtable(smart_worker_t *w, struct ht_bucket *buf,
 			 smart_gaddr_t dst, uint64_t size, unsigned depth,
@@ -83,7 +76,7 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 		       uint16_t blade, void *fill, struct ht_dir *dir,
 		       smart_gaddr_t *dir_addr)
 {
-	uint64_t ssz = subtable_size(c->buckets), n = UINT64_C(1) << c->depth;
+	uint64_t ssz = smart__ht_sub_bytes(c->buckets), n = UINT64_C(1) << c->depth;
 	uint64_t built, k;
 	smart_gaddr_t sub;
 	int rc = 0;
@@ -93,12 +86,12 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 	dir->reclaim = !!c->reclaim;
 	for (built = 0; built < n; built++) {
 		rc = smart_alloc(w, blade, ssz, &sub);
-		if (!rc)
-			rc = fill_subtable(w, fill, sub, ssz, c->depth,
-					   (unsigned)built);
+		if (rc)
+			break;
+		rc = fill_subtable(w, fill, sub, ssz, c->depth,
+				   (unsigned)built);
 		if (rc) {
-			if (rc != SMART_ENOSPC && rc != SMART_ENOMEM)
-				smart_free(w, sub, ssz);
+			smart_free(w, sub, ssz);
 			break;
 		}
 		/* entries beyond 2^depth alias like a doubled directory */
@@ -118,27 +111,17 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 	return rc;
 }
 
-/* Random hash seeds: the kernel's, else /dev/urandom's; or derived from
- * a chosen seed. */
+/* Random hash seeds: the kernel's (like the blade's tokens); or derived
+ * from a chosen seed. */
 static int seeds_draw(uint64_t seed[2], uint64_t chosen)
 {
-	ssize_t n;
-	int fd;
-
 	if (chosen) {
 		seed[0] = smart_hash64(&chosen, sizeof(chosen), 1);
 		seed[1] = smart_hash64(&chosen, sizeof(chosen), 2);
 		return 0;
 	}
-	n = getrandom(seed, 2 * sizeof(*seed), 0);
-	if (n == (ssize_t)(2 * sizeof(*seed)))
-		return 0;
-	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return SMART_ESYS;
-	n = read(fd, seed, 2 * sizeof(*seed));
-	close(fd);
-	return n == (ssize_t)(2 * sizeof(*seed)) ? 0 : SMART_ESYS;
+	return getrandom(seed, 2 * sizeof(*seed), 0) ==
+	       (ssize_t)(2 * sizeof(*seed)) ? 0 : SMART_ESYS;
 }
 
 /* Free shards 0..n-1 of a table that was built but not published. */
@@ -150,7 +133,7 @@ static void unbuild(smart_worker_t *w, const struct smart_ht_config *c,
 	for (i = 0; i < n; i++)
 		(void)smart__ht_shard_free(w, smart_gaddr_blade(b->meta->dir[i]),
 					   b->meta->dir[i],
-					   subtable_size(c->buckets), b->dir,
+					   smart__ht_sub_bytes(c->buckets), b->dir,
 					   b->fill);
 }
 
@@ -446,7 +429,7 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 	if (!rc && d->global_depth > SMART_HT_DEPTH_MAX)
 		rc = SMART_EPROTO;
 	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++)
-		if (HT_ENT_DEPTH(d->ent[i]) > SMART_HT_DEPTH_MAX)
+		if (!smart__ht_ent_ok(d->ent[i]))
 			rc = SMART_EPROTO;
 	if (!rc) {
 		for (i = 0; i < HT_DIR_ENTRIES; i++)

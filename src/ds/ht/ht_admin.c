@@ -246,13 +246,17 @@ int smart__ht_shard_free(smart_worker_t *w, uint16_t blade,
 
 	rc = smart_read_sync(w, dir_addr, sizeof(*dir), dir);
 	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++) {
-		/* a dead splitter's sibling is a subtable too */
-		uint64_t off[2] = { HT_ENT_OFF(dir->ent[i]),
-				    HT_SIB_OFF(dir->sib[i]) };
+		uint64_t sib = dir->sib[i];
 
-		for (int k = 0; k < 2 && !rc; k++)
-			if ((k == 0 || dir->sib[i]) && sub_add(&d, off[k]))
-				rc = drop_scan(&d, off[k], ssz, buf);
+		if (sub_add(&d, HT_ENT_OFF(dir->ent[i])))
+			rc = drop_scan(&d, HT_ENT_OFF(dir->ent[i]), ssz, buf);
+		/* a dead splitter's sibling is a subtable too, freed; its
+		 * slots name blocks only once it was built (PUBLISH): before,
+		 * they are whatever the memory held, and every committed
+		 * block is still in S */
+		if (!rc && sib && sub_add(&d, HT_SIB_OFF(sib)) &&
+		    HT_SIB_PHASE(sib) == HT_SIB_PUBLISH)
+			rc = drop_scan(&d, HT_SIB_OFF(sib), ssz, buf);
 	}
 	if (!rc) {
 		qsort(d.blk, d.n, sizeof(*d.blk), blk_cmp);

@@ -129,9 +129,15 @@ int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 			   struct ht_shard *sh, unsigned s, uint64_t ent,
 			   uint64_t rec, uint16_t dead);
 
+/* Bytes of a subtable of `buckets` main buckets (groups of 3). */
+static inline uint64_t smart__ht_sub_bytes(unsigned buckets)
+{
+	return (uint64_t)(buckets / 2) * HT_GROUP;
+}
+
 static inline uint64_t smart__ht_sub_size(const smart_ht_t *t)
 {
-	return (uint64_t)(t->buckets / 2) * HT_GROUP;
+	return smart__ht_sub_bytes(t->buckets);
 }
 
 static inline smart_gaddr_t smart__ht_ent_addr(const struct ht_shard *sh,

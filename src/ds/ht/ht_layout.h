@@ -86,6 +86,28 @@ _Static_assert(offsetof(struct ht_meta, name) == 168, "ht_meta name");
 #define HT_SIB_DEPTH(r)		((unsigned)(((r) >> 42) & 0x3f))
 #define HT_SIB_OFF(r)		(((r) & HT_ENT_OFF_MASK) << 6)
 
+/* What another client wrote is checked before it is used (shifts by a
+ * depth, indexes from it, a sibling to free): an entry's depth is at most
+ * the maximum; a record of canonical index s, whose entry is ent, names a
+ * phase, a depth below the maximum with s below 2^depth, a sibling that
+ * is not S, and the entry at that depth (or one more, once published). */
+static inline int smart__ht_ent_ok(uint64_t e)
+{
+	return HT_ENT_DEPTH(e) <= SMART_HT_DEPTH_MAX;
+}
+
+static inline int smart__ht_sib_ok(uint64_t r, unsigned s, uint64_t ent)
+{
+	unsigned ld = HT_SIB_DEPTH(r), ed = HT_ENT_DEPTH(ent);
+
+	if (ld >= SMART_HT_DEPTH_MAX || s >= (1u << ld) || !HT_SIB_OFF(r) ||
+	    HT_SIB_OFF(r) == HT_ENT_OFF(ent))
+		return 0;
+	if (HT_SIB_PHASE(r) == HT_SIB_BUILD)
+		return ed == ld;
+	return HT_SIB_PHASE(r) == HT_SIB_PUBLISH && (ed == ld || ed == ld + 1);
+}
+
 /* One directory per shard: the header and the entries (what a client
  * caches, read in one go), then the split records (read by recovery). */
 struct ht_dir {

@@ -90,6 +90,8 @@ int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 
 	if (!holder || SMART_M_HT_NO_SPLIT_RECOVERY)
 		return SMART_EAGAIN;
+	if (!smart__ht_ent_ok(ent) || canon >= HT_DIR_ENTRIES)
+		return SMART_EPROTO;	/* read fresh by the caller: check */
 	/* our own id: another task or worker of this process is splitting */
 	if (holder == sh->lease)
 		return SMART_EAGAIN;

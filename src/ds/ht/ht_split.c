@@ -649,6 +649,8 @@ int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 	struct split sp;
 	int rc;
 
+	if (!smart__ht_sib_ok(rec, s, ent))
+		return SMART_EPROTO;	/* not a record of ours */
 	/* the entry as it was before the split: S at depth ld, unlocked;
 	 * publish accepts the canonical entry at ld + 1 already */
 	split_init(&sp, t, w, sh, s, ld, HT_ENT(ld, HT_ENT_OFF(ent)));
