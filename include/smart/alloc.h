@@ -47,6 +47,14 @@ int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
 int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
 		      struct smart_alloc_usage *out);
 
+/* Root entries SMART_ROOT_NAMED_FIRST.. are the probe range of named
+ * structures (a name hashes to an entry and probes onwards past used
+ * ones): an entry there that was used holds SMART_ROOT_TOMB once released,
+ * never 0 again, so that a probe going past it still finds what lies
+ * beyond.  Below, entries are picked by number and go back to 0. */
+#define SMART_ROOT_NAMED_FIRST	64u
+#define SMART_ROOT_TOMB		UINT64_C(1)	/* never a valid address */
+
 /* Read, write or compare-and-swap root entry idx (0..255) of a blade. */
 int smart_root_get(smart_worker_t *w, uint16_t blade, unsigned idx,
 		   uint64_t *out);
@@ -54,6 +62,12 @@ int smart_root_set(smart_worker_t *w, uint16_t blade, unsigned idx,
 		   uint64_t val);
 int smart_root_cas(smart_worker_t *w, uint16_t blade, unsigned idx,
 		   uint64_t expect, uint64_t desired, uint64_t *old);
+
+/* Release root entry idx if it still holds `expect` (of several releasers
+ * one succeeds): to 0, or to SMART_ROOT_TOMB in the named range.
+ * SMART_ENOENT when it holds something else. */
+int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
+		       uint64_t expect);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,8 @@ struct smart_bt_stats {
 void smart_bt_config_init(struct smart_bt_config *cfg);
 
 /* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
- * defaults).  SMART_EEXIST when that root entry is in use. */
+ * defaults).  SMART_EEXIST when that root entry is in use (or, in the
+ * named range, holds a tombstone: smart/alloc.h). */
 int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_bt_config *cfg, smart_bt_t **out);
 
@@ -118,8 +119,8 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 
 int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out);
 
-/* Destroy the remote tree: every node and lock table freed, the root
- * entry cleared; closes t.  No other client may use the tree then. */
+/* Destroy the remote tree: the root entry released (smart_root_release),
+ * every node and lock table freed; closes t.  No other client may use the tree then. */
 int smart_bt_drop(smart_bt_t *t, smart_worker_t *w);
 
 /* Free the local tree object; NULL is a no-op; returns 0. */

@@ -123,8 +123,10 @@ int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 /* The table's name ("" for a table made by root index). */
 const char *smart_ht_name(const smart_ht_t *t);
 
-/* Destroy the remote table: its root entry is cleared (a name becomes
- * free again), then every KV block, subtable, directory and the
+/* Destroy the remote table: its root entry is released
+ * (smart_root_release: a named table's entry becomes a tombstone that
+ * probes walk past; the name can be created again, in a later entry of
+ * its probe range), then every KV block, subtable, directory and the
  * descriptor go back to the blades; then t is closed.  No other client
  * may use the table meanwhile or afterwards (their operations would fail
  * or read freed memory).  On an error t stays open and whatever was not
@@ -161,7 +163,7 @@ int smart_ht_delete(smart_ht_t *t, smart_worker_t *w, const void *key,
 int smart_ht_search(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *val, size_t cap, size_t *val_len);
 
-/* Number of shards and subtables per shard as currently cached. */
+/* Number of shards of the table. */
 unsigned smart_ht_shards(const smart_ht_t *t);
 
 #ifdef __cplusplus

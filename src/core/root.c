@@ -45,3 +45,14 @@ int smart_root_cas(smart_worker_t *w, uint16_t blade, unsigned idx,
 
 	return rc ? rc : smart_cas_sync(w, ga, expect, desired, old);
 }
+
+int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
+		       uint64_t expect)
+{
+	uint64_t old = 0;
+	int rc = smart_root_cas(w, blade, idx, expect,
+				idx >= SMART_ROOT_NAMED_FIRST ?
+				SMART_ROOT_TOMB : 0, &old);
+
+	return rc ? rc : old == expect ? 0 : SMART_ENOENT;
+}

@@ -588,6 +588,17 @@ static void test_drop(void)
 	       (unsigned long long)u0.free, (unsigned long long)u1.free);
 	CHECK_EQ(u1.used + u1.cached, u0.used + u0.cached);
 	CHECK_EQ(u1.free, u0.free);
+	/* in the named range a dropped tree leaves a tombstone, so that
+	 * named structures' probes that passed it still go on */
+	{
+		uint64_t e;
+
+		CHECK_OK(smart_bt_create(wd.w, 1, 70, NULL, &wd.t));
+		CHECK_OK(smart_bt_drop(wd.t, wd.w));
+		CHECK_OK(smart_root_get(wd.w, 1, 70, &e));
+		CHECK_EQ(e, SMART_ROOT_TOMB);
+		CHECK_EQ(smart_bt_open(wd.w, 1, 70, &wd.t), SMART_ENOENT);
+	}
 	CHECK_OK(smart_worker_destroy(wd.w));
 	fixture_stop(&wd.f);
 }

@@ -328,7 +328,6 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 	struct bt_meta m;
 	struct bt_node *n;
 	smart_gaddr_t a, down;
-	uint64_t old;
 	size_t mark;
 	unsigned i;
 	int rc;
@@ -337,9 +336,7 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 		return SMART_EINVAL;
 	/* the root entry first, if it still names this tree (of two
 	 * droppers one goes on): nobody opens it any more */
-	rc = smart_root_cas(w, t->home, t->root_idx, t->meta, 0, &old);
-	if (!rc && old != t->meta)
-		rc = SMART_ENOENT;
+	rc = smart_root_release(w, t->home, t->root_idx, t->meta);
 	if (!rc)
 		rc = meta_io(w, t->meta, &m, 0);
 	if (!rc && !meta_valid(&m))

@@ -268,7 +268,7 @@ int smart__ht_meta_read(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 {
 	int rc;
 
-	if (!maddr || maddr == HT_ROOT_TOMB || maddr == SMART_GADDR_NULL ||
+	if (!maddr || maddr == SMART_ROOT_TOMB || maddr == SMART_GADDR_NULL ||
 	    smart_gaddr_blade(maddr) != blade || (maddr & 7))
 		return SMART_ENOENT;
 	rc = smart_read_sync(w, maddr, sizeof(*m), m);
@@ -304,7 +304,7 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (rc)
 		return rc;
 	/* free, or the tombstone of a dropped table */
-	if (cur && cur != HT_ROOT_TOMB)
+	if (cur && cur != SMART_ROOT_TOMB)
 		return SMART_EEXIST;
 	rc = smart__ht_build_begin(w, &b);
 	if (!rc)

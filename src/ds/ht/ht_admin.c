@@ -4,7 +4,7 @@
  * Names live in the descriptors: a named table's root entry is found by
  * linear probing over root entries 64..255 from a hash of the name.  A
  * probe stops at an entry that was never used (0); a dropped table leaves
- * a tombstone (HT_ROOT_TOMB) that probes walk past and that named creates
+ * a tombstone (SMART_ROOT_TOMB) that probes walk past and that named creates
  * never reuse, so two creators of one name always race for the same first
  * free entry and exactly one wins (a creator that loses reads the winner's
  * name and either reports SMART_EEXIST or probes on).
@@ -20,7 +20,7 @@
 #include "ds/ht/ht_internal.h"
 
 #define NAME_SEED	UINT64_C(0x6e616d6573656564)	/* "nameseed" */
-#define NAMED_SPAN	(SMART_ROOT_ENTRIES - HT_ROOT_NAMED_FIRST)
+#define NAMED_SPAN	(SMART_ROOT_ENTRIES - SMART_ROOT_NAMED_FIRST)
 
 static int name_ok(const char *name)
 {
@@ -34,7 +34,7 @@ static int name_ok(const char *name)
 
 static unsigned name_home(const char *name)
 {
-	return HT_ROOT_NAMED_FIRST + (unsigned)(smart_hash64(name, strlen(name),
+	return SMART_ROOT_NAMED_FIRST + (unsigned)(smart_hash64(name, strlen(name),
 							     NAME_SEED) %
 						NAMED_SPAN);
 }
@@ -52,8 +52,8 @@ static int probe(smart_worker_t *w, uint16_t blade, const char *name,
 
 	*found = *free_idx = -1;
 	for (k = from; k < NAMED_SPAN; k++) {
-		unsigned idx = HT_ROOT_NAMED_FIRST +
-			       (home - HT_ROOT_NAMED_FIRST + k) % NAMED_SPAN;
+		unsigned idx = SMART_ROOT_NAMED_FIRST +
+			       (home - SMART_ROOT_NAMED_FIRST + k) % NAMED_SPAN;
 
 		rc = smart_root_get(w, blade, idx, &e);
 		if (rc)
@@ -276,20 +276,16 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w)
 {
 	struct ht_dir *dir;
 	struct ht_bucket *buf;
-	uint64_t maddr, old;
+	uint64_t maddr;
 	unsigned i;
 	size_t mark;
 	int rc;
 
 	if (!t || !w)
 		return SMART_EINVAL;
-	/* below the named range nobody probes: the entry becomes free */
+	/* SMART_ENOENT: not this table's entry any more */
 	maddr = t->maddr;
-	rc = smart_root_cas(w, t->home, t->root, maddr,
-			    t->root >= HT_ROOT_NAMED_FIRST ? HT_ROOT_TOMB : 0,
-			    &old);
-	if (!rc && old != maddr)
-		rc = SMART_ENOENT;	/* not this table's entry any more */
+	rc = smart_root_release(w, t->home, t->root, maddr);
 	if (rc)
 		return rc;
 	mark = smart_scratch_mark(w);

@@ -58,10 +58,8 @@ _Static_assert(offsetof(struct ht_meta, seed) == 24, "ht_meta seed");
 _Static_assert(offsetof(struct ht_meta, dir) == 40, "ht_meta dir");
 _Static_assert(offsetof(struct ht_meta, name) == 168, "ht_meta name");
 
-/* Root entries: a dropped table's entry holds HT_ROOT_TOMB (not a valid
- * descriptor address), so that a name lookup probing past it goes on. */
-#define HT_ROOT_TOMB		UINT64_C(1)
-#define HT_ROOT_NAMED_FIRST	64u	/* named tables probe [64, 256) */
+/* Root entries: named tables probe [SMART_ROOT_NAMED_FIRST, 256); a
+ * dropped table's entry there holds SMART_ROOT_TOMB (smart/alloc.h). */
 
 /* Directory entry: holder:16 | local depth:6 | subtable offset / 64:42.
  * holder is the lease id of the client holding the split lock, 0 when
