@@ -123,11 +123,11 @@ int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 		      unsigned canon, uint64_t ent, int now);
 
 /* ht_split.c, for recovery: the split recorded as rec in sib[s], whose
- * canonical entry (ent, as read) we now hold locked; dead is the holder
- * we took over from.  BUILD: undone; PUBLISH: finished. */
+ * canonical entry (ent, as read) we now hold locked.  BUILD: undone;
+ * PUBLISH: finished. */
 int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 			   struct ht_shard *sh, unsigned s, uint64_t ent,
-			   uint64_t rec, uint16_t dead);
+			   uint64_t rec);
 
 /* Bytes of a subtable of `buckets` main buckets (groups of 3). */
 static inline uint64_t smart__ht_sub_bytes(unsigned buckets)

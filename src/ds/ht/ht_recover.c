@@ -66,15 +66,17 @@ static int recover_child(smart_ht_t *t, smart_worker_t *w,
 			goto unlock;
 		if (rc)
 			return rc;
-		/* the parent's split: same holder; finish it (it unlocks
-		 * this entry too) */
-		if (HT_ENT_HOLDER(pent) != dead)
+		/* the parent's split: finish it (it takes this entry over
+		 * from us too); if somebody else holds the parent already,
+		 * they will, so give this one back to the dead holder */
+		if (HT_ENT_HOLDER(pent) != dead) {
+			(void)take(w, sh, c, mine, ent);
 			return SMART_EAGAIN;
+		}
 		rc = take(w, sh, p, pent, HT_ENT_UNLOCKED(pent) |
 					   HT_ENT_LOCK(sh->lease));
 		if (!rc)
-			rc = smart__ht_split_resume(t, w, sh, p, pent, rec,
-						    dead);
+			rc = smart__ht_split_resume(t, w, sh, p, pent, rec);
 		return rc;
 	}
 unlock:
@@ -105,7 +107,7 @@ int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 		return rc;	/* somebody else took it over */
 	rc = read_word(w, smart__ht_sib_addr(sh, canon), &rec);
 	if (!rc && rec)
-		rc = smart__ht_split_resume(t, w, sh, canon, ent, rec, holder);
+		rc = smart__ht_split_resume(t, w, sh, canon, ent, rec);
 	else if (!rc)
 		rc = recover_child(t, w, sh, canon, ent, holder);
 	if (!rc)

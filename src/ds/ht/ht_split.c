@@ -364,8 +364,12 @@ static int sib_write(struct split *sp, uint64_t rec)
  * locked, so that N is not split before every alias leading to it is
  * written; the aliases by CAS from their value before the split, so that
  * a late one (a dead splitter's, redone) never overwrites a deeper entry.
- * prev: the lock bits of a dead holder whose N entry we take over. */
-static int publish(struct split *sp, uint64_t prev)
+ * N's entry already published and locked by someone else is taken over
+ * whoever holds it: with S locked and its record in PUBLISH, the split is
+ * ours, and N was never unlocked since (finish clears the record first);
+ * its holder is a dead splitter, or a recoverer that found N first and
+ * cannot finish without S. */
+static int publish(struct split *sp)
 {
 	uint64_t step = UINT64_C(1) << sp->ld, i, *e = sp->olds + 8;
 	uint64_t s_new = HT_ENT(sp->ld + 1, smart_gaddr_off(sp->old));
@@ -380,8 +384,9 @@ static int publish(struct split *sp, uint64_t prev)
 		rc = ent_cas(sp, n, sp->ent, n_new, &e[1]);
 	else
 		rc = ent_cas(sp, n, sp->ent, n_new | sp->lock, &e[1]);
-	if (rc == SMART_EAGAIN && prev && e[1] == (n_new | prev))
-		rc = ent_cas(sp, n, n_new | prev, n_new | sp->lock, &e[1]);
+	if (rc == SMART_EAGAIN && HT_ENT_UNLOCKED(e[1]) == n_new &&
+	    HT_ENT_LOCKED(e[1]))
+		rc = ent_cas(sp, n, e[1], n_new | sp->lock, &e[1]);
 	if (!rc)
 		rc = hook(sp, "ht.split.canonical");
 	if (rc)
@@ -499,7 +504,7 @@ static int split_locked(struct split *sp, int *keep_sib)
 	 * is replaced on the next op) try again rather than leave the
 	 * subtable locked while we live */
 	for (int i = 0; i < SPLIT_RETRY; i++) {
-		rc = publish(sp, 0);
+		rc = publish(sp);
 		if (!rc)
 			rc = finish(sp, 0);
 		if (!rc || rc == SMART_EAGAIN)
@@ -643,7 +648,7 @@ int smart__ht_split(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 
 int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 			   struct ht_shard *sh, unsigned s, uint64_t ent,
-			   uint64_t rec, uint16_t dead)
+			   uint64_t rec)
 {
 	unsigned ld = HT_SIB_DEPTH(rec);
 	struct split sp;
@@ -662,7 +667,7 @@ int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 		if (!rc)
 			smart_free(w, sp.sib, sp.size);
 	} else if (!rc) {
-		rc = publish(&sp, HT_ENT_LOCK(dead));
+		rc = publish(&sp);
 		if (!rc)
 			rc = finish(&sp, 1);
 	}
