@@ -68,6 +68,8 @@ struct split {
 	struct split_pend *pend;
 	unsigned npend;
 	size_t blk_used;
+	int recovering;			/* a dead holder's split: what moved
+					 * is learnt from the blocks */
 };
 
 /* Sync what was queued before an error so nothing is left in flight. */
@@ -456,6 +458,48 @@ static int undo(struct split *sp, uint64_t frozen_end)
 	return rc;
 }
 
+/* An error (rc) struck with our lock held.  Settle the split the way a
+ * recoverer would, from what its record says - BUILD (or no record yet):
+ * undo; PUBLISH: publish and finish, every step idempotent - trying again
+ * up to SPLIT_RETRY times (a broken QP is replaced on the next op): a live
+ * holder must not leave the subtable locked, since nobody takes a live
+ * client's lock over.  Returns 0 when the split got done after all, the
+ * first error when it was undone (or could not be settled: then the lock
+ * and the record stay, for a recoverer once we are gone), SMART_EAGAIN
+ * when the lock is not ours any more. */
+static int split_settle(struct split *sp, int rc, int *keep_sib)
+{
+	uint64_t *w = sp->olds + 12;	/* [0] the record, [1] the entry */
+	int i, r = rc;
+
+	for (i = 0; i < SPLIT_RETRY; i++) {
+		r = smart_read_sync(sp->w, smart__ht_sib_addr(sp->sh, sp->s), 8,
+				    &w[0]);
+		if (!r)
+			r = smart_read_sync(sp->w, smart__ht_ent_addr(sp->sh,
+					    sp->s), 8, &w[1]);
+		if (!r && HT_ENT_UNLOCKED(w[1]) != w[1] &&
+		    (w[1] & ~HT_ENT_UNLOCKED(w[1])) != sp->lock)
+			return SMART_EAGAIN;	/* taken over: we were fenced */
+		if (!r && HT_SIB_PHASE(w[0]) == HT_SIB_PUBLISH) {
+			*keep_sib = 1;
+			r = publish(sp);
+			if (!r)
+				r = finish(sp, sp->recovering);
+			if (!r || r == SMART_EAGAIN)
+				return r;
+		} else if (!r) {
+			r = undo(sp, sp->size);
+			if (!r) {
+				*keep_sib = 0;
+				return rc;
+			}
+		}
+	}
+	*keep_sib = 1;		/* N may be needed by a recoverer */
+	return rc;
+}
+
 /* Steps 2..8 with the lock held.  *keep_sib: N may be reachable (or a
  * recoverer will need it): do not free it. */
 static int split_locked(struct split *sp, int *keep_sib)
@@ -467,13 +511,6 @@ static int split_locked(struct split *sp, int *keep_sib)
 				  smart_gaddr_off(sp->sib)));
 	if (!rc)
 		rc = hook(sp, "ht.split.locked");
-	if (rc) {
-		/* the record may have landed: if the undo fails, leave N to
-		 * whoever undoes it */
-		if (undo(sp, 0))
-			*keep_sib = 1;
-		return rc;
-	}
 	for (off = 0; off < sp->size && !rc; off += sp->chunk) {
 		rc = freeze_chunk(sp, off, chunk_len(sp, off));
 		if (!rc)
@@ -483,34 +520,18 @@ static int split_locked(struct split *sp, int *keep_sib)
 		if (!rc)
 			rc = hook(sp, "ht.split.built");
 	}
-	/* on an error off is the end of the chunk that failed, which may
-	 * be partly frozen */
-	if (rc) {
-		/* nothing published: undo, best effort (if this fails too,
-		 * the lock and the record stay for a recoverer, and N with
-		 * them) */
-		if (undo(sp, off > sp->size ? sp->size : off))
-			*keep_sib = 1;
-		return rc;
-	}
-	*keep_sib = 1;
-	rc = sib_write(sp, HT_SIB(HT_SIB_PUBLISH, sp->ld,
-				  smart_gaddr_off(sp->sib)));
+	if (!rc)
+		rc = sib_write(sp, HT_SIB(HT_SIB_PUBLISH, sp->ld,
+					  smart_gaddr_off(sp->sib)));
 	if (!rc)
 		rc = hook(sp, "ht.split.publishing");
-	if (rc)
-		return rc;	/* the record decides: a recoverer redoes it */
-	/* from here every step is idempotent: after an error (a broken QP
-	 * is replaced on the next op) try again rather than leave the
-	 * subtable locked while we live */
-	for (int i = 0; i < SPLIT_RETRY; i++) {
+	if (!rc) {
+		*keep_sib = 1;
 		rc = publish(sp);
-		if (!rc)
-			rc = finish(sp, 0);
-		if (!rc || rc == SMART_EAGAIN)
-			break;	/* done, or the lock is not ours any more */
 	}
-	return rc;
+	if (!rc)
+		rc = finish(sp, 0);
+	return rc && rc != SMART_EAGAIN ? split_settle(sp, rc, keep_sib) : rc;
 }
 
 static int split_bufs(struct split *sp)
@@ -652,7 +673,7 @@ int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 {
 	unsigned ld = HT_SIB_DEPTH(rec);
 	struct split sp;
-	int rc;
+	int rc, keep = 1;
 
 	if (!smart__ht_sib_ok(rec, s, ent))
 		return SMART_EPROTO;	/* not a record of ours */
@@ -660,17 +681,23 @@ int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 	 * publish accepts the canonical entry at ld + 1 already */
 	split_init(&sp, t, w, sh, s, ld, HT_ENT(ld, HT_ENT_OFF(ent)));
 	sp.sib = smart_gaddr(sh->blade, HT_SIB_OFF(rec));
+	sp.recovering = 1;
 	rc = split_bufs(&sp);
 	if (!rc && HT_SIB_PHASE(rec) == HT_SIB_BUILD) {
 		/* nothing published: undo it all, N is nobody's */
 		rc = undo(&sp, sp.size);
-		if (!rc)
-			smart_free(w, sp.sib, sp.size);
+		keep = rc != 0;
 	} else if (!rc) {
+		keep = 1;
 		rc = publish(&sp);
 		if (!rc)
 			rc = finish(&sp, 1);
 	}
+	/* the lock is ours now, and we live: settle, as the splitter would */
+	if (rc && rc != SMART_EAGAIN && sp.olds)
+		rc = split_settle(&sp, rc, &keep);
+	if (!keep)
+		smart_free(w, sp.sib, sp.size);
 	split_fini(&sp);
 	return rc;
 }
