@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/ht-crash.sh, short: 5 clients of a shared Smart-HT table killed at
 # random (seeded) moments under another's updates, then a sweep of every
-# key; the script must pass (no error in the updater or the sweep).  Also
+# key, and after the updater a sweep alone and a drop; the script must pass (no error in the updater or the sweep).  Also
 # its --help and the refusal of a bad flag.  About 5 s.
 # Usage: test_ht_crash.sh BIN_DIR
 set -u
@@ -24,7 +24,8 @@ rc=$?
 cat "$out"
 if [ $rc -eq 0 ] && grep -q "^A: [0-9]* ops in .*errors 0, validation failures 0," "$out" &&
    grep -q "^C: sweep of 5000/5000 keys, errors 0, validation failures 0, .*: ok" "$out" &&
-   grep -q "^smartd memory after C: .*MiB" "$out"; then
+   grep -q "^D: sweep of 5000/5000 keys alone, errors 0, validation failures 0, table dropped: true" "$out" &&
+   grep -q "^smartd memory after D's drop: .*MiB" "$out"; then
 	echo "ok   crash-5-rounds"; else
 	echo "FAIL crash-5-rounds: status $rc"; fail=1; fi
 [ $fail -eq 0 ] && echo "ht-crash: all passed" || echo "ht-crash: FAILED"

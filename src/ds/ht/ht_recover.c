@@ -174,9 +174,15 @@ static int sweep_shard(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	struct ht_bucket *buf = scratch;
 	struct ht_kv *hdr = (struct ht_kv *)((char *)scratch + SWEEP_BUF);
 	unsigned i, k, nseen = 0;
-	int rc, entered = 0;
+	int rc = 0, entered = 0;
 
-	rc = smart__ht_dir_refresh(t, w, sh);
+	/* inside the epoch from the start: recovery reads blocks too */
+	if (sh->reclaim) {
+		rc = smart_epoch_enter(w, sh->blade);
+		entered = !rc;
+	}
+	if (!rc)
+		rc = smart__ht_dir_refresh(t, w, sh);
 	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++) {
 		uint64_t e = atomic_load(&sh->ent[i]);
 
@@ -188,10 +194,6 @@ static int sweep_shard(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	}
 	if (!rc)
 		rc = smart__ht_dir_refresh(t, w, sh);
-	if (!rc && sh->reclaim) {
-		rc = smart_epoch_enter(w, sh->blade);
-		entered = !rc;
-	}
 	for (i = 0; !rc && i < HT_DIR_ENTRIES; i++) {
 		off = HT_ENT_OFF(atomic_load(&sh->ent[i]));
 		for (k = 0; k < nseen && seen[k] != off; k++)

@@ -192,6 +192,11 @@ static int classify_chunk(struct split *sp, uint64_t coff, size_t clen,
 
 			if ((x & HT_SLOT_TENT) || !len)
 				continue;
+			/* a recoverer finds chunks the dead splitter settled:
+			 * their slots are live again (their blocks may be
+			 * replaced and freed), and nothing is left to move */
+			if (!build && !(x & HT_SLOT_FROZEN))
+				continue;
 			if (sp->blk_used + len > SPLIT_BLK_BUF)
 				rc = blk_flush(sp, bbase, build);
 			if (rc)
