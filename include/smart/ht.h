@@ -77,7 +77,8 @@ struct smart_ht_stats {
 	unsigned global_depth;	/* largest over the shards */
 	unsigned subtables;	/* distinct subtables, all shards */
 	uint64_t splits;	/* splits done through this table object */
-	uint64_t retired;	/* KV blocks retired through this object */
+	uint64_t retired;	/* blocks this ctx retired (all structures:
+				 * a ctx-wide count, SMART_STAT_EPOCH_RETIRED) */
 	uint64_t freed;		/* blocks this ctx freed after their grace
 				 * period (all structures: a ctx-wide count,
 				 * SMART_STAT_EPOCH_FREED) */

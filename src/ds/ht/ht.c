@@ -392,7 +392,6 @@ int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 		out->subtables += count_subtables(&t->shard[i], d);
 	}
 	out->splits = atomic_load(&t->splits);
-	out->retired = atomic_load(&t->retired);
 	out->recovered = atomic_load(&t->recovered);
 	out->tent_cleared = atomic_load(&t->tent_cleared);
 	out->leaked = atomic_load(&t->leaked);
@@ -402,6 +401,7 @@ int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 	rc = smart_stats_snapshot(smart_worker_ctx(w), &st);
 	if (rc)
 		return rc;
+	out->retired = st.c[SMART_STAT_EPOCH_RETIRED];
 	out->freed = st.c[SMART_STAT_EPOCH_FREED];
 	return 0;
 }

@@ -41,7 +41,7 @@ struct smart_ht {
 	uint64_t spec_mask;
 	_Atomic uint64_t *spec;		/* NULL: no speculative cache */
 	/* counters of what went through this object (smart_ht_stats) */
-	_Atomic uint64_t splits, retired, recovered, tent_cleared, leaked;
+	_Atomic uint64_t splits, recovered, tent_cleared, leaked;
 	_Atomic uint64_t header_retries, verify_retries, frozen_hits;
 	_Atomic int splitting;		/* splits running through this object */
 	struct ht_shard shard[SMART_HT_SHARDS_MAX];
@@ -128,6 +128,21 @@ int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 			   struct ht_shard *sh, unsigned s, uint64_t ent,
 			   uint64_t rec);
+
+/* Retire the block a slot value names, once its unlink has completed: the
+ * core frees it when no reader of any client can hold it (docs/epochs.md);
+ * without reclamation it is leaked.  Counted by the core (per worker:
+ * SMART_STAT_EPOCH_RETIRED), not here, so that no op writes a line every
+ * worker shares. */
+static inline void smart__ht_retire(smart_worker_t *w,
+				    const struct ht_shard *sh, uint64_t slot)
+{
+	if (sh->reclaim)
+		(void)smart_epoch_retire(w, sh->blade,
+					 smart_gaddr(sh->blade,
+						     HT_SLOT_PTR(slot)),
+					 HT_SLOT_UNITS(slot) * HT_KV_UNIT);
+}
 
 /* Bytes of a subtable of `buckets` main buckets (groups of 3). */
 static inline uint64_t smart__ht_sub_bytes(unsigned buckets)

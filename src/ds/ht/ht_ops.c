@@ -189,17 +189,9 @@ static int op_enter(struct ht_op *op)
 	return rc;
 }
 
-/* Retire the block of a slot value whose unlink has completed: the core
- * frees it once no reader of any client can hold it (docs/epochs.md);
- * without reclamation it is leaked. */
 static void op_retire(struct ht_op *op, uint64_t slot)
 {
-	if (!op->sh->reclaim)
-		return;
-	if (!smart_epoch_retire(op->w, op->sh->blade,
-				smart_gaddr(op->sh->blade, HT_SLOT_PTR(slot)),
-				HT_SLOT_UNITS(slot) * HT_KV_UNIT))
-		count(&op->t->retired);
+	smart__ht_retire(op->w, op->sh, slot);
 }
 
 static void op_end(struct ht_op *op)

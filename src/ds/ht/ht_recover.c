@@ -157,11 +157,7 @@ static int sweep_chunk(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 				    v, 0, &old);
 		if (rc || old != v)
 			continue;
-		if (sh->reclaim &&
-		    !smart_epoch_retire(w, sh->blade,
-					smart_gaddr(sh->blade, HT_SLOT_PTR(v)),
-					HT_SLOT_UNITS(v) * HT_KV_UNIT))
-			atomic_fetch_add(&t->retired, 1);
+		smart__ht_retire(w, sh, v);
 		atomic_fetch_add(&t->tent_cleared, 1);
 	}
 	return rc;

@@ -245,12 +245,7 @@ static void settle_dead_tents(struct split *sp, size_t nb)
 			    smart_lease_alive_now(sp->w, sp->sh->blade,
 						  kv->owner) != 0)
 				continue;
-			if (sp->sh->reclaim &&
-			    !smart_epoch_retire(sp->w, sp->sh->blade,
-						smart_gaddr(sp->sh->blade,
-							    HT_SLOT_PTR(x)),
-						HT_SLOT_UNITS(x) * HT_KV_UNIT))
-				atomic_fetch_add(&sp->t->retired, 1);
+			smart__ht_retire(sp->w, sp->sh, x);
 			atomic_fetch_add(&sp->t->tent_cleared, 1);
 		}
 }
