@@ -235,8 +235,17 @@ static int table_new(smart_worker_t *w, const struct ht_meta *m,
 		rc = smart_lease_id(ctx, t->shard[i].blade,
 				    &t->shard[i].lease);
 	}
-	for (i = 0; i < t->nshards && !rc; i++)
-		rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
+	for (i = 0; i < t->nshards && !rc; i++) {
+		uint64_t reclaim;
+
+		/* written once at create: read once, at open */
+		rc = smart_read_sync(w, smart_gaddr_add(t->shard[i].dir,
+				     offsetof(struct ht_dir, reclaim)), 8,
+				     &reclaim);
+		t->shard[i].reclaim = !rc && reclaim != 0;
+		if (!rc)
+			rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
+	}
 	if (rc) {
 		smart_ht_close(t);
 		return rc == SMART_EREMOTE ? SMART_ENOENT : rc;
@@ -419,7 +428,7 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 	unsigned i;
 	int rc;
 
-	(void)t;
+	(void)t;	/* the same signature as the other shard calls */
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, HT_DIR_CACHED, (void **)&d);
 	if (rc)
@@ -437,8 +446,6 @@ int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
 					      memory_order_relaxed);
 		atomic_store_explicit(&sh->depth, d->global_depth,
 				      memory_order_relaxed);
-		/* written once at create: every refresh stores the same */
-		sh->reclaim = d->reclaim != 0;
 	}
 	smart_scratch_release(w, mark);
 	return rc;

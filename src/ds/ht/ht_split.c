@@ -534,6 +534,9 @@ static int split_locked(struct split *sp, int *keep_sib)
 	return rc && rc != SMART_EAGAIN ? split_settle(sp, rc, keep_sib) : rc;
 }
 
+/* One registered buffer per split (no heap allocation inside an insert):
+ * S's and N's chunk images, the CAS results, the blocks being classified,
+ * the pending reads, and which slots of S moved. */
 static int split_bufs(struct split *sp)
 {
 	size_t slots = sp->chunk / HT_BUCKET * HT_SLOTS;
@@ -541,14 +544,12 @@ static int split_bufs(struct split *sp)
 	 * blocks' headers (settle_chunk) */
 	size_t blk = slots * sizeof(struct ht_kv) > SPLIT_BLK_BUF ?
 		     slots * sizeof(struct ht_kv) : SPLIT_BLK_BUF;
-	size_t n = 2 * sp->chunk + slots * 8 + blk;
+	size_t pend = SPLIT_PEND * sizeof(*sp->pend);
+	size_t n = 2 * sp->chunk + slots * 8 + blk + pend +
+		   sp->size / HT_BUCKET;
 	uint8_t *p;
 	int rc;
 
-	sp->moved = calloc(sp->size / HT_BUCKET, 1);
-	sp->pend = calloc(SPLIT_PEND, sizeof(*sp->pend));
-	if (!sp->moved || !sp->pend)
-		return SMART_ENOMEM;
 	rc = smart_buf_alloc(sp->w, n, (void **)&p);
 	if (rc)
 		return rc;
@@ -556,6 +557,9 @@ static int split_bufs(struct split *sp)
 	sp->nbuf = (struct ht_bucket *)(p + sp->chunk);
 	sp->olds = (uint64_t *)(p + 2 * sp->chunk);
 	sp->blk = p + 2 * sp->chunk + slots * 8;
+	sp->pend = (struct split_pend *)(sp->blk + blk);
+	sp->moved = (uint8_t *)sp->pend + pend;
+	memset(sp->moved, 0, sp->size / HT_BUCKET);
 	return 0;
 }
 
@@ -581,8 +585,6 @@ static void split_fini(struct split *sp)
 {
 	if (sp->sbuf)
 		smart_buf_free(sp->w, sp->sbuf);
-	free(sp->moved);
-	free(sp->pend);
 }
 
 /* Lock first, then allocate: of many tasks that find the subtable full at
@@ -590,17 +592,13 @@ static void split_fini(struct split *sp)
  * split_chunk of registered memory). */
 static int split_run(struct split *sp)
 {
-	uint64_t *old;
-	size_t mark = smart_scratch_mark(sp->w);
+	uint64_t old;		/* 8 bytes: the op layer bounces it */
 	int rc, keep = 0;
 
-	rc = smart_scratch_alloc(sp->w, 8, (void **)&old);
-	if (!rc)
-		rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s),
-				    sp->ent, sp->ent | sp->lock, old);
-	if (!rc && *old != sp->ent)
+	rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s), sp->ent,
+			    sp->ent | sp->lock, &old);
+	if (!rc && old != sp->ent)
 		rc = SMART_EAGAIN;	/* locked or already split */
-	smart_scratch_release(sp->w, mark);
 	if (rc)
 		return rc;
 	rc = split_bufs(sp);
@@ -614,14 +612,12 @@ static int split_run(struct split *sp)
 	if (rc) {
 		/* nothing done yet: unlock (a failure here leaves the lock to
 		 * a recoverer, once we are gone) */
-		if (sp->olds) {
+		if (sp->olds)
 			(void)undo(sp, 0);
-		} else if (!smart_scratch_alloc(sp->w, 8, (void **)&old)) {
+		else
 			(void)smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh,
 					     sp->s), sp->ent | sp->lock,
-					     sp->ent, old);
-			smart_scratch_release(sp->w, mark);
-		}
+					     sp->ent, &old);
 		return rc;
 	}
 	rc = split_locked(sp, &keep);
