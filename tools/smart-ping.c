@@ -86,9 +86,10 @@ static int probe(struct ping *p, long seq)
 	case 0:
 		if (c->verify)
 			rc = smart_write_sync(p->w, p->block, p->buf, c->size);
-		return rc ? rc : smart_read_sync(p->w, p->block, c->size,
-						 p->back) ? SMART_EREMOTE :
-		       (c->verify && memcmp(p->buf, p->back, c->size));
+		if (!rc)
+			rc = smart_read_sync(p->w, p->block, c->size, p->back);
+		return rc ? rc : c->verify &&
+				 memcmp(p->buf, p->back, c->size) != 0;
 	case 1:
 		for (i = 0; i < (int)c->size; i++)
 			p->buf[i] = (uint8_t)(seq * 31 + i);

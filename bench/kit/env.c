@@ -153,6 +153,14 @@ int kit_env_open(struct kit_env *e, const struct kit_common *c,
 		rc = say(c, "embedded blade", embed(e, c, o));
 	if (!rc)
 		rc = say(c, "creating the ctx", smart_ctx_create(o, &e->ctx));
+	if (!rc && (smart_opts_get(o, "nic_model", e->nic_model,
+				   sizeof(e->nic_model)) ||
+		    !strcmp(e->nic_model, "off")))
+		e->nic_model[0] = 0;
+	if (!rc && (smart_opts_get(o, "shm_adversarial", e->adversarial,
+				   sizeof(e->adversarial)) ||
+		    !strcmp(e->adversarial, "off")))
+		e->adversarial[0] = 0;
 	smart_opts_destroy(o);
 	if (!rc && e->embedded)
 		rc = smart_ctx_set_secret(e->ctx, e->secret,

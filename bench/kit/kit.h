@@ -184,6 +184,15 @@ struct kit_common {
 /* The table of the flags above; its base is a struct kit_common. */
 extern const struct kit_flag kit_common_flags[];
 
+/* The seed of one task's random stream: distinct for every (seed, thread,
+ * task), however many tasks a thread runs. */
+static inline uint64_t kit_task_seed(uint64_t seed, int thread, int task)
+{
+	uint64_t v[3] = { seed, (uint64_t)thread, (uint64_t)task };
+
+	return smart_hash64(v, sizeof(v), 0x5eed);
+}
+
 /* Defaults: 1 thread, 3 s, seed 1, the rest unset. */
 void kit_common_init(struct kit_common *c, const char *tool);
 
@@ -197,6 +206,9 @@ struct kit_env {
 	int nblades;
 	uint16_t blade[KIT_BLADES_MAX];
 	struct smart_blade_info info[KIT_BLADES_MAX];
+	/* the options in force, whichever way they were given (a flag,
+	 * --opt, SMART_*): what the reports say ("" = off) */
+	char nic_model[128], adversarial[128];
 };
 
 /*

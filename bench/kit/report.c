@@ -46,7 +46,9 @@ void kit_head_env(const struct kit_common *c, const struct kit_env *e,
 		 smart_ctx_transport(e->ctx), smart_ctx_qp_mode(e->ctx),
 		 c->qp_mode ? c->qp_mode : "default");
 	kit_head("Techniques", "%s", smart_ctx_techniques(e->ctx));
-	kit_head("NIC model", "%s", c->nic_model ? c->nic_model : "off");
+	kit_head("NIC model", "%s", e->nic_model[0] ? e->nic_model : "off");
+	if (e->adversarial[0])
+		kit_head("shm adversarial", "%s", e->adversarial);
 	kit_head("Blades", "%s, %d x %llu MiB%s", kit_env_kind(e), e->nblades,
 		 (unsigned long long)(e->nblades ? bytes / (uint64_t)e->nblades
 				      >> 20 : 0), blades_note ? blades_note : "");

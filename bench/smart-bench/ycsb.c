@@ -298,7 +298,7 @@ static int setup_local(struct ycsb *y, struct bench_run *r)
 						  y->zipf);
 
 	y->t = calloc((size_t)r->com.threads, sizeof(*y->t));
-	y->ack_done = calloc(YCSB_ACK_WINDOW, 1);
+	y->ack_done = calloc(YCSB_ACK_WINDOW, sizeof(*y->ack_done));
 	if (!rc && (!y->t || !y->ack_done))
 		rc = SMART_ENOMEM;
 	if (rc)
@@ -553,7 +553,8 @@ static void record_env(const struct ycsb *y, const struct bench_run *r,
 	kit_rec_str(rec, "techniques", smart_ctx_techniques(ctx));
 	kit_rec_str(rec, "qp_mode_effective", smart_ctx_qp_mode(ctx));
 	kit_rec_str(rec, "transport", smart_ctx_transport(ctx));
-	kit_rec_str(rec, "nic_model", r->com.nic_model);
+	kit_rec_str(rec, "nic_model", r->env.nic_model);
+	kit_rec_str(rec, "shm_adversarial", r->env.adversarial);
 	kit_rec_num(rec, "blades", "%d", r->env.nblades);
 	kit_rec_num(rec, "embedded", "%s", r->env.embedded ? "true" : "false");
 	kit_rec_num(rec, "load_secs", "%.3f", y->load.secs);

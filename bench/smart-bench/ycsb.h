@@ -145,7 +145,7 @@ struct ycsb {
 	_Atomic uint64_t ins_next;	/* D: next key to insert */
 	_Atomic uint64_t acked;		/* D: [0, acked) all inserted */
 	atomic_flag ack_lock;
-	_Atomic uint8_t *ack_done;	/* D: ring of finished inserts */
+	_Atomic uint64_t *ack_done;	/* D: ring of finished inserts (k+1) */
 	struct ycsb_result res;
 };
 

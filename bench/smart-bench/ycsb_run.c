@@ -123,19 +123,19 @@ static uint64_t key_latest(struct ycsb *y, smart_rng_t *r)
 }
 
 /* D: mark insert k finished; whoever gets the lock advances `acked`
- * over the finished prefix (a late mark waits for the next insert). */
+ * over the finished prefix (a late mark waits for the next insert).  A
+ * slot holds the key it marks, plus 1: a key finishing a whole window
+ * after an unfinished one cannot pass for it. */
 static void insert_ack(struct ycsb *y, uint64_t k)
 {
 	uint64_t a;
 
-	atomic_store(&y->ack_done[k % YCSB_ACK_WINDOW], 1);
+	atomic_store(&y->ack_done[k % YCSB_ACK_WINDOW], k + 1);
 	if (atomic_flag_test_and_set(&y->ack_lock))
 		return;
 	a = atomic_load(&y->acked);
-	while (atomic_load(&y->ack_done[a % YCSB_ACK_WINDOW])) {
-		atomic_store(&y->ack_done[a % YCSB_ACK_WINDOW], 0);
+	while (atomic_load(&y->ack_done[a % YCSB_ACK_WINDOW]) == a + 1)
 		a++;
-	}
 	atomic_store_explicit(&y->acked, a, memory_order_release);
 	atomic_flag_clear(&y->ack_lock);
 }
@@ -322,8 +322,8 @@ static int tasks_init(struct ycsb_thread *th, struct ycsb_task *tasks)
 
 	for (i = 0; i < y->coros; i++) {
 		tasks[i].th = th;
-		smart_rng_seed(&tasks[i].rng, y->run->com.seed * 1000003 +
-			       (uint64_t)th->idx * 1000 + (uint64_t)i);
+		smart_rng_seed(&tasks[i].rng, kit_task_seed(y->run->com.seed,
+							    th->idx, i));
 		tasks[i].val = malloc((size_t)y->value_size);
 		tasks[i].rval = malloc((size_t)y->value_size + 64);
 		if (!tasks[i].val || !tasks[i].rval)

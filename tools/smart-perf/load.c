@@ -118,8 +118,8 @@ static int perf_tasks_spawn(struct perf_thread *pt, struct perf_task *tasks)
 
 	for (i = 0; !rc && i < c->depth; i++) {
 		tasks[i].pt = pt;
-		smart_rng_seed(&tasks[i].rng, c->com.seed +
-			       (uint64_t)pt->idx * 1000 + (uint64_t)i);
+		smart_rng_seed(&tasks[i].rng, kit_task_seed(c->com.seed,
+							    pt->idx, i));
 		rc = smart_buf_alloc(pt->w, c->size < 8 ? 8 : c->size,
 				     &tasks[i].buf);
 		if (!rc) {
@@ -231,7 +231,7 @@ static int perf_thread_raw(struct perf_thread *pt)
 	if (!local)
 		return SMART_ENOMEM;
 	memset(local, 0x22, p->cfg->size + 64);
-	smart_rng_seed(&r, p->cfg->com.seed + (uint64_t)pt->idx * 1000);
+	smart_rng_seed(&r, kit_task_seed(p->cfg->com.seed, pt->idx, -1));
 	kit_runner_await(&p->run, KIT_RUN);
 	t0 = smart_cycles();
 	while (!kit_runner_stopping(&p->run)) {

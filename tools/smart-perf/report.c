@@ -108,7 +108,8 @@ static void perf_record(const struct perf *p, const struct perf_result *r,
 	kit_rec_library(rec, st);
 	kit_rec_num(rec, "db_rings", "%" PRIu64, st->db_rings);
 	kit_rec_num(rec, "wqe_misses", "%" PRIu64, st->wqe_misses);
-	kit_rec_str(rec, "nic_model", c->com.nic_model);
+	kit_rec_str(rec, "nic_model", p->env.nic_model);
+	kit_rec_str(rec, "shm_adversarial", p->env.adversarial);
 	kit_rec_num(rec, "batch", "%d", c->batch);
 	kit_rec_num(rec, "dynamic_ms", "%d", c->dynamic_ms);
 	if (c->op == OP_CAS_INCR)
