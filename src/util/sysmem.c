@@ -1,8 +1,9 @@
 /*
  * How much memory the system can still give: MemAvailable from
- * /proc/meminfo.  Regions are populated at creation (no page faults on the
- * data path), so asking for more than this would not fail cleanly: the
- * kernel's OOM killer would end the process.  Slow path only.
+ * /proc/meminfo.  Shareable regions (blades) are populated lazily, as
+ * their pages are first touched (src/transport/shm/shm_mem.c), so asking
+ * for more than this would not fail at creation but later, by the
+ * kernel's OOM killer: callers check first.  Slow path only.
  */
 #include <stdio.h>
 #include <string.h>

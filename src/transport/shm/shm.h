@@ -72,9 +72,10 @@ struct smart_tp_domain {
 	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
 	uint32_t gen;		/* key generation, under lock */
 	uint32_t next_id;
-	/* remotes failed so far: poll reads this once and looks at each
-	 * doorbell's remote only when it is non-zero (rare) */
-	_Atomic uint32_t failures;
+	/* failed remotes still attached: every poll reads this once (its
+	 * own line: qp_create and mr_alloc write gen and next_id) and looks
+	 * at each doorbell's remote only when it is non-zero (rare) */
+	_Atomic uint32_t failures smart_aligned_cl;
 };
 
 struct smart_tp_remote {

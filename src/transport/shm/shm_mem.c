@@ -40,11 +40,14 @@
 int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
 			   struct smart_tp_domain **out)
 {
-	struct smart_tp_domain *d = calloc(1, sizeof(*d));
+	/* aligned like its type: `failures` has a cache line of its own */
+	struct smart_tp_domain *d = aligned_alloc(_Alignof(struct smart_tp_domain),
+						 sizeof(*d));
 	int rc;
 
 	if (!d)
 		return SMART_ENOMEM;
+	memset(d, 0, sizeof(*d));
 	d->log = cfg ? cfg->log : NULL;
 	rc = smart__shm_model_open(d, cfg ? cfg->nic_model : NULL);
 	if (!rc) {
@@ -323,6 +326,10 @@ void smart__shm_remote_detach(struct smart_tp_remote *r)
 {
 	if (!r)
 		return;
+	/* nothing posts to it any more: polls stop looking */
+	if (atomic_load(&r->failed))
+		atomic_fetch_sub_explicit(&r->d->failures, 1,
+					  memory_order_release);
 	munmap(r->map, r->map_len);
 	free(r);
 }
