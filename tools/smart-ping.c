@@ -175,15 +175,9 @@ static void summary(const struct ping_cfg *c, const double *rtt, long ok,
 static void memory_line(struct ping *p, const struct kit_env *e)
 {
 	struct smart_alloc_usage u;
-	char line[256];
-	int rc = smart_alloc_usage(p->w, e->blade[0], &u);
 
-	if (rc) {
-		printf("memory: %s\n", smart_strerror(rc));
-		return;
-	}
-	kit_usage_format(&u, line, sizeof(line));
-	printf("memory: %s\n", line);
+	kit_usage_print("memory", smart_alloc_usage(p->w, e->blade[0], &u),
+			&u);
 }
 
 int main(int argc, char **argv)

@@ -187,16 +187,8 @@ static void load_secret(struct args *a, char **secret)
 static void print_usage(const smart_blade_t *b)
 {
 	struct smart_alloc_usage u;
-	char line[256];
-	int rc = smart_blade_usage(b, &u);
 
-	if (rc)
-		printf("smartd: memory: %s\n", smart_strerror(rc));
-	else {
-		kit_usage_format(&u, line, sizeof(line));
-		printf("smartd: memory: %s\n", line);
-	}
-	fflush(stdout);
+	kit_usage_print("smartd: memory", smart_blade_usage(b, &u), &u);
 }
 
 static int serve(const struct args *a)

@@ -382,6 +382,11 @@ void kit_library_line(const smart_stats_t *st);
 void kit_usage_format(const struct smart_alloc_usage *u, char *buf,
 		      size_t n);
 
+/* Print "<prefix>: <that line>" for the usage a query returned (rc 0),
+ * or "<prefix>: <the error>", on stdout, flushed. */
+void kit_usage_print(const char *prefix, int rc,
+		     const struct smart_alloc_usage *u);
+
 /* A result as named fields, in order: printed as one JSON object, or as
  * a CSV line (the columns a tool chooses). */
 #define KIT_REC_MAX 96

@@ -202,3 +202,17 @@ void kit_usage_format(const struct smart_alloc_usage *u, char *buf, size_t n)
 	if (u->fenced && k > 0 && (size_t)k < n)
 		snprintf(buf + k, n - (size_t)k, ", %u fenced", u->fenced);
 }
+
+void kit_usage_print(const char *prefix, int rc,
+		     const struct smart_alloc_usage *u)
+{
+	char line[256];
+
+	if (rc)
+		printf("%s: %s\n", prefix, smart_strerror(rc));
+	else {
+		kit_usage_format(u, line, sizeof(line));
+		printf("%s: %s\n", prefix, line);
+	}
+	fflush(stdout);
+}
