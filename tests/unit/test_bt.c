@@ -245,23 +245,35 @@ static void test_grow_and_scan(void)
 	world_stop(&wd);
 }
 
+/* A 512-byte-node tree holding "a" -> "1" in its root leaf: that leaf's
+ * address in *root and its bytes (a registered copy, for the caller to
+ * free). */
+static uint8_t *one_leaf(struct world *wd, uint64_t *root)
+{
+	uint64_t meta;
+	uint8_t *node;
+
+	world_start(wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_bt_insert(wd->t, wd->w, "a", 1, "1", 1));
+	/* root entry -> descriptor -> root node (docs/bt.md §2) */
+	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd->w, meta + 32, 8, root));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&node));
+	CHECK_OK(smart_read_sync(wd->w, *root, 512, node));
+	return node;
+}
+
 /* A node a buggy client wrote, whole and with a valid CRC, with entry
  * lengths past the node: refused with SMART_EPROTO, no copy runs off. */
 static void test_corrupt_node(void)
 {
 	struct world wd;
-	uint64_t meta, root;
+	uint64_t root;
 	uint8_t *node;
 	char v[16];
 	size_t n;
 
-	world_start(&wd, NULL, 512, 12, 12);
-	CHECK_OK(smart_bt_insert(wd.t, wd.w, "a", 1, "1", 1));
-	/* root entry -> descriptor -> root node (docs/bt.md §2) */
-	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
-	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
-	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
-	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	node = one_leaf(&wd, &root);
 	/* the first leaf entry (after the 32-byte header and 2 x 12 bytes of
 	 * fences, rounded to 8): klen 60000 */
 	node[32 + 24] = 0x60;
@@ -281,17 +293,12 @@ static void test_torn_node(void)
 {
 	struct smart_bt_stats st;
 	struct world wd;
-	uint64_t meta, root;
+	uint64_t root;
 	uint8_t *node;
 	char v[16];
 	size_t n;
 
-	world_start(&wd, NULL, 512, 12, 12);
-	CHECK_OK(smart_bt_insert(wd.t, wd.w, "a", 1, "1", 1));
-	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
-	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
-	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
-	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	node = one_leaf(&wd, &root);
 	/* the first entry's value byte: "1" -> "2", the CRC left as it was */
 	node[32 + 24 + 4 + 12] = '2';
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
