@@ -12,16 +12,29 @@
  * which ctest reports as skipped, printing the reason.  An argument on the
  * command line runs only the cases whose name contains it.  sleep_ms()
  * and test_now_ms() are the tests' clock.
+ *
+ * Child processes: test_main_children() also takes a table of child roles
+ * { "name", fn }; test_spawn() starts one in a fresh image of the test
+ * binary (fork, then exec of /proc/self/exe "--child" name args...).  Why not a plain
+ * fork: the parent has threads (a blade's, a ctx's keeper), and a fork
+ * copies whatever lock one of them held at that instant.  GCC 12's
+ * libasan takes no allocator locks around fork, so a child of the ASan
+ * build that allocated could wait forever on a lock its parent's keeper
+ * held (seen: test_epoch dead_reader hung 6 runs in 60).  Between fork
+ * and exec the child calls only async-signal-safe functions.
  */
 #ifndef SMART_TEST_H
 #define SMART_TEST_H
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "smart/status.h"
 
@@ -29,6 +42,14 @@ struct test_case {
 	const char *name;
 	void (*fn)(void);
 };
+
+/* A child role a case starts with test_spawn(). */
+struct test_child {
+	const char *name;
+	void (*fn)(char **args);
+};
+
+#define TEST_SPAWN_ARGS 12
 
 #define TEST_FAIL(...)                                                       \
 	do {                                                                 \
@@ -115,11 +136,55 @@ static inline void test_skip(const char *why)
 	exit(77);
 }
 
-static inline int test_main(int argc, char **argv,
-			    const struct test_case *cases)
+/* Start child role `name` with the NULL-ended string args (at most
+ * TEST_SPAWN_ARGS) in a fresh image of this binary; returns its pid (or
+ * -1).  File descriptors without FD_CLOEXEC stay open in it: a pipe's end
+ * goes over as its number.  The child is killed if this thread exits. */
+static inline pid_t test_spawn(const char *name, const char *const *args)
+{
+	const char *argv[TEST_SPAWN_ARGS + 4] = { "test-child", "--child",
+						  name };
+	int n = 3;
+	pid_t pid;
+
+	for (; args && *args; args++) {
+		if (n == TEST_SPAWN_ARGS + 3)
+			TEST_FAIL("test_spawn %s: too many arguments", name);
+		argv[n++] = *args;
+	}
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execv("/proc/self/exe", (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The child side of test_spawn(): run the role; it ends the process. */
+static inline int test_child_run(char **argv,
+				 const struct test_child *children)
+{
+	for (const struct test_child *c = children; c && c->name; c++)
+		if (!strcmp(c->name, argv[2])) {
+			c->fn(argv + 3);
+			fflush(NULL);
+			_exit(0);
+		}
+	fprintf(stderr, "no child role \"%s\"\n", argv[2]);
+	return 2;
+}
+
+static inline int test_main_children(int argc, char **argv,
+				     const struct test_case *cases,
+				     const struct test_child *children)
 {
 	int ran = 0;
 
+	if (argc > 2 && !strcmp(argv[1], "--child"))
+		return test_child_run(argv, children);
 	for (const struct test_case *c = cases; c->name; c++) {
 		if (argc > 1 && !strstr(c->name, argv[1]))
 			continue;
@@ -130,6 +195,12 @@ static inline int test_main(int argc, char **argv,
 	}
 	printf("%d cases passed\n", ran);
 	return ran ? 0 : 1;
+}
+
+static inline int test_main(int argc, char **argv,
+			    const struct test_case *cases)
+{
+	return test_main_children(argc, argv, cases, NULL);
 }
 
 #endif

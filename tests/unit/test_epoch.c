@@ -31,8 +31,8 @@ static uint64_t stat(smart_ctx_t *ctx, enum smart_stat id)
 	return st.c[id];
 }
 
-/* A second ctx on the fixture's blade. */
-static smart_ctx_t *ctx2(struct fixture *f)
+/* A second ctx on the blade at addr, whose id is `blade`. */
+static smart_ctx_t *ctx2_at(const char *addr, uint16_t blade)
 {
 	smart_opts_t *o;
 	smart_ctx_t *c;
@@ -44,9 +44,14 @@ static smart_ctx_t *ctx2(struct fixture *f)
 	smart_opts_destroy(o);
 	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,
 				      sizeof(FIXTURE_SECRET) - 1));
-	CHECK_OK(smart_ctx_connect(c, smart_blade_address(f->blade), &id));
-	CHECK_EQ(id, f->id);
+	CHECK_OK(smart_ctx_connect(c, addr, &id));
+	CHECK_EQ(id, blade);
 	return c;
+}
+
+static smart_ctx_t *ctx2(struct fixture *f)
+{
+	return ctx2_at(smart_blade_address(f->blade), f->id);
 }
 
 /* Retire n fresh 64-byte blocks, then scan until nothing is left or the
@@ -238,33 +243,42 @@ static void test_words(void)
 }
 
 /* A reader in another process, killed inside its section. */
+/* The dead reader's process (test_spawn): args are the blade's address,
+ * its id and the pipe to say "inside" on. */
+static void child_reader(char **args)
+{
+	uint16_t blade = (uint16_t)atoi(args[1]);
+	smart_ctx_t *cc = ctx2_at(args[0], blade);
+	smart_worker_t *r;
+	uint64_t v;
+
+	CHECK_OK(smart_worker_create(cc, &r));
+	CHECK_OK(smart_epoch_enter(r, blade));
+	CHECK_OK(smart_read_sync(r, smart_gaddr(blade, 0), 8, &v));
+	CHECK_EQ(write(atoi(args[2]), "x", 1), 1);
+	for (;;)
+		pause();	/* inside, forever */
+}
+
 static void test_dead_reader(void)
 {
 	struct fixture f;
 	smart_worker_t *w;
+	char id[8], fd[12];
 	int p[2], st;
 	pid_t pid;
 	char c;
 
 	fixture_start(&f, 8 << 20, 2, NULL);
 	CHECK_EQ(pipe(p), 0);
-	fflush(NULL);
-	pid = fork();
+	snprintf(id, sizeof(id), "%u", f.id);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	pid = test_spawn("reader", (const char *[]){
+		smart_blade_address(f.blade), id, fd, NULL });
 	CHECK_GE(pid, 0);
-	if (pid == 0) {
-		smart_ctx_t *cc = ctx2(&f);
-		smart_worker_t *r;
-		uint64_t v;
-
-		CHECK_OK(smart_worker_create(cc, &r));
-		CHECK_OK(smart_epoch_enter(r, f.id));
-		CHECK_OK(smart_read_sync(r, smart_gaddr(f.id, 0), 8, &v));
-		CHECK_EQ(write(p[1], "x", 1), 1);
-		pause();	/* inside, forever */
-		_exit(0);
-	}
 	close(p[1]);
 	CHECK_EQ(read(p[0], &c, 1), 1);
+	close(p[0]);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	CHECK_EQ(retire_and_drain(w, f.id, 10, 100), SMART_ETIMEDOUT);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
@@ -333,7 +347,7 @@ static void test_errors(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
+	return test_main_children(argc, argv, (struct test_case[]){
 		{ "grace", test_grace },
 		{ "busy", test_busy },
 		{ "task_left_inside", test_task_left_inside },
@@ -342,5 +356,7 @@ int main(int argc, char **argv)
 		{ "dead_reader", test_dead_reader },
 		{ "bounded", test_bounded },
 		{ "errors", test_errors },
+		{ 0 } }, (struct test_child[]){
+		{ "reader", child_reader },
 		{ 0 } });
 }
