@@ -17,16 +17,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "smart/bt.h"
 #include "smart/ht.h"
 #include "ycsb.h"
 
-/* title, pct {read, update, insert, rmw}, latest, scans, sweep */
+/* title, pct {read, update, insert, rmw, scan}, latest, scans, sweep */
 const struct ycsb_workload ycsb_workloads[] = {
 	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0, 0 },
 	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0, 0 },
 	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
 	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0, 0 },
-	{ "YCSB-E (95% scan, 5% insert)", { 0, 0, 0, 0 }, 0, 1, 0 },
+	{ "YCSB-E (95% scan of 1..100, 5% insert)", { 0, 0, 5, 0, 95 }, 0, 1,
+	  0 },
 	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0,
 	  0 },
 	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0, 0 },
@@ -45,9 +47,10 @@ _Static_assert(sizeof(wl_names) / sizeof(wl_names[0]) - 1 ==
 
 /* --ds: the structures, built (an adapter) or to come (NULL). */
 static const char *const ds_names[] = { "ht", "bt", NULL };
-static const struct ycsb_ds *const ds_impl[] = { &ycsb_ht, NULL };
+static const struct ycsb_ds *const ds_impl[] = { &ycsb_ht, &ycsb_bt, NULL };
 
-const char *const ycsb_op_names[] = { "read", "update", "insert", "rmw" };
+const char *const ycsb_op_names[] = { "read", "update", "insert", "rmw",
+				      "scan" };
 
 #define Y struct ycsb
 static const struct kit_flag ycsb_flags[] = {
@@ -79,6 +82,9 @@ static const struct kit_flag ycsb_flags[] = {
 		"new keys, of all processes together, a table this run "
 		"creates must grow to hold (it starts sized for --keys and "
 		"splits as they come) [this run's estimate]"),
+	KIT_INT("cache-mb", Y, cache_mb, 0, 1 << 20, "MiB",
+		"bt: index cache of internal nodes per process, 0: none "
+		"[64]"),
 	KIT_END,
 };
 #undef Y
@@ -113,6 +119,7 @@ static void *ycsb_create(struct bench_run *r)
 	y->value_size = 8;
 	y->zipf = 0.99;
 	y->coros = 8;
+	y->cache_mb = 64;
 	atomic_flag_clear(&y->ack_lock);
 	return y;
 }
@@ -126,8 +133,16 @@ static void ycsb_check(void *m, struct bench_run *r)
 	y->w = &ycsb_workloads[y->wl];
 	y->dsi = ds_impl[y->ds];
 	if (!y->dsi)
-		kit_bad(BENCH_TOOL, "ds", NULL, "ds %s is not built yet (only "
-			"ht)", ds_names[y->ds]);
+		kit_bad(BENCH_TOOL, "ds", NULL, "ds %s is not built yet",
+			ds_names[y->ds]);
+	if (y->dsi == &ycsb_bt && (y->key_size > SMART_BT_KEY_MAX ||
+				   y->value_size > SMART_BT_VALUE_MAX))
+		kit_bad(BENCH_TOOL, "value-size", NULL, "bt takes keys of at "
+			"most %d bytes and values of at most %d",
+			SMART_BT_KEY_MAX, SMART_BT_VALUE_MAX);
+	if (y->dsi == &ycsb_bt && y->table)
+		kit_bad(BENCH_TOOL, "table", y->table, "named, shared trees "
+			"are not built yet (--table is ht only)");
 	if (y->w->scans && !y->dsi->scans)
 		kit_bad(BENCH_TOOL, "workload", NULL, "workload %s is not "
 			"supported by %s (no range scans)", wl_names[y->wl],
@@ -530,6 +545,8 @@ static void record_result(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_num(rec, "updates", "%" PRIu64, s->n[OP_UPDATE]);
 	kit_rec_num(rec, "inserts", "%" PRIu64, s->n[OP_INSERT]);
 	kit_rec_num(rec, "rmws", "%" PRIu64, s->n[OP_RMW]);
+	kit_rec_num(rec, "scans", "%" PRIu64, s->n[OP_SCAN]);
+	kit_rec_num(rec, "scanned_entries", "%" PRIu64, s->scanned);
 	kit_rec_num(rec, "errors", "%" PRIu64, s->errors);
 	kit_rec_str(rec, "first_error", s->errors ?
 		    smart_status_name(s->first_err) : "");
@@ -570,7 +587,8 @@ static void record_env(const struct ycsb *y, const struct bench_run *r,
 static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 {
 	static const char *const keys[OP__N] = { "rt_read", "rt_update",
-						  "rt_insert", "rt_rmw" };
+						  "rt_insert", "rt_rmw",
+						  "rt_scan" };
 	const struct ycsb_result *s = &y->res;
 	int k;
 

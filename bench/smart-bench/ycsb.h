@@ -29,7 +29,15 @@
 
 #define YCSB_ACK_WINDOW	(1u << 16)	/* D: inserts in flight, max */
 
-enum ycsb_op { OP_READ, OP_UPDATE, OP_INSERT, OP_RMW, OP__N };
+enum ycsb_op { OP_READ, OP_UPDATE, OP_INSERT, OP_RMW, OP_SCAN, OP__N };
+
+#define YCSB_SCAN_MAX	100	/* E: scans of 1..100 entries (YCSB's default) */
+
+/* One entry a scan returned (pointing into the task's scan buffer). */
+struct ycsb_kv {
+	const void *key, *val;
+	size_t klen, vlen;
+};
 
 /* A workload: percentages of each op, and the read key chooser. */
 struct ycsb_workload {
@@ -68,6 +76,11 @@ struct ycsb_ds {
 		      size_t klen, const void *val, size_t vlen);
 	int (*update)(void *h, smart_worker_t *w, const char *key,
 		      size_t klen, const void *val, size_t vlen);
+	/* At most max entries from key on, ascending, into kv[] with their
+	 * bytes in buf (cap); *n says how many (NULL when no scans). */
+	int (*scan)(void *h, smart_worker_t *w, const char *key, size_t klen,
+		    unsigned max, struct ycsb_kv *kv, void *buf, size_t cap,
+		    unsigned *n);
 	/* The structure's own figures at the end of a run: fields added to
 	 * rec and one line of the table ("" for none). */
 	void (*report)(void *h, smart_worker_t *w, struct kit_rec *rec,
@@ -77,7 +90,7 @@ struct ycsb_ds {
 	int (*drop)(void *h, smart_worker_t *w);
 };
 
-extern const struct ycsb_ds ycsb_ht;
+extern const struct ycsb_ds ycsb_ht, ycsb_bt;
 
 struct ycsb_thread {
 	struct ycsb *y;
@@ -88,13 +101,14 @@ struct ycsb_thread {
 	uint64_t rt[OP__N], rt_alloc[OP__N];
 	uint64_t max_cycles;	/* the slowest op (every op is timed) */
 	uint64_t errors, vfail;
+	uint64_t scanned;		/* E: entries the scans returned */
 	int first_err;
 	smart_hist_t hist;	/* op latency in cycles (sampled) */
 	int rc;
 };
 
 struct ycsb_result {
-	uint64_t ops, n[OP__N], errors, vfail;
+	uint64_t ops, n[OP__N], errors, vfail, scanned;
 	int first_err;
 	double mops, retries_per_op, rdma_ops_per_op, bytes_per_op;
 	double rt_per_op, alloc_rt_per_op, rt[OP__N];	/* rt[k]: per op k */
@@ -119,6 +133,7 @@ struct ycsb {
 	const char *table;		/* --table: a named, shared table */
 	int no_preload, drop;
 	uint64_t insert_room;		/* --insert-room (0: estimated) */
+	int cache_mb;			/* --cache-mb: bt's index cache */
 	/* the run */
 	int joined;			/* the table existed: opened, not made */
 	int client;			/* this process's id for new keys */

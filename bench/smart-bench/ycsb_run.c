@@ -36,6 +36,8 @@ struct ycsb_task {
 	struct op_meter m;
 	char key[256];
 	uint8_t *val, *rval;
+	struct ycsb_kv *kv;	/* E: a scan's entries and their bytes */
+	uint8_t *sbuf;
 };
 
 /* ---- keys and values ---- */
@@ -90,15 +92,22 @@ static void value_make(struct ycsb_task *t, unsigned size)
 	memcpy(t->val + n, &crc, 4);
 }
 
-static int value_ok(const struct ycsb_task *t, size_t len, unsigned size)
+static int kv_ok(const void *key, size_t klen, const uint8_t *v, size_t len,
+		 unsigned size)
 {
 	uint32_t crc;
 
 	if (len != size)
 		return 0;
-	memcpy(&crc, t->rval + size - 4, 4);
-	return crc == value_crc(t->key, strlen(t->key), t->rval, size - 4);
+	memcpy(&crc, v + size - 4, 4);
+	return crc == value_crc(key, klen, v, size - 4);
 }
+
+static int value_ok(const struct ycsb_task *t, size_t len, unsigned size)
+{
+	return kv_ok(t->key, strlen(t->key), t->rval, len, size);
+}
+
 
 /* ---- key choice ---- */
 
@@ -180,6 +189,43 @@ static int op_insert_new(struct ycsb *y, smart_worker_t *w,
 	return rc;
 }
 
+/* E: a scan of 1..YCSB_SCAN_MAX entries from an existing key.  The
+ * check: new keys ("u<client>-...") sort before every preloaded one
+ * ("user..."), and no key is ever deleted, so the entries must be exactly
+ * the preloaded keys k, k+1, ... (as many as asked, or up to the last),
+ * each value whole and written for its key.  A miss, a duplicate, a key
+ * out of order or a torn value is a validation failure. */
+static int op_scan(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t)
+{
+	unsigned max = 1 + (unsigned)smart_rng_below(&t->rng, YCSB_SCAN_MAX);
+	uint64_t k = key_existing(y, &t->rng);
+	unsigned n = 0, i, want;
+	size_t kl = (size_t)y->key_size;
+	char key[256];
+	int rc;
+
+	key_render(y, k, t->key);
+	rc = y->dsi->scan(y->h, w, t->key, kl, max, t->kv, t->sbuf,
+			  (size_t)YCSB_SCAN_MAX * (kl + (size_t)y->value_size),
+			  &n);
+	if (rc)
+		return rc;
+	want = y->keys - k < max ? (unsigned)(y->keys - k) : max;
+	if (n != want)
+		t->th->vfail++;
+	for (i = 0; i < n && n == want; i++) {
+		key_render(y, k + i, key);
+		if (t->kv[i].klen != kl || memcmp(t->kv[i].key, key, kl) ||
+		    !kv_ok(key, kl, t->kv[i].val, t->kv[i].vlen,
+			   (unsigned)y->value_size)) {
+			t->th->vfail++;
+			break;
+		}
+	}
+	t->th->scanned += n;
+	return 0;
+}
+
 static enum ycsb_op op_pick(const struct ycsb_workload *wl, smart_rng_t *r)
 {
 	int x = (int)smart_rng_below(r, 100), i;
@@ -207,6 +253,8 @@ static int op_one(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
 		return op_write(y, w, t, key_existing(y, &t->rng), 0);
 	case OP_INSERT:
 		return op_insert_new(y, w, t);
+	case OP_SCAN:
+		return op_scan(y, w, t);
 	default:
 		k = key_existing(y, &t->rng);
 		rc = op_read(y, w, t, k);
@@ -328,6 +376,13 @@ static int tasks_init(struct ycsb_thread *th, struct ycsb_task *tasks)
 		tasks[i].rval = malloc((size_t)y->value_size + 64);
 		if (!tasks[i].val || !tasks[i].rval)
 			return SMART_ENOMEM;
+		if (!y->w->scans)
+			continue;
+		tasks[i].kv = calloc(YCSB_SCAN_MAX, sizeof(*tasks[i].kv));
+		tasks[i].sbuf = malloc((size_t)YCSB_SCAN_MAX *
+				       (size_t)(y->key_size + y->value_size));
+		if (!tasks[i].kv || !tasks[i].sbuf)
+			return SMART_ENOMEM;
 	}
 	return 0;
 }
@@ -339,6 +394,8 @@ static void tasks_free(struct ycsb_task *tasks, int n)
 	for (i = 0; tasks && i < n; i++) {
 		free(tasks[i].val);
 		free(tasks[i].rval);
+		free(tasks[i].kv);
+		free(tasks[i].sbuf);
 	}
 	free(tasks);
 }
@@ -427,6 +484,7 @@ static void result_fill(struct ycsb *y)
 			r->n[k] += y->t[i].ops[k];
 		r->errors += y->t[i].errors;
 		r->vfail += y->t[i].vfail;
+		r->scanned += y->t[i].scanned;
 		if (y->t[i].errors && !r->first_err)
 			r->first_err = y->t[i].first_err;
 		if (y->t[i].rc && !r->first_err)

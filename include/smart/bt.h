@@ -53,6 +53,14 @@ struct smart_bt_config {
 	/* Lock words in each blade's global lock table: a power of two;
 	 * default 65536 (512 KiB per blade). */
 	unsigned locks;
+	/* This process's caches, not the tree's (read by create and
+	 * smart_bt_open_cfg): bytes of internal-node copies, the index
+	 * cache (default 16 MiB; 0: none), and slots of the speculative
+	 * lookup cache, key -> leaf entry, 16 bytes each (default 65536;
+	 * 0: none; used only with the SpecLookup technique on).  Both are
+	 * rounded down to powers of two. */
+	size_t cache_bytes;
+	unsigned spec_entries;
 };
 
 /* Counters of one tree object (this process's view); paths taken. */
@@ -63,9 +71,13 @@ struct smart_bt_stats {
 	uint64_t move_rights;		/* B-link sibling chases */
 	uint64_t lock_retries;		/* failed remote lock CASes */
 	uint64_t handovers;		/* locks passed on without a CAS */
+	uint64_t cache_hits, cache_misses;	/* index cache lookups */
+	uint64_t cache_drops;		/* stale internal nodes dropped */
+	uint64_t spec_hits, spec_misses;	/* speculative reads */
 };
 
-/* Defaults: home blade, 16-byte keys and values, 1 KiB nodes. */
+/* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches
+ * above. */
 void smart_bt_config_init(struct smart_bt_config *cfg);
 
 /* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
@@ -74,9 +86,12 @@ void smart_bt_config_init(struct smart_bt_config *cfg);
 int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_bt_config *cfg, smart_bt_t **out);
 
-/* Open the tree of root entry root_idx (SMART_ENOENT: none there). */
+/* Open the tree of root entry root_idx (SMART_ENOENT: none there), with
+ * default caches, or with cfg's (only its cache fields are read). */
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  smart_bt_t **out);
+int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		      const struct smart_bt_config *cfg, smart_bt_t **out);
 
 /* The maxima the tree was created with. */
 unsigned smart_bt_key_max(const smart_bt_t *t);

@@ -300,12 +300,55 @@ static void test_torn_node(void)
 
 	node = one_leaf(&wd, &root);
 	/* the first entry's value byte: "1" -> "2", the CRC left as it was */
-	node[32 + 24 + 4 + 12] = '2';
+	node[32 + 24 + 8 + 12] = '2';
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
 		 SMART_ERETRY);
 	CHECK_OK(smart_bt_stats(wd.t, &st));
 	CHECK_GE(st.crc_retries, 100000);
+	smart_buf_free(wd.w, node);
+	world_stop(&wd);
+}
+
+/* A speculative lookup trusts a lone entry only when it checks: a slot
+ * now holding another key is not taken for ours (the key check), and an
+ * entry whose own crc fails, in a node whose crc was made to pass (a
+ * buggy writer), is refused on both paths (SMART_EPROTO). */
+static void test_spec_verify(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *r;
+	uint64_t root;
+	uint8_t *node;
+	char v[16];
+	size_t n;
+
+	node = one_leaf(&wd, &root);
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &r));
+	CHECK_OK(smart_bt_search(r, wd.w, "a", 1, v, sizeof(v), &n));
+	CHECK_OK(smart_bt_search(r, wd.w, "a", 1, v, sizeof(v), &n));
+	CHECK_OK(smart_bt_stats(r, &st));
+	CHECK_EQ(st.spec_hits, 1);	/* r remembers "a"'s slot */
+	/* another object moves "b" into that slot */
+	CHECK_OK(smart_bt_delete(wd.t, wd.w, "a", 1));
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "b", 1, "2", 1));
+	CHECK_EQ(smart_bt_search(r, wd.w, "a", 1, v, sizeof(v), &n),
+		 SMART_ENOENT);
+	CHECK_OK(smart_bt_search(r, wd.w, "b", 1, v, sizeof(v), &n));
+	CHECK(n == 1 && v[0] == '2');
+	/* b's value byte changed and the node's crc made to match: the
+	 * entry's own crc does not */
+	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	CHECK_EQ(node[32 + 24 + 8], 'b');
+	node[32 + 24 + 8 + 12] = '3';
+	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
+	CHECK_EQ(smart_bt_search(r, wd.w, "b", 1, v, sizeof(v), &n),
+		 SMART_EPROTO);
+	CHECK_OK(smart_bt_stats(r, &st));
+	CHECK_GE(st.spec_misses, 2);
+	smart_bt_close(r);
 	smart_buf_free(wd.w, node);
 	world_stop(&wd);
 }
@@ -340,16 +383,39 @@ static void test_stale_root(void)
 	world_stop(&wd);
 }
 
-/* Round trips per operation, counted (not timed), one client: a search
- * reads one node per level; a write reads the internal levels, takes the
- * lock (one CAS), reads the leaf under it, and writes the entry back with
- * the unlock in one chain. */
+static uint64_t bytes_read(smart_ctx_t *ctx)
+{
+	smart_stats_t st;
+
+	CHECK_OK(smart_stats_snapshot(ctx, &st));
+	return st.c[SMART_STAT_BYTES_READ];
+}
+
+/* Round trips and bytes of one op on t, counted (not timed). */
+#define COUNT(wd, t, call, rt, by)                                           \
+	do {                                                                 \
+		uint64_t rt0_ = smart_task_round_trips((wd)->w, NULL);       \
+		uint64_t by0_ = bytes_read((wd)->f.ctx);                     \
+		CHECK_OK(call);                                              \
+		(rt) = smart_task_round_trips((wd)->w, NULL) - rt0_;         \
+		(by) = bytes_read((wd)->f.ctx) - by0_;                       \
+	} while (0)
+
+/* Round trips per operation, counted (not timed), one client.  Without
+ * caches a search reads one node per level; a write reads the internal
+ * levels, takes the lock (one CAS), reads the leaf under it, and writes
+ * the entry back with the unlock in one chain.  With a warm index cache
+ * the internal levels cost nothing; a speculative lookup reads one entry
+ * (one round trip, leaf_ent bytes), and when the entry it remembered
+ * moved (a split) it pays one more round trip, then remembers again. */
 static void test_round_trips(void)
 {
+	struct smart_bt_config c;
 	struct smart_bt_stats st;
 	struct world wd;
+	smart_bt_t *cold;
 	char k[16], v[16];
-	uint64_t rt;
+	uint64_t rt, by, spec_by;
 	size_t n;
 	unsigned i;
 
@@ -360,21 +426,63 @@ static void test_round_trips(void)
 	}
 	CHECK_OK(smart_bt_stats(wd.t, &st));
 	CHECK_GE(st.height, 3);
+	/* no caches */
+	smart_bt_config_init(&c);
+	c.cache_bytes = 0;
+	c.spec_entries = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &cold));
 	key_of(k, 1234);
-	rt = smart_task_round_trips(wd.w, NULL);
-	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v), &n));
-	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height);
-	rt = smart_task_round_trips(wd.w, NULL);
-	CHECK_OK(smart_bt_update(wd.t, wd.w, k, strlen(k), "u", 1));
-	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height + 2);
-	rt = smart_task_round_trips(wd.w, NULL);
-	CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
-	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height + 2);
-	rt = smart_task_round_trips(wd.w, NULL);
-	CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "i", 1));
-	CHECK_EQ(smart_task_round_trips(wd.w, NULL) - rt, st.height + 2);
-	printf("height %u: search %u, update/delete/insert %u round trips\n",
-	       st.height, st.height, st.height + 2);
+	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), rt, by);
+	CHECK_EQ(rt, st.height);
+	CHECK_EQ(by, 512 * st.height);
+	COUNT(&wd, cold, smart_bt_update(cold, wd.w, k, strlen(k), "u", 1),
+	      rt, by);
+	CHECK_EQ(rt, st.height + 2);
+	COUNT(&wd, cold, smart_bt_delete(cold, wd.w, k, strlen(k)), rt, by);
+	CHECK_EQ(rt, st.height + 2);
+	COUNT(&wd, cold, smart_bt_insert(cold, wd.w, k, strlen(k), "i", 1),
+	      rt, by);
+	CHECK_EQ(rt, st.height + 2);
+	printf("no caches, height %u: search %u, update/delete/insert %u "
+	       "round trips\n", st.height, st.height, st.height + 2);
+	smart_bt_close(cold);
+	/* warm: wd.t cached the internal nodes it read and wrote */
+	key_of(k, 2345);
+	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), rt, by);
+	CHECK_LE(rt, 2);	/* its remembered entry may have moved */
+	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), rt, by);
+	CHECK_EQ(rt, 1);
+	CHECK_LE(by, 40);	/* one entry: 8 + 12 + 12 bytes, rounded */
+	spec_by = by;
+	CHECK(n == 9 && !memcmp(v, k, 9));
+	COUNT(&wd, wd.t, smart_bt_update(wd.t, wd.w, k, strlen(k), "w", 1),
+	      rt, by);
+	CHECK_EQ(rt, 3);	/* lock, leaf, write-back + unlock */
+	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), rt, by);
+	CHECK(rt == 1 && n == 1 && v[0] == 'w');
+	/* a key never looked up: the leaf, through cached parents */
+	key_of(k, 17);
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &cold));
+	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), rt, by);
+	CHECK_EQ(rt, st.height);	/* it fills its cache... */
+	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), rt, by);
+	CHECK(rt == 1 && by == 512);	/* ...and then reads the leaf only */
+	CHECK_OK(smart_bt_stats(cold, &st));
+	CHECK_GT(st.cache_hits, 0);
+	smart_bt_close(cold);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_GT(st.spec_hits, 0);
+	printf("warm: search 1 round trip (%" PRIu64 " bytes), update 3; "
+	       "index cache only: search 1 (%" PRIu64 " bytes)\n", spec_by,
+	       by);
 	world_stop(&wd);
 }
 
@@ -618,6 +726,7 @@ int main(int argc, char **argv)
 		{ "round_trips", test_round_trips },
 		{ "corrupt_node", test_corrupt_node },
 		{ "torn_node", test_torn_node },
+		{ "spec_verify", test_spec_verify },
 		{ "stale_root", test_stale_root },
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },

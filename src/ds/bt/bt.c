@@ -19,6 +19,8 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	cfg->val_max = 16;
 	cfg->node_size = 1024;
 	cfg->locks = 65536;
+	cfg->cache_bytes = (size_t)16 << 20;
+	cfg->spec_entries = 65536;
 }
 
 static unsigned align8(unsigned x)
@@ -82,10 +84,10 @@ static int meta_valid(const struct bt_meta *m)
 	return 1;
 }
 
-/* The local object for descriptor m (at maddr). */
+/* The local object for descriptor m (at maddr), with cfg's caches. */
 static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 		    smart_gaddr_t maddr, uint16_t home, unsigned root_idx,
-		    smart_bt_t **out)
+		    const struct smart_bt_config *cfg, smart_bt_t **out)
 {
 	smart_ctx_t *ctx = smart_worker_ctx(w);
 	smart_bt_t *t = calloc(1, sizeof(*t));
@@ -97,6 +99,7 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 	t->home = home;
 	t->root_idx = root_idx;
 	t->meta = maddr;
+	t->salt = (uint32_t)(maddr ^ maddr >> 32);
 	t->node_size = m->node_size;
 	t->key_max = m->key_max;
 	t->val_max = m->val_max;
@@ -110,6 +113,9 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 	}
 	if (!rc && !geometry(t))
 		rc = SMART_EINVAL;
+	if (!rc)
+		rc = smart__bt_cache_init(t, cfg->cache_bytes,
+					  cfg->spec_entries);
 	if (rc) {
 		free(t);
 		return rc;
@@ -229,7 +235,7 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (!rc)
 		rc = smart_alloc(w, blade, sizeof(m), &maddr);
 	if (!rc)
-		rc = tree_new(w, &m, maddr, blade, root_idx, &t);
+		rc = tree_new(w, &m, maddr, blade, root_idx, cfg, &t);
 	if (!rc)
 		rc = smart__bt_node_alloc(t, w, 0, &m.root);
 	if (!rc)
@@ -254,12 +260,23 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  smart_bt_t **out)
 {
+	return smart_bt_open_cfg(w, blade, root_idx, NULL, out);
+}
+
+int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		      const struct smart_bt_config *cfg, smart_bt_t **out)
+{
+	struct smart_bt_config def;
 	struct bt_meta m;
 	uint64_t maddr;
 	int rc;
 
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
 		return SMART_EINVAL;
+	if (!cfg) {
+		smart_bt_config_init(&def);
+		cfg = &def;
+	}
 	rc = smart_root_get(w, blade, root_idx, &maddr);
 	if (rc)
 		return rc;
@@ -269,7 +286,7 @@ int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	rc = meta_io(w, maddr, &m, 0);
 	if (rc == SMART_EREMOTE || (!rc && !meta_valid(&m)))
 		return SMART_ENOENT;	/* not a tree (or not ours) */
-	return rc ? rc : tree_new(w, &m, maddr, blade, root_idx, out);
+	return rc ? rc : tree_new(w, &m, maddr, blade, root_idx, cfg, out);
 }
 
 unsigned smart_bt_key_max(const smart_bt_t *t)
@@ -295,11 +312,18 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->move_rights = atomic_load(&t->move_rights);
 	out->lock_retries = atomic_load(&t->lock_retries);
 	out->handovers = atomic_load(&t->handovers);
+	out->cache_hits = atomic_load(&t->cache_hits);
+	out->cache_misses = atomic_load(&t->cache_misses);
+	out->cache_drops = atomic_load(&t->cache_drops);
+	out->spec_hits = atomic_load(&t->spec_hits);
+	out->spec_misses = atomic_load(&t->spec_misses);
 	return 0;
 }
 
 int smart_bt_close(smart_bt_t *t)
 {
+	if (t)
+		smart__bt_cache_fini(t);
 	free(t);
 	return 0;
 }

@@ -46,10 +46,19 @@ struct smart_bt {
 	unsigned ent_off;	/* first entry */
 	unsigned leaf_ent, inner_ent;	/* entry sizes */
 	unsigned leaf_cap, inner_cap;	/* entries per node */
+	uint32_t salt;		/* seeds entry crcs: this tree's */
+	/* bt_cache.c: the index cache (cslot-byte slots) and the
+	 * speculative one; NULL when off */
+	uint8_t *cache;
+	size_t cslot;
+	uint64_t cmask, smask;
+	struct bt_spec *spec;
 	_Atomic uint64_t root;	/* cached root node */
 	_Atomic uint64_t rng;	/* for picking blades */
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
+	_Atomic uint64_t cache_hits, cache_misses, cache_drops, spec_hits,
+		spec_misses;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -122,6 +131,25 @@ int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
 void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level);
 int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		      size_t klen, struct bt_node *n, smart_gaddr_t *out);
+
+/* bt_cache.c: the caches (sizes rounded down to powers of two; 0: off);
+ * get copies the cached node at a into n (1) or misses (0); put caches an
+ * internal node; drop forgets a (a stale parent). */
+int smart__bt_cache_init(smart_bt_t *t, size_t cache_bytes,
+			 unsigned spec_entries);
+void smart__bt_cache_fini(smart_bt_t *t);
+int smart__bt_cache_get(smart_bt_t *t, smart_gaddr_t a, struct bt_node *n);
+void smart__bt_cache_put(smart_bt_t *t, smart_gaddr_t a,
+			 const struct bt_node *n);
+void smart__bt_cache_drop(smart_bt_t *t, smart_gaddr_t a);
+/* A key's 64-bit hash (never 0); the leaf entry address cached for it (0:
+ * none); cache one (entry 0: forget). */
+uint64_t smart__bt_key_hash(const void *key, size_t klen);
+smart_gaddr_t smart__bt_spec_get(smart_bt_t *t, uint64_t h);
+void smart__bt_spec_put(smart_bt_t *t, uint64_t h, smart_gaddr_t entry);
+/* Set a leaf entry's crc; does a lone entry check (crc, lengths)? */
+void smart__bt_ent_seal(const smart_bt_t *t, struct bt_leaf_ent *e);
+int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
 
 /* bt_lock.c: lock the node at a (local queue, then the remote word);
  * unlock posts the release after whatever the caller posted (one chain:

@@ -2,7 +2,7 @@
  * Smart-BT remote layouts (docs/bt.md §2).  Everything here lives in blade
  * memory and is shared by every compute process: sizes and offsets are
  * fixed by _Static_assert, fields are little-endian host words.  Layout
- * version 1.
+ * version 2 (1 had no entry crc).
  *
  * Invariants:
  * - A node covers the keys in [low fence, high fence) (BT_F_LOW_INF /
@@ -16,6 +16,10 @@
  *   reader accepts a node only when the crc matches what it read, so a
  *   READ torn by a concurrent writer (rule 4: only 8-byte words are
  *   atomic) is retried, and passes by chance with probability 2^-32.
+ * - A leaf entry carries its own crc (CRC-32C of the entry without it,
+ *   seeded with the tree's descriptor address), so that a speculative
+ *   lookup can trust one entry read alone (docs/bt.md §6); entries are
+ *   copied whole, crc and all, when a split moves them.
  * - Leaf entries are unsorted (klen 0 = free); internal entries are sorted
  *   and `count` of them are used; child i covers [key i, key i+1), and
  *   `leftmost` covers [low fence, key 0).
@@ -31,7 +35,7 @@
 #include "smart/bt.h"
 
 #define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
-#define BT_VERSION		1u
+#define BT_VERSION		2u
 
 /* Tree descriptor on the home blade; its root entry points here. */
 struct bt_meta {
@@ -70,11 +74,12 @@ struct bt_node_hdr {
 _Static_assert(sizeof(struct bt_node_hdr) == 32, "bt_node_hdr size");
 _Static_assert(offsetof(struct bt_node_hdr, sibling) == 16, "hdr sibling");
 
-/* Leaf entry: klen (0 = free) | vlen | key[key_max] | val[val_max], rounded
- * up to 8 bytes.  Internal entry: child | klen | key[key_max], rounded up
- * to 8. */
+/* Leaf entry: klen (0 = free) | vlen | crc | key[key_max] |
+ * val[val_max], rounded up to 8 bytes.  Internal entry: child | klen |
+ * key[key_max], rounded up to 8. */
 struct bt_leaf_ent {
 	uint16_t klen, vlen;
+	uint32_t crc;		/* of the entry's other bytes; 0 when free */
 	uint8_t kv[];
 };
 struct bt_inner_ent {
@@ -83,7 +88,8 @@ struct bt_inner_ent {
 	uint8_t key[];
 };
 _Static_assert(offsetof(struct bt_inner_ent, key) == 10, "inner key");
-_Static_assert(offsetof(struct bt_leaf_ent, kv) == 4, "leaf kv");
+_Static_assert(offsetof(struct bt_leaf_ent, crc) == 4, "leaf crc");
+_Static_assert(offsetof(struct bt_leaf_ent, kv) == 8, "leaf kv");
 
 #define BT_NODE_MIN	512u
 #define BT_NODE_MAX	65536u

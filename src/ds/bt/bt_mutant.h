@@ -36,4 +36,18 @@
 #define SMART_M_BT_NO_LOCK 0
 #endif
 
+/* a leaf entry read alone is trusted whatever its crc says */
+#ifdef SMART_MUTANT_BT_NO_ENT_CRC
+#define SMART_M_BT_NO_ENT_CRC 1
+#else
+#define SMART_M_BT_NO_ENT_CRC 0
+#endif
+
+/* a speculative read is trusted without checking it holds our key */
+#ifdef SMART_MUTANT_BT_NO_SPEC_KEY
+#define SMART_M_BT_NO_SPEC_KEY 1
+#else
+#define SMART_M_BT_NO_SPEC_KEY 0
+#endif
+
 #endif

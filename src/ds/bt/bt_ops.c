@@ -55,29 +55,54 @@ static int root_reload(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
 	return rc;
 }
 
+/* The node at a, expected at level `hint` (-1: unknown): an internal
+ * node from the index cache when it is there, else from its blade (and
+ * then cached if internal).  *hit says which. */
+static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		    int hint, struct bt_node *n, int *hit)
+{
+	int rc;
+
+	*hit = hint && smart__bt_cache_get(t, a, n);
+	if (*hit)
+		return 0;
+	rc = smart__bt_read(t, w, a, n);
+	if (!rc && n->h.level)
+		smart__bt_cache_put(t, a, n);
+	return rc;
+}
+
 /* From the root down to the node of `level` covering key: its address in
  * *out and its content in n; path[l] gets the node passed at each level
  * above (0 where the walk started below it).  unread: a writer, who will
  * read the node again under its lock, wants only its address: taken from
- * the parent, the node itself is not read (n holds the parent then). */
+ * the parent, the node itself is not read (n holds the parent then).
+ * Internal nodes come from the index cache when they are there; a cached
+ * parent that sent us to a node not covering the key is stale (it split
+ * since): dropped, so that the next walk reads it fresh. */
 static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		   size_t klen, unsigned level, int unread, struct bt_node *n,
 		   smart_gaddr_t *out, smart_gaddr_t *path)
 {
-	smart_gaddr_t a = atomic_load(&t->root);
+	smart_gaddr_t a = atomic_load(&t->root), stale = 0;
 	unsigned steps = 0, restarts = 0;
-	int rc, c;
+	int rc, c, hit, hint = -1;
 
 	memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
-	rc = smart__bt_read(t, w, a, n);
+	rc = node_get(t, w, a, hint, n, &hit);
 	while (!rc) {
 		if (++steps > 1000000)
 			return SMART_EPROTO;	/* a cycle: not a tree */
 		c = smart__bt_fence_cmp(t, n, key, klen);
+		if (c && stale) {
+			smart__bt_cache_drop(t, stale);
+			stale = 0;
+		}
 		if (c > 0 && n->h.sibling) {
 			atomic_fetch_add_explicit(&t->move_rights, 1,
 						  memory_order_relaxed);
 			a = n->h.sibling;
+			hint = n->h.level;
 		} else if (c != 0 || n->h.level < level) {
 			/* started too low or off the key's path (a stale
 			 * root), or the level asked for has no root above
@@ -87,9 +112,12 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 				return SMART_EPROTO;
 			if (restarts > 1)
 				smart_task_yield(w);
+			if (hit)
+				smart__bt_cache_drop(t, a);
 			rc = root_reload(t, w, &a);
 			if (rc)
 				return rc;
+			hint = -1;
 			memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
 		} else if (n->h.level == level) {
 			*out = a;
@@ -98,13 +126,15 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 			path[n->h.level] = a;
 			if ((unsigned)n->h.level + 1 > atomic_load(&t->height))
 				atomic_store(&t->height, n->h.level + 1u);
+			stale = hit ? a : 0;
+			hint = n->h.level - 1;
 			a = child_of(t, n, key, klen);
 			if (unread && n->h.level == level + 1) {
 				*out = a;
 				return 0;
 			}
 		}
-		rc = smart__bt_read(t, w, a, n);
+		rc = node_get(t, w, a, hint, n, &hit);
 	}
 	return rc;
 }
@@ -176,6 +206,7 @@ static void leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 	memcpy(e->kv, key, klen);
 	if (vlen)
 		memcpy(e->kv + t->key_max, val, vlen);
+	smart__bt_ent_seal(t, e);
 }
 
 /* ---- splits ------------------------------------------------------------- */
@@ -202,7 +233,14 @@ static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	smart__bt_seal(t, x);
 	if (!rc)
 		rc = smart__bt_post_node(t, w, xa, x);
-	return smart__bt_unlock(t, w, xa, rc);
+	rc = smart__bt_unlock(t, w, xa, rc);
+	if (!rc) {
+		/* what we wrote is the truth now: keep the index cache's
+		 * copies of internal nodes fresh */
+		smart__bt_cache_put(t, na, nn);
+		smart__bt_cache_put(t, xa, x);
+	}
+	return rc;
 }
 
 /* Split the locked, full leaf x (at xa) adding (key, val); on return x is
@@ -298,8 +336,11 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			  s->right);
 		x->h.count++;
 		smart__bt_seal(t, x);
-		return smart__bt_unlock(t, w, xa,
-					smart__bt_post_node(t, w, xa, x));
+		rc = smart__bt_unlock(t, w, xa,
+				      smart__bt_post_node(t, w, xa, x));
+		if (!rc)
+			smart__bt_cache_put(t, xa, x);
+		return rc;
 	}
 	rc = smart__bt_node_alloc(t, w, x->h.level, &na);
 	if (rc)
@@ -365,6 +406,7 @@ static int new_root(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		return 1;
 	}
 	if (!rc) {
+		smart__bt_cache_put(t, ra, r);
 		atomic_store(&t->root, ra);
 		atomic_store(&t->height, level + 2);
 		atomic_fetch_add_explicit(&t->root_splits, 1,
@@ -381,7 +423,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		     struct bt_node *nn, uint8_t *tmp)
 {
 	struct sep up;
-	smart_gaddr_t pa;
+	smart_gaddr_t pa, want;
 	int rc, split;
 
 	for (;;) {
@@ -398,9 +440,12 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			if (rc)
 				return rc;
 		}
+		want = pa;
 		rc = lock_covering(t, w, s->key, s->klen, &pa, n);
 		if (rc)
 			return rc;
+		if (pa != want && level + 2 < BT_HEIGHT_MAX)
+			smart__bt_cache_drop(t, path[level + 2]);
 		was_root = bt_is_root(n);
 		rc = inner_insert(t, w, pa, n, nn, tmp, s, &up, &split);
 		if (rc || !split)
@@ -440,11 +485,23 @@ static int op_bufs(smart_bt_t *t, smart_worker_t *w, struct bt_node **n,
 	return 0;
 }
 
+static int spec_on(const smart_bt_t *t, smart_worker_t *w)
+{
+	return t->spec && smart_ctx_technique(smart_worker_ctx(w),
+					      SMART_TECH_SPEC_LOOKUP);
+}
+
+static smart_gaddr_t ent_addr(const smart_bt_t *t, smart_gaddr_t leaf,
+			      unsigned i)
+{
+	return smart_gaddr_add(leaf, t->ent_off + (uint64_t)i * t->leaf_ent);
+}
+
 static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		    const void *key, size_t klen, const void *val,
 		    size_t vlen)
 {
-	smart_gaddr_t path[BT_HEIGHT_MAX], a;
+	smart_gaddr_t path[BT_HEIGHT_MAX], a = 0, want;
 	struct bt_node *n, *nn;
 	struct sep s;
 	size_t mark;
@@ -457,10 +514,13 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	rc = op_bufs(t, w, &n, &nn, &tmp);
 	if (!rc)
 		rc = descend(t, w, key, klen, 0, 1, n, &a, path);
+	want = a;
 	if (!rc)
 		rc = lock_covering(t, w, key, klen, &a, n);
 	if (rc)
 		goto out;
+	if (a != want)
+		smart__bt_cache_drop(t, path[1]);	/* a stale parent */
 	i = leaf_find(t, n, key, klen, &f);
 	if ((kind == BT_INSERT && i >= 0) ||
 	    ((kind == BT_UPDATE || kind == BT_DELETE) && i < 0)) {
@@ -487,6 +547,10 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	smart__bt_seal(t, n);
 	rc = smart__bt_unlock(t, w, a, smart__bt_post_entry(t, w, a, n,
 							    (unsigned)i));
+	if (!rc && spec_on(t, w))
+		smart__bt_spec_put(t, smart__bt_key_hash(key, klen),
+				   kind == BT_DELETE ? 0 :
+				   ent_addr(t, a, (unsigned)i));
 out:
 	smart_scratch_release(w, mark);
 	return rc;
@@ -516,11 +580,56 @@ int smart_bt_delete(smart_bt_t *t, smart_worker_t *w, const void *key,
 	return write_op(t, w, BT_DELETE, key, key_len, NULL, 0);
 }
 
+/* Copy entry e's value out for a search. */
+static int value_out(const smart_bt_t *t, const struct bt_leaf_ent *e,
+		     void *buf, size_t cap, size_t *val_len)
+{
+	*val_len = e->vlen;
+	if (e->vlen > cap)
+		return SMART_ERANGE;
+	if (e->vlen)
+		memcpy(buf, e->kv + t->key_max, e->vlen);
+	return 0;
+}
+
+/* Speculative lookup: read only the entry cached for the key (one small
+ * READ instead of a 1 KiB leaf) and trust it if it checks alone (its crc)
+ * and holds the key.  Why that is the key's value now: an entry holds
+ * a key only in the leaf that covers it (a split clears the slots it
+ * moves in the same write that narrows the leaf), and a whole entry,
+ * checked, was written at once by the key's writer.  1: answered; 0: go
+ * the long way (the cached address is forgotten); < 0: an error. */
+static int spec_search(smart_bt_t *t, smart_worker_t *w, uint64_t h,
+		       const void *key, size_t klen, struct bt_leaf_ent *e,
+		       void *buf, size_t cap, size_t *val_len)
+{
+	smart_gaddr_t ea = smart__bt_spec_get(t, h);
+	int rc;
+
+	if (!ea)
+		return 0;
+	rc = smart_read_sync(w, ea, t->leaf_ent, e);
+	if (rc)
+		return rc;
+	if (smart__bt_ent_ok(t, e) &&
+	    (SMART_M_BT_NO_SPEC_KEY ||
+	     (e->klen == klen && !memcmp(e->kv, key, klen)))) {
+		atomic_fetch_add_explicit(&t->spec_hits, 1,
+					  memory_order_relaxed);
+		rc = value_out(t, e, buf, cap, val_len);
+		return rc ? rc : 1;
+	}
+	atomic_fetch_add_explicit(&t->spec_misses, 1, memory_order_relaxed);
+	smart__bt_spec_put(t, h, 0);
+	return 0;
+}
+
 int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *buf, size_t cap, size_t *val_len)
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX], a;
 	struct bt_node *n;
+	uint64_t h = 0;
 	size_t mark;
 	int rc, i, f;
 
@@ -529,22 +638,34 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		return SMART_EINVAL;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
+	if (!rc && spec_on(t, w)) {
+		h = smart__bt_key_hash(key, key_len);
+		rc = spec_search(t, w, h, key, key_len,
+				 (struct bt_leaf_ent *)n, buf, cap, val_len);
+		if (rc == 1) {
+			rc = 0;
+			goto out;
+		}
+	}
 	if (!rc)
 		rc = descend(t, w, key, key_len, 0, 0, n, &a, path);
 	if (!rc) {
 		i = leaf_find(t, n, key, key_len, &f);
 		if (i < 0) {
 			rc = SMART_ENOENT;
+		} else if (!smart__bt_ent_ok(t, bt_leaf(t, n, (unsigned)i))) {
+			/* the node checks but this entry does not: no
+			 * writer of ours made it */
+			rc = SMART_EPROTO;
 		} else {
-			struct bt_leaf_ent *e = bt_leaf(t, n, (unsigned)i);
-
-			*val_len = e->vlen;
-			if (e->vlen > cap)
-				rc = SMART_ERANGE;
-			else if (e->vlen)
-				memcpy(buf, e->kv + t->key_max, e->vlen);
+			rc = value_out(t, bt_leaf(t, n, (unsigned)i), buf,
+				       cap, val_len);
+			if (h)
+				smart__bt_spec_put(t, h,
+						   ent_addr(t, a, (unsigned)i));
 		}
 	}
+out:
 	smart_scratch_release(w, mark);
 	return rc;
 }

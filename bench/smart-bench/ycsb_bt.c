@@ -1,0 +1,209 @@
+/*
+ * YCSB on Smart-BT (include/smart/bt.h): the tree's memory per key, its
+ * configuration for the run, its operations (scans for workload E), its
+ * figures and its drop.
+ *
+ * Invariants: the tree is named by the first free root entry from
+ * BT_ROOT_FIRST on of the first blade (named, shared trees are not built
+ * yet: --table is refused for bt); its nodes spread over every blade of
+ * the run; keys and values are at most the run's sizes (the tree's
+ * maxima), so an entry is 8 + key + value bytes, rounded up to 8.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "smart/bt.h"
+#include "ycsb.h"
+
+#define BT_ROOT_FIRST	32	/* root entries tried for the tree */
+#define BT_NODE		1024u
+
+struct bt_handle {
+	smart_bt_t *bt;
+	unsigned root;
+};
+
+static uint64_t bt_entry(const struct ycsb *y)
+{
+	return (8 + (uint64_t)y->key_size + (uint64_t)y->value_size + 7) & ~7u;
+}
+
+/* Leaves half full after splits (the worst case; random inserts leave
+ * them about 70% full), plus a node's header and fences and a share of
+ * the internal levels: 2.5 entries' worth per key. */
+static uint64_t bt_bytes_per_key(const struct ycsb *y)
+{
+	return bt_entry(y) * 5 / 2;
+}
+
+/* Updates write in place; an insert may split a leaf: a node per half a
+ * leaf of inserts. */
+static uint64_t bt_bytes_per_write(const struct ycsb *y)
+{
+	uint64_t per_leaf = (BT_NODE - 64) / bt_entry(y);
+
+	return BT_NODE / (per_leaf / 2 ? per_leaf / 2 : 1);
+}
+
+/* Speculative lookup slots: two per key there will be, a power of two. */
+static unsigned spec_slots(const struct ycsb *y)
+{
+	uint64_t want = 2 * y->growth, n = 1024;
+
+	while (n < want && n < (UINT64_C(1) << 24))
+		n *= 2;
+	return (unsigned)n;
+}
+
+static int bt_create(struct ycsb *y, smart_worker_t *w, void **out)
+{
+	const struct kit_env *e = &y->run->env;
+	struct smart_bt_config c;
+	struct bt_handle *h = calloc(1, sizeof(*h));
+	unsigned r;
+	int rc = h ? SMART_EEXIST : SMART_ENOMEM;
+
+	smart_bt_config_init(&c);
+	c.key_max = (unsigned)y->key_size;
+	c.val_max = (unsigned)y->value_size;
+	c.node_size = BT_NODE;
+	c.blades = e->blade;
+	c.nblades = (unsigned)e->nblades;
+	c.cache_bytes = (size_t)y->cache_mb << 20;
+	c.spec_entries = spec_slots(y);
+	for (r = BT_ROOT_FIRST; h && r < SMART_ROOT_ENTRIES &&
+	     rc == SMART_EEXIST; r++) {
+		rc = smart_bt_create(w, e->blade[0], r, &c, &h->bt);
+		h->root = r;
+	}
+	if (rc) {
+		fprintf(stderr, BENCH_TOOL ": creating the tree: %s\n",
+			smart_strerror(rc));
+		free(h);
+		return rc;
+	}
+	*out = h;
+	return 0;
+}
+
+static void bt_close(void *h)
+{
+	struct bt_handle *t = h;
+
+	if (t)
+		smart_bt_close(t->bt);
+	free(t);
+}
+
+static void bt_note(void *h, char *buf, size_t len)
+{
+	snprintf(buf, len, ", tree at root %u", ((struct bt_handle *)h)->root);
+}
+
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : 0;
+}
+
+/* The tree's shape and what this process's object saw: the caches' hit
+ * rates, HOCL's hand-overs and the remote lock CASes that failed. */
+static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
+		      char *line, size_t len)
+{
+	struct smart_bt_stats s;
+
+	(void)w;
+	*line = 0;
+	if (smart_bt_stats(((struct bt_handle *)h)->bt, &s))
+		return;
+	kit_rec_num(rec, "bt_height", "%u", s.height);
+	kit_rec_num(rec, "bt_leaf_splits", "%" PRIu64, s.leaf_splits);
+	kit_rec_num(rec, "cache_hit_rate", "%.4f",
+		    ratio(s.cache_hits, s.cache_hits + s.cache_misses));
+	kit_rec_num(rec, "spec_hit_rate", "%.4f",
+		    ratio(s.spec_hits, s.spec_hits + s.spec_misses));
+	kit_rec_num(rec, "lock_handovers", "%" PRIu64, s.handovers);
+	kit_rec_num(rec, "remote_lock_retries", "%" PRIu64, s.lock_retries);
+	kit_rec_num(rec, "bt_torn_reads", "%" PRIu64, s.crc_retries);
+	kit_rec_num(rec, "bt_move_rights", "%" PRIu64, s.move_rights);
+	snprintf(line, len, "Smart-BT: height %u; this process: %" PRIu64
+		 " leaf splits, index cache hits %.1f%%, speculative hits "
+		 "%.1f%%, %" PRIu64 " lock hand-overs, %" PRIu64 " failed "
+		 "remote lock CASes, %" PRIu64 " torn reads retried",
+		 s.height, s.leaf_splits,
+		 100 * ratio(s.cache_hits, s.cache_hits + s.cache_misses),
+		 100 * ratio(s.spec_hits, s.spec_hits + s.spec_misses),
+		 s.handovers, s.lock_retries, s.crc_retries);
+}
+
+static int bt_drop(void *h, smart_worker_t *w)
+{
+	struct bt_handle *t = h;
+	int rc = smart_bt_drop(t->bt, w);
+
+	if (!rc)
+		free(t);
+	return rc;
+}
+
+static int bt_search(void *h, smart_worker_t *w, const char *key,
+		     size_t klen, void *val, size_t cap, size_t *len)
+{
+	return smart_bt_search(((struct bt_handle *)h)->bt, w, key, klen, val,
+			       cap, len);
+}
+
+static int bt_insert(void *h, smart_worker_t *w, const char *key,
+		     size_t klen, const void *val, size_t vlen)
+{
+	return smart_bt_insert(((struct bt_handle *)h)->bt, w, key, klen, val,
+			       vlen);
+}
+
+static int bt_update(void *h, smart_worker_t *w, const char *key,
+		     size_t klen, const void *val, size_t vlen)
+{
+	return smart_bt_update(((struct bt_handle *)h)->bt, w, key, klen, val,
+			       vlen);
+}
+
+/* The entries land on the task's stack (2.4 KiB), then in kv[]. */
+static int bt_scan(void *h, smart_worker_t *w, const char *key, size_t klen,
+		   unsigned max, struct ycsb_kv *kv, void *buf, size_t cap,
+		   unsigned *n)
+{
+	struct smart_bt_entry e[YCSB_SCAN_MAX];
+	size_t got = 0, i;
+	int rc;
+
+	if (max > YCSB_SCAN_MAX)
+		max = YCSB_SCAN_MAX;
+	rc = smart_bt_scan(((struct bt_handle *)h)->bt, w, key, klen, NULL, 0,
+			   max, e, buf, cap, &got);
+	for (i = 0; i < got; i++) {
+		kv[i].key = e[i].key;
+		kv[i].klen = e[i].key_len;
+		kv[i].val = e[i].val;
+		kv[i].vlen = e[i].val_len;
+	}
+	*n = (unsigned)got;
+	return rc;
+}
+
+const struct ycsb_ds ycsb_bt = {
+	.name = "bt",
+	.title = "Smart-BT",
+	.scans = 1,
+	.bytes_per_key = bt_bytes_per_key,
+	.bytes_per_write = bt_bytes_per_write,
+	.create = bt_create,
+	.close = bt_close,
+	.note = bt_note,
+	.search = bt_search,
+	.insert = bt_insert,
+	.update = bt_update,
+	.scan = bt_scan,
+	.report = bt_report,
+	.drop = bt_drop,
+};
