@@ -85,6 +85,9 @@ static const struct kit_flag ycsb_flags[] = {
 	KIT_INT("cache-mb", Y, cache_mb, 0, 1 << 20, "MiB",
 		"bt: index cache of internal nodes per process, 0: none "
 		"[64]"),
+	KIT_INT("hocl", Y, hocl, 0, 1, "0|1",
+		"bt: HOCL's local lock table (0: every task CASes the "
+		"remote lock itself, as Sherman without HOCL) [1]"),
 	KIT_END,
 };
 #undef Y
@@ -120,6 +123,7 @@ static void *ycsb_create(struct bench_run *r)
 	y->zipf = 0.99;
 	y->coros = 8;
 	y->cache_mb = 64;
+	y->hocl = 1;
 	atomic_flag_clear(&y->ack_lock);
 	return y;
 }

@@ -134,6 +134,7 @@ struct ycsb {
 	int no_preload, drop;
 	uint64_t insert_room;		/* --insert-room (0: estimated) */
 	int cache_mb;			/* --cache-mb: bt's index cache */
+	int hocl;			/* --hocl: bt's local lock table */
 	/* the run */
 	int joined;			/* the table existed: opened, not made */
 	int client;			/* this process's id for new keys */

@@ -72,6 +72,7 @@ static int bt_create(struct ycsb *y, smart_worker_t *w, void **out)
 	c.nblades = (unsigned)e->nblades;
 	c.cache_bytes = (size_t)y->cache_mb << 20;
 	c.spec_entries = spec_slots(y);
+	c.hocl = y->hocl;
 	for (r = BT_ROOT_FIRST; h && r < SMART_ROOT_ENTRIES &&
 	     rc == SMART_EEXIST; r++) {
 		rc = smart_bt_create(w, e->blade[0], r, &c, &h->bt);

@@ -9,6 +9,10 @@
  * blade, like a hash table (smart/ht.h), and can be opened by any number
  * of processes.
  *
+ * Hook point (smart/hook.h, for tests): "bt.write.locked", a write holding
+ * its leaf's lock, before it writes anything back; a non-zero return
+ * fails the write there (the lock is released).
+ *
  * Contract (libuv-style):
  *   - a smart_bt_t may be used by every worker of the ctx it was opened
  *     with, from any number of their tasks at once; each call takes the
@@ -61,6 +65,10 @@ struct smart_bt_config {
 	 * rounded down to powers of two. */
 	size_t cache_bytes;
 	unsigned spec_entries;
+	/* HOCL's local lock table (default 1): this process's tasks queue
+	 * for a node lock locally and hand it over; 0: every task CASes the
+	 * remote lock word itself (Sherman without HOCL, for comparison). */
+	int hocl;
 };
 
 /* Counters of one tree object (this process's view); paths taken. */
@@ -74,6 +82,7 @@ struct smart_bt_stats {
 	uint64_t cache_hits, cache_misses;	/* index cache lookups */
 	uint64_t cache_drops;		/* stale internal nodes dropped */
 	uint64_t spec_hits, spec_misses;	/* speculative reads */
+	uint64_t lock_takeovers;	/* locks taken from dead holders */
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

@@ -21,6 +21,7 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	cfg->locks = 65536;
 	cfg->cache_bytes = (size_t)16 << 20;
 	cfg->spec_entries = 65536;
+	cfg->hocl = 1;
 }
 
 static unsigned align8(unsigned x)
@@ -113,6 +114,7 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 	}
 	if (!rc && !geometry(t))
 		rc = SMART_EINVAL;
+	t->hocl = cfg->hocl != 0;
 	if (!rc)
 		rc = smart__bt_cache_init(t, cfg->cache_bytes,
 					  cfg->spec_entries);
@@ -317,6 +319,7 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->cache_drops = atomic_load(&t->cache_drops);
 	out->spec_hits = atomic_load(&t->spec_hits);
 	out->spec_misses = atomic_load(&t->spec_misses);
+	out->lock_takeovers = atomic_load(&t->lock_takeovers);
 	return 0;
 }
 

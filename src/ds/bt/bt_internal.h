@@ -47,6 +47,7 @@ struct smart_bt {
 	unsigned leaf_ent, inner_ent;	/* entry sizes */
 	unsigned leaf_cap, inner_cap;	/* entries per node */
 	uint32_t salt;		/* seeds entry crcs: this tree's */
+	int hocl;		/* the local lock table is used */
 	/* bt_cache.c: the index cache (cslot-byte slots) and the
 	 * speculative one; NULL when off */
 	uint8_t *cache;
@@ -58,7 +59,7 @@ struct smart_bt {
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_hits, cache_misses, cache_drops, spec_hits,
-		spec_misses;
+		spec_misses, lock_takeovers;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };

@@ -8,6 +8,9 @@
  * remote release and CAS (at most BT_HANDOVER_MAX times in a row, so that
  * other processes get their turn).
  *
+ * With the local table off (config hocl 0, for comparison) every task
+ * CASes the remote word itself and releases it every time.
+ *
  * Invariants: a local slot's `held` is written only by the task being
  * served; a remote word holds the lease id of the process holding it;
  * the release is posted behind the caller's write-back on the same QP
@@ -67,10 +70,14 @@ static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			return rc;
 		atomic_fetch_add_explicit(&t->lock_retries, 1,
 					  memory_order_relaxed);
-		if (got && got != id &&
+		if (!SMART_M_BT_NO_TAKEOVER && got && got != id &&
 		    smart_lease_alive(w, smart_gaddr_blade(lw),
 				      (uint16_t)got) == 0) {
-			cur = got;	/* its holder is dead: take it over */
+			/* its holder is dead (fenced: it can write no more):
+			 * take it over */
+			cur = got;
+			atomic_fetch_add_explicit(&t->lock_takeovers, 1,
+						  memory_order_relaxed);
 			continue;
 		}
 		cur = 0;
@@ -89,6 +96,8 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 
 	if (rc || SMART_M_BT_NO_LOCK)
 		return rc;
+	if (!t->hocl)
+		return remote_acquire(t, w, lw, id);
 	l = llock_of(t, lw);
 	ticket = atomic_fetch_add(&l->next, 1);
 	while (atomic_load(&l->serving) != ticket)
@@ -131,6 +140,14 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		return err ? err : smart_sync(w);
 	if (rc)
 		return err ? err : rc;
+	if (!t->hocl) {
+		int rc2;
+
+		rc = smart_write(w, lw, &zero, 8);
+		rc2 = smart_sync(w);
+		rc = rc ? rc : rc2;
+		return err ? err : rc;
+	}
 	l = llock_of(t, lw);
 	waiting = atomic_load(&l->next) - atomic_load(&l->serving) - 1;
 	if (waiting && l->handovers < BT_HANDOVER_MAX) {

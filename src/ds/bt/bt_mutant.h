@@ -50,4 +50,11 @@
 #define SMART_M_BT_NO_SPEC_KEY 0
 #endif
 
+/* a lock held by a dead (fenced) client is never taken over */
+#ifdef SMART_MUTANT_BT_NO_TAKEOVER
+#define SMART_M_BT_NO_TAKEOVER 1
+#else
+#define SMART_M_BT_NO_TAKEOVER 0
+#endif
+
 #endif

@@ -503,6 +503,8 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX], a = 0, want;
 	struct bt_node *n, *nn;
+	smart_hook_fn hook;
+	void *hook_arg;
 	struct sep s;
 	size_t mark;
 	uint8_t *tmp;
@@ -510,6 +512,7 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 
 	if (!args_ok(t, w, key, klen, val, vlen))
 		return SMART_EINVAL;
+	hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
 	mark = smart_scratch_mark(w);
 	rc = op_bufs(t, w, &n, &nn, &tmp);
 	if (!rc)
@@ -521,6 +524,13 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		goto out;
 	if (a != want)
 		smart__bt_cache_drop(t, path[1]);	/* a stale parent */
+	if (hook) {
+		rc = hook(w, "bt.write.locked", hook_arg);
+		if (rc) {
+			rc = smart__bt_unlock(t, w, a, rc);
+			goto out;
+		}
+	}
 	i = leaf_find(t, n, key, klen, &f);
 	if ((kind == BT_INSERT && i >= 0) ||
 	    ((kind == BT_UPDATE || kind == BT_DELETE) && i < 0)) {
