@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ht-shared.sh: two smart-bench processes share one Smart-HT table on one
-# smartd.  P1 creates and preloads the named table, P2 joins it
+# ht-shared.sh: two smart-bench processes share one Smart-HT table (or,
+# with --ds bt, one Smart-BT tree) on one smartd.  P1 creates and preloads the named table, P2 joins it
 # (--no-preload) as soon as the preload is recorded; both run the same
 # workload for the same time.  Then a third process sweeps the table
 # (every key read whole and updated) and drops it, and smartd's memory is
@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 usage() {
 	cat <<EOF
 usage: bench/ht-shared.sh [flags]
+  --ds ht|bt         the structure: a Smart-HT table or a Smart-BT tree [ht]
   --seconds S        each process's measured window [30]
   --workload W       both processes' workload (smart-bench ycsb) [update-only]
   --keys N           preloaded keys [100000]
@@ -30,17 +31,18 @@ bad() { # bad FLAG WHY: exit 2 naming the flag
 	exit 2
 }
 
-SECS=30 WL=update-only KEYS=100000 VSIZE=8 THREADS=1 COROS=8 BLADE=256M
+DS=ht SECS=30 WL=update-only KEYS=100000 VSIZE=8 THREADS=1 COROS=8 BLADE=256M
 BIN=build/bin
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
-	--seconds|--workload|--keys|--value-size|--threads|--coros|\
+	--ds|--seconds|--workload|--keys|--value-size|--threads|--coros|\
 	--blade-size|--bin)
 		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
 	*) bad "$1" "unknown flag (see --help)" ;;
 	esac
 	case $1 in
+	--ds) DS=$2 ;;
 	--seconds) SECS=$2 ;;
 	--workload) WL=$2 ;;
 	--keys) KEYS=$2 ;;
@@ -60,11 +62,11 @@ TMP=$(mktemp -d)
 trap 'kill_all; rm -rf "$TMP"' EXIT
 table=shared-$$
 # smart-bench checks every value itself (exit 2 naming the flag)
-run=(--table "$table" --keys "$KEYS" --value-size "$VSIZE" --workload "$WL"
+run=(--ds "$DS" --table "$table" --keys "$KEYS" --value-size "$VSIZE" --workload "$WL"
      --threads "$THREADS" --coros "$COROS" --seconds "$SECS" --json)
 
 smartd_start "$BLADE" || exit 1
-echo "ht-shared: smartd $BLADE on $ADDR; 2 processes x $THREADS threads x" \
+echo "ht-shared: smartd $BLADE on $ADDR; $DS; 2 processes x $THREADS threads x" \
 	"$COROS coroutines, $WL, $KEYS keys, $SECS s"
 bench_bg "$TMP/p1.json" "$TMP/p1.err" "${run[@]}"
 p1=$BG
@@ -73,7 +75,8 @@ bench_bg "$TMP/p2.json" "$TMP/p2.err" "${run[@]}" --no-preload
 p2=$BG
 wait "$p1"; rc1=$?
 wait "$p2"; rc2=$?
-bench --table "$table" --keys "$KEYS" --value-size "$VSIZE" --no-preload \
+bench --ds "$DS" --table "$table" --keys "$KEYS" --value-size "$VSIZE" \
+	--no-preload \
 	--workload sweep --drop --json >"$TMP/c.json" 2>"$TMP/c.err"
 rc3=$?
 mem=$(smartd_memory)

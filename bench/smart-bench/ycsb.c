@@ -144,9 +144,7 @@ static void ycsb_check(void *m, struct bench_run *r)
 		kit_bad(BENCH_TOOL, "value-size", NULL, "bt takes keys of at "
 			"most %d bytes and values of at most %d",
 			SMART_BT_KEY_MAX, SMART_BT_VALUE_MAX);
-	if (y->dsi == &ycsb_bt && y->table)
-		kit_bad(BENCH_TOOL, "table", y->table, "named, shared trees "
-			"are not built yet (--table is ht only)");
+
 	if (y->w->scans && !y->dsi->scans)
 		kit_bad(BENCH_TOOL, "workload", NULL, "workload %s is not "
 			"supported by %s (no range scans)", wl_names[y->wl],
@@ -262,15 +260,18 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 		fit = budget / 2 > hr ? (budget / 2 - hr) / per : 0;
 		if (y->w->pct[OP_INSERT])
 			fit /= 5;
+		if (fit >= y->keys)	/* the inserts to come do not fit */
+			fit = y->keys;
 		if (fit < 1000) {
 			fprintf(stderr, BENCH_TOOL ": not enough memory for "
 				"even 1000 keys (%" PRIu64 " MiB)\n",
 				budget >> 20);
 			return SMART_ENOSPC;
 		}
-		fprintf(stderr, BENCH_TOOL ": scaling keys down from %" PRIu64
-			" to %" PRIu64 " to fit %" PRIu64 " MiB\n", y->keys,
-			fit, budget >> 20);
+		if (fit < y->keys)
+			fprintf(stderr, BENCH_TOOL ": scaling keys down from %"
+				PRIu64 " to %" PRIu64 " to fit %" PRIu64
+				" MiB\n", y->keys, fit, budget >> 20);
 		y->keys = fit;
 	}
 	y->capacity = y->keys + insert_table_room(y);

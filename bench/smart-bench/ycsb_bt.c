@@ -3,10 +3,11 @@
  * configuration for the run, its operations (scans for workload E), its
  * figures and its drop.
  *
- * Invariants: the tree is named by the first free root entry from
- * BT_ROOT_FIRST on of the first blade (named, shared trees are not built
- * yet: --table is refused for bt); its nodes spread over every blade of
- * the run; keys and values are at most the run's sizes (the tree's
+ * Invariants: with --table the tree is the named one of the first blade,
+ * opened when it exists (else created; a creator that loses the race to
+ * another opens the winner's); without, it is named by the first free
+ * root entry from BT_ROOT_FIRST on of the first blade.  Its nodes spread
+ * over every blade of the run; keys and values are at most the run's sizes (the tree's
  * maxima), so an entry is 8 + key + value bytes, rounded up to 8.
  */
 #include <inttypes.h>
@@ -22,6 +23,7 @@
 struct bt_handle {
 	smart_bt_t *bt;
 	unsigned root;
+	const char *name;	/* --table's, or NULL */
 };
 
 static uint64_t bt_entry(const struct ycsb *y)
@@ -56,6 +58,24 @@ static unsigned spec_slots(const struct ycsb *y)
 	return (unsigned)n;
 }
 
+/* --table: open it, else create it; a join (--no-preload) only opens. */
+static int bt_named(struct ycsb *y, smart_worker_t *w,
+		    const struct smart_bt_config *c, smart_bt_t **out)
+{
+	uint16_t home = y->run->env.blade[0];
+	int rc = smart_bt_open_named(w, home, y->table, c, out);
+
+	y->joined = !rc;
+	if (rc != SMART_ENOENT || y->no_preload)
+		return rc;
+	rc = smart_bt_create_named(w, home, y->table, c, out);
+	if (rc == SMART_EEXIST) {
+		rc = smart_bt_open_named(w, home, y->table, c, out);
+		y->joined = !rc;
+	}
+	return rc;
+}
+
 static int bt_create(struct ycsb *y, smart_worker_t *w, void **out)
 {
 	const struct kit_env *e = &y->run->env;
@@ -67,20 +87,36 @@ static int bt_create(struct ycsb *y, smart_worker_t *w, void **out)
 	smart_bt_config_init(&c);
 	c.key_max = (unsigned)y->key_size;
 	c.val_max = (unsigned)y->value_size;
+	if (y->table) {
+		/* room for ycsb_share.c's records (keys up to 25 bytes, the
+		 * key space line up to 60) */
+		c.key_max = c.key_max < 32 ? 32 : c.key_max;
+		c.val_max = c.val_max < 64 ? 64 : c.val_max;
+	}
 	c.node_size = BT_NODE;
 	c.blades = e->blade;
 	c.nblades = (unsigned)e->nblades;
 	c.cache_bytes = (size_t)y->cache_mb << 20;
 	c.spec_entries = spec_slots(y);
 	c.hocl = y->hocl;
-	for (r = BT_ROOT_FIRST; h && r < SMART_ROOT_ENTRIES &&
+	if (h && y->table) {
+		h->name = y->table;
+		rc = bt_named(y, w, &c, &h->bt);
+	}
+	for (r = BT_ROOT_FIRST; h && !y->table && r < SMART_ROOT_ENTRIES &&
 	     rc == SMART_EEXIST; r++) {
 		rc = smart_bt_create(w, e->blade[0], r, &c, &h->bt);
 		h->root = r;
 	}
 	if (rc) {
-		fprintf(stderr, BENCH_TOOL ": creating the tree: %s\n",
-			smart_strerror(rc));
+		if (y->table && rc == SMART_ENOENT)
+			fprintf(stderr, BENCH_TOOL ": --no-preload: there is "
+				"no tree %s to join (start its creator first, "
+				"without --no-preload)\n", y->table);
+		else
+			fprintf(stderr, BENCH_TOOL ": %s the tree: %s\n",
+				y->no_preload ? "opening" : "creating",
+				smart_strerror(rc));
 		free(h);
 		return rc;
 	}
@@ -99,7 +135,12 @@ static void bt_close(void *h)
 
 static void bt_note(void *h, char *buf, size_t len)
 {
-	snprintf(buf, len, ", tree at root %u", ((struct bt_handle *)h)->root);
+	struct bt_handle *t = h;
+
+	if (t->name)
+		snprintf(buf, len, ", tree %s", t->name);
+	else
+		snprintf(buf, len, ", tree at root %u", t->root);
 }
 
 static double ratio(uint64_t a, uint64_t b)

@@ -69,6 +69,34 @@ int smart_root_cas(smart_worker_t *w, uint16_t blade, unsigned idx,
 int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
 		       uint64_t expect);
 
+/* Structures by name (what smart_ht_*_named and smart_bt_*_named use):
+ * names of 1..SMART_ROOT_NAME_MAX bytes, probed over entries
+ * SMART_ROOT_NAMED_FIRST.. from the name's hash.  name_fn reads the name
+ * of the structure whose descriptor root entry value `entry` points to,
+ * into name (SMART_ROOT_NAME_MAX + 1 bytes, zeroed), or returns
+ * SMART_ENOENT when that is not a structure of its kind. */
+#define SMART_ROOT_NAME_MAX	47
+
+typedef int (*smart_root_name_fn)(smart_worker_t *w, uint16_t blade,
+				  uint64_t entry, char *name, void *arg);
+
+/* Is name a valid name (1..SMART_ROOT_NAME_MAX bytes)? */
+int smart_root_name_ok(const char *name);
+
+/* The entry holding the structure named `name`: its index and value.
+ * SMART_ENOENT: none. */
+int smart_root_find(smart_worker_t *w, uint16_t blade, const char *name,
+		    smart_root_name_fn fn, void *arg, unsigned *idx,
+		    uint64_t *entry);
+
+/* Put `entry` (a descriptor holding `name`) into the first free entry of
+ * the name's probe chain; its index in *idx.  SMART_EEXIST when the name
+ * is there already (of concurrent publishers of one name exactly one
+ * succeeds), SMART_ENOSPC when no entry is left. */
+int smart_root_publish(smart_worker_t *w, uint16_t blade, const char *name,
+		       smart_root_name_fn fn, void *arg, uint64_t entry,
+		       unsigned *idx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -102,6 +102,20 @@ int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		      const struct smart_bt_config *cfg, smart_bt_t **out);
 
+/* Trees by name among the root entries of blade `blade` (64..255, probed
+ * from the name's hash; names are 1..SMART_ROOT_NAME_MAX bytes: see
+ * smart/alloc.h; a hash table may carry the same name as a tree).  create: SMART_EEXIST
+ * when the name is taken (of concurrent creators exactly one succeeds),
+ * SMART_ENOSPC when no root entry is left; open: SMART_ENOENT when there
+ * is no such tree.  cfg (NULL: defaults) as for create and
+ * smart_bt_open_cfg.  Drop leaves a tombstone; the name can be created
+ * again. */
+int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
+			  const char *name, const struct smart_bt_config *cfg,
+			  smart_bt_t **out);
+int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
+			const struct smart_bt_config *cfg, smart_bt_t **out);
+
 /* The maxima the tree was created with. */
 unsigned smart_bt_key_max(const smart_bt_t *t);
 unsigned smart_bt_val_max(const smart_bt_t *t);

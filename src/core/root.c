@@ -2,9 +2,23 @@
  * Root entries: 256 named 8-byte words in every blade's superblock, the
  * naming service of the data structures (a hash table's descriptor, a
  * tree's root pointer).  Plain one-sided READ/WRITE/CAS of those words.
+ *
+ * Structures by name: a name hashes to an entry of 64..255 and probes
+ * onwards (linear probing).  A probe stops at an entry never used (0); a
+ * released one holds SMART_ROOT_TOMB, which probes walk past and
+ * publishes never reuse, so two publishers of one name always race for
+ * the same first free entry and exactly one wins (the loser reads the
+ * winner's name there and reports SMART_EEXIST, or probes on past an
+ * entry another name took).  The names live in the structures'
+ * descriptors; the structure's name_fn reads one.
  */
+#include <string.h>
+
 #include "core/core.h"
 #include "wire/superblock.h"
+
+#define NAME_SEED	UINT64_C(0x6e616d6573656564)	/* "nameseed" */
+#define NAMED_SPAN	(SMART_ROOT_ENTRIES - SMART_ROOT_NAMED_FIRST)
 
 static int root_addr(smart_worker_t *w, uint16_t blade, unsigned idx,
 		     smart_gaddr_t *ga)
@@ -55,4 +69,111 @@ int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
 				SMART_ROOT_TOMB : 0, &old);
 
 	return rc ? rc : old == expect ? 0 : SMART_ENOENT;
+}
+
+int smart_root_name_ok(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return 0;
+	n = strnlen(name, SMART_ROOT_NAME_MAX + 1);
+	return n >= 1 && n <= SMART_ROOT_NAME_MAX;
+}
+
+static unsigned name_home(const char *name)
+{
+	return SMART_ROOT_NAMED_FIRST +
+	       (unsigned)(smart_hash64(name, strlen(name), NAME_SEED) %
+			  NAMED_SPAN);
+}
+
+static unsigned chain_idx(const char *name, unsigned k)
+{
+	return SMART_ROOT_NAMED_FIRST +
+	       (name_home(name) - SMART_ROOT_NAMED_FIRST + k) % NAMED_SPAN;
+}
+
+/* Probe name's chain from its k-th entry: *found = the entry holding the
+ * name (-1: none) with its value in *entry; *free_k = the chain position
+ * of the first never-used entry (-1: all taken). */
+static int probe(smart_worker_t *w, uint16_t blade, const char *name,
+		 smart_root_name_fn fn, void *arg, unsigned k, int *found,
+		 int *free_k, uint64_t *entry)
+{
+	char got[SMART_ROOT_NAME_MAX + 1];
+	uint64_t e;
+	int rc;
+
+	*found = *free_k = -1;
+	for (; k < NAMED_SPAN; k++) {
+		rc = smart_root_get(w, blade, chain_idx(name, k), &e);
+		if (rc)
+			return rc;
+		if (!e) {
+			*free_k = (int)k;
+			return 0;
+		}
+		if (e == SMART_ROOT_TOMB)
+			continue;
+		memset(got, 0, sizeof(got));
+		rc = fn(w, blade, e, got, arg);
+		if (rc == SMART_ENOENT)
+			continue;	/* another kind of structure */
+		if (rc)
+			return rc;
+		if (!strncmp(got, name, sizeof(got))) {
+			*found = (int)chain_idx(name, k);
+			*entry = e;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int smart_root_find(smart_worker_t *w, uint16_t blade, const char *name,
+		    smart_root_name_fn fn, void *arg, unsigned *idx,
+		    uint64_t *entry)
+{
+	int found, free_k, rc;
+
+	if (!w || !fn || !idx || !entry || !smart_root_name_ok(name))
+		return SMART_EINVAL;
+	rc = probe(w, blade, name, fn, arg, 0, &found, &free_k, entry);
+	if (!rc && found < 0)
+		rc = SMART_ENOENT;
+	if (!rc)
+		*idx = (unsigned)found;
+	return rc;
+}
+
+int smart_root_publish(smart_worker_t *w, uint16_t blade, const char *name,
+		       smart_root_name_fn fn, void *arg, uint64_t entry,
+		       unsigned *idx)
+{
+	int found, free_k, rc;
+	uint64_t e, old;
+
+	if (!w || !fn || !idx || !entry || entry == SMART_ROOT_TOMB ||
+	    !smart_root_name_ok(name))
+		return SMART_EINVAL;
+	rc = probe(w, blade, name, fn, arg, 0, &found, &free_k, &e);
+	for (;;) {
+		if (!rc && found >= 0)
+			rc = SMART_EEXIST;
+		if (!rc && free_k < 0)
+			rc = SMART_ENOSPC;
+		if (rc)
+			return rc;
+		rc = smart_root_cas(w, blade, chain_idx(name, (unsigned)free_k),
+				    0, entry, &old);
+		if (!rc && !old) {
+			*idx = chain_idx(name, (unsigned)free_k);
+			return 0;
+		}
+		/* somebody took the entry: if for our name, they won */
+		if (!rc)
+			rc = probe(w, blade, name, fn, arg, (unsigned)free_k,
+				   &found, &free_k, &e);
+	}
 }

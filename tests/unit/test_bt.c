@@ -18,6 +18,7 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 #include "smart/bt.h"
+#include "smart/ht.h"
 
 #define BLADE_SIZE	(128u << 20)
 
@@ -436,6 +437,85 @@ static void test_dead_holder(void)
 	world_stop(&wd);
 }
 
+/* Named trees: found by name from another object, one name once (of two
+ * threads creating the same names at once exactly one wins each), a
+ * hash table of the same name beside, dropped and created again. */
+struct race {
+	struct world *wd;
+	smart_worker_t *w;
+	int won;
+};
+
+static void *race_main(void *p)
+{
+	struct race *r = p;
+	char name[16];
+	smart_bt_t *t;
+	int i, rc;
+
+	for (i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "race-%d", i);
+		rc = smart_bt_create_named(r->w, 1, name, NULL, &t);
+		if (!rc) {
+			r->won++;
+			smart_bt_close(t);
+		} else {
+			CHECK_EQ(rc, SMART_EEXIST);
+		}
+	}
+	return NULL;
+}
+
+static void test_named(void)
+{
+	struct world wd;
+	struct race r[2];
+	pthread_t th[2];
+	smart_bt_t *a, *b;
+	smart_ht_t *h;
+	char v[16];
+	size_t n;
+	int i;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_bt_create_named(wd.w, 1, "orders", NULL, &a));
+	CHECK_EQ(smart_bt_create_named(wd.w, 1, "orders", NULL, &b),
+		 SMART_EEXIST);
+	CHECK_OK(smart_ht_create_named(wd.w, 1, "orders", NULL, &h));
+	smart_ht_close(h);
+	CHECK_OK(smart_bt_open_named(wd.w, 1, "orders", NULL, &b));
+	CHECK_OK(smart_bt_insert(a, wd.w, "k", 1, "v", 1));
+	CHECK_OK(smart_bt_search(b, wd.w, "k", 1, v, sizeof(v), &n));
+	CHECK(n == 1 && v[0] == 'v');
+	CHECK_EQ(smart_bt_open_named(wd.w, 1, "none", NULL, &b),
+		 SMART_ENOENT);
+	CHECK_EQ(smart_bt_create_named(wd.w, 1, "", NULL, &b), SMART_EINVAL);
+	CHECK_EQ(smart_bt_create_named(wd.w, 1, NULL, NULL, &b),
+		 SMART_EINVAL);
+	smart_bt_close(b);
+	CHECK_OK(smart_bt_drop(a, wd.w));
+	CHECK_EQ(smart_bt_open_named(wd.w, 1, "orders", NULL, &b),
+		 SMART_ENOENT);
+	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", &h));	/* still */
+	smart_ht_close(h);
+	CHECK_OK(smart_bt_create_named(wd.w, 1, "orders", NULL, &a));
+	CHECK_EQ(smart_bt_search(a, wd.w, "k", 1, v, sizeof(v), &n),
+		 SMART_ENOENT);
+	smart_bt_close(a);
+	for (i = 0; i < 2; i++) {
+		r[i].wd = &wd;
+		r[i].won = 0;
+		CHECK_OK(smart_worker_create(wd.f.ctx, &r[i].w));
+		CHECK_EQ(pthread_create(&th[i], NULL, race_main, &r[i]), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		CHECK_EQ(pthread_join(th[i], NULL), 0);
+		CHECK_OK(smart_worker_destroy(r[i].w));
+	}
+	CHECK_EQ(r[0].won + r[1].won, 20);
+	world_stop(&wd);
+}
+
 /* A client whose cached root is an old one (a leaf that has split since)
  * still finds every key: it moves right past the high fence (B-link). */
 static void test_stale_root(void)
@@ -811,6 +891,7 @@ int main(int argc, char **argv)
 		{ "torn_node", test_torn_node },
 		{ "spec_verify", test_spec_verify },
 		{ "dead_holder", test_dead_holder },
+		{ "named", test_named },
 		{ "stale_root", test_stale_root },
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },

@@ -82,7 +82,23 @@ static int meta_valid(const struct bt_meta *m)
 	for (i = 0; i < m->nblades; i++)
 		if (!m->lock_off[i] || (m->lock_off[i] & 7))
 			return 0;
-	return 1;
+	return !m->name[sizeof(m->name) - 1];
+}
+
+/* The descriptor root entry value maddr points to, if it is a tree's on
+ * blade (SMART_ENOENT: not one). */
+static int meta_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
+		    struct bt_meta *m)
+{
+	int rc;
+
+	if (!maddr || maddr == SMART_ROOT_TOMB || maddr == SMART_GADDR_NULL ||
+	    (maddr & 7) || smart_gaddr_blade(maddr) != blade)
+		return SMART_ENOENT;
+	rc = meta_io(w, maddr, m, 0);
+	if (rc == SMART_EREMOTE || (!rc && !meta_valid(m)))
+		return SMART_ENOENT;	/* not a tree (or not ours) */
+	return rc;
 }
 
 /* The local object for descriptor m (at maddr), with cfg's caches. */
@@ -180,52 +196,44 @@ static int root_write(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	return rc;
 }
 
-int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		    const struct smart_bt_config *cfg, smart_bt_t **out)
+/* Build a tree for cfg on blade's memory: lock tables, the first root,
+ * the descriptor (named `name`, "" for none); everything but the root
+ * entry.  On success *tp is its local object and m its descriptor (at
+ * t->meta); on an error nothing stays allocated. */
+static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
+		      const struct smart_bt_config *cfg, struct bt_meta *m,
+		      smart_bt_t **tp)
 {
-	struct smart_bt_config def;
-	struct bt_meta m;
 	smart_gaddr_t maddr = 0, a;
 	smart_bt_t *t = NULL;
-	uint64_t old = 0;
 	void *zero = NULL;
 	unsigned i;
-	int rc;
+	int rc = config_check(cfg);
 
-	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
-		return SMART_EINVAL;
-	if (!cfg) {
-		smart_bt_config_init(&def);
-		cfg = &def;
-	}
-	rc = config_check(cfg);
 	if (rc)
 		return rc;
-	memset(&m, 0, sizeof(m));
-	m.magic = BT_MAGIC;
-	m.version = BT_VERSION;
-	m.node_size = cfg->node_size;
-	m.key_max = (uint16_t)cfg->key_max;
-	m.val_max = (uint16_t)cfg->val_max;
-	m.locks = cfg->locks;
-	m.nblades = (uint16_t)(cfg->blades ? cfg->nblades : 1);
-	for (i = 0; i < m.nblades; i++)
-		m.blades[i] = cfg->blades ? cfg->blades[i] : blade;
-	rc = smart_root_get(w, blade, root_idx, &old);
-	if (!rc && old)
-		return SMART_EEXIST;
+	memset(m, 0, sizeof(*m));
+	m->magic = BT_MAGIC;
+	m->version = BT_VERSION;
+	m->node_size = cfg->node_size;
+	m->key_max = (uint16_t)cfg->key_max;
+	m->val_max = (uint16_t)cfg->val_max;
+	m->locks = cfg->locks;
+	m->nblades = (uint16_t)(cfg->blades ? cfg->nblades : 1);
+	strncpy(m->name, name, sizeof(m->name) - 1);
+	for (i = 0; i < m->nblades; i++)
+		m->blades[i] = cfg->blades ? cfg->blades[i] : blade;
 	/* lock tables start zeroed: write zeros, a scratch page at a time */
-	if (!rc)
-		rc = smart_buf_alloc(w, 4096, &zero);
+	rc = smart_buf_alloc(w, 4096, &zero);
 	if (!rc)
 		memset(zero, 0, 4096);
-	for (i = 0; !rc && i < m.nblades; i++) {
-		size_t len = (size_t)m.locks * 8, off;
+	for (i = 0; !rc && i < m->nblades; i++) {
+		size_t len = (size_t)m->locks * 8, off;
 
-		rc = smart_alloc(w, m.blades[i], len, &a);
+		rc = smart_alloc(w, m->blades[i], len, &a);
 		if (rc)
 			break;
-		m.lock_off[i] = smart_gaddr_off(a);
+		m->lock_off[i] = smart_gaddr_off(a);
 		for (off = 0; !rc && off < len; off += 4096)
 			rc = smart_write(w, smart_gaddr_add(a, off), zero,
 					 len - off < 4096 ? len - off : 4096);
@@ -235,28 +243,131 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (zero)
 		smart_buf_free(w, zero);
 	if (!rc)
-		rc = smart_alloc(w, blade, sizeof(m), &maddr);
+		rc = smart_alloc(w, blade, sizeof(*m), &maddr);
 	if (!rc)
-		rc = tree_new(w, &m, maddr, blade, root_idx, cfg, &t);
+		rc = tree_new(w, m, maddr, blade, 0, cfg, &t);
 	if (!rc)
-		rc = smart__bt_node_alloc(t, w, 0, &m.root);
+		rc = smart__bt_node_alloc(t, w, 0, &m->root);
 	if (!rc)
-		rc = root_write(t, w, m.root);
+		rc = root_write(t, w, m->root);
 	if (!rc) {
-		atomic_store(&t->root, m.root);
-		rc = meta_io(w, maddr, &m, 1);
+		atomic_store(&t->root, m->root);
+		rc = meta_io(w, maddr, m, 1);
 	}
+	if (rc) {
+		smart_bt_close(t);
+		create_undo(w, m, maddr);
+		return rc;
+	}
+	*tp = t;
+	return 0;
+}
+
+int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		    const struct smart_bt_config *cfg, smart_bt_t **out)
+{
+	struct smart_bt_config def;
+	struct bt_meta m;
+	smart_bt_t *t;
+	uint64_t old = 0;
+	int rc;
+
+	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
+		return SMART_EINVAL;
+	if (!cfg) {
+		smart_bt_config_init(&def);
+		cfg = &def;
+	}
+	rc = config_check(cfg);
 	if (!rc)
-		rc = smart_root_cas(w, blade, root_idx, 0, maddr, &old);
+		rc = smart_root_get(w, blade, root_idx, &old);
+	if (!rc && old)
+		return SMART_EEXIST;
+	if (!rc)
+		rc = tree_build(w, blade, "", cfg, &m, &t);
+	if (rc)
+		return rc;
+	rc = smart_root_cas(w, blade, root_idx, 0, t->meta, &old);
 	if (!rc && old)
 		rc = SMART_EEXIST;	/* another creator won */
 	if (rc) {
+		create_undo(w, &m, t->meta);
 		smart_bt_close(t);
-		create_undo(w, &m, maddr);
 		return rc;
 	}
+	t->root_idx = root_idx;
 	*out = t;
 	return 0;
+}
+
+/* The name of the tree whose descriptor is at maddr (smart_root_*). */
+static int bt_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
+		      char *name, void *arg)
+{
+	struct bt_meta m;
+	int rc = meta_get(w, blade, maddr, &m);
+
+	(void)arg;
+	if (!rc)
+		memcpy(name, m.name, SMART_ROOT_NAME_MAX);
+	return rc;
+}
+
+int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
+			  const char *name, const struct smart_bt_config *cfg,
+			  smart_bt_t **out)
+{
+	struct smart_bt_config def;
+	struct bt_meta m;
+	smart_bt_t *t;
+	uint64_t maddr;
+	unsigned idx;
+	int rc;
+
+	if (!w || !out || !smart_root_name_ok(name))
+		return SMART_EINVAL;
+	if (!cfg) {
+		smart_bt_config_init(&def);
+		cfg = &def;
+	}
+	/* taken already: no tree built for nothing */
+	rc = smart_root_find(w, blade, name, bt_name_of, NULL, &idx, &maddr);
+	if (rc != SMART_ENOENT)
+		return rc ? rc : SMART_EEXIST;
+	rc = tree_build(w, blade, name, cfg, &m, &t);
+	if (rc)
+		return rc;
+	rc = smart_root_publish(w, blade, name, bt_name_of, NULL, t->meta,
+				&idx);
+	if (rc) {
+		create_undo(w, &m, t->meta);
+		smart_bt_close(t);
+		return rc;
+	}
+	t->root_idx = idx;
+	*out = t;
+	return 0;
+}
+
+int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
+			const struct smart_bt_config *cfg, smart_bt_t **out)
+{
+	struct smart_bt_config def;
+	struct bt_meta m;
+	uint64_t maddr;
+	unsigned idx;
+	int rc;
+
+	if (!w || !out || !smart_root_name_ok(name))
+		return SMART_EINVAL;
+	if (!cfg) {
+		smart_bt_config_init(&def);
+		cfg = &def;
+	}
+	rc = smart_root_find(w, blade, name, bt_name_of, NULL, &idx, &maddr);
+	if (!rc)
+		rc = meta_get(w, blade, maddr, &m);
+	return rc ? rc : tree_new(w, &m, maddr, blade, idx, cfg, out);
 }
 
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
@@ -280,14 +391,8 @@ int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		cfg = &def;
 	}
 	rc = smart_root_get(w, blade, root_idx, &maddr);
-	if (rc)
-		return rc;
-	if (!maddr || maddr == SMART_GADDR_NULL || (maddr & 7) ||
-	    smart_gaddr_blade(maddr) != blade)
-		return SMART_ENOENT;
-	rc = meta_io(w, maddr, &m, 0);
-	if (rc == SMART_EREMOTE || (!rc && !meta_valid(&m)))
-		return SMART_ENOENT;	/* not a tree (or not ours) */
+	if (!rc)
+		rc = meta_get(w, blade, maddr, &m);
 	return rc ? rc : tree_new(w, &m, maddr, blade, root_idx, cfg, out);
 }
 

@@ -50,8 +50,10 @@ struct bt_meta {
 	uint16_t blades[SMART_BT_BLADES_MAX];
 	uint64_t lock_off[SMART_BT_BLADES_MAX];	/* each blade's lock table */
 	uint64_t rsvd[3];
+	char name[48];		/* NUL-padded; "" for a tree made by index */
 };
-_Static_assert(sizeof(struct bt_meta) == 224, "bt_meta size");
+_Static_assert(sizeof(struct bt_meta) == 272, "bt_meta size");
+_Static_assert(offsetof(struct bt_meta, name) == 224, "bt_meta name");
 _Static_assert(offsetof(struct bt_meta, root) == 32, "bt_meta root");
 _Static_assert(offsetof(struct bt_meta, blades) == 40, "bt_meta blades");
 _Static_assert(offsetof(struct bt_meta, lock_off) == 72, "bt_meta locks");

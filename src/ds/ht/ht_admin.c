@@ -1,13 +1,9 @@
 /*
  * Smart-HT tables by name, and dropping a table.
  *
- * Names live in the descriptors: a named table's root entry is found by
- * linear probing over root entries 64..255 from a hash of the name.  A
- * probe stops at an entry that was never used (0); a dropped table leaves
- * a tombstone (SMART_ROOT_TOMB) that probes walk past and that named creates
- * never reuse, so two creators of one name always race for the same first
- * free entry and exactly one wins (a creator that loses reads the winner's
- * name and either reports SMART_EEXIST or probes on).
+ * Names live in the descriptors; the core's named root entries
+ * (smart_root_find, smart_root_publish: src/core/root.c) find them and
+ * settle races between creators of one name.
  *
  * Drop: the root entry goes first (no new opens), then every block any
  * slot names (collected, sorted and de-duplicated: during a split a block
@@ -19,88 +15,45 @@
 
 #include "ds/ht/ht_internal.h"
 
-#define NAME_SEED	UINT64_C(0x6e616d6573656564)	/* "nameseed" */
-#define NAMED_SPAN	(SMART_ROOT_ENTRIES - SMART_ROOT_NAMED_FIRST)
+_Static_assert(HT_NAME_MAX == SMART_ROOT_NAME_MAX, "names fit the core's");
 
-static int name_ok(const char *name)
+/* The name of the table whose descriptor is at maddr (smart_root_*). */
+static int ht_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
+		      char *name, void *arg)
 {
-	size_t n;
+	size_t mark = smart_scratch_mark(w);
+	struct ht_meta *m;
+	int rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
 
-	if (!name)
-		return 0;
-	n = strnlen(name, HT_NAME_MAX + 1);
-	return n >= 1 && n <= HT_NAME_MAX;
-}
-
-static unsigned name_home(const char *name)
-{
-	return SMART_ROOT_NAMED_FIRST + (unsigned)(smart_hash64(name, strlen(name),
-							     NAME_SEED) %
-						NAMED_SPAN);
-}
-
-/* Probe from `from` (the k-th entry of the chain): *found = root index of
- * the table named `name` (or -1), *free_idx = the first never-used entry
- * after the chain (or -1 when all are taken).  m is scratch. */
-static int probe(smart_worker_t *w, uint16_t blade, const char *name,
-		 unsigned from, struct ht_meta *m, int *found, int *free_idx,
-		 uint64_t *maddr)
-{
-	unsigned home = name_home(name), k;
-	uint64_t e;
-	int rc;
-
-	*found = *free_idx = -1;
-	for (k = from; k < NAMED_SPAN; k++) {
-		unsigned idx = SMART_ROOT_NAMED_FIRST +
-			       (home - SMART_ROOT_NAMED_FIRST + k) % NAMED_SPAN;
-
-		rc = smart_root_get(w, blade, idx, &e);
-		if (rc)
-			return rc;
-		if (!e) {
-			*free_idx = (int)idx;
-			return 0;
-		}
-		rc = smart__ht_meta_read(w, blade, e, m);
-		if (rc == SMART_ENOENT)
-			continue;	/* a tombstone, or not a table */
-		if (rc)
-			return rc;
-		if (!strncmp(m->name, name, sizeof(m->name))) {
-			*found = (int)idx;
-			*maddr = e;
-			return 0;
-		}
-	}
-	return 0;
-}
-
-/* Position of root index idx in name's probe chain. */
-static unsigned chain_pos(const char *name, unsigned idx)
-{
-	return (idx - name_home(name) + NAMED_SPAN) % NAMED_SPAN;
+	(void)arg;
+	if (!rc)
+		rc = smart__ht_meta_read(w, blade, maddr, m);
+	if (!rc)
+		memcpy(name, m->name, HT_NAME_MAX);
+	smart_scratch_release(w, mark);
+	return rc;
 }
 
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			smart_ht_t **out)
 {
 	struct ht_meta *m;
-	int rc, found, free_idx;
 	uint64_t maddr;
+	unsigned idx;
 	size_t mark;
+	int rc;
 
-	if (!w || !out || !name_ok(name))
+	if (!w || !out || !smart_root_name_ok(name))
 		return SMART_EINVAL;
+	rc = smart_root_find(w, blade, name, ht_name_of, NULL, &idx, &maddr);
+	if (rc)
+		return rc;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
 	if (!rc)
-		rc = probe(w, blade, name, 0, m, &found, &free_idx, &maddr);
-	if (!rc && found < 0)
-		rc = SMART_ENOENT;
+		rc = smart__ht_meta_read(w, blade, maddr, m);
 	if (!rc)
-		rc = smart__ht_table_open(w, blade, (unsigned)found, maddr, m,
-					  NULL, out);
+		rc = smart__ht_table_open(w, blade, idx, maddr, m, NULL, out);
 	smart_scratch_release(w, mark);
 	return rc;
 }
@@ -110,51 +63,33 @@ int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 {
 	struct smart_ht_config def;
 	struct ht_build b;
-	struct ht_meta *m;
-	int rc, found, free_idx;
-	uint64_t old, maddr;
+	uint64_t maddr;
+	unsigned idx;
+	int rc;
 
 	if (!cfg) {
 		smart_ht_config_init(&def);
 		cfg = &def;
 	}
-	if (!w || !out || !name_ok(name) || !smart__ht_config_ok(cfg))
+	if (!w || !out || !smart_root_name_ok(name) ||
+	    !smart__ht_config_ok(cfg))
 		return SMART_EINVAL;
+	/* taken already: no table built for nothing */
+	rc = smart_root_find(w, blade, name, ht_name_of, NULL, &idx, &maddr);
+	if (rc != SMART_ENOENT)
+		return rc ? rc : SMART_EEXIST;
 	rc = smart__ht_build_begin(w, &b);
 	if (rc)
 		return rc;
-	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
+	rc = smart__ht_build(w, blade, cfg, name, &b);
 	if (!rc)
-		rc = probe(w, blade, name, 0, m, &found, &free_idx, &maddr);
-	if (!rc && found >= 0)
-		rc = SMART_EEXIST;
-	if (!rc && free_idx < 0)
-		rc = SMART_ENOSPC;
-	if (!rc)
-		rc = smart__ht_build(w, blade, cfg, name, &b);
-	if (rc)
-		goto out;
-	for (;;) {
-		rc = smart_root_cas(w, blade, (unsigned)free_idx, 0, b.maddr,
-				    &old);
-		if (rc || !old)
-			break;
-		/* somebody took the entry: if for our name, they won */
-		rc = probe(w, blade, name, chain_pos(name, (unsigned)free_idx),
-			   m, &found, &free_idx, &maddr);
-		if (!rc && found >= 0)
-			rc = SMART_EEXIST;
-		if (!rc && free_idx < 0)
-			rc = SMART_ENOSPC;
-		if (rc)
-			break;
-	}
+		rc = smart_root_publish(w, blade, name, ht_name_of, NULL,
+					b.maddr, &idx);
 	if (rc)
 		smart__ht_build_free(w, cfg, &b);
 	else
-		rc = smart__ht_table_open(w, blade, (unsigned)free_idx, b.maddr,
-					  b.meta, cfg, out);
-out:
+		rc = smart__ht_table_open(w, blade, idx, b.maddr, b.meta, cfg,
+					  out);
 	smart_scratch_release(w, b.mark);
 	return rc;
 }
