@@ -8,6 +8,7 @@
  * ctx opening the tree, and drop giving every byte back.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -516,6 +517,104 @@ static void test_named(void)
 	world_stop(&wd);
 }
 
+/* HOCL's hand-over limit: a process whose tasks always wait for one lock
+ * (A: its own tree object, so its own local lock table, like another
+ * process) must still let the lock go every BT_HANDOVER_MAX hand-overs,
+ * so that a writer elsewhere (B) gets it while A is still busy.  B's
+ * updates count only while all of A's tasks run and after A's first 100
+ * (before, A's queue may be empty and let the lock go anyway). */
+#define H_TASKS		6
+#define H_OPS		1500
+
+struct h_arg {
+	smart_bt_t *t;
+	_Atomic int *left;	/* A's tasks still running */
+	_Atomic unsigned *progress;	/* A's updates done */
+	unsigned done;		/* B: updates done while A ran */
+};
+
+static void h_hammer(smart_worker_t *w, void *p)
+{
+	struct h_arg *a = p;
+	unsigned i;
+
+	for (i = 0; i < H_OPS; i++) {
+		CHECK_OK(smart_bt_update(a->t, w, "hot", 3, "a", 1));
+		atomic_fetch_add(a->progress, 1);
+	}
+	atomic_fetch_sub(a->left, 1);
+}
+
+static void h_other(smart_worker_t *w, void *p)
+{
+	struct h_arg *a = p;
+
+	while (atomic_load(a->left) > 0) {
+		int from = atomic_load(a->progress) >= 100 &&
+			   atomic_load(a->left) == H_TASKS;
+
+		CHECK_OK(smart_bt_update(a->t, w, "hot", 3, "b", 1));
+		if (from && atomic_load(a->left) == H_TASKS)
+			a->done++;
+	}
+}
+
+struct h_thread {
+	struct world *wd;
+	struct h_arg arg[H_TASKS];
+	int n;
+	smart_task_fn fn;
+};
+
+static void *h_thread_fn(void *p)
+{
+	struct h_thread *th = p;
+	smart_worker_t *w;
+	int i;
+
+	CHECK_OK(smart_worker_create(th->wd->f.ctx, &w));
+	for (i = 0; i < th->n; i++)
+		CHECK_OK(smart_task_spawn(w, th->fn, &th->arg[i]));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_worker_destroy(w));
+	return NULL;
+}
+
+static void test_handover_limit(void)
+{
+	static struct h_thread th[2];
+	struct smart_bt_stats st;
+	_Atomic int left = H_TASKS;
+	_Atomic unsigned progress = 0;
+	struct world wd;
+	pthread_t tid[2];
+	smart_bt_t *a, *b;
+	int i;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "hot", 3, "0", 1));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &a));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &b));
+	th[0] = (struct h_thread){ .wd = &wd, .n = H_TASKS, .fn = h_hammer };
+	th[1] = (struct h_thread){ .wd = &wd, .n = 1, .fn = h_other };
+	for (i = 0; i < H_TASKS; i++)
+		th[0].arg[i] = (struct h_arg){ a, &left, &progress, 0 };
+	th[1].arg[0] = (struct h_arg){ b, &left, &progress, 0 };
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_create(&tid[i], NULL, h_thread_fn, &th[i]));
+	for (i = 0; i < 2; i++)
+		CHECK(!pthread_join(tid[i], NULL));
+	CHECK_OK(smart_bt_stats(a, &st));
+	printf("A: %d x %d updates of one key, %llu hand-overs; B got the "
+	       "lock %u times meanwhile\n", H_TASKS, H_OPS,
+	       (unsigned long long)st.handovers, th[1].arg[0].done);
+	CHECK_GT(st.handovers, H_OPS);
+	CHECK_GT(th[1].arg[0].done, 0);
+	smart_bt_close(a);
+	smart_bt_close(b);
+	world_stop(&wd);
+}
+
 /* A client whose cached root is an old one (a leaf that has split since)
  * still finds every key: it moves right past the high fence (B-link). */
 static void test_stale_root(void)
@@ -892,6 +991,7 @@ int main(int argc, char **argv)
 		{ "spec_verify", test_spec_verify },
 		{ "dead_holder", test_dead_holder },
 		{ "named", test_named },
+		{ "handover_limit", test_handover_limit },
 		{ "stale_root", test_stale_root },
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },

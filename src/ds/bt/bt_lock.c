@@ -150,7 +150,8 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	}
 	l = llock_of(t, lw);
 	waiting = atomic_load(&l->next) - atomic_load(&l->serving) - 1;
-	if (waiting && l->handovers < BT_HANDOVER_MAX) {
+	if (waiting && (SMART_M_BT_NO_HANDOVER_LIMIT ||
+			l->handovers < BT_HANDOVER_MAX)) {
 		l->handovers++;
 		rc = smart_sync(w);	/* the write-back, lock kept */
 	} else {

@@ -57,4 +57,11 @@
 #define SMART_M_BT_NO_TAKEOVER 0
 #endif
 
+/* a process hands a lock over to its own waiters for ever */
+#ifdef SMART_MUTANT_BT_NO_HANDOVER_LIMIT
+#define SMART_M_BT_NO_HANDOVER_LIMIT 1
+#else
+#define SMART_M_BT_NO_HANDOVER_LIMIT 0
+#endif
+
 #endif

@@ -1,0 +1,253 @@
+/*
+ * Smart-BT point operations checked for linearizability while leaves and
+ * internal nodes split (tests/harness/linearizability.h, DESIGN §9).
+ *
+ * Two threads, each with its own tree object (so each has its own index
+ * and speculative caches, made stale by the other's writes), six tasks
+ * each: every task mixes inserts, updates, upserts, deletes and searches
+ * on a few hot keys (the recorded history) with inserts of fresh cold
+ * keys, which split the small nodes (512 bytes, 14 entries a leaf) over
+ * and over under the hot keys.  Every op is stamped before and after;
+ * values are unique 8-byte words.  The run is repeated on the
+ * adversarial shm transport (pauses and torn reads).  Besides the
+ * verdict, the paths the protocol exists for must have been taken:
+ * splits, hand-overs, speculative hits and misses, and (adversarial) torn
+ * reads caught.
+ *
+ * Seeds are fixed: a failure reproduces with the same seed.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/linearizability.h"
+#include "harness/test.h"
+#include "smart/bt.h"
+#include "smart/smart.h"
+
+#define L_THREADS	2
+#define L_TASKS		6
+#define L_OPS		1500
+#define L_HOT		12	/* recorded keys */
+#define L_SEED		0x5eedb7u
+
+struct l_task {
+	smart_bt_t *t;
+	int thread, task;
+	struct lin_event ev[L_OPS];
+	size_t n;
+	unsigned cold;		/* cold keys this task inserted */
+};
+
+struct l_thread {
+	struct fixture *f;
+	smart_bt_t *t;
+	struct l_task task[L_TASKS];
+};
+
+static size_t hot_key(char *k, uint64_t i)
+{
+	return (size_t)snprintf(k, 16, "h%02u", (unsigned)i);
+}
+
+static int l_res(int rc)
+{
+	return rc == 0 ? LIN_R_OK : rc == SMART_ENOENT ? LIN_R_ENOENT :
+	       rc == SMART_EEXIST ? LIN_R_EEXIST : -1;
+}
+
+/* One recorded op on a hot key; 0, or the error that keeps it out. */
+static int l_call(struct l_task *a, smart_worker_t *w, struct lin_event *e)
+{
+	char k[16];
+	size_t kl = hot_key(k, e->key), n = 0;
+	uint64_t v = 0;
+	int rc;
+
+	switch (e->op) {
+	case LIN_INSERT:
+		rc = smart_bt_insert(a->t, w, k, kl, &e->arg, 8);
+		break;
+	case LIN_UPDATE:
+		rc = smart_bt_update(a->t, w, k, kl, &e->arg, 8);
+		break;
+	case LIN_UPSERT:
+		rc = smart_bt_upsert(a->t, w, k, kl, &e->arg, 8);
+		break;
+	case LIN_DELETE:
+		rc = smart_bt_delete(a->t, w, k, kl);
+		break;
+	default:
+		rc = smart_bt_search(a->t, w, k, kl, &v, 8, &n);
+		CHECK_MSG(rc || n == 8, "search %s: %zu bytes", k, n);
+		e->val = v;
+		break;
+	}
+	return rc;
+}
+
+static void l_task_fn(smart_worker_t *w, void *p)
+{
+	struct l_task *a = p;
+	smart_rng_t r;
+	char k[16];
+	unsigned i, x;
+	int rc, res;
+
+	smart_rng_seed(&r, L_SEED + (uint64_t)a->thread * 100 + a->task);
+	for (i = 0; i < L_OPS; i++) {
+		if (smart_rng_below(&r, 3) == 0) {
+			/* a cold key: splits under the hot ones */
+			snprintf(k, sizeof(k), "c%d%d-%05u", a->thread,
+				 a->task, a->cold++);
+			CHECK_OK(smart_bt_insert(a->t, w, k, strlen(k), k, 8));
+		}
+		struct lin_event *e = &a->ev[a->n];
+
+		memset(e, 0, sizeof(*e));
+		e->key = smart_rng_below(&r, L_HOT);
+		x = (unsigned)smart_rng_below(&r, 10);
+		e->op = x < 2 ? LIN_INSERT : x < 4 ? LIN_UPDATE : x < 5 ?
+			LIN_UPSERT : x < 7 ? LIN_DELETE : LIN_SEARCH;
+		e->arg = (uint64_t)(a->thread + 1) << 48 |
+			 (uint64_t)(a->task + 1) << 32 | (i + 1);
+		e->call = smart_now_ns();
+		rc = l_call(a, w, e);
+		e->ret = smart_now_ns();
+		if (rc == SMART_ERETRY)
+			continue;	/* gave up, no effect: not recorded */
+		res = l_res(rc);
+		CHECK_MSG(res >= 0, "%s: %s", lin_op_name(e->op),
+			  smart_status_name(rc));
+		e->res = (uint8_t)res;
+		a->n++;
+	}
+}
+
+static void *l_thread_fn(void *p)
+{
+	struct l_thread *th = p;
+	smart_worker_t *w;
+	int i;
+
+	CHECK_OK(smart_worker_create(th->f->ctx, &w));
+	for (i = 0; i < L_TASKS; i++)
+		CHECK_OK(smart_task_spawn(w, l_task_fn, &th->task[i]));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_worker_destroy(w));
+	return NULL;
+}
+
+static void add_stats(struct smart_bt_stats *sum, smart_bt_t *t)
+{
+	struct smart_bt_stats s;
+
+	CHECK_OK(smart_bt_stats(t, &s));
+	sum->leaf_splits += s.leaf_splits;
+	sum->inner_splits += s.inner_splits;
+	sum->crc_retries += s.crc_retries;
+	sum->handovers += s.handovers;
+	sum->spec_hits += s.spec_hits;
+	sum->spec_misses += s.spec_misses;
+	sum->move_rights += s.move_rights;
+}
+
+static void run(const char *adv)
+{
+	static struct l_thread th[L_THREADS];
+	const char *kv[] = { "shm_adversarial", adv, NULL };
+	struct smart_bt_config c;
+	struct smart_bt_stats sum;
+	struct lin_report rep;
+	struct lin_event *all;
+	pthread_t tid[L_THREADS];
+	struct fixture f;
+	smart_worker_t *w;
+	smart_bt_t *t0;
+	size_t n = 0;
+	int i, j, v;
+
+	fixture_start(&f, 64u << 20, 1, adv ? kv : NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 8;
+	c.locks = 1024;
+	CHECK_OK(smart_bt_create(w, 1, 5, &c, &t0));
+	memset(th, 0, sizeof(th));
+	for (i = 0; i < L_THREADS; i++) {
+		th[i].f = &f;
+		CHECK_OK(smart_bt_open(w, 1, 5, &th[i].t));
+		for (j = 0; j < L_TASKS; j++) {
+			th[i].task[j].t = th[i].t;
+			th[i].task[j].thread = i;
+			th[i].task[j].task = j;
+		}
+		CHECK(!pthread_create(&tid[i], NULL, l_thread_fn, &th[i]));
+	}
+	for (i = 0; i < L_THREADS; i++)
+		CHECK(!pthread_join(tid[i], NULL));
+	all = calloc((size_t)L_THREADS * L_TASKS * L_OPS, sizeof(*all));
+	CHECK(all != NULL);
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; i < L_THREADS; i++) {
+		for (j = 0; j < L_TASKS; j++) {
+			memcpy(all + n, th[i].task[j].ev,
+			       th[i].task[j].n * sizeof(*all));
+			n += th[i].task[j].n;
+		}
+		add_stats(&sum, th[i].t);
+	}
+	v = lin_check(all, n, &rep, stderr);
+	printf("%s: %zu recorded ops on %d keys beside cold inserts: %llu "
+	       "leaf and %llu inner splits, %llu hand-overs, speculative "
+	       "%llu hits / %llu misses, %llu moves right, %llu torn reads; "
+	       "verdict %d (%zu segments, longest %zu)\n",
+	       adv ? "adversarial" : "plain", n, L_HOT,
+	       (unsigned long long)sum.leaf_splits,
+	       (unsigned long long)sum.inner_splits,
+	       (unsigned long long)sum.handovers,
+	       (unsigned long long)sum.spec_hits,
+	       (unsigned long long)sum.spec_misses,
+	       (unsigned long long)sum.move_rights,
+	       (unsigned long long)sum.crc_retries, v, rep.segments,
+	       rep.max_segment);
+	CHECK_MSG(v == LIN_OK, "not linearizable (key %llu)",
+		  (unsigned long long)rep.key);
+	CHECK_GE(n, (size_t)L_THREADS * L_TASKS * L_OPS * 99 / 100);
+	/* the paths this test exists for were taken */
+	CHECK_GT(sum.leaf_splits, 100);
+	CHECK_GT(sum.inner_splits, 0);
+	CHECK_GT(sum.handovers, 0);
+	CHECK_GT(sum.spec_hits, 0);
+	CHECK_GT(sum.spec_misses, 0);
+	if (adv)
+		CHECK_GT(sum.crc_retries, 0);
+	free(all);
+	for (i = 0; i < L_THREADS; i++)
+		smart_bt_close(th[i].t);
+	smart_bt_close(t0);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_plain(void)
+{
+	run(NULL);
+}
+
+static void test_adversarial(void)
+{
+	run("seed=5,pause_pct=30");
+}
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, (struct test_case[]){
+		{ "plain", test_plain },
+		{ "adversarial", test_adversarial },
+		{ 0 } });
+}
