@@ -1,7 +1,7 @@
 /*
  * Smart-HT used by several compute processes at once: smartd serves the
  * memory, the parent creates a small table (so that it splits), and three
- * forked client processes, each with its own ctx and 2 threads x 4 tasks,
+ * client processes, each with its own ctx and 2 threads x 4 tasks,
  * open it through the root entry and run inserts of their own keys,
  * upserts of shared keys, and deletes of half of their keys, with
  * reclamation on.  The parent then checks every key: each client's kept
@@ -107,12 +107,14 @@ static void *client_thread(void *p)
 	return NULL;
 }
 
-static void client(const char *addr, const char *secret_path, int proc)
+/* A client process (test_spawn): args are smartd's address, the secret
+ * file and the client's number. */
+static void client(char **args)
 {
 	struct thread_arg ta[THREADS];
 	pthread_t th[THREADS];
-	smart_ctx_t *ctx = ctx_open(addr, secret_path);
-	int i;
+	smart_ctx_t *ctx = ctx_open(args[0], args[1]);
+	int proc = atoi(args[2]), i;
 
 	for (i = 0; i < THREADS; i++) {
 		ta[i] = (struct thread_arg){ ctx, proc, i };
@@ -183,14 +185,13 @@ static void test_processes(void)
 	cfg.buckets = 16;
 	cfg.reclaim = 1;
 	CHECK_OK(smart_ht_create(w, 0, 3, &cfg, &t));
-	fflush(NULL);
 	for (i = 0; i < PROCS; i++) {
-		pids[i] = fork();
+		char proc[12];
+
+		snprintf(proc, sizeof(proc), "%d", i);
+		pids[i] = test_spawn("client", (const char *[]){ d.addr,
+				     secret_path, proc, NULL });
 		CHECK_GE(pids[i], 0);
-		if (pids[i] == 0) {
-			client(d.addr, secret_path, i);
-			_exit(0);
-		}
 	}
 	for (i = 0; i < PROCS; i++) {
 		status = smartd_wait_bounded(pids[i], 100000);
@@ -216,6 +217,10 @@ int main(int argc, char **argv)
 		{ "processes", test_processes },
 		{ NULL, NULL },
 	};
+	static const struct test_child children[] = {
+		{ "client", client },
+		{ NULL, NULL },
+	};
 
-	return test_main(argc, argv, cases);
+	return test_main_children(argc, argv, cases, children);
 }

@@ -92,15 +92,17 @@ static void key_of(char *k, size_t n, int round, int i)
 }
 
 /* Insert the round's keys, acknowledging each on the pipe, until the
- * hook ends the process.  Exit 3: the point was never reached. */
-static void child_main(const char *addr, int round, const struct step *st,
-		       int wr)
+ * hook ends the process.  Exit 3: the point was never reached.  args:
+ * the blade's address, the secret file, the round, the index of its step
+ * in steps[] and the pipe. */
+static void child_main(char **args)
 {
-	struct child_hook h = { st, 0 };
+	int round = atoi(args[2]), wr = atoi(args[4]);
+	struct child_hook h = { &steps[atoi(args[3])], 0 };
 	smart_worker_t *w;
 	smart_ht_t *t;
 	uint16_t blade;
-	smart_ctx_t *ctx = lb_ctx_open(addr, secret_path, &blade);
+	smart_ctx_t *ctx = lb_ctx_open(args[0], args[1], &blade);
 	uint16_t id;
 	char k[16];
 	int i, rc;
@@ -145,22 +147,22 @@ static void expect_present(struct world *wd, const char *k)
 	CHECK(n == strlen(k) && !memcmp(v, k, n));
 }
 
-/* Fork a client that dies at st, and wait for its death: *acked keys
+/* Start a client that dies at st, and wait for its death: *acked keys
  * were acknowledged.  Returns its pid (stopped) for DIE_STOP, else 0. */
 static pid_t run_child(struct world *wd, int round, const struct step *st,
 		       int *acked)
 {
+	char r[12], s[12], fd[12];
 	pid_t pid;
 	int p[2], i, st_, n = 0;
 
 	CHECK_EQ(pipe(p), 0);
-	fflush(NULL);
-	pid = fork();
+	snprintf(r, sizeof(r), "%d", round);
+	snprintf(s, sizeof(s), "%d", (int)(st - steps));
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	pid = test_spawn("dies", (const char *[]){ smart_blade_address(wd->b),
+			 secret_path, r, s, fd, NULL });
 	CHECK_GE(pid, 0);
-	if (pid == 0) {
-		close(p[0]);
-		child_main(smart_blade_address(wd->b), round, st, p[1]);
-	}
 	guard.pids[0] = pid;
 	close(p[1]);
 	CHECK_EQ(read(p[0], &i, sizeof(i)), (ssize_t)sizeof(i));
@@ -303,6 +305,9 @@ static void test_deaths(void)
 
 int main(int argc, char **argv)
 {
+	test_children(argc, argv, (struct test_child[]){
+		{ "dies", child_main },
+		{ 0 } });
 	guard_init(300);
 	secret_file(secret_path, LB_SECRET);
 	return test_main(argc, argv, (struct test_case[]){

@@ -128,11 +128,15 @@ struct child {
 	uint16_t id;
 };
 
-static void child_main(const char *addr, smart_gaddr_t counter, int wr)
+/* The client role (child_start): args are the blade's address, the
+ * secret file, the counter and the pipe to write to. */
+static void child_main(char **args)
 {
+	smart_gaddr_t counter = strtoull(args[2], NULL, 0);
+	int wr = atoi(args[3]);
 	smart_worker_t *w;
 	uint16_t blade, id;
-	smart_ctx_t *ctx = ctx_open(addr, &blade);
+	smart_ctx_t *ctx = lb_ctx_open(args[0], args[1], &blade);
 	int rc;
 
 	CHECK_OK(smart_worker_create(ctx, &w));
@@ -142,7 +146,20 @@ static void child_main(const char *addr, smart_gaddr_t counter, int wr)
 		rc = smart_faa_sync(w, counter, 1, NULL);
 	while (!rc);
 	CHECK_EQ(write(wr, &rc, sizeof(rc)), (ssize_t)sizeof(rc));
-	_exit(0);
+}
+
+/* Start child role `role` on the blade at addr with the word g; returns
+ * its pid, the pipe it writes to in p. */
+static pid_t spawn_on(const char *role, const char *addr, smart_gaddr_t g,
+		      int p[2])
+{
+	char word[24], fd[12];
+
+	CHECK_EQ(pipe(p), 0);
+	snprintf(word, sizeof(word), "%llu", (unsigned long long)g);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	return test_spawn(role, (const char *[]){ addr, secret_path, word, fd,
+						  NULL });
 }
 
 static void child_start(struct child *c, const char *addr,
@@ -150,14 +167,8 @@ static void child_start(struct child *c, const char *addr,
 {
 	int p[2];
 
-	CHECK_EQ(pipe(p), 0);
-	fflush(NULL);
-	c->pid = fork();
+	c->pid = spawn_on("client", addr, counter, p);
 	CHECK_GE(c->pid, 0);
-	if (c->pid == 0) {
-		close(p[0]);
-		child_main(addr, counter, p[1]);
-	}
 	for (int i = 0; i < GUARD_PIDS; i++)
 		if (!guard.pids[i]) {
 			guard.pids[i] = c->pid;
@@ -393,25 +404,23 @@ static int lock_try(smart_worker_t *w, uint16_t blade, smart_gaddr_t lock,
 	return old == held;	/* taken over from the dead holder */
 }
 
-struct holder {
-	smart_gaddr_t lock;
-	int wr;
-};
-
-static void holder_main(const char *addr, struct holder *h)
+/* The holder role (holder_case): args as child_main's, the word being
+ * the lock. */
+static void holder_main(char **args)
 {
+	smart_gaddr_t lock = strtoull(args[2], NULL, 0);
 	smart_worker_t *w;
 	uint16_t blade, id;
-	smart_ctx_t *ctx = ctx_open(addr, &blade);
+	smart_ctx_t *ctx = lb_ctx_open(args[0], args[1], &blade);
 	uint64_t old, v;
 
 	CHECK_OK(smart_worker_create(ctx, &w));
 	CHECK_OK(smart_lease_id(ctx, blade, &id));
-	CHECK_OK(smart_cas_sync(w, h->lock, 0, id, &old));
+	CHECK_OK(smart_cas_sync(w, lock, 0, id, &old));
 	CHECK_EQ(old, 0);
 	CHECK_OK(smart_epoch_enter(w, blade));
-	CHECK_OK(smart_read_sync(w, h->lock, 8, &v));	/* announced */
-	CHECK_EQ(write(h->wr, &id, sizeof(id)), (ssize_t)sizeof(id));
+	CHECK_OK(smart_read_sync(w, lock, 8, &v));	/* announced */
+	CHECK_EQ(write(atoi(args[3]), &id, sizeof(id)), (ssize_t)sizeof(id));
 	for (;;)
 		pause();	/* holding both, forever */
 }
@@ -421,9 +430,8 @@ static void holder_case(int sig)
 	smart_blade_t *b = blade_start();
 	uint16_t blade, me, hid;
 	smart_ctx_t *a = ctx_open(smart_blade_address(b), &blade);
-	struct holder h;
 	smart_worker_t *w;
-	smart_gaddr_t key, g;
+	smart_gaddr_t lock, key, g;
 	smart_stats_t st;
 	uint64_t t0, took, freed_at = 0, v;
 	int p[2], status, got = 0;
@@ -431,20 +439,15 @@ static void holder_case(int sig)
 
 	CHECK_OK(smart_worker_create(a, &w));
 	CHECK_OK(smart_lease_id(a, blade, &me));
-	CHECK_OK(smart_alloc(w, blade, 8, &h.lock));
+	CHECK_OK(smart_alloc(w, blade, 8, &lock));
 	CHECK_OK(smart_alloc(w, blade, 8, &key));
-	CHECK_OK(smart_write_sync(w, h.lock, &(uint64_t){ 0 }, 8));
-	CHECK_EQ(pipe(p), 0);
-	h.wr = p[1];
-	fflush(NULL);
-	pid = fork();
+	CHECK_OK(smart_write_sync(w, lock, &(uint64_t){ 0 }, 8));
+	pid = spawn_on("holder", smart_blade_address(b), lock, p);
 	CHECK_GE(pid, 0);
-	if (pid == 0)
-		holder_main(smart_blade_address(b), &h);
 	guard.pids[0] = pid;
 	CHECK_EQ(read(p[0], &hid, sizeof(hid)), (ssize_t)sizeof(hid));
 	/* held: our op on the key waits, our retired blocks stay */
-	CHECK_EQ(lock_try(w, blade, h.lock, me), 0);
+	CHECK_EQ(lock_try(w, blade, lock, me), 0);
 	for (int i = 0; i < 16; i++) {
 		CHECK_OK(smart_alloc(w, blade, 64, &g));
 		CHECK_OK(smart_epoch_retire(w, blade, g, 64));
@@ -453,7 +456,7 @@ static void holder_case(int sig)
 	CHECK_EQ(kill(pid, sig), 0);
 	t0 = smart_now_ns();
 	while (!got && smart_now_ns() - t0 < 10ull * LEASE_MS * 1000000) {
-		if ((got = lock_try(w, blade, h.lock, me)))
+		if ((got = lock_try(w, blade, lock, me)))
 			break;
 		if (!freed_at && !smart_epoch_drain(w, blade, 1))
 			freed_at = smart_now_ns();
@@ -463,7 +466,7 @@ static void holder_case(int sig)
 	CHECK(got);
 	/* the operation on the key: update under the lock, release */
 	CHECK_OK(smart_faa_sync(w, key, 1, NULL));
-	CHECK_OK(smart_write_sync(w, h.lock, &(uint64_t){ 0 }, 8));
+	CHECK_OK(smart_write_sync(w, lock, &(uint64_t){ 0 }, 8));
 	CHECK_OK(smart_read_sync(w, key, 8, &v));
 	CHECK_EQ(v, 1);
 	if (!freed_at && !smart_epoch_drain(w, blade, 2 * LEASE_MS))
@@ -543,6 +546,10 @@ static void test_dead_blade(void)
 
 int main(int argc, char **argv)
 {
+	test_children(argc, argv, (struct test_child[]){
+		{ "client", child_main },
+		{ "holder", holder_main },
+		{ 0 } });
 	guard_init(120);
 	secret_file(secret_path, LB_SECRET);
 	return test_main(argc, argv, (struct test_case[]){

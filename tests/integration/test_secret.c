@@ -84,6 +84,8 @@ static int in_child(void (*fn)(const char *), const char *arg, char *msg,
 	pid_t pid;
 
 	CHECK_EQ(pipe(p), 0);
+	/* a plain fork (not test_spawn): the loads come before any case
+	 * starts a thread (in_memory), and smartd's child execs at once */
 	fflush(NULL);
 	pid = fork();
 	CHECK_GE(pid, 0);

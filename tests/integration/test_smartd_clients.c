@@ -303,6 +303,8 @@ static pid_t client_spawn(const char *addr, const char *secret_path,
 {
 	pid_t parent = getpid(), pid;
 
+	/* a plain fork (not test_spawn): this process has no ctx yet, so no
+	 * thread that could hold a lock */
 	fflush(NULL);
 	pid = fork();
 	CHECK_GE(pid, 0);

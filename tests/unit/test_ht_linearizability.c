@@ -17,7 +17,7 @@
  *                 reordered completions), 8-bucket subtables split in four
  *                 192-byte chunks;
  *   many_splits   16 shards of 2-bucket subtables: thousands of splits;
- *   processes     3 forked client processes on one table (histories in a
+ *   processes     3 client processes on one table (histories in a
  *                 shared mapping), plain and adversarial.
  * Each asserts that the paths its guards exist for were taken (splits,
  * frozen hits, canonical-entry verify retries, blocks freed), not only
@@ -211,7 +211,7 @@ struct lz_cfg {
 	const char *opts;	/* the ctxs' techniques */
 	const char *adv;	/* their shm_adversarial (NULL: plain shm) */
 	unsigned procs;		/* 0: the workers run in this process; else
-				 * this many forked client processes */
+				 * this many client processes */
 	unsigned threads;	/* per process, each with LZ_TASKS tasks */
 	unsigned shards;	/* all on the one blade */
 	unsigned buckets, split_chunk;
@@ -238,9 +238,12 @@ static void lz_paths_add(struct lz_paths *sum, const struct lz_paths *p)
 		sum->subtables = p->subtables;
 }
 
-/* Histories live in a shared mapping, so that forked clients hand them
- * (and their table's counters) to the parent that checks them. */
+/* Histories live in a shared mapping (a memfd), so that client processes
+ * hand them (and their table's counters) to the parent that checks them;
+ * the parent leaves them the run's cfg there, with its strings. */
 struct lz_shared {
+	struct lz_cfg cfg;
+	char opts[96], adv[64];
 	size_t n[LZ_TASKS_MAX];
 	struct lz_paths paths[LZ_PROCS_MAX];
 	struct lin_event ev[LZ_TASKS_MAX][LZ_OPS_MAX];
@@ -444,28 +447,65 @@ static smart_ctx_t *lz_ctx_open(const struct lz_cfg *cfg, const char *addr)
 	return ctx;
 }
 
-/* A forked client: its own ctx, the table opened by its root entry. */
-static void lz_child(const struct lz_cfg *cfg, struct lz_shared *sh,
-		     unsigned proc, const char *addr)
+static struct lz_shared *lz_shared_map(int fd)
 {
-	smart_ctx_t *ctx = lz_ctx_open(cfg, addr);
+	struct lz_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED, fd, 0);
+
+	CHECK(sh != MAP_FAILED);
+	return sh;
+}
+
+/* A client process: its own ctx, the table opened by its root entry.
+ * args: the blade's address, the secret file, the shared mapping's fd
+ * and the process's number. */
+static void lz_child(char **args)
+{
+	struct lz_shared *sh = lz_shared_map(atoi(args[2]));
+	struct lz_cfg cfg = sh->cfg;
 	smart_worker_t *w;
+	smart_ctx_t *ctx;
 	smart_ht_t *t;
 
+	/* the parent's secret file: main() made none in this process */
+	snprintf(secret_path, sizeof(secret_path), "%s", args[1]);
+	cfg.opts = sh->opts;
+	cfg.adv = sh->adv[0] ? sh->adv : NULL;
+	ctx = lz_ctx_open(&cfg, args[0]);
 	CHECK_OK(smart_worker_create(ctx, &w));
 	CHECK_OK(smart_ht_open(w, 1, 0, &t));
 	CHECK_OK(smart_worker_destroy(w));
-	lz_process(ctx, t, cfg, sh, proc);
+	lz_process(ctx, t, &cfg, sh, (unsigned)atoi(args[3]));
 	smart_ht_close(t);
 	CHECK_OK(smart_ctx_destroy(ctx));
-	_exit(0);
+}
+
+/* Start cfg->procs client processes on sh (mapped from shfd). */
+static void lz_spawn(const struct lz_cfg *cfg, struct lz_shared *sh,
+		     int shfd, const char *addr)
+{
+	const char *adv = cfg->adv ? cfg->adv : "";
+	char fd[12], proc[12];
+
+	sh->cfg = *cfg;
+	CHECK_LT(strlen(cfg->opts), sizeof(sh->opts));
+	strcpy(sh->opts, cfg->opts);
+	CHECK_LT(strlen(adv), sizeof(sh->adv));
+	strcpy(sh->adv, adv);
+	snprintf(fd, sizeof(fd), "%d", shfd);
+	for (unsigned i = 0; i < cfg->procs; i++) {
+		snprintf(proc, sizeof(proc), "%u", i);
+		guard.pids[i] = test_spawn("client", (const char *[]){ addr,
+					   secret_path, fd, proc, NULL });
+		CHECK_GT(guard.pids[i], 0);
+	}
 }
 
 /* Run the clients, wait for them, and gather the tasks' histories into
  * sh->all; returns the number of events. */
 static size_t lz_clients(smart_ctx_t *ctx, smart_ht_t *t,
 			 const struct lz_cfg *cfg, struct lz_shared *sh,
-			 const char *addr)
+			 int shfd, const char *addr)
 {
 	unsigned procs = cfg->procs ? cfg->procs : 1, ntasks, i;
 	size_t n = 0;
@@ -476,15 +516,7 @@ static size_t lz_clients(smart_ctx_t *ctx, smart_ht_t *t,
 	if (!cfg->procs) {
 		lz_process(ctx, t, cfg, sh, 0);
 	} else {
-		fflush(NULL);
-		for (i = 0; i < procs; i++) {
-			pid_t pid = fork();
-
-			CHECK_GE(pid, 0);
-			if (pid == 0)
-				lz_child(cfg, sh, i, addr);
-			guard.pids[i] = pid;
-		}
+		lz_spawn(cfg, sh, shfd, addr);
 		for (i = 0; i < procs; i++) {
 			CHECK_EQ(waitpid((pid_t)guard.pids[i], &st, 0),
 				 (pid_t)guard.pids[i]);
@@ -521,11 +553,13 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 	uint64_t t0;
 	unsigned i;
 	size_t n;
-	int v;
+	int v, fd;
 
-	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	CHECK(sh != MAP_FAILED);
+	/* no FD_CLOEXEC: client processes map it by its number */
+	fd = memfd_create("lz-shared", 0);
+	CHECK_GE(fd, 0);
+	CHECK_EQ(ftruncate(fd, sizeof(*sh)), 0);
+	sh = lz_shared_map(fd);
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	/* this process's clients (and the table's creator) are cfg's */
 	ctx = lz_ctx_open(cfg, smart_blade_address(f.blade));
@@ -548,7 +582,7 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 	       cfg->cold, LZ_HOT, cfg->shards, cfg->buckets, cfg->split_chunk,
 	       (unsigned long long)cfg->seed);
 	t0 = smart_now_ns();
-	n = lz_clients(ctx, t, cfg, sh, smart_blade_address(f.blade));
+	n = lz_clients(ctx, t, cfg, sh, fd, smart_blade_address(f.blade));
 	memset(paths, 0, sizeof(*paths));
 	for (i = 0; i < (cfg->procs ? cfg->procs : 1); i++)
 		lz_paths_add(paths, &sh->paths[i]);
@@ -573,6 +607,7 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 	CHECK_OK(smart_ctx_destroy(ctx));
 	fixture_stop(&f);
 	CHECK_EQ(munmap(sh, sizeof(*sh)), 0);
+	close(fd);
 	return v;
 }
 
@@ -723,7 +758,12 @@ int main(int argc, char **argv)
 		{ "broken_client", test_broken_client },
 		{ NULL, NULL },
 	};
+	static const struct test_child children[] = {
+		{ "client", lz_child },
+		{ NULL, NULL },
+	};
 
+	test_children(argc, argv, children);
 	guard_init(900);
 	secret_file(secret_path, FIXTURE_SECRET);
 	return test_main(argc, argv, cases);

@@ -370,6 +370,9 @@ pid_t fork_peer(int *s)
 	int sv[2];
 	pid_t pid;
 
+	/* a plain fork (atomic_fork's peer uses this process's region and
+	 * mappings): no thread can hold a lock here, as each case runs in a
+	 * process of its own (run_isolated) and shm starts no thread */
 	CHECK_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	fflush(stdout);		/* or the child prints it again */
 	pid = fork();
