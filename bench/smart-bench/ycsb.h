@@ -81,6 +81,12 @@ struct ycsb_ds {
 	int (*scan)(void *h, smart_worker_t *w, const char *key, size_t klen,
 		    unsigned max, struct ycsb_kv *kv, void *buf, size_t cap,
 		    unsigned *n);
+	/* The preload in one call (NULL: key by key with insert): the
+	 * entries next() gives, ascending, into the empty structure. */
+	int (*bulk)(void *h, smart_worker_t *w,
+		    int (*next)(void *arg, const void **key, size_t *klen,
+				const void **val, size_t *vlen),
+		    void *arg, uint64_t *loaded);
 	/* The structure's own figures at the end of a run: fields added to
 	 * rec and one line of the table ("" for none). */
 	void (*report)(void *h, smart_worker_t *w, struct kit_rec *rec,

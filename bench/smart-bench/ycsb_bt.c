@@ -1,7 +1,7 @@
 /*
  * YCSB on Smart-BT (include/smart/bt.h): the tree's memory per key, its
- * configuration for the run, its operations (scans for workload E), its
- * figures and its drop.
+ * configuration for the run, its bulk-loaded preload, its operations
+ * (scans for workload E), its figures and its drop.
  *
  * Invariants: with --table the tree is the named one of the first blade,
  * opened when it exists (else created; a creator that loses the race to
@@ -233,6 +233,16 @@ static int bt_scan(void *h, smart_worker_t *w, const char *key, size_t klen,
 	return rc;
 }
 
+/* Leaves 70% full: room for inserts before they split. */
+static int bt_bulk(void *h, smart_worker_t *w,
+		   int (*next)(void *arg, const void **key, size_t *klen,
+			       const void **val, size_t *vlen),
+		   void *arg, uint64_t *loaded)
+{
+	return smart_bt_bulk_load(((struct bt_handle *)h)->bt, w, next, arg,
+				  70, loaded);
+}
+
 const struct ycsb_ds ycsb_bt = {
 	.name = "bt",
 	.title = "Smart-BT",
@@ -246,6 +256,7 @@ const struct ycsb_ds ycsb_bt = {
 	.insert = bt_insert,
 	.update = bt_update,
 	.scan = bt_scan,
+	.bulk = bt_bulk,
 	.report = bt_report,
 	.drop = bt_drop,
 };

@@ -32,6 +32,7 @@ struct op_meter {
 
 struct ycsb_task {
 	struct ycsb_thread *th;
+	int idx;		/* in its thread */
 	smart_rng_t rng;
 	struct op_meter m;
 	char key[256];
@@ -329,6 +330,43 @@ static void sweep_task(smart_worker_t *w, void *arg)
 	}
 }
 
+/* The bulk preload's input: keys 0.. in order (their order as keys too:
+ * zero-padded), each with a fresh value, counted for the progress line. */
+static int bulk_next(void *arg, const void **key, size_t *klen,
+		     const void **val, size_t *vlen)
+{
+	struct ycsb_task *t = arg;
+	struct ycsb *y = t->th->y;
+	uint64_t k = atomic_load_explicit(&y->load.done, memory_order_relaxed);
+
+	if (k == y->keys || kit_runner_stopping(&y->runner))
+		return 0;
+	key_render(y, k, t->key);
+	value_make(t, (unsigned)y->value_size);
+	*key = t->key;
+	*klen = (size_t)y->key_size;
+	*val = t->val;
+	*vlen = (size_t)y->value_size;
+	atomic_fetch_add_explicit(&y->load.done, 1, memory_order_relaxed);
+	return 1;
+}
+
+/* One task of thread 0 loads the whole key space in one call. */
+static void bulk_task(struct ycsb_task *t, smart_worker_t *w)
+{
+	struct ycsb *y = t->th->y;
+	uint64_t loaded = 0;
+	int rc;
+
+	if (t->th->idx || t->idx)
+		return;
+	rc = y->dsi->bulk(y->h, w, bulk_next, t, &loaded);
+	if (!rc && loaded != y->keys)
+		rc = SMART_EAGAIN;	/* stopped by a signal */
+	if (rc)
+		count_err(t->th, rc);
+}
+
 /* A key already there is a conflict of the preload's own (a retried
  * insert that had landed), not a reason to stop. */
 static void load_task(smart_worker_t *w, void *arg)
@@ -337,6 +375,11 @@ static void load_task(smart_worker_t *w, void *arg)
 	struct ycsb *y = t->th->y;
 	uint64_t k;
 	int rc;
+
+	if (y->dsi->bulk) {
+		bulk_task(t, w);
+		return;
+	}
 
 	while (!kit_runner_stopping(&y->runner) &&
 	       (k = atomic_fetch_add(&y->load_next, 1)) < y->keys) {
@@ -370,6 +413,7 @@ static int tasks_init(struct ycsb_thread *th, struct ycsb_task *tasks)
 
 	for (i = 0; i < y->coros; i++) {
 		tasks[i].th = th;
+		tasks[i].idx = i;
 		smart_rng_seed(&tasks[i].rng, kit_task_seed(y->run->com.seed,
 							    th->idx, i));
 		tasks[i].val = malloc((size_t)y->value_size);

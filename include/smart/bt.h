@@ -81,7 +81,9 @@ struct smart_bt_stats {
 	uint64_t handovers;		/* locks passed on without a CAS */
 	uint64_t cache_hits, cache_misses;	/* index cache lookups */
 	uint64_t cache_drops;		/* stale internal nodes dropped */
-	uint64_t spec_hits, spec_misses;	/* speculative reads */
+	/* searches answered by one entry's READ, and the others (nothing
+	 * cached for the key, or what was cached did not check) */
+	uint64_t spec_hits, spec_misses;
 	uint64_t lock_takeovers;	/* locks taken from dead holders */
 };
 
@@ -154,6 +156,26 @@ struct smart_bt_entry {
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		  size_t from_len, const void *to, size_t to_len, size_t max,
 		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n);
+
+/* Bulk load: the next entry of a sorted input, 1 (key, value and their
+ * lengths set; they need to stay valid only until the next call), 0 at
+ * the end, or a negative SMART_E* code to stop the load with. */
+typedef int (*smart_bt_next_fn)(void *arg, const void **key, size_t *klen,
+				const void **val, size_t *vlen);
+
+/* Fill a new tree from input in strictly ascending key order, leaves and
+ * internal nodes filled to fill_pct percent (10..100; 100 packs them,
+ * for a tree that will only be read), in a round trip per node instead
+ * of several per key; *loaded (may be NULL) gets the number of input
+ * entries.  The tree must still be one leaf (a few entries there are
+ * merged in).  SMART_EEXIST when it has grown past one leaf, or for an
+ * input key it holds; SMART_EINVAL for an input out of order or with a
+ * key or value the tree cannot hold; then nothing changed.  Other
+ * clients may use the tree meanwhile: readers see what it held, writers
+ * wait, until the load is published at once. */
+int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
+		       smart_bt_next_fn next, void *arg, unsigned fill_pct,
+		       uint64_t *loaded);
 
 int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out);
 

@@ -936,6 +936,134 @@ static void test_adversarial(void)
 	concurrent("seed=3,pause_pct=30");
 }
 
+/* Bulk load: keys key_of(0..n-1) ascending (or out of order at `bad`),
+ * value = key. */
+struct feed {
+	unsigned i, n, bad;
+	char k[16];
+};
+
+static int feed_next(void *arg, const void **key, size_t *klen,
+		     const void **val, size_t *vlen)
+{
+	struct feed *f = arg;
+
+	if (f->i == f->n)
+		return 0;
+	key_of(f->k, f->bad && f->i == f->bad ? 0 : f->i);
+	f->i++;
+	*key = *val = f->k;
+	*klen = strlen(f->k);
+	*vlen = 9;
+	return 1;
+}
+
+/* A bulk load builds the tree in a round trip per node, every key found
+ * and scanned in order, what the one leaf held merged in; writes split
+ * it like any tree afterwards; a bad input, a key held already or a tree
+ * past one leaf changes nothing; drop gives every node back. */
+static void test_bulk(void)
+{
+	struct smart_alloc_usage u0, u1;
+	struct smart_bt_config c;
+	struct smart_bt_stats st;
+	struct feed f = { 0, 20000, 0, "" };
+	struct smart_bt_entry e[64];
+	char k[16], v[16], buf[64 * 32];
+	uint64_t loaded, rt;
+	struct world wd;
+	smart_bt_t *t;
+	size_t n;
+	unsigned i;
+
+	fixture_start(&wd.f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u0));
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	c.locks = 4096;
+	CHECK_OK(smart_bt_create(wd.w, 1, 3, &c, &wd.t));
+	/* out of order: refused, nothing changed (nothing left allocated:
+	 * only the tree's own, which the drop below gives back) */
+	f.bad = 777;
+	CHECK_EQ(smart_bt_bulk_load(wd.t, wd.w, feed_next, &f, 70, &loaded),
+		 SMART_EINVAL);
+	CHECK_EQ(smart_bt_bulk_load(wd.t, wd.w, feed_next, &f, 5, &loaded),
+		 SMART_EINVAL);
+	/* what the one leaf holds is merged in; a key in both is refused */
+	key_of(k, 5);
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "dup", 3));
+	f = (struct feed){ 0, 20000, 0, "" };
+	CHECK_EQ(smart_bt_bulk_load(wd.t, wd.w, feed_next, &f, 70, &loaded),
+		 SMART_EEXIST);
+	CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "k00000100z", 10, "mid", 3));
+	key_of(k, 1);
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v), &n),
+		 SMART_ENOENT);
+	/* the load */
+	f = (struct feed){ 0, 20000, 0, "" };
+	rt = smart_task_round_trips(wd.w, NULL);
+	CHECK_OK(smart_bt_bulk_load(wd.t, wd.w, feed_next, &f, 70, &loaded));
+	rt = smart_task_round_trips(wd.w, NULL) - rt;
+	CHECK_EQ(loaded, 20000);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000100z", 10, v, sizeof(v),
+				 &n));
+	CHECK(n == 3 && !memcmp(v, "mid", 3));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("bulk load of 20000 keys: height %u, %llu round trips\n",
+	       st.height, (unsigned long long)rt);
+	/* leaves of 70% of 14 entries: 9 keys, 2223 leaves; a write each,
+	 * and an allocation now and then */
+	CHECK_LE(rt, 20000 / 9 * 2);
+	f = (struct feed){ 0, 10, 0, "" };
+	CHECK_EQ(smart_bt_bulk_load(wd.t, wd.w, feed_next, &f, 70, &loaded),
+		 SMART_EEXIST);
+	/* every key, through another object too */
+	smart_bt_config_init(&c);
+	c.cache_bytes = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &t));
+	for (i = 0; i < 20000; i += 7) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
+		CHECK(n == 9 && !memcmp(v, k, 9));
+	}
+	key_of(k, 19990);
+	CHECK_OK(smart_bt_scan(t, wd.w, k, strlen(k), NULL, 0, 64, e, buf,
+			       sizeof(buf), &n));
+	CHECK_EQ(n, 10);
+	for (i = 0; i < n; i++) {
+		key_of(k, 19990 + i);
+		CHECK(e[i].key_len == strlen(k) &&
+		      !memcmp(e[i].key, k, e[i].key_len));
+	}
+	/* writes after it: splits reach the root, which now has entries */
+	for (i = 0; i < 20000; i++) {
+		snprintf(k, sizeof(k), "k%08ux", i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
+	}
+	for (i = 0; i < 20000; i += 13) {
+		snprintf(k, sizeof(k), "k%08ux", i);
+		CHECK_OK(smart_bt_search(t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
+	}
+	smart_bt_close(t);
+	CHECK_OK(smart_bt_drop(wd.t, wd.w));
+	wd.t = NULL;
+	CHECK_OK(smart_worker_destroy(wd.w));
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u1));
+	CHECK_EQ(u1.used + u1.cached, u0.used + u0.cached);
+	CHECK_OK(smart_worker_destroy(wd.w));
+	fixture_stop(&wd.f);
+}
+
 /* Drop gives back every node and the lock table. */
 static void test_drop(void)
 {
@@ -992,6 +1120,7 @@ int main(int argc, char **argv)
 		{ "dead_holder", test_dead_holder },
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },
+		{ "bulk", test_bulk },
 		{ "stale_root", test_stale_root },
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },

@@ -128,7 +128,12 @@ int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
 			 smart_gaddr_t *a);
 
 /* bt_ops.c: an empty node of `level` (no fences set); the leaf covering
- * key, read into n, its address in *out. */
+ * key, read into n, its address in *out; the root the descriptor names
+ * now; a leaf entry written (sealed). */
+int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a);
+void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
+			const void *key, size_t klen, const void *val,
+			size_t vlen);
 void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level);
 int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		      size_t klen, struct bt_node *n, smart_gaddr_t *out);

@@ -508,13 +508,14 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	struct sep s;
 	size_t mark;
 	uint8_t *tmp;
-	int rc, i, f, was_root;
+	int rc, i, f, was_root, again = 0;
 
 	if (!args_ok(t, w, key, klen, val, vlen))
 		return SMART_EINVAL;
 	hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
 	mark = smart_scratch_mark(w);
 	rc = op_bufs(t, w, &n, &nn, &tmp);
+retry:
 	if (!rc)
 		rc = descend(t, w, key, klen, 0, 1, n, &a, path);
 	want = a;
@@ -522,6 +523,15 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		rc = lock_covering(t, w, key, klen, &a, n);
 	if (rc)
 		goto out;
+	if (n->h.level) {
+		/* no leaf any more: a bulk load made the root (this empty
+		 * leaf) the parent of what it loaded; from the top again */
+		rc = smart__bt_unlock(t, w, a, 0);
+		if (!rc && ++again < 1000)
+			goto retry;
+		rc = rc ? rc : SMART_EPROTO;
+		goto out;
+	}
 	if (a != want)
 		smart__bt_cache_drop(t, path[1]);	/* a stale parent */
 	if (hook) {
@@ -616,8 +626,11 @@ static int spec_search(smart_bt_t *t, smart_worker_t *w, uint64_t h,
 	smart_gaddr_t ea = smart__bt_spec_get(t, h);
 	int rc;
 
-	if (!ea)
+	if (!ea) {
+		atomic_fetch_add_explicit(&t->spec_misses, 1,
+					  memory_order_relaxed);
 		return 0;
+	}
 	rc = smart_read_sync(w, ea, t->leaf_ent, e);
 	if (rc)
 		return rc;
@@ -717,4 +730,16 @@ int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 	smart_gaddr_t path[BT_HEIGHT_MAX];
 
 	return descend(t, w, key, klen, 0, 0, n, out, path);
+}
+
+int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
+{
+	return root_reload(t, w, a);
+}
+
+void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
+			const void *key, size_t klen, const void *val,
+			size_t vlen)
+{
+	leaf_put(t, e, key, klen, val, vlen);
 }
