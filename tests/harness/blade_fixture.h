@@ -65,6 +65,25 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	CHECK_EQ(f->id, id);
 }
 
+/* Another ctx (another client: its own lease) on the fixture's blade at
+ * addr, whose id must be `blade`: what a child process of a test opens. */
+static inline smart_ctx_t *fixture_ctx_at(const char *addr, uint16_t blade)
+{
+	smart_opts_t *o;
+	smart_ctx_t *c;
+	uint16_t id;
+
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
+	CHECK_OK(smart_ctx_create(o, &c));
+	smart_opts_destroy(o);
+	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,
+				      sizeof(FIXTURE_SECRET) - 1));
+	CHECK_OK(smart_ctx_connect(c, addr, &id));
+	CHECK_EQ(id, blade);
+	return c;
+}
+
 static inline void fixture_stop(struct fixture *f)
 {
 	CHECK_OK(smart_ctx_destroy(f->ctx));

@@ -373,20 +373,11 @@ static int hold_hook(smart_worker_t *w, const char *point, void *arg)
 
 static void child_holder(char **args)
 {
-	smart_opts_t *o;
-	smart_ctx_t *c;
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
 	smart_worker_t *w;
 	smart_bt_t *t;
 	int fd = atoi(args[1]);
-	uint16_t id;
 
-	CHECK_OK(smart_opts_create_defaults(&o));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
-	CHECK_OK(smart_ctx_create(o, &c));
-	smart_opts_destroy(o);
-	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,
-				      sizeof(FIXTURE_SECRET) - 1));
-	CHECK_OK(smart_ctx_connect(c, args[0], &id));
 	CHECK_OK(smart_worker_create(c, &w));
 	CHECK_OK(smart_bt_open(w, 1, 3, &t));
 	CHECK_OK(smart_ctx_set_hook(c, hold_hook, &fd));

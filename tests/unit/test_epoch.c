@@ -31,27 +31,9 @@ static uint64_t stat(smart_ctx_t *ctx, enum smart_stat id)
 	return st.c[id];
 }
 
-/* A second ctx on the blade at addr, whose id is `blade`. */
-static smart_ctx_t *ctx2_at(const char *addr, uint16_t blade)
-{
-	smart_opts_t *o;
-	smart_ctx_t *c;
-	uint16_t id;
-
-	CHECK_OK(smart_opts_create_defaults(&o));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
-	CHECK_OK(smart_ctx_create(o, &c));
-	smart_opts_destroy(o);
-	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,
-				      sizeof(FIXTURE_SECRET) - 1));
-	CHECK_OK(smart_ctx_connect(c, addr, &id));
-	CHECK_EQ(id, blade);
-	return c;
-}
-
 static smart_ctx_t *ctx2(struct fixture *f)
 {
-	return ctx2_at(smart_blade_address(f->blade), f->id);
+	return fixture_ctx_at(smart_blade_address(f->blade), f->id);
 }
 
 /* Retire n fresh 64-byte blocks, then scan until nothing is left or the
@@ -248,7 +230,7 @@ static void test_words(void)
 static void child_reader(char **args)
 {
 	uint16_t blade = (uint16_t)atoi(args[1]);
-	smart_ctx_t *cc = ctx2_at(args[0], blade);
+	smart_ctx_t *cc = fixture_ctx_at(args[0], blade);
 	smart_worker_t *r;
 	uint64_t v;
 

@@ -24,6 +24,16 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	cfg->hocl = 1;
 }
 
+/* cfg, or the defaults (in *def) for NULL. */
+static const struct smart_bt_config *cfg_or_default(
+	const struct smart_bt_config *cfg, struct smart_bt_config *def)
+{
+	if (cfg)
+		return cfg;
+	smart_bt_config_init(def);
+	return def;
+}
+
 static unsigned align8(unsigned x)
 {
 	return (x + 7) & ~7u;
@@ -274,10 +284,7 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
 		return SMART_EINVAL;
-	if (!cfg) {
-		smart_bt_config_init(&def);
-		cfg = &def;
-	}
+	cfg = cfg_or_default(cfg, &def);
 	rc = config_check(cfg);
 	if (!rc)
 		rc = smart_root_get(w, blade, root_idx, &old);
@@ -326,10 +333,7 @@ int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
 
 	if (!w || !out || !smart_root_name_ok(name))
 		return SMART_EINVAL;
-	if (!cfg) {
-		smart_bt_config_init(&def);
-		cfg = &def;
-	}
+	cfg = cfg_or_default(cfg, &def);
 	/* taken already: no tree built for nothing */
 	rc = smart_root_find(w, blade, name, bt_name_of, NULL, &idx, &maddr);
 	if (rc != SMART_ENOENT)
@@ -360,10 +364,7 @@ int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 
 	if (!w || !out || !smart_root_name_ok(name))
 		return SMART_EINVAL;
-	if (!cfg) {
-		smart_bt_config_init(&def);
-		cfg = &def;
-	}
+	cfg = cfg_or_default(cfg, &def);
 	rc = smart_root_find(w, blade, name, bt_name_of, NULL, &idx, &maddr);
 	if (!rc)
 		rc = meta_get(w, blade, maddr, &m);
@@ -386,10 +387,7 @@ int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
 		return SMART_EINVAL;
-	if (!cfg) {
-		smart_bt_config_init(&def);
-		cfg = &def;
-	}
+	cfg = cfg_or_default(cfg, &def);
 	rc = smart_root_get(w, blade, root_idx, &maddr);
 	if (!rc)
 		rc = meta_get(w, blade, maddr, &m);
