@@ -513,40 +513,48 @@ static void test_named(void)
  * process) must still let the lock go every BT_HANDOVER_MAX hand-overs,
  * so that a writer elsewhere (B) gets it while A is still busy.  B's
  * updates count only while all of A's tasks run and after A's first 100
- * (before, A's queue may be empty and let the lock go anyway). */
+ * (before, A's queue may be empty and let the lock go anyway).  A runs
+ * until B got the lock 3 times, or for H_CAP updates (what the mutant,
+ * which never lets go, runs into): no clock, so a slow or descheduled B
+ * still gets its turns. */
 #define H_TASKS		6
-#define H_OPS		1500
+#define H_CAP		60000
+
+struct h_shared {
+	_Atomic int left;		/* A's tasks still running */
+	_Atomic unsigned progress;	/* A's updates done */
+	_Atomic unsigned done;		/* B's updates done while A ran */
+};
 
 struct h_arg {
 	smart_bt_t *t;
-	_Atomic int *left;	/* A's tasks still running */
-	_Atomic unsigned *progress;	/* A's updates done */
-	unsigned done;		/* B: updates done while A ran */
+	struct h_shared *sh;
 };
 
 static void h_hammer(smart_worker_t *w, void *p)
 {
 	struct h_arg *a = p;
-	unsigned i;
 
-	for (i = 0; i < H_OPS; i++) {
+	while (atomic_load(&a->sh->progress) < H_CAP &&
+	       atomic_load(&a->sh->done) < 3) {
 		CHECK_OK(smart_bt_update(a->t, w, "hot", 3, "a", 1));
-		atomic_fetch_add(a->progress, 1);
+		atomic_fetch_add(&a->sh->progress, 1);
 	}
-	atomic_fetch_sub(a->left, 1);
+	atomic_fetch_sub(&a->sh->left, 1);
 }
 
 static void h_other(smart_worker_t *w, void *p)
 {
 	struct h_arg *a = p;
+	struct h_shared *sh = a->sh;
 
-	while (atomic_load(a->left) > 0) {
-		int from = atomic_load(a->progress) >= 100 &&
-			   atomic_load(a->left) == H_TASKS;
+	while (atomic_load(&sh->left) > 0) {
+		int from = atomic_load(&sh->progress) >= 100 &&
+			   atomic_load(&sh->left) == H_TASKS;
 
 		CHECK_OK(smart_bt_update(a->t, w, "hot", 3, "b", 1));
-		if (from && atomic_load(a->left) == H_TASKS)
-			a->done++;
+		if (from && atomic_load(&sh->left) == H_TASKS)
+			atomic_fetch_add(&sh->done, 1);
 	}
 }
 
@@ -574,9 +582,8 @@ static void *h_thread_fn(void *p)
 static void test_handover_limit(void)
 {
 	static struct h_thread th[2];
+	static struct h_shared sh;
 	struct smart_bt_stats st;
-	_Atomic int left = H_TASKS;
-	_Atomic unsigned progress = 0;
 	struct world wd;
 	pthread_t tid[2];
 	smart_bt_t *a, *b;
@@ -586,21 +593,25 @@ static void test_handover_limit(void)
 	CHECK_OK(smart_bt_insert(wd.t, wd.w, "hot", 3, "0", 1));
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &a));
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &b));
+	atomic_store(&sh.left, H_TASKS);
+	atomic_store(&sh.progress, 0);
+	atomic_store(&sh.done, 0);
 	th[0] = (struct h_thread){ .wd = &wd, .n = H_TASKS, .fn = h_hammer };
 	th[1] = (struct h_thread){ .wd = &wd, .n = 1, .fn = h_other };
 	for (i = 0; i < H_TASKS; i++)
-		th[0].arg[i] = (struct h_arg){ a, &left, &progress, 0 };
-	th[1].arg[0] = (struct h_arg){ b, &left, &progress, 0 };
+		th[0].arg[i] = (struct h_arg){ a, &sh };
+	th[1].arg[0] = (struct h_arg){ b, &sh };
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_create(&tid[i], NULL, h_thread_fn, &th[i]));
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_join(tid[i], NULL));
 	CHECK_OK(smart_bt_stats(a, &st));
-	printf("A: %d x %d updates of one key, %llu hand-overs; B got the "
-	       "lock %u times meanwhile\n", H_TASKS, H_OPS,
-	       (unsigned long long)st.handovers, th[1].arg[0].done);
-	CHECK_GT(st.handovers, H_OPS);
-	CHECK_GT(th[1].arg[0].done, 0);
+	printf("A: %u updates of one key by %d tasks, %llu hand-overs; B got "
+	       "the lock %u times meanwhile\n", atomic_load(&sh.progress),
+	       H_TASKS, (unsigned long long)st.handovers,
+	       atomic_load(&sh.done));
+	CHECK_GT(st.handovers, 0);
+	CHECK_GE(atomic_load(&sh.done), 3);
 	smart_bt_close(a);
 	smart_bt_close(b);
 	world_stop(&wd);
