@@ -85,6 +85,10 @@ struct smart_bt_stats {
 	 * cached for the key, or what was cached did not check) */
 	uint64_t spec_hits, spec_misses;
 	uint64_t lock_takeovers;	/* locks taken from dead holders */
+	/* deletes that emptied a leaf: the leaf took its right neighbour
+	 * in (merges), could not at once (merge_skips: it stays, empty);
+	 * neighbours freed (through the epochs), or kept as forwards */
+	uint64_t merges, merge_skips, nodes_freed, dead_kept;
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

@@ -672,18 +672,18 @@ static uint64_t bytes_read(smart_ctx_t *ctx)
  * the internal levels cost nothing; a speculative lookup reads one entry
  * (one round trip, leaf_ent bytes), and when the entry it remembered
  * moved (a split) it pays one more round trip, then remembers again. */
-static void test_round_trips(void)
+static void rt_task(smart_worker_t *w, void *arg)
 {
+	struct world *wdp = arg, wd = *wdp;
 	struct smart_bt_config c;
 	struct smart_bt_stats st;
-	struct world wd;
 	smart_bt_t *cold;
 	char k[16], v[16];
 	uint64_t rt, by, spec_by;
 	size_t n;
 	unsigned i;
 
-	world_start(&wd, NULL, 512, 12, 12);
+	(void)w;
 	for (i = 0; i < 3000; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
@@ -699,7 +699,9 @@ static void test_round_trips(void)
 	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
 	CHECK_EQ(rt, st.height);
-	CHECK_EQ(by, 512 * st.height);
+	/* the nodes, and the epoch G read behind a one-task worker's
+	 * announcement (docs/epochs.md) */
+	CHECK(by >= 512 * st.height && by <= 512 * st.height + 8);
 	COUNT(&wd, cold, smart_bt_update(cold, wd.w, k, strlen(k), "u", 1),
 	      rt, by);
 	CHECK_EQ(rt, st.height + 2);
@@ -719,7 +721,7 @@ static void test_round_trips(void)
 	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
 	CHECK_EQ(rt, 1);
-	CHECK_LE(by, 40);	/* one entry: 8 + 12 + 12 bytes, rounded */
+	CHECK_LE(by, 48);	/* one entry: 8 + 12 + 12 bytes, rounded; G */
 	spec_by = by;
 	CHECK(n == 9 && !memcmp(v, k, 9));
 	COUNT(&wd, wd.t, smart_bt_update(wd.t, wd.w, k, strlen(k), "w", 1),
@@ -738,7 +740,7 @@ static void test_round_trips(void)
 	CHECK_EQ(rt, st.height);	/* it fills its cache... */
 	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
-	CHECK(rt == 1 && by == 512);	/* ...and then reads the leaf only */
+	CHECK(rt == 1 && by >= 512 && by <= 520);	/* ...the leaf only */
 	CHECK_OK(smart_bt_stats(cold, &st));
 	CHECK_GT(st.cache_hits, 0);
 	smart_bt_close(cold);
@@ -747,6 +749,17 @@ static void test_round_trips(void)
 	printf("warm: search 1 round trip (%" PRIu64 " bytes), update 3; "
 	       "index cache only: search 1 (%" PRIu64 " bytes)\n", spec_by,
 	       by);
+}
+
+/* In a task: the main context waits for each operation's epoch exit (an
+ * idle WRITE nothing would poll for later), a task does not. */
+static void test_round_trips(void)
+{
+	struct world wd;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_task_spawn(wd.w, rt_task, &wd));
+	CHECK_OK(smart_worker_run(wd.w));
 	world_stop(&wd);
 }
 
@@ -1066,6 +1079,98 @@ static void test_bulk(void)
 	fixture_stop(&wd.f);
 }
 
+/* Deletes that empty leaves free nodes: 20 000 keys, then all but every
+ * 100th deleted; the emptied leaves took their neighbours in and the
+ * neighbours went back to the blade through the epochs; every key left is
+ * found and scanned in order; the space is reused by new inserts; drop
+ * gives back exactly what the tree held. */
+static void test_shrink(void)
+{
+	struct smart_alloc_usage u0, u1, u2;
+	struct smart_bt_config c;
+	struct smart_bt_stats st;
+	struct smart_bt_entry e[256];
+	char k[16], v[16], buf[256 * 32];
+	struct world wd;
+	size_t n, got = 0;
+	unsigned i;
+
+	fixture_start(&wd.f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u0));
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	c.locks = 4096;
+	CHECK_OK(smart_bt_create(wd.w, 1, 3, &c, &wd.t));
+	for (i = 0; i < 20000; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
+	}
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u1));
+	for (i = 0; i < 20000; i++) {
+		if (i % 100 == 0)
+			continue;
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+	}
+	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_worker_destroy(wd.w));	/* its caches back */
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u2));
+	printf("20000 keys, 19800 deleted: %llu merges (%llu skipped), "
+	       "%llu nodes freed, %llu kept as forwards; used %.1f -> %.1f "
+	       "KiB\n", (unsigned long long)st.merges,
+	       (unsigned long long)st.merge_skips,
+	       (unsigned long long)st.nodes_freed,
+	       (unsigned long long)st.dead_kept,
+	       (double)(u1.used + u1.cached) / 1024,
+	       (double)(u2.used + u2.cached) / 1024);
+	CHECK_GT(st.merges, 1000);
+	CHECK_EQ(st.nodes_freed + st.dead_kept, st.merges);
+	CHECK_GT(st.nodes_freed, 1000);
+	CHECK_LT(u2.used + u2.cached, (u1.used + u1.cached) / 2);
+	for (i = 0; i < 20000; i += 100) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
+		key_of(k, i + 1);
+		CHECK_EQ(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), SMART_ENOENT);
+	}
+	key_of(k, 0);
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 256, e, buf,
+			       sizeof(buf), &got));
+	CHECK_EQ(got, 200);
+	for (i = 0; i < got; i++) {
+		key_of(k, i * 100);
+		CHECK(e[i].key_len == strlen(k) &&
+		      !memcmp(e[i].key, k, e[i].key_len));
+	}
+	/* the room comes back for new keys */
+	for (i = 0; i < 20000; i++) {
+		if (i % 100 == 0)
+			continue;
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "again", 5));
+	}
+	for (i = 0; i < 20000; i += 37) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
+	}
+	CHECK_OK(smart_bt_drop(wd.t, wd.w));
+	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));
+	CHECK_OK(smart_worker_destroy(wd.w));
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	CHECK_OK(smart_alloc_usage(wd.w, 1, &u2));
+	CHECK_EQ(u2.used + u2.cached, u0.used + u0.cached);
+	CHECK_OK(smart_worker_destroy(wd.w));
+	fixture_stop(&wd.f);
+}
+
 /* Drop gives back every node and the lock table. */
 static void test_drop(void)
 {
@@ -1123,6 +1228,7 @@ int main(int argc, char **argv)
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },
 		{ "bulk", test_bulk },
+		{ "shrink", test_shrink },
 		{ "stale_root", test_stale_root },
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },

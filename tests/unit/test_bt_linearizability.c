@@ -7,7 +7,9 @@
  * each: every task mixes inserts, updates, upserts, deletes and searches
  * on a few hot keys (the recorded history) with inserts of fresh cold
  * keys, which split the small nodes (512 bytes, 14 entries a leaf) over
- * and over under the hot keys.  Every op is stamped before and after;
+ * and over beside the hot keys; the cold keys sort after the hot ones, so
+ * that the hot keys' leaf has a right neighbour to take in whenever its
+ * deletes empty it (merges, nodes freed through the epochs).  Every op is stamped before and after;
  * values are unique 8-byte words.  The run is repeated on the
  * adversarial shm transport (pauses and torn reads).  Besides the
  * verdict, the paths the protocol exists for must have been taken:
@@ -31,14 +33,17 @@
 #define L_TASKS		6
 #define L_OPS		1500
 #define L_HOT		12	/* recorded keys */
+#define L_CHURN		600	/* ... in the churn cases */
 #define L_SEED		0x5eedb7u
 
 struct l_task {
 	smart_bt_t *t;
 	int thread, task;
+	unsigned keys;		/* recorded keys: hot ones, or a churn */
+	int cold;		/* interleave cold inserts */
 	struct lin_event ev[L_OPS];
 	size_t n;
-	unsigned cold;		/* cold keys this task inserted */
+	unsigned ncold;		/* cold keys this task inserted */
 };
 
 struct l_thread {
@@ -49,7 +54,7 @@ struct l_thread {
 
 static size_t hot_key(char *k, uint64_t i)
 {
-	return (size_t)snprintf(k, 16, "h%02u", (unsigned)i);
+	return (size_t)snprintf(k, 16, "h%04u", (unsigned)i);
 }
 
 static int l_res(int rc)
@@ -98,19 +103,37 @@ static void l_task_fn(smart_worker_t *w, void *p)
 
 	smart_rng_seed(&r, L_SEED + (uint64_t)a->thread * 100 + a->task);
 	for (i = 0; i < L_OPS; i++) {
-		if (smart_rng_below(&r, 3) == 0) {
-			/* a cold key: splits under the hot ones */
-			snprintf(k, sizeof(k), "c%d%d-%05u", a->thread,
-				 a->task, a->cold++);
+		if (a->cold && smart_rng_below(&r, 3) == 0) {
+			/* a cold key: splits beside the hot ones */
+			snprintf(k, sizeof(k), "i%d%d-%05u", a->thread,
+				 a->task, a->ncold++);
 			CHECK_OK(smart_bt_insert(a->t, w, k, strlen(k), k, 8));
 		}
 		struct lin_event *e = &a->ev[a->n];
 
 		memset(e, 0, sizeof(*e));
-		e->key = smart_rng_below(&r, L_HOT);
 		x = (unsigned)smart_rng_below(&r, 10);
-		e->op = x < 2 ? LIN_INSERT : x < 4 ? LIN_UPDATE : x < 5 ?
-			LIN_UPSERT : x < 7 ? LIN_DELETE : LIN_SEARCH;
+		if (a->cold) {
+			e->key = smart_rng_below(&r, a->keys);
+			e->op = x < 2 ? LIN_INSERT : x < 4 ? LIN_UPDATE :
+				x < 5 ? LIN_UPSERT : x < 7 ? LIN_DELETE :
+				LIN_SEARCH;
+		} else {
+			/* a window of 16 keys sweeping the key space: its
+			 * front half mostly inserted, its back half mostly
+			 * deleted, so leaves fill and split ahead of it and
+			 * empty behind it */
+			uint64_t c = (uint64_t)i * (a->keys - 16) / L_OPS;
+
+			e->key = c + smart_rng_below(&r, 16);
+			if (e->key < c + 8)
+				e->op = x < 6 ? LIN_DELETE : x < 8 ?
+					LIN_SEARCH : LIN_UPDATE;
+			else
+				e->op = x < 4 ? LIN_INSERT : x < 6 ?
+					LIN_UPSERT : x < 8 ? LIN_SEARCH :
+					LIN_UPDATE;
+		}
 		e->arg = (uint64_t)(a->thread + 1) << 48 |
 			 (uint64_t)(a->task + 1) << 32 | (i + 1);
 		e->call = smart_now_ns();
@@ -152,9 +175,13 @@ static void add_stats(struct smart_bt_stats *sum, smart_bt_t *t)
 	sum->spec_hits += s.spec_hits;
 	sum->spec_misses += s.spec_misses;
 	sum->move_rights += s.move_rights;
+	sum->merges += s.merges;
+	sum->merge_skips += s.merge_skips;
+	sum->nodes_freed += s.nodes_freed;
 }
 
-static void run(const char *adv)
+/* keys recorded keys; cold: with the cold inserts. */
+static void run(const char *adv, unsigned keys, int cold)
 {
 	static struct l_thread th[L_THREADS];
 	const char *kv[] = { "shm_adversarial", adv, NULL };
@@ -185,6 +212,8 @@ static void run(const char *adv)
 			th[i].task[j].t = th[i].t;
 			th[i].task[j].thread = i;
 			th[i].task[j].task = j;
+			th[i].task[j].keys = keys;
+			th[i].task[j].cold = cold;
 		}
 		CHECK(!pthread_create(&tid[i], NULL, l_thread_fn, &th[i]));
 	}
@@ -202,25 +231,33 @@ static void run(const char *adv)
 		add_stats(&sum, th[i].t);
 	}
 	v = lin_check(all, n, &rep, stderr);
-	printf("%s: %zu recorded ops on %d keys beside cold inserts: %llu "
+	printf("%s: %zu recorded ops on %u keys%s: %llu "
 	       "leaf and %llu inner splits, %llu hand-overs, speculative "
-	       "%llu hits / %llu misses, %llu moves right, %llu torn reads; "
-	       "verdict %d (%zu segments, longest %zu)\n",
-	       adv ? "adversarial" : "plain", n, L_HOT,
+	       "%llu hits / %llu misses, %llu moves right, %llu torn reads, "
+	       "%llu merges (%llu skipped, %llu nodes freed); verdict %d (%zu segments, "
+	       "longest %zu)\n",
+	       adv ? "adversarial" : "plain", n, keys,
+	       cold ? " beside cold inserts" : " (a sweeping window)",
 	       (unsigned long long)sum.leaf_splits,
 	       (unsigned long long)sum.inner_splits,
 	       (unsigned long long)sum.handovers,
 	       (unsigned long long)sum.spec_hits,
 	       (unsigned long long)sum.spec_misses,
 	       (unsigned long long)sum.move_rights,
-	       (unsigned long long)sum.crc_retries, v, rep.segments,
+	       (unsigned long long)sum.crc_retries,
+	       (unsigned long long)sum.merges,
+	       (unsigned long long)sum.merge_skips,
+	       (unsigned long long)sum.nodes_freed, v, rep.segments,
 	       rep.max_segment);
 	CHECK_MSG(v == LIN_OK, "not linearizable (key %llu)",
 		  (unsigned long long)rep.key);
 	CHECK_GE(n, (size_t)L_THREADS * L_TASKS * L_OPS * 99 / 100);
 	/* the paths this test exists for were taken */
-	CHECK_GT(sum.leaf_splits, 100);
-	CHECK_GT(sum.inner_splits, 0);
+	CHECK_GT(sum.leaf_splits, cold ? 100 : 10);
+	if (cold)
+		CHECK_GT(sum.inner_splits, 0);
+	else
+		CHECK_GT(sum.nodes_freed, 3);
 	CHECK_GT(sum.handovers, 0);
 	CHECK_GT(sum.spec_hits, 0);
 	CHECK_GT(sum.spec_misses, 0);
@@ -236,12 +273,26 @@ static void run(const char *adv)
 
 static void test_plain(void)
 {
-	run(NULL);
+	run(NULL, L_HOT, 1);
 }
 
 static void test_adversarial(void)
 {
-	run("seed=5,pause_pct=30");
+	run("seed=5,pause_pct=30", L_HOT, 1);
+}
+
+/* Churn: a window sweeping 600 keys, inserting ahead and deleting behind,
+ * so that leaves split ahead of it and empty behind it (taking their
+ * neighbours in: nodes freed) with every task on the same keys, under the
+ * same checker. */
+static void test_churn(void)
+{
+	run(NULL, L_CHURN, 0);
+}
+
+static void test_churn_adversarial(void)
+{
+	run("seed=6,pause_pct=30", L_CHURN, 0);
 }
 
 int main(int argc, char **argv)
@@ -249,5 +300,7 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "plain", test_plain },
 		{ "adversarial", test_adversarial },
+		{ "churn", test_churn },
+		{ "churn_adversarial", test_churn_adversarial },
 		{ 0 } });
 }

@@ -423,6 +423,10 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->spec_hits = atomic_load(&t->spec_hits);
 	out->spec_misses = atomic_load(&t->spec_misses);
 	out->lock_takeovers = atomic_load(&t->lock_takeovers);
+	out->merges = atomic_load(&t->merges);
+	out->merge_skips = atomic_load(&t->merge_skips);
+	out->nodes_freed = atomic_load(&t->nodes_freed);
+	out->dead_kept = atomic_load(&t->dead_kept);
 	return 0;
 }
 
@@ -434,16 +438,39 @@ int smart_bt_close(smart_bt_t *t)
 	return 0;
 }
 
+/* Free the dead leaves level-1 node p still names (forwards a merge kept:
+ * they are out of the leaf chain); c is scratch. */
+static int drop_dead(smart_bt_t *t, smart_worker_t *w, struct bt_node *p,
+		     struct bt_node *c)
+{
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; !rc && i <= p->h.count; i++) {
+		smart_gaddr_t a = i ? bt_inner(t, p, i - 1)->child :
+			      p->h.leftmost;
+
+		rc = smart__bt_read(t, w, a, c);
+		if (!rc && (c->h.flags & BT_F_DEAD))
+			rc = smart_free(w, a, t->node_size);
+	}
+	return rc;
+}
+
 /* Free every node of one level, left to right from a, its leftmost;
  * *down is the leftmost child of a (0 at the leaves). */
 static int drop_level(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		      struct bt_node *n, smart_gaddr_t *down)
+		      struct bt_node *n, struct bt_node *c,
+		      smart_gaddr_t *down)
 {
 	int rc = smart__bt_read(t, w, a, n);
 
 	*down = rc || !n->h.level ? 0 : n->h.leftmost;
 	while (!rc) {
-		rc = smart_free(w, a, t->node_size);
+		if (n->h.level == 1)
+			rc = drop_dead(t, w, n, c);
+		if (!rc)
+			rc = smart_free(w, a, t->node_size);
 		a = n->h.sibling;
 		if (!rc && !a)
 			break;
@@ -473,10 +500,12 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 		rc = SMART_EPROTO;
 	mark = smart_scratch_mark(w);
 	if (!rc)
-		rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
+		rc = smart_scratch_alloc(w, 2 * (size_t)t->node_size,
+					 (void **)&n);
 	/* the root's leftmost path gives each level's first node */
 	for (a = rc ? 0 : m.root; a && !rc; a = down)
-		rc = drop_level(t, w, a, n, &down);
+		rc = drop_level(t, w, a, n, (struct bt_node *)((uint8_t *)n +
+				t->node_size), &down);
 	smart_scratch_release(w, mark);
 	for (i = 0; !rc && i < m.nblades; i++)
 		rc = smart_free(w, smart_gaddr(m.blades[i], m.lock_off[i]),

@@ -21,6 +21,8 @@
 #define BT_LLOCKS	4096u	/* local lock table slots (a power of 2) */
 #define BT_HANDOVER_MAX	8u	/* hand-overs in a row (Sherman's HOCL) */
 #define BT_READ_TRIES	100000u	/* torn reads before giving up */
+#define BT_STALE_TRIES	64u	/* ... at an address a cache gave: it
+				 * may be freed memory by now */
 #define BT_HEIGHT_MAX	32u
 
 /* One slot of the local lock table (HOCL, docs/bt.md §4): tasks of this
@@ -59,7 +61,8 @@ struct smart_bt {
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_hits, cache_misses, cache_drops, spec_hits,
-		spec_misses, lock_takeovers;
+		spec_misses, lock_takeovers, merges, merge_skips, dead_kept,
+		nodes_freed;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -113,6 +116,8 @@ int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
  * SMART_EPROTO for a whole node no writer of ours makes. */
 int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		   struct bt_node *buf);
+int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		     struct bt_node *buf, unsigned tries);
 /* Seal n (version + 1, crc) for writing. */
 void smart__bt_seal(smart_bt_t *t, struct bt_node *n);
 /* Post a WRITE of the whole node (sealed) without waiting. */
@@ -131,6 +136,19 @@ int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
  * key, read into n, its address in *out; the root the descriptor names
  * now; a leaf entry written (sealed). */
 int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a);
+/* Enter the tree's epoch domain (its home blade's) for an operation:
+ * nodes it reads are not freed under it (smart_epoch_exit after). */
+int smart__bt_enter(smart_bt_t *t, smart_worker_t *w);
+/* bt_merge.c: leaf n (at la, locked, entry i just cleared in n, not yet
+ * written) is empty: take in its right neighbour's entries and range (or,
+ * if that is not the neighbour it should be, just write the delete);
+ * unlocks la. */
+int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
+		    struct bt_node *n, struct bt_node *r, unsigned i);
+/* Lock the internal node of `level` covering key, content in n. */
+int smart__bt_lock_level(smart_bt_t *t, smart_worker_t *w, const void *key,
+			 size_t klen, unsigned level, struct bt_node *n,
+			 smart_gaddr_t *a);
 void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 			const void *key, size_t klen, const void *val,
 			size_t vlen);
@@ -164,6 +182,16 @@ int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
 int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     int err);
+/* Holding the lock of node held, lock node a too (a to the right of held:
+ * locks are only ever taken left to right, so this cannot deadlock).
+ * *how says how, for unlock2: a's word is held's (SAME: nothing more to
+ * release), a's local slot is held's (DIRECT: the remote word alone, no
+ * queue behind ourselves), or the usual way (QUEUED). */
+enum { BT_LOCK2_QUEUED, BT_LOCK2_SAME, BT_LOCK2_DIRECT };
+int smart__bt_lock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t held,
+		    smart_gaddr_t a, int *how);
+int smart__bt_unlock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		      int how, int err);
 
 /* Both fences unbounded: the only node of its level, so the root. */
 static inline int bt_is_root(const struct bt_node *n)

@@ -25,6 +25,10 @@
  *   `leftmost` covers [low fence, key 0).
  * - A node's lock word lives in its blade's lock table, at the hash of the
  *   node's offset; it holds the holder's lease id on that blade, 0 free.
+ * - A dead leaf (BT_F_DEAD: its left neighbour emptied and took its
+ *   entries and range, docs/bt.md §5) holds no entries and `leftmost`
+ *   names the node that took them; it is out of the leaf chain, and is
+ *   retired through the home blade's epochs once its parent forgets it.
  */
 #ifndef SMART_DS_BT_LAYOUT_H
 #define SMART_DS_BT_LAYOUT_H
@@ -60,6 +64,7 @@ _Static_assert(offsetof(struct bt_meta, lock_off) == 72, "bt_meta locks");
 
 #define BT_F_LOW_INF	1u
 #define BT_F_HIGH_INF	2u
+#define BT_F_DEAD	4u	/* a leaf merged into its left neighbour */
 
 struct bt_node_hdr {
 	uint32_t crc;		/* CRC-32C of bytes [4, node_size) */

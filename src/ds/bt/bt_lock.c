@@ -166,3 +166,46 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	atomic_fetch_add(&l->serving, 1);
 	return err ? err : rc;
 }
+
+int smart__bt_lock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t held,
+		    smart_gaddr_t a, int *how)
+{
+	smart_gaddr_t lw, hw;
+	uint16_t id, hid;
+	int rc = lock_word(t, a, &lw, &id);
+
+	if (!rc)
+		rc = lock_word(t, held, &hw, &hid);
+	if (rc)
+		return rc;
+	*how = lw == hw ? BT_LOCK2_SAME : BT_LOCK2_QUEUED;
+	if (*how == BT_LOCK2_SAME || SMART_M_BT_NO_LOCK)
+		return 0;
+	if (t->hocl && llock_of(t, lw) == llock_of(t, hw)) {
+		/* its slot is the one we are served in: no task of ours can
+		 * hold a's word now, so take it remotely, beside the slot */
+		*how = BT_LOCK2_DIRECT;
+		return remote_acquire(t, w, lw, id);
+	}
+	return smart__bt_lock(t, w, a);
+}
+
+int smart__bt_unlock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		      int how, int err)
+{
+	static const uint64_t zero;
+	smart_gaddr_t lw;
+	uint16_t id;
+	int rc, rc2;
+
+	if (how == BT_LOCK2_QUEUED)
+		return smart__bt_unlock(t, w, a, err);
+	if (how == BT_LOCK2_SAME || SMART_M_BT_NO_LOCK)
+		return err ? err : smart_sync(w);
+	rc = lock_word(t, a, &lw, &id);
+	if (!rc)
+		rc = smart_write(w, lw, &zero, 8);
+	rc2 = smart_sync(w);
+	rc = rc ? rc : rc2;
+	return err ? err : rc;
+}

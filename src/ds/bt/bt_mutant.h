@@ -64,4 +64,11 @@
 #define SMART_M_BT_NO_HANDOVER_LIMIT 0
 #endif
 
+/* readers do not follow a dead leaf to the leaf that took its range */
+#ifdef SMART_MUTANT_BT_NO_FORWARD
+#define SMART_M_BT_NO_FORWARD 1
+#else
+#define SMART_M_BT_NO_FORWARD 0
+#endif
+
 #endif

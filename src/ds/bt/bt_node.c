@@ -39,7 +39,8 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 	unsigned i;
 
 	if (n->h.low_len > t->key_max || n->h.high_len > t->key_max ||
-	    n->h.level >= BT_HEIGHT_MAX)
+	    n->h.level >= BT_HEIGHT_MAX || (n->h.flags & ~7u) ||
+	    ((n->h.flags & BT_F_DEAD) && (n->h.level || !n->h.leftmost)))
 		return 0;
 	if (n->h.level) {
 		if (n->h.count > t->inner_cap)
@@ -61,10 +62,16 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		   struct bt_node *buf)
 {
+	return smart__bt_read_n(t, w, a, buf, BT_READ_TRIES);
+}
+
+int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		     struct bt_node *buf, unsigned tries)
+{
 	unsigned i;
 	int rc;
 
-	for (i = 0; i < BT_READ_TRIES; i++) {
+	for (i = 0; i < tries; i++) {
 		rc = smart_read_sync(w, a, t->node_size, buf);
 		if (rc)
 			return rc;

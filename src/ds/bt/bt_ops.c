@@ -57,16 +57,17 @@ static int root_reload(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
 
 /* The node at a, expected at level `hint` (-1: unknown): an internal
  * node from the index cache when it is there, else from its blade (and
- * then cached if internal).  *hit says which. */
+ * then cached if internal), read up to `tries` times while torn.  *hit
+ * says which. */
 static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		    int hint, struct bt_node *n, int *hit)
+		    int hint, unsigned tries, struct bt_node *n, int *hit)
 {
 	int rc;
 
 	*hit = hint && smart__bt_cache_get(t, a, n);
 	if (*hit)
 		return 0;
-	rc = smart__bt_read(t, w, a, n);
+	rc = smart__bt_read_n(t, w, a, n, tries);
 	if (!rc && n->h.level)
 		smart__bt_cache_put(t, a, n);
 	return rc;
@@ -79,7 +80,10 @@ static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
  * the parent, the node itself is not read (n holds the parent then).
  * Internal nodes come from the index cache when they are there; a cached
  * parent that sent us to a node not covering the key is stale (it split
- * since): dropped, so that the next walk reads it fresh. */
+ * since, or the node it names was merged away and freed): dropped, so
+ * that the next walk reads it fresh, and an address it gave that never
+ * reads whole is given up after BT_STALE_TRIES for a walk from the root.
+ * A dead leaf sends us to the leaf that took its range. */
 static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		   size_t klen, unsigned level, int unread, struct bt_node *n,
 		   smart_gaddr_t *out, smart_gaddr_t *path)
@@ -89,25 +93,34 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 	int rc, c, hit, hint = -1;
 
 	memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
-	rc = node_get(t, w, a, hint, n, &hit);
-	while (!rc) {
+	rc = node_get(t, w, a, hint, BT_READ_TRIES, n, &hit);
+	for (;;) {
 		if (++steps > 1000000)
 			return SMART_EPROTO;	/* a cycle: not a tree */
-		c = smart__bt_fence_cmp(t, n, key, klen);
+		if (rc && !(rc == SMART_ERETRY && stale))
+			return rc;
+		c = rc ? -1 : !SMART_M_BT_NO_FORWARD &&
+		    (n->h.flags & BT_F_DEAD) ? 2 :
+		    smart__bt_fence_cmp(t, n, key, klen);
 		if (c && stale) {
 			smart__bt_cache_drop(t, stale);
 			stale = 0;
 		}
-		if (c > 0 && n->h.sibling) {
+		if (c == 2) {
+			/* merged into its left neighbour, which covers
+			 * everything it did */
+			a = n->h.leftmost;
+			hint = 0;
+		} else if (c > 0 && n->h.sibling) {
 			atomic_fetch_add_explicit(&t->move_rights, 1,
 						  memory_order_relaxed);
 			a = n->h.sibling;
 			hint = n->h.level;
 		} else if (c != 0 || n->h.level < level) {
 			/* started too low or off the key's path (a stale
-			 * root), or the level asked for has no root above
-			 * it yet (its splitter is installing one): from the
-			 * root the descriptor names now */
+			 * root or cache), or the level asked for has no root
+			 * above it yet (its splitter is installing one):
+			 * from the root the descriptor names now */
 			if (++restarts > 100000)
 				return SMART_EPROTO;
 			if (restarts > 1)
@@ -134,28 +147,40 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 				return 0;
 			}
 		}
-		rc = node_get(t, w, a, hint, n, &hit);
+		rc = node_get(t, w, a, hint, stale ? BT_STALE_TRIES :
+			      BT_READ_TRIES, n, &hit);
 	}
-	return rc;
 }
 
 /* Lock the node of `level` covering key, starting at a, with its content
- * in n: moves right (unlock, lock the sibling) while it split away. */
+ * in n: moves right (unlock, lock the sibling) while it split away, and
+ * from a dead leaf to the one that took its range.  SMART_EAGAIN (nothing
+ * locked): a is not on the key's path (an address from a stale cache,
+ * maybe freed memory by now): descend again. */
 static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 			 size_t klen, smart_gaddr_t *a, struct bt_node *n)
 {
-	int rc;
+	int rc, c;
 
 	for (;;) {
 		rc = smart__bt_lock(t, w, *a);
 		if (rc)
 			return rc;
-		rc = smart__bt_read(t, w, *a, n);
-		if (rc || smart__bt_fence_cmp(t, n, key, klen) <= 0 ||
-		    !n->h.sibling)
-			return rc ? smart__bt_unlock(t, w, *a, rc) : 0;
+		/* under the lock nobody writes it: a node that never reads
+		 * whole is not one (or its writer died inside its WRITE) */
+		rc = smart__bt_read_n(t, w, *a, n, BT_STALE_TRIES);
+		if (rc == SMART_ERETRY)
+			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
+		if (rc)
+			return smart__bt_unlock(t, w, *a, rc);
+		c = (n->h.flags & BT_F_DEAD) ? 2 :
+		    smart__bt_fence_cmp(t, n, key, klen);
+		if (c == 0 || (c == 1 && !n->h.sibling))
+			return 0;
+		if (c < 0)
+			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
 		rc = smart__bt_unlock(t, w, *a, 0);
-		*a = n->h.sibling;
+		*a = c == 2 ? n->h.leftmost : n->h.sibling;
 		atomic_fetch_add_explicit(&t->move_rights, 1,
 					  memory_order_relaxed);
 		if (rc)
@@ -424,6 +449,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 {
 	struct sep up;
 	smart_gaddr_t pa, want;
+	unsigned again = 0;
 	int rc, split;
 
 	for (;;) {
@@ -442,6 +468,14 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		}
 		want = pa;
 		rc = lock_covering(t, w, s->key, s->klen, &pa, n);
+		if (rc == SMART_EAGAIN && ++again < 1000) {
+			/* a stale cache sent us off the path: find it */
+			if (level + 2 < BT_HEIGHT_MAX)
+				smart__bt_cache_drop(t, path[level + 2]);
+			path[level + 1] = 0;
+			was_root = 0;
+			continue;
+		}
 		if (rc)
 			return rc;
 		if (pa != want && level + 2 < BT_HEIGHT_MAX)
@@ -497,80 +531,126 @@ static smart_gaddr_t ent_addr(const smart_bt_t *t, smart_gaddr_t leaf,
 	return smart_gaddr_add(leaf, t->ent_off + (uint64_t)i * t->leaf_ent);
 }
 
+/* Lock the leaf covering key (descending again while an address from a
+ * stale cache leads nowhere, or the leaf stopped being one); its address
+ * in *a, its content in n, path as descend's. */
+static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
+		     size_t klen, struct bt_node *n, smart_gaddr_t *a,
+		     smart_gaddr_t *path)
+{
+	smart_gaddr_t want;
+	unsigned again;
+	int rc;
+
+	for (again = 0; again < 1000; again++) {
+		rc = descend(t, w, key, klen, 0, 1, n, a, path);
+		want = *a;
+		if (!rc)
+			rc = lock_covering(t, w, key, klen, a, n);
+		if (rc == SMART_EAGAIN) {
+			smart__bt_cache_drop(t, path[1]);
+			continue;
+		}
+		if (rc)
+			return rc;
+		if (*a != want)
+			smart__bt_cache_drop(t, path[1]);  /* a stale parent */
+		if (!n->h.level)
+			return 0;
+		/* no leaf any more: a bulk load made the root (this one
+		 * leaf) the parent of what it loaded; from the top again */
+		rc = smart__bt_unlock(t, w, *a, 0);
+		if (rc)
+			return rc;
+	}
+	return SMART_ERETRY;
+}
+
+/* Would deleting entry i leave leaf n empty, with a right neighbour to
+ * take in (docs/bt.md §5)? */
+static int empties(const smart_bt_t *t, struct bt_node *n, unsigned i)
+{
+	unsigned j;
+
+	if (bt_is_root(n) || (n->h.flags & BT_F_HIGH_INF) || !n->h.sibling)
+		return 0;
+	for (j = 0; j < t->leaf_cap; j++)
+		if (j != i && bt_leaf(t, n, j)->klen)
+			return 0;
+	return 1;
+}
+
+static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
+			const void *key, size_t klen, const void *val,
+			size_t vlen, struct bt_node *n, struct bt_node *nn,
+			uint8_t *tmp, smart_gaddr_t a, smart_gaddr_t *path)
+{
+	struct sep s;
+	int rc, i, f, was_root;
+
+	i = leaf_find(t, n, key, klen, &f);
+	if ((kind == BT_INSERT && i >= 0) ||
+	    ((kind == BT_UPDATE || kind == BT_DELETE) && i < 0))
+		return smart__bt_unlock(t, w, a, i >= 0 ? SMART_EEXIST :
+							   SMART_ENOENT);
+	if (i < 0 && f < 0) {
+		/* full: split, then the separator goes up */
+		was_root = bt_is_root(n);
+		rc = leaf_split(t, w, a, n, nn, tmp, key, klen, val, vlen,
+				&s);
+		return rc ? rc : insert_up(t, w, a, 0, was_root, &s, path, n,
+					   nn, tmp);
+	}
+	if (i < 0)
+		i = f;
+	if (kind == BT_DELETE && empties(t, n, (unsigned)i)) {
+		memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
+		rc = smart__bt_merge(t, w, a, n, nn, (unsigned)i);
+	} else {
+		if (kind == BT_DELETE)
+			memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
+		else
+			leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen,
+				 val, vlen);
+		smart__bt_seal(t, n);
+		rc = smart__bt_unlock(t, w, a, smart__bt_post_entry(t, w, a,
+						n, (unsigned)i));
+	}
+	if (!rc && spec_on(t, w))
+		smart__bt_spec_put(t, smart__bt_key_hash(key, klen),
+				   kind == BT_DELETE ? 0 :
+				   ent_addr(t, a, (unsigned)i));
+	return rc;
+}
+
 static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		    const void *key, size_t klen, const void *val,
 		    size_t vlen)
 {
-	smart_gaddr_t path[BT_HEIGHT_MAX], a = 0, want;
+	smart_gaddr_t path[BT_HEIGHT_MAX], a = 0;
 	struct bt_node *n, *nn;
 	smart_hook_fn hook;
 	void *hook_arg;
-	struct sep s;
 	size_t mark;
 	uint8_t *tmp;
-	int rc, i, f, was_root, again = 0;
+	int rc;
 
 	if (!args_ok(t, w, key, klen, val, vlen))
 		return SMART_EINVAL;
 	hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
 	mark = smart_scratch_mark(w);
 	rc = op_bufs(t, w, &n, &nn, &tmp);
-retry:
 	if (!rc)
-		rc = descend(t, w, key, klen, 0, 1, n, &a, path);
-	want = a;
-	if (!rc)
-		rc = lock_covering(t, w, key, klen, &a, n);
+		rc = smart__bt_enter(t, w);
 	if (rc)
 		goto out;
-	if (n->h.level) {
-		/* no leaf any more: a bulk load made the root (this empty
-		 * leaf) the parent of what it loaded; from the top again */
-		rc = smart__bt_unlock(t, w, a, 0);
-		if (!rc && ++again < 1000)
-			goto retry;
-		rc = rc ? rc : SMART_EPROTO;
-		goto out;
-	}
-	if (a != want)
-		smart__bt_cache_drop(t, path[1]);	/* a stale parent */
-	if (hook) {
-		rc = hook(w, "bt.write.locked", hook_arg);
-		if (rc) {
-			rc = smart__bt_unlock(t, w, a, rc);
-			goto out;
-		}
-	}
-	i = leaf_find(t, n, key, klen, &f);
-	if ((kind == BT_INSERT && i >= 0) ||
-	    ((kind == BT_UPDATE || kind == BT_DELETE) && i < 0)) {
-		rc = smart__bt_unlock(t, w, a, i >= 0 ? SMART_EEXIST :
-							 SMART_ENOENT);
-		goto out;
-	}
-	if (i < 0 && f < 0) {
-		/* full: split, then the separator goes up */
-		was_root = bt_is_root(n);
-		rc = leaf_split(t, w, a, n, nn, tmp, key, klen, val, vlen,
-				&s);
-		if (!rc)
-			rc = insert_up(t, w, a, 0, was_root, &s, path, n, nn,
-				       tmp);
-		goto out;
-	}
-	if (i < 0)
-		i = f;
-	if (kind == BT_DELETE)
-		memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
-	else
-		leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen, val, vlen);
-	smart__bt_seal(t, n);
-	rc = smart__bt_unlock(t, w, a, smart__bt_post_entry(t, w, a, n,
-							    (unsigned)i));
-	if (!rc && spec_on(t, w))
-		smart__bt_spec_put(t, smart__bt_key_hash(key, klen),
-				   kind == BT_DELETE ? 0 :
-				   ent_addr(t, a, (unsigned)i));
+	rc = lock_leaf(t, w, key, klen, n, &a, path);
+	if (!rc && hook && (rc = hook(w, "bt.write.locked", hook_arg)))
+		rc = smart__bt_unlock(t, w, a, rc);
+	else if (!rc)
+		rc = write_locked(t, w, kind, key, klen, val, vlen, n, nn, tmp,
+				  a, path);
+	smart_epoch_exit(w);
 out:
 	smart_scratch_release(w, mark);
 	return rc;
@@ -661,7 +741,13 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		return SMART_EINVAL;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
-	if (!rc && spec_on(t, w)) {
+	if (!rc)
+		rc = smart__bt_enter(t, w);
+	if (rc) {
+		smart_scratch_release(w, mark);
+		return rc;
+	}
+	if (spec_on(t, w)) {
 		h = smart__bt_key_hash(key, key_len);
 		rc = spec_search(t, w, h, key, key_len,
 				 (struct bt_leaf_ent *)n, buf, cap, val_len);
@@ -689,6 +775,7 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		}
 	}
 out:
+	smart_epoch_exit(w);
 	smart_scratch_release(w, mark);
 	return rc;
 }
@@ -742,4 +829,39 @@ void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 			size_t vlen)
 {
 	leaf_put(t, e, key, klen, val, vlen);
+}
+
+int smart__bt_enter(smart_bt_t *t, smart_worker_t *w)
+{
+	int rc = smart_epoch_enter(w, t->home);
+
+	/* the announcement goes out in front of the first batch to the home
+	 * blade: nodes on other blades are read only after it did */
+	if (!rc && t->nblades > 1 && (rc = smart_sync(w)))
+		smart_epoch_exit(w);
+	return rc;
+}
+
+int smart__bt_lock_level(smart_bt_t *t, smart_worker_t *w, const void *key,
+			 size_t klen, unsigned level, struct bt_node *n,
+			 smart_gaddr_t *a)
+{
+	smart_gaddr_t path[BT_HEIGHT_MAX];
+	unsigned again;
+	int rc;
+
+	for (again = 0; again < 1000; again++) {
+		rc = descend(t, w, key, klen, level, 1, n, a, path);
+		if (!rc)
+			rc = lock_covering(t, w, key, klen, a, n);
+		if (rc == SMART_EAGAIN) {
+			if (level + 1 < BT_HEIGHT_MAX)
+				smart__bt_cache_drop(t, path[level + 1]);
+			continue;
+		}
+		if (rc || n->h.level == level)
+			return rc;
+		return smart__bt_unlock(t, w, *a, SMART_ENOENT);
+	}
+	return SMART_ERETRY;
 }

@@ -12,8 +12,33 @@
  * the next leaf we read, the old sibling, starts at that fence.  So every
  * key present throughout the scan is seen in the one leaf that covered it
  * when read, each once, in order; a key never present is never seen.
+ * A merge (bt_merge.c) moves keys only leftwards into the leaf we just
+ * left, all of them from its right neighbour: if that neighbour is dead
+ * when we get there, the leaf that took it in has its keys, and we take
+ * those from the cursor on.
  */
 #include "ds/bt/bt_internal.h"
+
+/* The leaf after one whose high fence is cur: its right sibling (at a),
+ * or, when that was merged away, the leaf that took it in.  Either starts
+ * at or before cur and goes past it: anything else is not a tree. */
+static int next_leaf(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		     struct bt_node *nd, const uint8_t *cur, size_t cur_len)
+{
+	unsigned hops = 0;
+	int rc = smart__bt_read(t, w, a, nd);
+
+	while (!rc && (nd->h.flags & BT_F_DEAD) && ++hops < 1000)
+		rc = smart__bt_read(t, w, nd->h.leftmost, nd);
+	if (!rc && ((nd->h.flags & BT_F_DEAD) || nd->h.level ||
+		    (!(nd->h.flags & BT_F_LOW_INF) &&
+		     bt_keycmp(bt_low(t, nd), nd->h.low_len, cur, cur_len) > 0) ||
+		    (!(nd->h.flags & BT_F_HIGH_INF) &&
+		     bt_keycmp(bt_high(t, nd), nd->h.high_len, cur,
+			       cur_len) <= 0)))
+		rc = SMART_EPROTO;
+	return rc;
+}
 
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		  size_t from_len, const void *to, size_t to_len, size_t max,
@@ -40,7 +65,10 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 				 (void **)&nd);
 	ents = (struct bt_leaf_ent **)((uint8_t *)nd + t->node_size);
 	if (!rc)
-		rc = smart__bt_descend(t, w, from, from_len, nd, &a);
+		rc = smart__bt_enter(t, w);
+	if (rc)
+		goto out;
+	rc = smart__bt_descend(t, w, from, from_len, nd, &a);
 	while (!rc && !done) {
 		/* this leaf's keys in [cur, to), in order */
 		for (i = 0, k = 0; i < t->leaf_cap; i++) {
@@ -78,14 +106,10 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		cur_len = nd->h.high_len;
 		memcpy(cur, bt_high(t, nd), cur_len);
 		a = nd->h.sibling;
-		rc = smart__bt_read(t, w, a, nd);
-		/* a sibling always starts at our high fence: anything else
-		 * is not a tree */
-		if (!rc && ((nd->h.flags & BT_F_LOW_INF) ||
-			    bt_keycmp(bt_low(t, nd), nd->h.low_len, cur,
-				      cur_len)))
-			rc = SMART_EPROTO;
+		rc = next_leaf(t, w, a, nd, cur, cur_len);
 	}
+	smart_epoch_exit(w);
+out:
 	smart_scratch_release(w, mark);
 	*n = got;
 	return rc;
