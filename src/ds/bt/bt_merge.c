@@ -20,10 +20,11 @@
  * Locks: L's, then R's (left to right, as every holder of two; R's local
  * slot, when it is L's, is bypassed: smart__bt_lock2).  An R that is not
  * L's live right neighbour any more leaves L empty in the tree, where
- * inserts reuse it (`merge_skips`).  If
- * R's parent entry cannot be found (the parent split and R became a
- * leftmost child), R stays, dead, as a forward to L (`dead_kept`), until
- * drop.
+ * inserts reuse it (`merge_skips`).  When no entry of R's parent names R
+ * (R is the parent's leftmost child: L hangs under the parent before, or
+ * a split made it so), the parent's low end would have to move, which a
+ * leaf merge does not do: R stays, dead, as a forward to L (`dead_kept`),
+ * until drop frees it.
  */
 #include "ds/bt/bt_internal.h"
 
