@@ -951,6 +951,40 @@ static void test_adversarial(void)
 	concurrent("seed=3,pause_pct=30");
 }
 
+/* A fresh blade and a 512-byte-node tree on it, with the blade's use
+ * before the tree in *u0 (a new worker: no allocator cache held). */
+static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0)
+{
+	struct smart_bt_config c;
+
+	fixture_start(&wd->f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
+	CHECK_OK(smart_alloc_usage(wd->w, 1, u0));
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	c.locks = 4096;
+	CHECK_OK(smart_bt_create(wd->w, 1, 3, &c, &wd->t));
+}
+
+/* Drop the tree (and drain what its deletes retired): the blade holds
+ * exactly what it held before it (u0), once the worker gave its allocator
+ * caches back. */
+static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
+{
+	struct smart_alloc_usage u;
+
+	CHECK_OK(smart_bt_drop(wd->t, wd->w));
+	CHECK_OK(smart_epoch_drain(wd->w, 1, 5000));
+	CHECK_OK(smart_worker_destroy(wd->w));
+	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
+	CHECK_OK(smart_alloc_usage(wd->w, 1, &u));
+	CHECK_EQ(u.used + u.cached, u0->used + u0->cached);
+	CHECK_OK(smart_worker_destroy(wd->w));
+	fixture_stop(&wd->f);
+}
+
 /* Bulk load: keys key_of(0..n-1) ascending (or out of order at `bad`),
  * value = key. */
 struct feed {
@@ -979,7 +1013,7 @@ static int feed_next(void *arg, const void **key, size_t *klen,
  * past one leaf changes nothing; drop gives every node back. */
 static void test_bulk(void)
 {
-	struct smart_alloc_usage u0, u1;
+	struct smart_alloc_usage u0;
 	struct smart_bt_config c;
 	struct smart_bt_stats st;
 	struct feed f = { 0, 20000, 0, "" };
@@ -991,15 +1025,7 @@ static void test_bulk(void)
 	size_t n;
 	unsigned i;
 
-	fixture_start(&wd.f, BLADE_SIZE, 1, NULL);
-	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
-	CHECK_OK(smart_alloc_usage(wd.w, 1, &u0));
-	smart_bt_config_init(&c);
-	c.node_size = 512;
-	c.key_max = 12;
-	c.val_max = 12;
-	c.locks = 4096;
-	CHECK_OK(smart_bt_create(wd.w, 1, 3, &c, &wd.t));
+	fresh_tree(&wd, &u0);
 	/* out of order: refused, nothing changed (nothing left allocated:
 	 * only the tree's own, which the drop below gives back) */
 	f.bad = 777;
@@ -1069,14 +1095,7 @@ static void test_bulk(void)
 					 &n));
 	}
 	smart_bt_close(t);
-	CHECK_OK(smart_bt_drop(wd.t, wd.w));
-	wd.t = NULL;
-	CHECK_OK(smart_worker_destroy(wd.w));
-	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
-	CHECK_OK(smart_alloc_usage(wd.w, 1, &u1));
-	CHECK_EQ(u1.used + u1.cached, u0.used + u0.cached);
-	CHECK_OK(smart_worker_destroy(wd.w));
-	fixture_stop(&wd.f);
+	drop_back_to(&wd, &u0);
 }
 
 /* Deletes that empty leaves free nodes: 20 000 keys, then all but every
@@ -1087,7 +1106,6 @@ static void test_bulk(void)
 static void test_shrink(void)
 {
 	struct smart_alloc_usage u0, u1, u2;
-	struct smart_bt_config c;
 	struct smart_bt_stats st;
 	struct smart_bt_entry e[256];
 	char k[16], v[16], buf[256 * 32];
@@ -1095,15 +1113,7 @@ static void test_shrink(void)
 	size_t n, got = 0;
 	unsigned i;
 
-	fixture_start(&wd.f, BLADE_SIZE, 1, NULL);
-	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
-	CHECK_OK(smart_alloc_usage(wd.w, 1, &u0));
-	smart_bt_config_init(&c);
-	c.node_size = 512;
-	c.key_max = 12;
-	c.val_max = 12;
-	c.locks = 4096;
-	CHECK_OK(smart_bt_create(wd.w, 1, 3, &c, &wd.t));
+	fresh_tree(&wd, &u0);
 	for (i = 0; i < 20000; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
@@ -1161,14 +1171,7 @@ static void test_shrink(void)
 		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
 					 &n));
 	}
-	CHECK_OK(smart_bt_drop(wd.t, wd.w));
-	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));
-	CHECK_OK(smart_worker_destroy(wd.w));
-	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
-	CHECK_OK(smart_alloc_usage(wd.w, 1, &u2));
-	CHECK_EQ(u2.used + u2.cached, u0.used + u0.cached);
-	CHECK_OK(smart_worker_destroy(wd.w));
-	fixture_stop(&wd.f);
+	drop_back_to(&wd, &u0);
 }
 
 /* Drop gives back every node and the lock table. */
