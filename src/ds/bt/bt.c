@@ -273,6 +273,21 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 	return 0;
 }
 
+/* A built tree t (descriptor m) whose publication ended with rc: on
+ * success it is named by root entry idx and handed out, else undone. */
+static int tree_done(smart_worker_t *w, smart_bt_t *t, struct bt_meta *m,
+		     int rc, unsigned idx, smart_bt_t **out)
+{
+	if (rc) {
+		create_undo(w, m, t->meta);
+		smart_bt_close(t);
+		return rc;
+	}
+	t->root_idx = idx;
+	*out = t;
+	return 0;
+}
+
 int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_bt_config *cfg, smart_bt_t **out)
 {
@@ -297,14 +312,7 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	rc = smart_root_cas(w, blade, root_idx, 0, t->meta, &old);
 	if (!rc && old)
 		rc = SMART_EEXIST;	/* another creator won */
-	if (rc) {
-		create_undo(w, &m, t->meta);
-		smart_bt_close(t);
-		return rc;
-	}
-	t->root_idx = root_idx;
-	*out = t;
-	return 0;
+	return tree_done(w, t, &m, rc, root_idx, out);
 }
 
 /* The name of the tree whose descriptor is at maddr (smart_root_*). */
@@ -343,14 +351,7 @@ int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
 		return rc;
 	rc = smart_root_publish(w, blade, name, bt_name_of, NULL, t->meta,
 				&idx);
-	if (rc) {
-		create_undo(w, &m, t->meta);
-		smart_bt_close(t);
-		return rc;
-	}
-	t->root_idx = idx;
-	*out = t;
-	return 0;
+	return tree_done(w, t, &m, rc, idx, out);
 }
 
 int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,

@@ -332,21 +332,13 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	return rc;
 }
 
-int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_ht_t **out)
+int smart__ht_open_at(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		      uint64_t maddr, smart_ht_t **out)
 {
 	struct ht_meta *m;
-	uint64_t maddr;
-	size_t mark;
-	int rc;
+	size_t mark = smart_scratch_mark(w);
+	int rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
 
-	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
-		return SMART_EINVAL;
-	rc = smart_root_get(w, blade, root_idx, &maddr);
-	if (rc)
-		return rc;
-	mark = smart_scratch_mark(w);
-	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
 	if (!rc)
 		rc = smart__ht_meta_read(w, blade, maddr, m);
 	if (!rc)
@@ -354,6 +346,18 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 					  out);
 	smart_scratch_release(w, mark);
 	return rc;
+}
+
+int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
+		  smart_ht_t **out)
+{
+	uint64_t maddr;
+	int rc;
+
+	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
+		return SMART_EINVAL;
+	rc = smart_root_get(w, blade, root_idx, &maddr);
+	return rc ? rc : smart__ht_open_at(w, blade, root_idx, maddr, out);
 }
 
 int smart_ht_close(smart_ht_t *t)

@@ -37,25 +37,14 @@ static int ht_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			smart_ht_t **out)
 {
-	struct ht_meta *m;
 	uint64_t maddr;
 	unsigned idx;
-	size_t mark;
 	int rc;
 
 	if (!w || !out || !smart_root_name_ok(name))
 		return SMART_EINVAL;
 	rc = smart_root_find(w, blade, name, ht_name_of, NULL, &idx, &maddr);
-	if (rc)
-		return rc;
-	mark = smart_scratch_mark(w);
-	rc = smart_scratch_alloc(w, sizeof(*m), (void **)&m);
-	if (!rc)
-		rc = smart__ht_meta_read(w, blade, maddr, m);
-	if (!rc)
-		rc = smart__ht_table_open(w, blade, idx, maddr, m, NULL, out);
-	smart_scratch_release(w, mark);
-	return rc;
+	return rc ? rc : smart__ht_open_at(w, blade, idx, maddr, out);
 }
 
 int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
