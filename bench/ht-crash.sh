@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ht-crash.sh: clients killed at random moments must cost a shared Smart-HT
-# table nothing (DESIGN.md §9, "sustained load on small blades").
+# table (or, with --ds bt, a Smart-BT tree) nothing (DESIGN.md §9,
+# "sustained load on small blades").
 #
 # One smartd on 127.0.0.1 (a fresh secret file, mode 0600, a short lease)
 # holds a named table.  Process A creates and preloads it, then updates it
@@ -21,6 +22,7 @@ cd "$(dirname "$0")/.."
 usage() {
 	cat <<EOF
 usage: bench/ht-crash.sh [flags]
+  --ds ht|bt        the structure: a Smart-HT table or a Smart-BT tree [ht]
   --rounds N        B processes killed, one after the other [50]
   --seed N          seed of the kill times [the time of day]
   --lease-ms MS     smartd's lease [500]
@@ -48,7 +50,7 @@ bad() { # bad FLAG WHY: exit 2 naming the flag
 }
 
 ROUNDS=50 SEED=$(( $(date +%s) % 100000 )) LEASE=500 MIN_MS=50 MAX_MS=500
-FREEZE=0 KEYS=20000 ROOM= BLADE= AW=update-only BW=d BIN=build/bin
+FREEZE=0 DS=ht KEYS=20000 ROOM= BLADE= AW=update-only BW=d BIN=build/bin
 num() { # num FLAG VALUE: VALUE must be a non-negative integer
 	[[ $2 =~ ^[0-9]+$ ]] || bad "$1" "want a non-negative integer ('$2')"
 }
@@ -56,12 +58,14 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
 	--freeze) FREEZE=1; shift; continue ;;
-	--rounds|--seed|--lease-ms|--min-ms|--max-ms|--keys|--insert-room|\
-	--blade-size|--a-workload|--b-workload|--bin)
+	--ds|--rounds|--seed|--lease-ms|--min-ms|--max-ms|--keys|\
+	--insert-room|--blade-size|--a-workload|--b-workload|--bin)
 		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
 	*) bad "$1" "unknown flag (see --help)" ;;
 	esac
 	case $1 in
+	--ds) [[ $2 =~ ^(ht|bt)$ ]] || bad "$1" "want ht or bt ('$2')"
+		DS=$2 ;;
 	--rounds) num "$1" "$2"; ROUNDS=$2 ;;
 	--seed) num "$1" "$2"; SEED=$2 ;;
 	--lease-ms) num "$1" "$2"; LEASE=$2 ;;
@@ -92,7 +96,7 @@ RANDOM=$SEED
 table=crash-$$
 
 smartd_start "$BLADE" --lease-ms "$LEASE" || exit 1
-echo "ht-crash: seed $SEED, $ROUNDS rounds, lease $LEASE ms, blade $BLADE," \
+echo "ht-crash: $DS, seed $SEED, $ROUNDS rounds, lease $LEASE ms, blade $BLADE," \
 	"$KEYS keys, room for $ROOM new ones; A $AW, B $BW" \
 	"$([ $FREEZE = 1 ] && echo "(frozen, then killed)" || echo "(killed)")"
 
@@ -163,9 +167,16 @@ echo "A: $(field "$TMP/a.json" ops) ops in $(field "$TMP/a.json" seconds) s," \
 	"errors ${a_err:-?}$( [ "${a_err:-1}" != 0 ] && echo " (first $(field "$TMP/a.json" first_error))")," \
 	"validation failures ${a_vf:-?}, p999 $(field "$TMP/a.json" p999_us) us," \
 	"max ${a_max:-?} us; under lease_ms + lease_ms/8 = $bound us: $under"
-echo "A's table object: $(field "$TMP/a.json" ht_recovered) dead clients'" \
-	"splits recovered, $(field "$TMP/a.json" ht_tent_cleared) tentative" \
-	"slots cleared, $(field "$TMP/a.json" ht_subtables) subtables"
+if [ "$DS" = ht ]; then
+	echo "A's table object: $(field "$TMP/a.json" ht_recovered) dead" \
+		"clients' splits recovered, $(field "$TMP/a.json" ht_tent_cleared)" \
+		"tentative slots cleared, $(field "$TMP/a.json" ht_subtables)" \
+		"subtables"
+else
+	echo "A's tree object: $(field "$TMP/a.json" bt_lock_takeovers) locks" \
+		"taken over from dead clients, height" \
+		"$(field "$TMP/a.json" bt_height)"
+fi
 echo "C: sweep of $(field "$TMP/c.json" swept)/$KEYS keys, errors" \
 	"$(field "$TMP/c.json" errors), validation failures" \
 	"$(field "$TMP/c.json" validation_failures), max" \

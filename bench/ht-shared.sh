@@ -62,7 +62,7 @@ TMP=$(mktemp -d)
 trap 'kill_all; rm -rf "$TMP"' EXIT
 table=shared-$$
 # smart-bench checks every value itself (exit 2 naming the flag)
-run=(--ds "$DS" --table "$table" --keys "$KEYS" --value-size "$VSIZE" --workload "$WL"
+run=(--table "$table" --keys "$KEYS" --value-size "$VSIZE" --workload "$WL"
      --threads "$THREADS" --coros "$COROS" --seconds "$SECS" --json)
 
 smartd_start "$BLADE" || exit 1
@@ -75,8 +75,7 @@ bench_bg "$TMP/p2.json" "$TMP/p2.err" "${run[@]}" --no-preload
 p2=$BG
 wait "$p1"; rc1=$?
 wait "$p2"; rc2=$?
-bench --ds "$DS" --table "$table" --keys "$KEYS" --value-size "$VSIZE" \
-	--no-preload \
+bench --table "$table" --keys "$KEYS" --value-size "$VSIZE" --no-preload \
 	--workload sweep --drop --json >"$TMP/c.json" 2>"$TMP/c.err"
 rc3=$?
 mem=$(smartd_memory)

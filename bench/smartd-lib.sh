@@ -88,7 +88,8 @@ field() {
 
 # bench ARGS...: smart-bench ycsb against the blade (the table's clients).
 bench() {
-	"$BIN/smart-bench" ycsb --connect "$ADDR" --secret-file "$SECRET" "$@"
+	"$BIN/smart-bench" ycsb --connect "$ADDR" --secret-file "$SECRET" \
+		${DS:+--ds "$DS"} "$@"
 }
 
 # bench_bg OUT ERR ARGS...: the same in the background, stdout to OUT and
@@ -98,7 +99,7 @@ bench_bg() {
 	local out=$1 err=$2
 	shift 2
 	"$BIN/smart-bench" ycsb --connect "$ADDR" --secret-file "$SECRET" \
-		"$@" >"$out" 2>"$err" &
+		${DS:+--ds "$DS"} "$@" >"$out" 2>"$err" &
 	BG=$!
 	PIDS+=("$BG")
 }

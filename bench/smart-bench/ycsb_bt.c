@@ -169,6 +169,8 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	kit_rec_num(rec, "remote_lock_retries", "%" PRIu64, s.lock_retries);
 	kit_rec_num(rec, "bt_torn_reads", "%" PRIu64, s.crc_retries);
 	kit_rec_num(rec, "bt_move_rights", "%" PRIu64, s.move_rights);
+	kit_rec_num(rec, "bt_lock_takeovers", "%" PRIu64, s.lock_takeovers);
+	kit_rec_num(rec, "bt_nodes_freed", "%" PRIu64, s.nodes_freed);
 	snprintf(line, len, "Smart-BT: height %u; this process: %" PRIu64
 		 " leaf splits, index cache hits %.1f%%, speculative hits "
 		 "%.1f%%, %" PRIu64 " lock hand-overs, %" PRIu64 " failed "
