@@ -154,30 +154,35 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 		      char *line, size_t len)
 {
 	struct smart_bt_stats s;
+	smart_stats_t c;
+	uint64_t ch, cm, sh, sm;
 
-	(void)w;
 	*line = 0;
-	if (smart_bt_stats(((struct bt_handle *)h)->bt, &s))
+	if (smart_bt_stats(((struct bt_handle *)h)->bt, &s) ||
+	    smart_stats_snapshot(smart_worker_ctx(w), &c))
 		return;
+	ch = c.c[SMART_STAT_CACHE_HITS];
+	cm = c.c[SMART_STAT_CACHE_MISSES];
+	sh = c.c[SMART_STAT_SPEC_HITS];
+	sm = c.c[SMART_STAT_SPEC_MISSES];
 	kit_rec_num(rec, "bt_height", "%u", s.height);
 	kit_rec_num(rec, "bt_leaf_splits", "%" PRIu64, s.leaf_splits);
 	kit_rec_num(rec, "cache_hit_rate", "%.4f",
-		    ratio(s.cache_hits, s.cache_hits + s.cache_misses));
+		    ratio(ch, ch + cm));
 	kit_rec_num(rec, "spec_hit_rate", "%.4f",
-		    ratio(s.spec_hits, s.spec_hits + s.spec_misses));
+		    ratio(sh, sh + sm));
 	kit_rec_num(rec, "lock_handovers", "%" PRIu64, s.handovers);
 	kit_rec_num(rec, "remote_lock_retries", "%" PRIu64, s.lock_retries);
 	kit_rec_num(rec, "bt_torn_reads", "%" PRIu64, s.crc_retries);
 	kit_rec_num(rec, "bt_move_rights", "%" PRIu64, s.move_rights);
 	kit_rec_num(rec, "bt_lock_takeovers", "%" PRIu64, s.lock_takeovers);
-	kit_rec_num(rec, "bt_nodes_freed", "%" PRIu64, s.nodes_freed);
+	kit_rec_num(rec, "bt_merges", "%" PRIu64, s.merges);
 	snprintf(line, len, "Smart-BT: height %u; this process: %" PRIu64
 		 " leaf splits, index cache hits %.1f%%, speculative hits "
 		 "%.1f%%, %" PRIu64 " lock hand-overs, %" PRIu64 " failed "
 		 "remote lock CASes, %" PRIu64 " torn reads retried",
 		 s.height, s.leaf_splits,
-		 100 * ratio(s.cache_hits, s.cache_hits + s.cache_misses),
-		 100 * ratio(s.spec_hits, s.spec_hits + s.spec_misses),
+		 100 * ratio(ch, ch + cm), 100 * ratio(sh, sh + sm),
 		 s.handovers, s.lock_retries, s.crc_retries);
 }
 

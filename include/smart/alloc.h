@@ -92,7 +92,9 @@ int smart_root_find(smart_worker_t *w, uint16_t blade, const char *name,
 /* Put `entry` (a descriptor holding `name`) into the first free entry of
  * the name's probe chain; its index in *idx.  SMART_EEXIST when the name
  * is there already (of concurrent publishers of one name exactly one
- * succeeds), SMART_ENOSPC when no entry is left. */
+ * succeeds), SMART_ENOSPC when no entry is left.  Entries released in the
+ * named range stay tombstones (smart_root_release), so a blade takes 192
+ * named creates in its life, drops included. */
 int smart_root_publish(smart_worker_t *w, uint16_t blade, const char *name,
 		       smart_root_name_fn fn, void *arg, uint64_t entry,
 		       unsigned *idx);

@@ -13,6 +13,12 @@
  * its leaf's lock, before it writes anything back; a non-zero return
  * fails the write there (the lock is released).
  *
+ * Counters: the tree object's own (smart_bt_stats: rare events), and on
+ * every op the ctx's per-worker SMART_STAT_CACHE_HITS/MISSES (the index
+ * cache, per internal node looked up) and SMART_STAT_SPEC_HITS/MISSES
+ * (searches answered by one entry's READ, and the others: nothing cached
+ * for the key, or what was cached did not check): smart/stats.h.
+ *
  * Contract (libuv-style):
  *   - a smart_bt_t may be used by every worker of the ctx it was opened
  *     with, from any number of their tasks at once; each call takes the
@@ -79,16 +85,13 @@ struct smart_bt_stats {
 	uint64_t move_rights;		/* B-link sibling chases */
 	uint64_t lock_retries;		/* failed remote lock CASes */
 	uint64_t handovers;		/* locks passed on without a CAS */
-	uint64_t cache_hits, cache_misses;	/* index cache lookups */
 	uint64_t cache_drops;		/* stale internal nodes dropped */
-	/* searches answered by one entry's READ, and the others (nothing
-	 * cached for the key, or what was cached did not check) */
-	uint64_t spec_hits, spec_misses;
 	uint64_t lock_takeovers;	/* locks taken from dead holders */
 	/* deletes that emptied a leaf: the leaf took its right neighbour
-	 * in (merges), could not at once (merge_skips: it stays, empty);
-	 * neighbours freed (through the epochs), or kept as forwards */
-	uint64_t merges, merge_skips, nodes_freed, dead_kept;
+	 * in and the neighbour was retired through the epochs (merges), or
+	 * that could not be done at once (merge_skips: the leaf stays,
+	 * empty, for inserts to reuse) */
+	uint64_t merges, merge_skips;
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

@@ -61,6 +61,13 @@ enum smart_stat {
 	SMART_STAT_ROUND_TRIPS,	/* syncs that waited for the network (had
 				 * WRs in flight once posted) */
 	SMART_STAT_ALLOC_ROUND_TRIPS,	/* of which in smart_alloc/free */
+	/* data structures' local caches (smart_stat_add): lookups of an
+	 * index cache answered locally or not, and speculative lookups
+	 * answered by their one small READ or not */
+	SMART_STAT_CACHE_HITS,
+	SMART_STAT_CACHE_MISSES,
+	SMART_STAT_SPEC_HITS,
+	SMART_STAT_SPEC_MISSES,
 	SMART_STAT__COUNT
 };
 
@@ -94,6 +101,11 @@ typedef struct smart_stats {
 } smart_stats_t;
 
 const char *smart_stat_name(enum smart_stat id);
+
+/* Add n to counter id of worker w (its owner thread only; no shared cache
+ * line, no lock: what a data structure counts on its fast path).  Unknown
+ * ids and NULL are ignored. */
+void smart_stat_add(smart_worker_t *w, enum smart_stat id, uint64_t n);
 
 /* Merge the counters of every worker of ctx (live and destroyed). */
 int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out);

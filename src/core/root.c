@@ -152,13 +152,16 @@ int smart_root_publish(smart_worker_t *w, uint16_t blade, const char *name,
 		       unsigned *idx)
 {
 	int found, free_k, rc;
+	unsigned tries;
 	uint64_t e, old;
 
 	if (!w || !fn || !idx || !entry || entry == SMART_ROOT_TOMB ||
 	    !smart_root_name_ok(name))
 		return SMART_EINVAL;
 	rc = probe(w, blade, name, fn, arg, 0, &found, &free_k, &e);
-	for (;;) {
+	/* each lost race moves the probe on by an entry at least, unless a
+	 * peer puts 0 back: bounded either way */
+	for (tries = 0; tries < NAMED_SPAN; tries++) {
 		if (!rc && found >= 0)
 			rc = SMART_EEXIST;
 		if (!rc && free_k < 0)
@@ -176,4 +179,5 @@ int smart_root_publish(smart_worker_t *w, uint16_t blade, const char *name,
 			rc = probe(w, blade, name, fn, arg, (unsigned)free_k,
 				   &found, &free_k, &e);
 	}
+	return SMART_ENOSPC;
 }

@@ -55,7 +55,17 @@ static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_EPOCH_LEAKED] = "epoch_leaked",
 	[SMART_STAT_ROUND_TRIPS] = "round_trips",
 	[SMART_STAT_ALLOC_ROUND_TRIPS] = "alloc_round_trips",
+	[SMART_STAT_CACHE_HITS] = "cache_hits",
+	[SMART_STAT_CACHE_MISSES] = "cache_misses",
+	[SMART_STAT_SPEC_HITS] = "spec_hits",
+	[SMART_STAT_SPEC_MISSES] = "spec_misses",
 };
+
+void smart_stat_add(smart_worker_t *w, enum smart_stat id, uint64_t n)
+{
+	if (w && (unsigned)id < SMART_STAT__COUNT)
+		SMART_STAT_ADD(w, id, n);
+}
 
 const char *smart_stat_name(enum smart_stat id)
 {

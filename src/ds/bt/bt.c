@@ -315,16 +315,17 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	return tree_done(w, t, &m, rc, root_idx, out);
 }
 
-/* The name of the tree whose descriptor is at maddr (smart_root_*). */
+/* The name of the tree whose descriptor is at maddr (smart_root_*); the
+ * descriptor into arg (a struct bt_meta) when not NULL: smart_root_find
+ * stops at the one it found, so the last one read is that one. */
 static int bt_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 		      char *name, void *arg)
 {
-	struct bt_meta m;
-	int rc = meta_get(w, blade, maddr, &m);
+	struct bt_meta m, *mp = arg ? arg : &m;
+	int rc = meta_get(w, blade, maddr, mp);
 
-	(void)arg;
 	if (!rc)
-		memcpy(name, m.name, SMART_ROOT_NAME_MAX);
+		memcpy(name, mp->name, SMART_ROOT_NAME_MAX);
 	return rc;
 }
 
@@ -366,9 +367,7 @@ int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 	if (!w || !out || !smart_root_name_ok(name))
 		return SMART_EINVAL;
 	cfg = cfg_or_default(cfg, &def);
-	rc = smart_root_find(w, blade, name, bt_name_of, NULL, &idx, &maddr);
-	if (!rc)
-		rc = meta_get(w, blade, maddr, &m);
+	rc = smart_root_find(w, blade, name, bt_name_of, &m, &idx, &maddr);
 	return rc ? rc : tree_new(w, &m, maddr, blade, idx, cfg, out);
 }
 
@@ -418,16 +417,10 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->move_rights = atomic_load(&t->move_rights);
 	out->lock_retries = atomic_load(&t->lock_retries);
 	out->handovers = atomic_load(&t->handovers);
-	out->cache_hits = atomic_load(&t->cache_hits);
-	out->cache_misses = atomic_load(&t->cache_misses);
 	out->cache_drops = atomic_load(&t->cache_drops);
-	out->spec_hits = atomic_load(&t->spec_hits);
-	out->spec_misses = atomic_load(&t->spec_misses);
 	out->lock_takeovers = atomic_load(&t->lock_takeovers);
 	out->merges = atomic_load(&t->merges);
 	out->merge_skips = atomic_load(&t->merge_skips);
-	out->nodes_freed = atomic_load(&t->nodes_freed);
-	out->dead_kept = atomic_load(&t->dead_kept);
 	return 0;
 }
 
@@ -439,44 +432,39 @@ int smart_bt_close(smart_bt_t *t)
 	return 0;
 }
 
-/* Free the dead leaves level-1 node p still names (forwards a merge kept:
- * they are out of the leaf chain); c is scratch. */
-static int drop_dead(smart_bt_t *t, smart_worker_t *w, struct bt_node *p,
-		     struct bt_node *c)
-{
-	unsigned i;
-	int rc = 0;
-
-	for (i = 0; !rc && i <= p->h.count; i++) {
-		smart_gaddr_t a = i ? bt_inner(t, p, i - 1)->child :
-			      p->h.leftmost;
-
-		rc = smart__bt_read(t, w, a, c);
-		if (!rc && (c->h.flags & BT_F_DEAD))
-			rc = smart_free(w, a, t->node_size);
-	}
-	return rc;
-}
-
-/* Free every node of one level, left to right from a, its leftmost;
- * *down is the leftmost child of a (0 at the leaves). */
+/* Free every node of level `level` (-1: the root's, whatever it is),
+ * left to right from a, its leftmost; *down is the leftmost child of a
+ * (0 at the leaves).  Each node must be of that level and start where the
+ * node before it ends, so that a chain a peer bent into a cycle is not
+ * freed twice: SMART_EPROTO otherwise. */
 static int drop_level(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		      struct bt_node *n, struct bt_node *c,
-		      smart_gaddr_t *down)
+		      int level, struct bt_node *n, smart_gaddr_t *down)
 {
-	int rc = smart__bt_read(t, w, a, n);
+	uint8_t high[SMART_BT_KEY_MAX];
+	size_t high_len = 0;
+	smart_gaddr_t next;
+	int rc = smart__bt_read(t, w, a, n), first = 1;
 
-	*down = rc || !n->h.level ? 0 : n->h.leftmost;
+	*down = 0;
+	if (!rc && level < 0)
+		level = n->h.level;
+	if (!rc && n->h.level)
+		*down = n->h.leftmost;
 	while (!rc) {
-		if (n->h.level == 1)
-			rc = drop_dead(t, w, n, c);
-		if (!rc)
-			rc = smart_free(w, a, t->node_size);
-		a = n->h.sibling;
-		if (!rc && !a)
+		if (n->h.level != level ||
+		    (!first && ((n->h.flags & BT_F_LOW_INF) ||
+				bt_keycmp(bt_low(t, n), n->h.low_len, high,
+					  high_len))))
+			return SMART_EPROTO;
+		first = 0;
+		next = (n->h.flags & BT_F_HIGH_INF) ? 0 : n->h.sibling;
+		high_len = n->h.high_len;
+		memcpy(high, bt_high(t, n), high_len);
+		rc = smart_free(w, a, t->node_size);
+		if (rc || !next)
 			break;
-		if (!rc)
-			rc = smart__bt_read(t, w, a, n);
+		a = next;
+		rc = smart__bt_read(t, w, a, n);
 	}
 	return rc;
 }
@@ -488,7 +476,7 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 	smart_gaddr_t a, down;
 	size_t mark;
 	unsigned i;
-	int rc;
+	int rc, level;
 
 	if (!t || !w)
 		return SMART_EINVAL;
@@ -501,12 +489,13 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 		rc = SMART_EPROTO;
 	mark = smart_scratch_mark(w);
 	if (!rc)
-		rc = smart_scratch_alloc(w, 2 * (size_t)t->node_size,
-					 (void **)&n);
-	/* the root's leftmost path gives each level's first node */
-	for (a = rc ? 0 : m.root; a && !rc; a = down)
-		rc = drop_level(t, w, a, n, (struct bt_node *)((uint8_t *)n +
-				t->node_size), &down);
+		rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
+	/* the root's leftmost path gives each level's first node, one
+	 * level lower each time */
+	for (a = rc ? 0 : m.root, level = -1; a && !rc; a = down) {
+		rc = drop_level(t, w, a, level, n, &down);
+		level = rc ? 0 : (int)n->h.level - 1;
+	}
 	smart_scratch_release(w, mark);
 	for (i = 0; !rc && i < m.nblades; i++)
 		rc = smart_free(w, smart_gaddr(m.blades[i], m.lock_off[i]),

@@ -53,6 +53,18 @@ static int lvl_add(const smart_bt_t *t, struct lvl *L, smart_gaddr_t a)
 	return 0;
 }
 
+/* A new node of `level` at the end of L's list (freed again when the
+ * list cannot grow). */
+static int lvl_new(smart_bt_t *t, smart_worker_t *w, struct lvl *L,
+		   unsigned level, smart_gaddr_t *a)
+{
+	int rc = smart__bt_node_alloc(t, w, level, a);
+
+	if (!rc && (rc = lvl_add(t, L, *a)))
+		(void)smart_free(w, *a, t->node_size);
+	return rc;
+}
+
 static uint8_t *lvl_fence(const smart_bt_t *t, const struct lvl *L,
 			  size_t i, size_t *len)
 {
@@ -192,18 +204,14 @@ static int build_leaves(smart_bt_t *t, smart_worker_t *w, struct feed *fd,
 	smart_gaddr_t na;
 	int rc, more;
 
-	rc = smart__bt_node_alloc(t, w, 0, &na);
-	if (!rc)
-		rc = lvl_add(t, L, na);
+	rc = lvl_new(t, w, L, 0, &na);
 	if (rc)
 		return rc;
 	smart__bt_node_init(t, n, 0);
 	while ((more = feed_next(t, fd, &k, &kl, &v, &vl)) == 1) {
 		if (used == per) {
 			/* full: the next leaf starts at this key */
-			rc = smart__bt_node_alloc(t, w, 0, &na);
-			if (!rc)
-				rc = lvl_add(t, L, na);
+			rc = lvl_new(t, w, L, 0, &na);
 			if (rc)
 				return rc;
 			lvl_set_fence(t, L, L->n - 1, k, kl);
@@ -229,9 +237,7 @@ static int build_inner(smart_bt_t *t, smart_worker_t *w, struct lvl *below,
 	smart_gaddr_t a, na = 0;
 	int rc;
 
-	rc = smart__bt_node_alloc(t, w, level, &a);
-	if (!rc)
-		rc = lvl_add(t, L, a);
+	rc = lvl_new(t, w, L, level, &a);
 	while (!rc && i < below->n) {
 		smart__bt_node_init(t, n, level);
 		n->h.leftmost = below->addr[i];
@@ -245,9 +251,7 @@ static int build_inner(smart_bt_t *t, smart_worker_t *w, struct lvl *below,
 		}
 		i = j;
 		if (i < below->n) {
-			rc = smart__bt_node_alloc(t, w, level, &na);
-			if (!rc)
-				rc = lvl_add(t, L, na);
+			rc = lvl_new(t, w, L, level, &na);
 			if (!rc) {
 				uint8_t *f = lvl_fence(t, below, i, &len);
 

@@ -34,14 +34,6 @@ struct bt_spec {
 	_Atomic uint64_t tag, addr;
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	return x;
-}
-
 static unsigned pow2_floor(uint64_t x)
 {
 	unsigned b = 0;
@@ -83,10 +75,12 @@ void smart__bt_cache_fini(smart_bt_t *t)
 
 static struct bt_cslot *cslot(const smart_bt_t *t, smart_gaddr_t a)
 {
-	return (struct bt_cslot *)(t->cache + (mix(a) & t->cmask) * t->cslot);
+	return (struct bt_cslot *)(t->cache + (bt_mix(a) & t->cmask) *
+				   t->cslot);
 }
 
-int smart__bt_cache_get(smart_bt_t *t, smart_gaddr_t a, struct bt_node *n)
+int smart__bt_cache_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			struct bt_node *n)
 {
 	struct bt_cslot *s;
 	uint64_t *d = (uint64_t *)n, seq;
@@ -104,10 +98,10 @@ int smart__bt_cache_get(smart_bt_t *t, smart_gaddr_t a, struct bt_node *n)
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != seq)
 		goto miss;
-	atomic_fetch_add_explicit(&t->cache_hits, 1, memory_order_relaxed);
+	smart_stat_add(w, SMART_STAT_CACHE_HITS, 1);
 	return 1;
 miss:
-	atomic_fetch_add_explicit(&t->cache_misses, 1, memory_order_relaxed);
+	smart_stat_add(w, SMART_STAT_CACHE_MISSES, 1);
 	return 0;
 }
 
@@ -161,11 +155,7 @@ void smart__bt_cache_drop(smart_bt_t *t, smart_gaddr_t a)
 
 uint64_t smart__bt_key_hash(const void *key, size_t klen)
 {
-	uint64_t h = smart_crc32c(0x5bd1e995u, key, klen);
-
-	/* two crcs make 64 bits: the tag must not collide where the index
-	 * does */
-	return mix(h << 32 | smart_crc32c((uint32_t)h, key, klen)) | 1;
+	return smart_hash64(key, klen, UINT64_C(0x5bd1e995)) | 1;
 }
 
 smart_gaddr_t smart__bt_spec_get(smart_bt_t *t, uint64_t h)

@@ -4,9 +4,10 @@
  *
  * Invariants: a smart_bt is read-only after open except for its atomics
  * (cached root, counters, the local lock table), so every worker of the
- * ctx may use it at once.  An operation holds at most one node lock at a
- * time (a split unlocks the child before it locks the parent: B-link), so
- * lock-table collisions cannot deadlock.
+ * ctx may use it at once.  An operation waits for at most one node lock
+ * at a time (a split unlocks the child before it locks the parent; a
+ * merge, holding a leaf, only tries its neighbour's and parent's:
+ * smart__bt_trylock), so lock-table collisions cannot deadlock.
  */
 #ifndef SMART_DS_BT_INTERNAL_H
 #define SMART_DS_BT_INTERNAL_H
@@ -24,6 +25,7 @@
 #define BT_STALE_TRIES	64u	/* ... at an address a cache gave: it
 				 * may be freed memory by now */
 #define BT_HEIGHT_MAX	32u
+#define BT_HOPS_MAX	1000000u	/* nodes one walk may visit */
 
 /* One slot of the local lock table (HOCL, docs/bt.md §4): tasks of this
  * process wanting a lock word that hashes here queue FIFO by ticket; the
@@ -60,9 +62,7 @@ struct smart_bt {
 	_Atomic uint64_t rng;	/* for picking blades */
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
-	_Atomic uint64_t cache_hits, cache_misses, cache_drops, spec_hits,
-		spec_misses, lock_takeovers, merges, merge_skips, dead_kept,
-		nodes_freed;
+	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -96,6 +96,16 @@ static inline struct bt_inner_ent *bt_inner(const smart_bt_t *t,
 {
 	return (struct bt_inner_ent *)((uint8_t *)n + t->ent_off +
 				       (size_t)i * t->inner_ent);
+}
+
+/* A 64-bit finaliser (murmur3's) for hashing addresses: lock words, local
+ * lock slots, index cache slots. */
+static inline uint64_t bt_mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	x ^= x >> 33;
+	return x;
 }
 
 /* memcmp order, a proper prefix first. */
@@ -140,15 +150,13 @@ int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a);
  * nodes it reads are not freed under it (smart_epoch_exit after). */
 int smart__bt_enter(smart_bt_t *t, smart_worker_t *w);
 /* bt_merge.c: leaf n (at la, locked, entry i just cleared in n, not yet
- * written) is empty: take in its right neighbour's entries and range (or,
- * if that is not the neighbour it should be, just write the delete);
- * unlocks la. */
+ * written) is empty: take in its right neighbour's entries and range, and
+ * have their parent (at pa, as the descent saw it) forget the neighbour,
+ * if all can be done at once; else just write the delete.  r: scratch for
+ * a node.  Unlocks la. */
 int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
-		    struct bt_node *n, struct bt_node *r, unsigned i);
-/* Lock the internal node of `level` covering key, content in n. */
-int smart__bt_lock_level(smart_bt_t *t, smart_worker_t *w, const void *key,
-			 size_t klen, unsigned level, struct bt_node *n,
-			 smart_gaddr_t *a);
+		    struct bt_node *n, struct bt_node *r, smart_gaddr_t pa,
+		    unsigned i);
 void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 			const void *key, size_t klen, const void *val,
 			size_t vlen);
@@ -162,7 +170,8 @@ int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 int smart__bt_cache_init(smart_bt_t *t, size_t cache_bytes,
 			 unsigned spec_entries);
 void smart__bt_cache_fini(smart_bt_t *t);
-int smart__bt_cache_get(smart_bt_t *t, smart_gaddr_t a, struct bt_node *n);
+int smart__bt_cache_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			struct bt_node *n);
 void smart__bt_cache_put(smart_bt_t *t, smart_gaddr_t a,
 			 const struct bt_node *n);
 void smart__bt_cache_drop(smart_bt_t *t, smart_gaddr_t a);
@@ -182,16 +191,19 @@ int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
 int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     int err);
-/* Holding the lock of node held, lock node a too (a to the right of held:
- * locks are only ever taken left to right, so this cannot deadlock).
- * *how says how, for unlock2: a's word is held's (SAME: nothing more to
- * release), a's local slot is held's (DIRECT: the remote word alone, no
- * queue behind ourselves), or the usual way (QUEUED). */
-enum { BT_LOCK2_QUEUED, BT_LOCK2_SAME, BT_LOCK2_DIRECT };
-int smart__bt_lock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t held,
-		    smart_gaddr_t a, int *how);
-int smart__bt_unlock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		      int how, int err);
+/* Holding the locks of nodes held[0..nheld), try node a's too without
+ * waiting on anything: BT_TRY_CASES CASes of its remote word, a dead
+ * holder's taken over; SMART_EBUSY when it stays taken.  *how: SAME when
+ * a's word is one already held (nothing more to release), HELD when taken
+ * (untry posts the release, behind whatever the caller posted to a's
+ * blade; the caller's next unlock waits for it). */
+enum { BT_TRY_NONE, BT_TRY_SAME, BT_TRY_HELD };
+#define BT_TRY_CASES	32u
+int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
+		      const smart_gaddr_t *held, unsigned nheld, smart_gaddr_t a,
+		      int *how);
+int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		    int how, int err);
 
 /* Both fences unbounded: the only node of its level, so the root. */
 static inline int bt_is_root(const struct bt_node *n)

@@ -11,6 +11,9 @@
  * With the local table off (config hocl 0, for comparison) every task
  * CASes the remote word itself and releases it every time.
  *
+ * A merge, holding a leaf, tries two more locks (smart__bt_trylock): a
+ * few CASes of the remote word beside the local slots, never a queue.
+ *
  * Invariants: a local slot's `held` is written only by the task being
  * served; a remote word holds the lease id of the process holding it;
  * the release is posted behind the caller's write-back on the same QP
@@ -18,14 +21,6 @@
  * unlock: one round trip for both (command combining).
  */
 #include "ds/bt/bt_internal.h"
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= UINT64_C(0xff51afd7ed558ccd);
-	x ^= x >> 33;
-	return x;
-}
 
 static int blade_index(const smart_bt_t *t, uint16_t blade)
 {
@@ -47,21 +42,23 @@ static int lock_word(const smart_bt_t *t, smart_gaddr_t a, smart_gaddr_t *lw,
 	if (b < 0)
 		return SMART_EPROTO;	/* a pointer off the tree's blades */
 	*lw = smart_gaddr(blade, t->lock_off[b] +
-			  8 * (mix(smart_gaddr_off(a)) & (t->locks - 1)));
+			  8 * (bt_mix(smart_gaddr_off(a)) & (t->locks - 1)));
 	*id = t->lease[b];
 	return 0;
 }
 
 static struct bt_llock *llock_of(smart_bt_t *t, smart_gaddr_t lw)
 {
-	return &t->ll[mix(lw) & (BT_LLOCKS - 1)];
+	return &t->ll[bt_mix(lw) & (BT_LLOCKS - 1)];
 }
 
-/* Take the remote word: CAS 0 -> id, or from a dead holder. */
+/* Take the remote word: CAS 0 -> id, or from a dead holder; after
+ * `tries` failed CASes (0: no limit) SMART_EBUSY. */
 static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-			  uint16_t id)
+			  uint16_t id, unsigned tries)
 {
 	uint64_t cur = 0, got;
+	unsigned n = 0;
 	int rc;
 
 	for (;;) {
@@ -80,6 +77,8 @@ static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 						  memory_order_relaxed);
 			continue;
 		}
+		if (tries && ++n == tries)
+			return SMART_EBUSY;
 		cur = 0;
 		smart_task_yield(w);
 	}
@@ -97,7 +96,7 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	if (rc || SMART_M_BT_NO_LOCK)
 		return rc;
 	if (!t->hocl)
-		return remote_acquire(t, w, lw, id);
+		return remote_acquire(t, w, lw, id, 0);
 	l = llock_of(t, lw);
 	ticket = atomic_fetch_add(&l->next, 1);
 	while (atomic_load(&l->serving) != ticket)
@@ -118,7 +117,7 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 			atomic_store(&l->held, 0);
 	}
 	if (!rc)
-		rc = remote_acquire(t, w, lw, id);
+		rc = remote_acquire(t, w, lw, id, 0);
 	if (!rc)
 		atomic_store(&l->held, lw);
 	else
@@ -160,52 +159,53 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		rc = smart_write(w, lw, &zero, 8);
 		rc2 = smart_sync(w);	/* what the caller posted, too */
 		rc = rc ? rc : rc2;
-		if (!rc)
-			atomic_store(&l->held, 0);
+		/* even on an error: whether the release landed is unknown,
+		 * and a word we are not sure we hold is never handed over */
+		atomic_store(&l->held, 0);
 	}
 	atomic_fetch_add(&l->serving, 1);
 	return err ? err : rc;
 }
 
-int smart__bt_lock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t held,
-		    smart_gaddr_t a, int *how)
+int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
+		      const smart_gaddr_t *held, unsigned nheld, smart_gaddr_t a,
+		      int *how)
 {
 	smart_gaddr_t lw, hw;
 	uint16_t id, hid;
+	unsigned k;
 	int rc = lock_word(t, a, &lw, &id);
 
-	if (!rc)
-		rc = lock_word(t, held, &hw, &hid);
-	if (rc)
-		return rc;
-	*how = lw == hw ? BT_LOCK2_SAME : BT_LOCK2_QUEUED;
-	if (*how == BT_LOCK2_SAME || SMART_M_BT_NO_LOCK)
-		return 0;
-	if (t->hocl && llock_of(t, lw) == llock_of(t, hw)) {
-		/* its slot is the one we are served in: no task of ours can
-		 * hold a's word now, so take it remotely, beside the slot */
-		*how = BT_LOCK2_DIRECT;
-		return remote_acquire(t, w, lw, id);
+	*how = BT_TRY_NONE;
+	for (k = 0; !rc && k < nheld; k++) {
+		rc = lock_word(t, held[k], &hw, &hid);
+		if (!rc && hw == lw) {
+			*how = BT_TRY_SAME;
+			return 0;
+		}
 	}
-	return smart__bt_lock(t, w, a);
+	if (rc || SMART_M_BT_NO_LOCK)
+		return rc;
+	/* beside the local slots: a task of ours holding the word through
+	 * one makes the CAS fail like anybody else */
+	rc = remote_acquire(t, w, lw, id, BT_TRY_CASES);
+	if (!rc)
+		*how = BT_TRY_HELD;
+	return rc;
 }
 
-int smart__bt_unlock2(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		      int how, int err)
+int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		    int how, int err)
 {
 	static const uint64_t zero;
 	smart_gaddr_t lw;
 	uint16_t id;
-	int rc, rc2;
+	int rc = 0;
 
-	if (how == BT_LOCK2_QUEUED)
-		return smart__bt_unlock(t, w, a, err);
-	if (how == BT_LOCK2_SAME || SMART_M_BT_NO_LOCK)
-		return err ? err : smart_sync(w);
-	rc = lock_word(t, a, &lw, &id);
-	if (!rc)
-		rc = smart_write(w, lw, &zero, 8);
-	rc2 = smart_sync(w);
-	rc = rc ? rc : rc2;
+	if (how == BT_TRY_HELD && !SMART_M_BT_NO_LOCK) {
+		rc = lock_word(t, a, &lw, &id);
+		if (!rc)
+			rc = smart_write(w, lw, &zero, 8);
+	}
 	return err ? err : rc;
 }

@@ -3,90 +3,64 @@
  *
  * The emptied leaf L takes in its right neighbour R: L gets R's entries,
  * high fence and sibling; R becomes dead (no entries, `leftmost` naming
- * L) and its parent's entry for it is removed, after which nothing of the
- * tree names R and it is retired through the home blade's epochs.  Why
- * the leaf that stays is L and the one that goes is R: R's whole range
- * moves into L, which we hold locked already, so only L's and R's locks
- * are needed (taken left to right), and L's left neighbour, which may
- * hang under another parent, is never touched.
+ * L); their parent P forgets R (the entry naming R goes, so R's range is
+ * routed to the entry before it, L's); then nothing of the tree names R,
+ * and it is retired through the home blade's epochs.  Why the leaf that
+ * stays is L: R's whole range moves into L, which the delete holds locked
+ * already, and L's left neighbour, which may hang under another parent,
+ * is never touched.
+ *
+ * Locks: L's (held), then R's and P's, each only tried: a few CASes of
+ * the remote word, never a queue, so the merge waits on nothing while it
+ * holds L (lock words and local slots are hashed: no order among them
+ * could make waiting safe).  A busy R or P, an R that is not L's live
+ * right neighbour, a P in which R's entry does not follow L (R is P's
+ * leftmost child: L hangs under the parent before; or P split away from
+ * what the descent saw) leave L empty in the tree, where inserts reuse
+ * it (`merge_skips`).  So a dead leaf is always one no parent names, and
+ * nothing ever forwards to a node that may be freed.
  *
  * Order: L is written first (whole: R's keys are then in both, the same
- * values, no writer can change either), then R dead, then the locks go;
- * so a reader or writer that reaches R, through the old parent entry or
- * L's old sibling pointer or a cache, is sent to L, which covers all R
- * covered.  Then the parent, with one lock: the entry whose child is R
- * goes, and keys of R's range are routed to the entry before it, L's.
- *
- * Locks: L's, then R's (left to right, as every holder of two; R's local
- * slot, when it is L's, is bypassed: smart__bt_lock2).  An R that is not
- * L's live right neighbour any more leaves L empty in the tree, where
- * inserts reuse it (`merge_skips`).  When no entry of R's parent names R
- * (R is the parent's leftmost child: L hangs under the parent before, or
- * a split made it so), the parent's low end would have to move, which a
- * leaf merge does not do: R stays, dead, as a forward to L (`dead_kept`),
- * until drop frees it.
+ * values, no writer can change either), then R dead, then P, then the
+ * releases (each behind its node's write on that node's QP): whoever
+ * reaches R, through P as it was, L's old sibling pointer or a cache, is
+ * sent to L, which covers all R covered.
  */
 #include "ds/bt/bt_internal.h"
 
-/* Just the delete: entry i and the first word, and the unlock. */
-static int write_delete(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
-			struct bt_node *n, unsigned i)
+/* Index of P's entry naming ra, if the child before it is la; else -1. */
+static int entry_after(const smart_bt_t *t, struct bt_node *p,
+		       smart_gaddr_t la, smart_gaddr_t ra)
 {
-	smart__bt_seal(t, n);
-	return smart__bt_unlock(t, w, la,
-				smart__bt_post_entry(t, w, la, n, i));
+	unsigned j;
+
+	if (p->h.level != 1)
+		return -1;
+	for (j = 0; j < p->h.count; j++)
+		if (bt_inner(t, p, j)->child == ra)
+			return (j ? bt_inner(t, p, j - 1)->child :
+				    p->h.leftmost) == la ? (int)j : -1;
+	return -1;
 }
 
-/* Remove the entry naming child ra from the level-1 node covering key
- * (R's low fence); 0, SMART_ENOENT when no entry names it. */
-static int parent_forget(smart_bt_t *t, smart_worker_t *w, const void *key,
-			 size_t klen, smart_gaddr_t ra, struct bt_node *p)
+/* Is r the live leaf right of n (at la), starting at n's high fence? */
+static int right_of(const smart_bt_t *t, struct bt_node *n,
+		    struct bt_node *r, smart_gaddr_t la)
 {
-	smart_gaddr_t pa;
-	unsigned i, n;
-	int rc = smart__bt_lock_level(t, w, key, klen, 1, p, &pa);
-
-	if (rc)
-		return rc;
-	n = p->h.count;
-	for (i = 0; i < n && bt_inner(t, p, i)->child != ra; i++)
-		;
-	if (i == n)
-		return smart__bt_unlock(t, w, pa, SMART_ENOENT);
-	memmove(bt_inner(t, p, i), bt_inner(t, p, i + 1),
-		(size_t)(n - i - 1) * t->inner_ent);
-	memset(bt_inner(t, p, n - 1), 0, t->inner_ent);
-	p->h.count--;
-	smart__bt_seal(t, p);
-	rc = smart__bt_unlock(t, w, pa, smart__bt_post_node(t, w, pa, p));
-	if (!rc)
-		smart__bt_cache_put(t, pa, p);
-	return rc;
+	return !r->h.level && !(r->h.flags & (BT_F_DEAD | BT_F_LOW_INF)) &&
+	       r->h.sibling != la &&
+	       !bt_keycmp(bt_low(t, r), r->h.low_len, bt_high(t, n),
+			  n->h.high_len);
 }
 
-int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
-		    struct bt_node *n, struct bt_node *r, unsigned i)
+/* L takes in R (both in memory), R becomes a forward to L, P forgets R
+ * (entry j): all posted, L's, R's, P's nodes each on its own QP. */
+static int merge_post(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
+		      struct bt_node *n, smart_gaddr_t ra, struct bt_node *r,
+		      smart_gaddr_t pa, struct bt_node *p, unsigned j)
 {
-	smart_gaddr_t ra = n->h.sibling;
-	uint8_t sep[SMART_BT_KEY_MAX];
-	size_t sep_len = n->h.high_len;
-	int rc, how;
+	int rc;
 
-	rc = smart__bt_lock2(t, w, la, ra, &how);
-	if (rc)
-		return smart__bt_unlock(t, w, la, rc);
-	memcpy(sep, bt_high(t, n), sep_len);
-	rc = smart__bt_read(t, w, ra, r);
-	if (rc || r->h.level || (r->h.flags & (BT_F_DEAD | BT_F_LOW_INF)) ||
-	    bt_keycmp(bt_low(t, r), r->h.low_len, sep, sep_len)) {
-		/* not the neighbour it should be: leave it */
-		rc = smart__bt_unlock2(t, w, ra, how, rc);
-		atomic_fetch_add_explicit(&t->merge_skips, 1,
-					  memory_order_relaxed);
-		return rc ? smart__bt_unlock(t, w, la, rc) :
-			    write_delete(t, w, la, n, i);
-	}
-	/* L takes R's entries, high fence and sibling */
 	memcpy(bt_leaf(t, n, 0), bt_leaf(t, r, 0),
 	       (size_t)t->leaf_cap * t->leaf_ent);
 	memcpy(bt_high(t, n), bt_high(t, r), r->h.high_len);
@@ -99,24 +73,60 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	/* another blade is another QP: L must be there before R forwards */
 	if (!rc && smart_gaddr_blade(la) != smart_gaddr_blade(ra))
 		rc = smart_sync(w);
-	/* R dead: no entries, a forward to L */
 	memset(bt_leaf(t, r, 0), 0, (size_t)t->leaf_cap * t->leaf_ent);
 	r->h.flags |= BT_F_DEAD;
 	r->h.leftmost = la;
 	smart__bt_seal(t, r);
 	if (!rc)
 		rc = smart__bt_post_node(t, w, ra, r);
-	rc = smart__bt_unlock2(t, w, ra, how, rc);
+	memmove(bt_inner(t, p, j), bt_inner(t, p, j + 1),
+		(size_t)(p->h.count - j - 1) * t->inner_ent);
+	memset(bt_inner(t, p, p->h.count - 1u), 0, t->inner_ent);
+	p->h.count--;
+	smart__bt_seal(t, p);
+	return rc ? rc : smart__bt_post_node(t, w, pa, p);
+}
+
+int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
+		    struct bt_node *n, struct bt_node *r, smart_gaddr_t pa,
+		    unsigned i)
+{
+	smart_gaddr_t ra = n->h.sibling, held[2] = { la, ra };
+	size_t mark = smart_scratch_mark(w);
+	struct bt_node *p;
+	int rc, hr = BT_TRY_NONE, hp = BT_TRY_NONE, j = -1;
+
+	rc = smart_scratch_alloc(w, t->node_size, (void **)&p);
+	if (!rc && ra != la && pa)
+		rc = smart__bt_trylock(t, w, held, 1, ra, &hr);
+	if (!rc && hr != BT_TRY_NONE)
+		rc = smart__bt_read_n(t, w, ra, r, BT_STALE_TRIES);
+	if (!rc && hr != BT_TRY_NONE && right_of(t, n, r, la))
+		rc = smart__bt_trylock(t, w, held, 2, pa, &hp);
+	if (!rc && hp != BT_TRY_NONE &&
+	    !(rc = smart__bt_read_n(t, w, pa, p, BT_STALE_TRIES)))
+		j = entry_after(t, p, la, ra);
+	if (rc == SMART_EBUSY || rc == SMART_ERETRY)
+		rc = 0;		/* leave L empty: inserts reuse it */
+	if (!rc && j >= 0) {
+		rc = merge_post(t, w, la, n, ra, r, pa, p, (unsigned)j);
+	} else if (!rc) {
+		smart__bt_seal(t, n);	/* just the delete */
+		rc = smart__bt_post_entry(t, w, la, n, i);
+	}
+	rc = smart__bt_untry(t, w, ra, hr, rc);
+	rc = smart__bt_untry(t, w, pa, hp, rc);
 	rc = smart__bt_unlock(t, w, la, rc);
-	if (rc)
-		return rc;
-	atomic_fetch_add_explicit(&t->merges, 1, memory_order_relaxed);
-	/* the parent forgets R; then nothing names it.  The delete is done
-	 * whatever happens here: what fails leaves R a forward, counted */
-	rc = parent_forget(t, w, sep, sep_len, ra, r);
-	if (!rc)
-		rc = smart_epoch_retire(w, t->home, ra, t->node_size);
-	atomic_fetch_add_explicit(rc ? &t->dead_kept : &t->nodes_freed, 1,
-				  memory_order_relaxed);
-	return 0;
+	if (!rc && j >= 0) {
+		smart__bt_cache_put(t, pa, p);
+		atomic_fetch_add_explicit(&t->merges, 1, memory_order_relaxed);
+		/* the delete is done whatever the retire says: a failure
+		 * leaks R (counted by the core) */
+		(void)smart_epoch_retire(w, t->home, ra, t->node_size);
+	} else if (!rc) {
+		atomic_fetch_add_explicit(&t->merge_skips, 1,
+					  memory_order_relaxed);
+	}
+	smart_scratch_release(w, mark);
+	return rc;
 }

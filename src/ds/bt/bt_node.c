@@ -42,6 +42,13 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 	    n->h.level >= BT_HEIGHT_MAX || (n->h.flags & ~7u) ||
 	    ((n->h.flags & BT_F_DEAD) && (n->h.level || !n->h.leftmost)))
 		return 0;
+	/* a right sibling exactly when the high fence is bounded, and
+	 * fences that enclose something: the chains only go rightwards */
+	if (!(n->h.flags & BT_F_HIGH_INF) != !!n->h.sibling ||
+	    (!(n->h.flags & (BT_F_LOW_INF | BT_F_HIGH_INF)) &&
+	     bt_keycmp(bt_low(t, n), n->h.low_len, bt_high(t, n),
+		       n->h.high_len) >= 0))
+		return 0;
 	if (n->h.level) {
 		if (n->h.count > t->inner_cap)
 			return 0;
@@ -50,6 +57,8 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 				return 0;
 		return 1;
 	}
+	if (n->h.count || (n->h.leftmost && !(n->h.flags & BT_F_DEAD)))
+		return 0;	/* fields of internal nodes */
 	for (i = 0; i < t->leaf_cap; i++) {
 		const struct bt_leaf_ent *e = bt_leaf(t, n, i);
 

@@ -64,7 +64,7 @@ static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 {
 	int rc;
 
-	*hit = hint && smart__bt_cache_get(t, a, n);
+	*hit = hint && smart__bt_cache_get(t, w, a, n);
 	if (*hit)
 		return 0;
 	rc = smart__bt_read_n(t, w, a, n, tries);
@@ -95,7 +95,7 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 	memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
 	rc = node_get(t, w, a, hint, BT_READ_TRIES, n, &hit);
 	for (;;) {
-		if (++steps > 1000000)
+		if (++steps > BT_HOPS_MAX)
 			return SMART_EPROTO;	/* a cycle: not a tree */
 		if (rc && !(rc == SMART_ERETRY && stale))
 			return rc;
@@ -155,14 +155,17 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 /* Lock the node of `level` covering key, starting at a, with its content
  * in n: moves right (unlock, lock the sibling) while it split away, and
  * from a dead leaf to the one that took its range.  SMART_EAGAIN (nothing
- * locked): a is not on the key's path (an address from a stale cache,
- * maybe freed memory by now): descend again. */
+ * locked): a is not on the key's path, or not of that level (an address
+ * from a stale cache, maybe freed memory by now; a root a bulk load made
+ * a parent): descend again. */
 static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
-			 size_t klen, smart_gaddr_t *a, struct bt_node *n)
+			 size_t klen, unsigned level, smart_gaddr_t *a,
+			 struct bt_node *n)
 {
+	unsigned hops;
 	int rc, c;
 
-	for (;;) {
+	for (hops = 0; hops < BT_HOPS_MAX; hops++) {
 		rc = smart__bt_lock(t, w, *a);
 		if (rc)
 			return rc;
@@ -175,9 +178,9 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 			return smart__bt_unlock(t, w, *a, rc);
 		c = (n->h.flags & BT_F_DEAD) ? 2 :
 		    smart__bt_fence_cmp(t, n, key, klen);
-		if (c == 0 || (c == 1 && !n->h.sibling))
+		if (c == 0 && n->h.level == level)
 			return 0;
-		if (c < 0)
+		if (c == 0 || c < 0 || (c == 1 && !n->h.sibling))
 			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
 		rc = smart__bt_unlock(t, w, *a, 0);
 		*a = c == 2 ? n->h.leftmost : n->h.sibling;
@@ -186,6 +189,7 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 		if (rc)
 			return rc;
 	}
+	return SMART_EPROTO;	/* a chain that never ends: not a tree */
 }
 
 static void node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
@@ -467,7 +471,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 				return rc;
 		}
 		want = pa;
-		rc = lock_covering(t, w, s->key, s->klen, &pa, n);
+		rc = lock_covering(t, w, s->key, s->klen, level + 1, &pa, n);
 		if (rc == SMART_EAGAIN && ++again < 1000) {
 			/* a stale cache sent us off the path: find it */
 			if (level + 2 < BT_HEIGHT_MAX)
@@ -532,8 +536,8 @@ static smart_gaddr_t ent_addr(const smart_bt_t *t, smart_gaddr_t leaf,
 }
 
 /* Lock the leaf covering key (descending again while an address from a
- * stale cache leads nowhere, or the leaf stopped being one); its address
- * in *a, its content in n, path as descend's. */
+ * stale cache leads nowhere, or the leaf stopped being one: EAGAIN); its
+ * address in *a, its content in n, path as descend's. */
 static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 		     size_t klen, struct bt_node *n, smart_gaddr_t *a,
 		     smart_gaddr_t *path)
@@ -546,7 +550,7 @@ static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 		rc = descend(t, w, key, klen, 0, 1, n, a, path);
 		want = *a;
 		if (!rc)
-			rc = lock_covering(t, w, key, klen, a, n);
+			rc = lock_covering(t, w, key, klen, 0, a, n);
 		if (rc == SMART_EAGAIN) {
 			smart__bt_cache_drop(t, path[1]);
 			continue;
@@ -555,13 +559,7 @@ static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 			return rc;
 		if (*a != want)
 			smart__bt_cache_drop(t, path[1]);  /* a stale parent */
-		if (!n->h.level)
-			return 0;
-		/* no leaf any more: a bulk load made the root (this one
-		 * leaf) the parent of what it loaded; from the top again */
-		rc = smart__bt_unlock(t, w, *a, 0);
-		if (rc)
-			return rc;
+		return 0;
 	}
 	return SMART_ERETRY;
 }
@@ -572,8 +570,8 @@ static int empties(const smart_bt_t *t, struct bt_node *n, unsigned i)
 {
 	unsigned j;
 
-	if (bt_is_root(n) || (n->h.flags & BT_F_HIGH_INF) || !n->h.sibling)
-		return 0;
+	if ((n->h.flags & BT_F_HIGH_INF) || !n->h.sibling)
+		return 0;	/* the last leaf (or the root): nothing right */
 	for (j = 0; j < t->leaf_cap; j++)
 		if (j != i && bt_leaf(t, n, j)->klen)
 			return 0;
@@ -605,7 +603,7 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		i = f;
 	if (kind == BT_DELETE && empties(t, n, (unsigned)i)) {
 		memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
-		rc = smart__bt_merge(t, w, a, n, nn, (unsigned)i);
+		rc = smart__bt_merge(t, w, a, n, nn, path[1], (unsigned)i);
 	} else {
 		if (kind == BT_DELETE)
 			memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
@@ -707,8 +705,7 @@ static int spec_search(smart_bt_t *t, smart_worker_t *w, uint64_t h,
 	int rc;
 
 	if (!ea) {
-		atomic_fetch_add_explicit(&t->spec_misses, 1,
-					  memory_order_relaxed);
+		smart_stat_add(w, SMART_STAT_SPEC_MISSES, 1);
 		return 0;
 	}
 	rc = smart_read_sync(w, ea, t->leaf_ent, e);
@@ -717,12 +714,11 @@ static int spec_search(smart_bt_t *t, smart_worker_t *w, uint64_t h,
 	if (smart__bt_ent_ok(t, e) &&
 	    (SMART_M_BT_NO_SPEC_KEY ||
 	     (e->klen == klen && !memcmp(e->kv, key, klen)))) {
-		atomic_fetch_add_explicit(&t->spec_hits, 1,
-					  memory_order_relaxed);
+		smart_stat_add(w, SMART_STAT_SPEC_HITS, 1);
 		rc = value_out(t, e, buf, cap, val_len);
 		return rc ? rc : 1;
 	}
-	atomic_fetch_add_explicit(&t->spec_misses, 1, memory_order_relaxed);
+	smart_stat_add(w, SMART_STAT_SPEC_MISSES, 1);
 	smart__bt_spec_put(t, h, 0);
 	return 0;
 }
@@ -840,28 +836,4 @@ int smart__bt_enter(smart_bt_t *t, smart_worker_t *w)
 	if (!rc && t->nblades > 1 && (rc = smart_sync(w)))
 		smart_epoch_exit(w);
 	return rc;
-}
-
-int smart__bt_lock_level(smart_bt_t *t, smart_worker_t *w, const void *key,
-			 size_t klen, unsigned level, struct bt_node *n,
-			 smart_gaddr_t *a)
-{
-	smart_gaddr_t path[BT_HEIGHT_MAX];
-	unsigned again;
-	int rc;
-
-	for (again = 0; again < 1000; again++) {
-		rc = descend(t, w, key, klen, level, 1, n, a, path);
-		if (!rc)
-			rc = lock_covering(t, w, key, klen, a, n);
-		if (rc == SMART_EAGAIN) {
-			if (level + 1 < BT_HEIGHT_MAX)
-				smart__bt_cache_drop(t, path[level + 1]);
-			continue;
-		}
-		if (rc || n->h.level == level)
-			return rc;
-		return smart__bt_unlock(t, w, *a, SMART_ENOENT);
-	}
-	return SMART_ERETRY;
 }

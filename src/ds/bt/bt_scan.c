@@ -50,7 +50,7 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 	smart_gaddr_t a;
 	size_t mark, used = 0, cur_len = from_len, got = 0;
 	unsigned i, k;
-	int rc, done = 0;
+	int rc;
 
 	if (!t || !w || !from || !from_len || from_len > t->key_max || !n ||
 	    (to && (!to_len || to_len > t->key_max)) || (max && !out) ||
@@ -63,13 +63,13 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size + (size_t)t->leaf_cap * 8,
 				 (void **)&nd);
-	ents = (struct bt_leaf_ent **)((uint8_t *)nd + t->node_size);
 	if (!rc)
 		rc = smart__bt_enter(t, w);
 	if (rc)
 		goto out;
+	ents = (struct bt_leaf_ent **)((uint8_t *)nd + t->node_size);
 	rc = smart__bt_descend(t, w, from, from_len, nd, &a);
-	while (!rc && !done) {
+	while (!rc) {
 		/* this leaf's keys in [cur, to), in order */
 		for (i = 0, k = 0; i < t->leaf_cap; i++) {
 			struct bt_leaf_ent *e = bt_leaf(t, nd, i);
