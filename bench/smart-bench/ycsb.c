@@ -131,6 +131,7 @@ static void *ycsb_create(struct bench_run *r)
 static void ycsb_check(void *m, struct bench_run *r)
 {
 	struct ycsb *y = m;
+	int blades;
 	double room = 1;
 	int i;
 
@@ -139,11 +140,12 @@ static void ycsb_check(void *m, struct bench_run *r)
 	if (!y->dsi)
 		kit_bad(BENCH_TOOL, "ds", NULL, "ds %s is not built yet",
 			ds_names[y->ds]);
-	if (y->dsi == &ycsb_bt && (y->key_size > SMART_BT_KEY_MAX ||
-				   y->value_size > SMART_BT_VALUE_MAX))
-		kit_bad(BENCH_TOOL, "value-size", NULL, "bt takes keys of at "
-			"most %d bytes and values of at most %d",
-			SMART_BT_KEY_MAX, SMART_BT_VALUE_MAX);
+	if (y->dsi == &ycsb_bt && (y->value_size > SMART_BT_VALUE_MAX ||
+				   !ycsb_bt_node_size(y)))
+		kit_bad(BENCH_TOOL, "value-size", NULL, "bt takes values of at "
+			"most %d bytes, with 4 entries (key + value + 8) in a "
+			"node of at most %d", SMART_BT_VALUE_MAX,
+			SMART_BT_NODE_MAX);
 
 	if (y->w->scans && !y->dsi->scans)
 		kit_bad(BENCH_TOOL, "workload", NULL, "workload %s is not "
@@ -155,12 +157,13 @@ static void ycsb_check(void *m, struct bench_run *r)
 		kit_bad(BENCH_TOOL, "key-size", NULL, "%d leaves %d digits: "
 			"too few for %" PRIu64 " keys", y->key_size,
 			y->key_size - 4, y->keys);
-	if (r->com.connect.n > SMART_HT_SHARDS_MAX)
+	blades = y->dsi == &ycsb_bt ? SMART_BT_BLADES_MAX : SMART_HT_SHARDS_MAX;
+	if (r->com.connect.n > blades)
 		kit_bad(BENCH_TOOL, "connect", NULL, "at most %d blades",
-			SMART_HT_SHARDS_MAX);
-	if (y->table && (!*y->table || strlen(y->table) > 47))
-		kit_bad(BENCH_TOOL, "table", y->table, "want a name of 1..47 "
-			"bytes");
+			blades);
+	if (y->table && !smart_root_name_ok(y->table))
+		kit_bad(BENCH_TOOL, "table", y->table, "want a name of 1..%d "
+			"bytes", SMART_ROOT_NAME_MAX);
 	if (y->no_preload && !y->table)
 		kit_bad(BENCH_TOOL, "no-preload", NULL, "needs --table (the "
 			"table to join)");
@@ -329,11 +332,11 @@ static int setup_local(struct ycsb *y, struct bench_run *r)
 /* New keys: "u" + client + "-" + j (ycsb.h); j gets the digits left. */
 static int new_keys_room(struct ycsb *y)
 {
-	char id[16];
 	int i;
 
-	y->new_digits = y->key_size - 2 - snprintf(id, sizeof(id), "%d",
-						   y->client);
+	y->new_prefix_len = snprintf(y->new_prefix, sizeof(y->new_prefix),
+				     "u%d-", y->client);
+	y->new_digits = y->key_size - y->new_prefix_len;
 	y->new_max = 1;
 	for (i = 0; i < y->new_digits && y->new_max < UINT64_C(1) << 60; i++)
 		y->new_max *= 10;

@@ -98,6 +98,10 @@ struct ycsb_ds {
 
 extern const struct ycsb_ds ycsb_ht, ycsb_bt;
 
+/* ycsb_bt.c: the node size a tree for the run's keys and values takes
+ * (1 KiB, or the power of two holding 4 entries), 0 when none does. */
+unsigned ycsb_bt_node_size(const struct ycsb *y);
+
 struct ycsb_thread {
 	struct ycsb *y;
 	int idx;
@@ -146,6 +150,8 @@ struct ycsb {
 	int client;			/* this process's id for new keys */
 	int new_digits;			/* digits of j in a new key (ycsb.h) */
 	uint64_t new_max;		/* new keys that fit: 10^new_digits */
+	char new_prefix[16];		/* "u" + client + "-" */
+	int new_prefix_len;
 	struct bench_run *run;
 	const struct ycsb_workload *w;
 	const struct ycsb_ds *dsi;

@@ -18,7 +18,7 @@
 #include "ycsb.h"
 
 #define BT_ROOT_FIRST	32	/* root entries tried for the tree */
-#define BT_NODE		1024u
+#define BT_NODE		1024u	/* nodes: 1 KiB, or larger for big entries */
 
 struct bt_handle {
 	smart_bt_t *bt;
@@ -26,9 +26,35 @@ struct bt_handle {
 	const char *name;	/* --table's, or NULL */
 };
 
+/* The tree's key and value maxima: the run's sizes, and for a shared
+ * tree room for ycsb_share.c's records (keys up to 25 bytes, the key
+ * space line up to 60). */
+static unsigned key_max(const struct ycsb *y)
+{
+	return y->table && y->key_size < 32 ? 32 : (unsigned)y->key_size;
+}
+
+static unsigned val_max(const struct ycsb *y)
+{
+	return y->table && y->value_size < 64 ? 64 : (unsigned)y->value_size;
+}
+
 static uint64_t bt_entry(const struct ycsb *y)
 {
-	return (8 + (uint64_t)y->key_size + (uint64_t)y->value_size + 7) & ~7u;
+	return (8 + (uint64_t)key_max(y) + val_max(y) + 7) & ~UINT64_C(7);
+}
+
+unsigned ycsb_bt_node_size(const struct ycsb *y)
+{
+	uint64_t fences = 32 + ((2 * (uint64_t)key_max(y) + 7) & ~UINT64_C(7));
+	uint64_t inner = (10 + (uint64_t)key_max(y) + 7) & ~UINT64_C(7);
+	uint64_t need = fences + 4 * (bt_entry(y) > inner ? bt_entry(y) :
+				      inner);
+	unsigned n = BT_NODE;
+
+	while (n < need && n < SMART_BT_NODE_MAX)
+		n *= 2;
+	return n < need ? 0 : n;
 }
 
 /* Leaves half full after splits (the worst case; random inserts leave
@@ -43,9 +69,11 @@ static uint64_t bt_bytes_per_key(const struct ycsb *y)
  * leaf of inserts. */
 static uint64_t bt_bytes_per_write(const struct ycsb *y)
 {
-	uint64_t per_leaf = (BT_NODE - 64) / bt_entry(y);
+	uint64_t node = ycsb_bt_node_size(y);
+	uint64_t per_leaf = (node - 32 - 2 * (uint64_t)key_max(y)) /
+			    bt_entry(y);
 
-	return BT_NODE / (per_leaf / 2 ? per_leaf / 2 : 1);
+	return node / (per_leaf / 2 ? per_leaf / 2 : 1);
 }
 
 /* Speculative lookup slots: two per key there will be, a power of two. */
@@ -85,15 +113,9 @@ static int bt_create(struct ycsb *y, smart_worker_t *w, void **out)
 	int rc = h ? SMART_EEXIST : SMART_ENOMEM;
 
 	smart_bt_config_init(&c);
-	c.key_max = (unsigned)y->key_size;
-	c.val_max = (unsigned)y->value_size;
-	if (y->table) {
-		/* room for ycsb_share.c's records (keys up to 25 bytes, the
-		 * key space line up to 60) */
-		c.key_max = c.key_max < 32 ? 32 : c.key_max;
-		c.val_max = c.val_max < 64 ? 64 : c.val_max;
-	}
-	c.node_size = BT_NODE;
+	c.key_max = key_max(y);
+	c.val_max = val_max(y);
+	c.node_size = ycsb_bt_node_size(y);
 	c.blades = e->blade;
 	c.nblades = (unsigned)e->nblades;
 	c.cache_bytes = (size_t)y->cache_mb << 20;

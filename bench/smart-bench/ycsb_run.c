@@ -68,8 +68,8 @@ static void key_render(const struct ycsb *y, uint64_t k, char *out)
 		memcpy(out, "user", 4);
 		dec_pad(out + 4, k, y->key_size - 4);
 	} else {
-		snprintf(out, 256, "u%d-%0*" PRIu64, y->client, y->new_digits,
-			 k - y->keys);
+		memcpy(out, y->new_prefix, (size_t)y->new_prefix_len);
+		dec_pad(out + y->new_prefix_len, k - y->keys, y->new_digits);
 	}
 }
 
@@ -186,7 +186,8 @@ static int op_insert_new(struct ycsb *y, smart_worker_t *w,
 	int rc = k - y->keys < y->new_max ? op_write(y, w, t, k, 1) :
 		 SMART_ERANGE;
 
-	insert_ack(y, k);
+	if (y->w->latest)	/* only D's reads look for them */
+		insert_ack(y, k);
 	return rc;
 }
 

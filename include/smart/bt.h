@@ -48,6 +48,7 @@ extern "C" {
 #define SMART_BT_KEY_MAX	255
 #define SMART_BT_VALUE_MAX	4096
 #define SMART_BT_BLADES_MAX	16
+#define SMART_BT_NODE_MAX	65536	/* node_size: 512..this, a power of 2 */
 
 typedef struct smart_bt smart_bt_t;
 

@@ -99,7 +99,7 @@ _Static_assert(offsetof(struct bt_leaf_ent, crc) == 4, "leaf crc");
 _Static_assert(offsetof(struct bt_leaf_ent, kv) == 8, "leaf kv");
 
 #define BT_NODE_MIN	512u
-#define BT_NODE_MAX	65536u
+#define BT_NODE_MAX	((unsigned)SMART_BT_NODE_MAX)
 #define BT_MIN_ENTRIES	4u
 
 #endif
