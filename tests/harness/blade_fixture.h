@@ -23,6 +23,26 @@ struct fixture {
 	uint16_t id;
 };
 
+/* A client's options: defaults, an 8 MiB buffer pool, the transport of
+ * SMART_TEST_TRANSPORT and the adversarial mode of SMART_SHM_ADVERSARIAL
+ * when set, then the "key=value" pairs kv (NULL-ended). */
+static inline smart_opts_t *fixture_opts(const char *const *kv)
+{
+	smart_opts_t *o;
+
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
+	if (getenv("SMART_TEST_TRANSPORT"))
+		CHECK_OK(smart_opts_set(o, "transport",
+					getenv("SMART_TEST_TRANSPORT")));
+	if (getenv("SMART_SHM_ADVERSARIAL"))
+		CHECK_OK(smart_opts_set(o, "shm_adversarial",
+					getenv("SMART_SHM_ADVERSARIAL")));
+	for (; kv && kv[0]; kv += 2)
+		CHECK_OK(smart_opts_set(o, kv[0], kv[1]));
+	return o;
+}
+
 /* Start a blade of size bytes with blade id `id` and connect a ctx whose
  * options are defaults plus the given "key=value" pairs (NULL-ended). */
 static inline void fixture_start(struct fixture *f, uint64_t size,
@@ -48,16 +68,8 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	CHECK(write(fd, FIXTURE_SECRET, sizeof(FIXTURE_SECRET) - 1) ==
 	      (ssize_t)(sizeof(FIXTURE_SECRET) - 1));
 	close(fd);
-	CHECK_OK(smart_opts_create_defaults(&o));
+	o = fixture_opts(kv);
 	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
-	if (cfg.transport)
-		CHECK_OK(smart_opts_set(o, "transport", cfg.transport));
-	if (getenv("SMART_SHM_ADVERSARIAL"))
-		CHECK_OK(smart_opts_set(o, "shm_adversarial",
-					getenv("SMART_SHM_ADVERSARIAL")));
-	for (; kv && kv[0]; kv += 2)
-		CHECK_OK(smart_opts_set(o, kv[0], kv[1]));
 	CHECK_OK(smart_ctx_create(o, &f->ctx));
 	smart_opts_destroy(o);
 	unlink(secret_path);
@@ -69,12 +81,10 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
  * addr, whose id must be `blade`: what a child process of a test opens. */
 static inline smart_ctx_t *fixture_ctx_at(const char *addr, uint16_t blade)
 {
-	smart_opts_t *o;
+	smart_opts_t *o = fixture_opts(NULL);
 	smart_ctx_t *c;
 	uint16_t id;
 
-	CHECK_OK(smart_opts_create_defaults(&o));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
 	CHECK_OK(smart_ctx_create(o, &c));
 	smart_opts_destroy(o);
 	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,

@@ -126,6 +126,24 @@ static struct {
 	char secret[64];
 } guard;
 
+/* Guard pid p (a child to kill if the test fails), or stop guarding it
+ * once it is reaped: a stale entry could name a stranger by then. */
+static inline void guard_add(pid_t p)
+{
+	for (int i = 0; i < GUARD_PIDS; i++)
+		if (!guard.pids[i]) {
+			guard.pids[i] = p;
+			return;
+		}
+}
+
+static inline void guard_del(pid_t p)
+{
+	for (int i = 0; i < GUARD_PIDS; i++)
+		if (guard.pids[i] == p)
+			guard.pids[i] = 0;
+}
+
 static inline void guard_kill_all(void)
 {
 	for (int i = 0; i < GUARD_PIDS; i++) {

@@ -145,7 +145,7 @@ static inline pid_t test_spawn(const char *name, const char *const *args)
 	const char *argv[TEST_SPAWN_ARGS + 4] = { "test-child", "--child",
 						  name };
 	int n = 3;
-	pid_t pid;
+	pid_t pid, parent;
 
 	for (; args && *args; args++) {
 		if (n == TEST_SPAWN_ARGS + 3)
@@ -154,9 +154,12 @@ static inline pid_t test_spawn(const char *name, const char *const *args)
 	}
 	argv[n] = NULL;
 	fflush(NULL);
+	parent = getpid();
 	pid = fork();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);	/* died before the signal was set */
 		execv("/proc/self/exe", (char *const *)argv);
 		_exit(127);
 	}

@@ -169,11 +169,7 @@ static void child_start(struct child *c, const char *addr,
 
 	c->pid = spawn_on("client", addr, counter, p);
 	CHECK_GE(c->pid, 0);
-	for (int i = 0; i < GUARD_PIDS; i++)
-		if (!guard.pids[i]) {
-			guard.pids[i] = c->pid;
-			break;
-		}
+	guard_add(c->pid);
 	close(p[1]);
 	c->rd = p[0];
 	CHECK_EQ(read(c->rd, &c->id, sizeof(c->id)), (ssize_t)sizeof(c->id));
@@ -185,6 +181,7 @@ static int child_status(struct child *c)
 
 	CHECK_EQ(read(c->rd, &rc, sizeof(rc)), (ssize_t)sizeof(rc));
 	CHECK_EQ(waitpid(c->pid, &st, 0), c->pid);
+	guard_del(c->pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(c->rd);
 	return rc;
@@ -296,7 +293,7 @@ static void test_frozen_keeper(void)
 {
 	struct scene sc;
 	uint64_t v1, v2;
-	pid_t tid;
+	pid_t tid, r;
 	int64_t ms;
 	int st;
 
@@ -309,6 +306,7 @@ static void test_frozen_keeper(void)
 		       "frozen alone here\n", strerror(errno));
 		kill(sc.c.pid, SIGKILL);
 		waitpid(sc.c.pid, &st, 0);
+		guard_del(sc.c.pid);
 		close(sc.c.rd);
 		scene_stop(&sc);
 		return;
@@ -335,8 +333,11 @@ static void test_frozen_keeper(void)
 	CHECK_EQ(read(sc.c.rd, &st, sizeof(st)), (ssize_t)sizeof(st));
 	CHECK_EQ(st, SMART_EFENCED);
 	close(sc.c.rd);
-	while (waitpid(-1, &st, __WALL) != sc.c.pid)
-		;
+	do
+		r = waitpid(-1, &st, __WALL);
+	while (r > 0 && r != sc.c.pid);
+	CHECK_EQ(r, sc.c.pid);
+	guard_del(sc.c.pid);
 	scene_stop(&sc);
 }
 
@@ -350,6 +351,7 @@ static void test_killed(void)
 	sleep_ms(PERIOD_MS);
 	CHECK_EQ(kill(sc.c.pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(sc.c.pid, &st, 0), sc.c.pid);
+	guard_del(sc.c.pid);
 	close(sc.c.rd);
 	ms = wait_dead(sc.w, sc.blade, sc.c.id, 10 * LEASE_MS);
 	printf("killed client seen dead after %lld ms (renewal period %d "

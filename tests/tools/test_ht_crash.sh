@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/ht-crash.sh, short: 5 clients of a shared Smart-HT table killed at
+# bench/ht-crash.sh, short: 5 clients of a shared Smart-HT table (then 3 of
+# a Smart-BT tree, with nothing left used after the drop) killed at
 # random (seeded) moments under another's updates, then a sweep of every
 # key, and after the updater a sweep alone and a drop; the script must pass (no error in the updater or the sweep).  Also
 # its --help and the refusal of a bad flag.  About 5 s.
@@ -28,5 +29,17 @@ if [ $rc -eq 0 ] && grep -q "^A: [0-9]* ops in .*errors 0, validation failures 0
    grep -q "^smartd memory after D's drop: .*MiB" "$out"; then
 	echo "ok   crash-5-rounds"; else
 	echo "FAIL crash-5-rounds: status $rc"; fail=1; fi
+# the same on a Smart-BT tree, A and B updating the same keys, so that
+# locks of killed clients are taken over
+bash "$script" --ds bt --rounds 3 --seed 2 --keys 5000 \
+	--b-workload update-only --bin "$bin" >"$out" 2>&1
+rc=$?
+cat "$out"
+if [ $rc -eq 0 ] && grep -q "^A: [0-9]* ops in .*errors 0, validation failures 0," "$out" &&
+   grep -q "^C: sweep of 5000/5000 keys, errors 0, validation failures 0, .*: ok" "$out" &&
+   grep -q "^D: sweep of 5000/5000 keys alone, errors 0, validation failures 0, table dropped: true" "$out" &&
+   grep -q "^smartd memory after D's drop: .* 0.0 used" "$out"; then
+	echo "ok   bt-crash-3-rounds"; else
+	echo "FAIL bt-crash-3-rounds: status $rc"; fail=1; fi
 [ $fail -eq 0 ] && echo "ht-crash: all passed" || echo "ht-crash: FAILED"
 exit $fail

@@ -680,7 +680,7 @@ static uint64_t bytes_read(smart_ctx_t *ctx)
  * moved (a split) it pays one more round trip, then remembers again. */
 static void rt_task(smart_worker_t *w, void *arg)
 {
-	struct world *wdp = arg, wd = *wdp;
+	struct world wd = *(struct world *)arg;
 	struct smart_bt_config c;
 	struct smart_bt_stats st;
 	smart_bt_t *cold;
@@ -689,7 +689,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	size_t n;
 	unsigned i;
 
-	(void)w;
+	wd.w = w;	/* the task's worker: the world's */
 	for (i = 0; i < 3000; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
@@ -972,19 +972,25 @@ static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0)
 	CHECK_OK(smart_bt_create(wd->w, 1, 3, &c, &wd->t));
 }
 
-/* Drop the tree (and drain what its deletes retired): the blade holds
- * exactly what it held before it (u0), once the worker gave its allocator
- * caches back. */
+/* Drop the tree (and drain what its deletes retired): it cannot be
+ * opened any more, and the blade holds exactly what it held before it
+ * (u0), once the worker gave its allocator caches back. */
 static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
 {
 	struct smart_alloc_usage u;
+	smart_bt_t *t;
 
 	CHECK_OK(smart_bt_drop(wd->t, wd->w));
+	CHECK_EQ(smart_bt_open(wd->w, 1, 3, &t), SMART_ENOENT);
 	CHECK_OK(smart_epoch_drain(wd->w, 1, 5000));
 	CHECK_OK(smart_worker_destroy(wd->w));
 	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
 	CHECK_OK(smart_alloc_usage(wd->w, 1, &u));
+	printf("held %llu bytes before the tree, %llu after its drop\n",
+	       (unsigned long long)(u0->used + u0->cached),
+	       (unsigned long long)(u.used + u.cached));
 	CHECK_EQ(u.used + u.cached, u0->used + u0->cached);
+	CHECK_EQ(u.free, u0->free);
 	CHECK_OK(smart_worker_destroy(wd->w));
 	fixture_stop(&wd->f);
 }
@@ -1180,45 +1186,26 @@ static void test_shrink(void)
 /* Drop gives back every node and the lock table. */
 static void test_drop(void)
 {
-	struct smart_alloc_usage u0, u1;
+	struct smart_alloc_usage u0;
 	struct world wd;
+	smart_bt_t *t;
+	uint64_t e;
 	char k[16];
 	unsigned i;
 
-	fixture_start(&wd.f, BLADE_SIZE, 1, NULL);
-	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
-	CHECK_OK(smart_alloc_usage(wd.w, 1, &u0));
-	CHECK_OK(smart_bt_create(wd.w, 1, 5, NULL, &wd.t));
+	fresh_tree(&wd, &u0);
 	for (i = 0; i < 5000; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
 	}
-	CHECK_OK(smart_bt_drop(wd.t, wd.w));
-	CHECK_EQ(smart_bt_open(wd.w, 1, 5, &wd.t), SMART_ENOENT);
-	/* a destroyed worker gives its allocator caches back: then the
-	 * blade has exactly what it had before the tree */
-	CHECK_OK(smart_worker_destroy(wd.w));
-	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
-	CHECK_OK(smart_alloc_usage(wd.w, 1, &u1));
-	printf("held %llu bytes before, %llu after the drop; free %llu, "
-	       "%llu\n", (unsigned long long)(u0.used + u0.cached),
-	       (unsigned long long)(u1.used + u1.cached),
-	       (unsigned long long)u0.free, (unsigned long long)u1.free);
-	CHECK_EQ(u1.used + u1.cached, u0.used + u0.cached);
-	CHECK_EQ(u1.free, u0.free);
 	/* in the named range a dropped tree leaves a tombstone, so that
 	 * named structures' probes that passed it still go on */
-	{
-		uint64_t e;
-
-		CHECK_OK(smart_bt_create(wd.w, 1, 70, NULL, &wd.t));
-		CHECK_OK(smart_bt_drop(wd.t, wd.w));
-		CHECK_OK(smart_root_get(wd.w, 1, 70, &e));
-		CHECK_EQ(e, SMART_ROOT_TOMB);
-		CHECK_EQ(smart_bt_open(wd.w, 1, 70, &wd.t), SMART_ENOENT);
-	}
-	CHECK_OK(smart_worker_destroy(wd.w));
-	fixture_stop(&wd.f);
+	CHECK_OK(smart_bt_create(wd.w, 1, 70, NULL, &t));
+	CHECK_OK(smart_bt_drop(t, wd.w));
+	CHECK_OK(smart_root_get(wd.w, 1, 70, &e));
+	CHECK_EQ(e, SMART_ROOT_TOMB);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 70, &t), SMART_ENOENT);
+	drop_back_to(&wd, &u0);
 }
 
 int main(int argc, char **argv)
