@@ -110,6 +110,47 @@ static const struct kit_col ycsb_csv[] = {
 	{ NULL, NULL, NULL },
 };
 
+static int place_named(struct ycsb *y, smart_worker_t *w,
+		       const struct ycsb_place_ops *ops, void *arg)
+{
+	uint16_t home = y->run->env.blade[0];
+	int rc = ops->open_named(arg, w, home, y->table);
+
+	y->joined = !rc;
+	if (rc != SMART_ENOENT || y->no_preload)
+		return rc;
+	rc = ops->create_named(arg, w, home, y->table);
+	if (rc == SMART_EEXIST) {
+		rc = ops->open_named(arg, w, home, y->table);
+		y->joined = !rc;
+	}
+	return rc;
+}
+
+int ycsb_place(struct ycsb *y, smart_worker_t *w,
+	       const struct ycsb_place_ops *ops, void *arg, unsigned *root)
+{
+	unsigned r;
+	int rc = SMART_EEXIST;
+
+	if (y->table)
+		rc = place_named(y, w, ops, arg);
+	for (r = ops->root_first; !y->table && r < SMART_ROOT_ENTRIES &&
+	     rc == SMART_EEXIST; r++) {
+		rc = ops->create_at(arg, w, y->run->env.blade[0], r);
+		*root = r;
+	}
+	if (rc && y->table && rc == SMART_ENOENT)
+		fprintf(stderr, BENCH_TOOL ": --no-preload: there is no %s %s "
+			"to join (start its creator first, without "
+			"--no-preload)\n", ops->what, y->table);
+	else if (rc)
+		fprintf(stderr, BENCH_TOOL ": %s the %s: %s\n",
+			y->no_preload ? "opening" : "creating", ops->what,
+			smart_strerror(rc));
+	return rc;
+}
+
 static void *ycsb_create(struct bench_run *r)
 {
 	struct ycsb *y = calloc(1, sizeof(*y));

@@ -98,6 +98,27 @@ struct ycsb_ds {
 
 extern const struct ycsb_ds ycsb_ht, ycsb_bt;
 
+/* How an adapter finds or makes its structure (ycsb_place); arg is the
+ * adapter's (its config and where the handle goes). */
+struct ycsb_place_ops {
+	const char *what;		/* "table", "tree" */
+	unsigned root_first;		/* unnamed: root entries tried from */
+	int (*open_named)(void *arg, smart_worker_t *w, uint16_t home,
+			  const char *name);
+	int (*create_named)(void *arg, smart_worker_t *w, uint16_t home,
+			    const char *name);
+	int (*create_at)(void *arg, smart_worker_t *w, uint16_t home,
+			 unsigned root);
+};
+
+/* ycsb.c: the run's structure on the first blade: --table's, opened when
+ * it exists, else created (a creator that loses the race to another opens
+ * the winner's; a join, --no-preload, only opens; y->joined says which),
+ * or a new one at the first free root entry from ops->root_first (its
+ * index in *root).  Says on stderr why it failed. */
+int ycsb_place(struct ycsb *y, smart_worker_t *w,
+	       const struct ycsb_place_ops *ops, void *arg, unsigned *root);
+
 /* ycsb_bt.c: the node size a tree for the run's keys and values takes
  * (1 KiB, or the power of two holding 4 entries), 0 when none does. */
 unsigned ycsb_bt_node_size(const struct ycsb *y);

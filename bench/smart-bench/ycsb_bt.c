@@ -86,63 +86,68 @@ static unsigned spec_slots(const struct ycsb *y)
 	return (unsigned)n;
 }
 
-/* --table: open it, else create it; a join (--no-preload) only opens. */
-static int bt_named(struct ycsb *y, smart_worker_t *w,
-		    const struct smart_bt_config *c, smart_bt_t **out)
-{
-	uint16_t home = y->run->env.blade[0];
-	int rc = smart_bt_open_named(w, home, y->table, c, out);
+/* ycsb_place's view of a tree being opened or made. */
+struct bt_place {
+	struct smart_bt_config c;
+	struct bt_handle *h;
+};
 
-	y->joined = !rc;
-	if (rc != SMART_ENOENT || y->no_preload)
-		return rc;
-	rc = smart_bt_create_named(w, home, y->table, c, out);
-	if (rc == SMART_EEXIST) {
-		rc = smart_bt_open_named(w, home, y->table, c, out);
-		y->joined = !rc;
-	}
-	return rc;
+static int bt_open_named(void *arg, smart_worker_t *w, uint16_t home,
+			 const char *name)
+{
+	struct bt_place *p = arg;
+
+	return smart_bt_open_named(w, home, name, &p->c, &p->h->bt);
 }
+
+static int bt_create_named(void *arg, smart_worker_t *w, uint16_t home,
+			   const char *name)
+{
+	struct bt_place *p = arg;
+
+	return smart_bt_create_named(w, home, name, &p->c, &p->h->bt);
+}
+
+static int bt_create_at(void *arg, smart_worker_t *w, uint16_t home,
+			unsigned root)
+{
+	struct bt_place *p = arg;
+
+	return smart_bt_create(w, home, root, &p->c, &p->h->bt);
+}
+
+static const struct ycsb_place_ops bt_place_ops = {
+	.what = "tree",
+	.root_first = BT_ROOT_FIRST,
+	.open_named = bt_open_named,
+	.create_named = bt_create_named,
+	.create_at = bt_create_at,
+};
 
 static int bt_create(struct ycsb *y, smart_worker_t *w, void **out)
 {
 	const struct kit_env *e = &y->run->env;
-	struct smart_bt_config c;
-	struct bt_handle *h = calloc(1, sizeof(*h));
-	unsigned r;
-	int rc = h ? SMART_EEXIST : SMART_ENOMEM;
+	struct bt_place p = { .h = calloc(1, sizeof(*p.h)) };
+	int rc;
 
-	smart_bt_config_init(&c);
-	c.key_max = key_max(y);
-	c.val_max = val_max(y);
-	c.node_size = ycsb_bt_node_size(y);
-	c.blades = e->blade;
-	c.nblades = (unsigned)e->nblades;
-	c.cache_bytes = (size_t)y->cache_mb << 20;
-	c.spec_entries = spec_slots(y);
-	c.hocl = y->hocl;
-	if (h && y->table) {
-		h->name = y->table;
-		rc = bt_named(y, w, &c, &h->bt);
-	}
-	for (r = BT_ROOT_FIRST; h && !y->table && r < SMART_ROOT_ENTRIES &&
-	     rc == SMART_EEXIST; r++) {
-		rc = smart_bt_create(w, e->blade[0], r, &c, &h->bt);
-		h->root = r;
-	}
+	if (!p.h)
+		return SMART_ENOMEM;
+	smart_bt_config_init(&p.c);
+	p.c.key_max = key_max(y);
+	p.c.val_max = val_max(y);
+	p.c.node_size = ycsb_bt_node_size(y);
+	p.c.blades = e->blade;
+	p.c.nblades = (unsigned)e->nblades;
+	p.c.cache_bytes = (size_t)y->cache_mb << 20;
+	p.c.spec_entries = spec_slots(y);
+	p.c.hocl = y->hocl;
+	p.h->name = y->table;
+	rc = ycsb_place(y, w, &bt_place_ops, &p, &p.h->root);
 	if (rc) {
-		if (y->table && rc == SMART_ENOENT)
-			fprintf(stderr, BENCH_TOOL ": --no-preload: there is "
-				"no tree %s to join (start its creator first, "
-				"without --no-preload)\n", y->table);
-		else
-			fprintf(stderr, BENCH_TOOL ": %s the tree: %s\n",
-				y->no_preload ? "opening" : "creating",
-				smart_strerror(rc));
-		free(h);
+		free(p.h);
 		return rc;
 	}
-	*out = h;
+	*out = p.h;
 	return 0;
 }
 

@@ -68,53 +68,59 @@ static void ht_geometry(const struct ycsb *y, struct smart_ht_config *hc)
 	hc->nblades = (unsigned)e->nblades;
 }
 
-/* --table: open it, else create it; a join (--no-preload) only opens. */
-static int ht_named(struct ycsb *y, smart_worker_t *w,
-		    const struct smart_ht_config *hc, smart_ht_t **out)
-{
-	uint16_t home = y->run->env.blade[0];
-	int rc = smart_ht_open_named(w, home, y->table, out);
+/* ycsb_place's view of a table being opened or made. */
+struct ht_place {
+	struct smart_ht_config hc;
+	struct ht_handle *h;
+};
 
-	y->joined = !rc;
-	if (rc != SMART_ENOENT || y->no_preload)
-		return rc;
-	rc = smart_ht_create_named(w, home, y->table, hc, out);
-	if (rc == SMART_EEXIST) {
-		rc = smart_ht_open_named(w, home, y->table, out);
-		y->joined = !rc;
-	}
-	return rc;
+static int ht_open_named(void *arg, smart_worker_t *w, uint16_t home,
+			 const char *name)
+{
+	struct ht_place *p = arg;
+
+	return smart_ht_open_named(w, home, name, &p->h->ht);
 }
+
+static int ht_create_named(void *arg, smart_worker_t *w, uint16_t home,
+			   const char *name)
+{
+	struct ht_place *p = arg;
+
+	return smart_ht_create_named(w, home, name, &p->hc, &p->h->ht);
+}
+
+static int ht_create_at(void *arg, smart_worker_t *w, uint16_t home,
+			unsigned root)
+{
+	struct ht_place *p = arg;
+
+	return smart_ht_create(w, home, root, &p->hc, &p->h->ht);
+}
+
+static const struct ycsb_place_ops ht_place_ops = {
+	.what = "table",
+	.root_first = HT_ROOT_FIRST,
+	.open_named = ht_open_named,
+	.create_named = ht_create_named,
+	.create_at = ht_create_at,
+};
 
 static int ht_create(struct ycsb *y, smart_worker_t *w, void **out)
 {
-	struct smart_ht_config hc;
-	struct ht_handle *h = calloc(1, sizeof(*h));
-	unsigned r;
-	int rc = h ? SMART_EEXIST : SMART_ENOMEM;
+	struct ht_place p = { .h = calloc(1, sizeof(*p.h)) };
+	int rc;
 
-	smart_ht_config_init(&hc);
-	ht_geometry(y, &hc);
-	if (h && y->table)
-		rc = ht_named(y, w, &hc, &h->ht);
-	for (r = HT_ROOT_FIRST; h && !y->table && r < SMART_ROOT_ENTRIES &&
-	     rc == SMART_EEXIST; r++) {
-		rc = smart_ht_create(w, y->run->env.blade[0], r, &hc, &h->ht);
-		h->root = r;
-	}
+	if (!p.h)
+		return SMART_ENOMEM;
+	smart_ht_config_init(&p.hc);
+	ht_geometry(y, &p.hc);
+	rc = ycsb_place(y, w, &ht_place_ops, &p, &p.h->root);
 	if (rc) {
-		if (y->table && rc == SMART_ENOENT)
-			fprintf(stderr, BENCH_TOOL ": --no-preload: there is "
-				"no table %s to join (start its creator first, "
-				"without --no-preload)\n", y->table);
-		else
-			fprintf(stderr, BENCH_TOOL ": %s the table: %s\n",
-				y->no_preload ? "opening" : "creating",
-				smart_strerror(rc));
-		free(h);
+		free(p.h);
 		return rc;
 	}
-	*out = h;
+	*out = p.h;
 	return 0;
 }
 
