@@ -299,6 +299,49 @@ static void test_corrupt_node(void)
 	world_stop(&wd);
 }
 
+/* A parent a buggy client rewrote as a leaf (whole, CRC valid): a split
+ * under it must not put an internal entry into that leaf.  The writer
+ * gives up (SMART_EPROTO: no parent of the level it needs), and the node
+ * is left as it was. */
+static void test_parent_is_leaf(void)
+{
+	struct world wd;
+	uint64_t meta, root;
+	uint8_t *node, *again;
+	char k[16];
+	unsigned i;
+	int rc = 0;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	for (i = 0; i < 40; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
+	}
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&again));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	CHECK_GE(node[8], 1);			/* level: the root is internal */
+	memset(node, 0, 512);
+	node[9] = 3;				/* LOW_INF | HIGH_INF, level 0 */
+	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
+	/* wd.t's cached root still leads to the leaves: they fill and
+	 * split, and the separator goes up into the "parent" */
+	for (i = 40; i < 200 && !rc; i++) {
+		key_of(k, i);
+		rc = smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9);
+	}
+	CHECK_MSG(rc == SMART_EPROTO || rc == SMART_ERETRY, "insert: %s",
+		  smart_status_name(rc));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, again));
+	CHECK(!memcmp(again, node, 512));
+	smart_buf_free(wd.w, again);
+	smart_buf_free(wd.w, node);
+	world_stop(&wd);
+}
+
 /* A node torn for good (a byte changed, its CRC not): never accepted;
  * the reader gives up with SMART_ERETRY after its tries. */
 static void test_torn_node(void)
@@ -1217,6 +1260,7 @@ int main(int argc, char **argv)
 		{ "corrupt_node", test_corrupt_node },
 		{ "torn_node", test_torn_node },
 		{ "spec_verify", test_spec_verify },
+		{ "parent_is_leaf", test_parent_is_leaf },
 		{ "dead_holder", test_dead_holder },
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },

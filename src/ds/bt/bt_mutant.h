@@ -71,4 +71,12 @@
 #define SMART_M_BT_NO_FORWARD 0
 #endif
 
+/* a writer locks a covering node of any level (a parent a peer made a
+ * leaf gets an internal entry) */
+#ifdef SMART_MUTANT_BT_NO_LEVEL_CHECK
+#define SMART_M_BT_NO_LEVEL_CHECK 1
+#else
+#define SMART_M_BT_NO_LEVEL_CHECK 0
+#endif
+
 #endif

@@ -178,7 +178,8 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 			return smart__bt_unlock(t, w, *a, rc);
 		c = (n->h.flags & BT_F_DEAD) ? 2 :
 		    smart__bt_fence_cmp(t, n, key, klen);
-		if (c == 0 && n->h.level == level)
+		if (c == 0 && (SMART_M_BT_NO_LEVEL_CHECK ||
+			       n->h.level == level))
 			return 0;
 		if (c == 0 || c < 0 || (c == 1 && !n->h.sibling))
 			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
@@ -473,7 +474,9 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		want = pa;
 		rc = lock_covering(t, w, s->key, s->klen, level + 1, &pa, n);
 		if (rc == SMART_EAGAIN && ++again < 1000) {
-			/* a stale cache sent us off the path: find it */
+			/* a stale cache sent us off the path (its copy of
+			 * pa, or of pa's parent): find it afresh */
+			smart__bt_cache_drop(t, pa);
 			if (level + 2 < BT_HEIGHT_MAX)
 				smart__bt_cache_drop(t, path[level + 2]);
 			path[level + 1] = 0;
@@ -481,7 +484,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			continue;
 		}
 		if (rc)
-			return rc;
+			return rc == SMART_EAGAIN ? SMART_ERETRY : rc;
 		if (pa != want && level + 2 < BT_HEIGHT_MAX)
 			smart__bt_cache_drop(t, path[level + 2]);
 		was_root = bt_is_root(n);
