@@ -342,6 +342,48 @@ static void test_parent_is_leaf(void)
 	world_stop(&wd);
 }
 
+/* A reader whose cached parent predates a merge is sent to the dead
+ * leaf, and from there to the leaf that took its keys in (the dead leaf
+ * still holds its old fences: without the forward it would look like the
+ * key's leaf, and empty). */
+static void test_stale_forward(void)
+{
+	struct smart_bt_config c;
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *a;
+	char k[16], v[16];
+	unsigned i;
+	size_t n;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	for (i = 0; i < 100; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
+	}
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &a));
+	key_of(k, 0);
+	CHECK_OK(smart_bt_search(a, wd.w, k, strlen(k), v, sizeof(v), &n));
+	/* the writer deletes from the first key on until the first leaf
+	 * empties and takes its neighbour in */
+	for (i = 0; i < 100; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+		CHECK_OK(smart_bt_stats(wd.t, &st));
+		if (st.merges)
+			break;
+	}
+	CHECK_EQ(st.merges, 1);
+	/* the reader's cached parent still names the neighbour */
+	key_of(k, i + 1);
+	CHECK_OK(smart_bt_search(a, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK(n == 9 && !memcmp(v, k, 9));
+	smart_bt_close(a);
+	world_stop(&wd);
+}
+
 /* A node torn for good (a byte changed, its CRC not): never accepted;
  * the reader gives up with SMART_ERETRY after its tries. */
 static void test_torn_node(void)
@@ -1261,6 +1303,7 @@ int main(int argc, char **argv)
 		{ "torn_node", test_torn_node },
 		{ "spec_verify", test_spec_verify },
 		{ "parent_is_leaf", test_parent_is_leaf },
+		{ "stale_forward", test_stale_forward },
 		{ "dead_holder", test_dead_holder },
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },
