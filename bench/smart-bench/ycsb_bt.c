@@ -156,7 +156,7 @@ static void bt_close(void *h)
 	struct bt_handle *t = h;
 
 	if (t)
-		smart_bt_close(t->bt);
+		smart_bt_close(t->bt, NULL);	/* area adopted once we are gone */
 	free(t);
 }
 

@@ -9,9 +9,14 @@
  * blade, like a hash table (smart/ht.h), and can be opened by any number
  * of processes.
  *
- * Hook point (smart/hook.h, for tests): "bt.write.locked", a write holding
+ * Hook points (smart/hook.h, for tests): "bt.write.locked", a write holding
  * its leaf's lock, before it writes anything back; a non-zero return
- * fails the write there (the lock is released).
+ * fails the write there (the lock is released).  "bt.write.torn" (in a
+ * merge "bt.merge.torn"), inside any write under a lock, once its redo
+ * record and the first half of its first node's bytes have landed (the
+ * rest follows; the return value is ignored): a test kills the writer
+ * there to leave a half-written node.
+ * With any hook set, writes take one round trip more for that seam.
  *
  * Counters: the tree object's own (smart_bt_stats: rare events), and on
  * every op the ctx's per-worker SMART_STAT_CACHE_HITS/MISSES (the index
@@ -93,6 +98,9 @@ struct smart_bt_stats {
 	 * that could not be done at once (merge_skips: the leaf stays,
 	 * empty, for inserts to reuse) */
 	uint64_t merges, merge_skips;
+	/* writes a dead lock holder left (maybe half done) redone from its
+	 * redo record by this process; writes that waited for a free record */
+	uint64_t repairs, rec_waits;
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches
@@ -191,8 +199,11 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out);
  * every node and lock table freed; closes t.  No other client may use the tree then. */
 int smart_bt_drop(smart_bt_t *t, smart_worker_t *w);
 
-/* Free the local tree object; NULL is a no-op; returns 0. */
-int smart_bt_close(smart_bt_t *t);
+/* Free the local tree object; NULL is a no-op; returns 0.  w (a worker of
+ * the ctx, on its thread) gives this object's redo area on each blade back
+ * for the next object to reuse (docs/bt.md §4); with w NULL the area stays
+ * claimed until this ctx's leases end, and is adopted after that. */
+int smart_bt_close(smart_bt_t *t, smart_worker_t *w);
 
 #ifdef __cplusplus
 }

@@ -65,7 +65,7 @@ static uint64_t ctx_stat(smart_ctx_t *ctx, enum smart_stat id)
 
 static void world_stop(struct world *wd)
 {
-	smart_bt_close(wd->t);
+	smart_bt_close(wd->t, wd->w);
 	CHECK_OK(smart_worker_destroy(wd->w));
 	fixture_stop(&wd->f);
 }
@@ -147,7 +147,7 @@ static void test_semantics(void)
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
 	CHECK_EQ(smart_bt_key_max(t2), 16);
 	CHECK_OK(smart_bt_search(t2, wd.w, "ab", 2, v, sizeof(v), &n));
-	smart_bt_close(t2);
+	smart_bt_close(t2, wd.w);
 	world_stop(&wd);
 }
 
@@ -380,7 +380,7 @@ static void test_stale_forward(void)
 	key_of(k, i + 1);
 	CHECK_OK(smart_bt_search(a, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK(n == 9 && !memcmp(v, k, 9));
-	smart_bt_close(a);
+	smart_bt_close(a, wd.w);
 	world_stop(&wd);
 }
 
@@ -446,7 +446,7 @@ static void test_spec_verify(void)
 	CHECK_EQ(smart_bt_search(r, wd.w, "b", 1, v, sizeof(v), &n),
 		 SMART_EPROTO);
 	CHECK_GE(ctx_stat(wd.f.ctx, SMART_STAT_SPEC_MISSES) - misses, 3);
-	smart_bt_close(r);
+	smart_bt_close(r, wd.w);
 	smart_buf_free(wd.w, node);
 	world_stop(&wd);
 }
@@ -523,6 +523,182 @@ static void test_dead_holder(void)
 	world_stop(&wd);
 }
 
+/* A writer killed inside its WRITE (docs/bt.md §4): the child stops at
+ * the n-th "bt.write.torn" point (or the first "bt.merge.torn"), where its
+ * redo record and half of the node have landed, and says how many ops it
+ * finished (4 bytes) down the pipe; it is killed there. */
+struct torn_arg {
+	int fd;
+	int at;		/* torn writes to pass before stopping; -1: merges */
+	int seen;
+	int done;	/* ops finished, for the parent */
+};
+
+static int torn_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct torn_arg *a = arg;
+
+	(void)w;
+	if ((a->at < 0 && !strcmp(point, "bt.merge.torn")) ||
+	    (a->at >= 0 && !strcmp(point, "bt.write.torn") &&
+	     ++a->seen == a->at)) {
+		CHECK_EQ(write(a->fd, &a->done, sizeof(a->done)),
+			 (ssize_t)sizeof(a->done));
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+/* args: blade address, pipe, scenario (update, split, merge), n. */
+static void child_torn(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	struct torn_arg a = { atoi(args[1]), atoi(args[3]), 0, 0 };
+	char k[16];
+	smart_worker_t *w;
+	smart_bt_t *t;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, torn_hook, &a));
+	if (!strcmp(args[2], "update")) {
+		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6));
+	} else if (!strcmp(args[2], "split")) {
+		for (;; a.done++) {
+			key_of(k, (unsigned)a.done);
+			CHECK_OK(smart_bt_insert(t, w, k, strlen(k), "v", 1));
+		}
+	} else {
+		a.at = -1;
+		for (;; a.done++) {
+			key_of(k, (unsigned)a.done);
+			CHECK_OK(smart_bt_delete(t, w, k, strlen(k)));
+		}
+	}
+	TEST_FAIL("the hook did not stop the child");
+}
+
+/* Start the torn child for scenario sc, wait for it to stop inside its
+ * write, kill it; returns the ops it finished before that one. */
+static int torn_run(struct world *wd, const char *sc, int at)
+{
+	char fd[12], n[12];
+	int p[2], status, done = -1;
+	pid_t pid;
+
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	snprintf(n, sizeof(n), "%d", at);
+	pid = test_spawn("torn", (const char *[]){
+		smart_blade_address(wd->f.blade), fd, sc, n, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], &done, sizeof(done)), (ssize_t)sizeof(done));
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	return done;
+}
+
+/* Keys [lo, hi) are there, and nothing else below hi (searched one by
+ * one, then scanned). */
+static void torn_expect(struct world *wd, unsigned lo, unsigned hi)
+{
+	unsigned char present[256];
+	char k[16], v[16];
+	unsigned i;
+	size_t n;
+
+	CHECK(hi <= sizeof(present));
+	for (i = 0; i < hi; i++) {
+		key_of(k, i);
+		present[i] = i >= lo;
+		CHECK_EQ(smart_bt_search(wd->t, wd->w, k, strlen(k), v,
+					 sizeof(v), &n),
+			 i >= lo ? 0 : SMART_ENOENT);
+	}
+	scan_check(wd, present, hi, 0, hi, 16);
+}
+
+static void test_torn_holder(void)
+{
+	struct smart_bt_stats st;
+	struct world wd, dry;
+	char k[16], v[16];
+	unsigned i, m;
+	size_t n;
+	int done;
+
+	/* an entry half written: the next reader finds the node torn, sees
+	 * its holder dead, takes the lock over and finishes the write */
+	world_start(&wd, NULL, 512, 12, 12);
+	for (i = 0; i < 10; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
+	}
+	torn_run(&wd, "update", 1);
+	alarm(20);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	alarm(0);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	CHECK_EQ(st.lock_takeovers, 1);
+	torn_expect(&wd, 0, 10);
+	world_stop(&wd);
+
+	/* a split's left half half written (its new right node is whole):
+	 * the insert that split is redone, and the tree grows on from it */
+	world_start(&dry, NULL, 512, 12, 12);
+	for (m = 0; ; m++) {
+		key_of(k, m);
+		CHECK_OK(smart_bt_insert(dry.t, dry.w, k, strlen(k), "v", 1));
+		CHECK_OK(smart_bt_stats(dry.t, &st));
+		if (st.leaf_splits)
+			break;
+	}
+	world_stop(&dry);
+	world_start(&wd, NULL, 512, 12, 12);
+	done = torn_run(&wd, "split", (int)m + 1);
+	CHECK_EQ(done, (int)m);
+	alarm(20);
+	torn_expect(&wd, 0, m + 1);
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	for (i = m + 1; i < 200; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
+	}
+	torn_expect(&wd, 0, 200);
+	world_stop(&wd);
+
+	/* a merge's leaf half written, its neighbour and parent untouched:
+	 * all three are redone at once (one record), no half merge left */
+	world_start(&wd, NULL, 512, 12, 12);
+	for (i = 0; i < 200; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
+	}
+	done = torn_run(&wd, "merge", -1);
+	CHECK_GT(done, 0);
+	alarm(20);
+	torn_expect(&wd, (unsigned)done + 1, 200);
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	for (i = 0; i <= (unsigned)done; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "w", 1));
+	}
+	torn_expect(&wd, 0, 200);
+	printf("torn writes of killed holders redone: an entry, a split's "
+	       "left half, a merge (after %d deletes)\n", done);
+	world_stop(&wd);
+}
+
 /* Named trees: found by name from another object, one name once (of two
  * threads creating the same names at once exactly one wins each), a
  * hash table of the same name beside, dropped and created again. */
@@ -544,7 +720,7 @@ static void *race_main(void *p)
 		rc = smart_bt_create_named(r->w, 1, name, NULL, &t);
 		if (!rc) {
 			r->won++;
-			smart_bt_close(t);
+			smart_bt_close(t, r->w);
 		} else {
 			CHECK_EQ(rc, SMART_EEXIST);
 		}
@@ -578,7 +754,7 @@ static void test_named(void)
 	CHECK_EQ(smart_bt_create_named(wd.w, 1, "", NULL, &b), SMART_EINVAL);
 	CHECK_EQ(smart_bt_create_named(wd.w, 1, NULL, NULL, &b),
 		 SMART_EINVAL);
-	smart_bt_close(b);
+	smart_bt_close(b, wd.w);
 	CHECK_OK(smart_bt_drop(a, wd.w));
 	CHECK_EQ(smart_bt_open_named(wd.w, 1, "orders", NULL, &b),
 		 SMART_ENOENT);
@@ -587,7 +763,7 @@ static void test_named(void)
 	CHECK_OK(smart_bt_create_named(wd.w, 1, "orders", NULL, &a));
 	CHECK_EQ(smart_bt_search(a, wd.w, "k", 1, v, sizeof(v), &n),
 		 SMART_ENOENT);
-	smart_bt_close(a);
+	smart_bt_close(a, wd.w);
 	for (i = 0; i < 2; i++) {
 		r[i].wd = &wd;
 		r[i].won = 0;
@@ -706,8 +882,8 @@ static void test_handover_limit(void)
 	       atomic_load(&sh.done));
 	CHECK_GT(st.handovers, 0);
 	CHECK_GE(atomic_load(&sh.done), 3);
-	smart_bt_close(a);
-	smart_bt_close(b);
+	smart_bt_close(a, wd.w);
+	smart_bt_close(b, wd.w);
 	world_stop(&wd);
 }
 
@@ -737,7 +913,7 @@ static void test_stale_root(void)
 	}
 	CHECK_OK(smart_bt_stats(stale, &st));
 	CHECK_GT(st.move_rights, 0);
-	smart_bt_close(stale);
+	smart_bt_close(stale, wd.w);
 	world_stop(&wd);
 }
 
@@ -803,7 +979,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	CHECK_EQ(rt, st.height + 2);
 	printf("no caches, height %u: search %u, update/delete/insert %u "
 	       "round trips\n", st.height, st.height, st.height + 2);
-	smart_bt_close(cold);
+	smart_bt_close(cold, wd.w);
 	/* warm: wd.t cached the internal nodes it read and wrote */
 	key_of(k, 2345);
 	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
@@ -834,7 +1010,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	CHECK(rt == 1 && by >= 512 && by <= 520);	/* ...the leaf only */
 	CHECK_GT(ctx_stat(wd.f.ctx, SMART_STAT_CACHE_HITS), 0);
 	CHECK_GT(ctx_stat(wd.f.ctx, SMART_STAT_SPEC_HITS), 0);
-	smart_bt_close(cold);
+	smart_bt_close(cold, wd.w);
 	printf("warm: search 1 round trip (%" PRIu64 " bytes), update 3; "
 	       "index cache only: search 1 (%" PRIu64 " bytes)\n", spec_by,
 	       by);
@@ -1189,7 +1365,7 @@ static void test_bulk(void)
 		CHECK_OK(smart_bt_search(t, wd.w, k, strlen(k), v, sizeof(v),
 					 &n));
 	}
-	smart_bt_close(t);
+	smart_bt_close(t, wd.w);
 	drop_back_to(&wd, &u0);
 }
 
@@ -1305,6 +1481,7 @@ int main(int argc, char **argv)
 		{ "parent_is_leaf", test_parent_is_leaf },
 		{ "stale_forward", test_stale_forward },
 		{ "dead_holder", test_dead_holder },
+		{ "torn_holder", test_torn_holder },
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },
 		{ "bulk", test_bulk },
@@ -1315,5 +1492,6 @@ int main(int argc, char **argv)
 		{ "drop", test_drop },
 		{ 0 } }, (struct test_child[]){
 		{ "holder", child_holder },
+		{ "torn", child_torn },
 		{ 0 } });
 }

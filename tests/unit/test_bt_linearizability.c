@@ -291,8 +291,8 @@ static void run(const char *adv, unsigned keys, int cold)
 		CHECK_GT(sum.crc_retries, 0);
 	free(all);
 	for (i = 0; i < L_THREADS; i++)
-		smart_bt_close(th[i].t);
-	smart_bt_close(t0);
+		smart_bt_close(th[i].t, w);
+	smart_bt_close(t0, w);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }

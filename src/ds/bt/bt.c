@@ -111,6 +111,12 @@ static int meta_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 	return rc;
 }
 
+/* Each blade's lock table and, after it, its redo directory. */
+static size_t lock_len(const struct bt_meta *m)
+{
+	return ((size_t)m->locks + BT_DIR_SLOTS) * 8;
+}
+
 /* The local object for descriptor m (at maddr), with cfg's caches. */
 static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 		    smart_gaddr_t maddr, uint16_t home, unsigned root_idx,
@@ -144,7 +150,10 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 	if (!rc)
 		rc = smart__bt_cache_init(t, cfg->cache_bytes,
 					  cfg->spec_entries);
+	if (!rc)
+		rc = smart__bt_redo_claim(t, w);
 	if (rc) {
+		smart__bt_cache_fini(t);
 		free(t);
 		return rc;
 	}
@@ -183,11 +192,24 @@ static void create_undo(smart_worker_t *w, const struct bt_meta *m,
 		if (m->lock_off[i])
 			(void)smart_free(w, smart_gaddr(m->blades[i],
 							m->lock_off[i]),
-					 (size_t)m->locks * 8);
+					 lock_len(m));
 	if (m->root)
 		(void)smart_free(w, m->root, m->node_size);
 	if (maddr)
 		(void)smart_free(w, maddr, sizeof(*m));
+}
+
+/* create_undo, and t's redo areas and t itself first (t may be NULL). */
+static void build_undo(smart_worker_t *w, smart_bt_t *t,
+		       const struct bt_meta *m, smart_gaddr_t maddr)
+{
+	unsigned i;
+
+	for (i = 0; t && i < t->nblades; i++)
+		if (t->area[i])
+			(void)smart__bt_redo_drop(t, w, i);
+	smart_bt_close(t, NULL);
+	create_undo(w, m, maddr);
 }
 
 /* The first root: an empty leaf covering every key. */
@@ -238,7 +260,7 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 	if (!rc)
 		memset(zero, 0, 4096);
 	for (i = 0; !rc && i < m->nblades; i++) {
-		size_t len = (size_t)m->locks * 8, off;
+		size_t len = lock_len(m), off;
 
 		rc = smart_alloc(w, m->blades[i], len, &a);
 		if (rc)
@@ -257,6 +279,8 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 	if (!rc)
 		rc = tree_new(w, m, maddr, blade, 0, cfg, &t);
 	if (!rc)
+		rc = smart__bt_redo_spares(t, w);
+	if (!rc)
 		rc = smart__bt_node_alloc(t, w, 0, &m->root);
 	if (!rc)
 		rc = root_write(t, w, m->root);
@@ -265,8 +289,7 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 		rc = meta_io(w, maddr, m, 1);
 	}
 	if (rc) {
-		smart_bt_close(t);
-		create_undo(w, m, maddr);
+		build_undo(w, t, m, maddr);
 		return rc;
 	}
 	*tp = t;
@@ -279,8 +302,7 @@ static int tree_done(smart_worker_t *w, smart_bt_t *t, struct bt_meta *m,
 		     int rc, unsigned idx, smart_bt_t **out)
 {
 	if (rc) {
-		create_undo(w, m, t->meta);
-		smart_bt_close(t);
+		build_undo(w, t, m, t->meta);
 		return rc;
 	}
 	t->root_idx = idx;
@@ -421,13 +443,17 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->lock_takeovers = atomic_load(&t->lock_takeovers);
 	out->merges = atomic_load(&t->merges);
 	out->merge_skips = atomic_load(&t->merge_skips);
+	out->repairs = atomic_load(&t->repairs);
+	out->rec_waits = atomic_load(&t->rec_waits);
 	return 0;
 }
 
-int smart_bt_close(smart_bt_t *t)
+int smart_bt_close(smart_bt_t *t, smart_worker_t *w)
 {
-	if (t)
+	if (t) {
+		smart__bt_redo_release(t, w);
 		smart__bt_cache_fini(t);
+	}
 	free(t);
 	return 0;
 }
@@ -498,11 +524,13 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 	}
 	smart_scratch_release(w, mark);
 	for (i = 0; !rc && i < m.nblades; i++)
+		rc = smart__bt_redo_drop(t, w, i);
+	for (i = 0; !rc && i < m.nblades; i++)
 		rc = smart_free(w, smart_gaddr(m.blades[i], m.lock_off[i]),
-				(size_t)m.locks * 8);
+				lock_len(&m));
 	if (!rc)
 		rc = smart_free(w, t->meta, sizeof(m));
 	if (!rc)
-		smart_bt_close(t);
+		smart_bt_close(t, NULL);	/* its areas went with the rest */
 	return rc;
 }

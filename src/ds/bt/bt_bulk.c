@@ -299,7 +299,7 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 	struct bt_node *n;
 	void *old = NULL;
 	smart_gaddr_t root;
-	unsigned level = 0, i, per;
+	unsigned level = 0, i, per, rec = BT_REC_NONE;
 	size_t mark;
 	int rc;
 
@@ -339,12 +339,13 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		n->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
 		n->h.leftmost = lv[level].addr[0];
 		smart__bt_seal(t, n);
-		rc = smart__bt_post_node(t, w, root, n);
+		rc = smart__bt_post_locked(t, w, root, n, &rec);
 	}
 	if (rc)
 		for (i = 0; i < BT_HEIGHT_MAX; i++)
 			lvl_free_nodes(t, w, &lv[i]);
 	rc = smart__bt_unlock(t, w, root, rc);
+	smart__bt_rec_put(t, rec);
 	if (!rc) {
 		atomic_store(&t->height, level + 2);
 		if (loaded)

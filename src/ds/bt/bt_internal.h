@@ -45,6 +45,13 @@ struct smart_bt {
 	uint16_t blades[SMART_BT_BLADES_MAX];
 	uint64_t lock_off[SMART_BT_BLADES_MAX];
 	uint16_t lease[SMART_BT_BLADES_MAX];	/* our lease id on each */
+	/* bt_redo.c: our redo directory slot and area on each blade (area
+	 * offset 0: none claimed), the records in use, write sequence */
+	uint16_t dslot[SMART_BT_BLADES_MAX];
+	uint64_t area[SMART_BT_BLADES_MAX];
+	unsigned rec_size;	/* bytes per record, 64-aligned */
+	_Atomic uint32_t rec_busy;	/* bit i: record i in use */
+	_Atomic uint32_t seq;
 	/* geometry */
 	unsigned fence_len;	/* bytes of both fences, 8-aligned */
 	unsigned ent_off;	/* first entry */
@@ -63,6 +70,7 @@ struct smart_bt {
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
+	_Atomic uint64_t repairs, rec_waits;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -133,9 +141,12 @@ void smart__bt_seal(smart_bt_t *t, struct bt_node *n);
 /* Post a WRITE of the whole node (sealed) without waiting. */
 int smart__bt_post_node(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 			struct bt_node *n);
-/* Post a WRITE of leaf entry i and of the node's first word. */
+/* Post a logged WRITE (smart__bt_write_logged) of the whole node n (sealed)
+ * at a, locked; of leaf entry i and then the node's first word. */
+int smart__bt_post_locked(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			  struct bt_node *n, unsigned *rec);
 int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			 struct bt_node *n, unsigned i);
+			 struct bt_node *n, unsigned i, unsigned *rec);
 /* Sort leaf entries by key (splits, scans). */
 void smart__bt_sort_leaf(struct bt_leaf_ent **p, unsigned n);
 /* Allocate a node of `level` on a blade of the tree (picked at random). */
@@ -184,6 +195,47 @@ void smart__bt_spec_put(smart_bt_t *t, uint64_t h, smart_gaddr_t entry);
 void smart__bt_ent_seal(const smart_bt_t *t, struct bt_leaf_ent *e);
 int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
 
+/* bt_redo.c: what a dead lock holder half wrote is redone (docs/bt.md
+ * §4).  A write under locks goes through write_logged: it takes one of
+ * this object's records (waiting while all are in use), stamps each lock
+ * word it writes under, writes the record to each blade concerned (and
+ * waits for them when there are several), then posts the patches in order
+ * (waiting between two on different blades).  *rec is the record taken
+ * (BT_REC_NONE: none): give it back with rec_put once the caller's unlock
+ * has waited for the patches. */
+struct bt_patch {
+	smart_gaddr_t node;
+	unsigned off, len;
+	const void *src;
+};
+int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
+			   const struct bt_patch *p, unsigned n, unsigned *rec);
+void smart__bt_rec_put(smart_bt_t *t, unsigned rec);
+/* Lock word lw held by `dead` (a fenced holder): read what the holder
+ * logged (into snap, rec_size bytes of scratch; 0: nothing to redo) before
+ * taking the word over; once taken, redo it (every patch whose word still
+ * holds its stamp, taking those words over and releasing them after). */
+int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+			uint64_t dead, void *snap, int *have);
+int smart__bt_redo_apply(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+			 const void *snap);
+/* Claim a redo area on each blade at open (adopting a dead object's after
+ * redoing what it left), give it back at close. */
+int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w);
+void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w);
+/* A new tree's spare areas, BT_AREAS_SPARE free slots per blade, so
+ * that the next openers reuse rather than allocate. */
+#define BT_AREAS_SPARE	3u
+int smart__bt_redo_spares(smart_bt_t *t, smart_worker_t *w);
+/* Free every area a blade's directory names (drop). */
+int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b);
+
+/* bt_lock.c: node a's lock word and the stamp we hold it with before we
+ * write (our id and directory slot on its blade, no record). */
+int smart__bt_lock_word(const smart_bt_t *t, smart_gaddr_t a,
+			smart_gaddr_t *lw, uint64_t *base);
+int smart__bt_blade_index(const smart_bt_t *t, uint16_t blade);
+
 /* bt_lock.c: lock the node at a (local queue, then the remote word);
  * unlock posts the release after whatever the caller posted (one chain:
  * command combining) and waits for all of it.  Unlock always releases;
@@ -191,6 +243,10 @@ int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
 int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     int err);
+/* Node a keeps reading torn: if a dead holder has its lock, take it over
+ * (redoing its half-written write) and release it; never waits. */
+int smart__bt_heal(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
+#define BT_HEAL_EVERY	64u	/* torn reads in a row between looks */
 /* Holding the locks of nodes held[0..nheld), try node a's too without
  * waiting on anything: BT_TRY_CASES CASes of its remote word, a dead
  * holder's taken over; SMART_EBUSY when it stays taken.  *how: SAME when

@@ -2,7 +2,7 @@
  * Smart-BT remote layouts (docs/bt.md §2).  Everything here lives in blade
  * memory and is shared by every compute process: sizes and offsets are
  * fixed by _Static_assert, fields are little-endian host words.  Layout
- * version 2 (1 had no entry crc).
+ * version 3 (1 had no entry crc, 2 no redo records).
  *
  * Invariants:
  * - A node covers the keys in [low fence, high fence) (BT_F_LOW_INF /
@@ -24,7 +24,17 @@
  *   and `count` of them are used; child i covers [key i, key i+1), and
  *   `leftmost` covers [low fence, key 0).
  * - A node's lock word lives in its blade's lock table, at the hash of the
- *   node's offset; it holds the holder's lease id on that blade, 0 free.
+ *   node's offset; 0 is free, else a stamp (BT_W_*): the holder's lease
+ *   id on that blade, its redo directory slot there, and, while it writes
+ *   under the lock, the redo record it logged the write in and that
+ *   write's sequence number (docs/bt.md §4).
+ * - After each blade's lock table comes its redo directory, BT_DIR_SLOTS
+ *   words: id << 48 | offset of a redo area (BT_RECS records), claimed by
+ *   one tree object at a time; id 0 with an area: free for the next one.
+ * - A redo record (struct bt_rec, then npatch struct bt_patch_rec each
+ *   followed by its bytes) is written, whole, before any byte it
+ *   describes, on the same QP; its crc covers bytes [4, len).  A patch is
+ *   current while its lock word still holds the patch's stamp.
  * - A dead leaf (BT_F_DEAD: its left neighbour emptied and took its
  *   entries and range, docs/bt.md §5) holds no entries and `leftmost`
  *   names the node that took them; it is out of the leaf chain, and is
@@ -39,7 +49,7 @@
 #include "smart/bt.h"
 
 #define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
-#define BT_VERSION		2u
+#define BT_VERSION		3u
 
 /* Tree descriptor on the home blade; its root entry points here. */
 struct bt_meta {
@@ -97,6 +107,33 @@ struct bt_inner_ent {
 _Static_assert(offsetof(struct bt_inner_ent, key) == 10, "inner key");
 _Static_assert(offsetof(struct bt_leaf_ent, crc) == 4, "leaf crc");
 _Static_assert(offsetof(struct bt_leaf_ent, kv) == 8, "leaf kv");
+
+/* Lock word stamps: id | dir slot << 16 | record << 26 | seq << 32. */
+#define BT_W_ID(v)	((uint16_t)(v))
+#define BT_W_SLOT(v)	((unsigned)((v) >> 16) & 1023u)
+#define BT_W_REC(v)	((unsigned)((v) >> 26) & 63u)
+#define BT_W_SEQ(v)	((uint32_t)((v) >> 32))
+#define BT_REC_NONE	63u	/* held, nothing logged under it yet */
+#define BT_DIR_SLOTS	1024u
+#define BT_RECS		16u	/* redo records per area */
+#define BT_PATCHES_MAX	3u	/* a merge: the leaf, its neighbour, the parent */
+
+struct bt_rec {
+	uint32_t crc;		/* CRC-32C of bytes [4, len) */
+	uint32_t len;		/* of the whole record */
+	uint32_t npatch;	/* 1..BT_PATCHES_MAX */
+	uint32_t rsvd;
+};
+struct bt_patch_rec {
+	uint64_t node;		/* gaddr of the node written */
+	uint64_t word;		/* gaddr of its lock word */
+	uint64_t stamp;		/* the word's value while this is current */
+	uint32_t off, len;	/* bytes [off, off + len) of the node */
+	/* then len bytes, padded to 8 */
+};
+_Static_assert(sizeof(struct bt_rec) == 16, "bt_rec size");
+_Static_assert(sizeof(struct bt_patch_rec) == 32, "bt_patch_rec size");
+_Static_assert(BT_RECS <= BT_REC_NONE, "record index fits a stamp");
 
 #define BT_NODE_MIN	512u
 #define BT_NODE_MAX	((unsigned)SMART_BT_NODE_MAX)

@@ -15,14 +15,15 @@
  * few CASes of the remote word beside the local slots, never a queue.
  *
  * Invariants: a local slot's `held` is written only by the task being
- * served; a remote word holds the lease id of the process holding it;
+ * served; a remote word holds a stamp naming the process holding it
+ * (its lease id; bt_redo.c adds where it logs its writes);
  * the release is posted behind the caller's write-back on the same QP
  * (both on the node's blade), so RC order lands the node before the
  * unlock: one round trip for both (command combining).
  */
 #include "ds/bt/bt_internal.h"
 
-static int blade_index(const smart_bt_t *t, uint16_t blade)
+int smart__bt_blade_index(const smart_bt_t *t, uint16_t blade)
 {
 	unsigned i;
 
@@ -32,18 +33,18 @@ static int blade_index(const smart_bt_t *t, uint16_t blade)
 	return -1;
 }
 
-/* The remote lock word of node a, and our lease id on its blade. */
-static int lock_word(const smart_bt_t *t, smart_gaddr_t a, smart_gaddr_t *lw,
-		     uint16_t *id)
+int smart__bt_lock_word(const smart_bt_t *t, smart_gaddr_t a,
+			smart_gaddr_t *lw, uint64_t *base)
 {
 	uint16_t blade = smart_gaddr_blade(a);
-	int b = blade_index(t, blade);
+	int b = smart__bt_blade_index(t, blade);
 
 	if (b < 0)
 		return SMART_EPROTO;	/* a pointer off the tree's blades */
 	*lw = smart_gaddr(blade, t->lock_off[b] +
 			  8 * (bt_mix(smart_gaddr_off(a)) & (t->locks - 1)));
-	*id = t->lease[b];
+	*base = t->lease[b] | (uint64_t)t->dslot[b] << 16 |
+		(uint64_t)BT_REC_NONE << 26;
 	return 0;
 }
 
@@ -52,46 +53,97 @@ static struct bt_llock *llock_of(smart_bt_t *t, smart_gaddr_t lw)
 	return &t->ll[bt_mix(lw) & (BT_LLOCKS - 1)];
 }
 
-/* Take the remote word: CAS 0 -> id, or from a dead holder; after
+/* Take over word lw from its dead holder (value `dead`): what it logged is
+ * read first, so that an area adopted meanwhile cannot hide it (the
+ * adopter redoes a record only by taking its words, which our CAS then
+ * finds changed), then redone once the word is ours.  1: taken, 0: the
+ * word changed meanwhile. */
+static int take_over(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+		     uint64_t dead, uint64_t mine)
+{
+	size_t mark = smart_scratch_mark(w);
+	uint64_t got = 0;
+	void *snap;
+	int have = 0, rc = smart_scratch_alloc(w, t->rec_size, &snap);
+
+	if (!rc && !SMART_M_BT_NO_REPAIR)
+		rc = smart__bt_redo_snap(t, w, lw, dead, snap, &have);
+	if (!rc)
+		rc = smart_cas_sync(w, lw, dead, mine, &got);
+	if (!rc && got == dead) {
+		atomic_fetch_add_explicit(&t->lock_takeovers, 1,
+					  memory_order_relaxed);
+		if (have)
+			rc = smart__bt_redo_apply(t, w, lw, snap);
+		if (rc) {
+			/* not redone: leave it to the next taker */
+			uint64_t back;
+
+			(void)smart_cas_sync(w, lw, mine, dead, &back);
+		}
+	}
+	smart_scratch_release(w, mark);
+	return rc ? rc : got == dead;
+}
+
+/* Take the remote word: CAS 0 -> our stamp, or from a dead holder; after
  * `tries` failed CASes (0: no limit) SMART_EBUSY. */
 static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-			  uint16_t id, unsigned tries)
+			  uint64_t mine, unsigned tries)
 {
-	uint64_t cur = 0, got;
+	uint64_t got;
 	unsigned n = 0;
 	int rc;
 
 	for (;;) {
-		rc = smart_cas_sync(w, lw, cur, id, &got);
-		if (rc || got == cur)
+		rc = smart_cas_sync(w, lw, 0, mine, &got);
+		if (rc || got == 0)
 			return rc;
 		atomic_fetch_add_explicit(&t->lock_retries, 1,
 					  memory_order_relaxed);
-		if (!SMART_M_BT_NO_TAKEOVER && got && got != id &&
+		if (!SMART_M_BT_NO_TAKEOVER &&
+		    BT_W_ID(got) != BT_W_ID(mine) &&
 		    smart_lease_alive(w, smart_gaddr_blade(lw),
-				      (uint16_t)got) == 0) {
+				      BT_W_ID(got)) == 0) {
 			/* its holder is dead (fenced: it can write no more):
-			 * take it over */
-			cur = got;
-			atomic_fetch_add_explicit(&t->lock_takeovers, 1,
-						  memory_order_relaxed);
-			continue;
+			 * take it over, redoing what it half wrote */
+			rc = take_over(t, w, lw, got, mine);
+			if (rc)
+				return rc < 0 ? rc : 0;
+			continue;	/* it changed: CAS from 0 again */
 		}
 		if (tries && ++n == tries)
 			return SMART_EBUSY;
-		cur = 0;
 		smart_task_yield(w);
 	}
+}
+
+int smart__bt_heal(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
+{
+	static const uint64_t zero;
+	smart_gaddr_t lw;
+	uint64_t mine, got;
+	int rc = smart__bt_lock_word(t, a, &lw, &mine);
+
+	if (!rc)
+		rc = smart_read_sync(w, lw, 8, &got);
+	if (rc || !got || BT_W_ID(got) == BT_W_ID(mine) ||
+	    SMART_M_BT_NO_TAKEOVER ||
+	    smart_lease_alive_now(w, smart_gaddr_blade(lw), BT_W_ID(got)))
+		return rc;	/* free, ours, or a live writer's: it ends */
+	rc = take_over(t, w, lw, got, mine);
+	if (rc == 1)
+		rc = smart_write_sync(w, lw, &zero, 8);
+	return rc;
 }
 
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 {
 	struct bt_llock *l;
 	smart_gaddr_t lw;
-	uint64_t held;
+	uint64_t held, id;
 	uint32_t ticket;
-	uint16_t id;
-	int rc = lock_word(t, a, &lw, &id);
+	int rc = smart__bt_lock_word(t, a, &lw, &id);
 
 	if (rc || SMART_M_BT_NO_LOCK)
 		return rc;
@@ -131,9 +183,9 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	static const uint64_t zero;
 	struct bt_llock *l;
 	smart_gaddr_t lw;
-	uint16_t id;
+	uint64_t id;
 	uint32_t waiting;
-	int rc = lock_word(t, a, &lw, &id);
+	int rc = smart__bt_lock_word(t, a, &lw, &id);
 
 	if (SMART_M_BT_NO_LOCK)
 		return err ? err : smart_sync(w);
@@ -172,13 +224,13 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 		      int *how)
 {
 	smart_gaddr_t lw, hw;
-	uint16_t id, hid;
+	uint64_t id, hid;
 	unsigned k;
-	int rc = lock_word(t, a, &lw, &id);
+	int rc = smart__bt_lock_word(t, a, &lw, &id);
 
 	*how = BT_TRY_NONE;
 	for (k = 0; !rc && k < nheld; k++) {
-		rc = lock_word(t, held[k], &hw, &hid);
+		rc = smart__bt_lock_word(t, held[k], &hw, &hid);
 		if (!rc && hw == lw) {
 			*how = BT_TRY_SAME;
 			return 0;
@@ -199,11 +251,11 @@ int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 {
 	static const uint64_t zero;
 	smart_gaddr_t lw;
-	uint16_t id;
+	uint64_t id;
 	int rc = 0;
 
 	if (how == BT_TRY_HELD && !SMART_M_BT_NO_LOCK) {
-		rc = lock_word(t, a, &lw, &id);
+		rc = smart__bt_lock_word(t, a, &lw, &id);
 		if (!rc)
 			rc = smart_write(w, lw, &zero, 8);
 	}

@@ -24,7 +24,8 @@
  * values, no writer can change either), then R dead, then P, then the
  * releases (each behind its node's write on that node's QP): whoever
  * reaches R, through P as it was, L's old sibling pointer or a cache, is
- * sent to L, which covers all R covered.
+ * sent to L, which covers all R covered.  The three are one redo record
+ * (bt_redo.c), so a merger dying among them leaves no half merge.
  */
 #include "ds/bt/bt_internal.h"
 
@@ -54,12 +55,18 @@ static int right_of(const smart_bt_t *t, struct bt_node *n,
 }
 
 /* L takes in R (both in memory), R becomes a forward to L, P forgets R
- * (entry j): all posted, L's, R's, P's nodes each on its own QP. */
+ * (entry j): one logged write of the three, in that order (bt_redo.c:
+ * a holder dying inside it leaves all three redone or none touched). */
 static int merge_post(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 		      struct bt_node *n, smart_gaddr_t ra, struct bt_node *r,
-		      smart_gaddr_t pa, struct bt_node *p, unsigned j)
+		      smart_gaddr_t pa, struct bt_node *p, unsigned j,
+		      unsigned *rec)
 {
-	int rc;
+	struct bt_patch pt[3] = {
+		{ la, 0, t->node_size, n },
+		{ ra, 0, t->node_size, r },
+		{ pa, 0, t->node_size, p },
+	};
 
 	memcpy(bt_leaf(t, n, 0), bt_leaf(t, r, 0),
 	       (size_t)t->leaf_cap * t->leaf_ent);
@@ -69,22 +76,18 @@ static int merge_post(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 			       (r->h.flags & BT_F_HIGH_INF));
 	n->h.sibling = r->h.sibling;
 	smart__bt_seal(t, n);
-	rc = smart__bt_post_node(t, w, la, n);
-	/* another blade is another QP: L must be there before R forwards */
-	if (!rc && smart_gaddr_blade(la) != smart_gaddr_blade(ra))
-		rc = smart_sync(w);
 	memset(bt_leaf(t, r, 0), 0, (size_t)t->leaf_cap * t->leaf_ent);
 	r->h.flags |= BT_F_DEAD;
 	r->h.leftmost = la;
 	smart__bt_seal(t, r);
-	if (!rc)
-		rc = smart__bt_post_node(t, w, ra, r);
 	memmove(bt_inner(t, p, j), bt_inner(t, p, j + 1),
 		(size_t)(p->h.count - j - 1) * t->inner_ent);
 	memset(bt_inner(t, p, p->h.count - 1u), 0, t->inner_ent);
 	p->h.count--;
 	smart__bt_seal(t, p);
-	return rc ? rc : smart__bt_post_node(t, w, pa, p);
+	/* L before R (another blade is another QP: write_logged waits
+	 * between them): L must be there before R forwards */
+	return smart__bt_write_logged(t, w, pt, 3, rec);
 }
 
 int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
@@ -94,6 +97,7 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	smart_gaddr_t ra = n->h.sibling, held[2] = { la, ra };
 	size_t mark = smart_scratch_mark(w);
 	struct bt_node *p;
+	unsigned rec = BT_REC_NONE;
 	int rc, hr = BT_TRY_NONE, hp = BT_TRY_NONE, j = -1;
 
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&p);
@@ -109,14 +113,16 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	if (rc == SMART_EBUSY || rc == SMART_ERETRY)
 		rc = 0;		/* leave L empty: inserts reuse it */
 	if (!rc && j >= 0) {
-		rc = merge_post(t, w, la, n, ra, r, pa, p, (unsigned)j);
+		rc = merge_post(t, w, la, n, ra, r, pa, p, (unsigned)j,
+				&rec);
 	} else if (!rc) {
 		smart__bt_seal(t, n);	/* just the delete */
-		rc = smart__bt_post_entry(t, w, la, n, i);
+		rc = smart__bt_post_entry(t, w, la, n, i, &rec);
 	}
 	rc = smart__bt_untry(t, w, ra, hr, rc);
 	rc = smart__bt_untry(t, w, pa, hp, rc);
 	rc = smart__bt_unlock(t, w, la, rc);
+	smart__bt_rec_put(t, rec);
 	if (!rc && j >= 0) {
 		smart__bt_cache_put(t, pa, p);
 		atomic_fetch_add_explicit(&t->merges, 1, memory_order_relaxed);

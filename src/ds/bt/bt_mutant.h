@@ -79,4 +79,18 @@
 #define SMART_M_BT_NO_LEVEL_CHECK 0
 #endif
 
+/* a lock taken over from a dead holder is not redone from its record */
+#ifdef SMART_MUTANT_BT_NO_REPAIR
+#define SMART_M_BT_NO_REPAIR 1
+#else
+#define SMART_M_BT_NO_REPAIR 0
+#endif
+
+/* the redo record is written after the node, not before */
+#ifdef SMART_MUTANT_BT_LOG_AFTER
+#define SMART_M_BT_LOG_AFTER 1
+#else
+#define SMART_M_BT_LOG_AFTER 0
+#endif
+
 #endif

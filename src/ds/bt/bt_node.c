@@ -87,9 +87,13 @@ int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		if (SMART_M_BT_NO_CRC_CHECK || buf->h.crc == node_crc(t, buf))
 			return SMART_M_BT_NO_SANITY || node_sane(t, buf) ?
 			       0 : SMART_EPROTO;
-		/* torn by a writer (or being written): read again */
+		/* torn by a writer (or being written): read again; now and
+		 * then see whether that writer died inside its WRITE */
 		atomic_fetch_add_explicit(&t->crc_retries, 1,
 					  memory_order_relaxed);
+		if (i % BT_HEAL_EVERY == BT_HEAL_EVERY - 1 &&
+		    (rc = smart__bt_heal(t, w, a)))
+			return rc;
 		smart_task_yield(w);
 	}
 	return SMART_ERETRY;
@@ -107,16 +111,26 @@ int smart__bt_post_node(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	return smart_write(w, a, n, t->node_size);
 }
 
-int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			 struct bt_node *n, unsigned i)
+int smart__bt_post_locked(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			  struct bt_node *n, unsigned *rec)
 {
-	uint64_t off = t->ent_off + (uint64_t)i * t->leaf_ent;
-	int rc = smart_write(w, smart_gaddr_add(a, off), (uint8_t *)n + off,
-			     t->leaf_ent);
+	struct bt_patch p = { a, 0, t->node_size, n };
 
+	return smart__bt_write_logged(t, w, &p, 1, rec);
+}
+
+int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			 struct bt_node *n, unsigned i, unsigned *rec)
+{
+	unsigned off = t->ent_off + i * t->leaf_ent;
 	/* the first word (crc, version) after the entry: a reader that sees
 	 * one without the other fails the crc and reads again */
-	return rc ? rc : smart_write(w, a, n, 8);
+	struct bt_patch p[2] = {
+		{ a, off, t->leaf_ent, (uint8_t *)n + off },
+		{ a, 0, 8, n },
+	};
+
+	return smart__bt_write_logged(t, w, p, 2, rec);
 }
 
 int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,

@@ -169,8 +169,9 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 		rc = smart__bt_lock(t, w, *a);
 		if (rc)
 			return rc;
-		/* under the lock nobody writes it: a node that never reads
-		 * whole is not one (or its writer died inside its WRITE) */
+		/* under the lock nobody writes it (what a dead holder half
+		 * wrote was redone when we took its lock over): a node that
+		 * never reads whole is not one */
 		rc = smart__bt_read_n(t, w, *a, n, BT_STALE_TRIES);
 		if (rc == SMART_ERETRY)
 			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
@@ -253,6 +254,7 @@ static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			 struct bt_node *x, smart_gaddr_t na,
 			 struct bt_node *nn)
 {
+	unsigned rec = BT_REC_NONE;
 	int rc;
 
 	smart__bt_seal(t, nn);
@@ -262,8 +264,9 @@ static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		rc = smart_sync(w);
 	smart__bt_seal(t, x);
 	if (!rc)
-		rc = smart__bt_post_node(t, w, xa, x);
+		rc = smart__bt_post_locked(t, w, xa, x, &rec);
 	rc = smart__bt_unlock(t, w, xa, rc);
+	smart__bt_rec_put(t, rec);
 	if (!rc) {
 		/* what we wrote is the truth now: keep the index cache's
 		 * copies of internal nodes fresh */
@@ -347,7 +350,7 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 {
 	struct bt_inner_ent *e;
 	smart_gaddr_t na;
-	unsigned pos, n = x->h.count, mid;
+	unsigned pos, n = x->h.count, mid, rec;
 	uint8_t *all = tmp;	/* n + 1 entries, sorted */
 	int rc;
 
@@ -367,7 +370,8 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		x->h.count++;
 		smart__bt_seal(t, x);
 		rc = smart__bt_unlock(t, w, xa,
-				      smart__bt_post_node(t, w, xa, x));
+				      smart__bt_post_locked(t, w, xa, x, &rec));
+		smart__bt_rec_put(t, rec);
 		if (!rc)
 			smart__bt_cache_put(t, xa, x);
 		return rc;
@@ -445,6 +449,27 @@ static int new_root(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	return rc;
 }
 
+/* Is the root the descriptor names of `level` (1, its address in *ra)?
+ * Then nothing is above that level: its splitter died before installing
+ * the new root (the node split, so it has a sibling), and the leftmost
+ * node of the level is that root (a split keeps the left half in place).
+ * 2: a level above exists. */
+static int no_level_above(smart_bt_t *t, smart_worker_t *w, unsigned level,
+			  smart_gaddr_t *ra, struct bt_node *n)
+{
+	int rc = root_reload(t, w, ra);
+
+	if (!rc)
+		rc = smart__bt_read(t, w, *ra, n);
+	if (rc)
+		return rc;
+	if (n->h.level > level)
+		return 2;
+	/* a root of our level that is whole (both fences unbounded) beside
+	 * the node we split of that level: not a tree */
+	return n->h.level < level || bt_is_root(n) ? SMART_EPROTO : 1;
+}
+
 /* After node xa of `level` split (s): put the separator into the level
  * above, splitting upwards as far as needed. */
 static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
@@ -465,7 +490,14 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		}
 		pa = path[level + 1];
 		if (!pa) {
-			/* the walk started below this level: find it */
+			/* the walk started below this level: find it; if
+			 * there is none (the root's splitter died before it
+			 * installed the new root), install one ourselves */
+			rc = no_level_above(t, w, level, &want, n);
+			if (rc == 1)
+				rc = new_root(t, w, want, level, s, n);
+			if (rc <= 0)
+				return rc;
 			rc = descend(t, w, s->key, s->klen, level + 1, 1, n,
 				     &pa, path);
 			if (rc)
@@ -587,6 +619,7 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 			uint8_t *tmp, smart_gaddr_t a, smart_gaddr_t *path)
 {
 	struct sep s;
+	unsigned rec;
 	int rc, i, f, was_root;
 
 	i = leaf_find(t, n, key, klen, &f);
@@ -615,7 +648,8 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 				 val, vlen);
 		smart__bt_seal(t, n);
 		rc = smart__bt_unlock(t, w, a, smart__bt_post_entry(t, w, a,
-						n, (unsigned)i));
+						n, (unsigned)i, &rec));
+		smart__bt_rec_put(t, rec);
 	}
 	if (!rc && spec_on(t, w))
 		smart__bt_spec_put(t, smart__bt_key_hash(key, klen),

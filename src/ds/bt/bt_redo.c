@@ -1,0 +1,518 @@
+/*
+ * Smart-BT redo records: what a lock holder that died inside its WRITE
+ * left half written is finished by whoever takes its lock over
+ * (docs/bt.md §4).
+ *
+ * Why a log: a node's CRC tells a reader that a node is torn, not what it
+ * held, and a holder killed while its WRITE lands leaves the node torn for
+ * good.  So every write under a lock is first written whole, with where
+ * it goes, to a redo record on the node's blade, on the same QP: RC order
+ * lands the record before any byte of the node, so a node is torn only if
+ * its record is complete.
+ *
+ * How a taker finds it: each tree object claims, on each blade, a slot of
+ * the blade's redo directory naming an area of BT_RECS records.  A writer
+ * takes a free record, then stamps each lock word it writes under with
+ * (lease id, directory slot, record, sequence), writes the record, and
+ * only then the node.  Whoever takes over a dead holder's word reads the
+ * directory slot and record its stamp names (before the CAS: an area
+ * adopted meanwhile is overwritten only after its adopter took, and
+ * released, every word its records still stamp), and redoes each patch of
+ * a record whose stamp is still in the patch's word: nobody wrote the node
+ * since, so rewriting the logged bytes finishes exactly that write.  A
+ * merge logs its three nodes in one record written to each blade
+ * concerned, all landed before any node is touched, so the three are
+ * redone together or not at all.
+ *
+ * Invariants: a record, once its writer's word is stamped with it, is
+ * rewritten only by the same tree object after that write completed (the
+ * record is given back after the unlock's sync); a stamp's sequence
+ * number changes with every logged write; a directory slot names at most
+ * one live object's id.
+ */
+#include <stdlib.h>
+
+#include "ds/bt/bt_internal.h"
+
+#define DIR_ID(e)	((uint16_t)((e) >> 48))
+#define DIR_AREA(e)	((e) & ((UINT64_C(1) << 48) - 1))
+
+static size_t patch_bytes(unsigned len)
+{
+	return sizeof(struct bt_patch_rec) + ((len + 7u) & ~7u);
+}
+
+static size_t area_len(const smart_bt_t *t)
+{
+	return (size_t)BT_RECS * t->rec_size;
+}
+
+static smart_gaddr_t dir_entry(const smart_bt_t *t, unsigned b, unsigned s)
+{
+	return smart_gaddr(t->blades[b], t->lock_off[b] +
+			   8 * ((uint64_t)t->locks + s));
+}
+
+static smart_gaddr_t rec_addr(const smart_bt_t *t, unsigned b, uint64_t area,
+			      unsigned idx)
+{
+	return smart_gaddr(t->blades[b], area + (uint64_t)idx * t->rec_size);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static unsigned rec_take(smart_bt_t *t, smart_worker_t *w)
+{
+	uint32_t v, bit;
+
+	for (;;) {
+		v = atomic_load(&t->rec_busy);
+		if (v == (uint32_t)((UINT64_C(1) << BT_RECS) - 1)) {
+			atomic_fetch_add_explicit(&t->rec_waits, 1,
+						  memory_order_relaxed);
+			smart_task_yield(w);	/* all writing: one ends soon */
+			continue;
+		}
+		bit = (uint32_t)__builtin_ctz(~v);
+		if (atomic_compare_exchange_weak(&t->rec_busy, &v,
+						 v | 1u << bit))
+			return bit;
+	}
+}
+
+void smart__bt_rec_put(smart_bt_t *t, unsigned rec)
+{
+	if (rec < BT_RECS)
+		atomic_fetch_and(&t->rec_busy, ~(1u << rec));
+}
+
+/* Post patch p's bytes [from, to). */
+static int post_part(smart_worker_t *w, const struct bt_patch *p,
+		     unsigned from, unsigned to)
+{
+	if (from >= to)
+		return 0;
+	return smart_write(w, smart_gaddr_add(p->node, p->off + from),
+			   (const uint8_t *)p->src + from, to - from);
+}
+
+/* The patches, in order, waiting between two on different blades (the
+ * callers' orders: a split's new node before the node naming it, a
+ * merge's leaf before its neighbour forwards to it).  With a test's hook,
+ * the first patch lands half, then the hook runs ("bt.write.torn", or
+ * "bt.merge.torn" in a merge: a test kills the process there), then the
+ * rest. */
+static int post_patches(smart_worker_t *w, const struct bt_patch *p,
+			unsigned n)
+{
+	void *arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
+	unsigned i, half = 0;
+	int rc = 0;
+
+	if (hook) {
+		half = (p[0].len / 2) & ~7u;
+		rc = post_part(w, &p[0], 0, half);
+		if (!rc)
+			rc = smart_sync(w);
+		if (!rc)
+			(void)hook(w, n == BT_PATCHES_MAX ? "bt.merge.torn" :
+				   "bt.write.torn", arg);
+	}
+	for (i = 0; !rc && i < n; i++) {
+		if (i && smart_gaddr_blade(p[i].node) !=
+			 smart_gaddr_blade(p[i - 1].node))
+			rc = smart_sync(w);
+		if (!rc)
+			rc = post_part(w, &p[i], i ? 0 : half, p[i].len);
+	}
+	return rc;
+}
+
+/* Lay the record out in buf: header, then each patch and its bytes. */
+static size_t rec_build(const smart_bt_t *t, const struct bt_patch *p,
+			unsigned n, const uint64_t *lw, const uint64_t *stamp,
+			uint8_t *buf)
+{
+	struct bt_rec *r = (struct bt_rec *)buf;
+	size_t off = sizeof(*r);
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct bt_patch_rec *pr = (struct bt_patch_rec *)(buf + off);
+
+		memset(pr, 0, patch_bytes(p[i].len));
+		pr->node = p[i].node;
+		pr->word = lw[i];
+		pr->stamp = stamp[i];
+		pr->off = p[i].off;
+		pr->len = p[i].len;
+		memcpy(pr + 1, p[i].src, p[i].len);
+		off += patch_bytes(p[i].len);
+	}
+	r->len = (uint32_t)off;
+	r->npatch = n;
+	r->rsvd = 0;
+	r->crc = smart_crc32c(0, buf + 4, off - 4);
+	(void)t;
+	return off;
+}
+
+int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
+			   const struct bt_patch *p, unsigned n, unsigned *rec)
+{
+	uint64_t lw[BT_PATCHES_MAX], *stamp;
+	size_t len = sizeof(struct bt_rec);
+	unsigned i, j, idx, seq, blades = 0;
+	uint8_t *buf;
+	int rc = 0, b;
+
+	*rec = BT_REC_NONE;
+	if (SMART_M_BT_NO_LOCK || !n || n > BT_PATCHES_MAX)
+		return n > BT_PATCHES_MAX ? SMART_EINVAL :
+		       post_patches(w, p, n);
+	for (i = 0; i < n; i++)
+		len += patch_bytes(p[i].len);
+	if (len > t->rec_size)
+		return SMART_EINVAL;
+	/* the caller's scratch mark frees it, after its unlock waited */
+	rc = smart_scratch_alloc(w, len + 8 * BT_PATCHES_MAX, (void **)&buf);
+	if (rc)
+		return rc;
+	stamp = (uint64_t *)(buf + ((len + 7) & ~(size_t)7));
+	idx = rec_take(t, w);
+	*rec = idx;
+	seq = atomic_fetch_add(&t->seq, 1) + 1;
+	for (i = 0; !rc && i < n; i++) {
+		rc = smart__bt_lock_word(t, p[i].node, &lw[i], &stamp[i]);
+		stamp[i] = (stamp[i] & ~(UINT64_C(63) << 26 | UINT64_C(0xffffffff)
+					 << 32)) |
+			   (uint64_t)idx << 26 | (uint64_t)seq << 32;
+	}
+	if (rc)
+		return rc;
+	rec_build(t, p, n, lw, stamp, buf);
+	/* stamps, then the record on each blade concerned (once each) */
+	for (i = 0; !rc && i < n; i++) {
+		for (j = 0; j < i && lw[j] != lw[i]; j++)
+			;
+		if (j == i)
+			rc = smart_write(w, lw[i], &stamp[i], 8);
+	}
+	if (!rc && SMART_M_BT_LOG_AFTER)
+		rc = post_patches(w, p, n);
+	for (i = 0; !rc && i < n; i++) {
+		for (j = 0; j < i && smart_gaddr_blade(p[j].node) !=
+				     smart_gaddr_blade(p[i].node); j++)
+			;
+		if (j < i)
+			continue;
+		b = smart__bt_blade_index(t, smart_gaddr_blade(p[i].node));
+		blades++;
+		rc = smart_write(w, rec_addr(t, (unsigned)b, t->area[b], idx),
+				 buf, len);
+	}
+	/* several blades, several QPs: every record lands before any node
+	 * is touched, so that a merge is redone whole or not at all */
+	if (!rc && blades > 1)
+		rc = smart_sync(w);
+	/* the record stays ours until the caller's unlock waited */
+	return rc || SMART_M_BT_LOG_AFTER ? rc : post_patches(w, p, n);
+}
+
+/* ---- redoing ------------------------------------------------------------ */
+
+/* Is the record in snap well formed for this tree (a peer's bytes)? */
+static int rec_ok(const smart_bt_t *t, const uint8_t *snap)
+{
+	const struct bt_rec *r = (const struct bt_rec *)snap;
+	size_t off = sizeof(*r);
+	unsigned i;
+
+	if (r->len < off || r->len > t->rec_size || !r->npatch ||
+	    r->npatch > BT_PATCHES_MAX ||
+	    r->crc != smart_crc32c(0, snap + 4, r->len - 4))
+		return 0;
+	for (i = 0; i < r->npatch; i++) {
+		const struct bt_patch_rec *p = (const void *)(snap + off);
+		smart_gaddr_t lw;
+		uint64_t base;
+
+		if (off + sizeof(*p) > r->len || p->len > t->node_size ||
+		    p->off > t->node_size - p->len ||
+		    off + patch_bytes(p->len) > r->len ||
+		    smart__bt_lock_word(t, p->node, &lw, &base) ||
+		    lw != p->word)
+			return 0;
+		off += patch_bytes(p->len);
+	}
+	return 1;
+}
+
+/* Does the record name word lw with stamp `dead`? */
+static int rec_names(const uint8_t *snap, smart_gaddr_t lw, uint64_t dead)
+{
+	const struct bt_rec *r = (const struct bt_rec *)snap;
+	size_t off = sizeof(*r);
+	unsigned i;
+
+	for (i = 0; i < r->npatch; i++) {
+		const struct bt_patch_rec *p = (const void *)(snap + off);
+
+		if (p->word == lw && p->stamp == dead)
+			return 1;
+		off += patch_bytes(p->len);
+	}
+	return 0;
+}
+
+/* Read record idx of the area dir slot s names on blade b, if the slot
+ * still names client id: *have 1 when snap holds a well-formed one. */
+static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b,
+		     unsigned s, uint16_t id, unsigned idx, uint8_t *snap,
+		     int *have)
+{
+	uint64_t e;
+	int rc;
+
+	*have = 0;
+	rc = smart_read_sync(w, dir_entry(t, b, s), 8, snap);
+	if (rc)
+		return rc;
+	memcpy(&e, snap, 8);
+	if (DIR_ID(e) != id || !DIR_AREA(e) || (DIR_AREA(e) & 7))
+		return 0;	/* its area went to an adopter: redone */
+	rc = smart_read_sync(w, rec_addr(t, b, DIR_AREA(e), idx), t->rec_size,
+			     snap);
+	if (rc == SMART_EREMOTE)
+		return 0;	/* a bogus area: nothing we can redo */
+	if (!rc)
+		*have = rec_ok(t, snap);
+	return rc;
+}
+
+int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+			uint64_t dead, void *snap, int *have)
+{
+	int b = smart__bt_blade_index(t, smart_gaddr_blade(lw));
+	int rc;
+
+	*have = 0;
+	if (b < 0 || BT_W_REC(dead) >= BT_RECS)
+		return 0;	/* nothing logged under it: nothing written */
+	rc = snap_read(t, w, (unsigned)b, BT_W_SLOT(dead), BT_W_ID(dead),
+		       BT_W_REC(dead), snap, have);
+	if (!rc && *have && !rec_names(snap, lw, dead))
+		*have = 0;	/* an older record: that write completed */
+	return rc;
+}
+
+/* Redo the record in snap; word lw (0: none) is ours already.  Every other
+ * word still stamped as the record says is taken over, its patch
+ * redone, and released after. */
+static int redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+		const uint8_t *snap)
+{
+	static const uint64_t zero;
+	const struct bt_rec *r = (const struct bt_rec *)snap;
+	smart_gaddr_t taken[BT_PATCHES_MAX], prev = 0;
+	size_t off = sizeof(*r);
+	unsigned i, k, ntaken = 0;
+	int rc = 0, rc2;
+
+	for (i = 0; !rc && i < r->npatch; i++) {
+		const struct bt_patch_rec *p = (const void *)(snap + off);
+		smart_gaddr_t pw = p->word;
+		uint64_t base, got;
+		int ours = pw == lw;
+
+		off += patch_bytes(p->len);
+		for (k = 0; k < ntaken && !ours; k++)
+			ours = taken[k] == pw;
+		if (!ours) {
+			rc = smart__bt_lock_word(t, p->node, &pw, &base);
+			if (!rc)
+				rc = smart_cas_sync(w, pw, p->stamp, base,
+						    &got);
+			if (rc || got != p->stamp)
+				continue;	/* done, or redone by another */
+			taken[ntaken++] = pw;
+		}
+		if (prev && smart_gaddr_blade(prev) !=
+			    smart_gaddr_blade(p->node))
+			rc = smart_sync(w);
+		if (!rc)
+			rc = smart_write(w, smart_gaddr_add(p->node, p->off),
+					 p + 1, p->len);
+		prev = p->node;
+	}
+	/* each release behind its node's write, on its blade's QP; a word
+	 * is released even when the redo failed (we are fenced then) */
+	for (k = 0; k < ntaken; k++)
+		rc2 = smart_write(w, taken[k], &zero, 8), rc = rc ? rc : rc2;
+	rc2 = smart_sync(w);
+	rc = rc ? rc : rc2;
+	if (!rc)
+		atomic_fetch_add_explicit(&t->repairs, 1,
+					  memory_order_relaxed);
+	return rc;
+}
+
+int smart__bt_redo_apply(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+			 const void *snap)
+{
+	return redo(t, w, lw, snap);
+}
+
+/* ---- areas -------------------------------------------------------------- */
+
+/* Redo whatever dead client id left in the area of slot s on blade b
+ * (before we adopt it): records it still stamps words with. */
+static int adopt_redo(smart_bt_t *t, smart_worker_t *w, unsigned b,
+		      unsigned s, uint16_t id, uint8_t *snap)
+{
+	unsigned idx;
+	int rc = 0, have;
+
+	for (idx = 0; !rc && idx < BT_RECS; idx++) {
+		rc = snap_read(t, w, b, s, id, idx, snap, &have);
+		if (!rc && have)
+			rc = redo(t, w, 0, snap);
+	}
+	return rc;
+}
+
+/* Claim a slot of blade b's directory: a free one with an area, else one
+ * of a dead client (its area adopted once its records are redone), else
+ * an empty one with a new area.  Reusing before allocating matters: an
+ * area a killed process allocated took its allocator's cache with it. */
+static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
+		 uint64_t *dir)
+{
+	uint16_t me = t->lease[b];
+	unsigned pass, k, s;
+	int rc;
+
+	rc = smart_read_sync(w, dir_entry(t, b, 0), 8 * BT_DIR_SLOTS, dir);
+	for (pass = 0; !rc && pass < 3; pass++) {
+		for (k = 0; !rc && k < BT_DIR_SLOTS; k++) {
+			uint64_t e, got, area;
+			smart_gaddr_t a;
+			int fresh = 0;
+
+			s = (me + k) % BT_DIR_SLOTS;
+			e = dir[s];
+			area = DIR_AREA(e);
+			if ((pass == 0 && (DIR_ID(e) || !area)) ||
+			    (pass == 2 && e) ||
+			    (pass == 1 &&
+			     (!DIR_ID(e) || DIR_ID(e) == me ||
+			      smart_lease_alive(w, t->blades[b],
+						DIR_ID(e)) != 0)))
+				continue;
+			if (pass == 1 &&
+			    (rc = adopt_redo(t, w, b, s, DIR_ID(e), snap)))
+				break;
+			if (!area || (area & 7)) {
+				rc = smart_alloc(w, t->blades[b],
+						 area_len(t), &a);
+				area = smart_gaddr_off(a);
+				fresh = 1;
+			}
+			if (!rc)
+				rc = smart_cas_sync(w, dir_entry(t, b, s), e,
+						    (uint64_t)me << 48 | area,
+						    &got);
+			if (!rc && got == e) {
+				t->dslot[b] = (uint16_t)s;
+				t->area[b] = area;
+				return 0;
+			}
+			if (fresh)
+				(void)smart_free(w, smart_gaddr(t->blades[b],
+								area),
+						 area_len(t));
+		}
+	}
+	return rc ? rc : SMART_EBUSY;	/* 1024 live objects on the blade */
+}
+
+int smart__bt_redo_spares(smart_bt_t *t, smart_worker_t *w)
+{
+	smart_gaddr_t a;
+	unsigned b, k, s;
+	uint64_t got;
+	int rc = 0;
+
+	for (b = 0; !rc && b < t->nblades; b++) {
+		for (k = 1; !rc && k < BT_AREAS_SPARE + 1; k++) {
+			s = (t->dslot[b] + k) % BT_DIR_SLOTS;
+			rc = smart_alloc(w, t->blades[b], area_len(t), &a);
+			if (!rc)
+				rc = smart_cas_sync(w, dir_entry(t, b, s), 0,
+						    smart_gaddr_off(a), &got);
+			if (!rc && got)
+				rc = SMART_EPROTO;	/* a new tree's? */
+		}
+	}
+	return rc;
+}
+
+int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w)
+{
+	size_t mark = smart_scratch_mark(w);
+	uint8_t *snap;
+	uint64_t *dir;
+	unsigned b;
+	int rc;
+
+	t->rec_size = (unsigned)((sizeof(struct bt_rec) + BT_PATCHES_MAX *
+				  patch_bytes(t->node_size) + 63) & ~63u);
+	rc = smart_scratch_alloc(w, t->rec_size, (void **)&snap);
+	if (!rc)
+		rc = smart_scratch_alloc(w, 8 * BT_DIR_SLOTS, (void **)&dir);
+	for (b = 0; !rc && b < t->nblades; b++)
+		rc = claim(t, w, b, snap, dir);
+	if (rc)
+		smart__bt_redo_release(t, w);
+	smart_scratch_release(w, mark);
+	return rc;
+}
+
+void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w)
+{
+	unsigned b;
+	uint64_t got;
+
+	for (b = 0; w && b < t->nblades; b++) {
+		if (!t->area[b])
+			continue;
+		/* free for the next object, area kept: all our writes are
+		 * done, nothing in it needs redoing */
+		(void)smart_cas_sync(w, dir_entry(t, b, t->dslot[b]),
+				     (uint64_t)t->lease[b] << 48 | t->area[b],
+				     t->area[b], &got);
+		t->area[b] = 0;
+	}
+}
+
+int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b)
+{
+	size_t mark = smart_scratch_mark(w);
+	uint64_t *dir;
+	unsigned s;
+	int rc = smart_scratch_alloc(w, 8 * BT_DIR_SLOTS, (void **)&dir);
+
+	if (!rc)
+		rc = smart_read_sync(w, dir_entry(t, b, 0), 8 * BT_DIR_SLOTS,
+				     dir);
+	for (s = 0; !rc && s < BT_DIR_SLOTS; s++)
+		if (DIR_AREA(dir[s]))
+			rc = smart_free(w, smart_gaddr(t->blades[b],
+						       DIR_AREA(dir[s])),
+					area_len(t));
+	if (!rc)
+		t->area[b] = 0;
+	smart_scratch_release(w, mark);
+	return rc;
+}
