@@ -631,13 +631,16 @@ static void record_env(const struct ycsb *y, const struct bench_run *r,
 		    (double)(y->res.ops ? y->res.ops : 1));
 }
 
-/* Round trips per op (null for a kind the run did not do), the slowest
- * op, the table and what became of it. */
+/* Round trips and bytes moved per op (null for a kind the run did not
+ * do), the slowest op, the table and what became of it. */
 static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 {
 	static const char *const keys[OP__N] = { "rt_read", "rt_update",
 						  "rt_insert", "rt_rmw",
 						  "rt_scan" };
+	static const char *const bkeys[OP__N] = {
+		"bytes_read", "bytes_update", "bytes_insert", "bytes_rmw",
+		"bytes_scan" };
 	const struct ycsb_result *s = &y->res;
 	int k;
 
@@ -649,6 +652,11 @@ static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 			kit_rec_num(rec, keys[k], "%.4f", s->rt[k]);
 		else
 			kit_rec_num(rec, keys[k], "null");
+	for (k = 0; k < OP__N; k++)
+		if (s->n[k])
+			kit_rec_num(rec, bkeys[k], "%.1f", s->bytes[k]);
+		else
+			kit_rec_num(rec, bkeys[k], "null");
 	kit_rec_num(rec, "max_us", "%.1f", s->max_us);
 	kit_rec_str(rec, "table", y->table ? y->table : "");
 	kit_rec_num(rec, "joined", "%s", y->joined ? "true" : "false");

@@ -130,6 +130,7 @@ struct ycsb_thread {
 	/* round trips the tasks waited for inside each kind of op, and of
 	 * those the allocator's (smart_task_round_trips) */
 	uint64_t rt[OP__N], rt_alloc[OP__N];
+	uint64_t bytes[OP__N];	/* payload they posted (smart_task_bytes) */
 	uint64_t max_cycles;	/* the slowest op (every op is timed) */
 	uint64_t errors, vfail;
 	uint64_t scanned;		/* E: entries the scans returned */
@@ -143,6 +144,7 @@ struct ycsb_result {
 	int first_err;
 	double mops, retries_per_op, rdma_ops_per_op, bytes_per_op;
 	double rt_per_op, alloc_rt_per_op, rt[OP__N];	/* rt[k]: per op k */
+	double bytes[OP__N];		/* per op k */
 	double max_us;
 	uint64_t swept;			/* sweep: keys done */
 	uint64_t retired, freed;	/* blocks, whole run, after the drain */

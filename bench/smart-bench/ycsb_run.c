@@ -27,7 +27,7 @@
 
 /* The last reading of the task's clock and round-trip counters. */
 struct op_meter {
-	uint64_t n, t, rt, rt_alloc;
+	uint64_t n, t, rt, rt_alloc, bytes;
 };
 
 struct ycsb_task {
@@ -274,6 +274,7 @@ static void meter_start(struct op_meter *m, smart_worker_t *w)
 {
 	m->n = 0;
 	m->rt = smart_task_round_trips(w, &m->rt_alloc);
+	m->bytes = smart_task_bytes(w);
 	m->t = smart_cycles();
 }
 
@@ -285,6 +286,7 @@ static void meter_op(struct ycsb_task *t, smart_worker_t *w, enum ycsb_op op,
 	struct ycsb_thread *th = t->th;
 	struct op_meter *m = &t->m;
 	uint64_t now = smart_cycles(), a, rt = smart_task_round_trips(w, &a);
+	uint64_t bytes = smart_task_bytes(w);
 
 	if (now - m->t > th->max_cycles)
 		th->max_cycles = now - m->t;
@@ -292,10 +294,12 @@ static void meter_op(struct ycsb_task *t, smart_worker_t *w, enum ycsb_op op,
 		smart_hist_add(&th->hist, now - m->t);
 	th->rt[op] += rt - m->rt;
 	th->rt_alloc[op] += a - m->rt_alloc;
+	th->bytes[op] += bytes - m->bytes;
 	th->ops[op]++;
 	m->t = now;
 	m->rt = rt;
 	m->rt_alloc = a;
+	m->bytes = bytes;
 	if (rc)
 		count_err(th, rc);
 }
@@ -491,17 +495,20 @@ static int load_errors(const struct ycsb *y)
 	return 0;
 }
 
-/* Round trips per op, of each kind and of all, and the slowest op. */
+/* Round trips and bytes per op, of each kind and of all, and the slowest
+ * op. */
 static void rt_fill(struct ycsb *y, double ops)
 {
 	struct ycsb_result *r = &y->res;
-	uint64_t rt[OP__N] = { 0 }, all = 0, alloc = 0, max = 0;
+	uint64_t rt[OP__N] = { 0 }, bytes[OP__N] = { 0 }, all = 0, alloc = 0;
+	uint64_t max = 0;
 	int i, k;
 
 	for (i = 0; i < y->run->com.threads; i++) {
 		for (k = 0; k < OP__N; k++) {
 			rt[k] += y->t[i].rt[k];
 			alloc += y->t[i].rt_alloc[k];
+			bytes[k] += y->t[i].bytes[k];
 		}
 		if (y->t[i].max_cycles > max)
 			max = y->t[i].max_cycles;
@@ -509,6 +516,7 @@ static void rt_fill(struct ycsb *y, double ops)
 	for (k = 0; k < OP__N; k++) {
 		all += rt[k];
 		r->rt[k] = r->n[k] ? (double)rt[k] / (double)r->n[k] : 0;
+		r->bytes[k] = r->n[k] ? (double)bytes[k] / (double)r->n[k] : 0;
 	}
 	r->rt_per_op = (double)all / ops;
 	r->alloc_rt_per_op = (double)alloc / ops;

@@ -50,6 +50,12 @@ int smart_worker_in_task(const smart_worker_t *w);
  * amortised over many blocks. */
 uint64_t smart_task_round_trips(const smart_worker_t *w, uint64_t *alloc);
 
+/* Payload bytes the calling task (or the main context) has posted since it
+ * started: READ and WRITE lengths, 8 per CAS or FAA (the worker-wide
+ * SMART_STAT_BYTES_* mix its tasks; the difference across an operation is
+ * what it moved). */
+uint64_t smart_task_bytes(const smart_worker_t *w);
+
 #ifdef __cplusplus
 }
 #endif

@@ -262,6 +262,7 @@ struct smart__task {
 	int bo_retries;		/* retries of the guarded op in progress */
 	uint64_t round_trips;	/* syncs that waited (smart_task_round_trips) */
 	uint64_t alloc_round_trips;	/* of which in smart_alloc/free */
+	uint64_t bytes;		/* payload posted (smart_task_bytes) */
 	int fence_next;		/* smart_fence: flag the next WR */
 	uint64_t syncs;		/* syncs completed, and failed: never reset */
 	uint64_t sync_errors;	/* (epoch.c waits on a slot's task by them) */

@@ -211,6 +211,7 @@ int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 	t->arg = arg;
 	t->round_trips = 0;
 	t->alloc_round_trips = 0;
+	t->bytes = 0;
 	t->fence_next = 0;
 	atomic_store(&t->first_error, 0);
 	/* a recycled slot keeps its scratch segments, empty */
@@ -412,6 +413,13 @@ uint64_t smart_task_round_trips(const smart_worker_t *w, uint64_t *alloc)
 	if (alloc)
 		*alloc = t->alloc_round_trips;
 	return t->round_trips;
+}
+
+uint64_t smart_task_bytes(const smart_worker_t *w)
+{
+	if (!w)
+		return 0;
+	return (w->cur ? w->cur : &w->main_task)->bytes;
 }
 
 void smart__tasks_destroy(struct smart_worker *w)

@@ -83,7 +83,7 @@ for w in a b c d f update-only read-only; do
 	clean "json-$w"
 done
 has json-fields '"techniques":"[A-Za-z,]+","qp_mode_effective":"[a-z:0-9-]+","transport":"shm","nic_model":""'
-has json-new-fields '"round_trips_per_op":[0-9.]+,"alloc_round_trips_per_op":[0-9.]+,"rt_read":[0-9.]+,"rt_update":null,"rt_insert":null,"rt_rmw":null,"rt_scan":null,"max_us":[0-9.]+,"table":"","joined":false,"client_id":0,"dropped":false,"swept":0,"stop_signal":0,"ht_subtables":[0-9]+,'
+has json-new-fields '"round_trips_per_op":[0-9.]+,"alloc_round_trips_per_op":[0-9.]+,"rt_read":[0-9.]+,"rt_update":null,"rt_insert":null,"rt_rmw":null,"rt_scan":null,"bytes_read":[0-9.]+,"bytes_update":null,"bytes_insert":null,"bytes_rmw":null,"bytes_scan":null,"max_us":[0-9.]+,"table":"","joined":false,"client_id":0,"dropped":false,"swept":0,"stop_signal":0,"ht_subtables":[0-9]+,'
 
 # round trips per op: RACE's counts (docs/ht.md: search 2, update and
 # insert 3) plus a little for retries; a cached search may take 1
@@ -216,6 +216,8 @@ check bt-c "$b" ycsb --ds bt --workload c --keys 3000 --threads 1 --coros 4 \
 	--seconds 0.3 --json
 clean bt-c
 within bt-c-rt rt_read 1 1.2
+# ... and reads one entry, not a 1 KiB leaf: bytes per read well under a node
+within bt-c-bytes bytes_read 1 200
 has bt-c-fields '"cache_hit_rate":[0-9.]+,"spec_hit_rate":[0-9.]+,"lock_handovers":[0-9]+,"remote_lock_retries":[0-9]+,'
 refuse bt-value "^smart-bench: --value-size: bt takes values of at most 4096 bytes" \
 	"$b" ycsb --ds bt --value-size 5000
