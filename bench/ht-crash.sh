@@ -174,8 +174,8 @@ if [ "$DS" = ht ]; then
 		"subtables"
 else
 	echo "A's tree object: $(field "$TMP/a.json" bt_lock_takeovers) locks" \
-		"taken over from dead clients, height" \
-		"$(field "$TMP/a.json" bt_height)"
+		"taken over from dead clients ($(field "$TMP/a.json" bt_repairs)" \
+		"writes redone), height $(field "$TMP/a.json" bt_height)"
 fi
 echo "C: sweep of $(field "$TMP/c.json" swept)/$KEYS keys, errors" \
 	"$(field "$TMP/c.json" errors), validation failures" \

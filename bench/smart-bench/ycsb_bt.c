@@ -203,6 +203,7 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	kit_rec_num(rec, "bt_torn_reads", "%" PRIu64, s.crc_retries);
 	kit_rec_num(rec, "bt_move_rights", "%" PRIu64, s.move_rights);
 	kit_rec_num(rec, "bt_lock_takeovers", "%" PRIu64, s.lock_takeovers);
+	kit_rec_num(rec, "bt_repairs", "%" PRIu64, s.repairs);
 	kit_rec_num(rec, "bt_merges", "%" PRIu64, s.merges);
 	snprintf(line, len, "Smart-BT: height %u; this process: %" PRIu64
 		 " leaf splits, index cache hits %.1f%%, speculative hits "
