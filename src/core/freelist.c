@@ -88,17 +88,17 @@ static int fl_link_ok(const struct smart__blade *b, uint64_t off, size_t len)
  * *node_off = 0 when the list is empty.  What another client wrote is
  * checked like a peer's message: a node that fails node_ok is unlinked
  * all the same (so that the list serves on) but not taken: SMART_EPROTO,
- * its blocks lost; a next link that names no node is not made the head
- * (the list is cut there, what followed is lost).  The checks count only
- * once the CAS succeeded: the head had not moved, so the node was not
- * popped and reused while we read it (a node is never written while on a
- * list). */
+ * its blocks lost; a next link that names no node, or the node itself, is
+ * not made the head (the list is cut there, what followed is lost).  The
+ * checks count only once the CAS succeeded: the head had not moved, so the
+ * node was not popped and reused while we read it (a node is never written
+ * while on a list). */
 static int fl_pop(struct smart_worker *w, struct smart__blade *b,
 		  uint64_t head_off, uint64_t *buf, size_t len,
 		  fl_node_ok node_ok, int arg, uint64_t *node_off)
 {
 	uint64_t head, old = 0, off, next, bytes = 0;
-	int rc, i, ok = 1;
+	int rc, i, ok;
 
 	*node_off = 0;
 	rc = smart_read_sync(w, fl_ga(b, head_off), 8, &head);
@@ -110,11 +110,13 @@ static int fl_pop(struct smart_worker *w, struct smart__blade *b,
 			return SMART_EPROTO;	/* a corrupt head: stop */
 		rc = smart_read_sync(w, fl_ga(b, off), len, buf);
 		next = buf[0];
-		if (!SMART_M_FREELIST_NO_CHECK) {
-			ok = node_ok(b, off, buf, arg, &bytes);
-			if (!fl_link_ok(b, next, len))
-				next = 0;
-		}
+		/* the mutant trusts the node, yet counts its bytes as usual */
+		ok = node_ok(b, off, buf, arg, &bytes) ||
+		     SMART_M_FREELIST_NO_CHECK;
+		/* a node linked to itself would stay the head: served again */
+		if (!SMART_M_FREELIST_NO_CHECK &&
+		    (next == off || !fl_link_ok(b, next, len)))
+			next = 0;
 		if (!rc)
 			rc = smart_cas_sync(w, fl_ga(b, head_off), head,
 					    fl_head_to(head, next), &old);
@@ -141,7 +143,8 @@ static uint64_t batch_bytes(const struct smart_free_node *n, int c)
 }
 
 /* A batch node of class c: its count, its own class and place, and every
- * block it names. */
+ * block it names (never the node's own block: it would be handed out
+ * twice, as a block and as the node). */
 static int batch_ok(const struct smart__blade *b, uint64_t off,
 		    const uint64_t *node, int c, uint64_t *bytes)
 {
@@ -157,7 +160,7 @@ static int batch_ok(const struct smart__blade *b, uint64_t off,
 		return 0;
 	for (i = 0; i < n->count; i++)
 		if ((n->off[i] & (bsize - 1)) || n->off[i] < low ||
-		    n->off[i] >= b->size)
+		    n->off[i] >= b->size || n->off[i] == off)
 			return 0;
 	*bytes = batch_bytes(n, c);
 	return 1;
