@@ -245,10 +245,12 @@ static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 				ra_cached_add(ra, -((int64_t)1 << c));
 			}
 		}
-		if (c < RA_NODE_SHIFT && ra->cls[nc]->n < RA_CACHE)
-			cache_put(ra, ra->cls[nc], nc, node);
-		else if (c < RA_NODE_SHIFT)
-			ra->dropped++;
+		if (c < RA_NODE_SHIFT) {	/* a node of its own */
+			if (ra->cls[nc]->n < RA_CACHE)
+				cache_put(ra, ra->cls[nc], nc, node);
+			else
+				ra->dropped++;
+		}
 		return rc;
 	}
 	ra_cached_add(ra, -(((int64_t)cnt << c) +

@@ -412,6 +412,7 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 		.compare_add = op->a1,
 		.swap = op->a2,
 	};
+	t->bytes += op->len;	/* smart_task_bytes: 8 for an atomic */
 	return 0;
 }
 
@@ -437,7 +438,6 @@ int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 		return op_queue_error(w, &op);
 	SMART_STAT_INC(w, SMART_STAT_READS);
 	SMART_STAT_ADD(w, SMART_STAT_BYTES_READ, len);
-	smart__cur_task(w)->bytes += len;
 	return 0;
 }
 
@@ -452,7 +452,6 @@ int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 		return op_queue_error(w, &op);
 	SMART_STAT_INC(w, SMART_STAT_WRITES);
 	SMART_STAT_ADD(w, SMART_STAT_BYTES_WRITTEN, len);
-	smart__cur_task(w)->bytes += len;
 	return 0;
 }
 
@@ -466,7 +465,6 @@ int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 	if (smart_unlikely(op_queue(w, &op)))
 		return op_queue_error(w, &op);
 	SMART_STAT_INC(w, SMART_STAT_CASES);
-	smart__cur_task(w)->bytes += 8;
 	return 0;
 }
 
@@ -480,7 +478,6 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	if (smart_unlikely(op_queue(w, &op)))
 		return op_queue_error(w, &op);
 	SMART_STAT_INC(w, SMART_STAT_FAAS);
-	smart__cur_task(w)->bytes += 8;
 	return 0;
 }
 

@@ -88,26 +88,28 @@ static unsigned name_home(const char *name)
 			  NAMED_SPAN);
 }
 
-static unsigned chain_idx(const char *name, unsigned k)
+/* The k-th entry of the chain from home (a name's home: hashed once) */
+static unsigned chain_idx(unsigned home, unsigned k)
 {
 	return SMART_ROOT_NAMED_FIRST +
-	       (name_home(name) - SMART_ROOT_NAMED_FIRST + k) % NAMED_SPAN;
+	       (home - SMART_ROOT_NAMED_FIRST + k) % NAMED_SPAN;
 }
 
-/* Probe name's chain from its k-th entry: *found = the entry holding the
- * name (-1: none) with its value in *entry; *free_k = the chain position
- * of the first never-used entry (-1: all taken). */
+/* Probe name's chain (from its home) from its k-th entry: *found_k = the
+ * chain position of the entry holding the name (-1: none) with its value
+ * in *entry; *free_k = that of the first never-used entry (-1: all
+ * taken). */
 static int probe(smart_worker_t *w, uint16_t blade, const char *name,
-		 smart_root_name_fn fn, void *arg, unsigned k, int *found,
-		 int *free_k, uint64_t *entry)
+		 unsigned home, smart_root_name_fn fn, void *arg, unsigned k,
+		 int *found_k, int *free_k, uint64_t *entry)
 {
 	char got[SMART_ROOT_NAME_MAX + 1];
 	uint64_t e;
 	int rc;
 
-	*found = *free_k = -1;
+	*found_k = *free_k = -1;
 	for (; k < NAMED_SPAN; k++) {
-		rc = smart_root_get(w, blade, chain_idx(name, k), &e);
+		rc = smart_root_get(w, blade, chain_idx(home, k), &e);
 		if (rc)
 			return rc;
 		if (!e) {
@@ -123,7 +125,7 @@ static int probe(smart_worker_t *w, uint16_t blade, const char *name,
 		if (rc)
 			return rc;
 		if (!strncmp(got, name, sizeof(got))) {
-			*found = (int)chain_idx(name, k);
+			*found_k = (int)k;
 			*entry = e;
 			return 0;
 		}
@@ -135,15 +137,17 @@ int smart_root_find(smart_worker_t *w, uint16_t blade, const char *name,
 		    smart_root_name_fn fn, void *arg, unsigned *idx,
 		    uint64_t *entry)
 {
-	int found, free_k, rc;
+	int found_k, free_k, rc;
+	unsigned home;
 
 	if (!w || !fn || !idx || !entry || !smart_root_name_ok(name))
 		return SMART_EINVAL;
-	rc = probe(w, blade, name, fn, arg, 0, &found, &free_k, entry);
-	if (!rc && found < 0)
+	home = name_home(name);
+	rc = probe(w, blade, name, home, fn, arg, 0, &found_k, &free_k, entry);
+	if (!rc && found_k < 0)
 		rc = SMART_ENOENT;
 	if (!rc)
-		*idx = (unsigned)found;
+		*idx = chain_idx(home, (unsigned)found_k);
 	return rc;
 }
 
@@ -151,33 +155,34 @@ int smart_root_publish(smart_worker_t *w, uint16_t blade, const char *name,
 		       smart_root_name_fn fn, void *arg, uint64_t entry,
 		       unsigned *idx)
 {
-	int found, free_k, rc;
-	unsigned tries;
+	int found_k, free_k, rc;
+	unsigned tries, home, i;
 	uint64_t e, old;
 
 	if (!w || !fn || !idx || !entry || entry == SMART_ROOT_TOMB ||
 	    !smart_root_name_ok(name))
 		return SMART_EINVAL;
-	rc = probe(w, blade, name, fn, arg, 0, &found, &free_k, &e);
+	home = name_home(name);
+	rc = probe(w, blade, name, home, fn, arg, 0, &found_k, &free_k, &e);
 	/* each lost race moves the probe on by an entry at least, unless a
 	 * peer puts 0 back: bounded either way */
 	for (tries = 0; tries < NAMED_SPAN; tries++) {
-		if (!rc && found >= 0)
+		if (!rc && found_k >= 0)
 			rc = SMART_EEXIST;
 		if (!rc && free_k < 0)
 			rc = SMART_ENOSPC;
 		if (rc)
 			return rc;
-		rc = smart_root_cas(w, blade, chain_idx(name, (unsigned)free_k),
-				    0, entry, &old);
+		i = chain_idx(home, (unsigned)free_k);
+		rc = smart_root_cas(w, blade, i, 0, entry, &old);
 		if (!rc && !old) {
-			*idx = chain_idx(name, (unsigned)free_k);
+			*idx = i;
 			return 0;
 		}
 		/* somebody took the entry: if for our name, they won */
 		if (!rc)
-			rc = probe(w, blade, name, fn, arg, (unsigned)free_k,
-				   &found, &free_k, &e);
+			rc = probe(w, blade, name, home, fn, arg,
+				   (unsigned)free_k, &found_k, &free_k, &e);
 	}
 	return SMART_ENOSPC;
 }

@@ -178,7 +178,8 @@ static void task_entry(smart__transfer_t tr)
 	t->fn(w, t->arg);
 	/* A task that returned inside an epoch section would keep the
 	 * worker's announcement active for good, and so stop reclamation for
-	 * every client of that blade: leave it (a caller bug, said once). */
+	 * every client of that blade: leave it (a caller bug, said for
+	 * each such task). */
 	if (smart_unlikely(t->ebr_dom != NULL)) {
 		smart__warn(&w->ctx->log, "a task returned inside "
 			    "smart_epoch_enter(): left for it");

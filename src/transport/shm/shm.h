@@ -36,6 +36,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "smart/util.h"
@@ -138,6 +139,18 @@ struct smart_tp_qp {
 	uint32_t sq_tail;		/* next free entry */
 	uint32_t touch_gen;	/* last poll pass that prefetched for it */
 };
+
+/* Zeroed memory on cache lines of its own (len rounded up to whole lines):
+ * for what one thread writes and others poll. */
+static inline void *shm_zalloc_cl(size_t len)
+{
+	size_t n = (len + SMART_CACHELINE - 1) & ~(size_t)(SMART_CACHELINE - 1);
+	void *p = aligned_alloc(SMART_CACHELINE, n);
+
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
 
 /* Take and release a QP or CQ lock: only objects shared by threads have
  * one that is really taken. */

@@ -41,13 +41,13 @@ int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
 			   struct smart_tp_domain **out)
 {
 	/* aligned like its type: `failures` has a cache line of its own */
-	struct smart_tp_domain *d = aligned_alloc(_Alignof(struct smart_tp_domain),
-						 sizeof(*d));
+	struct smart_tp_domain *d = shm_zalloc_cl(sizeof(*d));
 	int rc;
 
+	_Static_assert(_Alignof(struct smart_tp_domain) <= SMART_CACHELINE,
+		       "shm_zalloc_cl aligns to a cache line only");
 	if (!d)
 		return SMART_ENOMEM;
-	memset(d, 0, sizeof(*d));
 	d->log = cfg ? cfg->log : NULL;
 	rc = smart__shm_model_open(d, cfg ? cfg->nic_model : NULL);
 	if (!rc) {

@@ -79,16 +79,6 @@ int smart__shm_model_parse(const char *spec, struct shm_model_params *out,
 	return rc;
 }
 
-static void *shm_zalloc_cl(size_t len)
-{
-	size_t n = (len + SMART_CACHELINE - 1) & ~(size_t)(SMART_CACHELINE - 1);
-	void *p = aligned_alloc(SMART_CACHELINE, n);
-
-	if (p)
-		memset(p, 0, n);
-	return p;
-}
-
 static uint64_t shm_ticks(const struct shm_model *m, double ns)
 {
 	double t = ns * (m->use_tsc ? m->clock.cycles_per_ns : 1.0);
