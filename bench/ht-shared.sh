@@ -42,7 +42,8 @@ while [ $# -gt 0 ]; do
 	*) bad "$1" "unknown flag (see --help)" ;;
 	esac
 	case $1 in
-	--ds) DS=$2 ;;
+	--ds) [[ $2 =~ ^(ht|bt)$ ]] || bad "$1" "want ht or bt ('$2')"
+		DS=$2 ;;
 	--seconds) SECS=$2 ;;
 	--workload) WL=$2 ;;
 	--keys) KEYS=$2 ;;

@@ -21,19 +21,17 @@
 #include "smart/ht.h"
 #include "ycsb.h"
 
-/* title, pct {read, update, insert, rmw, scan}, latest, scans, sweep */
+/* title, pct {read, update, insert, rmw, scan}, latest, sweep */
 const struct ycsb_workload ycsb_workloads[] = {
-	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0, 0 },
-	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0, 0 },
-	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
-	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0, 0 },
-	{ "YCSB-E (95% scan of 1..100, 5% insert)", { 0, 0, 5, 0, 95 }, 0, 1,
-	  0 },
-	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0,
-	  0 },
-	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0, 0 },
-	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
-	{ "sweep (every key read, then updated, once)", { 50, 50, 0, 0 }, 0, 0,
+	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0 },
+	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0 },
+	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0 },
+	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0 },
+	{ "YCSB-E (95% scan of 1..100, 5% insert)", { 0, 0, 5, 0, 95 }, 0, 0 },
+	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0 },
+	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0 },
+	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0 },
+	{ "sweep (every key read, then updated, once)", { 50, 50, 0, 0 }, 0,
 	  1 },
 };
 
@@ -135,12 +133,14 @@ int ycsb_place(struct ycsb *y, smart_worker_t *w,
 
 	if (y->table)
 		rc = place_named(y, w, ops, arg);
-	for (r = ops->root_first; !y->table && r < SMART_ROOT_ENTRIES &&
+	/* numbered entries only: 64..255 are named ones' probe range, where
+	 * a dropped structure would leave a tombstone */
+	for (r = ops->root_first; !y->table && r < SMART_ROOT_NAMED_FIRST &&
 	     rc == SMART_EEXIST; r++) {
 		rc = ops->create_at(arg, w, y->run->env.blade[0], r);
 		*root = r;
 	}
-	if (rc && y->table && rc == SMART_ENOENT)
+	if (y->table && rc == SMART_ENOENT)
 		fprintf(stderr, BENCH_TOOL ": --no-preload: there is no %s %s "
 			"to join (start its creator first, without "
 			"--no-preload)\n", ops->what, y->table);
@@ -188,7 +188,7 @@ static void ycsb_check(void *m, struct bench_run *r)
 			"node of at most %d", SMART_BT_VALUE_MAX,
 			SMART_BT_NODE_MAX);
 
-	if (y->w->scans && !y->dsi->scans)
+	if (y->w->pct[OP_SCAN] && !y->dsi->scan)
 		kit_bad(BENCH_TOOL, "workload", NULL, "workload %s is not "
 			"supported by %s (no range scans)", wl_names[y->wl],
 			y->dsi->name);
@@ -304,14 +304,15 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 		fit = budget / 2 > hr ? (budget / 2 - hr) / per : 0;
 		if (y->w->pct[OP_INSERT])
 			fit /= 5;
-		if (fit >= y->keys)	/* the inserts to come do not fit */
-			fit = y->keys;
-		if (fit < 1000) {
+		/* before the clamp: a --keys below 1000 that fits is fine */
+		if (fit < 1000 && fit < y->keys) {
 			fprintf(stderr, BENCH_TOOL ": not enough memory for "
 				"even 1000 keys (%" PRIu64 " MiB)\n",
 				budget >> 20);
 			return SMART_ENOSPC;
 		}
+		if (fit >= y->keys)	/* the inserts to come do not fit */
+			fit = y->keys;
 		if (fit < y->keys)
 			fprintf(stderr, BENCH_TOOL ": scaling keys down from %"
 				PRIu64 " to %" PRIu64 " to fit %" PRIu64

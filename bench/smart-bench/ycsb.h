@@ -44,7 +44,6 @@ struct ycsb_workload {
 	const char *title;
 	int pct[OP__N];
 	int latest;	/* D: reads favour recent inserts */
-	int scans;	/* E: needs range scans */
 	int sweep;	/* one pass: read, then update, every key once */
 };
 
@@ -58,7 +57,6 @@ struct ycsb;
 struct ycsb_ds {
 	const char *name;
 	const char *title;	/* "Smart-HT" */
-	int scans;	/* has range scans (workload e) */
 	/* Bytes of blade memory per key: its share of the index at the
 	 * structure's load factor, and its KV block. */
 	uint64_t (*bytes_per_key)(const struct ycsb *y);
@@ -77,7 +75,8 @@ struct ycsb_ds {
 	int (*update)(void *h, smart_worker_t *w, const char *key,
 		      size_t klen, const void *val, size_t vlen);
 	/* At most max entries from key on, ascending, into kv[] with their
-	 * bytes in buf (cap); *n says how many (NULL when no scans). */
+	 * bytes in buf (cap); *n says how many (NULL when no range scans:
+	 * no workload e). */
 	int (*scan)(void *h, smart_worker_t *w, const char *key, size_t klen,
 		    unsigned max, struct ycsb_kv *kv, void *buf, size_t cap,
 		    unsigned *n);

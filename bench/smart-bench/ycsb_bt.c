@@ -44,9 +44,16 @@ static uint64_t bt_entry(const struct ycsb *y)
 	return (8 + (uint64_t)key_max(y) + val_max(y) + 7) & ~UINT64_C(7);
 }
 
+/* A node's 32-byte header and its two fences (key_max bytes each, rounded
+ * up to 8 together: bt_layout.h). */
+static uint64_t bt_fences(const struct ycsb *y)
+{
+	return 32 + ((2 * (uint64_t)key_max(y) + 7) & ~UINT64_C(7));
+}
+
 unsigned ycsb_bt_node_size(const struct ycsb *y)
 {
-	uint64_t fences = 32 + ((2 * (uint64_t)key_max(y) + 7) & ~UINT64_C(7));
+	uint64_t fences = bt_fences(y);
 	uint64_t inner = (10 + (uint64_t)key_max(y) + 7) & ~UINT64_C(7);
 	uint64_t need = fences + 4 * (bt_entry(y) > inner ? bt_entry(y) :
 				      inner);
@@ -70,8 +77,7 @@ static uint64_t bt_bytes_per_key(const struct ycsb *y)
 static uint64_t bt_bytes_per_write(const struct ycsb *y)
 {
 	uint64_t node = ycsb_bt_node_size(y);
-	uint64_t per_leaf = (node - 32 - 2 * (uint64_t)key_max(y)) /
-			    bt_entry(y);
+	uint64_t per_leaf = (node - bt_fences(y)) / bt_entry(y);
 
 	return node / (per_leaf / 2 ? per_leaf / 2 : 1);
 }
@@ -281,7 +287,6 @@ static int bt_bulk(void *h, smart_worker_t *w,
 const struct ycsb_ds ycsb_bt = {
 	.name = "bt",
 	.title = "Smart-BT",
-	.scans = 1,
 	.bytes_per_key = bt_bytes_per_key,
 	.bytes_per_write = bt_bytes_per_write,
 	.create = bt_create,

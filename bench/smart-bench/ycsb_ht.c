@@ -201,7 +201,6 @@ static int ht_update(void *h, smart_worker_t *w, const char *key,
 const struct ycsb_ds ycsb_ht = {
 	.name = "ht",
 	.title = "Smart-HT",
-	.scans = 0,
 	.bytes_per_key = ht_bytes_per_key,
 	.bytes_per_write = ht_kv_bytes,
 	.create = ht_create,

@@ -39,6 +39,7 @@ struct ycsb_task {
 	uint8_t *val, *rval;
 	struct ycsb_kv *kv;	/* E: a scan's entries and their bytes */
 	uint8_t *sbuf;
+	size_t sbuf_cap;	/* bytes at sbuf: YCSB_SCAN_MAX entries */
 };
 
 /* ---- keys and values ---- */
@@ -208,8 +209,7 @@ static int op_scan(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t)
 
 	key_render(y, k, t->key);
 	rc = y->dsi->scan(y->h, w, t->key, kl, max, t->kv, t->sbuf,
-			  (size_t)YCSB_SCAN_MAX * (kl + (size_t)y->value_size),
-			  &n);
+			  t->sbuf_cap, &n);
 	if (rc)
 		return rc;
 	want = y->keys - k < max ? (unsigned)(y->keys - k) : max;
@@ -425,11 +425,12 @@ static int tasks_init(struct ycsb_thread *th, struct ycsb_task *tasks)
 		tasks[i].rval = malloc((size_t)y->value_size + 64);
 		if (!tasks[i].val || !tasks[i].rval)
 			return SMART_ENOMEM;
-		if (!y->w->scans)
+		if (!y->w->pct[OP_SCAN])
 			continue;
+		tasks[i].sbuf_cap = (size_t)YCSB_SCAN_MAX *
+				    (size_t)(y->key_size + y->value_size);
 		tasks[i].kv = calloc(YCSB_SCAN_MAX, sizeof(*tasks[i].kv));
-		tasks[i].sbuf = malloc((size_t)YCSB_SCAN_MAX *
-				       (size_t)(y->key_size + y->value_size));
+		tasks[i].sbuf = malloc(tasks[i].sbuf_cap);
 		if (!tasks[i].kv || !tasks[i].sbuf)
 			return SMART_ENOMEM;
 	}
