@@ -18,7 +18,8 @@
  * there to leave a half-written node.
  * With any hook set, writes take one round trip more for that seam.
  *
- * Counters: the tree object's own (smart_bt_stats: rare events), and on
+ * Counters: the tree object's own (smart_bt_stats: the protocol's events,
+ * splits, retries, hand-overs, shared by its workers), and on
  * every op the ctx's per-worker SMART_STAT_CACHE_HITS/MISSES (the index
  * cache, per internal node looked up) and SMART_STAT_SPEC_HITS/MISSES
  * (searches answered by one entry's READ, and the others: nothing cached
@@ -32,7 +33,8 @@
  *     a key of 0 or more than key_max bytes, a value over val_max),
  *     SMART_ENOENT for an absent key (search, update, delete), SMART_EEXIST
  *     for a present one (insert), SMART_ERANGE when a search's or scan's
- *     buffer is too small (nothing is copied then), SMART_ENOSPC when a
+ *     buffer is too small (a search copies nothing then, a scan returns the
+ *     entries that fit), SMART_ENOSPC when a
  *     blade is full, transport errors as they come;
  *   - an error means no change, except a transport error after the write
  *     was posted, which leaves the key with its old or its new value.
@@ -166,7 +168,8 @@ struct smart_bt_entry {
 /* Range scan, ascending: the entries with from <= key < to (to NULL: no
  * upper bound), at most max of them, into out[] (max slots) with their
  * bytes in buf (cap bytes); *n is the number returned.  Fewer than max
- * entries and 0: the range is exhausted.  Under concurrent writers a scan
+ * entries and 0: the range is exhausted.  SMART_ERANGE when buf fills
+ * first: the *n entries before are returned (scan on from the last).  Under concurrent writers a scan
  * returns every key present throughout it and none absent throughout it,
  * in order, each once (docs/bt.md §5). */
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,

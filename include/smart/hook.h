@@ -5,8 +5,8 @@
  * while others run, fail it, or kill it.  They exist for tests: an
  * application has no reason to set one.
  *
- * The structure reads the ctx's hook once per operation
- * (smart_ctx_hook()) and calls it at each point it passes, with the
+ * The structure reads the ctx's hook (smart_ctx_hook(), a relaxed load)
+ * once per operation or per step of one, and calls it at each point it passes, with the
  * worker of the operation and the point's name; without a hook a point
  * costs a predicted branch.  A hook runs on the worker's thread, inside
  * the operation's task: it may yield (smart_task_yield) to let other

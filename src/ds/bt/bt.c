@@ -77,17 +77,23 @@ static int meta_io(smart_worker_t *w, smart_gaddr_t a, struct bt_meta *m,
 	return rc;
 }
 
+/* The shape a tree may have, from a config or a peer's descriptor. */
+static int shape_ok(unsigned node_size, unsigned key_max, unsigned val_max,
+		    unsigned locks)
+{
+	return node_size >= BT_NODE_MIN && node_size <= BT_NODE_MAX &&
+	       !(node_size & (node_size - 1)) && key_max &&
+	       key_max <= SMART_BT_KEY_MAX && val_max <= SMART_BT_VALUE_MAX &&
+	       locks && !(locks & (locks - 1)) && locks <= BT_LOCKS_MAX;
+}
+
 static int meta_valid(const struct bt_meta *m)
 {
 	unsigned i;
 
-	if (m->magic != BT_MAGIC || m->version != BT_VERSION)
-		return 0;
-	if (m->node_size < BT_NODE_MIN || m->node_size > BT_NODE_MAX ||
-	    (m->node_size & (m->node_size - 1)) || !m->key_max ||
-	    m->key_max > SMART_BT_KEY_MAX || m->val_max > SMART_BT_VALUE_MAX ||
-	    !m->nblades || m->nblades > SMART_BT_BLADES_MAX || !m->locks ||
-	    (m->locks & (m->locks - 1)) || !m->root)
+	if (m->magic != BT_MAGIC || m->version != BT_VERSION ||
+	    !shape_ok(m->node_size, m->key_max, m->val_max, m->locks) ||
+	    !m->nblades || m->nblades > SMART_BT_BLADES_MAX || !m->root)
 		return 0;
 	for (i = 0; i < m->nblades; i++)
 		if (!m->lock_off[i] || (m->lock_off[i] & 7))
@@ -123,12 +129,13 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 		    const struct smart_bt_config *cfg, smart_bt_t **out)
 {
 	smart_ctx_t *ctx = smart_worker_ctx(w);
-	smart_bt_t *t = calloc(1, sizeof(*t));
+	smart_bt_t *t = aligned_alloc(64, (sizeof(*t) + 63) & ~(size_t)63);
 	unsigned i;
 	int rc = 0;
 
 	if (!t)
 		return SMART_ENOMEM;
+	memset(t, 0, sizeof(*t));
 	t->home = home;
 	t->root_idx = root_idx;
 	t->meta = maddr;
@@ -167,11 +174,7 @@ static int config_check(const struct smart_bt_config *c)
 {
 	unsigned i, j;
 
-	if (!c->key_max || c->key_max > SMART_BT_KEY_MAX ||
-	    c->val_max > SMART_BT_VALUE_MAX || c->node_size < BT_NODE_MIN ||
-	    c->node_size > BT_NODE_MAX ||
-	    (c->node_size & (c->node_size - 1)) || !c->locks ||
-	    (c->locks & (c->locks - 1)) || c->locks > (1u << 24))
+	if (!shape_ok(c->node_size, c->key_max, c->val_max, c->locks))
 		return SMART_EINVAL;
 	if (c->blades && (!c->nblades || c->nblades > SMART_BT_BLADES_MAX))
 		return SMART_EINVAL;
@@ -272,6 +275,8 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 		if (!rc)
 			rc = smart_sync(w);
 	}
+	if (rc)
+		(void)smart_sync(w);	/* no WRITE still reads `zero` */
 	if (zero)
 		smart_buf_free(w, zero);
 	if (!rc)
@@ -281,7 +286,7 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 	if (!rc)
 		rc = smart__bt_redo_spares(t, w);
 	if (!rc)
-		rc = smart__bt_node_alloc(t, w, 0, &m->root);
+		rc = smart__bt_node_alloc(t, w, &m->root);
 	if (!rc)
 		rc = root_write(t, w, m->root);
 	if (!rc) {

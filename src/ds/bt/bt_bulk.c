@@ -53,12 +53,12 @@ static int lvl_add(const smart_bt_t *t, struct lvl *L, smart_gaddr_t a)
 	return 0;
 }
 
-/* A new node of `level` at the end of L's list (freed again when the
- * list cannot grow). */
+/* A new node at the end of L's list (freed again when the list cannot
+ * grow). */
 static int lvl_new(smart_bt_t *t, smart_worker_t *w, struct lvl *L,
-		   unsigned level, smart_gaddr_t *a)
+		   smart_gaddr_t *a)
 {
-	int rc = smart__bt_node_alloc(t, w, level, a);
+	int rc = smart__bt_node_alloc(t, w, a);
 
 	if (!rc && (rc = lvl_add(t, L, *a)))
 		(void)smart_free(w, *a, t->node_size);
@@ -204,14 +204,14 @@ static int build_leaves(smart_bt_t *t, smart_worker_t *w, struct feed *fd,
 	smart_gaddr_t na;
 	int rc, more;
 
-	rc = lvl_new(t, w, L, 0, &na);
+	rc = lvl_new(t, w, L, &na);
 	if (rc)
 		return rc;
 	smart__bt_node_init(t, n, 0);
 	while ((more = feed_next(t, fd, &k, &kl, &v, &vl)) == 1) {
 		if (used == per) {
 			/* full: the next leaf starts at this key */
-			rc = lvl_new(t, w, L, 0, &na);
+			rc = lvl_new(t, w, L, &na);
 			if (rc)
 				return rc;
 			lvl_set_fence(t, L, L->n - 1, k, kl);
@@ -237,7 +237,7 @@ static int build_inner(smart_bt_t *t, smart_worker_t *w, struct lvl *below,
 	smart_gaddr_t a, na = 0;
 	int rc;
 
-	rc = lvl_new(t, w, L, level, &a);
+	rc = lvl_new(t, w, L, &a);
 	while (!rc && i < below->n) {
 		smart__bt_node_init(t, n, level);
 		n->h.leftmost = below->addr[i];
@@ -251,7 +251,7 @@ static int build_inner(smart_bt_t *t, smart_worker_t *w, struct lvl *below,
 		}
 		i = j;
 		if (i < below->n) {
-			rc = lvl_new(t, w, L, level, &na);
+			rc = lvl_new(t, w, L, &na);
 			if (!rc) {
 				uint8_t *f = lvl_fence(t, below, i, &len);
 
@@ -272,20 +272,12 @@ static int keep_old(const smart_bt_t *t, struct bt_node *n, struct feed *fd,
 {
 	size_t ents = (size_t)t->leaf_cap * t->leaf_ent;
 	uint8_t *p = malloc(ents + (size_t)t->leaf_cap * sizeof(*fd->old));
-	unsigned i;
 
 	if (!p)
 		return SMART_ENOMEM;
 	*mem = p;
-	memcpy(p, bt_leaf(t, n, 0), ents);
 	fd->old = (struct bt_leaf_ent **)(p + ents);
-	for (i = 0; i < t->leaf_cap; i++) {
-		struct bt_leaf_ent *e = (struct bt_leaf_ent *)(p +
-					(size_t)i * t->leaf_ent);
-
-		if (e->klen)
-			fd->old[fd->nold++] = e;
-	}
+	fd->nold = smart__bt_leaf_used(t, n, p, fd->old);
 	smart__bt_sort_leaf(fd->old, fd->nold);
 	return 0;
 }
@@ -299,7 +291,8 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 	struct bt_node *n;
 	void *old = NULL;
 	smart_gaddr_t root;
-	unsigned level = 0, i, per, rec = BT_REC_NONE;
+	unsigned level = 0, i, per;
+	struct bt_wlog lg = { BT_REC_NONE, NULL };
 	size_t mark;
 	int rc;
 
@@ -325,7 +318,7 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		rc = build_leaves(t, w, &fd, per ? per : 1, &lv[0], n);
 	per = t->inner_cap * fill_pct / 100;
 	while (!rc && lv[level].n > 1) {
-		if (level + 2 >= BT_HEIGHT_MAX) {
+		if (level + 2 > BT_LEVEL_MAX) {	/* the root's */
 			rc = SMART_ENOSPC;
 			break;
 		}
@@ -339,13 +332,12 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		n->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
 		n->h.leftmost = lv[level].addr[0];
 		smart__bt_seal(t, n);
-		rc = smart__bt_post_locked(t, w, root, n, &rec);
+		rc = smart__bt_post_locked(t, w, root, n, &lg);
 	}
 	if (rc)
 		for (i = 0; i < BT_HEIGHT_MAX; i++)
 			lvl_free_nodes(t, w, &lv[i]);
-	rc = smart__bt_unlock(t, w, root, rc);
-	smart__bt_rec_put(t, rec);
+	rc = smart__bt_write_end(t, w, &lg, smart__bt_unlock(t, w, root, rc));
 	if (!rc) {
 		atomic_store(&t->height, level + 2);
 		if (loaded)

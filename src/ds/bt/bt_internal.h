@@ -24,7 +24,10 @@
 #define BT_READ_TRIES	100000u	/* torn reads before giving up */
 #define BT_STALE_TRIES	64u	/* ... at an address a cache gave: it
 				 * may be freed memory by now */
-#define BT_HEIGHT_MAX	32u
+#define BT_HEIGHT_MAX	32u	/* entries of a descent's path */
+/* The highest level a node may have: a split at it still finds its
+ * parent's and grandparent's slots inside a path (level + 2). */
+#define BT_LEVEL_MAX	(BT_HEIGHT_MAX - 3u)
 #define BT_HOPS_MAX	1000000u	/* nodes one walk may visit */
 
 /* One slot of the local lock table (HOCL, docs/bt.md §4): tasks of this
@@ -50,8 +53,12 @@ struct smart_bt {
 	uint16_t dslot[SMART_BT_BLADES_MAX];
 	uint64_t area[SMART_BT_BLADES_MAX];
 	unsigned rec_size;	/* bytes per record, 64-aligned */
-	_Atomic uint32_t rec_busy;	/* bit i: record i in use */
-	_Atomic uint32_t seq;
+	uint32_t rec_seq[BT_RECS];	/* record i's last write; touched
+					 * only by the record's holder */
+	/* bit i: record i in use; the one word every logged write of the
+	 * object's workers changes, on a line of its own */
+	_Alignas(64) _Atomic uint32_t rec_busy;
+	char rec_busy_line[60];
 	/* geometry */
 	unsigned fence_len;	/* bytes of both fences, 8-aligned */
 	unsigned ent_off;	/* first entry */
@@ -74,6 +81,8 @@ struct smart_bt {
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
+
+struct bt_wlog;		/* bt_redo.c */
 
 /* A node in local memory, as read. */
 struct bt_node {
@@ -138,20 +147,20 @@ int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     struct bt_node *buf, unsigned tries);
 /* Seal n (version + 1, crc) for writing. */
 void smart__bt_seal(smart_bt_t *t, struct bt_node *n);
-/* Post a WRITE of the whole node (sealed) without waiting. */
-int smart__bt_post_node(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			struct bt_node *n);
 /* Post a logged WRITE (smart__bt_write_logged) of the whole node n (sealed)
  * at a, locked; of leaf entry i and then the node's first word. */
 int smart__bt_post_locked(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			  struct bt_node *n, unsigned *rec);
+			  struct bt_node *n, struct bt_wlog *lg);
 int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			 struct bt_node *n, unsigned i, unsigned *rec);
+			 struct bt_node *n, unsigned i, struct bt_wlog *lg);
+/* Copy leaf n's entries into copy (room for leaf_cap of them) and point
+ * ents[] at the used ones, in slot order; returns how many. */
+unsigned smart__bt_leaf_used(const smart_bt_t *t, struct bt_node *n,
+			     uint8_t *copy, struct bt_leaf_ent **ents);
 /* Sort leaf entries by key (splits, scans). */
 void smart__bt_sort_leaf(struct bt_leaf_ent **p, unsigned n);
-/* Allocate a node of `level` on a blade of the tree (picked at random). */
-int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
-			 smart_gaddr_t *a);
+/* Allocate a node on a blade of the tree (picked at random). */
+int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a);
 
 /* bt_ops.c: an empty node of `level` (no fences set); the leaf covering
  * key, read into n, its address in *out; the root the descriptor names
@@ -200,25 +209,33 @@ int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
  * this object's records (waiting while all are in use), stamps each lock
  * word it writes under, writes the record to each blade concerned (and
  * waits for them when there are several), then posts the patches in order
- * (waiting between two on different blades).  *rec is the record taken
- * (BT_REC_NONE: none): give it back with rec_put once the caller's unlock
- * has waited for the patches. */
+ * (waiting between two on different blades).  The caller unlocks (which
+ * waits for the patches), then calls write_end with the result: the
+ * record goes back, or, after an error, the write is finished from it
+ * (the record kept if it cannot be: we are fenced, our takers redo it). */
 struct bt_patch {
 	smart_gaddr_t node;
 	unsigned off, len;
 	const void *src;
 };
+struct bt_wlog {
+	unsigned rec;		/* the record taken, BT_REC_NONE: none */
+	const uint8_t *buf;	/* as written (caller's scratch); NULL:
+				 * nothing was posted */
+};
 int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
-			   const struct bt_patch *p, unsigned n, unsigned *rec);
-void smart__bt_rec_put(smart_bt_t *t, unsigned rec);
+			   const struct bt_patch *p, unsigned n,
+			   struct bt_wlog *lg);
+int smart__bt_write_end(smart_bt_t *t, smart_worker_t *w,
+			const struct bt_wlog *lg, int rc);
 /* Lock word lw held by `dead` (a fenced holder): read what the holder
  * logged (into snap, rec_size bytes of scratch; 0: nothing to redo) before
  * taking the word over; once taken, redo it (every patch whose word still
  * holds its stamp, taking those words over and releasing them after). */
 int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			uint64_t dead, void *snap, int *have);
-int smart__bt_redo_apply(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-			 const void *snap);
+int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+		   const void *snap);
 /* Claim a redo area on each blade at open (adopting a dead object's after
  * redoing what it left), give it back at close. */
 int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w);

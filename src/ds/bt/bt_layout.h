@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "smart/bt.h"
+#include "smart/gaddr.h"
 
 #define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
 #define BT_VERSION		3u
@@ -114,6 +115,14 @@ _Static_assert(offsetof(struct bt_leaf_ent, kv) == 8, "leaf kv");
 #define BT_W_REC(v)	((unsigned)((v) >> 26) & 63u)
 #define BT_W_SEQ(v)	((uint32_t)((v) >> 32))
 #define BT_REC_NONE	63u	/* held, nothing logged under it yet */
+#define BT_W_MAKE(id, slot, rec, seq)					\
+	((uint64_t)(uint16_t)(id) | (uint64_t)((slot) & 1023u) << 16 |	\
+	 (uint64_t)((rec) & 63u) << 26 | (uint64_t)(uint32_t)(seq) << 32)
+/* Redo directory entries: id << 48 | area offset (a gaddr's layout). */
+#define BT_DIR_ID(e)	((uint16_t)((e) >> SMART_GADDR_OFF_BITS))
+#define BT_DIR_AREA(e)	((e) & SMART_GADDR_OFF_MASK)
+#define BT_DIR_MAKE(id, area)						\
+	((uint64_t)(id) << SMART_GADDR_OFF_BITS | ((area) & SMART_GADDR_OFF_MASK))
 #define BT_DIR_SLOTS	1024u
 #define BT_RECS		16u	/* redo records per area */
 #define BT_PATCHES_MAX	3u	/* a merge: the leaf, its neighbour, the parent */
@@ -135,6 +144,7 @@ _Static_assert(sizeof(struct bt_rec) == 16, "bt_rec size");
 _Static_assert(sizeof(struct bt_patch_rec) == 32, "bt_patch_rec size");
 _Static_assert(BT_RECS <= BT_REC_NONE, "record index fits a stamp");
 
+#define BT_LOCKS_MAX	(1u << 24)	/* lock words per blade */
 #define BT_NODE_MIN	512u
 #define BT_NODE_MAX	((unsigned)SMART_BT_NODE_MAX)
 #define BT_MIN_ENTRIES	4u

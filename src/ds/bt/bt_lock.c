@@ -43,8 +43,7 @@ int smart__bt_lock_word(const smart_bt_t *t, smart_gaddr_t a,
 		return SMART_EPROTO;	/* a pointer off the tree's blades */
 	*lw = smart_gaddr(blade, t->lock_off[b] +
 			  8 * (bt_mix(smart_gaddr_off(a)) & (t->locks - 1)));
-	*base = t->lease[b] | (uint64_t)t->dslot[b] << 16 |
-		(uint64_t)BT_REC_NONE << 26;
+	*base = BT_W_MAKE(t->lease[b], t->dslot[b], BT_REC_NONE, 0);
 	return 0;
 }
 
@@ -74,13 +73,7 @@ static int take_over(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		atomic_fetch_add_explicit(&t->lock_takeovers, 1,
 					  memory_order_relaxed);
 		if (have)
-			rc = smart__bt_redo_apply(t, w, lw, snap);
-		if (rc) {
-			/* not redone: leave it to the next taker */
-			uint64_t back;
-
-			(void)smart_cas_sync(w, lw, mine, dead, &back);
-		}
+			rc = smart__bt_redo(t, w, lw, snap);
 	}
 	smart_scratch_release(w, mark);
 	return rc ? rc : got == dead;
@@ -165,8 +158,9 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 		uint64_t zero = 0;
 
 		rc = smart_write_sync(w, held, &zero, 8);
-		if (!rc)
-			atomic_store(&l->held, 0);
+		/* even on an error: a word we are not sure we hold is never
+		 * taken as handed over */
+		atomic_store(&l->held, 0);
 	}
 	if (!rc)
 		rc = remote_acquire(t, w, lw, id, 0);
@@ -201,15 +195,17 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	}
 	l = llock_of(t, lw);
 	waiting = atomic_load(&l->next) - atomic_load(&l->serving) - 1;
-	if (waiting && (SMART_M_BT_NO_HANDOVER_LIMIT ||
-			l->handovers < BT_HANDOVER_MAX)) {
+	if (!err && waiting && (SMART_M_BT_NO_HANDOVER_LIMIT ||
+				l->handovers < BT_HANDOVER_MAX) &&
+	    !(rc = smart_sync(w))) {	/* the write-back, lock kept */
 		l->handovers++;
-		rc = smart_sync(w);	/* the write-back, lock kept */
 	} else {
-		int rc2;
+		/* after any error the lock is not handed over: a write that
+		 * failed may not have landed (the writer finishes it,
+		 * smart__bt_write_end, on a word nobody else holds) */
+		int rc2 = smart_write(w, lw, &zero, 8);
 
-		rc = smart_write(w, lw, &zero, 8);
-		rc2 = smart_sync(w);	/* what the caller posted, too */
+		rc2 = rc2 ? rc2 : smart_sync(w); /* the caller's, too */
 		rc = rc ? rc : rc2;
 		/* even on an error: whether the release landed is unknown,
 		 * and a word we are not sure we hold is never handed over */

@@ -60,7 +60,7 @@ static int right_of(const smart_bt_t *t, struct bt_node *n,
 static int merge_post(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 		      struct bt_node *n, smart_gaddr_t ra, struct bt_node *r,
 		      smart_gaddr_t pa, struct bt_node *p, unsigned j,
-		      unsigned *rec)
+		      struct bt_wlog *lg)
 {
 	struct bt_patch pt[3] = {
 		{ la, 0, t->node_size, n },
@@ -87,7 +87,7 @@ static int merge_post(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	smart__bt_seal(t, p);
 	/* L before R (another blade is another QP: write_logged waits
 	 * between them): L must be there before R forwards */
-	return smart__bt_write_logged(t, w, pt, 3, rec);
+	return smart__bt_write_logged(t, w, pt, 3, lg);
 }
 
 int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
@@ -97,7 +97,7 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	smart_gaddr_t ra = n->h.sibling, held[2] = { la, ra };
 	size_t mark = smart_scratch_mark(w);
 	struct bt_node *p;
-	unsigned rec = BT_REC_NONE;
+	struct bt_wlog lg = { BT_REC_NONE, NULL };
 	int rc, hr = BT_TRY_NONE, hp = BT_TRY_NONE, j = -1;
 
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&p);
@@ -114,15 +114,14 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 		rc = 0;		/* leave L empty: inserts reuse it */
 	if (!rc && j >= 0) {
 		rc = merge_post(t, w, la, n, ra, r, pa, p, (unsigned)j,
-				&rec);
+				&lg);
 	} else if (!rc) {
 		smart__bt_seal(t, n);	/* just the delete */
-		rc = smart__bt_post_entry(t, w, la, n, i, &rec);
+		rc = smart__bt_post_entry(t, w, la, n, i, &lg);
 	}
 	rc = smart__bt_untry(t, w, ra, hr, rc);
 	rc = smart__bt_untry(t, w, pa, hp, rc);
-	rc = smart__bt_unlock(t, w, la, rc);
-	smart__bt_rec_put(t, rec);
+	rc = smart__bt_write_end(t, w, &lg, smart__bt_unlock(t, w, la, rc));
 	if (!rc && j >= 0) {
 		smart__bt_cache_put(t, pa, p);
 		atomic_fetch_add_explicit(&t->merges, 1, memory_order_relaxed);

@@ -39,7 +39,7 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 	unsigned i;
 
 	if (n->h.low_len > t->key_max || n->h.high_len > t->key_max ||
-	    n->h.level >= BT_HEIGHT_MAX || (n->h.flags & ~7u) ||
+	    n->h.level > BT_LEVEL_MAX || (n->h.flags & ~7u) ||
 	    ((n->h.flags & BT_F_DEAD) && (n->h.level || !n->h.leftmost)))
 		return 0;
 	/* a right sibling exactly when the high fence is bounded, and
@@ -105,22 +105,16 @@ void smart__bt_seal(smart_bt_t *t, struct bt_node *n)
 	n->h.crc = node_crc(t, n);
 }
 
-int smart__bt_post_node(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			struct bt_node *n)
-{
-	return smart_write(w, a, n, t->node_size);
-}
-
 int smart__bt_post_locked(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			  struct bt_node *n, unsigned *rec)
+			  struct bt_node *n, struct bt_wlog *lg)
 {
 	struct bt_patch p = { a, 0, t->node_size, n };
 
-	return smart__bt_write_logged(t, w, &p, 1, rec);
+	return smart__bt_write_logged(t, w, &p, 1, lg);
 }
 
 int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			 struct bt_node *n, unsigned i, unsigned *rec)
+			 struct bt_node *n, unsigned i, struct bt_wlog *lg)
 {
 	unsigned off = t->ent_off + i * t->leaf_ent;
 	/* the first word (crc, version) after the entry: a reader that sees
@@ -130,11 +124,10 @@ int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		{ a, 0, 8, n },
 	};
 
-	return smart__bt_write_logged(t, w, p, 2, rec);
+	return smart__bt_write_logged(t, w, p, 2, lg);
 }
 
-int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
-			 smart_gaddr_t *a)
+int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
 {
 	uint64_t r = atomic_fetch_add_explicit(&t->rng,
 					       UINT64_C(0x9e3779b97f4a7c15),
@@ -146,8 +139,23 @@ int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, unsigned level,
 	r *= UINT64_C(0xbf58476d1ce4e5b9);
 	r ^= r >> 29;
 	blade = t->blades[r % t->nblades];
-	(void)level;
 	return smart_alloc(w, blade, t->node_size, a);
+}
+
+unsigned smart__bt_leaf_used(const smart_bt_t *t, struct bt_node *n,
+			     uint8_t *copy, struct bt_leaf_ent **ents)
+{
+	unsigned i, k = 0;
+
+	memcpy(copy, bt_leaf(t, n, 0), (size_t)t->leaf_cap * t->leaf_ent);
+	for (i = 0; i < t->leaf_cap; i++) {
+		struct bt_leaf_ent *e = (struct bt_leaf_ent *)(copy +
+					(size_t)i * t->leaf_ent);
+
+		if (e->klen)
+			ents[k++] = e;
+	}
+	return k;
 }
 
 void smart__bt_sort_leaf(struct bt_leaf_ent **p, unsigned n)

@@ -40,7 +40,7 @@ static smart_gaddr_t child_of(const smart_bt_t *t, struct bt_node *n,
 	return c;
 }
 
-static int root_reload(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
+int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
 {
 	uint64_t r;
 	int rc = smart_read_sync(w, smart_gaddr_add(t->meta,
@@ -127,7 +127,7 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 				smart_task_yield(w);
 			if (hit)
 				smart__bt_cache_drop(t, a);
-			rc = root_reload(t, w, &a);
+			rc = smart__bt_root_fresh(t, w, &a);
 			if (rc)
 				return rc;
 			hint = -1;
@@ -194,7 +194,7 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 	return SMART_EPROTO;	/* a chain that never ends: not a tree */
 }
 
-static void node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
+void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
 {
 	memset(n, 0, t->node_size);
 	n->h.level = (uint8_t)level;
@@ -228,8 +228,9 @@ static int leaf_find(const smart_bt_t *t, struct bt_node *n, const void *key,
 	return -1;
 }
 
-static void leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
-		     const void *key, size_t klen, const void *val, size_t vlen)
+void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
+			const void *key, size_t klen, const void *val,
+			size_t vlen)
 {
 	memset(e, 0, t->leaf_ent);
 	e->klen = (uint16_t)klen;
@@ -254,19 +255,19 @@ static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			 struct bt_node *x, smart_gaddr_t na,
 			 struct bt_node *nn)
 {
-	unsigned rec = BT_REC_NONE;
+	struct bt_wlog lg = { BT_REC_NONE, NULL };
 	int rc;
 
 	smart__bt_seal(t, nn);
-	rc = smart__bt_post_node(t, w, na, nn);
+	rc = smart_write(w, na, nn, t->node_size);
 	/* another blade is another QP: no order between the two WRITEs */
 	if (!rc && smart_gaddr_blade(na) != smart_gaddr_blade(xa))
 		rc = smart_sync(w);
 	smart__bt_seal(t, x);
 	if (!rc)
-		rc = smart__bt_post_locked(t, w, xa, x, &rec);
-	rc = smart__bt_unlock(t, w, xa, rc);
-	smart__bt_rec_put(t, rec);
+		rc = smart__bt_post_locked(t, w, xa, x, &lg);
+	rc = smart__bt_write_end(t, w, &lg,
+				 smart__bt_unlock(t, w, xa, rc));
 	if (!rc) {
 		/* what we wrote is the truth now: keep the index cache's
 		 * copies of internal nodes fresh */
@@ -289,22 +290,14 @@ static int leaf_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	struct bt_leaf_ent **ents = (struct bt_leaf_ent **)(copy +
 				    (size_t)t->leaf_cap * t->leaf_ent);
 	smart_gaddr_t na;
-	unsigned i, n = 0, mid;
+	unsigned i, n, mid;
 	int rc;
 
-	rc = smart__bt_node_alloc(t, w, 0, &na);
+	rc = smart__bt_node_alloc(t, w, &na);
 	if (rc)
 		return smart__bt_unlock(t, w, xa, rc);
-	memcpy(copy, (uint8_t *)x + t->ent_off, (size_t)t->leaf_cap *
-	       t->leaf_ent);
-	for (i = 0; i < t->leaf_cap; i++) {
-		struct bt_leaf_ent *e = (struct bt_leaf_ent *)(copy +
-					(size_t)i * t->leaf_ent);
-
-		if (e->klen)
-			ents[n++] = e;
-	}
-	leaf_put(t, mine, key, klen, val, vlen);
+	n = smart__bt_leaf_used(t, x, copy, ents);
+	smart__bt_leaf_put(t, mine, key, klen, val, vlen);
 	ents[n++] = mine;
 	smart__bt_sort_leaf(ents, n);
 	mid = n / 2;
@@ -312,7 +305,7 @@ static int leaf_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	memcpy(s->key, ents[mid]->kv, s->klen);
 	s->right = na;
 	/* the right half: [sep, x's high) */
-	node_init(t, nn, 0);
+	smart__bt_node_init(t, nn, 0);
 	nn->h.flags = x->h.flags & BT_F_HIGH_INF;
 	set_fence(bt_low(t, nn), &nn->h.low_len, s->key, s->klen);
 	set_fence(bt_high(t, nn), &nn->h.high_len, bt_high(t, x),
@@ -350,7 +343,8 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 {
 	struct bt_inner_ent *e;
 	smart_gaddr_t na;
-	unsigned pos, n = x->h.count, mid, rec;
+	unsigned pos, n = x->h.count, mid;
+	struct bt_wlog lg;
 	uint8_t *all = tmp;	/* n + 1 entries, sorted */
 	int rc;
 
@@ -369,14 +363,14 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			  s->right);
 		x->h.count++;
 		smart__bt_seal(t, x);
-		rc = smart__bt_unlock(t, w, xa,
-				      smart__bt_post_locked(t, w, xa, x, &rec));
-		smart__bt_rec_put(t, rec);
+		rc = smart__bt_post_locked(t, w, xa, x, &lg);
+		rc = smart__bt_write_end(t, w, &lg,
+					 smart__bt_unlock(t, w, xa, rc));
 		if (!rc)
 			smart__bt_cache_put(t, xa, x);
 		return rc;
 	}
-	rc = smart__bt_node_alloc(t, w, x->h.level, &na);
+	rc = smart__bt_node_alloc(t, w, &na);
 	if (rc)
 		return smart__bt_unlock(t, w, xa, rc);
 	memcpy(all, bt_inner(t, x, 0), (size_t)pos * t->inner_ent);
@@ -391,7 +385,7 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	memcpy(up->key, e->key, e->klen);
 	up->right = na;
 	/* right: leftmost = the middle entry's child, entries after it */
-	node_init(t, nn, x->h.level);
+	smart__bt_node_init(t, nn, x->h.level);
 	nn->h.flags = x->h.flags & BT_F_HIGH_INF;
 	set_fence(bt_low(t, nn), &nn->h.low_len, up->key, up->klen);
 	set_fence(bt_high(t, nn), &nn->h.high_len, bt_high(t, x),
@@ -420,11 +414,14 @@ static int new_root(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 {
 	smart_gaddr_t ra;
 	uint64_t old;
-	int rc = smart__bt_node_alloc(t, w, level + 1, &ra);
+	int rc;
 
+	if (level + 1 > BT_LEVEL_MAX)
+		return SMART_ENOSPC;	/* 4^29 nodes: not reached */
+	rc = smart__bt_node_alloc(t, w, &ra);
 	if (rc)
 		return rc;
-	node_init(t, r, level + 1);
+	smart__bt_node_init(t, r, level + 1);
 	r->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
 	r->h.leftmost = xa;
 	r->h.count = 1;
@@ -457,7 +454,7 @@ static int new_root(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 static int no_level_above(smart_bt_t *t, smart_worker_t *w, unsigned level,
 			  smart_gaddr_t *ra, struct bt_node *n)
 {
-	int rc = root_reload(t, w, ra);
+	int rc = smart__bt_root_fresh(t, w, ra);
 
 	if (!rc)
 		rc = smart__bt_read(t, w, *ra, n);
@@ -509,15 +506,14 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			/* a stale cache sent us off the path (its copy of
 			 * pa, or of pa's parent): find it afresh */
 			smart__bt_cache_drop(t, pa);
-			if (level + 2 < BT_HEIGHT_MAX)
-				smart__bt_cache_drop(t, path[level + 2]);
+			smart__bt_cache_drop(t, path[level + 2]);
 			path[level + 1] = 0;
 			was_root = 0;
 			continue;
 		}
 		if (rc)
 			return rc == SMART_EAGAIN ? SMART_ERETRY : rc;
-		if (pa != want && level + 2 < BT_HEIGHT_MAX)
+		if (pa != want)
 			smart__bt_cache_drop(t, path[level + 2]);
 		was_root = bt_is_root(n);
 		rc = inner_insert(t, w, pa, n, nn, tmp, s, &up, &split);
@@ -543,8 +539,8 @@ static int op_bufs(smart_bt_t *t, smart_worker_t *w, struct bt_node **n,
 		   struct bt_node **nn, uint8_t **tmp)
 {
 	uint8_t *p;
-	/* a leaf split's (entries and pointers to them) or an inner
-	 * split's (entries), whichever is larger: the sum */
+	/* room for a leaf split's (entries and pointers to them) and an
+	 * inner split's (entries): the sum, simpler than the larger */
 	size_t tmp_len = (size_t)(t->leaf_cap + 1) * (t->leaf_ent + 8) +
 			 (size_t)(t->inner_cap + 1) * t->inner_ent;
 	int rc = smart_scratch_alloc(w, 2 * (size_t)t->node_size + tmp_len,
@@ -619,7 +615,7 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 			uint8_t *tmp, smart_gaddr_t a, smart_gaddr_t *path)
 {
 	struct sep s;
-	unsigned rec;
+	struct bt_wlog lg;
 	int rc, i, f, was_root;
 
 	i = leaf_find(t, n, key, klen, &f);
@@ -644,12 +640,12 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		if (kind == BT_DELETE)
 			memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
 		else
-			leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen,
+			smart__bt_leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen,
 				 val, vlen);
 		smart__bt_seal(t, n);
-		rc = smart__bt_unlock(t, w, a, smart__bt_post_entry(t, w, a,
-						n, (unsigned)i, &rec));
-		smart__bt_rec_put(t, rec);
+		rc = smart__bt_post_entry(t, w, a, n, (unsigned)i, &lg);
+		rc = smart__bt_write_end(t, w, &lg,
+					 smart__bt_unlock(t, w, a, rc));
 	}
 	if (!rc && spec_on(t, w))
 		smart__bt_spec_put(t, smart__bt_key_hash(key, klen),
@@ -839,29 +835,12 @@ int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 	return smart_bt_search(t, w, k, 8, buf, cap, val_len);
 }
 
-void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
-{
-	node_init(t, n, level);
-}
-
 int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		      size_t klen, struct bt_node *n, smart_gaddr_t *out)
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX];
 
 	return descend(t, w, key, klen, 0, 0, n, out, path);
-}
-
-int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
-{
-	return root_reload(t, w, a);
-}
-
-void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
-			const void *key, size_t klen, const void *val,
-			size_t vlen)
-{
-	leaf_put(t, e, key, klen, val, vlen);
 }
 
 int smart__bt_enter(smart_bt_t *t, smart_worker_t *w)

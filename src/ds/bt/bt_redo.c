@@ -34,8 +34,6 @@
 
 #include "ds/bt/bt_internal.h"
 
-#define DIR_ID(e)	((uint16_t)((e) >> 48))
-#define DIR_AREA(e)	((e) & ((UINT64_C(1) << 48) - 1))
 
 static size_t patch_bytes(unsigned len)
 {
@@ -61,6 +59,8 @@ static smart_gaddr_t rec_addr(const smart_bt_t *t, unsigned b, uint64_t area,
 
 /* ---- writing ------------------------------------------------------------ */
 
+/* A free record; yields while all are in use.  rec_busy is the one word
+ * the object's writers share for this (its own cache line). */
 static unsigned rec_take(smart_bt_t *t, smart_worker_t *w)
 {
 	uint32_t v, bit;
@@ -80,10 +80,9 @@ static unsigned rec_take(smart_bt_t *t, smart_worker_t *w)
 	}
 }
 
-void smart__bt_rec_put(smart_bt_t *t, unsigned rec)
+static void rec_put(smart_bt_t *t, unsigned rec)
 {
-	if (rec < BT_RECS)
-		atomic_fetch_and(&t->rec_busy, ~(1u << rec));
+	atomic_fetch_and(&t->rec_busy, ~(1u << rec));
 }
 
 /* Post patch p's bytes [from, to). */
@@ -130,9 +129,9 @@ static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 }
 
 /* Lay the record out in buf: header, then each patch and its bytes. */
-static size_t rec_build(const smart_bt_t *t, const struct bt_patch *p,
-			unsigned n, const uint64_t *lw, const uint64_t *stamp,
-			uint8_t *buf)
+static void rec_build(const struct bt_patch *p, unsigned n,
+		      const uint64_t *lw, const uint64_t *stamp, uint8_t *buf,
+		      size_t len)
 {
 	struct bt_rec *r = (struct bt_rec *)buf;
 	size_t off = sizeof(*r);
@@ -140,58 +139,60 @@ static size_t rec_build(const smart_bt_t *t, const struct bt_patch *p,
 
 	for (i = 0; i < n; i++) {
 		struct bt_patch_rec *pr = (struct bt_patch_rec *)(buf + off);
+		size_t pad = patch_bytes(p[i].len) - sizeof(*pr) - p[i].len;
 
-		memset(pr, 0, patch_bytes(p[i].len));
 		pr->node = p[i].node;
 		pr->word = lw[i];
 		pr->stamp = stamp[i];
 		pr->off = p[i].off;
 		pr->len = p[i].len;
 		memcpy(pr + 1, p[i].src, p[i].len);
+		memset((uint8_t *)(pr + 1) + p[i].len, 0, pad);
 		off += patch_bytes(p[i].len);
 	}
-	r->len = (uint32_t)off;
+	r->len = (uint32_t)len;
 	r->npatch = n;
 	r->rsvd = 0;
-	r->crc = smart_crc32c(0, buf + 4, off - 4);
-	(void)t;
-	return off;
+	r->crc = smart_crc32c(0, buf + 4, len - 4);
 }
 
 int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
-			   const struct bt_patch *p, unsigned n, unsigned *rec)
+			   const struct bt_patch *p, unsigned n,
+			   struct bt_wlog *lg)
 {
 	uint64_t lw[BT_PATCHES_MAX], *stamp;
 	size_t len = sizeof(struct bt_rec);
-	unsigned i, j, idx, seq, blades = 0;
+	unsigned i, j, blades = 0;
 	uint8_t *buf;
-	int rc = 0, b;
+	int rc, b;
 
-	*rec = BT_REC_NONE;
-	if (SMART_M_BT_NO_LOCK || !n || n > BT_PATCHES_MAX)
-		return n > BT_PATCHES_MAX ? SMART_EINVAL :
-		       post_patches(w, p, n);
+	lg->rec = BT_REC_NONE;
+	lg->buf = NULL;
+	if (SMART_M_BT_NO_LOCK)
+		return post_patches(w, p, n);
+	if (!n || n > BT_PATCHES_MAX)
+		return SMART_EINVAL;
 	for (i = 0; i < n; i++)
 		len += patch_bytes(p[i].len);
 	if (len > t->rec_size)
 		return SMART_EINVAL;
-	/* the caller's scratch mark frees it, after its unlock waited */
+	/* the caller's scratch mark frees it, after write_end */
 	rc = smart_scratch_alloc(w, len + 8 * BT_PATCHES_MAX, (void **)&buf);
 	if (rc)
 		return rc;
 	stamp = (uint64_t *)(buf + ((len + 7) & ~(size_t)7));
-	idx = rec_take(t, w);
-	*rec = idx;
-	seq = atomic_fetch_add(&t->seq, 1) + 1;
+	lg->rec = rec_take(t, w);
+	/* the record's own sequence: only its holder touches it */
+	t->rec_seq[lg->rec]++;
 	for (i = 0; !rc && i < n; i++) {
 		rc = smart__bt_lock_word(t, p[i].node, &lw[i], &stamp[i]);
-		stamp[i] = (stamp[i] & ~(UINT64_C(63) << 26 | UINT64_C(0xffffffff)
-					 << 32)) |
-			   (uint64_t)idx << 26 | (uint64_t)seq << 32;
+		stamp[i] = BT_W_MAKE(BT_W_ID(stamp[i]), BT_W_SLOT(stamp[i]),
+				     lg->rec, t->rec_seq[lg->rec]);
 	}
 	if (rc)
 		return rc;
-	rec_build(t, p, n, lw, stamp, buf);
+	rec_build(p, n, lw, stamp, buf, len);
+	lg->buf = buf;
 	/* stamps, then the record on each blade concerned (once each) */
 	for (i = 0; !rc && i < n; i++) {
 		for (j = 0; j < i && lw[j] != lw[i]; j++)
@@ -209,28 +210,99 @@ int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
 			continue;
 		b = smart__bt_blade_index(t, smart_gaddr_blade(p[i].node));
 		blades++;
-		rc = smart_write(w, rec_addr(t, (unsigned)b, t->area[b], idx),
-				 buf, len);
+		rc = smart_write(w, rec_addr(t, (unsigned)b, t->area[b],
+					     lg->rec), buf, len);
 	}
 	/* several blades, several QPs: every record lands before any node
 	 * is touched, so that a merge is redone whole or not at all */
 	if (!rc && blades > 1)
 		rc = smart_sync(w);
-	/* the record stays ours until the caller's unlock waited */
 	return rc || SMART_M_BT_LOG_AFTER ? rc : post_patches(w, p, n);
 }
 
-/* ---- redoing ------------------------------------------------------------ */
-
-/* Is the record in snap well formed for this tree (a peer's bytes)? */
-static int rec_ok(const smart_bt_t *t, const uint8_t *snap)
+/* The patches of a record (in snap), each as a bt_patch pointing into
+ * it; *stamps their stamps. */
+static unsigned rec_patches(const uint8_t *snap, struct bt_patch *p,
+			    uint64_t *word, uint64_t *stamp)
 {
 	const struct bt_rec *r = (const struct bt_rec *)snap;
 	size_t off = sizeof(*r);
 	unsigned i;
 
-	if (r->len < off || r->len > t->rec_size || !r->npatch ||
-	    r->npatch > BT_PATCHES_MAX ||
+	for (i = 0; i < r->npatch; i++) {
+		const struct bt_patch_rec *pr = (const void *)(snap + off);
+
+		p[i] = (struct bt_patch){ pr->node, pr->off, pr->len, pr + 1 };
+		word[i] = pr->word;
+		stamp[i] = pr->stamp;
+		off += patch_bytes(pr->len);
+	}
+	return r->npatch;
+}
+
+/* Our logged write failed after it began, and we are not fenced: the
+ * words still stamped with it are ours, and no peer will redo it; finish
+ * it from our record (rewriting the bytes we meant) and release them. */
+static int finish_own(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
+{
+	static const uint64_t zero;
+	struct bt_patch p[BT_PATCHES_MAX];
+	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], base, got;
+	unsigned i, j, n = rec_patches(buf, p, word, stamp), held = 0;
+	int rc = 0, rc2;
+
+	for (i = 0; !rc && i < n; i++) {
+		for (j = 0; j < i && word[j] != word[i]; j++)
+			;
+		if (j < i) {
+			held |= (held >> j & 1u) << i;
+			continue;
+		}
+		rc = smart__bt_lock_word(t, p[i].node, &word[i], &base);
+		if (!rc)
+			rc = smart_cas_sync(w, word[i], stamp[i], base, &got);
+		if (!rc && got == stamp[i])
+			held |= 1u << i;	/* else released: it landed */
+	}
+	for (i = 0; !rc && i < n; i++)
+		if (held >> i & 1u)
+			rc = post_part(w, &p[i], 0, p[i].len);
+	for (i = 0; i < n; i++)
+		if (held >> i & 1u)
+			rc2 = smart_write(w, word[i], &zero, 8),
+			rc = rc ? rc : rc2;
+	rc2 = smart_sync(w);
+	return rc ? rc : rc2;
+}
+
+int smart__bt_write_end(smart_bt_t *t, smart_worker_t *w,
+			const struct bt_wlog *lg, int rc)
+{
+	if (lg->rec >= BT_RECS)
+		return rc;
+	/* failed after it began: finish it ourselves; if we cannot (we are
+	 * fenced, or it fails again), keep the record for the peers who
+	 * take our words over */
+	if (rc && lg->buf && (smart_ctx_fenced(smart_worker_ctx(w)) ||
+			      finish_own(t, w, lg->buf)))
+		return rc;
+	rec_put(t, lg->rec);
+	return rc;
+}
+
+/* ---- redoing ------------------------------------------------------------ */
+
+/* Is record idx in snap well formed for this tree (a peer's bytes), each
+ * patch naming its node's lock word and a stamp of that record? */
+static int rec_ok(const smart_bt_t *t, const uint8_t *snap, unsigned idx)
+{
+	const struct bt_rec *r = (const struct bt_rec *)snap;
+	const struct bt_patch_rec *first = (const void *)(r + 1);
+	size_t off = sizeof(*r);
+	unsigned i;
+
+	if (r->len < off + sizeof(*first) || r->len > t->rec_size ||
+	    !r->npatch || r->npatch > BT_PATCHES_MAX ||
 	    r->crc != smart_crc32c(0, snap + 4, r->len - 4))
 		return 0;
 	for (i = 0; i < r->npatch; i++) {
@@ -238,9 +310,11 @@ static int rec_ok(const smart_bt_t *t, const uint8_t *snap)
 		smart_gaddr_t lw;
 		uint64_t base;
 
-		if (off + sizeof(*p) > r->len || p->len > t->node_size ||
-		    p->off > t->node_size - p->len ||
+		if (off + sizeof(*p) > r->len || !p->len ||
+		    p->len > t->node_size || p->off > t->node_size - p->len ||
 		    off + patch_bytes(p->len) > r->len ||
+		    !BT_W_ID(p->stamp) || BT_W_REC(p->stamp) != idx ||
+		    BT_W_SEQ(p->stamp) != BT_W_SEQ(first->stamp) ||
 		    smart__bt_lock_word(t, p->node, &lw, &base) ||
 		    lw != p->word)
 			return 0;
@@ -252,17 +326,13 @@ static int rec_ok(const smart_bt_t *t, const uint8_t *snap)
 /* Does the record name word lw with stamp `dead`? */
 static int rec_names(const uint8_t *snap, smart_gaddr_t lw, uint64_t dead)
 {
-	const struct bt_rec *r = (const struct bt_rec *)snap;
-	size_t off = sizeof(*r);
-	unsigned i;
+	struct bt_patch p[BT_PATCHES_MAX];
+	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX];
+	unsigned i, n = rec_patches(snap, p, word, stamp);
 
-	for (i = 0; i < r->npatch; i++) {
-		const struct bt_patch_rec *p = (const void *)(snap + off);
-
-		if (p->word == lw && p->stamp == dead)
+	for (i = 0; i < n; i++)
+		if (word[i] == lw && stamp[i] == dead)
 			return 1;
-		off += patch_bytes(p->len);
-	}
 	return 0;
 }
 
@@ -280,14 +350,14 @@ static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b,
 	if (rc)
 		return rc;
 	memcpy(&e, snap, 8);
-	if (DIR_ID(e) != id || !DIR_AREA(e) || (DIR_AREA(e) & 7))
+	if (BT_DIR_ID(e) != id || !BT_DIR_AREA(e) || (BT_DIR_AREA(e) & 7))
 		return 0;	/* its area went to an adopter: redone */
-	rc = smart_read_sync(w, rec_addr(t, b, DIR_AREA(e), idx), t->rec_size,
-			     snap);
+	rc = smart_read_sync(w, rec_addr(t, b, BT_DIR_AREA(e), idx),
+			     t->rec_size, snap);
 	if (rc == SMART_EREMOTE)
 		return 0;	/* a bogus area: nothing we can redo */
 	if (!rc)
-		*have = rec_ok(t, snap);
+		*have = rec_ok(t, snap, idx);
 	return rc;
 }
 
@@ -307,61 +377,50 @@ int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	return rc;
 }
 
-/* Redo the record in snap; word lw (0: none) is ours already.  Every other
- * word still stamped as the record says is taken over, its patch
- * redone, and released after. */
-static int redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-		const uint8_t *snap)
+int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+		   const void *snap)
 {
 	static const uint64_t zero;
-	const struct bt_rec *r = (const struct bt_rec *)snap;
-	smart_gaddr_t taken[BT_PATCHES_MAX], prev = 0;
-	size_t off = sizeof(*r);
-	unsigned i, k, ntaken = 0;
-	int rc = 0, rc2;
+	struct bt_patch p[BT_PATCHES_MAX], mine[BT_PATCHES_MAX];
+	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], base, got;
+	smart_gaddr_t taken[BT_PATCHES_MAX];
+	unsigned i, k, n = rec_patches(snap, p, word, stamp), m = 0;
+	unsigned ntaken = 0;
+	struct bt_wlog lg;
+	int rc = 0, rc2, ours;
 
-	for (i = 0; !rc && i < r->npatch; i++) {
-		const struct bt_patch_rec *p = (const void *)(snap + off);
-		smart_gaddr_t pw = p->word;
-		uint64_t base, got;
-		int ours = pw == lw;
-
-		off += patch_bytes(p->len);
+	lg.rec = BT_REC_NONE;
+	/* take over every word still stamped as the record says: nobody
+	 * wrote those nodes since; the others were done, or redone */
+	for (i = 0; !rc && i < n; i++) {
+		ours = word[i] == lw;
 		for (k = 0; k < ntaken && !ours; k++)
-			ours = taken[k] == pw;
+			ours = taken[k] == word[i];
 		if (!ours) {
-			rc = smart__bt_lock_word(t, p->node, &pw, &base);
+			rc = smart__bt_lock_word(t, p[i].node, &word[i],
+						 &base);
 			if (!rc)
-				rc = smart_cas_sync(w, pw, p->stamp, base,
+				rc = smart_cas_sync(w, word[i], stamp[i], base,
 						    &got);
-			if (rc || got != p->stamp)
-				continue;	/* done, or redone by another */
-			taken[ntaken++] = pw;
+			if (rc || got != stamp[i])
+				continue;
+			taken[ntaken++] = word[i];
 		}
-		if (prev && smart_gaddr_blade(prev) !=
-			    smart_gaddr_blade(p->node))
-			rc = smart_sync(w);
-		if (!rc)
-			rc = smart_write(w, smart_gaddr_add(p->node, p->off),
-					 p + 1, p->len);
-		prev = p->node;
+		mine[m++] = p[i];
 	}
-	/* each release behind its node's write, on its blade's QP; a word
-	 * is released even when the redo failed (we are fenced then) */
-	for (k = 0; k < ntaken; k++)
-		rc2 = smart_write(w, taken[k], &zero, 8), rc = rc ? rc : rc2;
+	/* redone through a record of ours: dying inside it leaves our
+	 * record for the next taker, as any write under a lock */
+	if (!rc && m)
+		rc = smart__bt_write_logged(t, w, mine, m, &lg);
+	/* each release behind its node's write, on its blade's QP */
+	for (k = 0; !rc && k < ntaken; k++)
+		rc = smart_write(w, taken[k], &zero, 8);
 	rc2 = smart_sync(w);
-	rc = rc ? rc : rc2;
-	if (!rc)
-		atomic_fetch_add_explicit(&t->repairs, 1,
-					  memory_order_relaxed);
-	return rc;
-}
-
-int smart__bt_redo_apply(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-			 const void *snap)
-{
-	return redo(t, w, lw, snap);
+	if (rc || rc2)
+		return rc ? rc : rc2;	/* words and record stay: we are
+					 * fenced, and our takers redo it */
+	atomic_fetch_add_explicit(&t->repairs, 1, memory_order_relaxed);
+	return smart__bt_write_end(t, w, &lg, 0);
 }
 
 /* ---- areas -------------------------------------------------------------- */
@@ -377,7 +436,7 @@ static int adopt_redo(smart_bt_t *t, smart_worker_t *w, unsigned b,
 	for (idx = 0; !rc && idx < BT_RECS; idx++) {
 		rc = snap_read(t, w, b, s, id, idx, snap, &have);
 		if (!rc && have)
-			rc = redo(t, w, 0, snap);
+			rc = smart__bt_redo(t, w, 0, snap);
 	}
 	return rc;
 }
@@ -402,16 +461,16 @@ static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
 
 			s = (me + k) % BT_DIR_SLOTS;
 			e = dir[s];
-			area = DIR_AREA(e);
-			if ((pass == 0 && (DIR_ID(e) || !area)) ||
+			area = BT_DIR_AREA(e);
+			if ((pass == 0 && (BT_DIR_ID(e) || !area)) ||
 			    (pass == 2 && e) ||
 			    (pass == 1 &&
-			     (!DIR_ID(e) || DIR_ID(e) == me ||
+			     (!BT_DIR_ID(e) || BT_DIR_ID(e) == me ||
 			      smart_lease_alive(w, t->blades[b],
-						DIR_ID(e)) != 0)))
+						BT_DIR_ID(e)) != 0)))
 				continue;
 			if (pass == 1 &&
-			    (rc = adopt_redo(t, w, b, s, DIR_ID(e), snap)))
+			    (rc = adopt_redo(t, w, b, s, BT_DIR_ID(e), snap)))
 				break;
 			if (!area || (area & 7)) {
 				rc = smart_alloc(w, t->blades[b],
@@ -421,7 +480,7 @@ static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
 			}
 			if (!rc)
 				rc = smart_cas_sync(w, dir_entry(t, b, s), e,
-						    (uint64_t)me << 48 | area,
+						    BT_DIR_MAKE(me, area),
 						    &got);
 			if (!rc && got == e) {
 				t->dslot[b] = (uint16_t)s;
@@ -490,10 +549,25 @@ void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w)
 		/* free for the next object, area kept: all our writes are
 		 * done, nothing in it needs redoing */
 		(void)smart_cas_sync(w, dir_entry(t, b, t->dslot[b]),
-				     (uint64_t)t->lease[b] << 48 | t->area[b],
+				     BT_DIR_MAKE(t->lease[b], t->area[b]),
 				     t->area[b], &got);
 		t->area[b] = 0;
 	}
+}
+
+/* Does dir slot s name an area that no slot before it names (a word a
+ * peer could have set: aligned, and each area freed once)? */
+static int area_once(const uint64_t *dir, unsigned s)
+{
+	uint64_t area = BT_DIR_AREA(dir[s]);
+	unsigned k;
+
+	if (!area || (area & 7))
+		return 0;
+	for (k = 0; k < s; k++)
+		if (BT_DIR_AREA(dir[k]) == area)
+			return 0;
+	return 1;
 }
 
 int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b)
@@ -507,10 +581,14 @@ int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b)
 		rc = smart_read_sync(w, dir_entry(t, b, 0), 8 * BT_DIR_SLOTS,
 				     dir);
 	for (s = 0; !rc && s < BT_DIR_SLOTS; s++)
-		if (DIR_AREA(dir[s]))
+		if (area_once(dir, s)) {
 			rc = smart_free(w, smart_gaddr(t->blades[b],
-						       DIR_AREA(dir[s])),
+						       BT_DIR_AREA(dir[s])),
 					area_len(t));
+			if (rc == SMART_EINVAL)
+				rc = 0;	/* a peer's word, not a block: the
+					 * rest of the drop goes on */
+		}
 	if (!rc)
 		t->area[b] = 0;
 	smart_scratch_release(w, mark);
