@@ -564,6 +564,9 @@ static void child_torn(char **args)
 	CHECK_OK(smart_ctx_set_hook(c, torn_hook, &a));
 	if (!strcmp(args[2], "update")) {
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6));
+	} else if (!strcmp(args[2], "update2")) {
+		/* takes the first one's lock over: dies inside the redo */
+		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "never", 5));
 	} else if (!strcmp(args[2], "split")) {
 		for (;; a.done++) {
 			key_of(k, (unsigned)a.done);
@@ -649,6 +652,26 @@ static void test_torn_holder(void)
 	torn_expect(&wd, 0, 10);
 	world_stop(&wd);
 
+	/* ... and the writer that took that lock over dies inside its redo:
+	 * it redid through a record of its own, so the next taker finishes
+	 * the first writer's update (the second one's never began) */
+	world_start(&wd, NULL, 512, 12, 12);
+	for (i = 0; i < 10; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
+	}
+	torn_run(&wd, "update", 1);
+	torn_run(&wd, "update2", 1);
+	alarm(20);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	alarm(0);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	torn_expect(&wd, 0, 10);
+	world_stop(&wd);
+
 	/* a split's left half half written (its new right node is whole):
 	 * the insert that split is redone, and the tree grows on from it */
 	world_start(&dry, NULL, 512, 12, 12);
@@ -694,8 +717,75 @@ static void test_torn_holder(void)
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "w", 1));
 	}
 	torn_expect(&wd, 0, 200);
-	printf("torn writes of killed holders redone: an entry, a split's "
-	       "left half, a merge (after %d deletes)\n", done);
+	printf("torn writes of killed holders redone: an entry (also when "
+	       "its redoer died inside the redo), a split's left half, a "
+	       "merge (after %d deletes)\n", done);
+	world_stop(&wd);
+}
+
+/* A redo record a peer forged (whole, CRC valid): its second patch's
+ * stamp set to 0, which no writer makes.  A taker must not redo it (a
+ * stamp of 0 would let it take a free lock word and write stale bytes):
+ * the record is refused, and the node the dead writer tore stays torn. */
+static void test_forged_record(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	uint64_t meta, lock_off, e, stamp = 0, area;
+	uint8_t *buf;
+	uint32_t locks, len, plen;
+	unsigned i, rec_size;
+	char v[16];
+	size_t n, off;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	for (i = 0; i < 10; i++) {
+		char k[16];
+
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
+	}
+	torn_run(&wd, "update", 1);
+	/* the dead writer's stamp: the one word of the lock table held */
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 24, 4, &locks));
+	CHECK_OK(smart_read_sync(wd.w, meta + 72, 8, &lock_off));
+	CHECK_OK(smart_buf_alloc(wd.w, (size_t)locks * 8, (void **)&buf));
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, lock_off),
+				 (size_t)locks * 8, buf));
+	for (i = 0; i < locks; i++) {
+		memcpy(&e, buf + 8 * i, 8);
+		if (e) {
+			CHECK_EQ(stamp, 0);
+			stamp = e;
+		}
+	}
+	CHECK(stamp && ((stamp >> 26) & 63) < 16);
+	/* its directory slot names the area; its record index the record
+	 * (16 + 3 x (32 + 512) bytes, 64-aligned: bt_redo.c) */
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, lock_off + 8 *
+				 ((uint64_t)locks + ((stamp >> 16) & 1023))),
+				 8, &e));
+	area = e & SMART_GADDR_OFF_MASK;
+	rec_size = (16 + 3 * (32 + 512) + 63) & ~63u;
+	area += ((stamp >> 26) & 63) * rec_size;
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, area), rec_size, buf));
+	memcpy(&len, buf + 4, 4);
+	CHECK_EQ(*(uint32_t *)(buf + 8), 2);	/* the entry, the first word */
+	memcpy(&plen, buf + 16 + 28, 4);
+	off = 16 + 32 + ((plen + 7) & ~7u);	/* the second patch */
+	CHECK_EQ(*(uint64_t *)(buf + off + 16), stamp);
+	memset(buf + off + 16, 0, 8);
+	*(uint32_t *)buf = smart_crc32c(0, buf + 4, len - 4);
+	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, area), buf, len));
+	alarm(60);
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n), SMART_ERETRY);
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 0);
+	CHECK_EQ(st.lock_takeovers, 1);	/* taken over, nothing redone */
+	smart_buf_free(wd.w, buf);
 	world_stop(&wd);
 }
 
@@ -1482,6 +1572,7 @@ int main(int argc, char **argv)
 		{ "stale_forward", test_stale_forward },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
+		{ "forged_record", test_forged_record },
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },
 		{ "bulk", test_bulk },

@@ -93,4 +93,11 @@
 #define SMART_M_BT_LOG_AFTER 0
 #endif
 
+/* a peer's redo record is redone whatever stamps its patches carry */
+#ifdef SMART_MUTANT_BT_NO_REC_CHECK
+#define SMART_M_BT_NO_REC_CHECK 1
+#else
+#define SMART_M_BT_NO_REC_CHECK 0
+#endif
+
 #endif

@@ -313,8 +313,9 @@ static int rec_ok(const smart_bt_t *t, const uint8_t *snap, unsigned idx)
 		if (off + sizeof(*p) > r->len || !p->len ||
 		    p->len > t->node_size || p->off > t->node_size - p->len ||
 		    off + patch_bytes(p->len) > r->len ||
-		    !BT_W_ID(p->stamp) || BT_W_REC(p->stamp) != idx ||
-		    BT_W_SEQ(p->stamp) != BT_W_SEQ(first->stamp) ||
+		    (!SMART_M_BT_NO_REC_CHECK &&
+		     (!BT_W_ID(p->stamp) || BT_W_REC(p->stamp) != idx ||
+		      BT_W_SEQ(p->stamp) != BT_W_SEQ(first->stamp))) ||
 		    smart__bt_lock_word(t, p->node, &lw, &base) ||
 		    lw != p->word)
 			return 0;
