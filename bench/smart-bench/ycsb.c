@@ -44,6 +44,9 @@ _Static_assert(sizeof(wl_names) / sizeof(wl_names[0]) - 1 ==
 	       "a name for every workload");
 
 /* --ds: the structures, built (an adapter) or to come (NULL). */
+/* Indexes are SMART_BT_LOCKS_* */
+static const char *const lock_memories[] = { "auto", "host", "device",
+					      NULL };
 static const char *const ds_names[] = { "ht", "bt", NULL };
 static const struct ycsb_ds *const ds_impl[] = { &ycsb_ht, &ycsb_bt, NULL };
 
@@ -86,6 +89,11 @@ static const struct kit_flag ycsb_flags[] = {
 	KIT_INT("hocl", Y, hocl, 0, 1, "0|1",
 		"bt: HOCL's local lock table (0: every task CASes the "
 		"remote lock itself, as Sherman without HOCL) [1]"),
+	KIT_CHOICE("lock-memory", Y, lock_memory, lock_memories,
+		   "auto|host|device", "bt: where a new tree's lock tables "
+		   "go: the blades' device memory (NIC memory, smartd "
+		   "--dm-size) where it has room, host memory always, or "
+		   "device memory or fail [auto]"),
 	KIT_END,
 };
 #undef Y
@@ -145,9 +153,13 @@ int ycsb_place(struct ycsb *y, smart_worker_t *w,
 			"to join (start its creator first, without "
 			"--no-preload)\n", ops->what, y->table);
 	else if (rc)
-		fprintf(stderr, BENCH_TOOL ": %s the %s: %s\n",
+		fprintf(stderr, BENCH_TOOL ": %s the %s: %s%s\n",
 			y->no_preload ? "opening" : "creating", ops->what,
-			smart_strerror(rc));
+			smart_strerror(rc), y->lock_memory ==
+			SMART_BT_LOCKS_DEVICE && (rc == SMART_ENOTSUP ||
+						  rc == SMART_ENOSPC) ?
+			" (--lock-memory device: a blade has no device memory "
+			"left; smartd --dm-size)" : "");
 	return rc;
 }
 

@@ -167,6 +167,7 @@ struct ycsb {
 	uint64_t insert_room;		/* --insert-room (0: estimated) */
 	int cache_mb;			/* --cache-mb: bt's index cache */
 	int hocl;			/* --hocl: bt's local lock table */
+	int lock_memory;		/* --lock-memory: SMART_BT_LOCKS_* */
 	/* the run */
 	int joined;			/* the table existed: opened, not made */
 	int client;			/* this process's id for new keys */

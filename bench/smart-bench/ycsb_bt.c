@@ -147,6 +147,7 @@ static int bt_create(struct ycsb *y, smart_worker_t *w, void **out)
 	p.c.cache_bytes = (size_t)y->cache_mb << 20;
 	p.c.spec_entries = spec_slots(y);
 	p.c.hocl = y->hocl;
+	p.c.lock_memory = y->lock_memory;
 	p.h->name = y->table;
 	rc = ycsb_place(y, w, &bt_place_ops, &p, &p.h->root);
 	if (rc) {
@@ -211,6 +212,7 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	kit_rec_num(rec, "bt_lock_takeovers", "%" PRIu64, s.lock_takeovers);
 	kit_rec_num(rec, "bt_repairs", "%" PRIu64, s.repairs);
 	kit_rec_num(rec, "bt_merges", "%" PRIu64, s.merges);
+	kit_rec_num(rec, "bt_dm_lock_tables", "%u", s.dm_lock_tables);
 	snprintf(line, len, "Smart-BT: height %u; this process: %" PRIu64
 		 " leaf splits, index cache hits %.1f%%, speculative hits "
 		 "%.1f%%, %" PRIu64 " lock hand-overs, %" PRIu64 " failed "

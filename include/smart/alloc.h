@@ -42,6 +42,36 @@ int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
  * SMART_EINVAL for NULL or an address/size that cannot be such a block. */
 int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
 
+/*
+ * Device memory: NIC on-chip memory a blade may offer next to its region
+ * (smartd --dm-size; mlx5 NICs have 128-256 KiB, rxe none, shm emulates
+ * it when asked), where a remote atomic costs no PCIe round trip to host
+ * memory: Sherman keeps its lock table there (HOCL).  Addresses carry
+ * SMART_GADDR_DM and every op works on them as on the region.  It is
+ * handed out in SMART_DM_UNIT runs through one allocation word in the
+ * blade's own area (a bit per unit, CAS), so at most SMART_DM_MAX of it is
+ * ever used.  A run holds what its last user left: zero it.  What a killed
+ * client allocated and never published stays allocated, as with
+ * smart_alloc; so does a run whose allocating CAS executed but whose
+ * completion failed (the call then returns the error).
+ */
+#define SMART_DM_UNIT	4096u
+#define SMART_DM_MAX	(64u * SMART_DM_UNIT)
+
+/* Allocate size bytes (rounded up to units) of the blade's device memory.
+ * SMART_ENOTSUP when the blade has none (whatever the size), SMART_ENOSPC
+ * when no run of that many free units is left, SMART_EINVAL for 0 or more
+ * than SMART_DM_MAX. */
+int smart_dm_alloc(smart_worker_t *w, uint16_t blade, size_t size,
+		   smart_gaddr_t *out);
+
+/* Give back a run from smart_dm_alloc with its size.  SMART_EINVAL for an
+ * address or size no allocation can have, or a run not (all) allocated:
+ * nothing is freed then.  As with smart_free, the size is trusted: the
+ * word records which units are taken, not where runs start, so a size
+ * larger than the run's frees a neighbour's units. */
+int smart_dm_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
+
 /* The blade's memory as it is now: one READ of its superblock, free table
  * and lease table (16 KiB).  SMART_ENOENT for a blade not joined. */
 int smart_alloc_usage(smart_worker_t *w, uint16_t blade,

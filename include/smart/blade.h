@@ -36,7 +36,7 @@ extern "C" {
 typedef struct smart_blade smart_blade_t;
 
 struct smart_blade_config {
-	uint64_t size;		/* region bytes (>= 1 MiB); [1G] */
+	uint64_t size;		/* region bytes, 1 MiB..128 TiB; [1G] */
 	const char *listen;	/* "host:port"; port 0 = any; [127.0.0.1:7470] */
 	uint16_t id;		/* blade id in global addresses, 0..1023; [0] */
 	int hugepages;		/* -1 auto, 0 off, 1 required; [-1] */
@@ -61,6 +61,12 @@ struct smart_blade_config {
 	 * the others.  Every client of the blade uses the blade's value.
 	 * [SMART_LEASE_MS_DEFAULT] */
 	uint32_t lease_ms;
+	/* Device memory served next to the region (smart/alloc.h), bytes:
+	 * -1 auto (what the NIC offers, up to SMART_DM_MAX; none where the
+	 * transport only emulates it, as shm does), 0 none, else a multiple
+	 * of 4096 up to SMART_DM_MAX (256 KiB), which the transport must
+	 * give or the blade does not start.  [-1] */
+	int64_t dm_size;
 };
 
 #define SMART_LEASE_MS_DEFAULT	2000

@@ -59,6 +59,12 @@ extern "C" {
 
 typedef struct smart_bt smart_bt_t;
 
+enum {
+	SMART_BT_LOCKS_AUTO = 0,
+	SMART_BT_LOCKS_HOST = 1,
+	SMART_BT_LOCKS_DEVICE = 2,
+};
+
 struct smart_bt_config {
 	/* Blades holding nodes, spread at random (NULL: the home blade). */
 	const uint16_t *blades;
@@ -68,9 +74,20 @@ struct smart_bt_config {
 	/* Bytes per node: a power of two, 512..65536, with room for at
 	 * least 4 leaf entries and 4 internal entries; default 1024. */
 	unsigned node_size;
-	/* Lock words in each blade's global lock table: a power of two;
-	 * default 65536 (512 KiB per blade). */
+	/* Lock words in each blade's global lock table: a power of two, or
+	 * 0 (default): when the tables may go to device memory and every
+	 * blade has at least 32 KiB of it (DEVICE: any), as many as the
+	 * smallest holds (Sherman's 32768 in 256 KiB; a table that then
+	 * finds no room left keeps that count in host memory), else 65536
+	 * (512 KiB per blade). */
 	unsigned locks;
+	/* Where the lock tables go (HOCL's global level): AUTO (default)
+	 * the blade's device memory (NIC memory, smart/alloc.h) where it
+	 * has room for the table, else its region; HOST the region always;
+	 * DEVICE device memory on every blade, or create fails
+	 * (SMART_ENOTSUP: a blade has none; SMART_ENOSPC: no room;
+	 * SMART_EINVAL: a table larger than SMART_DM_MAX). */
+	int lock_memory;
 	/* This process's caches, not the tree's (read by create and
 	 * smart_bt_open_cfg): bytes of internal-node copies, the index
 	 * cache (default 16 MiB; 0: none), and slots of the speculative
@@ -103,6 +120,8 @@ struct smart_bt_stats {
 	/* writes a dead lock holder left (maybe half done) redone from its
 	 * redo record by this process; writes that waited for a free record */
 	uint64_t repairs, rec_waits;
+	unsigned dm_lock_tables;	/* blades whose lock table is in
+					 * device memory (of the tree's) */
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

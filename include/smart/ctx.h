@@ -59,6 +59,8 @@ struct smart_blade_info {
 	uint64_t alloc_max;	/* largest single smart_alloc() possible */
 	uint32_t lease_ms;	/* client lease duration (smart/lease.h) */
 	uint16_t lease_id;	/* this ctx's client id there */
+	uint64_t dm_size;	/* device memory smart_dm_alloc hands out
+				 * (smart/alloc.h); 0: none */
 };
 
 /* Fill *out for a connected blade.  SMART_EINVAL for NULL arguments,

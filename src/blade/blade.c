@@ -27,6 +27,7 @@
 
 #include "blade/blade_int.h"
 #include "util/thread.h"
+#include "smart/alloc.h"
 #include "smart/status.h"
 #include "util/compiler.h"
 #include "wire/services.h"
@@ -47,6 +48,7 @@ void smart_blade_config_init(struct smart_blade_config *cfg)
 	cfg->handshake_timeout_ms = 5000;
 	cfg->gid_index = -1;
 	cfg->lease_ms = SMART_LEASE_MS_DEFAULT;
+	cfg->dm_size = -1;
 }
 
 static int config_check(const struct smart_blade_config *c,
@@ -58,11 +60,15 @@ static int config_check(const struct smart_blade_config *c,
 	    c->chunk_size < (1u << SMART_CHUNK_SHIFT_MIN) ||
 	    c->chunk_size > (1u << SMART_CHUNK_SHIFT_MAX))
 		why = "chunk size must be a power of two from 4 KiB to 1 GiB";
-	else if (c->size < (UINT64_C(1) << 20) || c->size > (UINT64_C(1) << 48)
+	else if (c->size < (UINT64_C(1) << 20) || c->size > (UINT64_C(1) << 47)
 		 || c->size > SIZE_MAX || c->size / c->chunk_size <
 		 smart_sb_first_chunk((uint32_t)__builtin_ctz(c->chunk_size)) + 1)
-		why = "size must be 1 MiB..256 TiB and hold the blade's own "
+		why = "size must be 1 MiB..128 TiB and hold the blade's own "
 		      "64 KiB plus a chunk";
+	else if (c->dm_size < -1 || c->dm_size > (int64_t)SMART_DM_MAX ||
+		 (c->dm_size > 0 && c->dm_size % SMART_DM_UNIT))
+		why = "dm_size must be -1 (auto), 0, or a multiple of 4 KiB up "
+		      "to 256 KiB";
 	else if (c->lease_ms < SMART_LEASE_MS_MIN ||
 		 c->lease_ms > SMART_LEASE_MS_MAX)
 		why = "lease_ms must be 10..600000";
@@ -122,6 +128,37 @@ static void format_superblock(struct smart_blade *b)
 	et->global = 1;		/* epoch 0 means "never announced" */
 }
 
+/* Device memory for the region, as b->dm_size asks (-1: auto).  Auto
+ * takes a NIC's, up to SMART_DM_MAX in whole units, and goes without when
+ * the NIC has none or refuses; an explicit size must be had. */
+static int dm_open(struct smart_blade *b)
+{
+	struct smart_tp_caps caps = { 0 };
+	uint64_t len = (uint64_t)b->dm_size;
+	int rc;
+
+	b->ops->query_caps(b->dom, &caps);
+	if (b->dm_size < 0)
+		len = caps.dm_emulated ? 0 :
+		      smart_min(caps.max_dm, (uint64_t)SMART_DM_MAX) /
+		      SMART_DM_UNIT * SMART_DM_UNIT;
+	if (!len)
+		return 0;
+	rc = b->ops->dm_attach(b->dom, b->mr, (size_t)len);
+	if (rc && b->dm_size < 0) {
+		smart__warn(&b->log, "no device memory (%" PRIu64 " bytes: %s);"
+			    " serving without", len, smart_strerror(rc));
+		return 0;
+	}
+	if (rc)
+		smart__err(&b->log, "cannot have %" PRIu64 " bytes of device "
+			   "memory: %s", len, smart_strerror(rc));
+	else
+		smart__info(&b->log, "device memory: %" PRIu64 " bytes%s", len,
+			    caps.dm_emulated ? " (emulated)" : "");
+	return rc;
+}
+
 static int region_open(struct smart_blade *b, int hugepages)
 {
 	struct smart_tp_cfg tcfg = {
@@ -146,6 +183,9 @@ static int region_open(struct smart_blade *b, int hugepages)
 		return rc;
 	}
 	format_superblock(b);
+	rc = dm_open(b);
+	if (rc)
+		return rc;
 	b->blob_len = sizeof(b->blob);
 	rc = b->ops->region_blob(b->dom, b->mr, b->blob, &b->blob_len);
 	if (!rc && (b->blob_len == 0 || b->blob_len > SMART_TP_BLOB_MAX))
@@ -247,6 +287,7 @@ static int copy_config(struct smart_blade *b,
 	b->auth_timeout_ms = cfg->auth_timeout_ms;
 	b->hs_timeout_ms = cfg->handshake_timeout_ms;
 	b->lease_ms = cfg->lease_ms;
+	b->dm_size = cfg->dm_size;
 	b->lfd = b->ufd = b->wakefd = -1;
 	b->ops = smart_tp_find(tp);
 	if (!b->ops || strlen(tp) > SMART_PROTO_TRANSPORT_MAX) {

@@ -102,6 +102,7 @@ struct smart_blade {
 	int auth_timeout_ms;	/* to present a HELLO or an fd token */
 	int hs_timeout_ms;	/* authenticated: replies unread this long */
 	uint32_t lease_ms;
+	int64_t dm_size;	/* device memory asked for: -1 auto */
 	uint16_t next_lease;	/* control thread: the next id to try */
 
 	int lfd, ufd, wakefd;

@@ -100,6 +100,10 @@ struct smart__blade {
 	uint64_t first_chunk;	/* chunks below it are the blade's own */
 	uint64_t base;		/* remote address of offset 0 */
 	uint32_t rkey;
+	/* device memory (smart_dm_alloc): ops whose offset has
+	 * SMART_GADDR_DM address it from 0 with dm_rkey; dm_len 0: none */
+	uint32_t dm_rkey;
+	uint64_t dm_len;
 	struct smart_tp_remote *remote;
 	struct smart__boot *boot;	/* control session, under boot_lock */
 	pthread_mutex_t boot_lock;

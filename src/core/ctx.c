@@ -241,6 +241,10 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 	b->first_chunk = smart_sb_first_chunk(wel.chunk_shift);
 	b->base = ctx->tp->remote_base(b->remote);
 	b->rkey = ctx->tp->remote_rkey(b->remote);
+	/* whole units, at most what smart_dm_alloc can hand out */
+	b->dm_len = smart_min(ctx->tp->remote_dm(b->remote, &b->dm_rkey),
+			      (uint64_t)SMART_DM_MAX) / SMART_DM_UNIT *
+		    SMART_DM_UNIT;
 	b->lease_id = wel.lease_id;
 	b->lease_ms = wel.lease_ms;
 	return smart__lease_new(ctx, b, wel.lease_ms);
@@ -331,6 +335,7 @@ int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
 		.alloc_max = (b->nchunks - first) * chunk,
 		.lease_ms = b->lease_ms,
 		.lease_id = b->lease_id,
+		.dm_size = b->dm_len,
 	};
 	return 0;
 }

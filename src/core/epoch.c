@@ -263,8 +263,8 @@ int smart_epoch_retire(smart_worker_t *w, uint16_t blade, smart_gaddr_t addr,
 {
 	struct smart__ebr *d;
 
-	if (!w || !size || addr == SMART_GADDR_NULL)
-		return SMART_EINVAL;
+	if (!w || !size || addr == SMART_GADDR_NULL || smart_gaddr_is_dm(addr))
+		return SMART_EINVAL;	/* device memory: smart_dm_free */
 	d = ebr_get(w, blade);
 	if (!d)
 		return smart__blade_get(w->ctx, blade) ? SMART_ENOMEM :

@@ -337,8 +337,13 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo)
 	if (smart_unlikely(atomic_load_explicit(&b->fail,
 						memory_order_relaxed)))
 		return atomic_load(&b->fail);
-	if (smart_unlikely(off >= b->size || op->len > b->size - off))
-		return SMART_EREMOTE;
+	if (smart_unlikely(off >= b->size || op->len > b->size - off)) {
+		/* device memory: SMART_GADDR_DM and an offset from 0 */
+		off &= ~SMART_GADDR_DM;
+		if (!smart_gaddr_is_dm(op->ga) || off >= b->dm_len ||
+		    op->len > b->dm_len - off)
+			return SMART_EREMOTE;
+	}
 	if (op->opcode >= SMART_TP_CAS && (off & 7))
 		return SMART_EINVAL;
 	return 0;
@@ -412,6 +417,10 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 		.compare_add = op->a1,
 		.swap = op->a2,
 	};
+	if (smart_unlikely(smart_gaddr_off(op->ga) >= b->size)) {
+		wr->remote = smart_gaddr_off(op->ga) & ~SMART_GADDR_DM;
+		wr->rkey = b->dm_rkey;	/* op_check: device memory */
+	}
 	t->bytes += op->len;	/* smart_task_bytes: 8 for an atomic */
 	return 0;
 }

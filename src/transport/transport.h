@@ -27,6 +27,10 @@
  *     Nothing aborts the process.  A QP in error is destroyed and
  *     replaced, never revived.
  *  6. No blade CPU work on the data path.
+ *  7. Device memory (NIC on-chip memory, ibv_alloc_dm): a served region
+ *     may carry a second, small range of it (dm_attach), with a key of its
+ *     own and addresses from 0 (verbs' IBV_ACCESS_ZERO_BASED); a WR with
+ *     that key addresses it, with the same rules 3-5 as the region.
  *
  * Threading: a QP or CQ created without SMART_TP_SHARED is used by one
  * thread at a time and takes no lock; with SMART_TP_SHARED the transport
@@ -61,6 +65,8 @@ struct smart_tp_mr {
 	uint32_t lkey, rkey;
 	int fd;			/* shm: memfd backing the region; else -1 */
 	int hugepages;		/* 1 when backed by huge pages */
+	uint64_t dm_len;	/* device memory attached (rule 7); 0: none */
+	uint32_t dm_rkey;
 };
 
 enum smart_tp_opcode {
@@ -72,7 +78,10 @@ enum smart_tp_opcode {
 
 enum {
 	SMART_TP_SIGNALED = 1 << 0,
-	SMART_TP_INLINE = 1 << 1,	/* local data copied at post time */
+	SMART_TP_INLINE = 1 << 1,	/* WRITE: local data copied at post
+					 * time (it need not be registered);
+					 * longer than caps.max_inline: post
+					 * refuses the chain, SMART_EINVAL */
 	SMART_TP_FENCE = 1 << 2,	/* wait for earlier READs/atomics */
 };
 
@@ -146,6 +155,9 @@ struct smart_tp_caps {
 	int nic;		/* 1 when WRs go through a NIC (or its model),
 				 * whose queues work-request throttling
 				 * protects; 0 for plain shm */
+	uint64_t max_dm;	/* device memory bytes dm_attach may give */
+	int dm_emulated;	/* 1 when that memory is host memory playing
+				 * device memory (shm), for tests */
 };
 
 struct smart_tp_qp_attr {
@@ -177,6 +189,15 @@ struct smart_tp_ops {
 	/* Up to max completions into wc; returns how many (>= 0) or < 0. */
 	int (*poll)(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max);
 
+	/* Responder side (blade): give a served region len bytes of device
+	 * memory (rule 7), zeroed, open to remote READ/WRITE/atomics; its
+	 * key lands in region->dm_rkey and region_blob describes it from
+	 * then on.  Once per region, before any region_blob.  SMART_ENOTSUP
+	 * where the device has none, SMART_ENOMEM when it cannot give len
+	 * bytes (caps.max_dm is an upper bound, not a promise); no side
+	 * effect on error. */
+	int (*dm_attach)(struct smart_tp_domain *d, struct smart_tp_mr *region,
+			 size_t len);
 	/* Responder side (blade): describe a served region for clients. */
 	int (*region_blob)(struct smart_tp_domain *d, struct smart_tp_mr *mr,
 			   void *blob, size_t *len);
@@ -204,6 +225,9 @@ struct smart_tp_ops {
 	/* Base address and rkey to put into WRs for this remote. */
 	uint64_t (*remote_base)(const struct smart_tp_remote *r);
 	uint32_t (*remote_rkey)(const struct smart_tp_remote *r);
+	/* The remote's device memory: its length (0: none) and, in *rkey,
+	 * the key addressing it from 0. */
+	uint64_t (*remote_dm)(const struct smart_tp_remote *r, uint32_t *rkey);
 
 	int (*qp_create)(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 			 const struct smart_tp_qp_attr *attr,

@@ -57,6 +57,12 @@
 #define SMART_M_ALLOC_NO_GIVEBACK 0
 #endif
 
+#ifdef SMART_MUTANT_DM_NO_FREE_CHECK	/* dm.c: free a run not allocated */
+#define SMART_M_DM_NO_FREE_CHECK 1
+#else
+#define SMART_M_DM_NO_FREE_CHECK 0
+#endif
+
 #ifdef SMART_MUTANT_FREELIST_NO_CHECK	/* freelist.c: a popped batch node
 					 * is trusted */
 #define SMART_M_FREELIST_NO_CHECK 1

@@ -278,7 +278,7 @@ static int welcome_valid(const struct smart_proto_welcome *m)
 	if (m->blade_id > 1023 || m->chunk_shift < SMART_CHUNK_SHIFT_MIN ||
 	    m->chunk_shift > SMART_CHUNK_SHIFT_MAX ||
 	    m->region_size < (UINT64_C(1) << 20) ||
-	    m->region_size > (UINT64_C(1) << 48) ||
+	    m->region_size > (UINT64_C(1) << 47) ||	/* SMART_GADDR_DM above */
 	    (m->region_size >> m->chunk_shift) < 2 || m->blob_len == 0 ||
 	    m->lease_id == 0 || m->lease_ms < SMART_LEASE_MS_MIN ||
 	    m->lease_ms > SMART_LEASE_MS_MAX)

@@ -14,6 +14,8 @@
  *   4 KiB      lease table (services.h)                  16448 bytes
  *   24 KiB     epoch table (services.h)                  8256 bytes
  *   36 KiB     free-list table (services.h)              1088 bytes
+ *   40 KiB     device memory allocation word (a bit per
+ *              SMART_DM_UNIT in use, smart/alloc.h)      8 bytes
  *   64 KiB     end of the blade's own area
  */
 #ifndef SMART_WIRE_SUPERBLOCK_H
@@ -62,6 +64,7 @@ _Static_assert(sizeof(struct smart_superblock) == 64 + 8 * SMART_SB_ROOTS,
 #define SMART_LEASE_OFF		(UINT64_C(4) << 10)
 #define SMART_EPOCH_OFF		(UINT64_C(24) << 10)
 #define SMART_FREE_OFF		(UINT64_C(36) << 10)
+#define SMART_DM_MAP_OFF	(UINT64_C(40) << 10)
 
 /* Smallest and largest chunk sizes a blade accepts. */
 #define SMART_CHUNK_SHIFT_MIN 12

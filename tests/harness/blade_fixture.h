@@ -43,10 +43,12 @@ static inline smart_opts_t *fixture_opts(const char *const *kv)
 	return o;
 }
 
-/* Start a blade of size bytes with blade id `id` and connect a ctx whose
+/* Start a blade of size bytes with blade id `id` and dm_size bytes of
+ * device memory (-1: the transport's default) and connect a ctx whose
  * options are defaults plus the given "key=value" pairs (NULL-ended). */
-static inline void fixture_start(struct fixture *f, uint64_t size,
-				 uint16_t id, const char *const *kv)
+static inline void fixture_start_dm(struct fixture *f, uint64_t size,
+				    uint16_t id, int64_t dm_size,
+				    const char *const *kv)
 {
 	struct smart_blade_config cfg;
 	smart_opts_t *o;
@@ -61,6 +63,7 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	cfg.secret_len = sizeof(FIXTURE_SECRET) - 1;
 	cfg.chunk_size = 64 << 10;
 	cfg.transport = getenv("SMART_TEST_TRANSPORT");
+	cfg.dm_size = dm_size;
 	CHECK_OK(smart_blade_create(&cfg, &f->blade));
 
 	fd = mkstemp(secret_path);
@@ -75,6 +78,12 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 	unlink(secret_path);
 	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(f->blade), &f->id));
 	CHECK_EQ(f->id, id);
+}
+
+static inline void fixture_start(struct fixture *f, uint64_t size,
+				 uint16_t id, const char *const *kv)
+{
+	fixture_start_dm(f, size, id, -1, kv);
 }
 
 /* Another ctx (another client: its own lease) on the fixture's blade at

@@ -4,7 +4,8 @@
  * bigger class when the blade has no chunk left, usage as any client and
  * the blade itself see it, and a concurrent soak in which every block
  * carries a tag that is checked when it is freed (a block handed out
- * twice would have its tag overwritten).
+ * twice would have its tag overwritten).  Device memory: runs handed out
+ * and given back, ops on it, its bounds, a double free refused.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -312,6 +313,82 @@ static void test_corrupt_node(void)
 	fixture_stop(&f);
 }
 
+/* Device memory of 4 units: runs placed lowest first, full is ENOSPC, a
+ * double free or a run never handed out is refused (nothing freed), ops
+ * work on it and stop at its end; a blade without it says ENOTSUP. */
+static void test_device_memory(void)
+{
+	struct smart_blade_info bi;
+	struct fixture f, g;
+	smart_worker_t *w, *v;
+	smart_gaddr_t a, b, c, d;
+	uint64_t x = 0, old = 0, buf[2];
+
+	fixture_start_dm(&f, 16 << 20, 3, 4 * SMART_DM_UNIT, NULL);
+	CHECK_OK(smart_ctx_blade_info(f.ctx, f.id, &bi));
+	CHECK_U64_EQ(bi.dm_size, 4 * SMART_DM_UNIT);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_dm_alloc(w, f.id, 100, &a));	/* one unit */
+	CHECK_OK(smart_dm_alloc(w, f.id, 2 * SMART_DM_UNIT, &b));
+	CHECK(smart_gaddr_is_dm(a) && smart_gaddr_is_dm(b));
+	CHECK_U64_EQ(smart_gaddr_off(a), SMART_GADDR_DM);
+	CHECK_U64_EQ(smart_gaddr_off(b), SMART_GADDR_DM + SMART_DM_UNIT);
+	CHECK_EQ(smart_dm_alloc(w, f.id, 2 * SMART_DM_UNIT, &c), SMART_ENOSPC);
+	CHECK_OK(smart_dm_alloc(w, f.id, SMART_DM_UNIT, &c));
+	CHECK_EQ(smart_dm_alloc(w, f.id, 1, &d), SMART_ENOSPC);
+	CHECK_EQ(smart_dm_alloc(w, f.id, 0, &d), SMART_EINVAL);
+	CHECK_EQ(smart_dm_alloc(w, f.id, SMART_DM_MAX + 1, &d), SMART_EINVAL);
+
+	/* ops: a word written, CASed, added to; the last word of b */
+	x = 41;
+	CHECK_OK(smart_write_sync(w, b, &x, 8));
+	CHECK_OK(smart_cas_sync(w, b, 41, 42, &old));
+	CHECK_U64_EQ(old, 41);
+	CHECK_OK(smart_faa_sync(w, b, 1, &old));
+	CHECK_U64_EQ(old, 42);
+	CHECK_OK(smart_read_sync(w, b, 8, &x));
+	CHECK_U64_EQ(x, 43);
+	CHECK_OK(smart_write_sync(w, smart_gaddr_add(c, SMART_DM_UNIT - 8),
+				  &x, 8));
+	/* past the end of the device memory: refused before it is sent */
+	CHECK_EQ(smart_read_sync(w, smart_gaddr_add(c, SMART_DM_UNIT - 8), 16,
+				 buf), SMART_EREMOTE);
+	CHECK_EQ(smart_read_sync(w, smart_gaddr_add(c, SMART_DM_UNIT), 8, buf),
+		 SMART_EREMOTE);
+	/* device memory is not the epochs' to free */
+	CHECK_EQ(smart_epoch_retire(w, f.id, b, 8), SMART_EINVAL);
+	/* the region's offset 0 is not the device memory's */
+	CHECK_OK(smart_read_sync(w, smart_gaddr(f.id, 0), 8, &x));
+	CHECK(x != 43);
+
+	/* freeing: a double free and a run never handed out change nothing */
+	CHECK_OK(smart_dm_free(w, b, 2 * SMART_DM_UNIT));
+	CHECK_EQ(smart_dm_free(w, b, 2 * SMART_DM_UNIT), SMART_EINVAL);
+	CHECK_EQ(smart_dm_free(w, smart_gaddr_add(a, 8), 8), SMART_EINVAL);
+	CHECK_EQ(smart_dm_free(w, smart_gaddr(f.id, 4096), 4096), SMART_EINVAL);
+	CHECK_OK(smart_dm_alloc(w, f.id, 2 * SMART_DM_UNIT, &d));
+	CHECK_U64_EQ(d, b);		/* the run came back, once */
+	CHECK_EQ(smart_dm_alloc(w, f.id, 1, &d), SMART_ENOSPC);
+	CHECK_OK(smart_dm_free(w, a, 100));
+	CHECK_OK(smart_dm_free(w, b, 2 * SMART_DM_UNIT));
+	CHECK_OK(smart_dm_free(w, c, SMART_DM_UNIT));
+	CHECK_OK(smart_dm_alloc(w, f.id, 4 * SMART_DM_UNIT, &d));
+	CHECK_OK(smart_dm_free(w, d, 4 * SMART_DM_UNIT));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+
+	/* a blade without device memory (shm's default) */
+	fixture_start_dm(&g, 16 << 20, 4, 0, NULL);
+	CHECK_OK(smart_ctx_blade_info(g.ctx, g.id, &bi));
+	CHECK_U64_EQ(bi.dm_size, 0);
+	CHECK_OK(smart_worker_create(g.ctx, &v));
+	CHECK_EQ(smart_dm_alloc(v, g.id, 64, &a), SMART_ENOTSUP);
+	CHECK_EQ(smart_read_sync(v, smart_gaddr(g.id, SMART_GADDR_DM), 8, &x),
+		 SMART_EREMOTE);
+	CHECK_OK(smart_worker_destroy(v));
+	fixture_stop(&g);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
@@ -321,5 +398,6 @@ int main(int argc, char **argv)
 		{ "blade_view", test_blade_view },
 		{ "soak", test_soak },
 		{ "corrupt_node", test_corrupt_node },
+		{ "device_memory", test_device_memory },
 		{ 0 } });
 }

@@ -5,7 +5,8 @@
  * and deletes (every key present throughout a scan is returned, in order,
  * once; nothing never present is), the same on the adversarial shm
  * transport (torn node reads caught by the CRC: asserted > 0), a second
- * ctx opening the tree, and drop giving every byte back.
+ * ctx opening the tree, and drop giving every byte back; lock tables in
+ * device memory.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -483,17 +484,16 @@ static void child_holder(char **args)
  * fences it at once, and the next writer takes the lock over as soon as
  * its keeper sees that, within the bound of lease_ms plus a renewal
  * period (docs/leases.md); the tree is whole and the key unchanged. */
-static void test_dead_holder(void)
+static void dead_holder_on(struct world *wd_)
 {
 	struct smart_bt_stats st;
-	struct world wd;
+	struct world wd = *wd_;
 	char fd[12], v[16];
 	double t0, took;
 	int p[2], status;
 	pid_t pid;
 	size_t n;
 
-	world_start(&wd, NULL, 512, 12, 12);
 	CHECK_OK(smart_bt_insert(wd.t, wd.w, "k", 1, "alive", 5));
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
@@ -520,6 +520,14 @@ static void test_dead_holder(void)
 	printf("lock of a killed holder taken over after %.1f ms (bound "
 	       "%d)\n", took, SMART_LEASE_MS_DEFAULT +
 	       SMART_LEASE_MS_DEFAULT / 8);
+}
+
+static void test_dead_holder(void)
+{
+	struct world wd;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	dead_holder_on(&wd);
 	world_stop(&wd);
 }
 
@@ -731,7 +739,7 @@ static void test_forged_record(void)
 {
 	struct smart_bt_stats st;
 	struct world wd;
-	uint64_t meta, lock_off, e, stamp = 0, area;
+	uint64_t meta, lock_off, dir_off, e, stamp = 0, area;
 	uint8_t *buf;
 	uint32_t locks, len, plen;
 	unsigned i, rec_size;
@@ -750,6 +758,7 @@ static void test_forged_record(void)
 	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 24, 4, &locks));
 	CHECK_OK(smart_read_sync(wd.w, meta + 72, 8, &lock_off));
+	CHECK_OK(smart_read_sync(wd.w, meta + 200, 8, &dir_off));
 	CHECK_OK(smart_buf_alloc(wd.w, (size_t)locks * 8, (void **)&buf));
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, lock_off),
 				 (size_t)locks * 8, buf));
@@ -763,9 +772,8 @@ static void test_forged_record(void)
 	CHECK(stamp && ((stamp >> 26) & 63) < 16);
 	/* its directory slot names the area; its record index the record
 	 * (16 + 3 x (32 + 512) bytes, 64-aligned: bt_redo.c) */
-	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, lock_off + 8 *
-				 ((uint64_t)locks + ((stamp >> 16) & 1023))),
-				 8, &e));
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, dir_off + 8 *
+				 ((stamp >> 16) & 1023)), 8, &e));
 	area = e & SMART_GADDR_OFF_MASK;
 	rec_size = (16 + 3 * (32 + 512) + 63) & ~63u;
 	area += ((stamp >> 26) & 63) * rec_size;
@@ -1248,16 +1256,15 @@ static void *c_thread_fn(void *p)
 	return NULL;
 }
 
-static void concurrent(const char *adv)
+static void concurrent_on(struct world *wd_, const char *adv)
 {
 	struct c_thread th[C_THREADS];
 	pthread_t tid[C_THREADS];
 	struct smart_bt_stats st;
-	struct world wd;
+	struct world wd = *wd_;
 	char k[16], v[16];
 	unsigned i, scans = 0;
 
-	world_start(&wd, adv, 512, 12, 12);
 	for (i = 0; i < C_STABLE; i++) {
 		key_of(k, i);
 		val_of(v, i, 0);
@@ -1293,6 +1300,17 @@ static void concurrent(const char *adv)
 	/* the even stable keys were never written again */
 	for (i = 0; i < C_STABLE; i += 2)
 		expect_val(&wd, i, 0);
+}
+
+static void concurrent(const char *adv)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+
+	world_start(&wd, adv, 512, 12, 12);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.dm_lock_tables, 0);		/* no device memory here */
+	concurrent_on(&wd, adv);
 	world_stop(&wd);
 }
 
@@ -1304,6 +1322,91 @@ static void test_concurrent(void)
 static void test_adversarial(void)
 {
 	concurrent("seed=3,pause_pct=30");
+}
+
+/* HOCL's global lock table in device memory (docs/bt.md §4): a blade
+ * with 256 KiB of it gets the default tree's 32768 lock words there; the
+ * concurrent workload and a killed holder's lock taken over run on them
+ * as on host memory; a second tree finds no room left and goes to host
+ * memory (AUTO) or fails (DEVICE); drop gives the device memory back; a
+ * blade without device memory refuses DEVICE. */
+static void test_device_locks(void)
+{
+	struct smart_bt_stats st;
+	struct smart_bt_config c;
+	struct world wd;
+	struct fixture g;
+	smart_worker_t *v;
+	smart_bt_t *t2;
+	smart_gaddr_t a;
+	uint64_t meta;
+	uint32_t locks;
+
+	fixture_start_dm(&wd.f, BLADE_SIZE, 1, SMART_DM_MAX, NULL);
+	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	CHECK_OK(smart_bt_create(wd.w, 1, 3, &c, &wd.t));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.dm_lock_tables, 1);
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 24, 4, &locks));
+	CHECK_EQ(locks, SMART_DM_MAX / 8);
+	concurrent_on(&wd, NULL);
+	dead_holder_on(&wd);
+
+	/* a forged descriptor whose region table would run into device
+	 * memory (the word addresses carry into SMART_GADDR_DM) is no tree */
+	{
+		uint64_t real, forged = SMART_GADDR_DM - 8;
+
+		CHECK_OK(smart_read_sync(wd.w, meta + 72, 8, &real));
+		CHECK(real & SMART_GADDR_DM);
+		CHECK_OK(smart_write_sync(wd.w, meta + 72, &forged, 8));
+		CHECK_EQ(smart_bt_open(wd.w, 1, 3, &t2), SMART_ENOENT);
+		CHECK_OK(smart_write_sync(wd.w, meta + 72, &real, 8));
+		CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+		smart_bt_close(t2, wd.w);
+	}
+
+	/* the device memory is all the first tree's */
+	c.lock_memory = SMART_BT_LOCKS_DEVICE;
+	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_ENOSPC);
+	c.lock_memory = SMART_BT_LOCKS_AUTO;
+	CHECK_OK(smart_bt_create(wd.w, 1, 4, &c, &t2));
+	CHECK_OK(smart_bt_stats(t2, &st));
+	CHECK_EQ(st.dm_lock_tables, 0);
+	CHECK_OK(smart_bt_insert(t2, wd.w, "x", 1, "y", 1));
+	CHECK_OK(smart_bt_drop(t2, wd.w));
+	CHECK_OK(smart_bt_drop(wd.t, wd.w));
+	CHECK_OK(smart_dm_alloc(wd.w, 1, SMART_DM_MAX, &a));	/* came back */
+	CHECK_OK(smart_dm_free(wd.w, a, SMART_DM_MAX));
+	CHECK_OK(smart_worker_destroy(wd.w));
+	fixture_stop(&wd.f);
+
+	fixture_start_dm(&g, BLADE_SIZE, 2, 0, NULL);
+	CHECK_OK(smart_worker_create(g.ctx, &v));
+	c.lock_memory = SMART_BT_LOCKS_DEVICE;
+	CHECK_EQ(smart_bt_create(v, 2, 3, &c, &t2), SMART_ENOTSUP);
+	c.lock_memory = 7;
+	CHECK_EQ(smart_bt_create(v, 2, 3, &c, &t2), SMART_EINVAL);
+	CHECK_OK(smart_worker_destroy(v));
+	fixture_stop(&g);
+
+	/* 16 KiB of it: DEVICE takes the 2048 words it holds */
+	fixture_start_dm(&g, BLADE_SIZE, 2, 4 * SMART_DM_UNIT, NULL);
+	CHECK_OK(smart_worker_create(g.ctx, &v));
+	c.lock_memory = SMART_BT_LOCKS_DEVICE;
+	CHECK_OK(smart_bt_create(v, 2, 3, &c, &t2));
+	CHECK_OK(smart_root_get(v, 2, 3, &meta));
+	CHECK_OK(smart_read_sync(v, meta + 24, 4, &locks));
+	CHECK_EQ(locks, 4 * SMART_DM_UNIT / 8);
+	CHECK_OK(smart_bt_insert(t2, v, "x", 1, "y", 1));
+	CHECK_OK(smart_bt_drop(t2, v));
+	CHECK_OK(smart_worker_destroy(v));
+	fixture_stop(&g);
 }
 
 /* A fresh blade and a 512-byte-node tree on it, with the blade's use
@@ -1581,6 +1684,7 @@ int main(int argc, char **argv)
 		{ "concurrent", test_concurrent },
 		{ "adversarial", test_adversarial },
 		{ "drop", test_drop },
+		{ "device_locks", test_device_locks },
 		{ 0 } }, (struct test_child[]){
 		{ "holder", child_holder },
 		{ "torn", child_torn },

@@ -18,7 +18,8 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	cfg->key_max = 16;
 	cfg->val_max = 16;
 	cfg->node_size = 1024;
-	cfg->locks = 65536;
+	cfg->locks = 0;		/* by where the tables go: locks_default() */
+	cfg->lock_memory = SMART_BT_LOCKS_AUTO;
 	cfg->cache_bytes = (size_t)16 << 20;
 	cfg->spec_entries = 65536;
 	cfg->hocl = 1;
@@ -87,6 +88,29 @@ static int shape_ok(unsigned node_size, unsigned key_max, unsigned val_max,
 	       locks && !(locks & (locks - 1)) && locks <= BT_LOCKS_MAX;
 }
 
+#define BT_DIR_LEN	(8 * (size_t)BT_DIR_SLOTS)
+
+static size_t locks_len(const struct bt_meta *m)
+{
+	return (size_t)m->locks * 8;
+}
+
+/* A table's offset from a peer's descriptor: set, aligned, a gaddr
+ * offset, and wholly on its side of SMART_GADDR_DM: in device memory
+ * inside what smart_dm_alloc can hand out, in the region below the bit
+ * (which every op then checks against the region's size), so that no
+ * word's address carries into the other. */
+static int table_ok(uint64_t off, size_t len)
+{
+	uint64_t dm = off & ~SMART_GADDR_DM;
+
+	if (!off || (off & 7) || (off & ~SMART_GADDR_OFF_MASK))
+		return 0;
+	if (off & SMART_GADDR_DM)
+		return dm < SMART_DM_MAX && len <= SMART_DM_MAX - dm;
+	return len <= SMART_GADDR_DM - off;
+}
+
 static int meta_valid(const struct bt_meta *m)
 {
 	unsigned i;
@@ -96,7 +120,9 @@ static int meta_valid(const struct bt_meta *m)
 	    !m->nblades || m->nblades > SMART_BT_BLADES_MAX || !m->root)
 		return 0;
 	for (i = 0; i < m->nblades; i++)
-		if (!m->lock_off[i] || (m->lock_off[i] & 7))
+		if (!table_ok(m->lock_off[i], locks_len(m)) ||
+		    (m->dir_off[i] & SMART_GADDR_DM) ||
+		    !table_ok(m->dir_off[i], BT_DIR_LEN))
 			return 0;
 	return !m->name[sizeof(m->name) - 1];
 }
@@ -117,10 +143,21 @@ static int meta_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 	return rc;
 }
 
-/* Each blade's lock table and, after it, its redo directory. */
-static size_t lock_len(const struct bt_meta *m)
+/* Give back blade i's lock table and redo directory, what m names of
+ * them. */
+static int tables_free(smart_worker_t *w, const struct bt_meta *m,
+		       unsigned i)
 {
-	return ((size_t)m->locks + BT_DIR_SLOTS) * 8;
+	smart_gaddr_t a = smart_gaddr(m->blades[i], m->lock_off[i]);
+	int rc = 0, rc2 = 0;
+
+	if (m->lock_off[i])
+		rc = smart_gaddr_is_dm(a) ? smart_dm_free(w, a, locks_len(m)) :
+					    smart_free(w, a, locks_len(m));
+	if (m->dir_off[i])	/* whatever the table's fate */
+		rc2 = smart_free(w, smart_gaddr(m->blades[i], m->dir_off[i]),
+				 BT_DIR_LEN);
+	return rc ? rc : rc2;
 }
 
 /* The local object for descriptor m (at maddr), with cfg's caches. */
@@ -148,6 +185,9 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 	for (i = 0; i < m->nblades && !rc; i++) {
 		t->blades[i] = m->blades[i];
 		t->lock_off[i] = m->lock_off[i];
+		t->dir_off[i] = m->dir_off[i];
+		t->dm_tables += smart_gaddr_is_dm(smart_gaddr(0,
+							      m->lock_off[i]));
 		/* our id on that blade names the locks we hold there */
 		rc = smart_lease_id(ctx, m->blades[i], &t->lease[i]);
 	}
@@ -174,7 +214,10 @@ static int config_check(const struct smart_bt_config *c)
 {
 	unsigned i, j;
 
-	if (!shape_ok(c->node_size, c->key_max, c->val_max, c->locks))
+	if (!shape_ok(c->node_size, c->key_max, c->val_max,
+		      c->locks ? c->locks : 1) ||
+	    c->lock_memory < SMART_BT_LOCKS_AUTO ||
+	    c->lock_memory > SMART_BT_LOCKS_DEVICE)
 		return SMART_EINVAL;
 	if (c->blades && (!c->nblades || c->nblades > SMART_BT_BLADES_MAX))
 		return SMART_EINVAL;
@@ -192,10 +235,7 @@ static void create_undo(smart_worker_t *w, const struct bt_meta *m,
 	unsigned i;
 
 	for (i = 0; i < m->nblades; i++)
-		if (m->lock_off[i])
-			(void)smart_free(w, smart_gaddr(m->blades[i],
-							m->lock_off[i]),
-					 lock_len(m));
+		(void)tables_free(w, m, i);
 	if (m->root)
 		(void)smart_free(w, m->root, m->node_size);
 	if (maddr)
@@ -231,6 +271,70 @@ static int root_write(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	return rc;
 }
 
+/* The lock count of a config that leaves it to us: the most whose table
+ * fits every blade's device memory, when the tables may go there and each
+ * blade has at least BT_DM_LOCKS_MIN words of it (DEVICE: any), as
+ * Sherman's 32768 in 256 KiB; else BT_LOCKS_DEFAULT in host memory.  The
+ * count is the tree's, every blade alike, so the smallest device memory
+ * decides, from its size, not what is free: a table that then finds no
+ * room (lock_table_alloc) goes to host memory with that count. */
+static unsigned locks_default(smart_worker_t *w,
+			      const struct smart_bt_config *c,
+			      const struct bt_meta *m)
+{
+	struct smart_blade_info bi;
+	uint64_t least = UINT64_MAX;
+	unsigned i, n = BT_LOCKS_DEFAULT;
+
+	if (c->lock_memory == SMART_BT_LOCKS_HOST)
+		return n;
+	for (i = 0; i < m->nblades; i++) {
+		if (smart_ctx_blade_info(smart_worker_ctx(w), m->blades[i],
+					 &bi))
+			bi.dm_size = 0;
+		if (bi.dm_size < least)
+			least = bi.dm_size;
+	}
+	/* AUTO goes to host memory rather than take a tiny table */
+	if (least / 8 < (c->lock_memory == SMART_BT_LOCKS_DEVICE ? 1 :
+			 BT_DM_LOCKS_MIN))
+		return n;
+	while ((uint64_t)n * 8 > least)
+		n /= 2;
+	return n;
+}
+
+/* One blade's lock table: in its device memory unless cfg says host
+ * memory (or, AUTO, the blade has none or no room left), else in its
+ * region.  SMART_BT_LOCKS_DEVICE takes device memory or fails. */
+static int lock_table_alloc(smart_worker_t *w, const struct smart_bt_config *c,
+			    uint16_t blade, size_t len, smart_gaddr_t *out)
+{
+	int rc;
+
+	if (c->lock_memory != SMART_BT_LOCKS_HOST) {
+		rc = smart_dm_alloc(w, blade, len, out);
+		if (!rc || c->lock_memory == SMART_BT_LOCKS_DEVICE ||
+		    (rc != SMART_ENOTSUP && rc != SMART_ENOSPC &&
+		     rc != SMART_EINVAL))
+			return rc;
+	}
+	return smart_alloc(w, blade, len, out);
+}
+
+/* Zeros over [a, a + len) from the zeroed page `zero`, then a sync. */
+static int zero_fill(smart_worker_t *w, smart_gaddr_t a, size_t len,
+		     const void *zero)
+{
+	size_t off;
+	int rc = 0;
+
+	for (off = 0; !rc && off < len; off += 4096)
+		rc = smart_write(w, smart_gaddr_add(a, off), zero,
+				 len - off < 4096 ? len - off : 4096);
+	return rc ? rc : smart_sync(w);
+}
+
 /* Build a tree for cfg on blade's memory: lock tables, the first root,
  * the descriptor (named `name`, "" for none); everything but the root
  * entry.  On success *tp is its local object and m its descriptor (at
@@ -253,27 +357,27 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 	m->node_size = cfg->node_size;
 	m->key_max = (uint16_t)cfg->key_max;
 	m->val_max = (uint16_t)cfg->val_max;
-	m->locks = cfg->locks;
 	m->nblades = (uint16_t)(cfg->blades ? cfg->nblades : 1);
 	strncpy(m->name, name, sizeof(m->name) - 1);
 	for (i = 0; i < m->nblades; i++)
 		m->blades[i] = cfg->blades ? cfg->blades[i] : blade;
-	/* lock tables start zeroed: write zeros, a scratch page at a time */
+	m->locks = cfg->locks ? cfg->locks : locks_default(w, cfg, m);
+	/* tables start zeroed: write zeros, a scratch page at a time */
 	rc = smart_buf_alloc(w, 4096, &zero);
 	if (!rc)
 		memset(zero, 0, 4096);
 	for (i = 0; !rc && i < m->nblades; i++) {
-		size_t len = lock_len(m), off;
-
-		rc = smart_alloc(w, m->blades[i], len, &a);
-		if (rc)
-			break;
-		m->lock_off[i] = smart_gaddr_off(a);
-		for (off = 0; !rc && off < len; off += 4096)
-			rc = smart_write(w, smart_gaddr_add(a, off), zero,
-					 len - off < 4096 ? len - off : 4096);
+		rc = lock_table_alloc(w, cfg, m->blades[i], locks_len(m), &a);
+		if (!rc) {
+			m->lock_off[i] = smart_gaddr_off(a);
+			rc = zero_fill(w, a, locks_len(m), zero);
+		}
 		if (!rc)
-			rc = smart_sync(w);
+			rc = smart_alloc(w, m->blades[i], BT_DIR_LEN, &a);
+		if (!rc) {
+			m->dir_off[i] = smart_gaddr_off(a);
+			rc = zero_fill(w, a, BT_DIR_LEN, zero);
+		}
 	}
 	if (rc)
 		(void)smart_sync(w);	/* no WRITE still reads `zero` */
@@ -450,6 +554,7 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->merge_skips = atomic_load(&t->merge_skips);
 	out->repairs = atomic_load(&t->repairs);
 	out->rec_waits = atomic_load(&t->rec_waits);
+	out->dm_lock_tables = t->dm_tables;
 	return 0;
 }
 
@@ -531,8 +636,7 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 	for (i = 0; !rc && i < m.nblades; i++)
 		rc = smart__bt_redo_drop(t, w, i);
 	for (i = 0; !rc && i < m.nblades; i++)
-		rc = smart_free(w, smart_gaddr(m.blades[i], m.lock_off[i]),
-				lock_len(&m));
+		rc = tables_free(w, &m, i);
 	if (!rc)
 		rc = smart_free(w, t->meta, sizeof(m));
 	if (!rc)

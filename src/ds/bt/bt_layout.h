@@ -28,9 +28,12 @@
  *   id on that blade, its redo directory slot there, and, while it writes
  *   under the lock, the redo record it logged the write in and that
  *   write's sequence number (docs/bt.md §4).
- * - After each blade's lock table comes its redo directory, BT_DIR_SLOTS
- *   words: id << 48 | offset of a redo area (BT_RECS records), claimed by
- *   one tree object at a time; id 0 with an area: free for the next one.
+ * - A blade's lock table is in its device memory when the tree was made
+ *   with it there (lock_off then has SMART_GADDR_DM; docs/bt.md §4), else
+ *   in its region; either way the same words, used the same way.
+ * - Each blade's redo directory (at dir_off), BT_DIR_SLOTS words: id <<
+ *   48 | offset of a redo area (BT_RECS records), claimed by one tree
+ *   object at a time; id 0 with an area: free for the next one.
  * - A redo record (struct bt_rec, then npatch struct bt_patch_rec each
  *   followed by its bytes) is written, whole, before any byte it
  *   describes, on the same QP; its crc covers bytes [4, len).  A patch is
@@ -50,7 +53,7 @@
 #include "smart/gaddr.h"
 
 #define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
-#define BT_VERSION		3u
+#define BT_VERSION		4u	/* 4: dir_off, lock tables in device memory */
 
 /* Tree descriptor on the home blade; its root entry points here. */
 struct bt_meta {
@@ -63,12 +66,16 @@ struct bt_meta {
 	uint32_t rsvd1;
 	uint64_t root;			/* gaddr of the root node: CAS'd */
 	uint16_t blades[SMART_BT_BLADES_MAX];
-	uint64_t lock_off[SMART_BT_BLADES_MAX];	/* each blade's lock table */
+	/* each blade's lock table: a region offset, or SMART_GADDR_DM | an
+	 * offset in its device memory */
+	uint64_t lock_off[SMART_BT_BLADES_MAX];
+	uint64_t dir_off[SMART_BT_BLADES_MAX];	/* each blade's redo directory */
 	uint64_t rsvd[3];
 	char name[48];		/* NUL-padded; "" for a tree made by index */
 };
-_Static_assert(sizeof(struct bt_meta) == 272, "bt_meta size");
-_Static_assert(offsetof(struct bt_meta, name) == 224, "bt_meta name");
+_Static_assert(sizeof(struct bt_meta) == 400, "bt_meta size");
+_Static_assert(offsetof(struct bt_meta, name) == 352, "bt_meta name");
+_Static_assert(offsetof(struct bt_meta, dir_off) == 200, "bt_meta dirs");
 _Static_assert(offsetof(struct bt_meta, root) == 32, "bt_meta root");
 _Static_assert(offsetof(struct bt_meta, blades) == 40, "bt_meta blades");
 _Static_assert(offsetof(struct bt_meta, lock_off) == 72, "bt_meta locks");
@@ -145,6 +152,8 @@ _Static_assert(sizeof(struct bt_patch_rec) == 32, "bt_patch_rec size");
 _Static_assert(BT_RECS <= BT_REC_NONE, "record index fits a stamp");
 
 #define BT_LOCKS_MAX	(1u << 24)	/* lock words per blade */
+#define BT_LOCKS_DEFAULT 65536u		/* in host memory: 512 KiB */
+#define BT_DM_LOCKS_MIN	4096u		/* the least worth device memory */
 #define BT_NODE_MIN	512u
 #define BT_NODE_MAX	((unsigned)SMART_BT_NODE_MAX)
 #define BT_MIN_ENTRIES	4u

@@ -47,8 +47,7 @@ static size_t area_len(const smart_bt_t *t)
 
 static smart_gaddr_t dir_entry(const smart_bt_t *t, unsigned b, unsigned s)
 {
-	return smart_gaddr(t->blades[b], t->lock_off[b] +
-			   8 * ((uint64_t)t->locks + s));
+	return smart_gaddr(t->blades[b], t->dir_off[b] + 8 * (uint64_t)s);
 }
 
 static smart_gaddr_t rec_addr(const smart_bt_t *t, unsigned b, uint64_t area,

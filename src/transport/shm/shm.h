@@ -53,11 +53,17 @@
 #define SHM_REGION_MAGIC 0x524d4853u	/* "SHMR" */
 #define SHM_QP_MAGIC	 0x514d4853u	/* "SHMQ" */
 #define SHM_ACC_MAGIC	 0x414d4853u	/* "SHMA" */
-#define SHM_BLOB_VERSION 1
+#define SHM_BLOB_VERSION 2	/* 2: device memory in the region blob */
+/* Emulated device memory (rule 7): as much as mlx5 NICs commonly offer
+ * (Sherman's kLockChipMemSize, 256 KiB), in the region's memfd after the
+ * region; its key is the region's with bit 31 set, which no MR key has. */
+#define SHM_DM_MAX	 (UINT64_C(256) << 10)
+#define SHM_DM_KEY_BIT	 0x80000000u
 
 struct shm_mr {
 	struct smart_tp_mr pub;
 	size_t map_len;		/* bytes mapped (rounded to the page size) */
+	size_t page;		/* the page size backing it */
 	int slot;
 };
 
@@ -88,6 +94,11 @@ struct smart_tp_remote {
 	uint64_t base;		/* the blade's address of byte 0 */
 	uint32_t rkey;
 	int hugepages;
+	uint8_t *dm;		/* device memory: mapped after the region
+				 * (map_len counts both); dm_len 0 when the
+				 * region has none */
+	uint64_t dm_len;
+	uint32_t dm_rkey;
 };
 
 struct smart_tp_responder {
@@ -185,16 +196,24 @@ static inline struct shm_mr *shm_mr_lookup(struct smart_tp_domain *d,
  * atomics.  Header-inline so that the plain poll compiles as before.
  */
 
-/* Pointer into the mapping for [remote, remote+len), or NULL. */
+/* Pointer into the mapping for [remote, remote+len) under rkey (the
+ * region's, or its device memory's: addresses from 0), or NULL. */
 static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
-				      uint64_t remote, uint64_t len)
+				      uint32_t rkey, uint64_t remote,
+				      uint64_t len)
 {
 	uint64_t off = remote - r->base;
 
-	if (smart_unlikely(remote < r->base || off >= r->size ||
-			   len > r->size - off))
+	if (smart_likely(rkey == r->rkey)) {
+		if (smart_unlikely(remote < r->base || off >= r->size ||
+				   len > r->size - off))
+			return NULL;
+		return r->map + off;
+	}
+	if (smart_unlikely(!r->dm_len || rkey != r->dm_rkey ||
+			   remote >= r->dm_len || len > r->dm_len - remote))
 		return NULL;
-	return r->map + off;
+	return r->dm + remote;
 }
 
 /* Is [p, p+len) inside the local MR named by lkey? */
@@ -222,9 +241,7 @@ static inline int shm_wr_inline(const struct smart_tp_wr *wr)
 static inline int shm_wr_check(struct smart_tp_qp *qp,
 			       const struct smart_tp_wr *wr, uint8_t **rp)
 {
-	if (smart_unlikely(wr->rkey != qp->r->rkey))
-		return SMART_TP_WC_REM_ACCESS;
-	*rp = shm_remote_ptr(qp->r, wr->remote, wr->len);
+	*rp = shm_remote_ptr(qp->r, wr->rkey, wr->remote, wr->len);
 	if (smart_unlikely(!*rp))
 		return SMART_TP_WC_REM_ACCESS;
 	if (shm_wr_inline(wr)) {
@@ -303,6 +320,8 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 			int shareable, struct smart_tp_mr **out);
 void smart__shm_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *mr);
+int smart__shm_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *mr,
+			 size_t len);
 int smart__shm_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
 			   void *blob, size_t *len);
 int smart__shm_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
@@ -316,6 +335,7 @@ void smart__shm_remote_detach(struct smart_tp_remote *r);
 void smart__shm_remote_fail(struct smart_tp_remote *r);
 uint64_t smart__shm_remote_base(const struct smart_tp_remote *r);
 uint32_t smart__shm_remote_rkey(const struct smart_tp_remote *r);
+uint64_t smart__shm_remote_dm(const struct smart_tp_remote *r, uint32_t *rkey);
 
 int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 			 uint32_t flags, struct smart_tp_cq **out);

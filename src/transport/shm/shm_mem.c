@@ -15,8 +15,10 @@
  *
  * Keys: an MR's lkey is (generation << 16 | slot + 1), so a freed and
  * reused slot never accepts a stale key; the rkey of a served region is the
- * same number.  Blobs are fixed little-endian records with a magic and a
- * version, validated field by field: they come from another process.
+ * same number; the key of its device memory (emulated: more of the same
+ * memfd, after the region) is that number with SHM_DM_KEY_BIT.  Blobs are
+ * fixed little-endian records with a magic and a version, validated field
+ * by field: they come from another process.
  *
  * A domain opened with cfg->nic_model carries the RNIC model
  * (shm_model.c), one opened with cfg->shm_adversarial the adversarial mode
@@ -95,6 +97,8 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	 * give them; without the model a doorbell costs nothing anyway. */
 	out->thread_domains = d->model != NULL;
 	out->nic = d->model != NULL;
+	out->max_dm = SHM_DM_MAX;
+	out->dm_emulated = 1;
 }
 
 /* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages
@@ -193,6 +197,7 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 	mr->pub = (struct smart_tp_mr){ .addr = p, .len = len, .fd = fd,
 					.hugepages = huge };
 	mr->map_len = huge ? huge_len : small_len;
+	mr->page = huge ? SHM_HUGE_PAGE : 4096;
 	if (shm_mr_install(d, mr)) {
 		munmap(p, mr->map_len);
 		if (fd >= 0)
@@ -217,8 +222,31 @@ void smart__shm_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *pub)
 	free(mr);
 }
 
-/* Region blob: magic, version, base, size, rkey, hugepages (32 bytes). */
-#define SHM_REGION_BLOB_LEN 32
+/* Device memory, emulated: the memfd grows by len (in the region's
+ * pages) after the region's mapping; the new bytes read as zeros.  The
+ * blade never touches them itself. */
+int smart__shm_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *pub,
+			 size_t len)
+{
+	struct shm_mr *mr = smart_container_of(pub, struct shm_mr, pub);
+	size_t dm_map;
+
+	(void)d;
+	if (!pub || pub->fd < 0 || pub->dm_len || !len)
+		return SMART_EINVAL;
+	if (len > SHM_DM_MAX)
+		return SMART_ENOMEM;
+	dm_map = (len + mr->page - 1) & ~(mr->page - 1);
+	if (ftruncate(pub->fd, (off_t)(mr->map_len + dm_map)) < 0)
+		return SMART_ENOMEM;
+	pub->dm_len = len;
+	pub->dm_rkey = pub->rkey | SHM_DM_KEY_BIT;
+	return 0;
+}
+
+/* Region blob: magic, version, base, size, rkey, hugepages, device memory
+ * length and key, a zero word (48 bytes). */
+#define SHM_REGION_BLOB_LEN 48
 
 int smart__shm_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
 			   void *blob, size_t *len)
@@ -233,6 +261,9 @@ int smart__shm_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
 	smart__put64(b + 16, mr->len);
 	smart__put32(b + 24, mr->rkey);
 	smart__put32(b + 28, (uint32_t)mr->hugepages);
+	smart__put64(b + 32, mr->dm_len);
+	smart__put32(b + 40, mr->dm_rkey);
+	smart__put32(b + 44, 0);
 	*len = SHM_REGION_BLOB_LEN;
 	return 0;
 }
@@ -268,19 +299,35 @@ void smart__shm_responder_destroy(struct smart_tp_responder *r)
 	free(r);
 }
 
+/* The blob's page size, region mapping and device memory mapping (bytes
+ * after the region's) from a checked blob. */
+static void shm_remote_lens(const uint8_t *b, uint64_t *map_len,
+			    uint64_t *dm_map)
+{
+	uint64_t page = smart__get32(b + 28) ? SHM_HUGE_PAGE : 4096;
+
+	*map_len = (smart__get64(b + 16) + page - 1) & ~(page - 1);
+	*dm_map = (smart__get64(b + 32) + page - 1) & ~(page - 1);
+}
+
 static int shm_remote_check(const uint8_t *b, size_t len, int fd)
 {
 	struct stat st;
-	uint64_t size;
+	uint64_t size, dm, map_len, dm_map;
 
 	if (!b || len != SHM_REGION_BLOB_LEN || smart__get32(b) != SHM_REGION_MAGIC ||
 	    smart__get32(b + 4) != SHM_BLOB_VERSION)
 		return SMART_EPROTO;
 	size = smart__get64(b + 16);
-	if (!size || size > (UINT64_C(1) << 47))
+	dm = smart__get64(b + 32);
+	if (!size || size > (UINT64_C(1) << 47) || smart__get32(b + 28) > 1 ||
+	    dm > SHM_DM_MAX || smart__get32(b + 44) ||
+	    (dm ? smart__get32(b + 40) == smart__get32(b + 24)
+		: smart__get32(b + 40) != 0))
 		return SMART_EPROTO;
+	shm_remote_lens(b, &map_len, &dm_map);
 	if (fd < 0 || fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size < ((size + 4095) & ~(uint64_t)4095))
+	    (uint64_t)st.st_size < map_len + dm_map)
 		return SMART_EINVAL;
 	return 0;
 }
@@ -290,6 +337,7 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 {
 	const uint8_t *b = blob;
 	struct smart_tp_remote *r;
+	uint64_t dm_map;
 	int rc = shm_remote_check(b, len, fd);
 
 	if (rc)
@@ -303,17 +351,20 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	r->size = smart__get64(b + 16);
 	r->rkey = smart__get32(b + 24);
 	r->hugepages = (int)smart__get32(b + 28);
-	r->map_len = (r->size + (r->hugepages ? SHM_HUGE_PAGE : 4096) - 1) &
-		     ~(uint64_t)((r->hugepages ? SHM_HUGE_PAGE : 4096) - 1);
+	r->dm_len = smart__get64(b + 32);
+	r->dm_rkey = smart__get32(b + 40);
+	shm_remote_lens(b, &r->map_len, &dm_map);
 	/* not populated: pages come as they are touched (a populating
 	 * mapping of a sparse memfd would allocate the whole region) */
-	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED,
-		      fd, 0);
+	r->map = mmap(NULL, r->map_len + dm_map, PROT_READ | PROT_WRITE,
+		      MAP_SHARED, fd, 0);
 	if (r->map == MAP_FAILED) {
 		smart__err(d->log, "cannot map blade region: %m");
 		free(r);
 		goto out_close;
 	}
+	r->dm = r->map + r->map_len;
+	r->map_len += dm_map;	/* what detach unmaps */
 	*out = r;
 	rc = 0;
 out_close:
@@ -349,4 +400,10 @@ uint64_t smart__shm_remote_base(const struct smart_tp_remote *r)
 uint32_t smart__shm_remote_rkey(const struct smart_tp_remote *r)
 {
 	return r->rkey;
+}
+
+uint64_t smart__shm_remote_dm(const struct smart_tp_remote *r, uint32_t *rkey)
+{
+	*rkey = r->dm_rkey;
+	return r->dm_len;
 }

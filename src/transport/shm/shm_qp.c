@@ -183,14 +183,17 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 
 	if (smart_unlikely(qp->sq_tail - head + (uint32_t)n > qp->sq_mask + 1))
 		return SMART_EAGAIN;
+	for (i = 0; i < n; i++)		/* the whole chain or nothing */
+		if (smart_unlikely(shm_wr_inline(&wrs[i]) &&
+				   (wrs[i].len > SHM_MAX_INLINE ||
+				    !wrs[i].local)))
+			return SMART_EINVAL;
 	for (i = 0; i < n; i++) {
 		const struct smart_tp_wr *wr = &wrs[i];
 		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
 
 		e->wr = *wr;
-		if ((wr->flags & SMART_TP_INLINE) &&
-		    wr->opcode == SMART_TP_WRITE && wr->len <= SHM_MAX_INLINE &&
-		    wr->local)
+		if (shm_wr_inline(wr))
 			memcpy(e->inl, wr->local, wr->len);
 	}
 	if (smart_unlikely(qp->model))
@@ -357,7 +360,8 @@ static void shm_touch(struct smart_tp_cq *cq)
 		for (; h != qp->sq_tail && budget; h++, budget--) {
 			const struct smart_tp_wr *wr =
 				&qp->sq[h & qp->sq_mask].wr;
-			const uint8_t *p = shm_remote_ptr(qp->r, wr->remote, 1);
+			const uint8_t *p = shm_remote_ptr(qp->r, wr->rkey,
+							  wr->remote, 1);
 
 			if (p)
 				__builtin_prefetch(p, 0, 3);

@@ -29,7 +29,7 @@
 
 #define VERBS_REGION_MAGIC 0x52425256u	/* "VRBR" */
 #define VERBS_QP_MAGIC	   0x51425256u	/* "VRBQ" */
-#define VERBS_BLOB_VERSION 1
+#define VERBS_BLOB_VERSION 2	/* 2: device memory in the region blob */
 #define VERBS_MAX_SEND_WR  65536	/* slot index fits 16 bits */
 #define VERBS_MAX_CHAIN	   64
 #define VERBS_POLL_MAX	   64
@@ -49,6 +49,7 @@ struct smart_tp_domain {
 	int ib_timeout, ib_retry;
 	uint32_t max_inline;
 	int thread_domains;
+	uint64_t max_dm;	/* ibv_query_device_ex's max_dm_size */
 	struct ibv_cq *resp_cq;	/* responder QPs' CQ, never polled */
 	char name[64];
 };
@@ -57,12 +58,16 @@ struct verbs_mr {
 	struct smart_tp_mr pub;
 	struct ibv_mr *mr;
 	size_t map_len;
+	struct ibv_dm *dm;	/* device memory (dm_attach), or NULL */
+	struct ibv_mr *dm_mr;	/* its zero-based registration */
 };
 
 struct smart_tp_remote {
 	uint64_t base;
 	uint64_t size;
 	uint32_t rkey;
+	uint32_t dm_rkey;
+	uint64_t dm_len;
 };
 
 /* The connection data of one QP end (both directions use it). */
@@ -116,6 +121,8 @@ int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
 			  int hugepages, int shareable,
 			  struct smart_tp_mr **out);
 void smart__verbs_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *mr);
+int smart__verbs_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *mr,
+			   size_t len);
 int smart__verbs_region_blob(struct smart_tp_domain *d,
 			     struct smart_tp_mr *mr, void *blob, size_t *len);
 int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
@@ -125,6 +132,8 @@ void smart__verbs_remote_detach(struct smart_tp_remote *r);
 void smart__verbs_remote_fail(struct smart_tp_remote *r);
 uint64_t smart__verbs_remote_base(const struct smart_tp_remote *r);
 uint32_t smart__verbs_remote_rkey(const struct smart_tp_remote *r);
+uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r,
+				uint32_t *rkey);
 size_t smart__verbs_info_pack(const struct verbs_qp_info *in, void *blob);
 int smart__verbs_info_unpack(const void *blob, size_t len,
 			     struct verbs_qp_info *out);

@@ -153,7 +153,7 @@ static uint32_t probe_inline(struct smart_tp_domain *d)
 		struct ibv_qp *qp = ibv_create_qp(d->pd, &a);
 
 		if (qp) {
-			got = tries[i];
+			got = a.cap.max_inline_data;	/* what it gave */
 			ibv_destroy_qp(qp);
 			break;
 		}
@@ -172,6 +172,18 @@ static int probe_thread_domain(struct smart_tp_domain *d)
 		return 0;
 	ibv_dealloc_td(td);
 	return 1;
+}
+
+/* Device memory the NIC offers (mlx5: ConnectX-5 and later, 128 or 256
+ * KiB; none on rxe, docs/transport.md). */
+static uint64_t probe_dm(struct smart_tp_domain *d)
+{
+	struct ibv_device_attr_ex ax;
+
+	memset(&ax, 0, sizeof(ax));
+	if (ibv_query_device_ex(d->ctx, NULL, &ax))
+		return 0;
+	return ax.max_dm_size;
 }
 
 static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
@@ -198,6 +210,7 @@ static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
 		return SMART_ENOMEM;
 	d->max_inline = probe_inline(d);
 	d->thread_domains = probe_thread_domain(d);
+	d->max_dm = probe_dm(d);
 	smart__info(d->log, "verbs: %s port %u, gid index %d, mtu %d, inline "
 		    "%u, thread domains %s", d->name, d->port, d->gid_index,
 		    128 << d->mtu, d->max_inline, d->thread_domains ? "yes" :
@@ -260,6 +273,29 @@ void smart__verbs_query_caps(struct smart_tp_domain *d,
 	out->max_chain = VERBS_MAX_CHAIN;
 	out->thread_domains = d->thread_domains;
 	out->nic = 1;
+	out->max_dm = d->max_dm;
+	out->dm_emulated = 0;
+}
+
+/* 4 KiB pages, 2 MiB-aligned when the region is that big, with
+ * transparent huge pages asked for: without reserved huge pages a NIC
+ * still gets fewer translations to cache where the kernel has THP.  Not
+ * populated here: ibv_reg_mr pins (and so faults in) every page. */
+static void *map_small(size_t sl)
+{
+	size_t align = sl >= (2u << 20) ? (2u << 20) : 0, head;
+	uint8_t *p = mmap(NULL, sl + align, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return p;
+	head = align ? (size_t)(-(uintptr_t)p & (align - 1)) : 0;
+	if (head)
+		munmap(p, head);
+	if (align - head)
+		munmap(p + head + sl, align - head);
+	(void)madvise(p + head, sl, MADV_HUGEPAGE);	/* a hint: may fail */
+	return p + head;
 }
 
 static void *map_region(size_t len, int huge, size_t *map_len)
@@ -274,8 +310,7 @@ static void *map_region(size_t len, int huge, size_t *map_len)
 		*map_len = hl;
 	}
 	if (p == MAP_FAILED && huge <= 0) {
-		p = mmap(NULL, sl, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-			 MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		p = map_small(sl);
 		*map_len = sl;
 	}
 	return p;
@@ -305,9 +340,12 @@ int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
 		free(m);
 		return SMART_ENOMEM;
 	}
+	/* least rights: a client's pool is only written by its own NIC
+	 * (READ responses, atomics' old values) */
 	m->mr = ibv_reg_mr(d->pd, p, len, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_ATOMIC);
+			   (shareable ? IBV_ACCESS_REMOTE_READ |
+					IBV_ACCESS_REMOTE_WRITE |
+					IBV_ACCESS_REMOTE_ATOMIC : 0));
 	if (!m->mr) {
 		smart__err(d->log, "ibv_reg_mr of %zu bytes: %m (is the "
 			   "locked-memory limit high enough? ulimit -l)", len);
@@ -320,7 +358,6 @@ int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
 				       .rkey = m->mr->rkey, .fd = -1,
 				       .hugepages = m->map_len != ((len + 4095) &
 						    ~(size_t)4095) };
-	(void)shareable;	/* RDMA serves any registered region */
 	*out = &m->pub;
 	return 0;
 }
@@ -331,13 +368,67 @@ void smart__verbs_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *pub)
 
 	if (!pub)
 		return;
+	if (m->dm_mr)
+		ibv_dereg_mr(m->dm_mr);
+	if (m->dm)
+		ibv_free_dm(m->dm);
 	ibv_dereg_mr(m->mr);
 	munmap(pub->addr, m->map_len);
 	free(m);
 }
 
+/* Device memory: allocated on the NIC, zeroed (it comes with whatever the
+ * last user left), registered zero-based, as Sherman's lock table is. */
+int smart__verbs_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *pub,
+			   size_t len)
+{
+	struct verbs_mr *m = smart_container_of(pub, struct verbs_mr, pub);
+	struct ibv_alloc_dm_attr da = { .length = len };
+	static const uint8_t zero[4096];
+	const char *what = "zero";
+	size_t off;
+	int err;
 
-#define VERBS_REGION_BLOB_LEN 28
+	if (!pub || pub->dm_len || !len)
+		return SMART_EINVAL;
+	if (!d->max_dm)
+		return SMART_ENOTSUP;
+	if (len > d->max_dm)
+		return SMART_ENOMEM;
+	m->dm = ibv_alloc_dm(d->ctx, &da);
+	if (!m->dm) {
+		smart__err(d->log, "ibv_alloc_dm of %zu bytes: %m", len);
+		return SMART_ENOMEM;
+	}
+	for (off = 0, err = 0; !err && off < len; off += sizeof(zero))
+		err = ibv_memcpy_to_dm(m->dm, off, zero,
+				       smart_min(len - off, sizeof(zero)));
+	if (!err) {
+		what = "register";
+		m->dm_mr = ibv_reg_dm_mr(d->pd, m->dm, 0, len,
+					 IBV_ACCESS_ZERO_BASED |
+					 IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_READ |
+					 IBV_ACCESS_REMOTE_WRITE |
+					 IBV_ACCESS_REMOTE_ATOMIC);
+		err = m->dm_mr ? 0 : errno;
+	}
+	if (err) {
+		smart__err(d->log, "device memory of %zu bytes: cannot %s it: "
+			   "%s", len, what, strerror(err));
+		ibv_free_dm(m->dm);
+		m->dm = NULL;
+		return SMART_ENOMEM;
+	}
+	pub->dm_len = len;
+	pub->dm_rkey = m->dm_mr->rkey;
+	return 0;
+}
+
+
+/* Region blob: magic, version, base, size, rkey, device memory length and
+ * key (40 bytes). */
+#define VERBS_REGION_BLOB_LEN 40
 
 int smart__verbs_region_blob(struct smart_tp_domain *d,
 			     struct smart_tp_mr *mr, void *blob, size_t *len)
@@ -351,6 +442,8 @@ int smart__verbs_region_blob(struct smart_tp_domain *d,
 	smart__put64(b + 8, (uint64_t)(uintptr_t)mr->addr);
 	smart__put64(b + 16, mr->len);
 	smart__put32(b + 24, mr->rkey);
+	smart__put64(b + 28, mr->dm_len);
+	smart__put32(b + 36, mr->dm_rkey);
 	*len = VERBS_REGION_BLOB_LEN;
 	return 0;
 }
@@ -367,7 +460,9 @@ int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 	if (!b || len != VERBS_REGION_BLOB_LEN ||
 	    smart__get32(b) != VERBS_REGION_MAGIC ||
 	    smart__get32(b + 4) != VERBS_BLOB_VERSION || !smart__get64(b + 16) ||
-	    smart__get64(b + 8) + smart__get64(b + 16) < smart__get64(b + 8))
+	    smart__get64(b + 8) + smart__get64(b + 16) < smart__get64(b + 8) ||
+	    smart__get64(b + 28) > (UINT64_C(1) << 47) ||
+	    (!smart__get64(b + 28) && smart__get32(b + 36)))
 		return SMART_EPROTO;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -375,6 +470,8 @@ int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 	r->base = smart__get64(b + 8);
 	r->size = smart__get64(b + 16);
 	r->rkey = smart__get32(b + 24);
+	r->dm_len = smart__get64(b + 28);
+	r->dm_rkey = smart__get32(b + 36);
 	*out = r;
 	return 0;
 }
@@ -399,6 +496,13 @@ uint64_t smart__verbs_remote_base(const struct smart_tp_remote *r)
 uint32_t smart__verbs_remote_rkey(const struct smart_tp_remote *r)
 {
 	return r->rkey;
+}
+
+uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r,
+				uint32_t *rkey)
+{
+	*rkey = r->dm_rkey;
+	return r->dm_len;
 }
 
 /* QP blob: magic, version, qpn, psn, lid, mtu, has_gid, gid (36 bytes). */

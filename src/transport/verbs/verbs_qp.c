@@ -250,7 +250,9 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 		smart__err(d->log, "ibv_create_qp(%u WRs): %m", n);
 		return SMART_ENOMEM;
 	}
-	q->max_inline = ia.cap.max_inline_data;
+	/* the domain's caps are the limit WRs are held to, whatever more
+	 * this QP happened to get */
+	q->max_inline = smart_min(ia.cap.max_inline_data, d->max_inline);
 	q->psn = new_psn(q->qp);
 	return qp_to_init(d, q->qp);
 }
@@ -373,9 +375,13 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	iw->opcode = wr_opcode(w->opcode);
 	iw->send_flags = ((w->flags & SMART_TP_SIGNALED) ? IBV_SEND_SIGNALED : 0) |
 			 ((w->flags & SMART_TP_FENCE) ? IBV_SEND_FENCE : 0);
-	if ((w->flags & SMART_TP_INLINE) && w->opcode == SMART_TP_WRITE &&
-	    w->len <= q->max_inline)
+	/* never dropped silently: the bytes may be in memory no MR covers,
+	 * and the NIC would fail the WR with a protection error */
+	if ((w->flags & SMART_TP_INLINE) && w->opcode == SMART_TP_WRITE) {
+		if (w->len > q->max_inline)
+			return SMART_EINVAL;
 		iw->send_flags |= IBV_SEND_INLINE;
+	}
 	if (w->opcode >= SMART_TP_CAS) {
 		iw->wr.atomic.remote_addr = w->remote;
 		iw->wr.atomic.rkey = w->rkey;

@@ -23,6 +23,7 @@ static void check_ops_table(const struct smart_tp_ops *o)
 	CHECK(o->remote_attach && o->remote_detach && o->remote_base);
 	CHECK(o->remote_rkey && o->qp_create && o->qp_blob);
 	CHECK(o->qp_connect && o->qp_destroy && o->post && o->qp_in_error);
+	CHECK(o->dm_attach && o->remote_dm);
 }
 
 void case_objects(const struct smart_conf_env *env)

@@ -347,3 +347,43 @@ void case_eagain(const struct smart_conf_env *env)
 	conn_close(&c);
 	fx_close(&f);
 }
+
+/* ------------------------------------------------------------------ */
+/* Case: inline_limit — an inline WRITE up to caps.max_inline bytes is  */
+/* sent from unregistered memory; one byte more is refused by post,     */
+/* the whole chain with it, and the QP stays usable                     */
+
+void case_inline_limit(const struct smart_conf_env *env)
+{
+	struct smart_tp_caps caps = { 0 };
+	uint8_t src[1024], zero[2048];
+	struct smart_tp_wr w[2];
+	struct fx f;
+	struct conn c;
+	uint32_t max;
+
+	fx_open(&f, env);
+	f.ops->query_caps(f.idom, &caps);
+	max = caps.max_inline;
+	printf("   max_inline %u\n", max);
+	if (!max || max >= sizeof(src))
+		test_skip("no inline WRITEs, or a limit this case cannot pass");
+	memset(src, 0x5a, sizeof(src));
+	memset(zero, 0, sizeof(zero));
+	conn_open(&f, NULL, 16, 8, 0, &c);
+	run1(&c, wr_make(&f.t, SMART_TP_WRITE, 1, 0, src, max,
+			 SMART_TP_INLINE));
+	CHECK_MEM_EQ(f.raddr, src, max, "an inline WRITE of max_inline bytes");
+	memset(f.raddr, 0, 2048);
+	w[0] = wr_make(&f.t, SMART_TP_WRITE, 2, 1024, src, 8, SMART_TP_INLINE);
+	w[1] = wr_make(&f.t, SMART_TP_WRITE, 3, 0, src, max + 1,
+		       SMART_TP_INLINE | CONF_SIG);
+	CHECK_EQ(f.ops->post(c.qp, w, 2), SMART_EINVAL);
+	CHECK_EQ(f.ops->qp_in_error(c.qp), 0);
+	expect_quiet(f.ops, c.cq);
+	CHECK_MEM_EQ(f.raddr, zero, 2048, "the region after a refused chain");
+	run1(&c, wr_make(&f.t, SMART_TP_WRITE, 4, 8, src, 8, SMART_TP_INLINE));
+	CHECK_U64_EQ(rword(&f, 8), UINT64_C(0x5a5a5a5a5a5a5a5a));
+	conn_close(&c);
+	fx_close(&f);
+}

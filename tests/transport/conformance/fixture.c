@@ -125,7 +125,13 @@ int attach_fd(const struct smart_tp_mr *region)
 
 void fx_open(struct fx *f, const struct smart_conf_env *env)
 {
+	CHECK_OK(fx_open_dm(f, env, 0));
+}
+
+int fx_open_dm(struct fx *f, const struct smart_conf_env *env, size_t dm_len)
+{
 	const struct smart_tp_ops *ops = env->ops;
+	int rc;
 
 	memset(f, 0, sizeof(*f));
 	f->env = env;
@@ -134,6 +140,14 @@ void fx_open(struct fx *f, const struct smart_conf_env *env)
 	CHECK_OK(ops->mr_alloc(f->rdom, CONF_REGION_LEN, -1, 1, &f->region));
 	CHECK(f->region->addr != NULL);
 	CHECK_GE(f->region->len, CONF_REGION_LEN);
+	CHECK_U64_EQ(f->region->dm_len, 0);
+	rc = dm_len ? ops->dm_attach(f->rdom, f->region, dm_len) : 0;
+	if (rc) {
+		CHECK_U64_EQ(f->region->dm_len, 0);	/* no side effect */
+		ops->mr_free(f->rdom, f->region);
+		ops->domain_close(f->rdom);
+		return rc;
+	}
 	f->blob_len = sizeof(f->blob);
 	CHECK_OK(ops->region_blob(f->rdom, f->region, f->blob, &f->blob_len));
 	CHECK(f->blob_len > 0 && f->blob_len <= SMART_TP_BLOB_MAX);
@@ -149,6 +163,9 @@ void fx_open(struct fx *f, const struct smart_conf_env *env)
 	f->t.rlen = f->region->len;
 	f->raddr = f->region->addr;
 	f->laddr = f->lmr->addr;
+	f->dm.rlen = ops->remote_dm(f->remote, &f->dm.rkey);
+	f->dm.lkey = f->lmr->lkey;	/* base 0: addresses from 0 */
+	return 0;
 }
 
 void fx_close(struct fx *f)

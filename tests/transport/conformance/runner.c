@@ -44,9 +44,11 @@ static const struct conf_case conf_cases[] = {
 	{ "errors", case_errors, 0 },
 	{ "error_bad_opcode", case_error_bad_opcode, 0 },
 	{ "eagain", case_eagain, 0 },
+	{ "inline_limit", case_inline_limit, 0 },
 	{ "shared_objects", case_shared_objects, 0 },
 	{ "one_sided_sigstop", case_one_sided_sigstop, NEEDS_FORK },
 	{ "poll_small_max", case_poll_small_max, 0 },
+	{ "device_memory", case_device_memory, 0 },
 };
 
 /* Run one case in a child process with a watchdog; 0 pass, 77 skip,

@@ -24,7 +24,7 @@
  * selective signalling, polling), ordering.c, atomicity.c (threads and
  * processes racing on words, torn words), errors.c (error completions,
  * malformed WRs, EAGAIN), concurrency.c (shared QP and CQ), one_sided.c
- * (a stopped blade), fixture.c (what they share), runner.c (the table of
+ * (a stopped blade), device_memory.c (rule 7), fixture.c (what they share), runner.c (the table of
  * cases and smart_conformance_run).
  *
  * Invariants: a case never depends on another; every wait is bounded
@@ -93,6 +93,7 @@ struct fx {
 	uint8_t blob[SMART_TP_BLOB_MAX];
 	size_t blob_len;
 	struct conf_target t;
+	struct conf_target dm;	/* the region's device memory; rlen 0: none */
 	uint8_t *raddr, *laddr;
 };
 
@@ -109,6 +110,9 @@ int dom_open(const struct smart_conf_env *env, int blade_side,
 /* The descriptor remote_attach() takes ownership of. */
 int attach_fd(const struct smart_tp_mr *region);
 void fx_open(struct fx *f, const struct smart_conf_env *env);
+/* fx_open with dm_len bytes of device memory attached to the region
+ * (none for 0): dm_attach's error, with nothing left open, or 0. */
+int fx_open_dm(struct fx *f, const struct smart_conf_env *env, size_t dm_len);
 void fx_close(struct fx *f);
 /* A connected QP on cq, or on a new CQ of the given depth when cq is NULL;
  * flags (SMART_TP_SHARED) apply to both. */
@@ -172,5 +176,7 @@ void case_eagain(const struct smart_conf_env *env);
 void case_shared_objects(const struct smart_conf_env *env);
 void case_one_sided_sigstop(const struct smart_conf_env *env);
 void case_poll_small_max(const struct smart_conf_env *env);
+void case_device_memory(const struct smart_conf_env *env);
+void case_inline_limit(const struct smart_conf_env *env);
 
 #endif
