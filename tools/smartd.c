@@ -29,7 +29,7 @@ struct args {
 	int id, hugepages, insecure, ib_port, gid_index, lease_ms;
 	int max_clients, max_unauth, auth_timeout;
 	int transport, log_level;	/* indexes in the names; -1 unset */
-	const char *listen, *secret_file, *device;
+	const char *listen, *secret_file, *device, *dm_size;
 };
 
 static const char *const transports[] = { "shm", "verbs", NULL };
@@ -38,8 +38,8 @@ static const char *const levels[] = { "error", "warn", "info", "debug",
 
 #define A struct args
 static const struct kit_flag smartd_flags[] = {
-	KIT_SIZE("size", A, size, 1 << 20, (double)(1ull << 48), "SIZE",
-		 "region size (e.g. 1G), 1M..256T"),
+	KIT_SIZE("size", A, size, 1 << 20, (double)(1ull << 47), "SIZE",
+		 "region size (e.g. 1G), 1M..128T"),
 	KIT_STR("listen", A, listen, "HOST:PORT",
 		"listen address [127.0.0.1:7470]"),
 	KIT_INT("id", A, id, 0, SMART_BLADE_ID_MAX, "N",
@@ -69,6 +69,10 @@ static const struct kit_flag smartd_flags[] = {
 		"verbs: port [first active]"),
 	KIT_INT("gid-index", A, gid_index, 0, 1023, "N",
 		"verbs: GID index [a RoCE v2 GID on Ethernet]"),
+	KIT_STR("dm-size", A, dm_size, "auto|0|SIZE",
+		"device memory served next to the region (NIC memory for "
+		"lock tables): auto = the NIC's, up to 256K, none on shm; "
+		"or 4K..256K in 4K steps, emulated on shm [auto]"),
 	KIT_INT("lease-ms", A, lease_ms, SMART_LEASE_MS_MIN, SMART_LEASE_MS_MAX,
 		"MS", "client lease, 10..600000 ms [2000]: a client silent "
 		"this long is fenced (docs/leases.md)"),
@@ -104,6 +108,21 @@ static int is_loopback(const char *hostport)
 	return 0;
 }
 
+/* --dm-size: auto, or a size in whole 4 KiB units up to 256 KiB. */
+static void parse_dm(struct args *a)
+{
+	uint64_t v;
+
+	a->cfg.dm_size = -1;
+	if (!a->dm_size || !strcmp(a->dm_size, "auto"))
+		return;
+	if (kit_parse_u64(a->dm_size, 1, &v) || v > SMART_DM_MAX ||
+	    v % SMART_DM_UNIT)
+		kit_bad(TOOL, "dm-size", a->dm_size, "want auto, 0, or 4K..256K "
+			"in 4K steps");
+	a->cfg.dm_size = (int64_t)v;
+}
+
 /* The flags, then what they say together; refusals exit 2. */
 static void parse_args(struct args *a, int argc, char **argv)
 {
@@ -122,14 +141,17 @@ static void parse_args(struct args *a, int argc, char **argv)
 	if (a->chunk & (a->chunk - 1))
 		kit_bad(TOOL, "chunk-size", NULL, "want a power of two, not %"
 			PRIu64, a->chunk);
+	parse_dm(a);
 }
 
 /* The blade's configuration from the flags (and SMART_TRANSPORT). */
 static void blade_config(struct args *a)
 {
 	struct smart_blade_config *c = &a->cfg;
+	int64_t dm = c->dm_size;	/* parse_dm's */
 
 	smart_blade_config_init(c);
+	c->dm_size = dm;
 	c->size = a->size;
 	c->hugepages = a->hugepages;	/* off unless asked: the start line */
 	c->id = (uint16_t)a->id;
