@@ -34,6 +34,8 @@ usage: bench/ht-crash.sh [flags]
   --keys N          preloaded keys [20000]
   --insert-room N   new keys the table can grow to hold [rounds x max-ms x 30/ms]
   --blade-size SIZE smartd's region [3 x the most live data, + 64M]
+  --dm-size SIZE    smartd's device memory (bt: the lock table goes there;
+                    shm emulates it) [auto: none on shm]
   --a-workload W    A's workload [update-only]
   --b-workload W    B's workload [d]
   --bin DIR         where smartd and smart-bench are [build/bin]
@@ -50,7 +52,7 @@ bad() { # bad FLAG WHY: exit 2 naming the flag
 }
 
 ROUNDS=50 SEED=$(( $(date +%s) % 100000 )) LEASE=500 MIN_MS=50 MAX_MS=500
-FREEZE=0 DS=ht KEYS=20000 ROOM= BLADE= AW=update-only BW=d BIN=build/bin
+FREEZE=0 DS=ht KEYS=20000 ROOM= BLADE= DM=auto AW=update-only BW=d BIN=build/bin
 num() { # num FLAG VALUE: VALUE must be a non-negative integer
 	[[ $2 =~ ^[0-9]+$ ]] || bad "$1" "want a non-negative integer ('$2')"
 }
@@ -59,7 +61,7 @@ while [ $# -gt 0 ]; do
 	--help|-h) usage; exit 0 ;;
 	--freeze) FREEZE=1; shift; continue ;;
 	--ds|--rounds|--seed|--lease-ms|--min-ms|--max-ms|--keys|\
-	--insert-room|--blade-size|--a-workload|--b-workload|--bin)
+	--insert-room|--blade-size|--dm-size|--a-workload|--b-workload|--bin)
 		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
 	*) bad "$1" "unknown flag (see --help)" ;;
 	esac
@@ -74,6 +76,7 @@ while [ $# -gt 0 ]; do
 	--keys) num "$1" "$2"; KEYS=$2 ;;
 	--insert-room) num "$1" "$2"; ROOM=$2 ;;
 	--blade-size) BLADE=$2 ;;
+	--dm-size) DM=$2 ;;
 	--a-workload) AW=$2 ;;
 	--b-workload) BW=$2 ;;
 	--bin) BIN=$2 ;;
@@ -95,8 +98,8 @@ trap 'kill_all; rm -rf "$TMP"' EXIT
 RANDOM=$SEED
 table=crash-$$
 
-smartd_start "$BLADE" --lease-ms "$LEASE" || exit 1
-echo "ht-crash: $DS, seed $SEED, $ROUNDS rounds, lease $LEASE ms, blade $BLADE," \
+smartd_start "$BLADE" --lease-ms "$LEASE" --dm-size "$DM" || exit 1
+echo "ht-crash: $DS, seed $SEED, $ROUNDS rounds, lease $LEASE ms, blade $BLADE, device memory $DM," \
 	"$KEYS keys, room for $ROOM new ones; A $AW, B $BW" \
 	"$([ $FREEZE = 1 ] && echo "(frozen, then killed)" || echo "(killed)")"
 
@@ -175,7 +178,8 @@ if [ "$DS" = ht ]; then
 else
 	echo "A's tree object: $(field "$TMP/a.json" bt_lock_takeovers) locks" \
 		"taken over from dead clients ($(field "$TMP/a.json" bt_repairs)" \
-		"writes redone), height $(field "$TMP/a.json" bt_height)"
+		"writes redone), height $(field "$TMP/a.json" bt_height)," \
+		"lock tables in device memory: $(field "$TMP/a.json" bt_dm_lock_tables)"
 fi
 echo "C: sweep of $(field "$TMP/c.json" swept)/$KEYS keys, errors" \
 	"$(field "$TMP/c.json" errors), validation failures" \

@@ -29,10 +29,16 @@ static uint64_t dm_absent(const struct smart__blade *b)
 	return units >= 64 ? 0 : ~((UINT64_C(1) << units) - 1);
 }
 
+/* The bits of n units (1..64) from unit 0. */
+static uint64_t dm_run(unsigned n)
+{
+	return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+}
+
 /* The lowest run of n free units in map, as a mask; 0 if none. */
 static uint64_t dm_fit(uint64_t map, unsigned n)
 {
-	uint64_t run = n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+	uint64_t run = dm_run(n);
 	unsigned i;
 
 	for (i = 0; i + n <= 64; i++)
@@ -96,6 +102,8 @@ int smart_dm_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 int smart_dm_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 {
 	uint64_t off = smart_gaddr_off(addr) & ~SMART_GADDR_DM;
+	smart_gaddr_t word = smart_gaddr(smart_gaddr_blade(addr),
+					 SMART_DM_MAP_OFF);
 	struct smart__blade *b;
 	uint64_t map, old, run;
 	unsigned n = dm_units(size);
@@ -107,16 +115,14 @@ int smart_dm_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 	rc = dm_blade(w, smart_gaddr_blade(addr), &b);
 	if (rc)
 		return rc == SMART_ENOTSUP ? SMART_EINVAL : rc;
-	run = (n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1)
-	      << (off / SMART_DM_UNIT);
+	run = dm_run(n) << (off / SMART_DM_UNIT);
 	if (run & dm_absent(b))
 		return SMART_EINVAL;
-	rc = smart_read_sync(w, smart_gaddr(b->id, SMART_DM_MAP_OFF), 8, &map);
+	rc = smart_read_sync(w, word, 8, &map);
 	while (!rc) {
 		if ((map & run) != run && !SMART_M_DM_NO_FREE_CHECK)
 			return SMART_EINVAL;	/* not (all) allocated */
-		rc = smart_cas_sync(w, smart_gaddr(b->id, SMART_DM_MAP_OFF),
-				    map, map & ~run, &old);
+		rc = smart_cas_sync(w, word, map, map & ~run, &old);
 		if (!rc && old == map)
 			return 0;
 		map = old;

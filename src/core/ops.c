@@ -323,9 +323,16 @@ struct op {
 	uint64_t a1, a2;	/* compare/add, swap */
 };
 
+/* Where a WR of the op goes: the responder's address and key. */
+struct op_target {
+	uint64_t remote;
+	uint32_t rkey;
+};
+
 /* Always inlined: out of line it cost 11 instructions per op. */
 static inline __attribute__((always_inline)) int
-op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo)
+op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
+	 struct op_target *to)
 {
 	struct smart__blade *b = smart__blade_get(w->ctx,
 						  smart_gaddr_blade(op->ga));
@@ -337,12 +344,14 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo)
 	if (smart_unlikely(atomic_load_explicit(&b->fail,
 						memory_order_relaxed)))
 		return atomic_load(&b->fail);
+	*to = (struct op_target){ b->base + off, b->rkey };
 	if (smart_unlikely(off >= b->size || op->len > b->size - off)) {
 		/* device memory: SMART_GADDR_DM and an offset from 0 */
 		off &= ~SMART_GADDR_DM;
 		if (!smart_gaddr_is_dm(op->ga) || off >= b->dm_len ||
 		    op->len > b->dm_len - off)
 			return SMART_EREMOTE;
+		*to = (struct op_target){ off, b->dm_rkey };
 	}
 	if (op->opcode >= SMART_TP_CAS && (off & 7))
 		return SMART_EINVAL;
@@ -387,9 +396,10 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 	struct smart__blade *b;
 	struct smart__chain *c;
 	struct smart_tp_wr *wr;
+	struct op_target to = { 0, 0 };	/* op_check sets it when it passes */
 	uint8_t flags = 0;
 	void *local;
-	int in_pool, rc = op_check(w, op, &b);
+	int in_pool, rc = op_check(w, op, &b, &to);
 
 	if (smart_unlikely(rc))
 		return rc;
@@ -407,20 +417,16 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 	c = chain_for(w, t, b->id);
 	wr = &c->wr[c->n++];
 	*wr = (struct smart_tp_wr){
-		.remote = b->base + smart_gaddr_off(op->ga),
+		.remote = to.remote,
 		.local = local,
 		.len = op->len,
 		.lkey = w->ctx->pool->lkey,
-		.rkey = b->rkey,
+		.rkey = to.rkey,
 		.opcode = op->opcode,
 		.flags = flags,
 		.compare_add = op->a1,
 		.swap = op->a2,
 	};
-	if (smart_unlikely(smart_gaddr_off(op->ga) >= b->size)) {
-		wr->remote = smart_gaddr_off(op->ga) & ~SMART_GADDR_DM;
-		wr->rkey = b->dm_rkey;	/* op_check: device memory */
-	}
 	t->bytes += op->len;	/* smart_task_bytes: 8 for an atomic */
 	return 0;
 }
@@ -432,7 +438,8 @@ static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
 						     const struct op *op)
 {
 	struct smart__blade *b;
-	int rc = op_check(w, op, &b);
+	struct op_target to;
+	int rc = op_check(w, op, &b, &to);
 
 	return rc ? rc : SMART_EINVAL;
 }

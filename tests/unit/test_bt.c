@@ -71,6 +71,17 @@ static void world_stop(struct world *wd)
 	fixture_stop(&wd->f);
 }
 
+/* Keys [lo, hi) inserted with the value "v". */
+static void fill(struct world *wd, unsigned lo, unsigned hi)
+{
+	char k[16];
+
+	for (; lo < hi; lo++) {
+		key_of(k, lo);
+		CHECK_OK(smart_bt_insert(wd->t, wd->w, k, strlen(k), "v", 1));
+	}
+}
+
 static void expect_val(struct world *wd, unsigned i, unsigned gen)
 {
 	char k[16], v[16], got[32];
@@ -644,10 +655,7 @@ static void test_torn_holder(void)
 	/* an entry half written: the next reader finds the node torn, sees
 	 * its holder dead, takes the lock over and finishes the write */
 	world_start(&wd, NULL, 512, 12, 12);
-	for (i = 0; i < 10; i++) {
-		key_of(k, i);
-		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
-	}
+	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	alarm(20);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
@@ -664,10 +672,7 @@ static void test_torn_holder(void)
 	 * it redid through a record of its own, so the next taker finishes
 	 * the first writer's update (the second one's never began) */
 	world_start(&wd, NULL, 512, 12, 12);
-	for (i = 0; i < 10; i++) {
-		key_of(k, i);
-		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
-	}
+	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_run(&wd, "update2", 1);
 	alarm(20);
@@ -699,20 +704,14 @@ static void test_torn_holder(void)
 	alarm(0);
 	CHECK_OK(smart_bt_stats(wd.t, &st));
 	CHECK_EQ(st.repairs, 1);
-	for (i = m + 1; i < 200; i++) {
-		key_of(k, i);
-		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
-	}
+	fill(&wd, m + 1, 200);
 	torn_expect(&wd, 0, 200);
 	world_stop(&wd);
 
 	/* a merge's leaf half written, its neighbour and parent untouched:
 	 * all three are redone at once (one record), no half merge left */
 	world_start(&wd, NULL, 512, 12, 12);
-	for (i = 0; i < 200; i++) {
-		key_of(k, i);
-		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
-	}
+	fill(&wd, 0, 200);
 	done = torn_run(&wd, "merge", -1);
 	CHECK_GT(done, 0);
 	alarm(20);

@@ -186,8 +186,6 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 		t->blades[i] = m->blades[i];
 		t->lock_off[i] = m->lock_off[i];
 		t->dir_off[i] = m->dir_off[i];
-		t->dm_tables += smart_gaddr_is_dm(smart_gaddr(0,
-							      m->lock_off[i]));
 		/* our id on that blade names the locks we hold there */
 		rc = smart_lease_id(ctx, m->blades[i], &t->lease[i]);
 	}
@@ -537,6 +535,8 @@ unsigned smart_bt_val_max(const smart_bt_t *t)
 
 int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 {
+	unsigned i;
+
 	if (!t || !out)
 		return SMART_EINVAL;
 	memset(out, 0, sizeof(*out));
@@ -554,7 +554,8 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->merge_skips = atomic_load(&t->merge_skips);
 	out->repairs = atomic_load(&t->repairs);
 	out->rec_waits = atomic_load(&t->rec_waits);
-	out->dm_lock_tables = t->dm_tables;
+	for (i = 0; i < t->nblades; i++)
+		out->dm_lock_tables += !!(t->lock_off[i] & SMART_GADDR_DM);
 	return 0;
 }
 

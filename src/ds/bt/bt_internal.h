@@ -48,7 +48,6 @@ struct smart_bt {
 	uint16_t blades[SMART_BT_BLADES_MAX];
 	uint64_t lock_off[SMART_BT_BLADES_MAX];	/* bt_meta's */
 	uint64_t dir_off[SMART_BT_BLADES_MAX];
-	unsigned dm_tables;	/* lock tables in device memory */
 	uint16_t lease[SMART_BT_BLADES_MAX];	/* our lease id on each */
 	/* bt_redo.c: our redo directory slot and area on each blade (area
 	 * offset 0: none claimed), the records in use, write sequence */

@@ -244,13 +244,11 @@ static inline int shm_wr_check(struct smart_tp_qp *qp,
 	*rp = shm_remote_ptr(qp->r, wr->rkey, wr->remote, wr->len);
 	if (smart_unlikely(!*rp))
 		return SMART_TP_WC_REM_ACCESS;
-	if (shm_wr_inline(wr)) {
-		if (smart_unlikely(wr->len > SHM_MAX_INLINE))
-			return SMART_TP_WC_BAD_WR;
-	} else if (smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local,
-						 wr->len))) {
+	/* inline bytes are the WQE's own (post refused longer ones) */
+	if (!shm_wr_inline(wr) &&
+	    smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local,
+					 wr->len)))
 		return SMART_TP_WC_LOC_PROT;
-	}
 	return SMART_TP_WC_OK;
 }
 
