@@ -14,9 +14,12 @@
 #include <string.h>
 
 #include "bench.h"
+#include "dtx_bench.h"
 
 static const struct bench_module *const modules[] = {
 	&bench_ycsb,
+	&bench_smallbank,
+	&bench_tatp,
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 
@@ -41,8 +44,8 @@ static void usage(FILE *f)
 				      "  %-10s %s\n", modules[i]->name,
 				      modules[i]->summary);
 	if (n < sizeof(about))
-		snprintf(about + n, sizeof(about) - n, "  (smallbank, tatp "
-			 "and rpc are not built yet)\n");
+		snprintf(about + n, sizeof(about) - n, "  (rpc is not built "
+			 "yet)\n");
 	kit_usage(&cli, f);
 }
 
@@ -68,7 +71,7 @@ static void unknown(const char *name)
 			sizeof(built) - strlen(built) - 1);
 	}
 	kit_bad(BENCH_TOOL, NULL, name, "unknown benchmark (built: %s; "
-		"smallbank, tatp and rpc are not built yet)", built);
+		"rpc is not built yet)", built);
 }
 
 /* The runner's output of a module's record. */

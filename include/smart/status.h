@@ -37,7 +37,9 @@ enum smart_status {
 	SMART_EFENCED = -19,	/* this client was fenced (its lease expired
 				 * or a peer declared it dead): it must stop,
 				 * others may be undoing its work */
-	SMART_E_LAST = -20
+	SMART_EABORT = -20,	/* a transaction was aborted (a conflict);
+				 * its effects are gone: begin it again */
+	SMART_E_LAST = -21
 };
 
 /* A short English message for a status code; unknown codes get "unknown". */

@@ -37,6 +37,8 @@ static const struct status_desc status_table[] = {
 	[-SMART_ERETRY] = { "SMART_ERETRY", "too many retries" },
 	[-SMART_EFENCED] = { "SMART_EFENCED",
 			     "fenced: this client's lease was taken away" },
+	[-SMART_EABORT] = { "SMART_EABORT",
+			    "transaction aborted by a conflict" },
 };
 
 _Static_assert(SMART_ARRAY_SIZE(status_table) == -SMART_E_LAST,

@@ -1,0 +1,405 @@
+/*
+ * Smart-DTX commit (docs/dtx.md §3): validation and the undo log in one
+ * round, the records' new bytes to their primaries and backups in the
+ * next, the locks released in a last one.  Abort releases the locks.
+ *
+ * Invariants:
+ * - Nothing of a transaction reaches a record before its undo log has
+ *   landed on every blade holding a copy of a record it writes, so a
+ *   recoverer that finds any of its locks finds the log beside it.
+ * - No lock is released before every copy of every record it writes has
+ *   landed: a lock seen released means the commit reached every replica
+ *   (recovery rolls such a transaction forward).
+ * - Versions only grow: each commit of a record adds 1 (a delete too).
+ * - Validation happens with every lock of the transaction held, after
+ *   its reads: a read-only record whose version and free lock word are
+ *   unchanged, and a key still absent from its buckets, were so at that
+ *   point, which is the transaction's serialization point.
+ */
+#include "ds/dtx/dtx_internal.h"
+
+/* The source of lock releases: it must outlive the WRITEs (until sync). */
+static const uint64_t dtx_zero;
+
+/* ---- release ------------------------------------------------------- */
+
+int smart__dtx_release(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	int i, rc = 0, any = 0, rc2;
+
+	/* an insert's intent stays: a free record with a key is free */
+	any = 0;
+	for (i = 0; i < x->n; i++) {
+		struct dtx_item *it = &x->item[i];
+		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
+		int r = 0;
+
+		if (it->locked == 1)
+			r = smart_write(w, lw, &dtx_zero, 8);
+		else if (it->locked)	/* uncertain: only our own stamp */
+			r = smart_cas(w, lw, DTX_LOCK(smart__dtx_lease(
+				x->d, smart_gaddr_blade(lw)), x->slot, x->seq),
+				0, NULL);
+		if (it->locked) {
+			x->ops++;
+			any = 1;
+		}
+		rc = rc ? rc : r;
+	}
+	if (any) {
+		rc2 = smart_sync(w);
+		rc = rc ? rc : rc2;
+	}
+	/* after a failure, whatever is still ours goes by a CAS next time */
+	for (i = 0; i < x->n; i++)
+		x->item[i].locked = rc && x->item[i].locked ? 2 : 0;
+	return rc;
+}
+
+void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
+{
+	int i;
+
+	if (rc)
+		(void)smart__dtx_release(x, w);
+	for (i = 0; i < x->n; i++)
+		x->item[i].locked = 0;
+	smart__dtx_count(rc ? &x->d->aborts : &x->d->commits);
+	if (x->started) {
+		x->cost.round_trips = (unsigned)(smart_task_round_trips(w, NULL) -
+						 x->rt0);
+		x->cost.bytes = smart_task_bytes(w) - x->bytes0;
+	} else {
+		memset(&x->cost, 0, sizeof(x->cost));
+	}
+	x->cost.ops = x->ops;
+	x->open = 0;
+}
+
+int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	if (!x || !w)
+		return SMART_EINVAL;
+	if (!x->open)
+		return 0;
+	smart__dtx_finish(x, w, SMART_EABORT);
+	return 0;
+}
+
+int smart_dtx_last_cost(const smart_dtx_txn_t *x, struct smart_dtx_cost *out)
+{
+	if (!x || !out)
+		return SMART_EINVAL;
+	*out = x->cost;
+	return 0;
+}
+
+/* ---- validation ------------------------------------------------------ */
+
+static int is_written(const struct dtx_item *it)
+{
+	return it->written && !it->status && it->locked;
+}
+
+/* Does item it need a look at commit, and is it a whole-bucket one? */
+static int needs_buckets(const struct dtx_item *it)
+{
+	return it->kind == DTX_INS ? is_written(it) :
+	       it->status == SMART_ENOENT;
+}
+
+static int needs_version(const struct dtx_item *it)
+{
+	return it->kind == DTX_RO && !it->status;
+}
+
+static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
+{
+	int i, k, rc = 0;
+
+	for (i = 0; i < x->n && !rc; i++) {
+		struct dtx_item *it = &x->item[i];
+		const struct dtx_table *t = it->t;
+		size_t bsz = (size_t)SMART_DTX_BUCKET_SLOTS * t->rec_size;
+
+		it->io = NULL;
+		if (needs_buckets(it) && !(skip_ro && it->kind != DTX_INS)) {
+			rc = smart_scratch_alloc(w, 2 * bsz, &it->io);
+			for (k = 0; !rc && k < 2; k++, x->ops++)
+				rc = smart_read(w, smart__dtx_rec_addr(t, 0,
+					it->bucket[k] * SMART_DTX_BUCKET_SLOTS),
+					bsz, (uint8_t *)it->io + k * bsz);
+		} else if (needs_version(it) && !skip_ro) {
+			rc = smart_scratch_alloc(w, 24, &it->io);
+			if (!rc)
+				rc = smart_read(w, smart__dtx_rec_addr(t, 0,
+						it->slot), 24, it->io);
+			x->ops++;
+		}
+	}
+	return rc;
+}
+
+/* The buckets read at validation: is the key still absent (an insert:
+ * present nowhere but in our slot, and nobody else inserting it)? */
+static int buckets_ok(smart_dtx_txn_t *x, const struct dtx_item *it)
+{
+	int j;
+
+	for (j = 0; j < 2 * SMART_DTX_BUCKET_SLOTS; j++) {
+		const uint8_t *rec = (const uint8_t *)it->io +
+				     (size_t)j * it->t->rec_size;
+		uint32_t slot = it->bucket[j / SMART_DTX_BUCKET_SLOTS] *
+				SMART_DTX_BUCKET_SLOTS +
+				j % SMART_DTX_BUCKET_SLOTS;
+		enum dtx_look l = smart__dtx_rec_look(x->d, it->t, rec,
+						      it->key);
+		struct dtx_rec h;
+
+		memcpy(&h, rec, sizeof(h));
+		if (it->kind == DTX_INS && slot == it->slot)
+			continue;
+		if (l == DTX_L_KEY || l == DTX_L_TORN ||
+		    (h.lock && h.key == it->key))
+			return 0;
+	}
+	return 1;
+}
+
+static int validate_check(smart_dtx_txn_t *x)
+{
+	int i;
+
+	for (i = 0; i < x->n; i++) {
+		const struct dtx_item *it = &x->item[i];
+		struct dtx_rec h;
+
+		if (!it->io)
+			continue;
+		if (needs_buckets(it)) {
+			if (!buckets_ok(x, it)) {
+				smart__dtx_count(it->kind == DTX_INS ?
+						 &x->d->insert_conflicts :
+						 &x->d->validate_fails);
+				return SMART_EABORT;
+			}
+			continue;
+		}
+		memcpy(&h, it->io, 24);
+		if (h.lock || h.key != it->key || h.version != it->read_ver) {
+			smart__dtx_count(&x->d->validate_fails);
+			return SMART_EABORT;
+		}
+	}
+	return 0;
+}
+
+/* ---- the undo log ----------------------------------------------------- */
+
+/* Build the log image (from its head word on) in scratch: entries for
+ * every record written, their old bytes [8, rec_size). */
+static int log_build(smart_dtx_txn_t *x, smart_worker_t *w, uint8_t **img,
+		     uint32_t *bytes)
+{
+	struct dtx_log_hdr hdr;
+	uint8_t *p;
+	unsigned n = 0;
+	int i, rc = smart_scratch_alloc(w, x->d->log_size, (void **)&p);
+
+	if (rc)
+		return rc;
+	*img = p;
+	p += sizeof(hdr);
+	for (i = 0; i < x->n; i++) {
+		const struct dtx_item *it = &x->item[i];
+		struct dtx_log_ent e;
+
+		if (!is_written(it))
+			continue;
+		memset(&e, 0, sizeof(e));
+		e.rec = smart__dtx_rec_addr(it->t, 0, it->slot);
+		e.lock = DTX_LOCK(smart__dtx_lease(x->d, smart_gaddr_blade(e.rec)),
+				  x->slot, x->seq);
+		e.table = it->t->id;
+		e.slot = it->slot;
+		memcpy(p, &e, sizeof(e));
+		memcpy(p + sizeof(e), it->old + 8, it->t->rec_size - 8);
+		p += sizeof(e) + it->t->rec_size - 8;
+		n++;
+	}
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.head = DTX_HEAD(x->seq, n);
+	hdr.bytes = (uint32_t)(p - *img);
+	hdr.crc = smart_crc32c(smart_crc32c(x->d->salt, &hdr.head, 8),
+			       *img + sizeof(hdr), hdr.bytes - sizeof(hdr));
+	memcpy(*img, &hdr, sizeof(hdr));
+	*bytes = hdr.bytes;
+	return 0;
+}
+
+/* Write the log to every blade holding a copy of a written record. */
+static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	uint32_t seen = 0, bytes;
+	uint8_t *img;
+	int i, b, rc = log_build(x, w, &img, &bytes);
+	unsigned k;
+
+	for (i = 0; i < x->n && !rc; i++) {
+		const struct dtx_item *it = &x->item[i];
+
+		if (!is_written(it))
+			continue;
+		for (k = 0; k < it->t->ncopies && !rc; k++) {
+			b = smart__dtx_blade_index(x->d,
+					smart_gaddr_blade(it->t->copy[k]));
+			if (b < 0 || (seen >> b & 1))
+				continue;
+			seen |= 1u << b;
+			x->ops++;
+			/* from the head word on: the decision word is the
+			 * recoverers' */
+			rc = smart_write(w, smart_gaddr(x->d->blades[b],
+				x->d->log_off[b] + (uint64_t)x->slot *
+				x->d->log_size + 8), img + 8, bytes - 8);
+		}
+	}
+	return rc;
+}
+
+/* ---- commit writes ----------------------------------------------------- */
+
+/* Queue item it's new record to every copy (the primary's lock word is
+ * not written: bytes [8, rec_size)). */
+static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
+		      struct dtx_item *it)
+{
+	const struct dtx_table *t = it->t;
+	uint64_t ver = it->read_ver + !SMART_M_DTX_NO_VERSION_BUMP;
+	uint8_t *rec;
+	unsigned k;
+	int rc = smart_scratch_alloc(w, t->rec_size, (void **)&rec);
+
+	if (rc)
+		return rc;
+	memset(rec, 0, sizeof(struct dtx_rec));
+	smart__dtx_rec_seal(x->d, t, rec, it->key, ver, it->val, it->len,
+			    !it->deleted);
+	it->write_ver = ver;
+	for (k = 0; k < t->ncopies && !rc; k++) {
+		x->ops++;
+		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
+				t, k, it->slot), 8), rec + 8, t->rec_size - 8);
+		if (!rc && k == 0 && SMART_M_DTX_UNLOCK_EARLY) {
+			rc = smart_write(w, smart__dtx_rec_addr(t, 0, it->slot),
+					 &dtx_zero, 8);
+			it->locked = 0;
+		}
+	}
+	return rc;
+}
+
+/* Every written record's copies; with a hook set, the first record's
+ * alone first, then "dtx.commit.torn" (a test kills the coordinator
+ * there, half committed). */
+static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	int i, rc = 0, first = -1, hook = smart_ctx_hook(
+				smart_worker_ctx(w), NULL) != NULL;
+
+	for (i = 0; i < x->n && !rc; i++) {
+		if (!is_written(&x->item[i]))
+			continue;
+		if (first < 0 && hook) {
+			first = i;
+			rc = write_post(x, w, &x->item[i]);
+			if (!rc)
+				rc = smart_sync(w);
+			if (!rc)
+				(void)smart__dtx_hook(w, "dtx.commit.torn");
+			continue;
+		}
+		rc = write_post(x, w, &x->item[i]);
+	}
+	return rc ? rc : smart_sync(w);
+}
+
+/* Commit's writes failed midway: put every copy back as it was (what can
+ * be reached), so that the locks can go. */
+static void write_undo(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	int i;
+	unsigned k;
+
+	for (i = 0; i < x->n; i++) {
+		const struct dtx_item *it = &x->item[i];
+
+		if (!is_written(it))
+			continue;
+		for (k = 0; k < it->t->ncopies; k++)
+			(void)smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
+				it->t, k, it->slot), 8), it->old + 8,
+				it->t->rec_size - 8);
+	}
+	(void)smart_sync(w);
+}
+
+static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	size_t mark = smart_scratch_mark(w);
+	int i, rc, writes = 0, one_ro;
+
+	for (i = 0; i < x->n; i++)
+		writes += is_written(&x->item[i]);
+	/* a read-only transaction of one record: its read is its point */
+	one_ro = x->n == 1 && x->item[0].kind == DTX_RO;
+	rc = validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
+	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT)
+		rc = log_post(x, w);
+	if (!rc)
+		rc = smart_sync(w);
+	if (!rc)
+		rc = validate_check(x);
+	if (!rc && writes) {
+		rc = write_all(x, w);
+		if (rc) {
+			write_undo(x, w);
+		} else if (SMART_M_DTX_LOG_AFTER_COMMIT) {
+			rc = log_post(x, w);
+			rc = rc ? rc : smart_sync(w);
+		}
+		if (!rc)	/* a test may kill us here: all written */
+			(void)smart__dtx_hook(w, "dtx.commit.written");
+	}
+	if (!rc) {
+		for (i = 0; i < x->n; i++) {
+			struct dtx_item *it = &x->item[i];
+
+			if (it->kind == DTX_INS && is_written(it))
+				smart__dtx_cache_put(x->d, it->t, it->key,
+						     it->slot);
+			it->intent = 0;	/* the key is final */
+		}
+		/* committed: every copy is written.  A release that fails
+		 * (a blade gone) is tried once more; the outcome stands */
+		if (smart__dtx_release(x, w))
+			(void)smart__dtx_release(x, w);
+	}
+	smart_scratch_release(w, mark);
+	return rc;
+}
+
+int smart_dtx_commit(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	int rc;
+
+	if (!x || !w || !x->open)
+		return SMART_EINVAL;
+	rc = smart__dtx_exec(x, w);
+	if (!rc)
+		rc = smart__dtx_hook(w, "dtx.exec.done");
+	if (!rc)
+		rc = commit(x, w);
+	smart__dtx_finish(x, w, rc);
+	return rc;
+}

@@ -1,0 +1,161 @@
+/*
+ * Smart-DTX internals shared by its files: the local database object, the
+ * transaction object and its items, and the calls between dtx.c (the
+ * database), dtx_rec.c (records and buckets), dtx_exec.c (execution),
+ * dtx_commit.c (validation, log, commit, abort) and dtx_recover.c.
+ *
+ * Invariants: a smart_dtx is read-only after open except for its atomics
+ * (counters, the address cache), so every worker of the ctx may use it at
+ * once.  A transaction object is used by one task at a time; it holds its
+ * log slot from txn_new to txn_free, and a lock only between an exec that
+ * took it and the commit or abort that lets it go.
+ */
+#ifndef SMART_DS_DTX_INTERNAL_H
+#define SMART_DS_DTX_INTERNAL_H
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "ds/dtx/dtx_layout.h"
+#include "ds/dtx/dtx_mutant.h"
+#include "smart/dtx.h"
+#include "smart/hook.h"
+#include "smart/smart.h"
+
+#define DTX_ROUNDS_MAX	256u	/* exec rounds before giving up */
+#define DTX_SLOTS_MAX	65535u	/* log slots: 16 bits of a lock stamp */
+
+struct dtx_table {
+	uint32_t id, value_size, buckets, rec_size;
+	unsigned ncopies;
+	smart_gaddr_t copy[1 + SMART_DTX_REPLICAS_MAX];
+};
+
+struct smart_dtx {
+	uint16_t home;
+	unsigned root_idx;
+	smart_gaddr_t meta;
+	uint32_t salt;
+	unsigned nblades, ntables, log_slots, log_size, max_writes;
+	unsigned rec_max;	/* the largest rec_size */
+	uint16_t blades[SMART_DTX_BLADES_MAX];
+	uint16_t lease[SMART_DTX_BLADES_MAX];	/* our id on each */
+	uint64_t log_off[SMART_DTX_BLADES_MAX];
+	smart_gaddr_t owner;	/* the owner table */
+	struct dtx_table *by_id[SMART_DTX_TABLES_MAX];
+	struct dtx_table tables[SMART_DTX_TABLES_MAX];
+	/* the address cache: (tag << 32 | slot + 1) words; NULL: none */
+	_Atomic uint64_t *cache;
+	uint64_t cmask;
+	_Atomic int txns;	/* transaction objects open */
+	_Atomic uint64_t rng;
+	_Atomic uint64_t commits, aborts, lock_conflicts, validate_fails,
+		insert_conflicts, cache_hits, cache_misses, crc_retries,
+		recoveries, rolled_back, rolled_forward, locks_recovered,
+		slots_adopted;
+};
+
+enum dtx_kind { DTX_RO = 0, DTX_RW = 1, DTX_INS = 2 };
+
+/* Where an item is in exec. */
+enum dtx_step {
+	DTX_S_QUEUED = 0,	/* not looked at */
+	DTX_S_SEARCH,		/* read its buckets */
+	DTX_S_SLOT,		/* read (RO) or lock + read (RW, INS) its slot */
+	DTX_S_INTENT,		/* an insert: write the key into its slot */
+	DTX_S_DONE,
+};
+
+struct dtx_item {
+	const struct dtx_table *t;
+	uint64_t key;
+	enum dtx_kind kind;
+	enum dtx_step step;
+	int status;		/* 0, SMART_ENOENT, SMART_EEXIST, SMART_ENOSPC */
+	void *buf;		/* the caller's */
+	size_t cap;
+	uint32_t slot;		/* record index, when known */
+	uint32_t bucket[2];
+	int cached;		/* slot came from the cache */
+	int locked, intent, written, deleted;
+	uint64_t read_ver, write_ver;
+	size_t len;		/* value length read, then to write */
+	uint8_t *old;		/* the record as read: [0, rec_size) */
+	uint8_t *val;		/* the value to write */
+	void *io;		/* this round's registered buffer */
+	uint64_t cas_old;
+	uint64_t intent_img[3];	/* key, version, meta of the intent */
+};
+
+struct smart_dtx_txn {
+	smart_dtx_t *d;
+	unsigned slot;		/* log slot */
+	uint32_t seq;		/* this transaction's number */
+	int open, n, nwrites;
+	unsigned rounds_left;
+	uint64_t rt0, bytes0;
+	int started;		/* rt0/bytes0 taken */
+	unsigned ops;
+	struct smart_dtx_cost cost;
+	struct dtx_item item[SMART_DTX_ITEMS_MAX];
+	uint8_t *old_arena, *val_arena;	/* items x rec_max, x value max */
+};
+
+/* ---- dtx.c ---- */
+const struct dtx_table *smart__dtx_table(const smart_dtx_t *d,
+					 uint32_t table);
+int smart__dtx_blade_index(const smart_dtx_t *d, uint16_t blade);
+uint16_t smart__dtx_lease(const smart_dtx_t *d, uint16_t blade);
+void smart__dtx_count(_Atomic uint64_t *c);
+int smart__dtx_hook(smart_worker_t *w, const char *point);
+
+/* ---- dtx_rec.c: records, buckets, the address cache ---- */
+smart_gaddr_t smart__dtx_rec_addr(const struct dtx_table *t, unsigned copy,
+				  uint32_t slot);
+uint32_t smart__dtx_rec_crc(const smart_dtx_t *d, const struct dtx_table *t,
+			    const uint8_t *rec);
+void smart__dtx_rec_seal(const smart_dtx_t *d, const struct dtx_table *t,
+			 uint8_t *rec, uint64_t key, uint64_t version,
+			 const void *val, size_t len, int valid);
+/* What a record read shows. */
+enum dtx_look {
+	DTX_L_EMPTY,	/* never written, or deleted: no key here */
+	DTX_L_KEY,	/* a valid record of that key (crc checked) */
+	DTX_L_OTHER,	/* a valid record of another key */
+	DTX_L_TORN,	/* crc wrong with the word free: read again */
+	DTX_L_BUSY,	/* crc wrong under a lock (being written) */
+};
+enum dtx_look smart__dtx_rec_look(smart_dtx_t *d, const struct dtx_table *t,
+				  const uint8_t *rec, uint64_t key);
+void smart__dtx_buckets(const smart_dtx_t *d, const struct dtx_table *t,
+			uint64_t key, uint32_t b[2]);
+int smart__dtx_cache_get(smart_dtx_t *d, const struct dtx_table *t,
+			 uint64_t key, uint32_t *slot);
+void smart__dtx_cache_put(smart_dtx_t *d, const struct dtx_table *t,
+			  uint64_t key, uint32_t slot);
+
+/* ---- dtx_exec.c ---- */
+int smart__dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w);
+/* A lock word `lock` met at lockw (a record's): 1 when its holder is
+ * alive (a conflict), 0 when it was dead and what it left is resolved
+ * (read the record again), or an error. */
+int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
+			smart_gaddr_t lockw, uint64_t lock);
+
+/* ---- dtx_commit.c ---- */
+int smart__dtx_release(smart_dtx_txn_t *x, smart_worker_t *w);
+void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc);
+
+/* ---- dtx_recover.c ---- */
+/* Resolve the transaction that lock word `lock` on `blade` names (its
+ * holder dead): roll it back or forward from its log, release its locks;
+ * a lock its log does not list is released alone. */
+int smart__dtx_recover_lock(smart_dtx_t *d, smart_worker_t *w,
+			    uint16_t blade, smart_gaddr_t lockw,
+			    uint64_t lock);
+/* Resolve whatever the log slot's copies hold (a dead owner's), then
+ * claim it for `mine` (0: free it). */
+int smart__dtx_slot_adopt(smart_dtx_t *d, smart_worker_t *w, unsigned slot,
+			  uint64_t dead, uint64_t mine);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * Smart-DTX's mutants (DESIGN.md §9; like src/ds/bt/bt_mutant.h): a build
+ * with -DSMART_MUTANT=<NAME> defines SMART_MUTANT_<NAME> and removes that
+ * one guard; in every other build each SMART_M_<NAME> is 0.
+ * tests/mutants/mutants.txt names the test that must catch each one;
+ * docs/dtx.md §7 lists them.
+ */
+#ifndef SMART_DS_DTX_MUTANT_H
+#define SMART_DS_DTX_MUTANT_H
+
+/* read-only records are not re-read at commit (no validation) */
+#ifdef SMART_MUTANT_DTX_NO_VALIDATE
+#define SMART_M_DTX_NO_VALIDATE 1
+#else
+#define SMART_M_DTX_NO_VALIDATE 0
+#endif
+
+/* a read-for-update takes no lock (its CAS is not issued) */
+#ifdef SMART_MUTANT_DTX_NO_LOCK
+#define SMART_M_DTX_NO_LOCK 1
+#else
+#define SMART_M_DTX_NO_LOCK 0
+#endif
+
+/* commit writes the records before the undo log */
+#ifdef SMART_MUTANT_DTX_LOG_AFTER_COMMIT
+#define SMART_M_DTX_LOG_AFTER_COMMIT 1
+#else
+#define SMART_M_DTX_LOG_AFTER_COMMIT 0
+#endif
+
+/* a record's lock is released right behind its primary's write, before
+ * its backups (and the other records) are written */
+#ifdef SMART_MUTANT_DTX_UNLOCK_EARLY
+#define SMART_M_DTX_UNLOCK_EARLY 1
+#else
+#define SMART_M_DTX_UNLOCK_EARLY 0
+#endif
+
+/* commit keeps the record's version */
+#ifdef SMART_MUTANT_DTX_NO_VERSION_BUMP
+#define SMART_M_DTX_NO_VERSION_BUMP 1
+#else
+#define SMART_M_DTX_NO_VERSION_BUMP 0
+#endif
+
+/* a record is accepted whatever its crc says (torn reads pass) */
+#ifdef SMART_MUTANT_DTX_NO_CRC
+#define SMART_M_DTX_NO_CRC 1
+#else
+#define SMART_M_DTX_NO_CRC 0
+#endif
+
+/* a lock held by a dead client is waited on like a live one's */
+#ifdef SMART_MUTANT_DTX_NO_RECOVERY
+#define SMART_M_DTX_NO_RECOVERY 1
+#else
+#define SMART_M_DTX_NO_RECOVERY 0
+#endif
+
+#endif
