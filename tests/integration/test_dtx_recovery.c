@@ -11,7 +11,8 @@
  * transaction rolled back when it died half written, rolled forward when
  * every copy was written), and smart_dtx_recover() resolves a dead
  * coordinator's transaction and frees its log slot with no transaction
- * run at all.
+ * run at all, and that a memory blade gone fails the transactions on it
+ * with an error while those elsewhere go on.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -313,6 +314,71 @@ static void test_operator(void)
 	world_close(&wd);
 }
 
+/* A memory blade gone: transactions on its table fail with an error (not
+ * SMART_EABORT, not a hang); those on the other blade's table go on. */
+static void test_dead_blade(void)
+{
+	static const struct smart_dtx_table split[2] = {
+		{ 0, 8, 8, 0 }, { 1, 8, 8, 1 },
+	};
+	struct smart_dtx_config c;
+	struct world wd;
+	smart_dtx_txn_t *x;
+	smart_dtx_t *d;
+	uint64_t t0;
+	int64_t v;
+	int rc = 0, i, n;
+
+	world_open(&wd);
+	smart_dtx_config_init(&c);
+	c.blades = wd.id;
+	c.nblades = 2;
+	c.replicas = 0;
+	c.tables = split;
+	c.ntables = 2;
+	CHECK_OK(smart_dtx_create(wd.w, wd.id[0], "split", &c, &d));
+	CHECK_OK(smart_dtx_txn_new(d, wd.w, &x));
+	for (i = 0; i < 2; i++) {
+		CHECK_OK(smart_dtx_begin(x));
+		CHECK_GE(smart_dtx_insert(x, (uint32_t)i, 7, &(int64_t){ 5 }, 8),
+			 0);
+		CHECK_OK(smart_dtx_commit(x, wd.w));
+	}
+	CHECK_OK(smart_blade_destroy(wd.b[1]));
+	wd.b[1] = NULL;
+	t0 = test_now_ms();
+	for (n = 0; n < 100000; n++) {	/* until the ctx sees it gone */
+		CHECK_OK(smart_dtx_begin(x));
+		CHECK_GE(smart_dtx_read_for_update(x, 1, 7, &v, 8), 0);
+		rc = smart_dtx_commit(x, wd.w);
+		if (rc && rc != SMART_EABORT)
+			break;
+	}
+	printf("dead blade: a transaction on it failed with %s after %llu "
+	       "ms (%d tries)\n", smart_status_name(rc),
+	       (unsigned long long)(test_now_ms() - t0), n);
+	CHECK_NE(rc, 0);
+	CHECK_NE(rc, SMART_EABORT);
+	/* the other blade's table goes on */
+	for (i = 0; i < 100; i++) {
+		int it;
+
+		CHECK_OK(smart_dtx_begin(x));
+		it = smart_dtx_read_for_update(x, 0, 7, &v, 8);
+		CHECK_OK(smart_dtx_exec(x, wd.w));
+		v++;
+		CHECK_OK(smart_dtx_write(x, it, &v, 8));
+		CHECK_OK(smart_dtx_commit(x, wd.w));
+	}
+	CHECK_EQ(v, 105);
+	CHECK_OK(smart_dtx_txn_free(x, wd.w));
+	CHECK_OK(smart_dtx_close(d));	/* its memory on blade 0 stays */
+	CHECK_OK(smart_dtx_close(wd.d));
+	CHECK_OK(smart_worker_destroy(wd.w));
+	CHECK_OK(smart_ctx_destroy(wd.ctx));
+	CHECK_OK(smart_blade_destroy(wd.b[0]));
+}
+
 int main(int argc, char **argv)
 {
 	test_children(argc, argv, (struct test_child[]){
@@ -323,5 +389,6 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "deaths", test_deaths },
 		{ "operator", test_operator },
+		{ "dead_blade", test_dead_blade },
 		{ 0 } });
 }
