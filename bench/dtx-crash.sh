@@ -4,12 +4,16 @@
 #
 # Two smartds on 127.0.0.1 (one secret file, mode 0600, a short lease)
 # hold a SmallBank database with one backup of each table on the other
-# blade; a first client creates and loads it.  ROUNDS times: B runs
+# blade; a first client creates and loads it.  Every client runs with
+# --ledger: each deposit also adds to a ledger row of its task in the same
+# transaction, so that the balances minus the ledger stay what was loaded
+# whoever dies.  ROUNDS times: B runs
 # SmallBank (2 threads x 8 coroutines) and is killed with SIGKILL after a
 # random MIN..MAX ms (bash's RANDOM, seeded; the seed is printed), mostly
 # in the middle of commits; then R, a fresh client, resolves what B left
 # (smart_dtx_recover over every blade) and checks the database: every
-# record whole, every backup equal to its primary, no lock held; then C,
+# record whole, every backup equal to its primary, no lock held, the money
+# as loaded (a killed transaction rolled back or forward whole); then C,
 # another fresh client, runs SmallBank for a moment and checks that the
 # money moved by exactly its committed transactions' deltas and that the
 # database is clean again.  R runs again while B's locks still look alive
@@ -82,10 +86,10 @@ wait_for "$TMP/smartd1.log" "serving" 10 "$!" || {
 }
 ADDR1=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$TMP/smartd1.log")
 
-sb() { # sb ARGS...: smart-bench smallbank against both blades
+sb() { # sb ARGS...: smart-bench smallbank --ledger against both blades
 	"$BIN/smart-bench" smallbank --connect "$ADDR0" --connect "$ADDR1" \
 		--secret-file "$SECRET" --name "$DB" --accounts "$ACCOUNTS" \
-		--hot "$HOT" --replicas 1 "$@"
+		--hot "$HOT" --replicas 1 --ledger "$@"
 }
 sb_bg() { # sb_bg OUT ERR ARGS...: the same in the background; BG its pid
 	# (smart-bench's own, so that SIGKILL reaches it, not a subshell)
@@ -93,7 +97,7 @@ sb_bg() { # sb_bg OUT ERR ARGS...: the same in the background; BG its pid
 	shift 2
 	"$BIN/smart-bench" smallbank --connect "$ADDR0" --connect "$ADDR1" \
 		--secret-file "$SECRET" --name "$DB" --accounts "$ACCOUNTS" \
-		--hot "$HOT" --replicas 1 "$@" >"$out" 2>"$err" &
+		--hot "$HOT" --replicas 1 --ledger "$@" >"$out" 2>"$err" &
 	BG=$!
 	PIDS+=("$BG")
 }
@@ -106,6 +110,10 @@ sb --keep --txns 1 --check --json >"$TMP/load.json" 2>"$TMP/load.err" || {
 	exit 1
 }
 
+# the money: balances minus the ledger rows (--ledger), what was loaded,
+# whoever dies: a transaction half committed would change it
+money=$(field "$TMP/load.json" money_end)
+[ -n "$money" ] || { echo "dtx-crash: no money in the load's JSON" >&2; exit 1; }
 bound=$(( LEASE + LEASE / 8 ))
 fails=0 early=0 rmax=0 found=0 ccommits=0 tries=0
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -141,12 +149,23 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	rms=$(( ($(date +%s%N) - t0) / 1000000 ))
 	tries=$((tries + try))
 	[ "$rms" -gt "$rmax" ] && rmax=$rms
+	m=$(field "$TMP/r.json" money_start)
+	if [ "$m" != "$money" ]; then
+		echo "dtx-crash: round $r: money after recovery $m, loaded" \
+			"$money" >&2
+		fails=$((fails + 1))
+	fi
 	n=$(field "$TMP/r.json" recovered_locks)
 	found=$((found + ${n:-0}))
 	if ! sb --open --keep --threads 1 --coros 8 --seconds 0.3 --check \
 		--json >"$TMP/c.json" 2>"$TMP/c.err"; then
 		echo "dtx-crash: round $r: C failed:" >&2
 		cat "$TMP/c.err" >&2
+		fails=$((fails + 1))
+	fi
+	m=$(field "$TMP/c.json" money_end)
+	if [ "$m" != "$money" ]; then
+		echo "dtx-crash: round $r: money after C $m, loaded $money" >&2
 		fails=$((fails + 1))
 	fi
 	n=$(field "$TMP/c.json" committed)
@@ -163,6 +182,8 @@ echo "R: locks of dead clients resolved: $found in all; $tries R runs" \
 	"recover, check);" \
 	"bound lease_ms + lease_ms/8 = $bound ms:" \
 	"$([ "$rmax" -le "$bound" ] && echo yes || echo NO)"
+echo "money (balances minus ledger): $money cents after the load, after" \
+	"every R and every C"
 echo "C: $ccommits transactions committed by fresh clients, money and" \
 	"replicas checked after each"
 echo "failures: $fails"

@@ -81,6 +81,7 @@ struct dtx_census {
 struct dtx_sb {
 	uint64_t accounts, hot;
 	int hot_pct;
+	int ledger;		/* --ledger: deposits also move a ledger row */
 	double zipf;		/* > 0: Zipf picks instead of the hot set */
 	smart_zipf_t z;
 };
@@ -164,6 +165,8 @@ struct dtx_task {
 	int idx;
 	int qerr;			/* a queueing call's error */
 	int npend;			/* load: records waiting */
+	uint64_t ledger_key;		/* SmallBank --ledger: this task's row */
+	int ledger_in;			/* ... inserted */
 	uint8_t buf[DTX_ITEMS][DTX_VAL_MAX];	/* the items' values read */
 	/* what they write or insert: apart from buf, which the library
 	 * fills, and kept until the commit (it may read them then) */

@@ -21,6 +21,13 @@
  * and SendPayment move money: delta 0), so the sum of every balance is
  * the load's plus the deltas, exactly (--check).  The two accounts of
  * Amalgamate and SendPayment differ.
+ *
+ * --ledger (for crash experiments, bench/dtx-crash.sh): a third table,
+ * one row per task (inserted by its first deposit), to which every
+ * deposit and check adds its delta in the same transaction.  The money
+ * counted is the balances minus the ledger, so it stays what was loaded
+ * whoever dies, and a client that finds it changed finds a transaction
+ * half committed.  Without --ledger the table stays empty.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,7 +35,7 @@
 
 #include "dtx_bench.h"
 
-enum { SAVINGS, CHECKING, NTABLES };
+enum { SAVINGS, CHECKING, LEDGER, NTABLES };
 
 enum { AMALGAMATE, BALANCE, DEPOSIT, PAYMENT, SAVING, CHECK, NTYPES };
 
@@ -55,7 +62,8 @@ static const struct dtx_type sb_types[NTYPES] = {
 	[CHECK] = { "write_check", "WriteCheck", 15 },
 };
 
-static const char *const sb_tables[NTABLES] = { "savings", "checking" };
+static const char *const sb_tables[NTABLES] = { "savings", "checking",
+						  "ledger" };
 
 static uint32_t magic(uint32_t table, uint64_t acct)
 {
@@ -69,12 +77,16 @@ static void sb_size(struct dtx_bench *b, struct smart_dtx_table *t,
 {
 	int i;
 
-	for (i = 0; i < NTABLES; i++) {
+	for (i = 0; i < LEDGER; i++) {
 		t[i] = (struct smart_dtx_table){ (uint32_t)i,
 			sizeof(struct sb_val),
 			(uint32_t)((b->sb.accounts + 3) / 4), -1 };
 		records[i] = b->sb.accounts;
 	}
+	/* rows for 8192 tasks' ledgers (loaded: none) */
+	t[LEDGER] = (struct smart_dtx_table){ LEDGER, sizeof(struct sb_val),
+					      2048, -1 };
+	records[LEDGER] = 0;
 }
 
 static uint64_t sb_units(const struct dtx_bench *b)
@@ -244,23 +256,63 @@ static int balance(struct dtx_task *t, const struct dtx_params *p,
 	return rc;
 }
 
+/* --ledger: this task's ledger row exists (a transaction of its own the
+ * first time: an insert of 0, retried on conflicts). */
+static int ledger_ready(struct dtx_task *t)
+{
+	struct sb_val v;
+	int rc = SMART_EABORT, n;
+
+	if (!t->b->sb.ledger || t->ledger_in)
+		return 0;
+	t->ledger_key = smart_rng_next(&t->rng);
+	v = (struct sb_val){ magic(LEDGER, t->ledger_key), 0, 0 };
+	for (n = 0; rc == SMART_EABORT && n < 1000; n++) {
+		rc = smart_dtx_begin(t->x);
+		if (!rc && smart_dtx_insert(t->x, LEDGER, t->ledger_key, &v,
+					    sizeof(v)) < 0)
+			rc = SMART_EINVAL;
+		rc = rc ? rc : smart_dtx_commit(t->x, t->w);
+	}
+	t->ledger_in = !rc;
+	return rc;
+}
+
+/* --ledger: queue the task's row for update (item -1 without). */
+static int ledger_q(struct dtx_task *t)
+{
+	return t->b->sb.ledger ? q(t, 1, LEDGER, t->ledger_key, 3) : -1;
+}
+
+/* --ledger: add amount to the row queued as item il. */
+static void ledger_add(struct dtx_task *t, int il, int64_t amount)
+{
+	int64_t v = 0;
+
+	if (il >= 0 && bal(t, il, 3, LEDGER, t->ledger_key, &v))
+		set(t, il, 3, LEDGER, t->ledger_key, v + amount);
+}
+
 /* One balance of a, read for update, plus amount (DepositChecking,
  * TransactSaving). */
 static int add_to(struct dtx_task *t, uint32_t tb, uint64_t a,
 		  int64_t amount, struct dtx_outcome *o)
 {
 	int64_t v = 0;
-	int it, rc = dtx_begin(t);
+	int it, il, rc = ledger_ready(t);
 
+	rc = rc ? rc : dtx_begin(t);
 	if (rc)
 		return rc;
 	it = q(t, 1, tb, a, 0);
+	il = ledger_q(t);
 	rc = dtx_exec(t);
 	if (rc)
 		return rc;
 	if (bal(t, it, 0, tb, a, &v)) {
 		set(t, it, 0, tb, a, v + amount);
-		o->delta = amount;
+		ledger_add(t, il, amount);
+		o->delta = il >= 0 ? 0 : amount;
 	} else {
 		o->failed = 1;
 	}
@@ -299,19 +351,22 @@ static int write_check(struct dtx_task *t, const struct dtx_params *p,
 {
 	uint64_t a = p->v[0];
 	int64_t s = 0, c = 0, amount;
-	int is, ic, rc = dtx_begin(t);
+	int is, ic, il, rc = ledger_ready(t);
 
+	rc = rc ? rc : dtx_begin(t);
 	if (rc)
 		return rc;
 	is = q(t, 0, SAVINGS, a, 0);
 	ic = q(t, 1, CHECKING, a, 1);
+	il = ledger_q(t);
 	rc = dtx_exec(t);
 	if (rc)
 		return rc;
 	if (bal(t, is, 0, SAVINGS, a, &s) & bal(t, ic, 1, CHECKING, a, &c)) {
 		amount = s + c < AMT_CHECK ? AMT_CHECK + 1 : AMT_CHECK;
 		set(t, ic, 1, CHECKING, a, c - amount);
-		o->delta = -amount;
+		ledger_add(t, il, -amount);
+		o->delta = il >= 0 ? 0 : -amount;
 	} else {
 		o->failed = 1;
 	}
@@ -347,7 +402,7 @@ static int sb_verify(uint32_t table, uint64_t key, const void *val,
 	if (len != sizeof(v) || table >= NTABLES)
 		return 0;
 	memcpy(&v, val, sizeof(v));
-	*money += v.cents;
+	*money += table == LEDGER ? -v.cents : v.cents;
 	return v.magic == magic(table, key);
 }
 
@@ -378,7 +433,7 @@ static const struct dtx_workload dtx_smallbank = {
 	.ntables = NTABLES,
 	.tables = sb_tables,
 	.money = 1,
-	.fixed = (1u << NTABLES) - 1,
+	.fixed = (1u << LEDGER) - 1,	/* not the ledger: inserts */
 	.size = sb_size,
 	.units = sb_units,
 	.unit = sb_unit,
@@ -404,6 +459,10 @@ static const struct kit_flag sb_flags[] = {
 	KIT_DOUBLE("zipf", B, sb.zipf, 0, 1, "THETA",
 		   "scrambled Zipf picks over every account instead of the "
 		   "hot set; 0: the hot set [0]"),
+	KIT_FLAG("ledger", B, sb.ledger,
+		 "deposits and checks also add to a ledger row of the task in "
+		 "the same transaction: the balances minus the ledger stay "
+		 "what was loaded whoever dies (bench/dtx-crash.sh)"),
 	DTX_COMMON_FLAGS(B),
 	KIT_END,
 };
