@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "ds/bt/bt_internal.h"
+#include "ds/common/ds_common.h"
 
 void smart_bt_config_init(struct smart_bt_config *cfg)
 {
@@ -57,25 +58,11 @@ static int geometry(smart_bt_t *t)
 	return t->leaf_cap >= BT_MIN_ENTRIES && t->inner_cap >= BT_MIN_ENTRIES;
 }
 
-/* The descriptor through registered scratch (ops on caller memory are
- * limited to SMART_BOUNCE_MAX bytes). */
+/* The descriptor, read (write 0) or written. */
 static int meta_io(smart_worker_t *w, smart_gaddr_t a, struct bt_meta *m,
 		   int write)
 {
-	size_t mark = smart_scratch_mark(w);
-	void *p;
-	int rc = smart_scratch_alloc(w, sizeof(*m), &p);
-
-	if (!rc && write) {
-		memcpy(p, m, sizeof(*m));
-		rc = smart_write_sync(w, a, p, sizeof(*m));
-	} else if (!rc) {
-		rc = smart_read_sync(w, a, sizeof(*m), p);
-		if (!rc)
-			memcpy(m, p, sizeof(*m));
-	}
-	smart_scratch_release(w, mark);
-	return rc;
+	return smart__ds_copy(w, a, m, sizeof(*m), write);
 }
 
 /* The shape a tree may have, from a config or a peer's descriptor. */
@@ -95,24 +82,9 @@ static size_t locks_len(const struct bt_meta *m)
 	return (size_t)m->locks * 8;
 }
 
-/* A table's offset from a peer's descriptor: set, aligned, a gaddr
- * offset, and wholly on its side of SMART_GADDR_DM: in device memory
- * inside what smart_dm_alloc can hand out, in the region below the bit
- * (which every op then checks against the region's size), so that no
- * word's address carries into the other. */
-static int table_ok(uint64_t off, size_t len)
+static int meta_valid(const void *desc)
 {
-	uint64_t dm = off & ~SMART_GADDR_DM;
-
-	if (!off || (off & 7) || (off & ~SMART_GADDR_OFF_MASK))
-		return 0;
-	if (off & SMART_GADDR_DM)
-		return dm < SMART_DM_MAX && len <= SMART_DM_MAX - dm;
-	return len <= SMART_GADDR_DM - off;
-}
-
-static int meta_valid(const struct bt_meta *m)
-{
+	const struct bt_meta *m = desc;
 	unsigned i;
 
 	if (m->magic != BT_MAGIC || m->version != BT_VERSION ||
@@ -120,9 +92,9 @@ static int meta_valid(const struct bt_meta *m)
 	    !m->nblades || m->nblades > SMART_BT_BLADES_MAX || !m->root)
 		return 0;
 	for (i = 0; i < m->nblades; i++)
-		if (!table_ok(m->lock_off[i], locks_len(m)) ||
+		if (!smart__ds_area_ok(m->lock_off[i], locks_len(m)) ||
 		    (m->dir_off[i] & SMART_GADDR_DM) ||
-		    !table_ok(m->dir_off[i], BT_DIR_LEN))
+		    !smart__ds_area_ok(m->dir_off[i], BT_DIR_LEN))
 			return 0;
 	return !m->name[sizeof(m->name) - 1];
 }
@@ -132,15 +104,7 @@ static int meta_valid(const struct bt_meta *m)
 static int meta_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 		    struct bt_meta *m)
 {
-	int rc;
-
-	if (!maddr || maddr == SMART_ROOT_TOMB || maddr == SMART_GADDR_NULL ||
-	    (maddr & 7) || smart_gaddr_blade(maddr) != blade)
-		return SMART_ENOENT;
-	rc = meta_io(w, maddr, m, 0);
-	if (rc == SMART_EREMOTE || (!rc && !meta_valid(m)))
-		return SMART_ENOENT;	/* not a tree (or not ours) */
-	return rc;
+	return smart__ds_desc_get(w, blade, maddr, m, sizeof(*m), meta_valid);
 }
 
 /* Give back blade i's lock table and redo directory, what m names of

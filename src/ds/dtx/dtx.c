@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 
+#include "ds/common/ds_common.h"
 #include "ds/dtx/dtx_internal.h"
 
 void smart_dtx_config_init(struct smart_dtx_config *cfg)
@@ -107,36 +108,38 @@ static int config_check(const struct smart_dtx_config *c)
 	return 0;
 }
 
-/* The descriptor through registered scratch: read (write 0) or write. */
+/* The descriptor, read (write 0) or written. */
 static int meta_io(smart_worker_t *w, smart_gaddr_t a, struct dtx_meta *m,
 		   int write)
 {
-	size_t mark = smart_scratch_mark(w);
-	void *buf;
-	int rc = smart_scratch_alloc(w, sizeof(*m), &buf);
-
-	if (!rc && write) {
-		memcpy(buf, m, sizeof(*m));
-		rc = smart_write_sync(w, a, buf, sizeof(*m));
-	} else if (!rc) {
-		rc = smart_read_sync(w, a, sizeof(*m), buf);
-		if (!rc)
-			memcpy(m, buf, sizeof(*m));
-	}
-	smart_scratch_release(w, mark);
-	return rc;
+	return smart__ds_copy(w, a, m, sizeof(*m), write);
 }
 
-static int meta_valid(const struct dtx_meta *m)
+/* A log slot's bytes: the header and max_writes entries of the largest
+ * record (derived, never taken from a peer as it is). */
+static unsigned log_size_of(unsigned max_writes, unsigned rec_max)
 {
-	unsigned i, c;
+	unsigned n = (unsigned)sizeof(struct dtx_log_hdr) +
+		     max_writes * ((unsigned)sizeof(struct dtx_log_ent) +
+				   rec_max - 8);
+
+	return (n + 63) & ~63u;
+}
+
+/* A descriptor's shape, and every area it names inside its blade's
+ * region (a peer's descriptor is input: its sizes and offsets are
+ * checked before any address is made from them). */
+static int meta_valid(const void *desc)
+{
+	const struct dtx_meta *m = desc;
+	unsigned i, c, rec_max = 0;
 
 	if (m->magic != DTX_MAGIC || m->version != DTX_VERSION ||
 	    !m->ntables || m->ntables > SMART_DTX_TABLES_MAX ||
 	    !m->nblades || m->nblades > SMART_DTX_BLADES_MAX ||
 	    !m->log_slots || m->log_slots > DTX_SLOTS_MAX ||
 	    !m->max_writes || m->max_writes > SMART_DTX_ITEMS_MAX ||
-	    m->log_size < sizeof(struct dtx_log_hdr) || m->log_size > (1u << 30) ||
+	    !smart__ds_area_ok(m->owner_off, (uint64_t)m->log_slots * 8) ||
 	    m->name[sizeof(m->name) - 1])
 		return 0;
 	for (i = 0; i < m->ntables; i++) {
@@ -149,9 +152,17 @@ static int meta_valid(const struct dtx_meta *m)
 		    t->ncopies > 1 + SMART_DTX_REPLICAS_MAX)
 			return 0;
 		for (c = 0; c < t->ncopies; c++)
-			if (!t->off[c] || (t->off[c] & 7))
+			if (!smart__ds_area_ok(t->off[c], table_bytes(t)))
 				return 0;
+		if (t->rec_size > rec_max)
+			rec_max = t->rec_size;
 	}
+	if (m->log_size != log_size_of(m->max_writes, rec_max))
+		return 0;
+	for (i = 0; i < m->nblades; i++)
+		if (!smart__ds_area_ok(m->log_off[i], (uint64_t)m->log_slots *
+						      m->log_size))
+			return 0;
 	return 1;
 }
 
@@ -160,15 +171,7 @@ static int meta_valid(const struct dtx_meta *m)
 static int meta_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 		    struct dtx_meta *m)
 {
-	int rc;
-
-	if (!maddr || maddr == SMART_ROOT_TOMB || maddr == SMART_GADDR_NULL ||
-	    (maddr & 7) || smart_gaddr_blade(maddr) != blade)
-		return SMART_ENOENT;
-	rc = meta_io(w, maddr, m, 0);
-	if (rc == SMART_EREMOTE || (!rc && !meta_valid(m)))
-		return SMART_ENOENT;
-	return rc;
+	return smart__ds_desc_get(w, blade, maddr, m, sizeof(*m), meta_valid);
 }
 
 static int dtx_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
@@ -279,10 +282,7 @@ static int meta_build(smart_worker_t *w, uint16_t home, const char *name,
 		if (t->rec_size > rec_max)
 			rec_max = t->rec_size;
 	}
-	m->log_size = (unsigned)sizeof(struct dtx_log_hdr) +
-		      m->max_writes * ((unsigned)sizeof(struct dtx_log_ent) +
-				       rec_max - 8);
-	m->log_size = (m->log_size + 63) & ~63u;
+	m->log_size = log_size_of(m->max_writes, rec_max);
 	for (i = 0; !rc && i < m->ntables; i++)
 		for (k = 0; !rc && k < m->t[i].ncopies; k++)
 			rc = area_new(w, m->t[i].blade[k], table_bytes(&m->t[i]),
@@ -560,7 +560,7 @@ int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w,
 		return SMART_ENOMEM;
 	x->d = d;
 	x->old_arena = malloc((size_t)SMART_DTX_ITEMS_MAX * d->rec_max);
-	x->val_arena = malloc((size_t)SMART_DTX_ITEMS_MAX * (vmax ? vmax : 8));
+	x->val_arena = malloc((size_t)SMART_DTX_ITEMS_MAX * vmax);
 	rc = x->old_arena && x->val_arena ? 0 : SMART_ENOMEM;
 	if (!rc)
 		rc = slot_claim(d, w, &x->slot);

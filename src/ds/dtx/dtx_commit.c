@@ -23,7 +23,9 @@ static const uint64_t dtx_zero;
 
 /* ---- release ------------------------------------------------------- */
 
-int smart__dtx_release(smart_dtx_txn_t *x, smart_worker_t *w)
+/* Let every lock the transaction holds go (a CAS from our stamp where a
+ * failed op left it unsure whether we hold it). */
+static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i, rc = 0, any = 0, rc2;
 
@@ -61,7 +63,7 @@ void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 	int i;
 
 	if (rc)
-		(void)smart__dtx_release(x, w);
+		(void)release(x, w);
 	for (i = 0; i < x->n; i++)
 		x->item[i].locked = 0;
 	smart__dtx_count(rc ? &x->d->aborts : &x->d->commits);
@@ -382,8 +384,8 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 		}
 		/* committed: every copy is written.  A release that fails
 		 * (a blade gone) is tried once more; the outcome stands */
-		if (smart__dtx_release(x, w))
-			(void)smart__dtx_release(x, w);
+		if (release(x, w))
+			(void)release(x, w);
 	}
 	smart_scratch_release(w, mark);
 	return rc;

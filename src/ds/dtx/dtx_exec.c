@@ -58,7 +58,6 @@ static int queue(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
 	it->key = key;
 	it->kind = kind;
 	it->buf = buf;
-	it->cap = cap;
 	it->status = SMART_EINVAL;	/* not executed */
 	it->old = x->old_arena + (size_t)x->n * x->d->rec_max;
 	it->val = x->val_arena + (size_t)x->n *
@@ -116,34 +115,30 @@ int smart_dtx_status(const smart_dtx_txn_t *x, int i, size_t *len)
 	return it->status;
 }
 
-/* An item read for update, found and locked, open to a write. */
-static struct dtx_item *writable(smart_dtx_txn_t *x, int i)
+/* Item i, read for update and found, open to a write or delete: 0 and
+ * *out, SMART_ERANGE when it would be one written record too many,
+ * SMART_EINVAL otherwise. */
+static int writable(smart_dtx_txn_t *x, int i, struct dtx_item **out)
 {
 	struct dtx_item *it = done_item(x, i);
 
 	if (!it || !x->open || it->kind != DTX_RW || it->status)
-		return NULL;
+		return SMART_EINVAL;
 	if (!it->written && (unsigned)x->nwrites >= x->d->max_writes)
-		return NULL;
-	return it;
-}
-
-/* Item i could be written but for max_writes. */
-static int writable_but_full(smart_dtx_txn_t *x, int i)
-{
-	const struct dtx_item *it = done_item(x, i);
-
-	return it && x->open && it->kind == DTX_RW && !it->status &&
-	       !it->written && (unsigned)x->nwrites >= x->d->max_writes;
+		return SMART_ERANGE;
+	*out = it;
+	return 0;
 }
 
 int smart_dtx_write(smart_dtx_txn_t *x, int i, const void *val, size_t len)
 {
-	struct dtx_item *it = writable(x, i);
+	struct dtx_item *it;
+	int rc = writable(x, i, &it);
 
-	if (!it || (!val && len) || len > it->t->value_size)
-		return x && i >= 0 && i < x->n && writable_but_full(x, i) ?
-		       SMART_ERANGE : SMART_EINVAL;
+	if (rc)
+		return rc;
+	if ((!val && len) || len > it->t->value_size)
+		return SMART_EINVAL;
 	if (!it->written)
 		x->nwrites++;
 	if (len)
@@ -156,11 +151,11 @@ int smart_dtx_write(smart_dtx_txn_t *x, int i, const void *val, size_t len)
 
 int smart_dtx_delete(smart_dtx_txn_t *x, int i)
 {
-	struct dtx_item *it = writable(x, i);
+	struct dtx_item *it;
+	int rc = writable(x, i, &it);
 
-	if (!it)
-		return x && i >= 0 && i < x->n && writable_but_full(x, i) ?
-		       SMART_ERANGE : SMART_EINVAL;
+	if (rc)
+		return rc;
 	if (!it->written)
 		x->nwrites++;
 	it->len = 0;
@@ -203,11 +198,11 @@ static int post(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it)
 	int k, rc;
 
 	if (it->step == DTX_S_QUEUED) {
-		it->cached = it->kind != DTX_INS &&
-			     smart__dtx_cache_get(x->d, t, it->key, &it->slot);
-		smart__dtx_count(it->cached ? &x->d->cache_hits :
-					      &x->d->cache_misses);
-		it->step = it->cached ? DTX_S_SLOT : DTX_S_SEARCH;
+		int hit = it->kind != DTX_INS &&
+			  smart__dtx_cache_get(x->d, t, it->key, &it->slot);
+
+		smart__dtx_count(hit ? &x->d->cache_hits : &x->d->cache_misses);
+		it->step = hit ? DTX_S_SLOT : DTX_S_SEARCH;
 	}
 	switch (it->step) {
 	case DTX_S_SEARCH:

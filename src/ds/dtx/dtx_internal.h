@@ -73,10 +73,8 @@ struct dtx_item {
 	enum dtx_step step;
 	int status;		/* 0, SMART_ENOENT, SMART_EEXIST, SMART_ENOSPC */
 	void *buf;		/* the caller's */
-	size_t cap;
 	uint32_t slot;		/* record index, when known */
 	uint32_t bucket[2];
-	int cached;		/* slot came from the cache */
 	int locked, intent, written, deleted;
 	uint64_t read_ver, write_ver;
 	size_t len;		/* value length read, then to write */
@@ -143,7 +141,6 @@ int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
 			smart_gaddr_t lockw, uint64_t lock);
 
 /* ---- dtx_commit.c ---- */
-int smart__dtx_release(smart_dtx_txn_t *x, smart_worker_t *w);
 void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc);
 
 /* ---- dtx_recover.c ---- */

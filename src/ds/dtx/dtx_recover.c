@@ -20,8 +20,6 @@
  * lock is simply released; a lock the log does not list guards a record
  * the transaction did not write, and is released alone.
  */
-#include <stdlib.h>
-
 #include "ds/dtx/dtx_internal.h"
 
 struct dtx_log {
@@ -257,14 +255,12 @@ int smart__dtx_recover_lock(smart_dtx_t *d, smart_worker_t *w,
 			    uint16_t blade, smart_gaddr_t lockw, uint64_t lock)
 {
 	size_t mark = smart_scratch_mark(w);
-	struct dtx_log *lg = malloc(sizeof(*lg));
+	struct dtx_log log, *lg = &log;	/* small: on the task's stack */
 	unsigned slot = DTX_LOCK_SLOT(lock), i, listed = 0;
 	int b = smart__dtx_blade_index(d, blade), rc = 0;
 	uint8_t *buf;
 	uint64_t got = 0;
 
-	if (!lg)
-		return SMART_ENOMEM;
 	smart__dtx_count(&d->recoveries);
 	if (b >= 0 && slot < d->log_slots) {
 		rc = log_read(d, w, b, slot, &buf);
@@ -284,7 +280,6 @@ int smart__dtx_recover_lock(smart_dtx_t *d, smart_worker_t *w,
 		if (!rc && got == lock)
 			smart__dtx_count(&d->locks_recovered);
 	}
-	free(lg);
 	smart_scratch_release(w, mark);
 	return rc;
 }
@@ -293,14 +288,12 @@ int smart__dtx_slot_adopt(smart_dtx_t *d, smart_worker_t *w, unsigned slot,
 			  uint64_t dead, uint64_t mine)
 {
 	size_t mark = smart_scratch_mark(w);
-	struct dtx_log *lg = malloc(sizeof(*lg));
+	struct dtx_log log, *lg = &log;
 	uint64_t got = 0;
 	uint8_t *buf;
 	unsigned b;
 	int rc = 0;
 
-	if (!lg)
-		return SMART_ENOMEM;
 	for (b = 0; !rc && b < d->nblades; b++) {
 		rc = log_read(d, w, (int)b, slot, &buf);
 		if (!rc && log_parse(d, buf, 0, 1, lg))
@@ -313,7 +306,6 @@ int smart__dtx_slot_adopt(smart_dtx_t *d, smart_worker_t *w, unsigned slot,
 		rc = SMART_EAGAIN;	/* another client adopted it */
 	if (!rc)
 		smart__dtx_count(&d->slots_adopted);
-	free(lg);
 	smart_scratch_release(w, mark);
 	return rc;
 }

@@ -1,0 +1,50 @@
+/*
+ * Shared pieces of the data structures (ds_common.h).
+ */
+#include <string.h>
+
+#include "ds/common/ds_common.h"
+
+int smart__ds_copy(smart_worker_t *w, smart_gaddr_t a, void *buf, size_t len,
+		   int write)
+{
+	size_t mark = smart_scratch_mark(w);
+	void *p;
+	int rc = smart_scratch_alloc(w, len, &p);
+
+	if (!rc && write) {
+		memcpy(p, buf, len);
+		rc = smart_write_sync(w, a, p, len);
+	} else if (!rc) {
+		rc = smart_read_sync(w, a, len, p);
+		if (!rc)
+			memcpy(buf, p, len);
+	}
+	smart_scratch_release(w, mark);
+	return rc;
+}
+
+int smart__ds_desc_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
+		       void *desc, size_t len, int (*valid)(const void *desc))
+{
+	int rc;
+
+	if (!maddr || maddr == SMART_ROOT_TOMB || maddr == SMART_GADDR_NULL ||
+	    (maddr & 7) || smart_gaddr_blade(maddr) != blade)
+		return SMART_ENOENT;
+	rc = smart__ds_copy(w, maddr, desc, len, 0);
+	if (rc == SMART_EREMOTE || (!rc && !valid(desc)))
+		return SMART_ENOENT;	/* not one of this kind */
+	return rc;
+}
+
+int smart__ds_area_ok(uint64_t off, uint64_t len)
+{
+	uint64_t dm = off & ~SMART_GADDR_DM;
+
+	if (!off || (off & 7) || (off & ~SMART_GADDR_OFF_MASK))
+		return 0;
+	if (off & SMART_GADDR_DM)
+		return dm < SMART_DM_MAX && len <= SMART_DM_MAX - dm;
+	return len <= SMART_GADDR_DM - off;
+}
