@@ -1218,6 +1218,54 @@ static void rt_task(smart_worker_t *w, void *arg)
 		  bad);
 }
 
+/* A peer's descriptor is input: one whose table would run past the
+ * region's top (record addresses carrying into the device-memory bit and
+ * the blade field), or whose log slots claim another size than its
+ * tables give, is no database; put back, it opens again. */
+static void test_forged_descriptor(void)
+{
+	static const struct smart_dtx_table t = { 0, 8, 8, -1 };
+	static const struct {
+		unsigned off;	/* in the descriptor (dtx_layout.h) */
+		uint64_t val;
+	} forge[] = {
+		{ 208 + 24, SMART_GADDR_DM - 8 },	/* t[0].off[0] */
+		{ 24, 1u << 29 },			/* log_size */
+		{ 80, SMART_GADDR_OFF_MASK & ~7ull },	/* log_off[0] */
+		{ 40, SMART_GADDR_DM - 16 },		/* owner_off */
+	};
+	struct smart_dtx_config c;
+	struct world wd;
+	smart_dtx_t *d;
+	uint64_t meta = 0, e;
+	unsigned i;
+
+	world_start(&wd, NULL);
+	smart_dtx_config_init(&c);
+	c.tables = &t;
+	c.ntables = 1;
+	CHECK_OK(smart_dtx_create(wd.w, 1, "forge", &c, &wd.d));
+	for (i = SMART_ROOT_NAMED_FIRST; i < SMART_ROOT_ENTRIES && !meta; i++) {
+		CHECK_OK(smart_root_get(wd.w, 1, i, &e));
+		if (e && e != SMART_ROOT_TOMB)
+			meta = e;	/* the only named structure here */
+	}
+	CHECK(meta != 0);
+	for (i = 0; i < sizeof(forge) / sizeof(forge[0]); i++) {
+		uint64_t real, bad = forge[i].val;
+		size_t n = forge[i].off == 24 ? 4 : 8;
+
+		CHECK_OK(smart_read_sync(wd.w, meta + forge[i].off, n, &real));
+		CHECK_OK(smart_write_sync(wd.w, meta + forge[i].off, &bad, n));
+		CHECK_EQ(smart_dtx_open(wd.w, 1, "forge", NULL, &d),
+			 SMART_ENOENT);
+		CHECK_OK(smart_write_sync(wd.w, meta + forge[i].off, &real, n));
+		CHECK_OK(smart_dtx_open(wd.w, 1, "forge", NULL, &d));
+		CHECK_OK(smart_dtx_close(d));
+	}
+	world_stop(&wd);
+}
+
 static void test_round_trips(void)
 {
 	struct smart_dtx_table t[2];
@@ -1962,6 +2010,7 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "dsg", test_dsg },
 		{ "api", test_api },
+		{ "forged_descriptor", test_forged_descriptor },
 		{ "round_trips", test_round_trips },
 		{ "smallbank", test_smallbank },
 		{ "adversarial", test_adversarial },

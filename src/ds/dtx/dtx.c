@@ -126,20 +126,16 @@ static unsigned log_size_of(unsigned max_writes, unsigned rec_max)
 	return (n + 63) & ~63u;
 }
 
-/* A descriptor's shape, and every area it names inside its blade's
- * region (a peer's descriptor is input: its sizes and offsets are
- * checked before any address is made from them). */
-static int meta_valid(const void *desc)
+/* A descriptor's shape: counts and sizes in range. */
+static int shape_ok(const struct dtx_meta *m)
 {
-	const struct dtx_meta *m = desc;
-	unsigned i, c, rec_max = 0;
+	unsigned i;
 
 	if (m->magic != DTX_MAGIC || m->version != DTX_VERSION ||
 	    !m->ntables || m->ntables > SMART_DTX_TABLES_MAX ||
 	    !m->nblades || m->nblades > SMART_DTX_BLADES_MAX ||
 	    !m->log_slots || m->log_slots > DTX_SLOTS_MAX ||
 	    !m->max_writes || m->max_writes > SMART_DTX_ITEMS_MAX ||
-	    !smart__ds_area_ok(m->owner_off, (uint64_t)m->log_slots * 8) ||
 	    m->name[sizeof(m->name) - 1])
 		return 0;
 	for (i = 0; i < m->ntables; i++) {
@@ -151,6 +147,22 @@ static int meta_valid(const void *desc)
 		    !t->buckets || t->buckets > (1u << 26) || !t->ncopies ||
 		    t->ncopies > 1 + SMART_DTX_REPLICAS_MAX)
 			return 0;
+	}
+	return 1;
+}
+
+/* Every area a (well shaped) descriptor names lies inside its blade's
+ * region, and the log slots are the size its tables give: a peer's
+ * descriptor is input, checked before any address is made from it. */
+static int areas_ok(const struct dtx_meta *m)
+{
+	unsigned i, c, rec_max = 0;
+
+	if (!smart__ds_area_ok(m->owner_off, (uint64_t)m->log_slots * 8))
+		return 0;
+	for (i = 0; i < m->ntables; i++) {
+		const struct dtx_meta_table *t = &m->t[i];
+
 		for (c = 0; c < t->ncopies; c++)
 			if (!smart__ds_area_ok(t->off[c], table_bytes(t)))
 				return 0;
@@ -164,6 +176,13 @@ static int meta_valid(const void *desc)
 						      m->log_size))
 			return 0;
 	return 1;
+}
+
+static int meta_valid(const void *desc)
+{
+	const struct dtx_meta *m = desc;
+
+	return shape_ok(m) && (SMART_M_DTX_NO_DESC_CHECK || areas_ok(m));
 }
 
 /* The descriptor root entry value maddr points to, if it is a database's

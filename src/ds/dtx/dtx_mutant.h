@@ -13,6 +13,13 @@
 #define SMART_M_DTX_NO_VALIDATE 1
 #else
 #define SMART_M_DTX_NO_VALIDATE 0
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
 #endif
 
 /* a read-for-update takes no lock (its CAS is not issued) */
@@ -20,6 +27,13 @@
 #define SMART_M_DTX_NO_LOCK 1
 #else
 #define SMART_M_DTX_NO_LOCK 0
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
 #endif
 
 /* commit writes the records before the undo log */
@@ -27,6 +41,13 @@
 #define SMART_M_DTX_LOG_AFTER_COMMIT 1
 #else
 #define SMART_M_DTX_LOG_AFTER_COMMIT 0
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
 #endif
 
 /* a record's lock is released right behind its primary's write, before
@@ -35,6 +56,13 @@
 #define SMART_M_DTX_UNLOCK_EARLY 1
 #else
 #define SMART_M_DTX_UNLOCK_EARLY 0
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
 #endif
 
 /* commit keeps the record's version */
@@ -42,6 +70,13 @@
 #define SMART_M_DTX_NO_VERSION_BUMP 1
 #else
 #define SMART_M_DTX_NO_VERSION_BUMP 0
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
 #endif
 
 /* a record is accepted whatever its crc says (torn reads pass) */
@@ -49,6 +84,13 @@
 #define SMART_M_DTX_NO_CRC 1
 #else
 #define SMART_M_DTX_NO_CRC 0
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
 #endif
 
 /* a lock held by a dead client is waited on like a live one's */
@@ -56,6 +98,20 @@
 #define SMART_M_DTX_NO_RECOVERY 1
 #else
 #define SMART_M_DTX_NO_RECOVERY 0
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
+#endif
+
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
 #endif
 
 #endif
