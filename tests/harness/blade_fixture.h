@@ -46,6 +46,21 @@ static inline smart_opts_t *fixture_opts(const char *const *kv)
 /* Start a blade of size bytes with blade id `id` and dm_size bytes of
  * device memory (-1: the transport's default) and connect a ctx whose
  * options are defaults plus the given "key=value" pairs (NULL-ended). */
+/* A fixture blade's config: loopback, any port, the fixture's secret,
+ * 64 KiB chunks, the transport of SMART_TEST_TRANSPORT. */
+static inline void fixture_blade_config(struct smart_blade_config *cfg,
+					uint64_t size, uint16_t id)
+{
+	smart_blade_config_init(cfg);
+	cfg->size = size;
+	cfg->listen = "127.0.0.1:0";
+	cfg->id = id;
+	cfg->secret = FIXTURE_SECRET;
+	cfg->secret_len = sizeof(FIXTURE_SECRET) - 1;
+	cfg->chunk_size = 64 << 10;
+	cfg->transport = getenv("SMART_TEST_TRANSPORT");
+}
+
 static inline void fixture_start_dm(struct fixture *f, uint64_t size,
 				    uint16_t id, int64_t dm_size,
 				    const char *const *kv)
@@ -55,14 +70,7 @@ static inline void fixture_start_dm(struct fixture *f, uint64_t size,
 	char secret_path[] = "/tmp/smart-test-secret-XXXXXX";
 	int fd;
 
-	smart_blade_config_init(&cfg);
-	cfg.size = size;
-	cfg.listen = "127.0.0.1:0";
-	cfg.id = id;
-	cfg.secret = FIXTURE_SECRET;
-	cfg.secret_len = sizeof(FIXTURE_SECRET) - 1;
-	cfg.chunk_size = 64 << 10;
-	cfg.transport = getenv("SMART_TEST_TRANSPORT");
+	fixture_blade_config(&cfg, size, id);
 	cfg.dm_size = dm_size;
 	CHECK_OK(smart_blade_create(&cfg, &f->blade));
 
@@ -84,6 +92,22 @@ static inline void fixture_start(struct fixture *f, uint64_t size,
 				 uint16_t id, const char *const *kv)
 {
 	fixture_start_dm(f, size, id, -1, kv);
+}
+
+/* Another blade of size bytes and blade id `id`, joined to the fixture's
+ * ctx (a structure over several blades); destroy it after the fixture. */
+static inline smart_blade_t *fixture_add_blade(struct fixture *f,
+					       uint64_t size, uint16_t id)
+{
+	struct smart_blade_config cfg;
+	smart_blade_t *b;
+	uint16_t got;
+
+	fixture_blade_config(&cfg, size, id);
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(b), &got));
+	CHECK_EQ(got, id);
+	return b;
 }
 
 /* Another ctx (another client: its own lease) on the fixture's blade at

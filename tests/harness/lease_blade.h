@@ -15,12 +15,15 @@
 
 #define LB_SECRET "lease-test-secret-0123"
 
-static inline smart_blade_t *lb_blade_start(uint64_t size, unsigned lease_ms)
+/* A blade of size bytes, lease_ms, blade id `id`. */
+static inline smart_blade_t *lb_blade_start_id(uint64_t size,
+					       unsigned lease_ms, uint16_t id)
 {
 	struct smart_blade_config cfg;
 	smart_blade_t *b;
 
 	smart_blade_config_init(&cfg);
+	cfg.id = id;
 	cfg.size = size;
 	cfg.chunk_size = 64 << 10;
 	cfg.listen = "127.0.0.1:0";
@@ -30,6 +33,11 @@ static inline smart_blade_t *lb_blade_start(uint64_t size, unsigned lease_ms)
 	cfg.hugepages = 0;
 	CHECK_OK(smart_blade_create(&cfg, &b));
 	return b;
+}
+
+static inline smart_blade_t *lb_blade_start(uint64_t size, unsigned lease_ms)
+{
+	return lb_blade_start_id(size, lease_ms, 0);
 }
 
 static inline smart_ctx_t *lb_ctx_open(const char *addr,

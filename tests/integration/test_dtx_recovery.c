@@ -147,21 +147,8 @@ static void world_open(struct world *wd)
 	uint64_t k;
 	int t;
 
-	wd->b[0] = lb_blade_start(64 << 20, LEASE_MS);
-	{
-		struct smart_blade_config cfg;
-
-		smart_blade_config_init(&cfg);
-		cfg.size = 64 << 20;
-		cfg.chunk_size = 64 << 10;
-		cfg.listen = "127.0.0.1:0";
-		cfg.secret = LB_SECRET;
-		cfg.secret_len = strlen(LB_SECRET);
-		cfg.lease_ms = LEASE_MS;
-		cfg.hugepages = 0;
-		cfg.id = 1;
-		CHECK_OK(smart_blade_create(&cfg, &wd->b[1]));
-	}
+	wd->b[0] = lb_blade_start_id(64 << 20, LEASE_MS, 0);
+	wd->b[1] = lb_blade_start_id(64 << 20, LEASE_MS, 1);
 	wd->ctx = ctx_both(smart_blade_address(wd->b[0]),
 			   smart_blade_address(wd->b[1]), secret_path, &wd->id[0],
 			   &wd->id[1]);

@@ -293,27 +293,6 @@ struct world {
 	smart_dtx_t *d;
 };
 
-/* A second blade joined to the fixture's ctx (as test_ht's shards). */
-static smart_blade_t *second_blade(struct fixture *f, uint16_t id)
-{
-	struct smart_blade_config cfg;
-	smart_blade_t *b;
-	uint16_t got;
-
-	smart_blade_config_init(&cfg);
-	cfg.size = BLADE_SIZE;
-	cfg.listen = "127.0.0.1:0";
-	cfg.id = id;
-	cfg.secret = FIXTURE_SECRET;
-	cfg.secret_len = sizeof(FIXTURE_SECRET) - 1;
-	cfg.chunk_size = 64 << 10;
-	cfg.transport = getenv("SMART_TEST_TRANSPORT");
-	CHECK_OK(smart_blade_create(&cfg, &b));
-	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(b), &got));
-	CHECK_EQ(got, id);
-	return b;
-}
-
 static const uint16_t two_blades[2] = { 1, 2 };
 
 static void world_start(struct world *wd, const char *adv)
@@ -322,7 +301,7 @@ static void world_start(struct world *wd, const char *adv)
 
 	memset(wd, 0, sizeof(*wd));
 	fixture_start(&wd->f, BLADE_SIZE, 1, adv ? kv : NULL);
-	wd->b2 = second_blade(&wd->f, 2);
+	wd->b2 = fixture_add_blade(&wd->f, BLADE_SIZE, 2);
 	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
 }
 

@@ -421,27 +421,6 @@ static void test_spec(void)
 	CHECK_EQ(search_syncs("SpecLookup"), 1);
 }
 
-/* A second blade joined to the fixture's ctx. */
-static smart_blade_t *second_blade(struct fixture *f, uint16_t id)
-{
-	struct smart_blade_config cfg;
-	smart_blade_t *b;
-	uint16_t got;
-
-	smart_blade_config_init(&cfg);
-	cfg.size = BLADE_SIZE;
-	cfg.listen = "127.0.0.1:0";
-	cfg.id = id;
-	cfg.secret = FIXTURE_SECRET;
-	cfg.secret_len = sizeof(FIXTURE_SECRET) - 1;
-	cfg.chunk_size = 64 << 10;
-	cfg.transport = getenv("SMART_TEST_TRANSPORT");
-	CHECK_OK(smart_blade_create(&cfg, &b));
-	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(b), &got));
-	CHECK_EQ(got, id);
-	return b;
-}
-
 static void test_shards(void)
 {
 	const uint16_t blades[2] = { 1, 2 };
@@ -455,7 +434,7 @@ static void test_shards(void)
 	size_t n;
 
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
-	b2 = second_blade(&f, 2);
+	b2 = fixture_add_blade(&f, BLADE_SIZE, 2);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	smart_ht_config_init(&c);
 	c.blades = blades;
