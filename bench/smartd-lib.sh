@@ -68,16 +68,17 @@ smartd_start() {
 	ADDR=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$SMARTD_LOG")
 }
 
-# smartd_memory: smartd's memory line now (it prints one on SIGUSR1).
+# smartd_memory [LOG PID]: smartd's memory line now (it prints one on
+# SIGUSR1); the smartd of smartd_start, or the one with that log and pid.
 smartd_memory() {
-	local n i
-	n=$(grep -c "^smartd: memory:" "$SMARTD_LOG")
-	kill -USR1 "$SMARTD_PID"
+	local log=${1:-$SMARTD_LOG} pid=${2:-$SMARTD_PID} n i
+	n=$(grep -c "^smartd: memory:" "$log")
+	kill -USR1 "$pid"
 	for ((i = 0; i < 100; i++)); do
-		[ "$(grep -c "^smartd: memory:" "$SMARTD_LOG")" -gt "$n" ] && break
+		[ "$(grep -c "^smartd: memory:" "$log")" -gt "$n" ] && break
 		sleep 0.02
 	done
-	grep "^smartd: memory:" "$SMARTD_LOG" | tail -1 | sed 's/^smartd: memory: //'
+	grep "^smartd: memory:" "$log" | tail -1 | sed 's/^smartd: memory: //'
 }
 
 # field FILE KEY: the value of KEY in the one-line JSON object in FILE

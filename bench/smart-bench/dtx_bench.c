@@ -1202,6 +1202,13 @@ static void record_check(const struct dtx_bench *b, struct kit_rec *rec)
 		    b->dstats.lock_conflicts);
 	kit_rec_num(rec, "dtx_validate_fails", "%" PRIu64,
 		    b->dstats.validate_fails);
+	/* dead clients' transactions this run resolved, and how */
+	kit_rec_num(rec, "dtx_recoveries", "%" PRIu64, b->dstats.recoveries);
+	kit_rec_num(rec, "dtx_rolled_back", "%" PRIu64, b->dstats.rolled_back);
+	kit_rec_num(rec, "dtx_rolled_forward", "%" PRIu64,
+		    b->dstats.rolled_forward);
+	kit_rec_num(rec, "dtx_locks_recovered", "%" PRIu64,
+		    b->dstats.locks_recovered);
 	kit_rec_str(rec, "check", check_word(b));
 	kit_rec_num(rec, "bad_records", "%" PRIu64, b->end_done ?
 		    b->end.bad + b->end_bad : b->base.bad + b->base_bad);
