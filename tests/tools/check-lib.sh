@@ -48,3 +48,19 @@ fails() {
 		echo "FAIL $1: status $rc, wanted 1 and '$2'"
 		cat "$tmp/out" "$tmp/err"; fail=1; fi
 }
+# smartds SIZE SECRET ID...: a smartd of SIZE per ID on 127.0.0.1 with the
+# secret SECRET (a file made here), killed at exit; their addresses in
+# `addrs` (an empty one: that smartd did not start)
+smartds() {
+	local size=$1 i
+	printf '%s' "$2" >"$tmp/secret"
+	chmod 600 "$tmp/secret"
+	addrs=()
+	for i in "${@:3}"; do
+		"$bin/smartd" --size "$size" --listen 127.0.0.1:0 --id "$i" \
+			--secret-file "$tmp/secret" >"$tmp/smartd$i.log" 2>&1 &
+		pids+=($!)
+		for _ in $(seq 100); do grep -q "serving" "$tmp/smartd$i.log" && break; sleep 0.1; done
+		addrs+=("$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd$i.log")")
+	done
+}

@@ -97,16 +97,7 @@ if [ "$(wc -l <"$tmp/runs.csv")" -eq 3 ] &&
 	echo "ok   csv-lines"; else echo "FAIL csv-lines:"; cat "$tmp/runs.csv"; fail=1; fi
 
 # two smartd blades: the table sharded over both
-printf 'bench-test-secret-7' >"$tmp/secret"
-chmod 600 "$tmp/secret"
-addrs=()
-for i in 1 2; do
-	"$bin/smartd" --size 64M --listen 127.0.0.1:0 --id $i \
-		--secret-file "$tmp/secret" >"$tmp/smartd$i.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 100); do grep -q "serving" "$tmp/smartd$i.log" && break; sleep 0.1; done
-	addrs+=("$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd$i.log")")
-done
+smartds 64M bench-test-secret-7 1 2
 if [ -n "${addrs[0]}" ] && [ -n "${addrs[1]}" ]; then
 	check connect-2 "$b" ycsb "${tiny[@]}" --connect "${addrs[0]}" \
 		--connect "${addrs[1]}" --secret-file "$tmp/secret" --json

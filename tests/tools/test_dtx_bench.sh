@@ -114,16 +114,7 @@ if [ "$(wc -l <"$tmp/r.csv")" -eq 3 ] &&
 
 # two smartd blades: create and keep, open and check, a client killed,
 # its locks recovered, the database checked
-printf 'dtx-bench-test-secret' >"$tmp/secret"
-chmod 600 "$tmp/secret"
-addrs=()
-for i in 0 1; do
-	"$bin/smartd" --size 128M --listen 127.0.0.1:0 --id $i \
-		--secret-file "$tmp/secret" >"$tmp/smartd$i.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 100); do grep -q "serving" "$tmp/smartd$i.log" && break; sleep 0.1; done
-	addrs+=("$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd$i.log")")
-done
+smartds 128M dtx-bench-test-secret 0 1
 if [ -n "${addrs[0]}" ] && [ -n "${addrs[1]}" ]; then
 	conn=(--connect "${addrs[0]}" --connect "${addrs[1]}"
 	      --secret-file "$tmp/secret" --threads 2)
