@@ -27,12 +27,15 @@ struct args {
 	struct smart_blade_config cfg;
 	uint64_t size, chunk;
 	int id, hugepages, insecure, ib_port, gid_index, lease_ms;
+	int traffic_class, service_level, gid_type;	/* -1 unset */
 	int max_clients, max_unauth, auth_timeout;
 	int transport, log_level;	/* indexes in the names; -1 unset */
 	const char *listen, *secret_file, *device, *dm_size;
 };
 
 static const char *const transports[] = { "shm", "verbs", NULL };
+static const char *const gid_types[] = { "auto", "roce-v2", "roce-v1", "ib",
+					 NULL };
 static const char *const levels[] = { "error", "warn", "info", "debug",
 				      NULL };
 
@@ -69,6 +72,16 @@ static const struct kit_flag smartd_flags[] = {
 		"verbs: port [first active]"),
 	KIT_INT("gid-index", A, gid_index, 0, 1023, "N",
 		"verbs: GID index [a RoCE v2 GID on Ethernet]"),
+	KIT_CHOICE("gid-type", A, gid_type, gid_types,
+		   "auto|roce-v2|roce-v1|ib", "verbs: kind of GID, which "
+		   "clients must share (option gid_type) [auto: RoCE v2 on "
+		   "Ethernet, LID routing on InfiniBand]"),
+	KIT_INT("traffic-class", A, traffic_class, 0, 255, "N",
+		"verbs: GRH traffic class of the blade's QPs, 0..255; on RoCE "
+		"v2 DSCP << 2, e.g. 104 for DSCP 26 [0]"),
+	KIT_INT("service-level", A, service_level, 0, 15, "N",
+		"verbs: service level of the blade's QPs, 0..15 (IB SL; RoCE "
+		"priority with a VLAN) [0]"),
 	KIT_STR("dm-size", A, dm_size, "auto|0|SIZE",
 		"device memory served next to the region (NIC memory for "
 		"lock tables): auto = the NIC's, up to 256K, none on shm; "
@@ -135,6 +148,7 @@ static void parse_args(struct args *a, int argc, char **argv)
 	};
 
 	a->transport = a->log_level = a->gid_index = -1;
+	a->gid_type = a->traffic_class = a->service_level = -1;
 	kit_parse(&cli, argc, argv);
 	if (!a->size)
 		kit_bad(TOOL, "size", NULL, "is required (e.g. --size 1G)");
@@ -166,6 +180,12 @@ static void blade_config(struct args *a)
 		c->ib_port = a->ib_port;
 	if (a->gid_index >= 0)
 		c->gid_index = a->gid_index;
+	if (a->gid_type >= 0)
+		c->gid_type = gid_types[a->gid_type];
+	if (a->traffic_class >= 0)
+		c->traffic_class = a->traffic_class;
+	if (a->service_level >= 0)
+		c->service_level = a->service_level;
 	if (a->lease_ms)
 		c->lease_ms = (uint32_t)a->lease_ms;
 	if (a->max_clients)

@@ -67,6 +67,14 @@ struct smart_blade_config {
 	 * of 4096 up to SMART_DM_MAX (256 KiB), which the transport must
 	 * give or the blade does not start.  [-1] */
 	int64_t dm_size;
+	/* verbs fabric settings, used by the blade's responder QPs (the
+	 * clients set theirs with the options of the same names):
+	 * GRH traffic class, 0..255 (RoCE v2: DSCP << 2 | ECN); [0] */
+	int traffic_class;
+	int service_level;	/* IB service level / RoCE priority, 0..15; [0] */
+	const char *gid_type;	/* "auto", "roce-v2", "roce-v1" or "ib": the
+				 * kind of GID; clients must use the same;
+				 * NULL = "auto"; [NULL] */
 };
 
 #define SMART_LEASE_MS_DEFAULT	2000

@@ -26,7 +26,10 @@
  *
  * Errors: an op rejected at queueing time (SMART_EINVAL for NULL, zero or
  * oversize length, misaligned atomic; SMART_ENOENT for an unknown blade;
- * SMART_EREMOTE for an address outside the blade) is not queued.  Errors
+ * SMART_EREMOTE for an address outside the blade; SMART_ENOTSUP for a CAS
+ * or FAA where the transport has no working atomics, e.g. a verbs device
+ * without them or one that failed the byte-order self-test at ctx
+ * creation) is not queued.  Errors
  * found by the transport (bounds, keys, a dead peer: SMART_EREMOTE,
  * SMART_EQP, SMART_ETIMEDOUT) come back from smart_sync(); the worker then
  * reconnects that blade on its next op.

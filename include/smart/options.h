@@ -37,7 +37,15 @@
  *   gid_index        verbs: GID index, -1 = RoCE v2 GID on Ethernet [-1]
  *   mtu              verbs: path MTU bytes, 0 = the port's          [0]
  *   ib_timeout       verbs: ACK timeout exponent (4.096us x 2^N)   [14]
- *   ib_retry         verbs: retries before an op fails             [7]
+ *   ib_retry         verbs: retries before an op fails             [6]
+ *   traffic_class    verbs: GRH traffic class 0..255; on RoCE v2 the
+ *                    DSCP is its top 6 bits (DSCP 26 = 104)          [0]
+ *   service_level    verbs: service level 0..15 (IB SL; on RoCE the
+ *                    802.1p priority when the netdev has a VLAN)     [0]
+ *   gid_type         verbs: auto | roce-v2 | roce-v1 | ib: the kind of
+ *                    GID, so of fabric; auto = RoCE v2 on Ethernet,
+ *                    LID routing on InfiniBand; both ends of a
+ *                    connection must agree (else SMART_EPROTO)      [auto]
  *
  * Thread safety: an options object is not thread safe; a ctx copies it at
  * creation, so it may be freed or reused afterwards.

@@ -68,6 +68,9 @@ enum smart_stat {
 	SMART_STAT_CACHE_MISSES,
 	SMART_STAT_SPEC_HITS,
 	SMART_STAT_SPEC_MISSES,
+	SMART_STAT_CQ_FAILURES,	/* completion queues that failed (overrun,
+				 * dead device) and were replaced; their
+				 * waiting operations failed */
 	SMART_STAT__COUNT
 };
 

@@ -91,6 +91,12 @@ static int config_check(const struct smart_blade_config *c,
 		why = "handshake timeout must be 1 ms..1 h";
 	else if (!c->listen)
 		why = "no listen address";
+	else if (c->traffic_class < 0 || c->traffic_class > 255)
+		why = "traffic_class must be 0..255";
+	else if (c->service_level < 0 || c->service_level > 15)
+		why = "service_level must be 0..15";
+	else if (smart__tp_gid_type_parse(c->gid_type) < 0)
+		why = "gid_type must be auto, roce-v2, roce-v1 or ib";
 	if (why)
 		smart__err(lg, "bad blade config: %s", why);
 	return why ? SMART_EINVAL : 0;
@@ -165,7 +171,10 @@ static int region_open(struct smart_blade *b, int hugepages)
 		.device = b->device[0] ? b->device : NULL,
 		.port = b->ib_port,
 		.gid_index = b->gid_index,
-		.ib_retry = 7,
+		.ib_retry = 6,
+		.traffic_class = b->traffic_class,
+		.service_level = b->service_level,
+		.gid_type = b->gid_type,
 		.log = &b->log,
 	};
 	int rc;
@@ -303,6 +312,9 @@ static int copy_config(struct smart_blade *b,
 		 cfg->device ? cfg->device : "");
 	b->ib_port = cfg->ib_port;
 	b->gid_index = cfg->gid_index;
+	b->traffic_class = cfg->traffic_class;
+	b->service_level = cfg->service_level;
+	b->gid_type = smart__tp_gid_type_parse(cfg->gid_type);	/* checked */
 	if (cfg->secret) {
 		b->secret = malloc(cfg->secret_len);
 		if (!b->secret)

@@ -95,6 +95,7 @@ struct smart_blade {
 	char transport[SMART_PROTO_TRANSPORT_MAX + 1];
 	char device[64];	/* verbs device, "" = auto */
 	int ib_port, gid_index;
+	int traffic_class, service_level, gid_type;	/* SMART_TP_GID_* */
 	uint8_t *secret;	/* NULL: none required */
 	size_t secret_len;
 	int max_clients;	/* authenticated sessions */

@@ -79,6 +79,9 @@ struct smart__optvals {
 	int mtu;
 	int ib_timeout;
 	int ib_retry;
+	int traffic_class;
+	int service_level;
+	int gid_type;		/* SMART_TP_GID_* */
 };
 
 struct smart_opts {
@@ -123,6 +126,7 @@ static inline uint64_t smart__lease_now(const struct smart__clock *c)
 /* One QP of a group to one blade. */
 struct smart__qp {
 	struct smart_tp_qp *tqp;
+	struct smart_tp_cq *cq;		/* the group's CQ it was made on */
 	uint16_t blade;
 	uint32_t responder;
 	_Atomic int broken;		/* an error completion was seen */
@@ -136,7 +140,11 @@ struct smart__group {
 	int shared;		/* several workers use it */
 	int refs;		/* under ctx->lock */
 	pthread_mutex_t lock;	/* QP creation and repair */
-	struct smart_tp_cq *cq;
+	struct smart_tp_cq *_Atomic cq;	/* replaced when it fails */
+	_Atomic uint32_t cq_gen;	/* replacements so far */
+	uint32_t cq_flags;
+	struct smart__dead_cq *dead_cqs;	/* failed CQs, freed with the
+						 * group (after their QPs) */
 	struct smart__qp *_Atomic qps[SMART_BLADE_ID_MAX + 1];
 	struct smart__qp *retired;	/* broken QPs awaiting their flushes */
 	struct smart__group *next;
@@ -158,6 +166,7 @@ struct smart_ctx {
 	int next_worker;
 	int live_workers;
 	char qp_mode_effective[24];
+	int db_fallbacks;	/* per-thread-db CQs without a doorbell */
 	/* the registered local buffer pool (bufpool.c) */
 	struct smart_tp_mr *pool;
 	pthread_mutex_t pool_lock;
@@ -258,6 +267,7 @@ struct smart__task {
 	struct smart__chain chains[SMART_TASK_CHAINS];
 	int nchains;
 	struct smart__batch batches[SMART_TASK_BATCHES];
+	struct smart__batch *posting;	/* being posted (not yet in flight) */
 	uint8_t *bounce_mem;	/* SMART_TASK_BOUNCES x SMART_BOUNCE_MAX */
 	struct smart__bounce rec[SMART_TASK_BOUNCES];
 	int nrec;		/* results to deliver at sync */
@@ -310,6 +320,7 @@ struct smart_worker {
 	int ntask_slots;
 	int live;
 	int since_poll;
+	uint32_t cq_gen;	/* the group's CQ generation last seen */
 	int ebr_dirty;		/* domains with an announcement to post */
 	struct smart__task *sleepers;	/* parked until their wake_at */
 	uint64_t next_wake;		/* earliest wake_at of sleepers */

@@ -38,6 +38,9 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 		.mtu = o->mtu,
 		.ib_timeout = o->ib_timeout,
 		.ib_retry = o->ib_retry,
+		.traffic_class = o->traffic_class,
+		.service_level = o->service_level,
+		.gid_type = o->gid_type,
 		.nic_model = o->nic_model[0] ? o->nic_model : NULL,
 		.shm_adversarial = o->shm_adversarial[0] ? o->shm_adversarial :
 				   NULL,
@@ -55,6 +58,18 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 	if (rc)
 		return rc;
 	ctx->tp->query_caps(ctx->dom, &ctx->caps);
+	if (!ctx->caps.atomics)
+		smart__warn(&ctx->log, "%s: no working atomics on this device "
+			    "(the transport's log says why): smart_cas and "
+			    "smart_faa fail with SMART_ENOTSUP, and so does "
+			    "whatever needs them", ctx->tp->name);
+	/* said once here, not as every QP's creation failing later */
+	if ((uint32_t)o->qp_depth > ctx->caps.max_send_wr) {
+		smart__err(&ctx->log, "qp_depth %d: a send queue of %s takes "
+			   "at most %u WRs here", o->qp_depth, ctx->tp->name,
+			   ctx->caps.max_send_wr);
+		return SMART_EINVAL;
+	}
 	return 0;
 }
 

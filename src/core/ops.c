@@ -50,6 +50,13 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 {
 	struct smart__task *t = b->task;
 
+	/* In a shared group a batch a failed CQ left behind is failed by
+	 * its owner (worker.c) while another worker may be handling its
+	 * last real completion: whoever takes busy from 1 completes it. */
+	if (shared && !__atomic_compare_exchange_n(&b->busy, &(uint32_t){ 1 },
+						   2, 0, __ATOMIC_ACQ_REL,
+						   __ATOMIC_RELAXED))
+		return;
 	if (shared)
 		atomic_fetch_sub_explicit(&b->qp->outstanding, b->n,
 					  memory_order_relaxed);
@@ -88,6 +95,16 @@ static struct smart__batch *batch_alloc(struct smart_worker *w,
 }
 
 /* Make progress while a send queue is full. */
+static void qp_outstanding_add(struct smart__qp *qp, int n, int shared)
+{
+	if (shared)
+		atomic_fetch_add(&qp->outstanding, n);
+	else
+		atomic_store_explicit(&qp->outstanding, atomic_load_explicit(
+				      &qp->outstanding, memory_order_relaxed) + n,
+				      memory_order_relaxed);
+}
+
 static void wait_room(struct smart_worker *w, struct smart__task *t)
 {
 	SMART_STAT_INC(w, SMART_STAT_QP_FULL);
@@ -132,24 +149,30 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
 	b->qp = qp;
 	b->n = (uint32_t)n;
+	/* counted before the post: a QP retired while this task waits for
+	 * room is not freed under it (worker.c reaps at zero) */
+	qp_outstanding_add(qp, n, w->group->shared);
+	t->posting = b;		/* not in flight yet: no poll may fail it */
 	while ((rc = w->tp->post(qp->tqp, c->wr, n)) == SMART_EAGAIN)
 		wait_room(w, t);
+	t->posting = NULL;
 	if (smart_unlikely(rc)) {
+		qp_outstanding_add(qp, -n, w->group->shared);
 		set_error(t, rc);
 		/* an announcement prepended to these WRs did not go out */
 		smart__ebr_qp_new(w, c->blade);
 		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 		if (w->throttle)
 			smart__credit_add(w, n);
+		/* a QP in error, or one on a failed CQ (which a poll then
+		 * finds and replaces): the next op gets a new one */
+		if (rc == SMART_EQP) {
+			atomic_store(&qp->broken, 1);
+			smart__worker_poll(w);
+		}
 		return;
 	}
 	cnt_add(&t->inflight, 1, w->group->shared);
-	if (w->group->shared)
-		atomic_fetch_add(&qp->outstanding, n);
-	else
-		atomic_store_explicit(&qp->outstanding, atomic_load_explicit(
-				      &qp->outstanding, memory_order_relaxed) + n,
-				      memory_order_relaxed);
 	SMART_STAT_ADD(w, SMART_STAT_WRS_POSTED, (uint64_t)n);
 	SMART_STAT_INC(w, SMART_STAT_DOORBELLS);
 }
@@ -353,8 +376,9 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
 			return SMART_EREMOTE;
 		*to = (struct op_target){ off, b->dm_rkey };
 	}
-	if (op->opcode >= SMART_TP_CAS && (off & 7))
-		return SMART_EINVAL;
+	/* an atomic needs the transport's atomics (caps.atomics) */
+	if (op->opcode >= SMART_TP_CAS && ((off & 7) || !w->ctx->caps.atomics))
+		return !w->ctx->caps.atomics ? SMART_ENOTSUP : SMART_EINVAL;
 	return 0;
 }
 

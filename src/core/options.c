@@ -15,7 +15,7 @@
 #include "core/core.h"
 
 enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_TIME, OPT_QPMODE, OPT_HUGE,
-		OPT_LOGLEVEL, OPT_TRANSPORT, OPT_TECH };
+		OPT_LOGLEVEL, OPT_TRANSPORT, OPT_TECH, OPT_GIDTYPE };
 
 static const struct { const char *name; int bit; } tech_names[] = {
 	{ "ThrdAwareAlloc", SMART_TECH_THRD_AWARE_ALLOC },
@@ -108,8 +108,16 @@ static const struct opt_def opt_table[] = {
 	{ "ib_timeout", OPT_INT, "14", 1, 31, OFF(ib_timeout), 0,
 	  "verbs: ACK timeout 4.096us x 2^N (14 = 67 ms); bounds how long "
 	  "a sync waits for a dead blade, with ib_retry" },
-	{ "ib_retry", OPT_INT, "7", 1, 7, OFF(ib_retry), 0,
-	  "verbs: transport retries before an op fails" },
+	{ "ib_retry", OPT_INT, "6", 1, 7, OFF(ib_retry), 0,
+	  "verbs: transport retries before an op fails (7: for ever on "
+	  "Soft-RoCE, which voids the lease bound)" },
+	{ "traffic_class", OPT_INT, "0", 0, 255, OFF(traffic_class), 0,
+	  "verbs: GRH traffic class, 0..255 (RoCE v2: DSCP << 2 | ECN)" },
+	{ "service_level", OPT_INT, "0", 0, 15, OFF(service_level), 0,
+	  "verbs: service level, 0..15 (IB SL; RoCE: priority with a VLAN)" },
+	{ "gid_type", OPT_GIDTYPE, "auto", 0, 0, OFF(gid_type), 0,
+	  "verbs: auto | roce-v2 | roce-v1 | ib (auto: RoCE v2 on Ethernet, "
+	  "LID routing on InfiniBand)" },
 };
 
 static const struct opt_def *opt_find(const char *key)
@@ -296,6 +304,12 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 			return SMART_EINVAL;
 		*(int *)p = parse_tech(val);
 		return 0;
+	case OPT_GIDTYPE:
+		a = smart__tp_gid_type_parse(val);
+		if (a < 0)
+			return SMART_EINVAL;
+		*(int *)p = a;
+		return 0;
 	default:
 		if (opt_parse_num(d, val, &v))
 			return SMART_EINVAL;
@@ -425,6 +439,10 @@ static void opt_format(const struct smart__optvals *o, const struct opt_def *d,
 		break;
 	case OPT_LOGLEVEL:
 		snprintf(buf, len, "%s", levels[*(const int *)p & 3]);
+		break;
+	case OPT_GIDTYPE:
+		snprintf(buf, len, "%s",
+			 smart__tp_gid_type_name(*(const int *)p));
 		break;
 	case OPT_INT:
 		snprintf(buf, len, "%d", *(const int *)p);

@@ -30,24 +30,52 @@ int smart__wc_status(int st)
 	}
 }
 
+/* A failed CQ, kept until its group goes (its QPs may still be retired). */
+struct smart__dead_cq {
+	struct smart_tp_cq *cq;
+	struct smart__dead_cq *next;
+};
+
+/* per-thread-db: the group's CQ owns a doorbell (a thread domain on
+ * verbs) that its QPs share.  A CQ that asked and got none (the device
+ * ran out) is said in the mode the ctx reports.  ctx->lock held. */
+static void group_doorbell_check(struct smart_ctx *ctx, struct smart__group *g)
+{
+	if (!(g->cq_flags & SMART_TP_OWN_DOORBELL) ||
+	    ctx->tp->cq_own_doorbell(g->cq))
+		return;
+	ctx->db_fallbacks++;
+	snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
+		 "per-thread-db:partial");
+	smart__log_msg(&ctx->log, SMART_LOG_WARN, "per-thread-db: a worker "
+		       "got no doorbell of its own (%d so far): its QPs use "
+		       "the shared ones", ctx->db_fallbacks);
+}
+
 static int group_create(struct smart_ctx *ctx, int index, int shared,
 			struct smart__group **out)
 {
 	struct smart__group *g = calloc(1, sizeof(*g));
+	struct smart_tp_cq *cq;
 	int rc;
 
 	if (!g)
 		return SMART_ENOMEM;
+	g->cq_flags = (shared ? SMART_TP_SHARED : 0) |
+		      (ctx->o.qp_mode == SMART_QPM_PER_THREAD_DB &&
+		       ctx->caps.thread_domains ? SMART_TP_OWN_DOORBELL : 0);
 	rc = ctx->tp->cq_create(ctx->dom, (uint32_t)ctx->o.cq_depth,
-				shared ? SMART_TP_SHARED : 0, &g->cq);
+				g->cq_flags, &cq);
 	if (rc) {
 		free(g);
 		return rc;
 	}
+	g->cq = cq;
 	g->ctx = ctx;
 	g->index = index;
 	g->shared = shared;
 	pthread_mutex_init(&g->lock, NULL);
+	group_doorbell_check(ctx, g);
 	*out = g;
 	return 0;
 }
@@ -115,6 +143,13 @@ void smart__group_put(struct smart__group *g)
 		qp_free(ctx, qp);
 	}
 	ctx->tp->cq_destroy(g->cq);
+	while (g->dead_cqs) {
+		struct smart__dead_cq *d = g->dead_cqs;
+
+		g->dead_cqs = d->next;
+		ctx->tp->cq_destroy(d->cq);
+		free(d);
+	}
 	pthread_mutex_destroy(&g->lock);
 	free(g);
 }
@@ -123,11 +158,10 @@ static int qp_open(struct smart_worker *w, struct smart__blade *b,
 		   struct smart__qp **out)
 {
 	struct smart_ctx *ctx = w->ctx;
+	struct smart_tp_cq *cq = atomic_load(&w->group->cq);
 	struct smart_tp_qp_attr attr = {
 		.max_send_wr = (uint32_t)ctx->o.qp_depth,
-		.flags = (w->group->shared ? SMART_TP_SHARED : 0) |
-			 (ctx->o.qp_mode == SMART_QPM_PER_THREAD_DB &&
-			  ctx->caps.thread_domains ? SMART_TP_OWN_DOORBELL : 0),
+		.flags = w->group->cq_flags,
 	};
 	uint8_t mine[SMART_TP_BLOB_MAX], peer[SMART_TP_BLOB_MAX];
 	size_t mlen = sizeof(mine), plen = sizeof(peer);
@@ -137,7 +171,8 @@ static int qp_open(struct smart_worker *w, struct smart__blade *b,
 	if (!qp)
 		return SMART_ENOMEM;
 	qp->blade = b->id;
-	rc = ctx->tp->qp_create(ctx->dom, w->group->cq, &attr, &qp->tqp);
+	qp->cq = cq;
+	rc = ctx->tp->qp_create(ctx->dom, cq, &attr, &qp->tqp);
 	if (rc) {
 		free(qp);
 		return rc;
@@ -232,8 +267,94 @@ int smart__worker_qp_slow(struct smart_worker *w, uint16_t blade,
 	return worker_qp_slow(w, b, out);
 }
 
+/* Retire every QP of the group (they were all on the failed CQ: their
+ * WRs will never complete) and put a new CQ in its place; the failed one
+ * is freed with the group, after its QPs.  Group lock held.  When no CQ
+ * can be made (a dead device) the next failed poll tries again. */
+static void group_cq_replace(struct smart_worker *w, struct smart_tp_cq *dead)
+{
+	struct smart__group *g = w->group;
+	struct smart_ctx *ctx = w->ctx;
+	struct smart__dead_cq *d = calloc(1, sizeof(*d));
+	struct smart_tp_cq *cq;
+	int i;
+
+	if (!d || ctx->tp->cq_create(ctx->dom, (uint32_t)ctx->o.cq_depth,
+				     g->cq_flags, &cq)) {
+		free(d);
+		return;
+	}
+	for (i = 0; i <= SMART_BLADE_ID_MAX; i++) {
+		struct smart__qp *qp = atomic_load(&g->qps[i]);
+
+		if (!qp)
+			continue;
+		atomic_store(&qp->broken, 1);
+		qp->retired_next = g->retired;
+		g->retired = qp;
+		atomic_store(&g->qps[i], NULL);
+	}
+	d->cq = dead;
+	d->next = g->dead_cqs;
+	g->dead_cqs = d;
+	atomic_store(&g->cq, cq);
+	atomic_fetch_add(&g->cq_gen, 1);
+	SMART_STAT_INC(w, SMART_STAT_CQ_FAILURES);
+	smart__log_msg(&ctx->log, SMART_LOG_WARN, "a completion queue failed:"
+		       " its operations fail, its QPs are replaced");
+}
+
+/* Fail what this worker's tasks have in flight on a failed CQ (dead, or
+ * any the group has replaced): nothing will ever complete it, and a task
+ * waiting for it would wait for ever.  A batch still being posted is not
+ * in flight: its post fails on its own. */
+static void worker_fail_stale(struct smart_worker *w, struct smart_tp_cq *dead,
+			      int err)
+{
+	struct smart_tp_cq *cur = atomic_load(&w->group->cq);
+	int i, j;
+
+	for (i = -1; i < w->ntask_slots; i++) {
+		struct smart__task *t = i < 0 ? &w->main_task :
+					w->all_tasks[i];
+
+		for (j = 0; t && j < SMART_TASK_BATCHES; j++) {
+			struct smart__batch *b = &t->batches[j];
+			int zero = 0;
+
+			if (__atomic_load_n(&b->busy, __ATOMIC_ACQUIRE) != 1 ||
+			    b == t->posting ||
+			    (b->qp->cq != dead && b->qp->cq == cur))
+				continue;
+			atomic_compare_exchange_strong(&t->first_error, &zero,
+						       err);
+			atomic_store(&b->qp->broken, 1);
+			SMART_STAT_INC(w, SMART_STAT_ERRORS);
+			smart__batch_complete(w, b, w->group->shared);
+		}
+	}
+}
+
+/* The poll of the group's CQ failed (an overrun, a dead device): the
+ * transport will deliver nothing more from it.  Surface it as errors to
+ * every task waiting on it, and go on with a new CQ and new QPs. */
+static __attribute__((noinline, cold)) void
+worker_cq_failed(struct smart_worker *w, struct smart_tp_cq *dead, int err)
+{
+	struct smart__group *g = w->group;
+
+	pthread_mutex_lock(&g->lock);
+	if (atomic_load(&g->cq) == dead)
+		group_cq_replace(w, dead);
+	pthread_mutex_unlock(&g->lock);
+	w->cq_gen = atomic_load(&g->cq_gen);
+	if (!SMART_M_WORKER_NO_CQ_FAIL)
+		worker_fail_stale(w, dead, err);
+}
+
 int smart__worker_poll(struct smart_worker *w)
 {
+	struct smart_tp_cq *cq;
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
 	int n, i, shared = w->group->shared;
 
@@ -255,10 +376,23 @@ int smart__worker_poll(struct smart_worker *w)
 				 "or starved for lease_ms / 2?)");
 	if (smart_unlikely(w->throttle) && !(w->stats[SMART_STAT_POLLS] & 63))
 		smart__tuner_step(w);
-	n = w->tp->poll(w->group->cq, wc, SMART_POLL_BATCH);
+	/* another worker of a shared group replaced a failed CQ: what this
+	 * one's tasks had on it fails too */
+	if (smart_unlikely(shared) &&
+	    smart_unlikely(w->cq_gen != atomic_load_explicit(
+				&w->group->cq_gen, memory_order_relaxed))) {
+		w->cq_gen = atomic_load(&w->group->cq_gen);
+		worker_fail_stale(w, NULL, SMART_ECONN);
+	}
+	cq = atomic_load_explicit(&w->group->cq, memory_order_acquire);
+	n = w->tp->poll(cq, wc, SMART_POLL_BATCH);
 	SMART_STAT_INC(w, SMART_STAT_POLLS);
-	if (n <= 0)
-		return n;
+	if (smart_unlikely(n < 0)) {
+		worker_cq_failed(w, cq, n);
+		return 0;
+	}
+	if (!n)
+		return 0;
 	SMART_STAT_ADD(w, SMART_STAT_COMPLETIONS, (uint64_t)n);
 	for (i = 0; i < n; i++) {
 		struct smart__batch *b =

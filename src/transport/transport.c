@@ -1,6 +1,8 @@
 /*
  * The registry of built-in transports: a const table searched by name.
- * Transports register nothing at run time (no mutable globals).
+ * Transports register nothing at run time (no mutable globals).  Also the
+ * names of the GID types, which the client options and the blade's
+ * configuration both parse (both layers sit above this one).
  */
 #include <string.h>
 
@@ -39,4 +41,32 @@ int smart_tp_known(const char *name)
 		if (!strcmp(smart__transport_names[i], name))
 			return 1;
 	return 0;
+}
+
+static const char *const smart__gid_type_names[] = {
+	[SMART_TP_GID_AUTO] = "auto",
+	[SMART_TP_GID_ROCE_V2] = "roce-v2",
+	[SMART_TP_GID_ROCE_V1] = "roce-v1",
+	[SMART_TP_GID_IB] = "ib",
+};
+
+int smart__tp_gid_type_parse(const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return SMART_TP_GID_AUTO;
+	for (i = 0; i < sizeof(smart__gid_type_names) /
+			sizeof(*smart__gid_type_names); i++)
+		if (!strcmp(smart__gid_type_names[i], name))
+			return (int)i;
+	return -1;
+}
+
+const char *smart__tp_gid_type_name(int type)
+{
+	if (type < 0 || (size_t)type >= sizeof(smart__gid_type_names) /
+					 sizeof(*smart__gid_type_names))
+		return "?";
+	return smart__gid_type_names[type];
 }

@@ -15,9 +15,11 @@
  *     READ and atomic to complete.  Atomics are never executed twice.
  *     Completions of one QP come in posting order; those of different QPs
  *     sharing a CQ come in any order.
- *  4. 8-byte-aligned CAS and FAA are atomic with respect to each other;
- *     READ/WRITE are atomic only per aligned 8-byte word and promise no
- *     order among their words.
+ *  4. 8-byte-aligned CAS and FAA are atomic with respect to each other,
+ *     and take and return values in host byte order; a domain whose
+ *     caps.atomics is 0 has none (post refuses a chain holding one with
+ *     SMART_ENOTSUP, nothing posted).  READ/WRITE are atomic only per
+ *     aligned 8-byte word and promise no order among their words.
  *  5. A WR that fails (bounds, key, dead peer, timeout) always completes,
  *     signalled or not, with an error status; the QP enters the error state
  *     and every later WR on it completes with SMART_TP_WC_FLUSH, signalled
@@ -120,8 +122,19 @@ struct smart_tp_wc {
 
 enum {
 	SMART_TP_SHARED = 1 << 0,	/* object used by several threads */
-	SMART_TP_OWN_DOORBELL = 1 << 1,	/* QP gets a doorbell of its own
-					 * (thread domain), if caps allow */
+	SMART_TP_OWN_DOORBELL = 1 << 1,	/* CQ: owns a doorbell (thread
+					 * domain), if caps allow; QP: uses
+					 * its CQ's, or one of its own where
+					 * the CQ has none (shm model) */
+};
+
+/* The kind of GID (and so of fabric) a verbs domain uses: auto picks RoCE
+ * v2 on an Ethernet link and LID routing on InfiniBand. */
+enum {
+	SMART_TP_GID_AUTO = 0,
+	SMART_TP_GID_ROCE_V2,
+	SMART_TP_GID_ROCE_V1,
+	SMART_TP_GID_IB,
 };
 
 struct smart_tp_cfg {
@@ -132,6 +145,11 @@ struct smart_tp_cfg {
 	int ib_timeout;		/* verbs ACK timeout exponent, 4.096us x 2^t;
 				 * 0 = 14 (67 ms) */
 	int ib_retry;		/* verbs transport retries, 1..7; 0 = 7 */
+	/* verbs fabric settings; zeroes are the defaults */
+	int traffic_class;	/* GRH traffic class, 0..255 (RoCE v2: DSCP
+				 * in its top 6 bits, ECN in the low 2) */
+	int service_level;	/* IB service level / RoCE priority, 0..15 */
+	int gid_type;		/* SMART_TP_GID_*; 0 = auto */
 	const char *nic_model;	/* shm: RNIC model spec, NULL/"" = off */
 	const char *shm_adversarial;	/* shm: adversarial mode spec,
 					 * NULL/""/"off" = off */
@@ -158,6 +176,10 @@ struct smart_tp_caps {
 	uint64_t max_dm;	/* device memory bytes dm_attach may give */
 	int dm_emulated;	/* 1 when that memory is host memory playing
 				 * device memory (shm), for tests */
+	int atomics;		/* 1 when CAS and FAA work; 0: post refuses
+				 * them with SMART_ENOTSUP (verbs: a device
+				 * without atomics, or one that failed the
+				 * byte-order self-test at domain open) */
 };
 
 struct smart_tp_qp_attr {
@@ -183,10 +205,23 @@ struct smart_tp_ops {
 			int shareable, struct smart_tp_mr **out);
 	void (*mr_free)(struct smart_tp_domain *d, struct smart_tp_mr *mr);
 
+	/* depth is the CQ's first size: every completion its QPs' send
+	 * queues can produce at once (all of them flushing) must fit, so a
+	 * transport grows the CQ as QPs join it, or refuses the QP
+	 * (qp_create: SMART_ENOMEM); a CQ never overruns.  flags:
+	 * SMART_TP_SHARED (polled by several threads), SMART_TP_OWN_DOORBELL
+	 * (its QPs that ask for one get a doorbell of this CQ's own: one per
+	 * worker, verbs' thread domain; cq_own_doorbell says whether they
+	 * will). */
 	int (*cq_create)(struct smart_tp_domain *d, uint32_t depth,
 			 uint32_t flags, struct smart_tp_cq **out);
 	void (*cq_destroy)(struct smart_tp_cq *cq);
-	/* Up to max completions into wc; returns how many (>= 0) or < 0. */
+	int (*cq_own_doorbell)(const struct smart_tp_cq *cq);
+	/* Up to max completions into wc; returns how many (>= 0), or < 0
+	 * when the CQ failed (an overrun, a dead device): it then fails
+	 * every later poll too, delivers nothing more of what its QPs had
+	 * posted, and post refuses its QPs (SMART_EQP).  Its user fails
+	 * whatever waited on it and replaces the CQ and its QPs. */
 	int (*poll)(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max);
 
 	/* Responder side (blade): give a served region len bytes of device
@@ -245,6 +280,11 @@ struct smart_tp_ops {
 	/* 1 when the QP is in the error state. */
 	int (*qp_in_error)(const struct smart_tp_qp *qp);
 };
+
+/* "auto", "roce-v2", "roce-v1", "ib" -> SMART_TP_GID_*; -1 for anything
+ * else (NULL is "auto").  And back: the name of a SMART_TP_GID_* value. */
+int smart__tp_gid_type_parse(const char *name);
+const char *smart__tp_gid_type_name(int type);
 
 /* The transports built in; NULL when the name is unknown or not built. */
 const struct smart_tp_ops *smart_tp_find(const char *name);

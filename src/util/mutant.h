@@ -37,6 +37,13 @@
 #define SMART_M_LEASE_NO_SELF_FENCE 0
 #endif
 
+#ifdef SMART_MUTANT_WORKER_NO_CQ_FAIL	/* worker.c: a failed CQ's batches
+					 * are left waiting */
+#define SMART_M_WORKER_NO_CQ_FAIL 1
+#else
+#define SMART_M_WORKER_NO_CQ_FAIL 0
+#endif
+
 #ifdef SMART_MUTANT_LEASE_NO_STALE_FENCE	/* lease.c: peers never fence */
 #define SMART_M_LEASE_NO_STALE_FENCE 1
 #else

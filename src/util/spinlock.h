@@ -33,6 +33,14 @@ static inline int smart_spin_lock(smart_spinlock_t *l)
 	}
 }
 
+/* 1 when taken, 0 when another holds it (the caller does something else:
+ * verbs' async event drain needs one reader, not every poller). */
+static inline int smart_spin_trylock(smart_spinlock_t *l)
+{
+	return !atomic_load_explicit(&l->v, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&l->v, 1, memory_order_acquire);
+}
+
 static inline void smart_spin_unlock(smart_spinlock_t *l)
 {
 	atomic_store_explicit(&l->v, 0, memory_order_release);

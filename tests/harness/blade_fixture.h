@@ -47,7 +47,9 @@ static inline smart_opts_t *fixture_opts(const char *const *kv)
  * device memory (-1: the transport's default) and connect a ctx whose
  * options are defaults plus the given "key=value" pairs (NULL-ended). */
 /* A fixture blade's config: loopback, any port, the fixture's secret,
- * 64 KiB chunks, the transport of SMART_TEST_TRANSPORT. */
+ * 64 KiB chunks, the transport of SMART_TEST_TRANSPORT and (verbs) the
+ * device of SMART_TEST_BLADE_DEVICE when set (the ctx's is the first
+ * device: tests/verbs/lossy.sh puts the blade on the other end of a link). */
 static inline void fixture_blade_config(struct smart_blade_config *cfg,
 					uint64_t size, uint16_t id)
 {
@@ -59,6 +61,7 @@ static inline void fixture_blade_config(struct smart_blade_config *cfg,
 	cfg->secret_len = sizeof(FIXTURE_SECRET) - 1;
 	cfg->chunk_size = 64 << 10;
 	cfg->transport = getenv("SMART_TEST_TRANSPORT");
+	cfg->device = getenv("SMART_TEST_BLADE_DEVICE");
 }
 
 static inline void fixture_start_dm(struct fixture *f, uint64_t size,

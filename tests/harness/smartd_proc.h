@@ -74,14 +74,27 @@ static inline int smartd_wait_bounded(pid_t pid, int timeout_ms)
 	return -1;
 }
 
-/* Start smartd with argv (argv[0] is ignored; listen on 127.0.0.1:0) and
- * require its start line to begin with expect. */
+/* Start smartd with argv (argv[0] is ignored; listen on 127.0.0.1:0), plus
+ * --device SMART_TEST_BLADE_DEVICE when that is set (verbs: the blade on
+ * the other end of a link, tests/verbs/lossy.sh), and require its start
+ * line to begin with expect. */
 static inline void smartd_spawn(struct smartd_proc *d,
 				const char *const *argv, const char *expect)
 {
+	const char *dev = getenv("SMART_TEST_BLADE_DEVICE"), *av[32];
 	pid_t parent = getpid();
 	char line[512], *on, *end;
-	int p[2];
+	int p[2], n = 0;
+
+	while (argv[n])
+		n++;
+	CHECK_MSG(n + 3 <= 32, "smartd_spawn: %d arguments are too many", n);
+	memcpy(av, argv, sizeof(*av) * (size_t)n);
+	if (dev && *dev) {
+		av[n++] = "--device";
+		av[n++] = dev;
+	}
+	av[n] = NULL;
 
 	if (access(SMART_BIN_DIR "/smartd", X_OK))
 		test_skip("smartd is not built (" SMART_BIN_DIR "/smartd)");
@@ -94,7 +107,7 @@ static inline void smartd_spawn(struct smartd_proc *d,
 		if (getppid() != parent)
 			_exit(1);
 		dup2(p[1], 1);
-		execv(SMART_BIN_DIR "/smartd", (char *const *)argv);
+		execv(SMART_BIN_DIR "/smartd", (char *const *)av);
 		_exit(127);
 	}
 	close(p[1]);

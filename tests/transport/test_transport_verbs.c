@@ -29,19 +29,22 @@ static int have_rdma_device(int *soft)
 }
 
 /* Timeouts from the environment: Soft-RoCE under software emulation can
- * stall for tens of milliseconds, so the VM run may give it more room. */
+ * stall for tens of milliseconds, so the VM run may give it more room.
+ * The device: SMART_DEVICE for initiators, SMART_DEVICE_BLADE (when set)
+ * for responders, so that the two sides can sit on two devices joined by
+ * a real link (tests/verbs/lossy.sh) instead of one device's loopback. */
 static int open_domain(const struct smart_conf_env *env, int blade_side,
 		       struct smart_tp_domain **out)
 {
 	const char *t = getenv("SMART_IB_TIMEOUT"), *r = getenv("SMART_IB_RETRY");
+	const char *bd = getenv("SMART_DEVICE_BLADE");
 	struct smart_tp_cfg cfg = {
 		.gid_index = -1,
 		.ib_timeout = t ? atoi(t) : 14,
-		.ib_retry = r ? atoi(r) : 7,
-		.device = getenv("SMART_DEVICE"),
+		.ib_retry = r ? atoi(r) : 6,
+		.device = blade_side && bd && *bd ? bd : getenv("SMART_DEVICE"),
 	};
 
-	(void)blade_side;
 	return env->ops->domain_open(&cfg, out);
 }
 

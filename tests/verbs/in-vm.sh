@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The verbs part of `make test`, run inside ONE boot of the Soft-RoCE VM
-# (tests/vm/vm-run.sh): the transport conformance suite on verbs, the
+# (tests/vm/vm-run.sh): the transport conformance suite on verbs (and its
+# cases that hold without atomics, on domains with atomics off), the
 # integration tests with blades and clients talking over rxe0, a short
 # smart-perf, and perftest's ib_read_bw against smart-perf with the same
 # number of outstanding reads.  Usage: in-vm.sh BUILD_DIR
@@ -29,10 +30,13 @@ step() {
 
 step devinfo ibv_devinfo -d "$dev"
 step conformance env SMART_CONF_SCALE=${SMART_CONF_SCALE:-10} "$bin/test_transport_verbs"
-for t in test_core test_smartd_clients test_one_sided; do
+step conformance-noatomics "$bin/test_transport_verbs_noatomics"
+for t in test_core test_smartd_clients test_one_sided test_flush_storm; do
 	[ -x "$bin/$t" ] && step "$t" timeout 600 "$bin/$t"
 done
 step dead-blade "$(dirname "$0")/dead-blade.sh" "$bin"
+# a few send-queue depths filled (the full sweep: qp-depth-sweep.sh BUILD_DIR)
+step qp-depth-sweep "$(dirname "$0")/qp-depth-sweep.sh" "$build" 16 600 max
 step smart-perf "$bin/smart-perf" --transport verbs --op read --size 8 \
 	--threads 1 --depth 8 --seconds 2
 

@@ -3,7 +3,8 @@
 # What it is for: booting a qemu guest under TCG (never KVM: the hosts'
 # /dev/kvm cannot run a stock kernel) with Debian's kernel and rdma_rxe, so
 # unmodified host binaries linked against libibverbs run on a real verbs
-# device (rxe0).  Used by vm-run.sh (one guest) and vm-two-guests.sh (two
+# device (rxe0).  Used by vm-run.sh (one guest; with --link two rxe devices
+# whose traffic crosses a wire, see vm_job_script) and vm-two-guests.sh (two
 # guests wired by a qemu socket netdev on host loopback).
 #
 # Invariants:
@@ -11,9 +12,10 @@
 #   with a tmpfs upper: nothing the guest does changes a host file, except
 #   in its own job directory (second 9p share), which carries the command,
 #   its stdout/stderr, markers and its exit status.
-# - No packet leaves a guest: single guests have no NIC at all; the two
-#   guests share only a qemu socket on 127.0.0.1.  Guest IPv4s are
-#   link-local and exist only inside the guests.
+# - No packet leaves a guest: single guests have no NIC at all, or (--link)
+#   two NICs on one qemu hub that has no other port; the two guests share
+#   only a qemu socket on 127.0.0.1.  Guest IPv4s are link-local and exist
+#   only inside the guests.
 # - The cache directory ($SMART_VM_CACHE, default /var/cache/smart-vm) holds
 #   a kernel and an initramfs whose stamps name what they were built from;
 #   a stale or partial cache is rebuilt, never used.  Builds are serialized
@@ -35,8 +37,10 @@ perftest iproute2"
 # Modules the initramfs loads; their dependencies are added in front, in
 # order.  crc32_generic is no symbol dependency of rdma_rxe, but rxe needs the
 # crc32 shash when the device is created and nothing could autoload it.
+# sch_netem shapes the wire(s) (SMART_VM_NETEM, tests/verbs/lossy.sh).
+# The kernel cache records this list: changing it rebuilds the cache.
 VM_ROOT_MODULES="virtio_pci 9pnet_virtio 9p overlay crc32_generic rdma_rxe
-ib_uverbs rdma_ucm dummy virtio_net"
+ib_uverbs rdma_ucm dummy virtio_net sch_netem"
 
 # Variables passed into the guest besides SMART_* ones (HOME is forced).
 VM_PASS_ENV="PATH TERM LANG LC_ALL LC_CTYPE TZ TMPDIR USER LOGNAME CI
@@ -181,7 +185,8 @@ vm_build_kernel()
 	depmod -b "$root" "$kver" &&
 	mkdir -p "$tmp/out" &&
 	cp "$root/boot/vmlinuz-$kver" "$tmp/out/vmlinuz" &&
-	vm_collect_modules "$root" "$kver" "$tmp/out/modules" ||
+	vm_collect_modules "$root" "$kver" "$tmp/out/modules" &&
+	echo $VM_ROOT_MODULES >"$tmp/out/modules/roots" ||
 		{ rm -rf "$tmp"; return 1; }
 	vm_extract_vmlinux "$tmp/out/vmlinuz" "$tmp/out/vmlinux" ||
 		{ vm_log "no vmlinux in the bzImage; booting the bzImage";
@@ -192,10 +197,13 @@ vm_build_kernel()
 	mv "$tmp/out" "$VM_CACHE/kernel" && rm -rf "$tmp" "$VM_CACHE/kernel.old"
 }
 
+# A kernel cache is valid when complete, built from package $1 (any when
+# empty) and holding the modules of the current VM_ROOT_MODULES.
 vm_kernel_valid()
 {
 	local k=$VM_CACHE/kernel
 	[ -s "$k/stamp" ] && [ -s "$k/vmlinuz" ] && [ -s "$k/modules/modules.order" ] &&
+		[ "$(cat "$k/modules/roots" 2>/dev/null)" = "$(echo $VM_ROOT_MODULES)" ] &&
 		{ [ -z "$1" ] || [ "$(cat "$k/stamp")" = "$1" ]; }
 }
 
@@ -206,7 +214,7 @@ vm_ensure_kernel()
 		{ vm_apt update >/dev/null 2>&1; want=$(vm_kernel_wanted); }
 	if [ -z "$want" ]; then
 		vm_kernel_valid "" ||
-			vm_die "cannot resolve linux-image-amd64 and no cached kernel"
+			vm_die "cannot resolve linux-image-amd64 and no cached kernel (with the modules: $(echo $VM_ROOT_MODULES))"
 		vm_log "kernel: apt cannot resolve linux-image-amd64; using cached $(cat "$VM_CACHE/kernel/stamp")"
 		return 0
 	fi
@@ -277,7 +285,8 @@ EOF
 
 vm_initramfs_stamp()
 {
-	{ cat "$VM_CACHE/kernel/stamp"; vm_init_script; sha256sum /bin/busybox; } |
+	{ cat "$VM_CACHE/kernel/stamp" "$VM_CACHE/kernel/modules/modules.order"
+	  vm_init_script; sha256sum /bin/busybox; } |
 		sha256sum | cut -d' ' -f1
 }
 
@@ -352,8 +361,24 @@ vm_lock_run()
 # --- per-run job ---------------------------------------------------------
 
 # The script the guest runs as root in its chroot (host's bash, host's
-# files).  vars.sh (written by vm_make_job) gives VM_CWD, VM_NET (dummy|nic),
-# VM_IP_CIDR, VM_HUGEPAGES, VM_WAIT_GO, VM_STOPPABLE, VM_ENV, VM_CMD.
+# files).  vars.sh (written by vm_make_job) gives VM_CWD, VM_NET
+# (dummy|nic|link), VM_IP_CIDR, VM_NETEM, VM_HUGEPAGES, VM_WAIT_GO,
+# VM_STOPPABLE, VM_ENV, VM_CMD.
+#
+# VM_NET=link: two virtio-nets on one qemu hub, i.e. a wire between eth0
+# (MAC ...:79:00:01, 169.254.79.1/32, rxe0) and eth1 (...:79:00:02,
+# 169.254.79.2/32, rxe1).  Both addresses are local, so by default the
+# kernel would route between them over lo and rxe would take its internal
+# loopback (it does when the resolved destination MAC is its own).  Policy
+# routing sends what the guest itself sends from one address to the other
+# out of the owning NIC instead: rules "iif lo from A to B lookup 100"
+# (and B to A, 101) come before the local table (moved from pref 0 to
+# 1000); tables 100/101 route B via eth0 and A via eth1; permanent
+# neighbour entries give the other NIC's MAC (ARP between two local
+# addresses is refused); accept_local=1 and rp_filter=0 let a packet from
+# a local source in.  Received packets (iif eth0/eth1) still meet the
+# local table.  VM_NETEM, when not empty, is a netem spec put as the root
+# qdisc of each NIC the guest has (link: eth0 and eth1; nic: eth0).
 vm_job_script()
 {
 	cat <<'EOF'
@@ -371,21 +396,72 @@ fail() {
 	cat $J/setup.log >>$J/stderr 2>/dev/null
 	finish 125
 }
+# the interface whose MAC is $1
+nic_of() {
+	local f
+	for f in /sys/class/net/*/address; do
+		[ "$(cat $f)" = "$1" ] && { basename "$(dirname $f)"; return 0; }
+	done
+	return 1
+}
+# eth0/eth1 by MAC, whatever order the kernel probed them in
+link_names() {
+	local a b
+	a=$(nic_of 52:54:00:79:00:01) && b=$(nic_of 52:54:00:79:00:02) ||
+		return 1
+	[ "$a" = eth0 ] && [ "$b" = eth1 ] && return 0
+	ip link set "$a" name lnk-a && ip link set "$b" name lnk-b &&
+		ip link set lnk-a name eth0 && ip link set lnk-b name eth1
+}
+link_setup() {
+	local a=169.254.79.1 b=169.254.79.2 k
+	link_names || return 1
+	for k in all default eth0 eth1; do
+		sysctl -qw net.ipv4.conf.$k.accept_local=1 \
+			net.ipv4.conf.$k.rp_filter=0 || return 1
+	done
+	ip link set eth0 up && ip link set eth1 up &&
+	ip addr add $a/32 dev eth0 && ip addr add $b/32 dev eth1 &&
+	ip neigh replace $b lladdr 52:54:00:79:00:02 dev eth0 nud permanent &&
+	ip neigh replace $a lladdr 52:54:00:79:00:01 dev eth1 nud permanent &&
+	ip route add $b/32 dev eth0 src $a table 100 &&
+	ip route add $a/32 dev eth1 src $b table 101 &&
+	ip rule add pref 100 iif lo from $a to $b lookup 100 &&
+	ip rule add pref 101 iif lo from $b to $a lookup 101 &&
+	ip rule add pref 1000 lookup local &&
+	ip rule del pref 0 lookup local &&
+	rdma link add rxe0 type rxe netdev eth0 &&
+	rdma link add rxe1 type rxe netdev eth1
+}
 setup() {
 	ip link set lo up || return 1
-	if [ "$VM_NET" = dummy ]; then
-		ip link add eth0 type dummy || return 1
+	if [ "$VM_NET" = link ]; then
+		link_setup || return 1
+	else
+		if [ "$VM_NET" = dummy ]; then
+			ip link add eth0 type dummy || return 1
+		fi
+		ip link set eth0 up && ip addr add "$VM_IP_CIDR" dev eth0 &&
+			rdma link add rxe0 type rxe netdev eth0 || return 1
 	fi
-	ip link set eth0 up && ip addr add "$VM_IP_CIDR" dev eth0 &&
-		rdma link add rxe0 type rxe netdev eth0
+	if [ -n "$VM_NETEM" ] && [ "$VM_NET" != dummy ]; then
+		for k in eth0 eth1; do
+			[ -e /sys/class/net/$k ] || continue
+			tc qdisc replace dev $k root netem $VM_NETEM || return 1
+		done
+	fi
 }
-setup >>$J/setup.log 2>&1 || fail "eth0/rxe0 setup failed"
-s=/sys/class/infiniband/rxe0/ports/1/state
-for i in $(seq 200); do
-	grep -q ACTIVE $s 2>/dev/null && break
-	sleep 0.05
+setup >>$J/setup.log 2>&1 || fail "network/rxe setup failed"
+for d in /sys/class/infiniband/*; do
+	s=$d/ports/1/state
+	for i in $(seq 200); do
+		grep -q ACTIVE $s 2>/dev/null && break
+		sleep 0.05
+	done
+	grep -q ACTIVE $s 2>/dev/null ||
+		fail "${d##*/} port not ACTIVE: $(cat $s 2>&1)"
 done
-grep -q ACTIVE $s 2>/dev/null || fail "rxe0 port not ACTIVE: $(cat $s 2>&1)"
+[ -e /sys/class/infiniband/rxe0 ] || fail "no rxe0"
 echo "$VM_HUGEPAGES" >/proc/sys/vm/nr_hugepages
 ulimit -l unlimited || fail "ulimit -l unlimited"
 ulimit -c 0
@@ -412,7 +488,8 @@ EOF
 }
 
 # vm_make_job DIR NET IP_CIDR WAIT_GO STOPPABLE [VAR=VALUE...] -- CMD...
-# Writes the job directory shared with the guest.  The command runs with
+# Writes the job directory shared with the guest (NET: dummy|nic|link;
+# SMART_VM_NETEM is the netem spec of its NICs).  The command runs with
 # the caller's cwd and a clean environment: passed-through variables (SMART_*
 # and VM_PASS_ENV), HOME=/root, and the VAR=VALUE pairs given here.
 vm_make_job()
@@ -432,6 +509,7 @@ vm_make_job()
 	[ $# -gt 0 ] || vm_die "no command given"
 	{
 		printf 'VM_CWD=%q\nVM_NET=%q\nVM_IP_CIDR=%q\n' "$PWD" "$net" "$ip"
+		printf 'VM_NETEM=%q\n' "${SMART_VM_NETEM:-}"
 		printf 'VM_HUGEPAGES=%q\nVM_WAIT_GO=%q\nVM_STOPPABLE=%q\n' \
 			"$VM_HUGEPAGES" "$go" "$stop"
 		printf 'VM_ENV=('; printf ' %q' "${env[@]}"; printf ' )\n'

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/vm/vm-run.sh - run one command inside a qemu guest with Soft-RoCE.
 #
-# Usage: vm-run.sh [--] CMD [ARGS...]
+# Usage: vm-run.sh [--link] [--] CMD [ARGS...]
 #
 # Boots a TCG qemu guest (Debian kernel, rdma_rxe) whose root is the host's
 # root (read-only 9p under a tmpfs overlay), gives it a dummy eth0 with
@@ -10,6 +10,15 @@
 # in the caller's cwd.  CMD's stdout/stderr stream to ours; we exit with its
 # status.  Environment: SMART_* and a few standard variables pass through,
 # HOME=/root; SMART_VM_IP=169.254.77.1 is set.
+#
+# --link: instead of the dummy, two virtio-nets joined by a qemu hub (a
+# wire): eth0 169.254.79.1 with rxe0 and eth1 169.254.79.2 with rxe1, with
+# policy routing so that traffic between rxe0 and rxe1 crosses the wire
+# (rxe's internal loopback is not taken; see lib.sh, vm_job_script).
+# SMART_VM_NETEM (e.g. "loss 1% delay 10ms 5ms"), when set, is put on both
+# NICs as a netem qdisc before CMD runs.  CMD gets SMART_VM_DEV_A=rxe0,
+# SMART_VM_DEV_B=rxe1, SMART_VM_IP_A, SMART_VM_IP_B, SMART_VM_NIC_A=eth0,
+# SMART_VM_NIC_B=eth1 and SMART_VM_IP=SMART_VM_IP_A.
 #
 # Knobs: SMART_VM_CACHE (default /var/cache/smart-vm), SMART_VM_TIMEOUT
 # (seconds, default 1200), SMART_VM_MEM (default 1536M), SMART_VM_HUGEPAGES
@@ -21,9 +30,23 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-[ "${1:-}" = -- ] && shift
+usage()
+{
+	sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'
+	exit "$1"
+}
+
+link=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--link) link=1; shift ;;
+	--help|-h) usage 0 ;;
+	--) shift; break ;;
+	*) break ;;
+	esac
+done
 if [ $# -eq 0 ]; then
-	echo "usage: $0 [--] CMD [ARGS...]" >&2
+	echo "usage: $0 [--link] [--] CMD [ARGS...]   (--help for more)" >&2
 	exit 2
 fi
 
@@ -45,10 +68,25 @@ vm_prepare
 vm_lock_run
 
 job=$(mktemp -d "${TMPDIR:-/tmp}/smart-vm.XXXXXX") || vm_die "mktemp failed"
-vm_make_job "$job" dummy "$VM_IP/16" 0 0 SMART_VM=1 SMART_VM_IP=$VM_IP -- "$@"
+if [ $link = 1 ]; then
+	# two NICs on hub 0 and nothing else on it: a private wire
+	# shellcheck disable=SC2054 # qemu's commas are inside its arguments
+	net_args=(-netdev hubport,id=la,hubid=0
+		-device virtio-net-pci,netdev=la,mac=52:54:00:79:00:01,romfile=
+		-netdev hubport,id=lb,hubid=0
+		-device virtio-net-pci,netdev=lb,mac=52:54:00:79:00:02,romfile=)
+	vm_make_job "$job" link "" 0 0 SMART_VM=1 SMART_VM_IP=169.254.79.1 \
+		SMART_VM_DEV_A=rxe0 SMART_VM_DEV_B=rxe1 \
+		SMART_VM_IP_A=169.254.79.1 SMART_VM_IP_B=169.254.79.2 \
+		SMART_VM_NIC_A=eth0 SMART_VM_NIC_B=eth1 -- "$@"
+	vm_log "link: eth0/rxe0 169.254.79.1 <-> eth1/rxe1 169.254.79.2${SMART_VM_NETEM:+, netem $SMART_VM_NETEM}"
+else
+	net_args=(-nic none)
+	vm_make_job "$job" dummy "$VM_IP/16" 0 0 SMART_VM=1 SMART_VM_IP=$VM_IP -- "$@"
+fi
 
 t0=$EPOCHREALTIME
-vm_start_qemu "$job" "${SMART_VM_MEM:-1536M}" -nic none
+vm_start_qemu "$job" "${SMART_VM_MEM:-1536M}" "${net_args[@]}"
 qpid=$VM_QEMU_PID
 vm_stream "$job" "$qpid"
 wait "$qpid"

@@ -475,7 +475,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		     struct bt_node *nn, uint8_t *tmp)
 {
 	struct sep up;
-	smart_gaddr_t pa, want;
+	smart_gaddr_t pa, want = 0;	/* set when no_level_above returns 1 */
 	unsigned again = 0;
 	int rc, split;
 

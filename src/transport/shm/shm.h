@@ -128,6 +128,8 @@ struct smart_tp_cq {
 	uint32_t db_mask, db_head, db_tail;
 	uint32_t touch_gen;	/* poll pass number, for shm_touch */
 	struct shm_adv_cq *adv;	/* adversarial mode's state, NULL = off */
+	_Atomic int dead;	/* the adversary failed it (cq_fail): poll
+				 * returns this for ever, post refuses */
 };
 
 /* DOOMED: the remote failed; the next WR completes with an error, then
@@ -338,6 +340,7 @@ uint64_t smart__shm_remote_dm(const struct smart_tp_remote *r, uint32_t *rkey);
 int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 			 uint32_t flags, struct smart_tp_cq **out);
 void smart__shm_cq_destroy(struct smart_tp_cq *cq);
+int smart__shm_cq_own_doorbell(const struct smart_tp_cq *cq);
 int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max);
 int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 			 const struct smart_tp_qp_attr *attr,
@@ -462,6 +465,9 @@ struct shm_adv_params {
 	uint64_t reexec_pct;	/* chance a READ is executed again later */
 	uint64_t hold_pct;	/* chance a completion is held back */
 	uint64_t hold_polls;	/* for 1..hold_polls polls */
+	uint64_t cq_fail;	/* a CQ fails for ever (an overrun or a dead
+				 * device on a NIC) once it has delivered
+				 * this many completions; 0: never */
 };
 
 /* What the adversary did, over the whole domain. */
@@ -475,6 +481,7 @@ struct shm_adv_stats {
 				 * after their WR executed */
 	uint64_t reordered;	/* completions delivered before an older one
 				 * of another QP */
+	uint64_t cq_failures;	/* CQs failed by cq_fail */
 };
 
 /* A completion the adversary holds. */
@@ -501,6 +508,7 @@ struct shm_adv_cq {
 	struct shm_adv *a;
 	smart_rng_t rng;	/* this CQ's stream */
 	uint64_t polls;		/* polls so far */
+	uint64_t delivered;	/* completions delivered so far */
 	uint32_t nheld, cap;
 	struct shm_redo redo[SHM_ADV_REDO_MAX];
 	uint32_t nredo;

@@ -18,6 +18,10 @@
  *     carries SMART_TP_FENCE.  Atomics are never executed again.
  *  3. Completions are held back for a few polls and those of different
  *     QPs are delivered in a random order.
+ *  4. On request (cq_fail=N, off by default) a CQ fails for ever once it
+ *     has delivered N completions, as a NIC's CQ does when it overruns or
+ *     its device dies: what it held is lost, poll returns SMART_ECONN and
+ *     post refuses its QPs, so that the core's recovery can be tested.
  *
  * Invariants:
  *  - Every aligned 8-byte word is still loaded or stored with one atomic
@@ -66,6 +70,7 @@ struct shm_adv {
 	struct shm_adv_params p;
 	_Atomic uint32_t cqs;	/* CQs created: their stream numbers */
 	_Atomic uint64_t pauses, yields, scrambled, reexecs, late, reordered;
+	_Atomic uint64_t cq_failures;
 };
 
 static const struct shm_adv_params shm_adv_defaults = {
@@ -91,6 +96,7 @@ static const struct shm_spec_key shm_adv_keys[] = {
 	SHM_ADV_KEY(reexec_pct, 0, 100),
 	SHM_ADV_KEY(hold_pct, 0, 100),
 	SHM_ADV_KEY(hold_polls, 1, 1000),
+	SHM_ADV_KEY(cq_fail, 0, 1e12),
 };
 
 static const char *const shm_adv_words[] = { "on", "default", NULL };
@@ -130,8 +136,9 @@ int smart__shm_adv_open(struct smart_tp_domain *d, const char *spec)
 	smart__info(d->log, "shm adversarial mode on: seed=%" PRIu64
 		    " pause_pct=%" PRIu64 " pause_ns=%" PRIu64 " yield_pct=%"
 		    PRIu64 " reexec_pct=%" PRIu64 " hold_pct=%" PRIu64
-		    " hold_polls=%" PRIu64, p.seed, p.pause_pct, p.pause_ns,
-		    p.yield_pct, p.reexec_pct, p.hold_pct, p.hold_polls);
+		    " hold_polls=%" PRIu64 " cq_fail=%" PRIu64, p.seed,
+		    p.pause_pct, p.pause_ns, p.yield_pct, p.reexec_pct,
+		    p.hold_pct, p.hold_polls, p.cq_fail);
 	d->adv = a;
 	return 0;
 }
@@ -423,6 +430,10 @@ int smart__shm_adv_poll_end(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 	shm_adv_redo_all(c);
 	n = shm_adv_deliver(c, wc, max);
 	c->polls++;
+	c->delivered += (uint64_t)n;
+	if (c->a->p.cq_fail && c->delivered >= c->a->p.cq_fail &&
+	    !atomic_exchange(&cq->dead, SMART_ECONN))
+		shm_adv_count(&c->a->cq_failures, 1);
 	return n;
 }
 
@@ -449,6 +460,7 @@ int smart__shm_adv_stats(const struct smart_tp_domain *d,
 		.reexecs = atomic_load(&a->reexecs),
 		.late = atomic_load(&a->late),
 		.reordered = atomic_load(&a->reordered),
+		.cq_failures = atomic_load(&a->cq_failures),
 	};
 	return 0;
 }

@@ -99,6 +99,7 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	out->nic = d->model != NULL;
 	out->max_dm = SHM_DM_MAX;
 	out->dm_emulated = 1;
+	out->atomics = 1;	/* CPU atomics on the shared mapping */
 }
 
 /* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages

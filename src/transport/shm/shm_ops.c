@@ -13,6 +13,7 @@ const struct smart_tp_ops smart_tp_shm_ops = {
 	.mr_free = smart__shm_mr_free,
 	.cq_create = smart__shm_cq_create,
 	.cq_destroy = smart__shm_cq_destroy,
+	.cq_own_doorbell = smart__shm_cq_own_doorbell,
 	.poll = smart__shm_poll,
 	.dm_attach = smart__shm_dm_attach,
 	.region_blob = smart__shm_region_blob,

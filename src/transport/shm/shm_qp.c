@@ -66,6 +66,13 @@ int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 	return 0;
 }
 
+/* The RNIC model gives a QP that asks a doorbell of its own (a register
+ * per QP, docs/nic-model.md); the CQ holds none itself. */
+int smart__shm_cq_own_doorbell(const struct smart_tp_cq *cq)
+{
+	return (cq->flags & SMART_TP_OWN_DOORBELL) && cq->model;
+}
+
 void smart__shm_cq_destroy(struct smart_tp_cq *cq)
 {
 	if (!cq)
@@ -219,6 +226,8 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		return SMART_EINVAL;
 	if (smart_unlikely(qp->state == SHM_QP_RESET))
 		return SMART_EINVAL;
+	if (smart_unlikely(qp->cq->special) && atomic_load(&qp->cq->dead))
+		return SMART_EQP;	/* it would never complete */
 	shm_lock(qp->flags, &qp->lock);
 	rc = shm_post_locked(qp, wrs, n);
 	shm_unlock(qp->flags, &qp->lock);
@@ -425,6 +434,8 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	struct shm_out o = { wc, 0, max, atomic_load_explicit(
 		&cq->d->failures, memory_order_acquire) };
 
+	if (smart_unlikely(cq->special) && atomic_load(&cq->dead))
+		return atomic_load(&cq->dead);
 	shm_lock(cq->flags, &cq->lock);
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];

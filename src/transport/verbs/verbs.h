@@ -11,10 +11,33 @@
  * post() refuse a chain that does not fit (nothing posted, SMART_EAGAIN)
  * instead of letting ibv_post_send post a prefix.
  *
- * Threading: libibverbs serialises QPs and CQs itself; our shadow ring is
- * guarded by a spinlock when the QP is SMART_TP_SHARED.  The ring's head is
- * advanced by pollers with an atomic max, since two pollers of a shared CQ
- * may see two completions of one QP in either order.
+ * The ring holds a power of two of slots but a post is held to the send
+ * queue the device really gave (cap.max_send_wr returned by
+ * ibv_create_qp_ex, which may be more than asked, never less): a chain that
+ * does not fit is refused whole before the doorbell.
+ *
+ * CQs hold what can flush into them: every QP on a CQ may fail and flush
+ * its whole send queue, signalled or not, so a CQ is grown (ibv_resize_cq)
+ * to the sum of its QPs' send queues before a QP joins it, or the QP is
+ * refused.  A CQ that fails anyway (poll < 0, an IBV_EVENT_CQ_ERR) or a
+ * device that dies (IBV_EVENT_DEVICE_FATAL) makes poll return SMART_ECONN
+ * from then on and post refuse, so the core fails its waiting tasks instead
+ * of spinning on a CQ that will never deliver (verbs_event.c reads the
+ * async events; no thread of its own: pollers drain them now and then).
+ *
+ * Threading: libibverbs serialises QPs and CQs itself, except a CQ made
+ * single-threaded (a private one, SMART_TP_SHARED not set); our shadow
+ * ring is guarded by a spinlock when the QP is SMART_TP_SHARED.  The ring's
+ * head is advanced by pollers with an atomic max, since two pollers of a
+ * shared CQ may see two completions of one QP in either order.
+ *
+ * Doorbells (per-thread-db): a CQ created with SMART_TP_OWN_DOORBELL owns a
+ * thread domain and a parent domain, and is created inside it; QPs asking
+ * for their own doorbell on that CQ are created in the same parent domain,
+ * so one worker's QPs share one doorbell register of their own (mlx5: one
+ * UAR per thread domain), none shared with another worker.  When the
+ * device gives no more thread domains the CQ falls back to the shared
+ * doorbells, says so in the log, and cq_own_doorbell() tells the core.
  */
 #ifndef SMART_TRANSPORT_VERBS_H
 #define SMART_TRANSPORT_VERBS_H
@@ -29,7 +52,15 @@
 
 #define VERBS_REGION_MAGIC 0x52425256u	/* "VRBR" */
 #define VERBS_QP_MAGIC	   0x51425256u	/* "VRBQ" */
-#define VERBS_BLOB_VERSION 2	/* 2: device memory in the region blob */
+/* Each blob has a version of its own.  Region blob: 1 first, 2 device
+ * memory.  QP blob: 1 first (with the region's 2), 3 the fabric (link
+ * layer, GID type, LID in network order, read/atomic depths, atomics).
+ * A peer of another version is refused (SMART_EPROTO): both ends of a
+ * connection run the same blob format. */
+#define VERBS_REGION_BLOB_VERSION 2
+#define VERBS_QP_BLOB_VERSION 3
+#define VERBS_REGION_BLOB_LEN 40
+#define VERBS_QP_BLOB_LEN 44
 #define VERBS_MAX_SEND_WR  65536	/* slot index fits 16 bits */
 #define VERBS_MAX_CHAIN	   64
 #define VERBS_POLL_MAX	   64
@@ -52,6 +83,22 @@ struct smart_tp_domain {
 	uint64_t max_dm;	/* ibv_query_device_ex's max_dm_size */
 	struct ibv_cq *resp_cq;	/* responder QPs' CQ, never polled */
 	char name[64];
+	/* async events (verbs_event.c) */
+	smart_spinlock_t ev_lock;	/* one drainer at a time (trylock) */
+	_Atomic int fatal;		/* IBV_EVENT_DEVICE_FATAL seen */
+	_Atomic int port_down;		/* IBV_EVENT_PORT_ERR, not yet ACTIVE */
+	_Atomic uint64_t events;	/* async events read */
+	_Atomic uint64_t cq_errors;	/* CQs found failed */
+	_Atomic uint64_t td_fallbacks;	/* CQs asked a doorbell, got none */
+	uint32_t max_send_wr;	/* largest send queue a QP really gets */
+	/* fabric and atomics (verbs_dev.c, verbs_selftest.c) */
+	int gid_type;		/* VERBS_GID_* of gid_index, NONE without */
+	uint8_t tclass, sl;	/* GRH traffic class, service level */
+	uint8_t resp_depth;	/* min(max_qp_rd_atom, VERBS_MAX_RD_ATOM) */
+	uint8_t init_depth;	/* min(max_qp_init_rd_atom, ditto) */
+	int atomics;		/* 1: CAS/FAA allowed (caps.atomics) */
+	uint64_t selftest_ns;	/* what the byte-order self-test cost */
+	_Atomic int peer_atomics_said;	/* logged: a peer takes none */
 };
 
 struct verbs_mr {
@@ -70,13 +117,28 @@ struct smart_tp_remote {
 	uint64_t dm_len;
 };
 
+/* QP blob values of the link layer and of the GID type (the wire's own
+ * numbers, not libibverbs' enums, which could change). */
+enum { VERBS_LINK_IB = 1, VERBS_LINK_ETH = 2 };
+enum { VERBS_GID_NONE = 0, VERBS_GID_IB, VERBS_GID_ROCE_V1,
+       VERBS_GID_ROCE_V2 };
+enum { VERBS_QPF_ATOMICS = 1 << 0 };	/* this end takes CAS/FAA */
+
 /* The connection data of one QP end (both directions use it). */
 struct verbs_qp_info {
 	uint32_t qpn, psn;
-	uint16_t lid;
+	uint16_t lid;		/* host order here; network order on the wire */
 	uint8_t mtu;		/* enum ibv_mtu */
 	uint8_t has_gid;
 	uint8_t gid[16];
+	uint8_t link;		/* VERBS_LINK_* */
+	uint8_t gid_type;	/* VERBS_GID_*; NONE exactly when !has_gid */
+	/* read/atomic depths: how many READs and atomics this end takes as a
+	 * responder at once (max_dest_rd_atomic it can set), and how many it
+	 * can have outstanding as an initiator (max_rd_atomic); each end
+	 * takes the minimum of its own and the peer's */
+	uint8_t resp_depth, init_depth;
+	uint8_t flags;		/* VERBS_QPF_* */
 };
 
 struct smart_tp_responder {
@@ -89,7 +151,19 @@ struct verbs_slot {
 
 struct smart_tp_cq {
 	struct smart_tp_domain *d;
-	struct ibv_cq *cq;
+	struct ibv_cq *cq;	/* ibv_cq_ex_to_cq(cqx) when extended */
+	struct ibv_cq_ex *cqx;	/* extended CQ (single-threaded when private),
+				 * polled with start/next_poll when in a
+				 * thread domain; NULL: a provider without
+				 * it (ibv_create_cq, ibv_poll_cq) */
+	struct ibv_td *td;	/* SMART_TP_OWN_DOORBELL: the CQ's thread */
+	struct ibv_pd *ppd;	/* domain and parent domain, or NULL */
+	uint32_t flags;
+	_Atomic int dead;	/* 0, or the error poll returns for ever */
+	_Atomic uint32_t polls;	/* async events are read every 65536 */
+	smart_spinlock_t lock;	/* size and committed */
+	uint32_t size;		/* entries the CQ holds */
+	uint32_t committed;	/* sum of its QPs' send queues */
 };
 
 struct smart_tp_qp {
@@ -104,6 +178,7 @@ struct smart_tp_qp {
 	smart_spinlock_t lock;
 	struct verbs_slot *ring;
 	uint32_t mask;
+	uint32_t room;			/* the send queue: cap.max_send_wr */
 	uint32_t tail;			/* next slot to post */
 	_Atomic uint32_t head;		/* next slot not yet completed */
 	_Atomic int error;
@@ -134,9 +209,29 @@ uint64_t smart__verbs_remote_base(const struct smart_tp_remote *r);
 uint32_t smart__verbs_remote_rkey(const struct smart_tp_remote *r);
 uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r,
 				uint32_t *rkey);
+/* The QP blob (VERBS_QP_BLOB_LEN bytes).  unpack checks every field and
+ * refuses anything else with SMART_EPROTO, *why (when why is not NULL)
+ * saying what was wrong. */
 size_t smart__verbs_info_pack(const struct verbs_qp_info *in, void *blob);
 int smart__verbs_info_unpack(const void *blob, size_t len,
-			     struct verbs_qp_info *out);
+			     struct verbs_qp_info *out, const char **why);
+/* Can this domain connect to the peer (same link layer and kind of GID)?
+ * 0, or SMART_EPROTO with *why. */
+int smart__verbs_peer_check(const struct smart_tp_domain *d,
+			    const struct verbs_qp_info *peer, const char **why);
+/* The read/atomic depths of a QP of d against peer: max_rd_atomic (as
+ * initiator) and max_dest_rd_atomic (as responder). */
+void smart__verbs_rd_depths(const struct smart_tp_domain *d,
+			    const struct verbs_qp_info *peer,
+			    uint8_t *init, uint8_t *dest);
+
+/* verbs_selftest.c */
+/* CAS and FAA through a loopback QP pair on the device: 0 when the old
+ * values and the memory are right in host order, else SMART_ENOTSUP (or
+ * the error that kept the test from running) with what went wrong in
+ * why (len bytes). */
+int smart__verbs_atomics_selftest(struct smart_tp_domain *d, char *why,
+				  size_t len);
 
 /* verbs_qp.c */
 int smart__verbs_cq_create(struct smart_tp_domain *d, uint32_t depth,
@@ -154,13 +249,30 @@ void smart__verbs_qp_destroy(struct smart_tp_qp *qp);
 int smart__verbs_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		      int n);
 int smart__verbs_qp_in_error(const struct smart_tp_qp *qp);
+int smart__verbs_cq_own_doorbell(const struct smart_tp_cq *cq);
+/* The largest send queue the device really gives (create and see). */
+uint32_t smart__verbs_probe_max_wr(struct smart_tp_domain *d);
 int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 			const void *client_blob, size_t client_len,
 			void *blob_out, size_t *blob_len,
 			struct smart_tp_responder **out);
 void smart__verbs_responder_destroy(struct smart_tp_responder *r);
-/* Move a fresh QP to RTS against the peer's info. */
+/* verbs_event.c */
+/* Put the async event fd in non-blocking mode (domain open). */
+int smart__verbs_events_init(struct smart_tp_domain *d);
+/* Read and handle every pending async event; never blocks, one caller at
+ * a time (others return at once).  Returns how many were read. */
+int smart__verbs_events_drain(struct smart_tp_domain *d);
+
+/* Move a fresh QP to RTS against the peer's info; SMART_EPROTO, QP
+ * untouched, for a peer on another kind of fabric (peer_check). */
 int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
 			uint32_t my_psn, const struct verbs_qp_info *peer);
+/* Take a fresh QP to INIT with the access rights the domain grants. */
+int smart__verbs_qp_init(struct smart_tp_domain *d, struct ibv_qp *qp);
+/* This end's connection data for qp. */
+void smart__verbs_local_info(const struct smart_tp_domain *d,
+			     const struct ibv_qp *qp, uint32_t psn,
+			     struct verbs_qp_info *out);
 
 #endif

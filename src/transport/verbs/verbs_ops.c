@@ -12,6 +12,7 @@ const struct smart_tp_ops smart_tp_verbs_ops = {
 	.mr_free = smart__verbs_mr_free,
 	.cq_create = smart__verbs_cq_create,
 	.cq_destroy = smart__verbs_cq_destroy,
+	.cq_own_doorbell = smart__verbs_cq_own_doorbell,
 	.poll = smart__verbs_poll,
 	.dm_attach = smart__verbs_dm_attach,
 	.region_blob = smart__verbs_region_blob,

@@ -15,22 +15,92 @@
 #include "transport/verbs/verbs.h"
 #include "util/log.h"
 
+/* Give the CQ a thread domain of its own and a parent domain over it:
+ * the CQ is created inside it, and so are the QPs that ask for their own
+ * doorbell (mlx5 maps each thread domain to a UAR of its own).  When the
+ * device has no more (UARs run out) the CQ uses the shared doorbells;
+ * that is said once per domain and counted. */
+static void cq_own_td(struct smart_tp_cq *cq)
+{
+	struct smart_tp_domain *d = cq->d;
+	struct ibv_td_init_attr ta = { 0 };
+	struct ibv_parent_domain_init_attr pa = { 0 };
+
+	cq->td = d->thread_domains ? ibv_alloc_td(d->ctx, &ta) : NULL;
+	if (cq->td) {
+		pa.pd = d->pd;
+		pa.td = cq->td;
+		cq->ppd = ibv_alloc_parent_domain(d->ctx, &pa);
+		if (!cq->ppd) {
+			ibv_dealloc_td(cq->td);
+			cq->td = NULL;
+		}
+	}
+	if (!cq->ppd && d->thread_domains &&
+	    !atomic_fetch_add(&d->td_fallbacks, 1))
+		smart__warn(d->log, "%s: no thread domain left (%m): this "
+			    "worker's QPs share the device's doorbells "
+			    "(mlx5: raise MLX5_TOTAL_UUARS, docs/transport.md)",
+			    d->name);
+}
+
+/* The CQ itself: extended (polled with start/next_poll, lock-free when
+ * private), or the plain kind on a provider without it. */
+static int cq_alloc(struct smart_tp_cq *cq, uint32_t depth)
+{
+	struct smart_tp_domain *d = cq->d;
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = depth,
+		.cq_context = cq,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS |
+			     (cq->ppd ? IBV_CQ_INIT_ATTR_MASK_PD : 0),
+		.flags = (cq->flags & SMART_TP_SHARED) ? 0 :
+			 IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+		.parent_domain = cq->ppd,
+	};
+
+	cq->cqx = ibv_create_cq_ex(d->ctx, &a);
+	if (!cq->cqx && a.flags && !cq->ppd) {
+		/* a provider that cannot elide the lock still gives a CQ */
+		a.flags = 0;
+		a.comp_mask &= ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS;
+		cq->cqx = ibv_create_cq_ex(d->ctx, &a);
+	}
+	if (cq->cqx)
+		cq->cq = ibv_cq_ex_to_cq(cq->cqx);
+	else if (!cq->ppd && (errno == EOPNOTSUPP || errno == ENOSYS))
+		cq->cq = ibv_create_cq(d->ctx, (int)depth, cq, NULL, 0);
+	if (!cq->cq) {
+		smart__err(d->log, "%s: cannot create a CQ of %u: %m", d->name,
+			   depth);
+		return SMART_ENOMEM;
+	}
+	cq->size = (uint32_t)cq->cq->cqe;
+	return 0;
+}
+
 int smart__verbs_cq_create(struct smart_tp_domain *d, uint32_t depth,
 			   uint32_t flags, struct smart_tp_cq **out)
 {
 	struct smart_tp_cq *cq;
+	int rc;
 
 	if (!depth || depth > (uint32_t)d->dev.max_cqe)
 		return SMART_EINVAL;
+	if (atomic_load(&d->fatal))
+		return SMART_ECONN;
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return SMART_ENOMEM;
 	cq->d = d;
-	cq->cq = ibv_create_cq(d->ctx, (int)depth, NULL, NULL, 0);
-	if (!cq->cq) {
-		smart__err(d->log, "ibv_create_cq(%u): %m", depth);
-		free(cq);
-		return SMART_ENOMEM;
+	cq->flags = flags;
+	smart_spin_init(&cq->lock);
+	if (flags & SMART_TP_OWN_DOORBELL)
+		cq_own_td(cq);
+	rc = cq_alloc(cq, depth);
+	if (rc) {
+		smart__verbs_cq_destroy(cq);
+		return rc;
 	}
 	*out = cq;
 	return 0;
@@ -40,8 +110,66 @@ void smart__verbs_cq_destroy(struct smart_tp_cq *cq)
 {
 	if (!cq)
 		return;
-	ibv_destroy_cq(cq->cq);
+	if (cq->cq)
+		ibv_destroy_cq(cq->cq);
+	if (cq->ppd)
+		ibv_dealloc_pd(cq->ppd);
+	if (cq->td)
+		ibv_dealloc_td(cq->td);
 	free(cq);
+}
+
+int smart__verbs_cq_own_doorbell(const struct smart_tp_cq *cq)
+{
+	return cq->ppd != NULL;
+}
+
+/* A QP of room send WRs joins the CQ: grow the CQ first so that all its
+ * QPs' queues can flush into it at once (a CQ overrun is an error that
+ * ends every QP on it), or refuse the QP. */
+static int cq_commit(struct smart_tp_cq *cq, uint32_t room)
+{
+	struct smart_tp_domain *d = cq->d;
+	uint64_t need;
+	int rc = 0;
+
+	smart_spin_lock(&cq->lock);
+	need = (uint64_t)cq->committed + room;
+	if (need > cq->size) {
+		if (need > (uint64_t)d->dev.max_cqe ||
+		    ibv_resize_cq(cq->cq, (int)need)) {
+			smart__err(d->log, "%s: a CQ cannot grow to %llu entries "
+				   "for another QP of %u WRs (max_cqe %d): fewer "
+				   "blades per worker or a smaller qp_depth",
+				   d->name, (unsigned long long)need, room,
+				   d->dev.max_cqe);
+			rc = SMART_ENOMEM;
+		} else {
+			cq->size = (uint32_t)cq->cq->cqe;
+		}
+	}
+	if (!rc)
+		cq->committed = (uint32_t)need;
+	smart_spin_unlock(&cq->lock);
+	return rc;
+}
+
+static void cq_uncommit(struct smart_tp_cq *cq, uint32_t room)
+{
+	smart_spin_lock(&cq->lock);
+	cq->committed -= room;
+	smart_spin_unlock(&cq->lock);
+}
+
+/* Nothing more will come out of this CQ: say so once. */
+static int cq_fail(struct smart_tp_cq *cq, const char *why)
+{
+	if (!atomic_exchange(&cq->dead, SMART_ECONN)) {
+		atomic_fetch_add(&cq->d->cq_errors, 1);
+		smart__err(cq->d->log, "%s: a CQ failed (%s): its operations "
+			   "fail, its QPs are replaced", cq->d->name, why);
+	}
+	return SMART_ECONN;
 }
 
 static int wc_status(enum ibv_wc_status s)
@@ -89,32 +217,97 @@ static void ring_retire(struct smart_tp_qp *qp, uint32_t slot)
 		;
 }
 
-int smart__verbs_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+/* One completion: restore the caller's wr_id from the QP's ring. */
+static void wc_take(struct smart_tp_wc *out, uint64_t wr_id,
+		    enum ibv_wc_status st, struct ibv_cq_ex *cqx,
+		    enum ibv_wc_opcode op)
 {
-	struct ibv_wc iw[VERBS_POLL_MAX];
-	int n, i;
+	struct smart_tp_qp *qp = (struct smart_tp_qp *)(uintptr_t)(wr_id >> 16);
+	uint32_t slot = (uint32_t)(wr_id & 0xffff);
 
-	if (max > VERBS_POLL_MAX)
-		max = VERBS_POLL_MAX;
-	n = ibv_poll_cq(cq->cq, max, iw);
-	if (n < 0)
-		return SMART_ESYS;
-	for (i = 0; i < n; i++) {
-		struct smart_tp_qp *qp =
-			(struct smart_tp_qp *)(uintptr_t)(iw[i].wr_id >> 16);
-		uint32_t slot = (uint32_t)(iw[i].wr_id & 0xffff);
+	out->wr_id = qp->ring[slot & qp->mask].wr_id;
+	out->status = wc_status(st);
+	/* the opcode is defined only for successful completions */
+	out->opcode = st != IBV_WC_SUCCESS ? 0 :
+		      wc_opcode(cqx ? ibv_wc_read_opcode(cqx) : op);
+	if (st != IBV_WC_SUCCESS)
+		atomic_store(&qp->error, 1);
+	ring_retire(qp, slot);
+}
 
-		wc[i].wr_id = qp->ring[slot & qp->mask].wr_id;
-		wc[i].status = wc_status(iw[i].status);
-		wc[i].opcode = iw[i].status == IBV_WC_SUCCESS ?
-			       wc_opcode(iw[i].opcode) : 0;
-		if (iw[i].status != IBV_WC_SUCCESS)
-			atomic_store(&qp->error, 1);
-		ring_retire(qp, slot);
+static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+{
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_cq_ex *x = cq->cqx;
+	int n = 0, rc = ibv_start_poll(x, &pa);
+
+	if (rc == ENOENT)
+		return 0;
+	if (rc)
+		return cq_fail(cq, "ibv_start_poll");
+	for (;;) {
+		wc_take(&wc[n++], x->wr_id, x->status, x, IBV_WC_SEND);
+		if (n == max)
+			break;
+		rc = ibv_next_poll(x);
+		if (rc) {
+			/* what was taken is delivered; the failure shows at
+			 * the next poll */
+			if (rc != ENOENT)
+				cq_fail(cq, "ibv_next_poll");
+			break;
+		}
 	}
+	ibv_end_poll(x);
 	return n;
 }
 
+static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+{
+	struct ibv_wc iw[VERBS_POLL_MAX];
+	int n = ibv_poll_cq(cq->cq, max, iw), i;
+
+	if (n < 0)
+		return cq_fail(cq, "ibv_poll_cq");
+	for (i = 0; i < n; i++)
+		wc_take(&wc[i], iw[i].wr_id, iw[i].status, NULL, iw[i].opcode);
+	return n;
+}
+
+/* Now and then (and whenever something failed) read the device's async
+ * events: a dead device or an overrun CQ delivers nothing at all, so no
+ * completion would ever tell. */
+static __attribute__((noinline, cold)) int poll_events(struct smart_tp_cq *cq)
+{
+	smart__verbs_events_drain(cq->d);
+	if (atomic_load(&cq->d->fatal))
+		cq_fail(cq, "the device failed");
+	return atomic_load(&cq->dead);
+}
+
+int smart__verbs_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+{
+	uint32_t p = atomic_load_explicit(&cq->polls, memory_order_relaxed) + 1;
+	int dead = atomic_load_explicit(&cq->dead, memory_order_relaxed);
+
+	if (smart_unlikely(dead))
+		return dead;
+	/* a plain store: racing pollers of a shared CQ may lose a count,
+	 * which only moves the next event check */
+	atomic_store_explicit(&cq->polls, p, memory_order_relaxed);
+	if (smart_unlikely(!(p & 0xffff)) && (dead = poll_events(cq)))
+		return dead;
+	if (max > VERBS_POLL_MAX)
+		max = VERBS_POLL_MAX;
+	/* the extended poll only where the CQ lives in a thread domain
+	 * (mlx5's lock-free path); rxe (rdma-core 44) handed back wr_id 0
+	 * from ibv_next_poll in our runs, so the others keep ibv_poll_cq,
+	 * which takes no lock either on a single-threaded CQ */
+	return cq->ppd ? poll_ex(cq, wc, max) : poll_plain(cq, wc, max);
+}
+
+/* A device without (working) atomics grants no remote atomic rights: a
+ * peer's CAS then fails at the NIC instead of doing the wrong thing. */
 static int qp_to_init(struct smart_tp_domain *d, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
@@ -123,30 +316,33 @@ static int qp_to_init(struct smart_tp_domain *d, struct ibv_qp *qp)
 		.port_num = d->port,
 		.qp_access_flags = IBV_ACCESS_REMOTE_READ |
 				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_ATOMIC,
+				   (d->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0),
 	};
 
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ? SMART_ESYS : 0;
 }
 
-static int rd_atomic(const struct smart_tp_domain *d)
+int smart__verbs_qp_init(struct smart_tp_domain *d, struct ibv_qp *qp)
 {
-	return smart_min(d->dev.max_qp_rd_atom, VERBS_MAX_RD_ATOM);
+	return qp_to_init(d, qp);
 }
 
+/* The read/atomic depths stay even without atomics: RDMA READs use the
+ * same resources (max_rd_atomic counts READs and atomics alike), so a
+ * depth of 0 would stop READs too. */
 static int qp_to_rtr(struct smart_tp_domain *d, struct ibv_qp *qp,
-		     const struct verbs_qp_info *peer)
+		     const struct verbs_qp_info *peer, uint8_t dest_depth)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR,
 		.path_mtu = (enum ibv_mtu)smart_min((int)d->mtu, peer->mtu),
 		.dest_qp_num = peer->qpn,
 		.rq_psn = peer->psn,
-		.max_dest_rd_atomic = (uint8_t)smart_min(rd_atomic(d),
-						d->dev.max_qp_init_rd_atom),
+		.max_dest_rd_atomic = dest_depth,
 		.min_rnr_timer = 12,
-		.ah_attr = { .dlid = peer->lid, .port_num = d->port },
+		.ah_attr = { .dlid = peer->lid, .sl = d->sl,
+			     .port_num = d->port },
 	};
 
 	if (peer->has_gid && d->gid_index >= 0) {
@@ -154,6 +350,7 @@ static int qp_to_rtr(struct smart_tp_domain *d, struct ibv_qp *qp,
 		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
 		a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.grh.traffic_class = d->tclass;
 	}
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -170,10 +367,18 @@ int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
 		.retry_cnt = (uint8_t)d->ib_retry,
 		.rnr_retry = 7,
 		.sq_psn = my_psn,
-		.max_rd_atomic = (uint8_t)rd_atomic(d),
 	};
-	int rc = qp_to_rtr(d, qp, peer);
+	const char *why;
+	uint8_t dest;
+	int rc = smart__verbs_peer_check(d, peer, &why);
 
+	if (rc) {
+		smart__err(d->log, "%s: peer QP 0x%x refused: %s", d->name,
+			   peer->qpn, why);
+		return rc;
+	}
+	smart__verbs_rd_depths(d, peer, &a.max_rd_atomic, &dest);
+	rc = qp_to_rtr(d, qp, peer, dest);
 	if (rc) {
 		smart__err(d->log, "qp 0x%x to RTR: %m", qp->qp_num);
 		return rc;
@@ -187,8 +392,9 @@ int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
 	return 0;
 }
 
-static void local_info(struct smart_tp_domain *d, struct ibv_qp *qp,
-		       uint32_t psn, struct verbs_qp_info *out)
+void smart__verbs_local_info(const struct smart_tp_domain *d,
+			     const struct ibv_qp *qp, uint32_t psn,
+			     struct verbs_qp_info *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->qpn = qp->qp_num;
@@ -198,6 +404,11 @@ static void local_info(struct smart_tp_domain *d, struct ibv_qp *qp,
 	out->has_gid = d->gid_index >= 0;
 	if (out->has_gid)
 		memcpy(out->gid, d->gid.raw, 16);
+	out->link = d->link_eth ? VERBS_LINK_ETH : VERBS_LINK_IB;
+	out->gid_type = (uint8_t)d->gid_type;
+	out->resp_depth = d->resp_depth;
+	out->init_depth = d->init_depth;
+	out->flags = d->atomics ? VERBS_QPF_ATOMICS : 0;
 }
 
 static uint32_t new_psn(const struct ibv_qp *qp)
@@ -210,61 +421,139 @@ static uint32_t new_psn(const struct ibv_qp *qp)
 	return (uint32_t)x & 0xffffff;
 }
 
-/* Give the QP a doorbell of its own: a thread domain in a parent domain
- * (mlx5 maps each thread domain to a dedicated UAR). */
-static struct ibv_pd *own_doorbell_pd(struct smart_tp_qp *q)
+/* Only the send operations we post, so that the provider sizes WQEs for
+ * them (mlx5's legacy ibv_create_qp reserves room for memory-window
+ * binds in every WQE, and gives fewer WQEs than asked for the memory). */
+static uint64_t send_ops(const struct smart_tp_domain *d)
 {
-	struct smart_tp_domain *d = q->d;
-	struct ibv_td_init_attr ta = { 0 };
-	struct ibv_parent_domain_init_attr pa = { 0 };
+	uint64_t ops = IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE;
 
-	q->td = ibv_alloc_td(d->ctx, &ta);
-	if (!q->td)
-		return d->pd;
-	pa.pd = d->pd;
-	pa.td = q->td;
-	q->ppd = ibv_alloc_parent_domain(d->ctx, &pa);
-	if (!q->ppd) {
-		ibv_dealloc_td(q->td);
-		q->td = NULL;
-		return d->pd;
+	if (d->dev.atomic_cap != IBV_ATOMIC_NONE)
+		ops |= IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	return ops;
+}
+
+/* An RC QP of n send WRs on cq (both directions), in pd; ia->cap says
+ * what the device gave.  A provider without send_ops_flags gets the
+ * request without them. */
+static struct ibv_qp *qp_make(struct smart_tp_domain *d, struct ibv_cq *cq,
+			      struct ibv_pd *pd, uint32_t n, void *context,
+			      struct ibv_qp_init_attr_ex *ia)
+{
+	struct ibv_qp *qp;
+
+	*ia = (struct ibv_qp_init_attr_ex){
+		.qp_context = context,
+		.send_cq = cq, .recv_cq = cq,
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
+		.cap = { .max_send_wr = n, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = d->max_inline },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = send_ops(d),
+	};
+	qp = ibv_create_qp_ex(d->ctx, ia);
+	if (!qp && (errno == EOPNOTSUPP || errno == EINVAL)) {
+		ia->comp_mask = IBV_QP_INIT_ATTR_PD;
+		ia->cap.max_send_wr = n;
+		qp = ibv_create_qp_ex(d->ctx, ia);
 	}
-	return q->ppd;
+	return qp;
+}
+
+/* The largest send queue a QP really gets: max_qp_wr is what the device
+ * says, not always what ibv_create_qp accepts (mlx5 counts WQE basic
+ * blocks: ~6553 where max_qp_wr says 32768).  Found by creating throwaway
+ * QPs, at most ~17 of them, once per domain. */
+/* 1 when a QP of n send WRs can be created. */
+static int qp_fits(struct smart_tp_domain *d, struct ibv_cq *cq, uint32_t n)
+{
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_qp *qp = qp_make(d, cq, d->pd, n, NULL, &ia);
+
+	if (qp)
+		ibv_destroy_qp(qp);
+	return qp != NULL;
+}
+
+uint32_t smart__verbs_probe_max_wr(struct smart_tp_domain *d)
+{
+	struct ibv_cq *cq = ibv_create_cq(d->ctx, 1, NULL, NULL, 0);
+	/* a QP must also fit a CQ, which holds every WR it can flush */
+	uint32_t top = (uint32_t)smart_min(smart_min(d->dev.max_qp_wr,
+						     d->dev.max_cqe),
+					   VERBS_MAX_SEND_WR);
+	uint32_t lo = 0, hi = top, mid;
+
+	if (!cq)
+		return 0;
+	if (qp_fits(d, cq, top))	/* the usual case: one try */
+		lo = top;
+	else
+		hi = top - 1;
+	while (lo < hi) {	/* the largest that fits, in [lo, hi] */
+		mid = lo + (hi - lo + 1) / 2;
+		if (qp_fits(d, cq, mid))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	ibv_destroy_cq(cq);
+	if (lo < top)
+		smart__warn(d->log, "%s: a QP takes at most %u send WRs "
+			    "(max_qp_wr says %d)", d->name, lo,
+			    d->dev.max_qp_wr);
+	else if (lo < (uint32_t)d->dev.max_qp_wr)
+		smart__info(d->log, "%s: send queues of up to %u WRs (max_cqe "
+			    "%d, max_qp_wr %d)", d->name, lo, d->dev.max_cqe,
+			    d->dev.max_qp_wr);
+	return lo;
 }
 
 static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 {
 	struct smart_tp_domain *d = q->d;
-	struct ibv_qp_init_attr ia = {
-		.send_cq = q->cq->cq, .recv_cq = q->cq->cq,
-		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
-		.cap = { .max_send_wr = n, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1,
-			 .max_inline_data = d->max_inline },
-	};
-	struct ibv_pd *pd = (q->flags & SMART_TP_OWN_DOORBELL) ?
-			    own_doorbell_pd(q) : d->pd;
+	struct ibv_qp_init_attr_ex ia;
+	struct ibv_pd *pd = (q->flags & SMART_TP_OWN_DOORBELL) && q->cq->ppd ?
+			    q->cq->ppd : d->pd;
+	int rc;
 
-	q->qp = ibv_create_qp(pd, &ia);
+	q->qp = qp_make(d, q->cq->cq, pd, n, q, &ia);
 	if (!q->qp) {
-		smart__err(d->log, "ibv_create_qp(%u WRs): %m", n);
+		smart__err(d->log, "ibv_create_qp_ex(%u WRs): %m", n);
 		return SMART_ENOMEM;
 	}
+	/* held to what the device gave (it may give more than asked), and
+	 * to what a 16-bit ring slot can name */
+	q->room = smart_min(ia.cap.max_send_wr, VERBS_MAX_SEND_WR);
 	/* the domain's caps are the limit WRs are held to, whatever more
 	 * this QP happened to get */
 	q->max_inline = smart_min(ia.cap.max_inline_data, d->max_inline);
 	q->psn = new_psn(q->qp);
-	return qp_to_init(d, q->qp);
+	rc = cq_commit(q->cq, q->room);
+	if (rc) {
+		ibv_destroy_qp(q->qp);
+		q->qp = NULL;
+		return rc;
+	}
+	rc = qp_to_init(d, q->qp);
+	if (rc) {
+		ibv_destroy_qp(q->qp);
+		q->qp = NULL;
+		cq_uncommit(q->cq, q->room);
+	}
+	return rc;
 }
 
 static void qp_free(struct smart_tp_qp *q)
 {
-	if (q->qp)
+	if (q->qp) {
 		ibv_destroy_qp(q->qp);
-	if (q->ppd)
-		ibv_dealloc_pd(q->ppd);
-	if (q->td)
-		ibv_dealloc_td(q->td);
+		cq_uncommit(q->cq, q->room);
+	}
 	free(q->ring);
 	free(q);
 }
@@ -278,26 +567,28 @@ int smart__verbs_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	int rc;
 
 	if (!cq || !attr || !attr->max_send_wr ||
-	    attr->max_send_wr > VERBS_MAX_SEND_WR ||
-	    attr->max_send_wr > (uint32_t)d->dev.max_qp_wr)
+	    attr->max_send_wr > d->max_send_wr)
 		return SMART_EINVAL;
-	n = (uint32_t)smart_roundup_pow2(attr->max_send_wr);
+	if (atomic_load(&cq->dead))
+		return SMART_ECONN;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return SMART_ENOMEM;
 	q->d = d;
 	q->cq = cq;
 	q->flags = attr->flags;
-	q->mask = n - 1;
 	smart_spin_init(&q->lock);
-	q->ring = calloc(n, sizeof(*q->ring));
-	rc = q->ring ? qp_alloc(q, attr->max_send_wr) : SMART_ENOMEM;
+	rc = qp_alloc(q, attr->max_send_wr);
+	if (!rc) {
+		n = (uint32_t)smart_roundup_pow2(q->room);
+		q->mask = n - 1;
+		q->ring = calloc(n, sizeof(*q->ring));
+		rc = q->ring ? 0 : SMART_ENOMEM;
+	}
 	if (rc) {
 		qp_free(q);
 		return rc;
 	}
-	/* the NIC may round up; never count on more than was asked for */
-	q->mask = n - 1;
 	*out = q;
 	return 0;
 }
@@ -306,22 +597,45 @@ int smart__verbs_qp_blob(struct smart_tp_qp *qp, void *blob, size_t *len)
 {
 	struct verbs_qp_info me;
 
-	if (*len < 36)
+	if (*len < VERBS_QP_BLOB_LEN)
 		return SMART_EINVAL;
-	local_info(qp->d, qp->qp, qp->psn, &me);
+	smart__verbs_local_info(qp->d, qp->qp, qp->psn, &me);
 	*len = smart__verbs_info_pack(&me, blob);
 	return 0;
+}
+
+/* The peer's blob, or SMART_EPROTO said in the log (a peer of another
+ * release, or not a peer at all). */
+static int peer_unpack(struct smart_tp_domain *d, const void *blob,
+		       size_t len, struct verbs_qp_info *out)
+{
+	const char *why = NULL;
+	int rc = smart__verbs_info_unpack(blob, len, out, &why);
+
+	if (rc)
+		smart__err(d->log, "%s: the peer's QP data is refused: %s",
+			   d->name, why ? why : smart_strerror(rc));
+	return rc;
 }
 
 int smart__verbs_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 			    const void *peer_blob, size_t len)
 {
+	struct smart_tp_domain *d = qp->d;
 	struct verbs_qp_info peer;
-	int rc = smart__verbs_info_unpack(peer_blob, len, &peer);
+	int rc = peer_unpack(d, peer_blob, len, &peer);
 
 	if (rc || !r)
 		return rc ? rc : SMART_EINVAL;
-	return smart__verbs_qp_rts(qp->d, qp->qp, qp->psn, &peer);
+	rc = smart__verbs_qp_rts(d, qp->qp, qp->psn, &peer);
+	/* The blade's device grants no atomics: its NIC will fail our CAS
+	 * and FAA (remote access error).  Said once per domain. */
+	if (!rc && d->atomics && !(peer.flags & VERBS_QPF_ATOMICS) &&
+	    !atomic_exchange(&d->peer_atomics_said, 1))
+		smart__warn(d->log, "%s: a blade's device takes no atomics "
+			    "(none, or its byte-order self-test failed): CAS "
+			    "and FAA to it will fail", d->name);
+	return rc;
 }
 
 void smart__verbs_qp_destroy(struct smart_tp_qp *qp)
@@ -362,9 +676,15 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	if (w->opcode < SMART_TP_READ || w->opcode > SMART_TP_FAA)
 		return SMART_EINVAL;
 	/* Refuse a malformed atomic before anything is posted: providers
-	 * reject it inside ibv_post_send, after the WRs before it went out. */
-	if (w->opcode >= SMART_TP_CAS && (w->len != 8 || (w->remote & 7)))
-		return SMART_EINVAL;
+	 * reject it inside ibv_post_send, after the WRs before it went out.
+	 * Likewise an atomic where the domain has none (caps.atomics): the
+	 * QP has no rights for it, or the device gets its bytes wrong. */
+	if (w->opcode >= SMART_TP_CAS) {
+		if (smart_unlikely(!q->d->atomics))
+			return SMART_ENOTSUP;
+		if (w->len != 8 || (w->remote & 7))
+			return SMART_EINVAL;
+	}
 	memset(iw, 0, sizeof(*iw));
 	sg->addr = (uint64_t)(uintptr_t)w->local;
 	sg->length = w->len;
@@ -404,7 +724,11 @@ static int post_locked(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
 	struct ibv_send_wr *bad = NULL;
 	int i, rc;
 
-	if (q->tail - head + (uint32_t)n > q->mask + 1)
+	/* a failed CQ delivers nothing: what went out now would never end */
+	if (smart_unlikely(atomic_load_explicit(&q->cq->dead,
+						memory_order_relaxed)))
+		return SMART_EQP;
+	if (q->tail - head + (uint32_t)n > q->room)
 		return SMART_EAGAIN;
 	for (i = 0; i < n; i++) {
 		rc = build_wr(q, i, &wrs[i], q->tail + (uint32_t)i);
@@ -454,11 +778,19 @@ int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 	};
 	struct verbs_qp_info peer, me;
 	struct smart_tp_responder *r;
+	const char *why;
 	uint32_t psn;
-	int rc = smart__verbs_info_unpack(client_blob, client_len, &peer);
+	int rc = peer_unpack(d, client_blob, client_len, &peer);
 
-	if (rc || *blob_len < 36)
+	if (rc || *blob_len < VERBS_QP_BLOB_LEN)
 		return rc ? rc : SMART_EINVAL;
+	/* refused before any QP is made for it */
+	rc = smart__verbs_peer_check(d, &peer, &why);
+	if (rc) {
+		smart__err(d->log, "%s: client QP 0x%x refused: %s", d->name,
+			   peer.qpn, why);
+		return rc;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return SMART_ENOMEM;
@@ -472,7 +804,7 @@ int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 		smart__verbs_responder_destroy(r);
 		return rc;
 	}
-	local_info(d, r->qp, psn, &me);
+	smart__verbs_local_info(d, r->qp, psn, &me);
 	*blob_len = smart__verbs_info_pack(&me, blob_out);
 	*out = r;
 	(void)region;

@@ -1,7 +1,8 @@
 /*
  * Conformance cases on single operations: the ops table and fresh objects,
- * READ/WRITE at boundary sizes and offsets, CAS/FAA round trips, selective
- * signalling, and poll() handing out completions in small batches.
+ * READ/WRITE at boundary sizes and offsets, CAS/FAA round trips, the byte
+ * order of atomics, selective signalling, and poll() handing out
+ * completions in small batches.
  *
  * Invariants: each case opens and closes its own fixture; data is seeded
  * (case_seed), so a failure replays.
@@ -184,6 +185,100 @@ void case_atomic_basic(const struct smart_conf_env *env)
 	offs[3] = f.t.rlen - 8;		/* the last word of the region */
 	for (i = 0; i < 4; i++)
 		atomic_one(&f, &c, &rng, offs[i]);
+	conn_close(&c);
+	fx_close(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Case: atomics_byte_order — old values and memory in host order      */
+
+/* Words whose bytes all differ, so that a byte-swapped value is never the
+ * right one; the FAA addends carry across a byte boundary, which a swapped
+ * add would carry the other way. */
+#define BO_PATTERN UINT64_C(0x0102030405060708)
+#define BO_ADD	   UINT64_C(0x00000000000000f9)
+#define BO_SWAP	   UINT64_C(0x1112131415161718)
+#define BO_OTHER   UINT64_C(0x2122232425262728)
+#define BO_HIGH	   UINT64_C(0xf0e0d0c0b0a09080)
+#define BO_ADD2	   UINT64_C(0x0000000000000180)
+
+static void check_word(uint64_t got, uint64_t want, const char *what)
+{
+	CHECK_MSG(got == want, "%s: 0x%016" PRIx64 ", want 0x%016" PRIx64 "%s",
+		  what, got, want, got == __builtin_bswap64(want) ?
+		  " (byte-swapped)" : "");
+}
+
+/* A transport without atomics (caps.atomics 0) must refuse CAS and FAA at
+ * post, with nothing posted, and still serve READs on the same QP. */
+static void atomics_refused(struct fx *f, struct conn *c, size_t off)
+{
+	uint64_t *loc = (uint64_t *)f->laddr;
+	struct smart_tp_wr w = wr_atomic(&f->t, SMART_TP_FAA, 1, off, loc, 1,
+					 0, CONF_SIG);
+
+	CHECK_EQ(f->ops->post(c->qp, &w, 1), SMART_ENOTSUP);
+	w.opcode = SMART_TP_CAS;
+	CHECK_EQ(f->ops->post(c->qp, &w, 1), SMART_ENOTSUP);
+	expect_quiet(f->ops, c->cq);
+	CHECK_EQ(f->ops->qp_in_error(c->qp), 0);
+	rword_set(f, off, BO_PATTERN);
+	run1(c, wr_make(&f->t, SMART_TP_READ, 2, off, loc, 8, 0));
+	check_word(loc[0], BO_PATTERN, "READ beside refused atomics");
+	printf("   no atomics on this domain: CAS/FAA refused with "
+	       "SMART_ENOTSUP, READ served\n");
+}
+
+void case_atomics_byte_order(const struct smart_conf_env *env)
+{
+	const size_t off = 4096 + 64;
+	struct smart_tp_caps caps;
+	uint64_t *loc;
+	struct fx f;
+	struct conn c;
+
+	fx_open(&f, env);
+	conn_open(&f, NULL, 16, 8, 0, &c);
+	loc = (uint64_t *)f.laddr;
+	memset(&caps, 0, sizeof(caps));
+	f.ops->query_caps(f.idom, &caps);
+	if (!caps.atomics) {
+		atomics_refused(&f, &c, off);
+		conn_close(&c);
+		fx_close(&f);
+		return;
+	}
+	memset(loc, 0, 64);
+	rword_set(&f, off, BO_PATTERN);
+	/* FAA: the old value as the host reads it, the sum in host order */
+	run1(&c, wr_atomic(&f.t, SMART_TP_FAA, 1, off, &loc[0], BO_ADD, 0, 0));
+	check_word(loc[0], BO_PATTERN, "FAA's old value");
+	check_word(rword(&f, off), BO_PATTERN + BO_ADD, "the word after FAA");
+	/* CAS whose compare matches in host order only: it swaps */
+	run1(&c, wr_atomic(&f.t, SMART_TP_CAS, 2, off, &loc[1],
+			   BO_PATTERN + BO_ADD, BO_SWAP, 0));
+	check_word(loc[1], BO_PATTERN + BO_ADD, "CAS's old value");
+	check_word(rword(&f, off), BO_SWAP, "the word after a matching CAS");
+	/* CAS whose compare matches byte-swapped only: it must not swap */
+	run1(&c, wr_atomic(&f.t, SMART_TP_CAS, 3, off, &loc[2],
+			   __builtin_bswap64(BO_SWAP), BO_OTHER, 0));
+	check_word(loc[2], BO_SWAP, "a failed CAS's old value");
+	check_word(rword(&f, off), BO_SWAP, "the word after a failed CAS");
+	/* high bits set (no sign trouble), and a carry through two bytes */
+	run1(&c, wr_atomic(&f.t, SMART_TP_CAS, 4, off, &loc[3], BO_SWAP,
+			   BO_HIGH, 0));
+	check_word(loc[3], BO_SWAP, "CAS's old value");
+	run1(&c, wr_atomic(&f.t, SMART_TP_FAA, 5, off, &loc[4], BO_ADD2, 0, 0));
+	check_word(loc[4], BO_HIGH, "FAA's old value (high bits)");
+	check_word(rword(&f, off), BO_HIGH + BO_ADD2, "the word after FAA");
+	/* the bytes as laid out in memory, not only the value */
+	{
+		uint64_t want = BO_HIGH + BO_ADD2;
+
+		CHECK_MEM_EQ(f.raddr + off, &want, 8, "the word's bytes");
+		want = BO_HIGH;
+		CHECK_MEM_EQ(&loc[4], &want, 8, "the old value's bytes");
+	}
 	conn_close(&c);
 	fx_close(&f);
 }

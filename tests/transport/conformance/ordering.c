@@ -153,8 +153,12 @@ void case_order_long(const struct smart_conf_env *env)
 	while (s.done < rounds)
 		long_reap(&s, 1);
 	expect_quiet(f.ops, c.cq);
+	/* rule 3: a READ may run again after later WRs of its QP (its
+	 * response was lost), so it may show a later round's WRITE, never
+	 * an earlier one; atomics run once */
 	for (r = 0; r < rounds; r++) {
-		CHECK_U64_EQ(s.rd[r], r);
+		CHECK_GE(s.rd[r], (uint64_t)r);
+		CHECK_LT(s.rd[r], (uint64_t)rounds);
 		CHECK_U64_EQ(s.fo[r], r);
 	}
 	CHECK_U64_EQ(rword(&f, 512), rounds - 1);

@@ -34,6 +34,7 @@ static const struct conf_case conf_cases[] = {
 	{ "objects", case_objects, 0 },
 	{ "rw_sizes", case_rw_sizes, 0 },
 	{ "atomic_basic", case_atomic_basic, 0 },
+	{ "atomics_byte_order", case_atomics_byte_order, 0 },
 	{ "signal_selective", case_signal_selective, 0 },
 	{ "order_chain", case_order_chain, 0 },
 	{ "order_long", case_order_long, 0 },

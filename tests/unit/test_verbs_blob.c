@@ -1,0 +1,300 @@
+/*
+ * Unit tests of the verbs transport's connection blobs, no device needed:
+ * the QP blob (version 3) round trip, its wire layout (LID in network
+ * byte order), the refusal of every malformed field (truncated, wrong
+ * magic or version, bad link layer, GID type that does not fit, huge
+ * depths, unknown flags), the peer check (link layer, RoCE version) and
+ * the read/atomic depth negotiation; the region blob's refusals.
+ *
+ * Built only with the verbs transport (CMake skips tests named *verbs*
+ * without libibverbs).  Deterministic: the mutation sweep walks every
+ * byte with fixed values.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/test.h"
+#include "transport/verbs/verbs.h"
+
+static struct verbs_qp_info eth_info(void)
+{
+	struct verbs_qp_info in;
+	int i;
+
+	memset(&in, 0, sizeof(in));
+	in.qpn = 0xabcdef;
+	in.psn = 0x123456;
+	in.lid = 0;
+	in.mtu = IBV_MTU_1024;
+	in.has_gid = 1;
+	for (i = 0; i < 16; i++)
+		in.gid[i] = (uint8_t)(0xa0 + i);
+	in.link = VERBS_LINK_ETH;
+	in.gid_type = VERBS_GID_ROCE_V2;
+	in.resp_depth = 16;
+	in.init_depth = 8;
+	in.flags = VERBS_QPF_ATOMICS;
+	return in;
+}
+
+static struct verbs_qp_info ib_info(void)
+{
+	struct verbs_qp_info in;
+
+	memset(&in, 0, sizeof(in));
+	in.qpn = 0x17;
+	in.psn = 0xffffff;
+	in.lid = 0x1234;
+	in.mtu = IBV_MTU_4096;
+	in.link = VERBS_LINK_IB;
+	in.gid_type = VERBS_GID_NONE;
+	in.resp_depth = 4;
+	in.init_depth = 16;
+	return in;
+}
+
+static void check_same(const struct verbs_qp_info *a,
+		       const struct verbs_qp_info *b)
+{
+	CHECK_EQ(a->qpn, b->qpn);
+	CHECK_EQ(a->psn, b->psn);
+	CHECK_EQ(a->lid, b->lid);
+	CHECK_EQ(a->mtu, b->mtu);
+	CHECK_EQ(a->has_gid, b->has_gid);
+	CHECK(!memcmp(a->gid, b->gid, 16));
+	CHECK_EQ(a->link, b->link);
+	CHECK_EQ(a->gid_type, b->gid_type);
+	CHECK_EQ(a->resp_depth, b->resp_depth);
+	CHECK_EQ(a->init_depth, b->init_depth);
+	CHECK_EQ(a->flags, b->flags);
+}
+
+static void refused(const uint8_t *b, size_t len, const char *what)
+{
+	struct verbs_qp_info out;
+	const char *why = NULL;
+
+	CHECK_MSG(smart__verbs_info_unpack(b, len, &out, &why) == SMART_EPROTO,
+		  "%s: accepted", what);
+	CHECK_MSG(why && why[0], "%s: refused without a reason", what);
+}
+
+/* A valid Ethernet blob with byte i set to v. */
+static void refused_with(size_t i, uint8_t v, const char *what)
+{
+	struct verbs_qp_info in = eth_info();
+	uint8_t b[VERBS_QP_BLOB_LEN];
+
+	smart__verbs_info_pack(&in, b);
+	b[i] = v;
+	refused(b, sizeof(b), what);
+}
+
+static void test_round_trip(void)
+{
+	struct verbs_qp_info in, out;
+	uint8_t b[SMART_TP_BLOB_MAX];
+	const char *why = NULL;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		in = k ? ib_info() : eth_info();
+		memset(b, 0xee, sizeof(b));
+		CHECK_EQ(smart__verbs_info_pack(&in, b), VERBS_QP_BLOB_LEN);
+		CHECK_EQ(b[VERBS_QP_BLOB_LEN], 0xee);	/* nothing beyond */
+		memset(&out, 0x55, sizeof(out));
+		CHECK_OK(smart__verbs_info_unpack(b, VERBS_QP_BLOB_LEN, &out,
+						  &why));
+		check_same(&in, &out);
+	}
+	/* the IB LID goes in network byte order, at 16 */
+	CHECK_EQ(b[16], 0x12);
+	CHECK_EQ(b[17], 0x34);
+	CHECK_EQ(b[4], VERBS_QP_BLOB_VERSION);
+	CHECK_EQ(VERBS_QP_BLOB_VERSION, 3);
+	CHECK(VERBS_QP_BLOB_LEN <= SMART_TP_BLOB_MAX);
+}
+
+static void test_refusals(void)
+{
+	struct verbs_qp_info in = eth_info(), out;
+	uint8_t b[VERBS_QP_BLOB_LEN + 8];
+	size_t len;
+
+	smart__verbs_info_pack(&in, b);
+	for (len = 0; len < VERBS_QP_BLOB_LEN; len++)
+		refused(b, len, "truncated");
+	refused(b, VERBS_QP_BLOB_LEN + 1, "too long");
+	refused(NULL, VERBS_QP_BLOB_LEN, "NULL");
+	CHECK_EQ(smart__verbs_info_unpack(b, 3, &out, NULL), SMART_EPROTO);
+
+	refused_with(0, 0, "bad magic");
+	refused_with(4, 2, "version 2 (the QP blob before this one)");
+	refused_with(4, 4, "version 4");
+	refused_with(11, 1, "QP number beyond 24 bits");
+	refused_with(15, 1, "PSN beyond 24 bits");
+	refused_with(18, 0, "MTU 0");
+	refused_with(18, IBV_MTU_4096 + 1, "MTU beyond 4096");
+	refused_with(19, 2, "has_gid 2");
+	refused_with(19, 0, "Ethernet without a GID");
+	refused_with(36, 0, "link layer 0");
+	refused_with(36, 3, "link layer 3");
+	refused_with(36, 0xff, "link layer 255");
+	refused_with(37, VERBS_GID_NONE, "RoCE without a GID type");
+	refused_with(37, VERBS_GID_IB, "RoCE with an IB GID");
+	refused_with(37, 4, "GID type 4");
+	refused_with(38, VERBS_MAX_RD_ATOM + 1, "responder depth 17");
+	refused_with(38, 0xff, "responder depth 255");
+	refused_with(39, VERBS_MAX_RD_ATOM + 1, "initiator depth 17");
+	refused_with(39, 0xff, "initiator depth 255");
+	refused_with(40, 2, "unknown flag");
+	refused_with(40, 0x80, "unknown flag");
+	refused_with(41, 1, "reserved byte");
+	refused_with(43, 1, "reserved byte");
+	refused_with(17, 1, "a LID on Ethernet");
+}
+
+static void test_refusals_ib(void)
+{
+	struct verbs_qp_info in = ib_info();
+	uint8_t b[VERBS_QP_BLOB_LEN];
+
+	smart__verbs_info_pack(&in, b);
+	b[16] = b[17] = 0;
+	refused(b, sizeof(b), "IB without a LID");
+	smart__verbs_info_pack(&in, b);
+	b[16] = 0xc0;
+	refused(b, sizeof(b), "IB with a multicast LID");
+	smart__verbs_info_pack(&in, b);
+	b[37] = VERBS_GID_ROCE_V2;
+	refused(b, sizeof(b), "IB with a RoCE GID type");
+	smart__verbs_info_pack(&in, b);
+	b[37] = VERBS_GID_IB;
+	refused(b, sizeof(b), "IB GID type without a GID");
+	smart__verbs_info_pack(&in, b);
+	b[25] = 1;
+	refused(b, sizeof(b), "GID bytes without has_gid");
+	/* with a GRH it is fine */
+	in.has_gid = 1;
+	in.gid[0] = 0xfe;
+	in.gid_type = VERBS_GID_IB;
+	smart__verbs_info_pack(&in, b);
+	CHECK_OK(smart__verbs_info_unpack(b, sizeof(b), &in, NULL));
+}
+
+/* Every byte set to every value: unpack never crashes, and what it takes
+ * packs back to the very same bytes (one encoding per meaning). */
+static void test_mutations(void)
+{
+	struct verbs_qp_info in, out;
+	uint8_t b[VERBS_QP_BLOB_LEN], again[VERBS_QP_BLOB_LEN];
+	unsigned taken = 0;
+	size_t i;
+	int v, k;
+
+	for (k = 0; k < 2; k++) {
+		in = k ? ib_info() : eth_info();
+		for (i = 0; i < VERBS_QP_BLOB_LEN; i++)
+			for (v = 0; v < 256; v++) {
+				smart__verbs_info_pack(&in, b);
+				b[i] = (uint8_t)v;
+				if (smart__verbs_info_unpack(b, sizeof(b), &out,
+							     NULL))
+					continue;
+				taken++;
+				smart__verbs_info_pack(&out, again);
+				CHECK_MSG(!memcmp(b, again, sizeof(b)),
+					  "byte %zu = %d: repacked differently",
+					  i, v);
+			}
+	}
+	CHECK_GT(taken, 0);
+}
+
+static void test_peer_check(void)
+{
+	struct smart_tp_domain *d = calloc(1, sizeof(*d));
+	struct verbs_qp_info peer = eth_info();
+	const char *why = NULL;
+
+	CHECK(d);
+	d->link_eth = 1;
+	d->gid_type = VERBS_GID_ROCE_V2;
+	CHECK_OK(smart__verbs_peer_check(d, &peer, &why));
+	peer.gid_type = VERBS_GID_ROCE_V1;
+	CHECK_EQ(smart__verbs_peer_check(d, &peer, &why), SMART_EPROTO);
+	CHECK(why && strstr(why, "RoCE v1"));
+	peer = ib_info();
+	why = NULL;
+	CHECK_EQ(smart__verbs_peer_check(d, &peer, &why), SMART_EPROTO);
+	CHECK(why && strstr(why, "InfiniBand"));
+	/* an IB end: LID routed or with a GRH, both fine; RoCE is not */
+	d->link_eth = 0;
+	d->gid_type = VERBS_GID_NONE;
+	CHECK_OK(smart__verbs_peer_check(d, &peer, &why));
+	peer.has_gid = 1;
+	peer.gid_type = VERBS_GID_IB;
+	CHECK_OK(smart__verbs_peer_check(d, &peer, &why));
+	peer = eth_info();
+	CHECK_EQ(smart__verbs_peer_check(d, &peer, &why), SMART_EPROTO);
+	free(d);
+}
+
+static void test_depths(void)
+{
+	struct smart_tp_domain *d = calloc(1, sizeof(*d));
+	struct verbs_qp_info peer = eth_info();
+	uint8_t init = 99, dest = 99;
+
+	CHECK(d);
+	d->resp_depth = 16;
+	d->init_depth = 16;
+	peer.resp_depth = 4;	/* the peer takes 4 at once */
+	peer.init_depth = 8;	/* and sends at most 8 */
+	smart__verbs_rd_depths(d, &peer, &init, &dest);
+	CHECK_EQ(init, 4);
+	CHECK_EQ(dest, 8);
+	d->resp_depth = 2;
+	d->init_depth = 1;
+	smart__verbs_rd_depths(d, &peer, &init, &dest);
+	CHECK_EQ(init, 1);
+	CHECK_EQ(dest, 2);
+	free(d);
+}
+
+static void test_region_blob(void)
+{
+	static uint8_t mem[4096];
+	struct smart_tp_mr mr = { .addr = mem, .len = sizeof(mem),
+				  .rkey = 0x42, .fd = -1 };
+	struct smart_tp_remote *r = NULL;
+	uint8_t b[SMART_TP_BLOB_MAX];
+	size_t len = sizeof(b);
+
+	CHECK_OK(smart__verbs_region_blob(NULL, &mr, b, &len));
+	CHECK_EQ(len, VERBS_REGION_BLOB_LEN);
+	CHECK_EQ(b[4], VERBS_REGION_BLOB_VERSION);
+	CHECK_EQ(smart__verbs_remote_attach(NULL, b, len - 1, -1, &r),
+		 SMART_EPROTO);
+	b[4] = VERBS_QP_BLOB_VERSION;
+	CHECK_EQ(smart__verbs_remote_attach(NULL, b, len, -1, &r),
+		 SMART_EPROTO);
+	b[4] = VERBS_REGION_BLOB_VERSION;
+	CHECK_OK(smart__verbs_remote_attach(NULL, b, len, -1, &r));
+	CHECK_U64_EQ(smart__verbs_remote_base(r), (uint64_t)(uintptr_t)mem);
+	CHECK_EQ(smart__verbs_remote_rkey(r), 0x42);
+	smart__verbs_remote_detach(r);
+}
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, (struct test_case[]){
+		{ "round_trip", test_round_trip },
+		{ "refusals", test_refusals },
+		{ "refusals_ib", test_refusals_ib },
+		{ "mutations", test_mutations },
+		{ "peer_check", test_peer_check },
+		{ "depths", test_depths },
+		{ "region_blob", test_region_blob },
+		{ 0 } });
+}
