@@ -38,6 +38,17 @@ static inline void cnt_add(_Atomic int *c, int v, int shared)
 				      memory_order_relaxed);
 }
 
+/* The same for a QP's count of WRs posted and not completed. */
+static inline void cnt_add64(_Atomic int64_t *c, int64_t v, int shared)
+{
+	if (shared)
+		atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+	else
+		atomic_store_explicit(c, atomic_load_explicit(c,
+				      memory_order_relaxed) + v,
+				      memory_order_relaxed);
+}
+
 static inline void set_error(struct smart__task *t, int err)
 {
 	int zero = 0;
@@ -57,14 +68,7 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 						   2, 0, __ATOMIC_ACQ_REL,
 						   __ATOMIC_RELAXED))
 		return;
-	if (shared)
-		atomic_fetch_sub_explicit(&b->qp->outstanding, b->n,
-					  memory_order_relaxed);
-	else
-		atomic_store_explicit(&b->qp->outstanding,
-				      atomic_load_explicit(&b->qp->outstanding,
-				      memory_order_relaxed) - b->n,
-				      memory_order_relaxed);
+	cnt_add64(&b->qp->outstanding, -(int64_t)b->n, shared);
 	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
 	if (smart_unlikely(t->w->throttle))
 		smart__credit_add(t->w, (int)b->n);
@@ -95,16 +99,6 @@ static struct smart__batch *batch_alloc(struct smart_worker *w,
 }
 
 /* Make progress while a send queue is full. */
-static void qp_outstanding_add(struct smart__qp *qp, int n, int shared)
-{
-	if (shared)
-		atomic_fetch_add(&qp->outstanding, n);
-	else
-		atomic_store_explicit(&qp->outstanding, atomic_load_explicit(
-				      &qp->outstanding, memory_order_relaxed) + n,
-				      memory_order_relaxed);
-}
-
 static void wait_room(struct smart_worker *w, struct smart__task *t)
 {
 	SMART_STAT_INC(w, SMART_STAT_QP_FULL);
@@ -151,13 +145,13 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	b->n = (uint32_t)n;
 	/* counted before the post: a QP retired while this task waits for
 	 * room is not freed under it (worker.c reaps at zero) */
-	qp_outstanding_add(qp, n, w->group->shared);
+	cnt_add64(&qp->outstanding, n, w->group->shared);
 	t->posting = b;		/* not in flight yet: no poll may fail it */
 	while ((rc = w->tp->post(qp->tqp, c->wr, n)) == SMART_EAGAIN)
 		wait_room(w, t);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
-		qp_outstanding_add(qp, -n, w->group->shared);
+		cnt_add64(&qp->outstanding, -n, w->group->shared);
 		set_error(t, rc);
 		/* an announcement prepended to these WRs did not go out */
 		smart__ebr_qp_new(w, c->blade);

@@ -147,6 +147,8 @@ static void test_refusals(void)
 	refused_with(38, 0xff, "responder depth 255");
 	refused_with(39, VERBS_MAX_RD_ATOM + 1, "initiator depth 17");
 	refused_with(39, 0xff, "initiator depth 255");
+	refused_with(38, 0, "responder depth 0");
+	refused_with(39, 0, "initiator depth 0");
 	refused_with(40, 2, "unknown flag");
 	refused_with(40, 0x80, "unknown flag");
 	refused_with(41, 1, "reserved byte");

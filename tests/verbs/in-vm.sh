@@ -11,22 +11,10 @@ set -u
 build=${1:?usage: in-vm.sh BUILD_DIR}
 bin=$build/bin
 dev=${SMART_DEVICE:-rxe0}
-pass=0
-fail=0
 export SMART_TRANSPORT=verbs SMART_TEST_TRANSPORT=verbs
 
-only=${2:-}
-step() {
-	local name=$1; shift
-	case $name in *"$only"*) ;; *) return 0 ;; esac
-	local t0=$(date +%s)
-	echo "=== $name: $*"
-	if "$@"; then
-		echo "PASS $name ($(( $(date +%s) - t0 )) s)"; pass=$((pass + 1))
-	else
-		echo "FAIL $name (status $?, $(( $(date +%s) - t0 )) s)"; fail=$((fail + 1))
-	fi
-}
+STEP_ONLY=${2:-}
+. "$(dirname "$0")/steps.sh"
 
 step devinfo ibv_devinfo -d "$dev"
 step conformance env SMART_CONF_SCALE=${SMART_CONF_SCALE:-10} "$bin/test_transport_verbs"
@@ -77,5 +65,4 @@ compare() {
 }
 step perftest-compare compare
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+steps_end

@@ -59,11 +59,10 @@ case ${1:-} in --help|-h) usage 0 ;; "") usage 2 >&2 ;; esac
 
 build=$(cd "$1" && pwd) || exit 2
 bin=$build/bin
-only=${2:-}
+STEP_ONLY=${2:-}
 netem=${SMART_VM_NETEM:-loss 1% delay 10ms 5ms}
 pings=${SMART_LOSSY_PINGS:-100}
-pass=0
-fail=0
+. "$(dirname "$0")/steps.sh"
 
 [ -n "${SMART_VM_DEV_A:-}" ] && [ -n "${SMART_VM_DEV_B:-}" ] || {
 	echo "lossy.sh: needs the VM's wire (tests/vm/vm-run.sh --link): no SMART_VM_DEV_A/B" >&2
@@ -169,29 +168,19 @@ trap '[ -n "$sd" ] && kill -9 $sd 2>/dev/null; rm -rf "$tmp"' EXIT
 
 # --- steps ------------------------------------------------------------------
 
-step()
+# around every step (tests/verbs/steps.sh): the counters' deltas, which
+# must show the traffic crossed the wire; on the clean link, no loss
+step_before()
 {
-	local name=$1 t0=$EPOCHREALTIME rc secs
-	shift
-	case $name in *"$only"*) ;; *) return 0 ;; esac
-	echo "=== $name: $*"
 	snapshot "$tmp/before"
-	"$@"
-	rc=$?
+}
+
+step_after()
+{
 	snapshot "$tmp/after"
 	delta "$tmp/before" "$tmp/after" >"$tmp/delta"
-	report "$tmp/delta" || { [ $rc = 0 ] && rc=1; }
-	if [ $rc = 0 ] && [ "$name" = clean-link ]; then
-		clean_link "$tmp/delta" || rc=1
-	fi
-	secs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-	if [ $rc = 0 ]; then
-		echo "PASS $name ($secs s)"
-		pass=$((pass + 1))
-	else
-		echo "FAIL $name (status $rc, $secs s)"
-		fail=$((fail + 1))
-	fi
+	report "$tmp/delta" || return 1
+	[ "$2" != 0 ] || [ "$1" != clean-link ] || clean_link "$tmp/delta"
 }
 
 # smartd on the blade device; sets sd and addr
@@ -270,5 +259,4 @@ echo "lossy summary: netem '$netem': retransmission sequences $(tot completer_re
 	"retries exhausted $(tot retry_exceeded_err), send errors $(tot send_err)," \
 	"qdisc drops $(( $(val "$tmp/total" "$cnic.drop") + $(val "$tmp/total" "$bnic.drop") ))," \
 	"wire packets $(( $(val "$tmp/total" "$cnic.tx") + $(val "$tmp/total" "$bnic.tx") ))"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+steps_end

@@ -38,21 +38,9 @@ dev=${SMART_DEVICE:-rxe0}
 secs=${SWEEP_SECONDS:-1}
 tmo=${SWEEP_TIMEOUT:-120}
 chain_tmo=${SWEEP_CHAIN_TIMEOUT:-30}
-pass=0
-fail=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-
-step() {
-	local name=$1; shift
-	local t0=$(date +%s)
-	echo "=== $name: $*"
-	if "$@"; then
-		echo "PASS $name ($(( $(date +%s) - t0 )) s)"; pass=$((pass + 1))
-	else
-		echo "FAIL $name (status $?, $(( $(date +%s) - t0 )) s)"; fail=$((fail + 1))
-	fi
-}
+. "$(dirname "$0")/steps.sh"
 
 # smart-perf over verbs, one thread, an embedded 64 MiB blade; extra
 # flags after the fixed ones.  Output in $log.
@@ -141,5 +129,4 @@ for d in $depths; do
 	esac
 done
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+steps_end

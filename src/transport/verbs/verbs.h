@@ -86,10 +86,7 @@ struct smart_tp_domain {
 	/* async events (verbs_event.c) */
 	smart_spinlock_t ev_lock;	/* one drainer at a time (trylock) */
 	_Atomic int fatal;		/* IBV_EVENT_DEVICE_FATAL seen */
-	_Atomic int port_down;		/* IBV_EVENT_PORT_ERR, not yet ACTIVE */
-	_Atomic uint64_t events;	/* async events read */
-	_Atomic uint64_t cq_errors;	/* CQs found failed */
-	_Atomic uint64_t td_fallbacks;	/* CQs asked a doorbell, got none */
+	_Atomic int td_warned;		/* a CQ asked a doorbell, got none */
 	uint32_t max_send_wr;	/* largest send queue a QP really gets */
 	/* fabric and atomics (verbs_dev.c, verbs_selftest.c) */
 	int gid_type;		/* VERBS_GID_* of gid_index, NONE without */
@@ -97,7 +94,6 @@ struct smart_tp_domain {
 	uint8_t resp_depth;	/* min(max_qp_rd_atom, VERBS_MAX_RD_ATOM) */
 	uint8_t init_depth;	/* min(max_qp_init_rd_atom, ditto) */
 	int atomics;		/* 1: CAS/FAA allowed (caps.atomics) */
-	uint64_t selftest_ns;	/* what the byte-order self-test cost */
 	_Atomic int peer_atomics_said;	/* logged: a peer takes none */
 };
 
@@ -250,8 +246,20 @@ int smart__verbs_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		      int n);
 int smart__verbs_qp_in_error(const struct smart_tp_qp *qp);
 int smart__verbs_cq_own_doorbell(const struct smart_tp_cq *cq);
-/* The largest send queue the device really gives (create and see). */
-uint32_t smart__verbs_probe_max_wr(struct smart_tp_domain *d);
+/* What QPs really get (throwaway QPs at domain open): d->max_inline and
+ * d->max_send_wr. */
+int smart__verbs_probe_queues(struct smart_tp_domain *d);
+/* An RC QP of n send WRs and inl inline bytes on cq (both directions) in
+ * pd, created with only the send operations we post; ia->cap says what
+ * the device gave.  Every QP of the transport is made here. */
+struct ibv_qp *smart__verbs_qp_make(struct smart_tp_domain *d,
+				    struct ibv_cq *cq, struct ibv_pd *pd,
+				    uint32_t n, uint32_t inl, void *context,
+				    struct ibv_qp_init_attr_ex *ia);
+/* Nothing more will come out of cq (a failed poll, IBV_EVENT_CQ_ERR, a
+ * dead device): poll fails and post refuses from now on; said once.
+ * Returns SMART_ECONN. */
+int smart__verbs_cq_fail(struct smart_tp_cq *cq, const char *why);
 int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 			const void *client_blob, size_t client_len,
 			void *blob_out, size_t *blob_len,
@@ -261,11 +269,11 @@ void smart__verbs_responder_destroy(struct smart_tp_responder *r);
 /* Put the async event fd in non-blocking mode (domain open). */
 int smart__verbs_events_init(struct smart_tp_domain *d);
 /* Read and handle every pending async event; never blocks, one caller at
- * a time (others return at once).  Returns how many were read. */
-int smart__verbs_events_drain(struct smart_tp_domain *d);
+ * a time (others return at once). */
+void smart__verbs_events_drain(struct smart_tp_domain *d);
 
-/* Move a fresh QP to RTS against the peer's info; SMART_EPROTO, QP
- * untouched, for a peer on another kind of fabric (peer_check). */
+/* Move a fresh QP to RTS against the peer's info (already checked to
+ * suit this end: smart__verbs_peer_check). */
 int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
 			uint32_t my_psn, const struct verbs_qp_info *peer);
 /* Take a fresh QP to INIT with the access rights the domain grants. */

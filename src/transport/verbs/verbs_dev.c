@@ -332,34 +332,6 @@ static int choose_gid(struct smart_tp_domain *d, const struct smart_tp_cfg *c,
 	return 0;
 }
 
-/* Inline data is not in ibv_device_attr: ask for it on a throwaway QP. */
-static uint32_t probe_inline(struct smart_tp_domain *d)
-{
-	static const uint32_t tries[] = { 64, 32, 16, 0 };
-	struct ibv_cq *cq = ibv_create_cq(d->ctx, 4, NULL, NULL, 0);
-	uint32_t got = 0;
-	size_t i;
-
-	for (i = 0; cq && i < SMART_ARRAY_SIZE(tries); i++) {
-		struct ibv_qp_init_attr a = {
-			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 4, .max_recv_wr = 1,
-				 .max_send_sge = 1, .max_recv_sge = 1,
-				 .max_inline_data = tries[i] },
-		};
-		struct ibv_qp *qp = ibv_create_qp(d->pd, &a);
-
-		if (qp) {
-			got = a.cap.max_inline_data;	/* what it gave */
-			ibv_destroy_qp(qp);
-			break;
-		}
-	}
-	if (cq)
-		ibv_destroy_cq(cq);
-	return got;
-}
-
 static int probe_thread_domain(struct smart_tp_domain *d)
 {
 	struct ibv_td_init_attr ta = { 0 };
@@ -404,17 +376,19 @@ static int fabric_cfg_check(struct smart_tp_domain *d,
 	return why ? SMART_EINVAL : 0;
 }
 
-/* Fork safety, once per process (see the rules at the top). */
+/* Fork safety (see the rules at the top): libibverbs keeps it for the
+ * whole process and says where it stands, so after the first domain's
+ * ibv_fork_init() the others find IBV_FORK_ENABLED.  The one static: two
+ * threads opening their first domains at once must not both call
+ * ibv_fork_init(), which is not thread safe. */
 static void fork_setup(struct smart_tp_domain *d)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	static int done;
 	enum ibv_fork_status st;
 	int rc;
 
 	pthread_mutex_lock(&lock);
-	st = done ? IBV_FORK_ENABLED : ibv_is_fork_initialized();
-	done = 1;
+	st = ibv_is_fork_initialized();
 	if (st == IBV_FORK_UNNEEDED) {
 		smart__dbg(d->log, "verbs: fork: this kernel copies pinned "
 			   "pages at fork; nothing to do");
@@ -442,7 +416,7 @@ static void fork_setup(struct smart_tp_domain *d)
 static void atomics_setup(struct smart_tp_domain *d, char *note, size_t len)
 {
 	char why[192] = "";
-	uint64_t t0;
+	uint64_t t0, ns;
 	int rc;
 
 	d->atomics = 0;
@@ -453,7 +427,7 @@ static void atomics_setup(struct smart_tp_domain *d, char *note, size_t len)
 	d->atomics = 1;		/* the self-test's QPs need the rights */
 	t0 = smart__mono_ns();
 	rc = smart__verbs_atomics_selftest(d, why, sizeof(why));
-	d->selftest_ns = smart__mono_ns() - t0;
+	ns = smart__mono_ns() - t0;
 	if (rc) {
 		d->atomics = 0;
 		smart__warn(d->log, "verbs: %s: atomics off: the byte-order "
@@ -464,7 +438,7 @@ static void atomics_setup(struct smart_tp_domain *d, char *note, size_t len)
 	}
 	snprintf(note, len, "yes (%s, self-test %.2f ms)",
 		 d->dev.atomic_cap == IBV_ATOMIC_GLOB ? "GLOB" : "HCA",
-		 (double)d->selftest_ns / 1e6);
+		 (double)ns / 1e6);
 }
 
 static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
@@ -503,13 +477,11 @@ static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
 	d->resp_cq = d->pd ? ibv_create_cq(d->ctx, 16, NULL, NULL, 0) : NULL;
 	if (!d->pd || !d->resp_cq)
 		return SMART_ENOMEM;
-	d->max_inline = probe_inline(d);
 	d->thread_domains = probe_thread_domain(d);
 	d->max_dm = probe_dm(d);
-	d->max_send_wr = smart__verbs_probe_max_wr(d);
-	if (!d->max_send_wr)
-		return SMART_ENOMEM;
-	rc = smart__verbs_events_init(d);
+	rc = smart__verbs_probe_queues(d);
+	if (!rc)
+		rc = smart__verbs_events_init(d);
 	if (rc)
 		return rc;
 	atomics_setup(d, atomics, sizeof(atomics));
@@ -821,7 +793,7 @@ uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r,
  *   12  PSN (24 bits)   16  LID, network byte order (0 on Ethernet)
  *   18  path MTU (enum ibv_mtu)   19  has_gid (0/1)   20  GID (16 bytes)
  *   36  link layer (VERBS_LINK_*)  37  GID type (VERBS_GID_*)
- *   38  responder depth  39  initiator depth (0..VERBS_MAX_RD_ATOM)
+ *   38  responder depth  39  initiator depth (1..VERBS_MAX_RD_ATOM)
  *   40  flags (VERBS_QPF_*)        41..43  zero
  *
  * What can be checked alone is checked here: a field out of its range, a
@@ -901,6 +873,9 @@ static const char *info_check(const uint8_t *b, size_t len)
 	}
 	if (b[38] > VERBS_MAX_RD_ATOM || b[39] > VERBS_MAX_RD_ATOM)
 		return "read/atomic depth beyond VERBS_MAX_RD_ATOM";
+	/* 0 would give our QP a READ depth of 0: every READ would wait */
+	if (!b[38] || !b[39])
+		return "a read/atomic depth of 0";
 	if (b[40] & ~VERBS_QPF_ATOMICS)
 		return "unknown flags";
 	if (!all_zero(b + 41, 3))

@@ -16,7 +16,7 @@
  * What an event does: a QP event marks the QP in error (post refuses it,
  * the core replaces it); CQ_ERR marks the CQ dead; DEVICE_FATAL marks the
  * domain dead (every CQ's poll then fails with SMART_ECONN); PORT_ERR and
- * PORT_ACTIVE are logged and kept (the NIC's own timeouts fail the WRs
+ * PORT_ACTIVE are logged (the NIC's own timeouts fail the WRs
  * meanwhile).  Every event read is acknowledged at once: ibv_destroy_qp
  * and ibv_destroy_cq wait for their events' acknowledgements.
  */
@@ -57,27 +57,21 @@ static void event_handle(struct smart_tp_domain *d,
 			    e->element.qp->qp_num, what);
 		break;
 	}
-	case IBV_EVENT_CQ_ERR: {
-		struct smart_tp_cq *cq = e->element.cq->cq_context;
-
-		if (cq && !atomic_exchange(&cq->dead, SMART_ECONN))
-			atomic_fetch_add(&d->cq_errors, 1);
-		smart__err(d->log, "%s: a CQ failed (%s): its tasks fail, its "
-			   "QPs are replaced", d->name, what);
+	case IBV_EVENT_CQ_ERR:
+		/* only ours carry a context (resp_cq and the probes' none) */
+		if (e->element.cq->cq_context)
+			smart__verbs_cq_fail(e->element.cq->cq_context, what);
 		break;
-	}
 	case IBV_EVENT_DEVICE_FATAL:
 		atomic_store(&d->fatal, 1);
 		smart__err(d->log, "%s: %s: every operation fails from now on",
 			   d->name, what);
 		break;
-	case IBV_EVENT_PORT_ERR:
-		atomic_store(&d->port_down, 1);
+	case IBV_EVENT_PORT_ERR:	/* the NIC's timeouts fail the WRs */
 		smart__warn(d->log, "%s port %d: %s", d->name,
 			    e->element.port_num, what);
 		break;
 	case IBV_EVENT_PORT_ACTIVE:
-		atomic_store(&d->port_down, 0);
 		smart__info(d->log, "%s port %d: %s", d->name,
 			    e->element.port_num, what);
 		break;
@@ -87,20 +81,15 @@ static void event_handle(struct smart_tp_domain *d,
 	}
 }
 
-int smart__verbs_events_drain(struct smart_tp_domain *d)
+void smart__verbs_events_drain(struct smart_tp_domain *d)
 {
 	struct ibv_async_event e;
-	int n = 0;
 
 	if (!smart_spin_trylock(&d->ev_lock))
-		return 0;
+		return;
 	while (!ibv_get_async_event(d->ctx, &e)) {
 		event_handle(d, &e);
 		ibv_ack_async_event(&e);
-		n++;
 	}
 	smart_spin_unlock(&d->ev_lock);
-	if (n)
-		atomic_fetch_add(&d->events, (uint64_t)n);
-	return n;
 }

@@ -37,7 +37,7 @@ static void cq_own_td(struct smart_tp_cq *cq)
 		}
 	}
 	if (!cq->ppd && d->thread_domains &&
-	    !atomic_fetch_add(&d->td_fallbacks, 1))
+	    !atomic_exchange(&d->td_warned, 1))
 		smart__warn(d->log, "%s: no thread domain left (%m): this "
 			    "worker's QPs share the device's doorbells "
 			    "(mlx5: raise MLX5_TOTAL_UUARS, docs/transport.md)",
@@ -161,14 +161,11 @@ static void cq_uncommit(struct smart_tp_cq *cq, uint32_t room)
 	smart_spin_unlock(&cq->lock);
 }
 
-/* Nothing more will come out of this CQ: say so once. */
-static int cq_fail(struct smart_tp_cq *cq, const char *why)
+int smart__verbs_cq_fail(struct smart_tp_cq *cq, const char *why)
 {
-	if (!atomic_exchange(&cq->dead, SMART_ECONN)) {
-		atomic_fetch_add(&cq->d->cq_errors, 1);
+	if (!atomic_exchange(&cq->dead, SMART_ECONN))
 		smart__err(cq->d->log, "%s: a CQ failed (%s): its operations "
 			   "fail, its QPs are replaced", cq->d->name, why);
-	}
 	return SMART_ECONN;
 }
 
@@ -219,17 +216,14 @@ static void ring_retire(struct smart_tp_qp *qp, uint32_t slot)
 
 /* One completion: restore the caller's wr_id from the QP's ring. */
 static void wc_take(struct smart_tp_wc *out, uint64_t wr_id,
-		    enum ibv_wc_status st, struct ibv_cq_ex *cqx,
-		    enum ibv_wc_opcode op)
+		    enum ibv_wc_status st, uint8_t opcode)
 {
 	struct smart_tp_qp *qp = (struct smart_tp_qp *)(uintptr_t)(wr_id >> 16);
 	uint32_t slot = (uint32_t)(wr_id & 0xffff);
 
 	out->wr_id = qp->ring[slot & qp->mask].wr_id;
 	out->status = wc_status(st);
-	/* the opcode is defined only for successful completions */
-	out->opcode = st != IBV_WC_SUCCESS ? 0 :
-		      wc_opcode(cqx ? ibv_wc_read_opcode(cqx) : op);
+	out->opcode = opcode;
 	if (st != IBV_WC_SUCCESS)
 		atomic_store(&qp->error, 1);
 	ring_retire(qp, slot);
@@ -244,9 +238,11 @@ static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	if (rc == ENOENT)
 		return 0;
 	if (rc)
-		return cq_fail(cq, "ibv_start_poll");
+		return smart__verbs_cq_fail(cq, "ibv_start_poll");
 	for (;;) {
-		wc_take(&wc[n++], x->wr_id, x->status, x, IBV_WC_SEND);
+		/* the opcode is defined only for successful completions */
+		wc_take(&wc[n++], x->wr_id, x->status, x->status ==
+			IBV_WC_SUCCESS ? wc_opcode(ibv_wc_read_opcode(x)) : 0);
 		if (n == max)
 			break;
 		rc = ibv_next_poll(x);
@@ -254,7 +250,7 @@ static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 			/* what was taken is delivered; the failure shows at
 			 * the next poll */
 			if (rc != ENOENT)
-				cq_fail(cq, "ibv_next_poll");
+				smart__verbs_cq_fail(cq, "ibv_next_poll");
 			break;
 		}
 	}
@@ -268,9 +264,10 @@ static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	int n = ibv_poll_cq(cq->cq, max, iw), i;
 
 	if (n < 0)
-		return cq_fail(cq, "ibv_poll_cq");
+		return smart__verbs_cq_fail(cq, "ibv_poll_cq");
 	for (i = 0; i < n; i++)
-		wc_take(&wc[i], iw[i].wr_id, iw[i].status, NULL, iw[i].opcode);
+		wc_take(&wc[i], iw[i].wr_id, iw[i].status, iw[i].status ==
+			IBV_WC_SUCCESS ? wc_opcode(iw[i].opcode) : 0);
 	return n;
 }
 
@@ -281,7 +278,7 @@ static __attribute__((noinline, cold)) int poll_events(struct smart_tp_cq *cq)
 {
 	smart__verbs_events_drain(cq->d);
 	if (atomic_load(&cq->d->fatal))
-		cq_fail(cq, "the device failed");
+		smart__verbs_cq_fail(cq, "the device failed");
 	return atomic_load(&cq->dead);
 }
 
@@ -308,7 +305,7 @@ int smart__verbs_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 
 /* A device without (working) atomics grants no remote atomic rights: a
  * peer's CAS then fails at the NIC instead of doing the wrong thing. */
-static int qp_to_init(struct smart_tp_domain *d, struct ibv_qp *qp)
+int smart__verbs_qp_init(struct smart_tp_domain *d, struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
@@ -321,11 +318,6 @@ static int qp_to_init(struct smart_tp_domain *d, struct ibv_qp *qp)
 
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ? SMART_ESYS : 0;
-}
-
-int smart__verbs_qp_init(struct smart_tp_domain *d, struct ibv_qp *qp)
-{
-	return qp_to_init(d, qp);
 }
 
 /* The read/atomic depths stay even without atomics: RDMA READs use the
@@ -368,15 +360,9 @@ int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
 		.rnr_retry = 7,
 		.sq_psn = my_psn,
 	};
-	const char *why;
 	uint8_t dest;
-	int rc = smart__verbs_peer_check(d, peer, &why);
+	int rc;
 
-	if (rc) {
-		smart__err(d->log, "%s: peer QP 0x%x refused: %s", d->name,
-			   peer->qpn, why);
-		return rc;
-	}
 	smart__verbs_rd_depths(d, peer, &a.max_rd_atomic, &dest);
 	rc = qp_to_rtr(d, qp, peer, dest);
 	if (rc) {
@@ -434,12 +420,13 @@ static uint64_t send_ops(const struct smart_tp_domain *d)
 	return ops;
 }
 
-/* An RC QP of n send WRs on cq (both directions), in pd; ia->cap says
- * what the device gave.  A provider without send_ops_flags gets the
- * request without them. */
-static struct ibv_qp *qp_make(struct smart_tp_domain *d, struct ibv_cq *cq,
-			      struct ibv_pd *pd, uint32_t n, void *context,
-			      struct ibv_qp_init_attr_ex *ia)
+/* An RC QP of n send WRs on cq (both directions), in pd, asking for inl
+ * bytes inline; ia->cap says what the device gave.  A provider without
+ * send_ops_flags gets the request without them. */
+struct ibv_qp *smart__verbs_qp_make(struct smart_tp_domain *d,
+				    struct ibv_cq *cq, struct ibv_pd *pd,
+				    uint32_t n, uint32_t inl, void *context,
+				    struct ibv_qp_init_attr_ex *ia)
 {
 	struct ibv_qp *qp;
 
@@ -449,7 +436,7 @@ static struct ibv_qp *qp_make(struct smart_tp_domain *d, struct ibv_cq *cq,
 		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
 		.cap = { .max_send_wr = n, .max_recv_wr = 1,
 			 .max_send_sge = 1, .max_recv_sge = 1,
-			 .max_inline_data = d->max_inline },
+			 .max_inline_data = inl },
 		.comp_mask = IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = pd,
@@ -459,49 +446,66 @@ static struct ibv_qp *qp_make(struct smart_tp_domain *d, struct ibv_cq *cq,
 	if (!qp && (errno == EOPNOTSUPP || errno == EINVAL)) {
 		ia->comp_mask = IBV_QP_INIT_ATTR_PD;
 		ia->cap.max_send_wr = n;
+		ia->cap.max_inline_data = inl;
 		qp = ibv_create_qp_ex(d->ctx, ia);
 	}
 	return qp;
 }
 
-/* The largest send queue a QP really gets: max_qp_wr is what the device
- * says, not always what ibv_create_qp accepts (mlx5 counts WQE basic
- * blocks: ~6553 where max_qp_wr says 32768).  Found by creating throwaway
- * QPs, at most ~17 of them, once per domain. */
-/* 1 when a QP of n send WRs can be created. */
-static int qp_fits(struct smart_tp_domain *d, struct ibv_cq *cq, uint32_t n)
+/* A throwaway QP of n WRs and inl bytes inline: what the device gives
+ * (0 WRs: refused). */
+static struct ibv_qp_cap qp_try(struct smart_tp_domain *d, struct ibv_cq *cq,
+				uint32_t n, uint32_t inl)
 {
 	struct ibv_qp_init_attr_ex ia;
-	struct ibv_qp *qp = qp_make(d, cq, d->pd, n, NULL, &ia);
+	struct ibv_qp *qp = smart__verbs_qp_make(d, cq, d->pd, n, inl, NULL,
+						 &ia);
 
-	if (qp)
-		ibv_destroy_qp(qp);
-	return qp != NULL;
+	if (!qp)
+		return (struct ibv_qp_cap){ 0 };
+	ibv_destroy_qp(qp);
+	return ia.cap;
 }
 
-uint32_t smart__verbs_probe_max_wr(struct smart_tp_domain *d)
+/* Inline data is not in ibv_device_attr: the most a QP is given of what
+ * we would use (what it gave, not what was asked). */
+static uint32_t probe_inline(struct smart_tp_domain *d, struct ibv_cq *cq)
 {
-	struct ibv_cq *cq = ibv_create_cq(d->ctx, 1, NULL, NULL, 0);
-	/* a QP must also fit a CQ, which holds every WR it can flush */
+	static const uint32_t tries[] = { 64, 32, 16, 0 };
+	struct ibv_qp_cap c;
+	size_t i;
+
+	for (i = 0; i < SMART_ARRAY_SIZE(tries); i++) {
+		c = qp_try(d, cq, 4, tries[i]);
+		if (c.max_send_wr)
+			return c.max_inline_data;
+	}
+	return 0;
+}
+
+/* The largest send queue a QP really gets: max_qp_wr is what the device
+ * says, not always what ibv_create_qp accepts (mlx5 counts WQE basic
+ * blocks: ~6553 where max_qp_wr says 32768); and a QP must fit a CQ,
+ * which holds every WR it can flush.  The top first (the usual case: one
+ * try), else a binary search: at most ~17 throwaway QPs. */
+static uint32_t probe_max_wr(struct smart_tp_domain *d, struct ibv_cq *cq)
+{
 	uint32_t top = (uint32_t)smart_min(smart_min(d->dev.max_qp_wr,
 						     d->dev.max_cqe),
 					   VERBS_MAX_SEND_WR);
 	uint32_t lo = 0, hi = top, mid;
 
-	if (!cq)
-		return 0;
-	if (qp_fits(d, cq, top))	/* the usual case: one try */
+	if (qp_try(d, cq, top, d->max_inline).max_send_wr)
 		lo = top;
 	else
 		hi = top - 1;
 	while (lo < hi) {	/* the largest that fits, in [lo, hi] */
 		mid = lo + (hi - lo + 1) / 2;
-		if (qp_fits(d, cq, mid))
+		if (qp_try(d, cq, mid, d->max_inline).max_send_wr)
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
-	ibv_destroy_cq(cq);
 	if (lo < top)
 		smart__warn(d->log, "%s: a QP takes at most %u send WRs "
 			    "(max_qp_wr says %d)", d->name, lo,
@@ -513,6 +517,18 @@ uint32_t smart__verbs_probe_max_wr(struct smart_tp_domain *d)
 	return lo;
 }
 
+int smart__verbs_probe_queues(struct smart_tp_domain *d)
+{
+	struct ibv_cq *cq = ibv_create_cq(d->ctx, 1, NULL, NULL, 0);
+
+	if (!cq)
+		return SMART_ENOMEM;
+	d->max_inline = probe_inline(d, cq);
+	d->max_send_wr = probe_max_wr(d, cq);
+	ibv_destroy_cq(cq);
+	return d->max_send_wr ? 0 : SMART_ENOMEM;
+}
+
 static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 {
 	struct smart_tp_domain *d = q->d;
@@ -521,7 +537,8 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 			    q->cq->ppd : d->pd;
 	int rc;
 
-	q->qp = qp_make(d, q->cq->cq, pd, n, q, &ia);
+	q->qp = smart__verbs_qp_make(d, q->cq->cq, pd, n, d->max_inline, q,
+				     &ia);
 	if (!q->qp) {
 		smart__err(d->log, "ibv_create_qp_ex(%u WRs): %m", n);
 		return SMART_ENOMEM;
@@ -539,7 +556,7 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 		q->qp = NULL;
 		return rc;
 	}
-	rc = qp_to_init(d, q->qp);
+	rc = smart__verbs_qp_init(d, q->qp);
 	if (rc) {
 		ibv_destroy_qp(q->qp);
 		q->qp = NULL;
@@ -604,14 +621,17 @@ int smart__verbs_qp_blob(struct smart_tp_qp *qp, void *blob, size_t *len)
 	return 0;
 }
 
-/* The peer's blob, or SMART_EPROTO said in the log (a peer of another
- * release, or not a peer at all). */
+/* The peer's blob, if it is one and suits this end (the same link layer
+ * and RoCE version), or SMART_EPROTO said in the log: before any QP of
+ * ours is taken towards it. */
 static int peer_unpack(struct smart_tp_domain *d, const void *blob,
 		       size_t len, struct verbs_qp_info *out)
 {
 	const char *why = NULL;
 	int rc = smart__verbs_info_unpack(blob, len, out, &why);
 
+	if (!rc)
+		rc = smart__verbs_peer_check(d, out, &why);
 	if (rc)
 		smart__err(d->log, "%s: the peer's QP data is refused: %s",
 			   d->name, why ? why : smart_strerror(rc));
@@ -770,32 +790,20 @@ int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 			void *blob_out, size_t *blob_len,
 			struct smart_tp_responder **out)
 {
-	struct ibv_qp_init_attr ia = {
-		.send_cq = d->resp_cq, .recv_cq = d->resp_cq,
-		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
+	struct ibv_qp_init_attr_ex ia;
 	struct verbs_qp_info peer, me;
 	struct smart_tp_responder *r;
-	const char *why;
 	uint32_t psn;
 	int rc = peer_unpack(d, client_blob, client_len, &peer);
 
 	if (rc || *blob_len < VERBS_QP_BLOB_LEN)
 		return rc ? rc : SMART_EINVAL;
-	/* refused before any QP is made for it */
-	rc = smart__verbs_peer_check(d, &peer, &why);
-	if (rc) {
-		smart__err(d->log, "%s: client QP 0x%x refused: %s", d->name,
-			   peer.qpn, why);
-		return rc;
-	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return SMART_ENOMEM;
-	r->qp = ibv_create_qp(d->pd, &ia);
-	rc = r->qp ? qp_to_init(d, r->qp) : SMART_ENOMEM;
+	/* it never posts: one send WR, nothing inline */
+	r->qp = smart__verbs_qp_make(d, d->resp_cq, d->pd, 1, 0, NULL, &ia);
+	rc = r->qp ? smart__verbs_qp_init(d, r->qp) : SMART_ENOMEM;
 	if (!rc) {
 		psn = new_psn(r->qp);
 		rc = smart__verbs_qp_rts(d, r->qp, psn, &peer);

@@ -49,15 +49,12 @@ struct selftest {
 	uint64_t *mem;		/* [0] the word, [1] FAA's old, [2] CAS's old */
 };
 
+/* A QP of the pair: two WRs, nothing inline. */
 static struct ibv_qp *st_qp(struct smart_tp_domain *d, struct ibv_cq *cq)
 {
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 2, .max_recv_wr = 1,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
+	struct ibv_qp_init_attr_ex ia;
 
-	return ibv_create_qp(d->pd, &ia);
+	return smart__verbs_qp_make(d, cq, d->pd, 2, 0, NULL, &ia);
 }
 
 static void st_close(struct selftest *t)
