@@ -28,26 +28,18 @@ static inline int cnt_sub(_Atomic int *c, int v, int shared)
 	return n;
 }
 
-static inline void cnt_add(_Atomic int *c, int v, int shared)
-{
-	if (shared)
-		atomic_fetch_add_explicit(c, v, memory_order_relaxed);
-	else
-		atomic_store_explicit(c, atomic_load_explicit(c,
-				      memory_order_relaxed) + v,
-				      memory_order_relaxed);
-}
-
-/* The same for a QP's count of WRs posted and not completed. */
-static inline void cnt_add64(_Atomic int64_t *c, int64_t v, int shared)
-{
-	if (shared)
-		atomic_fetch_add_explicit(c, v, memory_order_relaxed);
-	else
-		atomic_store_explicit(c, atomic_load_explicit(c,
-				      memory_order_relaxed) + v,
-				      memory_order_relaxed);
-}
+/* Add to a counter of any atomic integer type: a task's batches in
+ * flight, a QP's WRs posted and not completed. */
+#define cnt_add(c, v, shared)                                               \
+	do {                                                                \
+		if (shared)                                                 \
+			atomic_fetch_add_explicit((c), (v),                 \
+						  memory_order_relaxed);    \
+		else                                                        \
+			atomic_store_explicit((c), atomic_load_explicit(    \
+				(c), memory_order_relaxed) + (v),           \
+				memory_order_relaxed);                      \
+	} while (0)
 
 static inline void set_error(struct smart__task *t, int err)
 {
@@ -68,7 +60,7 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 						   2, 0, __ATOMIC_ACQ_REL,
 						   __ATOMIC_RELAXED))
 		return;
-	cnt_add64(&b->qp->outstanding, -(int64_t)b->n, shared);
+	cnt_add(&b->qp->outstanding, -(int64_t)b->n, shared);
 	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
 	if (smart_unlikely(t->w->throttle))
 		smart__credit_add(t->w, (int)b->n);
@@ -145,13 +137,13 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	b->n = (uint32_t)n;
 	/* counted before the post: a QP retired while this task waits for
 	 * room is not freed under it (worker.c reaps at zero) */
-	cnt_add64(&qp->outstanding, n, w->group->shared);
+	cnt_add(&qp->outstanding, n, w->group->shared);
 	t->posting = b;		/* not in flight yet: no poll may fail it */
 	while ((rc = w->tp->post(qp->tqp, c->wr, n)) == SMART_EAGAIN)
 		wait_room(w, t);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
-		cnt_add64(&qp->outstanding, -n, w->group->shared);
+		cnt_add(&qp->outstanding, -n, w->group->shared);
 		set_error(t, rc);
 		/* an announcement prepended to these WRs did not go out */
 		smart__ebr_qp_new(w, c->blade);
