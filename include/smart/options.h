@@ -21,7 +21,8 @@
  *   backoff_window   ConflictAvoid: retry-rate window              [1ms]
  *   max_tasks        coroutines per worker, 1..1024                [64]
  *   task_stack       coroutine stack size, 16K..64M  [64K; 512K in ASan builds]
- *   chain_max        WRs per chain before an implicit post, 1..64  [16]
+ *   chain_max        WRs per chain before an implicit post, 1..64,
+ *                    at most qp_depth (a chain fits one send queue) [16]
  *   qp_depth         send-queue entries per QP, 16..65536          [512]
  *   cq_depth         completion-queue entries per CQ, 64..1M       [4096]
  *   buf_pool         registered local buffer pool per ctx          [64M]

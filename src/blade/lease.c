@@ -7,11 +7,12 @@
  *
  * Invariants: ids are handed out round robin over 1..65535, so an id
  * returns only after 65535 handshakes; a slot is reused only when it is
- * free (0) or fenced.  The blade changes a lease word only with atomic
- * CAS on its own mapping.  On shm these are the same atomics as the
- * clients'; on verbs a CPU CAS is not atomic with a NIC CAS, so a fence
- * raced by a renewal can be lost - then the lease, no longer renewed,
- * expires and peers fence it: slower, never unsafe.
+ * free (0) or fenced; every slot at or past the table's slots_used is 0.
+ * The blade changes a lease word only with atomic CAS on its own mapping.
+ * On shm these are the same atomics as the clients'; on verbs a CPU CAS
+ * is not atomic with a NIC CAS, so a fence raced by a renewal can be lost
+ * - then the lease, no longer renewed, expires and peers fence it:
+ * slower, never unsafe.
  */
 #include <stdatomic.h>
 
@@ -20,12 +21,26 @@
 #include "util/mutant.h"
 #include "wire/services.h"
 
+static struct smart_lease_table *lease_table(struct smart_blade *b)
+{
+	return (void *)((uint8_t *)b->mr->addr + SMART_LEASE_OFF);
+}
+
 static _Atomic uint64_t *lease_slot(struct smart_blade *b, uint16_t id)
 {
-	struct smart_lease_table *lt =
-		(void *)((uint8_t *)b->mr->addr + SMART_LEASE_OFF);
+	return (_Atomic uint64_t *)&lease_table(b)->slot[
+		smart_lease_slot_of(id)].word;
+}
 
-	return (_Atomic uint64_t *)&lt->slot[smart_lease_slot_of(id)].word;
+/* Raise the table's used prefix over slot, before its word is written:
+ * a reader that missed the word in this read sees it in its next one. */
+static void lease_slots_used(struct smart_blade *b, uint16_t id)
+{
+	uint64_t *used = &lease_table(b)->slots_used;
+	uint64_t want = smart_lease_slot_of(id) + 1;
+
+	if (__atomic_load_n(used, __ATOMIC_RELAXED) < want)
+		__atomic_store_n(used, want, __ATOMIC_RELEASE);
 }
 
 int smart__blade_lease_assign(struct smart_blade *b, uint16_t *id)
@@ -44,6 +59,7 @@ int smart__blade_lease_assign(struct smart_blade *b, uint16_t *id)
 		cur = atomic_load(w);
 		if (cur && !(cur & SMART_LEASE_FENCED))
 			continue;	/* a live client holds the slot */
+		lease_slots_used(b, cand);
 		if (!atomic_compare_exchange_strong(w, &cur,
 						    smart_lease_word(cand, 1)))
 			continue;

@@ -131,6 +131,9 @@ struct smart__qp {
 	uint32_t responder;
 	_Atomic int broken;		/* an error completion was seen */
 	_Atomic int64_t outstanding;	/* WRs posted, not yet completed */
+	/* posters that found the send queue full take a ticket and post
+	 * in ticket order (ops.c): room freed goes to the longest waiter */
+	_Atomic uint32_t room_next, room_turn;
 	struct smart__qp *retired_next;
 };
 

@@ -48,6 +48,14 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 	};
 	int rc;
 
+	/* a chain is posted whole or not at all (transport.h): one longer
+	 * than a send queue would wait for room for ever */
+	if (o->chain_max > o->qp_depth) {
+		smart__err(&ctx->log, "chain_max %d > qp_depth %d: a chain "
+			   "must fit one send queue", o->chain_max,
+			   o->qp_depth);
+		return SMART_EINVAL;
+	}
 	ctx->tp = smart_tp_find(ctx->o.transport);
 	if (!ctx->tp) {
 		smart__err(&ctx->log, "transport %s is not built in",

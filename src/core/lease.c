@@ -3,10 +3,10 @@
  *
  * The blade hands each ctx a lease word at the handshake (id, counter 1).
  * The keeper thread (keeper.c) renews it every lease_ms / 8 with a CAS of
- * counter -> counter + 1, reading the whole lease table in the same batch,
- * and scans the table: a live word that has not changed for lease_ms by
- * this ctx's own clock belongs to a dead (or stopped) client, and is
- * fenced by CAS word -> word | FENCED.
+ * counter -> counter + 1, then reads the used part of the lease table and
+ * scans it: a live word that has not changed for lease_ms by this ctx's
+ * own clock belongs to a dead (or stopped) client, and is fenced by CAS
+ * word -> word | FENCED.
  *
  * Why the timing is safe without synchronised clocks: a client takes its
  * lease as valid until lease_ms / 2 after it *issued* its last successful
@@ -45,6 +45,7 @@ int smart__lease_new(struct smart_ctx *ctx, struct smart__blade *b,
 	l->lease_ticks = (uint64_t)lease_ms * tpm;
 	l->period_ticks = l->lease_ticks / 8;
 	l->ctr = 1;
+	l->used = 1;		/* the first read learns slots_used */
 	l->next = b->joined;	/* renew at once: counter 1 is old news */
 	atomic_store(&l->until, b->joined + l->lease_ticks / 2);
 	b->lease = l;
@@ -145,16 +146,15 @@ static void lease_fence_stale(struct smart_ctx *ctx, struct smart_worker *w,
 	l->seen[i] = now;
 }
 
-/* Publish what the table read says; fence the words that stood still for
- * a whole lease.  now = when the read completed. */
+/* Publish what the table read says of slots [from, to); fence the words
+ * that stood still for a whole lease.  now = when the read completed. */
 static void lease_scan(struct smart_ctx *ctx, struct smart_worker *w,
 		       struct smart__blade *b, struct smart__lease *l,
-		       uint64_t now)
+		       unsigned from, unsigned to, uint64_t now)
 {
 	unsigned i, mine = smart_lease_slot_of(b->lease_id);
 
-	for (i = 0; i < SMART_LEASE_SLOTS && !atomic_load(&ctx->fenced);
-	     i++) {
+	for (i = from; i < to && !atomic_load(&ctx->fenced); i++) {
 		uint64_t v = l->table->slot[i].word;
 		uint64_t prev = atomic_load_explicit(&l->view[i],
 						     memory_order_relaxed);
@@ -200,43 +200,91 @@ static void lease_report_cached(struct smart_ctx *ctx, struct smart_worker *w,
 		l->cached_reported = v;
 }
 
-/* One renewal of our lease on b, with the table read in the same batch. */
-static void lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
-			struct smart__blade *b, struct smart__lease *l)
+/* One renewal of our lease on b: the CAS alone, so that the lease is
+ * extended by one round trip of 8 bytes whatever the table read costs (on
+ * a lossy, reordering link rxe retries a multi-packet READ on its 67-ms
+ * timer; a renewal that waited for it let clients fence themselves).
+ * 0: renewed. */
+static int lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
+		       struct smart__blade *b, struct smart__lease *l)
 {
 	unsigned slot = smart_lease_slot_of(b->lease_id);
 	uint64_t expect = smart_lease_word(b->lease_id, l->ctr), old = 0;
-	uint64_t t0 = smart__lease_now(&ctx->clock), t1;
-	int rc, rc2;
+	uint64_t t0 = smart__lease_now(&ctx->clock);
+	int rc = smart_cas_sync(w, lease_ga(b, slot), expect,
+				smart_lease_word(b->lease_id, l->ctr + 1),
+				&old);
 
-	rc = smart_cas(w, lease_ga(b, slot), expect, smart_lease_word(b->lease_id, l->ctr + 1), &old);
-	if (!rc)
-		rc = smart_read(w, smart_gaddr(b->id, SMART_LEASE_OFF),
-				sizeof(*l->table), l->table);
-	rc2 = smart_sync(w);
-	rc = rc ? rc : rc2;
-	t1 = smart__lease_now(&ctx->clock);
 	if (rc) {
 		/* a transport error: retry soon; self-fencing bounds how
 		 * long this may go on */
 		smart__warn(&ctx->log, "blade %u: lease renewal failed: %s",
 			    b->id, smart_strerror(rc));
-		l->next = t1 + l->period_ticks / 4;
-		return;
+		l->next = smart__lease_now(&ctx->clock) + l->period_ticks / 4;
+		return rc;
+	}
+	if (old == smart_lease_word(b->lease_id, l->ctr + 1)) {
+		/* our own CAS of a renewal whose sync failed did execute
+		 * (only we move our counter): catch up and renew again at
+		 * once, extending nothing - when it ran is not known */
+		l->ctr++;
+		l->next = smart__lease_now(&ctx->clock);
+		return SMART_ERETRY;
 	}
 	if (old != expect) {
 		smart__ctx_fence(ctx, smart_lease_word_id(old) == b->lease_id &&
 				 (old & SMART_LEASE_FENCED) ?
 				 "a peer or the blade fenced our lease" :
 				 "our lease word was taken away");
-		return;
+		return SMART_EFENCED;
 	}
 	l->ctr++;
 	atomic_store(&l->until, t0 + l->lease_ticks / 2);
 	atomic_fetch_add(&ctx->lease_renewals, 1);
 	l->next = t0 + l->period_ticks;
-	lease_report_cached(ctx, w, b, l);
-	lease_scan(ctx, w, b, l, t1);
+	return 0;
+}
+
+/* Read the next piece of the used part of b's lease table and scan it.
+ * The used part is the slots below slots_used, as the last read of the
+ * header gave it: a slot handed out after that read is raised into
+ * slots_used first, so the next one covers it (a newcomer is scanned a
+ * round late; it cannot be stale yet).  A piece is at most
+ * SMART_LEASE_SCAN_SLOTS slots, 4 KiB with the header: one packet at MTU
+ * 4096, where the whole table is 16 KiB - a multi-packet READ is what a
+ * reordering link makes slow (rxe retries it on its 67-ms timer), and
+ * the next renewal waits for this read.  Up to that many clients every
+ * round reads them all; past it, a round reads one piece in turn and a
+ * stopped client is fenced up to a few periods later. */
+static void lease_read_scan(struct smart_ctx *ctx, struct smart_worker *w,
+			    struct smart__blade *b, struct smart__lease *l)
+{
+	unsigned from = l->cursor < l->used ? l->cursor : 0, n, used;
+	size_t hdr = offsetof(struct smart_lease_table, slot);
+	size_t off = from ? hdr + from * sizeof(l->table->slot[0]) : 0;
+	int rc;
+
+	n = l->used - from;
+	n = n < SMART_LEASE_SCAN_SLOTS ? n : SMART_LEASE_SCAN_SLOTS;
+	rc = smart_read_sync(w, smart_gaddr(b->id, SMART_LEASE_OFF + off),
+			     (from ? 0 : hdr) + n * sizeof(l->table->slot[0]),
+			     (uint8_t *)l->table + off);
+	if (rc) {
+		smart__dbg(&ctx->log, "blade %u: lease table read failed: %s",
+			   b->id, smart_strerror(rc));
+		return;		/* the next round reads it again */
+	}
+	lease_scan(ctx, w, b, l, from, from + n,
+		   smart__lease_now(&ctx->clock));
+	l->cursor = from + n;
+	if (from)
+		return;
+	/* 0: a blade older than the word: all of it */
+	used = (unsigned)l->table->slots_used;
+	if (!used || used > SMART_LEASE_SLOTS)
+		used = SMART_LEASE_SLOTS;
+	if (!SMART_M_LEASE_SCAN_NO_GROW || used < l->used)
+		l->used = used;
 }
 
 int64_t smart__lease_round(struct smart_ctx *ctx, struct smart_worker *w)
@@ -254,8 +302,11 @@ int64_t smart__lease_round(struct smart_ctx *ctx, struct smart_worker *w)
 		if (!l->table && smart_buf_alloc(w, sizeof(*l->table),
 						 (void **)&l->table))
 			continue;	/* the pool is full: next round */
-		if (smart__lease_now(&ctx->clock) >= l->next)
-			lease_renew(ctx, w, b, l);
+		if (smart__lease_now(&ctx->clock) >= l->next &&
+		    !lease_renew(ctx, w, b, l)) {
+			lease_report_cached(ctx, w, b, l);
+			lease_read_scan(ctx, w, b, l);
+		}
 		next = l->next < next ? l->next : next;
 	}
 	smart__lease_recompute(ctx);

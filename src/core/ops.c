@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "util/mutant.h"
 
 static inline int cnt_sub(_Atomic int *c, int v, int shared)
 {
@@ -100,6 +101,39 @@ static void wait_room(struct smart_worker *w, struct smart__task *t)
 		smart_task_yield(w);
 }
 
+/* Post a chain whole, waiting for room in turn.  Without the turns, room
+ * freed by a poll went to whichever task ran next, and with many tasks
+ * per QP some never found enough of it (test_flush_storm, FILL=81408).
+ * Nobody waits: post at once; else take a ticket and post when it is
+ * this ticket's turn and the chain fits, then pass the turn on.  Posting
+ * fails for good (a broken QP, a dead remote) only with an error other
+ * than SMART_EAGAIN, which passes the turn on too. */
+static int post_in_turn(struct smart_worker *w, struct smart__task *t,
+			struct smart__qp *qp, struct smart_tp_wr *wr, int n)
+{
+	uint32_t me;
+	int rc;
+
+	if (atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+	    atomic_load_explicit(&qp->room_turn, memory_order_relaxed)) {
+		rc = w->tp->post(qp->tqp, wr, n);
+		if (smart_likely(rc != SMART_EAGAIN))
+			return rc;
+	}
+	me = atomic_fetch_add(&qp->room_next, 1);
+	for (;;) {
+		if (SMART_M_OPS_NO_ROOM_TURN ||
+		    atomic_load(&qp->room_turn) == me) {
+			rc = w->tp->post(qp->tqp, wr, n);
+			if (rc != SMART_EAGAIN)
+				break;
+		}
+		wait_room(w, t);
+	}
+	atomic_fetch_add(&qp->room_turn, 1);
+	return rc;
+}
+
 static void post_chain(struct smart_worker *w, struct smart__task *t,
 		       struct smart__chain *c)
 {
@@ -139,8 +173,7 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	 * room is not freed under it (worker.c reaps at zero) */
 	cnt_add(&qp->outstanding, n, w->group->shared);
 	t->posting = b;		/* not in flight yet: no poll may fail it */
-	while ((rc = w->tp->post(qp->tqp, c->wr, n)) == SMART_EAGAIN)
-		wait_room(w, t);
+	rc = post_in_turn(w, t, qp, c->wr, n);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
 		cnt_add(&qp->outstanding, -n, w->group->shared);

@@ -44,6 +44,20 @@
 #define SMART_M_WORKER_NO_CQ_FAIL 0
 #endif
 
+#ifdef SMART_MUTANT_OPS_NO_ROOM_TURN	/* ops.c: send-queue room to
+					 * whoever runs first */
+#define SMART_M_OPS_NO_ROOM_TURN 1
+#else
+#define SMART_M_OPS_NO_ROOM_TURN 0
+#endif
+
+#ifdef SMART_MUTANT_LEASE_SCAN_NO_GROW	/* lease.c: the table read never
+						 * grows to cover newcomers */
+#define SMART_M_LEASE_SCAN_NO_GROW 1
+#else
+#define SMART_M_LEASE_SCAN_NO_GROW 0
+#endif
+
 #ifdef SMART_MUTANT_LEASE_NO_STALE_FENCE	/* lease.c: peers never fence */
 #define SMART_M_LEASE_NO_STALE_FENCE 1
 #else

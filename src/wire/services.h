@@ -55,7 +55,11 @@ struct smart_lease_slot {
 };
 
 struct smart_lease_table {
-	uint64_t rsvd0;		/* 0 (the blade keeps its id cursor) */
+	uint64_t slots_used;	/* every slot at or past it is free (0):
+				 * the blade raises it (never lowers) as it
+				 * hands out slots, so readers of the table
+				 * read only its used prefix; 0 from a blade
+				 * that predates it: read all */
 	uint64_t lease_ms;	/* a copy of the superblock's, for readers of
 				 * the table alone (written; nobody reads it
 				 * yet: clients learn it at the handshake) */

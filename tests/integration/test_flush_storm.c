@@ -51,9 +51,10 @@
  * full.  Manual runs: SMART_STORM_DEPTH=N starts the search at N,
  * SMART_STORM_FILL=N offers N WRs per QP (plus a round), SMART_STORM_HANG_MS
  * the hang guard (default 180 s).  SMART_STORM_FILL=81408 (160 tasks a
- * blade) shows tasks waiting for send-queue room for ever on shm (the
- * hang report lists them): the core hands freed room to whichever task
- * runs first.
+ * blade) once showed tasks waiting for send-queue room for ever on shm,
+ * when the core handed freed room to whichever task ran first; room now
+ * goes to waiters in turn (ops.c), and that run passes (test_core
+ * room_turns is the test of it).
  *
  * Transport: SMART_TEST_TRANSPORT (shm in `make test`; verbs in the VM,
  * tests/verbs/in-vm.sh).  Deterministic: seeded RNGs, waits on counters

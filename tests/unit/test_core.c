@@ -60,6 +60,20 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set(o, "mtu", "128"), SMART_EINVAL);
 	smart_opts_destroy(o);
 
+	/* a chain longer than a send queue could never be posted whole:
+	 * refused at creation, not a task waiting for room for ever */
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_opts_set(o, "transport", "shm"));
+	CHECK_OK(smart_opts_set(o, "qp_depth", "16"));
+	CHECK_OK(smart_opts_set(o, "chain_max", "32"));
+	{
+		smart_ctx_t *c = NULL;
+
+		CHECK_EQ(smart_ctx_create(o, &c), SMART_EINVAL);
+		CHECK(c == NULL);
+	}
+	smart_opts_destroy(o);
+
 	/* The environment overrides defaults; a bad value fails creation. */
 	setenv("SMART_MAX_TASKS", "17", 1);
 	CHECK_OK(smart_opts_create(&o));
@@ -308,6 +322,78 @@ static void test_op_errors(void)
 		 SMART_EINVAL);
 	/* nothing was queued by the rejected ops */
 	CHECK_OK(smart_sync(w));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* Send-queue room is handed out in turn (ops.c post_in_turn): a task
+ * whose chain needs the whole queue gets it while 24 tasks of one WR
+ * each keep it nearly full.  Without the turns the room a poll frees goes
+ * to the small tasks that run next, and the big one waits until they
+ * stop. */
+#define ROOM_SMALL 24
+#define ROOM_ROUNDS 400
+
+struct room_arg {
+	smart_gaddr_t g;
+	int *small_left;	/* small tasks still running */
+	int big_rounds;		/* rounds of the big task while they ran */
+};
+
+static void room_small_task(smart_worker_t *w, void *p)
+{
+	struct room_arg *a = p;
+	int i;
+
+	for (i = 0; i < ROOM_ROUNDS; i++) {
+		CHECK_OK(smart_write(w, a->g, &(uint64_t){ (uint64_t)i }, 8));
+		CHECK_OK(smart_sync(w));
+	}
+	(*a->small_left)--;
+}
+
+static void room_big_task(smart_worker_t *w, void *p)
+{
+	struct room_arg *a = p;
+	int i;
+
+	while (*a->small_left) {
+		for (i = 0; i < 16; i++)
+			CHECK_OK(smart_write(w, smart_gaddr_add(a->g, 8 *
+					     (uint64_t)i), &(uint64_t){ 1 },
+					     8));
+		CHECK_OK(smart_sync(w));
+		if (*a->small_left)
+			a->big_rounds++;
+	}
+}
+
+static void test_room_turns(void)
+{
+	static const char *const kv[] = { "qp_depth", "16", "chain_max",
+					   "16", NULL };
+	struct room_arg small[ROOM_SMALL], big;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	int i, left = ROOM_SMALL;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	big = (struct room_arg){ smart_gaddr(0, 1 << 20), &left, 0 };
+	CHECK_OK(smart_task_spawn(w, room_big_task, &big));
+	for (i = 0; i < ROOM_SMALL; i++) {
+		small[i] = (struct room_arg){ smart_gaddr(0, (2 << 20) +
+					      64 * (uint64_t)i), &left, 0 };
+		CHECK_OK(smart_task_spawn(w, room_small_task, &small[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	printf("big task: %d rounds beside %d x %d small ones, %llu posts "
+	       "found the queue full\n", big.big_rounds, ROOM_SMALL,
+	       ROOM_ROUNDS, (unsigned long long)st.c[SMART_STAT_QP_FULL]);
+	CHECK_GT(st.c[SMART_STAT_QP_FULL], 0);
+	CHECK_GE(big.big_rounds, ROOM_ROUNDS / 8);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -589,6 +675,7 @@ int main(int argc, char **argv)
 		{ "op_errors", test_op_errors },
 		{ "qp_repair", test_qp_repair },
 		{ "cq_failure", test_cq_failure },
+		{ "room_turns", test_room_turns },
 		{ "alloc_basic", test_alloc_basic },
 		{ "alloc_concurrent", test_alloc_concurrent },
 		{ "alloc_refill", test_alloc_refill },

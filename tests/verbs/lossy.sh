@@ -40,7 +40,7 @@
 # Prints "PASS name" / "FAIL name" per step and "N passed, N failed";
 # exits non-zero when a step failed.
 #
-# QP retries are the library's (ib_timeout 14 = 67 ms, ib_retry 7) unless
+# QP retries are the library's (ib_timeout 14 = 67 ms, ib_retry 6) unless
 # SMART_IB_TIMEOUT / SMART_IB_RETRY say otherwise (the suite's and the
 # tools' QPs; fixture clients always keep the defaults).  Note that rxe
 # (Linux 6.1, rxe_comp.c) takes retry_cnt 7 as "retry for ever".
