@@ -15,6 +15,9 @@
  * overlapping.  A client with a wrong secret gets SMART_EACCES and smartd
  * keeps serving; SIGTERM ends smartd with exit status 0.
  *
+ * SMART_TEST_SCALE (percent of the increments) and SMART_TEST_SLOW (hang
+ * guards stretched) are for slow links (tests/verbs/lossy.sh).
+ *
  * Invariants of the harness: nothing waits unboundedly.  alarm() bounds
  * the whole case; its handler and an atexit handler SIGKILL smartd and the
  * clients, and every child also dies with its parent (PR_SET_PDEATHSIG).
@@ -43,8 +46,22 @@ _Static_assert(1 + CLIENTS <= GUARD_PIDS, "the guard holds smartd and the client
 #define TASKS		8
 #define NBLK		12
 #define FAA_BATCH	8
-#define FAA_PER_ROUND	(25 * FAA_BATCH)
-#define CAS_PER_ROUND	50
+/* increments per round: SMART_TEST_SCALE percent (1..100, default 100)
+ * of 25 FAA batches and 50 CASes, at least one of each (a link where an
+ * op costs tens of milliseconds, tests/verbs/lossy.sh); the totals the
+ * test checks follow */
+static int scale_of(int full)
+{
+	const char *e = getenv("SMART_TEST_SCALE");
+	int pct = e ? atoi(e) : 100, n;
+
+	if (pct < 1 || pct > 100)
+		pct = 100;
+	n = full * pct / 100;
+	return n ? n : 1;
+}
+#define FAA_PER_ROUND	(scale_of(25) * FAA_BATCH)
+#define CAS_PER_ROUND	scale_of(50)
 #define NFAA		(NBLK * FAA_PER_ROUND)	/* per task */
 #define NCAS		(NBLK * CAS_PER_ROUND)	/* per task */
 #define TASKS_ALL	(THREADS * TASKS)	/* per client */
@@ -319,9 +336,10 @@ static pid_t client_spawn(const char *addr, const char *secret_path,
 
 static void client_wait(pid_t pid, unsigned client)
 {
-	int st = smartd_wait_bounded(pid, 45000);
+	int st = smartd_wait_bounded(pid, 45000 * (int)test_slow());
 
-	CHECK_MSG(st != -1, "client %u did not finish within 45 s", client);
+	CHECK_MSG(st != -1, "client %u did not finish within %u s", client,
+		  45 * test_slow());
 	guard.pids[1 + client] = 0;
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		  "client %u: expected exit 0, got %s %d", client,

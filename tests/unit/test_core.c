@@ -343,10 +343,12 @@ struct room_arg {
 static void room_small_task(smart_worker_t *w, void *p)
 {
 	struct room_arg *a = p;
+	uint64_t v;		/* read at the post, in smart_sync */
 	int i;
 
 	for (i = 0; i < ROOM_ROUNDS; i++) {
-		CHECK_OK(smart_write(w, a->g, &(uint64_t){ (uint64_t)i }, 8));
+		v = (uint64_t)i;
+		CHECK_OK(smart_write(w, a->g, &v, 8));
 		CHECK_OK(smart_sync(w));
 	}
 	(*a->small_left)--;
@@ -355,13 +357,13 @@ static void room_small_task(smart_worker_t *w, void *p)
 static void room_big_task(smart_worker_t *w, void *p)
 {
 	struct room_arg *a = p;
+	uint64_t one = 1;	/* read at the post, in smart_sync */
 	int i;
 
 	while (*a->small_left) {
 		for (i = 0; i < 16; i++)
 			CHECK_OK(smart_write(w, smart_gaddr_add(a->g, 8 *
-					     (uint64_t)i), &(uint64_t){ 1 },
-					     8));
+					     (uint64_t)i), &one, 8));
 		CHECK_OK(smart_sync(w));
 		if (*a->small_left)
 			a->big_rounds++;

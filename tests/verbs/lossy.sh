@@ -47,7 +47,9 @@
 #
 # Knobs: SMART_VM_NETEM (netem spec), SMART_CONF_SCALE (percent of the
 # suite's heavy cases, default 1 here: every op costs a 10-30 ms round
-# trip), SMART_LOSSY_PINGS (probes per smart-ping op, default 100).
+# trip), SMART_TEST_SCALE and SMART_TEST_SLOW (the integration tests' work
+# in percent, default 1, and their hang guards stretched, default 10
+# times), SMART_LOSSY_PINGS (probes per smart-ping op, default 100).
 set -u
 
 usage()
@@ -243,8 +245,11 @@ netem_on || { echo "FAIL netem: cannot put netem on the NICs"; exit 1; }
 snapshot "$tmp/first"
 step conformance env SMART_CONF_SCALE="${SMART_CONF_SCALE:-1}" \
 	timeout 900 "$bin/test_transport_verbs"
+# the integration tests' work scaled down and their hang guards
+# stretched, as the suite's heavy cases are: an op is a 10-30 ms round trip
 for t in test_core test_smartd_clients test_one_sided; do
-	[ -x "$bin/$t" ] && step "$t" timeout 600 "$bin/$t"
+	[ -x "$bin/$t" ] && step "$t" env SMART_TEST_SCALE="${SMART_TEST_SCALE:-1}" \
+		SMART_TEST_SLOW="${SMART_TEST_SLOW:-10}" timeout 600 "$bin/$t"
 done
 step smart-ping pings "$pings"
 
