@@ -26,6 +26,9 @@
  *     or not, without effect.  A failed WR has no remote effect, except an
  *     atomic whose local result buffer is bad: as in verbs, it may have
  *     executed at the responder before its result could not be stored.
+ *     The status names the cause, except that on a lossy link a remote
+ *     error whose NAK was lost ends in SMART_TP_WC_RETRY_EXC (the
+ *     responder's QP is in error and answers nothing more).
  *     Nothing aborts the process.  A QP in error is destroyed and
  *     replaced, never revived.
  *  6. No blade CPU work on the data path.
