@@ -28,6 +28,22 @@ static int ctx_load_secret(struct smart_ctx *ctx)
 	return rc;
 }
 
+/* Options that are each valid but do not fit together. */
+static int ctx_check_opts(struct smart_ctx *ctx)
+{
+	const struct smart__optvals *o = &ctx->o;
+
+	/* a chain is posted whole or not at all (transport.h): one longer
+	 * than a send queue would wait for room for ever */
+	if (o->chain_max > o->qp_depth) {
+		smart__err(&ctx->log, "chain_max %d > qp_depth %d: a chain "
+			   "must fit one send queue", o->chain_max,
+			   o->qp_depth);
+		return SMART_EINVAL;
+	}
+	return 0;
+}
+
 static int ctx_open_transport(struct smart_ctx *ctx)
 {
 	const struct smart__optvals *o = &ctx->o;
@@ -48,14 +64,6 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 	};
 	int rc;
 
-	/* a chain is posted whole or not at all (transport.h): one longer
-	 * than a send queue would wait for room for ever */
-	if (o->chain_max > o->qp_depth) {
-		smart__err(&ctx->log, "chain_max %d > qp_depth %d: a chain "
-			   "must fit one send queue", o->chain_max,
-			   o->qp_depth);
-		return SMART_EINVAL;
-	}
 	ctx->tp = smart_tp_find(ctx->o.transport);
 	if (!ctx->tp) {
 		smart__err(&ctx->log, "transport %s is not built in",
@@ -137,7 +145,9 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->pool_lock, NULL);
 	pthread_mutex_init(&ctx->orphan_lock, NULL);
-	rc = smart__clock_init(&ctx->clock);
+	rc = ctx_check_opts(ctx);
+	if (!rc)
+		rc = smart__clock_init(&ctx->clock);
 	if (!rc)
 		rc = ctx_load_secret(ctx);
 	if (!rc)

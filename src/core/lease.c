@@ -23,11 +23,18 @@
  * fenced a ctx stays fenced.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/lease.h"
 #include "util/mutant.h"
+
+/* Slots one read of the lease table covers: with the 64-byte header,
+ * 4 KiB (lease_read_scan says why). */
+#define LEASE_SCAN_SLOTS \
+	((4096 - offsetof(struct smart_lease_table, slot)) / \
+	 sizeof(struct smart_lease_slot))
 
 static uint64_t ticks_per_ms(const struct smart__clock *c)
 {
@@ -223,7 +230,8 @@ static int lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
 		l->next = smart__lease_now(&ctx->clock) + l->period_ticks / 4;
 		return rc;
 	}
-	if (old == smart_lease_word(b->lease_id, l->ctr + 1)) {
+	if (!SMART_M_LEASE_NO_CATCH_UP &&
+	    old == smart_lease_word(b->lease_id, l->ctr + 1)) {
 		/* our own CAS of a renewal whose sync failed did execute
 		 * (only we move our counter): catch up and renew again at
 		 * once, extending nothing - when it ran is not known */
@@ -250,7 +258,7 @@ static int lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
  * header gave it: a slot handed out after that read is raised into
  * slots_used first, so the next one covers it (a newcomer is scanned a
  * round late; it cannot be stale yet).  A piece is at most
- * SMART_LEASE_SCAN_SLOTS slots, 4 KiB with the header: one packet at MTU
+ * LEASE_SCAN_SLOTS slots, 4 KiB with the header: one packet at MTU
  * 4096, where the whole table is 16 KiB - a multi-packet READ is what a
  * reordering link makes slow (rxe retries it on its 67-ms timer), and
  * the next renewal waits for this read.  Up to that many clients every
@@ -265,7 +273,7 @@ static void lease_read_scan(struct smart_ctx *ctx, struct smart_worker *w,
 	int rc;
 
 	n = l->used - from;
-	n = n < SMART_LEASE_SCAN_SLOTS ? n : SMART_LEASE_SCAN_SLOTS;
+	n = n < LEASE_SCAN_SLOTS ? n : LEASE_SCAN_SLOTS;
 	rc = smart_read_sync(w, smart_gaddr(b->id, SMART_LEASE_OFF + off),
 			     (from ? 0 : hdr) + n * sizeof(l->table->slot[0]),
 			     (uint8_t *)l->table + off);

@@ -6,17 +6,10 @@
 #ifndef SMART_CORE_LEASE_H
 #define SMART_CORE_LEASE_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #include "core/core.h"
 #include "wire/services.h"
-
-/* Slots one read of the lease table covers: with the 64-byte header,
- * 4 KiB (lease.c says why). */
-#define SMART_LEASE_SCAN_SLOTS \
-	((4096 - offsetof(struct smart_lease_table, slot)) / \
-	 sizeof(struct smart_lease_slot))
 
 /* What this ctx knows about the lease table of one blade.  The keeper
  * owns everything but the atomics, which workers read. */

@@ -395,9 +395,13 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
 			return SMART_EREMOTE;
 		*to = (struct op_target){ off, b->dm_rkey };
 	}
-	/* an atomic needs the transport's atomics (caps.atomics) */
-	if (op->opcode >= SMART_TP_CAS && ((off & 7) || !w->ctx->caps.atomics))
-		return !w->ctx->caps.atomics ? SMART_ENOTSUP : SMART_EINVAL;
+	if (op->opcode >= SMART_TP_CAS) {
+		/* an atomic needs the transport's atomics (caps.atomics) */
+		if (!w->ctx->caps.atomics)
+			return SMART_ENOTSUP;
+		if (off & 7)
+			return SMART_EINVAL;
+	}
 	return 0;
 }
 

@@ -47,9 +47,9 @@ static void group_doorbell_check(struct smart_ctx *ctx, struct smart__group *g)
 	ctx->db_fallbacks++;
 	snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
 		 "per-thread-db:partial");
-	smart__log_msg(&ctx->log, SMART_LOG_WARN, "per-thread-db: a worker "
-		       "got no doorbell of its own (%d so far): its QPs use "
-		       "the shared ones", ctx->db_fallbacks);
+	smart__warn(&ctx->log, "per-thread-db: a worker got no doorbell of "
+		    "its own (%d so far): its QPs use the shared ones",
+		    ctx->db_fallbacks);
 }
 
 static int group_create(struct smart_ctx *ctx, int index, int shared,
@@ -300,8 +300,8 @@ static void group_cq_replace(struct smart_worker *w, struct smart_tp_cq *dead)
 	atomic_store(&g->cq, cq);
 	atomic_fetch_add(&g->cq_gen, 1);
 	SMART_STAT_INC(w, SMART_STAT_CQ_FAILURES);
-	smart__log_msg(&ctx->log, SMART_LOG_WARN, "a completion queue failed:"
-		       " its operations fail, its QPs are replaced");
+	smart__warn(&ctx->log, "a completion queue failed: its operations "
+		    "fail, its QPs are replaced");
 }
 
 /* Fail what this worker's tasks have in flight on a failed CQ (dead, or

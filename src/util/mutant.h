@@ -51,6 +51,13 @@
 #define SMART_M_OPS_NO_ROOM_TURN 0
 #endif
 
+#ifdef SMART_MUTANT_LEASE_NO_CATCH_UP	/* lease.c: our own word one ahead
+					 * (a lost renewal's CAS) fences us */
+#define SMART_M_LEASE_NO_CATCH_UP 1
+#else
+#define SMART_M_LEASE_NO_CATCH_UP 0
+#endif
+
 #ifdef SMART_MUTANT_LEASE_SCAN_NO_GROW	/* lease.c: the table read never
 						 * grows to cover newcomers */
 #define SMART_M_LEASE_SCAN_NO_GROW 1

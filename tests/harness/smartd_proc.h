@@ -209,10 +209,7 @@ static inline void guard_alarm(int sig)
  * targets. */
 static inline unsigned test_slow(void)
 {
-	const char *e = getenv("SMART_TEST_SLOW");
-	int n = e ? atoi(e) : 1;
-
-	return n >= 1 && n <= 50 ? (unsigned)n : 1;
+	return (unsigned)test_env_int("SMART_TEST_SLOW", 1, 50, 1);
 }
 
 /* Arm the guard: kill everything and fail after `seconds` (x test_slow). */

@@ -121,6 +121,20 @@ static inline void sleep_ms(int ms)
 }
 
 /* Monotonic milliseconds, for measuring (never for ordering events). */
+/* The integer in environment variable name when it is within lo..hi,
+ * else dflt (unset, not a number, out of range). */
+static inline int test_env_int(const char *name, int lo, int hi, int dflt)
+{
+	const char *e = getenv(name);
+	char *end;
+	long v;
+
+	if (!e || !*e)
+		return dflt;
+	v = strtol(e, &end, 10);
+	return !*end && v >= lo && v <= hi ? (int)v : dflt;
+}
+
 static inline double test_now_ms(void)
 {
 	struct timespec ts;

@@ -52,12 +52,8 @@ _Static_assert(1 + CLIENTS <= GUARD_PIDS, "the guard holds smartd and the client
  * test checks follow */
 static int scale_of(int full)
 {
-	const char *e = getenv("SMART_TEST_SCALE");
-	int pct = e ? atoi(e) : 100, n;
+	int n = full * test_env_int("SMART_TEST_SCALE", 1, 100, 100) / 100;
 
-	if (pct < 1 || pct > 100)
-		pct = 100;
-	n = full * pct / 100;
 	return n ? n : 1;
 }
 #define FAA_PER_ROUND	(scale_of(25) * FAA_BATCH)
