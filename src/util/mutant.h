@@ -51,6 +51,13 @@
 #define SMART_M_OPS_NO_ROOM_TURN 0
 #endif
 
+#ifdef SMART_MUTANT_VERBS_LATE_SLOT_LAPS	/* verbs.h: a completion behind
+					 * head read as the next lap */
+#define SMART_M_VERBS_LATE_SLOT_LAPS 1
+#else
+#define SMART_M_VERBS_LATE_SLOT_LAPS 0
+#endif
+
 #ifdef SMART_MUTANT_LEASE_NO_CATCH_UP	/* lease.c: our own word one ahead
 					 * (a lost renewal's CAS) fences us */
 #define SMART_M_LEASE_NO_CATCH_UP 1

@@ -4,7 +4,9 @@
  * byte order), the refusal of every malformed field (truncated, wrong
  * magic or version, bad link layer, GID type that does not fit, huge
  * depths, unknown flags), the peer check (link layer, RoCE version) and
- * the read/atomic depth negotiation; the region blob's refusals.
+ * the read/atomic depth negotiation; the region blob's refusals.  Also the
+ * one piece of completion arithmetic that needs no device: how far a
+ * completed ring slot moves a QP's head, late slots included.
  *
  * Built only with the verbs transport (CMake skips tests named *verbs*
  * without libibverbs).  Deterministic: the mutation sweep walks every
@@ -288,6 +290,46 @@ static void test_region_blob(void)
 	smart__verbs_remote_detach(r);
 }
 
+/* A completion's slot is 16 bits of a 32-bit counter.  Slots ahead of
+ * head move it to just past them; slots behind it (a shared CQ's other
+ * poller already retired past them) move it by nothing, across the
+ * 16-bit and 32-bit wraps; completions taken in any order leave head at
+ * the tail and never beyond it. */
+static void test_slot_ahead(void)
+{
+	static const uint32_t heads[] = { 0, 1, 0x7fff, 0xfff0, 0xffff,
+					  0x10000, 0x1fffe, 0xfffffff0,
+					  0xffffffff };
+	uint32_t head, tail, d, order[64], i, j, base = 0xffe0;
+	size_t h;
+
+	for (h = 0; h < sizeof(heads) / sizeof(heads[0]); h++) {
+		head = heads[h];
+		for (d = 1; d <= VERBS_MAX_SEND_WR; d++)
+			CHECK_EQ(smart__verbs_slot_ahead(head,
+							 (head + d - 1) & 0xffff),
+				 d);
+		for (d = 0; d < VERBS_MAX_SEND_WR; d++)
+			CHECK_EQ(smart__verbs_slot_ahead(head,
+							 (head - 1 - d) & 0xffff),
+				 0);
+	}
+	/* 64 slots across the 16-bit wrap completed in a scrambled order
+	 * (a fixed permutation: i * 37 mod 64) */
+	for (i = 0; i < 64; i++)
+		order[i] = i * 37 % 64;
+	head = base;
+	tail = base + 64;
+	for (i = 0; i < 64; i++) {
+		for (j = 0; j < 2; j++)	/* twice: the same slot seen late */
+			head += smart__verbs_slot_ahead(head,
+							(base + order[i]) &
+							0xffff);
+		CHECK_LE(tail - head, 64);
+	}
+	CHECK_EQ(head, tail);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
@@ -298,5 +340,6 @@ int main(int argc, char **argv)
 		{ "peer_check", test_peer_check },
 		{ "depths", test_depths },
 		{ "region_blob", test_region_blob },
+		{ "slot_ahead", test_slot_ahead },
 		{ 0 } });
 }

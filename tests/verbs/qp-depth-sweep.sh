@@ -19,7 +19,8 @@
 # 768, max and chain.  The maximum is min(max_qp_wr, max_cqe, 65536) from
 # ibv_devinfo (a CQ must hold every WR of a queue, which a QP in error
 # flushes at once), lowered to what the library takes when it refuses
-# that ("takes at most N WRs").  Environment: SMART_DEVICE (rxe0),
+# that ("takes at most N WRs": at most 16384, a completion naming its
+# ring slot in 16 bits).  Environment: SMART_DEVICE (rxe0),
 # SWEEP_SECONDS (1), SWEEP_TIMEOUT (120 s per run), SWEEP_CHAIN_TIMEOUT
 # (30 s).  Prints one "PASS name" / "FAIL name" line per step and a closing
 # "N passed, N failed" line; exits non-zero when a step failed.

@@ -29,7 +29,9 @@
  * single-threaded (a private one, SMART_TP_SHARED not set); our shadow
  * ring is guarded by a spinlock when the QP is SMART_TP_SHARED.  The ring's
  * head is advanced by pollers with an atomic max, since two pollers of a
- * shared CQ may see two completions of one QP in either order.
+ * shared CQ may see two completions of one QP in either order: the later
+ * one's slot then lies behind head and moves it by nothing (which is why
+ * a send queue stays below 2^15 WRs: smart__verbs_slot_ahead).
  *
  * Doorbells (per-thread-db): a CQ created with SMART_TP_OWN_DOORBELL owns a
  * thread domain and a parent domain, and is created inside it; QPs asking
@@ -61,10 +63,16 @@
 #define VERBS_QP_BLOB_VERSION 3
 #define VERBS_REGION_BLOB_LEN 40
 #define VERBS_QP_BLOB_LEN 44
-#define VERBS_MAX_SEND_WR  65536	/* slot index fits 16 bits */
+/* A completion names its ring slot in 16 bits of the wr_id; the slot lies
+ * within one send queue of head on either side (behind it when another
+ * poller of a shared CQ already retired past it), so a queue must stay
+ * below half of 2^16 for the two sides to be told apart. */
+#define VERBS_MAX_SEND_WR  16384
 #define VERBS_MAX_CHAIN	   64
 #define VERBS_POLL_MAX	   64
 #define VERBS_MAX_RD_ATOM  16
+
+_Static_assert(VERBS_MAX_SEND_WR < 0x8000, "ring slots: 16-bit distances");
 
 struct smart_tp_domain {
 	const struct smart__log *log;
@@ -242,6 +250,7 @@ int smart__verbs_qp_blob(struct smart_tp_qp *qp, void *blob, size_t *len);
 int smart__verbs_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 			    const void *peer_blob, size_t len);
 void smart__verbs_qp_destroy(struct smart_tp_qp *qp);
+uint32_t smart__verbs_slot_ahead(uint32_t head, uint32_t slot);
 int smart__verbs_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		      int n);
 int smart__verbs_qp_in_error(const struct smart_tp_qp *qp);

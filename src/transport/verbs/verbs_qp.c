@@ -14,6 +14,7 @@
 
 #include "transport/verbs/verbs.h"
 #include "util/log.h"
+#include "util/mutant.h"
 
 /* Give the CQ a thread domain of its own and a parent domain over it:
  * the CQ is created inside it, and so are the QPs that ask for their own
@@ -200,17 +201,25 @@ static uint8_t wc_opcode(enum ibv_wc_opcode op)
 	}
 }
 
+/* How far the completion of ring slot `slot` (its low 16 bits) moves a
+ * QP's head: by the distance past head, or 0 when the slot is behind
+ * head - a shared CQ's other poller took a later completion first and
+ * already retired it.  Read as a new lap instead, a late slot would move
+ * head ~65536 on and the queue would look full for ever. */
+uint32_t smart__verbs_slot_ahead(uint32_t head, uint32_t slot)
+{
+	uint32_t d = (slot + 1 - head) & 0xffff;
+
+	return d < 0x8000 || SMART_M_VERBS_LATE_SLOT_LAPS ? d : 0;
+}
+
 /* Completion of slot `slot`: everything before it on the QP is done. */
 static void ring_retire(struct smart_tp_qp *qp, uint32_t slot)
 {
-	uint32_t next = slot + 1, head = atomic_load(&qp->head);
+	uint32_t head = atomic_load(&qp->head), d;
 
-	/* slots are 16-bit positions of a 32-bit counter: rebuild it */
-	next = (head & ~(uint32_t)0xffff) | (next & 0xffff);
-	if ((int32_t)(next - head) < 0)
-		next += 0x10000;
-	while ((int32_t)(next - head) > 0 &&
-	       !atomic_compare_exchange_weak(&qp->head, &head, next))
+	while ((d = smart__verbs_slot_ahead(head, slot)) &&
+	       !atomic_compare_exchange_weak(&qp->head, &head, head + d))
 		;
 }
 
