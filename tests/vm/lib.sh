@@ -25,6 +25,17 @@
 
 VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VM_CACHE=${SMART_VM_CACHE:-/var/cache/smart-vm}
+# The guest kernel: linux-image-amd64 of the host's apt sources, or of the
+# Debian suite SMART_VM_KERNEL_SUITE names (e.g. bookworm-backports, for a
+# newer rdma_rxe), resolved with an apt state of its own under the cache
+# so that the host's sources stay untouched.  Each has its own kernel and
+# initramfs directory; the locks are shared.
+VM_KSUITE=${SMART_VM_KERNEL_SUITE:-}
+case $VM_KSUITE in
+'') VM_KDIR=$VM_CACHE ;;
+*[!a-z0-9-]*) VM_KDIR= ;;	# refused by vm_prepare
+*) VM_KDIR=$VM_CACHE/suite-$VM_KSUITE ;;
+esac
 VM_TIMEOUT=${SMART_VM_TIMEOUT:-1200}
 VM_HUGEPAGES=${SMART_VM_HUGEPAGES:-16}
 VM_QEMU=qemu-system-x86_64
@@ -122,14 +133,33 @@ vm_check_qemu()
 
 # --- kernel ---------------------------------------------------------------
 
+# apt's options for the kernel's packages: none for the host's sources, or
+# a sources list of VM_KSUITE alone and state directories of its own.
+vm_kapt_opts()
+{
+	local d=$VM_KDIR/apt
+	[ -n "$VM_KSUITE" ] || return 0
+	mkdir -p "$d/lists/partial" "$d/archives/partial" &&
+	echo "deb http://deb.debian.org/debian $VM_KSUITE main" >"$d/sources.list" ||
+		return 1
+	echo "-o Dir::Etc::SourceList=$d/sources.list" \
+	     "-o Dir::Etc::SourceParts=/nonexistent" \
+	     "-o Dir::State::Lists=$d/lists" \
+	     "-o Dir::Cache::Archives=$d/archives" \
+	     "-o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache="
+}
+
+vm_kapt() { vm_apt $(vm_kapt_opts) "$@"; }
+vm_kapt_cache() { apt-cache $(vm_kapt_opts) "$@"; }
+
 # Prints "PKG VERSION" of the kernel image linux-image-amd64 depends on.
 vm_kernel_wanted()
 {
 	local pkg ver
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+	pkg=$(vm_kapt_cache depends linux-image-amd64 2>/dev/null |
 	      awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
 	[ -n "$pkg" ] || return 1
-	ver=$(apt-cache policy "$pkg" 2>/dev/null |
+	ver=$(vm_kapt_cache policy "$pkg" 2>/dev/null |
 	      awk '$1 == "Candidate:" { print $2; exit }')
 	[ -n "$ver" ] && [ "$ver" != "(none)" ] || return 1
 	echo "$pkg $ver"
@@ -173,14 +203,14 @@ vm_collect_modules()
 	[ -s "$out/modules.order" ]
 }
 
-# Downloads and unpacks kernel package $1 (version $2) into $VM_CACHE/kernel.
+# Downloads and unpacks kernel package $1 (version $2) into $VM_KDIR/kernel.
 vm_build_kernel()
 {
 	local pkg=$1 ver=$2 kver=${1#linux-image-} tmp root
-	tmp=$(mktemp -d "$VM_CACHE/kernel.tmp.XXXXXX") || return 1
+	tmp=$(mktemp -d "$VM_KDIR/kernel.tmp.XXXXXX") || return 1
 	root=$tmp/root
-	(cd "$tmp" && chmod 755 . && vm_apt download "$pkg=$ver" >/dev/null 2>&1 ||
-	 vm_apt download "$pkg" >/dev/null) || { rm -rf "$tmp"; return 1; }
+	(cd "$tmp" && chmod 755 . && vm_kapt download "$pkg=$ver" >/dev/null 2>&1 ||
+	 vm_kapt download "$pkg" >/dev/null) || { rm -rf "$tmp"; return 1; }
 	dpkg -x "$tmp"/*.deb "$root" && rm -f "$tmp"/*.deb &&
 	depmod -b "$root" "$kver" &&
 	mkdir -p "$tmp/out" &&
@@ -192,16 +222,16 @@ vm_build_kernel()
 		{ vm_log "no vmlinux in the bzImage; booting the bzImage";
 		  rm -f "$tmp/out/vmlinux"; }
 	echo "$pkg $ver" >"$tmp/out/stamp"
-	rm -rf "$VM_CACHE/kernel.old"
-	[ -d "$VM_CACHE/kernel" ] && mv "$VM_CACHE/kernel" "$VM_CACHE/kernel.old"
-	mv "$tmp/out" "$VM_CACHE/kernel" && rm -rf "$tmp" "$VM_CACHE/kernel.old"
+	rm -rf "$VM_KDIR/kernel.old"
+	[ -d "$VM_KDIR/kernel" ] && mv "$VM_KDIR/kernel" "$VM_KDIR/kernel.old"
+	mv "$tmp/out" "$VM_KDIR/kernel" && rm -rf "$tmp" "$VM_KDIR/kernel.old"
 }
 
 # A kernel cache is valid when complete, built from package $1 (any when
 # empty) and holding the modules of the current VM_ROOT_MODULES.
 vm_kernel_valid()
 {
-	local k=$VM_CACHE/kernel
+	local k=$VM_KDIR/kernel
 	[ -s "$k/stamp" ] && [ -s "$k/vmlinuz" ] && [ -s "$k/modules/modules.order" ] &&
 		[ "$(cat "$k/modules/roots" 2>/dev/null)" = "$(echo $VM_ROOT_MODULES)" ] &&
 		{ [ -z "$1" ] || [ "$(cat "$k/stamp")" = "$1" ]; }
@@ -211,11 +241,11 @@ vm_ensure_kernel()
 {
 	local t0=$EPOCHREALTIME want
 	want=$(vm_kernel_wanted) ||
-		{ vm_apt update >/dev/null 2>&1; want=$(vm_kernel_wanted); }
+		{ vm_kapt update >/dev/null 2>&1; want=$(vm_kernel_wanted); }
 	if [ -z "$want" ]; then
 		vm_kernel_valid "" ||
 			vm_die "cannot resolve linux-image-amd64 and no cached kernel (with the modules: $(echo $VM_ROOT_MODULES))"
-		vm_log "kernel: apt cannot resolve linux-image-amd64; using cached $(cat "$VM_CACHE/kernel/stamp")"
+		vm_log "kernel: apt cannot resolve linux-image-amd64; using cached $(cat "$VM_KDIR/kernel/stamp")"
 		return 0
 	fi
 	if vm_kernel_valid "$want"; then
@@ -225,7 +255,7 @@ vm_ensure_kernel()
 	vm_log "kernel: fetching $want"
 	if ! vm_build_kernel $want; then
 		# a stale package list may name a version the mirror dropped
-		vm_apt update >/dev/null 2>&1
+		vm_kapt update >/dev/null 2>&1
 		want=$(vm_kernel_wanted) && vm_build_kernel $want ||
 			vm_die "could not download/unpack the kernel ($want)"
 	fi
@@ -285,7 +315,7 @@ EOF
 
 vm_initramfs_stamp()
 {
-	{ cat "$VM_CACHE/kernel/stamp" "$VM_CACHE/kernel/modules/modules.order"
+	{ cat "$VM_KDIR/kernel/stamp" "$VM_KDIR/kernel/modules/modules.order"
 	  vm_init_script; sha256sum /bin/busybox; } |
 		sha256sum | cut -d' ' -f1
 }
@@ -293,18 +323,18 @@ vm_initramfs_stamp()
 vm_build_initramfs()
 {
 	local tmp d
-	tmp=$(mktemp -d "$VM_CACHE/initramfs.tmp.XXXXXX") || return 1
+	tmp=$(mktemp -d "$VM_KDIR/initramfs.tmp.XXXXXX") || return 1
 	d=$tmp/root
 	mkdir -p "$d"/{bin,dev,proc,sys,lib/modules,lower,upper,newroot} &&
 	cp /bin/busybox "$d/bin/busybox" &&
 	mknod "$d/dev/console" c 5 1 && mknod "$d/dev/null" c 1 3 &&
-	cp "$VM_CACHE/kernel/modules/"*.ko "$d/lib/modules/" &&
-	cp "$VM_CACHE/kernel/modules/modules.order" "$d/modules.order" &&
+	cp "$VM_KDIR/kernel/modules/"*.ko "$d/lib/modules/" &&
+	cp "$VM_KDIR/kernel/modules/modules.order" "$d/modules.order" &&
 	vm_init_script >"$d/init" && chmod 755 "$d/init" &&
 	(cd "$d" && find . | LC_ALL=C sort |
 	 cpio -o -H newc -R 0:0 --quiet | gzip -6 >"$tmp/initramfs.cpio.gz") &&
-	mv "$tmp/initramfs.cpio.gz" "$VM_CACHE/initramfs.cpio.gz" &&
-	vm_initramfs_stamp >"$VM_CACHE/initramfs.stamp"
+	mv "$tmp/initramfs.cpio.gz" "$VM_KDIR/initramfs.cpio.gz" &&
+	vm_initramfs_stamp >"$VM_KDIR/initramfs.stamp"
 	local rc=$?
 	rm -rf "$tmp"
 	return $rc
@@ -313,15 +343,15 @@ vm_build_initramfs()
 vm_ensure_initramfs()
 {
 	local t0=$EPOCHREALTIME
-	if [ -s "$VM_CACHE/initramfs.cpio.gz" ] &&
-	   [ "$(cat "$VM_CACHE/initramfs.stamp" 2>/dev/null)" = "$(vm_initramfs_stamp)" ]
+	if [ -s "$VM_KDIR/initramfs.cpio.gz" ] &&
+	   [ "$(cat "$VM_KDIR/initramfs.stamp" 2>/dev/null)" = "$(vm_initramfs_stamp)" ]
 	then
 		vm_log "initramfs: 0.0 s (cached)"
 		return 0
 	fi
-	rm -f "$VM_CACHE/initramfs.stamp"
+	rm -f "$VM_KDIR/initramfs.stamp"
 	vm_build_initramfs || vm_die "could not build the initramfs"
-	vm_log "initramfs: $(vm_since "$t0") s ($(du -k "$VM_CACHE/initramfs.cpio.gz" | cut -f1) KiB)"
+	vm_log "initramfs: $(vm_since "$t0") s ($(du -k "$VM_KDIR/initramfs.cpio.gz" | cut -f1) KiB)"
 }
 
 # Everything a boot needs: packages, qemu check, kernel, initramfs.  Sets
@@ -329,11 +359,13 @@ vm_ensure_initramfs()
 vm_prepare()
 {
 	[ "$(id -u)" = 0 ] || vm_die "must run as root (apt-get, cache in $VM_CACHE)"
-	mkdir -p "$VM_CACHE" || vm_die "cannot create $VM_CACHE"
+	[ -n "$VM_KDIR" ] ||
+		vm_die "SMART_VM_KERNEL_SUITE=$VM_KSUITE is no Debian suite name"
+	mkdir -p "$VM_CACHE" "$VM_KDIR" || vm_die "cannot create $VM_KDIR"
 	exec {VM_BUILD_LOCK}>"$VM_CACHE/.build.lock"
 	flock "$VM_BUILD_LOCK"
 	# leftovers of a build that was killed; safe to drop under the lock
-	rm -rf "$VM_CACHE"/kernel.tmp.* "$VM_CACHE"/initramfs.tmp.*
+	rm -rf "$VM_KDIR"/kernel.tmp.* "$VM_KDIR"/initramfs.tmp.*
 	vm_install_packages
 	vm_check_qemu
 	for c in busybox cpio depmod modprobe xz; do
@@ -343,9 +375,9 @@ vm_prepare()
 	vm_ensure_initramfs
 	flock -u "$VM_BUILD_LOCK"
 	exec {VM_BUILD_LOCK}>&-
-	VM_KERNEL=$VM_CACHE/kernel/vmlinux
-	[ -s "$VM_KERNEL" ] || VM_KERNEL=$VM_CACHE/kernel/vmlinuz
-	VM_INITRD=$VM_CACHE/initramfs.cpio.gz
+	VM_KERNEL=$VM_KDIR/kernel/vmlinux
+	[ -s "$VM_KERNEL" ] || VM_KERNEL=$VM_KDIR/kernel/vmlinuz
+	VM_INITRD=$VM_KDIR/initramfs.cpio.gz
 }
 
 # One guest at a time on these 2-core machines: callers queue on this lock.

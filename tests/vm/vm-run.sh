@@ -22,7 +22,9 @@
 #
 # Knobs: SMART_VM_CACHE (default /var/cache/smart-vm), SMART_VM_TIMEOUT
 # (seconds, default 1200), SMART_VM_MEM (default 1536M), SMART_VM_HUGEPAGES
-# (2 MiB pages, default 16), SMART_VM_KEEP=1 keeps the job directory.
+# (2 MiB pages, default 16), SMART_VM_KEEP=1 keeps the job directory,
+# SMART_VM_KERNEL_SUITE (a Debian suite, e.g. bookworm-backports: the guest
+# boots that suite's linux-image-amd64 instead of the host sources' one).
 #
 # Exit status: CMD's; 124 on timeout; 125 when the guest failed before or
 # around CMD (setup, boot); 77 with a "SKIP:" line only when qemu cannot run
