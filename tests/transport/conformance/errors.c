@@ -354,6 +354,12 @@ void case_eagain(const struct smart_conf_env *env)
 		w[k] = eag_wr(&f, (uint64_t)k, 0);
 	CHECK_EQ(f.ops->post(c.qp, w, cap + 1), SMART_EAGAIN);
 	expect_quiet(f.ops, c.cq);
+	/* nothing of it went out: a signalled WRITE posted behind it
+	 * completes after everything posted before it (RC order) */
+	run1(&c, eag_wr(&f, (uint64_t)cap + 1, CONF_SIG));
+	for (k = 0; k <= cap; k++)
+		CHECK_MSG(rword(&f, EAG_FILL_OFF + 8 * (size_t)k) == 0,
+			  "WR %d of a refused chain executed", k);
 	w[cap - 1].flags = CONF_SIG;
 	CHECK_OK(f.ops->post(c.qp, w, cap));
 	CHECK_EQ(f.ops->post(c.qp, &w[cap], 1), SMART_EAGAIN);
