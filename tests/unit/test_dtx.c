@@ -14,6 +14,8 @@
  *                crash), the calls in the wrong state too; insert, read,
  *                update, delete, abort and scans in one-task
  *                transactions; log slots running out; drop;
+ *   eexist       an insert of a present key (SMART_EEXIST) validated
+ *                at commit: a delete committed in between aborts it;
  *   round_trips  smart_dtx_last_cost() round trips of SmallBank's six
  *                transaction shapes (2 blades, 1 backup) with warm
  *                caches, and of cold items, an insert, an abort;
@@ -821,6 +823,74 @@ static void test_api(void)
 	/* drop releases the name: it can be made again */
 	CHECK_OK(smart_dtx_create(wd.w, 1, "tiny", &c, &tiny));
 	CHECK_OK(smart_dtx_drop(tiny, wd.w));
+	world_stop(&wd);
+}
+
+/* An insert that finds its key present read it: SMART_EEXIST is validated
+ * at commit like a read.  x inserts K (present: EEXIST) and a new key N;
+ * y deletes K and commits in between; x's commit must abort (else x would
+ * say K existed and serialize after y, which removed it), leave N absent,
+ * and count a failed validation.  Untouched, the same commits; alone, an
+ * EEXIST insert needs no look at commit (its read is its point). */
+static void test_eexist(void)
+{
+	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
+				     .buckets = 64, .primary = -1 };
+	struct smart_dtx_config c;
+	struct smart_dtx_stats st0, st;
+	struct smart_dtx_cost cost;
+	struct world wd;
+	smart_dtx_txn_t *x, *y;
+	uint64_t v8 = 7;
+	size_t len;
+	int k, n, i;
+
+	world_start(&wd, NULL);
+	cfg_two(&c, &t, 1);
+	CHECK_OK(smart_dtx_create(wd.w, 1, "eexist", &c, &wd.d));
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &y));
+	api_put_new(&wd, x, T_SMALL, 5, &v8, 8);
+
+	/* untouched: EEXIST and the other insert commit */
+	CHECK_OK(smart_dtx_begin(x));
+	k = smart_dtx_insert(x, T_SMALL, 5, &v8, 8);
+	n = smart_dtx_insert(x, T_SMALL, 6, &v8, 8);
+	CHECK_OK(smart_dtx_exec(x, wd.w));
+	CHECK_EQ(smart_dtx_status(x, k, NULL), SMART_EEXIST);
+	CHECK_OK(smart_dtx_status(x, n, NULL));
+	CHECK_OK(smart_dtx_commit(x, wd.w));
+	CHECK_OK(api_get(&wd, x, T_SMALL, 6, &v8, 8, &len));
+
+	/* K deleted between x's exec and its commit */
+	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	CHECK_OK(smart_dtx_begin(x));
+	k = smart_dtx_insert(x, T_SMALL, 5, &v8, 8);
+	n = smart_dtx_insert(x, T_SMALL, 8, &v8, 8);
+	CHECK_OK(smart_dtx_exec(x, wd.w));
+	CHECK_EQ(smart_dtx_status(x, k, NULL), SMART_EEXIST);
+	CHECK_OK(smart_dtx_begin(y));
+	i = smart_dtx_read_for_update(y, T_SMALL, 5, NULL, 0);
+	CHECK_OK(smart_dtx_exec(y, wd.w));
+	CHECK_OK(smart_dtx_delete(y, i));
+	CHECK_OK(smart_dtx_commit(y, wd.w));
+	CHECK_EQ(smart_dtx_commit(x, wd.w), SMART_EABORT);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_GT(st.validate_fails, st0.validate_fails);
+	CHECK_EQ(api_get(&wd, x, T_SMALL, 8, &v8, 8, &len), SMART_ENOENT);
+	CHECK_EQ(api_get(&wd, x, T_SMALL, 5, &v8, 8, &len), SMART_ENOENT);
+
+	/* alone, an EEXIST insert reads K once and commits without a look */
+	CHECK_OK(smart_dtx_begin(x));
+	k = smart_dtx_insert(x, T_SMALL, 6, &v8, 8);
+	CHECK_OK(smart_dtx_commit(x, wd.w));
+	CHECK_EQ(smart_dtx_status(x, k, NULL), SMART_EEXIST);
+	CHECK_OK(smart_dtx_last_cost(x, &cost));
+	printf("   a lone EEXIST insert: %u round trips\n",
+	       (unsigned)cost.round_trips);
+	CHECK_LE(cost.round_trips, 1);
+	CHECK_OK(smart_dtx_txn_free(y, wd.w));
+	CHECK_OK(smart_dtx_txn_free(x, wd.w));
 	world_stop(&wd);
 }
 
@@ -1989,6 +2059,7 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "dsg", test_dsg },
 		{ "api", test_api },
+		{ "eexist", test_eexist },
 		{ "forged_descriptor", test_forged_descriptor },
 		{ "round_trips", test_round_trips },
 		{ "smallbank", test_smallbank },

@@ -110,9 +110,14 @@ static int needs_buckets(const struct dtx_item *it)
 	       it->status == SMART_ENOENT;
 }
 
+/* A record read: its version must not have moved by commit.  An insert
+ * that found its key present read it too (SMART_EEXIST says the key was
+ * there, which a delete committed since would make a lie). */
 static int needs_version(const struct dtx_item *it)
 {
-	return it->kind == DTX_RO && !it->status;
+	return (it->kind == DTX_RO && !it->status) ||
+	       (it->kind == DTX_INS && it->status == SMART_EEXIST &&
+		!SMART_M_DTX_NO_EEXIST_CHECK);
 }
 
 static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
@@ -353,8 +358,10 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 
 	for (i = 0; i < x->n; i++)
 		writes += is_written(&x->item[i]);
-	/* a read-only transaction of one record: its read is its point */
-	one_ro = x->n == 1 && x->item[0].kind == DTX_RO;
+	/* a read-only transaction of one record: its read is its point
+	 * (an insert that found its key present wrote nothing either) */
+	one_ro = x->n == 1 && (x->item[0].kind == DTX_RO ||
+			       x->item[0].status == SMART_EEXIST);
 	rc = validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
 	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT)
 		rc = log_post(x, w);

@@ -355,6 +355,9 @@ static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
 
 		memcpy(&h, rec, sizeof(h));
 		if (it->kind == DTX_INS) {
+			/* a read of the key: its version is validated at
+			 * commit (dtx_commit.c, needs_version) */
+			it->read_ver = h.version;
 			it->status = SMART_EEXIST;
 			it->step = DTX_S_DONE;
 			return 0;

@@ -13,13 +13,14 @@
 #define SMART_M_DTX_NO_VALIDATE 1
 #else
 #define SMART_M_DTX_NO_VALIDATE 0
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
 #endif
 
+/* an insert that found its key present (SMART_EEXIST) is not
+ * validated at commit: the key may be gone by then */
+#ifdef SMART_MUTANT_DTX_NO_EEXIST_CHECK
+#define SMART_M_DTX_NO_EEXIST_CHECK 1
+#else
+#define SMART_M_DTX_NO_EEXIST_CHECK 0
 #endif
 
 /* a read-for-update takes no lock (its CAS is not issued) */
@@ -27,13 +28,6 @@
 #define SMART_M_DTX_NO_LOCK 1
 #else
 #define SMART_M_DTX_NO_LOCK 0
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
-#endif
-
 #endif
 
 /* commit writes the records before the undo log */
@@ -41,13 +35,6 @@
 #define SMART_M_DTX_LOG_AFTER_COMMIT 1
 #else
 #define SMART_M_DTX_LOG_AFTER_COMMIT 0
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
-#endif
-
 #endif
 
 /* a record's lock is released right behind its primary's write, before
@@ -56,13 +43,6 @@
 #define SMART_M_DTX_UNLOCK_EARLY 1
 #else
 #define SMART_M_DTX_UNLOCK_EARLY 0
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
-#endif
-
 #endif
 
 /* commit keeps the record's version */
@@ -70,13 +50,6 @@
 #define SMART_M_DTX_NO_VERSION_BUMP 1
 #else
 #define SMART_M_DTX_NO_VERSION_BUMP 0
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
-#endif
-
 #endif
 
 /* a record is accepted whatever its crc says (torn reads pass) */
@@ -84,13 +57,6 @@
 #define SMART_M_DTX_NO_CRC 1
 #else
 #define SMART_M_DTX_NO_CRC 0
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
-#endif
-
 #endif
 
 /* a lock held by a dead client is waited on like a live one's */
@@ -98,13 +64,6 @@
 #define SMART_M_DTX_NO_RECOVERY 1
 #else
 #define SMART_M_DTX_NO_RECOVERY 0
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
-#endif
-
 #endif
 
 /* a peer's descriptor is trusted for its areas' offsets and sizes */
