@@ -36,6 +36,20 @@
  *     may carry a second, small range of it (dm_attach), with a key of its
  *     own and addresses from 0 (verbs' IBV_ACCESS_ZERO_BASED); a WR with
  *     that key addresses it, with the same rules 3-5 as the region.
+ *  8. Two-sided (messaging, DESIGN.md §6): a QP created with max_recv_wr
+ *     > 0 has a receive queue and is connected to another such QP, its
+ *     peer (qp_connect_peer: each side takes the other's blob).  A SEND
+ *     (or a WRITE_IMM, after its WRITE) consumes the peer's oldest posted
+ *     receive, in QP order with the sender's other WRs; the receive
+ *     completes (always, signalled or not) with SMART_TP_RECV, the bytes
+ *     landed and, with SMART_TP_IMM, the immediate word.  A message longer
+ *     than that receive's buffer or than the peer's max_msg fails: the
+ *     receive with SMART_TP_WC_LOC_PROT, the SEND with
+ *     SMART_TP_WC_REM_ACCESS, both QPs into error.  A SEND that finds no
+ *     receive posted is retried for a bounded time (receiver not ready;
+ *     docs/transport.md gives each transport's bound), then completes
+ *     with SMART_TP_WC_RNR and its QP enters error.  Receives of a QP in
+ *     error complete with SMART_TP_WC_FLUSH.
  *
  * Threading: a QP or CQ created without SMART_TP_SHARED is used by one
  * thread at a time and takes no lock; with SMART_TP_SHARED the transport
@@ -79,6 +93,9 @@ enum smart_tp_opcode {
 	SMART_TP_WRITE,
 	SMART_TP_CAS,
 	SMART_TP_FAA,
+	SMART_TP_SEND,		/* two-sided (rule 8): local -> a receive */
+	SMART_TP_WRITE_IMM,	/* WRITE, then a receive of 0 bytes + imm */
+	SMART_TP_RECV,		/* in completions only: a receive filled */
 };
 
 enum {
@@ -88,6 +105,9 @@ enum {
 					 * longer than caps.max_inline: post
 					 * refuses the chain, SMART_EINVAL */
 	SMART_TP_FENCE = 1 << 2,	/* wait for earlier READs/atomics */
+	SMART_TP_IMM = 1 << 3,		/* SEND: carries wr.imm (WRITE_IMM
+					 * always does); in a completion:
+					 * imm is valid */
 };
 
 /* A work request.  remote is an address in the responder's space, i.e. the
@@ -103,8 +123,22 @@ struct smart_tp_wr {
 	uint8_t opcode;
 	uint8_t flags;
 	uint16_t _pad;
-	uint64_t compare_add;	/* CAS: compare value; FAA: addend */
-	uint64_t swap;		/* CAS: new value */
+	union {
+		struct {
+			uint64_t compare_add;	/* CAS: compare value;
+						 * FAA: addend */
+			uint64_t swap;		/* CAS: new value */
+		};
+		uint32_t imm;	/* SEND with SMART_TP_IMM, WRITE_IMM */
+	};
+};
+
+/* A receive (rule 8): a buffer of len bytes in the MR of lkey. */
+struct smart_tp_recv {
+	uint64_t wr_id;
+	void *local;
+	uint32_t len;
+	uint32_t lkey;
 };
 
 enum smart_tp_wc_status {
@@ -115,12 +149,16 @@ enum smart_tp_wc_status {
 	SMART_TP_WC_FLUSH,	/* QP was already in error */
 	SMART_TP_WC_RETRY_EXC,	/* peer unreachable, retries exhausted */
 	SMART_TP_WC_FATAL,	/* anything else */
+	SMART_TP_WC_RNR,	/* SEND: no receive posted in time (rule 8) */
 };
 
 struct smart_tp_wc {
 	uint64_t wr_id;
 	int status;
 	uint8_t opcode;
+	uint8_t flags;		/* SMART_TP_IMM: imm is valid */
+	uint32_t len;		/* SMART_TP_RECV: the bytes received */
+	uint32_t imm;
 };
 
 enum {
@@ -164,6 +202,8 @@ struct smart_tp_stats {
 	uint64_t db_rings;	/* doorbells rung (posts) */
 	uint64_t db_contended;	/* doorbell acquisitions that waited */
 	uint64_t wqe_misses;	/* WRs that missed the (modelled) WQE cache */
+	uint64_t rnr_waits;	/* SENDs that met no receive and waited
+				 * (rule 8); 0 where a NIC retries unseen */
 };
 
 /* What a domain can do (ibv_query_device, reduced to what we use). */
@@ -183,11 +223,17 @@ struct smart_tp_caps {
 				 * them with SMART_ENOTSUP (verbs: a device
 				 * without atomics, or one that failed the
 				 * byte-order self-test at domain open) */
+	uint32_t max_recv_wr;	/* per QP; 0: no two-sided ops (rule 8) */
+	uint32_t max_msg;	/* the largest message a QP may take */
 };
 
 struct smart_tp_qp_attr {
 	uint32_t max_send_wr;
 	uint32_t flags;		/* SMART_TP_SHARED, SMART_TP_OWN_DOORBELL */
+	uint32_t max_recv_wr;	/* 0: one-sided only; else a receive queue
+				 * (rule 8), at most caps.max_recv_wr */
+	uint32_t max_msg;	/* with a receive queue: the longest message
+				 * it takes, 1..caps.max_msg */
 };
 
 struct smart_tp_ops {
@@ -282,6 +328,21 @@ struct smart_tp_ops {
 		    int n);
 	/* 1 when the QP is in the error state. */
 	int (*qp_in_error)(const struct smart_tp_qp *qp);
+
+	/* Two-sided (rule 8), on QPs with a receive queue; SMART_ENOTSUP
+	 * on others and where caps.max_recv_wr is 0.  A descriptor to pass
+	 * with the QP's blob to its peer (-1: none; the QP keeps it). */
+	int (*qp_fd)(const struct smart_tp_qp *qp);
+	/* Connect to the peer QP of peer_blob (its fd passed along, or -1;
+	 * the transport owns fd afterwards, even on error).  r, when not
+	 * NULL, is the peer's region for the one-sided WRs of this QP. */
+	int (*qp_connect_peer)(struct smart_tp_qp *qp,
+			       struct smart_tp_remote *r,
+			       const void *peer_blob, size_t len, int fd);
+	/* Post n receives; SMART_EAGAIN, nothing posted, when the receive
+	 * queue lacks room for all n.  Allowed before the QP is connected. */
+	int (*post_recv)(struct smart_tp_qp *qp,
+			 const struct smart_tp_recv *rs, int n);
 };
 
 /* "auto", "roce-v2", "roce-v1", "ib" -> SMART_TP_GID_*; -1 for anything

@@ -51,6 +51,13 @@
 #define SMART_M_OPS_NO_ROOM_TURN 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_RECV_TRUSTS_LEN	/* shm_recv.c: a peer's message
+					 * length copied unchecked */
+#define SMART_M_SHM_RECV_TRUSTS_LEN 1
+#else
+#define SMART_M_SHM_RECV_TRUSTS_LEN 0
+#endif
+
 #ifdef SMART_MUTANT_VERBS_LATE_SLOT_LAPS	/* verbs.h: a completion behind
 					 * head read as the next lap */
 #define SMART_M_VERBS_LATE_SLOT_LAPS 1

@@ -160,7 +160,7 @@ static void test_spec_off_and_default(void)
 {
 	struct smart_tp_domain *d;
 	struct smart_tp_caps caps;
-	struct smart_tp_stats st = { 1, 1, 1 };
+	struct smart_tp_stats st = { 1, 1, 1, 1 };
 	const struct shm_model_params *p;
 
 	CHECK(smart_tp_shm_ops.domain_stats != NULL);

@@ -50,7 +50,17 @@
 #define SHM_MAX_SEND_WR	 65536
 #define SHM_MAX_CQE	 (1u << 20)
 
+/* Two-sided (rule 8, shm_recv.c): a receive queue's entries and the
+ * longest message; its shared segment stays below SHM_RSEG_MAX bytes. */
+#define SHM_MAX_RECV_WR	 4096
+#define SHM_MAX_MSG	 (1u << 20)
+#define SHM_RSEG_MAX	 (UINT64_C(1) << 30)
+/* How long a SEND waits for a receive before it fails SMART_TP_WC_RNR
+ * (receiver not ready), as verbs' RNR retries would. */
+#define SHM_RNR_NS	 (UINT64_C(500) * 1000 * 1000)
+
 #define SHM_REGION_MAGIC 0x524d4853u	/* "SHMR" */
+#define SHM_PEER_MAGIC	 0x504d4853u	/* "SHMP" */
 #define SHM_QP_MAGIC	 0x514d4853u	/* "SHMQ" */
 #define SHM_ACC_MAGIC	 0x414d4853u	/* "SHMA" */
 #define SHM_BLOB_VERSION 2	/* 2: device memory in the region blob */
@@ -83,6 +93,7 @@ struct smart_tp_domain {
 	 * own line: qp_create and mr_alloc write gen and next_id) and looks
 	 * at each doorbell's remote only when it is non-zero (rare) */
 	_Atomic uint32_t failures smart_aligned_cl;
+	_Atomic uint64_t rnr_waits;	/* SENDs that waited for a receive */
 };
 
 struct smart_tp_remote {
@@ -104,6 +115,59 @@ struct smart_tp_remote {
 struct smart_tp_responder {
 	uint32_t id;
 };
+
+/*
+ * A receive queue's shared segment (a memfd both ends map; rule 8).  Its
+ * receiver posts receives (cap, then `posted` released); the sender fills
+ * the oldest one's slot (data, len, imm, flags), then moves `delivered` on
+ * by a CAS that fails once the receiver closed it (SHM_RS_CLOSED: its QP
+ * in error, what is not delivered by then flushes).  Either end may be a
+ * hostile process: each keeps the sizes of its own blob and checks every
+ * value it reads from the segment before it uses it.
+ */
+#define SHM_RS_CLOSED	 0x80000000u	/* in delivered: closed */
+#define SHM_RS_TOO_LONG	 0x1u		/* in a slot's flags */
+
+struct shm_rslot {
+	uint32_t cap;		/* receiver: the buffer's length */
+	uint32_t len;		/* sender: the message's length */
+	uint32_t imm;
+	uint32_t flags;		/* SMART_TP_IMM, SHM_RS_TOO_LONG */
+};
+
+struct shm_rseg {
+	uint32_t magic, nslots, max_msg, _pad;
+	_Atomic uint32_t posted smart_aligned_cl;	/* receiver */
+	_Atomic uint32_t delivered smart_aligned_cl;	/* sender */
+	struct shm_rslot slot[] smart_aligned_cl;	/* [nslots]; data
+							 * after them */
+};
+
+/* The receive side of a QP: its segment and its receives. */
+struct shm_rq {
+	struct shm_rseg *seg;
+	uint8_t *data;		/* slot i's bytes: data + i * max_msg */
+	size_t seg_len;
+	int fd;
+	uint32_t nslots, max_msg;
+	struct smart_tp_recv *ents;	/* [nslots] */
+	uint32_t posted, taken;	/* receives posted, completed */
+	uint32_t close_at;	/* delivered when closed, with closed */
+	int closed;
+};
+
+/* The send side of a QP with a peer: the peer's receive queue. */
+struct shm_peer {
+	struct shm_rseg *seg;
+	uint8_t *data;
+	size_t seg_len;
+	uint32_t nslots, max_msg;
+	uint64_t rnr_since;	/* when the head SEND first met no receive */
+};
+
+/* shm_exec's answer for a SEND that found no receive yet: the doorbell
+ * waits (no completion status). */
+#define SHM_ST_RNR_WAIT	 (-1)
 
 struct shm_wqe {
 	struct smart_tp_wr wr;
@@ -130,6 +194,9 @@ struct smart_tp_cq {
 	struct shm_adv_cq *adv;	/* adversarial mode's state, NULL = off */
 	_Atomic int dead;	/* the adversary failed it (cq_fail): poll
 				 * returns this for ever, post refuses */
+	uint32_t pass;		/* poll number: RNR stalls of this pass */
+	struct smart_tp_qp **rqs;	/* its QPs with a receive queue */
+	uint32_t nrq, rq_cap;	/* under lock (create, destroy) */
 };
 
 /* DOOMED: the remote failed; the next WR completes with an error, then
@@ -151,6 +218,9 @@ struct smart_tp_qp {
 	_Atomic uint32_t sq_head;	/* next WR to execute */
 	uint32_t sq_tail;		/* next free entry */
 	uint32_t touch_gen;	/* last poll pass that prefetched for it */
+	struct shm_rq *rq;	/* receive queue, NULL: one-sided QP */
+	struct shm_peer *peer;	/* peer's receive queue, once connected */
+	uint32_t stall_pass;	/* cq->pass of its last RNR stall, + 1 */
 };
 
 /* Zeroed memory on cache lines of its own (len rounded up to whole lines):
@@ -232,10 +302,11 @@ static inline int shm_local_ok(struct smart_tp_domain *d, uint32_t lkey,
 	       len <= mr->pub.len - (a - base);
 }
 
-/* A WRITE whose data was copied into the WQE at post time. */
+/* A WRITE or SEND whose data was copied into the WQE at post time. */
 static inline int shm_wr_inline(const struct smart_tp_wr *wr)
 {
-	return (wr->flags & SMART_TP_INLINE) && wr->opcode == SMART_TP_WRITE;
+	return (wr->flags & SMART_TP_INLINE) &&
+	       (wr->opcode == SMART_TP_WRITE || wr->opcode == SMART_TP_SEND);
 }
 
 /* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with
@@ -243,7 +314,9 @@ static inline int shm_wr_inline(const struct smart_tp_wr *wr)
 static inline int shm_wr_check(struct smart_tp_qp *qp,
 			       const struct smart_tp_wr *wr, uint8_t **rp)
 {
-	*rp = shm_remote_ptr(qp->r, wr->rkey, wr->remote, wr->len);
+	/* a peer QP may have no region of its peer's */
+	*rp = smart_likely(qp->r) ? shm_remote_ptr(qp->r, wr->rkey,
+						   wr->remote, wr->len) : NULL;
 	if (smart_unlikely(!*rp))
 		return SMART_TP_WC_REM_ACCESS;
 	/* inline bytes are the WQE's own (post refused longer ones) */
@@ -352,6 +425,28 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp);
 int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		    int n);
 int smart__shm_qp_in_error(const struct smart_tp_qp *qp);
+
+/* shm_recv.c: two-sided (rule 8). */
+int smart__shm_rq_create(struct smart_tp_qp *qp,
+			 const struct smart_tp_qp_attr *attr);
+void smart__shm_rq_destroy(struct smart_tp_qp *qp);
+int smart__shm_qp_fd(const struct smart_tp_qp *qp);
+int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,
+			 size_t *len);
+int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
+			       struct smart_tp_remote *r,
+			       const void *peer_blob, size_t len, int fd);
+int smart__shm_post_recv(struct smart_tp_qp *qp,
+			 const struct smart_tp_recv *rs, int n);
+/* Post's check of a chain's SENDs against the peer (SMART_EINVAL). */
+int smart__shm_send_check(const struct smart_tp_qp *qp,
+			  const struct smart_tp_wr *wr);
+/* Execute a SEND or WRITE_IMM: a completion status, or SHM_ST_RNR_WAIT. */
+int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e);
+/* Poll's receive half: completions of the CQ's receive queues into
+ * wc[0..max); returns how many. */
+int smart__shm_poll_recv(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
+			 int max);
 void smart__shm_domain_stats(struct smart_tp_domain *d,
 			     struct smart_tp_stats *out);
 

@@ -301,6 +301,8 @@ int smart__shm_adv_exec(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
 	if (c->nredo && ((wr->flags & SMART_TP_FENCE) ||
 			 shm_adv_chance(c, SHM_ADV_EARLY_PCT)))
 		shm_adv_redo_all(c);
+	if (wr->opcode >= SMART_TP_SEND)	/* two-sided: plain copies */
+		return smart__shm_exec_send(qp, e);
 	st = shm_wr_check(qp, wr, &rp);
 	if (st != SMART_TP_WC_OK)
 		return st;

@@ -100,6 +100,8 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	out->max_dm = SHM_DM_MAX;
 	out->dm_emulated = 1;
 	out->atomics = 1;	/* CPU atomics on the shared mapping */
+	out->max_recv_wr = SHM_MAX_RECV_WR;
+	out->max_msg = SHM_MAX_MSG;
 }
 
 /* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages

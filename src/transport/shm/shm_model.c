@@ -258,6 +258,8 @@ void smart__shm_domain_stats(struct smart_tp_domain *d,
 			shm_stats_add(&s, db);
 		pthread_mutex_unlock(&d->lock);
 	}
+	s.rnr_waits = atomic_load_explicit(&d->rnr_waits,
+					   memory_order_relaxed);
 	*out = s;
 }
 

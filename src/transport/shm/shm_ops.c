@@ -31,4 +31,7 @@ const struct smart_tp_ops smart_tp_shm_ops = {
 	.qp_destroy = smart__shm_qp_destroy,
 	.post = smart__shm_post,
 	.qp_in_error = smart__shm_qp_in_error,
+	.qp_fd = smart__shm_qp_fd,
+	.qp_connect_peer = smart__shm_qp_connect_peer,
+	.post_recv = smart__shm_post_recv,
 };

@@ -78,9 +78,54 @@ void smart__shm_cq_destroy(struct smart_tp_cq *cq)
 	if (!cq)
 		return;
 	smart__shm_adv_cq_fini(cq);
+	free(cq->rqs);
 	free(cq->wc);
 	free(cq->db);
 	free(cq);
+}
+
+/* A receive queue for qp, and its place in the CQ's list of queues that
+ * poll looks at (rule 8). */
+static int shm_qp_add_rq(struct smart_tp_qp *qp,
+			 const struct smart_tp_qp_attr *attr)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	struct smart_tp_qp **rqs;
+	int rc = smart__shm_rq_create(qp, attr);
+
+	if (rc)
+		return rc;
+	shm_lock(cq->flags, &cq->lock);
+	if (cq->nrq == cq->rq_cap) {
+		rqs = realloc(cq->rqs, (cq->rq_cap * 2 + 4) * sizeof(*rqs));
+		if (!rqs) {
+			shm_unlock(cq->flags, &cq->lock);
+			smart__shm_rq_destroy(qp);
+			return SMART_ENOMEM;
+		}
+		cq->rqs = rqs;
+		cq->rq_cap = cq->rq_cap * 2 + 4;
+	}
+	cq->rqs[cq->nrq++] = qp;
+	shm_unlock(cq->flags, &cq->lock);
+	return 0;
+}
+
+static void shm_qp_drop_rq(struct smart_tp_qp *qp)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	uint32_t i;
+
+	if (!qp->rq)
+		return;
+	shm_lock(cq->flags, &cq->lock);
+	for (i = 0; i < cq->nrq; i++)
+		if (cq->rqs[i] == qp) {
+			cq->rqs[i] = cq->rqs[--cq->nrq];
+			break;
+		}
+	shm_unlock(cq->flags, &cq->lock);
+	smart__shm_rq_destroy(qp);
 }
 
 int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
@@ -89,6 +134,7 @@ int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 {
 	struct smart_tp_qp *qp;
 	uint32_t n;
+	int rc;
 
 	if (!cq || !attr || !attr->max_send_wr ||
 	    attr->max_send_wr > SHM_MAX_SEND_WR)
@@ -108,7 +154,13 @@ int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	qp->sq_mask = n - 1;
 	qp->state = SHM_QP_RESET;
 	smart_spin_init(&qp->lock);
+	if (attr->max_recv_wr && (rc = shm_qp_add_rq(qp, attr))) {
+		free(qp->sq);
+		free(qp);
+		return rc;
+	}
 	if (smart__shm_model_qp_attach(qp)) {
+		shm_qp_drop_rq(qp);
 		free(qp->sq);
 		free(qp);
 		return SMART_ENOMEM;
@@ -124,6 +176,8 @@ int smart__shm_qp_blob(struct smart_tp_qp *qp, void *blob, size_t *len)
 {
 	uint32_t v[2] = { SHM_QP_MAGIC, qp->id };
 
+	if (qp->rq)
+		return smart__shm_peer_blob(qp, blob, len);
 	if (*len < sizeof(v))
 		return SMART_EINVAL;
 	memcpy(blob, v, sizeof(v));
@@ -136,8 +190,9 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 {
 	uint32_t v[2];
 
-	if (!r || !peer_blob || len != sizeof(v) || qp->state != SHM_QP_RESET)
-		return SMART_EINVAL;
+	if (!r || !peer_blob || len != sizeof(v) || qp->state != SHM_QP_RESET ||
+	    qp->rq)
+		return SMART_EINVAL;	/* a QP with receives has a peer */
 	memcpy(v, peer_blob, sizeof(v));
 	if (v[0] != SHM_ACC_MAGIC)
 		return SMART_EPROTO;
@@ -170,6 +225,9 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp)
 		return;
 	shm_cq_forget_qp(qp->cq, qp);
 	smart__shm_model_qp_detach(qp);
+	shm_qp_drop_rq(qp);
+	if (qp->peer)
+		smart__shm_rq_destroy(qp);	/* the peer's mapping */
 	free(qp->sq);
 	free(qp);
 }
@@ -193,7 +251,8 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 	for (i = 0; i < n; i++)		/* the whole chain or nothing */
 		if (smart_unlikely(shm_wr_inline(&wrs[i]) &&
 				   (wrs[i].len > SHM_MAX_INLINE ||
-				    !wrs[i].local)))
+				    !wrs[i].local)) ||
+		    smart_unlikely(smart__shm_send_check(qp, &wrs[i])))
 			return SMART_EINVAL;
 	for (i = 0; i < n; i++) {
 		const struct smart_tp_wr *wr = &wrs[i];
@@ -239,8 +298,11 @@ static int shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
-	int st = shm_wr_check(qp, wr, &rp);
+	int st;
 
+	if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
+		return smart__shm_exec_send(qp, e);
+	st = shm_wr_check(qp, wr, &rp);
 	if (smart_unlikely(st != SMART_TP_WC_OK))
 		return st;
 	switch (wr->opcode) {
@@ -290,7 +352,9 @@ enum { SHM_RUN_PLAIN, SHM_RUN_MODEL, SHM_RUN_ADV };
 
 /* Run the doorbell's WRs while there is room for each one's possible
  * completion and, when modelled, while the next WR's completion time has
- * come (*ran counts what ran).  Returns 0 when it had to stop early.
+ * come (*ran counts what ran).  Returns 0 when it had to stop early, 2
+ * when its QP waits for a receive of its peer (a SEND met none: rule 8)
+ * and the doorbell must go behind the others (shm_requeue).
  * Always inlined with a constant `mode`, so the plain poll carries none of
  * the model's or the adversary's tests. */
 static inline __attribute__((always_inline)) int
@@ -302,9 +366,12 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 
 	if (!db->n)	/* emptied by a destroyed QP: qp may be gone */
 		return 1;
+	/* an earlier doorbell of its QP waits for a receive: keep order */
+	if (smart_unlikely(qp->stall_pass == cq->pass))
+		return 2;
 	/* a failed remote (dead blade, fenced client): the first WR fails
 	 * as a lost peer would, everything behind it flushes unexecuted */
-	if (smart_unlikely(o->failures) &&
+	if (smart_unlikely(o->failures) && qp->r &&
 	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
 	    qp->state == SHM_QP_RTS)
 		qp->state = SHM_QP_DOOMED;
@@ -322,6 +389,10 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
 			st = mode == SHM_RUN_ADV ?
 			     smart__shm_adv_exec(cq, qp, e) : shm_exec(qp, e);
+			if (smart_unlikely(st == SHM_ST_RNR_WAIT)) {
+				qp->stall_pass = cq->pass;
+				break;
+			}
 			if (smart_unlikely(st != SMART_TP_WC_OK))
 				qp->state = SHM_QP_ERR;
 		} else if (qp->state == SHM_QP_DOOMED) {
@@ -338,7 +409,27 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
 	if (mode == SHM_RUN_MODEL)
 		*ran += head - first;
+	if (smart_unlikely(db->n && qp->stall_pass == cq->pass))
+		return 2;
 	return db->n == 0;
+}
+
+/* The head doorbell goes to the back of the FIFO (its QP waits for a
+ * receive, rule 8); 0 when the FIFO is full, and then it stays. */
+static int shm_requeue(struct smart_tp_cq *cq)
+{
+	if (cq->db_tail - cq->db_head > cq->db_mask)
+		return 0;
+	cq->db[cq->db_tail++ & cq->db_mask] =
+		cq->db[cq->db_head & cq->db_mask];
+	return 1;
+}
+
+/* After shm_run_db_at: 1 when the head doorbell is done with for this
+ * poll (ran, or went to the back), 0 when the poll must stop. */
+static int shm_db_next(struct smart_tp_cq *cq, int rc)
+{
+	return rc == 2 ? shm_requeue(cq) : rc;
 }
 
 static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
@@ -402,9 +493,12 @@ static void shm_poll_model(struct smart_tp_cq *cq, struct shm_out *o)
 	if (o->n < o->max && cq->db_head != cq->db_tail &&
 	    shm_head_due(cq, now))
 		shm_touch(cq);
-	while (o->n < o->max && cq->db_head != cq->db_tail) {
-		if (!shm_run_db_at(cq, &cq->db[cq->db_head & cq->db_mask], o,
-				   SHM_RUN_MODEL, now, &ran))
+	uint32_t end = cq->db_tail;
+
+	while (o->n < o->max && cq->db_head != end) {
+		if (!shm_db_next(cq, shm_run_db_at(cq,
+			&cq->db[cq->db_head & cq->db_mask], o, SHM_RUN_MODEL,
+			now, &ran)))
 			break;
 		cq->db_head++;
 	}
@@ -418,11 +512,14 @@ static void shm_poll_model(struct smart_tp_cq *cq, struct shm_out *o)
 static __attribute__((noinline, cold)) void
 shm_poll_adv(struct smart_tp_cq *cq, struct shm_out *o)
 {
-	if (cq->db_head != cq->db_tail)
+	uint32_t end = cq->db_tail;
+
+	if (cq->db_head != end)
 		shm_touch(cq);
-	while (cq->db_head != cq->db_tail) {
-		if (!shm_run_db_at(cq, &cq->db[cq->db_head & cq->db_mask], o,
-				   SHM_RUN_ADV, 0, NULL))
+	while (cq->db_head != end) {
+		if (!shm_db_next(cq, shm_run_db_at(cq,
+			&cq->db[cq->db_head & cq->db_mask], o, SHM_RUN_ADV, 0,
+			NULL)))
 			break;
 		cq->db_head++;
 	}
@@ -433,10 +530,13 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
 	struct shm_out o = { wc, 0, max, atomic_load_explicit(
 		&cq->d->failures, memory_order_acquire) };
+	uint32_t end;
 
 	if (smart_unlikely(cq->special) && atomic_load(&cq->dead))
 		return atomic_load(&cq->dead);
 	shm_lock(cq->flags, &cq->lock);
+	if (!++cq->pass)	/* 0 is no QP's stall */
+		cq->pass = 1;
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
 	if (smart_unlikely(cq->special)) {
@@ -444,16 +544,20 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 			shm_poll_model(cq, &o);
 		else
 			shm_poll_adv(cq, &o);
-		shm_unlock(cq->flags, &cq->lock);
-		return o.n;
+		goto recv;
 	}
-	if (o.n < max && cq->db_head != cq->db_tail)
+	end = cq->db_tail;	/* requeued doorbells wait for the next poll */
+	if (o.n < max && cq->db_head != end)
 		shm_touch(cq);
-	while (o.n < max && cq->db_head != cq->db_tail) {
-		if (!shm_run_db(cq, &cq->db[cq->db_head & cq->db_mask], &o))
+	while (o.n < max && cq->db_head != end) {
+		if (!shm_db_next(cq, shm_run_db(cq,
+				 &cq->db[cq->db_head & cq->db_mask], &o)))
 			break;
 		cq->db_head++;
 	}
+recv:
+	if (smart_unlikely(cq->nrq) && o.n < max)
+		o.n += smart__shm_poll_recv(cq, wc + o.n, max - o.n);
 	shm_unlock(cq->flags, &cq->lock);
 	return o.n;
 }

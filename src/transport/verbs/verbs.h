@@ -251,6 +251,12 @@ int smart__verbs_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 			    const void *peer_blob, size_t len);
 void smart__verbs_qp_destroy(struct smart_tp_qp *qp);
 uint32_t smart__verbs_slot_ahead(uint32_t head, uint32_t slot);
+int smart__verbs_qp_fd(const struct smart_tp_qp *qp);
+int smart__verbs_qp_connect_peer(struct smart_tp_qp *qp,
+				 struct smart_tp_remote *r,
+				 const void *peer_blob, size_t len, int fd);
+int smart__verbs_post_recv(struct smart_tp_qp *qp,
+			   const struct smart_tp_recv *rs, int n);
 int smart__verbs_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		      int n);
 int smart__verbs_qp_in_error(const struct smart_tp_qp *qp);

@@ -552,6 +552,9 @@ void smart__verbs_query_caps(struct smart_tp_domain *d,
 	out->max_dm = d->max_dm;
 	out->dm_emulated = 0;
 	out->atomics = d->atomics;
+	/* two-sided ops (rule 8) are shm's only so far */
+	out->max_recv_wr = 0;
+	out->max_msg = 0;
 }
 
 /* 4 KiB pages, 2 MiB-aligned when the region is that big, with

@@ -30,4 +30,7 @@ const struct smart_tp_ops smart_tp_verbs_ops = {
 	.qp_destroy = smart__verbs_qp_destroy,
 	.post = smart__verbs_post,
 	.qp_in_error = smart__verbs_qp_in_error,
+	.qp_fd = smart__verbs_qp_fd,
+	.qp_connect_peer = smart__verbs_qp_connect_peer,
+	.post_recv = smart__verbs_post_recv,
 };

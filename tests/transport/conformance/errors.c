@@ -255,7 +255,8 @@ static void malformed_one(struct fx *f, struct smart_tp_wr w, const char *what)
 
 void case_error_bad_opcode(const struct smart_conf_env *env)
 {
-	static const uint8_t bad[] = { 0, 5, 99, 255 };
+	static const uint8_t bad[] = { 0, SMART_TP_RECV, SMART_TP_RECV + 1,
+				       99, 255 };
 	struct smart_tp_wr w;
 	char what[64];
 	struct fx f;

@@ -50,6 +50,10 @@ static const struct conf_case conf_cases[] = {
 	{ "one_sided_sigstop", case_one_sided_sigstop, NEEDS_FORK },
 	{ "poll_small_max", case_poll_small_max, 0 },
 	{ "device_memory", case_device_memory, 0 },
+	{ "two_sided", case_two_sided, 0 },
+	{ "two_sided_flow", case_two_sided_flow, 0 },
+	{ "two_sided_errors", case_two_sided_errors, 0 },
+	{ "two_sided_blobs", case_two_sided_blobs, 0 },
 };
 
 /* Run one case in a child process with a watchdog; 0 pass, 77 skip,

@@ -24,8 +24,9 @@
  * selective signalling, polling), ordering.c, atomicity.c (threads and
  * processes racing on words, torn words), errors.c (error completions,
  * malformed WRs, EAGAIN), concurrency.c (shared QP and CQ), one_sided.c
- * (a stopped blade), device_memory.c (rule 7), fixture.c (what they share), runner.c (the table of
- * cases and smart_conformance_run).
+ * (a stopped blade), device_memory.c (rule 7), two_sided.c (rule 8),
+ * fixture.c (what they share), runner.c (the table of cases and
+ * smart_conformance_run).
  *
  * Invariants: a case never depends on another; every wait is bounded
  * (CONF_WAIT_NS) so a broken transport fails instead of hanging; the
@@ -67,11 +68,11 @@ const char *wc_name(int s);
 
 #define CHECK_WC(wc, id, st)                                                 \
 	do {                                                                 \
-		const struct smart_tp_wc *w_ = &(wc);                        \
-		if (w_->wr_id != (uint64_t)(id) || w_->status != (st))       \
+		const struct smart_tp_wc w_ = (wc);                          \
+		if (w_.wr_id != (uint64_t)(id) || w_.status != (st))         \
 			TEST_FAIL("completion wr_id %" PRIu64 " status %s, " \
 				  "expected wr_id %" PRIu64 " status %s",    \
-				  w_->wr_id, wc_name(w_->status),            \
+				  w_.wr_id, wc_name(w_.status),              \
 				  (uint64_t)(id), wc_name(st));              \
 	} while (0)
 
@@ -179,5 +180,9 @@ void case_one_sided_sigstop(const struct smart_conf_env *env);
 void case_poll_small_max(const struct smart_conf_env *env);
 void case_device_memory(const struct smart_conf_env *env);
 void case_inline_limit(const struct smart_conf_env *env);
+void case_two_sided(const struct smart_conf_env *env);
+void case_two_sided_flow(const struct smart_conf_env *env);
+void case_two_sided_errors(const struct smart_conf_env *env);
+void case_two_sided_blobs(const struct smart_conf_env *env);
 
 #endif

@@ -1,0 +1,417 @@
+/*
+ * shm transport, two-sided (transport.h rule 8): receive queues, SEND and
+ * WRITE_IMM, between two processes of one host.
+ *
+ * A QP with a receive queue owns a shared segment (struct shm_rseg, a
+ * memfd): a header, one slot descriptor per receive and one max_msg-byte
+ * data slot per receive.  post_recv writes the buffer's length into the
+ * next slot and releases `posted`; the peer's sender, executing a SEND at
+ * its own poll like any WR, copies the message into the oldest slot not
+ * yet delivered and moves `delivered` on with a CAS; the receiver's poll
+ * sees `delivered` move, copies the slot into the posted buffer and
+ * completes the receive.  Two copies, no system call, no lock between the
+ * processes: each counter has one writer, except `delivered`, which the
+ * receiver closes (SHM_RS_CLOSED) when its QP enters error, so that a
+ * message is either delivered before the close or refused after it.
+ *
+ * Receiver not ready: a SEND with no receive posted leaves its doorbell
+ * waiting (SHM_ST_RNR_WAIT) and is tried again at later polls, for
+ * SHM_RNR_NS at most, then fails SMART_TP_WC_RNR.
+ *
+ * Invariants: the segment is writable by the peer, so every value read
+ * from it (posted, delivered, a slot's cap, len and flags) is checked
+ * against this side's own copy of the sizes before it is used; indexes are
+ * counters modulo nslots, never values from the segment.
+ */
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "transport/shm/shm.h"
+#include "util/clock.h"
+#include "util/mutant.h"
+
+_Static_assert(sizeof(struct shm_rslot) == 16, "shm_rslot: 16 bytes");
+_Static_assert(offsetof(struct shm_rseg, posted) == SMART_CACHELINE,
+	       "shm_rseg: posted on its own line");
+_Static_assert(offsetof(struct shm_rseg, delivered) == 2 * SMART_CACHELINE,
+	       "shm_rseg: delivered on its own line");
+_Static_assert(offsetof(struct shm_rseg, slot) == 3 * SMART_CACHELINE,
+	       "shm_rseg: slots after the counters");
+
+#define SHM_PEER_BLOB_LEN 16	/* magic, version, nslots, max_msg */
+#define SHM_PEER_VERSION 1
+
+/* Bytes before the data slots, and the whole segment. */
+static size_t rseg_data_off(uint32_t nslots)
+{
+	size_t n = offsetof(struct shm_rseg, slot) +
+		   (size_t)nslots * sizeof(struct shm_rslot);
+
+	return (n + SMART_CACHELINE - 1) & ~(size_t)(SMART_CACHELINE - 1);
+}
+
+static size_t rseg_len(uint32_t nslots, uint32_t max_msg)
+{
+	return rseg_data_off(nslots) + (size_t)nslots * max_msg;
+}
+
+int smart__shm_rq_create(struct smart_tp_qp *qp,
+			 const struct smart_tp_qp_attr *attr)
+{
+	uint32_t n = attr->max_recv_wr, max = attr->max_msg;
+	struct shm_rq *rq;
+	size_t len;
+	void *p;
+
+	if (n > SHM_MAX_RECV_WR || !max || max > SHM_MAX_MSG)
+		return SMART_EINVAL;
+	n = (uint32_t)smart_roundup_pow2(n);
+	len = rseg_len(n, max);
+	if (len > SHM_RSEG_MAX)
+		return SMART_EINVAL;
+	rq = calloc(1, sizeof(*rq));
+	if (!rq)
+		return SMART_ENOMEM;
+	rq->ents = calloc(n, sizeof(*rq->ents));
+	rq->fd = memfd_create("smart-rq", MFD_CLOEXEC);
+	if (!rq->ents || rq->fd < 0 || ftruncate(rq->fd, (off_t)len) ||
+	    (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, rq->fd,
+		      0)) == MAP_FAILED) {
+		if (rq->fd >= 0)
+			close(rq->fd);
+		free(rq->ents);
+		free(rq);
+		return SMART_ENOMEM;
+	}
+	rq->seg = p;
+	rq->seg_len = len;
+	rq->data = (uint8_t *)p + rseg_data_off(n);
+	rq->nslots = n;
+	rq->max_msg = max;
+	rq->seg->magic = SHM_PEER_MAGIC;
+	rq->seg->nslots = n;
+	rq->seg->max_msg = max;
+	qp->rq = rq;
+	return 0;
+}
+
+void smart__shm_rq_destroy(struct smart_tp_qp *qp)
+{
+	if (qp->rq) {
+		munmap(qp->rq->seg, qp->rq->seg_len);
+		close(qp->rq->fd);
+		free(qp->rq->ents);
+		free(qp->rq);
+		qp->rq = NULL;
+	}
+	if (qp->peer) {
+		munmap(qp->peer->seg, qp->peer->seg_len);
+		free(qp->peer);
+		qp->peer = NULL;
+	}
+}
+
+int smart__shm_qp_fd(const struct smart_tp_qp *qp)
+{
+	return qp->rq ? qp->rq->fd : -1;
+}
+
+/* The blob of a QP with a receive queue: what its peer needs to map the
+ * segment whose descriptor goes with it. */
+int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,
+			 size_t *len)
+{
+	uint32_t v[4] = { SHM_PEER_MAGIC, SHM_PEER_VERSION, qp->rq->nslots,
+			  qp->rq->max_msg };
+
+	if (*len < sizeof(v))
+		return SMART_EINVAL;
+	memcpy(blob, v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
+int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
+			       struct smart_tp_remote *r,
+			       const void *peer_blob, size_t len, int fd)
+{
+	struct shm_peer *pe;
+	struct stat st;
+	uint32_t v[4];
+	size_t need;
+	void *p;
+	int rc = SMART_EINVAL;
+
+	if (!qp->rq || qp->state != SHM_QP_RESET || !peer_blob ||
+	    len != SHM_PEER_BLOB_LEN || fd < 0)
+		goto out;
+	memcpy(v, peer_blob, sizeof(v));
+	rc = SMART_EPROTO;
+	if (v[0] != SHM_PEER_MAGIC || v[1] != SHM_PEER_VERSION ||
+	    !v[2] || v[2] > SHM_MAX_RECV_WR || (v[2] & (v[2] - 1)) ||
+	    !v[3] || v[3] > SHM_MAX_MSG)
+		goto out;
+	need = rseg_len(v[2], v[3]);
+	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < need)
+		goto out;
+	p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	rc = SMART_ENOMEM;
+	if (p == MAP_FAILED)
+		goto out;
+	pe = calloc(1, sizeof(*pe));
+	if (!pe) {
+		munmap(p, need);
+		goto out;
+	}
+	pe->seg = p;
+	pe->seg_len = need;
+	pe->data = (uint8_t *)p + rseg_data_off(v[2]);
+	pe->nslots = v[2];
+	pe->max_msg = v[3];
+	qp->peer = pe;
+	qp->r = r;
+	qp->state = SHM_QP_RTS;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int smart__shm_post_recv(struct smart_tp_qp *qp,
+			 const struct smart_tp_recv *rs, int n)
+{
+	struct shm_rq *rq = qp->rq;
+	int i, rc = 0;
+
+	if (!rq)
+		return SMART_ENOTSUP;
+	if (n <= 0 || !rs)
+		return SMART_EINVAL;
+	/* under the CQ's ordering: its poll completes the receives */
+	shm_lock(qp->cq->flags, &qp->cq->lock);
+	if (rq->posted - rq->taken + (uint32_t)n > rq->nslots) {
+		rc = SMART_EAGAIN;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		if (rs[i].len && !rs[i].local) {
+			rc = SMART_EINVAL;
+			goto out;
+		}
+	for (i = 0; i < n; i++) {
+		uint32_t k = (rq->posted + (uint32_t)i) & (rq->nslots - 1);
+
+		rq->ents[k] = rs[i];
+		rq->seg->slot[k].cap = rs[i].len;
+	}
+	rq->posted += (uint32_t)n;
+	atomic_store_explicit(&rq->seg->posted, rq->posted,
+			      memory_order_release);
+out:
+	shm_unlock(qp->cq->flags, &qp->cq->lock);
+	return rc;
+}
+
+int smart__shm_send_check(const struct smart_tp_qp *qp,
+			  const struct smart_tp_wr *wr)
+{
+	if (wr->opcode != SMART_TP_SEND)
+		return 0;
+	/* without a peer the SEND fails at execution, as on a NIC */
+	return qp->peer && wr->len > qp->peer->max_msg ? SMART_EINVAL : 0;
+}
+
+/* Claim the peer's next receive: its index, or SHM_ST_RNR_WAIT when none
+ * is posted, or an error status (the peer closed its queue, or wrote a
+ * count no receiver makes). */
+static int peer_slot(struct shm_peer *pe, uint32_t *del)
+{
+	uint32_t d = atomic_load_explicit(&pe->seg->delivered,
+					  memory_order_acquire);
+	uint32_t posted = atomic_load_explicit(&pe->seg->posted,
+					       memory_order_acquire);
+
+	if (d & SHM_RS_CLOSED)
+		return SMART_TP_WC_RETRY_EXC;	/* its QP is in error */
+	if (posted == d)
+		return SHM_ST_RNR_WAIT;
+	if (posted - d > pe->nslots)
+		return SMART_TP_WC_FATAL;	/* not a receiver's count */
+	*del = d;
+	return SMART_TP_WC_OK;
+}
+
+/* Publish the slot filled at index d: SMART_TP_WC_OK, or RETRY_EXC when
+ * the receiver closed its queue meanwhile (the message is not delivered). */
+static int peer_deliver(struct shm_peer *pe, uint32_t d)
+{
+	uint32_t want = d;
+
+	if (atomic_compare_exchange_strong_explicit(
+		    &pe->seg->delivered, &want, d + 1, memory_order_acq_rel,
+		    memory_order_acquire))
+		return SMART_TP_WC_OK;
+	return SMART_TP_WC_RETRY_EXC;
+}
+
+/* The WRITE half of a WRITE_IMM (rule 3: before its receive). */
+static int write_part(struct smart_tp_qp *qp, struct shm_wqe *e)
+{
+	uint8_t *rp;
+	int st = shm_wr_check(qp, &e->wr, &rp);
+
+	if (st == SMART_TP_WC_OK)
+		shm_copy_to_remote(rp, e->wr.local, e->wr.len);
+	return st;
+}
+
+/* Has the head SEND waited for a receive longer than verbs would? */
+static int rnr_expired(struct smart_tp_qp *qp)
+{
+	struct shm_peer *pe = qp->peer;
+	uint64_t now = smart__mono_ns();
+
+	if (!pe->rnr_since) {
+		pe->rnr_since = now;
+		atomic_fetch_add_explicit(&qp->d->rnr_waits, 1,
+					  memory_order_relaxed);
+		return 0;
+	}
+	return now - pe->rnr_since > SHM_RNR_NS;
+}
+
+int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
+{
+	const struct smart_tp_wr *wr = &e->wr;
+	struct shm_peer *pe = qp->peer;
+	struct shm_rslot *sl;
+	uint32_t d, k, cap, len = wr->opcode == SMART_TP_SEND ? wr->len : 0;
+	int st;
+
+	if (wr->opcode != SMART_TP_SEND && wr->opcode != SMART_TP_WRITE_IMM)
+		return SMART_TP_WC_BAD_WR;
+	if (!pe)
+		return SMART_TP_WC_REM_ACCESS;	/* a responder has no queue */
+	if (len && !shm_wr_inline(wr) &&
+	    !shm_local_ok(qp->d, wr->lkey, wr->local, len))
+		return SMART_TP_WC_LOC_PROT;
+	st = peer_slot(pe, &d);
+	if (st == SHM_ST_RNR_WAIT)
+		return rnr_expired(qp) ? SMART_TP_WC_RNR : SHM_ST_RNR_WAIT;
+	pe->rnr_since = 0;
+	if (st != SMART_TP_WC_OK)
+		return st;
+	if (wr->opcode == SMART_TP_WRITE_IMM &&
+	    (st = write_part(qp, e)) != SMART_TP_WC_OK)
+		return st;
+	k = d & (pe->nslots - 1);
+	sl = &pe->seg->slot[k];
+	cap = __atomic_load_n(&sl->cap, __ATOMIC_RELAXED);
+	sl->len = len;
+	sl->imm = wr->opcode == SMART_TP_WRITE_IMM ||
+		  (wr->flags & SMART_TP_IMM) ? wr->imm : 0;
+	sl->flags = (wr->opcode == SMART_TP_WRITE_IMM ||
+		     (wr->flags & SMART_TP_IMM) ? SMART_TP_IMM : 0);
+	if (len > cap || len > pe->max_msg) {
+		/* too long for the receive: both sides fail (verbs: a
+		 * length error there, an invalid request here) */
+		sl->flags |= SHM_RS_TOO_LONG;
+		(void)peer_deliver(pe, d);
+		return SMART_TP_WC_REM_ACCESS;
+	}
+	if (len)
+		memcpy(pe->data + (size_t)k * pe->max_msg,
+		       shm_wr_inline(wr) ? e->inl : wr->local, len);
+	return peer_deliver(pe, d);
+}
+
+/* One receive's completion from its slot; a slot no sender fills that way
+ * (a length beyond the receive or max_msg) fails like a too-long message. */
+static int recv_take(struct shm_rq *rq, uint32_t k, struct smart_tp_wc *wc)
+{
+	const struct shm_rslot *sl = &rq->seg->slot[k];
+	const struct smart_tp_recv *e = &rq->ents[k];
+	uint32_t len = __atomic_load_n(&sl->len, __ATOMIC_RELAXED);
+	uint32_t flags = __atomic_load_n(&sl->flags, __ATOMIC_RELAXED);
+
+	wc->wr_id = e->wr_id;
+	wc->opcode = SMART_TP_RECV;
+	wc->flags = (uint8_t)(flags & SMART_TP_IMM);
+	wc->imm = __atomic_load_n(&sl->imm, __ATOMIC_RELAXED);
+	wc->len = len;
+	if ((flags & SHM_RS_TOO_LONG) ||
+	    (!SMART_M_SHM_RECV_TRUSTS_LEN &&
+	     (len > e->len || len > rq->max_msg))) {
+		wc->len = 0;
+		return wc->status = SMART_TP_WC_LOC_PROT;
+	}
+	if (len)
+		memcpy(e->local, rq->data + (size_t)k * rq->max_msg, len);
+	return wc->status = SMART_TP_WC_OK;
+}
+
+/* A QP in error closes its queue: what was delivered before completes,
+ * the rest flushes. */
+static void rq_close(struct shm_rq *rq)
+{
+	uint32_t d = atomic_fetch_or_explicit(&rq->seg->delivered,
+					      SHM_RS_CLOSED,
+					      memory_order_acq_rel);
+
+	rq->closed = 1;
+	rq->close_at = d & ~SHM_RS_CLOSED;
+}
+
+static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
+			int max)
+{
+	struct shm_rq *rq = qp->rq;
+	uint32_t d;
+	int n = 0;
+
+	if (qp->state == SHM_QP_ERR && !rq->closed)
+		rq_close(rq);
+	d = rq->closed ? rq->close_at :
+	    atomic_load_explicit(&rq->seg->delivered, memory_order_acquire) &
+	    ~SHM_RS_CLOSED;
+	if (d - rq->taken > rq->posted - rq->taken) {
+		/* more delivered than posted: not a sender's count */
+		qp->state = SHM_QP_ERR;
+		rq_close(rq);
+		rq->close_at = d = rq->taken;
+	}
+	while (n < max && rq->taken != d) {
+		if (recv_take(rq, rq->taken & (rq->nslots - 1), &wc[n++]) !=
+		    SMART_TP_WC_OK && !rq->closed) {
+			qp->state = SHM_QP_ERR;	/* receives behind flush */
+			rq_close(rq);
+			rq->close_at = d = rq->taken + 1;
+		}
+		rq->taken++;
+	}
+	while (n < max && rq->closed && rq->taken != rq->posted) {
+		const struct smart_tp_recv *e =
+			&rq->ents[rq->taken++ & (rq->nslots - 1)];
+
+		wc[n++] = (struct smart_tp_wc){ .wr_id = e->wr_id,
+			.status = SMART_TP_WC_FLUSH, .opcode = SMART_TP_RECV };
+	}
+	return n;
+}
+
+int smart__shm_poll_recv(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
+			 int max)
+{
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < cq->nrq && n < max; i++)
+		n += qp_poll_recv(cq->rqs[i], wc + n, max - n);
+	return n;
+}

@@ -1,0 +1,324 @@
+/*
+ * Tests of the shm transport's two-sided side (transport.h rule 8,
+ * src/transport/shm/shm_recv.c) beyond the conformance suite: a peer that
+ * writes what no sender writes into a receive queue's shared segment, a
+ * peer whose segment claims receives it never posted, the RNR wait
+ * counted, and two processes exchanging messages through the segments.
+ *
+ * Cases:
+ *   hostile     the test plays the peer on a QP's own segment: a length
+ *               beyond the receive (its buffer's guard bytes untouched,
+ *               LOC_PROT, the QP in error, the other receives flushed),
+ *               a delivered count beyond what was posted (the QP in
+ *               error, nothing delivered); and a sender whose peer
+ *               claims more receives than a queue holds (FATAL, nothing
+ *               written);
+ *   rnr_counted SENDs beyond the receives posted wait, and the domain's
+ *               rnr_waits counts it;
+ *   fork_echo   a child process echoes 2000 messages back over its own
+ *               QP, each side's blob and descriptor passed on a socket.
+ *
+ * Invariants: single-threaded per process; every wait bounded.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness/test.h"
+#include "transport/conformance/suite.h"
+#include "transport/shm/shm.h"
+
+#define P_RQ 8
+#define P_MSG 256
+
+struct p_end {
+	struct smart_tp_domain *d;
+	struct smart_tp_cq *cq;
+	struct smart_tp_qp *qp;
+	struct smart_tp_mr *mr;
+};
+
+static const struct smart_tp_ops *ops = &smart_tp_shm_ops;
+
+static void p_open(struct p_end *e)
+{
+	struct smart_tp_cfg cfg = { .gid_index = -1 };
+	struct smart_tp_qp_attr attr = { .max_send_wr = 64,
+					 .max_recv_wr = P_RQ,
+					 .max_msg = P_MSG };
+
+	memset(e, 0, sizeof(*e));
+	CHECK_OK(ops->domain_open(&cfg, &e->d));
+	CHECK_OK(ops->mr_alloc(e->d, 1 << 20, 0, 0, &e->mr));
+	CHECK_OK(ops->cq_create(e->d, 256, 0, &e->cq));
+	CHECK_OK(ops->qp_create(e->d, e->cq, &attr, &e->qp));
+}
+
+static void p_close(struct p_end *e)
+{
+	ops->qp_destroy(e->qp);
+	ops->cq_destroy(e->cq);
+	ops->mr_free(e->d, e->mr);
+	ops->domain_close(e->d);
+}
+
+/* Connect e to the peer of blob + fd (the transport takes fd). */
+static int p_connect(struct p_end *e, const void *blob, size_t len, int fd)
+{
+	return ops->qp_connect_peer(e->qp, NULL, blob, len, fd);
+}
+
+static void p_blob(struct p_end *e, uint8_t *blob, size_t *len)
+{
+	*len = SMART_TP_BLOB_MAX;
+	CHECK_OK(ops->qp_blob(e->qp, blob, len));
+}
+
+/* Post receive k: buffer k of P_MSG bytes (with P_MSG guard bytes after
+ * it, set to 0xee), len bytes taken. */
+static void p_recv(struct p_end *e, uint32_t k, uint32_t len)
+{
+	uint8_t *b = (uint8_t *)e->mr->addr + (size_t)k * 2 * P_MSG;
+	struct smart_tp_recv r = { .wr_id = 100 + k, .local = b, .len = len,
+				   .lkey = e->mr->lkey };
+
+	memset(b, 0, 2 * P_MSG);
+	memset(b + P_MSG, 0xee, P_MSG);
+	CHECK_OK(ops->post_recv(e->qp, &r, 1));
+}
+
+static struct smart_tp_wc p_one(struct p_end *e)
+{
+	uint64_t deadline = now_ns() + CONF_WAIT_NS;
+	struct smart_tp_wc wc;
+	int n;
+
+	while ((n = ops->poll(e->cq, &wc, 1)) == 0)
+		CHECK_MSG(now_ns() < deadline, "no completion");
+	CHECK_EQ(n, 1);
+	return wc;
+}
+
+/* The QP's own segment, mapped as a peer maps it. */
+static struct shm_rseg *p_seg(struct p_end *e, size_t *len)
+{
+	struct stat st;
+	void *p;
+	int fd = ops->qp_fd(e->qp);
+
+	CHECK_GE(fd, 0);
+	CHECK_OK(fstat(fd, &st));
+	*len = (size_t)st.st_size;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+static void test_hostile(void)
+{
+	struct p_end a, b;
+	struct shm_rseg *seg;
+	struct smart_tp_wc wc;
+	uint8_t blob[SMART_TP_BLOB_MAX], guard[P_MSG];
+	size_t len, blen;
+	uint8_t *buf0;
+	uint32_t k;
+
+	memset(guard, 0xee, sizeof(guard));
+	/* a slot length beyond its receive (16 B) and beyond max_msg */
+	p_open(&a);
+	for (k = 0; k < 3; k++)
+		p_recv(&a, k, 16);
+	seg = p_seg(&a, &len);
+	CHECK_EQ(seg->nslots, P_RQ);
+	seg->slot[0].len = 100000;
+	seg->slot[0].flags = 0;
+	atomic_store(&seg->delivered, 1);
+	wc = p_one(&a);
+	CHECK_WC(wc, 100, SMART_TP_WC_LOC_PROT);
+	buf0 = a.mr->addr;
+	CHECK_MEM_EQ(buf0 + P_MSG, guard, P_MSG, "the guard after receive 0");
+	CHECK_EQ(ops->qp_in_error(a.qp), 1);
+	CHECK_WC(p_one(&a), 101, SMART_TP_WC_FLUSH);
+	CHECK_WC(p_one(&a), 102, SMART_TP_WC_FLUSH);
+	munmap(seg, len);
+	p_close(&a);
+
+	/* more delivered than posted */
+	p_open(&a);
+	p_recv(&a, 0, 16);
+	seg = p_seg(&a, &len);
+	atomic_store(&seg->delivered, 5);
+	CHECK_WC(p_one(&a), 100, SMART_TP_WC_FLUSH);
+	CHECK_EQ(ops->qp_in_error(a.qp), 1);
+	munmap(seg, len);
+	p_close(&a);
+
+	/* a sender whose peer claims 1000 receives in a queue of 8 */
+	p_open(&a);
+	p_open(&b);
+	p_blob(&b, blob, &blen);
+	CHECK_OK(p_connect(&a, blob, blen,
+			   fcntl(ops->qp_fd(b.qp), F_DUPFD_CLOEXEC, 0)));
+	seg = p_seg(&b, &len);
+	atomic_store(&seg->posted, 1000);
+	CHECK_OK(ops->post(a.qp, (struct smart_tp_wr[]){ {
+		.wr_id = 7, .opcode = SMART_TP_SEND, .local = a.mr->addr,
+		.len = 8, .lkey = a.mr->lkey, .flags = SMART_TP_SIGNALED } },
+		1));
+	CHECK_WC(p_one(&a), 7, SMART_TP_WC_FATAL);
+	CHECK_EQ(atomic_load(&seg->delivered), 0);
+	munmap(seg, len);
+	p_close(&b);
+	p_close(&a);
+}
+
+static void test_rnr_counted(void)
+{
+	struct p_end a, b;
+	struct smart_tp_stats st;
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	size_t blen;
+	int i;
+
+	p_open(&a);
+	p_open(&b);
+	p_blob(&b, blob, &blen);
+	CHECK_OK(p_connect(&a, blob, blen,
+			   fcntl(ops->qp_fd(b.qp), F_DUPFD_CLOEXEC, 0)));
+	p_recv(&b, 0, 64);
+	for (i = 0; i < 2; i++)
+		CHECK_OK(ops->post(a.qp, (struct smart_tp_wr[]){ {
+			.wr_id = (uint64_t)i, .opcode = SMART_TP_SEND,
+			.local = a.mr->addr, .len = 8, .lkey = a.mr->lkey,
+			.flags = SMART_TP_SIGNALED } }, 1));
+	CHECK_WC(p_one(&a), 0, SMART_TP_WC_OK);
+	for (i = 0; i < 3; i++)		/* the second waits */
+		CHECK_EQ(ops->poll(a.cq, (struct smart_tp_wc[1]){ 0 }, 1), 0);
+	ops->domain_stats(a.d, &st);
+	printf("   rnr_waits %" PRIu64 "\n", st.rnr_waits);
+	CHECK_GE(st.rnr_waits, 1);
+	CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
+	p_recv(&b, 1, 64);
+	CHECK_WC(p_one(&a), 1, SMART_TP_WC_OK);	/* went once it could */
+	CHECK_WC(p_one(&b), 101, SMART_TP_WC_OK);
+	p_close(&b);
+	p_close(&a);
+}
+
+#define ECHO_N 2000
+
+/* Each side: its blob and descriptor out, the other's in, connected. */
+static void echo_join(struct p_end *e, int s)
+{
+	uint8_t blob[SMART_TP_BLOB_MAX], peer[SMART_TP_BLOB_MAX];
+	size_t blen, plen;
+	int fd;
+
+	p_blob(e, blob, &blen);
+	msg_send(s, blob, blen, ops->qp_fd(e->qp));
+	plen = msg_recv(s, peer, sizeof(peer), &fd);
+	CHECK_GE(fd, 0);
+	CHECK_OK(p_connect(e, peer, plen, fd));
+}
+
+/* The child: echo every message back, with its immediate + 1. */
+static void echo_child(int s)
+{
+	struct smart_tp_wc wc;
+	struct p_end e;
+	uint8_t *out;
+	uint32_t k;
+	int i, done;
+
+	p_open(&e);
+	for (k = 0; k < P_RQ; k++)
+		p_recv(&e, k, P_MSG);
+	echo_join(&e, s);
+	/* until every message is echoed and every echo has gone out (the
+	 * child's polls are what run its SENDs) */
+	for (i = 0, done = 0; i < ECHO_N || done < ECHO_N;) {
+		wc = p_one(&e);
+		CHECK_EQ(wc.status, SMART_TP_WC_OK);
+		if (wc.opcode == SMART_TP_SEND) {
+			done++;
+			continue;
+		}
+		i++;
+		k = (uint32_t)(wc.wr_id - 100);
+		CHECK_LE(wc.len, P_MSG);
+		/* the reply from a send buffer of its own: the receive is
+		 * posted again at once, and the SEND runs at a later poll */
+		out = (uint8_t *)e.mr->addr + (512u << 10) + (size_t)k * P_MSG;
+		memcpy(out, (uint8_t *)e.mr->addr + (size_t)k * 2 * P_MSG,
+		       wc.len);
+		CHECK_OK(ops->post(e.qp, (struct smart_tp_wr[]){ {
+			.wr_id = k, .opcode = SMART_TP_SEND, .local = out,
+			.len = wc.len, .lkey = e.mr->lkey,
+			.flags = SMART_TP_IMM | SMART_TP_SIGNALED,
+			.imm = wc.imm + 1 } }, 1));
+		p_recv(&e, k, P_MSG);
+	}
+	p_close(&e);
+}
+
+static void test_fork_echo(void)
+{
+	struct smart_tp_wc wc;
+	struct p_end e;
+	uint64_t v;
+	pid_t pid;
+	uint32_t k;
+	int s, i;
+
+	pid = fork_peer(&s);
+	if (pid == 0) {
+		echo_child(s);
+		_exit(0);
+	}
+	p_open(&e);
+	for (k = 0; k < P_RQ; k++)
+		p_recv(&e, k, P_MSG);
+	echo_join(&e, s);
+	for (i = 0; i < ECHO_N; i++) {
+		uint8_t *src = (uint8_t *)e.mr->addr + (768u << 10);
+
+		v = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+		memcpy(src, &v, 8);
+		CHECK_OK(ops->post(e.qp, (struct smart_tp_wr[]){ {
+			.wr_id = (uint64_t)i, .opcode = SMART_TP_SEND,
+			.local = src, .len = 8, .lkey = e.mr->lkey,
+			.flags = SMART_TP_IMM | SMART_TP_SIGNALED,
+			.imm = (uint32_t)i } }, 1));
+		wc = p_one(&e);
+		CHECK_WC(wc, i, SMART_TP_WC_OK);	/* our SEND */
+		wc = p_one(&e);
+		CHECK_EQ(wc.status, SMART_TP_WC_OK);
+		CHECK_EQ(wc.opcode, SMART_TP_RECV);
+		CHECK(wc.len == 8 && (wc.flags & SMART_TP_IMM) &&
+		      wc.imm == (uint32_t)i + 1);
+		k = (uint32_t)(wc.wr_id - 100);
+		CHECK_MEM_EQ((uint8_t *)e.mr->addr + (size_t)k * 2 * P_MSG,
+			     &v, 8, "the echo");
+		p_recv(&e, k, P_MSG);
+	}
+	printf("   %d messages echoed by another process\n", ECHO_N);
+	check_child_ok(pid, "echo child");
+	close(s);
+	p_close(&e);
+}
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, (struct test_case[]){
+		{ "hostile", test_hostile },
+		{ "rnr_counted", test_rnr_counted },
+		{ "fork_echo", test_fork_echo },
+		{ 0 },
+	});
+}
