@@ -42,10 +42,13 @@
  *     (or a WRITE_IMM, after its WRITE) consumes the peer's oldest posted
  *     receive, in QP order with the sender's other WRs; the receive
  *     completes (always, signalled or not) with SMART_TP_RECV, the bytes
- *     landed and, with SMART_TP_IMM, the immediate word.  A message longer
- *     than that receive's buffer or than the peer's max_msg fails: the
- *     receive with SMART_TP_WC_LOC_PROT, the SEND with
- *     SMART_TP_WC_REM_ACCESS, both QPs into error.  A SEND that finds no
+ *     landed (a WRITE_IMM's: the WRITE's length, none in the buffer) and,
+ *     with SMART_TP_IMM, the immediate word.  A message longer than that
+ *     receive's buffer fails: the receive with SMART_TP_WC_LOC_PROT, the
+ *     SEND with SMART_TP_WC_REM_ACCESS or, where the NIC says it so (rxe),
+ *     SMART_TP_WC_BAD_WR; both QPs into error.  post refuses (SMART_EINVAL, nothing posted) a SEND
+ *     longer than the peer's max_msg, and a SEND or WRITE_IMM on a QP
+ *     without a peer.  A SEND that finds no
  *     receive posted is retried for a bounded time (receiver not ready;
  *     docs/transport.md gives each transport's bound), then completes
  *     with SMART_TP_WC_RNR and its QP enters error.  Receives of a QP in
@@ -329,9 +332,9 @@ struct smart_tp_ops {
 	/* 1 when the QP is in the error state. */
 	int (*qp_in_error)(const struct smart_tp_qp *qp);
 
-	/* Two-sided (rule 8), on QPs with a receive queue; SMART_ENOTSUP
-	 * on others and where caps.max_recv_wr is 0.  A descriptor to pass
-	 * with the QP's blob to its peer (-1: none; the QP keeps it). */
+	/* Two-sided (rule 8), on QPs with a receive queue (post_recv:
+	 * SMART_ENOTSUP on others).  A descriptor to pass with the QP's blob
+	 * to its peer (-1: none, as on verbs; the QP keeps it). */
 	int (*qp_fd)(const struct smart_tp_qp *qp);
 	/* Connect to the peer QP of peer_blob (its fd passed along, or -1;
 	 * the transport owns fd afterwards, even on error).  r, when not

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the verbs transport's connection blobs, no device needed:
- * the QP blob (version 3) round trip, its wire layout (LID in network
- * byte order), the refusal of every malformed field (truncated, wrong
+ * the QP blob (version 4) round trip, its wire layout (LID in network
+ * byte order, the longest message in 24 bits), the refusal of every malformed field (truncated, wrong
  * magic or version, bad link layer, GID type that does not fit, huge
  * depths, unknown flags), the peer check (link layer, RoCE version) and
  * the read/atomic depth negotiation; the region blob's refusals.  Also the
@@ -36,7 +36,7 @@ static struct verbs_qp_info eth_info(void)
 	in.resp_depth = 16;
 	in.init_depth = 8;
 	in.flags = VERBS_QPF_ATOMICS;
-	return in;
+	return in;	/* max_msg 0: a one-sided QP */
 }
 
 static struct verbs_qp_info ib_info(void)
@@ -52,6 +52,7 @@ static struct verbs_qp_info ib_info(void)
 	in.gid_type = VERBS_GID_NONE;
 	in.resp_depth = 4;
 	in.init_depth = 16;
+	in.max_msg = 0x023456;	/* a receive queue's */
 	return in;
 }
 
@@ -69,6 +70,7 @@ static void check_same(const struct verbs_qp_info *a,
 	CHECK_EQ(a->resp_depth, b->resp_depth);
 	CHECK_EQ(a->init_depth, b->init_depth);
 	CHECK_EQ(a->flags, b->flags);
+	CHECK_EQ(a->max_msg, b->max_msg);
 }
 
 static void refused(const uint8_t *b, size_t len, const char *what)
@@ -113,7 +115,9 @@ static void test_round_trip(void)
 	CHECK_EQ(b[16], 0x12);
 	CHECK_EQ(b[17], 0x34);
 	CHECK_EQ(b[4], VERBS_QP_BLOB_VERSION);
-	CHECK_EQ(VERBS_QP_BLOB_VERSION, 3);
+	CHECK_EQ(VERBS_QP_BLOB_VERSION, 4);
+	/* the longest message, 24 bits little-endian at 41 */
+	CHECK(b[41] == 0x56 && b[42] == 0x34 && b[43] == 0x02);
 	CHECK(VERBS_QP_BLOB_LEN <= SMART_TP_BLOB_MAX);
 }
 
@@ -131,8 +135,8 @@ static void test_refusals(void)
 	CHECK_EQ(smart__verbs_info_unpack(b, 3, &out, NULL), SMART_EPROTO);
 
 	refused_with(0, 0, "bad magic");
-	refused_with(4, 2, "version 2 (the QP blob before this one)");
-	refused_with(4, 4, "version 4");
+	refused_with(4, 3, "version 3 (the QP blob before this one)");
+	refused_with(4, 5, "version 5");
 	refused_with(11, 1, "QP number beyond 24 bits");
 	refused_with(15, 1, "PSN beyond 24 bits");
 	refused_with(18, 0, "MTU 0");
@@ -153,8 +157,8 @@ static void test_refusals(void)
 	refused_with(39, 0, "initiator depth 0");
 	refused_with(40, 2, "unknown flag");
 	refused_with(40, 0x80, "unknown flag");
-	refused_with(41, 1, "reserved byte");
-	refused_with(43, 1, "reserved byte");
+	refused_with(43, 0x11, "a longest message beyond 1 MiB");
+	refused_with(43, 0xff, "a longest message beyond 1 MiB");
 	refused_with(17, 1, "a LID on Ethernet");
 }
 

@@ -127,12 +127,14 @@ struct smart_tp_responder {
  */
 #define SHM_RS_CLOSED	 0x80000000u	/* in delivered: closed */
 #define SHM_RS_TOO_LONG	 0x1u		/* in a slot's flags */
+#define SHM_RS_WRITE	 0x2u		/* a WRITE_IMM's: len is the
+					 * WRITE's, no bytes in the slot */
 
 struct shm_rslot {
 	uint32_t cap;		/* receiver: the buffer's length */
 	uint32_t len;		/* sender: the message's length */
 	uint32_t imm;
-	uint32_t flags;		/* SMART_TP_IMM, SHM_RS_TOO_LONG */
+	uint32_t flags;		/* SMART_TP_IMM, SHM_RS_* */
 };
 
 struct shm_rseg {

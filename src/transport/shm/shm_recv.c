@@ -221,10 +221,14 @@ out:
 int smart__shm_send_check(const struct smart_tp_qp *qp,
 			  const struct smart_tp_wr *wr)
 {
-	if (wr->opcode != SMART_TP_SEND)
+	if (wr->opcode != SMART_TP_SEND && wr->opcode != SMART_TP_WRITE_IMM)
 		return 0;
-	/* without a peer the SEND fails at execution, as on a NIC */
-	return qp->peer && wr->len > qp->peer->max_msg ? SMART_EINVAL : 0;
+	/* only on a QP connected to a peer; a SEND no longer than the
+	 * peer takes */
+	if (!qp->peer)
+		return SMART_EINVAL;
+	return wr->opcode == SMART_TP_SEND && wr->len > qp->peer->max_msg ?
+	       SMART_EINVAL : 0;
 }
 
 /* Claim the peer's next receive: its index, or SHM_ST_RNR_WAIT when none
@@ -290,9 +294,9 @@ int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	struct shm_peer *pe = qp->peer;
+	int send = wr->opcode == SMART_TP_SEND, st;
 	struct shm_rslot *sl;
-	uint32_t d, k, cap, len = wr->opcode == SMART_TP_SEND ? wr->len : 0;
-	int st;
+	uint32_t d, k, cap, len = send ? wr->len : 0;
 
 	if (wr->opcode != SMART_TP_SEND && wr->opcode != SMART_TP_WRITE_IMM)
 		return SMART_TP_WC_BAD_WR;
@@ -313,11 +317,11 @@ int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 	k = d & (pe->nslots - 1);
 	sl = &pe->seg->slot[k];
 	cap = __atomic_load_n(&sl->cap, __ATOMIC_RELAXED);
-	sl->len = len;
-	sl->imm = wr->opcode == SMART_TP_WRITE_IMM ||
-		  (wr->flags & SMART_TP_IMM) ? wr->imm : 0;
-	sl->flags = (wr->opcode == SMART_TP_WRITE_IMM ||
-		     (wr->flags & SMART_TP_IMM) ? SMART_TP_IMM : 0);
+	/* a WRITE_IMM's receive says the WRITE's length, as verbs does */
+	sl->len = send ? len : wr->len;
+	sl->imm = !send || (wr->flags & SMART_TP_IMM) ? wr->imm : 0;
+	sl->flags = (!send || (wr->flags & SMART_TP_IMM) ? SMART_TP_IMM : 0) |
+		    (send ? 0 : SHM_RS_WRITE);
 	if (len > cap || len > pe->max_msg) {
 		/* too long for the receive: both sides fail (verbs: a
 		 * length error there, an invalid request here) */
@@ -345,6 +349,8 @@ static int recv_take(struct shm_rq *rq, uint32_t k, struct smart_tp_wc *wc)
 	wc->flags = (uint8_t)(flags & SMART_TP_IMM);
 	wc->imm = __atomic_load_n(&sl->imm, __ATOMIC_RELAXED);
 	wc->len = len;
+	if (flags & SHM_RS_WRITE)	/* the bytes went to the region */
+		return wc->status = SMART_TP_WC_OK;
 	if ((flags & SHM_RS_TOO_LONG) ||
 	    (!SMART_M_SHM_RECV_TRUSTS_LEN &&
 	     (len > e->len || len > rq->max_msg))) {

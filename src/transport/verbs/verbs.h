@@ -56,11 +56,12 @@
 #define VERBS_QP_MAGIC	   0x51425256u	/* "VRBQ" */
 /* Each blob has a version of its own.  Region blob: 1 first, 2 device
  * memory.  QP blob: 1 first (with the region's 2), 3 the fabric (link
- * layer, GID type, LID in network order, read/atomic depths, atomics).
+ * layer, GID type, LID in network order, read/atomic depths, atomics),
+ * 4 the longest message its receive queue takes (0: none; rule 8).
  * A peer of another version is refused (SMART_EPROTO): both ends of a
  * connection run the same blob format. */
 #define VERBS_REGION_BLOB_VERSION 2
-#define VERBS_QP_BLOB_VERSION 3
+#define VERBS_QP_BLOB_VERSION 4
 #define VERBS_REGION_BLOB_LEN 40
 #define VERBS_QP_BLOB_LEN 44
 /* A completion names its ring slot in 16 bits of the wr_id; the slot lies
@@ -69,6 +70,17 @@
  * below half of 2^16 for the two sides to be told apart. */
 #define VERBS_MAX_SEND_WR  16384
 #define VERBS_MAX_CHAIN	   64
+/* Two-sided (rule 8): receives a queue holds, the longest message (the
+ * blob carries it in 24 bits), and the wr_id bit that marks a receive's
+ * completion (a user-space QP pointer << 16 never reaches it). */
+#define VERBS_MAX_RECV_WR  4096
+#define VERBS_MAX_MSG	   (1u << 20)
+#define VERBS_RECV_BIT	   (UINT64_C(1) << 63)
+/* Receiver not ready: an RNR NAK asks the sender to wait 20.48 ms (the
+ * IB encoding 22), and a SEND is tried 1 + 6 times: it fails
+ * IBV_WC_RNR_RETRY_EXC_ERR after ~143 ms without a receive. */
+#define VERBS_RNR_TIMER	   22
+#define VERBS_RNR_RETRY	   6
 #define VERBS_POLL_MAX	   64
 #define VERBS_MAX_RD_ATOM  16
 
@@ -143,6 +155,8 @@ struct verbs_qp_info {
 	 * takes the minimum of its own and the peer's */
 	uint8_t resp_depth, init_depth;
 	uint8_t flags;		/* VERBS_QPF_* */
+	uint32_t max_msg;	/* its receive queue's longest message, 0:
+				 * none (a one-sided QP) */
 };
 
 struct smart_tp_responder {
@@ -186,6 +200,15 @@ struct smart_tp_qp {
 	uint32_t tail;			/* next slot to post */
 	_Atomic uint32_t head;		/* next slot not yet completed */
 	_Atomic int error;
+	/* the receive queue (rule 8), rroom 0: none; its ring names each
+	 * receive's wr_id by slot, receives complete in posting order */
+	struct verbs_slot *rring;
+	uint32_t rmask, rroom;
+	uint32_t rposted;		/* receives posted (under the lock
+					 * when SMART_TP_SHARED) */
+	_Atomic uint32_t rtaken;	/* receives completed */
+	uint32_t max_msg;		/* ours, in our blob */
+	uint32_t peer_max_msg;		/* the peer's: a SEND's limit */
 	struct ibv_send_wr wr[VERBS_MAX_CHAIN];
 	struct ibv_sge sge[VERBS_MAX_CHAIN];
 };
@@ -269,7 +292,8 @@ int smart__verbs_probe_queues(struct smart_tp_domain *d);
  * the device gave.  Every QP of the transport is made here. */
 struct ibv_qp *smart__verbs_qp_make(struct smart_tp_domain *d,
 				    struct ibv_cq *cq, struct ibv_pd *pd,
-				    uint32_t n, uint32_t inl, void *context,
+				    uint32_t n, uint32_t nrecv, uint32_t inl,
+				    void *context,
 				    struct ibv_qp_init_attr_ex *ia);
 /* Nothing more will come out of cq (a failed poll, IBV_EVENT_CQ_ERR, a
  * dead device): poll fails and post refuses from now on; said once.

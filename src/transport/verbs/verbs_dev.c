@@ -552,9 +552,9 @@ void smart__verbs_query_caps(struct smart_tp_domain *d,
 	out->max_dm = d->max_dm;
 	out->dm_emulated = 0;
 	out->atomics = d->atomics;
-	/* two-sided ops (rule 8) are shm's only so far */
-	out->max_recv_wr = 0;
-	out->max_msg = 0;
+	out->max_recv_wr = (uint32_t)smart_min(d->dev.max_qp_wr,
+					       VERBS_MAX_RECV_WR);
+	out->max_msg = VERBS_MAX_MSG;
 }
 
 /* 4 KiB pages, 2 MiB-aligned when the region is that big, with
@@ -789,7 +789,7 @@ uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r,
 }
 
 /*
- * QP blob, version 3 (VERBS_QP_BLOB_LEN, 44 bytes; little-endian like the
+ * QP blob, version 4 (VERBS_QP_BLOB_LEN, 44 bytes; little-endian like the
  * other blobs, docs/protocol.md, but for the LID):
  *
  *    0  magic            4  version          8  QP number (24 bits)
@@ -797,7 +797,9 @@ uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r,
  *   18  path MTU (enum ibv_mtu)   19  has_gid (0/1)   20  GID (16 bytes)
  *   36  link layer (VERBS_LINK_*)  37  GID type (VERBS_GID_*)
  *   38  responder depth  39  initiator depth (1..VERBS_MAX_RD_ATOM)
- *   40  flags (VERBS_QPF_*)        41..43  zero
+ *   40  flags (VERBS_QPF_*)
+ *   41..43  the receive queue's longest message, 24 bits (0: none; at most
+ *           VERBS_MAX_MSG)
  *
  * What can be checked alone is checked here: a field out of its range, a
  * GID type that does not fit the link (RoCE always has a RoCE GID; IB has
@@ -825,6 +827,9 @@ size_t smart__verbs_info_pack(const struct verbs_qp_info *in, void *blob)
 	b[38] = in->resp_depth;
 	b[39] = in->init_depth;
 	b[40] = in->flags;
+	b[41] = (uint8_t)in->max_msg;
+	b[42] = (uint8_t)(in->max_msg >> 8);
+	b[43] = (uint8_t)(in->max_msg >> 16);
 	return VERBS_QP_BLOB_LEN;
 }
 
@@ -881,8 +886,8 @@ static const char *info_check(const uint8_t *b, size_t len)
 		return "a read/atomic depth of 0";
 	if (b[40] & ~VERBS_QPF_ATOMICS)
 		return "unknown flags";
-	if (!all_zero(b + 41, 3))
-		return "reserved bytes not zero";
+	if ((uint32_t)(b[41] | b[42] << 8 | b[43] << 16) > VERBS_MAX_MSG)
+		return "a longest message beyond VERBS_MAX_MSG";
 	return NULL;
 }
 
@@ -909,6 +914,7 @@ int smart__verbs_info_unpack(const void *blob, size_t len,
 	out->resp_depth = b[38];
 	out->init_depth = b[39];
 	out->flags = b[40];
+	out->max_msg = (uint32_t)(b[41] | b[42] << 8 | b[43] << 16);
 	return 0;
 }
 

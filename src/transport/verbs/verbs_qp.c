@@ -8,6 +8,7 @@
  * WRITEs.  Only the caller's signalled WRs ask the NIC for a completion;
  * failed and flushed WRs complete anyway, as verbs does.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,8 +185,8 @@ static int wc_status(enum ibv_wc_status s)
 	case IBV_WC_LOC_QP_OP_ERR:
 	case IBV_WC_LOC_LEN_ERR: return SMART_TP_WC_LOC_PROT;
 	case IBV_WC_WR_FLUSH_ERR: return SMART_TP_WC_FLUSH;
-	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_RNR_RETRY_EXC_ERR: return SMART_TP_WC_RETRY_EXC;
+	case IBV_WC_RETRY_EXC_ERR: return SMART_TP_WC_RETRY_EXC;
+	case IBV_WC_RNR_RETRY_EXC_ERR: return SMART_TP_WC_RNR;
 	case IBV_WC_REM_OP_ERR: return SMART_TP_WC_BAD_WR;
 	default: return SMART_TP_WC_FATAL;
 	}
@@ -198,6 +199,7 @@ static uint8_t wc_opcode(enum ibv_wc_opcode op)
 	case IBV_WC_RDMA_WRITE: return SMART_TP_WRITE;
 	case IBV_WC_COMP_SWAP: return SMART_TP_CAS;
 	case IBV_WC_FETCH_ADD: return SMART_TP_FAA;
+	case IBV_WC_SEND: return SMART_TP_SEND;
 	default: return 0;
 	}
 }
@@ -239,6 +241,28 @@ static void wc_take(struct smart_tp_wc *out, uint64_t wr_id,
 	ring_retire(qp, slot);
 }
 
+/* A receive's completion (rule 8): its wr_id from the receive ring,
+ * length and immediate from the NIC (the immediate in network order). */
+static __attribute__((noinline)) void
+wc_take_recv(struct smart_tp_wc *out, uint64_t wr_id, enum ibv_wc_status st,
+	     uint32_t len, unsigned flags, uint32_t imm_be)
+{
+	struct smart_tp_qp *qp = (struct smart_tp_qp *)(uintptr_t)
+		((wr_id & ~VERBS_RECV_BIT) >> 16);
+	uint32_t slot = (uint32_t)(wr_id & 0xffff);
+
+	out->wr_id = qp->rring[slot & qp->rmask].wr_id;
+	out->status = wc_status(st);
+	out->opcode = SMART_TP_RECV;
+	out->len = st == IBV_WC_SUCCESS ? len : 0;
+	out->flags = st == IBV_WC_SUCCESS && (flags & IBV_WC_WITH_IMM) ?
+		     SMART_TP_IMM : 0;
+	out->imm = out->flags ? ntohl(imm_be) : 0;
+	if (st != IBV_WC_SUCCESS)
+		atomic_store(&qp->error, 1);
+	atomic_fetch_add(&qp->rtaken, 1);	/* in order per queue */
+}
+
 static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
 	struct ibv_poll_cq_attr pa = { 0 };
@@ -251,8 +275,15 @@ static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 		return smart__verbs_cq_fail(cq, "ibv_start_poll");
 	for (;;) {
 		/* the opcode is defined only for successful completions */
-		wc_take(&wc[n++], x->wr_id, x->status, x->status ==
-			IBV_WC_SUCCESS ? wc_opcode(ibv_wc_read_opcode(x)) : 0);
+		if (smart_unlikely(x->wr_id & VERBS_RECV_BIT))
+			wc_take_recv(&wc[n++], x->wr_id, x->status,
+				     ibv_wc_read_byte_len(x),
+				     ibv_wc_read_wc_flags(x),
+				     ibv_wc_read_imm_data(x));
+		else
+			wc_take(&wc[n++], x->wr_id, x->status,
+				x->status == IBV_WC_SUCCESS ?
+				wc_opcode(ibv_wc_read_opcode(x)) : 0);
 		if (n == max)
 			break;
 		rc = ibv_next_poll(x);
@@ -275,9 +306,16 @@ static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 
 	if (n < 0)
 		return smart__verbs_cq_fail(cq, "ibv_poll_cq");
-	for (i = 0; i < n; i++)
-		wc_take(&wc[i], iw[i].wr_id, iw[i].status, iw[i].status ==
-			IBV_WC_SUCCESS ? wc_opcode(iw[i].opcode) : 0);
+	for (i = 0; i < n; i++) {
+		if (smart_unlikely(iw[i].wr_id & VERBS_RECV_BIT))
+			wc_take_recv(&wc[i], iw[i].wr_id, iw[i].status,
+				     iw[i].byte_len, iw[i].wc_flags,
+				     iw[i].imm_data);
+		else
+			wc_take(&wc[i], iw[i].wr_id, iw[i].status,
+				iw[i].status == IBV_WC_SUCCESS ?
+				wc_opcode(iw[i].opcode) : 0);
+	}
 	return n;
 }
 
@@ -342,7 +380,9 @@ static int qp_to_rtr(struct smart_tp_domain *d, struct ibv_qp *qp,
 		.dest_qp_num = peer->qpn,
 		.rq_psn = peer->psn,
 		.max_dest_rd_atomic = dest_depth,
-		.min_rnr_timer = 12,
+		/* what our RNR NAK asks a peer's SEND to wait (rule 8);
+		 * one-sided QPs never send one */
+		.min_rnr_timer = peer->max_msg ? VERBS_RNR_TIMER : 12,
 		.ah_attr = { .dlid = peer->lid, .sl = d->sl,
 			     .port_num = d->port },
 	};
@@ -367,7 +407,9 @@ int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
 		.qp_state = IBV_QPS_RTS,
 		.timeout = (uint8_t)d->ib_timeout,
 		.retry_cnt = (uint8_t)d->ib_retry,
-		.rnr_retry = 7,
+		/* a SEND to a peer waits a bounded time for a receive (rule
+		 * 8); a one-sided QP meets no RNR NAK */
+		.rnr_retry = peer->max_msg ? VERBS_RNR_RETRY : 7,
 		.sq_psn = my_psn,
 	};
 	uint8_t dest;
@@ -419,23 +461,29 @@ static uint32_t new_psn(const struct ibv_qp *qp)
 
 /* Only the send operations we post, so that the provider sizes WQEs for
  * them (mlx5's legacy ibv_create_qp reserves room for memory-window
- * binds in every WQE, and gives fewer WQEs than asked for the memory). */
-static uint64_t send_ops(const struct smart_tp_domain *d)
+ * binds in every WQE, and gives fewer WQEs than asked for the memory);
+ * the two-sided ones only on a QP with a receive queue (rule 8). */
+static uint64_t send_ops(const struct smart_tp_domain *d, int two_sided)
 {
 	uint64_t ops = IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_RDMA_WRITE;
 
 	if (d->dev.atomic_cap != IBV_ATOMIC_NONE)
 		ops |= IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	if (two_sided)
+		ops |= IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	return ops;
 }
 
-/* An RC QP of n send WRs on cq (both directions), in pd, asking for inl
- * bytes inline; ia->cap says what the device gave.  A provider without
- * send_ops_flags gets the request without them. */
+/* An RC QP of n send WRs and nrecv receives (0: one-sided, the one
+ * receive the verbs API wants) on cq (both directions), in pd, asking for
+ * inl bytes inline; ia->cap says what the device gave.  A provider
+ * without send_ops_flags gets the request without them. */
 struct ibv_qp *smart__verbs_qp_make(struct smart_tp_domain *d,
 				    struct ibv_cq *cq, struct ibv_pd *pd,
-				    uint32_t n, uint32_t inl, void *context,
+				    uint32_t n, uint32_t nrecv, uint32_t inl,
+				    void *context,
 				    struct ibv_qp_init_attr_ex *ia)
 {
 	struct ibv_qp *qp;
@@ -444,13 +492,13 @@ struct ibv_qp *smart__verbs_qp_make(struct smart_tp_domain *d,
 		.qp_context = context,
 		.send_cq = cq, .recv_cq = cq,
 		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
-		.cap = { .max_send_wr = n, .max_recv_wr = 1,
+		.cap = { .max_send_wr = n, .max_recv_wr = nrecv ? nrecv : 1,
 			 .max_send_sge = 1, .max_recv_sge = 1,
 			 .max_inline_data = inl },
 		.comp_mask = IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.pd = pd,
-		.send_ops_flags = send_ops(d),
+		.send_ops_flags = send_ops(d, nrecv > 0),
 	};
 	qp = ibv_create_qp_ex(d->ctx, ia);
 	if (!qp && (errno == EOPNOTSUPP || errno == EINVAL)) {
@@ -468,7 +516,7 @@ static struct ibv_qp_cap qp_try(struct smart_tp_domain *d, struct ibv_cq *cq,
 				uint32_t n, uint32_t inl)
 {
 	struct ibv_qp_init_attr_ex ia;
-	struct ibv_qp *qp = smart__verbs_qp_make(d, cq, d->pd, n, inl, NULL,
+	struct ibv_qp *qp = smart__verbs_qp_make(d, cq, d->pd, n, 0, inl, NULL,
 						 &ia);
 
 	if (!qp)
@@ -539,7 +587,7 @@ int smart__verbs_probe_queues(struct smart_tp_domain *d)
 	return d->max_send_wr ? 0 : SMART_ENOMEM;
 }
 
-static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
+static int qp_alloc(struct smart_tp_qp *q, uint32_t n, uint32_t nrecv)
 {
 	struct smart_tp_domain *d = q->d;
 	struct ibv_qp_init_attr_ex ia;
@@ -547,8 +595,8 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 			    q->cq->ppd : d->pd;
 	int rc;
 
-	q->qp = smart__verbs_qp_make(d, q->cq->cq, pd, n, d->max_inline, q,
-				     &ia);
+	q->qp = smart__verbs_qp_make(d, q->cq->cq, pd, n, nrecv,
+				     d->max_inline, q, &ia);
 	if (!q->qp) {
 		smart__err(d->log, "ibv_create_qp_ex(%u WRs): %m", n);
 		return SMART_ENOMEM;
@@ -559,8 +607,11 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 	/* the domain's caps are the limit WRs are held to, whatever more
 	 * this QP happened to get */
 	q->max_inline = smart_min(ia.cap.max_inline_data, d->max_inline);
+	/* receives flush into the CQ too: they count like send WRs */
+	q->rroom = nrecv ? smart_min(ia.cap.max_recv_wr, VERBS_MAX_RECV_WR) :
+			   0;
 	q->psn = new_psn(q->qp);
-	rc = cq_commit(q->cq, q->room);
+	rc = cq_commit(q->cq, q->room + q->rroom);
 	if (rc) {
 		ibv_destroy_qp(q->qp);
 		q->qp = NULL;
@@ -570,7 +621,7 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n)
 	if (rc) {
 		ibv_destroy_qp(q->qp);
 		q->qp = NULL;
-		cq_uncommit(q->cq, q->room);
+		cq_uncommit(q->cq, q->room + q->rroom);
 	}
 	return rc;
 }
@@ -579,10 +630,29 @@ static void qp_free(struct smart_tp_qp *q)
 {
 	if (q->qp) {
 		ibv_destroy_qp(q->qp);
-		cq_uncommit(q->cq, q->room);
+		cq_uncommit(q->cq, q->room + q->rroom);
 	}
 	free(q->ring);
+	free(q->rring);
 	free(q);
+}
+
+/* The shadow rings: a power of two of slots for the send queue (held to
+ * room) and, with receives, for the receive queue. */
+static int qp_rings(struct smart_tp_qp *q)
+{
+	uint32_t n = (uint32_t)smart_roundup_pow2(q->room);
+
+	q->mask = n - 1;
+	q->ring = calloc(n, sizeof(*q->ring));
+	if (!q->ring)
+		return SMART_ENOMEM;
+	if (!q->rroom)
+		return 0;
+	n = (uint32_t)smart_roundup_pow2(q->rroom);
+	q->rmask = n - 1;
+	q->rring = calloc(n, sizeof(*q->rring));
+	return q->rring ? 0 : SMART_ENOMEM;
 }
 
 int smart__verbs_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
@@ -590,14 +660,15 @@ int smart__verbs_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 			   struct smart_tp_qp **out)
 {
 	struct smart_tp_qp *q;
-	uint32_t n;
 	int rc;
 
 	if (!cq || !attr || !attr->max_send_wr ||
-	    attr->max_send_wr > d->max_send_wr)
+	    attr->max_send_wr > d->max_send_wr ||
+	    attr->max_recv_wr > VERBS_MAX_RECV_WR ||
+	    attr->max_recv_wr > (uint32_t)d->dev.max_qp_wr ||
+	    (attr->max_recv_wr && (!attr->max_msg ||
+				   attr->max_msg > VERBS_MAX_MSG)))
 		return SMART_EINVAL;
-	if (attr->max_recv_wr)
-		return SMART_ENOTSUP;	/* caps.max_recv_wr is 0 */
 	if (atomic_load(&cq->dead))
 		return SMART_ECONN;
 	q = calloc(1, sizeof(*q));
@@ -606,14 +677,11 @@ int smart__verbs_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	q->d = d;
 	q->cq = cq;
 	q->flags = attr->flags;
+	q->max_msg = attr->max_recv_wr ? attr->max_msg : 0;
 	smart_spin_init(&q->lock);
-	rc = qp_alloc(q, attr->max_send_wr);
-	if (!rc) {
-		n = (uint32_t)smart_roundup_pow2(q->room);
-		q->mask = n - 1;
-		q->ring = calloc(n, sizeof(*q->ring));
-		rc = q->ring ? 0 : SMART_ENOMEM;
-	}
+	rc = qp_alloc(q, attr->max_send_wr, attr->max_recv_wr);
+	if (!rc)
+		rc = qp_rings(q);
 	if (rc) {
 		qp_free(q);
 		return rc;
@@ -629,6 +697,7 @@ int smart__verbs_qp_blob(struct smart_tp_qp *qp, void *blob, size_t *len)
 	if (*len < VERBS_QP_BLOB_LEN)
 		return SMART_EINVAL;
 	smart__verbs_local_info(qp->d, qp->qp, qp->psn, &me);
+	me.max_msg = qp->max_msg;
 	*len = smart__verbs_info_pack(&me, blob);
 	return 0;
 }
@@ -657,8 +726,8 @@ int smart__verbs_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 	struct verbs_qp_info peer;
 	int rc = peer_unpack(d, peer_blob, len, &peer);
 
-	if (rc || !r)
-		return rc ? rc : SMART_EINVAL;
+	if (rc || !r || qp->rroom || peer.max_msg)
+		return rc ? rc : SMART_EINVAL;	/* receives: a peer's QP */
 	rc = smart__verbs_qp_rts(d, qp->qp, qp->psn, &peer);
 	/* The blade's device grants no atomics: its NIC will fail our CAS
 	 * and FAA (remote access error).  Said once per domain. */
@@ -688,14 +757,29 @@ int smart__verbs_qp_in_error(const struct smart_tp_qp *qp)
 	return a.qp_state == IBV_QPS_ERR || a.qp_state == IBV_QPS_SQE;
 }
 
-static enum ibv_wr_opcode wr_opcode(uint8_t op)
+static enum ibv_wr_opcode wr_opcode(const struct smart_tp_wr *w)
 {
-	switch (op) {
+	switch (w->opcode) {
 	case SMART_TP_READ: return IBV_WR_RDMA_READ;
 	case SMART_TP_WRITE: return IBV_WR_RDMA_WRITE;
 	case SMART_TP_CAS: return IBV_WR_ATOMIC_CMP_AND_SWP;
-	default: return IBV_WR_ATOMIC_FETCH_AND_ADD;
+	case SMART_TP_FAA: return IBV_WR_ATOMIC_FETCH_AND_ADD;
+	case SMART_TP_SEND:
+		return w->flags & SMART_TP_IMM ? IBV_WR_SEND_WITH_IMM :
+						 IBV_WR_SEND;
+	default: return IBV_WR_RDMA_WRITE_WITH_IMM;
 	}
+}
+
+/* A two-sided WR (rule 8): only on a QP with a peer, a SEND no longer than
+ * the peer's longest message. */
+static int send_check(const struct smart_tp_qp *q,
+		      const struct smart_tp_wr *w)
+{
+	if (!q->rroom || !q->peer_max_msg)
+		return SMART_EINVAL;
+	return w->opcode == SMART_TP_SEND && w->len > q->peer_max_msg ?
+	       SMART_EINVAL : 0;
 }
 
 /* Fill the i-th ibv_send_wr of the chain from ours; slot is its ring slot. */
@@ -705,13 +789,15 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	struct ibv_send_wr *iw = &q->wr[i];
 	struct ibv_sge *sg = &q->sge[i];
 
-	if (w->opcode < SMART_TP_READ || w->opcode > SMART_TP_FAA)
+	if (w->opcode < SMART_TP_READ || w->opcode > SMART_TP_WRITE_IMM)
+		return SMART_EINVAL;
+	if (smart_unlikely(w->opcode >= SMART_TP_SEND) && send_check(q, w))
 		return SMART_EINVAL;
 	/* Refuse a malformed atomic before anything is posted: providers
 	 * reject it inside ibv_post_send, after the WRs before it went out.
 	 * Likewise an atomic where the domain has none (caps.atomics): the
 	 * QP has no rights for it, or the device gets its bytes wrong. */
-	if (w->opcode >= SMART_TP_CAS) {
+	if (w->opcode == SMART_TP_CAS || w->opcode == SMART_TP_FAA) {
 		if (smart_unlikely(!q->d->atomics))
 			return SMART_ENOTSUP;
 		if (w->len != 8 || (w->remote & 7))
@@ -724,25 +810,29 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	iw->wr_id = ((uint64_t)(uintptr_t)q << 16) | (slot & 0xffff);
 	iw->sg_list = sg;
 	iw->num_sge = 1;
-	iw->opcode = wr_opcode(w->opcode);
+	iw->opcode = wr_opcode(w);
 	iw->send_flags = ((w->flags & SMART_TP_SIGNALED) ? IBV_SEND_SIGNALED : 0) |
 			 ((w->flags & SMART_TP_FENCE) ? IBV_SEND_FENCE : 0);
 	/* never dropped silently: the bytes may be in memory no MR covers,
 	 * and the NIC would fail the WR with a protection error */
-	if ((w->flags & SMART_TP_INLINE) && w->opcode == SMART_TP_WRITE) {
+	if ((w->flags & SMART_TP_INLINE) && (w->opcode == SMART_TP_WRITE ||
+					     w->opcode == SMART_TP_SEND)) {
 		if (w->len > q->max_inline)
 			return SMART_EINVAL;
 		iw->send_flags |= IBV_SEND_INLINE;
 	}
-	if (w->opcode >= SMART_TP_CAS) {
+	if (w->opcode == SMART_TP_CAS || w->opcode == SMART_TP_FAA) {
 		iw->wr.atomic.remote_addr = w->remote;
 		iw->wr.atomic.rkey = w->rkey;
 		iw->wr.atomic.compare_add = w->compare_add;
 		iw->wr.atomic.swap = w->swap;
-	} else {
+	} else if (w->opcode != SMART_TP_SEND) {
 		iw->wr.rdma.remote_addr = w->remote;
 		iw->wr.rdma.rkey = w->rkey;
 	}
+	if (iw->opcode == IBV_WR_SEND_WITH_IMM ||
+	    iw->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
+		iw->imm_data = htonl(w->imm);
 	iw->next = NULL;
 	if (i)
 		q->wr[i - 1].next = iw;
@@ -814,7 +904,7 @@ int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 	if (!r)
 		return SMART_ENOMEM;
 	/* it never posts: one send WR, nothing inline */
-	r->qp = smart__verbs_qp_make(d, d->resp_cq, d->pd, 1, 0, NULL, &ia);
+	r->qp = smart__verbs_qp_make(d, d->resp_cq, d->pd, 1, 0, 0, NULL, &ia);
 	rc = r->qp ? smart__verbs_qp_init(d, r->qp) : SMART_ENOMEM;
 	if (!rc) {
 		psn = new_psn(r->qp);
@@ -840,9 +930,8 @@ void smart__verbs_responder_destroy(struct smart_tp_responder *r)
 	free(r);
 }
 
-/* Two-sided ops (rule 8) are not on verbs yet: caps.max_recv_wr is 0 and
- * qp_create refuses a receive queue, so no QP of ours gets here with one;
- * these keep the table whole for a caller that did not look at caps. */
+/* Two-sided (rule 8).  No descriptor travels with a verbs QP's blob:
+ * the NIC needs none. */
 int smart__verbs_qp_fd(const struct smart_tp_qp *qp)
 {
 	(void)qp;
@@ -853,15 +942,90 @@ int smart__verbs_qp_connect_peer(struct smart_tp_qp *qp,
 				 struct smart_tp_remote *r,
 				 const void *peer_blob, size_t len, int fd)
 {
-	(void)qp, (void)r, (void)peer_blob, (void)len;
+	struct smart_tp_domain *d = qp->d;
+	struct verbs_qp_info peer;
+	int rc;
+
+	(void)r;	/* one-sided WRs name the peer's region by its rkey */
 	if (fd >= 0)
 		close(fd);	/* ours, as the contract says */
-	return SMART_ENOTSUP;
+	if (!qp->rroom)
+		return SMART_EINVAL;	/* no receive queue: qp_connect */
+	rc = peer_unpack(d, peer_blob, len, &peer);
+	if (rc)
+		return rc;
+	if (!peer.max_msg) {
+		smart__err(d->log, "%s: the peer's QP has no receive queue",
+			   d->name);
+		return SMART_EPROTO;
+	}
+	rc = smart__verbs_qp_rts(d, qp->qp, qp->psn, &peer);
+	if (!rc)
+		qp->peer_max_msg = peer.max_msg;
+	return rc;
 }
 
-int smart__verbs_post_recv(struct smart_tp_qp *qp,
+/* Receives go into the receive ring in posting order, each named by its
+ * slot with VERBS_RECV_BIT set; whole or not at all, like a post. */
+static int post_recv_locked(struct smart_tp_qp *q,
+			    const struct smart_tp_recv *rs, int n)
+{
+	struct ibv_recv_wr wr[16], *bad = NULL;
+	struct ibv_sge sge[16];
+	uint32_t taken = atomic_load_explicit(&q->rtaken,
+					      memory_order_acquire);
+	int i, k, m, rc;
+
+	if (q->rposted - taken + (uint32_t)n > q->rroom)
+		return SMART_EAGAIN;
+	for (i = 0; i < n; i++)
+		if (rs[i].len && !rs[i].local)
+			return SMART_EINVAL;
+	for (k = 0; k < n; k += m) {	/* 16 at a time */
+		m = smart_min(n - k, 16);
+		for (i = 0; i < m; i++) {
+			uint32_t slot = q->rposted + (uint32_t)i;
+
+			q->rring[slot & q->rmask].wr_id = rs[k + i].wr_id;
+			sge[i] = (struct ibv_sge){
+				.addr = (uintptr_t)rs[k + i].local,
+				.length = rs[k + i].len,
+				.lkey = rs[k + i].lkey };
+			wr[i] = (struct ibv_recv_wr){
+				.wr_id = VERBS_RECV_BIT |
+					 ((uint64_t)(uintptr_t)q << 16) |
+					 (slot & 0xffff),
+				.sg_list = &sge[i], .num_sge = 1,
+				.next = i + 1 < m ? &wr[i + 1] : NULL };
+		}
+		rc = ibv_post_recv(q->qp, wr, &bad);
+		if (rc) {
+			/* a broken QP: what precedes bad was posted */
+			smart__err(q->d->log, "ibv_post_recv: %s",
+				   strerror(rc));
+			if (bad && bad != wr)
+				q->rposted += (uint32_t)(bad - wr);
+			atomic_store(&q->error, 1);
+			return SMART_EQP;
+		}
+		q->rposted += (uint32_t)m;
+	}
+	return 0;
+}
+
+int smart__verbs_post_recv(struct smart_tp_qp *q,
 			   const struct smart_tp_recv *rs, int n)
 {
-	(void)qp, (void)rs, (void)n;
-	return SMART_ENOTSUP;
+	int rc;
+
+	if (!q->rroom)
+		return SMART_ENOTSUP;
+	if (n <= 0 || !rs)
+		return SMART_EINVAL;
+	if (q->flags & SMART_TP_SHARED)
+		smart_spin_lock(&q->lock);
+	rc = post_recv_locked(q, rs, n);
+	if (q->flags & SMART_TP_SHARED)
+		smart_spin_unlock(&q->lock);
+	return rc;
 }

@@ -54,7 +54,7 @@ static struct ibv_qp *st_qp(struct smart_tp_domain *d, struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr_ex ia;
 
-	return smart__verbs_qp_make(d, cq, d->pd, 2, 0, NULL, &ia);
+	return smart__verbs_qp_make(d, cq, d->pd, 2, 0, 0, NULL, &ia);
 }
 
 static void st_close(struct selftest *t)
