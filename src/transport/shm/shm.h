@@ -23,6 +23,11 @@
  * doorbell -> CQ) and stamps each WR with its modelled completion time;
  * poll executes a WR only once that time has come.
  *
+ * Two-sided operations (transport.h rule 8) live in shm_recv.c: a QP with
+ * receives owns a shared segment its peer process maps; a SEND runs at
+ * the sender's poll like any WR and the receiver's poll completes the
+ * receive (cq->rqs lists the CQ's receive queues).
+ *
  * The optional adversarial mode (shm_adv.c, docs/transport.md) hangs off
  * d->adv the same way, with one state per CQ in cq->adv; NULL means off,
  * and then poll tests it once and runs exactly the plain code.  With it,
@@ -443,6 +448,13 @@ int smart__shm_post_recv(struct smart_tp_qp *qp,
 /* Post's check of a chain's SENDs against the peer (SMART_EINVAL). */
 int smart__shm_send_check(const struct smart_tp_qp *qp,
 			  const struct smart_tp_wr *wr);
+/* The same, inline for the one-sided WRs of the post path: a compare. */
+static inline int shm_send_check(const struct smart_tp_qp *qp,
+				 const struct smart_tp_wr *wr)
+{
+	return smart_likely(wr->opcode < SMART_TP_SEND) ? 0 :
+	       smart__shm_send_check(qp, wr);
+}
 /* Execute a SEND or WRITE_IMM: a completion status, or SHM_ST_RNR_WAIT. */
 int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e);
 /* Poll's receive half: completions of the CQ's receive queues into

@@ -252,7 +252,7 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 		if (smart_unlikely(shm_wr_inline(&wrs[i]) &&
 				   (wrs[i].len > SHM_MAX_INLINE ||
 				    !wrs[i].local)) ||
-		    smart_unlikely(smart__shm_send_check(qp, &wrs[i])))
+		    smart_unlikely(shm_send_check(qp, &wrs[i])))
 			return SMART_EINVAL;
 	for (i = 0; i < n; i++) {
 		const struct smart_tp_wr *wr = &wrs[i];
