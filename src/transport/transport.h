@@ -28,7 +28,13 @@
  *     executed at the responder before its result could not be stored.
  *     The status names the cause, except that on a lossy link a remote
  *     error whose NAK was lost ends in SMART_TP_WC_RETRY_EXC (the
- *     responder's QP is in error and answers nothing more).
+ *     responder's QP is in error and answers nothing more).  On a slow
+ *     link a NIC may also: flush a WR posted before the failing one that
+ *     still waited for its ACK (its effect unknown), and then (rxe) flush
+ *     the failing WR itself, its cause lost; and have run WRs posted
+ *     behind a READ or atomic whose local buffer is bad, since that
+ *     fails only when the response comes back.  The core never posts a
+ *     bad local buffer (the API refuses one).
  *     Nothing aborts the process.  A QP in error is destroyed and
  *     replaced, never revived.
  *  6. No blade CPU work on the data path.
