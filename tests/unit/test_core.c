@@ -395,7 +395,9 @@ static void test_room_turns(void)
 	       "found the queue full\n", big.big_rounds, ROOM_SMALL,
 	       ROOM_ROUNDS, (unsigned long long)st.c[SMART_STAT_QP_FULL]);
 	CHECK_GT(st.c[SMART_STAT_QP_FULL], 0);
-	CHECK_GE(big.big_rounds, ROOM_ROUNDS / 8);
+	/* shm: 400 rounds; rxe: 44 and more (how many WRs a poll reaps
+	 * moves it); without the turns 1 (mutant OPS_NO_ROOM_TURN) */
+	CHECK_GE(big.big_rounds, ROOM_ROUNDS / 40);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
