@@ -46,4 +46,18 @@ static inline void smart_spin_unlock(smart_spinlock_t *l)
 	atomic_store_explicit(&l->v, 0, memory_order_release);
 }
 
+/* Lock and unlock only when `shared` (an object created SMART_TP_SHARED):
+ * a private QP or CQ takes no lock at all. */
+static inline void smart_spin_lock_if(int shared, smart_spinlock_t *l)
+{
+	if (shared)
+		smart_spin_lock(l);
+}
+
+static inline void smart_spin_unlock_if(int shared, smart_spinlock_t *l)
+{
+	if (shared)
+		smart_spin_unlock(l);
+}
+
 #endif

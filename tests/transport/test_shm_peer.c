@@ -67,16 +67,35 @@ static void p_close(struct p_end *e)
 	ops->domain_close(e->d);
 }
 
-/* Connect e to the peer of blob + fd (the transport takes fd). */
-static int p_connect(struct p_end *e, const void *blob, size_t len, int fd)
-{
-	return ops->qp_connect_peer(e->qp, NULL, blob, len, fd);
-}
-
 static void p_blob(struct p_end *e, uint8_t *blob, size_t *len)
 {
 	*len = SMART_TP_BLOB_MAX;
 	CHECK_OK(ops->qp_blob(e->qp, blob, len));
+}
+
+/* Connect a's QP to b's, both in this process (b's descriptor dup'ed:
+ * the transport takes the one it is given). */
+static void p_connect_to(struct p_end *a, struct p_end *b)
+{
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	size_t blen;
+
+	p_blob(b, blob, &blen);
+	CHECK_OK(ops->qp_connect_peer(a->qp, NULL, blob, blen,
+				      fcntl(ops->qp_fd(b->qp),
+					    F_DUPFD_CLOEXEC, 0)));
+}
+
+/* Post one SEND of len bytes at local (in e's MR). */
+static void p_send(struct p_end *e, uint64_t id, void *local, uint32_t len,
+		   uint8_t flags, uint32_t imm)
+{
+	struct smart_tp_wr w = { .wr_id = id, .opcode = SMART_TP_SEND,
+				 .local = local, .len = len,
+				 .lkey = e->mr->lkey, .flags = flags };
+
+	w.imm = imm;
+	CHECK_OK(ops->post(e->qp, &w, 1));
 }
 
 /* Post receive k: buffer k of P_MSG bytes (with P_MSG guard bytes after
@@ -124,8 +143,8 @@ static void test_hostile(void)
 	struct p_end a, b;
 	struct shm_rseg *seg;
 	struct smart_tp_wc wc;
-	uint8_t blob[SMART_TP_BLOB_MAX], guard[P_MSG];
-	size_t len, blen;
+	uint8_t guard[P_MSG];
+	size_t len;
 	uint8_t *buf0;
 	uint32_t k;
 
@@ -162,15 +181,10 @@ static void test_hostile(void)
 	/* a sender whose peer claims 1000 receives in a queue of 8 */
 	p_open(&a);
 	p_open(&b);
-	p_blob(&b, blob, &blen);
-	CHECK_OK(p_connect(&a, blob, blen,
-			   fcntl(ops->qp_fd(b.qp), F_DUPFD_CLOEXEC, 0)));
+	p_connect_to(&a, &b);
 	seg = p_seg(&b, &len);
 	atomic_store(&seg->posted, 1000);
-	CHECK_OK(ops->post(a.qp, (struct smart_tp_wr[]){ {
-		.wr_id = 7, .opcode = SMART_TP_SEND, .local = a.mr->addr,
-		.len = 8, .lkey = a.mr->lkey, .flags = SMART_TP_SIGNALED } },
-		1));
+	p_send(&a, 7, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 7, SMART_TP_WC_FATAL);
 	CHECK_EQ(atomic_load(&seg->delivered), 0);
 	munmap(seg, len);
@@ -182,21 +196,14 @@ static void test_rnr_counted(void)
 {
 	struct p_end a, b;
 	struct smart_tp_stats st;
-	uint8_t blob[SMART_TP_BLOB_MAX];
-	size_t blen;
 	int i;
 
 	p_open(&a);
 	p_open(&b);
-	p_blob(&b, blob, &blen);
-	CHECK_OK(p_connect(&a, blob, blen,
-			   fcntl(ops->qp_fd(b.qp), F_DUPFD_CLOEXEC, 0)));
+	p_connect_to(&a, &b);
 	p_recv(&b, 0, 64);
 	for (i = 0; i < 2; i++)
-		CHECK_OK(ops->post(a.qp, (struct smart_tp_wr[]){ {
-			.wr_id = (uint64_t)i, .opcode = SMART_TP_SEND,
-			.local = a.mr->addr, .len = 8, .lkey = a.mr->lkey,
-			.flags = SMART_TP_SIGNALED } }, 1));
+		p_send(&a, (uint64_t)i, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 0, SMART_TP_WC_OK);
 	for (i = 0; i < 3; i++)		/* the second waits */
 		CHECK_EQ(ops->poll(a.cq, (struct smart_tp_wc[1]){ 0 }, 1), 0);
@@ -224,7 +231,7 @@ static void echo_join(struct p_end *e, int s)
 	msg_send(s, blob, blen, ops->qp_fd(e->qp));
 	plen = msg_recv(s, peer, sizeof(peer), &fd);
 	CHECK_GE(fd, 0);
-	CHECK_OK(p_connect(e, peer, plen, fd));
+	CHECK_OK(ops->qp_connect_peer(e->qp, NULL, peer, plen, fd));
 }
 
 /* The child: echo every message back, with its immediate + 1. */
@@ -257,11 +264,8 @@ static void echo_child(int s)
 		out = (uint8_t *)e.mr->addr + (512u << 10) + (size_t)k * P_MSG;
 		memcpy(out, (uint8_t *)e.mr->addr + (size_t)k * 2 * P_MSG,
 		       wc.len);
-		CHECK_OK(ops->post(e.qp, (struct smart_tp_wr[]){ {
-			.wr_id = k, .opcode = SMART_TP_SEND, .local = out,
-			.len = wc.len, .lkey = e.mr->lkey,
-			.flags = SMART_TP_IMM | SMART_TP_SIGNALED,
-			.imm = wc.imm + 1 } }, 1));
+		p_send(&e, k, out, wc.len, SMART_TP_IMM | SMART_TP_SIGNALED,
+		       wc.imm + 1);
 		p_recv(&e, k, P_MSG);
 	}
 	p_close(&e);
@@ -290,11 +294,8 @@ static void test_fork_echo(void)
 
 		v = (uint64_t)i * 0x9e3779b97f4a7c15ull;
 		memcpy(src, &v, 8);
-		CHECK_OK(ops->post(e.qp, (struct smart_tp_wr[]){ {
-			.wr_id = (uint64_t)i, .opcode = SMART_TP_SEND,
-			.local = src, .len = 8, .lkey = e.mr->lkey,
-			.flags = SMART_TP_IMM | SMART_TP_SIGNALED,
-			.imm = (uint32_t)i } }, 1));
+		p_send(&e, (uint64_t)i, src, 8,
+		       SMART_TP_IMM | SMART_TP_SIGNALED, (uint32_t)i);
 		wc = p_one(&e);
 		CHECK_WC(wc, i, SMART_TP_WC_OK);	/* our SEND */
 		wc = p_one(&e);

@@ -722,53 +722,52 @@ static void faa_connected(struct test *t, long next)
 	f->r_base = next;
 }
 
+/* One WR of a chain with its one SGE: a READ, a WRITE or an FAA (+1) of
+ * len bytes between local (lkey) and raddr (rkey), linked to next. */
+static void wr_set(struct ibv_send_wr *wr, struct ibv_sge *sg, uint64_t id,
+		   enum ibv_wr_opcode op, void *local, uint32_t len,
+		   uint32_t lkey, uint64_t raddr, uint32_t rkey,
+		   struct ibv_send_wr *next)
+{
+	memset(sg, 0, sizeof(*sg));
+	memset(wr, 0, sizeof(*wr));
+	sg->addr = (uintptr_t)local;
+	sg->length = len;
+	sg->lkey = lkey;
+	wr->wr_id = id;
+	wr->sg_list = sg;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->next = next;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr->wr.atomic.remote_addr = raddr;
+		wr->wr.atomic.compare_add = 1;
+		wr->wr.atomic.rkey = rkey;
+	} else {
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = rkey;
+	}
+}
+
 static int faa_post(struct test *t, struct conn *c, long r, int slot)
 {
 	struct faa *f = t->priv;
 	struct ibv_sge sg[3];
 	struct ibv_send_wr wr[3];
 	uint64_t raddr = (uintptr_t)f->target;
+	uint32_t lkey = f->mr_a->lkey, rkey = f->mr_b->rkey;
 
 	f->faa[r] = POISON;
 	f->rd[r] = POISON;
 	f->src[slot] = (uint64_t)r;
 	f->expect[r] = f->c_base + (uint64_t)(r - f->r_base);
-	memset(sg, 0, sizeof(sg));
-	memset(wr, 0, sizeof(wr));
-
-	sg[0].addr = (uintptr_t)&f->src[slot];
-	sg[0].length = 8;
-	sg[0].lkey = f->mr_a->lkey;
-	wr[0].wr_id = WRID(r, slot, 0);
-	wr[0].sg_list = &sg[0];
-	wr[0].num_sge = 1;
-	wr[0].opcode = IBV_WR_RDMA_WRITE;
-	wr[0].wr.rdma.remote_addr = raddr;
-	wr[0].wr.rdma.rkey = f->mr_b->rkey;
-	wr[0].next = &wr[1];
-
-	sg[1].addr = (uintptr_t)&f->rd[r];
-	sg[1].length = 8;
-	sg[1].lkey = f->mr_a->lkey;
-	wr[1].wr_id = WRID(r, slot, 1);
-	wr[1].sg_list = &sg[1];
-	wr[1].num_sge = 1;
-	wr[1].opcode = IBV_WR_RDMA_READ;
-	wr[1].wr.rdma.remote_addr = raddr;
-	wr[1].wr.rdma.rkey = f->mr_b->rkey;
-	wr[1].next = &wr[2];
-
-	sg[2].addr = (uintptr_t)&f->faa[r];
-	sg[2].length = 8;
-	sg[2].lkey = f->mr_a->lkey;
-	wr[2].wr_id = WRID(r, slot, 2);
-	wr[2].sg_list = &sg[2];
-	wr[2].num_sge = 1;
-	wr[2].opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr_set(&wr[0], &sg[0], WRID(r, slot, 0), IBV_WR_RDMA_WRITE,
+	       &f->src[slot], 8, lkey, raddr, rkey, &wr[1]);
+	wr_set(&wr[1], &sg[1], WRID(r, slot, 1), IBV_WR_RDMA_READ,
+	       &f->rd[r], 8, lkey, raddr, rkey, &wr[2]);
+	wr_set(&wr[2], &sg[2], WRID(r, slot, 2), IBV_WR_ATOMIC_FETCH_AND_ADD,
+	       &f->faa[r], 8, lkey, raddr + 64, rkey, NULL);
 	wr[2].send_flags = IBV_SEND_SIGNALED;
-	wr[2].wr.atomic.remote_addr = raddr + 64;
-	wr[2].wr.atomic.compare_add = 1;
-	wr[2].wr.atomic.rkey = f->mr_b->rkey;
 	return post_one(c, wr);
 }
 
@@ -912,30 +911,13 @@ static int rw_post(struct test *t, struct conn *c, long r, int slot)
 		fill_pattern(src, w->len, r);
 	else	/* no op in flight touches the target: write it here */
 		fill_pattern(tgt, w->len, r);
-	memset(sg, 0, sizeof(sg));
-	memset(wr, 0, sizeof(wr));
-
-	sg[0].addr = (uintptr_t)src;
-	sg[0].length = (uint32_t)w->len;
-	sg[0].lkey = w->mr_a->lkey;
-	wr[0].wr_id = WRID(r, slot, 0);
-	wr[0].sg_list = &sg[0];
-	wr[0].num_sge = 1;
-	wr[0].opcode = IBV_WR_RDMA_WRITE;
-	wr[0].wr.rdma.remote_addr = (uintptr_t)tgt;
-	wr[0].wr.rdma.rkey = w->mr_b->rkey;
-	wr[0].next = &wr[1];
-
-	sg[1].addr = (uintptr_t)dst;
-	sg[1].length = (uint32_t)w->len;
-	sg[1].lkey = w->mr_a->lkey;
-	wr[1].wr_id = WRID(r, slot, w->with_write ? 1 : 0);
-	wr[1].sg_list = &sg[1];
-	wr[1].num_sge = 1;
-	wr[1].opcode = IBV_WR_RDMA_READ;
+	wr_set(&wr[0], &sg[0], WRID(r, slot, 0), IBV_WR_RDMA_WRITE, src,
+	       (uint32_t)w->len, w->mr_a->lkey, (uintptr_t)tgt,
+	       w->mr_b->rkey, &wr[1]);
+	wr_set(&wr[1], &sg[1], WRID(r, slot, w->with_write ? 1 : 0),
+	       IBV_WR_RDMA_READ, dst, (uint32_t)w->len, w->mr_a->lkey,
+	       (uintptr_t)tgt, w->mr_b->rkey, NULL);
 	wr[1].send_flags = IBV_SEND_SIGNALED;
-	wr[1].wr.rdma.remote_addr = (uintptr_t)tgt;
-	wr[1].wr.rdma.rkey = w->mr_b->rkey;
 	rd = w->with_write ? &wr[0] : &wr[1];
 	return post_one(c, rd);
 }

@@ -246,14 +246,12 @@ static inline void *shm_zalloc_cl(size_t len)
  * one that is really taken. */
 static inline void shm_lock(uint32_t flags, smart_spinlock_t *l)
 {
-	if (flags & SMART_TP_SHARED)
-		smart_spin_lock(l);
+	smart_spin_lock_if(flags & SMART_TP_SHARED, l);
 }
 
 static inline void shm_unlock(uint32_t flags, smart_spinlock_t *l)
 {
-	if (flags & SMART_TP_SHARED)
-		smart_spin_unlock(l);
+	smart_spin_unlock_if(flags & SMART_TP_SHARED, l);
 }
 
 /* shm_mem.c: look up a local MR by key, NULL when the key is stale. */
@@ -436,6 +434,8 @@ int smart__shm_qp_in_error(const struct smart_tp_qp *qp);
 /* shm_recv.c: two-sided (rule 8). */
 int smart__shm_rq_create(struct smart_tp_qp *qp,
 			 const struct smart_tp_qp_attr *attr);
+/* The receive queue and, once connected, the peer's mapping (a peer is
+ * only ever connected to a QP with receives). */
 void smart__shm_rq_destroy(struct smart_tp_qp *qp);
 int smart__shm_qp_fd(const struct smart_tp_qp *qp);
 int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,

@@ -225,9 +225,7 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp)
 		return;
 	shm_cq_forget_qp(qp->cq, qp);
 	smart__shm_model_qp_detach(qp);
-	shm_qp_drop_rq(qp);
-	if (qp->peer)
-		smart__shm_rq_destroy(qp);	/* the peer's mapping */
+	shm_qp_drop_rq(qp);	/* its receive queue and peer mapping */
 	free(qp->sq);
 	free(qp);
 }

@@ -776,7 +776,7 @@ static enum ibv_wr_opcode wr_opcode(const struct smart_tp_wr *w)
 static int send_check(const struct smart_tp_qp *q,
 		      const struct smart_tp_wr *w)
 {
-	if (!q->rroom || !q->peer_max_msg)
+	if (!q->peer_max_msg)	/* set only by qp_connect_peer */
 		return SMART_EINVAL;
 	return w->opcode == SMART_TP_SEND && w->len > q->peer_max_msg ?
 	       SMART_EINVAL : 0;
@@ -879,11 +879,9 @@ int smart__verbs_post(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
 
 	if (smart_unlikely(n <= 0 || n > VERBS_MAX_CHAIN || !wrs))
 		return n > VERBS_MAX_CHAIN ? SMART_EAGAIN : SMART_EINVAL;
-	if (q->flags & SMART_TP_SHARED)
-		smart_spin_lock(&q->lock);
+	smart_spin_lock_if(q->flags & SMART_TP_SHARED, &q->lock);
 	rc = post_locked(q, wrs, n);
-	if (q->flags & SMART_TP_SHARED)
-		smart_spin_unlock(&q->lock);
+	smart_spin_unlock_if(q->flags & SMART_TP_SHARED, &q->lock);
 	return rc;
 }
 
@@ -1022,10 +1020,8 @@ int smart__verbs_post_recv(struct smart_tp_qp *q,
 		return SMART_ENOTSUP;
 	if (n <= 0 || !rs)
 		return SMART_EINVAL;
-	if (q->flags & SMART_TP_SHARED)
-		smart_spin_lock(&q->lock);
+	smart_spin_lock_if(q->flags & SMART_TP_SHARED, &q->lock);
 	rc = post_recv_locked(q, rs, n);
-	if (q->flags & SMART_TP_SHARED)
-		smart_spin_unlock(&q->lock);
+	smart_spin_unlock_if(q->flags & SMART_TP_SHARED, &q->lock);
 	return rc;
 }

@@ -72,6 +72,16 @@ static const struct err_spec err_specs[] = {
 	  KK_LSTRADDLE, SMART_TP_WC_LOC_PROT },
 };
 
+/* Does the suite run across a slow or lossy link (SMART_CONF_LOSSY=1,
+ * set by tests/verbs/lossy.sh)?  Only there do the three allowances below
+ * apply. */
+static int lossy_link(void)
+{
+	const char *l = getenv("SMART_CONF_LOSSY");
+
+	return l && !strcmp(l, "1");
+}
+
 /* On a link that loses packets (SMART_CONF_LOSSY=1, tests/verbs/lossy.sh)
  * a remote error may end in RETRY_EXC instead: the responder sends its
  * NAK once and its QP is in error from then on, so a requester whose NAK
@@ -79,9 +89,7 @@ static const struct err_spec err_specs[] = {
  * the exact status is required. */
 static int lost_nak(const struct err_spec *e, int status)
 {
-	const char *l = getenv("SMART_CONF_LOSSY");
-
-	if (!l || strcmp(l, "1") || status != SMART_TP_WC_RETRY_EXC ||
+	if (!lossy_link() || status != SMART_TP_WC_RETRY_EXC ||
 	    e->expect != SMART_TP_WC_REM_ACCESS)
 		return 0;
 	printf("   RETRY_EXC for REM_ACCESS: its NAK was lost\n");
@@ -94,9 +102,7 @@ static int lost_nak(const struct err_spec *e, int status)
  * then flushes the bad WR too, its cause lost. */
 static int early_flush(const struct smart_tp_wc *wc)
 {
-	const char *l = getenv("SMART_CONF_LOSSY");
-
-	if (!l || strcmp(l, "1") || wc->wr_id != 1 ||
+	if (!lossy_link() || wc->wr_id != 1 ||
 	    wc->status != SMART_TP_WC_FLUSH)
 		return 0;
 	printf("   the WRITE before it flushed: its ACK was still due\n");
@@ -195,9 +201,7 @@ static int err_chain(struct fx *f, struct conn *c, const struct err_spec *e,
  * behind it may have gone out and run by then (rule 5). */
 static int late_local_error(const struct err_spec *e)
 {
-	const char *l = getenv("SMART_CONF_LOSSY");
-
-	return l && !strcmp(l, "1") && e->opcode != SMART_TP_WRITE &&
+	return lossy_link() && e->opcode != SMART_TP_WRITE &&
 	       (e->kk == KK_LKEY || e->kk == KK_UNREG ||
 		e->kk == KK_LSTRADDLE);
 }
