@@ -58,6 +58,20 @@
 #define SMART_M_SHM_RECV_TRUSTS_LEN 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_RECV_NO_LKEY_CHECK	/* shm_recv.c: a receive's
+					 * buffer not checked against its MR */
+#define SMART_M_SHM_RECV_NO_LKEY_CHECK 1
+#else
+#define SMART_M_SHM_RECV_NO_LKEY_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK	/* shm_recv.c: a peer segment
+					 * that can shrink is mapped */
+#define SMART_M_SHM_PEER_NO_SEAL_CHECK 1
+#else
+#define SMART_M_SHM_PEER_NO_SEAL_CHECK 0
+#endif
+
 #ifdef SMART_MUTANT_VERBS_LATE_SLOT_LAPS	/* verbs.h: a completion behind
 					 * head read as the next lap */
 #define SMART_M_VERBS_LATE_SLOT_LAPS 1

@@ -1,18 +1,23 @@
 /*
  * Tests of the shm transport's two-sided side (transport.h rule 8,
  * src/transport/shm/shm_recv.c) beyond the conformance suite: a peer that
- * writes what no sender writes into a receive queue's shared segment, a
- * peer whose segment claims receives it never posted, the RNR wait
- * counted, and two processes exchanging messages through the segments.
+ * writes what no sender writes into a receive queue's shared segment or
+ * hands over a segment that is not one, a bad receive buffer, the RNR
+ * wait counted, and two processes exchanging messages through the
+ * segments.
  *
  * Cases:
  *   hostile     the test plays the peer on a QP's own segment: a length
  *               beyond the receive (its buffer's guard bytes untouched,
  *               LOC_PROT, the QP in error, the other receives flushed),
  *               a delivered count beyond what was posted (the QP in
- *               error, nothing delivered); and a sender whose peer
- *               claims more receives than a queue holds (FATAL, nothing
- *               written);
+ *               error, nothing delivered); segments that are not the
+ *               blob's (an unsealed memfd, which its owner could shrink
+ *               under our mapping; one without the header) refused; and
+ *               a sender whose peer claims more receives than a queue
+ *               holds (FATAL, nothing written);
+ *   bad_receive a receive buffer outside the MR of its key: LOC_PROT
+ *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
  *               rnr_waits counts it;
  *   fork_echo   a child process echoes 2000 messages back over its own
@@ -138,6 +143,31 @@ static struct shm_rseg *p_seg(struct p_end *e, size_t *len)
 	return p;
 }
 
+/* Connect a to b's blob with a memfd of the same size that is not b's
+ * segment: unsealed with b's header (sealed 0), or sealed and all zeros
+ * (sealed 1).  Refused (SMART_EPROTO), the descriptor taken. */
+static void refuse_segment(struct p_end *a, struct p_end *b, int sealed)
+{
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	struct shm_rseg *seg;
+	size_t len, blen;
+	int fd;
+
+	p_blob(b, blob, &blen);
+	seg = p_seg(b, &len);
+	fd = memfd_create("not-a-segment", MFD_CLOEXEC |
+			  (sealed ? MFD_ALLOW_SEALING : 0));
+	CHECK_GE(fd, 0);
+	CHECK_OK(ftruncate(fd, (off_t)len));
+	if (sealed)
+		CHECK_OK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
+	else
+		CHECK_EQ(pwrite(fd, seg, 64, 0), 64);	/* its header */
+	CHECK_EQ(ops->qp_connect_peer(a->qp, NULL, blob, blen, fd),
+		 SMART_EPROTO);
+	munmap(seg, len);
+}
+
 static void test_hostile(void)
 {
 	struct p_end a, b;
@@ -178,6 +208,18 @@ static void test_hostile(void)
 	munmap(seg, len);
 	p_close(&a);
 
+	/* segments a peer must not get mapped: one its owner could still
+	 * shrink (unsealed; the right size and header), one of another
+	 * queue (sealed, no header) */
+	p_open(&a);
+	p_open(&b);
+	refuse_segment(&a, &b, 0);
+	refuse_segment(&a, &b, 1);
+	CHECK_EQ(ops->qp_in_error(a.qp), 0);
+	p_connect_to(&a, &b);	/* still connectable */
+	p_close(&b);
+	p_close(&a);
+
 	/* a sender whose peer claims 1000 receives in a queue of 8 */
 	p_open(&a);
 	p_open(&b);
@@ -188,6 +230,33 @@ static void test_hostile(void)
 	CHECK_WC(p_one(&a), 7, SMART_TP_WC_FATAL);
 	CHECK_EQ(atomic_load(&seg->delivered), 0);
 	munmap(seg, len);
+	p_close(&b);
+	p_close(&a);
+}
+
+/* A receive whose buffer lies outside the MR of its key: when a message
+ * lands, the receive fails LOC_PROT (a NIC checks the key then), nothing
+ * is written, the QP is in error. */
+static void test_bad_receive(void)
+{
+	static uint8_t outside[64];	/* in no MR */
+	uint8_t zero[sizeof(outside)] = { 0 };
+	struct p_end a, b;
+	struct smart_tp_recv r;
+
+	p_open(&a);
+	p_open(&b);
+	p_connect_to(&a, &b);
+	r = (struct smart_tp_recv){ .wr_id = 5, .local = outside,
+				    .len = sizeof(outside),
+				    .lkey = b.mr->lkey };
+	CHECK_OK(ops->post_recv(b.qp, &r, 1));
+	memset(a.mr->addr, 0x5a, 8);
+	p_send(&a, 1, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
+	CHECK_WC(p_one(&a), 1, SMART_TP_WC_OK);	/* delivered */
+	CHECK_WC(p_one(&b), 5, SMART_TP_WC_LOC_PROT);
+	CHECK_MEM_EQ(outside, zero, sizeof(outside), "a buffer in no MR");
+	CHECK_EQ(ops->qp_in_error(b.qp), 1);
 	p_close(&b);
 	p_close(&a);
 }
@@ -318,6 +387,7 @@ int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
 		{ "hostile", test_hostile },
+		{ "bad_receive", test_bad_receive },
 		{ "rnr_counted", test_rnr_counted },
 		{ "fork_echo", test_fork_echo },
 		{ 0 },

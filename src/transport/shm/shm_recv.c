@@ -24,6 +24,7 @@
  * counters modulo nslots, never values from the segment.
  */
 #include <stdatomic.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,9 @@ _Static_assert(offsetof(struct shm_rseg, slot) == 3 * SMART_CACHELINE,
 	       "shm_rseg: slots after the counters");
 
 #define SHM_PEER_BLOB_LEN 16	/* magic, version, nslots, max_msg */
+/* A receive segment can neither shrink nor grow (and F_SEAL_SEAL keeps it
+ * so); a peer's must be sealed at least that way. */
+#define SHM_RSEG_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
 #define SHM_PEER_VERSION 1
 
 /* Bytes before the data slots, and the whole segment. */
@@ -78,8 +82,11 @@ int smart__shm_rq_create(struct smart_tp_qp *qp,
 	if (!rq)
 		return SMART_ENOMEM;
 	rq->ents = calloc(n, sizeof(*rq->ents));
-	rq->fd = memfd_create("smart-rq", MFD_CLOEXEC);
+	/* sealed at its size: the peer maps it, and a segment that could
+	 * shrink under a mapping would fault (SIGBUS) at its next access */
+	rq->fd = memfd_create("smart-rq", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (!rq->ents || rq->fd < 0 || ftruncate(rq->fd, (off_t)len) ||
+	    fcntl(rq->fd, F_ADD_SEALS, SHM_RSEG_SEALS | F_SEAL_SEAL) ||
 	    (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, rq->fd,
 		      0)) == MAP_FAILED) {
 		if (rq->fd >= 0)
@@ -159,10 +166,23 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	need = rseg_len(v[2], v[3]);
 	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < need)
 		goto out;
+	/* a segment its owner could still shrink would fault our accesses */
+	if (!SMART_M_SHM_PEER_NO_SEAL_CHECK &&
+	    (fcntl(fd, F_GET_SEALS) & SHM_RSEG_SEALS) != SHM_RSEG_SEALS)
+		goto out;
 	p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	rc = SMART_ENOMEM;
 	if (p == MAP_FAILED)
 		goto out;
+	/* the segment of that blob (a wrong descriptor is refused; what
+	 * the peer writes later is checked where it is read) */
+	if (((struct shm_rseg *)p)->magic != SHM_PEER_MAGIC ||
+	    ((struct shm_rseg *)p)->nslots != v[2] ||
+	    ((struct shm_rseg *)p)->max_msg != v[3]) {
+		munmap(p, need);
+		rc = SMART_EPROTO;
+		goto out;
+	}
 	pe = calloc(1, sizeof(*pe));
 	if (!pe) {
 		munmap(p, need);
@@ -337,8 +357,10 @@ int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 
 /* One receive's completion from its slot; a slot no sender fills that way
  * (a length beyond the receive or max_msg) fails like a too-long message. */
-static int recv_take(struct shm_rq *rq, uint32_t k, struct smart_tp_wc *wc)
+static int recv_take(struct smart_tp_qp *qp, uint32_t k,
+		     struct smart_tp_wc *wc)
 {
+	struct shm_rq *rq = qp->rq;
 	const struct shm_rslot *sl = &rq->seg->slot[k];
 	const struct smart_tp_recv *e = &rq->ents[k];
 	uint32_t len = __atomic_load_n(&sl->len, __ATOMIC_RELAXED);
@@ -354,6 +376,13 @@ static int recv_take(struct shm_rq *rq, uint32_t k, struct smart_tp_wc *wc)
 	if ((flags & SHM_RS_TOO_LONG) ||
 	    (!SMART_M_SHM_RECV_TRUSTS_LEN &&
 	     (len > e->len || len > rq->max_msg))) {
+		wc->len = 0;
+		return wc->status = SMART_TP_WC_LOC_PROT;
+	}
+	/* the buffer posted must lie in the MR of its key, as a NIC checks
+	 * it when the message lands */
+	if (len && !SMART_M_SHM_RECV_NO_LKEY_CHECK &&
+	    !shm_local_ok(qp->d, e->lkey, e->local, len)) {
 		wc->len = 0;
 		return wc->status = SMART_TP_WC_LOC_PROT;
 	}
@@ -393,7 +422,7 @@ static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
 		rq->close_at = d = rq->taken;
 	}
 	while (n < max && rq->taken != d) {
-		if (recv_take(rq, rq->taken & (rq->nslots - 1), &wc[n++]) !=
+		if (recv_take(qp, rq->taken & (rq->nslots - 1), &wc[n++]) !=
 		    SMART_TP_WC_OK && !rq->closed) {
 			qp->state = SHM_QP_ERR;	/* receives behind flush */
 			rq_close(rq);
