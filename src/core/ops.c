@@ -395,7 +395,7 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
 			return SMART_EREMOTE;
 		*to = (struct op_target){ off, b->dm_rkey };
 	}
-	if (op->opcode >= SMART_TP_CAS) {
+	if (smart_tp_atomic(op->opcode)) {
 		/* an atomic needs the transport's atomics (caps.atomics) */
 		if (!w->ctx->caps.atomics)
 			return SMART_ENOTSUP;
@@ -411,7 +411,7 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
 static void *op_local(struct smart_worker *w, struct smart__task *t,
 		      const struct op *op, int in_pool, uint8_t *flags)
 {
-	int atomic = op->opcode >= SMART_TP_CAS;
+	int atomic = smart_tp_atomic(op->opcode);
 	struct smart__bounce *r;
 	void *slot;
 

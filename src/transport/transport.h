@@ -142,6 +142,12 @@ struct smart_tp_wr {
 	};
 };
 
+/* CAS or FAA: the opcodes of rule 4 (8 bytes, aligned, caps.atomics). */
+static inline int smart_tp_atomic(uint8_t opcode)
+{
+	return opcode == SMART_TP_CAS || opcode == SMART_TP_FAA;
+}
+
 /* A receive (rule 8): a buffer of len bytes in the MR of lkey. */
 struct smart_tp_recv {
 	uint64_t wr_id;

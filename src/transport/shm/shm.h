@@ -374,8 +374,8 @@ static inline int shm_exec_atomic(const struct smart_tp_wr *wr, uint8_t *rp)
 {
 	uint64_t old;
 
-	if ((wr->opcode != SMART_TP_CAS && wr->opcode != SMART_TP_FAA) ||
-	    wr->len != 8 || ((uintptr_t)rp & 7))
+	if (!smart_tp_atomic(wr->opcode) || wr->len != 8 ||
+	    ((uintptr_t)rp & 7))
 		return SMART_TP_WC_BAD_WR;
 	if (wr->opcode == SMART_TP_CAS) {
 		old = wr->compare_add;

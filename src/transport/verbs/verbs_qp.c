@@ -797,7 +797,7 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	 * reject it inside ibv_post_send, after the WRs before it went out.
 	 * Likewise an atomic where the domain has none (caps.atomics): the
 	 * QP has no rights for it, or the device gets its bytes wrong. */
-	if (w->opcode == SMART_TP_CAS || w->opcode == SMART_TP_FAA) {
+	if (smart_tp_atomic(w->opcode)) {
 		if (smart_unlikely(!q->d->atomics))
 			return SMART_ENOTSUP;
 		if (w->len != 8 || (w->remote & 7))
@@ -821,7 +821,7 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 			return SMART_EINVAL;
 		iw->send_flags |= IBV_SEND_INLINE;
 	}
-	if (w->opcode == SMART_TP_CAS || w->opcode == SMART_TP_FAA) {
+	if (smart_tp_atomic(w->opcode)) {
 		iw->wr.atomic.remote_addr = w->remote;
 		iw->wr.atomic.rkey = w->rkey;
 		iw->wr.atomic.compare_add = w->compare_add;

@@ -113,7 +113,7 @@ static int early_flush(const struct smart_tp_wc *wc)
 static struct smart_tp_wr err_wr(const struct fx *f, const struct err_spec *e,
 				 uint8_t *unreg, uint8_t flags)
 {
-	int atomic = e->opcode == SMART_TP_CAS || e->opcode == SMART_TP_FAA;
+	int atomic = smart_tp_atomic(e->opcode);
 	uint32_t len = atomic ? 8 : 16;
 	uint64_t off = ERR_TARGET;
 	struct smart_tp_wr w;
@@ -253,8 +253,7 @@ static void err_run(struct fx *f, struct smart_tp_cq *cq,
 	 * the responder before the requester fails to store the old value:
 	 * that is verbs semantics (the local SGE is written by the response),
 	 * so its target word alone may change. */
-	if (e->kk == KK_UNREG && (e->opcode == SMART_TP_CAS ||
-				  e->opcode == SMART_TP_FAA))
+	if (e->kk == KK_UNREG && smart_tp_atomic(e->opcode))
 		memcpy(snap + ERR_TARGET, f->raddr + ERR_TARGET, 8);
 	CHECK_MEM_EQ(f->raddr, snap, f->t.rlen,
 		     "region after a failed chain (only word 0 may change)");
