@@ -4,7 +4,8 @@
  * workers and tasks at once with a scan checker running beside inserts
  * and deletes (every key present throughout a scan is returned, in order,
  * once; nothing never present is), the same on the adversarial shm
- * transport (torn node reads caught by the CRC: asserted > 0), a second
+ * transport (torn node reads caught by the CRC: asserted > 0 within up to
+ * 8 seeded runs, as they need two threads overlapping), a second
  * ctx opening the tree, and drop giving every byte back; lock tables in
  * device memory.
  */
@@ -1255,7 +1256,9 @@ static void *c_thread_fn(void *p)
 	return NULL;
 }
 
-static void concurrent_on(struct world *wd_, const char *adv)
+/* Returns the torn reads retried (the caller asks for them where the
+ * adversary copies: they depend on the two threads overlapping). */
+static uint64_t concurrent_on(struct world *wd_, const char *adv)
 {
 	struct c_thread th[C_THREADS];
 	pthread_t tid[C_THREADS];
@@ -1294,23 +1297,24 @@ static void concurrent_on(struct world *wd_, const char *adv)
 	CHECK_EQ(scans, C_THREADS * 6);
 	CHECK_GT(st.leaf_splits, 0);
 	CHECK_GT(st.handovers, 0);
-	if (adv)
-		CHECK_GT(st.crc_retries, 0);
 	/* the even stable keys were never written again */
 	for (i = 0; i < C_STABLE; i += 2)
 		expect_val(&wd, i, 0);
+	return st.crc_retries;
 }
 
-static void concurrent(const char *adv)
+static uint64_t concurrent(const char *adv)
 {
 	struct smart_bt_stats st;
 	struct world wd;
+	uint64_t torn;
 
 	world_start(&wd, adv, 512, 12, 12);
 	CHECK_OK(smart_bt_stats(wd.t, &st));
 	CHECK_EQ(st.dm_lock_tables, 0);		/* no device memory here */
-	concurrent_on(&wd, adv);
+	torn = concurrent_on(&wd, adv);
 	world_stop(&wd);
+	return torn;
 }
 
 static void test_concurrent(void)
@@ -1318,9 +1322,21 @@ static void test_concurrent(void)
 	concurrent(NULL);
 }
 
+/* The adversary's torn reads need the scanner's copy and a writer's to
+ * overlap in time, which a machine busy with other work (a VM beside the
+ * tests) can keep from happening in one run: up to 8 runs, seeds 3..10,
+ * until the CRC path was taken; every run's other checks hold. */
 static void test_adversarial(void)
 {
-	concurrent("seed=3,pause_pct=30");
+	char spec[64];
+	uint64_t torn = 0;
+	int seed;
+
+	for (seed = 3; seed < 11 && !torn; seed++) {
+		snprintf(spec, sizeof(spec), "seed=%d,pause_pct=30", seed);
+		torn = concurrent(spec);
+	}
+	CHECK_GT(torn, 0);
 }
 
 /* HOCL's global lock table in device memory (docs/bt.md §4): a blade
