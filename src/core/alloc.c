@@ -100,9 +100,15 @@ static int take_run(struct smart_worker *w, struct smart__blade *b,
 	return rc;
 }
 
+/* Cache a block where there is room; a full cache never takes one more
+ * (callers make room first: a block dropped here is lost, counted). */
 static void cache_put(struct smart__ralloc *ra, struct ra_class *k, int c,
 		      uint64_t off)
 {
+	if (smart_unlikely(k->n == RA_CACHE)) {
+		ra->dropped++;
+		return;
+	}
 	k->v[k->n++] = off;
 	ra_cached_add(ra, (int64_t)1 << c);
 }
@@ -110,8 +116,10 @@ static void cache_put(struct smart__ralloc *ra, struct ra_class *k, int c,
 static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 		     int c, void *buf);
 
-/* Cache a block, giving a batch back first when the cache is full
- * (other tasks of the worker may have filled it while this one synced). */
+/* Cache a block, giving a batch back first while the cache is full: a
+ * spill syncs, and other tasks of the worker may fill the cache again
+ * meanwhile (once, the block then went one past the array: ASan in
+ * test_ht_linearizability), so room is looked at again after each. */
 static int cache_add(struct smart_worker *w, struct smart__ralloc *ra,
 		     int c, uint64_t off, void *buf)
 {
@@ -120,8 +128,10 @@ static int cache_add(struct smart_worker *w, struct smart__ralloc *ra,
 
 	if (!k)
 		return SMART_ENOMEM;
-	if (k->n == RA_CACHE) {
+	while (k->n == RA_CACHE) {
 		rc = cls_spill(w, ra, c, buf);
+		if (SMART_M_ALLOC_SPILL_ONCE)
+			break;
 		if (rc && k->n == RA_CACHE) {
 			ra->dropped++;
 			return rc;
@@ -214,6 +224,18 @@ static int node_block(struct smart_worker *w, struct smart__ralloc *ra,
 
 /* Give a batch of class c's cached blocks back to the blade.  The blocks
  * leave the cache before the sync, and come back if it fails. */
+/* Interleaving hook (smart/hook.h) "alloc.spill.pushing": a batch has
+ * left the cache and its push's syncs come next, where other tasks of the
+ * worker run and may fill the cache again (test_alloc spill_refill). */
+static void spill_hook(struct smart_worker *w)
+{
+	void *arg;
+	smart_hook_fn fn = smart_ctx_hook(w->ctx, &arg);
+
+	if (smart_unlikely(fn != NULL))
+		(void)fn(w, "alloc.spill.pushing", arg);	/* no failing */
+}
+
 static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 		     int c, void *buf)
 {
@@ -231,6 +253,7 @@ static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 	}
 	while (k->n && cnt < SMART_FREE_BATCH)
 		batch[cnt++] = k->v[--k->n];
+	spill_hook(w);
 	rc = smart__fl_push_batch(w, ra->b, c, node, nc, batch, cnt, buf);
 	if (rc) {
 		/* back where they were, while there is room: other tasks of
@@ -246,10 +269,7 @@ static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 			}
 		}
 		if (c < RA_NODE_SHIFT) {	/* a node of its own */
-			if (ra->cls[nc]->n < RA_CACHE)
-				cache_put(ra, ra->cls[nc], nc, node);
-			else
-				ra->dropped++;
+			cache_put(ra, ra->cls[nc], nc, node);
 		}
 		return rc;
 	}

@@ -79,6 +79,14 @@
 #define SMART_M_VERBS_LATE_SLOT_LAPS 0
 #endif
 
+#ifdef SMART_MUTANT_ALLOC_SPILL_ONCE	/* alloc.c: room in a class cache
+					 * looked at once, before a spill's
+					 * sync let other tasks fill it */
+#define SMART_M_ALLOC_SPILL_ONCE 1
+#else
+#define SMART_M_ALLOC_SPILL_ONCE 0
+#endif
+
 #ifdef SMART_MUTANT_LEASE_NO_CATCH_UP	/* lease.c: our own word one ahead
 					 * (a lost renewal's CAS) fences us */
 #define SMART_M_LEASE_NO_CATCH_UP 1

@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_int.h"
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
+#include "smart/hook.h"
 #include "smart/smart.h"
 #include "wire/services.h"
 
@@ -82,6 +84,80 @@ static void test_given_back(void)
 	for (i = 0; i < 3000; i++)
 		CHECK_OK(smart_free(b, g[i], i < 2000 ? 64 : 1000));
 	CHECK_OK(smart_worker_destroy(b));
+	fixture_stop(&f);
+}
+
+/* Two tasks freeing into one class cache (RA_CACHE blocks): A fills it
+ * and its next free spills a batch; at the hook "alloc.spill.pushing"
+ * (the batch out of the cache, the push's syncs next) A waits while B
+ * fills the cache again exactly (SMART_FREE_BATCH frees).  When A's spill
+ * returns the cache is full once more, and A's block must still find
+ * room (a spill again), never go past the cache nor be dropped: after the
+ * worker is destroyed every byte is free. */
+struct refill {
+	smart_gaddr_t g[RA_CACHE + 1 + SMART_FREE_BATCH];
+	int a_spilling, b_done, hooked;
+};
+
+static int refill_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct refill *r = arg;
+
+	if (strcmp(point, "alloc.spill.pushing") || r->hooked)
+		return 0;
+	r->hooked = 1;		/* A's first spill only */
+	r->a_spilling = 1;
+	while (!r->b_done)
+		smart_task_yield(w);
+	return 0;
+}
+
+static void refill_a(smart_worker_t *w, void *p)
+{
+	struct refill *r = p;
+	int i;
+
+	for (i = 0; i < RA_CACHE + 1; i++)
+		CHECK_OK(smart_free(w, r->g[i], 64));
+}
+
+static void refill_b(smart_worker_t *w, void *p)
+{
+	struct refill *r = p;
+	int i;
+
+	while (!r->a_spilling)
+		smart_task_yield(w);
+	for (i = 0; i < SMART_FREE_BATCH; i++)	/* no spill: room for all */
+		CHECK_OK(smart_free(w, r->g[RA_CACHE + 1 + i], 64));
+	r->b_done = 1;
+}
+
+static void test_spill_refill(void)
+{
+	static struct refill r;
+	struct smart_alloc_usage u0, u;
+	struct fixture f;
+	smart_worker_t *w;
+	size_t i;
+
+	fixture_start(&f, 16 << 20, 3, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	usage(w, f.id, &u0);
+	for (i = 0; i < SMART_ARRAY_SIZE(r.g); i++)
+		CHECK_OK(smart_alloc(w, f.id, 64, &r.g[i]));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, refill_hook, &r));
+	CHECK_OK(smart_task_spawn(w, refill_a, &r));
+	CHECK_OK(smart_task_spawn(w, refill_b, &r));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
+	CHECK(r.hooked && r.b_done);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	usage(w, f.id, &u);
+	CHECK_EQ(held(&u), 0);
+	CHECK_EQ(u.free, u0.free);	/* no block dropped */
+	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
 
@@ -393,6 +469,7 @@ int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
 		{ "given_back", test_given_back },
+		{ "spill_refill", test_spill_refill },
 		{ "runs", test_runs },
 		{ "split", test_split },
 		{ "blade_view", test_blade_view },
