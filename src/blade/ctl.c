@@ -28,6 +28,7 @@
 #include "blade/blade_int.h"
 #include "smart/status.h"
 #include "util/mutant.h"
+#include "util/sockio.h"
 
 #define ACCEPT_PAUSE_MS 100
 
@@ -258,26 +259,9 @@ static void accept_tcp(struct smart_blade *b, uint64_t now)
 /* Answer with one status byte (negated SMART_E*), plus the fd if good. */
 static void fd_reply(struct smart_blade *b, int fd, int status)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} c;
 	uint8_t st = (uint8_t)-status;
-	struct iovec iov = { &st, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *cm;
 
-	if (status == 0) {
-		memset(&c, 0, sizeof(c));
-		mh.msg_control = c.buf;
-		mh.msg_controllen = sizeof(c.buf);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &b->mr->fd, sizeof(int));
-	}
-	if (sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+	if (smart__sock_send_some(fd, &st, 1, status ? -1 : b->mr->fd) < 0)
 		smart__info(&b->log, "fd reply: %s", strerror(errno));
 }
 

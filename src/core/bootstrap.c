@@ -8,20 +8,17 @@
  * may be desynchronised, so it is never read again.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 
 #include "core/bootstrap.h"
 #include "smart/status.h"
 #include "util/compiler.h"
 #include "util/log.h"
+#include "util/sockio.h"
 #include "wire/proto.h"
 
 struct smart__boot {
@@ -38,92 +35,18 @@ struct smart__boot {
 	uint8_t buf[SMART_PROTO_FRAME_MAX];
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Wait for events on fd until the deadline: 0, SMART_ETIMEDOUT, ECONN. */
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-	int64_t left;
-	int rc;
-
-	for (;;) {
-		left = deadline - now_ms();
-		if (left <= 0)
-			return SMART_ETIMEDOUT;
-		rc = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
-		if (rc > 0)
-			return 0;	/* errors surface in the next call */
-		if (rc < 0 && errno != EINTR)
-			return SMART_ECONN;
-	}
-}
-
-static int send_all(int fd, const void *buf, size_t len, int64_t deadline)
-{
-	const uint8_t *p = buf;
-	ssize_t w;
-	int rc;
-
-	while (len) {
-		w = send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (w > 0) {
-			p += w;
-			len -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			return SMART_ECONN;
-		rc = wait_fd(fd, POLLOUT, deadline);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static int recv_exact(int fd, void *buf, size_t len, int64_t deadline)
-{
-	uint8_t *p = buf;
-	ssize_t r;
-	int rc;
-
-	while (len) {
-		r = recv(fd, p, len, MSG_DONTWAIT);
-		if (r > 0) {
-			p += r;
-			len -= (size_t)r;
-			continue;
-		}
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			return SMART_ECONN;
-		rc = wait_fd(fd, POLLIN, deadline);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 /* Read one frame into b->buf; the payload starts at b->buf + 12. */
 static int read_frame(struct smart__boot *b, int64_t deadline,
 		      struct smart_proto_hdr *h)
 {
-	int rc = recv_exact(b->fd, b->buf, SMART_PROTO_HDR_LEN, deadline);
+	int rc = smart__sock_recv_exact(b->fd, b->buf, SMART_PROTO_HDR_LEN,
+					 NULL, deadline);
 
 	if (!rc)
 		rc = smart__proto_hdr_check(b->buf, SMART_PROTO_HDR_LEN, h);
 	if (!rc)
-		rc = recv_exact(b->fd, b->buf + SMART_PROTO_HDR_LEN, h->len,
-				deadline);
+		rc = smart__sock_recv_exact(b->fd, b->buf + SMART_PROTO_HDR_LEN,
+					    h->len, NULL, deadline);
 	if (rc == SMART_EAGAIN)
 		rc = SMART_EPROTO;
 	if (rc)
@@ -152,29 +75,10 @@ static int tcp_connect(const char *hostport, int64_t deadline, int *fd_out)
 {
 	struct sockaddr_storage ss;
 	uint32_t len;
-	socklen_t el = sizeof(int);
-	int fd, err = 0, one = 1, rc;
 
 	if (smart__proto_parse_addr(hostport, &ss, sizeof(ss), &len))
 		return SMART_EINVAL;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	if (fd < 0)
-		return SMART_ESYS;
-	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
-		close(fd);
-		return SMART_ECONN;
-	}
-	rc = wait_fd(fd, POLLOUT, deadline);
-	if (!rc && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err))
-		rc = SMART_ECONN;
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	*fd_out = fd;
-	return 0;
+	return smart__sock_connect(&ss, len, deadline, fd_out);
 }
 
 static int send_hello(struct smart__boot *b, const char *transport,
@@ -189,7 +93,7 @@ static int send_hello(struct smart__boot *b, const char *transport,
 	strcpy(h.transport, transport);
 	rc = smart__proto_enc_hello(&h, b->buf, sizeof(b->buf), &n);
 	if (!rc)
-		rc = send_all(b->fd, b->buf, n, deadline);
+		rc = smart__sock_send_all(b->fd, b->buf, n, -1, deadline);
 	explicit_bzero(b->buf, sizeof(b->buf));
 	return rc;
 }
@@ -224,7 +128,7 @@ static int handshake(struct smart__boot *b, const char *transport,
 		     const void *secret, size_t secret_len,
 		     struct smart__boot_welcome *welcome)
 {
-	int64_t deadline = now_ms() + b->timeout_ms;
+	int64_t deadline = smart__now_ms() + b->timeout_ms;
 	struct smart_proto_hdr h;
 	int rc, src;
 
@@ -261,7 +165,7 @@ int smart__boot_open(const char *hostport, const char *transport,
 		return SMART_ENOMEM;
 	b->lg = lg;
 	b->timeout_ms = timeout_ms;
-	rc = tcp_connect(hostport, now_ms() + timeout_ms, &b->fd);
+	rc = tcp_connect(hostport, smart__now_ms() + timeout_ms, &b->fd);
 	if (rc) {
 		smart__warn(lg, "cannot reach blade %s: %s", hostport,
 			    smart_strerror(rc));
@@ -287,77 +191,27 @@ static int unix_connect(const struct smart__boot *b, int64_t deadline,
 			int *fd_out)
 {
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
-	socklen_t len;
-	int fd;
 
 	memcpy(un.sun_path + 1, b->sock, b->sock_len);
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-			  b->sock_len);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return SMART_ESYS;
-	/* Unix stream connects complete at once or fail (EAGAIN: backlog
-	 * full); nothing to wait for. */
-	if (connect(fd, (struct sockaddr *)&un, len)) {
-		close(fd);
-		return SMART_ECONN;
-	}
-	(void)deadline;
-	*fd_out = fd;
-	return 0;
+	return smart__sock_connect(&un, (uint32_t)(offsetof(struct sockaddr_un,
+							     sun_path) +
+						    1 + b->sock_len),
+				   deadline, fd_out);
 }
 
 /* Receive the status byte and, when it is 0, exactly one descriptor. */
 static int recv_fd(int fd, int64_t deadline, int *fd_out)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} c;
 	uint8_t st;
-	struct iovec iov = { &st, 1 };
-	struct msghdr mh;
-	struct cmsghdr *cm;
 	int got = -1, rc;
-	ssize_t r;
 
-	for (;;) {
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = c.buf;
-		mh.msg_controllen = sizeof(c.buf);
-		r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-		if (r >= 0 || (errno != EAGAIN && errno != EINTR))
-			break;
-		rc = wait_fd(fd, POLLIN, deadline);
-		if (rc)
-			return rc;
+	rc = smart__sock_recv_exact(fd, &st, 1, &got, deadline);
+	if (!rc) {
+		rc = st == 0 ? 0 : -(int)st;
+		if (rc && !smart__proto_status_ok(rc))
+			rc = SMART_EPROTO;
 	}
-	if (r <= 0)
-		return SMART_ECONN;
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		size_t nfd;
-		int fds[4];
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		if (nfd > SMART_ARRAY_SIZE(fds))
-			nfd = SMART_ARRAY_SIZE(fds);
-		memcpy(fds, CMSG_DATA(cm), nfd * sizeof(int));
-		/* Keep the first descriptor; a well-behaved blade sends one. */
-		for (size_t i = 0; i < nfd; i++) {
-			if (got < 0)
-				got = fds[i];
-			else
-				close(fds[i]);
-		}
-	}
-	rc = st == 0 ? 0 : -(int)st;
-	if (rc && !smart__proto_status_ok(rc))
-		rc = SMART_EPROTO;
-	if (!rc && (got < 0 || (mh.msg_flags & MSG_CTRUNC)))
+	if (!rc && got < 0)
 		rc = SMART_EPROTO;
 	if (rc) {
 		if (got >= 0)
@@ -375,11 +229,11 @@ int smart__boot_fetch_fd(struct smart__boot *b, int *fd_out)
 
 	if (!b || !fd_out || !b->need_fd)
 		return SMART_EINVAL;
-	deadline = now_ms() + b->timeout_ms;
+	deadline = smart__now_ms() + b->timeout_ms;
 	rc = unix_connect(b, deadline, &fd);
 	if (rc)
 		return rc;
-	rc = send_all(fd, b->token, sizeof(b->token), deadline);
+	rc = smart__sock_send_all(fd, b->token, sizeof(b->token), -1, deadline);
 	if (!rc)
 		rc = recv_fd(fd, deadline, fd_out);
 	close(fd);
@@ -396,7 +250,7 @@ static int send_frame(struct smart__boot *b, const uint8_t *f, size_t n,
 
 	if (b->broken)
 		return SMART_ECONN;
-	rc = send_all(b->fd, f, n, deadline);
+	rc = smart__sock_send_all(b->fd, f, n, -1, deadline);
 	if (rc)
 		b->broken = 1;
 	return rc;
@@ -442,7 +296,7 @@ int smart__boot_qp_connect(struct smart__boot *b, const void *blob,
 	rc = smart__proto_enc_qp_connect(&c, f, sizeof(f), &n);
 	if (rc)
 		return rc;
-	deadline = now_ms() + b->timeout_ms;
+	deadline = smart__now_ms() + b->timeout_ms;
 	rc = send_frame(b, f, n, deadline);
 	if (!rc)
 		rc = await_accept(b, c.req_id, deadline, &a);
@@ -469,7 +323,7 @@ int smart__boot_qp_close(struct smart__boot *b, uint32_t responder_id)
 		return SMART_EINVAL;
 	if (smart__proto_enc_qp_close(responder_id, f, sizeof(f), &n))
 		return SMART_EINVAL;
-	return send_frame(b, f, n, now_ms() + b->timeout_ms);
+	return send_frame(b, f, n, smart__now_ms() + b->timeout_ms);
 }
 
 void smart__boot_close(struct smart__boot *b)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "suite.h"
+#include "util/sockio.h"
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                      */
@@ -333,25 +334,9 @@ long first_diff(const void *a, const void *b, size_t len)
 
 void msg_send(int s, const void *buf, size_t len, int fd)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct cmsghdr *c;
-
-	if (fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		m.msg_control = u.b;
-		m.msg_controllen = sizeof(u.b);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	CHECK_MSG(sendmsg(s, &m, MSG_NOSIGNAL) == (ssize_t)len,
+	/* blocking socket: MSG_DONTWAIT has nothing to wait for on a
+	 * SEQPACKET pair with room */
+	CHECK_MSG(smart__sock_send_some(s, buf, len, fd) == (ssize_t)len,
 		  "sendmsg: %s", strerror(errno));
 }
 

@@ -1,0 +1,202 @@
+/*
+ * Blocking-with-a-deadline socket I/O for control paths (sockio.h).
+ *
+ * Invariant: a descriptor received with data is either handed to the
+ * caller or closed before the function returns; none leaks, whatever the
+ * peer sends (extra descriptors, several messages' worth).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include "smart/status.h"
+#include "util/sockio.h"
+
+int64_t smart__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int smart__sock_wait(int fd, short events, int64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int64_t left;
+	int rc;
+
+	for (;;) {
+		left = deadline - smart__now_ms();
+		if (left <= 0)
+			return SMART_ETIMEDOUT;
+		rc = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		if (rc > 0)
+			return 0;	/* errors surface in the next call */
+		if (rc < 0 && errno != EINTR)
+			return SMART_ECONN;
+	}
+}
+
+long smart__sock_send_some(int fd, const void *p, size_t len, int fd_pass)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	struct iovec iov = { (void *)(uintptr_t)p, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
+
+	if (fd_pass < 0)
+		return send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	memset(&c, 0, sizeof(c));
+	mh.msg_control = c.buf;
+	mh.msg_controllen = sizeof(c.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd_pass, sizeof(int));
+	return sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+int smart__sock_send_all(int fd, const void *buf, size_t len, int fd_pass,
+			 int64_t deadline)
+{
+	const uint8_t *p = buf;
+	ssize_t w;
+	int rc;
+
+	while (len) {
+		w = smart__sock_send_some(fd, p, len, fd_pass);
+		if (w > 0) {
+			p += w;
+			len -= (size_t)w;
+			fd_pass = -1;	/* it went with the first byte */
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return SMART_ECONN;
+		rc = smart__sock_wait(fd, POLLOUT, deadline);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int smart__sock_take_fds(void *msghdr, int *fd_got)
+{
+	struct msghdr *mh = msghdr;
+	struct cmsghdr *cm;
+	int n = 0;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t nfd, i;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfd; i++) {
+			int d;
+
+			memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof(d));
+			if (*fd_got < 0)
+				*fd_got = d;
+			else
+				close(d);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* One recv, or recvmsg collecting descriptors; < 0 with errno as recv. */
+static ssize_t recv_some(int fd, uint8_t *p, size_t len, int *fd_got,
+			 int *extra)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} c;
+	struct iovec iov = { p, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = c.buf,
+			     .msg_controllen = sizeof(c.buf) };
+	int had = *fd_got >= 0, n;
+	ssize_t r;
+
+	r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (r < 0)
+		return r;
+	n = smart__sock_take_fds(&mh, fd_got);
+	if (n > 1 || (n && had) || (mh.msg_flags & MSG_CTRUNC))
+		*extra = 1;
+	return r;
+}
+
+int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fd_got,
+			   int64_t deadline)
+{
+	uint8_t *p = buf;
+	int extra = 0, rc;
+	ssize_t r;
+
+	while (len) {
+		if (fd_got)
+			r = recv_some(fd, p, len, fd_got, &extra);
+		else
+			r = recv(fd, p, len, MSG_DONTWAIT);
+		if (extra)
+			return SMART_EPROTO;
+		if (r > 0) {
+			p += r;
+			len -= (size_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return SMART_ECONN;
+		rc = smart__sock_wait(fd, POLLIN, deadline);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
+			int *fd_out)
+{
+	const struct sockaddr *sa = addr;
+	socklen_t el = sizeof(int);
+	int fd, err = 0, one = 1, rc;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return SMART_ESYS;
+	if (connect(fd, sa, addr_len) && errno != EINPROGRESS) {
+		close(fd);
+		return SMART_ECONN;
+	}
+	rc = smart__sock_wait(fd, POLLOUT, deadline);
+	if (!rc && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err))
+		rc = SMART_ECONN;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	if (sa->sa_family != AF_UNIX)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	*fd_out = fd;
+	return 0;
+}

@@ -1,0 +1,51 @@
+/*
+ * Blocking-with-a-deadline socket I/O for control paths (the bootstrap
+ * client, the messaging layer's dialer): every wait is a poll() bounded by
+ * an absolute CLOCK_MONOTONIC deadline in milliseconds, so a silent peer
+ * costs at most the caller's timeout.  Sockets are non-blocking; nothing
+ * here is for a data path.
+ *
+ * Errors: 0, SMART_ETIMEDOUT (deadline passed), SMART_ECONN (reset,
+ * closed, refused), SMART_ESYS (no socket could be made).
+ *
+ * Thread safety: every function touches only its arguments.
+ */
+#ifndef SMART_UTIL_SOCKIO_H
+#define SMART_UTIL_SOCKIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Monotonic milliseconds. */
+int64_t smart__now_ms(void);
+
+/* Wait for events (POLLIN, POLLOUT) on fd until the deadline. */
+int smart__sock_wait(int fd, short events, int64_t deadline);
+
+/* One non-blocking send (MSG_DONTWAIT, MSG_NOSIGNAL) of up to len bytes;
+ * with fd_pass >= 0 the descriptor goes with them (SCM_RIGHTS).  Returns
+ * what send(2) returns, errno set. */
+long smart__sock_send_some(int fd, const void *buf, size_t len, int fd_pass);
+
+/* Write all len bytes; with fd_pass >= 0 the descriptor travels with the
+ * first byte (SCM_RIGHTS, unix sockets only; the caller keeps its copy). */
+int smart__sock_send_all(int fd, const void *buf, size_t len, int fd_pass,
+			 int64_t deadline);
+
+/* Read exactly len bytes.  With fd_got != NULL a descriptor that arrives
+ * with them (SCM_RIGHTS) is kept there (close-on-exec; the caller owns
+ * it), a second one is closed and reported as SMART_EPROTO; *fd_got must
+ * be -1 or a descriptor taken earlier on input. */
+int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fd_got,
+			   int64_t deadline);
+
+/* Connect a non-blocking stream socket to the address (a struct sockaddr
+ * of addr_len bytes: TCP gets TCP_NODELAY), waiting until the deadline. */
+int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
+			int *fd_out);
+
+/* Take the descriptors of a received message's SCM_RIGHTS: the first into
+ * *fd_got when it is -1, every other one closed; returns how many came. */
+int smart__sock_take_fds(void *msghdr, int *fd_got);
+
+#endif
