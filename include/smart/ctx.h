@@ -78,7 +78,8 @@ const char *smart_ctx_qp_mode(const smart_ctx_t *ctx);
 int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out);
 
 /* Destroy a worker; SMART_EBUSY if it still has live tasks (or is called
- * from inside one of them). */
+ * from inside one of them) or a messaging endpoint (smart_rpc_destroy
+ * first). */
 int smart_worker_destroy(smart_worker_t *w);
 
 smart_ctx_t *smart_worker_ctx(const smart_worker_t *w);

@@ -98,28 +98,10 @@ static void refused(struct smart_blade *b, struct blade_session *s,
 	smart__blade_sess_refuse(b, s, status, msg);
 }
 
-/*
- * Compare the secret in constant time with respect to its contents and to
- * where a mismatch occurs: the loop always runs over the whole expected
- * secret and the length check is folded into the same accumulator.
- */
 static int secret_ok(const struct smart_blade *b, const uint8_t *got,
 		     size_t glen)
 {
-	volatile uint8_t diff;
-	size_t i;
-
-	if (!b->secret)
-		return 1;
-	diff = (uint8_t)(glen != b->secret_len);
-	for (i = 0; i < b->secret_len; i++) {
-		/* Index clamped so a short secret is never read past. */
-		size_t j = i < glen ? i : 0;
-		uint8_t g = glen ? got[j] : 0;
-
-		diff |= (uint8_t)(b->secret[i] ^ g);
-	}
-	return diff == 0;
+	return smart__proto_secret_ok(b->secret, b->secret_len, got, glen);
 }
 
 static void welcome(struct smart_blade *b, struct blade_session *s)

@@ -296,6 +296,15 @@ struct smart__task {
 
 struct smart__ralloc;
 
+/* A poller of a layer above the core (the messaging endpoint): run by
+ * every smart__worker_poll after the worker's own CQ, on the worker's
+ * thread; returns the events it handled (> 0: the worker is not idle). */
+#define SMART_WORKER_POLLERS 4
+struct smart__poller {
+	int (*fn)(struct smart_worker *w, void *arg);
+	void *arg;
+};
+
 /* Registered buffers cached by a worker (bufpool.c): classes 64 B .. 64
  * KiB, up to SMART_BUF_CACHE blocks each. */
 #define SMART_BUF_CLASSES 17
@@ -328,6 +337,8 @@ struct smart_worker {
 	struct smart__task *sleepers;	/* parked until their wake_at */
 	uint64_t next_wake;		/* earliest wake_at of sleepers */
 	uint64_t now;		/* the TSC as the last poll read it */
+	int npollers;
+	struct smart__poller pollers[SMART_WORKER_POLLERS];
 	/* work-request throttling: credits = WRs this worker may still post */
 	_Atomic int credit;
 	int cap_seen;		/* the tuner's cap the credits reflect */
@@ -387,6 +398,14 @@ static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
 
 /* worker.c */
 int smart__worker_poll(struct smart_worker *w);
+/* Add or remove a poller (owner thread; SMART_EBUSY when all slots are
+ * taken; removing one not added does nothing). */
+int smart__worker_poller_add(struct smart_worker *w,
+			     int (*fn)(struct smart_worker *, void *),
+			     void *arg);
+void smart__worker_poller_del(struct smart_worker *w,
+			      int (*fn)(struct smart_worker *, void *),
+			      void *arg);
 /* internal: a worker of the library's own (the keeper's), outside the
  * ctx's list, its stats and its worker count */
 int smart__worker_create(struct smart_ctx *ctx, int internal,

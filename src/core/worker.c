@@ -352,11 +352,41 @@ worker_cq_failed(struct smart_worker *w, struct smart_tp_cq *dead, int err)
 		worker_fail_stale(w, dead, err);
 }
 
+int smart__worker_poller_add(struct smart_worker *w,
+			     int (*fn)(struct smart_worker *, void *),
+			     void *arg)
+{
+	if (w->npollers == SMART_WORKER_POLLERS)
+		return SMART_EBUSY;
+	w->pollers[w->npollers++] = (struct smart__poller){ fn, arg };
+	return 0;
+}
+
+void smart__worker_poller_del(struct smart_worker *w,
+			      int (*fn)(struct smart_worker *, void *),
+			      void *arg)
+{
+	for (int i = 0; i < w->npollers; i++)
+		if (w->pollers[i].fn == fn && w->pollers[i].arg == arg) {
+			w->pollers[i] = w->pollers[--w->npollers];
+			return;
+		}
+}
+
+static __attribute__((noinline)) int run_pollers(struct smart_worker *w)
+{
+	int n = 0;
+
+	for (int i = 0; i < w->npollers; i++)
+		n += w->pollers[i].fn(w, w->pollers[i].arg);
+	return n;
+}
+
 int smart__worker_poll(struct smart_worker *w)
 {
 	struct smart_tp_cq *cq;
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
-	int n, i, shared = w->group->shared;
+	int n, i, shared = w->group->shared, extra = 0;
 
 	/* One clock read per poll serves the lease check here and, through
 	 * w->now, the tuner, the backoff windows and the sleepers.  It costs
@@ -391,8 +421,12 @@ int smart__worker_poll(struct smart_worker *w)
 		worker_cq_failed(w, cq, n);
 		return 0;
 	}
+	/* Layers above (messaging) poll their own CQs here, so that every
+	 * wait of the worker makes their progress too. */
+	if (smart_unlikely(w->npollers))
+		extra = run_pollers(w);
 	if (!n)
-		return 0;
+		return extra;
 	SMART_STAT_ADD(w, SMART_STAT_COMPLETIONS, (uint64_t)n);
 	for (i = 0; i < n; i++) {
 		struct smart__batch *b =
@@ -409,7 +443,7 @@ int smart__worker_poll(struct smart_worker *w)
 		if (wc[i].wr_id & 1)
 			smart__batch_complete(w, b, shared);
 	}
-	return n;
+	return n + extra;
 }
 
 int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
@@ -489,7 +523,8 @@ int smart_worker_destroy(smart_worker_t *w)
 
 	if (!w)
 		return 0;
-	if (w->live || w->cur)
+	/* a layer's poller (a messaging endpoint) still uses the worker */
+	if (w->live || w->cur || w->npollers)
 		return SMART_EBUSY;
 	/* Drain what the main context left in flight before the CQ goes. */
 	while (atomic_load(&w->main_task.inflight))

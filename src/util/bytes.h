@@ -10,6 +10,19 @@
 #include <stdint.h>
 #include <string.h>
 
+static inline void smart__put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+
+static inline uint16_t smart__get16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
 static inline void smart__put32(uint8_t *p, uint32_t v)
 {
 	memcpy(p, &v, 4);

@@ -142,4 +142,24 @@
 #define SMART_M_BOOT_NO_EVICT 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_NO_WINDOW	/* msg/rpc.c: sends ignore the peer's
+					 * acks (receiver not ready follows) */
+#define SMART_M_RPC_NO_WINDOW 1
+#else
+#define SMART_M_RPC_NO_WINDOW 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_SECRET_CHECK	/* msg/peer.c: any secret */
+#define SMART_M_RPC_NO_SECRET_CHECK 1
+#else
+#define SMART_M_RPC_NO_SECRET_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared
+					 * length believed */
+#define SMART_M_WIRE_MSG_TRUSTS_LEN 1
+#else
+#define SMART_M_WIRE_MSG_TRUSTS_LEN 0
+#endif
+
 #endif

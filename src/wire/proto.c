@@ -136,6 +136,25 @@ static int printable(const char *s, size_t n)
 	return 1;
 }
 
+int smart__proto_secret_ok(const uint8_t *want, size_t wlen,
+			   const uint8_t *got, size_t glen)
+{
+	volatile uint8_t diff;
+	size_t i;
+
+	if (!want)
+		return 1;
+	diff = (uint8_t)(glen != wlen);
+	for (i = 0; i < wlen; i++) {
+		/* Index clamped so a short secret is never read past. */
+		size_t j = i < glen ? i : 0;
+		uint8_t g = glen ? got[j] : 0;
+
+		diff |= (uint8_t)(want[i] ^ g);
+	}
+	return diff == 0;
+}
+
 int smart__proto_status_ok(int32_t s)
 {
 	return s <= 0 && s > SMART_E_LAST;
@@ -153,13 +172,15 @@ size_t smart__proto_max_payload(uint16_t type)
 	case SMART_PROTO_QP_ACCEPT:	return SMART_PROTO_QPA_MAX;
 	case SMART_PROTO_QP_CLOSE:	return 4;
 	case SMART_PROTO_BYE:		return 0;
+	case SMART_PROTO_PEER_CONNECT:	return SMART_PROTO_PEER_MAX;
+	case SMART_PROTO_PEER_ACCEPT:	return SMART_PROTO_PEER_MAX;
 	default:			return 0;
 	}
 }
 
 static int known_type(uint16_t t)
 {
-	return t >= SMART_PROTO_HELLO && t <= SMART_PROTO_BYE;
+	return t >= SMART_PROTO_HELLO && t <= SMART_PROTO_PEER_ACCEPT;
 }
 
 int smart__proto_hdr_check(const void *buf, size_t avail,
@@ -420,6 +441,57 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
 	if (rd_done(&r))
+		return SMART_EPROTO;
+	*m = t;
+	return 0;
+}
+
+/* --- PEER_CONNECT / PEER_ACCEPT --- */
+
+static int peer_valid(uint16_t type, const struct smart_proto_peer *m)
+{
+	return (type == SMART_PROTO_PEER_ACCEPT ||
+		(type == SMART_PROTO_PEER_CONNECT && m->id == 0)) &&
+	       m->window >= 1 && m->window <= SMART_PROTO_PEER_WINDOW_MAX &&
+	       m->max_msg >= SMART_PROTO_PEER_MSG_MIN &&
+	       m->max_msg <= SMART_PROTO_PEER_MSG_MAX &&
+	       m->blob_len >= 1 && m->blob_len <= SMART_PROTO_BLOB_MAX;
+}
+
+int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
+			  void *buf, size_t cap, size_t *len)
+{
+	uint8_t *p;
+
+	if (!peer_valid(type, m))
+		return SMART_EINVAL;
+	p = frame(buf, cap, type, 16 + m->blob_len, len);
+	if (!p)
+		return SMART_ERANGE;
+	put32(p, m->id);
+	put32(p + 4, m->window);
+	put32(p + 8, m->max_msg);
+	put16(p + 12, (uint16_t)m->blob_len);
+	memcpy(p + 16, m->blob, m->blob_len);
+	return 0;
+}
+
+int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
+			  struct smart_proto_peer *m)
+{
+	struct rd r = { p, len, 0, 0 };
+	struct smart_proto_peer t;
+
+	memset(&t, 0, sizeof(t));
+	t.id = rd32(&r);
+	t.window = rd32(&r);
+	t.max_msg = rd32(&r);
+	t.blob_len = rd16(&r);
+	rd_zero(&r, 2);
+	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX)
+		return SMART_EPROTO;
+	rd_copy(&r, t.blob, t.blob_len, 0);
+	if (rd_done(&r) || !peer_valid(type, &t))
 		return SMART_EPROTO;
 	*m = t;
 	return 0;

@@ -44,6 +44,8 @@ enum smart_proto_type {
 	SMART_PROTO_QP_ACCEPT = 5,	/* blade -> client */
 	SMART_PROTO_QP_CLOSE = 6,	/* client -> blade, no reply */
 	SMART_PROTO_BYE = 7,		/* client -> blade, no reply */
+	SMART_PROTO_PEER_CONNECT = 8,	/* dialer -> listening peer */
+	SMART_PROTO_PEER_ACCEPT = 9,	/* listening peer -> dialer */
 };
 
 /* WELCOME flags. */
@@ -58,7 +60,15 @@ enum smart_proto_type {
 #define SMART_PROTO_ERROR_MAX	(8 + SMART_PROTO_ERRMSG_MAX)
 #define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX)
 #define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX)
+#define SMART_PROTO_PEER_MAX	(16 + SMART_PROTO_BLOB_MAX)
 #define SMART_PROTO_FRAME_MAX	(SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX)
+
+/* Peer connections (messaging, docs/rpc.md): the receive window (receives
+ * each side keeps posted for the other's data messages) and the largest
+ * message each side takes. */
+#define SMART_PROTO_PEER_WINDOW_MAX	4096
+#define SMART_PROTO_PEER_MSG_MIN	64
+#define SMART_PROTO_PEER_MSG_MAX	(1u << 20)
 
 struct smart_proto_hdr {
 	uint32_t magic;
@@ -109,6 +119,16 @@ struct smart_proto_qp_accept {
 	size_t blob_len;
 };
 
+/* PEER_CONNECT (id 0) and PEER_ACCEPT (id: the listener's name for the
+ * connection, for its logs and smart-stat): one side's two-sided QP. */
+struct smart_proto_peer {
+	uint32_t id;
+	uint32_t window;	/* 1..SMART_PROTO_PEER_WINDOW_MAX */
+	uint32_t max_msg;	/* PEER_MSG_MIN..PEER_MSG_MAX */
+	uint8_t blob[SMART_PROTO_BLOB_MAX];
+	size_t blob_len;	/* 1..SMART_PROTO_BLOB_MAX */
+};
+
 /*
  * Header.  smart__proto_hdr_check() looks at the first `avail` bytes of a
  * stream: SMART_EAGAIN while fewer than 12 bytes are present and those seen
@@ -139,6 +159,9 @@ int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 int smart__proto_enc_qp_close(uint32_t responder_id, void *buf, size_t cap,
 			      size_t *len);
 int smart__proto_enc_bye(void *buf, size_t cap, size_t *len);
+/* type: SMART_PROTO_PEER_CONNECT or SMART_PROTO_PEER_ACCEPT */
+int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
+			  void *buf, size_t cap, size_t *len);
 
 /*
  * Decoders take one payload (the bytes after the header).  SMART_EPROTO for
@@ -158,6 +181,18 @@ int smart__proto_dec_qp_accept(const void *p, size_t len,
 			       struct smart_proto_qp_accept *m);
 int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id);
 int smart__proto_dec_bye(const void *p, size_t len);
+int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
+			  struct smart_proto_peer *m);
+
+/*
+ * 1 when the secret presented (got, glen) equals the one expected (want,
+ * wlen; want NULL: none is required, anything passes).  Constant time with
+ * respect to the contents and to where a mismatch occurs: the loop always
+ * runs over the whole expected secret and the length check is folded into
+ * the same accumulator.
+ */
+int smart__proto_secret_ok(const uint8_t *want, size_t wlen,
+			   const uint8_t *got, size_t glen);
 
 /* 1 when s is a status a peer may send: SMART_E_LAST < s <= 0. */
 int smart__proto_status_ok(int32_t s);

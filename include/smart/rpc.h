@@ -1,0 +1,168 @@
+/*
+ * Messaging: peer endpoints and RPC over two-sided RDMA (X-RDMA's model,
+ * docs/rpc.md).
+ *
+ * An endpoint (smart_rpc_t) belongs to one worker and so to one thread.  It
+ * can listen for peers (loopback by default, the same HELLO and shared
+ * secret as a blade) and connect to peers; every connection is a two-sided
+ * QP on the endpoint's own completion queue, with registered buffers from
+ * the endpoint's pool of large MRs.  Messages of up to eager_max payload
+ * bytes go eagerly by SEND into a receive the peer keeps posted.
+ *
+ * Flow control (the seq-ack window): each side keeps `window` receives
+ * posted for the other's data messages and tells the other, in the
+ * immediate word of every message it sends (or in a bare ACK when it has
+ * nothing to send), how many it has consumed.  A sender never has more than
+ * `window` unacknowledged data messages out, so a SEND always finds a
+ * receive: receiver-not-ready never happens, however slow the handler.
+ * A sender out of window waits (a task yields; the main context polls);
+ * replies from handlers, which cannot wait, queue behind the window up to a
+ * byte cap per connection (a peer that stops consuming past it is cut
+ * off).
+ *
+ * Handlers run to completion on the endpoint's worker, inside its polling
+ * (X-RDMA's thread model); they must not wait.  A handler replies with
+ * smart_rpc_reply() before it returns or later (a task it spawned may make
+ * nested calls first, then reply): a request not replied to when its
+ * handler returns stays open until smart_rpc_reply().
+ *
+ * Thread safety: every function must be called on the endpoint's worker
+ * thread.  Errors: 0 or a negative SMART_E* code; an error has no side
+ * effect unless the function says otherwise.
+ */
+#ifndef SMART_RPC_H
+#define SMART_RPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "smart/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smart_rpc smart_rpc_t;
+typedef struct smart_rpc_conn smart_rpc_conn_t;
+typedef struct smart_rpc_req smart_rpc_req_t;
+
+/* Endpoint settings; a zero field takes its default. */
+struct smart_rpc_cfg {
+	uint32_t window;	/* receives per connection for data: 64
+				 * (2..4096, rounded up to a power of 2) */
+	uint32_t eager_max;	/* largest payload: 4096 (48..1 MiB - 16) */
+	uint32_t max_conns;	/* connections at once: 64 (1..4096) */
+	uint32_t timeout_ms;	/* calls and connects: 5000 */
+	uint32_t max_pending;	/* handshakes in progress (unauthenticated
+				 * ones are evicted oldest first): 16 */
+	uint32_t backlog_max;	/* reply bytes queued per connection behind
+				 * its window before it is cut off: 4 MiB */
+};
+
+/* Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field
+ * out of range, SMART_ENOTSUP when the transport has no two-sided
+ * operations, SMART_EBUSY when w already has an endpoint. */
+int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
+		     smart_rpc_t **out);
+
+/* Close every connection (their open calls fail with SMART_ECONN), stop
+ * listening and free the endpoint.  NULL: no-op returning 0.
+ * SMART_EBUSY, nothing done, while a task waits in a call on it. */
+int smart_rpc_destroy(smart_rpc_t *rpc);
+
+/*
+ * A handler: data/len is the request's payload, valid until the handler
+ * returns.  req is valid until smart_rpc_reply(req, ...) (for a one-way
+ * message req is NULL: nothing to reply).
+ */
+typedef void (*smart_rpc_handler_fn)(smart_rpc_req_t *req, const void *data,
+				     uint32_t len, void *arg);
+
+/* Serve op with fn (replacing any handler of op).  A request for an op
+ * without a handler is answered with SMART_ENOENT. */
+int smart_rpc_register(smart_rpc_t *rpc, uint16_t op, smart_rpc_handler_fn fn,
+		       void *arg);
+
+/* Listen for peers at "host:port" (port 0: any free one; host as for
+ * smart_connect, "127.0.0.1" unless told otherwise).  Peers must present
+ * the ctx's shared secret.  Handshakes are served by
+ * smart_rpc_progress().  SMART_EEXIST when already listening. */
+int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport);
+
+/* The address listened at, "host:port" with the real port, into buf. */
+int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len);
+
+/* Connect to a peer listening at "host:port" (blocks up to timeout_ms;
+ * SMART_EACCES: secret refused, SMART_EBUSY: the peer has no room,
+ * SMART_ECONN: unreachable). */
+int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
+		      smart_rpc_conn_t **out);
+
+/* Close a connection: its open calls fail with SMART_ECONN, requests of
+ * it not replied to are dropped.  NULL: no-op. */
+void smart_rpc_close(smart_rpc_conn_t *c);
+
+/*
+ * Call op on the peer with len bytes of request and wait for the answer:
+ * up to cap bytes of it land in resp, *resp_len gets its length.  Returns
+ * the handler's status (0 or what it passed to smart_rpc_reply),
+ * SMART_ERANGE when the answer was longer than cap (nothing copied,
+ * *resp_len the length), SMART_ETIMEDOUT after timeout_ms, SMART_ECONN
+ * when the connection failed or closed, SMART_EINVAL for len > eager_max
+ * or a call from inside a handler (spawn a task to make nested calls).
+ * From a task it yields; from the main context it polls.
+ */
+int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
+		   uint32_t len, void *resp, uint32_t cap, uint32_t *resp_len);
+
+/* Send a one-way message (no answer).  Returns once it is queued on the
+ * connection; waits only while the window is full.  Messages of one
+ * connection are handled in the order they were sent. */
+int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
+		   uint32_t len);
+
+/* Answer a request with status (0 or a negative SMART_E*) and len bytes.
+ * req is gone afterwards, whatever the result.  SMART_ECONN when its
+ * connection closed meanwhile (the answer is dropped), SMART_EINVAL for
+ * len > eager_max (the caller gets SMART_ERANGE instead). */
+int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
+		    uint32_t len);
+
+/* Poll the endpoint once: completions, messages (handlers run here),
+ * handshakes, timeouts.  Returns the events handled.  Every wait of the
+ * worker (smart_task_yield, smart_worker_run, smart_sync) polls it too. */
+int smart_rpc_progress(smart_rpc_t *rpc);
+
+/* Send what is queued on the endpoint's connections now (one-way sends
+ * are batched until the next progress). */
+void smart_rpc_flush(smart_rpc_t *rpc);
+
+/* Counters of a connection (or, through smart_rpc_stats, of the endpoint:
+ * live and past connections summed). */
+struct smart_rpc_stats {
+	uint64_t msgs_sent, msgs_recv;		/* data messages */
+	uint64_t bytes_sent, bytes_recv;	/* their payload bytes */
+	uint64_t acks_sent;			/* bare ACKs */
+	uint64_t calls, call_errors, call_timeouts;
+	uint64_t window_stalls;	/* sends that found the window full */
+	uint64_t backlogged;	/* replies queued behind the window */
+	uint64_t rnr;		/* receiver-not-ready errors (0 by design) */
+	uint64_t rnr_waits;	/* smart_rpc_stats only: SENDs of this
+				 * process (its transport domain, messaging
+				 * or not) that met no receive posted and
+				 * waited for one (0 by design) */
+	uint64_t proto_errors;	/* malformed messages: connection cut */
+	uint64_t conns_accepted, conns_dialed, conns_failed;
+	uint64_t handshakes_refused;
+};
+
+int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
+			 struct smart_rpc_stats *out);
+int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out);
+
+/* Live connections of the endpoint. */
+int smart_rpc_conns(const smart_rpc_t *rpc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
