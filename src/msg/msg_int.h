@@ -70,6 +70,8 @@ struct rpc_waiter {
 
 struct smart_rpc_req {
 	struct smart_rpc_conn *conn;	/* NULL once the connection closed */
+	int open;			/* handed to a handler, not replied */
+	struct smart_rpc *rpc;
 	uint32_t call;
 	uint16_t op;
 	struct smart_rpc_req *prev, *next;	/* conn's list, or free list */
@@ -93,6 +95,9 @@ struct smart_rpc_conn {
 	int state;
 	int accepted;		/* the peer dialed us: freed when it fails */
 	int closing;		/* our CLOSE is out: wait for it, then go */
+	int users;		/* calls and sends inside on it (they may
+				 * wait; the struct outlives them) */
+	int freeing;		/* closed while users > 0: the last frees */
 	int dirty;		/* on the endpoint's flush list */
 	struct smart_rpc_conn *next_dirty;
 	struct smart_rpc_conn *next_dead;	/* failed, accepted: freed at

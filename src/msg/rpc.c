@@ -305,6 +305,21 @@ static void backlog_drain(struct smart_rpc_conn *c)
 	}
 }
 
+/* ---- users of a dialed connection -------------------------------------- */
+
+/* A call or a send may wait, and another task may close the connection
+ * meanwhile: the struct stays until the last of them leaves. */
+static void conn_enter(struct smart_rpc_conn *c)
+{
+	c->users++;
+}
+
+static void conn_leave(struct smart_rpc_conn *c)
+{
+	if (--c->users == 0 && c->freeing)
+		smart__rpc_conn_free(c);
+}
+
 /* ---- calls ------------------------------------------------------------- */
 
 static struct rpc_call *call_get(struct smart_rpc *rpc)
@@ -347,6 +362,8 @@ static void call_finish(struct rpc_call *k, int status)
 {
 	if (k->done)
 		return;
+	if (status)
+		k->conn->st.call_errors++;
 	k->status = status;
 	k->done = 1;
 	wake(k->conn->rpc, k->task);
@@ -370,14 +387,17 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	if (!c || (len && !req) || (cap && !resp))
 		return SMART_EINVAL;
 	rpc = c->rpc;
-	if (len > rpc->cfg.eager_max || rpc->in_handler)
+	if (len > rpc->cfg.eager_max || rpc->in_handler || c->freeing ||
+	    (c->state == RPC_C_LIVE &&
+	     SMART_MSG_HDR_LEN + len > c->peer_max))
 		return SMART_EINVAL;
+	conn_enter(c);
 	rc = wait_room(c);
-	if (rc)
-		return rc;
-	k = call_get(rpc);
-	if (!k)
-		return SMART_EBUSY;
+	k = rc ? NULL : call_get(rpc);
+	if (!k) {
+		conn_leave(c);
+		return rc ? rc : SMART_EBUSY;
+	}
 	k->task = rpc->w->cur;
 	k->conn = c;
 	k->resp = resp;
@@ -392,9 +412,8 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	rc = k->status;
 	if (resp_len && (rc == 0 || rc == SMART_ERANGE || k->len))
 		*resp_len = k->len;
-	if (rc)
-		c->st.call_errors++;
 	call_put(rpc, k);
+	conn_leave(c);
 	return rc;
 }
 
@@ -405,16 +424,19 @@ int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 				   .len = len };
 	int rc;
 
-	if (!c || (len && !data) || len > c->rpc->cfg.eager_max)
+	if (!c || (len && !data) || len > c->rpc->cfg.eager_max ||
+	    c->freeing || (c->state == RPC_C_LIVE &&
+			   SMART_MSG_HDR_LEN + len > c->peer_max))
 		return SMART_EINVAL;
 	if (c->rpc->in_poll && (!has_room(c) || c->bl_head || c->waiters ||
 				c->state != RPC_C_LIVE))
 		return SMART_EAGAIN;	/* a handler cannot wait */
+	conn_enter(c);
 	rc = wait_room(c);
-	if (rc)
-		return rc;
-	send_data(c, &h, data, 0);
-	return 0;
+	if (!rc)
+		send_data(c, &h, data, 0);
+	conn_leave(c);
+	return rc;
 }
 
 /* ---- requests ---------------------------------------------------------- */
@@ -433,6 +455,7 @@ static void req_unlink(struct smart_rpc_req *q)
 
 static void req_put(struct smart_rpc *rpc, struct smart_rpc_req *q)
 {
+	q->open = 0;
 	q->conn = NULL;
 	q->prev = NULL;
 	q->next = rpc->free_reqs;
@@ -462,15 +485,21 @@ int smart_rpc_reply(smart_rpc_req_t *q, int status, const void *data,
 
 	if (!q || (len && !data))
 		return SMART_EINVAL;
-	c = q->conn;
-	if (!c)
+	if (!q->open)
 		return SMART_EINVAL;	/* never handed out, or replied */
+	c = q->conn;
+	if (!c) {
+		/* its connection went: the request slot comes back */
+		req_put(q->rpc, q);
+		return SMART_ECONN;
+	}
 	rpc = c->rpc;
 	if (status > 0 || status <= SMART_E_LAST) {
 		status = SMART_EINVAL;
 		len = 0;
 	}
-	if (len > rpc->cfg.eager_max) {
+	if (len > rpc->cfg.eager_max ||
+	    SMART_MSG_HDR_LEN + len > c->peer_max) {
 		status = SMART_ERANGE;
 		len = 0;
 		rc = SMART_EINVAL;
@@ -519,6 +548,8 @@ static void on_request(struct smart_rpc_conn *c, const struct smart_msg *m)
 			return;
 		}
 		rpc->free_reqs = q->next;
+		q->open = 1;
+		q->rpc = rpc;
 		q->conn = c;
 		q->call = m->h.call;
 		q->op = m->h.op;
@@ -919,10 +950,15 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 {
 	if (!c || c->accepted)
 		return;		/* accepted ones are the endpoint's */
+	if (c->freeing)
+		return;		/* closed already, its users still inside */
 	if (c->state == RPC_C_LIVE)
 		conn_say_close(c);
 	conn_fail(c, SMART_ECONN, NULL);
-	smart__rpc_conn_free(c);
+	if (c->users)
+		c->freeing = 1;	/* the last of them frees it */
+	else
+		smart__rpc_conn_free(c);
 }
 
 /* ---- the endpoint ------------------------------------------------------ */

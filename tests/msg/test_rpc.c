@@ -227,11 +227,17 @@ struct client {
 	smart_rpc_t *rpc;
 };
 
-static void client_open(struct client *c, const char *secret_file)
+static void client_open_cfg(struct client *c, const char *secret_file,
+			    const struct smart_rpc_cfg *cfg)
 {
 	c->ctx = ctx_new(secret_file);
 	CHECK_OK(smart_worker_create(c->ctx, &c->w));
-	CHECK_OK(smart_rpc_create(c->w, NULL, &c->rpc));
+	CHECK_OK(smart_rpc_create(c->w, cfg, &c->rpc));
+}
+
+static void client_open(struct client *c, const char *secret_file)
+{
+	client_open_cfg(c, secret_file, NULL);
 }
 
 static void client_close(struct client *c)
@@ -297,6 +303,20 @@ static void test_echo(void)
 	CHECK_EQ(n, 100);
 	CHECK_EQ(smart_rpc_call(k, 77, out, 1, back, 10, &n), SMART_ENOENT);
 	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 8, back, 8, &n));
+	smart_rpc_close(k);
+	client_close(&c);
+
+	/* a client whose messages may be longer than the server takes:
+	 * refused at the call (the connection lives on), never sent */
+	client_open_cfg(&c, secret_path,
+			&(struct smart_rpc_cfg){ .eager_max = 8192 });
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, 6000, back, sizeof(back),
+				&n), SMART_EINVAL);
+	CHECK_EQ(smart_rpc_send(k, OP_SINK, out, 6000), SMART_EINVAL);
+	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 4000, back, sizeof(back),
+				&n));
+	CHECK_EQ(n, 4000);
 	server_stop(k, pid);
 	smart_rpc_close(k);
 	client_close(&c);
