@@ -21,7 +21,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -30,6 +29,7 @@
 #include "smart/alloc.h"
 #include "smart/status.h"
 #include "util/compiler.h"
+#include "util/sockio.h"
 #include "wire/services.h"
 
 #define BLADE_MAX_CLIENTS_LIMIT 65536
@@ -205,63 +205,31 @@ static int region_open(struct smart_blade *b, int hugepages)
 	return rc;
 }
 
-static void format_addr(struct smart_blade *b,
-			const struct sockaddr_storage *ss)
-{
-	char h[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const void *)ss;
-
-		inet_ntop(AF_INET6, &a->sin6_addr, h, sizeof(h));
-		snprintf(b->addr, sizeof(b->addr), "[%s]:%u", h,
-			 ntohs(a->sin6_port));
-	} else {
-		const struct sockaddr_in *a = (const void *)ss;
-
-		inet_ntop(AF_INET, &a->sin_addr, h, sizeof(h));
-		snprintf(b->addr, sizeof(b->addr), "%s:%u", h,
-			 ntohs(a->sin_port));
-	}
-}
-
 static int tcp_listen(struct smart_blade *b, const char *listen_addr)
 {
 	struct sockaddr_storage ss;
-	socklen_t sl;
 	uint32_t len;
-	int one = 1;
 
 	if (smart__proto_parse_addr(listen_addr, &ss, sizeof(ss), &len)) {
 		smart__err(&b->log, "bad listen address %s (want host:port)",
 			   listen_addr);
 		return SMART_EINVAL;
 	}
-	b->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-			SOCK_CLOEXEC, 0);
-	if (b->lfd < 0 ||
-	    setsockopt(b->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(b->lfd, (struct sockaddr *)&ss, len) ||
-	    listen(b->lfd, 128)) {
+	if (smart__sock_listen(&ss, len, 128, &b->lfd, &ss)) {
 		smart__err(&b->log, "cannot listen on %s: %s", listen_addr,
 			   strerror(errno));
 		return SMART_ESYS;
 	}
-	sl = sizeof(ss);
-	if (getsockname(b->lfd, (struct sockaddr *)&ss, &sl)) {
-		smart__err(&b->log, "getsockname: %s", strerror(errno));
-		return SMART_ESYS;
-	}
-	format_addr(b, &ss);
+	smart__sock_addr_text(&ss, b->addr, sizeof(b->addr));
 	return 0;
 }
 
 /* Abstract socket "smart-blade-<pid>-<random>": no file to clean up. */
 static int unix_listen(struct smart_blade *b)
 {
-	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct sockaddr_un un;
 	uint64_t rnd;
-	socklen_t len;
+	uint32_t len;
 
 	if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		smart__err(&b->log, "getrandom: %s", strerror(errno));
@@ -270,12 +238,8 @@ static int unix_listen(struct smart_blade *b)
 	snprintf(b->uname, sizeof(b->uname), "smart-blade-%ld-%016" PRIx64,
 		 (long)getpid(), rnd);
 	b->uname_len = strlen(b->uname);
-	memcpy(un.sun_path + 1, b->uname, b->uname_len);
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-			  b->uname_len);
-	b->ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (b->ufd < 0 || bind(b->ufd, (struct sockaddr *)&un, len) ||
-	    listen(b->ufd, 64)) {
+	len = smart__sock_abstract(b->uname, &un);
+	if (smart__sock_listen(&un, len, 64, &b->ufd, NULL)) {
 		smart__err(&b->log, "cannot listen on the fd socket: %s",
 			   strerror(errno));
 		return SMART_ESYS;

@@ -190,12 +190,9 @@ int smart__boot_open(const char *hostport, const char *transport,
 static int unix_connect(const struct smart__boot *b, int64_t deadline,
 			int *fd_out)
 {
-	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct sockaddr_un un;
 
-	memcpy(un.sun_path + 1, b->sock, b->sock_len);
-	return smart__sock_connect(&un, (uint32_t)(offsetof(struct sockaddr_un,
-							     sun_path) +
-						    1 + b->sock_len),
+	return smart__sock_connect(&un, smart__sock_abstract(b->sock, &un),
 				   deadline, fd_out);
 }
 

@@ -26,13 +26,11 @@
  * handshake.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include "msg/msg_int.h"
@@ -45,13 +43,10 @@
 /* "smart-rpc:<port>" as an abstract unix address. */
 static uint32_t unix_addr(uint16_t port, struct sockaddr_un *un)
 {
-	int n;
+	char name[32];
 
-	memset(un, 0, sizeof(*un));
-	un->sun_family = AF_UNIX;
-	n = snprintf(un->sun_path + 1, sizeof(un->sun_path) - 1,
-		     "smart-rpc:%u", port);
-	return (uint32_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+	snprintf(name, sizeof(name), "smart-rpc:%u", port);
+	return smart__sock_abstract(name, un);
 }
 
 static uint16_t addr_port(const struct sockaddr_storage *ss)
@@ -61,67 +56,7 @@ static uint16_t addr_port(const struct sockaddr_storage *ss)
 	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
 }
 
-static void addr_text(const struct sockaddr_storage *ss, char *buf,
-		      size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-
-	if (ss->ss_family == AF_INET6) {
-		inet_ntop(AF_INET6,
-			  &((const struct sockaddr_in6 *)ss)->sin6_addr, host,
-			  sizeof(host));
-		snprintf(buf, len, "[%s]:%u", host, addr_port(ss));
-	} else {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr,
-			  host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host, addr_port(ss));
-	}
-}
-
 /* ---- listening --------------------------------------------------------- */
-
-static int bind_tcp(const struct sockaddr_storage *ss, uint32_t len,
-		    int listening, int *fd_out, struct sockaddr_storage *bound)
-{
-	socklen_t bl = sizeof(*bound);
-	int fd, one = 1, rc = SMART_ESYS;
-
-	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	if (fd < 0)
-		return SMART_ESYS;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (const struct sockaddr *)ss, len)) {
-		rc = errno == EADDRINUSE ? SMART_EEXIST : SMART_ESYS;
-		goto fail;
-	}
-	if ((listening && listen(fd, 64)) ||
-	    getsockname(fd, (struct sockaddr *)bound, &bl))
-		goto fail;
-	*fd_out = fd;
-	return 0;
-fail:
-	close(fd);
-	return rc;
-}
-
-static int bind_unix(uint16_t port, int *fd_out)
-{
-	struct sockaddr_un un;
-	uint32_t len = unix_addr(port, &un);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return SMART_ESYS;
-	if (bind(fd, (struct sockaddr *)&un, len) || listen(fd, 64)) {
-		int rc = errno == EADDRINUSE ? SMART_EEXIST : SMART_ESYS;
-
-		close(fd);
-		return rc;
-	}
-	*fd_out = fd;
-	return 0;
-}
 
 int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 {
@@ -135,9 +70,13 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 		return SMART_EEXIST;
 	if (smart__proto_parse_addr(hostport, &ss, sizeof(ss), &len))
 		return SMART_EINVAL;
-	rc = bind_tcp(&ss, len, !rpc->passes_fds, &tfd, &bound);
+	rc = smart__sock_listen(&ss, len, rpc->passes_fds ? 0 : 64, &tfd,
+				&bound);
 	if (!rc && rpc->passes_fds) {
-		rc = bind_unix(addr_port(&bound), &ufd);
+		struct sockaddr_un un;
+
+		rc = smart__sock_listen(&un, unix_addr(addr_port(&bound), &un),
+					64, &ufd, NULL);
 		if (rc)
 			close(tfd);
 	}
@@ -152,7 +91,7 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 	} else {
 		rpc->lfd = tfd;
 	}
-	addr_text(&bound, rpc->laddr, sizeof(rpc->laddr));
+	smart__sock_addr_text(&bound, rpc->laddr, sizeof(rpc->laddr));
 	if (!rpc->ctx->secret)
 		smart__warn(&rpc->ctx->log, "rpc: listening at %s without a "
 			    "shared secret: any local peer may connect",
@@ -330,39 +269,24 @@ static void pend_process(struct smart_rpc *rpc, struct rpc_pend *p)
 
 static void pend_read(struct smart_rpc *rpc, struct rpc_pend *p)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
-		struct cmsghdr align;
-	} cb;
-	struct iovec iov;
-	struct msghdr mh;
-	ssize_t r;
-	int had;
+	int extra = 0;
+	long r;
 
-	for (;;) {
-		iov.iov_base = p->in + p->in_len;
-		iov.iov_len = sizeof(p->in) - p->in_len;
-		memset(&mh, 0, sizeof(mh));
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		mh.msg_control = cb.buf;
-		mh.msg_controllen = sizeof(cb.buf);
-		if (!iov.iov_len)
-			break;
-		r = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (p->in_len < sizeof(p->in)) {
+		r = smart__sock_recv_some(p->fd, p->in + p->in_len,
+					  sizeof(p->in) - p->in_len,
+					  &p->fd_got, &extra);
+		if (extra) {
+			pend_refuse(rpc, p, SMART_EPROTO,
+				    "descriptors not asked for");
+			return;
+		}
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (r <= 0) {
 			pend_close(p);	/* the peer went */
-			return;
-		}
-		had = p->fd_got >= 0;
-		if (smart__sock_take_fds(&mh, &p->fd_got) > (had ? 0 : 1) ||
-		    (mh.msg_flags & MSG_CTRUNC)) {
-			pend_refuse(rpc, p, SMART_EPROTO,
-				    "descriptors not asked for");
 			return;
 		}
 		p->in_len += (size_t)r;
@@ -448,8 +372,8 @@ static int dial_socket(struct smart_rpc *rpc, const char *hostport,
 		return SMART_EINVAL;
 	if (!rpc->passes_fds)
 		return smart__sock_connect(&ss, len, deadline, fd);
-	len = unix_addr(addr_port(&ss), &un);
-	return smart__sock_connect(&un, len, deadline, fd);
+	return smart__sock_connect(&un, unix_addr(addr_port(&ss), &un),
+				   deadline, fd);
 }
 
 static int dial_hello(struct smart_rpc *rpc, struct smart_rpc_conn *c,

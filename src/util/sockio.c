@@ -8,8 +8,12 @@
 #include <errno.h>
 #include <stdint.h>
 #include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
@@ -119,9 +123,8 @@ int smart__sock_take_fds(void *msghdr, int *fd_got)
 	return n;
 }
 
-/* One recv, or recvmsg collecting descriptors; < 0 with errno as recv. */
-static ssize_t recv_some(int fd, uint8_t *p, size_t len, int *fd_got,
-			 int *extra)
+long smart__sock_recv_some(int fd, void *p, size_t len, int *fd_got,
+			   int *extra)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * 4)];
@@ -152,7 +155,7 @@ int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fd_got,
 
 	while (len) {
 		if (fd_got)
-			r = recv_some(fd, p, len, fd_got, &extra);
+			r = smart__sock_recv_some(fd, p, len, fd_got, &extra);
 		else
 			r = recv(fd, p, len, MSG_DONTWAIT);
 		if (extra)
@@ -199,4 +202,59 @@ int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	*fd_out = fd;
 	return 0;
+}
+
+int smart__sock_listen(const void *addr, uint32_t addr_len, int backlog,
+		       int *fd_out, void *bound)
+{
+	const struct sockaddr *sa = addr;
+	socklen_t bl = sizeof(struct sockaddr_storage);
+	int fd, one = 1, err;
+
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return SMART_ESYS;
+	if ((sa->sa_family != AF_UNIX &&
+	     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) ||
+	    bind(fd, sa, addr_len) || (backlog && listen(fd, backlog)) ||
+	    (bound && getsockname(fd, bound, &bl))) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return err == EADDRINUSE ? SMART_EEXIST : SMART_ESYS;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+uint32_t smart__sock_abstract(const char *name, void *sun)
+{
+	struct sockaddr_un *un = sun;
+	size_t n = strlen(name);
+
+	if (n + 1 > sizeof(un->sun_path))
+		return 0;
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path + 1, name, n);
+	return (uint32_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+void smart__sock_addr_text(const void *ss, char *buf, size_t len)
+{
+	const struct sockaddr_storage *st = ss;
+	char h[INET6_ADDRSTRLEN] = "?";
+
+	if (st->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, h, sizeof(h));
+		snprintf(buf, len, "[%s]:%u", h, ntohs(a->sin6_port));
+	} else {
+		const struct sockaddr_in *a = ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, h, sizeof(h));
+		snprintf(buf, len, "%s:%u", h, ntohs(a->sin_port));
+	}
 }

@@ -44,6 +44,28 @@ int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fd_got,
 int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 			int *fd_out);
 
+/* One non-blocking recvmsg of up to len bytes (MSG_CMSG_CLOEXEC),
+ * descriptors kept as smart__sock_recv_exact does: the first into *fd_got
+ * when it is -1; *extra set when one more came (closed) or some were cut
+ * off.  Returns what recvmsg(2) returns, errno set. */
+long smart__sock_recv_some(int fd, void *buf, size_t len, int *fd_got,
+			   int *extra);
+
+/* A bound (listen: also listening) non-blocking socket at the address
+ * (struct sockaddr of addr_len bytes; TCP gets SO_REUSEADDR); backlog 0
+ * binds only (the port is held).  *bound (a struct sockaddr_storage, or
+ * NULL) gets the address bound, with the real port.  SMART_EEXIST when
+ * the address is in use, else SMART_ESYS (errno kept for the message). */
+int smart__sock_listen(const void *addr, uint32_t addr_len, int backlog,
+		       int *fd_out, void *bound);
+
+/* Fill *sun (a struct sockaddr_un) with the abstract unix address `name`
+ * (no leading NUL); returns its length, 0 when name does not fit. */
+uint32_t smart__sock_abstract(const char *name, void *sun);
+
+/* "a.b.c.d:port" or "[v6]:port" of an IPv4/IPv6 struct sockaddr_storage. */
+void smart__sock_addr_text(const void *ss, char *buf, size_t len);
+
 /* Take the descriptors of a received message's SCM_RIGHTS: the first into
  * *fd_got when it is -1, every other one closed; returns how many came. */
 int smart__sock_take_fds(void *msghdr, int *fd_got);

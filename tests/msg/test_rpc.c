@@ -397,18 +397,15 @@ static void raw_attempt(const char *addr, const void *bytes, size_t n,
 			int wait_ms)
 {
 	int fd, one = 1;
-	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct sockaddr_un un;
 	const char *port = strrchr(addr, ':') + 1;
-	char buf[512];
+	char buf[512], name[64];
 	int64_t end = smart__now_ms() + wait_ms;
-	int len;
 
+	snprintf(name, sizeof(name), "smart-rpc:%s", port);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	len = snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1,
-		       "smart-rpc:%s", port);
 	CHECK_OK(connect(fd, (struct sockaddr *)&un,
-			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-				     1 + len)));
+			 smart__sock_abstract(name, &un)));
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	CHECK_EQ(write(fd, bytes, n), (ssize_t)n);
 	/* the listener answers with an ERROR and closes, or just closes */
