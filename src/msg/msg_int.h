@@ -55,6 +55,12 @@ struct rpc_slab {
 	struct rpc_slab *next;	/* free list */
 };
 
+/* One registered MR and the block of its slab structs. */
+struct rpc_mr {
+	struct smart_tp_mr *mr;
+	struct rpc_slab *slabs;
+};
+
 /* A reply queued behind a full window. */
 struct rpc_out {
 	struct rpc_out *next;
@@ -94,7 +100,6 @@ struct smart_rpc_conn {
 	uint16_t gen;
 	int state;
 	int accepted;		/* the peer dialed us: freed when it fails */
-	int closing;		/* our CLOSE is out: wait for it, then go */
 	int users;		/* calls and sends inside on it (they may
 				 * wait; the struct outlives them) */
 	int freeing;		/* closed while users > 0: the last frees */
@@ -116,7 +121,6 @@ struct smart_rpc_conn {
 	uint64_t rx_consumed;
 	uint16_t rx_acked_sent;
 	int bare_out;		/* ACK/CLOSE SENDs not completed */
-	uint32_t peer_id;	/* the listener's id of this connection */
 	struct smart_tp_wr chain[RPC_CHAIN];
 	int nchain;
 	struct smart_tp_recv *repost;	/* nrecv entries */
@@ -160,12 +164,11 @@ struct smart_rpc {
 	/* connections */
 	struct smart_rpc_conn **conns;	/* max_conns entries */
 	uint16_t *gens;			/* per index, survives reuse */
-	uint32_t nconns;
 	struct smart_rpc_conn *dirty;
 	struct smart_rpc_conn *dead;
 	/* registered memory */
 	size_t slab_len;
-	struct smart_tp_mr **mrs;
+	struct rpc_mr *mrs;
 	uint32_t nmrs;
 	struct rpc_slab *free_slabs;
 	/* calls and requests */
@@ -184,7 +187,9 @@ struct smart_rpc {
 	struct smart_rpc_stats past;
 };
 
-/* rpc.c */
+/* rpc.c: the poller, and closing every connection (destroy) */
+int smart__rpc_poll(struct smart_worker *w, void *arg);
+void smart__rpc_conns_close(struct smart_rpc *rpc);
 int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 			struct smart_rpc_conn **out);
 int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len);
@@ -192,6 +197,15 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 		       const struct smart_proto_peer *peer, int fd);
 void smart__rpc_conn_free(struct smart_rpc_conn *c);
 int smart__rpc_qp_fd(const struct smart_rpc_conn *c);
+
+/* endpoint.c */
+void smart__rpc_stats_add(struct smart_rpc_stats *to,
+			  const struct smart_rpc_stats *s);
+
+/* slab.c */
+int smart__rpc_slab_get(struct smart_rpc *rpc, struct rpc_slab **out);
+void smart__rpc_slab_put(struct smart_rpc *rpc, struct rpc_slab *s);
+void smart__rpc_slabs_free(struct smart_rpc *rpc);
 
 /* peer.c */
 void smart__rpc_listen_service(struct smart_rpc *rpc);

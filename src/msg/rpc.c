@@ -1,7 +1,8 @@
 /*
- * The messaging endpoint and its data path (include/smart/rpc.h,
- * docs/rpc.md): connections over two-sided QPs, eager messages with the
- * seq-ack window, calls, handlers and replies.  Handshakes are peer.c's.
+ * The messaging data path (include/smart/rpc.h, docs/rpc.md): connections
+ * over two-sided QPs, eager messages with the seq-ack window, calls,
+ * handlers and replies.  The endpoint object is endpoint.c's, handshakes
+ * peer.c's, registered memory slab.c's.
  *
  * Data path: a message is written into its send slot (header + payload,
  * one copy) and queued on the connection's WR chain; chains are posted
@@ -20,102 +21,26 @@
 #include "util/mutant.h"
 #include "util/sockio.h"
 
-static struct smart__log *rpc_log(struct smart_rpc *rpc)
-{
-	return &rpc->ctx->log;
-}
-
-static uint64_t rpc_now(void)
-{
-	return smart__rdtsc();
-}
-
-/* ---- registered slabs -------------------------------------------------- */
-
-static int slab_grow(struct smart_rpc *rpc)
-{
-	size_t per = RPC_SLAB_MR / rpc->slab_len, len;
-	struct smart_tp_mr **mrs, *mr;
-	struct rpc_slab *s;
-	int rc;
-
-	if (per == 0)
-		per = 1;
-	len = per * rpc->slab_len;
-	s = calloc(per, sizeof(*s));
-	mrs = realloc(rpc->mrs, (rpc->nmrs + 1) * sizeof(*mrs));
-	if (!s || !mrs) {
-		free(s);
-		return SMART_ENOMEM;
-	}
-	rpc->mrs = mrs;
-	rc = rpc->tp->mr_alloc(rpc->ctx->dom, len, -1, 0, &mr);
-	if (rc) {
-		free(s);
-		return rc;
-	}
-	rpc->mrs[rpc->nmrs++] = mr;
-	for (size_t i = 0; i < per; i++) {
-		s[i].mr = mr;
-		s[i].base = (uint8_t *)mr->addr + i * rpc->slab_len;
-		s[i].next = rpc->free_slabs;
-		rpc->free_slabs = &s[i];
-	}
-	/* the slab structs of one MR are one block: freed with the MR,
-	 * found again through the first slab's base */
-	return 0;
-}
-
-static int slab_get(struct smart_rpc *rpc, struct rpc_slab **out)
-{
-	int rc;
-
-	if (!rpc->free_slabs && (rc = slab_grow(rpc)))
-		return rc;
-	*out = rpc->free_slabs;
-	rpc->free_slabs = (*out)->next;
-	return 0;
-}
-
-static void slab_put(struct smart_rpc *rpc, struct rpc_slab *s)
-{
-	s->next = rpc->free_slabs;
-	rpc->free_slabs = s;
-}
-
-static void slabs_free(struct smart_rpc *rpc)
-{
-	/* every slab is back on the free list; the structs of one MR are
-	 * the block whose first slab starts the MR */
-	struct rpc_slab *s, **blocks = calloc(rpc->nmrs, sizeof(*blocks));
-
-	for (s = rpc->free_slabs; s && blocks; s = s->next)
-		for (uint32_t i = 0; i < rpc->nmrs; i++)
-			if (s->base == rpc->mrs[i]->addr)
-				blocks[i] = s;
-	for (uint32_t i = 0; i < rpc->nmrs; i++) {
-		if (blocks)
-			free(blocks[i]);
-		rpc->tp->mr_free(rpc->ctx->dom, rpc->mrs[i]);
-	}
-	free(blocks);
-	free(rpc->mrs);
-}
-
 /* ---- waiting ----------------------------------------------------------- */
 
-/* Wait until *flag is set: a task yields, the main context polls. */
-static void rpc_wait_flag(struct smart_rpc *rpc, const int *flag)
+/* One step of a wait: a task yields until woken, the main context polls
+ * once.  Callers count themselves in rpc->waiting around their loop. */
+static void rpc_block(struct smart_rpc *rpc)
 {
 	struct smart_worker *w = rpc->w;
 
+	if (w->cur)
+		smart__task_wait(w, w->cur);
+	else
+		smart__worker_poll(w);
+}
+
+/* Wait until *flag is set. */
+static void rpc_wait_flag(struct smart_rpc *rpc, const int *flag)
+{
 	rpc->waiting++;
-	while (!*(volatile const int *)flag) {
-		if (w->cur)
-			smart__task_wait(w, w->cur);
-		else
-			smart__worker_poll(w);
-	}
+	while (!*(volatile const int *)flag)
+		rpc_block(rpc);
 	rpc->waiting--;
 }
 
@@ -157,11 +82,19 @@ static uint64_t wr_id(const struct smart_rpc_conn *c, int kind, uint64_t v)
 	       (uint64_t)kind << 32 | (v & RPC_SEQ_MASK) << 34;
 }
 
+/* The next WR of the chain, zeroed; NULL when posting the full chain
+ * failed the connection (its slab is gone: nothing may be written). */
 static struct smart_tp_wr *chain_add(struct smart_rpc_conn *c)
 {
+	struct smart_tp_wr *wr;
+
 	if (c->nchain == RPC_CHAIN)
 		conn_post(c);
-	return &c->chain[c->nchain++];
+	if (c->state != RPC_C_LIVE)
+		return NULL;
+	wr = &c->chain[c->nchain++];
+	memset(wr, 0, sizeof(*wr));
+	return wr;
 }
 
 /* The ack this side owes the peer goes with every message. */
@@ -177,18 +110,27 @@ static int has_room(const struct smart_rpc_conn *c)
 	       c->tx_seq - c->tx_done < c->window;
 }
 
+/* A message may go now: nothing queued or waiting before it, and room. */
+static int may_send(const struct smart_rpc_conn *c)
+{
+	return c->state == RPC_C_LIVE && !c->bl_head && !c->waiters &&
+	       has_room(c);
+}
+
 /* Put one data message into the next send slot and on the chain. */
 static void send_data(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 		      const void *data, int urgent)
 {
-	uint64_t seq = c->tx_seq++;
-	uint8_t *slot = c->sbuf + (seq & (c->window - 1)) * c->msg_len;
 	struct smart_tp_wr *wr = chain_add(c);
+	uint64_t seq = c->tx_seq;
+	uint8_t *slot = c->sbuf + (seq & (c->window - 1)) * c->msg_len;
 
+	if (!wr)
+		return;
+	c->tx_seq++;
 	smart__msg_put_hdr(slot, h);
 	if (h->len)
 		memcpy(slot + SMART_MSG_HDR_LEN, data, h->len);
-	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = wr_id(c, RPC_WR_DATA, seq);
 	wr->opcode = SMART_TP_SEND;
 	wr->local = slot;
@@ -212,7 +154,8 @@ static void send_bare(struct smart_rpc_conn *c, int kind)
 {
 	struct smart_tp_wr *wr = chain_add(c);
 
-	memset(wr, 0, sizeof(*wr));
+	if (!wr)
+		return;
 	wr->wr_id = wr_id(c, RPC_WR_BARE, 0);
 	wr->opcode = SMART_TP_SEND;
 	wr->lkey = c->lkey;
@@ -233,8 +176,7 @@ static int wait_room(struct smart_rpc_conn *c)
 	struct smart_worker *w = rpc->w;
 	struct rpc_waiter me = { w->cur, NULL }, **pp;
 
-	if (c->state == RPC_C_LIVE && has_room(c) && !c->bl_head &&
-	    !c->waiters)
+	if (may_send(c))
 		return 0;
 	c->st.window_stalls++;
 	for (pp = &c->waiters; *pp; pp = &(*pp)->next)
@@ -249,10 +191,7 @@ static int wait_room(struct smart_rpc_conn *c)
 		/* our messages may be waiting on the chain for the signal
 		 * that frees their slots */
 		conn_post(c);
-		if (w->cur)
-			smart__task_wait(w, w->cur);
-		else
-			smart__worker_poll(w);
+		rpc_block(rpc);
 	}
 	rpc->waiting--;
 	for (pp = &c->waiters; *pp != &me; pp = &(*pp)->next)
@@ -403,7 +342,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	k->resp = resp;
 	k->cap = cap;
 	k->len = 0;
-	k->deadline = rpc_now() + (uint64_t)rpc->cfg.timeout_ms * 1000000 *
+	k->deadline = smart__rdtsc() + (uint64_t)rpc->cfg.timeout_ms * 1000000 *
 				  rpc->ctx->clock.cycles_per_ns;
 	h.call = k->id;
 	c->st.calls++;
@@ -428,8 +367,7 @@ int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 	    c->freeing || (c->state == RPC_C_LIVE &&
 			   SMART_MSG_HDR_LEN + len > c->peer_max))
 		return SMART_EINVAL;
-	if (c->rpc->in_poll && (!has_room(c) || c->bl_head || c->waiters ||
-				c->state != RPC_C_LIVE))
+	if (c->rpc->in_poll && !may_send(c))
 		return SMART_EAGAIN;	/* a handler cannot wait */
 	conn_enter(c);
 	rc = wait_room(c);
@@ -468,11 +406,9 @@ static void reply_on(struct smart_rpc_conn *c, uint32_t call, uint16_t op,
 	struct smart_msg_hdr h = { .type = SMART_MSG_RESP, .op = op,
 				   .call = call, .status = status, .len = len };
 
-	if (c->state != RPC_C_LIVE)
-		return;
-	if (!c->bl_head && !c->waiters && has_room(c))
+	if (may_send(c))
 		send_data(c, &h, data, 1);
-	else
+	else if (c->state == RPC_C_LIVE)
 		backlog_add(c, &h, data);
 }
 
@@ -715,7 +651,7 @@ static void expire_calls(struct smart_rpc *rpc, uint64_t now)
 		}
 }
 
-static int rpc_poll(struct smart_worker *w, void *arg)
+int smart__rpc_poll(struct smart_worker *w, void *arg)
 {
 	struct smart_rpc *rpc = arg;
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
@@ -781,7 +717,7 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 	c->msg_len = rpc->msg_len;
 	c->sig_mask = c->window >= 8 ? c->window / 4 - 1 : 0;
 	c->repost = calloc(c->nrecv, sizeof(*c->repost));
-	rc = c->repost ? slab_get(rpc, &c->slab) : SMART_ENOMEM;
+	rc = c->repost ? smart__rpc_slab_get(rpc, &c->slab) : SMART_ENOMEM;
 	if (rc)
 		goto fail;
 	c->rbuf = c->slab->base;
@@ -801,14 +737,13 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 		goto fail;
 	c->state = RPC_C_FAILED;	/* until smart__rpc_conn_up */
 	rpc->conns[idx] = c;
-	rpc->nconns++;
 	*out = c;
 	return 0;
 fail:
 	if (c->qp)
 		rpc->tp->qp_destroy(c->qp);
 	if (c->slab)
-		slab_put(rpc, c->slab);
+		smart__rpc_slab_put(rpc, c->slab);
 	free(c->repost);
 	free(c);
 	return rc;
@@ -829,23 +764,12 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 		return rc;
 	c->swin = peer->window < c->window ? peer->window : c->window;
 	c->peer_max = peer->max_msg;
-	c->peer_id = peer->id;
 	c->state = RPC_C_LIVE;
 	if (c->accepted)
 		c->rpc->past.conns_accepted++;
 	else
 		c->rpc->past.conns_dialed++;
 	return 0;
-}
-
-static void stats_add(struct smart_rpc_stats *to,
-		      const struct smart_rpc_stats *s)
-{
-	const uint64_t *a = (const uint64_t *)s;
-	uint64_t *b = (uint64_t *)to;
-
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		b[i] += a[i];
 }
 
 /* Release what the connection holds on the transport and the endpoint;
@@ -860,7 +784,7 @@ static void conn_release(struct smart_rpc_conn *c)
 		c->qp = NULL;
 	}
 	if (c->slab) {
-		slab_put(rpc, c->slab);
+		smart__rpc_slab_put(rpc, c->slab);
 		c->slab = NULL;
 	}
 	while ((o = c->bl_head)) {
@@ -882,7 +806,7 @@ static void conn_fail(struct smart_rpc_conn *c, int err, const char *why)
 	c->state = RPC_C_FAILED;
 	if (why) {
 		rpc->past.conns_failed++;
-		smart__warn(rpc_log(rpc), "rpc: connection %u (%s) closed: %s",
+		smart__warn(&rpc->ctx->log, "rpc: connection %u (%s) closed: %s",
 			    c->index, c->peer, why);
 	}
 	for (struct rpc_call *k = rpc->live_calls; k; k = k->next)
@@ -914,8 +838,7 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 		}
 	if (rpc->conns[c->index] == c) {
 		rpc->conns[c->index] = NULL;
-		rpc->nconns--;
-		stats_add(&rpc->past, &c->st);
+		smart__rpc_stats_add(&rpc->past, &c->st);
 	}
 	free(c->repost);
 	free(c);
@@ -938,7 +861,6 @@ static void conn_say_close(struct smart_rpc_conn *c)
 	struct smart_rpc *rpc = c->rpc;
 	int64_t until = smart__now_ms() + RPC_CLOSE_WAIT_MS;
 
-	c->closing = 1;
 	send_bare(c, SMART_MSG_K_CLOSE);
 	conn_post(c);
 	while (c->state == RPC_C_LIVE && c->bare_out &&
@@ -961,120 +883,9 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 		smart__rpc_conn_free(c);
 }
 
-/* ---- the endpoint ------------------------------------------------------ */
 
-static int cfg_fill(const struct smart_rpc_cfg *in, struct smart_rpc_cfg *o)
+void smart__rpc_conns_close(struct smart_rpc *rpc)
 {
-	*o = in ? *in : (struct smart_rpc_cfg){ 0 };
-	if (!o->window)
-		o->window = 64;
-	if (!o->eager_max)
-		o->eager_max = 4096;
-	if (!o->max_conns)
-		o->max_conns = 64;
-	if (!o->timeout_ms)
-		o->timeout_ms = 5000;
-	if (!o->max_pending)
-		o->max_pending = 16;
-	if (!o->backlog_max)
-		o->backlog_max = 4u << 20;
-	if (o->window < 2 || o->window > SMART_PROTO_PEER_WINDOW_MAX ||
-	    o->eager_max < SMART_PROTO_PEER_MSG_MIN - SMART_MSG_HDR_LEN ||
-	    o->eager_max > SMART_PROTO_PEER_MSG_MAX - SMART_MSG_HDR_LEN ||
-	    o->max_conns > 4096 || o->max_pending > 1024 ||
-	    o->timeout_ms > 3600000)
-		return SMART_EINVAL;
-	o->window = (uint32_t)smart_roundup_pow2(o->window);
-	return 0;
-}
-
-static void rpc_free(struct smart_rpc *rpc)
-{
-	free(rpc->handlers);
-	free(rpc->conns);
-	free(rpc->gens);
-	free(rpc->calls);
-	free(rpc->reqs);
-	free(rpc->pend);
-	free(rpc);
-}
-
-int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
-		     smart_rpc_t **out)
-{
-	struct smart_rpc *rpc;
-	int rc;
-
-	if (!w || !out || w->internal)
-		return SMART_EINVAL;
-	for (int i = 0; i < w->npollers; i++)
-		if (w->pollers[i].fn == rpc_poll)
-			return SMART_EBUSY;
-	if (!w->ctx->caps.max_recv_wr)
-		return SMART_ENOTSUP;
-	rpc = calloc(1, sizeof(*rpc));
-	if (!rpc)
-		return SMART_ENOMEM;
-	rc = cfg_fill(cfg, &rpc->cfg);
-	if (rc) {
-		free(rpc);
-		return rc;
-	}
-	rpc->w = w;
-	rpc->ctx = w->ctx;
-	rpc->tp = w->ctx->tp;
-	rpc->lfd = rpc->pfd = -1;
-	rpc->passes_fds = !strcmp(rpc->tp->name, "shm");
-	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
-	if (rpc->msg_len > rpc->ctx->caps.max_msg ||
-	    rpc->cfg.window + RPC_EXTRA > rpc->ctx->caps.max_recv_wr) {
-		free(rpc);
-		return SMART_EINVAL;
-	}
-	rpc->slab_len = ((size_t)(2 * rpc->cfg.window + RPC_EXTRA) *
-			 rpc->msg_len + 4095) & ~(size_t)4095;
-	rpc->tick_cycles = (uint64_t)(RPC_TICK_NS *
-				      rpc->ctx->clock.cycles_per_ns);
-	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));
-	rpc->conns = calloc(rpc->cfg.max_conns, sizeof(*rpc->conns));
-	rpc->gens = calloc(rpc->cfg.max_conns, sizeof(*rpc->gens));
-	rpc->calls = calloc(RPC_CALLS, sizeof(*rpc->calls));
-	rpc->reqs = calloc(RPC_REQS, sizeof(*rpc->reqs));
-	rpc->pend = calloc(rpc->cfg.max_pending, sizeof(*rpc->pend));
-	rc = SMART_ENOMEM;
-	if (!rpc->handlers || !rpc->conns || !rpc->gens || !rpc->calls ||
-	    !rpc->reqs || !rpc->pend)
-		goto fail;
-	for (uint32_t i = 0; i < rpc->cfg.max_pending; i++)
-		rpc->pend[i].fd = rpc->pend[i].fd_got = -1;
-	for (int i = RPC_CALLS - 1; i >= 0; i--) {
-		rpc->calls[i].next = rpc->free_calls;
-		rpc->free_calls = &rpc->calls[i];
-	}
-	for (int i = RPC_REQS - 1; i >= 0; i--)
-		req_put(rpc, &rpc->reqs[i]);
-	rc = rpc->tp->cq_create(rpc->ctx->dom, 1024, 0, &rpc->cq);
-	if (rc)
-		goto fail;
-	rc = smart__worker_poller_add(w, rpc_poll, rpc);
-	if (rc) {
-		rpc->tp->cq_destroy(rpc->cq);
-		goto fail;
-	}
-	*out = rpc;
-	return 0;
-fail:
-	rpc_free(rpc);
-	return rc;
-}
-
-int smart_rpc_destroy(smart_rpc_t *rpc)
-{
-	if (!rpc)
-		return 0;
-	if (rpc->waiting || rpc->in_poll)
-		return SMART_EBUSY;
-	smart__rpc_listen_close(rpc);
 	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
 		struct smart_rpc_conn *c = rpc->conns[i];
 
@@ -1089,64 +900,4 @@ int smart_rpc_destroy(smart_rpc_t *rpc)
 	free_dead(rpc);
 	for (uint32_t i = 0; i < RPC_REQS; i++)
 		rpc->reqs[i].conn = NULL;
-	smart__worker_poller_del(rpc->w, rpc_poll, rpc);
-	rpc->tp->cq_destroy(rpc->cq);
-	slabs_free(rpc);
-	rpc_free(rpc);
-	return 0;
-}
-
-int smart_rpc_register(smart_rpc_t *rpc, uint16_t op, smart_rpc_handler_fn fn,
-		       void *arg)
-{
-	if (!rpc)
-		return SMART_EINVAL;
-	rpc->handlers[op].fn = fn;
-	rpc->handlers[op].arg = arg;
-	return 0;
-}
-
-int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
-		      smart_rpc_conn_t **out)
-{
-	if (!rpc || !hostport || !out || rpc->in_handler)
-		return SMART_EINVAL;
-	return smart__rpc_dial(rpc, hostport, out);
-}
-
-int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
-			 struct smart_rpc_stats *out)
-{
-	if (!c || !out)
-		return SMART_EINVAL;
-	*out = c->st;
-	return 0;
-}
-
-int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
-{
-	if (!rpc || !out)
-		return SMART_EINVAL;
-	*out = rpc->past;
-	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
-		if (rpc->conns[i])
-			stats_add(out, &rpc->conns[i]->st);
-	if (rpc->tp->domain_stats) {
-		struct smart_tp_stats ts = { 0 };
-
-		rpc->tp->domain_stats(rpc->ctx->dom, &ts);
-		out->rnr_waits = ts.rnr_waits;
-	}
-	return 0;
-}
-
-int smart_rpc_conns(const smart_rpc_t *rpc)
-{
-	int n = 0;
-
-	if (!rpc)
-		return SMART_EINVAL;
-	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
-		n += rpc->conns[i] && rpc->conns[i]->state == RPC_C_LIVE;
-	return n;
 }

@@ -1,0 +1,199 @@
+/*
+ * The messaging endpoint as an object (include/smart/rpc.h): its settings,
+ * creation and teardown, handlers, dialing and counters.  The data path
+ * is rpc.c's, handshakes peer.c's, registered memory slab.c's.
+ *
+ * Invariant: an endpoint is on its worker's poller list from create to
+ * destroy, and destroy is refused while anything waits on it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "msg/msg_int.h"
+
+static int cfg_fill(const struct smart_rpc_cfg *in, struct smart_rpc_cfg *o)
+{
+	*o = in ? *in : (struct smart_rpc_cfg){ 0 };
+	if (!o->window)
+		o->window = 64;
+	if (!o->eager_max)
+		o->eager_max = 4096;
+	if (!o->max_conns)
+		o->max_conns = 64;
+	if (!o->timeout_ms)
+		o->timeout_ms = 5000;
+	if (!o->max_pending)
+		o->max_pending = 16;
+	if (!o->backlog_max)
+		o->backlog_max = 4u << 20;
+	if (o->window < 2 || o->window > SMART_PROTO_PEER_WINDOW_MAX ||
+	    o->eager_max < SMART_PROTO_PEER_MSG_MIN - SMART_MSG_HDR_LEN ||
+	    o->eager_max > SMART_PROTO_PEER_MSG_MAX - SMART_MSG_HDR_LEN ||
+	    o->max_conns > 4096 || o->max_pending > 1024 ||
+	    o->timeout_ms > 3600000)
+		return SMART_EINVAL;
+	o->window = (uint32_t)smart_roundup_pow2(o->window);
+	return 0;
+}
+
+static void rpc_free(struct smart_rpc *rpc)
+{
+	free(rpc->handlers);
+	free(rpc->conns);
+	free(rpc->gens);
+	free(rpc->calls);
+	free(rpc->reqs);
+	free(rpc->pend);
+	free(rpc);
+}
+
+int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
+		     smart_rpc_t **out)
+{
+	struct smart_rpc *rpc;
+	int rc;
+
+	if (!w || !out || w->internal)
+		return SMART_EINVAL;
+	for (int i = 0; i < w->npollers; i++)
+		if (w->pollers[i].fn == smart__rpc_poll)
+			return SMART_EBUSY;
+	if (!w->ctx->caps.max_recv_wr)
+		return SMART_ENOTSUP;
+	rpc = calloc(1, sizeof(*rpc));
+	if (!rpc)
+		return SMART_ENOMEM;
+	rc = cfg_fill(cfg, &rpc->cfg);
+	if (rc) {
+		free(rpc);
+		return rc;
+	}
+	rpc->w = w;
+	rpc->ctx = w->ctx;
+	rpc->tp = w->ctx->tp;
+	rpc->lfd = rpc->pfd = -1;
+	rpc->passes_fds = !strcmp(rpc->tp->name, "shm");
+	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
+	if (rpc->msg_len > rpc->ctx->caps.max_msg ||
+	    rpc->cfg.window + RPC_EXTRA > rpc->ctx->caps.max_recv_wr) {
+		free(rpc);
+		return SMART_EINVAL;
+	}
+	rpc->slab_len = ((size_t)(2 * rpc->cfg.window + RPC_EXTRA) *
+			 rpc->msg_len + 4095) & ~(size_t)4095;
+	rpc->tick_cycles = (uint64_t)(RPC_TICK_NS *
+				      rpc->ctx->clock.cycles_per_ns);
+	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));
+	rpc->conns = calloc(rpc->cfg.max_conns, sizeof(*rpc->conns));
+	rpc->gens = calloc(rpc->cfg.max_conns, sizeof(*rpc->gens));
+	rpc->calls = calloc(RPC_CALLS, sizeof(*rpc->calls));
+	rpc->reqs = calloc(RPC_REQS, sizeof(*rpc->reqs));
+	rpc->pend = calloc(rpc->cfg.max_pending, sizeof(*rpc->pend));
+	rc = SMART_ENOMEM;
+	if (!rpc->handlers || !rpc->conns || !rpc->gens || !rpc->calls ||
+	    !rpc->reqs || !rpc->pend)
+		goto fail;
+	for (uint32_t i = 0; i < rpc->cfg.max_pending; i++)
+		rpc->pend[i].fd = rpc->pend[i].fd_got = -1;
+	for (int i = RPC_CALLS - 1; i >= 0; i--) {
+		rpc->calls[i].next = rpc->free_calls;
+		rpc->free_calls = &rpc->calls[i];
+	}
+	for (int i = RPC_REQS - 1; i >= 0; i--) {
+		rpc->reqs[i].next = rpc->free_reqs;
+		rpc->free_reqs = &rpc->reqs[i];
+	}
+	rc = rpc->tp->cq_create(rpc->ctx->dom, 1024, 0, &rpc->cq);
+	if (rc)
+		goto fail;
+	rc = smart__worker_poller_add(w, smart__rpc_poll, rpc);
+	if (rc) {
+		rpc->tp->cq_destroy(rpc->cq);
+		goto fail;
+	}
+	*out = rpc;
+	return 0;
+fail:
+	rpc_free(rpc);
+	return rc;
+}
+
+int smart_rpc_destroy(smart_rpc_t *rpc)
+{
+	if (!rpc)
+		return 0;
+	if (rpc->waiting || rpc->in_poll)
+		return SMART_EBUSY;
+	smart__rpc_listen_close(rpc);
+	smart__rpc_conns_close(rpc);
+	smart__worker_poller_del(rpc->w, smart__rpc_poll, rpc);
+	rpc->tp->cq_destroy(rpc->cq);
+	smart__rpc_slabs_free(rpc);
+	rpc_free(rpc);
+	return 0;
+}
+
+int smart_rpc_register(smart_rpc_t *rpc, uint16_t op, smart_rpc_handler_fn fn,
+		       void *arg)
+{
+	if (!rpc)
+		return SMART_EINVAL;
+	rpc->handlers[op].fn = fn;
+	rpc->handlers[op].arg = arg;
+	return 0;
+}
+
+int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
+		      smart_rpc_conn_t **out)
+{
+	if (!rpc || !hostport || !out || rpc->in_handler)
+		return SMART_EINVAL;
+	return smart__rpc_dial(rpc, hostport, out);
+}
+
+void smart__rpc_stats_add(struct smart_rpc_stats *to,
+			  const struct smart_rpc_stats *s)
+{
+	const uint64_t *a = (const uint64_t *)s;
+	uint64_t *b = (uint64_t *)to;
+
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		b[i] += a[i];
+}
+
+int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
+			 struct smart_rpc_stats *out)
+{
+	if (!c || !out)
+		return SMART_EINVAL;
+	*out = c->st;
+	return 0;
+}
+
+int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
+{
+	if (!rpc || !out)
+		return SMART_EINVAL;
+	*out = rpc->past;
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
+		if (rpc->conns[i])
+			smart__rpc_stats_add(out, &rpc->conns[i]->st);
+	if (rpc->tp->domain_stats) {
+		struct smart_tp_stats ts = { 0 };
+
+		rpc->tp->domain_stats(rpc->ctx->dom, &ts);
+		out->rnr_waits = ts.rnr_waits;
+	}
+	return 0;
+}
+
+int smart_rpc_conns(const smart_rpc_t *rpc)
+{
+	int n = 0;
+
+	if (!rpc)
+		return SMART_EINVAL;
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
+		n += rpc->conns[i] && rpc->conns[i]->state == RPC_C_LIVE;
+	return n;
+}
