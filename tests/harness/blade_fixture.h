@@ -43,9 +43,18 @@ static inline smart_opts_t *fixture_opts(const char *const *kv)
 	return o;
 }
 
-/* Start a blade of size bytes with blade id `id` and dm_size bytes of
- * device memory (-1: the transport's default) and connect a ctx whose
- * options are defaults plus the given "key=value" pairs (NULL-ended). */
+/* A ctx of fixture_opts(kv): a client of a blade of the tests' own
+ * (kv names its secret_file) or a messaging peer. */
+static inline smart_ctx_t *fixture_ctx(const char *const *kv)
+{
+	smart_opts_t *o = fixture_opts(kv);
+	smart_ctx_t *ctx;
+
+	CHECK_OK(smart_ctx_create(o, &ctx));
+	smart_opts_destroy(o);
+	return ctx;
+}
+
 /* A fixture blade's config: loopback, any port, the fixture's secret,
  * 64 KiB chunks, the transport of SMART_TEST_TRANSPORT and (verbs) the
  * device of SMART_TEST_BLADE_DEVICE when set (the ctx's is the first
@@ -64,6 +73,9 @@ static inline void fixture_blade_config(struct smart_blade_config *cfg,
 	cfg->device = getenv("SMART_TEST_BLADE_DEVICE");
 }
 
+/* Start a blade of size bytes with blade id `id` and dm_size bytes of
+ * device memory (-1: the transport's default) and connect a ctx whose
+ * options are defaults plus the given "key=value" pairs (NULL-ended). */
 static inline void fixture_start_dm(struct fixture *f, uint64_t size,
 				    uint16_t id, int64_t dm_size,
 				    const char *const *kv)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness/smartd_proc.h"
+#include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 #include "smart/ht.h"
@@ -32,18 +33,10 @@ struct ctxs {
 
 static smart_ctx_t *ctx_open(const char *addr, const char *secret_path)
 {
-	smart_opts_t *o;
-	smart_ctx_t *ctx;
+	smart_ctx_t *ctx = fixture_ctx((const char *[]){
+		"secret_file", secret_path, "buf_pool", "16M", NULL });
 	uint16_t id;
 
-	CHECK_OK(smart_opts_create_defaults(&o));
-	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "16M"));
-	if (getenv("SMART_TEST_TRANSPORT"))
-		CHECK_OK(smart_opts_set(o, "transport",
-					getenv("SMART_TEST_TRANSPORT")));
-	CHECK_OK(smart_ctx_create(o, &ctx));
-	smart_opts_destroy(o);
 	CHECK_OK(smart_ctx_connect(ctx, addr, &id));
 	CHECK_EQ(id, 0);
 	return ctx;

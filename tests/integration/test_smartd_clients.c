@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "harness/smartd_proc.h"
+#include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 
@@ -97,22 +98,12 @@ static void daemon_stop(struct smartd_proc *d)
 	guard.pids[0] = 0;
 }
 
+/* Inside the Soft-RoCE VM the suite runs again over verbs (the fixture's
+ * SMART_TEST_TRANSPORT); smartd follows SMART_TRANSPORT. */
 static smart_ctx_t *ctx_open(const char *secret_path)
 {
-	smart_opts_t *o;
-	smart_ctx_t *ctx;
-
-	CHECK_OK(smart_opts_create_defaults(&o));
-	CHECK_OK(smart_opts_set(o, "secret_file", secret_path));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "8M"));
-	/* inside the Soft-RoCE VM the suite runs again over verbs; smartd
-	 * follows SMART_TRANSPORT */
-	if (getenv("SMART_TEST_TRANSPORT"))
-		CHECK_OK(smart_opts_set(o, "transport",
-					getenv("SMART_TEST_TRANSPORT")));
-	CHECK_OK(smart_ctx_create(o, &ctx));
-	smart_opts_destroy(o);
-	return ctx;
+	return fixture_ctx((const char *[]){ "secret_file", secret_path,
+					     NULL });
 }
 
 static uint64_t tag(unsigned client, unsigned task, unsigned blk,

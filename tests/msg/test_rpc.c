@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "msg/msg_int.h"
 #include "smart/rpc.h"
@@ -48,18 +49,8 @@ static char secret_path[64];
 
 static smart_ctx_t *ctx_new(const char *secret_file)
 {
-	smart_opts_t *o;
-	smart_ctx_t *ctx;
-
-	CHECK_OK(smart_opts_create_defaults(&o));
-	CHECK_OK(smart_opts_set(o, "secret_file", secret_file));
-	CHECK_OK(smart_opts_set(o, "buf_pool", "4M"));
-	if (getenv("SMART_TEST_TRANSPORT"))
-		CHECK_OK(smart_opts_set(o, "transport",
-					getenv("SMART_TEST_TRANSPORT")));
-	CHECK_OK(smart_ctx_create(o, &ctx));
-	smart_opts_destroy(o);
-	return ctx;
+	return fixture_ctx((const char *[]){ "secret_file", secret_file,
+					     "buf_pool", "4M", NULL });
 }
 
 static void write_secret(const char *path, const char *s)
