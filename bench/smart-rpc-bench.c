@@ -8,7 +8,8 @@
  *
  * With no --connect it starts its server itself, in a second process (the
  * same binary with --serve), as smart-perf starts an embedded blade.
- * Output: one line of text, or JSON with --json.
+ * Flags are the benchmark kit's (bench/kit): --help, ranges and the one
+ * error path.  Output: one line of text, or JSON with --json.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kit.h"
 #include "smart/rpc.h"
 #include "smart/smart.h"
 
@@ -24,82 +26,69 @@
 #define OP_SINK 2
 #define OP_DONE 3
 
+#define TOOL "smart-rpc-bench"
+
 struct opt {
-	uint32_t size;
-	double secs;
-	int oneway, json, serve;
-	const char *connect, *secret, *listen;
+	struct kit_common com;	/* transport, secret file, seconds, json */
+	int size;
+	int oneway, serve;
+	const char *connect, *listen;
 };
 
-static void usage(FILE *f)
+#define O struct opt
+static const struct kit_flag rb_flags[] = {
+	KIT_INT("size", O, size, 0, 4096, "B", "payload bytes [32]"),
+	KIT_FLAG("oneway", O, oneway,
+		 "one-way messages as fast as the window lets out"),
+	KIT_STR("connect", O, connect, "HOST:PORT",
+		"a server started elsewhere with --serve"),
+	KIT_FLAG("serve", O, serve, "be the server; print the address"),
+	KIT_STR("listen", O, listen, "HOST:PORT",
+		"with --serve: where [127.0.0.1:0]"),
+	KIT_TIME("seconds", O, com.seconds, 1e-3, 3600, "S",
+		 "measured time [3]"),
+	KIT_FLAG("json", O, com.json, "one JSON object instead of the line"),
+	KIT_LIBOPT("transport", O, com.transport, "transport", "shm|verbs",
+		   "transport [shm, or SMART_TRANSPORT]"),
+	KIT_LIBOPT("secret-file", O, com.secret_file, "secret_file", "FILE",
+		   "the shared secret [SMART_SECRET_FILE]"),
+	KIT_LIBKV("opt", O, com.opts, "KEY=VALUE",
+		  "any library option (repeatable)"),
+	KIT_END,
+};
+#undef O
+
+static void parse(int argc, char **argv, struct opt *o)
 {
-	fprintf(f,
-		"usage: smart-rpc-bench [--size B] [--seconds S] [--oneway] "
-		"[--json]\n"
-		"                       [--connect HOST:PORT | --serve "
-		"[--listen HOST:PORT]] [--secret-file F]\n"
-		"Echo round trips (one call outstanding) or, with --oneway, "
-		"one-way messages\nas fast as the window allows, over one "
-		"connection.  Without --connect the\nserver is started in a "
-		"second process.  Defaults: --size 32 --seconds 3.\n");
-}
+	struct kit_cli cli = {
+		.tool = TOOL,
+		.synopsis = TOOL " [flags]",
+		.about = "  Echo round trips (one call outstanding) or one-way "
+			 "messages over one\n  connection; without --connect "
+			 "the server runs in a second process.\n",
+		.group = { { rb_flags, o, NULL } },
+	};
 
-static int parse(int argc, char **argv, struct opt *o)
-{
-	*o = (struct opt){ .size = 32, .secs = 3, .listen = "127.0.0.1:0" };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			exit(0);
-		} else if (!strcmp(a, "--oneway")) {
-			o->oneway = 1;
-		} else if (!strcmp(a, "--json")) {
-			o->json = 1;
-		} else if (!strcmp(a, "--serve")) {
-			o->serve = 1;
-		} else if (v && !strcmp(a, "--size")) {
-			char *end;
-			unsigned long n = strtoul(v, &end, 10);
-
-			if (*end || n > 4096 || *v == '-')
-				return -1;
-			o->size = (uint32_t)n;
-			i++;
-		} else if (v && !strcmp(a, "--seconds")) {
-			o->secs = atof(v);
-			if (!(o->secs > 0 && o->secs <= 3600))
-				return -1;
-			i++;
-		} else if (v && !strcmp(a, "--connect")) {
-			o->connect = v;
-			i++;
-		} else if (v && !strcmp(a, "--listen")) {
-			o->listen = v;
-			i++;
-		} else if (v && !strcmp(a, "--secret-file")) {
-			o->secret = v;
-			i++;
-		} else {
-			return -1;
-		}
-	}
-	return 0;
+	memset(o, 0, sizeof(*o));
+	kit_common_init(&o->com, TOOL);
+	o->size = 32;
+	o->listen = "127.0.0.1:0";
+	kit_parse(&cli, argc, argv);
+	if (o->serve && o->connect)
+		kit_bad(TOOL, "serve", NULL, "--serve and --connect exclude "
+			"each other");
 }
 
 static int ctx_open(const struct opt *o, smart_ctx_t **ctx,
 		    smart_worker_t **w, smart_rpc_t **rpc)
 {
 	smart_opts_t *so;
-	int rc = smart_opts_create(&so);
+	int rc = kit_opts_build(&o->com, (const char *const[]){
+		"buf_pool=4M", NULL }, &so);
 
-	if (!rc && o->secret)
-		rc = smart_opts_set(so, "secret_file", o->secret);
-	if (!rc)
-		rc = smart_opts_set(so, "buf_pool", "4M");
-	if (!rc)
-		rc = smart_ctx_create(so, ctx);
+	if (rc)
+		return rc;
+	rc = smart_ctx_create(so, ctx);
 	smart_opts_destroy(so);
 	if (!rc)
 		rc = smart_worker_create(*ctx, w);
@@ -191,7 +180,7 @@ static int run(const struct opt *o, const char *addr)
 	if (!o->oneway && !(lat = malloc(cap * sizeof(*lat))))
 		return 1;
 	t0 = smart_now_ns();
-	end = t0 + (uint64_t)(o->secs * 1e9);
+	end = t0 + (uint64_t)(o->com.seconds * 1e9);
 	while (!rc) {
 		uint64_t s = smart_now_ns();
 
@@ -199,11 +188,12 @@ static int run(const struct opt *o, const char *addr)
 			break;
 		for (int k = 0; k < 64 && !rc; k++, n++) {
 			if (o->oneway) {
-				rc = smart_rpc_send(c, OP_SINK, buf, o->size);
+				rc = smart_rpc_send(c, OP_SINK, buf,
+						    (uint32_t)o->size);
 				continue;
 			}
 			s = smart_now_ns();
-			rc = smart_rpc_call(c, OP_ECHO, buf, o->size, back,
+			rc = smart_rpc_call(c, OP_ECHO, buf, (uint32_t)o->size, back,
 					    sizeof(back), &got);
 			if (n < cap)
 				lat[n] = smart_now_ns() - s;
@@ -227,7 +217,7 @@ static int run(const struct opt *o, const char *addr)
 	}
 	if (o->oneway)
 		n = sunk;
-	if (o->json)
+	if (o->com.json)
 		printf("{\"mode\":\"%s\",\"size\":%u,\"transport\":\"%s\","
 		       "\"msgs\":%llu,\"seconds\":%.3f,\"mrps\":%.3f,"
 		       "\"p50_us\":%.3f,\"p99_us\":%.3f}\n",
@@ -247,32 +237,49 @@ static int run(const struct opt *o, const char *addr)
 	return 0;
 }
 
-/* Start `argv0 --serve` with our flags; read its address line. */
-static pid_t spawn_server(const char *argv0, const struct opt *o,
-			  char *addr, size_t len)
+/* Start this binary with --serve and the flags the server must share
+ * (transport, secret, library options); read its address line. */
+static pid_t spawn_server(const struct opt *o, char *addr, size_t len)
 {
-	int p[2];
+	const char *argv[8 + 2 * KIT_STRS_MAX] = { TOOL, "--serve" };
+	int p[2], n = 2;
 	pid_t pid;
 	FILE *f;
 
+	if (o->com.transport) {
+		argv[n++] = "--transport";
+		argv[n++] = o->com.transport;
+	}
+	if (o->com.secret_file) {
+		argv[n++] = "--secret-file";
+		argv[n++] = o->com.secret_file;
+	}
+	for (int i = 0; i < o->com.opts.n; i++) {
+		argv[n++] = "--opt";
+		argv[n++] = o->com.opts.v[i];
+	}
 	if (pipe(p))
 		return -1;
+	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
-		execl("/proc/self/exe", argv0, "--serve", "--secret-file",
-		      o->secret ? o->secret : "", (char *)NULL);
+		execv("/proc/self/exe", (char *const *)argv);
 		_exit(127);
 	}
 	close(p[1]);
 	f = fdopen(p[0], "r");
-	if (!f || !fgets(addr, (int)len, f)) {
+	if (pid < 0 || !f || !fgets(addr, (int)len, f)) {
 		if (f)
 			fclose(f);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		else
+			close(p[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
 		return -1;
 	}
 	addr[strcspn(addr, "\n")] = 0;
@@ -287,18 +294,13 @@ int main(int argc, char **argv)
 	pid_t pid = -1;
 	int rc;
 
-	if (parse(argc, argv, &o)) {
-		usage(stderr);
-		return 2;
-	}
-	if (o.secret && !*o.secret)
-		o.secret = NULL;
+	parse(argc, argv, &o);
 	if (o.serve)
 		return serve(&o);
 	if (!o.connect) {
-		pid = spawn_server(argv[0], &o, addr, sizeof(addr));
+		pid = spawn_server(&o, addr, sizeof(addr));
 		if (pid < 0) {
-			fprintf(stderr, "smart-rpc-bench: no server\n");
+			fprintf(stderr, TOOL ": the server did not start\n");
 			return 1;
 		}
 		o.connect = addr;

@@ -62,8 +62,8 @@ void kit_common_init(struct kit_common *c, const char *tool)
 /* SMART_* < the common flags < the tool's kv < --opt.  The library flags
  * are those of kit_common_flags that name an option: the table says which
  * field goes to which key, once. */
-static int opts_build(const struct kit_common *c, const char *const *kv,
-		      smart_opts_t **out)
+int kit_opts_build(const struct kit_common *c, const char *const *kv,
+		   smart_opts_t **out)
 {
 	const struct kit_flag *f;
 	const char *v;
@@ -146,7 +146,7 @@ int kit_env_open(struct kit_env *e, const struct kit_common *c,
 	int i, rc;
 
 	memset(e, 0, sizeof(*e));
-	rc = say(c, "library options", opts_build(c, kv, &o));
+	rc = say(c, "library options", kit_opts_build(c, kv, &o));
 	if (rc)
 		return rc;
 	if (!c->connect.n)

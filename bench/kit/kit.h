@@ -211,6 +211,13 @@ struct kit_env {
 	char nic_model[128], adversarial[128];
 };
 
+/* The library options of a run, as kit_env_open() makes them (for a tool
+ * that needs a ctx but no blade): the SMART_* environment, the common
+ * library flags set in c, then kv (NULL-terminated, may be NULL), then
+ * --opt.  The caller destroys *out. */
+int kit_opts_build(const struct kit_common *c, const char *const *kv,
+		   smart_opts_t **out);
+
 /*
  * Open the run's environment: the library options (the SMART_*
  * environment, the common flags, then the tool's own "key=value" in kv
