@@ -72,7 +72,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->ctx = w->ctx;
 	rpc->tp = w->ctx->tp;
 	rpc->lfd = rpc->pfd = -1;
-	rpc->passes_fds = !strcmp(rpc->tp->name, "shm");
+	rpc->passes_fds = rpc->ctx->caps.peer_fd;
 	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
 	if (rpc->msg_len > rpc->ctx->caps.max_msg ||
 	    rpc->cfg.window + RPC_EXTRA > rpc->ctx->caps.max_recv_wr) {

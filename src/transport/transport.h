@@ -240,6 +240,10 @@ struct smart_tp_caps {
 				 * byte-order self-test at domain open) */
 	uint32_t max_recv_wr;	/* per QP; 0: no two-sided ops (rule 8) */
 	uint32_t max_msg;	/* the largest message a QP may take */
+	int peer_fd;		/* 1: a two-sided QP's peer needs its
+				 * descriptor (qp_fd) with its blob, so the
+				 * two must share a host and pass it over a
+				 * unix socket (shm); 0: the blob is all */
 };
 
 struct smart_tp_qp_attr {

@@ -102,6 +102,7 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	out->atomics = 1;	/* CPU atomics on the shared mapping */
 	out->max_recv_wr = SHM_MAX_RECV_WR;
 	out->max_msg = SHM_MAX_MSG;
+	out->peer_fd = 1;	/* the receive segment is a memfd */
 }
 
 /* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages

@@ -555,6 +555,7 @@ void smart__verbs_query_caps(struct smart_tp_domain *d,
 	out->max_recv_wr = (uint32_t)smart_min(d->dev.max_qp_wr,
 					       VERBS_MAX_RECV_WR);
 	out->max_msg = VERBS_MAX_MSG;
+	out->peer_fd = 0;	/* the blob names the QP on the fabric */
 }
 
 /* 4 KiB pages, 2 MiB-aligned when the region is that big, with
