@@ -199,8 +199,7 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	}
 	rc = smart__rpc_conn_new(rpc, 1, &c);
 	if (rc) {
-		pend_refuse(rpc, p, rc == SMART_EBUSY ? SMART_EBUSY : rc,
-			    "no room for a connection");
+		pend_refuse(rpc, p, rc, "no room for a connection");
 		return;
 	}
 	outm.blob_len = sizeof(outm.blob);
@@ -227,6 +226,7 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 		pend_refuse(rpc, p, SMART_EPROTO, "connection setup failed");
 		return;
 	}
+	rpc->past.conns_accepted++;
 	snprintf(c->peer, sizeof(c->peer), "peer %u", outm.id);
 	smart__info(&rpc->ctx->log, "rpc: %s connected (window %u/%u)",
 		    c->peer, c->swin, c->window);
@@ -474,6 +474,7 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 		smart__rpc_conn_free(c);
 		return rc;
 	}
+	rpc->past.conns_dialed++;
 	snprintf(c->peer, sizeof(c->peer), "%s", hostport);
 	*out = c;
 	return 0;

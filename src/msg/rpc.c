@@ -765,10 +765,6 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 	c->swin = peer->window < c->window ? peer->window : c->window;
 	c->peer_max = peer->max_msg;
 	c->state = RPC_C_LIVE;
-	if (c->accepted)
-		c->rpc->past.conns_accepted++;
-	else
-		c->rpc->past.conns_dialed++;
 	return 0;
 }
 
