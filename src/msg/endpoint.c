@@ -151,6 +151,10 @@ int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 	return smart__rpc_dial(rpc, hostport, out);
 }
 
+/* the counters are summed as an array of words */
+_Static_assert(sizeof(struct smart_rpc_stats) % sizeof(uint64_t) == 0,
+	       "smart_rpc_stats holds only uint64_t counters");
+
 void smart__rpc_stats_add(struct smart_rpc_stats *to,
 			  const struct smart_rpc_stats *s)
 {
