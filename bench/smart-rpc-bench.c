@@ -7,7 +7,9 @@
  * or as many one-way messages as the window lets out (--oneway).
  *
  * With no --connect it starts its server itself, in a second process (the
- * same binary with --serve), as smart-perf starts an embedded blade.
+ * same binary with --serve, stopped with SIGTERM after the run), as
+ * smart-perf starts an embedded blade; --serve alone serves until SIGINT
+ * or SIGTERM, any number of clients one after another.
  * Flags are the benchmark kit's (bench/kit): --help, ranges and the one
  * error path.  Output: one line of text, or JSON with --json.
  */
@@ -107,24 +109,43 @@ static void h_sink(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	++*(uint64_t *)a;
 }
 
+/* A client's end: how many one-way messages arrived since the last. */
 static void h_done(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 {
 	uint64_t *sunk = a;
 
 	smart_rpc_reply(q, 0, sunk, sizeof(*sunk));
-	sunk[1] = 1;
+	*sunk = 0;
 }
 
-/* Serve until a client says it is done (OP_DONE); prints the address on
- * stdout first (one line), for whoever started us. */
+/* SIGINT or SIGTERM pending (they are blocked: kit_signals_block). */
+static int stop_asked(void)
+{
+	struct timespec zero = { 0, 0 };
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	return sigtimedwait(&set, NULL, &zero) > 0;
+}
+
+/* Serve until SIGINT or SIGTERM; prints the address on stdout first (one
+ * line), for whoever started us, and the endpoint's counters on stderr at
+ * the end (connections of clients killed without a word are still live:
+ * there is no keepalive yet, docs/rpc.md §6). */
 static int serve(const struct opt *o)
 {
 	smart_ctx_t *ctx;
 	smart_worker_t *w;
 	smart_rpc_t *rpc;
-	uint64_t sunk[2] = { 0, 0 };
+	struct smart_rpc_stats st;
+	uint64_t sunk = 0;
 	char addr[64];
-	int rc = ctx_open(o, &ctx, &w, &rpc);
+	int rc;
+
+	kit_signals_block();
+	rc = ctx_open(o, &ctx, &w, &rpc);
 
 	if (!rc)
 		rc = smart_rpc_listen(rpc, o->listen);
@@ -136,15 +157,23 @@ static int serve(const struct opt *o)
 		return 1;
 	}
 	smart_rpc_register(rpc, OP_ECHO, h_echo, NULL);
-	smart_rpc_register(rpc, OP_SINK, h_sink, sunk);
-	smart_rpc_register(rpc, OP_DONE, h_done, sunk);
+	smart_rpc_register(rpc, OP_SINK, h_sink, &sunk);
+	smart_rpc_register(rpc, OP_DONE, h_done, &sunk);
 	printf("%s\n", addr);
 	fflush(stdout);
-	while (!sunk[1])
+	for (uint64_t i = 1; (i & 4095) || !stop_asked(); i++)
 		smart_rpc_progress(rpc);
-	/* let the last answer leave before the endpoint goes */
-	for (int i = 0; i < 100000; i++)
-		smart_rpc_progress(rpc);
+	smart_rpc_stats(rpc, &st);
+	fprintf(stderr, TOOL " server: %d live connections; accepted %llu, "
+		"failed %llu, refused handshakes %llu; messages in %llu, out "
+		"%llu; rnr %llu, rnr waits %llu, malformed %llu\n",
+		smart_rpc_conns(rpc), (unsigned long long)st.conns_accepted,
+		(unsigned long long)st.conns_failed,
+		(unsigned long long)st.handshakes_refused,
+		(unsigned long long)st.msgs_recv,
+		(unsigned long long)st.msgs_sent,
+		(unsigned long long)st.rnr, (unsigned long long)st.rnr_waits,
+		(unsigned long long)st.proto_errors);
 	smart_rpc_destroy(rpc);
 	smart_worker_destroy(w);
 	smart_ctx_destroy(ctx);
@@ -307,8 +336,7 @@ int main(int argc, char **argv)
 	}
 	rc = run(&o, o.connect);
 	if (pid > 0) {
-		if (rc)
-			kill(pid, SIGKILL);
+		kill(pid, rc ? SIGKILL : SIGTERM);
 		waitpid(pid, NULL, 0);
 	}
 	return rc;
