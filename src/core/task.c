@@ -43,6 +43,7 @@ void __sanitizer_start_switch_fiber(void **fake_stack_save,
 				    const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save,
 				     const void **bottom_old, size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #endif
 
 /* ASan must be told about every stack switch or it reports false stack
@@ -65,6 +66,20 @@ static inline void asan_entered(void *save, const void **bottom_old,
 #else
 	(void)save, (void)bottom_old, (void)size_old;
 #endif
+}
+
+/* Unmap a task's stack.  ASan first forgets the redzones still marked on
+ * it (task_entry never returns, so its frame's are never cleared): GCC
+ * 12's libasan does not clear shadow on munmap, so a later mapping at the
+ * same address (a region attached by the shm transport, seen in CI) would
+ * be reported as a stack-buffer-underflow on its first write (php-src
+ * #13903 and llvm-project #53891 describe the same). */
+static void task_stack_unmap(void *stack, size_t len)
+{
+#ifdef SMART_ASAN
+	__asan_unpoison_memory_region(stack, len);
+#endif
+	munmap(stack, len);
 }
 
 static size_t page_size(void)
@@ -115,7 +130,7 @@ void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t)
 		smart_buf_free(w, t->bounce_mem);
 	smart__scratch_fini(w, t);
 	if (t->stack)
-		munmap(t->stack, t->stack_len);
+		task_stack_unmap(t->stack, t->stack_len);
 }
 
 static struct smart__task *task_slot_new(struct smart_worker *w)
@@ -134,7 +149,7 @@ static struct smart__task *task_slot_new(struct smart_worker *w)
 	if (t->stack == MAP_FAILED || mprotect(t->stack, pg, PROT_NONE) ||
 	    smart__task_init_slot(w, t)) {
 		if (t->stack != MAP_FAILED)
-			munmap(t->stack, len);
+			task_stack_unmap(t->stack, len);
 		t->stack = NULL;
 		free(t);
 		return NULL;
