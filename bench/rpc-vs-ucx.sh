@@ -1,8 +1,8 @@
 #!/bin/sh
 # The messaging layer against UCX active messages over shared memory, side
 # by side in one run (issue notes; docs/rpc.md): ROUNDS alternations of
-#   ucx_perftest -t ucp_am_lat -s 32   vs  smart-rpc-bench (echo, 32 B)
-#   ucx_perftest -t ucp_am_bw  -s 32   vs  smart-rpc-bench --oneway
+#   ucx_perftest -t ucp_am_lat -s 32   vs  smart-bench rpc (echo, 32 B)
+#   ucx_perftest -t ucp_am_bw  -s 32   vs  smart-bench rpc --oneway
 # and the medians of each, with our echo round trip against twice UCX's
 # latency figure (UCX reports half a round trip) and our one-way rate
 # against its message rate.  Needs Debian's ucx-utils.
@@ -10,7 +10,7 @@
 set -eu
 B=${1:-build}
 R=${2:-5}
-BIN=$B/bin/smart-rpc-bench
+BIN=$B/bin/smart-bench
 command -v ucx_perftest >/dev/null || { echo "needs ucx_perftest (apt-get install ucx-utils)" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "no $BIN: build first" >&2; exit 2; }
 export UCX_TLS=sm,self
@@ -29,9 +29,9 @@ i=0
 while [ $i -lt "$R" ]; do
 	i=$((i + 1))
 	echo "ucx_lat $(ucx ucp_am_lat 3)" >> /tmp/rvu.$$
-	echo "our_rtt $($BIN --seconds 2 --json 2>/dev/null | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')" >> /tmp/rvu.$$
+	echo "our_rtt $($BIN rpc --seconds 2 --json 2>/dev/null | sed 's/.*"p50_us":\([0-9.]*\).*/\1/')" >> /tmp/rvu.$$
 	echo "ucx_bw $(ucx ucp_am_bw 9)" >> /tmp/rvu.$$
-	echo "our_bw $($BIN --seconds 2 --oneway --json 2>/dev/null | sed 's/.*"mrps":\([0-9.]*\).*/\1/')" >> /tmp/rvu.$$
+	echo "our_bw $($BIN rpc --seconds 2 --oneway --json 2>/dev/null | sed 's/.*"mrps":\([0-9.]*\).*/\1/')" >> /tmp/rvu.$$
 done
 ul=$(awk '$1 == "ucx_lat" { print $2 }' /tmp/rvu.$$ | med)
 ol=$(awk '$1 == "our_rtt" { print $2 }' /tmp/rvu.$$ | med)

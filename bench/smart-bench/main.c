@@ -1,5 +1,6 @@
 /*
- * smart-bench: the runner of the data-structure benchmarks (DESIGN.md §7).
+ * smart-bench: the runner of the benchmarks, of the data structures and of
+ * messaging (DESIGN.md §7).
  *
  * `smart-bench <benchmark> [flags]` finds the benchmark in the module
  * table and takes it through create, parse, check, setup, run, report and
@@ -20,6 +21,7 @@ static const struct bench_module *const modules[] = {
 	&bench_ycsb,
 	&bench_smallbank,
 	&bench_tatp,
+	&bench_rpc,
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 
@@ -43,9 +45,6 @@ static void usage(FILE *f)
 		n += (size_t)snprintf(about + n, sizeof(about) - n,
 				      "  %-10s %s\n", modules[i]->name,
 				      modules[i]->summary);
-	if (n < sizeof(about))
-		snprintf(about + n, sizeof(about) - n, "  (rpc is not built "
-			 "yet)\n");
 	kit_usage(&cli, f);
 }
 
@@ -70,8 +69,8 @@ static void unknown(const char *name)
 		strncat(built, modules[i]->name,
 			sizeof(built) - strlen(built) - 1);
 	}
-	kit_bad(BENCH_TOOL, NULL, name, "unknown benchmark (built: %s; "
-		"rpc is not built yet)", built);
+	kit_bad(BENCH_TOOL, NULL, name, "unknown benchmark (built: %s)",
+		built);
 }
 
 /* The runner's output of a module's record. */

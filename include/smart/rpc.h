@@ -7,7 +7,11 @@
  * secret as a blade) and connect to peers; every connection is a two-sided
  * QP on the endpoint's own completion queue, with registered buffers from
  * the endpoint's pool of large MRs.  Messages of up to eager_max payload
- * bytes go eagerly by SEND into a receive the peer keeps posted.
+ * bytes go eagerly by SEND into a receive the peer keeps posted; longer
+ * ones, up to rndv_max, by rendezvous: the payload is copied into the
+ * sender's staging region, and the receiver READs it (64-KiB fragments)
+ * and checks its CRC-32C before handing it over.  Either way a message is
+ * handled in the order it was sent.
  *
  * Flow control (the seq-ack window): each side keeps `window` receives
  * posted for the other's data messages and tells the other, in the
@@ -19,6 +23,15 @@
  * replies from handlers, which cannot wait, queue behind the window up to a
  * byte cap per connection (a peer that stops consuming past it is cut
  * off).
+ *
+ * Keepalive (X-RDMA's): a connection silent for keepalive_ms is probed
+ * with a zero-byte WRITE carrying immediate data (PING), which the peer's
+ * poll answers (PONG).  A peer silent for keepalive_ms x keepalive_misses
+ * is dead: its calls fail with SMART_ECONN and everything the connection
+ * held is released, within that bound plus one 1-ms tick of the worker's
+ * polling.  So an endpoint must be progressed (a handler must return)
+ * well within keepalive_ms x keepalive_misses, or its peers give it up;
+ * a stopped process (SIGSTOP) is given up like a dead one.
  *
  * Handlers run to completion on the endpoint's worker, inside its polling
  * (X-RDMA's thread model); they must not wait.  A handler replies with
@@ -56,6 +69,24 @@ struct smart_rpc_cfg {
 				 * ones are evicted oldest first): 16 */
 	uint32_t backlog_max;	/* reply bytes queued per connection behind
 				 * its window before it is cut off: 4 MiB */
+	uint32_t keepalive_ms;	/* silence after which a connection is
+				 * probed: 1000 (1..3600000) */
+	uint32_t keepalive_misses; /* a peer silent for keepalive_ms x this
+				 * is dead: 5 (2..100) */
+	uint32_t trace_every;	/* trace one call in this many (both ends,
+				 * smart_rpc_traces): 1024; UINT32_MAX: none */
+	uint32_t slow_poll_us;	/* a gap between two polls of the endpoint
+				 * longer than this is a slow poll (counted;
+				 * messages wait meanwhile): 1000 */
+	uint32_t qp_cache;	/* connections kept ready (QP created and its
+				 * receives posted: X-RDMA's QP cache) for the
+				 * next connect or accept, made one per 1-ms
+				 * tick: 2 (UINT32_MAX: none; at most 64) */
+	uint32_t rndv_max;	/* the longest message, sent by rendezvous
+				 * when longer than eager_max: 64 MiB (up to
+				 * 1 GiB; rounded up to 64 KiB).  The endpoint
+				 * registers two regions this large (staging,
+				 * which peers READ, and landing) */
 };
 
 /* Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field
@@ -91,9 +122,11 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport);
 /* The address listened at, "host:port" with the real port, into buf. */
 int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len);
 
-/* Connect to a peer listening at "host:port" (blocks up to timeout_ms;
- * SMART_EACCES: secret refused, SMART_EBUSY: the peer has no room,
- * SMART_ECONN: unreachable). */
+/* Connect to a peer listening at "host:port" (blocks up to timeout_ms,
+ * and at most half the keepalive bound: the endpoint is not polled
+ * meanwhile, so its peers hear nothing from it; SMART_EACCES: secret
+ * refused, SMART_EBUSY: the peer has no room, SMART_ECONN: unreachable,
+ * SMART_ETIMEDOUT: no answer in time). */
 int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 		      smart_rpc_conn_t **out);
 
@@ -107,23 +140,30 @@ void smart_rpc_close(smart_rpc_conn_t *c);
  * the handler's status (0 or what it passed to smart_rpc_reply),
  * SMART_ERANGE when the answer was longer than cap (nothing copied,
  * *resp_len the length), SMART_ETIMEDOUT after timeout_ms, SMART_ECONN
- * when the connection failed or closed, SMART_EINVAL for len > eager_max
- * or a call from inside a handler (spawn a task to make nested calls).
- * From a task it yields; from the main context it polls.
+ * when the connection failed or closed (SMART_EPROTO: the peer broke the
+ * protocol), SMART_EINVAL for a len longer than either side takes (its
+ * rndv_max, or its eager_max if it has no rendezvous) or a call from
+ * inside a handler (spawn a task to make nested calls), SMART_EBUSY when
+ * the staging region stayed full for timeout_ms.  From a task it yields;
+ * from the main context it polls.
  */
 int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 		   uint32_t len, void *resp, uint32_t cap, uint32_t *resp_len);
 
 /* Send a one-way message (no answer).  Returns once it is queued on the
- * connection; waits only while the window is full.  Messages of one
- * connection are handled in the order they were sent. */
+ * connection (a long one: once copied into the staging region); waits
+ * only while the window or the staging region is full (SMART_EAGAIN
+ * from a handler, which cannot wait).  Messages of one connection are
+ * handled in the order they were sent. */
 int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 		   uint32_t len);
 
 /* Answer a request with status (0 or a negative SMART_E*) and len bytes.
  * req is gone afterwards, whatever the result.  SMART_ECONN when its
  * connection closed meanwhile (the answer is dropped), SMART_EINVAL for
- * len > eager_max (the caller gets SMART_ERANGE instead). */
+ * a len longer than either side takes (the caller gets SMART_ERANGE
+ * instead), SMART_EBUSY when a long answer finds the staging region full
+ * (a reply never waits; the caller gets SMART_EBUSY too). */
 int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
 		    uint32_t len);
 
@@ -151,6 +191,17 @@ struct smart_rpc_stats {
 				 * or not) that met no receive posted and
 				 * waited for one (0 by design) */
 	uint64_t proto_errors;	/* malformed messages: connection cut */
+	uint64_t ka_probes;	/* keepalive PINGs sent (after silence) */
+	uint64_t ka_failures;	/* peers declared dead by the keepalive */
+	uint64_t rndv_sent;	/* messages staged for a peer to READ */
+	uint64_t rndv_recv;	/* messages READ from a peer and checked */
+	uint64_t rndv_held;	/* data messages that arrived behind a
+				 * rendezvous and waited for it (in order) */
+	uint64_t traced;	/* calls and handlers traced */
+	uint64_t slow_polls;	/* endpoint only: polls that came more than
+				 * slow_poll_us after the one before */
+	uint64_t poll_gap_max_ns; /* endpoint only: the longest such gap */
+	uint64_t qp_cache_hits;	/* connections that took a ready QP */
 	uint64_t conns_accepted, conns_dialed, conns_failed;
 	uint64_t handshakes_refused;
 };
@@ -159,8 +210,49 @@ int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
 			 struct smart_rpc_stats *out);
 int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out);
 
+/*
+ * Tracing: one call in cfg.trace_every is traced at both ends (the
+ * request carries a flag; its handler is traced where it runs).  A
+ * caller's record: the time it waited for room (window, staging) and the
+ * round trip from sending to the answer; a handler's: the time the request
+ * waited (behind messages of the same poll, or its rendezvous READ) and
+ * the handler's run.  The same id names a call at both ends.
+ */
+enum { SMART_RPC_TRACE_CALL = 1, SMART_RPC_TRACE_HANDLER = 2 };
+
+struct smart_rpc_trace {
+	uint32_t id;		/* the call's id, the same at both ends */
+	uint16_t op;
+	uint8_t side;		/* SMART_RPC_TRACE_* */
+	uint8_t rndv;		/* 1: its request went by rendezvous */
+	int32_t status;		/* caller: the call's result */
+	uint32_t len;		/* request payload bytes */
+	uint64_t start_ns;	/* smart_now_ns() when the call began, or the
+				 * request was found */
+	uint64_t queue_ns;	/* waiting before it went (caller) or before
+				 * its handler ran (handler) */
+	uint64_t rtt_ns;	/* caller: sent to answered */
+	uint64_t handler_ns;	/* handler: its run */
+};
+
+/* The newest traces of the endpoint (up to 256 kept), oldest first, into
+ * out (up to max); returns how many. */
+int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
+		     int max);
+
 /* Live connections of the endpoint. */
 int smart_rpc_conns(const smart_rpc_t *rpc);
+
+/* The endpoint's control socket, which smart-stat reads (docs/rpc.md):
+ * its abstract unix name "smart-stat:<pid>:<n>" into buf.  SMART_ENOENT
+ * when the endpoint has none (it could not be opened), SMART_ERANGE when
+ * buf is too short. */
+int smart_rpc_stat_name(const smart_rpc_t *rpc, char *buf, size_t len);
+
+/* The name of counter i of struct smart_rpc_stats (its uint64_t fields in
+ * order, e.g. 0 "msgs_sent"), as the control socket's answer names them;
+ * NULL past the last. */
+const char *smart_rpc_stats_field(unsigned i);
 
 #ifdef __cplusplus
 }

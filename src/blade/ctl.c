@@ -261,7 +261,7 @@ static void fd_reply(struct smart_blade *b, int fd, int status)
 {
 	uint8_t st = (uint8_t)-status;
 
-	if (smart__sock_send_some(fd, &st, 1, status ? -1 : b->mr->fd) < 0)
+	if (smart__sock_send_some(fd, &st, 1, &b->mr->fd, status ? 0 : 1) < 0)
 		smart__info(&b->log, "fd reply: %s", strerror(errno));
 }
 

@@ -40,13 +40,13 @@ static int read_frame(struct smart__boot *b, int64_t deadline,
 		      struct smart_proto_hdr *h)
 {
 	int rc = smart__sock_recv_exact(b->fd, b->buf, SMART_PROTO_HDR_LEN,
-					 NULL, deadline);
+					 NULL, 0, deadline);
 
 	if (!rc)
 		rc = smart__proto_hdr_check(b->buf, SMART_PROTO_HDR_LEN, h);
 	if (!rc)
 		rc = smart__sock_recv_exact(b->fd, b->buf + SMART_PROTO_HDR_LEN,
-					    h->len, NULL, deadline);
+					    h->len, NULL, 0, deadline);
 	if (rc == SMART_EAGAIN)
 		rc = SMART_EPROTO;
 	if (rc)
@@ -93,7 +93,7 @@ static int send_hello(struct smart__boot *b, const char *transport,
 	strcpy(h.transport, transport);
 	rc = smart__proto_enc_hello(&h, b->buf, sizeof(b->buf), &n);
 	if (!rc)
-		rc = smart__sock_send_all(b->fd, b->buf, n, -1, deadline);
+		rc = smart__sock_send_all(b->fd, b->buf, n, NULL, 0, deadline);
 	explicit_bzero(b->buf, sizeof(b->buf));
 	return rc;
 }
@@ -202,7 +202,7 @@ static int recv_fd(int fd, int64_t deadline, int *fd_out)
 	uint8_t st;
 	int got = -1, rc;
 
-	rc = smart__sock_recv_exact(fd, &st, 1, &got, deadline);
+	rc = smart__sock_recv_exact(fd, &st, 1, &got, 1, deadline);
 	if (!rc) {
 		rc = st == 0 ? 0 : -(int)st;
 		if (rc && !smart__proto_status_ok(rc))
@@ -230,7 +230,8 @@ int smart__boot_fetch_fd(struct smart__boot *b, int *fd_out)
 	rc = unix_connect(b, deadline, &fd);
 	if (rc)
 		return rc;
-	rc = smart__sock_send_all(fd, b->token, sizeof(b->token), -1, deadline);
+	rc = smart__sock_send_all(fd, b->token, sizeof(b->token), NULL, 0,
+				  deadline);
 	if (!rc)
 		rc = recv_fd(fd, deadline, fd_out);
 	close(fd);
@@ -247,7 +248,7 @@ static int send_frame(struct smart__boot *b, const uint8_t *f, size_t n,
 
 	if (b->broken)
 		return SMART_ECONN;
-	rc = smart__sock_send_all(b->fd, f, n, -1, deadline);
+	rc = smart__sock_send_all(b->fd, f, n, NULL, 0, deadline);
 	if (rc)
 		b->broken = 1;
 	return rc;

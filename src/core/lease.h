@@ -54,12 +54,21 @@ static inline int smart__lease_expired(const struct smart_ctx *ctx)
 }
 
 /* The same with the TSC just read (the worker's poll): no second clock
- * read where the lease clock is the TSC. */
+ * read where the lease clock is the TSC, and none at all while the ctx
+ * holds no lease (UINT64_MAX: no blade, e.g. a messaging-only ctx).
+ * Where the TSC is not invariant the lease clock is clock_gettime, a
+ * system call when the kernel's clocksource is not the TSC (hpet, as in
+ * the TCG guests of tests/vm): once per poll it took over a third of a
+ * messaging poll loop's CPU there (perf: read_hpet alone 18%). */
 static inline int smart__lease_expired_at(const struct smart_ctx *ctx,
 					  uint64_t tsc)
 {
-	return (ctx->clock.use_tsc ? tsc : smart__mono_ns()) >
-	       atomic_load_explicit(&ctx->lease_until, memory_order_relaxed);
+	uint64_t until = atomic_load_explicit(&ctx->lease_until,
+					      memory_order_relaxed);
+
+	if (until == UINT64_MAX)
+		return 0;
+	return (ctx->clock.use_tsc ? tsc : smart__mono_ns()) > until;
 }
 
 /* keeper.c */

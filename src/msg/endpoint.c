@@ -26,18 +26,41 @@ static int cfg_fill(const struct smart_rpc_cfg *in, struct smart_rpc_cfg *o)
 		o->max_pending = 16;
 	if (!o->backlog_max)
 		o->backlog_max = 4u << 20;
+	if (!o->keepalive_ms)
+		o->keepalive_ms = 1000;
+	if (!o->keepalive_misses)
+		o->keepalive_misses = 5;
+	if (!o->rndv_max)
+		o->rndv_max = 64u << 20;
+	if (!o->trace_every)
+		o->trace_every = 1024;
+	if (!o->qp_cache)
+		o->qp_cache = 2;
+	else if (o->qp_cache == UINT32_MAX)
+		o->qp_cache = 0;
+	else if (o->qp_cache > 64)
+		return SMART_EINVAL;
+	if (!o->slow_poll_us)
+		o->slow_poll_us = 1000;
 	if (o->window < 2 || o->window > SMART_PROTO_PEER_WINDOW_MAX ||
 	    o->eager_max < SMART_PROTO_PEER_MSG_MIN - SMART_MSG_HDR_LEN ||
 	    o->eager_max > SMART_PROTO_PEER_MSG_MAX - SMART_MSG_HDR_LEN ||
 	    o->max_conns > 4096 || o->max_pending > 1024 ||
-	    o->timeout_ms > 3600000)
+	    o->timeout_ms > 3600000 || o->keepalive_ms > 3600000 ||
+	    o->keepalive_misses < 2 || o->keepalive_misses > 100 ||
+	    o->rndv_max > SMART_PROTO_PEER_RNDV_MAX)
 		return SMART_EINVAL;
 	o->window = (uint32_t)smart_roundup_pow2(o->window);
+	/* whole pages, and never shorter than an eager message */
+	if (o->rndv_max < o->eager_max + SMART_MSG_HDR_LEN)
+		o->rndv_max = o->eager_max + SMART_MSG_HDR_LEN;
+	o->rndv_max = (o->rndv_max + RPC_FRAG - 1) / RPC_FRAG * RPC_FRAG;
 	return 0;
 }
 
 static void rpc_free(struct smart_rpc *rpc)
 {
+	smart__rndv_close(rpc);
 	free(rpc->handlers);
 	free(rpc->conns);
 	free(rpc->gens);
@@ -71,7 +94,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->w = w;
 	rpc->ctx = w->ctx;
 	rpc->tp = w->ctx->tp;
-	rpc->lfd = rpc->pfd = -1;
+	rpc->lfd = rpc->pfd = rpc->sfd = -1;
 	rpc->passes_fds = rpc->ctx->caps.peer_fd;
 	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
 	if (rpc->msg_len > rpc->ctx->caps.max_msg ||
@@ -82,6 +105,10 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->slab_len = ((size_t)(2 * rpc->cfg.window + RPC_EXTRA) *
 			 rpc->msg_len + 4095) & ~(size_t)4095;
 	rpc->tick_cycles = (uint64_t)(RPC_TICK_NS *
+				      rpc->ctx->clock.cycles_per_ns);
+	rpc->ka_cycles = (uint64_t)(rpc->cfg.keepalive_ms * 1e6 *
+				    rpc->ctx->clock.cycles_per_ns);
+	rpc->slow_cycles = (uint64_t)(rpc->cfg.slow_poll_us * 1e3 *
 				      rpc->ctx->clock.cycles_per_ns);
 	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));
 	rpc->conns = calloc(rpc->cfg.max_conns, sizeof(*rpc->conns));
@@ -94,7 +121,8 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	    !rpc->reqs || !rpc->pend)
 		goto fail;
 	for (uint32_t i = 0; i < rpc->cfg.max_pending; i++)
-		rpc->pend[i].fd = rpc->pend[i].fd_got = -1;
+		rpc->pend[i].fd = rpc->pend[i].fd_got[0] =
+			rpc->pend[i].fd_got[1] = -1;
 	for (int i = RPC_CALLS - 1; i >= 0; i--) {
 		rpc->calls[i].next = rpc->free_calls;
 		rpc->free_calls = &rpc->calls[i];
@@ -106,8 +134,16 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rc = rpc->tp->cq_create(rpc->ctx->dom, 1024, 0, &rpc->cq);
 	if (rc)
 		goto fail;
+	rc = smart__rndv_open(rpc);
+	if (!rc)
+		rc = smart__rpc_stat_open(rpc);
+	if (rc) {
+		rpc->tp->cq_destroy(rpc->cq);
+		goto fail;
+	}
 	rc = smart__worker_poller_add(w, smart__rpc_poll, rpc);
 	if (rc) {
+		smart__rpc_stat_close(rpc);
 		rpc->tp->cq_destroy(rpc->cq);
 		goto fail;
 	}
@@ -124,6 +160,7 @@ int smart_rpc_destroy(smart_rpc_t *rpc)
 		return 0;
 	if (rpc->waiting || rpc->in_poll)
 		return SMART_EBUSY;
+	smart__rpc_stat_close(rpc);
 	smart__rpc_listen_close(rpc);
 	smart__rpc_conns_close(rpc);
 	smart__worker_poller_del(rpc->w, smart__rpc_poll, rpc);

@@ -13,10 +13,21 @@
  *  - c->tx_seq - c->tx_done <= c->window: send slot (seq % window) is
  *    reused only once the SEND that used it completed locally;
  *  - the peer may have at most window data messages and RPC_EXTRA bare
- *    messages (ACK, CLOSE) unconsumed toward us, and we keep window +
- *    RPC_EXTRA receives posted (reposted as soon as one is consumed);
- *  - a bare ACK goes out only when rx_consumed - the last ack sent reaches
- *    window / 2, so at most two are unconsumed at the peer at any time.
+ *    messages (ACK, PING, PONG, CLOSE) unconsumed toward us, and we keep
+ *    window + RPC_EXTRA receives posted (reposted as soon as one is
+ *    consumed).  Bare messages a side can have unconsumed at the other:
+ *    two ACKs (one goes out only when rx_consumed - the last ack sent
+ *    reaches window / 2, which takes window / 2 new data messages, which
+ *    the peer can send only after consuming an earlier ack), one PING (the
+ *    next goes only after its PONG came back, and the PONG is sent when
+ *    the PING is consumed), one PONG (the peer's PINGs likewise), one
+ *    CLOSE: five, RPC_EXTRA keeps one spare;
+ *  - send queue: window data SENDs (signalled or not, until the signalled
+ *    one behind them completes) and those five bare ones, within
+ *    window + RPC_SQ_SLACK;
+ *  - c->last_rx is when anything last arrived; silent for ka_cycles, the
+ *    connection is PINGed (c->ping_out until the PONG); silent for
+ *    keepalive_misses x ka_cycles, it fails (the keepalive).
  * A connection in RPC_C_FAILED has no QP and no slab any more; its struct
  * and its index live on until its owner closes it (dialed) or until the
  * end of the poll that failed it (accepted: code up the stack of that poll
@@ -32,21 +43,28 @@
 #include "transport/transport.h"
 #include "wire/msg.h"
 #include "wire/proto.h"
+#include "util/sockio.h"
 
-#define RPC_EXTRA	4	/* receives for bare messages (ACK, CLOSE) */
+#define RPC_EXTRA	6	/* receives for bare messages (above) */
+#define RPC_SQ_SLACK	16	/* send-queue entries beyond the window */
 #define RPC_CHAIN	16	/* WRs posted per doorbell at most */
 #define RPC_CALLS	4096	/* calls in flight per endpoint */
 #define RPC_REQS	4096	/* requests open (not replied) per endpoint */
 #define RPC_OPS		65536
 #define RPC_SLAB_MR	(4u << 20)	/* registered in MRs this large
 					 * (X-RDMA's 4 MiB) */
+#define RPC_FRAG	(64u << 10)	/* rendezvous READ fragment and the
+					 * page of the rendezvous regions */
+#define RPC_RD_MAX	8	/* READ fragments in flight per connection */
+#define RPC_STAGES	1024	/* rendezvous messages staged per endpoint */
 #define RPC_TICK_NS	1000000	/* handshakes and timeouts: every 1 ms */
+#define RPC_TRACES	256	/* trace records kept per endpoint */
 #define RPC_CLOSE_WAIT_MS 100	/* a CLOSE's completion, at most */
 
 enum { RPC_C_LIVE, RPC_C_FAILED };
 
 /* wr_id: conn index:16 | gen:16 | kind:2 | value:30 */
-enum { RPC_WR_RECV, RPC_WR_DATA, RPC_WR_BARE };
+enum { RPC_WR_RECV, RPC_WR_DATA, RPC_WR_BARE, RPC_WR_READ };
 #define RPC_SEQ_MASK	((UINT64_C(1) << 30) - 1)
 
 struct rpc_slab {
@@ -59,6 +77,40 @@ struct rpc_slab {
 struct rpc_mr {
 	struct smart_tp_mr *mr;
 	struct rpc_slab *slabs;
+};
+
+/* A rendezvous region (rndv.c): one MR cut into RPC_FRAG pages. */
+struct rpc_pages {
+	struct smart_tp_mr *mr;
+	uint8_t *used;		/* per page */
+	uint32_t n;		/* pages */
+	uint32_t free;		/* pages not used */
+};
+
+/* A message staged for a peer to READ (sender side), until its DONE. */
+struct rpc_stage {
+	struct smart_rpc_conn *conn;	/* NULL: free */
+	uint32_t page, npages;
+	uint16_t gen;
+};
+
+/* The inbound rendezvous of a connection: one at a time, the data
+ * messages behind it held (in order) until it is delivered. */
+enum { RPC_RIN_NONE, RPC_RIN_WAIT_MEM, RPC_RIN_READING };
+
+struct rpc_rin {
+	int state;
+	struct smart_msg_hdr h;		/* the RTS's type, op, call */
+	struct smart_msg_rndv d;	/* where and what to READ */
+	uint32_t page, npages;		/* landing, in our private region */
+	uint32_t nfrag, posted, done;
+	uint64_t t_start;		/* TSC: when its descriptor came */
+};
+
+/* A data message received while a rendezvous was in progress. */
+struct rpc_held {
+	struct smart_msg m;
+	uint32_t slot;
 };
 
 /* A reply queued behind a full window. */
@@ -91,6 +143,7 @@ struct rpc_call {
 	uint32_t id;		/* gen << 12 | slot; 0 when free */
 	int status, done;
 	uint64_t deadline;	/* TSC */
+	uint64_t t_sent;	/* TSC when sent, for a traced call */
 	struct rpc_call *prev, *next;	/* in-flight list, or free list */
 };
 
@@ -100,6 +153,7 @@ struct smart_rpc_conn {
 	uint16_t gen;
 	int state;
 	int accepted;		/* the peer dialed us: freed when it fails */
+	int spare;		/* made ahead for the QP cache, not in use */
 	int users;		/* calls and sends inside on it (they may
 				 * wait; the struct outlives them) */
 	int freeing;		/* closed while users > 0: the last frees */
@@ -120,7 +174,11 @@ struct smart_rpc_conn {
 	uint64_t tx_seq, tx_acked, tx_done;
 	uint64_t rx_consumed;
 	uint16_t rx_acked_sent;
-	int bare_out;		/* ACK/CLOSE SENDs not completed */
+	int bare_out;		/* bare SENDs not completed */
+	uint64_t last_rx;	/* TSC: when anything last arrived */
+	uint64_t ping_at;	/* TSC: when the PING out was sent */
+	int ping_out;		/* a PING waits for its PONG */
+	uint64_t rtt_ns;	/* the last PING's round trip */
 	struct smart_tp_wr chain[RPC_CHAIN];
 	int nchain;
 	struct smart_tp_recv *repost;	/* nrecv entries */
@@ -131,13 +189,25 @@ struct smart_rpc_conn {
 	struct smart_rpc_req *reqs;	/* open requests of the peer */
 	struct smart_rpc_stats st;
 	char peer[64];
+	/* rendezvous (rndv.c) */
+	struct smart_tp_remote *remote;	/* the peer's staging region */
+	uint32_t peer_rndv;	/* its length, the longest message it takes;
+				 * 0: the peer has no rendezvous */
+	struct rpc_rin rin;
+	struct rpc_held *held;	/* nrecv entries, a ring */
+	uint32_t held_head, held_n;
 };
 
 /* A handshake a listener serves (peer.c). */
 struct rpc_pend {
 	int fd;
 	int authed;
-	int fd_got;		/* a descriptor the dialer passed, or -1 */
+	int refused;		/* ERROR sent: its input drained until the
+				 * dialer closes (closing on unread input
+				 * would reset the socket before the dialer
+				 * read why) */
+	int fd_got[SMART_SOCK_FDS];	/* descriptors the dialer passed (its
+					 * QP's, its staging region's), or -1 */
 	int64_t deadline;	/* ms */
 	size_t in_len;
 	uint8_t in[SMART_PROTO_FRAME_MAX];
@@ -160,6 +230,7 @@ struct smart_rpc {
 	int in_handler;		/* a handler runs: calls are refused */
 	int waiting;		/* tasks waiting in calls or for room */
 	uint64_t tick_cycles, next_tick;
+	uint64_t ka_cycles;	/* keepalive_ms in TSC cycles */
 	struct rpc_handler *handlers;	/* RPC_OPS entries */
 	/* connections */
 	struct smart_rpc_conn **conns;	/* max_conns entries */
@@ -183,8 +254,25 @@ struct smart_rpc {
 	struct rpc_pend *pend;	/* max_pending */
 	uint32_t npend;
 	uint32_t next_peer_id;
+	uint32_t nspare;	/* connections in the QP cache */
 	/* counters of connections gone, and of the endpoint */
 	struct smart_rpc_stats past;
+	/* tracing (trace.c) */
+	uint64_t ncalls;		/* calls made: every trace_every-th is
+					 * traced */
+	uint64_t last_poll, slow_cycles;	/* TSC */
+	struct smart_rpc_trace traces[RPC_TRACES];	/* a ring */
+	uint32_t ntraces;
+	/* rendezvous (rndv.c): staging exposed to peers, landing private */
+	struct rpc_pages stage_pg, land_pg;
+	struct rpc_stage *stages;	/* RPC_STAGES */
+	uint16_t stage_gen;
+	uint8_t rblob[SMART_PROTO_BLOB_MAX];	/* the staging region's */
+	size_t rblob_len;
+	int land_waiters;	/* connections in RPC_RIN_WAIT_MEM */
+	/* control socket for smart-stat (stat.c) */
+	int sfd;
+	struct rpc_stat *ctl;	/* its clients, names, stamps (stat.c) */
 };
 
 /* rpc.c: the poller, and closing every connection (destroy) */
@@ -192,9 +280,10 @@ int smart__rpc_poll(struct smart_worker *w, void *arg);
 void smart__rpc_conns_close(struct smart_rpc *rpc);
 int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 			struct smart_rpc_conn **out);
+void smart__rpc_cache_fill(struct smart_rpc *rpc);
 int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len);
 int smart__rpc_conn_up(struct smart_rpc_conn *c,
-		       const struct smart_proto_peer *peer, int fd);
+		       const struct smart_proto_peer *peer, int fd, int rfd);
 void smart__rpc_conn_free(struct smart_rpc_conn *c);
 int smart__rpc_qp_fd(const struct smart_rpc_conn *c);
 
@@ -206,6 +295,41 @@ void smart__rpc_stats_add(struct smart_rpc_stats *to,
 int smart__rpc_slab_get(struct smart_rpc *rpc, struct rpc_slab **out);
 void smart__rpc_slab_put(struct smart_rpc *rpc, struct rpc_slab *s);
 void smart__rpc_slabs_free(struct smart_rpc *rpc);
+
+/* rpc.c, for rndv.c */
+void smart__rpc_fail(struct smart_rpc_conn *c, int err, const char *why);
+struct smart_tp_wr *smart__rpc_wr(struct smart_rpc_conn *c, int kind,
+				  uint64_t v);
+void smart__rpc_queue(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
+		      const void *data);
+void smart__rpc_deliver(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
+			const void *data, uint32_t len);
+void smart__rpc_held_drain(struct smart_rpc_conn *c);
+
+/* rndv.c: rendezvous messages (docs/rpc.md) */
+int smart__rndv_open(struct smart_rpc *rpc);
+void smart__rndv_close(struct smart_rpc *rpc);
+int smart__rndv_stage(struct smart_rpc_conn *c, const void *data,
+		      uint32_t len, struct smart_msg_rndv *d);
+void smart__rndv_unstage(struct smart_rpc *rpc, uint32_t rid);
+int smart__rndv_connect(struct smart_rpc_conn *c,
+			const struct smart_proto_peer *peer, int fd);
+void smart__rndv_start(struct smart_rpc_conn *c, const struct smart_msg *m);
+void smart__rndv_done(struct smart_rpc_conn *c, uint32_t rid);
+void smart__rndv_read_done(struct smart_rpc_conn *c);
+void smart__rndv_retry(struct smart_rpc *rpc);
+void smart__rndv_conn_drop(struct smart_rpc_conn *c);
+
+/* trace.c */
+void smart__rpc_trace_add(struct smart_rpc *rpc,
+			  const struct smart_rpc_trace *t);
+uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles);
+
+/* stat.c: the control socket smart-stat reads (opened at create, served
+ * every tick, closed at destroy) */
+int smart__rpc_stat_open(struct smart_rpc *rpc);
+void smart__rpc_stat_service(struct smart_rpc *rpc);
+void smart__rpc_stat_close(struct smart_rpc *rpc);
 
 /* peer.c */
 void smart__rpc_listen_service(struct smart_rpc *rpc);

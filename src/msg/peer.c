@@ -4,12 +4,14 @@
  * (X-RDMA: TCP setup ~0.1 ms against rdma_cm's ~4 ms):
  *
  *   dialer -> listener   HELLO (version, transport, secret)
- *   dialer -> listener   PEER_CONNECT (window, max_msg, QP blob) [+ fd]
- *   listener -> dialer   PEER_ACCEPT (id, window, max_msg, blob) [+ fd]
+ *   dialer -> listener   PEER_CONNECT (window, max_msg, rndv_max, QP blob,
+ *                        staging region blob) [+ 2 fds]
+ *   listener -> dialer   PEER_ACCEPT (id, the same of its own) [+ 2 fds]
  *                        or ERROR (status, reason), then close
  *
- * On shm the QPs' receive segments are descriptors that travel with the
- * blobs (SCM_RIGHTS), so the listener is an abstract unix socket
+ * On shm the QPs' receive segments and the staging regions (the memory a
+ * peer READs rendezvous payloads from) are descriptors that travel with
+ * the blobs (SCM_RIGHTS), so the listener is an abstract unix socket
  * "smart-rpc:<port>", the TCP port of the address held (bound, not
  * listening) so that the port is the endpoint's on this host; on verbs it
  * is the TCP address itself.
@@ -39,6 +41,7 @@
 #include "util/sockio.h"
 
 #define PEER_ACCEPTS_PER_TICK 16
+#define PEER_REFUSED_MS 1000	/* a refused dialer's time to read why */
 
 /* "smart-rpc:<port>" as an abstract unix address. */
 static uint32_t unix_addr(uint16_t port, struct sockaddr_un *un)
@@ -110,16 +113,25 @@ int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len)
 	return 0;
 }
 
+static void fds_close(int *fds)
+{
+	for (int i = 0; i < SMART_SOCK_FDS; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
 static void pend_close(struct rpc_pend *p)
 {
 	if (p->fd >= 0)
 		close(p->fd);
-	if (p->fd_got >= 0)
-		close(p->fd_got);
+	fds_close(p->fd_got);
 	explicit_bzero(p->in, p->in_len);
-	p->fd = p->fd_got = -1;
+	p->fd = -1;
 	p->in_len = 0;
 	p->authed = 0;
+	p->refused = 0;
 }
 
 void smart__rpc_listen_close(struct smart_rpc *rpc)
@@ -134,11 +146,17 @@ void smart__rpc_listen_close(struct smart_rpc *rpc)
 	rpc->lfd = rpc->pfd = -1;
 }
 
-/* Refuse a handshake: an ERROR frame, best effort, then close. */
+/* Refuse a handshake: an ERROR frame, best effort, and our side shut;
+ * the slot then drains what the dialer still sends (it may have sent its
+ * PEER_CONNECT behind the HELLO) until it closes, for at most
+ * PEER_REFUSED_MS: closing a socket with unread input resets it, and the
+ * dialer would read that instead of why it was refused.  A refused slot
+ * is evicted like an unauthenticated one. */
 static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 			const char *why)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	int64_t until = smart__now_ms() + PEER_REFUSED_MS;
 	size_t n;
 
 	rpc->past.handshakes_refused++;
@@ -146,7 +164,36 @@ static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 	if (!smart__proto_enc_error(status, why, f, sizeof(f), &n) &&
 	    send(p->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		smart__dbg(&rpc->ctx->log, "rpc: refusal not sent");
-	pend_close(p);
+	shutdown(p->fd, SHUT_WR);
+	fds_close(p->fd_got);
+	explicit_bzero(p->in, p->in_len);
+	p->in_len = 0;
+	p->authed = 0;
+	p->refused = 1;
+	if (p->deadline > until)
+		p->deadline = until;
+}
+
+/* A refused slot: read and drop; closed at the dialer's EOF. */
+static void pend_drain(struct rpc_pend *p)
+{
+	int fds[SMART_SOCK_FDS] = { -1, -1 }, extra = 0;
+	long r;
+
+	for (;;) {
+		r = smart__sock_recv_some(p->fd, p->in, sizeof(p->in), fds,
+					  SMART_SOCK_FDS, &extra);
+		fds_close(fds);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (r <= 0) {
+			pend_close(p);
+			return;
+		}
+	}
+	explicit_bzero(p->in, sizeof(p->in));
 }
 
 static int hello_ok(struct smart_rpc *rpc, struct rpc_pend *p,
@@ -178,6 +225,44 @@ static int hello_ok(struct smart_rpc *rpc, struct rpc_pend *p,
 	return 1;
 }
 
+/* Our side of a connection, as a PEER frame tells it: window, message
+ * sizes, the QP's blob and the staging region's. */
+static int peer_fill(struct smart_rpc_conn *c, struct smart_proto_peer *m)
+{
+	struct smart_rpc *rpc = c->rpc;
+
+	m->window = c->window;
+	m->max_msg = c->msg_len;
+	m->rndv_max = rpc->cfg.rndv_max;
+	m->rblob_len = rpc->rblob_len;
+	memcpy(m->rblob, rpc->rblob, rpc->rblob_len);
+	m->blob_len = sizeof(m->blob);
+	return smart__rpc_conn_blob(c, m->blob, &m->blob_len);
+}
+
+/* A PEER frame goes with the descriptors a peer on shm maps: the QP's
+ * receive segment and the staging region's memfd. */
+static int send_peer(struct smart_rpc_conn *c, int fd, const void *f,
+		     size_t n, int64_t deadline)
+{
+	int fds[SMART_SOCK_FDS] = { smart__rpc_qp_fd(c),
+				    c->rpc->stage_pg.mr->fd };
+
+	return smart__sock_send_all(fd, f, n, fds,
+				    c->rpc->passes_fds ? SMART_SOCK_FDS : 0,
+				    deadline);
+}
+
+/* The descriptors a PEER frame came with are those it says: both on shm
+ * (a QP's, a staging region's), none on verbs. */
+static int fds_as_told(const struct smart_rpc *rpc,
+		       const struct smart_proto_peer *m, const int *fds)
+{
+	if (!rpc->passes_fds)
+		return fds[0] < 0 && fds[1] < 0;
+	return fds[0] >= 0 && fds[1] >= 0 && m->rndv_max;
+}
+
 /* A PEER_CONNECT: make our side of the connection and answer. */
 static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 		       const uint8_t *pl, size_t len)
@@ -186,15 +271,15 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
 	struct smart_rpc_conn *c;
 	size_t n;
-	int rc, fd;
+	int rc;
 
 	if (smart__proto_dec_peer(SMART_PROTO_PEER_CONNECT, pl, len, &in)) {
 		pend_refuse(rpc, p, SMART_EPROTO, "malformed peer_connect");
 		return;
 	}
-	if (rpc->passes_fds != (p->fd_got >= 0)) {
-		pend_refuse(rpc, p, SMART_EPROTO, "queue descriptor missing "
-			    "or unexpected");
+	if (!fds_as_told(rpc, &in, p->fd_got)) {
+		pend_refuse(rpc, p, SMART_EPROTO, "descriptors missing or "
+			    "unexpected");
 		return;
 	}
 	rc = smart__rpc_conn_new(rpc, 1, &c);
@@ -202,25 +287,20 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 		pend_refuse(rpc, p, rc, "no room for a connection");
 		return;
 	}
-	outm.blob_len = sizeof(outm.blob);
-	rc = smart__rpc_conn_blob(c, outm.blob, &outm.blob_len);
-	fd = p->fd_got;
-	p->fd_got = -1;	/* the transport owns it from here, even on error */
-	if (!rc)
-		rc = smart__rpc_conn_up(c, &in, fd);
-	else if (fd >= 0)
-		close(fd);
+	rc = peer_fill(c, &outm);
+	if (!rc) {
+		/* the transport owns them from here, even on error */
+		rc = smart__rpc_conn_up(c, &in, p->fd_got[0], p->fd_got[1]);
+		p->fd_got[0] = p->fd_got[1] = -1;
+	}
 	outm.id = ++rpc->next_peer_id;
-	outm.window = c->window;
-	outm.max_msg = c->msg_len;
 	if (!rc)
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_ACCEPT, &outm, f,
 					   sizeof(f), &n);
 	/* one small frame to a socket that has sent us all it had: it
 	 * fits, or the dialer is not reading and gets nothing */
 	if (!rc)
-		rc = smart__sock_send_all(p->fd, f, n, smart__rpc_qp_fd(c),
-					  smart__now_ms());
+		rc = send_peer(c, p->fd, f, n, smart__now_ms());
 	if (rc) {
 		smart__rpc_conn_free(c);
 		pend_refuse(rpc, p, SMART_EPROTO, "connection setup failed");
@@ -272,10 +352,14 @@ static void pend_read(struct smart_rpc *rpc, struct rpc_pend *p)
 	int extra = 0;
 	long r;
 
+	if (p->refused) {
+		pend_drain(p);
+		return;
+	}
 	while (p->in_len < sizeof(p->in)) {
 		r = smart__sock_recv_some(p->fd, p->in + p->in_len,
 					  sizeof(p->in) - p->in_len,
-					  &p->fd_got, &extra);
+					  p->fd_got, SMART_SOCK_FDS, &extra);
 		if (extra) {
 			pend_refuse(rpc, p, SMART_EPROTO,
 				    "descriptors not asked for");
@@ -308,7 +392,7 @@ static struct rpc_pend *pend_slot(struct smart_rpc *rpc)
 			old = p;
 	}
 	if (old) {
-		rpc->past.handshakes_refused++;
+		rpc->past.handshakes_refused += !old->refused;
 		pend_close(old);
 	}
 	return old;
@@ -330,7 +414,7 @@ static void accept_some(struct smart_rpc *rpc, int64_t now)
 			continue;
 		}
 		p->fd = fd;
-		p->fd_got = -1;
+		p->fd_got[0] = p->fd_got[1] = -1;
 		p->authed = 0;
 		p->in_len = 0;
 		p->deadline = now + rpc->cfg.timeout_ms;
@@ -351,7 +435,7 @@ void smart__rpc_listen_service(struct smart_rpc *rpc)
 		if (p->fd < 0)
 			continue;
 		if (now > p->deadline) {
-			rpc->past.handshakes_refused++;
+			rpc->past.handshakes_refused += !p->refused;
 			pend_close(p);
 			continue;
 		}
@@ -391,26 +475,22 @@ static int dial_hello(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 	snprintf(h.transport, sizeof(h.transport), "%s", rpc->tp->name);
 	rc = smart__proto_enc_hello(&h, f, sizeof(f), &n);
 	if (!rc)
-		rc = smart__sock_send_all(fd, f, n, -1, deadline);
+		rc = smart__sock_send_all(fd, f, n, NULL, 0, deadline);
 	explicit_bzero(f, sizeof(f));
 	if (rc)
 		return rc;
-	m.window = c->window;
-	m.max_msg = c->msg_len;
-	m.blob_len = sizeof(m.blob);
-	rc = smart__rpc_conn_blob(c, m.blob, &m.blob_len);
+	rc = peer_fill(c, &m);
 	if (!rc)
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_CONNECT, &m, f,
 					   sizeof(f), &n);
 	if (!rc)
-		rc = smart__sock_send_all(fd, f, n, smart__rpc_qp_fd(c),
-					  deadline);
+		rc = send_peer(c, fd, f, n, deadline);
 	return rc;
 }
 
 /* Read the listener's answer; an ERROR gives its status. */
 static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
-		       struct smart_proto_peer *m, int *fd_got)
+		       struct smart_proto_peer *m, int *fds)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX +
 		  SMART_PROTO_ERROR_MAX];
@@ -418,15 +498,15 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 	struct smart_proto_error e;
 	int rc;
 
-	rc = smart__sock_recv_exact(fd, f, SMART_PROTO_HDR_LEN, fd_got,
-				    deadline);
+	rc = smart__sock_recv_exact(fd, f, SMART_PROTO_HDR_LEN, fds,
+				    SMART_SOCK_FDS, deadline);
 	if (!rc)
 		rc = smart__proto_hdr_check(f, SMART_PROTO_HDR_LEN, &h);
 	if (!rc && h.len > sizeof(f) - SMART_PROTO_HDR_LEN)
 		rc = SMART_EPROTO;
 	if (!rc)
 		rc = smart__sock_recv_exact(fd, f + SMART_PROTO_HDR_LEN, h.len,
-					    fd_got, deadline);
+					    fds, SMART_SOCK_FDS, deadline);
 	if (rc)
 		return rc == SMART_EAGAIN ? SMART_EPROTO : rc;
 	if (h.type == SMART_PROTO_ERROR) {
@@ -439,18 +519,27 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 	if (h.type != SMART_PROTO_PEER_ACCEPT ||
 	    smart__proto_dec_peer(h.type, f + SMART_PROTO_HDR_LEN, h.len, m))
 		return SMART_EPROTO;
-	if (rpc->passes_fds != (*fd_got >= 0))
-		return SMART_EPROTO;
-	return 0;
+	return fds_as_told(rpc, m, fds) ? 0 : SMART_EPROTO;
+}
+
+/* How long a dial may block.  It does not poll the endpoint meanwhile
+ * (its socket waits are blocking ones), so its peers hear no PONG: it
+ * stops at half the keepalive bound, before they give this process up. */
+static int64_t dial_ms(const struct smart_rpc *rpc)
+{
+	int64_t ka = (int64_t)rpc->cfg.keepalive_ms *
+		     rpc->cfg.keepalive_misses / 2;
+
+	return rpc->cfg.timeout_ms < ka ? rpc->cfg.timeout_ms : ka;
 }
 
 int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 		    struct smart_rpc_conn **out)
 {
-	int64_t deadline = smart__now_ms() + rpc->cfg.timeout_ms;
+	int64_t deadline = smart__now_ms() + dial_ms(rpc);
 	struct smart_proto_peer m;
 	struct smart_rpc_conn *c;
-	int fd = -1, fd_got = -1, rc;
+	int fd = -1, fds[SMART_SOCK_FDS] = { -1, -1 }, rc;
 
 	rc = smart__rpc_conn_new(rpc, 0, &c);
 	if (rc)
@@ -459,13 +548,12 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	if (!rc)
 		rc = dial_hello(rpc, c, fd, deadline);
 	if (!rc)
-		rc = dial_answer(rpc, fd, deadline, &m, &fd_got);
+		rc = dial_answer(rpc, fd, deadline, &m, fds);
 	if (!rc) {
-		rc = smart__rpc_conn_up(c, &m, fd_got);
-		fd_got = -1;	/* the transport's now */
+		rc = smart__rpc_conn_up(c, &m, fds[0], fds[1]);
+		fds[0] = fds[1] = -1;	/* the transport's now */
 	}
-	if (fd_got >= 0)
-		close(fd_got);
+	fds_close(fds);
 	if (fd >= 0)
 		close(fd);
 	if (rc) {

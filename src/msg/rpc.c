@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "msg/msg_int.h"
 #include "util/log.h"
@@ -64,6 +65,11 @@ static void mark_dirty(struct smart_rpc_conn *c)
 static void conn_fail(struct smart_rpc_conn *c, int err, const char *why);
 static void free_dead(struct smart_rpc *rpc);
 
+void smart__rpc_fail(struct smart_rpc_conn *c, int err, const char *why)
+{
+	conn_fail(c, err, why);
+}
+
 static void conn_post(struct smart_rpc_conn *c)
 {
 	int rc;
@@ -94,6 +100,19 @@ static struct smart_tp_wr *chain_add(struct smart_rpc_conn *c)
 		return NULL;
 	wr = &c->chain[c->nchain++];
 	memset(wr, 0, sizeof(*wr));
+	return wr;
+}
+
+/* The next WR of the chain with its wr_id, for rndv.c's READs. */
+struct smart_tp_wr *smart__rpc_wr(struct smart_rpc_conn *c, int kind,
+				  uint64_t v)
+{
+	struct smart_tp_wr *wr = chain_add(c);
+
+	if (wr) {
+		wr->wr_id = wr_id(c, kind, v);
+		mark_dirty(c);
+	}
 	return wr;
 }
 
@@ -150,14 +169,18 @@ static void send_data(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 		mark_dirty(c);
 }
 
+/* A message of 0 bytes: ACK and CLOSE as SENDs, the keepalive's PING and
+ * PONG as zero-byte WRITEs with immediate (X-RDMA's probe; no region is
+ * needed for 0 bytes, transport.h rule 8). */
 static void send_bare(struct smart_rpc_conn *c, int kind)
 {
 	struct smart_tp_wr *wr = chain_add(c);
+	int probe = kind == SMART_MSG_K_PING || kind == SMART_MSG_K_PONG;
 
 	if (!wr)
 		return;
-	wr->wr_id = wr_id(c, RPC_WR_BARE, 0);
-	wr->opcode = SMART_TP_SEND;
+	wr->wr_id = wr_id(c, RPC_WR_BARE, (uint64_t)kind);
+	wr->opcode = probe ? SMART_TP_WRITE_IMM : SMART_TP_SEND;
 	wr->lkey = c->lkey;
 	wr->local = c->sbuf;
 	wr->flags = SMART_TP_IMM | SMART_TP_SIGNALED;
@@ -315,25 +338,111 @@ static struct rpc_call *call_find(struct smart_rpc *rpc, uint32_t id)
 	return id && k->id == id && !k->done ? k : NULL;
 }
 
+/* How len payload bytes go on c: 0 eagerly, 1 by rendezvous, or
+ * SMART_EINVAL when longer than either side takes. */
+static int msg_mode(const struct smart_rpc_conn *c, uint32_t len)
+{
+	if (len <= c->rpc->cfg.eager_max &&
+	    (c->state != RPC_C_LIVE || SMART_MSG_HDR_LEN + len <= c->peer_max))
+		return 0;
+	if (len <= c->rpc->cfg.rndv_max && len <= c->peer_rndv)
+		return 1;
+	return SMART_EINVAL;
+}
+
+/* Stage a rendezvous payload, waiting for staging room (a task yields,
+ * the main context polls) up to the endpoint's timeout. */
+static int stage_wait(struct smart_rpc_conn *c, const void *data,
+		      uint32_t len, struct smart_msg_rndv *d)
+{
+	struct smart_rpc *rpc = c->rpc;
+	int64_t until = smart__now_ms() + rpc->cfg.timeout_ms;
+	int rc;
+
+	rpc->waiting++;
+	while ((rc = smart__rndv_stage(c, data, len, d)) == SMART_EAGAIN) {
+		if (c->state != RPC_C_LIVE) {
+			rc = SMART_ECONN;
+			break;
+		}
+		if (smart__now_ms() > until) {
+			rc = SMART_ETIMEDOUT;
+			break;
+		}
+		if (rpc->w->cur)
+			smart_task_yield(rpc->w);
+		else
+			smart__worker_poll(rpc->w);
+	}
+	rpc->waiting--;
+	return rc;
+}
+
+/* Make room for a message of len bytes on c: its payload staged when it
+ * goes by rendezvous (*h then says so, *desc is its payload and *rid
+ * names what was staged), window room.  Nothing held on error. */
+static int send_prepare(struct smart_rpc_conn *c, int mode, const void *data,
+			uint32_t len, struct smart_msg_hdr *h, uint8_t *desc,
+			uint32_t *rid)
+{
+	struct smart_msg_rndv d = { 0 };
+	int rc = mode ? stage_wait(c, data, len, &d) : 0;
+
+	if (rc || !mode)
+		return rc ? rc : wait_room(c);	/* nothing staged on error */
+	rc = wait_room(c);
+	if (rc || c->state != RPC_C_LIVE) {
+		smart__rndv_unstage(c->rpc, d.rid);
+		return rc ? rc : SMART_ECONN;
+	}
+	*rid = d.rid;
+	smart__msg_put_rndv(desc, &d);
+	h->flags = SMART_MSG_F_RNDV;
+	h->len = SMART_MSG_RNDV_LEN;
+	return 0;
+}
+
+static void trace_call(const struct rpc_call *k, const struct smart_msg_hdr *h,
+		       uint64_t t0, int rndv, uint32_t len, int status)
+{
+	struct smart_rpc *rpc = k->conn->rpc;
+	uint64_t now = smart__rdtsc();
+	struct smart_rpc_trace t = {
+		.id = k->id, .op = h->op, .side = SMART_RPC_TRACE_CALL,
+		.rndv = (uint8_t)rndv, .status = status, .len = len,
+		.start_ns = smart_now_ns() - smart__rpc_ns(rpc, now - t0),
+		.queue_ns = smart__rpc_ns(rpc, k->t_sent - t0),
+		.rtt_ns = smart__rpc_ns(rpc, now - k->t_sent) };
+
+	smart__rpc_trace_add(rpc, &t);
+}
+
 int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 		   uint32_t len, void *resp, uint32_t cap, uint32_t *resp_len)
 {
 	struct smart_msg_hdr h = { .type = SMART_MSG_REQ, .op = op, .len = len };
+	uint8_t desc[SMART_MSG_RNDV_LEN];
 	struct smart_rpc *rpc;
 	struct rpc_call *k;
-	int rc;
+	uint32_t rid = 0;
+	uint64_t t0 = 0;
+	int rc, mode, traced;
 
 	if (!c || (len && !req) || (cap && !resp))
 		return SMART_EINVAL;
 	rpc = c->rpc;
-	if (len > rpc->cfg.eager_max || rpc->in_handler || c->freeing ||
-	    (c->state == RPC_C_LIVE &&
-	     SMART_MSG_HDR_LEN + len > c->peer_max))
+	mode = msg_mode(c, len);
+	if (mode < 0 || rpc->in_handler || c->freeing)
 		return SMART_EINVAL;
+	traced = ++rpc->ncalls % rpc->cfg.trace_every == 0;
+	if (traced)
+		t0 = smart__rdtsc();
 	conn_enter(c);
-	rc = wait_room(c);
+	rc = send_prepare(c, mode, req, len, &h, desc, &rid);
 	k = rc ? NULL : call_get(rpc);
 	if (!k) {
+		if (!rc && mode)
+			smart__rndv_unstage(rpc, rid);
 		conn_leave(c);
 		return rc ? rc : SMART_EBUSY;
 	}
@@ -346,9 +455,15 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 				  rpc->ctx->clock.cycles_per_ns;
 	h.call = k->id;
 	c->st.calls++;
-	send_data(c, &h, req, 1);
+	if (traced) {
+		h.flags |= SMART_MSG_F_TRACE;
+		k->t_sent = smart__rdtsc();
+	}
+	send_data(c, &h, mode ? desc : req, 1);
 	rpc_wait_flag(rpc, &k->done);
 	rc = k->status;
+	if (traced)
+		trace_call(k, &h, t0, mode, len, rc);
 	if (resp_len && (rc == 0 || rc == SMART_ERANGE || k->len))
 		*resp_len = k->len;
 	call_put(rpc, k);
@@ -361,18 +476,21 @@ int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 {
 	struct smart_msg_hdr h = { .type = SMART_MSG_ONEWAY, .op = op,
 				   .len = len };
-	int rc;
+	uint8_t desc[SMART_MSG_RNDV_LEN];
+	uint32_t rid;
+	int rc, mode;
 
-	if (!c || (len && !data) || len > c->rpc->cfg.eager_max ||
-	    c->freeing || (c->state == RPC_C_LIVE &&
-			   SMART_MSG_HDR_LEN + len > c->peer_max))
+	if (!c || (len && !data) || c->freeing)
 		return SMART_EINVAL;
-	if (c->rpc->in_poll && !may_send(c))
+	mode = msg_mode(c, len);
+	if (mode < 0)
+		return mode;
+	if (c->rpc->in_poll && (!may_send(c) || mode))
 		return SMART_EAGAIN;	/* a handler cannot wait */
 	conn_enter(c);
-	rc = wait_room(c);
+	rc = send_prepare(c, mode, data, len, &h, desc, &rid);
 	if (!rc)
-		send_data(c, &h, data, 0);
+		send_data(c, &h, mode ? desc : data, 0);
 	conn_leave(c);
 	return rc;
 }
@@ -400,16 +518,45 @@ static void req_put(struct smart_rpc *rpc, struct smart_rpc_req *q)
 	rpc->free_reqs = q;
 }
 
+/* A message from the poll (a reply, a DONE): sent, or queued behind the
+ * window when there is no room (handlers cannot wait). */
+void smart__rpc_queue(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
+		      const void *data)
+{
+	if (may_send(c))
+		send_data(c, h, data, 1);
+	else if (c->state == RPC_C_LIVE)
+		backlog_add(c, h, data);
+}
+
 static void reply_on(struct smart_rpc_conn *c, uint32_t call, uint16_t op,
 		     int status, const void *data, uint32_t len)
 {
 	struct smart_msg_hdr h = { .type = SMART_MSG_RESP, .op = op,
 				   .call = call, .status = status, .len = len };
 
-	if (may_send(c))
-		send_data(c, &h, data, 1);
-	else if (c->state == RPC_C_LIVE)
-		backlog_add(c, &h, data);
+	smart__rpc_queue(c, &h, data);
+}
+
+/* A reply by rendezvous: staged at once (a reply never waits), or, when
+ * the staging region is full, SMART_EBUSY for both sides. */
+static int reply_rndv(struct smart_rpc_conn *c, const struct smart_rpc_req *q,
+		      int status, const void *data, uint32_t len)
+{
+	struct smart_msg_hdr h = { .type = SMART_MSG_RESP, .op = q->op,
+				   .call = q->call, .status = status,
+				   .flags = SMART_MSG_F_RNDV,
+				   .len = SMART_MSG_RNDV_LEN };
+	uint8_t desc[SMART_MSG_RNDV_LEN];
+	struct smart_msg_rndv d;
+
+	if (smart__rndv_stage(c, data, len, &d)) {
+		reply_on(c, q->call, q->op, SMART_EBUSY, NULL, 0);
+		return SMART_EBUSY;
+	}
+	smart__msg_put_rndv(desc, &d);
+	smart__rpc_queue(c, &h, desc);
+	return 0;
 }
 
 int smart_rpc_reply(smart_rpc_req_t *q, int status, const void *data,
@@ -417,7 +564,7 @@ int smart_rpc_reply(smart_rpc_req_t *q, int status, const void *data,
 {
 	struct smart_rpc_conn *c;
 	struct smart_rpc *rpc;
-	int rc = 0;
+	int rc = 0, mode;
 
 	if (!q || (len && !data))
 		return SMART_EINVAL;
@@ -434,17 +581,20 @@ int smart_rpc_reply(smart_rpc_req_t *q, int status, const void *data,
 		status = SMART_EINVAL;
 		len = 0;
 	}
-	if (len > rpc->cfg.eager_max ||
-	    SMART_MSG_HDR_LEN + len > c->peer_max) {
+	mode = msg_mode(c, len);
+	if (mode < 0) {
 		status = SMART_ERANGE;
 		len = 0;
 		rc = SMART_EINVAL;
+		mode = 0;
 	}
 	req_unlink(q);
-	if (c->state == RPC_C_LIVE)
-		reply_on(c, q->call, q->op, status, data, len);
-	else
+	if (c->state != RPC_C_LIVE)
 		rc = SMART_ECONN;
+	else if (mode)
+		rc = reply_rndv(c, q, status, data, len);
+	else
+		reply_on(c, q->call, q->op, status, data, len);
 	req_put(rpc, q);
 	return rc;
 }
@@ -467,28 +617,53 @@ static void repost(struct smart_rpc_conn *c, uint32_t slot)
 	mark_dirty(c);
 }
 
-static void on_request(struct smart_rpc_conn *c, const struct smart_msg *m)
+/* Run a traced request's handler: how long the request waited since the
+ * poll that found it (or since its descriptor came, for a rendezvous) and
+ * how long the handler ran. */
+static void trace_handler(struct smart_rpc_conn *c,
+			  const struct smart_msg_hdr *h,
+			  const struct rpc_handler *hd, struct smart_rpc_req *q,
+			  const void *payload)
 {
 	struct smart_rpc *rpc = c->rpc;
-	struct rpc_handler *hd = &rpc->handlers[m->h.op];
+	uint64_t found = h->flags & SMART_MSG_F_RNDV ? c->rin.t_start
+						     : rpc->w->now;
+	uint64_t t0 = smart__rdtsc(), t1;
+	struct smart_rpc_trace t = {
+		.id = h->call, .op = h->op, .side = SMART_RPC_TRACE_HANDLER,
+		.rndv = !!(h->flags & SMART_MSG_F_RNDV), .len = h->len };
+
+	hd->fn(q, payload, h->len, hd->arg);
+	t1 = smart__rdtsc();
+	t.start_ns = smart_now_ns() - smart__rpc_ns(rpc, t1 - found);
+	t.queue_ns = smart__rpc_ns(rpc, t0 > found ? t0 - found : 0);
+	t.handler_ns = smart__rpc_ns(rpc, t1 - t0);
+	smart__rpc_trace_add(rpc, &t);
+}
+
+static void on_request(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
+		       const void *payload)
+{
+	struct smart_rpc *rpc = c->rpc;
+	struct rpc_handler *hd = &rpc->handlers[h->op];
 	struct smart_rpc_req *q = NULL;
 
-	if (m->h.type == SMART_MSG_REQ) {
+	if (h->type == SMART_MSG_REQ) {
 		if (!hd->fn) {
-			reply_on(c, m->h.call, m->h.op, SMART_ENOENT, NULL, 0);
+			reply_on(c, h->call, h->op, SMART_ENOENT, NULL, 0);
 			return;
 		}
 		q = rpc->free_reqs;
 		if (!q) {
-			reply_on(c, m->h.call, m->h.op, SMART_EBUSY, NULL, 0);
+			reply_on(c, h->call, h->op, SMART_EBUSY, NULL, 0);
 			return;
 		}
 		rpc->free_reqs = q->next;
 		q->open = 1;
 		q->rpc = rpc;
 		q->conn = c;
-		q->call = m->h.call;
-		q->op = m->h.op;
+		q->call = h->call;
+		q->op = h->op;
 		q->prev = NULL;
 		q->next = c->reqs;
 		if (q->next)
@@ -498,24 +673,109 @@ static void on_request(struct smart_rpc_conn *c, const struct smart_msg *m)
 		return;		/* a one-way message nobody serves */
 	}
 	rpc->in_handler++;
-	hd->fn(q, m->payload, m->h.len, hd->arg);
+	if (smart_unlikely(h->flags & SMART_MSG_F_TRACE))
+		trace_handler(c, h, hd, q, payload);
+	else
+		hd->fn(q, payload, h->len, hd->arg);
 	rpc->in_handler--;
 }
 
-static void on_response(struct smart_rpc_conn *c, const struct smart_msg *m)
+static void on_response(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
+			const void *payload)
 {
-	struct rpc_call *k = call_find(c->rpc, m->h.call);
+	struct rpc_call *k = call_find(c->rpc, h->call);
 
 	if (!k || k->conn != c)
 		return;		/* late: the call timed out */
-	k->len = m->h.len;
-	if (m->h.len > k->cap) {
+	k->len = h->len;
+	if (h->len > k->cap) {
 		call_finish(k, SMART_ERANGE);
 		return;
 	}
-	if (m->h.len)
-		memcpy(k->resp, m->payload, m->h.len);
-	call_finish(k, m->h.status);
+	if (h->len)
+		memcpy(k->resp, payload, h->len);
+	call_finish(k, h->status);
+}
+
+/* A message's payload is here (eager, or READ by rendezvous): handled. */
+void smart__rpc_deliver(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
+			const void *data, uint32_t len)
+{
+	struct smart_msg_hdr x = *h;
+
+	x.len = len;
+	if (x.type == SMART_MSG_RESP)
+		on_response(c, &x, data);
+	else
+		on_request(c, &x, data);
+}
+
+/* A descriptor: READ for it, unless its response has no call waiting for
+ * it any more or is longer than the call takes (DONE at once: nothing is
+ * READ, and the call gets SMART_ERANGE with the length). */
+static void rndv_begin(struct smart_rpc_conn *c, const struct smart_msg *m)
+{
+	struct rpc_call *k;
+	struct smart_msg_hdr done = { .type = SMART_MSG_DONE,
+				      .call = m->rndv.rid };
+
+	if (m->h.type == SMART_MSG_RESP) {
+		k = call_find(c->rpc, m->h.call);
+		if (k && k->conn != c)
+			k = NULL;
+		if (!k || m->rndv.len > k->cap) {
+			if (k) {
+				k->len = m->rndv.len;
+				call_finish(k, SMART_ERANGE);
+			}
+			smart__rpc_queue(c, &done, NULL);
+			return;
+		}
+	}
+	smart__rndv_start(c, m);
+}
+
+/* One data message, in order: handled, its receive given back. */
+static void on_data(struct smart_rpc_conn *c, const struct smart_msg *m,
+		    uint32_t slot)
+{
+	c->st.msgs_recv++;
+	if (m->h.type == SMART_MSG_DONE)
+		smart__rndv_done(c, m->h.call);
+	else if (m->h.flags & SMART_MSG_F_RNDV)
+		rndv_begin(c, m);
+	else
+		smart__rpc_deliver(c, &m->h, m->payload, m->h.len);
+	if (c->state != RPC_C_LIVE)
+		return;
+	c->st.bytes_recv += m->h.flags & SMART_MSG_F_RNDV ? m->rndv.len
+							 : m->h.len;
+	c->rx_consumed++;
+	repost(c, slot);
+}
+
+/* Data messages behind a rendezvous wait, their receives kept. */
+static void held_add(struct smart_rpc_conn *c, const struct smart_msg *m,
+		     uint32_t slot)
+{
+	struct rpc_held *x = &c->held[(c->held_head + c->held_n) % c->nrecv];
+
+	x->m = *m;
+	x->slot = slot;
+	c->held_n++;
+	c->st.rndv_held++;
+}
+
+void smart__rpc_held_drain(struct smart_rpc_conn *c)
+{
+	while (c->held_n && c->rin.state == RPC_RIN_NONE &&
+	       c->state == RPC_C_LIVE) {
+		struct rpc_held x = c->held[c->held_head];
+
+		c->held_head = (c->held_head + 1) % c->nrecv;
+		c->held_n--;
+		on_data(c, &x.m, x.slot);
+	}
 }
 
 /* The peer's cumulative ack, 16 bits on the wire, extended; an ack of more
@@ -544,22 +804,27 @@ static void on_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
 		conn_fail(c, SMART_EPROTO, "malformed message");
 		return;
 	}
-	if (m.kind == SMART_MSG_K_CLOSE) {
+	switch (m.kind) {
+	case SMART_MSG_K_CLOSE:
 		conn_fail(c, SMART_ECONN, NULL);
 		return;
+	case SMART_MSG_K_PING:
+		send_bare(c, SMART_MSG_K_PONG);
+		break;
+	case SMART_MSG_K_PONG:
+		if (c->ping_out) {
+			c->ping_out = 0;
+			c->rtt_ns = (uint64_t)((double)(c->last_rx - c->ping_at) /
+					       c->rpc->ctx->clock.cycles_per_ns);
+		}
+		break;
 	}
-	if (m.kind == SMART_MSG_K_DATA) {
-		c->st.msgs_recv++;
-		c->st.bytes_recv += m.h.len;
-		if (m.h.type == SMART_MSG_RESP)
-			on_response(c, &m);
-		else
-			on_request(c, &m);
-		if (c->state != RPC_C_LIVE)
-			return;
-		c->rx_consumed++;
-	}
-	repost(c, slot);
+	if (m.kind != SMART_MSG_K_DATA)
+		repost(c, slot);
+	else if (c->rin.state != RPC_RIN_NONE || c->held_n)
+		held_add(c, &m, slot);
+	else
+		on_data(c, &m, slot);
 }
 
 static void on_send_done(struct smart_rpc_conn *c, int kind, uint64_t v)
@@ -595,16 +860,31 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 	if (!c)
 		return;		/* of a connection gone */
 	if (wc->status != SMART_TP_WC_OK) {
+		/* a PING that failed (verbs: the RC retries ran out, the
+		 * peer's QP is gone) is the keepalive's verdict too, and may
+		 * come before the silence bound (docs/rpc.md §7) */
+		int ping = kind == RPC_WR_BARE && v == SMART_MSG_K_PING &&
+			   wc->status != SMART_TP_WC_FLUSH;
+
 		if (wc->status == SMART_TP_WC_RNR)
 			c->st.rnr++;
+		if (ping)
+			c->st.ka_failures++;
 		conn_fail(c, SMART_ECONN, wc->status == SMART_TP_WC_FLUSH ?
-			  NULL : "transport error");
+			  NULL : ping ? "keepalive: the PING failed (the peer "
+			  "is gone)" : kind == RPC_WR_READ ?
+			  "rendezvous READ failed (the peer's region refused "
+			  "it, or the peer is gone)" : "transport error");
 		return;
 	}
-	if (kind == RPC_WR_RECV && v < c->nrecv)
+	if (kind == RPC_WR_RECV && v < c->nrecv) {
+		c->last_rx = rpc->w->now;
 		on_recv(c, wc, (uint32_t)v);
-	else if (kind != RPC_WR_RECV)
+	} else if (kind == RPC_WR_READ) {
+		smart__rndv_read_done(c);
+	} else if (kind != RPC_WR_RECV) {
 		on_send_done(c, kind, v);
+	}
 }
 
 /* After a poll: reposts, acks owed, backlogs, chains. */
@@ -629,7 +909,7 @@ static void flush_dirty(struct smart_rpc *rpc)
 		}
 		backlog_drain(c);
 		if ((uint16_t)((uint16_t)c->rx_consumed - c->rx_acked_sent) >=
-		    c->window / 2 && c->bare_out < 2)
+		    c->window / 2)
 			send_bare(c, SMART_MSG_K_ACK);
 		conn_post(c);
 		c->dirty = 0;	/* what the above marked is done */
@@ -651,6 +931,49 @@ static void expire_calls(struct smart_rpc *rpc, uint64_t now)
 		}
 }
 
+/* The keepalive, every tick: PING a connection silent for ka_cycles (one
+ * PING out at a time), give up a peer silent for keepalive_misses times
+ * that.  Verdicts only when this poll drained the CQ: after a long stop of
+ * this process, what the peers sent meanwhile is read before anyone is
+ * judged silent. */
+static void keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
+{
+	uint64_t dead = rpc->ka_cycles * rpc->cfg.keepalive_misses;
+
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
+		struct smart_rpc_conn *c = rpc->conns[i];
+		uint64_t quiet;
+
+		if (!c || c->state != RPC_C_LIVE || now < c->last_rx)
+			continue;
+		quiet = now - c->last_rx;
+		if (quiet >= dead && drained && !SMART_M_RPC_NO_KEEPALIVE) {
+			c->st.ka_failures++;
+			conn_fail(c, SMART_ECONN, "keepalive: the peer is "
+				  "silent (dead or stopped)");
+		} else if (quiet >= rpc->ka_cycles && !c->ping_out) {
+			c->ping_out = 1;
+			c->ping_at = now;
+			c->st.ka_probes++;
+			send_bare(c, SMART_MSG_K_PING);
+		}
+	}
+}
+
+/* The endpoint was not polled for longer than slow_poll_us (X-RDMA's
+ * slow-poll detection): its messages waited that long. */
+static void slow_poll(struct smart_rpc *rpc, uint64_t now)
+{
+	uint64_t gap;
+
+	if (!rpc->last_poll || now < rpc->last_poll)
+		return;
+	gap = smart__rpc_ns(rpc, now - rpc->last_poll);
+	rpc->past.slow_polls++;
+	if (gap > rpc->past.poll_gap_max_ns)
+		rpc->past.poll_gap_max_ns = gap;
+}
+
 int smart__rpc_poll(struct smart_worker *w, void *arg)
 {
 	struct smart_rpc *rpc = arg;
@@ -660,6 +983,9 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 	if (rpc->in_poll)
 		return 0;	/* a handler's wait polls the worker */
 	rpc->in_poll = 1;
+	if (smart_unlikely(w->now - rpc->last_poll > rpc->slow_cycles))
+		slow_poll(rpc, w->now);
+	rpc->last_poll = w->now;
 	if (rpc->dirty)
 		flush_dirty(rpc);
 	n = rpc->tp->poll(rpc->cq, wc, SMART_POLL_BATCH);
@@ -671,7 +997,12 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		rpc->next_tick = w->now + rpc->tick_cycles;
 		if (rpc->live_calls)
 			expire_calls(rpc, w->now);
+		keepalive(rpc, w->now, n < SMART_POLL_BATCH);
+		smart__rpc_cache_fill(rpc);
+		if (rpc->dirty)
+			flush_dirty(rpc);
 		smart__rpc_listen_service(rpc);
+		smart__rpc_stat_service(rpc);
 	}
 	if (rpc->dead)
 		free_dead(rpc);
@@ -693,8 +1024,10 @@ int smart__rpc_qp_fd(const struct smart_rpc_conn *c)
 	return c->rpc->tp->qp_fd(c->qp);
 }
 
-int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
-			struct smart_rpc_conn **out)
+/* A connection ready to be connected: its index, slab, QP and posted
+ * receives (whose wr_ids name the index, so a cached one keeps it). */
+static int conn_make(struct smart_rpc *rpc, int accepted,
+		     struct smart_rpc_conn **out)
 {
 	struct smart_tp_qp_attr a = { 0 };
 	struct smart_rpc_conn *c;
@@ -717,13 +1050,15 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 	c->msg_len = rpc->msg_len;
 	c->sig_mask = c->window >= 8 ? c->window / 4 - 1 : 0;
 	c->repost = calloc(c->nrecv, sizeof(*c->repost));
-	rc = c->repost ? smart__rpc_slab_get(rpc, &c->slab) : SMART_ENOMEM;
+	c->held = calloc(c->nrecv, sizeof(*c->held));
+	rc = c->repost && c->held ? smart__rpc_slab_get(rpc, &c->slab)
+				  : SMART_ENOMEM;
 	if (rc)
 		goto fail;
 	c->rbuf = c->slab->base;
 	c->sbuf = c->rbuf + (size_t)c->nrecv * c->msg_len;
 	c->lkey = c->slab->mr->lkey;
-	a.max_send_wr = c->window + 16;
+	a.max_send_wr = c->window + RPC_SQ_SLACK;
 	a.max_recv_wr = c->nrecv;
 	a.max_msg = c->msg_len;
 	rc = rpc->tp->qp_create(rpc->ctx->dom, rpc->cq, &a, &c->qp);
@@ -745,8 +1080,41 @@ fail:
 	if (c->slab)
 		smart__rpc_slab_put(rpc, c->slab);
 	free(c->repost);
+	free(c->held);
 	free(c);
 	return rc;
+}
+
+/* A new connection: a ready one from the QP cache when there is one (the
+ * QP and its receives are what takes time), else made now. */
+int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
+			struct smart_rpc_conn **out)
+{
+	for (uint32_t i = 0; rpc->nspare && i < rpc->cfg.max_conns; i++) {
+		struct smart_rpc_conn *c = rpc->conns[i];
+
+		if (c && c->spare) {
+			c->spare = 0;
+			c->accepted = accepted;
+			rpc->nspare--;
+			rpc->past.qp_cache_hits++;
+			*out = c;
+			return 0;
+		}
+	}
+	return conn_make(rpc, accepted, out);
+}
+
+/* Keep the QP cache full, one connection per call (a tick): the cost of
+ * making it is paid off the connect path. */
+void smart__rpc_cache_fill(struct smart_rpc *rpc)
+{
+	struct smart_rpc_conn *c;
+
+	if (rpc->nspare >= rpc->cfg.qp_cache || conn_make(rpc, 0, &c))
+		return;
+	c->spare = 1;
+	rpc->nspare++;
 }
 
 int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len)
@@ -755,15 +1123,22 @@ int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len)
 }
 
 int smart__rpc_conn_up(struct smart_rpc_conn *c,
-		       const struct smart_proto_peer *peer, int fd)
+		       const struct smart_proto_peer *peer, int fd, int rfd)
 {
-	int rc = c->rpc->tp->qp_connect_peer(c->qp, NULL, peer->blob,
-					     peer->blob_len, fd);
+	int rc = smart__rndv_connect(c, peer, rfd);
 
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	rc = c->rpc->tp->qp_connect_peer(c->qp, c->remote, peer->blob,
+					 peer->blob_len, fd);
 	if (rc)
 		return rc;
 	c->swin = peer->window < c->window ? peer->window : c->window;
 	c->peer_max = peer->max_msg;
+	c->last_rx = smart__rdtsc();
 	c->state = RPC_C_LIVE;
 	return 0;
 }
@@ -779,6 +1154,8 @@ static void conn_release(struct smart_rpc_conn *c)
 		rpc->tp->qp_destroy(c->qp);
 		c->qp = NULL;
 	}
+	smart__rndv_conn_drop(c);	/* after the QP: no READ in flight */
+	c->held_n = 0;
 	if (c->slab) {
 		smart__rpc_slab_put(rpc, c->slab);
 		c->slab = NULL;
@@ -827,6 +1204,8 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 	struct smart_rpc_conn **pp;
 
 	conn_release(c);
+	if (c->spare)
+		rpc->nspare--;
 	for (pp = &rpc->dirty; *pp; pp = &(*pp)->next_dirty)
 		if (*pp == c) {
 			*pp = c->next_dirty;
@@ -837,6 +1216,7 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 		smart__rpc_stats_add(&rpc->past, &c->st);
 	}
 	free(c->repost);
+	free(c->held);
 	free(c);
 }
 

@@ -49,7 +49,10 @@
  *     receive, in QP order with the sender's other WRs; the receive
  *     completes (always, signalled or not) with SMART_TP_RECV, the bytes
  *     landed (a WRITE_IMM's: the WRITE's length, none in the buffer) and,
- *     with SMART_TP_IMM, the immediate word.  A message longer than that
+ *     with SMART_TP_IMM, the immediate word.  A WRITE_IMM of 0 bytes
+ *     touches no memory: it needs no region of the peer's and its remote
+ *     address and rkey are not looked at (InfiniBand C9-88); it is the
+ *     keepalive probe of messaging.  A message longer than that
  *     receive's buffer fails: the receive with SMART_TP_WC_LOC_PROT, the
  *     SEND with SMART_TP_WC_REM_ACCESS or, where the NIC says it so (rxe),
  *     SMART_TP_WC_BAD_WR; both QPs into error.  post refuses (SMART_EINVAL, nothing posted) a SEND

@@ -65,6 +65,13 @@
 #define SMART_M_SHM_RECV_NO_LKEY_CHECK 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK	/* shm_mem.c: a region
+					 * mapped whatever its seals */
+#define SMART_M_SHM_REGION_NO_SEAL_CHECK 1
+#else
+#define SMART_M_SHM_REGION_NO_SEAL_CHECK 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK	/* shm_recv.c: a peer segment
 					 * that can shrink is mapped */
 #define SMART_M_SHM_PEER_NO_SEAL_CHECK 1
@@ -153,6 +160,28 @@
 #define SMART_M_RPC_NO_SECRET_CHECK 1
 #else
 #define SMART_M_RPC_NO_SECRET_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
+					 * declared dead */
+#define SMART_M_RPC_NO_KEEPALIVE 1
+#else
+#define SMART_M_RPC_NO_KEEPALIVE 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_RNDV_BOUNDS	/* msg/rndv.c: a descriptor is READ
+					 * for without checking it lies in
+					 * the peer's staging region */
+#define SMART_M_RPC_NO_RNDV_BOUNDS 1
+#else
+#define SMART_M_RPC_NO_RNDV_BOUNDS 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_RNDV_CRC	/* msg/rndv.c: a READ payload is
+					 * delivered without its CRC checked */
+#define SMART_M_RPC_NO_RNDV_CRC 1
+#else
+#define SMART_M_RPC_NO_RNDV_CRC 0
 #endif
 
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared

@@ -48,42 +48,47 @@ int smart__sock_wait(int fd, short events, int64_t deadline)
 	}
 }
 
-long smart__sock_send_some(int fd, const void *p, size_t len, int fd_pass)
+long smart__sock_send_some(int fd, const void *p, size_t len,
+			   const int *fds, int nfds)
 {
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * SMART_SOCK_FDS)];
 		struct cmsghdr align;
 	} c;
 	struct iovec iov = { (void *)(uintptr_t)p, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *cm;
 
-	if (fd_pass < 0)
+	if (nfds <= 0)
 		return send(fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (nfds > SMART_SOCK_FDS) {
+		errno = EINVAL;
+		return -1;
+	}
 	memset(&c, 0, sizeof(c));
 	mh.msg_control = c.buf;
-	mh.msg_controllen = sizeof(c.buf);
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
 	cm = CMSG_FIRSTHDR(&mh);
 	cm->cmsg_level = SOL_SOCKET;
 	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd_pass, sizeof(int));
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
 	return sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-int smart__sock_send_all(int fd, const void *buf, size_t len, int fd_pass,
-			 int64_t deadline)
+int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
+			 int nfds, int64_t deadline)
 {
 	const uint8_t *p = buf;
 	ssize_t w;
 	int rc;
 
 	while (len) {
-		w = smart__sock_send_some(fd, p, len, fd_pass);
+		w = smart__sock_send_some(fd, p, len, fds, nfds);
 		if (w > 0) {
 			p += w;
 			len -= (size_t)w;
-			fd_pass = -1;	/* it went with the first byte */
+			nfds = 0;	/* they went with the first byte */
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -97,7 +102,20 @@ int smart__sock_send_all(int fd, const void *buf, size_t len, int fd_pass,
 	return 0;
 }
 
-int smart__sock_take_fds(void *msghdr, int *fd_got)
+/* Put d into the first free (-1) of the nfds slots; 0 when none is free
+ * (d closed). */
+static int keep_fd(int *fds, int nfds, int d)
+{
+	for (int i = 0; i < nfds; i++)
+		if (fds[i] < 0) {
+			fds[i] = d;
+			return 1;
+		}
+	close(d);
+	return 0;
+}
+
+int smart__sock_take_fds(void *msghdr, int *fds, int nfds, int *extra)
 {
 	struct msghdr *mh = msghdr;
 	struct cmsghdr *cm;
@@ -113,17 +131,17 @@ int smart__sock_take_fds(void *msghdr, int *fd_got)
 			int d;
 
 			memcpy(&d, CMSG_DATA(cm) + i * sizeof(int), sizeof(d));
-			if (*fd_got < 0)
-				*fd_got = d;
-			else
-				close(d);
+			if (!keep_fd(fds, nfds, d))
+				*extra = 1;
 			n++;
 		}
 	}
+	if (mh->msg_flags & MSG_CTRUNC)
+		*extra = 1;
 	return n;
 }
 
-long smart__sock_recv_some(int fd, void *p, size_t len, int *fd_got,
+long smart__sock_recv_some(int fd, void *p, size_t len, int *fds, int nfds,
 			   int *extra)
 {
 	union {
@@ -134,19 +152,16 @@ long smart__sock_recv_some(int fd, void *p, size_t len, int *fd_got,
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = c.buf,
 			     .msg_controllen = sizeof(c.buf) };
-	int had = *fd_got >= 0, n;
 	ssize_t r;
 
 	r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (r < 0)
 		return r;
-	n = smart__sock_take_fds(&mh, fd_got);
-	if (n > 1 || (n && had) || (mh.msg_flags & MSG_CTRUNC))
-		*extra = 1;
+	smart__sock_take_fds(&mh, fds, nfds, extra);
 	return r;
 }
 
-int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fd_got,
+int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 			   int64_t deadline)
 {
 	uint8_t *p = buf;
@@ -154,8 +169,9 @@ int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fd_got,
 	ssize_t r;
 
 	while (len) {
-		if (fd_got)
-			r = smart__sock_recv_some(fd, p, len, fd_got, &extra);
+		if (nfds > 0)
+			r = smart__sock_recv_some(fd, p, len, fds, nfds,
+						  &extra);
 		else
 			r = recv(fd, p, len, MSG_DONTWAIT);
 		if (extra)

@@ -22,21 +22,26 @@ int64_t smart__now_ms(void);
 /* Wait for events (POLLIN, POLLOUT) on fd until the deadline. */
 int smart__sock_wait(int fd, short events, int64_t deadline);
 
+/* Descriptors that may travel with one message (SCM_RIGHTS). */
+#define SMART_SOCK_FDS 2
+
 /* One non-blocking send (MSG_DONTWAIT, MSG_NOSIGNAL) of up to len bytes;
- * with fd_pass >= 0 the descriptor goes with them (SCM_RIGHTS).  Returns
- * what send(2) returns, errno set. */
-long smart__sock_send_some(int fd, const void *buf, size_t len, int fd_pass);
+ * the nfds (0..SMART_SOCK_FDS) descriptors of fds go with them
+ * (SCM_RIGHTS).  Returns what send(2) returns, errno set. */
+long smart__sock_send_some(int fd, const void *buf, size_t len,
+			   const int *fds, int nfds);
 
-/* Write all len bytes; with fd_pass >= 0 the descriptor travels with the
- * first byte (SCM_RIGHTS, unix sockets only; the caller keeps its copy). */
-int smart__sock_send_all(int fd, const void *buf, size_t len, int fd_pass,
-			 int64_t deadline);
+/* Write all len bytes; the nfds descriptors of fds travel with the first
+ * byte (SCM_RIGHTS, unix sockets only; the caller keeps its copies). */
+int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
+			 int nfds, int64_t deadline);
 
-/* Read exactly len bytes.  With fd_got != NULL a descriptor that arrives
- * with them (SCM_RIGHTS) is kept there (close-on-exec; the caller owns
- * it), a second one is closed and reported as SMART_EPROTO; *fd_got must
- * be -1 or a descriptor taken earlier on input. */
-int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fd_got,
+/* Read exactly len bytes.  Descriptors that arrive with them (SCM_RIGHTS)
+ * fill the free (-1) slots of fds[0..nfds) in order (close-on-exec; the
+ * caller owns them); one more than fits is closed and reported as
+ * SMART_EPROTO.  nfds 0: none is taken (any that comes is dropped by the
+ * kernel's plain recv). */
+int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 			   int64_t deadline);
 
 /* Connect a non-blocking stream socket to the address (a struct sockaddr
@@ -45,10 +50,10 @@ int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 			int *fd_out);
 
 /* One non-blocking recvmsg of up to len bytes (MSG_CMSG_CLOEXEC),
- * descriptors kept as smart__sock_recv_exact does: the first into *fd_got
- * when it is -1; *extra set when one more came (closed) or some were cut
- * off.  Returns what recvmsg(2) returns, errno set. */
-long smart__sock_recv_some(int fd, void *buf, size_t len, int *fd_got,
+ * descriptors kept as smart__sock_recv_exact does; *extra set when one
+ * came that did not fit (closed) or some were cut off.  Returns what
+ * recvmsg(2) returns, errno set. */
+long smart__sock_recv_some(int fd, void *buf, size_t len, int *fds, int nfds,
 			   int *extra);
 
 /* A bound (listen: also listening) non-blocking socket at the address
@@ -66,8 +71,9 @@ uint32_t smart__sock_abstract(const char *name, void *sun);
 /* "a.b.c.d:port" or "[v6]:port" of an IPv4/IPv6 struct sockaddr_storage. */
 void smart__sock_addr_text(const void *ss, char *buf, size_t len);
 
-/* Take the descriptors of a received message's SCM_RIGHTS: the first into
- * *fd_got when it is -1, every other one closed; returns how many came. */
-int smart__sock_take_fds(void *msghdr, int *fd_got);
+/* Take the descriptors of a received message's SCM_RIGHTS into the free
+ * slots of fds[0..nfds), closing any that do not fit (*extra set, as for a
+ * cut-off control message); returns how many came. */
+int smart__sock_take_fds(void *msghdr, int *fds, int nfds, int *extra);
 
 #endif

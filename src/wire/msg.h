@@ -10,14 +10,23 @@
  *   bits 16..19  kind: DATA (a header and payload follow in the buffer),
  *                ACK (0 bytes: an ack alone, sent when no data message
  *                goes back to carry it), CLOSE (0 bytes: the sender is
- *                closing the connection)
+ *                closing the connection), PING (a zero-byte WRITE with
+ *                immediate: the keepalive probe, after silence) and PONG
+ *                (a zero-byte WRITE with immediate: the answer to a PING)
  *   bits 20..31  zero
  * A DATA message is a 16-byte header and `len` payload bytes, exactly
  * the bytes received:
- *   u8 type (REQ, RESP, ONEWAY)   u8 flags (0)   u16 op (handler id)
- *   u32 call (REQ/RESP: the caller's call id; ONEWAY: 0)
- *   i32 status (RESP: 0 or a negative SMART_E*; else 0)
+ *   u8 type (REQ, RESP, ONEWAY, DONE)   u8 flags (RNDV, TRACE: REQ only)
+ *   u16 op (handler id)
+ *   u32 call (REQ/RESP: the caller's call id; ONEWAY: 0; DONE: the rid)
+ *   i32 status (RESP, DONE: 0 or a negative SMART_E*; else 0)
  *   u32 len
+ * A REQ, RESP or ONEWAY with flag RNDV carries not its payload but a
+ * 24-byte rendezvous descriptor: the receiver READs the payload from the
+ * sender's staging region and answers DONE (no payload) once it has:
+ *   u64 off (in the sender's staging region)   u32 len (> 0)
+ *   u32 crc (CRC-32C of the payload)   u32 rid (the sender's name for it)
+ *   u32 zero
  * All little-endian.  Anything else is SMART_EPROTO: a peer sending it is
  * hostile or broken, and its connection is closed.
  *
@@ -35,12 +44,28 @@ enum smart_msg_kind {
 	SMART_MSG_K_DATA = 1,
 	SMART_MSG_K_ACK = 2,
 	SMART_MSG_K_CLOSE = 3,
+	SMART_MSG_K_PING = 4,
+	SMART_MSG_K_PONG = 5,
 };
 
 enum smart_msg_type {
 	SMART_MSG_REQ = 1,
 	SMART_MSG_RESP = 2,
 	SMART_MSG_ONEWAY = 3,
+	SMART_MSG_DONE = 4,
+};
+
+#define SMART_MSG_F_RNDV	1	/* the payload is a descriptor */
+#define SMART_MSG_F_TRACE	2	/* REQ: the caller traces this call;
+					 * the handler's side is traced too */
+#define SMART_MSG_RNDV_LEN	24
+
+/* A rendezvous descriptor (flag RNDV). */
+struct smart_msg_rndv {
+	uint64_t off;
+	uint32_t len;
+	uint32_t crc;
+	uint32_t rid;
 };
 
 struct smart_msg_hdr {
@@ -64,6 +89,7 @@ struct smart_msg {
 	uint16_t ack;		/* the peer's consumed count, mod 2^16 */
 	struct smart_msg_hdr h;	/* DATA only */
 	const uint8_t *payload;	/* DATA only: h.len bytes in the buffer */
+	struct smart_msg_rndv rndv;	/* flag RNDV only */
 };
 
 static inline uint32_t smart__msg_imm(int kind, uint16_t ack)
@@ -73,6 +99,9 @@ static inline uint32_t smart__msg_imm(int kind, uint16_t ack)
 
 /* Write a DATA header into buf (SMART_MSG_HDR_LEN bytes). */
 void smart__msg_put_hdr(void *buf, const struct smart_msg_hdr *h);
+
+/* Write a rendezvous descriptor into buf (SMART_MSG_RNDV_LEN bytes). */
+void smart__msg_put_rndv(void *buf, const struct smart_msg_rndv *d);
 
 /*
  * Decode one received SEND: `got` bytes in buf, immediate imm (has_imm 0:

@@ -455,7 +455,12 @@ static int peer_valid(uint16_t type, const struct smart_proto_peer *m)
 	       m->window >= 1 && m->window <= SMART_PROTO_PEER_WINDOW_MAX &&
 	       m->max_msg >= SMART_PROTO_PEER_MSG_MIN &&
 	       m->max_msg <= SMART_PROTO_PEER_MSG_MAX &&
-	       m->blob_len >= 1 && m->blob_len <= SMART_PROTO_BLOB_MAX;
+	       m->blob_len >= 1 && m->blob_len <= SMART_PROTO_BLOB_MAX &&
+	       (m->rndv_max ? m->rndv_max >= m->max_msg &&
+			      m->rndv_max <= SMART_PROTO_PEER_RNDV_MAX &&
+			      m->rblob_len >= 1 &&
+			      m->rblob_len <= SMART_PROTO_BLOB_MAX
+			    : m->rblob_len == 0);
 }
 
 int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
@@ -465,14 +470,17 @@ int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
 
 	if (!peer_valid(type, m))
 		return SMART_EINVAL;
-	p = frame(buf, cap, type, 16 + m->blob_len, len);
+	p = frame(buf, cap, type, 20 + m->blob_len + m->rblob_len, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, m->id);
 	put32(p + 4, m->window);
 	put32(p + 8, m->max_msg);
 	put16(p + 12, (uint16_t)m->blob_len);
-	memcpy(p + 16, m->blob, m->blob_len);
+	put16(p + 14, (uint16_t)m->rblob_len);
+	put32(p + 16, m->rndv_max);
+	memcpy(p + 20, m->blob, m->blob_len);
+	memcpy(p + 20 + m->blob_len, m->rblob, m->rblob_len);
 	return 0;
 }
 
@@ -487,10 +495,13 @@ int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
 	t.window = rd32(&r);
 	t.max_msg = rd32(&r);
 	t.blob_len = rd16(&r);
-	rd_zero(&r, 2);
-	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX)
+	t.rblob_len = rd16(&r);
+	t.rndv_max = rd32(&r);
+	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX ||
+	    t.rblob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
+	rd_copy(&r, t.rblob, t.rblob_len, 0);
 	if (rd_done(&r) || !peer_valid(type, &t))
 		return SMART_EPROTO;
 	*m = t;

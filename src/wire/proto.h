@@ -60,7 +60,7 @@ enum smart_proto_type {
 #define SMART_PROTO_ERROR_MAX	(8 + SMART_PROTO_ERRMSG_MAX)
 #define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX)
 #define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX)
-#define SMART_PROTO_PEER_MAX	(16 + SMART_PROTO_BLOB_MAX)
+#define SMART_PROTO_PEER_MAX	(20 + 2 * SMART_PROTO_BLOB_MAX)
 #define SMART_PROTO_FRAME_MAX	(SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX)
 
 /* Peer connections (messaging, docs/rpc.md): the receive window (receives
@@ -69,6 +69,7 @@ enum smart_proto_type {
 #define SMART_PROTO_PEER_WINDOW_MAX	4096
 #define SMART_PROTO_PEER_MSG_MIN	64
 #define SMART_PROTO_PEER_MSG_MAX	(1u << 20)
+#define SMART_PROTO_PEER_RNDV_MAX	(1u << 30)
 
 struct smart_proto_hdr {
 	uint32_t magic;
@@ -127,6 +128,12 @@ struct smart_proto_peer {
 	uint32_t max_msg;	/* PEER_MSG_MIN..PEER_MSG_MAX */
 	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;	/* 1..SMART_PROTO_BLOB_MAX */
+	uint32_t rndv_max;	/* the longest rendezvous message the sender
+				 * takes (0: none; else max_msg..
+				 * SMART_PROTO_PEER_RNDV_MAX) */
+	uint8_t rblob[SMART_PROTO_BLOB_MAX];	/* the sender's rendezvous
+						 * region: peers READ there */
+	size_t rblob_len;	/* 0 iff rndv_max is 0, else 1..BLOB_MAX */
 };
 
 /*

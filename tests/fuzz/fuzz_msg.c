@@ -6,8 +6,9 @@
  * Input: 4 bytes of immediate word, 1 byte "came with an immediate", then
  * the received bytes.  Properties (abort() on violation): the parser never
  * reads past what was received (ASan), a message it accepts declares
- * exactly the bytes that arrived and re-encodes to the same header, a bare
- * message (ACK, CLOSE) carries no bytes; the peer decoders are canonical
+ * exactly the bytes that arrived and re-encodes to the same header (and a
+ * rendezvous descriptor to the same bytes, its length never 0), a bare
+ * message (ACK, CLOSE, PING, PONG) carries no bytes; the peer decoders are canonical
  * (what decodes re-encodes to the same payload).
  */
 #include <stdint.h>
@@ -50,6 +51,15 @@ static void check_msg(const uint8_t *data, size_t size)
 			smart__msg_put_hdr(hdr, &m.h);
 			if (memcmp(hdr, buf, SMART_MSG_HDR_LEN))
 				fail("header does not re-encode");
+			if (m.h.flags & SMART_MSG_F_RNDV) {
+				uint8_t d[SMART_MSG_RNDV_LEN];
+
+				smart__msg_put_rndv(d, &m.rndv);
+				if (m.h.len != SMART_MSG_RNDV_LEN || !m.rndv.len ||
+				    memcmp(d, buf + SMART_MSG_HDR_LEN,
+					   sizeof(d)))
+					fail("descriptor does not re-encode");
+			}
 		} else if (got) {
 			fail("a bare message with bytes");
 		}

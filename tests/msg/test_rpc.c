@@ -2,15 +2,20 @@
  * Messaging (include/smart/rpc.h) between processes: echo calls, errors
  * that say what happened, one-way messages to a slow server (every one
  * delivered once and in order, the window stalling the sender and no
- * receiver-not-ready ever), nested calls, the shared secret, and hostile
- * peers (garbage handshakes, a malformed message on a live connection).
+ * receiver-not-ready ever), nested calls, keepalive (a stopped and a
+ * killed peer given up, an idle one kept), the shared secret, and hostile
+ * peers (garbage handshakes, a malformed message on a live connection,
+ * rendezvous descriptors outside the sender's region or with a wrong
+ * CRC), and rendezvous messages up to 64 MiB, in order with eager ones.
  *
  * The servers are child processes (test_spawn) on the transport of
  * SMART_TEST_TRANSPORT (shm by default); each writes its listen address to
  * a pipe and serves until asked to exit.
  */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,10 +35,16 @@
 #define OP_NESTED 4	/* call OP_ECHO on the server's upstream, reply */
 #define OP_EXIT 9
 #define FLOOD 20000
+/* The keepalive where it is tested: a bound of 2 s (a loaded CI machine,
+ * VMs beside, may leave a process unscheduled long); everywhere else
+ * 2 s x 10, far above any stall, so that no test but those sees it. */
+#define KA_MS 200
+#define KA_MISSES 10
+#define KA_QUIET_MS 2000
 
 struct counts {
 	uint64_t sunk, out_of_order, rnr, proto_errors, acks_sent,
-		accepted, backlogged;
+		accepted, backlogged, rndv_recv, rndv_held, traced;
 };
 
 struct server {
@@ -106,6 +117,9 @@ static void h_counts(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	c.acks_sent = st.acks_sent;
 	c.accepted = st.conns_accepted;
 	c.backlogged = st.backlogged;
+	c.rndv_recv = st.rndv_recv;
+	c.rndv_held = st.rndv_held;
+	c.traced = st.traced;
 	smart_rpc_reply(q, 0, &c, sizeof(c));
 }
 
@@ -160,17 +174,22 @@ static void serve_task(smart_worker_t *w, void *arg)
 		smart_task_yield(w);
 }
 
-/* args: secret file, pipe fd, slow ns, upstream address or "-" */
+/* args: secret file, pipe fd, slow ns, upstream address or "-",
+ * keepalive ms (0: KA_QUIET_MS), with KA_MISSES */
 static void child_server(char **args)
 {
 	struct server s = { 0 };
 	smart_ctx_t *ctx = ctx_new(args[0]);
+	struct smart_rpc_cfg cfg = { .keepalive_ms = (uint32_t)atoi(args[4]),
+				     .keepalive_misses = KA_MISSES };
 	char addr[64];
 	int fd = atoi(args[1]);
 
+	if (!cfg.keepalive_ms)
+		cfg.keepalive_ms = KA_QUIET_MS;
 	s.slow_ns = atoi(args[2]);
 	CHECK_OK(smart_worker_create(ctx, &s.w));
-	CHECK_OK(smart_rpc_create(s.w, NULL, &s.rpc));
+	CHECK_OK(smart_rpc_create(s.w, &cfg, &s.rpc));
 	CHECK_OK(smart_rpc_register(s.rpc, OP_ECHO, h_echo, &s));
 	CHECK_OK(smart_rpc_register(s.rpc, OP_SINK, h_sink, &s));
 	CHECK_OK(smart_rpc_register(s.rpc, OP_COUNTS, h_counts, &s));
@@ -190,9 +209,13 @@ static void child_server(char **args)
 	CHECK_OK(smart_ctx_destroy(ctx));
 }
 
-static pid_t server_start(int slow_ns, const char *up, char *addr)
+/* Start a server child (keepalive ka_ms, 0: the default) and read its
+ * address; when its upstream is an endpoint of ours (us), that endpoint is
+ * progressed meanwhile, so that it can accept the child's connection. */
+static pid_t server_start_ka(int slow_ns, const char *up, int ka_ms,
+			     smart_rpc_t *us, char *addr)
 {
-	char fdtxt[16], slow[16];
+	char fdtxt[16], slow[16], ka[16];
 	int p[2];
 	pid_t pid;
 	ssize_t n;
@@ -200,14 +223,26 @@ static pid_t server_start(int slow_ns, const char *up, char *addr)
 	CHECK_OK(pipe(p));
 	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
 	snprintf(slow, sizeof(slow), "%d", slow_ns);
+	snprintf(ka, sizeof(ka), "%d", ka_ms);
 	pid = test_spawn("server", (const char *[]){ secret_path, fdtxt, slow,
-						   up ? up : "-", NULL });
+						   up ? up : "-", ka, NULL });
 	close(p[1]);
+	if (us) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+
+		while (poll(&pf, 1, 0) == 0)
+			smart_rpc_progress(us);
+	}
 	n = read(p[0], addr, 63);
 	close(p[0]);
 	CHECK_MSG(n > 0, "the server did not start");
 	addr[n] = 0;
 	return pid;
+}
+
+static pid_t server_start(int slow_ns, const char *up, char *addr)
+{
+	return server_start_ka(slow_ns, up, 0, NULL, addr);
 }
 
 /* ---- the client side ----------------------------------------------------- */
@@ -221,9 +256,15 @@ struct client {
 static void client_open_cfg(struct client *c, const char *secret_file,
 			    const struct smart_rpc_cfg *cfg)
 {
+	struct smart_rpc_cfg x = cfg ? *cfg : (struct smart_rpc_cfg){ 0 };
+
+	if (!x.keepalive_ms) {
+		x.keepalive_ms = KA_QUIET_MS;
+		x.keepalive_misses = KA_MISSES;
+	}
 	c->ctx = ctx_new(secret_file);
 	CHECK_OK(smart_worker_create(c->ctx, &c->w));
-	CHECK_OK(smart_rpc_create(c->w, cfg, &c->rpc));
+	CHECK_OK(smart_rpc_create(c->w, &x, &c->rpc));
 }
 
 static void client_open(struct client *c, const char *secret_file)
@@ -286,9 +327,19 @@ static void test_echo(void)
 	CHECK_U64_EQ(st.msgs_sent, 2000);
 	CHECK_U64_EQ(st.msgs_recv, 2000);
 	CHECK_U64_EQ(st.acks_sent, 0);
-	/* errors that say what happened */
-	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, 4097, back, sizeof(back), &n),
-		 SMART_EINVAL);
+	/* the QP cache: empty at the first connect (no tick yet), filled by
+	 * the ticks of the calls' polls, taken by the next connect */
+	CHECK_OK(smart_rpc_stats(c.rpc, &st));
+	CHECK_U64_EQ(st.qp_cache_hits, 0);
+	smart_rpc_close(k);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 8, back, 8, &n));
+	CHECK_OK(smart_rpc_stats(c.rpc, &st));
+	CHECK_U64_EQ(st.qp_cache_hits, 1);
+	/* errors that say what happened (a length past the rendezvous
+	 * limit is refused before the payload is looked at) */
+	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, (64u << 20) + 1, back,
+				sizeof(back), &n), SMART_EINVAL);
 	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, 100, back, 10, &n),
 		 SMART_ERANGE);
 	CHECK_EQ(n, 100);
@@ -297,14 +348,22 @@ static void test_echo(void)
 	smart_rpc_close(k);
 	client_close(&c);
 
-	/* a client whose messages may be longer than the server takes:
-	 * refused at the call (the connection lives on), never sent */
+	/* a client whose eager messages may be longer than the server
+	 * takes: those go by rendezvous instead; past the server's
+	 * rendezvous limit they are refused at the call (the connection
+	 * lives on), never sent */
 	client_open_cfg(&c, secret_path,
-			&(struct smart_rpc_cfg){ .eager_max = 8192 });
+			&(struct smart_rpc_cfg){ .eager_max = 8192,
+						 .rndv_max = 128u << 20 });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
-	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, 6000, back, sizeof(back),
-				&n), SMART_EINVAL);
-	CHECK_EQ(smart_rpc_send(k, OP_SINK, out, 6000), SMART_EINVAL);
+	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 6000, back, sizeof(back),
+				&n));
+	CHECK_EQ(n, 6000);
+	CHECK(!memcmp(out, back, 6000));
+	CHECK_OK(smart_rpc_conn_stats(k, &st));
+	CHECK_U64_EQ(st.rndv_sent, 1);
+	CHECK_EQ(smart_rpc_send(k, OP_SINK, out, (64u << 20) + 1),
+		 SMART_EINVAL);
 	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 4000, back, sizeof(back),
 				&n));
 	CHECK_EQ(n, 4000);
@@ -350,6 +409,190 @@ static void test_slow_server(void)
 	client_close(&c);
 }
 
+/* Keepalive: an idle connection lives (PINGs answered); a server stopped
+ * with SIGSTOP fails the call waiting on it with SMART_ECONN (not the
+ * call's 5-s timeout); a peer killed with SIGKILL is given up and its
+ * connection freed.  The bound is KA_MS x KA_MISSES (+ a 1-ms tick); the
+ * times taken are printed, not asserted (the machine may be slow). */
+
+static uint64_t ms_since(uint64_t t0)
+{
+	return (smart_now_ns() - t0) / 1000000;
+}
+
+static void test_keepalive(void)
+{
+	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS,
+				     .keepalive_misses = KA_MISSES };
+	struct smart_rpc_stats st;
+	struct client c;
+	smart_rpc_conn_t *k;
+	char addr[64], us[64];
+	uint64_t t0, ms;
+	uint8_t b[8] = { 1 };
+	uint32_t n;
+	pid_t pid;
+	int status;
+
+	client_open_cfg(&c, secret_path, &cfg);
+	pid = server_start_ka(0, NULL, KA_MS, NULL, addr);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	/* idle for 2 bounds: probed, answered, alive */
+	t0 = smart_now_ns();
+	while (ms_since(t0) < 2 * KA_MS * KA_MISSES)
+		smart_rpc_progress(c.rpc);
+	CHECK_OK(smart_rpc_conn_stats(k, &st));
+	CHECK_GT(st.ka_probes, 0);
+	CHECK_U64_EQ(st.ka_failures, 0);
+	CHECK_OK(smart_rpc_call(k, OP_ECHO, b, 8, b, 8, &n));
+	/* stopped: the call fails once the keepalive gives the server up */
+	CHECK_EQ(kill(pid, SIGSTOP), 0);
+	t0 = smart_now_ns();
+	CHECK_EQ(smart_rpc_call(k, OP_ECHO, b, 8, b, 8, &n), SMART_ECONN);
+	ms = ms_since(t0);
+	CHECK_OK(smart_rpc_conn_stats(k, &st));
+	CHECK_U64_EQ(st.ka_failures, 1);
+	CHECK_U64_EQ(st.call_timeouts, 0);
+	CHECK_EQ(smart_rpc_conns(c.rpc), 0);
+	printf("   stopped server: call failed after %" PRIu64 " ms (bound "
+	       "%d ms)\n", ms, KA_MS * KA_MISSES);
+	smart_rpc_close(k);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+
+	/* killed: a peer that dialed us is given up, its connection freed */
+	CHECK_OK(smart_rpc_listen(c.rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(c.rpc, us, sizeof(us)));
+	pid = server_start_ka(0, us, KA_MS, c.rpc, addr);
+	while (smart_rpc_conns(c.rpc) < 1)
+		smart_rpc_progress(c.rpc);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	t0 = smart_now_ns();
+	while (smart_rpc_conns(c.rpc) > 0 && ms_since(t0) < 10000)
+		smart_rpc_progress(c.rpc);
+	ms = ms_since(t0);
+	CHECK_EQ(smart_rpc_conns(c.rpc), 0);
+	CHECK_OK(smart_rpc_stats(c.rpc, &st));
+	CHECK_U64_EQ(st.ka_failures, 2);
+	CHECK_U64_EQ(st.conns_accepted, 1);
+	printf("   killed peer: given up after %" PRIu64 " ms\n", ms);
+	client_close(&c);
+}
+
+/* Rendezvous: echoes of every size from just past eager_max to the
+ * 64-MiB limit, byte for byte; a response longer than asked for (ERANGE,
+ * nothing READ); one-way messages eager and long interleaved, every one
+ * handled once and in order (the eager ones held behind the long ones:
+ * the path counted). */
+static void test_rendezvous(void)
+{
+	static const uint32_t sizes[] = { 4097, 65535, 65536, 65537,
+					  (1u << 20) + 3, 64u << 20 };
+	const uint32_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
+	uint8_t *out = malloc(64u << 20), *back = malloc(64u << 20);
+	struct smart_rpc_stats st;
+	uint64_t rng = 0x5eed;
+	struct client c;
+	struct counts got;
+	smart_rpc_conn_t *k;
+	char addr[64];
+	pid_t pid = server_start(0, NULL, addr);
+	uint32_t n, i;
+
+	CHECK(out && back);
+	/* a call's timeout bounds the transfer too: 64 MiB each way take
+	 * 5-7 s on Soft-RoCE under TCG (tests/vm), past the 5-s default */
+	client_open_cfg(&c, secret_path,
+			&(struct smart_rpc_cfg){ .timeout_ms = 60000 });
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	for (i = 0; i < nsizes; i++) {
+		for (uint32_t j = 0; j < sizes[i]; j += 8) {
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			memcpy(out + j, &rng, sizes[i] - j < 8 ? sizes[i] - j : 8);
+		}
+		n = 0;
+		CHECK_OK(smart_rpc_call(k, OP_ECHO, out, sizes[i], back,
+					64u << 20, &n));
+		CHECK_EQ(n, sizes[i]);
+		CHECK_MSG(!memcmp(out, back, sizes[i]), "echo of %u bytes",
+			  sizes[i]);
+	}
+	CHECK_OK(smart_rpc_conn_stats(k, &st));
+	CHECK_U64_EQ(st.rndv_sent, nsizes);
+	CHECK_U64_EQ(st.rndv_recv, nsizes);
+	/* too long for the caller: ERANGE with the length, nothing READ */
+	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, 100000, back, 10000, &n),
+		 SMART_ERANGE);
+	CHECK_EQ(n, 100000);
+	CHECK_OK(smart_rpc_conn_stats(k, &st));
+	CHECK_U64_EQ(st.rndv_recv, nsizes);
+	/* in order, eager and long interleaved */
+	for (uint64_t q = 0; q < 400; q++) {
+		uint32_t len = q % 10 == 3 ? 200000 : 64;
+
+		memcpy(out, &q, 8);
+		CHECK_OK(smart_rpc_send(k, OP_SINK, out, len));
+	}
+	got = counts_of(k);
+	CHECK_U64_EQ(got.sunk, 400);
+	CHECK_U64_EQ(got.out_of_order, 0);
+	CHECK_U64_EQ(got.rndv_recv, nsizes + 1 + 40);	/* requests */
+	CHECK_GT(got.rndv_held, 0);
+	CHECK_U64_EQ(got.proto_errors, 0);
+	server_stop(k, pid);
+	smart_rpc_close(k);
+	client_close(&c);
+	free(out);
+	free(back);
+}
+
+/* Tracing: with trace_every 1 every call is traced at both ends (same
+ * ids); a 5-ms pause without polling is a slow poll. */
+static void test_trace(void)
+{
+	struct smart_rpc_trace t[64];
+	struct smart_rpc_stats st;
+	static uint8_t big[100000];
+	struct client c;
+	smart_rpc_conn_t *k;
+	char addr[64];
+	pid_t pid = server_start(0, NULL, addr);
+	uint32_t n;
+	int got;
+
+	client_open_cfg(&c, secret_path,
+			&(struct smart_rpc_cfg){ .trace_every = 1 });
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	for (int i = 0; i < 10; i++)
+		CHECK_OK(smart_rpc_call(k, OP_ECHO, big, i == 9 ? sizeof(big)
+					: 8, big, sizeof(big), &n));
+	got = smart_rpc_traces(c.rpc, t, 64);
+	CHECK_EQ(got, 10);
+	for (int i = 0; i < got; i++) {
+		CHECK_EQ(t[i].side, SMART_RPC_TRACE_CALL);
+		CHECK_EQ(t[i].op, OP_ECHO);
+		CHECK_EQ(t[i].status, 0);
+		CHECK_GT(t[i].rtt_ns, 0);
+		CHECK(i == 0 || t[i].id != t[i - 1].id);
+	}
+	CHECK_EQ(t[9].rndv, 1);
+	CHECK_EQ(t[9].len, sizeof(big));
+	/* the server traced the handlers of the 10 flagged requests (the
+	 * counting call's own record is added after its handler ran) */
+	CHECK_U64_EQ(counts_of(k).traced, 10);
+	/* a pause without polling */
+	CHECK_GE(smart_rpc_progress(c.rpc), 0);
+	usleep(5000);
+	CHECK_GE(smart_rpc_progress(c.rpc), 0);
+	CHECK_OK(smart_rpc_stats(c.rpc, &st));
+	CHECK_GT(st.slow_polls, 0);
+	CHECK_GE(st.poll_gap_max_ns, 5000000);
+	server_stop(k, pid);
+	smart_rpc_close(k);
+	client_close(&c);
+}
+
 static void test_nested(void)
 {
 	struct client c;
@@ -384,19 +627,48 @@ static void test_nested(void)
  * length.  Each is refused at once, or (the truncated header: a slow
  * peer) at the handshake deadline, the endpoint's timeout_ms (5 s), and
  * the process keeps serving. */
+static int on_shm(void)
+{
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+
+	return !t || !strcmp(t, "shm");
+}
+
+/* A raw stream socket to the listener of addr: on shm its abstract unix
+ * socket "smart-rpc:<port>", elsewhere (verbs) the TCP address itself
+ * (docs/rpc.md §2). */
+static int raw_connect(const char *addr)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_un un;
+	const char *port = strrchr(addr, ':') + 1;
+	char name[64];
+	uint32_t len;
+	int fd;
+
+	if (on_shm()) {
+		snprintf(name, sizeof(name), "smart-rpc:%s", port);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		CHECK(fd >= 0);
+		CHECK_OK(connect(fd, (struct sockaddr *)&un,
+				 smart__sock_abstract(name, &un)));
+		return fd;
+	}
+	CHECK_OK(smart__proto_parse_addr(addr, &ss, sizeof(ss), &len));
+	fd = socket(ss.ss_family, SOCK_STREAM, 0);
+	CHECK(fd >= 0);
+	CHECK_OK(connect(fd, (struct sockaddr *)&ss, len));
+	return fd;
+}
+
 static void raw_attempt(const char *addr, const void *bytes, size_t n,
 			int wait_ms)
 {
 	int fd, one = 1;
-	struct sockaddr_un un;
-	const char *port = strrchr(addr, ':') + 1;
-	char buf[512], name[64];
+	char buf[512];
 	int64_t end = smart__now_ms() + wait_ms;
 
-	snprintf(name, sizeof(name), "smart-rpc:%s", port);
-	fd = socket(AF_UNIX, SOCK_STREAM, 0);
-	CHECK_OK(connect(fd, (struct sockaddr *)&un,
-			 smart__sock_abstract(name, &un)));
+	fd = raw_connect(addr);
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
 	CHECK_EQ(write(fd, bytes, n), (ssize_t)n);
 	/* the listener answers with an ERROR and closes, or just closes */
@@ -414,6 +686,34 @@ static void raw_attempt(const char *addr, const void *bytes, size_t n,
 	close(fd);
 }
 
+/* Post one DATA message on k's QP behind the library's back: header h
+ * and either a rendezvous descriptor d or extra zero bytes. */
+static void raw_send(smart_rpc_conn_t *k, const struct smart_msg_hdr *h,
+		     const struct smart_msg_rndv *d, uint32_t extra)
+{
+	/* the last send slot: the calls that follow use the first ones,
+	 * and on shm the SEND copies its bytes only at a later poll */
+	uint8_t *b = k->sbuf + (size_t)(k->window - 1) * k->msg_len;
+	struct smart_tp_wr wr = { 0 };
+	struct smart_msg_hdr x = *h;
+
+	if (d)
+		x.len = SMART_MSG_RNDV_LEN;
+	smart__msg_put_hdr(b, &x);
+	if (d)
+		smart__msg_put_rndv(b + SMART_MSG_HDR_LEN, d);
+	else
+		memset(b + SMART_MSG_HDR_LEN, 0, extra);
+	wr.opcode = SMART_TP_SEND;
+	wr.local = b;
+	wr.len = SMART_MSG_HDR_LEN + (d ? SMART_MSG_RNDV_LEN : extra);
+	wr.lkey = k->lkey;
+	wr.flags = SMART_TP_IMM | SMART_TP_SIGNALED;
+	wr.imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
+	wr.wr_id = UINT64_C(0xffff);	/* no connection of ours */
+	CHECK_OK(k->rpc->tp->post(k->qp, &wr, 1));
+}
+
 static void test_hostile(void)
 {
 	static const uint8_t garbage[] = "GET / HTTP/1.1\r\n\r\n";
@@ -421,7 +721,6 @@ static void test_hostile(void)
 	static const uint8_t huge[] = { 'S', 'M', 'R', 'T', 1, 0, 0, 0,
 					0xff, 0xff, 0xff, 0x7f };
 	char bad_secret[] = "/tmp/smart-rpc-bad-XXXXXX";
-	struct smart_tp_wr wr = { 0 };
 	struct client c, bad;
 	smart_rpc_conn_t *k;
 	struct counts got;
@@ -430,9 +729,6 @@ static void test_hostile(void)
 	uint8_t back[16];
 	uint32_t n;
 
-	if (getenv("SMART_TEST_TRANSPORT") &&
-	    strcmp(getenv("SMART_TEST_TRANSPORT"), "shm"))
-		test_skip("raw handshakes are written for shm's unix socket");
 	pid = server_start(0, NULL, addr);
 	raw_attempt(addr, garbage, sizeof(garbage), 2000);
 	raw_attempt(addr, huge, sizeof(huge), 2000);
@@ -446,27 +742,39 @@ static void test_hostile(void)
 	unlink(bad_secret);
 
 	/* a malformed message on a live connection: declared length past
-	 * what arrived.  The server cuts that connection only. */
-	client_open(&c, secret_path);
+	 * what arrived.  The server cuts that connection only (we notice
+	 * by our keepalive, set short here). */
+	client_open_cfg(&c, secret_path, &(struct smart_rpc_cfg){
+		.keepalive_ms = KA_MS, .keepalive_misses = KA_MISSES });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
-	smart__msg_put_hdr(k->sbuf, &(struct smart_msg_hdr){
-		.type = SMART_MSG_REQ, .op = OP_ECHO, .call = 1,
-		.len = 1u << 30 });
-	wr.opcode = SMART_TP_SEND;
-	wr.local = k->sbuf;
-	wr.len = SMART_MSG_HDR_LEN + 8;
-	wr.lkey = k->lkey;
-	wr.flags = SMART_TP_IMM | SMART_TP_SIGNALED;
-	wr.imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
-	wr.wr_id = UINT64_C(0xffff);	/* no connection of ours */
-	CHECK_OK(c.rpc->tp->post(k->qp, &wr, 1));
-	/* our side learns when its next call fails or times out */
+	raw_send(k, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+		.op = OP_ECHO, .call = 1, .len = 1u << 30 }, NULL, 8);
+	/* our side learns when its next call fails (keepalive) */
 	n = 0;
+	CHECK_NE(smart_rpc_call(k, OP_ECHO, "x", 1, back, sizeof(back), &n), 0);
+	smart_rpc_close(k);
+
+	/* rendezvous descriptors: one pointing past the end of our staging
+	 * region, one whose payload does not match its CRC.  The server
+	 * cuts each connection, READs nothing outside, delivers nothing. */
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	raw_send(k, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+		.op = OP_ECHO, .call = 1, .flags = SMART_MSG_F_RNDV },
+		&(struct smart_msg_rndv){ .off = (64u << 20) - 65536,
+					  .len = 131072, .rid = 1 }, 0);
+	CHECK_NE(smart_rpc_call(k, OP_ECHO, "x", 1, back, sizeof(back), &n), 0);
+	smart_rpc_close(k);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	raw_send(k, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+		.op = OP_ECHO, .call = 1, .flags = SMART_MSG_F_RNDV },
+		&(struct smart_msg_rndv){ .off = 0, .len = 65536, .crc = 1,
+					  .rid = 1 }, 0);
 	CHECK_NE(smart_rpc_call(k, OP_ECHO, "x", 1, back, sizeof(back), &n), 0);
 	smart_rpc_close(k);
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	got = counts_of(k);
-	CHECK_U64_EQ(got.proto_errors, 1);
+	CHECK_U64_EQ(got.proto_errors, 3);
+	CHECK_U64_EQ(got.rndv_recv, 0);
 	CHECK_GE(got.accepted, 2);
 	server_stop(k, pid);
 	smart_rpc_close(k);
@@ -517,7 +825,10 @@ int main(int argc, char **argv)
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "echo", test_echo },
 		{ "slow_server", test_slow_server },
+		{ "rendezvous", test_rendezvous },
 		{ "nested", test_nested },
+		{ "trace", test_trace },
+		{ "keepalive", test_keepalive },
 		{ "hostile", test_hostile },
 		{ "args", test_args },
 		{ NULL, NULL } });

@@ -30,6 +30,15 @@ has() { # has NAME PATTERN: the last stdout matches
 	if grep -qE -- "$2" "$tmp/out"; then echo "ok   $1"; else
 		echo "FAIL $1: no '$2' in:"; cat "$tmp/out"; fail=1; fi
 }
+# fields NAME KEY...: the last JSON has every key
+fields() {
+	local k missing=""
+	for k in "${@:2}"; do
+		grep -q "\"$k\":" "$tmp/out" || missing="$missing $k"
+	done
+	if [ -z "$missing" ]; then echo "ok   $1"; else
+		echo "FAIL $1: missing$missing"; cat "$tmp/out"; fail=1; fi
+}
 # within NAME KEY LO HI: the last JSON's number KEY is in [LO, HI]
 within() {
 	local v

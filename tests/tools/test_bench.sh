@@ -65,8 +65,9 @@ clean sweep
 "$b" ycsb --keys 1000 --seconds 60 --json >"$tmp/out" 2>"$tmp/err" &
 bp=$!
 pids+=($bp)
-# the summary line, not a progress tick: the window has begun
-for _ in $(seq 200); do
+# the summary line, not a progress tick: the window has begun (up to 60 s:
+# under ASan beside VMs the start alone has taken more than 10)
+for _ in $(seq 1200); do
 	grep -qE "^preload: [0-9]+ keys in" "$tmp/err" && break
 	sleep 0.05
 done

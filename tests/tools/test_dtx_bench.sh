@@ -12,15 +12,6 @@ set -u
 bin=${1:?usage: test_dtx_bench.sh BIN_DIR}
 b=$bin/smart-bench
 . "$(dirname "$0")/check-lib.sh"
-# fields NAME KEY...: the last JSON has every key
-fields() {
-	local k missing=""
-	for k in "${@:2}"; do
-		grep -q "\"$k\":" "$tmp/out" || missing="$missing $k"
-	done
-	if [ -z "$missing" ]; then echo "ok   $1"; else
-		echo "FAIL $1: missing$missing"; cat "$tmp/out"; fail=1; fi
-}
 # clean NAME: the last JSON run passed its check, with no error
 clean() {
 	has "$1-check" '"check":"pass"'

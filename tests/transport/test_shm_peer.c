@@ -15,7 +15,9 @@
  *               blob's (an unsealed memfd, which its owner could shrink
  *               under our mapping; one without the header) refused; and
  *               a sender whose peer claims more receives than a queue
- *               holds (FATAL, nothing written);
+ *               holds (FATAL, nothing written); a region (a messaging
+ *               peer's staging, a blade's) whose memfd is not sealed
+ *               against shrinking refused, a real one sealed;
  *   bad_receive a receive buffer outside the MR of its key: LOC_PROT
  *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
@@ -168,6 +170,48 @@ static void refuse_segment(struct p_end *a, struct p_end *b, int sealed)
 	munmap(seg, len);
 }
 
+/* An unlinked regular file of len bytes in the working directory (a
+ * disk filesystem, whose files take no seals), or in /tmp. */
+static int file_of(size_t len)
+{
+	char path[] = "smart-unsealed-XXXXXX", tmp[] = "/tmp/smart-unsealed-XXXXXX";
+	int fd = mkstemp(path);
+	char *p = path;
+
+	if (fd < 0) {
+		fd = mkstemp(tmp);
+		p = tmp;
+	}
+	CHECK_GE(fd, 0);
+	unlink(p);
+	CHECK_OK(ftruncate(fd, (off_t)len));
+	return fd;
+}
+
+static void refuse_region(struct p_end *a)
+{
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	struct smart_tp_remote *r;
+	struct smart_tp_mr *mr;
+	size_t blen = sizeof(blob);
+	int fd;
+
+	CHECK_OK(ops->mr_alloc(a->d, 1u << 20, 0, 1, &mr));
+	CHECK_NE(ftruncate(mr->fd, 4096), 0);	/* sealed */
+	CHECK_OK(ops->region_blob(a->d, mr, blob, &blen));
+	fd = memfd_create("unsealed", MFD_CLOEXEC);
+	CHECK_GE(fd, 0);
+	CHECK_OK(ftruncate(fd, 1u << 20));
+	CHECK_EQ(ops->remote_attach(a->d, blob, blen, fd, &r), SMART_EINVAL);
+	/* a file that cannot carry seals at all (F_GET_SEALS fails) */
+	fd = file_of(1u << 20);
+	CHECK_EQ(ops->remote_attach(a->d, blob, blen, fd, &r), SMART_EINVAL);
+	CHECK_OK(ops->remote_attach(a->d, blob, blen,
+				    fcntl(mr->fd, F_DUPFD_CLOEXEC, 0), &r));
+	ops->remote_detach(r);
+	ops->mr_free(a->d, mr);
+}
+
 static void test_hostile(void)
 {
 	struct p_end a, b;
@@ -218,6 +262,12 @@ static void test_hostile(void)
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 	p_connect_to(&a, &b);	/* still connectable */
 	p_close(&b);
+	p_close(&a);
+
+	/* a region handed over unsealed: its owner could shrink it under
+	 * our mapping (SIGBUS), so it is refused; a real one is sealed */
+	p_open(&a);
+	refuse_region(&a);
 	p_close(&a);
 
 	/* a sender whose peer claims 1000 receives in a queue of 8 */

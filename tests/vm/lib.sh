@@ -554,6 +554,9 @@ vm_make_job()
 
 # vm_start_qemu DIR MEM QEMU-ARGS...: boots a guest for job DIR in the
 # background under `timeout`; sets VM_QEMU_PID (the timeout process).
+# SMART_VM_CMDLINE, when set, is appended to the kernel's command line
+# (e.g. tsc=reliable: TCG guests otherwise mark the TSC unstable and read
+# time from an emulated HPET, a system call and an MMIO exit per read).
 vm_start_qemu()
 {
 	local dir=$1 mem=$2
@@ -562,7 +565,7 @@ vm_start_qemu()
 		-accel tcg,thread=multi,tb-size=256 -cpu max -m "$mem" -smp 2 \
 		-nodefaults -no-user-config -display none -no-reboot -monitor none \
 		-kernel "$VM_KERNEL" -initrd "$VM_INITRD" \
-		-append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init" \
+		-append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init${SMART_VM_CMDLINE:+ $SMART_VM_CMDLINE}" \
 		-serial "file:$dir/console.log" \
 		-fsdev local,id=fsroot,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=fsroot,mount_tag=hostroot \

@@ -4,7 +4,14 @@
 # Usage: vm-two-guests.sh --server 'CMD' --client 'CMD' [--server-must-exit]
 #
 # Boots two TCG guests (see vm-run.sh) whose only NIC is a virtio-net wired
-# to the other guest by a qemu socket netdev on 127.0.0.1:<random port>.
+# to the other guest by a qemu socket netdev on 127.0.0.1:<random port>:
+# a TCP stream (SMART_VM_WIRE=tcp, the default) or UDP datagrams
+# (SMART_VM_WIRE=udp, two ports).  qemu sets no TCP_NODELAY on the stream,
+# so a frame written while the previous one is unacknowledged waits for
+# the host's delayed ACK (Nagle): an RC SEND ping-pong (the responder's
+# ACK, then its own SEND, back to back) takes 20-50 ms a round trip
+# there (ib_send_lat 32 B: 22.8 ms typical over tcp, 0.5-0.9 ms over
+# udp).  A datagram lost on loopback is rxe's to retransmit.
 # Each guest has rxe0 on that NIC: the server guest 169.254.78.1/24, the
 # client guest 169.254.78.2/24 (addresses that exist only on this private
 # wire).  CMD strings run under `bash -c` in the caller's cwd with
@@ -44,6 +51,7 @@ done
 IP_S=169.254.78.1
 IP_C=169.254.78.2
 MEM=${SMART_VM_MEM:-1024M}
+WIRE=${SMART_VM_WIRE:-tcp}
 jobs_dir=""
 pid_s=""
 pid_c=""
@@ -69,6 +77,36 @@ listening()
 	[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]
 }
 
+udp_bound()
+{
+	[ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ]
+}
+
+# The server guest's end of the wire on port $1 (udp: $1 its own, $1 + 1
+# the client's), whether it is up, whether a port is taken already.
+wire_server()
+{
+	if [ "$WIRE" = udp ]; then
+		echo "socket,id=w,udp=127.0.0.1:$(($1 + 1)),localaddr=127.0.0.1:$1"
+	else
+		echo "socket,id=w,listen=127.0.0.1:$1"
+	fi
+}
+
+wire_up()
+{
+	if [ "$WIRE" = udp ]; then udp_bound "$1"; else listening "$1"; fi
+}
+
+wire_taken()
+{
+	if [ "$WIRE" = udp ]; then
+		udp_bound "$1" || udp_bound $(($1 + 1))
+	else
+		listening "$1"
+	fi
+}
+
 # Starts the server guest listening on a random free 127.0.0.1 port; sets
 # pid_s and port.  Retries when another process took the port meanwhile.
 start_server()
@@ -76,13 +114,13 @@ start_server()
 	local try i
 	for try in 1 2 3 4 5; do
 		port=$((20000 + RANDOM % 40000))
-		listening "$port" && continue
+		wire_taken "$port" && continue
 		vm_start_qemu "$S" "$MEM" \
-			-netdev "socket,id=w,listen=127.0.0.1:$port" \
+			-netdev "$(wire_server "$port")" \
 			-device virtio-net-pci,netdev=w,mac=52:54:00:77:00:01,romfile=
 		pid_s=$VM_QEMU_PID
 		for i in $(seq 100); do
-			listening "$port" && return 0
+			wire_up "$port" && return 0
 			alive "$pid_s" || break
 			sleep 0.1
 		done
@@ -94,6 +132,10 @@ start_server()
 	return 1
 }
 
+case $WIRE in
+tcp|udp) ;;
+*) vm_die "SMART_VM_WIRE=$WIRE: tcp or udp" ;;
+esac
 vm_prepare
 vm_lock_run
 
@@ -108,9 +150,15 @@ vm_make_job "$C" nic "$IP_C/24" 1 0 SMART_VM=1 SMART_VM_ROLE=client \
 
 t0=$EPOCHREALTIME
 start_server || vm_die "could not start the server guest"
-vm_log "wire: qemu socket netdev on 127.0.0.1:$port"
+if [ "$WIRE" = udp ]; then
+	vm_log "wire: qemu socket netdev, udp 127.0.0.1:$port <-> 127.0.0.1:$((port + 1))"
+	cnet="socket,id=w,udp=127.0.0.1:$port,localaddr=127.0.0.1:$((port + 1))"
+else
+	vm_log "wire: qemu socket netdev on 127.0.0.1:$port"
+	cnet="socket,id=w,connect=127.0.0.1:$port"
+fi
 vm_start_qemu "$C" "$MEM" \
-	-netdev "socket,id=w,connect=127.0.0.1:$port" \
+	-netdev "$cnet" \
 	-device virtio-net-pci,netdev=w,mac=52:54:00:77:00:02,romfile=
 pid_c=$VM_QEMU_PID
 vm_stream "$S" "$pid_s" "[server] "

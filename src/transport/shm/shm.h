@@ -39,6 +39,7 @@
 #ifndef SMART_TRANSPORT_SHM_H
 #define SMART_TRANSPORT_SHM_H
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -316,6 +317,16 @@ static inline int shm_wr_inline(const struct smart_tp_wr *wr)
 
 /* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with
  * *rp the remote bytes, or the error status of the completion. */
+/* 1 when fd carries every seal of need.  A file that cannot carry seals
+ * (a regular file of a disk filesystem: F_GET_SEALS fails) has none:
+ * -1 has every bit set, so the failure must be looked at first. */
+static inline int shm_sealed(int fd, int need)
+{
+	int s = fcntl(fd, F_GET_SEALS);
+
+	return s >= 0 && (s & need) == need;
+}
+
 static inline int shm_wr_check(struct smart_tp_qp *qp,
 			       const struct smart_tp_wr *wr, uint8_t **rp)
 {

@@ -7,7 +7,10 @@
  * (zeroed) when some process first touches it, so a blade of any size
  * starts at once and holds only the memory its clients use; the first
  * touch of a page costs a fault (about a microsecond), which benchmarks
- * take before they measure (smart-perf pre-faults its span).  Regions
+ * take before they measure (smart-perf pre-faults its span).  They are
+ * sealed against shrinking, and a process maps one it is given
+ * only when it carries those seals: its owner could otherwise cut it short
+ * under the mapping and kill the mapper with SIGBUS.  Regions
  * larger than the memory available are still refused: a client touching
  * a page the system cannot give would be killed (SIGBUS).  Private regions
  * (the local buffer pool) are anonymous mappings populated at creation, so
@@ -26,6 +29,7 @@
  * SMART_EINVAL.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +40,7 @@
 #include "util/bytes.h"
 #include "util/sysmem.h"
 #include "util/log.h"
+#include "util/mutant.h"
 
 #define SHM_HUGE_PAGE (2u << 20)
 
@@ -105,19 +110,28 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	out->peer_fd = 1;	/* the receive segment is a memfd */
 }
 
-/* Map len bytes: a memfd when shareable, anonymous otherwise; huge pages
- * first when hugepages != 0.  Returns the mapping or MAP_FAILED. */
+/* A shared region cannot shrink (F_SEAL_SEAL keeps it so): a process
+ * that maps one it was given must be sure its owner cannot cut it short
+ * under the mapping (an access past the end is SIGBUS), and checks for
+ * the seal before mapping (shm_remote_check).  It may grow: device memory
+ * is emulated as more of the same memfd (dm_attach). */
+#define SHM_REGION_SEALS F_SEAL_SHRINK
+
+/* Map len bytes: a sealed memfd when shareable, anonymous otherwise; huge
+ * pages first when hugepages != 0.  Returns the mapping or MAP_FAILED. */
 static void *shm_map(size_t len, int huge, int shareable, int *fd_out)
 {
 	int fd = -1, mflags = MAP_SHARED;
 	void *p;
 
 	if (shareable) {
-		fd = memfd_create("smart-region",
-				  MFD_CLOEXEC | (huge ? MFD_HUGETLB : 0));
+		fd = memfd_create("smart-region", MFD_CLOEXEC |
+				  MFD_ALLOW_SEALING |
+				  (huge ? MFD_HUGETLB : 0));
 		if (fd < 0)
 			return MAP_FAILED;
-		if (ftruncate(fd, (off_t)len) < 0) {
+		if (ftruncate(fd, (off_t)len) < 0 ||
+		    fcntl(fd, F_ADD_SEALS, SHM_REGION_SEALS | F_SEAL_SEAL)) {
 			close(fd);
 			return MAP_FAILED;
 		}
@@ -331,7 +345,9 @@ static int shm_remote_check(const uint8_t *b, size_t len, int fd)
 		return SMART_EPROTO;
 	shm_remote_lens(b, &map_len, &dm_map);
 	if (fd < 0 || fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size < map_len + dm_map)
+	    (uint64_t)st.st_size < map_len + dm_map ||
+	    (!SMART_M_SHM_REGION_NO_SEAL_CHECK &&
+	     !shm_sealed(fd, SHM_REGION_SEALS)))
 		return SMART_EINVAL;
 	return 0;
 }

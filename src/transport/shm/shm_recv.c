@@ -167,8 +167,7 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < need)
 		goto out;
 	/* a segment its owner could still shrink would fault our accesses */
-	if (!SMART_M_SHM_PEER_NO_SEAL_CHECK &&
-	    (fcntl(fd, F_GET_SEALS) & SHM_RSEG_SEALS) != SHM_RSEG_SEALS)
+	if (!SMART_M_SHM_PEER_NO_SEAL_CHECK && !shm_sealed(fd, SHM_RSEG_SEALS))
 		goto out;
 	p = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	rc = SMART_ENOMEM;
@@ -284,11 +283,16 @@ static int peer_deliver(struct shm_peer *pe, uint32_t d)
 	return SMART_TP_WC_RETRY_EXC;
 }
 
-/* The WRITE half of a WRITE_IMM (rule 3: before its receive). */
+/* The WRITE half of a WRITE_IMM (rule 3: before its receive).  Zero
+ * bytes touch no memory, so they need no region (rule 8, verbs' C9-88). */
 static int write_part(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	uint8_t *rp;
-	int st = shm_wr_check(qp, &e->wr, &rp);
+	int st;
+
+	if (!e->wr.len)
+		return SMART_TP_WC_OK;
+	st = shm_wr_check(qp, &e->wr, &rp);
 
 	if (st == SMART_TP_WC_OK)
 		shm_copy_to_remote(rp, e->wr.local, e->wr.len);

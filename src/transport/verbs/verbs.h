@@ -179,9 +179,16 @@ struct smart_tp_cq {
 	uint32_t flags;
 	_Atomic int dead;	/* 0, or the error poll returns for ever */
 	_Atomic uint32_t polls;	/* async events are read every 65536 */
-	smart_spinlock_t lock;	/* size and committed */
+	smart_spinlock_t lock;	/* size, committed and graves */
 	uint32_t size;		/* entries the CQ holds */
 	uint32_t committed;	/* sum of its QPs' send queues */
+	/* QPs destroyed while CQEs of theirs may still sit in the CQ (rxe
+	 * flushes a QP's receives and WRs into it as the QP goes, and no
+	 * provider but mlx5 cleans them out): their structs stay, marked
+	 * dead, and a poll drops their CQEs.  Freed once a poll that began
+	 * after they died found the CQ empty (private CQ), or with the CQ
+	 * (SMART_TP_SHARED: another poller may hold one of their CQEs). */
+	struct smart_tp_qp *graves;
 };
 
 struct smart_tp_qp {
@@ -209,6 +216,8 @@ struct smart_tp_qp {
 	_Atomic uint32_t rtaken;	/* receives completed */
 	uint32_t max_msg;		/* ours, in our blob */
 	uint32_t peer_max_msg;		/* the peer's: a SEND's limit */
+	_Atomic int dead;		/* destroyed: its CQEs are dropped */
+	struct smart_tp_qp *grave_next;	/* cq->graves */
 	struct ibv_send_wr wr[VERBS_MAX_CHAIN];
 	struct ibv_sge sge[VERBS_MAX_CHAIN];
 };

@@ -109,10 +109,18 @@ int smart__verbs_cq_create(struct smart_tp_domain *d, uint32_t depth,
 	return 0;
 }
 
+static void qp_release(struct smart_tp_qp *q);
+
 void smart__verbs_cq_destroy(struct smart_tp_cq *cq)
 {
 	if (!cq)
 		return;
+	while (cq->graves) {
+		struct smart_tp_qp *q = cq->graves;
+
+		cq->graves = q->grave_next;
+		qp_release(q);
+	}
 	if (cq->cq)
 		ibv_destroy_cq(cq->cq);
 	if (cq->ppd)
@@ -263,19 +271,60 @@ wc_take_recv(struct smart_tp_wc *out, uint64_t wr_id, enum ibv_wc_status st,
 	atomic_fetch_add(&qp->rtaken, 1);	/* in order per queue */
 }
 
+/* The QP a CQE's wr_id names (send and receive alike). */
+static struct smart_tp_qp *wc_qp(uint64_t wr_id)
+{
+	return (struct smart_tp_qp *)(uintptr_t)((wr_id & ~VERBS_RECV_BIT) >>
+						  16);
+}
+
+/* The graves a poll of a private CQ starts with (its own thread put them
+ * there); none for a shared CQ, whose graves go with it. */
+static inline struct smart_tp_qp *cq_graves(const struct smart_tp_cq *cq)
+{
+	return cq->flags & SMART_TP_SHARED ? NULL : cq->graves;
+}
+
+/* The CQ was found empty by a poll that began when graves was its list:
+ * those QPs (and the older ones behind them) have no CQE left. */
+static __attribute__((noinline, cold)) void
+graves_free(struct smart_tp_cq *cq, struct smart_tp_qp *graves)
+{
+	struct smart_tp_qp **pp, *q;
+
+	smart_spin_lock(&cq->lock);
+	for (pp = &cq->graves; *pp && *pp != graves; pp = &(*pp)->grave_next)
+		;
+	q = *pp;
+	*pp = NULL;
+	smart_spin_unlock(&cq->lock);
+	while (q) {
+		struct smart_tp_qp *next = q->grave_next;
+
+		qp_release(q);
+		q = next;
+	}
+}
+
 static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
 	struct ibv_poll_cq_attr pa = { 0 };
 	struct ibv_cq_ex *x = cq->cqx;
-	int n = 0, rc = ibv_start_poll(x, &pa);
+	struct smart_tp_qp *graves = cq_graves(cq);
+	int n = 0, drained = 0, rc = ibv_start_poll(x, &pa);
 
-	if (rc == ENOENT)
-		return 0;
+	if (rc == ENOENT) {
+		drained = 1;
+		goto out;
+	}
 	if (rc)
 		return smart__verbs_cq_fail(cq, "ibv_start_poll");
 	for (;;) {
 		/* the opcode is defined only for successful completions */
-		if (smart_unlikely(x->wr_id & VERBS_RECV_BIT))
+		if (smart_unlikely(atomic_load_explicit(&wc_qp(x->wr_id)->dead,
+							memory_order_relaxed)))
+			;	/* of a QP destroyed: dropped */
+		else if (smart_unlikely(x->wr_id & VERBS_RECV_BIT))
 			wc_take_recv(&wc[n++], x->wr_id, x->status,
 				     ibv_wc_read_byte_len(x),
 				     ibv_wc_read_wc_flags(x),
@@ -292,31 +341,41 @@ static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 			 * the next poll */
 			if (rc != ENOENT)
 				smart__verbs_cq_fail(cq, "ibv_next_poll");
+			drained = rc == ENOENT;
 			break;
 		}
 	}
 	ibv_end_poll(x);
+out:
+	if (smart_unlikely(graves != NULL) && drained)
+		graves_free(cq, graves);
 	return n;
 }
 
 static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
 	struct ibv_wc iw[VERBS_POLL_MAX];
-	int n = ibv_poll_cq(cq->cq, max, iw), i;
+	struct smart_tp_qp *graves = cq_graves(cq);
+	int n = ibv_poll_cq(cq->cq, max, iw), i, k = 0;
 
 	if (n < 0)
 		return smart__verbs_cq_fail(cq, "ibv_poll_cq");
 	for (i = 0; i < n; i++) {
+		if (smart_unlikely(atomic_load_explicit(&wc_qp(iw[i].wr_id)->dead,
+							memory_order_relaxed)))
+			continue;	/* of a QP destroyed: dropped */
 		if (smart_unlikely(iw[i].wr_id & VERBS_RECV_BIT))
-			wc_take_recv(&wc[i], iw[i].wr_id, iw[i].status,
+			wc_take_recv(&wc[k++], iw[i].wr_id, iw[i].status,
 				     iw[i].byte_len, iw[i].wc_flags,
 				     iw[i].imm_data);
 		else
-			wc_take(&wc[i], iw[i].wr_id, iw[i].status,
+			wc_take(&wc[k++], iw[i].wr_id, iw[i].status,
 				iw[i].status == IBV_WC_SUCCESS ?
 				wc_opcode(iw[i].opcode) : 0);
 	}
-	return n;
+	if (smart_unlikely(graves != NULL) && n < max)
+		graves_free(cq, graves);
+	return k;
 }
 
 /* Now and then (and whenever something failed) read the device's async
@@ -626,15 +685,21 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n, uint32_t nrecv)
 	return rc;
 }
 
-static void qp_free(struct smart_tp_qp *q)
+/* What a QP holds besides its verbs QP: its share of the CQ, its rings. */
+static void qp_release(struct smart_tp_qp *q)
 {
-	if (q->qp) {
-		ibv_destroy_qp(q->qp);
+	if (q->qp || atomic_load(&q->dead))
 		cq_uncommit(q->cq, q->room + q->rroom);
-	}
 	free(q->ring);
 	free(q->rring);
 	free(q);
+}
+
+static void qp_free(struct smart_tp_qp *q)
+{
+	if (q->qp)
+		ibv_destroy_qp(q->qp);
+	qp_release(q);
 }
 
 /* The shadow rings: a power of two of slots for the send queue (held to
@@ -739,10 +804,31 @@ int smart__verbs_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 	return rc;
 }
 
+/* A QP that never posted anything has no CQE anywhere: freed now.  Any
+ * other may have some in its CQ still (rxe: the flushes of its receives
+ * and WRs, even ones generated as ibv_destroy_qp runs), which a later
+ * poll would read through a freed struct - or, the memory reused, hand
+ * to the QP that took its place (seen: a messaging connection failed by
+ * the flushed receives of the one before it).  It goes to the CQ's
+ * graves: its CQEs are dropped, and it is freed once they are gone. */
 void smart__verbs_qp_destroy(struct smart_tp_qp *qp)
 {
-	if (qp)
+	struct smart_tp_cq *cq;
+
+	if (!qp)
+		return;
+	if (!qp->qp || (!qp->tail && !qp->rposted)) {
 		qp_free(qp);
+		return;
+	}
+	cq = qp->cq;
+	ibv_destroy_qp(qp->qp);
+	qp->qp = NULL;
+	atomic_store(&qp->dead, 1);
+	smart_spin_lock(&cq->lock);
+	qp->grave_next = cq->graves;
+	cq->graves = qp;
+	smart_spin_unlock(&cq->lock);
 }
 
 int smart__verbs_qp_in_error(const struct smart_tp_qp *qp)

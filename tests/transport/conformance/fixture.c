@@ -336,7 +336,7 @@ void msg_send(int s, const void *buf, size_t len, int fd)
 {
 	/* blocking socket: MSG_DONTWAIT has nothing to wait for on a
 	 * SEQPACKET pair with room */
-	CHECK_MSG(smart__sock_send_some(s, buf, len, fd) == (ssize_t)len,
+	CHECK_MSG(smart__sock_send_some(s, buf, len, &fd, fd >= 0) == (ssize_t)len,
 		  "sendmsg: %s", strerror(errno));
 }
 

@@ -1,6 +1,7 @@
 /*
  * Conformance cases of rule 8 (two-sided): receive queues, SEND with and
- * without immediate data, WRITE_IMM, receiver not ready, a message too
+ * without immediate data, WRITE_IMM (of 0 bytes too, without a region),
+ * receiver not ready, a message too
  * long for its receive, a SEND longer than the peer takes, malformed peer
  * blobs, and a peer in another process.
  *
@@ -281,6 +282,19 @@ void case_two_sided(const struct smart_conf_env *env)
 	CHECK_WC(wc, 1000, SMART_TP_WC_OK);
 	CHECK(wc.len == 4 && !memcmp(t.a.buf, "pong", 4));
 	CHECK_WC(ts_one(&t, &t.b), 60, SMART_TP_WC_OK);
+	/* a zero-byte WRITE_IMM (the keepalive probe) from b, which has no
+	 * region of a's: no memory touched, a receive of 0 bytes + imm */
+	ts_recv(&t, &t.a, 1, TS_RECV_LEN);
+	memset(w, 0, sizeof(w[0]));
+	w[0].wr_id = 61;
+	w[0].opcode = SMART_TP_WRITE_IMM;
+	w[0].flags = CONF_SIG;
+	w[0].imm = 0x40000;
+	CHECK_OK(t.f.ops->post(t.b.qp, w, 1));
+	wc = ts_one(&t, &t.a);
+	CHECK_WC(wc, 1001, SMART_TP_WC_OK);
+	CHECK(wc.len == 0 && (wc.flags & SMART_TP_IMM) && wc.imm == 0x40000);
+	CHECK_WC(ts_one(&t, &t.b), 61, SMART_TP_WC_OK);
 	expect_quiet(t.f.ops, t.a.cq);
 	expect_quiet(t.f.ops, t.b.cq);
 	ts_close(&t);

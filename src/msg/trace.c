@@ -1,0 +1,38 @@
+/*
+ * Tracing of the messaging layer (include/smart/rpc.h): sampled per-call
+ * records kept in a ring per endpoint, and their conversion to
+ * nanoseconds.  The data path pays one counter increment per call and,
+ * for a traced call, a few TSC reads and one record copied here.
+ *
+ * Invariant: rpc->ntraces counts every record ever added; the ring holds
+ * the newest RPC_TRACES of them.
+ */
+#include "msg/msg_int.h"
+
+uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles)
+{
+	return (uint64_t)((double)cycles / rpc->ctx->clock.cycles_per_ns);
+}
+
+void smart__rpc_trace_add(struct smart_rpc *rpc,
+			  const struct smart_rpc_trace *t)
+{
+	rpc->traces[rpc->ntraces++ % RPC_TRACES] = *t;
+	rpc->past.traced++;
+}
+
+int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
+		     int max)
+{
+	uint32_t n, first;
+
+	if (!rpc || !out || max < 0)
+		return SMART_EINVAL;
+	n = rpc->ntraces < RPC_TRACES ? rpc->ntraces : RPC_TRACES;
+	if ((uint32_t)max < n)
+		n = (uint32_t)max;
+	first = rpc->ntraces - n;
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = rpc->traces[(first + i) % RPC_TRACES];
+	return (int)n;
+}

@@ -1,0 +1,524 @@
+/*
+ * The endpoints' control socket and smart-stat (docs/rpc.md §8): what the
+ * built smart-stat prints with --pid --json matches smart_rpc_conn_stats
+ * on both sides of a connection (every counter, by name); the table's
+ * rows; the listing of every endpoint of this user; the clear errors; the
+ * names (two endpoints of one process get two); hostile clients (a flood
+ * of connects that never read, one of another uid when we are root) leave
+ * the endpoint serving, and its own counters show the paths were taken.
+ *
+ * Not tested: an answer that outgrows the socket's buffer while its
+ * client does not read (the STAT_SEND_MS deadline, "stat_truncated"):
+ * that needs hundreds of connections, as a unix socket buffers ~200 KiB.
+ *
+ * The server is a child process (test_spawn) on the transport of
+ * SMART_TEST_TRANSPORT (shm by default), with a keepalive long enough
+ * that no PING changes a counter while the test compares them.
+ */
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/test.h"
+#include "msg/msg_int.h"
+#include "smart/rpc.h"
+#include "smart/smart.h"
+#include "util/sockio.h"
+
+#define SECRET "stat-test-secret-0815"
+#define OP_ECHO 1
+#define OP_STATS 2	/* reply: smart_rpc_conn_stats of the caller's conn */
+#define OP_NAME 3	/* reply: the server's control socket name */
+#define OP_EXIT 9
+#define CALLS 10
+#define FLOOD 40
+#define KA_MS 600000	/* no PING while counters are compared */
+#define OUT_MAX (1 << 20)
+
+extern char **environ;
+
+static char secret_path[64];
+
+struct server {
+	smart_rpc_t *rpc;
+	int stop;
+};
+
+static smart_ctx_t *ctx_new(const char *secret_file)
+{
+	return fixture_ctx((const char *[]){ "secret_file", secret_file,
+					     "buf_pool", "4M", NULL });
+}
+
+/* ---- the server child ----------------------------------------------------- */
+
+static void h_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	smart_rpc_reply(q, 0, d, n);
+}
+
+/* The caller's connection as the server counts it, this request
+ * included (its answer not yet). */
+static void h_stats(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	struct smart_rpc_stats st;
+
+	CHECK_OK(smart_rpc_conn_stats(q->conn, &st));
+	smart_rpc_reply(q, 0, &st, sizeof(st));
+}
+
+static void h_name(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	char name[64];
+
+	CHECK_OK(smart_rpc_stat_name(((struct server *)a)->rpc, name,
+				     sizeof(name)));
+	smart_rpc_reply(q, 0, name, (uint32_t)strlen(name) + 1);
+}
+
+static void h_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	((struct server *)a)->stop = 1;
+	smart_rpc_reply(q, 0, NULL, 0);
+}
+
+/* args: the secret file, a pipe's fd for the listen address */
+static void child_server(char **args)
+{
+	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS };
+	smart_ctx_t *ctx = ctx_new(args[0]);
+	struct server s = { 0 };
+	smart_worker_t *w;
+	char addr[64];
+	int fd = atoi(args[1]);
+
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_rpc_create(w, &cfg, &s.rpc));
+	CHECK_OK(smart_rpc_register(s.rpc, OP_ECHO, h_echo, &s));
+	CHECK_OK(smart_rpc_register(s.rpc, OP_STATS, h_stats, &s));
+	CHECK_OK(smart_rpc_register(s.rpc, OP_NAME, h_name, &s));
+	CHECK_OK(smart_rpc_register(s.rpc, OP_EXIT, h_exit, &s));
+	CHECK_OK(smart_rpc_listen(s.rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(s.rpc, addr, sizeof(addr)));
+	CHECK_EQ(write(fd, addr, strlen(addr) + 1), (ssize_t)strlen(addr) + 1);
+	close(fd);
+	while (!s.stop)
+		smart_rpc_progress(s.rpc);
+	CHECK_OK(smart_rpc_destroy(s.rpc));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(ctx));
+}
+
+/* Connect to a control socket; the descriptor (blocking) or -1. */
+static int stat_connect(const char *name, int nonblock)
+{
+	struct sockaddr_un un;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
+				 (nonblock ? SOCK_NONBLOCK : 0), 0);
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&un,
+			       smart__sock_abstract(name, &un))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* args: the control socket's name.  As uid/gid 65534 it must be told
+ * "denied" and nothing else; exits 0 when it was. */
+static void child_other_uid(char **args)
+{
+	static const char want[] = "smart-stat 1\ndenied\n";
+	char buf[256];
+	size_t len = 0;
+	ssize_t r;
+	int fd;
+
+	CHECK_OK(setgroups(0, NULL));
+	CHECK_OK(setgid(65534));
+	CHECK_OK(setuid(65534));
+	fd = stat_connect(args[0], 0);
+	CHECK(fd >= 0);
+	while ((r = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)r;
+	buf[len] = 0;
+	CHECK_STR_EQ(buf, want);
+	exit(0);
+}
+
+/* ---- the client side ----------------------------------------------------- */
+
+struct client {
+	smart_ctx_t *ctx;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+	smart_rpc_conn_t *k;
+};
+
+static pid_t server_start(char *addr)
+{
+	char fdtxt[16];
+	int p[2];
+	pid_t pid;
+	ssize_t n;
+
+	CHECK_OK(pipe(p));
+	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
+	pid = test_spawn("server", (const char *[]){ secret_path, fdtxt,
+						   NULL });
+	close(p[1]);
+	n = read(p[0], addr, 63);
+	close(p[0]);
+	CHECK_MSG(n > 0, "the server did not start");
+	addr[n] = 0;
+	return pid;
+}
+
+static void client_open(struct client *c, const char *addr)
+{
+	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS };
+
+	c->ctx = ctx_new(secret_path);
+	CHECK_OK(smart_worker_create(c->ctx, &c->w));
+	CHECK_OK(smart_rpc_create(c->w, &cfg, &c->rpc));
+	CHECK_OK(smart_rpc_connect(c->rpc, addr, &c->k));
+}
+
+static void client_close(struct client *c, pid_t server)
+{
+	int st;
+
+	CHECK_OK(smart_rpc_call(c->k, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	CHECK_EQ(waitpid(server, &st, 0), server);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server status %d",
+		  st);
+	smart_rpc_close(c->k);
+	CHECK_OK(smart_rpc_destroy(c->rpc));
+	CHECK_OK(smart_worker_destroy(c->w));
+	CHECK_OK(smart_ctx_destroy(c->ctx));
+}
+
+static void calls(struct client *c, int n)
+{
+	uint8_t buf[100], back[100];
+	uint32_t len;
+
+	memset(buf, 7, sizeof(buf));
+	for (int i = 0; i < n; i++) {
+		CHECK_OK(smart_rpc_call(c->k, OP_ECHO, buf, sizeof(buf), back,
+					sizeof(back), &len));
+		CHECK_EQ(len, sizeof(buf));
+	}
+}
+
+/*
+ * Run the built smart-stat with args (NULL-ended), its stdout into out;
+ * returns its exit status.  With rpc, that endpoint is progressed
+ * meanwhile (smart-stat asking this very process must be answered).
+ */
+static int run_stat(const char *const *args, smart_rpc_t *rpc, char *out,
+		    size_t cap)
+{
+	const char *argv[8] = { SMART_BIN_DIR "/smart-stat" };
+	posix_spawn_file_actions_t fa;
+	size_t len = 0;
+	pid_t pid;
+	int p[2], st, i;
+
+	for (i = 0; args[i]; i++)
+		argv[i + 1] = args[i];
+	CHECK_OK(pipe2(p, O_CLOEXEC));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	CHECK_OK(posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv,
+			     environ));
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	for (;;) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		ssize_t r;
+
+		if (rpc)
+			smart_rpc_progress(rpc);
+		if (poll(&pf, 1, rpc ? 0 : 1000) <= 0)
+			continue;
+		r = read(p[0], out + len, cap - 1 - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	out[len] = 0;
+	close(p[0]);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static int stat_pid(pid_t pid, int json, smart_rpc_t *rpc, char *out)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	return run_stat((const char *[]){ "--pid", p, json ? "--json" : NULL,
+					  NULL }, rpc, out, OUT_MAX);
+}
+
+/* The number after "key": at or after from. */
+static uint64_t json_u64(const char *from, const char *key)
+{
+	char pat[64];
+	const char *s;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	s = strstr(from, pat);
+	CHECK_MSG(s, "no %s in %s", key, from);
+	return strtoull(s + strlen(pat), NULL, 10);
+}
+
+/* The one connection object of a --pid answer. */
+static const char *json_conn(const char *out)
+{
+	const char *c = strstr(out, "\"conns\":[{");
+
+	CHECK_MSG(c, "no connection in %s", out);
+	CHECK_MSG(!strstr(c + 1, "\"conns\":"), "one endpoint wanted: %s",
+		  out);
+	return c;
+}
+
+/* Every counter smart-stat printed equals st's, but for msgs_recv. */
+static void check_counters(const char *conn, const struct smart_rpc_stats *st,
+			   uint64_t recv_more)
+{
+	const uint64_t *v = (const uint64_t *)st;
+
+	for (unsigned i = 0; smart_rpc_stats_field(i); i++) {
+		const char *f = smart_rpc_stats_field(i);
+		uint64_t want = v[i];
+
+		if (!strcmp(f, "msgs_recv"))
+			want -= recv_more;
+		CHECK_MSG(json_u64(conn, f) == want, "%s: smart-stat %" PRIu64
+			  ", the endpoint %" PRIu64, f, json_u64(conn, f),
+			  want);
+	}
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+static void test_counts(void)
+{
+	static char out[OUT_MAX];
+	struct smart_rpc_stats st;
+	struct client c;
+	char addr[64];
+	pid_t server = server_start(addr);
+	const char *conn;
+	uint32_t len;
+
+	client_open(&c, addr);
+	calls(&c, CALLS);
+	CHECK_EQ(smart_rpc_call(c.k, 77, NULL, 0, NULL, 0, NULL),
+		 SMART_ENOENT);
+
+	/* our side: the dialed connection, exactly our counters */
+	CHECK_MSG(!stat_pid(getpid(), 1, c.rpc, out), "smart-stat: %s", out);
+	conn = json_conn(out);
+	CHECK_OK(smart_rpc_conn_stats(c.k, &st));
+	check_counters(conn, &st, 0);
+	CHECK_U64_EQ(st.calls, CALLS + 1);
+	CHECK_U64_EQ(st.call_errors, 1);
+	CHECK_U64_EQ(st.msgs_sent, CALLS + 1);
+	CHECK(strstr(conn, "\"role\":\"dialed\""));
+	CHECK(strstr(conn, "\"state\":\"live\""));
+	CHECK_U64_EQ(json_u64(out, "live"), 1);
+	CHECK_U64_EQ(json_u64(out, "pid"), (uint64_t)getpid());
+
+	/* the server's side, then its own count, which has one request more
+	 * (the OP_STATS being handled) and nothing else */
+	CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
+	conn = json_conn(out);
+	CHECK_OK(smart_rpc_call(c.k, OP_STATS, NULL, 0, &st, sizeof(st),
+				&len));
+	CHECK_EQ(len, sizeof(st));
+	check_counters(conn, &st, 1);
+	CHECK_U64_EQ(st.msgs_recv, CALLS + 2);
+	CHECK_U64_EQ(st.bytes_recv, CALLS * 100);
+	CHECK(strstr(conn, "\"role\":\"accepted\""));
+	CHECK(strstr(out, "\"listen\":\"127.0.0.1:"));
+	CHECK_U64_EQ(json_u64(out, "conns_accepted"), 1);
+
+	/* the table: the endpoint's row and the connection's */
+	CHECK_EQ(stat_pid(server, 0, NULL, out), 0);
+	CHECK_MSG(!strncmp(out, "ENDPOINT ", 9), "table: %s", out);
+	CHECK_MSG(strstr(out, " listen ") && strstr(out, " accepted "),
+		  "table: %s", out);
+	client_close(&c, server);
+}
+
+/* Every endpoint of this user: ours and a server's, without --pid.  The
+ * status is not checked: endpoints of other processes of this user (tests
+ * running beside this one) may be slow to answer. */
+static void test_listing(void)
+{
+	static char out[OUT_MAX];
+	char addr[64], name[64], pat[128];
+	pid_t server = server_start(addr);
+	struct client c;
+	uint32_t len;
+
+	client_open(&c, addr);
+	run_stat((const char *[]){ "--json", NULL }, c.rpc, out, OUT_MAX);
+	CHECK_OK(smart_rpc_stat_name(c.rpc, name, sizeof(name)));
+	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"name\":\"%s\",\"listen\":",
+		 (int)getpid(), name);
+	CHECK_MSG(strstr(out, pat), "no %s in %s", pat, out);
+	CHECK_OK(smart_rpc_call(c.k, OP_NAME, NULL, 0, name, sizeof(name),
+				&len));
+	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"name\":\"%s\",\"listen\":",
+		 (int)server, name);
+	CHECK_MSG(strstr(out, pat), "no %s in %s", pat, out);
+	client_close(&c, server);
+}
+
+/* Run argv[0] and wait for it; its exit status (its pid in *out). */
+static int spawn_pid(const char *const *argv, pid_t *out)
+{
+	pid_t pid;
+	int st;
+
+	CHECK_OK(posix_spawn(&pid, argv[0], NULL, NULL, (char **)argv,
+			     environ));
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	*out = pid;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int spawn_wait(const char *const *argv)
+{
+	pid_t pid;
+
+	return spawn_pid(argv, &pid);
+}
+
+/* Errors that say what happened; names; the counters' names. */
+static void test_errors(void)
+{
+	static char out[OUT_MAX];
+	const char *bin = SMART_BIN_DIR "/smart-stat";
+	char n0[64], n1[64], want[64];
+	smart_ctx_t *ctx = ctx_new(secret_path);
+	smart_worker_t *w0, *w1;
+	smart_rpc_t *r0, *r1;
+	pid_t gone;
+	unsigned i;
+
+	CHECK_EQ(spawn_wait((const char *[]){ bin, "--help", NULL }), 0);
+	CHECK_EQ(spawn_wait((const char *[]){ bin, "--pid", "0", NULL }), 2);
+	CHECK_EQ(spawn_wait((const char *[]){ bin, "--bogus", NULL }), 2);
+	/* a process that has none, and one that is no more */
+	CHECK_EQ(stat_pid(1, 0, NULL, out), 1);
+	CHECK_EQ(spawn_pid((const char *[]){ "/bin/true", NULL }, &gone), 0);
+	CHECK_EQ(stat_pid(gone, 1, NULL, out), 1);
+	CHECK_STR_EQ(out, "{\"version\":1,\"endpoints\":[]}\n");
+
+	/* two endpoints of one process: two names */
+	CHECK_OK(smart_worker_create(ctx, &w0));
+	CHECK_OK(smart_worker_create(ctx, &w1));
+	CHECK_OK(smart_rpc_create(w0, NULL, &r0));
+	CHECK_OK(smart_rpc_create(w1, NULL, &r1));
+	CHECK_OK(smart_rpc_stat_name(r0, n0, sizeof(n0)));
+	CHECK_OK(smart_rpc_stat_name(r1, n1, sizeof(n1)));
+	snprintf(want, sizeof(want), "smart-stat:%d:", (int)getpid());
+	CHECK(!strncmp(n0, want, strlen(want)));
+	CHECK(!strncmp(n1, want, strlen(want)));
+	CHECK(strcmp(n0, n1));
+	CHECK_EQ(smart_rpc_stat_name(r0, n0, 4), SMART_ERANGE);
+	CHECK_EQ(smart_rpc_stat_name(NULL, n0, sizeof(n0)), SMART_EINVAL);
+	CHECK_OK(smart_rpc_destroy(r1));
+	CHECK_OK(smart_rpc_destroy(r0));
+	CHECK_OK(smart_worker_destroy(w1));
+	CHECK_OK(smart_worker_destroy(w0));
+	CHECK_OK(smart_ctx_destroy(ctx));
+
+	/* every counter named, in order */
+	for (i = 0; i < sizeof(struct smart_rpc_stats) / 8; i++)
+		CHECK_MSG(smart_rpc_stats_field(i), "counter %u unnamed", i);
+	CHECK(!smart_rpc_stats_field(i));
+	CHECK_STR_EQ(smart_rpc_stats_field(0), "msgs_sent");
+}
+
+/* A flood of clients that connect and never read, and one of another
+ * uid: the endpoint keeps serving, and its counters show both. */
+static void test_hostile(void)
+{
+	static char out[OUT_MAX];
+	int fds[FLOOD], nfd = 0, st;
+	char addr[64], name[64];
+	pid_t server = server_start(addr), other;
+	struct client c;
+	uint32_t len;
+
+	client_open(&c, addr);
+	CHECK_OK(smart_rpc_call(c.k, OP_NAME, NULL, 0, name, sizeof(name),
+				&len));
+	for (int i = 0; i < FLOOD; i++) {
+		/* the backlog is bounded: some are refused (EAGAIN) */
+		fds[nfd] = stat_connect(name, 1);
+		nfd += fds[nfd] >= 0;
+	}
+	/* more than one look's accepts (STAT_ACCEPTS_PER_TICK, 4) */
+	CHECK_GT(nfd, 4);
+	calls(&c, 100);	/* served meanwhile */
+	/* the backlog may still be full: smart-stat waits it out */
+	CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
+	/* the backlog is served in order: every flooder was answered
+	 * before smart-stat, which counts itself */
+	CHECK_GE(json_u64(out, "stat_answers"), (uint64_t)nfd + 1);
+	CHECK_U64_EQ(json_u64(out, "stat_denied"), 0);
+	CHECK_U64_EQ(json_u64(json_conn(out), "msgs_recv"), 101);
+	for (int i = 0; i < nfd; i++)
+		close(fds[i]);
+
+	if (geteuid()) {
+		printf("  (another uid: not tested, this needs root to become "
+		       "uid 65534)\n");
+	} else {
+		other = test_spawn("other_uid", (const char *[]){ name, NULL });
+		CHECK_EQ(waitpid(other, &st, 0), other);
+		CHECK_MSG(WIFEXITED(st) && !WEXITSTATUS(st),
+			  "another uid was not denied (%d)", st);
+		CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
+		CHECK_U64_EQ(json_u64(out, "stat_denied"), 1);
+	}
+	calls(&c, 10);
+	client_close(&c, server);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_child children[] = {
+		{ "server", child_server }, { "other_uid", child_other_uid },
+		{ NULL, NULL } };
+	int fd, rc;
+
+	test_children(argc, argv, children);
+	snprintf(secret_path, sizeof(secret_path), "/tmp/smart-stat-XXXXXX");
+	fd = mkstemp(secret_path);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
+	close(fd);
+	rc = test_main(argc, argv, (struct test_case[]){
+		{ "counts", test_counts },
+		{ "listing", test_listing },
+		{ "errors", test_errors },
+		{ "hostile", test_hostile },
+		{ NULL, NULL } });
+	unlink(secret_path);
+	return rc;
+}
