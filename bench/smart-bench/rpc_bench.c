@@ -45,6 +45,13 @@ static const struct kit_flag rpc_flags[] = {
 		 "serve until\nSIGINT/SIGTERM, then its counters"),
 	KIT_STR("listen", R, listen, "HOST:PORT",
 		"with --serve: where [127.0.0.1:0]"),
+	KIT_INT("gap", R, gap_us, 0, 1000000, "US",
+		"echo: each task waits US microseconds after each\n"
+		"answer (an idle server between calls: what --event\n"
+		"costs when it sleeps) [0]"),
+	KIT_FLAG("event", R, event, "the server in event mode: it sleeps on "
+		 "its descriptor\nwhen idle (smart_rpc_event_arm) instead of "
+		 "polling"),
 	KIT_END,
 };
 #undef R
@@ -136,6 +143,11 @@ static void rpc_check(void *m, struct bench_run *r)
 	if (b->listen)
 		kit_bad(BENCH_TOOL, "listen", b->listen, "is for --serve (a "
 			"client's server listens on loopback, any port)");
+	if (b->gap_us && b->oneway)
+		kit_bad(BENCH_TOOL, "gap", NULL, "is for echo calls");
+	if (b->event && r->com.connect.n)
+		kit_bad(BENCH_TOOL, "event", NULL, "is the server's (start "
+			"it with --serve --event)");
 	if (!b->clients)
 		b->clients = 1;
 	if (!b->outstanding)
@@ -283,8 +295,11 @@ static void record_run(const struct rpc_bench *b, const struct bench_run *r,
 	kit_rec_num(rec, "clients", "%d", b->clients);
 	kit_rec_num(rec, "threads", "%d", r->com.threads);
 	kit_rec_num(rec, "outstanding", "%d", b->outstanding);
+	kit_rec_num(rec, "gap_us", "%d", b->gap_us);
 	kit_rec_str(rec, "transport", b->transport);
 	kit_rec_str(rec, "server", r->com.connect.n ? "connected" : "spawned");
+	kit_rec_str(rec, "server_mode", r->com.connect.n ? "" :
+		    b->event ? "event" : "poll");
 	kit_rec_num(rec, "msgs", "%" PRIu64, s->msgs);
 	kit_rec_num(rec, "seconds", "%.3f", s->secs);
 	kit_rec_num(rec, "mrps", "%.4f", s->mrps);
@@ -318,6 +333,8 @@ static void record_serve(const struct rpc_bench *b, struct kit_rec *rec)
 	kit_rec_num(rec, "rnr", "%" PRIu64, st->rnr);
 	kit_rec_num(rec, "rnr_waits", "%" PRIu64, st->rnr_waits);
 	kit_rec_num(rec, "malformed", "%" PRIu64, st->proto_errors);
+	kit_rec_str(rec, "server_mode", b->event ? "event" : "poll");
+	kit_rec_num(rec, "event_sleeps", "%" PRIu64, st->event_sleeps);
 }
 
 /* Errors in the window fail the run, its results printed all the same. */

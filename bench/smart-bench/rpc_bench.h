@@ -80,6 +80,8 @@ struct rpc_bench {
 	uint64_t size;		/* RPC_BENCH_SIZE_UNSET until check;
 				 * a server's 0 */
 	int oneway, serve, clients, outstanding;
+	int event;		/* the server in event mode */
+	int gap_us;		/* echo: a pause after each answer */
 	const char *listen;
 	/* setup */
 	char transport[16];

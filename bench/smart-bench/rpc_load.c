@@ -21,6 +21,7 @@
  * that a terminal's ^C ends the window, not the server under it.
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,10 +114,12 @@ static void serve_say(const struct rpc_bench *b)
 	fprintf(stderr, BENCH_TOOL " rpc server: %d live connections; "
 		"accepted %" PRIu64 ", failed %" PRIu64 ", refused handshakes %"
 		PRIu64 "; messages in %" PRIu64 ", out %" PRIu64 "; rnr %"
-		PRIu64 ", rnr waits %" PRIu64 ", malformed %" PRIu64 "\n",
+		PRIu64 ", rnr waits %" PRIu64 ", malformed %" PRIu64
+		"; %s mode, %" PRIu64 " sleeps\n",
 		b->srv_conns, st->conns_accepted, st->conns_failed,
 		st->handshakes_refused, st->msgs_recv, st->msgs_sent, st->rnr,
-		st->rnr_waits, st->proto_errors);
+		st->rnr_waits, st->proto_errors, b->event ? "event" : "poll",
+		st->event_sleeps);
 }
 
 static int serve_open(struct rpc_bench *b, smart_worker_t *w,
@@ -138,6 +141,27 @@ static int serve_open(struct rpc_bench *b, smart_worker_t *w,
 	if (!rc)
 		rc = smart_rpc_register(*rpc, RPC_BENCH_OP_DONE, h_done, NULL);
 	return rc;
+}
+
+/* Event mode: poll while there is work, sleep on the endpoint's
+ * descriptor when idle (a signal ends the sleep: stop_asked is looked at
+ * after each). */
+static int serve_events(smart_rpc_t *rpc)
+{
+	struct pollfd pf = { .events = POLLIN };
+	int rc = smart_rpc_event_fd(rpc, &pf.fd);
+
+	if (rc) {
+		fprintf(stderr, BENCH_TOOL " rpc server: event mode: %s\n",
+			smart_strerror(rc));
+		return rc;
+	}
+	while (!stop_asked()) {
+		smart_rpc_progress(rpc);
+		if (!smart_rpc_event_arm(rpc))
+			poll(&pf, 1, 1000);
+	}
+	return 0;
 }
 
 int rpc_bench_serve(struct rpc_bench *b, FILE *out)
@@ -163,8 +187,12 @@ int rpc_bench_serve(struct rpc_bench *b, FILE *out)
 	} else {
 		fprintf(out, "%s\n", addr);
 		fflush(out);
-		for (uint64_t i = 1; (i % SERVE_CHECK) || !stop_asked(); i++)
-			smart_rpc_progress(rpc);
+		if (b->event)
+			rc = serve_events(rpc);
+		else
+			for (uint64_t i = 1; (i % SERVE_CHECK) || !stop_asked();
+			     i++)
+				smart_rpc_progress(rpc);
 		smart_rpc_stats(rpc, &b->srv);
 		b->srv_conns = smart_rpc_conns(rpc);
 		serve_say(b);
@@ -271,11 +299,16 @@ static void echo_task(smart_worker_t *w, void *arg)
 {
 	struct rpc_bench_thread *th = arg;
 	uint32_t size = (uint32_t)th->b->size, got = 0;
+	uint64_t gap = (uint64_t)(th->b->gap_us * 1e-6 *
+				  smart_cycles_per_sec());
 	uint64_t t0, dt;
 	int rc;
 
-	(void)w;
 	while (!kit_runner_stopping(gate(th))) {
+		/* --gap: the server idles meanwhile (this task yields, so
+		 * the endpoint is polled) */
+		for (t0 = smart_cycles(); gap && smart_cycles() - t0 < gap;)
+			smart_task_yield(w);
 		t0 = smart_cycles();
 		rc = smart_rpc_call(th->conn, RPC_BENCH_OP_ECHO, th->req, size,
 				    th->resp, size, &got);

@@ -87,6 +87,10 @@ struct smart_rpc_cfg {
 				 * 1 GiB; rounded up to 64 KiB).  The endpoint
 				 * registers two regions this large (staging,
 				 * which peers READ, and landing) */
+	uint32_t busy_us;	/* event mode: how long after the last
+				 * message the endpoint stays in polling mode
+				 * (smart_rpc_event_arm refuses): 50 (up to
+				 * 1000000) */
 };
 
 /* Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field
@@ -204,6 +208,8 @@ struct smart_rpc_stats {
 	uint64_t qp_cache_hits;	/* connections that took a ready QP */
 	uint64_t conns_accepted, conns_dialed, conns_failed;
 	uint64_t handshakes_refused;
+	uint64_t event_sleeps;	/* endpoint only: arms that let the
+				 * caller sleep (smart_rpc_event_arm) */
 };
 
 int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
@@ -239,6 +245,33 @@ struct smart_rpc_trace {
  * out (up to max); returns how many. */
 int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
 		     int max);
+
+/*
+ * Event mode (X-RDMA's): an idle endpoint need not be polled.  The
+ * descriptor of smart_rpc_event_fd (the endpoint's own; do not close it)
+ * goes into the program's epoll set or poll(2); it becomes readable when
+ * the endpoint has work: a message or completion, a connection or a
+ * smart-stat query, or something due (a keepalive probe, a call's
+ * timeout, a sleeping task of the worker).  The loop:
+ *
+ *	for (;;) {
+ *		smart_rpc_progress(rpc);
+ *		if (smart_rpc_event_arm(rpc) == 0)
+ *			epoll_wait(...);	// or poll() on the fd
+ *	}
+ *
+ * smart_rpc_event_arm returns 0 when the caller may sleep until the
+ * descriptor is readable (nothing is lost meanwhile), SMART_EAGAIN when it
+ * must poll instead: a message came within cfg.busy_us (traffic flows:
+ * polling is cheaper than a wake-up), or the worker has work of its own
+ * (a task ready, an op in flight).  While traffic flows the descriptor is
+ * not used and senders make no system call; a sleeping endpoint on shm
+ * costs its next sender one write(2) to an eventfd (docs/rpc.md §12).
+ * Wake-ups may be spurious.  SMART_ENOTSUP: the transport has no events;
+ * SMART_ENOENT: arm before event_fd; SMART_EINVAL: from a handler.
+ */
+int smart_rpc_event_fd(smart_rpc_t *rpc, int *fd);
+int smart_rpc_event_arm(smart_rpc_t *rpc);
 
 /* Live connections of the endpoint. */
 int smart_rpc_conns(const smart_rpc_t *rpc);

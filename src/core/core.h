@@ -398,6 +398,8 @@ static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
 
 /* worker.c */
 int smart__worker_poll(struct smart_worker *w);
+/* 1 when only an event of a layer above can give w work (worker.c). */
+int smart__worker_idle(const struct smart_worker *w, uint64_t *wake_at);
 /* Add or remove a poller (owner thread; SMART_EBUSY when all slots are
  * taken; removing one not added does nothing). */
 int smart__worker_poller_add(struct smart_worker *w,

@@ -352,6 +352,28 @@ worker_cq_failed(struct smart_worker *w, struct smart_tp_cq *dead, int err)
 		worker_fail_stale(w, dead, err);
 }
 
+/* Nothing of the worker's own moves unless it polls: no task ready or
+ * waiting for admission, no op of any task queued or in flight (on shm
+ * they run only at our polls; on verbs their completions would not wake
+ * a sleeper of a layer above).  *wake_at: the earliest sleeper's
+ * deadline (TSC), 0 when none sleeps. */
+int smart__worker_idle(const struct smart_worker *w, uint64_t *wake_at)
+{
+	const struct smart__task *t = &w->main_task;
+
+	*wake_at = w->sleepers ? w->next_wake : 0;
+	if (w->ready_head || w->bo.wait_head || t->nchains ||
+	    atomic_load(&t->inflight))
+		return 0;
+	for (int i = 0; i < w->ntask_slots; i++) {
+		t = w->all_tasks[i];
+		if (t->state != SMART_TASK_FREE &&
+		    (t->nchains || atomic_load(&t->inflight)))
+			return 0;
+	}
+	return 1;
+}
+
 int smart__worker_poller_add(struct smart_worker *w,
 			     int (*fn)(struct smart_worker *, void *),
 			     void *arg)

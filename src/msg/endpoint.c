@@ -42,13 +42,16 @@ static int cfg_fill(const struct smart_rpc_cfg *in, struct smart_rpc_cfg *o)
 		return SMART_EINVAL;
 	if (!o->slow_poll_us)
 		o->slow_poll_us = 1000;
+	if (!o->busy_us)
+		o->busy_us = 50;
 	if (o->window < 2 || o->window > SMART_PROTO_PEER_WINDOW_MAX ||
 	    o->eager_max < SMART_PROTO_PEER_MSG_MIN - SMART_MSG_HDR_LEN ||
 	    o->eager_max > SMART_PROTO_PEER_MSG_MAX - SMART_MSG_HDR_LEN ||
 	    o->max_conns > 4096 || o->max_pending > 1024 ||
 	    o->timeout_ms > 3600000 || o->keepalive_ms > 3600000 ||
 	    o->keepalive_misses < 2 || o->keepalive_misses > 100 ||
-	    o->rndv_max > SMART_PROTO_PEER_RNDV_MAX)
+	    o->rndv_max > SMART_PROTO_PEER_RNDV_MAX ||
+	    o->busy_us > 1000000)
 		return SMART_EINVAL;
 	o->window = (uint32_t)smart_roundup_pow2(o->window);
 	/* whole pages, and never shorter than an eager message */
@@ -94,7 +97,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->w = w;
 	rpc->ctx = w->ctx;
 	rpc->tp = w->ctx->tp;
-	rpc->lfd = rpc->pfd = rpc->sfd = -1;
+	rpc->lfd = rpc->pfd = rpc->sfd = rpc->efd = rpc->tfd = -1;
 	rpc->passes_fds = rpc->ctx->caps.peer_fd;
 	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
 	if (rpc->msg_len > rpc->ctx->caps.max_msg ||
@@ -110,6 +113,8 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 				    rpc->ctx->clock.cycles_per_ns);
 	rpc->slow_cycles = (uint64_t)(rpc->cfg.slow_poll_us * 1e3 *
 				      rpc->ctx->clock.cycles_per_ns);
+	rpc->busy_cycles = (uint64_t)(rpc->cfg.busy_us * 1e3 *
+				      rpc->ctx->clock.cycles_per_ns);
 	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));
 	rpc->conns = calloc(rpc->cfg.max_conns, sizeof(*rpc->conns));
 	rpc->gens = calloc(rpc->cfg.max_conns, sizeof(*rpc->gens));
@@ -120,9 +125,11 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	if (!rpc->handlers || !rpc->conns || !rpc->gens || !rpc->calls ||
 	    !rpc->reqs || !rpc->pend)
 		goto fail;
-	for (uint32_t i = 0; i < rpc->cfg.max_pending; i++)
-		rpc->pend[i].fd = rpc->pend[i].fd_got[0] =
-			rpc->pend[i].fd_got[1] = -1;
+	for (uint32_t i = 0; i < rpc->cfg.max_pending; i++) {
+		rpc->pend[i].fd = -1;
+		for (int k = 0; k < SMART_SOCK_FDS; k++)
+			rpc->pend[i].fd_got[k] = -1;
+	}
 	for (int i = RPC_CALLS - 1; i >= 0; i--) {
 		rpc->calls[i].next = rpc->free_calls;
 		rpc->free_calls = &rpc->calls[i];
@@ -131,7 +138,10 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		rpc->reqs[i].next = rpc->free_reqs;
 		rpc->free_reqs = &rpc->reqs[i];
 	}
-	rc = rpc->tp->cq_create(rpc->ctx->dom, 1024, 0, &rpc->cq);
+	/* with an event descriptor: event mode (event.c) and, on shm, the
+	 * peers' senders wake this endpoint through it */
+	rc = rpc->tp->cq_create(rpc->ctx->dom, 1024, SMART_TP_CQ_EVENTS,
+				&rpc->cq);
 	if (rc)
 		goto fail;
 	rc = smart__rndv_open(rpc);
@@ -160,6 +170,7 @@ int smart_rpc_destroy(smart_rpc_t *rpc)
 		return 0;
 	if (rpc->waiting || rpc->in_poll)
 		return SMART_EBUSY;
+	smart__rpc_event_close(rpc);
 	smart__rpc_stat_close(rpc);
 	smart__rpc_listen_close(rpc);
 	smart__rpc_conns_close(rpc);

@@ -206,8 +206,8 @@ struct rpc_pend {
 				 * dialer closes (closing on unread input
 				 * would reset the socket before the dialer
 				 * read why) */
-	int fd_got[SMART_SOCK_FDS];	/* descriptors the dialer passed (its
-					 * QP's, its staging region's), or -1 */
+	int fd_got[SMART_SOCK_FDS];	/* descriptors the dialer passed (as
+					 * smart__rpc_conn_fds), or -1 */
 	int64_t deadline;	/* ms */
 	size_t in_len;
 	uint8_t in[SMART_PROTO_FRAME_MAX];
@@ -252,7 +252,6 @@ struct smart_rpc {
 	int lfd, pfd;		/* listening socket; TCP port holder */
 	char laddr[64];
 	struct rpc_pend *pend;	/* max_pending */
-	uint32_t npend;
 	uint32_t next_peer_id;
 	uint32_t nspare;	/* connections in the QP cache */
 	/* counters of connections gone, and of the endpoint */
@@ -273,6 +272,11 @@ struct smart_rpc {
 	/* control socket for smart-stat (stat.c) */
 	int sfd;
 	struct rpc_stat *ctl;	/* its clients, names, stamps (stat.c) */
+	/* event mode (event.c): the epoll set and its timer, -1 until
+	 * smart_rpc_event_fd; the last poll that found work, and how long
+	 * after it arming is refused (polling while traffic flows) */
+	int efd, tfd;
+	uint64_t last_busy, busy_cycles;	/* TSC */
 };
 
 /* rpc.c: the poller, and closing every connection (destroy) */
@@ -282,10 +286,16 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 			struct smart_rpc_conn **out);
 void smart__rpc_cache_fill(struct smart_rpc *rpc);
 int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len);
+/* The descriptors of a PEER frame (shm): the staging region's memfd,
+ * then the QP's (its receive segment, its CQ's eventfd); -1 where none.
+ * conn_up owns them afterwards, even on error, and sets them to -1. */
 int smart__rpc_conn_up(struct smart_rpc_conn *c,
-		       const struct smart_proto_peer *peer, int fd, int rfd);
+		       const struct smart_proto_peer *peer,
+		       int fds[SMART_SOCK_FDS]);
 void smart__rpc_conn_free(struct smart_rpc_conn *c);
-int smart__rpc_qp_fd(const struct smart_rpc_conn *c);
+void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
+			 int fds[SMART_SOCK_FDS]);
+void smart__rpc_fds_close(int fds[SMART_SOCK_FDS]);
 
 /* endpoint.c */
 void smart__rpc_stats_add(struct smart_rpc_stats *to,
@@ -328,7 +338,13 @@ uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles);
 /* stat.c: the control socket smart-stat reads (opened at create, served
  * every tick, closed at destroy) */
 int smart__rpc_stat_open(struct smart_rpc *rpc);
-void smart__rpc_stat_service(struct smart_rpc *rpc);
+void smart__rpc_stat_service(struct smart_rpc *rpc, int now);
+int smart__rpc_stat_clients(const struct smart_rpc *rpc);
+
+/* event.c: descriptors join the event set as they come (listening,
+ * a handshake accepted) */
+int smart__rpc_event_add(struct smart_rpc *rpc, int fd);
+void smart__rpc_event_close(struct smart_rpc *rpc);
 void smart__rpc_stat_close(struct smart_rpc *rpc);
 
 /* peer.c */

@@ -95,6 +95,10 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 		rpc->lfd = tfd;
 	}
 	smart__sock_addr_text(&bound, rpc->laddr, sizeof(rpc->laddr));
+	if (smart__rpc_event_add(rpc, rpc->lfd))
+		smart__warn(&rpc->ctx->log, "rpc: the listening socket is "
+			    "not in the event descriptor's set: connections "
+			    "are served at the next wake");
 	if (!rpc->ctx->secret)
 		smart__warn(&rpc->ctx->log, "rpc: listening at %s without a "
 			    "shared secret: any local peer may connect",
@@ -113,20 +117,11 @@ int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len)
 	return 0;
 }
 
-static void fds_close(int *fds)
-{
-	for (int i = 0; i < SMART_SOCK_FDS; i++) {
-		if (fds[i] >= 0)
-			close(fds[i]);
-		fds[i] = -1;
-	}
-}
-
 static void pend_close(struct rpc_pend *p)
 {
 	if (p->fd >= 0)
 		close(p->fd);
-	fds_close(p->fd_got);
+	smart__rpc_fds_close(p->fd_got);
 	explicit_bzero(p->in, p->in_len);
 	p->fd = -1;
 	p->in_len = 0;
@@ -165,7 +160,7 @@ static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 	    send(p->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		smart__dbg(&rpc->ctx->log, "rpc: refusal not sent");
 	shutdown(p->fd, SHUT_WR);
-	fds_close(p->fd_got);
+	smart__rpc_fds_close(p->fd_got);
 	explicit_bzero(p->in, p->in_len);
 	p->in_len = 0;
 	p->authed = 0;
@@ -177,13 +172,13 @@ static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 /* A refused slot: read and drop; closed at the dialer's EOF. */
 static void pend_drain(struct rpc_pend *p)
 {
-	int fds[SMART_SOCK_FDS] = { -1, -1 }, extra = 0;
+	int fds[SMART_SOCK_FDS] = { -1, -1, -1 }, extra = 0;
 	long r;
 
 	for (;;) {
 		r = smart__sock_recv_some(p->fd, p->in, sizeof(p->in), fds,
 					  SMART_SOCK_FDS, &extra);
-		fds_close(fds);
+		smart__rpc_fds_close(fds);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -240,27 +235,30 @@ static int peer_fill(struct smart_rpc_conn *c, struct smart_proto_peer *m)
 	return smart__rpc_conn_blob(c, m->blob, &m->blob_len);
 }
 
-/* A PEER frame goes with the descriptors a peer on shm maps: the QP's
- * receive segment and the staging region's memfd. */
+/* A PEER frame goes with the descriptors a peer on shm needs: the
+ * staging region's memfd, the QP's receive segment and its CQ's eventfd
+ * (the endpoint's CQ always has one on shm). */
 static int send_peer(struct smart_rpc_conn *c, int fd, const void *f,
 		     size_t n, int64_t deadline)
 {
-	int fds[SMART_SOCK_FDS] = { smart__rpc_qp_fd(c),
-				    c->rpc->stage_pg.mr->fd };
+	int fds[SMART_SOCK_FDS];
+
+	smart__rpc_conn_fds(c, fds);
 
 	return smart__sock_send_all(fd, f, n, fds,
 				    c->rpc->passes_fds ? SMART_SOCK_FDS : 0,
 				    deadline);
 }
 
-/* The descriptors a PEER frame came with are those it says: both on shm
- * (a QP's, a staging region's), none on verbs. */
+/* The descriptors a PEER frame came with are those it says: all on shm
+ * (smart__rpc_conn_fds), none on verbs. */
 static int fds_as_told(const struct smart_rpc *rpc,
 		       const struct smart_proto_peer *m, const int *fds)
 {
-	if (!rpc->passes_fds)
-		return fds[0] < 0 && fds[1] < 0;
-	return fds[0] >= 0 && fds[1] >= 0 && m->rndv_max;
+	for (int i = 0; i < SMART_SOCK_FDS; i++)
+		if ((fds[i] >= 0) != (rpc->passes_fds != 0))
+			return 0;
+	return !rpc->passes_fds || m->rndv_max;
 }
 
 /* A PEER_CONNECT: make our side of the connection and answer. */
@@ -290,8 +288,7 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	rc = peer_fill(c, &outm);
 	if (!rc) {
 		/* the transport owns them from here, even on error */
-		rc = smart__rpc_conn_up(c, &in, p->fd_got[0], p->fd_got[1]);
-		p->fd_got[0] = p->fd_got[1] = -1;
+		rc = smart__rpc_conn_up(c, &in, p->fd_got);
 	}
 	outm.id = ++rpc->next_peer_id;
 	if (!rc)
@@ -414,10 +411,14 @@ static void accept_some(struct smart_rpc *rpc, int64_t now)
 			continue;
 		}
 		p->fd = fd;
-		p->fd_got[0] = p->fd_got[1] = -1;
+		for (int k = 0; k < SMART_SOCK_FDS; k++)
+			p->fd_got[k] = -1;
 		p->authed = 0;
 		p->in_len = 0;
 		p->deadline = now + rpc->cfg.timeout_ms;
+		/* event mode: its bytes wake the endpoint */
+		if (smart__rpc_event_add(rpc, fd))
+			pend_refuse(rpc, p, SMART_EBUSY, "out of memory");
 	}
 }
 
@@ -539,7 +540,7 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	int64_t deadline = smart__now_ms() + dial_ms(rpc);
 	struct smart_proto_peer m;
 	struct smart_rpc_conn *c;
-	int fd = -1, fds[SMART_SOCK_FDS] = { -1, -1 }, rc;
+	int fd = -1, fds[SMART_SOCK_FDS] = { -1, -1, -1 }, rc;
 
 	rc = smart__rpc_conn_new(rpc, 0, &c);
 	if (rc)
@@ -549,11 +550,9 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 		rc = dial_hello(rpc, c, fd, deadline);
 	if (!rc)
 		rc = dial_answer(rpc, fd, deadline, &m, fds);
-	if (!rc) {
-		rc = smart__rpc_conn_up(c, &m, fds[0], fds[1]);
-		fds[0] = fds[1] = -1;	/* the transport's now */
-	}
-	fds_close(fds);
+	if (!rc)
+		rc = smart__rpc_conn_up(c, &m, fds);	/* owns them */
+	smart__rpc_fds_close(fds);
 	if (fd >= 0)
 		close(fd);
 	if (rc) {

@@ -989,6 +989,8 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 	if (rpc->dirty)
 		flush_dirty(rpc);
 	n = rpc->tp->poll(rpc->cq, wc, SMART_POLL_BATCH);
+	if (n > 0)
+		rpc->last_busy = w->now;
 	for (i = 0; i < n; i++)
 		on_wc(rpc, &wc[i]);
 	if (rpc->dirty)
@@ -1002,7 +1004,7 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		if (rpc->dirty)
 			flush_dirty(rpc);
 		smart__rpc_listen_service(rpc);
-		smart__rpc_stat_service(rpc);
+		smart__rpc_stat_service(rpc, 0);
 	}
 	if (rpc->dead)
 		free_dead(rpc);
@@ -1019,9 +1021,25 @@ int smart_rpc_progress(smart_rpc_t *rpc)
 
 /* ---- connections ------------------------------------------------------- */
 
-int smart__rpc_qp_fd(const struct smart_rpc_conn *c)
+_Static_assert(SMART_SOCK_FDS == 1 + SMART_TP_PEER_FDS,
+	       "a PEER frame: the staging region's descriptor and the QP's");
+
+void smart__rpc_fds_close(int fds[SMART_SOCK_FDS])
 {
-	return c->rpc->tp->qp_fd(c->qp);
+	for (int i = 0; i < SMART_SOCK_FDS; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
+			 int fds[SMART_SOCK_FDS])
+{
+	for (int i = 0; i < SMART_SOCK_FDS; i++)
+		fds[i] = -1;
+	fds[0] = c->rpc->stage_pg.mr->fd;
+	c->rpc->tp->qp_fds(c->qp, fds + 1);
 }
 
 /* A connection ready to be connected: its index, slab, QP and posted
@@ -1123,17 +1141,23 @@ int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len)
 }
 
 int smart__rpc_conn_up(struct smart_rpc_conn *c,
-		       const struct smart_proto_peer *peer, int fd, int rfd)
+		       const struct smart_proto_peer *peer,
+		       int fds[SMART_SOCK_FDS])
 {
-	int rc = smart__rndv_connect(c, peer, rfd);
+	int n = 0, rc = smart__rndv_connect(c, peer, fds[0]);
 
+	fds[0] = -1;
 	if (rc) {
-		if (fd >= 0)
-			close(fd);
+		smart__rpc_fds_close(fds);
 		return rc;
 	}
+	while (n < SMART_TP_PEER_FDS && fds[1 + n] >= 0)
+		n++;
 	rc = c->rpc->tp->qp_connect_peer(c->qp, c->remote, peer->blob,
-					 peer->blob_len, fd);
+					 peer->blob_len, fds + 1, n);
+	for (int i = 0; i < n; i++)
+		fds[1 + i] = -1;	/* the transport's */
+	smart__rpc_fds_close(fds);
 	if (rc)
 		return rc;
 	c->swin = peer->window < c->window ? peer->window : c->window;

@@ -97,7 +97,7 @@ struct rpc_stat {
 	X(poll_gap_max_ns) X(qp_cache_hits) X(conns_accepted)		\
 	X(conns_dialed)							\
 	X(conns_failed)							\
-	X(handshakes_refused)
+	X(handshakes_refused) X(event_sleeps)
 #define STAT_NAME(f) [offsetof(struct smart_rpc_stats, f) / 8] = #f,
 #define STAT_ONE(f) + 1
 #define STAT_NFIELDS (sizeof(struct smart_rpc_stats) / sizeof(uint64_t))
@@ -383,18 +383,27 @@ static void stamp_new(struct smart_rpc *rpc, struct rpc_stat *s)
 	}
 }
 
-void smart__rpc_stat_service(struct smart_rpc *rpc)
+int smart__rpc_stat_clients(const struct smart_rpc *rpc)
+{
+	int n = 0;
+
+	for (int i = 0; rpc->ctl && i < STAT_CLIENTS; i++)
+		n += rpc->ctl->cl[i] != NULL;
+	return n;
+}
+
+/* Every tick; `at_once`: accept now (event mode, before sleeping: the
+ * socket would keep the endpoint's descriptor readable). */
+void smart__rpc_stat_service(struct smart_rpc *rpc, int at_once)
 {
 	struct rpc_stat *s = rpc->ctl;
 	int64_t now;
-	int busy = 0;
 
 	if (rpc->sfd < 0)
 		return;
 	stamp_new(rpc, s);
-	for (int i = 0; i < STAT_CLIENTS; i++)
-		busy |= s->cl[i] != NULL;
-	if (!busy && ++s->ticks % STAT_ACCEPT_TICKS)
+	if (!at_once && !smart__rpc_stat_clients(rpc) &&
+	    ++s->ticks % STAT_ACCEPT_TICKS)
 		return;	/* one accept4 per 8 ms while nobody asks */
 	now = smart__now_ms();
 	for (int i = 0; i < STAT_CLIENTS; i++) {

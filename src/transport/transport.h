@@ -62,6 +62,17 @@
  *     docs/transport.md gives each transport's bound), then completes
  *     with SMART_TP_WC_RNR and its QP enters error.  Receives of a QP in
  *     error complete with SMART_TP_WC_FLUSH.
+ *  9. Events (messaging's event mode): a CQ created with
+ *     SMART_TP_CQ_EVENTS has a descriptor (cq_event_fd) a thread can
+ *     sleep on in poll(2) or epoll.  cq_arm consumes the events it
+ *     signalled so far and asks for the next: once armed, the descriptor
+ *     becomes readable when a completion may be ready (verbs: any; shm:
+ *     a receive its peer delivered, since the CQ's own WRs run only at
+ *     its own polls).  SMART_EAGAIN: the CQ cannot be left unpolled (shm:
+ *     WRs of its QPs wait to run, or completions to be taken).  A
+ *     completion that came between the caller's last poll and the arm
+ *     may not signal: after a 0 the caller polls once more and sleeps
+ *     only if that poll found nothing.  Signals may be spurious.
  *
  * Threading: a QP or CQ created without SMART_TP_SHARED is used by one
  * thread at a time and takes no lock; with SMART_TP_SHARED the transport
@@ -185,7 +196,12 @@ enum {
 					 * domain), if caps allow; QP: uses
 					 * its CQ's, or one of its own where
 					 * the CQ has none (shm model) */
+	SMART_TP_CQ_EVENTS = 1 << 2,	/* CQ: has an event descriptor
+					 * (rule 9) */
 };
+
+/* Descriptors a two-sided QP's peer may need (qp_fds). */
+#define SMART_TP_PEER_FDS 2
 
 /* The kind of GID (and so of fabric) a verbs domain uses: auto picks RoCE
  * v2 on an Ethernet link and LID routing on InfiniBand. */
@@ -294,6 +310,11 @@ struct smart_tp_ops {
 	 * posted, and post refuses its QPs (SMART_EQP).  Its user fails
 	 * whatever waited on it and replaces the CQ and its QPs. */
 	int (*poll)(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max);
+	/* Rule 9: the CQ's event descriptor (-1: created without
+	 * SMART_TP_CQ_EVENTS), and arming it (0, or SMART_EAGAIN: poll
+	 * first; SMART_EINVAL without events). */
+	int (*cq_event_fd)(const struct smart_tp_cq *cq);
+	int (*cq_arm)(struct smart_tp_cq *cq);
 
 	/* Responder side (blade): give a served region len bytes of device
 	 * memory (rule 7), zeroed, open to remote READ/WRITE/atomics; its
@@ -352,15 +373,20 @@ struct smart_tp_ops {
 	int (*qp_in_error)(const struct smart_tp_qp *qp);
 
 	/* Two-sided (rule 8), on QPs with a receive queue (post_recv:
-	 * SMART_ENOTSUP on others).  A descriptor to pass with the QP's blob
-	 * to its peer (-1: none, as on verbs; the QP keeps it). */
-	int (*qp_fd)(const struct smart_tp_qp *qp);
-	/* Connect to the peer QP of peer_blob (its fd passed along, or -1;
-	 * the transport owns fd afterwards, even on error).  r, when not
-	 * NULL, is the peer's region for the one-sided WRs of this QP. */
+	 * SMART_ENOTSUP on others).  The descriptors to pass with the QP's
+	 * blob to its peer, in order, into fds; returns how many (0 on
+	 * verbs; shm: the receive segment, then the CQ's event descriptor
+	 * when it has one).  The QP keeps them. */
+	int (*qp_fds)(const struct smart_tp_qp *qp,
+		      int fds[SMART_TP_PEER_FDS]);
+	/* Connect to the peer QP of peer_blob, given the nfds descriptors
+	 * its qp_fds gave (the transport owns them afterwards, even on
+	 * error).  r, when not NULL, is the peer's region for the
+	 * one-sided WRs of this QP. */
 	int (*qp_connect_peer)(struct smart_tp_qp *qp,
 			       struct smart_tp_remote *r,
-			       const void *peer_blob, size_t len, int fd);
+			       const void *peer_blob, size_t len,
+			       const int *fds, int nfds);
 	/* Post n receives; SMART_EAGAIN, nothing posted, when the receive
 	 * queue lacks room for all n.  Allowed before the QP is connected. */
 	int (*post_recv)(struct smart_tp_qp *qp,

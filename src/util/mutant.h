@@ -72,6 +72,13 @@
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_NO_WAKE	/* shm_recv.c: a sender never signals an
+				 * armed (sleeping) receiver */
+#define SMART_M_SHM_NO_WAKE 1
+#else
+#define SMART_M_SHM_NO_WAKE 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK	/* shm_recv.c: a peer segment
 					 * that can shrink is mapped */
 #define SMART_M_SHM_PEER_NO_SEAL_CHECK 1

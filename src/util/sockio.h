@@ -23,7 +23,7 @@ int64_t smart__now_ms(void);
 int smart__sock_wait(int fd, short events, int64_t deadline);
 
 /* Descriptors that may travel with one message (SCM_RIGHTS). */
-#define SMART_SOCK_FDS 2
+#define SMART_SOCK_FDS 3
 
 /* One non-blocking send (MSG_DONTWAIT, MSG_NOSIGNAL) of up to len bytes;
  * the nfds (0..SMART_SOCK_FDS) descriptors of fds go with them

@@ -44,7 +44,8 @@
 
 struct counts {
 	uint64_t sunk, out_of_order, rnr, proto_errors, acks_sent,
-		accepted, backlogged, rndv_recv, rndv_held, traced;
+		accepted, backlogged, rndv_recv, rndv_held, traced,
+		event_sleeps, event_wakes;
 };
 
 struct server {
@@ -53,6 +54,7 @@ struct server {
 	smart_rpc_conn_t *up;	/* nested calls go there */
 	int slow_ns;
 	uint64_t next_seq, sunk, ooo;
+	uint64_t wakes;	/* event mode: sleeps ended by the descriptor */
 	int stop;
 };
 
@@ -120,6 +122,8 @@ static void h_counts(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	c.rndv_recv = st.rndv_recv;
 	c.rndv_held = st.rndv_held;
 	c.traced = st.traced;
+	c.event_sleeps = st.event_sleeps;
+	c.event_wakes = s->wakes;
 	smart_rpc_reply(q, 0, &c, sizeof(c));
 }
 
@@ -174,8 +178,26 @@ static void serve_task(smart_worker_t *w, void *arg)
 		smart_task_yield(w);
 }
 
+/* Event mode (docs/rpc.md §12): poll while there is work, else sleep
+ * on the endpoint's descriptor, with no timeout of our own: only the
+ * endpoint's events (messages, its timer) end a sleep. */
+static void serve_events(struct server *s)
+{
+	struct pollfd pf = { .events = POLLIN };
+
+	CHECK_OK(smart_rpc_event_fd(s->rpc, &pf.fd));
+	while (!s->stop) {
+		smart_rpc_progress(s->rpc);
+		if (smart_rpc_event_arm(s->rpc))
+			continue;
+		CHECK_EQ(poll(&pf, 1, -1), 1);
+		s->wakes++;
+	}
+}
+
 /* args: secret file, pipe fd, slow ns, upstream address or "-",
- * keepalive ms (0: KA_QUIET_MS), with KA_MISSES */
+ * keepalive ms (0: KA_QUIET_MS), with KA_MISSES, and "event" for event
+ * mode (else a task polls) */
 static void child_server(char **args)
 {
 	struct server s = { 0 };
@@ -201,8 +223,12 @@ static void child_server(char **args)
 	CHECK_OK(smart_rpc_listen_addr(s.rpc, addr, sizeof(addr)));
 	CHECK_EQ(write(fd, addr, strlen(addr) + 1), (ssize_t)strlen(addr) + 1);
 	close(fd);
-	CHECK_OK(smart_task_spawn(s.w, serve_task, &s));
-	CHECK_OK(smart_worker_run(s.w));
+	if (args[5] && !strcmp(args[5], "event")) {
+		serve_events(&s);
+	} else {
+		CHECK_OK(smart_task_spawn(s.w, serve_task, &s));
+		CHECK_OK(smart_worker_run(s.w));
+	}
 	smart_rpc_close(s.up);
 	CHECK_OK(smart_rpc_destroy(s.rpc));
 	CHECK_OK(smart_worker_destroy(s.w));
@@ -212,8 +238,8 @@ static void child_server(char **args)
 /* Start a server child (keepalive ka_ms, 0: the default) and read its
  * address; when its upstream is an endpoint of ours (us), that endpoint is
  * progressed meanwhile, so that it can accept the child's connection. */
-static pid_t server_start_ka(int slow_ns, const char *up, int ka_ms,
-			     smart_rpc_t *us, char *addr)
+static pid_t server_start_mode(int slow_ns, const char *up, int ka_ms,
+			       smart_rpc_t *us, const char *mode, char *addr)
 {
 	char fdtxt[16], slow[16], ka[16];
 	int p[2];
@@ -225,7 +251,8 @@ static pid_t server_start_ka(int slow_ns, const char *up, int ka_ms,
 	snprintf(slow, sizeof(slow), "%d", slow_ns);
 	snprintf(ka, sizeof(ka), "%d", ka_ms);
 	pid = test_spawn("server", (const char *[]){ secret_path, fdtxt, slow,
-						   up ? up : "-", ka, NULL });
+						   up ? up : "-", ka, mode,
+						   NULL });
 	close(p[1]);
 	if (us) {
 		struct pollfd pf = { .fd = p[0], .events = POLLIN };
@@ -238,6 +265,12 @@ static pid_t server_start_ka(int slow_ns, const char *up, int ka_ms,
 	CHECK_MSG(n > 0, "the server did not start");
 	addr[n] = 0;
 	return pid;
+}
+
+static pid_t server_start_ka(int slow_ns, const char *up, int ka_ms,
+			     smart_rpc_t *us, char *addr)
+{
+	return server_start_mode(slow_ns, up, ka_ms, us, NULL, addr);
 }
 
 static pid_t server_start(int slow_ns, const char *up, char *addr)
@@ -420,6 +453,24 @@ static uint64_t ms_since(uint64_t t0)
 	return (smart_now_ns() - t0) / 1000000;
 }
 
+/* c listens; a server dials it, is connected, then killed (SIGKILL) and
+ * reaped; returns smart_now_ns() at that moment. */
+static uint64_t dialer_killed(struct client *c)
+{
+	char us[64], addr[64];
+	int status;
+	pid_t pid;
+
+	CHECK_OK(smart_rpc_listen(c->rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(c->rpc, us, sizeof(us)));
+	pid = server_start_ka(0, us, KA_MS, c->rpc, addr);
+	while (smart_rpc_conns(c->rpc) < 1)
+		smart_rpc_progress(c->rpc);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	return smart_now_ns();
+}
+
 static void test_keepalive(void)
 {
 	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS,
@@ -427,7 +478,7 @@ static void test_keepalive(void)
 	struct smart_rpc_stats st;
 	struct client c;
 	smart_rpc_conn_t *k;
-	char addr[64], us[64];
+	char addr[64];
 	uint64_t t0, ms;
 	uint8_t b[8] = { 1 };
 	uint32_t n;
@@ -461,14 +512,7 @@ static void test_keepalive(void)
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 
 	/* killed: a peer that dialed us is given up, its connection freed */
-	CHECK_OK(smart_rpc_listen(c.rpc, "127.0.0.1:0"));
-	CHECK_OK(smart_rpc_listen_addr(c.rpc, us, sizeof(us)));
-	pid = server_start_ka(0, us, KA_MS, c.rpc, addr);
-	while (smart_rpc_conns(c.rpc) < 1)
-		smart_rpc_progress(c.rpc);
-	CHECK_EQ(kill(pid, SIGKILL), 0);
-	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	t0 = smart_now_ns();
+	t0 = dialer_killed(&c);
 	while (smart_rpc_conns(c.rpc) > 0 && ms_since(t0) < 10000)
 		smart_rpc_progress(c.rpc);
 	ms = ms_since(t0);
@@ -477,6 +521,80 @@ static void test_keepalive(void)
 	CHECK_U64_EQ(st.ka_failures, 2);
 	CHECK_U64_EQ(st.conns_accepted, 1);
 	printf("   killed peer: given up after %" PRIu64 " ms\n", ms);
+	client_close(&c);
+}
+
+/* Event mode (docs/rpc.md §12).  A server that sleeps on its descriptor
+ * between calls answers each within a call timeout (1 s) far below its
+ * keepalive period (2 s, its only timer): so only the sender's wake-up
+ * can have ended its sleeps (mutant SHM_NO_WAKE).  Then we sleep as the
+ * listener: a killed peer is given up by the timer alone, and its
+ * connection freed. */
+#define EV_CALLS 20
+
+static void test_event_mode(void)
+{
+	struct smart_rpc_cfg cfg = { .timeout_ms = 1000 };
+	struct smart_rpc_stats st;
+	struct client c;
+	struct counts n;
+	smart_rpc_conn_t *k;
+	char addr[64];
+	uint64_t b[8], t0;
+	struct pollfd pf = { .events = POLLIN };
+	uint32_t len;
+	pid_t pid;
+	int sleeps = 0;
+
+	client_open_cfg(&c, secret_path, &cfg);
+	pid = server_start_mode(0, NULL, 0, NULL, "event", addr);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	for (int i = 0; i < EV_CALLS; i++) {
+		/* 5 ms apart: the server is idle (busy_us 50) and sleeps */
+		t0 = smart_now_ns();
+		while (smart_now_ns() - t0 < 5000000)
+			smart_rpc_progress(c.rpc);
+		b[0] = (uint64_t)i;
+		CHECK_OK(smart_rpc_call(k, OP_ECHO, b, 8, b, 8, &len));
+		CHECK_U64_EQ(b[0], (uint64_t)i);
+	}
+	n = counts_of(k);
+	printf("   server: %" PRIu64 " sleeps, %" PRIu64 " woken by its "
+	       "descriptor, %d calls answered\n", n.event_sleeps,
+	       n.event_wakes, EV_CALLS);
+	CHECK_GT(n.event_sleeps, 0);
+	CHECK_GT(n.event_wakes, 0);
+	server_stop(k, pid);
+
+	/* the listener sleeps; a peer of it killed: the timer wakes it */
+	cfg = (struct smart_rpc_cfg){ .keepalive_ms = KA_MS,
+				      .keepalive_misses = KA_MISSES };
+	client_close(&c);
+	client_open_cfg(&c, secret_path, &cfg);
+	CHECK_OK(smart_rpc_event_fd(c.rpc, &pf.fd));
+	t0 = dialer_killed(&c);
+	for (;;) {
+		smart_rpc_progress(c.rpc);
+		if (!smart_rpc_conns(c.rpc) || ms_since(t0) > 10000)
+			break;
+		if (smart_rpc_event_arm(c.rpc) == 0) {
+			CHECK_EQ(poll(&pf, 1, 10000), 1);
+			sleeps++;
+		}
+	}
+	CHECK_EQ(smart_rpc_conns(c.rpc), 0);
+	CHECK_OK(smart_rpc_stats(c.rpc, &st));
+	CHECK_U64_EQ(st.ka_failures, 1);
+	CHECK_GT(sleeps, 0);
+	CHECK_U64_EQ(st.event_sleeps, (uint64_t)sleeps);
+	printf("   sleeping listener: killed peer given up after %" PRIu64
+	       " ms, %d sleeps\n", ms_since(t0), sleeps);
+	/* arming inside a handler or before event_fd: refused */
+	client_close(&c);
+	client_open(&c, secret_path);
+	CHECK_EQ(smart_rpc_event_arm(c.rpc), SMART_ENOENT);
+	CHECK_EQ(smart_rpc_event_fd(c.rpc, NULL), SMART_EINVAL);
+	CHECK_EQ(smart_rpc_event_arm(NULL), SMART_EINVAL);
 	client_close(&c);
 }
 
@@ -829,6 +947,7 @@ int main(int argc, char **argv)
 		{ "nested", test_nested },
 		{ "trace", test_trace },
 		{ "keepalive", test_keepalive },
+		{ "event_mode", test_event_mode },
 		{ "hostile", test_hostile },
 		{ "args", test_args },
 		{ NULL, NULL } });

@@ -87,7 +87,10 @@ static void h_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	smart_rpc_reply(q, 0, NULL, 0);
 }
 
-/* args: the secret file, a pipe's fd for the listen address */
+/* args: the secret file, a pipe's fd for the listen address, and
+ * "event" for event mode (sleeping on the endpoint's descriptor with no
+ * timeout of its own: with KA_MS, only a message, a connection or a
+ * smart-stat query ends a sleep) */
 static void child_server(char **args)
 {
 	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS };
@@ -107,8 +110,19 @@ static void child_server(char **args)
 	CHECK_OK(smart_rpc_listen_addr(s.rpc, addr, sizeof(addr)));
 	CHECK_EQ(write(fd, addr, strlen(addr) + 1), (ssize_t)strlen(addr) + 1);
 	close(fd);
-	while (!s.stop)
-		smart_rpc_progress(s.rpc);
+	if (args[2] && !strcmp(args[2], "event")) {
+		struct pollfd pf = { .events = POLLIN };
+
+		CHECK_OK(smart_rpc_event_fd(s.rpc, &pf.fd));
+		while (!s.stop) {
+			smart_rpc_progress(s.rpc);
+			if (!smart_rpc_event_arm(s.rpc))
+				CHECK_EQ(poll(&pf, 1, -1), 1);
+		}
+	} else {
+		while (!s.stop)
+			smart_rpc_progress(s.rpc);
+	}
 	CHECK_OK(smart_rpc_destroy(s.rpc));
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(ctx));
@@ -160,7 +174,7 @@ struct client {
 	smart_rpc_conn_t *k;
 };
 
-static pid_t server_start(char *addr)
+static pid_t server_start_mode(const char *mode, char *addr)
 {
 	char fdtxt[16];
 	int p[2];
@@ -170,13 +184,18 @@ static pid_t server_start(char *addr)
 	CHECK_OK(pipe(p));
 	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
 	pid = test_spawn("server", (const char *[]){ secret_path, fdtxt,
-						   NULL });
+						   mode, NULL });
 	close(p[1]);
 	n = read(p[0], addr, 63);
 	close(p[0]);
 	CHECK_MSG(n > 0, "the server did not start");
 	addr[n] = 0;
 	return pid;
+}
+
+static pid_t server_start(char *addr)
+{
+	return server_start_mode(NULL, addr);
 }
 
 static void client_open(struct client *c, const char *addr)
@@ -361,6 +380,34 @@ static void test_counts(void)
 	client_close(&c, server);
 }
 
+/* A server asleep in event mode answers smart-stat: the control socket
+ * is in its descriptor's set (it has no timer to wake it otherwise), and
+ * its sleeps are counted. */
+static void test_event_mode(void)
+{
+	static char out[OUT_MAX];
+	struct client c;
+	char addr[64];
+	pid_t server = server_start_mode("event", addr);
+	uint64_t t0;
+
+	client_open(&c, addr);
+	calls(&c, CALLS);
+	for (int i = 0; i < 2; i++) {
+		t0 = smart_now_ns();	/* idle: the server goes to sleep */
+		while (smart_now_ns() - t0 < 20000000)
+			smart_rpc_progress(c.rpc);
+		CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s",
+			  out);
+		CHECK_U64_EQ(json_u64(out, "live"), 1);
+	}
+	printf("   a sleeping server answered twice; its sleeps: %" PRIu64
+	       "\n", json_u64(out, "event_sleeps"));
+	CHECK_GT(json_u64(out, "event_sleeps"), 0);
+	calls(&c, CALLS);
+	client_close(&c, server);
+}
+
 /* Every endpoint of this user: ours and a server's, without --pid.  The
  * status is not checked: endpoints of other processes of this user (tests
  * running beside this one) may be slow to answer. */
@@ -516,6 +563,7 @@ int main(int argc, char **argv)
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "counts", test_counts },
 		{ "listing", test_listing },
+		{ "event_mode", test_event_mode },
 		{ "errors", test_errors },
 		{ "hostile", test_hostile },
 		{ NULL, NULL } });

@@ -2,7 +2,8 @@
 # Smoke tests of smart-bench rpc (messaging, docs/rpc.md): --help, short
 # echo and one-way runs of 2 client processes x 2 threads x 4 tasks
 # against the server it spawns (the documented JSON fields, a nonzero
-# count, no error, no receiver-not-ready), the table, a server of its own
+# count, no error, no receiver-not-ready), an event-mode server that
+# sleeps between paced calls (--gap), the table, a server of its own
 # (--serve with a secret file) that two runs --connect to and a wrong
 # secret is refused by, its counters at SIGTERM, and the refusals of bad
 # input (exit 2).  Asserts no timing, only shapes and counts.  About 5 s.
@@ -17,7 +18,8 @@ clean() {
 	has "$1-clean" '"errors":0,"first_error":"",.*"rnr":0,"stop_signal":0,'
 }
 
-json=(mode size clients threads outstanding transport server msgs seconds
+json=(mode size clients threads outstanding gap_us transport server
+      server_mode msgs seconds
       mrps gbps p50_us p99_us p999_us max_us errors first_error
       window_stalls call_timeouts rnr stop_signal rndv_sent)
 many=(--seconds 0.3 --clients 2 --threads 2 --outstanding 4 --json)
@@ -33,7 +35,7 @@ if grep -q "not built" "$tmp/out"; then
 
 check echo "$b" rpc "${many[@]}"
 fields echo-fields "${json[@]}"
-has echo-shape '^\{"mode":"echo","size":32,"clients":2,"threads":2,"outstanding":4,"transport":"shm","server":"spawned","msgs":[0-9]+,'
+has echo-shape '^\{"mode":"echo","size":32,"clients":2,"threads":2,"outstanding":4,"gap_us":0,"transport":"shm","server":"spawned","server_mode":"poll","msgs":[0-9]+,'
 clean echo
 grep -qE "rpc server: [0-9]+ live connections; accepted 4, failed 0," "$tmp/err" &&
 	echo "ok   echo-server-counters" ||
@@ -43,6 +45,15 @@ check oneway "$b" rpc "${many[@]}" --oneway --size 100
 fields oneway-fields "${json[@]}"
 has oneway-shape '^\{"mode":"oneway","size":100,"clients":2,"threads":2,"outstanding":4,'
 clean oneway
+
+# the server in event mode, idle between calls (--gap): it sleeps, and
+# every call is answered
+check event "$b" rpc --seconds 0.3 --gap 500 --event --json
+has event-shape '"gap_us":500,"transport":"shm","server":"spawned","server_mode":"event",'
+clean event
+grep -qE "rpc server: .*; event mode, [1-9][0-9]* sleeps" "$tmp/err" &&
+	echo "ok   event-server-sleeps" ||
+	{ echo "FAIL event-server-sleeps"; cat "$tmp/err"; fail=1; }
 
 # past eager_max (4096) messages go by rendezvous
 check table "$b" rpc --seconds 0.2 --threads 2 --size 64K
@@ -85,6 +96,10 @@ refuse serve-size "^smart-bench: --serve: a server takes no .*--size" \
 	"$b" rpc --serve --size 64
 refuse listen-alone "^smart-bench: --listen: is for --serve" \
 	"$b" rpc --listen 127.0.0.1:0
+refuse gap-oneway "^smart-bench: --gap: is for echo calls" \
+	"$b" rpc --gap 10 --oneway
+refuse event-connect "^smart-bench: --event: is the server's" \
+	"$b" rpc --event --connect 127.0.0.1:1
 refuse blade-size "^smart-bench: --blade-size: rpc has no blade" \
 	"$b" rpc --blade-size 16M
 refuse max-tasks "^smart-bench: --outstanding: 100 tasks, but the library option max_tasks is 50" \
@@ -102,6 +117,8 @@ bad clients 300
 bad outstanding 0
 bad outstanding 2000
 bad seconds 0
+bad gap -1
+bad gap 2000000
 bad transport ib
 refuse flag-value "^smart-bench: --oneway: takes no value" "$b" rpc --oneway=1
 [ $fail -eq 0 ] && echo "rpc bench: all passed" || echo "rpc bench: FAILED"

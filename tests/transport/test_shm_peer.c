@@ -74,6 +74,14 @@ static void p_close(struct p_end *e)
 	ops->domain_close(e->d);
 }
 
+/* The QP's receive segment (the first of its descriptors). */
+static int p_fd(struct p_end *e)
+{
+	int fds[SMART_TP_PEER_FDS];
+
+	return ops->qp_fds(e->qp, fds) > 0 ? fds[0] : -1;
+}
+
 static void p_blob(struct p_end *e, uint8_t *blob, size_t *len)
 {
 	*len = SMART_TP_BLOB_MAX;
@@ -89,8 +97,8 @@ static void p_connect_to(struct p_end *a, struct p_end *b)
 
 	p_blob(b, blob, &blen);
 	CHECK_OK(ops->qp_connect_peer(a->qp, NULL, blob, blen,
-				      fcntl(ops->qp_fd(b->qp),
-					    F_DUPFD_CLOEXEC, 0)));
+				      (int[]){ fcntl(p_fd(b), F_DUPFD_CLOEXEC,
+						     0) }, 1));
 }
 
 /* Post one SEND of len bytes at local (in e's MR). */
@@ -135,7 +143,7 @@ static struct shm_rseg *p_seg(struct p_end *e, size_t *len)
 {
 	struct stat st;
 	void *p;
-	int fd = ops->qp_fd(e->qp);
+	int fd = p_fd(e);
 
 	CHECK_GE(fd, 0);
 	CHECK_OK(fstat(fd, &st));
@@ -165,7 +173,7 @@ static void refuse_segment(struct p_end *a, struct p_end *b, int sealed)
 		CHECK_OK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
 	else
 		CHECK_EQ(pwrite(fd, seg, 64, 0), 64);	/* its header */
-	CHECK_EQ(ops->qp_connect_peer(a->qp, NULL, blob, blen, fd),
+	CHECK_EQ(ops->qp_connect_peer(a->qp, NULL, blob, blen, &fd, 1),
 		 SMART_EPROTO);
 	munmap(seg, len);
 }
@@ -347,10 +355,10 @@ static void echo_join(struct p_end *e, int s)
 	int fd;
 
 	p_blob(e, blob, &blen);
-	msg_send(s, blob, blen, ops->qp_fd(e->qp));
+	msg_send(s, blob, blen, p_fd(e));
 	plen = msg_recv(s, peer, sizeof(peer), &fd);
 	CHECK_GE(fd, 0);
-	CHECK_OK(ops->qp_connect_peer(e->qp, NULL, peer, plen, fd));
+	CHECK_OK(ops->qp_connect_peer(e->qp, NULL, peer, plen, &fd, 1));
 }
 
 /* The child: echo every message back, with its immediate + 1. */

@@ -145,6 +145,9 @@ struct shm_rslot {
 
 struct shm_rseg {
 	uint32_t magic, nslots, max_msg, _pad;
+	/* the receiver, about to sleep on its CQ's event descriptor, sets
+	 * it; the sender that delivers next clears it and signals (rule 9) */
+	_Atomic uint32_t armed;
 	_Atomic uint32_t posted smart_aligned_cl;	/* receiver */
 	_Atomic uint32_t delivered smart_aligned_cl;	/* sender */
 	struct shm_rslot slot[] smart_aligned_cl;	/* [nslots]; data
@@ -171,6 +174,7 @@ struct shm_peer {
 	size_t seg_len;
 	uint32_t nslots, max_msg;
 	uint64_t rnr_since;	/* when the head SEND first met no receive */
+	int wake_fd;		/* the peer's CQ's eventfd, or -1 */
 };
 
 /* shm_exec's answer for a SEND that found no receive yet: the doorbell
@@ -205,6 +209,8 @@ struct smart_tp_cq {
 	uint32_t pass;		/* poll number: RNR stalls of this pass */
 	struct smart_tp_qp **rqs;	/* its QPs with a receive queue */
 	uint32_t nrq, rq_cap;	/* under lock (create, destroy) */
+	int evfd;		/* SMART_TP_CQ_EVENTS: an eventfd its peers'
+				 * senders signal (rule 9); else -1 */
 };
 
 /* DOOMED: the remote failed; the next WR completes with an error, then
@@ -426,6 +432,8 @@ uint64_t smart__shm_remote_base(const struct smart_tp_remote *r);
 uint32_t smart__shm_remote_rkey(const struct smart_tp_remote *r);
 uint64_t smart__shm_remote_dm(const struct smart_tp_remote *r, uint32_t *rkey);
 
+int smart__shm_cq_event_fd(const struct smart_tp_cq *cq);
+int smart__shm_cq_arm(struct smart_tp_cq *cq);
 int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 			 uint32_t flags, struct smart_tp_cq **out);
 void smart__shm_cq_destroy(struct smart_tp_cq *cq);
@@ -448,14 +456,18 @@ int smart__shm_rq_create(struct smart_tp_qp *qp,
 /* The receive queue and, once connected, the peer's mapping (a peer is
  * only ever connected to a QP with receives). */
 void smart__shm_rq_destroy(struct smart_tp_qp *qp);
-int smart__shm_qp_fd(const struct smart_tp_qp *qp);
+int smart__shm_qp_fds(const struct smart_tp_qp *qp,
+		      int fds[SMART_TP_PEER_FDS]);
 int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,
 			 size_t *len);
 int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 			       struct smart_tp_remote *r,
-			       const void *peer_blob, size_t len, int fd);
+			       const void *peer_blob, size_t len,
+			       const int *fds, int nfds);
 int smart__shm_post_recv(struct smart_tp_qp *qp,
 			 const struct smart_tp_recv *rs, int n);
+/* Mark qp's receive segment armed (cq_arm; the CQ's lock held). */
+void smart__shm_rq_arm(struct smart_tp_qp *qp);
 /* Post's check of a chain's SENDs against the peer (SMART_EINVAL). */
 int smart__shm_send_check(const struct smart_tp_qp *qp,
 			  const struct smart_tp_wr *wr);

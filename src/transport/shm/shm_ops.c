@@ -15,6 +15,8 @@ const struct smart_tp_ops smart_tp_shm_ops = {
 	.cq_destroy = smart__shm_cq_destroy,
 	.cq_own_doorbell = smart__shm_cq_own_doorbell,
 	.poll = smart__shm_poll,
+	.cq_event_fd = smart__shm_cq_event_fd,
+	.cq_arm = smart__shm_cq_arm,
 	.dm_attach = smart__shm_dm_attach,
 	.region_blob = smart__shm_region_blob,
 	.accept = smart__shm_accept,
@@ -31,7 +33,7 @@ const struct smart_tp_ops smart_tp_shm_ops = {
 	.qp_destroy = smart__shm_qp_destroy,
 	.post = smart__shm_post,
 	.qp_in_error = smart__shm_qp_in_error,
-	.qp_fd = smart__shm_qp_fd,
+	.qp_fds = smart__shm_qp_fds,
 	.qp_connect_peer = smart__shm_qp_connect_peer,
 	.post_recv = smart__shm_post_recv,
 };

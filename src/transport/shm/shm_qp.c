@@ -28,6 +28,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "transport/shm/shm.h"
 
@@ -56,14 +58,48 @@ int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 	cq->flags = flags;
 	cq->wc_mask = n - 1;
 	cq->db_mask = n - 1;
+	cq->evfd = -1;
 	smart_spin_init(&cq->lock);
-	if (d->adv && smart__shm_adv_cq_init(cq, n)) {
+	if ((d->adv && smart__shm_adv_cq_init(cq, n)) ||
+	    ((flags & SMART_TP_CQ_EVENTS) &&
+	     (cq->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)) {
 		smart__shm_cq_destroy(cq);
 		return SMART_ENOMEM;
 	}
 	cq->special = cq->model || cq->adv;
 	*out = cq;
 	return 0;
+}
+
+int smart__shm_cq_event_fd(const struct smart_tp_cq *cq)
+{
+	return cq->evfd;
+}
+
+/* Rule 9.  Drain the eventfd, then mark every receive segment of the CQ
+ * armed (seq_cst: against the sender's delivery, then its look at armed,
+ * one of the two sees the other; the caller's next poll is the other
+ * half).  Not sleepable while doorbells wait (only our polls run them:
+ * WRs not executed yet, SENDs waiting for a receive), completions wait in
+ * the ring, or the adversary holds some. */
+int smart__shm_cq_arm(struct smart_tp_cq *cq)
+{
+	uint64_t v;
+	int busy;
+
+	if (cq->evfd < 0)
+		return SMART_EINVAL;
+	while (read(cq->evfd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+	shm_lock(cq->flags, &cq->lock);
+	busy = cq->db_head != cq->db_tail || cq->wc_head != cq->wc_tail ||
+	       (cq->adv && cq->adv->nheld) ||
+	       (cq->special && atomic_load(&cq->dead));
+	for (uint32_t i = 0; !busy && i < cq->nrq; i++)
+		smart__shm_rq_arm(cq->rqs[i]);
+	shm_unlock(cq->flags, &cq->lock);
+	atomic_thread_fence(memory_order_seq_cst);
+	return busy ? SMART_EAGAIN : 0;
 }
 
 /* The RNIC model gives a QP that asks a doorbell of its own (a register
@@ -78,6 +114,8 @@ void smart__shm_cq_destroy(struct smart_tp_cq *cq)
 	if (!cq)
 		return;
 	smart__shm_adv_cq_fini(cq);
+	if (cq->evfd >= 0)
+		close(cq->evfd);
 	free(cq->rqs);
 	free(cq->wc);
 	free(cq->db);

@@ -14,6 +14,12 @@
  * receiver closes (SHM_RS_CLOSED) when its QP enters error, so that a
  * message is either delivered before the close or refused after it.
  *
+ * Events (rule 9): a receiver about to sleep sets `armed` in each of its
+ * segments (cq_arm); the sender that delivers next into one clears it
+ * and writes the receiver's CQ eventfd, passed with the segment's
+ * descriptor at connect time.  Busy receivers leave it clear, so that
+ * senders make no system call while traffic flows.
+ *
  * Receiver not ready: a SEND with no receive posted leaves its doorbell
  * waiting (SHM_ST_RNR_WAIT) and is tried again at later polls, for
  * SHM_RNR_NS at most, then fails SMART_TP_WC_RNR.
@@ -26,6 +32,7 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,6 +44,8 @@
 #include "util/mutant.h"
 
 _Static_assert(sizeof(struct shm_rslot) == 16, "shm_rslot: 16 bytes");
+_Static_assert(offsetof(struct shm_rseg, armed) == 16,
+	       "shm_rseg: armed after the sizes");
 _Static_assert(offsetof(struct shm_rseg, posted) == SMART_CACHELINE,
 	       "shm_rseg: posted on its own line");
 _Static_assert(offsetof(struct shm_rseg, delivered) == 2 * SMART_CACHELINE,
@@ -48,7 +57,7 @@ _Static_assert(offsetof(struct shm_rseg, slot) == 3 * SMART_CACHELINE,
 /* A receive segment can neither shrink nor grow (and F_SEAL_SEAL keeps it
  * so); a peer's must be sealed at least that way. */
 #define SHM_RSEG_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
-#define SHM_PEER_VERSION 1
+#define SHM_PEER_VERSION 2	/* 2: armed, and the wake descriptor */
 
 /* Bytes before the data slots, and the whole segment. */
 static size_t rseg_data_off(uint32_t nslots)
@@ -118,14 +127,40 @@ void smart__shm_rq_destroy(struct smart_tp_qp *qp)
 	}
 	if (qp->peer) {
 		munmap(qp->peer->seg, qp->peer->seg_len);
+		if (qp->peer->wake_fd >= 0)
+			close(qp->peer->wake_fd);
 		free(qp->peer);
 		qp->peer = NULL;
 	}
 }
 
-int smart__shm_qp_fd(const struct smart_tp_qp *qp)
+/* The receive segment, then the CQ's eventfd (rule 9) when it has one. */
+int smart__shm_qp_fds(const struct smart_tp_qp *qp,
+		      int fds[SMART_TP_PEER_FDS])
 {
-	return qp->rq ? qp->rq->fd : -1;
+	if (!qp->rq)
+		return 0;
+	fds[0] = qp->rq->fd;
+	fds[1] = qp->cq->evfd;
+	return fds[1] >= 0 ? 2 : 1;
+}
+
+/* A peer's wake descriptor must be an eventfd: anything else (a pipe, a
+ * file) could block our poll's write or take its bytes.  Made
+ * non-blocking, so that a signal never waits. */
+static int wake_fd_ok(int fd)
+{
+	char path[40], link[32];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = 0;
+	if (strcmp(link, "anon_inode:[eventfd]"))
+		return 0;
+	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0;
 }
 
 /* The blob of a QP with a receive queue: what its peer needs to map the
@@ -145,8 +180,10 @@ int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,
 
 int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 			       struct smart_tp_remote *r,
-			       const void *peer_blob, size_t len, int fd)
+			       const void *peer_blob, size_t len,
+			       const int *fds, int nfds)
 {
+	int fd = nfds > 0 ? fds[0] : -1, wake = nfds > 1 ? fds[1] : -1;
 	struct shm_peer *pe;
 	struct stat st;
 	uint32_t v[4];
@@ -154,6 +191,9 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	void *p;
 	int rc = SMART_EINVAL;
 
+	for (int i = 2; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);	/* ours too, though none is asked */
 	if (!qp->rq || qp->state != SHM_QP_RESET || !peer_blob ||
 	    len != SHM_PEER_BLOB_LEN || fd < 0)
 		goto out;
@@ -162,6 +202,8 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	if (v[0] != SHM_PEER_MAGIC || v[1] != SHM_PEER_VERSION ||
 	    !v[2] || v[2] > SHM_MAX_RECV_WR || (v[2] & (v[2] - 1)) ||
 	    !v[3] || v[3] > SHM_MAX_MSG)
+		goto out;
+	if (wake >= 0 && !wake_fd_ok(wake))
 		goto out;
 	need = rseg_len(v[2], v[3]);
 	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < need)
@@ -192,6 +234,8 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	pe->data = (uint8_t *)p + rseg_data_off(v[2]);
 	pe->nslots = v[2];
 	pe->max_msg = v[3];
+	pe->wake_fd = wake;
+	wake = -1;	/* the peer's now */
 	qp->peer = pe;
 	qp->r = r;
 	qp->state = SHM_QP_RTS;
@@ -199,6 +243,8 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 out:
 	if (fd >= 0)
 		close(fd);
+	if (wake >= 0)
+		close(wake);
 	return rc;
 }
 
@@ -270,6 +316,24 @@ static int peer_slot(struct shm_peer *pe, uint32_t *del)
 	return SMART_TP_WC_OK;
 }
 
+/* A receiver that armed its segment sleeps on its CQ's eventfd (rule 9):
+ * after the delivery (the fence pairs with the one of its arm, so either
+ * it sees the delivery in the poll that follows its arm or we see armed),
+ * the first sender to find armed clears it and signals.  The one system
+ * call of the data path, and only towards a sleeping receiver. */
+static void peer_wake(struct shm_peer *pe)
+{
+	uint64_t one = 1;
+
+	if (pe->wake_fd < 0 || SMART_M_SHM_NO_WAKE)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&pe->seg->armed, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&pe->seg->armed, 0,
+				     memory_order_relaxed))
+		(void)!write(pe->wake_fd, &one, sizeof(one));
+}
+
 /* Publish the slot filled at index d: SMART_TP_WC_OK, or RETRY_EXC when
  * the receiver closed its queue meanwhile (the message is not delivered). */
 static int peer_deliver(struct shm_peer *pe, uint32_t d)
@@ -278,9 +342,16 @@ static int peer_deliver(struct shm_peer *pe, uint32_t d)
 
 	if (atomic_compare_exchange_strong_explicit(
 		    &pe->seg->delivered, &want, d + 1, memory_order_acq_rel,
-		    memory_order_acquire))
+		    memory_order_acquire)) {
+		peer_wake(pe);
 		return SMART_TP_WC_OK;
+	}
 	return SMART_TP_WC_RETRY_EXC;
+}
+
+void smart__shm_rq_arm(struct smart_tp_qp *qp)
+{
+	atomic_store_explicit(&qp->rq->seg->armed, 1, memory_order_relaxed);
 }
 
 /* The WRITE half of a WRITE_IMM (rule 3: before its receive).  Zero

@@ -176,6 +176,7 @@ struct smart_tp_cq {
 				 * it (ibv_create_cq, ibv_poll_cq) */
 	struct ibv_td *td;	/* SMART_TP_OWN_DOORBELL: the CQ's thread */
 	struct ibv_pd *ppd;	/* domain and parent domain, or NULL */
+	struct ibv_comp_channel *ch;	/* SMART_TP_CQ_EVENTS, or NULL */
 	uint32_t flags;
 	_Atomic int dead;	/* 0, or the error poll returns for ever */
 	_Atomic uint32_t polls;	/* async events are read every 65536 */
@@ -283,10 +284,14 @@ int smart__verbs_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 			    const void *peer_blob, size_t len);
 void smart__verbs_qp_destroy(struct smart_tp_qp *qp);
 uint32_t smart__verbs_slot_ahead(uint32_t head, uint32_t slot);
-int smart__verbs_qp_fd(const struct smart_tp_qp *qp);
+int smart__verbs_qp_fds(const struct smart_tp_qp *qp,
+			int fds[SMART_TP_PEER_FDS]);
+int smart__verbs_cq_event_fd(const struct smart_tp_cq *cq);
+int smart__verbs_cq_arm(struct smart_tp_cq *cq);
 int smart__verbs_qp_connect_peer(struct smart_tp_qp *qp,
 				 struct smart_tp_remote *r,
-				 const void *peer_blob, size_t len, int fd);
+				 const void *peer_blob, size_t len,
+				 const int *fds, int nfds);
 int smart__verbs_post_recv(struct smart_tp_qp *qp,
 			   const struct smart_tp_recv *rs, int n);
 int smart__verbs_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,

@@ -14,6 +14,8 @@ const struct smart_tp_ops smart_tp_verbs_ops = {
 	.cq_destroy = smart__verbs_cq_destroy,
 	.cq_own_doorbell = smart__verbs_cq_own_doorbell,
 	.poll = smart__verbs_poll,
+	.cq_event_fd = smart__verbs_cq_event_fd,
+	.cq_arm = smart__verbs_cq_arm,
 	.dm_attach = smart__verbs_dm_attach,
 	.region_blob = smart__verbs_region_blob,
 	.accept = smart__verbs_accept,
@@ -30,7 +32,7 @@ const struct smart_tp_ops smart_tp_verbs_ops = {
 	.qp_destroy = smart__verbs_qp_destroy,
 	.post = smart__verbs_post,
 	.qp_in_error = smart__verbs_qp_in_error,
-	.qp_fd = smart__verbs_qp_fd,
+	.qp_fds = smart__verbs_qp_fds,
 	.qp_connect_peer = smart__verbs_qp_connect_peer,
 	.post_recv = smart__verbs_post_recv,
 };

@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,6 +61,7 @@ static int cq_alloc(struct smart_tp_cq *cq, uint32_t depth)
 		.flags = (cq->flags & SMART_TP_SHARED) ? 0 :
 			 IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
 		.parent_domain = cq->ppd,
+		.channel = cq->ch,
 	};
 
 	cq->cqx = ibv_create_cq_ex(d->ctx, &a);
@@ -72,7 +74,7 @@ static int cq_alloc(struct smart_tp_cq *cq, uint32_t depth)
 	if (cq->cqx)
 		cq->cq = ibv_cq_ex_to_cq(cq->cqx);
 	else if (!cq->ppd && (errno == EOPNOTSUPP || errno == ENOSYS))
-		cq->cq = ibv_create_cq(d->ctx, (int)depth, cq, NULL, 0);
+		cq->cq = ibv_create_cq(d->ctx, (int)depth, cq, cq->ch, 0);
 	if (!cq->cq) {
 		smart__err(d->log, "%s: cannot create a CQ of %u: %m", d->name,
 			   depth);
@@ -100,6 +102,18 @@ int smart__verbs_cq_create(struct smart_tp_domain *d, uint32_t depth,
 	smart_spin_init(&cq->lock);
 	if (flags & SMART_TP_OWN_DOORBELL)
 		cq_own_td(cq);
+	if (flags & SMART_TP_CQ_EVENTS) {
+		cq->ch = ibv_create_comp_channel(d->ctx);
+		/* non-blocking: cq_arm drains it without waiting */
+		if (!cq->ch || fcntl(cq->ch->fd, F_SETFL,
+				     fcntl(cq->ch->fd, F_GETFL) |
+				     O_NONBLOCK)) {
+			smart__err(d->log, "%s: cannot create a completion "
+				   "channel: %m", d->name);
+			smart__verbs_cq_destroy(cq);
+			return SMART_ENOMEM;
+		}
+	}
 	rc = cq_alloc(cq, depth);
 	if (rc) {
 		smart__verbs_cq_destroy(cq);
@@ -123,6 +137,8 @@ void smart__verbs_cq_destroy(struct smart_tp_cq *cq)
 	}
 	if (cq->cq)
 		ibv_destroy_cq(cq->cq);
+	if (cq->ch)
+		ibv_destroy_comp_channel(cq->ch);	/* after its CQ */
 	if (cq->ppd)
 		ibv_dealloc_pd(cq->ppd);
 	if (cq->td)
@@ -133,6 +149,32 @@ void smart__verbs_cq_destroy(struct smart_tp_cq *cq)
 int smart__verbs_cq_own_doorbell(const struct smart_tp_cq *cq)
 {
 	return cq->ppd != NULL;
+}
+
+/* Rule 9: the completion channel's descriptor. */
+int smart__verbs_cq_event_fd(const struct smart_tp_cq *cq)
+{
+	return cq->ch ? cq->ch->fd : -1;
+}
+
+/* Acknowledge the events read so far (every one must be before the CQ
+ * is destroyed), then ask for the next completion's.  Never busy: the
+ * NIC runs the WRs, a completion signals whenever it comes. */
+int smart__verbs_cq_arm(struct smart_tp_cq *cq)
+{
+	struct ibv_cq *ev;
+	void *ctx;
+
+	if (!cq->ch)
+		return SMART_EINVAL;
+	while (!ibv_get_cq_event(cq->ch, &ev, &ctx))
+		ibv_ack_cq_events(ev, 1);
+	if (ibv_req_notify_cq(cq->cq, 0)) {
+		smart__err(cq->d->log, "%s: cannot arm a CQ: %m",
+			   cq->d->name);
+		return SMART_ECONN;
+	}
+	return 0;
 }
 
 /* A QP of room send WRs joins the CQ: grow the CQ first so that all its
@@ -1015,24 +1057,27 @@ void smart__verbs_responder_destroy(struct smart_tp_responder *r)
 }
 
 /* Two-sided (rule 8).  No descriptor travels with a verbs QP's blob:
- * the NIC needs none. */
-int smart__verbs_qp_fd(const struct smart_tp_qp *qp)
+ * the NIC needs none, and its completion channel signals by itself. */
+int smart__verbs_qp_fds(const struct smart_tp_qp *qp,
+			int fds[SMART_TP_PEER_FDS])
 {
-	(void)qp;
-	return -1;
+	(void)qp, (void)fds;
+	return 0;
 }
 
 int smart__verbs_qp_connect_peer(struct smart_tp_qp *qp,
 				 struct smart_tp_remote *r,
-				 const void *peer_blob, size_t len, int fd)
+				 const void *peer_blob, size_t len,
+				 const int *fds, int nfds)
 {
 	struct smart_tp_domain *d = qp->d;
 	struct verbs_qp_info peer;
 	int rc;
 
 	(void)r;	/* one-sided WRs name the peer's region by its rkey */
-	if (fd >= 0)
-		close(fd);	/* ours, as the contract says */
+	for (int i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);	/* ours, as the contract says */
 	if (!qp->rroom)
 		return SMART_EINVAL;	/* no receive queue: qp_connect */
 	rc = peer_unpack(d, peer_blob, len, &peer);

@@ -54,6 +54,7 @@ static const struct conf_case conf_cases[] = {
 	{ "two_sided_flow", case_two_sided_flow, 0 },
 	{ "two_sided_errors", case_two_sided_errors, 0 },
 	{ "two_sided_blobs", case_two_sided_blobs, 0 },
+	{ "two_sided_events", case_two_sided_events, 0 },
 };
 
 /* Run one case in a child process with a watchdog; 0 pass, 77 skip,

@@ -184,5 +184,6 @@ void case_two_sided(const struct smart_conf_env *env);
 void case_two_sided_flow(const struct smart_conf_env *env);
 void case_two_sided_errors(const struct smart_conf_env *env);
 void case_two_sided_blobs(const struct smart_conf_env *env);
+void case_two_sided_events(const struct smart_conf_env *env);
 
 #endif

@@ -3,10 +3,11 @@
  * without immediate data, WRITE_IMM (of 0 bytes too, without a region),
  * receiver not ready, a message too
  * long for its receive, a SEND longer than the peer takes, malformed peer
- * blobs, and a peer in another process.
+ * blobs, and a peer in another process; and rule 9 (events) on the
+ * receiving end of a two-sided QP.
  *
  * Fixture: QP a in the initiator domain and QP b in the responder domain,
- * each with a receive queue and a CQ of its own, connected to each other
+ * each with a receive queue and a CQ of its own (with events), connected to each other
  * with qp_connect_peer (blob + qp_fd); a also has the responder's region
  * for the WRITE half of WRITE_IMM.  Buffers: a's in the initiator's local
  * MR, b's in an MR of its own domain.
@@ -17,6 +18,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -69,23 +71,35 @@ static void ts_qp(struct ts *t, struct ts_end *e, uint32_t max_msg)
 					 .max_recv_wr = TS_RQ,
 					 .max_msg = max_msg };
 
-	CHECK_OK(ops->cq_create(e->dom, 256, 0, &e->cq));
+	CHECK_OK(ops->cq_create(e->dom, 256, SMART_TP_CQ_EVENTS, &e->cq));
 	CHECK_OK(ops->qp_create(e->dom, e->cq, &attr, &e->qp));
 }
 
-/* Connect x to y's QP: y's blob and a duplicate of its descriptor. */
+/* Duplicates of the descriptors qp's peer needs (the transport takes
+ * those it is given); returns how many. */
+static int ts_fds(const struct smart_tp_ops *ops, struct smart_tp_qp *qp,
+		  int fds[SMART_TP_PEER_FDS])
+{
+	int n = ops->qp_fds(qp, fds);
+
+	for (int i = 0; i < n; i++) {
+		fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+		CHECK_GE(fds[i], 0);
+	}
+	return n;
+}
+
+/* Connect x to y's QP: y's blob and duplicates of its descriptors. */
 static int ts_connect(struct ts *t, struct ts_end *x, struct ts_end *y,
 		      struct smart_tp_remote *r)
 {
 	const struct smart_tp_ops *ops = t->f.ops;
 	uint8_t blob[SMART_TP_BLOB_MAX];
 	size_t len = sizeof(blob);
-	int fd = ops->qp_fd(y->qp);
+	int fds[SMART_TP_PEER_FDS], n = ts_fds(ops, y->qp, fds);
 
 	CHECK_OK(ops->qp_blob(y->qp, blob, &len));
-	return ops->qp_connect_peer(x->qp, r, blob, len,
-				    fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) :
-					      -1);
+	return ops->qp_connect_peer(x->qp, r, blob, len, fds, n);
 }
 
 static void ts_open(struct ts *t, const struct smart_conf_env *env,
@@ -443,7 +457,7 @@ void case_two_sided_blobs(const struct smart_conf_env *env)
 	uint8_t good[SMART_TP_BLOB_MAX], bad[SMART_TP_BLOB_MAX];
 	size_t len = sizeof(good), i, j;
 	struct ts t;
-	int fd, rc, refused = 0;
+	int fds[SMART_TP_PEER_FDS], n, rc, refused = 0;
 
 	ts_skip_unless(env);
 	memset(&t, 0, sizeof(t));
@@ -453,7 +467,7 @@ void case_two_sided_blobs(const struct smart_conf_env *env)
 	ts_qp(&t, &t.a, TS_MAX_MSG);
 	ts_qp(&t, &t.b, TS_MAX_MSG);
 	CHECK_OK(ops->qp_blob(t.b.qp, good, &len));
-	fd = ops->qp_fd(t.b.qp);
+	n = ops->qp_fds(t.b.qp, fds);
 	/* every byte of the blob set to 0x00, 0xff and 0x80 in turn, the
 	 * blob cut short: each connect fails or succeeds, never crashes;
 	 * one that succeeds leaves the QP connected (no more connects) */
@@ -466,9 +480,9 @@ void case_two_sided_blobs(const struct smart_conf_env *env)
 				bad[i] = (uint8_t[]){ 0x00, 0xff, 0x80 }[j];
 			if (i < len && bad[i] == good[i])
 				continue;	/* no change */
-			rc = ops->qp_connect_peer(t.a.qp, NULL, bad, l,
-						  fd >= 0 ? fcntl(fd,
-							  F_DUPFD_CLOEXEC, 0) : -1);
+			n = ts_fds(ops, t.b.qp, fds);
+			rc = ops->qp_connect_peer(t.a.qp, NULL, bad, l, fds,
+						  n);
 			if (rc == 0)
 				goto connected;
 			refused++;
@@ -476,15 +490,15 @@ void case_two_sided_blobs(const struct smart_conf_env *env)
 		}
 	}
 	/* a descriptor of something smaller than the blob says */
-	if (fd >= 0) {
-		int small = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (n > 0) {
+		int small[1] = { open("/dev/null", O_RDWR | O_CLOEXEC) };
 
-		CHECK_GE(small, 0);
-		CHECK(ops->qp_connect_peer(t.a.qp, NULL, good, len, small) < 0);
+		CHECK_GE(small[0], 0);
+		CHECK(ops->qp_connect_peer(t.a.qp, NULL, good, len, small, 1) <
+		      0);
 	}
-	CHECK_OK(ops->qp_connect_peer(t.a.qp, NULL, good, len,
-				      fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) :
-						-1));
+	n = ts_fds(ops, t.b.qp, fds);
+	CHECK_OK(ops->qp_connect_peer(t.a.qp, NULL, good, len, fds, n));
 connected:
 	printf("   %d malformed peer blobs refused\n", refused);
 	CHECK_GE(refused, 1);
@@ -493,4 +507,82 @@ connected:
 	ops->cq_destroy(t.a.cq);
 	ops->cq_destroy(t.b.cq);
 	fx_close(&t.f);
+}
+
+/* Is fd readable within ms? */
+static int ts_readable(int fd, int ms)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	return poll(&pf, 1, ms) == 1;
+}
+
+/* Rule 9: an armed CQ that a poll found empty signals its descriptor
+ * when the peer's SEND lands, with nothing but the sender polled; the arm
+ * consumes the signal; a CQ that must be polled (shm: a WR of its own
+ * waits to run) refuses to arm; a CQ made without events has none. */
+void case_two_sided_events(const struct smart_conf_env *env)
+{
+	const struct smart_tp_ops *ops = env->ops;
+	int nic = strcmp(ops->name, "shm") != 0, fd, rc;
+	struct smart_tp_wc wc;
+	struct smart_tp_cq *plain;
+	uint64_t deadline;
+	uint8_t *src;
+	struct ts t;
+
+	ts_skip_unless(env);
+	if (!ops->cq_arm)
+		test_skip("no events on this transport (rule 9)");
+	ts_open(&t, env, TS_MAX_MSG);
+	src = t.a.buf + 128 * 1024;
+	memset(src, 0x3c, 64);
+	fd = ops->cq_event_fd(t.b.cq);
+	CHECK_GE(fd, 0);
+	ts_recv(&t, &t.b, 0, TS_RECV_LEN);
+	ts_recv(&t, &t.a, 0, TS_RECV_LEN);
+
+	/* armed, then polled empty: nothing signals */
+	CHECK_OK(ops->cq_arm(t.b.cq));
+	CHECK_EQ(ops->poll(t.b.cq, &wc, 1), 0);
+	CHECK(!ts_readable(fd, 0));
+	/* the peer's SEND, only the sender polling: b's descriptor */
+	CHECK_OK(ops->post(t.a.qp, (struct smart_tp_wr[]){
+		ts_send(&t.a, 1, src, 64, CONF_SIG, 0) }, 1));
+	deadline = now_ns() + CONF_WAIT_NS;
+	while ((rc = ops->poll(t.a.cq, &wc, 1)) == 0)
+		CHECK_MSG(now_ns() < deadline, "the SEND did not complete");
+	CHECK_EQ(rc, 1);
+	CHECK_WC(wc, 1, SMART_TP_WC_OK);
+	CHECK_MSG(ts_readable(fd, (int)(CONF_WAIT_NS / 1000000)),
+		  "an armed CQ was not signalled by its peer's SEND");
+	CHECK_WC(ts_one(&t, &t.b), 1000, SMART_TP_WC_OK);
+	/* the arm takes the signal; polled empty again, quiet */
+	CHECK_OK(ops->cq_arm(t.b.cq));
+	CHECK_EQ(ops->poll(t.b.cq, &wc, 1), 0);
+	CHECK(!ts_readable(fd, 0));
+
+	/* b's own SEND posted: shm runs it only at b's poll, so the CQ
+	 * cannot sleep; a NIC runs it and its completion signals */
+	CHECK_OK(ops->post(t.b.qp, (struct smart_tp_wr[]){
+		ts_send(&t.b, 2, t.b.buf + 64 * 1024, 8, CONF_SIG, 0) }, 1));
+	rc = ops->cq_arm(t.b.cq);
+	if (nic) {
+		CHECK_OK(rc);
+		CHECK(ts_readable(fd, (int)(CONF_WAIT_NS / 1000000)));
+	} else {
+		CHECK_EQ(rc, SMART_EAGAIN);
+	}
+	CHECK_WC(ts_one(&t, &t.b), 2, SMART_TP_WC_OK);
+	CHECK_WC(ts_one(&t, &t.a), 1000, SMART_TP_WC_OK);
+	printf("   armed CQ signalled by its peer's SEND; %s\n",
+	       nic ? "its own SEND's completion signals too" :
+		     "its own SEND waiting to run refuses the arm");
+
+	/* a CQ without events */
+	CHECK_OK(ops->cq_create(t.b.dom, 16, 0, &plain));
+	CHECK_EQ(ops->cq_event_fd(plain), -1);
+	CHECK_EQ(ops->cq_arm(plain), SMART_EINVAL);
+	ops->cq_destroy(plain);
+	ts_close(&t);
 }
