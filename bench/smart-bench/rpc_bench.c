@@ -368,8 +368,10 @@ const struct bench_module bench_rpc = {
 		 "--connect HOST:PORT\n  from elsewhere (several --connect: "
 		 "threads spread over them).  mrps:\n  million calls (or "
 		 "messages) per second; gbps: their payload bits.\n"
-		 "  SIGINT/SIGTERM end the measured window early (the run "
-		 "still reports) or\n  stop a server.\n",
+		 "  Every answer is compared with its request byte for byte "
+		 "(a difference is\n  an error).  "
+		 "SIGINT/SIGTERM end the measured window early (the run "
+		 "still\n  reports) or stop a server.\n",
 	.flags = rpc_flags,
 	.csv = rpc_csv,
 	.create = rpc_create,

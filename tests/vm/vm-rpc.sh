@@ -12,7 +12,10 @@
 #   3. the RPC benchmark's server (--serve --listen 169.254.78.1:PORT) and
 #      two clients from the other guest (--connect): echo calls (one in
 #      flight, round-trip p50) and one-way messages (--oneway, the rate
-#      the server confirmed handled).
+#      the server confirmed handled); in round 1 also echo calls of
+#      SMART_RPC_VM_BIG bytes (64 MiB: both ways by rendezvous, 64-KiB
+#      READ fragments, CRC-32C checked by the library, every answer
+#      compared with its request by the benchmark).
 # The benchmark is `smart-bench rpc` when BUILD_DIR has it, else the
 # interim `smart-rpc-bench` (the flags used are common to both).
 # Checks: every step ran and produced its figure, and no receiver-not-ready
@@ -22,7 +25,8 @@
 # medians over the rounds.
 #
 # Environment: SMART_RPC_VM_ROUNDS (3), SMART_RPC_VM_SECONDS (3, per timed
-# step), SMART_RPC_VM_SIZE (32 bytes), SMART_RPC_VM_ITERS (1000,
+# step), SMART_RPC_VM_SIZE (32 bytes), SMART_RPC_VM_BIG (64M; 0: no big
+# echo), SMART_RPC_VM_BIG_SECONDS (20), SMART_RPC_VM_ITERS (1000,
 # ib_send_lat iterations), SMART_RPC_VM_PIN (1: every tool on CPU 0, the
 # NIC's interrupts on CPU 1; 0: the scheduler's choice); the harness's
 # SMART_VM_* (SMART_VM_TIMEOUT defaults to 600 here).  The guests are
@@ -45,6 +49,8 @@ ROUNDS=${SMART_RPC_VM_ROUNDS:-3}
 SECS=${SMART_RPC_VM_SECONDS:-3}
 SIZE=${SMART_RPC_VM_SIZE:-32}
 ITERS=${SMART_RPC_VM_ITERS:-1000}
+BIG=${SMART_RPC_VM_BIG:-64M}
+BIG_SECS=${SMART_RPC_VM_BIG_SECONDS:-20}
 DEV=rxe0
 BAR=7499
 HC=/sys/class/infiniband/$DEV/ports/1/hw_counters
@@ -192,11 +198,18 @@ in_client()
 		timeout 300 "${PIN[@]}" "${BENCH[@]}" --connect "$SMART_PEER_IP:$rpc_p" \
 			--size "$SIZE" --seconds "$SECS" --json --oneway >$out.ow 2>&1 ||
 			{ ok=0; cat $out.ow; }
+		big=
+		if [ "$r" = 1 ] && [ "$BIG" != 0 ]; then
+			timeout 300 "${PIN[@]}" "${BENCH[@]}" --connect "$SMART_PEER_IP:$rpc_p" \
+				--size "$BIG" --seconds "$BIG_SECS" --json >$out.big 2>&1 ||
+				{ ok=0; cat $out.big; }
+			big=" big_size=$(json_field size $out.big) big_calls=$(json_field msgs $out.big) big_gbps=$(json_field gbps $out.big) big_p50_ms=$(awk -v u="$(json_field p50_us $out.big)" 'BEGIN { if (u != "") printf "%.1f", u / 1000 }') big_errors=$(json_field errors $out.big) big_rndv=$(json_field rndv_sent $out.big)"
+		fi
 		bar_knock || return 1
 		echo_p50=$(json_field p50_us $out.echo)
 		echo_mrps=$(json_rate $out.echo)
 		ow=$(json_rate $out.ow)
-		echo "RESULT client round=$r lat_us=${lat:-NA} bw_mpps=${bw:-NA} echo_p50_us=${echo_p50:-NA} echo_mrps=${echo_mrps:-NA} oneway_mrps=${ow:-NA} rnr=$(($(rnr_count) - rnr0))"
+		echo "RESULT client round=$r lat_us=${lat:-NA} bw_mpps=${bw:-NA} echo_p50_us=${echo_p50:-NA} echo_mrps=${echo_mrps:-NA} oneway_mrps=${ow:-NA}${big} rnr=$(($(rnr_count) - rnr0))"
 	done
 	[ $ok = 1 ]
 }
@@ -296,6 +309,10 @@ END {
 	if (crnr || srnr) { printf "FAIL: receiver-not-ready NAKs during the RPC steps: client %d, server %d\n", crnr, srnr; bad = 1 }
 	if (sbad) { printf "FAIL: the RPC server failed in %d rounds\n", sbad; bad = 1 }
 	if (rc != 0) { printf "FAIL: the two-guest run exited %d\n", rc; bad = 1 }
+	if (val[1, "big_size"] != "") {
+		printf "big echo: %s B each way by rendezvous, %s calls answered byte for byte, %s Gb/s (payload both ways counted once), p50 %s ms, %s errors, %s messages sent by rendezvous\n", val[1, "big_size"], val[1, "big_calls"], val[1, "big_gbps"], val[1, "big_p50_ms"], val[1, "big_errors"], val[1, "big_rndv"]
+		if (val[1, "big_calls"] + 0 < 1 || val[1, "big_errors"] != "0") { printf "FAIL: the big echo answered no call or had errors\n"; bad = 1 }
+	}
 	printf "%s (%d s)\n", bad ? "vm-rpc: FAIL" : "vm-rpc: PASS", secs
 	exit bad
 }' "$log"
