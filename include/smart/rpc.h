@@ -126,11 +126,12 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport);
 /* The address listened at, "host:port" with the real port, into buf. */
 int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len);
 
-/* Connect to a peer listening at "host:port" (blocks up to timeout_ms,
- * and at most half the keepalive bound: the endpoint is not polled
- * meanwhile, so its peers hear nothing from it; SMART_EACCES: secret
+/* Connect to a peer listening at "host:port", waiting up to timeout_ms.
+ * The endpoint goes on meanwhile: from a task the dial yields (other
+ * tasks run, the worker and so the endpoint are polled); from the main
+ * context it polls the worker (handlers run).  SMART_EACCES: secret
  * refused, SMART_EBUSY: the peer has no room, SMART_ECONN: unreachable,
- * SMART_ETIMEDOUT: no answer in time). */
+ * SMART_ETIMEDOUT: no answer in time; SMART_EINVAL from a handler. */
 int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 		      smart_rpc_conn_t **out);
 

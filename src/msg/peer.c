@@ -239,15 +239,15 @@ static int peer_fill(struct smart_rpc_conn *c, struct smart_proto_peer *m)
  * staging region's memfd, the QP's receive segment and its CQ's eventfd
  * (the endpoint's CQ always has one on shm). */
 static int send_peer(struct smart_rpc_conn *c, int fd, const void *f,
-		     size_t n, int64_t deadline)
+		     size_t n, int64_t deadline,
+		     const struct smart__sock_idle *idle)
 {
 	int fds[SMART_SOCK_FDS];
 
 	smart__rpc_conn_fds(c, fds);
-
-	return smart__sock_send_all(fd, f, n, fds,
-				    c->rpc->passes_fds ? SMART_SOCK_FDS : 0,
-				    deadline);
+	return smart__sock_send_all_w(fd, f, n, fds,
+				      c->rpc->passes_fds ? SMART_SOCK_FDS : 0,
+				      deadline, idle);
 }
 
 /* The descriptors a PEER frame came with are those it says: all on shm
@@ -297,7 +297,7 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	/* one small frame to a socket that has sent us all it had: it
 	 * fits, or the dialer is not reading and gets nothing */
 	if (!rc)
-		rc = send_peer(c, p->fd, f, n, smart__now_ms());
+		rc = send_peer(c, p->fd, f, n, smart__now_ms(), NULL);
 	if (rc) {
 		smart__rpc_conn_free(c);
 		pend_refuse(rpc, p, SMART_EPROTO, "connection setup failed");
@@ -446,8 +446,23 @@ void smart__rpc_listen_service(struct smart_rpc *rpc)
 
 /* ---- dialing ----------------------------------------------------------- */
 
+/* While a dial waits for its socket the endpoint goes on, so that its
+ * peers hear it (keepalive) and its calls are answered: from a task the
+ * scheduler runs, and polls the worker; from the main context the worker
+ * is polled here (handlers run, as in any wait of the main context). */
+static void dial_idle(void *arg)
+{
+	struct smart_rpc *rpc = arg;
+
+	if (rpc->w->cur)
+		smart_task_yield(rpc->w);
+	else if (!smart__worker_poll(rpc->w))
+		smart__idle_pause();
+}
+
 static int dial_socket(struct smart_rpc *rpc, const char *hostport,
-		       int64_t deadline, int *fd)
+		       int64_t deadline, const struct smart__sock_idle *idle,
+		       int *fd)
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_un un;
@@ -456,13 +471,14 @@ static int dial_socket(struct smart_rpc *rpc, const char *hostport,
 	if (smart__proto_parse_addr(hostport, &ss, sizeof(ss), &len))
 		return SMART_EINVAL;
 	if (!rpc->passes_fds)
-		return smart__sock_connect(&ss, len, deadline, fd);
-	return smart__sock_connect(&un, unix_addr(addr_port(&ss), &un),
-				   deadline, fd);
+		return smart__sock_connect_w(&ss, len, deadline, idle, fd);
+	return smart__sock_connect_w(&un, unix_addr(addr_port(&ss), &un),
+				     deadline, idle, fd);
 }
 
 static int dial_hello(struct smart_rpc *rpc, struct smart_rpc_conn *c,
-		      int fd, int64_t deadline)
+		      int fd, int64_t deadline,
+		      const struct smart__sock_idle *idle)
 {
 	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION,
 				       .secret = (const uint8_t *)
@@ -476,7 +492,7 @@ static int dial_hello(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 	snprintf(h.transport, sizeof(h.transport), "%s", rpc->tp->name);
 	rc = smart__proto_enc_hello(&h, f, sizeof(f), &n);
 	if (!rc)
-		rc = smart__sock_send_all(fd, f, n, NULL, 0, deadline);
+		rc = smart__sock_send_all_w(fd, f, n, NULL, 0, deadline, idle);
 	explicit_bzero(f, sizeof(f));
 	if (rc)
 		return rc;
@@ -485,12 +501,13 @@ static int dial_hello(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_CONNECT, &m, f,
 					   sizeof(f), &n);
 	if (!rc)
-		rc = send_peer(c, fd, f, n, deadline);
+		rc = send_peer(c, fd, f, n, deadline, idle);
 	return rc;
 }
 
 /* Read the listener's answer; an ERROR gives its status. */
 static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
+		       const struct smart__sock_idle *idle,
 		       struct smart_proto_peer *m, int *fds)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX +
@@ -499,15 +516,16 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 	struct smart_proto_error e;
 	int rc;
 
-	rc = smart__sock_recv_exact(fd, f, SMART_PROTO_HDR_LEN, fds,
-				    SMART_SOCK_FDS, deadline);
+	rc = smart__sock_recv_exact_w(fd, f, SMART_PROTO_HDR_LEN, fds,
+				      SMART_SOCK_FDS, deadline, idle);
 	if (!rc)
 		rc = smart__proto_hdr_check(f, SMART_PROTO_HDR_LEN, &h);
 	if (!rc && h.len > sizeof(f) - SMART_PROTO_HDR_LEN)
 		rc = SMART_EPROTO;
 	if (!rc)
-		rc = smart__sock_recv_exact(fd, f + SMART_PROTO_HDR_LEN, h.len,
-					    fds, SMART_SOCK_FDS, deadline);
+		rc = smart__sock_recv_exact_w(fd, f + SMART_PROTO_HDR_LEN,
+					      h.len, fds, SMART_SOCK_FDS,
+					      deadline, idle);
 	if (rc)
 		return rc == SMART_EAGAIN ? SMART_EPROTO : rc;
 	if (h.type == SMART_PROTO_ERROR) {
@@ -523,21 +541,14 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 	return fds_as_told(rpc, m, fds) ? 0 : SMART_EPROTO;
 }
 
-/* How long a dial may block.  It does not poll the endpoint meanwhile
- * (its socket waits are blocking ones), so its peers hear no PONG: it
- * stops at half the keepalive bound, before they give this process up. */
-static int64_t dial_ms(const struct smart_rpc *rpc)
-{
-	int64_t ka = (int64_t)rpc->cfg.keepalive_ms *
-		     rpc->cfg.keepalive_misses / 2;
-
-	return rpc->cfg.timeout_ms < ka ? rpc->cfg.timeout_ms : ka;
-}
-
+/* The endpoint is polled while the dial waits (dial_idle), and the dial
+ * counts as a waiter (destroy is refused meanwhile). */
 int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 		    struct smart_rpc_conn **out)
 {
-	int64_t deadline = smart__now_ms() + dial_ms(rpc);
+	int64_t deadline = smart__now_ms() + rpc->cfg.timeout_ms;
+	const struct smart__sock_idle idle = { dial_idle, rpc },
+		*wait = SMART_M_RPC_DIAL_BLOCKS ? NULL : &idle;
 	struct smart_proto_peer m;
 	struct smart_rpc_conn *c;
 	int fd = -1, fds[SMART_SOCK_FDS] = { -1, -1, -1 }, rc;
@@ -545,11 +556,13 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	rc = smart__rpc_conn_new(rpc, 0, &c);
 	if (rc)
 		return rc;
-	rc = dial_socket(rpc, hostport, deadline, &fd);
+	rpc->waiting++;
+	rc = dial_socket(rpc, hostport, deadline, wait, &fd);
 	if (!rc)
-		rc = dial_hello(rpc, c, fd, deadline);
+		rc = dial_hello(rpc, c, fd, deadline, wait);
 	if (!rc)
-		rc = dial_answer(rpc, fd, deadline, &m, fds);
+		rc = dial_answer(rpc, fd, deadline, wait, &m, fds);
+	rpc->waiting--;
 	if (!rc)
 		rc = smart__rpc_conn_up(c, &m, fds);	/* owns them */
 	smart__rpc_fds_close(fds);

@@ -169,6 +169,13 @@
 #define SMART_M_RPC_NO_SECRET_CHECK 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_DIAL_BLOCKS	/* msg/peer.c: a dial's socket waits
+					 * block, the endpoint unpolled */
+#define SMART_M_RPC_DIAL_BLOCKS 1
+#else
+#define SMART_M_RPC_DIAL_BLOCKS 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
 					 * declared dead */
 #define SMART_M_RPC_NO_KEEPALIVE 1

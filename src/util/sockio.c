@@ -30,6 +30,28 @@ int64_t smart__now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* With idle: never block; look at the socket, then idle->fn, until the
+ * socket is ready or the deadline passes. */
+static int sock_wait_w(int fd, short events, int64_t deadline,
+		       const struct smart__sock_idle *idle)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int rc;
+
+	if (!idle)
+		return smart__sock_wait(fd, events, deadline);
+	for (;;) {
+		rc = poll(&p, 1, 0);
+		if (rc > 0)
+			return 0;
+		if (rc < 0 && errno != EINTR)
+			return SMART_ECONN;
+		if (smart__now_ms() >= deadline)
+			return SMART_ETIMEDOUT;
+		idle->fn(idle->arg);
+	}
+}
+
 int smart__sock_wait(int fd, short events, int64_t deadline)
 {
 	struct pollfd p = { .fd = fd, .events = events };
@@ -79,6 +101,13 @@ long smart__sock_send_some(int fd, const void *p, size_t len,
 int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
 			 int nfds, int64_t deadline)
 {
+	return smart__sock_send_all_w(fd, buf, len, fds, nfds, deadline, NULL);
+}
+
+int smart__sock_send_all_w(int fd, const void *buf, size_t len,
+			   const int *fds, int nfds, int64_t deadline,
+			   const struct smart__sock_idle *idle)
+{
 	const uint8_t *p = buf;
 	ssize_t w;
 	int rc;
@@ -95,7 +124,7 @@ int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
 			continue;
 		if (w == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
 			return SMART_ECONN;
-		rc = smart__sock_wait(fd, POLLOUT, deadline);
+		rc = sock_wait_w(fd, POLLOUT, deadline, idle);
 		if (rc)
 			return rc;
 	}
@@ -164,6 +193,14 @@ long smart__sock_recv_some(int fd, void *p, size_t len, int *fds, int nfds,
 int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 			   int64_t deadline)
 {
+	return smart__sock_recv_exact_w(fd, buf, len, fds, nfds, deadline,
+					NULL);
+}
+
+int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds,
+			     int nfds, int64_t deadline,
+			     const struct smart__sock_idle *idle)
+{
 	uint8_t *p = buf;
 	int extra = 0, rc;
 	ssize_t r;
@@ -185,7 +222,7 @@ int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 			continue;
 		if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
 			return SMART_ECONN;
-		rc = smart__sock_wait(fd, POLLIN, deadline);
+		rc = sock_wait_w(fd, POLLIN, deadline, idle);
 		if (rc)
 			return rc;
 	}
@@ -194,6 +231,13 @@ int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 
 int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 			int *fd_out)
+{
+	return smart__sock_connect_w(addr, addr_len, deadline, NULL, fd_out);
+}
+
+int smart__sock_connect_w(const void *addr, uint32_t addr_len,
+			  int64_t deadline, const struct smart__sock_idle *idle,
+			  int *fd_out)
 {
 	const struct sockaddr *sa = addr;
 	socklen_t el = sizeof(int);
@@ -207,7 +251,7 @@ int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 		close(fd);
 		return SMART_ECONN;
 	}
-	rc = smart__sock_wait(fd, POLLOUT, deadline);
+	rc = sock_wait_w(fd, POLLOUT, deadline, idle);
 	if (!rc && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err))
 		rc = SMART_ECONN;
 	if (rc) {

@@ -22,6 +22,14 @@ int64_t smart__now_ms(void);
 /* Wait for events (POLLIN, POLLOUT) on fd until the deadline. */
 int smart__sock_wait(int fd, short events, int64_t deadline);
 
+/* What a wait does instead of blocking, when given one (the _w calls):
+ * fn(arg) between looks at the socket that do not wait (a messaging
+ * endpoint that must go on being polled while it dials). */
+struct smart__sock_idle {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
 /* Descriptors that may travel with one message (SCM_RIGHTS). */
 #define SMART_SOCK_FDS 3
 
@@ -35,6 +43,9 @@ long smart__sock_send_some(int fd, const void *buf, size_t len,
  * byte (SCM_RIGHTS, unix sockets only; the caller keeps its copies). */
 int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
 			 int nfds, int64_t deadline);
+int smart__sock_send_all_w(int fd, const void *buf, size_t len,
+			   const int *fds, int nfds, int64_t deadline,
+			   const struct smart__sock_idle *idle);
 
 /* Read exactly len bytes.  Descriptors that arrive with them (SCM_RIGHTS)
  * fill the free (-1) slots of fds[0..nfds) in order (close-on-exec; the
@@ -43,11 +54,17 @@ int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
  * kernel's plain recv). */
 int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 			   int64_t deadline);
+int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds,
+			     int nfds, int64_t deadline,
+			     const struct smart__sock_idle *idle);
 
 /* Connect a non-blocking stream socket to the address (a struct sockaddr
  * of addr_len bytes: TCP gets TCP_NODELAY), waiting until the deadline. */
 int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 			int *fd_out);
+int smart__sock_connect_w(const void *addr, uint32_t addr_len,
+			  int64_t deadline, const struct smart__sock_idle *idle,
+			  int *fd_out);
 
 /* One non-blocking recvmsg of up to len bytes (MSG_CMSG_CLOEXEC),
  * descriptors kept as smart__sock_recv_exact does; *extra set when one

@@ -12,6 +12,7 @@
  * SMART_TEST_TRANSPORT (shm by default); each writes its listen address to
  * a pipe and serves until asked to exit.
  */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -59,6 +60,8 @@ struct server {
 };
 
 static char secret_path[64];
+
+static int on_shm(void);
 
 static smart_ctx_t *ctx_new(const char *secret_file)
 {
@@ -598,6 +601,121 @@ static void test_event_mode(void)
 	client_close(&c);
 }
 
+/* A listener that never answers: a TCP port held and listening and, on
+ * shm, its unix socket "smart-rpc:<port>" listening; nothing is accepted,
+ * so a dial to it connects, sends its hello and waits.  fds[2] to close;
+ * its address into addr. */
+static void mute_listener(int fds[2], char *addr, size_t len)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_storage bound;
+	struct sockaddr_un un;
+	char name[32];
+	uint16_t port;
+
+	CHECK_OK(smart__sock_listen(&in, sizeof(in), 4, &fds[0], &bound));
+	port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
+	snprintf(addr, len, "127.0.0.1:%u", port);
+	fds[1] = -1;
+	if (on_shm()) {
+		snprintf(name, sizeof(name), "smart-rpc:%u", port);
+		CHECK_OK(smart__sock_listen(&un, smart__sock_abstract(name, &un),
+					    4, &fds[1], NULL));
+	}
+}
+
+struct dial_arg {
+	smart_rpc_t *rpc;
+	smart_rpc_conn_t *k;	/* to the server */
+	const char *mute;
+	int rc, dialing;
+	uint64_t calls_meanwhile;
+};
+
+static void dial_task(smart_worker_t *w, void *p)
+{
+	struct dial_arg *a = p;
+	smart_rpc_conn_t *k2 = NULL;
+
+	(void)w;
+	a->dialing = 1;
+	a->rc = smart_rpc_connect(a->rpc, a->mute, &k2);
+	a->dialing = 0;
+}
+
+static void echo_while_dialing(smart_worker_t *w, void *p)
+{
+	struct dial_arg *a = p;
+	uint64_t b = 7;
+	uint32_t n;
+
+	(void)w;
+	while (!a->dialing)
+		smart_task_yield(w);
+	while (a->dialing) {
+		CHECK_OK(smart_rpc_call(a->k, OP_ECHO, &b, 8, &b, 8, &n));
+		a->calls_meanwhile++;
+	}
+}
+
+/* A dial polls its endpoint while it waits: to a listener that never
+ * answers, for its whole timeout (3 s) though the peers' keepalive gives a
+ * silent endpoint up after 2 s; from the main context the connection to
+ * the server outlives it, from a task another task's calls are answered
+ * meanwhile. */
+static void test_dial_polls(void)
+{
+	struct smart_rpc_cfg cfg = { .timeout_ms = 3000,
+				     .keepalive_ms = KA_MS,
+				     .keepalive_misses = KA_MISSES };
+	struct dial_arg a = { 0 };
+	struct smart_rpc_stats st;
+	struct client c;
+	smart_rpc_conn_t *k2 = NULL;
+	char addr[64], mute[64];
+	uint64_t t0, ms, b = 1;
+	uint32_t n;
+	int mfd[2];
+	pid_t pid;
+
+	client_open_cfg(&c, secret_path, &cfg);
+	pid = server_start_ka(0, NULL, KA_MS, NULL, addr);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &a.k));
+	mute_listener(mfd, mute, sizeof(mute));
+
+	/* the main context */
+	t0 = smart_now_ns();
+	CHECK_EQ(smart_rpc_connect(c.rpc, mute, &k2), SMART_ETIMEDOUT);
+	ms = ms_since(t0);
+	/* its timeout, not cut short at half the keepalive bound (1 s); the
+	 * deadline is in whole ms of another clock: a ms of slack */
+	CHECK_GE(ms, 2990);
+	CHECK_OK(smart_rpc_call(a.k, OP_ECHO, &b, 8, &b, 8, &n));
+	CHECK_OK(smart_rpc_conn_stats(a.k, &st));
+	CHECK_U64_EQ(st.ka_failures, 0);
+	printf("   main context: dial timed out after %" PRIu64 " ms (peers "
+	       "give a silent endpoint up after %d ms); the server's "
+	       "connection lives\n", ms, KA_MS * KA_MISSES);
+
+	/* a task dials, another calls meanwhile */
+	a.rpc = c.rpc;
+	a.mute = mute;
+	CHECK_OK(smart_task_spawn(c.w, dial_task, &a));
+	CHECK_OK(smart_task_spawn(c.w, echo_while_dialing, &a));
+	CHECK_OK(smart_worker_run(c.w));
+	CHECK_EQ(a.rc, SMART_ETIMEDOUT);
+	printf("   task: %" PRIu64 " calls answered while another task "
+	       "dialed\n", a.calls_meanwhile);
+	CHECK_GT(a.calls_meanwhile, 0);
+	close(mfd[0]);
+	if (mfd[1] >= 0)
+		close(mfd[1]);
+	server_stop(a.k, pid);
+	smart_rpc_close(a.k);
+	client_close(&c);
+}
+
 /* Rendezvous: echoes of every size from just past eager_max to the
  * 64-MiB limit, byte for byte; a response longer than asked for (ERANGE,
  * nothing READ); one-way messages eager and long interleaved, every one
@@ -948,6 +1066,7 @@ int main(int argc, char **argv)
 		{ "trace", test_trace },
 		{ "keepalive", test_keepalive },
 		{ "event_mode", test_event_mode },
+		{ "dial_polls", test_dial_polls },
 		{ "hostile", test_hostile },
 		{ "args", test_args },
 		{ NULL, NULL } });
