@@ -45,6 +45,9 @@ static const struct kit_flag rpc_flags[] = {
 		 "serve until\nSIGINT/SIGTERM, then its counters"),
 	KIT_STR("listen", R, listen, "HOST:PORT",
 		"with --serve: where [127.0.0.1:0]"),
+	KIT_INT("timeout", R, timeout_ms, 1, 3600000, "MS",
+		"a call's timeout (cfg.timeout_ms; a 64-MiB echo on a\n"
+		"slow link needs more) [5000]"),
 	KIT_INT("gap", R, gap_us, 0, 1000000, "US",
 		"echo: each task waits US microseconds after each\n"
 		"answer (an idle server between calls: what --event\n"
@@ -86,10 +89,10 @@ static void check_serve(struct rpc_bench *b, const struct bench_run *r)
 		kit_bad(BENCH_TOOL, "serve", NULL, "--serve and --connect "
 			"exclude each other");
 	if (b->oneway || b->clients || b->outstanding || r->com.threads != 1 ||
-	    b->size != RPC_BENCH_SIZE_UNSET)
+	    b->size != RPC_BENCH_SIZE_UNSET || b->timeout_ms || b->gap_us)
 		kit_bad(BENCH_TOOL, "serve", NULL, "a server takes no --oneway, "
-			"--clients, --threads, --outstanding or --size (its "
-			"clients do; it takes every size)");
+			"--clients, --threads, --outstanding, --timeout, --gap "
+			"or --size (its clients do; it takes every size)");
 	if (r->com.csv)
 		kit_bad(BENCH_TOOL, "csv", r->com.csv, "a server has no result "
 			"row (--json prints its counters)");
@@ -143,6 +146,8 @@ static void rpc_check(void *m, struct bench_run *r)
 	if (b->listen)
 		kit_bad(BENCH_TOOL, "listen", b->listen, "is for --serve (a "
 			"client's server listens on loopback, any port)");
+	if (!b->timeout_ms)
+		b->timeout_ms = 5000;
 	if (b->gap_us && b->oneway)
 		kit_bad(BENCH_TOOL, "gap", NULL, "is for echo calls");
 	if (b->event && r->com.connect.n)

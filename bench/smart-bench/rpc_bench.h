@@ -82,6 +82,7 @@ struct rpc_bench {
 	int oneway, serve, clients, outstanding;
 	int event;		/* the server in event mode */
 	int gap_us;		/* echo: a pause after each answer */
+	int timeout_ms;		/* clients: a call's timeout */
 	const char *listen;
 	/* setup */
 	char transport[16];

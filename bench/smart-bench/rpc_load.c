@@ -386,6 +386,7 @@ static int thread_open(struct rpc_bench_thread *th, smart_ctx_t *ctx,
 	int rc;
 
 	rpc_bench_cfg(0, &cfg);
+	cfg.timeout_ms = (uint32_t)th->b->timeout_ms;
 	rc = smart_worker_create(ctx, w);
 	if (!rc)
 		rc = smart_rpc_create(*w, &cfg, rpc);

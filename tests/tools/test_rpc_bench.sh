@@ -96,6 +96,8 @@ refuse serve-size "^smart-bench: --serve: a server takes no .*--size" \
 	"$b" rpc --serve --size 64
 refuse listen-alone "^smart-bench: --listen: is for --serve" \
 	"$b" rpc --listen 127.0.0.1:0
+refuse serve-timeout "^smart-bench: --serve: a server takes no .*--timeout" \
+	"$b" rpc --serve --timeout 100
 refuse gap-oneway "^smart-bench: --gap: is for echo calls" \
 	"$b" rpc --gap 10 --oneway
 refuse event-connect "^smart-bench: --event: is the server's" \
@@ -118,6 +120,7 @@ bad outstanding 0
 bad outstanding 2000
 bad seconds 0
 bad gap -1
+bad timeout 0
 bad gap 2000000
 bad transport ib
 refuse flag-value "^smart-bench: --oneway: takes no value" "$b" rpc --oneway=1

@@ -201,7 +201,8 @@ in_client()
 		big=
 		if [ "$r" = 1 ] && [ "$BIG" != 0 ]; then
 			timeout 300 "${PIN[@]}" "${BENCH[@]}" --connect "$SMART_PEER_IP:$rpc_p" \
-				--size "$BIG" --seconds "$BIG_SECS" --json >$out.big 2>&1 ||
+				--size "$BIG" --seconds "$BIG_SECS" --timeout 240000 \
+				--json >$out.big 2>&1 ||
 				{ ok=0; cat $out.big; }
 			big=" big_size=$(json_field size $out.big) big_calls=$(json_field msgs $out.big) big_gbps=$(json_field gbps $out.big) big_p50_ms=$(awk -v u="$(json_field p50_us $out.big)" 'BEGIN { if (u != "") printf "%.1f", u / 1000 }') big_errors=$(json_field errors $out.big) big_rndv=$(json_field rndv_sent $out.big)"
 		fi
