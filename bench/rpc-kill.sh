@@ -8,6 +8,8 @@
 # docs/rpc.md §7): smart-stat counts the live connections right after the
 # last kill and 6 s later, when every killed client's must be gone.
 #   bench/rpc-kill.sh [BUILD_DIR] [ROUNDS] [SEED]
+# RPC_KILL_SERVER_FLAGS: more flags for the server (--event: it sleeps
+# when idle, so the keepalive's verdicts come from its timer).
 set -eu
 B=${1:-build}
 R=${2:-10}
@@ -17,7 +19,8 @@ BIN=$B/bin/smart-bench
 tmp=$(mktemp -d)
 trap 'kill -9 $srv 2>/dev/null || true; rm -rf "$tmp"' EXIT
 mkfifo "$tmp/addr"
-"$BIN" rpc --serve > "$tmp/addr" 2> "$tmp/server.err" &
+# shellcheck disable=SC2086 # the server's flags, word-split on purpose
+"$BIN" rpc --serve ${RPC_KILL_SERVER_FLAGS:-} > "$tmp/addr" 2> "$tmp/server.err" &
 srv=$!
 read -r addr < "$tmp/addr"
 echo "server $addr (pid $srv)"
