@@ -1,13 +1,18 @@
 /*
- * smart-ping: probe a memory blade with one-sided ops, like ping/rping.
+ * smart-ping: probe a memory blade with one-sided ops, like ping/rping,
+ * or (--rpc) a peer's messaging endpoint with RPC calls, like X-RDMA's
+ * XR-Ping.
  *
- * Each probe is one op and one sync from the main context; its round-trip
- * time is printed, then min/avg/max/mdev and percentiles.  With --verify
- * every probe also checks data end to end in a block it allocated on the
- * blade: WRITE a pattern then READ it back (read/write), or FAA a private
- * counter and check the old value (faa), or CAS it forward (cas).  Exit 0
- * when every probe succeeded (and verified), 1 otherwise, 2 on bad usage.
- * Public API and the kit (flags, the ctx joined to the blade) only.
+ * Each probe is one op and one sync from the main context, or one call of
+ * SMART_RPC_OP_PING (which every endpoint answers with the request's
+ * bytes); its round-trip time is printed, then min/avg/max/mdev and
+ * percentiles.  With --verify every probe also checks data end to end: in
+ * a block it allocated on the blade, WRITE a pattern then READ it back
+ * (read/write), or FAA a private counter and check the old value (faa),
+ * or CAS it forward (cas); with --rpc, the answer against the request (a
+ * pattern of its own per probe).  Exit 0 when every probe succeeded (and
+ * verified), 1 otherwise, 2 on bad usage.  Public API and the kit (flags,
+ * the ctx joined to the blade, or the library options alone for --rpc).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -16,6 +21,7 @@
 #include <string.h>
 
 #include "kit.h"
+#include "smart/rpc.h"
 
 #define TOOL "smart-ping"
 
@@ -27,6 +33,7 @@ struct ping_cfg {
 	int op;		/* index in ops: read, write, cas, faa */
 	int verify;
 	int quiet;
+	int rpc;	/* a peer endpoint, not a blade */
 };
 
 static const char *const ops[] = { "read", "write", "cas", "faa", NULL };
@@ -40,6 +47,9 @@ static const struct kit_flag ping_flags[] = {
 		"bytes per read/write probe, 1..4096 [8]"),
 	KIT_CHOICE("op", P, op, ops, "read|write|cas|faa", "the probe [read]"),
 	KIT_FLAG("verify", P, verify, "check data end to end on every probe"),
+	KIT_FLAG("rpc", P, rpc, "HOST:PORT is a peer's messaging endpoint "
+		 "(smart_rpc_listen):\nprobe it with RPC calls (--size "
+		 "bytes each way), not a blade"),
 	KIT_LIBOPT("transport", P, com.transport, "transport", "shm|verbs",
 		   "transport [shm, or SMART_TRANSPORT]"),
 	KIT_LIBOPT("secret-file", P, com.secret_file, "secret_file", "FILE",
@@ -63,17 +73,40 @@ static void parse(int argc, char **argv, struct ping_cfg *c)
 	int pos = kit_parse(&cli, argc, argv);
 
 	c->com.connect.v[c->com.connect.n++] = argv[pos];
+	if (c->rpc && c->op)
+		kit_bad(TOOL, "op", ops[c->op], "is a blade's probe (--rpc "
+			"probes with calls)");
 	if (c->op >= 2)
 		c->size = 8;
 }
 
 struct ping {
 	const struct ping_cfg *c;
+	smart_ctx_t *ctx;	/* --rpc: our own (no blade) */
+	smart_rpc_t *rpc;
+	smart_rpc_conn_t *conn;
 	smart_worker_t *w;
 	smart_gaddr_t block;
 	uint8_t *buf, *back;
 	uint64_t counter;	/* expected value of the faa/cas word */
 };
+
+/* --rpc: one call of the library's echo op, its answer checked. */
+static int probe_rpc(struct ping *p, long seq)
+{
+	const struct ping_cfg *c = p->c;
+	uint32_t n = 0;
+	int rc;
+
+	for (int i = 0; i < c->size; i++)
+		p->buf[i] = (uint8_t)(seq * 31 + i);
+	rc = smart_rpc_call(p->conn, SMART_RPC_OP_PING, p->buf,
+			    (uint32_t)c->size, p->back, (uint32_t)c->size, &n);
+	if (rc)
+		return rc;
+	return c->verify && (n != (uint32_t)c->size ||
+			     memcmp(p->buf, p->back, (size_t)c->size));
+}
 
 /* One probe; returns 0, a SMART_E* code, or 1 for a verify mismatch. */
 static int probe(struct ping *p, long seq)
@@ -82,6 +115,8 @@ static int probe(struct ping *p, long seq)
 	uint64_t old = 0;
 	int rc = 0, i;
 
+	if (c->rpc)
+		return probe_rpc(p, seq);
 	switch (c->op) {
 	case 0:
 		if (c->verify)
@@ -116,12 +151,70 @@ static int probe(struct ping *p, long seq)
 /* The ctx joined to the blade (the kit's environment, with a small
  * buffer pool: a probe needs two 4 KiB buffers), a block of the blade to
  * probe, and the counter word zeroed for cas/faa. */
+/* --rpc: a ctx of the library options (no blade), an endpoint, the
+ * connection to the peer. */
+static int ping_setup_rpc(struct ping *p)
+{
+	static const char *const kv[] = { "buf_pool=4M", NULL };
+	smart_opts_t *o = NULL;
+	const char *step = "options";
+	int rc = kit_opts_build(&p->c->com, kv, &o);
+
+	if (!rc) {
+		step = "ctx";
+		rc = smart_ctx_create(o, &p->ctx);
+	}
+	smart_opts_destroy(o);
+	if (!rc)
+		rc = smart_worker_create(p->ctx, &p->w);
+	if (!rc)
+		rc = smart_rpc_create(p->w, NULL, &p->rpc);
+	if (!rc) {
+		step = p->c->com.connect.v[0];
+		rc = smart_rpc_connect(p->rpc, step, &p->conn);
+	}
+	p->buf = malloc(4096);
+	p->back = malloc(4096);
+	if (!rc && (!p->buf || !p->back))
+		rc = SMART_ENOMEM;
+	if (rc)
+		fprintf(stderr, TOOL ": %s: %s\n", step, smart_strerror(rc));
+	return rc;
+}
+
+static void ping_close_rpc(struct ping *p)
+{
+	smart_rpc_close(p->conn);
+	smart_rpc_destroy(p->rpc);
+	smart_worker_destroy(p->w);
+	smart_ctx_destroy(p->ctx);
+	free(p->buf);
+	free(p->back);
+}
+
+/* --rpc: the connection's counters, next to the round trips. */
+static void conn_line(const struct ping *p)
+{
+	struct smart_rpc_stats st;
+
+	if (smart_rpc_conn_stats(p->conn, &st))
+		return;
+	printf("connection: %" PRIu64 " messages sent, %" PRIu64 " received, "
+	       "%" PRIu64 " window stalls, %" PRIu64 " keepalive probes, %"
+	       PRIu64 " rnr\n", st.msgs_sent, st.msgs_recv, st.window_stalls,
+	       st.ka_probes, st.rnr);
+}
+
 static int ping_setup(struct ping *p, struct kit_env *e)
 {
 	static const char *const kv[] = { "buf_pool=4M", NULL };
 	const struct ping_cfg *c = p->c;
 	uint64_t zero = 0;
-	int rc = kit_env_open(e, &c->com, kv);
+	int rc;
+
+	if (c->rpc)
+		return ping_setup_rpc(p);
+	rc = kit_env_open(e, &c->com, kv);
 
 	if (rc)
 		return rc;
@@ -160,7 +253,7 @@ static void summary(const struct ping_cfg *c, const double *rtt, long ok,
 	mean = ok ? sum / (double)ok : 0;
 	mdev = ok ? sqrt(sq / (double)ok - mean * mean) : 0;
 	printf("--- %s smart-ping (%s, %d B) ---\n", c->com.connect.v[0],
-	       ops[c->op], c->size);
+	       c->rpc ? "rpc" : ops[c->op], c->size);
 	printf("%ld probes, %ld ok, %ld failed%s\n", ok + failed, ok, failed,
 	       c->verify ? ", data verified" : "");
 	if (ok)
@@ -204,7 +297,8 @@ int main(int argc, char **argv)
 			failed++;
 		if (!c.quiet)
 			printf("seq=%ld op=%s size=%d rtt=%.2f us%s%s\n", seq,
-			       ops[c.op], c.size, us, r == 0 ? "" : r == 1 ?
+			       c.rpc ? "rpc" : ops[c.op], c.size, us,
+			       r == 0 ? "" : r == 1 ?
 			       " VERIFY FAILED" : " ERROR ",
 			       r < 0 ? smart_status_name(r) : "");
 		if (seq + 1 < c.count && c.interval > 0)
@@ -212,8 +306,15 @@ int main(int argc, char **argv)
 	}
 	if (!rc)
 		summary(&c, rtt, ok, failed);
-	if (!rc)
+	if (!rc && c.rpc)
+		conn_line(&p);
+	else if (!rc)
 		memory_line(&p, &env);
+	if (c.rpc) {
+		ping_close_rpc(&p);
+		free(rtt);
+		return rc ? 1 : failed ? 1 : 0;
+	}
 	/* a long-running blade must not keep a block per ping */
 	if (p.w && p.block != SMART_GADDR_NULL)
 		smart_free(p.w, p.block, 4096);

@@ -112,8 +112,13 @@ int smart_rpc_destroy(smart_rpc_t *rpc);
 typedef void (*smart_rpc_handler_fn)(smart_rpc_req_t *req, const void *data,
 				     uint32_t len, void *arg);
 
-/* Serve op with fn (replacing any handler of op).  A request for an op
- * without a handler is answered with SMART_ENOENT. */
+/* Every endpoint answers this op itself, with the request's bytes
+ * (smart-ping --rpc: a round trip through the RPC path of any peer). */
+#define SMART_RPC_OP_PING 0xffff
+
+/* Serve op with fn (replacing any handler of op; fn NULL: none).  A
+ * request for an op without a handler is answered with SMART_ENOENT.
+ * SMART_EINVAL for SMART_RPC_OP_PING, which is the library's. */
 int smart_rpc_register(smart_rpc_t *rpc, uint16_t op, smart_rpc_handler_fn fn,
 		       void *arg);
 

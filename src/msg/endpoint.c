@@ -73,6 +73,13 @@ static void rpc_free(struct smart_rpc *rpc)
 	free(rpc);
 }
 
+/* SMART_RPC_OP_PING: the library's own echo. */
+static void ping_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	(void)a;
+	smart_rpc_reply(q, 0, d, n);
+}
+
 int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		     smart_rpc_t **out)
 {
@@ -130,6 +137,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		for (int k = 0; k < SMART_SOCK_FDS; k++)
 			rpc->pend[i].fd_got[k] = -1;
 	}
+	rpc->handlers[SMART_RPC_OP_PING].fn = ping_echo;
 	for (int i = RPC_CALLS - 1; i >= 0; i--) {
 		rpc->calls[i].next = rpc->free_calls;
 		rpc->free_calls = &rpc->calls[i];
@@ -184,7 +192,7 @@ int smart_rpc_destroy(smart_rpc_t *rpc)
 int smart_rpc_register(smart_rpc_t *rpc, uint16_t op, smart_rpc_handler_fn fn,
 		       void *arg)
 {
-	if (!rpc)
+	if (!rpc || op == SMART_RPC_OP_PING)
 		return SMART_EINVAL;
 	rpc->handlers[op].fn = fn;
 	rpc->handlers[op].arg = arg;

@@ -380,6 +380,11 @@ static void test_echo(void)
 		 SMART_ERANGE);
 	CHECK_EQ(n, 100);
 	CHECK_EQ(smart_rpc_call(k, 77, out, 1, back, 10, &n), SMART_ENOENT);
+	/* the library's own echo, which the server did not register */
+	memset(back, 0, 64);
+	CHECK_OK(smart_rpc_call(k, SMART_RPC_OP_PING, out, 64, back, 64, &n));
+	CHECK_EQ(n, 64);
+	CHECK(!memcmp(back, out, 64));
 	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 8, back, 8, &n));
 	smart_rpc_close(k);
 	client_close(&c);
@@ -1038,6 +1043,8 @@ static void test_args(void)
 	CHECK_EQ(smart_rpc_listen_addr(c.rpc, buf, 4), SMART_ERANGE);
 	CHECK_EQ(smart_rpc_call(NULL, 1, NULL, 0, NULL, 0, NULL), SMART_EINVAL);
 	CHECK_EQ(smart_rpc_reply(NULL, 0, NULL, 0), SMART_EINVAL);
+	CHECK_EQ(smart_rpc_register(c.rpc, SMART_RPC_OP_PING, h_echo, NULL),
+		 SMART_EINVAL);	/* the library's */
 	client_close(&c);
 	c.ctx = ctx_new(secret_path);
 	CHECK_OK(smart_worker_create(c.ctx, &c.w));

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Smoke tests of the tools: smartd, smart-ping and smart-perf as a user runs
+# Smoke tests of the tools: smartd, smart-ping (a blade's, and --rpc a
+# peer endpoint's) and smart-perf as a user runs
 # them (exit codes and output shape), plus their refusals of bad input.
 # Usage: test_tools.sh BIN_DIR
 set -u
@@ -69,6 +70,21 @@ has perf-table "MsgRate\[Mpps\]"
 check perf-casincr "$bin/smart-perf" --seconds 0.3 --blade-size 16M --op cas-incr \
 	--keys 100 --threads 2 --json
 has perf-casincr-json '"retries_per_op":[0-9.]+'
+# --rpc: a peer's messaging endpoint (smart-bench rpc --serve), the
+# library's echo op; its wrong secret and a blade's probe refused
+"$bin/smart-bench" rpc --serve --secret-file "$tmp/secret" >"$tmp/rpc.out" \
+	2>"$tmp/rpc.err" &
+rpid=$!
+for _ in $(seq 100); do [ -s "$tmp/rpc.out" ] && break; sleep 0.05; done
+raddr=$(head -1 "$tmp/rpc.out")
+check ping-rpc "$bin/smart-ping" --rpc --count 20 --interval 0 --verify \
+	--size 100 --secret-file "$tmp/secret" "$raddr"
+has ping-rpc-summary "20 probes, 20 ok, 0 failed, data verified"
+has ping-rpc-conn "^connection: 20 messages sent, 20 received, .* 0 rnr$"
+refuse ping-rpc-wrong-secret "$bin/smart-ping" --rpc --count 1 "$raddr"
+refuse ping-rpc-op "$bin/smart-ping" --rpc --op faa --secret-file "$tmp/secret" "$raddr"
+kill -TERM $rpid
+wait $rpid
 refuse ping-wrong-secret "$bin/smart-ping" --count 1 "$addr"
 refuse ping-bad-addr "$bin/smart-ping" --count 1 --secret-file "$tmp/secret" "127.0.0.1:notaport"
 refuse ping-bad-count "$bin/smart-ping" --count -3 "$addr"
