@@ -114,14 +114,10 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	}
 	rpc->slab_len = ((size_t)(2 * rpc->cfg.window + RPC_EXTRA) *
 			 rpc->msg_len + 4095) & ~(size_t)4095;
-	rpc->tick_cycles = (uint64_t)(RPC_TICK_NS *
-				      rpc->ctx->clock.cycles_per_ns);
-	rpc->ka_cycles = (uint64_t)(rpc->cfg.keepalive_ms * 1e6 *
-				    rpc->ctx->clock.cycles_per_ns);
-	rpc->slow_cycles = (uint64_t)(rpc->cfg.slow_poll_us * 1e3 *
-				      rpc->ctx->clock.cycles_per_ns);
-	rpc->busy_cycles = (uint64_t)(rpc->cfg.busy_us * 1e3 *
-				      rpc->ctx->clock.cycles_per_ns);
+	rpc->tick_cycles = smart__rpc_cycles(rpc, RPC_TICK_NS);
+	rpc->ka_cycles = smart__rpc_cycles(rpc, rpc->cfg.keepalive_ms * 1e6);
+	rpc->slow_cycles = smart__rpc_cycles(rpc, rpc->cfg.slow_poll_us * 1e3);
+	rpc->busy_cycles = smart__rpc_cycles(rpc, rpc->cfg.busy_us * 1e3);
 	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));
 	rpc->conns = calloc(rpc->cfg.max_conns, sizeof(*rpc->conns));
 	rpc->gens = calloc(rpc->cfg.max_conns, sizeof(*rpc->gens));
@@ -134,8 +130,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		goto fail;
 	for (uint32_t i = 0; i < rpc->cfg.max_pending; i++) {
 		rpc->pend[i].fd = -1;
-		for (int k = 0; k < SMART_SOCK_FDS; k++)
-			rpc->pend[i].fd_got[k] = -1;
+		smart__rpc_fds_none(rpc->pend[i].fd_got);
 	}
 	rpc->handlers[SMART_RPC_OP_PING].fn = ping_echo;
 	for (int i = RPC_CALLS - 1; i >= 0; i--) {

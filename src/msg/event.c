@@ -114,8 +114,8 @@ static uint64_t next_due(struct smart_rpc *rpc, uint64_t now,
 		if (p->fd < 0)
 			continue;
 		left = p->deadline - now_ms + 1;
-		due_min(&due, now + (left > 0 ? (uint64_t)(left * 1e6 *
-					rpc->ctx->clock.cycles_per_ns) : 1));
+		due_min(&due, now + (left > 0 ?
+				     smart__rpc_cycles(rpc, left * 1e6) : 1));
 	}
 	/* smart-stat answers being written, the QP cache filling (one per
 	 * tick): served by ticks */

@@ -297,6 +297,13 @@ void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
 			 int fds[SMART_SOCK_FDS]);
 void smart__rpc_fds_close(int fds[SMART_SOCK_FDS]);
 
+/* No descriptor in any slot (-1, never 0: that is stdin). */
+static inline void smart__rpc_fds_none(int fds[SMART_SOCK_FDS])
+{
+	for (int i = 0; i < SMART_SOCK_FDS; i++)
+		fds[i] = -1;
+}
+
 /* endpoint.c */
 void smart__rpc_stats_add(struct smart_rpc_stats *to,
 			  const struct smart_rpc_stats *s);
@@ -305,6 +312,10 @@ void smart__rpc_stats_add(struct smart_rpc_stats *to,
 int smart__rpc_slab_get(struct smart_rpc *rpc, struct rpc_slab **out);
 void smart__rpc_slab_put(struct smart_rpc *rpc, struct rpc_slab *s);
 void smart__rpc_slabs_free(struct smart_rpc *rpc);
+
+/* rpc.c: one step of a wait nothing wakes (a task yields, the main
+ * context polls) */
+void smart__rpc_step(struct smart_rpc *rpc);
 
 /* rpc.c, for rndv.c */
 void smart__rpc_fail(struct smart_rpc_conn *c, int err, const char *why);
@@ -326,6 +337,7 @@ int smart__rndv_connect(struct smart_rpc_conn *c,
 			const struct smart_proto_peer *peer, int fd);
 void smart__rndv_start(struct smart_rpc_conn *c, const struct smart_msg *m);
 void smart__rndv_done(struct smart_rpc_conn *c, uint32_t rid);
+void smart__rndv_send_done(struct smart_rpc_conn *c, uint32_t rid);
 void smart__rndv_read_done(struct smart_rpc_conn *c);
 void smart__rndv_retry(struct smart_rpc *rpc);
 void smart__rndv_conn_drop(struct smart_rpc_conn *c);
@@ -334,18 +346,19 @@ void smart__rndv_conn_drop(struct smart_rpc_conn *c);
 void smart__rpc_trace_add(struct smart_rpc *rpc,
 			  const struct smart_rpc_trace *t);
 uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles);
+uint64_t smart__rpc_cycles(const struct smart_rpc *rpc, double ns);
 
 /* stat.c: the control socket smart-stat reads (opened at create, served
  * every tick, closed at destroy) */
 int smart__rpc_stat_open(struct smart_rpc *rpc);
-void smart__rpc_stat_service(struct smart_rpc *rpc, int now);
+void smart__rpc_stat_service(struct smart_rpc *rpc, int at_once);
 int smart__rpc_stat_clients(const struct smart_rpc *rpc);
+void smart__rpc_stat_close(struct smart_rpc *rpc);
 
 /* event.c: descriptors join the event set as they come (listening,
  * a handshake accepted) */
 int smart__rpc_event_add(struct smart_rpc *rpc, int fd);
 void smart__rpc_event_close(struct smart_rpc *rpc);
-void smart__rpc_stat_close(struct smart_rpc *rpc);
 
 /* peer.c */
 void smart__rpc_listen_service(struct smart_rpc *rpc);

@@ -117,15 +117,22 @@ int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len)
 	return 0;
 }
 
+/* What a slot got from its dialer goes: descriptors, input (the secret
+ * may be in it). */
+static void pend_forget(struct rpc_pend *p)
+{
+	smart__rpc_fds_close(p->fd_got);
+	explicit_bzero(p->in, p->in_len);
+	p->in_len = 0;
+	p->authed = 0;
+}
+
 static void pend_close(struct rpc_pend *p)
 {
 	if (p->fd >= 0)
 		close(p->fd);
-	smart__rpc_fds_close(p->fd_got);
-	explicit_bzero(p->in, p->in_len);
+	pend_forget(p);
 	p->fd = -1;
-	p->in_len = 0;
-	p->authed = 0;
 	p->refused = 0;
 }
 
@@ -160,10 +167,7 @@ static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 	    send(p->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		smart__dbg(&rpc->ctx->log, "rpc: refusal not sent");
 	shutdown(p->fd, SHUT_WR);
-	smart__rpc_fds_close(p->fd_got);
-	explicit_bzero(p->in, p->in_len);
-	p->in_len = 0;
-	p->authed = 0;
+	pend_forget(p);
 	p->refused = 1;
 	if (p->deadline > until)
 		p->deadline = until;
@@ -172,9 +176,10 @@ static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 /* A refused slot: read and drop; closed at the dialer's EOF. */
 static void pend_drain(struct rpc_pend *p)
 {
-	int fds[SMART_SOCK_FDS] = { -1, -1, -1 }, extra = 0;
+	int fds[SMART_SOCK_FDS], extra = 0;
 	long r;
 
+	smart__rpc_fds_none(fds);
 	for (;;) {
 		r = smart__sock_recv_some(p->fd, p->in, sizeof(p->in), fds,
 					  SMART_SOCK_FDS, &extra);
@@ -411,8 +416,7 @@ static void accept_some(struct smart_rpc *rpc, int64_t now)
 			continue;
 		}
 		p->fd = fd;
-		for (int k = 0; k < SMART_SOCK_FDS; k++)
-			p->fd_got[k] = -1;
+		smart__rpc_fds_none(p->fd_got);
 		p->authed = 0;
 		p->in_len = 0;
 		p->deadline = now + rpc->cfg.timeout_ms;
@@ -452,12 +456,7 @@ void smart__rpc_listen_service(struct smart_rpc *rpc)
  * is polled here (handlers run, as in any wait of the main context). */
 static void dial_idle(void *arg)
 {
-	struct smart_rpc *rpc = arg;
-
-	if (rpc->w->cur)
-		smart_task_yield(rpc->w);
-	else if (!smart__worker_poll(rpc->w))
-		smart__idle_pause();
+	smart__rpc_step(arg);
 }
 
 static int dial_socket(struct smart_rpc *rpc, const char *hostport,
@@ -551,8 +550,9 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 		*wait = SMART_M_RPC_DIAL_BLOCKS ? NULL : &idle;
 	struct smart_proto_peer m;
 	struct smart_rpc_conn *c;
-	int fd = -1, fds[SMART_SOCK_FDS] = { -1, -1, -1 }, rc;
+	int fd = -1, fds[SMART_SOCK_FDS], rc;
 
+	smart__rpc_fds_none(fds);
 	rc = smart__rpc_conn_new(rpc, 0, &c);
 	if (rc)
 		return rc;

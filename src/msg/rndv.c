@@ -202,10 +202,11 @@ int smart__rndv_connect(struct smart_rpc_conn *c,
 	return 0;
 }
 
-static void send_done(struct smart_rpc_conn *c, uint32_t rid, int status)
+/* The peer may have its staging pages of rid back (we READ them, or
+ * there was nothing to READ them for). */
+void smart__rndv_send_done(struct smart_rpc_conn *c, uint32_t rid)
 {
-	struct smart_msg_hdr h = { .type = SMART_MSG_DONE, .call = rid,
-				   .status = status };
+	struct smart_msg_hdr h = { .type = SMART_MSG_DONE, .call = rid };
 
 	smart__rpc_queue(c, &h, NULL);
 }
@@ -327,7 +328,7 @@ void smart__rndv_read_done(struct smart_rpc_conn *c)
 	smart__rpc_deliver(c, &h, land, r->d.len);
 	if (c->state != RPC_C_LIVE)
 		return;
-	send_done(c, r->d.rid, 0);
+	smart__rndv_send_done(c, r->d.rid);
 	rin_end(c);
 	if (rpc->land_waiters)
 		smart__rndv_retry(rpc);

@@ -36,6 +36,19 @@ static void rpc_block(struct smart_rpc *rpc)
 		smart__worker_poll(w);
 }
 
+/* One step of a wait that nothing wakes (staging room, a socket): a task
+ * yields, the main context polls the worker once (and pauses when that
+ * found nothing). */
+void smart__rpc_step(struct smart_rpc *rpc)
+{
+	struct smart_worker *w = rpc->w;
+
+	if (w->cur)
+		smart_task_yield(w);
+	else if (!smart__worker_poll(w))
+		smart__idle_pause();
+}
+
 /* Wait until *flag is set. */
 static void rpc_wait_flag(struct smart_rpc *rpc, const int *flag)
 {
@@ -369,10 +382,7 @@ static int stage_wait(struct smart_rpc_conn *c, const void *data,
 			rc = SMART_ETIMEDOUT;
 			break;
 		}
-		if (rpc->w->cur)
-			smart_task_yield(rpc->w);
-		else
-			smart__worker_poll(rpc->w);
+		smart__rpc_step(rpc);
 	}
 	rpc->waiting--;
 	return rc;
@@ -451,8 +461,8 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	k->resp = resp;
 	k->cap = cap;
 	k->len = 0;
-	k->deadline = smart__rdtsc() + (uint64_t)rpc->cfg.timeout_ms * 1000000 *
-				  rpc->ctx->clock.cycles_per_ns;
+	k->deadline = smart__rdtsc() +
+		      smart__rpc_cycles(rpc, rpc->cfg.timeout_ms * 1e6);
 	h.call = k->id;
 	c->st.calls++;
 	if (traced) {
@@ -716,8 +726,6 @@ void smart__rpc_deliver(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 static void rndv_begin(struct smart_rpc_conn *c, const struct smart_msg *m)
 {
 	struct rpc_call *k;
-	struct smart_msg_hdr done = { .type = SMART_MSG_DONE,
-				      .call = m->rndv.rid };
 
 	if (m->h.type == SMART_MSG_RESP) {
 		k = call_find(c->rpc, m->h.call);
@@ -728,7 +736,7 @@ static void rndv_begin(struct smart_rpc_conn *c, const struct smart_msg *m)
 				k->len = m->rndv.len;
 				call_finish(k, SMART_ERANGE);
 			}
-			smart__rpc_queue(c, &done, NULL);
+			smart__rndv_send_done(c, m->rndv.rid);
 			return;
 		}
 	}
@@ -814,8 +822,8 @@ static void on_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
 	case SMART_MSG_K_PONG:
 		if (c->ping_out) {
 			c->ping_out = 0;
-			c->rtt_ns = (uint64_t)((double)(c->last_rx - c->ping_at) /
-					       c->rpc->ctx->clock.cycles_per_ns);
+			c->rtt_ns = smart__rpc_ns(c->rpc,
+						  c->last_rx - c->ping_at);
 		}
 		break;
 	}
@@ -1026,18 +1034,16 @@ _Static_assert(SMART_SOCK_FDS == 1 + SMART_TP_PEER_FDS,
 
 void smart__rpc_fds_close(int fds[SMART_SOCK_FDS])
 {
-	for (int i = 0; i < SMART_SOCK_FDS; i++) {
+	for (int i = 0; i < SMART_SOCK_FDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-		fds[i] = -1;
-	}
+	smart__rpc_fds_none(fds);
 }
 
 void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
 			 int fds[SMART_SOCK_FDS])
 {
-	for (int i = 0; i < SMART_SOCK_FDS; i++)
-		fds[i] = -1;
+	smart__rpc_fds_none(fds);
 	fds[0] = c->rpc->stage_pg.mr->fd;
 	c->rpc->tp->qp_fds(c->qp, fds + 1);
 }

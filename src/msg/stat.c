@@ -176,8 +176,7 @@ static uint64_t cyc_ms(const struct smart_rpc *rpc, uint64_t from,
 {
 	if (to <= from)
 		return 0;
-	return (uint64_t)((double)(to - from) /
-			  rpc->ctx->clock.cycles_per_ns / 1e6);
+	return smart__rpc_ns(rpc, to - from) / 1000000;
 }
 
 static void line_endpoint(struct smart_rpc *rpc, struct stat_line *l)

@@ -1,7 +1,7 @@
 /*
  * Tracing of the messaging layer (include/smart/rpc.h): sampled per-call
- * records kept in a ring per endpoint, and their conversion to
- * nanoseconds.  The data path pays one counter increment per call and,
+ * records kept in a ring per endpoint, and the endpoint's conversions
+ * between TSC cycles and nanoseconds.  The data path pays one counter increment per call and,
  * for a traced call, a few TSC reads and one record copied here.
  *
  * Invariant: rpc->ntraces counts every record ever added; the ring holds
@@ -12,6 +12,11 @@
 uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles)
 {
 	return (uint64_t)((double)cycles / rpc->ctx->clock.cycles_per_ns);
+}
+
+uint64_t smart__rpc_cycles(const struct smart_rpc *rpc, double ns)
+{
+	return (uint64_t)(ns * rpc->ctx->clock.cycles_per_ns);
 }
 
 void smart__rpc_trace_add(struct smart_rpc *rpc,
