@@ -272,7 +272,7 @@ int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
  * polling is cheaper than a wake-up), or the worker has work of its own
  * (a task ready, an op in flight).  While traffic flows the descriptor is
  * not used and senders make no system call; a sleeping endpoint on shm
- * costs its next sender one write(2) to an eventfd (docs/rpc.md §12).
+ * costs its next sender one send(2) of a byte (docs/rpc.md §12).
  * Wake-ups may be spurious.  SMART_ENOTSUP: the transport has no events;
  * SMART_ENOENT: arm before event_fd; SMART_EINVAL: from a handler.
  */

@@ -241,7 +241,7 @@ static int peer_fill(struct smart_rpc_conn *c, struct smart_proto_peer *m)
 }
 
 /* A PEER frame goes with the descriptors a peer on shm needs: the
- * staging region's memfd, the QP's receive segment and its CQ's eventfd
+ * staging region's memfd, the QP's receive segment and its wake socket
  * (the endpoint's CQ always has one on shm). */
 static int send_peer(struct smart_rpc_conn *c, int fd, const void *f,
 		     size_t n, int64_t deadline,

@@ -375,7 +375,7 @@ struct smart_tp_ops {
 	/* Two-sided (rule 8), on QPs with a receive queue (post_recv:
 	 * SMART_ENOTSUP on others).  The descriptors to pass with the QP's
 	 * blob to its peer, in order, into fds; returns how many (0 on
-	 * verbs; shm: the receive segment, then the CQ's event descriptor
+	 * verbs; shm: the receive segment, then its wake socket
 	 * when it has one).  The QP keeps them. */
 	int (*qp_fds)(const struct smart_tp_qp *qp,
 		      int fds[SMART_TP_PEER_FDS]);

@@ -79,6 +79,14 @@
 #define SMART_M_SHM_NO_WAKE 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_WAKE_ANY_FD	/* shm_recv.c: a peer's wake descriptor
+					 * not checked to be a datagram
+					 * socket */
+#define SMART_M_SHM_WAKE_ANY_FD 1
+#else
+#define SMART_M_SHM_WAKE_ANY_FD 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK	/* shm_recv.c: a peer segment
 					 * that can shrink is mapped */
 #define SMART_M_SHM_PEER_NO_SEAL_CHECK 1

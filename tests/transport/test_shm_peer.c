@@ -31,7 +31,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -292,6 +294,52 @@ static void test_hostile(void)
 	p_close(&a);
 }
 
+/* Hostile wake descriptors (rule 9): one that is no datagram socket (an
+ * eventfd, whose O_NONBLOCK a peer can take away from the open file it
+ * shares with us) is refused; a datagram socket whose peer made it
+ * blocking and never reads it (its buffer full) costs our sender nothing:
+ * a SEND into the armed queue completes, the signal dropped. */
+static void test_hostile_wake(void)
+{
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	struct shm_rseg *seg;
+	struct p_end a, b;
+	size_t blen, len;
+	int sv[2], full = 0;
+
+	p_open(&a);
+	p_open(&b);
+	p_blob(&b, blob, &blen);
+	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
+		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), eventfd(0, 0) }, 2),
+		 SMART_EPROTO);
+	CHECK_EQ(ops->qp_in_error(a.qp), 0);
+
+	/* blocking, full: each send would wait for ever without
+	 * MSG_DONTWAIT (the alarm fails the test instead of hanging) */
+	CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv));
+	while (send(sv[1], "x", 1, MSG_DONTWAIT) == 1)
+		full++;
+	CHECK_GT(full, 0);
+	CHECK_OK(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
+		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), sv[1] }, 2));
+	p_recv(&b, 0, P_MSG);
+	seg = p_seg(&b, &len);
+	atomic_store(&seg->armed, 1);
+	alarm(20);
+	p_send(&a, 7, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
+	CHECK_WC(p_one(&a), 7, SMART_TP_WC_OK);
+	alarm(0);
+	CHECK_EQ(atomic_load(&seg->armed), 0);	/* the signal was tried */
+	CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
+	printf("   an eventfd as wake descriptor refused; a full blocking "
+	       "socket (%d datagrams) left the sender unharmed\n", full);
+	munmap(seg, len);
+	close(sv[0]);
+	p_close(&b);
+	p_close(&a);
+}
+
 /* A receive whose buffer lies outside the MR of its key: when a message
  * lands, the receive fails LOC_PROT (a NIC checks the key then), nothing
  * is written, the QP is in error. */
@@ -445,6 +493,7 @@ int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
 		{ "hostile", test_hostile },
+		{ "hostile_wake", test_hostile_wake },
 		{ "bad_receive", test_bad_receive },
 		{ "rnr_counted", test_rnr_counted },
 		{ "fork_echo", test_fork_echo },

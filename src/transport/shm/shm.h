@@ -165,6 +165,11 @@ struct shm_rq {
 	uint32_t posted, taken;	/* receives posted, completed */
 	uint32_t close_at;	/* delivered when closed, with closed */
 	int closed;
+	/* rule 9, on a CQ with events: a datagram socket pair per queue,
+	 * wake_rx in the CQ's epoll set, wake_tx for the peer's sender
+	 * (each peer its own: none can take another's wake-ups, and send
+	 * and recv never block whatever a peer does to its end); -1 */
+	int wake_rx, wake_tx;
 };
 
 /* The send side of a QP with a peer: the peer's receive queue. */
@@ -174,7 +179,8 @@ struct shm_peer {
 	size_t seg_len;
 	uint32_t nslots, max_msg;
 	uint64_t rnr_since;	/* when the head SEND first met no receive */
-	int wake_fd;		/* the peer's CQ's eventfd, or -1 */
+	int wake_fd;		/* the peer's wake socket (its queue's
+				 * wake_tx), or -1 */
 };
 
 /* shm_exec's answer for a SEND that found no receive yet: the doorbell
@@ -209,8 +215,8 @@ struct smart_tp_cq {
 	uint32_t pass;		/* poll number: RNR stalls of this pass */
 	struct smart_tp_qp **rqs;	/* its QPs with a receive queue */
 	uint32_t nrq, rq_cap;	/* under lock (create, destroy) */
-	int evfd;		/* SMART_TP_CQ_EVENTS: an eventfd its peers'
-				 * senders signal (rule 9); else -1 */
+	int evfd;		/* SMART_TP_CQ_EVENTS: an epoll set of its
+				 * queues' wake_rx (rule 9); else -1 */
 };
 
 /* DOOMED: the remote failed; the next WR completes with an error, then

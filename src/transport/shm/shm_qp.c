@@ -28,7 +28,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "transport/shm/shm.h"
@@ -62,7 +63,7 @@ int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 	smart_spin_init(&cq->lock);
 	if ((d->adv && smart__shm_adv_cq_init(cq, n)) ||
 	    ((flags & SMART_TP_CQ_EVENTS) &&
-	     (cq->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)) {
+	     (cq->evfd = epoll_create1(EPOLL_CLOEXEC)) < 0)) {
 		smart__shm_cq_destroy(cq);
 		return SMART_ENOMEM;
 	}
@@ -76,21 +77,36 @@ int smart__shm_cq_event_fd(const struct smart_tp_cq *cq)
 	return cq->evfd;
 }
 
-/* Rule 9.  Drain the eventfd, then mark every receive segment of the CQ
- * armed (seq_cst: against the sender's delivery, then its look at armed,
- * one of the two sees the other; the caller's next poll is the other
- * half).  Not sleepable while doorbells wait (only our polls run them:
- * WRs not executed yet, SENDs waiting for a receive), completions wait in
- * the ring, or the adversary holds some. */
+/* Take the wake-ups signalled so far: at most SHM_WAKE_DRAIN datagrams
+ * of at most as many sockets, so that a peer sending without end cannot
+ * hold us here (what is left keeps the set readable: a spurious wake). */
+#define SHM_WAKE_DRAIN 64
+
+static void shm_wakes_drain(struct smart_tp_cq *cq)
+{
+	struct epoll_event ev[SHM_WAKE_DRAIN];
+	int n = epoll_wait(cq->evfd, ev, SHM_WAKE_DRAIN, 0);
+	char b;
+
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < SHM_WAKE_DRAIN &&
+		     recv(ev[i].data.fd, &b, 1, MSG_DONTWAIT) >= 0; k++)
+			;
+}
+
+/* Rule 9.  Drain the wake sockets, then mark every receive segment of the
+ * CQ armed (seq_cst: against the sender's delivery, then its look at
+ * armed, one of the two sees the other; the caller's next poll is the
+ * other half).  Not sleepable while doorbells wait (only our polls run
+ * them: WRs not executed yet, SENDs waiting for a receive), completions
+ * wait in the ring, or the adversary holds some. */
 int smart__shm_cq_arm(struct smart_tp_cq *cq)
 {
-	uint64_t v;
 	int busy;
 
 	if (cq->evfd < 0)
 		return SMART_EINVAL;
-	while (read(cq->evfd, &v, sizeof(v)) == (ssize_t)sizeof(v))
-		;
+	shm_wakes_drain(cq);
 	shm_lock(cq->flags, &cq->lock);
 	busy = cq->db_head != cq->db_tail || cq->wc_head != cq->wc_tail ||
 	       (cq->adv && cq->adv->nheld) ||

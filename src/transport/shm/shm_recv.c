@@ -16,8 +16,9 @@
  *
  * Events (rule 9): a receiver about to sleep sets `armed` in each of its
  * segments (cq_arm); the sender that delivers next into one clears it
- * and writes the receiver's CQ eventfd, passed with the segment's
- * descriptor at connect time.  Busy receivers leave it clear, so that
+ * and sends a byte on the queue's wake socket (one end of a datagram
+ * pair, passed with the segment's descriptor at connect time; the other
+ * end is in the receiver CQ's epoll set).  Busy receivers leave it clear, so that
  * senders make no system call while traffic flows.
  *
  * Receiver not ready: a SEND with no receive posted leaves its doorbell
@@ -32,10 +33,11 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,6 +73,22 @@ static size_t rseg_data_off(uint32_t nslots)
 static size_t rseg_len(uint32_t nslots, uint32_t max_msg)
 {
 	return rseg_data_off(nslots) + (size_t)nslots * max_msg;
+}
+
+/* The queue's wake socket pair, its receiving end in the CQ's set. */
+static int rq_wake_open(struct smart_tp_cq *cq, struct shm_rq *rq)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+		       sv))
+		return SMART_ENOMEM;
+	rq->wake_rx = sv[0];
+	rq->wake_tx = sv[1];
+	ev.data.fd = sv[0];
+	return epoll_ctl(cq->evfd, EPOLL_CTL_ADD, sv[0], &ev) ? SMART_ENOMEM
+							       : 0;
 }
 
 int smart__shm_rq_create(struct smart_tp_qp *qp,
@@ -113,6 +131,11 @@ int smart__shm_rq_create(struct smart_tp_qp *qp,
 	rq->seg->nslots = n;
 	rq->seg->max_msg = max;
 	qp->rq = rq;
+	rq->wake_rx = rq->wake_tx = -1;
+	if (qp->cq->evfd >= 0 && rq_wake_open(qp->cq, rq)) {
+		smart__shm_rq_destroy(qp);
+		return SMART_ENOMEM;
+	}
 	return 0;
 }
 
@@ -121,6 +144,10 @@ void smart__shm_rq_destroy(struct smart_tp_qp *qp)
 	if (qp->rq) {
 		munmap(qp->rq->seg, qp->rq->seg_len);
 		close(qp->rq->fd);
+		if (qp->rq->wake_rx >= 0)	/* leaves the CQ's set */
+			close(qp->rq->wake_rx);
+		if (qp->rq->wake_tx >= 0)
+			close(qp->rq->wake_tx);
 		free(qp->rq->ents);
 		free(qp->rq);
 		qp->rq = NULL;
@@ -134,33 +161,32 @@ void smart__shm_rq_destroy(struct smart_tp_qp *qp)
 	}
 }
 
-/* The receive segment, then the CQ's eventfd (rule 9) when it has one. */
+/* The receive segment, then the wake socket (rule 9) when the CQ has
+ * events. */
 int smart__shm_qp_fds(const struct smart_tp_qp *qp,
 		      int fds[SMART_TP_PEER_FDS])
 {
 	if (!qp->rq)
 		return 0;
 	fds[0] = qp->rq->fd;
-	fds[1] = qp->cq->evfd;
+	fds[1] = qp->rq->wake_tx;
 	return fds[1] >= 0 ? 2 : 1;
 }
 
-/* A peer's wake descriptor must be an eventfd: anything else (a pipe, a
- * file) could block our poll's write or take its bytes.  Made
- * non-blocking, so that a signal never waits. */
+/* A peer's wake descriptor must be a datagram socket: we only ever
+ * send(MSG_DONTWAIT) one byte to it, which neither blocks nor writes
+ * anywhere else, whatever the peer does to its open file (the flags of a
+ * passed descriptor are shared: an eventfd's O_NONBLOCK could be taken
+ * away by the peer and our write would block). */
 static int wake_fd_ok(int fd)
 {
-	char path[40], link[32];
-	ssize_t n;
+	socklen_t len = sizeof(int);
+	struct stat st;
+	int type = 0;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = 0;
-	if (strcmp(link, "anon_inode:[eventfd]"))
-		return 0;
-	return fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0;
+	return !fstat(fd, &st) && S_ISSOCK(st.st_mode) &&
+	       !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
+	       type == SOCK_DGRAM;
 }
 
 /* The blob of a QP with a receive queue: what its peer needs to map the
@@ -203,7 +229,7 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	    !v[2] || v[2] > SHM_MAX_RECV_WR || (v[2] & (v[2] - 1)) ||
 	    !v[3] || v[3] > SHM_MAX_MSG)
 		goto out;
-	if (wake >= 0 && !wake_fd_ok(wake))
+	if (wake >= 0 && !SMART_M_SHM_WAKE_ANY_FD && !wake_fd_ok(wake))
 		goto out;
 	need = rseg_len(v[2], v[3]);
 	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < need)
@@ -316,22 +342,21 @@ static int peer_slot(struct shm_peer *pe, uint32_t *del)
 	return SMART_TP_WC_OK;
 }
 
-/* A receiver that armed its segment sleeps on its CQ's eventfd (rule 9):
+/* A receiver that armed its segment sleeps on its CQ's set (rule 9):
  * after the delivery (the fence pairs with the one of its arm, so either
  * it sees the delivery in the poll that follows its arm or we see armed),
- * the first sender to find armed clears it and signals.  The one system
- * call of the data path, and only towards a sleeping receiver. */
+ * the first sender to find armed clears it and signals on the queue's
+ * wake socket.  The one system call of the data path, and only towards a
+ * sleeping receiver; a full socket means a wake-up is pending already. */
 static void peer_wake(struct shm_peer *pe)
 {
-	uint64_t one = 1;
-
 	if (pe->wake_fd < 0 || SMART_M_SHM_NO_WAKE)
 		return;
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&pe->seg->armed, memory_order_relaxed) &&
 	    atomic_exchange_explicit(&pe->seg->armed, 0,
 				     memory_order_relaxed))
-		(void)!write(pe->wake_fd, &one, sizeof(one));
+		(void)!send(pe->wake_fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Publish the slot filled at index d: SMART_TP_WC_OK, or RETRY_EXC when
