@@ -148,11 +148,9 @@ static int probe(struct ping *p, long seq)
 	return 0;
 }
 
-/* The ctx joined to the blade (the kit's environment, with a small
- * buffer pool: a probe needs two 4 KiB buffers), a block of the blade to
- * probe, and the counter word zeroed for cas/faa. */
 /* --rpc: a ctx of the library options (no blade), an endpoint, the
- * connection to the peer. */
+ * connection to the peer, the two probe buffers; the step that failed
+ * said. */
 static int ping_setup_rpc(struct ping *p)
 {
 	static const char *const kv[] = { "buf_pool=4M", NULL };
@@ -165,18 +163,24 @@ static int ping_setup_rpc(struct ping *p)
 		rc = smart_ctx_create(o, &p->ctx);
 	}
 	smart_opts_destroy(o);
-	if (!rc)
+	if (!rc) {
+		step = "worker";
 		rc = smart_worker_create(p->ctx, &p->w);
-	if (!rc)
+	}
+	if (!rc) {
+		step = "endpoint";
 		rc = smart_rpc_create(p->w, NULL, &p->rpc);
+	}
 	if (!rc) {
 		step = p->c->com.connect.v[0];
 		rc = smart_rpc_connect(p->rpc, step, &p->conn);
 	}
-	p->buf = malloc(4096);
-	p->back = malloc(4096);
-	if (!rc && (!p->buf || !p->back))
-		rc = SMART_ENOMEM;
+	if (!rc) {
+		step = "buffers";
+		p->buf = malloc(4096);
+		p->back = malloc(4096);
+		rc = p->buf && p->back ? 0 : SMART_ENOMEM;
+	}
 	if (rc)
 		fprintf(stderr, TOOL ": %s: %s\n", step, smart_strerror(rc));
 	return rc;
@@ -205,6 +209,9 @@ static void conn_line(const struct ping *p)
 	       st.ka_probes, st.rnr);
 }
 
+/* The ctx joined to the blade (the kit's environment, with a small
+ * buffer pool: a probe needs two 4 KiB buffers), a block of the blade to
+ * probe, and the counter word zeroed for cas/faa. */
 static int ping_setup(struct ping *p, struct kit_env *e)
 {
 	static const char *const kv[] = { "buf_pool=4M", NULL };
@@ -312,14 +319,13 @@ int main(int argc, char **argv)
 		memory_line(&p, &env);
 	if (c.rpc) {
 		ping_close_rpc(&p);
-		free(rtt);
-		return rc ? 1 : failed ? 1 : 0;
+	} else {
+		/* a long-running blade must not keep a block per ping */
+		if (p.w && p.block != SMART_GADDR_NULL)
+			smart_free(p.w, p.block, 4096);
+		smart_worker_destroy(p.w);
+		kit_env_close(&env);
 	}
-	/* a long-running blade must not keep a block per ping */
-	if (p.w && p.block != SMART_GADDR_NULL)
-		smart_free(p.w, p.block, 4096);
 	free(rtt);
-	smart_worker_destroy(p.w);
-	kit_env_close(&env);
 	return rc ? 1 : failed ? 1 : 0;
 }

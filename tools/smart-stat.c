@@ -9,9 +9,14 @@
  * totals) and one per connection, or --json.
  *
  * Invariants: an answer is parsed strictly (the version line, exactly the
- * keys of version 1 once each, decimal numbers, %XX-escaped strings, the
- * "end" line counting the connection lines); anything else is reported as
- * that endpoint's error and never printed as data.  An endpoint is
+ * keys of version 1 once each, decimal numbers without leading zeros,
+ * %XX-escaped strings, at most max_conns connection lines, the "end" line
+ * counting them, no NUL, nothing after "end"); anything else is reported
+ * as that endpoint's error and never printed as data.  What is printed
+ * is safe for a terminal and for a JSON parser whatever the endpoint
+ * sent: numbers as we parsed them, strings JSON-escaped in --json, and
+ * control bytes and bytes from 0x7f up as '?' in the table and in error
+ * messages.  An answer is read up to ANSWER_MAX.  An endpoint is
  * believed only when the socket's owner (SO_PEERCRED) is the pid its name
  * says, since any process may bind any free abstract name.  Exit 0 when
  * every endpoint asked answered, 1 otherwise (or when --pid found none), 2
@@ -27,7 +32,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kit.h"
@@ -35,7 +39,9 @@
 
 #define TOOL "smart-stat"
 #define PREFIX "smart-stat:"
-#define ANSWER_MAX (64u << 20)	/* 4096 connections take ~3 MiB */
+/* A real answer is at most ~6.5 MiB: max_conns <= 4096 lines of at most
+ * ~1.6 KiB, with every counter at its widest. */
+#define ANSWER_MAX (8u << 20)
 #define LINE_KEYS 64
 
 struct stat_cfg {
@@ -67,21 +73,18 @@ struct ep {
 	int gone;		/* closed since it was listed: left out */
 };
 
-/* Digits only, no sign, no overflow. */
+/* The len bytes at s: digits only, no sign, no leading zero but in "0",
+ * no overflow.  kit_parse_u64 refuses a sign, a space and overflow, but
+ * takes leading zeros (strtoull) and wants a string that ends there. */
 static int parse_u64(const char *s, size_t len, uint64_t *out)
 {
-	uint64_t v = 0;
+	char d[21];
 
-	if (!len || len > 20)
+	if (!len || len >= sizeof(d) || (s[0] == '0' && len > 1))
 		return -1;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9' ||
-		    v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return 0;
+	memcpy(d, s, len);
+	d[len] = 0;
+	return kit_parse_u64(d, 0, out);
 }
 
 /* "@smart-stat:<pid>:<n>" exactly. */
@@ -177,14 +180,6 @@ static int find_endpoints(const struct stat_cfg *c, struct ep **v, int *n)
 
 /* ---- asking one ----------------------------------------------------------- */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* One non-blocking connect: the descriptor, -1 with errno set. */
 static int try_connect(const char *name)
 {
@@ -208,16 +203,15 @@ static int try_connect(const char *name)
 /* Connect before end: a full backlog (EAGAIN: the endpoint takes a few
  * clients every 8 ms) is waited out, anything else is final.  The
  * socket must be owned by the pid its name says. */
-static int ep_connect(struct ep *e, double end)
+static int ep_connect(struct ep *e, uint64_t end)
 {
-	const struct timespec ms = { 0, 1000000 };
 	struct ucred cr = { 0 };
 	socklen_t cl = sizeof(cr);
 	int fd;
 
 	while ((fd = try_connect(e->name)) < 0 && errno == EAGAIN &&
-	       now_s() < end)
-		nanosleep(&ms, NULL);
+	       smart_now_ns() < end)
+		kit_sleep(0.001);
 	if (fd < 0) {
 		e->gone = errno == ECONNREFUSED;
 		snprintf(e->err, sizeof(e->err), "%s", errno == EAGAIN ?
@@ -235,34 +229,39 @@ static int ep_connect(struct ep *e, double end)
 	return fd;
 }
 
-/* Read until the endpoint closes, the deadline passes or ANSWER_MAX. */
-static void ep_read(struct ep *e, int fd, double end, double timeout)
+/* Read until the endpoint closes, the deadline passes or the answer is
+ * longer than ANSWER_MAX (the buffer doubles up to ANSWER_MAX + 2: a byte
+ * more than the most we take, and the NUL). */
+static void ep_read(struct ep *e, int fd, uint64_t end, double timeout)
 {
 	size_t cap = 0;
 
 	for (;;) {
 		struct pollfd p = { fd, POLLIN, 0 };
-		double left = end - now_s();
+		uint64_t now = smart_now_ns();
 		ssize_t r;
 
-		if (left <= 0) {
+		if (now >= end) {
 			snprintf(e->err, sizeof(e->err), "no whole answer in "
 				 "%g s (is its worker progressed?)", timeout);
 			return;
 		}
-		if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+		if (poll(&p, 1, (int)((end - now) / 1000000) + 1) <= 0)
 			continue;
-		if (cap - e->len < 4096) {
-			char *t = cap < ANSWER_MAX ? realloc(e->text, cap + 65536)
-						   : NULL;
+		if (cap - e->len < 2) {
+			size_t want = cap ? 2 * cap : 65536;
+			char *t;
 
+			if (want > (size_t)ANSWER_MAX + 2)
+				want = (size_t)ANSWER_MAX + 2;
+			t = realloc(e->text, want);
 			if (!t) {
 				snprintf(e->err, sizeof(e->err),
-					 "answer too long");
+					 "out of memory");
 				return;
 			}
 			e->text = t;
-			cap += 65536;
+			cap = want;
 		}
 		r = read(fd, e->text + e->len, cap - e->len - 1);
 		if (r == 0)
@@ -272,6 +271,11 @@ static void ep_read(struct ep *e, int fd, double end, double timeout)
 			return;
 		}
 		e->len += r > 0 ? (size_t)r : 0;
+		if (e->len > ANSWER_MAX) {
+			snprintf(e->err, sizeof(e->err), "answer longer than "
+				 "%u MiB", ANSWER_MAX >> 20);
+			return;
+		}
 	}
 	if (e->text)
 		e->text[e->len] = 0;
@@ -280,7 +284,7 @@ static void ep_read(struct ep *e, int fd, double end, double timeout)
 /* Connect and read, both within timeout. */
 static void ep_ask(struct ep *e, double timeout)
 {
-	double end = now_s() + timeout;
+	uint64_t end = smart_now_ns() + (uint64_t)(timeout * 1e9);
 	int fd = ep_connect(e, end);
 
 	if (fd < 0)
@@ -293,7 +297,8 @@ static void ep_ask(struct ep *e, double timeout)
 
 struct kv {
 	const char *k;
-	char *v;
+	char *v;	/* a string unescaped; a number's digits */
+	uint64_t u;	/* a number's value: what is printed */
 	int str;
 };
 
@@ -306,6 +311,17 @@ struct answer {
 	struct line ep;
 	struct line *conn;
 	int nconn;
+};
+
+/* The keys of one kind of line: its strings, its numbers besides the
+ * counters, and how many a line has (counted once, not per line). */
+struct line_kind {
+	const char *const *strs, *const *nums;
+	int keys;
+};
+
+struct grammar {
+	struct line_kind ep, conn;
 };
 
 static const char *const ep_strs[] = { "name", "listen", "transport", NULL };
@@ -336,12 +352,11 @@ static int list_len(const char *const *l)
 }
 
 /* 1 a string key, 2 a number, 0 not a key of this line. */
-static int key_kind(const char *const *strs, const char *const *nums,
-		    const char *k)
+static int key_kind(const struct line_kind *lk, const char *k)
 {
-	if (in_list(strs, k))
+	if (in_list(lk->strs, k))
 		return 1;
-	if (in_list(nums, k))
+	if (in_list(lk->nums, k))
 		return 2;
 	for (unsigned i = 0; smart_rpc_stats_field(i); i++)
 		if (!strcmp(smart_rpc_stats_field(i), k))
@@ -358,6 +373,14 @@ static int counters(void)
 	return (int)i;
 }
 
+static struct line_kind line_kind(const char *const *strs,
+				  const char *const *nums)
+{
+	return (struct line_kind){ strs, nums,
+				   list_len(strs) + list_len(nums) +
+				   counters() };
+}
+
 static int hex(char c)
 {
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ?
@@ -365,7 +388,8 @@ static int hex(char c)
 }
 
 /* Undo the %XX escapes in place; a raw byte that should have been
- * escaped, a bad escape or a NUL fails. */
+ * escaped, a bad escape or a NUL fails.  Any other byte may come out
+ * (a control byte too): what prints a string makes it safe. */
 static int unescape(char *v)
 {
 	char *o = v;
@@ -389,18 +413,18 @@ static int unescape(char *v)
 }
 
 /* One "key=value" of a line, in place. */
-static int parse_field(char *tok, const char *const *strs,
-		       const char *const *nums, struct line *l, char *why,
-		       size_t wl)
+static int parse_field(char *tok, const struct line_kind *lk, struct line *l,
+		       char *why, size_t wl)
 {
 	char *eq = strchr(tok, '=');
 	struct kv *f;
-	uint64_t u;
+	int kind;
 
 	if (!eq || l->n == LINE_KEYS)
 		return snprintf(why, wl, "malformed field '%.40s'", tok), -1;
 	*eq = 0;
-	if (!key_kind(strs, nums, tok))
+	kind = key_kind(lk, tok);
+	if (!kind)
 		return snprintf(why, wl, "unknown key '%.40s'", tok), -1;
 	for (int i = 0; i < l->n; i++)
 		if (!strcmp(l->f[i].k, tok))
@@ -408,17 +432,19 @@ static int parse_field(char *tok, const char *const *strs,
 	f = &l->f[l->n++];
 	f->k = tok;
 	f->v = eq + 1;
-	f->str = key_kind(strs, nums, tok) == 1;
-	if (f->str ? unescape(f->v) : parse_u64(f->v, strlen(f->v), &u))
-		return snprintf(why, wl, "bad value of '%.40s'", tok), -1;
+	f->u = 0;
+	f->str = kind == 1;
+	if (f->str ? unescape(f->v) : parse_u64(f->v, strlen(f->v), &f->u))
+		return snprintf(why, wl, "bad value of '%.40s'%s", tok,
+				f->str ? "" : " (not a decimal number "
+				"without leading zeros)"), -1;
 	return 0;
 }
 
 /* " k=v k=v..." (after the line's word) into l, in place: one space
  * before each field, every key of the line exactly once. */
-static int parse_fields(char *s, const char *const *strs,
-			const char *const *nums, struct line *l, char *why,
-			size_t wl)
+static int parse_fields(char *s, const struct line_kind *lk, struct line *l,
+			char *why, size_t wl)
 {
 	l->n = 0;
 	if (*s++ != ' ')
@@ -428,29 +454,40 @@ static int parse_fields(char *s, const char *const *strs,
 
 		if (sp)
 			*sp = 0;
-		if (parse_field(s, strs, nums, l, why, wl))
+		if (parse_field(s, lk, l, why, wl))
 			return -1;
 		if (!sp)
 			break;
 		s = sp + 1;
 	}
-	if (l->n != list_len(strs) + list_len(nums) + counters())
+	if (l->n != lk->keys)
 		return snprintf(why, wl, "keys missing (another libsmart "
 				"version?)"), -1;
 	return 0;
 }
 
-static const char *get(const struct line *l, const char *k)
+/* A parsed line has every key of its kind: NULL only for a key of
+ * another kind. */
+static const struct kv *field(const struct line *l, const char *k)
 {
 	for (int i = 0; i < l->n; i++)
 		if (!strcmp(l->f[i].k, k))
-			return l->f[i].v;
-	return "";
+			return &l->f[i];
+	return NULL;
+}
+
+static const char *get(const struct line *l, const char *k)
+{
+	const struct kv *f = field(l, k);
+
+	return f ? f->v : "";
 }
 
 static uint64_t num(const struct line *l, const char *k)
 {
-	return strtoull(get(l, k), NULL, 10);
+	const struct kv *f = field(l, k);
+
+	return f ? f->u : 0;
 }
 
 /* The next line of the text (its '\n' cut), or NULL at the end. */
@@ -468,25 +505,38 @@ static char *next_line(char **cur)
 	return s;
 }
 
-static int parse_conns(char **cur, struct answer *a, char *why, size_t wl)
+/* The connection lines, at most max (the endpoint's max_conns, which
+ * bounds what it can have), then "end"; the array doubles as it fills. */
+static int parse_conns(char **cur, const struct line_kind *lk, uint64_t max,
+		       struct answer *a, char *why, size_t wl)
 {
+	size_t cap = 0;
 	char *s;
 	uint64_t n;
 
 	while ((s = next_line(cur)) && !strncmp(s, "conn ", 5)) {
-		struct line *t = realloc(a->conn, (size_t)(a->nconn + 1) *
-						  sizeof(*t));
+		if ((uint64_t)a->nconn == max)
+			return snprintf(why, wl, "more connection lines than "
+					"its max_conns (%" PRIu64 ")", max), -1;
+		if ((size_t)a->nconn == cap) {
+			size_t want = cap ? 2 * cap : 16;
+			struct line *t;
 
-		if (!t)
-			return snprintf(why, wl, "out of memory"), -1;
-		a->conn = t;
-		if (parse_fields(s + 4, conn_strs, conn_nums,
-				 &a->conn[a->nconn++], why, wl))
+			if (want > max)
+				want = (size_t)max;
+			t = realloc(a->conn, want * sizeof(*t));
+			if (!t)
+				return snprintf(why, wl, "out of memory"), -1;
+			a->conn = t;
+			cap = want;
+		}
+		if (parse_fields(s + 4, lk, &a->conn[a->nconn++], why, wl))
 			return -1;
 	}
 	if (!s)
 		return snprintf(why, wl, "truncated answer (the endpoint "
 				"gave up waiting for us?)"), -1;
+	/* the text has no NUL (parse_answer): at its NUL is its end */
 	if (strncmp(s, "end conns=", 10) ||
 	    parse_u64(s + 10, strlen(s + 10), &n) || n != (uint64_t)a->nconn ||
 	    **cur)
@@ -494,11 +544,16 @@ static int parse_conns(char **cur, struct answer *a, char *why, size_t wl)
 	return 0;
 }
 
-static int parse_answer(struct ep *e, struct answer *a)
+static int parse_answer(struct ep *e, const struct grammar *g,
+			struct answer *a)
 {
 	char *cur = e->text, *s;
 
 	memset(a, 0, sizeof(*a));
+	/* a NUL would end the parse early, and what follows it unread */
+	if (cur && memchr(cur, 0, e->len))
+		return snprintf(e->err, sizeof(e->err), "a NUL byte in the "
+				"answer"), -1;
 	if (!cur || !(s = next_line(&cur)) || strncmp(s, "smart-stat ", 11))
 		return snprintf(e->err, sizeof(e->err), "not a smart-stat "
 				"answer"), -1;
@@ -511,44 +566,49 @@ static int parse_answer(struct ep *e, struct answer *a)
 				"it answers only its own user and root"), -1;
 	if (!s || strncmp(s, "endpoint ", 9))
 		return snprintf(e->err, sizeof(e->err), "no endpoint line"), -1;
-	if (parse_fields(s + 8, ep_strs, ep_nums, &a->ep, e->err,
-			 sizeof(e->err)) ||
-	    parse_conns(&cur, a, e->err, sizeof(e->err)))
+	if (parse_fields(s + 8, &g->ep, &a->ep, e->err, sizeof(e->err)) ||
+	    parse_conns(&cur, &g->conn, num(&a->ep, "max_conns"), a, e->err,
+			sizeof(e->err)))
 		return -1;
 	if (num(&a->ep, "pid") != (uint64_t)e->pid)
-		return snprintf(e->err, sizeof(e->err), "answer of pid %s, "
-				"not %ld", get(&a->ep, "pid"), e->pid), -1;
+		return snprintf(e->err, sizeof(e->err), "answer of pid %"
+				PRIu64 ", not %ld", num(&a->ep, "pid"),
+				e->pid), -1;
 	return 0;
 }
 
 /* ---- output ----------------------------------------------------------- */
 
-static void json_str(const char *s)
+/* Bytes a terminal may act on (controls, DEL, and from 0x80 up, which
+ * some take as C1 controls) become '?': for what the endpoint sent that
+ * goes to the table or to an error message. */
+static void safe(char *s)
 {
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			*s = '?';
+}
 
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
+/* An endpoint's error on stderr (it may quote the endpoint's bytes). */
+static void err_print(const struct ep *e)
+{
+	char why[sizeof(e->err)];
+
+	memcpy(why, e->err, sizeof(why));
+	safe(why);
+	fprintf(stderr, TOOL ": %s: %s\n", e->name, why);
 }
 
 static void json_fields(const struct line *l)
 {
 	for (int i = 0; i < l->n; i++) {
 		printf("%s", i ? "," : "");
-		json_str(l->f[i].k);
+		kit_json_str(l->f[i].k, stdout);
 		putchar(':');
 		if (l->f[i].str)
-			json_str(l->f[i].v);
+			kit_json_str(l->f[i].v, stdout);
 		else
-			printf("%s", l->f[i].v);
+			printf("%" PRIu64, l->f[i].u);
 	}
 }
 
@@ -557,9 +617,9 @@ static void json_ep(const struct ep *e, const struct answer *a, int first)
 	printf("%s\n{", first ? "" : ",");
 	if (e->err[0]) {
 		printf("\"pid\":%ld,\"name\":", e->pid);
-		json_str(e->name);
+		kit_json_str(e->name, stdout);
 		printf(",\"error\":");
-		json_str(e->err);
+		kit_json_str(e->err, stdout);
 		putchar('}');
 		return;
 	}
@@ -591,20 +651,32 @@ struct row {
 	char c[NCOL][72];
 };
 
+/* A cell: a number as parsed, a string made safe; "-" for no key. */
+static void cell(char *c, size_t n, const struct line *l, const char *k)
+{
+	const struct kv *f = k ? field(l, k) : NULL;
+
+	if (!f)
+		snprintf(c, n, "-");
+	else if (f->str)
+		snprintf(c, n, "%s", f->v);
+	else
+		snprintf(c, n, "%" PRIu64, f->u);
+	safe(c);
+}
+
 static void row_fill(struct row *r, const struct ep *e, const struct line *l,
 		     int is_ep)
 {
 	for (int i = 0; i < NCOL; i++)
-		snprintf(r->c[i], sizeof(r->c[i]), "%s",
-			 keys[i] ? get(l, keys[i]) : "-");
+		cell(r->c[i], sizeof(r->c[i]), l, keys[i]);
 	snprintf(r->c[C_EP], sizeof(r->c[C_EP]), "%ld:%u", e->pid, e->n);
 	if (is_ep) {
 		snprintf(r->c[C_IDX], sizeof(r->c[C_IDX]), "-");
 		snprintf(r->c[C_STATE], sizeof(r->c[C_STATE]), "%s",
 			 strcmp(get(l, "listen"), "-") ? "listen" : "open");
 		snprintf(r->c[C_ROLE], sizeof(r->c[C_ROLE]), "endpoint");
-		snprintf(r->c[C_PEER], sizeof(r->c[C_PEER]), "%s",
-			 get(l, "listen"));
+		cell(r->c[C_PEER], sizeof(r->c[C_PEER]), l, "listen");
 		snprintf(r->c[C_BL], sizeof(r->c[C_BL]), "-");
 		snprintf(r->c[C_AGE], sizeof(r->c[C_AGE]), "%.1f",
 			 (double)num(l, "uptime_ms") / 1e3);
@@ -715,6 +787,8 @@ static int ask_all(struct ep *v, int n, double timeout)
 int main(int argc, char **argv)
 {
 	struct stat_cfg c = { .timeout = 2 };
+	const struct grammar g = { line_kind(ep_strs, ep_nums),
+				   line_kind(conn_strs, conn_nums) };
 	struct answer *a = NULL;
 	struct ep *v = NULL;
 	int n = 0, failed = 0;
@@ -730,9 +804,9 @@ int main(int argc, char **argv)
 		return fprintf(stderr, TOOL ": out of memory\n"), 1;
 	for (int i = 0; i < n; i++) {
 		if (!v[i].err[0])
-			parse_answer(&v[i], &a[i]);
+			parse_answer(&v[i], &g, &a[i]);
 		if (v[i].err[0] && !c.json)
-			fprintf(stderr, TOOL ": %s: %s\n", v[i].name, v[i].err);
+			err_print(&v[i]);
 		failed += v[i].err[0] != 0;
 	}
 	if (c.json) {

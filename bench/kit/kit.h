@@ -421,6 +421,12 @@ void kit_rec_library(struct kit_rec *r, const smart_stats_t *st);
 /* One JSON object on one line. */
 void kit_rec_json(const struct kit_rec *r, FILE *f);
 
+/* s as a quoted JSON string: '"' and '\\' escaped, and every byte below
+ * 0x20 or from 0x7f up written \u00XX, so that the output is ASCII and
+ * valid JSON whatever s holds (a byte from 0x80 up reads back as that
+ * code point: UTF-8 is not decoded). */
+void kit_json_str(const char *s, FILE *f);
+
 /* A CSV column: its header, the record's key, the text for an empty
  * value (NULL: empty). */
 struct kit_col {

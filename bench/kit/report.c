@@ -126,16 +126,18 @@ void kit_rec_library(struct kit_rec *r, const smart_stats_t *st)
 		    (unsigned long long)st->db_contended);
 }
 
-static void json_str(const char *s, FILE *f)
+void kit_json_str(const char *s, FILE *f)
 {
 	fputc('"', f);
 	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch >= 0x7f)
+			fprintf(f, "\\u%04x", ch);
 		else
-			fputc(*s, f);
+			fputc(ch, f);
 	}
 	fputc('"', f);
 }
@@ -148,7 +150,7 @@ void kit_rec_json(const struct kit_rec *r, FILE *f)
 	for (i = 0; i < r->n; i++) {
 		fprintf(f, "%s\"%s\":", i ? "," : "", r->f[i].key);
 		if (r->f[i].str)
-			json_str(r->f[i].val, f);
+			kit_json_str(r->f[i].val, f);
 		else
 			fputs(r->f[i].val, f);
 	}

@@ -27,7 +27,6 @@
 
 #include "rpc_bench.h"
 
-#define CONNS_MAX 4096	/* the server's max_conns (rpc_bench_cfg) */
 
 #define R struct rpc_bench
 static const struct kit_flag rpc_flags[] = {
@@ -159,10 +158,10 @@ static void rpc_check(void *m, struct bench_run *r)
 		b->outstanding = 1;
 	if (b->size == RPC_BENCH_SIZE_UNSET)
 		b->size = 32;
-	if (b->clients * r->com.threads > CONNS_MAX)
+	if (b->clients * r->com.threads > RPC_BENCH_CONNS_MAX)
 		kit_bad(BENCH_TOOL, "threads", NULL, "%d clients x %d threads: "
 			"more than %d connections", b->clients,
-			r->com.threads, CONNS_MAX);
+			r->com.threads, RPC_BENCH_CONNS_MAX);
 	opts_learn(b, r);
 }
 
@@ -355,6 +354,11 @@ static int rpc_report(void *m, struct bench_run *r, struct kit_rec *rec)
 	if (!r->com.json)
 		print_table(b, r);
 	record_run(b, r, rec);
+	if (!s->errors && !s->first_err && !s->msgs) {
+		fprintf(stderr, BENCH_TOOL " rpc: the run failed: no message "
+			"completed in the window (a longer --seconds?)\n");
+		return SMART_ETIMEDOUT;
+	}
 	if (!s->errors && !s->first_err)
 		return 0;
 	fprintf(stderr, BENCH_TOOL " rpc: the run failed: %" PRIu64 " errors, "

@@ -28,7 +28,7 @@
 #include "smart/rpc.h"
 
 /* The server's handlers. */
-#define RPC_BENCH_OP_ECHO 1	/* reply with the request */
+/* echo calls go to SMART_RPC_OP_PING, which every endpoint answers */
 #define RPC_BENCH_OP_SINK 2	/* one-way: nothing */
 #define RPC_BENCH_OP_DONE 3	/* empty reply: what came before is handled */
 
@@ -38,6 +38,7 @@
 #define RPC_BENCH_EAGER 4096
 #define RPC_BENCH_SIZE_MAX (64u << 20)	/* rndv_max */
 #define RPC_BENCH_SIZE_UNSET UINT64_MAX
+#define RPC_BENCH_CONNS_MAX 4096	/* the server's max_conns */
 
 struct rpc_bench;
 
@@ -55,7 +56,10 @@ struct rpc_bench_thread {
 	/* the client process's own, while it runs */
 	smart_ctx_t *ctx;
 	smart_rpc_conn_t *conn;
-	uint8_t *req, *resp;	/* --size bytes (+1) each */
+	uint8_t *req, *resp;	/* --size bytes (+1); resp: one such per
+				 * task */
+	int slots;		/* response buffers taken by tasks */
+	int warm;		/* tasks past their first message */
 };
 
 struct rpc_bench_shared {

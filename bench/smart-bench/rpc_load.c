@@ -26,7 +26,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,8 +43,8 @@ void rpc_bench_cfg(int server, struct smart_rpc_cfg *cfg)
 	cfg->eager_max = RPC_BENCH_EAGER;
 	cfg->rndv_max = RPC_BENCH_SIZE_MAX;
 	/* the clients of a run dial at once; killed ones stay connected
-	 * until the keepalive gives them up (docs/rpc.md §6) */
-	cfg->max_conns = server ? 4096 : 0;
+	 * until the keepalive gives them up (docs/rpc.md §7) */
+	cfg->max_conns = server ? RPC_BENCH_CONNS_MAX : 0;
 	cfg->max_pending = server ? 256 : 0;
 }
 
@@ -76,12 +78,6 @@ int rpc_bench_ctx(const struct rpc_bench *b, smart_ctx_t **ctx)
 }
 
 /* ---- the server ---- */
-
-static void h_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
-{
-	(void)a;
-	smart_rpc_reply(q, 0, d, n);
-}
 
 static void h_sink(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 {
@@ -135,8 +131,6 @@ static int serve_open(struct rpc_bench *b, smart_worker_t *w,
 	if (!rc)
 		rc = smart_rpc_listen_addr(*rpc, addr, len);
 	if (!rc)
-		rc = smart_rpc_register(*rpc, RPC_BENCH_OP_ECHO, h_echo, NULL);
-	if (!rc)
 		rc = smart_rpc_register(*rpc, RPC_BENCH_OP_SINK, h_sink, NULL);
 	if (!rc)
 		rc = smart_rpc_register(*rpc, RPC_BENCH_OP_DONE, h_done, NULL);
@@ -144,13 +138,21 @@ static int serve_open(struct rpc_bench *b, smart_worker_t *w,
 }
 
 /* Event mode: poll while there is work, sleep on the endpoint's
- * descriptor when idle (a signal ends the sleep: stop_asked is looked at
- * after each). */
+ * descriptor when idle.  The stop signals are blocked (kit_signals_block),
+ * so none interrupts the sleep: a signalfd of them, beside the endpoint's
+ * descriptor, ends it (stop_asked then takes the signal). */
 static int serve_events(smart_rpc_t *rpc)
 {
-	struct pollfd pf = { .events = POLLIN };
-	int rc = smart_rpc_event_fd(rpc, &pf.fd);
+	struct pollfd pf[2] = { { .events = POLLIN }, { .events = POLLIN } };
+	sigset_t set;
+	int rc = smart_rpc_event_fd(rpc, &pf[0].fd);
 
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pf[1].fd = rc ? -1 : signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (!rc && pf[1].fd < 0)
+		rc = SMART_ESYS;
 	if (rc) {
 		fprintf(stderr, BENCH_TOOL " rpc server: event mode: %s\n",
 			smart_strerror(rc));
@@ -159,8 +161,9 @@ static int serve_events(smart_rpc_t *rpc)
 	while (!stop_asked()) {
 		smart_rpc_progress(rpc);
 		if (!smart_rpc_event_arm(rpc))
-			poll(&pf, 1, 1000);
+			poll(pf, 2, -1);
 	}
+	close(pf[1].fd);
 	return 0;
 }
 
@@ -293,30 +296,59 @@ static void task_fail(struct rpc_bench_thread *th, int rc)
 		th->client, th->idx, smart_strerror(rc));
 }
 
-/* The thread's tasks share one response buffer: the answers land one at
- * a time on this thread, and only their length is checked. */
+/* Before the window, each task's first message (connection, caches,
+ * the server's first answers: a start-up that would count in the
+ * window); the last task warmed says the thread is ready, then each
+ * waits, polling, for the window.  0: go on. */
+static int task_warm(smart_worker_t *w, struct rpc_bench_thread *th,
+		     uint8_t *resp)
+{
+	uint32_t size = (uint32_t)th->b->size, got = 0;
+	int rc = th->b->oneway ?
+		 smart_rpc_send(th->conn, RPC_BENCH_OP_SINK, th->req, size) :
+		 smart_rpc_call(th->conn, SMART_RPC_OP_PING, th->req, size,
+				resp, size, &got);
+
+	if (rc) {	/* before the window: the run fails (th->rc) */
+		if (!th->rc)
+			th->rc = rc;
+		fprintf(stderr, BENCH_TOOL " rpc: client %d thread %d: first "
+			"message: %s\n", th->client, th->idx,
+			smart_strerror(rc));
+	}
+	if (++th->warm == th->b->outstanding)
+		kit_runner_ready(gate(th));
+	while (atomic_load_explicit(&gate(th)->phase, memory_order_relaxed) <
+	       KIT_RUN)
+		smart_task_yield(w);
+	return rc || kit_runner_stopping(gate(th));
+}
+
+/* Each task has its own response buffer: answers are copied in as they
+ * are found, before their task runs again. */
 static void echo_task(smart_worker_t *w, void *arg)
 {
 	struct rpc_bench_thread *th = arg;
 	uint32_t size = (uint32_t)th->b->size, got = 0;
 	uint64_t gap = (uint64_t)(th->b->gap_us * 1e-6 *
 				  smart_cycles_per_sec());
+	uint8_t *resp = th->resp + (size_t)th->slots++ * (size + 1);
 	uint64_t t0, dt;
 	int rc;
 
+	if (task_warm(w, th, resp))
+		return;
 	while (!kit_runner_stopping(gate(th))) {
 		/* --gap: the server idles meanwhile (this task yields, so
 		 * the endpoint is polled) */
 		for (t0 = smart_cycles(); gap && smart_cycles() - t0 < gap;)
 			smart_task_yield(w);
 		t0 = smart_cycles();
-		rc = smart_rpc_call(th->conn, RPC_BENCH_OP_ECHO, th->req, size,
-				    th->resp, size, &got);
+		rc = smart_rpc_call(th->conn, SMART_RPC_OP_PING, th->req, size,
+				    resp, size, &got);
 		dt = smart_cycles() - t0;
-		/* every answer byte for byte (after the clock: not timed;
-		 * the tasks' answers are all the same bytes, so sharing the
-		 * buffer is no matter) */
-		if (rc || got != size || memcmp(th->resp, th->req, size)) {
+		/* every answer byte for byte (after the clock: not timed) */
+		if (rc || got != size || memcmp(resp, th->req, size)) {
 			task_fail(th, rc ? rc : SMART_EPROTO);
 			return;
 		}
@@ -336,7 +368,8 @@ static void send_task(smart_worker_t *w, void *arg)
 	uint64_t n, t0;
 	int rc;
 
-	(void)w;
+	if (task_warm(w, th, NULL))
+		return;
 	for (n = 0; !kit_runner_stopping(gate(th)); n++) {
 		t0 = kit_lat_begin(n);
 		rc = smart_rpc_send(th->conn, RPC_BENCH_OP_SINK, th->req, size);
@@ -358,15 +391,14 @@ static const char *thread_addr(const struct rpc_bench_thread *th)
 	return c->n ? c->v[i % c->n] : b->addr;
 }
 
-/* The request (read only) and the response buffer of the thread. */
+/* The request (read only), then one response buffer per task. */
 static int bufs_new(struct rpc_bench_thread *th)
 {
 	size_t size = (size_t)th->b->size + 1;
-
 	uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(th->client * 1024 +
 						       th->idx + 1);
 
-	th->req = malloc(2 * size);
+	th->req = malloc((1 + (size_t)th->b->outstanding) * size);
 	if (!th->req)
 		return SMART_ENOMEM;
 	/* bytes of the thread's own (xorshift), so that an answer compared
@@ -399,8 +431,9 @@ static int thread_open(struct rpc_bench_thread *th, smart_ctx_t *ctx,
 	return rc;
 }
 
-/* The tasks until the window ends (those spawned, should one fail),
- * then --oneway's call behind the messages. */
+/* The tasks, warmed before the window (they say the thread is ready),
+ * until it ends, then --oneway's call behind the messages.  A task that
+ * cannot be spawned: the thread says it is ready itself. */
 static int thread_run(struct rpc_bench_thread *th, smart_worker_t *w)
 {
 	smart_task_fn fn = th->b->oneway ? send_task : echo_task;
@@ -409,6 +442,11 @@ static int thread_run(struct rpc_bench_thread *th, smart_worker_t *w)
 
 	for (int i = 0; !rc && i < th->b->outstanding; i++)
 		rc = smart_task_spawn(w, fn, th);
+	if (rc) {
+		th->rc = rc;
+		th->warm = th->b->outstanding;	/* no task may say it */
+		kit_runner_ready(gate(th));
+	}
 	run = smart_worker_run(w);
 	if (!rc)
 		rc = run;
@@ -431,8 +469,9 @@ static void *client_thread(void *arg)
 	if (!rc)
 		rc = thread_open(th, th->ctx, &w, &rpc);
 	th->rc = rc;
-	kit_runner_ready(gate(th));
-	if (kit_runner_await(gate(th), KIT_RUN) == KIT_RUN && !rc) {
+	if (rc) {
+		kit_runner_ready(gate(th));
+	} else {
 		rc = thread_run(th, w);
 		if (rc && !th->rc) {
 			th->rc = rc;
@@ -490,7 +529,9 @@ static void client_child(struct rpc_bench *b, int c, pid_t parent)
 
 /* ---- the coordinator ---- */
 
-#define REAP_S 15.0	/* after the window: a call's timeout, and more */
+/* After the window a client may still be in a call: it has the call's
+ * timeout, and this much more, to leave. */
+#define REAP_SLACK_S 10.0
 
 static int kids_start(struct rpc_bench *b)
 {
@@ -544,7 +585,8 @@ static int threads_failed(const struct rpc_bench *b)
  * client that did not exit 0 failed the run. */
 static int kids_reap(struct rpc_bench *b)
 {
-	uint64_t end = smart_now_ns() + (uint64_t)(REAP_S * 1e9);
+	uint64_t end = smart_now_ns() + (uint64_t)((b->timeout_ms / 1e3 +
+						    REAP_SLACK_S) * 1e9);
 	int failed = 0, st;
 
 	for (int c = 0; c < b->clients; c++) {

@@ -176,6 +176,7 @@ struct smart_rpc_conn {
 	uint16_t rx_acked_sent;
 	int bare_out;		/* bare SENDs not completed */
 	uint64_t last_rx;	/* TSC: when anything last arrived */
+	uint64_t born;		/* TSC: when it went live (0: not yet) */
 	uint64_t ping_at;	/* TSC: when the PING out was sent */
 	int ping_out;		/* a PING waits for its PONG */
 	uint64_t rtt_ns;	/* the last PING's round trip */
@@ -287,7 +288,7 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 void smart__rpc_cache_fill(struct smart_rpc *rpc);
 int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len);
 /* The descriptors of a PEER frame (shm): the staging region's memfd,
- * then the QP's (its receive segment, its CQ's eventfd); -1 where none.
+ * then the QP's (its receive segment, its wake socket); -1 where none.
  * conn_up owns them afterwards, even on error, and sets them to -1. */
 int smart__rpc_conn_up(struct smart_rpc_conn *c,
 		       const struct smart_proto_peer *peer,

@@ -1168,7 +1168,9 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 		return rc;
 	c->swin = peer->window < c->window ? peer->window : c->window;
 	c->peer_max = peer->max_msg;
-	c->last_rx = smart__rdtsc();
+	/* its age counts from here, not from when it was made: a cached
+	 * connection may wait long before it is used */
+	c->born = c->last_rx = smart__rdtsc();
 	c->state = RPC_C_LIVE;
 	return 0;
 }

@@ -19,11 +19,14 @@
  *    as the kernel saw it at connect), gets an answer; any other gets the
  *    line "denied" and is closed;
  *  - at most STAT_CLIENTS answers are in flight, each with a buffer of
- *    STAT_BUF bytes, refilled with at most STAT_LINES_PER_TICK lines per
- *    tick, so the work of a tick is bounded whatever max_conns is; a new
- *    client evicts the oldest one, and a client that has not taken its
- *    answer within STAT_SEND_MS is closed: it gets a truncated answer
- *    (no "end" line) and that is all;
+ *    STAT_BUF bytes, refilled only once all of it was sent and at most
+ *    once per client per look (a tick, or an arm in event mode): a look
+ *    writes at most one buffer per client it serves (STAT_CLIENTS, and
+ *    STAT_ACCEPTS_PER_TICK new ones with their endpoint line) and a
+ *    refill tests at most max_conns pointers for its connections, however
+ *    fast the clients read; a new client evicts the oldest one, and a
+ *    client that has not taken its answer within STAT_SEND_MS is closed:
+ *    it gets a truncated answer (no "end" line) and that is all;
  *  - a connection's line is a snapshot of it at the tick it was written;
  *    an answer that spans several ticks is not one snapshot of the whole.
  * A control socket that cannot be opened (no descriptor, every name taken)
@@ -52,7 +55,6 @@
 #define STAT_CLIENTS		4	/* answers in flight */
 #define STAT_BUF		(16u << 10)
 #define STAT_LINE_MAX		2048	/* longer than any line we write */
-#define STAT_LINES_PER_TICK	32	/* per client */
 #define STAT_SEND_MS		1000
 
 /* One answer in flight. */
@@ -66,18 +68,10 @@ struct stat_client {
 	char buf[STAT_BUF];
 };
 
-/* When the tick first saw the connection of an index (its age). */
-struct stat_born {
-	uint16_t gen;
-	uint64_t tsc;
-};
-
 struct rpc_stat {
 	char name[48];
-	uint64_t made_seen;	/* connections accepted + dialed, stamped */
 	uint64_t born_tsc;	/* the endpoint's */
 	uint32_t ticks;
-	struct stat_born *born;			/* max_conns */
 	struct stat_client *cl[STAT_CLIENTS];	/* NULL: free */
 	uint64_t answers, denied, evicted, truncated;
 };
@@ -107,6 +101,27 @@ static const char *const stat_fields[STAT_NFIELDS] = {
 };
 _Static_assert(0 STAT_FIELDS(STAT_ONE) == STAT_NFIELDS,
 	       "every counter of smart_rpc_stats needs its name here");
+
+/* The longest connection line line_conn can write, its NUL included:
+ * every number at its widest, every string at its longest, each byte of
+ * the peer escaped.  Checked against STAT_LINE_MAX, so a connection line
+ * always fits the room refill makes for it. */
+#define STAT_U64W		20	/* digits of UINT64_MAX */
+#define STAT_KEYW(k, w)		(sizeof(" " k "=") - 1 + (w))
+#define STAT_CTR_W(f)		+ STAT_KEYW(#f, STAT_U64W)
+#define STAT_CONN_LINE_MAX						\
+	(sizeof("conn") - 1 + STAT_KEYW("index", 10) +			\
+	 STAT_KEYW("gen", 5) + STAT_KEYW("state", 6) +			\
+	 STAT_KEYW("role", 8) +						\
+	 STAT_KEYW("peer", 3 * (sizeof(((struct smart_rpc_conn *)0)->peer) \
+				- 1)) +					\
+	 STAT_KEYW("window", 10) + STAT_KEYW("swin", 10) +		\
+	 STAT_KEYW("inflight", STAT_U64W) +				\
+	 STAT_KEYW("backlog_bytes", STAT_U64W) +			\
+	 STAT_KEYW("rtt_ns", STAT_U64W) + STAT_KEYW("idle_ms", STAT_U64W) + \
+	 STAT_KEYW("age_ms", STAT_U64W) STAT_FIELDS(STAT_CTR_W) + 2)
+_Static_assert(STAT_CONN_LINE_MAX <= STAT_LINE_MAX,
+	       "a connection line must fit STAT_LINE_MAX");
 
 const char *smart_rpc_stats_field(unsigned i)
 {
@@ -151,15 +166,29 @@ static void put(struct stat_line *l, const char *fmt, ...)
 }
 
 /* " key=value" with the value's bytes outside '!'..'~', '%' and '='
- * written as %XX, so that a value never holds a space or a newline. */
+ * written as %XX, so that a value never holds a space or a newline.  The
+ * bytes are appended directly (a printf per byte costs more than the
+ * rest of the line); full as put() would be: the NUL must fit too. */
 static void put_str(struct stat_line *l, const char *key, const char *v)
 {
+	static const char hexd[] = "0123456789ABCDEF";
+
 	put(l, " %s=", key);
 	for (const unsigned char *s = (const unsigned char *)v; *s; s++) {
-		if (*s > ' ' && *s < 0x7f && *s != '%' && *s != '=')
-			put(l, "%c", *s);
-		else
-			put(l, "%%%02X", *s);
+		int plain = *s > ' ' && *s < 0x7f && *s != '%' && *s != '=';
+		size_t need = plain ? 1 : 3;
+
+		if (l->full || need >= l->cap - l->len) {
+			l->full = 1;
+			return;
+		}
+		if (plain) {
+			l->p[l->len++] = (char)*s;
+		} else {
+			l->p[l->len++] = '%';
+			l->p[l->len++] = hexd[*s >> 4];
+			l->p[l->len++] = hexd[*s & 15];
+		}
 	}
 }
 
@@ -204,7 +233,6 @@ static void line_endpoint(struct smart_rpc *rpc, struct stat_line *l)
 static void line_conn(struct smart_rpc *rpc, const struct smart_rpc_conn *c,
 		      struct stat_line *l)
 {
-	const struct stat_born *b = &rpc->ctl->born[c->index];
 	uint64_t now = rpc->w->now;
 
 	put(l, "conn index=%u gen=%u", c->index, c->gen);
@@ -215,16 +243,18 @@ static void line_conn(struct smart_rpc *rpc, const struct smart_rpc_conn *c,
 	    "rtt_ns=%" PRIu64 " idle_ms=%" PRIu64 " age_ms=%" PRIu64,
 	    c->window, c->swin, c->tx_seq - c->tx_acked, c->bl_bytes,
 	    c->rtt_ns, cyc_ms(rpc, c->last_rx, now),
-	    b->gen == c->gen ? cyc_ms(rpc, b->tsc, now) : 0);
+	    c->born ? cyc_ms(rpc, c->born, now) : 0);	/* 0: not up yet */
 	put_stats(l, &c->st);
 	put(l, "\n");
 }
 
-/* Write the next lines of a client's answer into its buffer (a bounded
- * number per tick; the connections as they are now). */
+/* Write the next lines of a client's answer into its buffer, as many as
+ * fit (the connections as they are now).  Every line gets STAT_LINE_MAX
+ * of room, more than any needs (STAT_CONN_LINE_MAX, checked by the
+ * build; the "end" line is short), so none is ever cut. */
 static void refill(struct smart_rpc *rpc, struct stat_client *k)
 {
-	for (int i = 0; i < STAT_LINES_PER_TICK && !k->ended; i++) {
+	while (!k->ended) {
 		struct stat_line l = { k->buf + k->len, 0,
 				       sizeof(k->buf) - k->len, 0 };
 
@@ -235,14 +265,12 @@ static void refill(struct smart_rpc *rpc, struct stat_client *k)
 			k->next++;
 		if (k->next < rpc->cfg.max_conns) {
 			line_conn(rpc, rpc->conns[k->next++], &l);
-			/* never full: STAT_LINE_MAX bounds every line */
-			k->lines += !l.full;
+			k->lines++;
 		} else {
 			put(&l, "end conns=%u\n", k->lines);
 			k->ended = 1;
 		}
-		if (!l.full)
-			k->len += l.len;
+		k->len += l.len;
 	}
 }
 
@@ -259,19 +287,26 @@ static void client_close(struct rpc_stat *s, int i)
 	s->cl[i] = NULL;
 }
 
-/* Send what fits; 1 when the client is done with (answered or gone). */
+/* Send what fits, refilling the buffer at most once (a call per client
+ * per look: that bounds a look's work, not the socket's buffer); 1 when
+ * the client is done with (answered or gone). */
 static int client_send(struct smart_rpc *rpc, struct stat_client *k)
 {
+	int refilled = 0;
+
 	for (;;) {
 		ssize_t n;
 
 		if (k->off == k->len) {
 			if (k->ended)
 				return 1;
+			if (refilled)
+				return 0;	/* the rest at the next look */
 			k->off = k->len = 0;
 			refill(rpc, k);
+			refilled = 1;
 			if (!k->len)
-				return 0;	/* nothing this tick */
+				return 0;	/* nothing this look */
 		}
 		n = send(k->fd, k->buf + k->off, k->len - k->off,
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -362,26 +397,6 @@ static void accept_some(struct smart_rpc *rpc, int64_t now)
 	}
 }
 
-/* Connections made since the last look get their birth stamped: the
- * endpoint counts every one it accepts or dials, so nothing is scanned
- * while none came. */
-static void stamp_new(struct smart_rpc *rpc, struct rpc_stat *s)
-{
-	uint64_t made = rpc->past.conns_accepted + rpc->past.conns_dialed;
-
-	if (made == s->made_seen)
-		return;
-	s->made_seen = made;
-	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
-		const struct smart_rpc_conn *c = rpc->conns[i];
-
-		if (c && (s->born[i].gen != c->gen || !s->born[i].tsc)) {
-			s->born[i].gen = c->gen;
-			s->born[i].tsc = rpc->w->now;
-		}
-	}
-}
-
 int smart__rpc_stat_clients(const struct smart_rpc *rpc)
 {
 	int n = 0;
@@ -400,7 +415,6 @@ void smart__rpc_stat_service(struct smart_rpc *rpc, int at_once)
 
 	if (rpc->sfd < 0)
 		return;
-	stamp_new(rpc, s);
 	if (!at_once && !smart__rpc_stat_clients(rpc) &&
 	    ++s->ticks % STAT_ACCEPT_TICKS)
 		return;	/* one accept4 per 8 ms while nobody asks */
@@ -441,11 +455,6 @@ int smart__rpc_stat_open(struct smart_rpc *rpc)
 	rpc->ctl = s;
 	if (!s)
 		return SMART_ENOMEM;
-	s->born = calloc(rpc->cfg.max_conns, sizeof(*s->born));
-	if (!s->born) {
-		smart__rpc_stat_close(rpc);
-		return SMART_ENOMEM;
-	}
 	s->born_tsc = smart__rdtsc();
 	rc = stat_bind(s, &rpc->sfd);
 	if (rc) {
@@ -469,7 +478,6 @@ void smart__rpc_stat_close(struct smart_rpc *rpc)
 	for (int i = 0; i < STAT_CLIENTS; i++)
 		if (s->cl[i])
 			client_close(s, i);
-	free(s->born);
 	free(s);
 	rpc->ctl = NULL;
 }

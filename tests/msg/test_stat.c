@@ -5,7 +5,11 @@
  * rows; the listing of every endpoint of this user; the clear errors; the
  * names (two endpoints of one process get two); hostile clients (a flood
  * of connects that never read, one of another uid when we are root) leave
- * the endpoint serving, and its own counters show the paths were taken.
+ * the endpoint serving, and its own counters show the paths were taken;
+ * a connection that took a spare of the QP cache is as old as its use;
+ * a fake endpoint (a child bound to "smart-stat:<its pid>:0") answering
+ * hostile documents: smart-stat refuses each with an error that names the
+ * problem, or prints only safe bytes, and its --json is always valid JSON.
  *
  * Not tested: an answer that outgrows the socket's buffer while its
  * client does not read (the STAT_SEND_MS deadline, "stat_truncated"):
@@ -15,10 +19,12 @@
  * SMART_TEST_TRANSPORT (shm by default), with a keepalive long enough
  * that no PING changes a counter while the test compares them.
  */
+#include <ctype.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -165,6 +171,120 @@ static void child_other_uid(char **args)
 	exit(0);
 }
 
+/* ---- a fake endpoint: hostile answers ------------------------------------ */
+
+/* A document as an endpoint writes it (docs/rpc.md §8), but for one
+ * thing: max_conns as given, conns connection lines with that peer, an
+ * extra field on the endpoint line, a NUL and bytes after "end". */
+struct fake {
+	const char *name;
+	const char *max_conns, *peer, *extra;
+	int conns, nul;
+	int status;		/* smart-stat's */
+	const char *err;	/* its error, NULL: none */
+	const char *json;	/* in its --json */
+};
+
+static const struct fake fakes[] = {
+	{ "zero", "064", "10.0.0.1:7", "", 1, 0, 1,
+	  "bad value of 'max_conns' (not a decimal number without leading "
+	  "zeros)", "\"error\":\"bad value of 'max_conns'" },
+	{ "escape", "64", "a%1B]0;pwned%07b%9Bc", "", 1, 0, 0, NULL,
+	  "\"peer\":\"a\\u001b]0;pwned\\u0007b\\u009bc\"" },
+	{ "nul", "64", "10.0.0.1:7", "", 1, 1, 1, "a NUL byte in the answer",
+	  "\"error\":\"a NUL byte in the answer\"" },
+	{ "conns", "1", "10.0.0.1:7", "", 2, 0, 1,
+	  "more connection lines than its max_conns (1)",
+	  "\"error\":\"more connection lines than its max_conns (1)\"" },
+	{ "key", "64", "10.0.0.1:7", " \x1b[2Jx=1", 1, 0, 1,
+	  "unknown key '?[2Jx'", "\"error\":\"unknown key '\\u001b[2Jx'\"" },
+	{ NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL },
+};
+
+__attribute__((format(printf, 4, 5)))
+static void doc_put(char *buf, size_t *len, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+	va_end(ap);
+	CHECK(n >= 0 && (size_t)n < cap - *len);
+	*len += (size_t)n;
+}
+
+static void doc_counters(char *buf, size_t *len, size_t cap)
+{
+	for (unsigned i = 0; smart_rpc_stats_field(i); i++)
+		doc_put(buf, len, cap, " %s=%u", smart_rpc_stats_field(i), i);
+}
+
+/* The document of f for pid; its length (it may hold a NUL). */
+static size_t fake_doc(const struct fake *f, long pid, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	doc_put(buf, &len, cap, "smart-stat 1\nendpoint pid=%ld "
+		"name=smart-stat:%ld:0 listen=- transport=fake live=%d "
+		"max_conns=%s window=64 eager_max=4096 keepalive_ms=0 "
+		"keepalive_misses=0 uptime_ms=1500 stat_answers=1 "
+		"stat_denied=0 stat_evicted=0 stat_truncated=0%s", pid, pid,
+		f->conns, f->max_conns, f->extra);
+	doc_counters(buf, &len, cap);
+	doc_put(buf, &len, cap, "\n");
+	for (int i = 0; i < f->conns; i++) {
+		doc_put(buf, &len, cap, "conn index=%d gen=1 state=live "
+			"role=accepted peer=%s window=64 swin=64 inflight=0 "
+			"backlog_bytes=0 rtt_ns=0 idle_ms=0 age_ms=2500", i,
+			f->peer);
+		doc_counters(buf, &len, cap);
+		doc_put(buf, &len, cap, "\n");
+	}
+	doc_put(buf, &len, cap, "end conns=%d\n", f->conns);
+	if (f->nul) {
+		buf[len++] = 0;	/* doc_put left room for its NUL */
+		doc_put(buf, &len, cap, "conn index=9\n");
+	}
+	return len;
+}
+
+/* args: the fake's name, a pipe's fd to say it listens, one whose end
+ * (EOF) stops it.  Every client gets the document, whatever it is. */
+static void child_fake(char **args)
+{
+	const struct fake *f = fakes;
+	char name[64], doc[16384];
+	struct sockaddr_un un;
+	size_t len;
+	int lfd, ready = atoi(args[1]), stop = atoi(args[2]);
+
+	while (strcmp(f->name, args[0]))
+		f++;
+	len = fake_doc(f, (long)getpid(), doc, sizeof(doc));
+	snprintf(name, sizeof(name), "smart-stat:%ld:0", (long)getpid());
+	CHECK_OK(smart__sock_listen(&un, smart__sock_abstract(name, &un), 8,
+				    &lfd, NULL));
+	CHECK_EQ(write(ready, "", 1), 1);
+	close(ready);
+	for (;;) {
+		struct pollfd pf[2] = { { lfd, POLLIN, 0 },
+					{ stop, POLLIN, 0 } };
+		int fd;
+
+		CHECK_GT(poll(pf, 2, -1), 0);
+		if (pf[1].revents)
+			break;
+		fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		/* small: the socket's buffer takes it at once */
+		CHECK_EQ(write(fd, doc, len), (ssize_t)len);
+		close(fd);
+	}
+	close(lfd);
+}
+
 /* ---- the client side ----------------------------------------------------- */
 
 struct client {
@@ -236,12 +356,13 @@ static void calls(struct client *c, int n)
 }
 
 /*
- * Run the built smart-stat with args (NULL-ended), its stdout into out;
- * returns its exit status.  With rpc, that endpoint is progressed
- * meanwhile (smart-stat asking this very process must be answered).
+ * Run the built smart-stat with args (NULL-ended), its stdout (and with
+ * err_too its stderr) into out; returns its exit status.  With rpc, that
+ * endpoint is progressed meanwhile (smart-stat asking this very process
+ * must be answered).
  */
-static int run_stat(const char *const *args, smart_rpc_t *rpc, char *out,
-		    size_t cap)
+static int run_stat_to(const char *const *args, smart_rpc_t *rpc, char *out,
+		       size_t cap, int err_too)
 {
 	const char *argv[8] = { SMART_BIN_DIR "/smart-stat" };
 	posix_spawn_file_actions_t fa;
@@ -254,6 +375,8 @@ static int run_stat(const char *const *args, smart_rpc_t *rpc, char *out,
 	CHECK_OK(pipe2(p, O_CLOEXEC));
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	if (err_too)
+		posix_spawn_file_actions_adddup2(&fa, p[1], 2);
 	CHECK_OK(posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv,
 			     environ));
 	posix_spawn_file_actions_destroy(&fa);
@@ -276,6 +399,12 @@ static int run_stat(const char *const *args, smart_rpc_t *rpc, char *out,
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+static int run_stat(const char *const *args, smart_rpc_t *rpc, char *out,
+		    size_t cap)
+{
+	return run_stat_to(args, rpc, out, cap, 0);
 }
 
 static int stat_pid(pid_t pid, int json, smart_rpc_t *rpc, char *out)
@@ -547,11 +676,224 @@ static void test_hostile(void)
 	client_close(&c, server);
 }
 
+/* A connection's age counts from when it went live, not from when the QP
+ * cache made it: the second client's connection takes a spare that the
+ * server made (and that was seen, when the age was kept beside the
+ * connections) around the first one's. */
+static void test_age(void)
+{
+	static char out[OUT_MAX];
+	uint64_t young = UINT64_MAX, old = 0;
+	struct client c1, c2;
+	char addr[64];
+	pid_t server = server_start(addr);
+	const char *s;
+
+	client_open(&c1, addr);
+	calls(&c1, 1);
+	sleep_ms(1000);
+	client_open(&c2, addr);
+	calls(&c2, 1);
+	CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
+	s = strstr(out, "\"conns\":[");
+	for (; s && (s = strstr(s, "\"age_ms\":")); s++) {
+		uint64_t age = json_u64(s, "age_ms");
+
+		young = age < young ? age : young;
+		old = age > old ? age : old;
+	}
+	printf("   ages %" PRIu64 " ms and %" PRIu64 " ms, QP cache hits %"
+	       PRIu64 "\n", old, young, json_u64(out, "qp_cache_hits"));
+	CHECK_GE(json_u64(out, "qp_cache_hits"), 2);
+	CHECK_GE(old, 1000);
+	CHECK_LT(young, 500);
+	smart_rpc_close(c2.k);
+	CHECK_OK(smart_rpc_destroy(c2.rpc));
+	CHECK_OK(smart_worker_destroy(c2.w));
+	CHECK_OK(smart_ctx_destroy(c2.ctx));
+	client_close(&c1, server);
+}
+
+/* ---- a strict JSON checker (RFC 8259, ASCII only) ------------------------ */
+
+static const char *js_ws(const char *s)
+{
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	return s;
+}
+
+static const char *js_string(const char *s)
+{
+	if (*s++ != '"')
+		return NULL;
+	for (; *s != '"'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch < 0x20 || ch >= 0x7f)	/* a NUL (the end) too */
+			return NULL;
+		if (ch != '\\')
+			continue;
+		s++;
+		if (*s == 'u') {
+			for (int i = 1; i <= 4; i++)
+				if (!isxdigit((unsigned char)s[i]))
+					return NULL;
+			s += 4;
+		} else if (!*s || !strchr("\"\\/bfnrt", *s)) {
+			return NULL;
+		}
+	}
+	return s + 1;
+}
+
+static const char *js_digits(const char *s)
+{
+	if (!isdigit((unsigned char)*s))
+		return NULL;
+	while (isdigit((unsigned char)*s))
+		s++;
+	return s;
+}
+
+static const char *js_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;	/* and no digit may follow: the caller sees it */
+	else if (!(s = js_digits(s)))
+		return NULL;
+	if (*s == '.' && !(s = js_digits(s + 1)))
+		return NULL;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		s = js_digits(s);
+	}
+	return s;
+}
+
+static const char *js_value(const char *s, int depth)
+{
+	char close;
+
+	s = js_ws(s);
+	if (depth > 16)
+		return NULL;
+	if (*s == '"')
+		return js_string(s);
+	if (*s != '{' && *s != '[') {
+		if (!strncmp(s, "true", 4) || !strncmp(s, "null", 4))
+			return s + 4;
+		if (!strncmp(s, "false", 5))
+			return s + 5;
+		return js_number(s);
+	}
+	close = *s == '{' ? '}' : ']';
+	s = js_ws(s + 1);
+	if (*s == close)
+		return s + 1;
+	for (;;) {
+		if (close == '}') {
+			if (!(s = js_string(js_ws(s))))
+				return NULL;
+			s = js_ws(s);
+			if (*s++ != ':')
+				return NULL;
+		}
+		if (!(s = js_value(s, depth + 1)))
+			return NULL;
+		s = js_ws(s);
+		if (*s == close)
+			return s + 1;
+		if (*s++ != ',')
+			return NULL;
+	}
+}
+
+static void check_json(const char *out)
+{
+	const char *end = js_value(out, 0);
+
+	CHECK_MSG(end && !*js_ws(end), "invalid JSON at %s in:\n%s",
+		  end ? end : "?", out);
+}
+
+/* Nothing a terminal would act on: printable ASCII and newlines. */
+static void check_safe(const char *out)
+{
+	for (const char *s = out; *s; s++)
+		CHECK_MSG(*s == '\n' || (*s >= 0x20 && *s < 0x7f),
+			  "byte 0x%02x at %zu in:\n%s", (unsigned char)*s,
+			  (size_t)(s - out), out);
+}
+
+/* A fake endpoint answering each hostile document: smart-stat refuses
+ * it with an error naming the problem (table: on stderr; --json: as
+ * that endpoint's "error"), or prints it with its control bytes as '?'
+ * (table) and \u escapes (--json); its output is safe and its JSON
+ * valid either way. */
+static void test_fake(void)
+{
+	static char out[OUT_MAX];
+	char p[16], ready_fd[16], stop_fd[16], c;
+
+	for (const struct fake *f = fakes; f->name; f++) {
+		int ready[2], stop[2], st;
+		pid_t pid;
+
+		CHECK_OK(pipe2(ready, O_CLOEXEC));
+		CHECK_OK(pipe2(stop, O_CLOEXEC));
+		/* the child's ends go over; ours stay here */
+		CHECK_OK(fcntl(ready[1], F_SETFD, 0));
+		CHECK_OK(fcntl(stop[0], F_SETFD, 0));
+		snprintf(ready_fd, sizeof(ready_fd), "%d", ready[1]);
+		snprintf(stop_fd, sizeof(stop_fd), "%d", stop[0]);
+		pid = test_spawn("fake", (const char *[]){ f->name, ready_fd,
+							 stop_fd, NULL });
+		CHECK(pid > 0);
+		close(ready[1]);
+		close(stop[0]);
+		CHECK_MSG(read(ready[0], &c, 1) == 1, "fake %s did not start",
+			  f->name);
+		close(ready[0]);
+		snprintf(p, sizeof(p), "%d", (int)pid);
+
+		CHECK_EQ(run_stat_to((const char *[]){ "--pid", p, "--json",
+						       NULL }, NULL, out,
+				     OUT_MAX, 0), f->status);
+		check_json(out);
+		check_safe(out);
+		CHECK_MSG(strstr(out, f->json), "%s: no %s in --json:\n%s",
+			  f->name, f->json, out);
+
+		CHECK_EQ(run_stat_to((const char *[]){ "--pid", p, NULL },
+				     NULL, out, OUT_MAX, 1), f->status);
+		check_safe(out);
+		if (f->err)
+			CHECK_MSG(strstr(out, f->err), "%s: no %s in:\n%s",
+				  f->name, f->err, out);
+		else
+			CHECK_MSG(strstr(out, " a?]0;pwned?b?c "),
+				  "%s: the peer not as '?'s:\n%s", f->name,
+				  out);
+		printf("   %-6s %s\n", f->name, f->err ? f->err : "printed "
+		       "safe");
+
+		close(stop[1]);	/* the fake ends */
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+		CHECK_MSG(WIFEXITED(st) && !WEXITSTATUS(st), "fake %s: %d",
+			  f->name, st);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
 		{ "server", child_server }, { "other_uid", child_other_uid },
-		{ NULL, NULL } };
+		{ "fake", child_fake }, { NULL, NULL } };
 	int fd, rc;
 
 	test_children(argc, argv, children);
@@ -566,6 +908,8 @@ int main(int argc, char **argv)
 		{ "event_mode", test_event_mode },
 		{ "errors", test_errors },
 		{ "hostile", test_hostile },
+		{ "age", test_age },
+		{ "fake", test_fake },
 		{ NULL, NULL } });
 	unlink(secret_path);
 	return rc;
