@@ -105,6 +105,10 @@ struct smart_blade {
 	uint32_t lease_ms;
 	int64_t dm_size;	/* device memory asked for: -1 auto */
 	uint16_t next_lease;	/* control thread: the next id to try */
+	/* control thread: ids whose holder died or was fenced; never handed
+	 * out again (lease.c: a lock word may still name them) */
+	uint64_t dead_ids[65536 / 64];
+	_Atomic uint64_t n_dead_ids;
 
 	int lfd, ufd, wakefd;
 	char addr[64];

@@ -23,6 +23,7 @@
 
 #include "blade/blade_int.h"
 #include "smart/status.h"
+#include "util/mutant.h"
 
 uint64_t smart__blade_now_ms(void)
 {
@@ -48,10 +49,16 @@ void smart__blade_sess_free(struct smart_blade *b, struct blade_session *s)
 {
 	if (!s)
 		return;
-	smart__blade_lease_end(b, s->lease_id, s->said_bye);
+	/* the responders first: once the lease is fenced, peers may take
+	 * over what the client holds, and on a NIC a WR of the client still
+	 * arriving on a live responder QP would land under them */
+	if (SMART_M_BLADE_FENCE_FIRST)
+		smart__blade_lease_end(b, s->lease_id, s->said_bye);
 	for (uint32_t i = 0; i < s->resp_cap; i++)
 		if (s->resp[i])
 			b->ops->responder_destroy(s->resp[i]);
+	if (!SMART_M_BLADE_FENCE_FIRST)
+		smart__blade_lease_end(b, s->lease_id, s->said_bye);
 	free(s->resp);
 	if (s->fd >= 0)
 		close(s->fd);

@@ -136,6 +136,20 @@
 #define SMART_M_BLADE_NO_EOF_FENCE 0
 #endif
 
+#ifdef SMART_MUTANT_BLADE_FENCE_FIRST	/* session.c: a dropped session's
+					 * lease fenced before its QPs go */
+#define SMART_M_BLADE_FENCE_FIRST 1
+#else
+#define SMART_M_BLADE_FENCE_FIRST 0
+#endif
+
+#ifdef SMART_MUTANT_BLADE_LEASE_ID_RECYCLE /* blade/lease.c: a dead client's
+					 * id handed to a newcomer */
+#define SMART_M_BLADE_LEASE_ID_RECYCLE 1
+#else
+#define SMART_M_BLADE_LEASE_ID_RECYCLE 0
+#endif
+
 #ifdef SMART_MUTANT_ALLOC_NO_GIVEBACK	/* alloc.c: a destroyed worker
 					 * keeps what it cached */
 #define SMART_M_ALLOC_NO_GIVEBACK 1
