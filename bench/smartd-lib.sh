@@ -50,22 +50,34 @@ await_preload() {
 }
 
 # smartd_start SIZE ARGS...: a blade of SIZE on 127.0.0.1 (any port) with
-# a fresh 32-byte secret; sets SECRET, SMARTD_PID, SMARTD_LOG, ADDR.
+# the run's secret (a fresh 32-byte one, made at the first call); the
+# first call sets SMARTD_PID, SMARTD_LOG and ADDR, and every call appends
+# its pid, log and address to SMARTD_PIDS, SMARTD_LOGS and ADDRS and its
+# "--connect ADDR" to CONNECT (what bench and bench_bg pass: a structure
+# over every blade started).  ARGS name a blade's --id from the second on.
+SMARTD_PIDS=() SMARTD_LOGS=() ADDRS=() CONNECT=()
 smartd_start() {
+	local n=${#SMARTD_PIDS[@]} log pid addr
 	SECRET=$TMP/secret
-	SMARTD_LOG=$TMP/smartd.log
-	(umask 077 && head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' \
-		>"$SECRET")
+	[ -s "$SECRET" ] || (umask 077 && head -c 16 /dev/urandom |
+		od -An -tx1 | tr -d ' \n' >"$SECRET")
+	log=$TMP/smartd$n.log
+	[ "$n" = 0 ] && log=$TMP/smartd.log
 	"$BIN/smartd" --size "$1" --listen 127.0.0.1:0 --secret-file "$SECRET" \
-		"${@:2}" >"$SMARTD_LOG" 2>&1 &
-	SMARTD_PID=$!
-	PIDS+=("$SMARTD_PID")
-	if ! wait_for "$SMARTD_LOG" "serving" 10 "$SMARTD_PID"; then
+		"${@:2}" >"$log" 2>&1 &
+	pid=$!
+	PIDS+=("$pid")
+	if ! wait_for "$log" "serving" 10 "$pid"; then
 		echo "smartd did not start:" >&2
-		cat "$SMARTD_LOG" >&2
+		cat "$log" >&2
 		return 1
 	fi
-	ADDR=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$SMARTD_LOG")
+	addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$log")
+	SMARTD_PIDS+=("$pid") SMARTD_LOGS+=("$log") ADDRS+=("$addr")
+	CONNECT+=(--connect "$addr")
+	if [ "$n" = 0 ]; then
+		SMARTD_PID=$pid SMARTD_LOG=$log ADDR=$addr
+	fi
 }
 
 # smartd_memory [LOG PID]: smartd's memory line now (it prints one on
@@ -87,9 +99,9 @@ field() {
 	grep -o "\"$2\":[^,}]*" "$1" 2>/dev/null | head -1 | cut -d: -f2- | tr -d '"'
 }
 
-# bench ARGS...: smart-bench ycsb against the blade (the table's clients).
+# bench ARGS...: smart-bench ycsb against the blades (the table's clients).
 bench() {
-	"$BIN/smart-bench" ycsb --connect "$ADDR" --secret-file "$SECRET" \
+	"$BIN/smart-bench" ycsb "${CONNECT[@]}" --secret-file "$SECRET" \
 		${DS:+--ds "$DS"} "$@"
 }
 
@@ -99,7 +111,7 @@ bench() {
 bench_bg() {
 	local out=$1 err=$2
 	shift 2
-	"$BIN/smart-bench" ycsb --connect "$ADDR" --secret-file "$SECRET" \
+	"$BIN/smart-bench" ycsb "${CONNECT[@]}" --secret-file "$SECRET" \
 		${DS:+--ds "$DS"} "$@" >"$out" 2>"$err" &
 	BG=$!
 	PIDS+=("$BG")

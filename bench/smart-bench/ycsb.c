@@ -21,23 +21,27 @@
 #include "smart/ht.h"
 #include "ycsb.h"
 
-/* title, pct {read, update, insert, rmw, scan}, latest, sweep */
+/* title, pct {read, update, insert, rmw, scan, delete}, latest, sweep,
+ * churn */
 const struct ycsb_workload ycsb_workloads[] = {
-	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0 },
-	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0 },
-	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0 },
-	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0 },
-	{ "YCSB-E (95% scan of 1..100, 5% insert)", { 0, 0, 5, 0, 95 }, 0, 0 },
-	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0 },
-	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0 },
-	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0 },
+	{ "YCSB-A (50% read, 50% update)", { 50, 50, 0, 0 }, 0, 0, 0 },
+	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0, 0 },
+	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
+	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0, 0 },
+	{ "YCSB-E (95% scan of 1..100, 5% insert)", { 0, 0, 5, 0, 95 }, 0, 0, 0 },
+	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0, 0 },
+	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0, 0 },
+	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
 	{ "sweep (every key read, then updated, once)", { 50, 50, 0, 0 }, 0,
-	  1 },
+	  1, 0 },
+	{ "churn (50% insert of new keys, 50% delete of the process's own)",
+	  { 0, 0, 50, 0, 0, 50 }, 0, 0, 1 },
 };
 
 /* --workload's names, in the order of ycsb_workloads. */
 static const char *const wl_names[] = {
-	"a", "b", "c", "d", "e", "f", "update-only", "read-only", "sweep", NULL,
+	"a", "b", "c", "d", "e", "f", "update-only", "read-only", "sweep",
+	"churn", NULL,
 };
 _Static_assert(sizeof(wl_names) / sizeof(wl_names[0]) - 1 ==
 	       sizeof(ycsb_workloads) / sizeof(ycsb_workloads[0]),
@@ -51,15 +55,17 @@ static const char *const ds_names[] = { "ht", "bt", NULL };
 static const struct ycsb_ds *const ds_impl[] = { &ycsb_ht, &ycsb_bt, NULL };
 
 const char *const ycsb_op_names[] = { "read", "update", "insert", "rmw",
-				      "scan" };
+				      "scan", "delete" };
 
 #define Y struct ycsb
 static const struct kit_flag ycsb_flags[] = {
 	KIT_CHOICE("ds", Y, ds, ds_names, "ht|bt", "data structure [ht]"),
 	KIT_CHOICE("workload", Y, wl, wl_names,
-		   "a|b|c|d|e|f|update-only|read-only|sweep",
+		   "a|b|c|d|e|f|update-only|read-only|sweep|churn",
 		   "the mix; sweep: read, then update, every key once, for "
-		   "as long as that takes (not --seconds) [a]"),
+		   "as long as that takes (not --seconds); churn: inserts "
+		   "of new keys and deletes of them, each key deleted by "
+		   "the task that inserted it (splits and merges) [a]"),
 	KIT_U64("keys", Y, keys, 1, (double)(1ull << 34), "N",
 		"keys preloaded (scaled down to fit memory) [100000]"),
 	KIT_INT("key-size", Y, key_size, 8, SMART_HT_KEY_MAX, "B",
@@ -608,6 +614,7 @@ static void record_result(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_num(rec, "inserts", "%" PRIu64, s->n[OP_INSERT]);
 	kit_rec_num(rec, "rmws", "%" PRIu64, s->n[OP_RMW]);
 	kit_rec_num(rec, "scans", "%" PRIu64, s->n[OP_SCAN]);
+	kit_rec_num(rec, "deletes", "%" PRIu64, s->n[OP_DELETE]);
 	kit_rec_num(rec, "scanned_entries", "%" PRIu64, s->scanned);
 	kit_rec_num(rec, "errors", "%" PRIu64, s->errors);
 	kit_rec_str(rec, "first_error", s->errors ?
@@ -650,10 +657,10 @@ static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 {
 	static const char *const keys[OP__N] = { "rt_read", "rt_update",
 						  "rt_insert", "rt_rmw",
-						  "rt_scan" };
+						  "rt_scan", "rt_delete" };
 	static const char *const bkeys[OP__N] = {
 		"bytes_read", "bytes_update", "bytes_insert", "bytes_rmw",
-		"bytes_scan" };
+		"bytes_scan", "bytes_delete" };
 	const struct ycsb_result *s = &y->res;
 	int k;
 

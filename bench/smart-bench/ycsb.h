@@ -29,8 +29,10 @@
 
 #define YCSB_ACK_WINDOW	(1u << 16)	/* D: inserts in flight, max */
 
-enum ycsb_op { OP_READ, OP_UPDATE, OP_INSERT, OP_RMW, OP_SCAN, OP__N };
+enum ycsb_op { OP_READ, OP_UPDATE, OP_INSERT, OP_RMW, OP_SCAN, OP_DELETE,
+	       OP__N };
 
+#define YCSB_CHURN_OWN	64	/* churn: own keys a task keeps present */
 #define YCSB_SCAN_MAX	100	/* E: scans of 1..100 entries (YCSB's default) */
 
 /* One entry a scan returned (pointing into the task's scan buffer). */
@@ -45,6 +47,7 @@ struct ycsb_workload {
 	int pct[OP__N];
 	int latest;	/* D: reads favour recent inserts */
 	int sweep;	/* one pass: read, then update, every key once */
+	int churn;	/* deletes take the task's own oldest insert */
 };
 
 struct ycsb;
@@ -74,6 +77,8 @@ struct ycsb_ds {
 		      size_t klen, const void *val, size_t vlen);
 	int (*update)(void *h, smart_worker_t *w, const char *key,
 		      size_t klen, const void *val, size_t vlen);
+	/* SMART_ENOENT for a missing key. */
+	int (*del)(void *h, smart_worker_t *w, const char *key, size_t klen);
 	/* At most max entries from key on, ascending, into kv[] with their
 	 * bytes in buf (cap); *n says how many (NULL when no range scans:
 	 * no workload e). */

@@ -253,6 +253,11 @@ static int bt_update(void *h, smart_worker_t *w, const char *key,
 			       vlen);
 }
 
+static int bt_del(void *h, smart_worker_t *w, const char *key, size_t klen)
+{
+	return smart_bt_delete(((struct bt_handle *)h)->bt, w, key, klen);
+}
+
 /* The entries land on the task's stack (2.4 KiB), then in kv[]. */
 static int bt_scan(void *h, smart_worker_t *w, const char *key, size_t klen,
 		   unsigned max, struct ycsb_kv *kv, void *buf, size_t cap,
@@ -297,6 +302,7 @@ const struct ycsb_ds ycsb_bt = {
 	.search = bt_search,
 	.insert = bt_insert,
 	.update = bt_update,
+	.del = bt_del,
 	.scan = bt_scan,
 	.bulk = bt_bulk,
 	.report = bt_report,

@@ -198,6 +198,11 @@ static int ht_update(void *h, smart_worker_t *w, const char *key,
 			       vlen);
 }
 
+static int ht_del(void *h, smart_worker_t *w, const char *key, size_t klen)
+{
+	return smart_ht_delete(((struct ht_handle *)h)->ht, w, key, klen);
+}
+
 const struct ycsb_ds ycsb_ht = {
 	.name = "ht",
 	.title = "Smart-HT",
@@ -209,6 +214,7 @@ const struct ycsb_ds ycsb_ht = {
 	.search = ht_search,
 	.insert = ht_insert,
 	.update = ht_update,
+	.del = ht_del,
 	.report = ht_report,
 	.drop = ht_drop,
 };

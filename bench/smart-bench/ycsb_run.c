@@ -38,6 +38,11 @@ struct ycsb_task {
 	char key[256];
 	uint8_t *val, *rval;
 	struct ycsb_kv *kv;	/* E: a scan's entries and their bytes */
+	/* churn: the task's own inserted keys still present, oldest first
+	 * (a ring): only this task deletes them, so each delete must find
+	 * its key */
+	uint64_t own[YCSB_CHURN_OWN];
+	unsigned own_first, own_n;
 	uint8_t *sbuf;
 	size_t sbuf_cap;	/* bytes at sbuf: YCSB_SCAN_MAX entries */
 };
@@ -189,7 +194,32 @@ static int op_insert_new(struct ycsb *y, smart_worker_t *w,
 
 	if (y->w->latest)	/* only D's reads look for them */
 		insert_ack(y, k);
+	if (!rc && y->w->churn)
+		t->own[(t->own_first + t->own_n++) % YCSB_CHURN_OWN] = k;
 	return rc;
+}
+
+/* churn: delete the task's oldest own key; it must be there. */
+static int op_delete_own(struct ycsb *y, smart_worker_t *w,
+			 struct ycsb_task *t)
+{
+	uint64_t k = t->own[t->own_first];
+
+	t->own_first = (t->own_first + 1) % YCSB_CHURN_OWN;
+	t->own_n--;
+	key_render(y, k, t->key);
+	return y->dsi->del(y->h, w, t->key, (size_t)y->key_size);
+}
+
+/* churn: a delete with nothing of its own to delete inserts instead, an
+ * insert with the ring full deletes instead. */
+static enum ycsb_op churn_pick(const struct ycsb_task *t, enum ycsb_op op)
+{
+	if (op == OP_DELETE && !t->own_n)
+		return OP_INSERT;
+	if (op == OP_INSERT && t->own_n == YCSB_CHURN_OWN)
+		return OP_DELETE;
+	return op;
 }
 
 /* E: a scan of 1..YCSB_SCAN_MAX entries from an existing key.  The
@@ -257,7 +287,9 @@ static int op_one(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
 		return op_insert_new(y, w, t);
 	case OP_SCAN:
 		return op_scan(y, w, t);
-	default:
+	case OP_DELETE:
+		return op_delete_own(y, w, t);
+	default:	/* OP_RMW */
 		k = key_existing(y, &t->rng);
 		rc = op_read(y, w, t, k);
 		return rc ? rc : op_write(y, w, t, k, 0);
@@ -313,12 +345,74 @@ static void run_task(smart_worker_t *w, void *arg)
 	meter_start(&t->m, w);
 	while (!kit_runner_stopping(&y->runner)) {
 		op = op_pick(y->w, &t->rng);
+		if (y->w->churn)
+			op = churn_pick(t, op);
 		meter_op(t, w, op, op_one(y, w, t, op));
 	}
 }
 
+/* One step of the sweep's scan: the entries of kv[0..n) after `last`
+ * (klen bytes; the first one may be it again), each strictly above the
+ * one before and whole; preloaded keys counted in *pre.  The entries
+ * new, or -1 at the first entry that fails (a validation failure). */
+static int scan_step(const struct ycsb *y, const struct ycsb_kv *kv,
+		     unsigned n, char *last, uint64_t *pre)
+{
+	size_t kl = (size_t)y->key_size;
+	int fresh = 0;
+
+	for (unsigned i = 0; i < n; i++, fresh++) {
+		int c = kv[i].klen == kl ? memcmp(kv[i].key, last, kl) : -1;
+
+		if (!i && !c) {
+			fresh--;	/* the key it started from */
+			continue;
+		}
+		if (c <= 0 || !kv_ok(kv[i].key, kl, kv[i].val, kv[i].vlen,
+				     (unsigned)y->value_size))
+			return -1;
+		memcpy(last, kv[i].key, kl);
+		*pre += !memcmp(last, "user", 4);
+	}
+	return fresh;
+}
+
+/* The sweep's last check (a structure with range scans): one scan of the
+ * whole structure from "u" (every key of the run starts with it; the
+ * run's own records, "#smart-bench:...", sort before and are not the
+ * workload's), YCSB_SCAN_MAX entries at a time:
+ * keys strictly ascending (a loop or a step back is a failure, never an
+ * endless scan), every value whole and written for its key (the new keys
+ * a killed client left too), and every preloaded key met exactly once. */
+static void sweep_scan(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t)
+{
+	size_t kl = (size_t)y->key_size;
+	uint64_t pre = 0;
+	unsigned n = YCSB_SCAN_MAX;
+	char last[256];
+	int rc = 0, fresh;
+
+	memset(last, 0, kl);
+	last[0] = 'u';
+	while (n == YCSB_SCAN_MAX && !kit_runner_stopping(&y->runner)) {
+		rc = y->dsi->scan(y->h, w, last, kl, YCSB_SCAN_MAX, t->kv,
+				  t->sbuf, t->sbuf_cap, &n);
+		fresh = rc ? 0 : scan_step(y, t->kv, n, last, &pre);
+		if (rc || fresh < 0) {
+			t->th->vfail += !rc;
+			break;
+		}
+		t->th->scanned += (uint64_t)fresh;
+	}
+	if (rc)
+		count_err(t->th, rc);
+	else if (pre != y->keys && !kit_runner_stopping(&y->runner))
+		t->th->vfail++;
+}
+
 /* The sweep: each key read (it must be there, whole) and then updated,
- * once, by whichever task takes it. */
+ * once, by whichever task takes it; then the first task scans the whole
+ * structure (sweep_scan) where it can. */
 static void sweep_task(smart_worker_t *w, void *arg)
 {
 	struct ycsb_task *t = arg;
@@ -333,6 +427,8 @@ static void sweep_task(smart_worker_t *w, void *arg)
 		atomic_fetch_add_explicit(&y->sweep.done, 1,
 					  memory_order_relaxed);
 	}
+	if (y->dsi->scan && !t->idx && !t->th->idx)
+		sweep_scan(y, w, t);
 }
 
 /* The bulk preload's input: keys 0.. in order (their order as keys too:
@@ -425,7 +521,7 @@ static int tasks_init(struct ycsb_thread *th, struct ycsb_task *tasks)
 		tasks[i].rval = malloc((size_t)y->value_size + 64);
 		if (!tasks[i].val || !tasks[i].rval)
 			return SMART_ENOMEM;
-		if (!y->w->pct[OP_SCAN])
+		if (!y->w->pct[OP_SCAN] && !(y->w->sweep && y->dsi->scan))
 			continue;
 		tasks[i].sbuf_cap = (size_t)YCSB_SCAN_MAX *
 				    (size_t)(y->key_size + y->value_size);
