@@ -12,8 +12,10 @@
 # for the whole experiment.  ROUNDS times, B (2 threads x 8 coroutines)
 # joins and is killed with SIGKILL after a random MIN..MAX ms (bash's
 # RANDOM, seeded; the seed is printed), mostly in the middle of commits;
-# then C, a fresh client, runs beside A for a moment: it must commit with
-# no error.  At the end A stops and checks (no error, money as at its
+# then a recoverer K joins, meets B's locks and resolves B's transactions
+# (rolls them back or forward), and is killed too after a random MIN..2 x
+# MIN ms, often inside those recoveries; then C, a fresh client, runs
+# beside A for a moment: it must commit with no error.  At the end A stops and checks (no error, money as at its
 # start, backups equal, no lock held), R resolves whatever is left and
 # checks the same against the load's money, and each smartd's used memory
 # must be what it was before the rounds.  A's slowest transaction (its
@@ -33,6 +35,7 @@ usage: bench/dtx-crash.sh [flags]
   --min-ms MS       earliest kill after B starts [50]
   --max-ms MS       latest kill after B starts [500]
   --accounts N      SmallBank accounts [100000]
+  --recoverers 0|1  after each B, a K killed inside its recoveries [1]
   --blade-size SIZE each smartd's region [3 x the live data, + 16M]
   --bin DIR         where smartd and smart-bench are [build/bin]
   --help            this text
@@ -43,18 +46,20 @@ bad() { echo "dtx-crash.sh: $1: $2" >&2; exit 2; }
 num() { [[ $2 =~ ^[0-9]+$ ]] || bad "$1" "want a non-negative integer ('$2')"; }
 
 ROUNDS=50 SEED=$(( $(date +%s) % 100000 )) LEASE=500 MIN_MS=50 MAX_MS=500
-ACCOUNTS=100000 BLADE= BIN=build/bin
+ACCOUNTS=100000 BLADE= BIN=build/bin RECOVERERS=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
 	--rounds|--seed|--lease-ms|--min-ms|--max-ms|--accounts|--blade-size|\
-	--bin)
+	--bin|--recoverers)
 		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
 	*) bad "$1" "unknown flag (see --help)" ;;
 	esac
 	case $1 in
 	--bin) BIN=$2 ;;
 	--blade-size) BLADE=$2 ;;
+	--recoverers) [[ $2 =~ ^[01]$ ]] || bad "$1" "want 0 or 1 ('$2')"
+		RECOVERERS=$2 ;;
 	*) num "$1" "$2"
 	   case $1 in
 	   --rounds) ROUNDS=$2 ;; --seed) SEED=$2 ;; --lease-ms) LEASE=$2 ;;
@@ -128,7 +133,7 @@ sb_bg "$TMP/a.json" "$TMP/a.err" --open --keep --threads 1 --coros 8 \
 apid=$BG
 sleep 1
 
-fails=0 early=0 ccommits=0 clocks=0
+fails=0 early=0 ccommits=0 clocks=0 kills=0
 for ((r = 1; r <= ROUNDS; r++)); do
 	sb_bg "$TMP/b.out" "$TMP/b.err" --open --keep --threads 2 --coros 8 \
 		--seconds 86000
@@ -143,6 +148,22 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		echo "dtx-crash: round $r: B exited before its kill:" >&2
 		cat "$TMP/b.err" >&2
 		early=$((early + 1))
+	fi
+	if [ $RECOVERERS = 1 ]; then
+		sb_bg "$TMP/k.out" "$TMP/k.err" --open --keep --threads 1 \
+			--coros 8 --seconds 86000
+		ms=$(( MIN_MS + RANDOM % (MIN_MS + 1) ))
+		sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
+		if kill -0 "$BG" 2>/dev/null; then
+			kill -9 "$BG"
+			wait "$BG" 2>/dev/null
+			kills=$((kills + 1))
+		else
+			wait "$BG"
+			echo "dtx-crash: round $r: K exited before its kill:" >&2
+			cat "$TMP/k.err" >&2
+			early=$((early + 1))
+		fi
 	fi
 	# C: a fresh client beside A must get on with its work
 	if ! "${SB[@]}" --open --keep --threads 1 --coros 4 --seconds 0.2 \
@@ -174,8 +195,9 @@ mem_after=$(mem)
 a_max=$(field "$TMP/a.json" max_us)
 bound=$(( LEASE * 1000 + LEASE * 1000 / 8 ))
 under=$(awk -v m="${a_max:-1e99}" -v b="$bound" 'BEGIN { print (m < b) ? "yes" : "NO" }')
-echo "rounds: $ROUNDS B processes killed at $MIN_MS..$MAX_MS ms ($early" \
-	"exited before their kill); C: $ccommits transactions by fresh" \
+echo "rounds: $ROUNDS B processes killed at $MIN_MS..$MAX_MS ms, $kills" \
+	"recoverers killed after them ($early exited before their kill);" \
+	"C: $ccommits transactions by fresh" \
 	"clients, $fails failed"
 echo "A: $(field "$TMP/a.json" committed) transactions," \
 	"$(field "$TMP/a.json" committed_tps) /s, errors" \

@@ -43,7 +43,8 @@ crash crash-5-rounds ".*MiB" "" --rounds 5 --seed 1 --keys 5000
 # locks of killed clients are taken over; its lock table in (emulated)
 # device memory
 crash bt-crash-3-rounds ".* 0.0 used" "lock tables in device memory: 1$" \
-	--ds bt --rounds 3 --seed 2 --keys 5000 --b-workload update-only \
+	--ds bt --blades 1 --trees 1 --rounds 3 --seed 2 --keys 5000 \
+	--b-workload update-only \
 	--dm-size 256K
 [ $fail -eq 0 ] && echo "ht-crash: all passed" || echo "ht-crash: FAILED"
 exit $fail
