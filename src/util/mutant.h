@@ -79,6 +79,13 @@
 #define SMART_M_SHM_NO_WAKE 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_WAKE_ANY_DOMAIN	/* shm_recv.c: a peer's wake
+					 * socket of any family (UDP) */
+#define SMART_M_SHM_WAKE_ANY_DOMAIN 1
+#else
+#define SMART_M_SHM_WAKE_ANY_DOMAIN 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_WAKE_ANY_FD	/* shm_recv.c: a peer's wake descriptor
 					 * not checked to be a datagram
 					 * socket */

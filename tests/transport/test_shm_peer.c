@@ -28,6 +28,8 @@
  * Invariants: single-threaded per process; every wait bounded.
  */
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -299,6 +301,20 @@ static void test_hostile(void)
  * shares with us) is refused; a datagram socket whose peer made it
  * blocking and never reads it (its buffer full) costs our sender nothing:
  * a SEND into the armed queue completes, the signal dropped. */
+/* A UDP socket connected to a loopback port (nobody listens: what a
+ * hostile peer would pass to have us send datagrams for it). */
+static int udp_connected(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(9),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	CHECK_GE(fd, 0);
+	CHECK_OK(connect(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	return fd;
+}
+
 static void test_hostile_wake(void)
 {
 	uint8_t blob[SMART_TP_BLOB_MAX];
@@ -312,6 +328,12 @@ static void test_hostile_wake(void)
 	p_blob(&b, blob, &blen);
 	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
 		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), eventfd(0, 0) }, 2),
+		 SMART_EPROTO);
+	CHECK_EQ(ops->qp_in_error(a.qp), 0);
+	/* a UDP socket connected anywhere: each wake-up would send a
+	 * datagram there in our name */
+	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
+		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), udp_connected() }, 2),
 		 SMART_EPROTO);
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 
@@ -332,7 +354,8 @@ static void test_hostile_wake(void)
 	alarm(0);
 	CHECK_EQ(atomic_load(&seg->armed), 0);	/* the signal was tried */
 	CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
-	printf("   an eventfd as wake descriptor refused; a full blocking "
+	printf("   an eventfd and a UDP socket as wake descriptor refused; a "
+	       "full blocking "
 	       "socket (%d datagrams) left the sender unharmed\n", full);
 	munmap(seg, len);
 	close(sv[0]);

@@ -173,20 +173,27 @@ int smart__shm_qp_fds(const struct smart_tp_qp *qp,
 	return fds[1] >= 0 ? 2 : 1;
 }
 
-/* A peer's wake descriptor must be a datagram socket: we only ever
+/* A peer's wake descriptor must be a unix datagram socket: we only ever
  * send(MSG_DONTWAIT) one byte to it, which neither blocks nor writes
  * anywhere else, whatever the peer does to its open file (the flags of a
  * passed descriptor are shared: an eventfd's O_NONBLOCK could be taken
- * away by the peer and our write would block). */
+ * away by the peer and our write would block); and a unix one, or the
+ * peer could connect a UDP socket anywhere and have us send a datagram
+ * there at each wake-up (traffic in our name). */
 static int wake_fd_ok(int fd)
 {
 	socklen_t len = sizeof(int);
 	struct stat st;
-	int type = 0;
+	int type = 0, domain = 0;
 
-	return !fstat(fd, &st) && S_ISSOCK(st.st_mode) &&
-	       !getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) &&
-	       type == SOCK_DGRAM;
+	if (fstat(fd, &st) || !S_ISSOCK(st.st_mode) ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
+	    type != SOCK_DGRAM)
+		return 0;
+	len = sizeof(int);
+	return SMART_M_SHM_WAKE_ANY_DOMAIN ||
+	       (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) &&
+		domain == AF_UNIX);
 }
 
 /* The blob of a QP with a receive queue: what its peer needs to map the
