@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# op-cost.sh: instructions per one-sided op, clock-free (issue 27's yardstick).
+#
+# Runs smart-perf under valgrind's callgrind, which counts instructions,
+# not seconds: the same binary, flags and seed give the same count per op
+# whatever else the machine does.  Only the measured window is counted:
+# the benchmark kit zeroes callgrind's counts when the window opens and
+# dumps them when it closes (bench/kit/run.c); every thread is counted
+# (the main thread waiting for the window's end and the lease keeper add
+# under one instruction per op), and the count is divided by the ops
+# smart-perf reports for the window.  The whole is callgrind's total; the
+# layers are sums of functions' own counts, and "other" is what is left.  Each function's own (exclusive)
+# instructions go to the layer of the file they were compiled from:
+#   app        tools/, bench/ (smart-perf's task loop, its kit)
+#   core       src/core/, include/smart/ (public inlines), Boost.Context's
+#              jump_fcontext (the task switch)
+#   transport  src/transport/ (shm: the NIC's work done by the CPU)
+#   util       src/util/ (clock, RNG - the benchmark's random offsets
+#              are drawn with it, framework and raw alike -, histogram)
+#   other      libc, the loader, anything else
+# The library's own part is core + transport (+ util less the RNG).
+#
+# Usage: bench/op-cost.sh [--bin DIR] [--seconds S] [--ops LIST]
+#          [--depths LIST] [--batches LIST] [--no-raw] [--json]
+#          [--ceiling N]
+#   --ops LIST       read,write,cas [read,write,cas]
+#   --depths LIST    coroutines per thread [1,8]
+#   --batches LIST   ops per sync [1,8]
+#   --ceiling N      exit 1 when a framework case costs more than N
+#                    instructions per op (a regression guard)
+# One line per case: op, size, threads x depth, batch, ops counted,
+# instructions per op in all and per layer.  Exit 0, or 1 (a run failed,
+# or the ceiling was passed), or 2 (a bad flag).
+set -u
+cd "$(dirname "$0")/.."
+
+usage() {
+	sed -n '/^# Usage:/,/^# One line/p' "$0" | sed 's/^# \{0,1\}//'
+}
+bad() { echo "op-cost.sh: $1: $2" >&2; exit 2; }
+
+BIN=build/bin SECONDS_=1 OPS=read,write,cas DEPTHS=1,8 BATCHES=1,8 RAW=1
+JSON=0 CEIL=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--help|-h) usage; exit 0 ;;
+	--no-raw) RAW=0; shift; continue ;;
+	--json) JSON=1; shift; continue ;;
+	--bin|--seconds|--ops|--depths|--batches|--ceiling)
+		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
+	*) bad "$1" "unknown flag (see --help)" ;;
+	esac
+	case $1 in
+	--bin) BIN=$2 ;;
+	--seconds) [[ $2 =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+		bad "$1" "want seconds ('$2')"; SECONDS_=$2 ;;
+	--ops) [[ $2 =~ ^(read|write|cas)(,(read|write|cas))*$ ]] ||
+		bad "$1" "want read,write,cas ('$2')"; OPS=$2 ;;
+	--depths) [[ $2 =~ ^[0-9]+(,[0-9]+)*$ ]] ||
+		bad "$1" "want a list of numbers ('$2')"; DEPTHS=$2 ;;
+	--batches) [[ $2 =~ ^[0-9]+(,[0-9]+)*$ ]] ||
+		bad "$1" "want a list of numbers ('$2')"; BATCHES=$2 ;;
+	--ceiling) [[ $2 =~ ^[0-9]+$ ]] ||
+		bad "$1" "want a number of instructions ('$2')"; CEIL=$2 ;;
+	esac
+	shift 2
+done
+[ -x "$BIN/smart-perf" ] || bad --bin "no smart-perf in $BIN (build first)"
+command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
+	{ echo "op-cost.sh: valgrind is not installed" \
+		"(scripts/install-deps.sh installs it)" >&2; exit 1; }
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# layers OUT: "total app core transport util rng other" from a callgrind
+# output file: the total is its PROGRAM TOTALS; each function's exclusive
+# count goes to the layer of its file; other is the rest (a part dumped
+# in mid-run lists the threads' outer frames, clone and start_thread, with
+# the whole thread's count: never summed)
+layers() {
+	callgrind_annotate --auto=no --inclusive=no --threshold=100 "$1" \
+		2>/dev/null | awk '
+		/PROGRAM TOTALS/ { tot = $1; gsub(",", "", tot); next }
+		/file:function/ { on = 1; next }
+		!on || !/^ *[0-9,]+ / { next }
+		{
+			n = $1; gsub(",", "", n)
+			f = $0; sub(/^ *[0-9,]+ +\([^)]*\) +/, "", f)
+			if (f ~ /jump_fcontext|make_fcontext|ontop_fcontext/) l = "core"
+			else if (f ~ /(^|\/)(tools|bench)\//) l = "app"
+			else if (f ~ /layer-include\/[a-z]+\/core\/|(^|\/)src\/core\/|(^|\/)include\/smart\//) l = "core"
+			else if (f ~ /layer-include\/[a-z]+\/transport\/|(^|\/)src\/transport\//) l = "transport"
+			else if (f ~ /util\/rng\.c|util\/rng\.h/) l = "rng"
+			else if (f ~ /layer-include\/[a-z]+\/util\/|(^|\/)src\/util\//) l = "util"
+			else next
+			s[l] += n; t += n
+		}
+		END { printf "%d %d %d %d %d %d %d\n", tot, s["app"], s["core"],
+			     s["transport"], s["util"], s["rng"], tot - t }'
+}
+
+# run NAME KIND ARGS...: smart-perf under callgrind (KIND: lib or raw);
+# prints the case's line (or JSON), 1 when the run failed
+fails=0 over=0
+run() {
+	local name=$1 kind=$2 out=$TMP/cg.out ops
+	shift 2
+	rm -f "$out" "$out".*
+	# --fair-sched: valgrind runs one thread at a time, and a worker
+	# that busy-polls would otherwise starve the lease keeper (fenced)
+	if ! valgrind --tool=callgrind --fair-sched=yes \
+		--callgrind-out-file="$out" \
+		"$BIN/smart-perf" --seconds "$SECONDS_" --seed 1 --span 64M \
+		--json "$@" >"$TMP/perf.json" 2>"$TMP/perf.err"; then
+		echo "op-cost.sh: $name: smart-perf failed:" >&2
+		grep -v '^==' "$TMP/perf.err" >&2
+		fails=$((fails + 1))
+		return 1
+	fi
+	ops=$(grep -o '"ops":[0-9]*' "$TMP/perf.json" | cut -d: -f2)
+	if [ -z "$ops" ] || [ "$ops" = 0 ]; then
+		echo "op-cost.sh: $name: no op counted" >&2
+		fails=$((fails + 1))
+		return 1
+	fi
+	t=0
+	[ -s "$out.1" ] &&
+		read -r t app core tp util rng other <<<"$(layers "$out.1")"
+	if [ "${t:-0}" = 0 ]; then
+		echo "op-cost.sh: $name: no window was dumped (a smart-perf" \
+			"built without valgrind's callgrind.h?)" >&2
+		fails=$((fails + 1))
+		return 1
+	fi
+	awk -v name="$name" -v ops="$ops" -v t="$t" -v app="$app" \
+	    -v core="$core" -v tp="$tp" -v util="$util" -v rng="$rng" \
+	    -v other="$other" -v json="$JSON" 'BEGIN {
+		lib = core + tp + util
+		if (json)
+			printf "{\"case\":\"%s\",\"ops\":%d,\"per_op\":%.1f," \
+			       "\"app\":%.1f,\"core\":%.1f,\"transport\":%.1f," \
+			       "\"util\":%.1f,\"rng\":%.1f,\"other\":%.1f," \
+			       "\"library\":%.1f}\n", name, ops, t / ops,
+			       app / ops, core / ops, tp / ops, util / ops,
+			       rng / ops, other / ops, lib / ops
+		else
+			printf "%-24s %9d %8.1f %7.1f %7.1f %9.1f %6.1f %6.1f " \
+			       "%6.1f %8.1f\n", name, ops, t / ops, app / ops,
+			       core / ops, tp / ops, util / ops, rng / ops,
+			       other / ops, lib / ops
+	}'
+	if [ -n "$CEIL" ] && [ "$kind" = lib ] &&
+	   [ "$(( t / ops ))" -gt "$CEIL" ]; then
+		echo "op-cost.sh: $name: $(( t / ops )) instructions per op," \
+			"over the ceiling of $CEIL" >&2
+		over=$((over + 1))
+	fi
+}
+
+[ $JSON = 1 ] || printf "%-24s %9s %8s %7s %7s %9s %6s %6s %6s %8s\n" \
+	case ops "instr/op" app core transport util rng other library
+for op in ${OPS//,/ }; do
+	for d in ${DEPTHS//,/ }; do
+		for b in ${BATCHES//,/ }; do
+			run "$op 8B 1x$d batch $b" lib --op "$op" \
+				--size 8 --threads 1 --depth "$d" --batch "$b"
+		done
+		[ $RAW = 1 ] && run "$op 8B 1x$d raw" raw \
+			--op "$op" --size 8 --threads 1 --depth "$d" --raw
+	done
+done
+[ $fails = 0 ] && [ $over = 0 ] || exit 1
