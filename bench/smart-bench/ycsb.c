@@ -614,8 +614,8 @@ static void record_result(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_num(rec, "inserts", "%" PRIu64, s->n[OP_INSERT]);
 	kit_rec_num(rec, "rmws", "%" PRIu64, s->n[OP_RMW]);
 	kit_rec_num(rec, "scans", "%" PRIu64, s->n[OP_SCAN]);
-	kit_rec_num(rec, "deletes", "%" PRIu64, s->n[OP_DELETE]);
 	kit_rec_num(rec, "scanned_entries", "%" PRIu64, s->scanned);
+	kit_rec_num(rec, "deletes", "%" PRIu64, s->n[OP_DELETE]);
 	kit_rec_num(rec, "errors", "%" PRIu64, s->errors);
 	kit_rec_str(rec, "first_error", s->errors ?
 		    smart_status_name(s->first_err) : "");

@@ -41,7 +41,7 @@ for w in a b c d f update-only read-only; do
 	clean "json-$w"
 done
 has json-fields '"techniques":"[A-Za-z,]+","qp_mode_effective":"[a-z:0-9-]+","transport":"shm","nic_model":""'
-has json-new-fields '"round_trips_per_op":[0-9.]+,"alloc_round_trips_per_op":[0-9.]+,"rt_read":[0-9.]+,"rt_update":null,"rt_insert":null,"rt_rmw":null,"rt_scan":null,"bytes_read":[0-9.]+,"bytes_update":null,"bytes_insert":null,"bytes_rmw":null,"bytes_scan":null,"max_us":[0-9.]+,"table":"","joined":false,"client_id":0,"dropped":false,"swept":0,"stop_signal":0,"ht_subtables":[0-9]+,'
+has json-new-fields '"round_trips_per_op":[0-9.]+,"alloc_round_trips_per_op":[0-9.]+,"rt_read":[0-9.]+,"rt_update":null,"rt_insert":null,"rt_rmw":null,"rt_scan":null,"rt_delete":null,"bytes_read":[0-9.]+,"bytes_update":null,"bytes_insert":null,"bytes_rmw":null,"bytes_scan":null,"bytes_delete":null,"max_us":[0-9.]+,"table":"","joined":false,"client_id":0,"dropped":false,"swept":0,"stop_signal":0,"ht_subtables":[0-9]+,'
 
 # round trips per op: RACE's counts (docs/ht.md: search 2, update and
 # insert 3) plus a little for retries; a cached search may take 1
@@ -169,6 +169,21 @@ within bt-c-rt rt_read 1 1.2
 # ... and reads one entry, not a 1 KiB leaf: bytes per read well under a node
 within bt-c-bytes bytes_read 1 200
 has bt-c-fields '"cache_hit_rate":[0-9.]+,"spec_hit_rate":[0-9.]+,"lock_handovers":[0-9]+,"remote_lock_retries":[0-9]+,'
+# churn: inserts and deletes of each task's own keys (every delete must
+# find its key: an error otherwise), splits and merges; on both structures
+for ds in ht bt; do
+	check churn-$ds "$b" ycsb --ds $ds --workload churn --keys 3000 \
+		--threads 2 --coros 4 --seconds 0.3 --json
+	clean churn-$ds
+	has churn-$ds-mix '"inserts":[1-9][0-9]*,.*"deletes":[1-9]'
+done
+has churn-bt-merges '"bt_merges":[1-9]'
+# a sweep of a tree ends with one scan of it all, in order, every
+# preloaded key met once
+check bt-sweep "$b" ycsb --ds bt --workload sweep --keys 3000 --threads 1 \
+	--coros 4 --json
+clean bt-sweep
+has bt-sweep-scan '"scanned_entries":3000,'
 refuse bt-value "^smart-bench: --value-size: bt takes values of at most 4096 bytes" \
 	"$b" ycsb --ds bt --value-size 5000
 refuse ksize-small "^smart-bench: --key-size: 8 leaves 4 digits: too few for 100000 keys" \
