@@ -402,7 +402,7 @@ static int send_prepare(struct smart_rpc_conn *c, int mode, const void *data,
 		return rc ? rc : wait_room(c);	/* nothing staged on error */
 	rc = wait_room(c);
 	if (rc || c->state != RPC_C_LIVE) {
-		smart__rndv_unstage(c->rpc, d.rid);
+		smart__rndv_unstage(c, d.rid);
 		return rc ? rc : SMART_ECONN;
 	}
 	*rid = d.rid;
@@ -452,7 +452,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	k = rc ? NULL : call_get(rpc);
 	if (!k) {
 		if (!rc && mode)
-			smart__rndv_unstage(rpc, rid);
+			smart__rndv_unstage(c, rid);
 		conn_leave(c);
 		return rc ? rc : SMART_EBUSY;
 	}
@@ -1044,7 +1044,7 @@ void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
 			 int fds[SMART_SOCK_FDS])
 {
 	smart__rpc_fds_none(fds);
-	fds[0] = c->rpc->stage_pg.mr->fd;
+	fds[0] = smart__rndv_fd(c);
 	c->rpc->tp->qp_fds(c->qp, fds + 1);
 }
 
@@ -1077,6 +1077,8 @@ static int conn_make(struct smart_rpc *rpc, int accepted,
 	c->held = calloc(c->nrecv, sizeof(*c->held));
 	rc = c->repost && c->held ? smart__rpc_slab_get(rpc, &c->slab)
 				  : SMART_ENOMEM;
+	if (!rc)
+		rc = smart__rndv_conn_open(c);	/* a fresh staging region */
 	if (rc)
 		goto fail;
 	c->rbuf = c->slab->base;
@@ -1103,6 +1105,7 @@ fail:
 		rpc->tp->qp_destroy(c->qp);
 	if (c->slab)
 		smart__rpc_slab_put(rpc, c->slab);
+	smart__rndv_conn_drop(c);
 	free(c->repost);
 	free(c->held);
 	free(c);
