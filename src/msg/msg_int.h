@@ -270,7 +270,7 @@ struct smart_rpc {
 	uint32_t ntraces;
 	/* rendezvous (rndv.c): landing private, staging per connection */
 	struct rpc_pages land_pg;
-	struct smart_tp_mr *stage_spare;	/* RNDV_STAGE_REUSED only */
+	struct smart_tp_mr *stage_spare;	/* RPC_RNDV_STAGE_REUSED only */
 	int land_waiters;	/* connections in RPC_RIN_WAIT_MEM */
 	/* control socket for smart-stat (stat.c) */
 	int sfd;

@@ -47,7 +47,8 @@
 /* ---- regions ----------------------------------------------------------- */
 
 /* shareable: mr_alloc's (SMART_TP_MR_PEER_READ for staging: no huge
- * pages, a hugetlb mapping would reserve them all at once). */
+ * pages, a hugetlb mapping would reserve them all at once).  An MR
+ * already there (RPC_RNDV_STAGE_REUSED) is kept. */
 static int pages_open(struct smart_rpc *rpc, int shareable,
 		      struct rpc_pages *pg)
 {
@@ -56,6 +57,8 @@ static int pages_open(struct smart_rpc *rpc, int shareable,
 	pg->used = calloc(pg->n, 1);
 	if (!pg->used)
 		return SMART_ENOMEM;
+	if (pg->mr)
+		return 0;
 	return rpc->tp->mr_alloc(rpc->ctx->dom, (size_t)pg->n * RPC_FRAG,
 				 shareable == SMART_TP_MR_PEER_READ ? 0 : -1,
 				 shareable, &pg->mr);
@@ -124,31 +127,42 @@ void smart__rndv_close(struct smart_rpc *rpc)
 	rpc->stage_spare = NULL;
 }
 
-/* c's staging region, a fresh one (RNDV_STAGE_REUSED: the last
- * connection's, which its peer may still have mapped). */
+/* c's staging region, a fresh one (RPC_RNDV_STAGE_REUSED: the last
+ * connection's, which its peer may still have mapped).  Made with the
+ * connection where a transport passes descriptors (shm: a memfd's pages
+ * come as they are touched, so a QP-cache spare costs a descriptor),
+ * at its handshake elsewhere (verbs: registration pins rndv_max bytes,
+ * which a spare must not).  Idempotent; on error nothing is kept but
+ * what smart__rndv_conn_drop frees. */
 int smart__rndv_conn_open(struct smart_rpc_conn *c)
 {
 	struct smart_rpc *rpc = c->rpc;
 	struct rpc_pages *pg = &c->stage_pg;
+	int rc;
 
-	c->stages = calloc(RPC_CONN_STAGES, sizeof(*c->stages));
+	if (pg->mr)
+		return 0;
+	if (!c->stages)
+		c->stages = calloc(RPC_CONN_STAGES, sizeof(*c->stages));
 	if (!c->stages)
 		return SMART_ENOMEM;
-	if (!SMART_M_RNDV_STAGE_REUSED || !rpc->stage_spare)
-		return pages_open(rpc, SMART_TP_MR_PEER_READ, pg);
-	pg->n = rpc->cfg.rndv_max / RPC_FRAG;
-	pg->free = pg->n;
-	pg->used = calloc(pg->n, 1);
-	pg->mr = rpc->stage_spare;
-	rpc->stage_spare = NULL;
-	return pg->used ? 0 : SMART_ENOMEM;
+	if (SMART_M_RPC_RNDV_STAGE_REUSED && rpc->stage_spare) {
+		pg->mr = rpc->stage_spare;
+		rpc->stage_spare = NULL;
+	}
+	rc = pages_open(rpc, SMART_TP_MR_PEER_READ, pg);
+	if (rc)
+		pages_close(rpc, pg);
+	return rc;
 }
 
 /* The blob of c's staging region, for its peer's PEER frame. */
 int smart__rndv_blob(struct smart_rpc_conn *c, void *blob, size_t *len)
 {
-	return c->rpc->tp->region_blob(c->rpc->ctx->dom, c->stage_pg.mr,
-				       blob, len);
+	int rc = smart__rndv_conn_open(c);
+
+	return rc ? rc : c->rpc->tp->region_blob(c->rpc->ctx->dom,
+						 c->stage_pg.mr, blob, len);
 }
 
 /* c's staging descriptor for its peer (shm), or -1. */
@@ -241,7 +255,7 @@ static int rndv_span_ok(struct smart_rpc_conn *c,
 
 	if (c->rpc->tp->remote_span(peer->rblob, peer->rblob_len, &span))
 		return 0;
-	if (span > allow && !SMART_M_RNDV_NO_SIZE_CHECK) {
+	if (span > allow && !SMART_M_RPC_RNDV_NO_SIZE_CHECK) {
 		c->st.proto_errors++;
 		smart__warn(&c->rpc->ctx->log, "rpc: a peer's staging region "
 			    "of %llu bytes refused: its rndv_max allows %llu",
@@ -423,13 +437,13 @@ void smart__rndv_retry(struct smart_rpc *rpc)
 }
 
 /* c ends: its staging region (a fresh one per connection: the peer may
- * keep its mapping, RNDV_STAGE_REUSED hands it on), its landing and the
- * peer's region go.  Idempotent. */
+ * keep its mapping; RPC_RNDV_STAGE_REUSED hands it on), its landing and
+ * the peer's region go.  Idempotent. */
 void smart__rndv_conn_drop(struct smart_rpc_conn *c)
 {
 	struct smart_rpc *rpc = c->rpc;
 
-	if (SMART_M_RNDV_STAGE_REUSED && !rpc->stage_spare) {
+	if (SMART_M_RPC_RNDV_STAGE_REUSED && !rpc->stage_spare) {
 		rpc->stage_spare = c->stage_pg.mr;
 		c->stage_pg.mr = NULL;
 	}

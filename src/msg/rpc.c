@@ -722,11 +722,21 @@ void smart__rpc_deliver(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 
 /* A descriptor: READ for it, unless its response has no call waiting for
  * it any more or is longer than the call takes (DONE at once: nothing is
- * READ, and the call gets SMART_ERANGE with the length). */
+ * READ, and the call gets SMART_ERANGE with the length), or its request
+ * or one-way message has no handler (DONE at once, a call answered
+ * SMART_ENOENT as an eager one is: a peer cannot make us READ for an op
+ * nobody serves). */
 static void rndv_begin(struct smart_rpc_conn *c, const struct smart_msg *m)
 {
 	struct rpc_call *k;
 
+	if (m->h.type != SMART_MSG_RESP &&
+	    !c->rpc->handlers[m->h.op].fn && !SMART_M_RPC_RNDV_READS_UNSERVED) {
+		smart__rndv_send_done(c, m->rndv.rid);
+		if (m->h.type == SMART_MSG_REQ)
+			reply_on(c, m->h.call, m->h.op, SMART_ENOENT, NULL, 0);
+		return;
+	}
 	if (m->h.type == SMART_MSG_RESP) {
 		k = call_find(c->rpc, m->h.call);
 		if (k && k->conn != c)
@@ -1077,8 +1087,8 @@ static int conn_make(struct smart_rpc *rpc, int accepted,
 	c->held = calloc(c->nrecv, sizeof(*c->held));
 	rc = c->repost && c->held ? smart__rpc_slab_get(rpc, &c->slab)
 				  : SMART_ENOMEM;
-	if (!rc)
-		rc = smart__rndv_conn_open(c);	/* a fresh staging region */
+	if (!rc && rpc->passes_fds)
+		rc = smart__rndv_conn_open(c);	/* else at its handshake */
 	if (rc)
 		goto fail;
 	c->rbuf = c->slab->base;

@@ -206,28 +206,36 @@
 #define SMART_M_RPC_NO_RNDV_CRC 0
 #endif
 
-#ifdef SMART_MUTANT_RNDV_STAGE_WRITABLE	/* shm_mem.c, verbs_dev.c: a
+#ifdef SMART_MUTANT_SHM_STAGE_WRITABLE	/* shm_mem.c, verbs_dev.c: a
 					 * staging region is not sealed
 					 * against writes (shm) or is open
 					 * to remote WRITE (verbs) */
-#define SMART_M_RNDV_STAGE_WRITABLE 1
+#define SMART_M_SHM_STAGE_WRITABLE 1
 #else
-#define SMART_M_RNDV_STAGE_WRITABLE 0
+#define SMART_M_SHM_STAGE_WRITABLE 0
 #endif
 
-#ifdef SMART_MUTANT_RNDV_NO_SIZE_CHECK	/* msg/rndv.c: a peer's staging
+#ifdef SMART_MUTANT_RPC_RNDV_NO_SIZE_CHECK	/* msg/rndv.c: a peer's staging
 					 * region mapped whatever its size */
-#define SMART_M_RNDV_NO_SIZE_CHECK 1
+#define SMART_M_RPC_RNDV_NO_SIZE_CHECK 1
 #else
-#define SMART_M_RNDV_NO_SIZE_CHECK 0
+#define SMART_M_RPC_RNDV_NO_SIZE_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_RNDV_STAGE_REUSED	/* msg/rndv.c: a connection's
+#ifdef SMART_MUTANT_RPC_RNDV_STAGE_REUSED	/* msg/rndv.c: a connection's
 					 * staging region passes to the next
 					 * connection instead of a fresh one */
-#define SMART_M_RNDV_STAGE_REUSED 1
+#define SMART_M_RPC_RNDV_STAGE_REUSED 1
 #else
-#define SMART_M_RNDV_STAGE_REUSED 0
+#define SMART_M_RPC_RNDV_STAGE_REUSED 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_RNDV_READS_UNSERVED	/* msg/rpc.c: a rendezvous
+						 * request READ before its
+						 * handler is looked up */
+#define SMART_M_RPC_RNDV_READS_UNSERVED 1
+#else
+#define SMART_M_RPC_RNDV_READS_UNSERVED 0
 #endif
 
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared

@@ -17,6 +17,8 @@
  *  - oversized: a peer whose staging blob claims 1 TiB for a rndv_max of
  *    128 KiB is refused before anything is mapped (the address space
  *    does not grow); one within its rndv_max is taken.
+ *  - unserved: rendezvous messages for an op without a handler are
+ *    answered without a READ.
  * The attackers are in-process (library internals, msg_int.h), so that
  * each step happens at a chosen point: no timing luck.
  */
@@ -39,6 +41,8 @@
 
 #define SECRET "rndv-sec-secret-0815"
 #define OP_ECHO 1
+#define OP_STATS 3	/* reply: the server's struct smart_rpc_stats */
+#define OP_NOBODY 77	/* no handler */
 #define OP_EXIT 9
 #define BIG (4u << 20)
 #define ROUNDS 8
@@ -59,6 +63,16 @@ static void h_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 {
 	(void)a;
 	smart_rpc_reply(q, 0, d, n);
+}
+
+static void h_stats(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	struct smart_rpc_stats st;
+
+	(void)d;
+	(void)n;
+	CHECK_OK(smart_rpc_stats(a, &st));
+	smart_rpc_reply(q, 0, &st, sizeof(st));
 }
 
 static void h_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
@@ -93,6 +107,7 @@ static void child_server(char **args)
 	CHECK_OK(smart_rpc_create(w, &cfg, &rpc));
 	CHECK_OK(smart_rpc_register(rpc, OP_ECHO, h_echo, NULL));
 	CHECK_OK(smart_rpc_register(rpc, OP_EXIT, h_exit, &stop));
+	CHECK_OK(smart_rpc_register(rpc, OP_STATS, h_stats, rpc));
 	CHECK_OK(smart_rpc_listen(rpc, "127.0.0.1:0"));
 	CHECK_OK(smart_rpc_listen_addr(rpc, addr, sizeof(addr)));
 	CHECK_EQ(write(fd, addr, strlen(addr) + 1), (ssize_t)strlen(addr) + 1);
@@ -499,6 +514,60 @@ static void test_oversized(void)
 	client_close(&a);
 }
 
+/* ---- unserved ------------------------------------------------------------ */
+
+static struct smart_rpc_stats server_stats(smart_rpc_conn_t *k)
+{
+	struct smart_rpc_stats st;
+	uint32_t n = 0;
+
+	CHECK_OK(smart_rpc_call(k, OP_STATS, NULL, 0, &st, sizeof(st), &n));
+	CHECK_EQ(n, sizeof(st));
+	return st;
+}
+
+/* Long messages for an op nobody serves: answered (a call: SMART_ENOENT)
+ * and their staging given back, nothing READ. */
+static void test_unserved(void)
+{
+	uint8_t *big = calloc(1, 1u << 20);
+	struct smart_rpc_stats before, after, mine;
+	struct client c;
+	smart_rpc_conn_t *k;
+	char addr[64];
+	pid_t pid = server_start(addr);
+	uint32_t n = 0;
+	int st;
+
+	CHECK(big != NULL);
+	client_open(&c, 0);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	before = server_stats(k);
+	for (int i = 0; i < 4; i++) {
+		CHECK_EQ(smart_rpc_call(k, OP_NOBODY, big, 1u << 20, NULL, 0,
+					&n), SMART_ENOENT);
+		CHECK_OK(smart_rpc_send(k, OP_NOBODY, big, 1u << 20));
+	}
+	after = server_stats(k);
+	CHECK_OK(smart_rpc_conn_stats(k, &mine));
+	printf("   8 rendezvous messages of 1 MiB for an op nobody serves: "
+	       "the server READ %" PRIu64 " of them\n",
+	       after.rndv_recv - before.rndv_recv);
+	CHECK_U64_EQ(mine.rndv_sent, 8);	/* they went by rendezvous */
+	CHECK_U64_EQ(after.rndv_recv - before.rndv_recv, 0);
+	CHECK_U64_EQ(after.proto_errors, 0);
+	/* and the staging came back (DONE): more go */
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(smart_rpc_call(k, OP_NOBODY, big, 1u << 20, NULL, 0,
+					&n), SMART_ENOENT);
+	CHECK_OK(smart_rpc_call(k, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server: %d", st);
+	smart_rpc_close(k);
+	client_close(&c);
+	free(big);
+}
+
 static void write_secret(void)
 {
 	int fd;
@@ -525,6 +594,7 @@ int main(int argc, char **argv)
 		{ "third_peer", test_third_peer },
 		{ "read_only", test_read_only },
 		{ "oversized", test_oversized },
+		{ "unserved", test_unserved },
 		{ NULL, NULL } });
 	unlink(secret_path);
 	return rc;

@@ -130,14 +130,14 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 #define SHM_RO_SEALS (SHM_REGION_SEALS | F_SEAL_GROW | F_SEAL_FUTURE_WRITE)
 
 /* The seals of a fresh memfd of len bytes, added before its mapping
- * (shareable 1) or after (SMART_TP_MR_PEER_READ).  RNDV_STAGE_WRITABLE
+ * (shareable 1) or after (SMART_TP_MR_PEER_READ).  SHM_STAGE_WRITABLE
  * drops the write seal (a peer could write our staging again). */
 static int shm_seal(int fd, int shareable)
 {
 	int seals = SHM_REGION_SEALS;
 
 	if (shareable == SMART_TP_MR_PEER_READ)
-		seals = SMART_M_RNDV_STAGE_WRITABLE ? SHM_REGION_SEALS
+		seals = SMART_M_SHM_STAGE_WRITABLE ? SHM_REGION_SEALS
 						    : SHM_RO_SEALS;
 	return fcntl(fd, F_ADD_SEALS, seals | F_SEAL_SEAL);
 }

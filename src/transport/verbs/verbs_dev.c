@@ -600,13 +600,13 @@ static void *map_region(size_t len, int huge, size_t *map_len)
 
 /* The remote rights of a region: none (private), READ only (served to
  * one peer: a rendezvous staging region, SMART_TP_MR_PEER_READ), or
- * READ, WRITE and atomics (served: blade memory).  RNDV_STAGE_WRITABLE
+ * READ, WRITE and atomics (served: blade memory).  SHM_STAGE_WRITABLE
  * gives a staging region the rights of a served one. */
 static int verbs_remote_access(const struct smart_tp_domain *d, int shareable)
 {
 	if (!shareable)
 		return 0;
-	if (shareable == SMART_TP_MR_PEER_READ && !SMART_M_RNDV_STAGE_WRITABLE)
+	if (shareable == SMART_TP_MR_PEER_READ && !SMART_M_SHM_STAGE_WRITABLE)
 		return IBV_ACCESS_REMOTE_READ;
 	return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
 	       (d->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0);
