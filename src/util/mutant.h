@@ -215,6 +215,14 @@
 #define SMART_M_SHM_STAGE_WRITABLE 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_RO_WRITES	/* shm.h: a WRITE or atomic to a
+					 * read-only remote is executed (and
+					 * faults: the mapping is PROT_READ) */
+#define SMART_M_SHM_RO_WRITES 1
+#else
+#define SMART_M_SHM_RO_WRITES 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_RNDV_NO_SIZE_CHECK	/* msg/rndv.c: a peer's staging
 					 * region mapped whatever its size */
 #define SMART_M_RPC_RNDV_NO_SIZE_CHECK 1

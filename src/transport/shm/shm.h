@@ -49,6 +49,7 @@
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/compiler.h"
+#include "util/mutant.h"
 #include "util/spinlock.h"
 
 /* MRs per domain: messaging's slabs and landing, and a staging region
@@ -353,7 +354,8 @@ static inline int shm_wr_check(struct smart_tp_qp *qp,
 	if (smart_unlikely(!*rp))
 		return SMART_TP_WC_REM_ACCESS;
 	/* the mapping of a sealed region is PROT_READ: a store would fault */
-	if (smart_unlikely(qp->r->read_only) && wr->opcode != SMART_TP_READ)
+	if (smart_unlikely(qp->r->read_only) && wr->opcode != SMART_TP_READ &&
+	    !SMART_M_SHM_RO_WRITES)
 		return SMART_TP_WC_REM_ACCESS;
 	/* inline bytes are the WQE's own (post refused longer ones) */
 	if (!shm_wr_inline(wr) &&
