@@ -190,6 +190,7 @@ struct smart_rpc_conn {
 	size_t bl_bytes;
 	struct rpc_waiter *waiters;
 	struct smart_rpc_req *reqs;	/* open requests of the peer */
+	uint32_t nreqs;		/* how many: at most rpc->req_quota */
 	struct smart_rpc_stats st;
 	char peer[64];
 	/* rendezvous (rndv.c) */
@@ -254,6 +255,11 @@ struct smart_rpc {
 	uint32_t call_gen;
 	struct smart_rpc_req *reqs;	/* RPC_REQS */
 	struct smart_rpc_req *free_reqs;
+	uint32_t req_quota;	/* open requests a connection may have:
+				 * max(window, RPC_REQS / max_conns), so
+				 * with max_conns x window <= RPC_REQS
+				 * (the defaults: 64 x 64) every one can
+				 * have its quota whatever the others do */
 	/* listener (peer.c) */
 	int lfd, pfd;		/* listening socket; TCP port holder */
 	char laddr[64];

@@ -511,6 +511,8 @@ static void req_unlink(struct smart_rpc_req *q)
 {
 	struct smart_rpc_conn *c = q->conn;
 
+	if (c)
+		c->nreqs--;
 	if (q->prev)
 		q->prev->next = q->next;
 	else if (c)
@@ -663,11 +665,15 @@ static void on_request(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 			reply_on(c, h->call, h->op, SMART_ENOENT, NULL, 0);
 			return;
 		}
-		q = rpc->free_reqs;
+		/* a peer past its quota is answered as when all are taken:
+		 * it cannot take the others' requests */
+		q = c->nreqs < rpc->req_quota || SMART_M_RPC_NO_REQ_QUOTA ?
+		    rpc->free_reqs : NULL;
 		if (!q) {
 			reply_on(c, h->call, h->op, SMART_EBUSY, NULL, 0);
 			return;
 		}
+		c->nreqs++;
 		rpc->free_reqs = q->next;
 		q->open = 1;
 		q->rpc = rpc;
@@ -1234,6 +1240,7 @@ static void conn_fail(struct smart_rpc_conn *c, int err, const char *why)
 	for (struct smart_rpc_req *q = c->reqs; q; q = q->next)
 		q->conn = NULL;	/* their replies get SMART_ECONN */
 	c->reqs = NULL;
+	c->nreqs = 0;
 	for (struct rpc_waiter *x = c->waiters; x; x = x->next)
 		wake(rpc, x->task);
 	conn_release(c);

@@ -246,6 +246,13 @@
 #define SMART_M_RPC_RNDV_READS_UNSERVED 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_NO_REQ_QUOTA	/* msg/rpc.c: a connection takes
+					 * open requests past its quota */
+#define SMART_M_RPC_NO_REQ_QUOTA 1
+#else
+#define SMART_M_RPC_NO_REQ_QUOTA 0
+#endif
+
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared
 					 * length believed */
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 1

@@ -19,6 +19,8 @@
  *    does not grow); one within its rndv_max is taken.
  *  - unserved: rendezvous messages for an op without a handler are
  *    answered without a READ.
+ *  - req_quota: a peer leaving requests open takes its connection's
+ *    quota of the endpoint's requests, no more.
  * The attackers are in-process (library internals, msg_int.h), so that
  * each step happens at a chosen point: no timing luck.
  */
@@ -43,6 +45,10 @@
 #define OP_ECHO 1
 #define OP_STATS 3	/* reply: the server's struct smart_rpc_stats */
 #define OP_NOBODY 77	/* no handler */
+#define OP_HOLD 4	/* left open until OP_RELEASE */
+#define OP_HELD 5	/* reply: u32, the requests held */
+#define OP_RELEASE 6	/* every held request answered */
+#define HOLD_CALLS 100	/* calls a peer leaves open at once */
 #define OP_EXIT 9
 #define BIG (4u << 20)
 #define ROUNDS 8
@@ -56,7 +62,8 @@ static char secret_path[64];
 static smart_ctx_t *ctx_new(void)
 {
 	return fixture_ctx((const char *[]){ "secret_file", secret_path,
-					     "buf_pool", "4M", NULL });
+					     "buf_pool", "4M",
+					     "max_tasks", "128", NULL });
 }
 
 static void h_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
@@ -73,6 +80,39 @@ static void h_stats(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	(void)n;
 	CHECK_OK(smart_rpc_stats(a, &st));
 	smart_rpc_reply(q, 0, &st, sizeof(st));
+}
+
+struct held {
+	smart_rpc_req_t *q[RPC_REQS];
+	uint32_t n;
+};
+
+static void h_hold(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	struct held *h = a;
+
+	(void)d;
+	(void)n;
+	CHECK_LT(h->n, RPC_REQS);
+	h->q[h->n++] = q;
+}
+
+static void h_held(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	(void)d;
+	(void)n;
+	smart_rpc_reply(q, 0, &((struct held *)a)->n, sizeof(uint32_t));
+}
+
+static void h_release(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	struct held *h = a;
+
+	(void)d;
+	(void)n;
+	while (h->n)
+		smart_rpc_reply(h->q[--h->n], 0, NULL, 0);
+	smart_rpc_reply(q, 0, NULL, 0);
 }
 
 static void h_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
@@ -99,6 +139,7 @@ static void child_server(char **args)
 	smart_rpc_t *rpc;
 	char addr[64];
 	int fd = atoi(args[1]), stop = 0;
+	struct held *held = calloc(1, sizeof(*held));
 
 	snprintf(secret_path, sizeof(secret_path), "%s", args[0]);
 	ctx = ctx_new();
@@ -108,6 +149,9 @@ static void child_server(char **args)
 	CHECK_OK(smart_rpc_register(rpc, OP_ECHO, h_echo, NULL));
 	CHECK_OK(smart_rpc_register(rpc, OP_EXIT, h_exit, &stop));
 	CHECK_OK(smart_rpc_register(rpc, OP_STATS, h_stats, rpc));
+	CHECK_OK(smart_rpc_register(rpc, OP_HOLD, h_hold, held));
+	CHECK_OK(smart_rpc_register(rpc, OP_HELD, h_held, held));
+	CHECK_OK(smart_rpc_register(rpc, OP_RELEASE, h_release, held));
 	CHECK_OK(smart_rpc_listen(rpc, "127.0.0.1:0"));
 	CHECK_OK(smart_rpc_listen_addr(rpc, addr, sizeof(addr)));
 	CHECK_EQ(write(fd, addr, strlen(addr) + 1), (ssize_t)strlen(addr) + 1);
@@ -117,6 +161,7 @@ static void child_server(char **args)
 	CHECK_OK(smart_rpc_destroy(rpc));
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(ctx));
+	free(held);
 }
 
 static pid_t server_start(char *addr)
@@ -568,6 +613,79 @@ static void test_unserved(void)
 	free(big);
 }
 
+/* ---- req_quota ----------------------------------------------------------- */
+
+struct hog {
+	smart_rpc_conn_t *k1, *k2;
+	uint32_t busy, ok, held, done;
+	int released;
+};
+
+static void hog_call(smart_worker_t *w, void *arg)
+{
+	struct hog *g = arg;
+	int rc = smart_rpc_call(g->k1, OP_HOLD, NULL, 0, NULL, 0, NULL);
+
+	(void)w;
+	g->busy += rc == SMART_EBUSY;
+	g->ok += rc == 0;
+	g->done++;
+}
+
+/* On the same endpoint's second connection: waits until every call of
+ * k1 is held or refused, then lets the server answer them. */
+static void hog_watch(smart_worker_t *w, void *arg)
+{
+	struct hog *g = arg;
+	int64_t until = smart__now_ms() + 10000;
+	uint32_t n = 0;
+
+	do {
+		smart_task_yield(w);
+		CHECK_OK(smart_rpc_call(g->k2, OP_HELD, NULL, 0, &g->held,
+					sizeof(g->held), &n));
+		CHECK_MSG(smart__now_ms() < until, "held %u, refused %u",
+			  g->held, g->busy);
+	} while (g->held + g->busy < HOLD_CALLS);
+	CHECK_OK(smart_rpc_call(g->k2, OP_RELEASE, NULL, 0, NULL, 0, NULL));
+	g->released = 1;
+}
+
+/* A peer that leaves HOLD_CALLS requests open on one connection: the
+ * server holds its quota (max(window 64, 4096 / 64 connections) = 64)
+ * and refuses the rest with SMART_EBUSY; its other connection is served
+ * meanwhile. */
+static void test_req_quota(void)
+{
+	struct hog g = { 0 };
+	struct client c;
+	char addr[64];
+	pid_t pid = server_start(addr);
+	int st;
+
+	client_open(&c, 0);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &g.k1));
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &g.k2));
+	for (int i = 0; i < HOLD_CALLS; i++)
+		CHECK_OK(smart_task_spawn(c.w, hog_call, &g));
+	CHECK_OK(smart_task_spawn(c.w, hog_watch, &g));
+	CHECK_OK(smart_worker_run(c.w));
+	printf("   %d requests left open on one connection: the server held "
+	       "%u, refused %u (SMART_EBUSY); its other connection served\n",
+	       HOLD_CALLS, g.held, g.busy);
+	CHECK_EQ(g.done, HOLD_CALLS);
+	CHECK(g.released);
+	CHECK_EQ(g.held, 64);
+	CHECK_EQ(g.busy, HOLD_CALLS - 64);	/* the path ran */
+	CHECK_EQ(g.ok, 64);
+	CHECK_OK(smart_rpc_call(g.k1, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server: %d", st);
+	smart_rpc_close(g.k1);
+	smart_rpc_close(g.k2);
+	client_close(&c);
+}
+
 static void write_secret(void)
 {
 	int fd;
@@ -595,6 +713,7 @@ int main(int argc, char **argv)
 		{ "read_only", test_read_only },
 		{ "oversized", test_oversized },
 		{ "unserved", test_unserved },
+		{ "req_quota", test_req_quota },
 		{ NULL, NULL } });
 	unlink(secret_path);
 	return rc;
