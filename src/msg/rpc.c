@@ -256,7 +256,8 @@ static void backlog_add(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 	}
 	o->next = NULL;
 	o->h = *h;
-	memcpy(o->data, data, h->len);
+	if (h->len)	/* a reply without data has none (NULL) */
+		memcpy(o->data, data, h->len);
 	if (c->bl_tail)
 		c->bl_tail->next = o;
 	else
