@@ -154,7 +154,10 @@ void smart_rpc_close(smart_rpc_conn_t *c);
  * protocol), SMART_EINVAL for a len longer than either side takes (its
  * rndv_max, or its eager_max if it has no rendezvous) or a call from
  * inside a handler (spawn a task to make nested calls), SMART_EBUSY when
- * the staging region stayed full for timeout_ms.  From a task it yields;
+ * the staging region stayed full for timeout_ms, or when the peer has no
+ * request free for it (4096 per endpoint, and per connection at most
+ * max(its window, 4096 / its max_conns) left open by its handlers at
+ * once).  From a task it yields;
  * from the main context it polls.
  */
 int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,

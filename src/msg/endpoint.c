@@ -118,6 +118,8 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->ka_cycles = smart__rpc_cycles(rpc, rpc->cfg.keepalive_ms * 1e6);
 	rpc->slow_cycles = smart__rpc_cycles(rpc, rpc->cfg.slow_poll_us * 1e3);
 	rpc->busy_cycles = smart__rpc_cycles(rpc, rpc->cfg.busy_us * 1e3);
+	rpc->req_quota = RPC_REQS / rpc->cfg.max_conns > rpc->cfg.window ?
+			 RPC_REQS / rpc->cfg.max_conns : rpc->cfg.window;
 	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));
 	rpc->conns = calloc(rpc->cfg.max_conns, sizeof(*rpc->conns));
 	rpc->gens = calloc(rpc->cfg.max_conns, sizeof(*rpc->gens));

@@ -56,7 +56,8 @@
 #define RPC_FRAG	(64u << 10)	/* rendezvous READ fragment and the
 					 * page of the rendezvous regions */
 #define RPC_RD_MAX	8	/* READ fragments in flight per connection */
-#define RPC_STAGES	1024	/* rendezvous messages staged per endpoint */
+#define RPC_CONN_STAGES	256	/* rendezvous messages staged per
+					 * connection at once (a quota) */
 #define RPC_TICK_NS	1000000	/* handshakes and timeouts: every 1 ms */
 #define RPC_TRACES	256	/* trace records kept per endpoint */
 #define RPC_CLOSE_WAIT_MS 100	/* a CLOSE's completion, at most */
@@ -87,7 +88,8 @@ struct rpc_pages {
 	uint32_t free;		/* pages not used */
 };
 
-/* A message staged for a peer to READ (sender side), until its DONE. */
+/* A message staged for a peer to READ (sender side), until its DONE;
+ * in its connection's table (rid: gen << 16 | slot). */
 struct rpc_stage {
 	struct smart_rpc_conn *conn;	/* NULL: free */
 	uint32_t page, npages;
@@ -188,9 +190,13 @@ struct smart_rpc_conn {
 	size_t bl_bytes;
 	struct rpc_waiter *waiters;
 	struct smart_rpc_req *reqs;	/* open requests of the peer */
+	uint32_t nreqs;		/* how many: at most rpc->req_quota */
 	struct smart_rpc_stats st;
 	char peer[64];
 	/* rendezvous (rndv.c) */
+	struct rpc_pages stage_pg;	/* our staging for this peer only */
+	struct rpc_stage *stages;	/* RPC_CONN_STAGES records */
+	uint16_t stage_gen;
 	struct smart_tp_remote *remote;	/* the peer's staging region */
 	uint32_t peer_rndv;	/* its length, the longest message it takes;
 				 * 0: the peer has no rendezvous */
@@ -249,6 +255,11 @@ struct smart_rpc {
 	uint32_t call_gen;
 	struct smart_rpc_req *reqs;	/* RPC_REQS */
 	struct smart_rpc_req *free_reqs;
+	uint32_t req_quota;	/* open requests a connection may have:
+				 * max(window, RPC_REQS / max_conns), so
+				 * with max_conns x window <= RPC_REQS
+				 * (the defaults: 64 x 64) every one can
+				 * have its quota whatever the others do */
 	/* listener (peer.c) */
 	int lfd, pfd;		/* listening socket; TCP port holder */
 	char laddr[64];
@@ -263,12 +274,9 @@ struct smart_rpc {
 	uint64_t last_poll, slow_cycles;	/* TSC */
 	struct smart_rpc_trace traces[RPC_TRACES];	/* a ring */
 	uint32_t ntraces;
-	/* rendezvous (rndv.c): staging exposed to peers, landing private */
-	struct rpc_pages stage_pg, land_pg;
-	struct rpc_stage *stages;	/* RPC_STAGES */
-	uint16_t stage_gen;
-	uint8_t rblob[SMART_PROTO_BLOB_MAX];	/* the staging region's */
-	size_t rblob_len;
+	/* rendezvous (rndv.c): landing private, staging per connection */
+	struct rpc_pages land_pg;
+	struct smart_tp_mr *stage_spare;	/* RPC_RNDV_STAGE_REUSED only */
 	int land_waiters;	/* connections in RPC_RIN_WAIT_MEM */
 	/* control socket for smart-stat (stat.c) */
 	int sfd;
@@ -331,9 +339,12 @@ void smart__rpc_held_drain(struct smart_rpc_conn *c);
 /* rndv.c: rendezvous messages (docs/rpc.md) */
 int smart__rndv_open(struct smart_rpc *rpc);
 void smart__rndv_close(struct smart_rpc *rpc);
+int smart__rndv_conn_open(struct smart_rpc_conn *c);
+int smart__rndv_blob(struct smart_rpc_conn *c, void *blob, size_t *len);
+int smart__rndv_fd(const struct smart_rpc_conn *c);
 int smart__rndv_stage(struct smart_rpc_conn *c, const void *data,
 		      uint32_t len, struct smart_msg_rndv *d);
-void smart__rndv_unstage(struct smart_rpc *rpc, uint32_t rid);
+void smart__rndv_unstage(struct smart_rpc_conn *c, uint32_t rid);
 int smart__rndv_connect(struct smart_rpc_conn *c,
 			const struct smart_proto_peer *peer, int fd);
 void smart__rndv_start(struct smart_rpc_conn *c, const struct smart_msg *m);

@@ -226,18 +226,19 @@ static int hello_ok(struct smart_rpc *rpc, struct rpc_pend *p,
 }
 
 /* Our side of a connection, as a PEER frame tells it: window, message
- * sizes, the QP's blob and the staging region's. */
+ * sizes, the QP's blob and the blob of this connection's staging region. */
 static int peer_fill(struct smart_rpc_conn *c, struct smart_proto_peer *m)
 {
 	struct smart_rpc *rpc = c->rpc;
+	int rc;
 
 	m->window = c->window;
 	m->max_msg = c->msg_len;
 	m->rndv_max = rpc->cfg.rndv_max;
-	m->rblob_len = rpc->rblob_len;
-	memcpy(m->rblob, rpc->rblob, rpc->rblob_len);
+	m->rblob_len = sizeof(m->rblob);
 	m->blob_len = sizeof(m->blob);
-	return smart__rpc_conn_blob(c, m->blob, &m->blob_len);
+	rc = smart__rndv_blob(c, m->rblob, &m->rblob_len);
+	return rc ? rc : smart__rpc_conn_blob(c, m->blob, &m->blob_len);
 }
 
 /* A PEER frame goes with the descriptors a peer on shm needs: the

@@ -6,21 +6,34 @@
  * landing region, checks the CRC, delivers it and answers DONE, which
  * gives the staging pages back.
  *
- * Each endpoint has two regions of cfg.rndv_max bytes cut into RPC_FRAG
- * pages: staging, registered for remote access and described to every
- * peer in the handshake (on shm with its memfd), and landing, local only
- * (a peer can never write where we check and deliver).
+ * Staging is per connection: each connection has a region of cfg.rndv_max
+ * bytes cut into RPC_FRAG pages, made with the connection and freed with
+ * it, described to that peer only (on shm with its memfd) and open to it
+ * for READ only (SMART_TP_MR_PEER_READ: verbs, remote read access alone;
+ * shm, a memfd sealed against writes, which the peer can map PROT_READ
+ * only).  A peer therefore never sees what we stage for another peer, and
+ * cannot change what it READs: what it gets is what we wrote, the CRC
+ * checking only the transfer.  A region is never passed to another
+ * connection, so a peer's mapping that outlives its connection (shm: it
+ * keeps its mapping) shows what was staged for that peer and nothing
+ * after.  Landing is one region per endpoint, local only (a peer can
+ * never write where we check and deliver).
  *
  * Invariants:
+ *  - a peer's staging region is mapped only when its span (transport's
+ *    remote_span) is within its rndv_max rounded up to RPC_FRAG (the
+ *    protocol's page); a larger one cuts the handshake, nothing mapped;
  *  - a descriptor is checked against the peer's staging length (told in
  *    the handshake) and our landing length before any READ: a peer
  *    pointing outside its buffer is cut off, never READ for;
  *  - one inbound rendezvous per connection at a time; the data messages
  *    that arrive behind it are held (their receives not given back, so
  *    the window bounds them) and handled in order after it;
- *  - a staging record lives until the peer's DONE or its connection's
- *    end; a landing until its message was delivered or its connection
- *    ended.
+ *  - at most RPC_CONN_STAGES messages staged per connection (a quota: a
+ *    peer that never answers DONE holds its own connection's records and
+ *    pages, no one else's); a record lives until the peer's DONE or its
+ *    connection's end; a landing until its message was delivered or its
+ *    connection ended.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +41,15 @@
 
 #include "msg/msg_int.h"
 #include "smart/util.h"
+#include "util/log.h"
 #include "util/mutant.h"
 
 /* ---- regions ----------------------------------------------------------- */
 
-static int pages_open(struct smart_rpc *rpc, int shared,
+/* shareable: mr_alloc's (SMART_TP_MR_PEER_READ for staging: no huge
+ * pages, a hugetlb mapping would reserve them all at once).  An MR
+ * already there (RPC_RNDV_STAGE_REUSED) is kept. */
+static int pages_open(struct smart_rpc *rpc, int shareable,
 		      struct rpc_pages *pg)
 {
 	pg->n = rpc->cfg.rndv_max / RPC_FRAG;
@@ -40,8 +57,11 @@ static int pages_open(struct smart_rpc *rpc, int shared,
 	pg->used = calloc(pg->n, 1);
 	if (!pg->used)
 		return SMART_ENOMEM;
-	return rpc->tp->mr_alloc(rpc->ctx->dom, (size_t)pg->n * RPC_FRAG, -1,
-				 shared, &pg->mr);
+	if (pg->mr)
+		return 0;
+	return rpc->tp->mr_alloc(rpc->ctx->dom, (size_t)pg->n * RPC_FRAG,
+				 shareable == SMART_TP_MR_PEER_READ ? 0 : -1,
+				 shareable, &pg->mr);
 }
 
 static void pages_close(struct smart_rpc *rpc, struct rpc_pages *pg)
@@ -88,59 +108,91 @@ static uint32_t npages_of(uint32_t len)
 	return (uint32_t)(((uint64_t)len + RPC_FRAG - 1) / RPC_FRAG);
 }
 
+/* The endpoint's landing region. */
 int smart__rndv_open(struct smart_rpc *rpc)
 {
-	int rc;
-
-	rpc->stages = calloc(RPC_STAGES, sizeof(*rpc->stages));
-	if (!rpc->stages)
-		return SMART_ENOMEM;
 	/* landing "shareable" on shm only: there that makes it a memfd
 	 * whose pages come as they are touched, where a private MR is
 	 * populated at once (an endpoint would cost rndv_max of memory
 	 * before any message) and its blob is never given to anyone; on
 	 * verbs it would open the region to remote access for nothing */
-	rc = pages_open(rpc, 1, &rpc->stage_pg);
-	if (!rc)
-		rc = pages_open(rpc, rpc->passes_fds, &rpc->land_pg);
-	rpc->rblob_len = sizeof(rpc->rblob);
-	if (!rc)
-		rc = rpc->tp->region_blob(rpc->ctx->dom, rpc->stage_pg.mr,
-					  rpc->rblob, &rpc->rblob_len);
-	return rc;
+	return pages_open(rpc, rpc->passes_fds, &rpc->land_pg);
 }
 
 void smart__rndv_close(struct smart_rpc *rpc)
 {
-	pages_close(rpc, &rpc->stage_pg);
 	pages_close(rpc, &rpc->land_pg);
-	free(rpc->stages);
-	rpc->stages = NULL;
+	if (rpc->stage_spare)
+		rpc->tp->mr_free(rpc->ctx->dom, rpc->stage_spare);
+	rpc->stage_spare = NULL;
+}
+
+/* c's staging region, a fresh one (RPC_RNDV_STAGE_REUSED: the last
+ * connection's, which its peer may still have mapped).  Made with the
+ * connection where a transport passes descriptors (shm: a memfd's pages
+ * come as they are touched, so a QP-cache spare costs a descriptor),
+ * at its handshake elsewhere (verbs: registration pins rndv_max bytes,
+ * which a spare must not).  Idempotent; on error nothing is kept but
+ * what smart__rndv_conn_drop frees. */
+int smart__rndv_conn_open(struct smart_rpc_conn *c)
+{
+	struct smart_rpc *rpc = c->rpc;
+	struct rpc_pages *pg = &c->stage_pg;
+	int rc;
+
+	if (pg->mr)
+		return 0;
+	if (!c->stages)
+		c->stages = calloc(RPC_CONN_STAGES, sizeof(*c->stages));
+	if (!c->stages)
+		return SMART_ENOMEM;
+	if (SMART_M_RPC_RNDV_STAGE_REUSED && rpc->stage_spare) {
+		pg->mr = rpc->stage_spare;
+		rpc->stage_spare = NULL;
+	}
+	rc = pages_open(rpc, SMART_TP_MR_PEER_READ, pg);
+	if (rc)
+		pages_close(rpc, pg);
+	return rc;
+}
+
+/* The blob of c's staging region, for its peer's PEER frame. */
+int smart__rndv_blob(struct smart_rpc_conn *c, void *blob, size_t *len)
+{
+	int rc = smart__rndv_conn_open(c);
+
+	return rc ? rc : c->rpc->tp->region_blob(c->rpc->ctx->dom,
+						 c->stage_pg.mr, blob, len);
+}
+
+/* c's staging descriptor for its peer (shm), or -1. */
+int smart__rndv_fd(const struct smart_rpc_conn *c)
+{
+	return c->stage_pg.mr ? c->stage_pg.mr->fd : -1;
 }
 
 /* ---- sender ------------------------------------------------------------ */
 
 /* Stage len bytes for c's peer: *d describes them.  SMART_EAGAIN while
- * the staging region (or its table) has no room. */
+ * c's staging region (or its records) has no room. */
 int smart__rndv_stage(struct smart_rpc_conn *c, const void *data,
 		      uint32_t len, struct smart_msg_rndv *d)
 {
-	struct smart_rpc *rpc = c->rpc;
 	uint32_t n = npages_of(len), slot, first;
 	struct rpc_stage *s = NULL;
 
-	for (slot = 0; slot < RPC_STAGES; slot++)
-		if (!rpc->stages[slot].conn) {
-			s = &rpc->stages[slot];
+	for (slot = 0; c->stages && slot < RPC_CONN_STAGES; slot++)
+		if (!c->stages[slot].conn) {
+			s = &c->stages[slot];
 			break;
 		}
-	if (!s || pages_get(&rpc->stage_pg, n, &first))
+	if (!s || pages_get(&c->stage_pg, n, &first))
 		return SMART_EAGAIN;
-	memcpy(page_addr(&rpc->stage_pg, first), data, len);
+	memcpy(page_addr(&c->stage_pg, first), data, len);
 	s->conn = c;
 	s->page = first;
 	s->npages = n;
-	s->gen = ++rpc->stage_gen;
+	s->gen = ++c->stage_gen;
 	d->off = (uint64_t)first * RPC_FRAG;
 	d->len = len;
 	d->crc = smart_crc32c(0, data, len);
@@ -149,38 +201,70 @@ int smart__rndv_stage(struct smart_rpc_conn *c, const void *data,
 	return 0;
 }
 
-static void stage_free(struct smart_rpc *rpc, struct rpc_stage *s)
+static void stage_free(struct smart_rpc_conn *c, struct rpc_stage *s)
 {
-	pages_put(&rpc->stage_pg, s->page, s->npages);
+	pages_put(&c->stage_pg, s->page, s->npages);
 	s->conn = NULL;
 }
 
-/* A staged message that never went (its send failed): given back. */
-void smart__rndv_unstage(struct smart_rpc *rpc, uint32_t rid)
+/* The record of rid on c, or NULL: none staged under that name. */
+static struct rpc_stage *stage_of(struct smart_rpc_conn *c, uint32_t rid)
 {
-	struct rpc_stage *s = &rpc->stages[(rid & 0xffff) % RPC_STAGES];
+	uint32_t slot = rid & 0xffff;
+	struct rpc_stage *s;
 
-	if (s->conn && s->gen == (uint16_t)(rid >> 16))
-		stage_free(rpc, s);
+	if (!c->stages || slot >= RPC_CONN_STAGES)
+		return NULL;
+	s = &c->stages[slot];
+	return s->conn == c && s->gen == (uint16_t)(rid >> 16) ? s : NULL;
+}
+
+/* A staged message that never went (its send failed): given back. */
+void smart__rndv_unstage(struct smart_rpc_conn *c, uint32_t rid)
+{
+	struct rpc_stage *s = stage_of(c, rid);
+
+	if (s)
+		stage_free(c, s);
 }
 
 /* The peer READ what rid staged: its pages come back.  A DONE for
- * anything else of this connection's is a protocol error. */
+ * anything else is a protocol error. */
 void smart__rndv_done(struct smart_rpc_conn *c, uint32_t rid)
 {
-	struct smart_rpc *rpc = c->rpc;
-	uint32_t slot = rid & 0xffff;
-	struct rpc_stage *s = slot < RPC_STAGES ? &rpc->stages[slot] : NULL;
+	struct rpc_stage *s = stage_of(c, rid);
 
-	if (!s || s->conn != c || s->gen != (uint16_t)(rid >> 16)) {
+	if (!s) {
 		c->st.proto_errors++;
 		smart__rpc_fail(c, SMART_EPROTO, "DONE for nothing staged");
 		return;
 	}
-	stage_free(rpc, s);
+	stage_free(c, s);
 }
 
 /* ---- receiver ---------------------------------------------------------- */
+
+/* The peer's staging region may span its rndv_max rounded up to our
+ * page, no more: it is told the peer's longest message, and a region
+ * larger than that would only take our address space (shm maps it). */
+static int rndv_span_ok(struct smart_rpc_conn *c,
+			const struct smart_proto_peer *peer)
+{
+	uint64_t span, allow = ((uint64_t)peer->rndv_max + RPC_FRAG - 1) /
+			       RPC_FRAG * RPC_FRAG;
+
+	if (c->rpc->tp->remote_span(peer->rblob, peer->rblob_len, &span))
+		return 0;
+	if (span > allow && !SMART_M_RPC_RNDV_NO_SIZE_CHECK) {
+		c->st.proto_errors++;
+		smart__warn(&c->rpc->ctx->log, "rpc: a peer's staging region "
+			    "of %llu bytes refused: its rndv_max allows %llu",
+			    (unsigned long long)span,
+			    (unsigned long long)allow);
+		return 0;
+	}
+	return 1;
+}
 
 /* Take the peer's staging region (its blob; on shm its descriptor). */
 int smart__rndv_connect(struct smart_rpc_conn *c,
@@ -193,6 +277,11 @@ int smart__rndv_connect(struct smart_rpc_conn *c,
 		if (fd >= 0)
 			close(fd);
 		return 0;	/* the peer takes eager messages only */
+	}
+	if (!rndv_span_ok(c, peer)) {
+		if (fd >= 0)
+			close(fd);
+		return SMART_EPROTO;
 	}
 	rc = rpc->tp->remote_attach(rpc->ctx->dom, peer->rblob,
 				    peer->rblob_len, fd, &c->remote);
@@ -347,14 +436,20 @@ void smart__rndv_retry(struct smart_rpc *rpc)
 	}
 }
 
-/* c ends: its staged messages, its landing and the peer's region go. */
+/* c ends: its staging region (a fresh one per connection: the peer may
+ * keep its mapping; RPC_RNDV_STAGE_REUSED hands it on), its landing and
+ * the peer's region go.  Idempotent. */
 void smart__rndv_conn_drop(struct smart_rpc_conn *c)
 {
 	struct smart_rpc *rpc = c->rpc;
 
-	for (uint32_t i = 0; rpc->stages && i < RPC_STAGES; i++)
-		if (rpc->stages[i].conn == c)
-			stage_free(rpc, &rpc->stages[i]);
+	if (SMART_M_RPC_RNDV_STAGE_REUSED && !rpc->stage_spare) {
+		rpc->stage_spare = c->stage_pg.mr;
+		c->stage_pg.mr = NULL;
+	}
+	pages_close(rpc, &c->stage_pg);
+	free(c->stages);
+	c->stages = NULL;
 	rin_end(c);
 	if (c->remote) {
 		rpc->tp->remote_detach(c->remote);

@@ -256,7 +256,8 @@ static void backlog_add(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 	}
 	o->next = NULL;
 	o->h = *h;
-	memcpy(o->data, data, h->len);
+	if (h->len)	/* a reply without data has none (NULL) */
+		memcpy(o->data, data, h->len);
 	if (c->bl_tail)
 		c->bl_tail->next = o;
 	else
@@ -402,7 +403,7 @@ static int send_prepare(struct smart_rpc_conn *c, int mode, const void *data,
 		return rc ? rc : wait_room(c);	/* nothing staged on error */
 	rc = wait_room(c);
 	if (rc || c->state != RPC_C_LIVE) {
-		smart__rndv_unstage(c->rpc, d.rid);
+		smart__rndv_unstage(c, d.rid);
 		return rc ? rc : SMART_ECONN;
 	}
 	*rid = d.rid;
@@ -452,7 +453,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	k = rc ? NULL : call_get(rpc);
 	if (!k) {
 		if (!rc && mode)
-			smart__rndv_unstage(rpc, rid);
+			smart__rndv_unstage(c, rid);
 		conn_leave(c);
 		return rc ? rc : SMART_EBUSY;
 	}
@@ -511,6 +512,8 @@ static void req_unlink(struct smart_rpc_req *q)
 {
 	struct smart_rpc_conn *c = q->conn;
 
+	if (c)
+		c->nreqs--;
 	if (q->prev)
 		q->prev->next = q->next;
 	else if (c)
@@ -663,11 +666,15 @@ static void on_request(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 			reply_on(c, h->call, h->op, SMART_ENOENT, NULL, 0);
 			return;
 		}
-		q = rpc->free_reqs;
+		/* a peer past its quota is answered as when all are taken:
+		 * it cannot take the others' requests */
+		q = c->nreqs < rpc->req_quota || SMART_M_RPC_NO_REQ_QUOTA ?
+		    rpc->free_reqs : NULL;
 		if (!q) {
 			reply_on(c, h->call, h->op, SMART_EBUSY, NULL, 0);
 			return;
 		}
+		c->nreqs++;
 		rpc->free_reqs = q->next;
 		q->open = 1;
 		q->rpc = rpc;
@@ -722,11 +729,21 @@ void smart__rpc_deliver(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 
 /* A descriptor: READ for it, unless its response has no call waiting for
  * it any more or is longer than the call takes (DONE at once: nothing is
- * READ, and the call gets SMART_ERANGE with the length). */
+ * READ, and the call gets SMART_ERANGE with the length), or its request
+ * or one-way message has no handler (DONE at once, a call answered
+ * SMART_ENOENT as an eager one is: a peer cannot make us READ for an op
+ * nobody serves). */
 static void rndv_begin(struct smart_rpc_conn *c, const struct smart_msg *m)
 {
 	struct rpc_call *k;
 
+	if (m->h.type != SMART_MSG_RESP &&
+	    !c->rpc->handlers[m->h.op].fn && !SMART_M_RPC_RNDV_READS_UNSERVED) {
+		smart__rndv_send_done(c, m->rndv.rid);
+		if (m->h.type == SMART_MSG_REQ)
+			reply_on(c, m->h.call, m->h.op, SMART_ENOENT, NULL, 0);
+		return;
+	}
 	if (m->h.type == SMART_MSG_RESP) {
 		k = call_find(c->rpc, m->h.call);
 		if (k && k->conn != c)
@@ -1044,7 +1061,7 @@ void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
 			 int fds[SMART_SOCK_FDS])
 {
 	smart__rpc_fds_none(fds);
-	fds[0] = c->rpc->stage_pg.mr->fd;
+	fds[0] = smart__rndv_fd(c);
 	c->rpc->tp->qp_fds(c->qp, fds + 1);
 }
 
@@ -1077,6 +1094,8 @@ static int conn_make(struct smart_rpc *rpc, int accepted,
 	c->held = calloc(c->nrecv, sizeof(*c->held));
 	rc = c->repost && c->held ? smart__rpc_slab_get(rpc, &c->slab)
 				  : SMART_ENOMEM;
+	if (!rc && rpc->passes_fds)
+		rc = smart__rndv_conn_open(c);	/* else at its handshake */
 	if (rc)
 		goto fail;
 	c->rbuf = c->slab->base;
@@ -1103,6 +1122,7 @@ fail:
 		rpc->tp->qp_destroy(c->qp);
 	if (c->slab)
 		smart__rpc_slab_put(rpc, c->slab);
+	smart__rndv_conn_drop(c);
 	free(c->repost);
 	free(c->held);
 	free(c);
@@ -1221,6 +1241,7 @@ static void conn_fail(struct smart_rpc_conn *c, int err, const char *why)
 	for (struct smart_rpc_req *q = c->reqs; q; q = q->next)
 		q->conn = NULL;	/* their replies get SMART_ECONN */
 	c->reqs = NULL;
+	c->nreqs = 0;
 	for (struct rpc_waiter *x = c->waiters; x; x = x->next)
 		wake(rpc, x->task);
 	conn_release(c);

@@ -200,6 +200,9 @@ enum {
 					 * (rule 9) */
 };
 
+/* mr_alloc's shareable: a region one peer may READ and nothing more. */
+#define SMART_TP_MR_PEER_READ 2
+
 /* Descriptors a two-sided QP's peer may need (qp_fds). */
 #define SMART_TP_PEER_FDS 2
 
@@ -286,8 +289,13 @@ struct smart_tp_ops {
 			     struct smart_tp_stats *out);
 
 	/* Allocate and register len bytes, zeroed.  hugepages: -1 try, 0 no,
-	 * 1 required (SMART_ENOMEM without them).  shareable: the region will
-	 * be served to other processes (shm backs it with a memfd). */
+	 * 1 required (SMART_ENOMEM without them).  shareable: 1, the region
+	 * will be served to other processes, open to remote READ, WRITE and
+	 * atomics (shm backs it with a memfd); SMART_TP_MR_PEER_READ, it
+	 * will be served to one peer that may only READ it (verbs: remote
+	 * read access only; shm: a memfd of its own, sealed so that no
+	 * process can map it writable or write it any more, the mapping
+	 * returned excepted; no huge pages, no device memory). */
 	int (*mr_alloc)(struct smart_tp_domain *d, size_t len, int hugepages,
 			int shareable, struct smart_tp_mr **out);
 	void (*mr_free)(struct smart_tp_domain *d, struct smart_tp_mr *mr);
@@ -342,6 +350,12 @@ struct smart_tp_ops {
 	int (*remote_attach)(struct smart_tp_domain *d, const void *blob,
 			     size_t len, int fd, struct smart_tp_remote **out);
 	void (*remote_detach)(struct smart_tp_remote *r);
+	/* The bytes remote_attach would expose of the region blob describes
+	 * (its region and device memory, each rounded up to the region's
+	 * pages: what shm maps), without attaching anything: 0, or
+	 * SMART_EPROTO when the blob is malformed.  A user that bounds what
+	 * a peer may make it map asks this first. */
+	int (*remote_span)(const void *blob, size_t len, uint64_t *span);
 	/* The peer behind r is known to be gone (its control session
 	 * closed) or this side must stop using it (fenced): WRs to it that
 	 * have not executed yet complete with an error and their QPs enter

@@ -227,6 +227,53 @@
 #define SMART_M_RPC_NO_RNDV_CRC 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_STAGE_WRITABLE	/* shm_mem.c, verbs_dev.c: a
+					 * staging region is not sealed
+					 * against writes (shm) or is open
+					 * to remote WRITE (verbs) */
+#define SMART_M_SHM_STAGE_WRITABLE 1
+#else
+#define SMART_M_SHM_STAGE_WRITABLE 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_RO_WRITES	/* shm.h: a WRITE or atomic to a
+					 * read-only remote is executed (and
+					 * faults: the mapping is PROT_READ) */
+#define SMART_M_SHM_RO_WRITES 1
+#else
+#define SMART_M_SHM_RO_WRITES 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_RNDV_NO_SIZE_CHECK	/* msg/rndv.c: a peer's staging
+					 * region mapped whatever its size */
+#define SMART_M_RPC_RNDV_NO_SIZE_CHECK 1
+#else
+#define SMART_M_RPC_RNDV_NO_SIZE_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_RNDV_STAGE_REUSED	/* msg/rndv.c: a connection's
+					 * staging region passes to the next
+					 * connection instead of a fresh one */
+#define SMART_M_RPC_RNDV_STAGE_REUSED 1
+#else
+#define SMART_M_RPC_RNDV_STAGE_REUSED 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_RNDV_READS_UNSERVED	/* msg/rpc.c: a rendezvous
+						 * request READ before its
+						 * handler is looked up */
+#define SMART_M_RPC_RNDV_READS_UNSERVED 1
+#else
+#define SMART_M_RPC_RNDV_READS_UNSERVED 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_REQ_QUOTA	/* msg/rpc.c: a connection takes
+					 * open requests past its quota */
+#define SMART_M_RPC_NO_REQ_QUOTA 1
+#else
+#define SMART_M_RPC_NO_REQ_QUOTA 0
+#endif
+
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared
 					 * length believed */
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 1

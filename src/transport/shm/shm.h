@@ -49,9 +49,12 @@
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/compiler.h"
+#include "util/mutant.h"
 #include "util/spinlock.h"
 
-#define SHM_MAX_MR	 256
+/* MRs per domain: messaging's slabs and landing, and a staging region
+ * per connection (up to 4096 of them, rpc.h), beside a blade's few */
+#define SHM_MAX_MR	 8192
 #define SHM_MAX_INLINE	 64
 #define SHM_MAX_SEND_WR	 65536
 #define SHM_MAX_CQE	 (1u << 20)
@@ -111,6 +114,9 @@ struct smart_tp_remote {
 	uint64_t base;		/* the blade's address of byte 0 */
 	uint32_t rkey;
 	int hugepages;
+	int read_only;		/* its owner sealed it against writes (a
+				 * peer's rendezvous staging): mapped
+				 * PROT_READ, only READs go */
 	uint8_t *dm;		/* device memory: mapped after the region
 				 * (map_len counts both); dm_len 0 when the
 				 * region has none */
@@ -347,6 +353,10 @@ static inline int shm_wr_check(struct smart_tp_qp *qp,
 						   wr->remote, wr->len) : NULL;
 	if (smart_unlikely(!*rp))
 		return SMART_TP_WC_REM_ACCESS;
+	/* the mapping of a sealed region is PROT_READ: a store would fault */
+	if (smart_unlikely(qp->r->read_only) && wr->opcode != SMART_TP_READ &&
+	    !SMART_M_SHM_RO_WRITES)
+		return SMART_TP_WC_REM_ACCESS;
 	/* inline bytes are the WQE's own (post refused longer ones) */
 	if (!shm_wr_inline(wr) &&
 	    smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local,
@@ -430,6 +440,7 @@ int smart__shm_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 		      void *blob_out, size_t *blob_len,
 		      struct smart_tp_responder **out);
 void smart__shm_responder_destroy(struct smart_tp_responder *r);
+int smart__shm_remote_span(const void *blob, size_t len, uint64_t *span);
 int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 			     size_t len, int fd, struct smart_tp_remote **out);
 void smart__shm_remote_detach(struct smart_tp_remote *r);

@@ -117,21 +117,46 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
  * is emulated as more of the same memfd (dm_attach). */
 #define SHM_REGION_SEALS F_SEAL_SHRINK
 
+/* A region served to one peer that may only READ it (a rendezvous
+ * staging region, SMART_TP_MR_PEER_READ) is sealed, after our own
+ * writable mapping was made, with F_SEAL_FUTURE_WRITE (Linux 5.1): the
+ * seal belongs to the file, not to a descriptor, so whatever the peer
+ * does with the descriptor we pass (an O_RDWR one: write(2), a shared
+ * writable mmap, mprotect of a read-only one to PROT_WRITE, a reopen of
+ * /proc/self/fd/N, fallocate's hole punching) fails; only mappings made
+ * before the seal, ours, can write.  An O_RDONLY descriptor alone would
+ * not do: its receiver reopens /proc/self/fd/N O_RDWR.  F_SEAL_GROW as
+ * well (nothing may change its size) and F_SEAL_SEAL. */
+#define SHM_RO_SEALS (SHM_REGION_SEALS | F_SEAL_GROW | F_SEAL_FUTURE_WRITE)
+
+/* The seals of a fresh memfd of len bytes, added before its mapping
+ * (shareable 1) or after (SMART_TP_MR_PEER_READ).  SHM_STAGE_WRITABLE
+ * drops the write seal (a peer could write our staging again). */
+static int shm_seal(int fd, int shareable)
+{
+	int seals = SHM_REGION_SEALS;
+
+	if (shareable == SMART_TP_MR_PEER_READ)
+		seals = SMART_M_SHM_STAGE_WRITABLE ? SHM_REGION_SEALS
+						    : SHM_RO_SEALS;
+	return fcntl(fd, F_ADD_SEALS, seals | F_SEAL_SEAL);
+}
+
 /* Map len bytes: a sealed memfd when shareable, anonymous otherwise; huge
  * pages first when hugepages != 0.  Returns the mapping or MAP_FAILED. */
 static void *shm_map(size_t len, int huge, int shareable, int *fd_out)
 {
-	int fd = -1, mflags = MAP_SHARED;
+	int fd = -1, mflags = MAP_SHARED, ro = shareable == SMART_TP_MR_PEER_READ;
 	void *p;
 
 	if (shareable) {
-		fd = memfd_create("smart-region", MFD_CLOEXEC |
-				  MFD_ALLOW_SEALING |
+		fd = memfd_create(ro ? "smart-stage" : "smart-region",
+				  MFD_CLOEXEC | MFD_ALLOW_SEALING |
 				  (huge ? MFD_HUGETLB : 0));
 		if (fd < 0)
 			return MAP_FAILED;
 		if (ftruncate(fd, (off_t)len) < 0 ||
-		    fcntl(fd, F_ADD_SEALS, SHM_REGION_SEALS | F_SEAL_SEAL)) {
+		    (!ro && shm_seal(fd, shareable))) {
 			close(fd);
 			return MAP_FAILED;
 		}
@@ -140,6 +165,10 @@ static void *shm_map(size_t len, int huge, int shareable, int *fd_out)
 			 (huge ? MAP_HUGETLB : 0);
 	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, mflags, fd, 0);
+	if (p != MAP_FAILED && ro && shm_seal(fd, shareable)) {
+		munmap(p, len);
+		p = MAP_FAILED;
+	}
 	if (p == MAP_FAILED) {
 		if (fd >= 0)
 			close(fd);
@@ -180,8 +209,11 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 	void *p = MAP_FAILED;
 	int fd = -1, huge = 0;
 
-	if (!len || len > (UINT64_C(1) << 47))
+	if (!len || len > (UINT64_C(1) << 47) ||
+	    (shareable == SMART_TP_MR_PEER_READ && hugepages > 0))
 		return SMART_EINVAL;
+	if (shareable == SMART_TP_MR_PEER_READ)
+		hugepages = 0;	/* a hugetlb mapping reserves it all */
 	if (len > smart__mem_available()) {
 		smart__err(d->log, "%zu bytes requested, only %llu available: "
 			   "not allocating (touching them all would invoke the "
@@ -250,7 +282,8 @@ int smart__shm_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *pub,
 	size_t dm_map;
 
 	(void)d;
-	if (!pub || pub->fd < 0 || pub->dm_len || !len)
+	if (!pub || pub->fd < 0 || pub->dm_len || !len ||
+	    shm_sealed(pub->fd, F_SEAL_GROW))
 		return SMART_EINVAL;
 	if (len > SHM_DM_MAX)
 		return SMART_ENOMEM;
@@ -328,10 +361,10 @@ static void shm_remote_lens(const uint8_t *b, uint64_t *map_len,
 	*dm_map = (smart__get64(b + 32) + page - 1) & ~(page - 1);
 }
 
-static int shm_remote_check(const uint8_t *b, size_t len, int fd)
+/* The blob's fields, each checked (it comes from another process). */
+static int shm_blob_check(const uint8_t *b, size_t len)
 {
-	struct stat st;
-	uint64_t size, dm, map_len, dm_map;
+	uint64_t size, dm;
 
 	if (!b || len != SHM_REGION_BLOB_LEN || smart__get32(b) != SHM_REGION_MAGIC ||
 	    smart__get32(b + 4) != SHM_BLOB_VERSION)
@@ -343,6 +376,29 @@ static int shm_remote_check(const uint8_t *b, size_t len, int fd)
 	    (dm ? smart__get32(b + 40) == smart__get32(b + 24)
 		: smart__get32(b + 40) != 0))
 		return SMART_EPROTO;
+	return 0;
+}
+
+int smart__shm_remote_span(const void *blob, size_t len, uint64_t *span)
+{
+	uint64_t map_len, dm_map;
+	int rc = shm_blob_check(blob, len);
+
+	if (rc)
+		return rc;
+	shm_remote_lens(blob, &map_len, &dm_map);
+	*span = map_len + dm_map;
+	return 0;
+}
+
+static int shm_remote_check(const uint8_t *b, size_t len, int fd)
+{
+	struct stat st;
+	uint64_t map_len, dm_map;
+	int rc = shm_blob_check(b, len);
+
+	if (rc)
+		return rc;
 	shm_remote_lens(b, &map_len, &dm_map);
 	if (fd < 0 || fstat(fd, &st) < 0 ||
 	    (uint64_t)st.st_size < map_len + dm_map ||
@@ -374,10 +430,14 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	r->dm_len = smart__get64(b + 32);
 	r->dm_rkey = smart__get32(b + 40);
 	shm_remote_lens(b, &r->map_len, &dm_map);
+	/* sealed against writes by its owner: a writable shared mapping
+	 * would be refused (EPERM), and only READs are for it */
+	r->read_only = shm_sealed(fd, F_SEAL_FUTURE_WRITE) ||
+		       shm_sealed(fd, F_SEAL_WRITE);
 	/* not populated: pages come as they are touched (a populating
 	 * mapping of a sparse memfd would allocate the whole region) */
-	r->map = mmap(NULL, r->map_len + dm_map, PROT_READ | PROT_WRITE,
-		      MAP_SHARED, fd, 0);
+	r->map = mmap(NULL, r->map_len + dm_map, PROT_READ |
+		      (r->read_only ? 0 : PROT_WRITE), MAP_SHARED, fd, 0);
 	if (r->map == MAP_FAILED) {
 		smart__err(d->log, "cannot map blade region: %m");
 		free(r);

@@ -23,6 +23,7 @@ const struct smart_tp_ops smart_tp_shm_ops = {
 	.responder_destroy = smart__shm_responder_destroy,
 	.remote_attach = smart__shm_remote_attach,
 	.remote_detach = smart__shm_remote_detach,
+	.remote_span = smart__shm_remote_span,
 	.remote_fail = smart__shm_remote_fail,
 	.remote_base = smart__shm_remote_base,
 	.remote_rkey = smart__shm_remote_rkey,

@@ -237,6 +237,7 @@ int smart__verbs_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *mr,
 			   size_t len);
 int smart__verbs_region_blob(struct smart_tp_domain *d,
 			     struct smart_tp_mr *mr, void *blob, size_t *len);
+int smart__verbs_remote_span(const void *blob, size_t len, uint64_t *span);
 int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 			       size_t len, int fd,
 			       struct smart_tp_remote **out);

@@ -47,6 +47,7 @@
 
 #include "transport/verbs/verbs.h"
 #include "util/bytes.h"
+#include "util/mutant.h"
 #include "util/clock.h"
 #include "util/sysmem.h"
 #include "util/log.h"
@@ -597,6 +598,20 @@ static void *map_region(size_t len, int huge, size_t *map_len)
 	return p;
 }
 
+/* The remote rights of a region: none (private), READ only (served to
+ * one peer: a rendezvous staging region, SMART_TP_MR_PEER_READ), or
+ * READ, WRITE and atomics (served: blade memory).  SHM_STAGE_WRITABLE
+ * gives a staging region the rights of a served one. */
+static int verbs_remote_access(const struct smart_tp_domain *d, int shareable)
+{
+	if (!shareable)
+		return 0;
+	if (shareable == SMART_TP_MR_PEER_READ && !SMART_M_SHM_STAGE_WRITABLE)
+		return IBV_ACCESS_REMOTE_READ;
+	return IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE |
+	       (d->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+}
+
 int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
 			  int hugepages, int shareable,
 			  struct smart_tp_mr **out)
@@ -625,10 +640,7 @@ int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
 	 * (READ responses, atomics' old values); no remote atomics where
 	 * the device has none that work */
 	m->mr = ibv_reg_mr(d->pd, p, len, IBV_ACCESS_LOCAL_WRITE |
-			   (shareable ? IBV_ACCESS_REMOTE_READ |
-					IBV_ACCESS_REMOTE_WRITE |
-					(d->atomics ? IBV_ACCESS_REMOTE_ATOMIC :
-					 0) : 0));
+			   verbs_remote_access(d, shareable));
 	if (!m->mr) {
 		smart__err(d->log, "ibv_reg_mr of %zu bytes: %m (is the "
 			   "locked-memory limit high enough? ulimit -l)", len);
@@ -731,6 +743,32 @@ int smart__verbs_region_blob(struct smart_tp_domain *d,
 	return 0;
 }
 
+/* The blob's fields, each checked (it comes from another process). */
+static int verbs_blob_check(const uint8_t *b, size_t len)
+{
+	if (!b || len != VERBS_REGION_BLOB_LEN ||
+	    smart__get32(b) != VERBS_REGION_MAGIC ||
+	    smart__get32(b + 4) != VERBS_REGION_BLOB_VERSION ||
+	    !smart__get64(b + 16) ||
+	    smart__get64(b + 8) + smart__get64(b + 16) < smart__get64(b + 8) ||
+	    smart__get64(b + 28) > (UINT64_C(1) << 47) ||
+	    (!smart__get64(b + 28) && smart__get32(b + 36)))
+		return SMART_EPROTO;
+	return 0;
+}
+
+/* Nothing is mapped on verbs: the span is what the peer's NIC would
+ * serve, the region and its device memory. */
+int smart__verbs_remote_span(const void *blob, size_t len, uint64_t *span)
+{
+	const uint8_t *b = blob;
+	int rc = verbs_blob_check(b, len);
+
+	if (!rc)
+		*span = smart__get64(b + 16) + smart__get64(b + 28);
+	return rc;
+}
+
 int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 			       size_t len, int fd,
 			       struct smart_tp_remote **out)
@@ -740,13 +778,7 @@ int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 
 	if (fd >= 0)
 		close(fd);
-	if (!b || len != VERBS_REGION_BLOB_LEN ||
-	    smart__get32(b) != VERBS_REGION_MAGIC ||
-	    smart__get32(b + 4) != VERBS_REGION_BLOB_VERSION ||
-	    !smart__get64(b + 16) ||
-	    smart__get64(b + 8) + smart__get64(b + 16) < smart__get64(b + 8) ||
-	    smart__get64(b + 28) > (UINT64_C(1) << 47) ||
-	    (!smart__get64(b + 28) && smart__get32(b + 36)))
+	if (verbs_blob_check(b, len))
 		return SMART_EPROTO;
 	r = calloc(1, sizeof(*r));
 	if (!r)

@@ -22,6 +22,7 @@ const struct smart_tp_ops smart_tp_verbs_ops = {
 	.responder_destroy = smart__verbs_responder_destroy,
 	.remote_attach = smart__verbs_remote_attach,
 	.remote_detach = smart__verbs_remote_detach,
+	.remote_span = smart__verbs_remote_span,
 	.remote_fail = smart__verbs_remote_fail,
 	.remote_base = smart__verbs_remote_base,
 	.remote_rkey = smart__verbs_remote_rkey,

@@ -478,3 +478,87 @@ void case_inline_limit(const struct smart_conf_env *env)
 	conn_close(&c);
 	fx_close(&f);
 }
+
+/* ------------------------------------------------------------------ */
+/* Case: peer_read — a region made with SMART_TP_MR_PEER_READ (a
+ * messaging connection's rendezvous staging) is READ by its peer and
+ * nothing else: a WRITE, CAS or FAA to it fails with REM_ACCESS and
+ * changes no byte; remote_span tells its size from its blob alone and
+ * refuses a malformed blob.                                           */
+
+/* One WR of opcode op to the read-only target t, on a fresh QP: its
+ * completion's status. */
+static int peer_read_try(struct fx *f, uint8_t op)
+{
+	uint64_t *src = (uint64_t *)(f->laddr + 4096);
+	struct smart_tp_wc wc;
+	struct conn c;
+
+	memset(src, 0xee, 16);
+	conn_open(f, NULL, 64, 16, 0, &c);
+	CHECK_OK(f->ops->post(c.qp, (struct smart_tp_wr[]){
+		wr_atomic(&f->t, op, 9, 64, src, 0, 0xbad, CONF_SIG) }, 1));
+	wait_wcs(f->ops, c.cq, &wc, 1);
+	CHECK_EQ(wc.wr_id, 9);
+	conn_close(&c);
+	return wc.status;
+}
+
+void case_peer_read(const struct smart_conf_env *env)
+{
+	static const uint8_t bad[] = { SMART_TP_WRITE, SMART_TP_CAS,
+				       SMART_TP_FAA };
+	struct smart_tp_mr *pr, *region;
+	struct smart_tp_remote *r, *remote;
+	struct conf_target t;
+	struct smart_tp_caps caps;
+	uint8_t blob[SMART_TP_BLOB_MAX], *want = malloc(CONF_REGION_LEN);
+	size_t bl = sizeof(blob);
+	uint64_t span, seed = case_seed("peer_read");
+	struct fx f;
+	struct conn c;
+	int st;
+
+	CHECK(want != NULL);
+	fx_open(&f, env);
+	f.ops->query_caps(f.idom, &caps);
+	CHECK_OK(f.ops->mr_alloc(f.rdom, CONF_REGION_LEN, 0,
+				 SMART_TP_MR_PEER_READ, &pr));
+	rng_fill(&seed, want, CONF_REGION_LEN);
+	memcpy(pr->addr, want, CONF_REGION_LEN);	/* the owner writes */
+	CHECK_OK(f.ops->region_blob(f.rdom, pr, blob, &bl));
+	CHECK_OK(f.ops->remote_span(blob, bl, &span));
+	CHECK_U64_EQ(span, CONF_REGION_LEN);
+	CHECK_EQ(f.ops->remote_span(blob, bl - 1, &span), SMART_EPROTO);
+	CHECK_OK(f.ops->remote_attach(f.idom, blob, bl, attach_fd(pr), &r));
+	/* the fixture's connections go to this region now */
+	region = f.region;
+	remote = f.remote;
+	t = f.t;
+	f.region = pr;
+	f.remote = r;
+	f.t.base = f.ops->remote_base(r);
+	f.t.rkey = f.ops->remote_rkey(r);
+	f.t.rlen = CONF_REGION_LEN;
+	conn_open(&f, NULL, 64, 16, 0, &c);
+	run1(&c, wr_make(&f.t, SMART_TP_READ, 1, 0, f.laddr, 4096, CONF_SIG));
+	CHECK_MEM_EQ(f.laddr, want, 4096, "READ of a peer-read region");
+	conn_close(&c);
+	for (size_t i = 0; i < sizeof(bad); i++) {
+		if (smart_tp_atomic(bad[i]) && !caps.atomics)
+			continue;
+		st = peer_read_try(&f, bad[i]);
+		CHECK_MSG(st == SMART_TP_WC_REM_ACCESS ||
+			  (lossy_link() && st == SMART_TP_WC_RETRY_EXC),
+			  "opcode %u to a peer-read region completed %s",
+			  bad[i], wc_name(st));
+	}
+	CHECK_MEM_EQ(pr->addr, want, CONF_REGION_LEN, "a peer-read region");
+	f.region = region;
+	f.remote = remote;
+	f.t = t;
+	f.ops->remote_detach(r);
+	f.ops->mr_free(f.rdom, pr);
+	fx_close(&f);
+	free(want);
+}

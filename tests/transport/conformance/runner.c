@@ -44,6 +44,7 @@ static const struct conf_case conf_cases[] = {
 	{ "tearing", case_tearing, 0 },
 	{ "errors", case_errors, 0 },
 	{ "error_bad_opcode", case_error_bad_opcode, 0 },
+	{ "peer_read", case_peer_read, 0 },
 	{ "eagain", case_eagain, 0 },
 	{ "inline_limit", case_inline_limit, 0 },
 	{ "shared_objects", case_shared_objects, 0 },
