@@ -65,6 +65,13 @@
 #define SMART_M_SHM_RECV_NO_LKEY_CHECK 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_RECV_NO_KIND	/* shm_recv.c: a WRITE_IMM's receive
+					 * reported as a SEND's */
+#define SMART_M_SHM_RECV_NO_KIND 1
+#else
+#define SMART_M_SHM_RECV_NO_KIND 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK	/* shm_mem.c: a region
 					 * mapped whatever its seals */
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 1
