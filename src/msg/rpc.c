@@ -800,13 +800,39 @@ static int take_ack(struct smart_rpc_conn *c, uint16_t ack)
 	return 0;
 }
 
+/* The bytes of a receive's slot the parse may read, or -1 when what
+ * consumed the receive is not what the protocol sends for that kind
+ * (wire/msg.h): DATA, ACK and CLOSE come by SEND, whose bytes are the
+ * slot's first len (transport.h rule 8: never more than the receive's
+ * length; checked again, the slot is msg_len long); PING and PONG by a
+ * WRITE_IMM of 0 bytes (send_bare), which put nothing in the slot.  So
+ * the parse reads only bytes this very message wrote: whatever an
+ * earlier message, or the connection that had this slab before, left in
+ * the slot is never read (docs/rpc.md §4). */
+static int64_t recv_bytes(const struct smart_rpc_conn *c,
+			  const struct smart_tp_wc *wc)
+{
+	uint32_t kind = wc->imm >> 16 & 0xf;
+	int probe = kind == SMART_MSG_K_PING || kind == SMART_MSG_K_PONG;
+
+	if (SMART_M_RPC_TRUSTS_RECV_KIND)
+		return wc->len;
+	if (wc->recv_op == SMART_TP_SEND)
+		return wc->len <= c->msg_len && !probe ? (int64_t)wc->len : -1;
+	if (wc->recv_op == SMART_TP_WRITE_IMM)
+		return !wc->len && probe ? 0 : -1;
+	return -1;
+}
+
 static void on_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
 		    uint32_t slot)
 {
 	const uint8_t *buf = c->rbuf + (size_t)slot * c->msg_len;
+	int64_t got = recv_bytes(c, wc);
 	struct smart_msg m;
 
-	if (smart__msg_parse(buf, wc->len, !!(wc->flags & SMART_TP_IMM),
+	if (got < 0 ||
+	    smart__msg_parse(buf, (uint32_t)got, !!(wc->flags & SMART_TP_IMM),
 			     wc->imm, &m) || take_ack(c, m.ack)) {
 		c->st.proto_errors++;
 		conn_fail(c, SMART_EPROTO, "malformed message");

@@ -213,6 +213,15 @@
 #define SMART_M_RPC_NO_RNDV_CRC 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_TRUSTS_RECV_KIND	/* msg/rpc.c: a receive parsed
+					 * as a SEND's whatever consumed it
+					 * (a WRITE_IMM's length read from
+					 * the slot) */
+#define SMART_M_RPC_TRUSTS_RECV_KIND 1
+#else
+#define SMART_M_RPC_TRUSTS_RECV_KIND 0
+#endif
+
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared
 					 * length believed */
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 1
