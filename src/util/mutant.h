@@ -222,6 +222,22 @@
 #define SMART_M_RPC_TRUSTS_RECV_KIND 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_NO_ROOM_DEADLINE	/* msg/rpc.c: a wait for window
+					 * room ends only with room or a
+					 * failed connection */
+#define SMART_M_RPC_NO_ROOM_DEADLINE 1
+#else
+#define SMART_M_RPC_NO_ROOM_DEADLINE 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_PROGRESS_KEEPALIVE	/* msg/rpc.c: a peer that
+					 * answers PINGs but acks nothing
+					 * is kept */
+#define SMART_M_RPC_NO_PROGRESS_KEEPALIVE 1
+#else
+#define SMART_M_RPC_NO_PROGRESS_KEEPALIVE 0
+#endif
+
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared
 					 * length believed */
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 1

@@ -1,6 +1,6 @@
 /*
  * Messaging against peers that abuse the receive path and the window
- * (issue 23, H1), each attack played by hand on a connection the
+ * (issue 23, H1 and H3), each attack played by hand on a connection the
  * library made, behind its back:
  *  - write_imm (H1): a peer plants a DATA header declaring X bytes in a
  *    receive slot (a 16-byte SEND the victim refuses, cutting that
@@ -15,8 +15,13 @@
  *    process holding it can (whatever a staging region allows); elsewhere
  *    the case is skipped (a verbs NIC says which opcode consumed a
  *    receive, and the WRITE's length).
+ *  - no_acks (H3): a peer that answers every PING but acks nothing.  A
+ *    call that finds the window full returns SMART_ETIMEDOUT at its
+ *    deadline (counted from the call's start), from a task and from the
+ *    main context, and the connection is cut by the progress keepalive
+ *    once nothing was acked for the keepalive bound with data out.
  *
- * Children: the victim is a child process
+ * Children: the victim and the stalling peer are child processes
  * (test_spawn); each writes its listen address to a pipe.
  */
 #include <inttypes.h>
@@ -43,6 +48,12 @@
 /* keepalive of the connections nothing here means to cut: far away */
 #define KA_QUIET_MS 2000
 #define KA_QUIET_MISSES 10
+/* the stalling peer's test: a 2.5-s bound, two 1-s calls inside it */
+#define KA_MS 250
+#define KA_MISSES 10
+#define CALL_MS 1000
+#define WATCHDOG_MS 8000	/* the old code held the call this long */
+
 static char secret_path[64];
 
 static int on_shm(void)
@@ -142,6 +153,67 @@ static void child_victim(char **args)
 	CHECK_OK(smart_rpc_destroy(v.rpc));
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(ctx));
+}
+
+/* ---- the stalling peer ------------------------------------------------- */
+
+static struct smart_rpc_conn *live_conn(struct smart_rpc *rpc)
+{
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
+		if (rpc->conns[i] && rpc->conns[i]->state == RPC_C_LIVE)
+			return rpc->conns[i];
+	return NULL;
+}
+
+/* One receive of c taken by hand: a PING answered with a PONG carrying
+ * the ack the library last sent (never more), the receive given back. */
+static void stall_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc)
+{
+	uint32_t slot = (uint32_t)(wc->wr_id >> 34);
+	struct smart_tp_recv r = { .wr_id = wc->wr_id, .len = c->msg_len,
+				   .lkey = c->lkey,
+				   .local = c->rbuf + (size_t)slot * c->msg_len };
+	struct smart_tp_wr pong = { .opcode = SMART_TP_WRITE_IMM,
+				    .flags = SMART_TP_IMM,
+				    .wr_id = UINT64_C(0xffff) };
+
+	if ((wc->imm >> 16 & 0xf) == SMART_MSG_K_PING) {
+		pong.imm = smart__msg_imm(SMART_MSG_K_PONG, c->rx_acked_sent);
+		CHECK_OK(c->rpc->tp->post(c->qp, &pong, 1));
+	}
+	CHECK_OK(c->rpc->tp->post_recv(c->qp, &r, 1));
+}
+
+/* args: pipe fd.  Accepts one connection with the library, says so on
+ * the pipe, then polls its CQ by hand for good: PONGs, no acks, no
+ * handler, ever.  The parent kills it. */
+static void child_stall(char **args)
+{
+	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_QUIET_MS,
+				     .keepalive_misses = KA_QUIET_MISSES };
+	smart_ctx_t *ctx = ctx_new();
+	struct smart_tp_wc wc[16];
+	struct smart_rpc_conn *c;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+	int fd = atoi(args[0]);
+
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_rpc_create(w, &cfg, &rpc));
+	listen_tell(rpc, fd);
+	while (!(c = live_conn(rpc)))
+		smart_rpc_progress(rpc);
+	CHECK_EQ(write(fd, "r", 1), 1);
+	for (;;) {
+		int n = rpc->tp->poll(rpc->cq, wc, 16);
+
+		CHECK_GE(n, 0);
+		for (int i = 0; i < n; i++)
+			if (wc[i].status == SMART_TP_WC_OK &&
+			    (wc[i].wr_id & 0xffff) == c->index &&
+			    (wc[i].wr_id >> 32 & 3) == RPC_WR_RECV)
+				stall_recv(c, &wc[i]);
+	}
 }
 
 /* ---- the client side ----------------------------------------------------- */
@@ -361,6 +433,108 @@ static void test_write_imm(void)
 	client_close(&c);
 }
 
+/* ---- no_acks (H3) ------------------------------------------------------ */
+
+struct stalled_call {
+	smart_rpc_conn_t *k;
+	pid_t peer;
+	int rc, done;
+	uint64_t ms;
+};
+
+static void call_task(smart_worker_t *w, void *p)
+{
+	struct stalled_call *s = p;
+	uint64_t b = 1, t0 = smart_now_ns();
+	uint32_t n;
+
+	(void)w;
+	s->rc = smart_rpc_call(s->k, OP_ECHO, &b, 8, &b, 8, &n);
+	s->ms = ms_since(t0);
+	s->done = 1;
+}
+
+/* The old code held the call until the peer went: kill it then, so that
+ * the case fails instead of hanging. */
+static void watchdog_task(smart_worker_t *w, void *p)
+{
+	struct stalled_call *s = p;
+	uint64_t t0 = smart_now_ns();
+
+	while (!s->done && ms_since(t0) < WATCHDOG_MS)
+		smart_task_yield(w);
+	if (!s->done) {
+		printf("   the call was still held after %d ms: the peer "
+		       "killed\n", WATCHDOG_MS);
+		kill(s->peer, SIGKILL);
+	}
+}
+
+static void test_no_acks(void)
+{
+	struct smart_rpc_cfg cfg = { .timeout_ms = CALL_MS, .window = 4,
+				     .keepalive_ms = KA_MS,
+				     .keepalive_misses = KA_MISSES };
+	struct stalled_call s = { 0 };
+	struct smart_rpc_stats st;
+	struct pollfd pf = { .events = POLLIN };
+	struct client c;
+	uint64_t t0, b = 2, cut_ms;
+	uint32_t n;
+	char addr[64], ready;
+	int status;
+
+	s.peer = child_start("stall", addr, &pf.fd);
+	client_open(&c, &cfg);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &s.k));
+	while (poll(&pf, 1, 0) == 0)	/* its hand-polling has begun */
+		smart_rpc_progress(c.rpc);
+	CHECK_EQ(read(pf.fd, &ready, 1), 1);
+	close(pf.fd);
+	/* the window filled: one-way messages the peer never acks */
+	t0 = smart_now_ns();
+	for (uint32_t i = 0; i < s.k->swin; i++)
+		CHECK_OK(smart_rpc_send(s.k, OP_SINK, &b, 8));
+	/* a call from a task: SMART_ETIMEDOUT at its deadline */
+	CHECK_OK(smart_task_spawn(c.w, call_task, &s));
+	CHECK_OK(smart_task_spawn(c.w, watchdog_task, &s));
+	CHECK_OK(smart_worker_run(c.w));
+	printf("   call from a task: %s after %" PRIu64 " ms (timeout %d "
+	       "ms)\n", smart_strerror(s.rc), s.ms, CALL_MS);
+	CHECK_EQ(s.rc, SMART_ETIMEDOUT);
+	CHECK_GE(s.ms, CALL_MS);
+	CHECK_LE(s.ms, CALL_MS + 500);
+	/* from the main context */
+	s.ms = smart_now_ns();
+	s.rc = smart_rpc_call(s.k, OP_ECHO, &b, 8, &b, 8, &n);
+	s.ms = ms_since(s.ms);
+	printf("   call from the main context: %s after %" PRIu64 " ms\n",
+	       smart_strerror(s.rc), s.ms);
+	CHECK_EQ(s.rc, SMART_ETIMEDOUT);
+	CHECK_GE(s.ms, CALL_MS);
+	CHECK_LE(s.ms, CALL_MS + 500);
+	CHECK_OK(smart_rpc_conn_stats(s.k, &st));
+	CHECK_U64_EQ(st.call_timeouts, 2);
+	CHECK_U64_EQ(st.ka_failures, 0);
+	/* the peer answers PINGs, acks nothing: cut after the bound */
+	while (smart_rpc_conns(c.rpc) > 0 && ms_since(t0) < 10000)
+		smart_rpc_progress(c.rpc);
+	cut_ms = ms_since(t0);
+	CHECK_OK(smart_rpc_conn_stats(s.k, &st));
+	printf("   the peer answered %" PRIu64 " PINGs and acked nothing: "
+	       "cut after %" PRIu64 " ms (bound %d ms)\n", st.ka_probes,
+	       cut_ms, KA_MS * KA_MISSES);
+	CHECK_EQ(smart_rpc_conns(c.rpc), 0);
+	CHECK_GT(st.ka_probes, 1);	/* PONGs came: it was not silent */
+	CHECK_U64_EQ(st.ka_failures, 1);
+	CHECK_GE(cut_ms, KA_MS * KA_MISSES);
+	CHECK_EQ(smart_rpc_call(s.k, OP_ECHO, &b, 8, &b, 8, &n), SMART_ECONN);
+	smart_rpc_close(s.k);
+	client_close(&c);
+	kill(s.peer, SIGKILL);
+	CHECK_EQ(waitpid(s.peer, &status, 0), s.peer);
+}
+
 static void write_secret(void)
 {
 	int fd;
@@ -375,7 +549,7 @@ static void write_secret(void)
 int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
-		{ "victim", child_victim },
+		{ "victim", child_victim }, { "stall", child_stall },
 		{ NULL, NULL } };
 	int rc;
 
@@ -390,6 +564,7 @@ int main(int argc, char **argv)
 	setenv("SMART_RPCR_SECRET", secret_path, 1);
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "write_imm", test_write_imm },
+		{ "no_acks", test_no_acks },
 		{ NULL, NULL } });
 	unlink(secret_path);
 	return rc;
