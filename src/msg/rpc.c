@@ -1013,9 +1013,9 @@ static uint64_t ack_stall(struct smart_rpc_conn *c, uint64_t now)
  * PING out at a time), give up a peer silent for keepalive_misses times
  * that, or one that acked none of our data messages for as long (PONGs
  * carry acks: a live peer that consumes nothing is no better than a dead
- * one, it holds our window and our callers).  Verdicts only when this
- * poll drained the CQ: after a long stop of this process, what the peers
- * sent meanwhile is read before anyone is judged. */
+ * one, it holds our window and our callers).  Verdicts only once the CQ
+ * is drained (tick_drain): after a long stop of this process, what the
+ * peers sent meanwhile is read before anyone is judged. */
 static void keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
 {
 	uint64_t dead = rpc->ka_cycles * rpc->cfg.keepalive_misses;
@@ -1062,6 +1062,29 @@ static void slow_poll(struct smart_rpc *rpc, uint64_t now)
 		rpc->past.poll_gap_max_ns = gap;
 }
 
+/* The keepalive judges only a drained CQ (keepalive): after a long stop
+ * of this process what the peers sent meanwhile is read first.  A tick
+ * whose poll found a full batch (a busy endpoint, or a peer flooding it
+ * to keep every verdict off) polls on, without reposting, until the CQ is
+ * empty.  Bounded: without reposts no peer completes more receives than
+ * were posted (shm refuses a count past them), and sends and READs
+ * complete only for what we posted; 1 when it emptied the CQ. */
+static int tick_drain(struct smart_rpc *rpc)
+{
+	struct smart_tp_wc wc[SMART_POLL_BATCH];
+	uint64_t polls = (uint64_t)rpc->cfg.max_conns *
+			 (2 * rpc->cfg.window + RPC_EXTRA + RPC_SQ_SLACK +
+			  RPC_RD_MAX) / SMART_POLL_BATCH + 2;
+	int n;
+
+	do {
+		n = rpc->tp->poll(rpc->cq, wc, SMART_POLL_BATCH);
+		for (int i = 0; i < n; i++)
+			on_wc(rpc, &wc[i]);
+	} while (n == SMART_POLL_BATCH && --polls);
+	return n >= 0 && n < SMART_POLL_BATCH;
+}
+
 int smart__rpc_poll(struct smart_worker *w, void *arg)
 {
 	struct smart_rpc *rpc = arg;
@@ -1087,7 +1110,8 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		rpc->next_tick = w->now + rpc->tick_cycles;
 		if (rpc->live_calls)
 			expire_calls(rpc, w->now);
-		keepalive(rpc, w->now, n < SMART_POLL_BATCH);
+		keepalive(rpc, w->now, n < SMART_POLL_BATCH ||
+			  (!SMART_M_RPC_TICK_NO_DRAIN && tick_drain(rpc)));
 		smart__rpc_cache_fill(rpc);
 		if (rpc->dirty)
 			flush_dirty(rpc);

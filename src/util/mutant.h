@@ -238,6 +238,14 @@
 #define SMART_M_RPC_NO_PROGRESS_KEEPALIVE 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_TICK_NO_DRAIN	/* msg/rpc.c: a tick whose poll found
+					 * a full batch gives no keepalive
+					 * verdict (a flood keeps them off) */
+#define SMART_M_RPC_TICK_NO_DRAIN 1
+#else
+#define SMART_M_RPC_TICK_NO_DRAIN 0
+#endif
+
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared
 					 * length believed */
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 1

@@ -20,6 +20,10 @@
  *    deadline (counted from the call's start), from a task and from the
  *    main context, and the connection is cut by the progress keepalive
  *    once nothing was acked for the keepalive bound with data out.
+ *  - flood: keepalive verdicts under load.  A connection whose receive
+ *    queue holds more than a poll takes before every poll (filled by hand,
+ *    as its peer may) must not keep the keepalive from judging another,
+ *    silent one: a tick drains the CQ before it judges.
  *
  * Children: the victim and the stalling peer are child processes
  * (test_spawn); each writes its listen address to a pipe.
@@ -535,6 +539,76 @@ static void test_no_acks(void)
 	CHECK_EQ(waitpid(s.peer, &status, 0), s.peer);
 }
 
+/* ---- flood (keepalive verdicts under load) ------------------------------- */
+
+/* Fill every receive of k that is posted and not yet completed with a
+ * bare ACK, as its peer may (its SENDs land in our receive segment; the
+ * peer is stopped here, so nothing else writes it); how many receives
+ * then wait for the next poll. */
+static uint32_t flood(smart_rpc_conn_t *k)
+{
+	struct shm_rq *rq = k->qp->rq;
+	uint32_t d = atomic_load(&rq->seg->delivered);
+	uint32_t posted = atomic_load(&rq->seg->posted);
+
+	CHECK_EQ(d & SHM_RS_CLOSED, 0);
+	for (; d != posted; d++) {
+		struct shm_rslot *sl = &rq->seg->slot[d & (rq->nslots - 1)];
+
+		sl->len = 0;
+		sl->imm = smart__msg_imm(SMART_MSG_K_ACK, (uint16_t)k->tx_acked);
+		sl->flags = SMART_TP_IMM;
+	}
+	atomic_store(&rq->seg->delivered, d);
+	return d - rq->taken;
+}
+
+/* Two connections to a server, which is then stopped: one of them kept
+ * busy with more messages than a poll takes (a batch, 32) before every
+ * poll, the other silent.  The silent one is given up after the
+ * keepalive bound all the same (a tick drains the CQ before it judges);
+ * the busy one lives. */
+static void test_flood(void)
+{
+	struct smart_rpc_cfg cfg = { .keepalive_ms = 100,
+				     .keepalive_misses = 10 };
+	struct smart_rpc_stats st;
+	struct client c;
+	smart_rpc_conn_t *busy, *quiet;
+	uint64_t t0, polls = 0, ms;
+	char addr[64];
+	pid_t pid;
+	int status;
+
+	if (!on_shm())
+		test_skip("flooding a receive queue by hand needs shm");
+	pid = child_start("victim", addr, NULL);
+	client_open(&c, &cfg);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &busy));
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &quiet));
+	CHECK_EQ(kill(pid, SIGSTOP), 0);
+	t0 = smart_now_ns();
+	while (quiet->state == RPC_C_LIVE && ms_since(t0) < 5000) {
+		CHECK_GT(flood(busy), SMART_POLL_BATCH);
+		smart_rpc_progress(c.rpc);
+		polls++;
+	}
+	ms = ms_since(t0);
+	CHECK_OK(smart_rpc_conn_stats(quiet, &st));
+	printf("   %" PRIu64 " polls, each finding more than a batch: the "
+	       "silent peer %s after %" PRIu64 " ms (bound %u ms)\n", polls,
+	       quiet->state == RPC_C_LIVE ? "still kept" : "given up", ms,
+	       cfg.keepalive_ms * cfg.keepalive_misses);
+	CHECK_NE(quiet->state, RPC_C_LIVE);
+	CHECK_U64_EQ(st.ka_failures, 1);
+	CHECK_EQ(busy->state, RPC_C_LIVE);
+	smart_rpc_close(quiet);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	smart_rpc_close(busy);
+	client_close(&c);
+}
+
 static void write_secret(void)
 {
 	int fd;
@@ -565,6 +639,7 @@ int main(int argc, char **argv)
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "write_imm", test_write_imm },
 		{ "no_acks", test_no_acks },
+		{ "flood", test_flood },
 		{ NULL, NULL } });
 	unlink(secret_path);
 	return rc;
