@@ -52,8 +52,9 @@
 /* keepalive of the connections nothing here means to cut: far away */
 #define KA_QUIET_MS 2000
 #define KA_QUIET_MISSES 10
-/* the stalling peer's test: a 2.5-s bound, two 1-s calls inside it */
-#define KA_MS 250
+/* the stalling peer's test: a 4-s bound, two 1-s calls well inside it
+ * (a loaded machine may stretch each by up to the 500 ms allowed) */
+#define KA_MS 400
 #define KA_MISSES 10
 #define CALL_MS 1000
 #define WATCHDOG_MS 8000	/* the old code held the call this long */
