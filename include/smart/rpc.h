@@ -149,7 +149,8 @@ void smart_rpc_close(smart_rpc_conn_t *c);
  * up to cap bytes of it land in resp, *resp_len gets its length.  Returns
  * the handler's status (0 or what it passed to smart_rpc_reply),
  * SMART_ERANGE when the answer was longer than cap (nothing copied,
- * *resp_len the length), SMART_ETIMEDOUT after timeout_ms, SMART_ECONN
+ * *resp_len the length), SMART_ETIMEDOUT after timeout_ms (counted from
+ * the call's start: its waits for window and staging room too), SMART_ECONN
  * when the connection failed or closed (SMART_EPROTO: the peer broke the
  * protocol), SMART_EINVAL for a len longer than either side takes (its
  * rndv_max, or its eager_max if it has no rendezvous) or a call from
@@ -165,8 +166,8 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 
 /* Send a one-way message (no answer).  Returns once it is queued on the
  * connection (a long one: once copied into the staging region); waits
- * only while the window or the staging region is full (SMART_EAGAIN
- * from a handler, which cannot wait).  Messages of one connection are
+ * only while the window or the staging region is full, up to timeout_ms
+ * (SMART_ETIMEDOUT; SMART_EAGAIN from a handler, which cannot wait).  Messages of one connection are
  * handled in the order they were sent. */
 int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 		   uint32_t len);
@@ -205,7 +206,9 @@ struct smart_rpc_stats {
 				 * waited for one (0 by design) */
 	uint64_t proto_errors;	/* malformed messages: connection cut */
 	uint64_t ka_probes;	/* keepalive PINGs sent (after silence) */
-	uint64_t ka_failures;	/* peers declared dead by the keepalive */
+	uint64_t ka_failures;	/* peers given up by the keepalive: silent,
+				 * or acking none of our messages, for
+				 * keepalive_ms x keepalive_misses */
 	uint64_t rndv_sent;	/* messages staged for a peer to READ */
 	uint64_t rndv_recv;	/* messages READ from a peer and checked */
 	uint64_t rndv_held;	/* data messages that arrived behind a

@@ -27,7 +27,12 @@
  *    window + RPC_SQ_SLACK;
  *  - c->last_rx is when anything last arrived; silent for ka_cycles, the
  *    connection is PINGed (c->ping_out until the PONG); silent for
- *    keepalive_misses x ka_cycles, it fails (the keepalive).
+ *    keepalive_misses x ka_cycles, it fails (the keepalive).  Every
+ *    message, a PONG too, carries the sender's ack: a peer that acks none
+ *    of our data messages out for that bound (c->ack_wait) fails as well,
+ *    however many PONGs it sends (the progress keepalive);
+ *  - every wait of a caller (window room, staging room, the answer)
+ *    ends at the deadline the call took when it began.
  * A connection in RPC_C_FAILED has no QP and no slab any more; its struct
  * and its index live on until its owner closes it (dialed) or until the
  * end of the poll that failed it (accepted: code up the stack of that poll
@@ -122,10 +127,12 @@ struct rpc_out {
 	uint8_t data[];
 };
 
-/* A task (or the main context: task NULL) waiting for window room. */
+/* A task (or the main context: task NULL) waiting for window room, up
+ * to its caller's deadline. */
 struct rpc_waiter {
 	struct smart__task *task;
 	struct rpc_waiter *next;
+	uint64_t deadline;	/* TSC */
 };
 
 struct smart_rpc_req {
@@ -144,7 +151,8 @@ struct rpc_call {
 	uint32_t cap, len;
 	uint32_t id;		/* gen << 12 | slot; 0 when free */
 	int status, done;
-	uint64_t deadline;	/* TSC */
+	uint64_t deadline;	/* TSC: from when the call began, so that
+				 * its waits for room count too */
 	uint64_t t_sent;	/* TSC when sent, for a traced call */
 	struct rpc_call *prev, *next;	/* in-flight list, or free list */
 };
@@ -178,6 +186,9 @@ struct smart_rpc_conn {
 	uint16_t rx_acked_sent;
 	int bare_out;		/* bare SENDs not completed */
 	uint64_t last_rx;	/* TSC: when anything last arrived */
+	uint64_t ack_wait;	/* TSC: since when the peer has acked none of
+				 * our data messages out (0: none out, or the
+				 * next tick starts counting) */
 	uint64_t born;		/* TSC: when it went live (0: not yet) */
 	uint64_t ping_at;	/* TSC: when the PING out was sent */
 	int ping_out;		/* a PING waits for its PONG */

@@ -204,13 +204,23 @@ static void send_bare(struct smart_rpc_conn *c, int kind)
 	mark_dirty(c);
 }
 
-/* Wait for window room (tasks in FIFO order; the main context polls).
- * SMART_ECONN when the connection failed meanwhile. */
-static int wait_room(struct smart_rpc_conn *c)
+/* Has the caller's deadline (TSC) passed? */
+static int past(uint64_t deadline)
+{
+	return smart__rdtsc() > deadline;
+}
+
+/* Wait for window room (tasks in FIFO order; the main context polls)
+ * until deadline (TSC; a waiting task is woken by the tick that finds it
+ * past, waiters_expire).  SMART_ECONN when the connection failed
+ * meanwhile, SMART_ETIMEDOUT when the peer gave no room in time (a peer
+ * that never acks holds nobody longer than the caller asked). */
+static int wait_room(struct smart_rpc_conn *c, uint64_t deadline)
 {
 	struct smart_rpc *rpc = c->rpc;
 	struct smart_worker *w = rpc->w;
-	struct rpc_waiter me = { w->cur, NULL }, **pp;
+	struct rpc_waiter me = { w->cur, NULL, deadline }, **pp;
+	int rc = 0;
 
 	if (may_send(c))
 		return 0;
@@ -220,10 +230,16 @@ static int wait_room(struct smart_rpc_conn *c)
 	*pp = &me;
 	rpc->waiting++;
 	for (;;) {
-		if (c->state != RPC_C_LIVE)
+		if (c->state != RPC_C_LIVE) {
+			rc = SMART_ECONN;
 			break;
+		}
 		if (c->waiters == &me && has_room(c) && !c->bl_head)
 			break;
+		if (past(deadline) && !SMART_M_RPC_NO_ROOM_DEADLINE) {
+			rc = SMART_ETIMEDOUT;
+			break;
+		}
 		/* our messages may be waiting on the chain for the signal
 		 * that frees their slots */
 		conn_post(c);
@@ -235,7 +251,16 @@ static int wait_room(struct smart_rpc_conn *c)
 	*pp = me.next;
 	if (c->waiters)
 		wake(rpc, c->waiters->task);
-	return c->state == RPC_C_LIVE ? 0 : SMART_ECONN;
+	return rc;
+}
+
+/* Every tick: wake the tasks waiting for room on c whose deadline passed
+ * (nothing else would: no ack comes from a peer that gives no room). */
+static void waiters_expire(struct smart_rpc_conn *c, uint64_t now)
+{
+	for (struct rpc_waiter *x = c->waiters; x; x = x->next)
+		if (now > x->deadline)
+			wake(c->rpc, x->task);
 }
 
 /* Queue a reply behind the window (handlers cannot wait). */
@@ -365,12 +390,11 @@ static int msg_mode(const struct smart_rpc_conn *c, uint32_t len)
 }
 
 /* Stage a rendezvous payload, waiting for staging room (a task yields,
- * the main context polls) up to the endpoint's timeout. */
+ * the main context polls) until the caller's deadline (TSC). */
 static int stage_wait(struct smart_rpc_conn *c, const void *data,
-		      uint32_t len, struct smart_msg_rndv *d)
+		      uint32_t len, struct smart_msg_rndv *d, uint64_t deadline)
 {
 	struct smart_rpc *rpc = c->rpc;
-	int64_t until = smart__now_ms() + rpc->cfg.timeout_ms;
 	int rc;
 
 	rpc->waiting++;
@@ -379,7 +403,7 @@ static int stage_wait(struct smart_rpc_conn *c, const void *data,
 			rc = SMART_ECONN;
 			break;
 		}
-		if (smart__now_ms() > until) {
+		if (past(deadline)) {
 			rc = SMART_ETIMEDOUT;
 			break;
 		}
@@ -389,19 +413,20 @@ static int stage_wait(struct smart_rpc_conn *c, const void *data,
 	return rc;
 }
 
-/* Make room for a message of len bytes on c: its payload staged when it
- * goes by rendezvous (*h then says so, *desc is its payload and *rid
- * names what was staged), window room.  Nothing held on error. */
+/* Make room for a message of len bytes on c before deadline (TSC): its
+ * payload staged when it goes by rendezvous (*h then says so, *desc is
+ * its payload and *rid names what was staged), window room.  Nothing
+ * held on error. */
 static int send_prepare(struct smart_rpc_conn *c, int mode, const void *data,
 			uint32_t len, struct smart_msg_hdr *h, uint8_t *desc,
-			uint32_t *rid)
+			uint32_t *rid, uint64_t deadline)
 {
 	struct smart_msg_rndv d = { 0 };
-	int rc = mode ? stage_wait(c, data, len, &d) : 0;
+	int rc = mode ? stage_wait(c, data, len, &d, deadline) : 0;
 
-	if (rc || !mode)
-		return rc ? rc : wait_room(c);	/* nothing staged on error */
-	rc = wait_room(c);
+	if (rc || !mode)	/* nothing staged on error */
+		return rc ? rc : wait_room(c, deadline);
+	rc = wait_room(c, deadline);
 	if (rc || c->state != RPC_C_LIVE) {
 		smart__rndv_unstage(c, d.rid);
 		return rc ? rc : SMART_ECONN;
@@ -436,7 +461,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	struct smart_rpc *rpc;
 	struct rpc_call *k;
 	uint32_t rid = 0;
-	uint64_t t0 = 0;
+	uint64_t t0, deadline;
 	int rc, mode, traced;
 
 	if (!c || (len && !req) || (cap && !resp))
@@ -446,14 +471,16 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	if (mode < 0 || rpc->in_handler || c->freeing)
 		return SMART_EINVAL;
 	traced = ++rpc->ncalls % rpc->cfg.trace_every == 0;
-	if (traced)
-		t0 = smart__rdtsc();
+	t0 = smart__rdtsc();
+	deadline = t0 + smart__rpc_cycles(rpc, rpc->cfg.timeout_ms * 1e6);
 	conn_enter(c);
-	rc = send_prepare(c, mode, req, len, &h, desc, &rid);
+	rc = send_prepare(c, mode, req, len, &h, desc, &rid, deadline);
 	k = rc ? NULL : call_get(rpc);
 	if (!k) {
 		if (!rc && mode)
 			smart__rndv_unstage(c, rid);
+		if (rc == SMART_ETIMEDOUT)
+			c->st.call_timeouts++;
 		conn_leave(c);
 		return rc ? rc : SMART_EBUSY;
 	}
@@ -462,8 +489,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	k->resp = resp;
 	k->cap = cap;
 	k->len = 0;
-	k->deadline = smart__rdtsc() +
-		      smart__rpc_cycles(rpc, rpc->cfg.timeout_ms * 1e6);
+	k->deadline = deadline;
 	h.call = k->id;
 	c->st.calls++;
 	if (traced) {
@@ -499,7 +525,8 @@ int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 	if (c->rpc->in_poll && (!may_send(c) || mode))
 		return SMART_EAGAIN;	/* a handler cannot wait */
 	conn_enter(c);
-	rc = send_prepare(c, mode, data, len, &h, desc, &rid);
+	rc = send_prepare(c, mode, data, len, &h, desc, &rid, smart__rdtsc() +
+			  smart__rpc_cycles(c->rpc, c->rpc->cfg.timeout_ms * 1e6));
 	if (!rc)
 		send_data(c, &h, mode ? desc : data, 0);
 	conn_leave(c);
@@ -812,18 +839,47 @@ static int take_ack(struct smart_rpc_conn *c, uint16_t ack)
 	if (d > c->tx_seq - c->tx_acked)
 		return SMART_EPROTO;
 	c->tx_acked += d;
-	if (d && c->waiters)
-		wake(c->rpc, c->waiters->task);
+	if (d) {
+		c->ack_wait = 0;	/* progress: the bound starts again */
+		if (c->waiters)
+			wake(c->rpc, c->waiters->task);
+	}
 	return 0;
+}
+
+/* The bytes of a receive's slot the parse may read, or -1 when what
+ * consumed the receive is not what the protocol sends for that kind
+ * (wire/msg.h): DATA, ACK and CLOSE come by SEND, whose bytes are the
+ * slot's first len (transport.h rule 8: never more than the receive's
+ * length; checked again, the slot is msg_len long); PING and PONG by a
+ * WRITE_IMM of 0 bytes (send_bare), which put nothing in the slot.  So
+ * the parse reads only bytes this very message wrote: whatever an
+ * earlier message, or the connection that had this slab before, left in
+ * the slot is never read (docs/rpc.md §4). */
+static int64_t recv_bytes(const struct smart_rpc_conn *c,
+			  const struct smart_tp_wc *wc)
+{
+	uint32_t kind = wc->imm >> 16 & 0xf;
+	int probe = kind == SMART_MSG_K_PING || kind == SMART_MSG_K_PONG;
+
+	if (SMART_M_RPC_TRUSTS_RECV_KIND)
+		return wc->len;
+	if (wc->recv_op == SMART_TP_SEND)
+		return wc->len <= c->msg_len && !probe ? (int64_t)wc->len : -1;
+	if (wc->recv_op == SMART_TP_WRITE_IMM)
+		return !wc->len && probe ? 0 : -1;
+	return -1;
 }
 
 static void on_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
 		    uint32_t slot)
 {
 	const uint8_t *buf = c->rbuf + (size_t)slot * c->msg_len;
+	int64_t got = recv_bytes(c, wc);
 	struct smart_msg m;
 
-	if (smart__msg_parse(buf, wc->len, !!(wc->flags & SMART_TP_IMM),
+	if (got < 0 ||
+	    smart__msg_parse(buf, (uint32_t)got, !!(wc->flags & SMART_TP_IMM),
 			     wc->imm, &m) || take_ack(c, m.ack)) {
 		c->st.proto_errors++;
 		conn_fail(c, SMART_EPROTO, "malformed message");
@@ -956,26 +1012,50 @@ static void expire_calls(struct smart_rpc *rpc, uint64_t now)
 		}
 }
 
+/* The progress keepalive: how long the peer has acked none of our data
+ * messages out (0 while none is out; the count starts at the first tick
+ * that finds one, so the data path pays nothing for it). */
+static uint64_t ack_stall(struct smart_rpc_conn *c, uint64_t now)
+{
+	if (c->tx_seq == c->tx_acked) {
+		c->ack_wait = 0;
+		return 0;
+	}
+	if (!c->ack_wait || now < c->ack_wait)
+		c->ack_wait = now;
+	return now - c->ack_wait;
+}
+
 /* The keepalive, every tick: PING a connection silent for ka_cycles (one
  * PING out at a time), give up a peer silent for keepalive_misses times
- * that.  Verdicts only when this poll drained the CQ: after a long stop of
- * this process, what the peers sent meanwhile is read before anyone is
- * judged silent. */
+ * that, or one that acked none of our data messages for as long (PONGs
+ * carry acks: a live peer that consumes nothing is no better than a dead
+ * one, it holds our window and our callers).  Verdicts only once the CQ
+ * is drained (tick_drain): after a long stop of this process, what the
+ * peers sent meanwhile is read before anyone is judged. */
 static void keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
 {
 	uint64_t dead = rpc->ka_cycles * rpc->cfg.keepalive_misses;
 
 	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
 		struct smart_rpc_conn *c = rpc->conns[i];
-		uint64_t quiet;
+		uint64_t quiet, stall;
 
 		if (!c || c->state != RPC_C_LIVE || now < c->last_rx)
 			continue;
+		if (c->waiters)
+			waiters_expire(c, now);
 		quiet = now - c->last_rx;
+		stall = ack_stall(c, now);
 		if (quiet >= dead && drained && !SMART_M_RPC_NO_KEEPALIVE) {
 			c->st.ka_failures++;
 			conn_fail(c, SMART_ECONN, "keepalive: the peer is "
 				  "silent (dead or stopped)");
+		} else if (stall >= dead && drained &&
+			   !SMART_M_RPC_NO_PROGRESS_KEEPALIVE) {
+			c->st.ka_failures++;
+			conn_fail(c, SMART_ECONN, "keepalive: the peer acks "
+				  "none of our messages (stalled or hostile)");
 		} else if (quiet >= rpc->ka_cycles && !c->ping_out) {
 			c->ping_out = 1;
 			c->ping_at = now;
@@ -997,6 +1077,29 @@ static void slow_poll(struct smart_rpc *rpc, uint64_t now)
 	rpc->past.slow_polls++;
 	if (gap > rpc->past.poll_gap_max_ns)
 		rpc->past.poll_gap_max_ns = gap;
+}
+
+/* The keepalive judges only a drained CQ (keepalive): after a long stop
+ * of this process what the peers sent meanwhile is read first.  A tick
+ * whose poll found a full batch (a busy endpoint, or a peer flooding it
+ * to keep every verdict off) polls on, without reposting, until the CQ is
+ * empty.  Bounded: without reposts no peer completes more receives than
+ * were posted (shm refuses a count past them), and sends and READs
+ * complete only for what we posted; 1 when it emptied the CQ. */
+static int tick_drain(struct smart_rpc *rpc)
+{
+	struct smart_tp_wc wc[SMART_POLL_BATCH];
+	uint64_t polls = (uint64_t)rpc->cfg.max_conns *
+			 (2 * rpc->cfg.window + RPC_EXTRA + RPC_SQ_SLACK +
+			  RPC_RD_MAX) / SMART_POLL_BATCH + 2;
+	int n;
+
+	do {
+		n = rpc->tp->poll(rpc->cq, wc, SMART_POLL_BATCH);
+		for (int i = 0; i < n; i++)
+			on_wc(rpc, &wc[i]);
+	} while (n == SMART_POLL_BATCH && --polls);
+	return n >= 0 && n < SMART_POLL_BATCH;
 }
 
 int smart__rpc_poll(struct smart_worker *w, void *arg)
@@ -1024,7 +1127,8 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		rpc->next_tick = w->now + rpc->tick_cycles;
 		if (rpc->live_calls)
 			expire_calls(rpc, w->now);
-		keepalive(rpc, w->now, n < SMART_POLL_BATCH);
+		keepalive(rpc, w->now, n < SMART_POLL_BATCH ||
+			  (!SMART_M_RPC_TICK_NO_DRAIN && tick_drain(rpc)));
 		smart__rpc_cache_fill(rpc);
 		if (rpc->dirty)
 			flush_dirty(rpc);

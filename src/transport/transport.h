@@ -47,9 +47,16 @@
  *     peer (qp_connect_peer: each side takes the other's blob).  A SEND
  *     (or a WRITE_IMM, after its WRITE) consumes the peer's oldest posted
  *     receive, in QP order with the sender's other WRs; the receive
- *     completes (always, signalled or not) with SMART_TP_RECV, the bytes
- *     landed (a WRITE_IMM's: the WRITE's length, none in the buffer) and,
- *     with SMART_TP_IMM, the immediate word.  A WRITE_IMM of 0 bytes
+ *     completes (always, signalled or not) with SMART_TP_RECV, recv_op
+ *     saying what consumed it (SMART_TP_SEND or SMART_TP_WRITE_IMM), its
+ *     len and, with SMART_TP_IMM, the immediate word.  A SEND's len is
+ *     the bytes landed in the buffer, never more than the receive's
+ *     length; a WRITE_IMM's is the WRITE's length, at most
+ *     SMART_TP_WRITE_MAX, and none of it is in the buffer (whatever the
+ *     buffer holds is older than this receive: a user never parses it).
+ *     On shm both are the peer's word (its process fills the slot), so
+ *     a user accepts a WRITE_IMM only where its protocol sends one, with
+ *     the length it expects.  A WRITE_IMM of 0 bytes
  *     touches no memory: it needs no region of the peer's and its remote
  *     address and rkey are not looked at (InfiniBand C9-88); it is the
  *     keepalive probe of messaging.  A message longer than that
@@ -186,9 +193,17 @@ struct smart_tp_wc {
 	int status;
 	uint8_t opcode;
 	uint8_t flags;		/* SMART_TP_IMM: imm is valid */
-	uint32_t len;		/* SMART_TP_RECV: the bytes received */
+	uint8_t recv_op;	/* SMART_TP_RECV that succeeded: what consumed
+				 * the receive, SMART_TP_SEND or
+				 * SMART_TP_WRITE_IMM (rule 8); else 0 */
+	uint32_t len;		/* SMART_TP_RECV: SEND, the bytes received;
+				 * WRITE_IMM, the WRITE's length (rule 8) */
 	uint32_t imm;
 };
+
+/* The longest WRITE a WRITE_IMM's receive may report (InfiniBand's
+ * largest message, 2^31 bytes); a longer claim fails the receive. */
+#define SMART_TP_WRITE_MAX (UINT32_C(1) << 31)
 
 enum {
 	SMART_TP_SHARED = 1 << 0,	/* object used by several threads */

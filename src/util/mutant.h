@@ -65,6 +65,13 @@
 #define SMART_M_SHM_RECV_NO_LKEY_CHECK 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_RECV_NO_KIND	/* shm_recv.c: a WRITE_IMM's receive
+					 * reported as a SEND's */
+#define SMART_M_SHM_RECV_NO_KIND 1
+#else
+#define SMART_M_SHM_RECV_NO_KIND 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK	/* shm_mem.c: a region
 					 * mapped whatever its seals */
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 1
@@ -272,6 +279,39 @@
 #define SMART_M_RPC_NO_REQ_QUOTA 1
 #else
 #define SMART_M_RPC_NO_REQ_QUOTA 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_TRUSTS_RECV_KIND	/* msg/rpc.c: a receive parsed
+					 * as a SEND's whatever consumed it
+					 * (a WRITE_IMM's length read from
+					 * the slot) */
+#define SMART_M_RPC_TRUSTS_RECV_KIND 1
+#else
+#define SMART_M_RPC_TRUSTS_RECV_KIND 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_ROOM_DEADLINE	/* msg/rpc.c: a wait for window
+					 * room ends only with room or a
+					 * failed connection */
+#define SMART_M_RPC_NO_ROOM_DEADLINE 1
+#else
+#define SMART_M_RPC_NO_ROOM_DEADLINE 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_PROGRESS_KEEPALIVE	/* msg/rpc.c: a peer that
+					 * answers PINGs but acks nothing
+					 * is kept */
+#define SMART_M_RPC_NO_PROGRESS_KEEPALIVE 1
+#else
+#define SMART_M_RPC_NO_PROGRESS_KEEPALIVE 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_TICK_NO_DRAIN	/* msg/rpc.c: a tick whose poll found
+					 * a full batch gives no keepalive
+					 * verdict (a flood keeps them off) */
+#define SMART_M_RPC_TICK_NO_DRAIN 1
+#else
+#define SMART_M_RPC_TICK_NO_DRAIN 0
 #endif
 
 #ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared

@@ -478,12 +478,24 @@ static int recv_take(struct smart_tp_qp *qp, uint32_t k,
 	wc->flags = (uint8_t)(flags & SMART_TP_IMM);
 	wc->imm = __atomic_load_n(&sl->imm, __ATOMIC_RELAXED);
 	wc->len = len;
-	if (flags & SHM_RS_WRITE)	/* the bytes went to the region */
+	wc->recv_op = SMART_TP_SEND;
+	if ((flags & SHM_RS_WRITE) && !SMART_M_SHM_RECV_NO_KIND) {
+		/* the bytes went to the region, none to the buffer: the
+		 * completion says so (rule 8), with a length no WRITE
+		 * exceeds */
+		wc->recv_op = SMART_TP_WRITE_IMM;
+		if (len > SMART_TP_WRITE_MAX || (flags & SHM_RS_TOO_LONG)) {
+			wc->len = 0;
+			wc->recv_op = 0;
+			return wc->status = SMART_TP_WC_LOC_PROT;
+		}
 		return wc->status = SMART_TP_WC_OK;
+	}
 	if ((flags & SHM_RS_TOO_LONG) ||
 	    (!SMART_M_SHM_RECV_TRUSTS_LEN &&
 	     (len > e->len || len > rq->max_msg))) {
 		wc->len = 0;
+		wc->recv_op = 0;
 		return wc->status = SMART_TP_WC_LOC_PROT;
 	}
 	/* the buffer posted must lie in the MR of its key, as a NIC checks
@@ -491,6 +503,7 @@ static int recv_take(struct smart_tp_qp *qp, uint32_t k,
 	if (len && !SMART_M_SHM_RECV_NO_LKEY_CHECK &&
 	    !shm_local_ok(qp->d, e->lkey, e->local, len)) {
 		wc->len = 0;
+		wc->recv_op = 0;
 		return wc->status = SMART_TP_WC_LOC_PROT;
 	}
 	if (len)

@@ -291,11 +291,26 @@ static void wc_take(struct smart_tp_wc *out, uint64_t wr_id,
 	ring_retire(qp, slot);
 }
 
+/* What consumed a receive (rule 8): a SEND (IBV_WC_RECV) or a WRITE_IMM
+ * (IBV_WC_RECV_RDMA_WITH_IMM, whose byte_len is the WRITE's length and
+ * left the buffer alone); 0 for anything else a NIC might say. */
+static uint8_t recv_op_of(enum ibv_wc_opcode op, uint32_t len)
+{
+	if (op == IBV_WC_RECV)
+		return SMART_TP_SEND;
+	if (op == IBV_WC_RECV_RDMA_WITH_IMM && len <= SMART_TP_WRITE_MAX)
+		return SMART_TP_WRITE_IMM;
+	return 0;
+}
+
 /* A receive's completion (rule 8): its wr_id from the receive ring,
- * length and immediate from the NIC (the immediate in network order). */
+ * what consumed it, length and immediate from the NIC (the immediate in
+ * network order).  The opcode is defined only for a success; one that is
+ * neither a SEND's nor a WRITE_IMM's fails the receive. */
 static __attribute__((noinline)) void
 wc_take_recv(struct smart_tp_wc *out, uint64_t wr_id, enum ibv_wc_status st,
-	     uint32_t len, unsigned flags, uint32_t imm_be)
+	     enum ibv_wc_opcode op, uint32_t len, unsigned flags,
+	     uint32_t imm_be)
 {
 	struct smart_tp_qp *qp = (struct smart_tp_qp *)(uintptr_t)
 		((wr_id & ~VERBS_RECV_BIT) >> 16);
@@ -304,6 +319,11 @@ wc_take_recv(struct smart_tp_wc *out, uint64_t wr_id, enum ibv_wc_status st,
 	out->wr_id = qp->rring[slot & qp->rmask].wr_id;
 	out->status = wc_status(st);
 	out->opcode = SMART_TP_RECV;
+	out->recv_op = st == IBV_WC_SUCCESS ? recv_op_of(op, len) : 0;
+	if (st == IBV_WC_SUCCESS && !out->recv_op) {
+		out->status = SMART_TP_WC_FATAL;
+		st = IBV_WC_GENERAL_ERR;
+	}
 	out->len = st == IBV_WC_SUCCESS ? len : 0;
 	out->flags = st == IBV_WC_SUCCESS && (flags & IBV_WC_WITH_IMM) ?
 		     SMART_TP_IMM : 0;
@@ -368,6 +388,8 @@ static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 			;	/* of a QP destroyed: dropped */
 		else if (smart_unlikely(x->wr_id & VERBS_RECV_BIT))
 			wc_take_recv(&wc[n++], x->wr_id, x->status,
+				     x->status == IBV_WC_SUCCESS ?
+				     ibv_wc_read_opcode(x) : IBV_WC_RECV,
 				     ibv_wc_read_byte_len(x),
 				     ibv_wc_read_wc_flags(x),
 				     ibv_wc_read_imm_data(x));
@@ -408,7 +430,8 @@ static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 			continue;	/* of a QP destroyed: dropped */
 		if (smart_unlikely(iw[i].wr_id & VERBS_RECV_BIT))
 			wc_take_recv(&wc[k++], iw[i].wr_id, iw[i].status,
-				     iw[i].byte_len, iw[i].wc_flags,
+				     iw[i].opcode, iw[i].byte_len,
+				     iw[i].wc_flags,
 				     iw[i].imm_data);
 		else
 			wc_take(&wc[k++], iw[i].wr_id, iw[i].status,

@@ -52,6 +52,7 @@ static const struct conf_case conf_cases[] = {
 	{ "poll_small_max", case_poll_small_max, 0 },
 	{ "device_memory", case_device_memory, 0 },
 	{ "two_sided", case_two_sided, 0 },
+	{ "two_sided_kind", case_two_sided_kind, 0 },
 	{ "two_sided_flow", case_two_sided_flow, 0 },
 	{ "two_sided_errors", case_two_sided_errors, 0 },
 	{ "two_sided_blobs", case_two_sided_blobs, 0 },

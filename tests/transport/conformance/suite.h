@@ -182,6 +182,7 @@ void case_poll_small_max(const struct smart_conf_env *env);
 void case_device_memory(const struct smart_conf_env *env);
 void case_inline_limit(const struct smart_conf_env *env);
 void case_two_sided(const struct smart_conf_env *env);
+void case_two_sided_kind(const struct smart_conf_env *env);
 void case_two_sided_flow(const struct smart_conf_env *env);
 void case_two_sided_errors(const struct smart_conf_env *env);
 void case_two_sided_blobs(const struct smart_conf_env *env);

@@ -1,6 +1,7 @@
 /*
  * Conformance cases of rule 8 (two-sided): receive queues, SEND with and
  * without immediate data, WRITE_IMM (of 0 bytes too, without a region),
+ * what consumed a receive (SEND or WRITE_IMM: recv_op in its completion),
  * receiver not ready, a message too
  * long for its receive, a SEND longer than the peer takes, malformed peer
  * blobs, and a peer in another process; and rule 9 (events) on the
@@ -311,6 +312,98 @@ void case_two_sided(const struct smart_conf_env *env)
 	CHECK_WC(ts_one(&t, &t.b), 61, SMART_TP_WC_OK);
 	expect_quiet(t.f.ops, t.a.cq);
 	expect_quiet(t.f.ops, t.b.cq);
+	ts_close(&t);
+}
+
+/* ------------------------------------------------------------------ */
+/* Case: two_sided_kind — a receive's completion says what consumed it  */
+/* (rule 8): SEND (its bytes in the buffer, len within the receive) or  */
+/* WRITE_IMM (the WRITE's length, nothing in the buffer); failed and    */
+/* flushed receives say neither                                         */
+
+/* Receive k of b, its buffer filled with a pattern first. */
+static void ts_recv_marked(struct ts *t, uint32_t k)
+{
+	memset(t->b.buf + (size_t)k * TS_RECV_LEN, 0xa5, TS_RECV_LEN);
+	ts_recv(t, &t->b, k, TS_RECV_LEN);
+}
+
+/* Receive k's buffer still holds only the pattern. */
+static void ts_untouched(const struct ts *t, uint32_t k)
+{
+	const uint8_t *p = t->b.buf + (size_t)k * TS_RECV_LEN;
+
+	for (uint32_t i = 0; i < TS_RECV_LEN; i++)
+		CHECK_MSG(p[i] == 0xa5, "receive %u: byte %u written by a "
+			  "WRITE_IMM", k, i);
+}
+
+void case_two_sided_kind(const struct smart_conf_env *env)
+{
+	uint64_t rng = case_seed("two_sided_kind");
+	struct smart_tp_wr w;
+	struct smart_tp_wc wc;
+	uint8_t *src;
+	struct ts t;
+
+	ts_skip_unless(env);
+	ts_open(&t, env, TS_MAX_MSG);
+	src = t.a.buf + 128 * 1024;
+	for (uint32_t k = 0; k < 4; k++)
+		ts_recv_marked(&t, k);
+	/* SENDs, with and without immediate: their bytes, their length */
+	rng_fill(&rng, src, 100);
+	CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
+		ts_send(&t.a, 1, src, 100, CONF_SIG, 0),
+		ts_send(&t.a, 2, src, 0, CONF_SIG | SMART_TP_IMM, 7) }, 2));
+	wc = ts_one(&t, &t.b);
+	CHECK_WC(wc, 1000, SMART_TP_WC_OK);
+	CHECK(wc.recv_op == SMART_TP_SEND && wc.len == 100 && !wc.flags);
+	CHECK_MEM_EQ(t.b.buf, src, 100, "a SEND's bytes");
+	wc = ts_one(&t, &t.b);
+	CHECK_WC(wc, 1001, SMART_TP_WC_OK);
+	CHECK(wc.recv_op == SMART_TP_SEND && wc.len == 0 &&
+	      (wc.flags & SMART_TP_IMM) && wc.imm == 7);
+	/* WRITE_IMMs of 128 and 0 bytes: the WRITE's length, nothing in
+	 * the receive's buffer */
+	w = wr_make(&t.f.t, SMART_TP_WRITE_IMM, 3, TS_WIMM_OFF, src, 128,
+		    CONF_SIG);
+	w.imm = 0x10000;
+	CHECK_OK(t.f.ops->post(t.a.qp, &w, 1));
+	wc = ts_one(&t, &t.b);
+	CHECK_WC(wc, 1002, SMART_TP_WC_OK);
+	CHECK(wc.recv_op == SMART_TP_WRITE_IMM && wc.len == 128 &&
+	      (wc.flags & SMART_TP_IMM) && wc.imm == 0x10000);
+	ts_untouched(&t, 2);
+	CHECK_MEM_EQ(t.f.raddr + TS_WIMM_OFF, src, 128, "WRITE_IMM's bytes");
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 4;
+	w.opcode = SMART_TP_WRITE_IMM;
+	w.flags = CONF_SIG;
+	w.imm = 0x40000;
+	CHECK_OK(t.f.ops->post(t.a.qp, &w, 1));
+	wc = ts_one(&t, &t.b);
+	CHECK_WC(wc, 1003, SMART_TP_WC_OK);
+	CHECK(wc.recv_op == SMART_TP_WRITE_IMM && wc.len == 0 &&
+	      wc.imm == 0x40000);
+	ts_untouched(&t, 3);
+	for (uint64_t id = 1; id <= 4; id++)
+		CHECK_WC(ts_one(&t, &t.a), id, SMART_TP_WC_OK);
+	/* a message too long for its receive: that receive fails, the
+	 * next flushes, neither consumed by anything */
+	ts_recv(&t, &t.b, 4, 16);
+	ts_recv(&t, &t.b, 5, 64);
+	CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
+		ts_send(&t.a, 5, src, 64, CONF_SIG, 0) }, 1));
+	wc = ts_one(&t, &t.b);
+	CHECK_WC(wc, 1004, SMART_TP_WC_LOC_PROT);
+	CHECK_EQ(wc.recv_op, 0);
+	wc = ts_one(&t, &t.b);
+	CHECK_WC(wc, 1005, SMART_TP_WC_FLUSH);
+	CHECK_EQ(wc.recv_op, 0);
+	CHECK_EQ(ts_one(&t, &t.a).wr_id, 5);
+	printf("   SEND and WRITE_IMM receives told apart; a WRITE_IMM left "
+	       "its receive's buffer alone\n");
 	ts_close(&t);
 }
 
