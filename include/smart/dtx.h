@@ -115,6 +115,12 @@ struct smart_dtx_stats {
 	 * found and resolved by this process, how, and locks released */
 	uint64_t recoveries, rolled_back, rolled_forward, locks_recovered;
 	uint64_t slots_adopted;		/* log slots taken from dead clients */
+	/* adoptions of a dead client's log slot put off: a live recoverer
+	 * still held a lock its log lists */
+	uint64_t adopt_deferred;
+	/* logs read by recoveries whose transaction no lock names any more
+	 * (done, or an older one of its slot): nothing decided */
+	uint64_t logs_settled;
 };
 
 /* Defaults: home blade only, no tables (the caller sets them). */

@@ -506,7 +506,8 @@ int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *o)
 	LD(commits); LD(aborts); LD(lock_conflicts); LD(validate_fails);
 	LD(insert_conflicts); LD(cache_hits); LD(cache_misses);
 	LD(crc_retries); LD(recoveries); LD(rolled_back); LD(rolled_forward);
-	LD(locks_recovered); LD(slots_adopted);
+	LD(locks_recovered); LD(slots_adopted); LD(adopt_deferred);
+	LD(logs_settled);
 #undef LD
 	return 0;
 }

@@ -52,7 +52,7 @@ struct smart_dtx {
 	_Atomic uint64_t commits, aborts, lock_conflicts, validate_fails,
 		insert_conflicts, cache_hits, cache_misses, crc_retries,
 		recoveries, rolled_back, rolled_forward, locks_recovered,
-		slots_adopted;
+		slots_adopted, adopt_deferred, logs_settled;
 };
 
 enum dtx_kind { DTX_RO = 0, DTX_RW = 1, DTX_INS = 2 };

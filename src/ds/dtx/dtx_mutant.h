@@ -73,4 +73,21 @@
 #define SMART_M_DTX_NO_DESC_CHECK 0
 #endif
 
+/* a dead client's log slot is adopted (its log soon overwritten) while a
+ * live recoverer still rolls back a record that log lists */
+#ifdef SMART_MUTANT_DTX_ADOPT_UNRESOLVED
+#define SMART_M_DTX_ADOPT_UNRESOLVED 1
+#else
+#define SMART_M_DTX_ADOPT_UNRESOLVED 0
+#endif
+
+/* a recovery decides (CASes the slot's decision word) even for a log
+ * whose transaction no lock names any more: an older log of the slot
+ * overwrites the newest transaction's decision */
+#ifdef SMART_MUTANT_DTX_DECIDE_SETTLED
+#define SMART_M_DTX_DECIDE_SETTLED 1
+#else
+#define SMART_M_DTX_DECIDE_SETTLED 0
+#endif
+
 #endif
