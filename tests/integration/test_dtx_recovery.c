@@ -62,7 +62,30 @@ enum plan {
 	PLAN_BANK = 0,	/* savings[i % 32] -> checking[i * 7 % 32] */
 	PLAN_LOCAL = 1,	/* i even: checking[i] -> savings[i]; odd:
 			 * checking[i] -> checking[i + 1] (one table) */
+	PLAN_UNDO_FAILS = 2,	/* savings[0] -> checking[0]: its commit
+				 * fails after the first record, then its
+				 * undo (fail_hook); it dies right after */
 };
+
+/* Fails a commit after its first record's write ("dtx.commit.torn") and
+ * the undo of every record, as transport errors would. */
+struct fail_hook {
+	int undos;
+};
+
+static int fail_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct fail_hook *h = arg;
+
+	(void)w;
+	if (!strcmp(point, "dtx.commit.torn"))
+		return SMART_ECONN;
+	if (!strcmp(point, "dtx.undo.record")) {
+		h->undos++;
+		return SMART_ECONN;
+	}
+	return 0;
+}
 
 struct child_hook {
 	const char *point;
@@ -140,6 +163,13 @@ static void child_main(char **args)
 	CHECK_OK(smart_dtx_open(w, b0, DB, NULL, &d));
 	CHECK_OK(smart_dtx_txn_new(d, w, &x));
 	send_ids(ctx, b0, b1, wr);
+	if (plan == PLAN_UNDO_FAILS) {
+		struct fail_hook fh = { 0 };
+
+		CHECK_OK(smart_ctx_set_hook(ctx, fail_hook, &fh));
+		_exit(transfer(x, w, 0, 0, 1, 0, 10) == SMART_ECONN &&
+		      fh.undos ? 0 : 2);
+	}
 	CHECK_OK(smart_ctx_set_hook(ctx, child_hook, &h));
 	for (i = 0; i < 30; i++) {
 		uint64_t a = (uint64_t)i % ACCOUNTS;
@@ -576,6 +606,68 @@ static void test_stale_decision(void)
 	world_close(&wd);
 }
 
+/* Defect 6 of issue 24: a commit whose writes fail half way puts back
+ * what it wrote; an undo that fails too must keep the locks of the
+ * records it could not put back (a transaction object holding them
+ * starts nothing until smart_dtx_abort finished the undo), never release
+ * them over the aborted transaction's bytes.  fail_hook fails the commit
+ * after its first record (savings[3] -= 50, both copies) and then the
+ * undo of every record.  Then the same with the coordinator dying right
+ * after: recovery rolls it back from the log its slot kept. */
+
+static void test_undo_fails(void)
+{
+	struct smart_dtx_stats st;
+	struct fail_hook h = { 0 };
+	smart_dtx_txn_t *x, *y;
+	struct world wd;
+	int64_t v = 0, sum;
+	int rc;
+
+	world_open(&wd, 1);
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &y));
+	CHECK_OK(smart_ctx_set_hook(wd.ctx, fail_hook, &h));
+	rc = transfer(x, wd.w, 0, 3, 1, 3, 50);
+	CHECK_OK(smart_ctx_set_hook(wd.ctx, NULL, NULL));
+	CHECK_EQ(rc, SMART_ECONN);
+	CHECK_GT(h.undos, 0);
+	/* savings[3]: locked by its live holder, or (released over the
+	 * aborted transfer's bytes) 950 */
+	CHECK_OK(smart_dtx_begin(y));
+	CHECK_GE(smart_dtx_read(y, 0, 3, &v, sizeof(v)), 0);
+	rc = smart_dtx_commit(y, wd.w);
+	printf("undo_fails: savings[3] read after the failed transfer: %s, "
+	       "%lld\n", smart_status_name(rc), rc ? 0ll : (long long)v);
+	if (!rc)	/* the locks are gone: what does the bank hold? */
+		printf("undo_fails: audit %lld (expected %d)\n",
+		       (long long)audit(&wd), 2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(rc, SMART_EABORT);
+	CHECK_EQ(smart_dtx_begin(x), SMART_EBUSY);	/* undo unfinished */
+	CHECK_OK(smart_dtx_abort(x, wd.w));	/* finishes it */
+	CHECK_OK(smart_dtx_begin(x));
+	CHECK_OK(smart_dtx_abort(x, wd.w));
+	CHECK_OK(smart_dtx_txn_free(y, wd.w));
+	CHECK_OK(smart_dtx_txn_free(x, wd.w));
+	sum = audit(&wd);
+	printf("undo_fails: audit %lld (expected %d)\n", (long long)sum,
+	       2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	world_close(&wd);
+
+	world_open(&wd, 1);
+	run_child_at(&wd, 0, PLAN_UNDO_FAILS, 1);
+	sum = audit(&wd);
+	printf("undo_fails: the coordinator dead after it: audit %lld\n",
+	       (long long)sum);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_GT(st.rolled_back, 0);
+	world_close(&wd);
+}
+
 /* A memory blade gone: transactions on its table fail with an error (not
  * SMART_EABORT, not a hang); those on the other blade's table go on. */
 static void test_dead_blade(void)
@@ -654,6 +746,7 @@ int main(int argc, char **argv)
 		{ "operator", test_operator },
 		{ "recoverer_dies", test_recoverer_dies },
 		{ "stale_decision", test_stale_decision },
+		{ "undo_fails", test_undo_fails },
 		{ "dead_blade", test_dead_blade },
 		{ 0 } });
 }

@@ -606,6 +606,10 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 	d = x->d;
 	if (x->open && w)
 		rc = smart_dtx_abort(x, w);
+	/* locks a failure left: the slot (its log) stays ours until they
+	 * are gone, or our lease ends and an adopter resolves them */
+	if (w && !rc && x->stuck)
+		rc = smart__dtx_unstick(x, w);
 	if (w && !rc) {
 		uint64_t mine = (uint64_t)smart__dtx_lease(d, d->home) << 48 | 1;
 		uint64_t old;

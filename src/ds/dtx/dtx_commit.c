@@ -24,7 +24,8 @@ static const uint64_t dtx_zero;
 /* ---- release ------------------------------------------------------- */
 
 /* Let every lock the transaction holds go (a CAS from our stamp where a
- * failed op left it unsure whether we hold it). */
+ * failed op left it unsure whether we hold it), but those over records
+ * whose undo failed (stuck 2: their bytes are not the old ones). */
 static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i, rc = 0, any = 0, rc2;
@@ -36,6 +37,8 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
 		int r = 0;
 
+		if (it->stuck == 2)
+			continue;
 		if (it->locked == 1)
 			r = smart_write(w, lw, &dtx_zero, 8);
 		else if (it->locked)	/* uncertain: only our own stamp */
@@ -54,18 +57,39 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 	}
 	/* after a failure, whatever is still ours goes by a CAS next time */
 	for (i = 0; i < x->n; i++)
-		x->item[i].locked = rc && x->item[i].locked ? 2 : 0;
+		if (x->item[i].stuck != 2)
+			x->item[i].locked = rc && x->item[i].locked ? 2 : 0;
 	return rc;
+}
+
+/* The transaction is over: a lock it still holds after its log was posted
+ * keeps it stuck (the slot's next log would overwrite the only thing that
+ * explains that lock, docs/dtx.md §5); others are let go for good (no
+ * log: a finder releases them alone once we are gone). */
+static void keep_stuck(smart_dtx_txn_t *x)
+{
+	int i;
+
+	x->stuck = 0;
+	for (i = 0; i < x->n; i++) {
+		struct dtx_item *it = &x->item[i];
+
+		if (it->locked && x->logged && !it->stuck)
+			it->stuck = 1;
+		if (it->stuck) {
+			it->locked = 2;	/* ours: released by a CAS */
+			x->stuck++;
+		} else {
+			it->locked = 0;
+		}
+	}
 }
 
 void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 {
-	int i;
-
 	if (rc)
 		(void)release(x, w);
-	for (i = 0; i < x->n; i++)
-		x->item[i].locked = 0;
+	keep_stuck(x);
 	smart__dtx_count(rc ? &x->d->aborts : &x->d->commits);
 	if (x->started) {
 		x->cost.round_trips = (unsigned)(smart_task_round_trips(w, NULL) -
@@ -82,6 +106,8 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	if (!x || !w)
 		return SMART_EINVAL;
+	if (!x->open && x->stuck)
+		return smart__dtx_unstick(x, w);
 	if (!x->open)
 		return 0;
 	smart__dtx_finish(x, w, SMART_EABORT);
@@ -308,7 +334,8 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 
 /* Every written record's copies; with a hook set, the first record's
  * alone first, then "dtx.commit.torn" (a test kills the coordinator
- * there, half committed). */
+ * there, half committed, or fails the rest of the writes with the
+ * hook's return, as a transport error would). */
 static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i, rc = 0, first = -1, hook = smart_ctx_hook(
@@ -323,7 +350,7 @@ static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 			if (!rc)
 				rc = smart_sync(w);
 			if (!rc)
-				(void)smart__dtx_hook(w, "dtx.commit.torn");
+				rc = smart__dtx_hook(w, "dtx.commit.torn");
 			continue;
 		}
 		rc = write_post(x, w, &x->item[i]);
@@ -331,24 +358,66 @@ static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 	return rc ? rc : smart_sync(w);
 }
 
-/* Commit's writes failed midway: put every copy back as it was (what can
- * be reached), so that the locks can go. */
+/* Put item it's old bytes back on every copy (a test fails it at
+ * "dtx.undo.record", as if its WRITEs could not be posted). */
+static int put_back(smart_worker_t *w, const struct dtx_item *it)
+{
+	unsigned k;
+	int rc = smart__dtx_hook(w, "dtx.undo.record");
+
+	for (k = 0; !rc && k < it->t->ncopies; k++)
+		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
+			it->t, k, it->slot), 8), it->old + 8,
+			it->t->rec_size - 8);
+	if (rc)
+		(void)smart_sync(w);	/* nothing posted still reads it */
+	return rc ? rc : smart_sync(w);
+}
+
+/* Commit's writes failed midway: put every copy back as it was, record
+ * by record (an error path: a round trip each).  A record not put back
+ * keeps its lock (stuck 2): released over the aborted transaction's
+ * bytes it would show them committed; held, it stays ours to finish
+ * (smart_dtx_abort) or, once we are dead, a recoverer's to roll back from
+ * the log, which stays since the slot starts nothing new meanwhile. */
 static void write_undo(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i;
-	unsigned k;
 
 	for (i = 0; i < x->n; i++) {
-		const struct dtx_item *it = &x->item[i];
+		struct dtx_item *it = &x->item[i];
 
-		if (!is_written(it))
-			continue;
-		for (k = 0; k < it->t->ncopies; k++)
-			(void)smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-				it->t, k, it->slot), 8), it->old + 8,
-				it->t->rec_size - 8);
+		if (is_written(it) && put_back(w, it) &&
+		    !SMART_M_DTX_UNDO_IGNORED)
+			it->stuck = 2;
 	}
-	(void)smart_sync(w);
+}
+
+/* The lock is ours (x's stamp) until we let it go: a CAS from the stamp
+ * (one that finds another word: a recoverer had it, we were fenced). */
+int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	int i, rc = 0;
+
+	for (i = 0; !rc && i < x->n; i++) {
+		struct dtx_item *it = &x->item[i];
+		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
+
+		if (!it->stuck)
+			continue;
+		if (it->stuck == 2)
+			rc = put_back(w, it);
+		if (!rc)
+			rc = smart_cas_sync(w, lw, DTX_LOCK(smart__dtx_lease(
+				x->d, smart_gaddr_blade(lw)), x->slot, x->seq),
+				0, NULL);
+		if (!rc) {
+			it->stuck = 0;
+			it->locked = 0;
+			x->stuck--;
+		}
+	}
+	return rc;
 }
 
 static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
@@ -363,8 +432,10 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 	one_ro = x->n == 1 && (x->item[0].kind == DTX_RO ||
 			       x->item[0].status == SMART_EEXIST);
 	rc = validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
-	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT)
+	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT) {
+		x->logged = 1;
 		rc = log_post(x, w);
+	}
 	if (!rc)
 		rc = smart_sync(w);
 	if (!rc)
@@ -374,6 +445,7 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 		if (rc) {
 			write_undo(x, w);
 		} else if (SMART_M_DTX_LOG_AFTER_COMMIT) {
+			x->logged = 1;
 			rc = log_post(x, w);
 			rc = rc ? rc : smart_sync(w);
 		}
@@ -390,7 +462,8 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 			it->intent = 0;	/* the key is final */
 		}
 		/* committed: every copy is written.  A release that fails
-		 * (a blade gone) is tried once more; the outcome stands */
+		 * (a blade gone) is tried once more; the outcome stands, and
+		 * what is still held keeps the object stuck (finish) */
 		if (release(x, w))
 			(void)release(x, w);
 	}

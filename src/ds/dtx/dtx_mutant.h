@@ -90,4 +90,12 @@
 #define SMART_M_DTX_DECIDE_SETTLED 0
 #endif
 
+/* a commit whose writes failed releases every lock even where its undo
+ * failed too (the record keeps the aborted transaction's bytes) */
+#ifdef SMART_MUTANT_DTX_UNDO_IGNORED
+#define SMART_M_DTX_UNDO_IGNORED 1
+#else
+#define SMART_M_DTX_UNDO_IGNORED 0
+#endif
+
 #endif
