@@ -48,6 +48,9 @@ static const struct step steps[] = {
 	{ "dtx.exec.done", 3, EXP_RELEASE },
 	{ "dtx.commit.torn", 3, EXP_BACK },
 	{ "dtx.commit.written", 3, EXP_FORWARD },
+	/* inside a WRITE: the second record's backup holds its new key and
+	 * version over the old rest (crc wrong), every other copy new */
+	{ "dtx.commit.inside", 3, EXP_BACK },
 };
 
 static const struct smart_dtx_table tables[2] = {
@@ -62,6 +65,8 @@ enum plan {
 	PLAN_BANK = 0,	/* savings[i % 32] -> checking[i * 7 % 32] */
 	PLAN_LOCAL = 1,	/* i even: checking[i] -> savings[i]; odd:
 			 * checking[i] -> checking[i + 1] (one table) */
+	PLAN_THREE = 3,	/* savings[i] -> checking[i], checking[i + 1],
+			 * 10 + i each: three records written */
 	PLAN_UNDO_FAILS = 2,	/* savings[0] -> checking[0]: its commit
 				 * fails after the first record, then its
 				 * undo (fail_hook); it dies right after */
@@ -134,6 +139,28 @@ static smart_ctx_t *ctx_both(const char *a0, const char *a1,
 	return ctx;
 }
 
+/* savings[a] -> checking[b] and checking[b + 1], amt each. */
+static int transfer3(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t a,
+		     uint64_t b, int64_t amt)
+{
+	int64_t v[3];
+	int it[3], k, rc;
+
+	CHECK_OK(smart_dtx_begin(x));
+	it[0] = smart_dtx_read_for_update(x, 0, a, &v[0], 8);
+	it[1] = smart_dtx_read_for_update(x, 1, b, &v[1], 8);
+	it[2] = smart_dtx_read_for_update(x, 1, b + 1, &v[2], 8);
+	rc = smart_dtx_exec(x, w);
+	if (rc)
+		return rc;
+	v[0] -= 2 * amt;
+	v[1] += amt;
+	v[2] += amt;
+	for (k = 0; k < 3; k++)
+		CHECK_OK(smart_dtx_write(x, it[k], &v[k], 8));
+	return smart_dtx_commit(x, w);
+}
+
 /* Send this ctx's lease ids on both blades down pipe end wr. */
 static void send_ids(smart_ctx_t *ctx, uint16_t b0, uint16_t b1, int wr)
 {
@@ -178,6 +205,8 @@ static void child_main(char **args)
 		if (plan == PLAN_BANK)
 			rc = transfer(x, w, 0, a, 1, (uint64_t)(i * 7) % ACCOUNTS,
 				      10 + i);
+		else if (plan == PLAN_THREE)
+			rc = transfer3(x, w, a, a, 10 + i);
 		else if (i % 2 == 0)
 			rc = transfer(x, w, 1, a, 0, a, 10 + i);
 		else
@@ -194,6 +223,7 @@ static void child_main(char **args)
  * rollback. */
 struct rec_hook {
 	int wr, rd;
+	int stop, taken;	/* stop at the stop-th take-over */
 };
 
 static int rec_hook(smart_worker_t *w, const char *point, void *arg)
@@ -202,7 +232,7 @@ static int rec_hook(smart_worker_t *w, const char *point, void *arg)
 	char c = 1;
 
 	(void)w;
-	if (strcmp(point, "dtx.recover.taken"))
+	if (strcmp(point, "dtx.recover.taken") || ++h->taken < h->stop)
 		return 0;
 	CHECK_EQ(write(h->wr, &c, 1), 1);
 	while (read(h->rd, &c, 1) > 0)
@@ -211,10 +241,11 @@ static int rec_hook(smart_worker_t *w, const char *point, void *arg)
 }
 
 /* args: both blades' addresses, the table and key to read, the pipe ends
- * (to the test, from the test), the secret file. */
+ * (to the test, from the test), the secret file, the take-over to stop
+ * at. */
 static void recoverer_main(char **args)
 {
-	struct rec_hook h = { atoi(args[4]), atoi(args[5]) };
+	struct rec_hook h = { atoi(args[4]), atoi(args[5]), atoi(args[7]), 0 };
 	uint16_t b0, b1;
 	smart_ctx_t *ctx = ctx_both(args[0], args[1], args[6], &b0, &b1);
 	smart_worker_t *w;
@@ -365,9 +396,9 @@ struct rec_child {
 /* Start a recoverer reading (table, key), which must meet a dead
  * transaction's lock there; return once it holds the lock taken over. */
 static void recoverer_start(struct world *wd, struct rec_child *r,
-			    uint32_t table, uint64_t key)
+			    uint32_t table, uint64_t key, int stop)
 {
-	char t[12], k[12], wr[12], rd[12];
+	char t[12], k[12], wr[12], rd[12], st[12];
 	int up[2], down[2];
 	char c;
 
@@ -381,9 +412,10 @@ static void recoverer_start(struct world *wd, struct rec_child *r,
 	snprintf(k, sizeof(k), "%llu", (unsigned long long)key);
 	snprintf(wr, sizeof(wr), "%d", up[1]);
 	snprintf(rd, sizeof(rd), "%d", down[0]);
+	snprintf(st, sizeof(st), "%d", stop);
 	r->pid = test_spawn("recoverer", (const char *[]){
 		smart_blade_address(wd->b[0]), smart_blade_address(wd->b[1]),
-		t, k, wr, rd, secret_path, NULL });
+		t, k, wr, rd, secret_path, st, NULL });
 	CHECK_GE(r->pid, 0);
 	guard_add(r->pid);
 	close(up[1]);
@@ -537,7 +569,7 @@ static void test_recoverer_dies(void)
 
 	world_open(&wd, 1);
 	run_child_at(&wd, 1, PLAN_BANK, 3);	/* dtx.commit.torn */
-	recoverer_start(&wd, &r, 0, 2);
+	recoverer_start(&wd, &r, 0, 2, 1);
 	n = fill_slots(&wd, xs, 16, &y);
 	rc_new = y ? 0 : SMART_EBUSY;
 	if (y)		/* the slot's log is overwritten */
@@ -581,7 +613,7 @@ static void test_stale_decision(void)
 
 	world_open(&wd, 0);
 	run_child_at(&wd, 1, PLAN_LOCAL, 2);	/* dtx.commit.torn */
-	recoverer_start(&wd, &r, 1, 1);
+	recoverer_start(&wd, &r, 1, 1, 1);
 	n = fill_slots(&wd, xs, 15, &y);	/* one adoption tried */
 	CHECK(!y);
 	rc = smart_dtx_txn_new(wd.d, wd.w, &z);	/* a second one */
@@ -602,6 +634,46 @@ static void test_stale_decision(void)
 	CHECK_EQ(rc, SMART_EBUSY);
 	CHECK_GE(st.adopt_deferred, 2);
 	CHECK_GT(st.logs_settled, 0);
+	CHECK_GT(st.rolled_back, 0);
+	world_close(&wd);
+}
+
+/* Two recoverers of one transaction must agree.  The coordinator dies
+ * inside the WRITE of its second record (transfer3 of 10: savings[0]
+ * written, checking[0]'s backup torn, checking[1] written).  Recoverer R
+ * decides back, rolls savings[0] and checking[0] back and stops holding
+ * checking[1], still new.  An operator's recovery runs meanwhile: it sees
+ * two records released and one new, yet must follow R's decision and
+ * leave checking[1] to R; R dies; the next reader rolls checking[1] back
+ * too.  A recoverer deciding afresh would roll it forward: half back,
+ * half forward (or, its lock being R's, never released). */
+static void test_two_recoverers(void)
+{
+	struct smart_dtx_stats st;
+	struct rec_child r;
+	struct world wd;
+	uint64_t found = 0;
+	int64_t sum;
+
+	world_open(&wd, 1);
+	run_child_at(&wd, 3, PLAN_THREE, 1);	/* dtx.commit.inside */
+	recoverer_start(&wd, &r, 0, 0, 3);
+	CHECK_OK(smart_dtx_recover(wd.d, wd.w, SMART_DTX_ALL_BLADES, &found));
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	printf("two_recoverers: the operator's pass beside R: %llu locks "
+	       "released, %llu adoptions put off, %llu forward\n",
+	       (unsigned long long)found,
+	       (unsigned long long)st.adopt_deferred,
+	       (unsigned long long)st.rolled_forward);
+	recoverer_kill(&wd, &r);
+	sum = audit(&wd);
+	printf("two_recoverers: audit %lld (expected %d)\n", (long long)sum,
+	       2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_GT(st.adopt_deferred, 0);
+	CHECK_EQ(st.rolled_forward, 0);
 	CHECK_GT(st.rolled_back, 0);
 	world_close(&wd);
 }
@@ -747,6 +819,7 @@ int main(int argc, char **argv)
 		{ "recoverer_dies", test_recoverer_dies },
 		{ "stale_decision", test_stale_decision },
 		{ "undo_fails", test_undo_fails },
+		{ "two_recoverers", test_two_recoverers },
 		{ "dead_blade", test_dead_blade },
 		{ 0 } });
 }

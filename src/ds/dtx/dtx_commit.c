@@ -302,10 +302,14 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 
 /* ---- commit writes ----------------------------------------------------- */
 
+/* Bytes of a record a split copy's first WRITE carries: key, version. */
+#define DTX_SPLIT_HEAD	24u
+
 /* Queue item it's new record to every copy (the primary's lock word is
- * not written: bytes [8, rec_size)). */
+ * not written: bytes [8, rec_size)).  split (tests): the last copy gets
+ * its key and version only; the image stays in it->io for write_split. */
 static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
-		      struct dtx_item *it)
+		      struct dtx_item *it, int split)
 {
 	const struct dtx_table *t = it->t;
 	uint64_t ver = it->read_ver + !SMART_M_DTX_NO_VERSION_BUMP;
@@ -319,10 +323,14 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 	smart__dtx_rec_seal(x->d, t, rec, it->key, ver, it->val, it->len,
 			    !it->deleted);
 	it->write_ver = ver;
+	it->io = rec;
 	for (k = 0; k < t->ncopies && !rc; k++) {
+		size_t end = split && k + 1 == t->ncopies ? DTX_SPLIT_HEAD :
+							    t->rec_size;
+
 		x->ops++;
 		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-				t, k, it->slot), 8), rec + 8, t->rec_size - 8);
+				t, k, it->slot), 8), rec + 8, end - 8);
 		if (!rc && k == 0 && SMART_M_DTX_UNLOCK_EARLY) {
 			rc = smart_write(w, smart__dtx_rec_addr(t, 0, it->slot),
 					 &dtx_zero, 8);
@@ -332,29 +340,53 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 	return rc;
 }
 
-/* Every written record's copies; with a hook set, the first record's
- * alone first, then "dtx.commit.torn" (a test kills the coordinator
- * there, half committed, or fails the rest of the writes with the
- * hook's return, as a transport error would). */
+/* The second round of a split record (tests): everything but the head
+ * landed elsewhere; its last copy holds the new key and version over the
+ * old meta and value (a torn copy: crc wrong), then "dtx.commit.inside"
+ * (a test kills the coordinator there, inside a WRITE), then the rest. */
+static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
+		       struct dtx_item *it)
+{
+	const struct dtx_table *t = it->t;
+	int rc = write_post(x, w, it, 1);
+
+	rc = rc ? rc : smart_sync(w);
+	rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.inside");
+	x->ops++;
+	return rc ? rc : smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
+			t, t->ncopies - 1, it->slot), DTX_SPLIT_HEAD),
+			(uint8_t *)it->io + DTX_SPLIT_HEAD,
+			t->rec_size - DTX_SPLIT_HEAD);
+}
+
+/* Every written record's copies.  With a hook set (tests), in rounds a
+ * test can stop between: the first record alone, then
+ * "dtx.commit.torn" (a test kills the coordinator there, half committed,
+ * or fails the rest with the hook's return, as a transport error
+ * would); then every other record but the second, whose last copy is
+ * written in two halves (write_split), as a doorbell's WRITEs to several
+ * blades and the words of one may land in any order. */
 static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 {
-	int i, rc = 0, first = -1, hook = smart_ctx_hook(
+	int i, rc = 0, first = -1, second = -1, hook = smart_ctx_hook(
 				smart_worker_ctx(w), NULL) != NULL;
 
 	for (i = 0; i < x->n && !rc; i++) {
 		if (!is_written(&x->item[i]))
 			continue;
-		if (first < 0 && hook) {
+		if (hook && first < 0) {
 			first = i;
-			rc = write_post(x, w, &x->item[i]);
-			if (!rc)
-				rc = smart_sync(w);
-			if (!rc)
-				rc = smart__dtx_hook(w, "dtx.commit.torn");
-			continue;
+			rc = write_post(x, w, &x->item[i], 0);
+			rc = rc ? rc : smart_sync(w);
+			rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.torn");
+		} else if (hook && second < 0) {
+			second = i;	/* posted last */
+		} else {
+			rc = write_post(x, w, &x->item[i], 0);
 		}
-		rc = write_post(x, w, &x->item[i]);
 	}
+	if (!rc && second >= 0)
+		rc = write_split(x, w, &x->item[second]);
 	return rc ? rc : smart_sync(w);
 }
 

@@ -98,4 +98,19 @@
 #define SMART_M_DTX_UNDO_IGNORED 0
 #endif
 
+/* recovery counts a torn copy (version new, crc wrong) as new */
+#ifdef SMART_MUTANT_DTX_TORN_AS_NEW
+#define SMART_M_DTX_TORN_AS_NEW 1
+#else
+#define SMART_M_DTX_TORN_AS_NEW 0
+#endif
+
+/* a recoverer decides from its own evidence even when the decision word
+ * holds this transaction's decision */
+#ifdef SMART_MUTANT_DTX_IGNORE_DECISION
+#define SMART_M_DTX_IGNORE_DECISION 1
+#else
+#define SMART_M_DTX_IGNORE_DECISION 0
+#endif
+
 #endif

@@ -122,8 +122,11 @@ static int ent_done(smart_dtx_t *d, smart_worker_t *w,
 			memcpy(&hk, r, sizeof(hk));
 			memset(&hk.lock, 0, 8);
 			l = smart__dtx_rec_look(d, t, r, hk.key);
+			/* a copy torn by a WRITE its coordinator died in
+			 * (version new, crc wrong) is not new */
 			if (hk.version != ent_old_version(lg, i) + 1 ||
-			    l == DTX_L_TORN || l == DTX_L_BUSY)
+			    (!SMART_M_DTX_TORN_AS_NEW &&
+			     (l == DTX_L_TORN || l == DTX_L_BUSY)))
 				break;
 		}
 		if (!*done)
@@ -152,7 +155,10 @@ static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 		return SMART_EPROTO;
 	dw = log_addr(d, b, slot);	/* the decision word: offset 0 */
 	rc = smart_read_sync(w, dw, 8, &cur);
-	if (!rc && cur >> 32 == seq && (uint32_t)cur) {
+	/* one decision for all: a recoverer that came later follows it,
+	 * whatever it sees now (the rollback of others changes that) */
+	if (!rc && cur >> 32 == seq && (uint32_t)cur &&
+	    !SMART_M_DTX_IGNORE_DECISION) {
 		*dec = (uint32_t)cur;
 		return 0;
 	}
