@@ -528,6 +528,9 @@ int smart__dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w)
 		smart_scratch_release(w, mark);
 		if (!rc && pending && !--x->rounds_left)
 			rc = SMART_ERETRY;
+		/* a test runs another transaction between our rounds */
+		if (!rc && pending)
+			rc = smart__dtx_hook(w, "dtx.exec.round");
 	}
 	return rc;
 }

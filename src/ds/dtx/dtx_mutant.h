@@ -113,4 +113,12 @@
 #define SMART_M_DTX_IGNORE_DECISION 0
 #endif
 
+/* validation of an insert (or of an absent key) ignores a locked record
+ * holding the key: another insert's intent */
+#ifdef SMART_MUTANT_DTX_NO_INTENT_CHECK
+#define SMART_M_DTX_NO_INTENT_CHECK 1
+#else
+#define SMART_M_DTX_NO_INTENT_CHECK 0
+#endif
+
 #endif
