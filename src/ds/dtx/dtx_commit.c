@@ -10,6 +10,11 @@
  * - No lock is released before every copy of every record it writes has
  *   landed: a lock seen released means the commit reached every replica
  *   (recovery rolls such a transaction forward).
+ * - A lock over a record the transaction wrote is released only over
+ *   bytes that are whole: the new ones on every copy (committed) or the
+ *   old ones (put back).  One a failure leaves held keeps the object
+ *   stuck (no next transaction, so the slot keeps the log that explains
+ *   the lock) until smart_dtx_abort lets it go.
  * - Versions only grow: each commit of a record adds 1 (a delete too).
  * - Validation happens with every lock of the transaction held, after
  *   its reads: a read-only record whose version and free lock word are

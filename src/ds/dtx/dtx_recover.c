@@ -18,7 +18,12 @@
  * a log that is torn (crc wrong) or of another transaction means the one
  * that the lock names never wrote a record (its log lands first), so its
  * lock is simply released; a lock the log does not list guards a record
- * the transaction did not write, and is released alone.
+ * the transaction did not write, and is released alone.  A slot's log is
+ * overwritten only once no lock names its transaction (its owner starts
+ * the next one only after letting every lock go; an adopter adopts only
+ * what it resolved itself, never a record a live recoverer holds), so a
+ * dead recoverer's stamp always finds its log; and a log no lock names
+ * decides nothing (the decision word may be a newer transaction's).
  */
 #include "ds/dtx/dtx_internal.h"
 
