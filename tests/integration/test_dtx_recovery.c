@@ -28,7 +28,8 @@
 #include "smart/dtx.h"
 #include "smart/smart.h"
 
-#define LEASE_MS	400
+#define LEASE_MS	2000	/* long: a recoverer parked in a hook must not
+			 * starve into a self-fence on a loaded machine */
 #define ACCOUNTS	32
 #define START_BAL	1000
 #define DB		"bank"
