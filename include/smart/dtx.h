@@ -44,7 +44,11 @@
  * nothing of it visible: begin again.  Transport errors (SMART_EREMOTE,
  * SMART_ETIMEDOUT, SMART_EQP, a blade gone) end the transaction the same
  * way where they can; an error during commit's writes leaves the outcome
- * to recovery (rolled back or forward as a whole).  SMART_EFENCED: this
+ * to recovery (rolled back or forward as a whole).  Where an error leaves
+ * locks held over records the transaction wrote (an undo or an unlock
+ * that failed), the object keeps them and its log: smart_dtx_begin says
+ * SMART_EBUSY until smart_dtx_abort (which retries) has let them go; if
+ * the client dies first, recovery does it.  SMART_EFENCED: this
  * client was declared dead; stop.
  *
  * Thread safety: a smart_dtx_t may be used by every worker of its ctx at
@@ -115,6 +119,12 @@ struct smart_dtx_stats {
 	 * found and resolved by this process, how, and locks released */
 	uint64_t recoveries, rolled_back, rolled_forward, locks_recovered;
 	uint64_t slots_adopted;		/* log slots taken from dead clients */
+	/* adoptions of a dead client's log slot put off: a live recoverer
+	 * still held a lock its log lists */
+	uint64_t adopt_deferred;
+	/* logs read by recoveries whose transaction no lock names any more
+	 * (done, or an older one of its slot): nothing decided */
+	uint64_t logs_settled;
 };
 
 /* Defaults: home blade only, no tables (the caller sets them). */
@@ -153,12 +163,14 @@ int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *out);
 int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w,
 		      smart_dtx_txn_t **out);
 /* Give the log slot back (a transaction still open is aborted first);
- * NULL: no-op.  With w NULL the slot stays claimed until this ctx's
+ * NULL: no-op.  With w NULL, or when locks a failure left cannot be let
+ * go (the error is returned), the slot stays claimed until this ctx's
  * lease ends, then it is adopted. */
 int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w);
 
 /* Start a transaction (an open one is aborted first, without network:
- * SMART_EINVAL if it holds locks; call smart_dtx_abort). */
+ * SMART_EINVAL if it holds locks; call smart_dtx_abort).  SMART_EBUSY:
+ * a failed commit left locks held (see Errors); call smart_dtx_abort. */
 int smart_dtx_begin(smart_dtx_txn_t *x);
 
 /* Queue an item; returns its index (>= 0) or an error.  The record's

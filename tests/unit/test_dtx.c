@@ -16,6 +16,8 @@
  *                transactions; log slots running out; drop;
  *   eexist       an insert of a present key (SMART_EEXIST) validated
  *                at commit: a delete committed in between aborts it;
+ *   dekker       two inserts of one key that took two free slots, both
+ *                intents written before either validates: one commits;
  *   round_trips  smart_dtx_last_cost() round trips of SmallBank's six
  *                transaction shapes (2 blades, 1 backup) with warm
  *                caches, and of cold items, an insert, an abort;
@@ -891,6 +893,90 @@ static void test_eexist(void)
 	CHECK_LE(cost.round_trips, 1);
 	CHECK_OK(smart_dtx_txn_free(y, wd.w));
 	CHECK_OK(smart_dtx_txn_free(x, wd.w));
+	world_stop(&wd);
+}
+
+/* ==== dekker: two inserts of one key in two free slots ===================== */
+
+/* Inserter A runs on worker wa, B on wb.  The hook, on A's worker only:
+ * after A's exec round that locked its free slot (its intent not yet
+ * written), B's whole exec runs (B finds A's slot locked and takes the
+ * next free one); after A's validation passed, B's commit runs.  So both
+ * intents are written before either validates: Dekker's half (each
+ * validation sees the other's locked slot with the key) is all that
+ * keeps the key unique. */
+struct dk_hook {
+	smart_worker_t *wa, *wb;
+	smart_dtx_txn_t *y;
+	int rounds, b_exec, b_commit;
+};
+
+static int dk_hook_fn(smart_worker_t *w, const char *point, void *arg)
+{
+	struct dk_hook *h = arg;
+
+	if (w != h->wa)
+		return 0;
+	if (!strcmp(point, "dtx.exec.round") && ++h->rounds == 2) {
+		h->b_exec = smart_dtx_exec(h->y, h->wb);
+		CHECK_OK(h->b_exec);
+		CHECK_OK(smart_dtx_status(h->y, 0, NULL));
+	} else if (!strcmp(point, "dtx.commit.validated")) {
+		h->b_commit = smart_dtx_commit(h->y, h->wb);
+	}
+	return 0;
+}
+
+static int dk_count_fn(void *arg, uint64_t key, const void *val, size_t len)
+{
+	(void)val;
+	(void)len;
+	*(int *)arg += key == 77;
+	return 0;
+}
+
+static void test_dekker(void)
+{
+	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
+				     .buckets = 4, .primary = -1 };
+	struct dk_hook h = { 0 };
+	struct smart_dtx_config c;
+	struct smart_dtx_stats st;
+	struct world wd;
+	smart_dtx_txn_t *x;
+	uint64_t v = 1, bad = 1;
+	int rc, n = 0;
+
+	world_start(&wd, NULL);
+	cfg_two(&c, &t, 1);
+	CHECK_OK(smart_dtx_create(wd.w, 1, "dekker", &c, &wd.d));
+	CHECK_OK(smart_worker_create(wd.f.ctx, &h.wb));
+	h.wa = wd.w;
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
+	CHECK_OK(smart_dtx_txn_new(wd.d, h.wb, &h.y));
+	CHECK_OK(smart_dtx_begin(x));
+	CHECK_OK(smart_dtx_begin(h.y));
+	CHECK_GE(smart_dtx_insert(x, T_SMALL, 77, &v, 8), 0);
+	CHECK_GE(smart_dtx_insert(h.y, T_SMALL, 77, &v, 8), 0);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, dk_hook_fn, &h));
+	rc = smart_dtx_commit(x, wd.w);
+	if (!h.b_commit && h.rounds >= 2 && rc)	/* B's commit not run yet */
+		h.b_commit = smart_dtx_commit(h.y, h.wb);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_OK(smart_dtx_scan(wd.d, wd.w, T_SMALL, dk_count_fn, &n));
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	printf("dekker: A %s, B %s, key 77 present %d times, %llu insert "
+	       "conflicts\n", smart_status_name(rc),
+	       smart_status_name(h.b_commit), n,
+	       (unsigned long long)st.insert_conflicts);
+	CHECK_GE(h.rounds, 2);
+	CHECK_EQ(n, 1);
+	CHECK((rc == 0) != (h.b_commit == 0));
+	CHECK_GT(st.insert_conflicts, 0);
+	CHECK_OK(smart_dtx_check(wd.d, wd.w, &bad));
+	CHECK_OK(smart_dtx_txn_free(h.y, h.wb));
+	CHECK_OK(smart_dtx_txn_free(x, wd.w));
+	CHECK_OK(smart_worker_destroy(h.wb));
 	world_stop(&wd);
 }
 
@@ -2060,6 +2146,7 @@ int main(int argc, char **argv)
 		{ "dsg", test_dsg },
 		{ "api", test_api },
 		{ "eexist", test_eexist },
+		{ "dekker", test_dekker },
 		{ "forged_descriptor", test_forged_descriptor },
 		{ "round_trips", test_round_trips },
 		{ "smallbank", test_smallbank },

@@ -506,7 +506,8 @@ int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *o)
 	LD(commits); LD(aborts); LD(lock_conflicts); LD(validate_fails);
 	LD(insert_conflicts); LD(cache_hits); LD(cache_misses);
 	LD(crc_retries); LD(recoveries); LD(rolled_back); LD(rolled_forward);
-	LD(locks_recovered); LD(slots_adopted);
+	LD(locks_recovered); LD(slots_adopted); LD(adopt_deferred);
+	LD(logs_settled);
 #undef LD
 	return 0;
 }
@@ -605,6 +606,10 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 	d = x->d;
 	if (x->open && w)
 		rc = smart_dtx_abort(x, w);
+	/* locks a failure left: the slot (its log) stays ours until they
+	 * are gone, or our lease ends and an adopter resolves them */
+	if (w && !rc && x->stuck)
+		rc = smart__dtx_unstick(x, w);
 	if (w && !rc) {
 		uint64_t mine = (uint64_t)smart__dtx_lease(d, d->home) << 48 | 1;
 		uint64_t old;

@@ -10,6 +10,11 @@
  * - No lock is released before every copy of every record it writes has
  *   landed: a lock seen released means the commit reached every replica
  *   (recovery rolls such a transaction forward).
+ * - A lock over a record the transaction wrote is released only over
+ *   bytes that are whole: the new ones on every copy (committed) or the
+ *   old ones (put back).  One a failure leaves held keeps the object
+ *   stuck (no next transaction, so the slot keeps the log that explains
+ *   the lock) until smart_dtx_abort lets it go.
  * - Versions only grow: each commit of a record adds 1 (a delete too).
  * - Validation happens with every lock of the transaction held, after
  *   its reads: a read-only record whose version and free lock word are
@@ -24,7 +29,8 @@ static const uint64_t dtx_zero;
 /* ---- release ------------------------------------------------------- */
 
 /* Let every lock the transaction holds go (a CAS from our stamp where a
- * failed op left it unsure whether we hold it). */
+ * failed op left it unsure whether we hold it), but those over records
+ * whose undo failed (stuck 2: their bytes are not the old ones). */
 static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i, rc = 0, any = 0, rc2;
@@ -36,6 +42,8 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
 		int r = 0;
 
+		if (it->stuck == 2)
+			continue;
 		if (it->locked == 1)
 			r = smart_write(w, lw, &dtx_zero, 8);
 		else if (it->locked)	/* uncertain: only our own stamp */
@@ -54,18 +62,39 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 	}
 	/* after a failure, whatever is still ours goes by a CAS next time */
 	for (i = 0; i < x->n; i++)
-		x->item[i].locked = rc && x->item[i].locked ? 2 : 0;
+		if (x->item[i].stuck != 2)
+			x->item[i].locked = rc && x->item[i].locked ? 2 : 0;
 	return rc;
+}
+
+/* The transaction is over: a lock it still holds after its log was posted
+ * keeps it stuck (the slot's next log would overwrite the only thing that
+ * explains that lock, docs/dtx.md §5); others are let go for good (no
+ * log: a finder releases them alone once we are gone). */
+static void keep_stuck(smart_dtx_txn_t *x)
+{
+	int i;
+
+	x->stuck = 0;
+	for (i = 0; i < x->n; i++) {
+		struct dtx_item *it = &x->item[i];
+
+		if (it->locked && x->logged && !it->stuck)
+			it->stuck = 1;
+		if (it->stuck) {
+			it->locked = 2;	/* ours: released by a CAS */
+			x->stuck++;
+		} else {
+			it->locked = 0;
+		}
+	}
 }
 
 void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 {
-	int i;
-
 	if (rc)
 		(void)release(x, w);
-	for (i = 0; i < x->n; i++)
-		x->item[i].locked = 0;
+	keep_stuck(x);
 	smart__dtx_count(rc ? &x->d->aborts : &x->d->commits);
 	if (x->started) {
 		x->cost.round_trips = (unsigned)(smart_task_round_trips(w, NULL) -
@@ -82,6 +111,8 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	if (!x || !w)
 		return SMART_EINVAL;
+	if (!x->open && x->stuck)
+		return smart__dtx_unstick(x, w);
 	if (!x->open)
 		return 0;
 	smart__dtx_finish(x, w, SMART_EABORT);
@@ -166,8 +197,11 @@ static int buckets_ok(smart_dtx_txn_t *x, const struct dtx_item *it)
 		memcpy(&h, rec, sizeof(h));
 		if (it->kind == DTX_INS && slot == it->slot)
 			continue;
+		/* a locked record with the key: a commit of it in flight,
+		 * or another insert's intent (Dekker's half: each insert
+		 * writes its intent before this read) */
 		if (l == DTX_L_KEY || l == DTX_L_TORN ||
-		    (h.lock && h.key == it->key))
+		    (h.lock && h.key == it->key && !SMART_M_DTX_NO_INTENT_CHECK))
 			return 0;
 	}
 	return 1;
@@ -276,10 +310,14 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 
 /* ---- commit writes ----------------------------------------------------- */
 
+/* Bytes of a record a split copy's first WRITE carries: key, version. */
+#define DTX_SPLIT_HEAD	24u
+
 /* Queue item it's new record to every copy (the primary's lock word is
- * not written: bytes [8, rec_size)). */
+ * not written: bytes [8, rec_size)).  split (tests): the last copy gets
+ * its key and version only; the image stays in it->io for write_split. */
 static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
-		      struct dtx_item *it)
+		      struct dtx_item *it, int split)
 {
 	const struct dtx_table *t = it->t;
 	uint64_t ver = it->read_ver + !SMART_M_DTX_NO_VERSION_BUMP;
@@ -293,10 +331,14 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 	smart__dtx_rec_seal(x->d, t, rec, it->key, ver, it->val, it->len,
 			    !it->deleted);
 	it->write_ver = ver;
+	it->io = rec;
 	for (k = 0; k < t->ncopies && !rc; k++) {
+		size_t end = split && k + 1 == t->ncopies ? DTX_SPLIT_HEAD :
+							    t->rec_size;
+
 		x->ops++;
 		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-				t, k, it->slot), 8), rec + 8, t->rec_size - 8);
+				t, k, it->slot), 8), rec + 8, end - 8);
 		if (!rc && k == 0 && SMART_M_DTX_UNLOCK_EARLY) {
 			rc = smart_write(w, smart__dtx_rec_addr(t, 0, it->slot),
 					 &dtx_zero, 8);
@@ -306,49 +348,116 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 	return rc;
 }
 
-/* Every written record's copies; with a hook set, the first record's
- * alone first, then "dtx.commit.torn" (a test kills the coordinator
- * there, half committed). */
+/* The second round of a split record (tests): everything but the head
+ * landed elsewhere; its last copy holds the new key and version over the
+ * old meta and value (a torn copy: crc wrong), then "dtx.commit.inside"
+ * (a test kills the coordinator there, inside a WRITE), then the rest. */
+static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
+		       struct dtx_item *it)
+{
+	const struct dtx_table *t = it->t;
+	int rc = write_post(x, w, it, 1);
+
+	rc = rc ? rc : smart_sync(w);
+	rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.inside");
+	x->ops++;
+	return rc ? rc : smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
+			t, t->ncopies - 1, it->slot), DTX_SPLIT_HEAD),
+			(uint8_t *)it->io + DTX_SPLIT_HEAD,
+			t->rec_size - DTX_SPLIT_HEAD);
+}
+
+/* Every written record's copies.  With a hook set (tests), in rounds a
+ * test can stop between: the first record alone, then
+ * "dtx.commit.torn" (a test kills the coordinator there, half committed,
+ * or fails the rest with the hook's return, as a transport error
+ * would); then every other record but the second, whose last copy is
+ * written in two halves (write_split), as a doorbell's WRITEs to several
+ * blades and the words of one may land in any order. */
 static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 {
-	int i, rc = 0, first = -1, hook = smart_ctx_hook(
+	int i, rc = 0, first = -1, second = -1, hook = smart_ctx_hook(
 				smart_worker_ctx(w), NULL) != NULL;
 
 	for (i = 0; i < x->n && !rc; i++) {
 		if (!is_written(&x->item[i]))
 			continue;
-		if (first < 0 && hook) {
+		if (hook && first < 0) {
 			first = i;
-			rc = write_post(x, w, &x->item[i]);
-			if (!rc)
-				rc = smart_sync(w);
-			if (!rc)
-				(void)smart__dtx_hook(w, "dtx.commit.torn");
-			continue;
+			rc = write_post(x, w, &x->item[i], 0);
+			rc = rc ? rc : smart_sync(w);
+			rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.torn");
+		} else if (hook && second < 0) {
+			second = i;	/* posted last */
+		} else {
+			rc = write_post(x, w, &x->item[i], 0);
 		}
-		rc = write_post(x, w, &x->item[i]);
 	}
+	if (!rc && second >= 0)
+		rc = write_split(x, w, &x->item[second]);
 	return rc ? rc : smart_sync(w);
 }
 
-/* Commit's writes failed midway: put every copy back as it was (what can
- * be reached), so that the locks can go. */
+/* Put item it's old bytes back on every copy (a test fails it at
+ * "dtx.undo.record", as if its WRITEs could not be posted). */
+static int put_back(smart_worker_t *w, const struct dtx_item *it)
+{
+	unsigned k;
+	int rc = smart__dtx_hook(w, "dtx.undo.record");
+
+	for (k = 0; !rc && k < it->t->ncopies; k++)
+		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
+			it->t, k, it->slot), 8), it->old + 8,
+			it->t->rec_size - 8);
+	if (rc)
+		(void)smart_sync(w);	/* nothing posted still reads it */
+	return rc ? rc : smart_sync(w);
+}
+
+/* Commit's writes failed midway: put every copy back as it was, record
+ * by record (an error path: a round trip each).  A record not put back
+ * keeps its lock (stuck 2): released over the aborted transaction's
+ * bytes it would show them committed; held, it stays ours to finish
+ * (smart_dtx_abort) or, once we are dead, a recoverer's to roll back from
+ * the log, which stays since the slot starts nothing new meanwhile. */
 static void write_undo(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i;
-	unsigned k;
 
 	for (i = 0; i < x->n; i++) {
-		const struct dtx_item *it = &x->item[i];
+		struct dtx_item *it = &x->item[i];
 
-		if (!is_written(it))
-			continue;
-		for (k = 0; k < it->t->ncopies; k++)
-			(void)smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-				it->t, k, it->slot), 8), it->old + 8,
-				it->t->rec_size - 8);
+		if (is_written(it) && put_back(w, it) &&
+		    !SMART_M_DTX_UNDO_IGNORED)
+			it->stuck = 2;
 	}
-	(void)smart_sync(w);
+}
+
+/* The lock is ours (x's stamp) until we let it go: a CAS from the stamp
+ * (one that finds another word: a recoverer had it, we were fenced). */
+int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	int i, rc = 0;
+
+	for (i = 0; !rc && i < x->n; i++) {
+		struct dtx_item *it = &x->item[i];
+		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
+
+		if (!it->stuck)
+			continue;
+		if (it->stuck == 2)
+			rc = put_back(w, it);
+		if (!rc)
+			rc = smart_cas_sync(w, lw, DTX_LOCK(smart__dtx_lease(
+				x->d, smart_gaddr_blade(lw)), x->slot, x->seq),
+				0, NULL);
+		if (!rc) {
+			it->stuck = 0;
+			it->locked = 0;
+			x->stuck--;
+		}
+	}
+	return rc;
 }
 
 static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
@@ -363,17 +472,22 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 	one_ro = x->n == 1 && (x->item[0].kind == DTX_RO ||
 			       x->item[0].status == SMART_EEXIST);
 	rc = validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
-	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT)
+	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT) {
+		x->logged = 1;
 		rc = log_post(x, w);
+	}
 	if (!rc)
 		rc = smart_sync(w);
 	if (!rc)
 		rc = validate_check(x);
+	if (!rc)	/* a test commits another transaction here */
+		rc = smart__dtx_hook(w, "dtx.commit.validated");
 	if (!rc && writes) {
 		rc = write_all(x, w);
 		if (rc) {
 			write_undo(x, w);
 		} else if (SMART_M_DTX_LOG_AFTER_COMMIT) {
+			x->logged = 1;
 			rc = log_post(x, w);
 			rc = rc ? rc : smart_sync(w);
 		}
@@ -390,7 +504,8 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 			it->intent = 0;	/* the key is final */
 		}
 		/* committed: every copy is written.  A release that fails
-		 * (a blade gone) is tried once more; the outcome stands */
+		 * (a blade gone) is tried once more; the outcome stands, and
+		 * what is still held keeps the object stuck (finish) */
 		if (release(x, w))
 			(void)release(x, w);
 	}

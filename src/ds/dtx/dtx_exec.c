@@ -21,6 +21,8 @@ int smart_dtx_begin(smart_dtx_txn_t *x)
 
 	if (!x)
 		return SMART_EINVAL;
+	if (x->stuck)	/* smart_dtx_abort finishes the undo first */
+		return SMART_EBUSY;
 	for (i = 0; x->open && i < x->n; i++)
 		if (x->item[i].locked)
 			return SMART_EINVAL;	/* smart_dtx_abort first */
@@ -29,6 +31,7 @@ int smart_dtx_begin(smart_dtx_txn_t *x)
 	x->nwrites = 0;
 	x->started = 0;
 	x->ops = 0;
+	x->logged = 0;
 	x->seq++;
 	x->rounds_left = DTX_ROUNDS_MAX;
 	return 0;
@@ -525,6 +528,9 @@ int smart__dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w)
 		smart_scratch_release(w, mark);
 		if (!rc && pending && !--x->rounds_left)
 			rc = SMART_ERETRY;
+		/* a test runs another transaction between our rounds */
+		if (!rc && pending)
+			rc = smart__dtx_hook(w, "dtx.exec.round");
 	}
 	return rc;
 }

@@ -52,7 +52,7 @@ struct smart_dtx {
 	_Atomic uint64_t commits, aborts, lock_conflicts, validate_fails,
 		insert_conflicts, cache_hits, cache_misses, crc_retries,
 		recoveries, rolled_back, rolled_forward, locks_recovered,
-		slots_adopted;
+		slots_adopted, adopt_deferred, logs_settled;
 };
 
 enum dtx_kind { DTX_RO = 0, DTX_RW = 1, DTX_INS = 2 };
@@ -76,6 +76,9 @@ struct dtx_item {
 	uint32_t slot;		/* record index, when known */
 	uint32_t bucket[2];
 	int locked, intent, written, deleted;
+	int stuck;		/* a failure left its lock held: 1, to be
+				 * released; 2, its old bytes to put back
+				 * first (smart_dtx_abort finishes it) */
 	uint64_t read_ver, write_ver;
 	size_t len;		/* value length read, then to write */
 	uint8_t *old;		/* the record as read: [0, rec_size) */
@@ -90,6 +93,9 @@ struct smart_dtx_txn {
 	unsigned slot;		/* log slot */
 	uint32_t seq;		/* this transaction's number */
 	int open, n, nwrites;
+	int logged;		/* this transaction's log was posted */
+	int stuck;		/* items stuck: no next transaction before
+				 * they are released (their log must stay) */
 	unsigned rounds_left;
 	uint64_t rt0, bytes0;
 	int started;		/* rt0/bytes0 taken */
@@ -142,6 +148,9 @@ int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
 
 /* ---- dtx_commit.c ---- */
 void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc);
+/* Finish what a failure left held (put back, release): 0 when nothing
+ * is left, else the error and x stays stuck. */
+int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w);
 
 /* ---- dtx_recover.c ---- */
 /* Resolve the transaction that lock word `lock` on `blade` names (its

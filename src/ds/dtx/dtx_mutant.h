@@ -73,4 +73,52 @@
 #define SMART_M_DTX_NO_DESC_CHECK 0
 #endif
 
+/* a dead client's log slot is adopted (its log soon overwritten) while a
+ * live recoverer still rolls back a record that log lists */
+#ifdef SMART_MUTANT_DTX_ADOPT_UNRESOLVED
+#define SMART_M_DTX_ADOPT_UNRESOLVED 1
+#else
+#define SMART_M_DTX_ADOPT_UNRESOLVED 0
+#endif
+
+/* a recovery decides (CASes the slot's decision word) even for a log
+ * whose transaction no lock names any more: an older log of the slot
+ * overwrites the newest transaction's decision */
+#ifdef SMART_MUTANT_DTX_DECIDE_SETTLED
+#define SMART_M_DTX_DECIDE_SETTLED 1
+#else
+#define SMART_M_DTX_DECIDE_SETTLED 0
+#endif
+
+/* a commit whose writes failed releases every lock even where its undo
+ * failed too (the record keeps the aborted transaction's bytes) */
+#ifdef SMART_MUTANT_DTX_UNDO_IGNORED
+#define SMART_M_DTX_UNDO_IGNORED 1
+#else
+#define SMART_M_DTX_UNDO_IGNORED 0
+#endif
+
+/* recovery counts a torn copy (version new, crc wrong) as new */
+#ifdef SMART_MUTANT_DTX_TORN_AS_NEW
+#define SMART_M_DTX_TORN_AS_NEW 1
+#else
+#define SMART_M_DTX_TORN_AS_NEW 0
+#endif
+
+/* a recoverer decides from its own evidence even when the decision word
+ * holds this transaction's decision */
+#ifdef SMART_MUTANT_DTX_IGNORE_DECISION
+#define SMART_M_DTX_IGNORE_DECISION 1
+#else
+#define SMART_M_DTX_IGNORE_DECISION 0
+#endif
+
+/* validation of an insert (or of an absent key) ignores a locked record
+ * holding the key: another insert's intent */
+#ifdef SMART_MUTANT_DTX_NO_INTENT_CHECK
+#define SMART_M_DTX_NO_INTENT_CHECK 1
+#else
+#define SMART_M_DTX_NO_INTENT_CHECK 0
+#endif
+
 #endif

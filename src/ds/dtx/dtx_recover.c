@@ -18,7 +18,12 @@
  * a log that is torn (crc wrong) or of another transaction means the one
  * that the lock names never wrote a record (its log lands first), so its
  * lock is simply released; a lock the log does not list guards a record
- * the transaction did not write, and is released alone.
+ * the transaction did not write, and is released alone.  A slot's log is
+ * overwritten only once no lock names its transaction (its owner starts
+ * the next one only after letting every lock go; an adopter adopts only
+ * what it resolved itself, never a record a live recoverer holds), so a
+ * dead recoverer's stamp always finds its log; and a log no lock names
+ * decides nothing (the decision word may be a newer transaction's).
  */
 #include "ds/dtx/dtx_internal.h"
 
@@ -88,9 +93,10 @@ static uint64_t ent_old_version(const struct dtx_log *lg, unsigned i)
 	return v;
 }
 
-/* Is entry i released, or new on every copy?  Reads them. */
+/* Is entry i released, or new on every copy?  Reads them; *held |= its
+ * lock still names the transaction. */
 static int ent_done(smart_dtx_t *d, smart_worker_t *w,
-		    const struct dtx_log *lg, unsigned i, int *done)
+		    const struct dtx_log *lg, unsigned i, int *done, int *held)
 {
 	struct dtx_log_ent e;
 	const struct dtx_table *t;
@@ -112,6 +118,7 @@ static int ent_done(smart_dtx_t *d, smart_worker_t *w,
 
 		memcpy(&h, buf, sizeof(h));
 		*done = DTX_LOCK_TXN(h.lock) != DTX_LOCK_TXN(e.lock);
+		*held |= !*done;
 		for (k = 0; !*done && k < t->ncopies; k++) {
 			const uint8_t *r = buf + (size_t)k * t->rec_size;
 			enum dtx_look l;
@@ -120,8 +127,11 @@ static int ent_done(smart_dtx_t *d, smart_worker_t *w,
 			memcpy(&hk, r, sizeof(hk));
 			memset(&hk.lock, 0, 8);
 			l = smart__dtx_rec_look(d, t, r, hk.key);
+			/* a copy torn by a WRITE its coordinator died in
+			 * (version new, crc wrong) is not new */
 			if (hk.version != ent_old_version(lg, i) + 1 ||
-			    l == DTX_L_TORN || l == DTX_L_BUSY)
+			    (!SMART_M_DTX_TORN_AS_NEW &&
+			     (l == DTX_L_TORN || l == DTX_L_BUSY)))
 				break;
 		}
 		if (!*done)
@@ -132,7 +142,9 @@ static int ent_done(smart_dtx_t *d, smart_worker_t *w,
 }
 
 /* The decision for the transaction of log lg (slot, seq): the one on
- * record, or ours from the evidence, CASed in. */
+ * record, or ours from the evidence, CASed in; 0 when no lock names the
+ * transaction any more (nothing to decide: it is over, and the word may
+ * hold a newer transaction's decision, which must stand). */
 static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 		  unsigned slot, uint32_t seq, unsigned *dec)
 {
@@ -140,7 +152,7 @@ static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 	smart_gaddr_t dw;
 	uint64_t cur, old;
 	unsigned i;
-	int b, rc, done = 1;
+	int b, rc, done = 1, held = 0;
 
 	ent_get(lg, 0, &e0);
 	b = smart__dtx_blade_index(d, smart_gaddr_blade(e0.rec));
@@ -148,14 +160,26 @@ static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 		return SMART_EPROTO;
 	dw = log_addr(d, b, slot);	/* the decision word: offset 0 */
 	rc = smart_read_sync(w, dw, 8, &cur);
-	if (!rc && cur >> 32 == seq && (uint32_t)cur) {
+	/* one decision for all: a recoverer that came later follows it,
+	 * whatever it sees now (the rollback of others changes that) */
+	if (!rc && cur >> 32 == seq && (uint32_t)cur &&
+	    !SMART_M_DTX_IGNORE_DECISION) {
 		*dec = (uint32_t)cur;
 		return 0;
 	}
+	/* the word is read before the evidence: a newer transaction of
+	 * the slot decides only after every lock of this one is gone, so
+	 * if the evidence shows one held, a newer decision made since
+	 * fails our CAS */
 	for (i = 0; !rc && done && i < lg->n; i++)
-		rc = ent_done(d, w, lg, i, &done);
+		rc = ent_done(d, w, lg, i, &done, &held);
 	if (rc)
 		return rc;
+	if (!held && !SMART_M_DTX_DECIDE_SETTLED) {
+		smart__dtx_count(&d->logs_settled);
+		*dec = 0;
+		return 0;
+	}
 	*dec = done ? DTX_DEC_FORWARD : DTX_DEC_BACK;
 	rc = smart_cas_sync(w, dw, cur, DTX_DEC(seq, *dec), &old);
 	if (!rc && old != cur) {	/* another recoverer was first */
@@ -167,7 +191,8 @@ static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 }
 
 /* Roll entry i back if the transaction (or a dead recoverer of it) still
- * holds its lock. */
+ * holds its lock: 0 when it is rolled back or was released, 1 when a live
+ * recoverer holds it (it is that one's to finish), or an error. */
 static int ent_back(smart_dtx_t *d, smart_worker_t *w,
 		    const struct dtx_log *lg, unsigned i)
 {
@@ -190,11 +215,13 @@ static int ent_back(smart_dtx_t *d, smart_worker_t *w,
 		int alive = smart_lease_alive(w, blade, DTX_LOCK_ID(cur));
 
 		if (alive)	/* a live recoverer is at it */
-			return alive < 0 ? alive : 0;
+			return alive < 0 ? alive : 1;
 	}
 	rc = smart_cas_sync(w, e.rec, cur, mine, &got);
 	if (rc || got != cur)
 		return rc;
+	/* a test stops or kills a recoverer here, the lock taken over */
+	(void)smart__dtx_hook(w, "dtx.recover.taken");
 	for (k = 0; !rc && k < t->ncopies; k++)
 		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
 			t, k, e.slot), 8), lg->ent[i] + sizeof(e),
@@ -221,24 +248,31 @@ static int ent_forward(smart_dtx_t *d, smart_worker_t *w,
 	return rc;
 }
 
-/* Resolve the transaction of a parsed log. */
+/* Resolve the transaction of a parsed log: 0 when no lock names it any
+ * more, 1 when a live recoverer still holds one of its records (rolling
+ * it back), or an error. */
 static int resolve(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 		   unsigned slot)
 {
 	uint32_t seq = DTX_HEAD_SEQ(lg->hdr.head);
 	unsigned dec = 0, i;
-	int rc;
+	int rc, r, busy = 0;
 
 	if (!lg->n)
 		return 0;
 	rc = decide(d, w, lg, slot, seq, &dec);
-	for (i = 0; !rc && i < lg->n; i++)
-		rc = dec == DTX_DEC_FORWARD ? ent_forward(d, w, lg, i) :
-					      ent_back(d, w, lg, i);
+	if (!rc && !dec)
+		return 0;	/* over: no lock names it */
+	for (i = 0; !rc && i < lg->n; i++) {
+		r = dec == DTX_DEC_FORWARD ? ent_forward(d, w, lg, i) :
+					     ent_back(d, w, lg, i);
+		busy |= r == 1;
+		rc = r < 0 ? r : 0;
+	}
 	if (!rc)
 		smart__dtx_count(dec == DTX_DEC_FORWARD ? &d->rolled_forward :
 							  &d->rolled_back);
-	return rc;
+	return rc ? rc : busy;
 }
 
 /* Read log slot `slot` on blade index b into scratch. */
@@ -271,8 +305,10 @@ int smart__dtx_recover_lock(smart_dtx_t *d, smart_worker_t *w,
 				ent_get(lg, i, &e);
 				listed |= e.rec == lockw;
 			}
-			if (listed)
-				rc = resolve(d, w, lg, slot);
+			/* 1, a record a live recoverer holds: the caller
+			 * meets that one's lock next, a conflict */
+			if (listed && (rc = resolve(d, w, lg, slot)) > 0)
+				rc = 0;
 		}
 	}
 	if (!rc && !listed) {	/* it never wrote this record */
@@ -298,6 +334,16 @@ int smart__dtx_slot_adopt(smart_dtx_t *d, smart_worker_t *w, unsigned slot,
 		rc = log_read(d, w, (int)b, slot, &buf);
 		if (!rc && log_parse(d, buf, 0, 1, lg))
 			rc = resolve(d, w, lg, slot);
+		/* a live recoverer is still rolling a record of this log
+		 * back: the log must stay until it is done (or dead, when
+		 * the next adopter takes its lock over), since a recoverer
+		 * that dies leaves a lock only this log explains */
+		if (rc == 1 && !SMART_M_DTX_ADOPT_UNRESOLVED) {
+			smart__dtx_count(&d->adopt_deferred);
+			rc = SMART_EAGAIN;
+		} else if (rc == 1) {
+			rc = 0;
+		}
 	}
 	if (!rc)
 		rc = smart_cas_sync(w, smart_gaddr_add(d->owner, 8ull * slot),
