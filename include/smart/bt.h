@@ -15,7 +15,9 @@
  * merge "bt.merge.torn"), inside any write under a lock, once its redo
  * record and the first half of its first node's bytes have landed (the
  * rest follows; the return value is ignored): a test kills the writer
- * there to leave a half-written node.
+ * there to leave a half-written node.  "bt.scan.next", a scan between
+ * two leaves, before it reads the next one; a non-zero return ends the
+ * scan there with that code.
  * With any hook set, writes take one round trip more for that seam.
  *
  * Counters: the tree object's own (smart_bt_stats: the protocol's events,

@@ -397,6 +397,95 @@ static void test_stale_forward(void)
 	world_stop(&wd);
 }
 
+/* A scan standing between two leaves (the hook "bt.scan.next": it has
+ * taken the first leaf L, k0..k6, and goes to its sibling R next) while
+ * another client empties L, so that L takes R in, then fills L again
+ * until it splits at k6, below the scan's cursor k7: the scan reaches R
+ * dead, goes to L, which now ends at k6, and must move right from there
+ * (to the split's new leaf, which holds k7..k13).  Before the fix:
+ * SMART_EPROTO ("not a tree") after 7 entries. */
+struct msplit {
+	smart_bt_t *t;		/* the other client's object */
+	smart_worker_t *w;
+	int fired;
+};
+
+static int msplit_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct msplit *m = arg;
+	struct smart_bt_stats st;
+	char k[16];
+	unsigned i;
+
+	(void)w;
+	if (strcmp(point, "bt.scan.next") || m->fired)
+		return 0;
+	m->fired = 1;
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_EQ(st.merges, 1);		/* L took R in */
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "w", 1));
+	}
+	/* L is full (14): one more below the cursor splits it at k6 */
+	CHECK_OK(smart_bt_insert(m->t, m->w, "k00000003x", 10, "x", 1));
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_EQ(st.leaf_splits, 1);
+	return 0;
+}
+
+static void test_scan_merge_split(void)
+{
+	static struct smart_bt_entry ent[200];
+	static char buf[200 * 32];
+	struct smart_bt_stats st0, st;
+	struct msplit m = { NULL, NULL, 0 };
+	struct world wd;
+	smart_ctx_t *c2;
+	uint64_t rights;
+	char k[16];
+	unsigned i;
+	size_t n = 0;
+	int rc;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* leaves of 7 keys: k0..k6, k7..k13, ... */
+	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c2, &m.w));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	CHECK_OK(smart_bt_stats(wd.t, &st0));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, msplit_hook, &m));
+	rc = smart_bt_scan(wd.t, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+			   sizeof(buf), &n);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	rights = st.move_rights - st0.move_rights;
+	printf("scan across a merge then a split of the leaf it stood "
+	       "after: %s, %zu entries, %llu moves right\n",
+	       smart_status_name(rc), n, (unsigned long long)rights);
+	CHECK_EQ(m.fired, 1);
+	CHECK_OK(rc);
+	/* k0..k6 from L as the scan read it, k7..k99 after: each once, in
+	 * order (k00000003x came in below the cursor) */
+	CHECK_EQ(n, 100);
+	for (i = 0; i < n; i++) {
+		key_of(k, i);
+		CHECK_MSG(ent[i].key_len == strlen(k) &&
+			  !memcmp(ent[i].key, k, ent[i].key_len),
+			  "scan: %.*s where %s belongs", (int)ent[i].key_len,
+			  (const char *)ent[i].key, k);
+	}
+	CHECK_GE(rights, 1);	/* the path: right from the absorber */
+	smart_bt_close(m.t, m.w);
+	CHECK_OK(smart_worker_destroy(m.w));
+	CHECK_OK(smart_ctx_destroy(c2));
+	world_stop(&wd);
+}
+
 /* A node torn for good (a byte changed, its CRC not): never accepted;
  * the reader gives up with SMART_ERETRY after its tries. */
 static void test_torn_node(void)
@@ -1688,6 +1777,7 @@ int main(int argc, char **argv)
 		{ "spec_verify", test_spec_verify },
 		{ "parent_is_leaf", test_parent_is_leaf },
 		{ "stale_forward", test_stale_forward },
+		{ "scan_merge_split", test_scan_merge_split },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },

@@ -100,4 +100,12 @@
 #define SMART_M_BT_NO_REC_CHECK 0
 #endif
 
+/* a scan that reached a dead leaf's absorber does not move right past
+ * the absorber's high fence (the absorber split since) */
+#ifdef SMART_MUTANT_BT_NO_SCAN_RIGHT
+#define SMART_M_BT_NO_SCAN_RIGHT 1
+#else
+#define SMART_M_BT_NO_SCAN_RIGHT 0
+#endif
+
 #endif

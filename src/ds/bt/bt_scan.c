@@ -15,21 +15,42 @@
  * A merge (bt_merge.c) moves keys only leftwards into the leaf we just
  * left, all of them from its right neighbour: if that neighbour is dead
  * when we get there, the leaf that took it in has its keys, and we take
- * those from the cursor on.
+ * those from the cursor on; if that leaf split since, the keys from the
+ * cursor on are in the leaves right of it, reached by its siblings.
  */
 #include "ds/bt/bt_internal.h"
 
 /* The leaf after one whose high fence is cur: its right sibling (at a),
- * or, when that was merged away, the leaf that took it in.  Either starts
- * at or before cur and goes past it: anything else is not a tree. */
+ * or, when that was merged away, the leaf that took it in (a chain of
+ * them: the absorber may have died too), and from there rightwards while
+ * the leaf ends at or before cur: the absorber may have split since, its
+ * keys from cur on moved into new right siblings (a merge then a split,
+ * both legal while we stood between two leaves).  A leaf's low fence
+ * never moves (a split keeps the left half's, a merge the absorber's),
+ * so the leaf reached starts at or before cur; it must go past it:
+ * anything else is not a tree. */
 static int next_leaf(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     struct bt_node *nd, const uint8_t *cur, size_t cur_len)
 {
 	unsigned hops = 0;
 	int rc = smart__bt_read(t, w, a, nd);
 
-	while (!rc && (nd->h.flags & BT_F_DEAD) && ++hops < 1000)
-		rc = smart__bt_read(t, w, nd->h.leftmost, nd);
+	while (!rc && ++hops < BT_HOPS_MAX) {
+		if (nd->h.flags & BT_F_DEAD) {
+			a = nd->h.leftmost;
+		} else if (!SMART_M_BT_NO_SCAN_RIGHT && !nd->h.level &&
+			 !(nd->h.flags & BT_F_HIGH_INF) && nd->h.sibling &&
+			 bt_keycmp(bt_high(t, nd), nd->h.high_len, cur,
+				   cur_len) <= 0) {
+			/* split after the merge */
+			atomic_fetch_add_explicit(&t->move_rights, 1,
+						  memory_order_relaxed);
+			a = nd->h.sibling;
+		} else {
+			break;
+		}
+		rc = smart__bt_read(t, w, a, nd);
+	}
 	if (!rc && ((nd->h.flags & BT_F_DEAD) || nd->h.level ||
 		    (!(nd->h.flags & BT_F_LOW_INF) &&
 		     bt_keycmp(bt_low(t, nd), nd->h.low_len, cur, cur_len) > 0) ||
@@ -49,6 +70,8 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 	struct bt_node *nd;
 	smart_gaddr_t a;
 	size_t mark, used = 0, cur_len = from_len, got = 0;
+	smart_hook_fn hook;
+	void *hook_arg;
 	unsigned i, k;
 	int rc;
 
@@ -60,6 +83,8 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 	if (!max || (to && bt_keycmp(from, from_len, to, to_len) >= 0))
 		return 0;
 	memcpy(cur, from, from_len);
+	/* a test's point between two leaves ("bt.scan.next") */
+	hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size + (size_t)t->leaf_cap * 8,
 				 (void **)&nd);
@@ -106,6 +131,8 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		cur_len = nd->h.high_len;
 		memcpy(cur, bt_high(t, nd), cur_len);
 		a = nd->h.sibling;
+		if (hook && (rc = hook(w, "bt.scan.next", hook_arg)))
+			break;
 		rc = next_leaf(t, w, a, nd, cur, cur_len);
 	}
 	smart_epoch_exit(w);
