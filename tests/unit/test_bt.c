@@ -22,6 +22,7 @@
 #include "smart/smart.h"
 #include "smart/bt.h"
 #include "smart/ht.h"
+#include "ds/bt/bt_internal.h"	/* the tree's salt, to forge nodes */
 
 #define BLADE_SIZE	(128u << 20)
 
@@ -70,6 +71,13 @@ static void world_stop(struct world *wd)
 	smart_bt_close(wd->t, wd->w);
 	CHECK_OK(smart_worker_destroy(wd->w));
 	fixture_stop(&wd->f);
+}
+
+/* The crc a node of wd's tree carries (seeded with the tree's salt). */
+static uint32_t forged_crc(const struct world *wd, const uint8_t *node,
+			   size_t len)
+{
+	return smart_crc32c(wd->t->salt, node + 4, len - 4);
 }
 
 /* Keys [lo, hi) inserted with the value "v". */
@@ -303,7 +311,7 @@ static void test_corrupt_node(void)
 	 * fences, rounded to 8): klen 60000 */
 	node[32 + 24] = 0x60;
 	node[32 + 24 + 1] = 0xea;
-	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
 		 SMART_EPROTO);
@@ -338,7 +346,7 @@ static void test_parent_is_leaf(void)
 	CHECK_GE(node[8], 1);			/* level: the root is internal */
 	memset(node, 0, 512);
 	node[9] = 3;				/* LOW_INF | HIGH_INF, level 0 */
-	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	/* wd.t's cached root still leads to the leaves: they fill and
 	 * split, and the separator goes up into the "parent" */
@@ -486,6 +494,90 @@ static void test_scan_merge_split(void)
 	world_stop(&wd);
 }
 
+/* A stale index cache leads into another tree's node (docs/bt.md §3): X,
+ * an object of tree A, cached A's root P naming leaves R1 and R2; A's
+ * first leaf empties twice and takes them in, both are retired and freed
+ * (and the keys put back), and tree B (same node size, same blade) gets
+ * one block for its descriptor and the other for its root leaf.  X's
+ * descent goes P (cached) -> that block: B's leaf, whole, its fences
+ * unbounded.  A node must prove its tree: before, X's search of a key of
+ * A returned SMART_ENOENT and X's upsert wrote into B (under A's lock
+ * word); now the block reads as no node of A, the cached parent is
+ * dropped and X walks from the root. */
+static void test_foreign_node(void)
+{
+	struct smart_bt_config c;
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *x, *b;
+	uint64_t meta, root, r1, r2, broot;
+	unsigned char present[100];
+	uint8_t *node;
+	char k[16], v[16];
+	unsigned i;
+	size_t n = 0;
+	int rs, ru, rb;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	CHECK_EQ(node[8], 1);		/* level 1 */
+	memcpy(&r1, node + 56, 8);	/* entry 0's child: k7..k13 */
+	memcpy(&r2, node + 56 + 24, 8);	/* entry 1's: k14..k20 */
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	key_of(k, 8);
+	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
+	for (i = 0; i < 14; i++) {	/* the first leaf takes both in */
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.merges, 2);
+	fill(&wd, 0, 14);
+	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));	/* both freed */
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	c.locks = 4096;
+	CHECK_OK(smart_bt_create(wd.w, 1, 4, &c, &b));
+	CHECK_OK(smart_bt_insert(b, wd.w, "zzz", 3, "B", 1));
+	CHECK_OK(smart_root_get(wd.w, 1, 4, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &broot));
+	CHECK_MSG(broot == r1 || broot == r2, "B's root %#llx is neither "
+		  "freed leaf", (unsigned long long)broot);
+	/* X, through its cached P, a key of A that P routes to broot */
+	key_of(k, broot == r1 ? 8 : 15);
+	rs = smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n);
+	ru = smart_bt_upsert(x, wd.w, k, strlen(k), "X", 1);
+	rb = smart_bt_search(b, wd.w, k, strlen(k), v, sizeof(v), &n);
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("stale cache into another tree's node: search %s, upsert %s, "
+	       "the key in the other tree afterwards: %s; %llu cache drops\n",
+	       smart_status_name(rs), smart_status_name(ru),
+	       smart_status_name(rb), (unsigned long long)st.cache_drops);
+	CHECK_OK(rs);
+	CHECK_OK(ru);
+	CHECK_EQ(rb, SMART_ENOENT);	/* B untouched */
+	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+				 &n));
+	CHECK(n == 1 && v[0] == 'X');	/* the upsert went into A */
+	memset(present, 1, sizeof(present));
+	scan_check(&wd, present, 100, 0, 100, 16);	/* A whole */
+	CHECK_OK(smart_bt_search(b, wd.w, "zzz", 3, v, sizeof(v), &n));
+	CHECK(n == 1 && v[0] == 'B');
+	CHECK_GE(st.cache_drops, 1);	/* the path: P dropped */
+	smart_bt_close(x, wd.w);
+	CHECK_OK(smart_bt_drop(b, wd.w));
+	smart_buf_free(wd.w, node);
+	world_stop(&wd);
+}
+
 /* A node torn for good (a byte changed, its CRC not): never accepted;
  * the reader gives up with SMART_ERETRY after its tries. */
 static void test_torn_node(void)
@@ -543,7 +635,7 @@ static void test_spec_verify(void)
 	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
 	CHECK_EQ(node[32 + 24 + 8], 'b');
 	node[32 + 24 + 8 + 12] = '3';
-	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(r, wd.w, "b", 1, v, sizeof(v), &n),
 		 SMART_EPROTO);
@@ -1778,6 +1870,7 @@ int main(int argc, char **argv)
 		{ "parent_is_leaf", test_parent_is_leaf },
 		{ "stale_forward", test_stale_forward },
 		{ "scan_merge_split", test_scan_merge_split },
+		{ "foreign_node", test_foreign_node },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },

@@ -2,7 +2,7 @@
  * Smart-BT remote layouts (docs/bt.md §2).  Everything here lives in blade
  * memory and is shared by every compute process: sizes and offsets are
  * fixed by _Static_assert, fields are little-endian host words.  Layout
- * version 3 (1 had no entry crc, 2 no redo records).
+ * version 5 (1 had no entry crc, 2 no redo records, 4 unseeded node crcs).
  *
  * Invariants:
  * - A node covers the keys in [low fence, high fence) (BT_F_LOW_INF /
@@ -11,7 +11,10 @@
  *   lock; a split never moves a key left, so a reader that finds its key
  *   at or above a node's high fence moves right (B-link).
  * - crc is the CRC-32C of bytes [4, node_size): version, header, fences
- *   and entries.  A writer holds the node's lock and writes either the
+ *   and entries, seeded with the tree's salt (a hash of the descriptor's
+ *   address and its random nonce): a node of another tree, or of an
+ *   earlier tree at the same address, does not check (a block a stale
+ *   cache names may be reused by either).  A writer holds the node's lock and writes either the
  *   whole node, or one entry and the first word (crc and version); a
  *   reader accepts a node only when the crc matches what it read, so a
  *   READ torn by a concurrent writer (rule 4: only 8-byte words are
@@ -53,7 +56,8 @@
 #include "smart/gaddr.h"
 
 #define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
-#define BT_VERSION		4u	/* 4: dir_off, lock tables in device memory */
+#define BT_VERSION		5u	/* 4: dir_off, lock tables in device
+					 * memory; 5: CRCs seeded by the tree */
 
 /* Tree descriptor on the home blade; its root entry points here. */
 struct bt_meta {
@@ -70,7 +74,12 @@ struct bt_meta {
 	 * offset in its device memory */
 	uint64_t lock_off[SMART_BT_BLADES_MAX];
 	uint64_t dir_off[SMART_BT_BLADES_MAX];	/* each blade's redo directory */
-	uint64_t rsvd[3];
+	/* drawn at random at create, never 0: with the descriptor's
+	 * address it seeds every CRC of the tree's nodes and entries, so
+	 * that a node proves which tree (and which life of a tree at that
+	 * address) it belongs to */
+	uint64_t nonce;
+	uint64_t rsvd[2];
 	char name[48];		/* NUL-padded; "" for a tree made by index */
 };
 _Static_assert(sizeof(struct bt_meta) == 400, "bt_meta size");
@@ -79,6 +88,7 @@ _Static_assert(offsetof(struct bt_meta, dir_off) == 200, "bt_meta dirs");
 _Static_assert(offsetof(struct bt_meta, root) == 32, "bt_meta root");
 _Static_assert(offsetof(struct bt_meta, blades) == 40, "bt_meta blades");
 _Static_assert(offsetof(struct bt_meta, lock_off) == 72, "bt_meta locks");
+_Static_assert(offsetof(struct bt_meta, nonce) == 328, "bt_meta nonce");
 
 #define BT_F_LOW_INF	1u
 #define BT_F_HIGH_INF	2u

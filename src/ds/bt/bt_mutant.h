@@ -108,4 +108,11 @@
 #define SMART_M_BT_NO_SCAN_RIGHT 0
 #endif
 
+/* a node's crc is not seeded with its tree: another tree's node checks */
+#ifdef SMART_MUTANT_BT_NO_TREE_SALT
+#define SMART_M_BT_NO_TREE_SALT 1
+#else
+#define SMART_M_BT_NO_TREE_SALT 0
+#endif
+
 #endif

@@ -11,9 +11,13 @@
  */
 #include "ds/bt/bt_internal.h"
 
+/* Seeded with the tree's salt: a block a stale cache names may now hold
+ * a node of another tree (or of an earlier tree at this descriptor's
+ * address), whole and sane; it must not check as ours. */
 static uint32_t node_crc(const smart_bt_t *t, const struct bt_node *n)
 {
-	return smart_crc32c(0, (const uint8_t *)n + 4, t->node_size - 4);
+	return smart_crc32c(SMART_M_BT_NO_TREE_SALT ? 0 : t->salt,
+			    (const uint8_t *)n + 4, t->node_size - 4);
 }
 
 int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
