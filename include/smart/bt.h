@@ -17,7 +17,10 @@
  * rest follows; the return value is ignored): a test kills the writer
  * there to leave a half-written node.  "bt.scan.next", a scan between
  * two leaves, before it reads the next one; a non-zero return ends the
- * scan there with that code.
+ * scan there with that code.  "bt.log.landed", in a write spanning
+ * blades (a merge), each time one blade's stamps and copy of the record
+ * have landed, before the next blade's are posted (with a hook set they
+ * go one blade at a time; the return value is ignored).
  * With any hook set, writes take one round trip more for that seam.
  *
  * Counters: the tree object's own (smart_bt_stats: the protocol's events,
@@ -124,6 +127,9 @@ struct smart_bt_stats {
 	uint64_t repairs, rec_waits;
 	unsigned dm_lock_tables;	/* blades whose lock table is in
 					 * device memory (of the tree's) */
+	/* records of a dead holder not redone: a write spanning blades
+	 * that died before its commit, so none of it was posted */
+	uint64_t uncommitted;
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

@@ -912,6 +912,258 @@ static void test_torn_holder(void)
 	world_stop(&wd);
 }
 
+/* ---- a merge across two blades, its merger killed between them ---- */
+
+#define MB_KEYS_MAX	2000u
+
+/* Two blades (1 and 2), a tree of 512-byte nodes over both, no key. */
+static void world2_start(struct world *wd, smart_blade_t **b2)
+{
+	static const uint16_t two[2] = { 1, 2 };
+	struct smart_bt_config c;
+
+	fixture_start(&wd->f, BLADE_SIZE, 1, NULL);
+	*b2 = fixture_add_blade(&wd->f, BLADE_SIZE, 2);
+	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	c.locks = 4096;
+	c.blades = two;
+	c.nblades = 2;
+	CHECK_OK(smart_bt_create(wd->w, 1, 3, &c, &wd->t));
+}
+
+/* Raw node fields (bt_layout.h; 512-byte nodes, 12-byte keys: entries
+ * from byte 56, internal ones 24 bytes, leaf ones 32). */
+static uint64_t raw_u64(const uint8_t *n, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, n + off, 8);
+	return v;
+}
+
+static uint64_t raw_child(const uint8_t *p, unsigned j)
+{
+	return j ? raw_u64(p, 56 + 24 * (size_t)(j - 1)) : raw_u64(p, 24);
+}
+
+/* A parent P on blade `pb` with adjacent children L (not on pb) and R
+ * (on pb), R not P's leftmost: L's keys (the first of them, in key
+ * order, as numbers) into *first, how many into *cnt; 0 if none. */
+static int find_merge(struct world *wd, uint16_t pb, unsigned *first,
+		      unsigned *cnt)
+{
+	uint64_t meta, root, pa, la, ra;
+	uint8_t *top, *p, *l;
+	unsigned i, j, k, lo;
+	uint16_t count;
+
+	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd->w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&top));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&p));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&l));
+	CHECK_OK(smart_read_sync(wd->w, root, 512, top));
+	if (top[8] != 2)	/* root, parents, leaves */
+		count = 0, top[10] = top[11] = 0;
+	memcpy(&count, top + 10, 2);
+	for (i = 0; i <= count; i++) {
+		pa = raw_child(top, i);
+		if (smart_gaddr_blade(pa) != pb)
+			continue;
+		CHECK_OK(smart_read_sync(wd->w, pa, 512, p));
+		memcpy(&count, p + 10, 2);
+		for (j = 1; j <= count; j++) {
+			la = raw_child(p, j - 1);
+			ra = raw_child(p, j);
+			if (smart_gaddr_blade(la) == pb ||
+			    smart_gaddr_blade(ra) != pb)
+				continue;
+			CHECK_OK(smart_read_sync(wd->w, la, 512, l));
+			*cnt = 0;
+			lo = ~0u;
+			for (k = 0; k < 14; k++) {
+				const uint8_t *e = l + 56 + 32 * k;
+				unsigned num;
+
+				if (!e[0])
+					continue;
+				CHECK_EQ(sscanf((const char *)e + 8,
+						"k%8u", &num), 1);
+				lo = num < lo ? num : lo;
+				++*cnt;
+			}
+			*first = lo;
+			smart_buf_free(wd->w, l);
+			smart_buf_free(wd->w, p);
+			smart_buf_free(wd->w, top);
+			return 1;
+		}
+		memcpy(&count, top + 10, 2);
+	}
+	smart_buf_free(wd->w, l);
+	smart_buf_free(wd->w, p);
+	smart_buf_free(wd->w, top);
+	return 0;
+}
+
+/* The killed merger (args: both blades' addresses, the pipe, L's first
+ * key and count, the point): deletes L's keys; the last one empties L,
+ * whose merge with R spans both blades; it stops at the point and is
+ * killed there: "bt.log.landed", where blade 1's part of the log landed
+ * and blade 2's is not posted; "bt.merge.torn", once the log is
+ * committed and half of L's new bytes landed. */
+struct stop_at {
+	int fd;
+	const char *point;
+};
+
+static int landed_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct stop_at *a = arg;
+
+	(void)w;
+	if (!strcmp(point, a->point)) {
+		CHECK_EQ(write(a->fd, "x", 1), 1);
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+static void child_merger(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	unsigned first = (unsigned)atoi(args[3]), cnt = (unsigned)atoi(args[4]);
+	smart_worker_t *w;
+	smart_bt_t *t;
+	uint16_t id;
+	struct stop_at a = { atoi(args[2]), args[5] };
+	char k[16];
+	unsigned i;
+
+	CHECK_OK(smart_ctx_connect(c, args[1], &id));
+	CHECK_EQ(id, 2);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &a));
+	for (i = 0; i < cnt; i++) {
+		key_of(k, first + i);
+		CHECK_OK(smart_bt_delete(t, w, k, strlen(k)));
+	}
+	TEST_FAIL("the merge did not stop at its seam");
+}
+
+/* Case: the parent P (with R) on blade pb, L on the other; the merger
+ * killed at `point`: with "bt.log.landed" blade 1's part of the merge's
+ * log lands, blade 2's does not (pb 2: L's blade landed alone; pb 1: R's
+ * and P's), and nothing is redone; with "bt.merge.torn" the merge is
+ * committed and redone whole.  Then every key is written anew (gen 1)
+ * and must read back, by search and by scan. */
+static void merge_blades_on(uint16_t pb, const char *point)
+{
+	static struct smart_bt_entry ent[MB_KEYS_MAX];
+	static char sbuf[MB_KEYS_MAX * 32];
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_blade_t *b2;
+	char a1[128], a2[128], fd[12], f[12], c[12], k[16], v[16], got[32];
+	unsigned first, cnt, i, nk, errs = 0, wrong = 0;
+	int p[2], status, rc, bad = 0;
+	size_t n;
+	pid_t pid;
+
+	world2_start(&wd, &b2);
+	/* nodes go to either blade at random: grow until such a pair is */
+	for (nk = 0; nk < MB_KEYS_MAX; nk += 200) {
+		fill(&wd, nk, nk + 200);
+		if (find_merge(&wd, pb, &first, &cnt))
+			break;
+	}
+	CHECK_MSG(nk < MB_KEYS_MAX, "no parent on blade %u with a pair L, R "
+		  "to merge", pb);
+	nk += 200;
+	snprintf(a1, sizeof(a1), "%s", smart_blade_address(wd.f.blade));
+	snprintf(a2, sizeof(a2), "%s", smart_blade_address(b2));
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	snprintf(f, sizeof(f), "%u", first);
+	snprintf(c, sizeof(c), "%u", cnt);
+	pid = test_spawn("merger", (const char *[]){ a1, a2, fd, f, c, point,
+						     NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], fd, 1), 1);
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	for (i = 0; i < nk; i++) {
+		key_of(k, i);
+		val_of(v, i, 1);
+		rc = smart_bt_upsert(wd.t, wd.w, k, strlen(k), v, strlen(v));
+		if (rc && !errs++)
+			bad = rc;
+	}
+	for (i = 0; i < nk; i++) {
+		key_of(k, i);
+		val_of(v, i, 1);
+		rc = smart_bt_search(wd.t, wd.w, k, strlen(k), got,
+				     sizeof(got), &n);
+		if (rc && !errs++)
+			bad = rc;
+		else if (!rc && (n != strlen(v) || memcmp(got, v, n)))
+			wrong++;
+	}
+	key_of(k, 0);
+	rc = smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, nk, ent, sbuf,
+			   sizeof(sbuf), &n);
+	if (rc && !errs++)
+		bad = rc;
+	for (i = 0; !rc && i < n; i++) {
+		key_of(k, i);
+		val_of(v, i, 1);
+		if (ent[i].key_len != strlen(k) ||
+		    memcmp(ent[i].key, k, ent[i].key_len) ||
+		    ent[i].val_len != strlen(v) ||
+		    memcmp(ent[i].val, v, ent[i].val_len))
+			wrong++;
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("merge across blades, merger killed at %s, %s "
+	       "(L's keys k%u..+%u): %u errors (first %s), %u wrong values, "
+	       "scan %zu of %u; %llu takeovers, %llu redone, %llu "
+	       "uncommitted\n", point, pb == 2 ? "L's blade first" :
+	       "R's and P's blade first",
+	       first, cnt, errs, smart_status_name(bad), wrong,
+	       rc ? (size_t)0 : n, nk, (unsigned long long)st.lock_takeovers,
+	       (unsigned long long)st.repairs,
+	       (unsigned long long)st.uncommitted);
+	CHECK_EQ(errs, 0);
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(n, nk);
+	CHECK_GE(st.lock_takeovers, 1);
+	if (!strcmp(point, "bt.log.landed")) {
+		CHECK_GE(st.uncommitted, 1);	/* the path: none redone */
+		CHECK_EQ(st.repairs, 0);
+	} else {
+		CHECK_EQ(st.uncommitted, 0);	/* all of it redone */
+		CHECK_EQ(st.repairs, 1);
+	}
+	world_stop(&wd);
+	smart_blade_destroy(b2);
+}
+
+static void test_merge_blades(void)
+{
+	merge_blades_on(2, "bt.log.landed");	/* L's part landed alone */
+	merge_blades_on(1, "bt.log.landed");	/* R's and P's alone */
+	merge_blades_on(2, "bt.merge.torn");	/* committed, L half */
+	merge_blades_on(1, "bt.merge.torn");
+}
+
 /* A redo record a peer forged (whole, CRC valid): its second patch's
  * stamp set to 0, which no writer makes.  A taker must not redo it (a
  * stamp of 0 would let it take a free lock word and write stale bytes):
@@ -952,17 +1204,17 @@ static void test_forged_record(void)
 	}
 	CHECK(stamp && ((stamp >> 26) & 63) < 16);
 	/* its directory slot names the area; its record index the record
-	 * (16 + 3 x (32 + 512) bytes, 64-aligned: bt_redo.c) */
+	 * (32 + 3 x (32 + 512) bytes, 64-aligned: bt_redo.c) */
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, dir_off + 8 *
 				 ((stamp >> 16) & 1023)), 8, &e));
 	area = e & SMART_GADDR_OFF_MASK;
-	rec_size = (16 + 3 * (32 + 512) + 63) & ~63u;
+	rec_size = (32 + 3 * (32 + 512) + 63) & ~63u;
 	area += ((stamp >> 26) & 63) * rec_size;
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, area), rec_size, buf));
 	memcpy(&len, buf + 4, 4);
 	CHECK_EQ(*(uint32_t *)(buf + 8), 2);	/* the entry, the first word */
-	memcpy(&plen, buf + 16 + 28, 4);
-	off = 16 + 32 + ((plen + 7) & ~7u);	/* the second patch */
+	memcpy(&plen, buf + 32 + 28, 4);
+	off = 32 + 32 + ((plen + 7) & ~7u);	/* the second patch */
 	CHECK_EQ(*(uint64_t *)(buf + off + 16), stamp);
 	memset(buf + off + 16, 0, 8);
 	*(uint32_t *)buf = smart_crc32c(0, buf + 4, len - 4);
@@ -1871,6 +2123,7 @@ int main(int argc, char **argv)
 		{ "stale_forward", test_stale_forward },
 		{ "scan_merge_split", test_scan_merge_split },
 		{ "foreign_node", test_foreign_node },
+		{ "merge_blades", test_merge_blades },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },
@@ -1886,5 +2139,6 @@ int main(int argc, char **argv)
 		{ 0 } }, (struct test_child[]){
 		{ "holder", child_holder },
 		{ "torn", child_torn },
+		{ "merger", child_merger },
 		{ 0 } });
 }

@@ -527,6 +527,7 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->merge_skips = atomic_load(&t->merge_skips);
 	out->repairs = atomic_load(&t->repairs);
 	out->rec_waits = atomic_load(&t->rec_waits);
+	out->uncommitted = atomic_load(&t->uncommitted);
 	for (i = 0; i < t->nblades; i++)
 		out->dm_lock_tables += !!(t->lock_off[i] & SMART_GADDR_DM);
 	return 0;

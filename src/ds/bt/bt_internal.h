@@ -78,7 +78,7 @@ struct smart_bt {
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
-	_Atomic uint64_t repairs, rec_waits;
+	_Atomic uint64_t repairs, rec_waits, uncommitted;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -208,8 +208,9 @@ int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
 /* bt_redo.c: what a dead lock holder half wrote is redone (docs/bt.md
  * §4).  A write under locks goes through write_logged: it takes one of
  * this object's records (waiting while all are in use), stamps each lock
- * word it writes under, writes the record to each blade concerned (and
- * waits for them when there are several), then posts the patches in order
+ * word it writes under, writes the record to each blade concerned (and,
+ * when there are several, waits for them and then writes the commit to
+ * the first patch's blade's copy), then posts the patches in order
  * (waiting between two on different blades).  The caller unlocks (which
  * waits for the patches), then calls write_end with the result: the
  * record goes back, or, after an error, the write is finished from it

@@ -39,8 +39,12 @@
  *   object at a time; id 0 with an area: free for the next one.
  * - A redo record (struct bt_rec, then npatch struct bt_patch_rec each
  *   followed by its bytes) is written, whole, before any byte it
- *   describes, on the same QP; its crc covers bytes [4, len).  A patch is
- *   current while its lock word still holds the patch's stamp.
+ *   describes, on the same QP; its crc covers bytes [4, len) with commit
+ *   read as 0.  A patch is current while its lock word still holds the
+ *   patch's stamp.  A record spanning blades is written to each of them,
+ *   and, once all copies and stamps landed, its decision copy's commit
+ *   gets the first patch's stamp; only then is any node written: such a
+ *   record is redone only when committed, and then whole.
  * - A dead leaf (BT_F_DEAD: its left neighbour emptied and took its
  *   entries and range, docs/bt.md §5) holds no entries and `leftmost`
  *   names the node that took them; it is out of the leaf chain, and is
@@ -145,10 +149,16 @@ _Static_assert(offsetof(struct bt_leaf_ent, kv) == 8, "leaf kv");
 #define BT_PATCHES_MAX	3u	/* a merge: the leaf, its neighbour, the parent */
 
 struct bt_rec {
-	uint32_t crc;		/* CRC-32C of bytes [4, len) */
+	uint32_t crc;		/* CRC-32C of bytes [4, len), commit as 0 */
 	uint32_t len;		/* of the whole record */
 	uint32_t npatch;	/* 1..BT_PATCHES_MAX */
 	uint32_t rsvd;
+	/* a write spanning blades: its decision copy, this record on the
+	 * first patch's blade (0: one blade, no commit needed) */
+	uint64_t at;
+	/* in the decision copy: the first patch's stamp once every copy and
+	 * every stamp landed (the commit point); 0 before */
+	uint64_t commit;
 };
 struct bt_patch_rec {
 	uint64_t node;		/* gaddr of the node written */
@@ -157,7 +167,8 @@ struct bt_patch_rec {
 	uint32_t off, len;	/* bytes [off, off + len) of the node */
 	/* then len bytes, padded to 8 */
 };
-_Static_assert(sizeof(struct bt_rec) == 16, "bt_rec size");
+_Static_assert(sizeof(struct bt_rec) == 32, "bt_rec size");
+_Static_assert(offsetof(struct bt_rec, commit) == 24, "bt_rec commit");
 _Static_assert(sizeof(struct bt_patch_rec) == 32, "bt_patch_rec size");
 _Static_assert(BT_RECS <= BT_REC_NONE, "record index fits a stamp");
 

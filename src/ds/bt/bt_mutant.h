@@ -115,4 +115,12 @@
 #define SMART_M_BT_NO_TREE_SALT 0
 #endif
 
+/* a dead writer's record spanning blades is redone without checking
+ * that it was committed (every copy and stamp landed) */
+#ifdef SMART_MUTANT_BT_NO_COMMIT_CHECK
+#define SMART_M_BT_NO_COMMIT_CHECK 1
+#else
+#define SMART_M_BT_NO_COMMIT_CHECK 0
+#endif
+
 #endif
