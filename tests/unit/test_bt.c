@@ -1164,6 +1164,39 @@ static void test_merge_blades(void)
 	merge_blades_on(1, "bt.merge.torn");
 }
 
+static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0);
+static void drop_back_to(struct world *wd,
+			 const struct smart_alloc_usage *u0);
+
+/* A merge finished by a redo taker retires the leaf it killed (defect
+ * 11): the merger is killed inside its write (bt.merge.torn, L half
+ * written), a reader mends it, and after the drop every byte is back —
+ * before, R stayed allocated for good (the merger's retire never ran). */
+static void test_redo_retire(void)
+{
+	struct smart_alloc_usage u0;
+	struct smart_bt_stats st;
+	struct world wd;
+	uint64_t r0;
+	int done;
+
+	fresh_tree(&wd, &u0);
+	fill(&wd, 0, 200);
+	done = torn_run(&wd, "merge", -1);
+	CHECK_GT(done, 0);
+	r0 = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED);
+	alarm(20);
+	torn_expect(&wd, (unsigned)done + 1, 200);
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	printf("merge redone by a taker: %llu node(s) retired by it\n",
+	       (unsigned long long)(ctx_stat(wd.f.ctx,
+					     SMART_STAT_EPOCH_RETIRED) - r0));
+	CHECK_EQ(ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED) - r0, 1);
+	drop_back_to(&wd, &u0);
+}
+
 /* A redo record a peer forged (whole, CRC valid): its second patch's
  * stamp set to 0, which no writer makes.  A taker must not redo it (a
  * stamp of 0 would let it take a free lock word and write stale bytes):
@@ -2124,6 +2157,7 @@ int main(int argc, char **argv)
 		{ "scan_merge_split", test_scan_merge_split },
 		{ "foreign_node", test_foreign_node },
 		{ "merge_blades", test_merge_blades },
+		{ "redo_retire", test_redo_retire },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },

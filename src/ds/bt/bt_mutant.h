@@ -123,4 +123,11 @@
 #define SMART_M_BT_NO_COMMIT_CHECK 0
 #endif
 
+/* a merge finished by a redo taker does not retire the leaf it killed */
+#ifdef SMART_MUTANT_BT_NO_REDO_RETIRE
+#define SMART_M_BT_NO_REDO_RETIRE 1
+#else
+#define SMART_M_BT_NO_REDO_RETIRE 0
+#endif
+
 #endif

@@ -480,6 +480,25 @@ int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	return rc;
 }
 
+/* A merge we redid (all of it landed: each word we did not take was
+ * found free, so its node's write had landed before its release) killed
+ * a leaf: retire it, as its merger would have after its unlock.  Only
+ * then: a word another taker holds may still have its node in flight,
+ * and the leaf is retired only once nothing names it (then that taker's
+ * section, begun before, keeps it from being freed under its write). */
+static void retire_dead(smart_bt_t *t, smart_worker_t *w,
+			const struct bt_patch *p, unsigned n, int whole)
+{
+	const struct bt_node *r = p[1].src;
+
+	if (SMART_M_BT_NO_REDO_RETIRE || !whole || n != BT_PATCHES_MAX ||
+	    p[1].off || p[1].len != t->node_size || r->h.level ||
+	    !(r->h.flags & BT_F_DEAD))
+		return;
+	/* a failure leaks the leaf (counted by the core), as in a merge */
+	(void)smart_epoch_retire(w, t->home, p[1].node, t->node_size);
+}
+
 int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		   const void *snap)
 {
@@ -490,7 +509,7 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	unsigned i, k, n = rec_patches(snap, p, word, stamp), m = 0;
 	unsigned ntaken = 0;
 	struct bt_wlog lg;
-	int rc = 0, rc2, ours;
+	int rc = 0, rc2, ours, whole = 1;
 
 	lg.rec = BT_REC_NONE;
 	/* take over every word still stamped as the record says: nobody
@@ -505,6 +524,8 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			if (!rc)
 				rc = smart_cas_sync(w, word[i], stamp[i], base,
 						    &got);
+			if (!rc && got != stamp[i] && got)
+				whole = 0;	/* another taker's, maybe */
 			if (rc || got != stamp[i])
 				continue;
 			taken[ntaken++] = word[i];
@@ -523,7 +544,10 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		return rc ? rc : rc2;	/* words and record stay: we are
 					 * fenced, and our takers redo it */
 	atomic_fetch_add_explicit(&t->repairs, 1, memory_order_relaxed);
-	return smart__bt_write_end(t, w, &lg, 0);
+	rc = smart__bt_write_end(t, w, &lg, 0);
+	if (!rc)
+		retire_dead(t, w, p, n, whole);
+	return rc;
 }
 
 /* ---- areas -------------------------------------------------------------- */
