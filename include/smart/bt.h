@@ -21,6 +21,8 @@
  * blades (a merge), each time one blade's stamps and copy of the record
  * have landed, before the next blade's are posted (with a hook set they
  * go one blade at a time; the return value is ignored).
+ * "bt.split.published", a leaf split written and its leaf unlocked,
+ * before its separator goes into the parent (return value ignored).
  * With any hook set, writes take one round trip more for that seam.
  *
  * Counters: the tree object's own (smart_bt_stats: the protocol's events,
@@ -130,6 +132,10 @@ struct smart_bt_stats {
 	/* records of a dead holder not redone: a write spanning blades
 	 * that died before its commit, so none of it was posted */
 	uint64_t uncommitted;
+	/* separators a walk found missing from a leaf's parent (its
+	 * splitter died before putting it there, or was about to) and put
+	 * in for it */
+	uint64_t sep_fixes;
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

@@ -1197,6 +1197,178 @@ static void test_redo_retire(void)
 	drop_back_to(&wd, &u0);
 }
 
+/* A splitter killed between its leaf's write and the parent's (the hook
+ * "bt.split.published"): the parent lacks the new leaf's separator, and
+ * nobody else would put it there.  Before, every search under that
+ * parent moved right and dropped the parent from the index cache, for
+ * good; now the first walk that moves right from a parent it read fresh
+ * puts the separator in (defect 8). */
+static int split_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	(void)w;
+	if (!strcmp(point, "bt.split.published")) {
+		CHECK_EQ(write(*(int *)arg, "x", 1), 1);
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+static void child_splitter(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	smart_worker_t *w;
+	smart_bt_t *t;
+	int fd = atoi(args[1]);
+	char k[16];
+	unsigned i;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, split_hook, &fd));
+	/* the first leaf holds k0..k6: 7 more fill it, the 8th splits it */
+	for (i = 0; i < 7; i++) {
+		snprintf(k, sizeof(k), "k0000000%ux", i);
+		CHECK_OK(smart_bt_insert(t, w, k, strlen(k), "s", 1));
+	}
+	CHECK_OK(smart_bt_insert(t, w, "k00000006y", 10, "s", 1));
+	TEST_FAIL("the split did not stop at its seam");
+}
+
+static void test_dead_splitter(void)
+{
+	struct smart_bt_config c;
+	struct smart_bt_stats st0, st;
+	struct world wd;
+	smart_bt_t *x;
+	char fd[12], k[16], v[16];
+	int p[2], status;
+	unsigned i;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;	/* every search walks: index cache only */
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	key_of(k, 0);
+	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	pid = test_spawn("splitter", (const char *[]){
+		smart_blade_address(wd.f.blade), fd, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], fd, 1), 1);
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	/* the split's right half: k3x..k6, without a separator above */
+	CHECK_OK(smart_bt_stats(x, &st0));
+	for (i = 0; i < 100; i++) {
+		CHECK_OK(smart_bt_search(x, wd.w, "k00000005", 9, v,
+					 sizeof(v), &n));
+		CHECK(n == 1 && v[0] == 'v');
+	}
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("100 searches under a parent whose separator a killed "
+	       "splitter never put in: %llu moves right, %llu cache drops, "
+	       "%llu separators put in\n",
+	       (unsigned long long)(st.move_rights - st0.move_rights),
+	       (unsigned long long)(st.cache_drops - st0.cache_drops),
+	       (unsigned long long)(st.sep_fixes - st0.sep_fixes));
+	CHECK_EQ(st.sep_fixes - st0.sep_fixes, 1);
+	CHECK_LE(st.move_rights - st0.move_rights, 2);
+	CHECK_LE(st.cache_drops - st0.cache_drops, 1);
+	for (i = 0; i < 100; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
+	for (i = 0; i < 7; i++) {	/* the split's insert went in too */
+		snprintf(k, sizeof(k), "k0000000%ux", i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000006y", 10, v, sizeof(v),
+				 &n));
+	smart_bt_close(x, wd.w);
+	world_stop(&wd);
+}
+
+/* The splitter is alive after all: stopped at "bt.split.published"
+ * while another client's search finds the separator missing and puts it
+ * in; then the splitter goes on and must not put it in twice (a second
+ * entry naming the new leaf would outlive a merge that removes one). */
+struct twice {
+	smart_bt_t *x;		/* the other client's object */
+	smart_worker_t *w;
+	int fired;
+};
+
+static int twice_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct twice *tw = arg;
+	struct smart_bt_stats st;
+	char v[16];
+	size_t n;
+
+	(void)w;
+	if (strcmp(point, "bt.split.published") || tw->fired++)
+		return 0;
+	CHECK_OK(smart_bt_search(tw->x, tw->w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	CHECK_OK(smart_bt_stats(tw->x, &st));
+	CHECK_EQ(st.sep_fixes, 1);
+	return 0;
+}
+
+static void test_sep_twice(void)
+{
+	struct smart_bt_config c;
+	struct twice tw = { NULL, NULL, 0 };
+	struct world wd;
+	smart_ctx_t *c2;
+	uint64_t meta, root;
+	uint8_t *p;
+	uint16_t count;
+	unsigned i, named = 0;
+	char k[16];
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);
+	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c2, &tw.w));
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;
+	CHECK_OK(smart_bt_open_cfg(tw.w, 1, 3, &c, &tw.x));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, twice_hook, &tw));
+	for (i = 0; i < 7; i++) {
+		snprintf(k, sizeof(k), "k0000000%ux", i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "s", 1));
+	}
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "k00000006y", 10, "s", 1));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_EQ(tw.fired, 1);
+	/* the root: entries from byte 56, 24 bytes each, key at +10 */
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&p));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, p));
+	memcpy(&count, p + 10, 2);
+	for (i = 0; i < count; i++)
+		named += !memcmp(p + 56 + 24 * i + 10, "k00000003x", 10);
+	printf("a separator put in by a helper and by its splitter: %u "
+	       "entries for it\n", named);
+	CHECK_EQ(named, 1);
+	smart_buf_free(wd.w, p);
+	smart_bt_close(tw.x, tw.w);
+	CHECK_OK(smart_worker_destroy(tw.w));
+	CHECK_OK(smart_ctx_destroy(c2));
+	world_stop(&wd);
+}
+
 /* A redo record a peer forged (whole, CRC valid): its second patch's
  * stamp set to 0, which no writer makes.  A taker must not redo it (a
  * stamp of 0 would let it take a free lock word and write stale bytes):
@@ -2158,6 +2330,8 @@ int main(int argc, char **argv)
 		{ "foreign_node", test_foreign_node },
 		{ "merge_blades", test_merge_blades },
 		{ "redo_retire", test_redo_retire },
+		{ "dead_splitter", test_dead_splitter },
+		{ "sep_twice", test_sep_twice },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },
@@ -2174,5 +2348,6 @@ int main(int argc, char **argv)
 		{ "holder", child_holder },
 		{ "torn", child_torn },
 		{ "merger", child_merger },
+		{ "splitter", child_splitter },
 		{ 0 } });
 }

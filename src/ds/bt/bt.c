@@ -528,6 +528,7 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->repairs = atomic_load(&t->repairs);
 	out->rec_waits = atomic_load(&t->rec_waits);
 	out->uncommitted = atomic_load(&t->uncommitted);
+	out->sep_fixes = atomic_load(&t->sep_fixes);
 	for (i = 0; i < t->nblades; i++)
 		out->dm_lock_tables += !!(t->lock_off[i] & SMART_GADDR_DM);
 	return 0;

@@ -78,7 +78,7 @@ struct smart_bt {
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
-	_Atomic uint64_t repairs, rec_waits, uncommitted;
+	_Atomic uint64_t repairs, rec_waits, uncommitted, sep_fixes;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };

@@ -130,4 +130,19 @@
 #define SMART_M_BT_NO_REDO_RETIRE 0
 #endif
 
+/* a walk that finds a leaf's separator missing from a parent read fresh
+ * does not put it in (a dead splitter's stays missing for good) */
+#ifdef SMART_MUTANT_BT_NO_SEP_FIX
+#define SMART_M_BT_NO_SEP_FIX 1
+#else
+#define SMART_M_BT_NO_SEP_FIX 0
+#endif
+
+/* a separator goes into a parent even when it is there already */
+#ifdef SMART_MUTANT_BT_NO_SEP_ONCE
+#define SMART_M_BT_NO_SEP_ONCE 1
+#else
+#define SMART_M_BT_NO_SEP_ONCE 0
+#endif
+
 #endif
