@@ -21,9 +21,11 @@
  * blades (a merge), each time one blade's stamps and copy of the record
  * have landed, before the next blade's are posted (with a hook set they
  * go one blade at a time; the return value is ignored).
+ * "bt.log.stamped", in any logged write, once its stamps on a blade
+ * landed and before its record there is posted (return value ignored).
  * "bt.split.published", a leaf split written and its leaf unlocked,
  * before its separator goes into the parent (return value ignored).
- * With any hook set, writes take one round trip more for that seam.
+ * With any hook set, writes take a round trip more for each seam.
  *
  * Counters: the tree object's own (smart_bt_stats: the protocol's events,
  * splits, retries, hand-overs, shared by its workers), and on

@@ -578,6 +578,76 @@ static void test_foreign_node(void)
 	world_stop(&wd);
 }
 
+/* A scan standing between leaf L and its sibling R (the hook
+ * "bt.scan.next") while another client empties L, so that L takes R in
+ * and R is retired, then inserts keys far right, whose splits allocate
+ * nodes: R's block must not be one of them while the scan may still read
+ * it (its epoch section began before the retire).  Without the grace R
+ * is freed at once and reused for a new leaf of the "z" keys: the scan
+ * reads that leaf where R was and fails (SMART_EPROTO). */
+static int grace_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct msplit *m = arg;
+	struct smart_bt_stats st;
+	char k[16];
+	unsigned i;
+
+	(void)w;
+	if (strcmp(point, "bt.scan.next") || m->fired)
+		return 0;
+	m->fired = 1;
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_EQ(st.merges, 1);		/* R retired */
+	for (i = 0; i < 40; i++) {	/* splits far right: new nodes */
+		snprintf(k, sizeof(k), "z%04u", i);
+		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "z", 1));
+	}
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_GE(st.leaf_splits, 2);
+	return 0;
+}
+
+static void test_retire_grace(void)
+{
+	static struct smart_bt_entry ent[200];
+	static char buf[200 * 32];
+	struct msplit m = { NULL, NULL, 0 };
+	struct world wd;
+	smart_ctx_t *c2;
+	char k[16];
+	unsigned i;
+	size_t n = 0;
+	int rc;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);
+	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c2, &m.w));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, grace_hook, &m));
+	rc = smart_bt_scan(wd.t, wd.w, "k", 1, "z", 1, 200, ent, buf,
+			   sizeof(buf), &n);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	printf("scan beside a merge and splits that allocate: %s, %zu "
+	       "entries\n", smart_status_name(rc), n);
+	CHECK_EQ(m.fired, 1);
+	CHECK_OK(rc);
+	CHECK_EQ(n, 100);	/* k0..k6 as read, then R's keys from L, ... */
+	for (i = 0; i < n; i++) {
+		key_of(k, i);
+		CHECK(ent[i].key_len == strlen(k) &&
+		      !memcmp(ent[i].key, k, ent[i].key_len));
+	}
+	smart_bt_close(m.t, m.w);
+	CHECK_OK(smart_worker_destroy(m.w));
+	CHECK_OK(smart_ctx_destroy(c2));
+	world_stop(&wd);
+}
+
 /* A node torn for good (a byte changed, its CRC not): never accepted;
  * the reader gives up with SMART_ERETRY after its tries. */
 static void test_torn_node(void)
@@ -1366,6 +1436,92 @@ static void test_sep_twice(void)
 	smart_bt_close(tw.x, tw.w);
 	CHECK_OK(smart_worker_destroy(tw.w));
 	CHECK_OK(smart_ctx_destroy(c2));
+	world_stop(&wd);
+}
+
+/* A writer killed between its stamp and its record (the hook
+ * "bt.log.stamped"): the record its stamp names is an older one, of a
+ * write of its that completed, since overwritten by another client.  A
+ * taker must see that the record does not name the dead stamp and redo
+ * nothing; redoing it would roll the node back (k5 to "a1"). */
+struct older_arg {
+	int out, in;
+	int seen;
+};
+
+static int older_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct older_arg *a = arg;
+
+	(void)w;
+	if (!strcmp(point, "bt.log.stamped") && ++a->seen == 2) {
+		CHECK_EQ(write(a->out, "2", 1), 1);
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+static void child_older(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	struct older_arg a = { atoi(args[1]), atoi(args[2]), 0 };
+	smart_worker_t *w;
+	smart_bt_t *t;
+	char x;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, older_hook, &a));
+	CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "a1", 2));
+	CHECK_EQ(write(a.out, "1", 1), 1);
+	CHECK_EQ(read(a.in, &x, 1), 1);
+	CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "a2", 2));
+	TEST_FAIL("the update did not stop at its seam");
+}
+
+static void test_older_record(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	char o[12], i[12], v[16];
+	int up[2], down[2], status;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 10);
+	CHECK_EQ(pipe(up), 0);
+	CHECK_EQ(pipe(down), 0);
+	snprintf(o, sizeof(o), "%d", up[1]);
+	snprintf(i, sizeof(i), "%d", down[0]);
+	pid = test_spawn("older", (const char *[]){
+		smart_blade_address(wd.f.blade), o, i, NULL });
+	CHECK_GE(pid, 0);
+	CHECK_EQ(read(up[0], v, 1), 1);		/* its "a1" is in */
+	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000005", 9, "p1", 2));
+	CHECK_EQ(write(down[1], "g", 1), 1);
+	CHECK_EQ(read(up[0], v, 1), 1);		/* "a2": stamp only */
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	alarm(20);
+	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000006", 9, "p6", 2));
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.lock_takeovers, 1);	/* the path: the dead stamp */
+	CHECK_EQ(st.repairs, 0);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	printf("a writer killed between its stamp and its record: k5 reads "
+	       "%.*s after the takeover\n", (int)n, v);
+	CHECK(n == 2 && !memcmp(v, "p1", 2));
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000006", 9, v, sizeof(v),
+				 &n));
+	CHECK(n == 2 && !memcmp(v, "p6", 2));
 	world_stop(&wd);
 }
 
@@ -2327,11 +2483,13 @@ int main(int argc, char **argv)
 		{ "parent_is_leaf", test_parent_is_leaf },
 		{ "stale_forward", test_stale_forward },
 		{ "scan_merge_split", test_scan_merge_split },
+		{ "retire_grace", test_retire_grace },
 		{ "foreign_node", test_foreign_node },
 		{ "merge_blades", test_merge_blades },
 		{ "redo_retire", test_redo_retire },
 		{ "dead_splitter", test_dead_splitter },
 		{ "sep_twice", test_sep_twice },
+		{ "older_record", test_older_record },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },
@@ -2349,5 +2507,6 @@ int main(int argc, char **argv)
 		{ "torn", child_torn },
 		{ "merger", child_merger },
 		{ "splitter", child_splitter },
+		{ "older", child_older },
 		{ 0 } });
 }

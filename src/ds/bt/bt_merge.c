@@ -126,8 +126,13 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 		smart__bt_cache_put(t, pa, p);
 		atomic_fetch_add_explicit(&t->merges, 1, memory_order_relaxed);
 		/* the delete is done whatever the retire says: a failure
-		 * leaks R (counted by the core) */
-		(void)smart_epoch_retire(w, t->home, ra, t->node_size);
+		 * leaks R (counted by the core).  Not freed at once: a
+		 * walker inside its epoch section may hold R's address */
+		if (SMART_M_BT_NO_EPOCH_GRACE)
+			(void)smart_free(w, ra, t->node_size);
+		else
+			(void)smart_epoch_retire(w, t->home, ra,
+						 t->node_size);
 	} else if (!rc) {
 		atomic_fetch_add_explicit(&t->merge_skips, 1,
 					  memory_order_relaxed);

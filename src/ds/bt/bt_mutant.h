@@ -145,4 +145,20 @@
 #define SMART_M_BT_NO_SEP_ONCE 0
 #endif
 
+/* a merged-away leaf is freed at once, without the epoch grace (the
+ * counterpart of Smart-HT's HT_NO_EPOCH) */
+#ifdef SMART_MUTANT_BT_NO_EPOCH_GRACE
+#define SMART_M_BT_NO_EPOCH_GRACE 1
+#else
+#define SMART_M_BT_NO_EPOCH_GRACE 0
+#endif
+
+/* a taker redoes the record a dead stamp's record index names without
+ * checking that it names that stamp (an older record is redone) */
+#ifdef SMART_MUTANT_BT_NO_REC_NAMES
+#define SMART_M_BT_NO_REC_NAMES 1
+#else
+#define SMART_M_BT_NO_REC_NAMES 0
+#endif
+
 #endif
