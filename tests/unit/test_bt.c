@@ -80,6 +80,16 @@ static uint32_t forged_crc(const struct world *wd, const uint8_t *node,
 	return smart_crc32c(wd->t->salt, node + 4, len - 4);
 }
 
+/* Raw node fields (bt_layout.h; 512-byte nodes, 12-byte keys: entries
+ * from byte 56, internal ones 24 bytes, leaf ones 32). */
+static uint64_t raw_u64(const uint8_t *n, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, n + off, 8);
+	return v;
+}
+
 /* Keys [lo, hi) inserted with the value "v". */
 static void fill(struct world *wd, unsigned lo, unsigned hi)
 {
@@ -648,6 +658,69 @@ static void test_retire_grace(void)
 	world_stop(&wd);
 }
 
+/* A merge checks what it reads under the locks (a peer's bytes, whole,
+ * CRC valid): R must be L's live right neighbour, and P's entry before
+ * R's must name L.  Each forged here: R made dead (forwarding to L), or
+ * P's leftmost child (L) replaced by another leaf.  The merge must be
+ * skipped (L stays empty), not done over nodes that are not what it
+ * thinks. */
+static void merge_forged_on(int parent)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	uint64_t meta, root, la, ra, other;
+	uint8_t *p, *r;
+	char k[16], v[16];
+	unsigned i;
+	size_t n;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* P: leftmost L (k0..k6), R (k7..k13), ... */
+	key_of(k, 0);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&p));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&r));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, p));
+	la = raw_u64(p, 24);
+	ra = raw_u64(p, 56);
+	other = raw_u64(p, 56 + 24);
+	if (parent) {		/* P's leftmost: another leaf than L */
+		memcpy(p + 24, &other, 8);
+		*(uint32_t *)p = forged_crc(&wd, p, 512);
+		CHECK_OK(smart_write_sync(wd.w, root, p, 512));
+	} else {		/* R dead, forwarding to L */
+		CHECK_OK(smart_read_sync(wd.w, ra, 512, r));
+		r[9] |= 4;
+		memcpy(r + 24, &la, 8);
+		memset(r + 56, 0, 512 - 56);
+		*(uint32_t *)r = forged_crc(&wd, r, 512);
+		CHECK_OK(smart_write_sync(wd.w, ra, r, 512));
+	}
+	/* wd.t's cached P still leads to L */
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("a merge over a forged %s: %llu merged, %llu skipped\n",
+	       parent ? "parent" : "neighbour",
+	       (unsigned long long)st.merges,
+	       (unsigned long long)st.merge_skips);
+	CHECK_EQ(st.merges, 0);
+	CHECK_EQ(st.merge_skips, 1);	/* the path: refused */
+	smart_buf_free(wd.w, r);
+	smart_buf_free(wd.w, p);
+	world_stop(&wd);
+}
+
+static void test_merge_forged(void)
+{
+	merge_forged_on(0);
+	merge_forged_on(1);
+}
+
 /* A node torn for good (a byte changed, its CRC not): never accepted;
  * the reader gives up with SMART_ERETRY after its tries. */
 static void test_torn_node(void)
@@ -1003,16 +1076,6 @@ static void world2_start(struct world *wd, smart_blade_t **b2)
 	c.blades = two;
 	c.nblades = 2;
 	CHECK_OK(smart_bt_create(wd->w, 1, 3, &c, &wd->t));
-}
-
-/* Raw node fields (bt_layout.h; 512-byte nodes, 12-byte keys: entries
- * from byte 56, internal ones 24 bytes, leaf ones 32). */
-static uint64_t raw_u64(const uint8_t *n, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, n + off, 8);
-	return v;
 }
 
 static uint64_t raw_child(const uint8_t *p, unsigned j)
@@ -2484,6 +2547,7 @@ int main(int argc, char **argv)
 		{ "stale_forward", test_stale_forward },
 		{ "scan_merge_split", test_scan_merge_split },
 		{ "retire_grace", test_retire_grace },
+		{ "merge_forged", test_merge_forged },
 		{ "foreign_node", test_foreign_node },
 		{ "merge_blades", test_merge_blades },
 		{ "redo_retire", test_redo_retire },

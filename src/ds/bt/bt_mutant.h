@@ -161,4 +161,20 @@
 #define SMART_M_BT_NO_REC_NAMES 0
 #endif
 
+/* a merge takes in L's sibling without checking it is L's live right
+ * neighbour (a dead one, one starting elsewhere) */
+#ifdef SMART_MUTANT_BT_NO_RIGHT_CHECK
+#define SMART_M_BT_NO_RIGHT_CHECK 1
+#else
+#define SMART_M_BT_NO_RIGHT_CHECK 0
+#endif
+
+/* a merge removes R's entry from the parent without checking that the
+ * entry before it names L */
+#ifdef SMART_MUTANT_BT_NO_PARENT_CHECK
+#define SMART_M_BT_NO_PARENT_CHECK 1
+#else
+#define SMART_M_BT_NO_PARENT_CHECK 0
+#endif
+
 #endif
