@@ -260,6 +260,14 @@ int smart__bt_blade_index(const smart_bt_t *t, uint16_t blade);
  * command combining) and waits for all of it.  Unlock always releases;
  * it returns err (the caller's error so far) if non-zero, else its own. */
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
+/* The same, reading node a (node_size bytes into buf) in one chain with
+ * the lock's CAS; *done: buf holds what that READ saw under our lock (not
+ * on a hand-over, a retried CAS or a takeover: then read it). */
+int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			struct bt_node *buf, int *done);
+/* Check a node read into buf (crc, sanity): 0, SMART_EPROTO for a whole
+ * node no writer of ours makes, SMART_EAGAIN when torn. */
+int smart__bt_check(smart_bt_t *t, struct bt_node *buf);
 int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     int err);
 /* Node a keeps reading torn: if a dead holder has its lock, take it over

@@ -72,6 +72,14 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 	return 1;
 }
 
+int smart__bt_check(smart_bt_t *t, struct bt_node *buf)
+{
+	if (SMART_M_BT_NO_CRC_CHECK || buf->h.crc == node_crc(t, buf))
+		return SMART_M_BT_NO_SANITY || node_sane(t, buf) ?
+		       0 : SMART_EPROTO;
+	return SMART_EAGAIN;
+}
+
 int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		   struct bt_node *buf)
 {
@@ -86,11 +94,10 @@ int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 
 	for (i = 0; i < tries; i++) {
 		rc = smart_read_sync(w, a, t->node_size, buf);
-		if (rc)
+		if (!rc)
+			rc = smart__bt_check(t, buf);
+		if (rc != SMART_EAGAIN)
 			return rc;
-		if (SMART_M_BT_NO_CRC_CHECK || buf->h.crc == node_crc(t, buf))
-			return SMART_M_BT_NO_SANITY || node_sane(t, buf) ?
-			       0 : SMART_EPROTO;
 		/* torn by a writer (or being written): read again; now and
 		 * then see whether that writer died inside its WRITE */
 		atomic_fetch_add_explicit(&t->crc_retries, 1,

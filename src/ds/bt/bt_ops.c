@@ -180,16 +180,19 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 			 struct bt_node *n)
 {
 	unsigned hops;
-	int rc, c;
+	int rc, c, done;
 
 	for (hops = 0; hops < BT_HOPS_MAX; hops++) {
-		rc = smart__bt_lock(t, w, *a);
+		/* the lock's CAS and the node's READ in one chain */
+		rc = smart__bt_lock_read(t, w, *a, n, &done);
 		if (rc)
 			return rc;
 		/* under the lock nobody writes it (what a dead holder half
 		 * wrote was redone when we took its lock over): a node that
 		 * never reads whole is not one */
-		rc = smart__bt_read_n(t, w, *a, n, BT_STALE_TRIES);
+		rc = done ? smart__bt_check(t, n) : SMART_EAGAIN;
+		if (rc == SMART_EAGAIN)
+			rc = smart__bt_read_n(t, w, *a, n, BT_STALE_TRIES);
 		if (rc == SMART_ERETRY)
 			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
 		if (rc)
