@@ -2344,6 +2344,23 @@ static int feed_next(void *arg, const void **key, size_t *klen,
 	return 1;
 }
 
+/* The root's level (*level) and its children (0: a leaf). */
+static unsigned root_children(struct world *wd, unsigned *level)
+{
+	uint64_t meta, root;
+	uint8_t *p;
+	uint16_t count;
+
+	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd->w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&p));
+	CHECK_OK(smart_read_sync(wd->w, root, 512, p));
+	*level = p[8];
+	memcpy(&count, p + 10, 2);
+	smart_buf_free(wd->w, p);
+	return *level ? count + 1u : 0;
+}
+
 /* A bulk load builds the tree in a round trip per node, every key found
  * and scanned in order, what the one leaf held merged in; writes split
  * it like any tree afterwards; a bad input, a key held already or a tree
@@ -2360,7 +2377,7 @@ static void test_bulk(void)
 	struct world wd;
 	smart_bt_t *t;
 	size_t n;
-	unsigned i;
+	unsigned i, level, children;
 
 	fresh_tree(&wd, &u0);
 	/* out of order: refused, nothing changed (nothing left allocated:
@@ -2391,8 +2408,15 @@ static void test_bulk(void)
 				 &n));
 	CHECK(n == 3 && !memcmp(v, "mid", 3));
 	CHECK_OK(smart_bt_stats(wd.t, &st));
-	printf("bulk load of 20000 keys: height %u, %llu round trips\n",
-	       st.height, (unsigned long long)rt);
+	children = root_children(&wd, &level);
+	printf("bulk load of 20000 keys: height %u, %llu round trips, a root "
+	       "of %u children\n", st.height, (unsigned long long)rt,
+	       children);
+	/* 2223 leaves, 159 parents (14 children each at 70%), 12 above:
+	 * the root names those 12 (no root with a single child) */
+	CHECK_EQ(st.height, 4);
+	CHECK_EQ(level + 1u, st.height);
+	CHECK_GT(children, 1);
 	/* leaves of 70% of 14 entries: 9 keys, 2223 leaves; a write each,
 	 * and an allocation now and then */
 	CHECK_LE(rt, 20000 / 9 * 2);
@@ -2432,6 +2456,21 @@ static void test_bulk(void)
 					 &n));
 	}
 	smart_bt_close(t, wd.w);
+	drop_back_to(&wd, &u0);
+	/* an input that fits one leaf: the root is that leaf */
+	fresh_tree(&wd, &u0);
+	f = (struct feed){ 0, 5, 0, "" };
+	CHECK_OK(smart_bt_bulk_load(wd.t, wd.w, feed_next, &f, 70, &loaded));
+	CHECK_EQ(loaded, 5);
+	CHECK_EQ(root_children(&wd, &level), 0);
+	CHECK_EQ(level, 0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.height, 1);
+	for (i = 0; i < 5; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
 	drop_back_to(&wd, &u0);
 }
 
