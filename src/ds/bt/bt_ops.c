@@ -893,13 +893,12 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		return SMART_EINVAL;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
-	if (!rc)
-		rc = smart__bt_enter(t, w);
-	if (rc) {
-		smart_scratch_release(w, mark);
-		return rc;
-	}
-	if (spec_on(t, w)) {
+	/* the speculative read first, outside the epoch section: it trusts
+	 * the entry it reads only by the entry's own crc (seeded by the
+	 * tree) and key, never an address read from a node, so it needs no
+	 * protection from reuse (docs/bt.md §6), and a tree over several
+	 * blades does not wait for the section's announcement for it */
+	if (!rc && spec_on(t, w)) {
 		h = smart__bt_key_hash(key, key_len);
 		rc = spec_search(t, w, h, key, key_len,
 				 (struct bt_leaf_ent *)n, buf, cap, val_len);
@@ -909,7 +908,10 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		}
 	}
 	if (!rc)
-		rc = descend(t, w, key, key_len, 0, 0, n, &a, path, &how);
+		rc = smart__bt_enter(t, w);
+	if (rc)
+		goto out;
+	rc = descend(t, w, key, key_len, 0, 0, n, &a, path, &how);
 	if (!rc) {
 		fix = sep_missing(t, n, a, how, &s);
 		i = leaf_find(t, n, key, key_len, &f);
@@ -929,8 +931,8 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 	}
 	if (fix && (!rc || rc == SMART_ENOENT))
 		sep_fix(t, w, &s, path);
-out:
 	smart_epoch_exit(w);
+out:
 	smart_scratch_release(w, mark);
 	return rc;
 }
