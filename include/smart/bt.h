@@ -138,6 +138,9 @@ struct smart_bt_stats {
 	 * splitter died before putting it there, or was about to) and put
 	 * in for it */
 	uint64_t sep_fixes;
+	/* leaves a scan took from those it read ahead, all at once, from a
+	 * cached parent */
+	uint64_t scan_ahead;
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

@@ -460,9 +460,11 @@ static void test_scan_merge_split(void)
 {
 	static struct smart_bt_entry ent[200];
 	static char buf[200 * 32];
+	struct smart_bt_config c;
 	struct smart_bt_stats st0, st;
 	struct msplit m = { NULL, NULL, 0 };
 	struct world wd;
+	smart_bt_t *sc;
 	smart_ctx_t *c2;
 	uint64_t rights;
 	char k[16];
@@ -475,12 +477,17 @@ static void test_scan_merge_split(void)
 	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c2, &m.w));
 	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
-	CHECK_OK(smart_bt_stats(wd.t, &st0));
+	/* no index cache: the scan reads leaf after leaf along the chain
+	 * (none ahead, which would hold R as it was before the merge) */
+	smart_bt_config_init(&c);
+	c.cache_bytes = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
+	CHECK_OK(smart_bt_stats(sc, &st0));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, msplit_hook, &m));
-	rc = smart_bt_scan(wd.t, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, 200, ent, buf,
 			   sizeof(buf), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(sc, &st));
 	rights = st.move_rights - st0.move_rights;
 	printf("scan across a merge then a split of the leaf it stood "
 	       "after: %s, %zu entries, %llu moves right\n",
@@ -498,6 +505,7 @@ static void test_scan_merge_split(void)
 			  (const char *)ent[i].key, k);
 	}
 	CHECK_GE(rights, 1);	/* the path: right from the absorber */
+	smart_bt_close(sc, wd.w);
 	smart_bt_close(m.t, m.w);
 	CHECK_OK(smart_worker_destroy(m.w));
 	CHECK_OK(smart_ctx_destroy(c2));
@@ -625,8 +633,10 @@ static void test_retire_grace(void)
 {
 	static struct smart_bt_entry ent[200];
 	static char buf[200 * 32];
+	struct smart_bt_config c;
 	struct msplit m = { NULL, NULL, 0 };
 	struct world wd;
+	smart_bt_t *sc;
 	smart_ctx_t *c2;
 	char k[16];
 	unsigned i;
@@ -638,8 +648,11 @@ static void test_retire_grace(void)
 	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c2, &m.w));
 	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	smart_bt_config_init(&c);
+	c.cache_bytes = 0;	/* leaf after leaf: it reads R's block */
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, grace_hook, &m));
-	rc = smart_bt_scan(wd.t, wd.w, "k", 1, "z", 1, 200, ent, buf,
+	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, 200, ent, buf,
 			   sizeof(buf), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	printf("scan beside a merge and splits that allocate: %s, %zu "
@@ -652,6 +665,7 @@ static void test_retire_grace(void)
 		CHECK(ent[i].key_len == strlen(k) &&
 		      !memcmp(ent[i].key, k, ent[i].key_len));
 	}
+	smart_bt_close(sc, wd.w);
 	smart_bt_close(m.t, m.w);
 	CHECK_OK(smart_worker_destroy(m.w));
 	CHECK_OK(smart_ctx_destroy(c2));
@@ -1588,6 +1602,62 @@ static void test_older_record(void)
 	world_stop(&wd);
 }
 
+/* A scan reads a parent's next leaves at once, from the cached parent,
+ * but takes each only when the leaf chain names it next: here the parent
+ * lacks the separator of a leaf its killed splitter made (k3x..k6 moved
+ * there), so the chain goes X -> N -> R while the parent lists X, R.
+ * Taking R after X would skip N's keys. */
+static void test_scan_ahead(void)
+{
+	static struct smart_bt_entry ent[200];
+	static char buf[200 * 32];
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *x;
+	char fd[12], k[16], v[16];
+	int p[2], status;
+	unsigned i, j;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	pid = test_spawn("splitter", (const char *[]){
+		smart_blade_address(wd.f.blade), fd, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], fd, 1), 1);
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &x));
+	key_of(k, 0);	/* caches the parent (no move right: no fix) */
+	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+			       sizeof(buf), &n));
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("scan past a leaf its parent does not name: %zu entries, "
+	       "%llu leaves taken from those read ahead\n", n,
+	       (unsigned long long)st.scan_ahead);
+	CHECK_EQ(n, 108);	/* 100, k0x..k6x, k6y */
+	for (i = 0, j = 0; i < n; i++) {
+		if (ent[i].key_len == 9) {
+			key_of(k, j++);
+			CHECK_MSG(!memcmp(ent[i].key, k, 9), "scan: %.9s "
+				  "where %s belongs", (const char *)ent[i].key,
+				  k);
+		}
+		CHECK(!i || bt_keycmp(ent[i - 1].key, ent[i - 1].key_len,
+				      ent[i].key, ent[i].key_len) < 0);
+	}
+	CHECK_EQ(j, 100);
+	CHECK_GT(st.scan_ahead, 0);	/* the path: leaves read ahead */
+	smart_bt_close(x, wd.w);
+	world_stop(&wd);
+}
+
 /* A redo record a peer forged (whole, CRC valid): its second patch's
  * stamp set to 0, which no writer makes.  A taker must not redo it (a
  * stamp of 0 would let it take a free lock word and write stale bytes):
@@ -1900,9 +1970,11 @@ static void rt_task(smart_worker_t *w, void *arg)
 	struct world wd = *(struct world *)arg;
 	struct smart_bt_config c;
 	struct smart_bt_stats st;
+	static struct smart_bt_entry ent[100];
+	static char sbuf[100 * 32];
 	smart_bt_t *cold;
 	char k[16], v[16];
-	uint64_t rt, by, spec_by;
+	uint64_t rt, by, spec_by, srt, ahead;
 	size_t n;
 	unsigned i;
 
@@ -1953,6 +2025,23 @@ static void rt_task(smart_worker_t *w, void *arg)
 	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
 	CHECK(rt == 1 && n == 1 && v[0] == 'w');
+	/* a scan of 100 keys (15 leaves, under 2 or 3 parents): the leaf
+	 * covering its start, then its parent's next leaves read at once,
+	 * and so on per parent */
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	ahead = st.scan_ahead;
+	key_of(k, 1000);
+	COUNT(&wd, wd.t, smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 100,
+				       ent, sbuf, sizeof(sbuf), &n), srt, by);
+	CHECK_EQ(n, 100);
+	for (i = 0; i < n; i++) {
+		key_of(k, 1000 + i);
+		CHECK(ent[i].key_len == strlen(k) &&
+		      !memcmp(ent[i].key, k, ent[i].key_len));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_GE(st.scan_ahead - ahead, 10);
+	CHECK_LE(srt, 6);
 	/* a key never looked up: the leaf, through cached parents */
 	key_of(k, 17);
 	smart_bt_config_init(&c);
@@ -1967,9 +2056,10 @@ static void rt_task(smart_worker_t *w, void *arg)
 	CHECK_GT(ctx_stat(wd.f.ctx, SMART_STAT_CACHE_HITS), 0);
 	CHECK_GT(ctx_stat(wd.f.ctx, SMART_STAT_SPEC_HITS), 0);
 	smart_bt_close(cold, wd.w);
-	printf("warm: search 1 round trip (%" PRIu64 " bytes), update 2; "
+	printf("warm: search 1 round trip (%" PRIu64 " bytes), update 2, "
+	       "scan of 100 keys %" PRIu64 " (%" PRIu64 " leaves read ahead); "
 	       "index cache only: search 1 (%" PRIu64 " bytes)\n", spec_by,
-	       by);
+	       srt, st.scan_ahead - ahead, by);
 }
 
 /* A tree over two blades: a warm search whose entry the speculative cache
@@ -2623,6 +2713,7 @@ int main(int argc, char **argv)
 		{ "redo_retire", test_redo_retire },
 		{ "dead_splitter", test_dead_splitter },
 		{ "sep_twice", test_sep_twice },
+		{ "scan_ahead", test_scan_ahead },
 		{ "older_record", test_older_record },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },

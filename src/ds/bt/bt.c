@@ -529,6 +529,7 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->rec_waits = atomic_load(&t->rec_waits);
 	out->uncommitted = atomic_load(&t->uncommitted);
 	out->sep_fixes = atomic_load(&t->sep_fixes);
+	out->scan_ahead = atomic_load(&t->scan_ahead);
 	for (i = 0; i < t->nblades; i++)
 		out->dm_lock_tables += !!(t->lock_off[i] & SMART_GADDR_DM);
 	return 0;

@@ -79,6 +79,7 @@ struct smart_bt {
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
 	_Atomic uint64_t repairs, rec_waits, uncommitted, sep_fixes;
+	_Atomic uint64_t scan_ahead;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -183,7 +184,8 @@ void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 			size_t vlen);
 void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level);
 int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
-		      size_t klen, struct bt_node *n, smart_gaddr_t *out);
+		      size_t klen, struct bt_node *n, smart_gaddr_t *out,
+		      smart_gaddr_t *parent);
 
 /* bt_cache.c: the caches (sizes rounded down to powers of two; 0: off);
  * get copies the cached node at a into n (1) or misses (0); put caches an

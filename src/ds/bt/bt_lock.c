@@ -100,12 +100,14 @@ static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	int rc;
 
 	for (;;) {
-		if (rd && !n) {
+		if (rd) {	/* the first CAS only: a taken word's waiter
+				 * reads the node once it has it */
 			rc = smart_cas(w, lw, 0, mine, &got);
 			if (!rc)
 				rc = smart_read(w, rd->a, rd->len, rd->buf);
 			rc = rc ? rc : smart_sync(w);
 			rd->done = !rc && got == 0;
+			rd = NULL;
 		} else {
 			rc = smart_cas_sync(w, lw, 0, mine, &got);
 		}

@@ -177,4 +177,12 @@
 #define SMART_M_BT_NO_PARENT_CHECK 0
 #endif
 
+/* a scan takes the leaves it read ahead in the parent's order, without
+ * checking each is the one the chain names next and starts at its cursor */
+#ifdef SMART_MUTANT_BT_NO_AHEAD_CHECK
+#define SMART_M_BT_NO_AHEAD_CHECK 1
+#else
+#define SMART_M_BT_NO_AHEAD_CHECK 0
+#endif
+
 #endif

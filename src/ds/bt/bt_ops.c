@@ -964,11 +964,14 @@ int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 }
 
 int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
-		      size_t klen, struct bt_node *n, smart_gaddr_t *out)
+		      size_t klen, struct bt_node *n, smart_gaddr_t *out,
+		      smart_gaddr_t *parent)
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX];
+	int rc = descend(t, w, key, klen, 0, 0, n, out, path, NULL);
 
-	return descend(t, w, key, klen, 0, 0, n, out, path, NULL);
+	*parent = path[1];
+	return rc;
 }
 
 int smart__bt_enter(smart_bt_t *t, smart_worker_t *w)
