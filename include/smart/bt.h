@@ -15,8 +15,17 @@
  * merge "bt.merge.torn"), inside any write under a lock, once its redo
  * record and the first half of its first node's bytes have landed (the
  * rest follows; the return value is ignored): a test kills the writer
- * there to leave a half-written node.
- * With any hook set, writes take one round trip more for that seam.
+ * there to leave a half-written node.  "bt.scan.next", a scan between
+ * two leaves, before it reads the next one; a non-zero return ends the
+ * scan there with that code.  "bt.log.landed", in a write spanning
+ * blades (a merge), each time one blade's stamps and copy of the record
+ * have landed, before the next blade's are posted (with a hook set they
+ * go one blade at a time; the return value is ignored).
+ * "bt.log.stamped", in any logged write, once its stamps on a blade
+ * landed and before its record there is posted (return value ignored).
+ * "bt.split.published", a leaf split written and its leaf unlocked,
+ * before its separator goes into the parent (return value ignored).
+ * With any hook set, writes take a round trip more for each seam.
  *
  * Counters: the tree object's own (smart_bt_stats: the protocol's events,
  * splits, retries, hand-overs, shared by its workers), and on
@@ -122,6 +131,16 @@ struct smart_bt_stats {
 	uint64_t repairs, rec_waits;
 	unsigned dm_lock_tables;	/* blades whose lock table is in
 					 * device memory (of the tree's) */
+	/* records of a dead holder not redone: a write spanning blades
+	 * that died before its commit, so none of it was posted */
+	uint64_t uncommitted;
+	/* separators a walk found missing from a leaf's parent (its
+	 * splitter died before putting it there, or was about to) and put
+	 * in for it */
+	uint64_t sep_fixes;
+	/* leaves a scan took from those it read ahead, all at once, from a
+	 * cached parent */
+	uint64_t scan_ahead;
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches

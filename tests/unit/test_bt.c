@@ -22,6 +22,7 @@
 #include "smart/smart.h"
 #include "smart/bt.h"
 #include "smart/ht.h"
+#include "ds/bt/bt_internal.h"	/* the tree's salt, to forge nodes */
 
 #define BLADE_SIZE	(128u << 20)
 
@@ -70,6 +71,23 @@ static void world_stop(struct world *wd)
 	smart_bt_close(wd->t, wd->w);
 	CHECK_OK(smart_worker_destroy(wd->w));
 	fixture_stop(&wd->f);
+}
+
+/* The crc a node of wd's tree carries (seeded with the tree's salt). */
+static uint32_t forged_crc(const struct world *wd, const uint8_t *node,
+			   size_t len)
+{
+	return smart_crc32c(wd->t->salt, node + 4, len - 4);
+}
+
+/* Raw node fields (bt_layout.h; 512-byte nodes, 12-byte keys: entries
+ * from byte 56, internal ones 24 bytes, leaf ones 32). */
+static uint64_t raw_u64(const uint8_t *n, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, n + off, 8);
+	return v;
 }
 
 /* Keys [lo, hi) inserted with the value "v". */
@@ -303,7 +321,7 @@ static void test_corrupt_node(void)
 	 * fences, rounded to 8): klen 60000 */
 	node[32 + 24] = 0x60;
 	node[32 + 24 + 1] = 0xea;
-	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
 		 SMART_EPROTO);
@@ -338,7 +356,7 @@ static void test_parent_is_leaf(void)
 	CHECK_GE(node[8], 1);			/* level: the root is internal */
 	memset(node, 0, 512);
 	node[9] = 3;				/* LOW_INF | HIGH_INF, level 0 */
-	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	/* wd.t's cached root still leads to the leaves: they fill and
 	 * split, and the separator goes up into the "parent" */
@@ -395,6 +413,326 @@ static void test_stale_forward(void)
 	CHECK(n == 9 && !memcmp(v, k, 9));
 	smart_bt_close(a, wd.w);
 	world_stop(&wd);
+}
+
+/* A scan standing between two leaves (the hook "bt.scan.next": it has
+ * taken the first leaf L, k0..k6, and goes to its sibling R next) while
+ * another client empties L, so that L takes R in, then fills L again
+ * until it splits at k6, below the scan's cursor k7: the scan reaches R
+ * dead, goes to L, which now ends at k6, and must move right from there
+ * (to the split's new leaf, which holds k7..k13).  Before the fix:
+ * SMART_EPROTO ("not a tree") after 7 entries. */
+struct msplit {
+	smart_bt_t *t;		/* the other client's object */
+	smart_worker_t *w;
+	int fired;
+};
+
+static int msplit_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct msplit *m = arg;
+	struct smart_bt_stats st;
+	char k[16];
+	unsigned i;
+
+	(void)w;
+	if (strcmp(point, "bt.scan.next") || m->fired)
+		return 0;
+	m->fired = 1;
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_EQ(st.merges, 1);		/* L took R in */
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "w", 1));
+	}
+	/* L is full (14): one more below the cursor splits it at k6 */
+	CHECK_OK(smart_bt_insert(m->t, m->w, "k00000003x", 10, "x", 1));
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_EQ(st.leaf_splits, 1);
+	return 0;
+}
+
+static void test_scan_merge_split(void)
+{
+	static struct smart_bt_entry ent[200];
+	static char buf[200 * 32];
+	struct smart_bt_config c;
+	struct smart_bt_stats st0, st;
+	struct msplit m = { NULL, NULL, 0 };
+	struct world wd;
+	smart_bt_t *sc;
+	smart_ctx_t *c2;
+	uint64_t rights;
+	char k[16];
+	unsigned i;
+	size_t n = 0;
+	int rc;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* leaves of 7 keys: k0..k6, k7..k13, ... */
+	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c2, &m.w));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	/* no index cache: the scan reads leaf after leaf along the chain
+	 * (none ahead, which would hold R as it was before the merge) */
+	smart_bt_config_init(&c);
+	c.cache_bytes = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
+	CHECK_OK(smart_bt_stats(sc, &st0));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, msplit_hook, &m));
+	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+			   sizeof(buf), &n);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_OK(smart_bt_stats(sc, &st));
+	rights = st.move_rights - st0.move_rights;
+	printf("scan across a merge then a split of the leaf it stood "
+	       "after: %s, %zu entries, %llu moves right\n",
+	       smart_status_name(rc), n, (unsigned long long)rights);
+	CHECK_EQ(m.fired, 1);
+	CHECK_OK(rc);
+	/* k0..k6 from L as the scan read it, k7..k99 after: each once, in
+	 * order (k00000003x came in below the cursor) */
+	CHECK_EQ(n, 100);
+	for (i = 0; i < n; i++) {
+		key_of(k, i);
+		CHECK_MSG(ent[i].key_len == strlen(k) &&
+			  !memcmp(ent[i].key, k, ent[i].key_len),
+			  "scan: %.*s where %s belongs", (int)ent[i].key_len,
+			  (const char *)ent[i].key, k);
+	}
+	CHECK_GE(rights, 1);	/* the path: right from the absorber */
+	smart_bt_close(sc, wd.w);
+	smart_bt_close(m.t, m.w);
+	CHECK_OK(smart_worker_destroy(m.w));
+	CHECK_OK(smart_ctx_destroy(c2));
+	world_stop(&wd);
+}
+
+/* A stale index cache leads into another tree's node (docs/bt.md §3): X,
+ * an object of tree A, cached A's root P naming leaves R1 and R2; A's
+ * first leaf empties twice and takes them in, both are retired and freed
+ * (and the keys put back), and tree B (same node size, same blade) gets
+ * one block for its descriptor and the other for its root leaf.  X's
+ * descent goes P (cached) -> that block: B's leaf, whole, its fences
+ * unbounded.  A node must prove its tree: before, X's search of a key of
+ * A returned SMART_ENOENT and X's upsert wrote into B (under A's lock
+ * word); now the block reads as no node of A, the cached parent is
+ * dropped and X walks from the root. */
+static void test_foreign_node(void)
+{
+	struct smart_bt_config c;
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *x, *b;
+	uint64_t meta, root, r1, r2, broot;
+	unsigned char present[100];
+	uint8_t *node;
+	char k[16], v[16];
+	unsigned i;
+	size_t n = 0;
+	int rs, ru, rb;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
+	CHECK_EQ(node[8], 1);		/* level 1 */
+	memcpy(&r1, node + 56, 8);	/* entry 0's child: k7..k13 */
+	memcpy(&r2, node + 56 + 24, 8);	/* entry 1's: k14..k20 */
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	key_of(k, 8);
+	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
+	for (i = 0; i < 14; i++) {	/* the first leaf takes both in */
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.merges, 2);
+	fill(&wd, 0, 14);
+	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));	/* both freed */
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	c.locks = 4096;
+	CHECK_OK(smart_bt_create(wd.w, 1, 4, &c, &b));
+	CHECK_OK(smart_bt_insert(b, wd.w, "zzz", 3, "B", 1));
+	CHECK_OK(smart_root_get(wd.w, 1, 4, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &broot));
+	CHECK_MSG(broot == r1 || broot == r2, "B's root %#llx is neither "
+		  "freed leaf", (unsigned long long)broot);
+	/* X, through its cached P, a key of A that P routes to broot */
+	key_of(k, broot == r1 ? 8 : 15);
+	rs = smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n);
+	ru = smart_bt_upsert(x, wd.w, k, strlen(k), "X", 1);
+	rb = smart_bt_search(b, wd.w, k, strlen(k), v, sizeof(v), &n);
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("stale cache into another tree's node: search %s, upsert %s, "
+	       "the key in the other tree afterwards: %s; %llu cache drops\n",
+	       smart_status_name(rs), smart_status_name(ru),
+	       smart_status_name(rb), (unsigned long long)st.cache_drops);
+	CHECK_OK(rs);
+	CHECK_OK(ru);
+	CHECK_EQ(rb, SMART_ENOENT);	/* B untouched */
+	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+				 &n));
+	CHECK(n == 1 && v[0] == 'X');	/* the upsert went into A */
+	memset(present, 1, sizeof(present));
+	scan_check(&wd, present, 100, 0, 100, 16);	/* A whole */
+	CHECK_OK(smart_bt_search(b, wd.w, "zzz", 3, v, sizeof(v), &n));
+	CHECK(n == 1 && v[0] == 'B');
+	CHECK_GE(st.cache_drops, 1);	/* the path: P dropped */
+	smart_bt_close(x, wd.w);
+	CHECK_OK(smart_bt_drop(b, wd.w));
+	smart_buf_free(wd.w, node);
+	world_stop(&wd);
+}
+
+/* A scan standing between leaf L and its sibling R (the hook
+ * "bt.scan.next") while another client empties L, so that L takes R in
+ * and R is retired, then inserts keys far right, whose splits allocate
+ * nodes: R's block must not be one of them while the scan may still read
+ * it (its epoch section began before the retire).  Without the grace R
+ * is freed at once and reused for a new leaf of the "z" keys: the scan
+ * reads that leaf where R was and fails (SMART_EPROTO). */
+static int grace_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct msplit *m = arg;
+	struct smart_bt_stats st;
+	char k[16];
+	unsigned i;
+
+	(void)w;
+	if (strcmp(point, "bt.scan.next") || m->fired)
+		return 0;
+	m->fired = 1;
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_EQ(st.merges, 1);		/* R retired */
+	for (i = 0; i < 40; i++) {	/* splits far right: new nodes */
+		snprintf(k, sizeof(k), "z%04u", i);
+		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "z", 1));
+	}
+	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_GE(st.leaf_splits, 2);
+	return 0;
+}
+
+static void test_retire_grace(void)
+{
+	static struct smart_bt_entry ent[200];
+	static char buf[200 * 32];
+	struct smart_bt_config c;
+	struct msplit m = { NULL, NULL, 0 };
+	struct world wd;
+	smart_bt_t *sc;
+	smart_ctx_t *c2;
+	char k[16];
+	unsigned i;
+	size_t n = 0;
+	int rc;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);
+	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c2, &m.w));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	smart_bt_config_init(&c);
+	c.cache_bytes = 0;	/* leaf after leaf: it reads R's block */
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, grace_hook, &m));
+	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, 200, ent, buf,
+			   sizeof(buf), &n);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	printf("scan beside a merge and splits that allocate: %s, %zu "
+	       "entries\n", smart_status_name(rc), n);
+	CHECK_EQ(m.fired, 1);
+	CHECK_OK(rc);
+	CHECK_EQ(n, 100);	/* k0..k6 as read, then R's keys from L, ... */
+	for (i = 0; i < n; i++) {
+		key_of(k, i);
+		CHECK(ent[i].key_len == strlen(k) &&
+		      !memcmp(ent[i].key, k, ent[i].key_len));
+	}
+	smart_bt_close(sc, wd.w);
+	smart_bt_close(m.t, m.w);
+	CHECK_OK(smart_worker_destroy(m.w));
+	CHECK_OK(smart_ctx_destroy(c2));
+	world_stop(&wd);
+}
+
+/* A merge checks what it reads under the locks (a peer's bytes, whole,
+ * CRC valid): R must be L's live right neighbour, and P's entry before
+ * R's must name L.  Each forged here: R made dead (forwarding to L), or
+ * P's leftmost child (L) replaced by another leaf.  The merge must be
+ * skipped (L stays empty), not done over nodes that are not what it
+ * thinks. */
+static void merge_forged_on(int parent)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	uint64_t meta, root, la, ra, other;
+	uint8_t *p, *r;
+	char k[16], v[16];
+	unsigned i;
+	size_t n;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* P: leftmost L (k0..k6), R (k7..k13), ... */
+	key_of(k, 0);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&p));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&r));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, p));
+	la = raw_u64(p, 24);
+	ra = raw_u64(p, 56);
+	other = raw_u64(p, 56 + 24);
+	if (parent) {		/* P's leftmost: another leaf than L */
+		memcpy(p + 24, &other, 8);
+		*(uint32_t *)p = forged_crc(&wd, p, 512);
+		CHECK_OK(smart_write_sync(wd.w, root, p, 512));
+	} else {		/* R dead, forwarding to L */
+		CHECK_OK(smart_read_sync(wd.w, ra, 512, r));
+		r[9] |= 4;
+		memcpy(r + 24, &la, 8);
+		memset(r + 56, 0, 512 - 56);
+		*(uint32_t *)r = forged_crc(&wd, r, 512);
+		CHECK_OK(smart_write_sync(wd.w, ra, r, 512));
+	}
+	/* wd.t's cached P still leads to L */
+	for (i = 0; i < 7; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("a merge over a forged %s: %llu merged, %llu skipped\n",
+	       parent ? "parent" : "neighbour",
+	       (unsigned long long)st.merges,
+	       (unsigned long long)st.merge_skips);
+	CHECK_EQ(st.merges, 0);
+	CHECK_EQ(st.merge_skips, 1);	/* the path: refused */
+	smart_buf_free(wd.w, r);
+	smart_buf_free(wd.w, p);
+	world_stop(&wd);
+}
+
+static void test_merge_forged(void)
+{
+	merge_forged_on(0);
+	merge_forged_on(1);
 }
 
 /* A node torn for good (a byte changed, its CRC not): never accepted;
@@ -454,7 +792,7 @@ static void test_spec_verify(void)
 	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
 	CHECK_EQ(node[32 + 24 + 8], 'b');
 	node[32 + 24 + 8 + 12] = '3';
-	*(uint32_t *)node = smart_crc32c(0, node + 4, 512 - 4);
+	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(r, wd.w, "b", 1, v, sizeof(v), &n),
 		 SMART_EPROTO);
@@ -731,6 +1069,595 @@ static void test_torn_holder(void)
 	world_stop(&wd);
 }
 
+/* ---- a merge across two blades, its merger killed between them ---- */
+
+#define MB_KEYS_MAX	2000u
+
+/* Two blades (1 and 2), a tree of 512-byte nodes over both, no key. */
+static void world2_start(struct world *wd, smart_blade_t **b2)
+{
+	static const uint16_t two[2] = { 1, 2 };
+	struct smart_bt_config c;
+
+	fixture_start(&wd->f, BLADE_SIZE, 1, NULL);
+	*b2 = fixture_add_blade(&wd->f, BLADE_SIZE, 2);
+	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
+	smart_bt_config_init(&c);
+	c.node_size = 512;
+	c.key_max = 12;
+	c.val_max = 12;
+	c.locks = 4096;
+	c.blades = two;
+	c.nblades = 2;
+	CHECK_OK(smart_bt_create(wd->w, 1, 3, &c, &wd->t));
+}
+
+static uint64_t raw_child(const uint8_t *p, unsigned j)
+{
+	return j ? raw_u64(p, 56 + 24 * (size_t)(j - 1)) : raw_u64(p, 24);
+}
+
+/* A parent P on blade `pb` with adjacent children L (not on pb) and R
+ * (on pb), R not P's leftmost: L's keys (the first of them, in key
+ * order, as numbers) into *first, how many into *cnt; 0 if none. */
+static int find_merge(struct world *wd, uint16_t pb, unsigned *first,
+		      unsigned *cnt)
+{
+	uint64_t meta, root, pa, la, ra;
+	uint8_t *top, *p, *l;
+	unsigned i, j, k, lo;
+	uint16_t count;
+
+	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd->w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&top));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&p));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&l));
+	CHECK_OK(smart_read_sync(wd->w, root, 512, top));
+	if (top[8] != 2)	/* root, parents, leaves */
+		count = 0, top[10] = top[11] = 0;
+	memcpy(&count, top + 10, 2);
+	for (i = 0; i <= count; i++) {
+		pa = raw_child(top, i);
+		if (smart_gaddr_blade(pa) != pb)
+			continue;
+		CHECK_OK(smart_read_sync(wd->w, pa, 512, p));
+		memcpy(&count, p + 10, 2);
+		for (j = 1; j <= count; j++) {
+			la = raw_child(p, j - 1);
+			ra = raw_child(p, j);
+			if (smart_gaddr_blade(la) == pb ||
+			    smart_gaddr_blade(ra) != pb)
+				continue;
+			CHECK_OK(smart_read_sync(wd->w, la, 512, l));
+			*cnt = 0;
+			lo = ~0u;
+			for (k = 0; k < 14; k++) {
+				const uint8_t *e = l + 56 + 32 * k;
+				unsigned num;
+
+				if (!e[0])
+					continue;
+				CHECK_EQ(sscanf((const char *)e + 8,
+						"k%8u", &num), 1);
+				lo = num < lo ? num : lo;
+				++*cnt;
+			}
+			*first = lo;
+			smart_buf_free(wd->w, l);
+			smart_buf_free(wd->w, p);
+			smart_buf_free(wd->w, top);
+			return 1;
+		}
+		memcpy(&count, top + 10, 2);
+	}
+	smart_buf_free(wd->w, l);
+	smart_buf_free(wd->w, p);
+	smart_buf_free(wd->w, top);
+	return 0;
+}
+
+/* The killed merger (args: both blades' addresses, the pipe, L's first
+ * key and count, the point): deletes L's keys; the last one empties L,
+ * whose merge with R spans both blades; it stops at the point and is
+ * killed there: "bt.log.landed", where blade 1's part of the log landed
+ * and blade 2's is not posted; "bt.merge.torn", once the log is
+ * committed and half of L's new bytes landed. */
+struct stop_at {
+	int fd;
+	const char *point;
+};
+
+static int landed_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct stop_at *a = arg;
+
+	(void)w;
+	if (!strcmp(point, a->point)) {
+		CHECK_EQ(write(a->fd, "x", 1), 1);
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+static void child_merger(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	unsigned first = (unsigned)atoi(args[3]), cnt = (unsigned)atoi(args[4]);
+	smart_worker_t *w;
+	smart_bt_t *t;
+	uint16_t id;
+	struct stop_at a = { atoi(args[2]), args[5] };
+	char k[16];
+	unsigned i;
+
+	CHECK_OK(smart_ctx_connect(c, args[1], &id));
+	CHECK_EQ(id, 2);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &a));
+	for (i = 0; i < cnt; i++) {
+		key_of(k, first + i);
+		CHECK_OK(smart_bt_delete(t, w, k, strlen(k)));
+	}
+	TEST_FAIL("the merge did not stop at its seam");
+}
+
+/* Case: the parent P (with R) on blade pb, L on the other; the merger
+ * killed at `point`: with "bt.log.landed" blade 1's part of the merge's
+ * log lands, blade 2's does not (pb 2: L's blade landed alone; pb 1: R's
+ * and P's), and nothing is redone; with "bt.merge.torn" the merge is
+ * committed and redone whole.  Then every key is written anew (gen 1)
+ * and must read back, by search and by scan. */
+static void merge_blades_on(uint16_t pb, const char *point)
+{
+	static struct smart_bt_entry ent[MB_KEYS_MAX];
+	static char sbuf[MB_KEYS_MAX * 32];
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_blade_t *b2;
+	char a1[128], a2[128], fd[12], f[12], c[12], k[16], v[16], got[32];
+	unsigned first, cnt, i, nk, errs = 0, wrong = 0;
+	int p[2], status, rc, bad = 0;
+	size_t n;
+	pid_t pid;
+
+	world2_start(&wd, &b2);
+	/* nodes go to either blade at random: grow until such a pair is */
+	for (nk = 0; nk < MB_KEYS_MAX; nk += 200) {
+		fill(&wd, nk, nk + 200);
+		if (find_merge(&wd, pb, &first, &cnt))
+			break;
+	}
+	CHECK_MSG(nk < MB_KEYS_MAX, "no parent on blade %u with a pair L, R "
+		  "to merge", pb);
+	nk += 200;
+	snprintf(a1, sizeof(a1), "%s", smart_blade_address(wd.f.blade));
+	snprintf(a2, sizeof(a2), "%s", smart_blade_address(b2));
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	snprintf(f, sizeof(f), "%u", first);
+	snprintf(c, sizeof(c), "%u", cnt);
+	pid = test_spawn("merger", (const char *[]){ a1, a2, fd, f, c, point,
+						     NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], fd, 1), 1);
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	for (i = 0; i < nk; i++) {
+		key_of(k, i);
+		val_of(v, i, 1);
+		rc = smart_bt_upsert(wd.t, wd.w, k, strlen(k), v, strlen(v));
+		if (rc && !errs++)
+			bad = rc;
+	}
+	for (i = 0; i < nk; i++) {
+		key_of(k, i);
+		val_of(v, i, 1);
+		rc = smart_bt_search(wd.t, wd.w, k, strlen(k), got,
+				     sizeof(got), &n);
+		if (rc && !errs++)
+			bad = rc;
+		else if (!rc && (n != strlen(v) || memcmp(got, v, n)))
+			wrong++;
+	}
+	key_of(k, 0);
+	rc = smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, nk, ent, sbuf,
+			   sizeof(sbuf), &n);
+	if (rc && !errs++)
+		bad = rc;
+	for (i = 0; !rc && i < n; i++) {
+		key_of(k, i);
+		val_of(v, i, 1);
+		if (ent[i].key_len != strlen(k) ||
+		    memcmp(ent[i].key, k, ent[i].key_len) ||
+		    ent[i].val_len != strlen(v) ||
+		    memcmp(ent[i].val, v, ent[i].val_len))
+			wrong++;
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("merge across blades, merger killed at %s, %s "
+	       "(L's keys k%u..+%u): %u errors (first %s), %u wrong values, "
+	       "scan %zu of %u; %llu takeovers, %llu redone, %llu "
+	       "uncommitted\n", point, pb == 2 ? "L's blade first" :
+	       "R's and P's blade first",
+	       first, cnt, errs, smart_status_name(bad), wrong,
+	       rc ? (size_t)0 : n, nk, (unsigned long long)st.lock_takeovers,
+	       (unsigned long long)st.repairs,
+	       (unsigned long long)st.uncommitted);
+	CHECK_EQ(errs, 0);
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(n, nk);
+	CHECK_GE(st.lock_takeovers, 1);
+	if (!strcmp(point, "bt.log.landed")) {
+		CHECK_GE(st.uncommitted, 1);	/* the path: none redone */
+		CHECK_EQ(st.repairs, 0);
+	} else {
+		CHECK_EQ(st.uncommitted, 0);	/* all of it redone */
+		CHECK_EQ(st.repairs, 1);
+	}
+	world_stop(&wd);
+	smart_blade_destroy(b2);
+}
+
+static void test_merge_blades(void)
+{
+	merge_blades_on(2, "bt.log.landed");	/* L's part landed alone */
+	merge_blades_on(1, "bt.log.landed");	/* R's and P's alone */
+	merge_blades_on(2, "bt.merge.torn");	/* committed, L half */
+	merge_blades_on(1, "bt.merge.torn");
+}
+
+static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0);
+static void drop_back_to(struct world *wd,
+			 const struct smart_alloc_usage *u0);
+
+/* A merge finished by a redo taker retires the leaf it killed (defect
+ * 11): the merger is killed inside its write (bt.merge.torn, L half
+ * written), a reader mends it, and after the drop every byte is back —
+ * before, R stayed allocated for good (the merger's retire never ran). */
+static void test_redo_retire(void)
+{
+	struct smart_alloc_usage u0;
+	struct smart_bt_stats st;
+	struct world wd;
+	uint64_t r0;
+	int done;
+
+	fresh_tree(&wd, &u0);
+	fill(&wd, 0, 200);
+	done = torn_run(&wd, "merge", -1);
+	CHECK_GT(done, 0);
+	r0 = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED);
+	alarm(20);
+	torn_expect(&wd, (unsigned)done + 1, 200);
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	printf("merge redone by a taker: %llu node(s) retired by it\n",
+	       (unsigned long long)(ctx_stat(wd.f.ctx,
+					     SMART_STAT_EPOCH_RETIRED) - r0));
+	CHECK_EQ(ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED) - r0, 1);
+	drop_back_to(&wd, &u0);
+}
+
+/* A splitter killed between its leaf's write and the parent's (the hook
+ * "bt.split.published"): the parent lacks the new leaf's separator, and
+ * nobody else would put it there.  Before, every search under that
+ * parent moved right and dropped the parent from the index cache, for
+ * good; now the first walk that moves right from a parent it read fresh
+ * puts the separator in (defect 8). */
+static int split_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	(void)w;
+	if (!strcmp(point, "bt.split.published")) {
+		CHECK_EQ(write(*(int *)arg, "x", 1), 1);
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+static void child_splitter(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	smart_worker_t *w;
+	smart_bt_t *t;
+	int fd = atoi(args[1]);
+	char k[16];
+	unsigned i;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, split_hook, &fd));
+	/* the first leaf holds k0..k6: 7 more fill it, the 8th splits it */
+	for (i = 0; i < 7; i++) {
+		snprintf(k, sizeof(k), "k0000000%ux", i);
+		CHECK_OK(smart_bt_insert(t, w, k, strlen(k), "s", 1));
+	}
+	CHECK_OK(smart_bt_insert(t, w, "k00000006y", 10, "s", 1));
+	TEST_FAIL("the split did not stop at its seam");
+}
+
+static void test_dead_splitter(void)
+{
+	struct smart_bt_config c;
+	struct smart_bt_stats st0, st;
+	struct world wd;
+	smart_bt_t *x;
+	char fd[12], k[16], v[16];
+	int p[2], status;
+	unsigned i;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;	/* every search walks: index cache only */
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	key_of(k, 0);
+	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	pid = test_spawn("splitter", (const char *[]){
+		smart_blade_address(wd.f.blade), fd, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], fd, 1), 1);
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	/* the split's right half: k3x..k6, without a separator above */
+	CHECK_OK(smart_bt_stats(x, &st0));
+	for (i = 0; i < 100; i++) {
+		CHECK_OK(smart_bt_search(x, wd.w, "k00000005", 9, v,
+					 sizeof(v), &n));
+		CHECK(n == 1 && v[0] == 'v');
+	}
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("100 searches under a parent whose separator a killed "
+	       "splitter never put in: %llu moves right, %llu cache drops, "
+	       "%llu separators put in\n",
+	       (unsigned long long)(st.move_rights - st0.move_rights),
+	       (unsigned long long)(st.cache_drops - st0.cache_drops),
+	       (unsigned long long)(st.sep_fixes - st0.sep_fixes));
+	CHECK_EQ(st.sep_fixes - st0.sep_fixes, 1);
+	CHECK_LE(st.move_rights - st0.move_rights, 2);
+	CHECK_LE(st.cache_drops - st0.cache_drops, 1);
+	for (i = 0; i < 100; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
+	for (i = 0; i < 7; i++) {	/* the split's insert went in too */
+		snprintf(k, sizeof(k), "k0000000%ux", i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000006y", 10, v, sizeof(v),
+				 &n));
+	smart_bt_close(x, wd.w);
+	world_stop(&wd);
+}
+
+/* The splitter is alive after all: stopped at "bt.split.published"
+ * while another client's search finds the separator missing and puts it
+ * in; then the splitter goes on and must not put it in twice (a second
+ * entry naming the new leaf would outlive a merge that removes one). */
+struct twice {
+	smart_bt_t *x;		/* the other client's object */
+	smart_worker_t *w;
+	int fired;
+};
+
+static int twice_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct twice *tw = arg;
+	struct smart_bt_stats st;
+	char v[16];
+	size_t n;
+
+	(void)w;
+	if (strcmp(point, "bt.split.published") || tw->fired++)
+		return 0;
+	CHECK_OK(smart_bt_search(tw->x, tw->w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	CHECK_OK(smart_bt_stats(tw->x, &st));
+	CHECK_EQ(st.sep_fixes, 1);
+	return 0;
+}
+
+static void test_sep_twice(void)
+{
+	struct smart_bt_config c;
+	struct twice tw = { NULL, NULL, 0 };
+	struct world wd;
+	smart_ctx_t *c2;
+	uint64_t meta, root;
+	uint8_t *p;
+	uint16_t count;
+	unsigned i, named = 0;
+	char k[16];
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);
+	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c2, &tw.w));
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;
+	CHECK_OK(smart_bt_open_cfg(tw.w, 1, 3, &c, &tw.x));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, twice_hook, &tw));
+	for (i = 0; i < 7; i++) {
+		snprintf(k, sizeof(k), "k0000000%ux", i);
+		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "s", 1));
+	}
+	CHECK_OK(smart_bt_insert(wd.t, wd.w, "k00000006y", 10, "s", 1));
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_EQ(tw.fired, 1);
+	/* the root: entries from byte 56, 24 bytes each, key at +10 */
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&p));
+	CHECK_OK(smart_read_sync(wd.w, root, 512, p));
+	memcpy(&count, p + 10, 2);
+	for (i = 0; i < count; i++)
+		named += !memcmp(p + 56 + 24 * i + 10, "k00000003x", 10);
+	printf("a separator put in by a helper and by its splitter: %u "
+	       "entries for it\n", named);
+	CHECK_EQ(named, 1);
+	smart_buf_free(wd.w, p);
+	smart_bt_close(tw.x, tw.w);
+	CHECK_OK(smart_worker_destroy(tw.w));
+	CHECK_OK(smart_ctx_destroy(c2));
+	world_stop(&wd);
+}
+
+/* A writer killed between its stamp and its record (the hook
+ * "bt.log.stamped"): the record its stamp names is an older one, of a
+ * write of its that completed, since overwritten by another client.  A
+ * taker must see that the record does not name the dead stamp and redo
+ * nothing; redoing it would roll the node back (k5 to "a1"). */
+struct older_arg {
+	int out, in;
+	int seen;
+};
+
+static int older_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct older_arg *a = arg;
+
+	(void)w;
+	if (!strcmp(point, "bt.log.stamped") && ++a->seen == 2) {
+		CHECK_EQ(write(a->out, "2", 1), 1);
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+static void child_older(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	struct older_arg a = { atoi(args[1]), atoi(args[2]), 0 };
+	smart_worker_t *w;
+	smart_bt_t *t;
+	char x;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, older_hook, &a));
+	CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "a1", 2));
+	CHECK_EQ(write(a.out, "1", 1), 1);
+	CHECK_EQ(read(a.in, &x, 1), 1);
+	CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "a2", 2));
+	TEST_FAIL("the update did not stop at its seam");
+}
+
+static void test_older_record(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	char o[12], i[12], v[16];
+	int up[2], down[2], status;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 10);
+	CHECK_EQ(pipe(up), 0);
+	CHECK_EQ(pipe(down), 0);
+	snprintf(o, sizeof(o), "%d", up[1]);
+	snprintf(i, sizeof(i), "%d", down[0]);
+	pid = test_spawn("older", (const char *[]){
+		smart_blade_address(wd.f.blade), o, i, NULL });
+	CHECK_GE(pid, 0);
+	CHECK_EQ(read(up[0], v, 1), 1);		/* its "a1" is in */
+	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000005", 9, "p1", 2));
+	CHECK_EQ(write(down[1], "g", 1), 1);
+	CHECK_EQ(read(up[0], v, 1), 1);		/* "a2": stamp only */
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	alarm(20);
+	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000006", 9, "p6", 2));
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.lock_takeovers, 1);	/* the path: the dead stamp */
+	CHECK_EQ(st.repairs, 0);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	printf("a writer killed between its stamp and its record: k5 reads "
+	       "%.*s after the takeover\n", (int)n, v);
+	CHECK(n == 2 && !memcmp(v, "p1", 2));
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000006", 9, v, sizeof(v),
+				 &n));
+	CHECK(n == 2 && !memcmp(v, "p6", 2));
+	world_stop(&wd);
+}
+
+/* A scan reads a parent's next leaves at once, from the cached parent,
+ * but takes each only when the leaf chain names it next: here the parent
+ * lacks the separator of a leaf its killed splitter made (k3x..k6 moved
+ * there), so the chain goes X -> N -> R while the parent lists X, R.
+ * Taking R after X would skip N's keys. */
+static void test_scan_ahead(void)
+{
+	static struct smart_bt_entry ent[200];
+	static char buf[200 * 32];
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *x;
+	char fd[12], k[16], v[16];
+	int p[2], status;
+	unsigned i, j;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 100);
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	pid = test_spawn("splitter", (const char *[]){
+		smart_blade_address(wd.f.blade), fd, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], fd, 1), 1);
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &x));
+	key_of(k, 0);	/* caches the parent (no move right: no fix) */
+	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+			       sizeof(buf), &n));
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("scan past a leaf its parent does not name: %zu entries, "
+	       "%llu leaves taken from those read ahead\n", n,
+	       (unsigned long long)st.scan_ahead);
+	CHECK_EQ(n, 108);	/* 100, k0x..k6x, k6y */
+	for (i = 0, j = 0; i < n; i++) {
+		if (ent[i].key_len == 9) {
+			key_of(k, j++);
+			CHECK_MSG(!memcmp(ent[i].key, k, 9), "scan: %.9s "
+				  "where %s belongs", (const char *)ent[i].key,
+				  k);
+		}
+		CHECK(!i || bt_keycmp(ent[i - 1].key, ent[i - 1].key_len,
+				      ent[i].key, ent[i].key_len) < 0);
+	}
+	CHECK_EQ(j, 100);
+	CHECK_GT(st.scan_ahead, 0);	/* the path: leaves read ahead */
+	smart_bt_close(x, wd.w);
+	world_stop(&wd);
+}
+
 /* A redo record a peer forged (whole, CRC valid): its second patch's
  * stamp set to 0, which no writer makes.  A taker must not redo it (a
  * stamp of 0 would let it take a free lock word and write stale bytes):
@@ -771,17 +1698,17 @@ static void test_forged_record(void)
 	}
 	CHECK(stamp && ((stamp >> 26) & 63) < 16);
 	/* its directory slot names the area; its record index the record
-	 * (16 + 3 x (32 + 512) bytes, 64-aligned: bt_redo.c) */
+	 * (32 + 3 x (32 + 512) bytes, 64-aligned: bt_redo.c) */
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, dir_off + 8 *
 				 ((stamp >> 16) & 1023)), 8, &e));
 	area = e & SMART_GADDR_OFF_MASK;
-	rec_size = (16 + 3 * (32 + 512) + 63) & ~63u;
+	rec_size = (32 + 3 * (32 + 512) + 63) & ~63u;
 	area += ((stamp >> 26) & 63) * rec_size;
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, area), rec_size, buf));
 	memcpy(&len, buf + 4, 4);
 	CHECK_EQ(*(uint32_t *)(buf + 8), 2);	/* the entry, the first word */
-	memcpy(&plen, buf + 16 + 28, 4);
-	off = 16 + 32 + ((plen + 7) & ~7u);	/* the second patch */
+	memcpy(&plen, buf + 32 + 28, 4);
+	off = 32 + 32 + ((plen + 7) & ~7u);	/* the second patch */
 	CHECK_EQ(*(uint64_t *)(buf + off + 16), stamp);
 	memset(buf + off + 16, 0, 8);
 	*(uint32_t *)buf = smart_crc32c(0, buf + 4, len - 4);
@@ -1032,8 +1959,9 @@ static uint64_t bytes_read(smart_ctx_t *ctx)
 
 /* Round trips per operation, counted (not timed), one client.  Without
  * caches a search reads one node per level; a write reads the internal
- * levels, takes the lock (one CAS), reads the leaf under it, and writes
- * the entry back with the unlock in one chain.  With a warm index cache
+ * levels, takes the lock and reads the leaf under it (the CAS and the
+ * READ in one chain), and writes the entry back with the unlock in one
+ * chain.  With a warm index cache
  * the internal levels cost nothing; a speculative lookup reads one entry
  * (one round trip, leaf_ent bytes), and when the entry it remembered
  * moved (a split) it pays one more round trip, then remembers again. */
@@ -1042,9 +1970,11 @@ static void rt_task(smart_worker_t *w, void *arg)
 	struct world wd = *(struct world *)arg;
 	struct smart_bt_config c;
 	struct smart_bt_stats st;
+	static struct smart_bt_entry ent[100];
+	static char sbuf[100 * 32];
 	smart_bt_t *cold;
 	char k[16], v[16];
-	uint64_t rt, by, spec_by;
+	uint64_t rt, by, spec_by, srt, ahead;
 	size_t n;
 	unsigned i;
 
@@ -1069,14 +1999,14 @@ static void rt_task(smart_worker_t *w, void *arg)
 	CHECK(by >= 512 * st.height && by <= 512 * st.height + 8);
 	COUNT(&wd, cold, smart_bt_update(cold, wd.w, k, strlen(k), "u", 1),
 	      rt, by);
-	CHECK_EQ(rt, st.height + 2);
+	CHECK_EQ(rt, st.height + 1);
 	COUNT(&wd, cold, smart_bt_delete(cold, wd.w, k, strlen(k)), rt, by);
-	CHECK_EQ(rt, st.height + 2);
+	CHECK_EQ(rt, st.height + 1);
 	COUNT(&wd, cold, smart_bt_insert(cold, wd.w, k, strlen(k), "i", 1),
 	      rt, by);
-	CHECK_EQ(rt, st.height + 2);
+	CHECK_EQ(rt, st.height + 1);
 	printf("no caches, height %u: search %u, update/delete/insert %u "
-	       "round trips\n", st.height, st.height, st.height + 2);
+	       "round trips\n", st.height, st.height, st.height + 1);
 	smart_bt_close(cold, wd.w);
 	/* warm: wd.t cached the internal nodes it read and wrote */
 	key_of(k, 2345);
@@ -1091,10 +2021,27 @@ static void rt_task(smart_worker_t *w, void *arg)
 	CHECK(n == 9 && !memcmp(v, k, 9));
 	COUNT(&wd, wd.t, smart_bt_update(wd.t, wd.w, k, strlen(k), "w", 1),
 	      rt, by);
-	CHECK_EQ(rt, 3);	/* lock, leaf, write-back + unlock */
+	CHECK_EQ(rt, 2);	/* lock + leaf, write-back + unlock */
 	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
 	CHECK(rt == 1 && n == 1 && v[0] == 'w');
+	/* a scan of 100 keys (15 leaves, under 2 or 3 parents): the leaf
+	 * covering its start, then its parent's next leaves read at once,
+	 * and so on per parent */
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	ahead = st.scan_ahead;
+	key_of(k, 1000);
+	COUNT(&wd, wd.t, smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 100,
+				       ent, sbuf, sizeof(sbuf), &n), srt, by);
+	CHECK_EQ(n, 100);
+	for (i = 0; i < n; i++) {
+		key_of(k, 1000 + i);
+		CHECK(ent[i].key_len == strlen(k) &&
+		      !memcmp(ent[i].key, k, ent[i].key_len));
+	}
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_GE(st.scan_ahead - ahead, 10);
+	CHECK_LE(srt, 6);
 	/* a key never looked up: the leaf, through cached parents */
 	key_of(k, 17);
 	smart_bt_config_init(&c);
@@ -1109,9 +2056,34 @@ static void rt_task(smart_worker_t *w, void *arg)
 	CHECK_GT(ctx_stat(wd.f.ctx, SMART_STAT_CACHE_HITS), 0);
 	CHECK_GT(ctx_stat(wd.f.ctx, SMART_STAT_SPEC_HITS), 0);
 	smart_bt_close(cold, wd.w);
-	printf("warm: search 1 round trip (%" PRIu64 " bytes), update 3; "
+	printf("warm: search 1 round trip (%" PRIu64 " bytes), update 2, "
+	       "scan of 100 keys %" PRIu64 " (%" PRIu64 " leaves read ahead); "
 	       "index cache only: search 1 (%" PRIu64 " bytes)\n", spec_by,
-	       by);
+	       srt, st.scan_ahead - ahead, by);
+}
+
+/* A tree over two blades: a warm search whose entry the speculative cache
+ * holds costs its one READ, not a wait for the epoch announcement first
+ * (the speculative read needs no epoch section). */
+static void rt2_task(smart_worker_t *w, void *arg)
+{
+	struct world wd = *(struct world *)arg;
+	char k[16], v[16];
+	uint64_t rt, by;
+	size_t n;
+
+	wd.w = w;
+	fill(&wd, 0, 200);
+	key_of(k, 123);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+				 &n));
+	COUNT(&wd, wd.t, smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n), rt, by);
+	printf("two blades, warm: search %llu round trip(s), %llu bytes\n",
+	       (unsigned long long)rt, (unsigned long long)by);
+	CHECK_EQ(rt, 1);
+	CHECK(n == 1 && v[0] == 'v');
+	CHECK_GT(ctx_stat(wd.f.ctx, SMART_STAT_SPEC_HITS), 0);
 }
 
 /* In a task: the main context waits for each operation's epoch exit (an
@@ -1119,11 +2091,17 @@ static void rt_task(smart_worker_t *w, void *arg)
 static void test_round_trips(void)
 {
 	struct world wd;
+	smart_blade_t *b2;
 
 	world_start(&wd, NULL, 512, 12, 12);
 	CHECK_OK(smart_task_spawn(wd.w, rt_task, &wd));
 	CHECK_OK(smart_worker_run(wd.w));
 	world_stop(&wd);
+	world2_start(&wd, &b2);
+	CHECK_OK(smart_task_spawn(wd.w, rt2_task, &wd));
+	CHECK_OK(smart_worker_run(wd.w));
+	world_stop(&wd);
+	smart_blade_destroy(b2);
 }
 
 /* ---- concurrency: writers and a scan checker ---------------------------- */
@@ -1486,6 +2464,23 @@ static int feed_next(void *arg, const void **key, size_t *klen,
 	return 1;
 }
 
+/* The root's level (*level) and its children (0: a leaf). */
+static unsigned root_children(struct world *wd, unsigned *level)
+{
+	uint64_t meta, root;
+	uint8_t *p;
+	uint16_t count;
+
+	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd->w, meta + 32, 8, &root));
+	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&p));
+	CHECK_OK(smart_read_sync(wd->w, root, 512, p));
+	*level = p[8];
+	memcpy(&count, p + 10, 2);
+	smart_buf_free(wd->w, p);
+	return *level ? count + 1u : 0;
+}
+
 /* A bulk load builds the tree in a round trip per node, every key found
  * and scanned in order, what the one leaf held merged in; writes split
  * it like any tree afterwards; a bad input, a key held already or a tree
@@ -1502,7 +2497,7 @@ static void test_bulk(void)
 	struct world wd;
 	smart_bt_t *t;
 	size_t n;
-	unsigned i;
+	unsigned i, level, children;
 
 	fresh_tree(&wd, &u0);
 	/* out of order: refused, nothing changed (nothing left allocated:
@@ -1533,8 +2528,15 @@ static void test_bulk(void)
 				 &n));
 	CHECK(n == 3 && !memcmp(v, "mid", 3));
 	CHECK_OK(smart_bt_stats(wd.t, &st));
-	printf("bulk load of 20000 keys: height %u, %llu round trips\n",
-	       st.height, (unsigned long long)rt);
+	children = root_children(&wd, &level);
+	printf("bulk load of 20000 keys: height %u, %llu round trips, a root "
+	       "of %u children\n", st.height, (unsigned long long)rt,
+	       children);
+	/* 2223 leaves, 159 parents (14 children each at 70%), 12 above:
+	 * the root names those 12 (no root with a single child) */
+	CHECK_EQ(st.height, 4);
+	CHECK_EQ(level + 1u, st.height);
+	CHECK_GT(children, 1);
 	/* leaves of 70% of 14 entries: 9 keys, 2223 leaves; a write each,
 	 * and an allocation now and then */
 	CHECK_LE(rt, 20000 / 9 * 2);
@@ -1574,6 +2576,21 @@ static void test_bulk(void)
 					 &n));
 	}
 	smart_bt_close(t, wd.w);
+	drop_back_to(&wd, &u0);
+	/* an input that fits one leaf: the root is that leaf */
+	fresh_tree(&wd, &u0);
+	f = (struct feed){ 0, 5, 0, "" };
+	CHECK_OK(smart_bt_bulk_load(wd.t, wd.w, feed_next, &f, 70, &loaded));
+	CHECK_EQ(loaded, 5);
+	CHECK_EQ(root_children(&wd, &level), 0);
+	CHECK_EQ(level, 0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.height, 1);
+	for (i = 0; i < 5; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
 	drop_back_to(&wd, &u0);
 }
 
@@ -1688,6 +2705,16 @@ int main(int argc, char **argv)
 		{ "spec_verify", test_spec_verify },
 		{ "parent_is_leaf", test_parent_is_leaf },
 		{ "stale_forward", test_stale_forward },
+		{ "scan_merge_split", test_scan_merge_split },
+		{ "retire_grace", test_retire_grace },
+		{ "merge_forged", test_merge_forged },
+		{ "foreign_node", test_foreign_node },
+		{ "merge_blades", test_merge_blades },
+		{ "redo_retire", test_redo_retire },
+		{ "dead_splitter", test_dead_splitter },
+		{ "sep_twice", test_sep_twice },
+		{ "scan_ahead", test_scan_ahead },
+		{ "older_record", test_older_record },
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },
@@ -1703,5 +2730,8 @@ int main(int argc, char **argv)
 		{ 0 } }, (struct test_child[]){
 		{ "holder", child_holder },
 		{ "torn", child_torn },
+		{ "merger", child_merger },
+		{ "splitter", child_splitter },
+		{ "older", child_older },
 		{ 0 } });
 }

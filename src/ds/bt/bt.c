@@ -7,6 +7,7 @@
  * entry goes back to 0 only after every node is freed (drop).
  */
 #include <stdlib.h>
+#include <sys/random.h>
 
 #include "ds/bt/bt_internal.h"
 #include "ds/common/ds_common.h"
@@ -89,7 +90,8 @@ static int meta_valid(const void *desc)
 
 	if (m->magic != BT_MAGIC || m->version != BT_VERSION ||
 	    !shape_ok(m->node_size, m->key_max, m->val_max, m->locks) ||
-	    !m->nblades || m->nblades > SMART_BT_BLADES_MAX || !m->root)
+	    !m->nblades || m->nblades > SMART_BT_BLADES_MAX || !m->root ||
+	    !m->nonce)
 		return 0;
 	for (i = 0; i < m->nblades; i++)
 		if (!smart__ds_area_ok(m->lock_off[i], locks_len(m)) ||
@@ -140,7 +142,8 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 	t->home = home;
 	t->root_idx = root_idx;
 	t->meta = maddr;
-	t->salt = (uint32_t)(maddr ^ maddr >> 32);
+	/* binds every node and entry crc to this tree (bt_layout.h) */
+	t->salt = (uint32_t)bt_mix(maddr ^ bt_mix(m->nonce));
 	t->node_size = m->node_size;
 	t->key_max = m->key_max;
 	t->val_max = m->val_max;
@@ -321,6 +324,12 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 	m->val_max = (uint16_t)cfg->val_max;
 	m->nblades = (uint16_t)(cfg->blades ? cfg->nblades : 1);
 	strncpy(m->name, name, sizeof(m->name) - 1);
+	/* the kernel's randomness: a tree made again at this address gets
+	 * another salt, so nodes of its earlier life do not check */
+	while (!m->nonce)
+		if (getrandom(&m->nonce, sizeof(m->nonce), 0) !=
+		    (ssize_t)sizeof(m->nonce))
+			return SMART_ESYS;
 	for (i = 0; i < m->nblades; i++)
 		m->blades[i] = cfg->blades ? cfg->blades[i] : blade;
 	m->locks = cfg->locks ? cfg->locks : locks_default(w, cfg, m);
@@ -518,6 +527,9 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	out->merge_skips = atomic_load(&t->merge_skips);
 	out->repairs = atomic_load(&t->repairs);
 	out->rec_waits = atomic_load(&t->rec_waits);
+	out->uncommitted = atomic_load(&t->uncommitted);
+	out->sep_fixes = atomic_load(&t->sep_fixes);
+	out->scan_ahead = atomic_load(&t->scan_ahead);
 	for (i = 0; i < t->nblades; i++)
 		out->dm_lock_tables += !!(t->lock_off[i] & SMART_GADDR_DM);
 	return 0;

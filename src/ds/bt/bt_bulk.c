@@ -6,14 +6,16 @@
  * fill (each one's right sibling is allocated first, so that it can point
  * there); the low fence of every node is kept, with its address, in a
  * local list per level, from which the level above is built the same way,
- * up to a single top node.  Nothing is visible until the end: the root,
- * a leaf (a few entries there are merged in), is held locked throughout, and is then rewritten in one
- * WRITE as an internal node one level above the top, with the top as its
- * only child.  The root stays the root (the descriptor does not change):
+ * up to a top level that one node can name (inner_cap + 1 children).
+ * Nothing is visible until the end: the root, a leaf (a few entries there
+ * are merged in), is held locked throughout, and is then rewritten in one
+ * WRITE as the parent of the top level's nodes (or, when everything fits
+ * one leaf, as that leaf): no root with a single child, no level more than
+ * the input needs.  The root stays the root (the descriptor does not change):
  * a reader holding its address descends into the new nodes; a writer
  * that waited for its lock finds it is no leaf any more and descends
- * again (write_op); the first split of the top puts its separator into
- * the root like any split (new_root's CAS finds the root is not the top).
+ * again (write_op); a split of a top node puts its separator into the
+ * root like any split.
  *
  * Invariants: an error before the root's WRITE leaves the tree as it was
  * (every node built is freed); the input must be strictly ascending,
@@ -266,6 +268,34 @@ static int build_inner(smart_bt_t *t, smart_worker_t *w, struct lvl *below,
 	return rc;
 }
 
+/* The root's new content, in n: the parent (level `level` + 1, both
+ * fences unbounded) of the top level's nodes, or, when the input fills
+ * only one leaf (its content still in n), that leaf itself, which is
+ * then not needed apart. */
+static void root_of(smart_bt_t *t, smart_worker_t *w, struct lvl *top,
+		    unsigned level, struct bt_node *n)
+{
+	size_t i, len;
+
+	if (!level && top->n == 1) {
+		(void)smart_free(w, top->addr[0], t->node_size);
+		top->n = 0;
+		return;		/* n: the leaf, both fences unbounded */
+	}
+	smart__bt_node_init(t, n, level + 1);
+	n->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
+	n->h.leftmost = top->addr[0];
+	for (i = 1; i < top->n; i++) {
+		struct bt_inner_ent *e = bt_inner(t, n, n->h.count++);
+		uint8_t *f = lvl_fence(t, top, i, &len);
+
+		e->child = top->addr[i];
+		e->klen = (uint16_t)len;
+		memcpy(e->key, f, len);
+	}
+	smart__bt_seal(t, n);
+}
+
 /* What the one leaf holds, copied aside (n is rebuilt) and sorted. */
 static int keep_old(const smart_bt_t *t, struct bt_node *n, struct feed *fd,
 		    void **mem)
@@ -317,7 +347,7 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 	if (!rc)
 		rc = build_leaves(t, w, &fd, per ? per : 1, &lv[0], n);
 	per = t->inner_cap * fill_pct / 100;
-	while (!rc && lv[level].n > 1) {
+	while (!rc && lv[level].n > t->inner_cap + 1u) {
 		if (level + 2 > BT_LEVEL_MAX) {	/* the root's */
 			rc = SMART_ENOSPC;
 			break;
@@ -327,11 +357,8 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		level++;
 	}
 	if (!rc) {
-		/* the root becomes the top's parent: everything at once */
-		smart__bt_node_init(t, n, level + 1);
-		n->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
-		n->h.leftmost = lv[level].addr[0];
-		smart__bt_seal(t, n);
+		/* the root becomes the top level's parent: all at once */
+		root_of(t, w, &lv[level], level, n);
 		rc = smart__bt_post_locked(t, w, root, n, &lg);
 	}
 	if (rc)
@@ -339,7 +366,7 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 			lvl_free_nodes(t, w, &lv[i]);
 	rc = smart__bt_write_end(t, w, &lg, smart__bt_unlock(t, w, root, rc));
 	if (!rc) {
-		atomic_store(&t->height, level + 2);
+		atomic_store(&t->height, n->h.level + 1u);
 		if (loaded)
 			*loaded = fd.count;
 	}

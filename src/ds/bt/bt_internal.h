@@ -78,7 +78,8 @@ struct smart_bt {
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
-	_Atomic uint64_t repairs, rec_waits;
+	_Atomic uint64_t repairs, rec_waits, uncommitted, sep_fixes;
+	_Atomic uint64_t scan_ahead;
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -183,7 +184,8 @@ void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 			size_t vlen);
 void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level);
 int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
-		      size_t klen, struct bt_node *n, smart_gaddr_t *out);
+		      size_t klen, struct bt_node *n, smart_gaddr_t *out,
+		      smart_gaddr_t *parent);
 
 /* bt_cache.c: the caches (sizes rounded down to powers of two; 0: off);
  * get copies the cached node at a into n (1) or misses (0); put caches an
@@ -208,8 +210,9 @@ int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
 /* bt_redo.c: what a dead lock holder half wrote is redone (docs/bt.md
  * §4).  A write under locks goes through write_logged: it takes one of
  * this object's records (waiting while all are in use), stamps each lock
- * word it writes under, writes the record to each blade concerned (and
- * waits for them when there are several), then posts the patches in order
+ * word it writes under, writes the record to each blade concerned (and,
+ * when there are several, waits for them and then writes the commit to
+ * the first patch's blade's copy), then posts the patches in order
  * (waiting between two on different blades).  The caller unlocks (which
  * waits for the patches), then calls write_end with the result: the
  * record goes back, or, after an error, the write is finished from it
@@ -259,6 +262,14 @@ int smart__bt_blade_index(const smart_bt_t *t, uint16_t blade);
  * command combining) and waits for all of it.  Unlock always releases;
  * it returns err (the caller's error so far) if non-zero, else its own. */
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
+/* The same, reading node a (node_size bytes into buf) in one chain with
+ * the lock's CAS; *done: buf holds what that READ saw under our lock (not
+ * on a hand-over, a retried CAS or a takeover: then read it). */
+int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			struct bt_node *buf, int *done);
+/* Check a node read into buf (crc, sanity): 0, SMART_EPROTO for a whole
+ * node no writer of ours makes, SMART_EAGAIN when torn. */
+int smart__bt_check(smart_bt_t *t, struct bt_node *buf);
 int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     int err);
 /* Node a keeps reading torn: if a dead holder has its lock, take it over

@@ -2,7 +2,7 @@
  * Smart-BT remote layouts (docs/bt.md §2).  Everything here lives in blade
  * memory and is shared by every compute process: sizes and offsets are
  * fixed by _Static_assert, fields are little-endian host words.  Layout
- * version 3 (1 had no entry crc, 2 no redo records).
+ * version 5 (1 had no entry crc, 2 no redo records, 4 unseeded node crcs).
  *
  * Invariants:
  * - A node covers the keys in [low fence, high fence) (BT_F_LOW_INF /
@@ -11,7 +11,10 @@
  *   lock; a split never moves a key left, so a reader that finds its key
  *   at or above a node's high fence moves right (B-link).
  * - crc is the CRC-32C of bytes [4, node_size): version, header, fences
- *   and entries.  A writer holds the node's lock and writes either the
+ *   and entries, seeded with the tree's salt (a hash of the descriptor's
+ *   address and its random nonce): a node of another tree, or of an
+ *   earlier tree at the same address, does not check (a block a stale
+ *   cache names may be reused by either).  A writer holds the node's lock and writes either the
  *   whole node, or one entry and the first word (crc and version); a
  *   reader accepts a node only when the crc matches what it read, so a
  *   READ torn by a concurrent writer (rule 4: only 8-byte words are
@@ -36,8 +39,12 @@
  *   object at a time; id 0 with an area: free for the next one.
  * - A redo record (struct bt_rec, then npatch struct bt_patch_rec each
  *   followed by its bytes) is written, whole, before any byte it
- *   describes, on the same QP; its crc covers bytes [4, len).  A patch is
- *   current while its lock word still holds the patch's stamp.
+ *   describes, on the same QP; its crc covers bytes [4, len) with commit
+ *   read as 0.  A patch is current while its lock word still holds the
+ *   patch's stamp.  A record spanning blades is written to each of them,
+ *   and, once all copies and stamps landed, its decision copy's commit
+ *   gets the first patch's stamp; only then is any node written: such a
+ *   record is redone only when committed, and then whole.
  * - A dead leaf (BT_F_DEAD: its left neighbour emptied and took its
  *   entries and range, docs/bt.md §5) holds no entries and `leftmost`
  *   names the node that took them; it is out of the leaf chain, and is
@@ -53,7 +60,8 @@
 #include "smart/gaddr.h"
 
 #define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
-#define BT_VERSION		4u	/* 4: dir_off, lock tables in device memory */
+#define BT_VERSION		5u	/* 4: dir_off, lock tables in device
+					 * memory; 5: CRCs seeded by the tree */
 
 /* Tree descriptor on the home blade; its root entry points here. */
 struct bt_meta {
@@ -70,7 +78,12 @@ struct bt_meta {
 	 * offset in its device memory */
 	uint64_t lock_off[SMART_BT_BLADES_MAX];
 	uint64_t dir_off[SMART_BT_BLADES_MAX];	/* each blade's redo directory */
-	uint64_t rsvd[3];
+	/* drawn at random at create, never 0: with the descriptor's
+	 * address it seeds every CRC of the tree's nodes and entries, so
+	 * that a node proves which tree (and which life of a tree at that
+	 * address) it belongs to */
+	uint64_t nonce;
+	uint64_t rsvd[2];
 	char name[48];		/* NUL-padded; "" for a tree made by index */
 };
 _Static_assert(sizeof(struct bt_meta) == 400, "bt_meta size");
@@ -79,6 +92,7 @@ _Static_assert(offsetof(struct bt_meta, dir_off) == 200, "bt_meta dirs");
 _Static_assert(offsetof(struct bt_meta, root) == 32, "bt_meta root");
 _Static_assert(offsetof(struct bt_meta, blades) == 40, "bt_meta blades");
 _Static_assert(offsetof(struct bt_meta, lock_off) == 72, "bt_meta locks");
+_Static_assert(offsetof(struct bt_meta, nonce) == 328, "bt_meta nonce");
 
 #define BT_F_LOW_INF	1u
 #define BT_F_HIGH_INF	2u
@@ -135,10 +149,16 @@ _Static_assert(offsetof(struct bt_leaf_ent, kv) == 8, "leaf kv");
 #define BT_PATCHES_MAX	3u	/* a merge: the leaf, its neighbour, the parent */
 
 struct bt_rec {
-	uint32_t crc;		/* CRC-32C of bytes [4, len) */
+	uint32_t crc;		/* CRC-32C of bytes [4, len), commit as 0 */
 	uint32_t len;		/* of the whole record */
 	uint32_t npatch;	/* 1..BT_PATCHES_MAX */
 	uint32_t rsvd;
+	/* a write spanning blades: its decision copy, this record on the
+	 * first patch's blade (0: one blade, no commit needed) */
+	uint64_t at;
+	/* in the decision copy: the first patch's stamp once every copy and
+	 * every stamp landed (the commit point); 0 before */
+	uint64_t commit;
 };
 struct bt_patch_rec {
 	uint64_t node;		/* gaddr of the node written */
@@ -147,7 +167,8 @@ struct bt_patch_rec {
 	uint32_t off, len;	/* bytes [off, off + len) of the node */
 	/* then len bytes, padded to 8 */
 };
-_Static_assert(sizeof(struct bt_rec) == 16, "bt_rec size");
+_Static_assert(sizeof(struct bt_rec) == 32, "bt_rec size");
+_Static_assert(offsetof(struct bt_rec, commit) == 24, "bt_rec commit");
 _Static_assert(sizeof(struct bt_patch_rec) == 32, "bt_patch_rec size");
 _Static_assert(BT_RECS <= BT_REC_NONE, "record index fits a stamp");
 

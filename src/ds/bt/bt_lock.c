@@ -80,16 +80,37 @@ static int take_over(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 }
 
 /* Take the remote word: CAS 0 -> our stamp, or from a dead holder; after
- * `tries` failed CASes (0: no limit) SMART_EBUSY. */
+ * `tries` failed CASes (0: no limit) SMART_EBUSY.  With rd (a node to read
+ * under the lock, at rd->a into rd->buf): its READ rides behind the first
+ * CAS in one chain (the word lives on the node's blade: one QP, executed
+ * in order), and rd->done says whether that CAS took the word, so that
+ * the READ saw the node under our lock. */
+struct bt_lock_rd {
+	smart_gaddr_t a;
+	void *buf;
+	size_t len;
+	int done;
+};
+
 static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-			  uint64_t mine, unsigned tries)
+			  uint64_t mine, unsigned tries, struct bt_lock_rd *rd)
 {
 	uint64_t got;
 	unsigned n = 0;
 	int rc;
 
 	for (;;) {
-		rc = smart_cas_sync(w, lw, 0, mine, &got);
+		if (rd) {	/* the first CAS only: a taken word's waiter
+				 * reads the node once it has it */
+			rc = smart_cas(w, lw, 0, mine, &got);
+			if (!rc)
+				rc = smart_read(w, rd->a, rd->len, rd->buf);
+			rc = rc ? rc : smart_sync(w);
+			rd->done = !rc && got == 0;
+			rd = NULL;
+		} else {
+			rc = smart_cas_sync(w, lw, 0, mine, &got);
+		}
 		if (rc || got == 0)
 			return rc;
 		atomic_fetch_add_explicit(&t->lock_retries, 1,
@@ -132,16 +153,29 @@ int smart__bt_heal(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 
 int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 {
+	return smart__bt_lock_read(t, w, a, NULL, NULL);
+}
+
+int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+			struct bt_node *buf, int *done)
+{
+	struct bt_lock_rd r = { a, buf, t->node_size, 0 }, *rd = buf ? &r : NULL;
 	struct bt_llock *l;
 	smart_gaddr_t lw;
 	uint64_t held, id;
 	uint32_t ticket;
 	int rc = smart__bt_lock_word(t, a, &lw, &id);
 
+	if (done)
+		*done = 0;
 	if (rc || SMART_M_BT_NO_LOCK)
 		return rc;
-	if (!t->hocl)
-		return remote_acquire(t, w, lw, id, 0);
+	if (!t->hocl) {
+		rc = remote_acquire(t, w, lw, id, 0, rd);
+		if (done)
+			*done = !rc && r.done;
+		return rc;
+	}
 	l = llock_of(t, lw);
 	ticket = atomic_fetch_add(&l->next, 1);
 	while (atomic_load(&l->serving) != ticket)
@@ -163,11 +197,13 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 		atomic_store(&l->held, 0);
 	}
 	if (!rc)
-		rc = remote_acquire(t, w, lw, id, 0);
+		rc = remote_acquire(t, w, lw, id, 0, rd);
 	if (!rc)
 		atomic_store(&l->held, lw);
 	else
 		atomic_fetch_add(&l->serving, 1);
+	if (done)
+		*done = !rc && r.done;
 	return rc;
 }
 
@@ -236,7 +272,7 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 		return rc;
 	/* beside the local slots: a task of ours holding the word through
 	 * one makes the CAS fail like anybody else */
-	rc = remote_acquire(t, w, lw, id, BT_TRY_CASES);
+	rc = remote_acquire(t, w, lw, id, BT_TRY_CASES, NULL);
 	if (!rc)
 		*how = BT_TRY_HELD;
 	return rc;

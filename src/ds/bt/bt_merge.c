@@ -39,7 +39,8 @@ static int entry_after(const smart_bt_t *t, struct bt_node *p,
 		return -1;
 	for (j = 0; j < p->h.count; j++)
 		if (bt_inner(t, p, j)->child == ra)
-			return (j ? bt_inner(t, p, j - 1)->child :
+			return SMART_M_BT_NO_PARENT_CHECK ||
+			       (j ? bt_inner(t, p, j - 1)->child :
 				    p->h.leftmost) == la ? (int)j : -1;
 	return -1;
 }
@@ -48,6 +49,8 @@ static int entry_after(const smart_bt_t *t, struct bt_node *p,
 static int right_of(const smart_bt_t *t, struct bt_node *n,
 		    struct bt_node *r, smart_gaddr_t la)
 {
+	if (SMART_M_BT_NO_RIGHT_CHECK)
+		return !r->h.level;	/* only what the copy needs */
 	return !r->h.level && !(r->h.flags & (BT_F_DEAD | BT_F_LOW_INF)) &&
 	       r->h.sibling != la &&
 	       !bt_keycmp(bt_low(t, r), r->h.low_len, bt_high(t, n),
@@ -126,8 +129,13 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 		smart__bt_cache_put(t, pa, p);
 		atomic_fetch_add_explicit(&t->merges, 1, memory_order_relaxed);
 		/* the delete is done whatever the retire says: a failure
-		 * leaks R (counted by the core) */
-		(void)smart_epoch_retire(w, t->home, ra, t->node_size);
+		 * leaks R (counted by the core).  Not freed at once: a
+		 * walker inside its epoch section may hold R's address */
+		if (SMART_M_BT_NO_EPOCH_GRACE)
+			(void)smart_free(w, ra, t->node_size);
+		else
+			(void)smart_epoch_retire(w, t->home, ra,
+						 t->node_size);
 	} else if (!rc) {
 		atomic_fetch_add_explicit(&t->merge_skips, 1,
 					  memory_order_relaxed);

@@ -100,4 +100,89 @@
 #define SMART_M_BT_NO_REC_CHECK 0
 #endif
 
+/* a scan that reached a dead leaf's absorber does not move right past
+ * the absorber's high fence (the absorber split since) */
+#ifdef SMART_MUTANT_BT_NO_SCAN_RIGHT
+#define SMART_M_BT_NO_SCAN_RIGHT 1
+#else
+#define SMART_M_BT_NO_SCAN_RIGHT 0
+#endif
+
+/* a node's crc is not seeded with its tree: another tree's node checks */
+#ifdef SMART_MUTANT_BT_NO_TREE_SALT
+#define SMART_M_BT_NO_TREE_SALT 1
+#else
+#define SMART_M_BT_NO_TREE_SALT 0
+#endif
+
+/* a dead writer's record spanning blades is redone without checking
+ * that it was committed (every copy and stamp landed) */
+#ifdef SMART_MUTANT_BT_NO_COMMIT_CHECK
+#define SMART_M_BT_NO_COMMIT_CHECK 1
+#else
+#define SMART_M_BT_NO_COMMIT_CHECK 0
+#endif
+
+/* a merge finished by a redo taker does not retire the leaf it killed */
+#ifdef SMART_MUTANT_BT_NO_REDO_RETIRE
+#define SMART_M_BT_NO_REDO_RETIRE 1
+#else
+#define SMART_M_BT_NO_REDO_RETIRE 0
+#endif
+
+/* a walk that finds a leaf's separator missing from a parent read fresh
+ * does not put it in (a dead splitter's stays missing for good) */
+#ifdef SMART_MUTANT_BT_NO_SEP_FIX
+#define SMART_M_BT_NO_SEP_FIX 1
+#else
+#define SMART_M_BT_NO_SEP_FIX 0
+#endif
+
+/* a separator goes into a parent even when it is there already */
+#ifdef SMART_MUTANT_BT_NO_SEP_ONCE
+#define SMART_M_BT_NO_SEP_ONCE 1
+#else
+#define SMART_M_BT_NO_SEP_ONCE 0
+#endif
+
+/* a merged-away leaf is freed at once, without the epoch grace (the
+ * counterpart of Smart-HT's HT_NO_EPOCH) */
+#ifdef SMART_MUTANT_BT_NO_EPOCH_GRACE
+#define SMART_M_BT_NO_EPOCH_GRACE 1
+#else
+#define SMART_M_BT_NO_EPOCH_GRACE 0
+#endif
+
+/* a taker redoes the record a dead stamp's record index names without
+ * checking that it names that stamp (an older record is redone) */
+#ifdef SMART_MUTANT_BT_NO_REC_NAMES
+#define SMART_M_BT_NO_REC_NAMES 1
+#else
+#define SMART_M_BT_NO_REC_NAMES 0
+#endif
+
+/* a merge takes in L's sibling without checking it is L's live right
+ * neighbour (a dead one, one starting elsewhere) */
+#ifdef SMART_MUTANT_BT_NO_RIGHT_CHECK
+#define SMART_M_BT_NO_RIGHT_CHECK 1
+#else
+#define SMART_M_BT_NO_RIGHT_CHECK 0
+#endif
+
+/* a merge removes R's entry from the parent without checking that the
+ * entry before it names L */
+#ifdef SMART_MUTANT_BT_NO_PARENT_CHECK
+#define SMART_M_BT_NO_PARENT_CHECK 1
+#else
+#define SMART_M_BT_NO_PARENT_CHECK 0
+#endif
+
+/* a scan takes the leaves it read ahead in the parent's order, without
+ * checking each is the one the chain names next and starts at its cursor */
+#ifdef SMART_MUTANT_BT_NO_AHEAD_CHECK
+#define SMART_M_BT_NO_AHEAD_CHECK 1
+#else
+#define SMART_M_BT_NO_AHEAD_CHECK 0
+#endif
+
 #endif

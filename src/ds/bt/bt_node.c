@@ -11,9 +11,13 @@
  */
 #include "ds/bt/bt_internal.h"
 
+/* Seeded with the tree's salt: a block a stale cache names may now hold
+ * a node of another tree (or of an earlier tree at this descriptor's
+ * address), whole and sane; it must not check as ours. */
 static uint32_t node_crc(const smart_bt_t *t, const struct bt_node *n)
 {
-	return smart_crc32c(0, (const uint8_t *)n + 4, t->node_size - 4);
+	return smart_crc32c(SMART_M_BT_NO_TREE_SALT ? 0 : t->salt,
+			    (const uint8_t *)n + 4, t->node_size - 4);
 }
 
 int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
@@ -68,6 +72,14 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 	return 1;
 }
 
+int smart__bt_check(smart_bt_t *t, struct bt_node *buf)
+{
+	if (SMART_M_BT_NO_CRC_CHECK || buf->h.crc == node_crc(t, buf))
+		return SMART_M_BT_NO_SANITY || node_sane(t, buf) ?
+		       0 : SMART_EPROTO;
+	return SMART_EAGAIN;
+}
+
 int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		   struct bt_node *buf)
 {
@@ -82,11 +94,10 @@ int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 
 	for (i = 0; i < tries; i++) {
 		rc = smart_read_sync(w, a, t->node_size, buf);
-		if (rc)
+		if (!rc)
+			rc = smart__bt_check(t, buf);
+		if (rc != SMART_EAGAIN)
 			return rc;
-		if (SMART_M_BT_NO_CRC_CHECK || buf->h.crc == node_crc(t, buf))
-			return SMART_M_BT_NO_SANITY || node_sane(t, buf) ?
-			       0 : SMART_EPROTO;
 		/* torn by a writer (or being written): read again; now and
 		 * then see whether that writer died inside its WRITE */
 		atomic_fetch_add_explicit(&t->crc_retries, 1,

@@ -10,7 +10,10 @@
  * right under locks if it split meanwhile, and write back one entry (or,
  * to split, the new sibling and then the node) with the unlock behind it
  * in one chain.  A split unlocks the child before it locks the parent, so
- * an operation holds one lock at a time.
+ * an operation holds one lock at a time.  A walk that moved right from
+ * the leaf a parent it read fresh named found that parent without the
+ * separator (its splitter may have died before putting it in): after
+ * its operation, it puts it in (sep_fix), once.
  *
  * Invariants: a key lives in exactly one leaf, the one whose fences
  * cover it; entries move only rightwards (into a new sibling); the root
@@ -83,13 +86,18 @@ static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
  * since, or the node it names was merged away and freed): dropped, so
  * that the next walk reads it fresh, and an address it gave that never
  * reads whole is given up after BT_STALE_TRIES for a walk from the root.
- * A dead leaf sends us to the leaf that took its range. */
+ * A dead leaf sends us to the leaf that took its range.  *how (when not
+ * NULL) gets BT_D_FRESH when path[1] was read from its blade, not the
+ * cache, and BT_D_RIGHT when the walk moved right at the leaf level:
+ * both, and the parent lacks the separator of the leaf we reached. */
+#define BT_D_FRESH	1u
+#define BT_D_RIGHT	2u
 static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		   size_t klen, unsigned level, int unread, struct bt_node *n,
-		   smart_gaddr_t *out, smart_gaddr_t *path)
+		   smart_gaddr_t *out, smart_gaddr_t *path, unsigned *how)
 {
 	smart_gaddr_t a = atomic_load(&t->root), stale = 0;
-	unsigned steps = 0, restarts = 0;
+	unsigned steps = 0, restarts = 0, fl = 0;
 	int rc, c, hit, hint = -1;
 
 	memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
@@ -114,6 +122,8 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		} else if (c > 0 && n->h.sibling) {
 			atomic_fetch_add_explicit(&t->move_rights, 1,
 						  memory_order_relaxed);
+			if (!n->h.level)
+				fl |= BT_D_RIGHT;
 			a = n->h.sibling;
 			hint = n->h.level;
 		} else if (c != 0 || n->h.level < level) {
@@ -131,12 +141,17 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 			if (rc)
 				return rc;
 			hint = -1;
+			fl = 0;
 			memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
 		} else if (n->h.level == level) {
 			*out = a;
+			if (how)
+				*how = fl;
 			return 0;
 		} else {
 			path[n->h.level] = a;
+			if (n->h.level == 1)
+				fl = hit ? 0 : BT_D_FRESH;
 			if ((unsigned)n->h.level + 1 > atomic_load(&t->height))
 				atomic_store(&t->height, n->h.level + 1u);
 			stale = hit ? a : 0;
@@ -144,6 +159,8 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 			a = child_of(t, n, key, klen);
 			if (unread && n->h.level == level + 1) {
 				*out = a;
+				if (how)
+					*how = fl;
 				return 0;
 			}
 		}
@@ -163,16 +180,19 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 			 struct bt_node *n)
 {
 	unsigned hops;
-	int rc, c;
+	int rc, c, done;
 
 	for (hops = 0; hops < BT_HOPS_MAX; hops++) {
-		rc = smart__bt_lock(t, w, *a);
+		/* the lock's CAS and the node's READ in one chain */
+		rc = smart__bt_lock_read(t, w, *a, n, &done);
 		if (rc)
 			return rc;
 		/* under the lock nobody writes it (what a dead holder half
 		 * wrote was redone when we took its lock over): a node that
 		 * never reads whole is not one */
-		rc = smart__bt_read_n(t, w, *a, n, BT_STALE_TRIES);
+		rc = done ? smart__bt_check(t, n) : SMART_EAGAIN;
+		if (rc == SMART_EAGAIN)
+			rc = smart__bt_read_n(t, w, *a, n, BT_STALE_TRIES);
 		if (rc == SMART_ERETRY)
 			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
 		if (rc)
@@ -334,9 +354,28 @@ static void inner_put(const smart_bt_t *t, struct bt_inner_ent *e,
 	memcpy(e->key, key, klen);
 }
 
+/* Does internal node x name s->right, or hold s->key, already?  Then the
+ * separator is in (a helper put it there, or the splitter, whichever
+ * came first: bt_sep_fix), and must not go in twice. */
+static int sep_in(const smart_bt_t *t, struct bt_node *x, const struct sep *s)
+{
+	unsigned i;
+
+	if (x->h.leftmost == s->right)
+		return 1;
+	for (i = 0; i < x->h.count; i++) {
+		struct bt_inner_ent *e = bt_inner(t, x, i);
+
+		if (e->child == s->right ||
+		    !bt_keycmp(e->key, e->klen, s->key, s->klen))
+			return 1;
+	}
+	return 0;
+}
+
 /* Insert (s->key, s->right) into the locked internal node x at its sorted
  * place; if x is full, split it (the middle key moves up into *up). *split
- * says which happened.  x is unlocked on return. */
+ * says which happened.  x is unlocked on return.  1: it was there. */
 static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			struct bt_node *x, struct bt_node *nn, uint8_t *tmp,
 			const struct sep *s, struct sep *up, int *split)
@@ -348,6 +387,11 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	uint8_t *all = tmp;	/* n + 1 entries, sorted */
 	int rc;
 
+	*split = 0;
+	if (!SMART_M_BT_NO_SEP_ONCE && sep_in(t, x, s)) {
+		rc = smart__bt_unlock(t, w, xa, 0);
+		return rc ? rc : 1;
+	}
 	for (pos = 0; pos < n; pos++) {
 		e = bt_inner(t, x, pos);
 		if (bt_keycmp(s->key, s->klen, e->key, e->klen) < 0)
@@ -467,12 +511,29 @@ static int no_level_above(smart_bt_t *t, smart_worker_t *w, unsigned level,
 	return n->h.level < level || bt_is_root(n) ? SMART_EPROTO : 1;
 }
 
+/* A helper's check, holding the parent's lock: is s->right still a live
+ * leaf starting at s->key?  It may have been merged away since the
+ * helper saw it, once its separator went in (a merge needs it): it is
+ * not freed yet (our epoch section began before its retire). */
+static int right_alive(smart_bt_t *t, smart_worker_t *w, const struct sep *s,
+		       struct bt_node *r)
+{
+	int rc = smart__bt_read_n(t, w, s->right, r, BT_STALE_TRIES);
+
+	if (rc)
+		return rc == SMART_ERETRY ? 0 : rc;
+	return !r->h.level && !(r->h.flags & (BT_F_DEAD | BT_F_LOW_INF)) &&
+	       !bt_keycmp(bt_low(t, r), r->h.low_len, s->key, s->klen);
+}
+
 /* After node xa of `level` split (s): put the separator into the level
- * above, splitting upwards as far as needed. */
+ * above, splitting upwards as far as needed.  help: we are not the
+ * splitter but found its separator missing (bt_sep_fix): check s->right
+ * under the parent's lock first.  1: the separator was there already. */
 static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		     unsigned level, int was_root, struct sep *s,
 		     smart_gaddr_t *path, struct bt_node *n,
-		     struct bt_node *nn, uint8_t *tmp)
+		     struct bt_node *nn, uint8_t *tmp, int help)
 {
 	struct sep up;
 	smart_gaddr_t pa, want = 0;	/* set when no_level_above returns 1 */
@@ -496,7 +557,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			if (rc <= 0)
 				return rc;
 			rc = descend(t, w, s->key, s->klen, level + 1, 1, n,
-				     &pa, path);
+				     &pa, path, NULL);
 			if (rc)
 				return rc;
 		}
@@ -515,6 +576,11 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			return rc == SMART_EAGAIN ? SMART_ERETRY : rc;
 		if (pa != want)
 			smart__bt_cache_drop(t, path[level + 2]);
+		if (help && (rc = right_alive(t, w, s, nn)) <= 0) {
+			rc = smart__bt_unlock(t, w, pa, rc);
+			return rc ? rc : 1;	/* gone: nothing to put */
+		}
+		help = 0;
 		was_root = bt_is_root(n);
 		rc = inner_insert(t, w, pa, n, nn, tmp, s, &up, &split);
 		if (rc || !split)
@@ -568,17 +634,18 @@ static smart_gaddr_t ent_addr(const smart_bt_t *t, smart_gaddr_t leaf,
 
 /* Lock the leaf covering key (descending again while an address from a
  * stale cache leads nowhere, or the leaf stopped being one: EAGAIN); its
- * address in *a, its content in n, path as descend's. */
+ * address in *a, its content in n, path and *how as descend's (with
+ * BT_D_RIGHT when the leaf locked is not the one the parent named). */
 static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 		     size_t klen, struct bt_node *n, smart_gaddr_t *a,
-		     smart_gaddr_t *path)
+		     smart_gaddr_t *path, unsigned *how)
 {
 	smart_gaddr_t want;
 	unsigned again;
 	int rc;
 
 	for (again = 0; again < 1000; again++) {
-		rc = descend(t, w, key, klen, 0, 1, n, a, path);
+		rc = descend(t, w, key, klen, 0, 1, n, a, path, how);
 		want = *a;
 		if (!rc)
 			rc = lock_covering(t, w, key, klen, 0, a, n);
@@ -588,8 +655,10 @@ static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 		}
 		if (rc)
 			return rc;
-		if (*a != want)
+		if (*a != want) {
 			smart__bt_cache_drop(t, path[1]);  /* a stale parent */
+			*how |= BT_D_RIGHT;
+		}
 		return 0;
 	}
 	return SMART_ERETRY;
@@ -616,6 +685,8 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 {
 	struct sep s;
 	struct bt_wlog lg;
+	void *hook_arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
 	int rc, i, f, was_root;
 
 	i = leaf_find(t, n, key, klen, &f);
@@ -628,8 +699,11 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		was_root = bt_is_root(n);
 		rc = leaf_split(t, w, a, n, nn, tmp, key, klen, val, vlen,
 				&s);
-		return rc ? rc : insert_up(t, w, a, 0, was_root, &s, path, n,
-					   nn, tmp);
+		if (!rc && hook)
+			(void)hook(w, "bt.split.published", hook_arg);
+		rc = rc ? rc : insert_up(t, w, a, 0, was_root, &s, path, n,
+					 nn, tmp, 0);
+		return rc < 0 ? rc : 0;
 	}
 	if (i < 0)
 		i = f;
@@ -654,6 +728,47 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	return rc;
 }
 
+/* The walk reached leaf n (at a) moving right from the leaf a parent read
+ * fresh from its blade named (*how: BT_D_FRESH | BT_D_RIGHT): that
+ * parent lacks n's separator.  Its splitter may be on its way to put it
+ * there, or dead (killed between its leaf's write and the parent's):
+ * then nobody would, and every walk under that parent would move right
+ * and drop the parent from its cache, for good.  So keep it in s, to put
+ * it in after the operation (bt_sep_fix): 1 when kept. */
+static int sep_missing(const smart_bt_t *t, struct bt_node *n,
+		       smart_gaddr_t a, unsigned how, struct sep *s)
+{
+	if (SMART_M_BT_NO_SEP_FIX || (how & (BT_D_FRESH | BT_D_RIGHT)) !=
+	    (BT_D_FRESH | BT_D_RIGHT) || n->h.level ||
+	    (n->h.flags & (BT_F_LOW_INF | BT_F_DEAD)))
+		return 0;
+	s->klen = n->h.low_len;
+	memcpy(s->key, bt_low(t, n), s->klen);
+	s->right = a;
+	return 1;
+}
+
+/* Put a separator sep_missing kept into the level above, as its splitter
+ * would have (idempotent: the splitter, alive after all, or another
+ * helper may be first; and only while its leaf is live).  Holds no lock
+ * when called, like the splitter after its leaf's unlock.  Best effort:
+ * the operation is done whatever this says. */
+static void sep_fix(smart_bt_t *t, smart_worker_t *w, struct sep *s,
+		    smart_gaddr_t *path)
+{
+	size_t mark = smart_scratch_mark(w);
+	struct bt_node *n, *nn;
+	uint8_t *tmp;
+	int rc = op_bufs(t, w, &n, &nn, &tmp);
+
+	if (!rc)
+		rc = insert_up(t, w, 0, 0, 0, s, path, n, nn, tmp, 1);
+	if (!rc)
+		atomic_fetch_add_explicit(&t->sep_fixes, 1,
+					  memory_order_relaxed);
+	smart_scratch_release(w, mark);
+}
+
 static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		    const void *key, size_t klen, const void *val,
 		    size_t vlen)
@@ -662,9 +777,11 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	struct bt_node *n, *nn;
 	smart_hook_fn hook;
 	void *hook_arg;
+	struct sep s;
+	unsigned how = 0;
 	size_t mark;
 	uint8_t *tmp;
-	int rc;
+	int rc, fix = 0;
 
 	if (!args_ok(t, w, key, klen, val, vlen))
 		return SMART_EINVAL;
@@ -675,12 +792,16 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		rc = smart__bt_enter(t, w);
 	if (rc)
 		goto out;
-	rc = lock_leaf(t, w, key, klen, n, &a, path);
+	rc = lock_leaf(t, w, key, klen, n, &a, path, &how);
+	if (!rc)
+		fix = sep_missing(t, n, a, how, &s);
 	if (!rc && hook && (rc = hook(w, "bt.write.locked", hook_arg)))
 		rc = smart__bt_unlock(t, w, a, rc);
 	else if (!rc)
 		rc = write_locked(t, w, kind, key, klen, val, vlen, n, nn, tmp,
 				  a, path);
+	if (!rc && fix)
+		sep_fix(t, w, &s, path);
 	smart_epoch_exit(w);
 out:
 	smart_scratch_release(w, mark);
@@ -761,22 +882,23 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX], a;
 	struct bt_node *n;
+	struct sep s;
 	uint64_t h = 0;
+	unsigned how = 0;
 	size_t mark;
-	int rc, i, f;
+	int rc, i, f, fix = 0;
 
 	if (!args_ok(t, w, key, key_len, NULL, 0) || !val_len ||
 	    (!buf && cap))
 		return SMART_EINVAL;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
-	if (!rc)
-		rc = smart__bt_enter(t, w);
-	if (rc) {
-		smart_scratch_release(w, mark);
-		return rc;
-	}
-	if (spec_on(t, w)) {
+	/* the speculative read first, outside the epoch section: it trusts
+	 * the entry it reads only by the entry's own crc (seeded by the
+	 * tree) and key, never an address read from a node, so it needs no
+	 * protection from reuse (docs/bt.md §6), and a tree over several
+	 * blades does not wait for the section's announcement for it */
+	if (!rc && spec_on(t, w)) {
 		h = smart__bt_key_hash(key, key_len);
 		rc = spec_search(t, w, h, key, key_len,
 				 (struct bt_leaf_ent *)n, buf, cap, val_len);
@@ -786,8 +908,12 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		}
 	}
 	if (!rc)
-		rc = descend(t, w, key, key_len, 0, 0, n, &a, path);
+		rc = smart__bt_enter(t, w);
+	if (rc)
+		goto out;
+	rc = descend(t, w, key, key_len, 0, 0, n, &a, path, &how);
 	if (!rc) {
+		fix = sep_missing(t, n, a, how, &s);
 		i = leaf_find(t, n, key, key_len, &f);
 		if (i < 0) {
 			rc = SMART_ENOENT;
@@ -803,8 +929,10 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 						   ent_addr(t, a, (unsigned)i));
 		}
 	}
-out:
+	if (fix && (!rc || rc == SMART_ENOENT))
+		sep_fix(t, w, &s, path);
 	smart_epoch_exit(w);
+out:
 	smart_scratch_release(w, mark);
 	return rc;
 }
@@ -836,11 +964,14 @@ int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 }
 
 int smart__bt_descend(smart_bt_t *t, smart_worker_t *w, const void *key,
-		      size_t klen, struct bt_node *n, smart_gaddr_t *out)
+		      size_t klen, struct bt_node *n, smart_gaddr_t *out,
+		      smart_gaddr_t *parent)
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX];
+	int rc = descend(t, w, key, klen, 0, 0, n, out, path, NULL);
 
-	return descend(t, w, key, klen, 0, 0, n, out, path);
+	*parent = path[1];
+	return rc;
 }
 
 int smart__bt_enter(smart_bt_t *t, smart_worker_t *w)

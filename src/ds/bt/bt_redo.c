@@ -19,12 +19,22 @@
  * adopted meanwhile is overwritten only after its adopter took, and
  * released, every word its records still stamp), and redoes each patch of
  * a record whose stamp is still in the patch's word: nobody wrote the node
- * since, so rewriting the logged bytes finishes exactly that write.  A
- * merge logs its three nodes in one record written to each blade
- * concerned, all landed before any node is touched, so the three are
- * redone together or not at all.
+ * since, so rewriting the logged bytes finishes exactly that write.
  *
- * Invariants: a record, once its writer's word is stamped with it, is
+ * A write spanning blades (a merge) is one record written to each blade
+ * concerned.  Blades are QPs with no order between them, so "the record
+ * lands before the node" holds per blade only, and a writer dying between
+ * two blades' parts leaves stamps and a record on one of them alone: a
+ * commit point makes it all or nothing.  Every copy and stamp is waited
+ * for, then the first patch's stamp goes into the commit word of the copy
+ * on the first patch's blade (the decision copy, named by every copy),
+ * then the nodes, the first behind the commit on its QP, the others after
+ * a wait.  A taker redoes such a record only when the decision copy holds
+ * the commit, and then every patch whose word still holds its stamp; no
+ * node was touched before the commit.
+ *
+ * Invariants: no node byte of a record spanning blades is posted before
+ * its commit landed; a record, once its writer's word is stamped with it, is
  * rewritten only by the same tree object after that write completed (the
  * record is given back after the unlock's sync); a stamp's sequence
  * number changes with every logged write; a directory slot names at most
@@ -127,10 +137,11 @@ static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 	return rc;
 }
 
-/* Lay the record out in buf: header, then each patch and its bytes. */
+/* Lay the record out in buf: header (decision copy at, commit 0), then
+ * each patch and its bytes. */
 static void rec_build(const struct bt_patch *p, unsigned n,
-		      const uint64_t *lw, const uint64_t *stamp, uint8_t *buf,
-		      size_t len)
+		      const uint64_t *lw, const uint64_t *stamp,
+		      smart_gaddr_t at, uint8_t *buf, size_t len)
 {
 	struct bt_rec *r = (struct bt_rec *)buf;
 	size_t off = sizeof(*r);
@@ -152,7 +163,49 @@ static void rec_build(const struct bt_patch *p, unsigned n,
 	r->len = (uint32_t)len;
 	r->npatch = n;
 	r->rsvd = 0;
+	r->at = at;
+	r->commit = 0;
 	r->crc = smart_crc32c(0, buf + 4, len - 4);
+}
+
+/* Blade b's part of logged write rec: the stamps of the words on it
+ * (each once), then the record, on one QP: the record lands after them. */
+static int log_blade(smart_bt_t *t, smart_worker_t *w,
+		     const struct bt_patch *p, unsigned n, const uint64_t *lw,
+		     const uint64_t *stamp, unsigned b, unsigned rec,
+		     const uint8_t *buf, size_t len)
+{
+	void *arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
+	unsigned i, j;
+	int rc = 0;
+
+	for (i = 0; !rc && i < n; i++) {
+		if (smart_gaddr_blade(p[i].node) != t->blades[b])
+			continue;
+		for (j = 0; j < i && lw[j] != lw[i]; j++)
+			;
+		if (j == i)
+			rc = smart_write(w, lw[i], &stamp[i], 8);
+	}
+	/* a test's seam: the stamps landed, the record not yet posted
+	 * ("bt.log.stamped"; return value ignored) */
+	if (!rc && hook && !(rc = smart_sync(w)))
+		(void)hook(w, "bt.log.stamped", arg);
+	return rc ? rc : smart_write(w, rec_addr(t, b, t->area[b], rec), buf,
+				     len);
+}
+
+/* A test's seam in a write spanning blades: what was posted to one blade
+ * has landed, the next blade's part is not posted yet ("bt.log.landed":
+ * a test kills the writer there; the return value is ignored). */
+static int log_seam(smart_worker_t *w, smart_hook_fn hook, void *arg)
+{
+	int rc = smart_sync(w);
+
+	if (!rc)
+		(void)hook(w, "bt.log.landed", arg);
+	return rc;
 }
 
 int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
@@ -161,7 +214,10 @@ int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
 {
 	uint64_t lw[BT_PATCHES_MAX], *stamp;
 	size_t len = sizeof(struct bt_rec);
-	unsigned i, j, blades = 0;
+	smart_gaddr_t at = 0;
+	unsigned i, blades = 0, multi = 0;
+	smart_hook_fn hook;
+	void *hook_arg;
 	uint8_t *buf;
 	int rc, b;
 
@@ -190,32 +246,43 @@ int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
 	}
 	if (rc)
 		return rc;
-	rec_build(p, n, lw, stamp, buf, len);
+	for (i = 1; i < n; i++)
+		multi |= smart_gaddr_blade(p[i].node) !=
+			 smart_gaddr_blade(p[0].node);
+	hook = multi ? smart_ctx_hook(smart_worker_ctx(w), &hook_arg) : NULL;
+	if (multi) {
+		b = smart__bt_blade_index(t, smart_gaddr_blade(p[0].node));
+		at = rec_addr(t, (unsigned)b, t->area[b], lg->rec);
+	}
+	rec_build(p, n, lw, stamp, at, buf, len);
 	lg->buf = buf;
-	/* stamps, then the record on each blade concerned (once each) */
-	for (i = 0; !rc && i < n; i++) {
-		for (j = 0; j < i && lw[j] != lw[i]; j++)
-			;
-		if (j == i)
-			rc = smart_write(w, lw[i], &stamp[i], 8);
-	}
-	if (!rc && SMART_M_BT_LOG_AFTER)
+	if (SMART_M_BT_LOG_AFTER)
 		rc = post_patches(w, p, n);
-	for (i = 0; !rc && i < n; i++) {
-		for (j = 0; j < i && smart_gaddr_blade(p[j].node) !=
-				     smart_gaddr_blade(p[i].node); j++)
+	/* stamps, then the record, on each blade concerned, blade by blade
+	 * in the tree's order */
+	for (b = 0; !rc && b < (int)t->nblades; b++) {
+		for (i = 0; i < n && smart_gaddr_blade(p[i].node) !=
+				     t->blades[b]; i++)
 			;
-		if (j < i)
+		if (i == n)
 			continue;
-		b = smart__bt_blade_index(t, smart_gaddr_blade(p[i].node));
+		rc = log_blade(t, w, p, n, lw, stamp, (unsigned)b, lg->rec,
+			       buf, len);
 		blades++;
-		rc = smart_write(w, rec_addr(t, (unsigned)b, t->area[b],
-					     lg->rec), buf, len);
+		if (!rc && hook && multi)
+			rc = log_seam(w, hook, hook_arg);
 	}
-	/* several blades, several QPs: every record lands before any node
-	 * is touched, so that a merge is redone whole or not at all */
+	/* several blades, several QPs, no order among them: every copy and
+	 * every stamp lands, then the commit, then the nodes (the first on
+	 * the commit's QP, the others after a wait: post_patches), so that
+	 * a taker on any blade decides alike, from the decision copy, to
+	 * redo all of it or none (none was posted) */
 	if (!rc && blades > 1)
 		rc = smart_sync(w);
+	if (!rc && at)
+		rc = smart_write(w, smart_gaddr_add(at, offsetof(struct bt_rec,
+							 commit)),
+				 &stamp[0], 8);
 	return rc || SMART_M_BT_LOG_AFTER ? rc : post_patches(w, p, n);
 }
 
@@ -292,14 +359,19 @@ int smart__bt_write_end(smart_bt_t *t, smart_worker_t *w,
 /* ---- redoing ------------------------------------------------------------ */
 
 /* Is record idx in snap well formed for this tree (a peer's bytes), each
- * patch naming its node's lock word and a stamp of that record? */
-static int rec_ok(const smart_bt_t *t, const uint8_t *snap, unsigned idx)
+ * patch naming its node's lock word and a stamp of that record, its
+ * decision copy (if it spans blades) on the first patch's blade?  The
+ * commit word is taken out (into *commit) and zeroed, as the crc saw it. */
+static int rec_ok(const smart_bt_t *t, uint8_t *snap, unsigned idx,
+		  uint64_t *commit)
 {
-	const struct bt_rec *r = (const struct bt_rec *)snap;
+	struct bt_rec *r = (struct bt_rec *)snap;
 	const struct bt_patch_rec *first = (const void *)(r + 1);
 	size_t off = sizeof(*r);
-	unsigned i;
+	unsigned i, multi = 0;
 
+	*commit = r->commit;
+	r->commit = 0;
 	if (r->len < off + sizeof(*first) || r->len > t->rec_size ||
 	    !r->npatch || r->npatch > BT_PATCHES_MAX ||
 	    r->crc != smart_crc32c(0, snap + 4, r->len - 4))
@@ -318,9 +390,45 @@ static int rec_ok(const smart_bt_t *t, const uint8_t *snap, unsigned idx)
 		    smart__bt_lock_word(t, p->node, &lw, &base) ||
 		    lw != p->word)
 			return 0;
+		multi |= smart_gaddr_blade(p->node) !=
+			 smart_gaddr_blade(first->node);
 		off += patch_bytes(p->len);
 	}
-	return 1;
+	/* the decision copy: where the writer put it, aligned, on a blade
+	 * of the tree (a bogus one reads as not committed) */
+	return multi ? r->at && !(r->at & 7) &&
+		       smart_gaddr_blade(r->at) ==
+		       smart_gaddr_blade(first->node) : !r->at;
+}
+
+/* Record snap (read at ra, well formed, its commit word as read there in
+ * *commit) spans blades: was it committed (the decision copy's commit is
+ * the first patch's stamp)?  Read before the taker's CAS, like the
+ * record: an adopter reuses the area only after it took every word a
+ * committed record still stamps, and nothing the dead writer posted
+ * lands any more (it is fenced), so the answer never changes. */
+static int rec_committed(smart_bt_t *t, smart_worker_t *w,
+			 const uint8_t *snap, smart_gaddr_t ra,
+			 uint64_t commit, int *yes)
+{
+	const struct bt_rec *r = (const struct bt_rec *)snap;
+	const struct bt_patch_rec *first = (const void *)(r + 1);
+	int rc = 0;
+
+	*yes = 1;
+	if (!r->at || SMART_M_BT_NO_COMMIT_CHECK)
+		return 0;	/* one blade: its QP orders everything */
+	if (r->at != ra)
+		rc = smart_read_sync(w, smart_gaddr_add(r->at,
+				     offsetof(struct bt_rec, commit)), 8,
+				     &commit);
+	if (rc == SMART_EREMOTE)
+		rc = 0, commit = 0;	/* a bogus address: not committed */
+	*yes = !rc && commit == first->stamp;
+	if (!rc && !*yes)
+		atomic_fetch_add_explicit(&t->uncommitted, 1,
+					  memory_order_relaxed);
+	return rc;
 }
 
 /* Does the record name word lw with stamp `dead`? */
@@ -342,7 +450,8 @@ static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b,
 		     unsigned s, uint16_t id, unsigned idx, uint8_t *snap,
 		     int *have)
 {
-	uint64_t e;
+	uint64_t e, commit;
+	smart_gaddr_t ra;
 	int rc;
 
 	*have = 0;
@@ -352,12 +461,12 @@ static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b,
 	memcpy(&e, snap, 8);
 	if (BT_DIR_ID(e) != id || !BT_DIR_AREA(e) || (BT_DIR_AREA(e) & 7))
 		return 0;	/* its area went to an adopter: redone */
-	rc = smart_read_sync(w, rec_addr(t, b, BT_DIR_AREA(e), idx),
-			     t->rec_size, snap);
+	ra = rec_addr(t, b, BT_DIR_AREA(e), idx);
+	rc = smart_read_sync(w, ra, t->rec_size, snap);
 	if (rc == SMART_EREMOTE)
 		return 0;	/* a bogus area: nothing we can redo */
-	if (!rc)
-		*have = rec_ok(t, snap, idx);
+	if (!rc && rec_ok(t, snap, idx, &commit))
+		rc = rec_committed(t, w, snap, ra, commit, have);
 	return rc;
 }
 
@@ -372,9 +481,30 @@ int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		return 0;	/* nothing logged under it: nothing written */
 	rc = snap_read(t, w, (unsigned)b, BT_W_SLOT(dead), BT_W_ID(dead),
 		       BT_W_REC(dead), snap, have);
-	if (!rc && *have && !rec_names(snap, lw, dead))
-		*have = 0;	/* an older record: that write completed */
+	if (!rc && *have && !SMART_M_BT_NO_REC_NAMES &&
+	    !rec_names(snap, lw, dead))
+		*have = 0;	/* an older record: that write completed (its
+			 * holder died between the stamp and the record) */
 	return rc;
+}
+
+/* A merge we redid (all of it landed: each word we did not take was
+ * found free, so its node's write had landed before its release) killed
+ * a leaf: retire it, as its merger would have after its unlock.  Only
+ * then: a word another taker holds may still have its node in flight,
+ * and the leaf is retired only once nothing names it (then that taker's
+ * section, begun before, keeps it from being freed under its write). */
+static void retire_dead(smart_bt_t *t, smart_worker_t *w,
+			const struct bt_patch *p, unsigned n, int whole)
+{
+	const struct bt_node *r = p[1].src;
+
+	if (SMART_M_BT_NO_REDO_RETIRE || !whole || n != BT_PATCHES_MAX ||
+	    p[1].off || p[1].len != t->node_size || r->h.level ||
+	    !(r->h.flags & BT_F_DEAD))
+		return;
+	/* a failure leaks the leaf (counted by the core), as in a merge */
+	(void)smart_epoch_retire(w, t->home, p[1].node, t->node_size);
 }
 
 int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
@@ -387,7 +517,7 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	unsigned i, k, n = rec_patches(snap, p, word, stamp), m = 0;
 	unsigned ntaken = 0;
 	struct bt_wlog lg;
-	int rc = 0, rc2, ours;
+	int rc = 0, rc2, ours, whole = 1;
 
 	lg.rec = BT_REC_NONE;
 	/* take over every word still stamped as the record says: nobody
@@ -402,6 +532,8 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			if (!rc)
 				rc = smart_cas_sync(w, word[i], stamp[i], base,
 						    &got);
+			if (!rc && got != stamp[i] && got)
+				whole = 0;	/* another taker's, maybe */
 			if (rc || got != stamp[i])
 				continue;
 			taken[ntaken++] = word[i];
@@ -420,7 +552,10 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		return rc ? rc : rc2;	/* words and record stay: we are
 					 * fenced, and our takers redo it */
 	atomic_fetch_add_explicit(&t->repairs, 1, memory_order_relaxed);
-	return smart__bt_write_end(t, w, &lg, 0);
+	rc = smart__bt_write_end(t, w, &lg, 0);
+	if (!rc)
+		retire_dead(t, w, p, n, whole);
+	return rc;
 }
 
 /* ---- areas -------------------------------------------------------------- */
