@@ -1724,6 +1724,121 @@ static void test_forged_record(void)
 	world_stop(&wd);
 }
 
+/* The one lock word of tree (1, 3) held (a dead writer's stamp). */
+static uint64_t held_stamp(struct world *wd)
+{
+	uint64_t meta, lock_off, e, stamp = 0;
+	uint32_t locks, i;
+	uint8_t *buf;
+
+	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd->w, meta + 24, 4, &locks));
+	CHECK_OK(smart_read_sync(wd->w, meta + 72, 8, &lock_off));
+	CHECK_OK(smart_buf_alloc(wd->w, (size_t)locks * 8, (void **)&buf));
+	CHECK_OK(smart_read_sync(wd->w, smart_gaddr(1, lock_off),
+				 (size_t)locks * 8, buf));
+	for (i = 0; i < locks; i++) {
+		memcpy(&e, buf + 8 * i, 8);
+		if (e) {
+			CHECK_EQ(stamp, 0);
+			stamp = e;
+		}
+	}
+	smart_buf_free(wd->w, buf);
+	CHECK(stamp);
+	return stamp;
+}
+
+/* Tree (1, 3)'s redo directory: *used slots in use, *of those naming id. */
+static void dir_count(struct world *wd, uint16_t id, unsigned *used,
+		      unsigned *of)
+{
+	uint64_t meta, dir_off, *dir;
+	unsigned s;
+
+	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd->w, meta + 200, 8, &dir_off));
+	CHECK_OK(smart_buf_alloc(wd->w, 8 * 1024, (void **)&dir));
+	CHECK_OK(smart_read_sync(wd->w, smart_gaddr(1, dir_off), 8 * 1024,
+				 dir));
+	*used = *of = 0;
+	for (s = 0; s < 1024; s++) {
+		*used += dir[s] != 0;
+		*of += (uint16_t)(dir[s] >> 48) == id;
+	}
+	smart_buf_free(wd->w, dir);
+}
+
+/* The blade's superblock [0, 2112) but its allocation cursor (24..32). */
+static void sb_read(struct world *wd, uint8_t *sb)
+{
+	CHECK_OK(smart_read_sync(wd->w, smart_gaddr(1, 0), 2112, sb));
+	memset(sb + 24, 0, 8);
+}
+
+/* A dead writer's redo area adopted by a new object while one of its
+ * records is still current (the writer was killed inside its WRITE): the
+ * adopter has no area of its own yet, so it must not redo that record
+ * then (a redo is itself logged, and its record would go to offset 0 of
+ * the blade: the superblock).  It leaves that slot to the takers of the
+ * dead writer's lock (they redo through their own areas) and adopts it
+ * once no word is stamped from it. */
+static void test_adopt_torn(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_bt_t *o[4];
+	uint8_t *sb0, *sb1;
+	unsigned used, dead, i, diff = 0;
+	uint16_t id;
+	char v[16];
+	size_t n;
+
+	/* the creator's directory slot, and BT_AREAS_SPARE (3) free ones */
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 10);
+	CHECK_OK(smart_buf_alloc(wd.w, 2 * 2112, (void **)&sb0));
+	sb1 = sb0 + 2112;
+	sb_read(&wd, sb0);
+	torn_run(&wd, "update", 1);	/* takes a spare, dies writing */
+	id = (uint16_t)held_stamp(&wd);
+	alarm(20);
+	while (smart_lease_alive(wd.w, 1, id) != 0)
+		;	/* until our keeper saw it fenced */
+	alarm(0);
+	/* the other two spares; the third open finds no free slot */
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[0]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[1]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[2]));
+	sb_read(&wd, sb1);
+	for (i = 0; i < 2112; i++)
+		diff += sb0[i] != sb1[i];
+	printf("superblock bytes changed by the open: %u\n", diff);
+	CHECK_MSG(!diff, "the superblock was overwritten (%u bytes, first "
+		  "word %#llx)", diff, (unsigned long long)*(uint64_t *)sb1);
+	dir_count(&wd, id, &used, &dead);
+	CHECK_EQ(dead, 1);	/* not adopted: a record of it is current */
+	CHECK_EQ(used, 5);	/* a new area instead */
+	/* a reader finds the torn leaf and redoes the dead update */
+	alarm(20);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	alarm(0);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	/* now nothing stamps from the dead slot: the next open adopts it */
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[3]));
+	dir_count(&wd, id, &used, &dead);
+	CHECK_EQ(dead, 0);
+	CHECK_EQ(used, 5);
+	torn_expect(&wd, 0, 10);
+	for (i = 0; i < 4; i++)
+		smart_bt_close(o[i], wd.w);
+	smart_buf_free(wd.w, sb0);
+	world_stop(&wd);
+}
+
 /* Named trees: found by name from another object, one name once (of two
  * threads creating the same names at once exactly one wins each), a
  * hash table of the same name beside, dropped and created again. */
@@ -2718,6 +2833,7 @@ int main(int argc, char **argv)
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },
+		{ "adopt_torn", test_adopt_torn },
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },
 		{ "bulk", test_bulk },

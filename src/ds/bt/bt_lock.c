@@ -53,10 +53,9 @@ static struct bt_llock *llock_of(smart_bt_t *t, smart_gaddr_t lw)
 }
 
 /* Take over word lw from its dead holder (value `dead`): what it logged is
- * read first, so that an area adopted meanwhile cannot hide it (the
- * adopter redoes a record only by taking its words, which our CAS then
- * finds changed), then redone once the word is ours.  1: taken, 0: the
- * word changed meanwhile. */
+ * read first (an area is adopted only once none of its records still
+ * stamps a word, so not before our CAS), then redone once the word is
+ * ours.  1: taken, 0: the word changed meanwhile. */
 static int take_over(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		     uint64_t dead, uint64_t mine)
 {

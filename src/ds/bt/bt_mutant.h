@@ -185,4 +185,12 @@
 #define SMART_M_BT_NO_AHEAD_CHECK 0
 #endif
 
+/* a new object adopts a dead client's redo area while a record in it is
+ * still current (its writes lost to their takers) */
+#ifdef SMART_MUTANT_BT_ADOPT_DIRTY
+#define SMART_M_BT_ADOPT_DIRTY 1
+#else
+#define SMART_M_BT_ADOPT_DIRTY 0
+#endif
+
 #endif

@@ -15,9 +15,9 @@
  * takes a free record, then stamps each lock word it writes under with
  * (lease id, directory slot, record, sequence), writes the record, and
  * only then the node.  Whoever takes over a dead holder's word reads the
- * directory slot and record its stamp names (before the CAS: an area
- * adopted meanwhile is overwritten only after its adopter took, and
- * released, every word its records still stamp), and redoes each patch of
+ * directory slot and record its stamp names (before the CAS: an area is
+ * adopted only when no word holds a stamp of its records, so it is not
+ * reused under a taker that has yet to CAS), and redoes each patch of
  * a record whose stamp is still in the patch's word: nobody wrote the node
  * since, so rewriting the logged bytes finishes exactly that write.
  *
@@ -460,7 +460,7 @@ static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b,
 		return rc;
 	memcpy(&e, snap, 8);
 	if (BT_DIR_ID(e) != id || !BT_DIR_AREA(e) || (BT_DIR_AREA(e) & 7))
-		return 0;	/* its area went to an adopter: redone */
+		return 0;	/* adopted: nothing in it was current */
 	ra = rec_addr(t, b, BT_DIR_AREA(e), idx);
 	rc = smart_read_sync(w, ra, t->rec_size, snap);
 	if (rc == SMART_EREMOTE)
@@ -560,32 +560,43 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 
 /* ---- areas -------------------------------------------------------------- */
 
-/* Redo whatever dead client id left in the area of slot s on blade b
- * (before we adopt it): records it still stamps words with. */
-static int adopt_redo(smart_bt_t *t, smart_worker_t *w, unsigned b,
-		      unsigned s, uint16_t id, uint8_t *snap)
+/* Does a record dead client id left in the area of slot s on blade b
+ * still stamp a word (a write of it perhaps half done)?  Then the area is
+ * not adopted: the word's taker redoes that write, through a record of
+ * its own, from this area, which must stay as it is till then.  We do
+ * not redo it here: a redo is logged, and we have no area of our own yet
+ * (t->area[b] 0 would put the record over the blade's superblock).  The
+ * answer only goes from 1 to 0: a dead client stamps nothing new. */
+static int slot_dirty(smart_bt_t *t, smart_worker_t *w, unsigned b,
+		      unsigned s, uint16_t id, uint8_t *snap, int *dirty)
 {
-	unsigned idx;
+	struct bt_patch p[BT_PATCHES_MAX];
+	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], v;
+	unsigned idx, i, n;
 	int rc = 0, have;
 
-	for (idx = 0; !rc && idx < BT_RECS; idx++) {
+	*dirty = 0;
+	for (idx = 0; !rc && !*dirty && idx < BT_RECS; idx++) {
 		rc = snap_read(t, w, b, s, id, idx, snap, &have);
-		if (!rc && have)
-			rc = smart__bt_redo(t, w, 0, snap);
+		n = !rc && have ? rec_patches(snap, p, word, stamp) : 0;
+		for (i = 0; !rc && !*dirty && i < n; i++) {
+			rc = smart_read_sync(w, word[i], 8, &v);
+			*dirty = !rc && v == stamp[i];
+		}
 	}
 	return rc;
 }
 
 /* Claim a slot of blade b's directory: a free one with an area, else one
- * of a dead client (its area adopted once its records are redone), else
- * an empty one with a new area.  Reusing before allocating matters: an
+ * of a dead client none of whose records is current (slot_dirty), else an
+ * empty one with a new area.  Reusing before allocating matters: an
  * area a killed process allocated took its allocator's cache with it. */
 static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
 		 uint64_t *dir)
 {
 	uint16_t me = t->lease[b];
 	unsigned pass, k, s;
-	int rc;
+	int rc, dirty = 0;
 
 	rc = smart_read_sync(w, dir_entry(t, b, 0), 8 * BT_DIR_SLOTS, dir);
 	for (pass = 0; !rc && pass < 3; pass++) {
@@ -605,8 +616,11 @@ static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
 						BT_DIR_ID(e)) != 0)))
 				continue;
 			if (pass == 1 &&
-			    (rc = adopt_redo(t, w, b, s, BT_DIR_ID(e), snap)))
+			    (rc = slot_dirty(t, w, b, s, BT_DIR_ID(e), snap,
+					     &dirty)))
 				break;
+			if (pass == 1 && dirty && !SMART_M_BT_ADOPT_DIRTY)
+				continue;
 			if (!area || (area & 7)) {
 				rc = smart_alloc(w, t->blades[b],
 						 area_len(t), &a);
