@@ -4,7 +4,9 @@
 # nothing left used after the drop) killed at random (seeded) moments under
 # another's updates, then a sweep of every key, and after the updater a
 # sweep alone and a drop; the script must pass (no error in the updater or
-# the sweep).  Also its --help and the refusal of a bad flag.  About 5 s.
+# the sweep), then a Smart-BT churn on two blades and two trees with
+# recoverers killed too.  Also its --help and the refusal of a bad flag.
+# About 10 s.
 # Usage: test_ht_crash.sh BIN_DIR
 set -u
 bin=${1:?usage: test_ht_crash.sh BIN_DIR}
@@ -46,5 +48,17 @@ crash bt-crash-3-rounds ".* 0.0 used" "lock tables in device memory: 1$" \
 	--ds bt --blades 1 --trees 1 --rounds 3 --seed 2 --keys 5000 \
 	--b-workload update-only \
 	--dm-size 256K
+# Smart-BT as bench/ht-crash.sh runs it by default: two blades, two trees,
+# B's churn (splits and merges across the blades) and a recoverer K killed
+# after each B; every tree scanned whole in order, no superblock hit
+bash "$script" --ds bt --rounds 4 --seed 3 --keys 5000 --bin "$bin" \
+	>"$out" 2>&1
+rc=$?
+cat "$out"
+if [ $rc -eq 0 ] && grep -q "^rounds: 4 B processes killed .* 4 recoverers killed" "$out" &&
+   [ "$(grep -c "^C[12] and D[12] scanned the whole tree in order: [1-9][0-9]* and [1-9][0-9]* entries" "$out")" = 2 ] &&
+   grep -q "^ht-crash: passed" "$out"; then
+	echo "ok   bt-churn-2-blades-2-trees"; else
+	echo "FAIL bt-churn-2-blades-2-trees: status $rc"; fail=1; fi
 [ $fail -eq 0 ] && echo "ht-crash: all passed" || echo "ht-crash: FAILED"
 exit $fail
