@@ -6,7 +6,9 @@ set -euo pipefail
 
 # libibverbs-dev: the verbs transport and its tests (run in the Soft-RoCE VM,
 # whose own packages tests/vm/lib.sh installs on first use).
-pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev "$@")
+# libsodium-dev: the handshakes' HMAC-SHA-256 and nonces (docs/protocol.md).
+pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev
+	libsodium-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

@@ -9,6 +9,9 @@
  *  - A session's buffers are bounded: in[] holds at most one largest legal
  *    frame, out[] at most BLADE_OUT_CAP bytes; a frame is processed only
  *    when out[] has room for the largest reply, so replies never overflow.
+ *  - A session is authenticated (SESS_READY) only after the client proved
+ *    the secret (AUTH) over our fresh nonce; the secret itself never
+ *    crosses the socket (wire/auth.h).
  *  - A session's fd-passing token is live only in SESS_READY and is cleared
  *    after its first use; it dies with the session.
  *  - Responders belong to exactly one session and are destroyed with it.
@@ -32,6 +35,7 @@
 #include "smart/blade.h"
 #include "transport/transport.h"
 #include "util/log.h"
+#include "wire/auth.h"
 #include "wire/proto.h"
 
 _Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
@@ -48,6 +52,8 @@ _Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
 
 enum blade_sess_state {
 	SESS_HELLO,	/* connected, HELLO expected before the deadline */
+	SESS_AUTH,	/* CHALLENGE sent, the client's AUTH expected (or
+			 * its ERROR: it refused our proof) */
 	SESS_READY,	/* authenticated: QP_CONNECT/QP_CLOSE/BYE served */
 	SESS_CLOSING,	/* final ERROR queued: flush, drain, then close */
 	SESS_DEAD,	/* to be freed by the control thread */
@@ -59,6 +65,12 @@ struct blade_session {
 	int wr_shut;		/* SHUT_WR done while closing */
 	int authed;		/* welcomed: counted in nauth, not nunauth */
 	int no_room;		/* set before each process(): max_clients hit */
+	int fixed_nonce;	/* socketless (fuzz) session: a zero nonce, so
+				 * that a corpus can hold a valid AUTH */
+	struct smart__auth auth;	/* key: the blade's secret */
+	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* the HELLO's */
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	size_t hello_len;	/* the HELLO's payload: both proofs cover it */
 	uint64_t deadline;	/* ms: auth or close deadline; 0 = none */
 	uint64_t stall;		/* ms: output pending without progress since */
 	size_t discarded;

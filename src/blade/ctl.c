@@ -200,7 +200,7 @@ static void evict_session(struct smart_blade *b)
 		s = b->sess[i];
 		if (s->authed || s->fd < 0)
 			continue;
-		if (s->state == SESS_HELLO &&
+		if ((s->state == SESS_HELLO || s->state == SESS_AUTH) &&
 		    !smart__proto_enc_error(SMART_EBUSY, "evicted: too many "
 					    "connections without a hello", f,
 					    sizeof(f), &n) &&
@@ -332,7 +332,8 @@ static void expire(struct smart_blade *b, uint64_t now)
 	for (int i = 0; i < b->nsess; i++) {
 		struct blade_session *s = b->sess[i];
 
-		if (s->state == SESS_HELLO && now >= s->deadline) {
+		if ((s->state == SESS_HELLO || s->state == SESS_AUTH) &&
+		    now >= s->deadline) {
 			count(&b->n_timeouts);
 			smart__info(&b->log, "session fd %d: no hello within "
 				    "the auth deadline", s->fd);

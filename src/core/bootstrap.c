@@ -2,6 +2,12 @@
  * Bootstrap client (docs/protocol.md): TCP handshake with a blade, region
  * fd fetch over the blade's abstract unix socket, and QP setup requests.
  *
+ * The secret never crosses the socket: the blade proves it first (its
+ * CHALLENGE, over our fresh nonce and HELLO), and only then do we prove it
+ * (AUTH) and believe what the blade sends (its WELCOME, tagged): a party
+ * without the secret, a fake blade included, learns nothing it can replay
+ * and is refused before we map or connect to anything it names.
+ *
  * Every wait is a poll() bounded by an absolute deadline computed from the
  * session timeout, so a silent or slow blade costs at most timeout_ms per
  * call.  Any I/O or protocol failure marks the session broken: the stream
@@ -17,8 +23,11 @@
 #include "core/bootstrap.h"
 #include "smart/status.h"
 #include "util/compiler.h"
+#include "smart/secret.h"
 #include "util/log.h"
+#include "util/mutant.h"
 #include "util/sockio.h"
+#include "wire/auth.h"
 #include "wire/proto.h"
 
 struct smart__boot {
@@ -64,7 +73,9 @@ static int blade_error(struct smart__boot *b, const struct smart_proto_hdr *h)
 		return SMART_EPROTO;
 	if (e.status == SMART_EVERSION)
 		smart__err(b->lg, "blade speaks protocol version %u, we speak "
-			   "%d: %s", e.version, SMART_PROTO_VERSION, e.msg);
+			   "%d (%s): upgrade the %s side", e.version,
+			   SMART_PROTO_VERSION, e.msg,
+			   e.version < SMART_PROTO_VERSION ? "blade" : "client");
 	else
 		smart__warn(b->lg, "blade refused: %s (%s)", e.msg,
 			    smart_status_name(e.status));
@@ -81,30 +92,91 @@ static int tcp_connect(const char *hostport, int64_t deadline, int *fd_out)
 	return smart__sock_connect(&ss, len, deadline, fd_out);
 }
 
+/* HELLO with our fresh nonce; its payload is kept in hello[] (both
+ * proofs cover it). */
 static int send_hello(struct smart__boot *b, const char *transport,
-		      const void *secret, size_t secret_len, int64_t deadline)
+		      struct smart__auth *a, uint8_t *hello, size_t *hlen,
+		      int64_t deadline)
 {
-	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION,
-				       .secret = secret,
-				       .secret_len = secret_len };
+	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION };
 	size_t n;
 	int rc;
 
 	strcpy(h.transport, transport);
-	rc = smart__proto_enc_hello(&h, b->buf, sizeof(b->buf), &n);
+	rc = smart__auth_nonce(a->nd);
+	memcpy(h.nonce, a->nd, sizeof(h.nonce));
 	if (!rc)
-		rc = smart__sock_send_all(b->fd, b->buf, n, NULL, 0, deadline);
-	explicit_bzero(b->buf, sizeof(b->buf));
-	return rc;
+		rc = smart__proto_enc_hello(&h, b->buf, sizeof(b->buf), &n);
+	if (rc)
+		return rc;
+	*hlen = n - SMART_PROTO_HDR_LEN;
+	memcpy(hello, b->buf + SMART_PROTO_HDR_LEN, *hlen);
+	return smart__sock_send_all(b->fd, b->buf, n, NULL, 0, deadline);
+}
+
+/* Tell a blade that failed its proof why we go (best effort: it may be
+ * the genuine blade with another secret, whose operator wants to know),
+ * and wait until it hangs up, at most until the deadline, so that by the
+ * time we fail the blade has counted the refusal. */
+static void refuse_blade(struct smart__boot *b, int64_t deadline)
+{
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	size_t n;
+
+	smart__warn(b->lg, "the blade did not prove our secret: a wrong "
+		    "secret on one side, or not the blade we meant; nothing "
+		    "sent");
+	if (!smart__proto_enc_error(SMART_EACCES, "blade proof refused", f,
+				    sizeof(f), &n) &&
+	    send(b->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		smart__dbg(b->lg, "refusal not sent");
+	else if (shutdown(b->fd, SHUT_WR) == 0)
+		(void)smart__sock_recv_exact(b->fd, f, 1, NULL, 0, deadline);
+	b->broken = 1;
+}
+
+/* The CHALLENGE: the blade's proof checked before ours goes out. */
+static int answer_challenge(struct smart__boot *b,
+			    const struct smart_proto_hdr *h,
+			    struct smart__auth *a, const uint8_t *hello,
+			    size_t hlen, int64_t deadline)
+{
+	struct smart_proto_challenge c;
+	uint8_t proof[SMART_PROTO_TAG_LEN];
+	size_t n;
+
+	if (smart__proto_dec_challenge(b->buf + SMART_PROTO_HDR_LEN, h->len,
+				       &c)) {
+		b->broken = 1;
+		return SMART_EPROTO;
+	}
+	memcpy(a->nl, c.nonce, sizeof(a->nl));
+	if (!SMART_M_CLIENT_NO_BLADE_PROOF &&
+	    !smart__auth_check(a, SMART_AUTH_L_CHALLENGE, hello, hlen,
+			       c.proof)) {
+		refuse_blade(b, deadline);
+		return SMART_EACCES;
+	}
+	smart__auth_tag(a, SMART_AUTH_D_AUTH, hello, hlen, proof);
+	if (smart__proto_enc_auth(proof, b->buf, sizeof(b->buf), &n))
+		return SMART_EPROTO;
+	return smart__sock_send_all(b->fd, b->buf, n, NULL, 0, deadline);
 }
 
 static int take_welcome(struct smart__boot *b, const struct smart_proto_hdr *h,
+			const struct smart__auth *a,
 			struct smart__boot_welcome *out)
 {
 	struct smart_proto_welcome w;
 
 	if (smart__proto_dec_welcome(b->buf + SMART_PROTO_HDR_LEN, h->len, &w))
 		return SMART_EPROTO;
+	if (!smart__auth_open(a, SMART_AUTH_L_WELCOME,
+			      b->buf + SMART_PROTO_HDR_LEN, h->len)) {
+		smart__warn(b->lg, "the blade's welcome is not tagged with "
+			    "this session's proof: altered on the way");
+		return SMART_EACCES;
+	}
 	if (w.status)
 		return w.status;
 	memset(out, 0, sizeof(*out));
@@ -124,27 +196,48 @@ static int take_welcome(struct smart__boot *b, const struct smart_proto_hdr *h,
 	return 0;
 }
 
+/* One frame of the blade's: ERROR ends it, anything but want is EPROTO. */
+static int read_reply(struct smart__boot *b, uint16_t want, int64_t deadline,
+		      struct smart_proto_hdr *h)
+{
+	int rc = read_frame(b, deadline, h);
+
+	if (rc)
+		return rc;
+	if (h->type == SMART_PROTO_ERROR)
+		return blade_error(b, h);
+	if (h->type != want) {
+		b->broken = 1;
+		return SMART_EPROTO;
+	}
+	return 0;
+}
+
 static int handshake(struct smart__boot *b, const char *transport,
 		     const void *secret, size_t secret_len,
 		     struct smart__boot_welcome *welcome)
 {
 	int64_t deadline = smart__now_ms() + b->timeout_ms;
+	struct smart__auth a = { .key = secret, .key_len = secret_len };
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	struct smart_proto_hdr h;
+	size_t hlen = 0;
 	int rc, src;
 
 	/* A blade that refuses at once may reset our HELLO: read anyway, its
 	 * ERROR explains why. */
-	src = send_hello(b, transport, secret, secret_len, deadline);
-	rc = read_frame(b, deadline, &h);
+	src = send_hello(b, transport, &a, hello, &hlen, deadline);
+	rc = read_reply(b, SMART_PROTO_CHALLENGE, deadline, &h);
 	if (rc)
-		return src ? src : rc;
-	if (h.type == SMART_PROTO_ERROR)
-		return blade_error(b, &h);
-	if (h.type != SMART_PROTO_WELCOME) {
-		b->broken = 1;
-		return SMART_EPROTO;
-	}
-	return take_welcome(b, &h, welcome);
+		rc = src ? src : rc;
+	if (!rc)
+		rc = answer_challenge(b, &h, &a, hello, hlen, deadline);
+	if (!rc)
+		rc = read_reply(b, SMART_PROTO_WELCOME, deadline, &h);
+	if (!rc)
+		rc = take_welcome(b, &h, &a, welcome);
+	explicit_bzero(&a, sizeof(a));
+	return rc;
 }
 
 int smart__boot_open(const char *hostport, const char *transport,
@@ -157,7 +250,7 @@ int smart__boot_open(const char *hostport, const char *transport,
 	int rc;
 
 	if (!hostport || tl == 0 || tl > SMART_PROTO_TRANSPORT_MAX ||
-	    secret_len > SMART_PROTO_SECRET_MAX || (secret_len && !secret) ||
+	    secret_len > SMART_SECRET_MAX || (secret_len && !secret) ||
 	    timeout_ms <= 0 || !out || !welcome)
 		return SMART_EINVAL;
 	b = calloc(1, sizeof(*b));

@@ -144,9 +144,7 @@ static void test_version(void)
 {
 	smart_blade_t *b = blade_start(16, 300);
 	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION + 1,
-				       .transport = "shm",
-				       .secret = (const uint8_t *)SECRET,
-				       .secret_len = strlen(SECRET) };
+				       .transport = "shm" };
 	uint8_t f[SMART_PROTO_FRAME_MAX];
 	size_t n;
 	int fd = raw_connect(b);
@@ -266,16 +264,11 @@ static void test_max_clients(void)
 /* Raw handshake, returning the WELCOME. */
 static int raw_welcome(smart_blade_t *b, struct smart_proto_welcome *w)
 {
-	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION,
-				       .transport = "shm",
-				       .secret = (const uint8_t *)SECRET,
-				       .secret_len = strlen(SECRET) };
 	uint8_t f[SMART_PROTO_FRAME_MAX];
 	size_t n;
 	int fd = raw_connect(b);
 
-	CHECK_OK(smart__proto_enc_hello(&h, f, sizeof(f), &n));
-	raw_send(fd, f, n);
+	raw_authenticate(fd, SECRET, strlen(SECRET));
 	CHECK_EQ(raw_frame(fd, f, sizeof(f), &n), SMART_PROTO_WELCOME);
 	CHECK_OK(smart__proto_dec_welcome(f, n, w));
 	CHECK(w->flags & SMART_PROTO_WF_FETCH_FD);
