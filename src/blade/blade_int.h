@@ -74,7 +74,9 @@ struct blade_session {
 	uint64_t deadline;	/* ms: auth or close deadline; 0 = none */
 	uint64_t stall;		/* ms: output pending without progress since */
 	size_t discarded;
-	uint8_t token[SMART_PROTO_TOKEN_LEN];
+	uint8_t fetch[SMART_PROTO_FETCH_LEN];	/* the fd request expected:
+						 * the client's proof over
+						 * the WELCOME's token */
 	int token_live;
 	uint16_t lease_id;	/* the client's lease, 0 = none yet */
 	int said_bye;		/* left cleanly: release, do not fence */
@@ -85,12 +87,13 @@ struct blade_session {
 	uint8_t out[BLADE_OUT_CAP];
 };
 
-/* A pending fd request on the unix socket: 16 token bytes expected. */
+/* A pending fd request on the unix socket: SMART_PROTO_FETCH_LEN bytes
+ * expected (the client's proof over its WELCOME's token). */
 struct blade_fdreq {
 	int fd;			/* -1 once finished, expired or evicted */
 	uint64_t deadline;
 	size_t n;
-	uint8_t got[SMART_PROTO_TOKEN_LEN];
+	uint8_t got[SMART_PROTO_FETCH_LEN];
 };
 
 struct smart_blade {
@@ -155,8 +158,9 @@ void smart__blade_sess_process(struct smart_blade *b,
 /* Queue ERROR(status, msg) and move to SESS_CLOSING. */
 void smart__blade_sess_refuse(struct smart_blade *b, struct blade_session *s,
 			      int status, const char *msg);
-/* Constant-time token match against live tokens; consumes the match. */
-int smart__blade_token_take(struct smart_blade *b, const uint8_t *token);
+/* Constant-time match of an fd request (SMART_PROTO_FETCH_LEN bytes)
+ * against the live sessions' expected ones; consumes the match. */
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch);
 
 /*
  * Feed bytes to a fresh socketless session as if received from a client

@@ -63,7 +63,7 @@ void smart__blade_sess_free(struct smart_blade *b, struct blade_session *s)
 	free(s->resp);
 	if (s->fd >= 0)
 		close(s->fd);
-	explicit_bzero(s->token, sizeof(s->token));
+	explicit_bzero(s->fetch, sizeof(s->fetch));
 	explicit_bzero(&s->auth, sizeof(s->auth));
 	free(s);
 }
@@ -129,15 +129,16 @@ static void welcome(struct smart_blade *b, struct blade_session *s)
 	memcpy(w.blob, b->blob, b->blob_len);
 	w.blob_len = b->blob_len;
 	if (b->uname_len) {
-		if (getrandom(s->token, sizeof(s->token), 0) !=
-		    (ssize_t)sizeof(s->token)) {
+		if (getrandom(w.token, sizeof(w.token), 0) !=
+		    (ssize_t)sizeof(w.token)) {
 			smart__err(&b->log, "getrandom: %s", strerror(errno));
 			smart__blade_sess_refuse(b, s, SMART_ESYS,
 						 "blade cannot make a token");
 			return;
 		}
 		w.flags = SMART_PROTO_WF_FETCH_FD;
-		memcpy(w.token, s->token, sizeof(w.token));
+		smart__auth_tag(&s->auth, SMART_AUTH_D_FETCH, w.token,
+				sizeof(w.token), s->fetch);
 		memcpy(w.sock, b->uname, b->uname_len + 1);
 		w.sock_len = b->uname_len;
 		s->token_live = 1;
@@ -406,7 +407,7 @@ void smart__blade_sess_process(struct smart_blade *b,
 	}
 }
 
-int smart__blade_token_take(struct smart_blade *b, const uint8_t *token)
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch)
 {
 	struct blade_session *hit = NULL;
 
@@ -414,15 +415,15 @@ int smart__blade_token_take(struct smart_blade *b, const uint8_t *token)
 		struct blade_session *s = b->sess[i];
 		volatile uint8_t diff = 0;
 
-		for (size_t k = 0; k < SMART_PROTO_TOKEN_LEN; k++)
-			diff |= (uint8_t)(s->token[k] ^ token[k]);
+		for (size_t k = 0; k < SMART_PROTO_FETCH_LEN; k++)
+			diff |= (uint8_t)(s->fetch[k] ^ fetch[k]);
 		if (diff == 0 && s->token_live && s->state == SESS_READY)
 			hit = s;
 	}
 	if (!hit)
 		return SMART_EACCES;
 	hit->token_live = 0;
-	explicit_bzero(hit->token, sizeof(hit->token));
+	explicit_bzero(hit->fetch, sizeof(hit->fetch));
 	return 0;
 }
 

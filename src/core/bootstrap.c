@@ -38,7 +38,8 @@ struct smart__boot {
 	const struct smart__log *lg;
 	uint32_t next_req;
 	int need_fd;
-	uint8_t token[SMART_PROTO_TOKEN_LEN];
+	uint8_t fetch[SMART_PROTO_FETCH_LEN];	/* our fd request: our proof
+						 * over the WELCOME's token */
 	char sock[SMART_PROTO_SOCK_MAX + 1];
 	size_t sock_len;
 	uint8_t buf[SMART_PROTO_FRAME_MAX];
@@ -189,7 +190,8 @@ static int take_welcome(struct smart__boot *b, const struct smart_proto_hdr *h,
 	out->blob_len = w.blob_len;
 	out->need_fd = !!(w.flags & SMART_PROTO_WF_FETCH_FD);
 	b->need_fd = out->need_fd;
-	memcpy(b->token, w.token, sizeof(b->token));
+	smart__auth_tag(a, SMART_AUTH_D_FETCH, w.token, sizeof(w.token),
+			b->fetch);
 	memcpy(b->sock, w.sock, w.sock_len + 1);
 	b->sock_len = w.sock_len;
 	explicit_bzero(&w, sizeof(w));
@@ -323,7 +325,7 @@ int smart__boot_fetch_fd(struct smart__boot *b, int *fd_out)
 	rc = unix_connect(b, deadline, &fd);
 	if (rc)
 		return rc;
-	rc = smart__sock_send_all(fd, b->token, sizeof(b->token), NULL, 0,
+	rc = smart__sock_send_all(fd, b->fetch, sizeof(b->fetch), NULL, 0,
 				  deadline);
 	if (!rc)
 		rc = recv_fd(fd, deadline, fd_out);

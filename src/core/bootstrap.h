@@ -57,7 +57,8 @@ int smart__boot_open(const char *hostport, const char *transport,
 
 /*
  * Fetch the region's file descriptor: connect to the blade's abstract unix
- * socket named in the WELCOME, present the one-time token and receive the
+ * socket named in the WELCOME, present our proof over its one-time token
+ * (never the token: whoever relayed the TCP session saw it) and receive the
  * fd by SCM_RIGHTS.  The token is single use: a second call fails with
  * SMART_EACCES.  SMART_EINVAL when the WELCOME offered no fd.  The caller
  * owns *fd_out (close-on-exec set).

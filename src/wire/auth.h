@@ -36,6 +36,8 @@ enum smart_auth_label {
 	SMART_AUTH_L_WELCOME = 3,	/* blade: its WELCOME */
 	SMART_AUTH_D_PEER = 4,		/* dialer: its PEER_CONNECT */
 	SMART_AUTH_L_PEER = 5,		/* listener: its PEER_ACCEPT */
+	SMART_AUTH_D_FETCH = 6,		/* client: the WELCOME's token, to
+					 * fetch the region's fd */
 };
 
 /* One session's authentication state: the key and both nonces. */

@@ -40,6 +40,10 @@
 #define SMART_PROTO_V2_HELLO_MAX (8 + SMART_PROTO_TRANSPORT_MAX + 4096)
 #define SMART_PROTO_SOCK_MAX	107	/* abstract socket name, no leading NUL */
 #define SMART_PROTO_TOKEN_LEN	16
+/* What a client sends on the blade's unix socket to fetch the region's
+ * fd: its proof over the WELCOME's token (wire/auth.h), never the token
+ * itself, which whoever relayed the TCP session saw. */
+#define SMART_PROTO_FETCH_LEN	32
 #define SMART_PROTO_ERRMSG_MAX	200
 /* Largest transport connection blob carried (the transport's
  * SMART_TP_BLOB_MAX; the layers that see both check they agree). */

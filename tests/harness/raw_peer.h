@@ -155,17 +155,19 @@ static inline void raw_auth(int fd, const uint8_t *proof)
 }
 
 /* The whole dialer's side of a handshake with the secret key[0..len):
- * HELLO, the listener's proof checked, AUTH. */
-static inline void raw_authenticate(int fd, const char *key, size_t len)
+ * HELLO, the listener's proof checked, AUTH; *a is the session's. */
+static inline void raw_authenticate(int fd, const char *key, size_t len,
+				    struct smart__auth *a)
 {
-	struct smart__auth a = { (const uint8_t *)key, len, { 0 }, { 0 } };
 	struct smart_proto_challenge c;
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	uint8_t proof[SMART_PROTO_TAG_LEN];
-	size_t hlen = raw_hello(fd, &a, hello);
+	size_t hlen;
 
-	CHECK(raw_challenge(fd, &a, hello, hlen, &c));
-	smart__auth_tag(&a, SMART_AUTH_D_AUTH, hello, hlen, proof);
+	*a = (struct smart__auth){ (const uint8_t *)key, len, { 0 }, { 0 } };
+	hlen = raw_hello(fd, a, hello);
+	CHECK(raw_challenge(fd, a, hello, hlen, &c));
+	smart__auth_tag(a, SMART_AUTH_D_AUTH, hello, hlen, proof);
 	raw_auth(fd, proof);
 }
 
