@@ -192,6 +192,13 @@
 #define SMART_M_RPC_NO_ACCEPT_TAG 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_NO_REFLECT_CHECK	/* msg/peer.c: a HELLO bearing our
+					 * own dial's nonce served */
+#define SMART_M_RPC_NO_REFLECT_CHECK 1
+#else
+#define SMART_M_RPC_NO_REFLECT_CHECK 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_NO_PEERCRED	/* msg/peer.c: shm peers of any uid */
 #define SMART_M_RPC_NO_PEERCRED 1
 #else
