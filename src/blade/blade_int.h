@@ -71,6 +71,8 @@ struct blade_session {
 	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* the HELLO's */
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	size_t hello_len;	/* the HELLO's payload: both proofs cover it */
+	uint64_t seq_in, seq_out;	/* frames after the AUTH, resp. the
+					 * WELCOME, each tagged with its own */
 	uint64_t deadline;	/* ms: auth or close deadline; 0 = none */
 	uint64_t stall;		/* ms: output pending without progress since */
 	size_t discarded;

@@ -15,7 +15,9 @@
  * anything else, and any malformed frame, queues an ERROR and moves to
  * SESS_CLOSING, after which no input is interpreted.  The transport and
  * the room are looked at only after the AUTH: nothing is learnt without
- * the secret.  A frame is handled only when out[] has room for the largest
+ * the secret.  Every frame after the AUTH, either way, is tagged with its
+ * type and its sequence number (wire/auth.h): one that is not is refused
+ * (SMART_EACCES) before it is looked at.  A frame is handled only when out[] has room for the largest
  * reply, which is what bounds out[] without ever dropping a reply.
  */
 #include <errno.h>
@@ -329,15 +331,18 @@ static void on_qp_connect(struct smart_blade *b, struct blade_session *s,
 		smart__blade_sess_refuse(b, s, SMART_ESYS, "internal error");
 		return;
 	}
+	smart__auth_seal_seq(&s->auth, SMART_AUTH_L_SESSION, s->seq_out++, f,
+			     n);
 	out_put(s, f, n);
 }
 
 static void on_qp_close(struct smart_blade *b, struct blade_session *s,
 			const uint8_t *p, size_t len)
 {
+	uint8_t tag[SMART_PROTO_TAG_LEN];
 	uint32_t id;
 
-	if (smart__proto_dec_qp_close(p, len, &id)) {
+	if (smart__proto_dec_qp_close(p, len, &id, tag)) {
 		malformed(b, s, "malformed qp_close");
 		return;
 	}
@@ -352,11 +357,35 @@ static void on_qp_close(struct smart_blade *b, struct blade_session *s,
 	s->nresp--;
 }
 
+/* A frame of an authenticated session: its tag must be the client's for
+ * this type and the next sequence number.  A BYE before the WELCOME has
+ * nothing to tag it with and nothing to release. */
+static int session_tag_ok(struct smart_blade *b, struct blade_session *s,
+			  uint16_t type, const uint8_t *p, size_t len)
+{
+	if (s->state != SESS_READY || SMART_M_BOOT_NO_SESSION_TAG)
+		return 1;
+	if (smart__auth_open_seq(&s->auth, SMART_AUTH_D_SESSION, s->seq_in,
+				 type, p, len)) {
+		s->seq_in++;
+		return 1;
+	}
+	refused(b, s, SMART_EACCES, "frame not tagged with this session's "
+		"proof");
+	return 0;
+}
+
 static void dispatch(struct smart_blade *b, struct blade_session *s,
 		     uint16_t type, const uint8_t *p, size_t len)
 {
+	uint8_t tag[SMART_PROTO_TAG_LEN];
+
+	if ((type == SMART_PROTO_BYE || type == SMART_PROTO_QP_CONNECT ||
+	     type == SMART_PROTO_QP_CLOSE) &&
+	    !session_tag_ok(b, s, type, p, len))
+		return;
 	if (type == SMART_PROTO_BYE) {
-		if (smart__proto_dec_bye(p, len)) {
+		if (smart__proto_dec_bye(p, len, tag)) {
 			malformed(b, s, "malformed bye");
 		} else {
 			s->said_bye = 1;

@@ -6,7 +6,9 @@
  * CHALLENGE, over our fresh nonce and HELLO), and only then do we prove it
  * (AUTH) and believe what the blade sends (its WELCOME, tagged): a party
  * without the secret, a fake blade included, learns nothing it can replay
- * and is refused before we map or connect to anything it names.
+ * and is refused before we map or connect to anything it names.  Every
+ * frame after the handshake, either way, is tagged with its type and
+ * sequence number: a party rewriting the TCP stream can change nothing.
  *
  * Every wait is a poll() bounded by an absolute deadline computed from the
  * session timeout, so a silent or slow blade costs at most timeout_ms per
@@ -42,6 +44,10 @@ struct smart__boot {
 						 * over the WELCOME's token */
 	char sock[SMART_PROTO_SOCK_MAX + 1];
 	size_t sock_len;
+	struct smart__auth a;	/* the session's: key (a copy, in key[]) and
+				 * both nonces */
+	uint64_t seq_out, seq_in;	/* tagged frames sent, received */
+	uint8_t key[SMART_SECRET_MAX];
 	uint8_t buf[SMART_PROTO_FRAME_MAX];
 };
 
@@ -216,11 +222,10 @@ static int read_reply(struct smart__boot *b, uint16_t want, int64_t deadline,
 }
 
 static int handshake(struct smart__boot *b, const char *transport,
-		     const void *secret, size_t secret_len,
 		     struct smart__boot_welcome *welcome)
 {
 	int64_t deadline = smart__now_ms() + b->timeout_ms;
-	struct smart__auth a = { .key = secret, .key_len = secret_len };
+	struct smart__auth *a = &b->a;
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	struct smart_proto_hdr h;
 	size_t hlen = 0;
@@ -228,17 +233,16 @@ static int handshake(struct smart__boot *b, const char *transport,
 
 	/* A blade that refuses at once may reset our HELLO: read anyway, its
 	 * ERROR explains why. */
-	src = send_hello(b, transport, &a, hello, &hlen, deadline);
+	src = send_hello(b, transport, a, hello, &hlen, deadline);
 	rc = read_reply(b, SMART_PROTO_CHALLENGE, deadline, &h);
 	if (rc)
 		rc = src ? src : rc;
 	if (!rc)
-		rc = answer_challenge(b, &h, &a, hello, hlen, deadline);
+		rc = answer_challenge(b, &h, a, hello, hlen, deadline);
 	if (!rc)
 		rc = read_reply(b, SMART_PROTO_WELCOME, deadline, &h);
 	if (!rc)
-		rc = take_welcome(b, &h, &a, welcome);
-	explicit_bzero(&a, sizeof(a));
+		rc = take_welcome(b, &h, a, welcome);
 	return rc;
 }
 
@@ -260,14 +264,19 @@ int smart__boot_open(const char *hostport, const char *transport,
 		return SMART_ENOMEM;
 	b->lg = lg;
 	b->timeout_ms = timeout_ms;
+	if (secret_len)
+		memcpy(b->key, secret, secret_len);
+	b->a.key = b->key;
+	b->a.key_len = secret_len;
 	rc = tcp_connect(hostport, smart__now_ms() + timeout_ms, &b->fd);
 	if (rc) {
 		smart__warn(lg, "cannot reach blade %s: %s", hostport,
 			    smart_strerror(rc));
+		explicit_bzero(b, sizeof(*b));
 		free(b);
 		return rc;
 	}
-	rc = handshake(b, transport, secret, secret_len, welcome);
+	rc = handshake(b, transport, welcome);
 	if (rc) {
 		if (rc == SMART_ETIMEDOUT || rc == SMART_ECONN ||
 		    rc == SMART_EPROTO)
@@ -349,10 +358,22 @@ static int send_frame(struct smart__boot *b, const uint8_t *f, size_t n,
 	return rc;
 }
 
-/* Wait for the QP_ACCEPT answering req; an ERROR ends the session. */
+/* Tag a frame of ours (after the handshake) and send it. */
+static int send_tagged(struct smart__boot *b, uint8_t *f, size_t n,
+		       int64_t deadline)
+{
+	if (b->broken)
+		return SMART_ECONN;
+	smart__auth_seal_seq(&b->a, SMART_AUTH_D_SESSION, b->seq_out++, f, n);
+	return send_frame(b, f, n, deadline);
+}
+
+/* Wait for the QP_ACCEPT answering req, its tag the blade's for the next
+ * sequence number; an ERROR ends the session. */
 static int await_accept(struct smart__boot *b, uint32_t req, int64_t deadline,
 			struct smart_proto_qp_accept *a)
 {
+	const uint8_t *pl = b->buf + SMART_PROTO_HDR_LEN;
 	struct smart_proto_hdr h;
 	int rc = read_frame(b, deadline, &h);
 
@@ -360,9 +381,17 @@ static int await_accept(struct smart__boot *b, uint32_t req, int64_t deadline,
 		return rc;
 	if (h.type == SMART_PROTO_ERROR)
 		return blade_error(b, &h);
+	if (h.type == SMART_PROTO_QP_ACCEPT && !SMART_M_CLIENT_NO_SESSION_TAG &&
+	    !smart__auth_open_seq(&b->a, SMART_AUTH_L_SESSION, b->seq_in,
+				  h.type, pl, h.len)) {
+		smart__warn(b->lg, "a qp_accept not tagged with this session's "
+			    "proof: the stream was altered");
+		b->broken = 1;
+		return SMART_EACCES;
+	}
+	b->seq_in++;
 	if (h.type != SMART_PROTO_QP_ACCEPT ||
-	    smart__proto_dec_qp_accept(b->buf + SMART_PROTO_HDR_LEN, h.len,
-				       a) || a->req_id != req) {
+	    smart__proto_dec_qp_accept(pl, h.len, a) || a->req_id != req) {
 		b->broken = 1;
 		return SMART_EPROTO;
 	}
@@ -383,6 +412,7 @@ int smart__boot_qp_connect(struct smart__boot *b, const void *blob,
 	if (!b || !blob || len == 0 || len > SMART_TP_BLOB_MAX || !peer_blob ||
 	    !peer_len || !responder_id)
 		return SMART_EINVAL;
+	memset(&c, 0, sizeof(c));
 	c.req_id = ++b->next_req;
 	memcpy(c.blob, blob, len);
 	c.blob_len = len;
@@ -390,7 +420,7 @@ int smart__boot_qp_connect(struct smart__boot *b, const void *blob,
 	if (rc)
 		return rc;
 	deadline = smart__now_ms() + b->timeout_ms;
-	rc = send_frame(b, f, n, deadline);
+	rc = send_tagged(b, f, n, deadline);
 	if (!rc)
 		rc = await_accept(b, c.req_id, deadline, &a);
 	if (rc)
@@ -409,27 +439,32 @@ int smart__boot_qp_connect(struct smart__boot *b, const void *blob,
 
 int smart__boot_qp_close(struct smart__boot *b, uint32_t responder_id)
 {
-	uint8_t f[SMART_PROTO_HDR_LEN + 4];
+	static const uint8_t notag[SMART_PROTO_TAG_LEN];
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_QPCLOSE_LEN];
 	size_t n;
 
 	if (!b)
 		return SMART_EINVAL;
-	if (smart__proto_enc_qp_close(responder_id, f, sizeof(f), &n))
+	if (smart__proto_enc_qp_close(responder_id, notag, f, sizeof(f), &n))
 		return SMART_EINVAL;
-	return send_frame(b, f, n, smart__now_ms() + b->timeout_ms);
+	return send_tagged(b, f, n, smart__now_ms() + b->timeout_ms);
 }
 
 void smart__boot_close(struct smart__boot *b)
 {
-	uint8_t f[SMART_PROTO_HDR_LEN];
+	static const uint8_t notag[SMART_PROTO_TAG_LEN];
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_BYE_LEN];
 	size_t n;
 
 	if (!b)
 		return;
 	/* Best effort and never blocking: the blade also cleans up on EOF. */
-	if (!b->broken && !smart__proto_enc_bye(f, sizeof(f), &n) &&
-	    send(b->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		smart__dbg(b->lg, "bye: not sent");
+	if (!b->broken && !smart__proto_enc_bye(notag, f, sizeof(f), &n)) {
+		smart__auth_seal_seq(&b->a, SMART_AUTH_D_SESSION,
+				     b->seq_out++, f, n);
+		if (send(b->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			smart__dbg(b->lg, "bye: not sent");
+	}
 	close(b->fd);
 	explicit_bzero(b, sizeof(*b));
 	free(b);

@@ -219,6 +219,21 @@
 #define SMART_M_BOOT_NO_PROOF_CHECK 0
 #endif
 
+#ifdef SMART_MUTANT_BOOT_NO_SESSION_TAG	/* blade session.c: the tags of a
+					 * client's frames after the AUTH
+					 * not checked */
+#define SMART_M_BOOT_NO_SESSION_TAG 1
+#else
+#define SMART_M_BOOT_NO_SESSION_TAG 0
+#endif
+
+#ifdef SMART_MUTANT_CLIENT_NO_SESSION_TAG	/* core bootstrap.c: a QP_ACCEPT's
+					 * tag not checked */
+#define SMART_M_CLIENT_NO_SESSION_TAG 1
+#else
+#define SMART_M_CLIENT_NO_SESSION_TAG 0
+#endif
+
 #ifdef SMART_MUTANT_CLIENT_NO_BLADE_PROOF	/* core bootstrap.c: a client goes
 					 * on without the blade's proof */
 #define SMART_M_CLIENT_NO_BLADE_PROOF 1

@@ -28,8 +28,10 @@ int smart__auth_nonce(uint8_t out[SMART_AUTH_NONCE_LEN])
 	return 0;
 }
 
-void smart__auth_tag(const struct smart__auth *a, int label, const void *msg,
-		     size_t len, uint8_t out[SMART_AUTH_TAG_LEN])
+/* HMAC(key, domain | label | nd | nl | pre | msg). */
+static void mac(const struct smart__auth *a, int label, const uint8_t *pre,
+		size_t plen, const void *msg, size_t len,
+		uint8_t out[SMART_AUTH_TAG_LEN])
 {
 	static const uint8_t nokey[1];
 	crypto_auth_hmacsha256_state st;
@@ -45,9 +47,53 @@ void smart__auth_tag(const struct smart__auth *a, int label, const void *msg,
 	crypto_auth_hmacsha256_update(&st, &l, 1);
 	crypto_auth_hmacsha256_update(&st, a->nd, sizeof(a->nd));
 	crypto_auth_hmacsha256_update(&st, a->nl, sizeof(a->nl));
+	if (plen)
+		crypto_auth_hmacsha256_update(&st, pre, plen);
 	crypto_auth_hmacsha256_update(&st, msg, len);
 	crypto_auth_hmacsha256_final(&st, out);
 	sodium_memzero(&st, sizeof(st));
+}
+
+void smart__auth_tag(const struct smart__auth *a, int label, const void *msg,
+		     size_t len, uint8_t out[SMART_AUTH_TAG_LEN])
+{
+	mac(a, label, NULL, 0, msg, len, out);
+}
+
+/* type u16 | seq u64, little-endian, as every integer of the wire. */
+static void seq_prefix(uint16_t type, uint64_t seq, uint8_t pre[10])
+{
+	pre[0] = (uint8_t)type;
+	pre[1] = (uint8_t)(type >> 8);
+	for (int i = 0; i < 8; i++)
+		pre[2 + i] = (uint8_t)(seq >> (8 * i));
+}
+
+void smart__auth_seal_seq(const struct smart__auth *a, int label,
+			  uint64_t seq, void *frame, size_t n)
+{
+	uint8_t *f = frame, *p = f + SMART_PROTO_HDR_LEN, pre[10];
+	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
+
+	seq_prefix((uint16_t)(f[4] | f[5] << 8), seq, pre);
+	mac(a, label, pre, sizeof(pre), p, len, p + len);
+}
+
+int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
+			 uint16_t type, const void *payload, size_t len)
+{
+	uint8_t want[SMART_AUTH_TAG_LEN], pre[10];
+	const uint8_t *p = payload;
+	int ok;
+
+	if (len < SMART_AUTH_TAG_LEN)
+		return 0;
+	len -= SMART_AUTH_TAG_LEN;
+	seq_prefix(type, seq, pre);
+	mac(a, label, pre, sizeof(pre), p, len, want);
+	ok = sodium_memcmp(want, p + len, sizeof(want)) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok;
 }
 
 int smart__auth_check(const struct smart__auth *a, int label,

@@ -38,6 +38,9 @@ enum smart_auth_label {
 	SMART_AUTH_L_PEER = 5,		/* listener: its PEER_ACCEPT */
 	SMART_AUTH_D_FETCH = 6,		/* client: the WELCOME's token, to
 					 * fetch the region's fd */
+	SMART_AUTH_D_SESSION = 7,	/* client: a frame after the AUTH
+					 * (QP_CONNECT, QP_CLOSE, BYE) */
+	SMART_AUTH_L_SESSION = 8,	/* blade: a QP_ACCEPT */
 };
 
 /* One session's authentication state: the key and both nonces. */
@@ -71,5 +74,17 @@ void smart__auth_seal(const struct smart__auth *a, int label, void *frame,
 		      size_t n);
 int smart__auth_open(const struct smart__auth *a, int label,
 		     const void *payload, size_t len);
+
+/*
+ * The same for the frames of a session after its handshake: the tag also
+ * covers the frame's type and its sequence number in its direction (0, 1,
+ * ... from the first frame after the AUTH, resp. the WELCOME), so a frame
+ * can be neither changed, retyped, replayed, reordered nor dropped
+ * unnoticed (a dropped one fails the next).
+ */
+void smart__auth_seal_seq(const struct smart__auth *a, int label,
+			  uint64_t seq, void *frame, size_t n);
+int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
+			 uint16_t type, const void *payload, size_t len);
 
 #endif

@@ -156,8 +156,8 @@ size_t smart__proto_max_payload(uint16_t type)
 	case SMART_PROTO_ERROR:		return SMART_PROTO_ERROR_MAX;
 	case SMART_PROTO_QP_CONNECT:	return SMART_PROTO_QPC_MAX;
 	case SMART_PROTO_QP_ACCEPT:	return SMART_PROTO_QPA_MAX;
-	case SMART_PROTO_QP_CLOSE:	return 4;
-	case SMART_PROTO_BYE:		return 0;
+	case SMART_PROTO_QP_CLOSE:	return SMART_PROTO_QPCLOSE_LEN;
+	case SMART_PROTO_BYE:		return SMART_PROTO_BYE_LEN;
 	case SMART_PROTO_PEER_CONNECT:	return SMART_PROTO_PEER_MAX;
 	case SMART_PROTO_PEER_ACCEPT:	return SMART_PROTO_PEER_MAX;
 	case SMART_PROTO_CHALLENGE:	return SMART_PROTO_CHALLENGE_LEN;
@@ -455,12 +455,14 @@ int smart__proto_enc_qp_connect(const struct smart_proto_qp_connect *m,
 
 	if (m->blob_len == 0 || m->blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EINVAL;
-	p = frame(buf, cap, SMART_PROTO_QP_CONNECT, 8 + m->blob_len, len);
+	p = frame(buf, cap, SMART_PROTO_QP_CONNECT,
+		  8 + m->blob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, m->req_id);
 	put16(p + 4, (uint16_t)m->blob_len);
 	memcpy(p + 8, m->blob, m->blob_len);
+	memcpy(p + 8 + m->blob_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
@@ -477,6 +479,7 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 	if (r.bad || t.blob_len == 0 || t.blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
+	rd_copy(&r, t.tag, SMART_PROTO_TAG_LEN, 0);
 	if (rd_done(&r))
 		return SMART_EPROTO;
 	*m = t;
@@ -565,7 +568,8 @@ int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 
 	if (!qpa_valid(m))
 		return SMART_EINVAL;
-	p = frame(buf, cap, SMART_PROTO_QP_ACCEPT, 16 + m->blob_len, len);
+	p = frame(buf, cap, SMART_PROTO_QP_ACCEPT,
+		  16 + m->blob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, m->req_id);
@@ -573,6 +577,7 @@ int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 	put32(p + 8, m->responder_id);
 	put16(p + 12, (uint16_t)m->blob_len);
 	memcpy(p + 16, m->blob, m->blob_len);
+	memcpy(p + 16 + m->blob_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
@@ -591,42 +596,60 @@ int smart__proto_dec_qp_accept(const void *p, size_t len,
 	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
+	rd_copy(&r, t.tag, SMART_PROTO_TAG_LEN, 0);
 	if (rd_done(&r) || !qpa_valid(&t))
 		return SMART_EPROTO;
 	*m = t;
 	return 0;
 }
 
-int smart__proto_enc_qp_close(uint32_t responder_id, void *buf, size_t cap,
-			      size_t *len)
+int smart__proto_enc_qp_close(uint32_t responder_id,
+			      const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			      size_t cap, size_t *len)
 {
-	uint8_t *p = frame(buf, cap, SMART_PROTO_QP_CLOSE, 4, len);
+	uint8_t *p = frame(buf, cap, SMART_PROTO_QP_CLOSE,
+			   SMART_PROTO_QPCLOSE_LEN, len);
 
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, responder_id);
+	memcpy(p + 4, tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
-int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id)
+int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id,
+			      uint8_t tag[SMART_PROTO_TAG_LEN])
 {
 	struct rd r = { p, len, 0, 0 };
+	uint8_t t[SMART_PROTO_TAG_LEN];
 	uint32_t v = rd32(&r);
 
+	rd_copy(&r, t, sizeof(t), 0);
 	if (rd_done(&r))
 		return SMART_EPROTO;
 	*id = v;
+	memcpy(tag, t, sizeof(t));
 	return 0;
 }
 
-int smart__proto_enc_bye(void *buf, size_t cap, size_t *len)
+int smart__proto_enc_bye(const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			 size_t cap, size_t *len)
 {
-	return frame(buf, cap, SMART_PROTO_BYE, 0, len) ? 0 : SMART_ERANGE;
+	uint8_t *p = frame(buf, cap, SMART_PROTO_BYE, SMART_PROTO_BYE_LEN, len);
+
+	if (!p)
+		return SMART_ERANGE;
+	memcpy(p, tag, SMART_PROTO_TAG_LEN);
+	return 0;
 }
 
-int smart__proto_dec_bye(const void *p, size_t len)
+int smart__proto_dec_bye(const void *p, size_t len,
+			 uint8_t tag[SMART_PROTO_TAG_LEN])
 {
-	return len == 0 ? 0 : SMART_EPROTO;
+	if (len != SMART_PROTO_BYE_LEN)
+		return SMART_EPROTO;
+	memcpy(tag, p, SMART_PROTO_TAG_LEN);
+	return 0;
 }
 
 /* --- addresses --- */

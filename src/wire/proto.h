@@ -13,8 +13,10 @@
  *    encoding it again gives the same bytes (the fuzz target checks this).
  *  - No frame carries the shared secret (since version 3): the
  *    handshakes prove it by challenge-response (wire/auth.h).  The frames
- *    that carry a tag (WELCOME, PEER_CONNECT, PEER_ACCEPT) end with it;
- *    these functions only carry it, wire/auth.c makes and checks it.
+ *    that carry a tag (WELCOME, PEER_CONNECT, PEER_ACCEPT, and every frame
+ *    of a blade session after it: QP_CONNECT, QP_ACCEPT, QP_CLOSE, BYE)
+ *    end with it; these functions only carry it, wire/auth.c makes and
+ *    checks it.
  *
  * Thread safety: every function is pure and thread safe.
  */
@@ -76,8 +78,10 @@ enum smart_proto_type {
 #define SMART_PROTO_WELCOME_MAX \
 	(44 + SMART_PROTO_BLOB_MAX + SMART_PROTO_SOCK_MAX + SMART_PROTO_TAG_LEN)
 #define SMART_PROTO_ERROR_MAX	(8 + SMART_PROTO_ERRMSG_MAX)
-#define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX)
-#define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX)
+#define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX + SMART_PROTO_TAG_LEN)
+#define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX + SMART_PROTO_TAG_LEN)
+#define SMART_PROTO_QPCLOSE_LEN	(4 + SMART_PROTO_TAG_LEN)
+#define SMART_PROTO_BYE_LEN	SMART_PROTO_TAG_LEN
 #define SMART_PROTO_PEER_MAX	(20 + 2 * SMART_PROTO_BLOB_MAX + \
 				 SMART_PROTO_TAG_LEN)
 #define SMART_PROTO_FRAME_MAX	(SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX)
@@ -135,6 +139,7 @@ struct smart_proto_qp_connect {
 	uint32_t req_id;
 	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;	/* 1..SMART_PROTO_BLOB_MAX */
+	uint8_t tag[SMART_PROTO_TAG_LEN];
 };
 
 struct smart_proto_qp_accept {
@@ -143,6 +148,7 @@ struct smart_proto_qp_accept {
 	uint32_t responder_id;
 	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;
+	uint8_t tag[SMART_PROTO_TAG_LEN];
 };
 
 /* PEER_CONNECT (id 0) and PEER_ACCEPT (id: the listener's name for the
@@ -189,9 +195,11 @@ int smart__proto_enc_qp_connect(const struct smart_proto_qp_connect *m,
 				void *buf, size_t cap, size_t *len);
 int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 			       void *buf, size_t cap, size_t *len);
-int smart__proto_enc_qp_close(uint32_t responder_id, void *buf, size_t cap,
-			      size_t *len);
-int smart__proto_enc_bye(void *buf, size_t cap, size_t *len);
+int smart__proto_enc_qp_close(uint32_t responder_id,
+			      const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			      size_t cap, size_t *len);
+int smart__proto_enc_bye(const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			 size_t cap, size_t *len);
 int smart__proto_enc_challenge(const struct smart_proto_challenge *m,
 			       void *buf, size_t cap, size_t *len);
 int smart__proto_enc_auth(const uint8_t proof[SMART_PROTO_TAG_LEN], void *buf,
@@ -216,8 +224,10 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 				struct smart_proto_qp_connect *m);
 int smart__proto_dec_qp_accept(const void *p, size_t len,
 			       struct smart_proto_qp_accept *m);
-int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id);
-int smart__proto_dec_bye(const void *p, size_t len);
+int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id,
+			      uint8_t tag[SMART_PROTO_TAG_LEN]);
+int smart__proto_dec_bye(const void *p, size_t len,
+			 uint8_t tag[SMART_PROTO_TAG_LEN]);
 int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
 			  struct smart_proto_peer *m);
 int smart__proto_dec_challenge(const void *p, size_t len,

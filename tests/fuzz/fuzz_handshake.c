@@ -87,8 +87,9 @@ static void payload_decoders(const uint8_t *p, size_t len)
 						&n);
 		same(rc, n, p, len, "qp_accept not canonical");
 	}
-	if (!smart__proto_dec_qp_close(p, len, &id)) {
-		rc = smart__proto_enc_qp_close(id, scratch, sizeof(scratch), &n);
+	if (!smart__proto_dec_qp_close(p, len, &id, proof)) {
+		rc = smart__proto_enc_qp_close(id, proof, scratch,
+					       sizeof(scratch), &n);
 		same(rc, n, p, len, "qp_close not canonical");
 	}
 	if (!smart__proto_dec_challenge(p, len, &ch)) {
@@ -100,8 +101,8 @@ static void payload_decoders(const uint8_t *p, size_t len)
 		rc = smart__proto_enc_auth(proof, scratch, sizeof(scratch), &n);
 		same(rc, n, p, len, "auth not canonical");
 	}
-	if (!smart__proto_dec_bye(p, len)) {
-		rc = smart__proto_enc_bye(scratch, sizeof(scratch), &n);
+	if (!smart__proto_dec_bye(p, len, proof)) {
+		rc = smart__proto_enc_bye(proof, scratch, sizeof(scratch), &n);
 		same(rc, n, p, len, "bye not canonical");
 	}
 }

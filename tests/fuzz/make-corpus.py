@@ -46,6 +46,14 @@ def auth(transport=b"shm", label=2, key=SECRET):
     return frame(11, proof(label, hello_pl(transport), key))
 
 
+def tagged(t, p, seq, label=7):
+    """A frame after the AUTH: its tag covers type, sequence, payload."""
+    pre = struct.pack("<HQ", t, seq)
+    tag = hmac.new(SECRET, b"SMART-AUTH-3" + bytes([label]) + ND + NL + pre +
+                   p, hashlib.sha256).digest()
+    return frame(t, p + tag)
+
+
 def error(status, msg):
     return frame(3, struct.pack("<iHH", status, 3, len(msg)) + msg)
 
@@ -55,7 +63,7 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "corpus")
     d = os.path.join(root, "fuzz_handshake")
     good = hello() + auth()
-    qp = frame(4, QPC)
+    qp = tagged(4, QPC, 0)
     seeds = {
         "hello_good": hello(),
         "hello_auth": good,
@@ -71,10 +79,15 @@ def main():
         "hello_twice": hello() + hello(),
         "client_refuses_challenge": hello() + error(-11, b"blade proof refused"),
         "bad_flags": frame(1, hello_pl(), flags=1),
-        "session_full": good + qp + frame(6, struct.pack("<I", 0)) +
-        frame(7, b""),
+        "session_full": good + qp + tagged(6, struct.pack("<I", 0), 1) +
+        tagged(7, b"", 2),
         "session_pipelined": good + b"".join(
-            frame(4, struct.pack("<I", i) + QPC[4:]) for i in range(1, 9)),
+            tagged(4, struct.pack("<I", i) + QPC[4:], i - 1)
+            for i in range(1, 9)),
+        "session_bad_tag": good + frame(4, QPC + bytes(32)),
+        "session_replayed_qp": good + qp + qp,
+        "session_untagged_bye": good + frame(7, bytes(32)),
+        "bye_only": frame(7, bytes(32)),
     }
     for old in ("hello_no_secret", "hello_wrong_secret", "hello_long_secret"):
         if os.path.exists(os.path.join(d, old)):

@@ -22,6 +22,11 @@
  *  - accept_tag: a listener with the secret whose PEER_ACCEPT is not
  *    tagged with the session's proof (a man in the middle's change): the
  *    dialer refuses it before looking at what it names.
+ *  - session_tag: after a blade's WELCOME, every frame either way is tagged
+ *    with its type and sequence number: a QP_CONNECT with a wrong tag, or
+ *    a good one replayed, is refused by the blade; a QP_ACCEPT with a
+ *    wrong tag (from a fake blade that knows the secret: a man in the
+ *    middle's change) is refused by the client.
  *  - other_uid (shm, as root): a peer of another uid (65534) is refused
  *    both ways, and accepted once cfg.allow_uid names it.
  *
@@ -45,6 +50,7 @@
 #include "harness/blade_fixture.h"
 #include "harness/raw_peer.h"
 #include "harness/test.h"
+#include "core/bootstrap.h"
 #include "smart/rpc.h"
 #include "smart/smart.h"
 #include "util/compiler.h"
@@ -401,8 +407,8 @@ static struct fake *squat(uint16_t port, int mode)
 	return k;
 }
 
-/* A fake blade at 127.0.0.1:*port. */
-static struct fake *fake_tcp(uint16_t *port)
+/* A fake blade at 127.0.0.1:*port, served by fn. */
+static struct fake *fake_tcp_with(uint16_t *port, void *(*fn)(void *))
 {
 	struct fake *k = calloc(1, sizeof(*k));
 	struct sockaddr_in a = { .sin_family = AF_INET,
@@ -418,8 +424,13 @@ static struct fake *fake_tcp(uint16_t *port)
 	CHECK_OK(listen(k->lfd, 4));
 	CHECK_OK(getsockname(k->lfd, (struct sockaddr *)&a, &len));
 	*port = ntohs(a.sin_port);
-	CHECK_OK(pthread_create(&k->th, NULL, fake_main, k));
+	CHECK_OK(pthread_create(&k->th, NULL, fn, k));
 	return k;
+}
+
+static struct fake *fake_tcp(uint16_t *port)
+{
+	return fake_tcp_with(port, fake_main);
 }
 
 static void fake_end(struct fake *k)
@@ -785,6 +796,113 @@ static void test_accept_tag(void)
 	close(hold);
 }
 
+/* Read one frame of type want from fd into p (cap bytes); its length. */
+static size_t frame_of(int fd, int want, uint8_t *p, size_t cap)
+{
+	size_t n;
+
+	CHECK_EQ(raw_frame(fd, p, cap, &n), want);
+	return n;
+}
+
+/* A tagged QP_CONNECT (seq) on a raw authenticated blade session. */
+static void raw_qp_connect(int fd, const struct smart__auth *a, uint64_t seq,
+			   int good)
+{
+	struct smart_proto_qp_connect c = { .req_id = (uint32_t)seq + 1,
+					    .blob = "qp-blob", .blob_len = 8 };
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_QPC_MAX];
+	size_t n;
+
+	CHECK_OK(smart__proto_enc_qp_connect(&c, f, sizeof(f), &n));
+	if (good)
+		smart__auth_seal_seq(a, SMART_AUTH_D_SESSION, seq, f, n);
+	raw_send(fd, f, n);
+}
+
+/* A fake blade that knows the secret: a good handshake and WELCOME, then
+ * a QP_ACCEPT tagged with another key. */
+static void *fake_blade_main(void *arg)
+{
+	struct fake *k = arg;
+	struct smart_proto_welcome w = { .blade_id = 1, .chunk_shift = 20,
+		.region_size = 8u << 20, .lease_id = 1, .lease_ms = 1000,
+		.blob = "region", .blob_len = 7 };
+	struct smart_proto_qp_accept qa = { .blob = "resp", .blob_len = 5 };
+	struct smart_proto_qp_connect qc;
+	struct smart__auth wrong;
+	uint8_t p[SMART_PROTO_MAX_PAYLOAD], f[SMART_PROTO_FRAME_MAX];
+	size_t n, len;
+	int fd = accept4(k->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	CHECK_GE(fd, 0);
+	raw_timeout(fd);
+	k->mode = FAKE_BAD_TAG;
+	n = frame_of(fd, SMART_PROTO_HELLO, p, sizeof(p));
+	fake_challenge(k, fd, p, n);
+	frame_of(fd, SMART_PROTO_AUTH, p, sizeof(p));
+	CHECK_OK(smart__proto_enc_welcome(&w, f, sizeof(f), &len));
+	smart__auth_seal(&k->a, SMART_AUTH_L_WELCOME, f, len);
+	raw_send(fd, f, len);
+	n = frame_of(fd, SMART_PROTO_QP_CONNECT, p, sizeof(p));
+	CHECK_OK(smart__proto_dec_qp_connect(p, n, &qc));
+	qa.req_id = qc.req_id;
+	CHECK_OK(smart__proto_enc_qp_accept(&qa, f, sizeof(f), &len));
+	wrong = k->a;
+	wrong.key = (const uint8_t *)WRONG;
+	wrong.key_len = strlen(WRONG);
+	smart__auth_seal_seq(&wrong, SMART_AUTH_L_SESSION, 0, f, len);
+	raw_send(fd, f, len);
+	while (raw_frame(fd, p, sizeof(p), &n) > 0)
+		;	/* until the client hangs up */
+	close(fd);
+	return NULL;
+}
+
+static void test_session_tag(void)
+{
+	smart_blade_t *b = blade_start();
+	struct smart_blade_stats bs;
+	struct smart__boot_welcome bw;
+	struct smart__boot *s;
+	struct smart__auth a;
+	uint8_t p[SMART_PROTO_MAX_PAYLOAD], peer[SMART_PROTO_BLOB_MAX];
+	size_t pl = sizeof(peer);
+	uint32_t id;
+	struct fake *k;
+	char addr[32];
+	uint16_t port;
+	int fd;
+
+	/* the blade: a wrong tag, then a good frame replayed */
+	fd = raw_connect(b);
+	raw_authenticate(fd, SECRET, strlen(SECRET), &a);
+	frame_of(fd, SMART_PROTO_WELCOME, p, sizeof(p));
+	raw_qp_connect(fd, &a, 0, 0);
+	expect_error(fd, SMART_EACCES);
+	close(fd);
+	fd = raw_connect(b);
+	raw_authenticate(fd, SECRET, strlen(SECRET), &a);
+	frame_of(fd, SMART_PROTO_WELCOME, p, sizeof(p));
+	raw_qp_connect(fd, &a, 0, 1);
+	frame_of(fd, SMART_PROTO_QP_ACCEPT, p, sizeof(p));
+	raw_qp_connect(fd, &a, 0, 1);
+	expect_error(fd, SMART_EACCES);
+	close(fd);
+	smart_blade_stats(b, &bs);
+	CHECK_U64_EQ(bs.refused, 2);
+	smart_blade_destroy(b);
+	/* the client: a QP_ACCEPT not tagged by the blade of the session */
+	k = fake_tcp_with(&port, fake_blade_main);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_OK(smart__boot_open(addr, "shm", SECRET, strlen(SECRET), 3000,
+				  NULL, &s, &bw));
+	CHECK_EQ(smart__boot_qp_connect(s, "qp-blob", 8, peer, &pl, &id),
+		 SMART_EACCES);
+	smart__boot_close(s);
+	fake_end(k);
+}
+
 /* ---- another uid (root only) ------------------------------------------- */
 
 static void become_nobody(void)
@@ -883,6 +1001,7 @@ int main(int argc, char **argv)
 		{ "wrong_secret", test_wrong_secret },
 		{ "old_version", test_old_version },
 		{ "accept_tag", test_accept_tag },
+		{ "session_tag", test_session_tag },
 		{ "other_uid", test_other_uid },
 		{ NULL, NULL } }, children);
 }
