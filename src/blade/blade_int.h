@@ -116,8 +116,9 @@ struct smart_blade {
 	uint8_t *secret;	/* NULL: none required */
 	size_t secret_len;
 	int max_clients;	/* authenticated sessions */
-	int max_unauth;		/* sessions without a valid HELLO yet */
-	int auth_timeout_ms;	/* to present a HELLO or an fd token */
+	int max_unauth;		/* sessions not authenticated yet */
+	int auth_timeout_ms;	/* to prove the secret, or send an fd
+				 * request */
 	int hs_timeout_ms;	/* authenticated: replies unread this long */
 	uint32_t lease_ms;
 	int64_t dm_size;	/* device memory asked for: -1 auto */

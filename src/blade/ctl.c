@@ -5,9 +5,10 @@
  *
  * Invariants:
  *  - Every socket is non-blocking and every send uses MSG_DONTWAIT, so no
- *    client can stall the loop; a peer that presents no valid HELLO (TCP)
- *    or token (unix) within auth_timeout_ms is dropped, an authenticated
- *    client whose replies stay unread for hs_timeout_ms too.
+ *    client can stall the loop; a peer that proves no secret (TCP: HELLO,
+ *    AUTH) or presents no fd request (unix) within auth_timeout_ms is
+ *    dropped, an authenticated client whose replies stay unread for
+ *    hs_timeout_ms too.
  *  - A new connection is never refused for lack of room: it evicts the
  *    oldest unauthenticated session (or pending fd request) instead, so
  *    idle peers without the secret cannot lock real clients out, and the
