@@ -244,7 +244,9 @@ static void on_auth(struct smart_blade *b, struct blade_session *s,
 }
 
 /* The client refused our CHALLENGE (the secrets differ): it says why and
- * goes; there is nothing to answer. */
+ * goes.  Nothing to answer, but what is queued (the CHALLENGE, when both
+ * frames came in one read) is still flushed before the half-close, as
+ * for any closing session. */
 static void on_client_error(struct smart_blade *b, struct blade_session *s,
 			    const uint8_t *p, size_t len)
 {
@@ -257,7 +259,8 @@ static void on_client_error(struct smart_blade *b, struct blade_session *s,
 	atomic_fetch_add_explicit(&b->n_refused, 1, memory_order_relaxed);
 	smart__info(&b->log, "session fd %d: the client refused us: %s (%s)",
 		    s->fd, e.msg, smart_status_name(e.status));
-	s->state = SESS_DEAD;
+	s->state = SESS_CLOSING;
+	s->deadline = smart__blade_now_ms() + BLADE_LINGER_MS;
 }
 
 /* Lowest free responder slot, growing the table up to the cap; -1 if full. */

@@ -433,13 +433,15 @@ static struct fake *fake_tcp(uint16_t *port)
 	return fake_tcp_with(port, fake_main);
 }
 
+/* Wait for the fake to finish; what it got stays readable until the
+ * test frees it. */
 static void fake_end(struct fake *k)
 {
 	CHECK_OK(pthread_join(k->th, NULL));
 	close(k->lfd);
 	if (k->fwd_fd >= 0)
 		close(k->fwd_fd);
-	free(k);
+	k->lfd = k->fwd_fd = -1;
 }
 
 /* The longest run of the secret's bytes found in what a fake got.  Runs
@@ -548,6 +550,7 @@ static void test_squatter(void)
 	smart_rpc_close(c);
 	ep_close(&d);
 	close(hold);
+	free(k);
 }
 
 static smart_blade_t *blade_start(void)
@@ -589,6 +592,7 @@ static void test_fake_blade(void)
 	CHECK_OK(smart_ctx_connect(ctx, smart_blade_address(b), &id));
 	CHECK_OK(smart_ctx_destroy(ctx));
 	smart_blade_destroy(b);
+	free(k);
 }
 
 /* A dialer without the secret sends the listener's proof back as its
@@ -655,6 +659,7 @@ static void test_relay(void)
 	CHECK(!got_type(k, SMART_PROTO_PEER_CONNECT));
 	ep_close(&e);
 	close(hold);
+	free(k);
 }
 
 /* A dialer proving with another key: refused. */
@@ -768,6 +773,7 @@ static void test_old_version(void)
 	fake_end(k);
 	ep_close(&d);
 	close(hold);
+	free(k);
 }
 
 static void test_accept_tag(void)
@@ -794,6 +800,7 @@ static void test_accept_tag(void)
 	CHECK(got_type(k, SMART_PROTO_PEER_CONNECT));
 	ep_close(&d);
 	close(hold);
+	free(k);
 }
 
 /* Read one frame of type want from fd into p (cap bytes); its length. */
@@ -901,6 +908,7 @@ static void test_session_tag(void)
 		 SMART_EACCES);
 	smart__boot_close(s);
 	fake_end(k);
+	free(k);
 }
 
 /* ---- another uid (root only) ------------------------------------------- */
