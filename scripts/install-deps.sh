@@ -6,9 +6,11 @@ set -euo pipefail
 
 # libibverbs-dev: the verbs transport and its tests (run in the Soft-RoCE VM,
 # whose own packages tests/vm/lib.sh installs on first use).
+# libsodium-dev: the handshakes' HMAC-SHA-256 and nonces (docs/protocol.md).
 # valgrind: bench/op-cost.sh counts instructions per op with callgrind
 # (and its ctest, test_op_cost).
-pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev valgrind "$@")
+pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev
+	libsodium-dev valgrind "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

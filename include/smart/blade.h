@@ -44,12 +44,13 @@ struct smart_blade_config {
 	size_t secret_len;	/* SMART_SECRET_MIN..SMART_SECRET_MAX */
 	const char *transport;	/* "shm" or "verbs"; NULL = "shm" */
 	uint32_t chunk_size;	/* allocator chunk, power of two; [1M] */
-	int max_clients;	/* authenticated sessions at once; a HELLO
+	int max_clients;	/* authenticated sessions at once; a client
 				 * beyond is refused SMART_EBUSY; [256] */
-	int max_unauth;		/* connections without a valid HELLO yet;
-				 * a new one evicts the oldest; [128] */
-	int auth_timeout_ms;	/* time a peer has to present a valid HELLO
-				 * (TCP) or fd token (unix socket); [1000] */
+	int max_unauth;		/* connections not authenticated yet; a new
+				 * one evicts the oldest; [128] */
+	int auth_timeout_ms;	/* time a peer has to prove the secret
+				 * (HELLO, AUTH on TCP) or present its fd
+				 * request (unix socket); [1000] */
 	int handshake_timeout_ms;	/* an authenticated client whose
 					 * replies stay unread this long is
 					 * dropped; [5000] */

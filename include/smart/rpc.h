@@ -91,6 +91,10 @@ struct smart_rpc_cfg {
 				 * message the endpoint stays in polling mode
 				 * (smart_rpc_event_arm refuses): 50 (up to
 				 * 1000000) */
+	uint32_t allow_uid[4];	/* shm: uids besides our effective uid and
+				 * root that may be the other end of a
+				 * connection, either way (SO_PEERCRED); 0:
+				 * an unused entry */
 };
 
 /* Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field

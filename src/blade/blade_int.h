@@ -9,6 +9,9 @@
  *  - A session's buffers are bounded: in[] holds at most one largest legal
  *    frame, out[] at most BLADE_OUT_CAP bytes; a frame is processed only
  *    when out[] has room for the largest reply, so replies never overflow.
+ *  - A session is authenticated (SESS_READY) only after the client proved
+ *    the secret (AUTH) over our fresh nonce; the secret itself never
+ *    crosses the socket (wire/auth.h).
  *  - A session's fd-passing token is live only in SESS_READY and is cleared
  *    after its first use; it dies with the session.
  *  - Responders belong to exactly one session and are destroyed with it.
@@ -32,6 +35,7 @@
 #include "smart/blade.h"
 #include "transport/transport.h"
 #include "util/log.h"
+#include "wire/auth.h"
 #include "wire/proto.h"
 
 _Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
@@ -48,6 +52,8 @@ _Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
 
 enum blade_sess_state {
 	SESS_HELLO,	/* connected, HELLO expected before the deadline */
+	SESS_AUTH,	/* CHALLENGE sent, the client's AUTH expected (or
+			 * its ERROR: it refused our proof) */
 	SESS_READY,	/* authenticated: QP_CONNECT/QP_CLOSE/BYE served */
 	SESS_CLOSING,	/* final ERROR queued: flush, drain, then close */
 	SESS_DEAD,	/* to be freed by the control thread */
@@ -59,10 +65,20 @@ struct blade_session {
 	int wr_shut;		/* SHUT_WR done while closing */
 	int authed;		/* welcomed: counted in nauth, not nunauth */
 	int no_room;		/* set before each process(): max_clients hit */
+	int fixed_nonce;	/* socketless (fuzz) session: a zero nonce, so
+				 * that a corpus can hold a valid AUTH */
+	struct smart__auth auth;	/* key: the blade's secret */
+	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* the HELLO's */
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	size_t hello_len;	/* the HELLO's payload: both proofs cover it */
+	uint64_t seq_in, seq_out;	/* frames after the AUTH, resp. the
+					 * WELCOME, each tagged with its own */
 	uint64_t deadline;	/* ms: auth or close deadline; 0 = none */
 	uint64_t stall;		/* ms: output pending without progress since */
 	size_t discarded;
-	uint8_t token[SMART_PROTO_TOKEN_LEN];
+	uint8_t fetch[SMART_PROTO_FETCH_LEN];	/* the fd request expected:
+						 * the client's proof over
+						 * the WELCOME's token */
 	int token_live;
 	uint16_t lease_id;	/* the client's lease, 0 = none yet */
 	int said_bye;		/* left cleanly: release, do not fence */
@@ -73,12 +89,13 @@ struct blade_session {
 	uint8_t out[BLADE_OUT_CAP];
 };
 
-/* A pending fd request on the unix socket: 16 token bytes expected. */
+/* A pending fd request on the unix socket: SMART_PROTO_FETCH_LEN bytes
+ * expected (the client's proof over its WELCOME's token). */
 struct blade_fdreq {
 	int fd;			/* -1 once finished, expired or evicted */
 	uint64_t deadline;
 	size_t n;
-	uint8_t got[SMART_PROTO_TOKEN_LEN];
+	uint8_t got[SMART_PROTO_FETCH_LEN];
 };
 
 struct smart_blade {
@@ -99,8 +116,9 @@ struct smart_blade {
 	uint8_t *secret;	/* NULL: none required */
 	size_t secret_len;
 	int max_clients;	/* authenticated sessions */
-	int max_unauth;		/* sessions without a valid HELLO yet */
-	int auth_timeout_ms;	/* to present a HELLO or an fd token */
+	int max_unauth;		/* sessions not authenticated yet */
+	int auth_timeout_ms;	/* to prove the secret, or send an fd
+				 * request */
 	int hs_timeout_ms;	/* authenticated: replies unread this long */
 	uint32_t lease_ms;
 	int64_t dm_size;	/* device memory asked for: -1 auto */
@@ -147,8 +165,9 @@ void smart__blade_sess_process(struct smart_blade *b,
 /* Queue ERROR(status, msg) and move to SESS_CLOSING. */
 void smart__blade_sess_refuse(struct smart_blade *b, struct blade_session *s,
 			      int status, const char *msg);
-/* Constant-time token match against live tokens; consumes the match. */
-int smart__blade_token_take(struct smart_blade *b, const uint8_t *token);
+/* Constant-time match of an fd request (SMART_PROTO_FETCH_LEN bytes)
+ * against the live sessions' expected ones; consumes the match. */
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch);
 
 /*
  * Feed bytes to a fresh socketless session as if received from a client

@@ -5,9 +5,10 @@
  *
  * Invariants:
  *  - Every socket is non-blocking and every send uses MSG_DONTWAIT, so no
- *    client can stall the loop; a peer that presents no valid HELLO (TCP)
- *    or token (unix) within auth_timeout_ms is dropped, an authenticated
- *    client whose replies stay unread for hs_timeout_ms too.
+ *    client can stall the loop; a peer that proves no secret (TCP: HELLO,
+ *    AUTH) or presents no fd request (unix) within auth_timeout_ms is
+ *    dropped, an authenticated client whose replies stay unread for
+ *    hs_timeout_ms too.
  *  - A new connection is never refused for lack of room: it evicts the
  *    oldest unauthenticated session (or pending fd request) instead, so
  *    idle peers without the secret cannot lock real clients out, and the
@@ -200,7 +201,7 @@ static void evict_session(struct smart_blade *b)
 		s = b->sess[i];
 		if (s->authed || s->fd < 0)
 			continue;
-		if (s->state == SESS_HELLO &&
+		if ((s->state == SESS_HELLO || s->state == SESS_AUTH) &&
 		    !smart__proto_enc_error(SMART_EBUSY, "evicted: too many "
 					    "connections without a hello", f,
 					    sizeof(f), &n) &&
@@ -332,7 +333,8 @@ static void expire(struct smart_blade *b, uint64_t now)
 	for (int i = 0; i < b->nsess; i++) {
 		struct blade_session *s = b->sess[i];
 
-		if (s->state == SESS_HELLO && now >= s->deadline) {
+		if ((s->state == SESS_HELLO || s->state == SESS_AUTH) &&
+		    now >= s->deadline) {
 			count(&b->n_timeouts);
 			smart__info(&b->log, "session fd %d: no hello within "
 				    "the auth deadline", s->fd);

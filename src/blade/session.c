@@ -6,11 +6,18 @@
  * and the fuzz entry smart__blade_session_feed() drive the same code.
  *
  * States: SESS_HELLO accepts only HELLO (or BYE); a good HELLO is
- * refused with SMART_EBUSY when the control thread has flagged the blade
- * full (s->no_room), and sets s->authed otherwise; SESS_READY accepts
- * QP_CONNECT, QP_CLOSE and BYE; anything else, and any malformed frame,
- * queues an ERROR and moves to SESS_CLOSING, after which no input is
- * interpreted.  A frame is handled only when out[] has room for the largest
+ * answered with a CHALLENGE (our fresh nonce and our proof of the secret
+ * over the HELLO) and moves to SESS_AUTH, which accepts only the client's
+ * AUTH (its proof over both nonces), or its ERROR when it refused our
+ * proof.  A good AUTH is refused with SMART_EBUSY when the control thread
+ * has flagged the blade full (s->no_room), and sets s->authed otherwise
+ * (a WELCOME, tagged); SESS_READY accepts QP_CONNECT, QP_CLOSE and BYE;
+ * anything else, and any malformed frame, queues an ERROR and moves to
+ * SESS_CLOSING, after which no input is interpreted.  The transport and
+ * the room are looked at only after the AUTH: nothing is learnt without
+ * the secret.  Every frame after the AUTH, either way, is tagged with its
+ * type and its sequence number (wire/auth.h): one that is not is refused
+ * (SMART_EACCES) before it is looked at.  A frame is handled only when out[] has room for the largest
  * reply, which is what bounds out[] without ever dropping a reply.
  */
 #include <errno.h>
@@ -41,6 +48,8 @@ struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd)
 		return NULL;
 	s->fd = fd;
 	s->state = SESS_HELLO;
+	s->auth.key = b->secret;
+	s->auth.key_len = b->secret_len;
 	s->deadline = smart__blade_now_ms() + (uint64_t)b->auth_timeout_ms;
 	return s;
 }
@@ -62,7 +71,8 @@ void smart__blade_sess_free(struct smart_blade *b, struct blade_session *s)
 	free(s->resp);
 	if (s->fd >= 0)
 		close(s->fd);
-	explicit_bzero(s->token, sizeof(s->token));
+	explicit_bzero(s->fetch, sizeof(s->fetch));
+	explicit_bzero(&s->auth, sizeof(s->auth));
 	free(s);
 }
 
@@ -105,12 +115,6 @@ static void refused(struct smart_blade *b, struct blade_session *s,
 	smart__blade_sess_refuse(b, s, status, msg);
 }
 
-static int secret_ok(const struct smart_blade *b, const uint8_t *got,
-		     size_t glen)
-{
-	return smart__proto_secret_ok(b->secret, b->secret_len, got, glen);
-}
-
 static void welcome(struct smart_blade *b, struct blade_session *s)
 {
 	struct smart_proto_welcome w;
@@ -133,15 +137,16 @@ static void welcome(struct smart_blade *b, struct blade_session *s)
 	memcpy(w.blob, b->blob, b->blob_len);
 	w.blob_len = b->blob_len;
 	if (b->uname_len) {
-		if (getrandom(s->token, sizeof(s->token), 0) !=
-		    (ssize_t)sizeof(s->token)) {
+		if (getrandom(w.token, sizeof(w.token), 0) !=
+		    (ssize_t)sizeof(w.token)) {
 			smart__err(&b->log, "getrandom: %s", strerror(errno));
 			smart__blade_sess_refuse(b, s, SMART_ESYS,
 						 "blade cannot make a token");
 			return;
 		}
 		w.flags = SMART_PROTO_WF_FETCH_FD;
-		memcpy(w.token, s->token, sizeof(w.token));
+		smart__auth_tag(&s->auth, SMART_AUTH_D_FETCH, w.token,
+				sizeof(w.token), s->fetch);
 		memcpy(w.sock, b->uname, b->uname_len + 1);
 		w.sock_len = b->uname_len;
 		s->token_live = 1;
@@ -152,12 +157,33 @@ static void welcome(struct smart_blade *b, struct blade_session *s)
 		return;
 	}
 	explicit_bzero(w.token, sizeof(w.token));
+	smart__auth_seal(&s->auth, SMART_AUTH_L_WELCOME, f, n);
 	out_put(s, f, n);
 	s->state = SESS_READY;
 	s->authed = 1;
 	s->deadline = 0;
 	atomic_fetch_add_explicit(&b->n_authenticated, 1,
 				  memory_order_relaxed);
+}
+
+/* Our nonce (a socketless fuzz session's is zero) and our proof. */
+static int challenge(struct smart_blade *b, struct blade_session *s)
+{
+	struct smart_proto_challenge c;
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_CHALLENGE_LEN];
+	size_t n;
+
+	if (s->fixed_nonce)
+		memset(s->auth.nl, 0, sizeof(s->auth.nl));
+	else if (smart__auth_nonce(s->auth.nl))
+		return SMART_ESYS;
+	memcpy(c.nonce, s->auth.nl, sizeof(c.nonce));
+	smart__auth_tag(&s->auth, SMART_AUTH_L_CHALLENGE, s->hello,
+			s->hello_len, c.proof);
+	if (smart__proto_enc_challenge(&c, f, sizeof(f), &n))
+		return SMART_ESYS;
+	out_put(s, f, n);
+	return 0;
 }
 
 static void on_hello(struct smart_blade *b, struct blade_session *s,
@@ -168,8 +194,8 @@ static void on_hello(struct smart_blade *b, struct blade_session *s,
 	int rc = smart__proto_dec_hello(p, len, &h);
 
 	if (rc == SMART_EVERSION) {
-		snprintf(msg, sizeof(msg),
-			 "protocol version %u not supported, blade speaks %d",
+		snprintf(msg, sizeof(msg), "protocol version %u too old or "
+			 "unknown, blade speaks %d: upgrade the client",
 			 h.version, SMART_PROTO_VERSION);
 		refused(b, s, SMART_EVERSION, msg);
 		return;
@@ -178,14 +204,39 @@ static void on_hello(struct smart_blade *b, struct blade_session *s,
 		malformed(b, s, "malformed hello");
 		return;
 	}
-	/* Check the secret first so that nothing is learnt without it. */
-	if (!secret_ok(b, h.secret, h.secret_len)) {
+	memcpy(s->hello, p, len);
+	s->hello_len = len;
+	memcpy(s->auth.nd, h.nonce, sizeof(s->auth.nd));
+	memcpy(s->transport, h.transport, sizeof(s->transport));
+	if (challenge(b, s)) {
+		smart__err(&b->log, "session fd %d: cannot make a nonce",
+			   s->fd);
+		smart__blade_sess_refuse(b, s, SMART_ESYS, "internal error");
+		return;
+	}
+	s->state = SESS_AUTH;
+}
+
+static void on_auth(struct smart_blade *b, struct blade_session *s,
+		    const uint8_t *p, size_t len)
+{
+	uint8_t proof[SMART_PROTO_TAG_LEN];
+	char msg[SMART_PROTO_ERRMSG_MAX + 1];
+
+	if (smart__proto_dec_auth(p, len, proof)) {
+		malformed(b, s, "malformed auth");
+		return;
+	}
+	/* The proof first, so that nothing is learnt without the secret. */
+	if (!SMART_M_BOOT_NO_PROOF_CHECK &&
+	    !smart__auth_check(&s->auth, SMART_AUTH_D_AUTH, s->hello,
+			       s->hello_len, proof)) {
 		refused(b, s, SMART_EACCES, "secret refused");
 		return;
 	}
-	if (strcmp(h.transport, b->transport)) {
+	if (strcmp(s->transport, b->transport)) {
 		snprintf(msg, sizeof(msg), "transport %s not served, blade "
-			 "uses %s", h.transport, b->transport);
+			 "uses %s", s->transport, b->transport);
 		refused(b, s, SMART_ENOTSUP, msg);
 		return;
 	}
@@ -196,6 +247,26 @@ static void on_hello(struct smart_blade *b, struct blade_session *s,
 		return;
 	}
 	welcome(b, s);
+}
+
+/* The client refused our CHALLENGE (the secrets differ): it says why and
+ * goes.  Nothing to answer, but what is queued (the CHALLENGE, when both
+ * frames came in one read) is still flushed before the half-close, as
+ * for any closing session. */
+static void on_client_error(struct smart_blade *b, struct blade_session *s,
+			    const uint8_t *p, size_t len)
+{
+	struct smart_proto_error e;
+
+	if (smart__proto_dec_error(p, len, &e)) {
+		malformed(b, s, "malformed error");
+		return;
+	}
+	atomic_fetch_add_explicit(&b->n_refused, 1, memory_order_relaxed);
+	smart__info(&b->log, "session fd %d: the client refused us: %s (%s)",
+		    s->fd, e.msg, smart_status_name(e.status));
+	s->state = SESS_CLOSING;
+	s->deadline = smart__blade_now_ms() + BLADE_LINGER_MS;
 }
 
 /* Lowest free responder slot, growing the table up to the cap; -1 if full. */
@@ -269,15 +340,18 @@ static void on_qp_connect(struct smart_blade *b, struct blade_session *s,
 		smart__blade_sess_refuse(b, s, SMART_ESYS, "internal error");
 		return;
 	}
+	smart__auth_seal_seq(&s->auth, SMART_AUTH_L_SESSION, s->seq_out++, f,
+			     n);
 	out_put(s, f, n);
 }
 
 static void on_qp_close(struct smart_blade *b, struct blade_session *s,
 			const uint8_t *p, size_t len)
 {
+	uint8_t tag[SMART_PROTO_TAG_LEN];
 	uint32_t id;
 
-	if (smart__proto_dec_qp_close(p, len, &id)) {
+	if (smart__proto_dec_qp_close(p, len, &id, tag)) {
 		malformed(b, s, "malformed qp_close");
 		return;
 	}
@@ -292,11 +366,35 @@ static void on_qp_close(struct smart_blade *b, struct blade_session *s,
 	s->nresp--;
 }
 
+/* A frame of an authenticated session: its tag must be the client's for
+ * this type and the next sequence number.  A BYE before the WELCOME has
+ * nothing to tag it with and nothing to release. */
+static int session_tag_ok(struct smart_blade *b, struct blade_session *s,
+			  uint16_t type, const uint8_t *p, size_t len)
+{
+	if (s->state != SESS_READY || SMART_M_BOOT_NO_SESSION_TAG)
+		return 1;
+	if (smart__auth_open_seq(&s->auth, SMART_AUTH_D_SESSION, s->seq_in,
+				 type, p, len)) {
+		s->seq_in++;
+		return 1;
+	}
+	refused(b, s, SMART_EACCES, "frame not tagged with this session's "
+		"proof");
+	return 0;
+}
+
 static void dispatch(struct smart_blade *b, struct blade_session *s,
 		     uint16_t type, const uint8_t *p, size_t len)
 {
+	uint8_t tag[SMART_PROTO_TAG_LEN];
+
+	if ((type == SMART_PROTO_BYE || type == SMART_PROTO_QP_CONNECT ||
+	     type == SMART_PROTO_QP_CLOSE) &&
+	    !session_tag_ok(b, s, type, p, len))
+		return;
 	if (type == SMART_PROTO_BYE) {
-		if (smart__proto_dec_bye(p, len)) {
+		if (smart__proto_dec_bye(p, len, tag)) {
 			malformed(b, s, "malformed bye");
 		} else {
 			s->said_bye = 1;
@@ -304,6 +402,10 @@ static void dispatch(struct smart_blade *b, struct blade_session *s,
 		}
 	} else if (s->state == SESS_HELLO && type == SMART_PROTO_HELLO) {
 		on_hello(b, s, p, len);
+	} else if (s->state == SESS_AUTH && type == SMART_PROTO_AUTH) {
+		on_auth(b, s, p, len);
+	} else if (s->state == SESS_AUTH && type == SMART_PROTO_ERROR) {
+		on_client_error(b, s, p, len);
 	} else if (s->state == SESS_READY && type == SMART_PROTO_QP_CONNECT) {
 		on_qp_connect(b, s, p, len);
 	} else if (s->state == SESS_READY && type == SMART_PROTO_QP_CLOSE) {
@@ -320,7 +422,8 @@ void smart__blade_sess_process(struct smart_blade *b,
 	size_t flen;
 	int rc;
 
-	while (s->state == SESS_HELLO || s->state == SESS_READY) {
+	while (s->state == SESS_HELLO || s->state == SESS_AUTH ||
+	       s->state == SESS_READY) {
 		rc = smart__proto_hdr_check(s->in, s->in_len, &h);
 		if (rc == SMART_EAGAIN)
 			return;
@@ -337,10 +440,12 @@ void smart__blade_sess_process(struct smart_blade *b,
 		dispatch(b, s, h.type, s->in + SMART_PROTO_HDR_LEN, h.len);
 		memmove(s->in, s->in + flen, s->in_len - flen);
 		s->in_len -= flen;
+		/* an old client's HELLO held its secret: keep no copy */
+		explicit_bzero(s->in + s->in_len, flen);
 	}
 }
 
-int smart__blade_token_take(struct smart_blade *b, const uint8_t *token)
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch)
 {
 	struct blade_session *hit = NULL;
 
@@ -348,15 +453,15 @@ int smart__blade_token_take(struct smart_blade *b, const uint8_t *token)
 		struct blade_session *s = b->sess[i];
 		volatile uint8_t diff = 0;
 
-		for (size_t k = 0; k < SMART_PROTO_TOKEN_LEN; k++)
-			diff |= (uint8_t)(s->token[k] ^ token[k]);
+		for (size_t k = 0; k < SMART_PROTO_FETCH_LEN; k++)
+			diff |= (uint8_t)(s->fetch[k] ^ fetch[k]);
 		if (diff == 0 && s->token_live && s->state == SESS_READY)
 			hit = s;
 	}
 	if (!hit)
 		return SMART_EACCES;
 	hit->token_live = 0;
-	explicit_bzero(hit->token, sizeof(hit->token));
+	explicit_bzero(hit->fetch, sizeof(hit->fetch));
 	return 0;
 }
 
@@ -370,7 +475,9 @@ int smart__blade_session_feed(struct smart_blade *b, const uint8_t *data,
 
 	if (!s)
 		return SMART_ENOMEM;
-	while (s->state == SESS_HELLO || s->state == SESS_READY) {
+	s->fixed_nonce = 1;
+	while (s->state == SESS_HELLO || s->state == SESS_AUTH ||
+	       s->state == SESS_READY) {
 		size_t room = BLADE_IN_CAP - s->in_len;
 		size_t n = len < room ? len : room;
 

@@ -40,10 +40,12 @@ struct smart__boot_welcome {
 
 /*
  * Connect to hostport ("host:port", see smart__proto_parse_addr), say HELLO
- * with the transport name and secret (secret_len 0..4096, secret may be
- * NULL when 0) and wait for the blade's answer, all within timeout_ms.
- * Returns 0 with *out and *welcome filled, or the blade's refusal
- * (SMART_EACCES, SMART_EVERSION, SMART_ENOTSUP, SMART_EBUSY, ...), or
+ * with the transport name, and prove the secret (secret_len 0..4096,
+ * secret may be NULL when 0; it never crosses the socket) once the blade
+ * proved it, all within timeout_ms.  Returns 0 with *out and *welcome
+ * filled, or the blade's refusal (SMART_EACCES, SMART_EVERSION,
+ * SMART_ENOTSUP, SMART_EBUSY, ...), SMART_EACCES also when the blade did
+ * not prove the secret (a wrong secret, or not a blade of ours), or
  * SMART_EPROTO (malformed answer), SMART_ETIMEDOUT, SMART_ECONN (refused,
  * reset, closed), SMART_EINVAL (bad arguments or address).  lg may be NULL
  * and must outlive the session.
@@ -55,7 +57,8 @@ int smart__boot_open(const char *hostport, const char *transport,
 
 /*
  * Fetch the region's file descriptor: connect to the blade's abstract unix
- * socket named in the WELCOME, present the one-time token and receive the
+ * socket named in the WELCOME, present our proof over its one-time token
+ * (never the token: whoever relayed the TCP session saw it) and receive the
  * fd by SCM_RIGHTS.  The token is single use: a second call fails with
  * SMART_EACCES.  SMART_EINVAL when the WELCOME offered no fd.  The caller
  * owns *fd_out (close-on-exec set).

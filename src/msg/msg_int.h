@@ -46,6 +46,7 @@
 #include "core/core.h"
 #include "smart/rpc.h"
 #include "transport/transport.h"
+#include "wire/auth.h"
 #include "wire/msg.h"
 #include "wire/proto.h"
 #include "util/sockio.h"
@@ -219,7 +220,8 @@ struct smart_rpc_conn {
 /* A handshake a listener serves (peer.c). */
 struct rpc_pend {
 	int fd;
-	int authed;
+	int challenged;		/* our CHALLENGE sent: its AUTH expected */
+	int authed;		/* its AUTH good: its PEER_CONNECT expected */
 	int refused;		/* ERROR sent: its input drained until the
 				 * dialer closes (closing on unread input
 				 * would reset the socket before the dialer
@@ -227,8 +229,19 @@ struct rpc_pend {
 	int fd_got[SMART_SOCK_FDS];	/* descriptors the dialer passed (as
 					 * smart__rpc_conn_fds), or -1 */
 	int64_t deadline;	/* ms */
+	struct smart__auth auth;	/* key: the ctx's secret */
+	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* the HELLO's */
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	size_t hello_len;	/* the HELLO's payload: both proofs cover it */
 	size_t in_len;
 	uint8_t in[SMART_PROTO_FRAME_MAX];
+};
+
+/* A dial in progress (on its stack): a HELLO bearing its nonce that
+ * reaches our own listener is our dial reflected back to us. */
+struct rpc_dialing {
+	uint8_t nd[SMART_AUTH_NONCE_LEN];
+	struct rpc_dialing *next;
 };
 
 struct rpc_handler {
@@ -275,6 +288,7 @@ struct smart_rpc {
 	int lfd, pfd;		/* listening socket; TCP port holder */
 	char laddr[64];
 	struct rpc_pend *pend;	/* max_pending */
+	struct rpc_dialing *dialing;	/* dials in progress: their nonces */
 	uint32_t next_peer_id;
 	uint32_t nspare;	/* connections in the QP cache */
 	/* counters of connections gone, and of the endpoint */

@@ -3,11 +3,23 @@
  * dialing one.  Out of band over a stream socket, as the blade bootstrap
  * (X-RDMA: TCP setup ~0.1 ms against rdma_cm's ~4 ms):
  *
- *   dialer -> listener   HELLO (version, transport, secret)
+ *   dialer -> listener   HELLO (version, transport, dialer nonce)
+ *   listener -> dialer   CHALLENGE (listener nonce, listener proof)
+ *   dialer -> listener   AUTH (dialer proof)
  *   dialer -> listener   PEER_CONNECT (window, max_msg, rndv_max, QP blob,
- *                        staging region blob) [+ 2 fds]
- *   listener -> dialer   PEER_ACCEPT (id, the same of its own) [+ 2 fds]
- *                        or ERROR (status, reason), then close
+ *                        staging region blob, tag) [+ fds]
+ *   listener -> dialer   PEER_ACCEPT (id, the same of its own, tag)
+ *                        [+ fds]
+ *   either way           ERROR (status, reason), then close
+ *
+ * The secret never crosses the socket (wire/auth.h): each side proves it
+ * by an HMAC over both fresh nonces and its role.  The listener proves it
+ * first, so a dialer sends nothing that needs a genuine listener (its
+ * proof, its QP and staging, their descriptors) and maps nothing before;
+ * the PEER frames are tagged, so what each side announced cannot be
+ * changed on the way.  On shm the other end's uid (SO_PEERCRED) must also
+ * be ours, root's or one the configuration allows, both ways: the
+ * abstract name can be bound by any local process.
  *
  * On shm the QPs' receive segments and the staging regions (the memory a
  * peer READs rendezvous payloads from) are descriptors that travel with
@@ -20,8 +32,9 @@
  * non-blocking accepts and reads, at most max_pending handshakes at once
  * (a newcomer evicts the oldest one still unauthenticated, so idle peers
  * without the secret cannot lock real ones out), each bounded by the
- * endpoint's timeout.  Nothing is learnt without the secret: it is checked
- * before the transport name and before any room is looked at.
+ * endpoint's timeout.  Nothing is learnt without the secret: the dialer's
+ * proof is checked before the transport name and before any room is
+ * looked at.
  *
  * Invariant: every descriptor a peer passes is either given to the
  * transport (which owns it then) or closed; none is kept past its
@@ -57,6 +70,27 @@ static uint16_t addr_port(const struct sockaddr_storage *ss)
 	if (ss->ss_family == AF_INET6)
 		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
 	return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* shm: the uid at the other end of fd (as it was at its connect or
+ * listen) is ours, root's (who can read our memory anyway) or one that
+ * cfg.allow_uid names. */
+static int uid_ok(const struct smart_rpc *rpc, int fd, unsigned *uid)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	*uid = ~0u;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) ||
+	    len != sizeof(cr))
+		return 0;
+	*uid = cr.uid;
+	if (SMART_M_RPC_NO_PEERCRED || cr.uid == 0 || cr.uid == geteuid())
+		return 1;
+	for (size_t i = 0; i < SMART_ARRAY_SIZE(rpc->cfg.allow_uid); i++)
+		if (rpc->cfg.allow_uid[i] && rpc->cfg.allow_uid[i] == cr.uid)
+			return 1;
+	return 0;
 }
 
 /* ---- listening --------------------------------------------------------- */
@@ -117,14 +151,16 @@ int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len)
 	return 0;
 }
 
-/* What a slot got from its dialer goes: descriptors, input (the secret
- * may be in it). */
+/* What a slot got from its dialer goes: descriptors, input (an old
+ * dialer's HELLO held its secret), nonces. */
 static void pend_forget(struct rpc_pend *p)
 {
 	smart__rpc_fds_close(p->fd_got);
 	explicit_bzero(p->in, p->in_len);
+	explicit_bzero(&p->auth, sizeof(p->auth));
 	p->in_len = 0;
 	p->authed = 0;
+	p->challenged = 0;
 }
 
 static void pend_close(struct rpc_pend *p)
@@ -196,33 +232,103 @@ static void pend_drain(struct rpc_pend *p)
 	explicit_bzero(p->in, sizeof(p->in));
 }
 
-static int hello_ok(struct smart_rpc *rpc, struct rpc_pend *p,
+/* A HELLO bearing the nonce of one of our own dials in progress: our
+ * dial came back to us through a relay. */
+static int own_dial(const struct smart_rpc *rpc, const uint8_t *nd)
+{
+	for (const struct rpc_dialing *d = rpc->dialing; d; d = d->next)
+		if (!memcmp(d->nd, nd, sizeof(d->nd)))
+			return 1;
+	return 0;
+}
+
+/* Answer a HELLO with our nonce and our proof over it. */
+static int challenge(struct smart_rpc *rpc, struct rpc_pend *p)
+{
+	struct smart_proto_challenge c;
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_CHALLENGE_LEN];
+	size_t n;
+	int rc = smart__auth_nonce(p->auth.nl);
+
+	memcpy(c.nonce, p->auth.nl, sizeof(c.nonce));
+	smart__auth_tag(&p->auth, SMART_AUTH_L_CHALLENGE, p->hello,
+			p->hello_len, c.proof);
+	if (!rc)
+		rc = smart__proto_enc_challenge(&c, f, sizeof(f), &n);
+	/* one small frame to a socket that has sent us all it had */
+	if (!rc)
+		rc = smart__sock_send_all(p->fd, f, n, NULL, 0,
+					  smart__now_ms());
+	return rc;
+}
+
+static int hello_in(struct smart_rpc *rpc, struct rpc_pend *p,
 		    const uint8_t *pl, size_t len)
 {
 	struct smart_proto_hello h;
 	int rc = smart__proto_dec_hello(pl, len, &h);
 
 	if (rc == SMART_EVERSION) {
-		pend_refuse(rpc, p, rc, "protocol version not supported");
+		pend_refuse(rpc, p, rc, "protocol version too old or unknown: "
+			    "upgrade the dialer");
 		return 0;
 	}
 	if (rc) {
 		pend_refuse(rpc, p, SMART_EPROTO, "malformed hello");
 		return 0;
 	}
+	if (!SMART_M_RPC_NO_REFLECT_CHECK && own_dial(rpc, h.nonce)) {
+		pend_refuse(rpc, p, SMART_EACCES, "our own dial reflected");
+		return 0;
+	}
+	memcpy(p->hello, pl, len);
+	p->hello_len = len;
+	memcpy(p->auth.nd, h.nonce, sizeof(p->auth.nd));
+	memcpy(p->transport, h.transport, sizeof(p->transport));
+	p->auth.key = (const uint8_t *)rpc->ctx->secret;
+	p->auth.key_len = rpc->ctx->secret_len;
+	if (challenge(rpc, p)) {
+		pend_refuse(rpc, p, SMART_ESYS, "challenge not sent");
+		return 0;
+	}
+	p->challenged = 1;
+	return 1;
+}
+
+static int auth_in(struct smart_rpc *rpc, struct rpc_pend *p,
+		   const uint8_t *pl, size_t len)
+{
+	uint8_t proof[SMART_PROTO_TAG_LEN];
+
+	if (smart__proto_dec_auth(pl, len, proof)) {
+		pend_refuse(rpc, p, SMART_EPROTO, "malformed auth");
+		return 0;
+	}
 	if (!SMART_M_RPC_NO_SECRET_CHECK &&
-	    !smart__proto_secret_ok((const uint8_t *)rpc->ctx->secret,
-				    rpc->ctx->secret_len, h.secret,
-				    h.secret_len)) {
+	    !smart__auth_check(&p->auth, SMART_AUTH_D_AUTH, p->hello,
+			       p->hello_len, proof)) {
 		pend_refuse(rpc, p, SMART_EACCES, "secret refused");
 		return 0;
 	}
-	if (strcmp(h.transport, rpc->tp->name)) {
+	if (strcmp(p->transport, rpc->tp->name)) {
 		pend_refuse(rpc, p, SMART_ENOTSUP, "transport not served");
 		return 0;
 	}
 	p->authed = 1;
 	return 1;
+}
+
+/* The dialer refused our proof (the secrets differ): it says why. */
+static void dialer_error(struct smart_rpc *rpc, struct rpc_pend *p,
+			 const uint8_t *pl, size_t len)
+{
+	struct smart_proto_error e;
+
+	rpc->past.handshakes_refused++;
+	if (!smart__proto_dec_error(pl, len, &e))
+		smart__info(&rpc->ctx->log, "rpc: a dialer refused us: %s "
+			    "(%s)", e.msg, smart_status_name(e.status));
+	pend_close(p);
 }
 
 /* Our side of a connection, as a PEER frame tells it: window, message
@@ -277,6 +383,11 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	size_t n;
 	int rc;
 
+	if (!smart__auth_open(&p->auth, SMART_AUTH_D_PEER, pl, len)) {
+		pend_refuse(rpc, p, SMART_EACCES, "peer_connect not tagged "
+			    "with this session's proof");
+		return;
+	}
 	if (smart__proto_dec_peer(SMART_PROTO_PEER_CONNECT, pl, len, &in)) {
 		pend_refuse(rpc, p, SMART_EPROTO, "malformed peer_connect");
 		return;
@@ -300,6 +411,8 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	if (!rc)
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_ACCEPT, &outm, f,
 					   sizeof(f), &n);
+	if (!rc)
+		smart__auth_seal(&p->auth, SMART_AUTH_L_PEER, f, n);
 	/* one small frame to a socket that has sent us all it had: it
 	 * fits, or the dialer is not reading and gets nothing */
 	if (!rc)
@@ -334,10 +447,20 @@ static void pend_process(struct smart_rpc *rpc, struct rpc_pend *p)
 		flen = SMART_PROTO_HDR_LEN + h.len;
 		if (p->in_len < flen)
 			return;
-		if (!p->authed && h.type == SMART_PROTO_HELLO) {
-			if (!hello_ok(rpc, p, p->in + SMART_PROTO_HDR_LEN,
+		if (!p->challenged && h.type == SMART_PROTO_HELLO) {
+			if (!hello_in(rpc, p, p->in + SMART_PROTO_HDR_LEN,
 				      h.len))
 				return;
+		} else if (p->challenged && !p->authed &&
+			   h.type == SMART_PROTO_AUTH) {
+			if (!auth_in(rpc, p, p->in + SMART_PROTO_HDR_LEN,
+				     h.len))
+				return;
+		} else if (p->challenged && !p->authed &&
+			   h.type == SMART_PROTO_ERROR) {
+			dialer_error(rpc, p, p->in + SMART_PROTO_HDR_LEN,
+				     h.len);
+			return;
 		} else if (p->authed && h.type == SMART_PROTO_PEER_CONNECT) {
 			on_connect(rpc, p, p->in + SMART_PROTO_HDR_LEN, h.len);
 			return;
@@ -347,6 +470,7 @@ static void pend_process(struct smart_rpc *rpc, struct rpc_pend *p)
 		}
 		memmove(p->in, p->in + flen, p->in_len - flen);
 		p->in_len -= flen;
+		explicit_bzero(p->in + p->in_len, flen);
 	}
 }
 
@@ -373,7 +497,12 @@ static void pend_read(struct smart_rpc *rpc, struct rpc_pend *p)
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (r <= 0) {
-			pend_close(p);	/* the peer went */
+			/* the peer went; a dialer that refused our proof
+			 * said why just before */
+			if (r == 0 && p->challenged && !p->authed)
+				pend_process(rpc, p);
+			if (p->fd >= 0)
+				pend_close(p);
 			return;
 		}
 		p->in_len += (size_t)r;
@@ -401,8 +530,20 @@ static struct rpc_pend *pend_slot(struct smart_rpc *rpc)
 	return old;
 }
 
+static void uid_refuse(struct smart_rpc *rpc, struct rpc_pend *p,
+		       unsigned uid)
+{
+	char why[96];
+
+	snprintf(why, sizeof(why), "uid %u not allowed (ours, root's or "
+		 "allow_uid)", uid);
+	pend_refuse(rpc, p, SMART_EACCES, why);
+}
+
 static void accept_some(struct smart_rpc *rpc, int64_t now)
 {
+	unsigned uid;
+
 	for (int i = 0; i < PEER_ACCEPTS_PER_TICK; i++) {
 		int fd = accept4(rpc->lfd, NULL, NULL,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -418,12 +559,14 @@ static void accept_some(struct smart_rpc *rpc, int64_t now)
 		}
 		p->fd = fd;
 		smart__rpc_fds_none(p->fd_got);
-		p->authed = 0;
+		p->authed = p->challenged = 0;
 		p->in_len = 0;
 		p->deadline = now + rpc->cfg.timeout_ms;
 		/* event mode: its bytes wake the endpoint */
 		if (smart__rpc_event_add(rpc, fd))
 			pend_refuse(rpc, p, SMART_EBUSY, "out of memory");
+		else if (rpc->passes_fds && !uid_ok(rpc, fd, &uid))
+			uid_refuse(rpc, p, uid);
 	}
 }
 
@@ -460,6 +603,17 @@ static void dial_idle(void *arg)
 	smart__rpc_step(arg);
 }
 
+/* Dials may overlap (from tasks): each leaves the list when done. */
+static void dialing_drop(struct smart_rpc *rpc, struct rpc_dialing *me)
+{
+	struct rpc_dialing **pp = &rpc->dialing;
+
+	while (*pp && *pp != me)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = me->next;
+}
+
 static int dial_socket(struct smart_rpc *rpc, const char *hostport,
 		       int64_t deadline, const struct smart__sock_idle *idle,
 		       int *fd)
@@ -467,78 +621,219 @@ static int dial_socket(struct smart_rpc *rpc, const char *hostport,
 	struct sockaddr_storage ss;
 	struct sockaddr_un un;
 	uint32_t len;
+	unsigned uid;
+	int rc;
 
 	if (smart__proto_parse_addr(hostport, &ss, sizeof(ss), &len))
 		return SMART_EINVAL;
 	if (!rpc->passes_fds)
 		return smart__sock_connect_w(&ss, len, deadline, idle, fd);
-	return smart__sock_connect_w(&un, unix_addr(addr_port(&ss), &un),
-				     deadline, idle, fd);
-}
-
-static int dial_hello(struct smart_rpc *rpc, struct smart_rpc_conn *c,
-		      int fd, int64_t deadline,
-		      const struct smart__sock_idle *idle)
-{
-	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION,
-				       .secret = (const uint8_t *)
-						 rpc->ctx->secret,
-				       .secret_len = rpc->ctx->secret_len };
-	struct smart_proto_peer m = { 0 };
-	uint8_t f[SMART_PROTO_FRAME_MAX];
-	size_t n;
-	int rc;
-
-	snprintf(h.transport, sizeof(h.transport), "%s", rpc->tp->name);
-	rc = smart__proto_enc_hello(&h, f, sizeof(f), &n);
-	if (!rc)
-		rc = smart__sock_send_all_w(fd, f, n, NULL, 0, deadline, idle);
-	explicit_bzero(f, sizeof(f));
-	if (rc)
-		return rc;
-	rc = peer_fill(c, &m);
-	if (!rc)
-		rc = smart__proto_enc_peer(SMART_PROTO_PEER_CONNECT, &m, f,
-					   sizeof(f), &n);
-	if (!rc)
-		rc = send_peer(c, fd, f, n, deadline, idle);
+	rc = smart__sock_connect_w(&un, unix_addr(addr_port(&ss), &un),
+				   deadline, idle, fd);
+	/* Anyone may bind the abstract name: who did? */
+	if (!rc && !uid_ok(rpc, *fd, &uid)) {
+		smart__warn(&rpc->ctx->log, "rpc: %s is held by uid %u, not "
+			    "ours, root's or an allowed one: not a peer of "
+			    "ours", hostport, uid);
+		rc = SMART_EACCES;
+	}
 	return rc;
 }
 
-/* Read the listener's answer; an ERROR gives its status. */
+/* Read one frame of at most cap bytes into f (descriptors into fds, when
+ * fds is not NULL; else any is dropped); an ERROR gives its status. */
+static int dial_frame(struct smart_rpc *rpc, int fd, int64_t deadline,
+		      const struct smart__sock_idle *idle, uint8_t *f,
+		      size_t cap, int *fds, struct smart_proto_hdr *h)
+{
+	int nfds = fds ? SMART_SOCK_FDS : 0;
+	struct smart_proto_error e;
+	int rc;
+
+	rc = smart__sock_recv_exact_w(fd, f, SMART_PROTO_HDR_LEN, fds, nfds,
+				      deadline, idle);
+	if (!rc)
+		rc = smart__proto_hdr_check(f, SMART_PROTO_HDR_LEN, h);
+	if (!rc && h->len > cap - SMART_PROTO_HDR_LEN)
+		rc = SMART_EPROTO;
+	if (!rc)
+		rc = smart__sock_recv_exact_w(fd, f + SMART_PROTO_HDR_LEN,
+					      h->len, fds, nfds, deadline,
+					      idle);
+	if (rc)
+		return rc == SMART_EAGAIN ? SMART_EPROTO : rc;
+	if (h->type != SMART_PROTO_ERROR)
+		return 0;
+	if (smart__proto_dec_error(f + SMART_PROTO_HDR_LEN, h->len, &e))
+		return SMART_EPROTO;
+	if (e.status == SMART_EVERSION)
+		smart__err(&rpc->ctx->log, "rpc: the peer speaks protocol "
+			   "version %u, we speak %d (%s): upgrade the %s",
+			   e.version, SMART_PROTO_VERSION, e.msg,
+			   e.version < SMART_PROTO_VERSION ? "peer" : "dialer");
+	else
+		smart__warn(&rpc->ctx->log, "rpc: peer refused: %s (%s)",
+			    e.msg, smart_status_name(e.status));
+	return e.status;
+}
+
+/* HELLO with our fresh nonce; its payload kept in hello[] (both proofs
+ * cover it). */
+static int dial_hello(struct smart_rpc *rpc, int fd, int64_t deadline,
+		      const struct smart__sock_idle *idle,
+		      struct smart__auth *a, uint8_t *hello, size_t *hlen)
+{
+	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION };
+	uint8_t f[SMART_PROTO_HDR_LEN +
+		  SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	size_t n;
+	int rc = smart__auth_nonce(a->nd);
+
+	snprintf(h.transport, sizeof(h.transport), "%s", rpc->tp->name);
+	memcpy(h.nonce, a->nd, sizeof(h.nonce));
+	if (!rc)
+		rc = smart__proto_enc_hello(&h, f, sizeof(f), &n);
+	if (rc)
+		return rc;
+	*hlen = n - SMART_PROTO_HDR_LEN;
+	memcpy(hello, f + SMART_PROTO_HDR_LEN, *hlen);
+	return smart__sock_send_all_w(fd, f, n, NULL, 0, deadline, idle);
+}
+
+/* The listener failed its proof: say so (best effort: it may be our
+ * peer with another secret, whose operator wants to know) and wait until
+ * it hangs up, at most until our deadline, so that by the time the dial
+ * fails the listener has counted the refusal. */
+static int dial_refuse(struct smart_rpc *rpc, int fd, int64_t deadline,
+		       const struct smart__sock_idle *idle)
+{
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	size_t n;
+
+	smart__warn(&rpc->ctx->log, "rpc: the listener did not prove our "
+		    "secret: a wrong secret on one side, or not the peer we "
+		    "meant; nothing sent");
+	if (!smart__proto_enc_error(SMART_EACCES, "listener proof refused",
+				    f, sizeof(f), &n) &&
+	    send(fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		smart__dbg(&rpc->ctx->log, "rpc: refusal not sent");
+	else if (shutdown(fd, SHUT_WR) == 0)
+		(void)smart__sock_recv_exact_w(fd, f, 1, NULL, 0, deadline,
+					       idle);
+	return SMART_EACCES;
+}
+
+/* The listener's CHALLENGE: its proof is checked before anything of ours
+ * that needs a genuine listener goes out. */
+static int dial_challenge(struct smart_rpc *rpc, int fd, int64_t deadline,
+			  const struct smart__sock_idle *idle,
+			  struct smart__auth *a, const uint8_t *hello,
+			  size_t hlen)
+{
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	struct smart_proto_challenge c;
+	struct smart_proto_hdr h;
+	int rc;
+
+	rc = dial_frame(rpc, fd, deadline, idle, f, sizeof(f), NULL, &h);
+	if (rc)
+		return rc;
+	if (h.type != SMART_PROTO_CHALLENGE ||
+	    smart__proto_dec_challenge(f + SMART_PROTO_HDR_LEN, h.len, &c))
+		return SMART_EPROTO;
+	memcpy(a->nl, c.nonce, sizeof(a->nl));
+	if (!SMART_M_RPC_NO_LISTENER_PROOF &&
+	    !smart__auth_check(a, SMART_AUTH_L_CHALLENGE, hello, hlen,
+			       c.proof))
+		return dial_refuse(rpc, fd, deadline, idle);
+	return 0;
+}
+
+/* Our proof, then our side of the connection, tagged. */
+static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c,
+			int fd, int64_t deadline,
+			const struct smart__sock_idle *idle,
+			const struct smart__auth *a, const uint8_t *hello,
+			size_t hlen)
+{
+	uint8_t proof[SMART_PROTO_TAG_LEN];
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
+	struct smart_proto_peer m = { 0 };
+	size_t n;
+	int rc;
+
+	smart__auth_tag(a, SMART_AUTH_D_AUTH, hello, hlen, proof);
+	rc = smart__proto_enc_auth(proof, f, sizeof(f), &n);
+	if (!rc)
+		rc = smart__sock_send_all_w(fd, f, n, NULL, 0, deadline, idle);
+	if (!rc)
+		rc = peer_fill(c, &m);
+	if (!rc)
+		rc = smart__proto_enc_peer(SMART_PROTO_PEER_CONNECT, &m, f,
+					   sizeof(f), &n);
+	if (rc)
+		return rc;
+	smart__auth_seal(a, SMART_AUTH_D_PEER, f, n);
+	return send_peer(c, fd, f, n, deadline, idle);
+}
+
+/* Read the listener's answer: its PEER_ACCEPT, tagged. */
 static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 		       const struct smart__sock_idle *idle,
+		       const struct smart__auth *a,
 		       struct smart_proto_peer *m, int *fds)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX +
 		  SMART_PROTO_ERROR_MAX];
+	const uint8_t *pl = f + SMART_PROTO_HDR_LEN;
 	struct smart_proto_hdr h;
-	struct smart_proto_error e;
 	int rc;
 
-	rc = smart__sock_recv_exact_w(fd, f, SMART_PROTO_HDR_LEN, fds,
-				      SMART_SOCK_FDS, deadline, idle);
-	if (!rc)
-		rc = smart__proto_hdr_check(f, SMART_PROTO_HDR_LEN, &h);
-	if (!rc && h.len > sizeof(f) - SMART_PROTO_HDR_LEN)
-		rc = SMART_EPROTO;
-	if (!rc)
-		rc = smart__sock_recv_exact_w(fd, f + SMART_PROTO_HDR_LEN,
-					      h.len, fds, SMART_SOCK_FDS,
-					      deadline, idle);
+	rc = dial_frame(rpc, fd, deadline, idle, f, sizeof(f), fds, &h);
 	if (rc)
-		return rc == SMART_EAGAIN ? SMART_EPROTO : rc;
-	if (h.type == SMART_PROTO_ERROR) {
-		if (smart__proto_dec_error(f + SMART_PROTO_HDR_LEN, h.len, &e))
-			return SMART_EPROTO;
-		smart__warn(&rpc->ctx->log, "rpc: peer refused: %s (%s)",
-			    e.msg, smart_status_name(e.status));
-		return e.status;
+		return rc;
+	if (h.type != SMART_PROTO_PEER_ACCEPT)
+		return SMART_EPROTO;
+	if (!SMART_M_RPC_NO_ACCEPT_TAG &&
+	    !smart__auth_open(a, SMART_AUTH_L_PEER, pl, h.len)) {
+		smart__warn(&rpc->ctx->log, "rpc: the peer_accept is not "
+			    "tagged with this session's proof: altered on "
+			    "the way");
+		return SMART_EACCES;
 	}
-	if (h.type != SMART_PROTO_PEER_ACCEPT ||
-	    smart__proto_dec_peer(h.type, f + SMART_PROTO_HDR_LEN, h.len, m))
+	if (smart__proto_dec_peer(h.type, pl, h.len, m))
 		return SMART_EPROTO;
 	return fds_as_told(rpc, m, fds) ? 0 : SMART_EPROTO;
+}
+
+/* The whole exchange on a connected socket; *m and fds get the
+ * listener's side. */
+static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn *c,
+			  int fd, int64_t deadline,
+			  const struct smart__sock_idle *idle,
+			  struct smart_proto_peer *m, int *fds)
+{
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	struct smart__auth a = {
+		.key = (const uint8_t *)rpc->ctx->secret,
+		.key_len = rpc->ctx->secret_len };
+	struct rpc_dialing me = { .next = rpc->dialing };
+	size_t hlen = 0;
+	int rc;
+
+	rc = dial_hello(rpc, fd, deadline, idle, &a, hello, &hlen);
+	memcpy(me.nd, a.nd, sizeof(me.nd));
+	rpc->dialing = &me;	/* our listener refuses this nonce */
+	if (!rc)
+		rc = dial_challenge(rpc, fd, deadline, idle, &a, hello, hlen);
+	if (!rc)
+		rc = dial_connect(rpc, c, fd, deadline, idle, &a, hello,
+				  hlen);
+	if (!rc)
+		rc = dial_answer(rpc, fd, deadline, idle, &a, m, fds);
+	dialing_drop(rpc, &me);
+	explicit_bzero(&a, sizeof(a));
+	return rc;
 }
 
 /* The endpoint is polled while the dial waits (dial_idle), and the dial
@@ -560,9 +855,7 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	rpc->waiting++;
 	rc = dial_socket(rpc, hostport, deadline, wait, &fd);
 	if (!rc)
-		rc = dial_hello(rpc, c, fd, deadline, wait);
-	if (!rc)
-		rc = dial_answer(rpc, fd, deadline, wait, &m, fds);
+		rc = dial_handshake(rpc, c, fd, deadline, wait, &m, fds);
 	rpc->waiting--;
 	if (!rc)
 		rc = smart__rpc_conn_up(c, &m, fds);	/* owns them */

@@ -199,10 +199,74 @@
 #define SMART_M_RPC_NO_WINDOW 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_SECRET_CHECK	/* msg/peer.c: any secret */
+#ifdef SMART_MUTANT_RPC_NO_SECRET_CHECK	/* msg/peer.c: the dialer's proof
+					 * (AUTH) not checked */
 #define SMART_M_RPC_NO_SECRET_CHECK 1
 #else
 #define SMART_M_RPC_NO_SECRET_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_LISTENER_PROOF	/* msg/peer.c: a dialer goes on
+					 * without the listener's proof */
+#define SMART_M_RPC_NO_LISTENER_PROOF 1
+#else
+#define SMART_M_RPC_NO_LISTENER_PROOF 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_ACCEPT_TAG	/* msg/peer.c: a PEER_ACCEPT's tag
+					 * not checked */
+#define SMART_M_RPC_NO_ACCEPT_TAG 1
+#else
+#define SMART_M_RPC_NO_ACCEPT_TAG 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_REFLECT_CHECK	/* msg/peer.c: a HELLO bearing our
+					 * own dial's nonce served */
+#define SMART_M_RPC_NO_REFLECT_CHECK 1
+#else
+#define SMART_M_RPC_NO_REFLECT_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_NO_PEERCRED	/* msg/peer.c: shm peers of any uid */
+#define SMART_M_RPC_NO_PEERCRED 1
+#else
+#define SMART_M_RPC_NO_PEERCRED 0
+#endif
+
+#ifdef SMART_MUTANT_WIRE_AUTH_NO_ROLE	/* wire/auth.c: the CHALLENGE's and
+					 * the AUTH's proofs alike */
+#define SMART_M_WIRE_AUTH_NO_ROLE 1
+#else
+#define SMART_M_WIRE_AUTH_NO_ROLE 0
+#endif
+
+#ifdef SMART_MUTANT_BOOT_NO_PROOF_CHECK	/* blade session.c: a client's AUTH
+					 * not checked */
+#define SMART_M_BOOT_NO_PROOF_CHECK 1
+#else
+#define SMART_M_BOOT_NO_PROOF_CHECK 0
+#endif
+
+#ifdef SMART_MUTANT_BOOT_NO_SESSION_TAG	/* blade session.c: the tags of a
+					 * client's frames after the AUTH
+					 * not checked */
+#define SMART_M_BOOT_NO_SESSION_TAG 1
+#else
+#define SMART_M_BOOT_NO_SESSION_TAG 0
+#endif
+
+#ifdef SMART_MUTANT_CLIENT_NO_SESSION_TAG	/* core bootstrap.c: a QP_ACCEPT's
+					 * tag not checked */
+#define SMART_M_CLIENT_NO_SESSION_TAG 1
+#else
+#define SMART_M_CLIENT_NO_SESSION_TAG 0
+#endif
+
+#ifdef SMART_MUTANT_CLIENT_NO_BLADE_PROOF	/* core bootstrap.c: a client goes
+					 * on without the blade's proof */
+#define SMART_M_CLIENT_NO_BLADE_PROOF 1
+#else
+#define SMART_M_CLIENT_NO_BLADE_PROOF 0
 #endif
 
 #ifdef SMART_MUTANT_RPC_DIAL_BLOCKS	/* msg/peer.c: a dial's socket waits

@@ -17,6 +17,11 @@
 #include "wire/proto.h"
 #include "wire/superblock.h"
 
+_Static_assert(SMART_PROTO_FRAME_MAX >= SMART_PROTO_HDR_LEN +
+	       SMART_PROTO_PEER_MAX && SMART_PROTO_FRAME_MAX >=
+	       SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX,
+	       "a buffer of FRAME_MAX holds any frame");
+
 /* --- little-endian helpers --- */
 
 static void put16(uint8_t *p, uint16_t v)
@@ -136,25 +141,6 @@ static int printable(const char *s, size_t n)
 	return 1;
 }
 
-int smart__proto_secret_ok(const uint8_t *want, size_t wlen,
-			   const uint8_t *got, size_t glen)
-{
-	volatile uint8_t diff;
-	size_t i;
-
-	if (!want)
-		return 1;
-	diff = (uint8_t)(glen != wlen);
-	for (i = 0; i < wlen; i++) {
-		/* Index clamped so a short secret is never read past. */
-		size_t j = i < glen ? i : 0;
-		uint8_t g = glen ? got[j] : 0;
-
-		diff |= (uint8_t)(want[i] ^ g);
-	}
-	return diff == 0;
-}
-
 int smart__proto_status_ok(int32_t s)
 {
 	return s <= 0 && s > SMART_E_LAST;
@@ -170,17 +156,19 @@ size_t smart__proto_max_payload(uint16_t type)
 	case SMART_PROTO_ERROR:		return SMART_PROTO_ERROR_MAX;
 	case SMART_PROTO_QP_CONNECT:	return SMART_PROTO_QPC_MAX;
 	case SMART_PROTO_QP_ACCEPT:	return SMART_PROTO_QPA_MAX;
-	case SMART_PROTO_QP_CLOSE:	return 4;
-	case SMART_PROTO_BYE:		return 0;
+	case SMART_PROTO_QP_CLOSE:	return SMART_PROTO_QPCLOSE_LEN;
+	case SMART_PROTO_BYE:		return SMART_PROTO_BYE_LEN;
 	case SMART_PROTO_PEER_CONNECT:	return SMART_PROTO_PEER_MAX;
 	case SMART_PROTO_PEER_ACCEPT:	return SMART_PROTO_PEER_MAX;
+	case SMART_PROTO_CHALLENGE:	return SMART_PROTO_CHALLENGE_LEN;
+	case SMART_PROTO_AUTH:		return SMART_PROTO_AUTH_LEN;
 	default:			return 0;
 	}
 }
 
 static int known_type(uint16_t t)
 {
-	return t >= SMART_PROTO_HELLO && t <= SMART_PROTO_PEER_ACCEPT;
+	return t >= SMART_PROTO_HELLO && t <= SMART_PROTO_AUTH;
 }
 
 int smart__proto_hdr_check(const void *buf, size_t avail,
@@ -224,8 +212,10 @@ static uint8_t *frame(void *buf, size_t cap, uint16_t type, size_t plen,
 	return p + SMART_PROTO_HDR_LEN;
 }
 
-/* --- HELLO --- */
+/* --- HELLO / CHALLENGE / AUTH --- */
 
+/* HELLO: version u16, transport length u8, 5 zero bytes, the dialer's
+ * nonce, the transport name.  Nothing else: no secret. */
 int smart__proto_enc_hello(const struct smart_proto_hello *m, void *buf,
 			   size_t cap, size_t *len)
 {
@@ -233,19 +223,15 @@ int smart__proto_enc_hello(const struct smart_proto_hello *m, void *buf,
 	uint8_t *p;
 
 	if (tl == 0 || tl > SMART_PROTO_TRANSPORT_MAX ||
-	    !printable(m->transport, tl) ||
-	    m->secret_len > SMART_PROTO_SECRET_MAX ||
-	    (m->secret_len && !m->secret))
+	    !printable(m->transport, tl))
 		return SMART_EINVAL;
-	p = frame(buf, cap, SMART_PROTO_HELLO, 8 + tl + m->secret_len, len);
+	p = frame(buf, cap, SMART_PROTO_HELLO, SMART_PROTO_HELLO_LEN(tl), len);
 	if (!p)
 		return SMART_ERANGE;
 	put16(p, m->version);
 	p[2] = (uint8_t)tl;
-	put16(p + 4, (uint16_t)m->secret_len);
-	memcpy(p + 8, m->transport, tl);
-	if (m->secret_len)
-		memcpy(p + 8 + tl, m->secret, m->secret_len);
+	memcpy(p + 8, m->nonce, SMART_PROTO_NONCE_LEN);
+	memcpy(p + 8 + SMART_PROTO_NONCE_LEN, m->transport, tl);
 	return 0;
 }
 
@@ -265,17 +251,66 @@ int smart__proto_dec_hello(const void *p, size_t len,
 		return SMART_EVERSION;
 	}
 	tl = rd8(&r);
-	rd_zero(&r, 1);
-	t.secret_len = rd16(&r);
-	rd_zero(&r, 2);
-	if (tl == 0 || tl > SMART_PROTO_TRANSPORT_MAX ||
-	    t.secret_len > SMART_PROTO_SECRET_MAX)
+	rd_zero(&r, 5);
+	if (tl == 0 || tl > SMART_PROTO_TRANSPORT_MAX)
 		return SMART_EPROTO;
+	rd_copy(&r, t.nonce, SMART_PROTO_NONCE_LEN, 0);
 	rd_copy(&r, t.transport, tl, 1);
-	t.secret = rd_take(&r, t.secret_len);
 	if (rd_done(&r) || !printable(t.transport, tl))
 		return SMART_EPROTO;
 	*m = t;
+	return 0;
+}
+
+int smart__proto_enc_challenge(const struct smart_proto_challenge *m,
+			       void *buf, size_t cap, size_t *len)
+{
+	uint8_t *p = frame(buf, cap, SMART_PROTO_CHALLENGE,
+			   SMART_PROTO_CHALLENGE_LEN, len);
+
+	if (!p)
+		return SMART_ERANGE;
+	memcpy(p, m->nonce, SMART_PROTO_NONCE_LEN);
+	memcpy(p + SMART_PROTO_NONCE_LEN, m->proof, SMART_PROTO_TAG_LEN);
+	return 0;
+}
+
+int smart__proto_dec_challenge(const void *p, size_t len,
+			       struct smart_proto_challenge *m)
+{
+	struct rd r = { p, len, 0, 0 };
+	struct smart_proto_challenge t;
+
+	rd_copy(&r, t.nonce, SMART_PROTO_NONCE_LEN, 0);
+	rd_copy(&r, t.proof, SMART_PROTO_TAG_LEN, 0);
+	if (rd_done(&r))
+		return SMART_EPROTO;
+	*m = t;
+	return 0;
+}
+
+int smart__proto_enc_auth(const uint8_t proof[SMART_PROTO_TAG_LEN], void *buf,
+			  size_t cap, size_t *len)
+{
+	uint8_t *p = frame(buf, cap, SMART_PROTO_AUTH, SMART_PROTO_AUTH_LEN,
+			   len);
+
+	if (!p)
+		return SMART_ERANGE;
+	memcpy(p, proof, SMART_PROTO_TAG_LEN);
+	return 0;
+}
+
+int smart__proto_dec_auth(const void *p, size_t len,
+			  uint8_t proof[SMART_PROTO_TAG_LEN])
+{
+	struct rd r = { p, len, 0, 0 };
+	uint8_t t[SMART_PROTO_TAG_LEN];
+
+	rd_copy(&r, t, sizeof(t), 0);
+	if (rd_done(&r))
+		return SMART_EPROTO;
+	memcpy(proof, t, sizeof(t));
 	return 0;
 }
 
@@ -318,7 +353,7 @@ int smart__proto_enc_welcome(const struct smart_proto_welcome *m, void *buf,
 	    m->sock_len)
 		return SMART_EINVAL;
 	p = frame(buf, cap, SMART_PROTO_WELCOME,
-		  44 + m->blob_len + m->sock_len, len);
+		  44 + m->blob_len + m->sock_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, (uint32_t)m->status);
@@ -333,6 +368,7 @@ int smart__proto_enc_welcome(const struct smart_proto_welcome *m, void *buf,
 	put32(p + 40, m->lease_ms);
 	memcpy(p + 44, m->blob, m->blob_len);
 	memcpy(p + 44 + m->blob_len, m->sock, m->sock_len);
+	memcpy(p + 44 + m->blob_len + m->sock_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
@@ -360,6 +396,7 @@ int smart__proto_dec_welcome(const void *p, size_t len,
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
 	rd_copy(&r, t.sock, t.sock_len, 1);
+	rd_copy(&r, t.tag, SMART_PROTO_TAG_LEN, 0);
 	if (rd_done(&r) || !welcome_valid(&t))
 		return SMART_EPROTO;
 	*m = t;
@@ -418,12 +455,14 @@ int smart__proto_enc_qp_connect(const struct smart_proto_qp_connect *m,
 
 	if (m->blob_len == 0 || m->blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EINVAL;
-	p = frame(buf, cap, SMART_PROTO_QP_CONNECT, 8 + m->blob_len, len);
+	p = frame(buf, cap, SMART_PROTO_QP_CONNECT,
+		  8 + m->blob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, m->req_id);
 	put16(p + 4, (uint16_t)m->blob_len);
 	memcpy(p + 8, m->blob, m->blob_len);
+	memcpy(p + 8 + m->blob_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
@@ -440,6 +479,7 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 	if (r.bad || t.blob_len == 0 || t.blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
+	rd_copy(&r, t.tag, SMART_PROTO_TAG_LEN, 0);
 	if (rd_done(&r))
 		return SMART_EPROTO;
 	*m = t;
@@ -470,7 +510,8 @@ int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
 
 	if (!peer_valid(type, m))
 		return SMART_EINVAL;
-	p = frame(buf, cap, type, 20 + m->blob_len + m->rblob_len, len);
+	p = frame(buf, cap, type,
+		  20 + m->blob_len + m->rblob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, m->id);
@@ -481,6 +522,7 @@ int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
 	put32(p + 16, m->rndv_max);
 	memcpy(p + 20, m->blob, m->blob_len);
 	memcpy(p + 20 + m->blob_len, m->rblob, m->rblob_len);
+	memcpy(p + 20 + m->blob_len + m->rblob_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
@@ -502,6 +544,7 @@ int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
 	rd_copy(&r, t.rblob, t.rblob_len, 0);
+	rd_copy(&r, t.tag, SMART_PROTO_TAG_LEN, 0);
 	if (rd_done(&r) || !peer_valid(type, &t))
 		return SMART_EPROTO;
 	*m = t;
@@ -525,7 +568,8 @@ int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 
 	if (!qpa_valid(m))
 		return SMART_EINVAL;
-	p = frame(buf, cap, SMART_PROTO_QP_ACCEPT, 16 + m->blob_len, len);
+	p = frame(buf, cap, SMART_PROTO_QP_ACCEPT,
+		  16 + m->blob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, m->req_id);
@@ -533,6 +577,7 @@ int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 	put32(p + 8, m->responder_id);
 	put16(p + 12, (uint16_t)m->blob_len);
 	memcpy(p + 16, m->blob, m->blob_len);
+	memcpy(p + 16 + m->blob_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
@@ -551,42 +596,60 @@ int smart__proto_dec_qp_accept(const void *p, size_t len,
 	if (r.bad || t.blob_len > SMART_PROTO_BLOB_MAX)
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
+	rd_copy(&r, t.tag, SMART_PROTO_TAG_LEN, 0);
 	if (rd_done(&r) || !qpa_valid(&t))
 		return SMART_EPROTO;
 	*m = t;
 	return 0;
 }
 
-int smart__proto_enc_qp_close(uint32_t responder_id, void *buf, size_t cap,
-			      size_t *len)
+int smart__proto_enc_qp_close(uint32_t responder_id,
+			      const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			      size_t cap, size_t *len)
 {
-	uint8_t *p = frame(buf, cap, SMART_PROTO_QP_CLOSE, 4, len);
+	uint8_t *p = frame(buf, cap, SMART_PROTO_QP_CLOSE,
+			   SMART_PROTO_QPCLOSE_LEN, len);
 
 	if (!p)
 		return SMART_ERANGE;
 	put32(p, responder_id);
+	memcpy(p + 4, tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }
 
-int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id)
+int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id,
+			      uint8_t tag[SMART_PROTO_TAG_LEN])
 {
 	struct rd r = { p, len, 0, 0 };
+	uint8_t t[SMART_PROTO_TAG_LEN];
 	uint32_t v = rd32(&r);
 
+	rd_copy(&r, t, sizeof(t), 0);
 	if (rd_done(&r))
 		return SMART_EPROTO;
 	*id = v;
+	memcpy(tag, t, sizeof(t));
 	return 0;
 }
 
-int smart__proto_enc_bye(void *buf, size_t cap, size_t *len)
+int smart__proto_enc_bye(const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			 size_t cap, size_t *len)
 {
-	return frame(buf, cap, SMART_PROTO_BYE, 0, len) ? 0 : SMART_ERANGE;
+	uint8_t *p = frame(buf, cap, SMART_PROTO_BYE, SMART_PROTO_BYE_LEN, len);
+
+	if (!p)
+		return SMART_ERANGE;
+	memcpy(p, tag, SMART_PROTO_TAG_LEN);
+	return 0;
 }
 
-int smart__proto_dec_bye(const void *p, size_t len)
+int smart__proto_dec_bye(const void *p, size_t len,
+			 uint8_t tag[SMART_PROTO_TAG_LEN])
 {
-	return len == 0 ? 0 : SMART_EPROTO;
+	if (len != SMART_PROTO_BYE_LEN)
+		return SMART_EPROTO;
+	memcpy(tag, p, SMART_PROTO_TAG_LEN);
+	return 0;
 }
 
 /* --- addresses --- */

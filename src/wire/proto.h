@@ -11,8 +11,12 @@
  *    reserved fields and flags must be zero, trailing bytes are an error.
  *    Anything else is SMART_EPROTO.  Decoding what an encoder produced and
  *    encoding it again gives the same bytes (the fuzz target checks this).
- *  - Decoded byte strings that are not copied (the HELLO secret) point into
- *    the caller's payload buffer and live as long as it does.
+ *  - No frame carries the shared secret (since version 3): the
+ *    handshakes prove it by challenge-response (wire/auth.h).  The frames
+ *    that carry a tag (WELCOME, PEER_CONNECT, PEER_ACCEPT, and every frame
+ *    of a blade session after it: QP_CONNECT, QP_ACCEPT, QP_CLOSE, BYE)
+ *    end with it; these functions only carry it, wire/auth.c makes and
+ *    checks it.
  *
  * Thread safety: every function is pure and thread safe.
  */
@@ -24,13 +28,24 @@
 
 
 #define SMART_PROTO_MAGIC	0x54524d53u	/* "SMRT" as bytes on the wire */
-#define SMART_PROTO_VERSION	2	/* 2: WELCOME carries the lease id */
+#define SMART_PROTO_VERSION	3	/* 2: WELCOME carries the lease id;
+					 * 3: challenge-response, no secret
+					 * on the wire, tagged parameters */
 #define SMART_PROTO_HDR_LEN	12
 #define SMART_PROTO_MAX_PAYLOAD	65536
 #define SMART_PROTO_TRANSPORT_MAX 15	/* transport name bytes */
-#define SMART_PROTO_SECRET_MAX	4096
+#define SMART_PROTO_NONCE_LEN	32	/* wire/auth.h */
+#define SMART_PROTO_TAG_LEN	32	/* an HMAC-SHA-256 */
+/* A version-2 HELLO carried the secret (4096 bytes at most): HELLOs this
+ * long are still read whole, so that an old peer is told its version is
+ * refused (an ERROR it can decode) instead of "malformed". */
+#define SMART_PROTO_V2_HELLO_MAX (8 + SMART_PROTO_TRANSPORT_MAX + 4096)
 #define SMART_PROTO_SOCK_MAX	107	/* abstract socket name, no leading NUL */
 #define SMART_PROTO_TOKEN_LEN	16
+/* What a client sends on the blade's unix socket to fetch the region's
+ * fd: its proof over the WELCOME's token (wire/auth.h), never the token
+ * itself, which whoever relayed the TCP session saw. */
+#define SMART_PROTO_FETCH_LEN	32
 #define SMART_PROTO_ERRMSG_MAX	200
 /* Largest transport connection blob carried (the transport's
  * SMART_TP_BLOB_MAX; the layers that see both check they agree). */
@@ -46,21 +61,29 @@ enum smart_proto_type {
 	SMART_PROTO_BYE = 7,		/* client -> blade, no reply */
 	SMART_PROTO_PEER_CONNECT = 8,	/* dialer -> listening peer */
 	SMART_PROTO_PEER_ACCEPT = 9,	/* listening peer -> dialer */
+	SMART_PROTO_CHALLENGE = 10,	/* listener -> dialer: its nonce and
+					 * proof, after a HELLO */
+	SMART_PROTO_AUTH = 11,		/* dialer -> listener: its proof */
 };
 
 /* WELCOME flags. */
 #define SMART_PROTO_WF_FETCH_FD 0x01	/* fetch the region fd (unix socket) */
 
 /* Largest payload of each type; the largest frame any peer has to buffer
- * is SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX. */
-#define SMART_PROTO_HELLO_MAX \
-	(8 + SMART_PROTO_TRANSPORT_MAX + SMART_PROTO_SECRET_MAX)
+ * is SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX (an old HELLO's). */
+#define SMART_PROTO_HELLO_MAX	SMART_PROTO_V2_HELLO_MAX
+#define SMART_PROTO_HELLO_LEN(tl) (8 + SMART_PROTO_NONCE_LEN + (tl))
+#define SMART_PROTO_CHALLENGE_LEN (SMART_PROTO_NONCE_LEN + SMART_PROTO_TAG_LEN)
+#define SMART_PROTO_AUTH_LEN	SMART_PROTO_TAG_LEN
 #define SMART_PROTO_WELCOME_MAX \
-	(44 + SMART_PROTO_BLOB_MAX + SMART_PROTO_SOCK_MAX)
+	(44 + SMART_PROTO_BLOB_MAX + SMART_PROTO_SOCK_MAX + SMART_PROTO_TAG_LEN)
 #define SMART_PROTO_ERROR_MAX	(8 + SMART_PROTO_ERRMSG_MAX)
-#define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX)
-#define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX)
-#define SMART_PROTO_PEER_MAX	(20 + 2 * SMART_PROTO_BLOB_MAX)
+#define SMART_PROTO_QPC_MAX	(8 + SMART_PROTO_BLOB_MAX + SMART_PROTO_TAG_LEN)
+#define SMART_PROTO_QPA_MAX	(16 + SMART_PROTO_BLOB_MAX + SMART_PROTO_TAG_LEN)
+#define SMART_PROTO_QPCLOSE_LEN	(4 + SMART_PROTO_TAG_LEN)
+#define SMART_PROTO_BYE_LEN	SMART_PROTO_TAG_LEN
+#define SMART_PROTO_PEER_MAX	(20 + 2 * SMART_PROTO_BLOB_MAX + \
+				 SMART_PROTO_TAG_LEN)
 #define SMART_PROTO_FRAME_MAX	(SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX)
 
 /* Peer connections (messaging, docs/rpc.md): the receive window (receives
@@ -81,8 +104,13 @@ struct smart_proto_hdr {
 struct smart_proto_hello {
 	uint16_t version;
 	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* NUL-terminated */
-	const uint8_t *secret;	/* decode: points into the payload */
-	size_t secret_len;
+	uint8_t nonce[SMART_PROTO_NONCE_LEN];	/* the dialer's, fresh */
+};
+
+/* CHALLENGE: the listener's fresh nonce and its proof over the HELLO. */
+struct smart_proto_challenge {
+	uint8_t nonce[SMART_PROTO_NONCE_LEN];
+	uint8_t proof[SMART_PROTO_TAG_LEN];
 };
 
 struct smart_proto_welcome {
@@ -98,6 +126,7 @@ struct smart_proto_welcome {
 	size_t blob_len;
 	char sock[SMART_PROTO_SOCK_MAX + 1];	/* NUL-terminated, no leading NUL */
 	size_t sock_len;
+	uint8_t tag[SMART_PROTO_TAG_LEN];	/* the blade's, over the rest */
 };
 
 struct smart_proto_error {
@@ -110,6 +139,7 @@ struct smart_proto_qp_connect {
 	uint32_t req_id;
 	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;	/* 1..SMART_PROTO_BLOB_MAX */
+	uint8_t tag[SMART_PROTO_TAG_LEN];
 };
 
 struct smart_proto_qp_accept {
@@ -118,6 +148,7 @@ struct smart_proto_qp_accept {
 	uint32_t responder_id;
 	uint8_t blob[SMART_PROTO_BLOB_MAX];
 	size_t blob_len;
+	uint8_t tag[SMART_PROTO_TAG_LEN];
 };
 
 /* PEER_CONNECT (id 0) and PEER_ACCEPT (id: the listener's name for the
@@ -134,6 +165,7 @@ struct smart_proto_peer {
 	uint8_t rblob[SMART_PROTO_BLOB_MAX];	/* the sender's rendezvous
 						 * region: peers READ there */
 	size_t rblob_len;	/* 0 iff rndv_max is 0, else 1..BLOB_MAX */
+	uint8_t tag[SMART_PROTO_TAG_LEN];	/* the sender's, over the rest */
 };
 
 /*
@@ -163,9 +195,15 @@ int smart__proto_enc_qp_connect(const struct smart_proto_qp_connect *m,
 				void *buf, size_t cap, size_t *len);
 int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 			       void *buf, size_t cap, size_t *len);
-int smart__proto_enc_qp_close(uint32_t responder_id, void *buf, size_t cap,
-			      size_t *len);
-int smart__proto_enc_bye(void *buf, size_t cap, size_t *len);
+int smart__proto_enc_qp_close(uint32_t responder_id,
+			      const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			      size_t cap, size_t *len);
+int smart__proto_enc_bye(const uint8_t tag[SMART_PROTO_TAG_LEN], void *buf,
+			 size_t cap, size_t *len);
+int smart__proto_enc_challenge(const struct smart_proto_challenge *m,
+			       void *buf, size_t cap, size_t *len);
+int smart__proto_enc_auth(const uint8_t proof[SMART_PROTO_TAG_LEN], void *buf,
+			  size_t cap, size_t *len);
 /* type: SMART_PROTO_PEER_CONNECT or SMART_PROTO_PEER_ACCEPT */
 int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
 			  void *buf, size_t cap, size_t *len);
@@ -186,20 +224,16 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 				struct smart_proto_qp_connect *m);
 int smart__proto_dec_qp_accept(const void *p, size_t len,
 			       struct smart_proto_qp_accept *m);
-int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id);
-int smart__proto_dec_bye(const void *p, size_t len);
+int smart__proto_dec_qp_close(const void *p, size_t len, uint32_t *id,
+			      uint8_t tag[SMART_PROTO_TAG_LEN]);
+int smart__proto_dec_bye(const void *p, size_t len,
+			 uint8_t tag[SMART_PROTO_TAG_LEN]);
 int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
 			  struct smart_proto_peer *m);
-
-/*
- * 1 when the secret presented (got, glen) equals the one expected (want,
- * wlen; want NULL: none is required, anything passes).  Constant time with
- * respect to the contents and to where a mismatch occurs: the loop always
- * runs over the whole expected secret and the length check is folded into
- * the same accumulator.
- */
-int smart__proto_secret_ok(const uint8_t *want, size_t wlen,
-			   const uint8_t *got, size_t glen);
+int smart__proto_dec_challenge(const void *p, size_t len,
+			       struct smart_proto_challenge *m);
+int smart__proto_dec_auth(const void *p, size_t len,
+			  uint8_t proof[SMART_PROTO_TAG_LEN]);
 
 /* 1 when s is a status a peer may send: SMART_E_LAST < s <= 0. */
 int smart__proto_status_ok(int32_t s);

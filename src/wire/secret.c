@@ -24,10 +24,7 @@
 #include "smart/secret.h"
 #include "smart/status.h"
 #include "util/log.h"
-#include "wire/proto.h"
 
-_Static_assert(SMART_SECRET_MAX == SMART_PROTO_SECRET_MAX,
-	       "a secret fits in one HELLO");
 
 /* Room to read one byte past the limit plus a newline, to see excess. */
 #define SECRET_BUF (SMART_SECRET_MAX + 2)
@@ -153,7 +150,7 @@ int smart_secret_generate(char *buf, size_t len)
 	unsigned char rnd[64];
 	size_t i, n;
 
-	if (!buf || !len || len > SMART_PROTO_SECRET_MAX)
+	if (!buf || !len || len > SMART_SECRET_MAX)
 		return SMART_EINVAL;
 	for (i = 0; i < len; i += n) {
 		n = len - i < sizeof(rnd) ? len - i : sizeof(rnd);

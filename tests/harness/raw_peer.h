@@ -19,6 +19,7 @@
 
 #include "harness/test.h"
 #include "smart/blade.h"
+#include "wire/auth.h"
 #include "wire/proto.h"
 
 /* Wait (at most 5 s) until the counter selected by field reaches want. */
@@ -109,6 +110,65 @@ static inline void expect_error(int fd, int status)
 	CHECK_EQ(e.status, status);
 	CHECK_EQ(e.version, SMART_PROTO_VERSION);
 	CHECK_EQ(recv(fd, &c, 1, 0), 0);
+}
+
+/* Send a HELLO of ours with a fresh nonce (into a->nd); its payload into
+ * hello[] (room for SMART_PROTO_HELLO_LEN(15)), its length returned. */
+static inline size_t raw_hello(int fd, struct smart__auth *a, uint8_t *hello)
+{
+	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION,
+				       .transport = "shm" };
+	uint8_t f[SMART_PROTO_FRAME_MAX];
+	size_t n;
+
+	CHECK_OK(smart__auth_nonce(a->nd));
+	memcpy(h.nonce, a->nd, sizeof(h.nonce));
+	CHECK_OK(smart__proto_enc_hello(&h, f, sizeof(f), &n));
+	memcpy(hello, f + SMART_PROTO_HDR_LEN, n - SMART_PROTO_HDR_LEN);
+	raw_send(fd, f, n);
+	return n - SMART_PROTO_HDR_LEN;
+}
+
+/* Read the CHALLENGE into *c (a->nl set); 1 when its proof is good. */
+static inline int raw_challenge(int fd, struct smart__auth *a,
+				const uint8_t *hello, size_t hlen,
+				struct smart_proto_challenge *c)
+{
+	uint8_t p[SMART_PROTO_MAX_PAYLOAD];
+	size_t n;
+
+	CHECK_EQ(raw_frame(fd, p, sizeof(p), &n), SMART_PROTO_CHALLENGE);
+	CHECK_OK(smart__proto_dec_challenge(p, n, c));
+	memcpy(a->nl, c->nonce, sizeof(a->nl));
+	return smart__auth_check(a, SMART_AUTH_L_CHALLENGE, hello, hlen,
+				 c->proof);
+}
+
+/* Send AUTH with this proof. */
+static inline void raw_auth(int fd, const uint8_t *proof)
+{
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_AUTH_LEN];
+	size_t n;
+
+	CHECK_OK(smart__proto_enc_auth(proof, f, sizeof(f), &n));
+	raw_send(fd, f, n);
+}
+
+/* The whole dialer's side of a handshake with the secret key[0..len):
+ * HELLO, the listener's proof checked, AUTH; *a is the session's. */
+static inline void raw_authenticate(int fd, const char *key, size_t len,
+				    struct smart__auth *a)
+{
+	struct smart_proto_challenge c;
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	uint8_t proof[SMART_PROTO_TAG_LEN];
+	size_t hlen;
+
+	*a = (struct smart__auth){ (const uint8_t *)key, len, { 0 }, { 0 } };
+	hlen = raw_hello(fd, a, hello);
+	CHECK(raw_challenge(fd, a, hello, hlen, &c));
+	smart__auth_tag(a, SMART_AUTH_D_AUTH, hello, hlen, proof);
+	raw_auth(fd, proof);
 }
 
 /* Nothing to read yet and not closed: the blade still holds this peer. */

@@ -61,7 +61,7 @@ else
 	bad "smart.pc: missing, or its prefix is not /usr/local"
 fi
 static_libs=$(pc --static --libs)
-for l in -lboost_context -pthread -lm; do
+for l in -lboost_context -lsodium -pthread -lm; do
 	case " $static_libs " in
 	*" $l "*) ;;
 	*) bad "pkg-config --static --libs smart lacks $l: $static_libs" ;;

@@ -1,0 +1,130 @@
+/*
+ * Handshake proofs (wire/auth.h): HMAC-SHA-256 from libsodium, chosen
+ * for being small, well kept and misuse resistant, with exactly these
+ * primitives and no global configuration (docs/protocol.md).
+ */
+#include <sodium.h>
+#include <string.h>
+
+#include "smart/status.h"
+#include "util/mutant.h"
+#include "wire/auth.h"
+#include "wire/proto.h"
+
+_Static_assert(SMART_AUTH_TAG_LEN == crypto_auth_hmacsha256_BYTES,
+	       "a tag is one HMAC-SHA-256");
+_Static_assert(SMART_AUTH_TAG_LEN == SMART_PROTO_TAG_LEN &&
+	       SMART_AUTH_NONCE_LEN == SMART_PROTO_NONCE_LEN,
+	       "the wire carries whole nonces and tags");
+
+static const char domain[] = "SMART-AUTH-3";
+
+int smart__auth_nonce(uint8_t out[SMART_AUTH_NONCE_LEN])
+{
+	/* Thread safe and idempotent: 0 the first time, 1 after. */
+	if (sodium_init() < 0)
+		return SMART_ESYS;
+	randombytes_buf(out, SMART_AUTH_NONCE_LEN);
+	return 0;
+}
+
+/* HMAC(key, domain | label | nd | nl | pre | msg). */
+static void mac(const struct smart__auth *a, int label, const uint8_t *pre,
+		size_t plen, const void *msg, size_t len,
+		uint8_t out[SMART_AUTH_TAG_LEN])
+{
+	static const uint8_t nokey[1];
+	crypto_auth_hmacsha256_state st;
+	/* The role is bound unless the mutant leaves it out: then the
+	 * listener's proof of a HELLO is also the dialer's. */
+	uint8_t l = (uint8_t)(SMART_M_WIRE_AUTH_NO_ROLE &&
+			      label <= SMART_AUTH_D_AUTH ? 0 : label);
+
+	crypto_auth_hmacsha256_init(&st, a->key_len ? a->key : nokey,
+				    a->key_len);
+	crypto_auth_hmacsha256_update(&st, (const uint8_t *)domain,
+				      sizeof(domain) - 1);
+	crypto_auth_hmacsha256_update(&st, &l, 1);
+	crypto_auth_hmacsha256_update(&st, a->nd, sizeof(a->nd));
+	crypto_auth_hmacsha256_update(&st, a->nl, sizeof(a->nl));
+	if (plen)
+		crypto_auth_hmacsha256_update(&st, pre, plen);
+	crypto_auth_hmacsha256_update(&st, msg, len);
+	crypto_auth_hmacsha256_final(&st, out);
+	sodium_memzero(&st, sizeof(st));
+}
+
+void smart__auth_tag(const struct smart__auth *a, int label, const void *msg,
+		     size_t len, uint8_t out[SMART_AUTH_TAG_LEN])
+{
+	mac(a, label, NULL, 0, msg, len, out);
+}
+
+/* type u16 | seq u64, little-endian, as every integer of the wire. */
+static void seq_prefix(uint16_t type, uint64_t seq, uint8_t pre[10])
+{
+	pre[0] = (uint8_t)type;
+	pre[1] = (uint8_t)(type >> 8);
+	for (int i = 0; i < 8; i++)
+		pre[2 + i] = (uint8_t)(seq >> (8 * i));
+}
+
+void smart__auth_seal_seq(const struct smart__auth *a, int label,
+			  uint64_t seq, void *frame, size_t n)
+{
+	uint8_t *f = frame, *p = f + SMART_PROTO_HDR_LEN, pre[10];
+	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
+
+	seq_prefix((uint16_t)(f[4] | f[5] << 8), seq, pre);
+	mac(a, label, pre, sizeof(pre), p, len, p + len);
+}
+
+int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
+			 uint16_t type, const void *payload, size_t len)
+{
+	uint8_t want[SMART_AUTH_TAG_LEN], pre[10];
+	const uint8_t *p = payload;
+	int ok;
+
+	if (len < SMART_AUTH_TAG_LEN)
+		return 0;
+	len -= SMART_AUTH_TAG_LEN;
+	seq_prefix(type, seq, pre);
+	mac(a, label, pre, sizeof(pre), p, len, want);
+	ok = sodium_memcmp(want, p + len, sizeof(want)) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok;
+}
+
+int smart__auth_check(const struct smart__auth *a, int label,
+		      const void *msg, size_t len,
+		      const uint8_t tag[SMART_AUTH_TAG_LEN])
+{
+	uint8_t want[SMART_AUTH_TAG_LEN];
+	int ok;
+
+	smart__auth_tag(a, label, msg, len, want);
+	ok = sodium_memcmp(want, tag, sizeof(want)) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok;
+}
+
+void smart__auth_seal(const struct smart__auth *a, int label, void *frame,
+		      size_t n)
+{
+	uint8_t *p = (uint8_t *)frame + SMART_PROTO_HDR_LEN;
+	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
+
+	smart__auth_tag(a, label, p, len, p + len);
+}
+
+int smart__auth_open(const struct smart__auth *a, int label,
+		     const void *payload, size_t len)
+{
+	const uint8_t *p = payload;
+
+	if (len < SMART_AUTH_TAG_LEN)
+		return 0;
+	len -= SMART_AUTH_TAG_LEN;
+	return smart__auth_check(a, label, p, len, p + len);
+}

@@ -1,0 +1,1015 @@
+/*
+ * Handshake authentication attacked (docs/protocol.md "Authentication",
+ * docs/rpc.md §2): the secret never crosses a socket, for the blade
+ * bootstrap and for messaging peers alike.
+ *
+ *  - squatter: a process binds a peer's abstract name "smart-rpc:<port>"
+ *    first.  The dialer must refuse it (SMART_EACCES) having sent it
+ *    nothing but a HELLO (no secret byte, no proof, no QP, no
+ *    descriptor); what it got, replayed to the genuine listener, is
+ *    refused.
+ *  - fake_blade: the same against a fake TCP blade and smart_ctx_connect;
+ *    the transcript replayed to a real blade is refused.
+ *  - reflection: a dialer without the secret sends the listener's own
+ *    proof back as its AUTH (peer and blade): refused.  relay: our dial
+ *    relayed back to our own listener: refused.
+ *  - wrong_secret: refused both ways (the dialer refuses the listener's
+ *    proof and tells it; a dialer that proves with another key is
+ *    refused), peer and blade.
+ *  - old_version: a version-2 HELLO gets ERROR(EVERSION) saying so (peer
+ *    and blade); a dialer answered by an old listener fails with
+ *    SMART_EVERSION.
+ *  - accept_tag: a listener with the secret whose PEER_ACCEPT is not
+ *    tagged with the session's proof (a man in the middle's change): the
+ *    dialer refuses it before looking at what it names.
+ *  - session_tag: after a blade's WELCOME, every frame either way is tagged
+ *    with its type and sequence number: a QP_CONNECT with a wrong tag, or
+ *    a good one replayed, is refused by the blade; a QP_ACCEPT with a
+ *    wrong tag (from a fake blade that knows the secret: a man in the
+ *    middle's change) is refused by the client.
+ *  - other_uid (shm, as root): a peer of another uid (65534) is refused
+ *    both ways, and accepted once cfg.allow_uid names it.
+ *
+ * The genuine listener runs in a thread of its own (an endpoint belongs to
+ * one thread); the fakes are raw sockets in threads.  Every read is bounded
+ * (SO_RCVTIMEO 5 s), and every fake ends on its peer's EOF or at a frame
+ * it was not meant to get, never on a timer.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/raw_peer.h"
+#include "harness/test.h"
+#include "core/bootstrap.h"
+#include "smart/rpc.h"
+#include "smart/smart.h"
+#include "util/compiler.h"
+#include "wire/auth.h"
+#include "wire/proto.h"
+
+#define SECRET "auth-test-secret-0123456789"
+#define WRONG "auth-test-wrong-secret-98765"
+#define GOT_MAX 65536
+
+static int on_shm(void)
+{
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+
+	return !t || !strcmp(t, "shm");
+}
+
+/* ---- a genuine listening endpoint, in its own thread ------------------- */
+
+struct listener {
+	pthread_t th;
+	struct smart_rpc_cfg cfg;
+	char addr[64];
+	_Atomic int ready, stop, want;
+	struct smart_rpc_stats st;
+};
+
+static void *listener_main(void *arg)
+{
+	struct listener *l = arg;
+	smart_ctx_t *ctx = fixture_ctx((const char *[]){ "buf_pool", "4M",
+							 NULL });
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+
+	CHECK_OK(smart_ctx_set_secret(ctx, SECRET, strlen(SECRET)));
+	CHECK_OK(smart_worker_create(ctx, &w));
+	CHECK_OK(smart_rpc_create(w, &l->cfg, &rpc));
+	CHECK_OK(smart_rpc_listen(rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(rpc, l->addr, sizeof(l->addr)));
+	atomic_store(&l->ready, 1);
+	while (!atomic_load(&l->stop)) {
+		smart_rpc_progress(rpc);
+		if (atomic_load(&l->want)) {
+			smart_rpc_stats(rpc, &l->st);
+			atomic_store(&l->want, 0);
+		}
+		sched_yield();
+	}
+	CHECK_OK(smart_rpc_destroy(rpc));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(ctx));
+	return NULL;
+}
+
+static void listener_start(struct listener *l, const struct smart_rpc_cfg *c)
+{
+	memset(l, 0, sizeof(*l));
+	if (c)
+		l->cfg = *c;
+	CHECK_OK(pthread_create(&l->th, NULL, listener_main, l));
+	for (int i = 0; i < 5000 && !atomic_load(&l->ready); i++)
+		sleep_ms(1);
+	CHECK(atomic_load(&l->ready));
+}
+
+/* The listener's counters as of now (it copies them between polls). */
+static struct smart_rpc_stats listener_stats(struct listener *l)
+{
+	atomic_store(&l->want, 1);
+	for (int i = 0; i < 5000 && atomic_load(&l->want); i++)
+		sleep_ms(1);
+	CHECK(!atomic_load(&l->want));
+	return l->st;
+}
+
+/* Not while a peer of it closes a connection: smart_rpc_destroy then
+ * frees twice a connection whose CLOSE arrives while it says its own
+ * (rpc.c smart__rpc_conns_close and free_dead; a bug of rpc.c's, left to
+ * its owner). */
+static void listener_stop(struct listener *l)
+{
+	atomic_store(&l->stop, 1);
+	CHECK_OK(pthread_join(l->th, NULL));
+}
+
+static uint16_t port_of(const char *addr)
+{
+	return (uint16_t)atoi(strrchr(addr, ':') + 1);
+}
+
+/* A raw connection to an endpoint's listener as a dialer makes it. */
+static int raw_peer_connect(const char *addr)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "smart-rpc:%u", port_of(addr));
+	return raw_unix_connect(name, strlen(name));
+}
+
+/* ---- the dialing side, in the main thread ------------------------------ */
+
+struct ep {
+	smart_ctx_t *ctx;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+};
+
+static void ep_open(struct ep *e, const char *secret,
+		    const struct smart_rpc_cfg *cfg)
+{
+	e->ctx = fixture_ctx((const char *[]){ "buf_pool", "4M", NULL });
+	CHECK_OK(smart_ctx_set_secret(e->ctx, secret, strlen(secret)));
+	CHECK_OK(smart_worker_create(e->ctx, &e->w));
+	CHECK_OK(smart_rpc_create(e->w, cfg, &e->rpc));
+}
+
+static void ep_close(struct ep *e)
+{
+	CHECK_OK(smart_rpc_destroy(e->rpc));
+	CHECK_OK(smart_worker_destroy(e->w));
+	CHECK_OK(smart_ctx_destroy(e->ctx));
+}
+
+/* An unused port number: the TCP port is held while the test runs, so
+ * no genuine endpoint of this host takes it meanwhile. */
+static int free_port(uint16_t *port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK_GE(fd, 0);
+	CHECK_OK(bind(fd, (struct sockaddr *)&a, sizeof(a)));
+	CHECK_OK(getsockname(fd, (struct sockaddr *)&a, &len));
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* ---- fakes: a squatter, a fake blade, a relay -------------------------- */
+
+enum fake_mode {
+	FAKE_NO_SECRET,	/* answers a HELLO with a made-up CHALLENGE */
+	FAKE_OLD,	/* an old listener: ERROR(EVERSION), version 2 */
+	FAKE_BAD_TAG,	/* knows the secret; its PEER_ACCEPT's tag is wrong */
+	FAKE_RELAY,	/* forwards both ways to fwd_fd */
+};
+
+struct fake {
+	int lfd, fwd_fd, mode;
+	pthread_t th;
+	/* what the dialer sent it */
+	uint8_t got[GOT_MAX];
+	size_t n;
+	int nfds;		/* descriptors received */
+	int types[32], ntypes;	/* frame types received, in order */
+	/* FAKE_BAD_TAG: the session */
+	struct smart__auth a;
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	size_t hlen;
+};
+
+static void fake_send_frame(int fd, const uint8_t *f, size_t n)
+{
+	(void)!send(fd, f, n, MSG_NOSIGNAL);
+}
+
+static void fake_challenge(struct fake *k, int fd, const uint8_t *pl,
+			   size_t len)
+{
+	struct smart_proto_challenge c;
+	struct smart_proto_hello h;
+	uint8_t f[128];
+	size_t n;
+
+	CHECK_OK(smart__auth_nonce(c.nonce));
+	CHECK_OK(smart__auth_nonce(c.proof));	/* random: no secret */
+	if (k->mode == FAKE_BAD_TAG) {
+		CHECK_OK(smart__proto_dec_hello(pl, len, &h));
+		k->a = (struct smart__auth){ (const uint8_t *)SECRET,
+					     strlen(SECRET), { 0 }, { 0 } };
+		memcpy(k->a.nd, h.nonce, sizeof(k->a.nd));
+		memcpy(k->a.nl, c.nonce, sizeof(k->a.nl));
+		memcpy(k->hello, pl, len);
+		k->hlen = len;
+		smart__auth_tag(&k->a, SMART_AUTH_L_CHALLENGE, pl, len,
+				c.proof);
+	}
+	CHECK_OK(smart__proto_enc_challenge(&c, f, sizeof(f), &n));
+	fake_send_frame(fd, f, n);
+}
+
+/* An old listener's ERROR: the frame of version 2 (same layout). */
+static void fake_old(int fd)
+{
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
+	size_t n;
+
+	CHECK_OK(smart__proto_enc_error(SMART_EVERSION, "protocol version "
+					"not supported", f, sizeof(f), &n));
+	f[SMART_PROTO_HDR_LEN + 4] = 2;
+	f[SMART_PROTO_HDR_LEN + 5] = 0;
+	fake_send_frame(fd, f, n);
+	shutdown(fd, SHUT_WR);
+}
+
+/* A PEER_ACCEPT as plausible as can be, but tagged with a wrong key. */
+static void fake_accept(struct fake *k, int fd)
+{
+	struct smart_proto_peer m = { .id = 1, .window = 64, .max_msg = 4160,
+				      .blob_len = 8 };
+	struct smart__auth wrong = k->a;
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
+	size_t n;
+
+	wrong.key = (const uint8_t *)WRONG;
+	wrong.key_len = strlen(WRONG);
+	CHECK_OK(smart__proto_enc_peer(SMART_PROTO_PEER_ACCEPT, &m, f,
+				       sizeof(f), &n));
+	smart__auth_seal(&wrong, SMART_AUTH_L_PEER, f, n);
+	fake_send_frame(fd, f, n);
+}
+
+/* Answer one frame; 0 when the fake has heard enough (it then closes). */
+static int fake_answer(struct fake *k, int fd, const struct smart_proto_hdr *h,
+		       const uint8_t *pl)
+{
+	if (k->ntypes < (int)SMART_ARRAY_SIZE(k->types))
+		k->types[k->ntypes++] = h->type;
+	if (h->type == SMART_PROTO_HELLO && k->mode == FAKE_OLD) {
+		fake_old(fd);
+		return 1;
+	}
+	if (h->type == SMART_PROTO_HELLO) {
+		fake_challenge(k, fd, pl, h->len);
+		return 1;
+	}
+	if (h->type == SMART_PROTO_ERROR)
+		return 1;	/* the dialer's refusal: its EOF follows */
+	if (k->mode == FAKE_BAD_TAG && h->type == SMART_PROTO_AUTH)
+		return 1;
+	if (k->mode == FAKE_BAD_TAG && h->type == SMART_PROTO_PEER_CONNECT) {
+		fake_accept(k, fd);
+		return 1;
+	}
+	return 0;	/* anything else was given to a fake: a leak */
+}
+
+/* Read what arrives, count its descriptors, answer each whole frame. */
+static void fake_serve(struct fake *k, int fd)
+{
+	size_t done = 0;
+	struct smart_proto_hdr h;
+
+	raw_timeout(fd);
+	for (;;) {
+		char cbuf[CMSG_SPACE(8 * sizeof(int))];
+		struct iovec iov = { k->got + k->n, GOT_MAX - k->n };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t r = k->n < GOT_MAX ? recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)
+					   : 0;
+
+		if (r <= 0)
+			return;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+		     c = CMSG_NXTHDR(&mh, c))
+			for (size_t i = 0; c->cmsg_type == SCM_RIGHTS &&
+			     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			     i++) {
+				int got;
+
+				memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
+				       sizeof(int));
+				close(got);
+				k->nfds++;
+			}
+		k->n += (size_t)r;
+		while (!smart__proto_hdr_check(k->got + done, k->n - done,
+					       &h) &&
+		       k->n - done >= SMART_PROTO_HDR_LEN + h.len) {
+			if (!fake_answer(k, fd, &h, k->got + done +
+					 SMART_PROTO_HDR_LEN))
+				return;
+			done += SMART_PROTO_HDR_LEN + h.len;
+		}
+	}
+}
+
+/* Copy both ways between a and b until either ends; what a sends is
+ * recorded as the dialer's. */
+static void fake_relay(struct fake *k, int a, int b)
+{
+	struct pollfd p[2] = { { .fd = a, .events = POLLIN },
+			       { .fd = b, .events = POLLIN } };
+	struct smart_proto_hdr h;
+	uint8_t buf[4096];
+	size_t done = 0;
+
+	while (poll(p, 2, 5000) > 0) {
+		int from = p[0].revents ? 0 : 1;
+		ssize_t r = recv(p[from].fd, buf, sizeof(buf), 0);
+
+		if (r <= 0 || send(p[!from].fd, buf, (size_t)r,
+				   MSG_NOSIGNAL) != r)
+			return;
+		if (from || k->n + (size_t)r > GOT_MAX)
+			continue;
+		memcpy(k->got + k->n, buf, (size_t)r);
+		k->n += (size_t)r;
+		while (!smart__proto_hdr_check(k->got + done, k->n - done,
+					       &h) &&
+		       k->n - done >= SMART_PROTO_HDR_LEN + h.len) {
+			k->types[k->ntypes++ % 32] = h.type;
+			done += SMART_PROTO_HDR_LEN + h.len;
+		}
+	}
+}
+
+static void *fake_main(void *arg)
+{
+	struct fake *k = arg;
+	int fd = accept4(k->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	CHECK_GE(fd, 0);
+	if (k->mode == FAKE_RELAY)
+		fake_relay(k, fd, k->fwd_fd);
+	else
+		fake_serve(k, fd);
+	close(fd);
+	return NULL;
+}
+
+/* A fake listening at the abstract name of port (a squatter). */
+static struct fake *squat(uint16_t port, int mode)
+{
+	struct fake *k = calloc(1, sizeof(*k));
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	int n = snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1,
+			 "smart-rpc:%u", port);
+
+	CHECK(k != NULL);
+	k->mode = mode;
+	k->fwd_fd = -1;
+	k->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(k->lfd, 0);
+	CHECK_OK(bind(k->lfd, (struct sockaddr *)&un,
+		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				  (size_t)n)));
+	CHECK_OK(listen(k->lfd, 4));
+	CHECK_OK(pthread_create(&k->th, NULL, fake_main, k));
+	return k;
+}
+
+/* A fake blade at 127.0.0.1:*port, served by fn. */
+static struct fake *fake_tcp_with(uint16_t *port, void *(*fn)(void *))
+{
+	struct fake *k = calloc(1, sizeof(*k));
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+
+	CHECK(k != NULL);
+	k->mode = FAKE_NO_SECRET;
+	k->fwd_fd = -1;
+	k->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(k->lfd, 0);
+	CHECK_OK(bind(k->lfd, (struct sockaddr *)&a, sizeof(a)));
+	CHECK_OK(listen(k->lfd, 4));
+	CHECK_OK(getsockname(k->lfd, (struct sockaddr *)&a, &len));
+	*port = ntohs(a.sin_port);
+	CHECK_OK(pthread_create(&k->th, NULL, fn, k));
+	return k;
+}
+
+static struct fake *fake_tcp(uint16_t *port)
+{
+	return fake_tcp_with(port, fake_main);
+}
+
+/* Wait for the fake to finish; what it got stays readable until the
+ * test frees it. */
+static void fake_end(struct fake *k)
+{
+	CHECK_OK(pthread_join(k->th, NULL));
+	close(k->lfd);
+	if (k->fwd_fd >= 0)
+		close(k->fwd_fd);
+	k->lfd = k->fwd_fd = -1;
+}
+
+/* The longest run of the secret's bytes found in what a fake got.  Runs
+ * of 3 or fewer happen by chance (random nonces, "proof refused" holds
+ * the secret's "re"); 4 or more would be a disclosure (a chance of about
+ * 1e-6 per case in a few hundred random bytes). */
+#define DISCLOSED 4
+static size_t secret_bytes(const struct fake *k)
+{
+	size_t best = 0, sl = strlen(SECRET);
+
+	for (size_t i = 0; i < k->n; i++)
+		for (size_t j = 0; j < sl; j++) {
+			size_t m = 0;
+
+			while (i + m < k->n && j + m < sl &&
+			       k->got[i + m] == (uint8_t)SECRET[j + m])
+				m++;
+			if (m > best)
+				best = m;
+		}
+	return best;
+}
+
+static int got_type(const struct fake *k, int type)
+{
+	for (int i = 0; i < k->ntypes; i++)
+		if (k->types[i] == type)
+			return 1;
+	return 0;
+}
+
+static void report(const char *who, const struct fake *k)
+{
+	printf("  %s got %zu bytes in %d frames (HELLO %d, AUTH %d, "
+	       "PEER_CONNECT %d), %d descriptors, %zu secret bytes in a row\n",
+	       who, k->n, k->ntypes, got_type(k, SMART_PROTO_HELLO),
+	       got_type(k, SMART_PROTO_AUTH),
+	       got_type(k, SMART_PROTO_PEER_CONNECT), k->nfds,
+	       secret_bytes(k));
+}
+
+/* Everything a dialer could have told a fake: a HELLO and its refusal. */
+static void told_nothing(const struct fake *k)
+{
+	CHECK_LT(secret_bytes(k), DISCLOSED);
+	CHECK_EQ(k->nfds, 0);
+	CHECK(!got_type(k, SMART_PROTO_AUTH));
+	CHECK(!got_type(k, SMART_PROTO_PEER_CONNECT));
+	CHECK_EQ(k->types[0], SMART_PROTO_HELLO);
+}
+
+/* Send what a fake got to fd and read the answers to EOF: no frame but
+ * CHALLENGE and ERROR may come (nothing is granted). */
+static void replay(const struct fake *k, int fd, int granted)
+{
+	static uint8_t p[SMART_PROTO_MAX_PAYLOAD];
+	int t, frames = 0;
+	size_t n;
+
+	raw_send(fd, k->got, k->n);
+	while ((t = raw_frame(fd, p, sizeof(p), &n)) > 0) {
+		frames++;
+		CHECK_MSG(t != granted, "the replay was granted (frame %d)", t);
+		CHECK(t == SMART_PROTO_CHALLENGE || t == SMART_PROTO_ERROR);
+	}
+	CHECK_GT(frames, 0);
+	close(fd);
+}
+
+/* ---- cases -------------------------------------------------------------- */
+
+static void test_squatter(void)
+{
+	struct listener l;
+	struct ep d;
+	struct fake *k;
+	struct smart_rpc_stats st;
+	smart_rpc_conn_t *c = NULL;
+	char addr[32];
+	uint16_t port;
+	int hold;
+
+	if (!on_shm()) {
+		printf("  (not shm: abstract names are shm's)\n");
+		return;
+	}
+	hold = free_port(&port);
+	k = squat(port, FAKE_NO_SECRET);
+	ep_open(&d, SECRET, NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_EQ(smart_rpc_connect(d.rpc, addr, &c), SMART_EACCES);
+	fake_end(k);
+	report("squatter", k);
+	told_nothing(k);
+	/* what it got buys nothing from the genuine listener */
+	listener_start(&l, NULL);
+	replay(k, raw_peer_connect(l.addr), SMART_PROTO_PEER_ACCEPT);
+	st = listener_stats(&l);
+	CHECK_U64_EQ(st.conns_accepted, 0);
+	CHECK_GE(st.handshakes_refused, 1);
+	/* and the dialer connects to the genuine one (closed after the
+	 * listener is gone: see the note at listener_stop) */
+	CHECK_OK(smart_rpc_connect(d.rpc, l.addr, &c));
+	listener_stop(&l);
+	smart_rpc_close(c);
+	ep_close(&d);
+	close(hold);
+	free(k);
+}
+
+static smart_blade_t *blade_start(void)
+{
+	struct smart_blade_config cfg;
+	smart_blade_t *b;
+
+	smart_blade_config_init(&cfg);
+	cfg.size = 8u << 20;
+	cfg.listen = "127.0.0.1:0";
+	cfg.hugepages = 0;
+	cfg.secret = SECRET;
+	cfg.secret_len = strlen(SECRET);
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	return b;
+}
+
+static void test_fake_blade(void)
+{
+	smart_ctx_t *ctx = fixture_ctx((const char *[]){ "buf_pool", "4M",
+							 NULL });
+	struct smart_blade_stats bs;
+	smart_blade_t *b;
+	struct fake *k;
+	char addr[32];
+	uint16_t port, id;
+
+	k = fake_tcp(&port);
+	CHECK_OK(smart_ctx_set_secret(ctx, SECRET, strlen(SECRET)));
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_EQ(smart_ctx_connect(ctx, addr, &id), SMART_EACCES);
+	fake_end(k);
+	report("fake blade", k);
+	told_nothing(k);
+	b = blade_start();
+	replay(k, raw_connect(b), SMART_PROTO_WELCOME);
+	smart_blade_stats(b, &bs);
+	CHECK_U64_EQ(bs.authenticated, 0);
+	CHECK_OK(smart_ctx_connect(ctx, smart_blade_address(b), &id));
+	CHECK_OK(smart_ctx_destroy(ctx));
+	smart_blade_destroy(b);
+	free(k);
+}
+
+/* A dialer without the secret sends the listener's proof back as its
+ * own: refused with EACCES, by a peer and by a blade. */
+static void reflect(int fd)
+{
+	struct smart__auth a = { (const uint8_t *)WRONG, strlen(WRONG),
+				 { 0 }, { 0 } };
+	struct smart_proto_challenge c;
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	size_t hlen = raw_hello(fd, &a, hello);
+
+	CHECK(!raw_challenge(fd, &a, hello, hlen, &c));
+	raw_auth(fd, c.proof);
+	expect_error(fd, SMART_EACCES);
+	close(fd);
+}
+
+static void test_reflection(void)
+{
+	struct listener l;
+	smart_blade_t *b = blade_start();
+	struct smart_blade_stats bs;
+
+	reflect(raw_connect(b));
+	smart_blade_stats(b, &bs);
+	CHECK_U64_EQ(bs.authenticated, 0);
+	CHECK_U64_EQ(bs.refused, 1);
+	smart_blade_destroy(b);
+	if (!on_shm())
+		return;
+	listener_start(&l, NULL);
+	reflect(raw_peer_connect(l.addr));
+	CHECK_U64_EQ(listener_stats(&l).conns_accepted, 0);
+	listener_stop(&l);
+}
+
+/* Our dial, relayed by a squatter to our own listener: refused, and the
+ * relay saw no proof of ours. */
+static void test_relay(void)
+{
+	struct ep e;
+	struct fake *k;
+	smart_rpc_conn_t *c = NULL;
+	char own[64], addr[32];
+	uint16_t port;
+	int hold;
+
+	if (!on_shm()) {
+		printf("  (not shm: abstract names are shm's)\n");
+		return;
+	}
+	ep_open(&e, SECRET, NULL);
+	CHECK_OK(smart_rpc_listen(e.rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(e.rpc, own, sizeof(own)));
+	hold = free_port(&port);
+	k = squat(port, FAKE_RELAY);
+	k->fwd_fd = raw_peer_connect(own);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_EQ(smart_rpc_connect(e.rpc, addr, &c), SMART_EACCES);
+	fake_end(k);	/* the dial's socket closed: the relay ended */
+	report("relay", k);
+	CHECK(!got_type(k, SMART_PROTO_AUTH));
+	CHECK(!got_type(k, SMART_PROTO_PEER_CONNECT));
+	ep_close(&e);
+	close(hold);
+	free(k);
+}
+
+/* A dialer proving with another key: refused. */
+static void wrong_auth(int fd)
+{
+	struct smart__auth a = { (const uint8_t *)WRONG, strlen(WRONG),
+				 { 0 }, { 0 } };
+	struct smart_proto_challenge c;
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	uint8_t proof[SMART_PROTO_TAG_LEN];
+	size_t hlen = raw_hello(fd, &a, hello);
+
+	CHECK(!raw_challenge(fd, &a, hello, hlen, &c));
+	smart__auth_tag(&a, SMART_AUTH_D_AUTH, hello, hlen, proof);
+	raw_auth(fd, proof);
+	expect_error(fd, SMART_EACCES);
+	close(fd);
+}
+
+static void test_wrong_secret(void)
+{
+	smart_ctx_t *ctx = fixture_ctx((const char *[]){ "buf_pool", "4M",
+							 NULL });
+	smart_blade_t *b = blade_start();
+	struct smart_blade_stats bs;
+	struct smart_rpc_stats st;
+	struct listener l;
+	smart_rpc_conn_t *c = NULL;
+	struct ep d;
+	uint16_t id;
+
+	/* blade: the client refuses its proof (and says so), and a client
+	 * proving with another key is refused */
+	CHECK_OK(smart_ctx_set_secret(ctx, WRONG, strlen(WRONG)));
+	CHECK_EQ(smart_ctx_connect(ctx, smart_blade_address(b), &id),
+		 SMART_EACCES);
+	smart_blade_stats(b, &bs);
+	CHECK_U64_EQ(bs.refused, 1);
+	wrong_auth(raw_connect(b));
+	smart_blade_stats(b, &bs);
+	CHECK_U64_EQ(bs.refused, 2);
+	CHECK_U64_EQ(bs.authenticated, 0);
+	CHECK_OK(smart_ctx_destroy(ctx));
+	smart_blade_destroy(b);
+	if (!on_shm())
+		return;
+	listener_start(&l, NULL);
+	ep_open(&d, WRONG, NULL);
+	CHECK_EQ(smart_rpc_connect(d.rpc, l.addr, &c), SMART_EACCES);
+	st = listener_stats(&l);
+	CHECK_U64_EQ(st.handshakes_refused, 1);
+	wrong_auth(raw_peer_connect(l.addr));
+	st = listener_stats(&l);
+	CHECK_U64_EQ(st.handshakes_refused, 2);
+	CHECK_U64_EQ(st.conns_accepted, 0);
+	ep_close(&d);
+	listener_stop(&l);
+}
+
+/* A version-2 HELLO, which carried the secret: ERROR(EVERSION) naming our
+ * version, and a reason that says what to do. */
+static void old_hello(int fd)
+{
+	static uint8_t p[SMART_PROTO_MAX_PAYLOAD];
+	uint8_t f[64] = { 'S', 'M', 'R', 'T', SMART_PROTO_HELLO, 0, 0, 0 };
+	size_t tl = 3, sl = strlen(SECRET), plen = 8 + tl + sl, n;
+	struct smart_proto_error e;
+	char c;
+
+	f[8] = (uint8_t)plen;
+	f[12] = 2;			/* version 2 */
+	f[14] = (uint8_t)tl;
+	f[16] = (uint8_t)sl;
+	memcpy(f + 20, "shm", tl);
+	memcpy(f + 20 + tl, SECRET, sl);
+	raw_send(fd, f, 12 + plen);
+	CHECK_EQ(raw_frame(fd, p, sizeof(p), &n), SMART_PROTO_ERROR);
+	CHECK_OK(smart__proto_dec_error(p, n, &e));
+	CHECK_EQ(e.status, SMART_EVERSION);
+	CHECK_EQ(e.version, SMART_PROTO_VERSION);
+	CHECK_MSG(strstr(e.msg, "too old"), "reason: %s", e.msg);
+	printf("  old HELLO: \"%s\"\n", e.msg);
+	CHECK_EQ(recv(fd, &c, 1, 0), 0);
+	close(fd);
+}
+
+static void test_old_version(void)
+{
+	smart_blade_t *b = blade_start();
+	struct listener l;
+	struct fake *k;
+	struct ep d;
+	smart_rpc_conn_t *c = NULL;
+	char addr[32];
+	uint16_t port;
+	int hold;
+
+	old_hello(raw_connect(b));
+	smart_blade_destroy(b);
+	if (!on_shm())
+		return;
+	listener_start(&l, NULL);
+	old_hello(raw_peer_connect(l.addr));
+	listener_stop(&l);
+	/* our HELLO to an old listener: its ERROR, said as such */
+	hold = free_port(&port);
+	k = squat(port, FAKE_OLD);
+	ep_open(&d, SECRET, NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_EQ(smart_rpc_connect(d.rpc, addr, &c), SMART_EVERSION);
+	fake_end(k);
+	ep_close(&d);
+	close(hold);
+	free(k);
+}
+
+static void test_accept_tag(void)
+{
+	struct fake *k;
+	struct ep d;
+	smart_rpc_conn_t *c = NULL;
+	char addr[32];
+	uint16_t port;
+	int hold;
+
+	if (!on_shm()) {
+		printf("  (not shm: abstract names are shm's)\n");
+		return;
+	}
+	hold = free_port(&port);
+	k = squat(port, FAKE_BAD_TAG);
+	ep_open(&d, SECRET, NULL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_EQ(smart_rpc_connect(d.rpc, addr, &c), SMART_EACCES);
+	fake_end(k);
+	/* it proved the secret: it got our proof and our side */
+	CHECK(got_type(k, SMART_PROTO_AUTH));
+	CHECK(got_type(k, SMART_PROTO_PEER_CONNECT));
+	ep_close(&d);
+	close(hold);
+	free(k);
+}
+
+/* Read one frame of type want from fd into p (cap bytes); its length. */
+static size_t frame_of(int fd, int want, uint8_t *p, size_t cap)
+{
+	size_t n;
+
+	CHECK_EQ(raw_frame(fd, p, cap, &n), want);
+	return n;
+}
+
+/* A tagged QP_CONNECT (seq) on a raw authenticated blade session. */
+static void raw_qp_connect(int fd, const struct smart__auth *a, uint64_t seq,
+			   int good)
+{
+	struct smart_proto_qp_connect c = { .req_id = (uint32_t)seq + 1,
+					    .blob = "qp-blob", .blob_len = 8 };
+	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_QPC_MAX];
+	size_t n;
+
+	CHECK_OK(smart__proto_enc_qp_connect(&c, f, sizeof(f), &n));
+	if (good)
+		smart__auth_seal_seq(a, SMART_AUTH_D_SESSION, seq, f, n);
+	raw_send(fd, f, n);
+}
+
+/* A fake blade that knows the secret: a good handshake and WELCOME, then
+ * a QP_ACCEPT tagged with another key. */
+static void *fake_blade_main(void *arg)
+{
+	struct fake *k = arg;
+	struct smart_proto_welcome w = { .blade_id = 1, .chunk_shift = 20,
+		.region_size = 8u << 20, .lease_id = 1, .lease_ms = 1000,
+		.blob = "region", .blob_len = 7 };
+	struct smart_proto_qp_accept qa = { .blob = "resp", .blob_len = 5 };
+	struct smart_proto_qp_connect qc;
+	struct smart__auth wrong;
+	uint8_t p[SMART_PROTO_MAX_PAYLOAD], f[SMART_PROTO_FRAME_MAX];
+	size_t n, len;
+	int fd = accept4(k->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	CHECK_GE(fd, 0);
+	raw_timeout(fd);
+	k->mode = FAKE_BAD_TAG;
+	n = frame_of(fd, SMART_PROTO_HELLO, p, sizeof(p));
+	fake_challenge(k, fd, p, n);
+	frame_of(fd, SMART_PROTO_AUTH, p, sizeof(p));
+	CHECK_OK(smart__proto_enc_welcome(&w, f, sizeof(f), &len));
+	smart__auth_seal(&k->a, SMART_AUTH_L_WELCOME, f, len);
+	raw_send(fd, f, len);
+	n = frame_of(fd, SMART_PROTO_QP_CONNECT, p, sizeof(p));
+	CHECK_OK(smart__proto_dec_qp_connect(p, n, &qc));
+	qa.req_id = qc.req_id;
+	CHECK_OK(smart__proto_enc_qp_accept(&qa, f, sizeof(f), &len));
+	wrong = k->a;
+	wrong.key = (const uint8_t *)WRONG;
+	wrong.key_len = strlen(WRONG);
+	smart__auth_seal_seq(&wrong, SMART_AUTH_L_SESSION, 0, f, len);
+	raw_send(fd, f, len);
+	while (raw_frame(fd, p, sizeof(p), &n) > 0)
+		;	/* until the client hangs up */
+	close(fd);
+	return NULL;
+}
+
+static void test_session_tag(void)
+{
+	smart_blade_t *b = blade_start();
+	struct smart_blade_stats bs;
+	struct smart__boot_welcome bw;
+	struct smart__boot *s;
+	struct smart__auth a;
+	uint8_t p[SMART_PROTO_MAX_PAYLOAD], peer[SMART_PROTO_BLOB_MAX];
+	size_t pl = sizeof(peer);
+	uint32_t id;
+	struct fake *k;
+	char addr[32];
+	uint16_t port;
+	int fd;
+
+	/* the blade: a wrong tag, then a good frame replayed */
+	fd = raw_connect(b);
+	raw_authenticate(fd, SECRET, strlen(SECRET), &a);
+	frame_of(fd, SMART_PROTO_WELCOME, p, sizeof(p));
+	raw_qp_connect(fd, &a, 0, 0);
+	expect_error(fd, SMART_EACCES);
+	close(fd);
+	fd = raw_connect(b);
+	raw_authenticate(fd, SECRET, strlen(SECRET), &a);
+	frame_of(fd, SMART_PROTO_WELCOME, p, sizeof(p));
+	raw_qp_connect(fd, &a, 0, 1);
+	frame_of(fd, SMART_PROTO_QP_ACCEPT, p, sizeof(p));
+	raw_qp_connect(fd, &a, 0, 1);
+	expect_error(fd, SMART_EACCES);
+	close(fd);
+	smart_blade_stats(b, &bs);
+	CHECK_U64_EQ(bs.refused, 2);
+	smart_blade_destroy(b);
+	/* the client: a QP_ACCEPT not tagged by the blade of the session */
+	k = fake_tcp_with(&port, fake_blade_main);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_OK(smart__boot_open(addr, "shm", SECRET, strlen(SECRET), 3000,
+				  NULL, &s, &bw));
+	CHECK_EQ(smart__boot_qp_connect(s, "qp-blob", 8, peer, &pl, &id),
+		 SMART_EACCES);
+	smart__boot_close(s);
+	fake_end(k);
+	free(k);
+}
+
+/* ---- another uid (root only) ------------------------------------------- */
+
+static void become_nobody(void)
+{
+	CHECK_OK(setgroups(0, NULL));
+	CHECK_OK(setgid(65534));
+	CHECK_OK(setuid(65534));
+}
+
+/* args: address.  As uid 65534, dial it: exit 0 iff refused EACCES. */
+static void child_dialer(char **args)
+{
+	smart_rpc_conn_t *c = NULL;
+	struct ep d;
+	int rc;
+
+	become_nobody();
+	ep_open(&d, SECRET, NULL);
+	rc = smart_rpc_connect(d.rpc, args[0], &c);
+	printf("  uid 65534 dialing: %s\n", smart_status_name(rc));
+	exit(rc == SMART_EACCES ? 0 : 1);
+}
+
+/* args: a pipe's write end.  As uid 65534, listen, write the address to
+ * the pipe and serve until its reader closes it. */
+static void child_listener(char **args)
+{
+	struct pollfd p = { .fd = atoi(args[0]), .events = POLLIN };
+	struct ep e;
+	char addr[64];
+
+	become_nobody();
+	ep_open(&e, SECRET, NULL);
+	CHECK_OK(smart_rpc_listen(e.rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(e.rpc, addr, sizeof(addr)));
+	CHECK_EQ(write(p.fd, addr, strlen(addr) + 1),
+		 (ssize_t)strlen(addr) + 1);
+	while (poll(&p, 1, 0) == 0)
+		smart_rpc_progress(e.rpc);
+	exit(0);
+}
+
+static void test_other_uid(void)
+{
+	struct smart_rpc_cfg allow = { .allow_uid = { 65534 } };
+	smart_rpc_conn_t *c = NULL;
+	struct listener l;
+	struct ep d;
+	char addr[64], fdtxt[16];
+	int pfd[2], st;
+	pid_t pid;
+
+	if (!on_shm() || geteuid()) {
+		printf("  (not tested: this needs shm, and root to become uid "
+		       "65534)\n");
+		return;
+	}
+	/* a dialer of another uid: refused by our listener */
+	listener_start(&l, NULL);
+	pid = test_spawn("dialer", (const char *[]){ l.addr, NULL });
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK_MSG(WIFEXITED(st) && !WEXITSTATUS(st), "uid 65534 not refused");
+	CHECK_U64_EQ(listener_stats(&l).conns_accepted, 0);
+	CHECK_GE(listener_stats(&l).handshakes_refused, 1);
+	listener_stop(&l);
+	/* a listener of another uid: refused by our dialer, unless allowed */
+	/* only the write end goes to the child: it sees the read end close */
+	CHECK_OK(pipe2(pfd, O_CLOEXEC));
+	CHECK_OK(fcntl(pfd[1], F_SETFD, 0));
+	snprintf(fdtxt, sizeof(fdtxt), "%d", pfd[1]);
+	pid = test_spawn("listener", (const char *[]){ fdtxt, NULL });
+	close(pfd[1]);
+	CHECK_GT(read(pfd[0], addr, sizeof(addr)), 0);
+	ep_open(&d, SECRET, NULL);
+	CHECK_EQ(smart_rpc_connect(d.rpc, addr, &c), SMART_EACCES);
+	ep_close(&d);
+	ep_open(&d, SECRET, &allow);
+	CHECK_OK(smart_rpc_connect(d.rpc, addr, &c));
+	smart_rpc_close(c);
+	ep_close(&d);
+	close(pfd[0]);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_child children[] = {
+		{ "dialer", child_dialer }, { "listener", child_listener },
+		{ NULL, NULL } };
+
+	return test_main_children(argc, argv, (struct test_case[]){
+		{ "squatter", test_squatter },
+		{ "fake_blade", test_fake_blade },
+		{ "reflection", test_reflection },
+		{ "relay", test_relay },
+		{ "wrong_secret", test_wrong_secret },
+		{ "old_version", test_old_version },
+		{ "accept_tag", test_accept_tag },
+		{ "session_tag", test_session_tag },
+		{ "other_uid", test_other_uid },
+		{ NULL, NULL } }, children);
+}
