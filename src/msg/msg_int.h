@@ -258,6 +258,7 @@ struct smart_rpc {
 	int passes_fds;		/* shm: QP descriptors go with the blobs */
 	uint32_t msg_len;
 	int in_poll;		/* inside the poller: sends are batched */
+	int closing;		/* destroy: the poller frees no connection */
 	int in_handler;		/* a handler runs: calls are refused */
 	int waiting;		/* tasks waiting in calls or for room */
 	uint64_t tick_cycles, next_tick;

@@ -1135,7 +1135,9 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		smart__rpc_listen_service(rpc);
 		smart__rpc_stat_service(rpc, 0);
 	}
-	if (rpc->dead)
+	/* not while the destroy walks the connections: one it is closing may
+	 * be failed by its peer's CLOSE inside this poll (conns_close) */
+	if (rpc->dead && (!rpc->closing || SMART_M_RPC_DESTROY_FREES_DEAD))
 		free_dead(rpc);
 	rpc->in_poll = 0;
 	return n > 0 ? n : 0;
@@ -1368,6 +1370,15 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 			*pp = c->next_dirty;
 			break;
 		}
+	/* and the dead list: an accepted connection failed by its peer's
+	 * CLOSE while the endpoint's destroy said its own went there, and
+	 * the destroy frees it before it frees that list */
+	for (pp = &rpc->dead; !SMART_M_RPC_DEAD_KEPT && *pp;
+	     pp = &(*pp)->next_dead)
+		if (*pp == c) {
+			*pp = c->next_dead;
+			break;
+		}
 	if (rpc->conns[c->index] == c) {
 		rpc->conns[c->index] = NULL;
 		smart__rpc_stats_add(&rpc->past, &c->st);
@@ -1419,6 +1430,7 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 
 void smart__rpc_conns_close(struct smart_rpc *rpc)
 {
+	rpc->closing = 1;	/* nothing freed behind the loop's back */
 	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
 		struct smart_rpc_conn *c = rpc->conns[i];
 

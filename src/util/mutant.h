@@ -345,6 +345,22 @@
 #define SMART_M_RPC_NO_REQ_QUOTA 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_DESTROY_FREES_DEAD /* msg/rpc.c: the poller frees
+					 * failed connections while the
+					 * destroy walks them */
+#define SMART_M_RPC_DESTROY_FREES_DEAD 1
+#else
+#define SMART_M_RPC_DESTROY_FREES_DEAD 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_DEAD_KEPT	/* msg/rpc.c: a freed connection
+					 * stays on the dead list (freed
+					 * again by the destroy) */
+#define SMART_M_RPC_DEAD_KEPT 1
+#else
+#define SMART_M_RPC_DEAD_KEPT 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_TRUSTS_RECV_KIND	/* msg/rpc.c: a receive parsed
 					 * as a SEND's whatever consumed it
 					 * (a WRITE_IMM's length read from
