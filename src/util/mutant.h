@@ -262,6 +262,13 @@
 #define SMART_M_CLIENT_NO_SESSION_TAG 0
 #endif
 
+#ifdef SMART_MUTANT_CLIENT_NO_FD_PROOF	/* core bootstrap.c: the region fd
+					 * taken without the blade's proof */
+#define SMART_M_CLIENT_NO_FD_PROOF 1
+#else
+#define SMART_M_CLIENT_NO_FD_PROOF 0
+#endif
+
 #ifdef SMART_MUTANT_CLIENT_NO_BLADE_PROOF	/* core bootstrap.c: a client goes
 					 * on without the blade's proof */
 #define SMART_M_CLIENT_NO_BLADE_PROOF 1

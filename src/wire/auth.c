@@ -5,6 +5,7 @@
  */
 #include <sodium.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "smart/status.h"
 #include "util/mutant.h"
@@ -127,4 +128,31 @@ int smart__auth_open(const struct smart__auth *a, int label,
 		return 0;
 	len -= SMART_AUTH_TAG_LEN;
 	return smart__auth_check(a, label, p, len, p + len);
+}
+
+int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
+		       uint8_t out[SMART_AUTH_TAG_LEN])
+{
+	struct stat st;
+	uint8_t id[16];
+
+	if (fstat(fd, &st))
+		return SMART_ESYS;
+	for (int i = 0; i < 8; i++) {
+		id[i] = (uint8_t)((uint64_t)st.st_dev >> (8 * i));
+		id[8 + i] = (uint8_t)((uint64_t)st.st_ino >> (8 * i));
+	}
+	smart__auth_tag(a, label, id, sizeof(id), out);
+	return 0;
+}
+
+int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
+			 const uint8_t tag[SMART_AUTH_TAG_LEN])
+{
+	uint8_t want[SMART_AUTH_TAG_LEN];
+	int ok = !smart__auth_fd_tag(a, label, fd, want) &&
+		 sodium_memcmp(want, tag, sizeof(want)) == 0;
+
+	sodium_memzero(want, sizeof(want));
+	return ok;
 }

@@ -41,6 +41,8 @@ enum smart_auth_label {
 	SMART_AUTH_D_SESSION = 7,	/* client: a frame after the AUTH
 					 * (QP_CONNECT, QP_CLOSE, BYE) */
 	SMART_AUTH_L_SESSION = 8,	/* blade: a QP_ACCEPT */
+	SMART_AUTH_L_FETCH = 9,		/* blade: the descriptor its fd
+					 * reply passes */
 };
 
 /* One session's authentication state: the key and both nonces. */
@@ -86,5 +88,17 @@ void smart__auth_seal_seq(const struct smart__auth *a, int label,
 			  uint64_t seq, void *frame, size_t n);
 int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
 			 uint16_t type, const void *payload, size_t len);
+
+/*
+ * The proof of label over a descriptor's identity (st_dev u64 | st_ino
+ * u64 of fstat, the same in every process that holds it): what the sender
+ * passed is what the receiver got, not one a party that relayed or
+ * squatted the socket put in its place.  SMART_ESYS when fstat fails.
+ */
+int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
+		       uint8_t out[SMART_AUTH_TAG_LEN]);
+/* 1 when tag is that proof over fd, in constant time. */
+int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
+			 const uint8_t tag[SMART_AUTH_TAG_LEN]);
 
 #endif
