@@ -276,6 +276,14 @@
 #define SMART_M_CLIENT_NO_BLADE_PROOF 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_KEY_KEPT	/* msg/peer.c: a handshake keeps a
+					 * pointer to the secret from its
+					 * HELLO (freed by a rotation) */
+#define SMART_M_RPC_KEY_KEPT 1
+#else
+#define SMART_M_RPC_KEY_KEPT 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_DIAL_BLOCKS	/* msg/peer.c: a dial's socket waits
 					 * block, the endpoint unpolled */
 #define SMART_M_RPC_DIAL_BLOCKS 1

@@ -29,6 +29,10 @@
  *    middle's change) is refused by the client.
  *  - other_uid (shm, as root): a peer of another uid (65534) is refused
  *    both ways, and accepted once cfg.allow_uid names it.
+ *  - rotation: the secret rotated between a dialer's HELLO and its AUTH:
+ *    the listener checks the AUTH with the secret as it is now, never
+ *    with the rotated one's freed memory (an AUTH proven with what took
+ *    that memory was accepted).
  *  - close_race (not about the secret; the listener thread is here): a
  *    dialer's CLOSE waits unread in the listener's queue when the
  *    listener's endpoint is destroyed; the destroy says its own CLOSE,
@@ -1001,6 +1005,75 @@ static void test_other_uid(void)
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 }
 
+/* Poll the endpoint (its listener) until fd has something to read. */
+static void pump(smart_rpc_t *rpc, int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+	for (int i = 0; i < 5000; i++) {
+		smart_rpc_progress(rpc);
+		if (poll(&pf, 1, 1) == 1)
+			return;
+	}
+	CHECK_MSG(0, "the listener never answered");
+}
+
+/*
+ * The secret rotated (smart_ctx_set_secret) between a dialer's HELLO and
+ * its AUTH: the listener's handshake must not go on with the old secret's
+ * memory, which the rotation wiped and freed.  Here that memory is taken
+ * by the next allocation of its size and filled with bytes of ours (any
+ * data could land there): an AUTH proven with those bytes, neither the old
+ * secret nor the new one, must be refused.  A second AUTH behind it tells
+ * which: refused at the first (EACCES) or authenticated (the second is
+ * then unexpected, EPROTO).
+ */
+static void test_rotation(void)
+{
+	char forged[sizeof(SECRET)];
+	struct smart__auth a = { (const uint8_t *)SECRET, strlen(SECRET),
+				 { 0 }, { 0 } };
+	struct smart_proto_challenge c;
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	uint8_t proof[SMART_PROTO_TAG_LEN], p[SMART_PROTO_MAX_PAYLOAD];
+	struct smart_proto_error e;
+	char own[64], *reuse;
+	struct ep l;
+	size_t hlen, n;
+	int fd;
+
+	if (!on_shm()) {
+		printf("  (not shm: the raw dialer uses the abstract name)\n");
+		return;
+	}
+	ep_open(&l, SECRET, NULL);
+	CHECK_OK(smart_rpc_listen(l.rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(l.rpc, own, sizeof(own)));
+	fd = raw_peer_connect(own);
+	hlen = raw_hello(fd, &a, hello);
+	pump(l.rpc, fd);
+	CHECK(raw_challenge(fd, &a, hello, hlen, &c));
+	CHECK_OK(smart_ctx_set_secret(l.ctx, WRONG, strlen(WRONG)));
+	reuse = malloc(sizeof(SECRET));	/* the old secret's block */
+	CHECK(reuse != NULL);
+	memset(forged, 'Z', sizeof(forged));
+	memcpy(reuse, forged, sizeof(forged));
+	a.key = (const uint8_t *)forged;
+	smart__auth_tag(&a, SMART_AUTH_D_AUTH, hello, hlen, proof);
+	raw_auth(fd, proof);
+	raw_auth(fd, proof);
+	pump(l.rpc, fd);
+	CHECK_EQ(raw_frame(fd, p, sizeof(p), &n), SMART_PROTO_ERROR);
+	CHECK_OK(smart__proto_dec_error(p, n, &e));
+	printf("  AUTH proven with bytes that reused the rotated secret's "
+	       "memory: %s (%s)\n", e.status == SMART_EACCES ? "refused" :
+	       "accepted", e.msg);
+	CHECK_EQ(e.status, SMART_EACCES);
+	close(fd);
+	free(reuse);
+	ep_close(&l);
+}
+
 static void test_close_race(void)
 {
 	struct listener l;
@@ -1041,5 +1114,6 @@ int main(int argc, char **argv)
 		{ "session_tag", test_session_tag },
 		{ "other_uid", test_other_uid },
 		{ "close_race", test_close_race },
+		{ "rotation", test_rotation },
 		{ NULL, NULL } }, children);
 }
