@@ -140,24 +140,36 @@ static int key_check(struct smart_rpc *rpc, const struct smart__auth *n,
 	return ok;
 }
 
-static void key_seal(struct smart_rpc *rpc, const struct smart__auth *n,
-		     int label, void *frame, size_t len)
+/* A PEER frame's tag covers the descriptors it goes with (shm: all
+ * SMART_SOCK_FDS, verbs: none): a relay cannot pass its own. */
+static int peer_nfds(const struct smart_rpc *rpc)
+{
+	return rpc->passes_fds && !SMART_M_RPC_FDS_UNTAGGED ?
+	       SMART_SOCK_FDS : 0;
+}
+
+static int key_seal(struct smart_rpc *rpc, const struct smart__auth *n,
+		    int label, const int *fds, void *frame, size_t len)
 {
 	struct smart__auth a;
+	int rc;
 
 	key_take(rpc, n, &a);
-	smart__auth_seal(&a, label, frame, len);
+	rc = smart__auth_seal_fds(&a, label, fds, peer_nfds(rpc), frame, len);
 	key_drop(rpc, &a);
+	return rc;
 }
 
 static int key_open(struct smart_rpc *rpc, const struct smart__auth *n,
-		    int label, const void *payload, size_t len)
+		    int label, const int *fds, const void *payload,
+		    size_t len)
 {
 	struct smart__auth a;
 	int ok;
 
 	key_take(rpc, n, &a);
-	ok = smart__auth_open(&a, label, payload, len);
+	ok = smart__auth_open_fds(&a, label, fds, peer_nfds(rpc), payload,
+				  len);
 	key_drop(rpc, &a);
 	return ok;
 }
@@ -451,12 +463,13 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	struct smart_proto_peer in, outm = { 0 };
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
 	struct smart_rpc_conn *c;
+	int fds[SMART_SOCK_FDS], rc;
 	size_t n;
-	int rc;
 
-	if (!key_open(rpc, &p->auth, SMART_AUTH_D_PEER, pl, len)) {
-		pend_refuse(rpc, p, SMART_EACCES, "peer_connect not tagged "
-			    "with this session's proof");
+	if (!key_open(rpc, &p->auth, SMART_AUTH_D_PEER, p->fd_got, pl, len)) {
+		pend_refuse(rpc, p, SMART_EACCES, "peer_connect (or its "
+			    "descriptors) not tagged with this session's "
+			    "proof");
 		return;
 	}
 	if (smart__proto_dec_peer(SMART_PROTO_PEER_CONNECT, pl, len, &in)) {
@@ -482,8 +495,10 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	if (!rc)
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_ACCEPT, &outm, f,
 					   sizeof(f), &n);
-	if (!rc)
-		key_seal(rpc, &p->auth, SMART_AUTH_L_PEER, f, n);
+	if (!rc) {
+		smart__rpc_conn_fds(c, fds);
+		rc = key_seal(rpc, &p->auth, SMART_AUTH_L_PEER, fds, f, n);
+	}
 	/* one small frame to a socket that has sent us all it had: it
 	 * fits, or the dialer is not reading and gets nothing */
 	if (!rc)
@@ -829,8 +844,8 @@ static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 	uint8_t proof[SMART_PROTO_TAG_LEN];
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
 	struct smart_proto_peer m = { 0 };
+	int fds[SMART_SOCK_FDS], rc;
 	size_t n;
-	int rc;
 
 	key_tag(rpc, a, SMART_AUTH_D_AUTH, hello, hlen, proof);
 	rc = smart__proto_enc_auth(proof, f, sizeof(f), &n);
@@ -841,10 +856,11 @@ static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 	if (!rc)
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_CONNECT, &m, f,
 					   sizeof(f), &n);
-	if (rc)
-		return rc;
-	key_seal(rpc, a, SMART_AUTH_D_PEER, f, n);
-	return send_peer(c, fd, f, n, deadline, idle);
+	if (!rc) {
+		smart__rpc_conn_fds(c, fds);
+		rc = key_seal(rpc, a, SMART_AUTH_D_PEER, fds, f, n);
+	}
+	return rc ? rc : send_peer(c, fd, f, n, deadline, idle);
 }
 
 /* Read the listener's answer: its PEER_ACCEPT, tagged. */
@@ -865,10 +881,10 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 	if (h.type != SMART_PROTO_PEER_ACCEPT)
 		return SMART_EPROTO;
 	if (!SMART_M_RPC_NO_ACCEPT_TAG &&
-	    !key_open(rpc, a, SMART_AUTH_L_PEER, pl, h.len)) {
-		smart__warn(&rpc->ctx->log, "rpc: the peer_accept is not "
-			    "tagged with this session's proof: altered on "
-			    "the way");
+	    !key_open(rpc, a, SMART_AUTH_L_PEER, fds, pl, h.len)) {
+		smart__warn(&rpc->ctx->log, "rpc: the peer_accept (or its "
+			    "descriptors) is not tagged with this session's "
+			    "proof: altered on the way");
 		return SMART_EACCES;
 	}
 	if (smart__proto_dec_peer(h.type, pl, h.len, m))

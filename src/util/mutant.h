@@ -284,6 +284,13 @@
 #define SMART_M_RPC_KEY_KEPT 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_FDS_UNTAGGED	/* msg/peer.c: a PEER frame's tag
+					 * does not cover its descriptors */
+#define SMART_M_RPC_FDS_UNTAGGED 1
+#else
+#define SMART_M_RPC_FDS_UNTAGGED 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_DIAL_BLOCKS	/* msg/peer.c: a dial's socket waits
 					 * block, the endpoint unpolled */
 #define SMART_M_RPC_DIAL_BLOCKS 1

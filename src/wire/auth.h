@@ -28,6 +28,7 @@
 
 #define SMART_AUTH_NONCE_LEN	32
 #define SMART_AUTH_TAG_LEN	32
+#define SMART_AUTH_FDS_MAX	4	/* descriptors one tag can cover */
 
 /* Who proves what (one byte of every proof's input). */
 enum smart_auth_label {
@@ -97,6 +98,19 @@ int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
  */
 int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
 		       uint8_t out[SMART_AUTH_TAG_LEN]);
+/*
+ * seal/open for a frame that goes with descriptors (PEER_CONNECT and
+ * PEER_ACCEPT on shm): the tag also covers the identity of each of
+ * fds[0..nfds), in order, before the payload, so a party that relays the
+ * socket cannot pass descriptors of its own with a genuine frame.  seal:
+ * SMART_ESYS when a descriptor cannot be looked at; open: 0 then.
+ */
+int smart__auth_seal_fds(const struct smart__auth *a, int label,
+			 const int *fds, int nfds, void *frame, size_t n);
+int smart__auth_open_fds(const struct smart__auth *a, int label,
+			 const int *fds, int nfds, const void *payload,
+			 size_t len);
+
 /* 1 when tag is that proof over fd, in constant time. */
 int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
 			 const uint8_t tag[SMART_AUTH_TAG_LEN]);

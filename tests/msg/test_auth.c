@@ -13,6 +13,9 @@
  *  - reflection: a dialer without the secret sends the listener's own
  *    proof back as its AUTH (peer and blade): refused.  relay: our dial
  *    relayed back to our own listener: refused.
+ *  - splice: a relay forwarding every byte but passing its own copies of
+ *    the dialer's descriptors: the listener must refuse them (the PEER
+ *    frames' tags cover their descriptors).
  *  - wrong_secret: refused both ways (the dialer refuses the listener's
  *    proof and tells it; a dialer that proves with another key is
  *    refused), peer and blade.
@@ -52,7 +55,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -63,6 +68,7 @@
 #include "smart/rpc.h"
 #include "smart/smart.h"
 #include "util/compiler.h"
+#include "util/sockio.h"
 #include "wire/auth.h"
 #include "wire/proto.h"
 
@@ -208,6 +214,8 @@ enum fake_mode {
 	FAKE_OLD,	/* an old listener: ERROR(EVERSION), version 2 */
 	FAKE_BAD_TAG,	/* knows the secret; its PEER_ACCEPT's tag is wrong */
 	FAKE_RELAY,	/* forwards both ways to fwd_fd */
+	FAKE_SPLICE,	/* FAKE_RELAY passing descriptors, the dialer's
+			 * replaced by copies of its own */
 };
 
 struct fake {
@@ -216,7 +224,12 @@ struct fake {
 	/* what the dialer sent it */
 	uint8_t got[GOT_MAX];
 	size_t n;
-	int nfds;		/* descriptors received */
+	int nfds;		/* descriptors received (FAKE_SPLICE:
+				 * replaced) */
+	int kept[8], nkept;	/* FAKE_SPLICE: its ends of the wake
+				 * sockets it passed */
+	int splice_back;	/* FAKE_SPLICE: replace the listener's
+				 * descriptors, not the dialer's */
 	int types[32], ntypes;	/* frame types received, in order */
 	/* FAKE_BAD_TAG: the session */
 	struct smart__auth a;
@@ -382,6 +395,88 @@ static void fake_relay(struct fake *k, int a, int b)
 	}
 }
 
+/* A copy of descriptor fd of the relay's own: a memfd of the same size,
+ * content and seals, or a socket pair of the same type (its other end
+ * kept in k). */
+static int splice_copy(struct fake *k, int fd)
+{
+	static uint8_t buf[65536];
+	struct stat st;
+	int c, sp[2], type = 0, seals;
+	socklen_t len = sizeof(type);
+	ssize_t r;
+
+	CHECK_OK(fstat(fd, &st));
+	if (S_ISSOCK(st.st_mode)) {
+		CHECK_OK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len));
+		CHECK_OK(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sp));
+		CHECK_LT(k->nkept, (int)SMART_ARRAY_SIZE(k->kept));
+		k->kept[k->nkept++] = sp[1];
+		return sp[0];
+	}
+	c = memfd_create("splice", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	CHECK_GE(c, 0);
+	CHECK_OK(ftruncate(c, st.st_size));
+	for (off_t o = 0; o < st.st_size; o += r) {
+		r = pread(fd, buf, sizeof(buf), o);
+		CHECK_GT(r, 0);
+		CHECK_EQ(pwrite(c, buf, (size_t)r, o), r);
+	}
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals > 0)
+		CHECK_OK(fcntl(c, F_ADD_SEALS, seals));
+	return c;
+}
+
+/* One read from `from` forwarded to `to` with its descriptors: as they
+ * came, or (dialer to listener) replaced by copies of the relay's. */
+static ssize_t splice_hop(struct fake *k, int from, int to, int replace)
+{
+	static uint8_t buf[4096];
+	char cbuf[CMSG_SPACE(8 * sizeof(int))];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	ssize_t r = recvmsg(from, &mh, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c = r > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	int n = 0, fds[8];
+
+	if (r <= 0)
+		return r;
+	if (c && c->cmsg_type == SCM_RIGHTS) {
+		n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		memcpy(fds, CMSG_DATA(c), (size_t)n * sizeof(int));
+		for (int i = 0; replace && i < n; i++) {
+			int mine = splice_copy(k, fds[i]);
+
+			close(fds[i]);
+			fds[i] = mine;
+			k->nfds++;
+		}
+	}
+	iov.iov_len = (size_t)r;
+	r = smart__sock_send_some(to, buf, (size_t)r, n ? fds : NULL, n);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return r;
+}
+
+/* FAKE_SPLICE: relay both ways until either end closes. */
+static void fake_splice(struct fake *k, int a, int b)
+{
+	struct pollfd p[2] = { { .fd = a, .events = POLLIN },
+			       { .fd = b, .events = POLLIN } };
+
+	while (poll(p, 2, 5000) > 0) {
+		int from = p[0].revents ? 0 : 1;
+
+		if (splice_hop(k, p[from].fd, p[!from].fd,
+			       from == k->splice_back) <= 0)
+			return;
+	}
+}
+
 static void *fake_main(void *arg)
 {
 	struct fake *k = arg;
@@ -390,6 +485,8 @@ static void *fake_main(void *arg)
 	CHECK_GE(fd, 0);
 	if (k->mode == FAKE_RELAY)
 		fake_relay(k, fd, k->fwd_fd);
+	else if (k->mode == FAKE_SPLICE)
+		fake_splice(k, fd, k->fwd_fd);
 	else
 		fake_serve(k, fd);
 	close(fd);
@@ -451,6 +548,8 @@ static void fake_end(struct fake *k)
 	close(k->lfd);
 	if (k->fwd_fd >= 0)
 		close(k->fwd_fd);
+	while (k->nkept)
+		close(k->kept[--k->nkept]);
 	k->lfd = k->fwd_fd = -1;
 }
 
@@ -670,6 +769,75 @@ static void test_relay(void)
 	ep_close(&e);
 	close(hold);
 	free(k);
+}
+
+/* Lines of our maps naming a memfd "splice" (the relay's copies). */
+static int splice_maps(void)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0;
+
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "/memfd:splice") != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A relay between a genuine dialer and a genuine listener (shm: it holds
+ * the dialer's abstract name; its uid must be allowed, as root's is here)
+ * forwards every byte, but passes copies of its own in place of the
+ * descriptors (staging region, receive segment, wake socket) of the
+ * dialer (back = 0) or of the listener (back = 1): the PEER frames' tags
+ * must cover them, or the other side maps the relay's memory as its
+ * peer's.  Refused: SMART_EACCES, nothing of the relay's mapped.
+ */
+static void splice_round(int back)
+{
+	struct listener l;
+	struct ep e;
+	struct fake *k;
+	smart_rpc_conn_t *c = NULL;
+	char addr[32];
+	uint16_t port;
+	int hold, rc, maps;
+
+	listener_start(&l, NULL);
+	ep_open(&e, SECRET, NULL);
+	hold = free_port(&port);
+	k = squat(port, FAKE_SPLICE);
+	k->splice_back = back;
+	k->fwd_fd = raw_peer_connect(l.addr);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	rc = smart_rpc_connect(e.rpc, addr, &c);
+	maps = splice_maps();
+	printf("  relay replaced %d descriptors of the %s: dial %s, %d "
+	       "mappings of the relay's memory\n", k->nfds,
+	       back ? "listener" : "dialer", smart_status_name(rc), maps);
+	if (!rc)
+		smart_rpc_close(c);
+	CHECK_EQ(k->nfds, SMART_SOCK_FDS);
+	CHECK_EQ(rc, SMART_EACCES);
+	if (!back)
+		CHECK_U64_EQ(listener_stats(&l).conns_accepted, 0);
+	CHECK_EQ(maps, 0);
+	ep_close(&e);
+	listener_stop(&l);
+	fake_end(k);
+	close(hold);
+	free(k);
+}
+
+static void test_splice(void)
+{
+	if (!on_shm()) {
+		printf("  (not shm: no descriptors pass)\n");
+		return;
+	}
+	splice_round(0);
+	splice_round(1);
 }
 
 /* A dialer proving with another key: refused. */
@@ -1108,6 +1276,7 @@ int main(int argc, char **argv)
 		{ "fake_blade", test_fake_blade },
 		{ "reflection", test_reflection },
 		{ "relay", test_relay },
+		{ "splice", test_splice },
 		{ "wrong_secret", test_wrong_secret },
 		{ "old_version", test_old_version },
 		{ "accept_tag", test_accept_tag },
