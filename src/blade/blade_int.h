@@ -166,8 +166,10 @@ void smart__blade_sess_process(struct smart_blade *b,
 void smart__blade_sess_refuse(struct smart_blade *b, struct blade_session *s,
 			      int status, const char *msg);
 /* Constant-time match of an fd request (SMART_PROTO_FETCH_LEN bytes)
- * against the live sessions' expected ones; consumes the match. */
-int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch);
+ * against the live sessions' expected ones; consumes the match and writes
+ * the matched session's proof over the region's descriptor to tag. */
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch,
+			    uint8_t tag[SMART_PROTO_TAG_LEN]);
 
 /*
  * Feed bytes to a fresh socketless session as if received from a client

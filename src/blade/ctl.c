@@ -257,13 +257,20 @@ static void accept_tcp(struct smart_blade *b, uint64_t now)
 	}
 }
 
-/* Answer with one status byte (negated SMART_E*), plus the fd if good. */
-static void fd_reply(struct smart_blade *b, int fd, int status)
+/* Answer with one status byte (negated SMART_E*); when good, the fd with
+ * it and our proof over that fd behind it (tag), in one send: 33 bytes
+ * fit any socket buffer. */
+static void fd_reply(struct smart_blade *b, int fd, int status,
+		     const uint8_t *tag)
 {
-	uint8_t st = (uint8_t)-status;
+	uint8_t r[1 + SMART_PROTO_TAG_LEN] = { (uint8_t)-status };
 
-	if (smart__sock_send_some(fd, &st, 1, &b->mr->fd, status ? 0 : 1) < 0)
+	if (!status)
+		memcpy(r + 1, tag, SMART_PROTO_TAG_LEN);
+	if (smart__sock_send_some(fd, r, status ? 1 : sizeof(r), &b->mr->fd,
+				  status ? 0 : 1) < 0)
 		smart__info(&b->log, "fd reply: %s", strerror(errno));
+	explicit_bzero(r, sizeof(r));
 }
 
 static void fdreq_close(struct smart_blade *b, struct blade_fdreq *q)
@@ -282,7 +289,7 @@ static void evict_fdreq(struct smart_blade *b)
 	for (int i = 0; i < b->nfdreq; i++) {
 		if (b->fdreq[i].fd < 0)
 			continue;
-		fd_reply(b, b->fdreq[i].fd, SMART_EBUSY);
+		fd_reply(b, b->fdreq[i].fd, SMART_EBUSY, NULL);
 		fdreq_close(b, &b->fdreq[i]);
 		count(&b->n_evicted);
 		return;
@@ -310,6 +317,7 @@ static void accept_unix(struct smart_blade *b, uint64_t now)
 /* Returns 1 when the request is finished (its fd is then closed). */
 static int fdreq_io(struct smart_blade *b, struct blade_fdreq *q)
 {
+	uint8_t tag[SMART_PROTO_TAG_LEN];
 	ssize_t r = recv(q->fd, q->got + q->n, sizeof(q->got) - q->n,
 			 MSG_DONTWAIT);
 	int rc;
@@ -321,10 +329,10 @@ static int fdreq_io(struct smart_blade *b, struct blade_fdreq *q)
 	q->n += (size_t)r;
 	if (q->n < sizeof(q->got))
 		return 0;
-	rc = smart__blade_token_take(b, q->got);
+	rc = smart__blade_token_take(b, q->got, tag);
 	if (rc)
 		smart__info(&b->log, "fd request with an unknown token");
-	fd_reply(b, q->fd, rc);
+	fd_reply(b, q->fd, rc, tag);
 	return 1;
 }
 

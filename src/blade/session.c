@@ -445,7 +445,8 @@ void smart__blade_sess_process(struct smart_blade *b,
 	}
 }
 
-int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch)
+int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch,
+			    uint8_t tag[SMART_PROTO_TAG_LEN])
 {
 	struct blade_session *hit = NULL;
 
@@ -462,7 +463,10 @@ int smart__blade_token_take(struct smart_blade *b, const uint8_t *fetch)
 		return SMART_EACCES;
 	hit->token_live = 0;
 	explicit_bzero(hit->fetch, sizeof(hit->fetch));
-	return 0;
+	/* the client takes the descriptor only with our proof over it: one
+	 * a squatter of our socket's name passes instead has none */
+	return smart__auth_fd_tag(&hit->auth, SMART_AUTH_L_FETCH, b->mr->fd,
+				  tag);
 }
 
 int smart__blade_session_feed(struct smart_blade *b, const uint8_t *data,

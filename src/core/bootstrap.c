@@ -300,8 +300,31 @@ static int unix_connect(const struct smart__boot *b, int64_t deadline,
 				   deadline, fd_out);
 }
 
-/* Receive the status byte and, when it is 0, exactly one descriptor. */
-static int recv_fd(int fd, int64_t deadline, int *fd_out)
+/* The blade's proof over the descriptor it passed (its tag follows the
+ * status byte): whoever holds the socket's name once the blade is gone
+ * can pass one too, and we would map it as the region. */
+static int fd_proven(struct smart__boot *b, int fd, int got, int64_t deadline)
+{
+	uint8_t tag[SMART_PROTO_TAG_LEN];
+	int rc = smart__sock_recv_exact(fd, tag, sizeof(tag), NULL, 0,
+					deadline);
+
+	if (rc)
+		return rc == SMART_EAGAIN ? SMART_EPROTO : rc;
+	if (!SMART_M_CLIENT_NO_FD_PROOF &&
+	    !smart__auth_fd_check(&b->a, SMART_AUTH_L_FETCH, got, tag))
+		rc = SMART_EACCES;
+	if (rc)
+		smart__warn(b->lg, "the region fd is not the blade's (no proof "
+			    "of it): the fd socket's name is held by another "
+			    "process");
+	return rc;
+}
+
+/* Receive the status byte and, when it is 0, exactly one descriptor and
+ * the blade's proof over it. */
+static int recv_fd(struct smart__boot *b, int fd, int64_t deadline,
+		   int *fd_out)
 {
 	uint8_t st;
 	int got = -1, rc;
@@ -314,6 +337,8 @@ static int recv_fd(int fd, int64_t deadline, int *fd_out)
 	}
 	if (!rc && got < 0)
 		rc = SMART_EPROTO;
+	if (!rc)
+		rc = fd_proven(b, fd, got, deadline);
 	if (rc) {
 		if (got >= 0)
 			close(got);
@@ -337,7 +362,7 @@ int smart__boot_fetch_fd(struct smart__boot *b, int *fd_out)
 	rc = smart__sock_send_all(fd, b->fetch, sizeof(b->fetch), NULL, 0,
 				  deadline);
 	if (!rc)
-		rc = recv_fd(fd, deadline, fd_out);
+		rc = recv_fd(b, fd, deadline, fd_out);
 	close(fd);
 	if (rc)
 		smart__warn(b->lg, "cannot fetch the region fd: %s",

@@ -229,7 +229,9 @@ struct rpc_pend {
 	int fd_got[SMART_SOCK_FDS];	/* descriptors the dialer passed (as
 					 * smart__rpc_conn_fds), or -1 */
 	int64_t deadline;	/* ms */
-	struct smart__auth auth;	/* key: the ctx's secret */
+	struct smart__auth auth;	/* the nonces; the key is the
+					 * ctx's secret, taken for each
+					 * proof (peer.c key_take) */
 	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* the HELLO's */
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	size_t hello_len;	/* the HELLO's payload: both proofs cover it */

@@ -93,6 +93,87 @@ static int uid_ok(const struct smart_rpc *rpc, int fd, unsigned *uid)
 	return 0;
 }
 
+/*
+ * The key of one proof: the ctx's secret as it is now, under the ctx's
+ * lock until key_drop.  smart_ctx_set_secret may rotate it from any thread
+ * (the old one wiped and freed), so a handshake keeps only its nonces
+ * (n) and never a pointer to the secret across its waits: a kept one
+ * would prove with freed memory, whatever reused it.
+ */
+static void key_take(struct smart_rpc *rpc, const struct smart__auth *n,
+		     struct smart__auth *a)
+{
+	*a = *n;
+	pthread_mutex_lock(&rpc->ctx->lock);
+	if (SMART_M_RPC_KEY_KEPT && n->key)
+		return;
+	a->key = (const uint8_t *)rpc->ctx->secret;
+	a->key_len = rpc->ctx->secret_len;
+}
+
+static void key_drop(struct smart_rpc *rpc, struct smart__auth *a)
+{
+	pthread_mutex_unlock(&rpc->ctx->lock);
+	explicit_bzero(a, sizeof(*a));
+}
+
+static void key_tag(struct smart_rpc *rpc, const struct smart__auth *n,
+		    int label, const void *msg, size_t len, uint8_t *out)
+{
+	struct smart__auth a;
+
+	key_take(rpc, n, &a);
+	smart__auth_tag(&a, label, msg, len, out);
+	key_drop(rpc, &a);
+}
+
+static int key_check(struct smart_rpc *rpc, const struct smart__auth *n,
+		     int label, const void *msg, size_t len,
+		     const uint8_t *tag)
+{
+	struct smart__auth a;
+	int ok;
+
+	key_take(rpc, n, &a);
+	ok = smart__auth_check(&a, label, msg, len, tag);
+	key_drop(rpc, &a);
+	return ok;
+}
+
+/* A PEER frame's tag covers the descriptors it goes with (shm: all
+ * SMART_SOCK_FDS, verbs: none): a relay cannot pass its own. */
+static int peer_nfds(const struct smart_rpc *rpc)
+{
+	return rpc->passes_fds && !SMART_M_RPC_FDS_UNTAGGED ?
+	       SMART_SOCK_FDS : 0;
+}
+
+static int key_seal(struct smart_rpc *rpc, const struct smart__auth *n,
+		    int label, const int *fds, void *frame, size_t len)
+{
+	struct smart__auth a;
+	int rc;
+
+	key_take(rpc, n, &a);
+	rc = smart__auth_seal_fds(&a, label, fds, peer_nfds(rpc), frame, len);
+	key_drop(rpc, &a);
+	return rc;
+}
+
+static int key_open(struct smart_rpc *rpc, const struct smart__auth *n,
+		    int label, const int *fds, const void *payload,
+		    size_t len)
+{
+	struct smart__auth a;
+	int ok;
+
+	key_take(rpc, n, &a);
+	ok = smart__auth_open_fds(&a, label, fds, peer_nfds(rpc), payload,
+				  len);
+	key_drop(rpc, &a);
+	return ok;
+}
+
 /* ---- listening --------------------------------------------------------- */
 
 int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
@@ -251,8 +332,8 @@ static int challenge(struct smart_rpc *rpc, struct rpc_pend *p)
 	int rc = smart__auth_nonce(p->auth.nl);
 
 	memcpy(c.nonce, p->auth.nl, sizeof(c.nonce));
-	smart__auth_tag(&p->auth, SMART_AUTH_L_CHALLENGE, p->hello,
-			p->hello_len, c.proof);
+	key_tag(rpc, &p->auth, SMART_AUTH_L_CHALLENGE, p->hello, p->hello_len,
+		c.proof);
 	if (!rc)
 		rc = smart__proto_enc_challenge(&c, f, sizeof(f), &n);
 	/* one small frame to a socket that has sent us all it had */
@@ -285,8 +366,10 @@ static int hello_in(struct smart_rpc *rpc, struct rpc_pend *p,
 	p->hello_len = len;
 	memcpy(p->auth.nd, h.nonce, sizeof(p->auth.nd));
 	memcpy(p->transport, h.transport, sizeof(p->transport));
-	p->auth.key = (const uint8_t *)rpc->ctx->secret;
-	p->auth.key_len = rpc->ctx->secret_len;
+	if (SMART_M_RPC_KEY_KEPT) {
+		p->auth.key = (const uint8_t *)rpc->ctx->secret;
+		p->auth.key_len = rpc->ctx->secret_len;
+	}
 	if (challenge(rpc, p)) {
 		pend_refuse(rpc, p, SMART_ESYS, "challenge not sent");
 		return 0;
@@ -305,8 +388,8 @@ static int auth_in(struct smart_rpc *rpc, struct rpc_pend *p,
 		return 0;
 	}
 	if (!SMART_M_RPC_NO_SECRET_CHECK &&
-	    !smart__auth_check(&p->auth, SMART_AUTH_D_AUTH, p->hello,
-			       p->hello_len, proof)) {
+	    !key_check(rpc, &p->auth, SMART_AUTH_D_AUTH, p->hello,
+		       p->hello_len, proof)) {
 		pend_refuse(rpc, p, SMART_EACCES, "secret refused");
 		return 0;
 	}
@@ -380,12 +463,13 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	struct smart_proto_peer in, outm = { 0 };
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
 	struct smart_rpc_conn *c;
+	int fds[SMART_SOCK_FDS], rc;
 	size_t n;
-	int rc;
 
-	if (!smart__auth_open(&p->auth, SMART_AUTH_D_PEER, pl, len)) {
-		pend_refuse(rpc, p, SMART_EACCES, "peer_connect not tagged "
-			    "with this session's proof");
+	if (!key_open(rpc, &p->auth, SMART_AUTH_D_PEER, p->fd_got, pl, len)) {
+		pend_refuse(rpc, p, SMART_EACCES, "peer_connect (or its "
+			    "descriptors) not tagged with this session's "
+			    "proof");
 		return;
 	}
 	if (smart__proto_dec_peer(SMART_PROTO_PEER_CONNECT, pl, len, &in)) {
@@ -411,8 +495,10 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	if (!rc)
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_ACCEPT, &outm, f,
 					   sizeof(f), &n);
-	if (!rc)
-		smart__auth_seal(&p->auth, SMART_AUTH_L_PEER, f, n);
+	if (!rc) {
+		smart__rpc_conn_fds(c, fds);
+		rc = key_seal(rpc, &p->auth, SMART_AUTH_L_PEER, fds, f, n);
+	}
 	/* one small frame to a socket that has sent us all it had: it
 	 * fits, or the dialer is not reading and gets nothing */
 	if (!rc)
@@ -743,8 +829,7 @@ static int dial_challenge(struct smart_rpc *rpc, int fd, int64_t deadline,
 		return SMART_EPROTO;
 	memcpy(a->nl, c.nonce, sizeof(a->nl));
 	if (!SMART_M_RPC_NO_LISTENER_PROOF &&
-	    !smart__auth_check(a, SMART_AUTH_L_CHALLENGE, hello, hlen,
-			       c.proof))
+	    !key_check(rpc, a, SMART_AUTH_L_CHALLENGE, hello, hlen, c.proof))
 		return dial_refuse(rpc, fd, deadline, idle);
 	return 0;
 }
@@ -759,10 +844,10 @@ static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 	uint8_t proof[SMART_PROTO_TAG_LEN];
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
 	struct smart_proto_peer m = { 0 };
+	int fds[SMART_SOCK_FDS], rc;
 	size_t n;
-	int rc;
 
-	smart__auth_tag(a, SMART_AUTH_D_AUTH, hello, hlen, proof);
+	key_tag(rpc, a, SMART_AUTH_D_AUTH, hello, hlen, proof);
 	rc = smart__proto_enc_auth(proof, f, sizeof(f), &n);
 	if (!rc)
 		rc = smart__sock_send_all_w(fd, f, n, NULL, 0, deadline, idle);
@@ -771,10 +856,11 @@ static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 	if (!rc)
 		rc = smart__proto_enc_peer(SMART_PROTO_PEER_CONNECT, &m, f,
 					   sizeof(f), &n);
-	if (rc)
-		return rc;
-	smart__auth_seal(a, SMART_AUTH_D_PEER, f, n);
-	return send_peer(c, fd, f, n, deadline, idle);
+	if (!rc) {
+		smart__rpc_conn_fds(c, fds);
+		rc = key_seal(rpc, a, SMART_AUTH_D_PEER, fds, f, n);
+	}
+	return rc ? rc : send_peer(c, fd, f, n, deadline, idle);
 }
 
 /* Read the listener's answer: its PEER_ACCEPT, tagged. */
@@ -795,10 +881,10 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 	if (h.type != SMART_PROTO_PEER_ACCEPT)
 		return SMART_EPROTO;
 	if (!SMART_M_RPC_NO_ACCEPT_TAG &&
-	    !smart__auth_open(a, SMART_AUTH_L_PEER, pl, h.len)) {
-		smart__warn(&rpc->ctx->log, "rpc: the peer_accept is not "
-			    "tagged with this session's proof: altered on "
-			    "the way");
+	    !key_open(rpc, a, SMART_AUTH_L_PEER, fds, pl, h.len)) {
+		smart__warn(&rpc->ctx->log, "rpc: the peer_accept (or its "
+			    "descriptors) is not tagged with this session's "
+			    "proof: altered on the way");
 		return SMART_EACCES;
 	}
 	if (smart__proto_dec_peer(h.type, pl, h.len, m))
@@ -814,9 +900,7 @@ static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 			  struct smart_proto_peer *m, int *fds)
 {
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
-	struct smart__auth a = {
-		.key = (const uint8_t *)rpc->ctx->secret,
-		.key_len = rpc->ctx->secret_len };
+	struct smart__auth a = { 0 };	/* nonces; the key: key_take */
 	struct rpc_dialing me = { .next = rpc->dialing };
 	size_t hlen = 0;
 	int rc;

@@ -262,11 +262,33 @@
 #define SMART_M_CLIENT_NO_SESSION_TAG 0
 #endif
 
+#ifdef SMART_MUTANT_CLIENT_NO_FD_PROOF	/* core bootstrap.c: the region fd
+					 * taken without the blade's proof */
+#define SMART_M_CLIENT_NO_FD_PROOF 1
+#else
+#define SMART_M_CLIENT_NO_FD_PROOF 0
+#endif
+
 #ifdef SMART_MUTANT_CLIENT_NO_BLADE_PROOF	/* core bootstrap.c: a client goes
 					 * on without the blade's proof */
 #define SMART_M_CLIENT_NO_BLADE_PROOF 1
 #else
 #define SMART_M_CLIENT_NO_BLADE_PROOF 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_KEY_KEPT	/* msg/peer.c: a handshake keeps a
+					 * pointer to the secret from its
+					 * HELLO (freed by a rotation) */
+#define SMART_M_RPC_KEY_KEPT 1
+#else
+#define SMART_M_RPC_KEY_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_FDS_UNTAGGED	/* msg/peer.c: a PEER frame's tag
+					 * does not cover its descriptors */
+#define SMART_M_RPC_FDS_UNTAGGED 1
+#else
+#define SMART_M_RPC_FDS_UNTAGGED 0
 #endif
 
 #ifdef SMART_MUTANT_RPC_DIAL_BLOCKS	/* msg/peer.c: a dial's socket waits

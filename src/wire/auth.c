@@ -5,6 +5,7 @@
  */
 #include <sodium.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "smart/status.h"
 #include "util/mutant.h"
@@ -127,4 +128,78 @@ int smart__auth_open(const struct smart__auth *a, int label,
 		return 0;
 	len -= SMART_AUTH_TAG_LEN;
 	return smart__auth_check(a, label, p, len, p + len);
+}
+
+int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
+		       uint8_t out[SMART_AUTH_TAG_LEN])
+{
+	struct stat st;
+	uint8_t id[16];
+
+	if (fstat(fd, &st))
+		return SMART_ESYS;
+	for (int i = 0; i < 8; i++) {
+		id[i] = (uint8_t)((uint64_t)st.st_dev >> (8 * i));
+		id[8 + i] = (uint8_t)((uint64_t)st.st_ino >> (8 * i));
+	}
+	smart__auth_tag(a, label, id, sizeof(id), out);
+	return 0;
+}
+
+int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
+			 const uint8_t tag[SMART_AUTH_TAG_LEN])
+{
+	uint8_t want[SMART_AUTH_TAG_LEN];
+	int ok = !smart__auth_fd_tag(a, label, fd, want) &&
+		 sodium_memcmp(want, tag, sizeof(want)) == 0;
+
+	sodium_memzero(want, sizeof(want));
+	return ok;
+}
+
+/* st_dev u64 | st_ino u64 of each descriptor, in order, into ids. */
+static int fd_ids(const int *fds, int nfds, uint8_t *ids)
+{
+	struct stat st;
+
+	for (int k = 0; k < nfds; k++, ids += 16) {
+		if (fds[k] < 0 || fstat(fds[k], &st))
+			return SMART_ESYS;
+		for (int i = 0; i < 8; i++) {
+			ids[i] = (uint8_t)((uint64_t)st.st_dev >> (8 * i));
+			ids[8 + i] = (uint8_t)((uint64_t)st.st_ino >> (8 * i));
+		}
+	}
+	return 0;
+}
+
+int smart__auth_seal_fds(const struct smart__auth *a, int label,
+			 const int *fds, int nfds, void *frame, size_t n)
+{
+	uint8_t *p = (uint8_t *)frame + SMART_PROTO_HDR_LEN;
+	uint8_t ids[16 * SMART_AUTH_FDS_MAX];
+	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
+
+	if (nfds < 0 || nfds > SMART_AUTH_FDS_MAX || fd_ids(fds, nfds, ids))
+		return SMART_ESYS;
+	mac(a, label, ids, 16 * (size_t)nfds, p, len, p + len);
+	return 0;
+}
+
+int smart__auth_open_fds(const struct smart__auth *a, int label,
+			 const int *fds, int nfds, const void *payload,
+			 size_t len)
+{
+	uint8_t want[SMART_AUTH_TAG_LEN], ids[16 * SMART_AUTH_FDS_MAX];
+	const uint8_t *p = payload;
+	int ok;
+
+	if (len < SMART_AUTH_TAG_LEN || nfds < 0 ||
+	    nfds > SMART_AUTH_FDS_MAX || fd_ids(fds, nfds, ids))
+		return 0;
+	len -= SMART_AUTH_TAG_LEN;
+	mac(a, label, ids, 16 * (size_t)nfds, p, len, want);
+	ok = sodium_memcmp(want, p + len, sizeof(want)) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok;
 }

@@ -28,6 +28,7 @@
 
 #define SMART_AUTH_NONCE_LEN	32
 #define SMART_AUTH_TAG_LEN	32
+#define SMART_AUTH_FDS_MAX	4	/* descriptors one tag can cover */
 
 /* Who proves what (one byte of every proof's input). */
 enum smart_auth_label {
@@ -41,6 +42,8 @@ enum smart_auth_label {
 	SMART_AUTH_D_SESSION = 7,	/* client: a frame after the AUTH
 					 * (QP_CONNECT, QP_CLOSE, BYE) */
 	SMART_AUTH_L_SESSION = 8,	/* blade: a QP_ACCEPT */
+	SMART_AUTH_L_FETCH = 9,		/* blade: the descriptor its fd
+					 * reply passes */
 };
 
 /* One session's authentication state: the key and both nonces. */
@@ -86,5 +89,30 @@ void smart__auth_seal_seq(const struct smart__auth *a, int label,
 			  uint64_t seq, void *frame, size_t n);
 int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
 			 uint16_t type, const void *payload, size_t len);
+
+/*
+ * The proof of label over a descriptor's identity (st_dev u64 | st_ino
+ * u64 of fstat, the same in every process that holds it): what the sender
+ * passed is what the receiver got, not one a party that relayed or
+ * squatted the socket put in its place.  SMART_ESYS when fstat fails.
+ */
+int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
+		       uint8_t out[SMART_AUTH_TAG_LEN]);
+/*
+ * seal/open for a frame that goes with descriptors (PEER_CONNECT and
+ * PEER_ACCEPT on shm): the tag also covers the identity of each of
+ * fds[0..nfds), in order, before the payload, so a party that relays the
+ * socket cannot pass descriptors of its own with a genuine frame.  seal:
+ * SMART_ESYS when a descriptor cannot be looked at; open: 0 then.
+ */
+int smart__auth_seal_fds(const struct smart__auth *a, int label,
+			 const int *fds, int nfds, void *frame, size_t n);
+int smart__auth_open_fds(const struct smart__auth *a, int label,
+			 const int *fds, int nfds, const void *payload,
+			 size_t len);
+
+/* 1 when tag is that proof over fd, in constant time. */
+int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
+			 const uint8_t tag[SMART_AUTH_TAG_LEN]);
 
 #endif

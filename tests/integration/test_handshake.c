@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -29,6 +30,7 @@
 #include "wire/proto.h"
 #include "util/compiler.h"
 #include "wire/services.h"
+#include "util/sockio.h"
 
 #define SECRET "s3cret-handshake"
 #define MIB (UINT64_C(1) << 20)
@@ -353,6 +355,106 @@ static void test_fd_token(void)
 	smart_blade_destroy(b);
 }
 
+/* The blade's fd socket, as anyone on the host sees it: the entry
+ * "@smart-blade-<pid>-..." of /proc/net/unix (abstract: no file, so no
+ * permission guards it).  Returns its length. */
+static size_t blade_unix_name(char *name, size_t cap)
+{
+	char line[512], prefix[64];
+	FILE *f = fopen("/proc/net/unix", "r");
+	size_t n = 0;
+	char *at;
+
+	CHECK(f != NULL);
+	snprintf(prefix, sizeof(prefix), "@smart-blade-%ld-", (long)getpid());
+	while (!n && fgets(line, sizeof(line), f)) {
+		at = strstr(line, prefix);
+		if (!at)
+			continue;
+		n = strcspn(at + 1, "\n");
+		CHECK_LT(n, cap);
+		memcpy(name, at + 1, n);
+		name[n] = '\0';
+	}
+	fclose(f);
+	CHECK_MSG(n > 0, "no %s socket in /proc/net/unix", prefix);
+	return n;
+}
+
+/* The squatter: take one fd request on ls, answer "0" with a memfd of its
+ * own (and 32 bytes where a proof would go), report what it got. */
+static void squat_serve(int ls, int report)
+{
+	uint8_t got[SMART_PROTO_FETCH_LEN], reply[1 + 32] = { 0 };
+	int c = accept(ls, NULL, NULL), mfd = memfd_create("squatter", 0);
+	ssize_t n = 0, r;
+
+	if (c < 0 || mfd < 0 || ftruncate(mfd, 8 * MIB))
+		_exit(2);
+	while (n < (ssize_t)sizeof(got) &&
+	       (r = recv(c, got + n, sizeof(got) - (size_t)n, 0)) > 0)
+		n += r;
+	memset(reply + 1, 0xa5, 32);
+	if (smart__sock_send_some(c, reply, sizeof(reply), &mfd, 1) < 0 ||
+	    write(report, &n, sizeof(n)) != (ssize_t)sizeof(n))
+		_exit(3);
+	shutdown(c, SHUT_WR);
+	(void)recv(c, got, 1, 0);	/* until the client hangs up */
+	_exit(0);
+}
+
+/* The blade goes between our WELCOME and our fd fetch, and a process
+ * without the secret binds the fd socket's name (it read it in
+ * /proc/net/unix) before we connect: the descriptor it sends must not be
+ * taken for the region's, or we would map its memory as the blade's and
+ * write our data there.  The fd reply is the blade's proof over the
+ * descriptor it passes (docs/protocol.md, Region fd). */
+static void test_fd_squat(void)
+{
+	smart_blade_t *b = blade_start(16, 300);
+	struct smart__boot *s;
+	struct smart__boot_welcome w;
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	char name[108], link[64], target[64] = "";
+	int ls, fd = -1, rep[2], rc, st;
+	size_t len = blade_unix_name(name, sizeof(name));
+	ssize_t got = 0;
+	pid_t pid;
+
+	CHECK_OK(boot(b, SECRET, strlen(SECRET), &s, &w));
+	CHECK_EQ(w.need_fd, 1);
+	smart_blade_destroy(b);
+	memcpy(un.sun_path + 1, name, len);
+	ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(ls, 0);
+	CHECK_OK(bind(ls, (struct sockaddr *)&un,
+		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				  len)));
+	CHECK_OK(listen(ls, 4));
+	CHECK_OK(pipe(rep));
+	pid = fork();
+	CHECK_GE(pid, 0);
+	if (pid == 0)
+		squat_serve(ls, rep[1]);
+	close(ls);
+	close(rep[1]);
+	rc = smart__boot_fetch_fd(s, &fd);
+	if (fd >= 0) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		CHECK_GT(readlink(link, target, sizeof(target) - 1), 0);
+	}
+	CHECK_EQ(read(rep[0], &got, sizeof(got)), (ssize_t)sizeof(got));
+	close(rep[0]);
+	printf("  squatter on the fd socket: fetch %s, descriptor taken: "
+	       "%s\n", smart_status_name(rc), fd >= 0 ? target : "none");
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK_EQ(got, SMART_PROTO_FETCH_LEN);	/* it got our request */
+	CHECK_EQ(rc, SMART_EACCES);
+	CHECK_EQ(fd, -1);
+	smart__boot_close(s);
+}
+
 static void test_qp(void)
 {
 	const struct smart_tp_ops *ops = smart_tp_find("shm");
@@ -542,6 +644,7 @@ int main(int argc, char **argv)
 		{ "many_idle", test_many_idle },
 		{ "max_clients", test_max_clients },
 		{ "fd_token", test_fd_token },
+		{ "fd_squat", test_fd_squat },
 		{ "qp", test_qp },
 		{ "config", test_config },
 		{ "smartd", test_smartd },
