@@ -14,6 +14,16 @@
 #include "core/lease.h"
 #include "wire/superblock.h"
 
+/* A secret's bytes go before its memory does (explicit_bzero: a memset
+ * before free may be dropped by the compiler as a dead store). */
+static void secret_free(void *s, size_t len)
+{
+	if (!s)
+		return;
+	explicit_bzero(s, len);
+	free(s);
+}
+
 static int ctx_load_secret(struct smart_ctx *ctx)
 {
 	const char *path = ctx->o.secret_file;
@@ -174,7 +184,7 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 		pthread_mutex_destroy(&ctx->lock);
 		pthread_mutex_destroy(&ctx->pool_lock);
 		pthread_mutex_destroy(&ctx->orphan_lock);
-		free(ctx->secret);
+		secret_free(ctx->secret, ctx->secret_len);
 		free(ctx->retired_hist);
 		free(ctx);
 		return rc;
@@ -213,10 +223,7 @@ int smart_ctx_destroy(smart_ctx_t *ctx)
 			blade_free(ctx, ctx->blades[i]);
 	smart__pool_destroy(ctx);
 	ctx->tp->domain_close(ctx->dom);
-	if (ctx->secret) {
-		memset(ctx->secret, 0, ctx->secret_len);
-		free(ctx->secret);
-	}
+	secret_free(ctx->secret, ctx->secret_len);
 	free(ctx->retired_hist);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->pool_lock);
@@ -340,10 +347,7 @@ int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len)
 	ctx->secret = copy;
 	ctx->secret_len = len;
 	pthread_mutex_unlock(&ctx->lock);
-	if (old) {
-		explicit_bzero(old, old_len);
-		free(old);
-	}
+	secret_free(old, old_len);
 	return 0;
 }
 
