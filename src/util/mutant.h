@@ -212,6 +212,23 @@
 #define SMART_M_RPC_DIAL_BLOCKS 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CLOSE_SERIAL	/* msg/rpc.c: destroy waits for each
+					 * connection's CLOSE in turn, holding
+					 * it across the wait's polls */
+#define SMART_M_RPC_CLOSE_SERIAL 1
+#else
+#define SMART_M_RPC_CLOSE_SERIAL 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_DESTROY_DEAD_TWICE	/* msg/rpc.c: destroy frees
+						 * the table before the dead
+						 * list (a connection failed
+						 * outside a poll is on both) */
+#define SMART_M_RPC_DESTROY_DEAD_TWICE 1
+#else
+#define SMART_M_RPC_DESTROY_DEAD_TWICE 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
 					 * declared dead */
 #define SMART_M_RPC_NO_KEEPALIVE 1
