@@ -229,6 +229,14 @@
 #define SMART_M_RPC_DESTROY_DEAD_TWICE 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_DB_FIXED	/* transport/shm: a CQ's doorbell FIFO
+					 * keeps its first size whatever QPs
+					 * join (a post meets it full) */
+#define SMART_M_SHM_DB_FIXED 1
+#else
+#define SMART_M_SHM_DB_FIXED 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
 					 * declared dead */
 #define SMART_M_RPC_NO_KEEPALIVE 1

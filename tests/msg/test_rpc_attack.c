@@ -35,6 +35,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sched.h>
 #include <stdio.h>
 #include <sys/wait.h>
 
@@ -52,6 +53,7 @@
 			 * context, then destroy without another poll */
 #define OP_INFO 4	/* reply: struct info */
 #define OP_SINK 5	/* one-way, kept nowhere */
+#define OP_ANSWER 6	/* the held ones answered from the main context */
 #define OP_EXIT 9
 #define STALLED 16	/* destroy_stalled's peers */
 #define CYCLES 1000	/* churn's connections */
@@ -82,13 +84,17 @@ static uint64_t ms_since(uint64_t t0)
 
 struct info {
 	uint32_t conns, spares, held, fds;
+	uint32_t db_queued, db_size;	/* shm: the CQ's doorbell FIFO (queued:
+					 * after the last OP_ANSWER) */
 	uint64_t rss_kb;
 };
 
 struct victim {
 	smart_rpc_t *rpc;
-	smart_rpc_req_t *held[64];
+	smart_rpc_req_t *held[RPC_REQS];
 	uint32_t nheld;
+	uint32_t db_peak;	/* doorbells queued after an OP_ANSWER */
+	smart_rpc_req_t *answer_q;	/* an OP_ANSWER waiting */
 	int release, stop;
 };
 
@@ -123,7 +129,7 @@ static void v_hold(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	struct victim *v = a;
 
 	(void)d, (void)n;
-	CHECK_LT(v->nheld, 64);
+	CHECK_LT(v->nheld, RPC_REQS);
 	v->held[v->nheld++] = q;
 }
 
@@ -139,11 +145,20 @@ static void v_release(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	((struct victim *)a)->release = 1;
 }
 
+/* Answered from the main context, after the held ones. */
+static void v_answer(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	(void)d, (void)n;
+	((struct victim *)a)->answer_q = q;
+}
+
 static void v_info(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 {
 	struct victim *v = a;
 	struct info x = { .conns = (uint32_t)smart_rpc_conns(v->rpc),
 			  .spares = v->rpc->nspare,
+			  .db_queued = v->db_peak,
+			  .db_size = v->rpc->cq->db_mask + 1,
 			  .held = v->nheld, .fds = fd_count(),
 			  .rss_kb = rss_kb() };
 
@@ -163,11 +178,14 @@ static void v_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	smart_rpc_reply(q, 0, NULL, 0);
 }
 
-/* args: pipe fd.  A window of 2 (it acks every message; its replies
- * fill a peer's window after two) and a backlog of one bare reply. */
+/* args: pipe fd, "small" or "wide".  Small: a window of 2 (it acks
+ * every message; its replies fill a peer's window after two) and a
+ * backlog of one bare reply.  Wide: the default window (64). */
 static void child_victim(char **args)
 {
-	struct smart_rpc_cfg cfg = { .window = 2, .backlog_max = 40,
+	int wide = !strcmp(args[1], "wide");
+	struct smart_rpc_cfg cfg = { .window = wide ? 0 : 2,
+				     .backlog_max = wide ? 0 : 40,
 				     .keepalive_ms = 2000,
 				     .keepalive_misses = 10 };
 	struct victim v = { 0 };
@@ -188,12 +206,23 @@ static void child_victim(char **args)
 	CHECK_OK(smart_rpc_register(v.rpc, OP_RELEASE, v_release, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_INFO, v_info, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_SINK, v_sink, &v));
+	CHECK_OK(smart_rpc_register(v.rpc, OP_ANSWER, v_answer, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_EXIT, v_exit, &v));
 	CHECK_OK(smart_rpc_listen(v.rpc, "127.0.0.1:0"));
 	CHECK_OK(smart_rpc_listen_addr(v.rpc, addr, sizeof(addr)));
 	CHECK_EQ(write(fd, addr, strlen(addr) + 1), (ssize_t)strlen(addr) + 1);
-	while (!v.stop && !v.release)
-		smart_rpc_progress(v.rpc);
+	for (;;) {
+		while (!v.stop && !v.release && !v.answer_q)
+			smart_rpc_progress(v.rpc);
+		if (!v.answer_q)
+			break;
+		/* replies from the main context: each posted at once */
+		while (v.nheld)
+			smart_rpc_reply(v.held[--v.nheld], 0, NULL, 0);
+		v.db_peak = v.rpc->cq->db_tail - v.rpc->cq->db_head;
+		smart_rpc_reply(v.answer_q, 0, NULL, 0);
+		v.answer_q = NULL;
+	}
 	/* replies from the main context, then destroy with no poll between
 	 * (what failed meanwhile is still on the dead list) */
 	while (v.nheld)
@@ -234,8 +263,9 @@ static void client_close(struct client *c)
 	CHECK_OK(smart_ctx_destroy(c->ctx));
 }
 
-/* Start the victim: its pid, its address, its pipe's read end. */
-static pid_t victim_start(char *addr, int *rfd)
+/* Start the victim (mode: child_victim's): its pid, its address, its
+ * pipe's read end. */
+static pid_t victim_start_as(const char *mode, char *addr, int *rfd)
 {
 	char fdtxt[16];
 	int p[2];
@@ -244,13 +274,18 @@ static pid_t victim_start(char *addr, int *rfd)
 
 	CHECK_OK(pipe(p));
 	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
-	pid = test_spawn("victim", (const char *[]){ fdtxt, NULL });
+	pid = test_spawn("victim", (const char *[]){ fdtxt, mode, NULL });
 	close(p[1]);
 	n = read(p[0], addr, 63);
 	CHECK_MSG(n > 0, "the victim did not start");
 	addr[n] = 0;
 	*rfd = p[0];
 	return pid;
+}
+
+static pid_t victim_start(char *addr, int *rfd)
+{
+	return victim_start_as("small", addr, rfd);
 }
 
 /* The victim's end: how long its destroy took (UINT64_MAX when it died
@@ -448,6 +483,108 @@ static void test_destroy_stalled(void)
 	client_close(&h);
 }
 
+/* ---- doorbells ---------------------------------------------------------- */
+
+/* A request with no payload on k, behind the library's back, acking
+ * nothing. */
+static void raw_request(smart_rpc_conn_t *k, uint16_t op, uint32_t call)
+{
+	uint8_t *b = k->sbuf + (size_t)(call % k->window) * k->msg_len;
+	struct smart_tp_wr wr = { 0 };
+
+	smart__msg_put_hdr(b, &(struct smart_msg_hdr){
+		.type = SMART_MSG_REQ, .op = op, .call = call });
+	wr.opcode = SMART_TP_SEND;
+	wr.local = b;
+	wr.len = SMART_MSG_HDR_LEN;
+	wr.lkey = k->lkey;
+	wr.flags = SMART_TP_IMM;	/* unsignalled: no completion */
+	wr.imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
+	wr.wr_id = UINT64_C(0xffff);
+	CHECK_OK(k->rpc->tp->post(k->qp, &wr, 1));
+}
+
+/* The victim reposted the receives of want messages on k (it took
+ * them). */
+static void wait_reposted(smart_rpc_conn_t *k, uint32_t want)
+{
+	const struct shm_rseg *s = k->qp->peer->seg;
+	uint64_t t0 = smart_now_ns();
+
+	while (atomic_load(&s->posted) - k->nrecv < want) {
+		CHECK_MSG(ms_since(t0) < 10000, "the victim took %u of %u",
+			  atomic_load(&s->posted) - k->nrecv, want);
+		sched_yield();
+	}
+}
+
+/* DOORBELL_PEERS peers leave requests open at the victim (its quota, 64
+ * each), then post no receive.  The victim answers them all from its main
+ * context, each answer posted at once: a doorbell each on its CQ, waiting
+ * for a receive (up to SHM_RNR_NS): 1024, what the victim's CQ (depth
+ * 1024) used to queue at most, after which every post of every other
+ * connection failed it (the transport's SMART_EAGAIN, and the connection
+ * cut).  Then it answers an honest peer's call, which must come back. */
+#define DOORBELL_PEERS 16
+
+static void test_doorbells(void)
+{
+	smart_rpc_conn_t *k[DOORBELL_PEERS], *hk;
+	struct smart_tp_wc wc[16];
+	struct client a, h;
+	struct info x;
+	uint32_t len = 0, quota, held = 0;
+	char addr[64];
+	int rfd, st, rc;
+	pid_t pid;
+
+	if (!on_shm())
+		test_skip("holding a peer's receives by hand needs shm");
+	pid = victim_start_as("wide", addr, &rfd);
+	client_open(&a);
+	client_open(&h);
+	CHECK_OK(smart_rpc_connect(h.rpc, addr, &hk));
+	for (int i = 0; i < DOORBELL_PEERS; i++)
+		CHECK_OK(smart_rpc_connect(a.rpc, addr, &k[i]));
+	quota = k[0]->swin;	/* the victim's: max(64, 4096 / 64) */
+	for (uint32_t r = 1; r <= quota; r++) {
+		for (int i = 0; i < DOORBELL_PEERS; i++)
+			raw_request(k[i], OP_HOLD, r);
+		while (a.rpc->tp->poll(a.rpc->cq, wc, 16) > 0)
+			;	/* our SENDs go (shm executes them here) */
+		if (r % 32 == 0)	/* within the receives it posted */
+			for (int i = 0; i < DOORBELL_PEERS; i++)
+				wait_reposted(k[i], r);
+	}
+	CHECK_OK(smart_rpc_call(hk, OP_HELD, NULL, 0, &held, sizeof(held),
+				&len));
+	CHECK_EQ(held, DOORBELL_PEERS * quota);
+	for (int i = 0; i < DOORBELL_PEERS; i++)
+		seg_stall(k[i]);	/* a's library is polled no more */
+	rc = smart_rpc_call(hk, OP_ANSWER, NULL, 0, NULL, 0, NULL);
+	printf("   %d peers posting no receive, %u answers each: the honest "
+	       "peer's call answered next %s", DOORBELL_PEERS, quota,
+	       smart_strerror(rc));
+	if (!rc)
+		CHECK_OK(smart_rpc_call(hk, OP_INFO, NULL, 0, &x, sizeof(x),
+					&len));
+	if (!rc)
+		printf("; the victim's CQ had %u doorbells queued (room for "
+		       "%u)", x.db_queued, x.db_size);
+	printf("\n");
+	CHECK_OK(rc);
+	CHECK_GE(x.db_queued, DOORBELL_PEERS * quota);	/* the path ran */
+	CHECK_GT(x.db_size, x.db_queued);
+	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	victim_end(pid, rfd, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (int i = 0; i < DOORBELL_PEERS; i++)
+		smart_rpc_close(k[i]);
+	smart_rpc_close(hk);
+	client_close(&a);
+	client_close(&h);
+}
+
 /* ---- churn --------------------------------------------------------------- */
 
 static void test_churn(void)
@@ -528,6 +665,7 @@ int main(int argc, char **argv)
 		{ "destroy_race", test_destroy_race },
 		{ "destroy_dead", test_destroy_dead },
 		{ "destroy_stalled", test_destroy_stalled },
+		{ "doorbells", test_doorbells },
 		{ "churn", test_churn },
 		{ NULL, NULL } });
 	unlink(secret_path);
