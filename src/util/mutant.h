@@ -237,6 +237,15 @@
 #define SMART_M_SHM_DB_FIXED 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_PEER_SEG_ANY_SIZE	/* transport/shm: a peer's
+						 * receive segment mapped up
+						 * to what its blob claims
+						 * (4 GiB), past SHM_RSEG_MAX */
+#define SMART_M_SHM_PEER_SEG_ANY_SIZE 1
+#else
+#define SMART_M_SHM_PEER_SEG_ANY_SIZE 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
 					 * declared dead */
 #define SMART_M_RPC_NO_KEEPALIVE 1
