@@ -1432,10 +1432,18 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 		close_wait(c->rpc, c);	/* a dialed one: no poll frees it */
 	}
 	conn_fail(c, SMART_ECONN, NULL);
-	if (c->users)
+	if (c->users) {
 		c->freeing = 1;	/* the last of them frees it */
-	else
+	} else if (c->rpc->in_poll && !SMART_M_RPC_CLOSE_FREES_IN_POLL) {
+		/* from a handler, maybe of a message of c: the receive path
+		 * that ran it reads c when it returns; freed at the end of
+		 * the poll, as a failed accepted connection is */
+		c->freeing = 1;
+		c->next_dead = c->rpc->dead;
+		c->rpc->dead = c;
+	} else {
 		smart__rpc_conn_free(c);
+	}
 }
 
 

@@ -246,6 +246,14 @@
 #define SMART_M_SHM_PEER_SEG_ANY_SIZE 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CLOSE_FREES_IN_POLL	/* msg/rpc.c: a close from
+						 * a handler frees the
+						 * connection at once */
+#define SMART_M_RPC_CLOSE_FREES_IN_POLL 1
+#else
+#define SMART_M_RPC_CLOSE_FREES_IN_POLL 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
 					 * declared dead */
 #define SMART_M_RPC_NO_KEEPALIVE 1

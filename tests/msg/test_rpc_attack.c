@@ -1,7 +1,8 @@
 /*
- * Messaging endpoints against peers that attack how connections end
- * (a hostile review of issue 23's defences), on shm, each attack played
- * by hand on connections the library made, behind their backs:
+ * Messaging endpoints against peers that attack how connections end and
+ * what they hold (a hostile review of issue 23's defences), on shm, each
+ * attack played by hand on connections the library made, behind their
+ * backs:
  *  - destroy_race: destroy tells every connection CLOSE and waits for it
  *    a moment, polling the endpoint.  A peer that closed its receive
  *    queue (its segment's `delivered` marked closed, as a QP in error
@@ -18,6 +19,14 @@
  *    RPC_CLOSE_WAIT_MS for each of them in turn (16 peers: 1.6 s, 4096
  *    of them: 7 min).  Now every CLOSE goes out first and all are waited
  *    for at once: destroy ends within that bound however many peers.
+ *  - doorbells: peers that post no receive keep the victim's SENDs to
+ *    them waiting (up to 500 ms each); 16 of them, 64 answers each, held
+ *    1024 doorbells, all the shm CQ's FIFO held: every other
+ *    connection's post failed and was cut.  An honest call must be
+ *    answered (the FIFO grows with the QPs).
+ *  - close_in_handler: a request whose handler closes that very
+ *    connection; the receive path must not touch it when the handler
+ *    returns.
  *  - churn: 1000 connections made and closed, every tenth with a
  *    rendezvous message in flight at its CLOSE: the victim's descriptors
  *    and resident memory are what they were (no staging, landing,
@@ -637,6 +646,90 @@ static void test_churn(void)
 	client_close(&h);
 }
 
+/* ---- close_in_handler ------------------------------------------------ */
+
+#define OP_BYE 12
+
+struct bye {
+	smart_rpc_conn_t *k;
+	void *reuse[64];	/* what the handler allocates after its close */
+	int ran;
+};
+
+/* An application's handler that closes the connection it serves (its
+ * one upstream connection, on the peer's word), then allocates: one of
+ * its allocations takes the memory the connection had (zeroed: a state
+ * that reads live, no receive array). */
+static void h_bye(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	struct bye *b = a;
+
+	(void)d, (void)n;
+	smart_rpc_reply(q, 0, NULL, 0);
+	smart_rpc_close(b->k);
+	for (int i = 0; i < 64; i++)
+		b->reuse[i] = calloc(1, sizeof(struct smart_rpc_conn));
+	b->ran++;
+}
+
+/* A REQ for op delivered into k's receive queue, as k's peer sends it
+ * (shm: its SEND fills our segment's next slot). */
+static void forge_request(smart_rpc_conn_t *k, uint16_t op)
+{
+	struct shm_rq *rq = k->qp->rq;
+	uint32_t d = atomic_load(&rq->seg->delivered);
+	uint32_t i = d & (rq->nslots - 1);
+	struct shm_rslot *sl = &rq->seg->slot[i];
+
+	CHECK_NE(atomic_load(&rq->seg->posted), d);
+	smart__msg_put_hdr(rq->data + (size_t)i * rq->max_msg,
+			   &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+						    .op = op, .call = 1 });
+	sl->len = SMART_MSG_HDR_LEN;
+	sl->imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
+	sl->flags = SMART_TP_IMM;
+	atomic_store(&rq->seg->delivered, d + 1);
+}
+
+/* A peer (here the listener side) sends a request our handler answers
+ * by closing that very connection: the rest of the receive path must not
+ * touch the connection after its handler returns (it used to: a read of
+ * the freed connection, then, the memory taken again, its receive
+ * reposted through it: SIGSEGV). */
+static void test_close_in_handler(void)
+{
+	struct bye b = { 0 };
+	struct client a, h;
+	smart_rpc_conn_t *hk;
+	char addr[64];
+	int rfd, st;
+	pid_t pid;
+
+	if (!on_shm())
+		test_skip("delivering a request by hand needs shm");
+	pid = victim_start(addr, &rfd);
+	client_open(&a);
+	CHECK_OK(smart_rpc_register(a.rpc, OP_BYE, h_bye, &b));
+	CHECK_OK(smart_rpc_connect(a.rpc, addr, &b.k));
+	forge_request(b.k, OP_BYE);
+	while (!b.ran)
+		smart_rpc_progress(a.rpc);
+	smart_rpc_progress(a.rpc);
+	printf("   a handler closed the connection it served: the endpoint "
+	       "goes on with %d connections\n", smart_rpc_conns(a.rpc));
+	CHECK_EQ(smart_rpc_conns(a.rpc), 0);
+	for (int i = 0; i < 64; i++)
+		free(b.reuse[i]);
+	client_open(&h);
+	CHECK_OK(smart_rpc_connect(h.rpc, addr, &hk));
+	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	victim_end(pid, rfd, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	smart_rpc_close(hk);
+	client_close(&h);
+	client_close(&a);
+}
+
 static void write_secret(void)
 {
 	int fd;
@@ -666,6 +759,7 @@ int main(int argc, char **argv)
 		{ "destroy_dead", test_destroy_dead },
 		{ "destroy_stalled", test_destroy_stalled },
 		{ "doorbells", test_doorbells },
+		{ "close_in_handler", test_close_in_handler },
 		{ "churn", test_churn },
 		{ NULL, NULL } });
 	unlink(secret_path);
