@@ -34,9 +34,9 @@
  *  - every wait of a caller (window room, staging room, the answer)
  *    ends at the deadline the call took when it began.
  * A connection in RPC_C_FAILED has no QP and no slab any more; its struct
- * and its index live on until its owner closes it (dialed) or until the
- * end of the poll that failed it (accepted: code up the stack of that poll
- * may still hold it).
+ * and its index live on until its owner closes it (dialed; closed from a
+ * handler, until the end of that poll) or until the end of the poll that
+ * failed it (accepted): code up the stack of that poll may still hold it.
  */
 #ifndef SMART_MSG_INT_H
 #define SMART_MSG_INT_H
@@ -167,7 +167,8 @@ struct smart_rpc_conn {
 	int spare;		/* made ahead for the QP cache, not in use */
 	int users;		/* calls and sends inside on it (they may
 				 * wait; the struct outlives them) */
-	int freeing;		/* closed while users > 0: the last frees */
+	int freeing;		/* closed while users > 0 (the last frees)
+				 * or from a handler (the poll's end) */
 	int dirty;		/* on the endpoint's flush list */
 	struct smart_rpc_conn *next_dirty;
 	struct smart_rpc_conn *next_dead;	/* failed, accepted: freed at
@@ -260,7 +261,6 @@ struct smart_rpc {
 	int passes_fds;		/* shm: QP descriptors go with the blobs */
 	uint32_t msg_len;
 	int in_poll;		/* inside the poller: sends are batched */
-	int closing;		/* destroy: the poller frees no connection */
 	int in_handler;		/* a handler runs: calls are refused */
 	int waiting;		/* tasks waiting in calls or for room */
 	uint64_t tick_cycles, next_tick;

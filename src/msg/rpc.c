@@ -1135,9 +1135,7 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		smart__rpc_listen_service(rpc);
 		smart__rpc_stat_service(rpc, 0);
 	}
-	/* not while the destroy walks the connections: one it is closing may
-	 * be failed by its peer's CLOSE inside this poll (conns_close) */
-	if (rpc->dead && (!rpc->closing || SMART_M_RPC_DESTROY_FREES_DEAD))
+	if (rpc->dead)
 		free_dead(rpc);
 	rpc->in_poll = 0;
 	return n > 0 ? n : 0;
@@ -1370,15 +1368,6 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 			*pp = c->next_dirty;
 			break;
 		}
-	/* and the dead list: an accepted connection failed by its peer's
-	 * CLOSE while the endpoint's destroy said its own went there, and
-	 * the destroy frees it before it frees that list */
-	for (pp = &rpc->dead; !SMART_M_RPC_DEAD_KEPT && *pp;
-	     pp = &(*pp)->next_dead)
-		if (*pp == c) {
-			*pp = c->next_dead;
-			break;
-		}
 	if (rpc->conns[c->index] == c) {
 		rpc->conns[c->index] = NULL;
 		smart__rpc_stats_add(&rpc->past, &c->st);
@@ -1398,17 +1387,37 @@ static void free_dead(struct smart_rpc *rpc)
 	}
 }
 
-/* Tell the peer we go (a CLOSE, waited for a bounded time so that it
- * leaves before the QP is destroyed). */
-static void conn_say_close(struct smart_rpc_conn *c)
+/* Tell the peer we go: a CLOSE, waited for (close_wait) so that it
+ * leaves before the QP is destroyed. */
+static void close_send(struct smart_rpc_conn *c)
 {
-	struct smart_rpc *rpc = c->rpc;
-	int64_t until = smart__now_ms() + RPC_CLOSE_WAIT_MS;
-
 	send_bare(c, SMART_MSG_K_CLOSE);
 	conn_post(c);
-	while (c->state == RPC_C_LIVE && c->bare_out &&
-	       smart__now_ms() < until && !rpc->in_poll)
+}
+
+/* Is a CLOSE (or another bare message) of c, or of any connection when
+ * c is NULL, still out? */
+static int close_pending(struct smart_rpc *rpc, struct smart_rpc_conn *c)
+{
+	if (c)
+		return c->state == RPC_C_LIVE && c->bare_out;
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
+		c = rpc->conns[i];
+		if (c && c->state == RPC_C_LIVE && c->bare_out)
+			return 1;
+	}
+	return 0;
+}
+
+/* Wait RPC_CLOSE_WAIT_MS at most for the CLOSEs out (of c, or of every
+ * connection when c is NULL): a peer that takes none (no receive posted,
+ * stopped) holds us that long, no longer. */
+static void close_wait(struct smart_rpc *rpc, struct smart_rpc_conn *c)
+{
+	int64_t until = smart__now_ms() + RPC_CLOSE_WAIT_MS;
+
+	while (!rpc->in_poll && smart__now_ms() < until &&
+	       close_pending(rpc, c))
 		smart__worker_poll(rpc->w);
 }
 
@@ -1418,26 +1427,65 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 		return;		/* accepted ones are the endpoint's */
 	if (c->freeing)
 		return;		/* closed already, its users still inside */
-	if (c->state == RPC_C_LIVE)
-		conn_say_close(c);
+	if (c->state == RPC_C_LIVE) {
+		close_send(c);
+		close_wait(c->rpc, c);	/* a dialed one: no poll frees it */
+	}
 	conn_fail(c, SMART_ECONN, NULL);
-	if (c->users)
+	if (c->users) {
 		c->freeing = 1;	/* the last of them frees it */
-	else
+	} else if (c->rpc->in_poll && !SMART_M_RPC_CLOSE_FREES_IN_POLL) {
+		/* from a handler, maybe of a message of c: the receive path
+		 * that ran it reads c when it returns; freed at the end of
+		 * the poll, as a failed accepted connection is */
+		c->freeing = 1;
+		c->next_dead = c->rpc->dead;
+		c->rpc->dead = c;
+	} else {
 		smart__rpc_conn_free(c);
+	}
 }
 
 
+/* The old way, one connection at a time (RPC_CLOSE_SERIAL): each
+ * waited for in turn, and held across the polls of its wait. */
+static void close_serial(struct smart_rpc_conn *c)
+{
+	if (c->state == RPC_C_LIVE) {
+		close_send(c);
+		close_wait(c->rpc, c);
+	}
+	c->accepted = 0;
+	conn_fail(c, SMART_ECONN, NULL);
+	smart__rpc_conn_free(c);
+}
+
+/* Destroy: every connection told we go, then freed.  The CLOSEs all go
+ * first and are waited for together (RPC_CLOSE_WAIT_MS in all, however
+ * many peers take none).  The polls of that wait may fail connections (a
+ * peer's CLOSE, a CLOSE that fails) and free the accepted ones at their
+ * end (the dead list): no connection is held across them, the table is
+ * read again after.  What failed outside a poll (a reply from the main
+ * context meeting a full backlog) is on the dead list already and still
+ * in the table: freed from the list first, so that it is freed once. */
 void smart__rpc_conns_close(struct smart_rpc *rpc)
 {
-	rpc->closing = 1;	/* nothing freed behind the loop's back */
+	if (!SMART_M_RPC_DESTROY_DEAD_TWICE)
+		free_dead(rpc);
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
+		struct smart_rpc_conn *c = rpc->conns[i];
+
+		if (c && SMART_M_RPC_CLOSE_SERIAL)
+			close_serial(c);
+		else if (c && c->state == RPC_C_LIVE)
+			close_send(c);
+	}
+	close_wait(rpc, NULL);
 	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
 		struct smart_rpc_conn *c = rpc->conns[i];
 
 		if (!c)
 			continue;
-		if (c->state == RPC_C_LIVE)
-			conn_say_close(c);
 		c->accepted = 0;	/* freed here, handle or not */
 		conn_fail(c, SMART_ECONN, NULL);
 		smart__rpc_conn_free(c);

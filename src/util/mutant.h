@@ -298,6 +298,48 @@
 #define SMART_M_RPC_DIAL_BLOCKS 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CLOSE_SERIAL	/* msg/rpc.c: destroy waits for each
+					 * connection's CLOSE in turn, holding
+					 * it across the wait's polls */
+#define SMART_M_RPC_CLOSE_SERIAL 1
+#else
+#define SMART_M_RPC_CLOSE_SERIAL 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_DESTROY_DEAD_TWICE	/* msg/rpc.c: destroy frees
+						 * the table before the dead
+						 * list (a connection failed
+						 * outside a poll is on both) */
+#define SMART_M_RPC_DESTROY_DEAD_TWICE 1
+#else
+#define SMART_M_RPC_DESTROY_DEAD_TWICE 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_DB_FIXED	/* transport/shm: a CQ's doorbell FIFO
+					 * keeps its first size whatever QPs
+					 * join (a post meets it full) */
+#define SMART_M_SHM_DB_FIXED 1
+#else
+#define SMART_M_SHM_DB_FIXED 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_PEER_SEG_ANY_SIZE	/* transport/shm: a peer's
+						 * receive segment mapped up
+						 * to what its blob claims
+						 * (4 GiB), past SHM_RSEG_MAX */
+#define SMART_M_SHM_PEER_SEG_ANY_SIZE 1
+#else
+#define SMART_M_SHM_PEER_SEG_ANY_SIZE 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CLOSE_FREES_IN_POLL	/* msg/rpc.c: a close from
+						 * a handler frees the
+						 * connection at once */
+#define SMART_M_RPC_CLOSE_FREES_IN_POLL 1
+#else
+#define SMART_M_RPC_CLOSE_FREES_IN_POLL 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
 					 * declared dead */
 #define SMART_M_RPC_NO_KEEPALIVE 1
@@ -365,22 +407,6 @@
 #define SMART_M_RPC_NO_REQ_QUOTA 1
 #else
 #define SMART_M_RPC_NO_REQ_QUOTA 0
-#endif
-
-#ifdef SMART_MUTANT_RPC_DESTROY_FREES_DEAD /* msg/rpc.c: the poller frees
-					 * failed connections while the
-					 * destroy walks them */
-#define SMART_M_RPC_DESTROY_FREES_DEAD 1
-#else
-#define SMART_M_RPC_DESTROY_FREES_DEAD 0
-#endif
-
-#ifdef SMART_MUTANT_RPC_DEAD_KEPT	/* msg/rpc.c: a freed connection
-					 * stays on the dead list (freed
-					 * again by the destroy) */
-#define SMART_M_RPC_DEAD_KEPT 1
-#else
-#define SMART_M_RPC_DEAD_KEPT 0
 #endif
 
 #ifdef SMART_MUTANT_RPC_TRUSTS_RECV_KIND	/* msg/rpc.c: a receive parsed

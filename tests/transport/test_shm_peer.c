@@ -18,6 +18,8 @@
  *               holds (FATAL, nothing written); a region (a messaging
  *               peer's staging, a blade's) whose memfd is not sealed
  *               against shrinking refused, a real one sealed;
+ *   oversized_segment  a segment as large as a blob can claim (4 GiB),
+ *               beyond any queue's (1 GiB): refused, nothing mapped;
  *   bad_receive a receive buffer outside the MR of its key: LOC_PROT
  *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
@@ -31,6 +33,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -296,6 +299,55 @@ static void test_hostile(void)
 	p_close(&a);
 }
 
+/* This process's address space, in MiB (VmSize). */
+static uint64_t vm_mib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	uint64_t kb = 0;
+
+	CHECK(f != NULL);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmSize: %" SCNu64, &kb) == 1)
+			break;
+	fclose(f);
+	return kb >> 10;
+}
+
+/* A segment as large as a blob can claim (4096 slots of 1 MiB: 4 GiB),
+ * where every queue we make stays below SHM_RSEG_MAX (1 GiB): refused
+ * before it is mapped, or each connection of such a peer takes 4 GiB of
+ * our address space. */
+static void test_oversized_segment(void)
+{
+	uint32_t v[4] = { SHM_PEER_MAGIC, 2 /* SHM_PEER_VERSION */,
+			  SHM_MAX_RECV_WR, SHM_MAX_MSG };
+	uint32_t hdr[4] = { SHM_PEER_MAGIC, SHM_MAX_RECV_WR, SHM_MAX_MSG, 0 };
+	size_t need = offsetof(struct shm_rseg, slot) +
+		      (size_t)SHM_MAX_RECV_WR * sizeof(struct shm_rslot) +
+		      (size_t)SHM_MAX_RECV_WR * SHM_MAX_MSG;
+	struct p_end a;
+	uint64_t vm0;
+	int fd, rc;
+
+	CHECK_GT(need, SHM_RSEG_MAX);
+	fd = memfd_create("huge-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	CHECK_GE(fd, 0);
+	CHECK_OK(ftruncate(fd, (off_t)need + 4096));	/* sparse */
+	CHECK_EQ(pwrite(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+	CHECK_OK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
+	p_open(&a);
+	vm0 = vm_mib();
+	rc = ops->qp_connect_peer(a.qp, NULL, v, sizeof(v), &fd, 1);
+	printf("   a %zu-MiB segment: %s, address space %+" PRId64 " MiB\n",
+	       need >> 20, rc ? smart_strerror(rc) : "mapped",
+	       (int64_t)vm_mib() - (int64_t)vm0);
+	CHECK_EQ(rc, SMART_EPROTO);
+	CHECK_LT(vm_mib(), vm0 + 64);
+	CHECK_EQ(ops->qp_in_error(a.qp), 0);
+	p_close(&a);
+}
+
 /* Hostile wake descriptors (rule 9): one that is no datagram socket (an
  * eventfd, whose O_NONBLOCK a peer can take away from the open file it
  * shares with us) is refused; a datagram socket whose peer made it
@@ -517,6 +569,7 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "hostile", test_hostile },
 		{ "hostile_wake", test_hostile_wake },
+		{ "oversized_segment", test_oversized_segment },
 		{ "bad_receive", test_bad_receive },
 		{ "rnr_counted", test_rnr_counted },
 		{ "fork_echo", test_fork_echo },

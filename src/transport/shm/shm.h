@@ -214,6 +214,8 @@ struct smart_tp_cq {
 	uint32_t wc_mask, wc_head, wc_tail;
 	struct shm_db *db;	/* doorbell FIFO awaiting execution */
 	uint32_t db_mask, db_head, db_tail;
+	uint32_t committed;	/* its QPs' send queue entries, under lock:
+				 * the FIFO holds more (shm_cq_commit) */
 	uint32_t touch_gen;	/* poll pass number, for shm_touch */
 	struct shm_adv_cq *adv;	/* adversarial mode's state, NULL = off */
 	_Atomic int dead;	/* the adversary failed it (cq_fail): poll

@@ -182,6 +182,55 @@ static void shm_qp_drop_rq(struct smart_tp_qp *qp)
 	smart__shm_rq_destroy(qp);
 }
 
+/* The FIFO, its doorbells kept in order, in an array of size entries. */
+static int shm_db_grow(struct smart_tp_cq *cq, uint32_t size)
+{
+	uint32_t count = cq->db_tail - cq->db_head;
+	struct shm_db *db = calloc(size, sizeof(*db));
+
+	if (!db)
+		return SMART_ENOMEM;
+	for (uint32_t i = 0; i < count; i++)
+		db[i] = cq->db[(cq->db_head + i) & cq->db_mask];
+	free(cq->db);
+	cq->db = db;
+	cq->db_head = 0;
+	cq->db_tail = count;
+	cq->db_mask = size - 1;
+	return 0;
+}
+
+/* A QP of n send queue entries joins cq: the doorbell FIFO grows first,
+ * so that it holds more doorbells than all its QPs can have queued at
+ * once (each doorbell holds at least one WR of its QP's send queue, and a
+ * destroyed QP's leave with it, shm_cq_forget_qp), one spare for a
+ * requeue; or the QP is refused, as verbs refuses a QP its CQ cannot
+ * grow for.  A post then never meets a full FIFO, however long a peer
+ * keeps our SENDs waiting for a receive (rule 8, up to SHM_RNR_NS): a
+ * full FIFO would refuse every other QP's post meanwhile. */
+static int shm_cq_commit(struct smart_tp_cq *cq, uint32_t n)
+{
+	uint64_t need;
+	int rc = 0;
+
+	shm_lock(cq->flags, &cq->lock);
+	need = (uint64_t)cq->committed + n + 1;
+	if (need > (uint64_t)cq->db_mask + 1 && !SMART_M_SHM_DB_FIXED)
+		rc = need > SHM_MAX_CQE ? SMART_ENOMEM :
+		     shm_db_grow(cq, (uint32_t)smart_roundup_pow2(need));
+	if (!rc)
+		cq->committed += n;
+	shm_unlock(cq->flags, &cq->lock);
+	return rc;
+}
+
+static void shm_cq_uncommit(struct smart_tp_cq *cq, uint32_t n)
+{
+	shm_lock(cq->flags, &cq->lock);
+	cq->committed -= n;
+	shm_unlock(cq->flags, &cq->lock);
+}
+
 int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 			 const struct smart_tp_qp_attr *attr,
 			 struct smart_tp_qp **out)
@@ -198,7 +247,8 @@ int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	if (!qp)
 		return SMART_ENOMEM;
 	qp->sq = calloc(n, sizeof(*qp->sq));
-	if (!qp->sq) {
+	if (!qp->sq || shm_cq_commit(cq, n)) {
+		free(qp->sq);
 		free(qp);
 		return SMART_ENOMEM;
 	}
@@ -209,12 +259,14 @@ int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	qp->state = SHM_QP_RESET;
 	smart_spin_init(&qp->lock);
 	if (attr->max_recv_wr && (rc = shm_qp_add_rq(qp, attr))) {
+		shm_cq_uncommit(cq, n);
 		free(qp->sq);
 		free(qp);
 		return rc;
 	}
 	if (smart__shm_model_qp_attach(qp)) {
 		shm_qp_drop_rq(qp);
+		shm_cq_uncommit(cq, n);
 		free(qp->sq);
 		free(qp);
 		return SMART_ENOMEM;
@@ -255,18 +307,25 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 	return 0;
 }
 
-/* Execute every doorbell still queued for qp so that none refers to it. */
+/* Take qp's doorbells out of the FIFO (they never execute), the others
+ * kept in order, and its send queue's entries out of the CQ's count: no
+ * doorbell refers to it, and the FIFO holds only live QPs' doorbells
+ * (shm_cq_commit's bound). */
 static void shm_cq_forget_qp(struct smart_tp_cq *cq, struct smart_tp_qp *qp)
 {
-	uint32_t i, lost = 0;
+	uint32_t i, j, lost = 0;
 
 	shm_lock(cq->flags, &cq->lock);
-	for (i = cq->db_head; i != cq->db_tail; i++) {
-		if (cq->db[i & cq->db_mask].qp == qp) {
-			lost += cq->db[i & cq->db_mask].n;
-			cq->db[i & cq->db_mask].n = 0;
-		}
+	for (i = j = cq->db_head; i != cq->db_tail; i++) {
+		struct shm_db e = cq->db[i & cq->db_mask];
+
+		if (e.qp == qp)
+			lost += e.n;
+		else
+			cq->db[j++ & cq->db_mask] = e;
 	}
+	cq->db_tail = j;
+	cq->committed -= qp->sq_mask + 1;
 	shm_unlock(cq->flags, &cq->lock);
 	/* The model's device forgets them too (they never execute). */
 	if (cq->model && lost)

@@ -239,6 +239,10 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	if (wake >= 0 && !SMART_M_SHM_WAKE_ANY_FD && !wake_fd_ok(wake))
 		goto out;
 	need = rseg_len(v[2], v[3]);
+	/* no larger than a queue of ours can be (rq_create): 4096 slots
+	 * of 1 MiB would map 4 GiB per connection */
+	if (need > SHM_RSEG_MAX && !SMART_M_SHM_PEER_SEG_ANY_SIZE)
+		goto out;
 	if (fstat(fd, &st) || st.st_size < 0 || (uint64_t)st.st_size < need)
 		goto out;
 	/* a segment its owner could still shrink would fault our accesses */
