@@ -887,7 +887,10 @@ static void test_dead_holder(void)
  * finished (4 bytes) down the pipe; it is killed there. */
 struct torn_arg {
 	int fd;
-	int at;		/* torn writes to pass before stopping; -1: merges */
+	int at;		/* torn writes to pass before stopping; -1: merges,
+			 * -2: inside a redo, its words taken, no node
+			 * written (or, before bt.redo.taken was there,
+			 * the stamps of its write landed, not its record) */
 	int seen;
 	int done;	/* ops finished, for the parent */
 };
@@ -897,7 +900,9 @@ static int torn_hook(smart_worker_t *w, const char *point, void *arg)
 	struct torn_arg *a = arg;
 
 	(void)w;
-	if ((a->at < 0 && !strcmp(point, "bt.merge.torn")) ||
+	if ((a->at == -1 && !strcmp(point, "bt.merge.torn")) ||
+	    (a->at == -2 && (!strcmp(point, "bt.redo.taken") ||
+			     !strcmp(point, "bt.log.stamped"))) ||
 	    (a->at >= 0 && !strcmp(point, "bt.write.torn") &&
 	     ++a->seen == a->at)) {
 		CHECK_EQ(write(a->fd, &a->done, sizeof(a->done)),
@@ -924,6 +929,10 @@ static void child_torn(char **args)
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6));
 	} else if (!strcmp(args[2], "update2")) {
 		/* takes the first one's lock over: dies inside the redo */
+		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "never", 5));
+	} else if (!strcmp(args[2], "update3")) {
+		/* takes the first one's lock over: dies inside the redo,
+		 * its stamps landed, its record not */
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "never", 5));
 	} else if (!strcmp(args[2], "split")) {
 		for (;; a.done++) {
@@ -1014,6 +1023,25 @@ static void test_torn_holder(void)
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_run(&wd, "update2", 1);
+	alarm(20);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	alarm(0);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	torn_expect(&wd, 0, 10);
+	world_stop(&wd);
+
+	/* ... and the taker dies inside its redo once the word is its own,
+	 * before any node byte: the next taker redoes the first writer's
+	 * update from a record of the dead taker's, which landed first
+	 * (before: the taker stamped the word, its record never landed,
+	 * and the node stayed torn for good: SMART_ERETRY) */
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 10);
+	torn_run(&wd, "update", 1);
+	torn_run(&wd, "update3", -2);
 	alarm(20);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
 				 &n));

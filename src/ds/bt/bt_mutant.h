@@ -193,4 +193,12 @@
 #define SMART_M_BT_ADOPT_DIRTY 0
 #endif
 
+/* a redo taker takes the dead holder's words before its own record of
+ * the redo landed (dying between the two leaves words naming nothing) */
+#ifdef SMART_MUTANT_BT_REDO_CAS_FIRST
+#define SMART_M_BT_REDO_CAS_FIRST 1
+#else
+#define SMART_M_BT_REDO_CAS_FIRST 0
+#endif
+
 #endif
