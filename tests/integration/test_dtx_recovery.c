@@ -71,6 +71,15 @@ enum plan {
 	PLAN_UNDO_FAILS = 2,	/* savings[0] -> checking[0]: its commit
 				 * fails after the first record, then its
 				 * undo (fail_hook); it dies right after */
+	PLAN_UNDO_HALF = 4,	/* savings[0] -> checking[0]: its commit
+				 * fails inside the second record's WRITE,
+				 * the undo of the first (half_hook); it
+				 * dies right after */
+	PLAN_UNDO_ABORT = 5,	/* savings[0] -> checking[0], checking[1]:
+				 * its commit fails inside the second
+				 * record's WRITE, the undo of the third
+				 * (half_hook), then smart_dtx_abort's
+				 * retry of it; it dies right after */
 };
 
 /* Fails a commit after its first record's write ("dtx.commit.torn") and
@@ -90,6 +99,26 @@ static int fail_hook(smart_worker_t *w, const char *point, void *arg)
 		h->undos++;
 		return SMART_ECONN;
 	}
+	return 0;
+}
+
+/* Fails a commit inside its second record's WRITE ("dtx.commit.inside":
+ * the first record, and a third, new on every copy) and the undos
+ * numbered fail..last (from 1): the others put their records back. */
+struct half_hook {
+	int undos, fail, last;
+};
+
+static int half_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct half_hook *h = arg;
+
+	(void)w;
+	if (!strcmp(point, "dtx.commit.inside"))
+		return SMART_ECONN;
+	if (!strcmp(point, "dtx.undo.record") && ++h->undos >= h->fail &&
+	    h->undos <= h->last)
+		return SMART_ECONN;
 	return 0;
 }
 
@@ -197,6 +226,21 @@ static void child_main(char **args)
 		CHECK_OK(smart_ctx_set_hook(ctx, fail_hook, &fh));
 		_exit(transfer(x, w, 0, 0, 1, 0, 10) == SMART_ECONN &&
 		      fh.undos ? 0 : 2);
+	}
+	if (plan == PLAN_UNDO_HALF) {	/* the first undo fails */
+		struct half_hook fh = { 0, 1, 1 };
+
+		CHECK_OK(smart_ctx_set_hook(ctx, half_hook, &fh));
+		_exit(transfer(x, w, 0, 0, 1, 0, 10) == SMART_ECONN &&
+		      fh.undos == 2 ? 0 : 2);
+	}
+	if (plan == PLAN_UNDO_ABORT) {	/* the third, and its retry */
+		struct half_hook fh = { 0, 3, 4 };
+
+		CHECK_OK(smart_ctx_set_hook(ctx, half_hook, &fh));
+		i = transfer3(x, w, 0, 0, 10) == SMART_ECONN &&
+		    smart_dtx_abort(x, w) == SMART_ECONN;
+		_exit(i && fh.undos == 4 ? 0 : 2);
 	}
 	CHECK_OK(smart_ctx_set_hook(ctx, child_hook, &h));
 	for (i = 0; i < 30; i++) {
@@ -741,6 +785,48 @@ static void test_undo_fails(void)
 	world_close(&wd);
 }
 
+/* A commit that fails inside its second record's WRITE, whose undo then
+ * fails on the first record (new on every copy) and succeeds on the
+ * second: its coordinator dies while stuck (then the same with three
+ * records and a smart_dtx_abort that fails too).  Recovery must roll the
+ * transfer back.  Were the put-back record released (as it was), the
+ * recoverer would see one record released and the other new on every
+ * copy, the evidence of a commit that reached every replica, and roll
+ * the debit forward alone. */
+static void test_undo_half(void)
+{
+	struct smart_dtx_stats st;
+	struct world wd;
+	int64_t sum;
+
+	world_open(&wd, 1);
+	run_child_at(&wd, 0, PLAN_UNDO_HALF, 1);
+	sum = audit(&wd);
+	printf("undo_half: the coordinator dead while stuck: audit %lld "
+	       "(expected %d)\n", (long long)sum, 2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_GT(st.rolled_back, 0);
+	world_close(&wd);
+
+	/* three records: the third's undo fails (new on every copy), the
+	 * first two are put back; smart_dtx_abort fails on the third again,
+	 * and the coordinator dies.  Had the abort released the two put
+	 * back before the third was, the third would be rolled forward */
+	world_open(&wd, 1);
+	run_child_at(&wd, 0, PLAN_UNDO_ABORT, 1);
+	sum = audit(&wd);
+	printf("undo_half: the coordinator dead after a failed abort: audit "
+	       "%lld (expected %d)\n", (long long)sum,
+	       2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_GT(st.rolled_back, 0);
+	world_close(&wd);
+}
+
 /* A memory blade gone: transactions on its table fail with an error (not
  * SMART_EABORT, not a hang); those on the other blade's table go on. */
 static void test_dead_blade(void)
@@ -820,6 +906,7 @@ int main(int argc, char **argv)
 		{ "recoverer_dies", test_recoverer_dies },
 		{ "stale_decision", test_stale_decision },
 		{ "undo_fails", test_undo_fails },
+		{ "undo_half", test_undo_half },
 		{ "two_recoverers", test_two_recoverers },
 		{ "dead_blade", test_dead_blade },
 		{ 0 } });
