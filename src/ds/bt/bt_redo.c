@@ -622,12 +622,19 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	uint64_t ours[BT_PATCHES_MAX];
 	unsigned i, n = rec_patches(snap, p, word, stamp), held = 0, first;
 	unsigned whole = 1, rec;
-	size_t len = ((const struct bt_rec *)snap)->len;
+	size_t len = sizeof(struct bt_rec);
 	void *hook_arg;
 	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
 	uint8_t *buf;
-	int rc = smart_scratch_alloc(w, len, (void **)&buf);
+	int rc;
 
+	/* our copy's length from its patches, not the peer's len (which
+	 * may run past them: those bytes would be our scratch's) */
+	for (i = 0; i < n; i++)
+		len += patch_bytes(p[i].len);
+	if (SMART_M_BT_REDO_PEER_LEN)
+		len = ((const struct bt_rec *)snap)->len;
+	rc = smart_scratch_alloc(w, len, (void **)&buf);
 	if (rc)
 		return rc;
 	rec = rec_take(t, w);
