@@ -324,7 +324,7 @@ int smart__boot_qp_close(struct smart__boot *b, uint32_t responder_id)
 	return send_frame(b, f, n, smart__now_ms() + b->timeout_ms);
 }
 
-void smart__boot_close(struct smart__boot *b)
+void smart__boot_close(struct smart__boot *b, int bye)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN];
 	size_t n;
@@ -332,7 +332,7 @@ void smart__boot_close(struct smart__boot *b)
 	if (!b)
 		return;
 	/* Best effort and never blocking: the blade also cleans up on EOF. */
-	if (!b->broken && !smart__proto_enc_bye(f, sizeof(f), &n) &&
+	if (bye && !b->broken && !smart__proto_enc_bye(f, sizeof(f), &n) &&
 	    send(b->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		smart__dbg(b->lg, "bye: not sent");
 	close(b->fd);

@@ -12,6 +12,7 @@
 #include "core/bootstrap.h"
 #include "core/core.h"
 #include "core/lease.h"
+#include "util/mutant.h"
 #include "wire/superblock.h"
 
 static int ctx_load_secret(struct smart_ctx *ctx)
@@ -185,8 +186,11 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 
 static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
 {
+	/* a BYE gives our id back for a newcomer: not when something in
+	 * blade memory still names it (smart_ctx_taint) */
 	if (b->boot)
-		smart__boot_close(b->boot);
+		smart__boot_close(b->boot, SMART_M_CTX_BYE_TAINTED ||
+				  !atomic_load(&ctx->tainted));
 	if (b->remote)
 		ctx->tp->remote_detach(b->remote);
 	smart__lease_free(b);

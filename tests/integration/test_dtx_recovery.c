@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "blade/blade_int.h"	/* the lease round robin, set by hand */
 #include "harness/lease_blade.h"
 #include "harness/smartd_proc.h"
 #include "harness/test.h"
@@ -827,6 +828,59 @@ static void test_undo_half(void)
 	world_close(&wd);
 }
 
+/* A client whose transaction is stuck (its undo failed, and again when
+ * the transaction is freed) destroys its ctx: were its sessions to end
+ * with a BYE, the blades would give its lease ids to the next newcomers
+ * (the round robin set back to them by hand: 65535 handshakes take too
+ * long), and its locks would then name a live client: every reader of
+ * those records aborts for ever.  Its ids must be buried instead, its
+ * transaction rolled back by the next reader. */
+static void test_stuck_bye(void)
+{
+	struct fail_hook h = { 0 };
+	struct world wd;
+	smart_ctx_t *c, *n;
+	smart_worker_t *w;
+	smart_dtx_t *d;
+	smart_dtx_txn_t *x;
+	uint16_t bl[2], id[2], nid[2];
+	int64_t sum;
+	int b;
+
+	world_open(&wd, 1);
+	c = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_dtx_open(w, bl[0], DB, NULL, &d));
+	CHECK_OK(smart_dtx_txn_new(d, w, &x));
+	CHECK_OK(smart_ctx_set_hook(c, fail_hook, &h));
+	CHECK_EQ(transfer(x, w, 0, 3, 1, 3, 50), SMART_ECONN);
+	CHECK_EQ(smart_dtx_txn_free(x, w), SMART_ECONN);	/* still stuck */
+	CHECK_OK(smart_dtx_close(d));
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	/* the ctx is gone: once the blades saw it go, its ids are dead */
+	wait_dead(&wd, (int[]){ id[0], id[1] });
+	for (b = 0; b < 2; b++)	/* no handshake in flight */
+		__atomic_store_n(&wd.b[b]->next_lease, id[b], __ATOMIC_SEQ_CST);
+	n = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
+	printf("stuck_bye: the stuck client's ids %u, %u; the newcomer's %u, "
+	       "%u\n", id[0], id[1], nid[0], nid[1]);
+	CHECK(nid[0] != id[0] && nid[1] != id[1]);
+	sum = audit(&wd);
+	printf("stuck_bye: audit %lld (expected %d)\n", (long long)sum,
+	       2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_ctx_destroy(n));
+	world_close(&wd);
+}
+
 /* A memory blade gone: transactions on its table fail with an error (not
  * SMART_EABORT, not a hang); those on the other blade's table go on. */
 static void test_dead_blade(void)
@@ -907,6 +961,7 @@ int main(int argc, char **argv)
 		{ "stale_decision", test_stale_decision },
 		{ "undo_fails", test_undo_fails },
 		{ "undo_half", test_undo_half },
+		{ "stuck_bye", test_stuck_bye },
 		{ "two_recoverers", test_two_recoverers },
 		{ "dead_blade", test_dead_blade },
 		{ 0 } });

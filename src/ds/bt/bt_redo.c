@@ -647,9 +647,15 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		rc = redo_log(t, w, p, n, word, ours, rec, buf, len);
 	if (!rc && first < n)
 		rc = redo_take(w, word, stamp, ours, first, &held, &whole);
+	if (!rc && first == n) {	/* a record not naming lw (only
+					 * a mutant lets one through) */
+		rec_put(t, rec);
+		rc = smart_cas_sync(w, lw, dead, mine, &ours[0]);
+		return rc ? rc : ours[0] == dead;
+	}
 	if (!rc && !held) {
 		rec_put(t, rec);	/* nothing of ours stamps a word */
-		return 0;		/* lw changed (or named nowhere) */
+		return 0;		/* lw changed */
 	}
 	for (i = 0; !rc && i < n; i++)
 		if (i != first)

@@ -137,4 +137,12 @@
 #define SMART_M_DTX_UNSTICK_EARLY 0
 #endif
 
+/* freeing a stuck transaction leaves the ctx's BYE on (its locks then
+ * name whoever gets its lease id next) */
+#ifdef SMART_MUTANT_DTX_NO_TAINT
+#define SMART_M_DTX_NO_TAINT 1
+#else
+#define SMART_M_DTX_NO_TAINT 0
+#endif
+
 #endif
