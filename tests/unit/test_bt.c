@@ -1035,13 +1035,15 @@ static void test_torn_holder(void)
 
 	/* ... and the taker dies inside its redo once the word is its own,
 	 * before any node byte: the next taker redoes the first writer's
-	 * update from a record of the dead taker's, which landed first
+	 * update from a record of the dead taker's, which landed first (and
+	 * again when the taker's taker dies the same way)
 	 * (before: the taker stamped the word, its record never landed,
 	 * and the node stayed torn for good: SMART_ERETRY) */
 	world_start(&wd, NULL, 512, 12, 12);
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_run(&wd, "update3", -2);
+	torn_run(&wd, "update3", -2);	/* its own taker dies the same */
 	alarm(20);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
 				 &n));
