@@ -53,6 +53,8 @@ static const struct step steps[] = {
 	/* inside a WRITE: the second record's backup holds its new key and
 	 * version over the old rest (crc wrong), every other copy new */
 	{ "dtx.commit.inside", 3, EXP_BACK },
+	/* validated, the log landed, no record written yet */
+	{ "dtx.commit.validated", 3, EXP_BACK },
 };
 
 static const struct smart_dtx_table tables[2] = {
