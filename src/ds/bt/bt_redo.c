@@ -645,15 +645,18 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	 * holds its patch (the dead holder's, or ours) and redoes that */
 	if (!rc && first < n && !SMART_M_BT_REDO_CAS_FIRST)
 		rc = redo_log(t, w, p, n, word, ours, rec, buf, len);
-	if (!rc && first < n)
-		rc = redo_take(w, word, stamp, ours, first, &held, &whole);
-	if (!rc && first == n) {	/* a record not naming lw (only
-					 * a mutant lets one through) */
+	if (rc || first == n) {	/* nothing of ours stamps a word */
 		rec_put(t, rec);
+		if (rc)
+			return rc;
+		/* a record not naming lw (only a mutant lets one by) */
 		rc = smart_cas_sync(w, lw, dead, mine, &ours[0]);
 		return rc ? rc : ours[0] == dead;
 	}
-	if (!rc && !held) {
+	rc = redo_take(w, word, stamp, ours, first, &held, &whole);
+	if (rc)
+		return rc;	/* our CAS may have landed: the record stays */
+	if (!held) {
 		rec_put(t, rec);	/* nothing of ours stamps a word */
 		return 0;		/* lw changed */
 	}
