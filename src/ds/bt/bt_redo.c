@@ -595,7 +595,7 @@ static int redo_post(smart_worker_t *w, const struct bt_patch *p,
 /* Our stamps for the patches of a redo through our record rec; the index
  * of the patch whose word is lw and stamp `dead` (n: none). */
 static int redo_stamps(smart_bt_t *t, const struct bt_patch *p, unsigned n,
-		       uint64_t *word, const uint64_t *stamp, unsigned rec,
+		       uint64_t *word, uint64_t *stamp, unsigned rec,
 		       smart_gaddr_t lw, uint64_t dead, uint64_t *ours,
 		       unsigned *first)
 {
@@ -608,8 +608,13 @@ static int redo_stamps(smart_bt_t *t, const struct bt_patch *p, unsigned n,
 		ours[i] = BT_W_MAKE(BT_W_ID(base), BT_W_SLOT(base), rec,
 				    t->rec_seq[rec]);
 	}
+	/* the patch of lw under the dead stamp: an older record of the
+	 * same index names lw under another (smart__bt_redo_snap refuses
+	 * it; the mutant lets it through here too, taken from `dead`) */
 	for (*first = 0; *first < n && (word[*first] != lw ||
-					stamp[*first] != dead); (*first)++)
+					(stamp[*first] != dead &&
+					 !SMART_M_BT_NO_REC_NAMES));
+	     (*first)++)
 		;
 	return rc;
 }
@@ -649,10 +654,11 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		rec_put(t, rec);
 		if (rc)
 			return rc;
-		/* a record not naming lw (only a mutant lets one by) */
+		/* a record not naming lw under `dead`: nothing to redo */
 		rc = smart_cas_sync(w, lw, dead, mine, &ours[0]);
 		return rc ? rc : ours[0] == dead;
 	}
+	stamp[first] = dead;	/* as it is but in the mutant */
 	rc = redo_take(w, word, stamp, ours, first, &held, &whole);
 	if (rc)
 		return rc;	/* our CAS may have landed: the record stays */
