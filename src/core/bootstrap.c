@@ -324,7 +324,7 @@ int smart__boot_qp_close(struct smart__boot *b, uint32_t responder_id)
 	return send_frame(b, f, n, smart__now_ms() + b->timeout_ms);
 }
 
-void smart__boot_close(struct smart__boot *b, int bye)
+static void boot_end(struct smart__boot *b, int bye)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN];
 	size_t n;
@@ -338,6 +338,16 @@ void smart__boot_close(struct smart__boot *b, int bye)
 	close(b->fd);
 	explicit_bzero(b, sizeof(*b));
 	free(b);
+}
+
+void smart__boot_close(struct smart__boot *b)
+{
+	boot_end(b, 1);
+}
+
+void smart__boot_drop(struct smart__boot *b)
+{
+	boot_end(b, 0);
 }
 
 int smart__boot_fd(const struct smart__boot *b)

@@ -82,9 +82,11 @@ int smart__boot_qp_close(struct smart__boot *b, uint32_t responder_id);
  * (never read it: replies belong to the calls above).  -1 when broken. */
 int smart__boot_fd(const struct smart__boot *b);
 
-/* Say BYE (best effort; not when !bye: the blade then fences the lease
- * and never hands its id out again) and free the session.  NULL is
- * allowed. */
-void smart__boot_close(struct smart__boot *b, int bye);
+/* Say BYE (best effort) and free the session.  NULL is allowed. */
+void smart__boot_close(struct smart__boot *b);
+
+/* The same without the BYE: the blade then fences the lease and never
+ * hands its id out again (something may still name it). */
+void smart__boot_drop(struct smart__boot *b);
 
 #endif

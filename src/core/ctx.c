@@ -188,9 +188,10 @@ static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
 {
 	/* a BYE gives our id back for a newcomer: not when something in
 	 * blade memory still names it (smart_ctx_taint) */
-	if (b->boot)
-		smart__boot_close(b->boot, SMART_M_CTX_BYE_TAINTED ||
-				  !atomic_load(&ctx->tainted));
+	if (b->boot && (SMART_M_CTX_BYE_TAINTED || !atomic_load(&ctx->tainted)))
+		smart__boot_close(b->boot);
+	else if (b->boot)
+		smart__boot_drop(b->boot);
 	if (b->remote)
 		ctx->tp->remote_detach(b->remote);
 	smart__lease_free(b);
