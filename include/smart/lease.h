@@ -55,6 +55,16 @@ int smart_lease_alive_now(smart_worker_t *w, uint16_t blade, uint16_t id);
  * changing. */
 int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id);
 
+/* Something this ctx leaves in blade memory names its lease ids after it
+ * is gone (locks a structure could not release: a stuck transaction
+ * freed, docs/dtx.md §5): smart_ctx_destroy then ends its sessions
+ * without a BYE, so that each blade fences the lease and never hands the
+ * id out again (docs/leases.md), and peers resolve what names it as a
+ * dead client's.  Without it a BYE gives the id back, and once a
+ * newcomer holds it those locks name a live client for ever.
+ * SMART_EINVAL for NULL. */
+int smart_ctx_taint(smart_ctx_t *ctx);
+
 /* 1 when this ctx has been fenced (by a peer, by the blade, or by itself
  * after its lease ran out); its ops fail with SMART_EFENCED. */
 int smart_ctx_fenced(const smart_ctx_t *ctx);

@@ -475,7 +475,7 @@ int smart__boot_qp_close(struct smart__boot *b, uint32_t responder_id)
 	return send_tagged(b, f, n, smart__now_ms() + b->timeout_ms);
 }
 
-void smart__boot_close(struct smart__boot *b)
+static void boot_end(struct smart__boot *b, int bye)
 {
 	static const uint8_t notag[SMART_PROTO_TAG_LEN];
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_BYE_LEN];
@@ -484,7 +484,8 @@ void smart__boot_close(struct smart__boot *b)
 	if (!b)
 		return;
 	/* Best effort and never blocking: the blade also cleans up on EOF. */
-	if (!b->broken && !smart__proto_enc_bye(notag, f, sizeof(f), &n)) {
+	if (bye && !b->broken &&
+	    !smart__proto_enc_bye(notag, f, sizeof(f), &n)) {
 		smart__auth_seal_seq(&b->a, SMART_AUTH_D_SESSION,
 				     b->seq_out++, f, n);
 		if (send(b->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
@@ -493,6 +494,16 @@ void smart__boot_close(struct smart__boot *b)
 	close(b->fd);
 	explicit_bzero(b, sizeof(*b));
 	free(b);
+}
+
+void smart__boot_close(struct smart__boot *b)
+{
+	boot_end(b, 1);
+}
+
+void smart__boot_drop(struct smart__boot *b)
+{
+	boot_end(b, 0);
 }
 
 int smart__boot_fd(const struct smart__boot *b)

@@ -88,4 +88,8 @@ int smart__boot_fd(const struct smart__boot *b);
 /* Say BYE (best effort) and free the session.  NULL is allowed. */
 void smart__boot_close(struct smart__boot *b);
 
+/* The same without the BYE: the blade then fences the lease and never
+ * hands its id out again (something may still name it). */
+void smart__boot_drop(struct smart__boot *b);
+
 #endif

@@ -189,6 +189,9 @@ struct smart_ctx {
 	char tech_names[64];	/* the switches in force, as text */
 	/* leases (lease.c) and the keeper thread (keeper.c) */
 	_Atomic int fenced;		/* every op fails with SMART_EFENCED */
+	/* a structure left blade state naming our lease ids (smart_ctx_
+	 * taint): our sessions end without a BYE, so the ids are buried */
+	_Atomic int tainted;
 	/* interleaving hook (smart/hook.h): arg stored before fn */
 	_Atomic(smart_hook_fn) hook_fn;
 	void *_Atomic hook_arg;

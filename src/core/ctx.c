@@ -12,6 +12,7 @@
 #include "core/bootstrap.h"
 #include "core/core.h"
 #include "core/lease.h"
+#include "util/mutant.h"
 #include "wire/superblock.h"
 
 /* A secret's bytes go before its memory does (explicit_bzero: a memset
@@ -195,8 +196,12 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 
 static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
 {
-	if (b->boot)
+	/* a BYE gives our id back for a newcomer: not when something in
+	 * blade memory still names it (smart_ctx_taint) */
+	if (b->boot && (SMART_M_CTX_BYE_TAINTED || !atomic_load(&ctx->tainted)))
 		smart__boot_close(b->boot);
+	else if (b->boot)
+		smart__boot_drop(b->boot);
 	if (b->remote)
 		ctx->tp->remote_detach(b->remote);
 	smart__lease_free(b);

@@ -359,6 +359,14 @@ int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id)
 	return 0;
 }
 
+int smart_ctx_taint(smart_ctx_t *ctx)
+{
+	if (!ctx)
+		return SMART_EINVAL;
+	atomic_store(&((struct smart_ctx *)ctx)->tainted, 1);
+	return 0;
+}
+
 int smart_ctx_fenced(const smart_ctx_t *ctx)
 {
 	return ctx && atomic_load(&((struct smart_ctx *)ctx)->fenced);

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "blade/blade_int.h"	/* the lease round robin, set by hand */
 #include "harness/lease_blade.h"
 #include "harness/smartd_proc.h"
 #include "harness/test.h"
@@ -52,6 +53,8 @@ static const struct step steps[] = {
 	/* inside a WRITE: the second record's backup holds its new key and
 	 * version over the old rest (crc wrong), every other copy new */
 	{ "dtx.commit.inside", 3, EXP_BACK },
+	/* validated, the log landed, no record written yet */
+	{ "dtx.commit.validated", 3, EXP_BACK },
 };
 
 static const struct smart_dtx_table tables[2] = {
@@ -71,6 +74,15 @@ enum plan {
 	PLAN_UNDO_FAILS = 2,	/* savings[0] -> checking[0]: its commit
 				 * fails after the first record, then its
 				 * undo (fail_hook); it dies right after */
+	PLAN_UNDO_HALF = 4,	/* savings[0] -> checking[0]: its commit
+				 * fails inside the second record's WRITE,
+				 * the undo of the first (half_hook); it
+				 * dies right after */
+	PLAN_UNDO_ABORT = 5,	/* savings[0] -> checking[0], checking[1]:
+				 * its commit fails inside the second
+				 * record's WRITE, the undo of the third
+				 * (half_hook), then smart_dtx_abort's
+				 * retry of it; it dies right after */
 };
 
 /* Fails a commit after its first record's write ("dtx.commit.torn") and
@@ -90,6 +102,26 @@ static int fail_hook(smart_worker_t *w, const char *point, void *arg)
 		h->undos++;
 		return SMART_ECONN;
 	}
+	return 0;
+}
+
+/* Fails a commit inside its second record's WRITE ("dtx.commit.inside":
+ * the first record, and a third, new on every copy) and the undos
+ * numbered fail..last (from 1): the others put their records back. */
+struct half_hook {
+	int undos, fail, last;
+};
+
+static int half_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct half_hook *h = arg;
+
+	(void)w;
+	if (!strcmp(point, "dtx.commit.inside"))
+		return SMART_ECONN;
+	if (!strcmp(point, "dtx.undo.record") && ++h->undos >= h->fail &&
+	    h->undos <= h->last)
+		return SMART_ECONN;
 	return 0;
 }
 
@@ -197,6 +229,21 @@ static void child_main(char **args)
 		CHECK_OK(smart_ctx_set_hook(ctx, fail_hook, &fh));
 		_exit(transfer(x, w, 0, 0, 1, 0, 10) == SMART_ECONN &&
 		      fh.undos ? 0 : 2);
+	}
+	if (plan == PLAN_UNDO_HALF) {	/* the first undo fails */
+		struct half_hook fh = { 0, 1, 1 };
+
+		CHECK_OK(smart_ctx_set_hook(ctx, half_hook, &fh));
+		_exit(transfer(x, w, 0, 0, 1, 0, 10) == SMART_ECONN &&
+		      fh.undos == 2 ? 0 : 2);
+	}
+	if (plan == PLAN_UNDO_ABORT) {	/* the third, and its retry */
+		struct half_hook fh = { 0, 3, 4 };
+
+		CHECK_OK(smart_ctx_set_hook(ctx, half_hook, &fh));
+		i = transfer3(x, w, 0, 0, 10) == SMART_ECONN &&
+		    smart_dtx_abort(x, w) == SMART_ECONN;
+		_exit(i && fh.undos == 4 ? 0 : 2);
 	}
 	CHECK_OK(smart_ctx_set_hook(ctx, child_hook, &h));
 	for (i = 0; i < 30; i++) {
@@ -741,6 +788,101 @@ static void test_undo_fails(void)
 	world_close(&wd);
 }
 
+/* A commit that fails inside its second record's WRITE, whose undo then
+ * fails on the first record (new on every copy) and succeeds on the
+ * second: its coordinator dies while stuck (then the same with three
+ * records and a smart_dtx_abort that fails too).  Recovery must roll the
+ * transfer back.  Were the put-back record released (as it was), the
+ * recoverer would see one record released and the other new on every
+ * copy, the evidence of a commit that reached every replica, and roll
+ * the debit forward alone. */
+static void test_undo_half(void)
+{
+	struct smart_dtx_stats st;
+	struct world wd;
+	int64_t sum;
+
+	world_open(&wd, 1);
+	run_child_at(&wd, 0, PLAN_UNDO_HALF, 1);
+	sum = audit(&wd);
+	printf("undo_half: the coordinator dead while stuck: audit %lld "
+	       "(expected %d)\n", (long long)sum, 2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_GT(st.rolled_back, 0);
+	world_close(&wd);
+
+	/* three records: the third's undo fails (new on every copy), the
+	 * first two are put back; smart_dtx_abort fails on the third again,
+	 * and the coordinator dies.  Had the abort released the two put
+	 * back before the third was, the third would be rolled forward */
+	world_open(&wd, 1);
+	run_child_at(&wd, 0, PLAN_UNDO_ABORT, 1);
+	sum = audit(&wd);
+	printf("undo_half: the coordinator dead after a failed abort: audit "
+	       "%lld (expected %d)\n", (long long)sum,
+	       2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_GT(st.rolled_back, 0);
+	world_close(&wd);
+}
+
+/* A client whose transaction is stuck (its undo failed, and again when
+ * the transaction is freed) destroys its ctx: were its sessions to end
+ * with a BYE, the blades would give its lease ids to the next newcomers
+ * (the round robin set back to them by hand: 65535 handshakes take too
+ * long), and its locks would then name a live client: every reader of
+ * those records aborts for ever.  Its ids must be buried instead, its
+ * transaction rolled back by the next reader. */
+static void test_stuck_bye(void)
+{
+	struct fail_hook h = { 0 };
+	struct world wd;
+	smart_ctx_t *c, *n;
+	smart_worker_t *w;
+	smart_dtx_t *d;
+	smart_dtx_txn_t *x;
+	uint16_t bl[2], id[2], nid[2];
+	int64_t sum;
+	int b;
+
+	world_open(&wd, 1);
+	c = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_dtx_open(w, bl[0], DB, NULL, &d));
+	CHECK_OK(smart_dtx_txn_new(d, w, &x));
+	CHECK_OK(smart_ctx_set_hook(c, fail_hook, &h));
+	CHECK_EQ(transfer(x, w, 0, 3, 1, 3, 50), SMART_ECONN);
+	CHECK_EQ(smart_dtx_txn_free(x, w), SMART_ECONN);	/* still stuck */
+	CHECK_OK(smart_dtx_close(d));
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	/* the ctx is gone: once the blades saw it go, its ids are dead */
+	wait_dead(&wd, (int[]){ id[0], id[1] });
+	for (b = 0; b < 2; b++)	/* no handshake in flight */
+		__atomic_store_n(&wd.b[b]->next_lease, id[b], __ATOMIC_SEQ_CST);
+	n = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
+	printf("stuck_bye: the stuck client's ids %u, %u; the newcomer's %u, "
+	       "%u\n", id[0], id[1], nid[0], nid[1]);
+	CHECK(nid[0] != id[0] && nid[1] != id[1]);
+	sum = audit(&wd);
+	printf("stuck_bye: audit %lld (expected %d)\n", (long long)sum,
+	       2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	CHECK_OK(smart_ctx_destroy(n));
+	world_close(&wd);
+}
+
 /* A memory blade gone: transactions on its table fail with an error (not
  * SMART_EABORT, not a hang); those on the other blade's table go on. */
 static void test_dead_blade(void)
@@ -820,6 +962,8 @@ int main(int argc, char **argv)
 		{ "recoverer_dies", test_recoverer_dies },
 		{ "stale_decision", test_stale_decision },
 		{ "undo_fails", test_undo_fails },
+		{ "undo_half", test_undo_half },
+		{ "stuck_bye", test_stuck_bye },
 		{ "two_recoverers", test_two_recoverers },
 		{ "dead_blade", test_dead_blade },
 		{ 0 } });

@@ -887,7 +887,10 @@ static void test_dead_holder(void)
  * finished (4 bytes) down the pipe; it is killed there. */
 struct torn_arg {
 	int fd;
-	int at;		/* torn writes to pass before stopping; -1: merges */
+	int at;		/* torn writes to pass before stopping; -1: merges,
+			 * -2: inside a redo, its words taken, no node
+			 * written (or, before bt.redo.taken was there,
+			 * the stamps of its write landed, not its record) */
 	int seen;
 	int done;	/* ops finished, for the parent */
 };
@@ -897,7 +900,9 @@ static int torn_hook(smart_worker_t *w, const char *point, void *arg)
 	struct torn_arg *a = arg;
 
 	(void)w;
-	if ((a->at < 0 && !strcmp(point, "bt.merge.torn")) ||
+	if ((a->at == -1 && !strcmp(point, "bt.merge.torn")) ||
+	    (a->at == -2 && (!strcmp(point, "bt.redo.taken") ||
+			     !strcmp(point, "bt.log.stamped"))) ||
 	    (a->at >= 0 && !strcmp(point, "bt.write.torn") &&
 	     ++a->seen == a->at)) {
 		CHECK_EQ(write(a->fd, &a->done, sizeof(a->done)),
@@ -924,6 +929,10 @@ static void child_torn(char **args)
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6));
 	} else if (!strcmp(args[2], "update2")) {
 		/* takes the first one's lock over: dies inside the redo */
+		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "never", 5));
+	} else if (!strcmp(args[2], "update3")) {
+		/* takes the first one's lock over: dies inside the redo,
+		 * its stamps landed, its record not */
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "never", 5));
 	} else if (!strcmp(args[2], "split")) {
 		for (;; a.done++) {
@@ -1014,6 +1023,27 @@ static void test_torn_holder(void)
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_run(&wd, "update2", 1);
+	alarm(20);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	alarm(0);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	torn_expect(&wd, 0, 10);
+	world_stop(&wd);
+
+	/* ... and the taker dies inside its redo once the word is its own,
+	 * before any node byte: the next taker redoes the first writer's
+	 * update from a record of the dead taker's, which landed first (and
+	 * again when the taker's taker dies the same way)
+	 * (before: the taker stamped the word, its record never landed,
+	 * and the node stayed torn for good: SMART_ERETRY) */
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 10);
+	torn_run(&wd, "update", 1);
+	torn_run(&wd, "update3", -2);
+	torn_run(&wd, "update3", -2);	/* its own taker dies the same */
 	alarm(20);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
 				 &n));
@@ -1165,7 +1195,7 @@ static int find_merge(struct world *wd, uint16_t pb, unsigned *first,
  * committed and half of L's new bytes landed. */
 struct stop_at {
 	int fd;
-	const char *point;
+	const char *point, *or_point;
 };
 
 static int landed_hook(smart_worker_t *w, const char *point, void *arg)
@@ -1173,7 +1203,8 @@ static int landed_hook(smart_worker_t *w, const char *point, void *arg)
 	struct stop_at *a = arg;
 
 	(void)w;
-	if (!strcmp(point, a->point)) {
+	if (!strcmp(point, a->point) ||
+	    (a->or_point && !strcmp(point, a->or_point))) {
 		CHECK_EQ(write(a->fd, "x", 1), 1);
 		for (;;)
 			pause();
@@ -1188,7 +1219,7 @@ static void child_merger(char **args)
 	smart_worker_t *w;
 	smart_bt_t *t;
 	uint16_t id;
-	struct stop_at a = { atoi(args[2]), args[5] };
+	struct stop_at a = { atoi(args[2]), args[5], NULL };
 	char k[16];
 	unsigned i;
 
@@ -1204,13 +1235,52 @@ static void child_merger(char **args)
 	TEST_FAIL("the merge did not stop at its seam");
 }
 
+/* The killed taker (args: both blades' addresses, the pipe, L's first
+ * key): it writes that key, which makes it take the dead merger's lock of
+ * L over and redo the merge; it stops inside that redo, its words taken
+ * and no node written ("bt.redo.taken"; before that point existed,
+ * "bt.log.stamped", its redo's first stamps landed). */
+static void child_taker(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	struct stop_at a = { atoi(args[2]), "bt.redo.taken",
+			     "bt.log.stamped" };
+	smart_worker_t *w;
+	smart_bt_t *t;
+	uint16_t id;
+	char k[16];
+
+	CHECK_OK(smart_ctx_connect(c, args[1], &id));
+	CHECK_EQ(id, 2);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &a));
+	key_of(k, (unsigned)atoi(args[3]));
+	CHECK_OK(smart_bt_upsert(t, w, k, strlen(k), "t", 1));
+	TEST_FAIL("the taker did not stop in its redo");
+}
+
+static void kill_child(const char *name, const char **args, int *p)
+{
+	char c;
+	int status;
+	pid_t pid = test_spawn(name, args);
+
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], &c, 1), 1);
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+}
+
 /* Case: the parent P (with R) on blade pb, L on the other; the merger
  * killed at `point`: with "bt.log.landed" blade 1's part of the merge's
  * log lands, blade 2's does not (pb 2: L's blade landed alone; pb 1: R's
  * and P's), and nothing is redone; with "bt.merge.torn" the merge is
  * committed and redone whole.  Then every key is written anew (gen 1)
  * and must read back, by search and by scan. */
-static void merge_blades_on(uint16_t pb, const char *point)
+static void merge_blades_on(uint16_t pb, const char *point, int taker)
 {
 	static struct smart_bt_entry ent[MB_KEYS_MAX];
 	static char sbuf[MB_KEYS_MAX * 32];
@@ -1247,6 +1317,11 @@ static void merge_blades_on(uint16_t pb, const char *point)
 	close(p[0]);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	if (taker) {	/* ... and the merge's taker inside its redo */
+		CHECK_EQ(pipe(p), 0);
+		snprintf(fd, sizeof(fd), "%d", p[1]);
+		kill_child("taker", (const char *[]){ a1, a2, fd, f, NULL }, p);
+	}
 	for (i = 0; i < nk; i++) {
 		key_of(k, i);
 		val_of(v, i, 1);
@@ -1279,10 +1354,11 @@ static void merge_blades_on(uint16_t pb, const char *point)
 			wrong++;
 	}
 	CHECK_OK(smart_bt_stats(wd.t, &st));
-	printf("merge across blades, merger killed at %s, %s "
+	printf("merge across blades, merger killed at %s%s, %s "
 	       "(L's keys k%u..+%u): %u errors (first %s), %u wrong values, "
 	       "scan %zu of %u; %llu takeovers, %llu redone, %llu "
-	       "uncommitted\n", point, pb == 2 ? "L's blade first" :
+	       "uncommitted\n", point, taker ? " and its taker in the "
+	       "redo" : "", pb == 2 ? "L's blade first" :
 	       "R's and P's blade first",
 	       first, cnt, errs, smart_status_name(bad), wrong,
 	       rc ? (size_t)0 : n, nk, (unsigned long long)st.lock_takeovers,
@@ -1305,10 +1381,14 @@ static void merge_blades_on(uint16_t pb, const char *point)
 
 static void test_merge_blades(void)
 {
-	merge_blades_on(2, "bt.log.landed");	/* L's part landed alone */
-	merge_blades_on(1, "bt.log.landed");	/* R's and P's alone */
-	merge_blades_on(2, "bt.merge.torn");	/* committed, L half */
-	merge_blades_on(1, "bt.merge.torn");
+	merge_blades_on(2, "bt.log.landed", 0);	/* L's part landed alone */
+	merge_blades_on(1, "bt.log.landed", 0);	/* R's and P's alone */
+	merge_blades_on(2, "bt.merge.torn", 0);	/* committed, L half */
+	merge_blades_on(1, "bt.merge.torn", 0);
+	/* committed, L half written, and its taker killed in the redo:
+	 * the next taker redoes the taker's copy, committed and whole */
+	merge_blades_on(2, "bt.merge.torn", 1);
+	merge_blades_on(1, "bt.merge.torn", 1);
 }
 
 static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0);
@@ -1720,6 +1800,59 @@ static void test_forged_record(void)
 	CHECK_OK(smart_bt_stats(wd.t, &st));
 	CHECK_EQ(st.repairs, 0);
 	CHECK_EQ(st.lock_takeovers, 1);	/* taken over, nothing redone */
+	smart_buf_free(wd.w, buf);
+	world_stop(&wd);
+}
+
+static uint64_t held_stamp(struct world *wd);
+
+/* A dead writer's record whose len a peer grew past its patches (64
+ * bytes more, crc right): the taker redoes the write through a copy of
+ * its own, whose length must be its patches' (a copy as long as the
+ * peer's len would carry 64 bytes of the taker's scratch to the blade). */
+static void test_forged_len(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	uint64_t e, stamp, area, dir_off, meta;
+	unsigned rec_size = (32 + 3 * (32 + 512) + 63) & ~63u;
+	uint32_t len, mine;
+	uint8_t *buf;
+	char v[16];
+	size_t n;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 10);
+	torn_run(&wd, "update", 1);
+	stamp = held_stamp(&wd);
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 200, 8, &dir_off));
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, dir_off + 8 *
+				 ((stamp >> 16) & 1023)), 8, &e));
+	area = (e & SMART_GADDR_OFF_MASK) + ((stamp >> 26) & 63) * rec_size;
+	CHECK_OK(smart_buf_alloc(wd.w, rec_size, (void **)&buf));
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, area), rec_size, buf));
+	memcpy(&len, buf + 4, 4);
+	CHECK_LE(len + 64, rec_size);
+	memset(buf + len, 0xa5, 64);
+	len += 64;
+	memcpy(buf + 4, &len, 4);
+	*(uint32_t *)buf = smart_crc32c(0, buf + 4, len - 4);
+	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, area), buf, len));
+	alarm(20);
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	alarm(0);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.repairs, 1);
+	/* our copy: record 0 of our area (the one free then) */
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, wd.t->area[0]), 8,
+				 buf));
+	memcpy(&mine, buf + 4, 4);
+	printf("forged_len: the peer's len %u, the taker's copy %u bytes\n",
+	       len, mine);
+	CHECK_EQ(mine, len - 64);
 	smart_buf_free(wd.w, buf);
 	world_stop(&wd);
 }
@@ -2833,6 +2966,7 @@ int main(int argc, char **argv)
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },
+		{ "forged_len", test_forged_len },
 		{ "adopt_torn", test_adopt_torn },
 		{ "named", test_named },
 		{ "handover_limit", test_handover_limit },
@@ -2847,6 +2981,7 @@ int main(int argc, char **argv)
 		{ "holder", child_holder },
 		{ "torn", child_torn },
 		{ "merger", child_merger },
+		{ "taker", child_taker },
 		{ "splitter", child_splitter },
 		{ "older", child_older },
 		{ 0 } });

@@ -234,12 +234,14 @@ int smart__bt_write_end(smart_bt_t *t, smart_worker_t *w,
 			const struct bt_wlog *lg, int rc);
 /* Lock word lw held by `dead` (a fenced holder): read what the holder
  * logged (into snap, rec_size bytes of scratch; 0: nothing to redo) before
- * taking the word over; once taken, redo it (every patch whose word still
- * holds its stamp, taking those words over and releasing them after). */
+ * taking the word over.  smart__bt_redo then takes it over (to `mine`)
+ * and redoes the record: every patch whose word still holds its stamp,
+ * those words taken through a copy of the record of ours that landed
+ * first, released after; 1 taken, 0 the word changed. */
 int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			uint64_t dead, void *snap, int *have);
 int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-		   const void *snap);
+		   uint64_t dead, uint64_t mine, const void *snap);
 /* Claim a redo area on each blade at open (adopting a dead object's after
  * redoing what it left), give it back at close. */
 int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w);

@@ -54,8 +54,10 @@ static struct bt_llock *llock_of(smart_bt_t *t, smart_gaddr_t lw)
 
 /* Take over word lw from its dead holder (value `dead`): what it logged is
  * read first (an area is adopted only once none of its records still
- * stamps a word, so not before our CAS), then redone once the word is
- * ours.  1: taken, 0: the word changed meanwhile. */
+ * stamps a word, so not before our CAS), then redone, the word taken only
+ * once our own record of the redo landed (a taker dying between its CAS
+ * and its record would leave a word naming nothing to redo over a torn
+ * node).  1: taken, 0: the word changed meanwhile. */
 static int take_over(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		     uint64_t dead, uint64_t mine)
 {
@@ -66,16 +68,16 @@ static int take_over(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 
 	if (!rc && !SMART_M_BT_NO_REPAIR)
 		rc = smart__bt_redo_snap(t, w, lw, dead, snap, &have);
-	if (!rc)
-		rc = smart_cas_sync(w, lw, dead, mine, &got);
-	if (!rc && got == dead) {
+	if (!rc && have)	/* the CAS inside, behind our record */
+		rc = smart__bt_redo(t, w, lw, dead, mine, snap);
+	else if (!rc)
+		rc = smart_cas_sync(w, lw, dead, mine, &got), rc = rc ? rc :
+			got == dead;
+	if (rc == 1)
 		atomic_fetch_add_explicit(&t->lock_takeovers, 1,
 					  memory_order_relaxed);
-		if (have)
-			rc = smart__bt_redo(t, w, lw, snap);
-	}
 	smart_scratch_release(w, mark);
-	return rc ? rc : got == dead;
+	return rc;
 }
 
 /* Take the remote word: CAS 0 -> our stamp, or from a dead holder; after

@@ -193,4 +193,20 @@
 #define SMART_M_BT_ADOPT_DIRTY 0
 #endif
 
+/* a redo taker takes the dead holder's words before its own record of
+ * the redo landed (dying between the two leaves words naming nothing) */
+#ifdef SMART_MUTANT_BT_REDO_CAS_FIRST
+#define SMART_M_BT_REDO_CAS_FIRST 1
+#else
+#define SMART_M_BT_REDO_CAS_FIRST 0
+#endif
+
+/* a redo taker's copy of a record as long as the peer's len says (past
+ * its patches: the taker's scratch bytes to the blade) */
+#ifdef SMART_MUTANT_BT_REDO_PEER_LEN
+#define SMART_M_BT_REDO_PEER_LEN 1
+#else
+#define SMART_M_BT_REDO_PEER_LEN 0
+#endif
+
 #endif

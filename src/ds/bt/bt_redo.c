@@ -19,7 +19,11 @@
  * adopted only when no word holds a stamp of its records, so it is not
  * reused under a taker that has yet to CAS), and redoes each patch of
  * a record whose stamp is still in the patch's word: nobody wrote the node
- * since, so rewriting the logged bytes finishes exactly that write.
+ * since, so rewriting the logged bytes finishes exactly that write.  The
+ * taker copies the record into one of its own first and takes the words
+ * (dead stamp -> its stamp) only once that copy landed, so that every
+ * word names a complete record at every moment, and a taker dying inside
+ * its redo is finished by the next.
  *
  * A write spanning blades (a merge) is one record written to each blade
  * concerned.  Blades are QPs with no order between them, so "the record
@@ -507,55 +511,178 @@ static void retire_dead(smart_bt_t *t, smart_worker_t *w,
 	(void)smart_epoch_retire(w, t->home, p[1].node, t->node_size);
 }
 
-int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
-		   const void *snap)
+/* Our copy of a dead holder's record (its patches p, their words, our
+ * stamps ours[], our record rec) in buf, written to every blade it
+ * concerns and waited for.  A copy spanning blades is born committed
+ * (each copy carries the commit): the record it repeats was committed. */
+static int redo_log(smart_bt_t *t, smart_worker_t *w, const struct bt_patch *p,
+		    unsigned n, const uint64_t *word, const uint64_t *ours,
+		    unsigned rec, uint8_t *buf, size_t len)
+{
+	int b0 = smart__bt_blade_index(t, smart_gaddr_blade(p[0].node));
+	smart_gaddr_t at = 0;
+	unsigned b, i;
+	int rc = 0;
+
+	for (i = 1; i < n; i++)
+		if (smart_gaddr_blade(p[i].node) !=
+		    smart_gaddr_blade(p[0].node))
+			at = rec_addr(t, (unsigned)b0, t->area[b0], rec);
+	rec_build(p, n, word, ours, at, buf, len);
+	if (at)
+		((struct bt_rec *)buf)->commit = ours[0];
+	for (b = 0; !rc && b < t->nblades; b++) {
+		for (i = 0; i < n && smart_gaddr_blade(p[i].node) !=
+				     t->blades[b]; i++)
+			;
+		if (i < n)
+			rc = smart_write(w, rec_addr(t, b, t->area[b], rec),
+					 buf, len);
+	}
+	return rc ? rc : smart_sync(w);
+}
+
+/* Take patch i's word from its dead stamp to ours[i] (a word an earlier
+ * patch shares: as that one went).  *held gets bit i when taken. */
+static int redo_take(smart_worker_t *w, const uint64_t *word,
+		     const uint64_t *stamp, const uint64_t *ours, unsigned i,
+		     unsigned *held, unsigned *whole)
+{
+	uint64_t got;
+	unsigned j;
+	int rc;
+
+	for (j = 0; j < i && word[j] != word[i]; j++)
+		;
+	if (j < i) {
+		*held |= (*held >> j & 1u) << i;
+		return 0;
+	}
+	rc = smart_cas_sync(w, word[i], stamp[i], ours[i], &got);
+	if (!rc && got != stamp[i] && got)
+		*whole = 0;	/* another taker's, maybe */
+	if (!rc && got == stamp[i])
+		*held |= 1u << i;
+	return rc;
+}
+
+/* The patches whose words we took (held), posted; each word then
+ * released behind its node on its blade's QP, lw kept (as `mine`). */
+static int redo_post(smart_worker_t *w, const struct bt_patch *p,
+		     const uint64_t *word, unsigned n, unsigned held,
+		     smart_gaddr_t lw, uint64_t mine)
 {
 	static const uint64_t zero;
-	struct bt_patch p[BT_PATCHES_MAX], mine[BT_PATCHES_MAX];
-	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], base, got;
-	smart_gaddr_t taken[BT_PATCHES_MAX];
-	unsigned i, k, n = rec_patches(snap, p, word, stamp), m = 0;
-	unsigned ntaken = 0;
-	struct bt_wlog lg;
-	int rc = 0, rc2, ours, whole = 1;
+	struct bt_patch m[BT_PATCHES_MAX];
+	unsigned i, j, k = 0;
+	int rc = 0;
 
-	lg.rec = BT_REC_NONE;
-	/* take over every word still stamped as the record says: nobody
-	 * wrote those nodes since; the others were done, or redone */
+	for (i = 0; i < n; i++)
+		if (held >> i & 1u)
+			m[k++] = p[i];
+	if (k)
+		rc = post_patches(w, m, k);
 	for (i = 0; !rc && i < n; i++) {
-		ours = word[i] == lw;
-		for (k = 0; k < ntaken && !ours; k++)
-			ours = taken[k] == word[i];
-		if (!ours) {
-			rc = smart__bt_lock_word(t, p[i].node, &word[i],
-						 &base);
-			if (!rc)
-				rc = smart_cas_sync(w, word[i], stamp[i], base,
-						    &got);
-			if (!rc && got != stamp[i] && got)
-				whole = 0;	/* another taker's, maybe */
-			if (rc || got != stamp[i])
-				continue;
-			taken[ntaken++] = word[i];
-		}
-		mine[m++] = p[i];
+		for (j = 0; j < i && word[j] != word[i]; j++)
+			;
+		if (j == i && (held >> i & 1u))
+			rc = smart_write(w, word[i],
+					 word[i] == lw ? &mine : &zero, 8);
 	}
-	/* redone through a record of ours: dying inside it leaves our
-	 * record for the next taker, as any write under a lock */
-	if (!rc && m)
-		rc = smart__bt_write_logged(t, w, mine, m, &lg);
-	/* each release behind its node's write, on its blade's QP */
-	for (k = 0; !rc && k < ntaken; k++)
-		rc = smart_write(w, taken[k], &zero, 8);
-	rc2 = smart_sync(w);
-	if (rc || rc2)
-		return rc ? rc : rc2;	/* words and record stay: we are
-					 * fenced, and our takers redo it */
-	atomic_fetch_add_explicit(&t->repairs, 1, memory_order_relaxed);
-	rc = smart__bt_write_end(t, w, &lg, 0);
-	if (!rc)
-		retire_dead(t, w, p, n, whole);
+	return rc ? rc : smart_sync(w);
+}
+
+/* Our stamps for the patches of a redo through our record rec; the index
+ * of the patch whose word is lw and stamp `dead` (n: none). */
+static int redo_stamps(smart_bt_t *t, const struct bt_patch *p, unsigned n,
+		       uint64_t *word, uint64_t *stamp, unsigned rec,
+		       smart_gaddr_t lw, uint64_t dead, uint64_t *ours,
+		       unsigned *first)
+{
+	uint64_t base;
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; !rc && i < n; i++) {
+		rc = smart__bt_lock_word(t, p[i].node, &word[i], &base);
+		ours[i] = BT_W_MAKE(BT_W_ID(base), BT_W_SLOT(base), rec,
+				    t->rec_seq[rec]);
+	}
+	/* the patch of lw under the dead stamp: an older record of the
+	 * same index names lw under another (smart__bt_redo_snap refuses
+	 * it; the mutant lets it through here too, taken from `dead`) */
+	for (*first = 0; *first < n && (word[*first] != lw ||
+					(stamp[*first] != dead &&
+					 !SMART_M_BT_NO_REC_NAMES));
+	     (*first)++)
+		;
 	return rc;
+}
+
+int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+		   uint64_t dead, uint64_t mine, const void *snap)
+{
+	struct bt_patch p[BT_PATCHES_MAX];
+	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX];
+	uint64_t ours[BT_PATCHES_MAX];
+	unsigned i, n = rec_patches(snap, p, word, stamp), held = 0, first;
+	unsigned whole = 1, rec;
+	size_t len = sizeof(struct bt_rec);
+	void *hook_arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
+	uint8_t *buf;
+	int rc;
+
+	/* our copy's length from its patches, not the peer's len (which
+	 * may run past them: those bytes would be our scratch's) */
+	for (i = 0; i < n; i++)
+		len += patch_bytes(p[i].len);
+	if (SMART_M_BT_REDO_PEER_LEN)
+		len = ((const struct bt_rec *)snap)->len;
+	rc = smart_scratch_alloc(w, len, (void **)&buf);
+	if (rc)
+		return rc;
+	rec = rec_take(t, w);
+	t->rec_seq[rec]++;
+	rc = redo_stamps(t, p, n, word, stamp, rec, lw, dead, ours, &first);
+	/* our record lands whole before we take the first word: whoever
+	 * takes a word over from us finds in it the stamp of a record that
+	 * holds its patch (the dead holder's, or ours) and redoes that */
+	if (!rc && first < n && !SMART_M_BT_REDO_CAS_FIRST)
+		rc = redo_log(t, w, p, n, word, ours, rec, buf, len);
+	if (rc || first == n) {	/* nothing of ours stamps a word */
+		rec_put(t, rec);
+		if (rc)
+			return rc;
+		/* a record not naming lw under `dead`: nothing to redo */
+		rc = smart_cas_sync(w, lw, dead, mine, &ours[0]);
+		return rc ? rc : ours[0] == dead;
+	}
+	stamp[first] = dead;	/* as it is but in the mutant */
+	rc = redo_take(w, word, stamp, ours, first, &held, &whole);
+	if (rc)
+		return rc;	/* our CAS may have landed: the record stays */
+	if (!held) {
+		rec_put(t, rec);	/* nothing of ours stamps a word */
+		return 0;		/* lw changed */
+	}
+	for (i = 0; !rc && i < n; i++)
+		if (i != first)
+			rc = redo_take(w, word, stamp, ours, i, &held, &whole);
+	/* a test's seam: the words are ours, no node byte posted */
+	if (!rc && hook)
+		(void)hook(w, "bt.redo.taken", hook_arg);
+	if (!rc && SMART_M_BT_REDO_CAS_FIRST)
+		rc = redo_log(t, w, p, n, word, ours, rec, buf, len);
+	if (!rc)
+		rc = redo_post(w, p, word, n, held, lw, mine);
+	if (rc)
+		return rc;	/* words and record stay: we are fenced, and
+				 * our takers redo it */
+	atomic_fetch_add_explicit(&t->repairs, 1, memory_order_relaxed);
+	rec_put(t, rec);
+	retire_dead(t, w, p, n, whole);
+	return 1;
 }
 
 /* ---- areas -------------------------------------------------------------- */

@@ -328,6 +328,7 @@ static int dtx_new(smart_worker_t *w, const struct dtx_meta *m,
 
 	if (!d)
 		return SMART_ENOMEM;
+	d->ctx = ctx;
 	d->home = home;
 	d->root_idx = root_idx;
 	d->meta = maddr;
@@ -610,6 +611,10 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 	 * are gone, or our lease ends and an adopter resolves them */
 	if (w && !rc && x->stuck)
 		rc = smart__dtx_unstick(x, w);
+	/* locks we could not let go name our lease ids: our sessions must
+	 * not end with the BYE that gives them to a newcomer */
+	if ((x->stuck || (x->open && !w)) && !SMART_M_DTX_NO_TAINT)
+		(void)smart_ctx_taint(d->ctx);
 	if (w && !rc) {
 		uint64_t mine = (uint64_t)smart__dtx_lease(d, d->home) << 48 | 1;
 		uint64_t old;

@@ -14,7 +14,9 @@
  *   bytes that are whole: the new ones on every copy (committed) or the
  *   old ones (put back).  One a failure leaves held keeps the object
  *   stuck (no next transaction, so the slot keeps the log that explains
- *   the lock) until smart_dtx_abort lets it go.
+ *   the lock) until smart_dtx_abort lets it go; and while one record's
+ *   undo is unfinished, the records put back stay locked too (a released
+ *   one is recovery's evidence of a finished commit).
  * - Versions only grow: each commit of a record adds 1 (a delete too).
  * - Validation happens with every lock of the transaction held, after
  *   its reads: a read-only record whose version and free lock word are
@@ -29,8 +31,9 @@ static const uint64_t dtx_zero;
 /* ---- release ------------------------------------------------------- */
 
 /* Let every lock the transaction holds go (a CAS from our stamp where a
- * failed op left it unsure whether we hold it), but those over records
- * whose undo failed (stuck 2: their bytes are not the old ones). */
+ * failed op left it unsure whether we hold it), but those of a stuck
+ * undo (stuck 2: their undo failed, their bytes are not the old ones;
+ * stuck 1: put back beside such a record, write_undo). */
 static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i, rc = 0, any = 0, rc2;
@@ -42,7 +45,7 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
 		int r = 0;
 
-		if (it->stuck == 2)
+		if (it->stuck)
 			continue;
 		if (it->locked == 1)
 			r = smart_write(w, lw, &dtx_zero, 8);
@@ -62,7 +65,7 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 	}
 	/* after a failure, whatever is still ours goes by a CAS next time */
 	for (i = 0; i < x->n; i++)
-		if (x->item[i].stuck != 2)
+		if (!x->item[i].stuck)
 			x->item[i].locked = rc && x->item[i].locked ? 2 : 0;
 	return rc;
 }
@@ -414,6 +417,23 @@ static int put_back(smart_worker_t *w, const struct dtx_item *it)
 	return rc ? rc : smart_sync(w);
 }
 
+/* Let stuck item it's lock go (its bytes are whole). */
+static int unstick_one(smart_dtx_txn_t *x, smart_worker_t *w,
+		       struct dtx_item *it)
+{
+	smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
+	int rc = smart_cas_sync(w, lw, DTX_LOCK(smart__dtx_lease(x->d,
+				smart_gaddr_blade(lw)), x->slot, x->seq), 0,
+				NULL);
+
+	if (!rc) {
+		it->stuck = 0;
+		it->locked = 0;
+		x->stuck--;
+	}
+	return rc;
+}
+
 /* Commit's writes failed midway: put every copy back as it was, record
  * by record (an error path: a round trip each).  A record not put back
  * keeps its lock (stuck 2): released over the aborted transaction's
@@ -422,41 +442,46 @@ static int put_back(smart_worker_t *w, const struct dtx_item *it)
  * the log, which stays since the slot starts nothing new meanwhile. */
 static void write_undo(smart_dtx_txn_t *x, smart_worker_t *w)
 {
-	int i;
+	int i, failed = 0;
 
 	for (i = 0; i < x->n; i++) {
 		struct dtx_item *it = &x->item[i];
 
 		if (is_written(it) && put_back(w, it) &&
 		    !SMART_M_DTX_UNDO_IGNORED)
-			it->stuck = 2;
+			it->stuck = 2, failed = 1;
 	}
+	/* one undo failed: the records put back keep their locks too
+	 * (stuck 1: their bytes are whole).  Released, they would be the
+	 * evidence of a commit that reached every replica, and a recoverer
+	 * finding the rest new on every copy would roll it all forward
+	 * over their old bytes (docs/dtx.md §5) */
+	for (i = 0; failed && !SMART_M_DTX_RELEASE_PUT_BACK && i < x->n; i++)
+		if (is_written(&x->item[i]) && !x->item[i].stuck)
+			x->item[i].stuck = 1;
 }
 
 /* The lock is ours (x's stamp) until we let it go: a CAS from the stamp
- * (one that finds another word: a recoverer had it, we were fenced). */
+ * (one that finds another word: a recoverer had it, we were fenced).
+ * Every record whose undo failed is put back first; only then does any
+ * lock go: one released while another record still holds the new bytes
+ * reads, to a recoverer after our death, as a commit that reached every
+ * replica (write_undo). */
 int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int i, rc = 0;
 
 	for (i = 0; !rc && i < x->n; i++) {
 		struct dtx_item *it = &x->item[i];
-		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
 
-		if (!it->stuck)
-			continue;
-		if (it->stuck == 2)
-			rc = put_back(w, it);
-		if (!rc)
-			rc = smart_cas_sync(w, lw, DTX_LOCK(smart__dtx_lease(
-				x->d, smart_gaddr_blade(lw)), x->slot, x->seq),
-				0, NULL);
-		if (!rc) {
-			it->stuck = 0;
-			it->locked = 0;
-			x->stuck--;
-		}
+		if (it->stuck == 2 && !(rc = put_back(w, it)))
+			it->stuck = 1;	/* whole again, still held */
+		if (!rc && it->stuck == 1 && SMART_M_DTX_UNSTICK_EARLY)
+			rc = unstick_one(x, w, it);
 	}
+	for (i = 0; !rc && i < x->n; i++)
+		if (x->item[i].stuck)
+			rc = unstick_one(x, w, &x->item[i]);
 	return rc;
 }
 

@@ -32,6 +32,7 @@ struct dtx_table {
 };
 
 struct smart_dtx {
+	smart_ctx_t *ctx;	/* opened in: tainted by a stuck txn freed */
 	uint16_t home;
 	unsigned root_idx;
 	smart_gaddr_t meta;

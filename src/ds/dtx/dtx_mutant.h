@@ -121,4 +121,28 @@
 #define SMART_M_DTX_NO_INTENT_CHECK 0
 #endif
 
+/* a failed undo's transaction releases the records it did put back
+ * (a recoverer then rolls the rest forward over them) */
+#ifdef SMART_MUTANT_DTX_RELEASE_PUT_BACK
+#define SMART_M_DTX_RELEASE_PUT_BACK 1
+#else
+#define SMART_M_DTX_RELEASE_PUT_BACK 0
+#endif
+
+/* smart_dtx_abort releases a stuck record put back before every other
+ * stuck record is put back */
+#ifdef SMART_MUTANT_DTX_UNSTICK_EARLY
+#define SMART_M_DTX_UNSTICK_EARLY 1
+#else
+#define SMART_M_DTX_UNSTICK_EARLY 0
+#endif
+
+/* freeing a stuck transaction leaves the ctx's BYE on (its locks then
+ * name whoever gets its lease id next) */
+#ifdef SMART_MUTANT_DTX_NO_TAINT
+#define SMART_M_DTX_NO_TAINT 1
+#else
+#define SMART_M_DTX_NO_TAINT 0
+#endif
+
 #endif
