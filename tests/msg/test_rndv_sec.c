@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "harness/blade_fixture.h"
+#include "harness/rpc_fixture.h"
 #include "harness/test.h"
 #include "msg/msg_int.h"
 #include "smart/rpc.h"
@@ -183,30 +184,16 @@ static pid_t server_start(char *addr)
 	return pid;
 }
 
-struct client {
-	smart_ctx_t *ctx;
-	smart_worker_t *w;
-	smart_rpc_t *rpc;
-};
-
-static void client_open(struct client *c, uint32_t qp_cache)
+static void client_open(struct rpc_ep *c, uint32_t qp_cache)
 {
 	struct smart_rpc_cfg cfg = { .keepalive_ms = 2000,
 				     .keepalive_misses = 10,
 				     .timeout_ms = 20000,
 				     .qp_cache = qp_cache };
 
-	c->ctx = ctx_new();
-	CHECK_OK(smart_worker_create(c->ctx, &c->w));
-	CHECK_OK(smart_rpc_create(c->w, &cfg, &c->rpc));
+	rpc_ep_open(c, ctx_new(), &cfg);
 }
 
-static void client_close(struct client *c)
-{
-	CHECK_OK(smart_rpc_destroy(c->rpc));
-	CHECK_OK(smart_worker_destroy(c->w));
-	CHECK_OK(smart_ctx_destroy(c->ctx));
-}
 
 static void fill_random(uint8_t *p, size_t n, uint64_t *rng)
 {
@@ -302,7 +289,7 @@ static void attacker(smart_worker_t *w, void *arg)
 static void test_third_peer(void)
 {
 	uint8_t *out = malloc(BIG), *back = malloc(BIG);
-	struct client hc, ac;
+	struct rpc_ep hc, ac;
 	smart_rpc_conn_t *h, *k;
 	struct smart_tp_remote *view;
 	uint64_t rng = 0x7e57, disclosed = 0, anywhere = 0, forged = 0,
@@ -361,8 +348,8 @@ static void test_third_peer(void)
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server: %d", st);
 	smart_rpc_close(h);
 	smart_rpc_close(k);
-	client_close(&hc);
-	client_close(&ac);
+	rpc_ep_close(&hc);
+	rpc_ep_close(&ac);
 	free(out);
 	free(back);
 }
@@ -422,7 +409,7 @@ static void test_read_only(void)
 	static uint8_t secret[2 * RPC_FRAG];
 	struct smart_rpc_conn *c1, *c2;
 	struct smart_msg_rndv d;
-	struct client v;
+	struct rpc_ep v;
 	uint64_t rng = 0x5eed, paths = 0, seen;
 	int fds[SMART_SOCK_FDS], fd, landed;
 	size_t len;
@@ -457,7 +444,7 @@ static void test_read_only(void)
 	CHECK_U64_EQ(seen, 0);
 	munmap(old, len);
 	smart__rpc_conn_free(c2);
-	client_close(&v);
+	rpc_ep_close(&v);
 }
 
 /* ---- oversized ----------------------------------------------------------- */
@@ -497,7 +484,7 @@ static int fake_staging(uint64_t size, uint8_t *blob, size_t *blob_len)
 /* Victim v's new accepted connection against a peer (a connection of
  * endpoint a) whose staging blob says size bytes, its rndv_max rmax;
  * *grew: how much v's address space grew while it took the peer. */
-static int peer_up(struct client *v, struct client *a, uint64_t size,
+static int peer_up(struct rpc_ep *v, struct rpc_ep *a, uint64_t size,
 		   uint32_t rmax, struct smart_rpc_conn **vc,
 		   struct smart_rpc_conn **ac, uint64_t *grew)
 {
@@ -524,7 +511,7 @@ static int peer_up(struct client *v, struct client *a, uint64_t size,
 
 static void test_oversized(void)
 {
-	struct client v, a;
+	struct rpc_ep v, a;
 	struct smart_rpc_conn *vc, *ac;
 	struct smart_rpc_stats st;
 	uint64_t grew;
@@ -555,8 +542,8 @@ static void test_oversized(void)
 	CHECK_EQ(rc, SMART_EPROTO);
 	smart__rpc_conn_free(vc);
 	smart__rpc_conn_free(ac);
-	client_close(&v);
-	client_close(&a);
+	rpc_ep_close(&v);
+	rpc_ep_close(&a);
 }
 
 /* ---- unserved ------------------------------------------------------------ */
@@ -577,7 +564,7 @@ static void test_unserved(void)
 {
 	uint8_t *big = calloc(1, 1u << 20);
 	struct smart_rpc_stats before, after, mine;
-	struct client c;
+	struct rpc_ep c;
 	smart_rpc_conn_t *k;
 	char addr[64];
 	pid_t pid = server_start(addr);
@@ -609,7 +596,7 @@ static void test_unserved(void)
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server: %d", st);
 	smart_rpc_close(k);
-	client_close(&c);
+	rpc_ep_close(&c);
 	free(big);
 }
 
@@ -658,7 +645,7 @@ static void hog_watch(smart_worker_t *w, void *arg)
 static void test_req_quota(void)
 {
 	struct hog g = { 0 };
-	struct client c;
+	struct rpc_ep c;
 	char addr[64];
 	pid_t pid = server_start(addr);
 	int st;
@@ -683,19 +670,9 @@ static void test_req_quota(void)
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server: %d", st);
 	smart_rpc_close(g.k1);
 	smart_rpc_close(g.k2);
-	client_close(&c);
+	rpc_ep_close(&c);
 }
 
-static void write_secret(void)
-{
-	int fd;
-
-	snprintf(secret_path, sizeof(secret_path), "/tmp/smart-rndv-XXXXXX");
-	fd = mkstemp(secret_path);
-	CHECK(fd >= 0);
-	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
-	close(fd);
-}
 
 int main(int argc, char **argv)
 {
@@ -707,7 +684,8 @@ int main(int argc, char **argv)
 	test_children(argc, argv, children);
 	if (t && strcmp(t, "shm"))
 		test_skip("the staging attacks map shm descriptors");
-	write_secret();
+	rpc_secret_file(secret_path, sizeof(secret_path),
+			"/tmp/smart-rndv-XXXXXX", SECRET);
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "third_peer", test_third_peer },
 		{ "read_only", test_read_only },

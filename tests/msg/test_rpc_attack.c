@@ -49,6 +49,7 @@
 #include <sys/wait.h>
 
 #include "harness/blade_fixture.h"
+#include "harness/rpc_fixture.h"
 #include "harness/test.h"
 #include "msg/msg_int.h"
 #include "smart/rpc.h"
@@ -260,49 +261,22 @@ static void child_victim(char **args)
 
 /* ---- the peers ----------------------------------------------------------- */
 
-struct client {
-	smart_ctx_t *ctx;
-	smart_worker_t *w;
-	smart_rpc_t *rpc;
-};
-
-static void client_open(struct client *c)
+static void client_open(struct rpc_ep *c)
 {
 	struct smart_rpc_cfg cfg = { .keepalive_ms = 2000,
 				     .keepalive_misses = 10,
 				     .timeout_ms = 2000,
 				     .qp_cache = UINT32_MAX };
 
-	c->ctx = ctx_new();
-	CHECK_OK(smart_worker_create(c->ctx, &c->w));
-	CHECK_OK(smart_rpc_create(c->w, &cfg, &c->rpc));
+	rpc_ep_open(c, ctx_new(), &cfg);
 }
 
-static void client_close(struct client *c)
-{
-	CHECK_OK(smart_rpc_destroy(c->rpc));
-	CHECK_OK(smart_worker_destroy(c->w));
-	CHECK_OK(smart_ctx_destroy(c->ctx));
-}
 
 /* Start the victim (mode: child_victim's): its pid, its address, its
  * pipe's read end. */
 static pid_t victim_start_as(const char *mode, char *addr, int *rfd)
 {
-	char fdtxt[16];
-	int p[2];
-	pid_t pid;
-	ssize_t n;
-
-	CHECK_OK(pipe(p));
-	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
-	pid = test_spawn("victim", (const char *[]){ fdtxt, mode, NULL });
-	close(p[1]);
-	n = read(p[0], addr, 63);
-	CHECK_MSG(n > 0, "the victim did not start");
-	addr[n] = 0;
-	*rfd = p[0];
-	return pid;
+	return rpc_child_start("victim", mode, addr, rfd);
 }
 
 static pid_t victim_start(char *addr, int *rfd)
@@ -375,7 +349,7 @@ static void report(const char *what, uint64_t ms, int st)
 
 static void test_destroy_race(void)
 {
-	struct client a, h;
+	struct rpc_ep a, h;
 	smart_rpc_conn_t *k, *hk;
 	char addr[64];
 	uint64_t ms;
@@ -397,8 +371,8 @@ static void test_destroy_race(void)
 	CHECK_NE(ms, UINT64_MAX);
 	smart_rpc_close(k);
 	smart_rpc_close(hk);
-	client_close(&a);
-	client_close(&h);
+	rpc_ep_close(&a);
+	rpc_ep_close(&h);
 }
 
 /* ---- destroy_dead -------------------------------------------------------- */
@@ -441,7 +415,7 @@ static void hold_watch(smart_worker_t *w, void *p)
 static void test_destroy_dead(void)
 {
 	struct hold g = { 0 };
-	struct client a;
+	struct rpc_ep a;
 	char addr[64];
 	uint64_t ms;
 	int rfd, st;
@@ -467,7 +441,7 @@ static void test_destroy_dead(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK_NE(ms, UINT64_MAX);
 	smart_rpc_close(g.k);
-	client_close(&a);
+	rpc_ep_close(&a);
 }
 
 /* ---- destroy_stalled ----------------------------------------------------- */
@@ -475,7 +449,7 @@ static void test_destroy_dead(void)
 static void test_destroy_stalled(void)
 {
 	smart_rpc_conn_t *k[STALLED], *hk;
-	struct client a, h;
+	struct rpc_ep a, h;
 	char addr[64];
 	uint64_t ms;
 	int rfd, st;
@@ -501,8 +475,8 @@ static void test_destroy_stalled(void)
 	for (int i = 0; i < STALLED; i++)
 		smart_rpc_close(k[i]);
 	smart_rpc_close(hk);
-	client_close(&a);
-	client_close(&h);
+	rpc_ep_close(&a);
+	rpc_ep_close(&h);
 }
 
 /* ---- doorbells ---------------------------------------------------------- */
@@ -553,7 +527,7 @@ static void test_doorbells(void)
 {
 	smart_rpc_conn_t *k[DOORBELL_PEERS], *hk;
 	struct smart_tp_wc wc[16];
-	struct client a, h;
+	struct rpc_ep a, h;
 	struct info x;
 	uint32_t len = 0, quota, held = 0;
 	char addr[64];
@@ -603,8 +577,8 @@ static void test_doorbells(void)
 	for (int i = 0; i < DOORBELL_PEERS; i++)
 		smart_rpc_close(k[i]);
 	smart_rpc_close(hk);
-	client_close(&a);
-	client_close(&h);
+	rpc_ep_close(&a);
+	rpc_ep_close(&h);
 }
 
 /* ---- churn --------------------------------------------------------------- */
@@ -613,7 +587,7 @@ static void test_churn(void)
 {
 	static uint8_t big[BIG];
 	struct info x0, x1;
-	struct client a, h;
+	struct rpc_ep a, h;
 	smart_rpc_conn_t *k, *hk;
 	uint32_t my_fds, len;
 	char addr[64];
@@ -656,8 +630,8 @@ static void test_churn(void)
 	victim_end(pid, rfd, &st);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	smart_rpc_close(hk);
-	client_close(&a);
-	client_close(&h);
+	rpc_ep_close(&a);
+	rpc_ep_close(&h);
 }
 
 /* ---- close_in_handler ------------------------------------------------ */
@@ -713,7 +687,7 @@ static void forge_request(smart_rpc_conn_t *k, uint16_t op)
 static void test_close_in_handler(void)
 {
 	struct bye b = { 0 };
-	struct client a, h;
+	struct rpc_ep a, h;
 	smart_rpc_conn_t *hk;
 	char addr[64];
 	int rfd, st;
@@ -740,20 +714,10 @@ static void test_close_in_handler(void)
 	victim_end(pid, rfd, &st);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	smart_rpc_close(hk);
-	client_close(&h);
-	client_close(&a);
+	rpc_ep_close(&h);
+	rpc_ep_close(&a);
 }
 
-static void write_secret(void)
-{
-	int fd;
-
-	snprintf(secret_path, sizeof(secret_path), "/tmp/smart-rpca-XXXXXX");
-	fd = mkstemp(secret_path);
-	CHECK(fd >= 0);
-	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
-	close(fd);
-}
 
 int main(int argc, char **argv)
 {
@@ -766,7 +730,8 @@ int main(int argc, char **argv)
 			 getenv("SMART_RPCA_SECRET"));
 		test_children(argc, argv, children);
 	}
-	write_secret();
+	rpc_secret_file(secret_path, sizeof(secret_path),
+			"/tmp/smart-rpca-XXXXXX", SECRET);
 	setenv("SMART_RPCA_SECRET", secret_path, 1);
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "destroy_race", test_destroy_race },

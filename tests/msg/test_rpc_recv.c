@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 
 #include "harness/blade_fixture.h"
+#include "harness/rpc_fixture.h"
 #include "harness/test.h"
 #include "msg/msg_int.h"
 #include "smart/rpc.h"
@@ -223,52 +224,16 @@ static void child_stall(char **args)
 
 /* ---- the client side ----------------------------------------------------- */
 
-struct client {
-	smart_ctx_t *ctx;
-	smart_worker_t *w;
-	smart_rpc_t *rpc;
-};
-
-static void client_open(struct client *c, const struct smart_rpc_cfg *cfg)
+static void client_open(struct rpc_ep *c, const struct smart_rpc_cfg *cfg)
 {
 	struct smart_rpc_cfg x = cfg ? *cfg : (struct smart_rpc_cfg){
 		.keepalive_ms = KA_QUIET_MS,
 		.keepalive_misses = KA_QUIET_MISSES };
 
-	c->ctx = ctx_new();
-	CHECK_OK(smart_worker_create(c->ctx, &c->w));
-	CHECK_OK(smart_rpc_create(c->w, &x, &c->rpc));
+	rpc_ep_open(c, ctx_new(), &x);
 }
 
-static void client_close(struct client *c)
-{
-	CHECK_OK(smart_rpc_destroy(c->rpc));
-	CHECK_OK(smart_worker_destroy(c->w));
-	CHECK_OK(smart_ctx_destroy(c->ctx));
-}
 
-/* Start child role (its pipe's read end into *rfd when rfd is not NULL,
- * else closed) and read its address. */
-static pid_t child_start(const char *role, char *addr, int *rfd)
-{
-	char fdtxt[16];
-	int p[2];
-	pid_t pid;
-	ssize_t n;
-
-	CHECK_OK(pipe(p));
-	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
-	pid = test_spawn(role, (const char *[]){ fdtxt, NULL });
-	close(p[1]);
-	n = read(p[0], addr, 63);
-	CHECK_MSG(n > 0, "the %s did not start", role);
-	addr[n] = 0;
-	if (rfd)
-		*rfd = p[0];
-	else
-		close(p[0]);
-	return pid;
-}
 
 static uint64_t ms_since(uint64_t t0)
 {
@@ -355,7 +320,7 @@ struct round {
 
 /* One attack with x payload bytes: plant on a first connection, forge the
  * WRITE_IMM on the next; what the victim echoed meanwhile. */
-static struct round attack(struct client *c, const char *addr,
+static struct round attack(struct rpc_ep *c, const char *addr,
 			   smart_rpc_conn_t *h, pid_t victim, uint32_t x)
 {
 	struct victim_counts before, n;
@@ -396,7 +361,7 @@ static void test_write_imm(void)
 	static const uint32_t xs[] = { 300000, 1000000, 8u << 20 };
 	struct victim_counts n;
 	struct round r[3];
-	struct client c;
+	struct rpc_ep c;
 	smart_rpc_conn_t *h;
 	uint8_t msg[4000];
 	char addr[64];
@@ -406,7 +371,7 @@ static void test_write_imm(void)
 	if (!on_shm())
 		test_skip("forging a receive's completion needs shm (a verbs "
 			  "NIC reports what consumed a receive itself)");
-	victim = child_start("victim", addr, NULL);
+	victim = rpc_child_start("victim", NULL, addr, NULL);
 	client_open(&c, NULL);
 	/* the honest peer: its messages fill every receive slot of its
 	 * slab, the first the victim made (so the one after the attacker's
@@ -435,7 +400,7 @@ static void test_write_imm(void)
 	CHECK_EQ(waitpid(victim, &st, 0), victim);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	smart_rpc_close(h);
-	client_close(&c);
+	rpc_ep_close(&c);
 }
 
 /* ---- no_acks (H3) ------------------------------------------------------ */
@@ -483,13 +448,13 @@ static void test_no_acks(void)
 	struct stalled_call s = { 0 };
 	struct smart_rpc_stats st;
 	struct pollfd pf = { .events = POLLIN };
-	struct client c;
+	struct rpc_ep c;
 	uint64_t t0, b = 2, cut_ms;
 	uint32_t n;
 	char addr[64], ready;
 	int status;
 
-	s.peer = child_start("stall", addr, &pf.fd);
+	s.peer = rpc_child_start("stall", NULL, addr, &pf.fd);
 	client_open(&c, &cfg);
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &s.k));
 	while (poll(&pf, 1, 0) == 0)	/* its hand-polling has begun */
@@ -535,7 +500,7 @@ static void test_no_acks(void)
 	CHECK_GE(cut_ms, KA_MS * KA_MISSES);
 	CHECK_EQ(smart_rpc_call(s.k, OP_ECHO, &b, 8, &b, 8, &n), SMART_ECONN);
 	smart_rpc_close(s.k);
-	client_close(&c);
+	rpc_ep_close(&c);
 	kill(s.peer, SIGKILL);
 	CHECK_EQ(waitpid(s.peer, &status, 0), s.peer);
 }
@@ -574,7 +539,7 @@ static void test_flood(void)
 	struct smart_rpc_cfg cfg = { .keepalive_ms = 100,
 				     .keepalive_misses = 10 };
 	struct smart_rpc_stats st;
-	struct client c;
+	struct rpc_ep c;
 	smart_rpc_conn_t *busy, *quiet;
 	uint64_t t0, polls = 0, ms;
 	char addr[64];
@@ -583,7 +548,7 @@ static void test_flood(void)
 
 	if (!on_shm())
 		test_skip("flooding a receive queue by hand needs shm");
-	pid = child_start("victim", addr, NULL);
+	pid = rpc_child_start("victim", NULL, addr, NULL);
 	client_open(&c, &cfg);
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &busy));
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &quiet));
@@ -607,19 +572,9 @@ static void test_flood(void)
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	smart_rpc_close(busy);
-	client_close(&c);
+	rpc_ep_close(&c);
 }
 
-static void write_secret(void)
-{
-	int fd;
-
-	snprintf(secret_path, sizeof(secret_path), "/tmp/smart-rpcr-XXXXXX");
-	fd = mkstemp(secret_path);
-	CHECK(fd >= 0);
-	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
-	close(fd);
-}
 
 int main(int argc, char **argv)
 {
@@ -635,7 +590,8 @@ int main(int argc, char **argv)
 			 getenv("SMART_RPCR_SECRET"));
 		test_children(argc, argv, children);
 	}
-	write_secret();
+	rpc_secret_file(secret_path, sizeof(secret_path),
+			"/tmp/smart-rpcr-XXXXXX", SECRET);
 	setenv("SMART_RPCR_SECRET", secret_path, 1);
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "write_imm", test_write_imm },
