@@ -971,6 +971,23 @@ static int torn_run(struct world *wd, const char *sc, int at)
 	return done;
 }
 
+/* k00000005 holds "torn-5": the update a dead holder half wrote, finished
+ * by a taker (a reader or a writer), with this many repairs in all. */
+static void torn_k5(struct world *wd, uint64_t repairs)
+{
+	struct smart_bt_stats st;
+	char v[16];
+	size_t n;
+
+	alarm(20);
+	CHECK_OK(smart_bt_search(wd->t, wd->w, "k00000005", 9, v, sizeof(v),
+				 &n));
+	alarm(0);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_OK(smart_bt_stats(wd->t, &st));
+	CHECK_EQ(st.repairs, repairs);
+}
+
 /* Keys [lo, hi) are there, and nothing else below hi (searched one by
  * one, then scanned). */
 static void torn_expect(struct world *wd, unsigned lo, unsigned hi)
@@ -995,9 +1012,8 @@ static void test_torn_holder(void)
 {
 	struct smart_bt_stats st;
 	struct world wd, dry;
-	char k[16], v[16];
+	char k[16];
 	unsigned i, m;
-	size_t n;
 	int done;
 
 	/* an entry half written: the next reader finds the node torn, sees
@@ -1005,13 +1021,8 @@ static void test_torn_holder(void)
 	world_start(&wd, NULL, 512, 12, 12);
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
-	alarm(20);
-	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
-				 &n));
-	alarm(0);
-	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	torn_k5(&wd, 1);
 	CHECK_OK(smart_bt_stats(wd.t, &st));
-	CHECK_EQ(st.repairs, 1);
 	CHECK_EQ(st.lock_takeovers, 1);
 	torn_expect(&wd, 0, 10);
 	world_stop(&wd);
@@ -1023,13 +1034,7 @@ static void test_torn_holder(void)
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_run(&wd, "update2", 1);
-	alarm(20);
-	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
-				 &n));
-	alarm(0);
-	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
-	CHECK_EQ(st.repairs, 1);
+	torn_k5(&wd, 1);
 	torn_expect(&wd, 0, 10);
 	world_stop(&wd);
 
@@ -1044,13 +1049,7 @@ static void test_torn_holder(void)
 	torn_run(&wd, "update", 1);
 	torn_run(&wd, "update3", -2);
 	torn_run(&wd, "update3", -2);	/* its own taker dies the same */
-	alarm(20);
-	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
-				 &n));
-	alarm(0);
-	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
-	CHECK_EQ(st.repairs, 1);
+	torn_k5(&wd, 1);
 	torn_expect(&wd, 0, 10);
 	world_stop(&wd);
 
@@ -1812,14 +1811,11 @@ static uint64_t held_stamp(struct world *wd);
  * peer's len would carry 64 bytes of the taker's scratch to the blade). */
 static void test_forged_len(void)
 {
-	struct smart_bt_stats st;
 	struct world wd;
 	uint64_t e, stamp, area, dir_off, meta;
 	unsigned rec_size = (32 + 3 * (32 + 512) + 63) & ~63u;
 	uint32_t len, mine;
 	uint8_t *buf;
-	char v[16];
-	size_t n;
 
 	world_start(&wd, NULL, 512, 12, 12);
 	fill(&wd, 0, 10);
@@ -1839,13 +1835,7 @@ static void test_forged_len(void)
 	memcpy(buf + 4, &len, 4);
 	*(uint32_t *)buf = smart_crc32c(0, buf + 4, len - 4);
 	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, area), buf, len));
-	alarm(20);
-	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
-				 &n));
-	alarm(0);
-	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
-	CHECK_EQ(st.repairs, 1);
+	torn_k5(&wd, 1);
 	/* our copy: record 0 of our area (the one free then) */
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, wd.t->area[0]), 8,
 				 buf));
@@ -1918,14 +1908,11 @@ static void sb_read(struct world *wd, uint8_t *sb)
  * once no word is stamped from it. */
 static void test_adopt_torn(void)
 {
-	struct smart_bt_stats st;
 	struct world wd;
 	smart_bt_t *o[4];
 	uint8_t *sb0, *sb1;
 	unsigned used, dead, i, diff = 0;
 	uint16_t id;
-	char v[16];
-	size_t n;
 
 	/* the creator's directory slot, and BT_AREAS_SPARE (3) free ones */
 	world_start(&wd, NULL, 512, 12, 12);
@@ -1953,13 +1940,7 @@ static void test_adopt_torn(void)
 	CHECK_EQ(dead, 1);	/* not adopted: a record of it is current */
 	CHECK_EQ(used, 5);	/* a new area instead */
 	/* a reader finds the torn leaf and redoes the dead update */
-	alarm(20);
-	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
-				 &n));
-	alarm(0);
-	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
-	CHECK_EQ(st.repairs, 1);
+	torn_k5(&wd, 1);
 	/* now nothing stamps from the dead slot: the next open adopts it */
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[3]));
 	dir_count(&wd, id, &used, &dead);
