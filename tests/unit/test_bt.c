@@ -1741,6 +1741,42 @@ static void test_scan_ahead(void)
  * stamp set to 0, which no writer makes.  A taker must not redo it (a
  * stamp of 0 would let it take a free lock word and write stale bytes):
  * the record is refused, and the node the dead writer tore stays torn. */
+/* Every lock word of the tree set to one that names no client (id 0: a
+ * peer's forgery or a stray write).  A writer refuses it (SMART_EPROTO)
+ * rather than wait for ever for a holder that is nobody (before: the
+ * lease question's error was taken for "alive", and the update spun);
+ * the words cleared, the tree works on. */
+static void test_nobody_lock(void)
+{
+	struct world wd;
+	uint64_t meta, lock_off, nobody = (uint64_t)1 << 16, i;
+	uint32_t locks;
+	uint64_t *buf;
+	char k[16];
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 10);
+	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
+	CHECK_OK(smart_read_sync(wd.w, meta + 24, 4, &locks));
+	CHECK_OK(smart_read_sync(wd.w, meta + 72, 8, &lock_off));
+	CHECK_OK(smart_buf_alloc(wd.w, (size_t)locks * 8, (void **)&buf));
+	for (i = 0; i < locks; i++)
+		buf[i] = nobody;
+	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, lock_off), buf,
+				  (size_t)locks * 8));
+	key_of(k, 5);
+	alarm(10);
+	CHECK_EQ(smart_bt_update(wd.t, wd.w, k, strlen(k), "x", 1),
+		 SMART_EPROTO);
+	alarm(0);
+	memset(buf, 0, (size_t)locks * 8);
+	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, lock_off), buf,
+				  (size_t)locks * 8));
+	CHECK_OK(smart_bt_update(wd.t, wd.w, k, strlen(k), "x", 1));
+	smart_buf_free(wd.w, buf);
+	world_stop(&wd);
+}
+
 static void test_forged_record(void)
 {
 	struct smart_bt_stats st;
@@ -2947,6 +2983,7 @@ int main(int argc, char **argv)
 		{ "dead_holder", test_dead_holder },
 		{ "torn_holder", test_torn_holder },
 		{ "forged_record", test_forged_record },
+		{ "nobody_lock", test_nobody_lock },
 		{ "forged_len", test_forged_len },
 		{ "adopt_torn", test_adopt_torn },
 		{ "named", test_named },

@@ -93,6 +93,20 @@ struct bt_lock_rd {
 	int done;
 };
 
+/* Is the holder that word got names alive: 1 (or our own id: another
+ * task of this object), 0 dead, or an error.  A word that names nobody
+ * (id 0: a forgery or a stray write) is SMART_EPROTO: no holder will ever
+ * let it go, and waiting for one would be for ever. */
+static int holder_alive(smart_worker_t *w, smart_gaddr_t lw, uint64_t got,
+			uint64_t mine)
+{
+	if (BT_W_ID(got) == BT_W_ID(mine))
+		return 1;
+	if (!BT_W_ID(got) && !SMART_M_BT_WAIT_NOBODY)
+		return SMART_EPROTO;
+	return smart_lease_alive(w, smart_gaddr_blade(lw), BT_W_ID(got));
+}
+
 static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			  uint64_t mine, unsigned tries, struct bt_lock_rd *rd)
 {
@@ -116,10 +130,10 @@ static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			return rc;
 		atomic_fetch_add_explicit(&t->lock_retries, 1,
 					  memory_order_relaxed);
-		if (!SMART_M_BT_NO_TAKEOVER &&
-		    BT_W_ID(got) != BT_W_ID(mine) &&
-		    smart_lease_alive(w, smart_gaddr_blade(lw),
-				      BT_W_ID(got)) == 0) {
+		rc = holder_alive(w, lw, got, mine);
+		if (rc < 0)
+			return rc;
+		if (!SMART_M_BT_NO_TAKEOVER && !rc) {
 			/* its holder is dead (fenced: it can write no more):
 			 * take it over, redoing what it half wrote */
 			rc = take_over(t, w, lw, got, mine);

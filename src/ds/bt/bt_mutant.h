@@ -185,6 +185,13 @@
 #define SMART_M_BT_NO_AHEAD_CHECK 0
 #endif
 
+/* a writer waits for the holder of a lock word that names no client */
+#ifdef SMART_MUTANT_BT_WAIT_NOBODY
+#define SMART_M_BT_WAIT_NOBODY 1
+#else
+#define SMART_M_BT_WAIT_NOBODY 0
+#endif
+
 /* a new object adopts a dead client's redo area while a record in it is
  * still current (its writes lost to their takers) */
 #ifdef SMART_MUTANT_BT_ADOPT_DIRTY
