@@ -164,6 +164,16 @@ static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 		size_t bsz = (size_t)SMART_DTX_BUCKET_SLOTS * t->rec_size;
 
 		it->io = NULL;
+		if (it->kind == DTX_INS && it->intent && !it->status) {
+			/* the intent first, on the QP of the buckets read
+			 * next (the slot is one of theirs): it lands before
+			 * they are read (Dekker's half, docs/dtx.md §3) */
+			rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
+					 t, 0, it->slot), 8), it->intent_img, 24);
+			x->ops++;
+		}
+		if (rc)
+			break;
 		if (needs_buckets(it) && !(skip_ro && it->kind != DTX_INS)) {
 			rc = smart_scratch_alloc(w, 2 * bsz, &it->io);
 			for (k = 0; !rc && k < 2; k++, x->ops++)
@@ -179,6 +189,20 @@ static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 		}
 	}
 	return rc;
+}
+
+/* Is lock (a record's lock word in a bucket of item it's table) ours?
+ * Our other inserts' slots may not hold their keys yet (their intents
+ * land in the same round, some after this item's READ): a slot we lock
+ * is no other insert's intent. */
+static int own_lock(smart_dtx_txn_t *x, const struct dtx_item *it,
+		    uint64_t lock)
+{
+	smart_gaddr_t a = smart__dtx_rec_addr(it->t, 0, it->slot);
+
+	return !SMART_M_DTX_OWN_AS_OTHER &&
+	       lock == DTX_LOCK(smart__dtx_lease(x->d, smart_gaddr_blade(a)),
+				x->slot, x->seq);
 }
 
 /* The buckets read at validation: is the key still absent (an insert:
@@ -204,7 +228,8 @@ static int buckets_ok(smart_dtx_txn_t *x, const struct dtx_item *it)
 		 * or another insert's intent (Dekker's half: each insert
 		 * writes its intent before this read) */
 		if (l == DTX_L_KEY || l == DTX_L_TORN ||
-		    (h.lock && h.key == it->key && !SMART_M_DTX_NO_INTENT_CHECK))
+		    (h.lock && h.key == it->key && !own_lock(x, it, h.lock) &&
+		     !SMART_M_DTX_NO_INTENT_CHECK))
 			return 0;
 	}
 	return 1;

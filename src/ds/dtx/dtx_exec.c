@@ -3,8 +3,10 @@
  * in rounds of one doorbell per blade until each is done.  An item whose
  * slot is cached is read (read-only) or locked and read (CAS + READ in
  * one chain) at once; the others read both their buckets first.  An
- * insert locks a free slot and writes its key there (its intent) so that
- * a concurrent insert of the same key finds it at validation.
+ * insert locks a free slot; its key goes there (its intent) in the
+ * validation round, just before its buckets are read (dtx_commit.c), so
+ * that of two concurrent inserts of one key the later reader finds the
+ * other's.
  *
  * Invariants: a lock is taken only with a CAS from 0 and the stamp of
  * this transaction; an item marked locked holds it until commit or abort
@@ -225,10 +227,6 @@ static int post(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it)
 		}
 		x->ops++;
 		return rc ? rc : smart_read(w, rec, t->rec_size, it->io);
-	case DTX_S_INTENT:
-		x->ops++;
-		return smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-					t, 0, it->slot), 8), it->intent_img, 24);
 	default:
 		return 0;
 	}
@@ -460,8 +458,10 @@ static int after_slot(smart_dtx_txn_t *x, smart_worker_t *w,
 	if (it->kind == DTX_INS && l == DTX_L_EMPTY) {
 		memcpy(it->old, rec, it->t->rec_size);
 		it->read_ver = h.version;
-		it->step = DTX_S_INTENT;
-		intent_build(x, it);
+		intent_build(x, it);	/* written by the validation round */
+		it->intent = 1;
+		it->status = 0;
+		it->step = DTX_S_DONE;
 		return 0;
 	}
 	return unlock_and_search(x, w, it);	/* not what we looked for */
@@ -475,11 +475,6 @@ static int after(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it,
 		return after_search(x, w, it);
 	case DTX_S_SLOT:
 		return after_slot(x, w, it);
-	case DTX_S_INTENT:
-		it->intent = 1;
-		it->status = 0;
-		it->step = DTX_S_DONE;
-		return 0;
 	default:
 		return 0;
 	}

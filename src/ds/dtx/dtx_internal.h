@@ -63,8 +63,7 @@ enum dtx_step {
 	DTX_S_QUEUED = 0,	/* not looked at */
 	DTX_S_SEARCH,		/* read its buckets */
 	DTX_S_SLOT,		/* read (RO) or lock + read (RW, INS) its slot */
-	DTX_S_INTENT,		/* an insert: write the key into its slot */
-	DTX_S_DONE,
+	DTX_S_DONE,		/* an insert's intent rides the validation */
 };
 
 struct dtx_item {

@@ -145,4 +145,13 @@
 #define SMART_M_DTX_NO_TAINT 0
 #endif
 
+/* validation takes a slot of our own transaction, its intent not landed
+ * yet, for another insert's intent of the key (every transaction
+ * inserting two keys of one bucket aborts) */
+#ifdef SMART_MUTANT_DTX_OWN_AS_OTHER
+#define SMART_M_DTX_OWN_AS_OTHER 1
+#else
+#define SMART_M_DTX_OWN_AS_OTHER 0
+#endif
+
 #endif
