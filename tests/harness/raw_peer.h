@@ -1,8 +1,9 @@
 /*
  * Test helpers that play a bootstrap peer by hand, without the client
  * library: TCP connects to an in-process blade, frame reads, the expected
- * ERROR-then-EOF ending, connects to the blade's abstract unix socket, and
- * bounded waits on the blade's counters.  Header only; every read is
+ * ERROR-then-EOF ending, connects to the blade's abstract unix socket (and
+ * its name, found as anyone on the host finds it), and bounded waits on
+ * the blade's counters.  Header only; every read is
  * bounded (SO_RCVTIMEO 5 s), so a blade that never answers fails the test
  * instead of hanging it.
  */
@@ -12,6 +13,8 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -177,6 +180,33 @@ static inline int raw_still_open(int fd)
 	char c;
 
 	return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
+}
+
+/* The blade's abstract fd socket, as anyone on the host sees it: the
+ * entry "@smart-blade-<pid>-..." of /proc/net/unix (abstract: no file, so
+ * no permission guards it).  Its name into name (cap bytes, without the
+ * '@'); returns its length. */
+static inline size_t raw_blade_unix_name(char *name, size_t cap)
+{
+	char line[512], prefix[64];
+	FILE *f = fopen("/proc/net/unix", "r");
+	size_t n = 0;
+	char *at;
+
+	CHECK(f != NULL);
+	snprintf(prefix, sizeof(prefix), "@smart-blade-%ld-", (long)getpid());
+	while (!n && fgets(line, sizeof(line), f)) {
+		at = strstr(line, prefix);
+		if (!at)
+			continue;
+		n = strcspn(at + 1, "\n");
+		CHECK_LT(n, cap);
+		memcpy(name, at + 1, n);
+		name[n] = '\0';
+	}
+	fclose(f);
+	CHECK_MSG(n > 0, "no %s socket in /proc/net/unix", prefix);
+	return n;
 }
 
 #endif

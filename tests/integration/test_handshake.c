@@ -355,32 +355,6 @@ static void test_fd_token(void)
 	smart_blade_destroy(b);
 }
 
-/* The blade's fd socket, as anyone on the host sees it: the entry
- * "@smart-blade-<pid>-..." of /proc/net/unix (abstract: no file, so no
- * permission guards it).  Returns its length. */
-static size_t blade_unix_name(char *name, size_t cap)
-{
-	char line[512], prefix[64];
-	FILE *f = fopen("/proc/net/unix", "r");
-	size_t n = 0;
-	char *at;
-
-	CHECK(f != NULL);
-	snprintf(prefix, sizeof(prefix), "@smart-blade-%ld-", (long)getpid());
-	while (!n && fgets(line, sizeof(line), f)) {
-		at = strstr(line, prefix);
-		if (!at)
-			continue;
-		n = strcspn(at + 1, "\n");
-		CHECK_LT(n, cap);
-		memcpy(name, at + 1, n);
-		name[n] = '\0';
-	}
-	fclose(f);
-	CHECK_MSG(n > 0, "no %s socket in /proc/net/unix", prefix);
-	return n;
-}
-
 /* The squatter: take one fd request on ls, answer "0" with a memfd of its
  * own (and 32 bytes where a proof would go), report what it got. */
 static void squat_serve(int ls, int report)
@@ -417,7 +391,7 @@ static void test_fd_squat(void)
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	char name[108], link[64], target[64] = "";
 	int ls, fd = -1, rep[2], rc, st;
-	size_t len = blade_unix_name(name, sizeof(name));
+	size_t len = raw_blade_unix_name(name, sizeof(name));
 	ssize_t got = 0;
 	pid_t pid;
 

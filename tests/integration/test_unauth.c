@@ -47,31 +47,6 @@ static smart_blade_t *blade_with(int max_unauth, int auth_ms, int stall_ms)
 	return b;
 }
 
-/* The blade's abstract socket, as anyone on the host sees it: the entry
- * "@smart-blade-<pid>-..." of /proc/net/unix.  Returns its length. */
-static size_t find_unix_name(char *name, size_t cap)
-{
-	char line[512], prefix[64];
-	FILE *f = fopen("/proc/net/unix", "r");
-	size_t n = 0;
-	char *at;
-
-	CHECK(f != NULL);
-	snprintf(prefix, sizeof(prefix), "@smart-blade-%ld-", (long)getpid());
-	while (!n && fgets(line, sizeof(line), f)) {
-		at = strstr(line, prefix);
-		if (!at)
-			continue;
-		n = strcspn(at + 1, "\n");
-		CHECK_LT(n, cap);
-		memcpy(name, at + 1, n);
-		name[n] = '\0';
-	}
-	fclose(f);
-	CHECK_MSG(n > 0, "no %s socket in /proc/net/unix", prefix);
-	return n;
-}
-
 static int count_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -175,7 +150,7 @@ static void test_flood(void)
 	raise_nofile(3 * IDLE + 1024);
 	smart_blade_config_init(&dflt);
 	b = blade_with(0, LONG_MS, LONG_MS);
-	len = find_unix_name(name, sizeof(name));
+	len = raw_blade_unix_name(name, sizeof(name));
 	serve_client(b, &ctx, &quiet, &quiet_total);
 	CHECK_OK(smart_ctx_destroy(ctx));
 	for (int i = 0; i < 500 && (smart_blade_stats(b, &st),
@@ -235,7 +210,7 @@ static void test_auth_deadline(void)
 	uint8_t peer[SMART_TP_BLOB_MAX];
 	size_t pl = sizeof(peer);
 	char name[SMART_PROTO_SOCK_MAX + 1];
-	size_t len = find_unix_name(name, sizeof(name));
+	size_t len = raw_blade_unix_name(name, sizeof(name));
 	double tcp_ms, unix_ms;
 	uint32_t id;
 
@@ -304,7 +279,7 @@ static void test_evict_order_unix(void)
 	struct smart__boot *s;
 	struct smart__boot_welcome w;
 	char name[SMART_PROTO_SOCK_MAX + 1];
-	size_t len = find_unix_name(name, sizeof(name));
+	size_t len = raw_blade_unix_name(name, sizeof(name));
 	uint8_t status;
 	int fd = -1;
 
