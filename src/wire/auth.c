@@ -70,94 +70,8 @@ static void seq_prefix(uint16_t type, uint64_t seq, uint8_t pre[10])
 		pre[2 + i] = (uint8_t)(seq >> (8 * i));
 }
 
-void smart__auth_seal_seq(const struct smart__auth *a, int label,
-			  uint64_t seq, void *frame, size_t n)
-{
-	uint8_t *f = frame, *p = f + SMART_PROTO_HDR_LEN, pre[10];
-	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
-
-	seq_prefix((uint16_t)(f[4] | f[5] << 8), seq, pre);
-	mac(a, label, pre, sizeof(pre), p, len, p + len);
-}
-
-int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
-			 uint16_t type, const void *payload, size_t len)
-{
-	uint8_t want[SMART_AUTH_TAG_LEN], pre[10];
-	const uint8_t *p = payload;
-	int ok;
-
-	if (len < SMART_AUTH_TAG_LEN)
-		return 0;
-	len -= SMART_AUTH_TAG_LEN;
-	seq_prefix(type, seq, pre);
-	mac(a, label, pre, sizeof(pre), p, len, want);
-	ok = sodium_memcmp(want, p + len, sizeof(want)) == 0;
-	sodium_memzero(want, sizeof(want));
-	return ok;
-}
-
-int smart__auth_check(const struct smart__auth *a, int label,
-		      const void *msg, size_t len,
-		      const uint8_t tag[SMART_AUTH_TAG_LEN])
-{
-	uint8_t want[SMART_AUTH_TAG_LEN];
-	int ok;
-
-	smart__auth_tag(a, label, msg, len, want);
-	ok = sodium_memcmp(want, tag, sizeof(want)) == 0;
-	sodium_memzero(want, sizeof(want));
-	return ok;
-}
-
-void smart__auth_seal(const struct smart__auth *a, int label, void *frame,
-		      size_t n)
-{
-	uint8_t *p = (uint8_t *)frame + SMART_PROTO_HDR_LEN;
-	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
-
-	smart__auth_tag(a, label, p, len, p + len);
-}
-
-int smart__auth_open(const struct smart__auth *a, int label,
-		     const void *payload, size_t len)
-{
-	const uint8_t *p = payload;
-
-	if (len < SMART_AUTH_TAG_LEN)
-		return 0;
-	len -= SMART_AUTH_TAG_LEN;
-	return smart__auth_check(a, label, p, len, p + len);
-}
-
-int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
-		       uint8_t out[SMART_AUTH_TAG_LEN])
-{
-	struct stat st;
-	uint8_t id[16];
-
-	if (fstat(fd, &st))
-		return SMART_ESYS;
-	for (int i = 0; i < 8; i++) {
-		id[i] = (uint8_t)((uint64_t)st.st_dev >> (8 * i));
-		id[8 + i] = (uint8_t)((uint64_t)st.st_ino >> (8 * i));
-	}
-	smart__auth_tag(a, label, id, sizeof(id), out);
-	return 0;
-}
-
-int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
-			 const uint8_t tag[SMART_AUTH_TAG_LEN])
-{
-	uint8_t want[SMART_AUTH_TAG_LEN];
-	int ok = !smart__auth_fd_tag(a, label, fd, want) &&
-		 sodium_memcmp(want, tag, sizeof(want)) == 0;
-
-	sodium_memzero(want, sizeof(want));
-	return ok;
-}
-
-/* st_dev u64 | st_ino u64 of each descriptor, in order, into ids. */
+/* st_dev u64 | st_ino u64 of each descriptor, in order, into ids: what
+ * names the open file itself, the same in every process holding it. */
 static int fd_ids(const int *fds, int nfds, uint8_t *ids)
 {
 	struct stat st;
@@ -173,16 +87,113 @@ static int fd_ids(const int *fds, int nfds, uint8_t *ids)
 	return 0;
 }
 
+/* want == tag, in constant time; want is wiped either way. */
+static int tag_eq(uint8_t want[SMART_AUTH_TAG_LEN],
+		  const uint8_t tag[SMART_AUTH_TAG_LEN])
+{
+	int ok = sodium_memcmp(want, tag, SMART_AUTH_TAG_LEN) == 0;
+
+	sodium_memzero(want, SMART_AUTH_TAG_LEN);
+	return ok;
+}
+
+/* A frame of n bytes whose last SMART_AUTH_TAG_LEN get the tag over pre
+ * (plen bytes) and the payload before them. */
+static void seal_pre(const struct smart__auth *a, int label,
+		     const uint8_t *pre, size_t plen, void *frame, size_t n)
+{
+	uint8_t *p = (uint8_t *)frame + SMART_PROTO_HDR_LEN;
+	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
+
+	mac(a, label, pre, plen, p, len, p + len);
+}
+
+/* Does the payload (a peer's, len bytes) end in the tag over pre and the
+ * bytes before it?  0 for one too short to hold a tag. */
+static int open_pre(const struct smart__auth *a, int label,
+		    const uint8_t *pre, size_t plen, const void *payload,
+		    size_t len)
+{
+	uint8_t want[SMART_AUTH_TAG_LEN];
+	const uint8_t *p = payload;
+
+	if (len < SMART_AUTH_TAG_LEN)
+		return 0;
+	len -= SMART_AUTH_TAG_LEN;
+	mac(a, label, pre, plen, p, len, want);
+	return tag_eq(want, p + len);
+}
+
+int smart__auth_check(const struct smart__auth *a, int label,
+		      const void *msg, size_t len,
+		      const uint8_t tag[SMART_AUTH_TAG_LEN])
+{
+	uint8_t want[SMART_AUTH_TAG_LEN];
+
+	smart__auth_tag(a, label, msg, len, want);
+	return tag_eq(want, tag);
+}
+
+void smart__auth_seal(const struct smart__auth *a, int label, void *frame,
+		      size_t n)
+{
+	seal_pre(a, label, NULL, 0, frame, n);
+}
+
+int smart__auth_open(const struct smart__auth *a, int label,
+		     const void *payload, size_t len)
+{
+	return open_pre(a, label, NULL, 0, payload, len);
+}
+
+void smart__auth_seal_seq(const struct smart__auth *a, int label,
+			  uint64_t seq, void *frame, size_t n)
+{
+	const uint8_t *f = frame;
+	uint8_t pre[10];
+
+	seq_prefix((uint16_t)(f[4] | f[5] << 8), seq, pre);
+	seal_pre(a, label, pre, sizeof(pre), frame, n);
+}
+
+int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
+			 uint16_t type, const void *payload, size_t len)
+{
+	uint8_t pre[10];
+
+	seq_prefix(type, seq, pre);
+	return open_pre(a, label, pre, sizeof(pre), payload, len);
+}
+
+int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
+		       uint8_t out[SMART_AUTH_TAG_LEN])
+{
+	uint8_t id[16];
+
+	if (fd_ids(&fd, 1, id))
+		return SMART_ESYS;
+	smart__auth_tag(a, label, id, sizeof(id), out);
+	return 0;
+}
+
+int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
+			 const uint8_t tag[SMART_AUTH_TAG_LEN])
+{
+	uint8_t want[SMART_AUTH_TAG_LEN];
+
+	if (smart__auth_fd_tag(a, label, fd, want))
+		return 0;
+	return tag_eq(want, tag);
+}
+
 int smart__auth_seal_fds(const struct smart__auth *a, int label,
 			 const int *fds, int nfds, void *frame, size_t n)
 {
-	uint8_t *p = (uint8_t *)frame + SMART_PROTO_HDR_LEN;
 	uint8_t ids[16 * SMART_AUTH_FDS_MAX];
-	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
 
 	if (nfds < 0 || nfds > SMART_AUTH_FDS_MAX || fd_ids(fds, nfds, ids))
 		return SMART_ESYS;
-	mac(a, label, ids, 16 * (size_t)nfds, p, len, p + len);
+	seal_pre(a, label, ids, 16 * (size_t)nfds, frame, n);
 	return 0;
 }
 
@@ -190,16 +201,9 @@ int smart__auth_open_fds(const struct smart__auth *a, int label,
 			 const int *fds, int nfds, const void *payload,
 			 size_t len)
 {
-	uint8_t want[SMART_AUTH_TAG_LEN], ids[16 * SMART_AUTH_FDS_MAX];
-	const uint8_t *p = payload;
-	int ok;
+	uint8_t ids[16 * SMART_AUTH_FDS_MAX];
 
-	if (len < SMART_AUTH_TAG_LEN || nfds < 0 ||
-	    nfds > SMART_AUTH_FDS_MAX || fd_ids(fds, nfds, ids))
+	if (nfds < 0 || nfds > SMART_AUTH_FDS_MAX || fd_ids(fds, nfds, ids))
 		return 0;
-	len -= SMART_AUTH_TAG_LEN;
-	mac(a, label, ids, 16 * (size_t)nfds, p, len, want);
-	ok = sodium_memcmp(want, p + len, sizeof(want)) == 0;
-	sodium_memzero(want, sizeof(want));
-	return ok;
+	return open_pre(a, label, ids, 16 * (size_t)nfds, payload, len);
 }
