@@ -54,6 +54,7 @@
 #include "msg/msg_int.h"
 #include "smart/rpc.h"
 #include "smart/smart.h"
+#include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
 
 #define SECRET "rpc-attack-test-secret"
@@ -320,19 +321,21 @@ static void victim_settled(smart_rpc_conn_t *h, struct info *x)
 }
 
 /* The victim's sends to k's peer (us) find no receive: our segment
- * says every receive posted was delivered (a peer's to write). */
+ * says no more receives are posted than it has filled (a peer's to
+ * write; the victim's sender reads it once the receives it saw are used
+ * up, at its first message when it has sent none). */
 static void seg_stall(smart_rpc_conn_t *k)
 {
-	struct shm_rseg *s = k->qp->rq->seg;
+	struct shm_rq *rq = k->qp->rq;
 
-	atomic_store(&s->posted, atomic_load(&s->delivered));
+	atomic_store(&rq->seg->posted, forge_rq_next(rq));
 }
 
 /* Our receive queue closed, as a QP in error closes it: the victim's
  * next SEND to us fails at once. */
 static void seg_close(smart_rpc_conn_t *k)
 {
-	atomic_fetch_or(&k->qp->rq->seg->delivered, SHM_RS_CLOSED);
+	atomic_store(&k->qp->rq->seg->closed, 1);
 }
 
 static void report(const char *what, uint64_t ms, int st)
@@ -515,7 +518,8 @@ static void wait_reposted(smart_rpc_conn_t *k, uint32_t want)
 }
 
 /* DOORBELL_PEERS peers leave requests open at the victim (its quota, 64
- * each), then post no receive.  The victim answers them all from its main
+ * each), posting no receive (from the start: a receive the victim saw
+ * posted is one it may fill).  The victim answers them all from its main
  * context, each answer posted at once: a doorbell each on its CQ, waiting
  * for a receive (up to SHM_RNR_NS): 1024, what the victim's CQ (depth
  * 1024) used to queue at most, after which every post of every other
@@ -543,6 +547,8 @@ static void test_doorbells(void)
 	for (int i = 0; i < DOORBELL_PEERS; i++)
 		CHECK_OK(smart_rpc_connect(a.rpc, addr, &k[i]));
 	quota = k[0]->swin;	/* the victim's: max(64, 4096 / 64) */
+	for (int i = 0; i < DOORBELL_PEERS; i++)
+		seg_stall(k[i]);	/* a's library is polled no more */
 	for (uint32_t r = 1; r <= quota; r++) {
 		for (int i = 0; i < DOORBELL_PEERS; i++)
 			raw_request(k[i], OP_HOLD, r);
@@ -555,8 +561,6 @@ static void test_doorbells(void)
 	CHECK_OK(smart_rpc_call(hk, OP_HELD, NULL, 0, &held, sizeof(held),
 				&len));
 	CHECK_EQ(held, DOORBELL_PEERS * quota);
-	for (int i = 0; i < DOORBELL_PEERS; i++)
-		seg_stall(k[i]);	/* a's library is polled no more */
 	rc = smart_rpc_call(hk, OP_ANSWER, NULL, 0, NULL, 0, NULL);
 	printf("   %d peers posting no receive, %u answers each: the honest "
 	       "peer's call answered next %s", DOORBELL_PEERS, quota,
@@ -665,18 +669,14 @@ static void h_bye(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 static void forge_request(smart_rpc_conn_t *k, uint16_t op)
 {
 	struct shm_rq *rq = k->qp->rq;
-	uint32_t d = atomic_load(&rq->seg->delivered);
-	uint32_t i = d & (rq->nslots - 1);
-	struct shm_rslot *sl = &rq->seg->slot[i];
+	uint32_t n = forge_rq_next(rq);
+	uint8_t hdr[SMART_MSG_HDR_LEN];
 
-	CHECK_NE(atomic_load(&rq->seg->posted), d);
-	smart__msg_put_hdr(rq->data + (size_t)i * rq->max_msg,
-			   &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
-						    .op = op, .call = 1 });
-	sl->len = SMART_MSG_HDR_LEN;
-	sl->imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
-	sl->flags = SMART_TP_IMM;
-	atomic_store(&rq->seg->delivered, d + 1);
+	CHECK_NE(rq->posted, n);
+	smart__msg_put_hdr(hdr, &(struct smart_msg_hdr){
+		.type = SMART_MSG_REQ, .op = op, .call = 1 });
+	forge_cell(rq->seg, rq->cell_len, rq->nslots, n, sizeof(hdr),
+		   smart__msg_imm(SMART_MSG_K_DATA, 0), SHM_RS_IMM, hdr);
 }
 
 /* A peer (here the listener side) sends a request our handler answers

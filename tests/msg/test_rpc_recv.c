@@ -41,6 +41,7 @@
 #include "msg/msg_int.h"
 #include "smart/rpc.h"
 #include "smart/smart.h"
+#include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
 
 #define SECRET "rpc-recv-test-secret"
@@ -277,19 +278,18 @@ static void plant(smart_rpc_conn_t *k, uint32_t x)
 
 /* What a WRITE_IMM of len bytes with immediate imm delivers into the
  * peer's next receive, forged in its shm receive segment as the sender's
- * transport would (shm_recv.c exec_send): the slot's length, immediate
- * and flags, then `delivered` moved on. */
+ * transport would (shm_recv.c exec_send): the cell's length and
+ * immediate, then its seq with the flags released. */
 static void forge_write_imm(smart_rpc_conn_t *k, uint32_t len, uint32_t imm)
 {
 	struct shm_peer *pe = k->qp->peer;
-	uint32_t d = atomic_load(&pe->seg->delivered);
-	struct shm_rslot *sl = &pe->seg->slot[d & (pe->nslots - 1)];
+	uint32_t n = pe->sent;
 
-	CHECK_NE(atomic_load(&pe->seg->posted), d);
-	sl->len = len;
-	sl->imm = imm;
-	sl->flags = SMART_TP_IMM | SHM_RS_WRITE;
-	CHECK(atomic_compare_exchange_strong(&pe->seg->delivered, &d, d + 1));
+	pe->posted = atomic_load(&pe->seg->posted);
+	CHECK_NE(pe->posted, n);
+	forge_cell(pe->seg, pe->cell_len, pe->nslots, n, len, imm,
+		   SHM_RS_IMM | SHM_RS_WRITE, NULL);
+	pe->sent = n + 1;	/* our transport's next SEND goes behind it */
 }
 
 /* Wait (at most 10 s) until the victim has answered or refused one more
@@ -514,19 +514,15 @@ static void test_no_acks(void)
 static uint32_t flood(smart_rpc_conn_t *k)
 {
 	struct shm_rq *rq = k->qp->rq;
-	uint32_t d = atomic_load(&rq->seg->delivered);
-	uint32_t posted = atomic_load(&rq->seg->posted);
+	uint32_t n = forge_rq_next(rq);
 
-	CHECK_EQ(d & SHM_RS_CLOSED, 0);
-	for (; d != posted; d++) {
-		struct shm_rslot *sl = &rq->seg->slot[d & (rq->nslots - 1)];
-
-		sl->len = 0;
-		sl->imm = smart__msg_imm(SMART_MSG_K_ACK, (uint16_t)k->tx_acked);
-		sl->flags = SMART_TP_IMM;
-	}
-	atomic_store(&rq->seg->delivered, d);
-	return d - rq->taken;
+	CHECK_EQ(atomic_load(&rq->seg->closed), 0);
+	for (; n != rq->posted; n++)
+		forge_cell(rq->seg, rq->cell_len, rq->nslots, n, 0,
+			   smart__msg_imm(SMART_MSG_K_ACK,
+					  (uint16_t)k->tx_acked),
+			   SHM_RS_IMM, NULL);
+	return n - rq->taken;
 }
 
 /* Two connections to a server, which is then stopped: one of them kept

@@ -10,8 +10,8 @@
  *   hostile     the test plays the peer on a QP's own segment: a length
  *               beyond the receive (its buffer's guard bytes untouched,
  *               LOC_PROT, the QP in error, the other receives flushed),
- *               a delivered count beyond what was posted (the QP in
- *               error, nothing delivered); segments that are not the
+ *               cells released beyond the receives posted (never
+ *               read, the QP fine); segments that are not the
  *               blob's (an unsealed memfd, which its owner could shrink
  *               under our mapping; one without the header) refused; and
  *               a sender whose peer claims more receives than a queue
@@ -45,6 +45,7 @@
 
 #include "harness/test.h"
 #include "transport/conformance/suite.h"
+#include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
 
 #define P_RQ 8
@@ -244,9 +245,8 @@ static void test_hostile(void)
 		p_recv(&a, k, 16);
 	seg = p_seg(&a, &len);
 	CHECK_EQ(seg->nslots, P_RQ);
-	seg->slot[0].len = 100000;
-	seg->slot[0].flags = 0;
-	atomic_store(&seg->delivered, 1);
+	forge_cell(seg, shm_cell_len(seg->max_msg), P_RQ, 0, 100000, 0, 0,
+		   NULL);
 	wc = p_one(&a);
 	CHECK_WC(wc, 100, SMART_TP_WC_LOC_PROT);
 	buf0 = a.mr->addr;
@@ -257,13 +257,18 @@ static void test_hostile(void)
 	munmap(seg, len);
 	p_close(&a);
 
-	/* more delivered than posted */
+	/* cells released beyond the receives posted: never read (the
+	 * receiver counts its own receives, not the segment's words) */
 	p_open(&a);
 	p_recv(&a, 0, 16);
 	seg = p_seg(&a, &len);
-	atomic_store(&seg->delivered, 5);
-	CHECK_WC(p_one(&a), 100, SMART_TP_WC_FLUSH);
-	CHECK_EQ(ops->qp_in_error(a.qp), 1);
+	for (k = 0; k < 5; k++)
+		forge_cell(seg, shm_cell_len(seg->max_msg), P_RQ, k, 8, 0, 0,
+			   NULL);
+	CHECK_WC(p_one(&a), 100, SMART_TP_WC_OK);
+	for (k = 0; k < 3; k++)
+		CHECK_EQ(ops->poll(a.cq, &wc, 1), 0);
+	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 	munmap(seg, len);
 	p_close(&a);
 
@@ -293,7 +298,8 @@ static void test_hostile(void)
 	atomic_store(&seg->posted, 1000);
 	p_send(&a, 7, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 7, SMART_TP_WC_FATAL);
-	CHECK_EQ(atomic_load(&seg->delivered), 0);
+	CHECK_EQ(atomic_load(&shm_cell_at(seg, shm_cell_len(seg->max_msg),
+					  0)->seq), 0);	/* nothing written */
 	munmap(seg, len);
 	p_close(&b);
 	p_close(&a);
@@ -320,12 +326,11 @@ static uint64_t vm_mib(void)
  * our address space. */
 static void test_oversized_segment(void)
 {
-	uint32_t v[4] = { SHM_PEER_MAGIC, 2 /* SHM_PEER_VERSION */,
+	uint32_t v[4] = { SHM_PEER_MAGIC, 3 /* SHM_PEER_VERSION */,
 			  SHM_MAX_RECV_WR, SHM_MAX_MSG };
 	uint32_t hdr[4] = { SHM_PEER_MAGIC, SHM_MAX_RECV_WR, SHM_MAX_MSG, 0 };
-	size_t need = offsetof(struct shm_rseg, slot) +
-		      (size_t)SHM_MAX_RECV_WR * sizeof(struct shm_rslot) +
-		      (size_t)SHM_MAX_RECV_WR * SHM_MAX_MSG;
+	size_t need = offsetof(struct shm_rseg, cells) +
+		      (size_t)SHM_MAX_RECV_WR * shm_cell_len(SHM_MAX_MSG);
 	struct p_end a;
 	uint64_t vm0;
 	int fd, rc;

@@ -129,24 +129,35 @@ struct smart_tp_responder {
 };
 
 /*
- * A receive queue's shared segment (a memfd both ends map; rule 8).  Its
- * receiver posts receives (cap, then `posted` released); the sender fills
- * the oldest one's slot (data, len, imm, flags), then moves `delivered` on
- * by a CAS that fails once the receiver closed it (SHM_RS_CLOSED: its QP
- * in error, what is not delivered by then flushes).  Either end may be a
- * hostile process: each keeps the sizes of its own blob and checks every
- * value it reads from the segment before it uses it.
+ * A receive queue's shared segment (a memfd both ends map; rule 8), layout
+ * version 3: a header, `posted` and `closed` on lines of their own, then
+ * one cell per receive.  A cell is its receive's descriptor and the
+ * message's bytes together, so that the receiver learns of a message, its
+ * length and (up to 48 bytes) its data from one cache line: the receiver
+ * writes cap when it posts the receive (then releases `posted`); the
+ * sender fills len, imm and the bytes, then releases `seq`, the message's
+ * number plus one with its flags in the top byte; the receiver polls the
+ * oldest posted cell's `seq` in place.  `closed` is set by the receiver
+ * when its QP enters error: a sender reads it before each message (a line
+ * nobody writes while traffic flows, so it stays in the sender's cache).
+ * The sender keeps its own count of messages delivered and reads `posted`
+ * only once it has used every receive it last saw (credits cached).
+ * Either end may be a hostile process: each keeps the sizes of its own
+ * blob and checks every value it reads from the segment before it uses it.
  */
-#define SHM_RS_CLOSED	 0x80000000u	/* in delivered: closed */
-#define SHM_RS_TOO_LONG	 0x1u		/* in a slot's flags */
+#define SHM_RS_SEQ_MASK	 0x00ffffffu	/* in seq: message number + 1 */
+#define SHM_RS_FLAG_SHIFT 24		/* in seq: the flags below */
+#define SHM_RS_TOO_LONG	 0x1u
 #define SHM_RS_WRITE	 0x2u		/* a WRITE_IMM's: len is the
-					 * WRITE's, no bytes in the slot */
+					 * WRITE's, no bytes in the cell */
+#define SHM_RS_IMM	 0x4u		/* imm is valid */
 
-struct shm_rslot {
+struct shm_cell {
+	_Atomic uint32_t seq;	/* sender, last: number + 1 | flags << 24 */
 	uint32_t cap;		/* receiver: the buffer's length */
 	uint32_t len;		/* sender: the message's length */
 	uint32_t imm;
-	uint32_t flags;		/* SMART_TP_IMM, SHM_RS_* */
+	/* the message's bytes follow, up to max_msg */
 };
 
 struct shm_rseg {
@@ -155,15 +166,21 @@ struct shm_rseg {
 	 * it; the sender that delivers next clears it and signals (rule 9) */
 	_Atomic uint32_t armed;
 	_Atomic uint32_t posted smart_aligned_cl;	/* receiver */
-	_Atomic uint32_t delivered smart_aligned_cl;	/* sender */
-	struct shm_rslot slot[] smart_aligned_cl;	/* [nslots]; data
-							 * after them */
+	_Atomic uint32_t closed smart_aligned_cl;	/* receiver */
+	uint8_t cells[] smart_aligned_cl;	/* [nslots] of shm_cell_len */
 };
+
+/* One cell's bytes: its header and max_msg, whole cache lines. */
+static inline size_t shm_cell_len(uint32_t max_msg)
+{
+	return ((size_t)max_msg + sizeof(struct shm_cell) +
+		SMART_CACHELINE - 1) & ~(size_t)(SMART_CACHELINE - 1);
+}
 
 /* The receive side of a QP: its segment and its receives. */
 struct shm_rq {
 	struct shm_rseg *seg;
-	uint8_t *data;		/* slot i's bytes: data + i * max_msg */
+	size_t cell_len;	/* cell i at seg->cells + i * cell_len */
 	size_t seg_len;
 	int fd;
 	uint32_t nslots, max_msg;
@@ -181,13 +198,22 @@ struct shm_rq {
 /* The send side of a QP with a peer: the peer's receive queue. */
 struct shm_peer {
 	struct shm_rseg *seg;
-	uint8_t *data;
+	size_t cell_len;
 	size_t seg_len;
 	uint32_t nslots, max_msg;
+	uint32_t sent;		/* messages delivered into its cells */
+	uint32_t posted;	/* its `posted` when last read */
 	uint64_t rnr_since;	/* when the head SEND first met no receive */
 	int wake_fd;		/* the peer's wake socket (its queue's
 				 * wake_tx), or -1 */
 };
+
+/* Cell k of a segment. */
+static inline struct shm_cell *shm_cell_at(struct shm_rseg *seg,
+					   size_t cell_len, uint32_t k)
+{
+	return (struct shm_cell *)(seg->cells + (size_t)k * cell_len);
+}
 
 /* shm_exec's answer for a SEND that found no receive yet: the doorbell
  * waits (no completion status). */

@@ -3,16 +3,22 @@
  * WRITE_IMM, between two processes of one host.
  *
  * A QP with a receive queue owns a shared segment (struct shm_rseg, a
- * memfd): a header, one slot descriptor per receive and one max_msg-byte
- * data slot per receive.  post_recv writes the buffer's length into the
- * next slot and releases `posted`; the peer's sender, executing a SEND at
- * its own poll like any WR, copies the message into the oldest slot not
- * yet delivered and moves `delivered` on with a CAS; the receiver's poll
- * sees `delivered` move, copies the slot into the posted buffer and
- * completes the receive.  Two copies, no system call, no lock between the
- * processes: each counter has one writer, except `delivered`, which the
- * receiver closes (SHM_RS_CLOSED) when its QP enters error, so that a
- * message is either delivered before the close or refused after it.
+ * memfd): a header, then one cell per receive, its descriptor and its
+ * bytes on the same lines (shm.h).  post_recv writes the buffer's length
+ * into the next cell and releases `posted`; the peer's sender, executing a
+ * SEND (at post when its QP has nothing queued, else at its poll), copies
+ * the message into the oldest cell it has not filled and releases the
+ * cell's `seq`; the receiver's poll reads the oldest posted cell's `seq`
+ * in place - one cache miss per small message - copies the bytes into the
+ * posted buffer and completes the receive.  Two copies, no system call, no
+ * lock and no read-modify-write between the processes: every word has one
+ * writer.  The sender reads `posted` only when the receives it last saw
+ * are used up, and `closed` (a line written once) before each message.
+ * A receiver whose QP enters error sets `closed` and completes the
+ * messages whose cells were released by then; a SEND racing with that
+ * close may complete OK on the sender while its receive flushes (as a
+ * message lost with a failing peer: the layer above counts on acks, never
+ * on a SEND's completion, for delivery).
  *
  * Events (rule 9): a receiver about to sleep sets `armed` in each of its
  * segments (cq_arm); the sender that delivers next into one clears it
@@ -26,7 +32,7 @@
  * SHM_RNR_NS at most, then fails SMART_TP_WC_RNR.
  *
  * Invariants: the segment is writable by the peer, so every value read
- * from it (posted, delivered, a slot's cap, len and flags) is checked
+ * from it (posted, a cell's cap, seq, len and flags) is checked
  * against this side's own copy of the sizes before it is used; indexes are
  * counters modulo nslots, never values from the segment.
  */
@@ -45,34 +51,31 @@
 #include "util/clock.h"
 #include "util/mutant.h"
 
-_Static_assert(sizeof(struct shm_rslot) == 16, "shm_rslot: 16 bytes");
+_Static_assert(sizeof(struct shm_cell) == 16, "shm_cell: 16 bytes");
 _Static_assert(offsetof(struct shm_rseg, armed) == 16,
 	       "shm_rseg: armed after the sizes");
 _Static_assert(offsetof(struct shm_rseg, posted) == SMART_CACHELINE,
 	       "shm_rseg: posted on its own line");
-_Static_assert(offsetof(struct shm_rseg, delivered) == 2 * SMART_CACHELINE,
-	       "shm_rseg: delivered on its own line");
-_Static_assert(offsetof(struct shm_rseg, slot) == 3 * SMART_CACHELINE,
-	       "shm_rseg: slots after the counters");
+_Static_assert(offsetof(struct shm_rseg, closed) == 2 * SMART_CACHELINE,
+	       "shm_rseg: closed on its own line");
+_Static_assert(offsetof(struct shm_rseg, cells) == 3 * SMART_CACHELINE,
+	       "shm_rseg: cells after the counters");
+_Static_assert(SHM_MAX_RECV_WR < SHM_RS_SEQ_MASK,
+	       "shm_cell: a cell's last number never looks like its next");
+_Static_assert(SHM_MAX_MSG + sizeof(struct shm_cell) <= UINT32_MAX,
+	       "shm_cell: a cell's length fits 32 bits");
 
 #define SHM_PEER_BLOB_LEN 16	/* magic, version, nslots, max_msg */
 /* A receive segment can neither shrink nor grow (and F_SEAL_SEAL keeps it
  * so); a peer's must be sealed at least that way. */
 #define SHM_RSEG_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
-#define SHM_PEER_VERSION 2	/* 2: armed, and the wake descriptor */
+#define SHM_PEER_VERSION 3	/* 2: armed, the wake descriptor; 3: cells */
 
-/* Bytes before the data slots, and the whole segment. */
-static size_t rseg_data_off(uint32_t nslots)
-{
-	size_t n = offsetof(struct shm_rseg, slot) +
-		   (size_t)nslots * sizeof(struct shm_rslot);
-
-	return (n + SMART_CACHELINE - 1) & ~(size_t)(SMART_CACHELINE - 1);
-}
-
+/* The whole segment. */
 static size_t rseg_len(uint32_t nslots, uint32_t max_msg)
 {
-	return rseg_data_off(nslots) + (size_t)nslots * max_msg;
+	return offsetof(struct shm_rseg, cells) +
+	       (size_t)nslots * shm_cell_len(max_msg);
 }
 
 /* The queue's wake socket pair, its receiving end in the CQ's set. */
@@ -124,7 +127,7 @@ int smart__shm_rq_create(struct smart_tp_qp *qp,
 	}
 	rq->seg = p;
 	rq->seg_len = len;
-	rq->data = (uint8_t *)p + rseg_data_off(n);
+	rq->cell_len = shm_cell_len(max);
 	rq->nslots = n;
 	rq->max_msg = max;
 	rq->seg->magic = SHM_PEER_MAGIC;
@@ -268,7 +271,7 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	}
 	pe->seg = p;
 	pe->seg_len = need;
-	pe->data = (uint8_t *)p + rseg_data_off(v[2]);
+	pe->cell_len = shm_cell_len(v[3]);
 	pe->nslots = v[2];
 	pe->max_msg = v[3];
 	pe->wake_fd = wake;
@@ -310,7 +313,7 @@ int smart__shm_post_recv(struct smart_tp_qp *qp,
 		uint32_t k = (rq->posted + (uint32_t)i) & (rq->nslots - 1);
 
 		rq->ents[k] = rs[i];
-		rq->seg->slot[k].cap = rs[i].len;
+		shm_cell_at(rq->seg, rq->cell_len, k)->cap = rs[i].len;
 	}
 	rq->posted += (uint32_t)n;
 	atomic_store_explicit(&rq->seg->posted, rq->posted,
@@ -335,21 +338,24 @@ int smart__shm_send_check(const struct smart_tp_qp *qp,
 
 /* Claim the peer's next receive: its index, or SHM_ST_RNR_WAIT when none
  * is posted, or an error status (the peer closed its queue, or wrote a
- * count no receiver makes). */
+ * count no receiver makes).  `posted` is read again only once the
+ * receives last seen are used up: while the peer keeps ahead, a message
+ * costs the sender no read of the peer's counter. */
 static int peer_slot(struct shm_peer *pe, uint32_t *del)
 {
-	uint32_t d = atomic_load_explicit(&pe->seg->delivered,
-					  memory_order_acquire);
-	uint32_t posted = atomic_load_explicit(&pe->seg->posted,
-					       memory_order_acquire);
-
-	if (d & SHM_RS_CLOSED)
+	if (atomic_load_explicit(&pe->seg->closed, memory_order_relaxed))
 		return SMART_TP_WC_RETRY_EXC;	/* its QP is in error */
-	if (posted == d)
-		return SHM_ST_RNR_WAIT;
-	if (posted - d > pe->nslots)
-		return SMART_TP_WC_FATAL;	/* not a receiver's count */
-	*del = d;
+	if (pe->posted == pe->sent) {
+		uint32_t posted = atomic_load_explicit(&pe->seg->posted,
+						       memory_order_acquire);
+
+		if (posted - pe->sent > pe->nslots)
+			return SMART_TP_WC_FATAL; /* not a receiver's count */
+		if (posted == pe->sent)
+			return SHM_ST_RNR_WAIT;
+		pe->posted = posted;
+	}
+	*del = pe->sent;
 	return SMART_TP_WC_OK;
 }
 
@@ -370,19 +376,15 @@ static void peer_wake(struct shm_peer *pe)
 		(void)!send(pe->wake_fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-/* Publish the slot filled at index d: SMART_TP_WC_OK, or RETRY_EXC when
- * the receiver closed its queue meanwhile (the message is not delivered). */
-static int peer_deliver(struct shm_peer *pe, uint32_t d)
+/* Release cell k, filled with message d (its flags in the top byte of
+ * seq), and wake a sleeping receiver. */
+static void peer_deliver(struct shm_peer *pe, struct shm_cell *c, uint32_t d,
+			 uint32_t flags)
 {
-	uint32_t want = d;
-
-	if (atomic_compare_exchange_strong_explicit(
-		    &pe->seg->delivered, &want, d + 1, memory_order_acq_rel,
-		    memory_order_acquire)) {
-		peer_wake(pe);
-		return SMART_TP_WC_OK;
-	}
-	return SMART_TP_WC_RETRY_EXC;
+	atomic_store_explicit(&c->seq, ((d + 1) & SHM_RS_SEQ_MASK) |
+			      flags << SHM_RS_FLAG_SHIFT, memory_order_release);
+	pe->sent = d + 1;
+	peer_wake(pe);
 }
 
 void smart__shm_rq_arm(struct smart_tp_qp *qp)
@@ -426,8 +428,8 @@ int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 	const struct smart_tp_wr *wr = &e->wr;
 	struct shm_peer *pe = qp->peer;
 	int send = wr->opcode == SMART_TP_SEND, st;
-	struct shm_rslot *sl;
-	uint32_t d, k, cap, len = send ? wr->len : 0;
+	struct shm_cell *c;
+	uint32_t d, cap, flags, len = send ? wr->len : 0;
 
 	if (wr->opcode != SMART_TP_SEND && wr->opcode != SMART_TP_WRITE_IMM)
 		return SMART_TP_WC_BAD_WR;
@@ -445,42 +447,41 @@ int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 	if (wr->opcode == SMART_TP_WRITE_IMM &&
 	    (st = write_part(qp, e)) != SMART_TP_WC_OK)
 		return st;
-	k = d & (pe->nslots - 1);
-	sl = &pe->seg->slot[k];
-	cap = __atomic_load_n(&sl->cap, __ATOMIC_RELAXED);
+	c = shm_cell_at(pe->seg, pe->cell_len, d & (pe->nslots - 1));
+	cap = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
 	/* a WRITE_IMM's receive says the WRITE's length, as verbs does */
-	sl->len = send ? len : wr->len;
-	sl->imm = !send || (wr->flags & SMART_TP_IMM) ? wr->imm : 0;
-	sl->flags = (!send || (wr->flags & SMART_TP_IMM) ? SMART_TP_IMM : 0) |
-		    (send ? 0 : SHM_RS_WRITE);
+	c->len = send ? len : wr->len;
+	c->imm = !send || (wr->flags & SMART_TP_IMM) ? wr->imm : 0;
+	flags = (!send || (wr->flags & SMART_TP_IMM) ? SHM_RS_IMM : 0) |
+		(send ? 0 : SHM_RS_WRITE);
 	if (len > cap || len > pe->max_msg) {
 		/* too long for the receive: both sides fail (verbs: a
 		 * length error there, an invalid request here) */
-		sl->flags |= SHM_RS_TOO_LONG;
-		(void)peer_deliver(pe, d);
+		peer_deliver(pe, c, d, flags | SHM_RS_TOO_LONG);
 		return SMART_TP_WC_REM_ACCESS;
 	}
 	if (len)
-		memcpy(pe->data + (size_t)k * pe->max_msg,
-		       shm_wr_inline(wr) ? e->inl : wr->local, len);
-	return peer_deliver(pe, d);
+		memcpy(c + 1, shm_wr_inline(wr) ? e->inl : wr->local, len);
+	peer_deliver(pe, c, d, flags);
+	return SMART_TP_WC_OK;
 }
 
-/* One receive's completion from its slot; a slot no sender fills that way
- * (a length beyond the receive or max_msg) fails like a too-long message. */
-static int recv_take(struct smart_tp_qp *qp, uint32_t k,
+/* One receive's completion from its cell, whose seq (with the flags) the
+ * caller read; a cell no sender fills that way (a length beyond the
+ * receive or max_msg) fails like a too-long message. */
+static int recv_take(struct smart_tp_qp *qp, uint32_t k, uint32_t seq,
 		     struct smart_tp_wc *wc)
 {
 	struct shm_rq *rq = qp->rq;
-	const struct shm_rslot *sl = &rq->seg->slot[k];
+	const struct shm_cell *c = shm_cell_at(rq->seg, rq->cell_len, k);
 	const struct smart_tp_recv *e = &rq->ents[k];
-	uint32_t len = __atomic_load_n(&sl->len, __ATOMIC_RELAXED);
-	uint32_t flags = __atomic_load_n(&sl->flags, __ATOMIC_RELAXED);
+	uint32_t len = __atomic_load_n(&c->len, __ATOMIC_RELAXED);
+	uint32_t flags = seq >> SHM_RS_FLAG_SHIFT;
 
 	wc->wr_id = e->wr_id;
 	wc->opcode = SMART_TP_RECV;
-	wc->flags = (uint8_t)(flags & SMART_TP_IMM);
-	wc->imm = __atomic_load_n(&sl->imm, __ATOMIC_RELAXED);
+	wc->flags = flags & SHM_RS_IMM ? SMART_TP_IMM : 0;
+	wc->imm = __atomic_load_n(&c->imm, __ATOMIC_RELAXED);
 	wc->len = len;
 	wc->recv_op = SMART_TP_SEND;
 	if ((flags & SHM_RS_WRITE) && !SMART_M_SHM_RECV_NO_KIND) {
@@ -511,46 +512,57 @@ static int recv_take(struct smart_tp_qp *qp, uint32_t k,
 		return wc->status = SMART_TP_WC_LOC_PROT;
 	}
 	if (len)
-		memcpy(e->local, rq->data + (size_t)k * rq->max_msg, len);
+		memcpy(e->local, c + 1, len);
 	return wc->status = SMART_TP_WC_OK;
 }
 
-/* A QP in error closes its queue: what was delivered before completes,
+/* Has the sender released the cell of receive number n?  Its seq then (0
+ * when not). */
+static uint32_t cell_ready(const struct shm_rq *rq, uint32_t n)
+{
+	uint32_t seq = atomic_load_explicit(
+		&shm_cell_at(rq->seg, rq->cell_len, n & (rq->nslots - 1))->seq,
+		memory_order_acquire);
+
+	return (seq & SHM_RS_SEQ_MASK) == ((n + 1) & SHM_RS_SEQ_MASK) ? seq
+								      : 0;
+}
+
+/* A QP in error closes its queue: what was delivered by then completes,
  * the rest flushes. */
 static void rq_close(struct shm_rq *rq)
 {
-	uint32_t d = atomic_fetch_or_explicit(&rq->seg->delivered,
-					      SHM_RS_CLOSED,
-					      memory_order_acq_rel);
+	uint32_t n = rq->taken;
 
+	atomic_store_explicit(&rq->seg->closed, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	while (n != rq->posted && cell_ready(rq, n))
+		n++;
 	rq->closed = 1;
-	rq->close_at = d & ~SHM_RS_CLOSED;
+	rq->close_at = n;
 }
 
+/* Only posted cells are looked at: a cell the sender filled beyond them
+ * is never read (posted is ours, not the segment's word). */
 static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
 			int max)
 {
 	struct shm_rq *rq = qp->rq;
-	uint32_t d;
+	uint32_t seq;
 	int n = 0;
 
 	if (qp->state == SHM_QP_ERR && !rq->closed)
 		rq_close(rq);
-	d = rq->closed ? rq->close_at :
-	    atomic_load_explicit(&rq->seg->delivered, memory_order_acquire) &
-	    ~SHM_RS_CLOSED;
-	if (d - rq->taken > rq->posted - rq->taken) {
-		/* more delivered than posted: not a sender's count */
-		qp->state = SHM_QP_ERR;
-		rq_close(rq);
-		rq->close_at = d = rq->taken;
-	}
-	while (n < max && rq->taken != d) {
-		if (recv_take(qp, rq->taken & (rq->nslots - 1), &wc[n++]) !=
-		    SMART_TP_WC_OK && !rq->closed) {
+	while (n < max && rq->taken != rq->posted &&
+	       (rq->closed ? (int32_t)(rq->close_at - rq->taken) > 0 :
+		(seq = cell_ready(rq, rq->taken)) != 0)) {
+		if (rq->closed)
+			seq = cell_ready(rq, rq->taken);
+		if (recv_take(qp, rq->taken & (rq->nslots - 1), seq,
+			      &wc[n++]) != SMART_TP_WC_OK && !rq->closed) {
 			qp->state = SHM_QP_ERR;	/* receives behind flush */
 			rq_close(rq);
-			rq->close_at = d = rq->taken + 1;
+			rq->close_at = rq->taken + 1;
 		}
 		rq->taken++;
 	}
