@@ -5,7 +5,8 @@
  *
  * A client thread connects, says it is ready at the gate, waits for the
  * window and runs --outstanding tasks: each loops smart_rpc_call (echo)
- * or smart_rpc_send (--oneway) until the gate says stop.  Only what ends
+ * or smart_rpc_send (--oneway) until the gate says stop (one echo call in
+ * flight: the loop runs in the thread's main context, no task).  Only what ends
  * inside the window counts: a call answered after it, or failing after
  * it, is not the run's.  After the window a --oneway thread makes one
  * call, answered only once the server has handled every message of the
@@ -438,8 +439,14 @@ static int thread_run(struct rpc_bench_thread *th, smart_worker_t *w)
 {
 	smart_task_fn fn = th->b->oneway ? send_task : echo_task;
 	uint32_t got;
-	int rc = 0, run;
+	int rc = 0, run = 0;
 
+	/* one call at a time: from the main context, as a program making
+	 * one call after another does (smart_task_yield polls there) */
+	if (!th->b->oneway && th->b->outstanding == 1) {
+		echo_task(w, th);
+		return th->rc;
+	}
 	for (int i = 0; !rc && i < th->b->outstanding; i++)
 		rc = smart_task_spawn(w, fn, th);
 	if (rc) {
