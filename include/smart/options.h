@@ -20,6 +20,8 @@
  *   stable_epochs    WorkReqThrot: epochs a chosen cap is kept     [60]
  *   backoff_window   ConflictAvoid: retry-rate window              [1ms]
  *   max_tasks        coroutines per worker, 1..1024                [64]
+ *   spin             a waiting worker that found nothing this long
+ *                    yields the CPU at each empty poll             [20us]
  *   task_stack       coroutine stack size, 16K..64M  [64K; 512K in ASan builds]
  *   chain_max        WRs per chain before an implicit post, 1..64,
  *                    at most qp_depth (a chain fits one send queue) [16]

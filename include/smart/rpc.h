@@ -187,7 +187,10 @@ int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
 
 /* Poll the endpoint once: completions, messages (handlers run here),
  * handshakes, timeouts.  Returns the events handled.  Every wait of the
- * worker (smart_task_yield, smart_worker_run, smart_sync) polls it too. */
+ * worker (smart_task_yield, smart_worker_run, smart_sync) polls it too.
+ * Once the worker has found nothing for the ctx's `spin` option (20 µs),
+ * a progress (or wait) that finds nothing also yields the CPU
+ * (sched_yield), so that an oversubscribed machine runs the peer. */
 int smart_rpc_progress(smart_rpc_t *rpc);
 
 /* Send what is queued on the endpoint's connections now (one-way sends

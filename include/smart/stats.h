@@ -71,6 +71,8 @@ enum smart_stat {
 	SMART_STAT_CQ_FAILURES,	/* completion queues that failed (overrun,
 				 * dead device) and were replaced; their
 				 * waiting operations failed */
+	SMART_STAT_YIELDS,	/* empty polls of a wait past the spin
+				 * option that yielded the CPU */
 	SMART_STAT__COUNT
 };
 

@@ -56,6 +56,7 @@ struct smart__optvals {
 	int qp_mode;
 	int qp_mux;		/* K of mux:K */
 	int max_tasks;
+	uint64_t spin_ns;	/* idle polling before a wait yields */
 	uint64_t task_stack;
 	int chain_max;
 	int qp_depth;
@@ -340,6 +341,8 @@ struct smart_worker {
 	struct smart__task *sleepers;	/* parked until their wake_at */
 	uint64_t next_wake;		/* earliest wake_at of sleepers */
 	uint64_t now;		/* the TSC as the last poll read it */
+	uint64_t busy_at;	/* the TSC of the last poll that found work */
+	uint64_t spin_cycles;	/* o.spin_ns in TSC cycles */
 	int npollers;
 	struct smart__poller pollers[SMART_WORKER_POLLERS];
 	/* work-request throttling: credits = WRs this worker may still post */
@@ -401,6 +404,7 @@ static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
 
 /* worker.c */
 int smart__worker_poll(struct smart_worker *w);
+int smart__worker_wait_poll(struct smart_worker *w);
 /* 1 when only an event of a layer above can give w work (worker.c). */
 int smart__worker_idle(const struct smart_worker *w, uint64_t *wake_at);
 /* Add or remove a poller (owner thread; SMART_EBUSY when all slots are

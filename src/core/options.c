@@ -71,6 +71,10 @@ static const struct opt_def opt_table[] = {
 	  "ConflictAvoid: window of the retry-rate adaptation" },
 	{ "max_tasks", OPT_INT, "64", 1, 1024, OFF(max_tasks), 0,
 	  "coroutines per worker" },
+	{ "spin", OPT_TIME, "20us", 0, INT64_C(3600) * 1000000000,
+	  OFF(spin_ns), 0, "a waiting worker polls this long finding nothing, "
+	  "then yields the CPU at each empty poll (sched_yield: an "
+	  "oversubscribed CPU goes to the peer it waits for)" },
 	{ "task_stack", OPT_SIZE, SMART_TASK_STACK_DEFAULT, 16 << 10, 64 << 20,
 	  OFF(task_stack), 0, "coroutine stack size (plus one guard page)" },
 	{ "chain_max", OPT_INT, "16", 1, 64, OFF(chain_max), 0,

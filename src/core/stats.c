@@ -60,6 +60,7 @@ static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_SPEC_HITS] = "spec_hits",
 	[SMART_STAT_SPEC_MISSES] = "spec_misses",
 	[SMART_STAT_CQ_FAILURES] = "cq_failures",
+	[SMART_STAT_YIELDS] = "yields",
 };
 
 void smart_stat_add(smart_worker_t *w, enum smart_stat id, uint64_t n)

@@ -280,7 +280,7 @@ void smart_task_yield(smart_worker_t *w)
 	struct smart__task *t = w->cur;
 
 	if (!t) {
-		smart__worker_poll(w);
+		smart__worker_wait_poll(w);
 		return;
 	}
 	ready_push(w, t);
@@ -293,7 +293,7 @@ static __attribute__((noinline)) void main_wait(struct smart_worker *w,
 						struct smart__task *t)
 {
 	while (atomic_load_explicit(&t->inflight, memory_order_acquire))
-		if (!smart__worker_poll(w) && w->internal)
+		if (!smart__worker_wait_poll(w) && w->internal)
 			smart__idle_pause();
 }
 
@@ -394,7 +394,10 @@ int smart_worker_run(smart_worker_t *w)
 		t = ready_pop(w);
 		if (!t || ++w->since_poll >= w->ctx->o.max_tasks) {
 			w->since_poll = 0;
-			smart__worker_poll(w);
+			if (t)
+				smart__worker_poll(w);
+			else	/* every task waits */
+				smart__worker_wait_poll(w);
 			if (w->group->shared)
 				scan_waiting(w);
 			if (w->sleepers)

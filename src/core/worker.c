@@ -9,6 +9,7 @@
  * until every WR posted on it has completed (with a flush error), so no
  * completion ever points at freed memory.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -447,6 +448,8 @@ int smart__worker_poll(struct smart_worker *w)
 	 * wait of the worker makes their progress too. */
 	if (smart_unlikely(w->npollers))
 		extra = run_pollers(w);
+	if (n + extra)
+		w->busy_at = w->now;
 	if (!n)
 		return extra;
 	SMART_STAT_ADD(w, SMART_STAT_COMPLETIONS, (uint64_t)n);
@@ -466,6 +469,24 @@ int smart__worker_poll(struct smart_worker *w)
 			smart__batch_complete(w, b, shared);
 	}
 	return n + extra;
+}
+
+/* A poll made by a wait (a task-less scheduler, the main context, an
+ * endpoint's progress loop): once nothing has been found for o.spin, each
+ * poll that finds nothing also yields the CPU.  While messages flow a
+ * wait never yields (the peer answers within the spin); on a CPU with
+ * more runnable threads than cores, the one this wait needs - its peer's
+ * process, a keeper - gets to run instead of waiting for our time slice
+ * to end (a ping-pong otherwise costs two slices, milliseconds). */
+int smart__worker_wait_poll(struct smart_worker *w)
+{
+	int n = smart__worker_poll(w);
+
+	if (!n && w->now - w->busy_at > w->spin_cycles) {
+		SMART_STAT_INC(w, SMART_STAT_YIELDS);
+		sched_yield();
+	}
+	return n;
 }
 
 int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
@@ -493,6 +514,10 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	smart_hist_init(w->hist);
 	w->ctx = ctx;
 	w->tp = ctx->tp;
+	w->spin_cycles = (uint64_t)((double)ctx->o.spin_ns *
+				    (ctx->clock.use_tsc ?
+				     ctx->clock.cycles_per_ns : 1.0));
+	w->busy_at = smart__rdtsc();
 	w->main_task.w = w;
 	w->main_task.state = SMART_TASK_RUNNING;
 	w->internal = internal;

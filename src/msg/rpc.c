@@ -33,7 +33,7 @@ static void rpc_block(struct smart_rpc *rpc)
 	if (w->cur)
 		smart__task_wait(w, w->cur);
 	else
-		smart__worker_poll(w);
+		smart__worker_wait_poll(w);
 }
 
 /* One step of a wait that nothing wakes (staging room, a socket): a task
@@ -1145,7 +1145,7 @@ int smart_rpc_progress(smart_rpc_t *rpc)
 {
 	if (!rpc)
 		return SMART_EINVAL;
-	return smart__worker_poll(rpc->w);
+	return smart__worker_wait_poll(rpc->w);
 }
 
 /* ---- connections ------------------------------------------------------- */
