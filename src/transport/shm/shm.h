@@ -103,6 +103,10 @@ struct smart_tp_domain {
 	 * at each doorbell's remote only when it is non-zero (rare) */
 	_Atomic uint32_t failures smart_aligned_cl;
 	_Atomic uint64_t rnr_waits;	/* SENDs that waited for a receive */
+	/* this process is registered for membarrier's global expedited
+	 * barrier: a receiver about to sleep can order the senders' stores
+	 * itself, so they need no fence per message (shm_recv.c) */
+	int membarrier;
 };
 
 struct smart_tp_remote {
@@ -160,8 +164,13 @@ struct shm_cell {
 	/* the message's bytes follow, up to max_msg */
 };
 
+#define SHM_SEG_SENDER_FENCES 0x1u	/* in flags: the receiver cannot
+					 * order its senders (membarrier):
+					 * they fence before they look at
+					 * armed */
+
 struct shm_rseg {
-	uint32_t magic, nslots, max_msg, _pad;
+	uint32_t magic, nslots, max_msg, flags;
 	/* the receiver, about to sleep on its CQ's event descriptor, sets
 	 * it; the sender that delivers next clears it and signals (rule 9) */
 	_Atomic uint32_t armed;
@@ -206,6 +215,7 @@ struct shm_peer {
 	uint64_t rnr_since;	/* when the head SEND first met no receive */
 	int wake_fd;		/* the peer's wake socket (its queue's
 				 * wake_tx), or -1 */
+	int fence;		/* fence before looking at armed */
 };
 
 /* Cell k of a segment. */

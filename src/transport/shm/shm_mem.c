@@ -36,6 +36,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+
 #include "transport/shm/shm.h"
 #include "util/bytes.h"
 #include "util/sysmem.h"
@@ -69,6 +72,10 @@ int smart__shm_domain_open(const struct smart_tp_cfg *cfg,
 	pthread_mutex_init(&d->lock, NULL);
 	d->gen = 1;
 	d->next_id = 1;
+	/* once per process in effect (registering again is a no-op) */
+	d->membarrier = syscall(__NR_membarrier,
+				MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0,
+				0) == 0;
 	*out = d;
 	return 0;
 }

@@ -27,11 +27,13 @@
  * is unchanged.  With neither, post tests one pointer (qp->model) and poll
  * one flag (cq->special), and each runs the plain code.
  */
+#include <linux/membarrier.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "transport/shm/shm.h"
@@ -117,6 +119,10 @@ int smart__shm_cq_arm(struct smart_tp_cq *cq)
 		smart__shm_rq_arm(cq->rqs[i]);
 	shm_unlock(cq->flags, &cq->lock);
 	atomic_thread_fence(memory_order_seq_cst);
+	/* the senders' half of the barrier (shm_recv.c peer_wake) */
+	if (!busy && cq->nrq && cq->d->membarrier)
+		(void)syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED,
+			      0, 0);
 	return busy ? SMART_EAGAIN : 0;
 }
 

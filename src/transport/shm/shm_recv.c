@@ -133,6 +133,7 @@ int smart__shm_rq_create(struct smart_tp_qp *qp,
 	rq->seg->magic = SHM_PEER_MAGIC;
 	rq->seg->nslots = n;
 	rq->seg->max_msg = max;
+	rq->seg->flags = qp->d->membarrier ? 0 : SHM_SEG_SENDER_FENCES;
 	qp->rq = rq;
 	rq->wake_rx = rq->wake_tx = -1;
 	if (qp->cq->evfd >= 0 && rq_wake_open(qp->cq, rq)) {
@@ -276,6 +277,10 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	pe->max_msg = v[3];
 	pe->wake_fd = wake;
 	wake = -1;	/* the peer's now */
+	/* the receiver's barrier reaches us only if we registered too; a
+	 * peer lying here misses its own wake-ups, nothing of ours */
+	pe->fence = !qp->d->membarrier ||
+		    (((struct shm_rseg *)p)->flags & SHM_SEG_SENDER_FENCES);
 	qp->peer = pe;
 	qp->r = r;
 	qp->state = SHM_QP_RTS;
@@ -286,6 +291,18 @@ out:
 	if (wake >= 0)
 		close(wake);
 	return rc;
+}
+
+/* Tell the sender a receive's length.  Written only when it changed: a
+ * receive reposted with the length it had (messaging's always is) leaves
+ * the cell's line alone, so that it stays where the sender will write the
+ * next message and the repost costs no cache miss.  The sender alone acts
+ * on cap (its own SEND fails when too long); our completion checks the
+ * length against the receive we keep, whatever the cell says. */
+static void cell_cap(struct shm_cell *c, uint32_t len)
+{
+	if (__atomic_load_n(&c->cap, __ATOMIC_RELAXED) != len)
+		__atomic_store_n(&c->cap, len, __ATOMIC_RELAXED);
 }
 
 int smart__shm_post_recv(struct smart_tp_qp *qp,
@@ -313,7 +330,7 @@ int smart__shm_post_recv(struct smart_tp_qp *qp,
 		uint32_t k = (rq->posted + (uint32_t)i) & (rq->nslots - 1);
 
 		rq->ents[k] = rs[i];
-		shm_cell_at(rq->seg, rq->cell_len, k)->cap = rs[i].len;
+		cell_cap(shm_cell_at(rq->seg, rq->cell_len, k), rs[i].len);
 	}
 	rq->posted += (uint32_t)n;
 	atomic_store_explicit(&rq->seg->posted, rq->posted,
@@ -360,16 +377,25 @@ static int peer_slot(struct shm_peer *pe, uint32_t *del)
 }
 
 /* A receiver that armed its segment sleeps on its CQ's set (rule 9):
- * after the delivery (the fence pairs with the one of its arm, so either
- * it sees the delivery in the poll that follows its arm or we see armed),
- * the first sender to find armed clears it and signals on the queue's
- * wake socket.  The one system call of the data path, and only towards a
- * sleeping receiver; a full socket means a wake-up is pending already. */
+ * after the delivery, the first sender to find armed clears it and
+ * signals on the queue's wake socket.  Either the receiver's poll after
+ * its arm sees the delivery or we see armed: Dekker's pattern, a store
+ * then a load on each side, which needs a full barrier on each side
+ * between the two.  Ours costs nothing per message: a receiver that can
+ * (membarrier(2), MEMBARRIER_CMD_GLOBAL_EXPEDITED, both processes
+ * registered) makes the barrier on every registered process's running
+ * threads itself when it arms, which is rare (it is about to sleep);
+ * otherwise (pe->fence) we fence here.  The one system call of the data
+ * path, and only towards a sleeping receiver; a full socket means a
+ * wake-up is pending already. */
 static void peer_wake(struct shm_peer *pe)
 {
 	if (pe->wake_fd < 0 || SMART_M_SHM_NO_WAKE)
 		return;
-	atomic_thread_fence(memory_order_seq_cst);
+	if (pe->fence)
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&pe->seg->armed, memory_order_relaxed) &&
 	    atomic_exchange_explicit(&pe->seg->armed, 0,
 				     memory_order_relaxed))
