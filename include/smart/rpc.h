@@ -229,6 +229,9 @@ struct smart_rpc_stats {
 	uint64_t handshakes_refused;
 	uint64_t event_sleeps;	/* endpoint only: arms that let the
 				 * caller sleep (smart_rpc_event_arm) */
+	uint64_t cut_closes;	/* connections we cut (a protocol error, a
+				 * peer not consuming or acking) whose peer
+				 * was sent a CLOSE */
 };
 
 int smart_rpc_conn_stats(const smart_rpc_conn_t *c,

@@ -78,11 +78,6 @@ static void mark_dirty(struct smart_rpc_conn *c)
 static void conn_fail(struct smart_rpc_conn *c, int err, const char *why);
 static void free_dead(struct smart_rpc *rpc);
 
-void smart__rpc_fail(struct smart_rpc_conn *c, int err, const char *why)
-{
-	conn_fail(c, err, why);
-}
-
 static void conn_post(struct smart_rpc_conn *c)
 {
 	int rc;
@@ -204,6 +199,26 @@ static void send_bare(struct smart_rpc_conn *c, int kind)
 	mark_dirty(c);
 }
 
+/* We end a connection whose peer broke the protocol or stopped taking
+ * its messages: a CLOSE first, best effort and not waited for (we may be
+ * in a poll), so that the peer learns now instead of at its keepalive
+ * bound, and lets go of what it holds for us (its staging, requests). */
+static void conn_cut(struct smart_rpc_conn *c, int err, const char *why)
+{
+	if (c->state == RPC_C_LIVE && !SMART_M_RPC_CUT_SILENT &&
+	    !c->rpc->tp->qp_in_error(c->qp)) {
+		send_bare(c, SMART_MSG_K_CLOSE);
+		conn_post(c);
+		c->st.cut_closes++;
+	}
+	conn_fail(c, err, why);
+}
+
+void smart__rpc_fail(struct smart_rpc_conn *c, int err, const char *why)
+{
+	conn_cut(c, err, why);
+}
+
 /* Has the caller's deadline (TSC) passed? */
 static int past(uint64_t deadline)
 {
@@ -270,13 +285,13 @@ static void backlog_add(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 	struct rpc_out *o;
 
 	if (c->bl_bytes + h->len + sizeof(*o) > c->rpc->cfg.backlog_max) {
-		conn_fail(c, SMART_ECONN, "the peer does not consume its "
+		conn_cut(c, SMART_ECONN, "the peer does not consume its "
 			  "replies (backlog full)");
 		return;
 	}
 	o = malloc(sizeof(*o) + h->len);
 	if (!o) {
-		conn_fail(c, SMART_ENOMEM, "no memory for a reply");
+		conn_cut(c, SMART_ENOMEM, "no memory for a reply");
 		return;
 	}
 	o->next = NULL;
@@ -882,7 +897,7 @@ static void on_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
 	    smart__msg_parse(buf, (uint32_t)got, !!(wc->flags & SMART_TP_IMM),
 			     wc->imm, &m) || take_ack(c, m.ack)) {
 		c->st.proto_errors++;
-		conn_fail(c, SMART_EPROTO, "malformed message");
+		conn_cut(c, SMART_EPROTO, "malformed message");
 		return;
 	}
 	switch (m.kind) {
@@ -1054,7 +1069,7 @@ static void keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
 		} else if (stall >= dead && drained &&
 			   !SMART_M_RPC_NO_PROGRESS_KEEPALIVE) {
 			c->st.ka_failures++;
-			conn_fail(c, SMART_ECONN, "keepalive: the peer acks "
+			conn_cut(c, SMART_ECONN, "keepalive: the peer acks "
 				  "none of our messages (stalled or hostile)");
 		} else if (quiet >= rpc->ka_cycles && !c->ping_out) {
 			c->ping_out = 1;

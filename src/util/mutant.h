@@ -298,6 +298,14 @@
 #define SMART_M_RPC_DIAL_BLOCKS 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CUT_SILENT	/* msg/rpc.c: a connection we cut for
+					 * a protocol error is not told (no
+					 * CLOSE) */
+#define SMART_M_RPC_CUT_SILENT 1
+#else
+#define SMART_M_RPC_CUT_SILENT 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_CLOSE_SERIAL	/* msg/rpc.c: destroy waits for each
 					 * connection's CLOSE in turn, holding
 					 * it across the wait's polls */

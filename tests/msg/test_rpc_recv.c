@@ -80,6 +80,7 @@ static smart_ctx_t *ctx_new(void)
 
 struct victim_counts {
 	uint64_t echo_calls, echoed, marks, proto_errors, conns_failed;
+	uint64_t cut_closes;
 };
 
 struct victim {
@@ -117,6 +118,7 @@ static void v_counts(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	smart_rpc_stats(v->rpc, &st);
 	v->n.proto_errors = st.proto_errors;
 	v->n.conns_failed = st.conns_failed;
+	v->n.cut_closes = st.cut_closes;
 	smart_rpc_reply(q, 0, &v->n, sizeof(v->n));
 }
 
@@ -403,6 +405,45 @@ static void test_write_imm(void)
 	rpc_ep_close(&c);
 }
 
+/* ---- cut_close ----------------------------------------------------------- */
+
+/* A peer that breaks the protocol is cut and told so: its connection ends
+ * at the CLOSE, not at its keepalive bound (4 s here) with what it holds
+ * for the victim kept meanwhile.  Watched for 2 s. */
+static void test_cut_close(void)
+{
+	struct victim_counts before, n;
+	struct rpc_ep c;
+	smart_rpc_conn_t *h, *k;
+	char addr[64];
+	uint64_t t0, ms;
+	pid_t victim;
+	int status;
+
+	victim = rpc_child_start("victim", NULL, addr, NULL);
+	client_open(&c, NULL);
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &h));
+	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
+	CHECK_OK(victim_counts(h, &before));
+	n = before;
+	plant(k, 100);		/* a declared length that did not arrive */
+	CHECK_OK(victim_moved(h, &n));
+	CHECK_U64_EQ(n.proto_errors, before.proto_errors + 1);
+	t0 = smart_now_ns();
+	while (k->state == RPC_C_LIVE && ms_since(t0) < 2000)
+		smart_rpc_progress(c.rpc);
+	ms = ms_since(t0);
+	printf("   the cut peer's connection: %s after %" PRIu64 " ms\n",
+	       k->state == RPC_C_LIVE ? "still live" : "closed", ms);
+	CHECK_NE(k->state, RPC_C_LIVE);
+	CHECK_U64_EQ(n.cut_closes, before.cut_closes + 1);	/* the path */
+	CHECK_OK(smart_rpc_call(h, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	CHECK_EQ(waitpid(victim, &status, 0), victim);
+	smart_rpc_close(k);
+	smart_rpc_close(h);
+	rpc_ep_close(&c);
+}
+
 /* ---- no_acks (H3) ------------------------------------------------------ */
 
 struct stalled_call {
@@ -591,6 +632,7 @@ int main(int argc, char **argv)
 	setenv("SMART_RPCR_SECRET", secret_path, 1);
 	rc = test_main(argc, argv, (struct test_case[]){
 		{ "write_imm", test_write_imm },
+		{ "cut_close", test_cut_close },
 		{ "no_acks", test_no_acks },
 		{ "flood", test_flood },
 		{ NULL, NULL } });

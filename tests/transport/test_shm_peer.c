@@ -239,8 +239,11 @@ static void test_hostile(void)
 	uint32_t k;
 
 	memset(guard, 0xee, sizeof(guard));
-	/* a slot length beyond its receive (16 B) and beyond max_msg */
+	/* a slot length beyond its receive (16 B) and beyond max_msg
+	 * (a connected, so polled, on its own segment) */
 	p_open(&a);
+	p_open(&b);
+	p_connect_to(&a, &b);
 	for (k = 0; k < 3; k++)
 		p_recv(&a, k, 16);
 	seg = p_seg(&a, &len);
@@ -256,10 +259,13 @@ static void test_hostile(void)
 	CHECK_WC(p_one(&a), 102, SMART_TP_WC_FLUSH);
 	munmap(seg, len);
 	p_close(&a);
+	p_close(&b);
 
 	/* cells released beyond the receives posted: never read (the
 	 * receiver counts its own receives, not the segment's words) */
 	p_open(&a);
+	p_open(&b);
+	p_connect_to(&a, &b);
 	p_recv(&a, 0, 16);
 	seg = p_seg(&a, &len);
 	for (k = 0; k < 5; k++)
@@ -271,6 +277,7 @@ static void test_hostile(void)
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 	munmap(seg, len);
 	p_close(&a);
+	p_close(&b);
 
 	/* segments a peer must not get mapped: one its owner could still
 	 * shrink (unsealed; the right size and header), one of another

@@ -197,6 +197,7 @@ struct shm_rq {
 	uint32_t posted, taken;	/* receives posted, completed */
 	uint32_t close_at;	/* delivered when closed, with closed */
 	int closed;
+	int handed;		/* its descriptor went out (qp_fds) */
 	/* rule 9, on a CQ with events: a datagram socket pair per queue,
 	 * wake_rx in the CQ's epoll set, wake_tx for the peer's sender
 	 * (each peer its own: none can take another's wake-ups, and send

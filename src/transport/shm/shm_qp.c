@@ -687,6 +687,12 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 
 	if (smart_unlikely(cq->special) && atomic_load(&cq->dead))
 		return atomic_load(&cq->dead);
+	/* nothing queued, nothing to receive: the empty poll of a CQ that
+	 * serves only one-sided WRs (a worker's, while it waits on another
+	 * layer's) reads four words and writes none */
+	if (!cq->special && !cq->nrq && !(cq->flags & SMART_TP_SHARED) &&
+	    cq->db_head == cq->db_tail && cq->wc_head == cq->wc_tail)
+		return 0;
 	shm_lock(cq->flags, &cq->lock);
 	if (!++cq->pass)	/* 0 is no QP's stall */
 		cq->pass = 1;

@@ -172,6 +172,7 @@ int smart__shm_qp_fds(const struct smart_tp_qp *qp,
 {
 	if (!qp->rq)
 		return 0;
+	qp->rq->handed = 1;	/* a peer may write it from now on */
 	fds[0] = qp->rq->fd;
 	fds[1] = qp->rq->wake_tx;
 	return fds[1] >= 0 ? 2 : 1;
@@ -608,7 +609,11 @@ int smart__shm_poll_recv(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 	uint32_t i;
 	int n = 0;
 
+	/* a queue whose segment no peer has been given can have nothing
+	 * delivered (messaging keeps some ready, its QP cache): skipped,
+	 * so that spares cost the poll nothing; one in error flushes */
 	for (i = 0; i < cq->nrq && n < max; i++)
-		n += qp_poll_recv(cq->rqs[i], wc + n, max - n);
+		if (cq->rqs[i]->rq->handed || cq->rqs[i]->state == SHM_QP_ERR)
+			n += qp_poll_recv(cq->rqs[i], wc + n, max - n);
 	return n;
 }
