@@ -118,6 +118,9 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->ka_cycles = smart__rpc_cycles(rpc, rpc->cfg.keepalive_ms * 1e6);
 	rpc->slow_cycles = smart__rpc_cycles(rpc, rpc->cfg.slow_poll_us * 1e3);
 	rpc->busy_cycles = smart__rpc_cycles(rpc, rpc->cfg.busy_us * 1e3);
+	rpc->timeout_cycles = smart__rpc_cycles(rpc,
+						rpc->cfg.timeout_ms * 1e6);
+	rpc->trace_left = rpc->cfg.trace_every;
 	rpc->req_quota = RPC_REQS / rpc->cfg.max_conns > rpc->cfg.window ?
 			 RPC_REQS / rpc->cfg.max_conns : rpc->cfg.window;
 	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));

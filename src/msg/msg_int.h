@@ -265,6 +265,7 @@ struct smart_rpc {
 	int waiting;		/* tasks waiting in calls or for room */
 	uint64_t tick_cycles, next_tick;
 	uint64_t ka_cycles;	/* keepalive_ms in TSC cycles */
+	uint64_t timeout_cycles;	/* timeout_ms in TSC cycles */
 	struct rpc_handler *handlers;	/* RPC_OPS entries */
 	/* connections */
 	struct smart_rpc_conn **conns;	/* max_conns entries */
@@ -297,8 +298,9 @@ struct smart_rpc {
 	/* counters of connections gone, and of the endpoint */
 	struct smart_rpc_stats past;
 	/* tracing (trace.c) */
-	uint64_t ncalls;		/* calls made: every trace_every-th is
-					 * traced */
+	uint32_t trace_left;	/* calls until the next traced one (every
+				 * trace_every-th is; a countdown, not a
+				 * division per call) */
 	uint64_t last_poll, slow_cycles;	/* TSC */
 	struct smart_rpc_trace traces[RPC_TRACES];	/* a ring */
 	uint32_t ntraces;

@@ -485,9 +485,11 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 	mode = msg_mode(c, len);
 	if (mode < 0 || rpc->in_handler || c->freeing)
 		return SMART_EINVAL;
-	traced = ++rpc->ncalls % rpc->cfg.trace_every == 0;
+	traced = !--rpc->trace_left;
+	if (traced)
+		rpc->trace_left = rpc->cfg.trace_every;
 	t0 = smart__rdtsc();
-	deadline = t0 + smart__rpc_cycles(rpc, rpc->cfg.timeout_ms * 1e6);
+	deadline = t0 + rpc->timeout_cycles;
 	conn_enter(c);
 	rc = send_prepare(c, mode, req, len, &h, desc, &rid, deadline);
 	k = rc ? NULL : call_get(rpc);
@@ -541,7 +543,7 @@ int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 		return SMART_EAGAIN;	/* a handler cannot wait */
 	conn_enter(c);
 	rc = send_prepare(c, mode, data, len, &h, desc, &rid, smart__rdtsc() +
-			  smart__rpc_cycles(c->rpc, c->rpc->cfg.timeout_ms * 1e6));
+			  c->rpc->timeout_cycles);
 	if (!rc)
 		send_data(c, &h, mode ? desc : data, 0);
 	conn_leave(c);
