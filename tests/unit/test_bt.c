@@ -22,6 +22,7 @@
 #include "smart/smart.h"
 #include "smart/bt.h"
 #include "smart/ht.h"
+#include "blade/blade_int.h"	/* the lease round robin, set by hand */
 #include "ds/bt/bt_internal.h"	/* the tree's salt, to forge nodes */
 
 #define BLADE_SIZE	(128u << 20)
@@ -1095,6 +1096,102 @@ static void test_torn_holder(void)
 	printf("torn writes of killed holders redone: an entry (also when "
 	       "its redoer died inside the redo), a split's left half, a "
 	       "merge (after %d deletes)\n", done);
+	world_stop(&wd);
+}
+
+/* ---- a write whose finishing failed, its object closed ---- */
+
+/* Fails a logged write's post half way ("bt.write.torn": half the entry
+ * landed), the release behind it ("bt.unlock.failed") and its finishing
+ * ("bt.write.finish"), as transport errors on a broken QP would. */
+static int kept_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	(void)w;
+	(void)arg;
+	if (!strcmp(point, "bt.write.torn") ||
+	    !strcmp(point, "bt.unlock.failed") ||
+	    !strcmp(point, "bt.write.finish"))
+		return SMART_ECONN;
+	return 0;
+}
+
+/* Until blade 1 fenced client id and our keeper saw it. */
+static void kept_wait_dead(struct world *wd, uint16_t id)
+{
+	int i, alive = 1;
+
+	for (i = 0; alive && i < 4000; i++) {
+		alive = smart_lease_alive_now(wd->w, 1, id);
+		CHECK_GE(alive, 0);
+		if (!alive)
+			alive = smart_lease_alive(wd->w, 1, id);
+		CHECK_GE(alive, 0);
+		if (alive)
+			sleep_ms(1);
+	}
+	CHECK_MSG(!alive, "the blade did not fence the closed client");
+}
+
+/* A client's update of k00000005 fails inside its write, and so does its
+ * finishing: the leaf's word keeps its stamp, the node half written, the
+ * record kept for the word's taker.  The client closes the tree and
+ * destroys its ctx; a newcomer then gets the next lease id (the round
+ * robin set back to the closed client's by hand).  Before, close freed
+ * the object's directory slot (a taker found no record there: the leaf
+ * torn for good) and the BYE gave the client's id to the newcomer (a
+ * taker waited on a "live" holder): the search failed SMART_ERETRY.  Now
+ * the slot stays claimed, the ctx is tainted (its id buried), and the
+ * next reader redoes the update. */
+static void test_close_kept(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_ctx_t *c, *nc;
+	smart_worker_t *w;
+	smart_bt_t *t;
+	uint16_t id, nid;
+	uint64_t e;
+	unsigned slot;
+	char v[16];
+	size_t n = 0;
+	int rc;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 20);
+	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
+	CHECK_EQ(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6),
+		 SMART_ECONN);
+	CHECK(atomic_load(&t->rec_busy) != 0);	/* the path: kept */
+	slot = t->dslot[0];
+	CHECK_OK(smart_lease_id(c, 1, &id));
+	CHECK_OK(smart_bt_close(t, w));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	kept_wait_dead(&wd, id);
+	__atomic_store_n(&wd.f.blade->next_lease, id, __ATOMIC_SEQ_CST);
+	nc = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_lease_id(nc, 1, &nid));
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, wd.t->dir_off[0] +
+						      8 * (uint64_t)slot),
+				 8, &e));
+	alarm(30);
+	rc = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("a write whose finishing failed, its object closed: its "
+	       "directory slot names id %u (the closer's %u), the newcomer "
+	       "got id %u; search %s \"%.*s\", %llu redone\n",
+	       BT_DIR_ID(e), id, nid, smart_status_name(rc),
+	       rc ? 0 : (int)n, v, (unsigned long long)st.repairs);
+	CHECK_OK(rc);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_EQ(BT_DIR_ID(e), id);
+	CHECK(nid != id);
+	CHECK_EQ(st.repairs, 1);
+	CHECK_OK(smart_ctx_destroy(nc));
 	world_stop(&wd);
 }
 
@@ -2976,6 +3073,7 @@ int main(int argc, char **argv)
 		{ "foreign_node", test_foreign_node },
 		{ "merge_blades", test_merge_blades },
 		{ "redo_retire", test_redo_retire },
+		{ "close_kept", test_close_kept },
 		{ "dead_splitter", test_dead_splitter },
 		{ "sep_twice", test_sep_twice },
 		{ "scan_ahead", test_scan_ahead },

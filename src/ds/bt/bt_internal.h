@@ -292,6 +292,18 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		    int how, int err);
 
+/* A test's seam on an error path (smart/hook.h): the hook's negative
+ * return at `point` fails that step as a transport error there would
+ * (the post refused); 0 without a hook or when it returns 0. */
+static inline int bt_seam(smart_worker_t *w, const char *point)
+{
+	void *arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
+	int rc = hook ? hook(w, point, arg) : 0;
+
+	return rc < 0 ? rc : 0;
+}
+
 /* Both fences unbounded: the only node of its level, so the root. */
 static inline int bt_is_root(const struct bt_node *n)
 {

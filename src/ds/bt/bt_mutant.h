@@ -216,4 +216,21 @@
 #define SMART_M_BT_REDO_PEER_LEN 0
 #endif
 
+/* smart_bt_close frees the object's directory slot while a record of a
+ * write whose finishing failed is kept (the next claimer writes over it,
+ * the words' takers redo nothing) */
+#ifdef SMART_MUTANT_BT_CLOSE_FREES_KEPT
+#define SMART_M_BT_CLOSE_FREES_KEPT 1
+#else
+#define SMART_M_BT_CLOSE_FREES_KEPT 0
+#endif
+
+/* a record kept for the takers leaves the ctx untainted (its BYE gives
+ * the lease ids the stamps name to a newcomer: a "live" holder) */
+#ifdef SMART_MUTANT_BT_KEPT_NO_TAINT
+#define SMART_M_BT_KEPT_NO_TAINT 1
+#else
+#define SMART_M_BT_KEPT_NO_TAINT 0
+#endif
+
 #endif

@@ -113,7 +113,8 @@ static int post_part(smart_worker_t *w, const struct bt_patch *p,
  * merge's leaf before its neighbour forwards to it).  With a test's hook,
  * the first patch lands half, then the hook runs ("bt.write.torn", or
  * "bt.merge.torn" in a merge: a test kills the process there), then the
- * rest. */
+ * rest; a negative return fails the write there, as a transport error
+ * would (the rest never posted). */
 static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 			unsigned n)
 {
@@ -128,8 +129,9 @@ static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 		if (!rc)
 			rc = smart_sync(w);
 		if (!rc)
-			(void)hook(w, n == BT_PATCHES_MAX ? "bt.merge.torn" :
-				   "bt.write.torn", arg);
+			rc = hook(w, n == BT_PATCHES_MAX ? "bt.merge.torn" :
+				  "bt.write.torn", arg);
+		rc = rc < 0 ? rc : 0;	/* a test failing the post there */
 	}
 	for (i = 0; !rc && i < n; i++) {
 		if (i && smart_gaddr_blade(p[i].node) !=
@@ -319,7 +321,7 @@ static int finish_own(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 	struct bt_patch p[BT_PATCHES_MAX];
 	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], base, got;
 	unsigned i, j, n = rec_patches(buf, p, word, stamp), held = 0;
-	int rc = 0, rc2;
+	int rc = bt_seam(w, "bt.write.finish"), rc2;
 
 	for (i = 0; !rc && i < n; i++) {
 		for (j = 0; j < i && word[j] != word[i]; j++)
@@ -354,8 +356,14 @@ int smart__bt_write_end(smart_bt_t *t, smart_worker_t *w,
 	 * fenced, or it fails again), keep the record for the peers who
 	 * take our words over */
 	if (rc && lg->buf && (smart_ctx_fenced(smart_worker_ctx(w)) ||
-			      finish_own(t, w, lg->buf)))
+			      finish_own(t, w, lg->buf))) {
+		/* the record names our lease ids: our sessions must end
+		 * without the BYE that gives them to a newcomer, for whom a
+		 * taker of those words would wait as for a live holder */
+		if (!SMART_M_BT_KEPT_NO_TAINT)
+			(void)smart_ctx_taint(smart_worker_ctx(w));
 		return rc;
+	}
 	rec_put(t, lg->rec);
 	return rc;
 }
@@ -819,6 +827,11 @@ void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w)
 	unsigned b;
 	uint64_t got;
 
+	/* a record kept for our takers (a write whose finishing failed,
+	 * smart__bt_write_end): the slot stays ours, so that the taker of a
+	 * word it stamps finds it (a new claimer would write over it) */
+	if (atomic_load(&t->rec_busy) && !SMART_M_BT_CLOSE_FREES_KEPT)
+		return;
 	for (b = 0; w && b < t->nblades; b++) {
 		if (!t->area[b])
 			continue;
