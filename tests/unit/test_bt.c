@@ -891,7 +891,8 @@ struct torn_arg {
 	int at;		/* torn writes to pass before stopping; -1: merges,
 			 * -2: inside a redo, its words taken, no node
 			 * written (or, before bt.redo.taken was there,
-			 * the stamps of its write landed, not its record) */
+			 * the stamps of its write landed, not its record);
+			 * -3: a merge landed and unlocked, R not retired */
 	int seen;
 	int done;	/* ops finished, for the parent */
 };
@@ -902,6 +903,7 @@ static int torn_hook(smart_worker_t *w, const char *point, void *arg)
 
 	(void)w;
 	if ((a->at == -1 && !strcmp(point, "bt.merge.torn")) ||
+	    (a->at == -3 && !strcmp(point, "bt.merge.unlocked")) ||
 	    (a->at == -2 && (!strcmp(point, "bt.redo.taken") ||
 			     !strcmp(point, "bt.log.stamped"))) ||
 	    (a->at >= 0 && !strcmp(point, "bt.write.torn") &&
@@ -941,7 +943,7 @@ static void child_torn(char **args)
 			CHECK_OK(smart_bt_insert(t, w, k, strlen(k), "v", 1));
 		}
 	} else {
-		a.at = -1;
+		a.at = strcmp(args[2], "merge_unlocked") ? -1 : -3;
 		for (;; a.done++) {
 			key_of(k, (unsigned)a.done);
 			CHECK_OK(smart_bt_delete(t, w, k, strlen(k)));
@@ -1097,6 +1099,226 @@ static void test_torn_holder(void)
 	       "its redoer died inside the redo), a split's left half, a "
 	       "merge (after %d deletes)\n", done);
 	world_stop(&wd);
+}
+
+/* ---- a merge's dead leaf retired exactly once, whoever finishes ---- */
+
+static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0);
+static void drop_back_to(struct world *wd,
+			 const struct smart_alloc_usage *u0);
+
+/* A taker child stopped at `point` until the parent says go on (one byte
+ * each way), then stopped no more. */
+struct pause_at {
+	int out, in;
+	const char *point, *then;	/* where it stops, in turn */
+};
+
+static int pause_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct pause_at *a = arg;
+	char c;
+
+	(void)w;
+	if (a->point && !strcmp(point, a->point)) {
+		a->point = a->then;
+		a->then = NULL;
+		CHECK_EQ(write(a->out, "p", 1), 1);
+		CHECK_EQ(read(a->in, &c, 1), 1);
+	}
+	return 0;
+}
+
+/* args: blade address, pipe out, pipe in, the key, the op ("search": it
+ * meets L torn and heals it; "upsert": it takes R's lock over), where its
+ * redo stops ("first": its first word taken, "taken": all it could take;
+ * "first+done": first, then once its redo is done).  At the end it sends
+ * the nodes it retired, and once told, frees them and exits. */
+static void child_taker2(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	int search = !strcmp(args[4], "search");
+	struct pause_at a = { atoi(args[1]), atoi(args[2]),
+			      strcmp(args[5], "taken") ? "bt.redo.first" :
+							 "bt.redo.taken",
+			      strcmp(args[5], "first+done") ? NULL :
+							      "bt.redo.done" };
+	smart_worker_t *w;
+	smart_bt_t *t;
+	char v[16];
+	size_t n;
+	uint64_t r;
+	int rc;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, pause_hook, &a));
+	if (search)
+		rc = smart_bt_search(t, w, args[3], strlen(args[3]), v,
+				     sizeof(v), &n);
+	else
+		rc = smart_bt_upsert(t, w, args[3], strlen(args[3]), "t", 1);
+	CHECK(search ? rc == SMART_ENOENT : rc == 0);
+	r = ctx_stat(c, SMART_STAT_EPOCH_RETIRED);
+	CHECK_EQ(write(a.out, &r, sizeof(r)), (ssize_t)sizeof(r));
+	/* freed once the other taker left its section too */
+	CHECK_EQ(read(a.in, v, 1), 1);
+	CHECK_OK(smart_epoch_drain(w, 1, 5000));
+	smart_bt_close(t, w);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	exit(0);
+}
+
+struct taker_proc {
+	pid_t pid;
+	int out[2], in[2];	/* child -> parent, parent -> child */
+};
+
+static void taker_start(struct world *wd, struct taker_proc *tp,
+			const char *key, const char *mode, const char *stop)
+{
+	char o[12], i[12], c;
+
+	CHECK_EQ(pipe(tp->out), 0);
+	CHECK_EQ(pipe(tp->in), 0);
+	snprintf(o, sizeof(o), "%d", tp->out[1]);
+	snprintf(i, sizeof(i), "%d", tp->in[0]);
+	tp->pid = test_spawn("taker2", (const char *[]){
+		smart_blade_address(wd->f.blade), o, i, key, mode, stop,
+		NULL });
+	CHECK_GE(tp->pid, 0);
+	close(tp->out[1]);
+	close(tp->in[0]);
+	CHECK_EQ(read(tp->out[0], &c, 1), 1);	/* stopped in its redo */
+}
+
+/* Let it go on until it stops again. */
+static void taker_step(struct taker_proc *tp)
+{
+	char c;
+
+	CHECK_EQ(write(tp->in[1], "g", 1), 1);
+	CHECK_EQ(read(tp->out[0], &c, 1), 1);
+}
+
+/* Let it go on; its retired count once its op ended. */
+static uint64_t taker_finish(struct taker_proc *tp)
+{
+	uint64_t r = ~0ull;
+
+	CHECK_EQ(write(tp->in[1], "g", 1), 1);
+	CHECK_EQ(read(tp->out[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+	return r;
+}
+
+/* Let it free what it retired and exit. */
+static void taker_end(struct taker_proc *tp)
+{
+	int status;
+
+	CHECK_EQ(write(tp->in[1], "g", 1), 1);
+	CHECK_EQ(waitpid(tp->pid, &status, 0), tp->pid);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status));
+	close(tp->out[0]);
+	close(tp->in[1]);
+}
+
+/* A merge redone by two takers at once: the merger killed inside its
+ * write (bt.merge.torn, L half written); a reader heals L (it reads L
+ * torn) and a writer into R takes R's lock over.  reader_first: the
+ * reader stops with L's word taken, the writer takes R's and P's and
+ * stops; the reader goes on (its part: L alone) and ends, then the
+ * writer.  Else the writer takes R's word and stops, the reader takes
+ * L's and P's and stops; the writer writes R and stops once its redo is
+ * done (its write then waits for L, the reader's), the reader goes on,
+ * then the writer.  Before, neither saw all of the merge land (each
+ * found a word of the other's) and neither retired R: its 512 bytes
+ * stayed allocated after the drop.  Now the one that finishes last finds
+ * R dead and named by nobody and retires it, the only retire; the first
+ * finds R not written (reader_first) or P still naming it. */
+static void merge_two_takers_on(int reader_first)
+{
+	struct smart_alloc_usage u0;
+	struct taker_proc rd, wr;
+	struct world wd;
+	uint64_t r1, r2;
+	char kl[16], kr[16];
+	int done;
+
+	fresh_tree(&wd, &u0);
+	fill(&wd, 0, 200);
+	done = torn_run(&wd, "merge", -1);
+	CHECK_GT(done, 0);
+	key_of(kl, 0);				/* in L, deleted */
+	key_of(kr, (unsigned)done + 1);		/* in R */
+	if (reader_first) {
+		taker_start(&wd, &rd, kl, "search", "first");
+		taker_start(&wd, &wr, kr, "upsert", "taken");
+		r1 = taker_finish(&rd);
+		r2 = taker_finish(&wr);
+	} else {
+		taker_start(&wd, &wr, kr, "upsert", "first+done");
+		taker_start(&wd, &rd, kl, "search", "taken");
+		taker_step(&wr);
+		r2 = taker_finish(&rd);
+		r1 = taker_finish(&wr);
+	}
+	taker_end(&rd);
+	taker_end(&wr);
+	printf("a merge redone by two takers, the %s's part first: the "
+	       "first to finish retired %llu node(s), the last %llu\n",
+	       reader_first ? "reader" : "writer", (unsigned long long)r1,
+	       (unsigned long long)r2);
+	CHECK_EQ(r1, 0);	/* the path: R not written, or P naming it */
+	CHECK_EQ(r2, 1);
+	torn_expect(&wd, (unsigned)done + 1, 200);
+	drop_back_to(&wd, &u0);
+}
+
+static void test_merge_two_takers(void)
+{
+	merge_two_takers_on(1);
+	merge_two_takers_on(0);
+}
+
+/* A merger killed after its unlock, before its retire (the hook
+ * bt.merge.unlocked): nothing of the tree names R, and its merger's
+ * record is all that knows of it.  adopt: the third object opened after
+ * it adopts the dead merger's area (the two spare ones go first) and
+ * retires R from the record; else the drop does (freed at once).
+ * Before, R stayed allocated after the drop. */
+static void merge_unlocked_on(int adopt)
+{
+	struct smart_alloc_usage u0;
+	smart_bt_t *x[3];
+	struct world wd;
+	uint64_t r0, r;
+	int done, i;
+
+	fresh_tree(&wd, &u0);
+	fill(&wd, 0, 200);
+	done = torn_run(&wd, "merge_unlocked", -1);
+	CHECK_GT(done, 0);
+	r0 = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED);
+	for (i = 0; adopt && i < 3; i++)
+		CHECK_OK(smart_bt_open(wd.w, 1, 3, &x[i]));
+	r = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED) - r0;
+	printf("a merger killed between its unlock and its retire, %s: "
+	       "%llu node(s) retired by the opener\n",
+	       adopt ? "its area adopted" : "then the drop",
+	       (unsigned long long)r);
+	CHECK_EQ(r, (uint64_t)adopt);
+	for (i = 0; adopt && i < 3; i++)
+		smart_bt_close(x[i], wd.w);
+	torn_expect(&wd, (unsigned)done + 1, 200);
+	drop_back_to(&wd, &u0);
+}
+
+static void test_merge_unlocked(void)
+{
+	merge_unlocked_on(1);
+	merge_unlocked_on(0);
 }
 
 /* ---- a write whose finishing failed, its object closed ---- */
@@ -2784,6 +3006,23 @@ static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0)
 /* Drop the tree (and drain what its deletes retired): it cannot be
  * opened any more, and the blade holds exactly what it held before it
  * (u0), once the worker gave its allocator caches back. */
+/* The blocks of a tree's node size the allocator hands out next are
+ * all distinct: none was freed twice (a dead leaf retired by two). */
+static void none_twice(struct world *wd)
+{
+	smart_gaddr_t a[64];
+	unsigned i, j;
+
+	for (i = 0; i < 64; i++) {
+		CHECK_OK(smart_alloc(wd->w, 1, 512, &a[i]));
+		for (j = 0; j < i; j++)
+			CHECK_MSG(a[j] != a[i], "block %llx handed out twice",
+				  (unsigned long long)a[i]);
+	}
+	for (i = 0; i < 64; i++)
+		CHECK_OK(smart_free(wd->w, a[i], 512));
+}
+
 static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
 {
 	struct smart_alloc_usage u;
@@ -2792,6 +3031,9 @@ static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
 	CHECK_OK(smart_bt_drop(wd->t, wd->w));
 	CHECK_EQ(smart_bt_open(wd->w, 1, 3, &t), SMART_ENOENT);
 	CHECK_OK(smart_epoch_drain(wd->w, 1, 5000));
+	/* no retired block whose free failed, none freed twice */
+	CHECK_EQ(ctx_stat(wd->f.ctx, SMART_STAT_EPOCH_LEAKED), 0);
+	none_twice(wd);
 	CHECK_OK(smart_worker_destroy(wd->w));
 	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
 	CHECK_OK(smart_alloc_usage(wd->w, 1, &u));
@@ -3074,6 +3316,8 @@ int main(int argc, char **argv)
 		{ "merge_blades", test_merge_blades },
 		{ "redo_retire", test_redo_retire },
 		{ "close_kept", test_close_kept },
+		{ "merge_two_takers", test_merge_two_takers },
+		{ "merge_unlocked", test_merge_unlocked },
 		{ "dead_splitter", test_dead_splitter },
 		{ "sep_twice", test_sep_twice },
 		{ "scan_ahead", test_scan_ahead },
@@ -3098,6 +3342,7 @@ int main(int argc, char **argv)
 		{ "torn", child_torn },
 		{ "merger", child_merger },
 		{ "taker", child_taker },
+		{ "taker2", child_taker2 },
 		{ "splitter", child_splitter },
 		{ "older", child_older },
 		{ 0 } });

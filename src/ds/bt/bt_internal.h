@@ -179,6 +179,20 @@ int smart__bt_enter(smart_bt_t *t, smart_worker_t *w);
 int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 		    struct bt_node *n, struct bt_node *r, smart_gaddr_t pa,
 		    unsigned i);
+/* A merge's dead leaf R (at ra; img its image, as the merge wrote it) is
+ * retired by whoever turns R's first word from img's into the next
+ * version's (one CAS: one winner of its merger, its redo takers, an
+ * adopter of a dead merger's area, a drop), and only once no word of the
+ * merge holds a stamp of it, so that nothing writes img again.  now:
+ * freed at once (a drop), else through the epochs.  1: retired by us.
+ * dead_finish does it for a record's patches p (after checking they are
+ * a merge, R holds img and neither P nor L names R any more: all of it
+ * landed); 0 when not. */
+int smart__bt_dead_retire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t ra,
+			  const struct bt_node *img, int now);
+struct bt_patch;
+int smart__bt_dead_finish(smart_bt_t *t, smart_worker_t *w,
+			  const struct bt_patch *p, unsigned n, int now);
 void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 			const void *key, size_t klen, const void *val,
 			size_t vlen);
@@ -250,6 +264,9 @@ void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w);
  * that the next openers reuse rather than allocate. */
 #define BT_AREAS_SPARE	3u
 int smart__bt_redo_spares(smart_bt_t *t, smart_worker_t *w);
+/* Retire (free at once: a drop) the dead leaves of the merges logged in
+ * every area of blade b's directory that nobody retired. */
+int smart__bt_redo_dead(smart_bt_t *t, smart_worker_t *w, unsigned b);
 /* Free every area a blade's directory names (drop). */
 int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b);
 

@@ -46,9 +46,12 @@
  *   gets the first patch's stamp; only then is any node written: such a
  *   record is redone only when committed, and then whole.
  * - A dead leaf (BT_F_DEAD: its left neighbour emptied and took its
- *   entries and range, docs/bt.md §5) holds no entries and `leftmost`
- *   names the node that took them; it is out of the leaf chain, and is
- *   retired through the home blade's epochs once its parent forgets it.
+ *   entries and range, docs/bt.md §5) holds no entries (entry 0's key
+ *   bytes carry 64 random bits naming its merge) and `leftmost` names the
+ *   node that took them; it is out of the leaf chain, and is retired
+ *   through the home blade's epochs once its parent forgets it, by
+ *   whoever CASes its first word from the merge's image to the next
+ *   version's (one claim, one retire).
  */
 #ifndef SMART_DS_BT_LAYOUT_H
 #define SMART_DS_BT_LAYOUT_H

@@ -233,4 +233,34 @@
 #define SMART_M_BT_KEPT_NO_TAINT 0
 #endif
 
+/* a merge's dead leaf retired by a finisher without claiming it (the CAS
+ * of its first word): the next finisher retires it again */
+#ifdef SMART_MUTANT_BT_NO_DEAD_CLAIM
+#define SMART_M_BT_NO_DEAD_CLAIM 1
+#else
+#define SMART_M_BT_NO_DEAD_CLAIM 0
+#endif
+
+/* a finisher retiring a merge's dead leaf while its parent or its left
+ * neighbour may still name it (another taker's write in flight) */
+#ifdef SMART_MUTANT_BT_DEAD_NO_NAMES
+#define SMART_M_BT_DEAD_NO_NAMES 1
+#else
+#define SMART_M_BT_DEAD_NO_NAMES 0
+#endif
+
+/* an adopter of a dead object's area leaving the retires its merges owe */
+#ifdef SMART_MUTANT_BT_NO_ADOPT_RETIRE
+#define SMART_M_BT_NO_ADOPT_RETIRE 1
+#else
+#define SMART_M_BT_NO_ADOPT_RETIRE 0
+#endif
+
+/* a drop leaving the dead leaves nobody retired (allocated for good) */
+#ifdef SMART_MUTANT_BT_NO_DROP_RETIRE
+#define SMART_M_BT_NO_DROP_RETIRE 1
+#else
+#define SMART_M_BT_NO_DROP_RETIRE 0
+#endif
+
 #endif
