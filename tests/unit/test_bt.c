@@ -1842,6 +1842,107 @@ static void test_dead_splitter(void)
 	world_stop(&wd);
 }
 
+/* A splitter killed one level up: its insert split a leaf, whose
+ * separator split the leaf's parent P (not the root), and it is killed
+ * there ("bt.split.inner.published"): P's new right sibling P' has no
+ * entry in the root.  Before, walks to P''s keys moved right at P's
+ * level and dropped the root's cached copy as stale, every other walk,
+ * for good; now the first walk that moves right from the node a root
+ * read fresh named puts the separator in. */
+struct inner_stop {
+	int fd;
+	unsigned key;	/* the insert in flight */
+};
+
+static int inner_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct inner_stop *a = arg;
+
+	(void)w;
+	if (!strcmp(point, "bt.split.inner.published")) {
+		CHECK_EQ(write(a->fd, &a->key, sizeof(a->key)),
+			 (ssize_t)sizeof(a->key));
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+/* args: blade address, pipe, the first key to insert. */
+static void child_inner_splitter(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	struct inner_stop a = { atoi(args[1]), (unsigned)atoi(args[2]) };
+	smart_worker_t *w;
+	smart_bt_t *t;
+	char k[16];
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, inner_hook, &a));
+	for (; a.key < 5000; a.key++) {
+		key_of(k, a.key);
+		CHECK_OK(smart_bt_insert(t, w, k, strlen(k), "v", 1));
+	}
+	TEST_FAIL("no internal node split");
+}
+
+static void test_dead_inner_splitter(void)
+{
+	struct smart_bt_config c;
+	struct smart_bt_stats st0, st;
+	struct world wd;
+	smart_bt_t *x;
+	char fd[12], from[12], k[16], v[16];
+	unsigned last, i;
+	int p[2], status;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 300);	/* root, parents, leaves */
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.height, 3);
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	snprintf(from, sizeof(from), "%d", 300);
+	pid = test_spawn("inner_splitter", (const char *[]){
+		smart_blade_address(wd.f.blade), fd, from, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], &last, sizeof(last)), (ssize_t)sizeof(last));
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;	/* every search walks: index cache only */
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_stats(x, &st0));
+	key_of(k, last);	/* in P', right of P's new high fence */
+	for (i = 0; i < 100; i++) {
+		CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+		CHECK(n == 1 && v[0] == 'v');
+	}
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("100 searches under a root whose separator for a parent a "
+	       "killed splitter never put in: %llu moves right, %llu cache "
+	       "drops, %llu separators put in\n",
+	       (unsigned long long)(st.move_rights - st0.move_rights),
+	       (unsigned long long)(st.cache_drops - st0.cache_drops),
+	       (unsigned long long)(st.sep_fixes - st0.sep_fixes));
+	CHECK_EQ(st.sep_fixes - st0.sep_fixes, 1);
+	CHECK_LE(st.move_rights - st0.move_rights, 2);
+	CHECK_LE(st.cache_drops - st0.cache_drops, 1);
+	for (i = 0; i <= last; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
+	smart_bt_close(x, wd.w);
+	world_stop(&wd);
+}
+
 /* The splitter is alive after all: stopped at "bt.split.published"
  * while another client's search finds the separator missing and puts it
  * in; then the splitter goes on and must not put it in twice (a second
@@ -3319,6 +3420,7 @@ int main(int argc, char **argv)
 		{ "merge_two_takers", test_merge_two_takers },
 		{ "merge_unlocked", test_merge_unlocked },
 		{ "dead_splitter", test_dead_splitter },
+		{ "dead_inner_splitter", test_dead_inner_splitter },
 		{ "sep_twice", test_sep_twice },
 		{ "scan_ahead", test_scan_ahead },
 		{ "older_record", test_older_record },
@@ -3344,6 +3446,7 @@ int main(int argc, char **argv)
 		{ "taker", child_taker },
 		{ "taker2", child_taker2 },
 		{ "splitter", child_splitter },
+		{ "inner_splitter", child_inner_splitter },
 		{ "older", child_older },
 		{ 0 } });
 }

@@ -263,4 +263,12 @@
 #define SMART_M_BT_NO_DROP_RETIRE 0
 #endif
 
+/* a walk putting in an internal node's separator it found missing from a
+ * parent read fresh (its splitter killed one level up) */
+#ifdef SMART_MUTANT_BT_NO_INNER_SEP_FIX
+#define SMART_M_BT_NO_INNER_SEP_FIX 1
+#else
+#define SMART_M_BT_NO_INNER_SEP_FIX 0
+#endif
+
 #endif
