@@ -2642,6 +2642,57 @@ static uint64_t bytes_read(smart_ctx_t *ctx)
 		(by) = bytes_read((wd)->f.ctx) - by0_;                       \
 	} while (0)
 
+#define UB_WRITTEN (8 + 32 + 32 + 40 + 32 + 8 + 40 + 8 + 8)
+/* Bytes one warm update moves (docs/bt.md §6), default geometry (16-byte
+ * keys and values, 1 KiB nodes: 40-byte entries), counted by the core:
+ * written, the stamp (8), the redo record (its header, the entry's patch
+ * and the first word's: 32 + 32 + 40 + 32 + 8), the entry (40), the
+ * first word (8) and the unlock (8); read, the leaf under the lock
+ * (1024); the lock's CAS counts neither. */
+static void ub_task(smart_worker_t *w, void *arg)
+{
+	struct world *wd = arg;
+	struct smart_bt_config c;
+	smart_bt_t *t;
+	char k[17], v[17];
+	uint64_t w0, r0, wr, rd;
+	unsigned i;
+
+	smart_bt_config_init(&c);
+	CHECK_OK(smart_bt_create(w, 1, 4, &c, &t));
+	for (i = 0; i < 2000; i++) {
+		snprintf(k, sizeof(k), "key%013u", i);
+		CHECK_OK(smart_bt_insert(t, w, k, 16, k, 16));
+	}
+	snprintf(k, sizeof(k), "key%013u", 777u);
+	snprintf(v, sizeof(v), "val%013u", 0u);
+	CHECK_OK(smart_bt_update(t, w, k, 16, v, 16));	/* warm */
+	w0 = ctx_stat(wd->f.ctx, SMART_STAT_BYTES_WRITTEN);
+	r0 = bytes_read(wd->f.ctx);
+	for (i = 1; i <= 100; i++) {
+		snprintf(v, sizeof(v), "val%013u", i);
+		CHECK_OK(smart_bt_update(t, w, k, 16, v, 16));
+	}
+	wr = ctx_stat(wd->f.ctx, SMART_STAT_BYTES_WRITTEN) - w0;
+	rd = bytes_read(wd->f.ctx) - r0;
+	printf("a warm update (16-byte key and value, 1 KiB leaf): %llu "
+	       "bytes written, %llu read\n", (unsigned long long)wr / 100,
+	       (unsigned long long)rd / 100);
+	CHECK_EQ(wr, 100 * (uint64_t)UB_WRITTEN);
+	CHECK_EQ(rd, 100 * (uint64_t)1024);
+	CHECK_OK(smart_bt_drop(t, w));
+}
+
+static void test_update_bytes(void)
+{
+	struct world wd;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_task_spawn(wd.w, ub_task, &wd));
+	CHECK_OK(smart_worker_run(wd.w));
+	world_stop(&wd);
+}
+
 /* Round trips per operation, counted (not timed), one client.  Without
  * caches a search reads one node per level; a write reads the internal
  * levels, takes the lock and reads the leaf under it (the CAS and the
@@ -3405,6 +3456,7 @@ int main(int argc, char **argv)
 		{ "semantics", test_semantics },
 		{ "grow_and_scan", test_grow_and_scan },
 		{ "round_trips", test_round_trips },
+		{ "update_bytes", test_update_bytes },
 		{ "corrupt_node", test_corrupt_node },
 		{ "torn_node", test_torn_node },
 		{ "spec_verify", test_spec_verify },
