@@ -22,6 +22,7 @@
 #include "smart/smart.h"
 #include "smart/bt.h"
 #include "smart/ht.h"
+#include "blade/blade_int.h"	/* the lease round robin, set by hand */
 #include "ds/bt/bt_internal.h"	/* the tree's salt, to forge nodes */
 
 #define BLADE_SIZE	(128u << 20)
@@ -73,11 +74,13 @@ static void world_stop(struct world *wd)
 	fixture_stop(&wd->f);
 }
 
-/* The crc a node of wd's tree carries (seeded with the tree's salt). */
+/* The crc a node of wd's tree carries (seeded with the tree's salt; a
+ * leaf's over its structure only: bt_node.c). */
 static uint32_t forged_crc(const struct world *wd, const uint8_t *node,
 			   size_t len)
 {
-	return smart_crc32c(wd->t->salt, node + 4, len - 4);
+	CHECK_EQ(len, wd->t->node_size);
+	return smart__bt_node_crc(wd->t, (const struct bt_node *)node);
 }
 
 /* Raw node fields (bt_layout.h; 512-byte nodes, 12-byte keys: entries
@@ -564,7 +567,12 @@ static void test_foreign_node(void)
 	c.val_max = 12;
 	c.locks = 4096;
 	CHECK_OK(smart_bt_create(wd.w, 1, 4, &c, &b));
+	/* B's root leaf empty: one holding entries would not check in A's
+	 * eyes even unseeded, since every leaf read checks each entry's own
+	 * crc, seeded by the tree (layout 6); an empty one only by its node
+	 * crc's seed */
 	CHECK_OK(smart_bt_insert(b, wd.w, "zzz", 3, "B", 1));
+	CHECK_OK(smart_bt_delete(b, wd.w, "zzz", 3));
 	CHECK_OK(smart_root_get(wd.w, 1, 4, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &broot));
 	CHECK_MSG(broot == r1 || broot == r2, "B's root %#llx is neither "
@@ -587,8 +595,8 @@ static void test_foreign_node(void)
 	CHECK(n == 1 && v[0] == 'X');	/* the upsert went into A */
 	memset(present, 1, sizeof(present));
 	scan_check(&wd, present, 100, 0, 100, 16);	/* A whole */
-	CHECK_OK(smart_bt_search(b, wd.w, "zzz", 3, v, sizeof(v), &n));
-	CHECK(n == 1 && v[0] == 'B');
+	CHECK_EQ(smart_bt_search(b, wd.w, "zzz", 3, v, sizeof(v), &n),
+		 SMART_ENOENT);
 	CHECK_GE(st.cache_drops, 1);	/* the path: P dropped */
 	smart_bt_close(x, wd.w);
 	CHECK_OK(smart_bt_drop(b, wd.w));
@@ -761,7 +769,9 @@ static void test_torn_node(void)
 /* A speculative lookup trusts a lone entry only when it checks: a slot
  * now holding another key is not taken for ours (the key check), and an
  * entry whose own crc fails, in a node whose crc was made to pass (a
- * buggy writer), is refused on both paths (SMART_EPROTO). */
+ * buggy writer), is refused on both paths: the long one reads it as an
+ * entry being written in place (a leaf's crc covers no value, layout 6)
+ * until its bound, SMART_ERETRY (before layout 6: SMART_EPROTO). */
 static void test_spec_verify(void)
 {
 	uint64_t hits, misses;
@@ -795,7 +805,7 @@ static void test_spec_verify(void)
 	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(r, wd.w, "b", 1, v, sizeof(v), &n),
-		 SMART_EPROTO);
+		 SMART_ERETRY);
 	CHECK_GE(ctx_stat(wd.f.ctx, SMART_STAT_SPEC_MISSES) - misses, 3);
 	smart_bt_close(r, wd.w);
 	smart_buf_free(wd.w, node);
@@ -890,7 +900,8 @@ struct torn_arg {
 	int at;		/* torn writes to pass before stopping; -1: merges,
 			 * -2: inside a redo, its words taken, no node
 			 * written (or, before bt.redo.taken was there,
-			 * the stamps of its write landed, not its record) */
+			 * the stamps of its write landed, not its record);
+			 * -3: a merge landed and unlocked, R not retired */
 	int seen;
 	int done;	/* ops finished, for the parent */
 };
@@ -901,6 +912,7 @@ static int torn_hook(smart_worker_t *w, const char *point, void *arg)
 
 	(void)w;
 	if ((a->at == -1 && !strcmp(point, "bt.merge.torn")) ||
+	    (a->at == -3 && !strcmp(point, "bt.merge.unlocked")) ||
 	    (a->at == -2 && (!strcmp(point, "bt.redo.taken") ||
 			     !strcmp(point, "bt.log.stamped"))) ||
 	    (a->at >= 0 && !strcmp(point, "bt.write.torn") &&
@@ -927,6 +939,8 @@ static void child_torn(char **args)
 	CHECK_OK(smart_ctx_set_hook(c, torn_hook, &a));
 	if (!strcmp(args[2], "update")) {
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6));
+	} else if (!strcmp(args[2], "insert")) {
+		CHECK_OK(smart_bt_insert(t, w, "k00000005x", 10, "torn-5", 6));
 	} else if (!strcmp(args[2], "update2")) {
 		/* takes the first one's lock over: dies inside the redo */
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "never", 5));
@@ -940,7 +954,7 @@ static void child_torn(char **args)
 			CHECK_OK(smart_bt_insert(t, w, k, strlen(k), "v", 1));
 		}
 	} else {
-		a.at = -1;
+		a.at = strcmp(args[2], "merge_unlocked") ? -1 : -3;
 		for (;; a.done++) {
 			key_of(k, (unsigned)a.done);
 			CHECK_OK(smart_bt_delete(t, w, k, strlen(k)));
@@ -1095,6 +1109,322 @@ static void test_torn_holder(void)
 	printf("torn writes of killed holders redone: an entry (also when "
 	       "its redoer died inside the redo), a split's left half, a "
 	       "merge (after %d deletes)\n", done);
+	world_stop(&wd);
+}
+
+/* ---- a merge's dead leaf retired exactly once, whoever finishes ---- */
+
+static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0);
+static void drop_back_to(struct world *wd,
+			 const struct smart_alloc_usage *u0);
+
+/* A taker child stopped at `point` until the parent says go on (one byte
+ * each way), then stopped no more. */
+struct pause_at {
+	int out, in;
+	const char *point, *then;	/* where it stops, in turn */
+};
+
+static int pause_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct pause_at *a = arg;
+	char c;
+
+	(void)w;
+	if (a->point && !strcmp(point, a->point)) {
+		a->point = a->then;
+		a->then = NULL;
+		CHECK_EQ(write(a->out, "p", 1), 1);
+		CHECK_EQ(read(a->in, &c, 1), 1);
+	}
+	return 0;
+}
+
+/* args: blade address, pipe out, pipe in, the key, the op ("search": it
+ * meets L torn and heals it; "upsert": it takes R's lock over), where its
+ * redo stops ("first": its first word taken, "taken": all it could take;
+ * "first+done": first, then once its redo is done).  At the end it sends
+ * the nodes it retired, and once told, frees them and exits. */
+static void child_taker2(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	int search = !strcmp(args[4], "search");
+	struct pause_at a = { atoi(args[1]), atoi(args[2]),
+			      strcmp(args[5], "taken") ? "bt.redo.first" :
+							 "bt.redo.taken",
+			      strcmp(args[5], "first+done") ? NULL :
+							      "bt.redo.done" };
+	smart_worker_t *w;
+	smart_bt_t *t;
+	char v[16];
+	size_t n;
+	uint64_t r;
+	int rc;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, pause_hook, &a));
+	if (search)
+		rc = smart_bt_search(t, w, args[3], strlen(args[3]), v,
+				     sizeof(v), &n);
+	else
+		rc = smart_bt_upsert(t, w, args[3], strlen(args[3]), "t", 1);
+	CHECK(search ? rc == SMART_ENOENT : rc == 0);
+	r = ctx_stat(c, SMART_STAT_EPOCH_RETIRED);
+	CHECK_EQ(write(a.out, &r, sizeof(r)), (ssize_t)sizeof(r));
+	/* freed once the other taker left its section too */
+	CHECK_EQ(read(a.in, v, 1), 1);
+	CHECK_OK(smart_epoch_drain(w, 1, 5000));
+	smart_bt_close(t, w);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	exit(0);
+}
+
+struct taker_proc {
+	pid_t pid;
+	int out[2], in[2];	/* child -> parent, parent -> child */
+};
+
+static void taker_start(struct world *wd, struct taker_proc *tp,
+			const char *key, const char *mode, const char *stop)
+{
+	char o[12], i[12], c;
+
+	CHECK_EQ(pipe(tp->out), 0);
+	CHECK_EQ(pipe(tp->in), 0);
+	snprintf(o, sizeof(o), "%d", tp->out[1]);
+	snprintf(i, sizeof(i), "%d", tp->in[0]);
+	tp->pid = test_spawn("taker2", (const char *[]){
+		smart_blade_address(wd->f.blade), o, i, key, mode, stop,
+		NULL });
+	CHECK_GE(tp->pid, 0);
+	close(tp->out[1]);
+	close(tp->in[0]);
+	CHECK_EQ(read(tp->out[0], &c, 1), 1);	/* stopped in its redo */
+}
+
+/* Let it go on until it stops again. */
+static void taker_step(struct taker_proc *tp)
+{
+	char c;
+
+	CHECK_EQ(write(tp->in[1], "g", 1), 1);
+	CHECK_EQ(read(tp->out[0], &c, 1), 1);
+}
+
+/* Let it go on; its retired count once its op ended. */
+static uint64_t taker_finish(struct taker_proc *tp)
+{
+	uint64_t r = ~0ull;
+
+	CHECK_EQ(write(tp->in[1], "g", 1), 1);
+	CHECK_EQ(read(tp->out[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+	return r;
+}
+
+/* Let it free what it retired and exit. */
+static void taker_end(struct taker_proc *tp)
+{
+	int status;
+
+	CHECK_EQ(write(tp->in[1], "g", 1), 1);
+	CHECK_EQ(waitpid(tp->pid, &status, 0), tp->pid);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status));
+	close(tp->out[0]);
+	close(tp->in[1]);
+}
+
+/* A merge redone by two takers at once: the merger killed inside its
+ * write (bt.merge.torn, L half written); a reader heals L (it reads L
+ * torn) and a writer into R takes R's lock over.  reader_first: the
+ * reader stops with L's word taken, the writer takes R's and P's and
+ * stops; the reader goes on (its part: L alone) and ends, then the
+ * writer.  Else the writer takes R's word and stops, the reader takes
+ * L's and P's and stops; the writer writes R and stops once its redo is
+ * done (its write then waits for L, the reader's), the reader goes on,
+ * then the writer.  Before, neither saw all of the merge land (each
+ * found a word of the other's) and neither retired R: its 512 bytes
+ * stayed allocated after the drop.  Now the one that finishes last finds
+ * R dead and named by nobody and retires it, the only retire; the first
+ * finds R not written (reader_first) or P still naming it. */
+static void merge_two_takers_on(int reader_first)
+{
+	struct smart_alloc_usage u0;
+	struct taker_proc rd, wr;
+	struct world wd;
+	uint64_t r1, r2;
+	char kl[16], kr[16];
+	int done;
+
+	fresh_tree(&wd, &u0);
+	fill(&wd, 0, 200);
+	done = torn_run(&wd, "merge", -1);
+	CHECK_GT(done, 0);
+	key_of(kl, 0);				/* in L, deleted */
+	key_of(kr, (unsigned)done + 1);		/* in R */
+	if (reader_first) {
+		taker_start(&wd, &rd, kl, "search", "first");
+		taker_start(&wd, &wr, kr, "upsert", "taken");
+		r1 = taker_finish(&rd);
+		r2 = taker_finish(&wr);
+	} else {
+		taker_start(&wd, &wr, kr, "upsert", "first+done");
+		taker_start(&wd, &rd, kl, "search", "taken");
+		taker_step(&wr);
+		r2 = taker_finish(&rd);
+		r1 = taker_finish(&wr);
+	}
+	taker_end(&rd);
+	taker_end(&wr);
+	printf("a merge redone by two takers, the %s's part first: the "
+	       "first to finish retired %llu node(s), the last %llu\n",
+	       reader_first ? "reader" : "writer", (unsigned long long)r1,
+	       (unsigned long long)r2);
+	CHECK_EQ(r1, 0);	/* the path: R not written, or P naming it */
+	CHECK_EQ(r2, 1);
+	torn_expect(&wd, (unsigned)done + 1, 200);
+	drop_back_to(&wd, &u0);
+}
+
+static void test_merge_two_takers(void)
+{
+	merge_two_takers_on(1);
+	merge_two_takers_on(0);
+}
+
+/* A merger killed after its unlock, before its retire (the hook
+ * bt.merge.unlocked): nothing of the tree names R, and its merger's
+ * record is all that knows of it.  adopt: the third object opened after
+ * it adopts the dead merger's area (the two spare ones go first) and
+ * retires R from the record; else the drop does (freed at once).
+ * Before, R stayed allocated after the drop. */
+static void merge_unlocked_on(int adopt)
+{
+	struct smart_alloc_usage u0;
+	smart_bt_t *x[3];
+	struct world wd;
+	uint64_t r0, r;
+	int done, i;
+
+	fresh_tree(&wd, &u0);
+	fill(&wd, 0, 200);
+	done = torn_run(&wd, "merge_unlocked", -1);
+	CHECK_GT(done, 0);
+	r0 = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED);
+	for (i = 0; adopt && i < 3; i++)
+		CHECK_OK(smart_bt_open(wd.w, 1, 3, &x[i]));
+	r = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED) - r0;
+	printf("a merger killed between its unlock and its retire, %s: "
+	       "%llu node(s) retired by the opener\n",
+	       adopt ? "its area adopted" : "then the drop",
+	       (unsigned long long)r);
+	CHECK_EQ(r, (uint64_t)adopt);
+	for (i = 0; adopt && i < 3; i++)
+		smart_bt_close(x[i], wd.w);
+	torn_expect(&wd, (unsigned)done + 1, 200);
+	drop_back_to(&wd, &u0);
+}
+
+static void test_merge_unlocked(void)
+{
+	merge_unlocked_on(1);
+	merge_unlocked_on(0);
+}
+
+/* ---- a write whose finishing failed, its object closed ---- */
+
+/* Fails a logged write's post half way ("bt.write.torn": half the entry
+ * landed), the release behind it ("bt.unlock.failed") and its finishing
+ * ("bt.write.finish"), as transport errors on a broken QP would. */
+static int kept_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	(void)w;
+	(void)arg;
+	if (!strcmp(point, "bt.write.torn") ||
+	    !strcmp(point, "bt.unlock.failed") ||
+	    !strcmp(point, "bt.write.finish"))
+		return SMART_ECONN;
+	return 0;
+}
+
+/* Until blade 1 fenced client id and our keeper saw it. */
+static void kept_wait_dead(struct world *wd, uint16_t id)
+{
+	int i, alive = 1;
+
+	for (i = 0; alive && i < 4000; i++) {
+		alive = smart_lease_alive_now(wd->w, 1, id);
+		CHECK_GE(alive, 0);
+		if (!alive)
+			alive = smart_lease_alive(wd->w, 1, id);
+		CHECK_GE(alive, 0);
+		if (alive)
+			sleep_ms(1);
+	}
+	CHECK_MSG(!alive, "the blade did not fence the closed client");
+}
+
+/* A client's update of k00000005 fails inside its write, and so does its
+ * finishing: the leaf's word keeps its stamp, the node half written, the
+ * record kept for the word's taker.  The client closes the tree and
+ * destroys its ctx; a newcomer then gets the next lease id (the round
+ * robin set back to the closed client's by hand).  Before, close freed
+ * the object's directory slot (a taker found no record there: the leaf
+ * torn for good) and the BYE gave the client's id to the newcomer (a
+ * taker waited on a "live" holder): the search failed SMART_ERETRY.  Now
+ * the slot stays claimed, the ctx is tainted (its id buried), and the
+ * next reader redoes the update. */
+static void test_close_kept(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_ctx_t *c, *nc;
+	smart_worker_t *w;
+	smart_bt_t *t;
+	uint16_t id, nid;
+	uint64_t e;
+	unsigned slot;
+	char v[16];
+	size_t n = 0;
+	int rc;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 20);
+	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
+	CHECK_EQ(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6),
+		 SMART_ECONN);
+	CHECK(atomic_load(&t->rec_busy) != 0);	/* the path: kept */
+	slot = t->dslot[0];
+	CHECK_OK(smart_lease_id(c, 1, &id));
+	CHECK_OK(smart_bt_close(t, w));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	kept_wait_dead(&wd, id);
+	__atomic_store_n(&wd.f.blade->next_lease, id, __ATOMIC_SEQ_CST);
+	nc = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_lease_id(nc, 1, &nid));
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, wd.t->dir_off[0] +
+						      8 * (uint64_t)slot),
+				 8, &e));
+	alarm(30);
+	rc = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
+	alarm(0);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("a write whose finishing failed, its object closed: its "
+	       "directory slot names id %u (the closer's %u), the newcomer "
+	       "got id %u; search %s \"%.*s\", %llu redone\n",
+	       BT_DIR_ID(e), id, nid, smart_status_name(rc),
+	       rc ? 0 : (int)n, v, (unsigned long long)st.repairs);
+	CHECK_OK(rc);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_EQ(BT_DIR_ID(e), id);
+	CHECK(nid != id);
+	CHECK_EQ(st.repairs, 1);
+	CHECK_OK(smart_ctx_destroy(nc));
 	world_stop(&wd);
 }
 
@@ -1523,6 +1853,107 @@ static void test_dead_splitter(void)
 	world_stop(&wd);
 }
 
+/* A splitter killed one level up: its insert split a leaf, whose
+ * separator split the leaf's parent P (not the root), and it is killed
+ * there ("bt.split.inner.published"): P's new right sibling P' has no
+ * entry in the root.  Before, walks to P''s keys moved right at P's
+ * level and dropped the root's cached copy as stale, every other walk,
+ * for good; now the first walk that moves right from the node a root
+ * read fresh named puts the separator in. */
+struct inner_stop {
+	int fd;
+	unsigned key;	/* the insert in flight */
+};
+
+static int inner_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	struct inner_stop *a = arg;
+
+	(void)w;
+	if (!strcmp(point, "bt.split.inner.published")) {
+		CHECK_EQ(write(a->fd, &a->key, sizeof(a->key)),
+			 (ssize_t)sizeof(a->key));
+		for (;;)
+			pause();
+	}
+	return 0;
+}
+
+/* args: blade address, pipe, the first key to insert. */
+static void child_inner_splitter(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	struct inner_stop a = { atoi(args[1]), (unsigned)atoi(args[2]) };
+	smart_worker_t *w;
+	smart_bt_t *t;
+	char k[16];
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, inner_hook, &a));
+	for (; a.key < 5000; a.key++) {
+		key_of(k, a.key);
+		CHECK_OK(smart_bt_insert(t, w, k, strlen(k), "v", 1));
+	}
+	TEST_FAIL("no internal node split");
+}
+
+static void test_dead_inner_splitter(void)
+{
+	struct smart_bt_config c;
+	struct smart_bt_stats st0, st;
+	struct world wd;
+	smart_bt_t *x;
+	char fd[12], from[12], k[16], v[16];
+	unsigned last, i;
+	int p[2], status;
+	size_t n;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 300);	/* root, parents, leaves */
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_EQ(st.height, 3);
+	CHECK_EQ(pipe(p), 0);
+	snprintf(fd, sizeof(fd), "%d", p[1]);
+	snprintf(from, sizeof(from), "%d", 300);
+	pid = test_spawn("inner_splitter", (const char *[]){
+		smart_blade_address(wd.f.blade), fd, from, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	CHECK_EQ(read(p[0], &last, sizeof(last)), (ssize_t)sizeof(last));
+	close(p[0]);
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	smart_bt_config_init(&c);
+	c.spec_entries = 0;	/* every search walks: index cache only */
+	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_stats(x, &st0));
+	key_of(k, last);	/* in P', right of P's new high fence */
+	for (i = 0; i < 100; i++) {
+		CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+		CHECK(n == 1 && v[0] == 'v');
+	}
+	CHECK_OK(smart_bt_stats(x, &st));
+	printf("100 searches under a root whose separator for a parent a "
+	       "killed splitter never put in: %llu moves right, %llu cache "
+	       "drops, %llu separators put in\n",
+	       (unsigned long long)(st.move_rights - st0.move_rights),
+	       (unsigned long long)(st.cache_drops - st0.cache_drops),
+	       (unsigned long long)(st.sep_fixes - st0.sep_fixes));
+	CHECK_EQ(st.sep_fixes - st0.sep_fixes, 1);
+	CHECK_LE(st.move_rights - st0.move_rights, 2);
+	CHECK_LE(st.cache_drops - st0.cache_drops, 1);
+	for (i = 0; i <= last; i++) {
+		key_of(k, i);
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
+					 sizeof(v), &n));
+	}
+	smart_bt_close(x, wd.w);
+	world_stop(&wd);
+}
+
 /* The splitter is alive after all: stopped at "bt.split.published"
  * while another client's search finds the separator missing and puts it
  * in; then the splitter goes on and must not put it in twice (a second
@@ -1795,7 +2226,9 @@ static void test_forged_record(void)
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), "v", 1));
 	}
-	torn_run(&wd, "update", 1);
+	/* an insert: a key comes, so the entry and the first word (an
+	 * update's value, changed in place, logs the entry alone) */
+	torn_run(&wd, "insert", 1);
 	/* the dead writer's stamp: the one word of the lock table held */
 	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 24, 4, &locks));
@@ -1829,7 +2262,7 @@ static void test_forged_record(void)
 	*(uint32_t *)buf = smart_crc32c(0, buf + 4, len - 4);
 	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, area), buf, len));
 	alarm(60);
-	CHECK_EQ(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "k00000005x", 10, v, sizeof(v),
 				 &n), SMART_ERETRY);
 	alarm(0);
 	CHECK_OK(smart_bt_stats(wd.t, &st));
@@ -2221,6 +2654,57 @@ static uint64_t bytes_read(smart_ctx_t *ctx)
 		(rt) = smart_task_round_trips((wd)->w, NULL) - rt0_;         \
 		(by) = bytes_read((wd)->f.ctx) - by0_;                       \
 	} while (0)
+
+#define UB_WRITTEN (8 + 32 + 32 + 40 + 40 + 8)
+/* Bytes one warm update moves (docs/bt.md §6), default geometry (16-byte
+ * keys and values, 1 KiB nodes: 40-byte entries), counted by the core:
+ * written, the stamp (8), the redo record (its header, the entry's patch
+ * and the first word's: 32 + 32 + 40 + 32 + 8), the entry (40), the
+ * first word (8) and the unlock (8); read, the leaf under the lock
+ * (1024); the lock's CAS counts neither. */
+static void ub_task(smart_worker_t *w, void *arg)
+{
+	struct world *wd = arg;
+	struct smart_bt_config c;
+	smart_bt_t *t;
+	char k[17], v[17];
+	uint64_t w0, r0, wr, rd;
+	unsigned i;
+
+	smart_bt_config_init(&c);
+	CHECK_OK(smart_bt_create(w, 1, 4, &c, &t));
+	for (i = 0; i < 2000; i++) {
+		snprintf(k, sizeof(k), "key%013u", i);
+		CHECK_OK(smart_bt_insert(t, w, k, 16, k, 16));
+	}
+	snprintf(k, sizeof(k), "key%013u", 777u);
+	snprintf(v, sizeof(v), "val%013u", 0u);
+	CHECK_OK(smart_bt_update(t, w, k, 16, v, 16));	/* warm */
+	w0 = ctx_stat(wd->f.ctx, SMART_STAT_BYTES_WRITTEN);
+	r0 = bytes_read(wd->f.ctx);
+	for (i = 1; i <= 100; i++) {
+		snprintf(v, sizeof(v), "val%013u", i);
+		CHECK_OK(smart_bt_update(t, w, k, 16, v, 16));
+	}
+	wr = ctx_stat(wd->f.ctx, SMART_STAT_BYTES_WRITTEN) - w0;
+	rd = bytes_read(wd->f.ctx) - r0;
+	printf("a warm update (16-byte key and value, 1 KiB leaf): %llu "
+	       "bytes written, %llu read\n", (unsigned long long)wr / 100,
+	       (unsigned long long)rd / 100);
+	CHECK_EQ(wr, 100 * (uint64_t)UB_WRITTEN);
+	CHECK_EQ(rd, 100 * (uint64_t)1024);
+	CHECK_OK(smart_bt_drop(t, w));
+}
+
+static void test_update_bytes(void)
+{
+	struct world wd;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	CHECK_OK(smart_task_spawn(wd.w, ub_task, &wd));
+	CHECK_OK(smart_worker_run(wd.w));
+	world_stop(&wd);
+}
 
 /* Round trips per operation, counted (not timed), one client.  Without
  * caches a search reads one node per level; a write reads the internal
@@ -2687,6 +3171,23 @@ static void fresh_tree(struct world *wd, struct smart_alloc_usage *u0)
 /* Drop the tree (and drain what its deletes retired): it cannot be
  * opened any more, and the blade holds exactly what it held before it
  * (u0), once the worker gave its allocator caches back. */
+/* The blocks of a tree's node size the allocator hands out next are
+ * all distinct: none was freed twice (a dead leaf retired by two). */
+static void none_twice(struct world *wd)
+{
+	smart_gaddr_t a[64];
+	unsigned i, j;
+
+	for (i = 0; i < 64; i++) {
+		CHECK_OK(smart_alloc(wd->w, 1, 512, &a[i]));
+		for (j = 0; j < i; j++)
+			CHECK_MSG(a[j] != a[i], "block %llx handed out twice",
+				  (unsigned long long)a[i]);
+	}
+	for (i = 0; i < 64; i++)
+		CHECK_OK(smart_free(wd->w, a[i], 512));
+}
+
 static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
 {
 	struct smart_alloc_usage u;
@@ -2695,6 +3196,9 @@ static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
 	CHECK_OK(smart_bt_drop(wd->t, wd->w));
 	CHECK_EQ(smart_bt_open(wd->w, 1, 3, &t), SMART_ENOENT);
 	CHECK_OK(smart_epoch_drain(wd->w, 1, 5000));
+	/* no retired block whose free failed, none freed twice */
+	CHECK_EQ(ctx_stat(wd->f.ctx, SMART_STAT_EPOCH_LEAKED), 0);
+	none_twice(wd);
 	CHECK_OK(smart_worker_destroy(wd->w));
 	CHECK_OK(smart_worker_create(wd->f.ctx, &wd->w));
 	CHECK_OK(smart_alloc_usage(wd->w, 1, &u));
@@ -2965,6 +3469,7 @@ int main(int argc, char **argv)
 		{ "semantics", test_semantics },
 		{ "grow_and_scan", test_grow_and_scan },
 		{ "round_trips", test_round_trips },
+		{ "update_bytes", test_update_bytes },
 		{ "corrupt_node", test_corrupt_node },
 		{ "torn_node", test_torn_node },
 		{ "spec_verify", test_spec_verify },
@@ -2976,7 +3481,11 @@ int main(int argc, char **argv)
 		{ "foreign_node", test_foreign_node },
 		{ "merge_blades", test_merge_blades },
 		{ "redo_retire", test_redo_retire },
+		{ "close_kept", test_close_kept },
+		{ "merge_two_takers", test_merge_two_takers },
+		{ "merge_unlocked", test_merge_unlocked },
 		{ "dead_splitter", test_dead_splitter },
+		{ "dead_inner_splitter", test_dead_inner_splitter },
 		{ "sep_twice", test_sep_twice },
 		{ "scan_ahead", test_scan_ahead },
 		{ "older_record", test_older_record },
@@ -3000,7 +3509,9 @@ int main(int argc, char **argv)
 		{ "torn", child_torn },
 		{ "merger", child_merger },
 		{ "taker", child_taker },
+		{ "taker2", child_taker2 },
 		{ "splitter", child_splitter },
+		{ "inner_splitter", child_inner_splitter },
 		{ "older", child_older },
 		{ 0 } });
 }

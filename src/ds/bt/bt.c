@@ -600,6 +600,11 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 		rc = meta_io(w, t->meta, &m, 0);
 	if (!rc && !meta_valid(&m))
 		rc = SMART_EPROTO;
+	/* the leaves merges killed and nobody retired (a merger killed
+	 * after its unlock): while the nodes that would name them are
+	 * still there to show that none does */
+	for (i = 0; !rc && i < m.nblades && !SMART_M_BT_NO_DROP_RETIRE; i++)
+		rc = smart__bt_redo_dead(t, w, i);
 	mark = smart_scratch_mark(w);
 	if (!rc)
 		rc = smart_scratch_alloc(w, t->node_size, (void **)&n);

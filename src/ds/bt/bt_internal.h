@@ -147,14 +147,19 @@ int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		   struct bt_node *buf);
 int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     struct bt_node *buf, unsigned tries);
+/* The crc node n carries (of its structure only, for a leaf). */
+uint32_t smart__bt_node_crc(const smart_bt_t *t, const struct bt_node *n);
 /* Seal n (version + 1, crc) for writing. */
 void smart__bt_seal(smart_bt_t *t, struct bt_node *n);
 /* Post a logged WRITE (smart__bt_write_logged) of the whole node n (sealed)
- * at a, locked; of leaf entry i and then the node's first word. */
+ * at a, locked; of leaf entry i and then (sealed: the leaf's structure
+ * changed, a key came or went) the node's first word; not sealed: the
+ * entry alone (a value changed in place: the node's crc covers none). */
 int smart__bt_post_locked(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 			  struct bt_node *n, struct bt_wlog *lg);
 int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			 struct bt_node *n, unsigned i, struct bt_wlog *lg);
+			 struct bt_node *n, unsigned i, int sealed,
+			 struct bt_wlog *lg);
 /* Copy leaf n's entries into copy (room for leaf_cap of them) and point
  * ents[] at the used ones, in slot order; returns how many. */
 unsigned smart__bt_leaf_used(const smart_bt_t *t, struct bt_node *n,
@@ -179,6 +184,20 @@ int smart__bt_enter(smart_bt_t *t, smart_worker_t *w);
 int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 		    struct bt_node *n, struct bt_node *r, smart_gaddr_t pa,
 		    unsigned i);
+/* A merge's dead leaf R (at ra; img its image, as the merge wrote it) is
+ * retired by whoever turns R's first word from img's into the next
+ * version's (one CAS: one winner of its merger, its redo takers, an
+ * adopter of a dead merger's area, a drop), and only once no word of the
+ * merge holds a stamp of it, so that nothing writes img again.  now:
+ * freed at once (a drop), else through the epochs.  1: retired by us.
+ * dead_finish does it for a record's patches p (after checking they are
+ * a merge, R holds img and neither P nor L names R any more: all of it
+ * landed); 0 when not. */
+int smart__bt_dead_retire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t ra,
+			  const struct bt_node *img, int now);
+struct bt_patch;
+int smart__bt_dead_finish(smart_bt_t *t, smart_worker_t *w,
+			  const struct bt_patch *p, unsigned n, int now);
 void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 			const void *key, size_t klen, const void *val,
 			size_t vlen);
@@ -250,6 +269,9 @@ void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w);
  * that the next openers reuse rather than allocate. */
 #define BT_AREAS_SPARE	3u
 int smart__bt_redo_spares(smart_bt_t *t, smart_worker_t *w);
+/* Retire (free at once: a drop) the dead leaves of the merges logged in
+ * every area of blade b's directory that nobody retired. */
+int smart__bt_redo_dead(smart_bt_t *t, smart_worker_t *w, unsigned b);
 /* Free every area a blade's directory names (drop). */
 int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b);
 
@@ -291,6 +313,18 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 		      int *how);
 int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		    int how, int err);
+
+/* A test's seam on an error path (smart/hook.h): the hook's negative
+ * return at `point` fails that step as a transport error there would
+ * (the post refused); 0 without a hook or when it returns 0. */
+static inline int bt_seam(smart_worker_t *w, const char *point)
+{
+	void *arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
+	int rc = hook ? hook(w, point, arg) : 0;
+
+	return rc < 0 ? rc : 0;
+}
 
 /* Both fences unbounded: the only node of its level, so the root. */
 static inline int bt_is_root(const struct bt_node *n)

@@ -239,7 +239,8 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	if (!t->hocl) {
 		int rc2;
 
-		rc = smart_write(w, lw, &zero, 8);
+		rc = err ? bt_seam(w, "bt.unlock.failed") : 0;
+		rc = rc ? rc : smart_write(w, lw, &zero, 8);
 		rc2 = smart_sync(w);
 		rc = rc ? rc : rc2;
 		return err ? err : rc;
@@ -254,8 +255,11 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		/* after any error the lock is not handed over: a write that
 		 * failed may not have landed (the writer finishes it,
 		 * smart__bt_write_end, on a word nobody else holds) */
-		int rc2 = smart_write(w, lw, &zero, 8);
+		/* (a test's seam: after an error, the release's post fails
+		 * too, as on a broken QP) */
+		int rc2 = err ? bt_seam(w, "bt.unlock.failed") : 0;
 
+		rc2 = rc2 ? rc2 : smart_write(w, lw, &zero, 8);
 		rc2 = rc2 ? rc2 : smart_sync(w); /* the caller's, too */
 		rc = rc ? rc : rc2;
 		/* even on an error: whether the release landed is unknown,

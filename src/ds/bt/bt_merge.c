@@ -26,7 +26,14 @@
  * reaches R, through P as it was, L's old sibling pointer or a cache, is
  * sent to L, which covers all R covered.  The three are one redo record
  * (bt_redo.c), so a merger dying among them leaves no half merge.
+ *
+ * Retire: exactly once, by whoever claims R (smart__bt_dead_retire: a CAS
+ * of R's first word from the merge's image to the next version's) once
+ * all of the merge landed and no word holds a stamp of it — its merger,
+ * a redo taker, an adopter of a dead merger's area, a drop.
  */
+#include <sys/random.h>
+
 #include "ds/bt/bt_internal.h"
 
 /* Index of P's entry naming ra, if the child before it is la; else -1. */
@@ -57,6 +64,19 @@ static int right_of(const smart_bt_t *t, struct bt_node *n,
 			  n->h.high_len);
 }
 
+/* R's image as this merge kills it is made unique: 64 random bits in
+ * its first entry's key bytes (the entry stays free, klen 0, crc 0), so
+ * that a record of an earlier merge whose R had the same block, fences,
+ * neighbour and version is never taken for this one (dead_finish). */
+static void dead_tag(const smart_bt_t *t, struct bt_node *r)
+{
+	uint64_t tag;
+
+	if (getrandom(&tag, sizeof(tag), 0) != (ssize_t)sizeof(tag))
+		tag = bt_mix(smart_now_ns() ^ (uint64_t)(uintptr_t)r);
+	memcpy(bt_leaf(t, r, 0)->kv, &tag, sizeof(tag));
+}
+
 /* L takes in R (both in memory), R becomes a forward to L, P forgets R
  * (entry j): one logged write of the three, in that order (bt_redo.c:
  * a holder dying inside it leaves all three redone or none touched). */
@@ -82,6 +102,7 @@ static int merge_post(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	memset(bt_leaf(t, r, 0), 0, (size_t)t->leaf_cap * t->leaf_ent);
 	r->h.flags |= BT_F_DEAD;
 	r->h.leftmost = la;
+	dead_tag(t, r);
 	smart__bt_seal(t, r);
 	memmove(bt_inner(t, p, j), bt_inner(t, p, j + 1),
 		(size_t)(p->h.count - j - 1) * t->inner_ent);
@@ -91,6 +112,119 @@ static int merge_post(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	/* L before R (another blade is another QP: write_logged waits
 	 * between them): L must be there before R forwards */
 	return smart__bt_write_logged(t, w, pt, 3, lg);
+}
+
+static void merge_seam(smart_worker_t *w)
+{
+	void *arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
+
+	if (hook)
+		(void)hook(w, "bt.merge.unlocked", arg);
+}
+
+/* ---- retiring the dead leaf, exactly once ------------------------------- */
+
+int smart__bt_dead_retire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t ra,
+			  const struct bt_node *img, int now)
+{
+	size_t mark = smart_scratch_mark(w);
+	struct bt_node *c;
+	uint64_t want, next, got;
+	int rc = smart_scratch_alloc(w, t->node_size, (void **)&c);
+
+	if (rc)
+		return rc;
+	memcpy(c, img, t->node_size);
+	smart__bt_seal(t, c);	/* the next version: claimed, still dead */
+	memcpy(&want, img, 8);
+	memcpy(&next, c, 8);
+	smart_scratch_release(w, mark);
+	if (SMART_M_BT_NO_DEAD_CLAIM)
+		got = want;	/* R stays as the merge left it */
+	else
+		rc = smart_cas_sync(w, ra, want, next, &got);
+	if (rc || got != want)
+		return rc;	/* another finisher's, or not this image */
+	/* not freed at once (but by a drop): a walker inside its epoch
+	 * section may hold R's address */
+	if (now || SMART_M_BT_NO_EPOCH_GRACE)
+		rc = smart_free(w, ra, t->node_size);
+	else
+		rc = smart_epoch_retire(w, t->home, ra, t->node_size);
+	return rc ? rc : 1;
+}
+
+/* Read node a into buf, whole (crc and sanity), in at most `tries` READs;
+ * no heal (an adopter has no area yet to redo through): 0 or an error. */
+static int read_whole(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
+		      struct bt_node *buf, unsigned tries)
+{
+	int rc = SMART_ERETRY;
+
+	while (tries-- && (rc == SMART_ERETRY || rc == SMART_EAGAIN)) {
+		rc = smart_read_sync(w, a, t->node_size, buf);
+		if (!rc)
+			rc = smart__bt_check(t, buf);
+	}
+	return rc;
+}
+
+/* Does node n (whole) name `a` as a child or its right sibling? */
+static int names(const smart_bt_t *t, struct bt_node *n, smart_gaddr_t a)
+{
+	unsigned j;
+
+	if (n->h.sibling == a || (n->h.level && n->h.leftmost == a))
+		return 1;
+	for (j = 0; n->h.level && j < n->h.count; j++)
+		if (bt_inner(t, n, j)->child == a)
+			return 1;
+	return 0;
+}
+
+/* Is p (a record's patches) a merge: L, R killed whole, P? */
+static int merge_shaped(const smart_bt_t *t, const struct bt_patch *p,
+			unsigned n)
+{
+	const struct bt_node *r = p[1].src;
+
+	return n == BT_PATCHES_MAX && !p[1].off &&
+	       p[1].len == t->node_size && !r->h.level &&
+	       (r->h.flags & BT_F_DEAD) && r->h.leftmost == p[0].node;
+}
+
+int smart__bt_dead_finish(smart_bt_t *t, smart_worker_t *w,
+			  const struct bt_patch *p, unsigned n, int now)
+{
+	size_t mark = smart_scratch_mark(w);
+	struct bt_node *img, *nd;
+	int rc;
+
+	if (!merge_shaped(t, p, n))
+		return 0;
+	rc = smart_scratch_alloc(w, t->node_size, (void **)&img);
+	if (!rc)
+		rc = smart_scratch_alloc(w, t->node_size, (void **)&nd);
+	if (rc)
+		return rc;
+	memcpy(img, p[1].src, t->node_size);	/* a peer's: checked */
+	rc = smart__bt_check(t, img) ? 0 : 1;
+	/* R as the merge killed it (every byte: its tag names this merge),
+	 * and neither P nor L naming it any more: all three landed */
+	if (rc == 1)
+		rc = !read_whole(t, w, p[1].node, nd, BT_STALE_TRIES) &&
+		     !memcmp(nd, img, t->node_size);
+	if (rc == 1 && !SMART_M_BT_DEAD_NO_NAMES)
+		rc = !read_whole(t, w, p[2].node, nd, BT_STALE_TRIES) &&
+		     !names(t, nd, p[1].node);
+	if (rc == 1 && !SMART_M_BT_DEAD_NO_NAMES)
+		rc = !read_whole(t, w, p[0].node, nd, BT_STALE_TRIES) &&
+		     !names(t, nd, p[1].node);
+	if (rc == 1)
+		rc = smart__bt_dead_retire(t, w, p[1].node, img, now);
+	smart_scratch_release(w, mark);
+	return rc;
 }
 
 int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
@@ -120,7 +254,7 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 				&lg);
 	} else if (!rc) {
 		smart__bt_seal(t, n);	/* just the delete */
-		rc = smart__bt_post_entry(t, w, la, n, i, &lg);
+		rc = smart__bt_post_entry(t, w, la, n, i, 1, &lg);
 	}
 	rc = smart__bt_untry(t, w, ra, hr, rc);
 	rc = smart__bt_untry(t, w, pa, hp, rc);
@@ -128,14 +262,14 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	if (!rc && j >= 0) {
 		smart__bt_cache_put(t, pa, p);
 		atomic_fetch_add_explicit(&t->merges, 1, memory_order_relaxed);
+		/* a test's seam: the merge landed, R not retired yet (a
+		 * merger killed here: the next adopter of our area, or the
+		 * drop, retires it from our record) */
+		merge_seam(w);
 		/* the delete is done whatever the retire says: a failure
-		 * leaks R (counted by the core).  Not freed at once: a
-		 * walker inside its epoch section may hold R's address */
-		if (SMART_M_BT_NO_EPOCH_GRACE)
-			(void)smart_free(w, ra, t->node_size);
-		else
-			(void)smart_epoch_retire(w, t->home, ra,
-						 t->node_size);
+		 * leaks R (counted by the core).  All three landed (the
+		 * unlock waited): no check needed, only the claim */
+		(void)smart__bt_dead_retire(t, w, ra, r, 0);
 	} else if (!rc) {
 		atomic_fetch_add_explicit(&t->merge_skips, 1,
 					  memory_order_relaxed);

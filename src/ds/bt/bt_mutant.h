@@ -216,4 +216,67 @@
 #define SMART_M_BT_REDO_PEER_LEN 0
 #endif
 
+/* smart_bt_close frees the object's directory slot while a record of a
+ * write whose finishing failed is kept (the next claimer writes over it,
+ * the words' takers redo nothing) */
+#ifdef SMART_MUTANT_BT_CLOSE_FREES_KEPT
+#define SMART_M_BT_CLOSE_FREES_KEPT 1
+#else
+#define SMART_M_BT_CLOSE_FREES_KEPT 0
+#endif
+
+/* a record kept for the takers leaves the ctx untainted (its BYE gives
+ * the lease ids the stamps name to a newcomer: a "live" holder) */
+#ifdef SMART_MUTANT_BT_KEPT_NO_TAINT
+#define SMART_M_BT_KEPT_NO_TAINT 1
+#else
+#define SMART_M_BT_KEPT_NO_TAINT 0
+#endif
+
+/* a merge's dead leaf retired by a finisher without claiming it (the CAS
+ * of its first word): the next finisher retires it again */
+#ifdef SMART_MUTANT_BT_NO_DEAD_CLAIM
+#define SMART_M_BT_NO_DEAD_CLAIM 1
+#else
+#define SMART_M_BT_NO_DEAD_CLAIM 0
+#endif
+
+/* a finisher retiring a merge's dead leaf while its parent or its left
+ * neighbour may still name it (another taker's write in flight) */
+#ifdef SMART_MUTANT_BT_DEAD_NO_NAMES
+#define SMART_M_BT_DEAD_NO_NAMES 1
+#else
+#define SMART_M_BT_DEAD_NO_NAMES 0
+#endif
+
+/* an adopter of a dead object's area leaving the retires its merges owe */
+#ifdef SMART_MUTANT_BT_NO_ADOPT_RETIRE
+#define SMART_M_BT_NO_ADOPT_RETIRE 1
+#else
+#define SMART_M_BT_NO_ADOPT_RETIRE 0
+#endif
+
+/* a drop leaving the dead leaves nobody retired (allocated for good) */
+#ifdef SMART_MUTANT_BT_NO_DROP_RETIRE
+#define SMART_M_BT_NO_DROP_RETIRE 1
+#else
+#define SMART_M_BT_NO_DROP_RETIRE 0
+#endif
+
+/* a walk putting in an internal node's separator it found missing from a
+ * parent read fresh (its splitter killed one level up) */
+#ifdef SMART_MUTANT_BT_NO_INNER_SEP_FIX
+#define SMART_M_BT_NO_INNER_SEP_FIX 1
+#else
+#define SMART_M_BT_NO_INNER_SEP_FIX 0
+#endif
+
+/* a leaf's crc covering its values too (as before layout 6): an update in
+ * place writes the node's first word after its entry, and logs it */
+#ifdef SMART_MUTANT_BT_VALUES_IN_CRC
+#define SMART_M_BT_VALUES_IN_CRC 1
+#else
+#define SMART_M_BT_VALUES_IN_CRC 0
+#endif
+
 #endif

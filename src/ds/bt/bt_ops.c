@@ -11,9 +11,10 @@
  * to split, the new sibling and then the node) with the unlock behind it
  * in one chain.  A split unlocks the child before it locks the parent, so
  * an operation holds one lock at a time.  A walk that moved right from
- * the leaf a parent it read fresh named found that parent without the
- * separator (its splitter may have died before putting it in): after
- * its operation, it puts it in (sep_fix), once.
+ * the node (a leaf, or an internal node) a parent it read fresh named
+ * found that parent without the separator (its splitter may have died
+ * before putting it in): after its operation, it puts it in (sep_fix),
+ * once.
  *
  * Invariants: a key lives in exactly one leaf, the one whose fences
  * cover it; entries move only rightwards (into a new sibling); the root
@@ -86,21 +87,56 @@ static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
  * since, or the node it names was merged away and freed): dropped, so
  * that the next walk reads it fresh, and an address it gave that never
  * reads whole is given up after BT_STALE_TRIES for a walk from the root.
- * A dead leaf sends us to the leaf that took its range.  *how (when not
- * NULL) gets BT_D_FRESH when path[1] was read from its blade, not the
- * cache, and BT_D_RIGHT when the walk moved right at the leaf level:
- * both, and the parent lacks the separator of the leaf we reached. */
+ * A dead leaf sends us to the leaf that took its range.  *wk (when not
+ * NULL) gets in fl BT_D_FRESH when path[1] was read from its blade, not
+ * the cache, and BT_D_RIGHT when the walk moved right at the leaf level:
+ * both, and the parent lacks the separator of the leaf we reached; and in
+ * miss the first internal node reached the same way (inner_miss). */
 #define BT_D_FRESH	1u
 #define BT_D_RIGHT	2u
+
+/* A separator: node `right` of `level`, starting at key. */
+struct sep {
+	uint8_t key[SMART_BT_KEY_MAX];
+	size_t klen;
+	smart_gaddr_t right;
+	unsigned level;
+};
+
+/* What a walk saw: the BT_D_* flags of its leaf level, and the first
+ * internal node it reached moving right from the one a parent read fresh
+ * named (that parent lacks its separator; miss.right 0: none). */
+struct walk {
+	unsigned fl;
+	struct sep miss;
+};
+
+/* Internal node n (at a) covers the walk's key: if the walk moved right
+ * to it from the node its parent, read fresh, named (moved_fresh), that
+ * parent lacks n's separator: kept in *m (the first such) for sep_fix. */
+static void inner_miss(const smart_bt_t *t, struct bt_node *n,
+		       smart_gaddr_t a, int moved_fresh, struct sep *m)
+{
+	if (SMART_M_BT_NO_INNER_SEP_FIX || !moved_fresh || m->right ||
+	    (n->h.flags & (BT_F_LOW_INF | BT_F_DEAD)))
+		return;
+	m->klen = n->h.low_len;
+	memcpy(m->key, bt_low(t, n), m->klen);
+	m->right = a;
+	m->level = n->h.level;
+}
+
 static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		   size_t klen, unsigned level, int unread, struct bt_node *n,
-		   smart_gaddr_t *out, smart_gaddr_t *path, unsigned *how)
+		   smart_gaddr_t *out, smart_gaddr_t *path, struct walk *wk)
 {
 	smart_gaddr_t a = atomic_load(&t->root), stale = 0;
 	unsigned steps = 0, restarts = 0, fl = 0;
-	int rc, c, hit, hint = -1;
+	int rc, c, hit, hint = -1, fresh = 0, moved = 0;
 
 	memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
+	if (wk)
+		wk->miss.right = 0;
 	rc = node_get(t, w, a, hint, BT_READ_TRIES, n, &hit);
 	for (;;) {
 		if (++steps > BT_HOPS_MAX)
@@ -122,6 +158,7 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 		} else if (c > 0 && n->h.sibling) {
 			atomic_fetch_add_explicit(&t->move_rights, 1,
 						  memory_order_relaxed);
+			moved = 1;
 			if (!n->h.level)
 				fl |= BT_D_RIGHT;
 			a = n->h.sibling;
@@ -142,16 +179,23 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 				return rc;
 			hint = -1;
 			fl = 0;
+			fresh = moved = 0;
+			if (wk)
+				wk->miss.right = 0;
 			memset(path, 0, BT_HEIGHT_MAX * sizeof(*path));
 		} else if (n->h.level == level) {
 			*out = a;
-			if (how)
-				*how = fl;
+			if (wk)
+				wk->fl = fl;
 			return 0;
 		} else {
 			path[n->h.level] = a;
 			if (n->h.level == 1)
 				fl = hit ? 0 : BT_D_FRESH;
+			if (wk)
+				inner_miss(t, n, a, fresh && moved, &wk->miss);
+			fresh = !hit;	/* of the node naming the next */
+			moved = 0;
 			if ((unsigned)n->h.level + 1 > atomic_load(&t->height))
 				atomic_store(&t->height, n->h.level + 1u);
 			stale = hit ? a : 0;
@@ -159,8 +203,8 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 			a = child_of(t, n, key, klen);
 			if (unread && n->h.level == level + 1) {
 				*out = a;
-				if (how)
-					*how = fl;
+				if (wk)
+					wk->fl = fl;
 				return 0;
 			}
 		}
@@ -262,12 +306,6 @@ void smart__bt_leaf_put(const smart_bt_t *t, struct bt_leaf_ent *e,
 }
 
 /* ---- splits ------------------------------------------------------------- */
-
-struct sep {
-	uint8_t key[SMART_BT_KEY_MAX];
-	size_t klen;
-	smart_gaddr_t right;
-};
 
 /* Write N (new right sibling) and then X (the left half, unlocking it):
  * N must be in memory before X points at it. */
@@ -512,9 +550,10 @@ static int no_level_above(smart_bt_t *t, smart_worker_t *w, unsigned level,
 }
 
 /* A helper's check, holding the parent's lock: is s->right still a live
- * leaf starting at s->key?  It may have been merged away since the
- * helper saw it, once its separator went in (a merge needs it): it is
- * not freed yet (our epoch section began before its retire). */
+ * node of s->level starting at s->key?  A leaf may have been merged away
+ * since the helper saw it, once its separator went in (a merge needs
+ * it): it is not freed yet (our epoch section began before its retire).
+ * (Internal nodes are never merged: the check costs nothing there.) */
 static int right_alive(smart_bt_t *t, smart_worker_t *w, const struct sep *s,
 		       struct bt_node *r)
 {
@@ -522,8 +561,18 @@ static int right_alive(smart_bt_t *t, smart_worker_t *w, const struct sep *s,
 
 	if (rc)
 		return rc == SMART_ERETRY ? 0 : rc;
-	return !r->h.level && !(r->h.flags & (BT_F_DEAD | BT_F_LOW_INF)) &&
+	return r->h.level == s->level &&
+	       !(r->h.flags & (BT_F_DEAD | BT_F_LOW_INF)) &&
 	       !bt_keycmp(bt_low(t, r), r->h.low_len, s->key, s->klen);
+}
+
+static void inner_seam(smart_worker_t *w)
+{
+	void *arg;
+	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
+
+	if (hook)
+		(void)hook(w, "bt.split.inner.published", arg);
 }
 
 /* After node xa of `level` split (s): put the separator into the level
@@ -585,6 +634,11 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		rc = inner_insert(t, w, pa, n, nn, tmp, s, &up, &split);
 		if (rc || !split)
 			return rc;
+		/* a test's seam: internal node pa split, its new right
+		 * sibling not yet in the level above (a splitter killed
+		 * here leaves that separator to the walkers: sep_fix) */
+		if (!was_root)
+			inner_seam(w);
 		*s = up;
 		xa = pa;
 		level++;
@@ -638,7 +692,7 @@ static smart_gaddr_t ent_addr(const smart_bt_t *t, smart_gaddr_t leaf,
  * BT_D_RIGHT when the leaf locked is not the one the parent named). */
 static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 		     size_t klen, struct bt_node *n, smart_gaddr_t *a,
-		     smart_gaddr_t *path, unsigned *how)
+		     smart_gaddr_t *path, struct walk *how)
 {
 	smart_gaddr_t want;
 	unsigned again;
@@ -657,7 +711,7 @@ static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 			return rc;
 		if (*a != want) {
 			smart__bt_cache_drop(t, path[1]);  /* a stale parent */
-			*how |= BT_D_RIGHT;
+			how->fl |= BT_D_RIGHT;
 		}
 		return 0;
 	}
@@ -674,6 +728,23 @@ static int empties(const smart_bt_t *t, struct bt_node *n, unsigned i)
 		return 0;	/* the last leaf (or the root): nothing right */
 	for (j = 0; j < t->leaf_cap; j++)
 		if (j != i && bt_leaf(t, n, j)->klen)
+			return 0;
+	return 1;
+}
+
+/* Does entry e hold key as smart__bt_leaf_put would lay it out (klen,
+ * the key, zeros to key_max)?  Then putting key there again leaves every
+ * byte the leaf's crc covers as it is. */
+static int key_same(const smart_bt_t *t, const struct bt_leaf_ent *e,
+		    const void *key, size_t klen)
+{
+	size_t j;
+
+	if (SMART_M_BT_VALUES_IN_CRC || e->klen != klen ||
+	    memcmp(e->kv, key, klen))
+		return 0;
+	for (j = klen; j < t->key_max; j++)
+		if (e->kv[j])
 			return 0;
 	return 1;
 }
@@ -711,13 +782,19 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
 		rc = smart__bt_merge(t, w, a, n, nn, path[1], (unsigned)i);
 	} else {
+		/* the key stays in its slot: only its value changes, which
+		 * the leaf's crc does not cover (no reseal) */
+		int same = kind != BT_DELETE &&
+			   key_same(t, bt_leaf(t, n, (unsigned)i), key, klen);
+
 		if (kind == BT_DELETE)
 			memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
 		else
 			smart__bt_leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen,
 				 val, vlen);
-		smart__bt_seal(t, n);
-		rc = smart__bt_post_entry(t, w, a, n, (unsigned)i, &lg);
+		if (!same)
+			smart__bt_seal(t, n);
+		rc = smart__bt_post_entry(t, w, a, n, (unsigned)i, !same, &lg);
 		rc = smart__bt_write_end(t, w, &lg,
 					 smart__bt_unlock(t, w, a, rc));
 	}
@@ -736,15 +813,20 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
  * and drop the parent from its cache, for good.  So keep it in s, to put
  * it in after the operation (bt_sep_fix): 1 when kept. */
 static int sep_missing(const smart_bt_t *t, struct bt_node *n,
-		       smart_gaddr_t a, unsigned how, struct sep *s)
+		       smart_gaddr_t a, const struct walk *how, struct sep *s)
 {
-	if (SMART_M_BT_NO_SEP_FIX || (how & (BT_D_FRESH | BT_D_RIGHT)) !=
+	if (SMART_M_BT_NO_SEP_FIX || (how->fl & (BT_D_FRESH | BT_D_RIGHT)) !=
 	    (BT_D_FRESH | BT_D_RIGHT) || n->h.level ||
-	    (n->h.flags & (BT_F_LOW_INF | BT_F_DEAD)))
-		return 0;
+	    (n->h.flags & (BT_F_LOW_INF | BT_F_DEAD))) {
+		/* none at the leaf: one an internal level lacks, if any
+		 * (its splitter killed the same way one level up) */
+		*s = how->miss;
+		return how->miss.right != 0;
+	}
 	s->klen = n->h.low_len;
 	memcpy(s->key, bt_low(t, n), s->klen);
 	s->right = a;
+	s->level = 0;
 	return 1;
 }
 
@@ -762,7 +844,7 @@ static void sep_fix(smart_bt_t *t, smart_worker_t *w, struct sep *s,
 	int rc = op_bufs(t, w, &n, &nn, &tmp);
 
 	if (!rc)
-		rc = insert_up(t, w, 0, 0, 0, s, path, n, nn, tmp, 1);
+		rc = insert_up(t, w, 0, s->level, 0, s, path, n, nn, tmp, 1);
 	if (!rc)
 		atomic_fetch_add_explicit(&t->sep_fixes, 1,
 					  memory_order_relaxed);
@@ -778,7 +860,7 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	smart_hook_fn hook;
 	void *hook_arg;
 	struct sep s;
-	unsigned how = 0;
+	struct walk how = { 0 };
 	size_t mark;
 	uint8_t *tmp;
 	int rc, fix = 0;
@@ -794,7 +876,7 @@ static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		goto out;
 	rc = lock_leaf(t, w, key, klen, n, &a, path, &how);
 	if (!rc)
-		fix = sep_missing(t, n, a, how, &s);
+		fix = sep_missing(t, n, a, &how, &s);
 	if (!rc && hook && (rc = hook(w, "bt.write.locked", hook_arg)))
 		rc = smart__bt_unlock(t, w, a, rc);
 	else if (!rc)
@@ -883,8 +965,8 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 	smart_gaddr_t path[BT_HEIGHT_MAX], a;
 	struct bt_node *n;
 	struct sep s;
+	struct walk how = { 0 };
 	uint64_t h = 0;
-	unsigned how = 0;
 	size_t mark;
 	int rc, i, f, fix = 0;
 
@@ -913,7 +995,7 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		goto out;
 	rc = descend(t, w, key, key_len, 0, 0, n, &a, path, &how);
 	if (!rc) {
-		fix = sep_missing(t, n, a, how, &s);
+		fix = sep_missing(t, n, a, &how, &s);
 		i = leaf_find(t, n, key, key_len, &f);
 		if (i < 0) {
 			rc = SMART_ENOENT;

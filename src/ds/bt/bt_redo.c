@@ -113,7 +113,8 @@ static int post_part(smart_worker_t *w, const struct bt_patch *p,
  * merge's leaf before its neighbour forwards to it).  With a test's hook,
  * the first patch lands half, then the hook runs ("bt.write.torn", or
  * "bt.merge.torn" in a merge: a test kills the process there), then the
- * rest. */
+ * rest; a negative return fails the write there, as a transport error
+ * would (the rest never posted). */
 static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 			unsigned n)
 {
@@ -128,8 +129,9 @@ static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 		if (!rc)
 			rc = smart_sync(w);
 		if (!rc)
-			(void)hook(w, n == BT_PATCHES_MAX ? "bt.merge.torn" :
-				   "bt.write.torn", arg);
+			rc = hook(w, n == BT_PATCHES_MAX ? "bt.merge.torn" :
+				  "bt.write.torn", arg);
+		rc = rc < 0 ? rc : 0;	/* a test failing the post there */
 	}
 	for (i = 0; !rc && i < n; i++) {
 		if (i && smart_gaddr_blade(p[i].node) !=
@@ -319,7 +321,7 @@ static int finish_own(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 	struct bt_patch p[BT_PATCHES_MAX];
 	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], base, got;
 	unsigned i, j, n = rec_patches(buf, p, word, stamp), held = 0;
-	int rc = 0, rc2;
+	int rc = bt_seam(w, "bt.write.finish"), rc2;
 
 	for (i = 0; !rc && i < n; i++) {
 		for (j = 0; j < i && word[j] != word[i]; j++)
@@ -354,8 +356,14 @@ int smart__bt_write_end(smart_bt_t *t, smart_worker_t *w,
 	 * fenced, or it fails again), keep the record for the peers who
 	 * take our words over */
 	if (rc && lg->buf && (smart_ctx_fenced(smart_worker_ctx(w)) ||
-			      finish_own(t, w, lg->buf)))
+			      finish_own(t, w, lg->buf))) {
+		/* the record names our lease ids: our sessions must end
+		 * without the BYE that gives them to a newcomer, for whom a
+		 * taker of those words would wait as for a live holder */
+		if (!SMART_M_BT_KEPT_NO_TAINT)
+			(void)smart_ctx_taint(smart_worker_ctx(w));
 		return rc;
+	}
 	rec_put(t, lg->rec);
 	return rc;
 }
@@ -492,25 +500,6 @@ int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	return rc;
 }
 
-/* A merge we redid (all of it landed: each word we did not take was
- * found free, so its node's write had landed before its release) killed
- * a leaf: retire it, as its merger would have after its unlock.  Only
- * then: a word another taker holds may still have its node in flight,
- * and the leaf is retired only once nothing names it (then that taker's
- * section, begun before, keeps it from being freed under its write). */
-static void retire_dead(smart_bt_t *t, smart_worker_t *w,
-			const struct bt_patch *p, unsigned n, int whole)
-{
-	const struct bt_node *r = p[1].src;
-
-	if (SMART_M_BT_NO_REDO_RETIRE || !whole || n != BT_PATCHES_MAX ||
-	    p[1].off || p[1].len != t->node_size || r->h.level ||
-	    !(r->h.flags & BT_F_DEAD))
-		return;
-	/* a failure leaks the leaf (counted by the core), as in a merge */
-	(void)smart_epoch_retire(w, t->home, p[1].node, t->node_size);
-}
-
 /* Our copy of a dead holder's record (its patches p, their words, our
  * stamps ours[], our record rec) in buf, written to every blade it
  * concerns and waited for.  A copy spanning blades is born committed
@@ -546,7 +535,7 @@ static int redo_log(smart_bt_t *t, smart_worker_t *w, const struct bt_patch *p,
  * patch shares: as that one went).  *held gets bit i when taken. */
 static int redo_take(smart_worker_t *w, const uint64_t *word,
 		     const uint64_t *stamp, const uint64_t *ours, unsigned i,
-		     unsigned *held, unsigned *whole)
+		     unsigned *held)
 {
 	uint64_t got;
 	unsigned j;
@@ -559,8 +548,6 @@ static int redo_take(smart_worker_t *w, const uint64_t *word,
 		return 0;
 	}
 	rc = smart_cas_sync(w, word[i], stamp[i], ours[i], &got);
-	if (!rc && got != stamp[i] && got)
-		*whole = 0;	/* another taker's, maybe */
 	if (!rc && got == stamp[i])
 		*held |= 1u << i;
 	return rc;
@@ -626,7 +613,7 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX];
 	uint64_t ours[BT_PATCHES_MAX];
 	unsigned i, n = rec_patches(snap, p, word, stamp), held = 0, first;
-	unsigned whole = 1, rec;
+	unsigned rec;
 	size_t len = sizeof(struct bt_rec);
 	void *hook_arg;
 	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &hook_arg);
@@ -659,16 +646,19 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		return rc ? rc : ours[0] == dead;
 	}
 	stamp[first] = dead;	/* as it is but in the mutant */
-	rc = redo_take(w, word, stamp, ours, first, &held, &whole);
+	rc = redo_take(w, word, stamp, ours, first, &held);
 	if (rc)
 		return rc;	/* our CAS may have landed: the record stays */
 	if (!held) {
 		rec_put(t, rec);	/* nothing of ours stamps a word */
 		return 0;		/* lw changed */
 	}
+	/* a test's seam: the first word is ours, the others not tried */
+	if (hook)
+		(void)hook(w, "bt.redo.first", hook_arg);
 	for (i = 0; !rc && i < n; i++)
 		if (i != first)
-			rc = redo_take(w, word, stamp, ours, i, &held, &whole);
+			rc = redo_take(w, word, stamp, ours, i, &held);
 	/* a test's seam: the words are ours, no node byte posted */
 	if (!rc && hook)
 		(void)hook(w, "bt.redo.taken", hook_arg);
@@ -681,7 +671,14 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 				 * our takers redo it */
 	atomic_fetch_add_explicit(&t->repairs, 1, memory_order_relaxed);
 	rec_put(t, rec);
-	retire_dead(t, w, p, n, whole);
+	/* a merge: its dead leaf is retired by whoever finds all of it
+	 * landed first (its words released: nothing rewrites R) — us, or
+	 * another taker of some of its words finishing after us; a
+	 * failure leaks R (counted by the core) */
+	if (!SMART_M_BT_NO_REDO_RETIRE)
+		(void)smart__bt_dead_finish(t, w, p, n, 0);
+	if (hook)	/* a test's seam: our redo is done */
+		(void)hook(w, "bt.redo.done", hook_arg);
 	return 1;
 }
 
@@ -714,12 +711,39 @@ static int slot_dirty(smart_bt_t *t, smart_worker_t *w, unsigned b,
 	return rc;
 }
 
+/* The merges logged in the area at `area` on blade b whose dead leaf
+ * nobody retired (its merger killed between its unlock and its retire,
+ * or a taker after its release): retired now (freed at once: now, by a
+ * drop).  For adopters and drops; each is retired by whoever claims it
+ * first (smart__bt_dead_retire), so a record read again, or a copy of it
+ * in a taker's area, retires nothing twice.  A failure leaks. */
+static int area_dead(smart_bt_t *t, smart_worker_t *w, unsigned b,
+		     uint64_t area, uint8_t *snap, int now)
+{
+	struct bt_patch p[BT_PATCHES_MAX];
+	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], commit;
+	unsigned idx, n;
+	int rc = 0;
+
+	for (idx = 0; rc >= 0 && idx < BT_RECS; idx++) {
+		rc = smart_read_sync(w, rec_addr(t, b, area, idx),
+				     t->rec_size, snap);
+		if (rc == SMART_EREMOTE)
+			return 0;	/* a bogus area: nothing to retire */
+		if (rc || !rec_ok(t, snap, idx, &commit))
+			continue;
+		n = rec_patches(snap, p, word, stamp);
+		rc = smart__bt_dead_finish(t, w, p, n, now);
+	}
+	return rc < 0 ? rc : 0;
+}
+
 /* Claim a slot of blade b's directory: a free one with an area, else one
  * of a dead client none of whose records is current (slot_dirty), else an
  * empty one with a new area.  Reusing before allocating matters: an
  * area a killed process allocated took its allocator's cache with it. */
 static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
-		 uint64_t *dir)
+		 uint64_t *dir, int *adopted)
 {
 	uint16_t me = t->lease[b];
 	unsigned pass, k, s;
@@ -761,6 +785,7 @@ static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
 			if (!rc && got == e) {
 				t->dslot[b] = (uint16_t)s;
 				t->area[b] = area;
+				*adopted = pass == 1;
 				return 0;
 			}
 			if (fresh)
@@ -799,7 +824,7 @@ int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w)
 	uint8_t *snap;
 	uint64_t *dir;
 	unsigned b;
-	int rc;
+	int rc, adopted[SMART_BT_BLADES_MAX] = { 0 };
 
 	t->rec_size = (unsigned)((sizeof(struct bt_rec) + BT_PATCHES_MAX *
 				  patch_bytes(t->node_size) + 63) & ~63u);
@@ -807,9 +832,14 @@ int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w)
 	if (!rc)
 		rc = smart_scratch_alloc(w, 8 * BT_DIR_SLOTS, (void **)&dir);
 	for (b = 0; !rc && b < t->nblades; b++)
-		rc = claim(t, w, b, snap, dir);
+		rc = claim(t, w, b, snap, dir, &adopted[b]);
 	if (rc)
 		smart__bt_redo_release(t, w);
+	/* a dead object's area: the retires its merges still owe (a
+	 * failure leaks those leaves, the open goes on) */
+	for (b = 0; !rc && b < t->nblades; b++)
+		if (adopted[b] && !SMART_M_BT_NO_ADOPT_RETIRE)
+			(void)area_dead(t, w, b, t->area[b], snap, 0);
 	smart_scratch_release(w, mark);
 	return rc;
 }
@@ -819,6 +849,11 @@ void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w)
 	unsigned b;
 	uint64_t got;
 
+	/* a record kept for our takers (a write whose finishing failed,
+	 * smart__bt_write_end): the slot stays ours, so that the taker of a
+	 * word it stamps finds it (a new claimer would write over it) */
+	if (atomic_load(&t->rec_busy) && !SMART_M_BT_CLOSE_FREES_KEPT)
+		return;
 	for (b = 0; w && b < t->nblades; b++) {
 		if (!t->area[b])
 			continue;
@@ -844,6 +879,26 @@ static int area_once(const uint64_t *dir, unsigned s)
 		if (BT_DIR_AREA(dir[k]) == area)
 			return 0;
 	return 1;
+}
+
+int smart__bt_redo_dead(smart_bt_t *t, smart_worker_t *w, unsigned b)
+{
+	size_t mark = smart_scratch_mark(w);
+	uint64_t *dir;
+	uint8_t *snap;
+	unsigned s;
+	int rc = smart_scratch_alloc(w, 8 * BT_DIR_SLOTS, (void **)&dir);
+
+	if (!rc)
+		rc = smart_scratch_alloc(w, t->rec_size, (void **)&snap);
+	if (!rc)
+		rc = smart_read_sync(w, dir_entry(t, b, 0), 8 * BT_DIR_SLOTS,
+				     dir);
+	for (s = 0; !rc && s < BT_DIR_SLOTS; s++)
+		if (area_once(dir, s))
+			rc = area_dead(t, w, b, BT_DIR_AREA(dir[s]), snap, 1);
+	smart_scratch_release(w, mark);
+	return rc;
 }
 
 int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b)
