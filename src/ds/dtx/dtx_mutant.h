@@ -13,6 +13,15 @@
 #define SMART_M_DTX_NO_VALIDATE 1
 #else
 #define SMART_M_DTX_NO_VALIDATE 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* an insert that found its key present (SMART_EEXIST) is not
@@ -21,6 +30,15 @@
 #define SMART_M_DTX_NO_EEXIST_CHECK 1
 #else
 #define SMART_M_DTX_NO_EEXIST_CHECK 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a read-for-update takes no lock (its CAS is not issued) */
@@ -28,6 +46,15 @@
 #define SMART_M_DTX_NO_LOCK 1
 #else
 #define SMART_M_DTX_NO_LOCK 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* commit writes the records before the undo log */
@@ -35,6 +62,15 @@
 #define SMART_M_DTX_LOG_AFTER_COMMIT 1
 #else
 #define SMART_M_DTX_LOG_AFTER_COMMIT 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a record's lock is released right behind its primary's write, before
@@ -43,6 +79,15 @@
 #define SMART_M_DTX_UNLOCK_EARLY 1
 #else
 #define SMART_M_DTX_UNLOCK_EARLY 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* commit keeps the record's version */
@@ -50,6 +95,15 @@
 #define SMART_M_DTX_NO_VERSION_BUMP 1
 #else
 #define SMART_M_DTX_NO_VERSION_BUMP 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a record is accepted whatever its crc says (torn reads pass) */
@@ -57,6 +111,15 @@
 #define SMART_M_DTX_NO_CRC 1
 #else
 #define SMART_M_DTX_NO_CRC 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a lock held by a dead client is waited on like a live one's */
@@ -64,6 +127,15 @@
 #define SMART_M_DTX_NO_RECOVERY 1
 #else
 #define SMART_M_DTX_NO_RECOVERY 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a peer's descriptor is trusted for its areas' offsets and sizes */
@@ -71,6 +143,15 @@
 #define SMART_M_DTX_NO_DESC_CHECK 1
 #else
 #define SMART_M_DTX_NO_DESC_CHECK 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a dead client's log slot is adopted (its log soon overwritten) while a
@@ -79,6 +160,15 @@
 #define SMART_M_DTX_ADOPT_UNRESOLVED 1
 #else
 #define SMART_M_DTX_ADOPT_UNRESOLVED 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a recovery decides (CASes the slot's decision word) even for a log
@@ -88,6 +178,15 @@
 #define SMART_M_DTX_DECIDE_SETTLED 1
 #else
 #define SMART_M_DTX_DECIDE_SETTLED 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a commit whose writes failed releases every lock even where its undo
@@ -96,6 +195,15 @@
 #define SMART_M_DTX_UNDO_IGNORED 1
 #else
 #define SMART_M_DTX_UNDO_IGNORED 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* recovery counts a torn copy (version new, crc wrong) as new */
@@ -103,6 +211,15 @@
 #define SMART_M_DTX_TORN_AS_NEW 1
 #else
 #define SMART_M_DTX_TORN_AS_NEW 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a recoverer decides from its own evidence even when the decision word
@@ -111,6 +228,15 @@
 #define SMART_M_DTX_IGNORE_DECISION 1
 #else
 #define SMART_M_DTX_IGNORE_DECISION 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* validation of an insert (or of an absent key) ignores a locked record
@@ -119,6 +245,15 @@
 #define SMART_M_DTX_NO_INTENT_CHECK 1
 #else
 #define SMART_M_DTX_NO_INTENT_CHECK 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* a failed undo's transaction releases the records it did put back
@@ -127,6 +262,15 @@
 #define SMART_M_DTX_RELEASE_PUT_BACK 1
 #else
 #define SMART_M_DTX_RELEASE_PUT_BACK 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* smart_dtx_abort releases a stuck record put back before every other
@@ -135,6 +279,15 @@
 #define SMART_M_DTX_UNSTICK_EARLY 1
 #else
 #define SMART_M_DTX_UNSTICK_EARLY 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* freeing a stuck transaction leaves the ctx's BYE on (its locks then
@@ -143,6 +296,15 @@
 #define SMART_M_DTX_NO_TAINT 1
 #else
 #define SMART_M_DTX_NO_TAINT 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 #endif
 
 /* validation takes a slot of our own transaction, its intent not landed
@@ -152,6 +314,24 @@
 #define SMART_M_DTX_OWN_AS_OTHER 1
 #else
 #define SMART_M_DTX_OWN_AS_OTHER 0
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
+#endif
+
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
 #endif
 
 #endif
