@@ -23,6 +23,10 @@
  *                them (version before a commit, lock after its unlock):
  *                of two withdrawals that each read the other's account,
  *                one commits;
+ *   unlock_lost  a commit's unlocks lost (as a failed QP flushes them):
+ *                the record stays locked, the object on another worker
+ *                posts no log (SMART_EBUSY), on its own it releases the
+ *                lock again;
  *   round_trips  smart_dtx_last_cost() round trips of SmallBank's six
  *                transaction shapes (2 blades, 1 backup) with warm
  *                caches, and of cold items, an insert, an abort;
@@ -1151,6 +1155,97 @@ static void test_skew(void)
 	world_stop(&wd);
 }
 
+/* ==== unlock_lost: a commit's unlocks lost, as a failed QP flushes them === */
+
+/* The hook loses the unlocks of one commit (its "dtx.unlock.lost" answers
+ * non-zero): they are remembered but never posted, as when their QP fails
+ * and flushes them.  Record 1 stays locked by x, a live client: y's read
+ * aborts.  x on another worker cannot tell a lost unlock from one in
+ * flight there, so a writing transaction must not post its log: EBUSY.
+ * Back on its worker, the READ-back riding the next exec round finds our
+ * stamp on the QP that would have carried the unlock, so it will never
+ * land: x releases it again, and y reads record 1. */
+static int ul_hook_fn(smart_worker_t *w, const char *point, void *arg)
+{
+	int *lose = arg;
+
+	(void)w;
+	if (strcmp(point, "dtx.unlock.lost") || !*lose)
+		return 0;
+	*lose = 0;
+	return SMART_EQP;
+}
+
+static int ul_write(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t key,
+		    int64_t v)
+{
+	int64_t old;
+	int i;
+
+	CHECK_OK(smart_dtx_begin(x));
+	i = smart_dtx_read_for_update(x, T_SMALL, key, &old, 8);
+	CHECK_GE(i, 0);
+	CHECK_OK(smart_dtx_exec(x, w));
+	CHECK_OK(smart_dtx_write(x, i, &v, 8));
+	return smart_dtx_commit(x, w);
+}
+
+static int ul_read(smart_dtx_txn_t *y, smart_worker_t *w, int64_t *v)
+{
+	CHECK_OK(smart_dtx_begin(y));
+	CHECK_EQ(smart_dtx_read(y, T_SMALL, 1, v, 8), 0);
+	return smart_dtx_commit(y, w);
+}
+
+static void test_unlock_lost(void)
+{
+	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
+				     .buckets = 4, .primary = -1 };
+	struct smart_dtx_config c;
+	struct smart_dtx_stats st0, st;
+	struct world wd;
+	smart_worker_t *w2;
+	smart_dtx_txn_t *x, *y;
+	int64_t v = 5;
+	int lose = 1, r_lost, c_other, r_after;
+
+	world_start(&wd, NULL);
+	cfg_two(&c, &t, 1);
+	CHECK_OK(smart_dtx_create(wd.w, 1, "unlock_lost", &c, &wd.d));
+	CHECK_OK(smart_worker_create(wd.f.ctx, &w2));
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
+	CHECK_OK(smart_dtx_txn_new(wd.d, w2, &y));
+	api_put_new(&wd, x, T_SMALL, 1, &v, 8);
+	api_put_new(&wd, x, T_SMALL, 2, &v, 8);
+	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, ul_hook_fn, &lose));
+	CHECK_OK(ul_write(x, wd.w, 1, 6));		/* unlocks lost */
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_EQ(lose, 0);
+	r_lost = ul_read(y, w2, &v);
+	c_other = ul_write(x, w2, 2, 7);		/* x on w2 */
+	CHECK_OK(ul_write(x, wd.w, 2, 8));		/* x home again */
+	r_after = ul_read(y, w2, &v);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	printf("unlock_lost: y's read with the unlock lost: %s; x's write on "
+	       "another worker: %s; on its own: unlocks released again %"
+	       PRIu64 ", checked %" PRIu64 "; y's read then: %s, %" PRId64
+	       "\n", smart_status_name(r_lost), smart_status_name(c_other),
+	       st.unlocks_redone - st0.unlocks_redone,
+	       st.unlocks_checked - st0.unlocks_checked,
+	       smart_status_name(r_after), v);
+	CHECK_EQ(r_lost, SMART_EABORT);
+	CHECK_EQ(c_other, SMART_EBUSY);
+	CHECK_EQ(st.unlocks_redone - st0.unlocks_redone, 1);
+	CHECK_OK(r_after);
+	CHECK_EQ(v, 6);
+	CHECK_OK(smart_dtx_txn_free(y, w2));
+	CHECK_OK(smart_dtx_txn_free(x, wd.w));
+	CHECK_OK(smart_worker_destroy(w2));
+	world_stop(&wd);
+}
+
 /* ==== SmallBank =========================================================== */
 
 enum { SAV = 0, CHK = 1 };	/* tables: savings, checking */
@@ -1417,11 +1512,12 @@ struct rt_arg {
 static void rt_task(smart_worker_t *w, void *arg)
 {
 	static const unsigned want[SB_TYPES] = {
-		[SB_AMALGAMATE] = 4, [SB_BALANCE] = 2, [SB_DEPOSIT] = 4,
-		[SB_SEND] = 4, [SB_TRANSACT] = 4, [SB_WRITECHECK] = 4 };
+		[SB_AMALGAMATE] = 3, [SB_BALANCE] = 2, [SB_DEPOSIT] = 3,
+		[SB_SEND] = 3, [SB_TRANSACT] = 3, [SB_WRITECHECK] = 3 };
 	struct rt_arg *a = arg;
 	struct smart_dtx_config c;
 	struct smart_dtx_cost cost;
+	struct smart_dtx_stats st;
 	smart_dtx_t *cold, *none;
 	smart_dtx_txn_t *x, *y;
 	struct acct v;
@@ -1470,11 +1566,11 @@ static void rt_task(smart_worker_t *w, void *arg)
 		struct sb_args p = { SB_DEPOSIT, 9, 0, 5, 0, NULL };
 
 		rt = rt_of(y, w, &p);
-		printf("round trips: cold deposit       %u (want 5)\n", rt);
-		bad += rt != 5;
-		rt = rt_of(y, w, &p);
-		printf("round trips: then warm          %u (want 4)\n", rt);
+		printf("round trips: cold deposit       %u (want 4)\n", rt);
 		bad += rt != 4;
+		rt = rt_of(y, w, &p);
+		printf("round trips: then warm          %u (want 3)\n", rt);
+		bad += rt != 3;
 	}
 	{
 		struct sb_args p = { SB_BALANCE, 10, 0, 0, 0, NULL };
@@ -1489,21 +1585,21 @@ static void rt_task(smart_worker_t *w, void *arg)
 		struct sb_args p = { SB_AMALGAMATE, 11, 12, 0, 0, NULL };
 
 		rt = rt_of(y, w, &p);
-		printf("round trips: cold amalgamate    %u (want 5: three "
+		printf("round trips: cold amalgamate    %u (want 4: three "
 		       "cold items, one round)\n", rt);
-		bad += rt != 5;
+		bad += rt != 4;
 	}
-	/* an insert: both buckets, lock + read a free slot, the intent;
-	 * then validation + log, commit, unlock */
+	/* an insert: both buckets, lock + read a free slot; then the
+	 * intent with validation + log, commit (the unlock not waited) */
 	acct_make(&v, 100, 1);
 	CHECK_OK(smart_dtx_begin(y));
 	CHECK_GE(smart_dtx_insert(y, SAV, 100, &v, sizeof(v)), 0);
 	CHECK_OK(smart_dtx_commit(y, w));
 	CHECK_OK(smart_dtx_status(y, 0, NULL));
 	CHECK_OK(smart_dtx_last_cost(y, &cost));
-	printf("round trips: insert             %u (want 5)\n",
+	printf("round trips: insert             %u (want 4)\n",
 	       cost.round_trips);
-	bad += cost.round_trips != 5;
+	bad += cost.round_trips != 4;
 	CHECK_OK(smart_dtx_txn_free(y, w));
 	CHECK_OK(smart_dtx_close(cold));
 	/* no cache at all: every item is cold every time */
@@ -1514,12 +1610,17 @@ static void rt_task(smart_worker_t *w, void *arg)
 		struct sb_args p = { SB_SEND, 13, 14, 5, 0, NULL };
 
 		rt = rt_of(y, w, &p);
-		printf("round trips: no cache, send     %u (want 5)\n", rt);
-		bad += rt != 5;
+		printf("round trips: no cache, send     %u (want 4)\n", rt);
+		bad += rt != 4;
 	}
 	CHECK_OK(smart_dtx_txn_free(y, w));
 	CHECK_OK(smart_dtx_close(none));
 	CHECK_OK(smart_dtx_txn_free(x, w));
+	/* the unlocks were not waited for: seen landed by READ-backs */
+	CHECK_OK(smart_dtx_stats(a->wd->d, &st));
+	printf("round trips: %" PRIu64 " unlocks seen landed afterwards\n",
+	       st.unlocks_checked);
+	CHECK_GT(st.unlocks_checked, 0);
 	CHECK_MSG(!bad, "%u round-trip counts differ from the protocol's",
 		  bad);
 }
@@ -2319,6 +2420,7 @@ int main(int argc, char **argv)
 		{ "eexist", test_eexist },
 		{ "dekker", test_dekker },
 		{ "skew", test_skew },
+		{ "unlock_lost", test_unlock_lost },
 		{ "forged_descriptor", test_forged_descriptor },
 		{ "round_trips", test_round_trips },
 		{ "smallbank", test_smallbank },

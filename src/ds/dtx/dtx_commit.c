@@ -1,7 +1,8 @@
 /*
  * Smart-DTX commit (docs/dtx.md §3): validation and the undo log in one
  * round, the records' new bytes to their primaries and backups in the
- * next, the locks released in a last one.  Abort releases the locks.
+ * next, then the unlocks posted and not waited for (dtx_unlock.c checks
+ * them later).  Abort releases the locks.
  *
  * Invariants:
  * - Nothing of a transaction reaches a record before its undo log has
@@ -10,6 +11,8 @@
  * - No lock is released before every copy of every record it writes has
  *   landed: a lock seen released means the commit reached every replica
  *   (recovery rolls such a transaction forward).
+ * - An undo log is posted only once every unlock of the object's last
+ *   commit is seen landed: a slot's log outlives every lock naming it.
  * - A lock over a record the transaction wrote is released only over
  *   bytes that are whole: the new ones on every copy (committed) or the
  *   old ones (put back).  One a failure leaves held keeps the object
@@ -107,6 +110,10 @@ void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 		memset(&x->cost, 0, sizeof(x->cost));
 	}
 	x->cost.ops = x->ops;
+	if (!rc) {	/* the READ-backs of our unlocks, to come (dtx_unlock.c) */
+		x->cost.ops += (unsigned)x->nunl;
+		x->cost.bytes += 8u * (unsigned)x->nunl;
+	}
 	x->open = 0;
 }
 
@@ -116,8 +123,8 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
 		return SMART_EINVAL;
 	if (!x->open && x->stuck)
 		return smart__dtx_unstick(x, w);
-	if (!x->open)
-		return 0;
+	if (!x->open)	/* the last commit's unlocks: seen landed */
+		return smart__dtx_unlock_reap(x, w);
 	smart__dtx_finish(x, w, SMART_EABORT);
 	return 0;
 }
@@ -531,6 +538,25 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
 	return rc;
 }
 
+/* Committed: every copy is written.  The unlocks are posted, not waited
+ * for (dtx_unlock.c); the worker is polled once (smart_poll), which on
+ * shm executes them as a NIC would on its own.  The object's earlier unlocks are seen
+ * landed first (already, after an exec round); if not, or if one cannot
+ * be posted, the locks are released the waited way, tried once more; the outcome stands, and what is still
+ * held keeps the object stuck (finish). */
+static void unlock(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	if (SMART_M_DTX_UNLOCK_WAITED || smart__dtx_unlock_reap(x, w) ||
+	    smart__dtx_unlock_post(x, w)) {
+		if (release(x, w))
+			(void)release(x, w);
+		return;
+	}
+	/* a test kills us here: committed, the unlocks not landed */
+	(void)smart__dtx_hook(w, "dtx.commit.unlocking");
+	(void)smart_poll(w);
+}
+
 static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	size_t mark = smart_scratch_mark(w);
@@ -542,7 +568,10 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 	 * (an insert that found its key present wrote nothing either) */
 	one_ro = x->n == 1 && (x->item[0].kind == DTX_RO ||
 			       x->item[0].status == SMART_EEXIST);
-	rc = validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
+	/* the slot's last log must outlive its locks (dtx_unlock.c) */
+	rc = writes && !SMART_M_DTX_LOG_BEFORE_UNLOCKED ?
+	     smart__dtx_unlock_reap(x, w) : 0;
+	rc = rc ? rc : validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
 	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT) {
 		x->logged = 1;
 		rc = log_post(x, w);
@@ -574,11 +603,7 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 						     it->slot);
 			it->intent = 0;	/* the key is final */
 		}
-		/* committed: every copy is written.  A release that fails
-		 * (a blade gone) is tried once more; the outcome stands, and
-		 * what is still held keeps the object stuck (finish) */
-		if (release(x, w))
-			(void)release(x, w);
+		unlock(x, w);
 	}
 	smart_scratch_release(w, mark);
 	return rc;
