@@ -228,6 +228,9 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w);
 struct smart_dtx_cost {
 	unsigned round_trips, ops;
 	uint64_t bytes;
+	/* of bytes, those of WRITEs: intents, undo logs, records, unlocks
+	 * (docs/dtx.md §3, "Bytes written") */
+	uint64_t write_bytes;
 };
 int smart_dtx_last_cost(const smart_dtx_txn_t *x, struct smart_dtx_cost *out);
 

@@ -51,7 +51,7 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 		if (it->stuck)
 			continue;
 		if (it->locked == 1)
-			r = smart_write(w, lw, &dtx_zero, 8);
+			r = smart__dtx_write(x, w, lw, &dtx_zero, 8);
 		else if (it->locked)	/* uncertain: only our own stamp */
 			r = smart_cas(w, lw, DTX_LOCK(smart__dtx_lease(
 				x->d, smart_gaddr_blade(lw)), x->slot, x->seq),
@@ -110,6 +110,7 @@ void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 		memset(&x->cost, 0, sizeof(x->cost));
 	}
 	x->cost.ops = x->ops;
+	x->cost.write_bytes = x->wbytes;
 	if (!rc) {	/* the READ-backs of our unlocks, to come (dtx_unlock.c) */
 		x->cost.ops += (unsigned)x->nunl;
 		x->cost.bytes += 8u * (unsigned)x->nunl;
@@ -199,8 +200,9 @@ static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 			/* the intent first, on the QP of the buckets read
 			 * next (the slot is one of theirs): it lands before
 			 * they are read (Dekker's half, docs/dtx.md §3) */
-			rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-					 t, 0, it->slot), 8), it->intent_img, 24);
+			rc = smart__dtx_write(x, w, smart_gaddr_add(
+				smart__dtx_rec_addr(t, 0, it->slot), 8),
+				it->intent_img, 24);
 			x->ops++;
 		}
 		if (rc)
@@ -356,7 +358,7 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 			x->ops++;
 			/* from the head word on: the decision word is the
 			 * recoverers' */
-			rc = smart_write(w, smart_gaddr(x->d->blades[b],
+			rc = smart__dtx_write(x, w, smart_gaddr(x->d->blades[b],
 				x->d->log_off[b] + (uint64_t)x->slot *
 				x->d->log_size + 8), img + 8, bytes - 8);
 		}
@@ -366,12 +368,25 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 
 /* ---- commit writes ----------------------------------------------------- */
 
-/* Bytes of a record a split copy's first WRITE carries: key, version. */
+/* Where a split copy's second WRITE starts: after the version. */
 #define DTX_SPLIT_HEAD	24u
 
+/* Where item it's commit WRITEs start.  The crc covers key, version, meta
+ * and the value, and all but the key change; a record read for update and
+ * found holds its key on every copy already (only an insert puts a key in
+ * a slot, on every copy; a delete keeps it), so an update or a delete
+ * starts at the version: 8 bytes fewer per copy (docs/dtx.md §3, "Bytes
+ * written").  An insert writes the key: its backups have none yet. */
+static size_t write_from(const struct dtx_item *it)
+{
+	return it->kind == DTX_RW || SMART_M_DTX_INSERT_KEY_KEPT ?
+	       offsetof(struct dtx_rec, version) : offsetof(struct dtx_rec, key);
+}
+
 /* Queue item it's new record to every copy (the primary's lock word is
- * not written: bytes [8, rec_size)).  split (tests): the last copy gets
- * its key and version only; the image stays in it->io for write_split. */
+ * not written: bytes [write_from, rec_size)).  split (tests): the last
+ * copy gets the bytes before its meta only (the version); the image stays
+ * in it->io for write_split. */
 static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 		      struct dtx_item *it, int split)
 {
@@ -393,11 +408,12 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 							    t->rec_size;
 
 		x->ops++;
-		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-				t, k, it->slot), 8), rec + 8, end - 8);
+		rc = smart__dtx_write(x, w, smart_gaddr_add(
+			smart__dtx_rec_addr(t, k, it->slot), write_from(it)),
+			rec + write_from(it), end - write_from(it));
 		if (!rc && k == 0 && SMART_M_DTX_UNLOCK_EARLY) {
-			rc = smart_write(w, smart__dtx_rec_addr(t, 0, it->slot),
-					 &dtx_zero, 8);
+			rc = smart__dtx_write(x, w, smart__dtx_rec_addr(t, 0,
+					      it->slot), &dtx_zero, 8);
 			it->locked = 0;
 		}
 	}
@@ -405,8 +421,8 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 }
 
 /* The second round of a split record (tests): everything but the head
- * landed elsewhere; its last copy holds the new key and version over the
- * old meta and value (a torn copy: crc wrong), then "dtx.commit.inside"
+ * landed elsewhere; its last copy holds the new version (and key) over
+ * the old meta and value (a torn copy: crc wrong), then "dtx.commit.inside"
  * (a test kills the coordinator there, inside a WRITE), then the rest. */
 static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
 		       struct dtx_item *it)
@@ -417,9 +433,9 @@ static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
 	rc = rc ? rc : smart_sync(w);
 	rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.inside");
 	x->ops++;
-	return rc ? rc : smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-			t, t->ncopies - 1, it->slot), DTX_SPLIT_HEAD),
-			(uint8_t *)it->io + DTX_SPLIT_HEAD,
+	return rc ? rc : smart__dtx_write(x, w, smart_gaddr_add(
+			smart__dtx_rec_addr(t, t->ncopies - 1, it->slot),
+			DTX_SPLIT_HEAD), (uint8_t *)it->io + DTX_SPLIT_HEAD,
 			t->rec_size - DTX_SPLIT_HEAD);
 }
 
@@ -456,15 +472,16 @@ static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 
 /* Put item it's old bytes back on every copy (a test fails it at
  * "dtx.undo.record", as if its WRITEs could not be posted). */
-static int put_back(smart_worker_t *w, const struct dtx_item *it)
+static int put_back(smart_dtx_txn_t *x, smart_worker_t *w,
+		    const struct dtx_item *it)
 {
 	unsigned k;
 	int rc = smart__dtx_hook(w, "dtx.undo.record");
 
 	for (k = 0; !rc && k < it->t->ncopies; k++)
-		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-			it->t, k, it->slot), 8), it->old + 8,
-			it->t->rec_size - 8);
+		rc = smart__dtx_write(x, w, smart_gaddr_add(
+			smart__dtx_rec_addr(it->t, k, it->slot), 8),
+			it->old + 8, it->t->rec_size - 8);
 	if (rc)
 		(void)smart_sync(w);	/* nothing posted still reads it */
 	return rc ? rc : smart_sync(w);
@@ -500,7 +517,7 @@ static void write_undo(smart_dtx_txn_t *x, smart_worker_t *w)
 	for (i = 0; i < x->n; i++) {
 		struct dtx_item *it = &x->item[i];
 
-		if (is_written(it) && put_back(w, it) &&
+		if (is_written(it) && put_back(x, w, it) &&
 		    !SMART_M_DTX_UNDO_IGNORED)
 			it->stuck = 2, failed = 1;
 	}
@@ -527,7 +544,7 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
 	for (i = 0; !rc && i < x->n; i++) {
 		struct dtx_item *it = &x->item[i];
 
-		if (it->stuck == 2 && !(rc = put_back(w, it)))
+		if (it->stuck == 2 && !(rc = put_back(x, w, it)))
 			it->stuck = 1;	/* whole again, still held */
 		if (!rc && it->stuck == 1 && SMART_M_DTX_UNSTICK_EARLY)
 			rc = unstick_one(x, w, it);

@@ -33,6 +33,7 @@ int smart_dtx_begin(smart_dtx_txn_t *x)
 	x->nwrites = 0;
 	x->started = 0;
 	x->ops = 0;
+	x->wbytes = 0;
 	x->logged = 0;
 	x->seq++;
 	x->rounds_left = DTX_ROUNDS_MAX;

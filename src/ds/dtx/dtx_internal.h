@@ -101,6 +101,7 @@ struct smart_dtx_txn {
 	uint64_t rt0, bytes0;
 	int started;		/* rt0/bytes0 taken */
 	unsigned ops;
+	uint64_t wbytes;	/* WRITE payload bytes queued (cost) */
 	struct smart_dtx_cost cost;
 	/* the last commit's unlocks, posted and not yet seen landed
 	 * (dtx_unlock.c): lock words, our stamps, their READ-backs, and
@@ -115,6 +116,18 @@ struct smart_dtx_txn {
 	struct dtx_item item[SMART_DTX_ITEMS_MAX];
 	uint8_t *old_arena, *val_arena;	/* items x rec_max, x value max */
 };
+
+/* A WRITE of transaction x, its bytes counted in x's cost. */
+static inline int smart__dtx_write(smart_dtx_txn_t *x, smart_worker_t *w,
+				   smart_gaddr_t a, const void *src,
+				   size_t len)
+{
+	int rc = smart_write(w, a, src, len);
+
+	if (!rc)
+		x->wbytes += len;
+	return rc;
+}
 
 /* ---- dtx.c ---- */
 const struct dtx_table *smart__dtx_table(const smart_dtx_t *d,

@@ -43,6 +43,14 @@
 #define SMART_M_DTX_UNLOCK_KEEP_DEAD 0
 #endif
 
+/* an insert's commit skips the key word as an update's does (its
+ * backups never get the key) */
+#ifdef SMART_MUTANT_DTX_INSERT_KEY_KEPT
+#define SMART_M_DTX_INSERT_KEY_KEPT 1
+#else
+#define SMART_M_DTX_INSERT_KEY_KEPT 0
+#endif
+
 /* the next undo log posted before the last commit's unlocks are seen
  * landed (a log overwritten while a lock still names it) */
 #ifdef SMART_MUTANT_DTX_LOG_BEFORE_UNLOCKED

@@ -50,7 +50,7 @@ int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w)
 		if (!it->locked)
 			continue;
 		rc = lost ? 0 : it->locked == 1 ?
-			smart_write(w, lw, &unl_zero, 8) :
+			smart__dtx_write(x, w, lw, &unl_zero, 8) :
 			smart_cas(w, lw, stamp, 0, NULL);
 		if (rc)
 			break;
