@@ -13,6 +13,147 @@
 #define SMART_M_DTX_NO_VALIDATE 1
 #else
 #define SMART_M_DTX_NO_VALIDATE 0
+#endif
+
+/* an insert that found its key present (SMART_EEXIST) is not
+ * validated at commit: the key may be gone by then */
+#ifdef SMART_MUTANT_DTX_NO_EEXIST_CHECK
+#define SMART_M_DTX_NO_EEXIST_CHECK 1
+#else
+#define SMART_M_DTX_NO_EEXIST_CHECK 0
+#endif
+
+/* a read-for-update takes no lock (its CAS is not issued) */
+#ifdef SMART_MUTANT_DTX_NO_LOCK
+#define SMART_M_DTX_NO_LOCK 1
+#else
+#define SMART_M_DTX_NO_LOCK 0
+#endif
+
+/* commit writes the records before the undo log */
+#ifdef SMART_MUTANT_DTX_LOG_AFTER_COMMIT
+#define SMART_M_DTX_LOG_AFTER_COMMIT 1
+#else
+#define SMART_M_DTX_LOG_AFTER_COMMIT 0
+#endif
+
+/* a record's lock is released right behind its primary's write, before
+ * its backups (and the other records) are written */
+#ifdef SMART_MUTANT_DTX_UNLOCK_EARLY
+#define SMART_M_DTX_UNLOCK_EARLY 1
+#else
+#define SMART_M_DTX_UNLOCK_EARLY 0
+#endif
+
+/* commit keeps the record's version */
+#ifdef SMART_MUTANT_DTX_NO_VERSION_BUMP
+#define SMART_M_DTX_NO_VERSION_BUMP 1
+#else
+#define SMART_M_DTX_NO_VERSION_BUMP 0
+#endif
+
+/* a record is accepted whatever its crc says (torn reads pass) */
+#ifdef SMART_MUTANT_DTX_NO_CRC
+#define SMART_M_DTX_NO_CRC 1
+#else
+#define SMART_M_DTX_NO_CRC 0
+#endif
+
+/* a lock held by a dead client is waited on like a live one's */
+#ifdef SMART_MUTANT_DTX_NO_RECOVERY
+#define SMART_M_DTX_NO_RECOVERY 1
+#else
+#define SMART_M_DTX_NO_RECOVERY 0
+#endif
+
+/* a peer's descriptor is trusted for its areas' offsets and sizes */
+#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
+#define SMART_M_DTX_NO_DESC_CHECK 1
+#else
+#define SMART_M_DTX_NO_DESC_CHECK 0
+#endif
+
+/* a dead client's log slot is adopted (its log soon overwritten) while a
+ * live recoverer still rolls back a record that log lists */
+#ifdef SMART_MUTANT_DTX_ADOPT_UNRESOLVED
+#define SMART_M_DTX_ADOPT_UNRESOLVED 1
+#else
+#define SMART_M_DTX_ADOPT_UNRESOLVED 0
+#endif
+
+/* a recovery decides (CASes the slot's decision word) even for a log
+ * whose transaction no lock names any more: an older log of the slot
+ * overwrites the newest transaction's decision */
+#ifdef SMART_MUTANT_DTX_DECIDE_SETTLED
+#define SMART_M_DTX_DECIDE_SETTLED 1
+#else
+#define SMART_M_DTX_DECIDE_SETTLED 0
+#endif
+
+/* a commit whose writes failed releases every lock even where its undo
+ * failed too (the record keeps the aborted transaction's bytes) */
+#ifdef SMART_MUTANT_DTX_UNDO_IGNORED
+#define SMART_M_DTX_UNDO_IGNORED 1
+#else
+#define SMART_M_DTX_UNDO_IGNORED 0
+#endif
+
+/* recovery counts a torn copy (version new, crc wrong) as new */
+#ifdef SMART_MUTANT_DTX_TORN_AS_NEW
+#define SMART_M_DTX_TORN_AS_NEW 1
+#else
+#define SMART_M_DTX_TORN_AS_NEW 0
+#endif
+
+/* a recoverer decides from its own evidence even when the decision word
+ * holds this transaction's decision */
+#ifdef SMART_MUTANT_DTX_IGNORE_DECISION
+#define SMART_M_DTX_IGNORE_DECISION 1
+#else
+#define SMART_M_DTX_IGNORE_DECISION 0
+#endif
+
+/* validation of an insert (or of an absent key) ignores a locked record
+ * holding the key: another insert's intent */
+#ifdef SMART_MUTANT_DTX_NO_INTENT_CHECK
+#define SMART_M_DTX_NO_INTENT_CHECK 1
+#else
+#define SMART_M_DTX_NO_INTENT_CHECK 0
+#endif
+
+/* a failed undo's transaction releases the records it did put back
+ * (a recoverer then rolls the rest forward over them) */
+#ifdef SMART_MUTANT_DTX_RELEASE_PUT_BACK
+#define SMART_M_DTX_RELEASE_PUT_BACK 1
+#else
+#define SMART_M_DTX_RELEASE_PUT_BACK 0
+#endif
+
+/* smart_dtx_abort releases a stuck record put back before every other
+ * stuck record is put back */
+#ifdef SMART_MUTANT_DTX_UNSTICK_EARLY
+#define SMART_M_DTX_UNSTICK_EARLY 1
+#else
+#define SMART_M_DTX_UNSTICK_EARLY 0
+#endif
+
+/* freeing a stuck transaction leaves the ctx's BYE on (its locks then
+ * name whoever gets its lease id next) */
+#ifdef SMART_MUTANT_DTX_NO_TAINT
+#define SMART_M_DTX_NO_TAINT 1
+#else
+#define SMART_M_DTX_NO_TAINT 0
+#endif
+
+/* validation takes a slot of our own transaction, its intent not landed
+ * yet, for another insert's intent of the key (every transaction
+ * inserting two keys of one bucket aborts) */
+#ifdef SMART_MUTANT_DTX_OWN_AS_OTHER
+#define SMART_M_DTX_OWN_AS_OTHER 1
+#else
+#define SMART_M_DTX_OWN_AS_OTHER 0
+#endif
+
 /* validation reads a read-only record's {lock, key, version} in one
  * 24-byte READ (no order among its words: a write skew) instead of the
  * lock word, a fence, then key and version */
@@ -20,6 +161,8 @@
 #define SMART_M_DTX_VALIDATE_ONE_READ 1
 #else
 #define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
 /* a committed transaction's unlocks waited for (the 4th round trip) */
 #ifdef SMART_MUTANT_DTX_UNLOCK_WAITED
 #define SMART_M_DTX_UNLOCK_WAITED 1
@@ -43,14 +186,6 @@
 #define SMART_M_DTX_UNLOCK_KEEP_DEAD 0
 #endif
 
-/* an insert's commit skips the key word as an update's does (its
- * backups never get the key) */
-#ifdef SMART_MUTANT_DTX_INSERT_KEY_KEPT
-#define SMART_M_DTX_INSERT_KEY_KEPT 1
-#else
-#define SMART_M_DTX_INSERT_KEY_KEPT 0
-#endif
-
 /* the next undo log posted before the last commit's unlocks are seen
  * landed (a log overwritten while a lock still names it) */
 #ifdef SMART_MUTANT_DTX_LOG_BEFORE_UNLOCKED
@@ -59,318 +194,12 @@
 #define SMART_M_DTX_LOG_BEFORE_UNLOCKED 0
 #endif
 
-#endif
-
-#endif
-
-/* an insert that found its key present (SMART_EEXIST) is not
- * validated at commit: the key may be gone by then */
-#ifdef SMART_MUTANT_DTX_NO_EEXIST_CHECK
-#define SMART_M_DTX_NO_EEXIST_CHECK 1
+/* an insert's commit skips the key word as an update's does (its
+ * backups never get the key) */
+#ifdef SMART_MUTANT_DTX_INSERT_KEY_KEPT
+#define SMART_M_DTX_INSERT_KEY_KEPT 1
 #else
-#define SMART_M_DTX_NO_EEXIST_CHECK 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a read-for-update takes no lock (its CAS is not issued) */
-#ifdef SMART_MUTANT_DTX_NO_LOCK
-#define SMART_M_DTX_NO_LOCK 1
-#else
-#define SMART_M_DTX_NO_LOCK 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* commit writes the records before the undo log */
-#ifdef SMART_MUTANT_DTX_LOG_AFTER_COMMIT
-#define SMART_M_DTX_LOG_AFTER_COMMIT 1
-#else
-#define SMART_M_DTX_LOG_AFTER_COMMIT 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a record's lock is released right behind its primary's write, before
- * its backups (and the other records) are written */
-#ifdef SMART_MUTANT_DTX_UNLOCK_EARLY
-#define SMART_M_DTX_UNLOCK_EARLY 1
-#else
-#define SMART_M_DTX_UNLOCK_EARLY 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* commit keeps the record's version */
-#ifdef SMART_MUTANT_DTX_NO_VERSION_BUMP
-#define SMART_M_DTX_NO_VERSION_BUMP 1
-#else
-#define SMART_M_DTX_NO_VERSION_BUMP 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a record is accepted whatever its crc says (torn reads pass) */
-#ifdef SMART_MUTANT_DTX_NO_CRC
-#define SMART_M_DTX_NO_CRC 1
-#else
-#define SMART_M_DTX_NO_CRC 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a lock held by a dead client is waited on like a live one's */
-#ifdef SMART_MUTANT_DTX_NO_RECOVERY
-#define SMART_M_DTX_NO_RECOVERY 1
-#else
-#define SMART_M_DTX_NO_RECOVERY 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a peer's descriptor is trusted for its areas' offsets and sizes */
-#ifdef SMART_MUTANT_DTX_NO_DESC_CHECK
-#define SMART_M_DTX_NO_DESC_CHECK 1
-#else
-#define SMART_M_DTX_NO_DESC_CHECK 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a dead client's log slot is adopted (its log soon overwritten) while a
- * live recoverer still rolls back a record that log lists */
-#ifdef SMART_MUTANT_DTX_ADOPT_UNRESOLVED
-#define SMART_M_DTX_ADOPT_UNRESOLVED 1
-#else
-#define SMART_M_DTX_ADOPT_UNRESOLVED 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a recovery decides (CASes the slot's decision word) even for a log
- * whose transaction no lock names any more: an older log of the slot
- * overwrites the newest transaction's decision */
-#ifdef SMART_MUTANT_DTX_DECIDE_SETTLED
-#define SMART_M_DTX_DECIDE_SETTLED 1
-#else
-#define SMART_M_DTX_DECIDE_SETTLED 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a commit whose writes failed releases every lock even where its undo
- * failed too (the record keeps the aborted transaction's bytes) */
-#ifdef SMART_MUTANT_DTX_UNDO_IGNORED
-#define SMART_M_DTX_UNDO_IGNORED 1
-#else
-#define SMART_M_DTX_UNDO_IGNORED 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* recovery counts a torn copy (version new, crc wrong) as new */
-#ifdef SMART_MUTANT_DTX_TORN_AS_NEW
-#define SMART_M_DTX_TORN_AS_NEW 1
-#else
-#define SMART_M_DTX_TORN_AS_NEW 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a recoverer decides from its own evidence even when the decision word
- * holds this transaction's decision */
-#ifdef SMART_MUTANT_DTX_IGNORE_DECISION
-#define SMART_M_DTX_IGNORE_DECISION 1
-#else
-#define SMART_M_DTX_IGNORE_DECISION 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* validation of an insert (or of an absent key) ignores a locked record
- * holding the key: another insert's intent */
-#ifdef SMART_MUTANT_DTX_NO_INTENT_CHECK
-#define SMART_M_DTX_NO_INTENT_CHECK 1
-#else
-#define SMART_M_DTX_NO_INTENT_CHECK 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* a failed undo's transaction releases the records it did put back
- * (a recoverer then rolls the rest forward over them) */
-#ifdef SMART_MUTANT_DTX_RELEASE_PUT_BACK
-#define SMART_M_DTX_RELEASE_PUT_BACK 1
-#else
-#define SMART_M_DTX_RELEASE_PUT_BACK 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* smart_dtx_abort releases a stuck record put back before every other
- * stuck record is put back */
-#ifdef SMART_MUTANT_DTX_UNSTICK_EARLY
-#define SMART_M_DTX_UNSTICK_EARLY 1
-#else
-#define SMART_M_DTX_UNSTICK_EARLY 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* freeing a stuck transaction leaves the ctx's BYE on (its locks then
- * name whoever gets its lease id next) */
-#ifdef SMART_MUTANT_DTX_NO_TAINT
-#define SMART_M_DTX_NO_TAINT 1
-#else
-#define SMART_M_DTX_NO_TAINT 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* validation takes a slot of our own transaction, its intent not landed
- * yet, for another insert's intent of the key (every transaction
- * inserting two keys of one bucket aborts) */
-#ifdef SMART_MUTANT_DTX_OWN_AS_OTHER
-#define SMART_M_DTX_OWN_AS_OTHER 1
-#else
-#define SMART_M_DTX_OWN_AS_OTHER 0
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
-#endif
-
-#endif
-
-/* validation reads a read-only record's {lock, key, version} in one
- * 24-byte READ (no order among its words: a write skew) instead of the
- * lock word, a fence, then key and version */
-#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
-#define SMART_M_DTX_VALIDATE_ONE_READ 1
-#else
-#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#define SMART_M_DTX_INSERT_KEY_KEPT 0
 #endif
 
 #endif
