@@ -465,6 +465,7 @@ static int attempt_metered(struct dtx_task *t, int type,
 	s->rt += c.round_trips;
 	s->ops += c.ops;
 	s->bytes += c.bytes;
+	s->wbytes += c.write_bytes;
 	s->failed += (uint64_t)o->failed;
 	s->full += (uint64_t)o->full;
 	return 0;
@@ -810,6 +811,7 @@ static void result_sum(struct dtx_bench *b)
 			a->rt += th->ty[k].rt;
 			a->ops += th->ty[k].ops;
 			a->bytes += th->ty[k].bytes;
+			a->wbytes += th->ty[k].wbytes;
 		}
 		s->all_rt += th->all_rt;
 		s->all_ops += th->all_ops;
@@ -847,6 +849,7 @@ static void result_fill(struct dtx_bench *b)
 		a->rt += s->ty[k].rt;
 		a->ops += s->ty[k].ops;
 		a->bytes += s->ty[k].bytes;
+		a->wbytes += s->ty[k].wbytes;
 	}
 	s->committed_tps = b->win.secs > 0 ? (double)a->commits / b->win.secs
 					    : 0;
@@ -1026,17 +1029,17 @@ static void print_types(const struct dtx_bench *b)
 	const struct dtx_tstats *t;
 	int k;
 
-	printf(" %-22s %-7s %-10s %-10s %-7s %-8s %-9s %s\n", "type",
+	printf(" %-22s %-7s %-10s %-10s %-7s %-8s %-9s %-10s %s\n", "type",
 	       "mix", "commits", "abort-rate", "rt/txn", "ops/txn",
-	       "bytes/txn", "failed");
+	       "bytes/txn", "wbytes/txn", "failed");
 	for (k = 0; k < b->wl->ntypes; k++) {
 		t = &s->ty[k];
 		printf(" %-22s %5.1f%%  %-10" PRIu64 " %-10.4f %-7.3f %-8.2f "
-		       "%-9.1f %" PRIu64 "\n", b->wl->types[k].label,
+		       "%-9.1f %-10.1f %" PRIu64 "\n", b->wl->types[k].label,
 		       100 * per(t->commits, s->all.commits), t->commits,
 		       per(t->aborts, t->attempts), per(t->rt, t->commits),
 		       per(t->ops, t->commits), per(t->bytes, t->commits),
-		       t->failed);
+		       per(t->wbytes, t->commits), t->failed);
 	}
 	kit_rule();
 }
@@ -1153,6 +1156,8 @@ static void record_result(const struct dtx_bench *b, struct kit_rec *rec)
 	kit_rec_num(rec, "rt_per_txn", "%.4f", per(a->rt, a->commits));
 	kit_rec_num(rec, "ops_per_txn", "%.4f", per(a->ops, a->commits));
 	kit_rec_num(rec, "bytes_per_txn", "%.1f", per(a->bytes, a->commits));
+	kit_rec_num(rec, "wbytes_per_txn", "%.1f",
+		    per(a->wbytes, a->commits));
 	kit_rec_num(rec, "rt_per_attempt", "%.4f", per(s->all_rt, n));
 	kit_rec_num(rec, "ops_per_attempt", "%.4f", per(s->all_ops, n));
 	kit_rec_num(rec, "bytes_per_attempt", "%.1f", per(s->all_bytes, n));
@@ -1167,17 +1172,18 @@ static void record_result(const struct dtx_bench *b, struct kit_rec *rec)
 	kit_rec_num(rec, "validation_failures", "%" PRIu64, s->vfail);
 }
 
-/* rt_<type>, abort_<type>, ops_<type>, bytes_<type>, n_<type> (commits);
- * the keys live in b: a record keeps pointers. */
+/* rt_<type>, abort_<type>, ops_<type>, bytes_<type>, n_<type> (commits),
+ * wbytes_<type> (of bytes, WRITEs'); the keys live in b: a record keeps
+ * pointers. */
 static void record_types(struct dtx_bench *b, struct kit_rec *rec)
 {
 	static const char *const pre[] = { "rt", "abort", "ops", "bytes",
-					   "n" };
+					   "n", "wbytes" };
 	const struct dtx_tstats *t;
 	int k, j;
 
 	for (k = 0; k < b->wl->ntypes; k++)
-		for (j = 0; j < 5; j++)
+		for (j = 0; j < 6; j++)
 			snprintf(b->keys[k][j], sizeof(b->keys[k][j]), "%s_%s",
 				 pre[j], b->wl->types[k].name);
 	for (k = 0; k < b->wl->ntypes; k++) {
@@ -1190,6 +1196,8 @@ static void record_types(struct dtx_bench *b, struct kit_rec *rec)
 		kit_rec_num(rec, b->keys[k][3], "%.1f",
 			    per(t->bytes, t->commits));
 		kit_rec_num(rec, b->keys[k][4], "%" PRIu64, t->commits);
+		kit_rec_num(rec, b->keys[k][5], "%.1f",
+			    per(t->wbytes, t->commits));
 	}
 }
 
@@ -1269,6 +1277,7 @@ const struct kit_col dtx_bench_csv[] = {
 	{ "rt_per_txn", "rt_per_txn", NULL },
 	{ "ops_per_txn", "ops_per_txn", NULL },
 	{ "bytes_per_txn", "bytes_per_txn", NULL },
+	{ "wbytes_per_txn", "wbytes_per_txn", NULL },
 	{ "errors", "errors", NULL },
 	{ "validation_failures", "validation_failures", NULL },
 	{ "check", "check", NULL }, { "transport", "transport", NULL },

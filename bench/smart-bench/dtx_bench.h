@@ -138,6 +138,7 @@ struct dtx_workload {
 struct dtx_tstats {
 	uint64_t attempts, commits, aborts, failed, full;
 	uint64_t rt, ops, bytes;	/* over committed attempts */
+	uint64_t wbytes;		/* of bytes, WRITEs' (write_bytes) */
 };
 
 struct dtx_thread {

@@ -125,6 +125,10 @@ struct smart_dtx_stats {
 	/* logs read by recoveries whose transaction no lock names any more
 	 * (done, or an older one of its slot): nothing decided */
 	uint64_t logs_settled;
+	/* a committed transaction's unlocks (posted, not waited for,
+	 * docs/dtx.md §3): those seen landed by a READ-back, and those found
+	 * lost (their QP failed) and released again */
+	uint64_t unlocks_checked, unlocks_redone;
 };
 
 /* Defaults: home blade only, no tables (the caller sets them). */
@@ -162,10 +166,10 @@ int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *out);
  * held by a live client. */
 int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w,
 		      smart_dtx_txn_t **out);
-/* Give the log slot back (a transaction still open is aborted first);
- * NULL: no-op.  With w NULL, or when locks a failure left cannot be let
- * go (the error is returned), the slot stays claimed until this ctx's
- * lease ends, then it is adopted. */
+/* Give the log slot back (a transaction still open is aborted first, the
+ * last commit's unlocks seen landed); NULL: no-op.  With w NULL, or when
+ * locks a failure left cannot be let go (the error is returned), the slot
+ * stays claimed until this ctx's lease ends, then it is adopted. */
 int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w);
 
 /* Start a transaction (an open one is aborted first, without network:
@@ -208,9 +212,15 @@ int smart_dtx_item_versions(const smart_dtx_txn_t *x, int item,
 			    uint64_t *write_ver);
 
 /* Exec what is queued, validate, log, commit.  0: committed;
- * SMART_EABORT: aborted (nothing of it visible). */
+ * SMART_EABORT: aborted (nothing of it visible).  A commit returns with
+ * its unlocks posted, not waited for (docs/dtx.md §3); the object's next
+ * exec sees them landed on the way.  SMART_EBUSY (aborted): a writing
+ * transaction on another worker than the last commit's, whose unlocks it
+ * cannot see landed yet; run it on that worker. */
 int smart_dtx_commit(smart_dtx_txn_t *x, smart_worker_t *w);
-/* Release its locks; nothing of it is visible. */
+/* Release its locks; nothing of it is visible.  After a commit: wait
+ * until its unlocks are seen landed (SMART_EBUSY: posted on another
+ * worker and not landed yet). */
 int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w);
 
 /* Round trips of the last transaction (exec + commit or abort), and the
@@ -218,6 +228,9 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w);
 struct smart_dtx_cost {
 	unsigned round_trips, ops;
 	uint64_t bytes;
+	/* of bytes, those of WRITEs: intents, undo logs, records, unlocks
+	 * (docs/dtx.md §3, "Bytes written") */
+	uint64_t write_bytes;
 };
 int smart_dtx_last_cost(const smart_dtx_txn_t *x, struct smart_dtx_cost *out);
 

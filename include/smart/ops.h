@@ -77,6 +77,11 @@ int smart_fence(smart_worker_t *w);
 
 /* Post the task's queued chains (one doorbell per chain). */
 int smart_post(smart_worker_t *w);
+/* Poll the worker's completion queues once, never waiting, and wake the
+ * tasks whose ops completed; the number of completions handled.  What a
+ * task posted and does not wait for (smart_post) makes progress there:
+ * a NIC executes it on its own, shm executes WRs only when polled. */
+int smart_poll(smart_worker_t *w);
 /* Post and wait for all of the task's ops; the first error or 0. */
 int smart_sync(smart_worker_t *w);
 

@@ -298,6 +298,13 @@ int smart_post(smart_worker_t *w)
 	return 0;
 }
 
+int smart_poll(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	return smart__worker_poll(w);
+}
+
 int smart_sync(smart_worker_t *w)
 {
 	if (smart_unlikely(!w))

@@ -9,7 +9,8 @@
  * Asserted besides: the path each step exists for was taken
  * (smart_dtx_stats: a lock released alone when no log was written, a
  * transaction rolled back when it died half written, rolled forward when
- * every copy was written), and smart_dtx_recover() resolves a dead
+ * every copy was written, also when its unlocks were posted and had not
+ * landed: "dtx.commit.unlocking"), and smart_dtx_recover() resolves a dead
  * coordinator's transaction and frees its log slot with no transaction
  * run at all, and that a memory blade gone fails the transactions on it
  * with an error while those elsewhere go on.
@@ -55,6 +56,9 @@ static const struct step steps[] = {
 	{ "dtx.commit.inside", 3, EXP_BACK },
 	/* validated, the log landed, no record written yet */
 	{ "dtx.commit.validated", 3, EXP_BACK },
+	/* committed, every copy written, the unlocks posted and not landed
+	 * (shm runs them at the next poll, which never comes) */
+	{ "dtx.commit.unlocking", 3, EXP_FORWARD },
 };
 
 static const struct smart_dtx_table tables[2] = {

@@ -508,7 +508,7 @@ int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *o)
 	LD(insert_conflicts); LD(cache_hits); LD(cache_misses);
 	LD(crc_retries); LD(recoveries); LD(rolled_back); LD(rolled_forward);
 	LD(locks_recovered); LD(slots_adopted); LD(adopt_deferred);
-	LD(logs_settled);
+	LD(logs_settled); LD(unlocks_checked); LD(unlocks_redone);
 #undef LD
 	return 0;
 }
@@ -611,9 +611,13 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 	 * are gone, or our lease ends and an adopter resolves them */
 	if (w && !rc && x->stuck)
 		rc = smart__dtx_unstick(x, w);
+	/* the last commit's unlocks seen landed (on their worker: another
+	 * cannot tell a lost one from one in flight) */
+	if (w && !rc)
+		rc = smart__dtx_unlock_reap(x, w);
 	/* locks we could not let go name our lease ids: our sessions must
 	 * not end with the BYE that gives them to a newcomer */
-	if ((x->stuck || (x->open && !w)) && !SMART_M_DTX_NO_TAINT)
+	if ((x->stuck || x->nunl || (x->open && !w)) && !SMART_M_DTX_NO_TAINT)
 		(void)smart_ctx_taint(d->ctx);
 	if (w && !rc) {
 		uint64_t mine = (uint64_t)smart__dtx_lease(d, d->home) << 48 | 1;

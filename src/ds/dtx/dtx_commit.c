@@ -1,7 +1,8 @@
 /*
  * Smart-DTX commit (docs/dtx.md §3): validation and the undo log in one
  * round, the records' new bytes to their primaries and backups in the
- * next, the locks released in a last one.  Abort releases the locks.
+ * next, then the unlocks posted and not waited for (dtx_unlock.c checks
+ * them later).  Abort releases the locks.
  *
  * Invariants:
  * - Nothing of a transaction reaches a record before its undo log has
@@ -10,6 +11,8 @@
  * - No lock is released before every copy of every record it writes has
  *   landed: a lock seen released means the commit reached every replica
  *   (recovery rolls such a transaction forward).
+ * - An undo log is posted only once every unlock of the object's last
+ *   commit is seen landed: a slot's log outlives every lock naming it.
  * - A lock over a record the transaction wrote is released only over
  *   bytes that are whole: the new ones on every copy (committed) or the
  *   old ones (put back).  One a failure leaves held keeps the object
@@ -48,7 +51,7 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 		if (it->stuck)
 			continue;
 		if (it->locked == 1)
-			r = smart_write(w, lw, &dtx_zero, 8);
+			r = smart__dtx_write(x, w, lw, &dtx_zero, 8);
 		else if (it->locked)	/* uncertain: only our own stamp */
 			r = smart_cas(w, lw, DTX_LOCK(smart__dtx_lease(
 				x->d, smart_gaddr_blade(lw)), x->slot, x->seq),
@@ -107,6 +110,11 @@ void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 		memset(&x->cost, 0, sizeof(x->cost));
 	}
 	x->cost.ops = x->ops;
+	x->cost.write_bytes = x->wbytes;
+	if (!rc) {	/* the READ-backs of our unlocks, to come (dtx_unlock.c) */
+		x->cost.ops += (unsigned)x->nunl;
+		x->cost.bytes += 8u * (unsigned)x->nunl;
+	}
 	x->open = 0;
 }
 
@@ -116,8 +124,8 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
 		return SMART_EINVAL;
 	if (!x->open && x->stuck)
 		return smart__dtx_unstick(x, w);
-	if (!x->open)
-		return 0;
+	if (!x->open)	/* the last commit's unlocks: seen landed */
+		return smart__dtx_unlock_reap(x, w);
 	smart__dtx_finish(x, w, SMART_EABORT);
 	return 0;
 }
@@ -154,6 +162,30 @@ static int needs_version(const struct dtx_item *it)
 		!SMART_M_DTX_NO_EEXIST_CHECK);
 }
 
+/* Queue the READ of item it's {lock, key, version} into it->io: the lock
+ * word, then (fenced) key and version, on the record's QP.  The lock is
+ * then read no later than the version: a free lock then an unchanged
+ * version mean the record was free and unchanged at the lock's READ
+ * (versions only grow).  One 24-byte READ has no order among its words
+ * (contract rule 4): its version can be read before a commit lands and
+ * its lock after the unlock, a write skew (docs/dtx.md §3, test_dtx
+ * skew).  Chained on one QP, the two READs cost no round trip more. */
+static int version_post(smart_dtx_txn_t *x, smart_worker_t *w,
+			struct dtx_item *it)
+{
+	smart_gaddr_t a = smart__dtx_rec_addr(it->t, 0, it->slot);
+	int rc;
+
+	x->ops++;
+	if (SMART_M_DTX_VALIDATE_ONE_READ)
+		return smart_read(w, a, 24, it->io);
+	x->ops++;
+	rc = smart_read(w, a, 8, it->io);
+	rc = rc ? rc : smart_fence(w);
+	return rc ? rc : smart_read(w, smart_gaddr_add(a, 8), 16,
+				    (uint8_t *)it->io + 8);
+}
+
 static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 {
 	int i, k, rc = 0;
@@ -168,8 +200,9 @@ static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 			/* the intent first, on the QP of the buckets read
 			 * next (the slot is one of theirs): it lands before
 			 * they are read (Dekker's half, docs/dtx.md §3) */
-			rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-					 t, 0, it->slot), 8), it->intent_img, 24);
+			rc = smart__dtx_write(x, w, smart_gaddr_add(
+				smart__dtx_rec_addr(t, 0, it->slot), 8),
+				it->intent_img, 24);
 			x->ops++;
 		}
 		if (rc)
@@ -182,10 +215,7 @@ static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 					bsz, (uint8_t *)it->io + k * bsz);
 		} else if (needs_version(it) && !skip_ro) {
 			rc = smart_scratch_alloc(w, 24, &it->io);
-			if (!rc)
-				rc = smart_read(w, smart__dtx_rec_addr(t, 0,
-						it->slot), 24, it->io);
-			x->ops++;
+			rc = rc ? rc : version_post(x, w, it);
 		}
 	}
 	return rc;
@@ -328,7 +358,7 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 			x->ops++;
 			/* from the head word on: the decision word is the
 			 * recoverers' */
-			rc = smart_write(w, smart_gaddr(x->d->blades[b],
+			rc = smart__dtx_write(x, w, smart_gaddr(x->d->blades[b],
 				x->d->log_off[b] + (uint64_t)x->slot *
 				x->d->log_size + 8), img + 8, bytes - 8);
 		}
@@ -338,12 +368,25 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 
 /* ---- commit writes ----------------------------------------------------- */
 
-/* Bytes of a record a split copy's first WRITE carries: key, version. */
+/* Where a split copy's second WRITE starts: after the version. */
 #define DTX_SPLIT_HEAD	24u
 
+/* Where item it's commit WRITEs start.  The crc covers key, version, meta
+ * and the value, and all but the key change; a record read for update and
+ * found holds its key on every copy already (only an insert puts a key in
+ * a slot, on every copy; a delete keeps it), so an update or a delete
+ * starts at the version: 8 bytes fewer per copy (docs/dtx.md §3, "Bytes
+ * written").  An insert writes the key: its backups have none yet. */
+static size_t write_from(const struct dtx_item *it)
+{
+	return it->kind == DTX_RW || SMART_M_DTX_INSERT_KEY_KEPT ?
+	       offsetof(struct dtx_rec, version) : offsetof(struct dtx_rec, key);
+}
+
 /* Queue item it's new record to every copy (the primary's lock word is
- * not written: bytes [8, rec_size)).  split (tests): the last copy gets
- * its key and version only; the image stays in it->io for write_split. */
+ * not written: bytes [write_from, rec_size)).  split (tests): the last
+ * copy gets the bytes before its meta only (the version); the image stays
+ * in it->io for write_split. */
 static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 		      struct dtx_item *it, int split)
 {
@@ -365,11 +408,12 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 							    t->rec_size;
 
 		x->ops++;
-		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-				t, k, it->slot), 8), rec + 8, end - 8);
+		rc = smart__dtx_write(x, w, smart_gaddr_add(
+			smart__dtx_rec_addr(t, k, it->slot), write_from(it)),
+			rec + write_from(it), end - write_from(it));
 		if (!rc && k == 0 && SMART_M_DTX_UNLOCK_EARLY) {
-			rc = smart_write(w, smart__dtx_rec_addr(t, 0, it->slot),
-					 &dtx_zero, 8);
+			rc = smart__dtx_write(x, w, smart__dtx_rec_addr(t, 0,
+					      it->slot), &dtx_zero, 8);
 			it->locked = 0;
 		}
 	}
@@ -377,8 +421,8 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 }
 
 /* The second round of a split record (tests): everything but the head
- * landed elsewhere; its last copy holds the new key and version over the
- * old meta and value (a torn copy: crc wrong), then "dtx.commit.inside"
+ * landed elsewhere; its last copy holds the new version (and key) over
+ * the old meta and value (a torn copy: crc wrong), then "dtx.commit.inside"
  * (a test kills the coordinator there, inside a WRITE), then the rest. */
 static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
 		       struct dtx_item *it)
@@ -389,9 +433,9 @@ static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
 	rc = rc ? rc : smart_sync(w);
 	rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.inside");
 	x->ops++;
-	return rc ? rc : smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-			t, t->ncopies - 1, it->slot), DTX_SPLIT_HEAD),
-			(uint8_t *)it->io + DTX_SPLIT_HEAD,
+	return rc ? rc : smart__dtx_write(x, w, smart_gaddr_add(
+			smart__dtx_rec_addr(t, t->ncopies - 1, it->slot),
+			DTX_SPLIT_HEAD), (uint8_t *)it->io + DTX_SPLIT_HEAD,
 			t->rec_size - DTX_SPLIT_HEAD);
 }
 
@@ -428,15 +472,16 @@ static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 
 /* Put item it's old bytes back on every copy (a test fails it at
  * "dtx.undo.record", as if its WRITEs could not be posted). */
-static int put_back(smart_worker_t *w, const struct dtx_item *it)
+static int put_back(smart_dtx_txn_t *x, smart_worker_t *w,
+		    const struct dtx_item *it)
 {
 	unsigned k;
 	int rc = smart__dtx_hook(w, "dtx.undo.record");
 
 	for (k = 0; !rc && k < it->t->ncopies; k++)
-		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-			it->t, k, it->slot), 8), it->old + 8,
-			it->t->rec_size - 8);
+		rc = smart__dtx_write(x, w, smart_gaddr_add(
+			smart__dtx_rec_addr(it->t, k, it->slot), 8),
+			it->old + 8, it->t->rec_size - 8);
 	if (rc)
 		(void)smart_sync(w);	/* nothing posted still reads it */
 	return rc ? rc : smart_sync(w);
@@ -472,7 +517,7 @@ static void write_undo(smart_dtx_txn_t *x, smart_worker_t *w)
 	for (i = 0; i < x->n; i++) {
 		struct dtx_item *it = &x->item[i];
 
-		if (is_written(it) && put_back(w, it) &&
+		if (is_written(it) && put_back(x, w, it) &&
 		    !SMART_M_DTX_UNDO_IGNORED)
 			it->stuck = 2, failed = 1;
 	}
@@ -499,7 +544,7 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
 	for (i = 0; !rc && i < x->n; i++) {
 		struct dtx_item *it = &x->item[i];
 
-		if (it->stuck == 2 && !(rc = put_back(w, it)))
+		if (it->stuck == 2 && !(rc = put_back(x, w, it)))
 			it->stuck = 1;	/* whole again, still held */
 		if (!rc && it->stuck == 1 && SMART_M_DTX_UNSTICK_EARLY)
 			rc = unstick_one(x, w, it);
@@ -508,6 +553,26 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
 		if (x->item[i].stuck)
 			rc = unstick_one(x, w, &x->item[i]);
 	return rc;
+}
+
+/* Committed: every copy is written.  The unlocks are posted, not waited
+ * for (dtx_unlock.c); the worker is polled once (smart_poll), which on
+ * shm executes them as a NIC would on its own.  The object's earlier
+ * unlocks are seen landed first (already, after an exec round); if not,
+ * or if one cannot be posted, the locks are released the waited way,
+ * tried once more; the outcome stands, and what is still held keeps the
+ * object stuck (finish). */
+static void unlock(smart_dtx_txn_t *x, smart_worker_t *w)
+{
+	if (SMART_M_DTX_UNLOCK_WAITED || smart__dtx_unlock_reap(x, w) ||
+	    smart__dtx_unlock_post(x, w)) {
+		if (release(x, w))
+			(void)release(x, w);
+		return;
+	}
+	/* a test kills us here: committed, the unlocks not landed */
+	(void)smart__dtx_hook(w, "dtx.commit.unlocking");
+	(void)smart_poll(w);
 }
 
 static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
@@ -521,7 +586,10 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 	 * (an insert that found its key present wrote nothing either) */
 	one_ro = x->n == 1 && (x->item[0].kind == DTX_RO ||
 			       x->item[0].status == SMART_EEXIST);
-	rc = validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
+	/* the slot's last log must outlive its locks (dtx_unlock.c) */
+	rc = writes && !SMART_M_DTX_LOG_BEFORE_UNLOCKED ?
+	     smart__dtx_unlock_reap(x, w) : 0;
+	rc = rc ? rc : validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
 	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT) {
 		x->logged = 1;
 		rc = log_post(x, w);
@@ -553,11 +621,7 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 						     it->slot);
 			it->intent = 0;	/* the key is final */
 		}
-		/* committed: every copy is written.  A release that fails
-		 * (a blade gone) is tried once more; the outcome stands, and
-		 * what is still held keeps the object stuck (finish) */
-		if (release(x, w))
-			(void)release(x, w);
+		unlock(x, w);
 	}
 	smart_scratch_release(w, mark);
 	return rc;

@@ -33,6 +33,7 @@ int smart_dtx_begin(smart_dtx_txn_t *x)
 	x->nwrites = 0;
 	x->started = 0;
 	x->ops = 0;
+	x->wbytes = 0;
 	x->logged = 0;
 	x->seq++;
 	x->rounds_left = DTX_ROUNDS_MAX;
@@ -480,15 +481,32 @@ static int after(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it,
 	}
 }
 
+/* The first round's sync covered the READ-backs of the last commit's
+ * unlocks (they ride it: no round trip of their own): settle them.  One
+ * still in flight on another worker is checked again before our log. */
+static int unlocks_seen(smart_dtx_txn_t *x, smart_worker_t *w, int *check)
+{
+	int rc = *check ? smart__dtx_unlock_settle(x, w) : 0;
+
+	*check = 0;
+	return rc == SMART_EBUSY ? 0 : rc;
+}
+
 int smart__dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	enum dtx_step was[SMART_DTX_ITEMS_MAX];
-	int i, rc = 0, pending = 1;
+	int i, rc = 0, pending = 1, check = 0;
 
 	if (!x->started) {
 		x->rt0 = smart_task_round_trips(w, NULL);
 		x->bytes0 = smart_task_bytes(w);
 		x->started = 1;
+		/* counted as the last transaction's bytes, not ours */
+		check = x->nunl && x->n && !x->unl_nofold;
+		if (check && smart__dtx_unlock_check_post(x, w))
+			x->unl_nofold = 1, check = 0;	/* a blade gone */
+		else if (check)
+			x->bytes0 += 8u * (unsigned)x->nunl;
 	}
 	while (!rc && pending) {
 		size_t mark = smart_scratch_mark(w);
@@ -507,6 +525,8 @@ int smart__dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w)
 			int rc2 = smart_sync(w);
 
 			rc = rc ? rc : rc2;
+			x->unl_nofold |= rc && check;
+			rc = rc ? rc : unlocks_seen(x, w, &check);
 		}
 		for (i = 0; pending && i < x->n; i++) {
 			struct dtx_item *it = &x->item[i];

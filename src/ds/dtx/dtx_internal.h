@@ -53,7 +53,8 @@ struct smart_dtx {
 	_Atomic uint64_t commits, aborts, lock_conflicts, validate_fails,
 		insert_conflicts, cache_hits, cache_misses, crc_retries,
 		recoveries, rolled_back, rolled_forward, locks_recovered,
-		slots_adopted, adopt_deferred, logs_settled;
+		slots_adopted, adopt_deferred, logs_settled, unlocks_checked,
+		unlocks_redone;
 };
 
 enum dtx_kind { DTX_RO = 0, DTX_RW = 1, DTX_INS = 2 };
@@ -100,10 +101,33 @@ struct smart_dtx_txn {
 	uint64_t rt0, bytes0;
 	int started;		/* rt0/bytes0 taken */
 	unsigned ops;
+	uint64_t wbytes;	/* WRITE payload bytes queued (cost) */
 	struct smart_dtx_cost cost;
+	/* the last commit's unlocks, posted and not yet seen landed
+	 * (dtx_unlock.c): lock words, our stamps, their READ-backs, and
+	 * the worker whose QPs carry them */
+	int nunl;
+	int unl_nofold;		/* a round carrying their READ-backs failed:
+				 * checked alone from then on */
+	smart_worker_t *unl_w;
+	smart_gaddr_t unl_lw[SMART_DTX_ITEMS_MAX];
+	uint64_t unl_stamp[SMART_DTX_ITEMS_MAX];
+	uint64_t unl_rb[SMART_DTX_ITEMS_MAX];
 	struct dtx_item item[SMART_DTX_ITEMS_MAX];
 	uint8_t *old_arena, *val_arena;	/* items x rec_max, x value max */
 };
+
+/* A WRITE of transaction x, its bytes counted in x's cost. */
+static inline int smart__dtx_write(smart_dtx_txn_t *x, smart_worker_t *w,
+				   smart_gaddr_t a, const void *src,
+				   size_t len)
+{
+	int rc = smart_write(w, a, src, len);
+
+	if (!rc)
+		x->wbytes += len;
+	return rc;
+}
 
 /* ---- dtx.c ---- */
 const struct dtx_table *smart__dtx_table(const smart_dtx_t *d,
@@ -151,6 +175,20 @@ void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc);
 /* Finish what a failure left held (put back, release): 0 when nothing
  * is left, else the error and x stays stuck. */
 int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w);
+
+/* ---- dtx_unlock.c: a commit's unlocks, not waited for ---- */
+/* Post a WRITE of 0 to every lock x holds (a CAS from our stamp where
+ * unsure), remember them, ring the doorbells; no wait. */
+int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w);
+/* Queue a READ of every remembered lock word (into x->unl_rb). */
+int smart__dtx_unlock_check_post(smart_dtx_txn_t *x, smart_worker_t *w);
+/* After the sync covering those READs: forget the unlocks that landed,
+ * release again those lost on w; SMART_EBUSY while some other worker's
+ * unlock is still in flight. */
+int smart__dtx_unlock_settle(smart_dtx_txn_t *x, smart_worker_t *w);
+/* Check until every remembered unlock is seen landed (bounded: else
+ * SMART_EBUSY), or an error. */
+int smart__dtx_unlock_reap(smart_dtx_txn_t *x, smart_worker_t *w);
 
 /* ---- dtx_recover.c ---- */
 /* Resolve the transaction that lock word `lock` on `blade` names (its

@@ -154,4 +154,52 @@
 #define SMART_M_DTX_OWN_AS_OTHER 0
 #endif
 
+/* validation reads a read-only record's {lock, key, version} in one
+ * 24-byte READ (no order among its words: a write skew) instead of the
+ * lock word, a fence, then key and version */
+#ifdef SMART_MUTANT_DTX_VALIDATE_ONE_READ
+#define SMART_M_DTX_VALIDATE_ONE_READ 1
+#else
+#define SMART_M_DTX_VALIDATE_ONE_READ 0
+#endif
+
+/* a committed transaction's unlocks waited for (the 4th round trip) */
+#ifdef SMART_MUTANT_DTX_UNLOCK_WAITED
+#define SMART_M_DTX_UNLOCK_WAITED 1
+#else
+#define SMART_M_DTX_UNLOCK_WAITED 0
+#endif
+
+/* an unlock found lost (our stamp still there, on the worker that posted
+ * it) is not released again: the lock stays while we live */
+#ifdef SMART_MUTANT_DTX_UNLOCK_UNCHECKED
+#define SMART_M_DTX_UNLOCK_UNCHECKED 1
+#else
+#define SMART_M_DTX_UNLOCK_UNCHECKED 0
+#endif
+
+/* an unlock whose blade is gone (its check SMART_ECONN) is kept: the
+ * object posts no log again */
+#ifdef SMART_MUTANT_DTX_UNLOCK_KEEP_DEAD
+#define SMART_M_DTX_UNLOCK_KEEP_DEAD 1
+#else
+#define SMART_M_DTX_UNLOCK_KEEP_DEAD 0
+#endif
+
+/* the next undo log posted before the last commit's unlocks are seen
+ * landed (a log overwritten while a lock still names it) */
+#ifdef SMART_MUTANT_DTX_LOG_BEFORE_UNLOCKED
+#define SMART_M_DTX_LOG_BEFORE_UNLOCKED 1
+#else
+#define SMART_M_DTX_LOG_BEFORE_UNLOCKED 0
+#endif
+
+/* an insert's commit skips the key word as an update's does (its
+ * backups never get the key) */
+#ifdef SMART_MUTANT_DTX_INSERT_KEY_KEPT
+#define SMART_M_DTX_INSERT_KEY_KEPT 1
+#else
+#define SMART_M_DTX_INSERT_KEY_KEPT 0
+#endif
+
 #endif

@@ -3,8 +3,9 @@
  * its crc, what a READ of one shows, and this process's address cache.
  *
  * Invariants: a record is judged only from bytes read in one READ; the
- * crc covers every byte a commit writes except the lock word, so a
- * record that checks is one some commit (or recovery) wrote whole.  The
+ * crc covers every byte of the record but the lock word (an update's
+ * commit leaves the key, unchanged, and writes the rest), so a record
+ * that checks is one some commit (or recovery) wrote whole.  The
  * cache is a hint: whatever it says is checked against the record read
  * (its key), and a wrong hint costs one round trip, never a wrong answer.
  */

@@ -656,6 +656,8 @@ struct shm_adv_params {
 	uint64_t cq_fail;	/* a CQ fails for ever (an overrun or a dead
 				 * device on a NIC) once it has delivered
 				 * this many completions; 0: never */
+	uint64_t read_down;	/* chance a READ copies its units from the
+				 * highest address down (no random order) */
 };
 
 /* What the adversary did, over the whole domain. */
@@ -670,6 +672,8 @@ struct shm_adv_stats {
 	uint64_t reordered;	/* completions delivered before an older one
 				 * of another QP */
 	uint64_t cq_failures;	/* CQs failed by cq_fail */
+	uint64_t descended;	/* READs copied from the top down (read_down) */
+	uint64_t unit_hooks;	/* calls of the unit hook */
 };
 
 /* A completion the adversary holds. */
@@ -733,5 +737,17 @@ const struct shm_adv_params *
 smart__shm_adv_params(const struct smart_tp_domain *d);
 int smart__shm_adv_stats(const struct smart_tp_domain *d,
 			 struct shm_adv_stats *out);
+
+/* For tests: fn(arg, remote) runs on the polling thread before each unit
+ * of a READ but its first, remote being the unit's first remote byte, so
+ * that a test can land another client's WRs between the words of one READ
+ * (with read_down=100: after its higher words were copied, before its
+ * lower ones; contract rule 4 gives no order among them).  It may block
+ * (with a deadline) until another thread's WRs, on other CQs, have run;
+ * it must not touch this CQ.  fn NULL removes it.  Set it while no poll
+ * runs the READs it is meant for.  SMART_ENOENT when the mode is off. */
+typedef void (*smart__shm_adv_unit_fn)(void *arg, const uint8_t *remote);
+int smart__shm_adv_set_unit_hook(struct smart_tp_domain *d,
+				 smart__shm_adv_unit_fn fn, void *arg);
 
 #endif

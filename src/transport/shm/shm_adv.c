@@ -22,6 +22,11 @@
  *     has delivered N completions, as a NIC's CQ does when it overruns or
  *     its device dies: what it held is lost, poll returns SMART_ECONN and
  *     post refuses its QPs, so that the core's recovery can be tested.
+ *  5. On request (read_down=P, off by default) a READ copies its units
+ *     from the highest address down, and a test's unit hook
+ *     (smart__shm_adv_set_unit_hook) runs between its units: a test can
+ *     then land a whole commit between two words of one READ on purpose,
+ *     not by timing luck (docs/dtx.md §3, the validation READs).
  *
  * Invariants:
  *  - Every aligned 8-byte word is still loaded or stored with one atomic
@@ -70,7 +75,10 @@ struct shm_adv {
 	struct shm_adv_params p;
 	_Atomic uint32_t cqs;	/* CQs created: their stream numbers */
 	_Atomic uint64_t pauses, yields, scrambled, reexecs, late, reordered;
-	_Atomic uint64_t cq_failures;
+	_Atomic uint64_t cq_failures, descended, unit_hooks;
+	/* a test's hook between a READ's units: arg stored before fn */
+	_Atomic(smart__shm_adv_unit_fn) unit_fn;
+	void *_Atomic unit_arg;
 };
 
 static const struct shm_adv_params shm_adv_defaults = {
@@ -97,6 +105,7 @@ static const struct shm_spec_key shm_adv_keys[] = {
 	SHM_ADV_KEY(hold_pct, 0, 100),
 	SHM_ADV_KEY(hold_polls, 1, 1000),
 	SHM_ADV_KEY(cq_fail, 0, 1e12),
+	SHM_ADV_KEY(read_down, 0, 100),
 };
 
 static const char *const shm_adv_words[] = { "on", "default", NULL };
@@ -136,9 +145,10 @@ int smart__shm_adv_open(struct smart_tp_domain *d, const char *spec)
 	smart__info(d->log, "shm adversarial mode on: seed=%" PRIu64
 		    " pause_pct=%" PRIu64 " pause_ns=%" PRIu64 " yield_pct=%"
 		    PRIu64 " reexec_pct=%" PRIu64 " hold_pct=%" PRIu64
-		    " hold_polls=%" PRIu64 " cq_fail=%" PRIu64, p.seed,
-		    p.pause_pct, p.pause_ns, p.yield_pct, p.reexec_pct,
-		    p.hold_pct, p.hold_polls, p.cq_fail);
+		    " hold_polls=%" PRIu64 " cq_fail=%" PRIu64 " read_down=%"
+		    PRIu64, p.seed, p.pause_pct, p.pause_ns, p.yield_pct,
+		    p.reexec_pct, p.hold_pct, p.hold_polls, p.cq_fail,
+		    p.read_down);
 	d->adv = a;
 	return 0;
 }
@@ -207,31 +217,60 @@ static uint64_t shm_gcd(uint64_t x, uint64_t y)
 	return x;
 }
 
+/* The order of a copy's units: b, b + s, b + 2s, ... (mod units).  A
+ * READ drawn for read_down goes from the top unit down (stride units - 1,
+ * prime to units); any other copy of several units gets a random start
+ * and a random stride prime to the count, a permutation that needs no
+ * memory whatever the length. */
+static void shm_adv_order(struct shm_adv_cq *c, uint32_t units, int read,
+			  uint64_t *b, uint64_t *s)
+{
+	*b = 0;
+	*s = 1;
+	if (units < 2)
+		return;
+	if (read && shm_adv_chance(c, c->a->p.read_down)) {
+		*b = *s = units - 1;
+		shm_adv_count(&c->a->descended, 1);
+		return;
+	}
+	*b = smart_rng_below(&c->rng, units);
+	do
+		*s = 1 + smart_rng_below(&c->rng, units - 1);
+	while (shm_gcd(*s, units) != 1);
+	if (*s != 1 || *b != 0)
+		shm_adv_count(&c->a->scrambled, 1);
+}
+
+/* A test's hook, before unit k > 0 of a READ at the remote bytes r. */
+static void shm_adv_unit_hook(struct shm_adv_cq *c, const uint8_t *r)
+{
+	smart__shm_adv_unit_fn fn = atomic_load_explicit(&c->a->unit_fn,
+							 memory_order_acquire);
+
+	if (!fn)
+		return;
+	shm_adv_count(&c->a->unit_hooks, 1);
+	fn(atomic_load_explicit(&c->a->unit_arg, memory_order_relaxed), r);
+}
+
 /*
  * Copy len bytes between the remote bytes r and the local bytes l (to the
  * remote side when to_remote).  The units are the unaligned head, each
- * aligned word and the unaligned tail of the remote range; they go in the
- * order b, b + s, b + 2s, ... (mod units) for a random start b and a
- * random stride s prime to the count, a permutation that needs no memory
- * whatever the length.  A pause may come before any unit.
+ * aligned word and the unaligned tail of the remote range, in
+ * shm_adv_order's order.  A pause may come before any unit, a test's hook
+ * before any unit of a READ but the first.
  */
 static void shm_adv_copy(struct shm_adv_cq *c, uint8_t *r, uint8_t *l,
 			 uint32_t len, int to_remote)
 {
 	uint32_t head = (uint32_t)(-(uintptr_t)r & 7), words, units, u, n;
-	uint64_t s = 1, b = 0, k, off, pauses = 0;
+	uint64_t s, b, k, off, pauses = 0;
 
 	head = smart_min(head, len);
 	words = (len - head) / 8;
 	units = (head != 0) + words + ((len - head) % 8 != 0);
-	if (units > 1) {
-		b = smart_rng_below(&c->rng, units);
-		do
-			s = 1 + smart_rng_below(&c->rng, units - 1);
-		while (shm_gcd(s, units) != 1);
-		if (s != 1 || b != 0)
-			shm_adv_count(&c->a->scrambled, 1);
-	}
+	shm_adv_order(c, units, !to_remote, &b, &s);
 	for (k = 0; k < units; k++) {
 		u = (uint32_t)((b + s * k) % units);
 		if (head && u == 0) {
@@ -249,6 +288,8 @@ static void shm_adv_copy(struct shm_adv_cq *c, uint8_t *r, uint8_t *l,
 			shm_adv_pause(c);
 			pauses++;
 		}
+		if (k && !to_remote)
+			shm_adv_unit_hook(c, r + off);
 		if (to_remote)
 			shm_copy_to_remote(r + off, l + off, n);
 		else
@@ -463,6 +504,20 @@ int smart__shm_adv_stats(const struct smart_tp_domain *d,
 		.late = atomic_load(&a->late),
 		.reordered = atomic_load(&a->reordered),
 		.cq_failures = atomic_load(&a->cq_failures),
+		.descended = atomic_load(&a->descended),
+		.unit_hooks = atomic_load(&a->unit_hooks),
 	};
+	return 0;
+}
+
+int smart__shm_adv_set_unit_hook(struct smart_tp_domain *d,
+				 smart__shm_adv_unit_fn fn, void *arg)
+{
+	struct shm_adv *a = d ? d->adv : NULL;
+
+	if (!a)
+		return SMART_ENOENT;
+	atomic_store_explicit(&a->unit_arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&a->unit_fn, fn, memory_order_release);
 	return 0;
 }
