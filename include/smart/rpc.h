@@ -176,6 +176,16 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 		   uint32_t len);
 
+/* Is the connection of a request still there?  0 if it is (a reply will
+ * go), SMART_ECONN if it closed (a reply only gives the request back),
+ * SMART_EINVAL for a request not open.  A request stays taken until it is
+ * answered, its connection gone or not, and the endpoint has RPC_REQS
+ * (4096) of them: an application that holds requests (a long poll, a
+ * lock, a watch) checks those it holds whenever it runs and answers the
+ * ones whose connection went, or peers that leave requests open and
+ * reconnect take them all (docs/rpc.md §15).  Thread: the endpoint's. */
+int smart_rpc_req_check(const smart_rpc_req_t *req);
+
 /* Answer a request with status (0 or a negative SMART_E*) and len bytes.
  * req is gone afterwards, whatever the result.  SMART_ECONN when its
  * connection closed meanwhile (the answer is dropped), SMART_EINVAL for

@@ -616,6 +616,14 @@ static int reply_rndv(struct smart_rpc_conn *c, const struct smart_rpc_req *q,
 	return 0;
 }
 
+int smart_rpc_req_check(const smart_rpc_req_t *q)
+{
+	if (!q || !q->open)
+		return SMART_EINVAL;
+	return (q->conn && q->conn->state == RPC_C_LIVE) ||
+	       SMART_M_RPC_REQ_ALWAYS_LIVE ? 0 : SMART_ECONN;
+}
+
 int smart_rpc_reply(smart_rpc_req_t *q, int status, const void *data,
 		    uint32_t len)
 {

@@ -298,6 +298,14 @@
 #define SMART_M_RPC_DIAL_BLOCKS 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_REQ_ALWAYS_LIVE	/* msg/rpc.c: smart_rpc_req_check
+						 * says every open request's
+						 * connection lives */
+#define SMART_M_RPC_REQ_ALWAYS_LIVE 1
+#else
+#define SMART_M_RPC_REQ_ALWAYS_LIVE 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_CUT_SILENT	/* msg/rpc.c: a connection we cut for
 					 * a protocol error is not told (no
 					 * CLOSE) */

@@ -65,6 +65,8 @@
 #define OP_INFO 4	/* reply: struct info */
 #define OP_SINK 5	/* one-way, kept nowhere */
 #define OP_ANSWER 6	/* the held ones answered from the main context */
+#define OP_SWEEP 7	/* one-way: the held ones whose connection went
+			 * are answered (smart_rpc_req_check) */
 #define OP_EXIT 9
 #define STALLED 16	/* destroy_stalled's peers */
 #define CYCLES 1000	/* churn's connections */
@@ -163,6 +165,23 @@ static void v_held(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	smart_rpc_reply(q, 0, &((struct victim *)a)->nheld, sizeof(uint32_t));
 }
 
+/* What an application holding requests does when it runs: the ones
+ * whose connection went are answered, so that their slots come back. */
+static void v_sweep(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	struct victim *v = a;
+	uint32_t kept = 0;
+
+	(void)q, (void)d, (void)n;	/* one-way */
+	for (uint32_t i = 0; i < v->nheld; i++)
+		if (smart_rpc_req_check(v->held[i]) == SMART_ECONN)
+			CHECK_EQ(smart_rpc_reply(v->held[i], 0, NULL, 0),
+				 SMART_ECONN);
+		else
+			v->held[kept++] = v->held[i];
+	v->nheld = kept;
+}
+
 static void v_release(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 {
 	(void)q, (void)d, (void)n;	/* one-way */
@@ -228,6 +247,7 @@ static void child_victim(char **args)
 	CHECK_OK(smart_rpc_register(v.rpc, OP_HOLD, v_hold, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_HELD, v_held, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_RELEASE, v_release, &v));
+	CHECK_OK(smart_rpc_register(v.rpc, OP_SWEEP, v_sweep, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_INFO, v_info, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_SINK, v_sink, &v));
 	CHECK_OK(smart_rpc_register(v.rpc, OP_ANSWER, v_answer, &v));
@@ -520,6 +540,58 @@ static void wait_reposted(smart_rpc_conn_t *k, uint32_t want)
 	}
 }
 
+/* ---- orphans ------------------------------------------------------------- */
+
+/* A peer that opens a connection, leaves its quota of requests open at a
+ * victim whose handler holds them (a long poll), closes it, and does it
+ * again, 64 times: every one of the victim's 4096 requests is then held
+ * for connections that are gone, and every call of every peer is
+ * answered SMART_EBUSY.  The victim asks smart_rpc_req_check of those it
+ * holds and answers the gone ones: the slots come back, the honest call
+ * is served. */
+static void test_orphans(void)
+{
+	struct rpc_ep a, h;
+	smart_rpc_conn_t *k, *hk;
+	uint32_t held = 0, len;
+	char addr[64];
+	int rfd, st, rc;
+	pid_t pid;
+
+	if (!on_shm())
+		test_skip("sending requests behind the library's back needs "
+			  "shm (wait_reposted reads the peer's segment)");
+	pid = victim_start_as("wide", addr, &rfd);
+	client_open(&a);
+	client_open(&h);
+	CHECK_OK(smart_rpc_connect(h.rpc, addr, &hk));
+	for (int cyc = 0; cyc < RPC_REQS / 64; cyc++) {
+		rc = smart_rpc_connect(a.rpc, addr, &k);
+		CHECK_MSG(rc == 0, "cycle %d: %s", cyc, smart_strerror(rc));
+		for (uint32_t r = 1; r <= 64; r++)
+			raw_request(k, OP_HOLD, r);
+		wait_reposted(k, 64);
+		smart_rpc_close(k);
+	}
+	rc = smart_rpc_call(hk, OP_HELD, NULL, 0, &held, sizeof(held), &len);
+	printf("   %d connections gone with 64 requests open each: the "
+	       "honest call answered %s", RPC_REQS / 64, smart_strerror(rc));
+	CHECK_EQ(rc, SMART_EBUSY);	/* the hole, as an application that
+					 * never checks meets it */
+	CHECK_OK(smart_rpc_send(hk, OP_SWEEP, NULL, 0));
+	rc = smart_rpc_call(hk, OP_HELD, NULL, 0, &held, sizeof(held), &len);
+	printf("; after the victim's sweep %s, %u held\n",
+	       smart_strerror(rc), held);
+	CHECK_OK(rc);
+	CHECK_EQ(held, 0);
+	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	victim_end(pid, rfd, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	smart_rpc_close(hk);
+	rpc_ep_close(&a);
+	rpc_ep_close(&h);
+}
+
 /* DOORBELL_PEERS peers leave requests open at the victim (its quota, 64
  * each), posting no receive (from the start: a receive the victim saw
  * posted is one it may fill).  The victim answers them all from its main
@@ -741,6 +813,7 @@ int main(int argc, char **argv)
 		{ "destroy_dead", test_destroy_dead },
 		{ "destroy_stalled", test_destroy_stalled },
 		{ "doorbells", test_doorbells },
+		{ "orphans", test_orphans },
 		{ "close_in_handler", test_close_in_handler },
 		{ "churn", test_churn },
 		{ NULL, NULL } });
