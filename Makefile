@@ -45,7 +45,7 @@ asan-test: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir $(ASAN_BUILD) --output-on-failure -j2 -LE vm
 
-# DESIGN.md §9: each guard removed in turn must make its tests fail.
+# docs/design.md §10.4: each guard removed in turn must make its tests fail.
 mutants: deps
 	tests/mutants/run.sh -B $(MUTANT_BUILD)
 

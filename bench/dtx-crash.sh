@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # dtx-crash.sh: SmallBank clients killed with SIGKILL at random moments
-# must cost a Smart-DTX database nothing (docs/dtx.md §5; DESIGN.md §9,
-# "sustained load on small blades").
+# must cost a Smart-DTX database nothing (docs/dtx.md §5; docs/design.md §10.3).
 #
 # Two smartds on 127.0.0.1 (one secret file, mode 0600, a short lease,
 # regions a few times the live data) hold a SmallBank database with one

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # ht-crash.sh: clients killed at random moments must cost a shared Smart-HT
-# table (or, with --ds bt, a Smart-BT tree) nothing (DESIGN.md §9,
-# "sustained load on small blades").
+# table (or, with --ds bt, a Smart-BT tree) nothing (docs/design.md §10.3).
 #
 # One or more smartds on 127.0.0.1 (one fresh secret file, mode 0600, a
 # short lease) hold one or two named structures spread over all of them

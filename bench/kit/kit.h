@@ -1,6 +1,6 @@
 /*
  * The benchmark kit: what smartd, smart-ping, smart-perf and smart-bench
- * share, so that each tool is only its own workload (DESIGN.md §7, §10).
+ * share, so that each tool is only its own workload (docs/design.md §9).
  *
  *   flags    a declarative table of flags per tool, parsed by one parser:
  *            sizes with K/M/G/T, times with ns/us/ms/s, integers and doubles

@@ -1,6 +1,6 @@
 /*
  * smart-bench: the runner of the benchmarks, of the data structures and of
- * messaging (DESIGN.md §7).
+ * messaging (docs/design.md §9).
  *
  * `smart-bench <benchmark> [flags]` finds the benchmark in the module
  * table and takes it through create, parse, check, setup, run, report and

@@ -1,5 +1,5 @@
 /*
- * `smart-bench ycsb`: YCSB (DESIGN.md §7) on a Smart data structure.
+ * `smart-bench ycsb`: YCSB (docs/design.md §9) on a Smart data structure.
  * This file is the module: its flags and their checks, the sizing of the
  * keys to the memory there is, the setup (blades, the structure, a shared
  * table's key space and client id) and the report.  ycsb_run.c has the

@@ -1,5 +1,5 @@
 /*
- * Conflict avoidance for retry loops (Smart §4.3; DESIGN.md §5.3).
+ * Conflict avoidance for retry loops (Smart §4.3; docs/design.md §6.3).
  *
  * Wrap every operation that may retry (a CAS that can fail, a read that
  * can see a torn or locked version) in a guard:

@@ -1,6 +1,6 @@
 /*
  * Epoch-based reclamation of remote blocks, shared by every data structure
- * (DESIGN.md §4.1; docs/epochs.md has the argument and the costs).
+ * (docs/design.md §5.4; docs/epochs.md has the argument and the costs).
  *
  * A block that other clients may still be reading (they found its address
  * in a slot, a node or a pointer before it was unlinked) cannot be freed

@@ -1,6 +1,6 @@
 /*
- * Interleaving hooks (DESIGN.md §9): named points between the steps of a
- * data structure's protocol ("ht.split.published", "ht.insert.placed",
+ * Interleaving hooks (docs/design.md §10.1): named points between the steps
+ * of a data structure's protocol ("ht.split.published", "ht.insert.placed",
  * ...; docs/ht.md lists Smart-HT's) at which a test can stop a client
  * while others run, fail it, or kill it.  They exist for tests: an
  * application has no reason to set one.

@@ -1,7 +1,7 @@
 /*
  * Client leases: how a client tells a dead holder from a slow one
- * (DESIGN.md §4.1; docs/leases.md has the protocol, the timing argument and
- * the window in which a paused client can still write).
+ * (docs/design.md §5.3; docs/leases.md has the protocol, the timing argument
+ * and the window in which a paused client can still write).
  *
  * Every ctx holds a lease on each blade it joins: a word in the blade's
  * lease table naming its 16-bit client id, renewed without the

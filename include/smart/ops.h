@@ -11,7 +11,7 @@
  *
  * Ordering: ops of one task to one blade start executing at the blade in
  * queueing order, as WRs of one RC queue pair do, with the fabric's
- * exception (DESIGN.md §3, rule 3): a READ whose response was lost is
+ * exception (docs/design.md §4, rule 3): a READ whose response was lost is
  * executed again after the ops queued behind it, so a READ followed by a
  * WRITE of the same bytes may return the written data.  Ops to different
  * blades, or of different tasks, are unordered.

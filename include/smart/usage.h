@@ -1,5 +1,5 @@
 /*
- * What a blade's memory is doing (DESIGN.md §4.1): readable by any client
+ * What a blade's memory is doing (docs/design.md §5.1): readable by any client
  * with smart_alloc_usage() (include/smart/alloc.h) and by the blade's own
  * process with smart_blade_usage() (include/smart/blade.h).  The counters
  * are read while clients run, so they are a snapshot, not a ledger.

@@ -1,5 +1,5 @@
 /*
- * Conflict avoidance (Smart §4.3; DESIGN.md §5.3): truncated exponential
+ * Conflict avoidance (Smart §4.3; docs/design.md §6.3): truncated exponential
  * backoff with jitter for retry loops, an adaptive cap on the backoff, and
  * a throttle on how many coroutines of a worker run guarded operations at
  * once.  See include/smart/backoff.h for the contract.

@@ -1,7 +1,7 @@
 /*
  * Core internals: ctx, QP groups, workers, tasks, chains and batches.
  *
- * Ownership (DESIGN.md §4):
+ * Ownership (docs/design.md §3):
  *  - ctx: process wide; its mutex guards the blade table, the worker list
  *    and the QP groups (all slow path).
  *  - QP group: the CQ and the per-blade QPs used by one worker (per-thread

@@ -1,6 +1,6 @@
 /*
- * Epoch-based reclamation in the core (include/smart/epoch.h; DESIGN.md
- * §4.1; docs/epochs.md has the safety argument).
+ * Epoch-based reclamation in the core (include/smart/epoch.h; docs/design.md
+ * §5.4; docs/epochs.md has the safety argument).
  *
  * Remote state per domain (a blade's epoch table, src/wire/services.h):
  * the global epoch G and 1024 announcement words client:16 | ACTIVE |

@@ -1,5 +1,5 @@
 /*
- * The blade-wide free lists (DESIGN.md §4.1, docs/layout.md): lock-free
+ * The blade-wide free lists (docs/design.md §5.1, docs/layout.md): lock-free
  * stacks in the blade's free table, changed only by one-sided CAS, so any
  * client can take what any other gave back, without the blade's CPU.
  *

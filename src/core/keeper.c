@@ -1,6 +1,6 @@
 /*
  * The keeper: one small thread per ctx that keeps the ctx's leases alive
- * and watches its blades (docs/leases.md, DESIGN.md §4.1).
+ * and watches its blades (docs/leases.md, docs/design.md §5.3).
  *
  * Why a thread and not the workers' poll loops: a lease must be renewed
  * whatever the application does.  A task that computes for longer than a

@@ -1,5 +1,5 @@
 /*
- * Client leases, the client side (DESIGN.md §4.1, docs/leases.md).
+ * Client leases, the client side (docs/design.md §5.3, docs/leases.md).
  *
  * The blade hands each ctx a lease word at the handshake (id, counter 1).
  * The keeper thread (keeper.c) renews it every lease_ms / 8 with a CAS of

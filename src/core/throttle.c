@@ -1,6 +1,6 @@
 /*
- * Adaptive work-request throttling (Smart §4.2, Algorithm 1; DESIGN.md
- * §5.2).
+ * Adaptive work-request throttling (Smart §4.2, Algorithm 1; docs/design.md
+ * §6.2).
  *
  * Each worker holds credits: the WRs it may still have in flight.  Posting
  * n WRs waits until n credits are there (the task yields, the main context

@@ -1,6 +1,6 @@
 /*
- * smart_alloc_usage(): a client's look at a blade's memory (DESIGN.md
- * §4.1).  One batch of READs (superblock, the free table's pooled word,
+ * smart_alloc_usage(): a client's look at a blade's memory (docs/design.md
+ * §5.1).  One batch of READs (superblock, the free table's pooled word,
  * the lease table with every client's reported cache) and the pure sum of
  * src/wire/services.c.
  */

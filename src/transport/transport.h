@@ -2,7 +2,7 @@
  * The transport interface: one function table shaped like verbs.
  *
  * Everything above this layer sees reliable-connection RDMA semantics,
- * whatever the wire (DESIGN.md §3, docs/transport.md):
+ * whatever the wire (docs/design.md §4, docs/transport.md):
  *  1. Objects: a domain (device + protection domain), memory regions with
  *     keys, completion queues, queue pairs bound to one CQ, and opaque
  *     connection blobs exchanged through the bootstrap.
@@ -42,7 +42,7 @@
  *     may carry a second, small range of it (dm_attach), with a key of its
  *     own and addresses from 0 (verbs' IBV_ACCESS_ZERO_BASED); a WR with
  *     that key addresses it, with the same rules 3-5 as the region.
- *  8. Two-sided (messaging, DESIGN.md §6): a QP created with max_recv_wr
+ *  8. Two-sided (messaging, docs/design.md §8): a QP created with max_recv_wr
  *     > 0 has a receive queue and is connected to another such QP, its
  *     peer (qp_connect_peer: each side takes the other's blob).  A SEND
  *     (or a WRITE_IMM, after its WRITE) consumes the peer's oldest posted

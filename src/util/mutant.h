@@ -1,6 +1,6 @@
 /*
- * Mutants (DESIGN.md §9): compile-time switches that each remove one step
- * guarding correctness, so that `make mutants` can prove the tests catch
+ * Mutants (docs/design.md §10.4): compile-time switches that each remove one
+ * step guarding correctness, so that `make mutants` can prove the tests catch
  * its absence.  A build made with -DSMART_MUTANT=<NAME> (CMake) defines
  * SMART_MUTANT_<NAME>; every other build has all of them 0, and the
  * compiler drops the dead branches, so the guarded code is the code that

@@ -1,6 +1,6 @@
 /*
- * Remote layouts of the services every client shares on a blade (DESIGN.md
- * §4.1, docs/layout.md, docs/leases.md): the lease table, the epoch table
+ * Remote layouts of the services every client shares on a blade (docs/design.md
+ * §5, docs/layout.md, docs/leases.md): the lease table, the epoch table
  * of the reclamation scheme, and the blade-wide free lists.  They live in
  * the blade's own area (superblock.h) at fixed offsets; every word is a
  * little-endian 8-byte word changed by one-sided ops (and, for the lease

@@ -1,6 +1,6 @@
 /*
- * Smart-DTX after its coordinators die (docs/dtx.md §5, DESIGN.md §9): a
- * client process runs transfers between two tables whose primaries are on
+ * Smart-DTX after its coordinators die (docs/dtx.md §5, docs/design.md §10.3):
+ * a client process runs transfers between two tables whose primaries are on
  * two blades (each with a backup on the other) and _exit()s at a named
  * step of a commit; then another client must read every account (its
  * reads meet the dead one's locks and resolve them), the money must add

@@ -1,6 +1,6 @@
 /*
- * Smart-HT after its clients die (docs/ht.md §7, DESIGN.md §9): a client
- * process is stopped for good at every named step of an insert and of a
+ * Smart-HT after its clients die (docs/ht.md §7, docs/design.md §10.3): a
+ * client process is stopped for good at every named step of an insert and of a
  * split (its hook _exit()s there, or stops it with SIGSTOP), and then
  * another client must find every key it had acknowledged, read and write
  * every key with no SMART_ERETRY, insert the key the dead one was

@@ -1,7 +1,7 @@
 /*
  * One-sidedness end to end: READ, WRITE, CAS, FAA and smart_alloc keep
  * completing, with the right results, while the smartd process serving
- * the memory is stopped with SIGSTOP (DESIGN.md §3 rule 6).  Only the
+ * the memory is stopped with SIGSTOP (docs/design.md §4, rule 6).  Only the
  * public API is used.
  *
  * Sequence: start smartd (SMART_BIN_DIR/smartd, 127.0.0.1:0), connect,

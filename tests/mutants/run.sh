@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# make mutants (DESIGN.md §9): build each mutant of tests/mutants/mutants.txt
-# (one guard removed, src/util/mutant.h) and run the tests listed for it;
-# a mutant is caught when one of them fails.  Exit 0 only when every mutant
-# was built and caught; a mutant that builds but survives, or a build that
-# fails, is reported and makes the run fail.
+# make mutants (docs/design.md §10.4): build each mutant of
+# tests/mutants/mutants.txt (one guard removed, src/util/mutant.h) and run
+# the tests listed for it; a mutant is caught when one of them fails.  Exit
+# 0 only when every mutant was built and caught; a mutant that builds but
+# survives, or a build that fails, is reported and makes the run fail.
 #
 # Usage: tests/mutants/run.sh [-B BUILD_DIR] [NAME...]   (default: all)
 # One build directory serves every mutant in turn (only the library and the

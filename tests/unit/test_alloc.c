@@ -1,5 +1,5 @@
 /*
- * Remote memory that comes back (DESIGN.md §4.1): the blade-wide free
+ * Remote memory that comes back (docs/design.md §5.1): the blade-wide free
  * lists, what a destroyed worker gives back, runs of chunks, splitting a
  * bigger class when the blade has no chunk left, usage as any client and
  * the blade itself see it, and a concurrent soak in which every block

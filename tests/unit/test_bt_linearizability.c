@@ -1,6 +1,6 @@
 /*
  * Smart-BT point operations checked for linearizability while leaves and
- * internal nodes split (tests/harness/linearizability.h, DESIGN §9).
+ * internal nodes split (tests/harness/linearizability.h, docs/design.md §10.5).
  *
  * Two threads, each with its own tree object (so each has its own index
  * and speculative caches, made stale by the other's writes), six tasks

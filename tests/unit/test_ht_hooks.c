@@ -1,10 +1,10 @@
 /*
  * Smart-HT interleavings forced with hooks (include/smart/hook.h,
- * DESIGN.md §9): each case stops a task at a named point of the protocol,
- * lets others run, fails a step, and checks the outcome that the guard
- * under test exists for.  Tasks of one worker run one at a time and switch
- * only where they wait, so every case is deterministic; each one is what a
- * mutant of tests/mutants/mutants.txt must fail.
+ * docs/design.md §10.1): each case stops a task at a named point of the
+ * protocol, lets others run, fails a step, and checks the outcome that the
+ * guard under test exists for.  Tasks of one worker run one at a time and
+ * switch only where they wait, so every case is deterministic; each one is
+ * what a mutant of tests/mutants/mutants.txt must fail.
  *
  * Cases:
  *   uncertain_update  a CAS that executed but whose sync "failed" (hook):

@@ -10,7 +10,8 @@
  * (CLOCK_MONOTONIC, one clock for every process) before its call and
  * after its return; and the same workload through a deliberately broken
  * client (stale searches, or updates that report success without
- * writing), which the checker must catch.  The real runs (DESIGN.md §9):
+ * writing), which the checker must catch.  The real runs
+ * (docs/design.md §10.5):
  *   linearizable  one 16-bucket subtable, plain shm, 2 threads;
  *   adversarial   the shm transport's adversarial mode (torn multi-word
  *                 accesses, READs re-run after later WRs, late and

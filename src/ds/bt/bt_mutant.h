@@ -1,6 +1,6 @@
 /*
- * Smart-BT's mutants (DESIGN.md §9; like src/ds/ht/ht_mutant.h): a build
- * with -DSMART_MUTANT=<NAME> defines SMART_MUTANT_<NAME> and removes that
+ * Smart-BT's mutants (docs/design.md §10.4; like src/ds/ht/ht_mutant.h): a
+ * build with -DSMART_MUTANT=<NAME> defines SMART_MUTANT_<NAME> and removes that
  * one guard; in every other build each SMART_M_<NAME> is 0.
  * tests/mutants/mutants.txt names the test that must catch each one;
  * docs/bt.md lists them.

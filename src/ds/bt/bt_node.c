@@ -3,8 +3,8 @@
  * (docs/bt.md §3).
  *
  * Why a CRC: the transport promises only that aligned 8-byte words are
- * atomic (DESIGN §3 rule 4), in no order among a READ's words, so a node
- * read while its writer's WRITE lands can mix two versions in any
+ * atomic (docs/design.md §4, rule 4), in no order among a READ's words, so a
+ * node read while its writer's WRITE lands can mix two versions in any
  * pattern.  Sherman's front/rear versions miss such mixes; a CRC-32C over
  * the whole node, written with it, catches any mix except with
  * probability 2^-32, whatever the order the words moved in.

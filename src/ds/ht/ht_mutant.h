@@ -1,10 +1,10 @@
 /*
- * Smart-HT's mutants (DESIGN.md §9; the core's are in src/util/mutant.h,
- * which this layer may not include): a build with -DSMART_MUTANT=<NAME>
- * defines SMART_MUTANT_<NAME> and removes that one guard of the protocol;
- * in every other build each SMART_M_<NAME> is 0 and the guarded code is
- * the code that ships.  tests/mutants/mutants.txt names the test that must
- * catch each one; docs/ht.md §9 lists them.
+ * Smart-HT's mutants (docs/design.md §10.4; the core's are in
+ * src/util/mutant.h, which this layer may not include): a build with
+ * -DSMART_MUTANT=<NAME> defines SMART_MUTANT_<NAME> and removes that one
+ * guard of the protocol; in every other build each SMART_M_<NAME> is 0 and
+ * the guarded code is the code that ships.  tests/mutants/mutants.txt names
+ * the test that must catch each one; docs/ht.md §9 lists them.
  */
 #ifndef SMART_DS_HT_MUTANT_H
 #define SMART_DS_HT_MUTANT_H

@@ -1,5 +1,5 @@
 /*
- * shm transport internals: one host, no RDMA (DESIGN.md §3, "shm").
+ * shm transport internals: one host, no RDMA (docs/design.md §4.1).
  *
  * The blade's region is a memfd that every client maps; READ and WRITE are
  * word-wise copies in increasing address order, CAS and FAA are CPU atomics

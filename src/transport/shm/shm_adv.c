@@ -1,5 +1,5 @@
 /*
- * shm transport: the adversarial mode (DESIGN.md §9, docs/transport.md
+ * shm transport: the adversarial mode (docs/design.md §10.2, docs/transport.md
  * "Adversarial mode").
  *
  * The plain shm transport is kinder than RDMA: it copies in increasing

@@ -1,5 +1,6 @@
 /*
- * shm transport: the optional RNIC model (DESIGN.md §3, docs/nic-model.md).
+ * shm transport: the optional RNIC model (docs/design.md §4.3,
+ * docs/nic-model.md).
  *
  * It makes the shm transport behave like a NIC so that Smart's techniques
  * have something to act on on machines without one: a network round trip

@@ -1,6 +1,6 @@
 /*
  * verbs transport internals: real RDMA through rdma-core's libibverbs
- * (mlx5 and other RoCE/IB NICs, Soft-RoCE), DESIGN.md §3 "verbs".
+ * (mlx5 and other RoCE/IB NICs, Soft-RoCE), docs/design.md §4.2.
  *
  * One device context and one PD per domain; RC QPs taken RESET -> INIT ->
  * RTR -> RTS with the peer's data from the bootstrap (no rdma_cm).  Each QP
