@@ -536,6 +536,8 @@ static inline int shm_send_check(const struct smart_tp_qp *qp,
 }
 /* Execute a SEND or WRITE_IMM: a completion status, or SHM_ST_RNR_WAIT. */
 int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e);
+int smart__shm_exec_send_wr(struct smart_tp_qp *qp,
+			    const struct smart_tp_wr *wr, const void *data);
 /* Poll's receive half: completions of the CQ's receive queues into
  * wc[0..max); returns how many. */
 int smart__shm_poll_recv(struct smart_tp_cq *cq, struct smart_tp_wc *wc,

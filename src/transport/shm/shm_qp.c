@@ -357,9 +357,6 @@ int smart__shm_qp_in_error(const struct smart_tp_qp *qp)
 	       (qp->r && atomic_load(&qp->r->failed));
 }
 
-static uint32_t shm_run_at_post(struct smart_tp_cq *cq,
-				struct smart_tp_qp *qp, uint32_t n);
-
 /* A chain of SENDs and WRITE_IMMs only: messaging's, which gains from
  * going at once (a READ's chain gains more from its poll's prefetch). */
 static int shm_two_sided(const struct smart_tp_wr *wrs, int n)
@@ -369,6 +366,54 @@ static int shm_two_sided(const struct smart_tp_wr *wrs, int n)
 		    wrs[i].opcode != SMART_TP_WRITE_IMM)
 			return 0;
 	return 1;
+}
+
+/* Run a chain of SENDs and WRITE_IMMs posted on a QP with nothing queued
+ * (rule 3 holds: nothing of its QP is before them) from the caller's WRs,
+ * not copied to the send queue first: a message leaves at post, not at
+ * the sender's next poll.  Returns how many ran; the rest is queued as
+ * any chain (a SEND met no receive, the CQ's ring had no room for a
+ * completion, or one failed: its QP is in error, those behind it flush
+ * at the next poll, as verbs flushes them). */
+static int shm_send_now(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
+			int n)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	int i;
+
+	for (i = 0; i < n && qp->state == SHM_QP_RTS &&
+		    cq->wc_tail - cq->wc_head <= cq->wc_mask; i++) {
+		const struct smart_tp_wr *wr = &wrs[i];
+		int st = smart__shm_exec_send_wr(qp, wr, wr->local);
+		struct smart_tp_wc *wc;
+
+		if (st == SHM_ST_RNR_WAIT)
+			break;
+		if (st != SMART_TP_WC_OK)
+			qp->state = SHM_QP_ERR;
+		else if (!(wr->flags & SMART_TP_SIGNALED))
+			continue;
+		wc = &cq->wc[cq->wc_tail++ & cq->wc_mask];
+		wc->wr_id = wr->wr_id;
+		wc->status = st;
+		wc->opcode = wr->opcode;
+	}
+	return i;
+}
+
+/* Copy n WRs (and inline bytes) into the send queue behind its tail. */
+static void shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
+			int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct smart_tp_wr *wr = &wrs[i];
+		struct shm_wqe *e = &qp->sq[(qp->sq_tail + (uint32_t)i) &
+					    qp->sq_mask];
+
+		e->wr = *wr;
+		if (shm_wr_inline(wr))
+			memcpy(e->inl, wr->local, wr->len);
+	}
 }
 
 static int shm_post_locked(struct smart_tp_qp *qp,
@@ -387,30 +432,29 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 				    !wrs[i].local)) ||
 		    smart_unlikely(shm_send_check(qp, &wrs[i])))
 			return SMART_EINVAL;
-	for (i = 0; i < n; i++) {
-		const struct smart_tp_wr *wr = &wrs[i];
-		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
-
-		e->wr = *wr;
-		if (shm_wr_inline(wr))
-			memcpy(e->inl, wr->local, wr->len);
-	}
-	if (smart_unlikely(qp->model))
+	if (smart_unlikely(qp->model)) {
+		shm_sq_fill(qp, wrs, n);
 		return smart__shm_model_ring(qp, (uint32_t)n);
+	}
 	shm_lock(cq->flags, &cq->lock);
 	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
 		shm_unlock(cq->flags, &cq->lock);
-		return SMART_EAGAIN;
+		return SMART_EAGAIN;	/* before anything ran */
 	}
-	qp->sq_tail += (uint32_t)n;
-	/* a message goes now, not at the next poll, when nothing of its QP
-	 * waits before it (rule 3 holds) and the CQ is plain */
-	if (qp->sq_tail - (uint32_t)n == head && !cq->special &&
-	    shm_two_sided(wrs, n))
-		n = (int)shm_run_at_post(cq, qp, (uint32_t)n);
-	if (n)
+	if (qp->sq_tail == head && !cq->special &&
+	    !atomic_load_explicit(&qp->d->failures, memory_order_relaxed) &&
+	    shm_two_sided(wrs, n)) {
+		int ran = shm_send_now(qp, wrs, n);
+
+		wrs += ran;
+		n -= ran;
+	}
+	if (n) {
+		shm_sq_fill(qp, wrs, n);
+		qp->sq_tail += (uint32_t)n;
 		cq->db[cq->db_tail++ & cq->db_mask] =
 			(struct shm_db){ qp, (uint32_t)n };
+	}
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
 }
@@ -575,20 +619,6 @@ static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 		      struct shm_out *o)
 {
 	return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
-}
-
-/* Run a chain just posted on a QP with nothing queued before it (the CQ
- * plain, its lock held): its completions go to the CQ's ring; returns how
- * many WRs are left to queue (a SEND met no receive, or the ring filled). */
-static uint32_t shm_run_at_post(struct smart_tp_cq *cq,
-				struct smart_tp_qp *qp, uint32_t n)
-{
-	struct shm_db db = { qp, n };
-	struct shm_out o = { NULL, 0, 0, atomic_load_explicit(
-		&cq->d->failures, memory_order_acquire) };
-
-	(void)shm_run_db(cq, &db, &o);
-	return db.n;
 }
 
 /* Prefetch the targets of up to SHM_TOUCH_MAX queued WRs in one tight loop

@@ -421,17 +421,17 @@ void smart__shm_rq_arm(struct smart_tp_qp *qp)
 
 /* The WRITE half of a WRITE_IMM (rule 3: before its receive).  Zero
  * bytes touch no memory, so they need no region (rule 8, verbs' C9-88). */
-static int write_part(struct smart_tp_qp *qp, struct shm_wqe *e)
+static int write_part(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
 {
 	uint8_t *rp;
 	int st;
 
-	if (!e->wr.len)
+	if (!wr->len)
 		return SMART_TP_WC_OK;
-	st = shm_wr_check(qp, &e->wr, &rp);
+	st = shm_wr_check(qp, wr, &rp);
 
 	if (st == SMART_TP_WC_OK)
-		shm_copy_to_remote(rp, e->wr.local, e->wr.len);
+		shm_copy_to_remote(rp, wr->local, wr->len);
 	return st;
 }
 
@@ -452,7 +452,16 @@ static int rnr_expired(struct smart_tp_qp *qp)
 
 int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
-	const struct smart_tp_wr *wr = &e->wr;
+	return smart__shm_exec_send_wr(qp, &e->wr,
+				       shm_wr_inline(&e->wr) ? e->inl
+							     : e->wr.local);
+}
+
+/* A SEND or WRITE_IMM whose bytes (a SEND's) are at data: the WR's local
+ * buffer, or its inline copy. */
+int smart__shm_exec_send_wr(struct smart_tp_qp *qp,
+			    const struct smart_tp_wr *wr, const void *data)
+{
 	struct shm_peer *pe = qp->peer;
 	int send = wr->opcode == SMART_TP_SEND, st;
 	struct shm_cell *c;
@@ -472,7 +481,7 @@ int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 	if (st != SMART_TP_WC_OK)
 		return st;
 	if (wr->opcode == SMART_TP_WRITE_IMM &&
-	    (st = write_part(qp, e)) != SMART_TP_WC_OK)
+	    (st = write_part(qp, wr)) != SMART_TP_WC_OK)
 		return st;
 	c = shm_cell_at(pe->seg, pe->cell_len, d & (pe->nslots - 1));
 	cap = __atomic_load_n(&c->cap, __ATOMIC_RELAXED);
@@ -488,7 +497,7 @@ int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 		return SMART_TP_WC_REM_ACCESS;
 	}
 	if (len)
-		memcpy(c + 1, shm_wr_inline(wr) ? e->inl : wr->local, len);
+		memcpy(c + 1, data, len);
 	peer_deliver(pe, c, d, flags);
 	return SMART_TP_WC_OK;
 }
