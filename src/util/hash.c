@@ -27,6 +27,19 @@
  * so smart_crc32c(smart_crc32c(0, a), b) == smart_crc32c(0, a || b).
  * The table is a literal (generated offline from the polynomial): no
  * static state is initialised at run time.
+ *
+ * The crc32 instruction has a latency of three cycles and a throughput of
+ * one, so one chain of them runs at a third of the speed the unit has
+ * (measured: 6.8 us for 64 KiB, eight memcpys' worth).  Long inputs are
+ * therefore cut into blocks of three lanes of CRC_LANE bytes, run as three
+ * independent chains, then joined: the register update is linear (the
+ * internal, inverted register is the CRC of a message and of nothing
+ * else), so crc(a, X || Y) = shift(crc(a, X), |Y|) ^ crc(0, Y), where
+ * shift(c, n) is the update by n zero bytes.  shift by a fixed n is one
+ * carry-less multiplication by a constant K_n, folded by one crc32 of the
+ * 64-bit product: K_n = shift(1, n - 8), computed offline (and checked
+ * against the byte-wise table for every lane length in
+ * tests/unit/test_util.c crc32c_lanes).
  */
 #include "util/hash.h"
 
@@ -36,6 +49,7 @@
 
 #if defined(__x86_64__)
 #include <nmmintrin.h>
+#include <wmmintrin.h>
 #define HAVE_CRC_HW 1
 #else
 #define HAVE_CRC_HW 0
@@ -167,14 +181,56 @@ uint32_t smart__crc32c_sw(uint32_t crc, const void *data, size_t len)
 }
 
 #if HAVE_CRC_HW
+#define CRC_LANE 2048		/* bytes per lane of a three-lane block */
+#define CRC_K_LANE 0xa51b6135u	/* K_n for n = CRC_LANE */
+#define CRC_K_2LANE 0x82f89c77u	/* and for n = 2 x CRC_LANE */
+
+/* The register c updated by n zero bytes, n the length of K_n. */
+__attribute__((target("sse4.2,pclmul")))
+static uint64_t crc32c_shift(uint64_t c, uint32_t k)
+{
+	__m128i p = _mm_clmulepi64_si128(_mm_cvtsi64_si128((long long)c),
+					 _mm_cvtsi32_si128((int)k), 0);
+
+	return _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(p));
+}
+
+/* Whole three-lane blocks from p: the register after them. */
+__attribute__((target("sse4.2,pclmul")))
+static uint64_t crc32c_lanes(uint64_t c, const unsigned char **pp,
+			     size_t *len)
+{
+	const unsigned char *p = *pp;
+
+	for (; *len >= 3 * CRC_LANE; p += 3 * CRC_LANE, *len -= 3 * CRC_LANE) {
+		uint64_t b = 0, d = 0, w0, w1, w2;
+
+		for (size_t i = 0; i < CRC_LANE; i += 8) {
+			memcpy(&w0, p + i, 8);
+			memcpy(&w1, p + CRC_LANE + i, 8);
+			memcpy(&w2, p + 2 * CRC_LANE + i, 8);
+			c = _mm_crc32_u64(c, w0);
+			b = _mm_crc32_u64(b, w1);
+			d = _mm_crc32_u64(d, w2);
+		}
+		c = crc32c_shift(c, CRC_K_2LANE) ^ crc32c_shift(b, CRC_K_LANE) ^
+		    d;
+	}
+	*pp = p;
+	return c;
+}
+
 __attribute__((target("sse4.2")))
-static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t len)
+static uint32_t crc32c_hw(uint32_t crc, const unsigned char *p, size_t len,
+			  int lanes)
 {
 	uint64_t c = ~crc, w;
 
 	/* Align so that the 8-byte loads do not straddle cache lines. */
 	for (; len && ((uintptr_t)p & 7); len--)
 		c = _mm_crc32_u8((uint32_t)c, *p++);
+	if (lanes)
+		c = crc32c_lanes(c, &p, &len);
 	for (; len >= 8; p += 8, len -= 8) {
 		memcpy(&w, p, 8);
 		c = _mm_crc32_u64(c, w);
@@ -196,13 +252,24 @@ int smart__crc32c_hw_available(void)
 #endif
 }
 
+/* Lanes need the carry-less multiply too (every x86-64 CPU with SSE4.2
+ * since 2010 has it, but it is asked, not assumed). */
+static int crc32c_lanes_available(void)
+{
+#if HAVE_CRC_HW
+	return __builtin_cpu_supports("pclmul") != 0;
+#else
+	return 0;
+#endif
+}
+
 uint32_t smart_crc32c(uint32_t crc, const void *data, size_t len)
 {
 	if (!data || !len)
 		return crc;
 #if HAVE_CRC_HW
 	if (smart__crc32c_hw_available())
-		return crc32c_hw(crc, data, len);
+		return crc32c_hw(crc, data, len, crc32c_lanes_available());
 #endif
 	return smart__crc32c_sw(crc, data, len);
 }
