@@ -50,7 +50,8 @@ static const struct kit_flag rpc_flags[] = {
 	KIT_INT("gap", R, gap_us, 0, 1000000, "US",
 		"echo: each task waits US microseconds after each\n"
 		"answer (an idle server between calls: what --event\n"
-		"costs when it sleeps) [0]"),
+		"costs when it sleeps); --connects: between connects,\n"
+		"polling (the QP caches refill) [0]"),
 	KIT_INT("connects", R, connects, 1, 10000000, "N",
 		"connection setup: each thread N times connects,\n"
 		"makes one echo call of --size bytes and closes,\n"
@@ -160,9 +161,9 @@ static void rpc_check(void *m, struct bench_run *r)
 		b->timeout_ms = 5000;
 	if (b->gap_us && b->oneway)
 		kit_bad(BENCH_TOOL, "gap", NULL, "is for echo calls");
-	if (b->connects && (b->oneway || b->gap_us || b->outstanding))
-		kit_bad(BENCH_TOOL, "connects", NULL, "takes no --oneway, --gap "
-			"or --outstanding (one dial at a time per thread)");
+	if (b->connects && (b->oneway || b->outstanding))
+		kit_bad(BENCH_TOOL, "connects", NULL, "takes no --oneway or "
+			"--outstanding (one dial at a time per thread)");
 	if (b->event && r->com.connect.n)
 		kit_bad(BENCH_TOOL, "event", NULL, "is the server's (start "
 			"it with --serve --event)");

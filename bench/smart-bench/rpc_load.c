@@ -491,6 +491,8 @@ static int connect_one(struct rpc_bench_thread *th, smart_rpc_t *rpc)
 
 static int connect_run(struct rpc_bench_thread *th, smart_rpc_t *rpc)
 {
+	uint64_t gap = (uint64_t)(th->b->gap_us * 1e-6 *
+				  smart_cycles_per_sec());
 	struct smart_rpc_stats st;
 	int rc = 0;
 
@@ -499,8 +501,14 @@ static int connect_run(struct rpc_bench_thread *th, smart_rpc_t *rpc)
 	       KIT_RUN)
 		smart_rpc_progress(rpc);
 	for (int i = 0; !rc && i < th->b->connects &&
-	     !kit_runner_stopping(gate(th)); i++)
+	     !kit_runner_stopping(gate(th)); i++) {
+		/* --gap: both endpoints idle meanwhile (their QP caches
+		 * refill); not timed */
+		for (uint64_t t0 = smart_cycles(); gap &&
+		     smart_cycles() - t0 < gap;)
+			smart_rpc_progress(rpc);
 		rc = connect_one(th, rpc);
+	}
 	if (rc)
 		task_fail(th, rc);
 	if (!smart_rpc_stats(rpc, &st))
