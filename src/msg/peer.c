@@ -757,6 +757,8 @@ static void hs_ready(struct smart_rpc *rpc)
 					    : PEER_HS_BATCH;
 	int n = epoll_wait(rpc->hfd, ev, left, 0);
 
+	if (n > 0)	/* a handshake is traffic: the cache refill waits */
+		rpc->last_busy = rpc->w->now;
 	for (int i = 0; i < n && left > 0; i++) {
 		uint32_t k = ev[i].data.u32;
 
@@ -770,9 +772,10 @@ static void hs_ready(struct smart_rpc *rpc)
 }
 
 /* The QP cache is refilled in idle time: no handshake in progress,
- * either way, and no message for busy_us.  Making a connection takes
- * ~30 us (memfds, mappings, a socket pair: shm) that a handshake's next
- * frame or a call's answer would otherwise wait. */
+ * either way, and no message nor handshake step for busy_us (a new
+ * connection's first call follows its handshake).  Making a connection
+ * takes ~30 us (memfds, mappings, a socket pair: shm) that a handshake's
+ * next frame or a call's answer would otherwise wait. */
 static int cache_due(const struct smart_rpc *rpc)
 {
 	return rpc->nspare < rpc->cfg.qp_cache && !rpc->npend &&
@@ -1064,6 +1067,8 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	if (!rc)
 		rc = dial_handshake(rpc, &c, fd, deadline, wait, &m, fds);
 	rpc->waiting--;
+	/* its first call comes next: the cache refill waits (cache_due) */
+	rpc->last_busy = smart__rdtsc();
 	if (!rc)
 		rc = smart__rpc_conn_up(c, &m, fds);	/* owns them */
 	smart__rpc_fds_close(fds);
