@@ -50,7 +50,16 @@ static const struct kit_flag rpc_flags[] = {
 	KIT_INT("gap", R, gap_us, 0, 1000000, "US",
 		"echo: each task waits US microseconds after each\n"
 		"answer (an idle server between calls: what --event\n"
-		"costs when it sleeps) [0]"),
+		"costs when it sleeps); --connects: between connects,\n"
+		"polling (the QP caches refill) [0]"),
+	KIT_INT("connects", R, connects, 1, 10000000, "N",
+		"connection setup: each thread N times connects,\n"
+		"makes one echo call of --size bytes and closes,\n"
+		"from its main context (p50/p99: the three;\n"
+		"connect_p50_us/p99_us: the connect alone)"),
+	KIT_INT("qp-cache", R, qp_cache, 0, 64, "K",
+		"both sides' QP cache (cfg.qp_cache): connections\n"
+		"kept ready; 0 none [the library's, 2]"),
 	KIT_FLAG("event", R, event, "the server in event mode: it sleeps on "
 		 "its descriptor\nwhen idle (smart_rpc_event_arm) instead of "
 		 "polling"),
@@ -77,6 +86,7 @@ static void *rpc_create(struct bench_run *r)
 		return NULL;
 	b->run = r;
 	b->size = RPC_BENCH_SIZE_UNSET;	/* 32 */
+	b->qp_cache = -1;
 	return b;
 }
 
@@ -88,10 +98,12 @@ static void check_serve(struct rpc_bench *b, const struct bench_run *r)
 		kit_bad(BENCH_TOOL, "serve", NULL, "--serve and --connect "
 			"exclude each other");
 	if (b->oneway || b->clients || b->outstanding || r->com.threads != 1 ||
-	    b->size != RPC_BENCH_SIZE_UNSET || b->timeout_ms || b->gap_us)
+	    b->size != RPC_BENCH_SIZE_UNSET || b->timeout_ms || b->gap_us ||
+	    b->connects)
 		kit_bad(BENCH_TOOL, "serve", NULL, "a server takes no --oneway, "
-			"--clients, --threads, --outstanding, --timeout, --gap "
-			"or --size (its clients do; it takes every size)");
+			"--clients, --threads, --outstanding, --timeout, --gap, "
+			"--connects or --size (its clients do; it takes every "
+			"size)");
 	if (r->com.csv)
 		kit_bad(BENCH_TOOL, "csv", r->com.csv, "a server has no result "
 			"row (--json prints its counters)");
@@ -149,6 +161,9 @@ static void rpc_check(void *m, struct bench_run *r)
 		b->timeout_ms = 5000;
 	if (b->gap_us && b->oneway)
 		kit_bad(BENCH_TOOL, "gap", NULL, "is for echo calls");
+	if (b->connects && (b->oneway || b->outstanding))
+		kit_bad(BENCH_TOOL, "connects", NULL, "takes no --oneway or "
+			"--outstanding (one dial at a time per thread)");
 	if (b->event && r->com.connect.n)
 		kit_bad(BENCH_TOOL, "event", NULL, "is the server's (start "
 			"it with --serve --event)");
@@ -236,7 +251,8 @@ static void rpc_destroy(void *m)
 
 static const char *mode(const struct rpc_bench *b)
 {
-	return b->serve ? "serve" : b->oneway ? "oneway" : "echo";
+	return b->serve ? "serve" : b->connects ? "connect" :
+	       b->oneway ? "oneway" : "echo";
 }
 
 static void print_header(const struct rpc_bench *b, const struct bench_run *r)
@@ -244,8 +260,9 @@ static void print_header(const struct rpc_bench *b, const struct bench_run *r)
 	const struct kit_strs *c = &r->com.connect;
 
 	kit_rule();
-	printf("                    RPC %s (smart-bench %s)\n", b->oneway ?
-	       "one-way messages" : "echo calls", SMART_VERSION_STRING);
+	printf("                    RPC %s (smart-bench %s)\n", b->connects ?
+	       "connection setup" : b->oneway ? "one-way messages" :
+	       "echo calls", SMART_VERSION_STRING);
 	kit_head("Transport", "%s", b->transport);
 	if (c->n)
 		kit_head("Server", "connected, %s%s", c->v[0], c->n > 1 ?
@@ -277,9 +294,17 @@ static void print_table(const struct rpc_bench *b, const struct bench_run *r)
 	       s->lat.p50_us, s->lat.p99_us, s->lat.p999_us, s->max_us,
 	       s->errors);
 	kit_rule();
-	printf(" latency: %s\n", b->oneway ? "time in smart_rpc_send "
-	       "(queueing; waiting while the window is full), one send in 8" :
-	       "round trip of every smart_rpc_call");
+	if (b->connects) {
+		printf(" latency: smart_rpc_connect + one call + smart_rpc_close;"
+		       " the connect alone: p50 %.2f us, p99 %.2f us\n",
+		       s->dial.p50_us, s->dial.p99_us);
+		printf(" QP cache %d (both sides), hits at the clients %" PRIu64
+		       "\n", b->qp_cache < 0 ? 2 : b->qp_cache, s->cache_hits);
+	} else {
+		printf(" latency: %s\n", b->oneway ? "time in smart_rpc_send "
+		       "(queueing; waiting while the window is full), one "
+		       "send in 8" : "round trip of every smart_rpc_call");
+	}
 	printf(" client connections: window stalls %" PRIu64 ", call timeouts "
 	       "%" PRIu64 ", rnr %" PRIu64 ", sent by rendezvous %" PRIu64 "\n",
 	       s->stalls, s->timeouts, s->rnr, s->rndv);
@@ -318,6 +343,11 @@ static void record_run(const struct rpc_bench *b, const struct bench_run *r,
 	kit_rec_num(rec, "rnr", "%" PRIu64, s->rnr);
 	kit_rec_num(rec, "stop_signal", "%d", s->stop_sig);
 	kit_rec_num(rec, "rndv_sent", "%" PRIu64, s->rndv);
+	kit_rec_num(rec, "connects", "%d", b->connects);
+	kit_rec_num(rec, "qp_cache", "%d", b->qp_cache < 0 ? 2 : b->qp_cache);
+	kit_rec_num(rec, "connect_p50_us", "%.4f", s->dial.p50_us);
+	kit_rec_num(rec, "connect_p99_us", "%.4f", s->dial.p99_us);
+	kit_rec_num(rec, "qp_cache_hits", "%" PRIu64, s->cache_hits);
 }
 
 /* --serve: the endpoint's counters at the end (said on stderr too). */
@@ -377,6 +407,8 @@ const struct bench_module bench_rpc = {
 		 "--connect HOST:PORT\n  from elsewhere (several --connect: "
 		 "threads spread over them).  mrps:\n  million calls (or "
 		 "messages) per second; gbps: their payload bits.\n"
+		 "  --connects N: connection setup instead (N x connect, one "
+		 "call, close per\n  thread; --qp-cache K on both sides).\n"
 		 "  Every answer is compared with its request byte for byte "
 		 "(a difference is\n  an error).  "
 		 "SIGINT/SIGTERM end the measured window early (the run "

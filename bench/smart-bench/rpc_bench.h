@@ -53,6 +53,9 @@ struct rpc_bench_thread {
 	smart_hist_t hist;	/* TSC cycles per call (echo), per sampled
 				 * send (--oneway) */
 	struct smart_rpc_stats st;	/* its connection's, at the end */
+	smart_hist_t dial;	/* --connects: TSC cycles of the connect
+				 * alone (hist: connect + call + close) */
+	uint64_t cache_hits;	/* --connects: its endpoint's qp_cache_hits */
 	/* the client process's own, while it runs */
 	smart_ctx_t *ctx;
 	smart_rpc_conn_t *conn;
@@ -64,6 +67,7 @@ struct rpc_bench_thread {
 
 struct rpc_bench_shared {
 	struct kit_runner gate;	/* every client thread's phase */
+	atomic_int done;	/* --connects: threads through their N */
 	struct rpc_bench_thread t[];	/* clients x threads */
 };
 
@@ -73,6 +77,8 @@ struct rpc_bench_result {
 	int first_err;
 	double secs, mrps, gbps, max_us;
 	struct kit_lat lat;
+	struct kit_lat dial;	/* --connects: the connect alone */
+	uint64_t cache_hits;	/* --connects: the clients' endpoints' */
 	/* the clients' connections' counters */
 	uint64_t stalls, timeouts, rnr, rndv;
 	int stop_sig;
@@ -87,6 +93,9 @@ struct rpc_bench {
 	int event;		/* the server in event mode */
 	int gap_us;		/* echo: a pause after each answer */
 	int timeout_ms;		/* clients: a call's timeout */
+	int connects;		/* N connect + call + close per thread */
+	int qp_cache;		/* both sides' cfg.qp_cache: -1 the
+				 * library's default, 0 none */
 	const char *listen;
 	/* setup */
 	char transport[16];
@@ -104,7 +113,8 @@ struct rpc_bench {
 };
 
 /* The endpoint settings of either side. */
-void rpc_bench_cfg(int server, struct smart_rpc_cfg *cfg);
+void rpc_bench_cfg(const struct rpc_bench *b, int server,
+		   struct smart_rpc_cfg *cfg);
 
 /* The run's library options: SMART_*, the common flags, room for the
  * tasks, --opt.  The caller destroys *out. */

@@ -37,9 +37,13 @@
 
 #define SERVE_CHECK 4096	/* progress calls between signal checks */
 
-void rpc_bench_cfg(int server, struct smart_rpc_cfg *cfg)
+void rpc_bench_cfg(const struct rpc_bench *b, int server,
+		   struct smart_rpc_cfg *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	if (b->qp_cache >= 0)
+		cfg->qp_cache = b->qp_cache ? (uint32_t)b->qp_cache
+					    : UINT32_MAX;
 	cfg->window = RPC_BENCH_WINDOW;
 	cfg->eager_max = RPC_BENCH_EAGER;
 	cfg->rndv_max = RPC_BENCH_SIZE_MAX;
@@ -125,7 +129,7 @@ static int serve_open(struct rpc_bench *b, smart_worker_t *w,
 	struct smart_rpc_cfg cfg;
 	int rc;
 
-	rpc_bench_cfg(1, &cfg);
+	rpc_bench_cfg(b, 1, &cfg);
 	rc = smart_rpc_create(w, &cfg, rpc);
 	if (!rc)
 		rc = smart_rpc_listen(*rpc, b->listen);
@@ -418,7 +422,7 @@ static int thread_open(struct rpc_bench_thread *th, smart_ctx_t *ctx,
 	struct smart_rpc_cfg cfg;
 	int rc;
 
-	rpc_bench_cfg(0, &cfg);
+	rpc_bench_cfg(th->b, 0, &cfg);
 	cfg.timeout_ms = (uint32_t)th->b->timeout_ms;
 	rc = smart_worker_create(ctx, w);
 	if (!rc)
@@ -466,6 +470,60 @@ static int thread_run(struct rpc_bench_thread *th, smart_worker_t *w)
 	return rc;
 }
 
+/* --connects: N times connect, one echo call of --size bytes, close,
+ * from the main context (as a program dials), each timed whole and its
+ * connect alone; after the thread's first connection (thread_open: the
+ * start-up) and once the window opened. */
+static int connect_one(struct rpc_bench_thread *th, smart_rpc_t *rpc)
+{
+	uint32_t size = (uint32_t)th->b->size, got = 0;
+	smart_rpc_conn_t *c = NULL;
+	uint64_t t0 = smart_cycles(), t1;
+	int rc = smart_rpc_connect(rpc, thread_addr(th), &c);
+
+	t1 = smart_cycles();
+	if (!rc)
+		rc = smart_rpc_call(c, SMART_RPC_OP_PING, th->req, size,
+				    th->resp, size, &got);
+	smart_rpc_close(c);
+	if (!rc && (got != size || memcmp(th->resp, th->req, size)))
+		rc = SMART_EPROTO;
+	if (!rc) {
+		smart_hist_add(&th->hist, smart_cycles() - t0);
+		smart_hist_add(&th->dial, t1 - t0);
+		th->msgs++;
+	}
+	return rc;
+}
+
+static int connect_run(struct rpc_bench_thread *th, smart_rpc_t *rpc)
+{
+	uint64_t gap = (uint64_t)(th->b->gap_us * 1e-6 *
+				  smart_cycles_per_sec());
+	struct smart_rpc_stats st;
+	int rc = 0;
+
+	kit_runner_ready(gate(th));
+	while (atomic_load_explicit(&gate(th)->phase, memory_order_relaxed) <
+	       KIT_RUN)
+		smart_rpc_progress(rpc);
+	for (int i = 0; !rc && i < th->b->connects &&
+	     !kit_runner_stopping(gate(th)); i++) {
+		/* --gap: both endpoints idle meanwhile (their QP caches
+		 * refill); not timed */
+		for (uint64_t t0 = smart_cycles(); gap &&
+		     smart_cycles() - t0 < gap;)
+			smart_rpc_progress(rpc);
+		rc = connect_one(th, rpc);
+	}
+	if (rc)
+		task_fail(th, rc);
+	if (!smart_rpc_stats(rpc, &st))
+		th->cache_hits = st.qp_cache_hits;
+	atomic_fetch_add(&th->b->sh->done, 1);
+	return 0;
+}
+
 static void *client_thread(void *arg)
 {
 	struct rpc_bench_thread *th = arg;
@@ -478,6 +536,8 @@ static void *client_thread(void *arg)
 	th->rc = rc;
 	if (rc) {
 		kit_runner_ready(gate(th));
+	} else if (th->b->connects) {
+		connect_run(th, rpc);
 	} else {
 		rc = thread_run(th, w);
 		if (rc && !th->rc) {
@@ -621,9 +681,10 @@ static void results_sum(struct rpc_bench *b)
 	struct rpc_bench_result *s = &b->res;
 	const struct rpc_bench_thread *th;
 	double bits;
-	smart_hist_t h;
+	smart_hist_t h, d;
 
 	smart_hist_init(&h);
+	smart_hist_init(&d);
 	for (int i = 0; i < b->clients * b->run->com.threads; i++) {
 		th = &b->sh->t[i];
 		s->msgs += th->msgs;
@@ -631,16 +692,30 @@ static void results_sum(struct rpc_bench *b)
 		if (!s->first_err)
 			s->first_err = th->rc;
 		smart_hist_merge(&h, &th->hist);
+		smart_hist_merge(&d, &th->dial);
+		s->cache_hits += th->cache_hits;
 		s->stalls += th->st.window_stalls;
 		s->timeouts += th->st.call_timeouts;
 		s->rnr += th->st.rnr;
 		s->rndv += th->st.rndv_sent;
 	}
 	kit_lat_from_cycles(&h, &s->lat);
+	kit_lat_from_cycles(&d, &s->dial);
 	s->max_us = h.count ? (double)h.max * 1e6 / smart_cycles_per_sec() : 0;
 	bits = (double)s->msgs * (double)b->size * 8;
 	s->mrps = s->secs > 0 ? (double)s->msgs / s->secs / 1e6 : 0;
 	s->gbps = s->secs > 0 ? bits / s->secs / 1e9 : 0;
+}
+
+/* --connects: the window lasts until every thread made its N (each
+ * connect and call has its deadline) or a stop signal. */
+static int connects_wait(struct rpc_bench *b)
+{
+	int n = b->clients * b->run->com.threads, sig = 0;
+
+	while (!sig && atomic_load(&b->sh->done) < n)
+		sig = kit_signal_wait(0.002);
+	return sig;
 }
 
 /* The gate opens once every thread is connected; the window is the
@@ -662,7 +737,8 @@ static int window(struct rpc_bench *b)
 		return rc;
 	t0 = smart_now_ns();
 	kit_runner_set(g, KIT_RUN);
-	s->stop_sig = kit_signal_wait(b->run->com.seconds);
+	s->stop_sig = b->connects ? connects_wait(b) :
+		      kit_signal_wait(b->run->com.seconds);
 	kit_runner_set(g, KIT_STOP);
 	s->secs = (double)(smart_now_ns() - t0) / 1e9;
 	if (s->stop_sig)

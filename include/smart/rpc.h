@@ -80,7 +80,8 @@ struct smart_rpc_cfg {
 				 * messages wait meanwhile): 1000 */
 	uint32_t qp_cache;	/* connections kept ready (QP created and its
 				 * receives posted: X-RDMA's QP cache) for the
-				 * next connect or accept, made one per 1-ms
+				 * next connect or accept, made one at a time
+				 * when the endpoint is idle and at each 1-ms
 				 * tick: 2 (UINT32_MAX: none; at most 64) */
 	uint32_t rndv_max;	/* the longest message, sent by rendezvous
 				 * when longer than eager_max: 64 MiB (up to

@@ -104,7 +104,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->w = w;
 	rpc->ctx = w->ctx;
 	rpc->tp = w->ctx->tp;
-	rpc->lfd = rpc->pfd = rpc->sfd = rpc->efd = rpc->tfd = -1;
+	rpc->lfd = rpc->pfd = rpc->hfd = rpc->sfd = rpc->efd = rpc->tfd = -1;
 	rpc->passes_fds = rpc->ctx->caps.peer_fd;
 	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
 	if (rpc->msg_len > rpc->ctx->caps.max_msg ||
@@ -115,6 +115,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->slab_len = ((size_t)(2 * rpc->cfg.window + RPC_EXTRA) *
 			 rpc->msg_len + 4095) & ~(size_t)4095;
 	rpc->tick_cycles = smart__rpc_cycles(rpc, RPC_TICK_NS);
+	rpc->hs_cycles = smart__rpc_cycles(rpc, RPC_HS_NS);
 	rpc->ka_cycles = smart__rpc_cycles(rpc, rpc->cfg.keepalive_ms * 1e6);
 	rpc->slow_cycles = smart__rpc_cycles(rpc, rpc->cfg.slow_poll_us * 1e3);
 	rpc->busy_cycles = smart__rpc_cycles(rpc, rpc->cfg.busy_us * 1e3);

@@ -64,7 +64,14 @@
 #define RPC_RD_MAX	8	/* READ fragments in flight per connection */
 #define RPC_CONN_STAGES	256	/* rendezvous messages staged per
 					 * connection at once (a quota) */
-#define RPC_TICK_NS	1000000	/* handshakes and timeouts: every 1 ms */
+#define RPC_TICK_NS	1000000	/* timeouts, and handshakes in full: every
+				 * 1 ms */
+#define RPC_HS_NS	5000	/* between ticks: the handshake sockets
+				 * that are ready (peer.c) and the QP cache,
+				 * looked at after a poll that found nothing,
+				 * no message having come for this long, at
+				 * most this often (one system call: while
+				 * messages flow, only the ticks look) */
 #define RPC_TRACES	256	/* trace records kept per endpoint */
 #define RPC_CLOSE_WAIT_MS 100	/* a CLOSE's completion, at most */
 
@@ -290,6 +297,11 @@ struct smart_rpc {
 				 * have its quota whatever the others do */
 	/* listener (peer.c) */
 	int lfd, pfd;		/* listening socket; TCP port holder */
+	int hfd;		/* epoll set of the listening and handshake
+				 * sockets: which are ready, in one call */
+	uint32_t npend;		/* handshake slots in use */
+	uint64_t hs_cycles, hs_next;	/* RPC_HS_NS; TSC of the next look
+					 * (UINT64_MAX: nothing to look at) */
 	char laddr[64];
 	struct rpc_pend *pend;	/* max_pending */
 	struct rpc_dialing *dialing;	/* dials in progress: their nonces */
@@ -402,8 +414,11 @@ void smart__rpc_stat_close(struct smart_rpc *rpc);
 int smart__rpc_event_add(struct smart_rpc *rpc, int fd);
 void smart__rpc_event_close(struct smart_rpc *rpc);
 
-/* peer.c */
+/* peer.c: the handshakes, in full every tick (listen_service), and
+ * between ticks those ready and the QP cache (hs_poll, bounded: a flood
+ * of dialers cannot hold the poll) */
 void smart__rpc_listen_service(struct smart_rpc *rpc);
+void smart__rpc_hs_poll(struct smart_rpc *rpc);
 void smart__rpc_listen_close(struct smart_rpc *rpc);
 int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 		    struct smart_rpc_conn **out);

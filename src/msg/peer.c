@@ -28,8 +28,13 @@
  * listening) so that the port is the endpoint's on this host; on verbs it
  * is the TCP address itself.
  *
- * The listener side runs inside the endpoint's poll, every RPC_TICK_NS:
- * non-blocking accepts and reads, at most max_pending handshakes at once
+ * The listener side runs inside the endpoint's poll: every RPC_TICK_NS
+ * in full (deadlines, accepts, a read of every handshake), and between
+ * ticks as its frames arrive (hs_poll: one epoll_wait tells which sockets
+ * are ready, looked at after a poll that found nothing, at most every
+ * RPC_HS_NS, and at most PEER_HS_BATCH of them served per look, so that a
+ * flood of dialers cannot hold the poll from the data path): non-blocking
+ * accepts and reads, at most max_pending handshakes at once
  * (a newcomer evicts the oldest one still unauthenticated, so idle peers
  * without the secret cannot lock real ones out), each bounded by the
  * endpoint's timeout.  Nothing is learnt without the secret: the dialer's
@@ -43,6 +48,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -54,6 +60,9 @@
 #include "util/sockio.h"
 
 #define PEER_ACCEPTS_PER_TICK 16
+#define PEER_HS_BATCH 4		/* accepts and reads per look between ticks */
+#define PEER_LFD_KEY UINT32_MAX	/* the listening socket in hfd; a handshake
+				 * socket is its slot's index */
 #define PEER_REFUSED_MS 1000	/* a refused dialer's time to read why */
 
 /* "smart-rpc:<port>" as an abstract unix address. */
@@ -176,6 +185,23 @@ static int key_open(struct smart_rpc *rpc, const struct smart__auth *n,
 
 /* ---- listening --------------------------------------------------------- */
 
+/* Put fd in the set of sockets hs_poll looks at, under key. */
+static int hs_add(struct smart_rpc *rpc, int fd, uint32_t key)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = key };
+
+	return epoll_ctl(rpc->hfd, EPOLL_CTL_ADD, fd, &ev) ? SMART_ENOMEM : 0;
+}
+
+static int hs_open(struct smart_rpc *rpc)
+{
+	rpc->hfd = epoll_create1(EPOLL_CLOEXEC);
+	if (rpc->hfd < 0)
+		return SMART_ESYS;
+	rpc->hs_next = 0;
+	return hs_add(rpc, rpc->lfd, PEER_LFD_KEY);
+}
+
 int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 {
 	struct sockaddr_storage ss, bound;
@@ -208,6 +234,11 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 		rpc->pfd = tfd;
 	} else {
 		rpc->lfd = tfd;
+	}
+	rc = hs_open(rpc);
+	if (rc) {
+		smart__rpc_listen_close(rpc);
+		return rc;
 	}
 	smart__sock_addr_text(&bound, rpc->laddr, sizeof(rpc->laddr));
 	if (smart__rpc_event_add(rpc, rpc->lfd))
@@ -244,10 +275,14 @@ static void pend_forget(struct rpc_pend *p)
 	p->challenged = 0;
 }
 
-static void pend_close(struct rpc_pend *p)
+/* A socket closed leaves the epoll sets it was in (hfd, efd): nothing
+ * else holds it. */
+static void pend_close(struct smart_rpc *rpc, struct rpc_pend *p)
 {
-	if (p->fd >= 0)
+	if (p->fd >= 0) {
 		close(p->fd);
+		rpc->npend--;
+	}
 	pend_forget(p);
 	p->fd = -1;
 	p->refused = 0;
@@ -258,11 +293,13 @@ void smart__rpc_listen_close(struct smart_rpc *rpc)
 	if (rpc->lfd < 0)
 		return;
 	for (uint32_t i = 0; i < rpc->cfg.max_pending; i++)
-		pend_close(&rpc->pend[i]);
+		pend_close(rpc, &rpc->pend[i]);
 	close(rpc->lfd);
 	if (rpc->pfd >= 0)
 		close(rpc->pfd);
-	rpc->lfd = rpc->pfd = -1;
+	if (rpc->hfd >= 0)
+		close(rpc->hfd);
+	rpc->lfd = rpc->pfd = rpc->hfd = -1;
 }
 
 /* Refuse a handshake: an ERROR frame, best effort, and our side shut;
@@ -291,7 +328,7 @@ static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 }
 
 /* A refused slot: read and drop; closed at the dialer's EOF. */
-static void pend_drain(struct rpc_pend *p)
+static void pend_drain(struct smart_rpc *rpc, struct rpc_pend *p)
 {
 	int fds[SMART_SOCK_FDS], extra = 0;
 	long r;
@@ -306,7 +343,7 @@ static void pend_drain(struct rpc_pend *p)
 		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		if (r <= 0) {
-			pend_close(p);
+			pend_close(rpc, p);
 			return;
 		}
 	}
@@ -411,7 +448,7 @@ static void dialer_error(struct smart_rpc *rpc, struct rpc_pend *p,
 	if (!smart__proto_dec_error(pl, len, &e))
 		smart__info(&rpc->ctx->log, "rpc: a dialer refused us: %s "
 			    "(%s)", e.msg, smart_status_name(e.status));
-	pend_close(p);
+	pend_close(rpc, p);
 }
 
 /* Our side of a connection, as a PEER frame tells it: window, message
@@ -512,7 +549,7 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	snprintf(c->peer, sizeof(c->peer), "peer %u", outm.id);
 	smart__info(&rpc->ctx->log, "rpc: %s connected (window %u/%u)",
 		    c->peer, c->swin, c->window);
-	pend_close(p);
+	pend_close(rpc, p);
 }
 
 /* Serve the complete frames of a handshake's input. */
@@ -566,7 +603,7 @@ static void pend_read(struct smart_rpc *rpc, struct rpc_pend *p)
 	long r;
 
 	if (p->refused) {
-		pend_drain(p);
+		pend_drain(rpc, p);
 		return;
 	}
 	while (p->in_len < sizeof(p->in)) {
@@ -588,7 +625,7 @@ static void pend_read(struct smart_rpc *rpc, struct rpc_pend *p)
 			if (r == 0 && p->challenged && !p->authed)
 				pend_process(rpc, p);
 			if (p->fd >= 0)
-				pend_close(p);
+				pend_close(rpc, p);
 			return;
 		}
 		p->in_len += (size_t)r;
@@ -611,7 +648,7 @@ static struct rpc_pend *pend_slot(struct smart_rpc *rpc)
 	}
 	if (old) {
 		rpc->past.handshakes_refused += !old->refused;
-		pend_close(old);
+		pend_close(rpc, old);
 	}
 	return old;
 }
@@ -626,34 +663,49 @@ static void uid_refuse(struct smart_rpc *rpc, struct rpc_pend *p,
 	pend_refuse(rpc, p, SMART_EACCES, why);
 }
 
-static void accept_some(struct smart_rpc *rpc, int64_t now)
+/* Take one connection from the listening socket into a slot: 0 when
+ * none waits (or out of descriptors: the next look), else 1 and *out its
+ * slot (NULL: refused, every slot authenticated). */
+static int accept_one(struct smart_rpc *rpc, int64_t now,
+		      struct rpc_pend **out)
 {
+	int fd = accept4(rpc->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct rpc_pend *p;
 	unsigned uid;
 
-	for (int i = 0; i < PEER_ACCEPTS_PER_TICK; i++) {
-		int fd = accept4(rpc->lfd, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-		struct rpc_pend *p;
-
-		if (fd < 0)
-			return;	/* EAGAIN, or out of descriptors: next tick */
-		p = pend_slot(rpc);
-		if (!p) {
-			close(fd);	/* every slot authenticated */
-			rpc->past.handshakes_refused++;
-			continue;
-		}
-		p->fd = fd;
-		smart__rpc_fds_none(p->fd_got);
-		p->authed = p->challenged = 0;
-		p->in_len = 0;
-		p->deadline = now + rpc->cfg.timeout_ms;
-		/* event mode: its bytes wake the endpoint */
-		if (smart__rpc_event_add(rpc, fd))
-			pend_refuse(rpc, p, SMART_EBUSY, "out of memory");
-		else if (rpc->passes_fds && !uid_ok(rpc, fd, &uid))
-			uid_refuse(rpc, p, uid);
+	*out = NULL;
+	if (fd < 0)
+		return 0;
+	p = pend_slot(rpc);
+	if (!p) {
+		close(fd);
+		rpc->past.handshakes_refused++;
+		return 1;
 	}
+	p->fd = fd;
+	rpc->npend++;
+	smart__rpc_fds_none(p->fd_got);
+	p->authed = p->challenged = 0;
+	p->in_len = 0;
+	p->deadline = now + rpc->cfg.timeout_ms;
+	/* its bytes make it ready for hs_poll, and in event mode wake the
+	 * endpoint */
+	if (hs_add(rpc, fd, (uint32_t)(p - rpc->pend)) ||
+	    smart__rpc_event_add(rpc, fd))
+		pend_refuse(rpc, p, SMART_EBUSY, "out of memory");
+	else if (rpc->passes_fds && !uid_ok(rpc, fd, &uid))
+		uid_refuse(rpc, p, uid);
+	*out = p;
+	return 1;
+}
+
+static void accept_some(struct smart_rpc *rpc, int64_t now)
+{
+	struct rpc_pend *p;
+
+	for (int i = 0; i < PEER_ACCEPTS_PER_TICK; i++)
+		if (!accept_one(rpc, now, &p))
+			return;
 }
 
 void smart__rpc_listen_service(struct smart_rpc *rpc)
@@ -671,11 +723,77 @@ void smart__rpc_listen_service(struct smart_rpc *rpc)
 			continue;
 		if (now > p->deadline) {
 			rpc->past.handshakes_refused += !p->refused;
-			pend_close(p);
+			pend_close(rpc, p);
 			continue;
 		}
 		pend_read(rpc, p);
 	}
+}
+
+/* Accept up to max newcomers and read each at once (a dialer sends its
+ * HELLO as it connects); how many were taken. */
+static int accept_fast(struct smart_rpc *rpc, int max)
+{
+	int64_t now = smart__now_ms();
+	struct rpc_pend *p;
+	int n = 0;
+
+	while (n < max && accept_one(rpc, now, &p)) {
+		n++;
+		if (p && p->fd >= 0)
+			pend_read(rpc, p);
+	}
+	return n;
+}
+
+/* The handshake sockets that are ready, at most PEER_HS_BATCH accepts
+ * and reads in all: a flood of dialers costs the data path this much per
+ * look, and the others wait for the next look (epoll's ready list is
+ * served in turn).  Deadlines are the tick's. */
+static void hs_ready(struct smart_rpc *rpc)
+{
+	struct epoll_event ev[PEER_ACCEPTS_PER_TICK];
+	int left = SMART_M_RPC_HS_UNBOUNDED ? PEER_ACCEPTS_PER_TICK
+					    : PEER_HS_BATCH;
+	int n = epoll_wait(rpc->hfd, ev, left, 0);
+
+	if (n > 0)	/* a handshake is traffic: the cache refill waits */
+		rpc->last_busy = rpc->w->now;
+	for (int i = 0; i < n && left > 0; i++) {
+		uint32_t k = ev[i].data.u32;
+
+		if (k == PEER_LFD_KEY) {
+			left -= accept_fast(rpc, left);
+		} else if (k < rpc->cfg.max_pending && rpc->pend[k].fd >= 0) {
+			pend_read(rpc, &rpc->pend[k]);
+			left--;
+		}
+	}
+}
+
+/* The QP cache is refilled in idle time: no handshake in progress,
+ * either way, and no message nor handshake step for busy_us (a new
+ * connection's first call follows its handshake).  Making a connection
+ * takes ~30 us (memfds, mappings, a socket pair: shm) that a handshake's
+ * next frame or a call's answer would otherwise wait. */
+static int cache_due(const struct smart_rpc *rpc)
+{
+	return rpc->nspare < rpc->cfg.qp_cache && !rpc->npend &&
+	       !rpc->dialing && rpc->w->now - rpc->last_busy > rpc->busy_cycles;
+}
+
+/* Between ticks, after a poll that found nothing: the handshake frames
+ * that came, then one connection for the QP cache if it is due.  A
+ * dialing-only endpoint with its cache full has nothing to look at until
+ * a connection takes a cached one (conn_new sets hs_next again). */
+void smart__rpc_hs_poll(struct smart_rpc *rpc)
+{
+	if (rpc->hfd >= 0)
+		hs_ready(rpc);
+	if (cache_due(rpc))
+		smart__rpc_cache_fill(rpc);
+	rpc->hs_next = rpc->hfd >= 0 || rpc->nspare < rpc->cfg.qp_cache ?
+		       smart__rdtsc() + rpc->hs_cycles : UINT64_MAX;
 }
 
 /* ---- dialing ----------------------------------------------------------- */
@@ -683,10 +801,18 @@ void smart__rpc_listen_service(struct smart_rpc *rpc)
 /* While a dial waits for its socket the endpoint goes on, so that its
  * peers hear it (keepalive) and its calls are answered: from a task the
  * scheduler runs, and polls the worker; from the main context the worker
- * is polled here (handlers run, as in any wait of the main context). */
-static void dial_idle(void *arg)
+ * is polled here (handlers run, as in any wait of the main context).
+ * 0 when the poll found nothing: the wait may then sleep on the socket
+ * (sockio.c), which its answer ends at once, not a fixed pause. */
+static int dial_idle(void *arg)
 {
-	smart__rpc_step(arg);
+	struct smart_worker *w = ((struct smart_rpc *)arg)->w;
+
+	if (w->cur) {
+		smart_task_yield(w);
+		return 1;
+	}
+	return smart__worker_poll(w) > 0;
 }
 
 /* Dials may overlap (from tasks): each leaves the list when done. */
@@ -892,9 +1018,10 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 	return fds_as_told(rpc, m, fds) ? 0 : SMART_EPROTO;
 }
 
-/* The whole exchange on a connected socket; *m and fds get the
- * listener's side. */
-static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn *c,
+/* The whole exchange on a connected socket; *c gets our side (made, or
+ * taken from the QP cache, once the HELLO is out: while the listener
+ * answers it), *m and fds the listener's. */
+static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn **c,
 			  int fd, int64_t deadline,
 			  const struct smart__sock_idle *idle,
 			  struct smart_proto_peer *m, int *fds)
@@ -909,9 +1036,11 @@ static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 	memcpy(me.nd, a.nd, sizeof(me.nd));
 	rpc->dialing = &me;	/* our listener refuses this nonce */
 	if (!rc)
+		rc = smart__rpc_conn_new(rpc, 0, c);
+	if (!rc)
 		rc = dial_challenge(rpc, fd, deadline, idle, &a, hello, hlen);
 	if (!rc)
-		rc = dial_connect(rpc, c, fd, deadline, idle, &a, hello,
+		rc = dial_connect(rpc, *c, fd, deadline, idle, &a, hello,
 				  hlen);
 	if (!rc)
 		rc = dial_answer(rpc, fd, deadline, idle, &a, m, fds);
@@ -929,18 +1058,17 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	const struct smart__sock_idle idle = { dial_idle, rpc },
 		*wait = SMART_M_RPC_DIAL_BLOCKS ? NULL : &idle;
 	struct smart_proto_peer m;
-	struct smart_rpc_conn *c;
+	struct smart_rpc_conn *c = NULL;
 	int fd = -1, fds[SMART_SOCK_FDS], rc;
 
 	smart__rpc_fds_none(fds);
-	rc = smart__rpc_conn_new(rpc, 0, &c);
-	if (rc)
-		return rc;
 	rpc->waiting++;
 	rc = dial_socket(rpc, hostport, deadline, wait, &fd);
 	if (!rc)
-		rc = dial_handshake(rpc, c, fd, deadline, wait, &m, fds);
+		rc = dial_handshake(rpc, &c, fd, deadline, wait, &m, fds);
 	rpc->waiting--;
+	/* its first call comes next: the cache refill waits (cache_due) */
+	rpc->last_busy = smart__rdtsc();
 	if (!rc)
 		rc = smart__rpc_conn_up(c, &m, fds);	/* owns them */
 	smart__rpc_fds_close(fds);
@@ -949,7 +1077,8 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	if (rc) {
 		smart__warn(&rpc->ctx->log, "rpc: cannot connect to %s: %s",
 			    hostport, smart_strerror(rc));
-		smart__rpc_conn_free(c);
+		if (c)
+			smart__rpc_conn_free(c);
 		return rc;
 	}
 	rpc->past.conns_dialed++;

@@ -1159,6 +1159,9 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 			flush_dirty(rpc);
 		smart__rpc_listen_service(rpc);
 		smart__rpc_stat_service(rpc, 0);
+	} else if (!n && w->now >= rpc->hs_next &&
+		   w->now - rpc->last_busy >= rpc->hs_cycles) {
+		smart__rpc_hs_poll(rpc);	/* handshakes as they come */
 	}
 	if (rpc->dead)
 		free_dead(rpc);
@@ -1270,6 +1273,7 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 			c->spare = 0;
 			c->accepted = accepted;
 			rpc->nspare--;
+			rpc->hs_next = 0;	/* refill at the next idle poll */
 			rpc->past.qp_cache_hits++;
 			*out = c;
 			return 0;
@@ -1278,8 +1282,9 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 	return conn_make(rpc, accepted, out);
 }
 
-/* Keep the QP cache full, one connection per call (a tick): the cost of
- * making it is paid off the connect path. */
+/* Keep the QP cache full, one connection per call (a tick, or a poll
+ * that found nothing, peer.c hs_poll): the cost of making it is paid off
+ * the connect path. */
 void smart__rpc_cache_fill(struct smart_rpc *rpc)
 {
 	struct smart_rpc_conn *c;

@@ -291,6 +291,14 @@
 #define SMART_M_RPC_FDS_UNTAGGED 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_HS_UNBOUNDED	/* msg/peer.c: a look at the ready
+					 * handshakes between ticks serves up
+					 * to 16, not 4 */
+#define SMART_M_RPC_HS_UNBOUNDED 1
+#else
+#define SMART_M_RPC_HS_UNBOUNDED 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_DIAL_BLOCKS	/* msg/peer.c: a dial's socket waits
 					 * block, the endpoint unpolled */
 #define SMART_M_RPC_DIAL_BLOCKS 1

@@ -30,25 +30,42 @@ int64_t smart__now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* With idle: never block; look at the socket, then idle->fn, until the
- * socket is ready or the deadline passes. */
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* With idle: look at the socket, then idle->fn, until the socket is ready
+ * or the deadline passes.  An answer expected within microseconds (a
+ * handshake's) is looked for again at once during the first
+ * SMART_SOCK_SPIN_NS of the wait (a nap, or sched_yield under load, costs
+ * tens of microseconds to milliseconds: measured); after that, a look
+ * after which idle->fn found nothing waits on the socket itself for up
+ * to SMART_SOCK_NAP_NS (ppoll), woken at once by its input. */
 static int sock_wait_w(int fd, short events, int64_t deadline,
 		       const struct smart__sock_idle *idle)
 {
+	const struct timespec zero = { 0, 0 }, nap = { 0, SMART_SOCK_NAP_NS };
 	struct pollfd p = { .fd = fd, .events = events };
-	int rc;
+	int64_t spin = now_ns() + SMART_SOCK_SPIN_NS;
+	int rc, busy = 1;
 
 	if (!idle)
 		return smart__sock_wait(fd, events, deadline);
 	for (;;) {
-		rc = poll(&p, 1, 0);
+		rc = ppoll(&p, 1, busy ? &zero : &nap, NULL);
 		if (rc > 0)
 			return 0;
 		if (rc < 0 && errno != EINTR)
 			return SMART_ECONN;
 		if (smart__now_ms() >= deadline)
 			return SMART_ETIMEDOUT;
-		idle->fn(idle->arg);
+		busy = idle->fn(idle->arg);
+		if (!busy && now_ns() < spin)
+			busy = 1;
 	}
 }
 

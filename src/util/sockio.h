@@ -23,12 +23,17 @@ int64_t smart__now_ms(void);
 int smart__sock_wait(int fd, short events, int64_t deadline);
 
 /* What a wait does instead of blocking, when given one (the _w calls):
- * fn(arg) between looks at the socket that do not wait (a messaging
- * endpoint that must go on being polled while it dials). */
+ * fn(arg) between looks at the socket (a messaging endpoint that must go
+ * on being polled while it dials).  fn returns 0 when it found nothing
+ * to do: past the first SMART_SOCK_SPIN_NS of the wait, the next look
+ * then waits on the socket for up to SMART_SOCK_NAP_NS, woken at once by
+ * its input; else it does not wait. */
 struct smart__sock_idle {
-	void (*fn)(void *arg);
+	int (*fn)(void *arg);
 	void *arg;
 };
+#define SMART_SOCK_NAP_NS 20000
+#define SMART_SOCK_SPIN_NS 200000	/* before napping at all */
 
 /* Descriptors that may travel with one message (SCM_RIGHTS). */
 #define SMART_SOCK_FDS 3

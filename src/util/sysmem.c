@@ -3,10 +3,12 @@
  * /proc/meminfo.  Shareable regions (blades) are populated lazily, as
  * their pages are first touched (src/transport/shm/shm_mem.c), so asking
  * for more than this would not fail at creation but later, by the
- * kernel's OOM killer: callers check first.  Slow path only.
+ * kernel's OOM killer: callers check first.  Off the data path; the
+ * check smart__mem_enough is cheap when the answer is clear.
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #include "util/sysmem.h"
 
@@ -23,4 +25,27 @@ uint64_t smart__mem_available(void)
 			break;
 	fclose(f);
 	return kb ? (uint64_t)kb << 10 : UINT64_MAX;
+}
+
+/*
+ * MemAvailable is never below MemFree less the kernel's reserves: it is
+ * the free pages minus totalreserve_pages, plus the reclaimable share of
+ * the page cache and of slab, neither negative (si_mem_available,
+ * mm/show_mem.c).  The reserves (zone watermarks and lowmem reserves) are
+ * a small share of RAM, so free memory of at least 2 x len plus RAM / 16
+ * answers yes at once; nearer the edge the exact figure decides.
+ */
+int smart__mem_enough(uint64_t len)
+{
+	struct sysinfo si;
+	uint64_t unit, free_b;
+
+	if (!sysinfo(&si)) {
+		unit = si.mem_unit ? si.mem_unit : 1;
+		free_b = (uint64_t)si.freeram * unit;
+		if (len <= free_b / 2 &&
+		    free_b - 2 * len >= (uint64_t)si.totalram * unit / 16)
+			return 1;
+	}
+	return len <= smart__mem_available();
 }

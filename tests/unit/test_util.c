@@ -1,6 +1,7 @@
 /*
  * Unit tests of the util layer: status strings, log level parsing and log
- * line format, clocks, RNG, Zipf, histogram, hash64 and CRC-32C.
+ * line format, clocks, RNG, Zipf, histogram, hash64, CRC-32C and the
+ * memory check.
  *
  * Everything is deterministic: fixed seeds, and the clock checks compare
  * two clocks over the same window (a sanity bound on the calibration), so
@@ -18,6 +19,7 @@
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/log.h"
+#include "util/sysmem.h"
 
 /* ---- status ---- */
 
@@ -546,6 +548,21 @@ static void test_crc32c_hw_sw(void)
 #define HASH_EMPTY UINT64_C(0xfc6c5e9d72a82941)
 #define HASH_HELLO UINT64_C(0x321d4baa1cee3569)
 
+/* smart__mem_enough's quick answer (sysinfo) agrees with MemAvailable:
+ * a page fits, and what passes the available memory is refused (the
+ * quick test never says yes to it). */
+static void test_mem_enough(void)
+{
+	uint64_t avail = smart__mem_available();
+
+	CHECK(smart__mem_enough(4096));
+	if (avail == UINT64_MAX)
+		return;		/* /proc/meminfo unreadable: nothing refused */
+	CHECK(smart__mem_enough(avail / 4));
+	CHECK(!smart__mem_enough(avail + (UINT64_C(1) << 40)));
+	CHECK(!smart__mem_enough(UINT64_C(1) << 62));
+}
+
 static void test_hash64(void)
 {
 	/* + all strings of length 0..8 over a 4-letter alphabet */
@@ -631,5 +648,6 @@ int main(int argc, char **argv)
 		{ "crc32c_hw_sw", test_crc32c_hw_sw },
 		{ "crc32c_lanes", test_crc32c_lanes },
 		{ "hash64", test_hash64 },
+		{ "mem_enough", test_mem_enough },
 		{ 0 } });
 }

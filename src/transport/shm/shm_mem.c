@@ -221,7 +221,7 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 		return SMART_EINVAL;
 	if (shareable == SMART_TP_MR_PEER_READ)
 		hugepages = 0;	/* a hugetlb mapping reserves it all */
-	if (len > smart__mem_available()) {
+	if (!smart__mem_enough(len)) {
 		smart__err(d->log, "%zu bytes requested, only %llu available: "
 			   "not allocating (touching them all would invoke the "
 			   "OOM killer)", len,

@@ -1,0 +1,236 @@
+/*
+ * Connection setup served as it arrives (issue 23, docs/rpc.md §2 "When
+ * handshakes are served"): a listening endpoint answers a handshake's
+ * frames between its 1-ms ticks, and a flood of dialers costs each poll
+ * a bounded amount of handshake work.
+ *
+ * A tick-free window: an endpoint's first poll is a tick, and the next
+ * one comes RPC_TICK_NS (1 ms) of its clock after that poll began, so
+ * whatever a fresh listener answers within 0.9 ms of the start of its
+ * first poll (by this thread's clock, observed after the answer) it
+ * answered between ticks.  Each round takes a fresh listener; a round
+ * whose window passed before anything was answered (this process stopped
+ * meanwhile) proves nothing and another is made.
+ *
+ *  - between_ticks: a raw dialer sends a HELLO; it must be answered
+ *    within the window.  Old code answered handshakes only at ticks:
+ *    none of its rounds ever did.
+ *  - flood_bounded: 8 raw dialers connect and send their HELLOs at once;
+ *    a poll between ticks answers at most PEER_HS_BATCH (4) of them, the
+ *    others at the next looks (mutant RPC_HS_UNBOUNDED: all 8 at once).
+ *
+ * Everything runs in this one thread: the raw dialers are sockets, the
+ * listener is polled only by smart_rpc_progress here, so what it answered
+ * between two polls is exact.  Waits are bounded by wall-clock deadlines
+ * (5 s), never used as synchronisation.
+ */
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/raw_peer.h"
+#include "harness/test.h"
+#include "smart/rpc.h"
+#include "smart/smart.h"
+#include "wire/auth.h"
+#include "wire/proto.h"
+
+#define SECRET "connect-test-secret-0123456789"
+#define ROUNDS 50
+#define FLOOD 8
+#define HS_BATCH 4	/* peer.c PEER_HS_BATCH */
+#define WINDOW_MS 0.9	/* of the 1-ms tick (RPC_TICK_NS) */
+
+struct lst {
+	smart_ctx_t *ctx;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+	char addr[64];
+	double window_end;	/* test_now_ms(): no tick before this */
+};
+
+/* A fresh listener, polled once (its first tick). */
+static void lst_open(struct lst *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->ctx = fixture_ctx((const char *[]){ "buf_pool", "4M", NULL });
+	CHECK_OK(smart_ctx_set_secret(l->ctx, SECRET, strlen(SECRET)));
+	CHECK_OK(smart_worker_create(l->ctx, &l->w));
+	/* no QP cache: its first fill (registering the endpoint's first
+	 * slab MR) would take the first tick's millisecond */
+	CHECK_OK(smart_rpc_create(l->w, &(struct smart_rpc_cfg){
+		.qp_cache = UINT32_MAX }, &l->rpc));
+	CHECK_OK(smart_rpc_listen(l->rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(l->rpc, l->addr, sizeof(l->addr)));
+	l->window_end = test_now_ms() + WINDOW_MS;
+	smart_rpc_progress(l->rpc);
+}
+
+static void lst_close(struct lst *l)
+{
+	CHECK_OK(smart_rpc_destroy(l->rpc));
+	CHECK_OK(smart_worker_destroy(l->w));
+	smart_ctx_destroy(l->ctx);
+}
+
+/* A raw dialer's socket to the listener: its abstract unix name on shm,
+ * its TCP address on verbs; reads bounded (raw_timeout). */
+static int dial_raw(const struct lst *l)
+{
+	const char *port = strrchr(l->addr, ':');
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+	struct sockaddr_storage ss;
+	char name[32];
+	uint32_t len;
+	int fd;
+
+	CHECK(port);
+	if (!t || !strcmp(t, "shm")) {
+		snprintf(name, sizeof(name), "smart-rpc:%s", port + 1);
+		return raw_unix_connect(name, strlen(name));
+	}
+	CHECK_OK(smart__proto_parse_addr(l->addr, &ss, sizeof(ss), &len));
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(fd, 0);
+	CHECK_EQ(connect(fd, (struct sockaddr *)&ss, len), 0);
+	raw_timeout(fd);
+	return fd;
+}
+
+static int readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+/* The listener's CHALLENGE, read whole; its proof must be good. */
+static void take_challenge(int fd, struct smart__auth *a,
+			   const uint8_t *hello, size_t hlen)
+{
+	struct smart_proto_challenge c;
+
+	CHECK(raw_challenge(fd, a, hello, hlen, &c));
+}
+
+static struct smart__auth auth_new(void)
+{
+	return (struct smart__auth){ (const uint8_t *)SECRET, strlen(SECRET),
+				     { 0 }, { 0 } };
+}
+
+/* One HELLO to a fresh listener: 1 when answered in its tick-free
+ * window. */
+static int hello_round(void)
+{
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	struct smart__auth a = auth_new();
+	double end = test_now_ms() + 5000;
+	struct lst l;
+	size_t hlen;
+	int fd, in_window;
+
+	lst_open(&l);
+	fd = dial_raw(&l);
+	hlen = raw_hello(fd, &a, hello);
+	while (!readable(fd) && test_now_ms() < end)
+		smart_rpc_progress(l.rpc);
+	in_window = test_now_ms() < l.window_end;
+	take_challenge(fd, &a, hello, hlen);
+	close(fd);
+	lst_close(&l);
+	return in_window;
+}
+
+static void test_between_ticks(void)
+{
+	int between = 0, rounds = 0;
+
+	while (rounds < ROUNDS && between < 5) {
+		between += hello_round();
+		rounds++;
+	}
+	printf("  %d of %d HELLOs answered between the listener's ticks\n",
+	       between, rounds);
+	CHECK_GT(between, 0);
+}
+
+struct flood {
+	int fd[FLOOD], done[FLOOD];
+	struct smart__auth a[FLOOD];
+	uint8_t hello[FLOOD][SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	size_t hlen[FLOOD];
+};
+
+/* The challenges that came since the last look; how many. */
+static int flood_take(struct flood *f)
+{
+	int n = 0;
+
+	for (int i = 0; i < FLOOD; i++) {
+		if (f->done[i] || !readable(f->fd[i]))
+			continue;
+		take_challenge(f->fd[i], &f->a[i], f->hello[i], f->hlen[i]);
+		f->done[i] = 1;
+		n++;
+	}
+	return n;
+}
+
+/* FLOOD dialers' HELLOs queued before a fresh listener polls, then polls
+ * until every one is answered; the most answered by one poll inside the
+ * tick-free window into *most (0: none answered in it). */
+static void flood_round(int *most)
+{
+	struct flood f = { 0 };
+	double end = test_now_ms() + 5000;
+	int left = FLOOD, n;
+	struct lst l;
+
+	lst_open(&l);
+	for (int i = 0; i < FLOOD; i++) {
+		f.a[i] = auth_new();
+		f.fd[i] = dial_raw(&l);
+		f.hlen[i] = raw_hello(f.fd[i], &f.a[i], f.hello[i]);
+	}
+	*most = 0;
+	while (left && test_now_ms() < end) {
+		smart_rpc_progress(l.rpc);
+		n = flood_take(&f);
+		left -= n;
+		if (test_now_ms() < l.window_end && n > *most)
+			*most = n;
+	}
+	CHECK_EQ(left, 0);
+	for (int i = 0; i < FLOOD; i++)
+		close(f.fd[i]);
+	lst_close(&l);
+}
+
+static void test_flood_bounded(void)
+{
+	int most = 0, worst = 0, rounds = 0, fast = 0;
+
+	while (rounds < ROUNDS && fast < 5) {
+		flood_round(&most);
+		rounds++;
+		fast += most > 0;
+		if (most > worst)
+			worst = most;
+	}
+	printf("  %d rounds of %d HELLOs: at most %d answered by one poll "
+	       "between ticks (%d rounds answered some between ticks)\n",
+	       rounds, FLOOD, worst, fast);
+	CHECK_GT(fast, 0);
+	CHECK_LE(worst, HS_BATCH);
+}
+
+int main(int argc, char **argv)
+{
+	return test_main(argc, argv, (struct test_case[]){
+		{ "between_ticks", test_between_ticks },
+		{ "flood_bounded", test_flood_bounded },
+		{ NULL, NULL },
+	});
+}
