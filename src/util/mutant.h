@@ -72,6 +72,13 @@
 #define SMART_M_SHM_RECV_NO_KIND 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_RECV_UNFAIR	/* shm_recv.c: every poll looks at a
+					 * CQ's receive queues from the first */
+#define SMART_M_SHM_RECV_UNFAIR 1
+#else
+#define SMART_M_SHM_RECV_UNFAIR 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK	/* shm_mem.c: a region
 					 * mapped whatever its seals */
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 1

@@ -24,6 +24,9 @@
  *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
  *               rnr_waits counts it;
+ *   fair        two queues on one CQ, one flooded (every cell filled
+ *               again before each poll, a poll's worth each time): the
+ *               other's message still completes within a few polls;
  *   fork_echo   a child process echoes 2000 messages back over its own
  *               QP, each side's blob and descriptor passed on a socket.
  *
@@ -473,6 +476,78 @@ static void test_rnr_counted(void)
 	p_close(&a);
 }
 
+/* Receive queue q's own segment, mapped as its peer maps it. */
+static struct shm_rseg *q_seg(struct smart_tp_qp *qp, size_t *len)
+{
+	int fds[SMART_TP_PEER_FDS];
+	struct stat st;
+	void *p;
+
+	CHECK_GE(ops->qp_fds(qp, fds), 1);
+	CHECK_OK(fstat(fds[0], &st));
+	*len = (size_t)st.st_size;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	CHECK(p != MAP_FAILED);
+	return p;
+}
+
+/* Two queues on one CQ: the first's peer keeps every one of its cells
+ * filled (a flood), the second's has one message waiting.  Each poll
+ * takes as many completions as the flooded queue has receives; the
+ * second queue's message must still come within FAIR_ROUNDS polls (a
+ * poll that always began with the first queue never looked at it). */
+#define FAIR_ROUNDS 4
+
+static void test_fair(void)
+{
+	struct smart_tp_qp_attr attr = { .max_send_wr = 8,
+					 .max_recv_wr = P_RQ,
+					 .max_msg = P_MSG };
+	struct smart_tp_wc wc[P_RQ];
+	struct smart_tp_qp *qp[2];
+	struct shm_rseg *seg[2];
+	struct p_end e;
+	uint32_t next = 0;
+	size_t len[2];
+	int i, r, got = -1;
+
+	p_open(&e);
+	qp[0] = e.qp;
+	CHECK_OK(ops->qp_create(e.d, e.cq, &attr, &qp[1]));
+	for (i = 0; i < 2; i++)
+		seg[i] = q_seg(qp[i], &len[i]);
+	CHECK_OK(ops->post_recv(qp[1], &(struct smart_tp_recv){
+		.wr_id = 999, .local = (uint8_t *)e.mr->addr + (512u << 10),
+		.len = 16,
+		.lkey = e.mr->lkey }, 1));
+	forge_cell(seg[1], shm_cell_len(P_MSG), P_RQ, 0, 8, 0, 0, NULL);
+	for (i = 0; i < P_RQ; i++)
+		p_recv(&e, (uint32_t)i, 16);
+	for (r = 0; r < FAIR_ROUNDS && got < 0; r++) {
+		int n;
+
+		for (i = 0; i < P_RQ; i++, next++)	/* the flood */
+			forge_cell(seg[0], shm_cell_len(P_MSG), P_RQ, next, 8,
+				   0, 0, NULL);
+		n = ops->poll(e.cq, wc, P_RQ);
+		CHECK_EQ(n, P_RQ);
+		for (i = 0; i < n; i++) {
+			CHECK_EQ(wc[i].status, SMART_TP_WC_OK);
+			if (wc[i].wr_id == 999)
+				got = r;
+			else
+				p_recv(&e, (uint32_t)(wc[i].wr_id - 100), 16);
+		}
+	}
+	printf("   the quiet queue's message came at poll %d of %d\n",
+	       got < 0 ? -1 : got + 1, FAIR_ROUNDS);
+	CHECK_MSG(got >= 0, "a flooded queue starves the other");
+	for (i = 0; i < 2; i++)
+		munmap(seg[i], len[i]);
+	ops->qp_destroy(qp[1]);
+	p_close(&e);
+}
+
 #define ECHO_N 2000
 
 /* Each side: its blob and descriptor out, the other's in, connected. */
@@ -577,6 +652,7 @@ int main(int argc, char **argv)
 		{ "oversized_segment", test_oversized_segment },
 		{ "bad_receive", test_bad_receive },
 		{ "rnr_counted", test_rnr_counted },
+		{ "fair", test_fair },
 		{ "fork_echo", test_fork_echo },
 		{ 0 },
 	});

@@ -602,13 +602,23 @@ static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
 	return n;
 }
 
+/* The queues in turn from cq->rq_next: a batch that fills up leaves the
+ * queues after the one that filled it for the next poll to begin with, so
+ * that a peer keeping its cells full (every poll's worth) cannot keep the
+ * others' messages waiting for ever; each queue gets a turn at least every
+ * nrq polls. */
 int smart__shm_poll_recv(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 			 int max)
 {
-	uint32_t i;
+	uint32_t i = cq->rq_next < cq->nrq ? cq->rq_next : 0, seen;
 	int n = 0;
 
-	for (i = 0; i < cq->nrq && n < max; i++)
+	for (seen = 0; seen < cq->nrq && n < max; seen++) {
 		n += qp_poll_recv(cq->rqs[i], wc + n, max - n);
+		if (++i == cq->nrq)
+			i = 0;
+	}
+	if (n == max && !SMART_M_SHM_RECV_UNFAIR)
+		cq->rq_next = i;
 	return n;
 }
