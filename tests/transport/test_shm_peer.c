@@ -28,7 +28,14 @@
  *               again before each poll, a poll's worth each time): the
  *               other's message still completes within a few polls;
  *   fork_echo   a child process echoes 2000 messages back over its own
- *               QP, each side's blob and descriptor passed on a socket.
+ *               QP, each side's blob and descriptor passed on a socket;
+ *   event_race  20000 messages from a child, each sent 0-16 us after our
+ *               answer, while we arm our CQ and sleep (rule 9): no
+ *               wake-up lost (a sleep ending by its timeout with a
+ *               message delivered and armed still set).  A stress test,
+ *               not a proof: with the receiver's membarrier left out
+ *               (senders not fencing) it lost 3 and 5 wake-ups in two
+ *               runs of three.
  *
  * Invariants: single-threaded per process; every wait bounded.
  */
@@ -37,6 +44,7 @@
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <stddef.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -63,7 +71,9 @@ struct p_end {
 
 static const struct smart_tp_ops *ops = &smart_tp_shm_ops;
 
-static void p_open(struct p_end *e)
+/* One end: a domain, an MR, a CQ (cq_flags: SMART_TP_CQ_EVENTS or 0)
+ * and a QP with P_RQ receives of up to P_MSG bytes. */
+static void p_open_cq(struct p_end *e, uint32_t cq_flags)
 {
 	struct smart_tp_cfg cfg = { .gid_index = -1 };
 	struct smart_tp_qp_attr attr = { .max_send_wr = 64,
@@ -73,8 +83,13 @@ static void p_open(struct p_end *e)
 	memset(e, 0, sizeof(*e));
 	CHECK_OK(ops->domain_open(&cfg, &e->d));
 	CHECK_OK(ops->mr_alloc(e->d, 1 << 20, 0, 0, &e->mr));
-	CHECK_OK(ops->cq_create(e->d, 256, 0, &e->cq));
+	CHECK_OK(ops->cq_create(e->d, 256, cq_flags, &e->cq));
 	CHECK_OK(ops->qp_create(e->d, e->cq, &attr, &e->qp));
+}
+
+static void p_open(struct p_end *e)
+{
+	p_open_cq(e, 0);
 }
 
 static void p_close(struct p_end *e)
@@ -644,6 +659,138 @@ static void test_fork_echo(void)
 	p_close(&e);
 }
 
+/* Event mode (rule 9) raced: this process receives in event mode and
+ * answers each message, then at once arms its CQ and sleeps; a child
+ * sends the next message a random 0-16 us after each answer, so that its
+ * delivery falls in every part of our arm (armed set, the membarrier,
+ * the poll after it).  A wake-up is lost when a sleep of EV_SLEEP_MS ends
+ * by its timeout with a message delivered and `armed` still set (no
+ * sender saw it: with armed clear, the sender that took it has yet to
+ * signal, a late wake-up on a loaded machine, not a lost one). */
+#define EV_ROUNDS 20000
+#define EV_SLEEP_MS 1000
+#define EV_GAP_NS 16000
+
+struct ev_counts {
+	unsigned sleeps, woken, after_arm, busy, late, lost;
+};
+
+/* The next completion, in event mode; every sleep bounded. */
+static struct smart_tp_wc ev_wait(struct p_end *e, struct ev_counts *c)
+{
+	struct pollfd pf = { .fd = ops->cq_event_fd(e->cq), .events = POLLIN };
+	uint64_t deadline = now_ns() + CONF_WAIT_NS;
+	struct smart_tp_wc wc;
+
+	for (;;) {
+		CHECK_MSG(now_ns() < deadline, "no message from the sender");
+		if (ops->poll(e->cq, &wc, 1) == 1)
+			return wc;
+		if (ops->cq_arm(e->cq)) {
+			c->busy++;
+			continue;
+		}
+		if (ops->poll(e->cq, &wc, 1) == 1) {
+			c->after_arm++;
+			return wc;
+		}
+		c->sleeps++;
+		if (poll(&pf, 1, EV_SLEEP_MS) == 1) {
+			c->woken++;
+			continue;
+		}
+		if (ops->poll(e->cq, &wc, 1) == 1) {
+			if (atomic_load(&e->qp->rq->seg->armed))
+				c->lost++;
+			else
+				c->late++;
+			return wc;
+		}
+	}
+}
+
+/* echo_join with the wake socket too (rule 9; a second message, with
+ * no descriptor from an end without events). */
+static void ev_join(struct p_end *e, int s)
+{
+	uint8_t blob[SMART_TP_BLOB_MAX], peer[SMART_TP_BLOB_MAX];
+	int fds[SMART_TP_PEER_FDS], pfd[2], n = ops->qp_fds(e->qp, fds);
+	size_t blen, plen;
+
+	p_blob(e, blob, &blen);
+	msg_send(s, blob, blen, fds[0]);
+	msg_send(s, "w", 1, n > 1 ? fds[1] : -1);
+	plen = msg_recv(s, peer, sizeof(peer), &pfd[0]);
+	(void)msg_recv(s, blob, sizeof(blob), &pfd[1]);
+	CHECK_GE(pfd[0], 0);
+	CHECK_OK(ops->qp_connect_peer(e->qp, NULL, peer, plen, pfd,
+				      pfd[1] >= 0 ? 2 : 1));
+}
+
+/* The child: send, wait for the answer (polling), repost, again. */
+static void ev_child(int s)
+{
+	struct smart_tp_wc wc;
+	struct p_end e;
+	uint64_t t0, x = (uint64_t)getpid();
+	uint32_t k;
+
+	p_open(&e);
+	for (k = 0; k < P_RQ; k++)
+		p_recv(&e, k, P_MSG);
+	ev_join(&e, s);
+	for (int i = 0; i < EV_ROUNDS; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		t0 = now_ns();
+		while (now_ns() - t0 < (x >> 33) % EV_GAP_NS)
+			;
+		p_send(&e, (uint64_t)i, (uint8_t *)e.mr->addr + (768u << 10),
+		       8, 0, 0);
+		wc = p_one(&e);
+		CHECK_EQ(wc.status, SMART_TP_WC_OK);
+		CHECK_EQ(wc.opcode, SMART_TP_RECV);
+		p_recv(&e, (uint32_t)(wc.wr_id - 100), P_MSG);
+	}
+	p_close(&e);
+}
+
+static void test_event_race(void)
+{
+	struct ev_counts c = { 0 };
+	struct smart_tp_wc wc;
+	struct p_end e;
+	pid_t pid;
+	uint32_t k;
+	int s;
+
+	pid = fork_peer(&s);
+	if (pid == 0) {
+		ev_child(s);
+		_exit(0);
+	}
+	p_open_cq(&e, SMART_TP_CQ_EVENTS);
+	for (k = 0; k < P_RQ; k++)
+		p_recv(&e, k, P_MSG);
+	ev_join(&e, s);
+	for (int i = 0; i < EV_ROUNDS; i++) {
+		wc = ev_wait(&e, &c);
+		CHECK_EQ(wc.status, SMART_TP_WC_OK);
+		CHECK_EQ(wc.opcode, SMART_TP_RECV);
+		p_recv(&e, (uint32_t)(wc.wr_id - 100), P_MSG);
+		p_send(&e, (uint64_t)i, (uint8_t *)e.mr->addr + (768u << 10),
+		       8, 0, 0);
+	}
+	printf("   %d messages: %u sleeps (%u woken by the sender), %u "
+	       "found by the poll after the arm, %u arms refused, %u late "
+	       "wake-ups, %u lost\n", EV_ROUNDS, c.sleeps, c.woken,
+	       c.after_arm, c.busy, c.late, c.lost);
+	check_child_ok(pid, "sender");
+	CHECK_EQ(c.lost, 0);
+	CHECK_GT(c.woken, 0);
+	close(s);
+	p_close(&e);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
@@ -654,6 +801,7 @@ int main(int argc, char **argv)
 		{ "rnr_counted", test_rnr_counted },
 		{ "fair", test_fair },
 		{ "fork_echo", test_fork_echo },
+		{ "event_race", test_event_race },
 		{ 0 },
 	});
 }
