@@ -79,6 +79,14 @@
 #define SMART_M_SHM_RECV_UNFAIR 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_ARM_IGNORES_BARRIER	/* shm_qp.c: an arm whose
+					 * membarrier failed says the CQ may
+					 * sleep */
+#define SMART_M_SHM_ARM_IGNORES_BARRIER 1
+#else
+#define SMART_M_SHM_ARM_IGNORES_BARRIER 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK	/* shm_mem.c: a region
 					 * mapped whatever its seals */
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 1

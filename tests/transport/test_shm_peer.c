@@ -35,11 +35,17 @@
  *               message delivered and armed still set).  A stress test,
  *               not a proof: with the receiver's membarrier left out
  *               (senders not fencing) it lost 3 and 5 wake-ups in two
- *               runs of three.
+ *               runs of three;
+ *   barrier_fails  a receiver whose membarrier fails (a seccomp filter
+ *               answers ENOMEM): its arm says SMART_EAGAIN, not sleepable.
  *
  * Invariants: single-threaded per process; every wait bounded.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/membarrier.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -49,8 +55,10 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -791,6 +799,70 @@ static void test_event_race(void)
 	p_close(&e);
 }
 
+/* Make membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) fail with ENOMEM in
+ * this process from now on, as the kernel's does when it cannot allocate
+ * its CPU mask (a seccomp filter; everything else allowed). */
+static void deny_barrier(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_membarrier, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+			 MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]),
+				   .filter = f };
+
+	CHECK_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	CHECK_OK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+	CHECK_EQ(syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0,
+			 0), -1);
+}
+
+/* An arm whose membarrier failed ordered none of the senders' stores (they
+ * do not fence: shm_recv.c peer_wake), so a sleep after it could miss a
+ * delivery (event_race loses wake-ups without the barrier): it must answer
+ * SMART_EAGAIN (poll, do not sleep).  In a child: the filter stays there. */
+static void barrier_child(void)
+{
+	struct p_end e;
+	int rc;
+
+	p_open_cq(&e, SMART_TP_CQ_EVENTS);
+	if (!e.d->membarrier) {
+		printf("   no membarrier here: senders fence, nothing to "
+		       "check\n");
+		p_close(&e);
+		fflush(stdout);
+		return;
+	}
+	CHECK_OK(ops->cq_arm(e.cq));	/* idle, the barrier made: sleepable */
+	deny_barrier();
+	rc = ops->cq_arm(e.cq);
+	printf("   arm with its barrier failed: %d (SMART_EAGAIN %d)\n", rc,
+	       SMART_EAGAIN);
+	CHECK_EQ(rc, SMART_EAGAIN);
+	p_close(&e);
+	fflush(stdout);
+}
+
+static void test_barrier_fails(void)
+{
+	pid_t pid = fork();
+
+	CHECK_GE(pid, 0);
+	if (pid == 0) {
+		barrier_child();
+		_exit(0);
+	}
+	check_child_ok(pid, "receiver whose barrier fails");
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
@@ -802,6 +874,7 @@ int main(int argc, char **argv)
 		{ "fair", test_fair },
 		{ "fork_echo", test_fork_echo },
 		{ "event_race", test_event_race },
+		{ "barrier_fails", test_barrier_fails },
 		{ 0 },
 	});
 }
