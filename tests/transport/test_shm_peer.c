@@ -18,6 +18,9 @@
  *               holds (FATAL, nothing written); a region (a messaging
  *               peer's staging, a blade's) whose memfd is not sealed
  *               against shrinking refused, a real one sealed;
+ *   hostile_fuzz  a thread writes at random into a queue's whole
+ *               segment while we post and poll (40 queues): receives
+ *               complete once each, in order, within their buffers;
  *   oversized_segment  a segment as large as a blob can claim (4 GiB),
  *               beyond any queue's (1 GiB): refused, nothing mapped;
  *   bad_receive a receive buffer outside the MR of its key: LOC_PROT
@@ -47,6 +50,7 @@
 #include <linux/membarrier.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <stddef.h>
@@ -863,11 +867,205 @@ static void test_barrier_fails(void)
 	check_child_ok(pid, "receiver whose barrier fails");
 }
 
+/* A hostile sender writing at random into a queue's whole segment (any
+ * word: seq with any flags, len up to 2^32-1, cap, posted, closed, armed,
+ * the header, the bytes), from another thread while we post and poll.
+ * Whatever it writes, the receives complete each once, in order, none
+ * skipped; one completing OK has a length within its buffer and nothing
+ * after that length written; one a WRITE_IMM consumed wrote nothing; once
+ * one fails, the rest flush.  FUZZ_QPS queues (half of them written
+ * mostly with messages, so that many complete between the attacks), each until it failed or
+ * FUZZ_DONE receives completed (FUZZ_NS at most), a fixed seed each (the
+ * interleaving is the scheduler's: what is checked holds for any). */
+#define FUZZ_QPS 40
+#define FUZZ_DONE 2000
+#define FUZZ_NS (100ull * 1000 * 1000)
+
+struct fuzz {
+	struct shm_rq *rq;
+	uint8_t *seg;
+	size_t len;
+	uint64_t x;
+	int mild;	/* one write in 256 hostile, the rest messages */
+	_Atomic int stop;
+};
+
+static uint32_t fuzz_rand(struct fuzz *f)
+{
+	f->x = f->x * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(f->x >> 32);
+}
+
+/* Flags a sender writes, mostly: none or IMM; a WRITE_IMM's; TOO_LONG;
+ * and any byte. */
+static uint32_t fuzz_flags(struct fuzz *f)
+{
+	uint32_t r = fuzz_rand(f) % 16;
+
+	return r < 10 ? (r & 1) * SHM_RS_IMM :
+	       r < 12 ? SHM_RS_WRITE | SHM_RS_IMM :
+	       r < 13 ? SHM_RS_TOO_LONG : fuzz_rand(f) & 0xff;
+}
+
+/* One hostile write: a word anywhere, or a cell's seq near the receiver's
+ * next message with random flags, or its len. */
+static void fuzz_write(struct fuzz *f)
+{
+	static const uint32_t lens[16] = { 0, 1, 8, 16, 32, 64, 100, 128,
+		P_MSG - 1, P_MSG, P_MSG + 1, 4096, 1u << 20, (1u << 20) + 1,
+		1u << 31, UINT32_MAX };
+	uint32_t r = fuzz_rand(f), n, *w;
+	struct shm_cell *c;
+
+	n = __atomic_load_n(&f->rq->taken, __ATOMIC_RELAXED) +
+	    fuzz_rand(f) % (P_RQ + 2);
+	c = shm_cell_at((struct shm_rseg *)f->seg, f->rq->cell_len,
+			n & (P_RQ - 1));
+	switch (f->mild && r % 256 ? 7 : r % 8) {
+	case 0:
+		w = (uint32_t *)(f->seg + (fuzz_rand(f) % (f->len / 4)) * 4);
+		__atomic_store_n(w, fuzz_rand(f), __ATOMIC_RELAXED);
+		break;
+	case 1:
+		__atomic_store_n(&c->seq, ((n + 1) & SHM_RS_SEQ_MASK) |
+				 fuzz_flags(f) << SHM_RS_FLAG_SHIFT,
+				 __ATOMIC_RELEASE);
+		break;
+	case 2:
+	case 3:
+		__atomic_store_n(&c->len, lens[fuzz_rand(f) % 16],
+				 __ATOMIC_RELAXED);
+		break;
+	default:	/* a message as a sender writes it */
+		__atomic_store_n(&c->len, fuzz_rand(f) % 9, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->seq, ((n + 1) & SHM_RS_SEQ_MASK) |
+				 ((r & 0x100 ? SHM_RS_IMM : 0) |
+				  (r & 0x1e00 ? 0 : SHM_RS_WRITE)) <<
+				 SHM_RS_FLAG_SHIFT, __ATOMIC_RELEASE);
+		break;
+	}
+}
+
+static void *fuzz_writer(void *arg)
+{
+	struct fuzz *f = arg;
+
+	while (!atomic_load_explicit(&f->stop, memory_order_relaxed))
+		fuzz_write(f);
+	return NULL;
+}
+
+struct fuzz_counts {
+	unsigned ok, write_imm, failed, flushed;
+};
+
+/* Receive id: buffer id % P_RQ (2 x P_MSG bytes, 0xee), len bytes. */
+static void fuzz_post(struct p_end *e, uint64_t id, uint32_t *lens)
+{
+	uint32_t k = (uint32_t)(id % P_RQ);
+	uint8_t *b = (uint8_t *)e->mr->addr + (size_t)k * 2 * P_MSG;
+
+	lens[k] = 8 + (uint32_t)(id * 37 % (P_MSG - 7));
+	memset(b, 0xee, 2 * P_MSG);
+	CHECK_OK(ops->post_recv(e->qp, &(struct smart_tp_recv){
+		.wr_id = id, .local = b, .len = lens[k],
+		.lkey = e->mr->lkey }, 1));
+}
+
+/* Bytes of buffer k from `from` on untouched (still 0xee)? */
+static int fuzz_untouched(struct p_end *e, uint32_t k, uint32_t from)
+{
+	const uint8_t *b = (uint8_t *)e->mr->addr + (size_t)k * 2 * P_MSG;
+
+	for (uint32_t i = from; i < 2 * P_MSG; i++)
+		if (b[i] != 0xee)
+			return 0;
+	return 1;
+}
+
+/* One completion: the next id, and what its status allows. */
+static void fuzz_check(struct p_end *e, const struct smart_tp_wc *wc,
+		       uint64_t id, const uint32_t *lens, int *failed,
+		       struct fuzz_counts *n)
+{
+	uint32_t k = (uint32_t)(id % P_RQ);
+
+	CHECK_U64_EQ(wc->wr_id, id);
+	CHECK_EQ(wc->opcode, SMART_TP_RECV);
+	if (*failed) {
+		CHECK_EQ(wc->status, SMART_TP_WC_FLUSH);
+		n->flushed++;
+	} else if (wc->status != SMART_TP_WC_OK) {
+		CHECK_EQ(wc->status, SMART_TP_WC_LOC_PROT);
+		*failed = 1;
+		n->failed++;
+	} else if (wc->recv_op == SMART_TP_WRITE_IMM) {
+		CHECK_LE(wc->len, SMART_TP_WRITE_MAX);
+		n->write_imm++;
+	} else {
+		CHECK_EQ(wc->recv_op, SMART_TP_SEND);
+		CHECK_LE(wc->len, lens[k]);
+		n->ok++;
+	}
+	CHECK_MSG(fuzz_untouched(e, k, wc->status == SMART_TP_WC_OK &&
+				 wc->recv_op == SMART_TP_SEND ? wc->len : 0),
+		  "receive %" PRIu64 ": a byte written where none may be", id);
+}
+
+static void fuzz_queue(uint64_t seed, struct fuzz_counts *n)
+{
+	struct smart_tp_wc wc[P_RQ];
+	uint32_t lens[P_RQ];
+	struct fuzz f = { .x = seed, .mild = seed % 2 };
+	uint64_t posted = 0, next = 0;
+	struct p_end e;
+	pthread_t t;
+	int failed = 0;
+
+	p_open(&e);
+	f.rq = e.qp->rq;
+	f.seg = (uint8_t *)p_seg(&e, &f.len);
+	CHECK_OK(pthread_create(&t, NULL, fuzz_writer, &f));
+	/* until the queue failed and flushed, or FUZZ_DONE receives took
+	 * a message, or FUZZ_NS passed (the writer may not get a CPU) */
+	for (uint64_t end = now_ns() + FUZZ_NS;
+	     next < FUZZ_DONE && now_ns() < end;) {
+		while (!failed && posted - next < P_RQ)
+			fuzz_post(&e, posted++, lens);
+		int got = ops->poll(e.cq, wc, P_RQ);
+
+		CHECK_GE(got, 0);
+		for (int j = 0; j < got; j++)
+			fuzz_check(&e, &wc[j], next++, lens, &failed, n);
+		if (failed && next == posted)
+			break;
+	}
+	atomic_store(&f.stop, 1);
+	CHECK_OK(pthread_join(t, NULL));
+	munmap(f.seg, f.len);
+	p_close(&e);
+}
+
+static void test_hostile_fuzz(void)
+{
+	struct fuzz_counts n = { 0 };
+
+	for (uint64_t q = 0; q < FUZZ_QPS; q++)
+		fuzz_queue(q + 1, &n);
+	printf("   %d queues written at random: %u receives OK, %u as "
+	       "WRITE_IMMs, %u failed, %u flushed; none twice, none "
+	       "skipped, no byte out of place\n", FUZZ_QPS, n.ok,
+	       n.write_imm, n.failed, n.flushed);
+	CHECK_GT(n.ok, 0);
+	CHECK_GT(n.failed, 0);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
 		{ "hostile", test_hostile },
 		{ "hostile_wake", test_hostile_wake },
+		{ "hostile_fuzz", test_hostile_fuzz },
 		{ "oversized_segment", test_oversized_segment },
 		{ "bad_receive", test_bad_receive },
 		{ "rnr_counted", test_rnr_counted },
