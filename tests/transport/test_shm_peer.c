@@ -21,6 +21,9 @@
  *   hostile_fuzz  a thread writes at random into a queue's whole
  *               segment while we post and poll (40 queues): receives
  *               complete once each, in order, within their buffers;
+ *   hostile_receiver  a thread writes at random into the segment we
+ *               send into (posted, closed, cap, armed, the header): every
+ *               SEND completes once, in order, in bounded time;
  *   oversized_segment  a segment as large as a blob can claim (4 GiB),
  *               beyond any queue's (1 GiB): refused, nothing mapped;
  *   bad_receive a receive buffer outside the MR of its key: LOC_PROT
@@ -1060,12 +1063,145 @@ static void test_hostile_fuzz(void)
 	CHECK_GT(n.failed, 0);
 }
 
+/* The other way round: a hostile receiver writing at random into the
+ * segment we send into (posted forwards and backwards by any amount,
+ * closed flipping, cap, armed, the header's words) while we send.  Every
+ * SEND completes once, in order, within the RNR bound (no hang), with a
+ * status a sender may give; once one fails, the rest flush; the process
+ * survives (nothing written outside the mapping).  FUZZ_QPS queues. */
+#define RFUZZ_SENDS 200
+
+static void rfuzz_write(struct fuzz *f, uint32_t sent)
+{
+	struct shm_rseg *seg = (struct shm_rseg *)f->seg;
+	uint32_t r = fuzz_rand(f), k = fuzz_rand(f) % P_RQ;
+	struct shm_cell *c = shm_cell_at(seg, shm_cell_len(P_MSG), k);
+
+	switch (f->mild && r % 256 ? 7 : r % 8) {
+	case 0:
+		atomic_store(&seg->posted, fuzz_rand(f));
+		break;
+	case 1:
+		atomic_store(&seg->closed, fuzz_rand(f) % 4 == 0);
+		break;
+	case 2:
+		__atomic_store_n(&c->cap, fuzz_rand(f) % 2 ? fuzz_rand(f) :
+				 fuzz_rand(f) % (P_MSG + 2), __ATOMIC_RELAXED);
+		break;
+	case 3:
+		atomic_store(&seg->armed, fuzz_rand(f));
+		break;
+	case 4:
+		((uint32_t *)seg)[fuzz_rand(f) % 4] = fuzz_rand(f);
+		break;
+	default:	/* receives as a receiver posts them, ahead of sent */
+		__atomic_store_n(&c->cap, P_MSG, __ATOMIC_RELAXED);
+		atomic_store(&seg->posted, sent + fuzz_rand(f) % (P_RQ + 1));
+		break;
+	}
+}
+
+struct rfuzz {
+	struct fuzz f;
+	_Atomic uint32_t sent;	/* completions seen: the writer's guide */
+};
+
+static void *rfuzz_writer(void *arg)
+{
+	struct rfuzz *rf = arg;
+
+	while (!atomic_load_explicit(&rf->f.stop, memory_order_relaxed))
+		rfuzz_write(&rf->f, atomic_load(&rf->sent));
+	return NULL;
+}
+
+struct rfuzz_counts {
+	unsigned ok, rnr, fatal, closed, too_long, flushed;
+};
+
+static void rfuzz_check(const struct smart_tp_wc *wc, int *failed,
+			struct rfuzz_counts *n)
+{
+	if (*failed) {
+		CHECK_EQ(wc->status, SMART_TP_WC_FLUSH);
+		n->flushed++;
+		return;
+	}
+	switch (wc->status) {
+	case SMART_TP_WC_OK: n->ok++; return;
+	case SMART_TP_WC_RNR: n->rnr++; break;
+	case SMART_TP_WC_FATAL: n->fatal++; break;
+	case SMART_TP_WC_RETRY_EXC: n->closed++; break;
+	case SMART_TP_WC_REM_ACCESS: n->too_long++; break;
+	default: CHECK_MSG(0, "status %d from a SEND", wc->status);
+	}
+	*failed = 1;
+}
+
+static void rfuzz_queue(uint64_t seed, struct rfuzz_counts *n)
+{
+	struct rfuzz rf = { .f = { .x = seed, .mild = seed % 2 } };
+	uint64_t posted = 0, next = 0;
+	struct smart_tp_wc wc[8];
+	struct p_end a, b;
+	pthread_t t;
+	int failed = 0;
+
+	p_open(&a);
+	p_open(&b);
+	p_connect_to(&a, &b);
+	rf.f.seg = (uint8_t *)p_seg(&b, &rf.f.len);
+	CHECK_OK(pthread_create(&t, NULL, rfuzz_writer, &rf));
+	while (next < RFUZZ_SENDS && !(failed && next == posted)) {
+		/* bounded: each SEND completes within the RNR bound */
+		uint64_t end = now_ns() + 2 * SHM_RNR_NS + CONF_WAIT_NS;
+
+		int got;
+
+		if (!failed && posted - next < 8) {
+			p_send(&a, posted, a.mr->addr,
+			       1 + (uint32_t)(posted % 64), SMART_TP_SIGNALED,
+			       0);
+			posted++;
+		}
+
+		while ((got = ops->poll(a.cq, wc, 8)) == 0 && posted != next)
+			CHECK_MSG(now_ns() < end, "a SEND hangs");
+		for (int j = 0; j < got; j++) {
+			CHECK_U64_EQ(wc[j].wr_id, next);
+			next++;
+			rfuzz_check(&wc[j], &failed, n);
+		}
+		atomic_store(&rf.sent, (uint32_t)next);
+	}
+	atomic_store(&rf.f.stop, 1);
+	CHECK_OK(pthread_join(t, NULL));
+	munmap(rf.f.seg, rf.f.len);
+	p_close(&b);
+	p_close(&a);
+}
+
+static void test_hostile_receiver(void)
+{
+	struct rfuzz_counts n = { 0 };
+
+	for (uint64_t q = 0; q < FUZZ_QPS; q++)
+		rfuzz_queue(q + 1, &n);
+	printf("   %d segments written at random by their receiver: %u SENDs "
+	       "OK, failed %u RNR, %u FATAL (posted out of range), %u "
+	       "closed, %u too long; %u flushed\n", FUZZ_QPS, n.ok, n.rnr,
+	       n.fatal, n.closed, n.too_long, n.flushed);
+	CHECK_GT(n.ok, 0);
+	CHECK_GT(n.fatal + n.closed + n.too_long, 0);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
 		{ "hostile", test_hostile },
 		{ "hostile_wake", test_hostile_wake },
 		{ "hostile_fuzz", test_hostile_fuzz },
+		{ "hostile_receiver", test_hostile_receiver },
 		{ "oversized_segment", test_oversized_segment },
 		{ "bad_receive", test_bad_receive },
 		{ "rnr_counted", test_rnr_counted },
