@@ -116,6 +116,21 @@
 #define SMART_M_SHM_WAKE_ANY_FD 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_WAKE_ANY_PEER	/* shm_recv.c: a peer's wake socket
+					 * not checked at connect to be
+					 * connected to its pair's other end */
+#define SMART_M_SHM_WAKE_ANY_PEER 1
+#else
+#define SMART_M_SHM_WAKE_ANY_PEER 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_WAKE_NO_RECHECK	/* shm_recv.c: nor before each
+					 * wake-up (the peer may reconnect it) */
+#define SMART_M_SHM_WAKE_NO_RECHECK 1
+#else
+#define SMART_M_SHM_WAKE_NO_RECHECK 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK	/* shm_recv.c: a peer segment
 					 * that can shrink is mapped */
 #define SMART_M_SHM_PEER_NO_SEAL_CHECK 1

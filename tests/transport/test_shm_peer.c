@@ -18,6 +18,9 @@
  *               holds (FATAL, nothing written); a region (a messaging
  *               peer's staging, a blade's) whose memfd is not sealed
  *               against shrinking refused, a real one sealed;
+ *   wake_redirect  a wake descriptor connected to a named socket
+ *               (refused), or a pair's end its receiver connects
+ *               elsewhere later (the wake-ups stop: none go there);
  *   hostile_fuzz  a thread writes at random into a queue's whole
  *               segment while we post and poll (40 queues): receives
  *               complete once each, in order, within their buffers;
@@ -66,6 +69,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -449,6 +453,103 @@ static void test_hostile_wake(void)
 	       "socket (%d datagrams) left the sender unharmed\n", full);
 	munmap(seg, len);
 	close(sv[0]);
+	p_close(&b);
+	p_close(&a);
+}
+
+/* A unix datagram socket bound to an abstract name of this process's own
+ * (a stand-in for /dev/log or any service's socket), and its address. */
+static int named_target(struct sockaddr_un *a, socklen_t *alen)
+{
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	*alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			    (size_t)snprintf(a->sun_path + 1,
+					     sizeof(a->sun_path) - 1,
+					     "smart-wake-target-%d", getpid()));
+	CHECK_GE(fd, 0);
+	CHECK_OK(bind(fd, (struct sockaddr *)a, *alen));
+	return fd;
+}
+
+static int drain_count(int fd)
+{
+	char b[8];
+	int n = 0;
+
+	while (recv(fd, b, sizeof(b), MSG_DONTWAIT) >= 0)
+		n++;
+	return n;
+}
+
+/* Our wake-ups must reach only the receiver's own end of its pair: a
+ * datagram to any other socket is traffic in our name (our credentials
+ * to journald's /dev/log, a service's socket).  A hostile receiver hands
+ * over a unix datagram socket already connected to a named socket
+ * (refused at connect), or a real pair's end it keeps a copy of and
+ * connects elsewhere later (unix datagram sockets may be reconnected):
+ * then its wake-ups stop, at most the one in flight gone astray.
+ * WAKE_N messages, each with armed set as a sleeping receiver sets it. */
+#define WAKE_N 50
+
+static void test_wake_redirect(void)
+{
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	struct sockaddr_un ta;
+	struct shm_rseg *seg;
+	struct p_end a, b;
+	socklen_t talen;
+	size_t blen, len;
+	int target = named_target(&ta, &talen), fd, sv[2], mine, got;
+
+	p_open(&a);
+	p_open(&b);
+	p_blob(&b, blob, &blen);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(fd, 0);
+	CHECK_OK(connect(fd, (struct sockaddr *)&ta, talen));
+	got = ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
+		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), fd }, 2);
+	printf("   a socket connected to a named one as wake descriptor: %d\n",
+	       got);
+	CHECK_EQ(got, SMART_EPROTO);
+	CHECK_EQ(drain_count(target), 0);
+	p_close(&a);
+	p_open(&a);
+
+	/* a real pair, our copy of its end connected elsewhere after */
+	CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    0, sv));
+	mine = fcntl(sv[1], F_DUPFD_CLOEXEC, 0);
+	CHECK_OK(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
+		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), sv[1] }, 2));
+	seg = p_seg(&b, &len);
+	p_recv(&b, 0, P_MSG);
+	atomic_store(&seg->armed, 1);
+	p_send(&a, 0, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
+	CHECK_WC(p_one(&a), 0, SMART_TP_WC_OK);
+	CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
+	CHECK_EQ(drain_count(sv[0]), 1);	/* woken, the honest way */
+	CHECK_OK(connect(mine, (struct sockaddr *)&ta, talen));
+	got = 0;
+	for (int i = 1; i <= WAKE_N; i++) {
+		p_recv(&b, 0, P_MSG);
+		atomic_store(&seg->armed, 1);
+		p_send(&a, (uint64_t)i, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
+		CHECK_WC(p_one(&a), i, SMART_TP_WC_OK);
+		CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
+		got += drain_count(target);	/* its queue holds ~10 */
+	}
+	printf("   wake socket reconnected by its receiver: %d of %d "
+	       "wake-ups went to the other socket\n", got, WAKE_N);
+	CHECK_EQ(got, 0);
+	CHECK_EQ(a.qp->peer->wake_fd, -1);	/* given up */
+	munmap(seg, len);
+	close(mine);
+	close(sv[0]);
+	close(target);
 	p_close(&b);
 	p_close(&a);
 }
@@ -1200,6 +1301,7 @@ int main(int argc, char **argv)
 	return test_main(argc, argv, (struct test_case[]){
 		{ "hostile", test_hostile },
 		{ "hostile_wake", test_hostile_wake },
+		{ "wake_redirect", test_wake_redirect },
 		{ "hostile_fuzz", test_hostile_fuzz },
 		{ "hostile_receiver", test_hostile_receiver },
 		{ "oversized_segment", test_oversized_segment },
