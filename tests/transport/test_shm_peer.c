@@ -33,6 +33,8 @@
  *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
  *               rnr_waits counts it;
+ *   recap       receives reposted with another length: the sender, its
+ *               credits cached, goes by the new one;
  *   fair        two queues on one CQ, one flooded (every cell filled
  *               again before each poll, a poll's worth each time): the
  *               other's message still completes within a few polls;
@@ -550,6 +552,52 @@ static void test_wake_redirect(void)
 	close(mine);
 	close(sv[0]);
 	close(target);
+	p_close(&b);
+	p_close(&a);
+}
+
+/* A receive reposted with another length than its cell last had: the
+ * sender, reading `posted` only when its cached receives are used up,
+ * must still go by the new length (the cell's cap is written before
+ * `posted` is released, and read after it is acquired): a receive grown
+ * from 16 to 256 bytes takes 200, one left at 16 refuses 32 (REM_ACCESS
+ * at the sender, LOC_PROT at the receiver).  And a receive reposted with
+ * its old length leaves the cell's cap as it was. */
+static void test_recap(void)
+{
+	struct p_end a, b;
+	struct shm_rseg *seg;
+	struct smart_tp_wc wc;
+	size_t len;
+	uint32_t k;
+
+	p_open(&a);
+	p_open(&b);
+	p_connect_to(&a, &b);
+	seg = p_seg(&b, &len);
+	for (k = 0; k < P_RQ; k++)
+		p_recv(&b, k, 16);
+	for (k = 0; k < P_RQ; k++)
+		p_send(&a, k, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
+	for (k = 0; k < P_RQ; k++) {
+		CHECK_WC(p_one(&a), k, SMART_TP_WC_OK);
+		CHECK_WC(p_one(&b), 100 + k, SMART_TP_WC_OK);
+	}
+	p_recv(&b, 0, 256);	/* grown */
+	for (k = 1; k < P_RQ; k++)
+		p_recv(&b, k, 16);
+	CHECK_EQ(shm_cell_at(seg, shm_cell_len(P_MSG), 1)->cap, 16);
+	p_send(&a, 50, a.mr->addr, 200, SMART_TP_SIGNALED, 0);
+	CHECK_WC(p_one(&a), 50, SMART_TP_WC_OK);
+	wc = p_one(&b);
+	CHECK_WC(wc, 100, SMART_TP_WC_OK);
+	CHECK_EQ(wc.len, 200);
+	p_send(&a, 51, a.mr->addr, 32, SMART_TP_SIGNALED, 0);
+	CHECK_WC(p_one(&a), 51, SMART_TP_WC_REM_ACCESS);
+	CHECK_WC(p_one(&b), 101, SMART_TP_WC_LOC_PROT);
+	printf("   a receive grown to 256 B took 200, one of 16 refused 32 "
+	       "on both sides\n");
+	munmap(seg, len);
 	p_close(&b);
 	p_close(&a);
 }
@@ -1307,6 +1355,7 @@ int main(int argc, char **argv)
 		{ "oversized_segment", test_oversized_segment },
 		{ "bad_receive", test_bad_receive },
 		{ "rnr_counted", test_rnr_counted },
+		{ "recap", test_recap },
 		{ "fair", test_fair },
 		{ "fork_echo", test_fork_echo },
 		{ "event_race", test_event_race },
