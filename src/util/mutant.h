@@ -72,6 +72,21 @@
 #define SMART_M_SHM_RECV_NO_KIND 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_RECV_UNFAIR	/* shm_recv.c: every poll looks at a
+					 * CQ's receive queues from the first */
+#define SMART_M_SHM_RECV_UNFAIR 1
+#else
+#define SMART_M_SHM_RECV_UNFAIR 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_ARM_IGNORES_BARRIER	/* shm_qp.c: an arm whose
+					 * membarrier failed says the CQ may
+					 * sleep */
+#define SMART_M_SHM_ARM_IGNORES_BARRIER 1
+#else
+#define SMART_M_SHM_ARM_IGNORES_BARRIER 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK	/* shm_mem.c: a region
 					 * mapped whatever its seals */
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 1
@@ -99,6 +114,21 @@
 #define SMART_M_SHM_WAKE_ANY_FD 1
 #else
 #define SMART_M_SHM_WAKE_ANY_FD 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_WAKE_ANY_PEER	/* shm_recv.c: a peer's wake socket
+					 * not checked at connect to be
+					 * connected to its pair's other end */
+#define SMART_M_SHM_WAKE_ANY_PEER 1
+#else
+#define SMART_M_SHM_WAKE_ANY_PEER 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_WAKE_NO_RECHECK	/* shm_recv.c: nor before each
+					 * wake-up (the peer may reconnect it) */
+#define SMART_M_SHM_WAKE_NO_RECHECK 1
+#else
+#define SMART_M_SHM_WAKE_NO_RECHECK 0
 #endif
 
 #ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK	/* shm_recv.c: a peer segment

@@ -260,6 +260,9 @@ struct smart_tp_cq {
 	uint32_t pass;		/* poll number: RNR stalls of this pass */
 	struct smart_tp_qp **rqs;	/* its QPs with a receive queue */
 	uint32_t nrq, rq_cap;	/* under lock (create, destroy) */
+	uint32_t rq_next;	/* the queue poll looks at first: the one
+				 * after the queue that filled the last
+				 * batch (no peer's flood starves others) */
 	int evfd;		/* SMART_TP_CQ_EVENTS: an epoll set of its
 				 * queues' wake_rx (rule 9); else -1 */
 };

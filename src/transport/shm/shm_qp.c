@@ -103,7 +103,8 @@ static void shm_wakes_drain(struct smart_tp_cq *cq)
  * armed, one of the two sees the other; the caller's next poll is the
  * other half).  Not sleepable while doorbells wait (only our polls run
  * them: WRs not executed yet, SENDs waiting for a receive), completions
- * wait in the ring, or the adversary holds some. */
+ * wait in the ring, the adversary holds some, or the senders' barrier
+ * failed. */
 int smart__shm_cq_arm(struct smart_tp_cq *cq)
 {
 	int busy;
@@ -119,10 +120,12 @@ int smart__shm_cq_arm(struct smart_tp_cq *cq)
 		smart__shm_rq_arm(cq->rqs[i]);
 	shm_unlock(cq->flags, &cq->lock);
 	atomic_thread_fence(memory_order_seq_cst);
-	/* the senders' half of the barrier (shm_recv.c peer_wake) */
-	if (!busy && cq->nrq && cq->d->membarrier)
-		(void)syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED,
-			      0, 0);
+	/* the senders' half of the barrier (shm_recv.c peer_wake); a
+	 * barrier that failed (ENOMEM: the kernel allocates for it) ordered
+	 * no sender's store, so a sleep could miss a delivery: poll instead */
+	if (!busy && cq->nrq && cq->d->membarrier &&
+	    syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0))
+		busy = !SMART_M_SHM_ARM_IGNORES_BARRIER;
 	return busy ? SMART_EAGAIN : 0;
 }
 

@@ -45,6 +45,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "transport/shm/shm.h"
@@ -178,13 +179,30 @@ int smart__shm_qp_fds(const struct smart_tp_qp *qp,
 	return fds[1] >= 0 ? 2 : 1;
 }
 
+/* Is the socket's peer unnamed: the other end of a socketpair, as the
+ * receiver's own queue makes (rq_wake_open)?  A socket connected to a
+ * bound one reports that one's name; and one reconnected elsewhere never
+ * gets an unnamed peer again (no address reaches a pair's end), so once
+ * this fails it fails for good. */
+static int wake_peer_unnamed(int fd)
+{
+	struct sockaddr_un a;
+	socklen_t len = sizeof(a);
+
+	return !getpeername(fd, (struct sockaddr *)&a, &len) &&
+	       len <= offsetof(struct sockaddr_un, sun_path);
+}
+
 /* A peer's wake descriptor must be a unix datagram socket: we only ever
  * send(MSG_DONTWAIT) one byte to it, which neither blocks nor writes
  * anywhere else, whatever the peer does to its open file (the flags of a
  * passed descriptor are shared: an eventfd's O_NONBLOCK could be taken
  * away by the peer and our write would block); and a unix one, or the
  * peer could connect a UDP socket anywhere and have us send a datagram
- * there at each wake-up (traffic in our name). */
+ * there at each wake-up (traffic in our name); and one whose peer is its
+ * pair's other end, not a named socket (a unix one connected to journald's
+ * /dev/log or a service's socket would carry our datagrams, with our
+ * credentials, there). */
 static int wake_fd_ok(int fd)
 {
 	socklen_t len = sizeof(int);
@@ -198,7 +216,8 @@ static int wake_fd_ok(int fd)
 	len = sizeof(int);
 	return SMART_M_SHM_WAKE_ANY_DOMAIN ||
 	       (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) &&
-		domain == AF_UNIX);
+		domain == AF_UNIX &&
+		(SMART_M_SHM_WAKE_ANY_PEER || wake_peer_unnamed(fd)));
 }
 
 /* The blob of a QP with a receive queue: what its peer needs to map the
@@ -387,8 +406,8 @@ static int peer_slot(struct shm_peer *pe, uint32_t *del)
  * registered) makes the barrier on every registered process's running
  * threads itself when it arms, which is rare (it is about to sleep);
  * otherwise (pe->fence) we fence here.  The one system call of the data
- * path, and only towards a sleeping receiver; a full socket means a
- * wake-up is pending already. */
+ * path, and only towards a sleeping receiver (a getpeername before it,
+ * below); a full socket means a wake-up is pending already. */
 static void peer_wake(struct shm_peer *pe)
 {
 	if (pe->wake_fd < 0 || SMART_M_SHM_NO_WAKE)
@@ -397,10 +416,19 @@ static void peer_wake(struct shm_peer *pe)
 		atomic_thread_fence(memory_order_seq_cst);
 	else
 		atomic_signal_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&pe->seg->armed, memory_order_relaxed) &&
-	    atomic_exchange_explicit(&pe->seg->armed, 0,
-				     memory_order_relaxed))
-		(void)!send(pe->wake_fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (!atomic_load_explicit(&pe->seg->armed, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&pe->seg->armed, 0,
+				      memory_order_relaxed))
+		return;
+	/* the peer keeps a copy of the socket and may have connected it
+	 * elsewhere since (wake_fd_ok): then its wake-ups end here, at
+	 * most one sent between this look and a reconnect gone astray */
+	if (!SMART_M_SHM_WAKE_NO_RECHECK && !wake_peer_unnamed(pe->wake_fd)) {
+		close(pe->wake_fd);
+		pe->wake_fd = -1;
+		return;
+	}
+	(void)!send(pe->wake_fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* Release cell k, filled with message d (its flags in the top byte of
@@ -612,17 +640,29 @@ static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
 	return n;
 }
 
+/* The queues in turn from cq->rq_next: a batch that fills up leaves the
+ * queues after the one that filled it for the next poll to begin with, so
+ * that a peer keeping its cells full (every poll's worth) cannot keep the
+ * others' messages waiting for ever; each queue gets a turn at least every
+ * nrq polls. */
 int smart__shm_poll_recv(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 			 int max)
 {
-	uint32_t i;
+	uint32_t i = cq->rq_next < cq->nrq ? cq->rq_next : 0, seen;
 	int n = 0;
 
 	/* a queue whose segment no peer has been given can have nothing
 	 * delivered (messaging keeps some ready, its QP cache): skipped,
 	 * so that spares cost the poll nothing; one in error flushes */
-	for (i = 0; i < cq->nrq && n < max; i++)
-		if (cq->rqs[i]->rq->handed || cq->rqs[i]->state == SHM_QP_ERR)
-			n += qp_poll_recv(cq->rqs[i], wc + n, max - n);
+	for (seen = 0; seen < cq->nrq && n < max; seen++) {
+		struct smart_tp_qp *qp = cq->rqs[i];
+
+		if (qp->rq->handed || qp->state == SHM_QP_ERR)
+			n += qp_poll_recv(qp, wc + n, max - n);
+		if (++i == cq->nrq)
+			i = 0;
+	}
+	if (n == max && !SMART_M_SHM_RECV_UNFAIR)
+		cq->rq_next = i;
 	return n;
 }
