@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# op-cost.sh: instructions per one-sided op, clock-free (issue 27's yardstick).
+# op-cost.sh: instructions per one-sided op, clock-free (the op path's yardstick).
 #
 # Runs smart-perf under valgrind's callgrind, which counts instructions,
 # not seconds: the same binary, flags and seed give the same count per op

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The messaging layer against UCX active messages over shared memory, side
-# by side in one run (issue notes; docs/rpc.md): ROUNDS alternations of
+# by side in one run (docs/rpc.md §16): ROUNDS alternations of
 #   ucx_perftest -t ucp_am_lat -s SIZE  vs  smart-bench rpc --size SIZE (echo)
 #   ucx_perftest -t ucp_am_bw  -s SIZE  vs  smart-bench rpc --size SIZE --oneway
 # and the medians of each, with our echo round trip against twice UCX's

@@ -601,7 +601,7 @@ static void test_operator(void)
 	world_close(&wd);
 }
 
-/* Defect 2 of issue 24: a recoverer dies half way through a rollback,
+/* A defect a review found (2): a recoverer dies half way through a rollback,
  * after an adopter of the dead coordinator's log slot skipped the record
  * the recoverer held.  The coordinator dies in its third transfer
  * (savings[2] -> checking[14], 12), savings[2] written; recoverer R takes
@@ -642,7 +642,7 @@ static void test_recoverer_dies(void)
 	world_close(&wd);
 }
 
-/* Defect 5 of issue 24: an adopter resolving an older log of the slot
+/* A defect a review found (5): an adopter resolving an older log of the slot
  * must not decide over the newest transaction's decision.  Each table on
  * its own blade, no backups.  The coordinator's transfer 0 (checking[0]
  * -> savings[0]) logs on both blades, its decision word on blade 1 (its
@@ -730,7 +730,7 @@ static void test_two_recoverers(void)
 	world_close(&wd);
 }
 
-/* Defect 6 of issue 24: a commit whose writes fail half way puts back
+/* A defect a review found (6): a commit whose writes fail half way puts back
  * what it wrote; an undo that fails too must keep the locks of the
  * records it could not put back (a transaction object holding them
  * starts nothing until smart_dtx_abort finished the undo), never release

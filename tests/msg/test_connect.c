@@ -1,5 +1,5 @@
 /*
- * Connection setup served as it arrives (issue 23, docs/rpc.md §2 "When
+ * Connection setup served as it arrives (docs/rpc.md §2 "When
  * handshakes are served"): a listening endpoint answers a handshake's
  * frames between its 1-ms ticks, and a flood of dialers costs each poll
  * a bounded amount of handshake work.

@@ -1,6 +1,6 @@
 /*
  * Rendezvous staging against hostile peers (docs/rpc.md §5 and §13,
- * issue 23 H2 and H5), on shm, where a peer holds a descriptor of what we
+ * H2 and H5), on shm, where a peer holds a descriptor of what we
  * stage and maps it itself:
  *  - third_peer: a peer A connected to the same server V as an honest
  *    client H looks, through its own mapping of V's staging, for H's

@@ -1,6 +1,6 @@
 /*
  * Messaging endpoints against peers that attack how connections end and
- * what they hold (a hostile review of issue 23's defences), on shm, each
+ * what they hold (a hostile review of messaging's defences), on shm, each
  * attack played by hand on connections the library made, behind their
  * backs:
  *  - destroy_race: destroy tells every connection CLOSE and waits for it

@@ -1,6 +1,6 @@
 /*
  * Messaging against peers that abuse the receive path and the window
- * (issue 23, H1 and H3), each attack played by hand on a connection the
+ * (docs/rpc.md §14, H1 and H3), each attack played by hand on a connection the
  * library made, behind its back:
  *  - write_imm (H1): a peer plants a DATA header declaring X bytes in a
  *    receive slot (a 16-byte SEND the victim refuses, cutting that
