@@ -336,6 +336,14 @@
 #define SMART_M_RPC_DIAL_BLOCKS 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_POST_TOUCHES_CELL	/* transport/shm: post_recv
+						 * writes each receive's
+						 * length into its cell */
+#define SMART_M_SHM_POST_TOUCHES_CELL 1
+#else
+#define SMART_M_SHM_POST_TOUCHES_CELL 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_REQ_ALWAYS_LIVE	/* msg/rpc.c: smart_rpc_req_check
 						 * says every open request's
 						 * connection lives */

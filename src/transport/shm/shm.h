@@ -138,7 +138,7 @@ struct smart_tp_responder {
  * one cell per receive.  A cell is its receive's descriptor and the
  * message's bytes together, so that the receiver learns of a message, its
  * length and (up to 48 bytes) its data from one cache line: the receiver
- * writes cap when it posts the receive (then releases `posted`); the
+ * writes short_by when it posts the receive (then releases `posted`); the
  * sender fills len, imm and the bytes, then releases `seq`, the message's
  * number plus one with its flags in the top byte; the receiver polls the
  * oldest posted cell's `seq` in place.  `closed` is set by the receiver
@@ -158,7 +158,9 @@ struct smart_tp_responder {
 
 struct shm_cell {
 	_Atomic uint32_t seq;	/* sender, last: number + 1 | flags << 24 */
-	uint32_t cap;		/* receiver: the buffer's length */
+	uint32_t short_by;	/* receiver: max_msg minus the buffer's
+				 * length (0 for a full-length receive, so
+				 * that a fresh cell needs no write) */
 	uint32_t len;		/* sender: the message's length */
 	uint32_t imm;
 	/* the message's bytes follow, up to max_msg */
@@ -194,6 +196,8 @@ struct shm_rq {
 	int fd;
 	uint32_t nslots, max_msg;
 	struct smart_tp_recv *ents;	/* [nslots] */
+	uint32_t *told;		/* [nslots]: each cell's short_by as we
+				 * last wrote it (0: a fresh cell's) */
 	uint32_t posted, taken;	/* receives posted, completed */
 	uint32_t close_at;	/* delivered when closed, with closed */
 	int closed;
@@ -218,6 +222,15 @@ struct shm_peer {
 				 * wake_tx), or -1 */
 	int fence;		/* fence before looking at armed */
 };
+
+/* The length of a cell's receive as its receiver told it (a receiver
+ * telling more than max_msg short tells 0). */
+static inline uint32_t shm_cell_cap(const struct shm_cell *c, uint32_t max_msg)
+{
+	uint32_t s = __atomic_load_n(&c->short_by, __ATOMIC_RELAXED);
+
+	return s <= max_msg ? max_msg - s : 0;
+}
 
 /* Cell k of a segment. */
 static inline struct shm_cell *shm_cell_at(struct shm_rseg *seg,
