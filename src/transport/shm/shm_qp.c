@@ -712,7 +712,22 @@ shm_poll_adv(struct smart_tp_cq *cq, struct shm_out *o)
 	o->n += smart__shm_adv_poll_end(cq, o->wc + o->n, o->max - o->n);
 }
 
+static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
+			 int max);
+
+/* Nothing queued, nothing to receive: the empty poll of a CQ that serves
+ * only one-sided WRs (a worker's, while it waits on another layer's)
+ * reads five words and writes none, before any of the full poll's set-up. */
 int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+{
+	if (!cq->special && !cq->nrq && !(cq->flags & SMART_TP_SHARED) &&
+	    cq->db_head == cq->db_tail && cq->wc_head == cq->wc_tail)
+		return 0;
+	return shm_poll_full(cq, wc, max);
+}
+
+static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
+			 int max)
 {
 	struct shm_out o = { wc, 0, max, atomic_load_explicit(
 		&cq->d->failures, memory_order_acquire) };
@@ -720,12 +735,6 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 
 	if (smart_unlikely(cq->special) && atomic_load(&cq->dead))
 		return atomic_load(&cq->dead);
-	/* nothing queued, nothing to receive: the empty poll of a CQ that
-	 * serves only one-sided WRs (a worker's, while it waits on another
-	 * layer's) reads four words and writes none */
-	if (!cq->special && !cq->nrq && !(cq->flags & SMART_TP_SHARED) &&
-	    cq->db_head == cq->db_tail && cq->wc_head == cq->wc_tail)
-		return 0;
 	shm_lock(cq->flags, &cq->lock);
 	if (!++cq->pass)	/* 0 is no QP's stall */
 		cq->pass = 1;
