@@ -147,19 +147,14 @@ int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		   struct bt_node *buf);
 int smart__bt_read_n(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     struct bt_node *buf, unsigned tries);
-/* The crc node n carries (of its structure only, for a leaf). */
-uint32_t smart__bt_node_crc(const smart_bt_t *t, const struct bt_node *n);
 /* Seal n (version + 1, crc) for writing. */
 void smart__bt_seal(smart_bt_t *t, struct bt_node *n);
 /* Post a logged WRITE (smart__bt_write_logged) of the whole node n (sealed)
- * at a, locked; of leaf entry i and then (sealed: the leaf's structure
- * changed, a key came or went) the node's first word; not sealed: the
- * entry alone (a value changed in place: the node's crc covers none). */
+ * at a, locked; of leaf entry i and then the node's first word. */
 int smart__bt_post_locked(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 			  struct bt_node *n, struct bt_wlog *lg);
 int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			 struct bt_node *n, unsigned i, int sealed,
-			 struct bt_wlog *lg);
+			 struct bt_node *n, unsigned i, struct bt_wlog *lg);
 /* Copy leaf n's entries into copy (room for leaf_cap of them) and point
  * ents[] at the used ones, in slot order; returns how many. */
 unsigned smart__bt_leaf_used(const smart_bt_t *t, struct bt_node *n,

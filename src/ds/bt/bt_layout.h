@@ -2,8 +2,7 @@
  * Smart-BT remote layouts (docs/bt.md §2).  Everything here lives in blade
  * memory and is shared by every compute process: sizes and offsets are
  * fixed by _Static_assert, fields are little-endian host words.  Layout
- * version 6 (1 had no entry crc, 2 no redo records, 4 unseeded node crcs, 5
- * leaf crcs over values).
+ * version 5 (1 had no entry crc, 2 no redo records, 4 unseeded node crcs).
  *
  * Invariants:
  * - A node covers the keys in [low fence, high fence) (BT_F_LOW_INF /
@@ -11,20 +10,15 @@
  *   ...).  Fences and siblings change only when the node splits, under its
  *   lock; a split never moves a key left, so a reader that finds its key
  *   at or above a node's high fence moves right (B-link).
- * - crc is the CRC-32C of bytes [4, node_size) of an internal node, and
- *   of a leaf's structure (bytes [4, first entry): version, header,
- *   fences; then each slot's klen and key_max key bytes, not its vlen,
- *   crc and value), seeded with the tree's salt (a hash of the
- *   descriptor's address and its random nonce): a node of another tree,
- *   or of an earlier tree at the same address, does not check (a block a
- *   stale cache names may be reused by either).  A writer holds the
- *   node's lock and writes either the whole node, or one entry and the
- *   first word (crc and version: a key came or went), or one entry alone
- *   (the key's value changed in place: no byte the crc covers did); a
- *   reader accepts a node only when the crc matches what it read and, in
- *   a leaf, every used entry's own crc checks, so a READ torn by a
- *   concurrent writer (rule 4: only 8-byte words are atomic) is retried,
- *   and passes by chance with probability 2^-32.
+ * - crc is the CRC-32C of bytes [4, node_size): version, header, fences
+ *   and entries, seeded with the tree's salt (a hash of the descriptor's
+ *   address and its random nonce): a node of another tree, or of an
+ *   earlier tree at the same address, does not check (a block a stale
+ *   cache names may be reused by either).  A writer holds the node's lock and writes either the
+ *   whole node, or one entry and the first word (crc and version); a
+ *   reader accepts a node only when the crc matches what it read, so a
+ *   READ torn by a concurrent writer (rule 4: only 8-byte words are
+ *   atomic) is retried, and passes by chance with probability 2^-32.
  * - A leaf entry carries its own crc (CRC-32C of the entry without it,
  *   seeded with the tree's descriptor address), so that a speculative
  *   lookup can trust one entry read alone (docs/bt.md §6); entries are
@@ -69,9 +63,8 @@
 #include "smart/gaddr.h"
 
 #define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
-#define BT_VERSION		6u	/* 4: dir_off, lock tables in device
-					 * memory; 5: CRCs seeded by the tree;
-					 * 6: a leaf's crc without values */
+#define BT_VERSION		5u	/* 4: dir_off, lock tables in device
+					 * memory; 5: CRCs seeded by the tree */
 
 /* Tree descriptor on the home blade; its root entry points here. */
 struct bt_meta {

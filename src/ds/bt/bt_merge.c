@@ -254,7 +254,7 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 				&lg);
 	} else if (!rc) {
 		smart__bt_seal(t, n);	/* just the delete */
-		rc = smart__bt_post_entry(t, w, la, n, i, 1, &lg);
+		rc = smart__bt_post_entry(t, w, la, n, i, &lg);
 	}
 	rc = smart__bt_untry(t, w, ra, hr, rc);
 	rc = smart__bt_untry(t, w, pa, hp, rc);

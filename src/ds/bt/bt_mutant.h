@@ -271,12 +271,4 @@
 #define SMART_M_BT_NO_INNER_SEP_FIX 0
 #endif
 
-/* a leaf's crc covering its values too (as before layout 6): an update in
- * place writes the node's first word after its entry, and logs it */
-#ifdef SMART_MUTANT_BT_VALUES_IN_CRC
-#define SMART_M_BT_VALUES_IN_CRC 1
-#else
-#define SMART_M_BT_VALUES_IN_CRC 0
-#endif
-
 #endif

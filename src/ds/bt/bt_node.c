@@ -13,47 +13,11 @@
 
 /* Seeded with the tree's salt: a block a stale cache names may now hold
  * a node of another tree (or of an earlier tree at this descriptor's
- * address), whole and sane; it must not check as ours.  A leaf's covers
- * its structure only: header, fences, and each slot's klen and key bytes
- * (which keys it holds, where), not the values, vlen and entry crcs,
- * which each entry's own crc covers (smart__bt_check checks both): so an
- * update of a key's value in place writes its entry alone (docs/bt.md
- * §3, §6). */
+ * address), whole and sane; it must not check as ours. */
 static uint32_t node_crc(const smart_bt_t *t, const struct bt_node *n)
 {
-	const uint8_t *b = (const uint8_t *)n;
-	uint32_t c = SMART_M_BT_NO_TREE_SALT ? 0 : t->salt;
-	unsigned i;
-
-	if (n->h.level || SMART_M_BT_VALUES_IN_CRC)
-		return smart_crc32c(c, b + 4, t->node_size - 4);
-	c = smart_crc32c(c, b + 4, t->ent_off - 4);
-	for (i = 0; i < t->leaf_cap; i++) {
-		const uint8_t *e = b + t->ent_off + (size_t)i * t->leaf_ent;
-
-		c = smart_crc32c(c, e, 2);	/* klen */
-		c = smart_crc32c(c, e + offsetof(struct bt_leaf_ent, kv),
-				 t->key_max);
-	}
-	return c;
-}
-
-uint32_t smart__bt_node_crc(const smart_bt_t *t, const struct bt_node *n)
-{
-	return node_crc(t, n);
-}
-
-/* Does every used entry of leaf n check (its own crc)?  One that does
- * not is being written in place (or its writer died inside: heal). */
-static int ents_whole(const smart_bt_t *t, struct bt_node *n)
-{
-	unsigned i;
-
-	for (i = 0; !n->h.level && i < t->leaf_cap; i++)
-		if (bt_leaf(t, n, i)->klen &&
-		    !smart__bt_ent_ok(t, bt_leaf(t, n, i)))
-			return 0;
-	return 1;
+	return smart_crc32c(SMART_M_BT_NO_TREE_SALT ? 0 : t->salt,
+			    (const uint8_t *)n + 4, t->node_size - 4);
 }
 
 int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
@@ -110,12 +74,10 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 
 int smart__bt_check(smart_bt_t *t, struct bt_node *buf)
 {
-	if (!SMART_M_BT_NO_CRC_CHECK && buf->h.crc != node_crc(t, buf))
-		return SMART_EAGAIN;
-	if (!SMART_M_BT_NO_SANITY && !node_sane(t, buf))
-		return SMART_EPROTO;
-	return SMART_M_BT_NO_CRC_CHECK || ents_whole(t, buf) ? 0 :
-								SMART_EAGAIN;
+	if (SMART_M_BT_NO_CRC_CHECK || buf->h.crc == node_crc(t, buf))
+		return SMART_M_BT_NO_SANITY || node_sane(t, buf) ?
+		       0 : SMART_EPROTO;
+	return SMART_EAGAIN;
 }
 
 int smart__bt_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
@@ -163,20 +125,17 @@ int smart__bt_post_locked(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 }
 
 int smart__bt_post_entry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-			 struct bt_node *n, unsigned i, int sealed,
-			 struct bt_wlog *lg)
+			 struct bt_node *n, unsigned i, struct bt_wlog *lg)
 {
 	unsigned off = t->ent_off + i * t->leaf_ent;
 	/* the first word (crc, version) after the entry: a reader that sees
-	 * one without the other fails the crc and reads again.  A value
-	 * changed in place leaves the node's crc as it is (it covers no
-	 * value): the entry alone, checked by its own crc */
+	 * one without the other fails the crc and reads again */
 	struct bt_patch p[2] = {
 		{ a, off, t->leaf_ent, (uint8_t *)n + off },
 		{ a, 0, 8, n },
 	};
 
-	return smart__bt_write_logged(t, w, p, sealed ? 2 : 1, lg);
+	return smart__bt_write_logged(t, w, p, 2, lg);
 }
 
 int smart__bt_node_alloc(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)

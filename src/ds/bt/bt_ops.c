@@ -732,23 +732,6 @@ static int empties(const smart_bt_t *t, struct bt_node *n, unsigned i)
 	return 1;
 }
 
-/* Does entry e hold key as smart__bt_leaf_put would lay it out (klen,
- * the key, zeros to key_max)?  Then putting key there again leaves every
- * byte the leaf's crc covers as it is. */
-static int key_same(const smart_bt_t *t, const struct bt_leaf_ent *e,
-		    const void *key, size_t klen)
-{
-	size_t j;
-
-	if (SMART_M_BT_VALUES_IN_CRC || e->klen != klen ||
-	    memcmp(e->kv, key, klen))
-		return 0;
-	for (j = klen; j < t->key_max; j++)
-		if (e->kv[j])
-			return 0;
-	return 1;
-}
-
 static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 			const void *key, size_t klen, const void *val,
 			size_t vlen, struct bt_node *n, struct bt_node *nn,
@@ -782,19 +765,13 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
 		rc = smart__bt_merge(t, w, a, n, nn, path[1], (unsigned)i);
 	} else {
-		/* the key stays in its slot: only its value changes, which
-		 * the leaf's crc does not cover (no reseal) */
-		int same = kind != BT_DELETE &&
-			   key_same(t, bt_leaf(t, n, (unsigned)i), key, klen);
-
 		if (kind == BT_DELETE)
 			memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
 		else
 			smart__bt_leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen,
 				 val, vlen);
-		if (!same)
-			smart__bt_seal(t, n);
-		rc = smart__bt_post_entry(t, w, a, n, (unsigned)i, !same, &lg);
+		smart__bt_seal(t, n);
+		rc = smart__bt_post_entry(t, w, a, n, (unsigned)i, &lg);
 		rc = smart__bt_write_end(t, w, &lg,
 					 smart__bt_unlock(t, w, a, rc));
 	}
