@@ -1312,6 +1312,69 @@ static void test_unlock_lost_gone(void)
 	CHECK_OK(r_after);
 }
 
+/* ==== unlock_lost_rfu: a lock without a write, the last unlock lost ===== */
+
+/* KNOWN DEFECT (review of the unwaited unlocks, not fixed): x's unlocks
+ * are lost on wd.w; x then runs on w2 a transaction that locks record 2
+ * (read_for_update) and writes nothing.  commit() checks the last unlocks
+ * only before a log (writes > 0), so unlock() does it: smart__dtx_unlock_
+ * reap on a worker that cannot tell, DTX_UNLOCK_TRIES (64) round trips,
+ * each answering "in flight", then the locks released the waited way and
+ * the commit returns 0.  A writing transaction there answers SMART_EBUSY at
+ * once (one check); this one pays 64 round trips every time.  Prints the
+ * round trips; fails on more than 8 only with SMART_TEST_DEFECTS set. */
+static void test_unlock_lost_rfu(void)
+{
+	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
+				     .buckets = 4, .primary = -1 };
+	struct smart_dtx_config c;
+	struct smart_dtx_cost cost, cost0;
+	struct world wd;
+	smart_worker_t *w2;
+	smart_dtx_txn_t *x;
+	int64_t v = 5, old;
+	int lose = 1, i;
+
+	world_start(&wd, NULL);
+	cfg_two(&c, &t, 1);
+	CHECK_OK(smart_dtx_create(wd.w, 1, "unlock_lost_rfu", &c, &wd.d));
+	CHECK_OK(smart_worker_create(wd.f.ctx, &w2));
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
+	api_put_new(&wd, x, T_SMALL, 1, &v, 8);
+	api_put_new(&wd, x, T_SMALL, 2, &v, 8);
+	/* the same transaction with nothing lost: its round trips */
+	CHECK_OK(smart_dtx_begin(x));
+	CHECK_GE(smart_dtx_read_for_update(x, T_SMALL, 2, &old, 8), 0);
+	CHECK_OK(smart_dtx_exec(x, w2));
+	CHECK_OK(smart_dtx_commit(x, w2));
+	CHECK_OK(smart_dtx_last_cost(x, &cost0));
+	CHECK_OK(ul_write(x, wd.w, 2, 5));		/* home: wd.w */
+
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, ul_hook_fn, &lose));
+	CHECK_OK(ul_write(x, wd.w, 1, 6));		/* unlocks lost */
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_EQ(lose, 0);
+	CHECK_OK(smart_dtx_begin(x));
+	i = smart_dtx_read_for_update(x, T_SMALL, 2, &old, 8);
+	CHECK_GE(i, 0);
+	CHECK_OK(smart_dtx_exec(x, w2));
+	CHECK_OK(smart_dtx_commit(x, w2));	/* writes nothing */
+	CHECK_OK(smart_dtx_last_cost(x, &cost));
+	printf("unlock_lost_rfu: a locking, non-writing commit on another "
+	       "worker: %u round trips with the last unlock lost, %u without\n",
+	       cost.round_trips, cost0.round_trips);
+	CHECK_OK(ul_write(x, wd.w, 2, 8));	/* home again: released */
+	CHECK_OK(smart_dtx_txn_free(x, wd.w));
+	CHECK_OK(smart_worker_destroy(w2));
+	world_stop(&wd);
+	if (cost.round_trips > 8 && !getenv("SMART_TEST_DEFECTS")) {
+		printf("unlock_lost_rfu: KNOWN DEFECT, not asserted (set "
+		       "SMART_TEST_DEFECTS=1 to fail on it)\n");
+		return;
+	}
+	CHECK_LE(cost.round_trips, 8);
+}
+
 /* ==== SmallBank =========================================================== */
 
 enum { SAV = 0, CHK = 1 };	/* tables: savings, checking */
@@ -2506,6 +2569,7 @@ int main(int argc, char **argv)
 		{ "skew", test_skew },
 		{ "unlock_lost", test_unlock_lost },
 		{ "unlock_lost_gone", test_unlock_lost_gone },
+		{ "unlock_lost_rfu", test_unlock_lost_rfu },
 		{ "forged_descriptor", test_forged_descriptor },
 		{ "round_trips", test_round_trips },
 		{ "smallbank", test_smallbank },
