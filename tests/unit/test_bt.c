@@ -1417,6 +1417,109 @@ static void test_close_kept(void)
 	world_stop(&wd);
 }
 
+/* KNOWN DEFECT (review of close_kept, not fixed): as close_kept, but the
+ * client's ctx lives on and opens the tree again.  The leaf's lock word
+ * keeps the closed object's stamp, which names the ctx's own lease id, and
+ * remote_acquire (bt_lock.c) takes our own id for "another task of this
+ * object": an update of any key of that leaf through the reopened object
+ * retries for ever (tries 0, no deadline); so does one through a second
+ * object of the ctx while the first is still open; and no taker of
+ * another client redoes the record while that lease lives.  The child (a process, since
+ * it may never return) reports each step on a pipe and is bounded by
+ * alarm(5): a child killed by SIGALRM is the unbounded wait.  The case
+ * prints its figures and fails on the wait only with SMART_TEST_DEFECTS
+ * set, so the suite stays green. */
+static void child_kept_reopen(char **args)
+{
+	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
+	smart_worker_t *w;
+	smart_bt_t *t, *t2;
+	int out = atoi(args[1]), in = atoi(args[2]), rc;
+	char v[16], go;
+	size_t n;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
+	CHECK_EQ(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6),
+		 SMART_ECONN);
+	CHECK(atomic_load(&t->rec_busy) != 0);	/* the path: kept */
+	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
+	if (strcmp(args[3], "open"))
+		CHECK_OK(smart_bt_close(t, w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t2));	/* reopened, same ctx */
+	rc = smart_bt_search(t2, w, "k00000005", 9, v, sizeof(v), &n);
+	CHECK_EQ(write(out, &rc, sizeof(rc)), (ssize_t)sizeof(rc));
+	CHECK_EQ(read(in, &go, 1), 1);
+	alarm(5);	/* a bound on the defect, not a synchronisation */
+	rc = smart_bt_update(t2, w, "k00000006", 9, "new-6", 5);
+	alarm(0);
+	CHECK_EQ(write(out, &rc, sizeof(rc)), (ssize_t)sizeof(rc));
+	smart_bt_close(t2, w);
+	if (!strcmp(args[3], "open"))
+		smart_bt_close(t, w);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+}
+
+/* mode "closed": the kept record's object closed before the second opens;
+ * "open": still open (a second object of the same ctx). */
+static int kept_reopen_on(const char *mode)
+{
+	struct world wd;
+	char a1[12], a2[12], v[16];
+	int up[2], down[2], r_same = -1, r_upd = -1, r_other, status, hung;
+	size_t n = 0;
+	pid_t pid;
+
+	world_start(&wd, NULL, 512, 12, 12);
+	fill(&wd, 0, 20);
+	CHECK_EQ(pipe(up), 0);
+	CHECK_EQ(pipe(down), 0);
+	snprintf(a1, sizeof(a1), "%d", up[1]);
+	snprintf(a2, sizeof(a2), "%d", down[0]);
+	pid = test_spawn("kept_reopen", (const char *[]){
+		smart_blade_address(wd.f.blade), a1, a2, mode, NULL });
+	CHECK_GE(pid, 0);
+	close(up[1]);
+	close(down[0]);
+	CHECK_EQ(read(up[0], &r_same, sizeof(r_same)),
+		 (ssize_t)sizeof(r_same));
+	alarm(30);
+	r_other = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
+				  &n);
+	alarm(0);
+	CHECK_EQ(write(down[1], "g", 1), 1);
+	hung = read(up[0], &r_upd, sizeof(r_upd)) != (ssize_t)sizeof(r_upd);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	close(up[0]);
+	close(down[1]);
+	printf("close_kept_reopen: a kept record's object %s, the tree "
+	       "opened again in the same live ctx: search there %s; another "
+	       "client's search %s; the reopened object's update of a key of "
+	       "that leaf: %s\n", mode, smart_status_name(r_same),
+	       smart_status_name(r_other),
+	       hung ? (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ?
+		       "still retrying after 5 s (killed by its alarm)" :
+		       "the child died") : smart_status_name(r_upd));
+	world_stop(&wd);
+	CHECK(hung || !r_upd);
+	return hung;
+}
+
+static void test_close_kept_reopen(void)
+{
+	int closed = kept_reopen_on("closed"), open = kept_reopen_on("open");
+
+	if ((closed || open) && !getenv("SMART_TEST_DEFECTS")) {
+		printf("close_kept_reopen: KNOWN DEFECT, not asserted (set "
+		       "SMART_TEST_DEFECTS=1 to fail on it)\n");
+		return;
+	}
+	CHECK(!closed);
+	CHECK(!open);
+}
+
 /* ---- a merge across two blades, its merger killed between them ---- */
 
 #define MB_KEYS_MAX	2000u
@@ -3469,6 +3572,7 @@ int main(int argc, char **argv)
 		{ "merge_blades", test_merge_blades },
 		{ "redo_retire", test_redo_retire },
 		{ "close_kept", test_close_kept },
+		{ "close_kept_reopen", test_close_kept_reopen },
 		{ "merge_two_takers", test_merge_two_takers },
 		{ "merge_unlocked", test_merge_unlocked },
 		{ "dead_splitter", test_dead_splitter },
@@ -3500,5 +3604,6 @@ int main(int argc, char **argv)
 		{ "splitter", child_splitter },
 		{ "inner_splitter", child_inner_splitter },
 		{ "older", child_older },
+		{ "kept_reopen", child_kept_reopen },
 		{ 0 } });
 }
