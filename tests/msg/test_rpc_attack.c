@@ -368,6 +368,17 @@ static void report(const char *what, uint64_t ms, int st)
 		       "%d\n", what, ms, WEXITSTATUS(st));
 }
 
+/* The victim told to exit through hk (an honest connection): it must
+ * exit 0. */
+static void victim_exit(smart_rpc_conn_t *hk, pid_t pid, int rfd)
+{
+	int st;
+
+	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
+	victim_end(pid, rfd, &st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* ---- destroy_race -------------------------------------------------------- */
 
 static void test_destroy_race(void)
@@ -555,7 +566,7 @@ static void test_orphans(void)
 	smart_rpc_conn_t *k, *hk;
 	uint32_t held = 0, len;
 	char addr[64];
-	int rfd, st, rc;
+	int rfd, rc;
 	pid_t pid;
 
 	if (!on_shm())
@@ -584,9 +595,7 @@ static void test_orphans(void)
 	       smart_strerror(rc), held);
 	CHECK_OK(rc);
 	CHECK_EQ(held, 0);
-	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
-	victim_end(pid, rfd, &st);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	victim_exit(hk, pid, rfd);
 	smart_rpc_close(hk);
 	rpc_ep_close(&a);
 	rpc_ep_close(&h);
@@ -610,7 +619,7 @@ static void test_doorbells(void)
 	struct info x;
 	uint32_t len = 0, quota, held = 0;
 	char addr[64];
-	int rfd, st, rc;
+	int rfd, rc;
 	pid_t pid;
 
 	if (!on_shm())
@@ -650,9 +659,7 @@ static void test_doorbells(void)
 	CHECK_OK(rc);
 	CHECK_GE(x.db_queued, DOORBELL_PEERS * quota);	/* the path ran */
 	CHECK_GT(x.db_size, x.db_queued);
-	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
-	victim_end(pid, rfd, &st);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	victim_exit(hk, pid, rfd);
 	for (int i = 0; i < DOORBELL_PEERS; i++)
 		smart_rpc_close(k[i]);
 	smart_rpc_close(hk);
@@ -670,7 +677,7 @@ static void test_churn(void)
 	smart_rpc_conn_t *k, *hk;
 	uint32_t my_fds, len;
 	char addr[64];
-	int rfd, st, rndv = 0;
+	int rfd, rndv = 0;
 	pid_t pid;
 
 	pid = victim_start(addr, &rfd);
@@ -705,9 +712,7 @@ static void test_churn(void)
 	CHECK_EQ(fd_count(), my_fds);
 	if (RSS_MEANINGFUL)
 		CHECK_LT(x1.rss_kb, x0.rss_kb + 8192);
-	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
-	victim_end(pid, rfd, &st);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	victim_exit(hk, pid, rfd);
 	smart_rpc_close(hk);
 	rpc_ep_close(&a);
 	rpc_ep_close(&h);
@@ -765,7 +770,7 @@ static void test_close_in_handler(void)
 	struct rpc_ep a, h;
 	smart_rpc_conn_t *hk;
 	char addr[64];
-	int rfd, st;
+	int rfd;
 	pid_t pid;
 
 	if (!on_shm())
@@ -785,9 +790,7 @@ static void test_close_in_handler(void)
 		free(b.reuse[i]);
 	client_open(&h);
 	CHECK_OK(smart_rpc_connect(h.rpc, addr, &hk));
-	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
-	victim_end(pid, rfd, &st);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	victim_exit(hk, pid, rfd);
 	smart_rpc_close(hk);
 	rpc_ep_close(&h);
 	rpc_ep_close(&a);
