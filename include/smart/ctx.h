@@ -84,8 +84,16 @@ int smart_worker_destroy(smart_worker_t *w);
 
 smart_ctx_t *smart_worker_ctx(const smart_worker_t *w);
 
-/* Index of the worker in its ctx (0, 1, ... in creation order). */
+/* Index of the worker in its ctx (0, 1, ... in creation order, never
+ * reused while the ctx lives; -1 for the ctx's internal workers). */
 int smart_worker_index(const smart_worker_t *w);
+
+/* 1 when the worker of this index was created in ctx and has since been
+ * destroyed: smart_worker_destroy drained it, so nothing it posted is in
+ * flight or will land any more.  0 while it lives, and for an index never
+ * given out (-1 included).  Lets a layer tell a lost op of a dead worker
+ * from one still in flight (docs/dtx.md §3). */
+int smart_ctx_worker_gone(smart_ctx_t *ctx, int index);
 
 #ifdef __cplusplus
 }

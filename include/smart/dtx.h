@@ -127,8 +127,10 @@ struct smart_dtx_stats {
 	uint64_t logs_settled;
 	/* a committed transaction's unlocks (posted, not waited for,
 	 * docs/dtx.md §3): those seen landed by a READ-back, and those found
-	 * lost (their QP failed) and released again */
-	uint64_t unlocks_checked, unlocks_redone;
+	 * lost (their QP failed, or their worker was destroyed) and released
+	 * again; commits whose unlocks did not fit beside earlier ones not
+	 * yet seen landed, released the waited way */
+	uint64_t unlocks_checked, unlocks_redone, unlocks_waited;
 };
 
 /* Defaults: home blade only, no tables (the caller sets them). */

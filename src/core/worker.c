@@ -609,3 +609,20 @@ int smart_worker_index(const smart_worker_t *w)
 {
 	return w ? w->index : -1;
 }
+
+int smart_ctx_worker_gone(smart_ctx_t *ctx, int index)
+{
+	struct smart_worker *w;
+	int gone;
+
+	if (!ctx || index < 0)
+		return 0;
+	/* an index is handed out and its worker listed under one lock, and
+	 * unlisted only after destroy drained it */
+	pthread_mutex_lock(&ctx->lock);
+	gone = index < ctx->next_worker;
+	for (w = ctx->workers; gone && w; w = w->next)
+		gone = w->index != index;
+	pthread_mutex_unlock(&ctx->lock);
+	return gone;
+}

@@ -166,7 +166,7 @@ static void test_tasks(void)
 	struct order_log log = { .n = 0 };
 	struct fixture f;
 	smart_worker_t *w;
-	int i;
+	int i, idx;
 
 	fixture_start(&f, 4 << 20, 0, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
@@ -177,6 +177,8 @@ static void test_tasks(void)
 	}
 	CHECK_EQ(smart_worker_tasks(w), 3);
 	CHECK_EQ(smart_worker_destroy(w), SMART_EBUSY);
+	idx = smart_worker_index(w);	/* refused: not gone */
+	CHECK_EQ(smart_ctx_worker_gone(f.ctx, idx), 0);
 	CHECK_OK(smart_worker_run(w));
 	CHECK_EQ(smart_worker_tasks(w), 0);
 	CHECK_EQ(log.n, 9);
@@ -188,6 +190,14 @@ static void test_tasks(void)
 		CHECK_OK(smart_task_spawn(w, order_task, &args[i]));
 	CHECK_OK(smart_worker_run(w));
 	CHECK_EQ(log.n, 9);
+	CHECK_OK(smart_worker_destroy(w));
+	/* an index is never reused: gone for good, others never given */
+	CHECK_EQ(smart_ctx_worker_gone(f.ctx, idx), 1);
+	CHECK_EQ(smart_ctx_worker_gone(f.ctx, idx + 1), 0);
+	CHECK_EQ(smart_ctx_worker_gone(f.ctx, -1), 0);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_EQ(smart_worker_index(w), idx + 1);
+	CHECK_EQ(smart_ctx_worker_gone(f.ctx, idx + 1), 0);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }

@@ -509,6 +509,7 @@ int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *o)
 	LD(crc_retries); LD(recoveries); LD(rolled_back); LD(rolled_forward);
 	LD(locks_recovered); LD(slots_adopted); LD(adopt_deferred);
 	LD(logs_settled); LD(unlocks_checked); LD(unlocks_redone);
+	LD(unlocks_waited);
 #undef LD
 	return 0;
 }

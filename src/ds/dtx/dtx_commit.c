@@ -557,14 +557,17 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
 
 /* Committed: every copy is written.  The unlocks are posted, not waited
  * for (dtx_unlock.c); the worker is polled once (smart_poll), which on
- * shm executes them as a NIC would on its own.  The object's earlier
- * unlocks are seen landed first (already, after an exec round); if not,
- * or if one cannot be posted, the locks are released the waited way,
- * tried once more; the outcome stands, and what is still held keeps the
- * object stuck (finish). */
+ * shm executes them as a NIC would on its own.  They are remembered
+ * beside the object's earlier unlocks not yet seen landed: a writing
+ * commit saw those landed before its log, and one that wrote nothing
+ * posted no log, so nothing is waited for here.  If they do not fit, or
+ * one cannot be posted, the locks are released the waited way, tried once
+ * more; the outcome stands, and what is still held keeps the object stuck
+ * (finish). */
 static void unlock(smart_dtx_txn_t *x, smart_worker_t *w)
 {
-	if (SMART_M_DTX_UNLOCK_WAITED || smart__dtx_unlock_reap(x, w) ||
+	if (SMART_M_DTX_UNLOCK_WAITED ||
+	    (SMART_M_DTX_UNLOCK_REAP_FIRST && smart__dtx_unlock_reap(x, w)) ||
 	    smart__dtx_unlock_post(x, w)) {
 		if (release(x, w))
 			(void)release(x, w);

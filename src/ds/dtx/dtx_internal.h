@@ -54,7 +54,7 @@ struct smart_dtx {
 		insert_conflicts, cache_hits, cache_misses, crc_retries,
 		recoveries, rolled_back, rolled_forward, locks_recovered,
 		slots_adopted, adopt_deferred, logs_settled, unlocks_checked,
-		unlocks_redone;
+		unlocks_redone, unlocks_waited;
 };
 
 enum dtx_kind { DTX_RO = 0, DTX_RW = 1, DTX_INS = 2 };
@@ -103,16 +103,16 @@ struct smart_dtx_txn {
 	unsigned ops;
 	uint64_t wbytes;	/* WRITE payload bytes queued (cost) */
 	struct smart_dtx_cost cost;
-	/* the last commit's unlocks, posted and not yet seen landed
+	/* committed transactions' unlocks, posted and not yet seen landed
 	 * (dtx_unlock.c): lock words, our stamps, their READ-backs, and
-	 * the worker whose QPs carry them */
+	 * the index of the worker whose QPs carry each (never reused) */
 	int nunl;
 	int unl_nofold;		/* a round carrying their READ-backs failed:
 				 * checked alone from then on */
-	smart_worker_t *unl_w;
 	smart_gaddr_t unl_lw[SMART_DTX_ITEMS_MAX];
 	uint64_t unl_stamp[SMART_DTX_ITEMS_MAX];
 	uint64_t unl_rb[SMART_DTX_ITEMS_MAX];
+	int unl_wi[SMART_DTX_ITEMS_MAX];
 	struct dtx_item item[SMART_DTX_ITEMS_MAX];
 	uint8_t *old_arena, *val_arena;	/* items x rec_max, x value max */
 };
@@ -178,13 +178,15 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w);
 
 /* ---- dtx_unlock.c: a commit's unlocks, not waited for ---- */
 /* Post a WRITE of 0 to every lock x holds (a CAS from our stamp where
- * unsure), remember them, ring the doorbells; no wait. */
+ * unsure), remember them beside those still remembered, ring the
+ * doorbells; no wait.  SMART_EBUSY, nothing posted, when they do not fit
+ * beside those. */
 int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w);
 /* Queue a READ of every remembered lock word (into x->unl_rb). */
 int smart__dtx_unlock_check_post(smart_dtx_txn_t *x, smart_worker_t *w);
 /* After the sync covering those READs: forget the unlocks that landed,
- * release again those lost on w; SMART_EBUSY while some other worker's
- * unlock is still in flight. */
+ * release again those lost on w or on a destroyed worker; SMART_EBUSY
+ * while some other worker's unlock may still be in flight. */
 int smart__dtx_unlock_settle(smart_dtx_txn_t *x, smart_worker_t *w);
 /* Check until every remembered unlock is seen landed (bounded: else
  * SMART_EBUSY), or an error. */

@@ -202,4 +202,35 @@
 #define SMART_M_DTX_INSERT_KEY_KEPT 0
 #endif
 
+/* a lost unlock whose worker was destroyed is kept: only the worker that
+ * posted it may release it again */
+#ifdef SMART_MUTANT_DTX_UNLOCK_GONE_KEPT
+#define SMART_M_DTX_UNLOCK_GONE_KEPT 1
+#else
+#define SMART_M_DTX_UNLOCK_GONE_KEPT 0
+#endif
+
+/* an unlock whose READ-back shows our stamp is released again on any
+ * worker, also while the one carrying it lives (it may land later) */
+#ifdef SMART_MUTANT_DTX_UNLOCK_ANY_WORKER
+#define SMART_M_DTX_UNLOCK_ANY_WORKER 1
+#else
+#define SMART_M_DTX_UNLOCK_ANY_WORKER 0
+#endif
+
+/* a commit waits (bounded) for the object's earlier unlocks before it
+ * posts its own, also when it wrote nothing */
+#ifdef SMART_MUTANT_DTX_UNLOCK_REAP_FIRST
+#define SMART_M_DTX_UNLOCK_REAP_FIRST 1
+#else
+#define SMART_M_DTX_UNLOCK_REAP_FIRST 0
+#endif
+
+/* unlocks remembered beside earlier ones with no check that they fit */
+#ifdef SMART_MUTANT_DTX_UNLOCK_OVERFLOW
+#define SMART_M_DTX_UNLOCK_OVERFLOW 1
+#else
+#define SMART_M_DTX_UNLOCK_OVERFLOW 0
+#endif
+
 #endif

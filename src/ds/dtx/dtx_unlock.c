@@ -22,25 +22,48 @@
  *   and was replaced, the WRITE flushed, never to land), and only then is
  *   the lock released again, by a CAS from the stamp.  On another worker's
  *   QPs the unlock may still land later: the check waits for it (bounded)
- *   and never releases, lest a late WRITE of 0 free a later holder's lock.
+ *   and never releases, lest a late WRITE of 0 free a later holder's lock
+ *   -- unless that worker is destroyed (smart_ctx_worker_gone, asked before
+ *   the CAS): its destruction drained it, so nothing of it lands any more,
+ *   and a CAS from our stamp (which nobody else ever writes) frees only a
+ *   lock our lost unlock left.  Each unlock remembers its worker's index,
+ *   which the ctx never reuses.
+ * - Unlocks are remembered beside those not yet seen landed (each with its
+ *   worker), up to SMART_DTX_ITEMS_MAX; a commit whose unlocks do not fit
+ *   releases the waited way (dtx_commit.c).  So a commit that wrote nothing
+ *   never waits for an older commit's unlocks: it posts no log.
  */
 #include "ds/dtx/dtx_internal.h"
 
 /* The source of unlock WRITEs (static: it outlives them). */
 static const uint64_t unl_zero;
 
-/* Called with nothing remembered (smart__dtx_unlock_reap first): what it
- * posts is remembered, also when a later op cannot be posted (the caller
- * then releases the rest the waited way, and a READ-back later finds
- * those landed). */
+/* The locks x holds. */
+static int held(const smart_dtx_txn_t *x)
+{
+	int i, n = 0;
+
+	for (i = 0; i < x->n; i++)
+		n += x->item[i].locked != 0;
+	return n;
+}
+
+/* What it posts is remembered after what is, also when a later op cannot
+ * be posted (the caller then releases the rest the waited way, and a
+ * READ-back later finds those landed). */
 int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	/* a test loses them, as a QP failing under them flushes them */
-	int i, rc = 0, lost = smart__dtx_hook(w, "dtx.unlock.lost") != 0;
+	int i, rc = 0, lost;
 
-	x->nunl = 0;
-	x->unl_nofold = 0;
-	x->unl_w = w;
+	if (x->nunl + held(x) > SMART_DTX_ITEMS_MAX &&
+	    !SMART_M_DTX_UNLOCK_OVERFLOW) {
+		smart__dtx_count(&x->d->unlocks_waited);
+		return SMART_EBUSY;	/* no room: nothing posted */
+	}
+	lost = smart__dtx_hook(w, "dtx.unlock.lost") != 0;
+	if (!x->nunl)
+		x->unl_nofold = 0;
 	for (i = 0; i < x->n && !rc; i++) {
 		struct dtx_item *it = &x->item[i];
 		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
@@ -56,7 +79,8 @@ int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w)
 			break;
 		x->ops++;
 		x->unl_lw[x->nunl] = lw;
-		x->unl_stamp[x->nunl++] = stamp;
+		x->unl_stamp[x->nunl] = stamp;
+		x->unl_wi[x->nunl++] = smart_worker_index(w);
 		it->locked = 0;
 	}
 	return rc ? rc : smart_post(w);
@@ -78,6 +102,24 @@ static void unl_drop(smart_dtx_txn_t *x, int i)
 	x->unl_lw[i] = x->unl_lw[x->nunl];
 	x->unl_stamp[i] = x->unl_stamp[x->nunl];
 	x->unl_rb[i] = x->unl_rb[x->nunl];
+	x->unl_wi[i] = x->unl_wi[x->nunl];
+}
+
+/* Entry i's READ-back, taken on w, shows our stamp: whether its unlock can
+ * no longer land, so that a CAS from the stamp may release it. */
+static int unl_lost(smart_dtx_txn_t *x, int i, smart_worker_t *w)
+{
+	int wi = x->unl_wi[i];
+
+	if (wi < 0)		/* an internal worker: no identity */
+		return 0;
+	if (wi == smart_worker_index(w))	/* flushed: our READ ran behind it */
+		return !SMART_M_DTX_UNLOCK_UNCHECKED;
+	if (SMART_M_DTX_UNLOCK_ANY_WORKER)
+		return 1;
+	/* its worker destroyed: drained, nothing of it lands any more */
+	return !SMART_M_DTX_UNLOCK_GONE_KEPT &&
+	       smart_ctx_worker_gone(x->d->ctx, wi);
 }
 
 int smart__dtx_unlock_settle(smart_dtx_txn_t *x, smart_worker_t *w)
@@ -88,8 +130,8 @@ int smart__dtx_unlock_settle(smart_dtx_txn_t *x, smart_worker_t *w)
 		if (x->unl_rb[i] != x->unl_stamp[i]) {
 			smart__dtx_count(&x->d->unlocks_checked);
 			unl_drop(x, i);		/* landed */
-		} else if (w == x->unl_w && !SMART_M_DTX_UNLOCK_UNCHECKED) {
-			/* flushed, never to land: ours to release */
+		} else if (unl_lost(x, i, w)) {
+			/* never to land: ours to release */
 			rc = smart_cas_sync(w, x->unl_lw[i], x->unl_stamp[i],
 					    0, NULL);
 			if (!rc) {
