@@ -65,6 +65,18 @@ int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id);
  * SMART_EINVAL for NULL. */
 int smart_ctx_taint(smart_ctx_t *ctx);
 
+/* Fence this ctx now, as its keeper does when its lease runs out: its ops
+ * fail with SMART_EFENCED from here on and its leases are renewed no
+ * more, so the peers' keepers fence them within lease_ms plus a renewal
+ * period (not sooner: what it has in flight lands before, the margin of
+ * docs/leases.md) and resolve what it left as a dead client's.  For a
+ * structure holding in blade memory what it can neither finish nor
+ * release (Smart-BT: a write it could not finish, docs/bt.md §4): a live
+ * holder that never lets go would be waited for as long as the process
+ * lives.  Such a caller taints the ctx too (smart_ctx_taint), so that no
+ * newcomer gets its ids.  Destroy the ctx then.  SMART_EINVAL for NULL. */
+int smart_ctx_fence(smart_ctx_t *ctx);
+
 /* 1 when this ctx has been fenced (by a peer, by the blade, or by itself
  * after its lease ran out); its ops fail with SMART_EFENCED. */
 int smart_ctx_fenced(const smart_ctx_t *ctx);

@@ -367,6 +367,16 @@ int smart_ctx_taint(smart_ctx_t *ctx)
 	return 0;
 }
 
+int smart_ctx_fence(smart_ctx_t *ctx)
+{
+	if (!ctx)
+		return SMART_EINVAL;
+	if (!atomic_load(&((struct smart_ctx *)ctx)->fenced))
+		smart__ctx_fence((struct smart_ctx *)ctx, "by itself: it "
+				 "holds what it can neither finish nor release");
+	return 0;
+}
+
 int smart_ctx_fenced(const smart_ctx_t *ctx)
 {
 	return ctx && atomic_load(&((struct smart_ctx *)ctx)->fenced);

@@ -229,8 +229,9 @@ int smart__bt_ent_ok(const smart_bt_t *t, const struct bt_leaf_ent *e);
  * the first patch's blade's copy), then posts the patches in order
  * (waiting between two on different blades).  The caller unlocks (which
  * waits for the patches), then calls write_end with the result: the
- * record goes back, or, after an error, the write is finished from it
- * (the record kept if it cannot be: we are fenced, our takers redo it). */
+ * record goes back, or, after an error, the write is finished from it,
+ * tried again for half a lease (the record kept if it cannot be: our ctx
+ * is then fenced, by us if need be, and our takers redo it). */
 struct bt_patch {
 	smart_gaddr_t node;
 	unsigned off, len;

@@ -94,7 +94,8 @@ struct bt_lock_rd {
 };
 
 /* Is the holder that word got names alive: 1 (or our own id: another
- * task of this object), 0 dead, or an error.  A word that names nobody
+ * task of this ctx, which lets go: a write of ours that could not be
+ * finished fences the ctx, bt_redo.c settle), 0 dead, or an error.  A word that names nobody
  * (id 0: a forgery or a stray write) is SMART_EPROTO: no holder will ever
  * let it go, and waiting for one would be for ever. */
 static int holder_alive(smart_worker_t *w, smart_gaddr_t lw, uint64_t got,

@@ -216,15 +216,6 @@
 #define SMART_M_BT_REDO_PEER_LEN 0
 #endif
 
-/* smart_bt_close frees the object's directory slot while a record of a
- * write whose finishing failed is kept (the next claimer writes over it,
- * the words' takers redo nothing) */
-#ifdef SMART_MUTANT_BT_CLOSE_FREES_KEPT
-#define SMART_M_BT_CLOSE_FREES_KEPT 1
-#else
-#define SMART_M_BT_CLOSE_FREES_KEPT 0
-#endif
-
 /* a record kept for the takers leaves the ctx untainted (its BYE gives
  * the lease ids the stamps name to a newcomer: a "live" holder) */
 #ifdef SMART_MUTANT_BT_KEPT_NO_TAINT
@@ -269,6 +260,22 @@
 #define SMART_M_BT_NO_INNER_SEP_FIX 1
 #else
 #define SMART_M_BT_NO_INNER_SEP_FIX 0
+#endif
+
+/* a writer whose own write it could not finish keeping the record
+ * while its ctx lives on (not fencing it): its words held for good */
+#ifdef SMART_MUTANT_BT_KEPT_NO_FENCE
+#define SMART_M_BT_KEPT_NO_FENCE 1
+#else
+#define SMART_M_BT_KEPT_NO_FENCE 0
+#endif
+
+/* a writer trying to finish its own failed write once, not again for
+ * half a lease (a transient error then fences its ctx) */
+#ifdef SMART_MUTANT_BT_FINISH_ONCE
+#define SMART_M_BT_FINISH_ONCE 1
+#else
+#define SMART_M_BT_FINISH_ONCE 0
 #endif
 
 #endif

@@ -40,7 +40,9 @@
  * Invariants: no node byte of a record spanning blades is posted before
  * its commit landed; a record, once its writer's word is stamped with it, is
  * rewritten only by the same tree object after that write completed (the
- * record is given back after the unlock's sync); a stamp's sequence
+ * record is given back after the unlock's sync); a record is kept after
+ * a failed write (nobody but a taker will finish it) only by a fenced
+ * ctx, so that a taker comes (settle); a stamp's sequence
  * number changes with every logged write; a directory slot names at most
  * one live object's id.
  */
@@ -347,23 +349,61 @@ static int finish_own(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 	return rc ? rc : rc2;
 }
 
+/* How long a writer retries finishing its own write: half a lease of the
+ * blade, the time after which a ctx that cannot renew stops itself
+ * (docs/leases.md). */
+static uint64_t settle_ns(smart_worker_t *w, uint16_t blade)
+{
+	struct smart_blade_info bi;
+	uint64_t ms = SMART_LEASE_MS_DEFAULT;
+
+	if (!smart_ctx_blade_info(smart_worker_ctx(w), blade, &bi) &&
+	    bi.lease_ms)
+		ms = bi.lease_ms;
+	return ms * 500000u;
+}
+
+/* Our write (record in buf, our stamps) failed after it began: finish it
+ * ourselves, retried for half a lease (a broken QP is replaced at the
+ * next post).  0: finished, the record may go back.  1: kept, for the
+ * takers of the words it stamps — and they take them only from a dead
+ * client, so we give our leases up (the ctx fenced and tainted) rather
+ * than hold, alive, words nobody will ever release: every writer of
+ * those nodes, ours included, would wait for as long as we live. */
+static int settle(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
+{
+	const struct bt_patch_rec *p0 = (const void *)(buf +
+						       sizeof(struct bt_rec));
+	smart_ctx_t *ctx = smart_worker_ctx(w);
+	uint64_t until = smart_now_ns() +
+			 settle_ns(w, smart_gaddr_blade(p0->node));
+
+	while (!smart_ctx_fenced(ctx)) {
+		if (!finish_own(t, w, buf))
+			return 0;
+		if (SMART_M_BT_FINISH_ONCE || smart_now_ns() >= until)
+			break;
+		smart_task_yield(w);
+	}
+	/* the record names our lease ids: our sessions must end without the
+	 * BYE that gives them to a newcomer, for whom a taker of those words
+	 * would wait as for a live holder */
+	if (!SMART_M_BT_KEPT_NO_TAINT)
+		(void)smart_ctx_taint(ctx);
+	if (!SMART_M_BT_KEPT_NO_FENCE)
+		(void)smart_ctx_fence(ctx);
+	return 1;
+}
+
 int smart__bt_write_end(smart_bt_t *t, smart_worker_t *w,
 			const struct bt_wlog *lg, int rc)
 {
 	if (lg->rec >= BT_RECS)
 		return rc;
-	/* failed after it began: finish it ourselves; if we cannot (we are
-	 * fenced, or it fails again), keep the record for the peers who
-	 * take our words over */
-	if (rc && lg->buf && (smart_ctx_fenced(smart_worker_ctx(w)) ||
-			      finish_own(t, w, lg->buf))) {
-		/* the record names our lease ids: our sessions must end
-		 * without the BYE that gives them to a newcomer, for whom a
-		 * taker of those words would wait as for a live holder */
-		if (!SMART_M_BT_KEPT_NO_TAINT)
-			(void)smart_ctx_taint(smart_worker_ctx(w));
+	/* failed after it began: finish it ourselves, or keep the record
+	 * for the peers who take our words over once we are fenced */
+	if (rc && lg->buf && settle(t, w, lg->buf))
 		return rc;
-	}
 	rec_put(t, lg->rec);
 	return rc;
 }
@@ -606,6 +646,18 @@ static int redo_stamps(smart_bt_t *t, const struct bt_patch *p, unsigned n,
 	return rc;
 }
 
+/* Our redo through record rec (in buf, landed) failed after its first
+ * CAS: whatever of its words we took is settled as any write of ours that
+ * failed (settle), the record back once finished.  (The mutant that logs
+ * after the CASes has no record yet here: it keeps all as before.) */
+static int redo_fail(smart_bt_t *t, smart_worker_t *w, unsigned rec,
+		     const uint8_t *buf, int rc)
+{
+	if (!SMART_M_BT_REDO_CAS_FIRST && !settle(t, w, buf))
+		rec_put(t, rec);
+	return rc;
+}
+
 int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		   uint64_t dead, uint64_t mine, const void *snap)
 {
@@ -647,8 +699,8 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	}
 	stamp[first] = dead;	/* as it is but in the mutant */
 	rc = redo_take(w, word, stamp, ours, first, &held);
-	if (rc)
-		return rc;	/* our CAS may have landed: the record stays */
+	if (rc)		/* our CAS may have landed */
+		return redo_fail(t, w, rec, buf, rc);
 	if (!held) {
 		rec_put(t, rec);	/* nothing of ours stamps a word */
 		return 0;		/* lw changed */
@@ -667,8 +719,7 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	if (!rc)
 		rc = redo_post(w, p, word, n, held, lw, mine);
 	if (rc)
-		return rc;	/* words and record stay: we are fenced, and
-				 * our takers redo it */
+		return redo_fail(t, w, rec, buf, rc);
 	atomic_fetch_add_explicit(&t->repairs, 1, memory_order_relaxed);
 	rec_put(t, rec);
 	/* a merge: its dead leaf is retired by whoever finds all of it
@@ -849,11 +900,10 @@ void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w)
 	unsigned b;
 	uint64_t got;
 
-	/* a record kept for our takers (a write whose finishing failed,
-	 * smart__bt_write_end): the slot stays ours, so that the taker of a
-	 * word it stamps finds it (a new claimer would write over it) */
-	if (atomic_load(&t->rec_busy) && !SMART_M_BT_CLOSE_FREES_KEPT)
-		return;
+	/* a record kept for our takers (a write we could not finish,
+	 * settle) exists only in a fenced ctx, whose CAS below fails: the
+	 * slot stays ours, so that the taker of a word it stamps finds it
+	 * (a new claimer would write over it) */
 	for (b = 0; w && b < t->nblades; b++) {
 		if (!t->area[b])
 			continue;
