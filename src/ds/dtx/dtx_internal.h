@@ -136,6 +136,10 @@ int smart__dtx_blade_index(const smart_dtx_t *d, uint16_t blade);
 uint16_t smart__dtx_lease(const smart_dtx_t *d, uint16_t blade);
 void smart__dtx_count(_Atomic uint64_t *c);
 int smart__dtx_hook(smart_worker_t *w, const char *point);
+/* Whether w is a worker of d's ctx.  The objects' bookkeeping names
+ * workers by their index in that ctx (dtx_unlock.c) and their stamps by
+ * its lease ids: a worker of another ctx is refused (SMART_EINVAL). */
+int smart__dtx_own(const smart_dtx_t *d, const smart_worker_t *w);
 
 /* ---- dtx_rec.c: records, buckets, the address cache ---- */
 smart_gaddr_t smart__dtx_rec_addr(const struct dtx_table *t, unsigned copy,

@@ -233,4 +233,12 @@
 #define SMART_M_DTX_UNLOCK_OVERFLOW 0
 #endif
 
+/* an object used with a worker of another ctx, whose indexes name other
+ * workers and whose WRs our lease does not fence */
+#ifdef SMART_MUTANT_DTX_FOREIGN_WORKER
+#define SMART_M_DTX_FOREIGN_WORKER 1
+#else
+#define SMART_M_DTX_FOREIGN_WORKER 0
+#endif
+
 #endif
