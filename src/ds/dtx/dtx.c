@@ -635,6 +635,7 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 		rc = smart_cas_sync(w, smart_gaddr_add(d->owner, 8ull * x->slot),
 				    mine, 0, &old);
 	}
+	smart__dtx_unlock_hold(x, 0);	/* what is left: tainted above */
 	atomic_fetch_sub(&d->txns, 1);
 	free(x->old_arena);
 	free(x->val_arena);

@@ -109,6 +109,7 @@ struct smart_dtx_txn {
 	int nunl;
 	int unl_nofold;		/* a round carrying their READ-backs failed:
 				 * checked alone from then on */
+	int unl_hold;		/* the ctx's hold taken while nunl > 0 */
 	smart_gaddr_t unl_lw[SMART_DTX_ITEMS_MAX];
 	uint64_t unl_stamp[SMART_DTX_ITEMS_MAX];
 	uint64_t unl_rb[SMART_DTX_ITEMS_MAX];
@@ -186,6 +187,9 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w);
  * doorbells; no wait.  SMART_EBUSY, nothing posted, when they do not fit
  * beside those. */
 int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w);
+/* The ctx's hold (smart_ctx_hold) taken while unlocks are remembered and
+ * given back when none is, or when x is freed (then after any taint). */
+void smart__dtx_unlock_hold(smart_dtx_txn_t *x, int want);
 /* Queue a READ of every remembered lock word (into x->unl_rb). */
 int smart__dtx_unlock_check_post(smart_dtx_txn_t *x, smart_worker_t *w);
 /* After the sync covering those READs: forget the unlocks that landed,

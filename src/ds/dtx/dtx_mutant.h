@@ -241,4 +241,13 @@
 #define SMART_M_DTX_FOREIGN_WORKER 0
 #endif
 
+/* an object's unlocks not yet seen landed take no hold of the ctx: a
+ * ctx destroyed with the object never freed says BYE, and a newcomer may
+ * get the ids a lost unlock's lock names */
+#ifdef SMART_MUTANT_DTX_UNLOCK_NO_HOLD
+#define SMART_M_DTX_UNLOCK_NO_HOLD 1
+#else
+#define SMART_M_DTX_UNLOCK_NO_HOLD 0
+#endif
+
 #endif
