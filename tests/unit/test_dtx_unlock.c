@@ -28,9 +28,17 @@
  *          lost unlock posted on ctx2's live worker 1 was released by a CAS
  *          on ctx1's worker 0 because ctx1's worker 1 was destroyed: the
  *          poster's unlock could still land over a later holder's lock.
+ *   inflight  an unlock held in flight on its worker wa (the RNIC model's
+ *          20-ms round trip: shm runs a WR at a poll of its worker once it
+ *          is due, and wa is not polled again): on wb a writing commit
+ *          answers SMART_EBUSY with no CAS; wa destroyed (which drains
+ *          it), wb sees both unlocks landed, still no CAS, and the sum is
+ *          exact.  Should wa's own poll in the commit run the unlock (a
+ *          20-ms stall before it), the attempt is repeated, up to 5.
  *
  * Deterministic: one thread, shm, the hook "dtx.unlock.lost" losing one
- * commit's unlocks (as a failed QP flushes them); no timing.
+ * commit's unlocks (as a failed QP flushes them); no timing but inflight's
+ * model round trip, whose only effect on a stall is another attempt.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -430,6 +438,83 @@ static void test_foreign(void)
 	smart_blade_destroy(b2);
 }
 
+#define IF_TRIES 5	/* attempts at holding an unlock in flight */
+
+/* One attempt of inflight at keys [4k, 4k + 4): 1 when wa's unlocks were
+ * still in flight when x ran on wb (the path the case exists for). */
+static int inflight_once(struct fixture *f, smart_dtx_t *d,
+			 smart_dtx_txn_t *x, smart_worker_t *wb, int k)
+{
+	struct smart_dtx_stats st0, st1, st;
+	smart_worker_t *wa;
+	uint64_t base = 4u * (uint64_t)k;
+	int r1, r2;
+
+	CHECK_OK(smart_worker_create(f->ctx, &wa));
+	CHECK_OK(lock_n(x, wa, base, 2, 4, 1));	/* its unlocks: in flight */
+	CHECK_OK(smart_dtx_stats(d, &st0));
+	r1 = lock_n(x, wb, base + 2, 2, 6, 1);
+	CHECK_OK(smart_dtx_stats(d, &st1));
+	CHECK_EQ(st1.unlocks_redone - st0.unlocks_redone, 0);	/* no CAS */
+	CHECK_OK(smart_worker_destroy(wa));	/* drains them */
+	r2 = r1 ? lock_n(x, wb, base + 2, 2, 6, 1) : 0;
+	CHECK_OK(smart_dtx_stats(d, &st));
+	printf("inflight: on wb with wa's unlocks %s: %s (seen landed %" PRIu64
+	       ", released again %" PRIu64 "); wa destroyed, on wb: %s (seen "
+	       "landed %" PRIu64 ", released again %" PRIu64 ")\n",
+	       r1 ? "in flight" : "landed early", smart_status_name(r1),
+	       st1.unlocks_checked - st0.unlocks_checked,
+	       st1.unlocks_redone - st0.unlocks_redone,
+	       smart_status_name(r2), st.unlocks_checked - st1.unlocks_checked,
+	       st.unlocks_redone - st1.unlocks_redone);
+	CHECK_OK(r2);
+	CHECK_EQ(st.unlocks_redone - st1.unlocks_redone, 0);
+	CHECK_OK(smart_dtx_abort(x, wb));	/* wb's own: seen landed */
+	if (!r1)
+		return 0;
+	CHECK_EQ(r1, SMART_EBUSY);
+	CHECK_EQ(st1.unlocks_checked - st0.unlocks_checked, 0);
+	CHECK_EQ(st.unlocks_checked - st1.unlocks_checked, 2);
+	return 1;
+}
+
+static void test_inflight(void)
+{
+	static const char *const kv[] = { "nic_model", "rtt_ns=20000000",
+					  NULL };
+	struct fixture f;
+	smart_blade_t *b2;
+	smart_worker_t *w1, *wb;
+	smart_dtx_t *d;
+	smart_dtx_txn_t *x, *y;
+	int64_t sum;
+	int k, taken = 0;
+
+	fixture_start(&f, BLADE_SIZE, 1, kv);
+	b2 = fixture_add_blade(&f, BLADE_SIZE, 2);
+	CHECK_OK(smart_worker_create(f.ctx, &w1));
+	CHECK_OK(smart_worker_create(f.ctx, &wb));
+	db_up(w1, "unlock_inflight", &d);
+	CHECK_OK(smart_dtx_txn_new(d, w1, &x));
+	CHECK_OK(smart_dtx_txn_new(d, w1, &y));
+	load(x, w1, 4 * IF_TRIES);
+	CHECK_OK(smart_dtx_abort(x, w1));
+	for (k = 0; k < IF_TRIES && !taken; k++)
+		taken = inflight_once(&f, d, x, wb, k);
+	CHECK_OK(read_n(y, w1, 0, 4 * k, &sum));
+	printf("inflight: the path taken in %d attempt(s); sum %lld "
+	       "(expected %d)\n", k, (long long)sum, 20 * k);
+	CHECK(taken);
+	CHECK_EQ(sum, 20 * k);
+	CHECK_OK(smart_dtx_txn_free(y, w1));
+	CHECK_OK(smart_dtx_txn_free(x, wb));
+	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_worker_destroy(wb));
+	CHECK_OK(smart_worker_destroy(w1));
+	fixture_stop(&f);
+	smart_blade_destroy(b2);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
@@ -437,5 +522,6 @@ int main(int argc, char **argv)
 		{ "edge", test_edge },
 		{ "mixed", test_mixed },
 		{ "foreign", test_foreign },
+		{ "inflight", test_inflight },
 		{ 0 } });
 }
