@@ -53,6 +53,10 @@
  *
  * Thread safety: a smart_dtx_t may be used by every worker of its ctx at
  * once; a smart_dtx_txn_t by one task at a time, with that task's worker.
+ * A worker of another ctx is refused (SMART_EINVAL, nothing done) by
+ * txn_new, txn_free, exec, commit, abort and recover: the object names the
+ * workers that posted its unlocks by their index in its own ctx, and its
+ * lock stamps by that ctx's lease ids.
  */
 #ifndef SMART_DTX_H
 #define SMART_DTX_H

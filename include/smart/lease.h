@@ -77,6 +77,15 @@ int smart_ctx_taint(smart_ctx_t *ctx);
  * newcomer gets its ids.  Destroy the ctx then.  SMART_EINVAL for NULL. */
 int smart_ctx_fence(smart_ctx_t *ctx);
 
+/* delta +1: a structure leaves something in blade memory that names this
+ * ctx's ids and that it will settle itself while it is used (Smart-DTX:
+ * an object's unlocks posted and not yet seen landed); -1: settled.
+ * While holds are taken, smart_ctx_destroy ends the sessions without a
+ * BYE, as after smart_ctx_taint, so that an object never freed cannot
+ * leave a lock naming an id a newcomer gets.  SMART_EINVAL for NULL or
+ * another delta. */
+int smart_ctx_hold(smart_ctx_t *ctx, int delta);
+
 /* 1 when this ctx has been fenced (by a peer, by the blade, or by itself
  * after its lease ran out); its ops fail with SMART_EFENCED. */
 int smart_ctx_fenced(const smart_ctx_t *ctx);

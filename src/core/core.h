@@ -193,6 +193,10 @@ struct smart_ctx {
 	/* a structure left blade state naming our lease ids (smart_ctx_
 	 * taint): our sessions end without a BYE, so the ids are buried */
 	_Atomic int tainted;
+	/* structures' things in blade memory that may still name our ids
+	 * and that they settle themselves (smart_ctx_hold): while any, our
+	 * sessions end without a BYE too */
+	_Atomic long holds;
 	/* interleaving hook (smart/hook.h): arg stored before fn */
 	_Atomic(smart_hook_fn) hook_fn;
 	void *_Atomic hook_arg;

@@ -197,8 +197,10 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
 {
 	/* a BYE gives our id back for a newcomer: not when something in
-	 * blade memory still names it (smart_ctx_taint) */
-	if (b->boot && (SMART_M_CTX_BYE_TAINTED || !atomic_load(&ctx->tainted)))
+	 * blade memory still names it (smart_ctx_taint, smart_ctx_hold) */
+	if (b->boot && (SMART_M_CTX_BYE_TAINTED ||
+			(!atomic_load(&ctx->tainted) &&
+			 !atomic_load(&ctx->holds))))
 		smart__boot_close(b->boot);
 	else if (b->boot)
 		smart__boot_drop(b->boot);

@@ -377,6 +377,14 @@ int smart_ctx_fence(smart_ctx_t *ctx)
 	return 0;
 }
 
+int smart_ctx_hold(smart_ctx_t *ctx, int delta)
+{
+	if (!ctx || (delta != 1 && delta != -1))
+		return SMART_EINVAL;
+	atomic_fetch_add(&((struct smart_ctx *)ctx)->holds, delta);
+	return 0;
+}
+
 int smart_ctx_fenced(const smart_ctx_t *ctx)
 {
 	return ctx && atomic_load(&((struct smart_ctx *)ctx)->fenced);

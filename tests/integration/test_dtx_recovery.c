@@ -887,6 +887,175 @@ static void test_stuck_bye(void)
 	world_close(&wd);
 }
 
+/* Loses the unlocks of the next *arg commits. */
+static int lose_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	int *n = arg;
+
+	(void)w;
+	if (strcmp(point, "dtx.unlock.lost") || !*n)
+		return 0;
+	(*n)--;
+	return SMART_EQP;
+}
+
+/* A transfer's unlocks lost on worker wa (alive), then on wb a commit that
+ * locks account 5 and writes nothing, its unlock lost too, then the object
+ * freed on wb and the ctx destroyed.  The free releases wb's lost unlock
+ * and cannot tell wa's from one in flight: SMART_EBUSY, the ctx tainted,
+ * its ids buried (the round robin set back to them by hand, as in
+ * stuck_bye); the next reader rolls the finished transfer forward. */
+static void test_lost_free(void)
+{
+	struct smart_dtx_stats st0, st1, st;
+	struct world wd;
+	smart_ctx_t *c, *n;
+	smart_worker_t *wa, *wb;
+	smart_dtx_t *d;
+	smart_dtx_txn_t *x, *y;
+	uint16_t bl[2], id[2], nid[2];
+	int64_t sum, s, v[2];
+	int lose = 2, r_rfu, r_free, b;
+
+	world_open(&wd, 1);
+	c = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	CHECK_OK(smart_worker_create(c, &wa));
+	CHECK_OK(smart_worker_create(c, &wb));
+	CHECK_OK(smart_dtx_open(wa, bl[0], DB, NULL, &d));
+	CHECK_OK(smart_dtx_txn_new(d, wa, &x));
+	CHECK_OK(smart_ctx_set_hook(c, lose_hook, &lose));
+	CHECK_OK(transfer(x, wa, 0, 3, 1, 3, 50));
+	CHECK_OK(smart_dtx_begin(x));
+	CHECK_GE(smart_dtx_read_for_update(x, 0, 5, &s, sizeof(s)), 0);
+	r_rfu = smart_dtx_commit(x, wb);
+	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
+	CHECK_EQ(lose, 0);
+	CHECK_OK(smart_dtx_stats(d, &st0));
+	r_free = smart_dtx_txn_free(x, wb);
+	CHECK_OK(smart_dtx_stats(d, &st1));
+	CHECK_OK(smart_dtx_close(d));
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
+	CHECK_OK(smart_worker_destroy(wb));
+	CHECK_OK(smart_worker_destroy(wa));
+	CHECK_OK(smart_ctx_destroy(c));
+	wait_dead(&wd, (int[]){ id[0], id[1] });
+	for (b = 0; b < 2; b++)	/* no handshake in flight */
+		__atomic_store_n(&wd.b[b]->next_lease, id[b], __ATOMIC_SEQ_CST);
+	n = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
+	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	sum = audit(&wd);
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &y));
+	CHECK_OK(smart_dtx_begin(y));
+	CHECK_GE(smart_dtx_read(y, 0, 3, &v[0], 8), 0);
+	CHECK_GE(smart_dtx_read(y, 1, 3, &v[1], 8), 0);
+	CHECK_OK(smart_dtx_commit(y, wd.w));
+	CHECK_OK(smart_dtx_txn_free(y, wd.w));
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	printf("lost_free: the commit writing nothing: %s; txn_free: %s (wb's "
+	       "released again %llu); ids %u, %u, the newcomer's %u, %u; "
+	       "audit %lld (expected %d), accounts %lld, %lld, rolled forward "
+	       "%llu, locks recovered %llu\n", smart_status_name(r_rfu),
+	       smart_status_name(r_free),
+	       (unsigned long long)(st1.unlocks_redone - st0.unlocks_redone),
+	       id[0], id[1], nid[0], nid[1], (long long)sum,
+	       2 * ACCOUNTS * START_BAL, (long long)v[0], (long long)v[1],
+	       (unsigned long long)(st.rolled_forward - st0.rolled_forward),
+	       (unsigned long long)(st.locks_recovered - st0.locks_recovered));
+	CHECK_OK(r_rfu);
+	CHECK_EQ(r_free, SMART_EBUSY);
+	CHECK_EQ(st1.unlocks_redone - st0.unlocks_redone, 1);
+	CHECK(nid[0] != id[0] && nid[1] != id[1]);
+	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
+	CHECK_EQ(v[0], START_BAL - 50);
+	CHECK_EQ(v[1], START_BAL + 50);
+	CHECK_GT(st.rolled_forward - st0.rolled_forward, 0);
+	check_clean(&wd);
+	CHECK_OK(smart_ctx_destroy(n));
+	world_close(&wd);
+}
+
+/* Reads of table 0's account `acct` on the world's worker, up to `tries`:
+ * how many aborted before one committed (tries when none did). */
+static int aborted_reads(struct world *wd, uint64_t acct, int tries)
+{
+	smart_dtx_txn_t *x;
+	int64_t v;
+	int n, rc = SMART_EABORT;
+
+	CHECK_OK(smart_dtx_txn_new(wd->d, wd->w, &x));
+	for (n = 0; rc == SMART_EABORT && n < tries; n++) {
+		CHECK_OK(smart_dtx_begin(x));
+		CHECK_GE(smart_dtx_read(x, 0, acct, &v, 8), 0);
+		rc = smart_dtx_commit(x, wd->w);
+		if (!rc)
+			break;
+	}
+	CHECK_OK(smart_dtx_txn_free(x, wd->w));
+	return n;
+}
+
+/* A transfer's unlocks lost on worker wa, the object neither freed nor its
+ * database closed, then wa and the ctx destroyed.  The object's unlocks not
+ * seen landed hold the ctx (smart_ctx_hold), so its sessions end without
+ * a BYE and its ids are buried: the round robin set back to them by hand
+ * (as in stuck_bye) skips them, and the next reader rolls the transfer
+ * forward.  Before, nothing tainted the ctx, the BYE gave the ids back,
+ * the newcomer got them and the lock named a live client: 1000 of 1000
+ * reads aborted (mutant DTX_UNLOCK_NO_HOLD). */
+static void test_lost_unfreed(void)
+{
+	struct smart_dtx_stats st0, st;
+	struct world wd;
+	smart_ctx_t *c, *n;
+	smart_worker_t *wa;
+	smart_dtx_t *d;
+	smart_dtx_txn_t *x;
+	uint16_t bl[2], id[2], nid[2];
+	int lose = 1, b, ab;
+
+	world_open(&wd, 1);
+	c = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	CHECK_OK(smart_worker_create(c, &wa));
+	CHECK_OK(smart_dtx_open(wa, bl[0], DB, NULL, &d));
+	CHECK_OK(smart_dtx_txn_new(d, wa, &x));
+	CHECK_OK(smart_ctx_set_hook(c, lose_hook, &lose));
+	CHECK_OK(transfer(x, wa, 0, 3, 1, 3, 50));	/* unlocks lost */
+	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
+	CHECK_EQ(lose, 0);
+	CHECK_EQ(smart_dtx_close(d), SMART_EBUSY);	/* x never freed */
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
+	CHECK_OK(smart_worker_destroy(wa));
+	CHECK_OK(smart_ctx_destroy(c));
+	wait_dead(&wd, (int[]){ id[0], id[1] });
+	for (b = 0; b < 2; b++)	/* no handshake in flight */
+		__atomic_store_n(&wd.b[b]->next_lease, id[b], __ATOMIC_SEQ_CST);
+	n = ctx_both(smart_blade_address(wd.b[0]),
+		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	for (b = 0; b < 2; b++)
+		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
+	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	ab = aborted_reads(&wd, 3, 1000);
+	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	printf("lost_unfreed: the ids %u, %u; the newcomer's %u, %u; reads of "
+	       "the record whose unlock was lost: %d of 1000 aborted, rolled "
+	       "forward %llu\n", id[0], id[1], nid[0], nid[1], ab,
+	       (unsigned long long)(st.rolled_forward - st0.rolled_forward));
+	CHECK_OK(smart_ctx_destroy(n));
+	CHECK(nid[0] != id[0] && nid[1] != id[1]);
+	CHECK_EQ(ab, 0);
+	CHECK_GT(st.rolled_forward - st0.rolled_forward, 0);
+	CHECK_EQ(audit(&wd), 2 * ACCOUNTS * START_BAL);
+	check_clean(&wd);
+	world_close(&wd);
+}
+
 /* A memory blade gone: transactions on its table fail with an error (not
  * SMART_EABORT, not a hang); those on the other blade's table go on. */
 static void test_dead_blade(void)
@@ -968,6 +1137,8 @@ int main(int argc, char **argv)
 		{ "undo_fails", test_undo_fails },
 		{ "undo_half", test_undo_half },
 		{ "stuck_bye", test_stuck_bye },
+		{ "lost_free", test_lost_free },
+		{ "lost_unfreed", test_lost_unfreed },
 		{ "two_recoverers", test_two_recoverers },
 		{ "dead_blade", test_dead_blade },
 		{ 0 } });

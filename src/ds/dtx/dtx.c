@@ -36,6 +36,12 @@ int smart__dtx_hook(smart_worker_t *w, const char *point)
 	return fn ? fn(w, point, arg) : 0;
 }
 
+int smart__dtx_own(const smart_dtx_t *d, const smart_worker_t *w)
+{
+	return w && (smart_worker_ctx(w) == d->ctx ||
+		     SMART_M_DTX_FOREIGN_WORKER);
+}
+
 const struct dtx_table *smart__dtx_table(const smart_dtx_t *d,
 					 uint32_t table)
 {
@@ -574,7 +580,7 @@ int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w,
 	unsigned vmax;
 	int rc;
 
-	if (!d || !w || !out)
+	if (!d || !smart__dtx_own(d, w) || !out)
 		return SMART_EINVAL;
 	vmax = d->rec_max - (unsigned)sizeof(struct dtx_rec);
 	x = calloc(1, sizeof(*x));
@@ -606,6 +612,8 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 	if (!x)
 		return 0;
 	d = x->d;
+	if (w && !smart__dtx_own(d, w))
+		return SMART_EINVAL;
 	if (x->open && w)
 		rc = smart_dtx_abort(x, w);
 	/* locks a failure left: the slot (its log) stays ours until they
@@ -627,6 +635,7 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 		rc = smart_cas_sync(w, smart_gaddr_add(d->owner, 8ull * x->slot),
 				    mine, 0, &old);
 	}
+	smart__dtx_unlock_hold(x, 0);	/* what is left: tainted above */
 	atomic_fetch_sub(&d->txns, 1);
 	free(x->old_arena);
 	free(x->val_arena);

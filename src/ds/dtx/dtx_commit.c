@@ -120,7 +120,7 @@ void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 
 int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
 {
-	if (!x || !w)
+	if (!x || !smart__dtx_own(x->d, w))
 		return SMART_EINVAL;
 	if (!x->open && x->stuck)
 		return smart__dtx_unstick(x, w);
@@ -634,7 +634,7 @@ int smart_dtx_commit(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int rc;
 
-	if (!x || !w || !x->open)
+	if (!x || !smart__dtx_own(x->d, w) || !x->open)
 		return SMART_EINVAL;
 	rc = smart__dtx_exec(x, w);
 	if (!rc)

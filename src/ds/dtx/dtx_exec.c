@@ -554,7 +554,7 @@ int smart_dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w)
 {
 	int rc;
 
-	if (!x || !w || !x->open)
+	if (!x || !smart__dtx_own(x->d, w) || !x->open)
 		return SMART_EINVAL;
 	rc = smart__dtx_exec(x, w);
 	if (rc)

@@ -109,6 +109,7 @@ struct smart_dtx_txn {
 	int nunl;
 	int unl_nofold;		/* a round carrying their READ-backs failed:
 				 * checked alone from then on */
+	int unl_hold;		/* the ctx's hold taken while nunl > 0 */
 	smart_gaddr_t unl_lw[SMART_DTX_ITEMS_MAX];
 	uint64_t unl_stamp[SMART_DTX_ITEMS_MAX];
 	uint64_t unl_rb[SMART_DTX_ITEMS_MAX];
@@ -136,6 +137,10 @@ int smart__dtx_blade_index(const smart_dtx_t *d, uint16_t blade);
 uint16_t smart__dtx_lease(const smart_dtx_t *d, uint16_t blade);
 void smart__dtx_count(_Atomic uint64_t *c);
 int smart__dtx_hook(smart_worker_t *w, const char *point);
+/* Whether w is a worker of d's ctx.  The objects' bookkeeping names
+ * workers by their index in that ctx (dtx_unlock.c) and their stamps by
+ * its lease ids: a worker of another ctx is refused (SMART_EINVAL). */
+int smart__dtx_own(const smart_dtx_t *d, const smart_worker_t *w);
 
 /* ---- dtx_rec.c: records, buckets, the address cache ---- */
 smart_gaddr_t smart__dtx_rec_addr(const struct dtx_table *t, unsigned copy,
@@ -182,6 +187,9 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w);
  * doorbells; no wait.  SMART_EBUSY, nothing posted, when they do not fit
  * beside those. */
 int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w);
+/* The ctx's hold (smart_ctx_hold) taken while unlocks are remembered and
+ * given back when none is, or when x is freed (then after any taint). */
+void smart__dtx_unlock_hold(smart_dtx_txn_t *x, int want);
 /* Queue a READ of every remembered lock word (into x->unl_rb). */
 int smart__dtx_unlock_check_post(smart_dtx_txn_t *x, smart_worker_t *w);
 /* After the sync covering those READs: forget the unlocks that landed,

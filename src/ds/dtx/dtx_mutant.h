@@ -233,4 +233,21 @@
 #define SMART_M_DTX_UNLOCK_OVERFLOW 0
 #endif
 
+/* an object used with a worker of another ctx, whose indexes name other
+ * workers and whose WRs our lease does not fence */
+#ifdef SMART_MUTANT_DTX_FOREIGN_WORKER
+#define SMART_M_DTX_FOREIGN_WORKER 1
+#else
+#define SMART_M_DTX_FOREIGN_WORKER 0
+#endif
+
+/* an object's unlocks not yet seen landed take no hold of the ctx: a
+ * ctx destroyed with the object never freed says BYE, and a newcomer may
+ * get the ids a lost unlock's lock names */
+#ifdef SMART_MUTANT_DTX_UNLOCK_NO_HOLD
+#define SMART_M_DTX_UNLOCK_NO_HOLD 1
+#else
+#define SMART_M_DTX_UNLOCK_NO_HOLD 0
+#endif
+
 #endif

@@ -428,8 +428,9 @@ int smart_dtx_recover(smart_dtx_t *d, smart_worker_t *w, uint16_t blade,
 	unsigned i;
 	int rc = 0;
 
-	if (!d || !w || (blade != SMART_DTX_ALL_BLADES &&
-			 smart__dtx_blade_index(d, blade) < 0))
+	if (!d || !smart__dtx_own(d, w) ||
+	    (blade != SMART_DTX_ALL_BLADES &&
+	     smart__dtx_blade_index(d, blade) < 0))
 		return SMART_EINVAL;
 	before = atomic_load(&d->locks_recovered);
 	for (i = 0; !rc && i < d->ntables; i++)

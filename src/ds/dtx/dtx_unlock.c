@@ -32,6 +32,10 @@
  *   worker), up to SMART_DTX_ITEMS_MAX; a commit whose unlocks do not fit
  *   releases the waited way (dtx_commit.c).  So a commit that wrote nothing
  *   never waits for an older commit's unlocks: it posts no log.
+ * - While any unlock is remembered the object holds its ctx
+ *   (smart_ctx_hold): a ctx destroyed meanwhile, the object never freed,
+ *   ends without a BYE, so the ids a lost unlock's lock names are buried
+ *   and recovery resolves it, never a newcomer's ids.
  */
 #include "ds/dtx/dtx_internal.h"
 
@@ -46,6 +50,14 @@ static int held(const smart_dtx_txn_t *x)
 	for (i = 0; i < x->n; i++)
 		n += x->item[i].locked != 0;
 	return n;
+}
+
+void smart__dtx_unlock_hold(smart_dtx_txn_t *x, int want)
+{
+	if (SMART_M_DTX_UNLOCK_NO_HOLD || want == x->unl_hold)
+		return;
+	(void)smart_ctx_hold(x->d->ctx, want ? 1 : -1);
+	x->unl_hold = want;
 }
 
 /* What it posts is remembered after what is, also when a later op cannot
@@ -83,6 +95,7 @@ int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w)
 		x->unl_wi[x->nunl++] = smart_worker_index(w);
 		it->locked = 0;
 	}
+	smart__dtx_unlock_hold(x, x->nunl > 0);
 	return rc ? rc : smart_post(w);
 }
 
@@ -103,6 +116,7 @@ static void unl_drop(smart_dtx_txn_t *x, int i)
 	x->unl_stamp[i] = x->unl_stamp[x->nunl];
 	x->unl_rb[i] = x->unl_rb[x->nunl];
 	x->unl_wi[i] = x->unl_wi[x->nunl];
+	smart__dtx_unlock_hold(x, x->nunl > 0);
 }
 
 /* Entry i's READ-back, taken on w, shows our stamp: whether its unlock can
