@@ -223,6 +223,49 @@ int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	return rc;
 }
 
+/* Our release of lw (a WRITE of 0 behind the caller's write-back)
+ * reported an error: it may have landed or not, and a lock whose release
+ * is lost with nothing logged under it names us, alive, for good — every
+ * writer of that node, ours included, would wait for as long as we live.
+ * So it is tried again, as a CAS from the stamp we took the word with,
+ * for half a lease (a broken QP is replaced at the next post); a word no
+ * longer holding that stamp was released (or holds our logged write's
+ * stamp, which smart__bt_write_end finishes or keeps).  The CAS frees
+ * nobody else's lock: with the local table, only the task its slot
+ * serves holds lw with `mine` (a trylock takes words with another stamp,
+ * try_stamp), and that slot is ours until we return.  Without the local
+ * table any task of the object takes words with `mine`: the word is only
+ * looked at, and one still holding `mine` is taken as still ours.  Then,
+ * as for a write we cannot finish (bt_redo.c settle), the ctx is tainted
+ * and fenced: peers take the word over from a dead client, lease_ms
+ * later. */
+static void release_lost(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+			 uint64_t mine)
+{
+	smart_ctx_t *ctx = smart_worker_ctx(w);
+	uint64_t got = 0, until = smart_now_ns() +
+			      smart__bt_settle_ns(w, smart_gaddr_blade(lw));
+	int rc;
+
+	while (!SMART_M_BT_RELEASE_ONCE && !smart_ctx_fenced(ctx)) {
+		atomic_fetch_add_explicit(&t->release_retries, 1,
+					  memory_order_relaxed);
+		rc = bt_seam(w, "bt.release.retry");
+		/* without the local table, only a look: is it `mine` still */
+		rc = rc ? rc : smart_cas_sync(w, lw, mine, t->hocl ? 0 : mine,
+					      &got);
+		if (!rc && (t->hocl || got != mine))
+			return;	/* released now, or it had landed */
+		if (!rc || smart_now_ns() >= until)
+			break;
+		smart_task_yield(w);
+	}
+	if (SMART_M_BT_RELEASE_NO_FENCE)
+		return;
+	(void)smart_ctx_taint(ctx);	/* our ids are never a newcomer's */
+	(void)smart_ctx_fence(ctx);
+}
+
 int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		     int err)
 {
@@ -244,6 +287,8 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		rc = rc ? rc : smart_write(w, lw, &zero, 8);
 		rc2 = smart_sync(w);
 		rc = rc ? rc : rc2;
+		if (rc)
+			release_lost(t, w, lw, id);
 		return err ? err : rc;
 	}
 	l = llock_of(t, lw);
@@ -262,6 +307,11 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 
 		rc2 = rc2 ? rc2 : smart_write(w, lw, &zero, 8);
 		rc2 = rc2 ? rc2 : smart_sync(w); /* the caller's, too */
+		/* (a test's seam: the release landed, its completion an
+		 * error, as when a QP breaks after executing it) */
+		rc2 = rc2 ? rc2 : bt_seam(w, "bt.release.landed");
+		if (rc2)	/* the slot still ours: nobody of ours takes lw */
+			release_lost(t, w, lw, id);
 		rc = rc ? rc : rc2;
 		/* even on an error: whether the release landed is unknown,
 		 * and a word we are not sure we hold is never handed over */
@@ -269,6 +319,17 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	}
 	atomic_fetch_add(&l->serving, 1);
 	return err ? err : rc;
+}
+
+/* The stamp a trylock takes a word with: the lock's (same lease id and
+ * directory slot, nothing logged) but for its sequence, so that the task
+ * a local slot serves, retrying a release that may have landed
+ * (release_lost), never frees a word a merge of ours took meanwhile. */
+static uint64_t try_stamp(uint64_t id)
+{
+	if (SMART_M_BT_TRY_SAME_STAMP)
+		return id;
+	return BT_W_MAKE(BT_W_ID(id), BT_W_SLOT(id), BT_REC_NONE, 1);
 }
 
 int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
@@ -291,8 +352,9 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 	if (rc || SMART_M_BT_NO_LOCK)
 		return rc;
 	/* beside the local slots: a task of ours holding the word through
-	 * one makes the CAS fail like anybody else */
-	rc = remote_acquire(t, w, lw, id, BT_TRY_CASES, NULL);
+	 * one makes the CAS fail like anybody else; our own stamp tells
+	 * ours from a slot's (release_lost) */
+	rc = remote_acquire(t, w, lw, try_stamp(id), BT_TRY_CASES, NULL);
 	if (!rc)
 		*how = BT_TRY_HELD;
 	return rc;
