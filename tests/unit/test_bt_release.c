@@ -8,7 +8,9 @@
  * release that landed but reported an error frees, when tried again, no
  * lock a merge of ours took meanwhile (release_doubt); a writer finishing
  * its own failed write whose release is lost once finds its words still
- * stamped on the next try and frees them (finish_release).  And what a
+ * stamped on the next try and frees them (finish_release), and one fenced
+ * inside its finishing leaves its words naming the record for a taker
+ * (finish_fenced).  And what a
  * ctx fencing itself does to its other structures: a Smart-HT insert in
  * flight stops with SMART_EFENCED and leaves nothing another client
  * cannot clear (fence_other).
@@ -383,6 +385,76 @@ static void wait_dead(struct world *wd, uint16_t id)
 	CHECK_MSG(!alive, "the blade did not fence the client");
 }
 
+/* Fails an update's write half way and the release behind it; at
+ * "bt.finish.taken" (the finishing checked its words, the node not yet
+ * rewritten) the ctx is fenced, as its keeper fences it when its lease
+ * runs out at that moment. */
+static int taken_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	int *fenced = arg;
+
+	if (!strcmp(point, "bt.finish.taken") && !*fenced) {
+		*fenced = 1;
+		CHECK_OK(smart_ctx_fence(smart_worker_ctx(w)));
+		return 0;
+	}
+	if (!strcmp(point, "bt.write.torn") ||
+	    !strcmp(point, "bt.unlock.failed"))
+		return SMART_ECONN;
+	return 0;
+}
+
+/* A client's write fails half way (the leaf torn), its release too, and
+ * its ctx is fenced while it finishes the write, between the check of its
+ * words and the rewrite: the finishing fails, the record is kept.  The
+ * words must still name it, so that another client, once the lease is
+ * fenced, redoes the write.  Mutant BT_FINISH_TO_BASE (the finishing
+ * first moved the words to the lock's stamp): the words named nothing to
+ * redo over a torn leaf, and every search of the key failed
+ * SMART_ERETRY for good. */
+static void test_finish_fenced(void)
+{
+	struct smart_bt_stats st;
+	struct world wd;
+	smart_ctx_t *c;
+	smart_worker_t *w;
+	smart_bt_t *t;
+	uint16_t id;
+	char v[16];
+	size_t n = 0;
+	int fenced = 0, rc, rs;
+
+	world_start(&wd);
+	fill10(&wd);
+	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_lease_id(c, 1, &id));
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, taken_hook, &fenced));
+	rc = smart_bt_update(t, w, "k00000005", 9, "torn-5", 6);
+	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
+	wait_dead(&wd, id);
+	rs = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
+	CHECK_OK(smart_bt_stats(wd.t, &st));
+	printf("finish_fenced: the update %s, fenced inside its finishing "
+	       "%d, records kept %u; after its lease, another client's "
+	       "search %s \"%.*s\" (%llu redone)\n", smart_status_name(rc),
+	       fenced, (unsigned)atomic_load(&t->rec_busy),
+	       smart_status_name(rs), rs ? 0 : (int)n, v,
+	       (unsigned long long)st.repairs);
+	CHECK(fenced);	/* the path */
+	CHECK_EQ(rc, SMART_ECONN);
+	CHECK(atomic_load(&t->rec_busy) != 0);
+	CHECK_OK(rs);
+	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
+	CHECK_EQ(st.repairs, 1);
+	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000006", 9, "new-6", 5));
+	smart_bt_close(t, w);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	world_stop(&wd);
+}
+
 /* At "ht.insert.placed" (a tentative slot of Smart-HT placed), once: the
  * ctx fences itself, as a tree of the ctx giving up a write or a release
  * on another worker would at that moment. */
@@ -488,6 +560,7 @@ int main(int argc, char **argv)
 		{ "release_lost", test_release_lost },
 		{ "release_doubt", test_release_doubt },
 		{ "finish_release", test_finish_release },
+		{ "finish_fenced", test_finish_fenced },
 		{ "fence_other", test_fence_other },
 		{ 0 } }, (struct test_child[]){
 		{ "victim", child_victim },
