@@ -10,7 +10,10 @@
  * its own failed write whose release is lost once finds its words still
  * stamped on the next try and frees them (finish_release), and one fenced
  * inside its finishing leaves its words naming the record for a taker
- * (finish_fenced).  And what a
+ * (finish_fenced).  A lock CAS that took its word but reported an error
+ * frees it (lock_landed); a reader healing a dead writer's leaf whose
+ * release is refused fences its ctx, so that another client takes the
+ * word over (heal_release).  And what a
  * ctx fencing itself does to its other structures: a Smart-HT insert in
  * flight stops with SMART_EFENCED and leaves nothing another client
  * cannot clear (fence_other).
@@ -155,21 +158,27 @@ static void test_release_retry(void)
 	world_stop(&wd);
 }
 
-/* Another client, in a process of its own: its update of k00000006
- * (result, and locks taken over, on the pipe); alarm(20) bounds it. */
+/* Another client, in a process of its own: its update of k00000006 and
+ * search of k00000005 (results, and locks taken over, on the pipe);
+ * alarm(20) bounds it. */
 static void child_victim(char **args)
 {
 	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
 	struct smart_bt_stats st;
 	smart_worker_t *w;
 	smart_bt_t *t;
-	int out = atoi(args[1]), r[2];
+	int out = atoi(args[1]), r[3];
+	char v[16];
+	size_t n = 0;
 
 	CHECK_OK(smart_worker_create(c, &w));
 	CHECK_OK(smart_bt_open(w, 1, 3, &t));
 	alarm(20);	/* a bound on the defect, not a synchronisation */
 	r[0] = smart_bt_update(t, w, "k00000006", 9, "new-6", 5);
+	r[2] = smart_bt_search(t, w, "k00000005", 9, v, sizeof(v), &n);
 	alarm(0);
+	if (!r[2])	/* 1: the value a torn write meant */
+		r[2] = n == 6 && !memcmp(v, "torn-5", 6);
 	CHECK_OK(smart_bt_stats(t, &st));
 	r[1] = (int)st.lock_takeovers;
 	CHECK_EQ(write(out, r, sizeof(r)), (ssize_t)sizeof(r));
@@ -195,7 +204,7 @@ static void test_release_lost(void)
 	smart_gaddr_t lw;
 	uint64_t word, t0, ms;
 	char a1[12];
-	int forever = 1, rc, fenced, p[2], r[2] = { -1, 0 }, status, got;
+	int forever = 1, rc, fenced, p[2], r[3] = { -1, 0, 0 }, status, got;
 	pid_t pid;
 
 	world_start(&wd);
@@ -455,6 +464,163 @@ static void test_finish_fenced(void)
 	world_stop(&wd);
 }
 
+/* Fails "bt.lock.landed" once: a lock CAS took the word, its completion
+ * an error. */
+static int landed_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	int *fired = arg;
+
+	(void)w;
+	if (strcmp(point, "bt.lock.landed") || *fired)
+		return 0;
+	*fired = 1;
+	return SMART_ECONN;
+}
+
+/* A client's lock CAS takes the leaf's word but reports an error (a QP
+ * broken after executing it): the op fails, and the word must not stay
+ * taken by the live client.  Mutant BT_LOCK_LOST_KEPT (as before: the
+ * error returned, the word left as the CAS made it): the word kept the
+ * client's stamp, and every other writer of the leaf would wait for as
+ * long as the client lives. */
+static void test_lock_landed(void)
+{
+	struct world wd;
+	smart_ctx_t *c;
+	smart_worker_t *w;
+	smart_bt_t *t;
+	smart_gaddr_t lw;
+	uint64_t word;
+	int fired = 0, rc, ru = -1;
+
+	world_start(&wd);
+	fill10(&wd);
+	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &fired));
+	rc = smart_bt_update(t, w, "k00000005", 9, "new-5", 5);
+	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
+	word = leaf_word(&wd, &lw);
+	if (!word) {	/* else the update below would wait for ever */
+		alarm(30);
+		ru = smart_bt_update(wd.t, wd.w, "k00000006", 9, "new-6", 5);
+		alarm(0);
+	}
+	printf("lock_landed: the update %s, its CAS landed with an error: "
+	       "%llu retries, ctx fenced %d, leaf word %#llx; another "
+	       "client's update %s\n", smart_status_name(rc),
+	       (unsigned long long)atomic_load(&t->release_retries),
+	       smart_ctx_fenced(c), (unsigned long long)word,
+	       word ? "not tried (it would wait for ever)" :
+		      smart_status_name(ru));
+	CHECK(fired);	/* the path */
+	CHECK(rc != 0);
+	CHECK(atomic_load(&t->release_retries) > 0);
+	CHECK_EQ(word, 0);
+	CHECK(!smart_ctx_fenced(c));
+	CHECK_OK(ru);
+	CHECK_OK(smart_bt_update(t, w, "k00000007", 9, "new-7", 5));
+	smart_bt_close(t, w);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	world_stop(&wd);
+}
+
+/* At "bt.write.torn" (half the entry landed), once: the writer's ctx is
+ * fenced, so that the rest and its finishing are refused and the record
+ * is kept for a taker. */
+static int torn_fence_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	(void)arg;
+	if (!strcmp(point, "bt.write.torn")) {
+		CHECK_OK(smart_ctx_taint(smart_worker_ctx(w)));
+		CHECK_OK(smart_ctx_fence(smart_worker_ctx(w)));
+	}
+	return 0;
+}
+
+/* Fails every "bt.heal.release" (a reader's release of the word it took
+ * over from a dead writer to redo its write). */
+static int heal_hook(smart_worker_t *w, const char *point, void *arg)
+{
+	int *heals = arg;
+
+	(void)w;
+	if (strcmp(point, "bt.heal.release"))
+		return 0;
+	(*heals)++;
+	return SMART_ECONN;
+}
+
+/* A writer dies (is fenced) inside its write, the leaf torn; a reader (the
+ * fixture's client) heals it — takes the word over, redoes the write —
+ * but its release of the word is refused for good.  Before (mutant
+ * BT_LOCK_LOST_KEPT), the word kept the live reader's stamp and another
+ * client's update waited for it (still waiting when its 20-s alarm
+ * killed it).  Now the reader, outside the local slots, cannot tell its
+ * word from another task's: it fences its ctx at once, and the other
+ * client, once that lease is fenced, takes the word over, updates, and
+ * finds the redone value. */
+static void test_heal_release(void)
+{
+	struct world wd;
+	smart_ctx_t *c;
+	smart_worker_t *w;
+	smart_bt_t *t;
+	uint16_t id;
+	char a1[12], v[16];
+	size_t n = 0;
+	int heals = 0, rc, rs, p[2], r[3] = { -1, 0, 0 }, status, got;
+	pid_t pid;
+
+	world_start(&wd);
+	fill10(&wd);
+	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	CHECK_OK(smart_lease_id(c, 1, &id));
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_ctx_set_hook(c, torn_fence_hook, NULL));
+	rc = smart_bt_update(t, w, "k00000005", 9, "torn-5", 6);
+	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
+	CHECK(atomic_load(&t->rec_busy) != 0);	/* kept for a taker */
+	wait_dead(&wd, id);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, heal_hook, &heals));
+	rs = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
+	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
+	CHECK_EQ(pipe(p), 0);
+	snprintf(a1, sizeof(a1), "%d", p[1]);
+	pid = test_spawn("victim", (const char *[]){
+		smart_blade_address(wd.f.blade), a1, NULL });
+	CHECK_GE(pid, 0);
+	close(p[1]);
+	got = read(p[0], r, sizeof(r)) == (ssize_t)sizeof(r);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	close(p[0]);
+	printf("heal_release: the writer's update %s; the reader's heal "
+	       "released nothing (%d refused), its search %s, its ctx fenced "
+	       "%d; the reader alive, another client's update %s (%d locks "
+	       "taken over), its search found the redone value %d\n",
+	       smart_status_name(rc), heals, smart_status_name(rs),
+	       smart_ctx_fenced(wd.f.ctx),
+	       got ? smart_status_name(r[0]) :
+	       WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ?
+	       "still waiting after 20 s (killed by its alarm)" : "died",
+	       r[1], r[2]);
+	CHECK(heals > 0);	/* the path */
+	CHECK(rs != 0);
+	CHECK(smart_ctx_fenced(wd.f.ctx));
+	CHECK(got);
+	CHECK_OK(r[0]);
+	CHECK_EQ(r[1], 1);
+	CHECK_EQ(r[2], 1);
+	CHECK(WIFEXITED(status) && !WEXITSTATUS(status));
+	smart_bt_close(t, w);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	world_stop(&wd);
+}
+
 /* At "ht.insert.placed" (a tentative slot of Smart-HT placed), once: the
  * ctx fences itself, as a tree of the ctx giving up a write or a release
  * on another worker would at that moment. */
@@ -561,6 +727,8 @@ int main(int argc, char **argv)
 		{ "release_doubt", test_release_doubt },
 		{ "finish_release", test_finish_release },
 		{ "finish_fenced", test_finish_fenced },
+		{ "lock_landed", test_lock_landed },
+		{ "heal_release", test_heal_release },
 		{ "fence_other", test_fence_other },
 		{ 0 } }, (struct test_child[]){
 		{ "victim", child_victim },

@@ -311,4 +311,13 @@
 #define SMART_M_BT_FINISH_TO_BASE 0
 #endif
 
+/* a lock CAS, or a heal's release, that reported an error leaving the
+ * word as it may be (taken by us, for good) instead of settling it as a
+ * lost release */
+#ifdef SMART_MUTANT_BT_LOCK_LOST_KEPT
+#define SMART_M_BT_LOCK_LOST_KEPT 1
+#else
+#define SMART_M_BT_LOCK_LOST_KEPT 0
+#endif
+
 #endif
