@@ -80,6 +80,7 @@ struct smart_bt {
 	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
 	_Atomic uint64_t repairs, rec_waits, uncommitted, sep_fixes;
 	_Atomic uint64_t scan_ahead;
+	_Atomic uint64_t release_retries;	/* lost releases tried again */
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
@@ -309,6 +310,11 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 		      int *how);
 int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		    int how, int err);
+
+/* How long a writer tries again to finish its own write or to release a
+ * word whose release was lost: half a lease of the blade, the time after
+ * which a ctx that cannot renew stops itself (docs/leases.md). */
+uint64_t smart__bt_settle_ns(smart_worker_t *w, uint16_t blade);
 
 /* A test's seam on an error path (smart/hook.h): the hook's negative
  * return at `point` fails that step as a transport error there would

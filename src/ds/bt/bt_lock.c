@@ -19,7 +19,11 @@
  * (its lease id; bt_redo.c adds where it logs its writes);
  * the release is posted behind the caller's write-back on the same QP
  * (both on the node's blade), so RC order lands the node before the
- * unlock: one round trip for both (command combining).
+ * unlock: one round trip for both (command combining); a release or a
+ * lock CAS whose completion is an error leaves no word taken by a live
+ * client: it is settled (release_lost), the word freed or the ctx
+ * fenced; a trylock or a heal holds its word with a stamp no slot's task
+ * takes (try_stamp).
  */
 #include "ds/bt/bt_internal.h"
 
@@ -95,7 +99,8 @@ struct bt_lock_rd {
 
 /* Is the holder that word got names alive: 1 (or our own id: another
  * task of this ctx, which lets go: a write of ours that could not be
- * finished fences the ctx, bt_redo.c settle), 0 dead, or an error.  A word that names nobody
+ * finished, or a release that could not land, fences the ctx: bt_redo.c
+ * settle, release_lost), 0 dead, or an error.  A word that names nobody
  * (id 0: a forgery or a stray write) is SMART_EPROTO: no holder will ever
  * let it go, and waiting for one would be for ever. */
 static int holder_alive(smart_worker_t *w, smart_gaddr_t lw, uint64_t got,
@@ -107,6 +112,10 @@ static int holder_alive(smart_worker_t *w, smart_gaddr_t lw, uint64_t got,
 		return SMART_EPROTO;
 	return smart_lease_alive(w, smart_gaddr_blade(lw), BT_W_ID(got));
 }
+
+static void release_lost(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+			 uint64_t mine, int alone);
+static uint64_t try_stamp(uint64_t id);
 
 static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			  uint64_t mine, unsigned tries, struct bt_lock_rd *rd)
@@ -127,6 +136,10 @@ static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		} else {
 			rc = smart_cas_sync(w, lw, 0, mine, &got);
 		}
+		/* (a test's seam: the CAS took the word, its completion an
+		 * error, as when a QP breaks after executing it) */
+		if (!rc && got == 0)
+			rc = bt_seam(w, "bt.lock.landed");
 		if (rc || got == 0)
 			return rc;
 		atomic_fetch_add_explicit(&t->lock_retries, 1,
@@ -161,9 +174,15 @@ int smart__bt_heal(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	    SMART_M_BT_NO_TAKEOVER ||
 	    smart_lease_alive_now(w, smart_gaddr_blade(lw), BT_W_ID(got)))
 		return rc;	/* free, ours, or a live writer's: it ends */
+	/* outside the local slots: a stamp a slot's task never frees */
+	mine = try_stamp(mine);
 	rc = take_over(t, w, lw, got, mine);
-	if (rc == 1)
-		rc = smart_write_sync(w, lw, &zero, 8);
+	if (rc == 1) {
+		rc = bt_seam(w, "bt.heal.release");
+		rc = rc ? rc : smart_write_sync(w, lw, &zero, 8);
+		if (rc && !SMART_M_BT_LOCK_LOST_KEPT)
+			release_lost(t, w, lw, mine, 0);
+	}
 	return rc;
 }
 
@@ -188,6 +207,9 @@ int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		return rc;
 	if (!t->hocl) {
 		rc = remote_acquire(t, w, lw, id, 0, rd);
+		if (rc && !SMART_M_BT_LOCK_LOST_KEPT)
+			release_lost(t, w, lw, id, 0);	/* its CAS may have
+							 * landed */
 		if (done)
 			*done = !rc && r.done;
 		return rc;
@@ -212,8 +234,13 @@ int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		 * taken as handed over */
 		atomic_store(&l->held, 0);
 	}
-	if (!rc)
+	if (!rc) {
 		rc = remote_acquire(t, w, lw, id, 0, rd);
+		/* an error after our CAS may have taken the word: freed
+		 * while the slot is still ours, as a lost release */
+		if (rc && !SMART_M_BT_LOCK_LOST_KEPT)
+			release_lost(t, w, lw, id, 1);
+	}
 	if (!rc)
 		atomic_store(&l->held, lw);
 	else
@@ -221,6 +248,51 @@ int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	if (done)
 		*done = !rc && r.done;
 	return rc;
+}
+
+/* Our release of lw (a WRITE of 0 behind the caller's write-back)
+ * reported an error: it may have landed or not, and a lock whose release
+ * is lost with nothing logged under it names us, alive, for good — every
+ * writer of that node, ours included, would wait for as long as we live.
+ * So it is tried again, as a CAS from the stamp we took the word with,
+ * for half a lease (a broken QP is replaced at the next post); a word no
+ * longer holding that stamp was released (or holds our logged write's
+ * stamp, which smart__bt_write_end finishes or keeps).  The CAS frees
+ * nobody else's lock: with the local table, only the task its slot
+ * serves holds lw with `mine` (a trylock takes words with another stamp,
+ * try_stamp), and that slot is ours until we return (`alone`).  Without
+ * the local table any task of the object takes words with `mine`, and a
+ * heal takes its word outside the slots: the word is only looked at, and
+ * one still holding `mine` is taken as still ours.  Also for a lock CAS
+ * whose completion is an error: it may have taken the word.  Then,
+ * as for a write we cannot finish (bt_redo.c settle), the ctx is tainted
+ * and fenced: peers take the word over from a dead client, lease_ms
+ * later. */
+static void release_lost(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
+			 uint64_t mine, int alone)
+{
+	smart_ctx_t *ctx = smart_worker_ctx(w);
+	uint64_t got = 0, until = smart_now_ns() +
+			      smart__bt_settle_ns(w, smart_gaddr_blade(lw));
+	int rc;
+
+	while (!SMART_M_BT_RELEASE_ONCE && !smart_ctx_fenced(ctx)) {
+		atomic_fetch_add_explicit(&t->release_retries, 1,
+					  memory_order_relaxed);
+		rc = bt_seam(w, "bt.release.retry");
+		/* without the local table, only a look: is it `mine` still */
+		rc = rc ? rc : smart_cas_sync(w, lw, mine, alone ? 0 : mine,
+					      &got);
+		if (!rc && (alone || got != mine))
+			return;	/* released now, or it had landed */
+		if (!rc || smart_now_ns() >= until)
+			break;
+		smart_task_yield(w);
+	}
+	if (SMART_M_BT_RELEASE_NO_FENCE)
+		return;
+	(void)smart_ctx_taint(ctx);	/* our ids are never a newcomer's */
+	(void)smart_ctx_fence(ctx);
 }
 
 int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
@@ -244,6 +316,8 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		rc = rc ? rc : smart_write(w, lw, &zero, 8);
 		rc2 = smart_sync(w);
 		rc = rc ? rc : rc2;
+		if (rc)
+			release_lost(t, w, lw, id, 0);
 		return err ? err : rc;
 	}
 	l = llock_of(t, lw);
@@ -262,6 +336,11 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 
 		rc2 = rc2 ? rc2 : smart_write(w, lw, &zero, 8);
 		rc2 = rc2 ? rc2 : smart_sync(w); /* the caller's, too */
+		/* (a test's seam: the release landed, its completion an
+		 * error, as when a QP breaks after executing it) */
+		rc2 = rc2 ? rc2 : bt_seam(w, "bt.release.landed");
+		if (rc2)	/* the slot still ours: nobody of ours takes lw */
+			release_lost(t, w, lw, id, 1);
 		rc = rc ? rc : rc2;
 		/* even on an error: whether the release landed is unknown,
 		 * and a word we are not sure we hold is never handed over */
@@ -269,6 +348,17 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	}
 	atomic_fetch_add(&l->serving, 1);
 	return err ? err : rc;
+}
+
+/* The stamp a trylock takes a word with: the lock's (same lease id and
+ * directory slot, nothing logged) but for its sequence, so that the task
+ * a local slot serves, retrying a release that may have landed
+ * (release_lost), never frees a word a merge of ours took meanwhile. */
+static uint64_t try_stamp(uint64_t id)
+{
+	if (SMART_M_BT_TRY_SAME_STAMP)
+		return id;
+	return BT_W_MAKE(BT_W_ID(id), BT_W_SLOT(id), BT_REC_NONE, 1);
 }
 
 int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
@@ -291,8 +381,9 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 	if (rc || SMART_M_BT_NO_LOCK)
 		return rc;
 	/* beside the local slots: a task of ours holding the word through
-	 * one makes the CAS fail like anybody else */
-	rc = remote_acquire(t, w, lw, id, BT_TRY_CASES, NULL);
+	 * one makes the CAS fail like anybody else; our own stamp tells
+	 * ours from a slot's (release_lost) */
+	rc = remote_acquire(t, w, lw, try_stamp(id), BT_TRY_CASES, NULL);
 	if (!rc)
 		*how = BT_TRY_HELD;
 	return rc;

@@ -278,4 +278,46 @@
 #define SMART_M_BT_FINISH_ONCE 0
 #endif
 
+/* a release that reported an error fencing the ctx at once, not tried
+ * again for half a lease (a transient error stops every structure) */
+#ifdef SMART_MUTANT_BT_RELEASE_ONCE
+#define SMART_M_BT_RELEASE_ONCE 1
+#else
+#define SMART_M_BT_RELEASE_ONCE 0
+#endif
+
+/* a release lost for half a lease leaving the ctx live: the word names
+ * a live holder that never lets go, every writer of the node waits */
+#ifdef SMART_MUTANT_BT_RELEASE_NO_FENCE
+#define SMART_M_BT_RELEASE_NO_FENCE 1
+#else
+#define SMART_M_BT_RELEASE_NO_FENCE 0
+#endif
+
+/* a trylock taking words with the lock's own stamp: a release retried
+ * after it landed frees the lock a merge of ours took meanwhile */
+#ifdef SMART_MUTANT_BT_TRY_SAME_STAMP
+#define SMART_M_BT_TRY_SAME_STAMP 1
+#else
+#define SMART_M_BT_TRY_SAME_STAMP 0
+#endif
+
+/* a writer finishing its own write taking the words from their stamps
+ * to the lock's stamp: a finishing whose release is lost leaves words
+ * stamped with nothing to redo, and the next try finds nothing of its */
+#ifdef SMART_MUTANT_BT_FINISH_TO_BASE
+#define SMART_M_BT_FINISH_TO_BASE 1
+#else
+#define SMART_M_BT_FINISH_TO_BASE 0
+#endif
+
+/* a lock CAS, or a heal's release, that reported an error leaving the
+ * word as it may be (taken by us, for good) instead of settling it as a
+ * lost release */
+#ifdef SMART_MUTANT_BT_LOCK_LOST_KEPT
+#define SMART_M_BT_LOCK_LOST_KEPT 1
+#else
+#define SMART_M_BT_LOCK_LOST_KEPT 0
+#endif
+
 #endif

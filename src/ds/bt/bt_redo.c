@@ -316,7 +316,11 @@ static unsigned rec_patches(const uint8_t *snap, struct bt_patch *p,
 
 /* Our logged write failed after it began, and we are not fenced: the
  * words still stamped with it are ours, and no peer will redo it; finish
- * it from our record (rewriting the bytes we meant) and release them. */
+ * it from our record (rewriting the bytes we meant) and release them.
+ * The words keep the record's stamp until their release (the CAS only
+ * looks), so that a finishing that fails anywhere, its release included,
+ * leaves what the next try (settle) or a taker finds whole: the words
+ * still stamped, the record they name. */
 static int finish_own(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 {
 	static const uint64_t zero;
@@ -333,26 +337,29 @@ static int finish_own(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 			continue;
 		}
 		rc = smart__bt_lock_word(t, p[i].node, &word[i], &base);
+		if (!SMART_M_BT_FINISH_TO_BASE)
+			base = stamp[i];
 		if (!rc)
 			rc = smart_cas_sync(w, word[i], stamp[i], base, &got);
 		if (!rc && got == stamp[i])
 			held |= 1u << i;	/* else released: it landed */
 	}
+	/* (a test's seam: the words checked, the node not yet rewritten;
+	 * its hook may fence the ctx there, as its keeper would) */
+	rc = rc ? rc : bt_seam(w, "bt.finish.taken");
 	for (i = 0; !rc && i < n; i++)
 		if (held >> i & 1u)
 			rc = post_part(w, &p[i], 0, p[i].len);
-	for (i = 0; i < n; i++)
+	/* (a test's seam: the releases refused, as on a broken QP) */
+	rc = rc ? rc : bt_seam(w, "bt.finish.release");
+	for (i = 0; !rc && i < n; i++)
 		if (held >> i & 1u)
-			rc2 = smart_write(w, word[i], &zero, 8),
-			rc = rc ? rc : rc2;
+			rc = smart_write(w, word[i], &zero, 8);
 	rc2 = smart_sync(w);
 	return rc ? rc : rc2;
 }
 
-/* How long a writer retries finishing its own write: half a lease of the
- * blade, the time after which a ctx that cannot renew stops itself
- * (docs/leases.md). */
-static uint64_t settle_ns(smart_worker_t *w, uint16_t blade)
+uint64_t smart__bt_settle_ns(smart_worker_t *w, uint16_t blade)
 {
 	struct smart_blade_info bi;
 	uint64_t ms = SMART_LEASE_MS_DEFAULT;
@@ -376,7 +383,8 @@ static int settle(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 						       sizeof(struct bt_rec));
 	smart_ctx_t *ctx = smart_worker_ctx(w);
 	uint64_t until = smart_now_ns() +
-			 settle_ns(w, smart_gaddr_blade(p0->node));
+			 smart__bt_settle_ns(w,
+					     smart_gaddr_blade(p0->node));
 
 	while (!smart_ctx_fenced(ctx)) {
 		if (!finish_own(t, w, buf))
