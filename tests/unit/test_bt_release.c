@@ -93,6 +93,33 @@ static uint64_t leaf_word(struct world *wd, smart_gaddr_t *lw)
 	return v;
 }
 
+/* A second client of the fixture's blade (another ctx of this process):
+ * its ctx, a worker and the tree. */
+static smart_ctx_t *client_open(struct world *wd, smart_worker_t **w,
+				smart_bt_t **t)
+{
+	smart_ctx_t *c = fixture_ctx_at(smart_blade_address(wd->f.blade), 1);
+
+	CHECK_OK(smart_worker_create(c, w));
+	CHECK_OK(smart_bt_open(*w, 1, 3, t));
+	return c;
+}
+
+/* With the root leaf's word free, an update of k00000006 through t on w
+ * (bounded by an alarm); -1, not tried, while the word is taken: the
+ * update would wait for ever. */
+static int update_if_free(smart_bt_t *t, smart_worker_t *w, uint64_t word)
+{
+	int rc;
+
+	if (word)
+		return -1;
+	alarm(30);
+	rc = smart_bt_update(t, w, "k00000006", 9, "new-6", 5);
+	alarm(0);
+	return rc;
+}
+
 /* Fails the release of a lock taken with nothing written under it
  * ("bt.unlock.failed": an update of a key the leaf lacks), and, with
  * *(int *)arg set, every retry of it too ("bt.release.retry"). */
@@ -123,22 +150,16 @@ static void test_release_retry(void)
 	smart_bt_t *t;
 	smart_gaddr_t lw;
 	uint64_t word;
-	int forever = 0, rc, ru = -1;
+	int forever = 0, rc, ru;
 
 	world_start(&wd);
 	fill10(&wd);
-	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
-	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	c = client_open(&wd, &w, &t);
 	CHECK_OK(smart_ctx_set_hook(c, lost_hook, &forever));
 	rc = smart_bt_update(t, w, "k00000005a", 10, "x", 1);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	word = leaf_word(&wd, &lw);
-	if (!word) {	/* else the update below would wait for ever */
-		alarm(30);
-		ru = smart_bt_update(wd.t, wd.w, "k00000006", 9, "new-6", 5);
-		alarm(0);
-	}
+	ru = update_if_free(wd.t, wd.w, word);
 	printf("release_retry: the update %s, its release refused once: "
 	       "%llu retries, ctx fenced %d, leaf word %#llx; another "
 	       "client's update %s\n", smart_status_name(rc),
@@ -209,9 +230,7 @@ static void test_release_lost(void)
 
 	world_start(&wd);
 	fill10(&wd);
-	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
-	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	c = client_open(&wd, &w, &t);
 	CHECK_OK(smart_ctx_set_hook(c, lost_hook, &forever));
 	t0 = test_now_ms();
 	rc = smart_bt_update(t, w, "k00000005a", 10, "x", 1);
@@ -343,7 +362,7 @@ static void test_finish_release(void)
 	uint64_t word;
 	char v[16];
 	size_t n = 0;
-	int releases = 0, rc, ru = -1;
+	int releases = 0, rc, ru;
 
 	world_start(&wd);
 	fill10(&wd);
@@ -352,11 +371,7 @@ static void test_finish_release(void)
 	rc = smart_bt_update(wd.t, wd.w, "k00000005", 9, "torn-5", 6);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	word = leaf_word(&wd, &lw);
-	if (!word) {	/* else the update below would wait for ever */
-		alarm(30);
-		ru = smart_bt_update(t2, wd.w, "k00000006", 9, "new-6", 5);
-		alarm(0);
-	}
+	ru = update_if_free(t2, wd.w, word);
 	printf("finish_release: the update %s, its finishing's release "
 	       "refused once (%d tries), ctx fenced %d, records in use %u, "
 	       "leaf word %#llx; another object's update %s\n",
@@ -435,10 +450,8 @@ static void test_finish_fenced(void)
 
 	world_start(&wd);
 	fill10(&wd);
-	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	c = client_open(&wd, &w, &t);
 	CHECK_OK(smart_lease_id(c, 1, &id));
-	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
 	CHECK_OK(smart_ctx_set_hook(c, taken_hook, &fenced));
 	rc = smart_bt_update(t, w, "k00000005", 9, "torn-5", 6);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
@@ -491,22 +504,16 @@ static void test_lock_landed(void)
 	smart_bt_t *t;
 	smart_gaddr_t lw;
 	uint64_t word;
-	int fired = 0, rc, ru = -1;
+	int fired = 0, rc, ru;
 
 	world_start(&wd);
 	fill10(&wd);
-	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
-	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	c = client_open(&wd, &w, &t);
 	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &fired));
 	rc = smart_bt_update(t, w, "k00000005", 9, "new-5", 5);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	word = leaf_word(&wd, &lw);
-	if (!word) {	/* else the update below would wait for ever */
-		alarm(30);
-		ru = smart_bt_update(wd.t, wd.w, "k00000006", 9, "new-6", 5);
-		alarm(0);
-	}
+	ru = update_if_free(wd.t, wd.w, word);
 	printf("lock_landed: the update %s, its CAS landed with an error: "
 	       "%llu retries, ctx fenced %d, leaf word %#llx; another "
 	       "client's update %s\n", smart_status_name(rc),
@@ -576,10 +583,8 @@ static void test_heal_release(void)
 
 	world_start(&wd);
 	fill10(&wd);
-	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	c = client_open(&wd, &w, &t);
 	CHECK_OK(smart_lease_id(c, 1, &id));
-	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
 	CHECK_OK(smart_ctx_set_hook(c, torn_fence_hook, NULL));
 	rc = smart_bt_update(t, w, "k00000005", 9, "torn-5", 6);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
@@ -669,10 +674,8 @@ static void test_fence_other(void)
 	hc.spec_cache = 0;
 	CHECK_OK(smart_ht_create(wd.w, 1, 0, &hc, &h));
 	CHECK_OK(smart_ht_insert(h, wd.w, "a", 1, "1", 1));
-	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
+	c = client_open(&wd, &w, &t);
 	CHECK_OK(smart_lease_id(c, 1, &id));
-	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
 	CHECK_OK(smart_ht_open(w, 1, 0, &ch));
 	CHECK_OK(smart_ctx_set_hook(c, fence_hook, &fired));
 	ri = smart_ht_insert(ch, w, "half", 4, "x", 1);
