@@ -43,7 +43,7 @@
 
 #include <stdint.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 #include "smart/rpc.h"
 #include "transport/transport.h"
 #include "wire/auth.h"

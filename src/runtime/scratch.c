@@ -9,7 +9,7 @@
  * segment (bigger if need be) when the current one is full; release puts
  * the top back.  Nothing is freed before the task slot is.
  */
-#include "core/core.h"
+#include "runtime/core.h"
 
 #define SCRATCH_SEG_MIN (32u << 10)
 

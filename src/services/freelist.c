@@ -25,7 +25,7 @@
  */
 #include <string.h>
 
-#include "core/alloc_int.h"
+#include "services/alloc_int.h"
 #include "util/mutant.h"
 
 #define FL_RETRY_MAX 4096

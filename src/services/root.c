@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 #include "wire/superblock.h"
 
 #define NAME_SEED	UINT64_C(0x6e616d6573656564)	/* "nameseed" */

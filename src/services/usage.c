@@ -4,7 +4,7 @@
  * the lease table with every client's reported cache) and the pure sum of
  * src/wire/services.c.
  */
-#include "core/core.h"
+#include "runtime/core.h"
 #include "smart/usage.h"
 #include "wire/services.h"
 

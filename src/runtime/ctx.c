@@ -9,9 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/bootstrap.h"
-#include "core/core.h"
-#include "core/lease.h"
+#include "runtime/bootstrap.h"
+#include "runtime/core.h"
 #include "util/mutant.h"
 #include "wire/superblock.h"
 
@@ -128,7 +127,8 @@ static void ctx_effective_mode(struct smart_ctx *ctx)
 	}
 }
 
-int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
+int smart__ctx_create(const smart_opts_t *opts, const struct smart__svc *svc,
+		      smart_ctx_t **out)
 {
 	struct smart_ctx *ctx;
 	int rc;
@@ -138,6 +138,7 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return SMART_ENOMEM;
+	ctx->svc = svc;
 	if (opts) {
 		ctx->o = opts->v;
 	} else {
@@ -176,7 +177,7 @@ int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out)
 				   sizeof(ctx->tech_names));
 		smart__tuner_init(ctx);
 		atomic_store(&ctx->lease_until, UINT64_MAX);
-		rc = smart__keeper_start(ctx);
+		rc = ctx->svc->ctx_start(ctx);
 	}
 	if (rc) {
 		smart__pool_destroy(ctx);
@@ -204,7 +205,7 @@ static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
 		smart__boot_drop(b->boot);
 	if (b->remote)
 		ctx->tp->remote_detach(b->remote);
-	smart__lease_free(b);
+	ctx->svc->blade_free(b);
 	pthread_mutex_destroy(&b->boot_lock);
 	free(b);
 }
@@ -222,7 +223,7 @@ int smart_ctx_destroy(smart_ctx_t *ctx)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	/* the keeper uses the blades: it goes first (its BYEs follow) */
-	smart__keeper_stop(ctx);
+	ctx->svc->ctx_stop(ctx);
 	for (i = 0; i <= SMART_BLADE_ID_MAX; i++)
 		if (ctx->blades[i])
 			blade_free(ctx, ctx->blades[i]);
@@ -292,7 +293,7 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 		    SMART_DM_UNIT;
 	b->lease_id = wel.lease_id;
 	b->lease_ms = wel.lease_ms;
-	return smart__lease_new(ctx, b, wel.lease_ms);
+	return ctx->svc->blade_join(ctx, b);
 }
 
 int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id)
@@ -327,7 +328,7 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id
 	ctx->blade_list[atomic_load(&ctx->nblade_list)] = b->id;
 	atomic_fetch_add_explicit(&ctx->nblade_list, 1, memory_order_release);
 	pthread_mutex_unlock(&ctx->lock);
-	smart__keeper_kick(ctx);	/* it renews the new lease at once */
+	ctx->svc->blade_joined(ctx, b);
 	smart__info(&ctx->log, "connected blade %u at %s (%llu bytes)", b->id,
 		    hostport, (unsigned long long)b->size);
 	*blade_id = b->id;
@@ -413,4 +414,82 @@ smart_hook_fn smart_ctx_hook(const smart_ctx_t *ctx, void **arg)
 		*arg = atomic_load_explicit(&((smart_ctx_t *)ctx)->hook_arg,
 					    memory_order_relaxed);
 	return fn;
+}
+
+/* Every caller does the stopping itself, before anything else: a second
+ * thread that finds the flag already set must not go on executing WRs
+ * while the first is still on its way (it may be logging). */
+void smart__ctx_fence(struct smart_ctx *ctx, const char *why)
+{
+	int i, zero = 0, n = atomic_load(&ctx->nblade_list);
+
+	atomic_store(&ctx->lease_until, 0);
+	for (i = 0; i < n; i++) {
+		struct smart__blade *b = smart__blade_get(ctx,
+							  ctx->blade_list[i]);
+		int ok = 0;
+
+		if (!b)
+			continue;
+		atomic_compare_exchange_strong(&b->fail, &ok, SMART_EFENCED);
+		ctx->tp->remote_fail(b->remote);
+	}
+	if (!atomic_compare_exchange_strong(&ctx->fenced, &zero, 1))
+		return;
+	smart__err(&ctx->log, "this client is fenced (%s): every op fails "
+		   "with SMART_EFENCED; destroy the ctx and start anew", why);
+	ctx->svc->fenced(ctx);
+}
+
+
+int smart_ctx_technique(const smart_ctx_t *ctx, enum smart_technique t)
+{
+	return ctx && (ctx->o.techniques & (int)t) ? 1 : 0;
+}
+
+const char *smart_ctx_techniques(const smart_ctx_t *ctx)
+{
+	return ctx ? ctx->tech_names : "";
+}
+
+/* The accessors of runtime/service.h. */
+struct smart__log *smart__ctx_log(struct smart_ctx *ctx)
+{
+	return &ctx->log;
+}
+
+const struct smart__clock *smart__ctx_clock(const struct smart_ctx *ctx)
+{
+	return &ctx->clock;
+}
+
+const struct smart_tp_ops *smart__ctx_tp(const struct smart_ctx *ctx)
+{
+	return ctx->tp;
+}
+
+struct smart_tp_domain *smart__ctx_domain(const struct smart_ctx *ctx)
+{
+	return ctx->dom;
+}
+
+const struct smart_tp_caps *smart__ctx_caps(const struct smart_ctx *ctx)
+{
+	return &ctx->caps;
+}
+
+void smart__ctx_lock(struct smart_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+}
+
+void smart__ctx_unlock(struct smart_ctx *ctx)
+{
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+const char *smart__ctx_secret(const struct smart_ctx *ctx, size_t *len)
+{
+	*len = ctx->secret_len;
+	return ctx->secret;
 }

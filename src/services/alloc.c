@@ -26,7 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc_int.h"
+#include "services/alloc_int.h"
+#include "services/svc.h"
 #include "util/mutant.h"
 #include "wire/superblock.h"
 

@@ -21,7 +21,7 @@
  */
 #include <stdio.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 
 #define TUNER_UNLIMITED SMART_TUNER_UNLIMITED
 #define TUNER_KEEP_INF 1.05

@@ -42,8 +42,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "core/lease.h"
+#include "runtime/core.h"
+#include "services/lease.h"
+#include "services/svc.h"
 #include "util/mutant.h"
 #include "wire/services.h"
 

@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 
 typedef struct {
 	smart__fctx_t fctx;
@@ -199,7 +199,7 @@ static void task_entry(smart__transfer_t tr)
 		smart__warn(&w->ctx->log, "a task returned inside "
 			    "smart_epoch_enter(): left for it");
 		t->ebr_depth = 1;
-		smart_epoch_exit(w);
+		w->ctx->svc->task_left_epoch(w);
 	}
 	/* Ops the task left queued or in flight are finished for it, so
 	 * that no completion can reach a recycled task. */

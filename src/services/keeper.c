@@ -28,9 +28,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "core/bootstrap.h"
-#include "core/core.h"
-#include "core/lease.h"
+#include "runtime/bootstrap.h"
+#include "runtime/core.h"
+#include "services/lease.h"
+#include "services/svc.h"
 #include "util/thread.h"
 
 #define KEEPER_ORPHAN_MS 5	/* retry period while orphans are left */

@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/bootstrap.h"
-#include "core/core.h"
-#include "core/lease.h"
+#include "runtime/bootstrap.h"
+#include "runtime/core.h"
 #include "util/mutant.h"
 
 int smart__wc_status(int st)
@@ -250,7 +249,7 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 	 * (retired here, or by another worker of a shared group, which left
 	 * a healthy new one here): announce again */
 	if (!rc && (retired || (w->qp[b->id] && w->qp[b->id] != qp)))
-		smart__ebr_qp_new(w, b->id);
+		w->ctx->svc->qp_new(w, b->id);
 	/* Never leave a retired (soon freed) QP in the cache. */
 	w->qp[b->id] = rc ? NULL : qp;
 	if (!rc)
@@ -579,8 +578,7 @@ int smart_worker_destroy(smart_worker_t *w)
 	ctx = w->ctx;
 	/* give the blades back what this worker holds (remote ops, from the
 	 * main context), then the registered buffers */
-	smart__ebr_destroy(w);
-	smart__ralloc_destroy(w);
+	ctx->svc->worker_destroy(w);
 	smart__tasks_destroy(w);
 	smart__task_fini_slot(w, &w->main_task);
 	smart__bufcache_flush(w);
@@ -608,4 +606,30 @@ smart_ctx_t *smart_worker_ctx(const smart_worker_t *w)
 int smart_worker_index(const smart_worker_t *w)
 {
 	return w ? w->index : -1;
+}
+
+/* The accessors of runtime/service.h. */
+struct smart_ctx *smart__worker_ctx(const struct smart_worker *w)
+{
+	return w->ctx;
+}
+
+uint64_t smart__worker_now(const struct smart_worker *w)
+{
+	return w->now;
+}
+
+struct smart__task *smart__worker_task(const struct smart_worker *w)
+{
+	return w->cur;
+}
+
+int smart__worker_internal(const struct smart_worker *w)
+{
+	return w->internal;
+}
+
+int smart__worker_npollers(const struct smart_worker *w)
+{
+	return w->npollers;
 }

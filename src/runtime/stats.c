@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
-#include "core/lease.h"
+#include "runtime/core.h"
 
 static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_READS] = "reads",
@@ -117,7 +116,7 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 		out->retry_hist[i] = ctx->retired_retry_hist[i];
 	for (w = ctx->workers; w; w = w->next)
 		sum_worker(out, h, w);
-	smart__keeper_stats(ctx, out->c);
+	ctx->svc->stats(ctx, out->c);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ctx->tp->domain_stats) {
 		struct smart_tp_stats ts = { 0 };

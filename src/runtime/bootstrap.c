@@ -22,7 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "core/bootstrap.h"
+#include "runtime/bootstrap.h"
 #include "smart/status.h"
 #include "util/compiler.h"
 #include "smart/secret.h"

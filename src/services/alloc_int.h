@@ -10,7 +10,7 @@
 #ifndef SMART_CORE_ALLOC_INT_H
 #define SMART_CORE_ALLOC_INT_H
 
-#include "core/core.h"
+#include "runtime/core.h"
 #include "wire/services.h"
 
 #define RA_MIN_SHIFT	4		/* smallest class: 16 bytes */

@@ -15,7 +15,7 @@
  */
 #include <string.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 #include "util/mutant.h"
 
 static inline int cnt_sub(_Atomic int *c, int v, int shared)
@@ -152,9 +152,9 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 		set_error(t, rc);
 		return;
 	}
-	/* a reclamation announcement rides in front (epoch.c) */
+	/* a reclamation announcement rides in front (the chain-prelude) */
 	if (smart_unlikely(w->ebr_dirty))
-		smart__ebr_prepend(w, c);
+		w->ctx->svc->chain_prelude(w, c);
 	n = c->n;
 	c->n = 0;
 	if (!n)
@@ -179,7 +179,7 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 		cnt_add(&qp->outstanding, -n, w->group->shared);
 		set_error(t, rc);
 		/* an announcement prepended to these WRs did not go out */
-		smart__ebr_qp_new(w, c->blade);
+		w->ctx->svc->qp_new(w, c->blade);
 		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 		if (w->throttle)
 			smart__credit_add(w, n);

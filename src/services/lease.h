@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 #include "wire/services.h"
 
 /* What this ctx knows about the lease table of one blade.  The keeper
@@ -42,33 +42,11 @@ void smart__lease_fini(struct smart_ctx *ctx, struct smart_worker *w);
 /* ctx->lease_until = the earliest deadline over the live blades. */
 void smart__lease_recompute(struct smart_ctx *ctx);
 
-/* This ctx is fenced (any thread): every op fails with SMART_EFENCED,
- * queued WRs never execute (shm), the keeper renews nothing more. */
-void smart__ctx_fence(struct smart_ctx *ctx, const char *why);
-
 /* Has our own lease run out (self-fencing)? */
 static inline int smart__lease_expired(const struct smart_ctx *ctx)
 {
 	return smart__lease_now(&ctx->clock) >
 	       atomic_load_explicit(&ctx->lease_until, memory_order_relaxed);
-}
-
-/* The same with the TSC just read (the worker's poll): no second clock
- * read where the lease clock is the TSC, and none at all while the ctx
- * holds no lease (UINT64_MAX: no blade, e.g. a messaging-only ctx).
- * Where the TSC is not invariant the lease clock is clock_gettime, a
- * system call when the kernel's clocksource is not the TSC (hpet, as in
- * the TCG guests of tests/vm): once per poll it took over a third of a
- * messaging poll loop's CPU there (perf: read_hpet alone 18%). */
-static inline int smart__lease_expired_at(const struct smart_ctx *ctx,
-					  uint64_t tsc)
-{
-	uint64_t until = atomic_load_explicit(&ctx->lease_until,
-					      memory_order_relaxed);
-
-	if (until == UINT64_MAX)
-		return 0;
-	return (ctx->clock.use_tsc ? tsc : smart__mono_ns()) > until;
 }
 
 /* keeper.c */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 
 enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_TIME, OPT_QPMODE, OPT_HUGE,
 		OPT_LOGLEVEL, OPT_TRANSPORT, OPT_TECH, OPT_GIDTYPE };

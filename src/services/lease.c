@@ -27,7 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/lease.h"
+#include "services/lease.h"
+#include "services/svc.h"
 #include "util/mutant.h"
 
 /* Slots one read of the lease table covers: with the 64-byte header,
@@ -83,31 +84,6 @@ void smart__lease_recompute(struct smart_ctx *ctx)
 		}
 	}
 	atomic_store(&ctx->lease_until, min);
-}
-
-/* Every caller does the stopping itself, before anything else: a second
- * thread that finds the flag already set must not go on executing WRs
- * while the first is still on its way (it may be logging). */
-void smart__ctx_fence(struct smart_ctx *ctx, const char *why)
-{
-	int i, zero = 0, n = atomic_load(&ctx->nblade_list);
-
-	atomic_store(&ctx->lease_until, 0);
-	for (i = 0; i < n; i++) {
-		struct smart__blade *b = smart__blade_get(ctx,
-							  ctx->blade_list[i]);
-		int ok = 0;
-
-		if (!b)
-			continue;
-		atomic_compare_exchange_strong(&b->fail, &ok, SMART_EFENCED);
-		ctx->tp->remote_fail(b->remote);
-	}
-	if (!atomic_compare_exchange_strong(&ctx->fenced, &zero, 1))
-		return;
-	smart__err(&ctx->log, "this client is fenced (%s): every op fails "
-		   "with SMART_EFENCED; destroy the ctx and start anew", why);
-	smart__keeper_kick(ctx);
 }
 
 static smart_gaddr_t lease_ga(const struct smart__blade *b, unsigned slot)

@@ -18,7 +18,7 @@
  * worker's other tasks and the completions keep going.  Admission is a
  * FIFO of parked tasks; an ending operation hands its slot to the head.
  */
-#include "core/core.h"
+#include "runtime/core.h"
 
 #define BO_C0		SMART_BACKOFF_C0
 #define BO_SHIFT_MAX	SMART_BACKOFF_SHIFT_MAX
@@ -240,14 +240,4 @@ void smart_backoff_end(smart_worker_t *w)
 		bo->active++;
 		smart__task_unpark(w, next);
 	}
-}
-
-int smart_ctx_technique(const smart_ctx_t *ctx, enum smart_technique t)
-{
-	return ctx && (ctx->o.techniques & (int)t) ? 1 : 0;
-}
-
-const char *smart_ctx_techniques(const smart_ctx_t *ctx)
-{
-	return ctx ? ctx->tech_names : "";
 }

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 
 #define POOL_MIN_SHIFT 6
 #define POOL_NO_BLOCK  0xff

@@ -29,6 +29,7 @@
 #include "smart/smart.h"
 #include "smart/backoff.h"
 #include "smart/hook.h"
+#include "runtime/service.h"
 #include "transport/transport.h"
 #include "util/clock.h"
 #include "util/compiler.h"
@@ -155,6 +156,7 @@ struct smart__group {
 };
 
 struct smart_ctx {
+	const struct smart__svc *svc;	/* the services' hooks */
 	struct smart__optvals o;
 	struct smart__log log;
 	struct smart__clock clock;
@@ -213,6 +215,25 @@ struct smart_ctx {
 	uint64_t retired_retry_hist[SMART_RETRY_HIST];
 	smart_hist_t *retired_hist;
 };
+
+/* Has our own lease run out, the TSC just read (the worker's poll)?  No
+ * second clock read where the lease clock is the TSC, and none at all
+ * while the ctx holds no lease (UINT64_MAX: no blade, e.g. a messaging-
+ * only ctx).  Where the TSC is not invariant the lease clock is
+ * clock_gettime, a system call when the kernel's clocksource is not the
+ * TSC (hpet, as in the TCG guests of tests/vm): once per poll it took
+ * over a third of a messaging poll loop's CPU there (perf: read_hpet
+ * alone 18%).  lease_until is the services' (leases), read here. */
+static inline int smart__lease_expired_at(const struct smart_ctx *ctx,
+					  uint64_t tsc)
+{
+	uint64_t until = atomic_load_explicit(&ctx->lease_until,
+					      memory_order_relaxed);
+
+	if (until == UINT64_MAX)
+		return 0;
+	return (ctx->clock.use_tsc ? tsc : smart__mono_ns()) > until;
+}
 
 struct smart__task;
 
@@ -300,9 +321,7 @@ struct smart__task {
 
 struct smart__ralloc;
 
-/* A poller of a layer above the core (the messaging endpoint): run by
- * every smart__worker_poll after the worker's own CQ, on the worker's
- * thread; returns the events it handled (> 0: the worker is not idle). */
+/* A poller of a layer above (runtime/service.h). */
 #define SMART_WORKER_POLLERS 4
 struct smart__poller {
 	int (*fn)(struct smart_worker *w, void *arg);
@@ -402,19 +421,7 @@ static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
 	return atomic_load_explicit(&ctx->blades[id], memory_order_acquire);
 }
 
-/* worker.c */
-int smart__worker_poll(struct smart_worker *w);
-int smart__worker_wait_poll(struct smart_worker *w);
-/* 1 when only an event of a layer above can give w work (worker.c). */
-int smart__worker_idle(const struct smart_worker *w, uint64_t *wake_at);
-/* Add or remove a poller (owner thread; SMART_EBUSY when all slots are
- * taken; removing one not added does nothing). */
-int smart__worker_poller_add(struct smart_worker *w,
-			     int (*fn)(struct smart_worker *, void *),
-			     void *arg);
-void smart__worker_poller_del(struct smart_worker *w,
-			      int (*fn)(struct smart_worker *, void *),
-			      void *arg);
+/* worker.c (the poll and the pollers: runtime/service.h) */
 /* internal: a worker of the library's own (the keeper's), outside the
  * ctx's list, its stats and its worker count */
 int smart__worker_create(struct smart_ctx *ctx, int internal,
@@ -447,23 +454,6 @@ int smart__group_get(struct smart_ctx *ctx, int worker_index,
 		     struct smart__group **out);
 void smart__group_put(struct smart__group *g);
 
-/* The keeper's worker waits without holding a CPU: it may run at a real-
- * time priority, and a dead verbs peer takes a whole retry budget to
- * answer (keeper.c). */
-static inline void smart__idle_pause(void)
-{
-	struct timespec ts = { 0, 20000 };
-
-	nanosleep(&ts, NULL);
-}
-
-/* epoch.c */
-struct smart__chain;
-void smart__ebr_prepend(struct smart_worker *w, struct smart__chain *c);
-void smart__ebr_qp_new(struct smart_worker *w, uint16_t blade);
-void smart__ebr_destroy(struct smart_worker *w);
-size_t smart__ebr_orphans(struct smart_ctx *ctx, struct smart_worker *kw);
-
 /* ops.c: post the task's chain to a blade now, even an empty one (so that
  * a dirty announcement goes out), without waiting */
 void smart__post_blade(struct smart_worker *w, struct smart__task *t,
@@ -473,8 +463,6 @@ void smart__post_blade(struct smart_worker *w, struct smart__task *t,
 void smart__scratch_fini(struct smart_worker *w, struct smart__task *t);
 
 /* task.c */
-void smart__task_wait(struct smart_worker *w, struct smart__task *t);
-void smart__task_wake(struct smart_worker *w, struct smart__task *t);
 int smart__task_init_slot(struct smart_worker *w, struct smart__task *t);
 void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t);
 void smart__tasks_destroy(struct smart_worker *w);
@@ -534,11 +522,6 @@ static inline int smart__pool_owns(const struct smart_ctx *ctx, const void *p,
 	return a >= base && a - base < ctx->pool->len &&
 	       len <= ctx->pool->len - (a - base);
 }
-
-/* alloc.c */
-void smart__ralloc_destroy(struct smart_worker *w);
-/* bytes the worker holds for reuse on a blade (the keeper reports them) */
-uint64_t smart__ralloc_cached(struct smart_worker *w, uint16_t blade);
 
 /* options.c */
 void smart__opts_defaults(struct smart__optvals *v);

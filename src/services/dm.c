@@ -15,7 +15,7 @@
  * overlaps no other live run; a free of a run not wholly allocated changes
  * nothing (a double free would hand the run out twice).
  */
-#include "core/core.h"
+#include "runtime/core.h"
 #include "smart/alloc.h"
 #include "util/mutant.h"
 #include "wire/superblock.h"
