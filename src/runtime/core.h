@@ -39,7 +39,6 @@
 #define SMART_TASK_BATCHES 8
 #define SMART_TASK_BOUNCES 64
 #define SMART_OP_MAX_LEN   (UINT32_C(1) << 30)
-#define SMART_POLL_BATCH   32
 #define SMART_RETRY_HIST   17	/* retries per op: 0..15, 16 = more */
 
 enum smart__qp_mode {

@@ -35,6 +35,10 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/* Completions a poll takes from a CQ at once (the worker's, an
+ * endpoint's). */
+#define SMART_POLL_BATCH 32
+
 struct smart__blade;
 struct smart__chain;
 struct smart__task;
@@ -104,6 +108,9 @@ int smart__worker_poller_add(struct smart_worker *w,
 void smart__worker_poller_del(struct smart_worker *w,
 			      int (*fn)(struct smart_worker *, void *),
 			      void *arg);
+/* 1 when a poller with this function is registered (any arg). */
+int smart__worker_poller_has(const struct smart_worker *w,
+			     int (*fn)(struct smart_worker *, void *));
 
 /* Tasks (task.c): the calling task waits until woken; wake one. */
 void smart__task_wait(struct smart_worker *w, struct smart__task *t);

@@ -633,3 +633,12 @@ int smart__worker_npollers(const struct smart_worker *w)
 {
 	return w->npollers;
 }
+
+int smart__worker_poller_has(const struct smart_worker *w,
+			     int (*fn)(struct smart_worker *, void *))
+{
+	for (int i = 0; i < w->npollers; i++)
+		if (w->pollers[i].fn == fn)
+			return 1;
+	return 0;
+}
