@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kit.h"
+#include "tool.h"
 #include "kit_int.h"
 
 #define FLAGS_MAX 96

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kit.h"
+#include "tool.h"
 
 #define C struct kit_common
 const struct kit_flag kit_common_flags[] = {

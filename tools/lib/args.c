@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kit.h"
+#include "tool.h"
 #include "kit_int.h"
 
 void kit_bad(const char *tool, const char *flag, const char *value,

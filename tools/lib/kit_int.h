@@ -7,7 +7,7 @@
 #ifndef SMART_KIT_INT_H
 #define SMART_KIT_INT_H
 
-#include "kit.h"
+#include "tool.h"
 
 /* Check v against flag f (its type, range, choices or the library's
  * option table) and store it at base + f->off; kit_bad() when it does
