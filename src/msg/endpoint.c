@@ -160,6 +160,7 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		     smart_rpc_t **out)
 {
+	const struct smart_tp_caps *caps;
 	struct smart_rpc *rpc;
 	int rc;
 
@@ -167,7 +168,8 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		return SMART_EINVAL;
 	if (smart__worker_poller_has(w, smart__rpc_poll))
 		return SMART_EBUSY;
-	if (!smart__ctx_caps(smart__worker_ctx(w))->max_recv_wr)
+	caps = smart__ctx_caps(smart__worker_ctx(w));
+	if (!caps->max_recv_wr)
 		return SMART_ENOTSUP;
 	rpc = calloc(1, sizeof(*rpc));
 	if (!rpc)
@@ -180,11 +182,13 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	rpc->w = w;
 	rpc->ctx = smart__worker_ctx(w);
 	rpc->tp = smart__ctx_tp(rpc->ctx);
+	rpc->dom = smart__ctx_domain(rpc->ctx);
+	rpc->log = smart__ctx_log(rpc->ctx);
 	rpc->lfd = rpc->pfd = rpc->hfd = rpc->sfd = rpc->efd = rpc->tfd = -1;
-	rpc->passes_fds = smart__ctx_caps(rpc->ctx)->peer_fd;
+	rpc->passes_fds = caps->peer_fd;
 	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
-	if (rpc->msg_len > smart__ctx_caps(rpc->ctx)->max_msg ||
-	    rpc->cfg.window + RPC_EXTRA > smart__ctx_caps(rpc->ctx)->max_recv_wr) {
+	if (rpc->msg_len > caps->max_msg ||
+	    rpc->cfg.window + RPC_EXTRA > caps->max_recv_wr) {
 		free(rpc);
 		return SMART_EINVAL;
 	}
@@ -225,7 +229,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	}
 	/* with an event descriptor: event mode (event.c) and, on shm, the
 	 * peers' senders wake this endpoint through it */
-	rc = rpc->tp->cq_create(smart__ctx_domain(rpc->ctx), 1024, SMART_TP_CQ_EVENTS,
+	rc = rpc->tp->cq_create(rpc->dom, 1024, SMART_TP_CQ_EVENTS,
 				&rpc->cq);
 	if (rc)
 		goto fail;

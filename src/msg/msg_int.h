@@ -265,6 +265,9 @@ struct smart_rpc {
 	struct smart_worker *w;
 	struct smart_ctx *ctx;
 	const struct smart_tp_ops *tp;
+	/* the ctx's, fixed from creation on (runtime/service.h) */
+	struct smart_tp_domain *dom;
+	struct smart__log *log;
 	struct smart_rpc_cfg cfg;
 	struct smart_tp_cq *cq;
 	int passes_fds;		/* shm: QP descriptors go with the blobs */

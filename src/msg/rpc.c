@@ -691,8 +691,8 @@ static void trace_handler(struct smart_rpc_conn *c,
 			  const void *payload)
 {
 	struct smart_rpc *rpc = c->rpc;
-	uint64_t found = h->flags & SMART_MSG_F_RNDV ? c->rin.t_start
-						     : smart__worker_now(rpc->w);
+	uint64_t found = h->flags & SMART_MSG_F_RNDV ?
+			 c->rin.t_start : smart__worker_now(rpc->w);
 	uint64_t t0 = smart__rdtsc(), t1;
 	struct smart_rpc_trace t = {
 		.id = h->call, .op = h->op, .side = SMART_RPC_TRACE_HANDLER,
@@ -1172,7 +1172,7 @@ static int conn_make(struct smart_rpc *rpc, int accepted,
 	a.max_send_wr = c->window + RPC_SQ_SLACK;
 	a.max_recv_wr = c->nrecv;
 	a.max_msg = c->msg_len;
-	rc = rpc->tp->qp_create(smart__ctx_domain(rpc->ctx), rpc->cq, &a, &c->qp);
+	rc = rpc->tp->qp_create(rpc->dom, rpc->cq, &a, &c->qp);
 	if (rc)
 		goto fail;
 	for (uint32_t i = 0; i < c->nrecv; i++)
@@ -1301,7 +1301,7 @@ static void conn_fail(struct smart_rpc_conn *c, int err, const char *why)
 	c->state = RPC_C_FAILED;
 	if (why) {
 		rpc->past.conns_failed++;
-		smart__warn(smart__ctx_log(rpc->ctx), "rpc: connection %u (%s) closed: %s",
+		smart__warn(rpc->log, "rpc: connection %u (%s) closed: %s",
 			    c->index, c->peer, why);
 	}
 	for (struct rpc_call *k = rpc->live_calls; k; k = k->next)

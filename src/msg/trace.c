@@ -2,8 +2,9 @@
  * Tracing of the messaging layer (include/smart/rpc.h): sampled per-call
  * records kept in a ring per endpoint, the endpoint's conversions
  * between TSC cycles and nanoseconds, and its counters (a connection's,
- * the endpoint's sum, the live connections).  The data path pays one counter increment per call and,
- * for a traced call, a few TSC reads and one record copied here.
+ * the endpoint's sum, the live connections).  The data path pays one
+ * counter increment per call and, for a traced call, a few TSC reads and
+ * one record copied here.
  *
  * Invariant: rpc->ntraces counts every record ever added; the ring holds
  * the newest RPC_TRACES of them.
@@ -12,7 +13,9 @@
 
 uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles)
 {
-	return (uint64_t)((double)cycles / smart__ctx_clock(rpc->ctx)->cycles_per_ns);
+	double per_ns = smart__ctx_clock(rpc->ctx)->cycles_per_ns;
+
+	return (uint64_t)((double)cycles / per_ns);
 }
 
 uint64_t smart__rpc_cycles(const struct smart_rpc *rpc, double ns)
@@ -77,7 +80,7 @@ int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
 	if (rpc->tp->domain_stats) {
 		struct smart_tp_stats ts = { 0 };
 
-		rpc->tp->domain_stats(smart__ctx_domain(rpc->ctx), &ts);
+		rpc->tp->domain_stats(rpc->dom, &ts);
 		out->rnr_waits = ts.rnr_waits;
 	}
 	return 0;
