@@ -4,6 +4,11 @@
  * bootstrap and attaches its region.  Everything here is slow path and
  * serialised by ctx->lock; workers read the blade table lock-free (entries
  * are published once with release and never change until destruction).
+ *
+ * The services (keeper, leases) are reached only through the hooks the ctx
+ * was created with (ctx->svc, runtime/service.h), at the points their
+ * comments name.  The fence (smart__ctx_fence) is here: it is the ctx's
+ * state, set once for good, whoever finds the reason.
  */
 #include <stdlib.h>
 #include <string.h>

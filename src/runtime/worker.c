@@ -8,6 +8,10 @@
  * bootstrap session and connects it.  A broken QP is retired, not freed,
  * until every WR posted on it has completed (with a flush error), so no
  * completion ever points at freed memory.
+ *
+ * A worker also runs the pollers of the layers above (runtime/service.h)
+ * after its own CQ, and answers their questions about it (the accessors
+ * at the end) so that they need not see its struct.
  */
 #include <sched.h>
 #include <stdlib.h>
