@@ -64,22 +64,22 @@ struct smart__svc {
 	/* The ctx was just fenced (smart__ctx_fence, any thread, once). */
 	void (*fenced)(struct smart_ctx *ctx);
 	/* w is being destroyed: give back what the services hold for it,
-	 * with remote ops from w's main context (owner thread; its tasks
-	 * are gone, its QPs still work). */
+	 * with remote ops from w's main context (owner thread; no task of
+	 * w is live, its QPs still work). */
 	void (*worker_destroy)(struct smart_worker *w);
 	/* What went out on w's QP to blade may be lost (a new or repaired
 	 * QP, a failed post): state announced through it is announced
 	 * again (owner thread). */
 	void (*qp_new)(struct smart_worker *w, uint16_t blade);
 	/* The chain-prelude: w->ebr_dirty is set and c is about to be
-	 * posted; the hook may put WRs in front of c's (owner thread; it
-	 * must leave room: c holds at most chain_max WRs). */
+	 * posted; the hook may put up to 2 WRs in front of c's (owner
+	 * thread; a chain has room for chain_max + 2, task.c). */
 	void (*chain_prelude)(struct smart_worker *w, struct smart__chain *c);
 	/* A task returned still inside an epoch section (owner thread, the
 	 * task's own context): leave it. */
 	void (*task_left_epoch)(struct smart_worker *w);
-	/* Add the services' counters to a stats snapshot (ctx->lock held:
-	 * no runtime lock may be taken). */
+	/* Add the services' counters to a stats snapshot (any thread,
+	 * ctx->lock held: the hook must not take it). */
 	void (*stats)(struct smart_ctx *ctx, uint64_t *c);
 };
 
