@@ -6,9 +6,11 @@
 #  - an undefined smart__ symbol (internal) defined in a layer outside the
 #    user's allowed set: itself and the layers it may use.
 # A symbol a member of the same archive defines, or none of the archives
-# (libc, libsodium, ...), is fine.
+# (libc, libsodium, ...), is fine.  A dependency written DEP@HEADER allows
+# only the smart__ symbols that HEADER declares (msg uses the runtime
+# through runtime/service.h alone).
 #
-# usage: layer-check.sh NM LAYER=ARCHIVE=DEP,DEP... ...   (bottom up)
+# usage: layer-check.sh NM LAYER=ARCHIVE=DEP[@HEADER],... ...   (bottom up)
 # e.g.   layer-check.sh nm util=libsmart_util.a= wire=libsmart_wire.a=util
 # Prints one line per violation and exits 1 if there is any; else prints
 # what it checked and exits 0.
@@ -17,7 +19,7 @@ nm=$1
 shift
 [ $# -gt 0 ] || { echo "usage: $0 NM LAYER=ARCHIVE=DEPS..." >&2; exit 2; }
 
-declare -A rank allowed def
+declare -A rank allowed def only
 names=()
 i=0
 for spec in "$@"; do
@@ -25,7 +27,17 @@ for spec in "$@"; do
 	[ -f "$ar" ] || { echo "layer-check: no archive $ar" >&2; exit 2; }
 	names+=("$name")
 	rank[$name]=$i
-	allowed[$name]=" $name ${deps//,/ } "
+	allowed[$name]=" $name "
+	for dep in ${deps//,/ }; do
+		if [[ $dep == *@* ]]; then	# only what the header declares
+			h=${dep#*@}
+			dep=${dep%%@*}
+			[ -f "$h" ] || { echo "layer-check: no header $h" >&2; exit 2; }
+			only[$name:$dep]=" $(grep -o 'smart__[a-z0-9_]*[[:space:]]*(' "$h" |
+				tr -d '( \t' | sort -u | tr '\n' ' ') "
+		fi
+		allowed[$name]+="$dep "
+	done
 	archive[$i]=$ar
 	i=$((i + 1))
 done
@@ -59,6 +71,11 @@ for name in "${names[@]}"; do
 		     [[ ${allowed[$name]} != *" $owner "* ]]; then
 			echo "layer-check: $name uses internal $sym of $owner," \
 			     "not one of its layers (${allowed[$name]# })"
+			bad=1
+		elif [[ $sym == smart__* ]] && [ -n "${only[$name:$owner]:-}" ] &&
+		     [[ ${only[$name:$owner]} != *" $sym "* ]]; then
+			echo "layer-check: $name uses internal $sym of $owner," \
+			     "not declared by the header it may use"
 			bad=1
 		fi
 	done < <("$nm" -u "${archive[$r]}" 2>/dev/null |

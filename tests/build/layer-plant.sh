@@ -10,6 +10,8 @@
 #  3. runtime calls smart__ebr_prepend (services: the core cycle back)
 #  4. msg calls smart__keeper_kick (services, internal: below msg, but not
 #     one of msg's layers)
+#  5. msg calls smart__worker_qp_slow (runtime, internal, one of msg's
+#     layers but not declared by runtime/service.h, all msg may use of it)
 #
 # usage: layer-plant.sh CC AR NM SRCDIR LAYER=ARCHIVE=DEPS...
 set -euo pipefail
@@ -61,4 +63,5 @@ plant 1 util smart_ht_delete "util uses smart_ht_delete of ds, a layer above it"
 plant 2 util smart__worker_poll "util uses smart__worker_poll of runtime, a layer above it"
 plant 3 runtime smart__ebr_prepend "runtime uses smart__ebr_prepend of services, a layer above it"
 plant 4 msg smart__keeper_kick "msg uses internal smart__keeper_kick of services, not one of its layers"
-echo "ok: 4 plants refused; unplanted: $(cat "$tmp/clean.out")"
+plant 5 msg smart__worker_qp_slow "msg uses internal smart__worker_qp_slow of runtime, not declared by the header it may use"
+echo "ok: 5 plants refused; unplanted: $(cat "$tmp/clean.out")"
