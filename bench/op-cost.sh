@@ -12,7 +12,7 @@
 # layers are sums of functions' own counts, and "other" is what is left.  Each function's own (exclusive)
 # instructions go to the layer of the file they were compiled from:
 #   app        tools/, bench/ (smart-perf's task loop, its kit)
-#   core       src/core/, include/smart/ (public inlines), Boost.Context's
+#   core       src/runtime/, src/services/, include/smart/ (public inlines), Boost.Context's
 #              jump_fcontext (the task switch)
 #   transport  src/transport/ (shm: the NIC's work done by the CPU)
 #   util       src/util/ (clock, RNG - the benchmark's random offsets
@@ -89,7 +89,7 @@ layers() {
 			f = $0; sub(/^ *[0-9,]+ +\([^)]*\) +/, "", f)
 			if (f ~ /jump_fcontext|make_fcontext|ontop_fcontext/) l = "core"
 			else if (f ~ /(^|\/)(tools|bench)\//) l = "app"
-			else if (f ~ /layer-include\/[a-z]+\/core\/|(^|\/)src\/core\/|(^|\/)include\/smart\//) l = "core"
+			else if (f ~ /layer-include\/[a-z]+\/(runtime|services)\/|(^|\/)src\/(runtime|services)\/|(^|\/)include\/smart\//) l = "core"
 			else if (f ~ /layer-include\/[a-z]+\/transport\/|(^|\/)src\/transport\//) l = "transport"
 			else if (f ~ /util\/rng\.c|util\/rng\.h/) l = "rng"
 			else if (f ~ /layer-include\/[a-z]+\/util\/|(^|\/)src\/util\//) l = "util"

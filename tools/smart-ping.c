@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kit.h"
+#include "tool.h"
 #include "smart/rpc.h"
 
 #define TOOL "smart-ping"

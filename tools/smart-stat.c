@@ -34,7 +34,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "kit.h"
+#include "tool.h"
 #include "smart/rpc.h"
 
 #define TOOL "smart-stat"

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kit.h"
+#include "tool.h"
 
 #define TOOL "smartd"
 

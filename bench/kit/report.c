@@ -126,22 +126,6 @@ void kit_rec_library(struct kit_rec *r, const smart_stats_t *st)
 		    (unsigned long long)st->db_contended);
 }
 
-void kit_json_str(const char *s, FILE *f)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch >= 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
 void kit_rec_json(const struct kit_rec *r, FILE *f)
 {
 	int i;
@@ -191,30 +175,3 @@ int kit_rec_csv(const struct kit_rec *r, const struct kit_col *cols,
 	return 0;
 }
 
-void kit_usage_format(const struct smart_alloc_usage *u, char *buf, size_t n)
-{
-	const double mib = 1024.0 * 1024.0;
-	int k = snprintf(buf, n, "%.1f MiB: %.1f used, %.1f free (%.1f fresh "
-			 "+ %.1f on the free lists), %.1f cached by %u "
-			 "client%s", (double)u->size / mib, (double)u->used /
-			 mib, (double)u->free / mib, (double)u->unclaimed /
-			 mib, (double)u->pooled / mib, (double)u->cached /
-			 mib, u->clients, u->clients == 1 ? "" : "s");
-
-	if (u->fenced && k > 0 && (size_t)k < n)
-		snprintf(buf + k, n - (size_t)k, ", %u fenced", u->fenced);
-}
-
-void kit_usage_print(const char *prefix, int rc,
-		     const struct smart_alloc_usage *u)
-{
-	char line[256];
-
-	if (rc)
-		printf("%s: %s\n", prefix, smart_strerror(rc));
-	else {
-		kit_usage_format(u, line, sizeof(line));
-		printf("%s: %s\n", prefix, line);
-	}
-	fflush(stdout);
-}

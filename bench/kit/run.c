@@ -36,15 +36,6 @@
 
 #define NS_PER_S 1000000000ull
 
-void kit_sleep(double secs)
-{
-	struct timespec ts = { (time_t)secs,
-			       (long)((secs - (double)(time_t)secs) * 1e9) };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 static void stop_set(sigset_t *set)
 {
 	sigemptyset(set);

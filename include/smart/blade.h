@@ -79,6 +79,8 @@ struct smart_blade_config {
 };
 
 #define SMART_LEASE_MS_DEFAULT	2000
+/* the range a client checks the blade's lease against too (the library
+ * asserts these equal its wire limits) */
 #define SMART_LEASE_MS_MIN	10
 #define SMART_LEASE_MS_MAX	600000
 

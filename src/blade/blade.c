@@ -30,7 +30,15 @@
 #include "smart/status.h"
 #include "util/compiler.h"
 #include "util/sockio.h"
+#include "wire/limits.h"
 #include "wire/services.h"
+
+/* The public names of the limits a client checks too (wire/limits.h). */
+_Static_assert(SMART_LEASE_MS_MIN == SMART_WIRE_LEASE_MS_MIN &&
+	       SMART_LEASE_MS_MAX == SMART_WIRE_LEASE_MS_MAX &&
+	       SMART_BLADE_ID_MAX == SMART_WIRE_BLADE_ID_MAX &&
+	       SMART_GADDR_DM == SMART_WIRE_REGION_MAX,
+	       "smart/blade.h and smart/gaddr.h re-export wire/limits.h");
 
 #define BLADE_MAX_CLIENTS_LIMIT 65536
 #define BLADE_TIMEOUT_LIMIT_MS 3600000
@@ -60,7 +68,8 @@ static int config_check(const struct smart_blade_config *c,
 	    c->chunk_size < (1u << SMART_CHUNK_SHIFT_MIN) ||
 	    c->chunk_size > (1u << SMART_CHUNK_SHIFT_MAX))
 		why = "chunk size must be a power of two from 4 KiB to 1 GiB";
-	else if (c->size < (UINT64_C(1) << 20) || c->size > (UINT64_C(1) << 47)
+	else if (c->size < SMART_WIRE_REGION_MIN ||
+		 c->size > SMART_WIRE_REGION_MAX
 		 || c->size > SIZE_MAX || c->size / c->chunk_size <
 		 smart_sb_first_chunk((uint32_t)__builtin_ctz(c->chunk_size)) + 1)
 		why = "size must be 1 MiB..128 TiB and hold the blade's own "
@@ -72,7 +81,7 @@ static int config_check(const struct smart_blade_config *c,
 	else if (c->lease_ms < SMART_LEASE_MS_MIN ||
 		 c->lease_ms > SMART_LEASE_MS_MAX)
 		why = "lease_ms must be 10..600000";
-	else if (c->id > 1023)
+	else if (c->id > SMART_WIRE_BLADE_ID_MAX)
 		why = "blade id must be 0..1023";
 	else if (c->hugepages < -1 || c->hugepages > 1)
 		why = "hugepages must be -1, 0 or 1";

@@ -1,7 +1,8 @@
 /*
  * The messaging endpoint as an object (include/smart/rpc.h): its settings,
- * creation and teardown, handlers, dialing and counters.  The data path
- * is rpc.c's, handshakes peer.c's, registered memory slab.c's.
+ * creation and teardown, handlers, dialing and counters, and its tick (the
+ * poller its worker runs).  The data path is rpc.c's, handshakes peer.c's,
+ * registered memory slab.c's.
  *
  * Invariant: an endpoint is on its worker's poller list from create to
  * destroy, and destroy is refused while anything waits on it.
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "msg/msg_int.h"
+#include "util/mutant.h"
 
 static int cfg_fill(const struct smart_rpc_cfg *in, struct smart_rpc_cfg *o)
 {
@@ -80,18 +82,94 @@ static void ping_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	smart_rpc_reply(q, 0, d, n);
 }
 
+/* ---- the tick ----------------------------------------------------------- */
+
+/* The endpoint was not polled for longer than slow_poll_us (X-RDMA's
+ * slow-poll detection): its messages waited that long. */
+static void slow_poll(struct smart_rpc *rpc, uint64_t now)
+{
+	uint64_t gap;
+
+	if (!rpc->last_poll || now < rpc->last_poll)
+		return;
+	gap = smart__rpc_ns(rpc, now - rpc->last_poll);
+	rpc->past.slow_polls++;
+	if (gap > rpc->past.poll_gap_max_ns)
+		rpc->past.poll_gap_max_ns = gap;
+}
+
+/* The keepalive judges only a drained CQ (keepalive): after a long stop
+ * of this process what the peers sent meanwhile is read first.  A tick
+ * whose poll found a full batch (a busy endpoint, or a peer flooding it
+ * to keep every verdict off) polls on, without reposting, until the CQ is
+ * empty.  Bounded: without reposts no peer completes more receives than
+ * were posted (shm refuses a count past them), and sends and READs
+ * complete only for what we posted; 1 when it emptied the CQ. */
+static int tick_drain(struct smart_rpc *rpc, uint64_t now)
+{
+	uint64_t polls = (uint64_t)rpc->cfg.max_conns *
+			 (2 * rpc->cfg.window + RPC_EXTRA + RPC_SQ_SLACK +
+			  RPC_RD_MAX) / SMART_POLL_BATCH + 2;
+	int n;
+
+	do {
+		n = smart__rpc_poll_cq(rpc, now);
+	} while (n == SMART_POLL_BATCH && --polls);
+	return n >= 0 && n < SMART_POLL_BATCH;
+}
+
+int smart__rpc_poll(struct smart_worker *w, void *arg)
+{
+	struct smart_rpc *rpc = arg;
+	uint64_t now = smart__worker_now(w);
+	int n;
+
+	if (rpc->in_poll)
+		return 0;	/* a handler's wait polls the worker */
+	rpc->in_poll = 1;
+	if (smart_unlikely(now - rpc->last_poll > rpc->slow_cycles))
+		slow_poll(rpc, now);
+	rpc->last_poll = now;
+	if (rpc->dirty)
+		smart__rpc_flush_dirty(rpc);
+	n = smart__rpc_poll_cq(rpc, now);
+	if (rpc->dirty)
+		smart__rpc_flush_dirty(rpc);
+	if (smart_unlikely(now >= rpc->next_tick)) {
+		rpc->next_tick = now + rpc->tick_cycles;
+		if (rpc->live_calls)
+			smart__rpc_expire_calls(rpc, now);
+		smart__rpc_keepalive(rpc, now, n < SMART_POLL_BATCH ||
+				     (!SMART_M_RPC_TICK_NO_DRAIN &&
+				      tick_drain(rpc, now)));
+		smart__rpc_cache_fill(rpc);
+		if (rpc->dirty)
+			smart__rpc_flush_dirty(rpc);
+		smart__rpc_listen_service(rpc);
+		smart__rpc_stat_service(rpc, 0);
+	} else if (!n && now >= rpc->hs_next &&
+		   now - rpc->last_busy >= rpc->hs_cycles) {
+		smart__rpc_hs_poll(rpc);	/* handshakes as they come */
+	}
+	if (rpc->dead)
+		smart__rpc_free_dead(rpc);
+	rpc->in_poll = 0;
+	return n > 0 ? n : 0;
+}
+
 int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		     smart_rpc_t **out)
 {
+	const struct smart_tp_caps *caps;
 	struct smart_rpc *rpc;
 	int rc;
 
-	if (!w || !out || w->internal)
+	if (!w || !out || smart__worker_internal(w))
 		return SMART_EINVAL;
-	for (int i = 0; i < w->npollers; i++)
-		if (w->pollers[i].fn == smart__rpc_poll)
-			return SMART_EBUSY;
-	if (!w->ctx->caps.max_recv_wr)
+	if (smart__worker_poller_has(w, smart__rpc_poll))
+		return SMART_EBUSY;
+	caps = smart__ctx_caps(smart__worker_ctx(w));
+	if (!caps->max_recv_wr)
 		return SMART_ENOTSUP;
 	rpc = calloc(1, sizeof(*rpc));
 	if (!rpc)
@@ -102,13 +180,15 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 		return rc;
 	}
 	rpc->w = w;
-	rpc->ctx = w->ctx;
-	rpc->tp = w->ctx->tp;
+	rpc->ctx = smart__worker_ctx(w);
+	rpc->tp = smart__ctx_tp(rpc->ctx);
+	rpc->dom = smart__ctx_domain(rpc->ctx);
+	rpc->log = smart__ctx_log(rpc->ctx);
 	rpc->lfd = rpc->pfd = rpc->hfd = rpc->sfd = rpc->efd = rpc->tfd = -1;
-	rpc->passes_fds = rpc->ctx->caps.peer_fd;
+	rpc->passes_fds = caps->peer_fd;
 	rpc->msg_len = (SMART_MSG_HDR_LEN + rpc->cfg.eager_max + 63) & ~63u;
-	if (rpc->msg_len > rpc->ctx->caps.max_msg ||
-	    rpc->cfg.window + RPC_EXTRA > rpc->ctx->caps.max_recv_wr) {
+	if (rpc->msg_len > caps->max_msg ||
+	    rpc->cfg.window + RPC_EXTRA > caps->max_recv_wr) {
 		free(rpc);
 		return SMART_EINVAL;
 	}
@@ -149,7 +229,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
 	}
 	/* with an event descriptor: event mode (event.c) and, on shm, the
 	 * peers' senders wake this endpoint through it */
-	rc = rpc->tp->cq_create(rpc->ctx->dom, 1024, SMART_TP_CQ_EVENTS,
+	rc = rpc->tp->cq_create(rpc->dom, 1024, SMART_TP_CQ_EVENTS,
 				&rpc->cq);
 	if (rc)
 		goto fail;
@@ -206,55 +286,4 @@ int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 	if (!rpc || !hostport || !out || rpc->in_handler)
 		return SMART_EINVAL;
 	return smart__rpc_dial(rpc, hostport, out);
-}
-
-/* the counters are summed as an array of words */
-_Static_assert(sizeof(struct smart_rpc_stats) % sizeof(uint64_t) == 0,
-	       "smart_rpc_stats holds only uint64_t counters");
-
-void smart__rpc_stats_add(struct smart_rpc_stats *to,
-			  const struct smart_rpc_stats *s)
-{
-	const uint64_t *a = (const uint64_t *)s;
-	uint64_t *b = (uint64_t *)to;
-
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		b[i] += a[i];
-}
-
-int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
-			 struct smart_rpc_stats *out)
-{
-	if (!c || !out)
-		return SMART_EINVAL;
-	*out = c->st;
-	return 0;
-}
-
-int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
-{
-	if (!rpc || !out)
-		return SMART_EINVAL;
-	*out = rpc->past;
-	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
-		if (rpc->conns[i])
-			smart__rpc_stats_add(out, &rpc->conns[i]->st);
-	if (rpc->tp->domain_stats) {
-		struct smart_tp_stats ts = { 0 };
-
-		rpc->tp->domain_stats(rpc->ctx->dom, &ts);
-		out->rnr_waits = ts.rnr_waits;
-	}
-	return 0;
-}
-
-int smart_rpc_conns(const smart_rpc_t *rpc)
-{
-	int n = 0;
-
-	if (!rpc)
-		return SMART_EINVAL;
-	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
-		n += rpc->conns[i] && rpc->conns[i]->state == RPC_C_LIVE;
-	return n;
 }

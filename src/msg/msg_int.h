@@ -43,7 +43,9 @@
 
 #include <stdint.h>
 
-#include "core/core.h"
+#include "runtime/service.h"
+#include "util/compiler.h"
+#include "smart/smart.h"
 #include "smart/rpc.h"
 #include "transport/transport.h"
 #include "wire/auth.h"
@@ -263,6 +265,9 @@ struct smart_rpc {
 	struct smart_worker *w;
 	struct smart_ctx *ctx;
 	const struct smart_tp_ops *tp;
+	/* the ctx's, fixed from creation on (runtime/service.h) */
+	struct smart_tp_domain *dom;
+	struct smart__log *log;
 	struct smart_rpc_cfg cfg;
 	struct smart_tp_cq *cq;
 	int passes_fds;		/* shm: QP descriptors go with the blobs */
@@ -330,8 +335,17 @@ struct smart_rpc {
 	uint64_t last_busy, busy_cycles;	/* TSC */
 };
 
-/* rpc.c: the poller, and closing every connection (destroy) */
+/* endpoint.c: the endpoint's tick, its worker's poller */
 int smart__rpc_poll(struct smart_worker *w, void *arg);
+/* rpc.c: what the tick runs (a batch of the CQ, the reposts and acks a
+ * poll left owed, the calls past their deadline, the keepalive, the
+ * connections freed after their last completion), and closing every
+ * connection (destroy) */
+int smart__rpc_poll_cq(struct smart_rpc *rpc, uint64_t now);
+void smart__rpc_flush_dirty(struct smart_rpc *rpc);
+void smart__rpc_expire_calls(struct smart_rpc *rpc, uint64_t now);
+void smart__rpc_keepalive(struct smart_rpc *rpc, uint64_t now, int drained);
+void smart__rpc_free_dead(struct smart_rpc *rpc);
 void smart__rpc_conns_close(struct smart_rpc *rpc);
 int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 			struct smart_rpc_conn **out);
@@ -355,7 +369,7 @@ static inline void smart__rpc_fds_none(int fds[SMART_SOCK_FDS])
 		fds[i] = -1;
 }
 
-/* endpoint.c */
+/* trace.c */
 void smart__rpc_stats_add(struct smart_rpc_stats *to,
 			  const struct smart_rpc_stats *s);
 

@@ -113,16 +113,15 @@ static void key_take(struct smart_rpc *rpc, const struct smart__auth *n,
 		     struct smart__auth *a)
 {
 	*a = *n;
-	pthread_mutex_lock(&rpc->ctx->lock);
+	smart__ctx_lock(rpc->ctx);
 	if (SMART_M_RPC_KEY_KEPT && n->key)
 		return;
-	a->key = (const uint8_t *)rpc->ctx->secret;
-	a->key_len = rpc->ctx->secret_len;
+	a->key = (const uint8_t *)smart__ctx_secret(rpc->ctx, &a->key_len);
 }
 
 static void key_drop(struct smart_rpc *rpc, struct smart__auth *a)
 {
-	pthread_mutex_unlock(&rpc->ctx->lock);
+	smart__ctx_unlock(rpc->ctx);
 	explicit_bzero(a, sizeof(*a));
 }
 
@@ -225,7 +224,7 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 			close(tfd);
 	}
 	if (rc) {
-		smart__err(&rpc->ctx->log, "rpc: cannot listen at %s: %s",
+		smart__err(rpc->log, "rpc: cannot listen at %s: %s",
 			   hostport, smart_strerror(rc));
 		return rc;
 	}
@@ -242,11 +241,11 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 	}
 	smart__sock_addr_text(&bound, rpc->laddr, sizeof(rpc->laddr));
 	if (smart__rpc_event_add(rpc, rpc->lfd))
-		smart__warn(&rpc->ctx->log, "rpc: the listening socket is "
+		smart__warn(rpc->log, "rpc: the listening socket is "
 			    "not in the event descriptor's set: connections "
 			    "are served at the next wake");
-	if (!rpc->ctx->secret)
-		smart__warn(&rpc->ctx->log, "rpc: listening at %s without a "
+	if (!smart__ctx_secret(rpc->ctx, &(size_t){ 0 }))
+		smart__warn(rpc->log, "rpc: listening at %s without a "
 			    "shared secret: any local peer may connect",
 			    rpc->laddr);
 	return 0;
@@ -316,10 +315,10 @@ static void pend_refuse(struct smart_rpc *rpc, struct rpc_pend *p, int status,
 	size_t n;
 
 	rpc->past.handshakes_refused++;
-	smart__info(&rpc->ctx->log, "rpc: handshake refused: %s", why);
+	smart__info(rpc->log, "rpc: handshake refused: %s", why);
 	if (!smart__proto_enc_error(status, why, f, sizeof(f), &n) &&
 	    send(p->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		smart__dbg(&rpc->ctx->log, "rpc: refusal not sent");
+		smart__dbg(rpc->log, "rpc: refusal not sent");
 	shutdown(p->fd, SHUT_WR);
 	pend_forget(p);
 	p->refused = 1;
@@ -404,8 +403,8 @@ static int hello_in(struct smart_rpc *rpc, struct rpc_pend *p,
 	memcpy(p->auth.nd, h.nonce, sizeof(p->auth.nd));
 	memcpy(p->transport, h.transport, sizeof(p->transport));
 	if (SMART_M_RPC_KEY_KEPT) {
-		p->auth.key = (const uint8_t *)rpc->ctx->secret;
-		p->auth.key_len = rpc->ctx->secret_len;
+		p->auth.key = (const uint8_t *)smart__ctx_secret(
+			rpc->ctx, &p->auth.key_len);
 	}
 	if (challenge(rpc, p)) {
 		pend_refuse(rpc, p, SMART_ESYS, "challenge not sent");
@@ -446,7 +445,7 @@ static void dialer_error(struct smart_rpc *rpc, struct rpc_pend *p,
 
 	rpc->past.handshakes_refused++;
 	if (!smart__proto_dec_error(pl, len, &e))
-		smart__info(&rpc->ctx->log, "rpc: a dialer refused us: %s "
+		smart__info(rpc->log, "rpc: a dialer refused us: %s "
 			    "(%s)", e.msg, smart_status_name(e.status));
 	pend_close(rpc, p);
 }
@@ -547,7 +546,7 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	}
 	rpc->past.conns_accepted++;
 	snprintf(c->peer, sizeof(c->peer), "peer %u", outm.id);
-	smart__info(&rpc->ctx->log, "rpc: %s connected (window %u/%u)",
+	smart__info(rpc->log, "rpc: %s connected (window %u/%u)",
 		    c->peer, c->swin, c->window);
 	pend_close(rpc, p);
 }
@@ -758,7 +757,7 @@ static void hs_ready(struct smart_rpc *rpc)
 	int n = epoll_wait(rpc->hfd, ev, left, 0);
 
 	if (n > 0)	/* a handshake is traffic: the cache refill waits */
-		rpc->last_busy = rpc->w->now;
+		rpc->last_busy = smart__worker_now(rpc->w);
 	for (int i = 0; i < n && left > 0; i++) {
 		uint32_t k = ev[i].data.u32;
 
@@ -779,7 +778,8 @@ static void hs_ready(struct smart_rpc *rpc)
 static int cache_due(const struct smart_rpc *rpc)
 {
 	return rpc->nspare < rpc->cfg.qp_cache && !rpc->npend &&
-	       !rpc->dialing && rpc->w->now - rpc->last_busy > rpc->busy_cycles;
+	       !rpc->dialing &&
+	       smart__worker_now(rpc->w) - rpc->last_busy > rpc->busy_cycles;
 }
 
 /* Between ticks, after a poll that found nothing: the handshake frames
@@ -808,7 +808,7 @@ static int dial_idle(void *arg)
 {
 	struct smart_worker *w = ((struct smart_rpc *)arg)->w;
 
-	if (w->cur) {
+	if (smart__worker_task(w)) {
 		smart_task_yield(w);
 		return 1;
 	}
@@ -844,7 +844,7 @@ static int dial_socket(struct smart_rpc *rpc, const char *hostport,
 				   deadline, idle, fd);
 	/* Anyone may bind the abstract name: who did? */
 	if (!rc && !uid_ok(rpc, *fd, &uid)) {
-		smart__warn(&rpc->ctx->log, "rpc: %s is held by uid %u, not "
+		smart__warn(rpc->log, "rpc: %s is held by uid %u, not "
 			    "ours, root's or an allowed one: not a peer of "
 			    "ours", hostport, uid);
 		rc = SMART_EACCES;
@@ -879,12 +879,12 @@ static int dial_frame(struct smart_rpc *rpc, int fd, int64_t deadline,
 	if (smart__proto_dec_error(f + SMART_PROTO_HDR_LEN, h->len, &e))
 		return SMART_EPROTO;
 	if (e.status == SMART_EVERSION)
-		smart__err(&rpc->ctx->log, "rpc: the peer speaks protocol "
+		smart__err(rpc->log, "rpc: the peer speaks protocol "
 			   "version %u, we speak %d (%s): upgrade the %s",
 			   e.version, SMART_PROTO_VERSION, e.msg,
 			   e.version < SMART_PROTO_VERSION ? "peer" : "dialer");
 	else
-		smart__warn(&rpc->ctx->log, "rpc: peer refused: %s (%s)",
+		smart__warn(rpc->log, "rpc: peer refused: %s (%s)",
 			    e.msg, smart_status_name(e.status));
 	return e.status;
 }
@@ -922,13 +922,13 @@ static int dial_refuse(struct smart_rpc *rpc, int fd, int64_t deadline,
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
 	size_t n;
 
-	smart__warn(&rpc->ctx->log, "rpc: the listener did not prove our "
+	smart__warn(rpc->log, "rpc: the listener did not prove our "
 		    "secret: a wrong secret on one side, or not the peer we "
 		    "meant; nothing sent");
 	if (!smart__proto_enc_error(SMART_EACCES, "listener proof refused",
 				    f, sizeof(f), &n) &&
 	    send(fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		smart__dbg(&rpc->ctx->log, "rpc: refusal not sent");
+		smart__dbg(rpc->log, "rpc: refusal not sent");
 	else if (shutdown(fd, SHUT_WR) == 0)
 		(void)smart__sock_recv_exact_w(fd, f, 1, NULL, 0, deadline,
 					       idle);
@@ -1008,7 +1008,7 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 		return SMART_EPROTO;
 	if (!SMART_M_RPC_NO_ACCEPT_TAG &&
 	    !key_open(rpc, a, SMART_AUTH_L_PEER, fds, pl, h.len)) {
-		smart__warn(&rpc->ctx->log, "rpc: the peer_accept (or its "
+		smart__warn(rpc->log, "rpc: the peer_accept (or its "
 			    "descriptors) is not tagged with this session's "
 			    "proof: altered on the way");
 		return SMART_EACCES;
@@ -1075,7 +1075,7 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
-		smart__warn(&rpc->ctx->log, "rpc: cannot connect to %s: %s",
+		smart__warn(rpc->log, "rpc: cannot connect to %s: %s",
 			    hostport, smart_strerror(rc));
 		if (c)
 			smart__rpc_conn_free(c);

@@ -59,7 +59,8 @@ static int pages_open(struct smart_rpc *rpc, int shareable,
 		return SMART_ENOMEM;
 	if (pg->mr)
 		return 0;
-	return rpc->tp->mr_alloc(rpc->ctx->dom, (size_t)pg->n * RPC_FRAG,
+	return rpc->tp->mr_alloc(rpc->dom,
+				 (size_t)pg->n * RPC_FRAG,
 				 shareable == SMART_TP_MR_PEER_READ ? 0 : -1,
 				 shareable, &pg->mr);
 }
@@ -67,7 +68,7 @@ static int pages_open(struct smart_rpc *rpc, int shareable,
 static void pages_close(struct smart_rpc *rpc, struct rpc_pages *pg)
 {
 	if (pg->mr)
-		rpc->tp->mr_free(rpc->ctx->dom, pg->mr);
+		rpc->tp->mr_free(rpc->dom, pg->mr);
 	free(pg->used);
 	memset(pg, 0, sizeof(*pg));
 }
@@ -123,7 +124,7 @@ void smart__rndv_close(struct smart_rpc *rpc)
 {
 	pages_close(rpc, &rpc->land_pg);
 	if (rpc->stage_spare)
-		rpc->tp->mr_free(rpc->ctx->dom, rpc->stage_spare);
+		rpc->tp->mr_free(rpc->dom, rpc->stage_spare);
 	rpc->stage_spare = NULL;
 }
 
@@ -161,7 +162,7 @@ int smart__rndv_blob(struct smart_rpc_conn *c, void *blob, size_t *len)
 {
 	int rc = smart__rndv_conn_open(c);
 
-	return rc ? rc : c->rpc->tp->region_blob(c->rpc->ctx->dom,
+	return rc ? rc : c->rpc->tp->region_blob(c->rpc->dom,
 						 c->stage_pg.mr, blob, len);
 }
 
@@ -257,7 +258,7 @@ static int rndv_span_ok(struct smart_rpc_conn *c,
 		return 0;
 	if (span > allow && !SMART_M_RPC_RNDV_NO_SIZE_CHECK) {
 		c->st.proto_errors++;
-		smart__warn(&c->rpc->ctx->log, "rpc: a peer's staging region "
+		smart__warn(c->rpc->log, "rpc: a peer's staging region "
 			    "of %llu bytes refused: its rndv_max allows %llu",
 			    (unsigned long long)span,
 			    (unsigned long long)allow);
@@ -283,7 +284,7 @@ int smart__rndv_connect(struct smart_rpc_conn *c,
 			close(fd);
 		return SMART_EPROTO;
 	}
-	rc = rpc->tp->remote_attach(rpc->ctx->dom, peer->rblob,
+	rc = rpc->tp->remote_attach(rpc->dom, peer->rblob,
 				    peer->rblob_len, fd, &c->remote);
 	if (rc)
 		return rc;
@@ -371,7 +372,7 @@ void smart__rndv_start(struct smart_rpc_conn *c, const struct smart_msg *m)
 	}
 	c->rin.h = m->h;
 	c->rin.d = *d;
-	c->rin.t_start = c->rpc->w->now;
+	c->rin.t_start = smart__worker_now(c->rpc->w);
 	c->rin.state = RPC_RIN_NONE;
 	rin_begin(c);
 }

@@ -29,9 +29,10 @@
 static void rpc_block(struct smart_rpc *rpc)
 {
 	struct smart_worker *w = rpc->w;
+	struct smart__task *t = smart__worker_task(w);
 
-	if (w->cur)
-		smart__task_wait(w, w->cur);
+	if (t)
+		smart__task_wait(w, t);
 	else
 		smart__worker_wait_poll(w);
 }
@@ -43,7 +44,7 @@ void smart__rpc_step(struct smart_rpc *rpc)
 {
 	struct smart_worker *w = rpc->w;
 
-	if (w->cur)
+	if (smart__worker_task(w))
 		smart_task_yield(w);
 	else if (!smart__worker_poll(w))
 		smart__idle_pause();
@@ -76,7 +77,6 @@ static void mark_dirty(struct smart_rpc_conn *c)
 }
 
 static void conn_fail(struct smart_rpc_conn *c, int err, const char *why);
-static void free_dead(struct smart_rpc *rpc);
 
 static void conn_post(struct smart_rpc_conn *c)
 {
@@ -234,7 +234,7 @@ static int wait_room(struct smart_rpc_conn *c, uint64_t deadline)
 {
 	struct smart_rpc *rpc = c->rpc;
 	struct smart_worker *w = rpc->w;
-	struct rpc_waiter me = { w->cur, NULL, deadline }, **pp;
+	struct rpc_waiter me = { smart__worker_task(w), NULL, deadline }, **pp;
 	int rc = 0;
 
 	if (may_send(c))
@@ -501,7 +501,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 		conn_leave(c);
 		return rc ? rc : SMART_EBUSY;
 	}
-	k->task = rpc->w->cur;
+	k->task = smart__worker_task(rpc->w);
 	k->conn = c;
 	k->resp = resp;
 	k->cap = cap;
@@ -691,8 +691,8 @@ static void trace_handler(struct smart_rpc_conn *c,
 			  const void *payload)
 {
 	struct smart_rpc *rpc = c->rpc;
-	uint64_t found = h->flags & SMART_MSG_F_RNDV ? c->rin.t_start
-						     : rpc->w->now;
+	uint64_t found = h->flags & SMART_MSG_F_RNDV ?
+			 c->rin.t_start : smart__worker_now(rpc->w);
 	uint64_t t0 = smart__rdtsc(), t1;
 	struct smart_rpc_trace t = {
 		.id = h->call, .op = h->op, .side = SMART_RPC_TRACE_HANDLER,
@@ -984,7 +984,7 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 		return;
 	}
 	if (kind == RPC_WR_RECV && v < c->nrecv) {
-		c->last_rx = rpc->w->now;
+		c->last_rx = smart__worker_now(rpc->w);
 		on_recv(c, wc, (uint32_t)v);
 	} else if (kind == RPC_WR_READ) {
 		smart__rndv_read_done(c);
@@ -994,7 +994,7 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 }
 
 /* After a poll: reposts, acks owed, backlogs, chains. */
-static void flush_dirty(struct smart_rpc *rpc)
+void smart__rpc_flush_dirty(struct smart_rpc *rpc)
 {
 	struct smart_rpc_conn *c;
 
@@ -1025,10 +1025,10 @@ static void flush_dirty(struct smart_rpc *rpc)
 void smart_rpc_flush(smart_rpc_t *rpc)
 {
 	if (rpc)
-		flush_dirty(rpc);
+		smart__rpc_flush_dirty(rpc);
 }
 
-static void expire_calls(struct smart_rpc *rpc, uint64_t now)
+void smart__rpc_expire_calls(struct smart_rpc *rpc, uint64_t now)
 {
 	for (struct rpc_call *k = rpc->live_calls; k; k = k->next)
 		if (!k->done && now > k->deadline) {
@@ -1058,7 +1058,7 @@ static uint64_t ack_stall(struct smart_rpc_conn *c, uint64_t now)
  * one, it holds our window and our callers).  Verdicts only once the CQ
  * is drained (tick_drain): after a long stop of this process, what the
  * peers sent meanwhile is read before anyone is judged. */
-static void keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
+void smart__rpc_keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
 {
 	uint64_t dead = rpc->ka_cycles * rpc->cfg.keepalive_misses;
 
@@ -1090,83 +1090,19 @@ static void keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
 	}
 }
 
-/* The endpoint was not polled for longer than slow_poll_us (X-RDMA's
- * slow-poll detection): its messages waited that long. */
-static void slow_poll(struct smart_rpc *rpc, uint64_t now)
-{
-	uint64_t gap;
-
-	if (!rpc->last_poll || now < rpc->last_poll)
-		return;
-	gap = smart__rpc_ns(rpc, now - rpc->last_poll);
-	rpc->past.slow_polls++;
-	if (gap > rpc->past.poll_gap_max_ns)
-		rpc->past.poll_gap_max_ns = gap;
-}
-
-/* The keepalive judges only a drained CQ (keepalive): after a long stop
- * of this process what the peers sent meanwhile is read first.  A tick
- * whose poll found a full batch (a busy endpoint, or a peer flooding it
- * to keep every verdict off) polls on, without reposting, until the CQ is
- * empty.  Bounded: without reposts no peer completes more receives than
- * were posted (shm refuses a count past them), and sends and READs
- * complete only for what we posted; 1 when it emptied the CQ. */
-static int tick_drain(struct smart_rpc *rpc)
+/* A batch of the endpoint's CQ, each completion handled; returns what
+ * the transport's poll did (the endpoint's tick, endpoint.c).  A batch
+ * found makes the endpoint busy at now, before its completions run. */
+int smart__rpc_poll_cq(struct smart_rpc *rpc, uint64_t now)
 {
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
-	uint64_t polls = (uint64_t)rpc->cfg.max_conns *
-			 (2 * rpc->cfg.window + RPC_EXTRA + RPC_SQ_SLACK +
-			  RPC_RD_MAX) / SMART_POLL_BATCH + 2;
-	int n;
+	int n = rpc->tp->poll(rpc->cq, wc, SMART_POLL_BATCH);
 
-	do {
-		n = rpc->tp->poll(rpc->cq, wc, SMART_POLL_BATCH);
-		for (int i = 0; i < n; i++)
-			on_wc(rpc, &wc[i]);
-	} while (n == SMART_POLL_BATCH && --polls);
-	return n >= 0 && n < SMART_POLL_BATCH;
-}
-
-int smart__rpc_poll(struct smart_worker *w, void *arg)
-{
-	struct smart_rpc *rpc = arg;
-	struct smart_tp_wc wc[SMART_POLL_BATCH];
-	int n, i;
-
-	if (rpc->in_poll)
-		return 0;	/* a handler's wait polls the worker */
-	rpc->in_poll = 1;
-	if (smart_unlikely(w->now - rpc->last_poll > rpc->slow_cycles))
-		slow_poll(rpc, w->now);
-	rpc->last_poll = w->now;
-	if (rpc->dirty)
-		flush_dirty(rpc);
-	n = rpc->tp->poll(rpc->cq, wc, SMART_POLL_BATCH);
 	if (n > 0)
-		rpc->last_busy = w->now;
-	for (i = 0; i < n; i++)
+		rpc->last_busy = now;
+	for (int i = 0; i < n; i++)
 		on_wc(rpc, &wc[i]);
-	if (rpc->dirty)
-		flush_dirty(rpc);
-	if (smart_unlikely(w->now >= rpc->next_tick)) {
-		rpc->next_tick = w->now + rpc->tick_cycles;
-		if (rpc->live_calls)
-			expire_calls(rpc, w->now);
-		keepalive(rpc, w->now, n < SMART_POLL_BATCH ||
-			  (!SMART_M_RPC_TICK_NO_DRAIN && tick_drain(rpc)));
-		smart__rpc_cache_fill(rpc);
-		if (rpc->dirty)
-			flush_dirty(rpc);
-		smart__rpc_listen_service(rpc);
-		smart__rpc_stat_service(rpc, 0);
-	} else if (!n && w->now >= rpc->hs_next &&
-		   w->now - rpc->last_busy >= rpc->hs_cycles) {
-		smart__rpc_hs_poll(rpc);	/* handshakes as they come */
-	}
-	if (rpc->dead)
-		free_dead(rpc);
-	rpc->in_poll = 0;
-	return n > 0 ? n : 0;
+	return n;
 }
 
 int smart_rpc_progress(smart_rpc_t *rpc)
@@ -1236,7 +1172,7 @@ static int conn_make(struct smart_rpc *rpc, int accepted,
 	a.max_send_wr = c->window + RPC_SQ_SLACK;
 	a.max_recv_wr = c->nrecv;
 	a.max_msg = c->msg_len;
-	rc = rpc->tp->qp_create(rpc->ctx->dom, rpc->cq, &a, &c->qp);
+	rc = rpc->tp->qp_create(rpc->dom, rpc->cq, &a, &c->qp);
 	if (rc)
 		goto fail;
 	for (uint32_t i = 0; i < c->nrecv; i++)
@@ -1365,7 +1301,7 @@ static void conn_fail(struct smart_rpc_conn *c, int err, const char *why)
 	c->state = RPC_C_FAILED;
 	if (why) {
 		rpc->past.conns_failed++;
-		smart__warn(&rpc->ctx->log, "rpc: connection %u (%s) closed: %s",
+		smart__warn(rpc->log, "rpc: connection %u (%s) closed: %s",
 			    c->index, c->peer, why);
 	}
 	for (struct rpc_call *k = rpc->live_calls; k; k = k->next)
@@ -1407,7 +1343,7 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 	free(c);
 }
 
-static void free_dead(struct smart_rpc *rpc)
+void smart__rpc_free_dead(struct smart_rpc *rpc)
 {
 	struct smart_rpc_conn *c;
 
@@ -1501,7 +1437,7 @@ static void close_serial(struct smart_rpc_conn *c)
 void smart__rpc_conns_close(struct smart_rpc *rpc)
 {
 	if (!SMART_M_RPC_DESTROY_DEAD_TWICE)
-		free_dead(rpc);
+		smart__rpc_free_dead(rpc);
 	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++) {
 		struct smart_rpc_conn *c = rpc->conns[i];
 
@@ -1520,7 +1456,7 @@ void smart__rpc_conns_close(struct smart_rpc *rpc)
 		conn_fail(c, SMART_ECONN, NULL);
 		smart__rpc_conn_free(c);
 	}
-	free_dead(rpc);
+	smart__rpc_free_dead(rpc);
 	for (uint32_t i = 0; i < RPC_REQS; i++)
 		rpc->reqs[i].conn = NULL;
 }

@@ -31,7 +31,7 @@ static int slab_grow(struct smart_rpc *rpc)
 		free(s);
 		return SMART_ENOMEM;
 	}
-	rc = rpc->tp->mr_alloc(rpc->ctx->dom, len, -1, 0, &mr);
+	rc = rpc->tp->mr_alloc(rpc->dom, len, -1, 0, &mr);
 	if (rc) {
 		free(s);
 		return rc;
@@ -65,7 +65,7 @@ void smart__rpc_slab_put(struct smart_rpc *rpc, struct rpc_slab *s)
 void smart__rpc_slabs_free(struct smart_rpc *rpc)
 {
 	for (uint32_t i = 0; i < rpc->nmrs; i++) {
-		rpc->tp->mr_free(rpc->ctx->dom, rpc->mrs[i].mr);
+		rpc->tp->mr_free(rpc->dom, rpc->mrs[i].mr);
 		free(rpc->mrs[i].slabs);
 	}
 	free(rpc->mrs);

@@ -224,7 +224,8 @@ static void line_endpoint(struct smart_rpc *rpc, struct stat_line *l)
 	    " stat_evicted=%" PRIu64 " stat_truncated=%" PRIu64,
 	    smart_rpc_conns(rpc), rpc->cfg.max_conns, rpc->cfg.window,
 	    rpc->cfg.eager_max, rpc->cfg.keepalive_ms,
-	    rpc->cfg.keepalive_misses, cyc_ms(rpc, s->born_tsc, rpc->w->now),
+	    rpc->cfg.keepalive_misses,
+	    cyc_ms(rpc, s->born_tsc, smart__worker_now(rpc->w)),
 	    s->answers, s->denied, s->evicted, s->truncated);
 	put_stats(l, &st);
 	put(l, "\n");
@@ -233,7 +234,7 @@ static void line_endpoint(struct smart_rpc *rpc, struct stat_line *l)
 static void line_conn(struct smart_rpc *rpc, const struct smart_rpc_conn *c,
 		      struct stat_line *l)
 {
-	uint64_t now = rpc->w->now;
+	uint64_t now = smart__worker_now(rpc->w);
 
 	put(l, "conn index=%u gen=%u", c->index, c->gen);
 	put_str(l, "state", c->state == RPC_C_LIVE ? "live" : "failed");
@@ -458,7 +459,7 @@ int smart__rpc_stat_open(struct smart_rpc *rpc)
 	s->born_tsc = smart__rdtsc();
 	rc = stat_bind(s, &rpc->sfd);
 	if (rc) {
-		smart__warn(&rpc->ctx->log, "rpc: no control socket for "
+		smart__warn(rpc->log, "rpc: no control socket for "
 			    "smart-stat (%s): the endpoint goes on without",
 			    smart_strerror(rc));
 		rpc->sfd = -1;

@@ -1,8 +1,10 @@
 /*
  * Tracing of the messaging layer (include/smart/rpc.h): sampled per-call
- * records kept in a ring per endpoint, and the endpoint's conversions
- * between TSC cycles and nanoseconds.  The data path pays one counter increment per call and,
- * for a traced call, a few TSC reads and one record copied here.
+ * records kept in a ring per endpoint, the endpoint's conversions
+ * between TSC cycles and nanoseconds, and its counters (a connection's,
+ * the endpoint's sum, the live connections).  The data path pays one
+ * counter increment per call and, for a traced call, a few TSC reads and
+ * one record copied here.
  *
  * Invariant: rpc->ntraces counts every record ever added; the ring holds
  * the newest RPC_TRACES of them.
@@ -11,12 +13,14 @@
 
 uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles)
 {
-	return (uint64_t)((double)cycles / rpc->ctx->clock.cycles_per_ns);
+	double per_ns = smart__ctx_clock(rpc->ctx)->cycles_per_ns;
+
+	return (uint64_t)((double)cycles / per_ns);
 }
 
 uint64_t smart__rpc_cycles(const struct smart_rpc *rpc, double ns)
 {
-	return (uint64_t)(ns * rpc->ctx->clock.cycles_per_ns);
+	return (uint64_t)(ns * smart__ctx_clock(rpc->ctx)->cycles_per_ns);
 }
 
 void smart__rpc_trace_add(struct smart_rpc *rpc,
@@ -40,4 +44,55 @@ int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
 	for (uint32_t i = 0; i < n; i++)
 		out[i] = rpc->traces[(first + i) % RPC_TRACES];
 	return (int)n;
+}
+
+/* the counters are summed as an array of words */
+_Static_assert(sizeof(struct smart_rpc_stats) % sizeof(uint64_t) == 0,
+	       "smart_rpc_stats holds only uint64_t counters");
+
+void smart__rpc_stats_add(struct smart_rpc_stats *to,
+			  const struct smart_rpc_stats *s)
+{
+	const uint64_t *a = (const uint64_t *)s;
+	uint64_t *b = (uint64_t *)to;
+
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		b[i] += a[i];
+}
+
+int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
+			 struct smart_rpc_stats *out)
+{
+	if (!c || !out)
+		return SMART_EINVAL;
+	*out = c->st;
+	return 0;
+}
+
+int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
+{
+	if (!rpc || !out)
+		return SMART_EINVAL;
+	*out = rpc->past;
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
+		if (rpc->conns[i])
+			smart__rpc_stats_add(out, &rpc->conns[i]->st);
+	if (rpc->tp->domain_stats) {
+		struct smart_tp_stats ts = { 0 };
+
+		rpc->tp->domain_stats(rpc->dom, &ts);
+		out->rnr_waits = ts.rnr_waits;
+	}
+	return 0;
+}
+
+int smart_rpc_conns(const smart_rpc_t *rpc)
+{
+	int n = 0;
+
+	if (!rpc)
+		return SMART_EINVAL;
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
+		n += rpc->conns[i] && rpc->conns[i]->state == RPC_C_LIVE;
+	return n;
 }

@@ -511,7 +511,7 @@
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 0
 #endif
 
-#ifdef SMART_MUTANT_CTX_BYE_TAINTED	/* core/ctx.c: a tainted ctx's sessions
+#ifdef SMART_MUTANT_CTX_BYE_TAINTED	/* runtime/ctx.c: a tainted ctx's sessions
 					 * end with a BYE (its id reused) */
 #define SMART_M_CTX_BYE_TAINTED 1
 #else

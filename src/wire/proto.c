@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "smart/blade.h"
 #include "smart/status.h"
+#include "wire/limits.h"
 #include "wire/proto.h"
 #include "wire/superblock.h"
 
@@ -331,13 +331,14 @@ static int welcome_valid(const struct smart_proto_welcome *m)
 		       !m->region_size && !m->blob_len && !m->sock_len &&
 		       !m->lease_id && !m->lease_ms &&
 		       !memcmp(m->token, zero, sizeof(zero));
-	if (m->blade_id > 1023 || m->chunk_shift < SMART_CHUNK_SHIFT_MIN ||
+	if (m->blade_id > SMART_WIRE_BLADE_ID_MAX ||
+	    m->chunk_shift < SMART_CHUNK_SHIFT_MIN ||
 	    m->chunk_shift > SMART_CHUNK_SHIFT_MAX ||
-	    m->region_size < (UINT64_C(1) << 20) ||
-	    m->region_size > (UINT64_C(1) << 47) ||	/* SMART_GADDR_DM above */
+	    m->region_size < SMART_WIRE_REGION_MIN ||
+	    m->region_size > SMART_WIRE_REGION_MAX ||
 	    (m->region_size >> m->chunk_shift) < 2 || m->blob_len == 0 ||
-	    m->lease_id == 0 || m->lease_ms < SMART_LEASE_MS_MIN ||
-	    m->lease_ms > SMART_LEASE_MS_MAX)
+	    m->lease_id == 0 || m->lease_ms < SMART_WIRE_LEASE_MS_MIN ||
+	    m->lease_ms > SMART_WIRE_LEASE_MS_MAX)
 		return 0;
 	if (fetch)
 		return m->sock_len > 0 && printable(m->sock, m->sock_len);

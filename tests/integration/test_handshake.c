@@ -26,7 +26,7 @@
 #include "harness/raw_peer.h"
 #include "harness/test.h"
 #include "smart/blade.h"
-#include "core/bootstrap.h"
+#include "runtime/bootstrap.h"
 #include "wire/proto.h"
 #include "util/compiler.h"
 #include "wire/services.h"

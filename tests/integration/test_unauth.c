@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "blade/blade_int.h"
-#include "core/bootstrap.h"
+#include "runtime/bootstrap.h"
 #include "harness/raw_peer.h"
 #include "harness/test.h"
 #include "smart/smart.h"

@@ -64,7 +64,7 @@
 #include "harness/blade_fixture.h"
 #include "harness/raw_peer.h"
 #include "harness/test.h"
-#include "core/bootstrap.h"
+#include "runtime/bootstrap.h"
 #include "smart/rpc.h"
 #include "smart/smart.h"
 #include "util/compiler.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/alloc_int.h"
+#include "services/alloc_int.h"
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "smart/hook.h"

@@ -10,7 +10,7 @@
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
 #include "smart/smart.h"
-#include "core/core.h"
+#include "runtime/core.h"
 #include "wire/superblock.h"
 
 static void test_options(void)

@@ -68,7 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 #include "harness/blade_fixture.h"
 #include "harness/dsg.h"
 #include "harness/test.h"

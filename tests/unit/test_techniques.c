@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "core/core.h"
+#include "runtime/core.h"
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
 

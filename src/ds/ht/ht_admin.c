@@ -2,7 +2,7 @@
  * Smart-HT tables by name, and dropping a table.
  *
  * Names live in the descriptors; the core's named root entries
- * (smart_root_find, smart_root_publish: src/core/root.c) find them and
+ * (smart_root_find, smart_root_publish: src/services/root.c) find them and
  * settle races between creators of one name.
  *
  * Drop: the root entry goes first (no new opens), then every block any

@@ -1,0 +1,584 @@
+/*
+ * One-sided ops: queueing on per-task chains, posting, completion, sync.
+ *
+ * The fast path (smart_read & co. -> op_queue -> chain; smart_sync -> post
+ * -> wait -> deliver) does no allocation and no system call and takes no
+ * lock in the per-thread modes: chains, batches and bounce slots were all
+ * allocated with the task slot.  Validation happens before anything is
+ * queued, so a rejected op leaves no trace.
+ *
+ * Results that cannot land in place (caller memory outside the registered
+ * pool, CAS/FAA old values) go through bounce slots and are delivered when
+ * the sync that covers them completes; running out of slots or records
+ * forces such a sync early, which callers cannot observe except as a
+ * yield.  Errors of an implicit sync are kept for the next explicit one.
+ */
+#include <string.h>
+
+#include "runtime/core.h"
+#include "util/mutant.h"
+
+static inline int cnt_sub(_Atomic int *c, int v, int shared)
+{
+	int n;
+
+	if (shared)
+		return atomic_fetch_sub_explicit(c, v, memory_order_acq_rel) - v;
+	n = atomic_load_explicit(c, memory_order_relaxed) - v;
+	atomic_store_explicit(c, n, memory_order_relaxed);
+	return n;
+}
+
+/* Add to a counter of any atomic integer type: a task's batches in
+ * flight, a QP's WRs posted and not completed. */
+#define cnt_add(c, v, shared)                                               \
+	do {                                                                \
+		if (shared)                                                 \
+			atomic_fetch_add_explicit((c), (v),                 \
+						  memory_order_relaxed);    \
+		else                                                        \
+			atomic_store_explicit((c), atomic_load_explicit(    \
+				(c), memory_order_relaxed) + (v),           \
+				memory_order_relaxed);                      \
+	} while (0)
+
+static inline void set_error(struct smart__task *t, int err)
+{
+	int zero = 0;
+
+	atomic_compare_exchange_strong(&t->first_error, &zero, err);
+}
+
+void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
+			   int shared)
+{
+	struct smart__task *t = b->task;
+
+	/* In a shared group a batch a failed CQ left behind is failed by
+	 * its owner (worker.c) while another worker may be handling its
+	 * last real completion: whoever takes busy from 1 completes it. */
+	if (shared && !__atomic_compare_exchange_n(&b->busy, &(uint32_t){ 1 },
+						   2, 0, __ATOMIC_ACQ_REL,
+						   __ATOMIC_RELAXED))
+		return;
+	cnt_add(&b->qp->outstanding, -(int64_t)b->n, shared);
+	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
+	if (smart_unlikely(t->w->throttle))
+		smart__credit_add(t->w, (int)b->n);
+	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+	/* In a shared group another worker may complete our batch: only the
+	 * owner touches its run queue, it finds such tasks by scanning. */
+	if (cnt_sub(&t->inflight, 1, shared) == 0 && t->w == w)
+		smart__task_wake(w, t);
+}
+
+static struct smart__batch *batch_alloc(struct smart_worker *w,
+					struct smart__task *t)
+{
+	int i;
+
+	for (;;) {
+		for (i = 0; i < SMART_TASK_BATCHES; i++) {
+			struct smart__batch *b = &t->batches[i];
+
+			if (!__atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)) {
+				b->busy = 1;
+				b->task = t;
+				return b;
+			}
+		}
+		smart__task_wait(w, t);	/* all in flight: let them land */
+	}
+}
+
+/* Make progress while a send queue is full. */
+static void wait_room(struct smart_worker *w, struct smart__task *t)
+{
+	SMART_STAT_INC(w, SMART_STAT_QP_FULL);
+	if (t == &w->main_task)
+		smart__worker_poll(w);
+	else
+		smart_task_yield(w);
+}
+
+/* Post a chain whole, waiting for room in turn.  Without the turns, room
+ * freed by a poll went to whichever task ran next, and with many tasks
+ * per QP some never found enough of it (test_flush_storm, FILL=81408).
+ * Nobody waits: post at once; else take a ticket and post when it is
+ * this ticket's turn and the chain fits, then pass the turn on.  Posting
+ * fails for good (a broken QP, a dead remote) only with an error other
+ * than SMART_EAGAIN, which passes the turn on too. */
+static int post_in_turn(struct smart_worker *w, struct smart__task *t,
+			struct smart__qp *qp, struct smart_tp_wr *wr, int n)
+{
+	uint32_t me;
+	int rc;
+
+	if (atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+	    atomic_load_explicit(&qp->room_turn, memory_order_relaxed)) {
+		rc = w->tp->post(qp->tqp, wr, n);
+		if (smart_likely(rc != SMART_EAGAIN))
+			return rc;
+	}
+	me = atomic_fetch_add(&qp->room_next, 1);
+	for (;;) {
+		if (SMART_M_OPS_NO_ROOM_TURN ||
+		    atomic_load(&qp->room_turn) == me) {
+			rc = w->tp->post(qp->tqp, wr, n);
+			if (rc != SMART_EAGAIN)
+				break;
+		}
+		wait_room(w, t);
+	}
+	atomic_fetch_add(&qp->room_turn, 1);
+	return rc;
+}
+
+static void post_chain(struct smart_worker *w, struct smart__task *t,
+		       struct smart__chain *c)
+{
+	struct smart__batch *b;
+	struct smart__qp *qp;
+	int i, n, rc;
+
+	rc = smart__worker_qp(w, c->blade, &qp);
+	/* a fenced ctx posts nothing more, not even what it queued before
+	 * the fence (on verbs the NIC would run it at once) */
+	if (smart_unlikely(atomic_load_explicit(&w->ctx->fenced,
+						memory_order_relaxed)))
+		rc = SMART_EFENCED;
+	if (smart_unlikely(rc)) {
+		c->n = 0;
+		set_error(t, rc);
+		return;
+	}
+	/* a reclamation announcement rides in front (the chain-prelude) */
+	if (smart_unlikely(w->ebr_dirty))
+		w->ctx->svc->chain_prelude(w, c);
+	n = c->n;
+	c->n = 0;
+	if (!n)
+		return;
+	smart__credit_take(w, t, n);
+	b = batch_alloc(w, t);
+	for (i = 0; i < n; i++) {
+		c->wr[i].wr_id = (uint64_t)(uintptr_t)b;
+		c->wr[i].flags &= (uint8_t)~SMART_TP_SIGNALED;
+	}
+	c->wr[n - 1].wr_id |= 1;
+	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
+	b->qp = qp;
+	b->n = (uint32_t)n;
+	/* counted before the post: a QP retired while this task waits for
+	 * room is not freed under it (worker.c reaps at zero) */
+	cnt_add(&qp->outstanding, n, w->group->shared);
+	t->posting = b;		/* not in flight yet: no poll may fail it */
+	rc = post_in_turn(w, t, qp, c->wr, n);
+	t->posting = NULL;
+	if (smart_unlikely(rc)) {
+		cnt_add(&qp->outstanding, -n, w->group->shared);
+		set_error(t, rc);
+		/* an announcement prepended to these WRs did not go out */
+		w->ctx->svc->qp_new(w, c->blade);
+		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+		if (w->throttle)
+			smart__credit_add(w, n);
+		/* a QP in error, or one on a failed CQ (which a poll then
+		 * finds and replaces): the next op gets a new one */
+		if (rc == SMART_EQP) {
+			atomic_store(&qp->broken, 1);
+			smart__worker_poll(w);
+		}
+		return;
+	}
+	cnt_add(&t->inflight, 1, w->group->shared);
+	SMART_STAT_ADD(w, SMART_STAT_WRS_POSTED, (uint64_t)n);
+	SMART_STAT_INC(w, SMART_STAT_DOORBELLS);
+}
+
+static void task_post(struct smart_worker *w, struct smart__task *t)
+{
+	int i;
+
+	for (i = 0; i < t->nchains; i++)
+		if (t->chains[i].n)
+			post_chain(w, t, &t->chains[i]);
+}
+
+/* Hand results to the caller and count failed CASes. */
+static void deliver(struct smart_worker *w, struct smart__task *t)
+{
+	int i;
+
+	for (i = 0; i < t->nrec; i++) {
+		struct smart__bounce *r = &t->rec[i];
+		uint64_t old;
+
+		if (r->dst && r->dst != r->src)
+			memcpy(r->dst, r->src, r->len);
+		if (r->is_cas) {
+			memcpy(&old, r->src, 8);
+			if (old != r->expect)
+				SMART_STAT_INC(w, SMART_STAT_CAS_FAILS);
+		}
+	}
+	t->nrec = 0;
+	t->nslot = 0;
+}
+
+/* Sync latency is sampled (1 sync in SMART_LAT_SAMPLE): a clock read costs
+ * as much as a quarter of an shm op on some CPUs. */
+#define SMART_LAT_SAMPLE 16
+
+/* A sampled sync's latency: the latency histogram, and the round-trip
+ * estimate of its blade, an EWMA (1/8) that ConflictAvoid takes as its
+ * backoff unit (backoff.c). */
+static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
+{
+	uint32_t *rtt;
+
+	if (w->ctx->o.latency_stats)
+		smart_hist_add(w->hist, dt);
+	if (blade < 0 || dt > UINT32_MAX)
+		return;
+	/* a sample far above the estimate is a descheduled thread or a
+	 * queue, not the round trip: clip it */
+	rtt = &w->rtt[blade];
+	if (*rtt && dt > 2 * (uint64_t)*rtt)
+		dt = 2 * (uint64_t)*rtt;
+	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
+}
+
+static int task_sync(struct smart_worker *w, struct smart__task *t)
+{
+	uint64_t t0 = 0;
+	int rc, blade = -1;
+
+	if (!(w->stats[SMART_STAT_SYNCS] & (SMART_LAT_SAMPLE - 1)))
+		t0 = smart__rdtsc();
+	/* a sampled sync to one blade measures that blade's round trip */
+	if (t0 && t->nchains == 1)
+		blade = t->chains[0].blade;
+	task_post(w, t);
+	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
+		t->round_trips++;
+		SMART_STAT_INC(w, SMART_STAT_ROUND_TRIPS);
+		smart__task_wait(w, t);
+	}
+	t->nchains = 0;
+	deliver(w, t);
+	SMART_STAT_INC(w, SMART_STAT_SYNCS);
+	if (t0)
+		sync_sampled(w, blade, smart__rdtsc() - t0);
+	t->syncs++;
+	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
+	if (smart_unlikely(rc)) {
+		t->sync_errors++;
+		atomic_store(&t->first_error, 0);
+		/* whatever the transport said, the reason is the fence */
+		if (atomic_load(&w->ctx->fenced))
+			rc = SMART_EFENCED;
+	}
+	return rc;
+}
+
+int smart_fence(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	smart__cur_task(w)->fence_next = 1;
+	return 0;
+}
+
+int smart_post(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	task_post(w, smart__cur_task(w));
+	return 0;
+}
+
+int smart_poll(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	return smart__worker_poll(w);
+}
+
+int smart_sync(smart_worker_t *w)
+{
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	return task_sync(w, smart__cur_task(w));
+}
+
+/* The open chain of t for blade; posts to make room when needed. */
+static struct smart__chain *chain_for(struct smart_worker *w,
+				      struct smart__task *t, uint16_t blade)
+{
+	struct smart__chain *c;
+	int i;
+
+	for (i = 0; i < t->nchains; i++) {
+		c = &t->chains[i];
+		if (c->blade != blade)
+			continue;
+		if (smart_unlikely(c->n == w->ctx->o.chain_max))
+			post_chain(w, t, c);
+		return c;
+	}
+	if (smart_unlikely(t->nchains == SMART_TASK_CHAINS)) {
+		task_post(w, t);
+		t->nchains = 0;
+	}
+	c = &t->chains[t->nchains++];
+	c->blade = blade;
+	c->n = 0;
+	return c;
+}
+
+void smart__post_blade(struct smart_worker *w, struct smart__task *t,
+		       uint16_t blade)
+{
+	struct smart__chain *c = chain_for(w, t, blade);
+
+	post_chain(w, t, c);
+}
+
+/* A record (and, when slot, a bounce slot) for a result; syncs early when
+ * they run out.  Returns the slot memory or NULL when !slot. */
+static void *rec_take(struct smart_worker *w, struct smart__task *t,
+		      int slot, struct smart__bounce **rec)
+{
+	if (smart_unlikely(t->nrec == SMART_TASK_BOUNCES ||
+			   (slot && t->nslot == SMART_TASK_BOUNCES))) {
+		int rc = task_sync(w, t);
+
+		if (rc)
+			set_error(t, rc);
+	}
+	*rec = &t->rec[t->nrec++];
+	if (!slot)
+		return NULL;
+	SMART_STAT_INC(w, SMART_STAT_BOUNCES);
+	return t->bounce_mem + (size_t)SMART_BOUNCE_MAX * t->nslot++;
+}
+
+struct op {
+	uint8_t opcode;
+	void *buf;		/* caller's local memory */
+	smart_gaddr_t ga;
+	uint32_t len;
+	uint64_t a1, a2;	/* compare/add, swap */
+};
+
+/* Where a WR of the op goes: the responder's address and key. */
+struct op_target {
+	uint64_t remote;
+	uint32_t rkey;
+};
+
+/* Always inlined: out of line it cost 11 instructions per op. */
+static inline __attribute__((always_inline)) int
+op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
+	 struct op_target *to)
+{
+	struct smart__blade *b = smart__blade_get(w->ctx,
+						  smart_gaddr_blade(op->ga));
+	uint64_t off = smart_gaddr_off(op->ga);
+
+	*bo = b;
+	if (smart_unlikely(!b))
+		return SMART_ENOENT;
+	if (smart_unlikely(atomic_load_explicit(&b->fail,
+						memory_order_relaxed)))
+		return atomic_load(&b->fail);
+	*to = (struct op_target){ b->base + off, b->rkey };
+	if (smart_unlikely(off >= b->size || op->len > b->size - off)) {
+		/* device memory: SMART_GADDR_DM and an offset from 0 */
+		off &= ~SMART_GADDR_DM;
+		if (!smart_gaddr_is_dm(op->ga) || off >= b->dm_len ||
+		    op->len > b->dm_len - off)
+			return SMART_EREMOTE;
+		*to = (struct op_target){ off, b->dm_rkey };
+	}
+	if (smart_tp_atomic(op->opcode)) {
+		/* an atomic needs the transport's atomics (caps.atomics) */
+		if (!w->ctx->caps.atomics)
+			return SMART_ENOTSUP;
+		if (off & 7)
+			return SMART_EINVAL;
+	}
+	return 0;
+}
+
+/* Where the transport reads or writes the op's local bytes: in place
+ * (registered pool, or inline for a small WRITE) or a bounce slot.
+ * in_pool says whether op->buf lies in the registered pool. */
+static void *op_local(struct smart_worker *w, struct smart__task *t,
+		      const struct op *op, int in_pool, uint8_t *flags)
+{
+	int atomic = smart_tp_atomic(op->opcode);
+	struct smart__bounce *r;
+	void *slot;
+
+	if (op->opcode == SMART_TP_WRITE &&
+	    op->len <= w->ctx->caps.max_inline) {
+		*flags = SMART_TP_INLINE;
+		return op->buf;
+	}
+	if (in_pool && (!atomic || !((uintptr_t)op->buf & 7))) {
+		if (atomic) {
+			rec_take(w, t, 0, &r);
+			*r = (struct smart__bounce){ NULL, op->buf, 8,
+				op->opcode == SMART_TP_CAS, op->a1 };
+		}
+		return op->buf;
+	}
+	slot = rec_take(w, t, 1, &r);
+	*r = (struct smart__bounce){ op->opcode == SMART_TP_WRITE ? NULL :
+				     op->buf, slot, op->len,
+				     op->opcode == SMART_TP_CAS, op->a1 };
+	if (op->opcode == SMART_TP_WRITE)
+		memcpy(slot, op->buf, op->len);
+	return slot;
+}
+
+static int op_queue(struct smart_worker *w, const struct op *op)
+{
+	struct smart__task *t = smart__cur_task(w);
+	struct smart__blade *b;
+	struct smart__chain *c;
+	struct smart_tp_wr *wr;
+	struct op_target to = { 0, 0 };	/* op_check sets it when it passes */
+	uint8_t flags = 0;
+	void *local;
+	int in_pool, rc = op_check(w, op, &b, &to);
+
+	if (smart_unlikely(rc))
+		return rc;
+	in_pool = op->buf && smart__pool_owns(w->ctx, op->buf, op->len);
+	if (smart_unlikely(op->len > SMART_BOUNCE_MAX && !in_pool &&
+			   !(op->opcode == SMART_TP_WRITE &&
+			     op->len <= w->ctx->caps.max_inline)))
+		return SMART_EINVAL;
+	/* Records first: taking one may sync early, which resets chains. */
+	local = op_local(w, t, op, in_pool, &flags);
+	if (smart_unlikely(t->fence_next)) {
+		flags |= SMART_TP_FENCE;
+		t->fence_next = 0;
+	}
+	c = chain_for(w, t, b->id);
+	wr = &c->wr[c->n++];
+	*wr = (struct smart_tp_wr){
+		.remote = to.remote,
+		.local = local,
+		.len = op->len,
+		.lkey = w->ctx->pool->lkey,
+		.rkey = to.rkey,
+		.opcode = op->opcode,
+		.flags = flags,
+		.compare_add = op->a1,
+		.swap = op->a2,
+	};
+	t->bytes += op->len;	/* smart_task_bytes: 8 for an atomic */
+	return 0;
+}
+
+/* Rejections are rare: recompute the code out of line (op_queue is
+ * deterministic up to the point where it fails, and has no side effect
+ * before it). */
+static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
+						     const struct op *op)
+{
+	struct smart__blade *b;
+	struct op_target to;
+	int rc = op_check(w, op, &b, &to);
+
+	return rc ? rc : SMART_EINVAL;
+}
+
+int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
+{
+	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
+
+	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_READS);
+	SMART_STAT_ADD(w, SMART_STAT_BYTES_READ, len);
+	return 0;
+}
+
+int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
+		size_t len)
+{
+	struct op op = { SMART_TP_WRITE, (void *)src, dst, (uint32_t)len, 0, 0 };
+
+	if (smart_unlikely(!w || !src || !len || len > SMART_OP_MAX_LEN))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_WRITES);
+	SMART_STAT_ADD(w, SMART_STAT_BYTES_WRITTEN, len);
+	return 0;
+}
+
+int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
+	      uint64_t desired, uint64_t *old)
+{
+	struct op op = { SMART_TP_CAS, old, addr, 8, expect, desired };
+
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_CASES);
+	return 0;
+}
+
+int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
+	      uint64_t *old)
+{
+	struct op op = { SMART_TP_FAA, old, addr, 8, add, 0 };
+
+	if (smart_unlikely(!w))
+		return SMART_EINVAL;
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, &op);
+	SMART_STAT_INC(w, SMART_STAT_FAAS);
+	return 0;
+}
+
+int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len,
+		    void *dst)
+{
+	int rc = smart_read(w, src, len, dst);
+
+	return rc ? rc : smart_sync(w);
+}
+
+int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,
+		     size_t len)
+{
+	int rc = smart_write(w, dst, src, len);
+
+	return rc ? rc : smart_sync(w);
+}
+
+int smart_cas_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
+		   uint64_t desired, uint64_t *old)
+{
+	int rc = smart_cas(w, addr, expect, desired, old);
+
+	return rc ? rc : smart_sync(w);
+}
+
+int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
+		   uint64_t *old)
+{
+	int rc = smart_faa(w, addr, add, old);
+
+	return rc ? rc : smart_sync(w);
+}

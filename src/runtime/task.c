@@ -1,0 +1,454 @@
+/*
+ * Tasks: coroutines on Boost.Context's fcontext, scheduled per worker.
+ *
+ * The scheduler runs in the worker's main context and is the only code
+ * that jumps into a task; a task only ever jumps back to the scheduler.
+ * So w->sched_fctx is always the scheduler's latest context, and a task's
+ * fctx is where it stopped.  Stacks are mmap'ed with a PROT_NONE guard page
+ * below them and kept on a free list for reuse (a spawn after the first
+ * does no system call).
+ *
+ * Polling policy: the scheduler runs every ready task before it polls the
+ * CQ, so that the ops those tasks posted are all in flight together (their
+ * prefetches overlap on shm, their WRs pipeline on a NIC); it polls at least
+ * once per max_tasks switches so yield loops cannot starve completions.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime/core.h"
+
+typedef struct {
+	smart__fctx_t fctx;
+	void *data;
+} smart__transfer_t;
+
+/* Exported with C linkage by libboost_context. */
+extern smart__transfer_t jump_fcontext(smart__fctx_t const to, void *vp);
+extern smart__fctx_t make_fcontext(void *sp, size_t size,
+				   void (*fn)(smart__transfer_t));
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SMART_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SMART_ASAN 1
+#endif
+#endif
+
+#ifdef SMART_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save,
+				    const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save,
+				     const void **bottom_old, size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#endif
+
+/* ASan must be told about every stack switch or it reports false stack
+ * overflows; these are no-ops in normal builds.  A NULL save slot tells it
+ * the fiber we leave is finished. */
+static inline void asan_enter(void **save, const void *bottom, size_t size)
+{
+#ifdef SMART_ASAN
+	__sanitizer_start_switch_fiber(save, bottom, size);
+#else
+	(void)save, (void)bottom, (void)size;
+#endif
+}
+
+static inline void asan_entered(void *save, const void **bottom_old,
+				size_t *size_old)
+{
+#ifdef SMART_ASAN
+	__sanitizer_finish_switch_fiber(save, bottom_old, size_old);
+#else
+	(void)save, (void)bottom_old, (void)size_old;
+#endif
+}
+
+/* Unmap a task's stack.  ASan first forgets the redzones still marked on
+ * it (task_entry never returns, so its frame's are never cleared): GCC
+ * 12's libasan does not clear shadow on munmap, so a later mapping at the
+ * same address (a region attached by the shm transport, seen in CI) would
+ * be reported as a stack-buffer-underflow on its first write (php-src
+ * #13903 and llvm-project #53891 describe the same). */
+static void task_stack_unmap(void *stack, size_t len)
+{
+#ifdef SMART_ASAN
+	__asan_unpoison_memory_region(stack, len);
+#endif
+	munmap(stack, len);
+}
+
+static size_t page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Lowest usable stack byte (above the guard page). */
+static inline void *stack_bottom(const struct smart__task *t)
+{
+	return (char *)t->stack + t->guard;
+}
+
+/* Chains and bounce slots of a task (or of the main context). */
+int smart__task_init_slot(struct smart_worker *w, struct smart__task *t)
+{
+	struct smart_ctx *ctx = w->ctx;
+	int i, n = ctx->o.chain_max;
+	void *bounce;
+
+	for (i = 0; i < SMART_TASK_CHAINS; i++) {
+		/* 2 more: the announcement a post may put in front */
+		t->chains[i].wr = calloc((size_t)n + 2,
+					 sizeof(struct smart_tp_wr));
+		if (!t->chains[i].wr)
+			goto err;
+	}
+	if (smart_buf_alloc(w, SMART_TASK_BOUNCES * SMART_BOUNCE_MAX, &bounce))
+		goto err;
+	t->bounce_mem = bounce;
+	t->w = w;
+	return 0;
+err:
+	for (i = 0; i < SMART_TASK_CHAINS; i++) {
+		free(t->chains[i].wr);
+		t->chains[i].wr = NULL;
+	}
+	return SMART_ENOMEM;
+}
+
+void smart__task_fini_slot(struct smart_worker *w, struct smart__task *t)
+{
+	int i;
+
+	for (i = 0; i < SMART_TASK_CHAINS; i++)
+		free(t->chains[i].wr);
+	if (t->bounce_mem)
+		smart_buf_free(w, t->bounce_mem);
+	smart__scratch_fini(w, t);
+	if (t->stack)
+		task_stack_unmap(t->stack, t->stack_len);
+}
+
+static struct smart__task *task_slot_new(struct smart_worker *w)
+{
+	size_t pg = page_size();
+	size_t len = ((w->ctx->o.task_stack + pg - 1) & ~(pg - 1)) + pg;
+	struct smart__task *t;
+
+	if (w->ntask_slots >= w->ctx->o.max_tasks)
+		return NULL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->stack = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (t->stack == MAP_FAILED || mprotect(t->stack, pg, PROT_NONE) ||
+	    smart__task_init_slot(w, t)) {
+		if (t->stack != MAP_FAILED)
+			task_stack_unmap(t->stack, len);
+		t->stack = NULL;
+		free(t);
+		return NULL;
+	}
+	t->stack_len = len;
+	t->guard = pg;
+	w->all_tasks[w->ntask_slots++] = t;
+	return t;
+}
+
+static void ready_push(struct smart_worker *w, struct smart__task *t)
+{
+	t->state = SMART_TASK_READY;
+	t->next = NULL;
+	if (w->ready_tail)
+		w->ready_tail->next = t;
+	else
+		w->ready_head = t;
+	w->ready_tail = t;
+}
+
+static struct smart__task *ready_pop(struct smart_worker *w)
+{
+	struct smart__task *t = w->ready_head;
+
+	if (t) {
+		w->ready_head = t->next;
+		if (!w->ready_head)
+			w->ready_tail = NULL;
+	}
+	return t;
+}
+
+static void task_entry(smart__transfer_t tr)
+{
+	struct smart__task *t = tr.data;
+	struct smart_worker *w = t->w;
+
+	asan_entered(NULL, &w->asan_main_bottom, &w->asan_main_size);
+	w->sched_fctx = tr.fctx;
+	t->fn(w, t->arg);
+	/* A task that returned inside an epoch section would keep the
+	 * worker's announcement active for good, and so stop reclamation for
+	 * every client of that blade: leave it (a caller bug, said for
+	 * each such task). */
+	if (smart_unlikely(t->ebr_dom != NULL)) {
+		smart__warn(&w->ctx->log, "a task returned inside "
+			    "smart_epoch_enter(): left for it");
+		t->ebr_depth = 1;
+		w->ctx->svc->task_left_epoch(w);
+	}
+	/* Ops the task left queued or in flight are finished for it, so
+	 * that no completion can reach a recycled task. */
+	if (t->nchains || atomic_load(&t->inflight))
+		smart_sync(w);
+	t->state = SMART_TASK_DONE;
+	asan_enter(NULL, w->asan_main_bottom, w->asan_main_size);
+	jump_fcontext(w->sched_fctx, NULL);
+}
+
+int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
+{
+	struct smart__task *t;
+
+	if (!w || !fn)
+		return SMART_EINVAL;
+	if (w->live >= w->ctx->o.max_tasks)
+		return SMART_EAGAIN;
+	t = w->free_tasks;
+	if (t)
+		w->free_tasks = t->next;
+	else if (!(t = task_slot_new(w)))
+		return SMART_ENOMEM;
+	t->fn = fn;
+	t->arg = arg;
+	t->round_trips = 0;
+	t->alloc_round_trips = 0;
+	t->bytes = 0;
+	t->fence_next = 0;
+	atomic_store(&t->first_error, 0);
+	/* a recycled slot keeps its scratch segments, empty */
+	t->scratch.cur = 0;
+	t->scratch.top = 0;
+	t->fctx = make_fcontext((char *)t->stack + t->stack_len,
+				t->stack_len - t->guard, task_entry);
+	w->live++;
+	SMART_STAT_INC(w, SMART_STAT_TASKS_SPAWNED);
+	ready_push(w, t);
+	return 0;
+}
+
+/* Jump from the scheduler into t until it yields, waits or ends. */
+static void task_switch_in(struct smart_worker *w, struct smart__task *t)
+{
+	void *fake = NULL;
+	smart__transfer_t tr;
+
+	t->state = SMART_TASK_RUNNING;
+	w->cur = t;
+	asan_enter(&fake, stack_bottom(t), t->stack_len - t->guard);
+	tr = jump_fcontext(t->fctx, t);
+	asan_entered(fake, NULL, NULL);
+	t->fctx = tr.fctx;
+	w->cur = NULL;
+	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
+	if (t->state == SMART_TASK_DONE) {
+		w->live--;
+		t->state = SMART_TASK_FREE;
+		t->next = w->free_tasks;
+		w->free_tasks = t;
+	}
+}
+
+/* From inside a task: back to the scheduler. */
+static void task_switch_out(struct smart_worker *w, struct smart__task *t)
+{
+	smart__transfer_t tr;
+
+	asan_enter(&t->asan_fake_stack, w->asan_main_bottom, w->asan_main_size);
+	tr = jump_fcontext(w->sched_fctx, NULL);
+	asan_entered(t->asan_fake_stack, &w->asan_main_bottom,
+		     &w->asan_main_size);
+	w->sched_fctx = tr.fctx;
+}
+
+void smart_task_yield(smart_worker_t *w)
+{
+	struct smart__task *t = w->cur;
+
+	if (!t) {
+		smart__worker_wait_poll(w);
+		return;
+	}
+	ready_push(w, t);
+	task_switch_out(w, t);
+}
+
+/* The main context has no task to switch to: it polls until its batches
+ * land (out of line: tasks are the common case). */
+static __attribute__((noinline)) void main_wait(struct smart_worker *w,
+						struct smart__task *t)
+{
+	while (atomic_load_explicit(&t->inflight, memory_order_acquire))
+		if (!smart__worker_wait_poll(w) && w->internal)
+			smart__idle_pause();
+}
+
+/* Park the current task until its batches complete (smart__task_wake). */
+void smart__task_wait(struct smart_worker *w, struct smart__task *t)
+{
+	if (smart_unlikely(t == &w->main_task)) {
+		main_wait(w, t);
+		return;
+	}
+	t->state = SMART_TASK_WAITING;
+	while (t->state == SMART_TASK_WAITING)
+		task_switch_out(w, t);
+}
+
+/* Park the current task until smart__task_unpark (backoff admission). */
+void smart__task_park(struct smart_worker *w, struct smart__task *t)
+{
+	t->state = SMART_TASK_PARKED;
+	while (t->state == SMART_TASK_PARKED)
+		task_switch_out(w, t);
+}
+
+void smart__task_unpark(struct smart_worker *w, struct smart__task *t)
+{
+	if (t->state == SMART_TASK_PARKED)
+		ready_push(w, t);
+}
+
+/* Park the current task until the TSC reaches deadline.  Sleepers wait
+ * off the run queue, so they neither spin nor delay the CQ polling of the
+ * tasks that have work (a yield loop would do both). */
+void smart__task_sleep(struct smart_worker *w, struct smart__task *t,
+		       uint64_t deadline)
+{
+	t->wake_at = deadline;
+	t->next = w->sleepers;
+	w->sleepers = t;
+	if (!w->next_wake || deadline < w->next_wake)
+		w->next_wake = deadline;
+	t->state = SMART_TASK_PARKED;
+	while (t->state == SMART_TASK_PARKED)
+		task_switch_out(w, t);
+}
+
+/* Wake the sleepers whose deadline passed. */
+static void wake_sleepers(struct smart_worker *w)
+{
+	struct smart__task **pp = &w->sleepers, *t;
+	uint64_t now = w->now, next = 0;
+
+	if (now < w->next_wake)
+		return;
+	while ((t = *pp)) {
+		if (t->wake_at <= now) {
+			*pp = t->next;
+			ready_push(w, t);
+			continue;
+		}
+		if (!next || t->wake_at < next)
+			next = t->wake_at;
+		pp = &t->next;
+	}
+	w->next_wake = next;
+}
+
+/* A task's last batch completed (owner thread only). */
+void smart__task_wake(struct smart_worker *w, struct smart__task *t)
+{
+	if (t->state == SMART_TASK_WAITING && t != &w->main_task)
+		ready_push(w, t);
+}
+
+/* Shared groups: another worker may have completed our batches; find our
+ * waiting tasks whose counters reached zero. */
+static void scan_waiting(struct smart_worker *w)
+{
+	int i;
+
+	for (i = 0; i < w->ntask_slots; i++) {
+		struct smart__task *t = w->all_tasks[i];
+
+		if (t->state == SMART_TASK_WAITING &&
+		    !atomic_load_explicit(&t->inflight, memory_order_acquire))
+			ready_push(w, t);
+	}
+}
+
+int smart_worker_run(smart_worker_t *w)
+{
+	struct smart__task *t;
+
+	if (!w)
+		return SMART_EINVAL;
+	if (w->cur)
+		return SMART_EINVAL;
+	while (w->live) {
+		t = ready_pop(w);
+		if (!t || ++w->since_poll >= w->ctx->o.max_tasks) {
+			w->since_poll = 0;
+			if (t)
+				smart__worker_poll(w);
+			else	/* every task waits */
+				smart__worker_wait_poll(w);
+			if (w->group->shared)
+				scan_waiting(w);
+			if (w->sleepers)
+				wake_sleepers(w);
+		}
+		if (t)
+			task_switch_in(w, t);
+	}
+	return 0;
+}
+
+int smart_worker_tasks(const smart_worker_t *w)
+{
+	return w ? w->live : 0;
+}
+
+int smart_worker_in_task(const smart_worker_t *w)
+{
+	return w && w->cur;
+}
+
+uint64_t smart_task_round_trips(const smart_worker_t *w, uint64_t *alloc)
+{
+	const struct smart__task *t;
+
+	if (!w) {
+		if (alloc)
+			*alloc = 0;
+		return 0;
+	}
+	t = w->cur ? w->cur : &w->main_task;
+	if (alloc)
+		*alloc = t->alloc_round_trips;
+	return t->round_trips;
+}
+
+uint64_t smart_task_bytes(const smart_worker_t *w)
+{
+	if (!w)
+		return 0;
+	return (w->cur ? w->cur : &w->main_task)->bytes;
+}
+
+void smart__tasks_destroy(struct smart_worker *w)
+{
+	int i;
+
+	for (i = 0; i < w->ntask_slots; i++) {
+		smart__task_fini_slot(w, w->all_tasks[i]);
+		free(w->all_tasks[i]);
+	}
+	w->ntask_slots = 0;
+	w->free_tasks = NULL;
+}

@@ -1,0 +1,250 @@
+/*
+ * Flag values: the parsers of numbers, sizes and times, the checks of each
+ * flag type against its range or the library's option table, and the one
+ * error path of bad input (kit_bad).
+ *
+ * Invariants: a value is stored only after it passed every check, so a
+ * tool never sees half-parsed input; every refusal goes through kit_bad()
+ * and names the flag, the reason and the value.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+#include "kit_int.h"
+
+void kit_bad(const char *tool, const char *flag, const char *value,
+	     const char *why, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", tool);
+	if (flag)
+		fprintf(stderr, "--%s: ", flag);
+	va_start(ap, why);
+	vfprintf(stderr, why, ap);
+	va_end(ap);
+	if (value)
+		fprintf(stderr, " ('%s')", value);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+int kit_parse_u64(const char *s, int suffixes, uint64_t *out)
+{
+	unsigned long long v;
+	int shift = 0;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (suffixes && (*end == 'K' || *end == 'k'))
+		shift = 10, end++;
+	else if (suffixes && (*end == 'M' || *end == 'm'))
+		shift = 20, end++;
+	else if (suffixes && (*end == 'G' || *end == 'g'))
+		shift = 30, end++;
+	else if (suffixes && (*end == 'T' || *end == 't'))
+		shift = 40, end++;
+	if (errno || *end || v > UINT64_MAX >> shift)
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int kit_parse_double(const char *s, double *out)
+{
+	char *end;
+	double d;
+
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno || *end)
+		return -1;
+	*out = d;
+	return 0;
+}
+
+int kit_parse_time(const char *s, double *secs)
+{
+	static const struct { const char *sfx; double mul; } u[] = {
+		{ "ns", 1e-9 }, { "us", 1e-6 }, { "ms", 1e-3 }, { "s", 1 },
+		{ "", 1 },
+	};
+	char *end;
+	double d;
+	size_t i;
+
+	if (!s || ((*s < '0' || *s > '9') && *s != '.'))
+		return -1;
+	errno = 0;
+	d = strtod(s, &end);
+	if (errno)
+		return -1;
+	for (i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		if (!strcmp(end, u[i].sfx)) {
+			*secs = d * u[i].mul;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* "16M" rather than 16777216 in a message about a size. */
+static const char *size_text(double v, char *buf, size_t n)
+{
+	static const char sfx[] = "KMGTPE";
+	uint64_t x = (uint64_t)v;
+	int i = -1;
+
+	while (x >= 1024 && !(x & 1023) && i < 5)
+		x >>= 10, i++;
+	if (i < 0)
+		snprintf(buf, n, "%" PRIu64, x);
+	else
+		snprintf(buf, n, "%" PRIu64 "%c", x, sfx[i]);
+	return buf;
+}
+
+static void bad_int(const char *tool, const struct kit_flag *f,
+		    const char *v)
+{
+	char a[32], b[32];
+
+	if (f->type == KIT_T_SIZE)
+		kit_bad(tool, f->name, v, "want a size (K/M/G/T suffixes) in "
+			"%s..%s", size_text(f->lo, a, sizeof(a)),
+			size_text(f->hi, b, sizeof(b)));
+	if (f->hi >= 1e18)
+		kit_bad(tool, f->name, v, "want an integer >= %.0f", f->lo);
+	kit_bad(tool, f->name, v, "want an integer in %.0f..%.0f", f->lo,
+		f->hi);
+}
+
+static void set_int(const char *tool, const struct kit_flag *f, void *dst,
+		    const char *v)
+{
+	uint64_t x;
+
+	if (kit_parse_u64(v, f->type != KIT_T_INT, &x) ||
+	    (double)x < f->lo || (double)x > f->hi)
+		bad_int(tool, f, v);
+	if (f->type == KIT_T_INT)
+		*(int *)dst = (int)x;
+	else
+		*(uint64_t *)dst = x;
+}
+
+static void set_real(const char *tool, const struct kit_flag *f, void *dst,
+		     const char *v)
+{
+	double d;
+
+	if (f->type == KIT_T_TIME) {
+		if (kit_parse_time(v, &d) || !(d >= f->lo && d < f->hi))
+			kit_bad(tool, f->name, v, "want a time (ns/us/ms/s, "
+				"seconds without) in [%g s, %g s)", f->lo,
+				f->hi);
+	} else if (kit_parse_double(v, &d) || !(d >= f->lo && d < f->hi)) {
+		kit_bad(tool, f->name, v, "want a number in [%g, %g)", f->lo,
+			f->hi);
+	}
+	*(double *)dst = d;
+}
+
+static void set_choice(const char *tool, const struct kit_flag *f,
+		       void *dst, const char *v)
+{
+	int i;
+
+	for (i = 0; f->choices[i]; i++) {
+		if (!strcmp(v, f->choices[i])) {
+			*(int *)dst = i;
+			return;
+		}
+	}
+	kit_bad(tool, f->name, v, "want one of %s", f->arg);
+}
+
+static void add_str(const char *tool, const struct kit_flag *f, void *dst,
+		    const char *v)
+{
+	struct kit_strs *s = dst;
+
+	if (s->n >= (int)f->hi || s->n >= KIT_STRS_MAX)
+		kit_bad(tool, f->name, v, "at most %d of them", s->n);
+	s->v[s->n++] = v;
+}
+
+/* A library option's value is checked by the library's own table, on a
+ * scratch options object of defaults, so that the flag is named when it
+ * is wrong rather than the ctx failing later. */
+static void check_lib(const char *tool, const struct kit_flag *f,
+		      const char *v, smart_opts_t **lib)
+{
+	int rc = *lib ? 0 : smart_opts_create_defaults(lib);
+
+	if (rc)
+		kit_bad(tool, f->name, v, "%s", smart_strerror(rc));
+	if (f->type == KIT_T_LIBOPT)
+		rc = smart_opts_set(*lib, f->key, v);
+	else
+		rc = smart_opts_set_kv(*lib, v);
+	if (!rc)
+		return;
+	if (f->type == KIT_T_LIBOPT)
+		kit_bad(tool, f->name, v, "want %s (library option %s)", f->arg,
+			f->key);
+	if (rc == SMART_ENOENT)
+		kit_bad(tool, f->name, v, "no such library option (see "
+			"--list-options)");
+	kit_bad(tool, f->name, v, "want key=value with a valid value (see "
+		"--list-options)");
+}
+
+void kit__set(const char *tool, const struct kit_flag *f, void *base,
+		  const char *v, smart_opts_t **lib)
+{
+	void *dst = (char *)base + f->off;
+
+	switch (f->type) {
+	case KIT_T_FLAG:
+		*(int *)dst = 1;
+		break;
+	case KIT_T_STR:
+		*(const char **)dst = v;
+		break;
+	case KIT_T_LIBOPT:
+		check_lib(tool, f, v, lib);
+		*(const char **)dst = v;
+		break;
+	case KIT_T_LIBKV:
+		check_lib(tool, f, v, lib);
+		/* fall through */
+	case KIT_T_STRS:
+		add_str(tool, f, dst, v);
+		break;
+	case KIT_T_INT:
+	case KIT_T_U64:
+	case KIT_T_SIZE:
+		set_int(tool, f, dst, v);
+		break;
+	case KIT_T_DOUBLE:
+	case KIT_T_TIME:
+		set_real(tool, f, dst, v);
+		break;
+	case KIT_T_CHOICE:
+		set_choice(tool, f, dst, v);
+		break;
+	case KIT_T_LISTOPTS:
+		break;
+	}
+}
