@@ -262,7 +262,7 @@ static int copy_config(struct smart_blade *b,
 	b->lease_ms = cfg->lease_ms;
 	b->dm_size = cfg->dm_size;
 	b->lfd = b->ufd = b->wakefd = -1;
-	b->ops = smart_tp_find(tp);
+	b->ops = smart__tp_find(tp);
 	if (!b->ops || strlen(tp) > SMART_PROTO_TRANSPORT_MAX) {
 		smart__err(&b->log, "unknown transport %s", tp);
 		return SMART_EINVAL;
@@ -433,7 +433,7 @@ int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out)
 	if (!b || !out)
 		return SMART_EINVAL;
 	r = b->mr->addr;
-	return smart_wire_usage((const void *)r,
+	return smart__wire_usage((const void *)r,
 				(const void *)(r + SMART_LEASE_OFF),
 				__atomic_load_n((const uint64_t *)(r +
 						SMART_FREE_POOLED_OFF),

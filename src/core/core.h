@@ -443,9 +443,6 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 	return smart__worker_qp_slow(w, blade, out);
 }
 void smart__qp_broken(struct smart_worker *w, struct smart__qp *qp);
-int smart__group_get(struct smart_ctx *ctx, int worker_index,
-		     struct smart__group **out);
-void smart__group_put(struct smart__group *g);
 
 /* The keeper's worker waits without holding a CPU: it may run at a real-
  * time priority, and a dead verbs peer takes a whole retry budget to
@@ -541,10 +538,5 @@ void smart__ralloc_destroy(struct smart_worker *w);
 uint64_t smart__ralloc_cached(struct smart_worker *w, uint16_t blade);
 
 /* options.c */
-void smart__opts_defaults(struct smart__optvals *v);
 void smart__tech_format(int bits, char *buf, size_t len);
-
-/* status of a transport completion as a SMART_E* code */
-int smart__wc_status(int wc_status);
-
 #endif

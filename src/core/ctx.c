@@ -75,7 +75,7 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 	};
 	int rc;
 
-	ctx->tp = smart_tp_find(ctx->o.transport);
+	ctx->tp = smart__tp_find(ctx->o.transport);
 	if (!ctx->tp) {
 		smart__err(&ctx->log, "transport %s is not built in",
 			   ctx->o.transport);

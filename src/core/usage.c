@@ -38,7 +38,7 @@ int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
 	rc2 = smart_sync(w);
 	rc = rc ? rc : rc2;
 	if (!rc)
-		rc = smart_wire_usage(sb, lt, *pooled, out);
+		rc = smart__wire_usage(sb, lt, *pooled, out);
 	smart_scratch_release(w, mark);
 	return rc;
 }

@@ -39,7 +39,9 @@ static void rpc_block(struct smart_rpc *rpc)
 /* One step of a wait that nothing wakes (staging room, a socket): a task
  * yields, the main context polls the worker once (and pauses when that
  * found nothing). */
-void smart__rpc_step(struct smart_rpc *rpc)
+/* One step of a wait nothing wakes (a task yields, the main
+ * context polls) */
+static void smart__rpc_step(struct smart_rpc *rpc)
 {
 	struct smart_worker *w = rpc->w;
 
@@ -1475,7 +1477,6 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 		smart__rpc_conn_free(c);
 	}
 }
-
 
 /* The old way, one connection at a time (RPC_CLOSE_SERIAL): each
  * waited for in turn, and held across the polls of its wait. */
