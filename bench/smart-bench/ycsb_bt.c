@@ -192,7 +192,7 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	uint64_t ch, cm, sh, sm;
 
 	*line = 0;
-	if (smart_bt_stats(((struct bt_handle *)h)->bt, &s) ||
+	if (smart_bt_stats(((struct bt_handle *)h)->bt, NULL, &s) ||
 	    smart_stats_snapshot(smart_worker_ctx(w), &c))
 		return;
 	ch = c.c[SMART_STAT_CACHE_HITS];

@@ -129,7 +129,7 @@ static void ht_close(void *h)
 	struct ht_handle *t = h;
 
 	if (t)
-		smart_ht_close(t->ht);
+		smart_ht_close(t->ht, NULL);
 	free(t);
 }
 

@@ -36,6 +36,8 @@ extern "C" {
 typedef struct smart_blade smart_blade_t;
 
 struct smart_blade_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	uint64_t size;		/* region bytes, 1 MiB..128 TiB; [1G] */
 	const char *listen;	/* "host:port"; port 0 = any; [127.0.0.1:7470] */
 	uint16_t id;		/* blade id in global addresses, 0..1023; [0] */
@@ -119,8 +121,8 @@ struct smart_blade_stats {
 		evicted;
 	uint64_t active_sessions, pending_sessions, pending_fd_requests;
 };
-void smart_blade_stats(const smart_blade_t *b,
-			   struct smart_blade_stats *out);
+/* SMART_EINVAL for NULL b or out (out untouched).  Thread: any. */
+int smart_blade_stats(const smart_blade_t *b, struct smart_blade_stats *out);
 
 
 #ifdef __cplusplus

@@ -75,6 +75,8 @@ enum {
 };
 
 struct smart_bt_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	/* Blades holding nodes, spread at random (NULL: the home blade). */
 	const uint16_t *blades;
 	unsigned nblades;	/* 1..SMART_BT_BLADES_MAX */
@@ -144,7 +146,7 @@ struct smart_bt_stats {
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches
- * above. */
+ * above; cfg->size set (docs/api.md).  Cannot fail: void. */
 void smart_bt_config_init(struct smart_bt_config *cfg);
 
 /* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
@@ -234,10 +236,19 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		       smart_bt_next_fn next, void *arg, unsigned fill_pct,
 		       uint64_t *loaded);
 
-int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out);
+/* Fill *out with the tree object's counters (no remote read: w may be
+ * NULL).  SMART_EINVAL for NULL t or out.  Thread: any. */
+int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
+		   struct smart_bt_stats *out);
 
 /* Destroy the remote tree: the root entry released (smart_root_release),
- * every node and lock table freed; closes t.  No other client may use the tree then. */
+ * every node and lock table freed; closes t.  No other client may use the
+ * tree then.  SMART_EINVAL for NULL t or w, SMART_ENOENT when the root
+ * entry no longer names the tree, SMART_EPROTO for a descriptor or node
+ * chain that is not this tree's, the transport's errors.  The exception to
+ * "an error has no side effect" (docs/api.md §2): an error after the root
+ * entry's release leaves t open and what was not freed yet allocated.
+ * Thread: w's. */
 int smart_bt_drop(smart_bt_t *t, smart_worker_t *w);
 
 /* Free the local tree object; NULL is a no-op; returns 0.  w (a worker of

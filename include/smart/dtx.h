@@ -89,6 +89,8 @@ struct smart_dtx_table {
 };
 
 struct smart_dtx_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	const uint16_t *blades;	/* blades holding tables (NULL: the home) */
 	unsigned nblades;	/* 1..SMART_DTX_BLADES_MAX */
 	/* backups per table, 0..SMART_DTX_REPLICAS_MAX and fewer than
@@ -131,7 +133,8 @@ struct smart_dtx_stats {
 	uint64_t unlocks_checked, unlocks_redone;
 };
 
-/* Defaults: home blade only, no tables (the caller sets them). */
+/* Defaults: home blade only, no tables (the caller sets them); cfg->size
+ * set (docs/api.md).  Cannot fail: void. */
 void smart_dtx_config_init(struct smart_dtx_config *cfg);
 
 /* Create the database `name` (smart/alloc.h's named root entries) on
@@ -152,14 +155,23 @@ int smart_dtx_table_info(const smart_dtx_t *d, uint32_t table,
 			 uint16_t *backups, unsigned *nbackups);
 
 /* Free the local object (NULL: no-op).  Transaction objects must be freed
- * first (SMART_EBUSY). */
-int smart_dtx_close(smart_dtx_t *d);
+ * first (SMART_EBUSY, nothing done).  w (or NULL) as for every
+ * structure's close (docs/api.md); a database object holds nothing
+ * remote of its own.  Thread: any, once no other uses d. */
+int smart_dtx_close(smart_dtx_t *d, smart_worker_t *w);
 
-/* Destroy the remote database (no client may use it): memory freed, the
- * name released; closes d. */
+/* Destroy the remote database (no client may use it): the name released,
+ * then its memory freed (past errors: what failed to free stays
+ * allocated, docs/api.md §2); closes d.  SMART_EINVAL for NULL d or w,
+ * SMART_EBUSY while transaction objects exist, SMART_EPROTO for a
+ * descriptor that is not a database's, the transport's errors (before the
+ * release: nothing done).  Thread: w's. */
 int smart_dtx_drop(smart_dtx_t *d, smart_worker_t *w);
 
-int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *out);
+/* Fill *out with the database object's counters (no remote read: w may
+ * be NULL).  SMART_EINVAL for NULL d or out.  Thread: any. */
+int smart_dtx_stats(const smart_dtx_t *d, smart_worker_t *w,
+		    struct smart_dtx_stats *out);
 
 /* A transaction object: claims a free log slot (or adopts one a dead
  * client held, recovering what it left).  SMART_EBUSY when every slot is

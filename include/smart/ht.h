@@ -47,6 +47,8 @@ extern "C" {
 typedef struct smart_ht smart_ht_t;
 
 struct smart_ht_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	/* Blades holding the shards (NULL: the home blade alone). */
 	const uint16_t *blades;
 	unsigned nblades;		/* 1..SMART_HT_SHARDS_MAX */
@@ -93,12 +95,14 @@ struct smart_ht_stats {
 	uint64_t header_retries, verify_retries, frozen_hits;
 };
 
-/* Fill *out; SMART_EINVAL for NULL arguments. */
+/* Fill *out (the directory re-read through w, so one round trip per
+ * shard).  SMART_EINVAL for NULL arguments (w included: the counts need
+ * the remote directory), the transport's errors.  Thread: w's. */
 int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 		   struct smart_ht_stats *out);
 
 /* Defaults: home blade only, depth 2, 1024 buckets, 16384 cache entries,
- * reclamation on. */
+ * reclamation on; cfg->size set (docs/api.md).  Cannot fail: void. */
 void smart_ht_config_init(struct smart_ht_config *cfg);
 
 /* Create a table named by root entry root_idx of blade `blade` (cfg NULL:
@@ -130,8 +134,11 @@ const char *smart_ht_name(const smart_ht_t *t);
  * its probe range), then every KV block, subtable, directory and the
  * descriptor go back to the blades; then t is closed.  No other client
  * may use the table meanwhile or afterwards (their operations would fail
- * or read freed memory).  On an error t stays open and whatever was not
- * freed yet stays allocated. */
+ * or read freed memory).  The exception to "an error has no side effect"
+ * (docs/api.md §2): on an error after the root entry's release, t stays
+ * open and whatever was not freed yet stays allocated.  SMART_EINVAL for
+ * NULL t or w, SMART_ENOENT when the root entry no longer names the table
+ * (another drop won), the transport's errors.  Thread: w's. */
 int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
 
 /* Recovery sweep: finish or undo every split a dead client left locked,
@@ -145,8 +152,11 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
 int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w);
 
 /* Free the local table object (the remote table stays).  NULL is a no-op;
- * returns 0. */
-int smart_ht_close(smart_ht_t *t);
+ * returns 0.  w (a worker of the ctx on the calling thread, or NULL) is
+ * taken for the convention of every structure's close (docs/api.md): a
+ * hash table object holds nothing remote to give back.  Thread: any, once
+ * no other uses t. */
+int smart_ht_close(smart_ht_t *t, smart_worker_t *w);
 
 int smart_ht_insert(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);

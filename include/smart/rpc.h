@@ -58,8 +58,12 @@ typedef struct smart_rpc smart_rpc_t;
 typedef struct smart_rpc_conn smart_rpc_conn_t;
 typedef struct smart_rpc_req smart_rpc_req_t;
 
-/* Endpoint settings; a zero field takes its default. */
-struct smart_rpc_cfg {
+/* Endpoint settings: smart_rpc_config_init() first (it sets struct_size,
+ * docs/api.md), then change what differs; a zero field takes its
+ * default. */
+struct smart_rpc_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	uint32_t window;	/* receives per connection for data: 64
 				 * (2..4096, rounded up to a power of 2) */
 	uint32_t eager_max;	/* largest payload: 4096 (48..1 MiB - 16) */
@@ -98,10 +102,18 @@ struct smart_rpc_cfg {
 				 * an unused entry */
 };
 
+/* A config in a designated initializer: { SMART_RPC_CONFIG_INIT,
+ * .window = 8 }, the same as smart_rpc_config_init() then the fields. */
+#define SMART_RPC_CONFIG_INIT \
+	.struct_size = sizeof(struct smart_rpc_config)
+
+/* Every field zero (its default) and struct_size set.  Cannot fail: void. */
+void smart_rpc_config_init(struct smart_rpc_config *cfg);
+
 /* Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field
  * out of range, SMART_ENOTSUP when the transport has no two-sided
  * operations, SMART_EBUSY when w already has an endpoint. */
-int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
+int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_config *cfg,
 		     smart_rpc_t **out);
 
 /* Close every connection (their open calls fail with SMART_ECONN), stop
@@ -146,8 +158,10 @@ int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 		      smart_rpc_conn_t **out);
 
 /* Close a connection: its open calls fail with SMART_ECONN, requests of
- * it not replied to are dropped.  NULL: no-op. */
-void smart_rpc_close(smart_rpc_conn_t *c);
+ * it not replied to are dropped.  NULL, or one closed already: no-op
+ * returning 0.  SMART_EINVAL, nothing done, for an accepted connection
+ * (the endpoint's: it goes when its peer closes or with the endpoint). */
+int smart_rpc_close(smart_rpc_conn_t *c);
 
 /*
  * Call op on the peer with len bytes of request and wait for the answer:
@@ -205,8 +219,8 @@ int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
 int smart_rpc_progress(smart_rpc_t *rpc);
 
 /* Send what is queued on the endpoint's connections now (one-way sends
- * are batched until the next progress). */
-void smart_rpc_flush(smart_rpc_t *rpc);
+ * are batched until the next progress).  0, or SMART_EINVAL for NULL. */
+int smart_rpc_flush(smart_rpc_t *rpc);
 
 /* Counters of a connection (or, through smart_rpc_stats, of the endpoint:
  * live and past connections summed). */

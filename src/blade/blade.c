@@ -29,6 +29,7 @@
 #include "smart/alloc.h"
 #include "smart/status.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/sockio.h"
 #include "wire/services.h"
 
@@ -38,6 +39,7 @@
 void smart_blade_config_init(struct smart_blade_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->size = UINT64_C(1) << 30;
 	cfg->listen = "127.0.0.1:7470";
 	cfg->hugepages = -1;
@@ -337,14 +339,12 @@ static int start_thread(struct smart_blade *b)
 	return 0;
 }
 
-int smart_blade_create(const struct smart_blade_config *cfg,
-		       smart_blade_t **out)
+static int blade_create(const struct smart_blade_config *cfg,
+			smart_blade_t **out)
 {
 	struct smart_blade *b;
 	int rc;
 
-	if (!cfg || !out)
-		return SMART_EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return SMART_ENOMEM;
@@ -370,6 +370,17 @@ int smart_blade_create(const struct smart_blade_config *cfg,
 		    b->id, b->size, b->addr);
 	*out = b;
 	return 0;
+}
+
+int smart_blade_create(const struct smart_blade_config *cfg,
+		       smart_blade_t **out)
+{
+	struct smart_blade_config c;
+
+	smart_blade_config_init(&c);
+	if (!cfg || !out || smart__config_take(&c, sizeof(c), cfg))
+		return SMART_EINVAL;
+	return blade_create(&c, out);
 }
 
 int smart_blade_destroy(smart_blade_t *b)
@@ -440,12 +451,11 @@ int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out)
 						__ATOMIC_RELAXED), out);
 }
 
-void smart_blade_stats(const smart_blade_t *b,
-			   struct smart_blade_stats *out)
+int smart_blade_stats(const smart_blade_t *b, struct smart_blade_stats *out)
 {
+	if (!b || !out)
+		return SMART_EINVAL;
 	memset(out, 0, sizeof(*out));
-	if (!b)
-		return;
 	out->accepted = atomic_load(&b->n_accepted);
 	out->authenticated = atomic_load(&b->n_authenticated);
 	out->refused = atomic_load(&b->n_refused);
@@ -455,4 +465,5 @@ void smart_blade_stats(const smart_blade_t *b,
 	out->active_sessions = atomic_load(&b->n_active);
 	out->pending_sessions = atomic_load(&b->n_pending);
 	out->pending_fd_requests = atomic_load(&b->n_pending_fd);
+	return 0;
 }

@@ -10,10 +10,24 @@
 #include <string.h>
 
 #include "msg/msg_int.h"
+#include "util/config.h"
 
-static int cfg_fill(const struct smart_rpc_cfg *in, struct smart_rpc_cfg *o)
+void smart_rpc_config_init(struct smart_rpc_config *cfg)
 {
-	*o = in ? *in : (struct smart_rpc_cfg){ 0 };
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
+}
+
+/* The caller's settings (docs/api.md, "Extensible structs") with the
+ * defaults for zero fields, checked. */
+static int cfg_fill(const struct smart_rpc_config *in,
+		    struct smart_rpc_config *o)
+{
+	smart_rpc_config_init(o);
+	if (in && smart__config_take(o, sizeof(*o), in))
+		return SMART_EINVAL;
 	if (!o->window)
 		o->window = 64;
 	if (!o->eager_max)
@@ -80,7 +94,7 @@ static void ping_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	smart_rpc_reply(q, 0, d, n);
 }
 
-int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
+int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_config *cfg,
 		     smart_rpc_t **out)
 {
 	struct smart_rpc *rpc;

@@ -263,7 +263,7 @@ struct smart_rpc {
 	struct smart_worker *w;
 	struct smart_ctx *ctx;
 	const struct smart_tp_ops *tp;
-	struct smart_rpc_cfg cfg;
+	struct smart_rpc_config cfg;
 	struct smart_tp_cq *cq;
 	int passes_fds;		/* shm: QP descriptors go with the blobs */
 	uint32_t msg_len;

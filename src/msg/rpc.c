@@ -1024,10 +1024,12 @@ static void flush_dirty(struct smart_rpc *rpc)
 	}
 }
 
-void smart_rpc_flush(smart_rpc_t *rpc)
+int smart_rpc_flush(smart_rpc_t *rpc)
 {
-	if (rpc)
-		flush_dirty(rpc);
+	if (!rpc)
+		return SMART_EINVAL;
+	flush_dirty(rpc);
+	return 0;
 }
 
 static void expire_calls(struct smart_rpc *rpc, uint64_t now)
@@ -1453,12 +1455,14 @@ static void close_wait(struct smart_rpc *rpc, struct smart_rpc_conn *c)
 		smart__worker_poll(rpc->w);
 }
 
-void smart_rpc_close(smart_rpc_conn_t *c)
+int smart_rpc_close(smart_rpc_conn_t *c)
 {
-	if (!c || c->accepted)
-		return;		/* accepted ones are the endpoint's */
+	if (!c)
+		return 0;
+	if (c->accepted)
+		return SMART_EINVAL;	/* accepted: the endpoint's */
 	if (c->freeing)
-		return;		/* closed already, its users still inside */
+		return 0;	/* closed already, its users still inside */
 	if (c->state == RPC_C_LIVE) {
 		close_send(c);
 		close_wait(c->rpc, c);	/* a dialed one: no poll frees it */
@@ -1476,6 +1480,7 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 	} else {
 		smart__rpc_conn_free(c);
 	}
+	return 0;
 }
 
 /* The old way, one connection at a time (RPC_CLOSE_SERIAL): each

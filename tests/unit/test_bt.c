@@ -248,7 +248,7 @@ static void test_grow_and_scan(void)
 					 strlen(v)));
 		present[p] = 1;
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("%u keys: height %u, %llu leaf, %llu inner, %llu root splits\n",
 	       N, st.height, (unsigned long long)st.leaf_splits,
 	       (unsigned long long)st.inner_splits,
@@ -403,7 +403,7 @@ static void test_stale_forward(void)
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
-		CHECK_OK(smart_bt_stats(wd.t, &st));
+		CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 		if (st.merges)
 			break;
 	}
@@ -444,7 +444,7 @@ static int msplit_hook(smart_worker_t *w, const char *point, void *arg)
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_EQ(st.merges, 1);		/* L took R in */
 	for (i = 0; i < 7; i++) {
 		key_of(k, i);
@@ -452,7 +452,7 @@ static int msplit_hook(smart_worker_t *w, const char *point, void *arg)
 	}
 	/* L is full (14): one more below the cursor splits it at k6 */
 	CHECK_OK(smart_bt_insert(m->t, m->w, "k00000003x", 10, "x", 1));
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_EQ(st.leaf_splits, 1);
 	return 0;
 }
@@ -483,12 +483,12 @@ static void test_scan_merge_split(void)
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;
 	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
-	CHECK_OK(smart_bt_stats(sc, &st0));
+	CHECK_OK(smart_bt_stats(sc, NULL, &st0));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, msplit_hook, &m));
 	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, 200, ent, buf,
 			   sizeof(buf), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
-	CHECK_OK(smart_bt_stats(sc, &st));
+	CHECK_OK(smart_bt_stats(sc, NULL, &st));
 	rights = st.move_rights - st0.move_rights;
 	printf("scan across a merge then a split of the leaf it stood "
 	       "after: %s, %zu entries, %llu moves right\n",
@@ -555,7 +555,7 @@ static void test_foreign_node(void)
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.merges, 2);
 	fill(&wd, 0, 14);
 	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));	/* both freed */
@@ -575,7 +575,7 @@ static void test_foreign_node(void)
 	rs = smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n);
 	ru = smart_bt_upsert(x, wd.w, k, strlen(k), "X", 1);
 	rb = smart_bt_search(b, wd.w, k, strlen(k), v, sizeof(v), &n);
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("stale cache into another tree's node: search %s, upsert %s, "
 	       "the key in the other tree afterwards: %s; %llu cache drops\n",
 	       smart_status_name(rs), smart_status_name(ru),
@@ -619,13 +619,13 @@ static int grace_hook(smart_worker_t *w, const char *point, void *arg)
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_EQ(st.merges, 1);		/* R retired */
 	for (i = 0; i < 40; i++) {	/* splits far right: new nodes */
 		snprintf(k, sizeof(k), "z%04u", i);
 		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "z", 1));
 	}
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_GE(st.leaf_splits, 2);
 	return 0;
 }
@@ -718,7 +718,7 @@ static void merge_forged_on(int parent)
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("a merge over a forged %s: %llu merged, %llu skipped\n",
 	       parent ? "parent" : "neighbour",
 	       (unsigned long long)st.merges,
@@ -753,7 +753,7 @@ static void test_torn_node(void)
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
 		 SMART_ERETRY);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.crc_retries, 100000);
 	smart_buf_free(wd.w, node);
 	world_stop(&wd);
@@ -863,7 +863,7 @@ static void dead_holder_on(struct world *wd_)
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k", 1, "next", 4));
 	alarm(0);
 	took = test_now_ms() - t0;
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.lock_takeovers, 1);
 	CHECK_LE(took, SMART_LEASE_MS_DEFAULT + SMART_LEASE_MS_DEFAULT / 8);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k", 1, v, sizeof(v), &n));
@@ -987,7 +987,7 @@ static void torn_k5(struct world *wd, uint64_t repairs)
 				 &n));
 	alarm(0);
 	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
-	CHECK_OK(smart_bt_stats(wd->t, &st));
+	CHECK_OK(smart_bt_stats(wd->t, NULL, &st));
 	CHECK_EQ(st.repairs, repairs);
 }
 
@@ -1025,7 +1025,7 @@ static void test_torn_holder(void)
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_k5(&wd, 1);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.lock_takeovers, 1);
 	torn_expect(&wd, 0, 10);
 	world_stop(&wd);
@@ -1062,7 +1062,7 @@ static void test_torn_holder(void)
 	for (m = 0; ; m++) {
 		key_of(k, m);
 		CHECK_OK(smart_bt_insert(dry.t, dry.w, k, strlen(k), "v", 1));
-		CHECK_OK(smart_bt_stats(dry.t, &st));
+		CHECK_OK(smart_bt_stats(dry.t, NULL, &st));
 		if (st.leaf_splits)
 			break;
 	}
@@ -1073,7 +1073,7 @@ static void test_torn_holder(void)
 	alarm(20);
 	torn_expect(&wd, 0, m + 1);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 1);
 	fill(&wd, m + 1, 200);
 	torn_expect(&wd, 0, 200);
@@ -1088,7 +1088,7 @@ static void test_torn_holder(void)
 	alarm(20);
 	torn_expect(&wd, (unsigned)done + 1, 200);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 1);
 	for (i = 0; i <= (unsigned)done; i++) {
 		key_of(k, i);
@@ -1402,7 +1402,7 @@ static void test_close_kept(void)
 	alarm(30);
 	rc = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("a write whose finishing failed, its object closed: its "
 	       "directory slot names id %u (the closer's %u), the newcomer "
 	       "got id %u; search %s \"%.*s\", %llu redone\n",
@@ -1774,7 +1774,7 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 		    memcmp(ent[i].val, v, ent[i].val_len))
 			wrong++;
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("merge across blades, merger killed at %s%s, %s "
 	       "(L's keys k%u..+%u): %u errors (first %s), %u wrong values, "
 	       "scan %zu of %u; %llu takeovers, %llu redone, %llu "
@@ -1836,7 +1836,7 @@ static void test_redo_retire(void)
 	alarm(20);
 	torn_expect(&wd, (unsigned)done + 1, 200);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 1);
 	printf("merge redone by a taker: %llu node(s) retired by it\n",
 	       (unsigned long long)(ctx_stat(wd.f.ctx,
@@ -1913,13 +1913,13 @@ static void test_dead_splitter(void)
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	/* the split's right half: k3x..k6, without a separator above */
-	CHECK_OK(smart_bt_stats(x, &st0));
+	CHECK_OK(smart_bt_stats(x, NULL, &st0));
 	for (i = 0; i < 100; i++) {
 		CHECK_OK(smart_bt_search(x, wd.w, "k00000005", 9, v,
 					 sizeof(v), &n));
 		CHECK(n == 1 && v[0] == 'v');
 	}
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("100 searches under a parent whose separator a killed "
 	       "splitter never put in: %llu moves right, %llu cache drops, "
 	       "%llu separators put in\n",
@@ -2004,7 +2004,7 @@ static void test_dead_inner_splitter(void)
 
 	world_start(&wd, NULL, 512, 12, 12);
 	fill(&wd, 0, 300);	/* root, parents, leaves */
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.height, 3);
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
@@ -2020,14 +2020,14 @@ static void test_dead_inner_splitter(void)
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;	/* every search walks: index cache only */
 	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
-	CHECK_OK(smart_bt_stats(x, &st0));
+	CHECK_OK(smart_bt_stats(x, NULL, &st0));
 	key_of(k, last);	/* in P', right of P's new high fence */
 	for (i = 0; i < 100; i++) {
 		CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v,
 					 sizeof(v), &n));
 		CHECK(n == 1 && v[0] == 'v');
 	}
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("100 searches under a root whose separator for a parent a "
 	       "killed splitter never put in: %llu moves right, %llu cache "
 	       "drops, %llu separators put in\n",
@@ -2068,7 +2068,7 @@ static int twice_hook(smart_worker_t *w, const char *point, void *arg)
 		return 0;
 	CHECK_OK(smart_bt_search(tw->x, tw->w, "k00000005", 9, v, sizeof(v),
 				 &n));
-	CHECK_OK(smart_bt_stats(tw->x, &st));
+	CHECK_OK(smart_bt_stats(tw->x, NULL, &st));
 	CHECK_EQ(st.sep_fixes, 1);
 	return 0;
 }
@@ -2190,7 +2190,7 @@ static void test_older_record(void)
 	alarm(20);
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000006", 9, "p6", 2));
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.lock_takeovers, 1);	/* the path: the dead stamp */
 	CHECK_EQ(st.repairs, 0);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
@@ -2239,7 +2239,7 @@ static void test_scan_ahead(void)
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, 200, ent, buf,
 			       sizeof(buf), &n));
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("scan past a leaf its parent does not name: %zu entries, "
 	       "%llu leaves taken from those read ahead\n", n,
 	       (unsigned long long)st.scan_ahead);
@@ -2355,7 +2355,7 @@ static void test_forged_record(void)
 	CHECK_EQ(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
 				 &n), SMART_ERETRY);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 0);
 	CHECK_EQ(st.lock_takeovers, 1);	/* taken over, nothing redone */
 	smart_buf_free(wd.w, buf);
@@ -2557,7 +2557,7 @@ static void test_named(void)
 	CHECK_EQ(smart_bt_create_named(wd.w, 1, "orders", NULL, &b),
 		 SMART_EEXIST);
 	CHECK_OK(smart_ht_create_named(wd.w, 1, "orders", NULL, &h));
-	smart_ht_close(h);
+	smart_ht_close(h, NULL);
 	CHECK_OK(smart_bt_open_named(wd.w, 1, "orders", NULL, &b));
 	CHECK_OK(smart_bt_insert(a, wd.w, "k", 1, "v", 1));
 	CHECK_OK(smart_bt_search(b, wd.w, "k", 1, v, sizeof(v), &n));
@@ -2572,7 +2572,7 @@ static void test_named(void)
 	CHECK_EQ(smart_bt_open_named(wd.w, 1, "orders", NULL, &b),
 		 SMART_ENOENT);
 	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", &h));	/* still */
-	smart_ht_close(h);
+	smart_ht_close(h, NULL);
 	CHECK_OK(smart_bt_create_named(wd.w, 1, "orders", NULL, &a));
 	CHECK_EQ(smart_bt_search(a, wd.w, "k", 1, v, sizeof(v), &n),
 		 SMART_ENOENT);
@@ -2688,7 +2688,7 @@ static void test_handover_limit(void)
 		CHECK(!pthread_create(&tid[i], NULL, h_thread_fn, &th[i]));
 	for (i = 0; i < 2; i++)
 		CHECK(!pthread_join(tid[i], NULL));
-	CHECK_OK(smart_bt_stats(a, &st));
+	CHECK_OK(smart_bt_stats(a, NULL, &st));
 	printf("A: %u updates of one key by %d tasks, %llu hand-overs; B got "
 	       "the lock %u times meanwhile\n", atomic_load(&sh.progress),
 	       H_TASKS, (unsigned long long)st.handovers,
@@ -2717,14 +2717,14 @@ static void test_stale_root(void)
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.height, 2);
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_search(stale, wd.w, k, strlen(k), v,
 					 sizeof(v), &n));
 	}
-	CHECK_OK(smart_bt_stats(stale, &st));
+	CHECK_OK(smart_bt_stats(stale, NULL, &st));
 	CHECK_GT(st.move_rights, 0);
 	smart_bt_close(stale, wd.w);
 	world_stop(&wd);
@@ -2822,7 +2822,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.height, 3);
 	/* no caches */
 	smart_bt_config_init(&c);
@@ -2867,7 +2867,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	/* a scan of 100 keys (15 leaves, under 2 or 3 parents): the leaf
 	 * covering its start, then its parent's next leaves read at once,
 	 * and so on per parent */
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	ahead = st.scan_ahead;
 	key_of(k, 1000);
 	COUNT(&wd, wd.t, smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 100,
@@ -2878,7 +2878,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 		CHECK(ent[i].key_len == strlen(k) &&
 		      !memcmp(ent[i].key, k, ent[i].key_len));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.scan_ahead - ahead, 10);
 	CHECK_LE(srt, 6);
 	/* a key never looked up: the leaf, through cached parents */
@@ -3099,7 +3099,7 @@ static uint64_t concurrent_on(struct world *wd_, const char *adv)
 		pthread_join(tid[i], NULL);
 		scans += th[i].arg[C_TASKS].scans;
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("%s: %u full scans beside %u writes: height %u, %llu leaf "
 	       "splits, %llu inner, %llu torn reads retried, %llu moves "
 	       "right, %llu lock retries, %llu hand-overs\n",
@@ -3127,7 +3127,7 @@ static uint64_t concurrent(const char *adv)
 	uint64_t torn;
 
 	world_start(&wd, adv, 512, 12, 12);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.dm_lock_tables, 0);		/* no device memory here */
 	torn = concurrent_on(&wd, adv);
 	world_stop(&wd);
@@ -3181,7 +3181,7 @@ static void test_device_locks(void)
 	c.key_max = 12;
 	c.val_max = 12;
 	CHECK_OK(smart_bt_create(wd.w, 1, 3, &c, &wd.t));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.dm_lock_tables, 1);
 	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 24, 4, &locks));
@@ -3208,7 +3208,7 @@ static void test_device_locks(void)
 	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_ENOSPC);
 	c.lock_memory = SMART_BT_LOCKS_AUTO;
 	CHECK_OK(smart_bt_create(wd.w, 1, 4, &c, &t2));
-	CHECK_OK(smart_bt_stats(t2, &st));
+	CHECK_OK(smart_bt_stats(t2, NULL, &st));
 	CHECK_EQ(st.dm_lock_tables, 0);
 	CHECK_OK(smart_bt_insert(t2, wd.w, "x", 1, "y", 1));
 	CHECK_OK(smart_bt_drop(t2, wd.w));
@@ -3386,7 +3386,7 @@ static void test_bulk(void)
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000100z", 10, v, sizeof(v),
 				 &n));
 	CHECK(n == 3 && !memcmp(v, "mid", 3));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	children = root_children(&wd, &level);
 	printf("bulk load of 20000 keys: height %u, %llu round trips, a root "
 	       "of %u children\n", st.height, (unsigned long long)rt,
@@ -3443,7 +3443,7 @@ static void test_bulk(void)
 	CHECK_EQ(loaded, 5);
 	CHECK_EQ(root_children(&wd, &level), 0);
 	CHECK_EQ(level, 0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.height, 1);
 	for (i = 0; i < 5; i++) {
 		key_of(k, i);
@@ -3482,7 +3482,7 @@ static void test_shrink(void)
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
 	}
 	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_OK(smart_worker_destroy(wd.w));	/* its caches back */
 	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
 	CHECK_OK(smart_alloc_usage(wd.w, 1, &u2));

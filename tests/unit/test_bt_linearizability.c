@@ -192,7 +192,7 @@ static void add_stats(struct smart_bt_stats *sum, smart_bt_t *t)
 {
 	struct smart_bt_stats s;
 
-	CHECK_OK(smart_bt_stats(t, &s));
+	CHECK_OK(smart_bt_stats(t, NULL, &s));
 	sum->leaf_splits += s.leaf_splits;
 	sum->inner_splits += s.inner_splits;
 	sum->crc_retries += s.crc_retries;

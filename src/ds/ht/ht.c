@@ -14,6 +14,7 @@
 #include <sys/random.h>
 
 #include "ds/ht/ht_internal.h"
+#include "ds/common/ds_common.h"
 
 #define HT_SPLIT_GROUPS	320u		/* 60 KiB of buckets per split step */
 
@@ -22,6 +23,7 @@ void smart_ht_config_init(struct smart_ht_config *cfg)
 	if (!cfg)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->depth = 2;
 	cfg->buckets = 1024;
 	/* 128 KiB per table object (a CPU's L2): the hot keys of a skewed
@@ -247,7 +249,7 @@ static int table_new(smart_worker_t *w, const struct ht_meta *m,
 			rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
 	}
 	if (rc) {
-		smart_ht_close(t);
+		smart_ht_close(t, NULL);
 		return rc == SMART_EREMOTE ? SMART_ENOENT : rc;
 	}
 	*out = t;
@@ -302,10 +304,10 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	uint64_t cur, old;
 	int rc;
 
-	if (!cfg) {
-		smart_ht_config_init(&def);
-		cfg = &def;
-	}
+	smart_ht_config_init(&def);
+	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+		return SMART_EINVAL;
+	cfg = &def;
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
 	    !smart__ht_config_ok(cfg))
 		return SMART_EINVAL;
@@ -360,8 +362,9 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	return rc ? rc : smart__ht_open_at(w, blade, root_idx, maddr, out);
 }
 
-int smart_ht_close(smart_ht_t *t)
+int smart_ht_close(smart_ht_t *t, smart_worker_t *w)
 {
+	(void)w;	/* nothing remote to give back: the table stays */
 	if (!t)
 		return 0;
 	free(t->spec);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ds/ht/ht_internal.h"
+#include "ds/common/ds_common.h"
 
 _Static_assert(HT_NAME_MAX == SMART_ROOT_NAME_MAX, "names fit the core's");
 
@@ -56,10 +57,10 @@ int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 	unsigned idx;
 	int rc;
 
-	if (!cfg) {
-		smart_ht_config_init(&def);
-		cfg = &def;
-	}
+	smart_ht_config_init(&def);
+	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+		return SMART_EINVAL;
+	cfg = &def;
 	if (!w || !out || !smart_root_name_ok(name) ||
 	    !smart__ht_config_ok(cfg))
 		return SMART_EINVAL;
@@ -222,5 +223,5 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w)
 	if (rc)
 		return rc;
 	smart_free(w, maddr, sizeof(struct ht_meta));
-	return smart_ht_close(t);
+	return smart_ht_close(t, w);
 }
