@@ -73,9 +73,16 @@ int smart_dm_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 int smart_dm_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
 
 /* The blade's memory as it is now: one READ of its superblock, free table
- * and lease table (16 KiB).  SMART_ENOENT for a blade not joined. */
-int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
-		      struct smart_alloc_usage *out);
+ * and lease table (16 KiB).  SMART_EINVAL for NULL w or out, SMART_ENOENT
+ * for a blade not joined, SMART_ENOMEM (scratch), the transport's errors.
+ * The _sized form takes the caller's sizeof (docs/api.md §4). */
+int smart_alloc_usage_sized(smart_worker_t *w, uint16_t blade,
+			    struct smart_alloc_usage *out, size_t size);
+static inline int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
+				    struct smart_alloc_usage *out)
+{
+	return smart_alloc_usage_sized(w, blade, out, sizeof(*out));
+}
 
 /* Root entries SMART_ROOT_NAMED_FIRST.. are the probe range of named
  * structures (a name hashes to an entry and probes onwards past used

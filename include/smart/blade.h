@@ -110,7 +110,13 @@ uint16_t smart_blade_id(const smart_blade_t *b);
 
 /* The region's memory as clients left it (read from this process's own
  * mapping: no client needed).  SMART_EINVAL for NULL. */
-int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out);
+int smart_blade_usage_sized(const smart_blade_t *b,
+			    struct smart_alloc_usage *out, size_t size);
+static inline int smart_blade_usage(const smart_blade_t *b,
+				    struct smart_alloc_usage *out)
+{
+	return smart_blade_usage_sized(b, out, sizeof(*out));
+}
 
 /* Counters of the control plane: totals since creation, then what is open
  * now (authenticated sessions, sessions waiting for a HELLO, connections
@@ -121,8 +127,15 @@ struct smart_blade_stats {
 		evicted;
 	uint64_t active_sessions, pending_sessions, pending_fd_requests;
 };
-/* SMART_EINVAL for NULL b or out (out untouched).  Thread: any. */
-int smart_blade_stats(const smart_blade_t *b, struct smart_blade_stats *out);
+/* SMART_EINVAL for NULL b or out (out untouched).  Thread: any.  The
+ * _sized form takes the caller's sizeof (docs/api.md §4). */
+int smart_blade_stats_sized(const smart_blade_t *b,
+			    struct smart_blade_stats *out, size_t size);
+static inline int smart_blade_stats(const smart_blade_t *b,
+				    struct smart_blade_stats *out)
+{
+	return smart_blade_stats_sized(b, out, sizeof(*out));
+}
 
 
 #ifdef __cplusplus

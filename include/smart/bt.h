@@ -237,9 +237,14 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		       uint64_t *loaded);
 
 /* Fill *out with the tree object's counters (no remote read: w may be
- * NULL).  SMART_EINVAL for NULL t or out.  Thread: any. */
-int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
-		   struct smart_bt_stats *out);
+ * NULL; the _sized form takes the caller's sizeof, docs/api.md §4).  SMART_EINVAL for NULL t or out.  Thread: any. */
+int smart_bt_stats_sized(smart_bt_t *t, smart_worker_t *w,
+			 struct smart_bt_stats *out, size_t size);
+static inline int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
+				 struct smart_bt_stats *out)
+{
+	return smart_bt_stats_sized(t, w, out, sizeof(*out));
+}
 
 /* Destroy the remote tree: the root entry released (smart_root_release),
  * every node and lock table freed; closes t.  No other client may use the

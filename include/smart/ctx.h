@@ -64,9 +64,15 @@ struct smart_blade_info {
 };
 
 /* Fill *out for a connected blade.  SMART_EINVAL for NULL arguments,
- * SMART_ENOENT for a blade this ctx has not joined. */
-int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
-			 struct smart_blade_info *out);
+ * SMART_ENOENT for a blade this ctx has not joined.  The _sized form
+ * takes the caller's sizeof (docs/api.md §4).  Thread: any. */
+int smart_ctx_blade_info_sized(const smart_ctx_t *ctx, uint16_t blade,
+			       struct smart_blade_info *out, size_t size);
+static inline int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
+				       struct smart_blade_info *out)
+{
+	return smart_ctx_blade_info_sized(ctx, blade, out, sizeof(*out));
+}
 
 /* Name of the transport in use ("shm", "verbs") and the QP mode actually in
  * force (which may differ from the requested one, e.g. per-thread-db falls

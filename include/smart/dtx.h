@@ -169,9 +169,14 @@ int smart_dtx_close(smart_dtx_t *d, smart_worker_t *w);
 int smart_dtx_drop(smart_dtx_t *d, smart_worker_t *w);
 
 /* Fill *out with the database object's counters (no remote read: w may
- * be NULL).  SMART_EINVAL for NULL d or out.  Thread: any. */
-int smart_dtx_stats(const smart_dtx_t *d, smart_worker_t *w,
-		    struct smart_dtx_stats *out);
+ * be NULL; the _sized form takes the caller's sizeof, docs/api.md §4).  SMART_EINVAL for NULL d or out.  Thread: any. */
+int smart_dtx_stats_sized(const smart_dtx_t *d, smart_worker_t *w,
+			  struct smart_dtx_stats *out, size_t size);
+static inline int smart_dtx_stats(const smart_dtx_t *d, smart_worker_t *w,
+				  struct smart_dtx_stats *out)
+{
+	return smart_dtx_stats_sized(d, w, out, sizeof(*out));
+}
 
 /* A transaction object: claims a free log slot (or adopts one a dead
  * client held, recovering what it left).  SMART_EBUSY when every slot is
@@ -244,7 +249,14 @@ struct smart_dtx_cost {
 	 * (docs/dtx.md §3, "Bytes written") */
 	uint64_t write_bytes;
 };
-int smart_dtx_last_cost(const smart_dtx_txn_t *x, struct smart_dtx_cost *out);
+/* SMART_EINVAL for NULL arguments.  Thread: the transaction's task. */
+int smart_dtx_last_cost_sized(const smart_dtx_txn_t *x,
+			      struct smart_dtx_cost *out, size_t size);
+static inline int smart_dtx_last_cost(const smart_dtx_txn_t *x,
+				      struct smart_dtx_cost *out)
+{
+	return smart_dtx_last_cost_sized(x, out, sizeof(*out));
+}
 
 /* Operators: resolve every transaction of a dead client whose lock or log
  * slot lies on blade `blade` (all blades of the database: blade

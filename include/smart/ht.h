@@ -96,10 +96,16 @@ struct smart_ht_stats {
 };
 
 /* Fill *out (the directory re-read through w, so one round trip per
- * shard).  SMART_EINVAL for NULL arguments (w included: the counts need
+ * shard; the size *out has in the caller's header is passed along:
+ * docs/api.md §4).  SMART_EINVAL for NULL arguments (w included: the counts need
  * the remote directory), the transport's errors.  Thread: w's. */
-int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
-		   struct smart_ht_stats *out);
+int smart_ht_stats_sized(smart_ht_t *t, smart_worker_t *w,
+			 struct smart_ht_stats *out, size_t size);
+static inline int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
+				 struct smart_ht_stats *out)
+{
+	return smart_ht_stats_sized(t, w, out, sizeof(*out));
+}
 
 /* Defaults: home blade only, depth 2, 1024 buckets, 16384 cache entries,
  * reclamation on; cfg->size set (docs/api.md).  Cannot fail: void. */

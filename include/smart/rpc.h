@@ -259,9 +259,22 @@ struct smart_rpc_stats {
 				 * was sent a CLOSE */
 };
 
-int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
-			 struct smart_rpc_stats *out);
-int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out);
+/* SMART_EINVAL for NULL arguments.  The _sized forms take the caller's
+ * sizeof (docs/api.md §4).  Thread: the endpoint's. */
+int smart_rpc_conn_stats_sized(const smart_rpc_conn_t *c,
+			       struct smart_rpc_stats *out, size_t size);
+int smart_rpc_stats_sized(const smart_rpc_t *rpc, struct smart_rpc_stats *out,
+			  size_t size);
+static inline int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
+				       struct smart_rpc_stats *out)
+{
+	return smart_rpc_conn_stats_sized(c, out, sizeof(*out));
+}
+static inline int smart_rpc_stats(const smart_rpc_t *rpc,
+				  struct smart_rpc_stats *out)
+{
+	return smart_rpc_stats_sized(rpc, out, sizeof(*out));
+}
 
 /*
  * Tracing: one call in cfg.trace_every is traced at both ends (the
@@ -289,9 +302,16 @@ struct smart_rpc_trace {
 };
 
 /* The newest traces of the endpoint (up to 256 kept), oldest first, into
- * out (up to max); returns how many. */
-int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
-		     int max);
+ * out (up to max records of the caller's sizeof: docs/api.md §4); returns
+ * how many (a count: docs/api.md §2), or SMART_EINVAL for NULL rpc or out
+ * or a negative max.  Thread: the endpoint's. */
+int smart_rpc_traces_sized(const smart_rpc_t *rpc,
+			   struct smart_rpc_trace *out, int max, size_t size);
+static inline int smart_rpc_traces(const smart_rpc_t *rpc,
+				   struct smart_rpc_trace *out, int max)
+{
+	return smart_rpc_traces_sized(rpc, out, max, sizeof(*out));
+}
 
 /*
  * Event mode (X-RDMA's): an idle endpoint need not be polled.  The

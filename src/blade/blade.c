@@ -437,24 +437,27 @@ uint16_t smart_blade_id(const smart_blade_t *b)
 	return b ? b->id : 0;
 }
 
-int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out)
+int smart_blade_usage_sized(const smart_blade_t *b,
+			    struct smart_alloc_usage *out, size_t size)
 {
+	struct smart_alloc_usage full;
 	const uint8_t *r;
+	int rc;
 
 	if (!b || !out)
 		return SMART_EINVAL;
 	r = b->mr->addr;
-	return smart__wire_usage((const void *)r,
-				(const void *)(r + SMART_LEASE_OFF),
-				__atomic_load_n((const uint64_t *)(r +
-						SMART_FREE_POOLED_OFF),
-						__ATOMIC_RELAXED), out);
+	rc = smart__wire_usage((const void *)r,
+			       (const void *)(r + SMART_LEASE_OFF),
+			       __atomic_load_n((const uint64_t *)(r +
+					       SMART_FREE_POOLED_OFF),
+					       __ATOMIC_RELAXED), &full);
+	return rc ? rc : smart__out_give(out, size, &full, sizeof(full));
 }
 
-int smart_blade_stats(const smart_blade_t *b, struct smart_blade_stats *out)
+static void blade_stats_fill(const smart_blade_t *b,
+			     struct smart_blade_stats *out)
 {
-	if (!b || !out)
-		return SMART_EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->accepted = atomic_load(&b->n_accepted);
 	out->authenticated = atomic_load(&b->n_authenticated);
@@ -465,5 +468,15 @@ int smart_blade_stats(const smart_blade_t *b, struct smart_blade_stats *out)
 	out->active_sessions = atomic_load(&b->n_active);
 	out->pending_sessions = atomic_load(&b->n_pending);
 	out->pending_fd_requests = atomic_load(&b->n_pending_fd);
-	return 0;
+}
+
+int smart_blade_stats_sized(const smart_blade_t *b,
+			    struct smart_blade_stats *out, size_t size)
+{
+	struct smart_blade_stats full;
+
+	if (!b || !out)
+		return SMART_EINVAL;
+	blade_stats_fill(b, &full);
+	return smart__out_give(out, size, &full, sizeof(full));
 }

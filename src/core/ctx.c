@@ -12,6 +12,7 @@
 #include "core/bootstrap.h"
 #include "core/core.h"
 #include "core/lease.h"
+#include "util/config.h"
 #include "util/mutant.h"
 #include "wire/superblock.h"
 
@@ -356,8 +357,8 @@ int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len)
 	return 0;
 }
 
-int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
-			 struct smart_blade_info *out)
+static int blade_info_fill(const smart_ctx_t *ctx, uint16_t blade,
+			   struct smart_blade_info *out)
 {
 	struct smart__blade *b;
 	uint64_t chunk, first;
@@ -380,6 +381,15 @@ int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
 		.dm_size = b->dm_len,
 	};
 	return 0;
+}
+
+int smart_ctx_blade_info_sized(const smart_ctx_t *ctx, uint16_t blade,
+			       struct smart_blade_info *out, size_t size)
+{
+	struct smart_blade_info full;
+	int rc = out ? blade_info_fill(ctx, blade, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__out_give(out, size, &full, sizeof(full));
 }
 
 const char *smart_ctx_transport(const smart_ctx_t *ctx)

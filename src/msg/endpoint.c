@@ -236,19 +236,16 @@ void smart__rpc_stats_add(struct smart_rpc_stats *to,
 		b[i] += a[i];
 }
 
-int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
-			 struct smart_rpc_stats *out)
+int smart_rpc_conn_stats_sized(const smart_rpc_conn_t *c,
+			       struct smart_rpc_stats *out, size_t size)
 {
 	if (!c || !out)
 		return SMART_EINVAL;
-	*out = c->st;
-	return 0;
+	return smart__out_give(out, size, &c->st, sizeof(c->st));
 }
 
-int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
+static void rpc_stats_fill(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
 {
-	if (!rpc || !out)
-		return SMART_EINVAL;
 	*out = rpc->past;
 	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
 		if (rpc->conns[i])
@@ -259,7 +256,17 @@ int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
 		rpc->tp->domain_stats(rpc->ctx->dom, &ts);
 		out->rnr_waits = ts.rnr_waits;
 	}
-	return 0;
+}
+
+int smart_rpc_stats_sized(const smart_rpc_t *rpc, struct smart_rpc_stats *out,
+			  size_t size)
+{
+	struct smart_rpc_stats full;
+
+	if (!rpc || !out)
+		return SMART_EINVAL;
+	rpc_stats_fill(rpc, &full);
+	return smart__out_give(out, size, &full, sizeof(full));
 }
 
 int smart_rpc_conns(const smart_rpc_t *rpc)

@@ -8,6 +8,7 @@
  * the newest RPC_TRACES of them.
  */
 #include "msg/msg_int.h"
+#include "util/config.h"
 
 uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles)
 {
@@ -26,18 +27,21 @@ void smart__rpc_trace_add(struct smart_rpc *rpc,
 	rpc->past.traced++;
 }
 
-int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
-		     int max)
+int smart_rpc_traces_sized(const smart_rpc_t *rpc,
+			   struct smart_rpc_trace *out, int max, size_t size)
 {
 	uint32_t n, first;
 
-	if (!rpc || !out || max < 0)
+	if (!rpc || !out || max < 0 || !size ||
+	    size > SMART__CONFIG_SIZE_MAX)
 		return SMART_EINVAL;
 	n = rpc->ntraces < RPC_TRACES ? rpc->ntraces : RPC_TRACES;
 	if ((uint32_t)max < n)
 		n = (uint32_t)max;
 	first = rpc->ntraces - n;
-	for (uint32_t i = 0; i < n; i++)
-		out[i] = rpc->traces[(first + i) % RPC_TRACES];
+	for (uint32_t i = 0; i < n; i++)	/* the caller's stride */
+		(void)smart__out_give((char *)out + i * size, size,
+				      &rpc->traces[(first + i) % RPC_TRACES],
+				      sizeof(*out));
 	return (int)n;
 }

@@ -14,9 +14,17 @@
  * Invariant (what makes a smaller size safe): fields are only ever added
  * at the end, each starting at or past every older sizeof of the struct.
  *
- * A static inline, so that each layer that takes a config (blade, msg)
- * compiles it under its own mutant switches; src/ds, which sees the
- * public API only, has its copy in ds/common (smart__ds_config_take).
+ * Output structs (counters, usage, geometry) grow the same way, the other
+ * way round: the public header's static inline passes the library the
+ * sizeof its caller was built with (smart_bt_stats -> smart_bt_stats_sized
+ * (..., sizeof(*out))), and the library writes that many bytes and no
+ * more: the fields both know, and zero for a newer caller's fields it does
+ * not know (smart__out_give).
+ *
+ * Static inlines, so that each layer that takes a config (blade, msg,
+ * core) compiles them under its own mutant switches; src/ds, which sees
+ * the public API only, has its copy in ds/common (smart__ds_config_take,
+ * smart__ds_out_give).
  */
 #ifndef SMART_UTIL_CONFIG_H
 #define SMART_UTIL_CONFIG_H
@@ -47,6 +55,22 @@ static inline int smart__config_take(void *dst, size_t known,
 			return SMART_EINVAL;
 	memcpy((unsigned char *)dst + sizeof(n), s + sizeof(n),
 	       (n < known ? n : known) - sizeof(n));
+	return 0;
+}
+
+/* Give the caller's output of `size` bytes the library's struct `full` of
+ * `known` bytes: the common prefix, then zeros.  0, or SMART_EINVAL (out
+ * untouched) for a size of 0 or over SMART__CONFIG_SIZE_MAX. */
+static inline int smart__out_give(void *out, size_t size, const void *full,
+				  size_t known)
+{
+	size_t n = size < known && !SMART_M_RPC_OUT_FULL ? size : known;
+
+	if (!size || size > SMART__CONFIG_SIZE_MAX)
+		return SMART_EINVAL;
+	memcpy(out, full, n);
+	if (n < size)
+		memset((unsigned char *)out + n, 0, size - n);
 	return 0;
 }
 

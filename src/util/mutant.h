@@ -20,6 +20,14 @@
 #define SMART_M_RPC_CONFIG_TAIL 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_OUT_FULL	/* util/config.h (in msg): an output
+					 * struct written whole, whatever the
+					 * caller's size */
+#define SMART_M_RPC_OUT_FULL 1
+#else
+#define SMART_M_RPC_OUT_FULL 0
+#endif
+
 #ifdef SMART_MUTANT_EBR_NO_ANNOUNCE	/* epoch.c: no announcement WRITE */
 #define SMART_M_EBR_NO_ANNOUNCE 1
 #else

@@ -3,9 +3,11 @@
  * config structs (struct_size set by the init function; a larger size
  * whose unknown tail is not zero refused with SMART_EINVAL and nothing
  * done, a smaller older size given the defaults for the fields it lacks,
- * an uninitialised one refused), and close/stats taking (object, worker,
- * output) with NULL as documented.  Each refused config is shown to have
- * had no side effect (no root entry taken, no blade serving).
+ * an uninitialised one refused), output structs written to the size the
+ * caller's header gave (an older caller's memory past it untouched, a
+ * newer caller's unknown fields zeroed), and close/stats taking (object,
+ * worker, output) with NULL as documented.  Each refused config is shown
+ * to have had no side effect (no root entry taken, no blade serving).
  */
 #include <stddef.h>
 #include <string.h>
@@ -195,6 +197,69 @@ static void test_blade_config(void)
 	CHECK_OK(smart_blade_destroy(b));
 }
 
+/* An output of `size` bytes inside a buffer of 0xab: what lies past it
+ * must stay 0xab (an older caller's memory). */
+static int tail_kept(const unsigned char *buf, size_t size, size_t all)
+{
+	for (size_t i = size; i < all; i++)
+		if (buf[i] != 0xab)
+			return 0;
+	return 1;
+}
+
+static void test_stats_size(void)
+{
+	union {
+		struct smart_bt_stats bt;
+		struct smart_rpc_stats rpc;
+		smart_stats_t st;
+		unsigned char b[sizeof(smart_stats_t) + 64];
+	} u;
+	size_t old_bt = offsetof(struct smart_bt_stats, merges);
+	size_t old_rpc = offsetof(struct smart_rpc_stats, traced);
+	struct smart_bt_stats full;
+	struct smart_bt_config c;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+	smart_bt_t *t;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	smart_bt_config_init(&c);
+	c.cache_bytes = 1 << 20;
+	CHECK_OK(smart_bt_create(w, 1, 5, &c, &t));
+	/* an older caller (src/ds's copy of the rule) */
+	CHECK_OK(smart_bt_insert(t, w, "k", 1, "v", 1));
+	CHECK_OK(smart_bt_stats(t, w, &full));
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_bt_stats_sized(t, w, &u.bt, old_bt));
+	CHECK(!memcmp(&u.bt, &full, old_bt));
+	CHECK(tail_kept(u.b, old_bt, sizeof(u)));
+	/* a newer one: what this library does not know reads 0 */
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_bt_stats_sized(t, w, &u.bt, sizeof(u.bt) + 16));
+	CHECK(u.b[sizeof(u.bt)] == 0 && u.b[sizeof(u.bt) + 15] == 0);
+	CHECK(tail_kept(u.b, sizeof(u.bt) + 16, sizeof(u)));
+	CHECK_EQ(smart_bt_stats_sized(t, w, &u.bt, 0), SMART_EINVAL);
+	CHECK_OK(smart_bt_drop(t, w));
+	/* src/util's copy: an endpoint's counters, the ctx's snapshot */
+	CHECK_OK(smart_rpc_create(w, NULL, &rpc));
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_rpc_stats_sized(rpc, &u.rpc, old_rpc));
+	CHECK_EQ(u.rpc.msgs_sent, 0);
+	CHECK(tail_kept(u.b, old_rpc, sizeof(u)));
+	CHECK_EQ(smart_rpc_stats_sized(rpc, &u.rpc, 0), SMART_EINVAL);
+	CHECK_OK(smart_rpc_destroy(rpc));
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_stats_snapshot_sized(f.ctx, &u.st, 64));
+	CHECK(tail_kept(u.b, 64, sizeof(u)));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &u.st));
+	CHECK(u.st.c[SMART_STAT_MAX - 1] == 0 && u.st.workers == 1);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -203,6 +268,7 @@ int main(int argc, char **argv)
 		{ "dtx_config", test_dtx_config },
 		{ "rpc_config", test_rpc_config },
 		{ "blade_config", test_blade_config },
+		{ "stats_size", test_stats_size },
 		{ NULL, NULL },
 	};
 

@@ -516,8 +516,8 @@ unsigned smart_bt_val_max(const smart_bt_t *t)
 	return t ? t->val_max : 0;
 }
 
-int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
-		   struct smart_bt_stats *out)
+static int bt_stats_fill(smart_bt_t *t, smart_worker_t *w,
+			 struct smart_bt_stats *out)
 {
 	unsigned i;
 
@@ -545,6 +545,15 @@ int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
 	for (i = 0; i < t->nblades; i++)
 		out->dm_lock_tables += !!(t->lock_off[i] & SMART_GADDR_DM);
 	return 0;
+}
+
+int smart_bt_stats_sized(smart_bt_t *t, smart_worker_t *w,
+			 struct smart_bt_stats *out, size_t size)
+{
+	struct smart_bt_stats full;
+	int rc = out ? bt_stats_fill(t, w, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__ds_out_give(out, size, &full, sizeof(full));
 }
 
 int smart_bt_close(smart_bt_t *t, smart_worker_t *w)

@@ -509,8 +509,8 @@ int smart_dtx_drop(smart_dtx_t *d, smart_worker_t *w)
 	return rc ? rc : smart_dtx_close(d, w);
 }
 
-int smart_dtx_stats(const smart_dtx_t *d, smart_worker_t *w,
-		    struct smart_dtx_stats *o)
+static int dtx_stats_fill(const smart_dtx_t *d, smart_worker_t *w,
+			  struct smart_dtx_stats *o)
 {
 	(void)w;	/* the counters are this object's: nothing to read */
 	if (!d || !o)
@@ -524,6 +524,15 @@ int smart_dtx_stats(const smart_dtx_t *d, smart_worker_t *w,
 	LD(logs_settled); LD(unlocks_checked); LD(unlocks_redone);
 #undef LD
 	return 0;
+}
+
+int smart_dtx_stats_sized(const smart_dtx_t *d, smart_worker_t *w,
+			  struct smart_dtx_stats *out, size_t size)
+{
+	struct smart_dtx_stats full;
+	int rc = out ? dtx_stats_fill(d, w, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__ds_out_give(out, size, &full, sizeof(full));
 }
 
 /* ---- transaction objects and their log slots ---------------------- */

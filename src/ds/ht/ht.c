@@ -388,8 +388,8 @@ static unsigned count_subtables(const struct ht_shard *sh, unsigned depth)
 	return distinct;
 }
 
-int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
-		   struct smart_ht_stats *out)
+static int ht_stats_fill(smart_ht_t *t, smart_worker_t *w,
+			 struct smart_ht_stats *out)
 {
 	smart_stats_t st;
 	unsigned i, d;
@@ -420,6 +420,15 @@ int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 	out->retired = st.c[SMART_STAT_EPOCH_RETIRED];
 	out->freed = st.c[SMART_STAT_EPOCH_FREED];
 	return 0;
+}
+
+int smart_ht_stats_sized(smart_ht_t *t, smart_worker_t *w,
+			 struct smart_ht_stats *out, size_t size)
+{
+	struct smart_ht_stats full;
+	int rc = out ? ht_stats_fill(t, w, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__ds_out_give(out, size, &full, sizeof(full));
 }
 
 unsigned smart_ht_shards(const smart_ht_t *t)
