@@ -89,27 +89,32 @@ void smart_blade_config_init(struct smart_blade_config *cfg);
 
 /* Create the region, format it and start serving.  SMART_EINVAL for a bad
  * config (a secret shorter than SMART_SECRET_MIN included), SMART_ENOMEM when the region cannot be had, SMART_ESYS when the
- * address cannot be bound (the log says why). */
+ * address cannot be bound (the log says why).
+ * Thread: one thread for create and destroy. */
 int smart_blade_create(const struct smart_blade_config *cfg,
 		       smart_blade_t **out);
 
-/* Stop serving and free everything; NULL is a no-op.  Returns 0.  Clients
+/* Stop serving and free everything; NULL is a no-op.  Returns 0: it
+ * cannot fail (no SMART_E* code).  Clients
  * that mapped the region keep their mapping until they disconnect, but
- * learn that the blade is gone (their ops fail, docs/liveness.md). */
+ * learn that the blade is gone (their ops fail, docs/liveness.md).
+ * Thread: one thread for create and destroy. */
 int smart_blade_destroy(smart_blade_t *b);
 
-/* The address actually listened on ("127.0.0.1:40123" when port 0). */
+/* The address actually listened on ("127.0.0.1:40123" when port 0).
+ * Thread: any. */
 const char *smart_blade_address(const smart_blade_t *b);
 
 /* The region as mapped in this process (embedded use: inspection, and the
- * --raw yardstick of smart-perf, which accesses it with plain loads). */
+ * --raw yardstick of smart-perf, which accesses it with plain loads).
+ * SMART_EINVAL for a NULL argument.  Thread: any. */
 int smart_blade_region(const smart_blade_t *b, void **base, uint64_t *size);
 
-/* The blade's id. */
+/* The blade's id.  Thread: any. */
 uint16_t smart_blade_id(const smart_blade_t *b);
 
 /* The region's memory as clients left it (read from this process's own
- * mapping: no client needed).  SMART_EINVAL for NULL. */
+ * mapping: no client needed).  SMART_EINVAL for NULL.  Thread: any. */
 int smart_blade_usage_sized(const smart_blade_t *b,
 			    struct smart_alloc_usage *out, size_t size);
 static inline int smart_blade_usage(const smart_blade_t *b,

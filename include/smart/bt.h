@@ -151,12 +151,13 @@ void smart_bt_config_init(struct smart_bt_config *cfg);
 
 /* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
  * defaults).  SMART_EEXIST when that root entry is in use (or, in the
- * named range, holds a tombstone: smart/alloc.h). */
+ * named range, holds a tombstone: smart/alloc.h).  Thread: w's. */
 int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_bt_config *cfg, smart_bt_t **out);
 
 /* Open the tree of root entry root_idx (SMART_ENOENT: none there), with
- * default caches, or with cfg's (only its cache fields are read). */
+ * default caches, or with cfg's (only its cache fields are read).
+ * Thread: w's. */
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  smart_bt_t **out);
 int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
@@ -169,17 +170,21 @@ int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
  * SMART_ENOSPC when no root entry is left; open: SMART_ENOENT when there
  * is no such tree.  cfg (NULL: defaults) as for create and
  * smart_bt_open_cfg.  Drop leaves a tombstone; the name can be created
- * again. */
+ * again.  Thread: w's. */
 int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
 			  const char *name, const struct smart_bt_config *cfg,
 			  smart_bt_t **out);
 int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			const struct smart_bt_config *cfg, smart_bt_t **out);
 
-/* The maxima the tree was created with. */
+/* The maxima the tree was created with.  Thread: any. */
 unsigned smart_bt_key_max(const smart_bt_t *t);
 unsigned smart_bt_val_max(const smart_bt_t *t);
 
+/* Write one key (the Contract above): insert SMART_EEXIST when present,
+ * update and delete SMART_ENOENT when absent, upsert either way;
+ * SMART_EINVAL for bad arguments, SMART_ENOSPC, the transport's errors
+ * (old or new value then).  Thread: w's. */
 int smart_bt_insert(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);
 int smart_bt_update(smart_bt_t *t, smart_worker_t *w, const void *key,
@@ -188,11 +193,15 @@ int smart_bt_upsert(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);
 int smart_bt_delete(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len);
-/* Copy the value into buf (cap bytes) and its length into *val_len. */
+/* Copy the value into buf (cap bytes) and its length into *val_len.
+ * SMART_ENOENT when absent, SMART_ERANGE when cap is too small (nothing
+ * copied, *val_len the length), SMART_EINVAL for bad arguments, the
+ * transport's errors.  Thread: w's. */
 int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *buf, size_t cap, size_t *val_len);
 
-/* 8-byte integer keys (the tree's key_max must be at least 8). */
+/* 8-byte integer keys (the tree's key_max must be at least 8, else
+ * SMART_EINVAL); errors as for the byte-string calls.  Thread: w's. */
 int smart_bt_insert_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 			const void *val, size_t val_len);
 int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
@@ -211,7 +220,7 @@ struct smart_bt_entry {
  * entries and 0: the range is exhausted.  SMART_ERANGE when buf fills
  * first: the *n entries before are returned (scan on from the last).  Under concurrent writers a scan
  * returns every key present throughout it and none absent throughout it,
- * in order, each once (docs/bt.md §5). */
+ * in order, each once (docs/bt.md §5).  Thread: w's. */
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		  size_t from_len, const void *to, size_t to_len, size_t max,
 		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n);
@@ -231,7 +240,7 @@ typedef int (*smart_bt_next_fn)(void *arg, const void **key, size_t *klen,
  * input key it holds; SMART_EINVAL for an input out of order or with a
  * key or value the tree cannot hold; then nothing changed.  Other
  * clients may use the tree meanwhile: readers see what it held, writers
- * wait, until the load is published at once. */
+ * wait, until the load is published at once.  Thread: w's. */
 int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		       smart_bt_next_fn next, void *arg, unsigned fill_pct,
 		       uint64_t *loaded);
@@ -256,10 +265,12 @@ static inline int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
  * Thread: w's. */
 int smart_bt_drop(smart_bt_t *t, smart_worker_t *w);
 
-/* Free the local tree object; NULL is a no-op; returns 0.  w (a worker of
- * the ctx, on its thread) gives this object's redo area on each blade back
- * for the next object to reuse (docs/bt.md §4); with w NULL the area stays
- * claimed until this ctx's leases end, and is adopted after that. */
+/* Free the local tree object; NULL is a no-op; returns 0 (no SMART_E*
+ * code: what cannot be given back stays claimed, as with w NULL).  w (a
+ * worker of the ctx, on its thread) gives this object's redo area on each
+ * blade back for the next object to reuse (docs/bt.md §4); with w NULL
+ * the area stays claimed until this ctx's leases end, and is adopted after
+ * that.  Thread: w's (any with w NULL), once no other uses t. */
 int smart_bt_close(smart_bt_t *t, smart_worker_t *w);
 
 #ifdef __cplusplus

@@ -112,12 +112,16 @@ static inline int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 void smart_ht_config_init(struct smart_ht_config *cfg);
 
 /* Create a table named by root entry root_idx of blade `blade` (cfg NULL:
- * defaults).  SMART_EEXIST when that root entry is already in use. */
+ * defaults).  SMART_EEXIST when that root entry is already in use.
+ * Thread: w's. */
 int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_ht_config *cfg, smart_ht_t **out);
 
 /* Open the table named by root entry root_idx of blade `blade`.  Every
- * blade of the table must be connected to the worker's ctx. */
+ * blade of the table must be connected to the worker's ctx.  SMART_EINVAL
+ * for NULL arguments or root_idx >= SMART_ROOT_ENTRIES, SMART_ENOENT when
+ * the entry names no table (or a blade is not joined), SMART_ENOMEM, the
+ * transport's errors.  Thread: w's. */
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  smart_ht_t **out);
 
@@ -125,13 +129,14 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
  * `blade` (64..255, probed from the name's hash; names are 1..47 bytes).
  * create fails with SMART_EEXIST when the name is taken (of concurrent
  * creators of one name exactly one succeeds), SMART_ENOSPC when no root
- * entry is left; open with SMART_ENOENT when there is no such table. */
+ * entry is left; open with SMART_ENOENT when there is no such table.
+ * Thread: w's. */
 int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 			  const struct smart_ht_config *cfg, smart_ht_t **out);
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			smart_ht_t **out);
 
-/* The table's name ("" for a table made by root index). */
+/* The table's name ("" for a table made by root index).  Thread: any. */
 const char *smart_ht_name(const smart_ht_t *t);
 
 /* Destroy the remote table: its root entry is released
@@ -154,7 +159,9 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
  * check).  A client counts as dead once the blade has fenced it (it
  * closed its session, or its lease ran out) before the call.  Counts go
  * to smart_ht_stats (recovered, tent_cleared).  Reads the whole table: as
- * costly as a scan. */
+ * costly as a scan.  SMART_EINVAL for NULL t or w, the transport's errors
+ * (what was recovered before one stays recovered: each repair is whole).
+ * Thread: w's. */
 int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w);
 
 /* Free the local table object (the remote table stays).  NULL is a no-op;
@@ -164,6 +171,10 @@ int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w);
  * no other uses t. */
 int smart_ht_close(smart_ht_t *t, smart_worker_t *w);
 
+/* Write one key (Semantics above): insert SMART_EEXIST when present,
+ * update and delete SMART_ENOENT when absent, upsert either way;
+ * SMART_EINVAL for NULL or oversize arguments, SMART_ENOSPC, SMART_ERETRY,
+ * the transport's errors; the table unchanged on any error.  Thread: w's. */
 int smart_ht_insert(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);
 int smart_ht_update(smart_ht_t *t, smart_worker_t *w, const void *key,
@@ -176,11 +187,11 @@ int smart_ht_delete(smart_ht_t *t, smart_worker_t *w, const void *key,
 /* Copy the key's value into val (capacity cap) and its length into
  * *val_len.  SMART_ENOENT when absent; SMART_ERANGE when cap is too small,
  * in which case only *val_len (the size needed) is written.  val may be
- * NULL when cap is 0. */
+ * NULL when cap is 0.  Thread: w's. */
 int smart_ht_search(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *val, size_t cap, size_t *val_len);
 
-/* Number of shards of the table. */
+/* Number of shards of the table.  Thread: any. */
 unsigned smart_ht_shards(const smart_ht_t *t);
 
 #ifdef __cplusplus

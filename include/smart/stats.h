@@ -110,11 +110,12 @@ typedef struct smart_stats {
 	int fenced;
 } smart_stats_t;
 
+/* Thread: any. */
 const char *smart_stat_name(enum smart_stat id);
 
 /* Add n to counter id of worker w (its owner thread only; no shared cache
  * line, no lock: what a data structure counts on its fast path).  Unknown
- * ids and NULL are ignored. */
+ * ids and NULL are ignored.  Thread: w's. */
 void smart_stat_add(smart_worker_t *w, enum smart_stat id, uint64_t n);
 
 /* Merge the counters of every worker of ctx (live and destroyed).

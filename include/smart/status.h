@@ -42,10 +42,12 @@ enum smart_status {
 	SMART_E_LAST = -21
 };
 
-/* A short English message for a status code; unknown codes get "unknown". */
+/* A short English message for a status code; unknown codes get "unknown".
+ * Thread: any. */
 const char *smart_strerror(int status);
 
-/* The symbolic name, e.g. "SMART_EINVAL"; unknown codes get "SMART_E?". */
+/* The symbolic name, e.g. "SMART_EINVAL"; unknown codes get "SMART_E?".
+ * Thread: any. */
 const char *smart_status_name(int status);
 
 #ifdef __cplusplus
