@@ -218,12 +218,14 @@ struct smart_bt_entry {
  * upper bound), at most max of them, into out[] (max slots) with their
  * bytes in buf (cap bytes); *n is the number returned.  Fewer than max
  * entries and 0: the range is exhausted.  SMART_ERANGE when buf fills
- * first: the *n entries before are returned (scan on from the last).  Under concurrent writers a scan
- * returns every key present throughout it and none absent throughout it,
- * in order, each once (docs/bt.md §5).  Thread: w's. */
+ * first: the *n entries before are returned (scan on from the last).
+ * Under concurrent writers a scan returns every key present throughout it
+ * and none absent throughout it, in order, each once (docs/bt.md §5).
+ * SMART_EINVAL for bad arguments, the transport's errors.  Thread: w's. */
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
-		  size_t from_len, const void *to, size_t to_len, size_t max,
-		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n);
+		  size_t from_len, const void *to, size_t to_len,
+		  struct smart_bt_entry *out, size_t max, void *buf, size_t cap,
+		  size_t *n);
 
 /* Bulk load: the next entry of a sorted input, 1 (key, value and their
  * lengths set; they need to stay valid only until the next call), 0 at

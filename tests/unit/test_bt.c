@@ -199,7 +199,7 @@ static void scan_check(struct world *wd, const unsigned char *present,
 	key_of(tk, to);
 	for (;;) {
 		CHECK_OK(smart_bt_scan(wd->t, wd->w, cur, cur_len, tk,
-				       strlen(tk), slice, ent, buf, sizeof(buf),
+				       strlen(tk), ent, slice, buf, sizeof(buf),
 				       &n));
 		for (j = 0; j < n; j++) {
 			while (i < to && i < nkeys && !present[i])
@@ -274,17 +274,17 @@ static void test_grow_and_scan(void)
 	scan_check(&wd, present, N, 19990, 20000, 3);
 	/* a buffer too small for the first entry; then for the second */
 	key_of(k, 0);
-	CHECK_EQ(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 4, ent, buf,
+	CHECK_EQ(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, ent, 4, buf,
 			       4, &n), SMART_ERANGE);
 	CHECK_EQ(n, 0);
 	/* empty ranges */
-	CHECK_OK(smart_bt_scan(wd.t, wd.w, "z", 1, NULL, 0, 4, ent, buf,
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, "z", 1, NULL, 0, ent, 4, buf,
 			       sizeof(buf), &n));
 	CHECK_EQ(n, 0);
-	CHECK_OK(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, 4, ent, buf,
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, ent, 4, buf,
 			       sizeof(buf), &n));
 	CHECK_EQ(n, 0);
-	CHECK_EQ(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, 4, NULL, buf,
+	CHECK_EQ(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, NULL, 4, buf,
 			       sizeof(buf), &n), SMART_EINVAL);
 	world_stop(&wd);
 }
@@ -485,7 +485,7 @@ static void test_scan_merge_split(void)
 	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
 	CHECK_OK(smart_bt_stats(sc, NULL, &st0));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, msplit_hook, &m));
-	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, ent, 200, buf,
 			   sizeof(buf), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_OK(smart_bt_stats(sc, NULL, &st));
@@ -653,7 +653,7 @@ static void test_retire_grace(void)
 	c.cache_bytes = 0;	/* leaf after leaf: it reads R's block */
 	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, grace_hook, &m));
-	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, 200, ent, buf,
+	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, ent, 200, buf,
 			   sizeof(buf), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	printf("scan beside a merge and splits that allocate: %s, %zu "
@@ -1761,7 +1761,7 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 			wrong++;
 	}
 	key_of(k, 0);
-	rc = smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, nk, ent, sbuf,
+	rc = smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, ent, nk, sbuf,
 			   sizeof(sbuf), &n);
 	if (rc && !errs++)
 		bad = rc;
@@ -2237,7 +2237,7 @@ static void test_scan_ahead(void)
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &x));
 	key_of(k, 0);	/* caches the parent (no move right: no fix) */
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
-	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, ent, 200, buf,
 			       sizeof(buf), &n));
 	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("scan past a leaf its parent does not name: %zu entries, "
@@ -2870,8 +2870,8 @@ static void rt_task(smart_worker_t *w, void *arg)
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	ahead = st.scan_ahead;
 	key_of(k, 1000);
-	COUNT(&wd, wd.t, smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 100,
-				       ent, sbuf, sizeof(sbuf), &n), srt, by);
+	COUNT(&wd, wd.t, smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, ent,
+				       100, sbuf, sizeof(sbuf), &n), srt, by);
 	CHECK_EQ(n, 100);
 	for (i = 0; i < n; i++) {
 		key_of(k, 1000 + i);
@@ -3014,7 +3014,7 @@ static void c_scanner(smart_worker_t *w, void *p)
 		prev_len = 0;
 		do {
 			CHECK_OK(smart_bt_scan(a->wd->t, w, cur, cur_len, NULL,
-					       0, 32, ent, buf, 32 * 40, &n));
+					       0, ent, 32, buf, 32 * 40, &n));
 			for (j = 0; j < n; j++) {
 				unsigned idx;
 
@@ -3413,7 +3413,7 @@ static void test_bulk(void)
 		CHECK(n == 9 && !memcmp(v, k, 9));
 	}
 	key_of(k, 19990);
-	CHECK_OK(smart_bt_scan(t, wd.w, k, strlen(k), NULL, 0, 64, e, buf,
+	CHECK_OK(smart_bt_scan(t, wd.w, k, strlen(k), NULL, 0, e, 64, buf,
 			       sizeof(buf), &n));
 	CHECK_EQ(n, 10);
 	for (i = 0; i < n; i++) {
@@ -3505,7 +3505,7 @@ static void test_shrink(void)
 					 sizeof(v), &n), SMART_ENOENT);
 	}
 	key_of(k, 0);
-	CHECK_OK(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 256, e, buf,
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, e, 256, buf,
 			       sizeof(buf), &got));
 	CHECK_EQ(got, 200);
 	for (i = 0; i < got; i++) {
