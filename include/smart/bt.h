@@ -208,7 +208,7 @@ int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 			void *buf, size_t cap, size_t *val_len);
 
 /* One entry of a scan's output: key and value point into the caller's
- * buffer. */
+ * buffer.  Frozen (docs/api.md §4: an array element): never grows. */
 struct smart_bt_entry {
 	const void *key, *val;
 	uint16_t key_len, val_len;

@@ -76,6 +76,7 @@ extern "C" {
 typedef struct smart_dtx smart_dtx_t;
 typedef struct smart_dtx_txn smart_dtx_txn_t;
 
+/* Frozen (docs/api.md §4: an array element of the config): never grows. */
 struct smart_dtx_table {
 	uint32_t id;		/* 0..SMART_DTX_TABLES_MAX-1, unique */
 	uint32_t value_size;	/* 1..SMART_DTX_VALUE_MAX bytes */
