@@ -100,7 +100,7 @@ struct smart_bt_config {
 	 * SMART_EINVAL: a table larger than SMART_DM_MAX). */
 	int lock_memory;
 	/* This process's caches, not the tree's (read by create and
-	 * smart_bt_open_cfg): bytes of internal-node copies, the index
+	 * open): bytes of internal-node copies, the index
 	 * cache (default 16 MiB; 0: none), and slots of the speculative
 	 * lookup cache, key -> leaf entry, 16 bytes each (default 65536;
 	 * 0: none; used only with the SpecLookup technique on).  Both are
@@ -146,7 +146,7 @@ struct smart_bt_stats {
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches
- * above; cfg->size set (docs/api.md).  Cannot fail: void. */
+ * above; cfg->struct_size set (docs/api.md §4).  Cannot fail: void. */
 void smart_bt_config_init(struct smart_bt_config *cfg);
 
 /* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
@@ -156,12 +156,12 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_bt_config *cfg, smart_bt_t **out);
 
 /* Open the tree of root entry root_idx (SMART_ENOENT: none there), with
- * default caches, or with cfg's (only its cache fields are read).
- * Thread: w's. */
+ * default caches (cfg NULL), or with cfg's (only its cache fields are
+ * read).  SMART_EINVAL for NULL w or out, root_idx >= SMART_ROOT_ENTRIES or
+ * a cfg whose struct_size is refused (docs/api.md §4), the transport's
+ * errors.  Thread: w's. */
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_bt_t **out);
-int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		      const struct smart_bt_config *cfg, smart_bt_t **out);
+		  const struct smart_bt_config *cfg, smart_bt_t **out);
 
 /* Trees by name among the root entries of blade `blade` (64..255, probed
  * from the name's hash; names are 1..SMART_ROOT_NAME_MAX bytes: see
@@ -169,7 +169,7 @@ int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
  * when the name is taken (of concurrent creators exactly one succeeds),
  * SMART_ENOSPC when no root entry is left; open: SMART_ENOENT when there
  * is no such tree.  cfg (NULL: defaults) as for create and
- * smart_bt_open_cfg.  Drop leaves a tombstone; the name can be created
+ * smart_bt_open.  Drop leaves a tombstone; the name can be created
  * again.  Thread: w's. */
 int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
 			  const char *name, const struct smart_bt_config *cfg,

@@ -134,8 +134,8 @@ struct smart_dtx_stats {
 	uint64_t unlocks_checked, unlocks_redone;
 };
 
-/* Defaults: home blade only, no tables (the caller sets them); cfg->size
- * set (docs/api.md).  Cannot fail: void. */
+/* Defaults: home blade only, no tables (the caller sets them);
+ * cfg->struct_size set (docs/api.md §4).  Cannot fail: void. */
 void smart_dtx_config_init(struct smart_dtx_config *cfg);
 
 /* Create the database `name` (smart/alloc.h's named root entries) on

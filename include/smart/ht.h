@@ -108,7 +108,7 @@ static inline int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 }
 
 /* Defaults: home blade only, depth 2, 1024 buckets, 16384 cache entries,
- * reclamation on; cfg->size set (docs/api.md).  Cannot fail: void. */
+ * reclamation on; cfg->struct_size set (docs/api.md §4).  Cannot fail: void. */
 void smart_ht_config_init(struct smart_ht_config *cfg);
 
 /* Create a table named by root entry root_idx of blade `blade` (cfg NULL:
@@ -121,20 +121,22 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
  * blade of the table must be connected to the worker's ctx.  SMART_EINVAL
  * for NULL arguments or root_idx >= SMART_ROOT_ENTRIES, SMART_ENOENT when
  * the entry names no table (or a blade is not joined), SMART_ENOMEM, the
- * transport's errors.  Thread: w's. */
+ * transport's errors.  cfg (NULL: defaults) gives this process's own
+ * settings, spec_cache and split_chunk; the table's are the creator's.  A
+ * cfg that create would refuse is refused (SMART_EINVAL).  Thread: w's. */
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_ht_t **out);
+		  const struct smart_ht_config *cfg, smart_ht_t **out);
 
 /* Named tables: a table found by name among the root entries of blade
  * `blade` (64..255, probed from the name's hash; names are 1..47 bytes).
  * create fails with SMART_EEXIST when the name is taken (of concurrent
  * creators of one name exactly one succeeds), SMART_ENOSPC when no root
- * entry is left; open with SMART_ENOENT when there is no such table.
- * Thread: w's. */
+ * entry is left; open with SMART_ENOENT when there is no such table, and
+ * takes cfg as smart_ht_open does.  Thread: w's. */
 int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 			  const struct smart_ht_config *cfg, smart_ht_t **out);
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
-			smart_ht_t **out);
+			const struct smart_ht_config *cfg, smart_ht_t **out);
 
 /* The table's name ("" for a table made by root index).  Thread: any. */
 const char *smart_ht_name(const smart_ht_t *t);

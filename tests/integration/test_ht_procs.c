@@ -89,7 +89,7 @@ static void *client_thread(void *p)
 	int i;
 
 	CHECK_OK(smart_worker_create(ta->ctx, &w));
-	CHECK_OK(smart_ht_open(w, 0, 3, &t));
+	CHECK_OK(smart_ht_open(w, 0, 3, NULL, &t));
 	for (i = 0; i < TASKS; i++) {
 		args[i] = (struct task_arg){ t, ta->proc, ta->thread, i };
 		CHECK_OK(smart_task_spawn(w, client_task, &args[i]));

@@ -108,7 +108,7 @@ static void child_main(char **args)
 	int i, rc;
 
 	CHECK_OK(smart_worker_create(ctx, &w));
-	CHECK_OK(smart_ht_open(w, blade, 0, &t));
+	CHECK_OK(smart_ht_open(w, blade, 0, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(ctx, child_hook, &h));
 	CHECK_OK(smart_lease_id(ctx, blade, &id));
 	i = id;

@@ -54,7 +54,13 @@ static void test_ht_config(void)
 	n.c.split_chunk = 1;
 	CHECK_OK(smart_ht_create(w, 1, 6, &n.c, &t));
 	CHECK_OK(smart_ht_close(t, w));
+	/* open takes a config too (this process's settings) */
+	CHECK_OK(smart_ht_open(w, 1, 6, &n.c, &t));
+	CHECK_OK(smart_ht_close(t, w));
+	CHECK_OK(smart_ht_open(w, 1, 6, NULL, &t));
+	CHECK_OK(smart_ht_close(t, NULL));
 	n.c.struct_size = 0;	/* never initialised */
+	CHECK_EQ(smart_ht_open(w, 1, 6, &n.c, &t), SMART_EINVAL);
 	CHECK_EQ(smart_ht_create(w, 1, 7, &n.c, &t), SMART_EINVAL);
 	CHECK_EQ(smart_ht_create_named(w, 1, "x", &n.c, &t), SMART_EINVAL);
 	CHECK_OK(smart_root_get(w, 1, 7, &root));
@@ -81,7 +87,7 @@ static void test_bt_config(void)
 	n.c.struct_size = sizeof(n);
 	n.newer = 7;
 	CHECK_EQ(smart_bt_create(w, 1, 5, &n.c, &t), SMART_EINVAL);
-	CHECK_EQ(smart_bt_open_cfg(w, 1, 5, &n.c, &t), SMART_EINVAL);
+	CHECK_EQ(smart_bt_open(w, 1, 5, &n.c, &t), SMART_EINVAL);
 	CHECK_OK(smart_root_get(w, 1, 5, &root));
 	CHECK_EQ(root, 0);
 	/* older: hocl beyond its size takes the default (on); key_max 0

@@ -173,10 +173,10 @@ static void test_semantics(void)
 	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_EINVAL);
 	/* the root entry is taken; an empty one holds no tree */
 	CHECK_EQ(smart_bt_create(wd.w, 1, 3, NULL, &t2), SMART_EEXIST);
-	CHECK_EQ(smart_bt_open(wd.w, 1, 9, &t2), SMART_ENOENT);
-	CHECK_EQ(smart_bt_open(wd.w, 1, 999, &t2), SMART_EINVAL);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 9, NULL, &t2), SMART_ENOENT);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 999, NULL, &t2), SMART_EINVAL);
 	/* opened again, it is the same tree */
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &t2));
 	CHECK_EQ(smart_bt_key_max(t2), 16);
 	CHECK_OK(smart_bt_search(t2, wd.w, "ab", 2, v, sizeof(v), &n));
 	smart_bt_close(t2, wd.w);
@@ -395,7 +395,7 @@ static void test_stale_forward(void)
 	}
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &a));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &a));
 	key_of(k, 0);
 	CHECK_OK(smart_bt_search(a, wd.w, k, strlen(k), v, sizeof(v), &n));
 	/* the writer deletes from the first key on until the first leaf
@@ -477,12 +477,12 @@ static void test_scan_merge_split(void)
 	fill(&wd, 0, 100);	/* leaves of 7 keys: k0..k6, k7..k13, ... */
 	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c2, &m.w));
-	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, NULL, &m.t));
 	/* no index cache: the scan reads leaf after leaf along the chain
 	 * (none ahead, which would hold R as it was before the merge) */
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &sc));
 	CHECK_OK(smart_bt_stats(sc, NULL, &st0));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, msplit_hook, &m));
 	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, ent, 200, buf,
@@ -548,7 +548,7 @@ static void test_foreign_node(void)
 	memcpy(&r2, node + 56 + 24, 8);	/* entry 1's: k14..k20 */
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	key_of(k, 8);
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	for (i = 0; i < 14; i++) {	/* the first leaf takes both in */
@@ -648,10 +648,10 @@ static void test_retire_grace(void)
 	fill(&wd, 0, 100);
 	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c2, &m.w));
-	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, NULL, &m.t));
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;	/* leaf after leaf: it reads R's block */
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &sc));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, grace_hook, &m));
 	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, ent, 200, buf,
 			   sizeof(buf), &n);
@@ -774,7 +774,7 @@ static void test_spec_verify(void)
 	size_t n;
 
 	node = one_leaf(&wd, &root);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &r));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &r));
 	hits = ctx_stat(wd.f.ctx, SMART_STAT_SPEC_HITS);
 	misses = ctx_stat(wd.f.ctx, SMART_STAT_SPEC_MISSES);
 	CHECK_OK(smart_bt_search(r, wd.w, "a", 1, v, sizeof(v), &n));
@@ -825,7 +825,7 @@ static void child_holder(char **args)
 	int fd = atoi(args[1]);
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, hold_hook, &fd));
 	CHECK_OK(smart_bt_update(t, w, "k", 1, "dead", 4));
 	TEST_FAIL("the hook did not stop the update");
@@ -926,7 +926,7 @@ static void child_torn(char **args)
 	smart_bt_t *t;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, torn_hook, &a));
 	if (!strcmp(args[2], "update")) {
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6));
@@ -1151,7 +1151,7 @@ static void child_taker2(char **args)
 	int rc;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, pause_hook, &a));
 	if (search)
 		rc = smart_bt_search(t, w, args[3], strlen(args[3]), v,
@@ -1302,7 +1302,7 @@ static void merge_unlocked_on(int adopt)
 	CHECK_GT(done, 0);
 	r0 = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED);
 	for (i = 0; adopt && i < 3; i++)
-		CHECK_OK(smart_bt_open(wd.w, 1, 3, &x[i]));
+		CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &x[i]));
 	r = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED) - r0;
 	printf("a merger killed between its unlock and its retire, %s: "
 	       "%llu node(s) retired by the opener\n",
@@ -1382,7 +1382,7 @@ static void test_close_kept(void)
 	fill(&wd, 0, 20);
 	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
 	CHECK_EQ(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6),
 		 SMART_ECONN);
@@ -1439,7 +1439,7 @@ static void child_kept_reopen(char **args)
 	size_t n;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
 	CHECK_EQ(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6),
 		 SMART_ECONN);
@@ -1447,7 +1447,7 @@ static void child_kept_reopen(char **args)
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	if (strcmp(args[3], "open"))
 		CHECK_OK(smart_bt_close(t, w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t2));	/* reopened, same ctx */
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t2));	/* reopened, same ctx */
 	rc = smart_bt_search(t2, w, "k00000005", 9, v, sizeof(v), &n);
 	CHECK_EQ(write(out, &rc, sizeof(rc)), (ssize_t)sizeof(rc));
 	CHECK_EQ(read(in, &go, 1), 1);
@@ -1647,7 +1647,7 @@ static void child_merger(char **args)
 	CHECK_OK(smart_ctx_connect(c, args[1], &id));
 	CHECK_EQ(id, 2);
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &a));
 	for (i = 0; i < cnt; i++) {
 		key_of(k, first + i);
@@ -1674,7 +1674,7 @@ static void child_taker(char **args)
 	CHECK_OK(smart_ctx_connect(c, args[1], &id));
 	CHECK_EQ(id, 2);
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &a));
 	key_of(k, (unsigned)atoi(args[3]));
 	CHECK_OK(smart_bt_upsert(t, w, k, strlen(k), "t", 1));
@@ -1872,7 +1872,7 @@ static void child_splitter(char **args)
 	unsigned i;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, split_hook, &fd));
 	/* the first leaf holds k0..k6: 7 more fill it, the 8th splits it */
 	for (i = 0; i < 7; i++) {
@@ -1899,7 +1899,7 @@ static void test_dead_splitter(void)
 	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;	/* every search walks: index cache only */
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	key_of(k, 0);
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK_EQ(pipe(p), 0);
@@ -1981,7 +1981,7 @@ static void child_inner_splitter(char **args)
 	char k[16];
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, inner_hook, &a));
 	for (; a.key < 5000; a.key++) {
 		key_of(k, a.key);
@@ -2019,7 +2019,7 @@ static void test_dead_inner_splitter(void)
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;	/* every search walks: index cache only */
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	CHECK_OK(smart_bt_stats(x, NULL, &st0));
 	key_of(k, last);	/* in P', right of P's new high fence */
 	for (i = 0; i < 100; i++) {
@@ -2091,7 +2091,7 @@ static void test_sep_twice(void)
 	CHECK_OK(smart_worker_create(c2, &tw.w));
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(tw.w, 1, 3, &c, &tw.x));
+	CHECK_OK(smart_bt_open(tw.w, 1, 3, &c, &tw.x));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, twice_hook, &tw));
 	for (i = 0; i < 7; i++) {
 		snprintf(k, sizeof(k), "k0000000%ux", i);
@@ -2150,7 +2150,7 @@ static void child_older(char **args)
 	char x;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, older_hook, &a));
 	CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "a1", 2));
 	CHECK_EQ(write(a.out, "1", 1), 1);
@@ -2234,7 +2234,7 @@ static void test_scan_ahead(void)
 	close(p[0]);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &x));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &x));
 	key_of(k, 0);	/* caches the parent (no move right: no fix) */
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, ent, 200, buf,
@@ -2486,9 +2486,9 @@ static void test_adopt_torn(void)
 		;	/* until our keeper saw it fenced */
 	alarm(0);
 	/* the other two spares; the third open finds no free slot */
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[0]));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[1]));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[2]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[0]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[1]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[2]));
 	sb_read(&wd, sb1);
 	for (i = 0; i < 2112; i++)
 		diff += sb0[i] != sb1[i];
@@ -2501,7 +2501,7 @@ static void test_adopt_torn(void)
 	/* a reader finds the torn leaf and redoes the dead update */
 	torn_k5(&wd, 1);
 	/* now nothing stamps from the dead slot: the next open adopts it */
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[3]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[3]));
 	dir_count(&wd, id, &used, &dead);
 	CHECK_EQ(dead, 0);
 	CHECK_EQ(used, 5);
@@ -2571,7 +2571,7 @@ static void test_named(void)
 	CHECK_OK(smart_bt_drop(a, wd.w));
 	CHECK_EQ(smart_bt_open_named(wd.w, 1, "orders", NULL, &b),
 		 SMART_ENOENT);
-	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", &h));	/* still */
+	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", NULL, &h));	/* still */
 	smart_ht_close(h, NULL);
 	CHECK_OK(smart_bt_create_named(wd.w, 1, "orders", NULL, &a));
 	CHECK_EQ(smart_bt_search(a, wd.w, "k", 1, v, sizeof(v), &n),
@@ -2674,8 +2674,8 @@ static void test_handover_limit(void)
 
 	world_start(&wd, NULL, 512, 12, 12);
 	CHECK_OK(smart_bt_insert(wd.t, wd.w, "hot", 3, "0", 1));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &a));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &b));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &a));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &b));
 	atomic_store(&sh.left, H_TASKS);
 	atomic_store(&sh.progress, 0);
 	atomic_store(&sh.done, 0);
@@ -2712,7 +2712,7 @@ static void test_stale_root(void)
 	unsigned i;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &stale));	/* root: one leaf */
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &stale));	/* root: one leaf */
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
@@ -2828,7 +2828,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &cold));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &cold));
 	key_of(k, 1234);
 	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
@@ -2885,7 +2885,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	key_of(k, 17);
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &cold));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &cold));
 	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
 	CHECK_EQ(rt, st.height);	/* it fills its cache... */
@@ -3197,9 +3197,9 @@ static void test_device_locks(void)
 		CHECK_OK(smart_read_sync(wd.w, meta + 72, 8, &real));
 		CHECK(real & SMART_GADDR_DM);
 		CHECK_OK(smart_write_sync(wd.w, meta + 72, &forged, 8));
-		CHECK_EQ(smart_bt_open(wd.w, 1, 3, &t2), SMART_ENOENT);
+		CHECK_EQ(smart_bt_open(wd.w, 1, 3, NULL, &t2), SMART_ENOENT);
 		CHECK_OK(smart_write_sync(wd.w, meta + 72, &real, 8));
-		CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+		CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &t2));
 		smart_bt_close(t2, wd.w);
 	}
 
@@ -3284,7 +3284,7 @@ static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
 	smart_bt_t *t;
 
 	CHECK_OK(smart_bt_drop(wd->t, wd->w));
-	CHECK_EQ(smart_bt_open(wd->w, 1, 3, &t), SMART_ENOENT);
+	CHECK_EQ(smart_bt_open(wd->w, 1, 3, NULL, &t), SMART_ENOENT);
 	CHECK_OK(smart_epoch_drain(wd->w, 1, 5000));
 	/* no retired block whose free failed, none freed twice */
 	CHECK_EQ(ctx_stat(wd->f.ctx, SMART_STAT_EPOCH_LEAKED), 0);
@@ -3405,7 +3405,7 @@ static void test_bulk(void)
 	/* every key, through another object too */
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &t));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &t));
 	for (i = 0; i < 20000; i += 7) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_search(t, wd.w, k, strlen(k), v, sizeof(v),
@@ -3549,7 +3549,7 @@ static void test_drop(void)
 	CHECK_OK(smart_bt_drop(t, wd.w));
 	CHECK_OK(smart_root_get(wd.w, 1, 70, &e));
 	CHECK_EQ(e, SMART_ROOT_TOMB);
-	CHECK_EQ(smart_bt_open(wd.w, 1, 70, &t), SMART_ENOENT);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 70, NULL, &t), SMART_ENOENT);
 	drop_back_to(&wd, &u0);
 }
 

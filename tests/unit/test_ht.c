@@ -60,7 +60,7 @@ static void test_basic(void)
 	CHECK_EQ(n, 0);
 	CHECK_OK(smart_ht_upsert(t, w, "x", 1, "xx", 2));
 	/* a second handle on the same table sees the same data */
-	CHECK_OK(smart_ht_open(w, 1, 3, &t2));
+	CHECK_OK(smart_ht_open(w, 1, 3, NULL, &t2));
 	CHECK_OK(smart_ht_search(t2, w, "x", 1, v, sizeof(v), &n));
 	CHECK_EQ(n, 2);
 	CHECK_OK(smart_ht_delete(t2, w, "x", 1));
@@ -247,16 +247,16 @@ static void test_not_found(void)
 
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_EQ(smart_ht_open(w, 1, 5, &t), SMART_ENOENT);
-	CHECK_EQ(smart_ht_open(w, 1, SMART_ROOT_ENTRIES, &t), SMART_EINVAL);
-	CHECK_EQ(smart_ht_open(w, 1, 5, NULL), SMART_EINVAL);
-	CHECK_EQ(smart_ht_open(w, 7, 5, &t), SMART_ENOENT);	/* no blade */
+	CHECK_EQ(smart_ht_open(w, 1, 5, NULL, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, SMART_ROOT_ENTRIES, NULL, &t), SMART_EINVAL);
+	CHECK_EQ(smart_ht_open(w, 1, 5, NULL, NULL), SMART_EINVAL);
+	CHECK_EQ(smart_ht_open(w, 7, 5, NULL, &t), SMART_ENOENT);	/* no blade */
 	CHECK(t == NULL);
 	/* a root entry holding something that is not a table */
 	CHECK_OK(smart_root_set(w, 1, 6, smart_gaddr(1, 4096)));
-	CHECK_EQ(smart_ht_open(w, 1, 6, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, 6, NULL, &t), SMART_ENOENT);
 	CHECK_OK(smart_root_set(w, 1, 6, smart_gaddr(1, 1ull << 40)));
-	CHECK_EQ(smart_ht_open(w, 1, 6, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, 6, NULL, &t), SMART_ENOENT);
 	CHECK_EQ(smart_ht_create(w, 1, 6, NULL, &t), SMART_EEXIST);
 	smart_ht_config_init(&c);
 	c.buckets = 3;
@@ -268,7 +268,7 @@ static void test_not_found(void)
 	c.blades = &bad;
 	c.nblades = 1;
 	CHECK(smart_ht_create(w, 1, 7, &c, &t) != 0);	/* unknown blade */
-	CHECK_EQ(smart_ht_open(w, 1, 7, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, 7, NULL, &t), SMART_ENOENT);
 	CHECK_OK(smart_ht_create(w, 1, 7, NULL, &t));
 	smart_ht_close(t, NULL);
 	CHECK_EQ(smart_ht_create(w, 1, 7, NULL, &t), SMART_EEXIST);
@@ -445,7 +445,7 @@ static void test_shards(void)
 	CHECK_OK(smart_root_get(w, 2, 0, &before));
 	for (i = 0; i < 1000; i++)
 		CHECK_OK(smart_ht_insert(t, w, &i, sizeof(i), &i, sizeof(i)));
-	CHECK_OK(smart_ht_open(w, 1, 0, &t2));
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t2));
 	CHECK_EQ(smart_ht_shards(t2), 2);
 	for (i = 0; i < 1000; i++) {
 		CHECK_OK(smart_ht_search(t2, w, &i, sizeof(i), &v, sizeof(v),

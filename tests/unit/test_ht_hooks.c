@@ -118,7 +118,7 @@ static smart_ht_t *reopen(smart_worker_t *w)
 {
 	smart_ht_t *t;
 
-	CHECK_OK(smart_ht_open(w, 1, 0, &t));
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t));
 	return t;
 }
 

@@ -474,7 +474,7 @@ static void lz_child(char **args)
 	cfg.adv = sh->adv[0] ? sh->adv : NULL;
 	ctx = lz_ctx_open(&cfg, args[0]);
 	CHECK_OK(smart_worker_create(ctx, &w));
-	CHECK_OK(smart_ht_open(w, 1, 0, &t));
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t));
 	CHECK_OK(smart_worker_destroy(w));
 	lz_process(ctx, t, &cfg, sh, (unsigned)atoi(args[3]));
 	smart_ht_close(t, NULL);

@@ -134,7 +134,7 @@ static void test_grow(void)
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	t = make_table(w, 0, 0, 4);	/* one subtable of 6 buckets */
-	CHECK_OK(smart_ht_open(w, 1, 0, &t2));	/* its cache goes stale */
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t2));	/* its cache goes stale */
 	CHECK_OK(smart_ht_stats(t, w, &st0));
 	CHECK_EQ(st0.subtables, 1);
 	CHECK_EQ(st0.global_depth, 0);
@@ -446,7 +446,7 @@ static void *mx_thread_fn(void *p)
 
 	CHECK_OK(smart_worker_create(th->ctx, &w));
 	if (th->task[0].id)
-		CHECK_OK(smart_ht_open(w, 1, 0, &t));
+		CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t));
 	for (i = 0; i < CC_TASKS; i++) {
 		th->task[i].t = t;
 		CHECK_OK(smart_task_spawn(w, mx_task_fn, &th->task[i]));

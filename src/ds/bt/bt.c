@@ -482,13 +482,7 @@ int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 }
 
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_bt_t **out)
-{
-	return smart_bt_open_cfg(w, blade, root_idx, NULL, out);
-}
-
-int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		      const struct smart_bt_config *cfg, smart_bt_t **out)
+		  const struct smart_bt_config *cfg, smart_bt_t **out)
 {
 	struct smart_bt_config def;
 	struct bt_meta m;

@@ -335,7 +335,8 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 }
 
 int smart__ht_open_at(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		      uint64_t maddr, smart_ht_t **out)
+		      uint64_t maddr, const struct smart_ht_config *cfg,
+		      smart_ht_t **out)
 {
 	struct ht_meta *m;
 	size_t mark = smart_scratch_mark(w);
@@ -344,22 +345,27 @@ int smart__ht_open_at(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (!rc)
 		rc = smart__ht_meta_read(w, blade, maddr, m);
 	if (!rc)
-		rc = smart__ht_table_open(w, blade, root_idx, maddr, m, NULL,
+		rc = smart__ht_table_open(w, blade, root_idx, maddr, m, cfg,
 					  out);
 	smart_scratch_release(w, mark);
 	return rc;
 }
 
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_ht_t **out)
+		  const struct smart_ht_config *cfg, smart_ht_t **out)
 {
+	struct smart_ht_config def;
 	uint64_t maddr;
 	int rc;
 
-	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
+	smart_ht_config_init(&def);
+	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
+	    (cfg && smart__ds_config_take(&def, sizeof(def), cfg)) ||
+	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_get(w, blade, root_idx, &maddr);
-	return rc ? rc : smart__ht_open_at(w, blade, root_idx, maddr, out);
+	return rc ? rc : smart__ht_open_at(w, blade, root_idx, maddr, &def,
+					   out);
 }
 
 int smart_ht_close(smart_ht_t *t, smart_worker_t *w)

@@ -36,16 +36,20 @@ static int ht_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 }
 
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
-			smart_ht_t **out)
+			const struct smart_ht_config *cfg, smart_ht_t **out)
 {
+	struct smart_ht_config def;
 	uint64_t maddr;
 	unsigned idx;
 	int rc;
 
-	if (!w || !out || !smart_root_name_ok(name))
+	smart_ht_config_init(&def);
+	if (!w || !out || !smart_root_name_ok(name) ||
+	    (cfg && smart__ds_config_take(&def, sizeof(def), cfg)) ||
+	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_find(w, blade, name, ht_name_of, NULL, &idx, &maddr);
-	return rc ? rc : smart__ht_open_at(w, blade, idx, maddr, out);
+	return rc ? rc : smart__ht_open_at(w, blade, idx, maddr, &def, out);
 }
 
 int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
