@@ -293,7 +293,7 @@ void dtx_bench_destroy(void *m)
 	struct dtx_bench *b = m;
 	int i;
 
-	smart_dtx_close(b->d);
+	smart_dtx_close(b->d, NULL);
 	smart_worker_destroy(b->main_worker);
 	kit_env_close(&b->run->env);	/* the ctx, before its blades go */
 	for (i = 0; i < b->nextra; i++)
@@ -892,7 +892,7 @@ static void dstats_delta(struct dtx_bench *b, const struct smart_dtx_stats *s0)
 {
 	struct smart_dtx_stats *d = &b->dstats;
 
-	if (smart_dtx_stats(b->d, d)) {
+	if (smart_dtx_stats(b->d, NULL, d)) {
 		memset(d, 0, sizeof(*d));
 		return;
 	}
@@ -942,7 +942,7 @@ int dtx_bench_run(void *m, struct bench_run *r)
 	 * recoveries) */
 	memset(&s0, 0, sizeof(s0));
 	if (!b->recover)
-		(void)smart_dtx_stats(b->d, &s0);
+		(void)smart_dtx_stats(b->d, NULL, &s0);
 	if (!rc && !b->recover)
 		b->res.stop_sig = window(b, ctx);
 	kit_runner_set(&b->runner, KIT_STOP);

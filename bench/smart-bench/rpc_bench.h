@@ -114,7 +114,7 @@ struct rpc_bench {
 
 /* The endpoint settings of either side. */
 void rpc_bench_cfg(const struct rpc_bench *b, int server,
-		   struct smart_rpc_cfg *cfg);
+		   struct smart_rpc_config *cfg);
 
 /* The run's library options: SMART_*, the common flags, room for the
  * tasks, --opt.  The caller destroys *out. */

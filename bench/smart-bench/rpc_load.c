@@ -38,9 +38,9 @@
 #define SERVE_CHECK 4096	/* progress calls between signal checks */
 
 void rpc_bench_cfg(const struct rpc_bench *b, int server,
-		   struct smart_rpc_cfg *cfg)
+		   struct smart_rpc_config *cfg)
 {
-	memset(cfg, 0, sizeof(*cfg));
+	smart_rpc_config_init(cfg);
 	if (b->qp_cache >= 0)
 		cfg->qp_cache = b->qp_cache ? (uint32_t)b->qp_cache
 					    : UINT32_MAX;
@@ -126,7 +126,7 @@ static void serve_say(const struct rpc_bench *b)
 static int serve_open(struct rpc_bench *b, smart_worker_t *w,
 		      smart_rpc_t **rpc, char *addr, size_t len)
 {
-	struct smart_rpc_cfg cfg;
+	struct smart_rpc_config cfg;
 	int rc;
 
 	rpc_bench_cfg(b, 1, &cfg);
@@ -419,7 +419,7 @@ static int bufs_new(struct rpc_bench_thread *th)
 static int thread_open(struct rpc_bench_thread *th, smart_ctx_t *ctx,
 		       smart_worker_t **w, smart_rpc_t **rpc)
 {
-	struct smart_rpc_cfg cfg;
+	struct smart_rpc_config cfg;
 	int rc;
 
 	rpc_bench_cfg(th->b, 0, &cfg);

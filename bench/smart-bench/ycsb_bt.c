@@ -192,7 +192,7 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	uint64_t ch, cm, sh, sm;
 
 	*line = 0;
-	if (smart_bt_stats(((struct bt_handle *)h)->bt, &s) ||
+	if (smart_bt_stats(((struct bt_handle *)h)->bt, NULL, &s) ||
 	    smart_stats_snapshot(smart_worker_ctx(w), &c))
 		return;
 	ch = c.c[SMART_STAT_CACHE_HITS];
@@ -270,7 +270,7 @@ static int bt_scan(void *h, smart_worker_t *w, const char *key, size_t klen,
 	if (max > YCSB_SCAN_MAX)
 		max = YCSB_SCAN_MAX;
 	rc = smart_bt_scan(((struct bt_handle *)h)->bt, w, key, klen, NULL, 0,
-			   max, e, buf, cap, &got);
+			   e, max, buf, cap, &got);
 	for (i = 0; i < got; i++) {
 		kv[i].key = e[i].key;
 		kv[i].klen = e[i].key_len;

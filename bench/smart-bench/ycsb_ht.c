@@ -79,7 +79,7 @@ static int ht_open_named(void *arg, smart_worker_t *w, uint16_t home,
 {
 	struct ht_place *p = arg;
 
-	return smart_ht_open_named(w, home, name, &p->h->ht);
+	return smart_ht_open_named(w, home, name, NULL, &p->h->ht);
 }
 
 static int ht_create_named(void *arg, smart_worker_t *w, uint16_t home,
@@ -129,7 +129,7 @@ static void ht_close(void *h)
 	struct ht_handle *t = h;
 
 	if (t)
-		smart_ht_close(t->ht);
+		smart_ht_close(t->ht, NULL);
 	free(t);
 }
 

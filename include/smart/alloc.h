@@ -34,12 +34,14 @@ extern "C" {
 #define SMART_ROOT_ENTRIES 256
 
 /* Allocate size bytes (aligned to min(size class, 4 KiB), at least 16) on
- * the blade.  SMART_ENOSPC when the blade is full, SMART_EINVAL for 0. */
+ * the blade.  SMART_ENOSPC when the blade is full, SMART_EINVAL for 0.
+ * Thread: w's. */
 int smart_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 		smart_gaddr_t *out);
 
 /* Free a block from smart_alloc with the size it was allocated with.
- * SMART_EINVAL for NULL or an address/size that cannot be such a block. */
+ * SMART_EINVAL for NULL or an address/size that cannot be such a block.
+ * Thread: w's. */
 int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
 
 /*
@@ -61,7 +63,7 @@ int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
 /* Allocate size bytes (rounded up to units) of the blade's device memory.
  * SMART_ENOTSUP when the blade has none (whatever the size), SMART_ENOSPC
  * when no run of that many free units is left, SMART_EINVAL for 0 or more
- * than SMART_DM_MAX. */
+ * than SMART_DM_MAX.  Thread: w's. */
 int smart_dm_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 		   smart_gaddr_t *out);
 
@@ -69,13 +71,20 @@ int smart_dm_alloc(smart_worker_t *w, uint16_t blade, size_t size,
  * address or size no allocation can have, or a run not (all) allocated:
  * nothing is freed then.  As with smart_free, the size is trusted: the
  * word records which units are taken, not where runs start, so a size
- * larger than the run's frees a neighbour's units. */
+ * larger than the run's frees a neighbour's units.  Thread: w's. */
 int smart_dm_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
 
 /* The blade's memory as it is now: one READ of its superblock, free table
- * and lease table (16 KiB).  SMART_ENOENT for a blade not joined. */
-int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
-		      struct smart_alloc_usage *out);
+ * and lease table (16 KiB).  SMART_EINVAL for NULL w or out, SMART_ENOENT
+ * for a blade not joined, SMART_ENOMEM (scratch), the transport's errors.
+ * The _sized form takes the caller's sizeof (docs/api.md §4).  Thread: w's. */
+int smart_alloc_usage_sized(smart_worker_t *w, uint16_t blade,
+			    struct smart_alloc_usage *out, size_t size);
+static inline int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
+				    struct smart_alloc_usage *out)
+{
+	return smart_alloc_usage_sized(w, blade, out, sizeof(*out));
+}
 
 /* Root entries SMART_ROOT_NAMED_FIRST.. are the probe range of named
  * structures (a name hashes to an entry and probes onwards past used
@@ -85,7 +94,10 @@ int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
 #define SMART_ROOT_NAMED_FIRST	64u
 #define SMART_ROOT_TOMB		UINT64_C(1)	/* never a valid address */
 
-/* Read, write or compare-and-swap root entry idx (0..255) of a blade. */
+/* Read, write or compare-and-swap root entry idx (0..255) of a blade
+ * (cas: *old the value found, may be NULL).  SMART_EINVAL for NULL w, NULL
+ * out (get) or idx >= SMART_ROOT_ENTRIES, SMART_ENOENT for a blade not
+ * joined, the transport's errors.  Thread: w's. */
 int smart_root_get(smart_worker_t *w, uint16_t blade, unsigned idx,
 		   uint64_t *out);
 int smart_root_set(smart_worker_t *w, uint16_t blade, unsigned idx,
@@ -95,7 +107,7 @@ int smart_root_cas(smart_worker_t *w, uint16_t blade, unsigned idx,
 
 /* Release root entry idx if it still holds `expect` (of several releasers
  * one succeeds): to 0, or to SMART_ROOT_TOMB in the named range.
- * SMART_ENOENT when it holds something else. */
+ * SMART_ENOENT when it holds something else.  Thread: w's. */
 int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
 		       uint64_t expect);
 
@@ -110,11 +122,11 @@ int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
 typedef int (*smart_root_name_fn)(smart_worker_t *w, uint16_t blade,
 				  uint64_t entry, char *name, void *arg);
 
-/* Is name a valid name (1..SMART_ROOT_NAME_MAX bytes)? */
+/* Is name a valid name (1..SMART_ROOT_NAME_MAX bytes)?  Thread: any. */
 int smart_root_name_ok(const char *name);
 
 /* The entry holding the structure named `name`: its index and value.
- * SMART_ENOENT: none. */
+ * SMART_ENOENT: none.  Thread: w's. */
 int smart_root_find(smart_worker_t *w, uint16_t blade, const char *name,
 		    smart_root_name_fn fn, void *arg, unsigned *idx,
 		    uint64_t *entry);
@@ -124,7 +136,7 @@ int smart_root_find(smart_worker_t *w, uint16_t blade, const char *name,
  * is there already (of concurrent publishers of one name exactly one
  * succeeds), SMART_ENOSPC when no entry is left.  Entries released in the
  * named range stay tombstones (smart_root_release), so a blade takes 192
- * named creates in its life, drops included. */
+ * named creates in its life, drops included.  Thread: w's. */
 int smart_root_publish(smart_worker_t *w, uint16_t blade, const char *name,
 		       smart_root_name_fn fn, void *arg, uint64_t entry,
 		       unsigned *idx);

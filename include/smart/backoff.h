@@ -40,8 +40,11 @@
 extern "C" {
 #endif
 
+/* Thread: w's. */
 void smart_backoff_begin(smart_worker_t *w);
+/* Thread: w's. */
 void smart_backoff_retry(smart_worker_t *w);
+/* Thread: w's. */
 void smart_backoff_end(smart_worker_t *w);
 
 /* The techniques (option techniques, env SMART_TECHNIQUES: a comma-separated
@@ -53,11 +56,11 @@ enum smart_technique {
 	SMART_TECH_SPEC_LOOKUP = 1 << 3,	/* "SpecLookup" */
 };
 
-/* 1 when the technique is on in this ctx. */
+/* 1 when the technique is on in this ctx.  Thread: any. */
 int smart_ctx_technique(const smart_ctx_t *ctx, enum smart_technique t);
 
 /* The switches in force as text, e.g. "ThrdAwareAlloc,WorkReqThrot" or
- * "None". */
+ * "None".  Thread: any. */
 const char *smart_ctx_techniques(const smart_ctx_t *ctx);
 
 #ifdef __cplusplus

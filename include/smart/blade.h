@@ -36,6 +36,8 @@ extern "C" {
 typedef struct smart_blade smart_blade_t;
 
 struct smart_blade_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	uint64_t size;		/* region bytes, 1 MiB..128 TiB; [1G] */
 	const char *listen;	/* "host:port"; port 0 = any; [127.0.0.1:7470] */
 	uint16_t id;		/* blade id in global addresses, 0..1023; [0] */
@@ -89,28 +91,39 @@ void smart_blade_config_init(struct smart_blade_config *cfg);
 
 /* Create the region, format it and start serving.  SMART_EINVAL for a bad
  * config (a secret shorter than SMART_SECRET_MIN included), SMART_ENOMEM when the region cannot be had, SMART_ESYS when the
- * address cannot be bound (the log says why). */
+ * address cannot be bound (the log says why).
+ * Thread: one thread for create and destroy. */
 int smart_blade_create(const struct smart_blade_config *cfg,
 		       smart_blade_t **out);
 
-/* Stop serving and free everything; NULL is a no-op.  Returns 0.  Clients
+/* Stop serving and free everything; NULL is a no-op.  Returns 0: it
+ * cannot fail (no SMART_E* code).  Clients
  * that mapped the region keep their mapping until they disconnect, but
- * learn that the blade is gone (their ops fail, docs/liveness.md). */
+ * learn that the blade is gone (their ops fail, docs/liveness.md).
+ * Thread: one thread for create and destroy. */
 int smart_blade_destroy(smart_blade_t *b);
 
-/* The address actually listened on ("127.0.0.1:40123" when port 0). */
+/* The address actually listened on ("127.0.0.1:40123" when port 0).
+ * Thread: any. */
 const char *smart_blade_address(const smart_blade_t *b);
 
 /* The region as mapped in this process (embedded use: inspection, and the
- * --raw yardstick of smart-perf, which accesses it with plain loads). */
+ * --raw yardstick of smart-perf, which accesses it with plain loads).
+ * SMART_EINVAL for a NULL argument.  Thread: any. */
 int smart_blade_region(const smart_blade_t *b, void **base, uint64_t *size);
 
-/* The blade's id. */
+/* The blade's id.  Thread: any. */
 uint16_t smart_blade_id(const smart_blade_t *b);
 
 /* The region's memory as clients left it (read from this process's own
- * mapping: no client needed).  SMART_EINVAL for NULL. */
-int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out);
+ * mapping: no client needed).  SMART_EINVAL for NULL.  Thread: any. */
+int smart_blade_usage_sized(const smart_blade_t *b,
+			    struct smart_alloc_usage *out, size_t size);
+static inline int smart_blade_usage(const smart_blade_t *b,
+				    struct smart_alloc_usage *out)
+{
+	return smart_blade_usage_sized(b, out, sizeof(*out));
+}
 
 /* Counters of the control plane: totals since creation, then what is open
  * now (authenticated sessions, sessions waiting for a HELLO, connections
@@ -121,8 +134,15 @@ struct smart_blade_stats {
 		evicted;
 	uint64_t active_sessions, pending_sessions, pending_fd_requests;
 };
-void smart_blade_stats(const smart_blade_t *b,
-			   struct smart_blade_stats *out);
+/* SMART_EINVAL for NULL b or out (out untouched).  Thread: any.  The
+ * _sized form takes the caller's sizeof (docs/api.md §4). */
+int smart_blade_stats_sized(const smart_blade_t *b,
+			    struct smart_blade_stats *out, size_t size);
+static inline int smart_blade_stats(const smart_blade_t *b,
+				    struct smart_blade_stats *out)
+{
+	return smart_blade_stats_sized(b, out, sizeof(*out));
+}
 
 
 #ifdef __cplusplus

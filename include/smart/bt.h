@@ -75,6 +75,8 @@ enum {
 };
 
 struct smart_bt_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	/* Blades holding nodes, spread at random (NULL: the home blade). */
 	const uint16_t *blades;
 	unsigned nblades;	/* 1..SMART_BT_BLADES_MAX */
@@ -98,7 +100,7 @@ struct smart_bt_config {
 	 * SMART_EINVAL: a table larger than SMART_DM_MAX). */
 	int lock_memory;
 	/* This process's caches, not the tree's (read by create and
-	 * smart_bt_open_cfg): bytes of internal-node copies, the index
+	 * open): bytes of internal-node copies, the index
 	 * cache (default 16 MiB; 0: none), and slots of the speculative
 	 * lookup cache, key -> leaf entry, 16 bytes each (default 65536;
 	 * 0: none; used only with the SpecLookup technique on).  Both are
@@ -144,21 +146,22 @@ struct smart_bt_stats {
 };
 
 /* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches
- * above. */
+ * above; cfg->struct_size set (docs/api.md §4).  Cannot fail: void. */
 void smart_bt_config_init(struct smart_bt_config *cfg);
 
 /* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
  * defaults).  SMART_EEXIST when that root entry is in use (or, in the
- * named range, holds a tombstone: smart/alloc.h). */
+ * named range, holds a tombstone: smart/alloc.h).  Thread: w's. */
 int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_bt_config *cfg, smart_bt_t **out);
 
 /* Open the tree of root entry root_idx (SMART_ENOENT: none there), with
- * default caches, or with cfg's (only its cache fields are read). */
+ * default caches (cfg NULL), or with cfg's (only its cache fields are
+ * read).  SMART_EINVAL for NULL w or out, root_idx >= SMART_ROOT_ENTRIES or
+ * a cfg whose struct_size is refused (docs/api.md §4), the transport's
+ * errors.  Thread: w's. */
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_bt_t **out);
-int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		      const struct smart_bt_config *cfg, smart_bt_t **out);
+		  const struct smart_bt_config *cfg, smart_bt_t **out);
 
 /* Trees by name among the root entries of blade `blade` (64..255, probed
  * from the name's hash; names are 1..SMART_ROOT_NAME_MAX bytes: see
@@ -166,18 +169,22 @@ int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
  * when the name is taken (of concurrent creators exactly one succeeds),
  * SMART_ENOSPC when no root entry is left; open: SMART_ENOENT when there
  * is no such tree.  cfg (NULL: defaults) as for create and
- * smart_bt_open_cfg.  Drop leaves a tombstone; the name can be created
- * again. */
+ * smart_bt_open.  Drop leaves a tombstone; the name can be created
+ * again.  Thread: w's. */
 int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
 			  const char *name, const struct smart_bt_config *cfg,
 			  smart_bt_t **out);
 int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			const struct smart_bt_config *cfg, smart_bt_t **out);
 
-/* The maxima the tree was created with. */
+/* The maxima the tree was created with.  Thread: any. */
 unsigned smart_bt_key_max(const smart_bt_t *t);
 unsigned smart_bt_val_max(const smart_bt_t *t);
 
+/* Write one key (the Contract above): insert SMART_EEXIST when present,
+ * update and delete SMART_ENOENT when absent, upsert either way;
+ * SMART_EINVAL for bad arguments, SMART_ENOSPC, the transport's errors
+ * (old or new value then).  Thread: w's. */
 int smart_bt_insert(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);
 int smart_bt_update(smart_bt_t *t, smart_worker_t *w, const void *key,
@@ -186,18 +193,22 @@ int smart_bt_upsert(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);
 int smart_bt_delete(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len);
-/* Copy the value into buf (cap bytes) and its length into *val_len. */
+/* Copy the value into buf (cap bytes) and its length into *val_len.
+ * SMART_ENOENT when absent, SMART_ERANGE when cap is too small (nothing
+ * copied, *val_len the length), SMART_EINVAL for bad arguments, the
+ * transport's errors.  Thread: w's. */
 int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *buf, size_t cap, size_t *val_len);
 
-/* 8-byte integer keys (the tree's key_max must be at least 8). */
+/* 8-byte integer keys (the tree's key_max must be at least 8, else
+ * SMART_EINVAL); errors as for the byte-string calls.  Thread: w's. */
 int smart_bt_insert_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 			const void *val, size_t val_len);
 int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 			void *buf, size_t cap, size_t *val_len);
 
 /* One entry of a scan's output: key and value point into the caller's
- * buffer. */
+ * buffer.  Frozen (docs/api.md §4: an array element): never grows. */
 struct smart_bt_entry {
 	const void *key, *val;
 	uint16_t key_len, val_len;
@@ -207,12 +218,14 @@ struct smart_bt_entry {
  * upper bound), at most max of them, into out[] (max slots) with their
  * bytes in buf (cap bytes); *n is the number returned.  Fewer than max
  * entries and 0: the range is exhausted.  SMART_ERANGE when buf fills
- * first: the *n entries before are returned (scan on from the last).  Under concurrent writers a scan
- * returns every key present throughout it and none absent throughout it,
- * in order, each once (docs/bt.md §5). */
+ * first: the *n entries before are returned (scan on from the last).
+ * Under concurrent writers a scan returns every key present throughout it
+ * and none absent throughout it, in order, each once (docs/bt.md §5).
+ * SMART_EINVAL for bad arguments, the transport's errors.  Thread: w's. */
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
-		  size_t from_len, const void *to, size_t to_len, size_t max,
-		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n);
+		  size_t from_len, const void *to, size_t to_len,
+		  struct smart_bt_entry *out, size_t max, void *buf, size_t cap,
+		  size_t *n);
 
 /* Bulk load: the next entry of a sorted input, 1 (key, value and their
  * lengths set; they need to stay valid only until the next call), 0 at
@@ -229,21 +242,37 @@ typedef int (*smart_bt_next_fn)(void *arg, const void **key, size_t *klen,
  * input key it holds; SMART_EINVAL for an input out of order or with a
  * key or value the tree cannot hold; then nothing changed.  Other
  * clients may use the tree meanwhile: readers see what it held, writers
- * wait, until the load is published at once. */
+ * wait, until the load is published at once.  Thread: w's. */
 int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		       smart_bt_next_fn next, void *arg, unsigned fill_pct,
 		       uint64_t *loaded);
 
-int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out);
+/* Fill *out with the tree object's counters (no remote read: w may be
+ * NULL; the _sized form takes the caller's sizeof, docs/api.md §4).  SMART_EINVAL for NULL t or out.  Thread: any. */
+int smart_bt_stats_sized(smart_bt_t *t, smart_worker_t *w,
+			 struct smart_bt_stats *out, size_t size);
+static inline int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
+				 struct smart_bt_stats *out)
+{
+	return smart_bt_stats_sized(t, w, out, sizeof(*out));
+}
 
 /* Destroy the remote tree: the root entry released (smart_root_release),
- * every node and lock table freed; closes t.  No other client may use the tree then. */
+ * every node and lock table freed; closes t.  No other client may use the
+ * tree then.  SMART_EINVAL for NULL t or w, SMART_ENOENT when the root
+ * entry no longer names the tree, SMART_EPROTO for a descriptor or node
+ * chain that is not this tree's, the transport's errors.  The exception to
+ * "an error has no side effect" (docs/api.md §2): an error after the root
+ * entry's release leaves t open and what was not freed yet allocated.
+ * Thread: w's. */
 int smart_bt_drop(smart_bt_t *t, smart_worker_t *w);
 
-/* Free the local tree object; NULL is a no-op; returns 0.  w (a worker of
- * the ctx, on its thread) gives this object's redo area on each blade back
- * for the next object to reuse (docs/bt.md §4); with w NULL the area stays
- * claimed until this ctx's leases end, and is adopted after that. */
+/* Free the local tree object; NULL is a no-op; returns 0 (no SMART_E*
+ * code: what cannot be given back stays claimed, as with w NULL).  w (a
+ * worker of the ctx, on its thread) gives this object's redo area on each
+ * blade back for the next object to reuse (docs/bt.md §4); with w NULL
+ * the area stays claimed until this ctx's leases end, and is adopted after
+ * that.  Thread: w's (any with w NULL), once no other uses t. */
 int smart_bt_close(smart_bt_t *t, smart_worker_t *w);
 
 #ifdef __cplusplus

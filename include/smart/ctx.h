@@ -27,25 +27,30 @@ typedef struct smart_ctx smart_ctx_t;
 typedef struct smart_worker smart_worker_t;
 
 /* Create a ctx from opts (NULL = defaults + environment).  Opens the
- * transport domain and registers the local buffer pool. */
+ * transport domain and registers the local buffer pool.  SMART_EINVAL for
+ * NULL out or options that do not go together (the log says which; a bad
+ * environment variable included), SMART_ENOMEM, smart_secret_load's
+ * errors for the secret_file option, and the transport's when its domain
+ * cannot be opened.  Thread: any. */
 int smart_ctx_create(const smart_opts_t *opts, smart_ctx_t **out);
 
 /* Destroy.  Like every smart_*_destroy: NULL is a no-op returning 0, and
  * an object still in use is left alone with SMART_EBUSY (here: while
- * workers exist). */
+ * workers exist).  Thread: any. */
 int smart_ctx_destroy(smart_ctx_t *ctx);
 
 /* Join the blade listening at "host:port": authenticate with the shared
  * secret (option secret_file), learn its id and region, and make it usable
  * by every worker.  *blade_id receives the blade's id.  SMART_EEXIST if a
  * blade with that id is already connected, SMART_EACCES on a refused secret,
- * SMART_ETIMEDOUT / SMART_ECONN when it cannot be reached. */
+ * SMART_ETIMEDOUT / SMART_ECONN when it cannot be reached.  Thread: any. */
 int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 		      uint16_t *blade_id);
 
 /* Use these SMART_SECRET_MIN..MAX (16..4096) bytes as the shared secret of later smart_ctx_connect()
  * calls, instead of the option secret_file (an embedded blade and its own
- * ctx need no file).  The bytes are copied.  SMART_EINVAL for a bad length. */
+ * ctx need no file).  The bytes are copied.  SMART_EINVAL for a bad length.
+ * Thread: any. */
 int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len);
 
 /* The geometry of a connected blade, as its superblock and handshake give
@@ -64,35 +69,44 @@ struct smart_blade_info {
 };
 
 /* Fill *out for a connected blade.  SMART_EINVAL for NULL arguments,
- * SMART_ENOENT for a blade this ctx has not joined. */
-int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
-			 struct smart_blade_info *out);
+ * SMART_ENOENT for a blade this ctx has not joined.  The _sized form
+ * takes the caller's sizeof (docs/api.md §4).  Thread: any. */
+int smart_ctx_blade_info_sized(const smart_ctx_t *ctx, uint16_t blade,
+			       struct smart_blade_info *out, size_t size);
+static inline int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
+				       struct smart_blade_info *out)
+{
+	return smart_ctx_blade_info_sized(ctx, blade, out, sizeof(*out));
+}
 
 /* Name of the transport in use ("shm", "verbs") and the QP mode actually in
  * force (which may differ from the requested one, e.g. per-thread-db falls
- * back to per-thread where the device has no thread domains). */
+ * back to per-thread where the device has no thread domains).  Thread: any. */
 const char *smart_ctx_transport(const smart_ctx_t *ctx);
 const char *smart_ctx_qp_mode(const smart_ctx_t *ctx);
 
-/* Create a worker for the calling thread.  SMART_ENOMEM when out of memory. */
+/* Create a worker for the calling thread.  SMART_ENOMEM when out of memory.
+ * Thread: the thread that will own the worker. */
 int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out);
 
 /* Destroy a worker; SMART_EBUSY if it still has live tasks (or is called
  * from inside one of them) or a messaging endpoint (smart_rpc_destroy
- * first). */
+ * first).  Thread: the worker's. */
 int smart_worker_destroy(smart_worker_t *w);
 
+/* Thread: any. */
 smart_ctx_t *smart_worker_ctx(const smart_worker_t *w);
 
 /* Index of the worker in its ctx (0, 1, ... in creation order, never
- * reused while the ctx lives; -1 for the ctx's internal workers). */
+ * reused while the ctx lives; -1 for the ctx's internal workers).
+ * Thread: any. */
 int smart_worker_index(const smart_worker_t *w);
 
 /* 1 when the worker of this index was created in ctx and has since been
  * destroyed: smart_worker_destroy drained it, so nothing it posted is in
  * flight or will land any more.  0 while it lives, and for an index never
  * given out (-1 included).  Lets a layer tell a lost op of a dead worker
- * from one still in flight (docs/dtx.md §3). */
+ * from one still in flight (docs/dtx.md §3).  Thread: any. */
 int smart_ctx_worker_gone(smart_ctx_t *ctx, int index);
 
 #ifdef __cplusplus

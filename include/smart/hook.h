@@ -32,10 +32,12 @@ extern "C" {
 typedef int (*smart_hook_fn)(smart_worker_t *w, const char *point,
 			     void *arg);
 
-/* Install (fn NULL: remove) the hook of ctx.  SMART_EINVAL for NULL ctx. */
+/* Install (fn NULL: remove) the hook of ctx.  SMART_EINVAL for NULL ctx.
+ * Thread: any. */
 int smart_ctx_set_hook(smart_ctx_t *ctx, smart_hook_fn fn, void *arg);
 
-/* The hook of ctx, or NULL; *arg (when not NULL) receives its argument. */
+/* The hook of ctx, or NULL; *arg (when not NULL) receives its argument.
+ * Thread: any. */
 smart_hook_fn smart_ctx_hook(const smart_ctx_t *ctx, void **arg);
 
 #ifdef __cplusplus

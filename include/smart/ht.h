@@ -47,6 +47,8 @@ extern "C" {
 typedef struct smart_ht smart_ht_t;
 
 struct smart_ht_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	/* Blades holding the shards (NULL: the home blade alone). */
 	const uint16_t *blades;
 	unsigned nblades;		/* 1..SMART_HT_SHARDS_MAX */
@@ -93,35 +95,50 @@ struct smart_ht_stats {
 	uint64_t header_retries, verify_retries, frozen_hits;
 };
 
-/* Fill *out; SMART_EINVAL for NULL arguments. */
-int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
-		   struct smart_ht_stats *out);
+/* Fill *out (the directory re-read through w, so one round trip per
+ * shard; the size *out has in the caller's header is passed along:
+ * docs/api.md §4).  SMART_EINVAL for NULL arguments (w included: the counts need
+ * the remote directory), the transport's errors.  Thread: w's. */
+int smart_ht_stats_sized(smart_ht_t *t, smart_worker_t *w,
+			 struct smart_ht_stats *out, size_t size);
+static inline int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
+				 struct smart_ht_stats *out)
+{
+	return smart_ht_stats_sized(t, w, out, sizeof(*out));
+}
 
 /* Defaults: home blade only, depth 2, 1024 buckets, 16384 cache entries,
- * reclamation on. */
+ * reclamation on; cfg->struct_size set (docs/api.md §4).  Cannot fail: void. */
 void smart_ht_config_init(struct smart_ht_config *cfg);
 
 /* Create a table named by root entry root_idx of blade `blade` (cfg NULL:
- * defaults).  SMART_EEXIST when that root entry is already in use. */
+ * defaults).  SMART_EEXIST when that root entry is already in use.
+ * Thread: w's. */
 int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_ht_config *cfg, smart_ht_t **out);
 
 /* Open the table named by root entry root_idx of blade `blade`.  Every
- * blade of the table must be connected to the worker's ctx. */
+ * blade of the table must be connected to the worker's ctx.  SMART_EINVAL
+ * for NULL arguments or root_idx >= SMART_ROOT_ENTRIES, SMART_ENOENT when
+ * the entry names no table (or a blade is not joined), SMART_ENOMEM, the
+ * transport's errors.  cfg (NULL: defaults) gives this process's own
+ * settings, spec_cache and split_chunk; the table's are the creator's.  A
+ * cfg that create would refuse is refused (SMART_EINVAL).  Thread: w's. */
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_ht_t **out);
+		  const struct smart_ht_config *cfg, smart_ht_t **out);
 
 /* Named tables: a table found by name among the root entries of blade
  * `blade` (64..255, probed from the name's hash; names are 1..47 bytes).
  * create fails with SMART_EEXIST when the name is taken (of concurrent
  * creators of one name exactly one succeeds), SMART_ENOSPC when no root
- * entry is left; open with SMART_ENOENT when there is no such table. */
+ * entry is left; open with SMART_ENOENT when there is no such table, and
+ * takes cfg as smart_ht_open does.  Thread: w's. */
 int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 			  const struct smart_ht_config *cfg, smart_ht_t **out);
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
-			smart_ht_t **out);
+			const struct smart_ht_config *cfg, smart_ht_t **out);
 
-/* The table's name ("" for a table made by root index). */
+/* The table's name ("" for a table made by root index).  Thread: any. */
 const char *smart_ht_name(const smart_ht_t *t);
 
 /* Destroy the remote table: its root entry is released
@@ -130,8 +147,11 @@ const char *smart_ht_name(const smart_ht_t *t);
  * its probe range), then every KV block, subtable, directory and the
  * descriptor go back to the blades; then t is closed.  No other client
  * may use the table meanwhile or afterwards (their operations would fail
- * or read freed memory).  On an error t stays open and whatever was not
- * freed yet stays allocated. */
+ * or read freed memory).  The exception to "an error has no side effect"
+ * (docs/api.md §2): on an error after the root entry's release, t stays
+ * open and whatever was not freed yet stays allocated.  SMART_EINVAL for
+ * NULL t or w, SMART_ENOENT when the root entry no longer names the table
+ * (another drop won), the transport's errors.  Thread: w's. */
 int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
 
 /* Recovery sweep: finish or undo every split a dead client left locked,
@@ -141,13 +161,22 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
  * check).  A client counts as dead once the blade has fenced it (it
  * closed its session, or its lease ran out) before the call.  Counts go
  * to smart_ht_stats (recovered, tent_cleared).  Reads the whole table: as
- * costly as a scan. */
+ * costly as a scan.  SMART_EINVAL for NULL t or w, the transport's errors
+ * (what was recovered before one stays recovered: each repair is whole).
+ * Thread: w's. */
 int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w);
 
 /* Free the local table object (the remote table stays).  NULL is a no-op;
- * returns 0. */
-int smart_ht_close(smart_ht_t *t);
+ * returns 0.  w (a worker of the ctx on the calling thread, or NULL) is
+ * taken for the convention of every structure's close (docs/api.md): a
+ * hash table object holds nothing remote to give back.  Thread: any, once
+ * no other uses t. */
+int smart_ht_close(smart_ht_t *t, smart_worker_t *w);
 
+/* Write one key (Semantics above): insert SMART_EEXIST when present,
+ * update and delete SMART_ENOENT when absent, upsert either way;
+ * SMART_EINVAL for NULL or oversize arguments, SMART_ENOSPC, SMART_ERETRY,
+ * the transport's errors; the table unchanged on any error.  Thread: w's. */
 int smart_ht_insert(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);
 int smart_ht_update(smart_ht_t *t, smart_worker_t *w, const void *key,
@@ -160,11 +189,11 @@ int smart_ht_delete(smart_ht_t *t, smart_worker_t *w, const void *key,
 /* Copy the key's value into val (capacity cap) and its length into
  * *val_len.  SMART_ENOENT when absent; SMART_ERANGE when cap is too small,
  * in which case only *val_len (the size needed) is written.  val may be
- * NULL when cap is 0. */
+ * NULL when cap is 0.  Thread: w's. */
 int smart_ht_search(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *val, size_t cap, size_t *val_len);
 
-/* Number of shards of the table. */
+/* Number of shards of the table.  Thread: any. */
 unsigned smart_ht_shards(const smart_ht_t *t);
 
 #ifdef __cplusplus

@@ -32,7 +32,7 @@ extern "C" {
 #endif
 
 /* This ctx's client id on a connected blade (1..65535).  SMART_ENOENT for
- * a blade the ctx has not joined. */
+ * a blade the ctx has not joined.  Thread: any. */
 int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id);
 
 /* Is the client with this id alive on the blade?  1 alive, 0 dead (fenced,
@@ -40,19 +40,21 @@ int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id);
  * negative SMART_E* code.  Answers from the keeper's latest look at the
  * lease table (at most lease_ms / 8 old) and reads the lease word itself
  * only for an id it has not seen yet.  A holder stays "alive" until it is
- * fenced: for at most lease_ms plus one renewal period after it stopped. */
+ * fenced: for at most lease_ms plus one renewal period after it stopped.
+ * Thread: w's. */
 int smart_lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id);
 
 /* The same, from the lease word read now (one round trip): for a decision
  * that cannot wait for the keeper's next look, e.g. whether a holder that
- * just lost a race is still there to clean up after itself. */
+ * just lost a race is still there to clean up after itself.  Errors as
+ * for smart_lease_alive, and the READ's.  Thread: w's. */
 int smart_lease_alive_now(smart_worker_t *w, uint16_t blade, uint16_t id);
 
 /* Fence the client with this id now, whatever its lease says (an
  * operator's or a recovery tool's decision; the keepers do it by
  * themselves for clients that stopped renewing).  0 when it is fenced or
  * gone, SMART_EINVAL for this ctx's own id, SMART_ERETRY if its word kept
- * changing. */
+ * changing.  Thread: w's. */
 int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id);
 
 /* Something this ctx leaves in blade memory names its lease ids after it
@@ -62,7 +64,7 @@ int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id);
  * id out again (docs/leases.md), and peers resolve what names it as a
  * dead client's.  Without it a BYE gives the id back, and once a
  * newcomer holds it those locks name a live client for ever.
- * SMART_EINVAL for NULL. */
+ * SMART_EINVAL for NULL.  Thread: any. */
 int smart_ctx_taint(smart_ctx_t *ctx);
 
 /* Fence this ctx now, as its keeper does when its lease runs out: its ops
@@ -74,7 +76,8 @@ int smart_ctx_taint(smart_ctx_t *ctx);
  * release (Smart-BT: a write it could not finish, docs/bt.md §4): a live
  * holder that never lets go would be waited for as long as the process
  * lives.  Such a caller taints the ctx too (smart_ctx_taint), so that no
- * newcomer gets its ids.  Destroy the ctx then.  SMART_EINVAL for NULL. */
+ * newcomer gets its ids.  Destroy the ctx then.  SMART_EINVAL for NULL.
+ * Thread: any. */
 int smart_ctx_fence(smart_ctx_t *ctx);
 
 /* delta +1: a structure leaves something in blade memory that names this
@@ -83,11 +86,11 @@ int smart_ctx_fence(smart_ctx_t *ctx);
  * While holds are taken, smart_ctx_destroy ends the sessions without a
  * BYE, as after smart_ctx_taint, so that an object never freed cannot
  * leave a lock naming an id a newcomer gets.  SMART_EINVAL for NULL or
- * another delta. */
+ * another delta.  Thread: any. */
 int smart_ctx_hold(smart_ctx_t *ctx, int delta);
 
 /* 1 when this ctx has been fenced (by a peer, by the blade, or by itself
- * after its lease ran out); its ops fail with SMART_EFENCED. */
+ * after its lease ran out); its ops fail with SMART_EFENCED.  Thread: any. */
 int smart_ctx_fenced(const smart_ctx_t *ctx);
 
 #ifdef __cplusplus

@@ -54,15 +54,20 @@ extern "C" {
 #define SMART_BOUNCE_MAX 64
 
 /* Every op names the remote address first; outputs (READ data, CAS/FAA
- * old values) come last. */
+ * old values) come last.  Queueing errors (the header's comment: an op
+ * refused is not queued): SMART_EINVAL, SMART_ENOENT, SMART_EREMOTE,
+ * SMART_ENOTSUP (atomics); the transport's, and SMART_EFENCED, come from
+ * smart_sync().  Thread: w's, from a task or its main context. */
 int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst);
 int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 		size_t len);
 /* Compare-and-swap: if *addr == expect then *addr = desired; *old receives
- * the previous value (may be NULL).  addr must be 8-byte aligned. */
+ * the previous value (may be NULL).  addr must be 8-byte aligned.
+ * Thread: w's. */
 int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 	      uint64_t desired, uint64_t *old);
-/* Fetch-and-add: *addr += add; *old receives the previous value (or NULL). */
+/* Fetch-and-add: *addr += add; *old receives the previous value (or NULL).
+ * Thread: w's. */
 int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	      uint64_t *old);
 
@@ -72,20 +77,25 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
  * re-executed after later WRs, as InfiniBand does; verbs IBV_SEND_FENCE).
  * A READ that must see the blade after earlier READs of the same chain
  * (a validation re-read) needs it; ops on one QP are otherwise executed in
- * posting order. */
+ * posting order.  SMART_EINVAL for NULL w.  Thread: w's. */
 int smart_fence(smart_worker_t *w);
 
-/* Post the task's queued chains (one doorbell per chain). */
+/* Post the task's queued chains (one doorbell per chain).  SMART_EINVAL
+ * for NULL w; a post's failure shows at smart_sync().  Thread: w's. */
 int smart_post(smart_worker_t *w);
 /* Poll the worker's completion queues once, never waiting, and wake the
  * tasks whose ops completed; the number of completions handled.  What a
  * task posted and does not wait for (smart_post) makes progress there:
- * a NIC executes it on its own, shm executes WRs only when polled. */
+ * a NIC executes it on its own, shm executes WRs only when polled.  A
+ * count (docs/api.md §2), or SMART_EINVAL for NULL w.  Thread: w's. */
 int smart_poll(smart_worker_t *w);
-/* Post and wait for all of the task's ops; the first error or 0. */
+/* Post and wait for all of the task's ops; the first error or 0
+ * (SMART_EREMOTE, SMART_EQP, SMART_ETIMEDOUT, SMART_ECONN, SMART_EFENCED:
+ * the header's comment).  Thread: w's. */
 int smart_sync(smart_worker_t *w);
 
-/* Convenience: queue one op and sync. */
+/* Convenience: queue one op and sync: the queueing errors, then
+ * smart_sync()'s.  Thread: w's. */
 int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len,
 		    void *dst);
 int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,
@@ -99,7 +109,7 @@ int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
  * (option buf_pool) is exhausted.  Blocks up to 64 KiB come from a cache
  * of the worker's, so a worker that frees what it allocates takes no lock
  * once warm.  Free with any worker of the ctx; a pointer the pool did not
- * give out, or gives out no more, is ignored. */
+ * give out, or gives out no more, is ignored.  Thread: w's. */
 int smart_buf_alloc(smart_worker_t *w, size_t size, void **out);
 void smart_buf_free(smart_worker_t *w, void *buf);
 
@@ -115,7 +125,7 @@ void smart_buf_free(smart_worker_t *w, void *buf);
  * Memory comes from the registered pool the first time a task needs it
  * and is kept for the task's life: after that no lock, no allocation.
  * SMART_EINVAL for 0 or more than 2 GiB, SMART_ENOMEM when the pool is out
- * or the task already holds 8 segments. */
+ * or the task already holds 8 segments.  Thread: w's. */
 size_t smart_scratch_mark(smart_worker_t *w);
 int smart_scratch_alloc(smart_worker_t *w, size_t size, void **out);
 void smart_scratch_release(smart_worker_t *w, size_t mark);

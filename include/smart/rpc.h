@@ -58,8 +58,12 @@ typedef struct smart_rpc smart_rpc_t;
 typedef struct smart_rpc_conn smart_rpc_conn_t;
 typedef struct smart_rpc_req smart_rpc_req_t;
 
-/* Endpoint settings; a zero field takes its default. */
-struct smart_rpc_cfg {
+/* Endpoint settings: smart_rpc_config_init() first (it sets struct_size,
+ * docs/api.md), then change what differs; a zero field takes its
+ * default. */
+struct smart_rpc_config {
+	uint32_t struct_size;	/* sizeof, set by the init function:
+				 * docs/api.md, "Extensible structs" */
 	uint32_t window;	/* receives per connection for data: 64
 				 * (2..4096, rounded up to a power of 2) */
 	uint32_t eager_max;	/* largest payload: 4096 (48..1 MiB - 16) */
@@ -98,15 +102,24 @@ struct smart_rpc_cfg {
 				 * an unused entry */
 };
 
+/* A config in a designated initializer: { SMART_RPC_CONFIG_INIT,
+ * .window = 8 }, the same as smart_rpc_config_init() then the fields. */
+#define SMART_RPC_CONFIG_INIT \
+	.struct_size = sizeof(struct smart_rpc_config)
+
+/* Every field zero (its default) and struct_size set.  Cannot fail: void. */
+void smart_rpc_config_init(struct smart_rpc_config *cfg);
+
 /* Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field
  * out of range, SMART_ENOTSUP when the transport has no two-sided
- * operations, SMART_EBUSY when w already has an endpoint. */
-int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
+ * operations, SMART_EBUSY when w already has an endpoint.  Thread: w's. */
+int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_config *cfg,
 		     smart_rpc_t **out);
 
 /* Close every connection (their open calls fail with SMART_ECONN), stop
  * listening and free the endpoint.  NULL: no-op returning 0.
- * SMART_EBUSY, nothing done, while a task waits in a call on it. */
+ * SMART_EBUSY, nothing done, while a task waits in a call on it.
+ * Thread: the endpoint's. */
 int smart_rpc_destroy(smart_rpc_t *rpc);
 
 /*
@@ -123,17 +136,21 @@ typedef void (*smart_rpc_handler_fn)(smart_rpc_req_t *req, const void *data,
 
 /* Serve op with fn (replacing any handler of op; fn NULL: none).  A
  * request for an op without a handler is answered with SMART_ENOENT.
- * SMART_EINVAL for SMART_RPC_OP_PING, which is the library's. */
+ * SMART_EINVAL for SMART_RPC_OP_PING, which is the library's.
+ * Thread: the endpoint's. */
 int smart_rpc_register(smart_rpc_t *rpc, uint16_t op, smart_rpc_handler_fn fn,
 		       void *arg);
 
 /* Listen for peers at "host:port" (port 0: any free one; host as for
  * smart_connect, "127.0.0.1" unless told otherwise).  Peers must present
  * the ctx's shared secret.  Handshakes are served by
- * smart_rpc_progress().  SMART_EEXIST when already listening. */
+ * smart_rpc_progress().  SMART_EEXIST when already listening.
+ * Thread: the endpoint's. */
 int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport);
 
-/* The address listened at, "host:port" with the real port, into buf. */
+/* The address listened at, "host:port" with the real port, into buf.
+ * SMART_EINVAL for NULL arguments or len 0, SMART_ENOENT when not
+ * listening, SMART_ERANGE when buf is too short.  Thread: the endpoint's. */
 int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len);
 
 /* Connect to a peer listening at "host:port", waiting up to timeout_ms.
@@ -141,13 +158,17 @@ int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len);
  * tasks run, the worker and so the endpoint are polled); from the main
  * context it polls the worker (handlers run).  SMART_EACCES: secret
  * refused, SMART_EBUSY: the peer has no room, SMART_ECONN: unreachable,
- * SMART_ETIMEDOUT: no answer in time; SMART_EINVAL from a handler. */
+ * SMART_ETIMEDOUT: no answer in time; SMART_EINVAL from a handler.
+ * Thread: the endpoint's. */
 int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 		      smart_rpc_conn_t **out);
 
 /* Close a connection: its open calls fail with SMART_ECONN, requests of
- * it not replied to are dropped.  NULL: no-op. */
-void smart_rpc_close(smart_rpc_conn_t *c);
+ * it not replied to are dropped.  NULL, or one closed already: no-op
+ * returning 0.  SMART_EINVAL, nothing done, for an accepted connection
+ * (the endpoint's: it goes when its peer closes or with the endpoint).
+ * Thread: the endpoint's. */
+int smart_rpc_close(smart_rpc_conn_t *c);
 
 /*
  * Call op on the peer with len bytes of request and wait for the answer:
@@ -165,6 +186,7 @@ void smart_rpc_close(smart_rpc_conn_t *c);
  * max(its window, 4096 / its max_conns) left open by its handlers at
  * once).  From a task it yields;
  * from the main context it polls.
+ * Thread: the endpoint's.
  */
 int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 		   uint32_t len, void *resp, uint32_t cap, uint32_t *resp_len);
@@ -173,7 +195,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
  * connection (a long one: once copied into the staging region); waits
  * only while the window or the staging region is full, up to timeout_ms
  * (SMART_ETIMEDOUT; SMART_EAGAIN from a handler, which cannot wait).  Messages of one connection are
- * handled in the order they were sent. */
+ * handled in the order they were sent.  Thread: the endpoint's. */
 int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 		   uint32_t len);
 
@@ -192,7 +214,8 @@ int smart_rpc_req_check(const smart_rpc_req_t *req);
  * connection closed meanwhile (the answer is dropped), SMART_EINVAL for
  * a len longer than either side takes (the caller gets SMART_ERANGE
  * instead), SMART_EBUSY when a long answer finds the staging region full
- * (a reply never waits; the caller gets SMART_EBUSY too). */
+ * (a reply never waits; the caller gets SMART_EBUSY too).
+ * Thread: the endpoint's. */
 int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
 		    uint32_t len);
 
@@ -201,12 +224,15 @@ int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
  * worker (smart_task_yield, smart_worker_run, smart_sync) polls it too.
  * Once the worker has found nothing for the ctx's `spin` option (20 µs),
  * a progress (or wait) that finds nothing also yields the CPU
- * (sched_yield), so that an oversubscribed machine runs the peer. */
+ * (sched_yield), so that an oversubscribed machine runs the peer.  A
+ * count (docs/api.md §2), or SMART_EINVAL for NULL.  Thread: the
+ * endpoint's. */
 int smart_rpc_progress(smart_rpc_t *rpc);
 
 /* Send what is queued on the endpoint's connections now (one-way sends
- * are batched until the next progress). */
-void smart_rpc_flush(smart_rpc_t *rpc);
+ * are batched until the next progress).  0, or SMART_EINVAL for NULL.
+ * Thread: the endpoint's. */
+int smart_rpc_flush(smart_rpc_t *rpc);
 
 /* Counters of a connection (or, through smart_rpc_stats, of the endpoint:
  * live and past connections summed). */
@@ -245,9 +271,22 @@ struct smart_rpc_stats {
 				 * was sent a CLOSE */
 };
 
-int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
-			 struct smart_rpc_stats *out);
-int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out);
+/* SMART_EINVAL for NULL arguments.  The _sized forms take the caller's
+ * sizeof (docs/api.md §4).  Thread: the endpoint's. */
+int smart_rpc_conn_stats_sized(const smart_rpc_conn_t *c,
+			       struct smart_rpc_stats *out, size_t size);
+int smart_rpc_stats_sized(const smart_rpc_t *rpc, struct smart_rpc_stats *out,
+			  size_t size);
+static inline int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
+				       struct smart_rpc_stats *out)
+{
+	return smart_rpc_conn_stats_sized(c, out, sizeof(*out));
+}
+static inline int smart_rpc_stats(const smart_rpc_t *rpc,
+				  struct smart_rpc_stats *out)
+{
+	return smart_rpc_stats_sized(rpc, out, sizeof(*out));
+}
 
 /*
  * Tracing: one call in cfg.trace_every is traced at both ends (the
@@ -275,9 +314,16 @@ struct smart_rpc_trace {
 };
 
 /* The newest traces of the endpoint (up to 256 kept), oldest first, into
- * out (up to max); returns how many. */
-int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
-		     int max);
+ * out (up to max records of the caller's sizeof: docs/api.md §4); returns
+ * how many (a count: docs/api.md §2), or SMART_EINVAL for NULL rpc or out
+ * or a negative max.  Thread: the endpoint's. */
+int smart_rpc_traces_sized(const smart_rpc_t *rpc,
+			   struct smart_rpc_trace *out, int max, size_t size);
+static inline int smart_rpc_traces(const smart_rpc_t *rpc,
+				   struct smart_rpc_trace *out, int max)
+{
+	return smart_rpc_traces_sized(rpc, out, max, sizeof(*out));
+}
 
 /*
  * Event mode (X-RDMA's): an idle endpoint need not be polled.  The
@@ -302,22 +348,23 @@ int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
  * costs its next sender one send(2) of a byte (docs/rpc.md §12).
  * Wake-ups may be spurious.  SMART_ENOTSUP: the transport has no events;
  * SMART_ENOENT: arm before event_fd; SMART_EINVAL: from a handler.
+ * Thread: the endpoint's.
  */
 int smart_rpc_event_fd(smart_rpc_t *rpc, int *fd);
 int smart_rpc_event_arm(smart_rpc_t *rpc);
 
-/* Live connections of the endpoint. */
+/* Live connections of the endpoint.  Thread: the endpoint's. */
 int smart_rpc_conns(const smart_rpc_t *rpc);
 
 /* The endpoint's control socket, which smart-stat reads (docs/rpc.md):
  * its abstract unix name "smart-stat:<pid>:<n>" into buf.  SMART_ENOENT
  * when the endpoint has none (it could not be opened), SMART_ERANGE when
- * buf is too short. */
+ * buf is too short.  Thread: the endpoint's. */
 int smart_rpc_stat_name(const smart_rpc_t *rpc, char *buf, size_t len);
 
 /* The name of counter i of struct smart_rpc_stats (its uint64_t fields in
  * order, e.g. 0 "msgs_sent"), as the control socket's answer names them;
- * NULL past the last. */
+ * NULL past the last.  Thread: any. */
 const char *smart_rpc_stats_field(unsigned i);
 
 #ifdef __cplusplus

@@ -25,13 +25,14 @@ extern "C" {
  * at once, never waited on) that neither group nor others may access, as
  * ssh asks of a private key.  Each refusal is logged with the file's name
  * and the fix.  *out is malloc'ed.  SMART_ENOENT, SMART_EINVAL.
+ * Thread: any.
  */
 int smart_secret_load(const char *path, char **out, size_t *len);
 
 /* Fill buf with len random hexadecimal characters (getrandom), e.g. for an
  * embedded blade and its own ctx (smart_ctx_set_secret): use at least
  * SMART_SECRET_MIN (32 gives 128 bits).  1..4096 bytes; SMART_EINVAL, or
- * SMART_ESYS when the kernel gives no randomness. */
+ * SMART_ESYS when the kernel gives no randomness.  Thread: any. */
 int smart_secret_generate(char *buf, size_t len);
 
 #ifdef __cplusplus

@@ -76,8 +76,13 @@ enum smart_stat {
 	SMART_STAT__COUNT
 };
 
+/* Room for the counters of later versions: c[] keeps its size when one is
+ * added, so the fields after it stay where an older caller has them
+ * (docs/api.md §4). */
+#define SMART_STAT_MAX	96
+
 typedef struct smart_stats {
-	uint64_t c[SMART_STAT__COUNT];
+	uint64_t c[SMART_STAT_MAX];	/* SMART_STAT__COUNT used, the rest 0 */
 	/* sync latency (post to last completion) in ns, from a sample of one
 	 * sync in 16 (option latency_stats); sync_count counts the sample */
 	uint64_t sync_count;
@@ -105,19 +110,37 @@ typedef struct smart_stats {
 	int fenced;
 } smart_stats_t;
 
+/* Thread: any. */
 const char *smart_stat_name(enum smart_stat id);
 
 /* Add n to counter id of worker w (its owner thread only; no shared cache
  * line, no lock: what a data structure counts on its fast path).  Unknown
- * ids and NULL are ignored. */
+ * ids and NULL are ignored.  Thread: w's. */
 void smart_stat_add(smart_worker_t *w, enum smart_stat id, uint64_t n);
 
-/* Merge the counters of every worker of ctx (live and destroyed). */
-int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out);
+/* Merge the counters of every worker of ctx (live and destroyed).
+ * SMART_EINVAL for NULL arguments, SMART_ENOMEM.  The _sized forms take
+ * the size of the caller's struct (docs/api.md §4).  Thread: any. */
+int smart_stats_snapshot_sized(smart_ctx_t *ctx, smart_stats_t *out,
+			       size_t size);
+static inline int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
+{
+	return smart_stats_snapshot_sized(ctx, out, sizeof(*out));
+}
 
-/* Print a snapshot as aligned text, or as one JSON object (no newline). */
-void smart_stats_print(const smart_stats_t *s, FILE *f);
-void smart_stats_print_json(const smart_stats_t *s, FILE *f);
+/* Print a snapshot as aligned text, or as one JSON object (no newline).
+ * SMART_EINVAL for NULL arguments.  Thread: any (f's locking is stdio's). */
+int smart_stats_print_sized(const smart_stats_t *s, size_t size, FILE *f);
+int smart_stats_print_json_sized(const smart_stats_t *s, size_t size,
+				 FILE *f);
+static inline int smart_stats_print(const smart_stats_t *s, FILE *f)
+{
+	return smart_stats_print_sized(s, sizeof(*s), f);
+}
+static inline int smart_stats_print_json(const smart_stats_t *s, FILE *f)
+{
+	return smart_stats_print_json_sized(s, sizeof(*s), f);
+}
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,9 @@
  *
  * Convention (errno style): 0 is success, a negative SMART_E* value is an
  * error.  A function that returns an error has had no side effect and has
- * scheduled no callback.  smart_strerror() never returns NULL.
+ * scheduled no callback, unless its declaration states the exception and
+ * why (docs/api.md §2 lists them, with the functions whose return is a
+ * value, a predicate or a count).  smart_strerror() never returns NULL.
  *
  * Thread safety: all functions here are pure and thread safe.
  */
@@ -42,10 +44,12 @@ enum smart_status {
 	SMART_E_LAST = -21
 };
 
-/* A short English message for a status code; unknown codes get "unknown". */
+/* A short English message for a status code; unknown codes get "unknown".
+ * Thread: any. */
 const char *smart_strerror(int status);
 
-/* The symbolic name, e.g. "SMART_EINVAL"; unknown codes get "SMART_E?". */
+/* The symbolic name, e.g. "SMART_EINVAL"; unknown codes get "SMART_E?".
+ * Thread: any. */
 const char *smart_status_name(int status);
 
 #ifdef __cplusplus

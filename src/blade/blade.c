@@ -29,6 +29,7 @@
 #include "smart/alloc.h"
 #include "smart/status.h"
 #include "util/compiler.h"
+#include "util/config.h"
 #include "util/sockio.h"
 #include "wire/limits.h"
 #include "wire/services.h"
@@ -46,6 +47,7 @@ _Static_assert(SMART_LEASE_MS_MIN == SMART_WIRE_LEASE_MS_MIN &&
 void smart_blade_config_init(struct smart_blade_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->size = UINT64_C(1) << 30;
 	cfg->listen = "127.0.0.1:7470";
 	cfg->hugepages = -1;
@@ -271,7 +273,7 @@ static int copy_config(struct smart_blade *b,
 	b->lease_ms = cfg->lease_ms;
 	b->dm_size = cfg->dm_size;
 	b->lfd = b->ufd = b->wakefd = -1;
-	b->ops = smart_tp_find(tp);
+	b->ops = smart__tp_find(tp);
 	if (!b->ops || strlen(tp) > SMART_PROTO_TRANSPORT_MAX) {
 		smart__err(&b->log, "unknown transport %s", tp);
 		return SMART_EINVAL;
@@ -346,14 +348,12 @@ static int start_thread(struct smart_blade *b)
 	return 0;
 }
 
-int smart_blade_create(const struct smart_blade_config *cfg,
-		       smart_blade_t **out)
+static int blade_create(const struct smart_blade_config *cfg,
+			smart_blade_t **out)
 {
 	struct smart_blade *b;
 	int rc;
 
-	if (!cfg || !out)
-		return SMART_EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return SMART_ENOMEM;
@@ -379,6 +379,17 @@ int smart_blade_create(const struct smart_blade_config *cfg,
 		    b->id, b->size, b->addr);
 	*out = b;
 	return 0;
+}
+
+int smart_blade_create(const struct smart_blade_config *cfg,
+		       smart_blade_t **out)
+{
+	struct smart_blade_config c;
+
+	smart_blade_config_init(&c);
+	if (!cfg || !out || smart__config_take(&c, sizeof(c), cfg))
+		return SMART_EINVAL;
+	return blade_create(&c, out);
 }
 
 int smart_blade_destroy(smart_blade_t *b)
@@ -435,26 +446,28 @@ uint16_t smart_blade_id(const smart_blade_t *b)
 	return b ? b->id : 0;
 }
 
-int smart_blade_usage(const smart_blade_t *b, struct smart_alloc_usage *out)
+int smart_blade_usage_sized(const smart_blade_t *b,
+			    struct smart_alloc_usage *out, size_t size)
 {
+	struct smart_alloc_usage full;
 	const uint8_t *r;
+	int rc;
 
 	if (!b || !out)
 		return SMART_EINVAL;
 	r = b->mr->addr;
-	return smart_wire_usage((const void *)r,
-				(const void *)(r + SMART_LEASE_OFF),
-				__atomic_load_n((const uint64_t *)(r +
-						SMART_FREE_POOLED_OFF),
-						__ATOMIC_RELAXED), out);
+	rc = smart__wire_usage((const void *)r,
+			       (const void *)(r + SMART_LEASE_OFF),
+			       __atomic_load_n((const uint64_t *)(r +
+					       SMART_FREE_POOLED_OFF),
+					       __ATOMIC_RELAXED), &full);
+	return rc ? rc : smart__out_give(out, size, &full, sizeof(full));
 }
 
-void smart_blade_stats(const smart_blade_t *b,
-			   struct smart_blade_stats *out)
+static void blade_stats_fill(const smart_blade_t *b,
+			     struct smart_blade_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!b)
-		return;
 	out->accepted = atomic_load(&b->n_accepted);
 	out->authenticated = atomic_load(&b->n_authenticated);
 	out->refused = atomic_load(&b->n_refused);
@@ -464,4 +477,15 @@ void smart_blade_stats(const smart_blade_t *b,
 	out->active_sessions = atomic_load(&b->n_active);
 	out->pending_sessions = atomic_load(&b->n_pending);
 	out->pending_fd_requests = atomic_load(&b->n_pending_fd);
+}
+
+int smart_blade_stats_sized(const smart_blade_t *b,
+			    struct smart_blade_stats *out, size_t size)
+{
+	struct smart_blade_stats full;
+
+	if (!b || !out)
+		return SMART_EINVAL;
+	blade_stats_fill(b, &full);
+	return smart__out_give(out, size, &full, sizeof(full));
 }

@@ -12,10 +12,24 @@
 
 #include "msg/msg_int.h"
 #include "util/mutant.h"
+#include "util/config.h"
 
-static int cfg_fill(const struct smart_rpc_cfg *in, struct smart_rpc_cfg *o)
+void smart_rpc_config_init(struct smart_rpc_config *cfg)
 {
-	*o = in ? *in : (struct smart_rpc_cfg){ 0 };
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
+}
+
+/* The caller's settings (docs/api.md, "Extensible structs") with the
+ * defaults for zero fields, checked. */
+static int cfg_fill(const struct smart_rpc_config *in,
+		    struct smart_rpc_config *o)
+{
+	smart_rpc_config_init(o);
+	if (in && smart__config_take(o, sizeof(*o), in))
+		return SMART_EINVAL;
 	if (!o->window)
 		o->window = 64;
 	if (!o->eager_max)
@@ -157,7 +171,7 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 	return n > 0 ? n : 0;
 }
 
-int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_cfg *cfg,
+int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_config *cfg,
 		     smart_rpc_t **out)
 {
 	const struct smart_tp_caps *caps;

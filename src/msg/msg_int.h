@@ -268,7 +268,7 @@ struct smart_rpc {
 	/* the ctx's, fixed from creation on (runtime/service.h) */
 	struct smart_tp_domain *dom;
 	struct smart__log *log;
-	struct smart_rpc_cfg cfg;
+	struct smart_rpc_config cfg;
 	struct smart_tp_cq *cq;
 	int passes_fds;		/* shm: QP descriptors go with the blobs */
 	uint32_t msg_len;
@@ -378,10 +378,6 @@ int smart__rpc_slab_get(struct smart_rpc *rpc, struct rpc_slab **out);
 void smart__rpc_slab_put(struct smart_rpc *rpc, struct rpc_slab *s);
 void smart__rpc_slabs_free(struct smart_rpc *rpc);
 
-/* rpc.c: one step of a wait nothing wakes (a task yields, the main
- * context polls) */
-void smart__rpc_step(struct smart_rpc *rpc);
-
 /* rpc.c, for rndv.c */
 void smart__rpc_fail(struct smart_rpc_conn *c, int err, const char *why);
 struct smart_tp_wr *smart__rpc_wr(struct smart_rpc_conn *c, int kind,
@@ -407,7 +403,6 @@ void smart__rndv_start(struct smart_rpc_conn *c, const struct smart_msg *m);
 void smart__rndv_done(struct smart_rpc_conn *c, uint32_t rid);
 void smart__rndv_send_done(struct smart_rpc_conn *c, uint32_t rid);
 void smart__rndv_read_done(struct smart_rpc_conn *c);
-void smart__rndv_retry(struct smart_rpc *rpc);
 void smart__rndv_conn_drop(struct smart_rpc_conn *c);
 
 /* trace.c */
@@ -436,5 +431,4 @@ void smart__rpc_hs_poll(struct smart_rpc *rpc);
 void smart__rpc_listen_close(struct smart_rpc *rpc);
 int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 		    struct smart_rpc_conn **out);
-
 #endif

@@ -44,6 +44,8 @@
 #include "util/log.h"
 #include "util/mutant.h"
 
+static void smart__rndv_retry(struct smart_rpc *rpc);
+
 /* ---- regions ----------------------------------------------------------- */
 
 /* shareable: mr_alloc's (SMART_TP_MR_PEER_READ for staging: no huge
@@ -426,7 +428,7 @@ void smart__rndv_read_done(struct smart_rpc_conn *c)
 }
 
 /* Landing pages came back: the connections waiting for some try again. */
-void smart__rndv_retry(struct smart_rpc *rpc)
+static void smart__rndv_retry(struct smart_rpc *rpc)
 {
 	for (uint32_t i = 0; i < rpc->cfg.max_conns && rpc->land_waiters; i++) {
 		struct smart_rpc_conn *c = rpc->conns[i];

@@ -40,7 +40,9 @@ static void rpc_block(struct smart_rpc *rpc)
 /* One step of a wait that nothing wakes (staging room, a socket): a task
  * yields, the main context polls the worker once (and pauses when that
  * found nothing). */
-void smart__rpc_step(struct smart_rpc *rpc)
+/* One step of a wait nothing wakes (a task yields, the main
+ * context polls) */
+static void smart__rpc_step(struct smart_rpc *rpc)
 {
 	struct smart_worker *w = rpc->w;
 
@@ -1022,10 +1024,12 @@ void smart__rpc_flush_dirty(struct smart_rpc *rpc)
 	}
 }
 
-void smart_rpc_flush(smart_rpc_t *rpc)
+int smart_rpc_flush(smart_rpc_t *rpc)
 {
-	if (rpc)
-		smart__rpc_flush_dirty(rpc);
+	if (!rpc)
+		return SMART_EINVAL;
+	smart__rpc_flush_dirty(rpc);
+	return 0;
 }
 
 void smart__rpc_expire_calls(struct smart_rpc *rpc, uint64_t now)
@@ -1387,12 +1391,14 @@ static void close_wait(struct smart_rpc *rpc, struct smart_rpc_conn *c)
 		smart__worker_poll(rpc->w);
 }
 
-void smart_rpc_close(smart_rpc_conn_t *c)
+int smart_rpc_close(smart_rpc_conn_t *c)
 {
-	if (!c || c->accepted)
-		return;		/* accepted ones are the endpoint's */
+	if (!c)
+		return 0;
+	if (c->accepted)
+		return SMART_EINVAL;	/* accepted: the endpoint's */
 	if (c->freeing)
-		return;		/* closed already, its users still inside */
+		return 0;	/* closed already, its users still inside */
 	if (c->state == RPC_C_LIVE) {
 		close_send(c);
 		close_wait(c->rpc, c);	/* a dialed one: no poll frees it */
@@ -1410,8 +1416,8 @@ void smart_rpc_close(smart_rpc_conn_t *c)
 	} else {
 		smart__rpc_conn_free(c);
 	}
+	return 0;
 }
-
 
 /* The old way, one connection at a time (RPC_CLOSE_SERIAL): each
  * waited for in turn, and held across the polls of its wait. */

@@ -10,6 +10,7 @@
  * the newest RPC_TRACES of them.
  */
 #include "msg/msg_int.h"
+#include "util/config.h"
 
 uint64_t smart__rpc_ns(const struct smart_rpc *rpc, uint64_t cycles)
 {
@@ -30,19 +31,22 @@ void smart__rpc_trace_add(struct smart_rpc *rpc,
 	rpc->past.traced++;
 }
 
-int smart_rpc_traces(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
-		     int max)
+int smart_rpc_traces_sized(const smart_rpc_t *rpc,
+			   struct smart_rpc_trace *out, int max, size_t size)
 {
 	uint32_t n, first;
 
-	if (!rpc || !out || max < 0)
+	if (!rpc || !out || max < 0 || !size ||
+	    size > SMART__CONFIG_SIZE_MAX)
 		return SMART_EINVAL;
 	n = rpc->ntraces < RPC_TRACES ? rpc->ntraces : RPC_TRACES;
 	if ((uint32_t)max < n)
 		n = (uint32_t)max;
 	first = rpc->ntraces - n;
-	for (uint32_t i = 0; i < n; i++)
-		out[i] = rpc->traces[(first + i) % RPC_TRACES];
+	for (uint32_t i = 0; i < n; i++)	/* the caller's stride */
+		(void)smart__out_give((char *)out + i * size, size,
+				      &rpc->traces[(first + i) % RPC_TRACES],
+				      sizeof(*out));
 	return (int)n;
 }
 
@@ -60,19 +64,16 @@ void smart__rpc_stats_add(struct smart_rpc_stats *to,
 		b[i] += a[i];
 }
 
-int smart_rpc_conn_stats(const smart_rpc_conn_t *c,
-			 struct smart_rpc_stats *out)
+int smart_rpc_conn_stats_sized(const smart_rpc_conn_t *c,
+			       struct smart_rpc_stats *out, size_t size)
 {
 	if (!c || !out)
 		return SMART_EINVAL;
-	*out = c->st;
-	return 0;
+	return smart__out_give(out, size, &c->st, sizeof(c->st));
 }
 
-int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
+static void rpc_stats_fill(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
 {
-	if (!rpc || !out)
-		return SMART_EINVAL;
 	*out = rpc->past;
 	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
 		if (rpc->conns[i])
@@ -83,7 +84,17 @@ int smart_rpc_stats(const smart_rpc_t *rpc, struct smart_rpc_stats *out)
 		rpc->tp->domain_stats(rpc->dom, &ts);
 		out->rnr_waits = ts.rnr_waits;
 	}
-	return 0;
+}
+
+int smart_rpc_stats_sized(const smart_rpc_t *rpc, struct smart_rpc_stats *out,
+			  size_t size)
+{
+	struct smart_rpc_stats full;
+
+	if (!rpc || !out)
+		return SMART_EINVAL;
+	rpc_stats_fill(rpc, &full);
+	return smart__out_give(out, size, &full, sizeof(full));
 }
 
 int smart_rpc_conns(const smart_rpc_t *rpc)

@@ -453,9 +453,6 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 	return smart__worker_qp_slow(w, blade, out);
 }
 void smart__qp_broken(struct smart_worker *w, struct smart__qp *qp);
-int smart__group_get(struct smart_ctx *ctx, int worker_index,
-		     struct smart__group **out);
-void smart__group_put(struct smart__group *g);
 
 /* ops.c: post the task's chain to a blade now, even an empty one (so that
  * a dirty announcement goes out), without waiting */
@@ -527,10 +524,5 @@ static inline int smart__pool_owns(const struct smart_ctx *ctx, const void *p,
 }
 
 /* options.c */
-void smart__opts_defaults(struct smart__optvals *v);
 void smart__tech_format(int bits, char *buf, size_t len);
-
-/* status of a transport completion as a SMART_E* code */
-int smart__wc_status(int wc_status);
-
 #endif

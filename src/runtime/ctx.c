@@ -16,6 +16,7 @@
 
 #include "runtime/bootstrap.h"
 #include "runtime/core.h"
+#include "util/config.h"
 #include "util/mutant.h"
 #include "wire/superblock.h"
 
@@ -79,7 +80,7 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 	};
 	int rc;
 
-	ctx->tp = smart_tp_find(ctx->o.transport);
+	ctx->tp = smart__tp_find(ctx->o.transport);
 	if (!ctx->tp) {
 		smart__err(&ctx->log, "transport %s is not built in",
 			   ctx->o.transport);
@@ -364,8 +365,8 @@ int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len)
 	return 0;
 }
 
-int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
-			 struct smart_blade_info *out)
+static int blade_info_fill(const smart_ctx_t *ctx, uint16_t blade,
+			   struct smart_blade_info *out)
 {
 	struct smart__blade *b;
 	uint64_t chunk, first;
@@ -388,6 +389,15 @@ int smart_ctx_blade_info(const smart_ctx_t *ctx, uint16_t blade,
 		.dm_size = b->dm_len,
 	};
 	return 0;
+}
+
+int smart_ctx_blade_info_sized(const smart_ctx_t *ctx, uint16_t blade,
+			       struct smart_blade_info *out, size_t size)
+{
+	struct smart_blade_info full;
+	int rc = out ? blade_info_fill(ctx, blade, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__out_give(out, size, &full, sizeof(full));
 }
 
 const char *smart_ctx_transport(const smart_ctx_t *ctx)

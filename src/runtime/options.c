@@ -280,7 +280,7 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 	case OPT_STR:
 	case OPT_TRANSPORT:
 		if (strlen(val) >= d->cap ||
-		    (d->kind == OPT_TRANSPORT && !smart_tp_known(val)))
+		    (d->kind == OPT_TRANSPORT && !smart__tp_known(val)))
 			return SMART_EINVAL;
 		strcpy(p, val);
 		return 0;
@@ -328,7 +328,7 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 	}
 }
 
-void smart__opts_defaults(struct smart__optvals *v)
+static void smart__opts_defaults(struct smart__optvals *v)
 {
 	size_t i;
 

@@ -14,6 +14,10 @@
 #include <string.h>
 
 #include "runtime/core.h"
+#include "util/config.h"
+
+_Static_assert(SMART_STAT__COUNT <= SMART_STAT_MAX,
+	       "smart_stats_t.c[] has no room for a new counter");
 
 static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_READS] = "reads",
@@ -95,15 +99,13 @@ static void sum_worker(smart_stats_t *s, smart_hist_t *h,
 	s->workers++;
 }
 
-int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
+static int stats_fill(smart_ctx_t *ctx, smart_stats_t *out)
 {
 	smart_hist_t *h;
 	const struct smart_worker *w;
 	double ns_per_cycle;
 	int i;
 
-	if (!ctx || !out)
-		return SMART_EINVAL;
 	h = malloc(sizeof(*h));
 	if (!h)
 		return SMART_ENOMEM;
@@ -146,10 +148,36 @@ int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 	return 0;
 }
 
-void smart_stats_print(const smart_stats_t *s, FILE *f)
+int smart_stats_snapshot_sized(smart_ctx_t *ctx, smart_stats_t *out,
+			       size_t size)
 {
+	smart_stats_t full;
+	int rc = ctx && out ? stats_fill(ctx, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__out_give(out, size, &full, sizeof(full));
+}
+
+/* A caller's snapshot of `size` bytes as this library's struct (zeros for
+ * the fields an older one lacks), or NULL for a size no struct has. */
+static const smart_stats_t *stats_take(const smart_stats_t *s, size_t size,
+				       smart_stats_t *full)
+{
+	memset(full, 0, sizeof(*full));
+	if (!s || !size || size > SMART__CONFIG_SIZE_MAX)
+		return NULL;
+	memcpy(full, s, size < sizeof(*full) ? size : sizeof(*full));
+	return full;
+}
+
+int smart_stats_print_sized(const smart_stats_t *caller, size_t size,
+			    FILE *f)
+{
+	smart_stats_t full;
+	const smart_stats_t *s = stats_take(caller, size, &full);
 	int i;
 
+	if (!s || !f)
+		return SMART_EINVAL;
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		fprintf(f, "%-16s %" PRIu64 "\n", stat_names[i], s->c[i]);
 	fprintf(f, "%-16s %d\n", "workers", s->workers);
@@ -169,12 +197,18 @@ void smart_stats_print(const smart_stats_t *s, FILE *f)
 	fprintf(f, "%-16s %" PRIu64 " renewals, %" PRIu64 " peers fenced%s\n",
 		"leases", s->lease_renewals, s->leases_fenced,
 		s->fenced ? ", THIS CLIENT IS FENCED" : "");
+	return 0;
 }
 
-void smart_stats_print_json(const smart_stats_t *s, FILE *f)
+int smart_stats_print_json_sized(const smart_stats_t *caller, size_t size,
+				 FILE *f)
 {
+	smart_stats_t full;
+	const smart_stats_t *s = stats_take(caller, size, &full);
 	int i;
 
+	if (!s || !f)
+		return SMART_EINVAL;
 	fputc('{', f);
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		fprintf(f, "\"%s\":%" PRIu64 ",", stat_names[i], s->c[i]);
@@ -197,4 +231,5 @@ void smart_stats_print_json(const smart_stats_t *s, FILE *f)
 		"\"sync_mean_ns\":%.1f}", s->workers, s->sync_count,
 		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
 		s->sync_mean_ns);
+	return 0;
 }

@@ -21,7 +21,8 @@
 #include "runtime/core.h"
 #include "util/mutant.h"
 
-int smart__wc_status(int st)
+/* status of a transport completion as a SMART_E* code */
+static int smart__wc_status(int st)
 {
 	switch (st) {
 	case SMART_TP_WC_OK: return 0;
@@ -86,7 +87,7 @@ static int group_create(struct smart_ctx *ctx, int index, int shared,
 
 /* Group for the worker with this index: private in the per-thread modes,
  * group index/K in mux:K, the single group in shared.  ctx->lock held. */
-int smart__group_get(struct smart_ctx *ctx, int worker_index,
+static int smart__group_get(struct smart_ctx *ctx, int worker_index,
 		     struct smart__group **out)
 {
 	int mode = ctx->o.qp_mode, index = -1, rc;
@@ -126,7 +127,7 @@ static void qp_free(struct smart_ctx *ctx, struct smart__qp *qp)
 }
 
 /* ctx->lock held; the last worker of the group is gone. */
-void smart__group_put(struct smart__group *g)
+static void smart__group_put(struct smart__group *g)
 {
 	struct smart_ctx *ctx = g->ctx;
 	struct smart__group **pp;

@@ -80,7 +80,7 @@ void smart__keeper_kick(struct smart_ctx *ctx)
 
 /* The blade's control session closed: it is gone.  Ops to it fail from
  * now on, and WRs queued for it are never executed (shm). */
-void smart__blade_dead(struct smart_ctx *ctx, struct smart__blade *b,
+static void smart__blade_dead(struct smart_ctx *ctx, struct smart__blade *b,
 		       const char *why)
 {
 	int zero = 0;

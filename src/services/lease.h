@@ -54,7 +54,5 @@ int smart__keeper_start(struct smart_ctx *ctx);
 void smart__keeper_stop(struct smart_ctx *ctx);
 void smart__keeper_kick(struct smart_ctx *ctx);
 void smart__keeper_stats(struct smart_ctx *ctx, uint64_t *c);
-void smart__blade_dead(struct smart_ctx *ctx, struct smart__blade *b,
-		       const char *why);
 
 #endif

@@ -6,9 +6,10 @@
  */
 #include "runtime/core.h"
 #include "smart/usage.h"
+#include "util/config.h"
 #include "wire/services.h"
 
-int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
+static int usage_read(smart_worker_t *w, uint16_t blade,
 		      struct smart_alloc_usage *out)
 {
 	struct smart_superblock *sb;
@@ -38,7 +39,16 @@ int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
 	rc2 = smart_sync(w);
 	rc = rc ? rc : rc2;
 	if (!rc)
-		rc = smart_wire_usage(sb, lt, *pooled, out);
+		rc = smart__wire_usage(sb, lt, *pooled, out);
 	smart_scratch_release(w, mark);
 	return rc;
+}
+
+int smart_alloc_usage_sized(smart_worker_t *w, uint16_t blade,
+			    struct smart_alloc_usage *out, size_t size)
+{
+	struct smart_alloc_usage full;
+	int rc = out ? usage_read(w, blade, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__out_give(out, size, &full, sizeof(full));
 }

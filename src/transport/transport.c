@@ -9,13 +9,13 @@
 #include "transport/transport.h"
 
 static const struct smart_tp_ops *const smart__transports[] = {
-	&smart_tp_shm_ops,
+	&smart__tp_shm_ops,
 #ifdef SMART_HAVE_VERBS
-	&smart_tp_verbs_ops,
+	&smart__tp_verbs_ops,
 #endif
 };
 
-const struct smart_tp_ops *smart_tp_find(const char *name)
+const struct smart_tp_ops *smart__tp_find(const char *name)
 {
 	size_t i;
 
@@ -32,7 +32,7 @@ const struct smart_tp_ops *smart_tp_find(const char *name)
  * name one that this build lacks and be told so when a ctx opens it. */
 static const char *const smart__transport_names[] = { "shm", "verbs" };
 
-int smart_tp_known(const char *name)
+int smart__tp_known(const char *name)
 {
 	size_t i;
 

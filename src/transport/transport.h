@@ -428,13 +428,13 @@ int smart__tp_gid_type_parse(const char *name);
 const char *smart__tp_gid_type_name(int type);
 
 /* The transports built in; NULL when the name is unknown or not built. */
-const struct smart_tp_ops *smart_tp_find(const char *name);
+const struct smart_tp_ops *smart__tp_find(const char *name);
 /* 1 when name is a transport of this source tree, built in or not. */
-int smart_tp_known(const char *name);
+int smart__tp_known(const char *name);
 
-extern const struct smart_tp_ops smart_tp_shm_ops;
+extern const struct smart_tp_ops smart__tp_shm_ops;
 #ifdef SMART_HAVE_VERBS
-extern const struct smart_tp_ops smart_tp_verbs_ops;
+extern const struct smart_tp_ops smart__tp_verbs_ops;
 #endif
 
 #endif

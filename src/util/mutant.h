@@ -13,6 +13,21 @@
 #ifndef SMART_UTIL_MUTANT_H
 #define SMART_UTIL_MUTANT_H
 
+#ifdef SMART_MUTANT_RPC_CONFIG_TAIL	/* util/config.h (in msg): a config
+					 * struct's unknown tail ignored */
+#define SMART_M_RPC_CONFIG_TAIL 1
+#else
+#define SMART_M_RPC_CONFIG_TAIL 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_OUT_FULL	/* util/config.h (in msg): an output
+					 * struct written whole, whatever the
+					 * caller's size */
+#define SMART_M_RPC_OUT_FULL 1
+#else
+#define SMART_M_RPC_OUT_FULL 0
+#endif
+
 #ifdef SMART_MUTANT_EBR_NO_ANNOUNCE	/* epoch.c: no announcement WRITE */
 #define SMART_M_EBR_NO_ANNOUNCE 1
 #else

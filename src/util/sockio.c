@@ -22,6 +22,8 @@
 #include "smart/status.h"
 #include "util/sockio.h"
 
+static int smart__sock_wait(int fd, short events, int64_t deadline);
+
 int64_t smart__now_ms(void)
 {
 	struct timespec ts;
@@ -69,7 +71,8 @@ static int sock_wait_w(int fd, short events, int64_t deadline,
 	}
 }
 
-int smart__sock_wait(int fd, short events, int64_t deadline)
+/* Wait for events (POLLIN, POLLOUT) on fd until the deadline. */
+static int smart__sock_wait(int fd, short events, int64_t deadline)
 {
 	struct pollfd p = { .fd = fd, .events = events };
 	int64_t left;
@@ -161,7 +164,10 @@ static int keep_fd(int *fds, int nfds, int d)
 	return 0;
 }
 
-int smart__sock_take_fds(void *msghdr, int *fds, int nfds, int *extra)
+/* Take the descriptors of a received message's SCM_RIGHTS into the free
+ * slots of fds[0..nfds), closing any that do not fit (*extra set, as for a
+ * cut-off control message); returns how many came. */
+static int smart__sock_take_fds(void *msghdr, int *fds, int nfds, int *extra)
 {
 	struct msghdr *mh = msghdr;
 	struct cmsghdr *cm;

@@ -19,9 +19,6 @@
 /* Monotonic milliseconds. */
 int64_t smart__now_ms(void);
 
-/* Wait for events (POLLIN, POLLOUT) on fd until the deadline. */
-int smart__sock_wait(int fd, short events, int64_t deadline);
-
 /* What a wait does instead of blocking, when given one (the _w calls):
  * fn(arg) between looks at the socket (a messaging endpoint that must go
  * on being polled while it dials).  fn returns 0 when it found nothing
@@ -92,10 +89,4 @@ uint32_t smart__sock_abstract(const char *name, void *sun);
 
 /* "a.b.c.d:port" or "[v6]:port" of an IPv4/IPv6 struct sockaddr_storage. */
 void smart__sock_addr_text(const void *ss, char *buf, size_t len);
-
-/* Take the descriptors of a received message's SCM_RIGHTS into the free
- * slots of fds[0..nfds), closing any that do not fit (*extra set, as for a
- * cut-off control message); returns how many came. */
-int smart__sock_take_fds(void *msghdr, int *fds, int nfds, int *extra);
-
 #endif

@@ -148,7 +148,8 @@ int smart__proto_status_ok(int32_t s)
 
 /* --- header --- */
 
-size_t smart__proto_max_payload(uint16_t type)
+/* Largest valid payload of a message type; 0 for an unknown type. */
+static size_t smart__proto_max_payload(uint16_t type)
 {
 	switch (type) {
 	case SMART_PROTO_HELLO:		return SMART_PROTO_HELLO_MAX;

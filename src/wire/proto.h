@@ -26,7 +26,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-
 #define SMART_PROTO_MAGIC	0x54524d53u	/* "SMRT" as bytes on the wire */
 #define SMART_PROTO_VERSION	3	/* 2: WELCOME carries the lease id;
 					 * 3: challenge-response, no secret
@@ -177,8 +176,6 @@ struct smart_proto_peer {
  */
 int smart__proto_hdr_check(const void *buf, size_t avail,
 			   struct smart_proto_hdr *h);
-/* Largest valid payload of a message type; 0 for an unknown type. */
-size_t smart__proto_max_payload(uint16_t type);
 
 /*
  * Encoders write one whole frame into buf (capacity cap) and its length to
@@ -247,5 +244,4 @@ int smart__proto_status_ok(int32_t s);
  */
 int smart__proto_parse_addr(const char *hostport, void *ss, size_t ss_cap,
 			    uint32_t *ss_len);
-
 #endif

@@ -7,7 +7,7 @@
 #include "smart/usage.h"
 #include "wire/services.h"
 
-int smart_wire_usage(const struct smart_superblock *sb,
+int smart__wire_usage(const struct smart_superblock *sb,
 		     const struct smart_lease_table *lt, uint64_t pooled,
 		     struct smart_alloc_usage *out)
 {

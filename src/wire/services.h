@@ -173,7 +173,7 @@ static inline uint64_t smart_free_head_tag(uint64_t head)
  * so any recent copy will do). */
 struct smart_alloc_usage;
 /* 0, or SMART_EPROTO for a superblock that makes no sense. */
-int smart_wire_usage(const struct smart_superblock *sb,
+int smart__wire_usage(const struct smart_superblock *sb,
 		      const struct smart_lease_table *lt, uint64_t pooled,
 		      struct smart_alloc_usage *out);
 

@@ -41,7 +41,7 @@ static inline void rpc_secret_file(char *path, size_t len, const char *tmpl,
 /* An endpoint with cfg (NULL: the defaults) on a worker of ctx, which e
  * owns from now on. */
 static inline void rpc_ep_open(struct rpc_ep *e, smart_ctx_t *ctx,
-			       const struct smart_rpc_cfg *cfg)
+			       const struct smart_rpc_config *cfg)
 {
 	e->ctx = ctx;
 	CHECK_OK(smart_worker_create(e->ctx, &e->w));

@@ -498,11 +498,11 @@ static int fill_slots(struct world *wd, smart_dtx_txn_t **xs, int max,
 
 	*adopted = NULL;
 	for (n = 0; n < max; n++) {
-		CHECK_OK(smart_dtx_stats(wd->d, &st0));
+		CHECK_OK(smart_dtx_stats(wd->d, NULL, &st0));
 		rc = smart_dtx_txn_new(wd->d, wd->w, &xs[n]);
 		if (rc)
 			break;
-		CHECK_OK(smart_dtx_stats(wd->d, &st));
+		CHECK_OK(smart_dtx_stats(wd->d, NULL, &st));
 		if (st.slots_adopted > st0.slots_adopted) {
 			*adopted = xs[n++];
 			break;
@@ -571,7 +571,7 @@ static void test_deaths(void)
 		       "death was seen\n", steps[si].point,
 		       (unsigned long long)(test_now_ms() - t0));
 		check_clean(&wd);
-		CHECK_OK(smart_dtx_stats(wd.d, &st));
+		CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 		CHECK_GT(st.recoveries, 0);
 		CHECK_GT(st.locks_recovered, 0);
 		if (steps[si].expect == EXP_BACK)
@@ -594,7 +594,7 @@ static void test_operator(void)
 	CHECK_OK(smart_dtx_recover(wd.d, wd.w, SMART_DTX_ALL_BLADES, &found));
 	CHECK_GT(found, 0);
 	check_clean(&wd);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_GT(st.rolled_back, 0);
 	CHECK_GT(st.slots_adopted, 0);	/* its log slot freed */
 	CHECK_EQ(audit(&wd), 2 * ACCOUNTS * START_BAL);
@@ -635,7 +635,7 @@ static void test_recoverer_dies(void)
 	       2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_EQ(rc_new, SMART_EBUSY);
 	CHECK_GT(st.adopt_deferred, 0);
 	CHECK_GT(st.rolled_back, 0);
@@ -682,7 +682,7 @@ static void test_stale_decision(void)
 	       2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_EQ(rc, SMART_EBUSY);
 	CHECK_GE(st.adopt_deferred, 2);
 	CHECK_GT(st.logs_settled, 0);
@@ -711,7 +711,7 @@ static void test_two_recoverers(void)
 	run_child_at(&wd, 3, PLAN_THREE, 1);	/* dtx.commit.inside */
 	recoverer_start(&wd, &r, 0, 0, 3);
 	CHECK_OK(smart_dtx_recover(wd.d, wd.w, SMART_DTX_ALL_BLADES, &found));
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("two_recoverers: the operator's pass beside R: %llu locks "
 	       "released, %llu adoptions put off, %llu forward\n",
 	       (unsigned long long)found,
@@ -723,7 +723,7 @@ static void test_two_recoverers(void)
 	       2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_GT(st.adopt_deferred, 0);
 	CHECK_EQ(st.rolled_forward, 0);
 	CHECK_GT(st.rolled_back, 0);
@@ -787,7 +787,7 @@ static void test_undo_fails(void)
 	       (long long)sum);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_GT(st.rolled_back, 0);
 	world_close(&wd);
 }
@@ -813,7 +813,7 @@ static void test_undo_half(void)
 	       "(expected %d)\n", (long long)sum, 2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_GT(st.rolled_back, 0);
 	world_close(&wd);
 
@@ -829,7 +829,7 @@ static void test_undo_half(void)
 	       2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_GT(st.rolled_back, 0);
 	world_close(&wd);
 }
@@ -862,7 +862,7 @@ static void test_stuck_bye(void)
 	CHECK_OK(smart_ctx_set_hook(c, fail_hook, &h));
 	CHECK_EQ(transfer(x, w, 0, 3, 1, 3, 50), SMART_ECONN);
 	CHECK_EQ(smart_dtx_txn_free(x, w), SMART_ECONN);	/* still stuck */
-	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_dtx_close(d, NULL));
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
 	CHECK_OK(smart_worker_destroy(w));
@@ -931,10 +931,10 @@ static void test_lost_free(void)
 	r_rfu = smart_dtx_commit(x, wb);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	CHECK_EQ(lose, 0);
-	CHECK_OK(smart_dtx_stats(d, &st0));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 	r_free = smart_dtx_txn_free(x, wb);
-	CHECK_OK(smart_dtx_stats(d, &st1));
-	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st1));
+	CHECK_OK(smart_dtx_close(d, wa));
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
 	CHECK_OK(smart_worker_destroy(wb));
@@ -947,7 +947,7 @@ static void test_lost_free(void)
 		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
-	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 	sum = audit(&wd);
 	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &y));
 	CHECK_OK(smart_dtx_begin(y));
@@ -955,7 +955,7 @@ static void test_lost_free(void)
 	CHECK_GE(smart_dtx_read(y, 1, 3, &v[1], 8), 0);
 	CHECK_OK(smart_dtx_commit(y, wd.w));
 	CHECK_OK(smart_dtx_txn_free(y, wd.w));
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("lost_free: the commit writing nothing: %s; txn_free: %s (wb's "
 	       "released again %llu); ids %u, %u, the newcomer's %u, %u; "
 	       "audit %lld (expected %d), accounts %lld, %lld, rolled forward "
@@ -1030,7 +1030,7 @@ static void test_lost_unfreed(void)
 	CHECK_OK(transfer(x, wa, 0, 3, 1, 3, 50));	/* unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	CHECK_EQ(lose, 0);
-	CHECK_EQ(smart_dtx_close(d), SMART_EBUSY);	/* x never freed */
+	CHECK_EQ(smart_dtx_close(d, wa), SMART_EBUSY);	/* x never freed */
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
 	CHECK_OK(smart_worker_destroy(wa));
@@ -1042,9 +1042,9 @@ static void test_lost_unfreed(void)
 		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
-	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 	ab = aborted_reads(&wd, 3, 1000);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("lost_unfreed: the ids %u, %u; the newcomer's %u, %u; reads of "
 	       "the record whose unlock was lost: %d of 1000 aborted, rolled "
 	       "forward %llu\n", id[0], id[1], nid[0], nid[1], ab,
@@ -1116,8 +1116,8 @@ static void test_dead_blade(void)
 	}
 	CHECK_EQ(v, 105);
 	CHECK_OK(smart_dtx_txn_free(x, wd.w));
-	CHECK_OK(smart_dtx_close(d));	/* its memory on blade 0 stays */
-	CHECK_OK(smart_dtx_close(wd.d));
+	CHECK_OK(smart_dtx_close(d, NULL));	/* its memory on blade 0 stays */
+	CHECK_OK(smart_dtx_close(wd.d, NULL));
 	CHECK_OK(smart_worker_destroy(wd.w));
 	CHECK_OK(smart_ctx_destroy(wd.ctx));
 	CHECK_OK(smart_blade_destroy(wd.b[0]));

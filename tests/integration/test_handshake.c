@@ -431,7 +431,7 @@ static void test_fd_squat(void)
 
 static void test_qp(void)
 {
-	const struct smart_tp_ops *ops = smart_tp_find("shm");
+	const struct smart_tp_ops *ops = smart__tp_find("shm");
 	smart_blade_t *b = blade_start(16, 300);
 	struct smart_tp_cfg tc = { .gid_index = -1 };
 	struct smart_tp_qp_attr qa = { .max_send_wr = 64 };

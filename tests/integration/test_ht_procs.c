@@ -89,13 +89,13 @@ static void *client_thread(void *p)
 	int i;
 
 	CHECK_OK(smart_worker_create(ta->ctx, &w));
-	CHECK_OK(smart_ht_open(w, 0, 3, &t));
+	CHECK_OK(smart_ht_open(w, 0, 3, NULL, &t));
 	for (i = 0; i < TASKS; i++) {
 		args[i] = (struct task_arg){ t, ta->proc, ta->thread, i };
 		CHECK_OK(smart_task_spawn(w, client_task, &args[i]));
 	}
 	CHECK_OK(smart_worker_run(w));
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	return NULL;
 }
@@ -197,7 +197,7 @@ static void test_processes(void)
 	printf("%d processes: %u subtables, global depth %u\n", PROCS,
 	       st.subtables, st.global_depth);
 	CHECK_GT(st.subtables, 1);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(ctx));
 	smartd_stop(&d);

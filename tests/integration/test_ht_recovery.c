@@ -108,7 +108,7 @@ static void child_main(char **args)
 	int i, rc;
 
 	CHECK_OK(smart_worker_create(ctx, &w));
-	CHECK_OK(smart_ht_open(w, blade, 0, &t));
+	CHECK_OK(smart_ht_open(w, blade, 0, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(ctx, child_hook, &h));
 	CHECK_OK(smart_lease_id(ctx, blade, &id));
 	i = id;
@@ -297,7 +297,7 @@ static void test_deaths(void)
 	printf("killed holders cost the others at most %llu ms (lease %d "
 	       "ms)\n", (unsigned long long)kill_max, LEASE_MS);
 	CHECK_LT(kill_max, LEASE_MS);
-	smart_ht_close(wd.t);
+	smart_ht_close(wd.t, NULL);
 	CHECK_OK(smart_worker_destroy(wd.w));
 	CHECK_OK(smart_ctx_destroy(wd.ctx));
 	smart_blade_destroy(wd.b);

@@ -87,7 +87,7 @@ static int on_shm(void)
 
 struct listener {
 	pthread_t th;
-	struct smart_rpc_cfg cfg;
+	struct smart_rpc_config cfg;
 	char addr[64];
 	_Atomic int ready, stop, want, pause, paused;
 	struct smart_rpc_stats st;
@@ -126,9 +126,10 @@ static void *listener_main(void *arg)
 	return NULL;
 }
 
-static void listener_start(struct listener *l, const struct smart_rpc_cfg *c)
+static void listener_start(struct listener *l, const struct smart_rpc_config *c)
 {
 	memset(l, 0, sizeof(*l));
+	smart_rpc_config_init(&l->cfg);
 	if (c)
 		l->cfg = *c;
 	CHECK_OK(pthread_create(&l->th, NULL, listener_main, l));
@@ -176,7 +177,7 @@ struct ep {
 };
 
 static void ep_open(struct ep *e, const char *secret,
-		    const struct smart_rpc_cfg *cfg)
+		    const struct smart_rpc_config *cfg)
 {
 	e->ctx = fixture_ctx((const char *[]){ "buf_pool", "4M", NULL });
 	CHECK_OK(smart_ctx_set_secret(e->ctx, secret, strlen(secret)));
@@ -1133,7 +1134,8 @@ static void child_listener(char **args)
 
 static void test_other_uid(void)
 {
-	struct smart_rpc_cfg allow = { .allow_uid = { 65534 } };
+	struct smart_rpc_config allow = { SMART_RPC_CONFIG_INIT,
+		.allow_uid = { 65534 } };
 	smart_rpc_conn_t *c = NULL;
 	struct listener l;
 	struct ep d;

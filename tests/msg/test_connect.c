@@ -59,8 +59,8 @@ static void lst_open(struct lst *l)
 	CHECK_OK(smart_worker_create(l->ctx, &l->w));
 	/* no QP cache: its first fill (registering the endpoint's first
 	 * slab MR) would take the first tick's millisecond */
-	CHECK_OK(smart_rpc_create(l->w, &(struct smart_rpc_cfg){
-		.qp_cache = UINT32_MAX }, &l->rpc));
+	CHECK_OK(smart_rpc_create(l->w, &(struct smart_rpc_config){
+		SMART_RPC_CONFIG_INIT, .qp_cache = UINT32_MAX }, &l->rpc));
 	CHECK_OK(smart_rpc_listen(l->rpc, "127.0.0.1:0"));
 	CHECK_OK(smart_rpc_listen_addr(l->rpc, l->addr, sizeof(l->addr)));
 	l->window_end = test_now_ms() + WINDOW_MS;

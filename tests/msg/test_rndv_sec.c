@@ -133,8 +133,9 @@ static void serve_task(smart_worker_t *w, void *arg)
 /* args: the secret file, a pipe fd.  Serves echoes until OP_EXIT. */
 static void child_server(char **args)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = 2000,
-				     .keepalive_misses = 10 };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = 2000,
+		.keepalive_misses = 10 };
 	smart_ctx_t *ctx;
 	smart_worker_t *w;
 	smart_rpc_t *rpc;
@@ -186,10 +187,11 @@ static pid_t server_start(char *addr)
 
 static void client_open(struct rpc_ep *c, uint32_t qp_cache)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = 2000,
-				     .keepalive_misses = 10,
-				     .timeout_ms = 20000,
-				     .qp_cache = qp_cache };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = 2000,
+		.keepalive_misses = 10,
+		.timeout_ms = 20000,
+		.qp_cache = qp_cache };
 
 	rpc_ep_open(c, ctx_new(), &cfg);
 }

@@ -205,8 +205,9 @@ static void child_server(char **args)
 {
 	struct server s = { 0 };
 	smart_ctx_t *ctx = ctx_new(args[0]);
-	struct smart_rpc_cfg cfg = { .keepalive_ms = (uint32_t)atoi(args[4]),
-				     .keepalive_misses = KA_MISSES };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = (uint32_t)atoi(args[4]),
+		.keepalive_misses = KA_MISSES };
 	char addr[64];
 	int fd = atoi(args[1]);
 
@@ -290,9 +291,10 @@ struct client {
 };
 
 static void client_open_cfg(struct client *c, const char *secret_file,
-			    const struct smart_rpc_cfg *cfg)
+			    const struct smart_rpc_config *cfg)
 {
-	struct smart_rpc_cfg x = cfg ? *cfg : (struct smart_rpc_cfg){ 0 };
+	struct smart_rpc_config x = cfg ?
+		*cfg : (struct smart_rpc_config){ SMART_RPC_CONFIG_INIT };
 
 	if (!x.keepalive_ms) {
 		x.keepalive_ms = KA_QUIET_MS;
@@ -394,8 +396,9 @@ static void test_echo(void)
 	 * rendezvous limit they are refused at the call (the connection
 	 * lives on), never sent */
 	client_open_cfg(&c, secret_path,
-			&(struct smart_rpc_cfg){ .eager_max = 8192,
-						 .rndv_max = 128u << 20 });
+			&(struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
+				.eager_max = 8192,
+				.rndv_max = 128u << 20 });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 6000, back, sizeof(back),
 				&n));
@@ -481,8 +484,9 @@ static uint64_t dialer_killed(struct client *c)
 
 static void test_keepalive(void)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS,
-				     .keepalive_misses = KA_MISSES };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = KA_MS,
+		.keepalive_misses = KA_MISSES };
 	struct smart_rpc_stats st;
 	struct client c;
 	smart_rpc_conn_t *k;
@@ -542,7 +546,8 @@ static void test_keepalive(void)
 
 static void test_event_mode(void)
 {
-	struct smart_rpc_cfg cfg = { .timeout_ms = 1000 };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.timeout_ms = 1000 };
 	struct smart_rpc_stats st;
 	struct client c;
 	struct counts n;
@@ -575,8 +580,9 @@ static void test_event_mode(void)
 	server_stop(k, pid);
 
 	/* the listener sleeps; a peer of it killed: the timer wakes it */
-	cfg = (struct smart_rpc_cfg){ .keepalive_ms = KA_MS,
-				      .keepalive_misses = KA_MISSES };
+	cfg = (struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = KA_MS,
+		.keepalive_misses = KA_MISSES };
 	client_close(&c);
 	client_open_cfg(&c, secret_path, &cfg);
 	CHECK_OK(smart_rpc_event_fd(c.rpc, &pf.fd));
@@ -671,9 +677,10 @@ static void echo_while_dialing(smart_worker_t *w, void *p)
  * meanwhile. */
 static void test_dial_polls(void)
 {
-	struct smart_rpc_cfg cfg = { .timeout_ms = 3000,
-				     .keepalive_ms = KA_MS,
-				     .keepalive_misses = KA_MISSES };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.timeout_ms = 3000,
+		.keepalive_ms = KA_MS,
+		.keepalive_misses = KA_MISSES };
 	struct dial_arg a = { 0 };
 	struct smart_rpc_stats st;
 	struct client c;
@@ -745,7 +752,8 @@ static void test_rendezvous(void)
 	/* a call's timeout bounds the transfer too: 64 MiB each way take
 	 * 5-7 s on Soft-RoCE under TCG (tests/vm), past the 5-s default */
 	client_open_cfg(&c, secret_path,
-			&(struct smart_rpc_cfg){ .timeout_ms = 60000 });
+			&(struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
+				.timeout_ms = 60000 });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	for (i = 0; i < nsizes; i++) {
 		for (uint32_t j = 0; j < sizes[i]; j += 8) {
@@ -803,7 +811,8 @@ static void test_trace(void)
 	int got;
 
 	client_open_cfg(&c, secret_path,
-			&(struct smart_rpc_cfg){ .trace_every = 1 });
+			&(struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
+				.trace_every = 1 });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	for (int i = 0; i < 10; i++)
 		CHECK_OK(smart_rpc_call(k, OP_ECHO, big, i == 9 ? sizeof(big)
@@ -985,8 +994,9 @@ static void test_hostile(void)
 	/* a malformed message on a live connection: declared length past
 	 * what arrived.  The server cuts that connection only (we notice
 	 * by our keepalive, set short here). */
-	client_open_cfg(&c, secret_path, &(struct smart_rpc_cfg){
-		.keepalive_ms = KA_MS, .keepalive_misses = KA_MISSES });
+	client_open_cfg(&c, secret_path, &(struct smart_rpc_config){
+		SMART_RPC_CONFIG_INIT, .keepalive_ms = KA_MS,
+		.keepalive_misses = KA_MISSES });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	raw_send(k, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
 		.op = OP_ECHO, .call = 1, .len = 1u << 30 }, NULL, 8);
@@ -1025,7 +1035,7 @@ static void test_hostile(void)
 /* Bad arguments never crash. */
 static void test_args(void)
 {
-	struct smart_rpc_cfg cfg = { .window = 8192 };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT, .window = 8192 };
 	struct client c;
 	smart_rpc_t *r2;
 	smart_rpc_conn_t *k;

@@ -227,10 +227,11 @@ static void v_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 static void child_victim(char **args)
 {
 	int wide = !strcmp(args[1], "wide");
-	struct smart_rpc_cfg cfg = { .window = wide ? 0 : 2,
-				     .backlog_max = wide ? 0 : 40,
-				     .keepalive_ms = 2000,
-				     .keepalive_misses = 10 };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.window = wide ? 0 : 2,
+		.backlog_max = wide ? 0 : 40,
+		.keepalive_ms = 2000,
+		.keepalive_misses = 10 };
 	struct victim v = { 0 };
 	smart_ctx_t *ctx = ctx_new();
 	smart_worker_t *w;
@@ -284,10 +285,11 @@ static void child_victim(char **args)
 
 static void client_open(struct rpc_ep *c)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = 2000,
-				     .keepalive_misses = 10,
-				     .timeout_ms = 2000,
-				     .qp_cache = UINT32_MAX };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = 2000,
+		.keepalive_misses = 10,
+		.timeout_ms = 2000,
+		.qp_cache = UINT32_MAX };
 
 	rpc_ep_open(c, ctx_new(), &cfg);
 }

@@ -141,9 +141,10 @@ static void listen_tell(smart_rpc_t *rpc, int fd)
 /* args: pipe fd.  No QP cache: every accept takes the slab freed last. */
 static void child_victim(char **args)
 {
-	struct smart_rpc_cfg cfg = { .qp_cache = UINT32_MAX,
-				     .keepalive_ms = KA_QUIET_MS,
-				     .keepalive_misses = KA_QUIET_MISSES };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.qp_cache = UINT32_MAX,
+		.keepalive_ms = KA_QUIET_MS,
+		.keepalive_misses = KA_QUIET_MISSES };
 	struct victim v = { 0 };
 	smart_ctx_t *ctx = ctx_new();
 	smart_worker_t *w;
@@ -198,8 +199,9 @@ static void stall_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc)
  * handler, ever.  The parent kills it. */
 static void child_stall(char **args)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_QUIET_MS,
-				     .keepalive_misses = KA_QUIET_MISSES };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = KA_QUIET_MS,
+		.keepalive_misses = KA_QUIET_MISSES };
 	smart_ctx_t *ctx = ctx_new();
 	struct smart_tp_wc wc[16];
 	struct smart_rpc_conn *c;
@@ -227,10 +229,10 @@ static void child_stall(char **args)
 
 /* ---- the client side ----------------------------------------------------- */
 
-static void client_open(struct rpc_ep *c, const struct smart_rpc_cfg *cfg)
+static void client_open(struct rpc_ep *c, const struct smart_rpc_config *cfg)
 {
-	struct smart_rpc_cfg x = cfg ? *cfg : (struct smart_rpc_cfg){
-		.keepalive_ms = KA_QUIET_MS,
+	struct smart_rpc_config x = cfg ? *cfg : (struct smart_rpc_config){
+		SMART_RPC_CONFIG_INIT, .keepalive_ms = KA_QUIET_MS,
 		.keepalive_misses = KA_QUIET_MISSES };
 
 	rpc_ep_open(c, ctx_new(), &x);
@@ -483,9 +485,10 @@ static void watchdog_task(smart_worker_t *w, void *p)
 
 static void test_no_acks(void)
 {
-	struct smart_rpc_cfg cfg = { .timeout_ms = CALL_MS, .window = 4,
-				     .keepalive_ms = KA_MS,
-				     .keepalive_misses = KA_MISSES };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.timeout_ms = CALL_MS, .window = 4,
+		.keepalive_ms = KA_MS,
+		.keepalive_misses = KA_MISSES };
 	struct stalled_call s = { 0 };
 	struct smart_rpc_stats st;
 	struct pollfd pf = { .events = POLLIN };
@@ -573,8 +576,9 @@ static uint32_t flood(smart_rpc_conn_t *k)
  * the busy one lives. */
 static void test_flood(void)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = 100,
-				     .keepalive_misses = 10 };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = 100,
+		.keepalive_misses = 10 };
 	struct smart_rpc_stats st;
 	struct rpc_ep c;
 	smart_rpc_conn_t *busy, *quiet;

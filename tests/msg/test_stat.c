@@ -99,7 +99,8 @@ static void h_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
  * smart-stat query ends a sleep) */
 static void child_server(char **args)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = KA_MS };
 	smart_ctx_t *ctx = ctx_new(args[0]);
 	struct server s = { 0 };
 	smart_worker_t *w;
@@ -320,7 +321,8 @@ static pid_t server_start(char *addr)
 
 static void client_open(struct client *c, const char *addr)
 {
-	struct smart_rpc_cfg cfg = { .keepalive_ms = KA_MS };
+	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
+		.keepalive_ms = KA_MS };
 
 	c->ctx = ctx_new(secret_path);
 	CHECK_OK(smart_worker_create(c->ctx, &c->w));

@@ -33,7 +33,7 @@ static struct smart_conf_env adv_env(struct smart_tp_cfg *cfg,
 {
 	*cfg = (struct smart_tp_cfg){ .gid_index = -1,
 				      .shm_adversarial = spec };
-	return (struct smart_conf_env){ .ops = &smart_tp_shm_ops,
+	return (struct smart_conf_env){ .ops = &smart__tp_shm_ops,
 					.client_cfg = cfg };
 }
 
@@ -62,10 +62,10 @@ static int open_with(const char *adv, const char *model)
 	struct smart_tp_cfg cfg = { .gid_index = -1, .nic_model = model,
 				    .shm_adversarial = adv };
 	struct smart_tp_domain *d = NULL;
-	int rc = smart_tp_shm_ops.domain_open(&cfg, &d);
+	int rc = smart__tp_shm_ops.domain_open(&cfg, &d);
 
 	if (!rc)
-		smart_tp_shm_ops.domain_close(d);
+		smart__tp_shm_ops.domain_close(d);
 	return rc;
 }
 
@@ -99,18 +99,18 @@ static void test_spec(void)
 	CHECK_OK(open_with("", "default"));
 	CHECK_EQ(open_with("on", "default"), SMART_EINVAL);
 
-	CHECK_OK(smart_tp_shm_ops.domain_open(&cfg, &d));
+	CHECK_OK(smart__tp_shm_ops.domain_open(&cfg, &d));
 	p = smart__shm_adv_params(d);
 	CHECK(p != NULL);
 	CHECK_U64_EQ(p->seed, UINT64_MAX);
 	CHECK_U64_EQ(p->pause_pct, 0);
 	CHECK_U64_EQ(p->hold_polls, 9);
 	CHECK_U64_EQ(p->reexec_pct, 50);	/* a default */
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 	cfg.shm_adversarial = "off";
-	CHECK_OK(smart_tp_shm_ops.domain_open(&cfg, &d));
+	CHECK_OK(smart__tp_shm_ops.domain_open(&cfg, &d));
 	CHECK(smart__shm_adv_params(d) == NULL);
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 
 	/* The library option carries the spec to the transport as is. */
 	CHECK_OK(smart_opts_create_defaults(&o));
@@ -122,9 +122,9 @@ static void test_spec(void)
 	smart_opts_destroy(o);
 
 	/* The adversary is the shm transport's: verbs refuses it. */
-	if (smart_tp_find("verbs")) {
+	if (smart__tp_find("verbs")) {
 		cfg.shm_adversarial = "on";
-		CHECK_EQ(smart_tp_find("verbs")->domain_open(&cfg, &d),
+		CHECK_EQ(smart__tp_find("verbs")->domain_open(&cfg, &d),
 			 SMART_EINVAL);
 	}
 }

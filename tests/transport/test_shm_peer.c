@@ -91,7 +91,7 @@ struct p_end {
 	struct smart_tp_mr *mr;
 };
 
-static const struct smart_tp_ops *ops = &smart_tp_shm_ops;
+static const struct smart_tp_ops *ops = &smart__tp_shm_ops;
 
 /* One end: a domain, an MR, a CQ (cq_flags: SMART_TP_CQ_EVENTS or 0)
  * and a QP with P_RQ receives of up to P_MSG bytes. */

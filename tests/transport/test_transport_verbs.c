@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 	const char *scale = getenv("SMART_CONF_SCALE");
 	int soft = 0;
 	struct smart_conf_env env = {
-		.ops = smart_tp_find("verbs"),
+		.ops = smart__tp_find("verbs"),
 		.open_domain = open_domain,
 		.flags = SMART_CONF_ISOLATE,
 		.scale_pct = scale ? (unsigned)atoi(scale) : 10,

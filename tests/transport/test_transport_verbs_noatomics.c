@@ -90,7 +90,7 @@ int main(void)
 	static const char *const cases[] = { "rw_sizes", "atomics_byte_order",
 					     "inline_limit" };
 	struct smart_conf_env env = {
-		.ops = smart_tp_find("verbs"),
+		.ops = smart__tp_find("verbs"),
 		.open_domain = open_domain,
 		.flags = SMART_CONF_ISOLATE,
 		.scale_pct = 10,

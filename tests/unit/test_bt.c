@@ -173,10 +173,10 @@ static void test_semantics(void)
 	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_EINVAL);
 	/* the root entry is taken; an empty one holds no tree */
 	CHECK_EQ(smart_bt_create(wd.w, 1, 3, NULL, &t2), SMART_EEXIST);
-	CHECK_EQ(smart_bt_open(wd.w, 1, 9, &t2), SMART_ENOENT);
-	CHECK_EQ(smart_bt_open(wd.w, 1, 999, &t2), SMART_EINVAL);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 9, NULL, &t2), SMART_ENOENT);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 999, NULL, &t2), SMART_EINVAL);
 	/* opened again, it is the same tree */
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &t2));
 	CHECK_EQ(smart_bt_key_max(t2), 16);
 	CHECK_OK(smart_bt_search(t2, wd.w, "ab", 2, v, sizeof(v), &n));
 	smart_bt_close(t2, wd.w);
@@ -199,7 +199,7 @@ static void scan_check(struct world *wd, const unsigned char *present,
 	key_of(tk, to);
 	for (;;) {
 		CHECK_OK(smart_bt_scan(wd->t, wd->w, cur, cur_len, tk,
-				       strlen(tk), slice, ent, buf, sizeof(buf),
+				       strlen(tk), ent, slice, buf, sizeof(buf),
 				       &n));
 		for (j = 0; j < n; j++) {
 			while (i < to && i < nkeys && !present[i])
@@ -248,7 +248,7 @@ static void test_grow_and_scan(void)
 					 strlen(v)));
 		present[p] = 1;
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("%u keys: height %u, %llu leaf, %llu inner, %llu root splits\n",
 	       N, st.height, (unsigned long long)st.leaf_splits,
 	       (unsigned long long)st.inner_splits,
@@ -274,17 +274,17 @@ static void test_grow_and_scan(void)
 	scan_check(&wd, present, N, 19990, 20000, 3);
 	/* a buffer too small for the first entry; then for the second */
 	key_of(k, 0);
-	CHECK_EQ(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 4, ent, buf,
+	CHECK_EQ(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, ent, 4, buf,
 			       4, &n), SMART_ERANGE);
 	CHECK_EQ(n, 0);
 	/* empty ranges */
-	CHECK_OK(smart_bt_scan(wd.t, wd.w, "z", 1, NULL, 0, 4, ent, buf,
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, "z", 1, NULL, 0, ent, 4, buf,
 			       sizeof(buf), &n));
 	CHECK_EQ(n, 0);
-	CHECK_OK(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, 4, ent, buf,
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, ent, 4, buf,
 			       sizeof(buf), &n));
 	CHECK_EQ(n, 0);
-	CHECK_EQ(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, 4, NULL, buf,
+	CHECK_EQ(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, NULL, 4, buf,
 			       sizeof(buf), &n), SMART_EINVAL);
 	world_stop(&wd);
 }
@@ -395,7 +395,7 @@ static void test_stale_forward(void)
 	}
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &a));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &a));
 	key_of(k, 0);
 	CHECK_OK(smart_bt_search(a, wd.w, k, strlen(k), v, sizeof(v), &n));
 	/* the writer deletes from the first key on until the first leaf
@@ -403,7 +403,7 @@ static void test_stale_forward(void)
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
-		CHECK_OK(smart_bt_stats(wd.t, &st));
+		CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 		if (st.merges)
 			break;
 	}
@@ -444,7 +444,7 @@ static int msplit_hook(smart_worker_t *w, const char *point, void *arg)
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_EQ(st.merges, 1);		/* L took R in */
 	for (i = 0; i < 7; i++) {
 		key_of(k, i);
@@ -452,7 +452,7 @@ static int msplit_hook(smart_worker_t *w, const char *point, void *arg)
 	}
 	/* L is full (14): one more below the cursor splits it at k6 */
 	CHECK_OK(smart_bt_insert(m->t, m->w, "k00000003x", 10, "x", 1));
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_EQ(st.leaf_splits, 1);
 	return 0;
 }
@@ -477,18 +477,18 @@ static void test_scan_merge_split(void)
 	fill(&wd, 0, 100);	/* leaves of 7 keys: k0..k6, k7..k13, ... */
 	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c2, &m.w));
-	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, NULL, &m.t));
 	/* no index cache: the scan reads leaf after leaf along the chain
 	 * (none ahead, which would hold R as it was before the merge) */
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
-	CHECK_OK(smart_bt_stats(sc, &st0));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &sc));
+	CHECK_OK(smart_bt_stats(sc, NULL, &st0));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, msplit_hook, &m));
-	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+	rc = smart_bt_scan(sc, wd.w, "k", 1, NULL, 0, ent, 200, buf,
 			   sizeof(buf), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
-	CHECK_OK(smart_bt_stats(sc, &st));
+	CHECK_OK(smart_bt_stats(sc, NULL, &st));
 	rights = st.move_rights - st0.move_rights;
 	printf("scan across a merge then a split of the leaf it stood "
 	       "after: %s, %zu entries, %llu moves right\n",
@@ -548,14 +548,14 @@ static void test_foreign_node(void)
 	memcpy(&r2, node + 56 + 24, 8);	/* entry 1's: k14..k20 */
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	key_of(k, 8);
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	for (i = 0; i < 14; i++) {	/* the first leaf takes both in */
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.merges, 2);
 	fill(&wd, 0, 14);
 	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));	/* both freed */
@@ -575,7 +575,7 @@ static void test_foreign_node(void)
 	rs = smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n);
 	ru = smart_bt_upsert(x, wd.w, k, strlen(k), "X", 1);
 	rb = smart_bt_search(b, wd.w, k, strlen(k), v, sizeof(v), &n);
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("stale cache into another tree's node: search %s, upsert %s, "
 	       "the key in the other tree afterwards: %s; %llu cache drops\n",
 	       smart_status_name(rs), smart_status_name(ru),
@@ -619,13 +619,13 @@ static int grace_hook(smart_worker_t *w, const char *point, void *arg)
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_EQ(st.merges, 1);		/* R retired */
 	for (i = 0; i < 40; i++) {	/* splits far right: new nodes */
 		snprintf(k, sizeof(k), "z%04u", i);
 		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "z", 1));
 	}
-	CHECK_OK(smart_bt_stats(m->t, &st));
+	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
 	CHECK_GE(st.leaf_splits, 2);
 	return 0;
 }
@@ -648,12 +648,12 @@ static void test_retire_grace(void)
 	fill(&wd, 0, 100);
 	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c2, &m.w));
-	CHECK_OK(smart_bt_open(m.w, 1, 3, &m.t));
+	CHECK_OK(smart_bt_open(m.w, 1, 3, NULL, &m.t));
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;	/* leaf after leaf: it reads R's block */
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &sc));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &sc));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, grace_hook, &m));
-	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, 200, ent, buf,
+	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, ent, 200, buf,
 			   sizeof(buf), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	printf("scan beside a merge and splits that allocate: %s, %zu "
@@ -718,7 +718,7 @@ static void merge_forged_on(int parent)
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("a merge over a forged %s: %llu merged, %llu skipped\n",
 	       parent ? "parent" : "neighbour",
 	       (unsigned long long)st.merges,
@@ -753,7 +753,7 @@ static void test_torn_node(void)
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	CHECK_EQ(smart_bt_search(wd.t, wd.w, "a", 1, v, sizeof(v), &n),
 		 SMART_ERETRY);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.crc_retries, 100000);
 	smart_buf_free(wd.w, node);
 	world_stop(&wd);
@@ -774,7 +774,7 @@ static void test_spec_verify(void)
 	size_t n;
 
 	node = one_leaf(&wd, &root);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &r));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &r));
 	hits = ctx_stat(wd.f.ctx, SMART_STAT_SPEC_HITS);
 	misses = ctx_stat(wd.f.ctx, SMART_STAT_SPEC_MISSES);
 	CHECK_OK(smart_bt_search(r, wd.w, "a", 1, v, sizeof(v), &n));
@@ -825,7 +825,7 @@ static void child_holder(char **args)
 	int fd = atoi(args[1]);
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, hold_hook, &fd));
 	CHECK_OK(smart_bt_update(t, w, "k", 1, "dead", 4));
 	TEST_FAIL("the hook did not stop the update");
@@ -863,7 +863,7 @@ static void dead_holder_on(struct world *wd_)
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k", 1, "next", 4));
 	alarm(0);
 	took = test_now_ms() - t0;
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.lock_takeovers, 1);
 	CHECK_LE(took, SMART_LEASE_MS_DEFAULT + SMART_LEASE_MS_DEFAULT / 8);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k", 1, v, sizeof(v), &n));
@@ -926,7 +926,7 @@ static void child_torn(char **args)
 	smart_bt_t *t;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, torn_hook, &a));
 	if (!strcmp(args[2], "update")) {
 		CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6));
@@ -987,7 +987,7 @@ static void torn_k5(struct world *wd, uint64_t repairs)
 				 &n));
 	alarm(0);
 	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
-	CHECK_OK(smart_bt_stats(wd->t, &st));
+	CHECK_OK(smart_bt_stats(wd->t, NULL, &st));
 	CHECK_EQ(st.repairs, repairs);
 }
 
@@ -1025,7 +1025,7 @@ static void test_torn_holder(void)
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_k5(&wd, 1);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.lock_takeovers, 1);
 	torn_expect(&wd, 0, 10);
 	world_stop(&wd);
@@ -1062,7 +1062,7 @@ static void test_torn_holder(void)
 	for (m = 0; ; m++) {
 		key_of(k, m);
 		CHECK_OK(smart_bt_insert(dry.t, dry.w, k, strlen(k), "v", 1));
-		CHECK_OK(smart_bt_stats(dry.t, &st));
+		CHECK_OK(smart_bt_stats(dry.t, NULL, &st));
 		if (st.leaf_splits)
 			break;
 	}
@@ -1073,7 +1073,7 @@ static void test_torn_holder(void)
 	alarm(20);
 	torn_expect(&wd, 0, m + 1);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 1);
 	fill(&wd, m + 1, 200);
 	torn_expect(&wd, 0, 200);
@@ -1088,7 +1088,7 @@ static void test_torn_holder(void)
 	alarm(20);
 	torn_expect(&wd, (unsigned)done + 1, 200);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 1);
 	for (i = 0; i <= (unsigned)done; i++) {
 		key_of(k, i);
@@ -1151,7 +1151,7 @@ static void child_taker2(char **args)
 	int rc;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, pause_hook, &a));
 	if (search)
 		rc = smart_bt_search(t, w, args[3], strlen(args[3]), v,
@@ -1302,7 +1302,7 @@ static void merge_unlocked_on(int adopt)
 	CHECK_GT(done, 0);
 	r0 = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED);
 	for (i = 0; adopt && i < 3; i++)
-		CHECK_OK(smart_bt_open(wd.w, 1, 3, &x[i]));
+		CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &x[i]));
 	r = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED) - r0;
 	printf("a merger killed between its unlock and its retire, %s: "
 	       "%llu node(s) retired by the opener\n",
@@ -1382,7 +1382,7 @@ static void test_close_kept(void)
 	fill(&wd, 0, 20);
 	c = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
 	CHECK_EQ(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6),
 		 SMART_ECONN);
@@ -1402,7 +1402,7 @@ static void test_close_kept(void)
 	alarm(30);
 	rc = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("a write whose finishing failed, its object closed: its "
 	       "directory slot names id %u (the closer's %u), the newcomer "
 	       "got id %u; search %s \"%.*s\", %llu redone\n",
@@ -1440,7 +1440,7 @@ static void child_kept_reopen(char **args)
 	char go;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_lease_id(c, 1, &id));
 	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
 	alarm(5);	/* a bound on the defect, not a synchronisation */
@@ -1451,7 +1451,7 @@ static void child_kept_reopen(char **args)
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	if (!open)
 		CHECK_OK(smart_bt_close(t, w));
-	r[3] = smart_bt_open(w, 1, 3, &t2);	/* reopened, same ctx */
+	r[3] = smart_bt_open(w, 1, 3, NULL, &t2);	/* reopened, same ctx */
 	r[4] = r[3] && !open ? r[3] :
 	       smart_bt_update(r[3] ? t : t2, w, "k00000006", 9, "new-6", 5);
 	alarm(0);
@@ -1498,7 +1498,7 @@ static void kept_reopen_on(const char *mode)
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	close(up[0]);
 	close(down[1]);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	if (hung)
 		printf("close_kept_reopen (%s): the child %s\n", mode,
 		       WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ?
@@ -1556,7 +1556,7 @@ static void test_kept_retry(void)
 
 	world_start(&wd, NULL, 512, 12, 12);
 	fill(&wd, 0, 20);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &t2));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, kept_once_hook, &finishes));
 	CHECK_EQ(smart_bt_update(wd.t, wd.w, "k00000005", 9, "torn-5", 6),
 		 SMART_ECONN);
@@ -1705,7 +1705,7 @@ static void child_merger(char **args)
 	CHECK_OK(smart_ctx_connect(c, args[1], &id));
 	CHECK_EQ(id, 2);
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &a));
 	for (i = 0; i < cnt; i++) {
 		key_of(k, first + i);
@@ -1732,7 +1732,7 @@ static void child_taker(char **args)
 	CHECK_OK(smart_ctx_connect(c, args[1], &id));
 	CHECK_EQ(id, 2);
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, landed_hook, &a));
 	key_of(k, (unsigned)atoi(args[3]));
 	CHECK_OK(smart_bt_upsert(t, w, k, strlen(k), "t", 1));
@@ -1819,7 +1819,7 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 			wrong++;
 	}
 	key_of(k, 0);
-	rc = smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, nk, ent, sbuf,
+	rc = smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, ent, nk, sbuf,
 			   sizeof(sbuf), &n);
 	if (rc && !errs++)
 		bad = rc;
@@ -1832,7 +1832,7 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 		    memcmp(ent[i].val, v, ent[i].val_len))
 			wrong++;
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("merge across blades, merger killed at %s%s, %s "
 	       "(L's keys k%u..+%u): %u errors (first %s), %u wrong values, "
 	       "scan %zu of %u; %llu takeovers, %llu redone, %llu "
@@ -1894,7 +1894,7 @@ static void test_redo_retire(void)
 	alarm(20);
 	torn_expect(&wd, (unsigned)done + 1, 200);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 1);
 	printf("merge redone by a taker: %llu node(s) retired by it\n",
 	       (unsigned long long)(ctx_stat(wd.f.ctx,
@@ -1930,7 +1930,7 @@ static void child_splitter(char **args)
 	unsigned i;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, split_hook, &fd));
 	/* the first leaf holds k0..k6: 7 more fill it, the 8th splits it */
 	for (i = 0; i < 7; i++) {
@@ -1957,7 +1957,7 @@ static void test_dead_splitter(void)
 	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;	/* every search walks: index cache only */
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	key_of(k, 0);
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK_EQ(pipe(p), 0);
@@ -1971,13 +1971,13 @@ static void test_dead_splitter(void)
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	/* the split's right half: k3x..k6, without a separator above */
-	CHECK_OK(smart_bt_stats(x, &st0));
+	CHECK_OK(smart_bt_stats(x, NULL, &st0));
 	for (i = 0; i < 100; i++) {
 		CHECK_OK(smart_bt_search(x, wd.w, "k00000005", 9, v,
 					 sizeof(v), &n));
 		CHECK(n == 1 && v[0] == 'v');
 	}
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("100 searches under a parent whose separator a killed "
 	       "splitter never put in: %llu moves right, %llu cache drops, "
 	       "%llu separators put in\n",
@@ -2039,7 +2039,7 @@ static void child_inner_splitter(char **args)
 	char k[16];
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, inner_hook, &a));
 	for (; a.key < 5000; a.key++) {
 		key_of(k, a.key);
@@ -2062,7 +2062,7 @@ static void test_dead_inner_splitter(void)
 
 	world_start(&wd, NULL, 512, 12, 12);
 	fill(&wd, 0, 300);	/* root, parents, leaves */
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.height, 3);
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
@@ -2077,15 +2077,15 @@ static void test_dead_inner_splitter(void)
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;	/* every search walks: index cache only */
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &x));
-	CHECK_OK(smart_bt_stats(x, &st0));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
+	CHECK_OK(smart_bt_stats(x, NULL, &st0));
 	key_of(k, last);	/* in P', right of P's new high fence */
 	for (i = 0; i < 100; i++) {
 		CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v,
 					 sizeof(v), &n));
 		CHECK(n == 1 && v[0] == 'v');
 	}
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("100 searches under a root whose separator for a parent a "
 	       "killed splitter never put in: %llu moves right, %llu cache "
 	       "drops, %llu separators put in\n",
@@ -2126,7 +2126,7 @@ static int twice_hook(smart_worker_t *w, const char *point, void *arg)
 		return 0;
 	CHECK_OK(smart_bt_search(tw->x, tw->w, "k00000005", 9, v, sizeof(v),
 				 &n));
-	CHECK_OK(smart_bt_stats(tw->x, &st));
+	CHECK_OK(smart_bt_stats(tw->x, NULL, &st));
 	CHECK_EQ(st.sep_fixes, 1);
 	return 0;
 }
@@ -2149,7 +2149,7 @@ static void test_sep_twice(void)
 	CHECK_OK(smart_worker_create(c2, &tw.w));
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(tw.w, 1, 3, &c, &tw.x));
+	CHECK_OK(smart_bt_open(tw.w, 1, 3, &c, &tw.x));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, twice_hook, &tw));
 	for (i = 0; i < 7; i++) {
 		snprintf(k, sizeof(k), "k0000000%ux", i);
@@ -2208,7 +2208,7 @@ static void child_older(char **args)
 	char x;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_ctx_set_hook(c, older_hook, &a));
 	CHECK_OK(smart_bt_update(t, w, "k00000005", 9, "a1", 2));
 	CHECK_EQ(write(a.out, "1", 1), 1);
@@ -2248,7 +2248,7 @@ static void test_older_record(void)
 	alarm(20);
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000006", 9, "p6", 2));
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.lock_takeovers, 1);	/* the path: the dead stamp */
 	CHECK_EQ(st.repairs, 0);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
@@ -2292,12 +2292,12 @@ static void test_scan_ahead(void)
 	close(p[0]);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &x));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &x));
 	key_of(k, 0);	/* caches the parent (no move right: no fix) */
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
-	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, 200, ent, buf,
+	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, ent, 200, buf,
 			       sizeof(buf), &n));
-	CHECK_OK(smart_bt_stats(x, &st));
+	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("scan past a leaf its parent does not name: %zu entries, "
 	       "%llu leaves taken from those read ahead\n", n,
 	       (unsigned long long)st.scan_ahead);
@@ -2413,7 +2413,7 @@ static void test_forged_record(void)
 	CHECK_EQ(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
 				 &n), SMART_ERETRY);
 	alarm(0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 0);
 	CHECK_EQ(st.lock_takeovers, 1);	/* taken over, nothing redone */
 	smart_buf_free(wd.w, buf);
@@ -2544,9 +2544,9 @@ static void test_adopt_torn(void)
 		;	/* until our keeper saw it fenced */
 	alarm(0);
 	/* the other two spares; the third open finds no free slot */
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[0]));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[1]));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[2]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[0]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[1]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[2]));
 	sb_read(&wd, sb1);
 	for (i = 0; i < 2112; i++)
 		diff += sb0[i] != sb1[i];
@@ -2559,7 +2559,7 @@ static void test_adopt_torn(void)
 	/* a reader finds the torn leaf and redoes the dead update */
 	torn_k5(&wd, 1);
 	/* now nothing stamps from the dead slot: the next open adopts it */
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &o[3]));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[3]));
 	dir_count(&wd, id, &used, &dead);
 	CHECK_EQ(dead, 0);
 	CHECK_EQ(used, 5);
@@ -2615,7 +2615,7 @@ static void test_named(void)
 	CHECK_EQ(smart_bt_create_named(wd.w, 1, "orders", NULL, &b),
 		 SMART_EEXIST);
 	CHECK_OK(smart_ht_create_named(wd.w, 1, "orders", NULL, &h));
-	smart_ht_close(h);
+	smart_ht_close(h, NULL);
 	CHECK_OK(smart_bt_open_named(wd.w, 1, "orders", NULL, &b));
 	CHECK_OK(smart_bt_insert(a, wd.w, "k", 1, "v", 1));
 	CHECK_OK(smart_bt_search(b, wd.w, "k", 1, v, sizeof(v), &n));
@@ -2629,8 +2629,8 @@ static void test_named(void)
 	CHECK_OK(smart_bt_drop(a, wd.w));
 	CHECK_EQ(smart_bt_open_named(wd.w, 1, "orders", NULL, &b),
 		 SMART_ENOENT);
-	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", &h));	/* still */
-	smart_ht_close(h);
+	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", NULL, &h));	/* still */
+	smart_ht_close(h, NULL);
 	CHECK_OK(smart_bt_create_named(wd.w, 1, "orders", NULL, &a));
 	CHECK_EQ(smart_bt_search(a, wd.w, "k", 1, v, sizeof(v), &n),
 		 SMART_ENOENT);
@@ -2711,8 +2711,8 @@ static void test_handover_limit(void)
 
 	world_start(&wd, NULL, 512, 12, 12);
 	CHECK_OK(smart_bt_insert(wd.t, wd.w, "hot", 3, "0", 1));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &a));
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &b));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &a));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &b));
 	CHECK_OK(smart_worker_create(wd.f.ctx, &w));
 	for (i = 0; i < H_TASKS; i++) {
 		arg[i] = (struct h_arg){ a, &sh };
@@ -2722,7 +2722,7 @@ static void test_handover_limit(void)
 	CHECK_OK(smart_task_spawn(w, h_other, &arg[H_TASKS]));
 	CHECK_OK(smart_worker_run(w));
 	CHECK_OK(smart_worker_destroy(w));
-	CHECK_OK(smart_bt_stats(a, &st));
+	CHECK_OK(smart_bt_stats(a, NULL, &st));
 	printf("A: %u updates of one key by %d tasks, %llu hand-overs; B got "
 	       "the lock %u times meanwhile\n", sh.progress, H_TASKS,
 	       (unsigned long long)st.handovers, sh.done);
@@ -2745,19 +2745,19 @@ static void test_stale_root(void)
 	unsigned i;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &stale));	/* root: one leaf */
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &stale));	/* root: one leaf */
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.height, 2);
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_search(stale, wd.w, k, strlen(k), v,
 					 sizeof(v), &n));
 	}
-	CHECK_OK(smart_bt_stats(stale, &st));
+	CHECK_OK(smart_bt_stats(stale, NULL, &st));
 	CHECK_GT(st.move_rights, 0);
 	smart_bt_close(stale, wd.w);
 	world_stop(&wd);
@@ -2855,13 +2855,13 @@ static void rt_task(smart_worker_t *w, void *arg)
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.height, 3);
 	/* no caches */
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &cold));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &cold));
 	key_of(k, 1234);
 	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
@@ -2900,25 +2900,25 @@ static void rt_task(smart_worker_t *w, void *arg)
 	/* a scan of 100 keys (15 leaves, under 2 or 3 parents): the leaf
 	 * covering its start, then its parent's next leaves read at once,
 	 * and so on per parent */
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	ahead = st.scan_ahead;
 	key_of(k, 1000);
-	COUNT(&wd, wd.t, smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 100,
-				       ent, sbuf, sizeof(sbuf), &n), srt, by);
+	COUNT(&wd, wd.t, smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, ent,
+				       100, sbuf, sizeof(sbuf), &n), srt, by);
 	CHECK_EQ(n, 100);
 	for (i = 0; i < n; i++) {
 		key_of(k, 1000 + i);
 		CHECK(ent[i].key_len == strlen(k) &&
 		      !memcmp(ent[i].key, k, ent[i].key_len));
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_GE(st.scan_ahead - ahead, 10);
 	CHECK_LE(srt, 6);
 	/* a key never looked up: the leaf, through cached parents */
 	key_of(k, 17);
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &cold));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &cold));
 	COUNT(&wd, cold, smart_bt_search(cold, wd.w, k, strlen(k), v,
 					 sizeof(v), &n), rt, by);
 	CHECK_EQ(rt, st.height);	/* it fills its cache... */
@@ -3047,7 +3047,7 @@ static void c_scanner(smart_worker_t *w, void *p)
 		prev_len = 0;
 		do {
 			CHECK_OK(smart_bt_scan(a->wd->t, w, cur, cur_len, NULL,
-					       0, 32, ent, buf, 32 * 40, &n));
+					       0, ent, 32, buf, 32 * 40, &n));
 			for (j = 0; j < n; j++) {
 				unsigned idx;
 
@@ -3132,7 +3132,7 @@ static uint64_t concurrent_on(struct world *wd_, const char *adv)
 		pthread_join(tid[i], NULL);
 		scans += th[i].arg[C_TASKS].scans;
 	}
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("%s: %u full scans beside %u writes: height %u, %llu leaf "
 	       "splits, %llu inner, %llu torn reads retried, %llu moves "
 	       "right, %llu lock retries, %llu hand-overs\n",
@@ -3160,7 +3160,7 @@ static uint64_t concurrent(const char *adv)
 	uint64_t torn;
 
 	world_start(&wd, adv, 512, 12, 12);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.dm_lock_tables, 0);		/* no device memory here */
 	torn = concurrent_on(&wd, adv);
 	world_stop(&wd);
@@ -3214,7 +3214,7 @@ static void test_device_locks(void)
 	c.key_max = 12;
 	c.val_max = 12;
 	CHECK_OK(smart_bt_create(wd.w, 1, 3, &c, &wd.t));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.dm_lock_tables, 1);
 	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 24, 4, &locks));
@@ -3230,9 +3230,9 @@ static void test_device_locks(void)
 		CHECK_OK(smart_read_sync(wd.w, meta + 72, 8, &real));
 		CHECK(real & SMART_GADDR_DM);
 		CHECK_OK(smart_write_sync(wd.w, meta + 72, &forged, 8));
-		CHECK_EQ(smart_bt_open(wd.w, 1, 3, &t2), SMART_ENOENT);
+		CHECK_EQ(smart_bt_open(wd.w, 1, 3, NULL, &t2), SMART_ENOENT);
 		CHECK_OK(smart_write_sync(wd.w, meta + 72, &real, 8));
-		CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+		CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &t2));
 		smart_bt_close(t2, wd.w);
 	}
 
@@ -3241,7 +3241,7 @@ static void test_device_locks(void)
 	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_ENOSPC);
 	c.lock_memory = SMART_BT_LOCKS_AUTO;
 	CHECK_OK(smart_bt_create(wd.w, 1, 4, &c, &t2));
-	CHECK_OK(smart_bt_stats(t2, &st));
+	CHECK_OK(smart_bt_stats(t2, NULL, &st));
 	CHECK_EQ(st.dm_lock_tables, 0);
 	CHECK_OK(smart_bt_insert(t2, wd.w, "x", 1, "y", 1));
 	CHECK_OK(smart_bt_drop(t2, wd.w));
@@ -3317,7 +3317,7 @@ static void drop_back_to(struct world *wd, const struct smart_alloc_usage *u0)
 	smart_bt_t *t;
 
 	CHECK_OK(smart_bt_drop(wd->t, wd->w));
-	CHECK_EQ(smart_bt_open(wd->w, 1, 3, &t), SMART_ENOENT);
+	CHECK_EQ(smart_bt_open(wd->w, 1, 3, NULL, &t), SMART_ENOENT);
 	CHECK_OK(smart_epoch_drain(wd->w, 1, 5000));
 	/* no retired block whose free failed, none freed twice */
 	CHECK_EQ(ctx_stat(wd->f.ctx, SMART_STAT_EPOCH_LEAKED), 0);
@@ -3419,7 +3419,7 @@ static void test_bulk(void)
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000100z", 10, v, sizeof(v),
 				 &n));
 	CHECK(n == 3 && !memcmp(v, "mid", 3));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	children = root_children(&wd, &level);
 	printf("bulk load of 20000 keys: height %u, %llu round trips, a root "
 	       "of %u children\n", st.height, (unsigned long long)rt,
@@ -3438,7 +3438,7 @@ static void test_bulk(void)
 	/* every key, through another object too */
 	smart_bt_config_init(&c);
 	c.cache_bytes = 0;
-	CHECK_OK(smart_bt_open_cfg(wd.w, 1, 3, &c, &t));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &t));
 	for (i = 0; i < 20000; i += 7) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_search(t, wd.w, k, strlen(k), v, sizeof(v),
@@ -3446,7 +3446,7 @@ static void test_bulk(void)
 		CHECK(n == 9 && !memcmp(v, k, 9));
 	}
 	key_of(k, 19990);
-	CHECK_OK(smart_bt_scan(t, wd.w, k, strlen(k), NULL, 0, 64, e, buf,
+	CHECK_OK(smart_bt_scan(t, wd.w, k, strlen(k), NULL, 0, e, 64, buf,
 			       sizeof(buf), &n));
 	CHECK_EQ(n, 10);
 	for (i = 0; i < n; i++) {
@@ -3476,7 +3476,7 @@ static void test_bulk(void)
 	CHECK_EQ(loaded, 5);
 	CHECK_EQ(root_children(&wd, &level), 0);
 	CHECK_EQ(level, 0);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.height, 1);
 	for (i = 0; i < 5; i++) {
 		key_of(k, i);
@@ -3515,7 +3515,7 @@ static void test_shrink(void)
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
 	}
 	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_OK(smart_worker_destroy(wd.w));	/* its caches back */
 	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
 	CHECK_OK(smart_alloc_usage(wd.w, 1, &u2));
@@ -3538,7 +3538,7 @@ static void test_shrink(void)
 					 sizeof(v), &n), SMART_ENOENT);
 	}
 	key_of(k, 0);
-	CHECK_OK(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, 256, e, buf,
+	CHECK_OK(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, e, 256, buf,
 			       sizeof(buf), &got));
 	CHECK_EQ(got, 200);
 	for (i = 0; i < got; i++) {
@@ -3582,7 +3582,7 @@ static void test_drop(void)
 	CHECK_OK(smart_bt_drop(t, wd.w));
 	CHECK_OK(smart_root_get(wd.w, 1, 70, &e));
 	CHECK_EQ(e, SMART_ROOT_TOMB);
-	CHECK_EQ(smart_bt_open(wd.w, 1, 70, &t), SMART_ENOENT);
+	CHECK_EQ(smart_bt_open(wd.w, 1, 70, NULL, &t), SMART_ENOENT);
 	drop_back_to(&wd, &u0);
 }
 

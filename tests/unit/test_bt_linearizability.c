@@ -192,7 +192,7 @@ static void add_stats(struct smart_bt_stats *sum, smart_bt_t *t)
 {
 	struct smart_bt_stats s;
 
-	CHECK_OK(smart_bt_stats(t, &s));
+	CHECK_OK(smart_bt_stats(t, NULL, &s));
 	sum->leaf_splits += s.leaf_splits;
 	sum->inner_splits += s.inner_splits;
 	sum->crc_retries += s.crc_retries;
@@ -231,7 +231,7 @@ static void run(const char *adv, unsigned keys, int cold)
 	memset(th, 0, sizeof(th));
 	for (i = 0; i < L_THREADS; i++) {
 		th[i].f = &f;
-		CHECK_OK(smart_bt_open(w, 1, 5, &th[i].t));
+		CHECK_OK(smart_bt_open(w, 1, 5, NULL, &th[i].t));
 		for (j = 0; j < L_TASKS; j++) {
 			th[i].task[j].t = th[i].t;
 			th[i].task[j].thread = i;

@@ -101,7 +101,7 @@ static smart_ctx_t *client_open(struct world *wd, smart_worker_t **w,
 	smart_ctx_t *c = fixture_ctx_at(smart_blade_address(wd->f.blade), 1);
 
 	CHECK_OK(smart_worker_create(c, w));
-	CHECK_OK(smart_bt_open(*w, 1, 3, t));
+	CHECK_OK(smart_bt_open(*w, 1, 3, NULL, t));
 	return c;
 }
 
@@ -193,14 +193,14 @@ static void child_victim(char **args)
 	size_t n = 0;
 
 	CHECK_OK(smart_worker_create(c, &w));
-	CHECK_OK(smart_bt_open(w, 1, 3, &t));
+	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	alarm(20);	/* a bound on the defect, not a synchronisation */
 	r[0] = smart_bt_update(t, w, "k00000006", 9, "new-6", 5);
 	r[2] = smart_bt_search(t, w, "k00000005", 9, v, sizeof(v), &n);
 	alarm(0);
 	if (!r[2])	/* 1: the value a torn write meant */
 		r[2] = n == 6 && !memcmp(v, "torn-5", 6);
-	CHECK_OK(smart_bt_stats(t, &st));
+	CHECK_OK(smart_bt_stats(t, NULL, &st));
 	r[1] = (int)st.lock_takeovers;
 	CHECK_EQ(write(out, r, sizeof(r)), (ssize_t)sizeof(r));
 	smart_bt_close(t, w);
@@ -366,7 +366,7 @@ static void test_finish_release(void)
 
 	world_start(&wd);
 	fill10(&wd);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, &t2));
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &t2));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, finish_hook, &releases));
 	rc = smart_bt_update(wd.t, wd.w, "k00000005", 9, "torn-5", 6);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
@@ -457,7 +457,7 @@ static void test_finish_fenced(void)
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	wait_dead(&wd, id);
 	rs = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
-	CHECK_OK(smart_bt_stats(wd.t, &st));
+	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("finish_fenced: the update %s, fenced inside its finishing "
 	       "%d, records kept %u; after its lease, another client's "
 	       "search %s \"%.*s\" (%llu redone)\n", smart_status_name(rc),
@@ -676,7 +676,7 @@ static void test_fence_other(void)
 	CHECK_OK(smart_ht_insert(h, wd.w, "a", 1, "1", 1));
 	c = client_open(&wd, &w, &t);
 	CHECK_OK(smart_lease_id(c, 1, &id));
-	CHECK_OK(smart_ht_open(w, 1, 0, &ch));
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &ch));
 	CHECK_OK(smart_ctx_set_hook(c, fence_hook, &fired));
 	ri = smart_ht_insert(ch, w, "half", 4, "x", 1);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
@@ -714,11 +714,11 @@ static void test_fence_other(void)
 	CHECK_EQ(rh, SMART_ENOENT);
 	CHECK_OK(smart_ht_search(h, wd.w, "a", 1, v, sizeof(v), &n));
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000001", 9, "new-1", 5));
-	smart_ht_close(ch);
+	smart_ht_close(ch, w);
 	smart_bt_close(t, w);
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(c));
-	smart_ht_close(h);
+	smart_ht_close(h, wd.w);
 	world_stop(&wd);
 }
 

@@ -324,7 +324,7 @@ static void world_start(struct world *wd, const char *adv)
 static void world_stop(struct world *wd)
 {
 	if (wd->d)
-		CHECK_OK(smart_dtx_close(wd->d));
+		CHECK_OK(smart_dtx_close(wd->d, NULL));
 	CHECK_OK(smart_worker_destroy(wd->w));
 	fixture_stop(&wd->f);
 	smart_blade_destroy(wd->b2);
@@ -569,14 +569,14 @@ static void test_api(void)
 		 SMART_EINVAL);
 	CHECK_EQ(smart_dtx_last_cost(NULL, &cost), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_last_cost(x, NULL), SMART_EINVAL);
-	CHECK_EQ(smart_dtx_stats(NULL, &st), SMART_EINVAL);
-	CHECK_EQ(smart_dtx_stats(wd.d, NULL), SMART_EINVAL);
+	CHECK_EQ(smart_dtx_stats(NULL, NULL, &st), SMART_EINVAL);
+	CHECK_EQ(smart_dtx_stats(wd.d, NULL, NULL), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_check(NULL, wd.w, &bad), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_scan(NULL, wd.w, T_SMALL, NULL, NULL),
 		 SMART_EINVAL);
 	CHECK_EQ(smart_dtx_recover(NULL, wd.w, SMART_DTX_ALL_BLADES, NULL),
 		 SMART_EINVAL);
-	CHECK_OK(smart_dtx_close(NULL));
+	CHECK_OK(smart_dtx_close(NULL, NULL));
 	CHECK_OK(smart_dtx_txn_free(NULL, wd.w));
 	/* bad items: unknown table, value too large, a buffer too small */
 	CHECK_EQ(smart_dtx_read(x, 4, 1, &v8, 8), SMART_EINVAL);
@@ -790,9 +790,9 @@ static void test_api(void)
 	CHECK_OK(smart_dtx_txn_new(d2, wd.w, &x2));
 	CHECK_OK(api_get(&wd, x2, T_SMALL, 10, &v8, 8, &len));
 	CHECK_EQ(v8, 0x5555);
-	CHECK_EQ(smart_dtx_close(d2), SMART_EBUSY);	/* x2 is open */
+	CHECK_EQ(smart_dtx_close(d2, NULL), SMART_EBUSY);	/* x2 is open */
 	CHECK_OK(smart_dtx_txn_free(x2, wd.w));
-	CHECK_OK(smart_dtx_close(d2));
+	CHECK_OK(smart_dtx_close(d2, NULL));
 
 	/* scans: every record of a table once, its value; a non-zero
 	 * return stops one */
@@ -815,7 +815,7 @@ static void test_api(void)
 		CHECK_EQ(smart_dtx_scan(wd.d, wd.w, T_SMALL, NULL, &sc),
 			 SMART_EINVAL);
 	}
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	print_stats("api", &st);
 	CHECK_GT(st.commits, 0);
 	CHECK_GT(st.aborts, 0);
@@ -877,7 +877,7 @@ static void test_eexist(void)
 	CHECK_OK(api_get(&wd, x, T_SMALL, 6, &v8, 8, &len));
 
 	/* K deleted between x's exec and its commit */
-	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 	CHECK_OK(smart_dtx_begin(x));
 	k = smart_dtx_insert(x, T_SMALL, 5, &v8, 8);
 	n = smart_dtx_insert(x, T_SMALL, 8, &v8, 8);
@@ -889,7 +889,7 @@ static void test_eexist(void)
 	CHECK_OK(smart_dtx_delete(y, i));
 	CHECK_OK(smart_dtx_commit(y, wd.w));
 	CHECK_EQ(smart_dtx_commit(x, wd.w), SMART_EABORT);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_GT(st.validate_fails, st0.validate_fails);
 	CHECK_EQ(api_get(&wd, x, T_SMALL, 8, &v8, 8, &len), SMART_ENOENT);
 	CHECK_EQ(api_get(&wd, x, T_SMALL, 5, &v8, 8, &len), SMART_ENOENT);
@@ -978,7 +978,7 @@ static void test_dekker(void)
 		h.b_commit = smart_dtx_commit(h.y, h.wb);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_OK(smart_dtx_scan(wd.d, wd.w, T_SMALL, dk_count_fn, &n));
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("dekker: A %s, B %s, key 77 present %d times, %llu insert "
 	       "conflicts\n", smart_status_name(rc),
 	       smart_status_name(h.b_commit), n,
@@ -1219,7 +1219,7 @@ static void test_unlock_lost(void)
 	CHECK_OK(smart_dtx_txn_new(wd.d, w2, &y));
 	api_put_new(&wd, x, T_SMALL, 1, &v, 8);
 	api_put_new(&wd, x, T_SMALL, 2, &v, 8);
-	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, ul_hook_fn, &lose));
 	CHECK_OK(ul_write(x, wd.w, 1, 6));		/* unlocks lost */
@@ -1229,7 +1229,7 @@ static void test_unlock_lost(void)
 	c_other = ul_write(x, w2, 2, 7);		/* x on w2 */
 	CHECK_OK(ul_write(x, wd.w, 2, 8));		/* x home again */
 	r_after = ul_read(y, w2, &v);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("unlock_lost: y's read with the unlock lost: %s; x's write on "
 	       "another worker: %s; on its own: unlocks released again %"
 	       PRIu64 ", checked %" PRIu64 "; y's read then: %s, %" PRId64
@@ -1286,7 +1286,7 @@ static void test_unlock_lost_gone(void)
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
 	CHECK_OK(smart_worker_destroy(wa));		/* its thread ended */
-	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 	for (i = 0; i < 10; i++) {
 		int rc = ul_write(x, w2, 2, 7 + i);
 
@@ -1295,7 +1295,7 @@ static void test_unlock_lost_gone(void)
 	}
 	r_free = smart_dtx_txn_free(x, w2);
 	r_after = ul_read(y, w2, &v);
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("unlock_lost_gone: its worker destroyed, 10 tries on another: "
 	       "%d writes SMART_EBUSY, %d reads of record 1 aborted, unlocks "
 	       "released again %" PRIu64 "; txn_free: %s; a read after the "
@@ -1349,7 +1349,7 @@ static void test_unlock_lost_rfu(void)
 	CHECK_OK(smart_dtx_commit(x, w2));
 	CHECK_OK(smart_dtx_last_cost(x, &cost0));
 	CHECK_OK(ul_write(x, wd.w, 2, 5));		/* home: wd.w */
-	CHECK_OK(smart_dtx_stats(wd.d, &st0));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, ul_hook_fn, &lose));
 	CHECK_OK(ul_write(x, wd.w, 1, 6));		/* unlocks lost */
@@ -1365,7 +1365,7 @@ static void test_unlock_lost_rfu(void)
 	       "worker: %u round trips with the last unlock lost, %u without\n",
 	       cost.round_trips, cost0.round_trips);
 	CHECK_OK(ul_write(x, wd.w, 2, 8));	/* home again: released */
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_OK(smart_dtx_txn_free(x, wd.w));
 	CHECK_OK(smart_worker_destroy(w2));
 	world_stop(&wd);
@@ -1746,7 +1746,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	       cost.round_trips);
 	bad += cost.round_trips != 4;
 	CHECK_OK(smart_dtx_txn_free(y, w));
-	CHECK_OK(smart_dtx_close(cold));
+	CHECK_OK(smart_dtx_close(cold, NULL));
 	/* no cache at all: every item is cold every time */
 	c.cache_entries = 0;
 	CHECK_OK(smart_dtx_open(w, 1, "sb", &c, &none));
@@ -1759,10 +1759,10 @@ static void rt_task(smart_worker_t *w, void *arg)
 		bad += rt != 4;
 	}
 	CHECK_OK(smart_dtx_txn_free(y, w));
-	CHECK_OK(smart_dtx_close(none));
+	CHECK_OK(smart_dtx_close(none, NULL));
 	CHECK_OK(smart_dtx_txn_free(x, w));
 	/* the unlocks were not waited for: seen landed by READ-backs */
-	CHECK_OK(smart_dtx_stats(a->wd->d, &st));
+	CHECK_OK(smart_dtx_stats(a->wd->d, NULL, &st));
 	printf("round trips: %" PRIu64 " unlocks seen landed afterwards\n",
 	       st.unlocks_checked);
 	CHECK_GT(st.unlocks_checked, 0);
@@ -1813,7 +1813,7 @@ static void test_forged_descriptor(void)
 			 SMART_ENOENT);
 		CHECK_OK(smart_write_sync(wd.w, meta + forge[i].off, &real, n));
 		CHECK_OK(smart_dtx_open(wd.w, 1, "forge", NULL, &d));
-		CHECK_OK(smart_dtx_close(d));
+		CHECK_OK(smart_dtx_close(d, NULL));
 	}
 	world_stop(&wd);
 }
@@ -2038,7 +2038,7 @@ static void stats_add(struct smart_dtx_stats *s, const smart_dtx_t *d)
 {
 	struct smart_dtx_stats o;
 
-	CHECK_OK(smart_dtx_stats(d, &o));
+	CHECK_OK(smart_dtx_stats(d, NULL, &o));
 	s->commits += o.commits;
 	s->aborts += o.aborts;
 	s->lock_conflicts += o.lock_conflicts;
@@ -2119,7 +2119,7 @@ static void smallbank(const char *adv, const struct sb_thread_cfg *cfg,
 		}
 	stats_add(&st, wd.d);
 	stats_add(&st, cacheless);
-	CHECK_OK(smart_dtx_close(cacheless));
+	CHECK_OK(smart_dtx_close(cacheless, NULL));
 	printf("smallbank%s%s: %" PRIu64 " transactions committed in %.0f "
 	       "ms (", adv ? " adversarial " : "", adv ? adv : "", total,
 	       test_now_ms() - t0);
@@ -2523,7 +2523,7 @@ static void test_tatp(void)
 			total += a->commits;
 			user_aborts += a->user_aborts;
 		}
-	CHECK_OK(smart_dtx_stats(wd.d, &st));
+	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("tatp: %" PRIu64 " transactions committed in %.0f ms (",
 	       total, test_now_ms() - t0);
 	for (i = 0; i < TP_NTYPES; i++)

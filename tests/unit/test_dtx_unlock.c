@@ -181,7 +181,7 @@ static void test_full(void)
 	CHECK_OK(lock_all(x, w2, NLOCK, 0));
 	CHECK_OK(smart_dtx_last_cost(x, &cost0));
 	CHECK_OK(lock_all(x, w1, NLOCK, 1));	/* home: w1, all landed */
-	CHECK_OK(smart_dtx_stats(d, &st0));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 
 	CHECK_OK(smart_ctx_set_hook(f.ctx, lose_fn, &lose));
 	CHECK_OK(lock_all(x, w1, 0, 1));	/* its 40 unlocks lost */
@@ -191,7 +191,7 @@ static void test_full(void)
 	CHECK_OK(smart_dtx_last_cost(x, &cost));
 	CHECK_EQ(read_all(y, w2, 0), SMART_EABORT);	/* still lost */
 	r_home = lock_all(x, w1, NLOCK, 1);	/* home: all 40 released */
-	CHECK_OK(smart_dtx_stats(d, &st));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("full: 40 unlocks lost, then a commit of 40 locks writing "
 	       "nothing on another worker: %s, released waited %" PRIu64
 	       ", %u round trips (%u with nothing lost); home again: %s, "
@@ -209,7 +209,7 @@ static void test_full(void)
 	CHECK_OK(read_all(y, w2, NLOCK));
 	CHECK_OK(smart_dtx_txn_free(y, w2));
 	CHECK_OK(smart_dtx_txn_free(x, w1));
-	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_dtx_close(d, w1));
 	CHECK_OK(smart_worker_destroy(w2));
 	CHECK_OK(smart_worker_destroy(w1));
 	fixture_stop(&f);
@@ -263,12 +263,12 @@ static void test_edge(void)
 	CHECK_OK(lock_all(x, w1, 0, 1));	/* 40 unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
-	CHECK_OK(smart_dtx_stats(d, &st0));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 	r_fit = lock_n(x, w2, NLOCK, EDGE_HELD, 0, 0);	/* 40 + 24 = 64 */
 	CHECK_OK(smart_dtx_last_cost(x, &cost_fit));
-	CHECK_OK(smart_dtx_stats(d, &st1));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st1));
 	r_over = lock_n(x, w2, NLOCK, EDGE_HELD + 1, 0, 0);	/* 65 */
-	CHECK_OK(smart_dtx_stats(d, &st));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	/* the 25's first round saw the 24 landed: 40 + 25 do not fit */
 	printf("edge: 40 lost unlocks remembered; 24 locks beside them (64): "
 	       "%s, waited %" PRIu64 ", %u round trips (%u with nothing "
@@ -285,9 +285,9 @@ static void test_edge(void)
 	CHECK_OK(r_over);
 	CHECK_EQ(st.unlocks_waited - st1.unlocks_waited, 1);
 	CHECK_EQ(read_n(y, w2, 0, NLOCK, &sum), SMART_EABORT);
-	CHECK_OK(smart_dtx_stats(d, &st0));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 	r_home = smart_dtx_abort(x, w1);	/* home: the 40 released */
-	CHECK_OK(smart_dtx_stats(d, &st));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("edge: home again: %s, released again %" PRIu64 "\n",
 	       smart_status_name(r_home),
 	       st.unlocks_redone - st0.unlocks_redone);
@@ -298,7 +298,7 @@ static void test_edge(void)
 	CHECK_OK(read_n(y, w2, NLOCK, NLOCK, &sum));
 	CHECK_OK(smart_dtx_txn_free(y, w2));
 	CHECK_OK(smart_dtx_txn_free(x, w1));
-	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_dtx_close(d, w1));
 	CHECK_OK(smart_worker_destroy(w2));
 	CHECK_OK(smart_worker_destroy(w1));
 	fixture_stop(&f);
@@ -341,14 +341,14 @@ static void test_mixed(void)
 	CHECK_EQ(lose, 0);
 	CHECK_OK(smart_worker_destroy(wa));		/* its thread ended */
 
-	CHECK_OK(smart_dtx_stats(d, &st0));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 	r_b = lock_n(x, wb, 3 * MIX, MIX, 6, 1);	/* wc's in the way */
-	CHECK_OK(smart_dtx_stats(d, &st1));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st1));
 	ab_a = read_n(y, w1, 0, MIX, &sum) == SMART_EABORT;
 	ab_c = read_n(y, w1, MIX, MIX, &sum) == SMART_EABORT;
 	ab_b = read_n(y, w1, 2 * MIX, MIX, &sum) == SMART_EABORT;
 	r_c = lock_n(x, wc, 4 * MIX, MIX, 7, 1);	/* wc: all released */
-	CHECK_OK(smart_dtx_stats(d, &st));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("mixed: lost unlocks of wa (destroyed), wc (alive), wb; on wb: "
 	       "write %s, released again %" PRIu64 ", reads aborted wa %d wc "
 	       "%d wb %d; on wc: write %s, released again %" PRIu64 "\n",
@@ -370,7 +370,7 @@ static void test_mixed(void)
 	CHECK_EQ(total, MIX * (4 + 5 + 5 + 5 + 7));
 	CHECK_OK(smart_dtx_txn_free(y, w1));
 	CHECK_OK(smart_dtx_txn_free(x, wc));
-	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_dtx_close(d, w1));
 	CHECK_OK(smart_worker_destroy(wb));
 	CHECK_OK(smart_worker_destroy(wc));
 	CHECK_OK(smart_worker_destroy(w1));
@@ -411,9 +411,9 @@ static void test_foreign(void)
 	CHECK_OK(smart_ctx_set_hook(c2, lose_fn, &lose));
 	r_post = lock_n(x, v1, 0, MIX, 4, 1);
 	CHECK_OK(smart_ctx_set_hook(c2, NULL, NULL));
-	CHECK_OK(smart_dtx_stats(d, &st0));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 	r_other = lock_n(x, w0, MIX, MIX, 6, 1);
-	CHECK_OK(smart_dtx_stats(d, &st));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("foreign: a commit on a worker of another ctx: %s; then on "
 	       "ctx1's worker 0: %s, unlocks of ctx2's live worker 1 released "
 	       "again %" PRIu64 "\n", smart_status_name(r_post),
@@ -429,7 +429,7 @@ static void test_foreign(void)
 	CHECK_EQ(sum, MIX * 5 + MIX * 6);
 	CHECK_OK(smart_dtx_txn_free(y, w0));
 	CHECK_OK(smart_dtx_txn_free(x, w0));
-	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_dtx_close(d, w0));
 	CHECK_OK(smart_worker_destroy(v1));
 	CHECK_OK(smart_worker_destroy(v0));
 	CHECK_OK(smart_worker_destroy(w0));
@@ -452,13 +452,13 @@ static int inflight_once(struct fixture *f, smart_dtx_t *d,
 
 	CHECK_OK(smart_worker_create(f->ctx, &wa));
 	CHECK_OK(lock_n(x, wa, base, 2, 4, 1));	/* its unlocks: in flight */
-	CHECK_OK(smart_dtx_stats(d, &st0));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 	r1 = lock_n(x, wb, base + 2, 2, 6, 1);
-	CHECK_OK(smart_dtx_stats(d, &st1));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st1));
 	CHECK_EQ(st1.unlocks_redone - st0.unlocks_redone, 0);	/* no CAS */
 	CHECK_OK(smart_worker_destroy(wa));	/* drains them */
 	r2 = r1 ? lock_n(x, wb, base + 2, 2, 6, 1) : 0;
-	CHECK_OK(smart_dtx_stats(d, &st));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("inflight: on wb with wa's unlocks %s: %s (seen landed %" PRIu64
 	       ", released again %" PRIu64 "); wa destroyed, on wb: %s (seen "
 	       "landed %" PRIu64 ", released again %" PRIu64 ")\n",
@@ -508,7 +508,7 @@ static void test_inflight(void)
 	CHECK_EQ(sum, 20 * k);
 	CHECK_OK(smart_dtx_txn_free(y, w1));
 	CHECK_OK(smart_dtx_txn_free(x, wb));
-	CHECK_OK(smart_dtx_close(d));
+	CHECK_OK(smart_dtx_close(d, w1));
 	CHECK_OK(smart_worker_destroy(wb));
 	CHECK_OK(smart_worker_destroy(w1));
 	fixture_stop(&f);

@@ -60,15 +60,15 @@ static void test_basic(void)
 	CHECK_EQ(n, 0);
 	CHECK_OK(smart_ht_upsert(t, w, "x", 1, "xx", 2));
 	/* a second handle on the same table sees the same data */
-	CHECK_OK(smart_ht_open(w, 1, 3, &t2));
+	CHECK_OK(smart_ht_open(w, 1, 3, NULL, &t2));
 	CHECK_OK(smart_ht_search(t2, w, "x", 1, v, sizeof(v), &n));
 	CHECK_EQ(n, 2);
 	CHECK_OK(smart_ht_delete(t2, w, "x", 1));
 	CHECK_EQ(smart_ht_delete(t, w, "x", 1), SMART_ENOENT);
 	CHECK_EQ(smart_ht_search(t, w, "x", 1, v, sizeof(v), &n), SMART_ENOENT);
 	CHECK_OK(smart_ht_insert(t, w, "x", 1, "back", 4));
-	smart_ht_close(t2);
-	smart_ht_close(t);
+	smart_ht_close(t2, NULL);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -169,7 +169,7 @@ static void run_reference(const char *opts, unsigned reclaim)
 	smart_rng_seed(&r, 42);
 	for (i = 0; i < REF_OPS; i++)
 		ref_step(t, w, &r, ref);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -231,8 +231,8 @@ static void test_long(void)
 	CHECK_EQ(smart_ht_search(t, w, key, 1, NULL, 5, &n), SMART_EINVAL);
 	CHECK_EQ(smart_ht_search(t, w, key, 1, out, sizeof(out), &n),
 		 SMART_ENOENT);
-	smart_ht_close(t);
-	smart_ht_close(NULL);
+	smart_ht_close(t, NULL);
+	smart_ht_close(NULL, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -247,16 +247,16 @@ static void test_not_found(void)
 
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_EQ(smart_ht_open(w, 1, 5, &t), SMART_ENOENT);
-	CHECK_EQ(smart_ht_open(w, 1, SMART_ROOT_ENTRIES, &t), SMART_EINVAL);
-	CHECK_EQ(smart_ht_open(w, 1, 5, NULL), SMART_EINVAL);
-	CHECK_EQ(smart_ht_open(w, 7, 5, &t), SMART_ENOENT);	/* no blade */
+	CHECK_EQ(smart_ht_open(w, 1, 5, NULL, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, SMART_ROOT_ENTRIES, NULL, &t), SMART_EINVAL);
+	CHECK_EQ(smart_ht_open(w, 1, 5, NULL, NULL), SMART_EINVAL);
+	CHECK_EQ(smart_ht_open(w, 7, 5, NULL, &t), SMART_ENOENT);	/* no blade */
 	CHECK(t == NULL);
 	/* a root entry holding something that is not a table */
 	CHECK_OK(smart_root_set(w, 1, 6, smart_gaddr(1, 4096)));
-	CHECK_EQ(smart_ht_open(w, 1, 6, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, 6, NULL, &t), SMART_ENOENT);
 	CHECK_OK(smart_root_set(w, 1, 6, smart_gaddr(1, 1ull << 40)));
-	CHECK_EQ(smart_ht_open(w, 1, 6, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, 6, NULL, &t), SMART_ENOENT);
 	CHECK_EQ(smart_ht_create(w, 1, 6, NULL, &t), SMART_EEXIST);
 	smart_ht_config_init(&c);
 	c.buckets = 3;
@@ -268,9 +268,9 @@ static void test_not_found(void)
 	c.blades = &bad;
 	c.nblades = 1;
 	CHECK(smart_ht_create(w, 1, 7, &c, &t) != 0);	/* unknown blade */
-	CHECK_EQ(smart_ht_open(w, 1, 7, &t), SMART_ENOENT);
+	CHECK_EQ(smart_ht_open(w, 1, 7, NULL, &t), SMART_ENOENT);
 	CHECK_OK(smart_ht_create(w, 1, 7, NULL, &t));
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_EQ(smart_ht_create(w, 1, 7, NULL, &t), SMART_EEXIST);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
@@ -310,7 +310,7 @@ static uint64_t search_syncs(const char *opts)
 	CHECK_OK(smart_ht_delete(t, w, "spec", 4));
 	CHECK_EQ(smart_ht_search(t, w, "spec", 4, v, sizeof(v), &n),
 		 SMART_ENOENT);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 	return b.c[SMART_STAT_SYNCS] - a.c[SMART_STAT_SYNCS];
@@ -410,7 +410,7 @@ static void test_round_trips(void)
 	CHECK(r.insert == 3.0);
 	CHECK(r.update == 3.0);
 	CHECK(r.del == 3.0);
-	smart_ht_close(r.t);
+	smart_ht_close(r.t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -445,7 +445,7 @@ static void test_shards(void)
 	CHECK_OK(smart_root_get(w, 2, 0, &before));
 	for (i = 0; i < 1000; i++)
 		CHECK_OK(smart_ht_insert(t, w, &i, sizeof(i), &i, sizeof(i)));
-	CHECK_OK(smart_ht_open(w, 1, 0, &t2));
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t2));
 	CHECK_EQ(smart_ht_shards(t2), 2);
 	for (i = 0; i < 1000; i++) {
 		CHECK_OK(smart_ht_search(t2, w, &i, sizeof(i), &v, sizeof(v),
@@ -454,8 +454,8 @@ static void test_shards(void)
 	}
 	CHECK_OK(smart_root_get(w, 2, 0, &after));
 	CHECK_U64_EQ(before, after);	/* only the home root is used */
-	smart_ht_close(t2);
-	smart_ht_close(t);
+	smart_ht_close(t2, NULL);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(f.ctx));
 	smart_blade_destroy(b2);
@@ -620,7 +620,7 @@ static void test_concurrent(void)
 	cc_run(f.ctx, t, th, cc_task_fn);
 	for (k = 0; k < CC_KEYS; k++)
 		cc_check_key(t, w, th, k);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -685,7 +685,7 @@ static void test_dup_insert(void)
 		CHECK_EQ(smart_ht_search(t, w, &k, sizeof(k), &v, sizeof(v),
 					 &n), SMART_ENOENT);
 	}
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }

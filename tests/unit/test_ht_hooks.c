@@ -118,7 +118,7 @@ static smart_ht_t *reopen(smart_worker_t *w)
 {
 	smart_ht_t *t;
 
-	CHECK_OK(smart_ht_open(w, 1, 0, &t));
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t));
 	return t;
 }
 
@@ -197,7 +197,7 @@ static void test_uncertain_update(void)
 	}
 	CHECK_OK(smart_epoch_drain(w, 1, 1000));
 	expect_value(t, w, "K", "new");
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -290,7 +290,7 @@ static void test_abort_tent(void)
 		if (!r.b_rc[i])
 			expect_value(r.t, w, k, k);
 	}
-	smart_ht_close(r.t);
+	smart_ht_close(r.t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -392,7 +392,7 @@ static void test_frozen_after_cas(void)
 	CHECK_EQ(stats(t, w).leaked, 0);
 	freeze_all(t, w, 0);
 	expect_value(t, w, "K", "new");
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -434,7 +434,7 @@ static void test_split_error(void)
 	CHECK_EQ(locked_entries(t, w), 0);
 	CHECK_GT(stats(t, w).splits, 1);
 	keys_expect(t, w, "e", 60, NULL);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -490,8 +490,8 @@ static void test_child_locked(void)
 	printf("child_locked: %u subtables, %llu splits\n",
 	       stats(fresh, w).subtables,
 	       (unsigned long long)stats(t, w).splits);
-	smart_ht_close(fresh);
-	smart_ht_close(t);
+	smart_ht_close(fresh, NULL);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -523,7 +523,7 @@ static void vf_writer(smart_worker_t *w, void *p)
 	snprintf(k, sizeof(k), "v%02d", r->key);
 	CHECK_OK(smart_ht_update(t, w, k, strlen(k), "new", 3));
 	r->done = 1;
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 }
 
 struct vf_reader {
@@ -588,8 +588,8 @@ static void test_verify(void)
 	CHECK_GT(st.frozen_hits, 0);
 	CHECK_GT(st.verify_retries, 0);
 	keys_expect(stale, w, "v", VF_KEYS, "new");
-	smart_ht_close(stale);
-	smart_ht_close(t);
+	smart_ht_close(stale, NULL);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -654,8 +654,8 @@ static void test_freeze(void)
 	CHECK_EQ(c.r[0].fired, 1);
 	fresh = reopen(w);
 	keys_expect(fresh, w, "z", VF_KEYS, "new");
-	smart_ht_close(fresh);
-	smart_ht_close(t);
+	smart_ht_close(fresh, NULL);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -731,7 +731,7 @@ static void test_epoch(void)
 	/* the reader gone, reclamation frees what waited for it */
 	CHECK_OK(smart_epoch_drain(w, 1, 1000));
 	CHECK_GT(stats(t, w).freed, 0);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -795,7 +795,7 @@ static void test_dup_insert(void)
 	CHECK_OK(smart_ht_delete(t, w, "dup", 3));
 	CHECK_EQ(smart_ht_search(t, w, "dup", 3, v, sizeof(v), &n),
 		 SMART_ENOENT);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -825,8 +825,8 @@ static void test_header_check(void)
 		snprintf(k, sizeof(k), "s%02d", i);
 		expect_value(t, w, k, k);
 	}
-	smart_ht_close(stale);
-	smart_ht_close(t);
+	smart_ht_close(stale, NULL);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -849,8 +849,8 @@ static void test_spec_stale(void)
 	expect_value(a, w, "K", "old");	/* a speculates K's slot */
 	CHECK_OK(smart_ht_update(b, w, "K", 1, "new", 3));
 	expect_value(a, w, "K", "new");
-	smart_ht_close(b);
-	smart_ht_close(a);
+	smart_ht_close(b, NULL);
+	smart_ht_close(a, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }

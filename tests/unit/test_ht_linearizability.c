@@ -474,10 +474,10 @@ static void lz_child(char **args)
 	cfg.adv = sh->adv[0] ? sh->adv : NULL;
 	ctx = lz_ctx_open(&cfg, args[0]);
 	CHECK_OK(smart_worker_create(ctx, &w));
-	CHECK_OK(smart_ht_open(w, 1, 0, &t));
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t));
 	CHECK_OK(smart_worker_destroy(w));
 	lz_process(ctx, t, &cfg, sh, (unsigned)atoi(args[3]));
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_ctx_destroy(ctx));
 }
 
@@ -603,7 +603,7 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 	       (unsigned long long)rep->key, (smart_now_ns() - t0) / 1e6,
 	       rep->keys, rep->segments, rep->max_segment, rep->total_states,
 	       rep->max_states);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(ctx));
 	fixture_stop(&f);

@@ -134,7 +134,7 @@ static void test_grow(void)
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	t = make_table(w, 0, 0, 4);	/* one subtable of 6 buckets */
-	CHECK_OK(smart_ht_open(w, 1, 0, &t2));	/* its cache goes stale */
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t2));	/* its cache goes stale */
 	CHECK_OK(smart_ht_stats(t, w, &st0));
 	CHECK_EQ(st0.subtables, 1);
 	CHECK_EQ(st0.global_depth, 0);
@@ -150,8 +150,8 @@ static void test_grow(void)
 	CHECK_GT(st.splits, 50);
 	CHECK_EQ(st.subtables, 1 + st.splits);
 	CHECK_GE(st.global_depth, 6);
-	smart_ht_close(t2);
-	smart_ht_close(t);
+	smart_ht_close(t2, NULL);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -188,7 +188,7 @@ static void test_full(void)
 		if (!rc)
 			check_val(&v, n, k);
 	}
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -226,7 +226,7 @@ static void test_big(void)
 	printf("big: %u subtables, %llu splits\n", st.subtables,
 	       (unsigned long long)st.splits);
 	CHECK_GE(st.splits, 3);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -371,7 +371,7 @@ static void test_concurrent(void)
 	CHECK_GT(st.splits, 20);
 	CHECK_EQ(st.subtables, 1 + st.splits);
 	CHECK_GT(searches, CC_N * CC_KEYS);
-	smart_ht_close(sh.t);
+	smart_ht_close(sh.t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -446,7 +446,7 @@ static void *mx_thread_fn(void *p)
 
 	CHECK_OK(smart_worker_create(th->ctx, &w));
 	if (th->task[0].id)
-		CHECK_OK(smart_ht_open(w, 1, 0, &t));
+		CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t));
 	for (i = 0; i < CC_TASKS; i++) {
 		th->task[i].t = t;
 		CHECK_OK(smart_task_spawn(w, mx_task_fn, &th->task[i]));
@@ -455,7 +455,7 @@ static void *mx_thread_fn(void *p)
 	if (th->task[0].id) {
 		CHECK_OK(smart_ht_stats(t, w, &st));
 		th->splits = st.splits;
-		smart_ht_close(t);
+		smart_ht_close(t, NULL);
 	}
 	CHECK_OK(smart_worker_destroy(w));
 	return NULL;
@@ -485,7 +485,7 @@ static void test_mixed(void)
 	       (unsigned long long)th[1].splits);
 	CHECK_GT(st.splits, 10);
 	CHECK_EQ(st.subtables, 1 + st.splits);
-	smart_ht_close(sh.t);
+	smart_ht_close(sh.t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -559,7 +559,7 @@ static void test_reclaim_reuse(void)
 	/* 20000 blocks of 64 B would need 20 chunks of 64 KiB */
 	CHECK_LE(s1.c[SMART_STAT_CHUNKS_CLAIMED] -
 		 s0.c[SMART_STAT_CHUNKS_CLAIMED], 2);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -639,7 +639,7 @@ static void test_reclaim_concurrent(void)
 	       (unsigned long long)st.splits);
 	CHECK_GT(st.freed, 1000);
 	CHECK_GT(st.splits, 10);
-	smart_ht_close(sh.t);
+	smart_ht_close(sh.t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }

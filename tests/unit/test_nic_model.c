@@ -56,7 +56,7 @@ static int open_spec(const char *spec, struct smart_tp_domain **out)
 {
 	struct smart_tp_cfg cfg = { .gid_index = -1, .nic_model = spec };
 
-	return smart_tp_shm_ops.domain_open(&cfg, out);
+	return smart__tp_shm_ops.domain_open(&cfg, out);
 }
 
 static void fx_open(struct fx *f, const char *spec)
@@ -66,7 +66,7 @@ static void fx_open(struct fx *f, const char *spec)
 	int fd;
 
 	memset(f, 0, sizeof(*f));
-	f->ops = &smart_tp_shm_ops;
+	f->ops = &smart__tp_shm_ops;
 	CHECK_OK(open_spec(NULL, &f->rdom));
 	CHECK_OK(f->ops->mr_alloc(f->rdom, REGION_LEN, 0, 1, &f->region));
 	CHECK_OK(f->ops->region_blob(f->rdom, f->region, blob, &len));
@@ -163,17 +163,17 @@ static void test_spec_off_and_default(void)
 	struct smart_tp_stats st = { 1, 1, 1, 1 };
 	const struct shm_model_params *p;
 
-	CHECK(smart_tp_shm_ops.domain_stats != NULL);
+	CHECK(smart__tp_shm_ops.domain_stats != NULL);
 	CHECK_OK(open_spec(NULL, &d));
 	CHECK(smart__shm_model_params(d) == NULL);
-	smart_tp_shm_ops.query_caps(d, &caps);
+	smart__tp_shm_ops.query_caps(d, &caps);
 	CHECK_EQ(caps.thread_domains, 0);
-	smart_tp_shm_ops.domain_stats(d, &st);
+	smart__tp_shm_ops.domain_stats(d, &st);
 	CHECK_U64_EQ(st.db_rings + st.db_contended + st.wqe_misses, 0);
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 	CHECK_OK(open_spec("", &d));
 	CHECK(smart__shm_model_params(d) == NULL);
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 
 	CHECK_OK(open_spec("default", &d));
 	p = smart__shm_model_params(d);
@@ -184,9 +184,9 @@ static void test_spec_off_and_default(void)
 	CHECK_U64_EQ(p->db_hold_ns, 1000);
 	CHECK_U64_EQ(p->wqe_cache, 32);
 	CHECK_U64_EQ(p->miss_ns, 1000);
-	smart_tp_shm_ops.query_caps(d, &caps);
+	smart__tp_shm_ops.query_caps(d, &caps);
 	CHECK_EQ(caps.thread_domains, 1);
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 }
 
 static void test_spec_overrides(void)
@@ -200,7 +200,7 @@ static void test_spec_overrides(void)
 	CHECK_U64_EQ(p->wqe_cache, 16);
 	CHECK_U64_EQ(p->rtt_ns, 2000);
 	CHECK(p->mops == 4.0);
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 
 	CHECK_OK(open_spec("default,mops=2.5,rtt_ns=0,db_hold_ns=0,"
 			   "miss_ns=0,wqe_cache=0", &d));
@@ -211,13 +211,13 @@ static void test_spec_overrides(void)
 	CHECK_U64_EQ(p->miss_ns, 0);
 	CHECK_U64_EQ(p->wqe_cache, 0);
 	CHECK_U64_EQ(p->doorbells, 16);
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 
 	CHECK_OK(open_spec("mops=1000,doorbells=1024,rtt_ns=1000000000", &d));
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 	CHECK_OK(open_spec("mops=.5", &d));
 	CHECK(smart__shm_model_params(d)->mops == 0.5);
-	smart_tp_shm_ops.domain_close(d);
+	smart__tp_shm_ops.domain_close(d);
 }
 
 static void test_spec_bad(void)

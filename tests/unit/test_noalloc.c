@@ -252,7 +252,7 @@ static void test_ht_no_heap_no_lock(void)
 	/* the paths were taken: blocks were retired and freed meanwhile */
 	CHECK_GT(s1.c[SMART_STAT_EPOCH_FREED] - s0.c[SMART_STAT_EPOCH_FREED],
 		 1000);
-	smart_ht_close(t);
+	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 #endif

@@ -17,6 +17,7 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	if (!cfg)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->key_max = 16;
 	cfg->val_max = 16;
 	cfg->node_size = 1024;
@@ -27,13 +28,14 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	cfg->hocl = 1;
 }
 
-/* cfg, or the defaults (in *def) for NULL. */
+/* cfg taken over the defaults into *def (docs/api.md, "Extensible
+ * structs"): def, or NULL for a struct_size refused. */
 static const struct smart_bt_config *cfg_or_default(
 	const struct smart_bt_config *cfg, struct smart_bt_config *def)
 {
-	if (cfg)
-		return cfg;
 	smart_bt_config_init(def);
+	if (cfg && smart__ds_config_take(def, sizeof(*def), cfg))
+		return NULL;
 	return def;
 }
 
@@ -402,6 +404,8 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
 		return SMART_EINVAL;
 	cfg = cfg_or_default(cfg, &def);
+	if (!cfg)
+		return SMART_EINVAL;
 	rc = config_check(cfg);
 	if (!rc)
 		rc = smart_root_get(w, blade, root_idx, &old);
@@ -445,6 +449,8 @@ int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
 	if (!w || !out || !smart_root_name_ok(name))
 		return SMART_EINVAL;
 	cfg = cfg_or_default(cfg, &def);
+	if (!cfg)
+		return SMART_EINVAL;
 	/* taken already: no tree built for nothing */
 	rc = smart_root_find(w, blade, name, bt_name_of, NULL, &idx, &maddr);
 	if (rc != SMART_ENOENT)
@@ -469,18 +475,14 @@ int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 	if (!w || !out || !smart_root_name_ok(name))
 		return SMART_EINVAL;
 	cfg = cfg_or_default(cfg, &def);
+	if (!cfg)
+		return SMART_EINVAL;
 	rc = smart_root_find(w, blade, name, bt_name_of, &m, &idx, &maddr);
 	return rc ? rc : tree_new(w, &m, maddr, blade, idx, cfg, out);
 }
 
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_bt_t **out)
-{
-	return smart_bt_open_cfg(w, blade, root_idx, NULL, out);
-}
-
-int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		      const struct smart_bt_config *cfg, smart_bt_t **out)
+		  const struct smart_bt_config *cfg, smart_bt_t **out)
 {
 	struct smart_bt_config def;
 	struct bt_meta m;
@@ -490,6 +492,8 @@ int smart_bt_open_cfg(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
 		return SMART_EINVAL;
 	cfg = cfg_or_default(cfg, &def);
+	if (!cfg)
+		return SMART_EINVAL;
 	rc = smart_root_get(w, blade, root_idx, &maddr);
 	if (!rc)
 		rc = meta_get(w, blade, maddr, &m);
@@ -506,10 +510,12 @@ unsigned smart_bt_val_max(const smart_bt_t *t)
 	return t ? t->val_max : 0;
 }
 
-int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
+static int bt_stats_fill(smart_bt_t *t, smart_worker_t *w,
+			 struct smart_bt_stats *out)
 {
 	unsigned i;
 
+	(void)w;	/* the counters are this object's: nothing to read */
 	if (!t || !out)
 		return SMART_EINVAL;
 	memset(out, 0, sizeof(*out));
@@ -533,6 +539,15 @@ int smart_bt_stats(smart_bt_t *t, struct smart_bt_stats *out)
 	for (i = 0; i < t->nblades; i++)
 		out->dm_lock_tables += !!(t->lock_off[i] & SMART_GADDR_DM);
 	return 0;
+}
+
+int smart_bt_stats_sized(smart_bt_t *t, smart_worker_t *w,
+			 struct smart_bt_stats *out, size_t size)
+{
+	struct smart_bt_stats full;
+	int rc = out ? bt_stats_fill(t, w, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__ds_out_give(out, size, &full, sizeof(full));
 }
 
 int smart_bt_close(smart_bt_t *t, smart_worker_t *w)

@@ -145,8 +145,9 @@ static int ahead_take(smart_bt_t *t, struct ahead *ah, smart_gaddr_t a,
 }
 
 int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
-		  size_t from_len, const void *to, size_t to_len, size_t max,
-		  struct smart_bt_entry *out, void *buf, size_t cap, size_t *n)
+		  size_t from_len, const void *to, size_t to_len,
+		  struct smart_bt_entry *out, size_t max, void *buf, size_t cap,
+		  size_t *n)
 {
 	uint8_t cur[SMART_BT_KEY_MAX], *b = buf;
 	struct bt_leaf_ent **ents;

@@ -48,3 +48,48 @@ int smart__ds_area_ok(uint64_t off, uint64_t len)
 		return dm < SMART_DM_MAX && len <= SMART_DM_MAX - dm;
 	return len <= SMART_GADDR_DM - off;
 }
+
+/* HT_CONFIG_TAIL (any ds prefix builds this layer): a config's unknown
+ * tail ignored instead of refused */
+#ifdef SMART_MUTANT_HT_CONFIG_TAIL
+#define SMART_M_HT_CONFIG_TAIL 1
+#else
+#define SMART_M_HT_CONFIG_TAIL 0
+#endif
+
+int smart__ds_config_take(void *dst, size_t known, const void *src)
+{
+	const unsigned char *s = src;
+	uint32_t n;
+
+	memcpy(&n, s, sizeof(n));
+	if (n < sizeof(n) || n > 4096u)
+		return SMART_EINVAL;
+	for (size_t i = known; i < n && !SMART_M_HT_CONFIG_TAIL; i++)
+		if (s[i])
+			return SMART_EINVAL;
+	memcpy((unsigned char *)dst + sizeof(n), s + sizeof(n),
+	       (n < known ? n : known) - sizeof(n));
+	return 0;
+}
+
+/* HT_OUT_FULL: an output struct written whole, whatever the caller's size
+ * (an older caller's memory overrun) */
+#ifdef SMART_MUTANT_HT_OUT_FULL
+#define SMART_M_HT_OUT_FULL 1
+#else
+#define SMART_M_HT_OUT_FULL 0
+#endif
+
+int smart__ds_out_give(void *out, size_t size, const void *full,
+		       size_t known)
+{
+	size_t n = size < known && !SMART_M_HT_OUT_FULL ? size : known;
+
+	if (!size || size > 4096u)
+		return SMART_EINVAL;
+	memcpy(out, full, n);
+	if (n < size)
+		memset((unsigned char *)out + n, 0, size - n);
+	return 0;
+}

@@ -17,6 +17,7 @@ void smart_dtx_config_init(struct smart_dtx_config *cfg)
 	if (!cfg)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->replicas = -1;
 	cfg->log_slots = 256;
 	cfg->max_writes = 16;
@@ -390,14 +391,18 @@ static int dtx_new(smart_worker_t *w, const struct dtx_meta *m,
 int smart_dtx_create(smart_worker_t *w, uint16_t home, const char *name,
 		     const struct smart_dtx_config *cfg, smart_dtx_t **out)
 {
+	struct smart_dtx_config def;
 	struct dtx_meta *m;
 	smart_gaddr_t maddr = 0;
 	uint64_t found;
 	unsigned idx;
 	int rc;
 
-	if (!w || !out || !cfg || !smart_root_name_ok(name))
+	smart_dtx_config_init(&def);
+	if (!w || !out || !cfg || !smart_root_name_ok(name) ||
+	    smart__ds_config_take(&def, sizeof(def), cfg))
 		return SMART_EINVAL;
+	cfg = &def;
 	rc = config_check(cfg);
 	if (rc)
 		return rc;
@@ -429,21 +434,26 @@ int smart_dtx_create(smart_worker_t *w, uint16_t home, const char *name,
 int smart_dtx_open(smart_worker_t *w, uint16_t home, const char *name,
 		   const struct smart_dtx_config *cfg, smart_dtx_t **out)
 {
+	struct smart_dtx_config def;
 	struct dtx_meta *m;
 	uint64_t maddr;
 	unsigned idx;
 	int rc;
 
+	smart_dtx_config_init(&def);
+	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+		return SMART_EINVAL;
+	cfg = &def;
 	if (!w || !out || !smart_root_name_ok(name) ||
-	    (cfg && (cfg->cache_entries & (cfg->cache_entries - 1))))
+	    (cfg->cache_entries & (cfg->cache_entries - 1)))
 		return SMART_EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return SMART_ENOMEM;
 	rc = smart_root_find(w, home, name, dtx_name_of, m, &idx, &maddr);
 	if (!rc)
-		rc = dtx_new(w, m, maddr, home, idx,
-			     cfg ? cfg->cache_entries : 1u << 20, out);
+		rc = dtx_new(w, m, maddr, home, idx, cfg->cache_entries,
+			     out);
 	free(m);
 	return rc;
 }
@@ -468,8 +478,9 @@ int smart_dtx_table_info(const smart_dtx_t *d, uint32_t table,
 	return 0;
 }
 
-int smart_dtx_close(smart_dtx_t *d)
+int smart_dtx_close(smart_dtx_t *d, smart_worker_t *w)
 {
+	(void)w;	/* log slots go with their transaction objects */
 	if (!d)
 		return 0;
 	if (atomic_load(&d->txns))
@@ -501,11 +512,13 @@ int smart_dtx_drop(smart_dtx_t *d, smart_worker_t *w)
 		(void)smart_free(w, d->meta, sizeof(*m));
 	}
 	free(m);
-	return rc ? rc : smart_dtx_close(d);
+	return rc ? rc : smart_dtx_close(d, w);
 }
 
-int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *o)
+static int dtx_stats_fill(const smart_dtx_t *d, smart_worker_t *w,
+			  struct smart_dtx_stats *o)
 {
+	(void)w;	/* the counters are this object's: nothing to read */
 	if (!d || !o)
 		return SMART_EINVAL;
 #define LD(f) o->f = atomic_load_explicit(&((smart_dtx_t *)d)->f, \
@@ -518,6 +531,15 @@ int smart_dtx_stats(const smart_dtx_t *d, struct smart_dtx_stats *o)
 	LD(unlocks_waited);
 #undef LD
 	return 0;
+}
+
+int smart_dtx_stats_sized(const smart_dtx_t *d, smart_worker_t *w,
+			  struct smart_dtx_stats *out, size_t size)
+{
+	struct smart_dtx_stats full;
+	int rc = out ? dtx_stats_fill(d, w, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__ds_out_give(out, size, &full, sizeof(full));
 }
 
 /* ---- transaction objects and their log slots ---------------------- */

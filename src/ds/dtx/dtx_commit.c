@@ -26,6 +26,7 @@
  *   unchanged, and a key still absent from its buckets, were so at that
  *   point, which is the transaction's serialization point.
  */
+#include "ds/common/ds_common.h"
 #include "ds/dtx/dtx_internal.h"
 
 /* The source of lock releases: it must outlive the WRITEs (until sync). */
@@ -130,12 +131,12 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
 	return 0;
 }
 
-int smart_dtx_last_cost(const smart_dtx_txn_t *x, struct smart_dtx_cost *out)
+int smart_dtx_last_cost_sized(const smart_dtx_txn_t *x,
+			      struct smart_dtx_cost *out, size_t size)
 {
 	if (!x || !out)
 		return SMART_EINVAL;
-	*out = x->cost;
-	return 0;
+	return smart__ds_out_give(out, size, &x->cost, sizeof(x->cost));
 }
 
 /* ---- validation ------------------------------------------------------ */

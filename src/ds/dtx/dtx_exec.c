@@ -233,7 +233,10 @@ static int post(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it)
 	}
 }
 
-int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
+/* A lock word `lock` met at lockw (a record's): 1 when its holder is
+ * alive (a conflict), 0 when it was dead and what it left is resolved
+ * (read the record again), or an error. */
+static int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
 			smart_gaddr_t lockw, uint64_t lock)
 {
 	uint16_t blade = smart_gaddr_blade(lockw);

@@ -169,11 +169,6 @@ void smart__dtx_cache_put(smart_dtx_t *d, const struct dtx_table *t,
 
 /* ---- dtx_exec.c ---- */
 int smart__dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w);
-/* A lock word `lock` met at lockw (a record's): 1 when its holder is
- * alive (a conflict), 0 when it was dead and what it left is resolved
- * (read the record again), or an error. */
-int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
-			smart_gaddr_t lockw, uint64_t lock);
 
 /* ---- dtx_commit.c ---- */
 void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc);

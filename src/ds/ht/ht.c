@@ -14,6 +14,7 @@
 #include <sys/random.h>
 
 #include "ds/ht/ht_internal.h"
+#include "ds/common/ds_common.h"
 
 #define HT_SPLIT_GROUPS	320u		/* 60 KiB of buckets per split step */
 
@@ -22,6 +23,7 @@ void smart_ht_config_init(struct smart_ht_config *cfg)
 	if (!cfg)
 		return;
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->depth = 2;
 	cfg->buckets = 1024;
 	/* 128 KiB per table object (a CPU's L2): the hot keys of a skewed
@@ -247,7 +249,7 @@ static int table_new(smart_worker_t *w, const struct ht_meta *m,
 			rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
 	}
 	if (rc) {
-		smart_ht_close(t);
+		smart_ht_close(t, NULL);
 		return rc == SMART_EREMOTE ? SMART_ENOENT : rc;
 	}
 	*out = t;
@@ -302,10 +304,10 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	uint64_t cur, old;
 	int rc;
 
-	if (!cfg) {
-		smart_ht_config_init(&def);
-		cfg = &def;
-	}
+	smart_ht_config_init(&def);
+	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+		return SMART_EINVAL;
+	cfg = &def;
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
 	    !smart__ht_config_ok(cfg))
 		return SMART_EINVAL;
@@ -333,7 +335,8 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 }
 
 int smart__ht_open_at(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		      uint64_t maddr, smart_ht_t **out)
+		      uint64_t maddr, const struct smart_ht_config *cfg,
+		      smart_ht_t **out)
 {
 	struct ht_meta *m;
 	size_t mark = smart_scratch_mark(w);
@@ -342,26 +345,32 @@ int smart__ht_open_at(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	if (!rc)
 		rc = smart__ht_meta_read(w, blade, maddr, m);
 	if (!rc)
-		rc = smart__ht_table_open(w, blade, root_idx, maddr, m, NULL,
+		rc = smart__ht_table_open(w, blade, root_idx, maddr, m, cfg,
 					  out);
 	smart_scratch_release(w, mark);
 	return rc;
 }
 
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		  smart_ht_t **out)
+		  const struct smart_ht_config *cfg, smart_ht_t **out)
 {
+	struct smart_ht_config def;
 	uint64_t maddr;
 	int rc;
 
-	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
+	smart_ht_config_init(&def);
+	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
+	    (cfg && smart__ds_config_take(&def, sizeof(def), cfg)) ||
+	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_get(w, blade, root_idx, &maddr);
-	return rc ? rc : smart__ht_open_at(w, blade, root_idx, maddr, out);
+	return rc ? rc : smart__ht_open_at(w, blade, root_idx, maddr, &def,
+					   out);
 }
 
-int smart_ht_close(smart_ht_t *t)
+int smart_ht_close(smart_ht_t *t, smart_worker_t *w)
 {
+	(void)w;	/* nothing remote to give back: the table stays */
 	if (!t)
 		return 0;
 	free(t->spec);
@@ -385,8 +394,8 @@ static unsigned count_subtables(const struct ht_shard *sh, unsigned depth)
 	return distinct;
 }
 
-int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
-		   struct smart_ht_stats *out)
+static int ht_stats_fill(smart_ht_t *t, smart_worker_t *w,
+			 struct smart_ht_stats *out)
 {
 	smart_stats_t st;
 	unsigned i, d;
@@ -417,6 +426,15 @@ int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 	out->retired = st.c[SMART_STAT_EPOCH_RETIRED];
 	out->freed = st.c[SMART_STAT_EPOCH_FREED];
 	return 0;
+}
+
+int smart_ht_stats_sized(smart_ht_t *t, smart_worker_t *w,
+			 struct smart_ht_stats *out, size_t size)
+{
+	struct smart_ht_stats full;
+	int rc = out ? ht_stats_fill(t, w, &full) : SMART_EINVAL;
+
+	return rc ? rc : smart__ds_out_give(out, size, &full, sizeof(full));
 }
 
 unsigned smart_ht_shards(const smart_ht_t *t)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ds/ht/ht_internal.h"
+#include "ds/common/ds_common.h"
 
 _Static_assert(HT_NAME_MAX == SMART_ROOT_NAME_MAX, "names fit the core's");
 
@@ -35,16 +36,20 @@ static int ht_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 }
 
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
-			smart_ht_t **out)
+			const struct smart_ht_config *cfg, smart_ht_t **out)
 {
+	struct smart_ht_config def;
 	uint64_t maddr;
 	unsigned idx;
 	int rc;
 
-	if (!w || !out || !smart_root_name_ok(name))
+	smart_ht_config_init(&def);
+	if (!w || !out || !smart_root_name_ok(name) ||
+	    (cfg && smart__ds_config_take(&def, sizeof(def), cfg)) ||
+	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_find(w, blade, name, ht_name_of, NULL, &idx, &maddr);
-	return rc ? rc : smart__ht_open_at(w, blade, idx, maddr, out);
+	return rc ? rc : smart__ht_open_at(w, blade, idx, maddr, &def, out);
 }
 
 int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
@@ -56,10 +61,10 @@ int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 	unsigned idx;
 	int rc;
 
-	if (!cfg) {
-		smart_ht_config_init(&def);
-		cfg = &def;
-	}
+	smart_ht_config_init(&def);
+	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+		return SMART_EINVAL;
+	cfg = &def;
 	if (!w || !out || !smart_root_name_ok(name) ||
 	    !smart__ht_config_ok(cfg))
 		return SMART_EINVAL;
@@ -222,5 +227,5 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w)
 	if (rc)
 		return rc;
 	smart_free(w, maddr, sizeof(struct ht_meta));
-	return smart_ht_close(t);
+	return smart_ht_close(t, w);
 }

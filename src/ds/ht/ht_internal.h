@@ -99,9 +99,11 @@ int smart__ht_meta_read(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 int smart__ht_table_open(smart_worker_t *w, uint16_t blade, unsigned root,
 			 uint64_t maddr, const struct ht_meta *m,
 			 const struct smart_ht_config *c, smart_ht_t **out);
-/* Open the table whose descriptor root entry root_idx holds (maddr). */
+/* Open the table whose descriptor root entry root_idx holds (maddr), with
+ * cfg's process-local settings. */
 int smart__ht_open_at(smart_worker_t *w, uint16_t blade, unsigned root_idx,
-		      uint64_t maddr, smart_ht_t **out);
+		      uint64_t maddr, const struct smart_ht_config *cfg,
+		      smart_ht_t **out);
 
 /* Re-read shard sh's directory (header and entries) into the cache. */
 int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,

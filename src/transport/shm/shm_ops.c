@@ -3,7 +3,7 @@
  */
 #include "transport/shm/shm.h"
 
-const struct smart_tp_ops smart_tp_shm_ops = {
+const struct smart_tp_ops smart__tp_shm_ops = {
 	.name = "shm",
 	.domain_open = smart__shm_domain_open,
 	.domain_close = smart__shm_domain_close,

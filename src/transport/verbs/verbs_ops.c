@@ -3,7 +3,7 @@
  */
 #include "transport/verbs/verbs.h"
 
-const struct smart_tp_ops smart_tp_verbs_ops = {
+const struct smart_tp_ops smart__tp_verbs_ops = {
 	.name = "verbs",
 	.domain_open = smart__verbs_domain_open,
 	.domain_close = smart__verbs_domain_close,

@@ -167,7 +167,7 @@ int smart_conformance_run_shm(const struct smart_tp_cfg *client_cfg,
 			      const char *filter)
 {
 	struct smart_conf_env env = {
-		.ops = smart_tp_find("shm"),
+		.ops = smart__tp_find("shm"),
 		.client_cfg = client_cfg,
 		.flags = SMART_CONF_FORK | SMART_CONF_ISOLATE,
 		.scale_pct = 100,

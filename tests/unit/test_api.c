@@ -1,0 +1,282 @@
+/*
+ * The conventions every public object keeps (docs/api.md): extensible
+ * config structs (struct_size set by the init function; a larger size
+ * whose unknown tail is not zero refused with SMART_EINVAL and nothing
+ * done, a smaller older size given the defaults for the fields it lacks,
+ * an uninitialised one refused), output structs written to the size the
+ * caller's header gave (an older caller's memory past it untouched, a
+ * newer caller's unknown fields zeroed), and close/stats taking (object,
+ * worker, output) with NULL as documented.  Each refused config is shown
+ * to have had no side effect (no root entry taken, no blade serving).
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/test.h"
+#include "smart/smart.h"
+#include "smart/bt.h"
+#include "smart/dtx.h"
+#include "smart/ht.h"
+#include "smart/rpc.h"
+
+#define BLADE_SIZE	(32u << 20)
+
+/* A caller built against a newer header: the struct and a field this
+ * library does not know. */
+#define NEWER(type) struct { type c; uint64_t newer; }
+
+static void test_ht_config(void)
+{
+	NEWER(struct smart_ht_config) n;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_ht_t *t = NULL;
+	uint64_t root;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	memset(&n, 0, sizeof(n));
+	smart_ht_config_init(&n.c);
+	CHECK_EQ(n.c.struct_size, sizeof(n.c));
+	n.c.buckets = 64;
+	n.c.struct_size = sizeof(n);
+	n.newer = 1;		/* a setting this library would ignore */
+	CHECK_EQ(smart_ht_create(w, 1, 5, &n.c, &t), SMART_EINVAL);
+	CHECK_OK(smart_root_get(w, 1, 5, &root));
+	CHECK_EQ(root, 0);	/* no side effect */
+	n.newer = 0;		/* absent: taken */
+	CHECK_OK(smart_ht_create(w, 1, 5, &n.c, &t));
+	CHECK_OK(smart_ht_drop(t, w));
+	/* an older caller: split_chunk beyond its size takes the default
+	 * (1 would be refused) */
+	n.c.struct_size = offsetof(struct smart_ht_config, split_chunk);
+	n.c.split_chunk = 1;
+	CHECK_OK(smart_ht_create(w, 1, 6, &n.c, &t));
+	CHECK_OK(smart_ht_close(t, w));
+	/* open takes a config too (this process's settings) */
+	CHECK_OK(smart_ht_open(w, 1, 6, &n.c, &t));
+	CHECK_OK(smart_ht_close(t, w));
+	CHECK_OK(smart_ht_open(w, 1, 6, NULL, &t));
+	CHECK_OK(smart_ht_close(t, NULL));
+	n.c.struct_size = 0;	/* never initialised */
+	CHECK_EQ(smart_ht_open(w, 1, 6, &n.c, &t), SMART_EINVAL);
+	CHECK_EQ(smart_ht_create(w, 1, 7, &n.c, &t), SMART_EINVAL);
+	CHECK_EQ(smart_ht_create_named(w, 1, "x", &n.c, &t), SMART_EINVAL);
+	CHECK_OK(smart_root_get(w, 1, 7, &root));
+	CHECK_EQ(root, 0);
+	CHECK_OK(smart_ht_close(NULL, NULL));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_bt_config(void)
+{
+	NEWER(struct smart_bt_config) n;
+	struct smart_bt_stats st;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_bt_t *t = NULL;
+	uint64_t root;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	memset(&n, 0, sizeof(n));
+	smart_bt_config_init(&n.c);
+	n.c.cache_bytes = 1 << 20;
+	n.c.struct_size = sizeof(n);
+	n.newer = 7;
+	CHECK_EQ(smart_bt_create(w, 1, 5, &n.c, &t), SMART_EINVAL);
+	CHECK_EQ(smart_bt_open(w, 1, 5, &n.c, &t), SMART_EINVAL);
+	CHECK_OK(smart_root_get(w, 1, 5, &root));
+	CHECK_EQ(root, 0);
+	/* older: hocl beyond its size takes the default (on); key_max 0
+	 * inside it would be refused, so the fields it has are read */
+	n.c.struct_size = offsetof(struct smart_bt_config, hocl);
+	n.c.hocl = 0;
+	n.c.key_max = 0;
+	CHECK_EQ(smart_bt_create(w, 1, 5, &n.c, &t), SMART_EINVAL);
+	n.c.key_max = 8;
+	CHECK_OK(smart_bt_create(w, 1, 5, &n.c, &t));
+	CHECK_EQ(smart_bt_key_max(t), 8);
+	CHECK_OK(smart_bt_stats(t, NULL, &st));	/* local: w may be NULL */
+	CHECK_OK(smart_bt_stats(t, w, &st));
+	CHECK_EQ(smart_bt_stats(t, w, NULL), SMART_EINVAL);
+	CHECK_OK(smart_bt_drop(t, w));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_dtx_config(void)
+{
+	static const struct smart_dtx_table tab = {
+		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+	};
+	NEWER(struct smart_dtx_config) n;
+	struct smart_dtx_stats st;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_dtx_t *d = NULL;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	memset(&n, 0, sizeof(n));
+	smart_dtx_config_init(&n.c);
+	n.c.tables = &tab;
+	n.c.ntables = 1;
+	n.c.log_slots = 4;
+	n.c.struct_size = sizeof(n);
+	n.newer = 1;
+	CHECK_EQ(smart_dtx_create(w, 1, "db", &n.c, &d), SMART_EINVAL);
+	CHECK_EQ(smart_dtx_open(w, 1, "db", NULL, &d), SMART_ENOENT);
+	/* older: cache_entries beyond its size takes the default (3 would
+	 * be refused: not a power of two) */
+	n.c.struct_size = offsetof(struct smart_dtx_config, cache_entries);
+	n.c.cache_entries = 3;
+	CHECK_OK(smart_dtx_create(w, 1, "db", &n.c, &d));
+	CHECK_OK(smart_dtx_stats(d, NULL, &st));
+	CHECK_EQ(st.commits, 0);
+	CHECK_OK(smart_dtx_close(d, w));
+	CHECK_OK(smart_dtx_open(w, 1, "db", &n.c, &d));
+	n.c.struct_size = 2;	/* not even its own member */
+	CHECK_EQ(smart_dtx_open(w, 1, "db", &n.c, &d), SMART_EINVAL);
+	CHECK_OK(smart_dtx_drop(d, w));
+	CHECK_OK(smart_dtx_close(NULL, NULL));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_rpc_config(void)
+{
+	NEWER(struct smart_rpc_config) n;
+	struct smart_rpc_config lit = { SMART_RPC_CONFIG_INIT, .window = 8 };
+	smart_ctx_t *ctx = fixture_ctx(NULL);
+	smart_worker_t *w;
+	smart_rpc_t *rpc = NULL;
+
+	CHECK_OK(smart_worker_create(ctx, &w));
+	memset(&n, 0, sizeof(n));
+	smart_rpc_config_init(&n.c);
+	CHECK_EQ(n.c.struct_size, sizeof(n.c));
+	n.c.struct_size = sizeof(n);
+	n.newer = 1;
+	CHECK_EQ(smart_rpc_create(w, &n.c, &rpc), SMART_EINVAL);
+	CHECK(rpc == NULL);
+	n.newer = 0;
+	CHECK_OK(smart_rpc_create(w, &n.c, &rpc));	/* so none was left */
+	CHECK_OK(smart_rpc_destroy(rpc));
+	/* older: busy_us beyond its size takes the default (2 s would be
+	 * refused) */
+	n.c.struct_size = offsetof(struct smart_rpc_config, busy_us);
+	n.c.busy_us = 2000000;
+	CHECK_OK(smart_rpc_create(w, &n.c, &rpc));
+	CHECK_OK(smart_rpc_flush(rpc));
+	CHECK_OK(smart_rpc_destroy(rpc));
+	CHECK_OK(smart_rpc_create(w, &lit, &rpc));
+	CHECK_OK(smart_rpc_destroy(rpc));
+	n.c.struct_size = 0;
+	CHECK_EQ(smart_rpc_create(w, &n.c, &rpc), SMART_EINVAL);
+	CHECK_OK(smart_rpc_close(NULL));
+	CHECK_EQ(smart_rpc_flush(NULL), SMART_EINVAL);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(ctx));
+}
+
+static void test_blade_config(void)
+{
+	NEWER(struct smart_blade_config) n;
+	struct smart_blade_stats st;
+	smart_blade_t *b = NULL;
+
+	memset(&n, 0, sizeof(n));
+	fixture_blade_config(&n.c, BLADE_SIZE, 3);
+	n.c.struct_size = sizeof(n);
+	n.newer = 1;
+	CHECK_EQ(smart_blade_create(&n.c, &b), SMART_EINVAL);
+	CHECK(b == NULL);
+	/* older: gid_type beyond its size takes the default */
+	n.c.struct_size = offsetof(struct smart_blade_config, gid_type);
+	n.c.gid_type = "no such type";
+	CHECK_OK(smart_blade_create(&n.c, &b));
+	CHECK_OK(smart_blade_stats(b, &st));
+	CHECK_EQ(smart_blade_stats(NULL, &st), SMART_EINVAL);
+	CHECK_OK(smart_blade_destroy(b));
+}
+
+/* An output of `size` bytes inside a buffer of 0xab: what lies past it
+ * must stay 0xab (an older caller's memory). */
+static int tail_kept(const unsigned char *buf, size_t size, size_t all)
+{
+	for (size_t i = size; i < all; i++)
+		if (buf[i] != 0xab)
+			return 0;
+	return 1;
+}
+
+static void test_stats_size(void)
+{
+	union {
+		struct smart_bt_stats bt;
+		struct smart_rpc_stats rpc;
+		smart_stats_t st;
+		unsigned char b[sizeof(smart_stats_t) + 64];
+	} u;
+	size_t old_bt = offsetof(struct smart_bt_stats, merges);
+	size_t old_rpc = offsetof(struct smart_rpc_stats, traced);
+	struct smart_bt_stats full;
+	struct smart_bt_config c;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+	smart_bt_t *t;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	smart_bt_config_init(&c);
+	c.cache_bytes = 1 << 20;
+	CHECK_OK(smart_bt_create(w, 1, 5, &c, &t));
+	/* an older caller (src/ds's copy of the rule) */
+	CHECK_OK(smart_bt_insert(t, w, "k", 1, "v", 1));
+	CHECK_OK(smart_bt_stats(t, w, &full));
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_bt_stats_sized(t, w, &u.bt, old_bt));
+	CHECK(!memcmp(&u.bt, &full, old_bt));
+	CHECK(tail_kept(u.b, old_bt, sizeof(u)));
+	/* a newer one: what this library does not know reads 0 */
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_bt_stats_sized(t, w, &u.bt, sizeof(u.bt) + 16));
+	CHECK(u.b[sizeof(u.bt)] == 0 && u.b[sizeof(u.bt) + 15] == 0);
+	CHECK(tail_kept(u.b, sizeof(u.bt) + 16, sizeof(u)));
+	CHECK_EQ(smart_bt_stats_sized(t, w, &u.bt, 0), SMART_EINVAL);
+	CHECK_OK(smart_bt_drop(t, w));
+	/* src/util's copy: an endpoint's counters, the ctx's snapshot */
+	CHECK_OK(smart_rpc_create(w, NULL, &rpc));
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_rpc_stats_sized(rpc, &u.rpc, old_rpc));
+	CHECK_EQ(u.rpc.msgs_sent, 0);
+	CHECK(tail_kept(u.b, old_rpc, sizeof(u)));
+	CHECK_EQ(smart_rpc_stats_sized(rpc, &u.rpc, 0), SMART_EINVAL);
+	CHECK_OK(smart_rpc_destroy(rpc));
+	memset(&u, 0xab, sizeof(u));
+	CHECK_OK(smart_stats_snapshot_sized(f.ctx, &u.st, 64));
+	CHECK(tail_kept(u.b, 64, sizeof(u)));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &u.st));
+	CHECK(u.st.c[SMART_STAT_MAX - 1] == 0 && u.st.workers == 1);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct test_case cases[] = {
+		{ "ht_config", test_ht_config },
+		{ "bt_config", test_bt_config },
+		{ "dtx_config", test_dtx_config },
+		{ "rpc_config", test_rpc_config },
+		{ "blade_config", test_blade_config },
+		{ "stats_size", test_stats_size },
+		{ NULL, NULL },
+	};
+
+	return test_main(argc, argv, cases);
+}
