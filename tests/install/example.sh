@@ -39,17 +39,21 @@ else
 	bad "cmake --install (DESTDIR)" "$tmp/out"
 	exit 1
 fi
+major=$(sed -n 's/^#define[ \t]*SMART_VERSION_MAJOR[ \t]*\([0-9]*\).*/\1/p' \
+	"$src/include/smart/smart.h")
 pcdir=$(dirname "$(find "$prefix" -name smart.pc | head -1)")
 libdir=$(dirname "$pcdir")
 for f in include/smart/smart.h include/smart/ops.h bin/smartd bin/smart-perf \
 	bin/smart-ping bin/smart-bench; do
 	[ -e "$prefix/$f" ] || bad "installed: no $f"
 done
-for f in libsmart.a libsmart.so libsmart.so.0 pkgconfig/smart.pc; do
+for f in libsmart.a libsmart.so libsmart.so.$major pkgconfig/smart.pc; do
 	[ -e "$libdir/$f" ] || bad "installed: no $libdir/$f"
 done
-[ -L "$libdir/libsmart.so.0" ] && [ -f "$(readlink -f "$libdir/libsmart.so.0")" ] &&
-	ok "installed files" || bad "libsmart.so.0 is not a link to the library"
+[ -L "$libdir/libsmart.so.$major" ] &&
+	[ -f "$(readlink -f "$libdir/libsmart.so.$major")" ] &&
+	ok "installed files" ||
+	bad "libsmart.so.$major is not a link to the library"
 
 pc() {
 	PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$prefix" \
@@ -92,8 +96,8 @@ for c in "$src"/examples/*.c; do
 			"$tmp/out"
 		continue
 	fi
-	readelf -d "$tmp/$name-shared" | grep -q 'NEEDED.*\[libsmart\.so\.0\]' ||
-		bad "$name-shared does not load libsmart.so.0"
+	readelf -d "$tmp/$name-shared" | grep -q "NEEDED.*\[libsmart\.so\.$major\]" ||
+		bad "$name-shared does not load libsmart.so.$major"
 	! readelf -d "$tmp/$name-static" | grep -q 'NEEDED.*libsmart' ||
 		bad "$name-static still loads libsmart.so"
 	apps+=("$name-shared" "$name-static")
