@@ -30,4 +30,12 @@
 #define SMART_VERSION_PATCH 0
 #define SMART_VERSION_STRING "1.0.0"
 
+/* The version of the library loaded at run time, which may be a later 1.x
+ * than the headers an application was compiled with: an application that
+ * needs a function of 1.<n> checks *minor >= n (the loader already refused
+ * a library lacking the version node of a function it links).  Stores the
+ * numbers in those of major, minor and patch that are not NULL and returns
+ * the version string ("1.0.0"); cannot fail.  Thread safe. */
+const char *smart_version(unsigned *major, unsigned *minor, unsigned *patch);
+
 #endif

@@ -80,6 +80,8 @@ while read -r s; do
 	echo "     after it goes into a new node (abi/nodes.txt, docs/design.md §12)"
 	fail=1
 done <"$tmp/joined"
+[ -s "$tmp/joined" ] &&
+	echo "     (before a node is released, an intended addition: make abi-baseline)"
 [ $fail -eq 0 ] && echo "ok   released nodes unchanged: $(tr '\n' ' ' <"$tmp/nodes")"
 
 abidiff --headers-dir2 "$hdrs" --drop-private-types --no-show-locs \
