@@ -14,11 +14,10 @@
 # the list is checked here: a node of another major or above the library's
 # minor version, a function named twice or declared in no header stops the
 # build.  The headers are read by a small parser for their plain style
-# (Linux kernel C): comments
-# and preprocessor lines are dropped, brace bodies (structs, enums, static
-# inline functions) collapsed, and every remaining top-level statement that
-# is not static or a typedef and has a parameter list declares the function
-# named just before it.  Anything it cannot read stops the build rather than
+# (Linux kernel C): comments and preprocessor lines are dropped, brace
+# bodies (structs, enums, static inline functions) collapsed, and every
+# remaining top-level statement that is not static or a typedef and has a
+# parameter list declares the function named just before it.  Anything it cannot read stops the build rather than
 # silently dropping a function; tests/install/exports.sh checks the result
 # against the compiler's own reading of the headers.
 cmake_minimum_required(VERSION 3.16)
@@ -93,7 +92,8 @@ foreach(l ${lines})
     continue()
   endif()
   if(NOT l MATCHES "^SMART_([0-9]+)\\.([0-9]+)[ \t]+(smart_[A-Za-z0-9_]+)$")
-    message(FATAL_ERROR "${NODES}: cannot read '${l}' (want: SMART_X.Y smart_name)")
+    message(FATAL_ERROR
+      "${NODES}: cannot read '${l}' (want: SMART_X.Y smart_name)")
   endif()
   set(fn ${CMAKE_MATCH_3})
   set(mj ${CMAKE_MATCH_1})
@@ -118,7 +118,8 @@ if(listed)
   list(REMOVE_ITEM node_0 ${listed})
 endif()
 
-set(map "/* Generated from include/smart/*.h and abi/nodes.txt by cmake/public-symbols.cmake. */\n")
+set(map "/* Generated from include/smart/*.h and abi/nodes.txt by "
+  "cmake/public-symbols.cmake. */\n")
 string(APPEND map "SMART_${major}.0 {\n\tglobal:\n")
 foreach(n ${node_0})
   string(APPEND map "\t\t${n};\n")

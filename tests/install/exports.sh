@@ -4,9 +4,10 @@
 # include/smart/*.h, and every such function must be exported; the soname is
 # libsmart.so.<major>.  Each is exported under its version node: the one
 # abi/nodes.txt names for it, else SMART_<major>.0 (docs/design.md §12),
-# and the library defines those nodes and no other.  The list of declared functions is the compiler's
-# (gcc -aux-info), not cmake/public-symbols.cmake's parse that made the
-# version script, so a parsing slip there is caught here.
+# and the library defines those nodes and no other.  The list of declared
+# functions is the compiler's (gcc -aux-info), not the parse of
+# cmake/public-symbols.cmake that made the version script, so a parsing
+# slip there is caught here.
 # Usage: exports.sh SOURCE_DIR LIBSMART_SO [CC]
 set -u
 src=${1:?usage: exports.sh SOURCE_DIR LIBSMART_SO [CC]}
