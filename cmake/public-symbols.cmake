@@ -99,9 +99,9 @@ foreach(l ${lines})
   set(mj ${CMAKE_MATCH_1})
   math(EXPR m "${CMAKE_MATCH_2}")
   if(NOT mj EQUAL major OR m LESS 1 OR m GREATER minor)
-    message(FATAL_ERROR "${NODES}: '${l}': the library is ${VERSION}, whose "
-      "later nodes are SMART_${major}.1 to SMART_${major}.${minor} (a new "
-      "node raises SMART_VERSION_MINOR in include/smart/smart.h)")
+    message(FATAL_ERROR "${NODES}: '${l}': no later node of version "
+      "${VERSION} (they are SMART_${major}.1 up to its minor; a new node "
+      "raises SMART_VERSION_MINOR in include/smart/smart.h)")
   endif()
   if(NOT fn IN_LIST names)
     message(FATAL_ERROR "${NODES}: ${fn} is declared in no ${HEADER_DIR}/*.h")
