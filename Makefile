@@ -3,7 +3,9 @@
 # Other targets: build, install (PREFIX, default /usr/local; DESTDIR to
 # stage), asan-test (ASan+UBSan build of the tests, without the VM tests,
 # which `make test` runs once), mutants (every mutant of
-# tests/mutants/mutants.txt built and caught by its tests), clean.
+# tests/mutants/mutants.txt built and caught by its tests), abi-baseline
+# (abi/libsmart.abi rewritten from this build's libsmart.so, after an
+# intended ABI change: docs/design.md §12), clean.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MUTANT_BUILD ?= build-mutants
@@ -13,7 +15,7 @@ RUN_SECONDS ?= 3
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 
-.PHONY: all deps build run test install asan-test mutants clean
+.PHONY: all deps build run test install asan-test mutants abi-baseline clean
 
 all: build
 
@@ -48,6 +50,9 @@ asan-test: deps
 # docs/design.md §10.4: each guard removed in turn must make its tests fail.
 mutants: deps
 	tests/mutants/run.sh -B $(MUTANT_BUILD)
+
+abi-baseline: build
+	@cmake --build $(BUILD) --target abi-baseline
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(MUTANT_BUILD)

@@ -9,8 +9,10 @@ set -euo pipefail
 # libsodium-dev: the handshakes' HMAC-SHA-256 and nonces (docs/protocol.md).
 # valgrind: bench/op-cost.sh counts instructions per op with callgrind
 # (and its ctest, test_op_cost).
+# abigail-tools: abidw and abidiff, the ABI check against abi/libsmart.abi
+# (ctest install_abi, make abi-baseline; docs/design.md §12).
 pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev
-	libsodium-dev valgrind "$@")
+	libsodium-dev valgrind abigail-tools "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

@@ -30,14 +30,12 @@
 
 #include "blade/blade_int.h"
 #include "smart/status.h"
+#include "util/clock.h"
 #include "util/mutant.h"
 
 uint64_t smart__blade_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return smart__mono_ms();
 }
 
 struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd)

@@ -48,11 +48,6 @@
 #define CALIB_NS 20000000ull
 #define SAMPLE_TRIES 7
 
-static uint64_t ts_ns(const struct timespec *ts)
-{
-	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
-}
-
 #if SMART_HAVE_TSC
 static double freq_checked(double hz)
 {
@@ -165,7 +160,7 @@ static int clock_pair(clockid_t id, uint64_t *cycles, uint64_t *ns)
 			continue;	/* migrated or slower than before */
 		best = t1 - t0;
 		*cycles = t0 + best / 2;
-		*ns = ts_ns(&ts);
+		*ns = smart__ts_ns(&ts);
 	}
 	return best == UINT64_MAX ? SMART_ESYS : 0;
 }

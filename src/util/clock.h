@@ -42,12 +42,26 @@ struct smart__clock {
  */
 int smart__clock_init(struct smart__clock *c);
 
+/* The library's one conversion of a clock reading to nanoseconds; every
+ * other unit (smart__mono_ms, the deadlines of util/sockio.h) derives from
+ * it, so two readings in different units still compare. */
+static inline uint64_t smart__ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
 static inline uint64_t smart__mono_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return smart__ts_ns(&ts);
+}
+
+/* Monotonic milliseconds, for deadlines of control paths. */
+static inline uint64_t smart__mono_ms(void)
+{
+	return smart__mono_ns() / 1000000u;
 }
 
 /* Raw cycle counter; nanoseconds where there is no TSC. */

@@ -533,4 +533,11 @@
 #define SMART_M_CTX_BYE_TAINTED 0
 #endif
 
+#ifdef SMART_MUTANT_CTX_QUERY_ALL_FIELDS	/* core/query.c: every field
+					 * written, asked for or not */
+#define SMART_M_CTX_QUERY_ALL_FIELDS 1
+#else
+#define SMART_M_CTX_QUERY_ALL_FIELDS 0
+#endif
+
 #endif

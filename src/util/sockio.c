@@ -20,24 +20,19 @@
 #include <netinet/tcp.h>
 
 #include "smart/status.h"
+#include "util/clock.h"
 #include "util/sockio.h"
 
 static int smart__sock_wait(int fd, short events, int64_t deadline);
 
 int64_t smart__now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)smart__mono_ms();
 }
 
 static int64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)smart__mono_ns();
 }
 
 /* With idle: look at the socket, then idle->fn, until the socket is ready

@@ -2,7 +2,8 @@
  * Bootstrap wire format: encoders and strict decoders (docs/protocol.md).
  *
  * Every multi-byte field is little-endian and read or written through the
- * put/get helpers below, so host byte order and alignment never matter.
+ * smart__put and smart__get helpers of util/bytes.h, so host byte order and
+ * alignment never matter.
  * Decoders walk the payload with a bounds-checked cursor (struct rd); a read
  * past the end marks the cursor bad instead of touching memory, and a
  * decoder succeeds only when the cursor is good and exactly at the end.
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "smart/status.h"
+#include "util/bytes.h"
 #include "wire/limits.h"
 #include "wire/proto.h"
 #include "wire/superblock.h"
@@ -21,41 +23,6 @@ _Static_assert(SMART_PROTO_FRAME_MAX >= SMART_PROTO_HDR_LEN +
 	       SMART_PROTO_PEER_MAX && SMART_PROTO_FRAME_MAX >=
 	       SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX,
 	       "a buffer of FRAME_MAX holds any frame");
-
-/* --- little-endian helpers --- */
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)v);
-	put16(p + 2, (uint16_t)(v >> 16));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)v);
-	put32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return get16(p) | (uint32_t)get16(p + 2) << 16;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 /* --- bounds-checked reader --- */
 
@@ -89,21 +56,21 @@ static uint16_t rd16(struct rd *r)
 {
 	const uint8_t *q = rd_take(r, 2);
 
-	return q ? get16(q) : 0;
+	return q ? smart__get16(q) : 0;
 }
 
 static uint32_t rd32(struct rd *r)
 {
 	const uint8_t *q = rd_take(r, 4);
 
-	return q ? get32(q) : 0;
+	return q ? smart__get32(q) : 0;
 }
 
 static uint64_t rd64(struct rd *r)
 {
 	const uint8_t *q = rd_take(r, 8);
 
-	return q ? get64(q) : 0;
+	return q ? smart__get64(q) : 0;
 }
 
 /* Copy n bytes out; dst has room for n + 1 when nul is set. */
@@ -182,14 +149,14 @@ int smart__proto_hdr_check(const void *buf, size_t avail,
 	/* Refuse garbage as soon as its first bytes arrive. */
 	if (avail && memcmp(p, magic, avail < 4 ? avail : 4))
 		return SMART_EPROTO;
-	if (avail >= 6 && !known_type(get16(p + 4)))
+	if (avail >= 6 && !known_type(smart__get16(p + 4)))
 		return SMART_EPROTO;
 	if (avail < SMART_PROTO_HDR_LEN)
 		return SMART_EAGAIN;
-	t.magic = get32(p);
-	t.type = get16(p + 4);
-	t.flags = get16(p + 6);
-	t.len = get32(p + 8);
+	t.magic = smart__get32(p);
+	t.type = smart__get16(p + 4);
+	t.flags = smart__get16(p + 6);
+	t.len = smart__get32(p + 8);
 	if (t.flags || t.len > SMART_PROTO_MAX_PAYLOAD ||
 	    t.len > smart__proto_max_payload(t.type))
 		return SMART_EPROTO;
@@ -206,9 +173,9 @@ static uint8_t *frame(void *buf, size_t cap, uint16_t type, size_t plen,
 	if (cap < SMART_PROTO_HDR_LEN || plen > cap - SMART_PROTO_HDR_LEN)
 		return NULL;
 	memset(p, 0, SMART_PROTO_HDR_LEN + plen);
-	put32(p, SMART_PROTO_MAGIC);
-	put16(p + 4, type);
-	put32(p + 8, (uint32_t)plen);
+	smart__put32(p, SMART_PROTO_MAGIC);
+	smart__put16(p + 4, type);
+	smart__put32(p + 8, (uint32_t)plen);
 	*len = SMART_PROTO_HDR_LEN + plen;
 	return p + SMART_PROTO_HDR_LEN;
 }
@@ -229,7 +196,7 @@ int smart__proto_enc_hello(const struct smart_proto_hello *m, void *buf,
 	p = frame(buf, cap, SMART_PROTO_HELLO, SMART_PROTO_HELLO_LEN(tl), len);
 	if (!p)
 		return SMART_ERANGE;
-	put16(p, m->version);
+	smart__put16(p, m->version);
 	p[2] = (uint8_t)tl;
 	memcpy(p + 8, m->nonce, SMART_PROTO_NONCE_LEN);
 	memcpy(p + 8 + SMART_PROTO_NONCE_LEN, m->transport, tl);
@@ -358,16 +325,16 @@ int smart__proto_enc_welcome(const struct smart_proto_welcome *m, void *buf,
 		  44 + m->blob_len + m->sock_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
-	put32(p, (uint32_t)m->status);
-	put16(p + 4, m->blade_id);
+	smart__put32(p, (uint32_t)m->status);
+	smart__put16(p + 4, m->blade_id);
 	p[6] = m->chunk_shift;
 	p[7] = m->flags;
-	put64(p + 8, m->region_size);
+	smart__put64(p + 8, m->region_size);
 	memcpy(p + 16, m->token, SMART_PROTO_TOKEN_LEN);
-	put16(p + 32, (uint16_t)m->blob_len);
+	smart__put16(p + 32, (uint16_t)m->blob_len);
 	p[34] = (uint8_t)m->sock_len;
-	put16(p + 36, m->lease_id);
-	put32(p + 40, m->lease_ms);
+	smart__put16(p + 36, m->lease_id);
+	smart__put32(p + 40, m->lease_ms);
 	memcpy(p + 44, m->blob, m->blob_len);
 	memcpy(p + 44 + m->blob_len, m->sock, m->sock_len);
 	memcpy(p + 44 + m->blob_len + m->sock_len, m->tag, SMART_PROTO_TAG_LEN);
@@ -419,9 +386,9 @@ int smart__proto_enc_error(int32_t status, const char *msg, void *buf,
 	p = frame(buf, cap, SMART_PROTO_ERROR, 8 + ml, len);
 	if (!p)
 		return SMART_ERANGE;
-	put32(p, (uint32_t)status);
-	put16(p + 4, SMART_PROTO_VERSION);
-	put16(p + 6, (uint16_t)ml);
+	smart__put32(p, (uint32_t)status);
+	smart__put16(p + 4, SMART_PROTO_VERSION);
+	smart__put16(p + 6, (uint16_t)ml);
 	if (ml)
 		memcpy(p + 8, msg, ml);
 	return 0;
@@ -461,8 +428,8 @@ int smart__proto_enc_qp_connect(const struct smart_proto_qp_connect *m,
 		  8 + m->blob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
-	put32(p, m->req_id);
-	put16(p + 4, (uint16_t)m->blob_len);
+	smart__put32(p, m->req_id);
+	smart__put16(p + 4, (uint16_t)m->blob_len);
 	memcpy(p + 8, m->blob, m->blob_len);
 	memcpy(p + 8 + m->blob_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
@@ -516,12 +483,12 @@ int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
 		  20 + m->blob_len + m->rblob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
-	put32(p, m->id);
-	put32(p + 4, m->window);
-	put32(p + 8, m->max_msg);
-	put16(p + 12, (uint16_t)m->blob_len);
-	put16(p + 14, (uint16_t)m->rblob_len);
-	put32(p + 16, m->rndv_max);
+	smart__put32(p, m->id);
+	smart__put32(p + 4, m->window);
+	smart__put32(p + 8, m->max_msg);
+	smart__put16(p + 12, (uint16_t)m->blob_len);
+	smart__put16(p + 14, (uint16_t)m->rblob_len);
+	smart__put32(p + 16, m->rndv_max);
 	memcpy(p + 20, m->blob, m->blob_len);
 	memcpy(p + 20 + m->blob_len, m->rblob, m->rblob_len);
 	memcpy(p + 20 + m->blob_len + m->rblob_len, m->tag, SMART_PROTO_TAG_LEN);
@@ -574,10 +541,10 @@ int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
 		  16 + m->blob_len + SMART_PROTO_TAG_LEN, len);
 	if (!p)
 		return SMART_ERANGE;
-	put32(p, m->req_id);
-	put32(p + 4, (uint32_t)m->status);
-	put32(p + 8, m->responder_id);
-	put16(p + 12, (uint16_t)m->blob_len);
+	smart__put32(p, m->req_id);
+	smart__put32(p + 4, (uint32_t)m->status);
+	smart__put32(p + 8, m->responder_id);
+	smart__put16(p + 12, (uint16_t)m->blob_len);
 	memcpy(p + 16, m->blob, m->blob_len);
 	memcpy(p + 16 + m->blob_len, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
@@ -614,7 +581,7 @@ int smart__proto_enc_qp_close(uint32_t responder_id,
 
 	if (!p)
 		return SMART_ERANGE;
-	put32(p, responder_id);
+	smart__put32(p, responder_id);
 	memcpy(p + 4, tag, SMART_PROTO_TAG_LEN);
 	return 0;
 }

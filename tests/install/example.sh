@@ -4,6 +4,10 @@
 # tree with nothing but pkg-config's flags, once with libsmart.so and once
 # with libsmart.a, start the staged smartd with a secret file, and run each
 # binary against it: exit 0, and counter.c must print "counter = 8".
+# The same examples are also built by a CMake project with
+# find_package(smart 1.0) and the imported targets smart::shared and
+# smart::smart, found through CMAKE_PREFIX_PATH in the staged tree; a
+# request for another major must be refused.
 #
 # smart.pc says prefix=/usr/local while the files sit under the staging
 # directory: pkg-config is told with --define-variable=prefix=... (README,
@@ -39,17 +43,23 @@ else
 	bad "cmake --install (DESTDIR)" "$tmp/out"
 	exit 1
 fi
+major=$(sed -n 's/^#define[ \t]*SMART_VERSION_MAJOR[ \t]*\([0-9]*\).*/\1/p' \
+	"$src/include/smart/smart.h")
 pcdir=$(dirname "$(find "$prefix" -name smart.pc | head -1)")
 libdir=$(dirname "$pcdir")
 for f in include/smart/smart.h include/smart/ops.h bin/smartd bin/smart-perf \
 	bin/smart-ping bin/smart-bench; do
 	[ -e "$prefix/$f" ] || bad "installed: no $f"
 done
-for f in libsmart.a libsmart.so libsmart.so.0 pkgconfig/smart.pc; do
+for f in libsmart.a libsmart.so libsmart.so.$major pkgconfig/smart.pc \
+	cmake/smart/smartConfig.cmake cmake/smart/smartConfigVersion.cmake \
+	cmake/smart/smartTargets.cmake; do
 	[ -e "$libdir/$f" ] || bad "installed: no $libdir/$f"
 done
-[ -L "$libdir/libsmart.so.0" ] && [ -f "$(readlink -f "$libdir/libsmart.so.0")" ] &&
-	ok "installed files" || bad "libsmart.so.0 is not a link to the library"
+[ -L "$libdir/libsmart.so.$major" ] &&
+	[ -f "$(readlink -f "$libdir/libsmart.so.$major")" ] &&
+	ok "installed files" ||
+	bad "libsmart.so.$major is not a link to the library"
 
 pc() {
 	PKG_CONFIG_PATH=$pcdir pkg-config --define-variable=prefix="$prefix" \
@@ -92,12 +102,61 @@ for c in "$src"/examples/*.c; do
 			"$tmp/out"
 		continue
 	fi
-	readelf -d "$tmp/$name-shared" | grep -q 'NEEDED.*\[libsmart\.so\.0\]' ||
-		bad "$name-shared does not load libsmart.so.0"
+	readelf -d "$tmp/$name-shared" | grep -q "NEEDED.*\[libsmart\.so\.$major\]" ||
+		bad "$name-shared does not load libsmart.so.$major"
 	! readelf -d "$tmp/$name-static" | grep -q 'NEEDED.*libsmart' ||
 		bad "$name-static still loads libsmart.so"
 	apps+=("$name-shared" "$name-static")
 done
+
+# CMake: find_package(smart) in the staged tree, both imported targets.
+app=$tmp/cmake-app
+mkdir -p "$app"
+{
+	echo 'cmake_minimum_required(VERSION 3.16)'
+	echo 'project(smart_examples C)'
+	echo 'find_package(smart ${SMART_WANT} REQUIRED CONFIG)'
+	echo 'set(CMAKE_C_STANDARD 11)'
+	for c in "$src"/examples/*.c; do
+		name=$(basename "$c" .c)
+		echo "add_executable($name-cmake-shared $c)"
+		echo "target_link_libraries($name-cmake-shared smart::shared)"
+		echo "add_executable($name-cmake-static $c)"
+		echo "target_link_libraries($name-cmake-static smart::smart)"
+	done
+} >"$app/CMakeLists.txt"
+cmflags="-Wall -Wextra -Wpedantic -Werror -O2"
+[ -n "$san" ] && cmflags+=" -fsanitize=$san -fno-omit-frame-pointer"
+cmake_app() {	# cmake_app WANTED_VERSION BUILD_DIR
+	"$cmake" -S "$app" -B "$2" -DSMART_WANT="$1" \
+		-DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" \
+		-DCMAKE_C_FLAGS="$cmflags" -DCMAKE_EXE_LINKER_FLAGS="${san:+-fsanitize=$san}"
+}
+if cmake_app "$major.0" "$app/build" >"$tmp/out" 2>&1 &&
+	"$cmake" --build "$app/build" >>"$tmp/out" 2>&1; then
+	ok "find_package(smart $major.0): examples built with smart::shared and smart::smart"
+	for c in "$src"/examples/*.c; do
+		name=$(basename "$c" .c)
+		for k in shared static; do
+			cp "$app/build/$name-cmake-$k" "$tmp/" &&
+				apps+=("$name-cmake-$k")
+		done
+		readelf -d "$tmp/$name-cmake-shared" |
+			grep -q "NEEDED.*\[libsmart\.so\.$major\]" ||
+			bad "$name-cmake-shared does not load libsmart.so.$major"
+		! readelf -d "$tmp/$name-cmake-static" | grep -q 'NEEDED.*libsmart' ||
+			bad "$name-cmake-static still loads libsmart.so"
+	done
+else
+	bad "find_package(smart $major.0) and the examples' build" "$tmp/out"
+fi
+if cmake_app "$((major + 1)).0" "$app/build2" >"$tmp/out" 2>&1; then
+	bad "find_package(smart $((major + 1)).0) accepted libsmart $major" "$tmp/out"
+elif grep -q 'version' "$tmp/out"; then
+	ok "find_package(smart $((major + 1)).0) refused (another major)"
+else
+	bad "find_package(smart $((major + 1)).0) failed, but not on the version" "$tmp/out"
+fi
 
 # The blade, from the staged tree, with a secret file as the README makes it.
 head -c 32 /dev/urandom | base64 >"$tmp/secret"

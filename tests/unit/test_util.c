@@ -16,7 +16,9 @@
 #include "harness/test.h"
 #include "smart/status.h"
 #include "smart/util.h"
+#include "util/bytes.h"
 #include "util/clock.h"
+#include "util/sockio.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/sysmem.h"
@@ -627,6 +629,44 @@ static void test_hash64(void)
 	CHECK_MSG(flips > 128 * 28 && flips < 128 * 36, "flips %d", flips);
 }
 
+/* The one byte order (util/bytes.h): little-endian bytes in memory,
+ * whatever the host, at any alignment; each width round-trips. */
+static void test_bytes_order(void)
+{
+	static const uint8_t want[8] = { 0x08, 0x07, 0x06, 0x05,
+					 0x04, 0x03, 0x02, 0x01 };
+	uint8_t buf[9];
+
+	memset(buf, 0xee, sizeof(buf));
+	smart__put64(buf + 1, 0x0102030405060708ull);	/* unaligned */
+	CHECK(memcmp(buf + 1, want, 8) == 0);
+	CHECK_EQ(buf[0], 0xee);
+	CHECK_EQ(smart__get64(buf + 1), 0x0102030405060708ull);
+	CHECK_EQ(smart__get32(buf + 1), 0x05060708u);
+	CHECK_EQ(smart__get16(buf + 1), 0x0708u);
+	smart__put32(buf, 0xa1b2c3d4u);
+	CHECK(buf[0] == 0xd4 && buf[1] == 0xc3 && buf[2] == 0xb2 &&
+	      buf[3] == 0xa1);
+	smart__put16(buf + 7, 0xbeefu);
+	CHECK(buf[7] == 0xef && buf[8] == 0xbe);
+	CHECK_EQ(smart__get16(buf + 7), 0xbeefu);
+}
+
+/* The one clock conversion: milliseconds (the control paths' deadlines)
+ * are the nanosecond clock divided, so readings in the two units taken in
+ * order compare in order. */
+static void test_clock_units(void)
+{
+	uint64_t ns0 = smart__mono_ns();
+	int64_t ms = smart__now_ms();
+	uint64_t ns1 = smart__mono_ns();
+
+	CHECK((uint64_t)ms >= ns0 / 1000000u);
+	CHECK((uint64_t)ms <= ns1 / 1000000u);
+	CHECK(smart__mono_ms() >= (uint64_t)ms);
+	CHECK(smart_now_ns() >= ns1);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv, (struct test_case[]){
@@ -635,6 +675,8 @@ int main(int argc, char **argv)
 		{ "log_msg", test_log_msg },
 		{ "clock_monotonic", test_clock_monotonic },
 		{ "clock_calibration", test_clock_calibration },
+		{ "clock_units", test_clock_units },
+		{ "bytes_order", test_bytes_order },
 		{ "rng_determinism", test_rng_determinism },
 		{ "rng_below", test_rng_below },
 		{ "zipf_params", test_zipf_params },
