@@ -9,6 +9,9 @@
  * ctx opening the tree, and drop giving every byte back; lock tables in
  * device memory.
  */
+/* the heavy workloads: ctest label stress (tests/harness/test.h) */
+#define TEST_STRESS_CASES "concurrent", "adversarial"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

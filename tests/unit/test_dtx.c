@@ -60,6 +60,9 @@
  * in a fixed order: equal waits could replay one conflict forever).
  * Seeds are fixed; what is asserted holds in every interleaving.
  */
+/* the heavy workloads: ctest label stress (tests/harness/test.h) */
+#define TEST_STRESS_CASES "smallbank", "adversarial", "tatp"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
