@@ -78,7 +78,7 @@ for name in "${names[@]}"; do
 			verdict=caught why="$bin hung (timeout)"
 			break
 		elif [ $rc -ne 0 ]; then
-			verdict=caught why="$bin${case:+:$case} failed ($rc)"
+			verdict=caught why="$t failed ($rc)"
 			break
 		fi
 	done
