@@ -8,6 +8,10 @@
  * 8 seeded runs, as they need two threads overlapping), a second
  * ctx opening the tree, and drop giving every byte back; lock tables in
  * device memory.
+ *
+ * The cases live in files by subject (basics, cost, forged, merge, dead,
+ * kept, concurrent; shared helpers in common.c, declared in bt_test.h);
+ * this file has the table.
  */
 /* the heavy workloads: ctest label stress (tests/harness/test.h) */
 #define TEST_STRESS_CASES "concurrent", "adversarial"
