@@ -296,7 +296,7 @@ static inline int test_main_children(int argc, char **argv,
 	}
 	printf("%d cases passed\n", ran);
 	if (!ran)
-		fprintf(stderr, "no case matches \"%s\"\n", sel);
+		fprintf(stderr, "no case matches \"%s\"\n", sel ? sel : "");
 	return ran ? 0 : 1;
 }
 
