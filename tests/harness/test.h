@@ -9,9 +9,23 @@
  *
  * A failed check prints both values with file:line and exits 1 (the case
  * stops at once: no cascade of follow-up failures).  test_skip() exits 77,
- * which ctest reports as skipped, printing the reason.  An argument on the
- * command line runs only the cases whose name contains it.  sleep_ms()
- * and test_now_ms() are the tests' clock.
+ * which ctest reports as skipped, printing the reason.  The command line:
+ *   (nothing)     every case, in the table's order;
+ *   PART          the cases whose name contains PART (for people);
+ *   =NAME         the case named NAME exactly (what ctest runs: each case
+ *                 is its own ctest entry, so a failed case hides none);
+ *   --list        the case names, one a line;
+ *   --list-labels the same with " stress" after each stress case: what
+ *                 the build reads to register the cases
+ *                 (cmake/test-cases.cmake).
+ * A selection matching no case fails (exit 1), so a renamed case is found.
+ * sleep_ms() and test_now_ms() are the tests' clock.
+ *
+ * Stress cases: a file whose main() holds heavy workloads (many threads or
+ * processes, seconds of CPU) names them before its first #include:
+ *   #define TEST_STRESS_CASES "smallbank", "tatp"
+ * ctest labels them stress instead of the suite's kind (ctest -L unit is
+ * the quick run) and starts them first.
  *
  * Child processes: test_main_children() also takes a table of child roles
  * { "name", fn }; test_spawn() starts one in a fresh image of the test
@@ -204,15 +218,76 @@ static inline void test_children(int argc, char **argv,
 		exit(test_child_run(argv, children));
 }
 
+/* Does the command-line selection sel (NULL: none) pick case name?
+ * "=NAME" picks NAME alone, anything else the names containing it. */
+static inline int test_selects(const char *sel, const char *name)
+{
+	if (!sel || !*sel)
+		return 1;
+	return sel[0] == '=' ? !strcmp(sel + 1, name) : !!strstr(name, sel);
+}
+
+/* The file's TEST_STRESS_CASES (NULL-ended), checked against the table:
+ * a stress name that is no case fails the listing, and so the build. */
+static inline const char *const *test_stress(const struct test_case *cases)
+{
+#ifdef TEST_STRESS_CASES
+	static const char *const stress[] = { TEST_STRESS_CASES, NULL };
+
+	for (const char *const *s = stress; *s; s++) {
+		const struct test_case *c = cases;
+
+		while (c->name && strcmp(c->name, *s))
+			c++;
+		if (!c->name)
+			TEST_FAIL("TEST_STRESS_CASES: no case \"%s\"", *s);
+	}
+	return stress;
+#else
+	static const char *const none[] = { NULL };
+
+	(void)cases;
+	return none;
+#endif
+}
+
+static inline int test_in(const char *const *names, const char *name)
+{
+	for (; *names; names++)
+		if (!strcmp(*names, name))
+			return 1;
+	return 0;
+}
+
+/* --list / --list-labels: print the cases; 1 when argv asked for it. */
+static inline int test_list(int argc, char **argv,
+			    const struct test_case *cases)
+{
+	int labels = argc > 1 && !strcmp(argv[1], "--list-labels");
+	const char *const *stress;
+
+	if (argc < 2 || (!labels && strcmp(argv[1], "--list")))
+		return 0;
+	stress = test_stress(cases);
+	for (const struct test_case *c = cases; c->name; c++)
+		printf("%s%s\n", c->name,
+		       labels && test_in(stress, c->name) ? " stress" : "");
+	fflush(stdout);
+	return 1;
+}
+
 static inline int test_main_children(int argc, char **argv,
 				     const struct test_case *cases,
 				     const struct test_child *children)
 {
+	const char *sel = argc > 1 ? argv[1] : NULL;
 	int ran = 0;
 
 	test_children(argc, argv, children);
+	if (test_list(argc, argv, cases))
+		return 0;
 	for (const struct test_case *c = cases; c->name; c++) {
-		if (argc > 1 && !strstr(c->name, argv[1]))
+		if (!test_selects(sel, c->name))
 			continue;
 		printf("== %s\n", c->name);
 		fflush(stdout);
@@ -220,6 +295,8 @@ static inline int test_main_children(int argc, char **argv,
 		ran++;
 	}
 	printf("%d cases passed\n", ran);
+	if (!ran)
+		fprintf(stderr, "no case matches \"%s\"\n", sel ? sel : "");
 	return ran ? 0 : 1;
 }
 

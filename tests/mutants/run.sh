@@ -6,6 +6,9 @@
 # survives, or a build that fails, is reported and makes the run fail.
 #
 # Usage: tests/mutants/run.sh [-B BUILD_DIR] [NAME...]   (default: all)
+# A test named binary:case runs that case alone (`binary =case`,
+# tests/harness/test.h), one named binary every case of it; a case that
+# the binary does not list makes the mutant BROKEN, never caught.
 # One build directory serves every mutant in turn (only the library and the
 # listed tests are rebuilt).  Each test run has a 300-s timeout, so a mutant
 # that makes a test hang counts as caught, and says so.
@@ -47,10 +50,24 @@ for name in "${names[@]}"; do
 		broken=$((broken + 1))
 		continue
 	fi
+	# a case named must exist: "=CASE" of a missing one fails, which
+	# would count as caught
+	missing=
+	for t in "${tests[@]}"; do
+		bin=${t%%:*}
+		[ "$bin" = "$t" ] && continue
+		"$build/bin/$bin" --list 2>/dev/null | grep -qx -- "${t#*:}" ||
+			missing+=" $t"
+	done
+	if [ -n "$missing" ]; then
+		report+=("BROKEN   $name: no such case:$missing")
+		broken=$((broken + 1))
+		continue
+	fi
 	verdict=survived why=
 	for t in "${tests[@]}"; do
 		bin=${t%%:*} case=
-		[ "$bin" != "$t" ] && case=${t#*:}
+		[ "$bin" != "$t" ] && case="=${t#*:}"
 		echo "-- $name: $bin ${case:-(all cases)}"
 		(cd "$build" && timeout 300 "bin/$bin" $case) >"$build/mutant.out" 2>&1
 		rc=$?
@@ -61,7 +78,7 @@ for name in "${names[@]}"; do
 			verdict=caught why="$bin hung (timeout)"
 			break
 		elif [ $rc -ne 0 ]; then
-			verdict=caught why="$bin${case:+:$case} failed ($rc)"
+			verdict=caught why="$t failed ($rc)"
 			break
 		fi
 	done

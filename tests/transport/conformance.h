@@ -55,7 +55,9 @@ struct smart_conf_env {
 };
 
 /*
- * Run the cases whose name contains filter (NULL or "" = all).  Prints one
+ * Run the cases filter selects (NULL or "" = all; "=NAME" the case NAME;
+ * other text the names containing it; "--list" or "--list-labels" prints
+ * the names and runs nothing: tests/harness/test.h's command line).  Prints one
  * "== name" line per case, the seed of randomised cases and a summary.
  * Returns a process exit code: 0 all run cases passed, 1 a case failed or
  * no case matched, 77 every matching case was skipped.  Without

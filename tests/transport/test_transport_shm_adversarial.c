@@ -13,6 +13,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "transport/conformance.h"
 
@@ -24,6 +25,7 @@ int main(int argc, char **argv)
 		.shm_adversarial = spec && *spec ? spec : "on",
 	};
 
-	printf("shm adversarial spec: %s\n", cfg.shm_adversarial);
+	if (argc < 2 || strncmp(argv[1], "--list", 6))
+		printf("shm adversarial spec: %s\n", cfg.shm_adversarial);
 	return smart_conformance_run_shm(&cfg, argc > 1 ? argv[1] : NULL);
 }

@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "transport/conformance.h"
 
@@ -23,6 +24,7 @@ int main(int argc, char **argv)
 		.nic_model = spec && *spec ? spec : "default",
 	};
 
-	printf("RNIC model spec: %s\n", cfg.nic_model);
+	if (argc < 2 || strncmp(argv[1], "--list", 6))
+		printf("RNIC model spec: %s\n", cfg.nic_model);
 	return smart_conformance_run_shm(&cfg, argc > 1 ? argv[1] : NULL);
 }

@@ -18,6 +18,9 @@
  *
  * Seeds are fixed: a failure reproduces with the same seed.
  */
+/* the heavy workloads: ctest label stress (tests/harness/test.h) */
+#define TEST_STRESS_CASES "plain", "adversarial", "churn", "churn_adversarial"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

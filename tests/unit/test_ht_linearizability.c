@@ -32,6 +32,9 @@
  * linearizable), and the broken runs break so often that a clean pass is
  * practically impossible.
  */
+/* the heavy workloads: ctest label stress (tests/harness/test.h) */
+#define TEST_STRESS_CASES "linearizable", "adversarial", "many_splits", "processes"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>

@@ -601,8 +601,30 @@ vm_mtime()
 	stat -c %.3Y "$1" 2>/dev/null
 }
 
+# vm_steps_report DIR NAME: for a run that failed or was cut short, the
+# steps of tests/verbs/steps.sh in the guest's stdout that failed
+# ("FAIL ..." lines) and the one still running (an "=== NAME:" line with no
+# PASS/FAIL after it), then the guest's last output and its console's
+# (kernel) last lines: where the run stood, without the whole log.
+vm_steps_report()
+{
+	local dir=$1 name=$2 failed running
+	failed=$(sed -n 's/^FAIL //p' "$dir/stdout" 2>/dev/null)
+	running=$(awk '/^=== / { s = $2; sub(/:$/, "", s); open = s }
+		/^(PASS|FAIL) / { open = "" } END { print open }' \
+		"$dir/stdout" 2>/dev/null)
+	[ -n "$failed" ] && { vm_log "${name}failed steps:"
+		echo "$failed" | sed 's/^/  /' >&2; }
+	[ -n "$running" ] && vm_log "${name}step running when the guest ended: $running"
+	vm_log "${name}guest's last output:"
+	tail -n 15 "$dir/stdout" 2>/dev/null | sed 's/^/  /' >&2
+	vm_log "${name}guest console (kernel), last lines:"
+	tail -n 30 "$dir/console.log" 2>/dev/null | sed 's/^/  /' >&2
+}
+
 # vm_report DIR QEMU_STATUS T_START T_END NAME: prints timings and the
-# reason when the guest gave no status; prints the command's status.
+# reason when the guest gave no status, where a failed run stood
+# (vm_steps_report); prints the command's status.
 vm_report()
 {
 	local dir=$1 qrc=$2 t0=$3 t1=$4 name=$5 ts rc
@@ -614,6 +636,7 @@ vm_report()
 	if [ -s "$dir/rc" ]; then
 		rc=$(cat "$dir/rc")
 		[ "$rc" = 125 ] && vm_log "${name}guest setup failed (see above)"
+		[ "$rc" != 0 ] && vm_steps_report "$dir" "$name"
 		echo "$rc"
 		return 0
 	fi
@@ -625,5 +648,5 @@ vm_report()
 		echo 125
 	fi
 	vm_log "${name}qemu output:"; tail -20 "$dir/qemu.log" | sed 's/^/  /' >&2
-	vm_log "${name}guest console:"; tail -30 "$dir/console.log" | sed 's/^/  /' >&2
+	vm_steps_report "$dir" "$name"
 }

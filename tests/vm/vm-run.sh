@@ -28,7 +28,9 @@
 #
 # Exit status: CMD's; 124 on timeout; 125 when the guest failed before or
 # around CMD (setup, boot); 77 with a "SKIP:" line only when qemu cannot run
-# on this machine at all.
+# on this machine at all.  Whenever it is not 0 (and when interrupted),
+# the steps that failed or were running (tests/verbs/steps.sh lines), the
+# guest's last output and its console's last lines are shown.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -64,7 +66,9 @@ cleanup()
 	[ -n "$job" ] && [ "${SMART_VM_KEEP:-0}" != 1 ] && rm -rf "$job"
 }
 trap cleanup EXIT
-trap 'vm_log "interrupted; stopping the guest"; exit 130' INT TERM HUP
+# stopped from outside (an outer timeout): say where the guest stood first
+trap 'vm_log "interrupted; stopping the guest"
+	[ -n "$job" ] && vm_steps_report "$job" ""; exit 130' INT TERM HUP
 
 vm_prepare
 vm_lock_run

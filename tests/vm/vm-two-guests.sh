@@ -65,7 +65,10 @@ cleanup()
 	[ -n "$jobs_dir" ] && [ "${SMART_VM_KEEP:-0}" != 1 ] && rm -rf "$jobs_dir"
 }
 trap cleanup EXIT
-trap 'vm_log "interrupted; stopping the guests"; exit 130' INT TERM HUP
+# stopped from outside (an outer timeout): say where the guests stood first
+trap 'vm_log "interrupted; stopping the guests"
+	[ -n "${S:-}" ] && { vm_steps_report "$S" "server: "
+		vm_steps_report "$C" "client: "; }; exit 130' INT TERM HUP
 
 alive()
 {

@@ -1,6 +1,7 @@
 /*
  * The conformance suite's runner: the table of cases, in a fixed order,
- * and smart_conformance_run(), which runs the cases matching a filter,
+ * and smart_conformance_run(), which runs the cases matching a filter
+ * (tests/harness/test.h's selection: PART, =NAME, or --list to name them),
  * each alone in a child process with a watchdog when the transport asks
  * for isolation.
  *
@@ -111,6 +112,24 @@ static int is_known_deviation(const struct smart_conf_env *env,
 	return 0;
 }
 
+/* --list, --list-labels (tests/harness/test.h): the case names, one a
+ * line (none is a stress case). */
+static int is_list(const char *filter)
+{
+	return filter && (!strcmp(filter, "--list") ||
+			  !strcmp(filter, "--list-labels"));
+}
+
+static int list_cases(void)
+{
+	size_t i;
+
+	for (i = 0; i < SMART_ARRAY_SIZE(conf_cases); i++)
+		printf("%s\n", conf_cases[i].name);
+	fflush(stdout);
+	return 0;
+}
+
 int smart_conformance_run(const struct smart_conf_env *env,
 			  const char *filter)
 {
@@ -118,6 +137,8 @@ int smart_conformance_run(const struct smart_conf_env *env,
 	uint64_t t0;
 	size_t i;
 
+	if (is_list(filter))
+		return list_cases();
 	if (!env || !env->ops) {
 		fprintf(stderr, "conformance: no transport\n");
 		return 1;
@@ -125,7 +146,7 @@ int smart_conformance_run(const struct smart_conf_env *env,
 	for (i = 0; i < SMART_ARRAY_SIZE(conf_cases); i++) {
 		const struct conf_case *c = &conf_cases[i];
 
-		if (filter && *filter && !strstr(c->name, filter))
+		if (!test_selects(filter, c->name))
 			continue;
 		if ((c->needs & NEEDS_FORK) &&
 		    !(env->flags & SMART_CONF_FORK)) {
@@ -174,6 +195,8 @@ int smart_conformance_run_shm(const struct smart_tp_cfg *client_cfg,
 		.case_timeout_s = 60,
 	};
 
+	if (is_list(filter))
+		return list_cases();
 	if (!env.ops)
 		test_skip("the shm transport is not built");
 	return smart_conformance_run(&env, filter);
