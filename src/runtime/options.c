@@ -298,7 +298,9 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 		*(int *)p = a;
 		return 0;
 	case OPT_LOGLEVEL:
-		a = smart__log_parse_level(val);
+	case OPT_GIDTYPE:	/* a name of a few, parsed by its owner */
+		a = d->kind == OPT_LOGLEVEL ? smart__log_parse_level(val) :
+		    smart__tp_gid_type_parse(val);
 		if (a < 0)
 			return SMART_EINVAL;
 		*(int *)p = a;
@@ -307,12 +309,6 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 		if (strlen(val) > 200)
 			return SMART_EINVAL;
 		*(int *)p = parse_tech(val);
-		return 0;
-	case OPT_GIDTYPE:
-		a = smart__tp_gid_type_parse(val);
-		if (a < 0)
-			return SMART_EINVAL;
-		*(int *)p = a;
 		return 0;
 	default:
 		if (opt_parse_num(d, val, &v))

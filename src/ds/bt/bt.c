@@ -28,13 +28,15 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	cfg->hocl = 1;
 }
 
-/* cfg taken over the defaults into *def (docs/api.md, "Extensible
- * structs"): def, or NULL for a struct_size refused. */
+/* The entry points' one check: cfg taken over the defaults into *def
+ * (docs/api.md, "Extensible structs"); def, or NULL (SMART_EINVAL, nothing
+ * done) when the other arguments are bad or struct_size is refused. */
 static const struct smart_bt_config *cfg_or_default(
-	const struct smart_bt_config *cfg, struct smart_bt_config *def)
+	int args_bad, const struct smart_bt_config *cfg,
+	struct smart_bt_config *def)
 {
 	smart_bt_config_init(def);
-	if (cfg && smart__ds_config_take(def, sizeof(*def), cfg))
+	if (args_bad || (cfg && smart__ds_config_take(def, sizeof(*def), cfg)))
 		return NULL;
 	return def;
 }
@@ -401,9 +403,8 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	uint64_t old = 0;
 	int rc;
 
-	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
-		return SMART_EINVAL;
-	cfg = cfg_or_default(cfg, &def);
+	cfg = cfg_or_default(!w || !out || root_idx >= SMART_ROOT_ENTRIES, cfg,
+			     &def);
 	if (!cfg)
 		return SMART_EINVAL;
 	rc = config_check(cfg);
@@ -446,9 +447,8 @@ int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
 	unsigned idx;
 	int rc;
 
-	if (!w || !out || !smart_root_name_ok(name))
-		return SMART_EINVAL;
-	cfg = cfg_or_default(cfg, &def);
+	cfg = cfg_or_default(!w || !out || !smart_root_name_ok(name), cfg,
+			     &def);
 	if (!cfg)
 		return SMART_EINVAL;
 	/* taken already: no tree built for nothing */
@@ -472,9 +472,8 @@ int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 	unsigned idx;
 	int rc;
 
-	if (!w || !out || !smart_root_name_ok(name))
-		return SMART_EINVAL;
-	cfg = cfg_or_default(cfg, &def);
+	cfg = cfg_or_default(!w || !out || !smart_root_name_ok(name), cfg,
+			     &def);
 	if (!cfg)
 		return SMART_EINVAL;
 	rc = smart_root_find(w, blade, name, bt_name_of, &m, &idx, &maddr);
@@ -489,9 +488,8 @@ int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	uint64_t maddr;
 	int rc;
 
-	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES)
-		return SMART_EINVAL;
-	cfg = cfg_or_default(cfg, &def);
+	cfg = cfg_or_default(!w || !out || root_idx >= SMART_ROOT_ENTRIES, cfg,
+			     &def);
 	if (!cfg)
 		return SMART_EINVAL;
 	rc = smart_root_get(w, blade, root_idx, &maddr);

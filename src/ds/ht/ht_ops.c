@@ -594,6 +594,18 @@ static int op_absent(struct ht_op *op)
 	return rc ? rc : SMART_ENOENT;
 }
 
+/* The key's slot among the buckets read into *c (its entry collected);
+ * SMART_ENOENT once op_verify agrees that it is absent. */
+static int op_key_slot(struct ht_op *op, const struct ht_cand **c)
+{
+	int rc = op_collect(op, 0, 0);
+
+	if (rc)
+		return rc;
+	*c = op_find(op);
+	return *c ? 0 : op_absent(op);
+}
+
 /* Retries are piling up: if the key's subtable is locked by a dead
  * client (a split it will never finish), take the lock over and finish
  * or undo its split (ht_recover.c).  Errors are left to the next try. */
@@ -935,12 +947,9 @@ static int replace_once(struct ht_op *op, int with_block)
 
 	rc = op_read(op, (with_block ? RD_BLK : 0) | RD_ENT);
 	if (!rc)
-		rc = op_collect(op, 0, 0);
+		rc = op_key_slot(op, &c);
 	if (rc)
 		return rc;
-	c = op_find(op);
-	if (!c)
-		return op_absent(op);
 	if (c->val & HT_SLOT_FROZEN)
 		return SMART_EAGAIN;	/* wait for the split to settle */
 	/* perhaps seen from the CAS on; a failed CAS puts back what it was
@@ -1037,12 +1046,9 @@ static int search_once(struct ht_op *op, void *arg)
 	if (op->spec && spec_hit(op))
 		return search_copy(op->sbuf, arg);
 	op->spec = 0;		/* missed: plain lookup from here on */
-	rc = op_collect(op, 0, 0);
+	rc = op_key_slot(op, &c);
 	if (rc)
 		return rc;
-	c = op_find(op);
-	if (!c)
-		return op_absent(op);
 	if (c->val & HT_SLOT_FROZEN) {
 		count(&op->t->frozen_hits);
 		rc = op_verify(op);
