@@ -188,7 +188,8 @@ int smart__ht_shard_free(smart_worker_t *w, uint16_t blade,
 			rc = drop_scan(&d, HT_SIB_OFF(sib), ssz, buf);
 	}
 	if (!rc) {
-		qsort(d.blk, d.n, sizeof(*d.blk), blk_cmp);
+		if (d.n)	/* a table with no block has d.blk NULL */
+			qsort(d.blk, d.n, sizeof(*d.blk), blk_cmp);
 		for (i = 0; i < d.n; i++)
 			if (!i || d.blk[i].off != d.blk[i - 1].off)
 				smart_free(w, smart_gaddr(blade, d.blk[i].off),
