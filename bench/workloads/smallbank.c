@@ -55,6 +55,15 @@ static uint64_t tail_word(uint64_t key, int64_t cents, unsigned i)
 	return (uint64_t)cents ^ (key * 0x9e3779b97f4a7c15ull + (i + 1) * 0x51ull);
 }
 
+/* A value's words after its head; none for a size sb_prepare refuses. */
+static unsigned tail_words(const struct sb_cfg *c)
+{
+	if (c->value_size < sizeof(struct sb_val) ||
+	    c->value_size > WL_VAL_MAX)
+		return 0;
+	return (unsigned)(c->value_size - sizeof(struct sb_val)) / 8;
+}
+
 /* Account a's value of table tb holding cents, into val (value_size). */
 static void val_make(const struct sb_cfg *c, void *val, uint32_t tb,
 		     uint64_t a, int64_t cents)
@@ -64,7 +73,7 @@ static void val_make(const struct sb_cfg *c, void *val, uint32_t tb,
 	unsigned i;
 
 	memcpy(val, &v, sizeof(v));
-	for (i = 0; i < (c->value_size - sizeof(v)) / 8; i++) {
+	for (i = 0; i < tail_words(c); i++) {
 		w = tail_word(a, cents, i);
 		memcpy((char *)val + sizeof(v) + 8 * i, &w, sizeof(w));
 	}
@@ -77,12 +86,13 @@ int sb_value_ok(const struct sb_cfg *c, uint32_t table, uint64_t key,
 	uint64_t w;
 	unsigned i;
 
-	if (len != c->value_size || table >= SB_NTABLES)
+	if (len != c->value_size || len != sizeof(v) + 8 * tail_words(c) ||
+	    table >= SB_NTABLES)
 		return 0;
 	memcpy(&v, val, sizeof(v));
 	if (v.magic != wl_magic(SB_MAGIC + table, key) || v.pad)
 		return 0;
-	for (i = 0; i < (len - sizeof(v)) / 8; i++) {
+	for (i = 0; i < tail_words(c); i++) {
 		memcpy(&w, (const char *)val + sizeof(v) + 8 * i, sizeof(w));
 		if (w != tail_word(key, v.cents, i))
 			return 0;
@@ -148,6 +158,9 @@ int sb_unit(const struct sb_cfg *c, uint64_t u, struct wl_rec *out,
 
 int sb_prepare(struct sb_cfg *c)
 {
+	if (c->value_size < sizeof(struct sb_val) ||
+	    c->value_size > WL_VAL_MAX || c->value_size % 8)
+		return SMART_EINVAL;
 	if (c->accounts < 2)
 		return SMART_ENOENT;	/* an opened database without them */
 	return c->zipf > 0 ? smart_zipf_init(&c->z, c->accounts, c->zipf) : 0;

@@ -76,7 +76,8 @@ void sb_tables(const struct sb_cfg *c, struct smart_dtx_table *t,
 int sb_unit(const struct sb_cfg *c, uint64_t u, struct wl_rec *out,
 	    int64_t *money);
 
-/* Before drawing: 0, SMART_ENOENT without two accounts, or Zipf's
+/* Before drawing: 0, SMART_EINVAL for a value_size outside 16..WL_VAL_MAX
+ * or not a multiple of 8, SMART_ENOENT without two accounts, or Zipf's
  * error. */
 int sb_prepare(struct sb_cfg *c);
 

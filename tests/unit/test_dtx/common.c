@@ -88,6 +88,7 @@ void sb_test_cfg(struct sb_cfg *c, unsigned accounts, int64_t bal)
 	c->value_size = SB_VALUE;
 	c->bal_min = c->bal_max = bal;
 	c->seed = 0x5b;
+	CHECK_OK(sb_prepare(c));
 }
 
 /* The n records r inserted by one transaction of x, recorded in h (may
