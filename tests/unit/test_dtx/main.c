@@ -14,6 +14,9 @@
  *                crash), the calls in the wrong state too; insert, read,
  *                update, delete, abort and scans in one-task
  *                transactions; log slots running out; drop;
+ *   insert_zero  an insert of key 0 queued after another insert of the
+ *                transaction locked a free slot of its bucket (key word
+ *                0, no intent yet): it commits, it does not abort;
  *   eexist       an insert of a present key (SMART_EEXIST) validated
  *                at commit: a delete committed in between aborts it;
  *   dekker       two inserts of one key that took two free slots, both
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
 		{ "dsg", test_dsg },
 		{ "api", test_api },
 		{ "eexist", test_eexist },
+		{ "insert_zero", test_insert_zero },
 		{ "dekker", test_dekker },
 		{ "skew", test_skew },
 		{ "unlock_lost", test_unlock_lost },

@@ -162,11 +162,9 @@ static int tp_rec_fn(void *arg, uint64_t key, const void *val, size_t len)
 	return 0;
 }
 
-/* The load: every subscriber and what belongs to it, recorded in h; the
- * call forwardings loaded expected present.  One record a transaction:
- * a transaction inserting key 0 after another of its inserts locked a
- * free slot of the same bucket aborts, every time (the free slot's key
- * word, 0, taken for an insert of key 0 by a live holder). */
+/* The load: every subscriber and what belongs to it, one transaction
+ * each (up to 22 inserts, several into one bucket: test_insert_zero),
+ * recorded in h; the call forwardings loaded expected present. */
 static void tp_load(struct world *wd, const struct tp_cfg *c, struct dsg *h,
 		    struct tp_scan *sc, uint64_t *records)
 {
@@ -178,9 +176,7 @@ static void tp_load(struct world *wd, const struct tp_cfg *c, struct dsg *h,
 	CHECK_OK(smart_dtx_txn_new(wd->d, wd->w, &x));
 	for (u = 0; u < c->subscribers; u++) {
 		n = tp_unit(c, u, r);
-		for (i = 0; i < n; i++)	/* one insert a transaction: below */
-			load_unit(x, wd->w, &r[i], 1, h, UINT64_C(0xffff) << 48 |
-				  u << 8 | (uint64_t)i);
+		load_unit(x, wd->w, r, n, h, UINT64_C(0xffff) << 48 | u);
 		for (i = 0; i < n; i++) {
 			records[r[i].table]++;
 			if (r[i].table != TP_CF)
