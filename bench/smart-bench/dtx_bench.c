@@ -58,10 +58,8 @@ void *dtx_bench_create(struct bench_run *r, const struct dtx_workload *wl)
 	b->coros = 8;
 	b->replicas = -1;
 	b->batch = 8;
-	b->sb.accounts = 100000;
-	b->sb.hot = 4000;
-	b->sb.hot_pct = 90;
-	b->tp.subscribers = 100000;
+	sb_cfg_init(&b->sb);
+	tp_cfg_init(&b->tp);
 	return b;
 }
 
@@ -302,54 +300,6 @@ void dtx_bench_destroy(void *m)
 	free(b);
 }
 
-/* ---- helpers of the workloads' transactions ---- */
-
-int dtx_begin(struct dtx_task *t)
-{
-	t->qerr = 0;
-	return smart_dtx_begin(t->x);
-}
-
-/* An error other than an abort may leave locks: release them. */
-static int end_bad(struct dtx_task *t, int rc)
-{
-	if (rc && rc != SMART_EABORT)
-		(void)smart_dtx_abort(t->x, t->w);
-	return rc;
-}
-
-int dtx_exec(struct dtx_task *t)
-{
-	return end_bad(t, t->qerr ? t->qerr : smart_dtx_exec(t->x, t->w));
-}
-
-int dtx_commit(struct dtx_task *t)
-{
-	return end_bad(t, t->qerr ? t->qerr : smart_dtx_commit(t->x, t->w));
-}
-
-void dtx_vfail(struct dtx_task *t)
-{
-	t->th->vfail++;
-}
-
-int dtx_found(struct dtx_task *t, int item, int slot, size_t size,
-	      uint32_t magic)
-{
-	size_t len = 0;
-	uint32_t m;
-	int rc = smart_dtx_status(t->x, item, &len);
-
-	if (rc == SMART_ENOENT)
-		return 0;
-	memcpy(&m, t->buf[slot], sizeof(m));
-	if (rc || len != size || m != magic) {
-		dtx_vfail(t);
-		return -1;
-	}
-	return 1;
-}
-
 /* ---- the load ---- */
 
 static void count_err(struct dtx_thread *th, int rc)
@@ -362,18 +312,20 @@ static void count_err(struct dtx_thread *th, int rc)
  * (or no room) fails the load. */
 static int load_try(struct dtx_task *t)
 {
-	int item[DTX_BATCH_MAX], i, rc = dtx_begin(t);
-	const struct dtx_rec *p;
+	int item[DTX_BATCH_MAX], i, rc = wl_begin(&t->wt);
+	const struct wl_rec *p;
 
 	for (i = 0; !rc && i < t->npend; i++) {
 		p = &t->pend[i];
-		item[i] = dtx_q(t, smart_dtx_insert(t->x, p->table, p->key,
-						    p->val, p->len));
+		item[i] = smart_dtx_insert(t->wt.x, p->table, p->key, p->val,
+					   p->len);
+		if (item[i] < 0 && !t->wt.qerr)
+			t->wt.qerr = item[i];
 	}
 	if (!rc)
-		rc = dtx_commit(t);
+		rc = wl_commit(&t->wt);
 	for (i = 0; !rc && i < t->npend; i++)
-		rc = smart_dtx_status(t->x, item[i], NULL);
+		rc = smart_dtx_status(t->wt.x, item[i], NULL);
 	return rc;
 }
 
@@ -423,22 +375,10 @@ static void load_task(smart_worker_t *w, void *arg)
 
 /* ---- the transactions ---- */
 
-static int type_pick(const struct dtx_workload *wl, smart_rng_t *r)
-{
-	int x = (int)smart_rng_below(r, 100), i;
-
-	for (i = 0; i < wl->ntypes - 1; i++) {
-		if (x < wl->types[i].pct)
-			return i;
-		x -= wl->types[i].pct;
-	}
-	return i;
-}
-
 /* One attempt and its cost: the library's (smart_dtx_last_cost), and the
  * task's own counts across it. */
 static int attempt_metered(struct dtx_task *t, int type,
-			   const struct dtx_params *p, struct dtx_outcome *o)
+			   const struct wl_params *p, struct wl_outcome *o)
 {
 	struct dtx_thread *th = t->th;
 	struct dtx_tstats *s = &th->ty[type];
@@ -449,9 +389,11 @@ static int attempt_metered(struct dtx_task *t, int type,
 
 	memset(o, 0, sizeof(*o));
 	rc = t->b->wl->attempt(t, type, p, o);
+	th->vfail += t->wt.vfail;	/* the workload's bad values */
+	t->wt.vfail = 0;
 	th->task_rt += smart_task_round_trips(t->w, NULL) - rt0;
 	th->task_bytes += smart_task_bytes(t->w) - by0;
-	if (smart_dtx_last_cost(t->x, &c))
+	if (smart_dtx_last_cost(t->wt.x, &c))
 		memset(&c, 0, sizeof(c));
 	s->attempts++;
 	th->all_rt += c.round_trips;
@@ -474,10 +416,10 @@ static int attempt_metered(struct dtx_task *t, int type,
 /* One transaction: its attempts inside one backoff guard (Smart's
  * conflict avoidance: each abort is a retry of the guarded operation),
  * until one commits, an error, or the window ends. */
-static int txn_one(struct dtx_task *t, int type, const struct dtx_params *p)
+static int txn_one(struct dtx_task *t, int type, const struct wl_params *p)
 {
 	struct dtx_thread *th = t->th;
-	struct dtx_outcome o;
+	struct wl_outcome o;
 	uint64_t t0 = smart_cycles(), dt;
 	int rc;
 
@@ -502,14 +444,14 @@ static void run_task(smart_worker_t *w, void *arg)
 {
 	struct dtx_task *t = arg;
 	struct dtx_bench *b = t->b;
-	struct dtx_params p;
+	struct wl_params p;
 	uint64_t n;
 	int type, rc;
 
 	(void)w;
 	for (n = 0; !kit_runner_stopping(&b->runner) &&
 	     (!b->txns || n < b->txns); n++) {
-		type = type_pick(b->wl, &t->rng);
+		type = wl_type_pick(b->wl->types, b->wl->ntypes, &t->rng);
 		b->wl->gen(t, type, &p);
 		rc = txn_one(t, type, &p);
 		if (rc && rc != SMART_EABORT) {
@@ -542,10 +484,11 @@ static int tasks_init(struct dtx_thread *th, smart_worker_t *w,
 		tasks[i].th = th;
 		tasks[i].b = b;
 		tasks[i].w = w;
+		tasks[i].wt.w = w;
 		tasks[i].idx = i;
 		smart_rng_seed(&tasks[i].rng, kit_task_seed(b->run->com.seed,
 							    th->idx, i));
-		rc = smart_dtx_txn_new(b->d, w, &tasks[i].x);
+		rc = smart_dtx_txn_new(b->d, w, &tasks[i].wt.x);
 	}
 	return rc;
 }
@@ -556,8 +499,8 @@ static void tasks_free(struct dtx_bench *b, smart_worker_t *w,
 	int i;
 
 	for (i = 0; tasks && i < b->coros; i++)
-		if (tasks[i].x)
-			(void)smart_dtx_txn_free(tasks[i].x, w);
+		if (tasks[i].wt.x)
+			(void)smart_dtx_txn_free(tasks[i].wt.x, w);
 	free(tasks);
 }
 
@@ -589,7 +532,7 @@ static void *thread_main(void *arg)
 /* ---- checks ---- */
 
 struct census_arg {
-	const struct dtx_workload *wl;
+	const struct dtx_bench *b;
 	struct dtx_census *c;
 	uint32_t table;
 };
@@ -599,7 +542,7 @@ static int census_fn(void *arg, uint64_t key, const void *val, size_t len)
 	struct census_arg *a = arg;
 
 	a->c->records[a->table]++;
-	if (!a->wl->verify(a->table, key, val, len, &a->c->money) &&
+	if (!a->b->wl->verify(a->b, a->table, key, val, len, &a->c->money) &&
 	    !a->c->bad++) {
 		a->c->bad_table = a->table;
 		a->c->bad_key = key;
@@ -610,7 +553,7 @@ static int census_fn(void *arg, uint64_t key, const void *val, size_t len)
 /* Every table's records, each verified (and SmallBank's money). */
 static void census(struct dtx_bench *b, struct dtx_census *c)
 {
-	struct census_arg a = { b->wl, c, 0 };
+	struct census_arg a = { b, c, 0 };
 
 	memset(c, 0, sizeof(*c));
 	for (a.table = 0; !c->rc && a.table < (uint32_t)b->wl->ntables;

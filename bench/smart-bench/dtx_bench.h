@@ -2,19 +2,21 @@
  * The transaction benchmarks of smart-bench (SmallBank, TATP) on
  * Smart-DTX: what the common driver (dtx_bench.c: flags, blades, the
  * database, the load, threads x coroutines, the window, --check, the
- * report) and the workloads (smallbank.c, tatp.c: tables, records,
- * transactions, what a record must look like) share.
+ * report) and the workloads share: smallbank.c and tatp.c are the flags
+ * and glue around the shared workloads (bench/workloads/: tables,
+ * records, transactions, what a record must look like), which test_dtx
+ * runs too.
  *
  * A workload is a struct dtx_workload: its transaction types and mix, its
  * tables, the records of one load unit (an account, a subscriber), one
  * attempt of a transaction, and the check of one record.  The driver
- * retries an aborted attempt with the same inputs (struct dtx_params)
+ * retries an aborted attempt with the same inputs (struct wl_params)
  * inside one smart_backoff guard, so a transaction's latency and cost
  * include its retries.
  *
- * Invariants: every value read is checked (dtx_found: its length and the
- * magic derived from its table and key); a mismatch is a validation
- * failure that fails the run.  A transaction the benchmark's rules refuse
+ * Invariants: every value read is checked (bench/workloads/workload.h:
+ * its length, the magic derived from its table and key, the workload's
+ * rule); a mismatch is a validation failure that fails the run.  A transaction the benchmark's rules refuse
  * (not enough money, a missing special facility, an existing call
  * forwarding) commits without writes: every finished transaction is a
  * commit, and its "failed" outcome is counted apart.  Money is integer
@@ -29,43 +31,14 @@
 #include <stdint.h>
 
 #include "bench.h"
+#include "smallbank.h"
 #include "smart/dtx.h"
+#include "tatp.h"
 
 #define DTX_TYPES_MAX	8	/* transaction types of a workload */
 #define DTX_TABLES_MAX	5	/* tables of a workload */
-#define DTX_VAL_MAX	48	/* bytes of a value, at most (TATP: 40) */
-#define DTX_ITEMS	8	/* items of one transaction, at most */
-#define DTX_UNIT_RECS	32	/* records of one load unit, at most */
 #define DTX_BATCH_MAX	16	/* inserts per load transaction, at most */
 #define DTX_EMBED_MAX	3	/* embedded blades: replicas + 1 */
-
-/* One record to load. */
-struct dtx_rec {
-	uint32_t table, len;
-	uint64_t key;
-	uint8_t val[DTX_VAL_MAX];
-};
-
-/* The inputs of one transaction, drawn once and kept over its retries. */
-struct dtx_params {
-	uint64_t v[6];
-};
-
-/* What a committed attempt did: the money it added (SmallBank), and
- * whether it ended as the benchmark's "unsuccessful" outcome (SmallBank:
- * too little money to pay; TATP: what it looks for, or deletes, is not
- * there, or what it inserts is), committed with no write. */
-struct dtx_outcome {
-	int64_t delta;
-	int failed;
-	int full;	/* an insert found its buckets full (SMART_ENOSPC) */
-};
-
-struct dtx_type {
-	const char *name;	/* JSON keys rt_<name>, abort_<name>, ... */
-	const char *label;	/* the table's: "SendPayment" */
-	int pct;		/* share of the mix; a workload's sum to 100 */
-};
 
 /* What a scan of every table found (the check). */
 struct dtx_census {
@@ -77,21 +50,6 @@ struct dtx_census {
 	int rc;			/* a scan's error, or 0 */
 };
 
-/* SmallBank's flags and what it derives from them. */
-struct dtx_sb {
-	uint64_t accounts, hot;
-	int hot_pct;
-	int ledger;		/* --ledger: deposits also move a ledger row */
-	double zipf;		/* > 0: Zipf picks instead of the hot set */
-	smart_zipf_t z;
-};
-
-/* TATP's flags and what it derives from them. */
-struct dtx_tatp {
-	uint64_t subscribers;
-	uint64_t a;		/* NURand's A (tatp.c) */
-};
-
 struct dtx_bench;
 struct dtx_task;
 
@@ -99,7 +57,7 @@ struct dtx_workload {
 	const char *name;	/* "smallbank": JSON's bench, default --name */
 	const char *title;	/* "SmallBank" */
 	int ntypes;
-	const struct dtx_type *types;
+	const struct wl_type *types;
 	int ntables;
 	const char *const *tables;	/* names, by table id */
 	int money;		/* 1: the check sums money (SmallBank) */
@@ -112,23 +70,23 @@ struct dtx_workload {
 	void (*size)(struct dtx_bench *b, struct smart_dtx_table *t,
 		     uint64_t *records);
 	/* Load units (accounts, subscribers) and unit u's records (at most
-	 * DTX_UNIT_RECS; their money added to *money); returns how many. */
+	 * WL_UNIT_RECS; their money added to *money); returns how many. */
 	uint64_t (*units)(const struct dtx_bench *b);
-	int (*unit)(const struct dtx_bench *b, uint64_t u, struct dtx_rec *out,
+	int (*unit)(const struct dtx_bench *b, uint64_t u, struct wl_rec *out,
 		    int64_t *money);
 	/* A database opened, not loaded: the run's sizes from its records
 	 * (a census of every table). */
 	void (*adopt)(struct dtx_bench *b, const struct dtx_census *c);
 	/* Before the window: what the transactions' inputs need. */
 	int (*prepare)(struct dtx_bench *b);
-	void (*gen)(struct dtx_task *t, int type, struct dtx_params *p);
+	void (*gen)(struct dtx_task *t, int type, struct wl_params *p);
 	/* One attempt: 0 committed (o filled), SMART_EABORT, or an error
 	 * (the transaction then aborted by the driver's helpers). */
 	int (*attempt)(struct dtx_task *t, int type,
-		       const struct dtx_params *p, struct dtx_outcome *o);
+		       const struct wl_params *p, struct wl_outcome *o);
 	/* The check of one record: 1 right, 0 wrong; money added. */
-	int (*verify)(uint32_t table, uint64_t key, const void *val,
-		      size_t len, int64_t *money);
+	int (*verify)(const struct dtx_bench *b, uint32_t table, uint64_t key,
+		      const void *val, size_t len, int64_t *money);
 	/* One line on the data ("100000 accounts, ...") and its fields. */
 	void (*describe)(const struct dtx_bench *b, char *buf, size_t n);
 	void (*record)(const struct dtx_bench *b, struct kit_rec *rec);
@@ -161,19 +119,12 @@ struct dtx_task {
 	struct dtx_thread *th;
 	struct dtx_bench *b;
 	smart_worker_t *w;
-	smart_dtx_txn_t *x;
+	struct wl_txn wt;		/* the transaction object and its state */
 	smart_rng_t rng;
 	int idx;
-	int qerr;			/* a queueing call's error */
 	int npend;			/* load: records waiting */
-	uint64_t ledger_key;		/* SmallBank --ledger: this task's row */
-	int ledger_in;			/* ... inserted */
-	uint8_t buf[DTX_ITEMS][DTX_VAL_MAX];	/* the items' values read */
-	/* what they write or insert: apart from buf, which the library
-	 * fills, and kept until the commit (it may read them then) */
-	uint8_t wbuf[DTX_ITEMS][DTX_VAL_MAX];
-	struct dtx_rec pend[DTX_BATCH_MAX];	/* load: the next batch */
-	struct dtx_rec unit[DTX_UNIT_RECS];	/* load: one unit's */
+	struct wl_rec pend[DTX_BATCH_MAX];	/* load: the next batch */
+	struct wl_rec unit[WL_UNIT_RECS];	/* load: one unit's */
 };
 
 /* The run's results, summed over the threads (dtx_bench.c). */
@@ -194,8 +145,8 @@ struct dtx_bench {
 	int open, keep, check, recover;
 	const char *name;
 	uint64_t txns;			/* per task; 0: --seconds */
-	struct dtx_sb sb;
-	struct dtx_tatp tp;
+	struct sb_cfg sb;		/* SmallBank's flags and draws */
+	struct tp_cfg tp;		/* TATP's */
 	/* the run */
 	const struct dtx_workload *wl;
 	struct bench_run *run;
@@ -224,42 +175,6 @@ struct dtx_bench {
 	/* JSON keys per type, kept here: a record keeps key pointers */
 	char keys[DTX_TYPES_MAX][6][40];
 };
-
-/* ---- for the workloads (dtx_bench.c) ---- */
-
-/* A record's magic: its table's constant mixed with its key, so a value
- * read under another key (a misplaced or torn record) is caught too. */
-static inline uint32_t dtx_magic(uint32_t table_magic, uint64_t key)
-{
-	return table_magic ^ (uint32_t)smart_hash64(&key, sizeof(key),
-						    0x6d616763);
-}
-
-/* Begin a transaction (clears the queueing error). */
-int dtx_begin(struct dtx_task *t);
-
-/* Queue calls go through dtx_q: an error (a negative index) is kept and
- * returned by the next dtx_exec/dtx_commit instead of running. */
-static inline int dtx_q(struct dtx_task *t, int item)
-{
-	if (item < 0 && !t->qerr)
-		t->qerr = item;
-	return item;
-}
-
-/* Run the queued items / commit.  On an error other than SMART_EABORT
- * the transaction is aborted here (its locks released). */
-int dtx_exec(struct dtx_task *t);
-int dtx_commit(struct dtx_task *t);
-
-/* An executed item: 1 found and right (its value in t->buf[slot], size
- * bytes, starting with its uint32_t magic), 0 absent, -1 wrong (a length
- * or magic not the record's: counted as a validation failure). */
-int dtx_found(struct dtx_task *t, int item, int slot, size_t size,
-	      uint32_t magic);
-
-/* A validation failure seen by a workload (a record that must exist). */
-void dtx_vfail(struct dtx_task *t);
 
 /* The modules (smallbank.c, tatp.c) are built on these; main.c lists
  * the modules. */

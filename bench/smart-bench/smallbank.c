@@ -1,26 +1,11 @@
 /*
- * `smart-bench smallbank`: SmallBank (Alomari et al., ICDE'08) with
- * FORD's parameters and mix on Smart-DTX.  Tables: savings (id 0) and
- * checking (id 1), one record per account in each, keyed by the account
- * number; 100 000 accounts of which 4 000 hot, 90% of picks among the hot
- * ones (or scrambled Zipf picks over every account, --zipf).
- *
- * The mix (FORD's): Amalgamate 15, Balance 15, DepositChecking 15,
- * SendPayment 25, TransactSaving 15, WriteCheck 15, with FORD's amounts
- * in integer cents (1.30, 5.00, 20.20, 5.00).  SendPayment with too
- * little money in the payer's checking commits without writes (the
- * "failed" outcome) rather than aborting: the standard leaves it open,
- * and a commit keeps a transaction's every path a commit.  WriteCheck
- * reads the savings (read only), takes the amount from the checking,
- * plus a penalty of 1 cent when both together hold less than the amount
- * (overdrafts are allowed, as in the standard).
- *
- * Invariants: a value is {magic, pad, balance in cents}, 16 bytes, the
- * magic derived from its table and account (dtx_magic), checked on every
- * read; the money of a committed transaction is its delta (Amalgamate
- * and SendPayment move money: delta 0), so the sum of every balance is
- * the load's plus the deltas, exactly (--check).  The two accounts of
- * Amalgamate and SendPayment differ.
+ * `smart-bench smallbank`: SmallBank with FORD's parameters and mix on
+ * Smart-DTX (bench/workloads/smallbank.h: the tables, the load, the mix
+ * and the transactions, shared with test_dtx); here the flags, the glue
+ * to the driver (dtx_bench.c) and the report's lines.  100 000 accounts
+ * of which 4 000 hot, 90% of picks among the hot ones (or scrambled Zipf
+ * picks over every account, --zipf); --check: the sum of every balance
+ * is the load's plus the committed transactions' deltas, exactly.
  *
  * --ledger (for crash experiments, bench/dtx-crash.sh): a third table,
  * one row per task (inserted by its first deposit), to which every
@@ -28,6 +13,9 @@
  * counted is the balances minus the ledger, so it stays what was loaded
  * whoever dies, and a client that finds it changed finds a transaction
  * half committed.  Without --ledger the table stays empty.
+ *
+ * Invariant: the workload's seed is the run's (--seed), set before the
+ * load and the draws use it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -35,58 +23,13 @@
 
 #include "dtx_bench.h"
 
-enum { SAVINGS, CHECKING, LEDGER, NTABLES };
-
-enum { AMALGAMATE, BALANCE, DEPOSIT, PAYMENT, SAVING, CHECK, NTYPES };
-
-#define SB_MAGIC	0x53420000u	/* "SB" + the table */
-#define BAL_MIN		1000000		/* FORD's 10 000..50 000, in cents */
-#define BAL_MAX		5000000
-#define AMT_DEPOSIT	130		/* DepositChecking: 1.30 */
-#define AMT_PAYMENT	500		/* SendPayment: 5.00 */
-#define AMT_SAVING	2020		/* TransactSaving: 20.20 */
-#define AMT_CHECK	500		/* WriteCheck: 5.00 */
-
-struct sb_val {
-	uint32_t magic, pad;
-	int64_t cents;
-};
-_Static_assert(sizeof(struct sb_val) == 16, "SmallBank values are 16 B");
-
-static const struct dtx_type sb_types[NTYPES] = {
-	[AMALGAMATE] = { "amalgamate", "Amalgamate", 15 },
-	[BALANCE] = { "balance", "Balance", 15 },
-	[DEPOSIT] = { "deposit_checking", "DepositChecking", 15 },
-	[PAYMENT] = { "send_payment", "SendPayment", 25 },
-	[SAVING] = { "transact_saving", "TransactSaving", 15 },
-	[CHECK] = { "write_check", "WriteCheck", 15 },
-};
-
-static const char *const sb_tables[NTABLES] = { "savings", "checking",
-						  "ledger" };
-
-static uint32_t magic(uint32_t table, uint64_t acct)
-{
-	return dtx_magic(SB_MAGIC + table, acct);
-}
-
-/* ---- tables and the load ---- */
+/* ---- glue ---- */
 
 static void sb_size(struct dtx_bench *b, struct smart_dtx_table *t,
 		    uint64_t *records)
 {
-	int i;
-
-	for (i = 0; i < LEDGER; i++) {
-		t[i] = (struct smart_dtx_table){ (uint32_t)i,
-			sizeof(struct sb_val),
-			(uint32_t)((b->sb.accounts + 3) / 4), -1 };
-		records[i] = b->sb.accounts;
-	}
-	/* rows for 8192 tasks' ledgers (loaded: none) */
-	t[LEDGER] = (struct smart_dtx_table){ LEDGER, sizeof(struct sb_val),
-					      2048, -1 };
-	records[LEDGER] = 0;
+	b->sb.seed = b->run->com.seed;
+	sb_tables(&b->sb, t, records);
 }
 
 static uint64_t sb_units(const struct dtx_bench *b)
@@ -94,317 +37,48 @@ static uint64_t sb_units(const struct dtx_bench *b)
 	return b->sb.accounts;
 }
 
-static void rec_make(struct dtx_rec *r, uint32_t table, uint64_t acct,
-		     int64_t cents)
+static int sb_load_unit(const struct dtx_bench *b, uint64_t u,
+			struct wl_rec *out, int64_t *money)
 {
-	struct sb_val v = { magic(table, acct), 0, cents };
-
-	r->table = table;
-	r->key = acct;
-	r->len = sizeof(v);
-	memcpy(r->val, &v, sizeof(v));
-}
-
-/* Account u: its two balances, drawn from its own stream (the same
- * whichever thread loads it). */
-static int sb_unit(const struct dtx_bench *b, uint64_t u, struct dtx_rec *out,
-		   int64_t *money)
-{
-	uint64_t k[2] = { b->run->com.seed, u };
-	smart_rng_t r;
-	int64_t s, c;
-
-	smart_rng_seed(&r, smart_hash64(k, sizeof(k), 0x5b));
-	s = BAL_MIN + (int64_t)smart_rng_below(&r, BAL_MAX - BAL_MIN + 1);
-	c = BAL_MIN + (int64_t)smart_rng_below(&r, BAL_MAX - BAL_MIN + 1);
-	rec_make(&out[0], SAVINGS, u, s);
-	rec_make(&out[1], CHECKING, u, c);
-	*money += s + c;
-	return 2;
+	return sb_unit(&b->sb, u, out, money);
 }
 
 static void sb_adopt(struct dtx_bench *b, const struct dtx_census *c)
 {
-	b->sb.accounts = c->records[SAVINGS];
+	b->sb.accounts = c->records[SB_SAVINGS];
 	if (b->sb.hot > b->sb.accounts)
 		b->sb.hot = b->sb.accounts;
 }
 
-static int sb_prepare(struct dtx_bench *b)
+static int sb_ready(struct dtx_bench *b)
 {
-	if (b->sb.accounts < 2)
-		return SMART_ENOENT;	/* an opened database without them */
-	return b->sb.zipf > 0 ? smart_zipf_init(&b->sb.z, b->sb.accounts,
-						b->sb.zipf) : 0;
+	b->sb.seed = b->run->com.seed;
+	return sb_prepare(&b->sb);
 }
 
-/* ---- inputs ---- */
-
-/* FORD's pick: the hot set with hot-pct%, else any account; with --zipf
- * a Zipf rank scrambled over the accounts (as YCSB), so that the hot
- * accounts are not 0, 1, ... */
-static uint64_t acct_pick(const struct dtx_bench *b, smart_rng_t *r)
+static void sb_draw(struct dtx_task *t, int type, struct wl_params *p)
 {
-	uint64_t z;
-
-	if (b->sb.zipf > 0) {
-		z = smart_zipf_next(&b->sb.z, r);
-		return smart_hash64(&z, sizeof(z), b->run->com.seed) %
-		       b->sb.accounts;
-	}
-	if ((int)smart_rng_below(r, 100) < b->sb.hot_pct)
-		return smart_rng_below(r, b->sb.hot);
-	return smart_rng_below(r, b->sb.accounts);
+	sb_gen(&t->b->sb, &t->rng, type, p);
 }
 
-static void sb_gen(struct dtx_task *t, int type, struct dtx_params *p)
+/* --ledger: the task's row key drawn by each deposit or check until the
+ * row is in (the workload's first of them inserts it). */
+static int sb_run(struct dtx_task *t, int type, const struct wl_params *p,
+		  struct wl_outcome *o)
 {
-	const struct dtx_bench *b = t->b;
-
-	p->v[0] = acct_pick(b, &t->rng);
-	if (type != AMALGAMATE && type != PAYMENT)
-		return;
-	do
-		p->v[1] = acct_pick(b, &t->rng);
-	while (p->v[1] == p->v[0]);
+	if (t->b->sb.ledger && !t->wt.ledger_in &&
+	    (type == SB_DEPOSIT || type == SB_SAVING || type == SB_CHECK))
+		t->wt.ledger_key = smart_rng_next(&t->rng);
+	return sb_attempt(&t->wt, &t->b->sb, type, p, o);
 }
 
-/* ---- transactions ---- */
-
-/* Queue account a of table tb, for update or read only, into slot. */
-static int q(struct dtx_task *t, int upd, uint32_t tb, uint64_t a, int slot)
+static int sb_check(const struct dtx_bench *b, uint32_t table, uint64_t key,
+		    const void *val, size_t len, int64_t *money)
 {
-	void *buf = t->buf[slot];
-
-	return dtx_q(t, upd ? smart_dtx_read_for_update(t->x, tb, a, buf,
-							DTX_VAL_MAX) :
-			 smart_dtx_read(t->x, tb, a, buf, DTX_VAL_MAX));
+	return sb_verify(&b->sb, table, key, val, len, money);
 }
 
-/* The balance an executed item read: 0 (and a validation failure) when
- * the account is missing or its record wrong.  Callers combine them with
- * `&`, not `&&`, so that every item is checked. */
-static int bal(struct dtx_task *t, int item, int slot, uint32_t tb,
-	       uint64_t a, int64_t *cents)
-{
-	struct sb_val v;
-	int f = dtx_found(t, item, slot, sizeof(v), magic(tb, a));
-
-	if (f == 0)
-		dtx_vfail(t);	/* every account exists */
-	if (f <= 0)
-		return 0;
-	memcpy(&v, t->buf[slot], sizeof(v));
-	*cents = v.cents;
-	return 1;
-}
-
-/* A new balance for an item read for update (a failed write is kept,
- * dtx_q, for the commit to return). */
-static void set(struct dtx_task *t, int item, int slot, uint32_t tb,
-		uint64_t a, int64_t cents)
-{
-	struct sb_val v = { magic(tb, a), 0, cents };
-
-	memcpy(t->wbuf[slot], &v, sizeof(v));
-	dtx_q(t, smart_dtx_write(t->x, item, t->wbuf[slot], sizeof(v)));
-}
-
-/* a's savings and checking go to b's checking. */
-static int amalgamate(struct dtx_task *t, const struct dtx_params *p,
-		      struct dtx_outcome *o)
-{
-	uint64_t a = p->v[0], b = p->v[1];
-	int64_t sa = 0, ca = 0, cb = 0;
-	int is, ic, ib, rc = dtx_begin(t);
-
-	if (rc)
-		return rc;
-	is = q(t, 1, SAVINGS, a, 0);
-	ic = q(t, 1, CHECKING, a, 1);
-	ib = q(t, 1, CHECKING, b, 2);
-	rc = dtx_exec(t);
-	if (rc)
-		return rc;
-	if (bal(t, is, 0, SAVINGS, a, &sa) & bal(t, ic, 1, CHECKING, a, &ca) &
-	    bal(t, ib, 2, CHECKING, b, &cb)) {
-		set(t, is, 0, SAVINGS, a, 0);
-		set(t, ic, 1, CHECKING, a, 0);
-		set(t, ib, 2, CHECKING, b, cb + sa + ca);
-	} else {
-		o->failed = 1;
-	}
-	return dtx_commit(t);
-}
-
-/* Read only: one commit (the library runs the reads and validates). */
-static int balance(struct dtx_task *t, const struct dtx_params *p,
-		   struct dtx_outcome *o)
-{
-	uint64_t a = p->v[0];
-	int64_t s = 0, c = 0;
-	int is, ic, rc = dtx_begin(t);
-
-	if (rc)
-		return rc;
-	is = q(t, 0, SAVINGS, a, 0);
-	ic = q(t, 0, CHECKING, a, 1);
-	rc = dtx_commit(t);
-	if (!rc && !(bal(t, is, 0, SAVINGS, a, &s) &
-		     bal(t, ic, 1, CHECKING, a, &c)))
-		o->failed = 1;
-	return rc;
-}
-
-/* --ledger: this task's ledger row exists (a transaction of its own the
- * first time: an insert of 0, retried on conflicts). */
-static int ledger_ready(struct dtx_task *t)
-{
-	struct sb_val v;
-	int rc = SMART_EABORT, n;
-
-	if (!t->b->sb.ledger || t->ledger_in)
-		return 0;
-	t->ledger_key = smart_rng_next(&t->rng);
-	v = (struct sb_val){ magic(LEDGER, t->ledger_key), 0, 0 };
-	for (n = 0; rc == SMART_EABORT && n < 1000; n++) {
-		rc = smart_dtx_begin(t->x);
-		if (!rc && smart_dtx_insert(t->x, LEDGER, t->ledger_key, &v,
-					    sizeof(v)) < 0)
-			rc = SMART_EINVAL;
-		rc = rc ? rc : smart_dtx_commit(t->x, t->w);
-	}
-	t->ledger_in = !rc;
-	return rc;
-}
-
-/* --ledger: queue the task's row for update (item -1 without). */
-static int ledger_q(struct dtx_task *t)
-{
-	return t->b->sb.ledger ? q(t, 1, LEDGER, t->ledger_key, 3) : -1;
-}
-
-/* --ledger: add amount to the row queued as item il. */
-static void ledger_add(struct dtx_task *t, int il, int64_t amount)
-{
-	int64_t v = 0;
-
-	if (il >= 0 && bal(t, il, 3, LEDGER, t->ledger_key, &v))
-		set(t, il, 3, LEDGER, t->ledger_key, v + amount);
-}
-
-/* One balance of a, read for update, plus amount (DepositChecking,
- * TransactSaving). */
-static int add_to(struct dtx_task *t, uint32_t tb, uint64_t a,
-		  int64_t amount, struct dtx_outcome *o)
-{
-	int64_t v = 0;
-	int it, il, rc = ledger_ready(t);
-
-	rc = rc ? rc : dtx_begin(t);
-	if (rc)
-		return rc;
-	it = q(t, 1, tb, a, 0);
-	il = ledger_q(t);
-	rc = dtx_exec(t);
-	if (rc)
-		return rc;
-	if (bal(t, it, 0, tb, a, &v)) {
-		set(t, it, 0, tb, a, v + amount);
-		ledger_add(t, il, amount);
-		o->delta = il >= 0 ? 0 : amount;
-	} else {
-		o->failed = 1;
-	}
-	return dtx_commit(t);
-}
-
-/* AMT_PAYMENT from a's checking to b's, if a has it. */
-static int send_payment(struct dtx_task *t, const struct dtx_params *p,
-			struct dtx_outcome *o)
-{
-	uint64_t a = p->v[0], b = p->v[1];
-	int64_t ca = 0, cb = 0;
-	int ia, ib, rc = dtx_begin(t);
-
-	if (rc)
-		return rc;
-	ia = q(t, 1, CHECKING, a, 0);
-	ib = q(t, 1, CHECKING, b, 1);
-	rc = dtx_exec(t);
-	if (rc)
-		return rc;
-	if ((bal(t, ia, 0, CHECKING, a, &ca) &
-	     bal(t, ib, 1, CHECKING, b, &cb)) && ca >= AMT_PAYMENT) {
-		set(t, ia, 0, CHECKING, a, ca - AMT_PAYMENT);
-		set(t, ib, 1, CHECKING, b, cb + AMT_PAYMENT);
-	} else {
-		o->failed = 1;
-	}
-	return dtx_commit(t);
-}
-
-/* A check of AMT_CHECK on a's checking; 1 cent more when a's savings and
- * checking together hold less. */
-static int write_check(struct dtx_task *t, const struct dtx_params *p,
-		       struct dtx_outcome *o)
-{
-	uint64_t a = p->v[0];
-	int64_t s = 0, c = 0, amount;
-	int is, ic, il, rc = ledger_ready(t);
-
-	rc = rc ? rc : dtx_begin(t);
-	if (rc)
-		return rc;
-	is = q(t, 0, SAVINGS, a, 0);
-	ic = q(t, 1, CHECKING, a, 1);
-	il = ledger_q(t);
-	rc = dtx_exec(t);
-	if (rc)
-		return rc;
-	if (bal(t, is, 0, SAVINGS, a, &s) & bal(t, ic, 1, CHECKING, a, &c)) {
-		amount = s + c < AMT_CHECK ? AMT_CHECK + 1 : AMT_CHECK;
-		set(t, ic, 1, CHECKING, a, c - amount);
-		ledger_add(t, il, -amount);
-		o->delta = il >= 0 ? 0 : -amount;
-	} else {
-		o->failed = 1;
-	}
-	return dtx_commit(t);
-}
-
-static int sb_attempt(struct dtx_task *t, int type, const struct dtx_params *p,
-		      struct dtx_outcome *o)
-{
-	switch (type) {
-	case AMALGAMATE:
-		return amalgamate(t, p, o);
-	case BALANCE:
-		return balance(t, p, o);
-	case DEPOSIT:
-		return add_to(t, CHECKING, p->v[0], AMT_DEPOSIT, o);
-	case PAYMENT:
-		return send_payment(t, p, o);
-	case SAVING:
-		return add_to(t, SAVINGS, p->v[0], AMT_SAVING, o);
-	default:
-		return write_check(t, p, o);
-	}
-}
-
-/* ---- the check and the report ---- */
-
-static int sb_verify(uint32_t table, uint64_t key, const void *val,
-		     size_t len, int64_t *money)
-{
-	struct sb_val v;
-
-	if (len != sizeof(v) || table >= NTABLES)
-		return 0;
-	memcpy(&v, val, sizeof(v));
-	*money += table == LEDGER ? -v.cents : v.cents;
-	return v.magic == magic(table, key);
-}
+/* ---- the report ---- */
 
 static void sb_describe(const struct dtx_bench *b, char *buf, size_t n)
 {
@@ -428,20 +102,20 @@ static void sb_record(const struct dtx_bench *b, struct kit_rec *rec)
 static const struct dtx_workload dtx_smallbank = {
 	.name = "smallbank",
 	.title = "SmallBank",
-	.ntypes = NTYPES,
+	.ntypes = SB_NTYPES,
 	.types = sb_types,
-	.ntables = NTABLES,
-	.tables = sb_tables,
+	.ntables = SB_NTABLES,
+	.tables = sb_table_names,
 	.money = 1,
-	.fixed = (1u << LEDGER) - 1,	/* not the ledger: inserts */
+	.fixed = (1u << SB_LEDGER) - 1,	/* not the ledger: inserts */
 	.size = sb_size,
 	.units = sb_units,
-	.unit = sb_unit,
+	.unit = sb_load_unit,
 	.adopt = sb_adopt,
-	.prepare = sb_prepare,
-	.gen = sb_gen,
-	.attempt = sb_attempt,
-	.verify = sb_verify,
+	.prepare = sb_ready,
+	.gen = sb_draw,
+	.attempt = sb_run,
+	.verify = sb_check,
 	.describe = sb_describe,
 	.record = sb_record,
 };

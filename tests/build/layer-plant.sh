@@ -12,6 +12,8 @@
 #     one of msg's layers)
 #  5. msg calls smart__worker_qp_slow (runtime, internal, one of msg's
 #     layers but not declared by runtime/service.h, all msg may use of it)
+#  6. ds calls sb_attempt (bench/workloads, which tests may link and the
+#     library never)
 #
 # usage: layer-plant.sh CC AR NM SRCDIR LAYER=ARCHIVE=DEPS...
 set -euo pipefail
@@ -64,4 +66,5 @@ plant 2 util smart__worker_poll "util uses smart__worker_poll of runtime, a laye
 plant 3 runtime smart__ebr_prepend "runtime uses smart__ebr_prepend of services, a layer above it"
 plant 4 msg smart__keeper_kick "msg uses internal smart__keeper_kick of services, not one of its layers"
 plant 5 msg smart__worker_qp_slow "msg uses internal smart__worker_qp_slow of runtime, not declared by the header it may use"
-echo "ok: 5 plants refused; unplanted: $(cat "$tmp/clean.out")"
+plant 6 ds sb_attempt "ds uses sb_attempt of workloads, a layer above it"
+echo "ok: 6 plants refused; unplanted: $(cat "$tmp/clean.out")"

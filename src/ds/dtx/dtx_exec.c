@@ -316,6 +316,29 @@ static int claimed(const smart_dtx_txn_t *x, const struct dtx_item *it,
 	return 0;
 }
 
+/* Is slot, locked with `lock`, a free slot another insert of ours locked
+ * for another key?  Its key word is not a key yet (the intent is written
+ * at validation): 0 there is no insert of key 0 by a live holder. */
+static int own_other(const smart_dtx_txn_t *x, const struct dtx_item *it,
+		     uint32_t slot, uint64_t lock)
+{
+	int i, ours = 0;
+
+	if (SMART_M_DTX_OWN_FREE_AS_BUSY || lock != my_lock(x, it->t))
+		return 0;
+	for (i = 0; i < x->n; i++) {
+		const struct dtx_item *o = &x->item[i];
+
+		if (o == it || o->t != it->t || o->slot != slot ||
+		    o->step == DTX_S_SEARCH || o->step == DTX_S_QUEUED)
+			continue;	/* not (yet) at that slot */
+		if (o->key == it->key)
+			return 0;	/* the same key twice: in the way */
+		ours = 1;
+	}
+	return ours;
+}
+
 /* The buckets of an item read: find its key, a lock in the way, or (an
  * insert) a free slot. */
 static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
@@ -342,7 +365,8 @@ static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
 		if (l == DTX_L_KEY && keyat < 0) {
 			keyat = j;
 			it->slot = slot;
-		} else if (h.lock && h.key == it->key && !busy) {
+		} else if (h.lock && h.key == it->key && !busy &&
+			   !own_other(x, it, slot, h.lock)) {
 			busy = h.lock;	/* being inserted or written */
 			busyslot = slot;
 		} else if (l == DTX_L_TORN) {

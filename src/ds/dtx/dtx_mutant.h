@@ -194,6 +194,14 @@
 #define SMART_M_DTX_LOG_BEFORE_UNLOCKED 0
 #endif
 
+/* a free slot another insert of ours locked (its key word 0 until the
+ * intent) taken for an insert of key 0 by a live holder: abort */
+#ifdef SMART_MUTANT_DTX_OWN_FREE_AS_BUSY
+#define SMART_M_DTX_OWN_FREE_AS_BUSY 1
+#else
+#define SMART_M_DTX_OWN_FREE_AS_BUSY 0
+#endif
+
 /* an insert's commit skips the key word as an update's does (its
  * backups never get the key) */
 #ifdef SMART_MUTANT_DTX_INSERT_KEY_KEPT

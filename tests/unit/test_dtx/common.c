@@ -1,7 +1,8 @@
 /*
  * test_dtx: helpers shared by the subjects (dtx_test.h): the world,
- * recording a transaction's items for the graph, statistics, SmallBank's
- * accounts, tables, load and one transaction of each shape.
+ * recording a transaction's items for the graph, statistics, loading and
+ * running the shared workloads (bench/workloads/) with their values
+ * checked whole.
  */
 #include "dtx_test.h"
 
@@ -76,219 +77,75 @@ void api_put_new(struct world *wd, smart_dtx_txn_t *x, uint32_t table,
 	CHECK_OK(smart_dtx_commit(x, wd->w));
 }
 
-const char *const sb_name[SB_TYPES] = {
-	"Amalgamate", "Balance", "DepositChecking", "SendPayment",
-	"TransactSaving", "WriteCheck" };
-
-uint64_t acct_word(uint64_t key, int64_t bal, unsigned i)
+/* FORD's SmallBank over `accounts` accounts with `bal` in every balance,
+ * 256-byte values, a quarter of the accounts hot with half the picks. */
+void sb_test_cfg(struct sb_cfg *c, unsigned accounts, int64_t bal)
 {
-	return (uint64_t)bal ^ (key * 0x9e3779b97f4a7c15ull + i * 0x51ull);
+	sb_cfg_init(c);
+	c->accounts = accounts;
+	c->hot = accounts / 4;
+	c->hot_pct = 50;
+	c->value_size = SB_VALUE;
+	c->bal_min = c->bal_max = bal;
+	c->seed = 0x5b;
+	CHECK_OK(sb_prepare(c));
 }
 
-void acct_make(struct acct *a, uint64_t key, int64_t bal)
+/* The n records r inserted by one transaction of x, recorded in h (may
+ * be NULL) as tag. */
+void load_unit(smart_dtx_txn_t *x, smart_worker_t *w,
+	       const struct wl_rec *r, int n, struct dsg *h, uint64_t tag)
 {
-	unsigned i;
+	int i;
 
-	a->w[0] = bal;
-	for (i = 1; i < ACCT_WORDS; i++)
-		a->w[i] = (int64_t)acct_word(key, bal, i);
-}
-
-/* The balance of a value read for key; fails on a torn or foreign one. */
-int64_t acct_bal(const struct acct *a, uint64_t key, size_t len)
-{
-	unsigned i;
-
-	CHECK_MSG(len == sizeof(*a), "account %" PRIu64 ": length %zu", key,
-		  len);
-	for (i = 1; i < ACCT_WORDS; i++)
-		CHECK_MSG((uint64_t)a->w[i] == acct_word(key, a->w[0], i),
-			  "account %" PRIu64 ": word %u of balance %" PRId64
-			  " is %#" PRIx64 ", not %#" PRIx64 " (a torn read)",
-			  key, i, a->w[0], (uint64_t)a->w[i],
-			  acct_word(key, a->w[0], i));
-	return a->w[0];
-}
-
-/* Exec, and the balance of each item after it (statuses must be 0). */
-int sb_exec(smart_dtx_txn_t *x, smart_worker_t *w, const int *it,
-	    const uint64_t *keys, struct acct *v, int64_t *bal, int n)
-{
-	size_t len;
-	int rc = smart_dtx_exec(x, w), i;
-
-	if (rc)
-		return rc;
-	for (i = 0; i < n; i++) {
-		CHECK_OK(smart_dtx_status(x, it[i], &len));
-		bal[i] = acct_bal(&v[i], keys[i], len);
-	}
-	return 0;
-}
-
-int sb_write(smart_dtx_txn_t *x, int item, uint64_t key, int64_t bal)
-{
-	struct acct v;
-
-	acct_make(&v, key, bal);
-	return smart_dtx_write(x, item, &v, sizeof(v));
-}
-
-void sb_gap(smart_worker_t *w, const struct sb_args *p)
-{
-	uint64_t c0 = atomic_load_explicit(p->commits, memory_order_relaxed);
-	unsigned i;
-
-	for (i = 0; i < 256 && atomic_load_explicit(p->commits,
-			memory_order_relaxed) - c0 < p->split; i++)
-		smart_task_yield(w);
-}
-
-/* One attempt of transaction p: 0 committed (*delta: the money it added,
- * *nitems its items), SMART_EABORT, or SB_USER_ABORT. */
-int sb_run(smart_dtx_txn_t *x, smart_worker_t *w,
-	   const struct sb_args *p, int64_t *delta, int *nitems)
-{
-	struct acct v[3];
-	int64_t bal[3], total;
-	uint64_t keys[3];
-	int it[3], rc, n = 0;
-
-	*delta = 0;
 	CHECK_OK(smart_dtx_begin(x));
-	switch (p->type) {
-	case SB_BALANCE:
-		keys[0] = keys[1] = p->a;
-		it[0] = smart_dtx_read(x, SAV, p->a, &v[0], sizeof(v[0]));
-		if (p->split) {
-			CHECK_EQ(it[0], 0);
-			rc = sb_exec(x, w, it, keys, v, bal, 1);
-			if (rc)
-				return rc;
-			sb_gap(w, p);
-		}
-		it[1] = smart_dtx_read(x, CHK, p->a, &v[1], sizeof(v[1]));
-		CHECK(it[0] == 0 && it[1] == 1);
-		rc = smart_dtx_commit(x, w);
-		/* a value found is whole, whether its transaction commits
-		 * or not (a torn one would fail validation but for luck) */
-		for (n = 0; n < 2; n++) {
-			size_t len;
-
-			if (smart_dtx_status(x, it[n], &len) == 0)
-				acct_bal(&v[n], p->a, len);
-			else
-				CHECK(rc);
-		}
-		if (rc)
-			return rc;
-		*nitems = 2;
-		return 0;
-	case SB_DEPOSIT:
-	case SB_TRANSACT:
-		keys[0] = p->a;
-		it[0] = smart_dtx_read_for_update(x, p->type == SB_DEPOSIT ?
-						  CHK : SAV, p->a, &v[0],
-						  sizeof(v[0]));
-		n = 1;
-		rc = sb_exec(x, w, it, keys, v, bal, n);
-		if (rc)
-			return rc;
-		CHECK_OK(sb_write(x, it[0], p->a, bal[0] + p->amt));
-		*delta = p->amt;
-		break;
-	case SB_AMALGAMATE:
-		keys[0] = keys[1] = p->a;
-		keys[2] = p->b;
-		it[0] = smart_dtx_read_for_update(x, SAV, p->a, &v[0],
-						  sizeof(v[0]));
-		it[1] = smart_dtx_read_for_update(x, CHK, p->a, &v[1],
-						  sizeof(v[1]));
-		it[2] = smart_dtx_read_for_update(x, CHK, p->b, &v[2],
-						  sizeof(v[2]));
-		n = 3;
-		rc = sb_exec(x, w, it, keys, v, bal, n);
-		if (rc)
-			return rc;
-		total = bal[0] + bal[1];
-		CHECK_OK(sb_write(x, it[0], p->a, 0));
-		CHECK_OK(sb_write(x, it[1], p->a, 0));
-		CHECK_OK(sb_write(x, it[2], p->b, bal[2] + total));
-		break;
-	case SB_WRITECHECK:
-		keys[0] = keys[1] = p->a;
-		it[0] = smart_dtx_read(x, SAV, p->a, &v[0], sizeof(v[0]));
-		it[1] = smart_dtx_read_for_update(x, CHK, p->a, &v[1],
-						  sizeof(v[1]));
-		n = 2;
-		rc = sb_exec(x, w, it, keys, v, bal, n);
-		if (rc)
-			return rc;
-		*delta = bal[0] + bal[1] < p->amt ? -(p->amt + 1) : -p->amt;
-		CHECK_OK(sb_write(x, it[1], p->a, bal[1] + *delta));
-		break;
-	case SB_SEND:
-		keys[0] = p->a;
-		keys[1] = p->b;
-		it[0] = smart_dtx_read_for_update(x, CHK, p->a, &v[0],
-						  sizeof(v[0]));
-		it[1] = smart_dtx_read_for_update(x, CHK, p->b, &v[1],
-						  sizeof(v[1]));
-		n = 2;
-		rc = sb_exec(x, w, it, keys, v, bal, n);
-		if (rc)
-			return rc;
-		if (bal[0] < p->amt) {
-			CHECK_OK(smart_dtx_abort(x, w));
-			return SB_USER_ABORT;
-		}
-		CHECK_OK(sb_write(x, it[0], p->a, bal[0] - p->amt));
-		CHECK_OK(sb_write(x, it[1], p->b, bal[1] + p->amt));
-		break;
-	default:
-		TEST_FAIL("type %d", p->type);
-	}
-	rc = smart_dtx_commit(x, w);
-	if (rc) {
-		*delta = 0;
-		return rc;
-	}
-	*nitems = n;
-	return 0;
+	for (i = 0; i < n; i++)
+		CHECK_EQ(smart_dtx_insert(x, r[i].table, r[i].key, r[i].val,
+					  r[i].len), i);
+	CHECK_OK(smart_dtx_commit(x, w));
+	for (i = 0; i < n; i++)
+		CHECK_OK(smart_dtx_status(x, i, NULL));
+	if (h)
+		record(h, x, n, tag);
 }
 
-/* The accounts 1..n, each with `bal` in savings and in checking, one
- * transaction each, recorded in h (may be NULL). */
-void sb_load(smart_dtx_t *d, smart_worker_t *w, unsigned n,
-	     int64_t bal, struct dsg *h)
+/* The accounts 0..accounts-1, one transaction each, recorded in h (may
+ * be NULL); the money is what c says. */
+void sb_load(smart_dtx_t *d, smart_worker_t *w, const struct sb_cfg *c,
+	     struct dsg *h)
 {
+	struct wl_rec r[2];
 	smart_dtx_txn_t *x;
-	struct acct v;
+	int64_t money = 0;
 	uint64_t k;
 
 	CHECK_OK(smart_dtx_txn_new(d, w, &x));
-	for (k = 1; k <= n; k++) {
-		acct_make(&v, k, bal);
-		CHECK_OK(smart_dtx_begin(x));
-		CHECK_EQ(smart_dtx_insert(x, SAV, k, &v, sizeof(v)), 0);
-		CHECK_EQ(smart_dtx_insert(x, CHK, k, &v, sizeof(v)), 1);
-		CHECK_OK(smart_dtx_exec(x, w));
-		CHECK_OK(smart_dtx_status(x, 0, NULL));
-		CHECK_OK(smart_dtx_status(x, 1, NULL));
-		CHECK_OK(smart_dtx_commit(x, w));
-		if (h)
-			record(h, x, 2, UINT64_C(0xffff) << 48 | k);
-	}
+	for (k = 0; k < c->accounts; k++)
+		load_unit(x, w, r, sb_unit(c, k, r, &money), h,
+			  UINT64_C(0xffff) << 48 | k);
 	CHECK_OK(smart_dtx_txn_free(x, w));
+	CHECK_EQ(money, 2 * (int64_t)c->accounts * c->bal_min);
 }
 
-void sb_tables(struct smart_dtx_table t[2], unsigned buckets)
+/* Every value t's attempts read was whole and every record that must
+ * exist was there. */
+void wl_whole(const struct wl_txn *t, const char *what)
 {
-	t[0] = (struct smart_dtx_table){ .id = SAV,
-		.value_size = sizeof(struct acct), .buckets = buckets,
-		.primary = -1 };
-	t[1] = t[0];
-	t[1].id = CHK;
+	CHECK_MSG(!t->vfail, "%s: %" PRIu64 " values wrong or missing, the "
+		  "first table %u key %" PRIu64 " (a torn or foreign read)",
+		  what, t->vfail, t->bad_table, t->bad_key);
+}
+
+/* One attempt of a SmallBank transaction, its values checked whole. */
+int sb_once(struct wl_txn *t, const struct sb_cfg *c, int type,
+	    const struct wl_params *p, struct wl_outcome *o)
+{
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	rc = sb_attempt(t, c, type, p, o);
+	wl_whole(t, sb_types[type].label);
+	return rc;
 }
 
 int sb_hook_fn(smart_worker_t *w, const char *point, void *arg)

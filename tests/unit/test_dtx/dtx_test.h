@@ -3,9 +3,9 @@
  * cases in files by subject; main.c has the table and says what each
  * covers): the world of a case (two blades, a worker, a database),
  * recording committed transactions into a serialization graph
- * (tests/harness/dsg.h), SmallBank's accounts and transactions as the
- * round-trip counts and the workload both run them, and every case's
- * declaration.
+ * (tests/harness/dsg.h), loading and running the workloads shared with
+ * smart-bench (bench/workloads/: SmallBank, TATP) as the round-trip
+ * counts and the stress runs use them, and every case's declaration.
  */
 
 #ifndef SMART_TEST_DTX_H
@@ -24,6 +24,8 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 #include "smart/dtx.h"
+#include "smallbank.h"
+#include "tatp.h"
 #include "transport/shm/shm.h"
 
 #define BLADE_SIZE	(64u << 20)
@@ -55,49 +57,21 @@ struct api_scan {
 	int stop;		/* return 42 from the first record */
 };
 
-/* ==== SmallBank =========================================================== */
+/* ==== the shared workloads (bench/workloads/) ============================ */
 
-enum { SAV = 0, CHK = 1 };	/* tables: savings, checking */
+/* SmallBank's accounts here: 256-byte values (a balance and 30 words
+ * derived from it and the key after the magic), so that a torn read
+ * (words of two versions) shows. */
+#define SB_VALUE	256
 
-enum sb_type { SB_AMALGAMATE, SB_BALANCE, SB_DEPOSIT, SB_SEND, SB_TRANSACT,
-	       SB_WRITECHECK, SB_TYPES };
-
-extern const char *const sb_name[SB_TYPES];
-#define SB_USER_ABORT	1	/* SendPayment without the funds */
-
-#define ACCT_WORDS	32
-
-/* An account's value: the balance and 7 words derived from it and the
- * key, so that a torn read (words of two versions) shows. */
-struct acct {
-	int64_t w[ACCT_WORDS];
-};
-
-uint64_t acct_word(uint64_t key, int64_t bal, unsigned i);
-void acct_make(struct acct *a, uint64_t key, int64_t bal);
-int64_t acct_bal(const struct acct *a, uint64_t key, size_t len);
-struct sb_args {
-	enum sb_type type;
-	uint64_t a, b;
-	int64_t amt;
-	/* Balance: its two reads in two execs, and between them the task
-	 * waits (yielding) until others committed `split` transactions
-	 * (counted in *commits), or for 256 yields: the window in which a
-	 * missing validation lets in a snapshot torn by an Amalgamate.
-	 * 0: one exec. */
-	unsigned split;
-	const _Atomic uint64_t *commits;
-};
-
-int sb_exec(smart_dtx_txn_t *x, smart_worker_t *w, const int *it,
-	    const uint64_t *keys, struct acct *v, int64_t *bal, int n);
-int sb_write(smart_dtx_txn_t *x, int item, uint64_t key, int64_t bal);
-void sb_gap(smart_worker_t *w, const struct sb_args *p);
-int sb_run(smart_dtx_txn_t *x, smart_worker_t *w,
-	   const struct sb_args *p, int64_t *delta, int *nitems);
-void sb_load(smart_dtx_t *d, smart_worker_t *w, unsigned n,
-	     int64_t bal, struct dsg *h);
-void sb_tables(struct smart_dtx_table t[2], unsigned buckets);
+void sb_test_cfg(struct sb_cfg *c, unsigned accounts, int64_t bal);
+void load_unit(smart_dtx_txn_t *x, smart_worker_t *w,
+	       const struct wl_rec *r, int n, struct dsg *h, uint64_t tag);
+void sb_load(smart_dtx_t *d, smart_worker_t *w, const struct sb_cfg *c,
+	     struct dsg *h);
+void wl_whole(const struct wl_txn *t, const char *what);
+int sb_once(struct wl_txn *t, const struct sb_cfg *c, int type,
+	    const struct wl_params *p, struct wl_outcome *o);
 /* ---- the SmallBank workload ---------------------------------------------- */
 
 #define SB_THREADS_MAX	4
@@ -136,14 +110,16 @@ struct sb_task {
 	smart_dtx_t *d;
 	unsigned id;
 	smart_rng_t r, backoff;	/* the workload's draws; backoffs */
+	struct wl_txn t;	/* the transaction object's workload state */
 	struct dsg h;
 	int64_t delta;
-	uint64_t commits, conflicts, user_aborts, by_type[SB_TYPES];
+	uint64_t commits, conflicts, failed, by_type[SB_NTYPES];
 	unsigned max_retries;
 };
 
 struct sb_run {
 	smart_ctx_t *ctx;
+	struct sb_cfg cfg;		/* read only while the tasks run */
 	_Atomic uint64_t commits;	/* by every task */
 	struct sb_task task[SB_THREADS_MAX][SB_TASKS_MAX];
 };
@@ -156,6 +132,7 @@ void test_dsg(void);
 void test_api(void);
 void test_eexist(void);
 void test_forged_descriptor(void);
+void test_insert_zero(void);
 /* anomalies.c */
 void test_dekker(void);
 void test_skew(void);

@@ -14,6 +14,9 @@
  *                crash), the calls in the wrong state too; insert, read,
  *                update, delete, abort and scans in one-task
  *                transactions; log slots running out; drop;
+ *   insert_zero  an insert of key 0 queued after another insert of the
+ *                transaction locked a free slot of its bucket (key word
+ *                0, no intent yet): it commits, it does not abort;
  *   eexist       an insert of a present key (SMART_EEXIST) validated
  *                at commit: a delete committed in between aborts it;
  *   dekker       two inserts of one key that took two free slots, both
@@ -28,10 +31,13 @@
  *                posts no log (SMART_EBUSY), on its own it releases the
  *                lock again;
  *   round_trips  smart_dtx_last_cost() round trips of SmallBank's six
- *                transaction shapes (2 blades, 1 backup) with warm
+ *                transactions (smart-bench's, bench/workloads/; 2
+ *                blades, 1 backup) with warm
  *                caches, and of cold items, an insert, an abort;
- *   smallbank    2 threads x 8 tasks of SmallBank on 64 accounts (2
- *                blades, 1 backup), every committed transaction's item
+ *   smallbank    2 threads x 8 tasks of smart-bench's SmallBank
+ *                (bench/workloads/smallbank.h, FORD's mix) on 64
+ *                accounts (2 blades, 1 backup), every committed
+ *                transaction's item
  *                versions recorded: the graph is acyclic with no lost
  *                update, money is conserved exactly, each account ends at
  *                the version its last commit wrote, every value read is
@@ -43,10 +49,12 @@
  *                long copies that a write and its unlock land inside), so
  *                that torn reads are common: caught by the CRC, asserted
  *                > 0;
- *   tatp         a TATP-like run with inserts and deletes of call
- *                forwardings: the graph, every key present iff its
- *                committed inserts outnumber its deletes, magic values
- *                whole on every read, the check.
+ *   tatp         smart-bench's TATP (bench/workloads/tatp.h) on 32
+ *                subscribers with a mix heavy in inserts and deletes of
+ *                call forwardings: the graph, every key present iff its
+ *                committed inserts outnumber its deletes, values whole
+ *                on every read and in every table (a magic over their
+ *                bytes), the check.
  *
  * What makes the anomalies each mutant of tests/mutants/mutants.txt lets
  * through common rather than rare: a hook at "dtx.exec.done" (after exec
@@ -54,8 +62,9 @@
  * that others commit in between (failed validations); half the Balances
  * are interactive, their two reads in two execs with a wait between them
  * until others committed 1..8 transactions (without validation, an
- * Amalgamate landing there makes a cycle of two); every value carries
- * words derived from its balance and key, so a torn one shows; and the
+ * Amalgamate landing there makes a cycle of two); every SmallBank value
+ * carries words derived from its balance and key (256 bytes here), so a
+ * torn one shows; and the
  * tasks retry an abort after a random backoff (tasks of one worker run
  * in a fixed order: equal waits could replay one conflict forever).
  * Seeds are fixed; what is asserted holds in every interleaving.
@@ -75,6 +84,7 @@ int main(int argc, char **argv)
 		{ "dsg", test_dsg },
 		{ "api", test_api },
 		{ "eexist", test_eexist },
+		{ "insert_zero", test_insert_zero },
 		{ "dekker", test_dekker },
 		{ "skew", test_skew },
 		{ "unlock_lost", test_unlock_lost },
