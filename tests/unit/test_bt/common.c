@@ -163,12 +163,34 @@ void dead_holder_on(struct world *wd_)
 
 /* Start the torn child for scenario sc, wait for it to stop inside its
  * write, kill it; returns the ops it finished before that one. */
+/* The blade's authenticated sessions, once no more than n: the blade
+ * frees a dead client's session (fencing its lease, blade/session.c)
+ * before it counts it gone, so a lease read after this sees it dead.
+ * The blade's thread does that when it reads the EOF, at a time of its
+ * own: under load, after this process has gone on (an adopter then found
+ * the killed merger's lease alive and adopted nothing). */
+static void sessions_down_to(struct world *wd, uint64_t n)
+{
+	struct smart_blade_stats st;
+	int ms;
+
+	for (ms = 0; ms < 20000; ms++) {
+		CHECK_OK(smart_blade_stats(wd->f.blade, &st));
+		if (st.active_sessions <= n)
+			return;
+		usleep(1000);
+	}
+	CHECK(!"the killed child's session was never freed");
+}
+
 int torn_run(struct world *wd, const char *sc, int at)
 {
+	struct smart_blade_stats st;
 	char fd[12], n[12];
 	int p[2], status, done = -1;
 	pid_t pid;
 
+	CHECK_OK(smart_blade_stats(wd->f.blade, &st));
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
 	snprintf(n, sizeof(n), "%d", at);
@@ -180,6 +202,7 @@ int torn_run(struct world *wd, const char *sc, int at)
 	close(p[0]);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	sessions_down_to(wd, st.active_sessions);
 	return done;
 }
 
