@@ -207,7 +207,8 @@ int smart_dtx_begin(smart_dtx_txn_t *x);
 /* Queue an item; returns its index (>= 0: a count-like return,
  * docs/api.md §2) or an error: SMART_EINVAL for an unknown table, a cap
  * under the table's value size (buf may be NULL with cap 0 when the value
- * is not wanted), no transaction begun; SMART_ERANGE past
+ * is not wanted), no transaction begun, a key of the table already
+ * queued in this transaction (one item per record); SMART_ERANGE past
  * SMART_DTX_ITEMS_MAX items.  No network: the item runs at the next exec
  * or commit.  Thread: the task that uses x. */
 int smart_dtx_read(smart_dtx_txn_t *x, uint32_t table, uint64_t key,

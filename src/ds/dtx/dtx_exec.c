@@ -52,7 +52,7 @@ static int queue(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
 	t = smart__dtx_table(x->d, table);
 	if (!t || (!buf && cap) || (buf && cap < t->value_size))
 		return SMART_EINVAL;
-	for (i = 0; i < x->n; i++)
+	for (i = 0; i < x->n && !SMART_M_DTX_SAME_KEY_TWICE; i++)
 		if (x->item[i].t == t && x->item[i].key == key)
 			return SMART_EINVAL;	/* one item per record */
 	if (x->n >= SMART_DTX_ITEMS_MAX ||

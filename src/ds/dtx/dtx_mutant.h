@@ -202,6 +202,14 @@
 #define SMART_M_DTX_OWN_FREE_AS_BUSY 0
 #endif
 
+/* a second item of a record already queued taken (two inserts of one
+ * key in one transaction: two slots hold it) */
+#ifdef SMART_MUTANT_DTX_SAME_KEY_TWICE
+#define SMART_M_DTX_SAME_KEY_TWICE 1
+#else
+#define SMART_M_DTX_SAME_KEY_TWICE 0
+#endif
+
 /* an insert's commit skips the key word as an update's does (its
  * backups never get the key) */
 #ifdef SMART_MUTANT_DTX_INSERT_KEY_KEPT

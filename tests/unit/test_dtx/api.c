@@ -612,3 +612,60 @@ void test_insert_zero(void)
 	CHECK_OK(smart_dtx_txn_free(x, wd.w));
 	world_stop(&wd);
 }
+
+/* One key inserted twice by one transaction (with an exec between, and
+ * both queued together): the second is refused when queued (one item per
+ * record, SMART_EINVAL, nothing queued).  Were it taken, both could take
+ * a slot, and a delete would leave the other copy. */
+static void insert_twice_on(struct world *wd, smart_dtx_txn_t *x,
+			    uint64_t key, int exec_between)
+{
+	uint64_t v1 = 21, v2 = 22, got;
+	int i, j, si, sj, rc, left;
+	size_t len;
+
+	CHECK_OK(smart_dtx_begin(x));
+	i = smart_dtx_insert(x, 0, key, &v1, 8);
+	CHECK_GE(i, 0);
+	if (exec_between)
+		CHECK_OK(smart_dtx_exec(x, wd->w));
+	j = smart_dtx_insert(x, 0, key, &v2, 8);
+	rc = smart_dtx_commit(x, wd->w);
+	si = smart_dtx_status(x, i, NULL);
+	sj = j < 0 ? j : smart_dtx_status(x, j, NULL);
+	CHECK_OK(smart_dtx_begin(x));	/* delete what a read finds */
+	i = smart_dtx_read_for_update(x, 0, key, &got, 8);
+	CHECK_OK(smart_dtx_exec(x, wd->w));
+	if (!smart_dtx_status(x, i, &len))
+		CHECK_OK(smart_dtx_delete(x, i));
+	CHECK_OK(smart_dtx_commit(x, wd->w));
+	left = api_get(wd, x, 0, key, &got, 8, &len) == 0;
+	printf("insert_twice (%s): commit %s, the inserts %s and %s; after "
+	       "one delete the key is %s\n",
+	       exec_between ? "exec between" : "queued together",
+	       smart_status_name(rc), smart_status_name(si),
+	       smart_status_name(sj), left ? "STILL THERE" : "gone");
+	CHECK(!left);
+	CHECK_EQ(j, SMART_EINVAL);
+	CHECK_OK(rc);			/* the first went through alone */
+	CHECK_OK(si);
+}
+
+void test_insert_twice(void)
+{
+	struct smart_dtx_table t = { .id = 0, .value_size = 8, .buckets = 4,
+				     .primary = -1 };
+	struct smart_dtx_config c;
+	struct world wd;
+	smart_dtx_txn_t *x;
+
+	world_start(&wd, NULL);
+	cfg_two(&c, &t, 1);
+	CHECK_OK(smart_dtx_create(wd.w, 1, "twice", &c, &wd.d));
+	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
+	insert_twice_on(&wd, x, 5, 1);
+	insert_twice_on(&wd, x, 6, 0);
+	insert_twice_on(&wd, x, 0, 1);
+	CHECK_OK(smart_dtx_txn_free(x, wd.w));
+	world_stop(&wd);
+}

@@ -133,6 +133,7 @@ void test_api(void);
 void test_eexist(void);
 void test_forged_descriptor(void);
 void test_insert_zero(void);
+void test_insert_twice(void);
 /* anomalies.c */
 void test_dekker(void);
 void test_skew(void);

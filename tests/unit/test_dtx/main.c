@@ -17,6 +17,8 @@
  *   insert_zero  an insert of key 0 queued after another insert of the
  *                transaction locked a free slot of its bucket (key word
  *                0, no intent yet): it commits, it does not abort;
+ *   insert_twice one key inserted twice by one transaction: the second
+ *                refused when queued (SMART_EINVAL), one copy in the table;
  *   eexist       an insert of a present key (SMART_EEXIST) validated
  *                at commit: a delete committed in between aborts it;
  *   dekker       two inserts of one key that took two free slots, both
@@ -85,6 +87,7 @@ int main(int argc, char **argv)
 		{ "api", test_api },
 		{ "eexist", test_eexist },
 		{ "insert_zero", test_insert_zero },
+		{ "insert_twice", test_insert_twice },
 		{ "dekker", test_dekker },
 		{ "skew", test_skew },
 		{ "unlock_lost", test_unlock_lost },
