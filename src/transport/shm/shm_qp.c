@@ -419,6 +419,25 @@ static void shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	}
 }
 
+/* Queue a doorbell record for n WRs of qp behind the CQ's FIFO; cq->lock
+ * held.  When the newest record is qp's already, its WRs and these are
+ * contiguous in qp's send queue and would run back to back in the FIFO:
+ * the record grows instead (a poll then walks one record for the chains
+ * of many tasks on one QP, as a NIC fetches WQEs behind one doorbell).  A
+ * record is run from its QP's sq_head, so one grown while partly run, or
+ * requeued behind a receive wait (rule 8), keeps the order of rule 3. */
+static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
+			uint32_t n)
+{
+	struct shm_db *last = &cq->db[(cq->db_tail - 1) & cq->db_mask];
+
+	if (cq->db_tail != cq->db_head && last->qp == qp && last->n) {
+		last->n += n;
+		return;
+	}
+	cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){ qp, n };
+}
+
 static int shm_post_locked(struct smart_tp_qp *qp,
 			   const struct smart_tp_wr *wrs, int n)
 {
@@ -455,8 +474,7 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 	if (n) {
 		shm_sq_fill(qp, wrs, n);
 		qp->sq_tail += (uint32_t)n;
-		cq->db[cq->db_tail++ & cq->db_mask] =
-			(struct shm_db){ qp, (uint32_t)n };
+		shm_db_ring(cq, qp, (uint32_t)n);
 	}
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
