@@ -162,13 +162,7 @@ static struct smart__task *task_slot_new(struct smart_worker *w)
 
 static void ready_push(struct smart_worker *w, struct smart__task *t)
 {
-	t->state = SMART_TASK_READY;
-	t->next = NULL;
-	if (w->ready_tail)
-		w->ready_tail->next = t;
-	else
-		w->ready_head = t;
-	w->ready_tail = t;
+	smart__task_ready(w, t);
 }
 
 static struct smart__task *ready_pop(struct smart_worker *w)
