@@ -675,6 +675,14 @@ static void shm_touch(struct smart_tp_cq *cq)
 	}
 }
 
+/* Prefetching overlaps the misses of several WRs: a lone WR's prefetch
+ * would be followed at once by its own load. */
+static inline int shm_touch_worth(const struct smart_tp_cq *cq, uint32_t end)
+{
+	return end - cq->db_head > 1 ||
+	       (cq->db_head != end && cq->db[cq->db_head & cq->db_mask].n > 1);
+}
+
 /* Model: is the oldest queued WR due?  Prefetching is worth its loop only
  * when something will run now. */
 static int shm_head_due(const struct smart_tp_cq *cq, uint64_t now)
@@ -768,7 +776,7 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 		goto recv;
 	}
 	end = cq->db_tail;	/* requeued doorbells wait for the next poll */
-	if (o.n < max && cq->db_head != end)
+	if (o.n < max && shm_touch_worth(cq, end))
 		shm_touch(cq);
 	while (o.n < max && cq->db_head != end) {
 		if (!shm_db_next(cq, shm_run_db(cq,
