@@ -252,6 +252,8 @@ struct shm_wqe {
 struct shm_db {
 	struct smart_tp_qp *qp;
 	uint32_t n;
+	uint32_t one_sided;	/* no SEND or WRITE_IMM: a later one-sided
+				 * chain of its QP may grow it (shm_qp.c) */
 };
 
 struct smart_tp_cq {

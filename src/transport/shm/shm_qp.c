@@ -421,22 +421,26 @@ static inline __attribute__((always_inline)) void shm_sq_fill(struct smart_tp_qp
 }
 
 /* Queue a doorbell record for n WRs of qp behind the CQ's FIFO; cq->lock
- * held.  When the newest record is qp's already, its WRs and these are
- * contiguous in qp's send queue and would run back to back in the FIFO:
- * the record grows instead (a poll then walks one record for the chains
- * of many tasks on one QP, as a NIC fetches WQEs behind one doorbell).  A
- * record is run from its QP's sq_head, so one grown while partly run, or
- * requeued behind a receive wait (rule 8), keeps the order of rule 3. */
+ * held.  When the chain is one-sided and the newest record is a one-sided
+ * one of qp's, their WRs are contiguous in qp's send queue and would run
+ * back to back in the FIFO: the record grows instead (a poll then walks
+ * one record for the chains of many tasks on one QP, as a NIC fetches
+ * WQEs behind one doorbell).  A record is run from its QP's sq_head, so
+ * one grown while partly run keeps the order of rule 3.  Messaging's
+ * SENDs keep a record per post: one waiting for a receive (rule 8) is
+ * requeued alone. */
 static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
-			uint32_t n)
+			uint32_t n, int one_sided)
 {
 	struct shm_db *last = &cq->db[(cq->db_tail - 1) & cq->db_mask];
 
-	if (cq->db_tail != cq->db_head && last->qp == qp && last->n) {
+	if (one_sided && cq->db_tail != cq->db_head && last->qp == qp &&
+	    last->one_sided && last->n) {
 		last->n += n;
 		return;
 	}
-	cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){ qp, n };
+	cq->db[cq->db_tail++ & cq->db_mask] =
+		(struct shm_db){ qp, n, (uint32_t)one_sided };
 }
 
 static int shm_post_locked(struct smart_tp_qp *qp,
@@ -445,16 +449,18 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 	struct smart_tp_cq *cq = qp->cq;
 	uint32_t head = atomic_load_explicit(&qp->sq_head,
 					     memory_order_acquire);
-	int i;
+	int i, one_sided = 1;
 
 	if (smart_unlikely(qp->sq_tail - head + (uint32_t)n > qp->sq_mask + 1))
 		return SMART_EAGAIN;
-	for (i = 0; i < n; i++)		/* the whole chain or nothing */
+	for (i = 0; i < n; i++) {	/* the whole chain or nothing */
 		if (smart_unlikely(shm_wr_inline(&wrs[i]) &&
 				   (wrs[i].len > SHM_MAX_INLINE ||
 				    !wrs[i].local)) ||
 		    smart_unlikely(shm_send_check(qp, &wrs[i])))
 			return SMART_EINVAL;
+		one_sided &= wrs[i].opcode < SMART_TP_SEND;
+	}
 	if (smart_unlikely(qp->model)) {
 		shm_sq_fill(qp, wrs, n);
 		return smart__shm_model_ring(qp, (uint32_t)n);
@@ -464,7 +470,7 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 		shm_unlock(cq->flags, &cq->lock);
 		return SMART_EAGAIN;	/* before anything ran */
 	}
-	if (qp->sq_tail == head && !cq->special &&
+	if (!one_sided && qp->sq_tail == head && !cq->special &&
 	    !atomic_load_explicit(&qp->d->failures, memory_order_relaxed) &&
 	    shm_two_sided(wrs, n)) {
 		int ran = shm_send_now(qp, wrs, n);
@@ -475,7 +481,7 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 	if (n) {
 		shm_sq_fill(qp, wrs, n);
 		qp->sq_tail += (uint32_t)n;
-		shm_db_ring(cq, qp, (uint32_t)n);
+		shm_db_ring(cq, qp, (uint32_t)n, one_sided);
 	}
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
