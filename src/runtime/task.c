@@ -292,18 +292,22 @@ static __attribute__((noinline)) void main_wait(struct smart_worker *w,
 }
 
 /* Park the current task until its batches complete (smart__task_wake).
- * When no other task is ready (and none sleeps, and the group is the
- * worker's own) the scheduler's next step would be a poll: it is made
- * here, and the task switches out only when its batches are still in
- * flight after it, that is when it really waits.  The tasks the poll
- * wakes are queued as the scheduler's poll would queue them. */
+ * When it waits for batches of its own and no other task is ready (and
+ * none sleeps, and the group is the worker's own) the scheduler's next
+ * step would be a poll: it is made here, and the task switches out only
+ * when its batches are still in flight after it, that is when it really
+ * waits.  The tasks the poll wakes are queued as the scheduler's poll
+ * would queue them.  A wait for something else (a message: inflight 0)
+ * switches out at once, and the scheduler's polls give the CPU away when
+ * nothing comes (smart__worker_wait_poll). */
 void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 {
 	if (smart_unlikely(t == &w->main_task)) {
 		main_wait(w, t);
 		return;
 	}
-	if (!w->ready_head && !w->sleepers && !w->group->shared) {
+	if (!w->ready_head && !w->sleepers && !w->group->shared &&
+	    atomic_load_explicit(&t->inflight, memory_order_relaxed)) {
 		w->since_poll = 0;
 		smart__worker_poll(w);
 		if (!atomic_load_explicit(&t->inflight, memory_order_acquire))
