@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/core.h"
+#include "util/mutant.h"
 
 typedef struct {
 	smart__fctx_t fctx;
@@ -291,23 +292,34 @@ static __attribute__((noinline)) void main_wait(struct smart_worker *w,
 			smart__idle_pause();
 }
 
+/* May a task waiting for its batches make the scheduler's next poll
+ * itself?  Only when that poll is next (no other task ready, none
+ * sleeping, no other worker completing its batches) and it runs no layer
+ * above: a messaging endpoint's handlers run inside its poller, and they
+ * must go on running outside any task (docs/rpc.md), where ops they queue
+ * go to the main context's chains, not the waiting task's. */
+static inline int task_polls_in_place(const struct smart_worker *w,
+				      struct smart__task *t)
+{
+	return !w->ready_head && !w->sleepers && !w->group->shared &&
+	       (!w->npollers || SMART_M_TASK_WAIT_POLLS_HANDLERS) &&
+	       atomic_load_explicit(&t->inflight, memory_order_relaxed);
+}
+
 /* Park the current task until its batches complete (smart__task_wake).
- * When it waits for batches of its own and no other task is ready (and
- * none sleeps, and the group is the worker's own) the scheduler's next
- * step would be a poll: it is made here, and the task switches out only
- * when its batches are still in flight after it, that is when it really
- * waits.  The tasks the poll wakes are queued as the scheduler's poll
- * would queue them.  A wait for something else (a message: inflight 0)
- * switches out at once, and the scheduler's polls give the CPU away when
- * nothing comes (smart__worker_wait_poll). */
+ * When it may (task_polls_in_place) it polls first, and switches out only
+ * when its batches are still in flight after that poll, that is when it
+ * really waits; the tasks the poll wakes are queued as the scheduler's
+ * poll would queue them.  A wait for something else (a message: inflight
+ * 0) switches out at once, and the scheduler's polls give the CPU away
+ * when nothing comes (smart__worker_wait_poll). */
 void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 {
 	if (smart_unlikely(t == &w->main_task)) {
 		main_wait(w, t);
 		return;
 	}
-	if (!w->ready_head && !w->sleepers && !w->group->shared &&
-	    atomic_load_explicit(&t->inflight, memory_order_relaxed)) {
+	if (task_polls_in_place(w, t)) {
 		w->since_poll = 0;
 		smart__worker_poll(w);
 		if (!atomic_load_explicit(&t->inflight, memory_order_acquire))

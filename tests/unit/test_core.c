@@ -366,6 +366,47 @@ static void test_wait_in_place(void)
 	fixture_stop(&f);
 }
 
+struct poller_seen {
+	int polls, in_task;
+};
+
+/* A layer's poller (as a messaging endpoint's, whose handlers it runs):
+ * says whether it ran inside a task. */
+static int seen_poller(struct smart_worker *w, void *p)
+{
+	struct poller_seen *s = p;
+
+	s->polls++;
+	s->in_task += smart_worker_in_task(w);
+	return 0;
+}
+
+/* With a layer's poller on the worker a task's wait never polls in
+ * place: the poller (a messaging endpoint's handlers) runs outside any
+ * task, as docs/rpc.md says handlers do, while the task's 200 syncs wait
+ * and complete through the scheduler's polls. */
+static void test_wait_pollers(void)
+{
+	struct poller_seen seen = { 0, 0 };
+	struct wait_arg a;
+	struct fixture f;
+	smart_worker_t *w;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart__worker_poller_add(w, seen_poller, &seen));
+	a = (struct wait_arg){ f.id, 1 << 20, 100 };
+	CHECK_OK(smart_task_spawn(w, wait_task, &a));
+	CHECK_OK(smart_worker_run(w));
+	printf("   200 syncs: the poller ran %d times, %d of them inside the "
+	       "task\n", seen.polls, seen.in_task);
+	CHECK_GE(seen.polls, 200);	/* the path ran: polls waited */
+	CHECK_EQ(seen.in_task, 0);
+	smart__worker_poller_del(w, seen_poller, &seen);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 static void test_op_errors(void)
 {
 	struct fixture f;
@@ -752,6 +793,7 @@ int main(int argc, char **argv)
 		{ "ops", test_ops },
 		{ "op_errors", test_op_errors },
 		{ "wait_in_place", test_wait_in_place },
+		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
 		{ "cq_failure", test_cq_failure },
 		{ "room_turns", test_room_turns },
