@@ -547,13 +547,6 @@ void smart__shm_rq_arm(struct smart_tp_qp *qp);
 /* Post's check of a chain's SENDs against the peer (SMART_EINVAL). */
 int smart__shm_send_check(const struct smart_tp_qp *qp,
 			  const struct smart_tp_wr *wr);
-/* The same, inline for the one-sided WRs of the post path: a compare. */
-static inline int shm_send_check(const struct smart_tp_qp *qp,
-				 const struct smart_tp_wr *wr)
-{
-	return smart_likely(wr->opcode < SMART_TP_SEND) ? 0 :
-	       smart__shm_send_check(qp, wr);
-}
 /* Execute a SEND or WRITE_IMM: a completion status, or SHM_ST_RNR_WAIT. */
 int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e);
 int smart__shm_exec_send_wr(struct smart_tp_qp *qp,

@@ -456,10 +456,13 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 	for (i = 0; i < n; i++) {	/* the whole chain or nothing */
 		if (smart_unlikely(shm_wr_inline(&wrs[i]) &&
 				   (wrs[i].len > SHM_MAX_INLINE ||
-				    !wrs[i].local)) ||
-		    smart_unlikely(shm_send_check(qp, &wrs[i])))
+				    !wrs[i].local)))
 			return SMART_EINVAL;
-		one_sided &= wrs[i].opcode < SMART_TP_SEND;
+		if (smart_likely(wrs[i].opcode < SMART_TP_SEND))
+			continue;
+		one_sided = 0;
+		if (smart__shm_send_check(qp, &wrs[i]))
+			return SMART_EINVAL;
 	}
 	if (smart_unlikely(qp->model)) {
 		shm_sq_fill(qp, wrs, n);
