@@ -12,13 +12,17 @@
 # layers are sums of functions' own counts, and "other" is what is left.  Each function's own (exclusive)
 # instructions go to the layer of the file they were compiled from:
 #   app        tools/, bench/ (smart-perf's task loop, its kit)
-#   core       src/runtime/, src/services/, include/smart/ (public inlines), Boost.Context's
-#              jump_fcontext (the task switch)
+#   runtime    src/runtime/, include/smart/ (public inlines), Boost.Context's
+#              jump_fcontext (the task switch): queueing, posting, the
+#              wait, the wake and the completions' dispatch
+#   services   src/services/ (leases, epochs, the allocator: on the op
+#              path only what the runtime's hooks call)
 #   transport  src/transport/ (shm: the NIC's work done by the CPU)
 #   util       src/util/ (clock, RNG - the benchmark's random offsets
 #              are drawn with it, framework and raw alike -, histogram)
 #   other      libc, the loader, anything else
-# The library's own part is core + transport (+ util less the RNG).
+# The library's own part is runtime + services + transport + util (the RNG
+# apart: the benchmark's).
 #
 # Usage: bench/op-cost.sh [--bin DIR] [--seconds S] [--ops LIST]
 #          [--depths LIST] [--batches LIST] [--no-raw] [--json]
@@ -73,7 +77,7 @@ command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# layers OUT: "total app core transport util rng other" from a callgrind
+# layers OUT: "total app runtime services transport util rng other" from a callgrind
 # output file: the total is its PROGRAM TOTALS; each function's exclusive
 # count goes to the layer of its file; other is the rest (a part dumped
 # in mid-run lists the threads' outer frames, clone and start_thread, with
@@ -87,17 +91,19 @@ layers() {
 		{
 			n = $1; gsub(",", "", n)
 			f = $0; sub(/^ *[0-9,]+ +\([^)]*\) +/, "", f)
-			if (f ~ /jump_fcontext|make_fcontext|ontop_fcontext/) l = "core"
+			if (f ~ /jump_fcontext|make_fcontext|ontop_fcontext/) l = "runtime"
 			else if (f ~ /(^|\/)(tools|bench)\//) l = "app"
-			else if (f ~ /layer-include\/[a-z]+\/(runtime|services)\/|(^|\/)src\/(runtime|services)\/|(^|\/)include\/smart\//) l = "core"
+			else if (f ~ /layer-include\/[a-z]+\/services\/|(^|\/)src\/services\//) l = "services"
+			else if (f ~ /layer-include\/[a-z]+\/runtime\/|(^|\/)src\/runtime\/|(^|\/)include\/smart\//) l = "runtime"
 			else if (f ~ /layer-include\/[a-z]+\/transport\/|(^|\/)src\/transport\//) l = "transport"
 			else if (f ~ /util\/rng\.c|util\/rng\.h/) l = "rng"
 			else if (f ~ /layer-include\/[a-z]+\/util\/|(^|\/)src\/util\//) l = "util"
 			else next
 			s[l] += n; t += n
 		}
-		END { printf "%d %d %d %d %d %d %d\n", tot, s["app"], s["core"],
-			     s["transport"], s["util"], s["rng"], tot - t }'
+		END { printf "%d %d %d %d %d %d %d %d\n", tot, s["app"],
+			     s["runtime"], s["services"], s["transport"], s["util"],
+			     s["rng"], tot - t }'
 }
 
 # run NAME KIND ARGS...: smart-perf under callgrind (KIND: lib or raw);
@@ -126,7 +132,7 @@ run() {
 	fi
 	t=0
 	[ -s "$out.1" ] &&
-		read -r t app core tp util rng other <<<"$(layers "$out.1")"
+		read -r t app rt svc tp util rng other <<<"$(layers "$out.1")"
 	if [ "${t:-0}" = 0 ]; then
 		echo "op-cost.sh: $name: no window was dumped (a smart-perf" \
 			"built without valgrind's callgrind.h?)" >&2
@@ -134,21 +140,21 @@ run() {
 		return 1
 	fi
 	awk -v name="$name" -v ops="$ops" -v t="$t" -v app="$app" \
-	    -v core="$core" -v tp="$tp" -v util="$util" -v rng="$rng" \
+	    -v rt="$rt" -v svc="$svc" -v tp="$tp" -v util="$util" -v rng="$rng" \
 	    -v other="$other" -v json="$JSON" 'BEGIN {
-		lib = core + tp + util
+		lib = rt + svc + tp + util
 		if (json)
 			printf "{\"case\":\"%s\",\"ops\":%d,\"per_op\":%.1f," \
-			       "\"app\":%.1f,\"core\":%.1f,\"transport\":%.1f," \
-			       "\"util\":%.1f,\"rng\":%.1f,\"other\":%.1f," \
-			       "\"library\":%.1f}\n", name, ops, t / ops,
-			       app / ops, core / ops, tp / ops, util / ops,
-			       rng / ops, other / ops, lib / ops
+			       "\"app\":%.1f,\"runtime\":%.1f,\"services\":%.1f," \
+			       "\"transport\":%.1f,\"util\":%.1f,\"rng\":%.1f," \
+			       "\"other\":%.1f,\"library\":%.1f}\n", name, ops,
+			       t / ops, app / ops, rt / ops, svc / ops, tp / ops,
+			       util / ops, rng / ops, other / ops, lib / ops
 		else
-			printf "%-24s %9d %8.1f %7.1f %7.1f %9.1f %6.1f %6.1f " \
-			       "%6.1f %8.1f\n", name, ops, t / ops, app / ops,
-			       core / ops, tp / ops, util / ops, rng / ops,
-			       other / ops, lib / ops
+			printf "%-24s %9d %8.1f %7.1f %7.1f %8.1f %9.1f %6.1f " \
+			       "%6.1f %6.1f %8.1f\n", name, ops, t / ops,
+			       app / ops, rt / ops, svc / ops, tp / ops,
+			       util / ops, rng / ops, other / ops, lib / ops
 	}'
 	if [ -n "$CEIL" ] && [ "$kind" = lib ] &&
 	   [ "$(( t / ops ))" -gt "$CEIL" ]; then
@@ -158,8 +164,9 @@ run() {
 	fi
 }
 
-[ $JSON = 1 ] || printf "%-24s %9s %8s %7s %7s %9s %6s %6s %6s %8s\n" \
-	case ops "instr/op" app core transport util rng other library
+[ $JSON = 1 ] || printf "%-24s %9s %8s %7s %7s %8s %9s %6s %6s %6s %8s\n" \
+	case ops "instr/op" app runtime services transport util rng other \
+	library
 for op in ${OPS//,/ }; do
 	for d in ${DEPTHS//,/ }; do
 		for b in ${BATCHES//,/ }; do

@@ -8,7 +8,7 @@ set -euo pipefail
 # whose own packages tests/vm/lib.sh installs on first use).
 # libsodium-dev: the handshakes' HMAC-SHA-256 and nonces (docs/protocol.md).
 # valgrind: bench/op-cost.sh counts instructions per op with callgrind
-# (and its ctest, test_op_cost).
+# (and its ctest, op_cost_ceiling).
 # abigail-tools: abidw and abidiff, the ABI check against abi/libsmart.abi
 # (ctest install_abi, make abi-baseline; docs/design.md §12).
 pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev

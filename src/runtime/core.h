@@ -506,9 +506,46 @@ void smart__task_unpark(struct smart_worker *w, struct smart__task *t);
 void smart__task_sleep(struct smart_worker *w, struct smart__task *t,
 		       uint64_t deadline);
 
+/* task.c: t joins the back of w's run queue (owner thread only). */
+static inline void smart__task_ready(struct smart_worker *w,
+				     struct smart__task *t)
+{
+	t->state = SMART_TASK_READY;
+	t->next = NULL;
+	if (w->ready_tail)
+		w->ready_tail->next = t;
+	else
+		w->ready_head = t;
+	w->ready_tail = t;
+}
+
 /* ops.c */
 void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 			   int shared);
+
+/* smart__batch_complete for a group of one worker, inline in the poll's
+ * dispatch loop: nobody else completes its batches or touches its
+ * counters, so plain loads and stores do (the shared group's race for a
+ * batch's busy word is not there to run).  The task is queued when its
+ * last batch lands and it waits for it. */
+static inline void smart__batch_complete_own(struct smart_worker *w,
+					     struct smart__batch *b)
+{
+	struct smart__task *t = b->task;
+	int left;
+
+	atomic_store_explicit(&b->qp->outstanding, atomic_load_explicit(
+		&b->qp->outstanding, memory_order_relaxed) - b->n,
+		memory_order_relaxed);
+	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
+	if (smart_unlikely(w->throttle))
+		smart__credit_add(w, (int)b->n);
+	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+	left = atomic_load_explicit(&t->inflight, memory_order_relaxed) - 1;
+	atomic_store_explicit(&t->inflight, left, memory_order_relaxed);
+	if (!left && t->state == SMART_TASK_WAITING && t != &w->main_task)
+		smart__task_ready(w, t);
+}
 
 /* bufpool.c */
 int smart__pool_create(struct smart_ctx *ctx);

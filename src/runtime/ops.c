@@ -134,6 +134,30 @@ static int post_in_turn(struct smart_worker *w, struct smart__task *t,
 	return rc;
 }
 
+/* The transport refused batch b's chain to blade: none of it is in
+ * flight.  Out of line: the posting path keeps its registers. */
+static __attribute__((noinline, cold)) void
+post_failed(struct smart_worker *w, struct smart__task *t,
+	    struct smart__batch *b, uint16_t blade, int rc)
+{
+	struct smart__qp *qp = b->qp;
+	int n = (int)b->n;
+
+	cnt_add(&qp->outstanding, -n, w->group->shared);
+	set_error(t, rc);
+	/* an announcement prepended to these WRs did not go out */
+	w->ctx->svc->qp_new(w, blade);
+	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
+	if (w->throttle)
+		smart__credit_add(w, n);
+	/* a QP in error, or one on a failed CQ (which a poll then finds and
+	 * replaces): the next op gets a new one */
+	if (rc == SMART_EQP) {
+		atomic_store(&qp->broken, 1);
+		smart__worker_poll(w);
+	}
+}
+
 static void post_chain(struct smart_worker *w, struct smart__task *t,
 		       struct smart__chain *c)
 {
@@ -176,19 +200,7 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	rc = post_in_turn(w, t, qp, c->wr, n);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
-		cnt_add(&qp->outstanding, -n, w->group->shared);
-		set_error(t, rc);
-		/* an announcement prepended to these WRs did not go out */
-		w->ctx->svc->qp_new(w, c->blade);
-		__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
-		if (w->throttle)
-			smart__credit_add(w, n);
-		/* a QP in error, or one on a failed CQ (which a poll then
-		 * finds and replaces): the next op gets a new one */
-		if (rc == SMART_EQP) {
-			atomic_store(&qp->broken, 1);
-			smart__worker_poll(w);
-		}
+		post_failed(w, t, b, c->blade, rc);
 		return;
 	}
 	cnt_add(&t->inflight, 1, w->group->shared);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "runtime/core.h"
+#include "util/mutant.h"
 
 typedef struct {
 	smart__fctx_t fctx;
@@ -162,13 +163,7 @@ static struct smart__task *task_slot_new(struct smart_worker *w)
 
 static void ready_push(struct smart_worker *w, struct smart__task *t)
 {
-	t->state = SMART_TASK_READY;
-	t->next = NULL;
-	if (w->ready_tail)
-		w->ready_tail->next = t;
-	else
-		w->ready_head = t;
-	w->ready_tail = t;
+	smart__task_ready(w, t);
 }
 
 static struct smart__task *ready_pop(struct smart_worker *w)
@@ -297,12 +292,38 @@ static __attribute__((noinline)) void main_wait(struct smart_worker *w,
 			smart__idle_pause();
 }
 
-/* Park the current task until its batches complete (smart__task_wake). */
+/* May a task waiting for its batches make the scheduler's next poll
+ * itself?  Only when that poll is next (no other task ready, none
+ * sleeping, no other worker completing its batches) and it runs no layer
+ * above: a messaging endpoint's handlers run inside its poller, and they
+ * must go on running outside any task (docs/rpc.md), where ops they queue
+ * go to the main context's chains, not the waiting task's. */
+static inline int task_polls_in_place(const struct smart_worker *w,
+				      struct smart__task *t)
+{
+	return !w->ready_head && !w->sleepers && !w->group->shared &&
+	       (!w->npollers || SMART_M_TASK_WAIT_POLLS_HANDLERS) &&
+	       atomic_load_explicit(&t->inflight, memory_order_relaxed);
+}
+
+/* Park the current task until its batches complete (smart__task_wake).
+ * When it may (task_polls_in_place) it polls first, and switches out only
+ * when its batches are still in flight after that poll, that is when it
+ * really waits; the tasks the poll wakes are queued as the scheduler's
+ * poll would queue them.  A wait for something else (a message: inflight
+ * 0) switches out at once, and the scheduler's polls give the CPU away
+ * when nothing comes (smart__worker_wait_poll). */
 void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 {
 	if (smart_unlikely(t == &w->main_task)) {
 		main_wait(w, t);
 		return;
+	}
+	if (task_polls_in_place(w, t)) {
+		w->since_poll = 0;
+		smart__worker_poll(w);
+		if (!atomic_load_explicit(&t->inflight, memory_order_acquire))
+			return;
 	}
 	t->state = SMART_TASK_WAITING;
 	while (t->state == SMART_TASK_WAITING)

@@ -469,7 +469,11 @@ int smart__worker_poll(struct smart_worker *w)
 						       &zero, err);
 			atomic_store(&b->qp->broken, 1);
 		}
-		if (wc[i].wr_id & 1)
+		if (!(wc[i].wr_id & 1))
+			continue;
+		if (smart_likely(!shared))
+			smart__batch_complete_own(w, b);
+		else
 			smart__batch_complete(w, b, shared);
 	}
 	return n + extra;

@@ -66,6 +66,16 @@
 #define SMART_M_OPS_NO_ROOM_TURN 0
 #endif
 
+#ifdef SMART_MUTANT_TASK_WAIT_POLLS_HANDLERS	/* task.c: a task's wait
+						 * polls in place with
+						 * messaging pollers on
+						 * its worker (handlers
+						 * run inside the task) */
+#define SMART_M_TASK_WAIT_POLLS_HANDLERS 1
+#else
+#define SMART_M_TASK_WAIT_POLLS_HANDLERS 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_RECV_TRUSTS_LEN	/* shm_recv.c: a peer's message
 					 * length copied unchecked */
 #define SMART_M_SHM_RECV_TRUSTS_LEN 1

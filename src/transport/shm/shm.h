@@ -252,6 +252,8 @@ struct shm_wqe {
 struct shm_db {
 	struct smart_tp_qp *qp;
 	uint32_t n;
+	uint32_t one_sided;	/* no SEND or WRITE_IMM: a later one-sided
+				 * chain of its QP may grow it (shm_qp.c) */
 };
 
 struct smart_tp_cq {
@@ -388,8 +390,6 @@ static inline int shm_wr_inline(const struct smart_tp_wr *wr)
 	       (wr->opcode == SMART_TP_WRITE || wr->opcode == SMART_TP_SEND);
 }
 
-/* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with
- * *rp the remote bytes, or the error status of the completion. */
 /* 1 when fd carries every seal of need.  A file that cannot carry seals
  * (a regular file of a disk filesystem: F_GET_SEALS fails) has none:
  * -1 has every bit set, so the failure must be looked at first. */
@@ -400,8 +400,12 @@ static inline int shm_sealed(int fd, int need)
 	return s >= 0 && (s & need) == need;
 }
 
-static inline int shm_wr_check(struct smart_tp_qp *qp,
-			       const struct smart_tp_wr *wr, uint8_t **rp)
+/* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with
+ * *rp the remote bytes, or the error status of the completion.  Always
+ * inlined: GCC made a function of it, a call per WR executed. */
+static inline __attribute__((always_inline)) int
+shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
+	     uint8_t **rp)
 {
 	/* a peer QP may have no region of its peer's */
 	*rp = smart_likely(qp->r) ? shm_remote_ptr(qp->r, wr->rkey,
@@ -543,13 +547,6 @@ void smart__shm_rq_arm(struct smart_tp_qp *qp);
 /* Post's check of a chain's SENDs against the peer (SMART_EINVAL). */
 int smart__shm_send_check(const struct smart_tp_qp *qp,
 			  const struct smart_tp_wr *wr);
-/* The same, inline for the one-sided WRs of the post path: a compare. */
-static inline int shm_send_check(const struct smart_tp_qp *qp,
-				 const struct smart_tp_wr *wr)
-{
-	return smart_likely(wr->opcode < SMART_TP_SEND) ? 0 :
-	       smart__shm_send_check(qp, wr);
-}
 /* Execute a SEND or WRITE_IMM: a completion status, or SHM_ST_RNR_WAIT. */
 int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e);
 int smart__shm_exec_send_wr(struct smart_tp_qp *qp,

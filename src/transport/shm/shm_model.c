@@ -344,7 +344,7 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 		rc = SMART_EAGAIN;	/* nothing posted, nothing counted */
 	} else {
 		misses = shm_device_reserve(m, qp, n, now);
-		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n };
+		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n, 0 };
 		cq->db_tail++;
 		qp->sq_tail += n;
 	}

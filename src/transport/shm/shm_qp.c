@@ -404,8 +404,9 @@ static int shm_send_now(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	return i;
 }
 
-/* Copy n WRs (and inline bytes) into the send queue behind its tail. */
-static void shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
+/* Copy n WRs (and inline bytes) into the send queue behind its tail
+ * (inline: a call cost as much as the copy of one WR). */
+static inline __attribute__((always_inline)) void shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 			int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -419,22 +420,50 @@ static void shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	}
 }
 
+/* Queue a doorbell record for n WRs of qp behind the CQ's FIFO; cq->lock
+ * held.  When the chain is one-sided and the newest record is a one-sided
+ * one of qp's, their WRs are contiguous in qp's send queue and would run
+ * back to back in the FIFO: the record grows instead (a poll then walks
+ * one record for the chains of many tasks on one QP, as a NIC fetches
+ * WQEs behind one doorbell).  A record is run from its QP's sq_head, so
+ * one grown while partly run keeps the order of rule 3.  Messaging's
+ * SENDs keep a record per post: one waiting for a receive (rule 8) is
+ * requeued alone. */
+static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
+			uint32_t n, int one_sided)
+{
+	struct shm_db *last = &cq->db[(cq->db_tail - 1) & cq->db_mask];
+
+	if (one_sided && cq->db_tail != cq->db_head && last->qp == qp &&
+	    last->one_sided && last->n) {
+		last->n += n;
+		return;
+	}
+	cq->db[cq->db_tail++ & cq->db_mask] =
+		(struct shm_db){ qp, n, (uint32_t)one_sided };
+}
+
 static int shm_post_locked(struct smart_tp_qp *qp,
 			   const struct smart_tp_wr *wrs, int n)
 {
 	struct smart_tp_cq *cq = qp->cq;
 	uint32_t head = atomic_load_explicit(&qp->sq_head,
 					     memory_order_acquire);
-	int i;
+	int i, one_sided = 1;
 
 	if (smart_unlikely(qp->sq_tail - head + (uint32_t)n > qp->sq_mask + 1))
 		return SMART_EAGAIN;
-	for (i = 0; i < n; i++)		/* the whole chain or nothing */
+	for (i = 0; i < n; i++) {	/* the whole chain or nothing */
 		if (smart_unlikely(shm_wr_inline(&wrs[i]) &&
 				   (wrs[i].len > SHM_MAX_INLINE ||
-				    !wrs[i].local)) ||
-		    smart_unlikely(shm_send_check(qp, &wrs[i])))
+				    !wrs[i].local)))
 			return SMART_EINVAL;
+		if (smart_likely(wrs[i].opcode < SMART_TP_SEND))
+			continue;
+		one_sided = 0;
+		if (smart__shm_send_check(qp, &wrs[i]))
+			return SMART_EINVAL;
+	}
 	if (smart_unlikely(qp->model)) {
 		shm_sq_fill(qp, wrs, n);
 		return smart__shm_model_ring(qp, (uint32_t)n);
@@ -444,7 +473,7 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 		shm_unlock(cq->flags, &cq->lock);
 		return SMART_EAGAIN;	/* before anything ran */
 	}
-	if (qp->sq_tail == head && !cq->special &&
+	if (!one_sided && qp->sq_tail == head && !cq->special &&
 	    !atomic_load_explicit(&qp->d->failures, memory_order_relaxed) &&
 	    shm_two_sided(wrs, n)) {
 		int ran = shm_send_now(qp, wrs, n);
@@ -455,8 +484,7 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 	if (n) {
 		shm_sq_fill(qp, wrs, n);
 		qp->sq_tail += (uint32_t)n;
-		cq->db[cq->db_tail++ & cq->db_mask] =
-			(struct shm_db){ qp, (uint32_t)n };
+		shm_db_ring(cq, qp, (uint32_t)n, one_sided);
 	}
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
@@ -479,8 +507,9 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	return rc;
 }
 
-/* Execute one WR; returns a completion status. */
-static int shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
+/* Execute one WR; returns a completion status.  Inline in the plain
+ * poll's loop (out of line it cost a fifth of the WR's execution). */
+static inline __attribute__((always_inline)) int shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
@@ -655,6 +684,14 @@ static void shm_touch(struct smart_tp_cq *cq)
 	}
 }
 
+/* Prefetching overlaps the misses of several WRs: a lone WR's prefetch
+ * would be followed at once by its own load. */
+static inline int shm_touch_worth(const struct smart_tp_cq *cq, uint32_t end)
+{
+	return end - cq->db_head > 1 ||
+	       (cq->db_head != end && cq->db[cq->db_head & cq->db_mask].n > 1);
+}
+
 /* Model: is the oldest queued WR due?  Prefetching is worth its loop only
  * when something will run now. */
 static int shm_head_due(const struct smart_tp_cq *cq, uint64_t now)
@@ -748,7 +785,7 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 		goto recv;
 	}
 	end = cq->db_tail;	/* requeued doorbells wait for the next poll */
-	if (o.n < max && cq->db_head != end)
+	if (o.n < max && shm_touch_worth(cq, end))
 		shm_touch(cq);
 	while (o.n < max && cq->db_head != end) {
 		if (!shm_db_next(cq, shm_run_db(cq,

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # bench/op-cost.sh, short: instructions per 8-B READ (1 thread x 8
 # coroutines, batch 1) counted by callgrind must stay under a generous
-# ceiling (a regression of the op path fails the build: ~950 when this
-# test came), the raw yardstick is counted too, the layers add up
+# ceiling (a regression of the op path fails the build: ~970 when this
+# test came, ~900 since the op path's cuts; the ceiling leaves the other
+# threads' share, which grows as callgrind slows the run, its room), the
+# raw yardstick is counted too, the layers add up
 # to the whole; its --help and the refusal of a bad flag.  Counts
 # instructions, never time.  About 10 s.
-# Usage: test_op_cost.sh BIN_DIR
+# Usage: op_cost_ceiling.sh BIN_DIR
 set -u
-bin=${1:?usage: test_op_cost.sh BIN_DIR}
+bin=${1:?usage: op_cost_ceiling.sh BIN_DIR}
 script=$(cd "$(dirname "$0")/../.." && pwd)/bench/op-cost.sh
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail=0
-CEILING=1250
+CEILING=1150
 
 command -v valgrind >/dev/null || { echo "SKIP: valgrind is not installed"; exit 77; }
 # a sanitizer's runtime and valgrind cannot share a process (and its
@@ -36,8 +38,9 @@ cat "$out"
 # each line's layers add up to its whole (to the printed rounding)
 sums=$(grep -o '{.*}' "$out" | awk -F'[:,}]' '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
-	d = v["\"per_op\""] - v["\"app\""] - v["\"core\""] - v["\"transport\""] \
-	    - v["\"util\""] - v["\"rng\""] - v["\"other\""]
+	d = v["\"per_op\""] - v["\"app\""] - v["\"runtime\""] \
+	    - v["\"services\""] - v["\"transport\""] - v["\"util\""] \
+	    - v["\"rng\""] - v["\"other\""]
 	print (d < 1 && d > -1) ? "ok" : "off" }' | sort -u)
 if [ $rc -eq 0 ] && grep -q '"case":"read 8B 1x8 batch 1","ops":[1-9]' "$out" &&
    grep -q '"case":"read 8B 1x8 raw","ops":[1-9]' "$out" && [ "$sums" = ok ]; then
