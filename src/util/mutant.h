@@ -20,6 +20,14 @@
 #define SMART_M_RPC_CONFIG_TAIL 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CONFIG_CUT	/* util/config.h (in msg): a config
+					 * struct_size that ends inside a field
+					 * taken */
+#define SMART_M_RPC_CONFIG_CUT 1
+#else
+#define SMART_M_RPC_CONFIG_CUT 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_OUT_FULL	/* util/config.h (in msg): an output
 					 * struct written whole, whatever the
 					 * caller's size */

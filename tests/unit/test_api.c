@@ -90,9 +90,11 @@ static void test_bt_config(void)
 	CHECK_EQ(smart_bt_open(w, 1, 5, &n.c, &t), SMART_EINVAL);
 	CHECK_OK(smart_root_get(w, 1, 5, &root));
 	CHECK_EQ(root, 0);
-	/* older: hocl beyond its size takes the default (on); key_max 0
-	 * inside it would be refused, so the fields it has are read */
-	n.c.struct_size = offsetof(struct smart_bt_config, hocl);
+	/* older (a header without spec_entries and hocl: its sizeof, a
+	 * multiple of the alignment): hocl beyond its size takes the
+	 * default (on); key_max 0 inside it would be refused, so the fields
+	 * it has are read */
+	n.c.struct_size = offsetof(struct smart_bt_config, spec_entries);
 	n.c.hocl = 0;
 	n.c.key_max = 0;
 	CHECK_EQ(smart_bt_create(w, 1, 5, &n.c, &t), SMART_EINVAL);
@@ -129,9 +131,11 @@ static void test_dtx_config(void)
 	n.newer = 1;
 	CHECK_EQ(smart_dtx_create(w, 1, "db", &n.c, &d), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_open(w, 1, "db", NULL, &d), SMART_ENOENT);
-	/* older: cache_entries beyond its size takes the default (3 would
-	 * be refused: not a power of two) */
-	n.c.struct_size = offsetof(struct smart_dtx_config, cache_entries);
+	/* older (without max_writes and cache_entries: offsetof
+	 * cache_entries is no sizeof, it is not a multiple of 8):
+	 * cache_entries beyond its size takes the default (3 would be
+	 * refused: not a power of two) */
+	n.c.struct_size = offsetof(struct smart_dtx_config, max_writes);
 	n.c.cache_entries = 3;
 	CHECK_OK(smart_dtx_create(w, 1, "db", &n.c, &d));
 	CHECK_OK(smart_dtx_stats(d, NULL, &st));
@@ -201,6 +205,78 @@ static void test_blade_config(void)
 	CHECK_OK(smart_blade_stats(b, &st));
 	CHECK_EQ(smart_blade_stats(NULL, &st), SMART_EINVAL);
 	CHECK_OK(smart_blade_destroy(b));
+}
+
+/* A struct_size that is no size a header ever had: it cuts a field, so
+ * that the library would take the field's first bytes from the caller
+ * and the rest from its default (a pointer of two halves, a count neither
+ * side chose).  Every struct's sizeof, older or newer, is a multiple of
+ * its alignment, so a size that is not is refused, and nothing done. */
+#define CUT(type, field, plus) \
+	((uint32_t)(offsetof(type, field) + (plus)))
+
+static void test_config_cut(void)
+{
+	static const struct smart_dtx_table tab = {
+		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+	};
+	struct smart_ht_config hc;
+	struct smart_bt_config bc;
+	struct smart_dtx_config dc;
+	struct smart_rpc_config rc;
+	struct smart_blade_config blc;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_ht_t *ht = NULL;
+	smart_bt_t *bt = NULL;
+	smart_dtx_t *d = NULL;
+	smart_rpc_t *rpc = NULL;
+	smart_blade_t *b = NULL;
+	uint64_t root;
+	int accepted = 0;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	smart_ht_config_init(&hc);
+	hc.buckets = 64;
+	hc.split_chunk = 4096;
+	/* the last field's last byte, and the pointer's upper half */
+	hc.struct_size = CUT(struct smart_ht_config, split_chunk, 3);
+	accepted += smart_ht_create(w, 1, 5, &hc, &ht) != SMART_EINVAL;
+	hc.struct_size = CUT(struct smart_ht_config, blades, 4);
+	accepted += smart_ht_create_named(w, 1, "cut", &hc, &ht) !=
+		    SMART_EINVAL;
+	accepted += smart_ht_open(w, 1, 5, &hc, &ht) != SMART_EINVAL;
+	accepted += smart_ht_open_named(w, 1, "cut", &hc, &ht) != SMART_EINVAL;
+	smart_bt_config_init(&bc);
+	bc.cache_bytes = 1 << 20;
+	bc.struct_size = CUT(struct smart_bt_config, cache_bytes, 4);
+	accepted += smart_bt_create(w, 1, 6, &bc, &bt) != SMART_EINVAL;
+	accepted += smart_bt_open(w, 1, 6, &bc, &bt) != SMART_EINVAL;
+	smart_dtx_config_init(&dc);
+	dc.tables = &tab;
+	dc.ntables = 1;
+	dc.log_slots = 4;
+	dc.struct_size = (uint32_t)sizeof(dc) - 1;
+	accepted += smart_dtx_create(w, 1, "cut", &dc, &d) != SMART_EINVAL;
+	accepted += smart_dtx_open(w, 1, "cut", &dc, &d) != SMART_EINVAL;
+	smart_rpc_config_init(&rc);
+	rc.struct_size = CUT(struct smart_rpc_config, busy_us, 2);
+	accepted += smart_rpc_create(w, &rc, &rpc) != SMART_EINVAL;
+	fixture_blade_config(&blc, BLADE_SIZE, 3);
+	blc.struct_size = CUT(struct smart_blade_config, id, 1);
+	accepted += smart_blade_create(&blc, &b) != SMART_EINVAL;
+	printf("configs of a size that cuts a field accepted: %d of 10\n",
+	       accepted);
+	CHECK_EQ(accepted, 0);
+	CHECK(ht == NULL && bt == NULL && d == NULL && rpc == NULL &&
+	      b == NULL);
+	for (unsigned i = 5; i <= 6; i++) {	/* no side effect */
+		CHECK_OK(smart_root_get(w, 1, i, &root));
+		CHECK_EQ(root, 0);
+	}
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
 }
 
 /* An output of `size` bytes inside a buffer of 0xab: what lies past it
@@ -275,6 +351,7 @@ int main(int argc, char **argv)
 		{ "rpc_config", test_rpc_config },
 		{ "blade_config", test_blade_config },
 		{ "stats_size", test_stats_size },
+		{ "config_cut", test_config_cut },
 		{ NULL, NULL },
 	};
 
