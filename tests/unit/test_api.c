@@ -279,6 +279,110 @@ static void test_config_cut(void)
 	fixture_stop(&f);
 }
 
+/* Blades 1 and 2's free bytes (unclaimed + pooled) once worker w is
+ * destroyed (a destroyed worker gives its cached blocks back), read
+ * through obs. */
+static uint64_t free_after(smart_worker_t *obs, smart_worker_t *w)
+{
+	struct smart_alloc_usage u1, u2;
+
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_alloc_usage(obs, 1, &u1));
+	CHECK_OK(smart_alloc_usage(obs, 2, &u2));
+	return u1.free + u2.free;
+}
+
+enum { NOSPACE_HT, NOSPACE_BT, NOSPACE_DTX };
+
+/* Create one structure too large for the blade on a fresh worker. */
+static int create_too_large(smart_worker_t *w, int kind)
+{
+	static const struct smart_dtx_table tabs[2] = {
+		{ .id = 0, .value_size = 8, .buckets = 1u << 10, .primary = -1 },
+		{ .id = 1, .value_size = 4096, .buckets = 1u << 16,
+		  .primary = -1 },
+	};
+	static const uint16_t two[2] = { 1, 2 };
+	struct smart_ht_config hc;
+	struct smart_bt_config bc;
+	struct smart_dtx_config dc;
+	smart_ht_t *ht = NULL;
+	smart_bt_t *bt = NULL;
+	smart_dtx_t *d = NULL;
+	int rc;
+
+	switch (kind) {
+	case NOSPACE_HT:
+		smart_ht_config_init(&hc);
+		hc.depth = 6;
+		hc.buckets = 1u << 16;
+		rc = smart_ht_create(w, 1, 5, &hc, &ht);
+		break;
+	case NOSPACE_BT:
+		smart_bt_config_init(&bc);
+		/* a lock table of 1 MiB on each blade: the second, of
+		 * 1 MiB, has no room for its own */
+		bc.blades = two;
+		bc.nblades = 2;
+		bc.locks = 1u << 17;
+		bc.lock_memory = SMART_BT_LOCKS_HOST;
+		bc.cache_bytes = 1 << 20;
+		rc = smart_bt_create(w, 1, 5, &bc, &bt);
+		break;
+	default:
+		smart_dtx_config_init(&dc);
+		dc.tables = tabs;
+		dc.ntables = 2;
+		dc.log_slots = 4;
+		rc = smart_dtx_create(w, 1, "big", &dc, &d);
+		break;
+	}
+	CHECK(ht == NULL && bt == NULL && d == NULL);
+	return rc;
+}
+
+/* A create that fails part way for want of blade memory (the first
+ * subtables or tables allocated, a later one not) has no side effect:
+ * every block it took is freed and no root entry is taken. */
+static void test_create_nospace(void)
+{
+	static const char *const kinds[] = { "ht", "bt", "dtx" };
+	struct fixture f;
+	smart_worker_t *obs, *w;
+	smart_blade_t *small;
+	uint64_t before, after, root, allocs, frees;
+	smart_stats_t s0, s1;
+	int rc;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	small = fixture_add_blade(&f, 1u << 20, 2);
+	CHECK_OK(smart_worker_create(f.ctx, &obs));
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	before = free_after(obs, w);
+	for (int k = NOSPACE_HT; k <= NOSPACE_DTX; k++) {
+		CHECK_OK(smart_stats_snapshot(f.ctx, &s0));
+		CHECK_OK(smart_worker_create(f.ctx, &w));
+		rc = create_too_large(w, k);
+		CHECK_OK(smart_root_get(obs, 1, 5, &root));
+		after = free_after(obs, w);
+		CHECK_OK(smart_stats_snapshot(f.ctx, &s1));
+		allocs = s1.c[SMART_STAT_ALLOCS] - s0.c[SMART_STAT_ALLOCS];
+		frees = s1.c[SMART_STAT_FREES] - s0.c[SMART_STAT_FREES];
+		printf("%s: %s after %llu allocations, %llu frees; free "
+		       "bytes %llu, %llu before\n", kinds[k],
+		       smart_status_name(rc), (unsigned long long)allocs,
+		       (unsigned long long)frees, (unsigned long long)after,
+		       (unsigned long long)before);
+		CHECK(rc < 0);
+		CHECK(allocs > 0);	/* it failed part way */
+		CHECK_EQ(root, 0);
+		CHECK_EQ(after, before);
+	}
+	CHECK_OK(smart_worker_destroy(obs));
+	fixture_stop(&f);
+	CHECK_OK(smart_blade_destroy(small));
+}
+
 /* An output of `size` bytes inside a buffer of 0xab: what lies past it
  * must stay 0xab (an older caller's memory). */
 static int tail_kept(const unsigned char *buf, size_t size, size_t all)
@@ -352,6 +456,7 @@ int main(int argc, char **argv)
 		{ "blade_config", test_blade_config },
 		{ "stats_size", test_stats_size },
 		{ "config_cut", test_config_cut },
+		{ "create_nospace", test_create_nospace },
 		{ NULL, NULL },
 	};
 
