@@ -541,6 +541,16 @@
 #define SMART_M_CTX_BYE_TAINTED 0
 #endif
 
+#ifdef SMART_MUTANT_STATS_PRINT_UNTERMINATED	/* runtime/stats.c: a
+						 * caller's snapshot printed
+						 * with its strings as they
+						 * are (unterminated: read
+						 * past the struct) */
+#define SMART_M_STATS_PRINT_UNTERMINATED 1
+#else
+#define SMART_M_STATS_PRINT_UNTERMINATED 0
+#endif
+
 #ifdef SMART_MUTANT_CTX_QUERY_ALL_FIELDS	/* core/query.c: every field
 					 * written, asked for or not */
 #define SMART_M_CTX_QUERY_ALL_FIELDS 1

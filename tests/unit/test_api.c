@@ -383,6 +383,49 @@ static void test_create_nospace(void)
 	CHECK_OK(smart_blade_destroy(small));
 }
 
+/* Length of the value after `key` in text (up to the end of line, or to
+ * the closing quote after a JSON "key":"), or 0 when key is absent. */
+static size_t printed_len(const char *text, const char *key, char end)
+{
+	const char *v = strstr(text, key);
+
+	if (!v)
+		return 0;
+	v += strlen(key);
+	return strcspn(v, end == '"' ? "\"" : "\n");
+}
+
+/* smart_stats_print reads a caller's snapshot: its strings are the
+ * caller's bytes, unterminated in a hostile or corrupt one.  What is
+ * printed of each stays inside its array (63 and 7 characters), nothing
+ * read past the struct. */
+static void test_stats_print_hostile(void)
+{
+	smart_stats_t s;
+	char *text = NULL;
+	size_t len = 0, tech, phase, jtech, jphase;
+	FILE *f;
+
+	memset(&s, 'A', sizeof(s));
+	f = open_memstream(&text, &len);
+	CHECK(f != NULL);
+	CHECK_OK(smart_stats_print(&s, f));
+	CHECK_OK(smart_stats_print_json(&s, f));
+	CHECK(fclose(f) == 0);
+	tech = printed_len(text, "techniques       ", '\n');
+	phase = printed_len(text, "credit_cap       ", '\n');
+	jtech = printed_len(text, "\"techniques\":\"", '"');
+	jphase = printed_len(text, "\"throttle_phase\":\"", '"');
+	printf("printed of techniques[64]: %zu and %zu (json) bytes, of "
+	       "throttle_phase[8]: %zu (json)\n", tech, jtech, jphase);
+	CHECK_EQ(tech, 63);
+	CHECK_EQ(jtech, 63);
+	CHECK_EQ(jphase, 7);
+	/* "1094795585 (AAAAAAA)": credit_cap's 'A's, then the phase */
+	CHECK(phase == strlen("1094795585 (AAAAAAA)"));
+	free(text);
+}
+
 /* An output of `size` bytes inside a buffer of 0xab: what lies past it
  * must stay 0xab (an older caller's memory). */
 static int tail_kept(const unsigned char *buf, size_t size, size_t all)
@@ -457,6 +500,7 @@ int main(int argc, char **argv)
 		{ "stats_size", test_stats_size },
 		{ "config_cut", test_config_cut },
 		{ "create_nospace", test_create_nospace },
+		{ "stats_print_hostile", test_stats_print_hostile },
 		{ NULL, NULL },
 	};
 
