@@ -11,6 +11,8 @@
  */
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
@@ -426,6 +428,99 @@ static void test_stats_print_hostile(void)
 	free(text);
 }
 
+/* A page whose next page is PROT_NONE: a struct placed at its end (an
+ * older caller's, smaller than the library's) faults on any access past
+ * its size. */
+static unsigned char *guard_pages(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned char *m = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK(m != MAP_FAILED);
+	CHECK(mprotect(m + pg, (size_t)pg, PROT_NONE) == 0);
+	return m;
+}
+
+/* The last `size` bytes of the guarded page, 0xab but for the copy of
+ * `from` (a config) or nothing (an output). */
+static void *page_end(unsigned char *m, size_t size, const void *from)
+{
+	unsigned char *p = m + sysconf(_SC_PAGESIZE) - size;
+
+	memset(m, 0xab, (size_t)sysconf(_SC_PAGESIZE));
+	if (from)
+		memcpy(p, from, size);
+	return p;
+}
+
+/* Older callers' structs end at a guard page: a config of an older size,
+ * an output of an older size; every config and output function keeps to
+ * the size it was given (a read or write past it would fault). */
+static void test_guard_page(void)
+{
+	static const struct smart_dtx_table tab = {
+		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+	};
+	unsigned char *m = guard_pages();
+	struct smart_ht_config hc;
+	struct smart_bt_config bc;
+	struct smart_dtx_config dc;
+	struct smart_rpc_config rc;
+	struct smart_blade_config blc;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_ht_t *ht;
+	smart_bt_t *bt;
+	smart_dtx_t *d;
+	smart_rpc_t *rpc;
+	smart_blade_t *b;
+	void *p;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	smart_ht_config_init(&hc);
+	hc.struct_size = 8;
+	CHECK_OK(smart_ht_create(w, 1, 5, page_end(m, 8, &hc), &ht));
+	CHECK_OK(smart_ht_stats_sized(ht, w, page_end(m, 8, NULL), 8));
+	CHECK_OK(smart_ht_drop(ht, w));
+	smart_bt_config_init(&bc);
+	bc.cache_bytes = 1 << 20;
+	bc.struct_size = offsetof(struct smart_bt_config, spec_entries);
+	p = page_end(m, bc.struct_size, &bc);
+	CHECK_OK(smart_bt_create(w, 1, 6, p, &bt));
+	CHECK_OK(smart_bt_stats_sized(bt, w, page_end(m, 8, NULL), 8));
+	CHECK_OK(smart_bt_drop(bt, w));
+	smart_dtx_config_init(&dc);
+	dc.tables = &tab;
+	dc.ntables = 1;
+	dc.log_slots = 4;
+	dc.struct_size = offsetof(struct smart_dtx_config, max_writes);
+	p = page_end(m, dc.struct_size, &dc);
+	CHECK_OK(smart_dtx_create(w, 1, "guard", p, &d));
+	CHECK_OK(smart_dtx_stats_sized(d, w, page_end(m, 8, NULL), 8));
+	CHECK_OK(smart_dtx_drop(d, w));
+	smart_rpc_config_init(&rc);
+	rc.struct_size = 4;
+	CHECK_OK(smart_rpc_create(w, page_end(m, 4, &rc), &rpc));
+	CHECK_OK(smart_rpc_stats_sized(rpc, page_end(m, 8, NULL), 8));
+	CHECK_EQ(smart_rpc_traces_sized(rpc, page_end(m, 8, NULL), 1, 8), 0);
+	CHECK_OK(smart_rpc_destroy(rpc));
+	CHECK_OK(smart_stats_snapshot_sized(f.ctx, page_end(m, 8, NULL), 8));
+	CHECK_OK(smart_alloc_usage_sized(w, 1, page_end(m, 8, NULL), 8));
+	CHECK_OK(smart_ctx_blade_info_sized(f.ctx, 1, page_end(m, 8, NULL), 8));
+	CHECK_OK(smart_blade_stats_sized(f.blade, page_end(m, 8, NULL), 8));
+	CHECK_OK(smart_blade_usage_sized(f.blade, page_end(m, 8, NULL), 8));
+	fixture_blade_config(&blc, BLADE_SIZE, 3);
+	blc.struct_size = offsetof(struct smart_blade_config, gid_type);
+	p = page_end(m, blc.struct_size, &blc);
+	CHECK_OK(smart_blade_create(p, &b));
+	CHECK_OK(smart_blade_destroy(b));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+	CHECK(munmap(m, 2 * (size_t)sysconf(_SC_PAGESIZE)) == 0);
+}
+
 /* An output of `size` bytes inside a buffer of 0xab: what lies past it
  * must stay 0xab (an older caller's memory). */
 static int tail_kept(const unsigned char *buf, size_t size, size_t all)
@@ -501,6 +596,7 @@ int main(int argc, char **argv)
 		{ "config_cut", test_config_cut },
 		{ "create_nospace", test_create_nospace },
 		{ "stats_print_hostile", test_stats_print_hostile },
+		{ "guard_page", test_guard_page },
 		{ NULL, NULL },
 	};
 
