@@ -521,6 +521,52 @@ static void test_guard_page(void)
 	CHECK(munmap(m, 2 * (size_t)sysconf(_SC_PAGESIZE)) == 0);
 }
 
+/* NULL where docs/api.md §3 allows it and where it refuses it: stats of a
+ * Smart-BT or Smart-DTX handle with no worker (their own counters), of a
+ * Smart-HT one only with its worker (the directory is re-read); close of
+ * NULL a no-op, close with no worker allowed; NULL handles refused. */
+static void test_null_worker(void)
+{
+	static const struct smart_dtx_table tab = {
+		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+	};
+	struct smart_dtx_config dc;
+	struct smart_ht_stats hs;
+	struct smart_bt_stats bs;
+	struct smart_dtx_stats ds;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_ht_t *ht;
+	smart_bt_t *bt;
+	smart_dtx_t *d;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_ht_create(w, 1, 5, NULL, &ht));
+	CHECK_EQ(smart_ht_stats(ht, NULL, &hs), SMART_EINVAL);
+	CHECK_EQ(smart_ht_stats(NULL, w, &hs), SMART_EINVAL);
+	CHECK_OK(smart_ht_stats(ht, w, &hs));
+	CHECK(hs.subtables > 0);
+	CHECK_OK(smart_ht_close(ht, NULL));
+	CHECK_OK(smart_bt_create(w, 1, 6, NULL, &bt));
+	CHECK_OK(smart_bt_stats(bt, NULL, &bs));
+	CHECK_EQ(smart_bt_stats(NULL, w, &bs), SMART_EINVAL);
+	CHECK_OK(smart_bt_close(bt, w));
+	CHECK_OK(smart_bt_close(NULL, w));
+	smart_dtx_config_init(&dc);
+	dc.tables = &tab;
+	dc.ntables = 1;
+	dc.log_slots = 4;
+	CHECK_OK(smart_dtx_create(w, 1, "nul", &dc, &d));
+	CHECK_OK(smart_dtx_stats(d, NULL, &ds));
+	CHECK_EQ(smart_dtx_stats(NULL, w, &ds), SMART_EINVAL);
+	CHECK_EQ(smart_dtx_stats(d, w, NULL), SMART_EINVAL);
+	CHECK_OK(smart_dtx_close(d, NULL));
+	CHECK_OK(smart_dtx_close(NULL, w));
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 /* An output of `size` bytes inside a buffer of 0xab: what lies past it
  * must stay 0xab (an older caller's memory). */
 static int tail_kept(const unsigned char *buf, size_t size, size_t all)
@@ -597,6 +643,7 @@ int main(int argc, char **argv)
 		{ "create_nospace", test_create_nospace },
 		{ "stats_print_hostile", test_stats_print_hostile },
 		{ "guard_page", test_guard_page },
+		{ "null_worker", test_null_worker },
 		{ NULL, NULL },
 	};
 
