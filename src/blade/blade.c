@@ -387,7 +387,9 @@ int smart_blade_create(const struct smart_blade_config *cfg,
 	struct smart_blade_config c;
 
 	smart_blade_config_init(&c);
-	if (!cfg || !out || smart__config_take(&c, sizeof(c), cfg))
+	if (!cfg || !out ||
+	    smart__config_take(&c, sizeof(c),
+			       _Alignof(struct smart_blade_config), cfg))
 		return SMART_EINVAL;
 	return blade_create(&c, out);
 }

@@ -28,7 +28,8 @@ static int cfg_fill(const struct smart_rpc_config *in,
 		    struct smart_rpc_config *o)
 {
 	smart_rpc_config_init(o);
-	if (in && smart__config_take(o, sizeof(*o), in))
+	if (in && smart__config_take(o, sizeof(*o),
+				     _Alignof(struct smart_rpc_config), in))
 		return SMART_EINVAL;
 	if (!o->window)
 		o->window = 64;

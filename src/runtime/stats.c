@@ -158,7 +158,9 @@ int smart_stats_snapshot_sized(smart_ctx_t *ctx, smart_stats_t *out,
 }
 
 /* A caller's snapshot of `size` bytes as this library's struct (zeros for
- * the fields an older one lacks), or NULL for a size no struct has. */
+ * the fields an older one lacks), or NULL for a size no struct has.  Its
+ * strings are the caller's bytes: terminated here, so that printing one
+ * reads nothing past its array (nor past the struct). */
 static const smart_stats_t *stats_take(const smart_stats_t *s, size_t size,
 				       smart_stats_t *full)
 {
@@ -166,6 +168,10 @@ static const smart_stats_t *stats_take(const smart_stats_t *s, size_t size,
 	if (!s || !size || size > SMART__CONFIG_SIZE_MAX)
 		return NULL;
 	memcpy(full, s, size < sizeof(*full) ? size : sizeof(*full));
+	if (!SMART_M_STATS_PRINT_UNTERMINATED) {
+		full->techniques[sizeof(full->techniques) - 1] = '\0';
+		full->throttle_phase[sizeof(full->throttle_phase) - 1] = '\0';
+	}
 	return full;
 }
 

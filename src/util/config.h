@@ -5,6 +5,13 @@
  * with.  The library takes a caller's struct over its own defaults:
  *   - struct_size under 4 (never initialised) or over
  *     SMART__CONFIG_SIZE_MAX: SMART_EINVAL;
+ *   - struct_size not a multiple of the struct's alignment: SMART_EINVAL.
+ *     No header's sizeof is such a size (a newer struct's alignment is at
+ *     least the older's, and divides its sizeof), and a size that is one
+ *     may end inside a field, which would be taken half from the caller,
+ *     half from the default (a pointer of two halves).  A multiple of the
+ *     alignment A cuts no scalar field: each is at most A bytes, aligned to
+ *     its size, which divides A; an array only between its elements;
  *   - smaller than the library's struct (a caller built against an
  *     older header): its fields are taken, the newer ones keep their
  *     defaults;
@@ -39,9 +46,9 @@
 #define SMART__CONFIG_SIZE_MAX	4096u
 
 /* Take the caller's config src over dst (the library's struct of `known`
- * bytes, holding the defaults and its own struct_size).  0, or
- * SMART_EINVAL with dst untouched. */
-static inline int smart__config_take(void *dst, size_t known,
+ * bytes and alignment `align`, holding the defaults and its own
+ * struct_size).  0, or SMART_EINVAL with dst untouched. */
+static inline int smart__config_take(void *dst, size_t known, size_t align,
 				     const void *src)
 {
 	const unsigned char *s = src;
@@ -49,6 +56,8 @@ static inline int smart__config_take(void *dst, size_t known,
 
 	memcpy(&n, s, sizeof(n));
 	if (n < sizeof(n) || n > SMART__CONFIG_SIZE_MAX)
+		return SMART_EINVAL;
+	if (n % align && !SMART_M_RPC_CONFIG_CUT)
 		return SMART_EINVAL;
 	for (size_t i = known; i < n && !SMART_M_RPC_CONFIG_TAIL; i++)
 		if (s[i])

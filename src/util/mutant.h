@@ -20,6 +20,14 @@
 #define SMART_M_RPC_CONFIG_TAIL 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CONFIG_CUT	/* util/config.h (in msg): a config
+					 * struct_size that ends inside a field
+					 * taken */
+#define SMART_M_RPC_CONFIG_CUT 1
+#else
+#define SMART_M_RPC_CONFIG_CUT 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_OUT_FULL	/* util/config.h (in msg): an output
 					 * struct written whole, whatever the
 					 * caller's size */
@@ -541,6 +549,16 @@
 #define SMART_M_CTX_BYE_TAINTED 1
 #else
 #define SMART_M_CTX_BYE_TAINTED 0
+#endif
+
+#ifdef SMART_MUTANT_STATS_PRINT_UNTERMINATED	/* runtime/stats.c: a
+						 * caller's snapshot printed
+						 * with its strings as they
+						 * are (unterminated: read
+						 * past the struct) */
+#define SMART_M_STATS_PRINT_UNTERMINATED 1
+#else
+#define SMART_M_STATS_PRINT_UNTERMINATED 0
 #endif
 
 #ifdef SMART_MUTANT_CTX_QUERY_ALL_FIELDS	/* core/query.c: every field

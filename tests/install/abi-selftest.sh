@@ -7,6 +7,8 @@
 #   a parameter size_t -> uint32_t             fail (abidiff says 4 only)
 #   a field inserted in a public struct        fail
 #   an enumerator's value changed              fail
+#   the same, in an enum no function names     fail (abidiff misses it)
+#   an enumerator added to that enum           pass
 #   a function removed                         fail (abidiff says 8)
 #   a field inserted in an opaque handle's
 #     private definition                       pass (not ABI)
@@ -30,7 +32,8 @@ mkdir -p "$fake/include/smart" "$fake/abi"
 # build NAME [VAR=VALUE...]: the made-up library with the defaults below
 # changed by the assignments (one variant each).
 build() {
-	local d=$tmp/$1 MAJOR=1 LEN=size_t FIELD=0 DROP=1 NEW=none PRIV=0 B=2
+	local d=$tmp/$1 MAJOR=1 LEN=size_t FIELD=0 DROP=1 NEW=none PRIV=0 B=2 \
+		E=-2 EADD=0
 	shift
 	[ $# -eq 0 ] || local "$@"
 	mkdir -p "$d"
@@ -44,6 +47,9 @@ build() {
 		echo '};'
 		echo 'struct smart_obj;	/* opaque: defined in priv.h */'
 		echo "enum smart_kind { SMART_KIND_A = 1, SMART_KIND_B = $B };"
+		echo "enum smart_err { SMART_ERR_A = -1, SMART_ERR_B = $E,"
+		[ "$EADD" = 1 ] && echo '	SMART_ERR_C = -3,'
+		echo '};'
 		echo "int smart_thing_set(struct smart_thing *t, $LEN len);"
 		echo 'int smart_thing_get(const struct smart_thing *t, uint64_t *out);'
 		echo 'int smart_obj_get(struct smart_obj *o, enum smart_kind k);'
@@ -86,8 +92,8 @@ build() {
 }
 # expect pass|fail WHAT NAME
 expect() {
-	bash "$src/tests/install/abi.sh" check "$fake" "$tmp/$3/lib.so" \
-		>"$tmp/$3/check" 2>&1
+	bash "$src/tests/install/abi.sh" check "$fake" "$tmp/$3/lib.so" "" \
+		"$cc" >"$tmp/$3/check" 2>&1
 	local rc=$?
 	if { [ "$1" = pass ] && [ $rc -eq 0 ]; } ||
 		{ [ "$1" = fail ] && [ $rc -eq 1 ]; }; then
@@ -100,7 +106,8 @@ expect() {
 }
 
 build v1
-bash "$src/tests/install/abi.sh" update "$fake" "$tmp/v1/lib.so" >/dev/null ||
+bash "$src/tests/install/abi.sh" update "$fake" "$tmp/v1/lib.so" "" "$cc" \
+	>/dev/null ||
 	{ echo "FAIL abi.sh update on the made-up library"; exit 1; }
 expect pass "unchanged" v1
 build param LEN=uint32_t
@@ -109,6 +116,10 @@ build field FIELD=1
 expect fail "a field inserted in a public struct" field
 build enum B=3
 expect fail "an enumerator's value changed" enum
+build err E=-3
+expect fail "an enumerator's value changed in an enum no function names" err
+build erradd EADD=1
+expect pass "an enumerator added to an enum no function names" erradd
 build removed DROP=0
 expect fail "a function removed" removed
 build private PRIV=1

@@ -25,14 +25,25 @@
 # inserted in a public struct the same way (tests/install/abi-selftest.sh
 # checks both are refused).  They need DWARF (-g: RelWithDebInfo or Debug) and the shipped
 # library: a sanitizer, fuzzer or mutant build (KIND not empty) is skipped.
-# Usage: abi.sh check|update SOURCE_DIR LIBSMART_SO [KIND]
+#
+# abidiff sees an enum only where an exported function's signature names
+# it; the values of the others (every SMART_E* status, the SMART_CTX_ATTR_*
+# and SMART_CTX_CAP_* bits, SMART_BT_LOCKS_*) are compiled into callers as
+# much, and a changed one went through.  So every public enumerator is
+# kept too, "NAME VALUE" a line in abi/enums.txt, as the compiler CC gives
+# them (the headers compiled with -fno-eliminate-unused-debug-types, the
+# values read from the DWARF): one changed or removed fails, one added
+# passes and is printed.
+# Usage: abi.sh check|update SOURCE_DIR LIBSMART_SO [KIND [CC]]
 set -u
-usage="usage: abi.sh check|update SOURCE_DIR LIBSMART_SO [KIND]"
+usage="usage: abi.sh check|update SOURCE_DIR LIBSMART_SO [KIND [CC]]"
 mode=${1:?$usage}
 src=${2:?$usage}
 so=${3:?$usage}
 kind=${4:-}
+cc=${5:-cc}
 base=$src/abi/libsmart.abi
+enums=$src/abi/enums.txt
 hdrs=$src/include/smart
 skip() {
 	echo "skip: $*"
@@ -51,16 +62,40 @@ dump() {
 		--no-corpus-path --no-comp-dir-path --out-file "$1" "$so"
 }
 
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The public enumerators, "NAME VALUE", sorted (DWARF 4: no value is left
+# in the abbreviation table, where readelf -wi would not print it).
+enum_dump() {
+	local p=$tmp/probe
+	for h in "$hdrs"/*.h; do
+		printf '#include "%s"\n' "$h"
+	done >"$p.c"
+	echo 'int smart__abi_probe(void) { return 0; }' >>"$p.c"
+	"$cc" -std=gnu11 -gdwarf-4 -fno-eliminate-unused-debug-types -fPIC \
+		-shared -I"$src/include" -o "$p.so" "$p.c" >"$p.err" 2>&1 || {
+		echo "FAIL the public headers did not compile ($cc):"
+		cat "$p.err"
+		return 1
+	}
+	readelf -wi "$p.so" | awk '/DW_TAG_enumerator/ { e = 1; next }
+		e && /DW_AT_name/ { n = $NF; next }
+		e && /DW_AT_const_value/ { print n, $NF; e = 0 }' |
+		grep '^SMART_' | LC_ALL=C sort -u
+}
+
 if [ "$mode" = update ]; then
 	dump "$base" || exit 1
+	enum_dump >"$tmp/enums" && mv "$tmp/enums" "$enums" || exit 1
 	echo "wrote $base: $(grep -c '<elf-symbol ' "$base") symbols," \
 		"soname $(sed -n "s/.* soname='\([^']*\)'.*/\1/p" "$base" | head -1)"
+	echo "wrote $enums: $(wc -l <"$enums") enumerators"
 	exit 0
 fi
 [ "$mode" = check ] || { echo "$usage"; exit 2; }
 [ -f "$base" ] || { echo "FAIL no baseline $base (make abi-baseline)"; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+[ -f "$enums" ] || { echo "FAIL no baseline $enums (make abi-baseline)"; exit 1; }
 fail=0
 
 was=$(sed -n "s/.* soname='\([^']*\)'.*/\1/p" "$base" | head -1)
@@ -90,6 +125,28 @@ done <"$tmp/joined"
 [ -s "$tmp/joined" ] &&
 	echo "     (before a node is released, an intended addition: make abi-baseline)"
 [ $fail -eq 0 ] && echo "ok   released nodes unchanged: $(tr '\n' ' ' <"$tmp/nodes")"
+
+# Enumerators: each of the baseline's with its value, or the ABI broke.
+if enum_dump >"$tmp/enums"; then
+	LC_ALL=C comm -23 "$enums" "$tmp/enums" >"$tmp/enum_gone"
+	awk 'FILENAME == ARGV[1] { was[$1] = 1; next } !($1 in was)' \
+		"$enums" "$tmp/enums" >"$tmp/enum_new"
+	while read -r n v; do
+		now=$(awk -v n="$n" '$1 == n { print $2 }' "$tmp/enums")
+		echo "FAIL enumerator $n = $v in the baseline, now ${now:-gone}"
+		fail=1
+	done <"$tmp/enum_gone"
+	if [ -s "$tmp/enum_gone" ]; then
+		echo "     (callers compiled the value in: undo it, or move the major)"
+	else
+		echo "ok   public enumerators: the baseline's $(wc -l <"$enums")" \
+			"unchanged"
+	fi
+	[ -s "$tmp/enum_new" ] &&
+		echo "ok   enumerators added: $(cut -d' ' -f1 "$tmp/enum_new" | tr '\n' ' ')"
+else
+	fail=1
+fi
 
 abidiff "$base" "$so" >"$tmp/diff" 2>&1
 rc=$?

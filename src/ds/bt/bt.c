@@ -36,7 +36,10 @@ static const struct smart_bt_config *cfg_or_default(
 	struct smart_bt_config *def)
 {
 	smart_bt_config_init(def);
-	if (args_bad || (cfg && smart__ds_config_take(def, sizeof(*def), cfg)))
+	if (args_bad ||
+	    (cfg && smart__ds_config_take(def, sizeof(*def),
+					  _Alignof(struct smart_bt_config),
+					  cfg)))
 		return NULL;
 	return def;
 }

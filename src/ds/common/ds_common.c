@@ -57,13 +57,24 @@ int smart__ds_area_ok(uint64_t off, uint64_t len)
 #define SMART_M_HT_CONFIG_TAIL 0
 #endif
 
-int smart__ds_config_take(void *dst, size_t known, const void *src)
+/* HT_CONFIG_CUT: a config struct_size that ends inside a field taken (the
+ * field half the caller's, half the default) */
+#ifdef SMART_MUTANT_HT_CONFIG_CUT
+#define SMART_M_HT_CONFIG_CUT 1
+#else
+#define SMART_M_HT_CONFIG_CUT 0
+#endif
+
+int smart__ds_config_take(void *dst, size_t known, size_t align,
+			  const void *src)
 {
 	const unsigned char *s = src;
 	uint32_t n;
 
 	memcpy(&n, s, sizeof(n));
 	if (n < sizeof(n) || n > 4096u)
+		return SMART_EINVAL;
+	if (n % align && !SMART_M_HT_CONFIG_CUT)	/* util/config.h */
 		return SMART_EINVAL;
 	for (size_t i = known; i < n && !SMART_M_HT_CONFIG_TAIL; i++)
 		if (s[i])

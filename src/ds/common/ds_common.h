@@ -37,10 +37,12 @@ int smart__ds_desc_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 int smart__ds_area_ok(uint64_t off, uint64_t len);
 
 /* Take the caller's config struct src (leading uint32_t struct_size)
- * over dst, the library's struct of `known` bytes holding the defaults:
- * the rule of src/util/config.h (docs/api.md, "Extensible structs"),
- * which this layer may not include.  0, or SMART_EINVAL, dst untouched. */
-int smart__ds_config_take(void *dst, size_t known, const void *src);
+ * over dst, the library's struct of `known` bytes and alignment `align`
+ * holding the defaults: the rule of src/util/config.h (docs/api.md,
+ * "Extensible structs"), which this layer may not include.  0, or
+ * SMART_EINVAL, dst untouched. */
+int smart__ds_config_take(void *dst, size_t known, size_t align,
+			  const void *src);
 
 /* Give the caller's output of `size` bytes (the sizeof its header said)
  * the library's struct `full` of `known` bytes: the common prefix, then

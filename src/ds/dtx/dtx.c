@@ -400,7 +400,8 @@ int smart_dtx_create(smart_worker_t *w, uint16_t home, const char *name,
 
 	smart_dtx_config_init(&def);
 	if (!w || !out || !cfg || !smart_root_name_ok(name) ||
-	    smart__ds_config_take(&def, sizeof(def), cfg))
+	    smart__ds_config_take(&def, sizeof(def),
+				  _Alignof(struct smart_dtx_config), cfg))
 		return SMART_EINVAL;
 	cfg = &def;
 	rc = config_check(cfg);
@@ -441,7 +442,9 @@ int smart_dtx_open(smart_worker_t *w, uint16_t home, const char *name,
 	int rc;
 
 	smart_dtx_config_init(&def);
-	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+	if (cfg && smart__ds_config_take(&def, sizeof(def),
+					 _Alignof(struct smart_dtx_config),
+					 cfg))
 		return SMART_EINVAL;
 	cfg = &def;
 	if (!w || !out || !smart_root_name_ok(name) ||

@@ -305,7 +305,8 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	int rc;
 
 	smart_ht_config_init(&def);
-	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+	if (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
+					 cfg))
 		return SMART_EINVAL;
 	cfg = &def;
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
@@ -360,7 +361,8 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 
 	smart_ht_config_init(&def);
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
-	    (cfg && smart__ds_config_take(&def, sizeof(def), cfg)) ||
+	    (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
+					  cfg)) ||
 	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_get(w, blade, root_idx, &maddr);

@@ -45,7 +45,8 @@ int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 
 	smart_ht_config_init(&def);
 	if (!w || !out || !smart_root_name_ok(name) ||
-	    (cfg && smart__ds_config_take(&def, sizeof(def), cfg)) ||
+	    (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
+					  cfg)) ||
 	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_find(w, blade, name, ht_name_of, NULL, &idx, &maddr);
@@ -62,7 +63,8 @@ int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 	int rc;
 
 	smart_ht_config_init(&def);
-	if (cfg && smart__ds_config_take(&def, sizeof(def), cfg))
+	if (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
+					 cfg))
 		return SMART_EINVAL;
 	cfg = &def;
 	if (!w || !out || !smart_root_name_ok(name) ||

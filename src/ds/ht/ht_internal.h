@@ -68,6 +68,8 @@ static inline int smart__ht_hook(const struct ht_hook *h, smart_worker_t *w,
 
 /* Building a table (ht.c): scratch buffers, and what was allocated. */
 #define HT_BUILD_BUF	(60u << 10)	/* a multiple of HT_GROUP */
+/* the config's alignment, for smart__ds_config_take */
+#define HT_CFG_ALIGN	_Alignof(struct smart_ht_config)
 struct ht_build {
 	size_t mark;			/* scratch, released by the caller */
 	void *fill;			/* HT_BUILD_BUF bytes */
