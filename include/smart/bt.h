@@ -39,7 +39,8 @@
  *     with, from any number of their tasks at once; each call takes the
  *     worker of the calling thread;
  *   - 0 or a negative SMART_E* code: SMART_EINVAL for bad arguments (NULL,
- *     a key of 0 or more than key_max bytes, a value over val_max),
+ *     a worker of another ctx, a key of 0 or more than key_max bytes, a
+ *     value over val_max),
  *     SMART_ENOENT for an absent key (search, update, delete), SMART_EEXIST
  *     for a present one (insert), SMART_ERANGE when a search's or scan's
  *     buffer is too small (a search copies nothing then, a scan returns the

@@ -23,7 +23,9 @@
  * transport's errors.  An error leaves the table unchanged.
  *
  * Thread safety: a table object may be used by any number of workers
- * (threads) at once, each passing its own worker; smart_ht_close() must
+ * (threads) of the ctx it was opened with at once, each passing its own
+ * worker (a worker of another ctx: SMART_EINVAL, nothing done, from
+ * every call that takes one); smart_ht_close() must
  * not run concurrently with anything else on the object.  Operations
  * follow the rules of smart_alloc(): no ops of the caller's own may be
  * queued and unsynced when one is called.

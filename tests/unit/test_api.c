@@ -630,6 +630,69 @@ static void test_stats_size(void)
 	fixture_stop(&f);
 }
 
+/* A worker of another ctx (on the same blade) refused by every Smart-HT
+ * and Smart-BT call that takes a worker, with nothing done: its leases
+ * would name our locks with another id and its redo records go to
+ * another area.  (Smart-DTX refuses it too: test_dtx_unlock:foreign.) */
+static void test_foreign_worker(void)
+{
+	struct smart_ht_stats hs;
+	struct smart_bt_stats bs;
+	struct smart_bt_entry e[4];
+	struct fixture f;
+	smart_worker_t *w, *v;
+	smart_ctx_t *c2;
+	smart_ht_t *ht;
+	smart_bt_t *bt;
+	char val[16], buf[64];
+	size_t n;
+	int refused = 0, calls = 0;
+
+	fixture_start(&f, BLADE_SIZE, 1, NULL);
+	c2 = fixture_ctx_at(smart_blade_address(f.blade), 1);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_worker_create(c2, &v));
+	CHECK_OK(smart_ht_create(w, 1, 5, NULL, &ht));
+	CHECK_OK(smart_bt_create(w, 1, 6, NULL, &bt));
+	CHECK_OK(smart_ht_insert(ht, w, "k", 1, "v", 1));
+	CHECK_OK(smart_bt_insert(bt, w, "k", 1, "v", 1));
+#define FOREIGN(call) (calls++, refused += (call) == SMART_EINVAL)
+	FOREIGN(smart_ht_search(ht, v, "k", 1, val, sizeof(val), &n));
+	FOREIGN(smart_ht_insert(ht, v, "j", 1, "v", 1));
+	FOREIGN(smart_ht_update(ht, v, "k", 1, "w", 1));
+	FOREIGN(smart_ht_upsert(ht, v, "k", 1, "w", 1));
+	FOREIGN(smart_ht_delete(ht, v, "k", 1));
+	FOREIGN(smart_ht_stats(ht, v, &hs));
+	FOREIGN(smart_ht_sweep(ht, v));
+	FOREIGN(smart_ht_drop(ht, v));
+	FOREIGN(smart_ht_close(ht, v));
+	FOREIGN(smart_bt_search(bt, v, "k", 1, val, sizeof(val), &n));
+	FOREIGN(smart_bt_insert(bt, v, "j", 1, "v", 1));
+	FOREIGN(smart_bt_update(bt, v, "k", 1, "w", 1));
+	FOREIGN(smart_bt_upsert(bt, v, "k", 1, "w", 1));
+	FOREIGN(smart_bt_delete(bt, v, "k", 1));
+	FOREIGN(smart_bt_scan(bt, v, "a", 1, NULL, 0, e, 4, buf, sizeof(buf),
+			      &n));
+	FOREIGN(smart_bt_stats(bt, v, &bs));
+	FOREIGN(smart_bt_drop(bt, v));
+	FOREIGN(smart_bt_close(bt, v));
+#undef FOREIGN
+	printf("calls with a worker of another ctx refused: %d of %d\n",
+	       refused, calls);
+	CHECK_EQ(refused, calls);
+	/* nothing done: both still hold k -> v, and close with theirs */
+	CHECK_OK(smart_ht_search(ht, w, "k", 1, val, sizeof(val), &n));
+	CHECK(n == 1 && val[0] == 'v');
+	CHECK_OK(smart_bt_search(bt, w, "k", 1, val, sizeof(val), &n));
+	CHECK(n == 1 && val[0] == 'v');
+	CHECK_OK(smart_ht_drop(ht, w));
+	CHECK_OK(smart_bt_drop(bt, w));
+	CHECK_OK(smart_worker_destroy(v));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c2));
+	fixture_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
@@ -644,6 +707,7 @@ int main(int argc, char **argv)
 		{ "stats_print_hostile", test_stats_print_hostile },
 		{ "guard_page", test_guard_page },
 		{ "null_worker", test_null_worker },
+		{ "foreign_worker", test_foreign_worker },
 		{ NULL, NULL },
 	};
 

@@ -146,6 +146,7 @@ static int tree_new(smart_worker_t *w, const struct bt_meta *m,
 	if (!t)
 		return SMART_ENOMEM;
 	memset(t, 0, sizeof(*t));
+	t->ctx = ctx;
 	t->home = home;
 	t->root_idx = root_idx;
 	t->meta = maddr;
@@ -511,13 +512,19 @@ unsigned smart_bt_val_max(const smart_bt_t *t)
 	return t ? t->val_max : 0;
 }
 
+int smart__bt_own(const smart_bt_t *t, const smart_worker_t *w)
+{
+	return w && (smart_worker_ctx(w) == t->ctx ||
+		     SMART_M_BT_FOREIGN_WORKER);
+}
+
 static int bt_stats_fill(smart_bt_t *t, smart_worker_t *w,
 			 struct smart_bt_stats *out)
 {
 	unsigned i;
 
-	(void)w;	/* the counters are this object's: nothing to read */
-	if (!t || !out)
+	/* the counters are this object's: w, NULL or t's, reads nothing */
+	if (!t || !out || (w && !smart__bt_own(t, w)))
 		return SMART_EINVAL;
 	memset(out, 0, sizeof(*out));
 	out->height = atomic_load(&t->height);
@@ -553,6 +560,8 @@ int smart_bt_stats_sized(smart_bt_t *t, smart_worker_t *w,
 
 int smart_bt_close(smart_bt_t *t, smart_worker_t *w)
 {
+	if (t && w && !smart__bt_own(t, w))
+		return SMART_EINVAL;
 	if (t) {
 		smart__bt_redo_release(t, w);
 		smart__bt_cache_fini(t);
@@ -607,7 +616,7 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 	unsigned i;
 	int rc, level;
 
-	if (!t || !w)
+	if (!t || !smart__bt_own(t, w))
 		return SMART_EINVAL;
 	/* the root entry first, if it still names this tree (of two
 	 * droppers one goes on): nobody opens it any more */

@@ -326,7 +326,7 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 	size_t mark;
 	int rc;
 
-	if (!t || !w || !next || fill_pct < 10 || fill_pct > 100)
+	if (!t || !smart__bt_own(t, w) || !next || fill_pct < 10 || fill_pct > 100)
 		return SMART_EINVAL;
 	memset(lv, 0, sizeof(lv));
 	mark = smart_scratch_mark(w);

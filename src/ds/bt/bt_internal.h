@@ -41,6 +41,7 @@ struct bt_llock {
 };
 
 struct smart_bt {
+	smart_ctx_t *ctx;		/* whose workers may use it */
 	uint16_t home;
 	unsigned root_idx;
 	smart_gaddr_t meta;
@@ -138,6 +139,10 @@ static inline int bt_keycmp(const void *a, size_t al, const void *b,
 }
 
 /* Is key inside the node's fences?  -1: below low, 1: at or above high. */
+/* 1 when w is a worker of the ctx t was opened with: another ctx's
+ * worker has other QPs and leases, so its locks would name another id
+ * than t->lease[] and its redo records another area. */
+int smart__bt_own(const smart_bt_t *t, const smart_worker_t *w);
 int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
 			const void *key, size_t klen);
 

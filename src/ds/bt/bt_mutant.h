@@ -320,4 +320,11 @@
 #define SMART_M_BT_LOCK_LOST_KEPT 0
 #endif
 
+/* a worker of another ctx taken (its leases name our locks) */
+#ifdef SMART_MUTANT_BT_FOREIGN_WORKER
+#define SMART_M_BT_FOREIGN_WORKER 1
+#else
+#define SMART_M_BT_FOREIGN_WORKER 0
+#endif
+
 #endif

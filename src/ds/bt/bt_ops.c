@@ -650,7 +650,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 static int args_ok(const smart_bt_t *t, const smart_worker_t *w,
 		   const void *key, size_t klen, const void *val, size_t vlen)
 {
-	return t && w && key && klen && klen <= t->key_max &&
+	return t && smart__bt_own(t, w) && key && klen && klen <= t->key_max &&
 	       vlen <= t->val_max && (val || !vlen);
 }
 

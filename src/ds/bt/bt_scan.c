@@ -160,7 +160,7 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 	unsigned i, k;
 	int rc;
 
-	if (!t || !w || !from || !from_len || from_len > t->key_max || !n ||
+	if (!t || !smart__bt_own(t, w) || !from || !from_len || from_len > t->key_max || !n ||
 	    (to && (!to_len || to_len > t->key_max)) || (max && !out) ||
 	    (!buf && cap))
 		return SMART_EINVAL;

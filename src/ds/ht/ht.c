@@ -219,6 +219,7 @@ static int table_new(smart_worker_t *w, const struct ht_meta *m,
 		}
 		t->spec_mask = spec_cache - 1;
 	}
+	t->ctx = ctx;
 	t->home = home;
 	t->root = root;
 	t->maddr = maddr;
@@ -370,11 +371,19 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 					   out);
 }
 
+int smart__ht_own(const smart_ht_t *t, const smart_worker_t *w)
+{
+	return w && (smart_worker_ctx(w) == t->ctx ||
+		     SMART_M_HT_FOREIGN_WORKER);
+}
+
 int smart_ht_close(smart_ht_t *t, smart_worker_t *w)
 {
-	(void)w;	/* nothing remote to give back: the table stays */
+	/* nothing remote to give back (the table stays): w may be NULL */
 	if (!t)
 		return 0;
+	if (w && !smart__ht_own(t, w))
+		return SMART_EINVAL;
 	free(t->spec);
 	free(t);
 	return 0;
@@ -403,7 +412,7 @@ static int ht_stats_fill(smart_ht_t *t, smart_worker_t *w,
 	unsigned i, d;
 	int rc;
 
-	if (!t || !w || !out)
+	if (!t || !smart__ht_own(t, w) || !out)
 		return SMART_EINVAL;
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < t->nshards; i++) {

@@ -213,7 +213,7 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w)
 	size_t mark;
 	int rc;
 
-	if (!t || !w)
+	if (!t || !smart__ht_own(t, w))
 		return SMART_EINVAL;
 	/* SMART_ENOENT: not this table's entry any more */
 	maddr = t->maddr;

@@ -30,6 +30,7 @@ struct ht_shard {
 };
 
 struct smart_ht {
+	smart_ctx_t *ctx;		/* whose workers may use it */
 	uint16_t home;
 	unsigned root;
 	uint64_t maddr;			/* the descriptor */
@@ -79,6 +80,10 @@ struct ht_build {
 };
 
 int smart__ht_config_ok(const struct smart_ht_config *c);
+/* 1 when w is a worker of the ctx t was opened with: another ctx's
+ * worker has other QPs, leases and caches, so a call with it would
+ * act under the wrong lease (names our locks with another id). */
+int smart__ht_own(const smart_ht_t *t, const smart_worker_t *w);
 int smart__ht_build_begin(smart_worker_t *w, struct ht_build *b);
 /* Everything but the root entry: shards, then the descriptor (named
  * `name`, NULL for none) with fresh random seeds. */

@@ -86,4 +86,11 @@
 #define SMART_M_HT_SPEC_NO_CHECK 0
 #endif
 
+/* a worker of another ctx taken (its leases name our locks) */
+#ifdef SMART_MUTANT_HT_FOREIGN_WORKER
+#define SMART_M_HT_FOREIGN_WORKER 1
+#else
+#define SMART_M_HT_FOREIGN_WORKER 0
+#endif
+
 #endif

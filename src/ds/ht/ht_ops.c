@@ -141,7 +141,8 @@ static int op_begin(struct ht_op *op, smart_ht_t *t, smart_worker_t *w,
 {
 	int rc;
 
-	if (!t || !w || !key || !klen || klen > SMART_HT_KEY_MAX)
+	if (!t || !smart__ht_own(t, w) || !key || !klen ||
+	    klen > SMART_HT_KEY_MAX)
 		return SMART_EINVAL;
 	/* field by field: a memset of the struct was 3% of a search */
 	op->t = t;

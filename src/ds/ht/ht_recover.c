@@ -213,7 +213,7 @@ int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w)
 	unsigned i;
 	int rc;
 
-	if (!t || !w)
+	if (!t || !smart__ht_own(t, w))
 		return SMART_EINVAL;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, SWEEP_BUF + SWEEP_BUF / HT_BUCKET *
