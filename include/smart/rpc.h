@@ -269,6 +269,9 @@ struct smart_rpc_stats {
 	uint64_t cut_closes;	/* connections we cut (a protocol error, a
 				 * peer not consuming or acking) whose peer
 				 * was sent a CLOSE */
+	uint64_t chan_slots_sent;	/* channel slots committed */
+	uint64_t chan_slots_recv;	/* channel slots taken (next) */
+	uint64_t chan_torn;	/* FOOTER polls of a slot still landing */
 };
 
 /* SMART_EINVAL for NULL arguments.  The _sized forms take the caller's
