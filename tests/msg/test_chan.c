@@ -166,15 +166,23 @@ static void forged(smart_chan_t *ch, const char *how)
 		wr.len = ch->bytes + 16;	/* in the ring, past the slot */
 	} else if (!strcmp(how, "hdr")) {
 		hdr[0] = ch->bytes * 4;		/* more than the slot holds */
-	} else if (!strcmp(how, "crc") || !strcmp(how, "seq")) {
-		uint64_t f[3] = { 0, 64, ch->seq + 1 };
-
-		f[1] |= (uint64_t)0xbadc0de << 32;	/* a wrong CRC */
-		if (!strcmp(how, "seq"))
-			f[2] = ch->seq + 1 + 5 * ch->slots;
-		memcpy(p + ch->bytes - 24, f, sizeof(f));
 	}
 	memcpy(p, hdr, sizeof(hdr));
+	if (!strcmp(how, "crc") || !strcmp(how, "seq")) {
+		/* crc: a CRC that never matches; seq: a right CRC over a
+		 * seq naming a slot 5 rounds ahead */
+		uint64_t f[3] = { 0, 64, ch->seq + 1 };
+		uint32_t crc;
+
+		if (!strcmp(how, "seq"))
+			f[2] += 5 * ch->slots;
+		crc = smart_crc32c(smart_crc32c(0, p, 64), f, 12);
+		crc = smart_crc32c(crc, &f[2], 8);
+		if (!strcmp(how, "crc"))
+			crc = ~crc;
+		f[1] |= (uint64_t)crc << 32;
+		memcpy(p + ch->bytes - 24, f, sizeof(f));
+	}
 	if (!strcmp(how, "data")) {
 		CHECK_OK(smart_rpc_send(c, 5, "x", 1));
 		return;
