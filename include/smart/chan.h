@@ -1,5 +1,5 @@
 /*
- * One-sided channels (Slash's RDMA channel, docs/rpc.md §13): a producer
+ * One-sided channels (Slash's RDMA channel, docs/rpc.md §17): a producer
  * streams slots of bytes into a ring in its consumer's memory with
  * one-sided WRITEs; the consumer reads them in place and releases them,
  * which gives the producer its credit back.

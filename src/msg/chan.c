@@ -1,5 +1,5 @@
 /*
- * One-sided channels (include/smart/chan.h, docs/rpc.md §13): a
+ * One-sided channels (include/smart/chan.h, docs/rpc.md §17): a
  * connection whose consumer registered a ring of slots x bytes for that
  * one producer, which WRITEs slot seq % slots from its own registered
  * copy of the ring.  Credits are the connection's seq-ack window with
@@ -33,7 +33,7 @@
 #include "util/mutant.h"
 
 _Static_assert(SMART_CHAN_IMM_HDR == 16 && SMART_CHAN_FOOTER_LEN == 24,
-	       "slot layouts (docs/rpc.md §13)");
+	       "slot layouts (docs/rpc.md §17)");
 
 struct chan_hdr {		/* IMM: a slot's first 16 bytes */
 	uint32_t len, zero;

@@ -47,7 +47,7 @@ enum smart_msg_kind {
 	SMART_MSG_K_CLOSE = 3,
 	SMART_MSG_K_PING = 4,
 	SMART_MSG_K_PONG = 5,
-	SMART_MSG_K_CHAN = 6,	/* a channel's WRITE_IMM (docs/rpc.md §13):
+	SMART_MSG_K_CHAN = 6,	/* a channel's WRITE_IMM (docs/rpc.md §17):
 				 * bits 20..31 the ring slot; handled by
 				 * messaging before smart__msg_parse, which
 				 * refuses it */

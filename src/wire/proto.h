@@ -93,7 +93,7 @@ enum smart_proto_type {
 #define SMART_PROTO_PEER_MSG_MIN	64
 #define SMART_PROTO_PEER_MSG_MAX	(1u << 20)
 #define SMART_PROTO_PEER_RNDV_MAX	(1u << 30)
-/* The channel section of a PEER frame (docs/rpc.md §13): flags, slots,
+/* The channel section of a PEER frame (docs/rpc.md §17): flags, slots,
  * slot_bytes, mode, tag (u32 each), ring blob length (u16), zero (u16). */
 #define SMART_PROTO_PEER_CHAN_LEN	24
 #define SMART_PROTO_CHAN_SLOTS_MIN	2

@@ -1,5 +1,5 @@
 /*
- * One-sided channels (include/smart/chan.h, docs/rpc.md §13) between
+ * One-sided channels (include/smart/chan.h, docs/rpc.md §17) between
  * processes: every slot arrives once, in order and unchanged (seeded
  * content, lengths and user words) under a slow consumer that holds the
  * whole ring before releasing it (the producer stalls for credits every
