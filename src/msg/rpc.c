@@ -325,13 +325,24 @@ int smart__rpc_chan_room_now(const struct smart_rpc_conn *c)
 	return c->state == RPC_C_LIVE && may_send(c);
 }
 
-/* The consumer released a slot: its credit goes back (the ack). */
+static uint32_t ack_every(const struct smart_rpc_conn *c);
+
+/* The consumer released a slot: its credit goes back (the ack), at once
+ * when a bare ACK is due (outside the poll: a producer waiting for it
+ * should not wait for our next poll too), else with the poll's flush. */
 void smart__rpc_chan_release(struct smart_rpc_conn *c)
 {
 	if (c->state != RPC_C_LIVE)
 		return;
 	c->rx_consumed++;
-	mark_dirty(c);
+	if (!c->rpc->in_poll &&
+	    (uint16_t)((uint16_t)c->rx_consumed - c->rx_acked_sent) >=
+	    ack_every(c)) {
+		send_bare(c, SMART_MSG_K_ACK);
+		conn_post(c);
+	} else {
+		mark_dirty(c);
+	}
 }
 
 /* A channel's window: its slots (at most the endpoint's window, which
@@ -1102,6 +1113,22 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 	}
 }
 
+/* Consumed messages a bare ACK waits for: window / 2 (two ACKs at most
+ * unconsumed at the peer, msg_int.h); a channel's a quarter of its slots,
+ * at least 1, so that its producer (a few slots, each large) gets credits
+ * back before it runs dry.  At most four ACKs a window can be unconsumed
+ * at the producer (each follows slots / 4 releases of slots it sent),
+ * with a PING, a PONG and a CLOSE seven bare messages: its receives are
+ * its endpoint's window + RPC_EXTRA (made before the channel set the
+ * window to slots, at most that window), and a channel takes no data
+ * message, so they all find one. */
+static uint32_t ack_every(const struct smart_rpc_conn *c)
+{
+	if (!c->chan)
+		return c->window / 2;
+	return c->window >= 4 ? c->window / 4 : 1;
+}
+
 /* After a poll: reposts, acks owed, backlogs, chains. */
 void smart__rpc_flush_dirty(struct smart_rpc *rpc)
 {
@@ -1124,7 +1151,7 @@ void smart__rpc_flush_dirty(struct smart_rpc *rpc)
 		}
 		backlog_drain(c);
 		if ((uint16_t)((uint16_t)c->rx_consumed - c->rx_acked_sent) >=
-		    c->window / 2)
+		    ack_every(c))
 			send_bare(c, SMART_MSG_K_ACK);
 		conn_post(c);
 		c->dirty = 0;	/* what the above marked is done */
