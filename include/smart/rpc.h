@@ -346,7 +346,8 @@ static inline int smart_rpc_traces(const smart_rpc_t *rpc,
  * descriptor is readable (nothing is lost meanwhile), SMART_EAGAIN when it
  * must poll instead: a message came within cfg.busy_us (traffic flows:
  * polling is cheaper than a wake-up), or the worker has work of its own
- * (a task ready, an op in flight).  While traffic flows the descriptor is
+ * (a task ready, an op in flight), or it consumes a FOOTER channel
+ * (include/smart/chan.h: its slots land without any event).  While traffic flows the descriptor is
  * not used and senders make no system call; a sleeping endpoint on shm
  * costs its next sender one send(2) of a byte (docs/rpc.md §12).
  * Wake-ups may be spurious.  SMART_ENOTSUP: the transport has no events;

@@ -122,6 +122,8 @@ static int chan_new(struct smart_rpc *rpc, int producer,
 
 void smart__chan_free(struct smart_chan *ch)
 {
+	if (!ch->producer && ch->mode == SMART_CHAN_FOOTER)
+		ch->rpc->footer_chans--;
 	if (ch->conn)
 		ch->conn->chan = NULL;
 	if (ch->mr)
@@ -160,6 +162,8 @@ int smart__chan_accept_prep(struct smart_rpc_conn *c,
 	ch->conn = c;
 	c->chan = ch;
 	smart__rpc_set_window(c, ch->slots);
+	if (ch->mode == SMART_CHAN_FOOTER)
+		c->rpc->footer_chans++;
 	return 0;
 }
 

@@ -376,6 +376,9 @@ struct smart_rpc {
 	/* channels (chan.c): the accept function, NULL: refused */
 	smart_chan_accept_fn chan_fn;
 	void *chan_arg;
+	uint32_t footer_chans;	/* FOOTER channels we consume: their slots
+				 * make no completion, so no event (event.c
+				 * refuses to arm while there is one) */
 };
 
 /* endpoint.c: the endpoint's tick, its worker's poller */

@@ -575,6 +575,14 @@
 #define SMART_M_RPC_CHAN_TRUSTS_FOOTER 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CHAN_FOOTER_SLEEPS	/* msg/event.c: the endpoint
+					 * sleeps while it consumes a FOOTER
+					 * channel (its slots wake nothing) */
+#define SMART_M_RPC_CHAN_FOOTER_SLEEPS 1
+#else
+#define SMART_M_RPC_CHAN_FOOTER_SLEEPS 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_CHAN_TAKES_DATA	/* msg/rpc.c: a data message on a channel
 					 * handled (it counts as a release) */
 #define SMART_M_RPC_CHAN_TAKES_DATA 1

@@ -353,6 +353,11 @@ static void reap(pid_t pid)
 		  st);
 }
 
+static uint64_t ms_since(uint64_t t0)
+{
+	return (smart_now_ns() - t0) / 1000000;
+}
+
 /* ---- every slot once, in order, unchanged ------------------------------ */
 
 #define HELD_MAX 64
@@ -487,12 +492,48 @@ static void test_torn(void)
 	reap(pid);
 }
 
-/* ---- peers that die ---------------------------------------------------- */
-
-static uint64_t ms_since(uint64_t t0)
+/* Event mode: an endpoint consuming a FOOTER channel never arms (its
+ * slots would wake nothing), for 300 ms of tries; once the channel is
+ * closed it arms. */
+static void test_event(void)
 {
-	return (smart_now_ns() - t0) / 1000000;
+	const void *buf;
+	uint32_t len;
+	uint64_t user, t0;
+	struct end e;
+	int rfd, efd, rc = SMART_EAGAIN, refused = 0;
+	pid_t pid;
+
+	end_open(&e, 1);
+	if (smart_rpc_event_fd(e.rpc, &efd) == SMART_ENOTSUP) {
+		printf("   (no events on this transport)\n");
+		end_close(&e);
+		return;
+	}
+	pid = producer_start(&e, SMART_CHAN_FOOTER, 4, 4096, 2, "good", &rfd);
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(take(&e, &buf, &len, &user));
+		CHECK_OK(smart_chan_release(e.ch));
+	}
+	read_u64(rfd);
+	for (t0 = smart_now_ns(); ms_since(t0) < 300; refused++) {
+		smart_rpc_progress(e.rpc);
+		CHECK_EQ(smart_rpc_event_arm(e.rpc), SMART_EAGAIN);
+	}
+	CHECK_OK(smart_chan_close(e.ch));
+	e.ch = NULL;
+	reap(pid);
+	for (t0 = smart_now_ns(); rc && ms_since(t0) < 10000;) {
+		smart_rpc_progress(e.rpc);
+		rc = smart_rpc_event_arm(e.rpc);
+	}
+	CHECK_OK(rc);
+	printf("   event mode: %d arms refused while a FOOTER channel was "
+	       "open, then armed\n", refused);
+	end_close(&e);
 }
+
+/* ---- peers that die ---------------------------------------------------- */
 
 /* The producer sends 5 slots, then is killed: they are taken, then next
  * ends with SMART_ECONN once the keepalive gives it up. */
@@ -657,6 +698,7 @@ int main(int argc, char **argv)
 		{ "footer", test_footer },
 		{ "adversarial", test_adversarial },
 		{ "torn", test_torn },
+		{ "event", test_event },
 		{ "producer_killed", test_producer_killed },
 		{ "consumer_killed", test_consumer_killed },
 		{ "hostile", test_hostile },
