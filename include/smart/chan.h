@@ -75,8 +75,9 @@ void smart_chan_config_init(struct smart_chan_config *cfg);
  * of its own; cfg NULL: defaults).  Waits for the handshake like
  * smart_rpc_connect.  SMART_EINVAL for a field out of range (slots above
  * this endpoint's window too) or inside a handler; the errors of
- * smart_rpc_connect; SMART_EPROTO when the peer refuses the channel (it
- * does not listen for channels, or its window is smaller).  Thread: the
+ * smart_rpc_connect; SMART_EACCES when the listener refuses the channel
+ * (it does not listen for channels, or its window is below slots);
+ * SMART_EPROTO when its answer is not the channel asked for.  Thread: the
  * endpoint's. */
 int smart_chan_open(smart_rpc_t *rpc, const char *hostport,
 		    const struct smart_chan_config *cfg, smart_chan_t **out);

@@ -275,13 +275,16 @@ static void child_producer(char **args)
 	end_close(&e);
 }
 
-/* args: pipe fd for the address.  Accepts a channel, takes nothing. */
+/* args: pipe fd for the address, and "plain" for an endpoint that does
+ * not listen for channels.  Accepts a channel, takes nothing. */
 static void child_consumer(char **args)
 {
 	struct end e;
 	int fd = atoi(args[0]);
 
 	end_open(&e, 1);
+	if (args[1] && !strcmp(args[1], "plain"))
+		CHECK_OK(smart_chan_listen(e.rpc, NULL, NULL));
 	CHECK_EQ(write(fd, e.addr, strlen(e.addr) + 1),
 		 (ssize_t)strlen(e.addr) + 1);
 	close(fd);
@@ -673,6 +676,29 @@ static void test_args(void)
 	CHECK_OK(smart_chan_close(NULL));
 	CHECK_EQ(smart_chan_listen(NULL, NULL, NULL), SMART_EINVAL);
 	end_close(&e);
+	/* an endpoint that does not listen for channels refuses one */
+	{
+		struct smart_chan_config ok = chan_cfg(SMART_CHAN_IMM, 4, 4096);
+		char fdtxt[16];
+		int p[2], st;
+		pid_t pid;
+
+		CHECK_OK(pipe(p));
+		snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
+		pid = test_spawn("consumer", (const char *[]){ fdtxt, "plain",
+							     NULL });
+		close(p[1]);
+		end_open(&e, 0);
+		CHECK_MSG(read(p[0], e.addr, sizeof(e.addr) - 1) > 0,
+			  "no consumer");
+		close(p[0]);
+		CHECK_EQ(smart_chan_open(e.rpc, e.addr, &ok, &ch),
+			 SMART_EACCES);
+		CHECK_EQ(smart_rpc_conns(e.rpc), 0);
+		end_close(&e);
+		CHECK_EQ(kill(pid, SIGKILL), 0);
+		CHECK_EQ(waitpid(pid, &st, 0), pid);
+	}
 }
 
 int main(int argc, char **argv)
