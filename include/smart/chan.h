@@ -101,7 +101,11 @@ int smart_chan_listen(smart_rpc_t *rpc, smart_chan_accept_fn fn, void *arg);
 int smart_chan_reserve(smart_chan_t *ch, void **buf, uint32_t *cap);
 
 /* Producer: send the reserved slot, its first len bytes (<= cap) and the
- * application's word user, with one WRITE.  SMART_EINVAL with no slot
+ * application's word user, with one WRITE.  The WRITE is posted at once;
+ * a transport may run it only at a later poll of the endpoint (shm runs
+ * a FOOTER's plain WRITE there), so a producer keeps progressing its
+ * endpoint (reserve, smart_rpc_progress) until its slots were taken, as
+ * after smart_rpc_send.  SMART_EINVAL with no slot
  * reserved or len > cap; SMART_ECONN when the connection failed (the
  * reservation is gone then).  Thread: the endpoint's. */
 int smart_chan_commit(smart_chan_t *ch, uint32_t len, uint64_t user);
