@@ -51,6 +51,6 @@ struct bench_module {
 };
 
 /* The modules. */
-extern const struct bench_module bench_ycsb, bench_rpc;
+extern const struct bench_module bench_ycsb, bench_rpc, bench_chan;
 
 #endif

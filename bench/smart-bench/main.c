@@ -22,6 +22,7 @@ static const struct bench_module *const modules[] = {
 	&bench_smallbank,
 	&bench_tatp,
 	&bench_rpc,
+	&bench_chan,
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 

@@ -269,6 +269,9 @@ struct smart_rpc_stats {
 	uint64_t cut_closes;	/* connections we cut (a protocol error, a
 				 * peer not consuming or acking) whose peer
 				 * was sent a CLOSE */
+	uint64_t chan_slots_sent;	/* channel slots committed */
+	uint64_t chan_slots_recv;	/* channel slots taken (next) */
+	uint64_t chan_torn;	/* FOOTER polls of a slot still landing */
 };
 
 /* SMART_EINVAL for NULL arguments.  The _sized forms take the caller's
@@ -343,7 +346,8 @@ static inline int smart_rpc_traces(const smart_rpc_t *rpc,
  * descriptor is readable (nothing is lost meanwhile), SMART_EAGAIN when it
  * must poll instead: a message came within cfg.busy_us (traffic flows:
  * polling is cheaper than a wake-up), or the worker has work of its own
- * (a task ready, an op in flight).  While traffic flows the descriptor is
+ * (a task ready, an op in flight), or it consumes a FOOTER channel
+ * (include/smart/chan.h: its slots land without any event).  While traffic flows the descriptor is
  * not used and senders make no system call; a sleeping endpoint on shm
  * costs its next sender one send(2) of a byte (docs/rpc.md §12).
  * Wake-ups may be spurious.  SMART_ENOTSUP: the transport has no events;

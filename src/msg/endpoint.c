@@ -300,5 +300,5 @@ int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 {
 	if (!rpc || !hostport || !out || rpc->in_handler)
 		return SMART_EINVAL;
-	return smart__rpc_dial(rpc, hostport, out);
+	return smart__rpc_dial(rpc, hostport, NULL, out);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "msg/msg_int.h"
+#include "util/mutant.h"
 
 static int ev_add(int efd, int fd)
 {
@@ -142,6 +143,10 @@ int smart_rpc_event_arm(smart_rpc_t *rpc)
 		return SMART_EINVAL;
 	if (rpc->efd < 0)
 		return SMART_ENOENT;	/* no smart_rpc_event_fd yet */
+	/* a FOOTER channel's slots land without a completion: nothing
+	 * would wake us for them (docs/rpc.md §17) */
+	if (rpc->footer_chans && !SMART_M_RPC_CHAN_FOOTER_SLEEPS)
+		return SMART_EAGAIN;
 	now = smart__rdtsc();
 	/* traffic flows: stay in polling mode */
 	if (now - rpc->last_busy < rpc->busy_cycles)

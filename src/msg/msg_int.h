@@ -47,6 +47,7 @@
 #include "util/compiler.h"
 #include "smart/smart.h"
 #include "smart/rpc.h"
+#include "smart/chan.h"
 #include "transport/transport.h"
 #include "wire/auth.h"
 #include "wire/msg.h"
@@ -225,6 +226,45 @@ struct smart_rpc_conn {
 	struct rpc_rin rin;
 	struct rpc_held *held;	/* nrecv entries, a ring */
 	uint32_t held_head, held_n;
+	/* channel (chan.c): NULL on an ordinary connection; the channel
+	 * learns the connection's end by its conn going NULL */
+	struct smart_chan *chan;
+};
+
+/* A channel (chan.c, include/smart/chan.h): its connection carries only
+ * bare messages besides the slots, window = slots.
+ * Invariants:
+ *  - producer: slot seq % slots of the local ring is written only while
+ *    reserved, i.e. after its last WRITE completed locally (tx_done)
+ *    and the consumer released it (tx_acked: window = slots credits);
+ *  - consumer: taken - released <= slots; a slot is acked (rx_consumed)
+ *    only when released, so the producer never writes a slot the
+ *    application still reads; landed (IMM) counts WRITE_IMMs checked on
+ *    arrival, each in order (slot = landed % slots), lens[] their
+ *    lengths; err, once set, is returned by every later next. */
+struct smart_chan {
+	struct smart_rpc *rpc;
+	struct smart_rpc_conn *conn;	/* NULL once freed */
+	int producer;
+	uint32_t slots, bytes, mode, tag;
+	uint64_t torn_cycles;		/* FOOTER: the re-poll bound */
+	struct smart_tp_mr *mr;		/* producer: local slots; consumer:
+					 * the ring */
+	uint64_t seq;		/* producer: committed; consumer: taken */
+	uint64_t released;	/* consumer */
+	uint64_t landed;	/* consumer, IMM */
+	uint32_t *lens;		/* consumer, IMM: slots entries */
+	int reserved;		/* producer: a slot reserved */
+	int err;		/* consumer: SMART_EPROTO once cut */
+	uint64_t torn_since;	/* FOOTER: TSC of the first torn poll of
+				 * the slot expected (0: none) */
+	struct smart_chan_stats st;
+};
+
+/* What a channel's handshake says (the CONNECT's asks, the ACCEPT's
+ * repeat; wire/proto.h). */
+struct rpc_chan_hs {
+	uint32_t slots, bytes, mode, tag;
 };
 
 /* A handshake a listener serves (peer.c). */
@@ -333,6 +373,12 @@ struct smart_rpc {
 	 * after it arming is refused (polling while traffic flows) */
 	int efd, tfd;
 	uint64_t last_busy, busy_cycles;	/* TSC */
+	/* channels (chan.c): the accept function, NULL: refused */
+	smart_chan_accept_fn chan_fn;
+	void *chan_arg;
+	uint32_t footer_chans;	/* FOOTER channels we consume: their slots
+				 * make no completion, so no event (event.c
+				 * refuses to arm while there is one) */
 };
 
 /* endpoint.c: the endpoint's tick, its worker's poller */
@@ -430,5 +476,25 @@ void smart__rpc_listen_service(struct smart_rpc *rpc);
 void smart__rpc_hs_poll(struct smart_rpc *rpc);
 void smart__rpc_listen_close(struct smart_rpc *rpc);
 int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
-		    struct smart_rpc_conn **out);
+		    struct smart_chan *ch, struct smart_rpc_conn **out);
+
+/* chan.c: the channel's side of the handshake and of the data path */
+int smart__chan_accept_prep(struct smart_rpc_conn *c,
+			    const struct smart_proto_peer *in);
+void smart__chan_accepted(struct smart_rpc_conn *c);
+void smart__chan_fill(const struct smart_rpc_conn *c,
+		      struct smart_proto_peer *m);
+int smart__chan_fd(const struct smart_rpc_conn *c);
+int smart__chan_attach(struct smart_rpc_conn *c,
+		       const struct smart_proto_peer *peer, int fd);
+int smart__chan_landed(struct smart_rpc_conn *c, const struct smart_tp_wc *wc);
+void smart__chan_free(struct smart_chan *ch);
+/* rpc.c, for chan.c */
+int smart__rpc_chan_room(struct smart_rpc_conn *c);
+void smart__rpc_chan_post(struct smart_rpc_conn *c, struct smart_tp_wr *w,
+			  uint32_t slot);
+void smart__rpc_chan_release(struct smart_rpc_conn *c);
+int smart__rpc_chan_room_now(const struct smart_rpc_conn *c);
+void smart__rpc_chan_conn_close(struct smart_rpc_conn *c);
+void smart__rpc_set_window(struct smart_rpc_conn *c, uint32_t window);
 #endif

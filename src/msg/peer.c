@@ -459,10 +459,18 @@ static int peer_fill(struct smart_rpc_conn *c, struct smart_proto_peer *m)
 
 	m->window = c->window;
 	m->max_msg = c->msg_len;
-	m->rndv_max = rpc->cfg.rndv_max;
-	m->rblob_len = sizeof(m->rblob);
 	m->blob_len = sizeof(m->blob);
-	rc = smart__rndv_blob(c, m->rblob, &m->rblob_len);
+	if (c->chan)
+		smart__chan_fill(c, m);
+	if (c->chan && !c->chan->producer) {
+		/* a consumer's ring takes the staging region's place: it
+		 * sends the producer no data, so nothing to READ */
+		rc = m->ring_len ? 0 : SMART_EPROTO;
+	} else {
+		m->rndv_max = rpc->cfg.rndv_max;
+		m->rblob_len = sizeof(m->rblob);
+		rc = smart__rndv_blob(c, m->rblob, &m->rblob_len);
+	}
 	return rc ? rc : smart__rpc_conn_blob(c, m->blob, &m->blob_len);
 }
 
@@ -489,7 +497,7 @@ static int fds_as_told(const struct smart_rpc *rpc,
 	for (int i = 0; i < SMART_SOCK_FDS; i++)
 		if ((fds[i] >= 0) != (rpc->passes_fds != 0))
 			return 0;
-	return !rpc->passes_fds || m->rndv_max;
+	return !rpc->passes_fds || m->rndv_max || m->ring_len;
 }
 
 /* A PEER_CONNECT: make our side of the connection and answer. */
@@ -522,6 +530,15 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 		pend_refuse(rpc, p, rc, "no room for a connection");
 		return;
 	}
+	if (in.chan) {
+		rc = smart__chan_accept_prep(c, &in);
+		if (rc) {
+			smart__rpc_conn_free(c);
+			pend_refuse(rpc, p, rc, "channel refused (none "
+				    "listened for, or slots above our window)");
+			return;
+		}
+	}
 	rc = peer_fill(c, &outm);
 	if (!rc) {
 		/* the transport owns them from here, even on error */
@@ -540,6 +557,8 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	if (!rc)
 		rc = send_peer(c, p->fd, f, n, smart__now_ms(), NULL);
 	if (rc) {
+		if (c->chan)
+			smart__chan_free(c->chan);
 		smart__rpc_conn_free(c);
 		pend_refuse(rpc, p, SMART_EPROTO, "connection setup failed");
 		return;
@@ -549,6 +568,8 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	smart__info(rpc->log, "rpc: %s connected (window %u/%u)",
 		    c->peer, c->swin, c->window);
 	pend_close(rpc, p);
+	if (c->chan)
+		smart__chan_accepted(c);	/* the application's now */
 }
 
 /* Serve the complete frames of a handshake's input. */
@@ -1021,8 +1042,8 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 /* The whole exchange on a connected socket; *c gets our side (made, or
  * taken from the QP cache, once the HELLO is out: while the listener
  * answers it), *m and fds the listener's. */
-static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn **c,
-			  int fd, int64_t deadline,
+static int dial_handshake(struct smart_rpc *rpc, struct smart_chan *ch,
+			  struct smart_rpc_conn **c, int fd, int64_t deadline,
 			  const struct smart__sock_idle *idle,
 			  struct smart_proto_peer *m, int *fds)
 {
@@ -1037,6 +1058,11 @@ static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn **c,
 	rpc->dialing = &me;	/* our listener refuses this nonce */
 	if (!rc)
 		rc = smart__rpc_conn_new(rpc, 0, c);
+	if (!rc && ch) {
+		(*c)->chan = ch;
+		ch->conn = *c;
+		smart__rpc_set_window(*c, ch->slots);
+	}
 	if (!rc)
 		rc = dial_challenge(rpc, fd, deadline, idle, &a, hello, hlen);
 	if (!rc)
@@ -1044,6 +1070,9 @@ static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn **c,
 				  hlen);
 	if (!rc)
 		rc = dial_answer(rpc, fd, deadline, idle, &a, m, fds);
+	/* a channel is accepted as one, an ordinary connection as one */
+	if (!rc && !ch != !m->chan)
+		rc = SMART_EPROTO;
 	dialing_drop(rpc, &me);
 	explicit_bzero(&a, sizeof(a));
 	return rc;
@@ -1052,7 +1081,7 @@ static int dial_handshake(struct smart_rpc *rpc, struct smart_rpc_conn **c,
 /* The endpoint is polled while the dial waits (dial_idle), and the dial
  * counts as a waiter (destroy is refused meanwhile). */
 int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
-		    struct smart_rpc_conn **out)
+		    struct smart_chan *ch, struct smart_rpc_conn **out)
 {
 	int64_t deadline = smart__now_ms() + rpc->cfg.timeout_ms;
 	const struct smart__sock_idle idle = { dial_idle, rpc },
@@ -1065,7 +1094,7 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	rpc->waiting++;
 	rc = dial_socket(rpc, hostport, deadline, wait, &fd);
 	if (!rc)
-		rc = dial_handshake(rpc, &c, fd, deadline, wait, &m, fds);
+		rc = dial_handshake(rpc, ch, &c, fd, deadline, wait, &m, fds);
 	rpc->waiting--;
 	/* its first call comes next: the cache refill waits (cache_due) */
 	rpc->last_busy = smart__rdtsc();

@@ -271,6 +271,88 @@ static int wait_room(struct smart_rpc_conn *c, uint64_t deadline)
 	return rc;
 }
 
+/* ---- channels (chan.c) ------------------------------------------------ */
+
+/* A credit and a free local slot for a channel's producer: waits like a
+ * send (the endpoint's timeout), except where nothing may wait (a
+ * handler, the poll): SMART_EAGAIN. */
+int smart__rpc_chan_room(struct smart_rpc_conn *c)
+{
+	struct smart_rpc *rpc = c->rpc;
+
+	if (c->state != RPC_C_LIVE)
+		return SMART_ECONN;
+	if (may_send(c) || SMART_M_RPC_CHAN_NO_CREDIT)
+		return 0;
+	if (rpc->in_handler || rpc->in_poll) {
+		c->st.window_stalls++;
+		return SMART_EAGAIN;
+	}
+	return wait_room(c, smart__rdtsc() + rpc->timeout_cycles);
+}
+
+/* Post a channel's WRITE (w: opcode, local, len, lkey, remote, rkey) as
+ * data message tx_seq: signalled as data SENDs are, its immediate (IMM)
+ * naming the slot and carrying our ack. */
+void smart__rpc_chan_post(struct smart_rpc_conn *c, struct smart_tp_wr *w,
+			  uint32_t slot)
+{
+	struct smart_tp_wr *wr = chain_add(c);
+	uint64_t seq = c->tx_seq;
+
+	if (!wr)
+		return;
+	*wr = *w;
+	c->tx_seq++;
+	wr->wr_id = wr_id(c, RPC_WR_DATA, seq);
+	if ((seq & c->sig_mask) == c->sig_mask)
+		wr->flags |= SMART_TP_SIGNALED;
+	if (wr->opcode == SMART_TP_WRITE_IMM) {
+		wr->flags |= SMART_TP_IMM;
+		wr->imm = take_imm(c, SMART_MSG_K_CHAN) |
+			  slot << SMART_MSG_CHAN_SLOT_SHIFT;
+	}
+	c->st.chan_slots_sent++;
+	if (!c->rpc->in_poll)
+		conn_post(c);
+	else
+		mark_dirty(c);
+}
+
+/* 1 when a producer's reserve finds a credit without waiting. */
+int smart__rpc_chan_room_now(const struct smart_rpc_conn *c)
+{
+	return c->state == RPC_C_LIVE && may_send(c);
+}
+
+static uint32_t ack_every(const struct smart_rpc_conn *c);
+
+/* The consumer released a slot: its credit goes back (the ack), at once
+ * when a bare ACK is due (outside the poll: a producer waiting for it
+ * should not wait for our next poll too), else with the poll's flush. */
+void smart__rpc_chan_release(struct smart_rpc_conn *c)
+{
+	if (c->state != RPC_C_LIVE)
+		return;
+	c->rx_consumed++;
+	if (!c->rpc->in_poll &&
+	    (uint16_t)((uint16_t)c->rx_consumed - c->rx_acked_sent) >=
+	    ack_every(c)) {
+		send_bare(c, SMART_MSG_K_ACK);
+		conn_post(c);
+	} else {
+		mark_dirty(c);
+	}
+}
+
+/* A channel's window: its slots (at most the endpoint's window, which
+ * sized the connection's receives and send queue). */
+void smart__rpc_set_window(struct smart_rpc_conn *c, uint32_t window)
+{
+	c->window = window;
+	c->sig_mask = window >= 8 ? window / 4 - 1 : 0;
+}
+
 /* Every tick: wake the tasks waiting for room on c whose deadline passed
  * (nothing else would: no ack comes from a peer that gives no room). */
 static void waiters_expire(struct smart_rpc_conn *c, uint64_t now)
@@ -898,18 +980,54 @@ static int64_t recv_bytes(const struct smart_rpc_conn *c,
 	return -1;
 }
 
+/* A peer broke a channel's protocol (or sent a channel's word on an
+ * ordinary connection): cut, counted; the channel's next says so. */
+static void chan_cut(struct smart_rpc_conn *c, const char *why)
+{
+	c->st.proto_errors++;
+	if (c->chan) {
+		c->chan->err = SMART_EPROTO;
+		c->chan->st.proto_errors++;
+	}
+	conn_cut(c, SMART_EPROTO, why);
+}
+
+/* A channel's WRITE_IMM (chan.c checks it); its receive carries no
+ * bytes, so it goes back at once; the slot is acked only on release. */
+static void on_chan(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
+		    uint32_t slot)
+{
+	if (smart__chan_landed(c, wc) || take_ack(c, (uint16_t)wc->imm)) {
+		chan_cut(c, "a channel slot out of protocol");
+		return;
+	}
+	repost(c, slot);
+}
+
 static void on_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
 		    uint32_t slot)
 {
 	const uint8_t *buf = c->rbuf + (size_t)slot * c->msg_len;
-	int64_t got = recv_bytes(c, wc);
+	int64_t got;
 	struct smart_msg m;
 
+	if ((wc->imm >> 16 & 0xf) == SMART_MSG_K_CHAN &&
+	    (wc->flags & SMART_TP_IMM)) {
+		on_chan(c, wc, slot);
+		return;
+	}
+	got = recv_bytes(c, wc);
 	if (got < 0 ||
 	    smart__msg_parse(buf, (uint32_t)got, !!(wc->flags & SMART_TP_IMM),
 			     wc->imm, &m) || take_ack(c, m.ack)) {
 		c->st.proto_errors++;
 		conn_cut(c, SMART_EPROTO, "malformed message");
+		return;
+	}
+	if (m.kind == SMART_MSG_K_DATA && c->chan && !SMART_M_RPC_CHAN_TAKES_DATA) {
+		/* a channel carries slots and bare messages only: a data
+		 * message would count as a released slot (rx_consumed) */
+		chan_cut(c, "a data message on a channel");
 		return;
 	}
 	switch (m.kind) {
@@ -995,6 +1113,22 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 	}
 }
 
+/* Consumed messages a bare ACK waits for: window / 2 (two ACKs at most
+ * unconsumed at the peer, msg_int.h); a channel's a quarter of its slots,
+ * at least 1, so that its producer (a few slots, each large) gets credits
+ * back before it runs dry.  At most four ACKs a window can be unconsumed
+ * at the producer (each follows slots / 4 releases of slots it sent),
+ * with a PING, a PONG and a CLOSE seven bare messages: its receives are
+ * its endpoint's window + RPC_EXTRA (made before the channel set the
+ * window to slots, at most that window), and a channel takes no data
+ * message, so they all find one. */
+static uint32_t ack_every(const struct smart_rpc_conn *c)
+{
+	if (!c->chan)
+		return c->window / 2;
+	return c->window >= 4 ? c->window / 4 : 1;
+}
+
 /* After a poll: reposts, acks owed, backlogs, chains. */
 void smart__rpc_flush_dirty(struct smart_rpc *rpc)
 {
@@ -1017,7 +1151,7 @@ void smart__rpc_flush_dirty(struct smart_rpc *rpc)
 		}
 		backlog_drain(c);
 		if ((uint16_t)((uint16_t)c->rx_consumed - c->rx_acked_sent) >=
-		    c->window / 2)
+		    ack_every(c))
 			send_bare(c, SMART_MSG_K_ACK);
 		conn_post(c);
 		c->dirty = 0;	/* what the above marked is done */
@@ -1133,7 +1267,8 @@ void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
 			 int fds[SMART_SOCK_FDS])
 {
 	smart__rpc_fds_none(fds);
-	fds[0] = smart__rndv_fd(c);
+	fds[0] = c->chan && !c->chan->producer ? smart__chan_fd(c)
+					       : smart__rndv_fd(c);
 	c->rpc->tp->qp_fds(c->qp, fds + 1);
 }
 
@@ -1244,7 +1379,9 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 		       const struct smart_proto_peer *peer,
 		       int fds[SMART_SOCK_FDS])
 {
-	int n = 0, rc = smart__rndv_connect(c, peer, fds[0]);
+	int n = 0, rc = peer->chan && !c->accepted ?
+			smart__chan_attach(c, peer, fds[0]) :
+			smart__rndv_connect(c, peer, fds[0]);
 
 	fds[0] = -1;
 	if (rc) {
@@ -1331,6 +1468,8 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 	struct smart_rpc_conn **pp;
 
 	conn_release(c);
+	if (c->chan)
+		c->chan->conn = NULL;	/* the channel learns it is gone */
 	if (c->spare)
 		rpc->nspare--;
 	for (pp = &rpc->dirty; *pp; pp = &(*pp)->next_dirty)
@@ -1421,6 +1560,20 @@ int smart_rpc_close(smart_rpc_conn_t *c)
 
 /* The old way, one connection at a time (RPC_CLOSE_SERIAL): each
  * waited for in turn, and held across the polls of its wait. */
+/* A channel's connection ends with its channel (chan.c): a dialed one
+ * as smart_rpc_close ends it; an accepted one is sent a CLOSE and failed,
+ * and freed at the end of a poll as every failed accepted one is. */
+void smart__rpc_chan_conn_close(struct smart_rpc_conn *c)
+{
+	if (!c->accepted) {
+		smart_rpc_close(c);
+		return;
+	}
+	if (c->state == RPC_C_LIVE)
+		close_send(c);
+	conn_fail(c, SMART_ECONN, NULL);
+}
+
 static void close_serial(struct smart_rpc_conn *c)
 {
 	if (c->state == RPC_C_LIVE) {

@@ -91,7 +91,8 @@ struct rpc_stat {
 	X(poll_gap_max_ns) X(qp_cache_hits) X(conns_accepted)		\
 	X(conns_dialed)							\
 	X(conns_failed)							\
-	X(handshakes_refused) X(event_sleeps) X(cut_closes)
+	X(handshakes_refused) X(event_sleeps) X(cut_closes)	\
+	X(chan_slots_sent) X(chan_slots_recv) X(chan_torn)
 #define STAT_NAME(f) [offsetof(struct smart_rpc_stats, f) / 8] = #f,
 #define STAT_ONE(f) + 1
 #define STAT_NFIELDS (sizeof(struct smart_rpc_stats) / sizeof(uint64_t))

@@ -568,4 +568,61 @@
 #define SMART_M_CTX_QUERY_ALL_FIELDS 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CHAN_NO_CREDIT	/* msg/rpc.c: a channel's reserve takes
+					 * a slot without a credit */
+#define SMART_M_RPC_CHAN_NO_CREDIT 1
+#else
+#define SMART_M_RPC_CHAN_NO_CREDIT 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CHAN_ACK_EARLY	/* msg/chan.c: a channel slot acked when
+					 * taken (next), not when released */
+#define SMART_M_RPC_CHAN_ACK_EARLY 1
+#else
+#define SMART_M_RPC_CHAN_ACK_EARLY 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_SLOT	/* msg/chan.c: a WRITE_IMM's slot,
+					 * length and credit not checked */
+#define SMART_M_RPC_CHAN_TRUSTS_SLOT 1
+#else
+#define SMART_M_RPC_CHAN_TRUSTS_SLOT 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_HDR	/* msg/chan.c: an IMM slot's header length
+					 * not checked against the WRITE's */
+#define SMART_M_RPC_CHAN_TRUSTS_HDR 1
+#else
+#define SMART_M_RPC_CHAN_TRUSTS_HDR 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CHAN_NO_CRC	/* msg/chan.c: a FOOTER slot taken without
+					 * its CRC (torn slots delivered) */
+#define SMART_M_RPC_CHAN_NO_CRC 1
+#else
+#define SMART_M_RPC_CHAN_NO_CRC 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_FOOTER	/* msg/chan.c: a FOOTER's seq word and
+					 * length taken unchecked */
+#define SMART_M_RPC_CHAN_TRUSTS_FOOTER 1
+#else
+#define SMART_M_RPC_CHAN_TRUSTS_FOOTER 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CHAN_FOOTER_SLEEPS	/* msg/event.c: the endpoint
+					 * sleeps while it consumes a FOOTER
+					 * channel (its slots wake nothing) */
+#define SMART_M_RPC_CHAN_FOOTER_SLEEPS 1
+#else
+#define SMART_M_RPC_CHAN_FOOTER_SLEEPS 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CHAN_TAKES_DATA	/* msg/rpc.c: a data message on a channel
+					 * handled (it counts as a release) */
+#define SMART_M_RPC_CHAN_TAKES_DATA 1
+#else
+#define SMART_M_RPC_CHAN_TAKES_DATA 0
+#endif
+
 #endif

@@ -12,8 +12,9 @@
  *                goes back to carry it), CLOSE (0 bytes: the sender is
  *                closing the connection), PING (a zero-byte WRITE with
  *                immediate: the keepalive probe, after silence) and PONG
- *                (a zero-byte WRITE with immediate: the answer to a PING)
- *   bits 20..31  zero
+ *                (a zero-byte WRITE with immediate: the answer to a PING),
+ *                and CHAN (a channel's WRITE_IMM into its consumer's ring)
+ *   bits 20..31  zero; CHAN: the ring slot the WRITE landed in
  * A DATA message is a 16-byte header and `len` payload bytes, exactly
  * the bytes received:
  *   u8 type (REQ, RESP, ONEWAY, DONE)   u8 flags (RNDV, TRACE: REQ only)
@@ -46,7 +47,12 @@ enum smart_msg_kind {
 	SMART_MSG_K_CLOSE = 3,
 	SMART_MSG_K_PING = 4,
 	SMART_MSG_K_PONG = 5,
+	SMART_MSG_K_CHAN = 6,	/* a channel's WRITE_IMM (docs/rpc.md §17):
+				 * bits 20..31 the ring slot; handled by
+				 * messaging before smart__msg_parse, which
+				 * refuses it */
 };
+#define SMART_MSG_CHAN_SLOT_SHIFT 20
 
 enum smart_msg_type {
 	SMART_MSG_REQ = 1,

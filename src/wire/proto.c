@@ -457,9 +457,28 @@ int smart__proto_dec_qp_connect(const void *p, size_t len,
 
 /* --- PEER_CONNECT / PEER_ACCEPT --- */
 
+/* The channel section, when there is one (wire/proto.h). */
+static int chan_valid(uint16_t type, const struct smart_proto_peer *m)
+{
+	if (!m->chan)
+		return m->ring_len == 0;
+	return m->chan == 1 &&
+	       m->ch_slots >= SMART_PROTO_CHAN_SLOTS_MIN &&
+	       m->ch_slots <= SMART_PROTO_CHAN_SLOTS_MAX &&
+	       !(m->ch_slots & (m->ch_slots - 1)) &&
+	       m->window == m->ch_slots &&
+	       m->ch_bytes >= SMART_PROTO_CHAN_BYTES_MIN &&
+	       m->ch_bytes <= SMART_PROTO_CHAN_BYTES_MAX &&
+	       !(m->ch_bytes % 64) && m->ch_mode < SMART_PROTO_CHAN_MODES &&
+	       (type == SMART_PROTO_PEER_CONNECT ?
+		m->ring_len == 0 :
+		m->ring_len >= 1 && m->ring_len <= SMART_PROTO_BLOB_MAX &&
+		m->rndv_max == 0);
+}
+
 static int peer_valid(uint16_t type, const struct smart_proto_peer *m)
 {
-	return (type == SMART_PROTO_PEER_ACCEPT ||
+	return chan_valid(type, m) && (type == SMART_PROTO_PEER_ACCEPT ||
 		(type == SMART_PROTO_PEER_CONNECT && m->id == 0)) &&
 	       m->window >= 1 && m->window <= SMART_PROTO_PEER_WINDOW_MAX &&
 	       m->max_msg >= SMART_PROTO_PEER_MSG_MIN &&
@@ -479,8 +498,11 @@ int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
 
 	if (!peer_valid(type, m))
 		return SMART_EINVAL;
+	size_t cl = m->chan ? SMART_PROTO_PEER_CHAN_LEN + m->ring_len : 0;
+
 	p = frame(buf, cap, type,
-		  20 + m->blob_len + m->rblob_len + SMART_PROTO_TAG_LEN, len);
+		  20 + m->blob_len + m->rblob_len + cl + SMART_PROTO_TAG_LEN,
+		  len);
 	if (!p)
 		return SMART_ERANGE;
 	smart__put32(p, m->id);
@@ -491,8 +513,38 @@ int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
 	smart__put32(p + 16, m->rndv_max);
 	memcpy(p + 20, m->blob, m->blob_len);
 	memcpy(p + 20 + m->blob_len, m->rblob, m->rblob_len);
-	memcpy(p + 20 + m->blob_len + m->rblob_len, m->tag, SMART_PROTO_TAG_LEN);
+	p += 20 + m->blob_len + m->rblob_len;
+	if (m->chan) {
+		smart__put32(p, m->chan);
+		smart__put32(p + 4, m->ch_slots);
+		smart__put32(p + 8, m->ch_bytes);
+		smart__put32(p + 12, m->ch_mode);
+		smart__put32(p + 16, m->ch_tag);
+		smart__put16(p + 20, (uint16_t)m->ring_len);
+		smart__put16(p + 22, 0);
+		memcpy(p + 24, m->ring, m->ring_len);
+		p += cl;
+	}
+	memcpy(p, m->tag, SMART_PROTO_TAG_LEN);
 	return 0;
+}
+
+/* The channel section: there iff more than the tag is left. */
+static void chan_dec(struct rd *r, struct smart_proto_peer *t)
+{
+	if (r->bad || r->len - r->off <= SMART_PROTO_TAG_LEN)
+		return;
+	t->chan = rd32(r);
+	t->ch_slots = rd32(r);
+	t->ch_bytes = rd32(r);
+	t->ch_mode = rd32(r);
+	t->ch_tag = rd32(r);
+	t->ring_len = rd16(r);
+	rd_zero(r, 2);
+	if (!t->chan || t->ring_len > SMART_PROTO_BLOB_MAX)
+		r->bad = 1;	/* a section is there: it says so */
+	else
+		rd_copy(r, t->ring, t->ring_len, 0);
 }
 
 int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
@@ -513,6 +565,7 @@ int smart__proto_dec_peer(uint16_t type, const void *p, size_t len,
 		return SMART_EPROTO;
 	rd_copy(&r, t.blob, t.blob_len, 0);
 	rd_copy(&r, t.rblob, t.rblob_len, 0);
+	chan_dec(&r, &t);
 	rd_copy(&r, t.tag, SMART_PROTO_TAG_LEN, 0);
 	if (rd_done(&r) || !peer_valid(type, &t))
 		return SMART_EPROTO;

@@ -82,7 +82,8 @@ enum smart_proto_type {
 #define SMART_PROTO_QPCLOSE_LEN	(4 + SMART_PROTO_TAG_LEN)
 #define SMART_PROTO_BYE_LEN	SMART_PROTO_TAG_LEN
 #define SMART_PROTO_PEER_MAX	(20 + 2 * SMART_PROTO_BLOB_MAX + \
-				 SMART_PROTO_TAG_LEN)
+				 SMART_PROTO_PEER_CHAN_LEN + \
+				 SMART_PROTO_BLOB_MAX + SMART_PROTO_TAG_LEN)
 #define SMART_PROTO_FRAME_MAX	(SMART_PROTO_HDR_LEN + SMART_PROTO_HELLO_MAX)
 
 /* Peer connections (messaging, docs/rpc.md): the receive window (receives
@@ -92,6 +93,14 @@ enum smart_proto_type {
 #define SMART_PROTO_PEER_MSG_MIN	64
 #define SMART_PROTO_PEER_MSG_MAX	(1u << 20)
 #define SMART_PROTO_PEER_RNDV_MAX	(1u << 30)
+/* The channel section of a PEER frame (docs/rpc.md §17): flags, slots,
+ * slot_bytes, mode, tag (u32 each), ring blob length (u16), zero (u16). */
+#define SMART_PROTO_PEER_CHAN_LEN	24
+#define SMART_PROTO_CHAN_SLOTS_MIN	2
+#define SMART_PROTO_CHAN_SLOTS_MAX	4096
+#define SMART_PROTO_CHAN_BYTES_MIN	4096
+#define SMART_PROTO_CHAN_BYTES_MAX	(1u << 20)
+#define SMART_PROTO_CHAN_MODES		2	/* 0 IMM, 1 FOOTER */
 
 struct smart_proto_hdr {
 	uint32_t magic;
@@ -164,6 +173,16 @@ struct smart_proto_peer {
 	uint8_t rblob[SMART_PROTO_BLOB_MAX];	/* the sender's rendezvous
 						 * region: peers READ there */
 	size_t rblob_len;	/* 0 iff rndv_max is 0, else 1..BLOB_MAX */
+	/* The channel section (present iff chan): a CONNECT asks for a
+	 * ring of slots x slot_bytes (slots a power of two, CHAN_SLOTS_MIN..
+	 * MAX and equal to window; slot_bytes a multiple of 64, CHAN_BYTES_
+	 * MIN..MAX; mode < CHAN_MODES) and carries no ring; an ACCEPT
+	 * repeats them with the ring's blob (1..BLOB_MAX bytes) and, being
+	 * the consumer's, no rendezvous region (rndv_max 0). */
+	uint32_t chan;		/* 0: an ordinary connection; 1: a channel */
+	uint32_t ch_slots, ch_bytes, ch_mode, ch_tag;
+	uint8_t ring[SMART_PROTO_BLOB_MAX];
+	size_t ring_len;
 	uint8_t tag[SMART_PROTO_TAG_LEN];	/* the sender's, over the rest */
 };
 
