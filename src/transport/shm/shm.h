@@ -572,6 +572,7 @@ struct shm_model_params {
 	uint64_t db_hold_ns;	/* MMIO time a post holds its doorbell */
 	uint64_t wqe_cache;	/* WQE cache entries */
 	uint64_t miss_ns;	/* extra device time of a WR that misses */
+	uint64_t handoff_ns;	/* sim only: doorbell hand-off per spinner */
 };
 
 /* A doorbell register: a real spinlock held for the modelled MMIO time.
@@ -582,6 +583,9 @@ struct shm_doorbell {
 	int index;
 	_Atomic uint64_t rings, contended, misses;
 	struct shm_doorbell *next;	/* own doorbells, under d->lock */
+	/* sim only (one OS thread, docs/sim.md): the register as a
+	 * simulated resource, free from free_at (ticks) */
+	uint64_t free_at, spin_ticks;
 } smart_aligned_cl;
 
 /* The model of one domain (one NIC).  Ticks are TSC cycles, or ns when
@@ -591,6 +595,8 @@ struct shm_model {
 	struct smart__clock clock;
 	int use_tsc;
 	uint64_t rtt, hold, wr, miss;	/* parameters in ticks */
+	uint64_t handoff;		/* ticks, sim only */
+	int sim;	/* virtual time (transport/sim): resources simulated */
 	uint32_t ndb, nded;		/* doorbells, of which dedicated */
 	/* mapping state, under d->lock */
 	uint32_t ded_used;	/* bit i: dedicated doorbell i taken */
@@ -627,6 +633,9 @@ int smart__shm_model_qp_attach(struct smart_tp_qp *qp);
 void smart__shm_model_qp_detach(struct smart_tp_qp *qp);
 /* Ring the doorbell for the n WRs copied at the QP's SQ tail, stamp their
  * completion times and queue them on the CQ (the modelled half of post). */
+/* Turn a model opened on a simulated thread into the sim transport's
+ * (docs/sim.md): doorbells become simulated resources. */
+void smart__shm_model_sim(struct smart_tp_domain *d);
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n);
 
 /* For tests: the parameters in force (NULL when the model is off) and the

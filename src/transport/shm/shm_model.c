@@ -34,6 +34,7 @@
 
 #include "transport/shm/shm.h"
 #include "util/log.h"
+#include "util/sim.h"
 
 #define SHM_DB_DEDICATED 4	/* mlx5: low-latency registers per context */
 
@@ -44,6 +45,7 @@ static const struct shm_model_params shm_model_defaults = {
 	.db_hold_ns = 1000,
 	.wqe_cache = 32,
 	.miss_ns = 1000,
+	.handoff_ns = 90,
 };
 
 /* The keys of a spec, their field and their range. */
@@ -57,6 +59,7 @@ static const struct shm_spec_key shm_model_keys[] = {
 	SHM_KEY(db_hold_ns, 0, 0, 1e6),
 	SHM_KEY(wqe_cache, 0, 0, 1 << 24),
 	SHM_KEY(miss_ns, 0, 0, 1e6),
+	SHM_KEY(handoff_ns, 0, 0, 1e6),
 };
 
 static const char *const shm_model_words[] = { "default", NULL };
@@ -101,6 +104,7 @@ static int shm_model_init(struct shm_model *m, const struct smart__log *log)
 	m->rtt = shm_ticks(m, (double)m->p.rtt_ns);
 	m->hold = shm_ticks(m, (double)m->p.db_hold_ns);
 	m->miss = shm_ticks(m, (double)m->p.miss_ns);
+	m->handoff = shm_ticks(m, (double)m->p.handoff_ns);
 	m->wr = smart_max(shm_ticks(m, 1000.0 / m->p.mops), (uint64_t)1);
 	m->ndb = (uint32_t)m->p.doorbells;
 	m->nded = smart_min(SHM_DB_DEDICATED, m->ndb - 1);
@@ -328,6 +332,39 @@ static uint32_t shm_device_reserve(struct shm_model *m, struct smart_tp_qp *qp,
 	return n - hits;
 }
 
+void smart__shm_model_sim(struct smart_tp_domain *d)
+{
+	if (d->model)
+		d->model->sim = 1;
+}
+
+/* Simulated (docs/sim.md): the register is a resource, free from
+ * free_at.  A poster that finds it taken spins until it is free, plus a
+ * hand-off that grows with the spinners ahead of it (each waiter's cache
+ * line transfer of the lock word: a fixed hold cannot give Fig 3's
+ * decline), then holds it for the MMIO time.  The spinners ahead are
+ * the holds queued in (now, free_at).  The wait and the hold are the
+ * poster's CPU time.  Returns the ring time; *waited 1 if it spun. */
+static uint64_t shm_db_sim_hold(const struct shm_model *m,
+				struct shm_doorbell *db, int *waited)
+{
+	uint64_t now = shm_model_now(m), t = now, end, spinners;
+
+	*waited = db->free_at > now;
+	if (*waited) {
+		spinners = (db->free_at - now + m->hold) /
+			   smart_max(m->hold, (uint64_t)1);
+		t = db->free_at + m->handoff * spinners;
+		db->spin_ticks += t - now;
+	}
+	end = t + m->hold;
+	db->free_at = end;
+	smart__sim_charge(((end - now) * SMART_SIM_CYCLES_PER_NS_DEN +
+			   SMART_SIM_CYCLES_PER_NS_NUM - 1) /
+			  SMART_SIM_CYCLES_PER_NS_NUM);
+	return end;
+}
+
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 {
 	struct shm_model *m = qp->model;
@@ -337,8 +374,13 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 	uint64_t now;
 	int waited, rc = 0;
 
-	waited = !smart_spin_lock(&db->lock);
-	now = shm_db_hold(m);
+	if (m->sim) {
+		now = shm_db_sim_hold(m, db, &waited);
+		smart_spin_lock(&db->lock);	/* never contended here */
+	} else {
+		waited = !smart_spin_lock(&db->lock);
+		now = shm_db_hold(m);
+	}
 	shm_lock(cq->flags, &cq->lock);
 	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
 		rc = SMART_EAGAIN;	/* nothing posted, nothing counted */
