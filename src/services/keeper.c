@@ -37,6 +37,7 @@
 #include "runtime/core.h"
 #include "services/lease.h"
 #include "services/svc.h"
+#include "util/mutant.h"
 #include "util/thread.h"
 
 #define KEEPER_ORPHAN_MS 5	/* retry period while orphans are left */
@@ -268,7 +269,8 @@ int smart__keeper_start(struct smart_ctx *ctx)
 	}
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
-	rc = smart__sim_self() ? keeper_start_sim(k) : keeper_start_thread(k);
+	rc = smart__sim_self() && !SMART_M_KEEPER_SIM_THREAD ?
+	     keeper_start_sim(k) : keeper_start_thread(k);
 	if (rc)
 		goto err;
 	ctx->keeper = k;

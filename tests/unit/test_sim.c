@@ -290,6 +290,54 @@ static void test_deterministic(void)
 	smart_blade_destroy(b);
 }
 
+/* ---- lease: the keeper fiber renews in virtual time ----------------- */
+
+struct lease_run {
+	const char *addr;
+	int ok;
+};
+
+static void lease_main(void *arg)
+{
+	struct lease_run *r = arg;
+	smart_ctx_t *c = sim_ctx(r->addr, 2, "per-thread");
+	smart_worker_t *w;
+	smart_gaddr_t g;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	/* 20 lease periods (lease_ms=50) of virtual time, nothing but the
+	 * keeper fiber running: a keeper that did not renew in virtual
+	 * time would leave the ctx fenced (its own lease check) */
+	smart__sim_sleep_until(smart__sim_now() + UINT64_C(1000000000));
+	CHECK_EQ(smart_ctx_fenced(c), 0);
+	CHECK_OK(smart_alloc(w, 2, 64, &g));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	r->ok = 1;
+}
+
+static void test_lease(void)
+{
+	struct smart_blade_config cfg;
+	struct smart__sim_cfg scfg = { .seed = 3, .sync_ns = 100 };
+	struct lease_run r = { 0 };
+	struct smart__sim *s;
+	smart_blade_t *b;
+
+	fixture_blade_config(&cfg, 16 << 20, 2);
+	cfg.transport = "sim";
+	cfg.lease_ms = 50;
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	r.addr = smart_blade_address(b);
+	CHECK_OK(smart__sim_create(&scfg, &s));
+	CHECK_OK(smart__sim_spawn(s, lease_main, &r, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	CHECK_EQ(r.ok, 1);
+	CHECK_GE(smart__sim_end_ns(s), UINT64_C(1000000000));
+	smart__sim_destroy(s);
+	smart_blade_destroy(b);
+}
+
 /* ---- real_thread_aborts --------------------------------------------- */
 
 static void child_real_thread(char **args)
@@ -325,6 +373,7 @@ int main(int argc, char **argv)
 		{ "hook_cost", test_hook_cost },
 		{ "ctx", test_ctx },
 		{ "deterministic", test_deterministic },
+		{ "lease", test_lease },
 		{ "real_thread_aborts", test_real_thread_aborts },
 		{ 0 } }, (struct test_child[]){
 		{ "real_thread", child_real_thread },
