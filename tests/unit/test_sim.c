@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 
 #include "harness/blade_fixture.h"
+#include "runtime/core.h"
+#include "transport/shm/shm.h"
 #include "util/sim.h"
 
 /* ---- order --------------------------------------------------------- */
@@ -175,12 +177,16 @@ static void ctx_worker(void *arg)
 	r->done++;
 }
 
+/* The paper-scale NIC of docs/sim.md (SMART_SIM_NIC overrides it). */
+#define SIM_NIC "rtt_ns=2000,mops=110,doorbells=16,db_hold_ns=170," \
+		"handoff_ns=90,wqe_cache=1024,miss_ns=9"
+
 static smart_ctx_t *sim_ctx(const char *addr, uint16_t blade,
 			    const char *qp_mode)
 {
+	const char *nic = getenv("SMART_SIM_NIC");
 	const char *kv[] = { "transport", "sim", "qp_mode", qp_mode,
-			     "nic_model", "rtt_ns=2000,mops=110,doorbells=16",
-			     NULL };
+			     "nic_model", nic && *nic ? nic : SIM_NIC, NULL };
 	smart_opts_t *o = fixture_opts(kv);
 	smart_ctx_t *c;
 	uint16_t id;
@@ -338,6 +344,148 @@ static void test_lease(void)
 	smart_blade_destroy(b);
 }
 
+/* ---- fig3: READ throughput by QP mode and thread count -------------- */
+
+/* The paper's micro-benchmark (Fig 3): every READ rung with its own
+ * doorbell, a sync every 8; for `run_ns` of virtual time per point. */
+struct fig3_run {
+	const char *addr;
+	const char *mode;
+	int nthreads, done;
+	uint64_t run_ns, end, ops;
+	smart_ctx_t *ctx;
+	smart_gaddr_t base;
+	uint64_t posted, completed, outstanding, rings, contended;
+	double spin_share, real_ms;
+};
+
+static void fig3_worker(void *arg)
+{
+	struct fig3_run *r = arg;
+	smart_worker_t *w;
+	void *buf;
+	int i;
+
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, &buf));
+	while (smart_now_ns() < r->end) {
+		uint64_t t0 = smart_now_ns();
+
+		for (i = 0; i < 8; i++) {
+			CHECK_OK(smart_read(w, r->base + 64 * (uint64_t)i, 8,
+					    buf));
+			CHECK_OK(smart_post(w));
+		}
+		CHECK_OK(smart_sync(w));
+		/* batches wholly inside the window (after the warm-up) */
+		if (t0 >= r->end - r->run_ns && smart_now_ns() <= r->end)
+			r->ops += 8;
+	}
+	CHECK_OK(smart_worker_destroy(w));
+	r->done++;
+}
+
+/* Spin share: the time posters spent waiting on doorbells over the
+ * time they were running (threads x duration); and the model's count
+ * of WRs not executed. */
+static void fig3_model(struct fig3_run *r)
+{
+	struct shm_model *m = r->ctx->dom->model;
+	uint64_t spin = 0;
+	uint32_t i;
+
+	for (i = 0; i < m->ndb; i++)
+		spin += m->dbs[i].spin_ticks;
+	r->spin_share = (double)spin * SMART_SIM_CYCLES_PER_NS_DEN /
+			SMART_SIM_CYCLES_PER_NS_NUM /
+			((double)r->nthreads * (double)r->run_ns);
+	r->outstanding = atomic_load(&m->outstanding);
+}
+
+static void fig3_main(void *arg)
+{
+	struct fig3_run *r = arg;
+	smart_worker_t *w;
+	smart_stats_t st;
+	int i;
+
+	r->ctx = sim_ctx(r->addr, 1, r->mode);
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_alloc(w, 1, 4096, &r->base));
+	/* all workers start together (a warm-up of 100 us) */
+	r->end = smart_now_ns() + 100000 + r->run_ns;
+	r->real_ms = test_now_ms();	/* the real clock: clock_gettime */
+	for (i = 0; i < r->nthreads; i++)
+		CHECK_OK(smart__sim_spawn(smart__sim_self(), fig3_worker, r,
+					  0));
+	while (r->done < r->nthreads)
+		smart__sim_sleep_until(smart__sim_now() + 10000);
+	r->real_ms = test_now_ms() - r->real_ms;
+	CHECK_OK(smart_stats_snapshot_sized(r->ctx, &st, sizeof(st)));
+	r->posted = st.c[SMART_STAT_WRS_POSTED];
+	r->completed = st.c[SMART_STAT_WRS_DONE];
+	r->rings = st.db_rings;
+	r->contended = st.db_contended;
+	fig3_model(r);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(r->ctx));
+}
+
+static void fig3_point(struct fig3_run *r, const char *addr)
+{
+	struct smart__sim_cfg cfg = { .seed = 11, .sync_ns = 100,
+				      .jitter_ns = 50 };
+	struct smart__sim *s;
+
+	r->addr = addr;
+	CHECK_OK(smart__sim_create(&cfg, &s));
+	CHECK_OK(smart__sim_spawn(s, fig3_main, r, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	smart__sim_destroy(s);
+	printf("%-13s %3d threads: %7.2f Mops (simulated), doorbell spin "
+	       "share %4.1f%%, contended rings %5.1f%%; %.2f M simulated "
+	       "ops per real s\n", r->mode, r->nthreads,
+	       (double)r->ops * 1e3 / (double)r->run_ns,
+	       100 * r->spin_share, 100.0 * (double)r->contended /
+	       (double)(r->rings ? r->rings : 1),
+	       (double)r->ops / r->real_ms / 1e3);
+	/* the invariants: every WR posted completed, none left in the
+	 * device; posts shared doorbells, and some waited */
+	CHECK_U64_EQ(r->posted, r->completed);
+	CHECK_U64_EQ(r->outstanding, 0);
+	CHECK_GT(r->ops, 0);
+}
+
+/* SMART_SIM_FIG3="8,32,96" for the paper's points; 2 and 16 by default
+ * (seconds). */
+static void test_fig3(void)
+{
+	const char *modes[] = { "per-thread", "per-thread-db" };
+	const char *list = getenv("SMART_SIM_FIG3");
+	char buf[128], *tok, *save = NULL;
+	smart_blade_t *b = sim_blade(1);
+	double mops[2];
+	size_t m;
+
+	snprintf(buf, sizeof(buf), "%s", list && *list ? list : "2,16");
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (m = 0; m < 2; m++) {
+			struct fig3_run r = { .mode = modes[m],
+					      .nthreads = atoi(tok),
+					      .run_ns = 1000000 };
+
+			fig3_point(&r, smart_blade_address(b));
+			mops[m] = (double)r.ops;
+			if (r.nthreads >= 16 && m == 0)
+				CHECK_GT(r.contended, 0);
+		}
+		printf("  per-thread-db / per-thread at %s threads: %.2fx\n",
+		       tok, mops[1] / mops[0]);
+	}
+	smart_blade_destroy(b);
+}
+
 /* ---- real_thread_aborts --------------------------------------------- */
 
 static void child_real_thread(char **args)
@@ -374,6 +522,7 @@ int main(int argc, char **argv)
 		{ "ctx", test_ctx },
 		{ "deterministic", test_deterministic },
 		{ "lease", test_lease },
+		{ "fig3", test_fig3 },
 		{ "real_thread_aborts", test_real_thread_aborts },
 		{ 0 } }, (struct test_child[]){
 		{ "real_thread", child_real_thread },

@@ -584,8 +584,12 @@ struct shm_doorbell {
 	_Atomic uint64_t rings, contended, misses;
 	struct shm_doorbell *next;	/* own doorbells, under d->lock */
 	/* sim only (one OS thread, docs/sim.md): the register as a
-	 * simulated resource, free from free_at (ticks) */
+	 * simulated resource, free from free_at (ticks); ends[] the last
+	 * SHM_DB_QUEUE holds' ends, newest at ends[(nend - 1) % Q], to
+	 * count the posters still queued at a time */
 	uint64_t free_at, spin_ticks;
+	uint64_t ends[32];
+	uint32_t nend;
 } smart_aligned_cl;
 
 /* The model of one domain (one NIC).  Ticks are TSC cycles, or ns when

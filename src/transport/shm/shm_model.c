@@ -338,27 +338,44 @@ void smart__shm_model_sim(struct smart_tp_domain *d)
 		d->model->sim = 1;
 }
 
+#define SHM_DB_QUEUE 32
+_Static_assert(SMART_ARRAY_SIZE(((struct shm_doorbell *)0)->ends) ==
+	       SHM_DB_QUEUE, "the queue scan covers the whole ring");
+
+/* Posters still holding or queued on db at `now`: the holds that end
+ * after it (ends are granted in order, so a scan from the newest stops
+ * at the first that has ended; at most SHM_DB_QUEUE are seen). */
+static uint64_t shm_db_queued(const struct shm_doorbell *db, uint64_t now)
+{
+	uint32_t k = 0;
+
+	while (k < SHM_DB_QUEUE && k < db->nend &&
+	       db->ends[(db->nend - 1 - k) % SHM_DB_QUEUE] > now)
+		k++;
+	return k;
+}
+
 /* Simulated (docs/sim.md): the register is a resource, free from
  * free_at.  A poster that finds it taken spins until it is free, plus a
- * hand-off that grows with the spinners ahead of it (each waiter's cache
- * line transfer of the lock word: a fixed hold cannot give Fig 3's
- * decline), then holds it for the MMIO time.  The spinners ahead are
- * the holds queued in (now, free_at).  The wait and the hold are the
- * poster's CPU time.  Returns the ring time; *waited 1 if it spun. */
+ * hand-off of handoff x the posters queued at its arrival (the lock
+ * word's cache line bounces between the spinners at each release: a
+ * fixed hold cannot give Fig 3's decline), then holds it for the MMIO
+ * time.  The wait and the hold are the poster's CPU time.  Holds never
+ * overlap: each starts at or after the previous one's end (free_at).
+ * Returns the ring time; *waited 1 if it spun. */
 static uint64_t shm_db_sim_hold(const struct shm_model *m,
 				struct shm_doorbell *db, int *waited)
 {
-	uint64_t now = shm_model_now(m), t = now, end, spinners;
+	uint64_t now = shm_model_now(m), t = now, end;
 
 	*waited = db->free_at > now;
 	if (*waited) {
-		spinners = (db->free_at - now + m->hold) /
-			   smart_max(m->hold, (uint64_t)1);
-		t = db->free_at + m->handoff * spinners;
+		t = db->free_at + m->handoff * shm_db_queued(db, now);
 		db->spin_ticks += t - now;
 	}
 	end = t + m->hold;
 	db->free_at = end;
+	db->ends[db->nend++ % SHM_DB_QUEUE] = end;
 	smart__sim_charge(((end - now) * SMART_SIM_CYCLES_PER_NS_DEN +
 			   SMART_SIM_CYCLES_PER_NS_NUM - 1) /
 			  SMART_SIM_CYCLES_PER_NS_NUM);
