@@ -20,6 +20,7 @@
 #include "smart/lease.h"
 #include "smart/epoch.h"
 #include "smart/hook.h"
+#include "smart/sim.h"
 
 #define SMART_VERSION_STRING "0.1.0"
 

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "smart/sim.h"
 #include "smart/status.h"
 
 typedef void *sim_fctx_t;
@@ -361,4 +362,98 @@ void smart__sim_sleep_until(uint64_t at)
 	if (at > t->vt)
 		t->vt = at;
 	fiber_yield_if_late(t);
+}
+
+/* ------------------------------------------------------------------ */
+/* The public face (smart/sim.h)                                       */
+
+/* One key=value of a spec into cfg; 0 or SMART_EINVAL. */
+static int sim_spec_item(struct smart__sim_cfg *cfg, const char *item)
+{
+	static const char *const keys[] = { "seed", "sync_ns", "jitter_ns",
+					    "max_threads" };
+	const char *eq = strchr(item, '=');
+	unsigned long long v;
+	char *end;
+	size_t i;
+
+	if (!strcmp(item, "default"))
+		return 0;
+	if (!eq || eq[1] < '0' || eq[1] > '9')
+		return SMART_EINVAL;
+	v = strtoull(eq + 1, &end, 10);
+	for (i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+		if (!strncmp(item, keys[i], (size_t)(eq - item)) &&
+		    !keys[i][eq - item])
+			break;
+	if (*end || i == sizeof(keys) / sizeof(*keys) ||
+	    (i >= 1 && v > 1000000000ull) || (i == 3 && (!v || v > 65536)))
+		return SMART_EINVAL;
+	if (i == 0)
+		cfg->seed = v;
+	else if (i == 1)
+		cfg->sync_ns = v;
+	else if (i == 2)
+		cfg->jitter_ns = v;
+	else
+		cfg->max_threads = (uint32_t)v;
+	return 0;
+}
+
+static int sim_spec_parse(const char *spec, struct smart__sim_cfg *cfg)
+{
+	char buf[256], *tok, *save = NULL;
+	int rc = 0;
+
+	*cfg = (struct smart__sim_cfg){ .seed = 1, .sync_ns = 100,
+					.jitter_ns = 50 };
+	if (!spec || !*spec)
+		return 0;
+	if (strlen(spec) >= sizeof(buf))
+		return SMART_EINVAL;
+	strcpy(buf, spec);
+	for (tok = strtok_r(buf, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save))
+		rc = sim_spec_item(cfg, tok);
+	return rc;
+}
+
+int smart_sim_run(const char *spec, void (*fn)(void *), void *arg)
+{
+	struct smart__sim_cfg cfg;
+	struct smart__sim *s;
+	int rc;
+
+	if (!fn || smart__sim_cur || sim_spec_parse(spec, &cfg))
+		return SMART_EINVAL;
+	rc = smart__sim_create(&cfg, &s);
+	if (rc)
+		return rc;
+	/* virtual time starts at 1 s: never 0, which some code treats as
+	 * "unset" */
+	rc = smart__sim_spawn(s, fn, arg, UINT64_C(1000000000));
+	if (!rc)
+		rc = smart__sim_run(s);
+	smart__sim_destroy(s);
+	return rc;
+}
+
+int smart_sim_spawn(void (*fn)(void *), void *arg)
+{
+	if (!smart__sim_cur)
+		return SMART_EINVAL;
+	return smart__sim_spawn(smart__sim_cur->s, fn, arg, 0);
+}
+
+int smart_sim_active(void)
+{
+	return smart__sim_cur != NULL;
+}
+
+int smart_sim_sleep_ns(uint64_t ns)
+{
+	if (!smart__sim_cur)
+		return SMART_EINVAL;
+	smart__sim_sleep_until(smart__sim_cur->vt + ns);
+	return 0;
 }
