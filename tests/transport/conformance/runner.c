@@ -59,6 +59,15 @@ static const struct conf_case conf_cases[] = {
 	{ "two_sided_events", case_two_sided_events, 0 },
 };
 
+static void run_case(const struct smart_conf_env *env,
+		     const struct conf_case *c)
+{
+	if (env->run_case)
+		env->run_case(env, c->fn);
+	else
+		c->fn(env);
+}
+
 /* Run one case in a child process with a watchdog; 0 pass, 77 skip,
  * 1 fail. */
 static int run_isolated(const struct smart_conf_env *env,
@@ -77,7 +86,7 @@ static int run_isolated(const struct smart_conf_env *env,
 	}
 	if (!pid) {
 		alarm(timeout);
-		c->fn(env);
+		run_case(env, c);
 		fflush(stdout);
 		exit(0);
 	}
@@ -139,7 +148,7 @@ int smart_conformance_run(const struct smart_conf_env *env,
 		if (env->flags & SMART_CONF_ISOLATE) {
 			rc = run_isolated(env, c);
 		} else {
-			c->fn(env);
+			run_case(env, c);
 			rc = 0;
 		}
 		if (rc && rc != 77 && is_known_deviation(env, c->name)) {
