@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# smart-perf --sim (docs/sim.md): the unchanged benchmark in virtual time.
+# smart-perf --sim and smart-bench --sim (docs/sim.md): the unchanged
+# benchmarks in virtual time.
 # 16 simulated threads x 8 coroutines on one OS thread for 2 ms of virtual
 # time; the same seed twice prints byte-identical tables, another seed
 # another interleaving; per-thread QPs contend on shared doorbells where
-# per-thread-db does not; a bad spec is refused.  Runs in seconds; asserts
-# no real time.
+# per-thread-db does not; a bad spec is refused.  smart-bench's YCSB-A on
+# Smart-HT (4 x 4, 2 ms) twice with one seed: byte-identical, validated.
+# Runs in seconds; asserts no real time.
 # Usage: test_perf_sim.sh BIN_DIR
 set -u
 bin=${1:?usage: test_perf_sim.sh BIN_DIR}
@@ -29,4 +31,14 @@ if ! cmp -s "$tmp/a" "$tmp/out"; then echo "ok   seed-differs"; else
 check per-thread-db "$p" --sim seed=1 "${run[@]}" --qp-mode per-thread-db
 has uncontended "doorbells [0-9]+ \(contended 0\)"
 fails bad-spec "sim" "$p" --sim bogus=1 "${run[@]}"
+
+b=$bin/smart-bench
+ycsb=(ycsb --sim seed=3 --keys 3000 --seconds 2ms --threads 4 --coros 4
+      --workload a --nic-model "$nic")
+check bench-seed3 "$b" "${ycsb[@]}"
+has bench-validated "validation failures 0"
+cp "$tmp/out" "$tmp/a"
+check bench-seed3-again "$b" "${ycsb[@]}"
+if cmp -s "$tmp/a" "$tmp/out"; then echo "ok   bench-identical"; else
+	echo "FAIL bench-identical:"; diff "$tmp/a" "$tmp/out"; fail=1; fi
 exit $fail
