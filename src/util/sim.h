@@ -30,6 +30,9 @@
  *    the same run, byte for byte.
  *  - smart__sim_require() aborts on a thread that is not a simulated one:
  *    a real thread posting would inject real time into the model.
+ *  - Between two sync points a fiber may run ahead of others in virtual
+ *    time: state shared outside the transport must be touched at a sync
+ *    point (smart__sim_sleep_until(smart__sim_now()) charges nothing).
  */
 #ifndef SMART_UTIL_SIM_H
 #define SMART_UTIL_SIM_H

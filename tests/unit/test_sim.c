@@ -357,6 +357,10 @@ struct fig3_run {
 	smart_gaddr_t base;
 	uint64_t posted, completed, outstanding, rings, contended;
 	double spin_share, real_ms;
+	/* Little's law: WRs in flight (posted, their sync not returned),
+	 * sampled by the main fiber, against rate x latency */
+	int inflight;
+	uint64_t lat_sum, l_sum, l_samples;
 };
 
 static void fig3_worker(void *arg)
@@ -369,17 +373,28 @@ static void fig3_worker(void *arg)
 	CHECK_OK(smart_worker_create(r->ctx, &w));
 	CHECK_OK(smart_buf_alloc(w, 64, &buf));
 	while (smart_now_ns() < r->end) {
-		uint64_t t0 = smart_now_ns();
+		uint64_t t0 = smart_now_ns(), tp[8], lat = 0;
 
 		for (i = 0; i < 8; i++) {
 			CHECK_OK(smart_read(w, r->base + 64 * (uint64_t)i, 8,
 					    buf));
 			CHECK_OK(smart_post(w));
+			tp[i] = smart_now_ns();
+			/* shared state outside the transport is touched at a
+			 * sync point: others up to this time have run */
+			smart__sim_sleep_until(tp[i]);
+			r->inflight++;
 		}
 		CHECK_OK(smart_sync(w));
+		smart__sim_sleep_until(smart_now_ns());
+		r->inflight -= 8;
+		for (i = 0; i < 8; i++)
+			lat += smart_now_ns() - tp[i];
 		/* batches wholly inside the window (after the warm-up) */
-		if (t0 >= r->end - r->run_ns && smart_now_ns() <= r->end)
+		if (t0 >= r->end - r->run_ns && smart_now_ns() <= r->end) {
 			r->ops += 8;
+			r->lat_sum += lat;
+		}
 	}
 	CHECK_OK(smart_worker_destroy(w));
 	r->done++;
@@ -418,8 +433,15 @@ static void fig3_main(void *arg)
 	for (i = 0; i < r->nthreads; i++)
 		CHECK_OK(smart__sim_spawn(smart__sim_self(), fig3_worker, r,
 					  0));
-	while (r->done < r->nthreads)
-		smart__sim_sleep_until(smart__sim_now() + 10000);
+	while (r->done < r->nthreads) {
+		uint64_t now = smart__sim_now();
+
+		if (now >= r->end - r->run_ns && now < r->end) {
+			r->l_sum += (uint64_t)r->inflight;
+			r->l_samples++;
+		}
+		smart__sim_sleep_until(now + 250);
+	}
 	r->real_ms = test_now_ms() - r->real_ms;
 	CHECK_OK(smart_stats_snapshot_sized(r->ctx, &st, sizeof(st)));
 	r->posted = st.c[SMART_STAT_WRS_POSTED];
@@ -436,6 +458,7 @@ static void fig3_point(struct fig3_run *r, const char *addr)
 	struct smart__sim_cfg cfg = { .seed = 11, .sync_ns = 100,
 				      .jitter_ns = 50 };
 	struct smart__sim *s;
+	double l, lw;
 
 	r->addr = addr;
 	CHECK_OK(smart__sim_create(&cfg, &s));
@@ -450,7 +473,14 @@ static void fig3_point(struct fig3_run *r, const char *addr)
 	       (double)(r->rings ? r->rings : 1),
 	       (double)r->ops / r->real_ms / 1e3);
 	/* the invariants: every WR posted completed, none left in the
-	 * device; posts shared doorbells, and some waited */
+	 * device; Little's law: the in-flight WRs sampled every 250 ns
+	 * equal rate x mean latency within 3% */
+	lw = (double)r->lat_sum / (double)r->run_ns;
+	l = (double)r->l_sum / (double)(r->l_samples ? r->l_samples : 1);
+	printf("  Little: sampled in flight %.2f, rate x latency %.2f\n", l,
+	       lw);
+	CHECK_MSG(l > 0.97 * lw && l < 1.03 * lw, "Little's law: %.3f vs "
+		  "%.3f", l, lw);
 	CHECK_U64_EQ(r->posted, r->completed);
 	CHECK_U64_EQ(r->outstanding, 0);
 	CHECK_GT(r->ops, 0);
