@@ -573,6 +573,8 @@ struct shm_model_params {
 	uint64_t wqe_cache;	/* WQE cache entries */
 	uint64_t miss_ns;	/* extra device time of a WR that misses */
 	uint64_t handoff_ns;	/* sim only: doorbell hand-off per spinner */
+	uint64_t atomic_ns;	/* sim only: responder time of one atomic on
+				 * an address (same-address serialised) */
 };
 
 /* A doorbell register: a real spinlock held for the modelled MMIO time.
@@ -600,6 +602,10 @@ struct shm_model {
 	int use_tsc;
 	uint64_t rtt, hold, wr, miss;	/* parameters in ticks */
 	uint64_t handoff;		/* ticks, sim only */
+	uint64_t atomic;		/* ticks, sim only */
+	/* sim only: the responder's atomic units, by address hash: busy
+	 * until (ticks) */
+	uint64_t atom_busy[64];
 	int sim;	/* virtual time (transport/sim): resources simulated */
 	uint32_t ndb, nded;		/* doorbells, of which dedicated */
 	/* mapping state, under d->lock */

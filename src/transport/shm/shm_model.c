@@ -46,6 +46,7 @@ static const struct shm_model_params shm_model_defaults = {
 	.wqe_cache = 32,
 	.miss_ns = 1000,
 	.handoff_ns = 90,
+	.atomic_ns = 0,
 };
 
 /* The keys of a spec, their field and their range. */
@@ -60,6 +61,7 @@ static const struct shm_spec_key shm_model_keys[] = {
 	SHM_KEY(wqe_cache, 0, 0, 1 << 24),
 	SHM_KEY(miss_ns, 0, 0, 1e6),
 	SHM_KEY(handoff_ns, 0, 0, 1e6),
+	SHM_KEY(atomic_ns, 0, 0, 1e6),
 };
 
 static const char *const shm_model_words[] = { "default", NULL };
@@ -105,6 +107,7 @@ static int shm_model_init(struct shm_model *m, const struct smart__log *log)
 	m->hold = shm_ticks(m, (double)m->p.db_hold_ns);
 	m->miss = shm_ticks(m, (double)m->p.miss_ns);
 	m->handoff = shm_ticks(m, (double)m->p.handoff_ns);
+	m->atomic = shm_ticks(m, (double)m->p.atomic_ns);
 	m->wr = smart_max(shm_ticks(m, 1000.0 / m->p.mops), (uint64_t)1);
 	m->ndb = (uint32_t)m->p.doorbells;
 	m->nded = smart_min(SHM_DB_DEDICATED, m->ndb - 1);
@@ -382,6 +385,33 @@ static uint64_t shm_db_sim_hold(const struct shm_model *m,
 	return end;
 }
 
+/* Simulated responder atomics (docs/sim.md): a CAS or FAA reaches the
+ * responder rtt/2 before its completion time and occupies the atomic
+ * unit of its address (64 units by address hash: same-address atomics
+ * are serialised, as on a NIC) for `atomic` ticks; its completion moves
+ * back by whatever it waited.  Per-QP order holds: the executor runs a
+ * QP's WRs in order whatever their times. */
+static void shm_atomics_reserve(struct shm_model *m, struct smart_tp_qp *qp,
+				uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
+		uint64_t *unit, at;
+
+		if (!smart_tp_atomic(e->wr.opcode))
+			continue;
+		unit = &m->atom_busy[(e->wr.remote >> 3) *
+				     0x9E3779B97F4A7C15ull >> 58];
+		at = e->due - m->rtt / 2;
+		if (*unit > at)
+			at = *unit;
+		*unit = at + m->atomic;
+		e->due = smart_max(e->due, *unit + m->rtt / 2);
+	}
+}
+
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 {
 	struct shm_model *m = qp->model;
@@ -403,6 +433,8 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 		rc = SMART_EAGAIN;	/* nothing posted, nothing counted */
 	} else {
 		misses = shm_device_reserve(m, qp, n, now);
+		if (m->sim && m->atomic)
+			shm_atomics_reserve(m, qp, n);
 		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n };
 		cq->db_tail++;
 		qp->sq_tail += n;
