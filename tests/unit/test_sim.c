@@ -415,7 +415,7 @@ static void fig3_model(struct fig3_run *r)
 	uint32_t i;
 
 	for (i = 0; i < m->ndb; i++)
-		spin += m->dbs[i].spin_ticks;
+		spin += m->dbs[i].sim.spin_ticks;
 	r->spin_share = (double)spin * SMART_SIM_CYCLES_PER_NS_DEN /
 			SMART_SIM_CYCLES_PER_NS_NUM /
 			((double)r->nthreads * (double)r->run_ns);

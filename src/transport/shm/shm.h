@@ -243,6 +243,15 @@ static inline struct shm_cell *shm_cell_at(struct shm_rseg *seg,
  * waits (no completion status). */
 #define SHM_ST_RNR_WAIT	 (-1)
 
+/* Sim only (one OS thread, docs/sim.md): a lock as a simulated resource,
+ * free from free_at (ticks); ends[] the last holds' ends, newest at
+ * ends[(nend - 1) % 32], to count the holders still queued at a time. */
+struct shm_sim_res {
+	uint64_t free_at, spin_ticks;
+	uint64_t ends[32];
+	uint32_t nend;
+};
+
 struct shm_wqe {
 	struct smart_tp_wr wr;
 	uint64_t due;		/* model: completion time in model ticks */
@@ -302,6 +311,7 @@ struct smart_tp_qp {
 	struct shm_rq *rq;	/* receive queue, NULL: one-sided QP */
 	struct shm_peer *peer;	/* peer's receive queue, once connected */
 	uint32_t stall_pass;	/* cq->pass of its last RNR stall, + 1 */
+	struct shm_sim_res sim_lock;	/* sim only: a shared QP's lock */
 };
 
 /* Zeroed memory on cache lines of its own (len rounded up to whole lines):
@@ -585,13 +595,7 @@ struct shm_doorbell {
 	int index;
 	_Atomic uint64_t rings, contended, misses;
 	struct shm_doorbell *next;	/* own doorbells, under d->lock */
-	/* sim only (one OS thread, docs/sim.md): the register as a
-	 * simulated resource, free from free_at (ticks); ends[] the last
-	 * SHM_DB_QUEUE holds' ends, newest at ends[(nend - 1) % Q], to
-	 * count the posters still queued at a time */
-	uint64_t free_at, spin_ticks;
-	uint64_t ends[32];
-	uint32_t nend;
+	struct shm_sim_res sim;	/* sim only: the register */
 } smart_aligned_cl;
 
 /* The model of one domain (one NIC).  Ticks are TSC cycles, or ns when
@@ -646,6 +650,10 @@ void smart__shm_model_qp_detach(struct smart_tp_qp *qp);
 /* Turn a model opened on a simulated thread into the sim transport's
  * (docs/sim.md): doorbells become simulated resources. */
 void smart__shm_model_sim(struct smart_tp_domain *d);
+/* Sim only: take and release a SMART_TP_SHARED QP's lock as a simulated
+ * resource around a post (nothing for other QPs or without the model). */
+void smart__shm_sim_qp_lock(struct smart_tp_qp *qp);
+void smart__shm_sim_qp_unlock(struct smart_tp_qp *qp);
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n);
 
 /* For tests: the parameters in force (NULL when the model is off) and the

@@ -341,48 +341,82 @@ void smart__shm_model_sim(struct smart_tp_domain *d)
 		d->model->sim = 1;
 }
 
-#define SHM_DB_QUEUE 32
-_Static_assert(SMART_ARRAY_SIZE(((struct shm_doorbell *)0)->ends) ==
-	       SHM_DB_QUEUE, "the queue scan covers the whole ring");
+#define SHM_SIM_QUEUE 32
+_Static_assert(SMART_ARRAY_SIZE(((struct shm_sim_res *)0)->ends) ==
+	       SHM_SIM_QUEUE, "the queue scan covers the whole ring");
 
-/* Posters still holding or queued on db at `now`: the holds that end
- * after it (ends are granted in order, so a scan from the newest stops
- * at the first that has ended; at most SHM_DB_QUEUE are seen). */
-static uint64_t shm_db_queued(const struct shm_doorbell *db, uint64_t now)
+/* Holders still holding or queued on r at `now`: the holds that end after
+ * it (granted in order, so a scan from the newest stops at the first that
+ * has ended; at most SHM_SIM_QUEUE are seen). */
+static uint64_t shm_sim_queued(const struct shm_sim_res *r, uint64_t now)
 {
 	uint32_t k = 0;
 
-	while (k < SHM_DB_QUEUE && k < db->nend &&
-	       db->ends[(db->nend - 1 - k) % SHM_DB_QUEUE] > now)
+	while (k < SHM_SIM_QUEUE && k < r->nend &&
+	       r->ends[(r->nend - 1 - k) % SHM_SIM_QUEUE] > now)
 		k++;
 	return k;
 }
 
-/* Simulated (docs/sim.md): the register is a resource, free from
- * free_at.  A poster that finds it taken spins until it is free, plus a
- * hand-off of handoff x the posters queued at its arrival (the lock
+static void shm_sim_charge(uint64_t ticks)
+{
+	smart__sim_charge((ticks * SMART_SIM_CYCLES_PER_NS_DEN +
+			   SMART_SIM_CYCLES_PER_NS_NUM - 1) /
+			  SMART_SIM_CYCLES_PER_NS_NUM);
+}
+
+/* Take r at `now`: one that finds it taken spins until it is free, plus
+ * a hand-off of handoff x the holders queued at its arrival (the lock
  * word's cache line bounces between the spinners at each release: a
- * fixed hold cannot give Fig 3's decline), then holds it for the MMIO
- * time.  The wait and the hold are the poster's CPU time.  Holds never
- * overlap: each starts at or after the previous one's end (free_at).
- * Returns the ring time; *waited 1 if it spun. */
+ * fixed hold cannot give Fig 3's decline).  The spin is the caller's CPU
+ * time.  Returns the time it holds r from; *waited 1 if it spun. */
+static uint64_t shm_sim_acquire(const struct shm_model *m,
+				struct shm_sim_res *r, uint64_t now,
+				int *waited)
+{
+	uint64_t t = now;
+
+	*waited = r->free_at > now;
+	if (*waited) {
+		t = r->free_at + m->handoff * shm_sim_queued(r, now);
+		r->spin_ticks += t - now;
+		shm_sim_charge(t - now);
+	}
+	return t;
+}
+
+/* Holds never overlap: the next starts at or after this end. */
+static void shm_sim_release(struct shm_sim_res *r, uint64_t end)
+{
+	r->free_at = end;
+	r->ends[r->nend++ % SHM_SIM_QUEUE] = end;
+}
+
+/* Simulated (docs/sim.md): the register is a resource; a poster holds
+ * it for the MMIO time (its CPU time too).  Returns the ring time. */
 static uint64_t shm_db_sim_hold(const struct shm_model *m,
 				struct shm_doorbell *db, int *waited)
 {
-	uint64_t now = shm_model_now(m), t = now, end;
+	uint64_t t = shm_sim_acquire(m, &db->sim, shm_model_now(m), waited);
 
-	*waited = db->free_at > now;
-	if (*waited) {
-		t = db->free_at + m->handoff * shm_db_queued(db, now);
-		db->spin_ticks += t - now;
-	}
-	end = t + m->hold;
-	db->free_at = end;
-	db->ends[db->nend++ % SHM_DB_QUEUE] = end;
-	smart__sim_charge(((end - now) * SMART_SIM_CYCLES_PER_NS_DEN +
-			   SMART_SIM_CYCLES_PER_NS_NUM - 1) /
-			  SMART_SIM_CYCLES_PER_NS_NUM);
-	return end;
+	shm_sim_release(&db->sim, t + m->hold);
+	shm_sim_charge(m->hold);
+	return t + m->hold;
+}
+
+void smart__shm_sim_qp_lock(struct smart_tp_qp *qp)
+{
+	int waited;
+
+	if (qp->model && qp->model->sim && (qp->flags & SMART_TP_SHARED))
+		(void)shm_sim_acquire(qp->model, &qp->sim_lock,
+				      shm_model_now(qp->model), &waited);
+}
+
+void smart__shm_sim_qp_unlock(struct smart_tp_qp *qp)
+{
+	if (qp->model && qp->model->sim && (qp->flags & SMART_TP_SHARED))
+		shm_sim_release(&qp->sim_lock, shm_model_now(qp->model));
 }
 
 /* Simulated responder atomics (docs/sim.md): a CAS or FAA reaches the

@@ -7,8 +7,10 @@
  *  - every post, post_recv and poll is a sync point of the engine (the
  *    CPU cost of the call is charged, earlier threads run first), so the
  *    model sees the posts of all simulated threads in virtual-time order;
- *  - doorbell registers are simulated resources with a hand-off cost
- *    growing with the spinners (shm_model.c, shm_db_sim_hold);
+ *  - doorbell registers, and the locks of QPs shared by threads (held
+ *    across the whole post, as mlx5 holds qp->sq.lock), are simulated
+ *    resources with a hand-off cost growing with the spinners
+ *    (shm_model.c, shm_sim_acquire);
  *  - a data-path call from a thread that is not simulated aborts: a real
  *    thread would post at real time into a virtual-time device.
  *
@@ -61,8 +63,13 @@ static int sim_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 static int sim_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		    int n)
 {
+	int rc;
+
 	sim_sync_point("sim transport: post");
-	return smart__shm_post(qp, wrs, n);
+	smart__shm_sim_qp_lock(qp);
+	rc = smart__shm_post(qp, wrs, n);
+	smart__shm_sim_qp_unlock(qp);
+	return rc;
 }
 
 static int sim_post_recv(struct smart_tp_qp *qp,
