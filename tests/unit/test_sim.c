@@ -356,6 +356,7 @@ static void test_lease(void)
 struct fig3_run {
 	const char *addr;
 	const char *mode;
+	const char *nic;	/* NULL: SIM_NIC or SMART_SIM_NIC */
 	int nthreads, done;
 	uint64_t run_ns, end, ops;
 	smart_ctx_t *ctx;
@@ -438,7 +439,8 @@ static void fig3_main(void *arg)
 	smart_stats_t st;
 	int i;
 
-	r->ctx = sim_ctx(r->addr, 1, r->mode);
+	r->ctx = r->nic ? sim_ctx_nic(r->addr, 1, r->mode, r->nic) :
+			  sim_ctx(r->addr, 1, r->mode);
 	CHECK_OK(smart_worker_create(r->ctx, &w));
 	CHECK_OK(smart_alloc(w, 1, 4096, &r->base));
 	/* all workers start together (a warm-up of 100 us) */
@@ -529,6 +531,24 @@ static void test_fig3(void)
 		printf("  per-thread-db / per-thread at %s threads: %.2fx\n",
 		       tok, mops[1] / mops[0]);
 	}
+	smart_blade_destroy(b);
+}
+
+/* ---- pcie: the inbound byte budget caps the WR rate ----------------- */
+
+/* 32 per-thread-db threads (43 Mops unbounded) with 93 B per WR over a
+ * 1 GB/s link: at most 1e9 / 93 = 10.75 M WRs/s, and saturated. */
+static void test_pcie(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct fig3_run r = { .mode = "per-thread-db", .nthreads = 32,
+			      .run_ns = 1000000,
+			      .nic = SIM_NIC ",pcie_wr_bytes=93,pcie_gbs=1" };
+	double mops;
+
+	fig3_point(&r, smart_blade_address(b));
+	mops = (double)r.ops * 1e3 / (double)r.run_ns;
+	CHECK_MSG(mops <= 10.76 && mops > 9.5, "%.2f Mops", mops);
 	smart_blade_destroy(b);
 }
 
@@ -647,6 +667,7 @@ int main(int argc, char **argv)
 		{ "lease", test_lease },
 		{ "fig3", test_fig3 },
 		{ "atomics", test_atomics },
+		{ "pcie", test_pcie },
 		{ "real_thread_aborts", test_real_thread_aborts },
 		{ 0 } }, (struct test_child[]){
 		{ "real_thread", child_real_thread },

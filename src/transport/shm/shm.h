@@ -585,6 +585,9 @@ struct shm_model_params {
 	uint64_t handoff_ns;	/* sim only: doorbell hand-off per spinner */
 	uint64_t atomic_ns;	/* sim only: responder time of one atomic on
 				 * an address (same-address serialised) */
+	uint64_t pcie_wr_bytes;	/* sim only: PCIe inbound bytes per WR, 0 off */
+	uint64_t pcie_miss_bytes;	/* sim only: more per WQE-cache miss */
+	double pcie_gbs;	/* sim only: PCIe inbound budget, GB/s */
 };
 
 /* A doorbell register: a real spinlock held for the modelled MMIO time.
@@ -610,6 +613,7 @@ struct shm_model {
 	/* sim only: the responder's atomic units, by address hash: busy
 	 * until (ticks) */
 	uint64_t atom_busy[64];
+	uint64_t pcie_busy;	/* sim only: the PCIe inbound link, ticks */
 	int sim;	/* virtual time (transport/sim): resources simulated */
 	uint32_t ndb, nded;		/* doorbells, of which dedicated */
 	/* mapping state, under d->lock */

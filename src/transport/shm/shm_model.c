@@ -47,6 +47,9 @@ static const struct shm_model_params shm_model_defaults = {
 	.miss_ns = 1000,
 	.handoff_ns = 90,
 	.atomic_ns = 0,
+	.pcie_wr_bytes = 0,
+	.pcie_miss_bytes = 87,
+	.pcie_gbs = 10,
 };
 
 /* The keys of a spec, their field and their range. */
@@ -62,6 +65,9 @@ static const struct shm_spec_key shm_model_keys[] = {
 	SHM_KEY(miss_ns, 0, 0, 1e6),
 	SHM_KEY(handoff_ns, 0, 0, 1e6),
 	SHM_KEY(atomic_ns, 0, 0, 1e6),
+	SHM_KEY(pcie_wr_bytes, 0, 0, 4096),
+	SHM_KEY(pcie_miss_bytes, 0, 0, 4096),
+	SHM_KEY(pcie_gbs, 1, 0.01, 1000),
 };
 
 static const char *const shm_model_words[] = { "default", NULL };
@@ -446,6 +452,28 @@ static void shm_atomics_reserve(struct shm_model *m, struct smart_tp_qp *qp,
 	}
 }
 
+/* Simulated PCIe inbound budget (docs/sim.md): the device fetches each
+ * WR's WQE over one link of pcie_gbs, pcie_wr_bytes per WR and
+ * pcie_miss_bytes more for a WR that missed the WQE cache (the chain's
+ * last `misses`, as shm_device_reserve counts them); a WR completes no
+ * earlier than its fetch's end + rtt. */
+static void shm_pcie_reserve(struct shm_model *m, struct smart_tp_qp *qp,
+			     uint32_t n, uint32_t misses, uint64_t now)
+{
+	uint64_t t = smart_max(m->pcie_busy, now);
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
+		uint64_t bytes = m->p.pcie_wr_bytes +
+				 (i >= n - misses ? m->p.pcie_miss_bytes : 0);
+
+		t += shm_ticks(m, (double)bytes / m->p.pcie_gbs);
+		e->due = smart_max(e->due, t + m->rtt);
+	}
+	m->pcie_busy = t;
+}
+
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 {
 	struct shm_model *m = qp->model;
@@ -469,6 +497,8 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 		misses = shm_device_reserve(m, qp, n, now);
 		if (m->sim && m->atomic)
 			shm_atomics_reserve(m, qp, n);
+		if (m->sim && m->p.pcie_wr_bytes)
+			shm_pcie_reserve(m, qp, n, misses, now);
 		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n };
 		cq->db_tail++;
 		qp->sq_tail += n;
