@@ -39,11 +39,16 @@ enum kit_phase {
 	KIT_STOP,	/* leave: the window is over, or the run failed */
 };
 
+struct kit_sim_thread;
+
 struct kit_runner {
 	atomic_int phase;
 	atomic_int ready;	/* threads done with KIT_PREP */
 	int n;
 	pthread_t *th;
+	/* under --sim (smart_sim_active()): simulated threads instead */
+	struct kit_sim_thread *sim;
+	atomic_int sim_done;	/* simulated threads that returned */
 };
 
 /*

@@ -6,6 +6,8 @@
  * Invariants: the phase only moves forward; a thread that failed its
  * setup still reports ready, so the main thread never waits for ever;
  * every started thread is joined, also when starting another failed.
+ * Under --sim (smart/sim.h) the threads are simulated ones and every wait
+ * here sleeps virtual time instead of real time.
  * The window's stats are the library's, read by snapshot at its two ends:
  * what other work of the process does in between is counted too.  Under
  * valgrind's callgrind the window is also what gets counted: its counts
@@ -61,7 +63,8 @@ int kit_signal_wait(double secs)
 	int sig;
 
 	stop_set(&set);
-	if (pthread_sigmask(SIG_BLOCK, NULL, &cur) ||
+	if (smart_sim_active() ||
+	    pthread_sigmask(SIG_BLOCK, NULL, &cur) ||
 	    !sigismember(&cur, SIGINT) || !sigismember(&cur, SIGTERM)) {
 		kit_sleep(secs);
 		return 0;
@@ -76,6 +79,44 @@ int kit_signal_wait(double secs)
 	return 0;
 }
 
+struct kit_sim_thread {
+	struct kit_runner *r;
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void kit_sim_entry(void *arg)
+{
+	struct kit_sim_thread *t = arg;
+
+	t->fn(t->arg);
+	atomic_fetch_add(&t->r->sim_done, 1);
+}
+
+/* The threads as simulated threads (they start when this one sleeps). */
+static int kit_runner_start_sim(struct kit_runner *r, int n,
+				void *(*fn)(void *), void *arr, size_t elem)
+{
+	int i, rc;
+
+	atomic_store(&r->sim_done, 0);
+	r->sim = calloc((size_t)n, sizeof(*r->sim));
+	if (!r->sim)
+		return SMART_ENOMEM;
+	for (i = 0; i < n; i++) {
+		r->sim[i] = (struct kit_sim_thread){ r, fn,
+			(char *)arr + (size_t)i * elem };
+		rc = smart_sim_spawn(kit_sim_entry, &r->sim[i]);
+		if (rc) {
+			kit_runner_set(r, KIT_STOP);
+			kit_runner_join(r);
+			return rc;
+		}
+		r->n++;
+	}
+	return 0;
+}
+
 int kit_runner_start(struct kit_runner *r, int n, void *(*fn)(void *),
 		     void *arr, size_t elem)
 {
@@ -86,6 +127,8 @@ int kit_runner_start(struct kit_runner *r, int n, void *(*fn)(void *),
 	atomic_store(&r->phase, KIT_PREP);
 	atomic_store(&r->ready, 0);
 	r->n = 0;
+	if (smart_sim_active())
+		return kit_runner_start_sim(r, n, fn, arr, elem);
 	r->th = calloc((size_t)n, sizeof(*r->th));
 	if (!r->th)
 		return SMART_ENOMEM;
@@ -113,7 +156,8 @@ int kit_runner_await(struct kit_runner *r, int ph)
 	int now;
 
 	while ((now = atomic_load(&r->phase)) < ph)
-		usleep(50);
+		if (smart_sim_sleep_ns(50000))
+			usleep(50);
 	return now;
 }
 
@@ -149,6 +193,14 @@ void kit_runner_join(struct kit_runner *r)
 {
 	int i;
 
+	if (r->sim) {
+		while (atomic_load(&r->sim_done) < r->n)
+			smart_sim_sleep_ns(10000);
+		free(r->sim);
+		r->sim = NULL;
+		r->n = 0;
+		return;
+	}
 	for (i = 0; i < r->n; i++)
 		pthread_join(r->th[i], NULL);
 	free(r->th);

@@ -90,8 +90,31 @@ static int report(const struct bench_module *mod, void *m,
 	return verdict ? verdict : rc;
 }
 
+/* Setup, the run, the report and teardown: on the main thread, or
+ * (--sim) as the first simulated thread. */
+struct bench_body {
+	const struct bench_module *mod;
+	void *m;
+	struct bench_run *r;
+	int rc;
+};
+
+static void bench_body(void *arg)
+{
+	struct bench_body *b = arg;
+
+	b->rc = b->mod->setup(b->m, b->r);
+	if (!b->rc)
+		b->rc = b->mod->run(b->m, b->r);
+	if (!b->rc)
+		b->rc = report(b->mod, b->m, b->r);
+	b->mod->destroy(b->m);
+	kit_env_close(&b->r->env);
+}
+
 static int bench_main(const struct bench_module *mod, int argc, char **argv)
 {
+	struct bench_body body = { .mod = mod };
 	char synopsis[64];
 	struct bench_run r;
 	struct kit_cli cli = {
@@ -119,14 +142,12 @@ static int bench_main(const struct bench_module *mod, int argc, char **argv)
 					   "common flags" };
 	kit_parse(&cli, argc, argv);
 	mod->check(m, &r);
-	rc = mod->setup(m, &r);
-	if (!rc)
-		rc = mod->run(m, &r);
-	if (!rc)
-		rc = report(mod, m, &r);
-	mod->destroy(m);
-	kit_env_close(&r.env);
-	return rc ? 1 : 0;
+	body.m = m;
+	body.r = &r;
+	rc = kit_sim_main(&r.com, bench_body, &body);
+	if (rc)
+		fprintf(stderr, BENCH_TOOL ": --sim: %s\n", smart_strerror(rc));
+	return rc || body.rc ? 1 : 0;
 }
 
 int main(int argc, char **argv)

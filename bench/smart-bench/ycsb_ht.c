@@ -115,6 +115,10 @@ static int ht_create(struct ycsb *y, smart_worker_t *w, void **out)
 		return SMART_ENOMEM;
 	smart_ht_config_init(&p.hc);
 	ht_geometry(y, &p.hc);
+	/* simulated (docs/sim.md): the run's seed picks the hash seeds too,
+	 * so that a seed gives the same table and the same run */
+	if (smart_sim_active())
+		p.hc.seed = y->run->com.seed | 1;
 	rc = ycsb_place(y, w, &ht_place_ops, &p, &p.h->root);
 	if (rc) {
 		free(p.h);

@@ -286,6 +286,23 @@ static int perf_main(struct perf *p)
 	return perf_report(p, &r, c->raw, -1);
 }
 
+/* Setup, the run and teardown: on the main thread, or (--sim) as the
+ * first simulated thread. */
+static void perf_body(void *arg)
+{
+	struct perf *p = arg;
+
+	p->rc = perf_setup(p);
+	if (!p->rc) {
+		p->rc = perf_main(p);
+		if (p->rc)
+			fprintf(stderr, TOOL ": %s\n", smart_strerror(p->rc));
+	}
+	free(p->t);
+	perf_span_free(p);
+	kit_env_close(&p->env);
+}
+
 int main(int argc, char **argv)
 {
 	struct perf_cfg cfg;
@@ -305,14 +322,8 @@ int main(int argc, char **argv)
 	perf_cfg_init(&cfg);
 	kit_parse(&cli, argc, argv);
 	perf_check(&cfg);
-	rc = perf_setup(&p);
-	if (!rc) {
-		rc = perf_main(&p);
-		if (rc)
-			fprintf(stderr, TOOL ": %s\n", smart_strerror(rc));
-	}
-	free(p.t);
-	perf_span_free(&p);
-	kit_env_close(&p.env);
-	return rc ? 1 : 0;
+	rc = kit_sim_main(&cfg.com, perf_body, &p);
+	if (rc)
+		fprintf(stderr, TOOL ": --sim: %s\n", smart_strerror(rc));
+	return rc || p.rc ? 1 : 0;
 }

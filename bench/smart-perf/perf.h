@@ -59,6 +59,7 @@ struct perf {
 	struct perf_thread *t;
 	int raw;		/* this run */
 	smart_zipf_t zipf;	/* cas-incr key popularity */
+	int rc;			/* perf_body's result */
 };
 
 struct perf_result {

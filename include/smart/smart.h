@@ -20,6 +20,7 @@
 #include "smart/lease.h"
 #include "smart/epoch.h"
 #include "smart/hook.h"
+#include "smart/sim.h"
 
 /* The version of these headers.  The major is the shared library's soname
  * (libsmart.so.1): within it nothing is removed or changed incompatibly; a

@@ -52,7 +52,8 @@ struct opt_def {
 
 static const struct opt_def opt_table[] = {
 	{ "transport", OPT_TRANSPORT, "shm", 0, 0, OFF(transport),
-	  CAP(transport), "transport: shm (one host) or verbs (RDMA)" },
+	  CAP(transport), "transport: shm (one host), verbs (RDMA) or sim (shm in "
+	  "virtual time, docs/sim.md)" },
 	{ "techniques", OPT_TECH, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,"
 	  "SpecLookup", 0, 0, OFF(techniques), 0,
 	  "Smart's techniques switched on; any other value, e.g. None, "

@@ -16,6 +16,11 @@
  * blade whose session closes is dead, and from then on ops to it fail
  * with SMART_ECONN (shm has no other way to notice; verbs also times out).
  *
+ * Simulated (docs/sim.md): a ctx created on a simulated thread gets its
+ * keeper as a simulated thread of the same engine instead (a real thread
+ * posting would inject real time into the model): the same round, its
+ * sleeps virtual, the sessions polled without waiting at each wake-up.
+ *
  * Invariants: only the keeper thread touches struct smart__lease and its
  * worker; workers read only the atomics it publishes (ctx->lease_until,
  * ctx->fenced, b->fail, the lease view words).
@@ -32,6 +37,7 @@
 #include "runtime/core.h"
 #include "services/lease.h"
 #include "services/svc.h"
+#include "util/mutant.h"
 #include "util/thread.h"
 
 #define KEEPER_ORPHAN_MS 5	/* retry period while orphans are left */
@@ -47,6 +53,8 @@ struct smart__keeper {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int ready;			/* 1 started, < 0 failed */
+	int sim;			/* a simulated thread (sim.h) */
+	int done;			/* sim: the fiber has finished */
 };
 
 static void keeper_wake(struct smart__keeper *k)
@@ -114,6 +122,14 @@ static void keeper_sleep(struct smart__keeper *k, int timeout_ms)
 		who[n] = b;
 		p[n++] = (struct pollfd){ .fd = fd, .events = POLLRDHUP };
 	}
+	if (k->sim) {
+		/* virtual wait (1 ms steps without a deadline, to see stop),
+		 * then the sessions' state without waiting */
+		smart__sim_sleep_until(smart__sim_now() + UINT64_C(1000000) *
+				       (uint64_t)(timeout_ms < 0 ? 1 :
+						  timeout_ms));
+		timeout_ms = 0;
+	}
 	if (poll(p, (nfds_t)n, timeout_ms) <= 0)
 		return;
 	if (p[0].revents && read(k->wakefd, &junk, sizeof(junk)) < 0 &&
@@ -161,8 +177,10 @@ static void *keeper_main(void *arg)
 	int rc;
 
 	/* named for top -H and gdb, and so that a test can find it */
-	pthread_setname_np(pthread_self(), "smart-keeper");
-	keeper_priority(ctx);
+	if (!k->sim) {
+		pthread_setname_np(pthread_self(), "smart-keeper");
+		keeper_priority(ctx);
+	}
 	rc = smart__worker_create(ctx, 1, &k->w);
 
 	pthread_mutex_lock(&k->lock);
@@ -185,7 +203,55 @@ static void *keeper_main(void *arg)
 	keeper_drain(k);
 	smart__lease_fini(ctx, k->w);
 	smart_worker_destroy(k->w);
+	k->done = 1;
 	return NULL;
+}
+
+static void keeper_fiber(void *arg)
+{
+	keeper_main(arg);
+}
+
+/* Start the keeper as a simulated thread and wait (virtually) for it. */
+static int keeper_start_sim(struct smart__keeper *k)
+{
+	int rc;
+
+	k->sim = 1;
+	rc = smart__sim_spawn(smart__sim_self(), keeper_fiber, k, 0);
+	while (!rc && !k->ready)
+		smart__idle_pause();
+	return rc ? rc : k->ready < 0 ? k->ready : 0;
+}
+
+/* The keeper thread started and ready, or an error. */
+static int keeper_start_thread(struct smart__keeper *k)
+{
+	int rc = smart__thread_start(&k->thread, keeper_main, k);
+
+	if (rc) {
+		smart__err(&k->ctx->log, "keeper thread: %s", strerror(rc));
+		return SMART_ESYS;
+	}
+	pthread_mutex_lock(&k->lock);
+	while (!k->ready)
+		pthread_cond_wait(&k->cond, &k->lock);
+	rc = k->ready < 0 ? k->ready : 0;
+	pthread_mutex_unlock(&k->lock);
+	if (rc)
+		pthread_join(k->thread, NULL);
+	return rc;
+}
+
+/* Wait for the keeper to end: join the thread, or let the fiber run. */
+static void keeper_join(struct smart__keeper *k)
+{
+	if (!k->sim) {
+		pthread_join(k->thread, NULL);
+		return;
+	}
+	while (!k->done)
+		smart__idle_pause();
 }
 
 int smart__keeper_start(struct smart_ctx *ctx)
@@ -203,21 +269,10 @@ int smart__keeper_start(struct smart_ctx *ctx)
 	}
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
-	rc = smart__thread_start(&k->thread, keeper_main, k);
-	if (rc) {
-		smart__err(&ctx->log, "keeper thread: %s", strerror(rc));
-		rc = SMART_ESYS;
+	rc = smart__sim_self() && !SMART_M_KEEPER_SIM_THREAD ?
+	     keeper_start_sim(k) : keeper_start_thread(k);
+	if (rc)
 		goto err;
-	}
-	pthread_mutex_lock(&k->lock);
-	while (!k->ready)
-		pthread_cond_wait(&k->cond, &k->lock);
-	rc = k->ready < 0 ? k->ready : 0;
-	pthread_mutex_unlock(&k->lock);
-	if (rc) {
-		pthread_join(k->thread, NULL);
-		goto err;
-	}
 	ctx->keeper = k;
 	return 0;
 err:
@@ -236,7 +291,7 @@ void smart__keeper_stop(struct smart_ctx *ctx)
 		return;
 	atomic_store(&k->stop, 1);
 	keeper_wake(k);
-	pthread_join(k->thread, NULL);
+	keeper_join(k);
 	close(k->wakefd);
 	pthread_mutex_destroy(&k->lock);
 	pthread_cond_destroy(&k->cond);

@@ -10,6 +10,7 @@
 
 static const struct smart_tp_ops *const smart__transports[] = {
 	&smart__tp_shm_ops,
+	&smart__tp_sim_ops,
 #ifdef SMART_HAVE_VERBS
 	&smart__tp_verbs_ops,
 #endif
@@ -30,7 +31,7 @@ const struct smart_tp_ops *smart__tp_find(const char *name)
 
 /* Every transport this source tree knows, built in or not: an option may
  * name one that this build lacks and be told so when a ctx opens it. */
-static const char *const smart__transport_names[] = { "shm", "verbs" };
+static const char *const smart__transport_names[] = { "shm", "sim", "verbs" };
 
 int smart__tp_known(const char *name)
 {

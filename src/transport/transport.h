@@ -433,6 +433,8 @@ const struct smart_tp_ops *smart__tp_find(const char *name);
 int smart__tp_known(const char *name);
 
 extern const struct smart_tp_ops smart__tp_shm_ops;
+/* shm in virtual time, for the sim engine (util/sim.h, docs/sim.md) */
+extern const struct smart_tp_ops smart__tp_sim_ops;
 #ifdef SMART_HAVE_VERBS
 extern const struct smart_tp_ops smart__tp_verbs_ops;
 #endif

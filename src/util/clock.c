@@ -190,6 +190,20 @@ static int freq_measure(double *hz)
 }
 #endif /* SMART_HAVE_TSC */
 
+__thread const uint64_t *smart__sim_vt
+	__attribute__((tls_model("initial-exec")));
+
+/* Under the virtual clock: its fixed rate, nothing measured (a real
+ * calibration would spin 20 ms on a clock that does not move). */
+static void clock_init_virtual(struct smart__clock *c)
+{
+	c->cycles_per_ns = (double)SMART_SIM_CYCLES_PER_NS_NUM /
+			   SMART_SIM_CYCLES_PER_NS_DEN;
+	c->use_tsc = 1;
+	c->base_ns = smart__mono_ns();
+	c->base_cycles = smart__rdtsc();
+}
+
 int smart__clock_init(struct smart__clock *c)
 {
 	struct smart__clock tmp = { .cycles_per_ns = 1.0 };
@@ -199,6 +213,10 @@ int smart__clock_init(struct smart__clock *c)
 
 	if (!c)
 		return SMART_EINVAL;
+	if (smart__sim_vt) {
+		clock_init_virtual(c);
+		return 0;
+	}
 #if SMART_HAVE_TSC
 	invariant = tsc_invariant();
 	hz = freq_from_sysfs();

@@ -13,6 +13,12 @@
  *    then advances at the TSC rate; the two drift apart by at most the
  *    frequency error (typically < 0.1%), so do not mix its values with
  *    smart_now_ns() values in one subtraction.
+ *  - Virtual time (util/sim.h): while a simulated fiber runs on this OS
+ *    thread, smart__sim_vt points at its clock (ns) and every clock here
+ *    reads it instead: mono_ns = vt, rdtsc = vt at a fixed virtual
+ *    SMART_SIM_CYCLES_PER_NS.  Everywhere else smart__sim_vt is NULL and
+ *    the hook costs one thread-local load and a predicted branch next to
+ *    the rdtsc or vDSO call (docs/sim.md: measured in test_sim).
  */
 #ifndef SMART_UTIL_CLOCK_H
 #define SMART_UTIL_CLOCK_H
@@ -50,10 +56,24 @@ static inline uint64_t smart__ts_ns(const struct timespec *ts)
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
+/* The virtual-time hook: set only by the sim engine (sim.c), per OS
+ * thread; initial-exec so that reading it is one %fs-relative load even
+ * in libsmart.so (which is therefore not meant for dlopen). */
+extern __thread const uint64_t *smart__sim_vt
+	__attribute__((tls_model("initial-exec")));
+
+/* The virtual TSC rate: 2.4 GHz (the paper's Xeon 6240R base clock), as
+ * a ratio of integers so that virtual cycles are exact. */
+#define SMART_SIM_CYCLES_PER_NS_NUM 12u
+#define SMART_SIM_CYCLES_PER_NS_DEN 5u
+
 static inline uint64_t smart__mono_ns(void)
 {
 	struct timespec ts;
+	const uint64_t *vt = smart__sim_vt;
 
+	if (__builtin_expect(vt != NULL, 0))
+		return *vt;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return smart__ts_ns(&ts);
 }
@@ -67,6 +87,11 @@ static inline uint64_t smart__mono_ms(void)
 /* Raw cycle counter; nanoseconds where there is no TSC. */
 static inline uint64_t smart__rdtsc(void)
 {
+	const uint64_t *vt = smart__sim_vt;
+
+	if (__builtin_expect(vt != NULL, 0))
+		return *vt * SMART_SIM_CYCLES_PER_NS_NUM /
+		       SMART_SIM_CYCLES_PER_NS_DEN;
 #if SMART_HAVE_TSC
 	return __rdtsc();
 #else

@@ -625,4 +625,18 @@
 #define SMART_M_RPC_CHAN_TAKES_DATA 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_SIM_ANY_THREAD	/* transport/sim: a data-path call
+					 * from a real thread let through */
+#define SMART_M_SHM_SIM_ANY_THREAD 1
+#else
+#define SMART_M_SHM_SIM_ANY_THREAD 0
+#endif
+
+#ifdef SMART_MUTANT_KEEPER_SIM_THREAD	/* services/keeper.c: a simulated
+					 * ctx's keeper a real thread */
+#define SMART_M_KEEPER_SIM_THREAD 1
+#else
+#define SMART_M_KEEPER_SIM_THREAD 0
+#endif
+
 #endif

@@ -52,6 +52,10 @@ struct smart_conf_env {
 	 * the device instead of failing the suite (needs ISOLATE). */
 	const char *deviations;
 	const char *deviation_why;
+	/* How a case runs: NULL = fn(env) on the calling thread; the sim
+	 * transport runs it as a simulated thread (docs/sim.md). */
+	void (*run_case)(const struct smart_conf_env *env,
+			 void (*fn)(const struct smart_conf_env *env));
 };
 
 /*

@@ -43,6 +43,9 @@ const struct kit_flag kit_common_flags[] = {
 	KIT_TIME("seconds", C, seconds, 1e-3, 86400, "S",
 		 "measured time, e.g. 3 or 500ms [3]"),
 	KIT_U64("seed", C, seed, 0, 1.8e19, "N", "RNG seed [1]"),
+	KIT_STR("sim", C, sim, "SPEC",
+		"run in virtual time on one core (docs/sim.md):\n"
+		"default or seed=N,sync_ns=N,jitter_ns=N [off]"),
 	KIT_FLAG("json", C, json, "one JSON object instead of the table"),
 	KIT_STR("csv", C, csv, "FILE",
 		"append one CSV line (a header when new)"),

@@ -16,6 +16,11 @@ void kit_sleep(double secs)
 	struct timespec ts = { (time_t)secs,
 			       (long)((secs - (double)(time_t)secs) * 1e9) };
 
+	if (smart_sim_active()) {
+		smart_sim_sleep_ns((uint64_t)(secs * 1e9));
+		return;
+	}
+
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
 }
@@ -62,4 +67,15 @@ void kit_usage_print(const char *prefix, int rc,
 		printf("%s: %s\n", prefix, line);
 	}
 	fflush(stdout);
+}
+
+int kit_sim_main(struct kit_common *c, void (*fn)(void *), void *arg)
+{
+	if (!c->sim) {
+		fn(arg);
+		return 0;
+	}
+	if (!c->transport)
+		c->transport = "sim";
+	return smart_sim_run(c->sim, fn, arg);
 }

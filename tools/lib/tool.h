@@ -175,6 +175,8 @@ struct kit_common {
 	/* output */
 	int json;
 	const char *csv;
+	/* --sim SPEC: the run in virtual time (smart/sim.h, docs/sim.md) */
+	const char *sim;
 };
 
 /* The table of the flags above; its base is a struct kit_common. */
@@ -236,6 +238,10 @@ const char *kit_env_kind(const struct kit_env *e);
 
 /* Sleep, resuming after signals. */
 void kit_sleep(double secs);
+
+/* Run fn(arg): in virtual time when --sim was given (the transport then
+ * defaults to sim), else directly.  0, or smart_sim_run's error. */
+int kit_sim_main(struct kit_common *c, void (*fn)(void *), void *arg);
 
 /* One line on a blade's memory (struct smart_alloc_usage):
  * "1024.0 MiB: 3.1 used, 1020.9 free (1016.0 fresh + 4.9 on the free

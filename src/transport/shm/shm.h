@@ -243,6 +243,15 @@ static inline struct shm_cell *shm_cell_at(struct shm_rseg *seg,
  * waits (no completion status). */
 #define SHM_ST_RNR_WAIT	 (-1)
 
+/* Sim only (one OS thread, docs/sim.md): a lock as a simulated resource,
+ * free from free_at (ticks); ends[] the last holds' ends, newest at
+ * ends[(nend - 1) % 32], to count the holders still queued at a time. */
+struct shm_sim_res {
+	uint64_t free_at, spin_ticks;
+	uint64_t ends[32];
+	uint32_t nend;
+};
+
 struct shm_wqe {
 	struct smart_tp_wr wr;
 	uint64_t due;		/* model: completion time in model ticks */
@@ -304,6 +313,7 @@ struct smart_tp_qp {
 	struct shm_rq *rq;	/* receive queue, NULL: one-sided QP */
 	struct shm_peer *peer;	/* peer's receive queue, once connected */
 	uint32_t stall_pass;	/* cq->pass of its last RNR stall, + 1 */
+	struct shm_sim_res sim_lock;	/* sim only: a shared QP's lock */
 };
 
 /* Zeroed memory on cache lines of its own (len rounded up to whole lines):
@@ -569,6 +579,12 @@ struct shm_model_params {
 	uint64_t db_hold_ns;	/* MMIO time a post holds its doorbell */
 	uint64_t wqe_cache;	/* WQE cache entries */
 	uint64_t miss_ns;	/* extra device time of a WR that misses */
+	uint64_t handoff_ns;	/* sim only: doorbell hand-off per spinner */
+	uint64_t atomic_ns;	/* sim only: responder time of one atomic on
+				 * an address (same-address serialised) */
+	uint64_t pcie_wr_bytes;	/* sim only: PCIe inbound bytes per WR, 0 off */
+	uint64_t pcie_miss_bytes;	/* sim only: more per WQE-cache miss */
+	double pcie_gbs;	/* sim only: PCIe inbound budget, GB/s */
 };
 
 /* A doorbell register: a real spinlock held for the modelled MMIO time.
@@ -579,6 +595,7 @@ struct shm_doorbell {
 	int index;
 	_Atomic uint64_t rings, contended, misses;
 	struct shm_doorbell *next;	/* own doorbells, under d->lock */
+	struct shm_sim_res sim;	/* sim only: the register */
 } smart_aligned_cl;
 
 /* The model of one domain (one NIC).  Ticks are TSC cycles, or ns when
@@ -588,6 +605,13 @@ struct shm_model {
 	struct smart__clock clock;
 	int use_tsc;
 	uint64_t rtt, hold, wr, miss;	/* parameters in ticks */
+	uint64_t handoff;		/* ticks, sim only */
+	uint64_t atomic;		/* ticks, sim only */
+	/* sim only: the responder's atomic units, by address hash: busy
+	 * until (ticks) */
+	uint64_t atom_busy[64];
+	uint64_t pcie_busy;	/* sim only: the PCIe inbound link, ticks */
+	int sim;	/* virtual time (transport/sim): resources simulated */
 	uint32_t ndb, nded;		/* doorbells, of which dedicated */
 	/* mapping state, under d->lock */
 	uint32_t ded_used;	/* bit i: dedicated doorbell i taken */
@@ -624,6 +648,13 @@ int smart__shm_model_qp_attach(struct smart_tp_qp *qp);
 void smart__shm_model_qp_detach(struct smart_tp_qp *qp);
 /* Ring the doorbell for the n WRs copied at the QP's SQ tail, stamp their
  * completion times and queue them on the CQ (the modelled half of post). */
+/* Turn a model opened on a simulated thread into the sim transport's
+ * (docs/sim.md): doorbells become simulated resources. */
+void smart__shm_model_sim(struct smart_tp_domain *d);
+/* Sim only: take and release a SMART_TP_SHARED QP's lock as a simulated
+ * resource around a post (nothing for other QPs or without the model). */
+void smart__shm_sim_qp_lock(struct smart_tp_qp *qp);
+void smart__shm_sim_qp_unlock(struct smart_tp_qp *qp);
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n);
 
 /* For tests: the parameters in force (NULL when the model is off) and the

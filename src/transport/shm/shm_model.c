@@ -34,6 +34,7 @@
 
 #include "transport/shm/shm.h"
 #include "util/log.h"
+#include "util/sim.h"
 
 #define SHM_DB_DEDICATED 4	/* mlx5: low-latency registers per context */
 
@@ -44,6 +45,11 @@ static const struct shm_model_params shm_model_defaults = {
 	.db_hold_ns = 1000,
 	.wqe_cache = 32,
 	.miss_ns = 1000,
+	.handoff_ns = 90,
+	.atomic_ns = 0,
+	.pcie_wr_bytes = 0,
+	.pcie_miss_bytes = 87,
+	.pcie_gbs = 10,
 };
 
 /* The keys of a spec, their field and their range. */
@@ -57,6 +63,11 @@ static const struct shm_spec_key shm_model_keys[] = {
 	SHM_KEY(db_hold_ns, 0, 0, 1e6),
 	SHM_KEY(wqe_cache, 0, 0, 1 << 24),
 	SHM_KEY(miss_ns, 0, 0, 1e6),
+	SHM_KEY(handoff_ns, 0, 0, 1e6),
+	SHM_KEY(atomic_ns, 0, 0, 1e6),
+	SHM_KEY(pcie_wr_bytes, 0, 0, 4096),
+	SHM_KEY(pcie_miss_bytes, 0, 0, 4096),
+	SHM_KEY(pcie_gbs, 1, 0.01, 1000),
 };
 
 static const char *const shm_model_words[] = { "default", NULL };
@@ -101,6 +112,8 @@ static int shm_model_init(struct shm_model *m, const struct smart__log *log)
 	m->rtt = shm_ticks(m, (double)m->p.rtt_ns);
 	m->hold = shm_ticks(m, (double)m->p.db_hold_ns);
 	m->miss = shm_ticks(m, (double)m->p.miss_ns);
+	m->handoff = shm_ticks(m, (double)m->p.handoff_ns);
+	m->atomic = shm_ticks(m, (double)m->p.atomic_ns);
 	m->wr = smart_max(shm_ticks(m, 1000.0 / m->p.mops), (uint64_t)1);
 	m->ndb = (uint32_t)m->p.doorbells;
 	m->nded = smart_min(SHM_DB_DEDICATED, m->ndb - 1);
@@ -328,6 +341,139 @@ static uint32_t shm_device_reserve(struct shm_model *m, struct smart_tp_qp *qp,
 	return n - hits;
 }
 
+void smart__shm_model_sim(struct smart_tp_domain *d)
+{
+	if (d->model)
+		d->model->sim = 1;
+}
+
+#define SHM_SIM_QUEUE 32
+_Static_assert(SMART_ARRAY_SIZE(((struct shm_sim_res *)0)->ends) ==
+	       SHM_SIM_QUEUE, "the queue scan covers the whole ring");
+
+/* Holders still holding or queued on r at `now`: the holds that end after
+ * it (granted in order, so a scan from the newest stops at the first that
+ * has ended; at most SHM_SIM_QUEUE are seen). */
+static uint64_t shm_sim_queued(const struct shm_sim_res *r, uint64_t now)
+{
+	uint32_t k = 0;
+
+	while (k < SHM_SIM_QUEUE && k < r->nend &&
+	       r->ends[(r->nend - 1 - k) % SHM_SIM_QUEUE] > now)
+		k++;
+	return k;
+}
+
+static void shm_sim_charge(uint64_t ticks)
+{
+	smart__sim_charge((ticks * SMART_SIM_CYCLES_PER_NS_DEN +
+			   SMART_SIM_CYCLES_PER_NS_NUM - 1) /
+			  SMART_SIM_CYCLES_PER_NS_NUM);
+}
+
+/* Take r at `now`: one that finds it taken spins until it is free, plus
+ * a hand-off of handoff x the holders queued at its arrival (the lock
+ * word's cache line bounces between the spinners at each release: a
+ * fixed hold cannot give Fig 3's decline).  The spin is the caller's CPU
+ * time.  Returns the time it holds r from; *waited 1 if it spun. */
+static uint64_t shm_sim_acquire(const struct shm_model *m,
+				struct shm_sim_res *r, uint64_t now,
+				int *waited)
+{
+	uint64_t t = now;
+
+	*waited = r->free_at > now;
+	if (*waited) {
+		t = r->free_at + m->handoff * shm_sim_queued(r, now);
+		r->spin_ticks += t - now;
+		shm_sim_charge(t - now);
+	}
+	return t;
+}
+
+/* Holds never overlap: the next starts at or after this end. */
+static void shm_sim_release(struct shm_sim_res *r, uint64_t end)
+{
+	r->free_at = end;
+	r->ends[r->nend++ % SHM_SIM_QUEUE] = end;
+}
+
+/* Simulated (docs/sim.md): the register is a resource; a poster holds
+ * it for the MMIO time (its CPU time too).  Returns the ring time. */
+static uint64_t shm_db_sim_hold(const struct shm_model *m,
+				struct shm_doorbell *db, int *waited)
+{
+	uint64_t t = shm_sim_acquire(m, &db->sim, shm_model_now(m), waited);
+
+	shm_sim_release(&db->sim, t + m->hold);
+	shm_sim_charge(m->hold);
+	return t + m->hold;
+}
+
+void smart__shm_sim_qp_lock(struct smart_tp_qp *qp)
+{
+	int waited;
+
+	if (qp->model && qp->model->sim && (qp->flags & SMART_TP_SHARED))
+		(void)shm_sim_acquire(qp->model, &qp->sim_lock,
+				      shm_model_now(qp->model), &waited);
+}
+
+void smart__shm_sim_qp_unlock(struct smart_tp_qp *qp)
+{
+	if (qp->model && qp->model->sim && (qp->flags & SMART_TP_SHARED))
+		shm_sim_release(&qp->sim_lock, shm_model_now(qp->model));
+}
+
+/* Simulated responder atomics (docs/sim.md): a CAS or FAA reaches the
+ * responder rtt/2 before its completion time and occupies the atomic
+ * unit of its address (64 units by address hash: same-address atomics
+ * are serialised, as on a NIC) for `atomic` ticks; its completion moves
+ * back by whatever it waited.  Per-QP order holds: the executor runs a
+ * QP's WRs in order whatever their times. */
+static void shm_atomics_reserve(struct shm_model *m, struct smart_tp_qp *qp,
+				uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
+		uint64_t *unit, at;
+
+		if (!smart_tp_atomic(e->wr.opcode))
+			continue;
+		unit = &m->atom_busy[(e->wr.remote >> 3) *
+				     0x9E3779B97F4A7C15ull >> 58];
+		at = e->due - m->rtt / 2;
+		if (*unit > at)
+			at = *unit;
+		*unit = at + m->atomic;
+		e->due = smart_max(e->due, *unit + m->rtt / 2);
+	}
+}
+
+/* Simulated PCIe inbound budget (docs/sim.md): the device fetches each
+ * WR's WQE over one link of pcie_gbs, pcie_wr_bytes per WR and
+ * pcie_miss_bytes more for a WR that missed the WQE cache (the chain's
+ * last `misses`, as shm_device_reserve counts them); a WR completes no
+ * earlier than its fetch's end + rtt. */
+static void shm_pcie_reserve(struct shm_model *m, struct smart_tp_qp *qp,
+			     uint32_t n, uint32_t misses, uint64_t now)
+{
+	uint64_t t = smart_max(m->pcie_busy, now);
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
+		uint64_t bytes = m->p.pcie_wr_bytes +
+				 (i >= n - misses ? m->p.pcie_miss_bytes : 0);
+
+		t += shm_ticks(m, (double)bytes / m->p.pcie_gbs);
+		e->due = smart_max(e->due, t + m->rtt);
+	}
+	m->pcie_busy = t;
+}
+
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 {
 	struct shm_model *m = qp->model;
@@ -337,13 +483,22 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 	uint64_t now;
 	int waited, rc = 0;
 
-	waited = !smart_spin_lock(&db->lock);
-	now = shm_db_hold(m);
+	if (m->sim) {
+		now = shm_db_sim_hold(m, db, &waited);
+		smart_spin_lock(&db->lock);	/* never contended here */
+	} else {
+		waited = !smart_spin_lock(&db->lock);
+		now = shm_db_hold(m);
+	}
 	shm_lock(cq->flags, &cq->lock);
 	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
 		rc = SMART_EAGAIN;	/* nothing posted, nothing counted */
 	} else {
 		misses = shm_device_reserve(m, qp, n, now);
+		if (m->sim && m->atomic)
+			shm_atomics_reserve(m, qp, n);
+		if (m->sim && m->p.pcie_wr_bytes)
+			shm_pcie_reserve(m, qp, n, misses, now);
 		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n, 0 };
 		cq->db_tail++;
 		qp->sq_tail += n;

@@ -1,0 +1,116 @@
+/*
+ * The sim transport (docs/sim.md): the shm transport with its RNIC model
+ * run in virtual time, for the sim engine (util/sim.h).  Memory, regions,
+ * QPs and the execution of WRs are shm's (blade memory is a real memfd,
+ * so CAS conflicts are real); the model's device math is the one shared
+ * function of shm_model.c; what differs is time:
+ *  - every post, post_recv and poll is a sync point of the engine (the
+ *    CPU cost of the call is charged, earlier threads run first), so the
+ *    model sees the posts of all simulated threads in virtual-time order;
+ *  - doorbell registers, and the locks of QPs shared by threads (held
+ *    across the whole post, as mlx5 holds qp->sq.lock), are simulated
+ *    resources with a hand-off cost growing with the spinners
+ *    (shm_model.c, shm_sim_acquire);
+ *  - a data-path call from a thread that is not simulated aborts: a real
+ *    thread would post at real time into a virtual-time device.
+ *
+ * A domain opened on a simulated thread is an initiator: it gets the model
+ * ("default" unless the config names a spec).  One opened on a real
+ * thread is a responder (an embedded blade's control thread): plain shm,
+ * as a blade's own NIC plays no part in one-sided ops.
+ *
+ * Invariants: the same as shm's (shm.h); and all simulated users of one
+ * domain run on the engine's one OS thread, so the shm locks they take
+ * are never contended and no sync point is ever inside one.
+ */
+#include "transport/shm/shm.h"
+#include "util/mutant.h"
+#include "util/sim.h"
+
+/* A data-path call is a sync point, and only a simulated thread may make
+ * one (the mutant lets a real one through, unsynchronised). */
+static void sim_sync_point(const char *what)
+{
+	if (!SMART_M_SHM_SIM_ANY_THREAD)
+		smart__sim_require(what);
+	if (smart__sim_self())
+		smart__sim_sync();
+}
+
+static int sim_domain_open(const struct smart_tp_cfg *cfg,
+			   struct smart_tp_domain **out)
+{
+	struct smart_tp_cfg c = *cfg;
+	int initiator = smart__sim_self() != NULL;
+	int rc;
+
+	if (!initiator)
+		c.nic_model = NULL;
+	else if (!c.nic_model || !c.nic_model[0])
+		c.nic_model = "default";
+	rc = smart__shm_domain_open(&c, out);
+	if (!rc && initiator)
+		smart__shm_model_sim(*out);
+	return rc;
+}
+
+static int sim_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+{
+	sim_sync_point("sim transport: poll");
+	return smart__shm_poll(cq, wc, max);
+}
+
+static int sim_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
+		    int n)
+{
+	int rc;
+
+	sim_sync_point("sim transport: post");
+	smart__shm_sim_qp_lock(qp);
+	rc = smart__shm_post(qp, wrs, n);
+	smart__shm_sim_qp_unlock(qp);
+	return rc;
+}
+
+static int sim_post_recv(struct smart_tp_qp *qp,
+			 const struct smart_tp_recv *rs, int n)
+{
+	sim_sync_point("sim transport: post_recv");
+	return smart__shm_post_recv(qp, rs, n);
+}
+
+const struct smart_tp_ops smart__tp_sim_ops = {
+	.name = "sim",
+	.domain_open = sim_domain_open,
+	.domain_close = smart__shm_domain_close,
+	.query_caps = smart__shm_query_caps,
+	.domain_stats = smart__shm_domain_stats,
+	.mr_alloc = smart__shm_mr_alloc,
+	.mr_free = smart__shm_mr_free,
+	.cq_create = smart__shm_cq_create,
+	.cq_destroy = smart__shm_cq_destroy,
+	.cq_own_doorbell = smart__shm_cq_own_doorbell,
+	.poll = sim_poll,
+	.cq_event_fd = smart__shm_cq_event_fd,
+	.cq_arm = smart__shm_cq_arm,
+	.dm_attach = smart__shm_dm_attach,
+	.region_blob = smart__shm_region_blob,
+	.accept = smart__shm_accept,
+	.responder_destroy = smart__shm_responder_destroy,
+	.remote_attach = smart__shm_remote_attach,
+	.remote_detach = smart__shm_remote_detach,
+	.remote_span = smart__shm_remote_span,
+	.remote_fail = smart__shm_remote_fail,
+	.remote_base = smart__shm_remote_base,
+	.remote_rkey = smart__shm_remote_rkey,
+	.remote_dm = smart__shm_remote_dm,
+	.qp_create = smart__shm_qp_create,
+	.qp_blob = smart__shm_qp_blob,
+	.qp_connect = smart__shm_qp_connect,
+	.qp_destroy = smart__shm_qp_destroy,
+	.post = sim_post,
+	.qp_in_error = smart__shm_qp_in_error,
+	.qp_fds = smart__shm_qp_fds,
+	.qp_connect_peer = smart__shm_qp_connect_peer,
+	.post_recv = sim_post_recv,
+};

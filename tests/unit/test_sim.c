@@ -1,0 +1,675 @@
+/*
+ * The virtual-time engine and the sim transport (util/sim.h,
+ * src/transport/sim, docs/sim.md).
+ *
+ *  - order: fibers run in virtual-time order; each one's clock never goes
+ *    back; the engine switches only when another fiber is earlier.
+ *  - clock_hook: inside a fiber the library's clocks read virtual time
+ *    (smart_now_ns, smart_cycles at the virtual 2.4 GHz); outside, real.
+ *  - hook_cost: what the hook costs a real thread's clock read (printed).
+ *  - ctx: a whole ctx in virtual time: its keeper and N workers as fibers
+ *    of one engine, contending with CAS on one counter of a blade's real
+ *    memory (conflicts are real: lost updates would show), a lease
+ *    renewed by the keeper fiber over many lease periods of virtual time.
+ *  - deterministic: the ctx run twice with one seed prints byte-identical
+ *    reports; another seed changes the interleaving.
+ *  - invariants: WRs posted = completed (nothing outstanding at the end),
+ *    no op completes before one RTT, doorbell holds never overlap (their
+ *    spin time is counted: the path was taken).
+ *  - real_thread_aborts: a ctx on the sim transport used from a real
+ *    thread (the hazard: real time injected into the model) aborts.
+ * SMART_SIM_THREADS (default 8) sets the ctx cases' simulated threads.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "harness/blade_fixture.h"
+#include "runtime/core.h"
+#include "transport/shm/shm.h"
+#include "util/sim.h"
+
+/* ---- order --------------------------------------------------------- */
+
+struct order_log {
+	uint64_t vt[64];
+	int who[64];
+	int n;
+};
+
+struct order_arg {
+	struct order_log *log;
+	int id;
+	uint64_t step;
+};
+
+static void order_fiber(void *arg)
+{
+	struct order_arg *a = arg;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		smart__sim_charge(a->step);
+		smart__sim_sync();
+		a->log->vt[a->log->n] = smart__sim_now();
+		a->log->who[a->log->n++] = a->id;
+	}
+}
+
+static void test_order(void)
+{
+	struct smart__sim_cfg cfg = { .seed = 1 };
+	struct order_log log = { .n = 0 };
+	struct order_arg a[3] = { { &log, 0, 30 }, { &log, 1, 70 },
+				  { &log, 2, 110 } };
+	struct smart__sim *s;
+	int i;
+
+	CHECK_OK(smart__sim_create(&cfg, &s));
+	for (i = 0; i < 3; i++)
+		CHECK_OK(smart__sim_spawn(s, order_fiber, &a[i], 0));
+	CHECK_OK(smart__sim_run(s));
+	CHECK_EQ(log.n, 24);
+	for (i = 1; i < log.n; i++)
+		CHECK_LE(log.vt[i - 1], log.vt[i]);
+	CHECK_EQ(log.who[0], 0);
+	CHECK_EQ(smart__sim_end_ns(s), 8 * 110);
+	/* fiber 0 ran its 8 steps (240 ns) before fiber 2 passed 110 */
+	CHECK_LT(smart__sim_switches(s), 24);
+	smart__sim_destroy(s);
+}
+
+/* ---- clock_hook ---------------------------------------------------- */
+
+static void hook_fiber(void *arg)
+{
+	int *ok = arg;
+	struct smart__clock c;
+
+	smart__sim_charge(1000);
+	CHECK_U64_EQ(smart_now_ns(), smart__sim_now());
+	CHECK_U64_EQ(smart_cycles(), smart__sim_now() * 12 / 5);
+	CHECK_OK(smart__clock_init(&c));
+	CHECK_EQ(c.use_tsc, 1);
+	smart__sim_charge(5000);
+	CHECK_U64_EQ(smart__clock_ns(&c), 6000 + 1000000);
+	*ok = 1;
+}
+
+static void test_clock_hook(void)
+{
+	struct smart__sim_cfg cfg = { .seed = 1 };
+	struct smart__sim *s;
+	uint64_t t0 = smart_now_ns();
+	int ok = 0;
+
+	CHECK_OK(smart__sim_create(&cfg, &s));
+	CHECK_OK(smart__sim_spawn(s, hook_fiber, &ok, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	CHECK_EQ(ok, 1);
+	CHECK(smart__sim_self() == NULL);
+	CHECK_GE(smart_now_ns(), t0);	/* real again, not 1 ms */
+	CHECK_GT(smart_now_ns(), 1000000000ull);
+	smart__sim_destroy(s);
+}
+
+/* What the hook adds to a real clock read: printed, not asserted (the
+ * machine is shared); the argument is in docs/sim.md. */
+static void test_hook_cost(void)
+{
+	enum { N = 2000000 };
+	volatile uint64_t sink = 0;
+	double t0, t1, t2;
+	int i;
+
+	t0 = test_now_ms();
+	for (i = 0; i < N; i++)
+		sink += smart__rdtsc();
+	t1 = test_now_ms();
+#if SMART_HAVE_TSC
+	for (i = 0; i < N; i++)
+		sink += __rdtsc();
+#endif
+	t2 = test_now_ms();
+	printf("smart__rdtsc with the hook: %.2f ns, bare rdtsc: %.2f ns\n",
+	       (t1 - t0) * 1e6 / N, (t2 - t1) * 1e6 / N);
+	(void)sink;
+}
+
+/* ---- a ctx in virtual time ------------------------------------------ */
+
+struct ctx_run {
+	const char *addr;
+	uint16_t blade;
+	int nthreads, ops;
+	const char *qp_mode;
+	smart_ctx_t *ctx;
+	smart_gaddr_t ctr;
+	int done;
+	uint64_t cas_fail, min_lat_ns, ops_done;
+	char report[1024];
+};
+
+static void ctx_worker(void *arg)
+{
+	struct ctx_run *r = arg;
+	smart_worker_t *w;
+	uint64_t *buf, old, prev, t0;
+	int i;
+
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&buf));
+	for (i = 0; i < r->ops; i++) {
+		do {
+			t0 = smart_now_ns();
+			CHECK_OK(smart_read_sync(w, r->ctr, 8, buf));
+			if (smart_now_ns() - t0 < r->min_lat_ns)
+				r->min_lat_ns = smart_now_ns() - t0;
+			old = *buf;
+			CHECK_OK(smart_cas_sync(w, r->ctr, old, old + 1,
+						&prev));
+			r->cas_fail += prev != old;
+		} while (prev != old);
+		r->ops_done++;
+	}
+	CHECK_OK(smart_worker_destroy(w));
+	r->done++;
+}
+
+/* The paper-scale NIC of docs/sim.md (SMART_SIM_NIC overrides it). */
+#define SIM_NIC "rtt_ns=2000,mops=110,doorbells=16,db_hold_ns=170," \
+		"handoff_ns=90,wqe_cache=1024,miss_ns=9"
+
+static smart_ctx_t *sim_ctx_nic(const char *addr, uint16_t blade,
+				const char *qp_mode, const char *nic)
+{
+	const char *kv[] = { "transport", "sim", "qp_mode", qp_mode,
+			     "nic_model", nic && *nic ? nic : SIM_NIC, NULL };
+	smart_opts_t *o = fixture_opts(kv);
+	smart_ctx_t *c;
+	uint16_t id;
+
+	CHECK_OK(smart_ctx_create(o, &c));
+	smart_opts_destroy(o);
+	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,
+				      sizeof(FIXTURE_SECRET) - 1));
+	CHECK_OK(smart_ctx_connect(c, addr, &id));
+	CHECK_EQ(id, blade);
+	return c;
+}
+
+static smart_ctx_t *sim_ctx(const char *addr, uint16_t blade,
+			    const char *qp_mode)
+{
+	return sim_ctx_nic(addr, blade, qp_mode, getenv("SMART_SIM_NIC"));
+}
+
+/* The simulated main thread: opens the ctx, starts the workers, waits
+ * for them (virtually), checks the counter and reports. */
+static void ctx_main(void *arg)
+{
+	struct ctx_run *r = arg;
+	smart_worker_t *w;
+	uint64_t *buf, t0 = smart__sim_now();
+	smart_stats_t st;
+	int i;
+
+	r->ctx = sim_ctx(r->addr, r->blade, r->qp_mode);
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_alloc(w, r->blade, 8, &r->ctr));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&buf));
+	*buf = 0;
+	CHECK_OK(smart_write_sync(w, r->ctr, buf, 8));
+	for (i = 0; i < r->nthreads; i++)
+		CHECK_OK(smart__sim_spawn(smart__sim_self(), ctx_worker, r,
+					  0));
+	while (r->done < r->nthreads)
+		smart__sim_sleep_until(smart__sim_now() + 10000);
+	CHECK_OK(smart_read_sync(w, r->ctr, 8, buf));
+	CHECK_U64_EQ(*buf, (uint64_t)r->nthreads * (uint64_t)r->ops);
+	CHECK_OK(smart_stats_snapshot_sized(r->ctx, &st, sizeof(st)));
+	snprintf(r->report, sizeof(r->report),
+		 "threads %d ops %" PRIu64 " cas_fail %" PRIu64
+		 " virtual_ns %" PRIu64 " min_read_ns %" PRIu64
+		 " counter %" PRIu64 "\n", r->nthreads, r->ops_done,
+		 r->cas_fail, smart__sim_now() - t0, r->min_lat_ns, *buf);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(r->ctx));
+}
+
+/* Run the ctx case under seed; the report into r. */
+static void ctx_run(struct ctx_run *r, uint64_t seed, const char *addr,
+		    uint16_t blade)
+{
+	struct smart__sim_cfg cfg = { .seed = seed, .sync_ns = 100,
+				      .jitter_ns = 50 };
+	struct smart__sim *s;
+	double t0 = test_now_ms();
+
+	r->addr = addr;
+	r->blade = blade;
+	r->nthreads = test_env_int("SMART_SIM_THREADS", 1, 512, 8);
+	r->ops = 200;
+	r->qp_mode = r->qp_mode ? r->qp_mode : "per-thread";
+	r->min_lat_ns = UINT64_MAX;
+	CHECK_OK(smart__sim_create(&cfg, &s));
+	CHECK_OK(smart__sim_spawn(s, ctx_main, r, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	printf("seed %" PRIu64 ": %s  (%" PRIu64 " switches, %.0f simulated "
+	       "ops per real second)\n", seed, r->report,
+	       smart__sim_switches(s),
+	       (double)r->ops_done * 1000.0 / (test_now_ms() - t0 + 1e-3));
+	smart__sim_destroy(s);
+}
+
+static smart_blade_t *sim_blade(uint16_t id)
+{
+	struct smart_blade_config cfg;
+	smart_blade_t *b;
+
+	fixture_blade_config(&cfg, 16 << 20, id);
+	cfg.transport = "sim";
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	return b;
+}
+
+static void test_ctx(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct ctx_run r = { 0 };
+
+	ctx_run(&r, 7, smart_blade_address(b), 1);
+	CHECK_EQ(r.ops_done, (uint64_t)r.nthreads * 200);
+	/* one READ is at least one round trip (rtt_ns=2000) */
+	CHECK_GE(r.min_lat_ns, 2000);
+	if (r.nthreads > 1)
+		CHECK_GT(r.cas_fail, 0);	/* the conflicts are real */
+	smart_blade_destroy(b);
+}
+
+static void test_deterministic(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct ctx_run r1 = { 0 }, r2 = { 0 }, r3 = { 0 };
+
+	ctx_run(&r1, 42, smart_blade_address(b), 1);
+	ctx_run(&r2, 42, smart_blade_address(b), 1);
+	ctx_run(&r3, 43, smart_blade_address(b), 1);
+	CHECK_STR_EQ(r1.report, r2.report);
+	CHECK(strcmp(r1.report, r3.report) != 0);
+	smart_blade_destroy(b);
+}
+
+/* ---- lease: the keeper fiber renews in virtual time ----------------- */
+
+struct lease_run {
+	const char *addr;
+	int ok;
+};
+
+static void lease_main(void *arg)
+{
+	struct lease_run *r = arg;
+	smart_ctx_t *c = sim_ctx(r->addr, 2, "per-thread");
+	smart_worker_t *w;
+	smart_gaddr_t g;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	/* 20 lease periods (lease_ms=50) of virtual time, nothing but the
+	 * keeper fiber running: a keeper that did not renew in virtual
+	 * time would leave the ctx fenced (its own lease check) */
+	smart__sim_sleep_until(smart__sim_now() + UINT64_C(1000000000));
+	CHECK_EQ(smart_ctx_fenced(c), 0);
+	CHECK_OK(smart_alloc(w, 2, 64, &g));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	r->ok = 1;
+}
+
+static void test_lease(void)
+{
+	struct smart_blade_config cfg;
+	struct smart__sim_cfg scfg = { .seed = 3, .sync_ns = 100 };
+	struct lease_run r = { 0 };
+	struct smart__sim *s;
+	smart_blade_t *b;
+
+	fixture_blade_config(&cfg, 16 << 20, 2);
+	cfg.transport = "sim";
+	cfg.lease_ms = 50;
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	r.addr = smart_blade_address(b);
+	CHECK_OK(smart__sim_create(&scfg, &s));
+	CHECK_OK(smart__sim_spawn(s, lease_main, &r, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	CHECK_EQ(r.ok, 1);
+	CHECK_GE(smart__sim_end_ns(s), UINT64_C(1000000000));
+	smart__sim_destroy(s);
+	smart_blade_destroy(b);
+}
+
+/* ---- fig3: READ throughput by QP mode and thread count -------------- */
+
+/* The paper's micro-benchmark (Fig 3): every READ rung with its own
+ * doorbell, a sync every 8; for `run_ns` of virtual time per point. */
+struct fig3_run {
+	const char *addr;
+	const char *mode;
+	const char *nic;	/* NULL: SIM_NIC or SMART_SIM_NIC */
+	int nthreads, done;
+	uint64_t run_ns, end, ops;
+	smart_ctx_t *ctx;
+	smart_gaddr_t base;
+	uint64_t posted, completed, outstanding, rings, contended;
+	double spin_share, real_ms;
+	/* Little's law: WRs in flight (posted, their sync not returned),
+	 * sampled by the main fiber, against rate x latency */
+	int inflight;
+	uint64_t lat_sum, l_sum, l_samples;
+};
+
+/* The overlap of [a, b) with [lo, hi). */
+static uint64_t clip(uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
+{
+	a = a > lo ? a : lo;
+	b = b < hi ? b : hi;
+	return b > a ? b - a : 0;
+}
+
+static void fig3_worker(void *arg)
+{
+	struct fig3_run *r = arg;
+	smart_worker_t *w;
+	void *buf;
+	int i;
+
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, &buf));
+	while (smart_now_ns() < r->end) {
+		uint64_t t0 = smart_now_ns(), tp[8], lat = 0;
+
+		for (i = 0; i < 8; i++) {
+			CHECK_OK(smart_read(w, r->base + 64 * (uint64_t)i, 8,
+					    buf));
+			CHECK_OK(smart_post(w));
+			tp[i] = smart_now_ns();
+			/* shared state outside the transport is touched at a
+			 * sync point: others up to this time have run */
+			smart__sim_sleep_until(tp[i]);
+			r->inflight++;
+		}
+		CHECK_OK(smart_sync(w));
+		smart__sim_sleep_until(smart_now_ns());
+		r->inflight -= 8;
+		/* each WR's time in flight, clipped to the window */
+		for (i = 0; i < 8; i++)
+			lat += clip(tp[i], smart_now_ns(), r->end - r->run_ns,
+				    r->end);
+		r->lat_sum += lat;
+		/* batches wholly inside the window (after the warm-up) */
+		if (t0 >= r->end - r->run_ns && smart_now_ns() <= r->end)
+			r->ops += 8;
+	}
+	CHECK_OK(smart_worker_destroy(w));
+	r->done++;
+}
+
+/* Spin share: the time posters spent waiting on doorbells over the
+ * time they were running (threads x duration); and the model's count
+ * of WRs not executed. */
+static void fig3_model(struct fig3_run *r)
+{
+	struct shm_model *m = r->ctx->dom->model;
+	uint64_t spin = 0;
+	uint32_t i;
+
+	for (i = 0; i < m->ndb; i++)
+		spin += m->dbs[i].sim.spin_ticks;
+	r->spin_share = (double)spin * SMART_SIM_CYCLES_PER_NS_DEN /
+			SMART_SIM_CYCLES_PER_NS_NUM /
+			((double)r->nthreads * (double)r->run_ns);
+	r->outstanding = atomic_load(&m->outstanding);
+}
+
+static void fig3_main(void *arg)
+{
+	struct fig3_run *r = arg;
+	smart_worker_t *w;
+	smart_stats_t st;
+	int i;
+
+	r->ctx = r->nic ? sim_ctx_nic(r->addr, 1, r->mode, r->nic) :
+			  sim_ctx(r->addr, 1, r->mode);
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_alloc(w, 1, 4096, &r->base));
+	/* all workers start together (a warm-up of 100 us) */
+	r->end = smart_now_ns() + 100000 + r->run_ns;
+	r->real_ms = test_now_ms();	/* the real clock: clock_gettime */
+	for (i = 0; i < r->nthreads; i++)
+		CHECK_OK(smart__sim_spawn(smart__sim_self(), fig3_worker, r,
+					  0));
+	while (r->done < r->nthreads) {
+		uint64_t now = smart__sim_now();
+
+		if (now >= r->end - r->run_ns && now < r->end) {
+			r->l_sum += (uint64_t)r->inflight;
+			r->l_samples++;
+		}
+		smart__sim_sleep_until(now + 250);
+	}
+	r->real_ms = test_now_ms() - r->real_ms;
+	CHECK_OK(smart_stats_snapshot_sized(r->ctx, &st, sizeof(st)));
+	r->posted = st.c[SMART_STAT_WRS_POSTED];
+	r->completed = st.c[SMART_STAT_WRS_DONE];
+	r->rings = st.db_rings;
+	r->contended = st.db_contended;
+	fig3_model(r);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(r->ctx));
+}
+
+static void fig3_point(struct fig3_run *r, const char *addr)
+{
+	struct smart__sim_cfg cfg = { .seed = 11, .sync_ns = 100,
+				      .jitter_ns = 50 };
+	struct smart__sim *s;
+	double l, lw;
+
+	r->addr = addr;
+	CHECK_OK(smart__sim_create(&cfg, &s));
+	CHECK_OK(smart__sim_spawn(s, fig3_main, r, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	smart__sim_destroy(s);
+	printf("%-13s %3d threads: %7.2f Mops (simulated), doorbell spin "
+	       "share %4.1f%%, contended rings %5.1f%%; %.2f M simulated "
+	       "ops per real s\n", r->mode, r->nthreads,
+	       (double)r->ops * 1e3 / (double)r->run_ns,
+	       100 * r->spin_share, 100.0 * (double)r->contended /
+	       (double)(r->rings ? r->rings : 1),
+	       (double)r->ops / r->real_ms / 1e3);
+	/* the invariants: every WR posted completed, none left in the
+	 * device; Little's law over the window (its integral form, edges
+	 * clipped): the in-flight WRs sampled every 250 ns by the main
+	 * fiber equal the WRs' own times in flight / the window, within 3%:
+	 * what one fiber observes matches the others' clocks */
+	lw = (double)r->lat_sum / (double)r->run_ns;
+	l = (double)r->l_sum / (double)(r->l_samples ? r->l_samples : 1);
+	printf("  Little: sampled in flight %.2f, rate x latency %.2f\n", l,
+	       lw);
+	CHECK_MSG(l > 0.97 * lw && l < 1.03 * lw, "Little's law: %.3f vs "
+		  "%.3f", l, lw);
+	CHECK_U64_EQ(r->posted, r->completed);
+	CHECK_U64_EQ(r->outstanding, 0);
+	CHECK_GT(r->ops, 0);
+}
+
+/* SMART_SIM_FIG3="8,32,96" for the paper's points; 2 and 16 by default
+ * (seconds). */
+static void test_fig3(void)
+{
+	const char *modes[] = { "per-thread", "per-thread-db" };
+	const char *list = getenv("SMART_SIM_FIG3");
+	char buf[128], *tok, *save = NULL;
+	smart_blade_t *b = sim_blade(1);
+	double mops[2];
+	size_t m;
+
+	snprintf(buf, sizeof(buf), "%s", list && *list ? list : "2,16");
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (m = 0; m < 2; m++) {
+			struct fig3_run r = { .mode = modes[m],
+					      .nthreads = atoi(tok),
+					      .run_ns = 1000000 };
+
+			fig3_point(&r, smart_blade_address(b));
+			mops[m] = (double)r.ops;
+			if (r.nthreads >= 16 && m == 0)
+				CHECK_GT(r.contended, 0);
+		}
+		printf("  per-thread-db / per-thread at %s threads: %.2fx\n",
+		       tok, mops[1] / mops[0]);
+	}
+	smart_blade_destroy(b);
+}
+
+/* ---- pcie: the inbound byte budget caps the WR rate ----------------- */
+
+/* 32 per-thread-db threads (43 Mops unbounded) with 93 B per WR over a
+ * 1 GB/s link: at most 1e9 / 93 = 10.75 M WRs/s, and saturated. */
+static void test_pcie(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct fig3_run r = { .mode = "per-thread-db", .nthreads = 32,
+			      .run_ns = 1000000,
+			      .nic = SIM_NIC ",pcie_wr_bytes=93,pcie_gbs=1" };
+	double mops;
+
+	fig3_point(&r, smart_blade_address(b));
+	mops = (double)r.ops * 1e3 / (double)r.run_ns;
+	CHECK_MSG(mops <= 10.76 && mops > 9.5, "%.2f Mops", mops);
+	smart_blade_destroy(b);
+}
+
+/* ---- atomics: same-address atomics serialised at the responder ------ */
+
+struct atom_run {
+	const char *addr;
+	int nthreads, done, spread;
+	uint64_t end, ops;
+	smart_ctx_t *ctx;
+	smart_gaddr_t base;
+};
+
+static void atom_worker(void *arg)
+{
+	struct atom_run *r = arg;
+	smart_worker_t *w;
+	uint64_t old, off = 0;
+
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	while (smart_now_ns() < r->end) {
+		if (r->spread)	/* words far apart: distinct units, mostly */
+			off = 64 * (uint64_t)(r->ops % 64);
+		CHECK_OK(smart_faa_sync(w, r->base + off, 1, &old));
+		if (smart_now_ns() <= r->end)
+			r->ops++;
+	}
+	CHECK_OK(smart_worker_destroy(w));
+	r->done++;
+}
+
+static void atom_main(void *arg)
+{
+	struct atom_run *r = arg;
+	smart_worker_t *w;
+	int i;
+
+	r->ctx = sim_ctx_nic(r->addr, 1, "per-thread-db", SIM_NIC
+			     ",atomic_ns=1000");
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_alloc(w, 1, 4096, &r->base));
+	r->end = smart_now_ns() + 1000000;
+	for (i = 0; i < r->nthreads; i++)
+		CHECK_OK(smart__sim_spawn(smart__sim_self(), atom_worker, r,
+					  0));
+	while (r->done < r->nthreads)
+		smart__sim_sleep_until(smart__sim_now() + 10000);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(r->ctx));
+}
+
+/* 16 threads of FAA for 1 ms with atomic_ns=1000: on one word at most
+ * 1 M/s (the unit's rate), saturated (> 0.9 M/s); spread over 64 words
+ * well above it. */
+static void test_atomics(void)
+{
+	struct smart__sim_cfg cfg = { .seed = 5, .sync_ns = 100,
+				      .jitter_ns = 50 };
+	smart_blade_t *b = sim_blade(1);
+	struct atom_run one = { .nthreads = 16 }, spread = { .nthreads = 16,
+							      .spread = 1 };
+	struct atom_run *runs[2] = { &one, &spread };
+	struct smart__sim *s;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		runs[i]->addr = smart_blade_address(b);
+		CHECK_OK(smart__sim_create(&cfg, &s));
+		CHECK_OK(smart__sim_spawn(s, atom_main, runs[i], 1000000));
+		CHECK_OK(smart__sim_run(s));
+		smart__sim_destroy(s);
+	}
+	printf("FAA in 1 ms: one word %" PRIu64 ", 64 words %" PRIu64 "\n",
+	       one.ops, spread.ops);
+	CHECK_LE(one.ops, 1001);
+	CHECK_GT(one.ops, 900);
+	CHECK_GT(spread.ops, 3 * one.ops);
+	smart_blade_destroy(b);
+}
+
+/* ---- real_thread_aborts --------------------------------------------- */
+
+static void child_real_thread(char **args)
+{
+	smart_blade_t *b = sim_blade(1);
+	smart_ctx_t *c;
+	smart_worker_t *w;
+	smart_gaddr_t g;
+
+	(void)args;
+	c = sim_ctx(smart_blade_address(b), 1, "per-thread");
+	CHECK_OK(smart_worker_create(c, &w));
+	smart_alloc(w, 1, 8, &g);	/* posts: must abort */
+	exit(0);
+}
+
+static void test_real_thread_aborts(void)
+{
+	int st;
+	pid_t pid = test_spawn("real_thread", NULL);
+
+	CHECK(pid > 0);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFSIGNALED(st));
+	CHECK_EQ(WTERMSIG(st), SIGABRT);
+}
+
+int main(int argc, char **argv)
+{
+	return test_main_children(argc, argv, (struct test_case[]){
+		{ "order", test_order },
+		{ "clock_hook", test_clock_hook },
+		{ "hook_cost", test_hook_cost },
+		{ "ctx", test_ctx },
+		{ "deterministic", test_deterministic },
+		{ "lease", test_lease },
+		{ "fig3", test_fig3 },
+		{ "atomics", test_atomics },
+		{ "pcie", test_pcie },
+		{ "real_thread_aborts", test_real_thread_aborts },
+		{ 0 } }, (struct test_child[]){
+		{ "real_thread", child_real_thread },
+		{ 0 } });
+}
