@@ -11,8 +11,10 @@ set -euo pipefail
 # (and its ctest, op_cost_ceiling).
 # abigail-tools: abidw and abidiff, the ABI check against abi/libsmart.abi
 # (ctest install_abi, make abi-baseline; docs/design.md §12).
+# clang-format: the code's layout (.clang-format, scripts/format.sh; ctest
+# style_format).
 pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev
-	libsodium-dev valgrind abigail-tools "$@")
+	libsodium-dev valgrind abigail-tools clang-format "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
