@@ -18,7 +18,7 @@
 
 struct sw_cfg {
 	int tasks;
-	int yields;	/* per task per run */
+	int yields; /* per task per run */
 	int runs;
 	int json;
 };
@@ -60,9 +60,11 @@ static int run(smart_worker_t *w, const struct sw_cfg *c, double *ns)
 static const struct kit_flag sw_flags[] = {
 	KIT_INT("tasks", S, tasks, 1, 1024, "N",
 		"tasks yielding to each other [8]"),
-	KIT_INT("yields", S, yields, 1, 1e9, "N", "yields per task per run "
+	KIT_INT("yields", S, yields, 1, 1e9, "N",
+		"yields per task per run "
 		"[200000]"),
-	KIT_INT("runs", S, runs, 1, 101, "N", "runs; the median is reported "
+	KIT_INT("runs", S, runs, 1, 101, "N",
+		"runs; the median is reported "
 		"[9]"),
 	KIT_FLAG("json", S, json, "one JSON object instead of the line"),
 	KIT_END,
@@ -98,14 +100,14 @@ static int bench(const struct sw_cfg *c, smart_worker_t *w)
 		printf("{\"tasks\":%d,\"yields_per_run\":%ld,\"runs\":%d,"
 		       "\"yield_ns_median\":%.2f,\"jump_ns_median\":%.2f,"
 		       "\"yield_ns_min\":%.2f,\"yield_ns_max\":%.2f}\n",
-		       c->tasks, (long)c->yields * c->tasks, c->runs, med, med / 2,
-		       ns[0], ns[c->runs - 1]);
+		       c->tasks, (long)c->yields * c->tasks, c->runs, med,
+		       med / 2, ns[0], ns[c->runs - 1]);
 	else
 		printf("coroutine switch: %d tasks, %d runs of %ld yields: "
 		       "median %.2f ns per yield (task->scheduler->task), "
-		       "%.2f ns per jump; min %.2f, max %.2f\n", c->tasks,
-		       c->runs, (long)c->yields * c->tasks, med, med / 2, ns[0],
-		       ns[c->runs - 1]);
+		       "%.2f ns per jump; min %.2f, max %.2f\n",
+		       c->tasks, c->runs, (long)c->yields * c->tasks, med,
+		       med / 2, ns[0], ns[c->runs - 1]);
 	return 0;
 }
 

@@ -23,7 +23,7 @@
 
 struct counter {
 	smart_gaddr_t addr;
-	int err;		/* the first error a task met, or 0 */
+	int err; /* the first error a task met, or 0 */
 };
 
 /* Print what failed and why; returns rc so that callers can test it. */
@@ -100,8 +100,10 @@ int main(int argc, char **argv)
 	int status = 1;
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: %s HOST:PORT  (the blade's secret "
-			"file in SMART_SECRET_FILE)\n", argv[0]);
+		fprintf(stderr,
+			"usage: %s HOST:PORT  (the blade's secret "
+			"file in SMART_SECRET_FILE)\n",
+			argv[0]);
 		return 2;
 	}
 	/* NULL options: the defaults and the SMART_* environment. */

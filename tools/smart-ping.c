@@ -26,14 +26,14 @@
 #define TOOL "smart-ping"
 
 struct ping_cfg {
-	struct kit_common com;	/* transport, secret file, the target */
+	struct kit_common com; /* transport, secret file, the target */
 	int count;
 	double interval;
 	int size;
-	int op;		/* index in ops: read, write, cas, faa */
+	int op; /* index in ops: read, write, cas, faa */
 	int verify;
 	int quiet;
-	int rpc;	/* a peer endpoint, not a blade */
+	int rpc; /* a peer endpoint, not a blade */
 };
 
 static const char *const ops[] = { "read", "write", "cas", "faa", NULL };
@@ -47,7 +47,8 @@ static const struct kit_flag ping_flags[] = {
 		"bytes per read/write probe, 1..4096 [8]"),
 	KIT_CHOICE("op", P, op, ops, "read|write|cas|faa", "the probe [read]"),
 	KIT_FLAG("verify", P, verify, "check data end to end on every probe"),
-	KIT_FLAG("rpc", P, rpc, "HOST:PORT is a peer's messaging endpoint "
+	KIT_FLAG("rpc", P, rpc,
+		 "HOST:PORT is a peer's messaging endpoint "
 		 "(smart_rpc_listen):\nprobe it with RPC calls (--size "
 		 "bytes each way), not a blade"),
 	KIT_LIBOPT("transport", P, com.transport, "transport", "shm|verbs",
@@ -74,7 +75,8 @@ static void parse(int argc, char **argv, struct ping_cfg *c)
 
 	c->com.connect.v[c->com.connect.n++] = argv[pos];
 	if (c->rpc && c->op)
-		kit_bad(TOOL, "op", ops[c->op], "is a blade's probe (--rpc "
+		kit_bad(TOOL, "op", ops[c->op],
+			"is a blade's probe (--rpc "
 			"probes with calls)");
 	if (c->op >= 2)
 		c->size = 8;
@@ -82,13 +84,13 @@ static void parse(int argc, char **argv, struct ping_cfg *c)
 
 struct ping {
 	const struct ping_cfg *c;
-	smart_ctx_t *ctx;	/* --rpc: our own (no blade) */
+	smart_ctx_t *ctx; /* --rpc: our own (no blade) */
 	smart_rpc_t *rpc;
 	smart_rpc_conn_t *conn;
 	smart_worker_t *w;
 	smart_gaddr_t block;
 	uint8_t *buf, *back;
-	uint64_t counter;	/* expected value of the faa/cas word */
+	uint64_t counter; /* expected value of the faa/cas word */
 };
 
 /* --rpc: one call of the library's echo op, its answer checked. */
@@ -123,8 +125,8 @@ static int probe(struct ping *p, long seq)
 			rc = smart_write_sync(p->w, p->block, p->buf, c->size);
 		if (!rc)
 			rc = smart_read_sync(p->w, p->block, c->size, p->back);
-		return rc ? rc : c->verify &&
-				 memcmp(p->buf, p->back, c->size) != 0;
+		return rc ? rc :
+			    c->verify && memcmp(p->buf, p->back, c->size) != 0;
 	case 1:
 		for (i = 0; i < (int)c->size; i++)
 			p->buf[i] = (uint8_t)(seq * 31 + i);
@@ -134,8 +136,8 @@ static int probe(struct ping *p, long seq)
 		rc = smart_read_sync(p->w, p->block, c->size, p->back);
 		return rc ? rc : memcmp(p->buf, p->back, c->size) != 0;
 	case 2:
-		rc = smart_cas_sync(p->w, p->block, p->counter,
-				    p->counter + 1, &old);
+		rc = smart_cas_sync(p->w, p->block, p->counter, p->counter + 1,
+				    &old);
 		break;
 	default:
 		rc = smart_faa_sync(p->w, p->block, 1, &old);
@@ -204,9 +206,10 @@ static void conn_line(const struct ping *p)
 	if (smart_rpc_conn_stats(p->conn, &st))
 		return;
 	printf("connection: %" PRIu64 " messages sent, %" PRIu64 " received, "
-	       "%" PRIu64 " window stalls, %" PRIu64 " keepalive probes, %"
-	       PRIu64 " rnr\n", st.msgs_sent, st.msgs_recv, st.window_stalls,
-	       st.ka_probes, st.rnr);
+	       "%" PRIu64 " window stalls, %" PRIu64
+	       " keepalive probes, %" PRIu64 " rnr\n",
+	       st.msgs_sent, st.msgs_recv, st.window_stalls, st.ka_probes,
+	       st.rnr);
 }
 
 /* The ctx joined to the blade (the kit's environment, with a small
@@ -265,7 +268,8 @@ static void summary(const struct ping_cfg *c, const double *rtt, long ok,
 	       c->verify ? ", data verified" : "");
 	if (ok)
 		printf("rtt min/avg/max/mdev = %.2f/%.2f/%.2f/%.2f us, p50 "
-		       "%.2f us, p99 %.2f us\n", min, mean, max, mdev,
+		       "%.2f us, p99 %.2f us\n",
+		       min, mean, max, mdev,
 		       smart_hist_quantile(&h, 0.5) / 1000,
 		       smart_hist_quantile(&h, 0.99) / 1000);
 }
@@ -276,8 +280,7 @@ static void memory_line(struct ping *p, const struct kit_env *e)
 {
 	struct smart_alloc_usage u;
 
-	kit_usage_print("memory", smart_alloc_usage(p->w, e->blade[0], &u),
-			&u);
+	kit_usage_print("memory", smart_alloc_usage(p->w, e->blade[0], &u), &u);
 }
 
 int main(int argc, char **argv)
@@ -305,8 +308,9 @@ int main(int argc, char **argv)
 		if (!c.quiet)
 			printf("seq=%ld op=%s size=%d rtt=%.2f us%s%s\n", seq,
 			       c.rpc ? "rpc" : ops[c.op], c.size, us,
-			       r == 0 ? "" : r == 1 ?
-			       " VERIFY FAILED" : " ERROR ",
+			       r == 0 ? "" :
+			       r == 1 ? " VERIFY FAILED" :
+					" ERROR ",
 			       r < 0 ? smart_status_name(r) : "");
 		if (seq + 1 < c.count && c.interval > 0)
 			kit_sleep(c.interval);

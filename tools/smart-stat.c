@@ -37,15 +37,15 @@
 #include "tool.h"
 #include "smart/rpc.h"
 
-#define TOOL "smart-stat"
-#define PREFIX "smart-stat:"
+#define TOOL	   "smart-stat"
+#define PREFIX	   "smart-stat:"
 /* A real answer is at most ~6.5 MiB: max_conns <= 4096 lines of at most
  * ~1.6 KiB, with every counter at its widest. */
 #define ANSWER_MAX (8u << 20)
-#define LINE_KEYS 64
+#define LINE_KEYS  64
 
 struct stat_cfg {
-	int pid;	/* 0: every process of this user */
+	int pid; /* 0: every process of this user */
 	int json;
 	double timeout;
 };
@@ -66,11 +66,11 @@ static const struct kit_flag stat_flags[] = {
 struct ep {
 	long pid;
 	unsigned n;
-	char name[48];		/* "smart-stat:<pid>:<n>" */
-	char *text;		/* the answer */
+	char name[48]; /* "smart-stat:<pid>:<n>" */
+	char *text;    /* the answer */
 	size_t len;
-	char err[160];		/* why it has none ("" when it has) */
-	int gone;		/* closed since it was listed: left out */
+	char err[160]; /* why it has none ("" when it has) */
+	int gone;      /* closed since it was listed: left out */
 };
 
 /* The len bytes at s: digits only, no sign, no leading zero but in "0",
@@ -97,8 +97,8 @@ static int parse_name(const char *path, long *pid, unsigned *n)
 		return -1;
 	colon = strchr(p, ':');
 	if (!colon || parse_u64(p, (size_t)(colon - p), &a) ||
-	    parse_u64(colon + 1, strlen(colon + 1), &b) || !a ||
-	    a > 4194304 || b > 1u << 20)
+	    parse_u64(colon + 1, strlen(colon + 1), &b) || !a || a > 4194304 ||
+	    b > 1u << 20)
 		return -1;
 	*pid = (long)a;
 	*n = (unsigned)b;
@@ -131,7 +131,7 @@ static int ep_add(struct ep **v, int *n, long pid, unsigned num)
 
 	for (int i = 0; i < *n; i++)
 		if ((*v)[i].pid == pid && (*v)[i].n == num)
-			return 0;	/* listed twice */
+			return 0; /* listed twice */
 	e = realloc(*v, (size_t)(*n + 1) * sizeof(**v));
 	if (!e)
 		return -1;
@@ -161,8 +161,8 @@ static int find_endpoints(const struct stat_cfg *c, struct ep **v, int *n)
 	}
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %255s", &flags,
-			   path) != 2 || !(flags & 0x10000) ||
-		    parse_name(path, &pid, &num))
+			   path) != 2 ||
+		    !(flags & 0x10000) || parse_name(path, &pid, &num))
 			continue;
 		if ((c->pid && pid != c->pid) || (!c->pid && !ours(pid)))
 			continue;
@@ -185,13 +185,14 @@ static int try_connect(const char *name)
 {
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	size_t len = strlen(name);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			0), err;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0),
+	    err;
 
 	memcpy(un.sun_path + 1, name, len);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&un,
-			       (socklen_t)(offsetof(struct sockaddr_un,
-						    sun_path) + 1 + len))) {
+	if (fd >= 0 &&
+	    connect(fd, (struct sockaddr *)&un,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+				len))) {
 		err = errno;
 		close(fd);
 		errno = err;
@@ -214,15 +215,18 @@ static int ep_connect(struct ep *e, uint64_t end)
 		kit_sleep(0.001);
 	if (fd < 0) {
 		e->gone = errno == ECONNREFUSED;
-		snprintf(e->err, sizeof(e->err), "%s", errno == EAGAIN ?
-			 "busy: too many clients are asking it" :
-			 strerror(errno));
+		snprintf(e->err, sizeof(e->err), "%s",
+			 errno == EAGAIN ?
+				 "busy: too many clients are asking it" :
+				 strerror(errno));
 		return -1;
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ||
 	    cr.pid != e->pid) {
-		snprintf(e->err, sizeof(e->err), "the socket is held by pid "
-			 "%ld, not %ld: ignored", (long)cr.pid, e->pid);
+		snprintf(e->err, sizeof(e->err),
+			 "the socket is held by pid "
+			 "%ld, not %ld: ignored",
+			 (long)cr.pid, e->pid);
 		close(fd);
 		return -1;
 	}
@@ -242,8 +246,10 @@ static void ep_read(struct ep *e, int fd, uint64_t end, double timeout)
 		ssize_t r;
 
 		if (now >= end) {
-			snprintf(e->err, sizeof(e->err), "no whole answer in "
-				 "%g s (is its worker progressed?)", timeout);
+			snprintf(e->err, sizeof(e->err),
+				 "no whole answer in "
+				 "%g s (is its worker progressed?)",
+				 timeout);
 			return;
 		}
 		if (poll(&p, 1, (int)((end - now) / 1000000) + 1) <= 0)
@@ -272,8 +278,10 @@ static void ep_read(struct ep *e, int fd, uint64_t end, double timeout)
 		}
 		e->len += r > 0 ? (size_t)r : 0;
 		if (e->len > ANSWER_MAX) {
-			snprintf(e->err, sizeof(e->err), "answer longer than "
-				 "%u MiB", ANSWER_MAX >> 20);
+			snprintf(e->err, sizeof(e->err),
+				 "answer longer than "
+				 "%u MiB",
+				 ANSWER_MAX >> 20);
 			return;
 		}
 	}
@@ -297,8 +305,8 @@ static void ep_ask(struct ep *e, double timeout)
 
 struct kv {
 	const char *k;
-	char *v;	/* a string unescaped; a number's digits */
-	uint64_t u;	/* a number's value: what is printed */
+	char *v;    /* a string unescaped; a number's digits */
+	uint64_t u; /* a number's value: what is printed */
 	int str;
 };
 
@@ -325,14 +333,24 @@ struct grammar {
 };
 
 static const char *const ep_strs[] = { "name", "listen", "transport", NULL };
-static const char *const ep_nums[] = {
-	"pid", "live", "max_conns", "window", "eager_max", "keepalive_ms",
-	"keepalive_misses", "uptime_ms", "stat_answers", "stat_denied",
-	"stat_evicted", "stat_truncated", NULL };
+static const char *const ep_nums[] = { "pid",
+				       "live",
+				       "max_conns",
+				       "window",
+				       "eager_max",
+				       "keepalive_ms",
+				       "keepalive_misses",
+				       "uptime_ms",
+				       "stat_answers",
+				       "stat_denied",
+				       "stat_evicted",
+				       "stat_truncated",
+				       NULL };
 static const char *const conn_strs[] = { "state", "role", "peer", NULL };
-static const char *const conn_nums[] = {
-	"index", "gen", "window", "swin", "inflight", "backlog_bytes",
-	"rtt_ns", "idle_ms", "age_ms", NULL };
+static const char *const conn_nums[] = { "index",  "gen",      "window",
+					 "swin",   "inflight", "backlog_bytes",
+					 "rtt_ns", "idle_ms",  "age_ms",
+					 NULL };
 
 static int in_list(const char *const *l, const char *k)
 {
@@ -376,15 +394,16 @@ static int counters(void)
 static struct line_kind line_kind(const char *const *strs,
 				  const char *const *nums)
 {
-	return (struct line_kind){ strs, nums,
-				   list_len(strs) + list_len(nums) +
-				   counters() };
+	return (struct line_kind){
+		strs, nums, list_len(strs) + list_len(nums) + counters()
+	};
 }
 
 static int hex(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ?
-	       c - 'A' + 10 : -1;
+	return c >= '0' && c <= '9' ? c - '0' :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 :
+				      -1;
 }
 
 /* Undo the %XX escapes in place; a raw byte that should have been
@@ -436,8 +455,10 @@ static int parse_field(char *tok, const struct line_kind *lk, struct line *l,
 	f->str = kind == 1;
 	if (f->str ? unescape(f->v) : parse_u64(f->v, strlen(f->v), &f->u))
 		return snprintf(why, wl, "bad value of '%.40s'%s", tok,
-				f->str ? "" : " (not a decimal number "
-				"without leading zeros)"), -1;
+				f->str ? "" :
+					 " (not a decimal number "
+					 "without leading zeros)"),
+		       -1;
 	return 0;
 }
 
@@ -461,8 +482,10 @@ static int parse_fields(char *s, const struct line_kind *lk, struct line *l,
 		s = sp + 1;
 	}
 	if (l->n != lk->keys)
-		return snprintf(why, wl, "keys missing (another libsmart "
-				"version?)"), -1;
+		return snprintf(why, wl,
+				"keys missing (another libsmart "
+				"version?)"),
+		       -1;
 	return 0;
 }
 
@@ -499,7 +522,7 @@ static char *next_line(char **cur)
 		return NULL;
 	nl = strchr(s, '\n');
 	if (!nl)
-		return NULL;	/* an unfinished line: truncated */
+		return NULL; /* an unfinished line: truncated */
 	*nl = 0;
 	*cur = nl + 1;
 	return s;
@@ -516,8 +539,11 @@ static int parse_conns(char **cur, const struct line_kind *lk, uint64_t max,
 
 	while ((s = next_line(cur)) && !strncmp(s, "conn ", 5)) {
 		if ((uint64_t)a->nconn == max)
-			return snprintf(why, wl, "more connection lines than "
-					"its max_conns (%" PRIu64 ")", max), -1;
+			return snprintf(why, wl,
+					"more connection lines than "
+					"its max_conns (%" PRIu64 ")",
+					max),
+			       -1;
 		if ((size_t)a->nconn == cap) {
 			size_t want = cap ? 2 * cap : 16;
 			struct line *t;
@@ -534,8 +560,10 @@ static int parse_conns(char **cur, const struct line_kind *lk, uint64_t max,
 			return -1;
 	}
 	if (!s)
-		return snprintf(why, wl, "truncated answer (the endpoint "
-				"gave up waiting for us?)"), -1;
+		return snprintf(why, wl,
+				"truncated answer (the endpoint "
+				"gave up waiting for us?)"),
+		       -1;
 	/* the text has no NUL (parse_answer): at its NUL is its end */
 	if (strncmp(s, "end conns=", 10) ||
 	    parse_u64(s + 10, strlen(s + 10), &n) || n != (uint64_t)a->nconn ||
@@ -544,26 +572,34 @@ static int parse_conns(char **cur, const struct line_kind *lk, uint64_t max,
 	return 0;
 }
 
-static int parse_answer(struct ep *e, const struct grammar *g,
-			struct answer *a)
+static int parse_answer(struct ep *e, const struct grammar *g, struct answer *a)
 {
 	char *cur = e->text, *s;
 
 	memset(a, 0, sizeof(*a));
 	/* a NUL would end the parse early, and what follows it unread */
 	if (cur && memchr(cur, 0, e->len))
-		return snprintf(e->err, sizeof(e->err), "a NUL byte in the "
-				"answer"), -1;
+		return snprintf(e->err, sizeof(e->err),
+				"a NUL byte in the "
+				"answer"),
+		       -1;
 	if (!cur || !(s = next_line(&cur)) || strncmp(s, "smart-stat ", 11))
-		return snprintf(e->err, sizeof(e->err), "not a smart-stat "
-				"answer"), -1;
+		return snprintf(e->err, sizeof(e->err),
+				"not a smart-stat "
+				"answer"),
+		       -1;
 	if (strcmp(s + 11, "1"))
-		return snprintf(e->err, sizeof(e->err), "answer version %.16s"
-				" (this smart-stat reads 1)", s + 11), -1;
+		return snprintf(e->err, sizeof(e->err),
+				"answer version %.16s"
+				" (this smart-stat reads 1)",
+				s + 11),
+		       -1;
 	s = next_line(&cur);
 	if (s && !strcmp(s, "denied"))
-		return snprintf(e->err, sizeof(e->err), "permission denied: "
-				"it answers only its own user and root"), -1;
+		return snprintf(e->err, sizeof(e->err),
+				"permission denied: "
+				"it answers only its own user and root"),
+		       -1;
 	if (!s || strncmp(s, "endpoint ", 9))
 		return snprintf(e->err, sizeof(e->err), "no endpoint line"), -1;
 	if (parse_fields(s + 8, &g->ep, &a->ep, e->err, sizeof(e->err)) ||
@@ -571,9 +607,10 @@ static int parse_answer(struct ep *e, const struct grammar *g,
 			sizeof(e->err)))
 		return -1;
 	if (num(&a->ep, "pid") != (uint64_t)e->pid)
-		return snprintf(e->err, sizeof(e->err), "answer of pid %"
-				PRIu64 ", not %ld", num(&a->ep, "pid"),
-				e->pid), -1;
+		return snprintf(e->err, sizeof(e->err),
+				"answer of pid %" PRIu64 ", not %ld",
+				num(&a->ep, "pid"), e->pid),
+		       -1;
 	return 0;
 }
 
@@ -634,18 +671,55 @@ static void json_ep(const struct ep *e, const struct answer *a, int first)
 }
 
 /* The table: one row per endpoint (its totals) and per connection. */
-enum { C_EP, C_IDX, C_STATE, C_ROLE, C_PEER, C_WIN, C_MTX, C_MRX, C_BTX,
-       C_BRX, C_CALLS, C_ERR, C_TMO, C_STALL, C_BL, C_RNR, C_KAP, C_KAF,
-       C_RTT, C_AGE, NCOL };
+enum {
+	C_EP,
+	C_IDX,
+	C_STATE,
+	C_ROLE,
+	C_PEER,
+	C_WIN,
+	C_MTX,
+	C_MRX,
+	C_BTX,
+	C_BRX,
+	C_CALLS,
+	C_ERR,
+	C_TMO,
+	C_STALL,
+	C_BL,
+	C_RNR,
+	C_KAP,
+	C_KAF,
+	C_RTT,
+	C_AGE,
+	NCOL
+};
 static const char *const heads[NCOL] = {
-	"ENDPOINT", "IDX", "STATE", "ROLE", "PEER", "WIN", "MSGS_TX",
-	"MSGS_RX", "BYTES_TX", "BYTES_RX", "CALLS", "ERRS", "TMOS", "STALLS",
-	"BACKLOG", "RNR", "KA_PROBES", "KA_FAILS", "RTT_US", "AGE_S" };
-static const char *const keys[NCOL] = {
-	NULL, "index", "state", "role", "peer", "window", "msgs_sent",
-	"msgs_recv", "bytes_sent", "bytes_recv", "calls", "call_errors",
-	"call_timeouts", "window_stalls", "backlog_bytes", "rnr", "ka_probes",
-	"ka_failures", NULL, NULL };
+	"ENDPOINT", "IDX",	 "STATE",    "ROLE",	 "PEER",
+	"WIN",	    "MSGS_TX",	 "MSGS_RX",  "BYTES_TX", "BYTES_RX",
+	"CALLS",    "ERRS",	 "TMOS",     "STALLS",	 "BACKLOG",
+	"RNR",	    "KA_PROBES", "KA_FAILS", "RTT_US",	 "AGE_S"
+};
+static const char *const keys[NCOL] = { NULL,
+					"index",
+					"state",
+					"role",
+					"peer",
+					"window",
+					"msgs_sent",
+					"msgs_recv",
+					"bytes_sent",
+					"bytes_recv",
+					"calls",
+					"call_errors",
+					"call_timeouts",
+					"window_stalls",
+					"backlog_bytes",
+					"rnr",
+					"ka_probes",
+					"ka_failures",
+					NULL,
+					NULL };
 
 struct row {
 	char c[NCOL][72];
@@ -727,7 +801,7 @@ static int table(const struct ep *v, const struct answer *a, int n)
 		for (int j = 0; j < a[i].nconn; j++)
 			row_fill(&r[k++], &v[i], &a[i].conn[j], 0);
 	}
-	table_print(r, rows);	/* the header even alone, as netstat */
+	table_print(r, rows); /* the header even alone, as netstat */
 	free(r);
 	return 0;
 }
@@ -760,8 +834,9 @@ static int none_found(const struct stat_cfg *c)
 	if (stat(path, &st))
 		fprintf(stderr, TOOL ": no such process: %d\n", c->pid);
 	else
-		fprintf(stderr, TOOL ": process %d has no messaging endpoint "
-			"(no @" PREFIX "%d:* socket in /proc/net/unix)\n",
+		fprintf(stderr,
+			TOOL ": process %d has no messaging endpoint "
+			     "(no @" PREFIX "%d:* socket in /proc/net/unix)\n",
 			c->pid, c->pid);
 	if (c->json)
 		printf("{\"version\":1,\"endpoints\":[]}\n");

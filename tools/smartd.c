@@ -27,17 +27,16 @@ struct args {
 	struct smart_blade_config cfg;
 	uint64_t size, chunk;
 	int id, hugepages, insecure, ib_port, gid_index, lease_ms;
-	int traffic_class, service_level, gid_type;	/* -1 unset */
+	int traffic_class, service_level, gid_type; /* -1 unset */
 	int max_clients, max_unauth, auth_timeout;
-	int transport, log_level;	/* indexes in the names; -1 unset */
+	int transport, log_level; /* indexes in the names; -1 unset */
 	const char *listen, *secret_file, *device, *dm_size;
 };
 
 static const char *const transports[] = { "shm", "verbs", NULL };
 static const char *const gid_types[] = { "auto", "roce-v2", "roce-v1", "ib",
 					 NULL };
-static const char *const levels[] = { "error", "warn", "info", "debug",
-				      NULL };
+static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
 
 #define A struct args
 static const struct kit_flag smartd_flags[] = {
@@ -73,7 +72,8 @@ static const struct kit_flag smartd_flags[] = {
 	KIT_INT("gid-index", A, gid_index, 0, 1023, "N",
 		"verbs: GID index [a RoCE v2 GID on Ethernet]"),
 	KIT_CHOICE("gid-type", A, gid_type, gid_types,
-		   "auto|roce-v2|roce-v1|ib", "verbs: kind of GID, which "
+		   "auto|roce-v2|roce-v1|ib",
+		   "verbs: kind of GID, which "
 		   "clients must share (option gid_type) [auto: RoCE v2 on "
 		   "Ethernet, LID routing on InfiniBand]"),
 	KIT_INT("traffic-class", A, traffic_class, 0, 255, "N",
@@ -87,7 +87,8 @@ static const struct kit_flag smartd_flags[] = {
 		"lock tables): auto = the NIC's, up to 256K, none on shm; "
 		"or 4K..256K in 4K steps, emulated on shm [auto]"),
 	KIT_INT("lease-ms", A, lease_ms, SMART_LEASE_MS_MIN, SMART_LEASE_MS_MAX,
-		"MS", "client lease, 10..600000 ms [2000]: a client silent "
+		"MS",
+		"client lease, 10..600000 ms [2000]: a client silent "
 		"this long is fenced (docs/leases.md)"),
 	KIT_CHOICE("log-level", A, log_level, levels, "error|warn|info|debug",
 		   "log level [warn]"),
@@ -131,7 +132,8 @@ static void parse_dm(struct args *a)
 		return;
 	if (kit_parse_u64(a->dm_size, 1, &v) || v > SMART_DM_MAX ||
 	    v % SMART_DM_UNIT)
-		kit_bad(TOOL, "dm-size", a->dm_size, "want auto, 0, or 4K..256K "
+		kit_bad(TOOL, "dm-size", a->dm_size,
+			"want auto, 0, or 4K..256K "
 			"in 4K steps");
 	a->cfg.dm_size = (int64_t)v;
 }
@@ -142,8 +144,9 @@ static void parse_args(struct args *a, int argc, char **argv)
 	struct kit_cli cli = {
 		.tool = TOOL,
 		.synopsis = TOOL " --size SIZE [flags]",
-		.about = "  A memory blade: serves a region to compute "
-			 "processes until SIGINT/SIGTERM;\n  SIGUSR1 prints where its memory is.\n",
+		.about =
+			"  A memory blade: serves a region to compute "
+			"processes until SIGINT/SIGTERM;\n  SIGUSR1 prints where its memory is.\n",
 		.group = { { smartd_flags, a, NULL } },
 	};
 
@@ -153,8 +156,8 @@ static void parse_args(struct args *a, int argc, char **argv)
 	if (!a->size)
 		kit_bad(TOOL, "size", NULL, "is required (e.g. --size 1G)");
 	if (a->chunk & (a->chunk - 1))
-		kit_bad(TOOL, "chunk-size", NULL, "want a power of two, not %"
-			PRIu64, a->chunk);
+		kit_bad(TOOL, "chunk-size", NULL,
+			"want a power of two, not %" PRIu64, a->chunk);
 	parse_dm(a);
 }
 
@@ -162,19 +165,19 @@ static void parse_args(struct args *a, int argc, char **argv)
 static void blade_config(struct args *a)
 {
 	struct smart_blade_config *c = &a->cfg;
-	int64_t dm = c->dm_size;	/* parse_dm's */
+	int64_t dm = c->dm_size; /* parse_dm's */
 
 	smart_blade_config_init(c);
 	c->dm_size = dm;
 	c->size = a->size;
-	c->hugepages = a->hugepages;	/* off unless asked: the start line */
+	c->hugepages = a->hugepages; /* off unless asked: the start line */
 	c->id = (uint16_t)a->id;
 	if (a->listen)
 		c->listen = a->listen;
 	if (a->chunk)
 		c->chunk_size = (uint32_t)a->chunk;
 	c->transport = a->transport >= 0 ? transports[a->transport] :
-		       getenv("SMART_TRANSPORT");
+					   getenv("SMART_TRANSPORT");
 	c->device = a->device;
 	if (a->ib_port)
 		c->ib_port = a->ib_port;
@@ -201,28 +204,30 @@ static void blade_config(struct args *a)
 static void load_secret(struct args *a, char **secret)
 {
 	const char *f = a->secret_file ? a->secret_file :
-			getenv("SMART_SECRET_FILE");
+					 getenv("SMART_SECRET_FILE");
 	size_t len;
 
 	if (f && *f) {
 		/* the loader has said why, and how to fix it */
 		if (smart_secret_load(f, secret, &len))
 			kit_bad(TOOL, a->secret_file ? "secret-file" : NULL, f,
-				"%scannot use the secret file", a->secret_file ?
-				"" : "SMART_SECRET_FILE: ");
+				"%scannot use the secret file",
+				a->secret_file ? "" : "SMART_SECRET_FILE: ");
 		a->cfg.secret = *secret;
 		a->cfg.secret_len = len;
 		return;
 	}
 	if (!a->insecure)
-		kit_bad(TOOL, NULL, NULL, "no shared secret: give --secret-file "
+		kit_bad(TOOL, NULL, NULL,
+			"no shared secret: give --secret-file "
 			"or SMART_SECRET_FILE (or --insecure on a loopback "
 			"address)");
 	if (!is_loopback(a->cfg.listen))
-		kit_bad(TOOL, "insecure", a->cfg.listen, "allowed only on a "
+		kit_bad(TOOL, "insecure", a->cfg.listen,
+			"allowed only on a "
 			"loopback address");
 	fprintf(stderr, TOOL ": warning: running without a secret "
-		"(--insecure): any local process may connect\n");
+			     "(--insecure): any local process may connect\n");
 }
 
 /* SIGUSR1, and at shutdown: where the region's memory is. */
@@ -252,8 +257,8 @@ static int serve(const struct args *a)
 		return rc == SMART_EINVAL ? 2 : 1;
 	}
 	printf("smartd: blade %u serving %" PRIu64 " bytes on %s (transport "
-	       "%s, hugepages %s)\n", smart_blade_id(b), a->cfg.size,
-	       smart_blade_address(b),
+	       "%s, hugepages %s)\n",
+	       smart_blade_id(b), a->cfg.size, smart_blade_address(b),
 	       a->cfg.transport ? a->cfg.transport : "shm",
 	       a->cfg.hugepages == 1 ? "yes" : "no");
 	fflush(stdout);

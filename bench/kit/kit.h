@@ -34,21 +34,21 @@
 /* The runner: threads, phases, the measured window                    */
 
 enum kit_phase {
-	KIT_PREP,	/* threads set up (and preload); main waits for ready */
-	KIT_RUN,	/* the measured window */
-	KIT_STOP,	/* leave: the window is over, or the run failed */
+	KIT_PREP, /* threads set up (and preload); main waits for ready */
+	KIT_RUN,  /* the measured window */
+	KIT_STOP, /* leave: the window is over, or the run failed */
 };
 
 struct kit_sim_thread;
 
 struct kit_runner {
 	atomic_int phase;
-	atomic_int ready;	/* threads done with KIT_PREP */
+	atomic_int ready; /* threads done with KIT_PREP */
 	int n;
 	pthread_t *th;
 	/* under --sim (smart_sim_active()): simulated threads instead */
 	struct kit_sim_thread *sim;
-	atomic_int sim_done;	/* simulated threads that returned */
+	atomic_int sim_done; /* simulated threads that returned */
 };
 
 /*
@@ -108,7 +108,6 @@ void kit_window_close(struct kit_window *w, smart_ctx_t *ctx);
  * kit_signals_block), else 0 after secs. */
 int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs);
 
-
 /*
  * Stop signals: a tool that wants SIGINT and SIGTERM to end its measured
  * window early (and still report) calls kit_signals_block() in main
@@ -152,9 +151,9 @@ void kit_lat_from_cycles(const smart_hist_t *h, struct kit_lat *out);
 struct kit_progress {
 	const char *what, *unit;
 	uint64_t total;
-	_Atomic uint64_t done;		/* counted by the workers */
+	_Atomic uint64_t done; /* counted by the workers */
 	uint64_t t0, tick, last;
-	double secs;			/* set by kit_progress_end() */
+	double secs; /* set by kit_progress_end() */
 };
 
 void kit_progress_start(struct kit_progress *p, const char *what,
@@ -168,8 +167,8 @@ void kit_progress_end(struct kit_progress *p);
 /* The perftest-like table: the rule, and one " Label          : value"
  * line of the header. */
 void kit_rule(void);
-__attribute__((format(printf, 2, 3)))
-void kit_head(const char *label, const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) void kit_head(const char *label,
+						    const char *fmt, ...);
 
 /* The header lines every benchmark prints: transport and QP mode (with
  * the requested one), techniques, NIC model, blades (their number and
@@ -181,7 +180,6 @@ void kit_head_env(const struct kit_common *c, const struct kit_env *e,
  * cap and throttle phase, doorbells (contended), retries per guarded op. */
 void kit_library_line(const smart_stats_t *st);
 
-
 /* A result as named fields, in order: printed as one JSON object, or as
  * a CSV line (the columns a tool chooses). */
 #define KIT_REC_MAX 96
@@ -190,14 +188,14 @@ struct kit_rec {
 	struct kit_field {
 		const char *key;
 		char val[80];
-		int str;	/* a string (quoted in JSON), else a number */
+		int str; /* a string (quoted in JSON), else a number */
 	} f[KIT_REC_MAX];
 };
 
 void kit_rec_init(struct kit_rec *r);
 void kit_rec_str(struct kit_rec *r, const char *key, const char *val);
-__attribute__((format(printf, 3, 4)))
-void kit_rec_num(struct kit_rec *r, const char *key, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) void
+kit_rec_num(struct kit_rec *r, const char *key, const char *fmt, ...);
 /* The value of key, or NULL. */
 const char *kit_rec_get(const struct kit_rec *r, const char *key);
 
@@ -208,7 +206,6 @@ void kit_rec_library(struct kit_rec *r, const smart_stats_t *st);
 
 /* One JSON object on one line. */
 void kit_rec_json(const struct kit_rec *r, FILE *f);
-
 
 /* A CSV column: its header, the record's key, the text for an empty
  * value (NULL: empty). */

@@ -50,15 +50,19 @@ void kit_head_env(const struct kit_common *c, const struct kit_env *e,
 	if (e->adversarial[0])
 		kit_head("shm adversarial", "%s", e->adversarial);
 	kit_head("Blades", "%s, %d x %llu MiB%s", kit_env_kind(e), e->nblades,
-		 (unsigned long long)(e->nblades ? bytes / (uint64_t)e->nblades
-				      >> 20 : 0), blades_note ? blades_note : "");
+		 (unsigned long long)(e->nblades ?
+					      bytes / (uint64_t)e->nblades >>
+						      20 :
+					      0),
+		 blades_note ? blades_note : "");
 }
 
 void kit_library_line(const smart_stats_t *st)
 {
 	printf(" library: credit cap %d (%s), doorbells %llu (contended "
-	       "%llu), retries per guarded op %.4f\n", st->credit_cap,
-	       st->throttle_phase, (unsigned long long)st->db_rings,
+	       "%llu), retries per guarded op %.4f\n",
+	       st->credit_cap, st->throttle_phase,
+	       (unsigned long long)st->db_rings,
 	       (unsigned long long)st->db_contended, st->retries_per_op);
 }
 
@@ -174,4 +178,3 @@ int kit_rec_csv(const struct kit_rec *r, const struct kit_col *cols,
 	}
 	return 0;
 }
-

@@ -63,8 +63,7 @@ int kit_signal_wait(double secs)
 	int sig;
 
 	stop_set(&set);
-	if (smart_sim_active() ||
-	    pthread_sigmask(SIG_BLOCK, NULL, &cur) ||
+	if (smart_sim_active() || pthread_sigmask(SIG_BLOCK, NULL, &cur) ||
 	    !sigismember(&cur, SIGINT) || !sigismember(&cur, SIGTERM)) {
 		kit_sleep(secs);
 		return 0;
@@ -104,8 +103,9 @@ static int kit_runner_start_sim(struct kit_runner *r, int n,
 	if (!r->sim)
 		return SMART_ENOMEM;
 	for (i = 0; i < n; i++) {
-		r->sim[i] = (struct kit_sim_thread){ r, fn,
-			(char *)arr + (size_t)i * elem };
+		r->sim[i] = (struct kit_sim_thread){
+			r, fn, (char *)arr + (size_t)i * elem
+		};
 		rc = smart_sim_spawn(kit_sim_entry, &r->sim[i]);
 		if (rc) {
 			kit_runner_set(r, KIT_STOP);
@@ -221,9 +221,11 @@ static void stats_delta(const smart_stats_t *s0, smart_stats_t *d)
 	d->db_rings -= s0->db_rings;
 	d->db_contended -= s0->db_contended;
 	d->wqe_misses -= s0->wqe_misses;
-	d->retries_per_op = d->c[SMART_STAT_GUARDED_OPS] ?
-		(double)d->c[SMART_STAT_RETRIES] /
-		(double)d->c[SMART_STAT_GUARDED_OPS] : 0;
+	d->retries_per_op =
+		d->c[SMART_STAT_GUARDED_OPS] ?
+			(double)d->c[SMART_STAT_RETRIES] /
+				(double)d->c[SMART_STAT_GUARDED_OPS] :
+			0;
 }
 
 void kit_window_open(struct kit_window *w, smart_ctx_t *ctx)
@@ -301,10 +303,9 @@ void kit_progress_tick(struct kit_progress *p)
 	if (now - p->tick < NS_PER_S)
 		return;
 	n = atomic_load(&p->done);
-	fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " %s, %.0f %s/s\n",
-		p->what, n, p->total, p->unit,
-		(double)(n - p->last) * 1e9 / (double)(now - p->tick),
-		p->unit);
+	fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " %s, %.0f %s/s\n", p->what,
+		n, p->total, p->unit,
+		(double)(n - p->last) * 1e9 / (double)(now - p->tick), p->unit);
 	p->tick = now;
 	p->last = n;
 }

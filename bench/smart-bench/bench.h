@@ -35,10 +35,10 @@ struct bench_run {
 
 struct bench_module {
 	const char *name;
-	const char *summary;		/* one line of smart-bench --help */
-	const char *about;		/* its --help, after the usage line */
-	const struct kit_flag *flags;	/* base: the module's state */
-	const struct kit_col *csv;	/* --csv columns */
+	const char *summary;	      /* one line of smart-bench --help */
+	const char *about;	      /* its --help, after the usage line */
+	const struct kit_flag *flags; /* base: the module's state */
+	const struct kit_col *csv;    /* --csv columns */
 	/* NULL when out of memory */
 	void *(*create)(struct bench_run *r);
 	void (*check)(void *m, struct bench_run *r);

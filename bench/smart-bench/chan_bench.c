@@ -37,16 +37,16 @@
 #include "smart/rpc.h"
 #include "smart/secret.h"
 
-#define M_MEMCPY 0
-#define M_IMM 1
-#define M_FOOTER 2
-#define M_RPC 3
-#define NMETHODS 4
+#define M_MEMCPY   0
+#define M_IMM	   1
+#define M_FOOTER   2
+#define M_RPC	   3
+#define NMETHODS   4
 #define ROUNDS_MAX 32
-#define OP_SLOT 7
+#define OP_SLOT	   7
 
-static const char *const method_name[NMETHODS] = {
-	"memcpy", "chan-imm", "chan-footer", "rpc-send" };
+static const char *const method_name[NMETHODS] = { "memcpy", "chan-imm",
+						   "chan-footer", "rpc-send" };
 
 struct chan_res {
 	double gbps, rps, p50_us, p99_us;
@@ -56,11 +56,11 @@ struct chan_bench {
 	struct bench_run *run;
 	uint64_t size;
 	int slots, rounds, mib;
-	uint64_t n;		/* slots per method per round */
+	uint64_t n; /* slots per method per round */
 	uint32_t payload;
 	char secret[32];
 	pid_t child;
-	int rfd;		/* the consumer's reports */
+	int rfd; /* the consumer's reports */
 	char addr[64];
 	struct chan_res res[NMETHODS][ROUNDS_MAX];
 	struct chan_res med[NMETHODS];
@@ -81,7 +81,8 @@ static const struct kit_flag chan_flags[] = {
 #undef R
 
 static const struct kit_col chan_csv[] = {
-	{ "size", "size", NULL }, { "slots", "slots", NULL },
+	{ "size", "size", NULL },
+	{ "slots", "slots", NULL },
 	{ "memcpy_gbps", "memcpy_gbps", NULL },
 	{ "imm_gbps", "imm_gbps", NULL },
 	{ "footer_gbps", "footer_gbps", NULL },
@@ -142,7 +143,8 @@ static struct smart_rpc_config rpc_cfg(void)
 {
 	/* rendezvous for payloads over 4 KiB, up to a 1-MiB slot */
 	return (struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
-		.rndv_max = 4u << 20, .timeout_ms = 60000 };
+					  .rndv_max = 4u << 20,
+					  .timeout_ms = 60000 };
 }
 
 /* ---- the consumer process ---------------------------------------------- */
@@ -183,10 +185,12 @@ static void cons_slot(struct cons *c, int m, const void *buf, uint64_t ts)
 	if (c->got[m] < c->b->n)
 		return;
 	{
-		double s = (double)(now - c->t0[m]) / 1e9, k = (double)(c->b->n - 1);
+		double s = (double)(now - c->t0[m]) / 1e9,
+		       k = (double)(c->b->n - 1);
 
-		n = snprintf(line, sizeof(line), "%d %.4f %.1f %.2f %.2f %" PRIu64
-			     "\n", m, s > 0 ? k * c->b->payload / s / 1e9 : 0,
+		n = snprintf(line, sizeof(line),
+			     "%d %.4f %.1f %.2f %.2f %" PRIu64 "\n", m,
+			     s > 0 ? k * c->b->payload / s / 1e9 : 0,
 			     s > 0 ? k / s : 0,
 			     smart_hist_quantile(&c->lat[m], 0.5) / 1e3,
 			     smart_hist_quantile(&c->lat[m], 0.99) / 1e3,
@@ -197,8 +201,7 @@ static void cons_slot(struct cons *c, int m, const void *buf, uint64_t ts)
 	c->got[m] = 0;
 }
 
-static void cons_op(smart_rpc_req_t *q, const void *d, uint32_t len,
-		    void *arg)
+static void cons_op(smart_rpc_req_t *q, const void *d, uint32_t len, void *arg)
 {
 	uint64_t ts;
 
@@ -251,8 +254,8 @@ static int chan_setup(void *m, struct bench_run *r)
 	ssize_t n;
 
 	(void)r;
-	if (smart_secret_generate(b->secret, sizeof(b->secret)) ||
-	    pipe(rp) || pipe(ap))
+	if (smart_secret_generate(b->secret, sizeof(b->secret)) || pipe(rp) ||
+	    pipe(ap))
 		return SMART_ESYS;
 	fflush(NULL);
 	b->child = fork();
@@ -270,7 +273,8 @@ static int chan_setup(void *m, struct bench_run *r)
 	n = read(ap[0], b->addr, sizeof(b->addr) - 1);
 	close(ap[0]);
 	if (n <= 0) {
-		fprintf(stderr, BENCH_TOOL " chan: the consumer did not start\n");
+		fprintf(stderr,
+			BENCH_TOOL " chan: the consumer did not start\n");
 		return SMART_ESYS;
 	}
 	return 0;
@@ -334,7 +338,7 @@ static int run_chan(struct chan_bench *b, smart_chan_t *ch)
 
 		if (rc)
 			return rc;
-		memcpy(buf, &i, sizeof(i));	/* the producer's own write */
+		memcpy(buf, &i, sizeof(i)); /* the producer's own write */
 		rc = smart_chan_commit(ch, b->payload, smart_now_ns());
 		if (rc)
 			return rc;
@@ -383,8 +387,9 @@ static int prod_open(struct chan_bench *b, struct prod *p)
 		rc = smart_rpc_create(p->w, &cfg, &p->rpc);
 	for (uint32_t t = 0; t < 2 && !rc; t++) {
 		struct smart_chan_config cc = { SMART_CHAN_CONFIG_INIT,
-			.slots = (uint32_t)b->slots,
-			.slot_bytes = (uint32_t)b->size, .mode = t, .tag = t };
+						.slots = (uint32_t)b->slots,
+						.slot_bytes = (uint32_t)b->size,
+						.mode = t, .tag = t };
 
 		rc = smart_chan_open(p->rpc, b->addr, &cc, &p->ch[t]);
 	}
@@ -409,8 +414,8 @@ static int run_round(struct chan_bench *b, struct prod *p, int round)
 
 	run_memcpy(b, p->src, p->ring, &b->res[M_MEMCPY][round]);
 	for (int m = M_IMM; m <= M_RPC && !rc; m++) {
-		rc = m == M_RPC ? run_rpc(b, p->k, p->src)
-				: run_chan(b, p->ch[m - M_IMM]);
+		rc = m == M_RPC ? run_rpc(b, p->k, p->src) :
+				  run_chan(b, p->ch[m - M_IMM]);
 		if (!rc)
 			rc = wait_report(b, p->rpc, m, &b->res[m][round]);
 	}
@@ -464,10 +469,18 @@ static void per_slot(const struct chan_bench *b, int m, const char **copies,
 	int rndv = b->payload > 4096;
 
 	switch (m) {
-	case M_MEMCPY: *copies = "1"; *bytes = b->payload; break;
-	case M_IMM: *copies = "1 (shm; 0 verbs)"; *bytes = 16 + b->payload;
+	case M_MEMCPY:
+		*copies = "1";
+		*bytes = b->payload;
 		break;
-	case M_FOOTER: *copies = "1 + 2 CRC"; *bytes = b->size; break;
+	case M_IMM:
+		*copies = "1 (shm; 0 verbs)";
+		*bytes = 16 + b->payload;
+		break;
+	case M_FOOTER:
+		*copies = "1 + 2 CRC";
+		*bytes = b->size;
+		break;
 	default:
 		*copies = rndv ? "2 + 2 CRC" : "3";
 		*bytes = 16 + b->payload + (rndv ? 24 + 16 : 0);
@@ -489,14 +502,16 @@ static int chan_report(void *m, struct bench_run *r, struct kit_rec *rec)
 		       "copies/slot", "bytes/slot");
 		for (int k = 0; k < NMETHODS; k++) {
 			per_slot(b, k, &copies, &bytes);
-			printf("%-12s %8.2f %8.2f %12.0f %9.2f %9.2f  %-18s %"
-			       PRIu64 "\n", method_name[k], b->med[k].gbps,
+			printf("%-12s %8.2f %8.2f %12.0f %9.2f %9.2f  %-18s %" PRIu64
+			       "\n",
+			       method_name[k], b->med[k].gbps,
 			       b->med[k].gbps / b->med[M_MEMCPY].gbps,
 			       b->med[k].rps, b->med[k].p50_us,
 			       b->med[k].p99_us, copies, bytes);
 		}
 		printf("chan-imm / rpc-send %.2fx, chan-footer / rpc-send "
-		       "%.2fx\n", b->med[M_IMM].gbps / b->med[M_RPC].gbps,
+		       "%.2fx\n",
+		       b->med[M_IMM].gbps / b->med[M_RPC].gbps,
 		       b->med[M_FOOTER].gbps / b->med[M_RPC].gbps);
 	}
 	kit_rec_num(rec, "size", "%" PRIu64, b->size);
@@ -506,11 +521,13 @@ static int chan_report(void *m, struct bench_run *r, struct kit_rec *rec)
 	kit_rec_num(rec, "footer_gbps", "%.3f", b->med[M_FOOTER].gbps);
 	kit_rec_num(rec, "rpc_gbps", "%.3f", b->med[M_RPC].gbps);
 	kit_rec_num(rec, "imm_p99_us", "%.2f", b->med[M_IMM].p99_us);
-	kit_rec_str(rec, "transport", r->com.transport ? r->com.transport
-						      : "shm");
+	kit_rec_str(rec, "transport",
+		    r->com.transport ? r->com.transport : "shm");
 	if (b->errors) {
-		fprintf(stderr, BENCH_TOOL " chan: %" PRIu64 " slots out of "
-			"sequence\n", b->errors);
+		fprintf(stderr,
+			BENCH_TOOL " chan: %" PRIu64 " slots out of "
+				   "sequence\n",
+			b->errors);
 		return SMART_EPROTO;
 	}
 	return 0;

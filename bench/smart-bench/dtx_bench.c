@@ -34,8 +34,8 @@
 
 /* A record's bytes besides its value (lock, key, version, meta:
  * docs/dtx.md §2), and its log entry's (address, stamp, table, slot). */
-#define REC_HEAD	32
-#define LOG_ENTRY	32
+#define REC_HEAD  32
+#define LOG_ENTRY 32
 
 static int say(const char *what, int rc)
 {
@@ -79,16 +79,20 @@ void dtx_bench_check(void *m, struct bench_run *r)
 		kit_bad(BENCH_TOOL, b->recover ? "recover" : "open", NULL,
 			"needs --connect (embedded blades start empty)");
 	if (nc && b->replicas >= nc)
-		kit_bad(BENCH_TOOL, "replicas", NULL, "%d backups need %d "
-			"blades or more; --connect gives %d", b->replicas,
-			b->replicas + 1, nc);
+		kit_bad(BENCH_TOOL, "replicas", NULL,
+			"%d backups need %d "
+			"blades or more; --connect gives %d",
+			b->replicas, b->replicas + 1, nc);
 	if (!nc && b->replicas < 0)
-		b->replicas = 1;	/* the library's default for 2 blades */
+		b->replicas = 1; /* the library's default for 2 blades */
 	if (b->sb.hot > b->sb.accounts)
-		kit_bad(BENCH_TOOL, "hot", NULL, "%" PRIu64 " hot accounts of "
-			"%" PRIu64, b->sb.hot, b->sb.accounts);
+		kit_bad(BENCH_TOOL, "hot", NULL,
+			"%" PRIu64 " hot accounts of "
+			"%" PRIu64,
+			b->sb.hot, b->sb.accounts);
 	if ((uint64_t)r->com.threads * (uint64_t)b->coros > 65536)
-		kit_bad(BENCH_TOOL, "coros", NULL, "threads x coros over "
+		kit_bad(BENCH_TOOL, "coros", NULL,
+			"threads x coros over "
 			"65536 (a transaction object, and a log slot, each)");
 }
 
@@ -118,8 +122,8 @@ static uint64_t blade_need(const struct dtx_bench *b, int n)
 	for (i = 0; i < b->wl->ntables; i++)
 		if (rec_bytes(b->tab[i].value_size) > rec_max)
 			rec_max = rec_bytes(b->tab[i].value_size);
-	logs = (uint64_t)b->log_slots * (32 + DTX_BATCH_MAX *
-					 (LOG_ENTRY + rec_max));
+	logs = (uint64_t)b->log_slots *
+	       (32 + DTX_BATCH_MAX * (LOG_ENTRY + rec_max));
 
 	for (i = 0; i < b->wl->ntables; i++)
 		for (k = 0; k <= b->replicas; k++)
@@ -213,8 +217,10 @@ static int db_create(struct dtx_bench *b)
 	rc = smart_dtx_create(b->main_worker, e->blade[0], b->name, &cfg,
 			      &b->d);
 	if (rc == SMART_EEXIST)
-		fprintf(stderr, BENCH_TOOL ": database %s exists: use it "
-			"with --open, or take another --name\n", b->name);
+		fprintf(stderr,
+			BENCH_TOOL ": database %s exists: use it "
+				   "with --open, or take another --name\n",
+			b->name);
 	else
 		say("creating the database", rc);
 	b->created = !rc;
@@ -228,8 +234,8 @@ static int db_open(struct dtx_bench *b)
 
 	smart_dtx_config_init(&cfg);
 	cfg.cache_entries = cache_entries(b);
-	rc = smart_dtx_open(b->main_worker, b->run->env.blade[0], b->name,
-			    &cfg, &b->d);
+	rc = smart_dtx_open(b->main_worker, b->run->env.blade[0], b->name, &cfg,
+			    &b->d);
 
 	if (rc == SMART_ENOENT)
 		fprintf(stderr, BENCH_TOOL ": --open: no database %s on %s\n",
@@ -249,8 +255,10 @@ static void replicas_learn(struct dtx_bench *b)
 	if (!smart_dtx_table_info(b->d, 0, &vs, &primary, backups, &n)) {
 		if (b->created && b->replicas >= 0 &&
 		    n != (unsigned)b->replicas)
-			fprintf(stderr, BENCH_TOOL ": asked for %d backups, "
-				"the database has %u\n", b->replicas, n);
+			fprintf(stderr,
+				BENCH_TOOL ": asked for %d backups, "
+					   "the database has %u\n",
+				b->replicas, n);
 		b->replicas = (int)n;
 	}
 }
@@ -268,14 +276,14 @@ int dtx_bench_setup(void *m, struct bench_run *r)
 		r->com.blade_size = blade_need(b, b->replicas + 1);
 	/* every coroutine is a task: room for twice --coros over 32 (the
 	 * library's default is 64) */
-	snprintf(kv, sizeof(kv), "max_tasks=%d", b->coros * 2 > 1024 ? 1024 :
-		 b->coros * 2);
+	snprintf(kv, sizeof(kv), "max_tasks=%d",
+		 b->coros * 2 > 1024 ? 1024 : b->coros * 2);
 	rc = kit_env_open(&r->env, &r->com, b->coros > 32 ? kvs : NULL);
 	if (!rc)
 		rc = blades_add(b, r);
 	if (!rc)
-		rc = say("worker", smart_worker_create(r->env.ctx,
-						       &b->main_worker));
+		rc = say("worker",
+			 smart_worker_create(r->env.ctx, &b->main_worker));
 	if (!rc)
 		rc = b->open ? db_open(b) : db_create(b);
 	if (!rc)
@@ -293,7 +301,7 @@ void dtx_bench_destroy(void *m)
 
 	smart_dtx_close(b->d, NULL);
 	smart_worker_destroy(b->main_worker);
-	kit_env_close(&b->run->env);	/* the ctx, before its blades go */
+	kit_env_close(&b->run->env); /* the ctx, before its blades go */
 	for (i = 0; i < b->nextra; i++)
 		smart_blade_destroy(b->extra[i]);
 	free(b->t);
@@ -389,7 +397,7 @@ static int attempt_metered(struct dtx_task *t, int type,
 
 	memset(o, 0, sizeof(*o));
 	rc = t->b->wl->attempt(t, type, p, o);
-	th->vfail += t->wt.vfail;	/* the workload's bad values */
+	th->vfail += t->wt.vfail; /* the workload's bad values */
 	t->wt.vfail = 0;
 	th->task_rt += smart_task_round_trips(t->w, NULL) - rt0;
 	th->task_bytes += smart_task_bytes(t->w) - by0;
@@ -449,8 +457,9 @@ static void run_task(smart_worker_t *w, void *arg)
 	int type, rc;
 
 	(void)w;
-	for (n = 0; !kit_runner_stopping(&b->runner) &&
-	     (!b->txns || n < b->txns); n++) {
+	for (n = 0;
+	     !kit_runner_stopping(&b->runner) && (!b->txns || n < b->txns);
+	     n++) {
 		type = wl_type_pick(b->wl->types, b->wl->ntypes, &t->rng);
 		b->wl->gen(t, type, &p);
 		rc = txn_one(t, type, &p);
@@ -486,8 +495,8 @@ static int tasks_init(struct dtx_thread *th, smart_worker_t *w,
 		tasks[i].w = w;
 		tasks[i].wt.w = w;
 		tasks[i].idx = i;
-		smart_rng_seed(&tasks[i].rng, kit_task_seed(b->run->com.seed,
-							    th->idx, i));
+		smart_rng_seed(&tasks[i].rng,
+			       kit_task_seed(b->run->com.seed, th->idx, i));
 		rc = smart_dtx_txn_new(b->d, w, &tasks[i].wt.x);
 	}
 	return rc;
@@ -518,7 +527,7 @@ static void *thread_main(void *arg)
 		rc = tasks_init(th, w, tasks);
 	if (!rc && b->created)
 		rc = spawn_all(b, w, tasks, load_task);
-	th->rc = rc;		/* before ready: main reads it then */
+	th->rc = rc; /* before ready: main reads it then */
 	kit_runner_ready(&b->runner);
 	if (kit_runner_await(&b->runner, KIT_RUN) == KIT_RUN && !rc)
 		rc = spawn_all(b, w, tasks, run_task);
@@ -558,8 +567,8 @@ static void census(struct dtx_bench *b, struct dtx_census *c)
 	memset(c, 0, sizeof(*c));
 	for (a.table = 0; !c->rc && a.table < (uint32_t)b->wl->ntables;
 	     a.table++)
-		c->rc = smart_dtx_scan(b->d, b->main_worker, a.table,
-				       census_fn, &a);
+		c->rc = smart_dtx_scan(b->d, b->main_worker, a.table, census_fn,
+				       &a);
 }
 
 /* What a census and smart_dtx_check found wrong, on stderr; 0 if
@@ -570,14 +579,17 @@ static int census_say(const struct dtx_bench *b, const char *when,
 	if (c->rc)
 		return say(when, c->rc);
 	if (c->bad)
-		fprintf(stderr, BENCH_TOOL ": %s: %" PRIu64 " records wrong, "
-			"the first %s key %" PRIu64 "\n", when, c->bad,
-			b->wl->tables[c->bad_table], c->bad_key);
+		fprintf(stderr,
+			BENCH_TOOL ": %s: %" PRIu64 " records wrong, "
+				   "the first %s key %" PRIu64 "\n",
+			when, c->bad, b->wl->tables[c->bad_table], c->bad_key);
 	if (crc)
-		fprintf(stderr, BENCH_TOOL ": %s: smart_dtx_check: %s (%"
-			PRIu64 " records: a backup unlike its primary, a lock "
-			"held or a CRC wrong)\n", when, smart_strerror(crc),
-			cbad);
+		fprintf(stderr,
+			BENCH_TOOL
+			": %s: smart_dtx_check: %s (%" PRIu64
+			" records: a backup unlike its primary, a lock "
+			"held or a CRC wrong)\n",
+			when, smart_strerror(crc), cbad);
 	return c->bad ? SMART_EPROTO : crc;
 }
 
@@ -603,16 +615,18 @@ static int check_load(struct dtx_bench *b)
 	b->load_money = sum_load_money(b);
 	for (i = 0; !rc && i < b->wl->ntables; i++)
 		if (b->base.records[i] != b->records[i]) {
-			fprintf(stderr, BENCH_TOOL ": load check: %s has %"
-				PRIu64 " records, %" PRIu64 " loaded\n",
+			fprintf(stderr,
+				BENCH_TOOL ": load check: %s has %" PRIu64
+					   " records, %" PRIu64 " loaded\n",
 				b->wl->tables[i], b->base.records[i],
 				b->records[i]);
 			rc = SMART_EPROTO;
 		}
 	if (!rc && b->wl->money && b->base.money != b->load_money) {
-		fprintf(stderr, BENCH_TOOL ": load check: money %" PRId64
-			" cents, %" PRId64 " loaded\n", b->base.money,
-			b->load_money);
+		fprintf(stderr,
+			BENCH_TOOL ": load check: money %" PRId64
+				   " cents, %" PRId64 " loaded\n",
+			b->base.money, b->load_money);
 		rc = SMART_EPROTO;
 	}
 	return b->base_rc = rc;
@@ -622,9 +636,9 @@ static int check_load(struct dtx_bench *b)
  * census the end's check starts from, and the run's sizes from it. */
 static int check_open(struct dtx_bench *b)
 {
-	int crc = 0, rc = smart_dtx_recover(b->d, b->main_worker,
-					    SMART_DTX_ALL_BLADES,
-					    &b->recovered);
+	int crc = 0,
+	    rc = smart_dtx_recover(b->d, b->main_worker, SMART_DTX_ALL_BLADES,
+				   &b->recovered);
 
 	b->recovered_ok = !rc;
 	if (rc)
@@ -652,17 +666,20 @@ static void check_end(struct dtx_bench *b)
 	crc = smart_dtx_check(b->d, b->main_worker, &b->end_bad);
 	rc = census_say(b, "check", &b->end, crc, b->end_bad);
 	if (!b->end.rc && b->wl->money && b->end.money != want) {
-		fprintf(stderr, BENCH_TOOL ": check: money %" PRId64 " cents, "
-			"want %" PRId64 " (%" PRId64 " at the start %+" PRId64
-			" committed)\n", b->end.money, want, b->base.money,
-			b->res.delta);
+		fprintf(stderr,
+			BENCH_TOOL ": check: money %" PRId64 " cents, "
+				   "want %" PRId64 " (%" PRId64
+				   " at the start %+" PRId64 " committed)\n",
+			b->end.money, want, b->base.money, b->res.delta);
 		rc = SMART_EPROTO;
 	}
 	for (i = 0; !b->end.rc && i < b->wl->ntables; i++)
 		if ((b->wl->fixed >> i & 1) &&
 		    b->end.records[i] != b->base.records[i]) {
-			fprintf(stderr, BENCH_TOOL ": check: %s has %" PRIu64
-				" whole records, %" PRIu64 " at the start\n",
+			fprintf(stderr,
+				BENCH_TOOL ": check: %s has %" PRIu64
+					   " whole records, %" PRIu64
+					   " at the start\n",
 				b->wl->tables[i], b->end.records[i],
 				b->base.records[i]);
 			rc = SMART_EPROTO;
@@ -683,8 +700,9 @@ static int load_errors(const struct dtx_bench *b)
 		if (!th->rc && !th->errors)
 			continue;
 		rc = th->rc ? th->rc : th->first_err;
-		fprintf(stderr, BENCH_TOOL ": %s failed: %s (%" PRIu64
-			" errors)\n", b->created ? "the load" : "the setup",
+		fprintf(stderr,
+			BENCH_TOOL ": %s failed: %s (%" PRIu64 " errors)\n",
+			b->created ? "the load" : "the setup",
 			smart_strerror(rc), th->errors);
 		return rc;
 	}
@@ -710,8 +728,10 @@ static int before_window(struct dtx_bench *b)
 	sig = kit_runner_wait_ready(&b->runner, b->created ? &b->load : NULL);
 	rc = load_errors(b);
 	if (!rc && sig) {
-		fprintf(stderr, BENCH_TOOL ": stopped by signal %d before the "
-			"run\n", sig);
+		fprintf(stderr,
+			BENCH_TOOL ": stopped by signal %d before the "
+				   "run\n",
+			sig);
 		rc = SMART_EAGAIN;
 	}
 	if (!rc)
@@ -794,12 +814,12 @@ static void result_fill(struct dtx_bench *b)
 		a->bytes += s->ty[k].bytes;
 		a->wbytes += s->ty[k].wbytes;
 	}
-	s->committed_tps = b->win.secs > 0 ? (double)a->commits / b->win.secs
-					    : 0;
-	s->attempted_tps = b->win.secs > 0 ? (double)a->attempts /
-					     b->win.secs : 0;
-	s->abort_rate = a->attempts ? (double)a->aborts /
-				      (double)a->attempts : 0;
+	s->committed_tps = b->win.secs > 0 ? (double)a->commits / b->win.secs :
+					     0;
+	s->attempted_tps = b->win.secs > 0 ? (double)a->attempts / b->win.secs :
+					     0;
+	s->abort_rate = a->attempts ? (double)a->aborts / (double)a->attempts :
+				      0;
 	kit_lat_from_cycles(&h, &s->lat);
 	s->max_us = (double)max * 1e6 / smart_cycles_per_sec();
 }
@@ -819,12 +839,14 @@ static void drop_maybe(struct dtx_bench *b)
 	if (!b->created || b->keep)
 		return;
 	if (run_failed(b)) {
-		fprintf(stderr, BENCH_TOOL ": the run failed: database %s "
-			"not dropped\n", b->name);
+		fprintf(stderr,
+			BENCH_TOOL ": the run failed: database %s "
+				   "not dropped\n",
+			b->name);
 		return;
 	}
-	if (!say("dropping the database", smart_dtx_drop(b->d,
-							  b->main_worker))) {
+	if (!say("dropping the database",
+		 smart_dtx_drop(b->d, b->main_worker))) {
 		b->d = NULL;
 		b->dropped = 1;
 	}
@@ -858,8 +880,8 @@ static int window(struct dtx_bench *b, smart_ctx_t *ctx)
 {
 	kit_window_open(&b->win, ctx);
 	kit_runner_set(&b->runner, KIT_RUN);
-	return b->txns ? txns_wait(b) : kit_window_sleep(&b->win, ctx,
-							  b->run->com.seconds);
+	return b->txns ? txns_wait(b) :
+			 kit_window_sleep(&b->win, ctx, b->run->com.seconds);
 }
 
 int dtx_bench_run(void *m, struct bench_run *r)
@@ -895,8 +917,10 @@ int dtx_bench_run(void *m, struct bench_run *r)
 	if (rc)
 		return rc;
 	if (b->res.stop_sig)
-		fprintf(stderr, BENCH_TOOL ": the window ended by signal %d "
-			"after %.2f s\n", b->res.stop_sig, b->win.secs);
+		fprintf(stderr,
+			BENCH_TOOL ": the window ended by signal %d "
+				   "after %.2f s\n",
+			b->res.stop_sig, b->win.secs);
 	if (b->win.t0)
 		kit_window_close(&b->win, ctx);
 	result_fill(b);
@@ -925,23 +949,30 @@ static void print_header(const struct dtx_bench *b, const struct bench_run *r)
 	printf("                %s on Smart-DTX (smart-bench %s)\n",
 	       b->wl->title, SMART_VERSION_STRING);
 	kit_head_env(&r->com, &r->env, note);
-	kit_head("Tables", "%d, %d backup%s each", b->wl->ntables,
-		 b->replicas, b->replicas == 1 ? "" : "s");
+	kit_head("Tables", "%d, %d backup%s each", b->wl->ntables, b->replicas,
+		 b->replicas == 1 ? "" : "s");
 	kit_head("Data", "%s", data);
-	kit_head("Threads x coros", "%d x %d (one transaction in flight per "
-		 "coroutine)", r->com.threads, b->coros);
+	kit_head("Threads x coros",
+		 "%d x %d (one transaction in flight per "
+		 "coroutine)",
+		 r->com.threads, b->coros);
 	if (b->created)
-		snprintf(data, sizeof(data), "after a %.2f s load of %" PRIu64
-			 " records, %d per transaction", b->load.secs,
-			 records_total(b), b->batch);
+		snprintf(data, sizeof(data),
+			 "after a %.2f s load of %" PRIu64
+			 " records, %d per transaction",
+			 b->load.secs, records_total(b), b->batch);
 	else
-		snprintf(data, sizeof(data), "after opening (%" PRIu64 " locks "
-			 "of dead clients recovered)", b->recovered);
+		snprintf(data, sizeof(data),
+			 "after opening (%" PRIu64 " locks "
+			 "of dead clients recovered)",
+			 b->recovered);
 	if (b->recover)
 		kit_head("Duration", "none (--recover) %s", data);
 	else if (b->txns)
-		kit_head("Duration", "%.2f s (%" PRIu64 " transactions per "
-			 "coroutine) %s", b->win.secs, b->txns, data);
+		kit_head("Duration",
+			 "%.2f s (%" PRIu64 " transactions per "
+			 "coroutine) %s",
+			 b->win.secs, b->txns, data);
 	else
 		kit_head("Duration", "%.1f s %s", b->win.secs, data);
 	kit_rule();
@@ -957,8 +988,8 @@ static void print_summary(const struct dtx_bench *b)
 	       "p99[us]", "p999[us]", "rt/txn", "ops/txn", "bytes/txn",
 	       "errors");
 	printf(" %-10" PRIu64 " %-12.0f %-12.0f %-10.4f %-8.2f %-8.2f %-8.2f "
-	       "%-7.3f %-8.2f %-9.1f %" PRIu64 "\n", a->commits,
-	       s->committed_tps, s->attempted_tps, s->abort_rate,
+	       "%-7.3f %-8.2f %-9.1f %" PRIu64 "\n",
+	       a->commits, s->committed_tps, s->attempted_tps, s->abort_rate,
 	       s->lat.p50_us, s->lat.p99_us, s->lat.p999_us,
 	       per(a->rt, a->commits), per(a->ops, a->commits),
 	       per(a->bytes, a->commits), s->errors);
@@ -973,12 +1004,13 @@ static void print_types(const struct dtx_bench *b)
 	int k;
 
 	printf(" %-22s %-7s %-10s %-10s %-7s %-8s %-9s %-10s %s\n", "type",
-	       "mix", "commits", "abort-rate", "rt/txn", "ops/txn",
-	       "bytes/txn", "wbytes/txn", "failed");
+	       "mix", "commits", "abort-rate", "rt/txn", "ops/txn", "bytes/txn",
+	       "wbytes/txn", "failed");
 	for (k = 0; k < b->wl->ntypes; k++) {
 		t = &s->ty[k];
 		printf(" %-22s %5.1f%%  %-10" PRIu64 " %-10.4f %-7.3f %-8.2f "
-		       "%-9.1f %-10.1f %" PRIu64 "\n", b->wl->types[k].label,
+		       "%-9.1f %-10.1f %" PRIu64 "\n",
+		       b->wl->types[k].label,
 		       100 * per(t->commits, s->all.commits), t->commits,
 		       per(t->aborts, t->attempts), per(t->rt, t->commits),
 		       per(t->ops, t->commits), per(t->bytes, t->commits),
@@ -991,18 +1023,18 @@ static void print_dtx(const struct dtx_bench *b)
 {
 	const struct smart_dtx_stats *d = &b->dstats;
 
-	printf(" dtx (%s): %" PRIu64 " commits, %" PRIu64 " aborts (%"
-	       PRIu64 " locked, %" PRIu64 " validation, %" PRIu64 " insert), "
-	       "address cache %.1f%% hits, %" PRIu64 " torn reads re-read, %"
-	       PRIu64 " recoveries\n", b->recover ? "this run" : "window",
-	       d->commits, d->aborts,
+	printf(" dtx (%s): %" PRIu64 " commits, %" PRIu64 " aborts (%" PRIu64
+	       " locked, %" PRIu64 " validation, %" PRIu64 " insert), "
+	       "address cache %.1f%% hits, %" PRIu64
+	       " torn reads re-read, %" PRIu64 " recoveries\n",
+	       b->recover ? "this run" : "window", d->commits, d->aborts,
 	       d->lock_conflicts, d->validate_fails, d->insert_conflicts,
 	       100 * per(d->cache_hits, d->cache_hits + d->cache_misses),
 	       d->crc_retries, d->recoveries);
 	if (!b->created)
 		printf(" open: smart_dtx_recover %s, %" PRIu64 " locks of dead "
-		       "clients released\n", b->recovered_ok ? "done" :
-		       "FAILED", b->recovered);
+		       "clients released\n",
+		       b->recovered_ok ? "done" : "FAILED", b->recovered);
 }
 
 static const char *check_word(const struct dtx_bench *b)
@@ -1023,13 +1055,15 @@ static void print_check(const struct dtx_bench *b)
 		printf(" check: %s", !strcmp(w, "pass") ? "passed" : "FAILED");
 	if (b->end_done)
 		printf(": %" PRIu64 " records wrong, smart_dtx_check %" PRIu64
-		       " bad", b->end.bad, b->end_bad);
+		       " bad",
+		       b->end.bad, b->end_bad);
 	if (b->end_done && b->wl->money)
 		printf("; money %" PRId64 " cents = %" PRId64 " at the start "
-		       "%+" PRId64 " committed", b->end.money, b->base.money,
-		       b->res.delta);
+		       "%+" PRId64 " committed",
+		       b->end.money, b->base.money, b->res.delta);
 	printf("%s\n", b->created ? (b->dropped ? "; database dropped" :
-		       "; database kept") : "");
+						  "; database kept") :
+				    "");
 }
 
 static void print_table(const struct dtx_bench *b, const struct bench_run *r)
@@ -1037,7 +1071,7 @@ static void print_table(const struct dtx_bench *b, const struct bench_run *r)
 	const struct dtx_result *s = &b->res;
 
 	print_header(b, r);
-	if (b->recover) {	/* no window: what recovery and checks did */
+	if (b->recover) { /* no window: what recovery and checks did */
 		print_dtx(b);
 		print_check(b);
 		return;
@@ -1046,12 +1080,15 @@ static void print_table(const struct dtx_bench *b, const struct bench_run *r)
 	print_types(b);
 	printf(" per attempt (%" PRIu64 ", committed or aborted): rt %.3f, "
 	       "ops %.2f, bytes %.1f; as the tasks counted them: rt %.3f, "
-	       "bytes %.1f\n", s->all.attempts, per(s->all_rt,
-	       s->all.attempts), per(s->all_ops, s->all.attempts),
-	       per(s->all_bytes, s->all.attempts), per(s->task_rt,
-	       s->all.attempts), per(s->task_bytes, s->all.attempts));
-	printf(" slowest committed transaction %.0f us; validation failures %"
-	       PRIu64 "\n", s->max_us, s->vfail);
+	       "bytes %.1f\n",
+	       s->all.attempts, per(s->all_rt, s->all.attempts),
+	       per(s->all_ops, s->all.attempts),
+	       per(s->all_bytes, s->all.attempts),
+	       per(s->task_rt, s->all.attempts),
+	       per(s->task_bytes, s->all.attempts));
+	printf(" slowest committed transaction %.0f us; validation failures %" PRIu64
+	       "\n",
+	       s->max_us, s->vfail);
 	print_dtx(b);
 	kit_library_line(&b->win.st);
 	print_check(b);
@@ -1099,8 +1136,7 @@ static void record_result(const struct dtx_bench *b, struct kit_rec *rec)
 	kit_rec_num(rec, "rt_per_txn", "%.4f", per(a->rt, a->commits));
 	kit_rec_num(rec, "ops_per_txn", "%.4f", per(a->ops, a->commits));
 	kit_rec_num(rec, "bytes_per_txn", "%.1f", per(a->bytes, a->commits));
-	kit_rec_num(rec, "wbytes_per_txn", "%.1f",
-		    per(a->wbytes, a->commits));
+	kit_rec_num(rec, "wbytes_per_txn", "%.1f", per(a->wbytes, a->commits));
 	kit_rec_num(rec, "rt_per_attempt", "%.4f", per(s->all_rt, n));
 	kit_rec_num(rec, "ops_per_attempt", "%.4f", per(s->all_ops, n));
 	kit_rec_num(rec, "bytes_per_attempt", "%.1f", per(s->all_bytes, n));
@@ -1110,8 +1146,8 @@ static void record_result(const struct dtx_bench *b, struct kit_rec *rec)
 	kit_rec_num(rec, "failed", "%" PRIu64, a->failed);
 	kit_rec_num(rec, "insert_full", "%" PRIu64, a->full);
 	kit_rec_num(rec, "errors", "%" PRIu64, s->errors);
-	kit_rec_str(rec, "first_error", s->first_err ?
-		    smart_status_name(s->first_err) : "");
+	kit_rec_str(rec, "first_error",
+		    s->first_err ? smart_status_name(s->first_err) : "");
 	kit_rec_num(rec, "validation_failures", "%" PRIu64, s->vfail);
 }
 
@@ -1120,8 +1156,8 @@ static void record_result(const struct dtx_bench *b, struct kit_rec *rec)
  * pointers. */
 static void record_types(struct dtx_bench *b, struct kit_rec *rec)
 {
-	static const char *const pre[] = { "rt", "abort", "ops", "bytes",
-					   "n", "wbytes" };
+	static const char *const pre[] = { "rt",    "abort", "ops",
+					   "bytes", "n",     "wbytes" };
 	const struct dtx_tstats *t;
 	int k, j;
 
@@ -1161,18 +1197,20 @@ static void record_check(const struct dtx_bench *b, struct kit_rec *rec)
 	kit_rec_num(rec, "dtx_locks_recovered", "%" PRIu64,
 		    b->dstats.locks_recovered);
 	kit_rec_str(rec, "check", check_word(b));
-	kit_rec_num(rec, "bad_records", "%" PRIu64, b->end_done ?
-		    b->end.bad + b->end_bad : b->base.bad + b->base_bad);
+	kit_rec_num(rec, "bad_records", "%" PRIu64,
+		    b->end_done ? b->end.bad + b->end_bad :
+				  b->base.bad + b->base_bad);
 	if (b->wl->money) {
 		kit_rec_num(rec, "money_start", "%" PRId64, b->base.money);
-		kit_rec_num(rec, "money_end", "%" PRId64, b->end_done ?
-			    b->end.money : 0);
+		kit_rec_num(rec, "money_end", "%" PRId64,
+			    b->end_done ? b->end.money : 0);
 		kit_rec_num(rec, "money_delta", "%" PRId64, b->res.delta);
 	}
 	kit_rec_num(rec, "dropped", "%s", b->dropped ? "true" : "false");
 	kit_rec_num(rec, "recovered_locks", "%" PRIu64, b->recovered);
-	kit_rec_num(rec, "cache_hit_rate", "%.4f", per(b->dstats.cache_hits,
-		    b->dstats.cache_hits + b->dstats.cache_misses));
+	kit_rec_num(rec, "cache_hit_rate", "%.4f",
+		    per(b->dstats.cache_hits,
+			b->dstats.cache_hits + b->dstats.cache_misses));
 	kit_rec_num(rec, "stop_signal", "%d", b->res.stop_sig);
 }
 
@@ -1182,8 +1220,10 @@ static int verdict(const struct dtx_bench *b)
 	const struct dtx_result *s = &b->res;
 
 	if (s->errors || s->vfail || s->first_err) {
-		fprintf(stderr, BENCH_TOOL ": the run failed: %" PRIu64
-			" errors%s%s, %" PRIu64 " validation failures\n",
+		fprintf(stderr,
+			BENCH_TOOL ": the run failed: %" PRIu64
+				   " errors%s%s, %" PRIu64
+				   " validation failures\n",
 			s->errors, s->first_err ? ", the first " : "",
 			s->first_err ? smart_strerror(s->first_err) : "",
 			s->vfail);
@@ -1210,20 +1250,26 @@ int dtx_bench_report(void *m, struct bench_run *r, struct kit_rec *rec)
 }
 
 const struct kit_col dtx_bench_csv[] = {
-	{ "bench", "bench", NULL }, { "techniques", "techniques", NULL },
-	{ "threads", "threads", NULL }, { "coros", "coros", NULL },
-	{ "replicas", "replicas", NULL }, { "records", "records", NULL },
+	{ "bench", "bench", NULL },
+	{ "techniques", "techniques", NULL },
+	{ "threads", "threads", NULL },
+	{ "coros", "coros", NULL },
+	{ "replicas", "replicas", NULL },
+	{ "records", "records", NULL },
 	{ "committed_tps", "committed_tps", NULL },
 	{ "attempted_tps", "attempted_tps", NULL },
-	{ "abort_rate", "abort_rate", NULL }, { "p50_us", "p50_us", NULL },
-	{ "p99_us", "p99_us", NULL }, { "p999_us", "p999_us", NULL },
+	{ "abort_rate", "abort_rate", NULL },
+	{ "p50_us", "p50_us", NULL },
+	{ "p99_us", "p99_us", NULL },
+	{ "p999_us", "p999_us", NULL },
 	{ "rt_per_txn", "rt_per_txn", NULL },
 	{ "ops_per_txn", "ops_per_txn", NULL },
 	{ "bytes_per_txn", "bytes_per_txn", NULL },
 	{ "wbytes_per_txn", "wbytes_per_txn", NULL },
 	{ "errors", "errors", NULL },
 	{ "validation_failures", "validation_failures", NULL },
-	{ "check", "check", NULL }, { "transport", "transport", NULL },
+	{ "check", "check", NULL },
+	{ "transport", "transport", NULL },
 	{ "nic_model", "nic_model", "off" },
 	{ NULL, NULL, NULL },
 };

@@ -35,36 +35,36 @@
 #include "smart/dtx.h"
 #include "tatp.h"
 
-#define DTX_TYPES_MAX	8	/* transaction types of a workload */
-#define DTX_TABLES_MAX	5	/* tables of a workload */
-#define DTX_BATCH_MAX	16	/* inserts per load transaction, at most */
-#define DTX_EMBED_MAX	3	/* embedded blades: replicas + 1 */
+#define DTX_TYPES_MAX  8  /* transaction types of a workload */
+#define DTX_TABLES_MAX 5  /* tables of a workload */
+#define DTX_BATCH_MAX  16 /* inserts per load transaction, at most */
+#define DTX_EMBED_MAX  3  /* embedded blades: replicas + 1 */
 
 /* What a scan of every table found (the check). */
 struct dtx_census {
 	uint64_t records[DTX_TABLES_MAX];
-	uint64_t bad;		/* records whose magic, length or key is wrong */
-	uint32_t bad_table;	/* the first of them */
+	uint64_t bad;	    /* records whose magic, length or key is wrong */
+	uint32_t bad_table; /* the first of them */
 	uint64_t bad_key;
-	int64_t money;		/* SmallBank: every balance, cents */
-	int rc;			/* a scan's error, or 0 */
+	int64_t money; /* SmallBank: every balance, cents */
+	int rc;	       /* a scan's error, or 0 */
 };
 
 struct dtx_bench;
 struct dtx_task;
 
 struct dtx_workload {
-	const char *name;	/* "smallbank": JSON's bench, default --name */
-	const char *title;	/* "SmallBank" */
+	const char *name;  /* "smallbank": JSON's bench, default --name */
+	const char *title; /* "SmallBank" */
 	int ntypes;
 	const struct wl_type *types;
 	int ntables;
-	const char *const *tables;	/* names, by table id */
-	int money;		/* 1: the check sums money (SmallBank) */
+	const char *const *tables; /* names, by table id */
+	int money;		   /* 1: the check sums money (SmallBank) */
 	/* tables the transactions never insert into nor delete from: the
 	 * end's check wants as many records there as at the start (a torn
 	 * record, which a scan skips, shows so) */
-	unsigned fixed;		/* bit i: table i */
+	unsigned fixed; /* bit i: table i */
 	/* The tables (ids 0..ntables-1, buckets sized) and the records the
 	 * load inserts into each. */
 	void (*size)(struct dtx_bench *b, struct smart_dtx_table *t,
@@ -82,8 +82,8 @@ struct dtx_workload {
 	void (*gen)(struct dtx_task *t, int type, struct wl_params *p);
 	/* One attempt: 0 committed (o filled), SMART_EABORT, or an error
 	 * (the transaction then aborted by the driver's helpers). */
-	int (*attempt)(struct dtx_task *t, int type,
-		       const struct wl_params *p, struct wl_outcome *o);
+	int (*attempt)(struct dtx_task *t, int type, const struct wl_params *p,
+		       struct wl_outcome *o);
 	/* The check of one record: 1 right, 0 wrong; money added. */
 	int (*verify)(const struct dtx_bench *b, uint32_t table, uint64_t key,
 		      const void *val, size_t len, int64_t *money);
@@ -95,8 +95,8 @@ struct dtx_workload {
 /* Counters of one transaction type in one thread. */
 struct dtx_tstats {
 	uint64_t attempts, commits, aborts, failed, full;
-	uint64_t rt, ops, bytes;	/* over committed attempts */
-	uint64_t wbytes;		/* of bytes, WRITEs' (write_bytes) */
+	uint64_t rt, ops, bytes; /* over committed attempts */
+	uint64_t wbytes;	 /* of bytes, WRITEs' (write_bytes) */
 };
 
 struct dtx_thread {
@@ -107,11 +107,11 @@ struct dtx_thread {
 	uint64_t all_rt, all_ops, all_bytes, task_rt, task_bytes;
 	uint64_t errors, vfail;
 	int first_err;
-	int64_t delta;			/* money of the committed ones */
-	int64_t load_money;		/* what its load inserted */
-	uint64_t loaded;		/* records its load inserted */
+	int64_t delta;	    /* money of the committed ones */
+	int64_t load_money; /* what its load inserted */
+	uint64_t loaded;    /* records its load inserted */
 	uint64_t max_cycles;
-	smart_hist_t hist;		/* committed transactions, cycles */
+	smart_hist_t hist; /* committed transactions, cycles */
 	int rc;
 };
 
@@ -119,12 +119,12 @@ struct dtx_task {
 	struct dtx_thread *th;
 	struct dtx_bench *b;
 	smart_worker_t *w;
-	struct wl_txn wt;		/* the transaction object and its state */
+	struct wl_txn wt; /* the transaction object and its state */
 	smart_rng_t rng;
 	int idx;
-	int npend;			/* load: records waiting */
-	struct wl_rec pend[DTX_BATCH_MAX];	/* load: the next batch */
-	struct wl_rec unit[WL_UNIT_RECS];	/* load: one unit's */
+	int npend;			   /* load: records waiting */
+	struct wl_rec pend[DTX_BATCH_MAX]; /* load: the next batch */
+	struct wl_rec unit[WL_UNIT_RECS];  /* load: one unit's */
 };
 
 /* The run's results, summed over the threads (dtx_bench.c). */
@@ -144,31 +144,31 @@ struct dtx_bench {
 	int coros, replicas, batch;
 	int open, keep, check, recover;
 	const char *name;
-	uint64_t txns;			/* per task; 0: --seconds */
-	struct sb_cfg sb;		/* SmallBank's flags and draws */
-	struct tp_cfg tp;		/* TATP's */
+	uint64_t txns;	  /* per task; 0: --seconds */
+	struct sb_cfg sb; /* SmallBank's flags and draws */
+	struct tp_cfg tp; /* TATP's */
 	/* the run */
 	const struct dtx_workload *wl;
 	struct bench_run *run;
-	smart_blade_t *extra[DTX_EMBED_MAX - 1];	/* embedded blades 1.. */
+	smart_blade_t *extra[DTX_EMBED_MAX - 1]; /* embedded blades 1.. */
 	int nextra;
 	smart_worker_t *main_worker;
 	smart_dtx_t *d;
 	int created, dropped, recovered_ok;
-	uint64_t recovered;		/* --open: locks smart_dtx_recover freed */
+	uint64_t recovered; /* --open: locks smart_dtx_recover freed */
 	struct smart_dtx_table tab[DTX_TABLES_MAX];
-	uint64_t records[DTX_TABLES_MAX];	/* the load's */
+	uint64_t records[DTX_TABLES_MAX]; /* the load's */
 	unsigned log_slots;
 	struct kit_runner runner;
 	struct kit_progress load;
-	_Atomic uint64_t load_next;	/* next load unit */
-	_Atomic int running;		/* threads not done with the window */
+	_Atomic uint64_t load_next; /* next load unit */
+	_Atomic int running;	    /* threads not done with the window */
 	struct kit_window win;
 	struct dtx_thread *t;
-	struct dtx_census base, end;	/* after load (or open); at the end */
+	struct dtx_census base, end; /* after load (or open); at the end */
 	int64_t load_money;
-	int base_rc, end_rc;		/* the checks: 0 passed */
-	uint64_t base_bad, end_bad;	/* smart_dtx_check's counts */
+	int base_rc, end_rc;	    /* the checks: 0 passed */
+	uint64_t base_bad, end_bad; /* smart_dtx_check's counts */
 	int end_done;
 	struct smart_dtx_stats dstats;
 	struct dtx_result res;
@@ -189,27 +189,32 @@ extern const struct kit_col dtx_bench_csv[];
 
 /* The flags every transaction benchmark takes, for a table whose base is
  * a struct dtx_bench. */
-#define DTX_COMMON_FLAGS(T) \
-	KIT_INT("coros", T, coros, 1, 1024, "C", \
-		"coroutines (transactions in flight) per thread [8]"), \
-	KIT_INT("replicas", T, replicas, 0, SMART_DTX_REPLICAS_MAX, "N", \
-		"backups per table, 0..2; embedded: N + 1 blades in this " \
-		"process [1]"), \
-	KIT_STR("name", T, name, "NAME", \
-		"the database's name on the first blade [the benchmark's]"), \
-	KIT_FLAG("open", T, open, "use the database NAME as it is (with " \
-		 "--connect; no load): sizes from its records"), \
-	KIT_FLAG("recover", T, recover, "--open, resolve what dead " \
-		 "clients left (smart_dtx_recover, every blade) and stop: " \
-		 "no window (with --check: then check)"), \
-	KIT_FLAG("keep", T, keep, "leave the database on the blades at " \
-		 "exit [dropped when this run created it]"), \
-	KIT_FLAG("check", T, check, "at the end: every record right, the " \
-		 "backups equal to the primaries, no lock held (SmallBank: " \
-		 "and the money adds up); exit 1 if not"), \
-	KIT_U64("txns", T, txns, 1, 1e12, "N", \
-		"exactly N transactions per coroutine instead of --seconds"), \
-	KIT_INT("load-batch", T, batch, 1, DTX_BATCH_MAX, "N", \
-		"inserts per load transaction [8]")
+#define DTX_COMMON_FLAGS(T)                                                           \
+	KIT_INT("coros", T, coros, 1, 1024, "C",                                      \
+		"coroutines (transactions in flight) per thread [8]"),                \
+		KIT_INT("replicas", T, replicas, 0, SMART_DTX_REPLICAS_MAX,           \
+			"N",                                                          \
+			"backups per table, 0..2; embedded: N + 1 blades in this "    \
+			"process [1]"),                                               \
+		KIT_STR("name", T, name, "NAME",                                      \
+			"the database's name on the first blade [the benchmark's]"),  \
+		KIT_FLAG("open", T, open,                                             \
+			 "use the database NAME as it is (with "                      \
+			 "--connect; no load): sizes from its records"),              \
+		KIT_FLAG("recover", T, recover,                                       \
+			 "--open, resolve what dead "                                 \
+			 "clients left (smart_dtx_recover, every blade) and stop: "   \
+			 "no window (with --check: then check)"),                     \
+		KIT_FLAG("keep", T, keep,                                             \
+			 "leave the database on the blades at "                       \
+			 "exit [dropped when this run created it]"),                  \
+		KIT_FLAG("check", T, check,                                           \
+			 "at the end: every record right, the "                       \
+			 "backups equal to the primaries, no lock held (SmallBank: "  \
+			 "and the money adds up); exit 1 if not"),                    \
+		KIT_U64("txns", T, txns, 1, 1e12, "N",                                \
+			"exactly N transactions per coroutine instead of --seconds"), \
+		KIT_INT("load-batch", T, batch, 1, DTX_BATCH_MAX, "N",                \
+			"inserts per load transaction [8]")
 
 #endif

@@ -18,11 +18,7 @@
 #include "dtx_bench.h"
 
 static const struct bench_module *const modules[] = {
-	&bench_ycsb,
-	&bench_smallbank,
-	&bench_tatp,
-	&bench_rpc,
-	&bench_chan,
+	&bench_ycsb, &bench_smallbank, &bench_tatp, &bench_rpc, &bench_chan,
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 
@@ -40,7 +36,8 @@ static void usage(FILE *f)
 	};
 	size_t i, n;
 
-	n = (size_t)snprintf(about, sizeof(about), "benchmarks (" BENCH_TOOL
+	n = (size_t)snprintf(about, sizeof(about),
+			     "benchmarks (" BENCH_TOOL
 			     " BENCHMARK --help for their own flags):\n");
 	for (i = 0; i < NMODULES && n < sizeof(about); i++)
 		n += (size_t)snprintf(about + n, sizeof(about) - n,
@@ -70,13 +67,11 @@ static void unknown(const char *name)
 		strncat(built, modules[i]->name,
 			sizeof(built) - strlen(built) - 1);
 	}
-	kit_bad(BENCH_TOOL, NULL, name, "unknown benchmark (built: %s)",
-		built);
+	kit_bad(BENCH_TOOL, NULL, name, "unknown benchmark (built: %s)", built);
 }
 
 /* The runner's output of a module's record. */
-static int report(const struct bench_module *mod, void *m,
-		  struct bench_run *r)
+static int report(const struct bench_module *mod, void *m, struct bench_run *r)
 {
 	struct kit_rec rec;
 	int verdict, rc = 0;

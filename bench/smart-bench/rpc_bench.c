@@ -27,12 +27,11 @@
 
 #include "rpc_bench.h"
 
-
 #define R struct rpc_bench
 static const struct kit_flag rpc_flags[] = {
 	KIT_SIZE("size", R, size, 0, RPC_BENCH_SIZE_MAX, "B",
-		"payload bytes of a message, K/M suffixes; over\n"
-		"4096 by rendezvous [32]"),
+		 "payload bytes of a message, K/M suffixes; over\n"
+		 "4096 by rendezvous [32]"),
 	KIT_FLAG("oneway", R, oneway,
 		 "one-way messages as fast as the window lets out,\n"
 		 "no answers (mrps: messages per second)"),
@@ -40,7 +39,8 @@ static const struct kit_flag rpc_flags[] = {
 	KIT_INT("outstanding", R, outstanding, 1, 1024, "K",
 		"calls in flight per thread: K tasks, each calling\n"
 		"in a loop (--oneway: K tasks sending) [1]"),
-	KIT_FLAG("serve", R, serve, "be the server only: print its address, "
+	KIT_FLAG("serve", R, serve,
+		 "be the server only: print its address, "
 		 "serve until\nSIGINT/SIGTERM, then its counters"),
 	KIT_STR("listen", R, listen, "HOST:PORT",
 		"with --serve: where [127.0.0.1:0]"),
@@ -60,7 +60,8 @@ static const struct kit_flag rpc_flags[] = {
 	KIT_INT("qp-cache", R, qp_cache, 0, 64, "K",
 		"both sides' QP cache (cfg.qp_cache): connections\n"
 		"kept ready; 0 none [the library's, 2]"),
-	KIT_FLAG("event", R, event, "the server in event mode: it sleeps on "
+	KIT_FLAG("event", R, event,
+		 "the server in event mode: it sleeps on "
 		 "its descriptor\nwhen idle (smart_rpc_event_arm) instead of "
 		 "polling"),
 	KIT_END,
@@ -68,12 +69,18 @@ static const struct kit_flag rpc_flags[] = {
 #undef R
 
 static const struct kit_col rpc_csv[] = {
-	{ "mode", "mode", NULL }, { "size", "size", NULL },
-	{ "clients", "clients", NULL }, { "threads", "threads", NULL },
-	{ "outstanding", "outstanding", NULL }, { "msgs", "msgs", NULL },
-	{ "mrps", "mrps", NULL }, { "gbps", "gbps", NULL },
-	{ "p50_us", "p50_us", NULL }, { "p99_us", "p99_us", NULL },
-	{ "p999_us", "p999_us", NULL }, { "errors", "errors", NULL },
+	{ "mode", "mode", NULL },
+	{ "size", "size", NULL },
+	{ "clients", "clients", NULL },
+	{ "threads", "threads", NULL },
+	{ "outstanding", "outstanding", NULL },
+	{ "msgs", "msgs", NULL },
+	{ "mrps", "mrps", NULL },
+	{ "gbps", "gbps", NULL },
+	{ "p50_us", "p50_us", NULL },
+	{ "p99_us", "p99_us", NULL },
+	{ "p999_us", "p999_us", NULL },
+	{ "errors", "errors", NULL },
 	{ "transport", "transport", NULL },
 	{ NULL, NULL, NULL },
 };
@@ -85,7 +92,7 @@ static void *rpc_create(struct bench_run *r)
 	if (!b)
 		return NULL;
 	b->run = r;
-	b->size = RPC_BENCH_SIZE_UNSET;	/* 32 */
+	b->size = RPC_BENCH_SIZE_UNSET; /* 32 */
 	b->qp_cache = -1;
 	return b;
 }
@@ -95,17 +102,20 @@ static void *rpc_create(struct bench_run *r)
 static void check_serve(struct rpc_bench *b, const struct bench_run *r)
 {
 	if (r->com.connect.n)
-		kit_bad(BENCH_TOOL, "serve", NULL, "--serve and --connect "
+		kit_bad(BENCH_TOOL, "serve", NULL,
+			"--serve and --connect "
 			"exclude each other");
 	if (b->oneway || b->clients || b->outstanding || r->com.threads != 1 ||
 	    b->size != RPC_BENCH_SIZE_UNSET || b->timeout_ms || b->gap_us ||
 	    b->connects)
-		kit_bad(BENCH_TOOL, "serve", NULL, "a server takes no --oneway, "
+		kit_bad(BENCH_TOOL, "serve", NULL,
+			"a server takes no --oneway, "
 			"--clients, --threads, --outstanding, --timeout, --gap, "
 			"--connects or --size (its clients do; it takes every "
 			"size)");
 	if (r->com.csv)
-		kit_bad(BENCH_TOOL, "csv", r->com.csv, "a server has no result "
+		kit_bad(BENCH_TOOL, "csv", r->com.csv,
+			"a server has no result "
 			"row (--json prints its counters)");
 	if (!b->listen)
 		b->listen = "127.0.0.1:0";
@@ -138,8 +148,10 @@ static void opts_learn(struct rpc_bench *b, const struct bench_run *r)
 		kit_bad(BENCH_TOOL, NULL, NULL, "library options: %s",
 			smart_strerror(rc));
 	if (atoi(tasks) < b->outstanding)
-		kit_bad(BENCH_TOOL, "outstanding", NULL, "%d tasks, but the "
-			"library option max_tasks is %s", b->outstanding, tasks);
+		kit_bad(BENCH_TOOL, "outstanding", NULL,
+			"%d tasks, but the "
+			"library option max_tasks is %s",
+			b->outstanding, tasks);
 	b->own_secret = !b->serve && !r->com.connect.n && !file[0];
 }
 
@@ -155,17 +167,20 @@ static void rpc_check(void *m, struct bench_run *r)
 		return;
 	}
 	if (b->listen)
-		kit_bad(BENCH_TOOL, "listen", b->listen, "is for --serve (a "
+		kit_bad(BENCH_TOOL, "listen", b->listen,
+			"is for --serve (a "
 			"client's server listens on loopback, any port)");
 	if (!b->timeout_ms)
 		b->timeout_ms = 5000;
 	if (b->gap_us && b->oneway)
 		kit_bad(BENCH_TOOL, "gap", NULL, "is for echo calls");
 	if (b->connects && (b->oneway || b->outstanding))
-		kit_bad(BENCH_TOOL, "connects", NULL, "takes no --oneway or "
+		kit_bad(BENCH_TOOL, "connects", NULL,
+			"takes no --oneway or "
 			"--outstanding (one dial at a time per thread)");
 	if (b->event && r->com.connect.n)
-		kit_bad(BENCH_TOOL, "event", NULL, "is the server's (start "
+		kit_bad(BENCH_TOOL, "event", NULL,
+			"is the server's (start "
 			"it with --serve --event)");
 	if (!b->clients)
 		b->clients = 1;
@@ -174,9 +189,10 @@ static void rpc_check(void *m, struct bench_run *r)
 	if (b->size == RPC_BENCH_SIZE_UNSET)
 		b->size = 32;
 	if (b->clients * r->com.threads > RPC_BENCH_CONNS_MAX)
-		kit_bad(BENCH_TOOL, "threads", NULL, "%d clients x %d threads: "
-			"more than %d connections", b->clients,
-			r->com.threads, RPC_BENCH_CONNS_MAX);
+		kit_bad(BENCH_TOOL, "threads", NULL,
+			"%d clients x %d threads: "
+			"more than %d connections",
+			b->clients, r->com.threads, RPC_BENCH_CONNS_MAX);
 	opts_learn(b, r);
 }
 
@@ -208,8 +224,9 @@ static int shared_map(struct rpc_bench *b, const struct bench_run *r)
 static int rpc_setup(void *m, struct bench_run *r)
 {
 	struct rpc_bench *b = m;
-	int rc = b->own_secret ? smart_secret_generate(b->secret,
-						      sizeof(b->secret)) : 0;
+	int rc = b->own_secret ?
+			 smart_secret_generate(b->secret, sizeof(b->secret)) :
+			 0;
 
 	if (!rc && !b->serve)
 		rc = shared_map(b, r);
@@ -251,8 +268,10 @@ static void rpc_destroy(void *m)
 
 static const char *mode(const struct rpc_bench *b)
 {
-	return b->serve ? "serve" : b->connects ? "connect" :
-	       b->oneway ? "oneway" : "echo";
+	return b->serve	   ? "serve" :
+	       b->connects ? "connect" :
+	       b->oneway   ? "oneway" :
+			     "echo";
 }
 
 static void print_header(const struct rpc_bench *b, const struct bench_run *r)
@@ -260,23 +279,28 @@ static void print_header(const struct rpc_bench *b, const struct bench_run *r)
 	const struct kit_strs *c = &r->com.connect;
 
 	kit_rule();
-	printf("                    RPC %s (smart-bench %s)\n", b->connects ?
-	       "connection setup" : b->oneway ? "one-way messages" :
-	       "echo calls", SMART_VERSION_STRING);
+	printf("                    RPC %s (smart-bench %s)\n",
+	       b->connects ? "connection setup" :
+	       b->oneway   ? "one-way messages" :
+			     "echo calls",
+	       SMART_VERSION_STRING);
 	kit_head("Transport", "%s", b->transport);
 	if (c->n)
-		kit_head("Server", "connected, %s%s", c->v[0], c->n > 1 ?
-			 " and more (threads spread over them)" : "");
+		kit_head("Server", "connected, %s%s", c->v[0],
+			 c->n > 1 ? " and more (threads spread over them)" :
+				    "");
 	else
 		kit_head("Server", "spawned, %s (one thread)", b->addr);
 	kit_head("Clients", "%d process%s x %d thread%s x %d %s%s%s",
 		 b->clients, b->clients > 1 ? "es" : "", r->com.threads,
-		 r->com.threads > 1 ? "s" : "", b->outstanding, b->oneway ?
-		 "sending task" : "call", b->outstanding > 1 ? "s" : "",
-		 b->oneway ? "" : " in flight");
+		 r->com.threads > 1 ? "s" : "", b->outstanding,
+		 b->oneway ? "sending task" : "call",
+		 b->outstanding > 1 ? "s" : "", b->oneway ? "" : " in flight");
 	kit_head("Message", "%" PRIu64 " B payload, %s %d B; window %d",
-		 b->size, b->size > RPC_BENCH_EAGER ? "by rendezvous, over" :
-		 "eager, up to", RPC_BENCH_EAGER, RPC_BENCH_WINDOW);
+		 b->size,
+		 b->size > RPC_BENCH_EAGER ? "by rendezvous, over" :
+					     "eager, up to",
+		 RPC_BENCH_EAGER, RPC_BENCH_WINDOW);
 	kit_head("Duration", "%.2f s", b->res.secs);
 	kit_rule();
 }
@@ -289,21 +313,26 @@ static void print_table(const struct rpc_bench *b, const struct bench_run *r)
 	printf(" %-8s %-12s %-9s %-9s %-9s %-9s %-9s %-9s %s\n", "#bytes",
 	       "#msgs", "Mrps", "Gb/s", "p50[us]", "p99[us]", "p999[us]",
 	       "max[us]", "errors");
-	printf(" %-8" PRIu64 " %-12" PRIu64 " %-9.3f %-9.3f %-9.2f %-9.2f %-9.2f "
-	       "%-9.1f %" PRIu64 "\n", b->size, s->msgs, s->mrps, s->gbps,
-	       s->lat.p50_us, s->lat.p99_us, s->lat.p999_us, s->max_us,
-	       s->errors);
+	printf(" %-8" PRIu64 " %-12" PRIu64
+	       " %-9.3f %-9.3f %-9.2f %-9.2f %-9.2f "
+	       "%-9.1f %" PRIu64 "\n",
+	       b->size, s->msgs, s->mrps, s->gbps, s->lat.p50_us, s->lat.p99_us,
+	       s->lat.p999_us, s->max_us, s->errors);
 	kit_rule();
 	if (b->connects) {
 		printf(" latency: smart_rpc_connect + one call + smart_rpc_close;"
 		       " the connect alone: p50 %.2f us, p99 %.2f us\n",
 		       s->dial.p50_us, s->dial.p99_us);
 		printf(" QP cache %d (both sides), hits at the clients %" PRIu64
-		       "\n", b->qp_cache < 0 ? 2 : b->qp_cache, s->cache_hits);
+		       "\n",
+		       b->qp_cache < 0 ? 2 : b->qp_cache, s->cache_hits);
 	} else {
-		printf(" latency: %s\n", b->oneway ? "time in smart_rpc_send "
-		       "(queueing; waiting while the window is full), one "
-		       "send in 8" : "round trip of every smart_rpc_call");
+		printf(" latency: %s\n",
+		       b->oneway ?
+			       "time in smart_rpc_send "
+			       "(queueing; waiting while the window is full), one "
+			       "send in 8" :
+			       "round trip of every smart_rpc_call");
 	}
 	printf(" client connections: window stalls %" PRIu64 ", call timeouts "
 	       "%" PRIu64 ", rnr %" PRIu64 ", sent by rendezvous %" PRIu64 "\n",
@@ -327,8 +356,10 @@ static void record_run(const struct rpc_bench *b, const struct bench_run *r,
 	kit_rec_num(rec, "gap_us", "%d", b->gap_us);
 	kit_rec_str(rec, "transport", b->transport);
 	kit_rec_str(rec, "server", r->com.connect.n ? "connected" : "spawned");
-	kit_rec_str(rec, "server_mode", r->com.connect.n ? "" :
-		    b->event ? "event" : "poll");
+	kit_rec_str(rec, "server_mode",
+		    r->com.connect.n ? "" :
+		    b->event	     ? "event" :
+				       "poll");
 	kit_rec_num(rec, "msgs", "%" PRIu64, s->msgs);
 	kit_rec_num(rec, "seconds", "%.3f", s->secs);
 	kit_rec_num(rec, "mrps", "%.4f", s->mrps);
@@ -336,8 +367,8 @@ static void record_run(const struct rpc_bench *b, const struct bench_run *r,
 	kit_rec_lat(rec, &s->lat);
 	kit_rec_num(rec, "max_us", "%.1f", s->max_us);
 	kit_rec_num(rec, "errors", "%" PRIu64, s->errors);
-	kit_rec_str(rec, "first_error", s->first_err ?
-		    smart_status_name(s->first_err) : "");
+	kit_rec_str(rec, "first_error",
+		    s->first_err ? smart_status_name(s->first_err) : "");
 	kit_rec_num(rec, "window_stalls", "%" PRIu64, s->stalls);
 	kit_rec_num(rec, "call_timeouts", "%" PRIu64, s->timeouts);
 	kit_rec_num(rec, "rnr", "%" PRIu64, s->rnr);
@@ -385,14 +416,17 @@ static int rpc_report(void *m, struct bench_run *r, struct kit_rec *rec)
 		print_table(b, r);
 	record_run(b, r, rec);
 	if (!s->errors && !s->first_err && !s->msgs) {
-		fprintf(stderr, BENCH_TOOL " rpc: the run failed: no message "
+		fprintf(stderr, BENCH_TOOL
+			" rpc: the run failed: no message "
 			"completed in the window (a longer --seconds?)\n");
 		return SMART_ETIMEDOUT;
 	}
 	if (!s->errors && !s->first_err)
 		return 0;
-	fprintf(stderr, BENCH_TOOL " rpc: the run failed: %" PRIu64 " errors, "
-		"the first %s\n", s->errors, smart_strerror(s->first_err));
+	fprintf(stderr,
+		BENCH_TOOL " rpc: the run failed: %" PRIu64 " errors, "
+			   "the first %s\n",
+		s->errors, smart_strerror(s->first_err));
 	return s->first_err ? s->first_err : SMART_EPROTO;
 }
 

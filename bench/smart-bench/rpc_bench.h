@@ -29,46 +29,46 @@
 
 /* The server's handlers. */
 /* echo calls go to SMART_RPC_OP_PING, which every endpoint answers */
-#define RPC_BENCH_OP_SINK 2	/* one-way: nothing */
-#define RPC_BENCH_OP_DONE 3	/* empty reply: what came before is handled */
+#define RPC_BENCH_OP_SINK 2 /* one-way: nothing */
+#define RPC_BENCH_OP_DONE 3 /* empty reply: what came before is handled */
 
 /* The endpoints' settings: the library's defaults, set here so that the
  * report can say them.  Longer messages go by rendezvous (docs/rpc.md). */
-#define RPC_BENCH_WINDOW 64
-#define RPC_BENCH_EAGER 4096
-#define RPC_BENCH_SIZE_MAX (64u << 20)	/* rndv_max */
+#define RPC_BENCH_WINDOW     64
+#define RPC_BENCH_EAGER	     4096
+#define RPC_BENCH_SIZE_MAX   (64u << 20) /* rndv_max */
 #define RPC_BENCH_SIZE_UNSET UINT64_MAX
-#define RPC_BENCH_CONNS_MAX 4096	/* the server's max_conns */
+#define RPC_BENCH_CONNS_MAX  4096 /* the server's max_conns */
 
 struct rpc_bench;
 
 /* One client thread's results, in the shared mapping; 64-byte aligned so
  * that no two threads' counters share a line. */
 struct rpc_bench_thread {
-	_Alignas(64) struct rpc_bench *b;	/* valid in the client (a fork) */
+	_Alignas(64) struct rpc_bench *b; /* valid in the client (a fork) */
 	int client, idx;
-	int rc;			/* the first error of the thread, or 0 */
-	uint64_t msgs;		/* answered calls, or sends, in the window */
-	uint64_t errors;	/* calls or sends failed in the window */
-	smart_hist_t hist;	/* TSC cycles per call (echo), per sampled
+	int rc;			   /* the first error of the thread, or 0 */
+	uint64_t msgs;		   /* answered calls, or sends, in the window */
+	uint64_t errors;	   /* calls or sends failed in the window */
+	smart_hist_t hist;	   /* TSC cycles per call (echo), per sampled
 				 * send (--oneway) */
-	struct smart_rpc_stats st;	/* its connection's, at the end */
-	smart_hist_t dial;	/* --connects: TSC cycles of the connect
+	struct smart_rpc_stats st; /* its connection's, at the end */
+	smart_hist_t dial;	   /* --connects: TSC cycles of the connect
 				 * alone (hist: connect + call + close) */
-	uint64_t cache_hits;	/* --connects: its endpoint's qp_cache_hits */
+	uint64_t cache_hits; /* --connects: its endpoint's qp_cache_hits */
 	/* the client process's own, while it runs */
 	smart_ctx_t *ctx;
 	smart_rpc_conn_t *conn;
-	uint8_t *req, *resp;	/* --size bytes (+1); resp: one such per
+	uint8_t *req, *resp; /* --size bytes (+1); resp: one such per
 				 * task */
-	int slots;		/* response buffers taken by tasks */
-	int warm;		/* tasks past their first message */
+	int slots;	     /* response buffers taken by tasks */
+	int warm;	     /* tasks past their first message */
 };
 
 struct rpc_bench_shared {
-	struct kit_runner gate;	/* every client thread's phase */
-	atomic_int done;	/* --connects: threads through their N */
-	struct rpc_bench_thread t[];	/* clients x threads */
+	struct kit_runner gate;	     /* every client thread's phase */
+	atomic_int done;	     /* --connects: threads through their N */
+	struct rpc_bench_thread t[]; /* clients x threads */
 };
 
 /* What a client run measured, summed over its threads. */
@@ -77,8 +77,8 @@ struct rpc_bench_result {
 	int first_err;
 	double secs, mrps, gbps, max_us;
 	struct kit_lat lat;
-	struct kit_lat dial;	/* --connects: the connect alone */
-	uint64_t cache_hits;	/* --connects: the clients' endpoints' */
+	struct kit_lat dial; /* --connects: the connect alone */
+	uint64_t cache_hits; /* --connects: the clients' endpoints' */
 	/* the clients' connections' counters */
 	uint64_t stalls, timeouts, rnr, rndv;
 	int stop_sig;
@@ -87,28 +87,28 @@ struct rpc_bench_result {
 struct rpc_bench {
 	struct bench_run *run;
 	/* flags */
-	uint64_t size;		/* RPC_BENCH_SIZE_UNSET until check;
+	uint64_t size; /* RPC_BENCH_SIZE_UNSET until check;
 				 * a server's 0 */
 	int oneway, serve, clients, outstanding;
-	int event;		/* the server in event mode */
-	int gap_us;		/* echo: a pause after each answer */
-	int timeout_ms;		/* clients: a call's timeout */
-	int connects;		/* N connect + call + close per thread */
-	int qp_cache;		/* both sides' cfg.qp_cache: -1 the
+	int event;	/* the server in event mode */
+	int gap_us;	/* echo: a pause after each answer */
+	int timeout_ms; /* clients: a call's timeout */
+	int connects;	/* N connect + call + close per thread */
+	int qp_cache;	/* both sides' cfg.qp_cache: -1 the
 				 * library's default, 0 none */
 	const char *listen;
 	/* setup */
 	char transport[16];
 	char secret[32];
-	int own_secret;		/* no secret file in force: a random one */
-	char addr[64];		/* the spawned server's */
-	pid_t server;		/* the spawned server, or 0 */
-	pid_t *kids;		/* the client processes (0: reaped) */
+	int own_secret; /* no secret file in force: a random one */
+	char addr[64];	/* the spawned server's */
+	pid_t server;	/* the spawned server, or 0 */
+	pid_t *kids;	/* the client processes (0: reaped) */
 	struct rpc_bench_shared *sh;
 	size_t sh_len;
 	/* results */
 	struct rpc_bench_result res;
-	struct smart_rpc_stats srv;	/* --serve: the endpoint's counters */
+	struct smart_rpc_stats srv; /* --serve: the endpoint's counters */
 	int srv_conns;
 };
 

@@ -35,15 +35,15 @@
 
 #include "rpc_bench.h"
 
-#define SERVE_CHECK 4096	/* progress calls between signal checks */
+#define SERVE_CHECK 4096 /* progress calls between signal checks */
 
 void rpc_bench_cfg(const struct rpc_bench *b, int server,
 		   struct smart_rpc_config *cfg)
 {
 	smart_rpc_config_init(cfg);
 	if (b->qp_cache >= 0)
-		cfg->qp_cache = b->qp_cache ? (uint32_t)b->qp_cache
-					    : UINT32_MAX;
+		cfg->qp_cache = b->qp_cache ? (uint32_t)b->qp_cache :
+					      UINT32_MAX;
 	cfg->window = RPC_BENCH_WINDOW;
 	cfg->eager_max = RPC_BENCH_EAGER;
 	cfg->rndv_max = RPC_BENCH_SIZE_MAX;
@@ -112,19 +112,21 @@ static void serve_say(const struct rpc_bench *b)
 {
 	const struct smart_rpc_stats *st = &b->srv;
 
-	fprintf(stderr, BENCH_TOOL " rpc server: %d live connections; "
-		"accepted %" PRIu64 ", failed %" PRIu64 ", refused handshakes %"
-		PRIu64 "; messages in %" PRIu64 ", out %" PRIu64 "; rnr %"
-		PRIu64 ", rnr waits %" PRIu64 ", malformed %" PRIu64
-		"; %s mode, %" PRIu64 " sleeps\n",
+	fprintf(stderr,
+		BENCH_TOOL
+		" rpc server: %d live connections; "
+		"accepted %" PRIu64 ", failed %" PRIu64
+		", refused handshakes %" PRIu64 "; messages in %" PRIu64
+		", out %" PRIu64 "; rnr %" PRIu64 ", rnr waits %" PRIu64
+		", malformed %" PRIu64 "; %s mode, %" PRIu64 " sleeps\n",
 		b->srv_conns, st->conns_accepted, st->conns_failed,
 		st->handshakes_refused, st->msgs_recv, st->msgs_sent, st->rnr,
 		st->rnr_waits, st->proto_errors, b->event ? "event" : "poll",
 		st->event_sleeps);
 }
 
-static int serve_open(struct rpc_bench *b, smart_worker_t *w,
-		      smart_rpc_t **rpc, char *addr, size_t len)
+static int serve_open(struct rpc_bench *b, smart_worker_t *w, smart_rpc_t **rpc,
+		      char *addr, size_t len)
 {
 	struct smart_rpc_config cfg;
 	int rc;
@@ -225,7 +227,7 @@ static void server_child(struct rpc_bench *b, pid_t parent, int fd)
 	setpgid(0, 0);
 	if (!out || !child_tie(parent, SIGTERM))
 		_exit(1);
-	b->listen = "127.0.0.1:0";	/* this process's copy */
+	b->listen = "127.0.0.1:0"; /* this process's copy */
 	_exit(rpc_bench_serve(b, out) ? 1 : 0);
 }
 
@@ -310,16 +312,18 @@ static int task_warm(smart_worker_t *w, struct rpc_bench_thread *th,
 {
 	uint32_t size = (uint32_t)th->b->size, got = 0;
 	int rc = th->b->oneway ?
-		 smart_rpc_send(th->conn, RPC_BENCH_OP_SINK, th->req, size) :
-		 smart_rpc_call(th->conn, SMART_RPC_OP_PING, th->req, size,
-				resp, size, &got);
+			 smart_rpc_send(th->conn, RPC_BENCH_OP_SINK, th->req,
+					size) :
+			 smart_rpc_call(th->conn, SMART_RPC_OP_PING, th->req,
+					size, resp, size, &got);
 
-	if (rc) {	/* before the window: the run fails (th->rc) */
+	if (rc) { /* before the window: the run fails (th->rc) */
 		if (!th->rc)
 			th->rc = rc;
-		fprintf(stderr, BENCH_TOOL " rpc: client %d thread %d: first "
-			"message: %s\n", th->client, th->idx,
-			smart_strerror(rc));
+		fprintf(stderr,
+			BENCH_TOOL " rpc: client %d thread %d: first "
+				   "message: %s\n",
+			th->client, th->idx, smart_strerror(rc));
 	}
 	if (++th->warm == th->b->outstanding)
 		kit_runner_ready(gate(th));
@@ -400,8 +404,8 @@ static const char *thread_addr(const struct rpc_bench_thread *th)
 static int bufs_new(struct rpc_bench_thread *th)
 {
 	size_t size = (size_t)th->b->size + 1;
-	uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(th->client * 1024 +
-						       th->idx + 1);
+	uint64_t x = 0x9e3779b97f4a7c15ull *
+		     (uint64_t)(th->client * 1024 + th->idx + 1);
 
 	th->req = malloc((1 + (size_t)th->b->outstanding) * size);
 	if (!th->req)
@@ -430,8 +434,10 @@ static int thread_open(struct rpc_bench_thread *th, smart_ctx_t *ctx,
 	if (!rc)
 		rc = smart_rpc_connect(*rpc, thread_addr(th), &th->conn);
 	if (rc)
-		fprintf(stderr, BENCH_TOOL " rpc: client %d thread %d: connect "
-			"%s: %s\n", th->client, th->idx, thread_addr(th),
+		fprintf(stderr,
+			BENCH_TOOL " rpc: client %d thread %d: connect "
+				   "%s: %s\n",
+			th->client, th->idx, thread_addr(th),
 			smart_strerror(rc));
 	return rc;
 }
@@ -455,7 +461,7 @@ static int thread_run(struct rpc_bench_thread *th, smart_worker_t *w)
 		rc = smart_task_spawn(w, fn, th);
 	if (rc) {
 		th->rc = rc;
-		th->warm = th->b->outstanding;	/* no task may say it */
+		th->warm = th->b->outstanding; /* no task may say it */
 		kit_runner_ready(gate(th));
 	}
 	run = smart_worker_run(w);
@@ -507,12 +513,13 @@ static int connect_run(struct rpc_bench_thread *th, smart_rpc_t *rpc)
 	while (atomic_load_explicit(&gate(th)->phase, memory_order_relaxed) <
 	       KIT_RUN)
 		smart_rpc_progress(rpc);
-	for (int i = 0; !rc && i < th->b->connects &&
-	     !kit_runner_stopping(gate(th)); i++) {
+	for (int i = 0;
+	     !rc && i < th->b->connects && !kit_runner_stopping(gate(th));
+	     i++) {
 		/* --gap: both endpoints idle meanwhile (their QP caches
 		 * refill); not timed */
-		for (uint64_t t0 = smart_cycles(); gap &&
-		     smart_cycles() - t0 < gap;)
+		for (uint64_t t0 = smart_cycles();
+		     gap && smart_cycles() - t0 < gap;)
 			smart_rpc_progress(rpc);
 		rc = connect_one(th, rpc);
 	}
@@ -578,8 +585,10 @@ static void client_child(struct rpc_bench *b, int c, pid_t parent)
 	for (n = 0; !rc && n < nt; n++) {
 		th[n].ctx = ctx;
 		if (pthread_create(&tid[n], NULL, client_thread, &th[n])) {
-			fprintf(stderr, BENCH_TOOL " rpc: client %d: thread %d "
-				"did not start\n", c, n);
+			fprintf(stderr,
+				BENCH_TOOL " rpc: client %d: thread %d "
+					   "did not start\n",
+				c, n);
 			rc = SMART_ESYS;
 			break;
 		}
@@ -632,8 +641,10 @@ static int kids_ready(struct rpc_bench *b)
 		memset(&si, 0, sizeof(si));
 		if (!waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) &&
 		    si.si_pid) {
-			fprintf(stderr, BENCH_TOOL " rpc: process %d ended "
-				"before the run\n", (int)si.si_pid);
+			fprintf(stderr,
+				BENCH_TOOL " rpc: process %d ended "
+					   "before the run\n",
+				(int)si.si_pid);
 			return -1;
 		}
 	}
@@ -652,8 +663,8 @@ static int threads_failed(const struct rpc_bench *b)
  * client that did not exit 0 failed the run. */
 static int kids_reap(struct rpc_bench *b)
 {
-	uint64_t end = smart_now_ns() + (uint64_t)((b->timeout_ms / 1e3 +
-						    REAP_SLACK_S) * 1e9);
+	uint64_t end = smart_now_ns() +
+		       (uint64_t)((b->timeout_ms / 1e3 + REAP_SLACK_S) * 1e9);
 	int failed = 0, st;
 
 	for (int c = 0; c < b->clients; c++) {
@@ -662,8 +673,10 @@ static int kids_reap(struct rpc_bench *b)
 				failed |= !WIFEXITED(st) || WEXITSTATUS(st);
 				b->kids[c] = 0;
 			} else if (smart_now_ns() > end) {
-				fprintf(stderr, BENCH_TOOL " rpc: client %d "
-					"did not leave: killed\n", c);
+				fprintf(stderr,
+					BENCH_TOOL " rpc: client %d "
+						   "did not leave: killed\n",
+					c);
 				kill(b->kids[c], SIGKILL);
 				end = UINT64_MAX;
 			} else {
@@ -729,8 +742,10 @@ static int window(struct rpc_bench *b)
 
 	rc = sig < 0 ? SMART_ESYS : threads_failed(b);
 	if (!rc && sig > 0) {
-		fprintf(stderr, BENCH_TOOL " rpc: stopped by signal %d before "
-			"the run\n", sig);
+		fprintf(stderr,
+			BENCH_TOOL " rpc: stopped by signal %d before "
+				   "the run\n",
+			sig);
 		rc = SMART_EAGAIN;
 	}
 	if (rc)
@@ -738,12 +753,14 @@ static int window(struct rpc_bench *b)
 	t0 = smart_now_ns();
 	kit_runner_set(g, KIT_RUN);
 	s->stop_sig = b->connects ? connects_wait(b) :
-		      kit_signal_wait(b->run->com.seconds);
+				    kit_signal_wait(b->run->com.seconds);
 	kit_runner_set(g, KIT_STOP);
 	s->secs = (double)(smart_now_ns() - t0) / 1e9;
 	if (s->stop_sig)
-		fprintf(stderr, BENCH_TOOL " rpc: the window ended by signal %d "
-			"after %.2f s\n", s->stop_sig, s->secs);
+		fprintf(stderr,
+			BENCH_TOOL " rpc: the window ended by signal %d "
+				   "after %.2f s\n",
+			s->stop_sig, s->secs);
 	return 0;
 }
 

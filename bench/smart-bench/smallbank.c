@@ -83,10 +83,13 @@ static int sb_check(const struct dtx_bench *b, uint32_t table, uint64_t key,
 static void sb_describe(const struct dtx_bench *b, char *buf, size_t n)
 {
 	if (b->sb.zipf > 0)
-		snprintf(buf, n, "%" PRIu64 " accounts (savings, checking), "
-			 "scrambled Zipf %.2f", b->sb.accounts, b->sb.zipf);
+		snprintf(buf, n,
+			 "%" PRIu64 " accounts (savings, checking), "
+			 "scrambled Zipf %.2f",
+			 b->sb.accounts, b->sb.zipf);
 	else
-		snprintf(buf, n, "%" PRIu64 " accounts (savings, checking), "
+		snprintf(buf, n,
+			 "%" PRIu64 " accounts (savings, checking), "
 			 "%d%% of picks among %" PRIu64 " hot",
 			 b->sb.accounts, b->sb.hot_pct, b->sb.hot);
 }
@@ -107,7 +110,7 @@ static const struct dtx_workload dtx_smallbank = {
 	.ntables = SB_NTABLES,
 	.tables = sb_table_names,
 	.money = 1,
-	.fixed = (1u << SB_LEDGER) - 1,	/* not the ledger: inserts */
+	.fixed = (1u << SB_LEDGER) - 1, /* not the ledger: inserts */
 	.size = sb_size,
 	.units = sb_units,
 	.unit = sb_load_unit,

@@ -29,8 +29,8 @@ static uint64_t tatp_units(const struct dtx_bench *b)
 	return b->tp.subscribers;
 }
 
-static int tatp_unit(const struct dtx_bench *b, uint64_t u,
-		     struct wl_rec *out, int64_t *money)
+static int tatp_unit(const struct dtx_bench *b, uint64_t u, struct wl_rec *out,
+		     int64_t *money)
 {
 	(void)money;
 	return tp_unit(&b->tp, u, out);
@@ -52,15 +52,14 @@ static void tatp_gen(struct dtx_task *t, int type, struct wl_params *p)
 	tp_gen(&t->b->tp, &t->rng, type, p);
 }
 
-static int tatp_attempt(struct dtx_task *t, int type,
-			const struct wl_params *p, struct wl_outcome *o)
+static int tatp_attempt(struct dtx_task *t, int type, const struct wl_params *p,
+			struct wl_outcome *o)
 {
 	return tp_attempt(&t->wt, type, p, o);
 }
 
-static int tatp_verify(const struct dtx_bench *b, uint32_t table,
-		       uint64_t key, const void *val, size_t len,
-		       int64_t *money)
+static int tatp_verify(const struct dtx_bench *b, uint32_t table, uint64_t key,
+		       const void *val, size_t len, int64_t *money)
 {
 	(void)b;
 	(void)money;
@@ -89,7 +88,7 @@ static const struct dtx_workload dtx_tatp = {
 	.ntables = TP_NTABLES,
 	.tables = tp_table_names,
 	.money = 0,
-	.fixed = (1u << TP_CF) - 1,	/* all but CALL_FORWARDING */
+	.fixed = (1u << TP_CF) - 1, /* all but CALL_FORWARDING */
 	.size = tatp_size,
 	.units = tatp_units,
 	.unit = tatp_unit,

@@ -28,34 +28,47 @@ const struct ycsb_workload ycsb_workloads[] = {
 	{ "YCSB-B (95% read, 5% update)", { 95, 5, 0, 0 }, 0, 0, 0 },
 	{ "YCSB-C (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
 	{ "YCSB-D (95% read latest, 5% insert)", { 95, 0, 5, 0 }, 1, 0, 0 },
-	{ "YCSB-E (95% scan of 1..100, 5% insert)", { 0, 0, 5, 0, 95 }, 0, 0, 0 },
-	{ "YCSB-F (50% read, 50% read-modify-write)", { 50, 0, 0, 50 }, 0, 0, 0 },
+	{ "YCSB-E (95% scan of 1..100, 5% insert)",
+	  { 0, 0, 5, 0, 95 },
+	  0,
+	  0,
+	  0 },
+	{ "YCSB-F (50% read, 50% read-modify-write)",
+	  { 50, 0, 0, 50 },
+	  0,
+	  0,
+	  0 },
 	{ "update-only (100% update)", { 0, 100, 0, 0 }, 0, 0, 0 },
 	{ "read-only (100% read)", { 100, 0, 0, 0 }, 0, 0, 0 },
-	{ "sweep (every key read, then updated, once)", { 50, 50, 0, 0 }, 0,
-	  1, 0 },
+	{ "sweep (every key read, then updated, once)",
+	  { 50, 50, 0, 0 },
+	  0,
+	  1,
+	  0 },
 	{ "churn (50% insert of new keys, 50% delete of the process's own)",
-	  { 0, 0, 50, 0, 0, 50 }, 0, 0, 1 },
+	  { 0, 0, 50, 0, 0, 50 },
+	  0,
+	  0,
+	  1 },
 };
 
 /* --workload's names, in the order of ycsb_workloads. */
 static const char *const wl_names[] = {
-	"a", "b", "c", "d", "e", "f", "update-only", "read-only", "sweep",
-	"churn", NULL,
+	"a",	       "b",	    "c",     "d",     "e",  "f",
+	"update-only", "read-only", "sweep", "churn", NULL,
 };
 _Static_assert(sizeof(wl_names) / sizeof(wl_names[0]) - 1 ==
-	       sizeof(ycsb_workloads) / sizeof(ycsb_workloads[0]),
+		       sizeof(ycsb_workloads) / sizeof(ycsb_workloads[0]),
 	       "a name for every workload");
 
 /* --ds: the structures, built (an adapter) or to come (NULL). */
 /* Indexes are SMART_BT_LOCKS_* */
-static const char *const lock_memories[] = { "auto", "host", "device",
-					      NULL };
+static const char *const lock_memories[] = { "auto", "host", "device", NULL };
 static const char *const ds_names[] = { "ht", "bt", NULL };
 static const struct ycsb_ds *const ds_impl[] = { &ycsb_ht, &ycsb_bt, NULL };
 
-const char *const ycsb_op_names[] = { "read", "update", "insert", "rmw",
-				      "scan", "delete" };
+const char *const ycsb_op_names[] = { "read", "update", "insert",
+				      "rmw",  "scan",	"delete" };
 
 #define Y struct ycsb
 static const struct kit_flag ycsb_flags[] = {
@@ -83,7 +96,8 @@ static const struct kit_flag ycsb_flags[] = {
 	KIT_FLAG("no-preload", Y, no_preload,
 		 "join --table's table as it is (needs --connect); --keys, "
 		 "--key-size and --value-size must be its creator's"),
-	KIT_FLAG("drop", Y, drop, "destroy the table at the end of a run "
+	KIT_FLAG("drop", Y, drop,
+		 "destroy the table at the end of a run "
 		 "that passed (no other process may still be using it)"),
 	KIT_U64("insert-room", Y, insert_room, 1, (double)(1ull << 40), "N",
 		"new keys, of all processes together, a table this run "
@@ -96,7 +110,8 @@ static const struct kit_flag ycsb_flags[] = {
 		"bt: HOCL's local lock table (0: every task CASes the "
 		"remote lock itself, as Sherman without HOCL) [1]"),
 	KIT_CHOICE("lock-memory", Y, lock_memory, lock_memories,
-		   "auto|host|device", "bt: where a new tree's lock tables "
+		   "auto|host|device",
+		   "bt: where a new tree's lock tables "
 		   "go: the blades' device memory (NIC memory, smartd "
 		   "--dm-size) where it has room, host memory always, or "
 		   "device memory or fail [auto]"),
@@ -105,12 +120,18 @@ static const struct kit_flag ycsb_flags[] = {
 #undef Y
 
 static const struct kit_col ycsb_csv[] = {
-	{ "workload", "workload", NULL }, { "ds", "ds", NULL },
-	{ "techniques", "techniques", NULL }, { "threads", "threads", NULL },
-	{ "coros", "coros", NULL }, { "keys", "keys", NULL },
-	{ "value_size", "value_size", NULL }, { "zipf", "zipf", NULL },
-	{ "mops", "mops", NULL }, { "p50_us", "p50_us", NULL },
-	{ "p99_us", "p99_us", NULL }, { "p999_us", "p999_us", NULL },
+	{ "workload", "workload", NULL },
+	{ "ds", "ds", NULL },
+	{ "techniques", "techniques", NULL },
+	{ "threads", "threads", NULL },
+	{ "coros", "coros", NULL },
+	{ "keys", "keys", NULL },
+	{ "value_size", "value_size", NULL },
+	{ "zipf", "zipf", NULL },
+	{ "mops", "mops", NULL },
+	{ "p50_us", "p50_us", NULL },
+	{ "p99_us", "p99_us", NULL },
+	{ "p999_us", "p999_us", NULL },
 	{ "retries_per_op", "retries_per_op", NULL },
 	{ "rdma_ops_per_op", "rdma_ops_per_op", NULL },
 	{ "bytes_per_op", "bytes_per_op", NULL },
@@ -149,23 +170,28 @@ int ycsb_place(struct ycsb *y, smart_worker_t *w,
 		rc = place_named(y, w, ops, arg);
 	/* numbered entries only: 64..255 are named ones' probe range, where
 	 * a dropped structure would leave a tombstone */
-	for (r = ops->root_first; !y->table && r < SMART_ROOT_NAMED_FIRST &&
-	     rc == SMART_EEXIST; r++) {
+	for (r = ops->root_first;
+	     !y->table && r < SMART_ROOT_NAMED_FIRST && rc == SMART_EEXIST;
+	     r++) {
 		rc = ops->create_at(arg, w, y->run->env.blade[0], r);
 		*root = r;
 	}
 	if (y->table && rc == SMART_ENOENT)
-		fprintf(stderr, BENCH_TOOL ": --no-preload: there is no %s %s "
-			"to join (start its creator first, without "
-			"--no-preload)\n", ops->what, y->table);
+		fprintf(stderr,
+			BENCH_TOOL ": --no-preload: there is no %s %s "
+				   "to join (start its creator first, without "
+				   "--no-preload)\n",
+			ops->what, y->table);
 	else if (rc)
 		fprintf(stderr, BENCH_TOOL ": %s the %s: %s%s\n",
 			y->no_preload ? "opening" : "creating", ops->what,
-			smart_strerror(rc), y->lock_memory ==
-			SMART_BT_LOCKS_DEVICE && (rc == SMART_ENOTSUP ||
-						  rc == SMART_ENOSPC) ?
-			" (--lock-memory device: a blade has no device memory "
-			"left; smartd --dm-size)" : "");
+			smart_strerror(rc),
+			y->lock_memory == SMART_BT_LOCKS_DEVICE &&
+					(rc == SMART_ENOTSUP ||
+					 rc == SMART_ENOSPC) ?
+				" (--lock-memory device: a blade has no device memory "
+				"left; smartd --dm-size)" :
+				"");
 	return rc;
 }
 
@@ -199,35 +225,42 @@ static void ycsb_check(void *m, struct bench_run *r)
 	if (!y->dsi)
 		kit_bad(BENCH_TOOL, "ds", NULL, "ds %s is not built yet",
 			ds_names[y->ds]);
-	if (y->dsi == &ycsb_bt && (y->value_size > SMART_BT_VALUE_MAX ||
-				   !ycsb_bt_node_size(y)))
-		kit_bad(BENCH_TOOL, "value-size", NULL, "bt takes values of at "
+	if (y->dsi == &ycsb_bt &&
+	    (y->value_size > SMART_BT_VALUE_MAX || !ycsb_bt_node_size(y)))
+		kit_bad(BENCH_TOOL, "value-size", NULL,
+			"bt takes values of at "
 			"most %d bytes, with 4 entries (key + value + 8) in a "
-			"node of at most %d", SMART_BT_VALUE_MAX,
-			SMART_BT_NODE_MAX);
+			"node of at most %d",
+			SMART_BT_VALUE_MAX, SMART_BT_NODE_MAX);
 
 	if (y->w->pct[OP_SCAN] && !y->dsi->scan)
-		kit_bad(BENCH_TOOL, "workload", NULL, "workload %s is not "
-			"supported by %s (no range scans)", wl_names[y->wl],
-			y->dsi->name);
+		kit_bad(BENCH_TOOL, "workload", NULL,
+			"workload %s is not "
+			"supported by %s (no range scans)",
+			wl_names[y->wl], y->dsi->name);
 	for (i = 4; i < y->key_size && room < 1e19; i++)
 		room *= 10;
 	if ((double)y->keys * 5 >= room)
-		kit_bad(BENCH_TOOL, "key-size", NULL, "%d leaves %d digits: "
-			"too few for %" PRIu64 " keys", y->key_size,
-			y->key_size - 4, y->keys);
+		kit_bad(BENCH_TOOL, "key-size", NULL,
+			"%d leaves %d digits: "
+			"too few for %" PRIu64 " keys",
+			y->key_size, y->key_size - 4, y->keys);
 	blades = y->dsi == &ycsb_bt ? SMART_BT_BLADES_MAX : SMART_HT_SHARDS_MAX;
 	if (r->com.connect.n > blades)
 		kit_bad(BENCH_TOOL, "connect", NULL, "at most %d blades",
 			blades);
 	if (y->table && !smart_root_name_ok(y->table))
-		kit_bad(BENCH_TOOL, "table", y->table, "want a name of 1..%d "
-			"bytes", SMART_ROOT_NAME_MAX);
+		kit_bad(BENCH_TOOL, "table", y->table,
+			"want a name of 1..%d "
+			"bytes",
+			SMART_ROOT_NAME_MAX);
 	if (y->no_preload && !y->table)
-		kit_bad(BENCH_TOOL, "no-preload", NULL, "needs --table (the "
+		kit_bad(BENCH_TOOL, "no-preload", NULL,
+			"needs --table (the "
 			"table to join)");
 	if (y->no_preload && !r->com.connect.n)
-		kit_bad(BENCH_TOOL, "no-preload", NULL, "needs --connect (an "
+		kit_bad(BENCH_TOOL, "no-preload", NULL,
+			"needs --connect (an "
 			"embedded blade holds no table to join)");
 	y->keys_asked = y->keys;
 }
@@ -243,8 +276,8 @@ static uint64_t headroom(const struct ycsb *y)
 	uint64_t per_worker = 4 * ((UINT64_C(1) << 20) +
 				   126 * y->dsi->bytes_per_write(y));
 
-	return (UINT64_C(8) << 20) + (uint64_t)(y->run->com.threads + 1) *
-	       per_worker;
+	return (UINT64_C(8) << 20) +
+	       (uint64_t)(y->run->com.threads + 1) * per_worker;
 }
 
 static uint64_t mem_available(void)
@@ -324,17 +357,20 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 			fit /= 5;
 		/* before the clamp: a --keys below 1000 that fits is fine */
 		if (fit < 1000 && fit < y->keys) {
-			fprintf(stderr, BENCH_TOOL ": not enough memory for "
-				"even 1000 keys (%" PRIu64 " MiB)\n",
+			fprintf(stderr,
+				BENCH_TOOL ": not enough memory for "
+					   "even 1000 keys (%" PRIu64 " MiB)\n",
 				budget >> 20);
 			return SMART_ENOSPC;
 		}
-		if (fit >= y->keys)	/* the inserts to come do not fit */
+		if (fit >= y->keys) /* the inserts to come do not fit */
 			fit = y->keys;
 		if (fit < y->keys)
-			fprintf(stderr, BENCH_TOOL ": scaling keys down from %"
-				PRIu64 " to %" PRIu64 " to fit %" PRIu64
-				" MiB\n", y->keys, fit, budget >> 20);
+			fprintf(stderr,
+				BENCH_TOOL ": scaling keys down from %" PRIu64
+					   " to %" PRIu64 " to fit %" PRIu64
+					   " MiB\n",
+				y->keys, fit, budget >> 20);
 		y->keys = fit;
 	}
 	y->capacity = y->keys + insert_table_room(y);
@@ -343,8 +379,10 @@ static int size_memory(struct ycsb *y, uint64_t budget)
 	 * (subtables left half full): twice their share */
 	need = (live + 2 * insert_room(y)) * per + hr + write_room(y);
 	if (need > budget)
-		fprintf(stderr, BENCH_TOOL ": the run may outgrow the blade "
-			"(%" PRIu64 " MiB free)\n", budget >> 20);
+		fprintf(stderr,
+			BENCH_TOOL ": the run may outgrow the blade "
+				   "(%" PRIu64 " MiB free)\n",
+			budget >> 20);
 	if (!c->connect.n && !c->blade_size)
 		c->blade_size = need < budget ? need : budget;
 	if (c->blade_size && c->blade_size < (16u << 20))
@@ -363,7 +401,8 @@ static uint64_t connected_budget(const struct kit_env *e, smart_worker_t *w)
 
 	for (i = 0; i < e->nblades; i++) {
 		uint64_t f = smart_alloc_usage(w, e->blade[i], &u) ?
-			     e->info[i].alloc_max : u.free;
+				     e->info[i].alloc_max :
+				     u.free;
 
 		min = f < min ? f : min;
 	}
@@ -377,8 +416,8 @@ static uint64_t connected_budget(const struct kit_env *e, smart_worker_t *w)
  * before, for the sizing, and stays for the run.) */
 static int setup_local(struct ycsb *y, struct bench_run *r)
 {
-	int rc = y->uniform ? 0 : smart_zipf_init(&y->zipf_gen, y->keys,
-						  y->zipf);
+	int rc = y->uniform ? 0 :
+			      smart_zipf_init(&y->zipf_gen, y->keys, y->zipf);
 
 	y->t = calloc((size_t)r->com.threads, sizeof(*y->t));
 	y->ack_done = calloc(YCSB_ACK_WINDOW, sizeof(*y->ack_done));
@@ -402,7 +441,9 @@ static int new_keys_room(struct ycsb *y)
 		y->new_max *= 10;
 	if (!y->w->pct[OP_INSERT] || insert_estimate(y) < y->new_max)
 		return 0;
-	fprintf(stderr, BENCH_TOOL ": --key-size: %d bytes leave client %d "
+	fprintf(stderr,
+		BENCH_TOOL
+		": --key-size: %d bytes leave client %d "
 		"room for %" PRIu64 " new keys; this run may insert about "
 		"%" PRIu64 " (inserts beyond fail with SMART_ERANGE)\n",
 		y->key_size, y->client, y->new_max, insert_estimate(y));
@@ -419,9 +460,12 @@ static int share_setup(struct ycsb *y)
 	if (!y->table)
 		return new_keys_room(y);
 	if (y->joined && !y->no_preload) {
-		fprintf(stderr, BENCH_TOOL ": --table: table %s exists: join "
+		fprintf(stderr,
+			BENCH_TOOL
+			": --table: table %s exists: join "
 			"it with --no-preload (or drop it: --no-preload "
-			"--drop)\n", y->table);
+			"--drop)\n",
+			y->table);
 		return SMART_EEXIST;
 	}
 	if (y->no_preload)
@@ -440,11 +484,12 @@ static int ycsb_setup(void *m, struct bench_run *r)
 
 	/* every coroutine is a task: room for twice --coros over 32 (the
 	 * library's default is 64) */
-	snprintf(kv, sizeof(kv), "max_tasks=%d", y->coros * 2 > 1024 ? 1024 :
-		 y->coros * 2);
+	snprintf(kv, sizeof(kv), "max_tasks=%d",
+		 y->coros * 2 > 1024 ? 1024 : y->coros * 2);
 	if (!r->com.connect.n)
-		rc = size_memory(y, r->com.blade_size ? r->com.blade_size :
-				 mem_available() / 10 * 6);
+		rc = size_memory(y, r->com.blade_size ?
+					    r->com.blade_size :
+					    mem_available() / 10 * 6);
 	if (!rc)
 		rc = kit_env_open(&r->env, &r->com, y->coros > 32 ? kvs : NULL);
 	if (!rc)
@@ -483,8 +528,8 @@ static void table_note(const struct ycsb *y, char *note, size_t len)
 	y->dsi->note(y->h, note, len);
 	n = strlen(note);
 	if (y->table)
-		snprintf(note + n, len - n, " (%s)", y->joined ? "joined" :
-			 "created and preloaded");
+		snprintf(note + n, len - n, " (%s)",
+			 y->joined ? "joined" : "created and preloaded");
 	n = strlen(note);
 	if (y->w->pct[OP_INSERT])
 		snprintf(note + n, len - n, ", new keys u%d-*", y->client);
@@ -506,14 +551,17 @@ static void print_header(const struct ycsb *y, const struct bench_run *r,
 	kit_head("Keys", "%" PRIu64 "%s x (%d B key, %d B value), %s", y->keys,
 		 y->keys != y->keys_asked ? " (scaled down)" : "", y->key_size,
 		 y->value_size, dist);
-	kit_head("Threads x coros", "%d x %d (one operation in flight per "
-		 "coroutine)", r->com.threads, y->coros);
+	kit_head("Threads x coros",
+		 "%d x %d (one operation in flight per "
+		 "coroutine)",
+		 r->com.threads, y->coros);
 	if (y->no_preload)
 		snprintf(dist, sizeof(dist), "no preload (joined)");
 	else
 		snprintf(dist, sizeof(dist), "a %.2f s preload", y->load.secs);
-	kit_head("Duration", y->w->sweep ? "%.2f s (one pass) after %s" :
-		 "%.1f s after %s", y->win.secs, dist);
+	kit_head("Duration",
+		 y->w->sweep ? "%.2f s (one pass) after %s" : "%.1f s after %s",
+		 y->win.secs, dist);
 	kit_rule();
 }
 
@@ -541,14 +589,15 @@ static void print_table(const struct ycsb *y, const struct bench_run *r,
 
 	print_header(y, r, note);
 	printf(" %-12s %-11s %-8s %-8s %-8s %-8s %-9s %-11s %-11s %-7s %-9s "
-	       "%s\n", "workload", "#ops", "Mops", "p50[us]", "p99[us]",
-	       "p999[us]", "max[us]", "retries/op", "rdma-ops/op", "rt/op",
-	       "bytes/op", "errors");
+	       "%s\n",
+	       "workload", "#ops", "Mops", "p50[us]", "p99[us]", "p999[us]",
+	       "max[us]", "retries/op", "rdma-ops/op", "rt/op", "bytes/op",
+	       "errors");
 	printf(" %-12s %-11" PRIu64 " %-8.3f %-8.2f %-8.2f %-8.2f %-9.0f "
-	       "%-11.4f %-11.2f %-7.3f %-9.1f %" PRIu64 "\n", wl_names[y->wl],
-	       s->ops, s->mops, s->lat.p50_us, s->lat.p99_us,
-	       s->lat.p999_us, s->max_us, s->retries_per_op,
-	       s->rdma_ops_per_op, s->rt_per_op, s->bytes_per_op, s->errors);
+	       "%-11.4f %-11.2f %-7.3f %-9.1f %" PRIu64 "\n",
+	       wl_names[y->wl], s->ops, s->mops, s->lat.p50_us, s->lat.p99_us,
+	       s->lat.p999_us, s->max_us, s->retries_per_op, s->rdma_ops_per_op,
+	       s->rt_per_op, s->bytes_per_op, s->errors);
 	kit_rule();
 	print_rt(s);
 	printf(" mix:");
@@ -560,9 +609,9 @@ static void print_table(const struct ycsb *y, const struct bench_run *r,
 	       s->vfail, s->mops / r->com.threads);
 	if (s->retired)
 		printf(" reclamation: %" PRIu64 " blocks retired, %" PRIu64
-		       " freed (%.2f%%) by the end of the run\n", s->retired,
-		       s->freed, 100.0 * (double)s->freed /
-		       (double)s->retired);
+		       " freed (%.2f%%) by the end of the run\n",
+		       s->retired, s->freed,
+		       100.0 * (double)s->freed / (double)s->retired);
 	if (s->mem_ok) {
 		char line[256];
 
@@ -574,7 +623,8 @@ static void print_table(const struct ycsb *y, const struct bench_run *r,
 		printf(" %s\n", ds_line);
 	if (y->w->sweep)
 		printf(" sweep: %" PRIu64 " of %" PRIu64 " keys read and "
-		       "updated\n", s->swept, y->keys);
+		       "updated\n",
+		       s->swept, y->keys);
 	if (y->drop)
 		printf(" table dropped: %s\n", y->h ? "no" : "yes");
 	if (s->errors)
@@ -617,16 +667,15 @@ static void record_result(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_num(rec, "scanned_entries", "%" PRIu64, s->scanned);
 	kit_rec_num(rec, "deletes", "%" PRIu64, s->n[OP_DELETE]);
 	kit_rec_num(rec, "errors", "%" PRIu64, s->errors);
-	kit_rec_str(rec, "first_error", s->errors ?
-		    smart_status_name(s->first_err) : "");
+	kit_rec_str(rec, "first_error",
+		    s->errors ? smart_status_name(s->first_err) : "");
 	kit_rec_num(rec, "validation_failures", "%" PRIu64, s->vfail);
 	kit_rec_num(rec, "epoch_retired", "%" PRIu64, s->retired);
 	kit_rec_num(rec, "epoch_freed", "%" PRIu64, s->freed);
 	if (s->mem_ok) {
 		kit_rec_num(rec, "mem_used_bytes", "%" PRIu64, s->mem.used);
 		kit_rec_num(rec, "mem_free_bytes", "%" PRIu64, s->mem.free);
-		kit_rec_num(rec, "mem_cached_bytes", "%" PRIu64,
-			    s->mem.cached);
+		kit_rec_num(rec, "mem_cached_bytes", "%" PRIu64, s->mem.cached);
 	}
 }
 
@@ -648,19 +697,20 @@ static void record_env(const struct ycsb *y, const struct bench_run *r,
 	kit_rec_num(rec, "guarded_retries_per_op", "%.4f", st->retries_per_op);
 	kit_rec_num(rec, "reads_per_op", "%.4f",
 		    (double)st->c[SMART_STAT_READS] /
-		    (double)(y->res.ops ? y->res.ops : 1));
+			    (double)(y->res.ops ? y->res.ops : 1));
 }
 
 /* Round trips and bytes moved per op (null for a kind the run did not
  * do), the slowest op, the table and what became of it. */
 static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 {
-	static const char *const keys[OP__N] = { "rt_read", "rt_update",
-						  "rt_insert", "rt_rmw",
-						  "rt_scan", "rt_delete" };
+	static const char *const keys[OP__N] = { "rt_read",   "rt_update",
+						 "rt_insert", "rt_rmw",
+						 "rt_scan",   "rt_delete" };
 	static const char *const bkeys[OP__N] = {
-		"bytes_read", "bytes_update", "bytes_insert", "bytes_rmw",
-		"bytes_scan", "bytes_delete" };
+		"bytes_read", "bytes_update", "bytes_insert",
+		"bytes_rmw",  "bytes_scan",   "bytes_delete"
+	};
 	const struct ycsb_result *s = &y->res;
 	int k;
 
@@ -681,8 +731,7 @@ static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_str(rec, "table", y->table ? y->table : "");
 	kit_rec_num(rec, "joined", "%s", y->joined ? "true" : "false");
 	kit_rec_num(rec, "client_id", "%d", y->client);
-	kit_rec_num(rec, "dropped", "%s", y->drop && !y->h ? "true" :
-		    "false");
+	kit_rec_num(rec, "dropped", "%s", y->drop && !y->h ? "true" : "false");
 	kit_rec_num(rec, "swept", "%" PRIu64, s->swept);
 	kit_rec_num(rec, "stop_signal", "%d", s->stop_sig);
 }
@@ -706,20 +755,27 @@ static int verdict(const struct ycsb *y, int loud)
 
 	if (!loud)
 		return (y->w->sweep && s->swept < y->keys) || s->errors ||
-		       s->vfail || s->first_err ? SMART_EPROTO : s->drop_rc;
+				       s->vfail || s->first_err ?
+			       SMART_EPROTO :
+			       s->drop_rc;
 	if (y->w->sweep && s->swept < y->keys) {
-		fprintf(stderr, BENCH_TOOL ": the sweep stopped after %" PRIu64
-			" of %" PRIu64 " keys\n", s->swept, y->keys);
+		fprintf(stderr,
+			BENCH_TOOL ": the sweep stopped after %" PRIu64
+				   " of %" PRIu64 " keys\n",
+			s->swept, y->keys);
 		return SMART_EAGAIN;
 	}
 	if (s->errors || s->vfail || s->first_err) {
-		fprintf(stderr, BENCH_TOOL ": the run failed: %" PRIu64
-			" errors%s%s, %" PRIu64 " validation failures\n",
+		fprintf(stderr,
+			BENCH_TOOL ": the run failed: %" PRIu64
+				   " errors%s%s, %" PRIu64
+				   " validation failures\n",
 			s->errors, s->first_err ? ", the first " : "",
 			s->first_err ? smart_strerror(s->first_err) : "",
 			s->vfail);
-		return s->vfail ? SMART_EPROTO : s->first_err ? s->first_err :
-		       SMART_EPROTO;
+		return s->vfail	    ? SMART_EPROTO :
+		       s->first_err ? s->first_err :
+				      SMART_EPROTO;
 	}
 	return s->drop_rc;
 }
@@ -742,7 +798,7 @@ static int ycsb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 		drop(y);
 	else if (y->drop)
 		fprintf(stderr, BENCH_TOOL ": --drop: not done: the run failed "
-			"(the table stays for a look)\n");
+					   "(the table stays for a look)\n");
 	ycsb_mem_fill(y);
 	if (!r->com.json)
 		print_table(y, r, note, ds_line);

@@ -27,13 +27,20 @@
 
 #include "bench.h"
 
-#define YCSB_ACK_WINDOW	(1u << 16)	/* D: inserts in flight, max */
+#define YCSB_ACK_WINDOW (1u << 16) /* D: inserts in flight, max */
 
-enum ycsb_op { OP_READ, OP_UPDATE, OP_INSERT, OP_RMW, OP_SCAN, OP_DELETE,
-	       OP__N };
+enum ycsb_op {
+	OP_READ,
+	OP_UPDATE,
+	OP_INSERT,
+	OP_RMW,
+	OP_SCAN,
+	OP_DELETE,
+	OP__N
+};
 
-#define YCSB_CHURN_OWN	64	/* churn: own keys a task keeps present */
-#define YCSB_SCAN_MAX	100	/* E: scans of 1..100 entries (YCSB's default) */
+#define YCSB_CHURN_OWN 64  /* churn: own keys a task keeps present */
+#define YCSB_SCAN_MAX  100 /* E: scans of 1..100 entries (YCSB's default) */
 
 /* One entry a scan returned (pointing into the task's scan buffer). */
 struct ycsb_kv {
@@ -45,9 +52,9 @@ struct ycsb_kv {
 struct ycsb_workload {
 	const char *title;
 	int pct[OP__N];
-	int latest;	/* D: reads favour recent inserts */
-	int sweep;	/* one pass: read, then update, every key once */
-	int churn;	/* deletes take the task's own oldest insert */
+	int latest; /* D: reads favour recent inserts */
+	int sweep;  /* one pass: read, then update, every key once */
+	int churn;  /* deletes take the task's own oldest insert */
 };
 
 struct ycsb;
@@ -59,7 +66,7 @@ struct ycsb;
  */
 struct ycsb_ds {
 	const char *name;
-	const char *title;	/* "Smart-HT" */
+	const char *title; /* "Smart-HT" */
 	/* Bytes of blade memory per key: its share of the index at the
 	 * structure's load factor, and its KV block. */
 	uint64_t (*bytes_per_key)(const struct ycsb *y);
@@ -73,10 +80,10 @@ struct ycsb_ds {
 	void (*note)(void *h, char *buf, size_t len);
 	int (*search)(void *h, smart_worker_t *w, const char *key, size_t klen,
 		      void *val, size_t cap, size_t *len);
-	int (*insert)(void *h, smart_worker_t *w, const char *key,
-		      size_t klen, const void *val, size_t vlen);
-	int (*update)(void *h, smart_worker_t *w, const char *key,
-		      size_t klen, const void *val, size_t vlen);
+	int (*insert)(void *h, smart_worker_t *w, const char *key, size_t klen,
+		      const void *val, size_t vlen);
+	int (*update)(void *h, smart_worker_t *w, const char *key, size_t klen,
+		      const void *val, size_t vlen);
 	/* SMART_ENOENT for a missing key. */
 	int (*del)(void *h, smart_worker_t *w, const char *key, size_t klen);
 	/* At most max entries from key on, ascending, into kv[] with their
@@ -105,8 +112,8 @@ extern const struct ycsb_ds ycsb_ht, ycsb_bt;
 /* How an adapter finds or makes its structure (ycsb_place); arg is the
  * adapter's (its config and where the handle goes). */
 struct ycsb_place_ops {
-	const char *what;		/* "table", "tree" */
-	unsigned root_first;		/* unnamed: root entries tried from */
+	const char *what;    /* "table", "tree" */
+	unsigned root_first; /* unnamed: root entries tried from */
 	int (*open_named)(void *arg, smart_worker_t *w, uint16_t home,
 			  const char *name);
 	int (*create_named)(void *arg, smart_worker_t *w, uint16_t home,
@@ -134,12 +141,12 @@ struct ycsb_thread {
 	/* round trips the tasks waited for inside each kind of op, and of
 	 * those the allocator's (smart_task_round_trips) */
 	uint64_t rt[OP__N], rt_alloc[OP__N];
-	uint64_t bytes[OP__N];	/* payload they posted (smart_task_bytes) */
-	uint64_t max_cycles;	/* the slowest op (every op is timed) */
+	uint64_t bytes[OP__N]; /* payload they posted (smart_task_bytes) */
+	uint64_t max_cycles;   /* the slowest op (every op is timed) */
 	uint64_t errors, vfail;
-	uint64_t scanned;		/* E: entries the scans returned */
+	uint64_t scanned; /* E: entries the scans returned */
 	int first_err;
-	smart_hist_t hist;	/* op latency in cycles (sampled) */
+	smart_hist_t hist; /* op latency in cycles (sampled) */
 	int rc;
 };
 
@@ -147,15 +154,15 @@ struct ycsb_result {
 	uint64_t ops, n[OP__N], errors, vfail, scanned;
 	int first_err;
 	double mops, retries_per_op, rdma_ops_per_op, bytes_per_op;
-	double rt_per_op, alloc_rt_per_op, rt[OP__N];	/* rt[k]: per op k */
-	double bytes[OP__N];		/* per op k */
+	double rt_per_op, alloc_rt_per_op, rt[OP__N]; /* rt[k]: per op k */
+	double bytes[OP__N];			      /* per op k */
 	double max_us;
-	uint64_t swept;			/* sweep: keys done */
-	uint64_t retired, freed;	/* blocks, whole run, after the drain */
-	struct smart_alloc_usage mem;	/* the blades', summed, at the end */
+	uint64_t swept;		      /* sweep: keys done */
+	uint64_t retired, freed;      /* blocks, whole run, after the drain */
+	struct smart_alloc_usage mem; /* the blades', summed, at the end */
 	int mem_ok;
-	int stop_sig;			/* the window ended by this signal */
-	int drop_rc;			/* --drop: 0 or its error */
+	int stop_sig; /* the window ended by this signal */
+	int drop_rc;  /* --drop: 0 or its error */
 	struct kit_lat lat;
 };
 
@@ -167,41 +174,41 @@ struct ycsb {
 	double zipf;
 	int uniform;
 	int coros;
-	const char *table;		/* --table: a named, shared table */
+	const char *table; /* --table: a named, shared table */
 	int no_preload, drop;
-	uint64_t insert_room;		/* --insert-room (0: estimated) */
-	int cache_mb;			/* --cache-mb: bt's index cache */
-	int hocl;			/* --hocl: bt's local lock table */
-	int lock_memory;		/* --lock-memory: SMART_BT_LOCKS_* */
+	uint64_t insert_room; /* --insert-room (0: estimated) */
+	int cache_mb;	      /* --cache-mb: bt's index cache */
+	int hocl;	      /* --hocl: bt's local lock table */
+	int lock_memory;      /* --lock-memory: SMART_BT_LOCKS_* */
 	/* the run */
-	int joined;			/* the table existed: opened, not made */
-	int client;			/* this process's id for new keys */
-	int new_digits;			/* digits of j in a new key (ycsb.h) */
-	uint64_t new_max;		/* new keys that fit: 10^new_digits */
-	char new_prefix[16];		/* "u" + client + "-" */
+	int joined;	     /* the table existed: opened, not made */
+	int client;	     /* this process's id for new keys */
+	int new_digits;	     /* digits of j in a new key (ycsb.h) */
+	uint64_t new_max;    /* new keys that fit: 10^new_digits */
+	char new_prefix[16]; /* "u" + client + "-" */
 	int new_prefix_len;
 	struct bench_run *run;
 	const struct ycsb_workload *w;
 	const struct ycsb_ds *dsi;
-	void *h;			/* the structure (dsi's handle) */
-	smart_worker_t *main_worker;	/* created it; kept for the run */
-	uint64_t keys_asked;		/* before scaling down to fit memory */
-	uint64_t capacity;		/* keys the structure is built for */
-	uint64_t growth;		/* keys it may have to hold by the end
+	void *h;		     /* the structure (dsi's handle) */
+	smart_worker_t *main_worker; /* created it; kept for the run */
+	uint64_t keys_asked;	     /* before scaling down to fit memory */
+	uint64_t capacity;	     /* keys the structure is built for */
+	uint64_t growth;	     /* keys it may have to hold by the end
 					 * (D inserts): it must grow to this */
 	smart_zipf_t zipf_gen;
 	struct kit_runner runner;
-	struct kit_progress load;	/* the preload, counted by the tasks */
-	struct kit_progress sweep;	/* the sweep's keys, likewise */
-	_Atomic int running;		/* threads not done with the run */
+	struct kit_progress load;  /* the preload, counted by the tasks */
+	struct kit_progress sweep; /* the sweep's keys, likewise */
+	_Atomic int running;	   /* threads not done with the run */
 	struct kit_window win;
 	struct ycsb_thread *t;
-	_Atomic uint64_t load_next;	/* next key to preload */
-	_Atomic uint64_t sweep_next;	/* sweep: next key */
-	_Atomic uint64_t ins_next;	/* D: next key to insert */
-	_Atomic uint64_t acked;		/* D: [0, acked) all inserted */
+	_Atomic uint64_t load_next;  /* next key to preload */
+	_Atomic uint64_t sweep_next; /* sweep: next key */
+	_Atomic uint64_t ins_next;   /* D: next key to insert */
+	_Atomic uint64_t acked;	     /* D: [0, acked) all inserted */
 	atomic_flag ack_lock;
-	_Atomic uint64_t *ack_done;	/* D: ring of finished inserts (k+1) */
+	_Atomic uint64_t *ack_done; /* D: ring of finished inserts (k+1) */
 	struct ycsb_result res;
 };
 

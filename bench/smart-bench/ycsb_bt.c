@@ -17,13 +17,13 @@
 #include "smart/bt.h"
 #include "ycsb.h"
 
-#define BT_ROOT_FIRST	32	/* root entries tried for the tree */
-#define BT_NODE		1024u	/* nodes: 1 KiB, or larger for big entries */
+#define BT_ROOT_FIRST 32    /* root entries tried for the tree */
+#define BT_NODE	      1024u /* nodes: 1 KiB, or larger for big entries */
 
 struct bt_handle {
 	smart_bt_t *bt;
 	unsigned root;
-	const char *name;	/* --table's, or NULL */
+	const char *name; /* --table's, or NULL */
 };
 
 /* The tree's key and value maxima: the run's sizes, and for a shared
@@ -55,8 +55,8 @@ unsigned ycsb_bt_node_size(const struct ycsb *y)
 {
 	uint64_t fences = bt_fences(y);
 	uint64_t inner = (10 + (uint64_t)key_max(y) + 7) & ~UINT64_C(7);
-	uint64_t need = fences + 4 * (bt_entry(y) > inner ? bt_entry(y) :
-				      inner);
+	uint64_t need = fences +
+			4 * (bt_entry(y) > inner ? bt_entry(y) : inner);
 	unsigned n = BT_NODE;
 
 	while (n < need && n < SMART_BT_NODE_MAX)
@@ -163,7 +163,7 @@ static void bt_close(void *h)
 	struct bt_handle *t = h;
 
 	if (t)
-		smart_bt_close(t->bt, NULL);	/* area adopted once we are gone */
+		smart_bt_close(t->bt, NULL); /* area adopted once we are gone */
 	free(t);
 }
 
@@ -201,10 +201,8 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	sm = c.c[SMART_STAT_SPEC_MISSES];
 	kit_rec_num(rec, "bt_height", "%u", s.height);
 	kit_rec_num(rec, "bt_leaf_splits", "%" PRIu64, s.leaf_splits);
-	kit_rec_num(rec, "cache_hit_rate", "%.4f",
-		    ratio(ch, ch + cm));
-	kit_rec_num(rec, "spec_hit_rate", "%.4f",
-		    ratio(sh, sh + sm));
+	kit_rec_num(rec, "cache_hit_rate", "%.4f", ratio(ch, ch + cm));
+	kit_rec_num(rec, "spec_hit_rate", "%.4f", ratio(sh, sh + sm));
 	kit_rec_num(rec, "lock_handovers", "%" PRIu64, s.handovers);
 	kit_rec_num(rec, "remote_lock_retries", "%" PRIu64, s.lock_retries);
 	kit_rec_num(rec, "bt_torn_reads", "%" PRIu64, s.crc_retries);
@@ -213,13 +211,14 @@ static void bt_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	kit_rec_num(rec, "bt_repairs", "%" PRIu64, s.repairs);
 	kit_rec_num(rec, "bt_merges", "%" PRIu64, s.merges);
 	kit_rec_num(rec, "bt_dm_lock_tables", "%u", s.dm_lock_tables);
-	snprintf(line, len, "Smart-BT: height %u; this process: %" PRIu64
+	snprintf(line, len,
+		 "Smart-BT: height %u; this process: %" PRIu64
 		 " leaf splits, index cache hits %.1f%%, speculative hits "
 		 "%.1f%%, %" PRIu64 " lock hand-overs, %" PRIu64 " failed "
 		 "remote lock CASes, %" PRIu64 " torn reads retried",
-		 s.height, s.leaf_splits,
-		 100 * ratio(ch, ch + cm), 100 * ratio(sh, sh + sm),
-		 s.handovers, s.lock_retries, s.crc_retries);
+		 s.height, s.leaf_splits, 100 * ratio(ch, ch + cm),
+		 100 * ratio(sh, sh + sm), s.handovers, s.lock_retries,
+		 s.crc_retries);
 }
 
 static int bt_drop(void *h, smart_worker_t *w)
@@ -232,22 +231,22 @@ static int bt_drop(void *h, smart_worker_t *w)
 	return rc;
 }
 
-static int bt_search(void *h, smart_worker_t *w, const char *key,
-		     size_t klen, void *val, size_t cap, size_t *len)
+static int bt_search(void *h, smart_worker_t *w, const char *key, size_t klen,
+		     void *val, size_t cap, size_t *len)
 {
 	return smart_bt_search(((struct bt_handle *)h)->bt, w, key, klen, val,
 			       cap, len);
 }
 
-static int bt_insert(void *h, smart_worker_t *w, const char *key,
-		     size_t klen, const void *val, size_t vlen)
+static int bt_insert(void *h, smart_worker_t *w, const char *key, size_t klen,
+		     const void *val, size_t vlen)
 {
 	return smart_bt_insert(((struct bt_handle *)h)->bt, w, key, klen, val,
 			       vlen);
 }
 
-static int bt_update(void *h, smart_worker_t *w, const char *key,
-		     size_t klen, const void *val, size_t vlen)
+static int bt_update(void *h, smart_worker_t *w, const char *key, size_t klen,
+		     const void *val, size_t vlen)
 {
 	return smart_bt_update(((struct bt_handle *)h)->bt, w, key, klen, val,
 			       vlen);
@@ -287,8 +286,8 @@ static int bt_bulk(void *h, smart_worker_t *w,
 			       const void **val, size_t *vlen),
 		   void *arg, uint64_t *loaded)
 {
-	return smart_bt_bulk_load(((struct bt_handle *)h)->bt, w, next, arg,
-				  70, loaded);
+	return smart_bt_bulk_load(((struct bt_handle *)h)->bt, w, next, arg, 70,
+				  loaded);
 }
 
 const struct ycsb_ds ycsb_bt = {

@@ -18,7 +18,7 @@
 #include "smart/ht.h"
 #include "ycsb.h"
 
-#define HT_ROOT_FIRST	16	/* root entries tried for the table */
+#define HT_ROOT_FIRST 16 /* root entries tried for the table */
 
 struct ht_handle {
 	smart_ht_t *ht;
@@ -163,12 +163,13 @@ static void ht_report(void *h, smart_worker_t *w, struct kit_rec *rec,
 	kit_rec_num(rec, "ht_recovered", "%" PRIu64, s.recovered);
 	kit_rec_num(rec, "ht_tent_cleared", "%" PRIu64, s.tent_cleared);
 	kit_rec_num(rec, "ht_leaked", "%" PRIu64, s.leaked);
-	snprintf(line, len, "Smart-HT: %u subtables (global depth %u); "
+	snprintf(line, len,
+		 "Smart-HT: %u subtables (global depth %u); "
 		 "this process: %" PRIu64 " splits, %" PRIu64 " dead "
 		 "clients' splits recovered, %" PRIu64 " of their tentative "
-		 "slots cleared, %" PRIu64 " blocks leaked", s.subtables,
-		 s.global_depth, s.splits, s.recovered, s.tent_cleared,
-		 s.leaked);
+		 "slots cleared, %" PRIu64 " blocks leaked",
+		 s.subtables, s.global_depth, s.splits, s.recovered,
+		 s.tent_cleared, s.leaked);
 }
 
 static int ht_drop(void *h, smart_worker_t *w)
@@ -181,22 +182,22 @@ static int ht_drop(void *h, smart_worker_t *w)
 	return rc;
 }
 
-static int ht_search(void *h, smart_worker_t *w, const char *key,
-		     size_t klen, void *val, size_t cap, size_t *len)
+static int ht_search(void *h, smart_worker_t *w, const char *key, size_t klen,
+		     void *val, size_t cap, size_t *len)
 {
 	return smart_ht_search(((struct ht_handle *)h)->ht, w, key, klen, val,
 			       cap, len);
 }
 
-static int ht_insert(void *h, smart_worker_t *w, const char *key,
-		     size_t klen, const void *val, size_t vlen)
+static int ht_insert(void *h, smart_worker_t *w, const char *key, size_t klen,
+		     const void *val, size_t vlen)
 {
 	return smart_ht_insert(((struct ht_handle *)h)->ht, w, key, klen, val,
 			       vlen);
 }
 
-static int ht_update(void *h, smart_worker_t *w, const char *key,
-		     size_t klen, const void *val, size_t vlen)
+static int ht_update(void *h, smart_worker_t *w, const char *key, size_t klen,
+		     const void *val, size_t vlen)
 {
 	return smart_ht_update(((struct ht_handle *)h)->ht, w, key, klen, val,
 			       vlen);

@@ -32,19 +32,19 @@ struct op_meter {
 
 struct ycsb_task {
 	struct ycsb_thread *th;
-	int idx;		/* in its thread */
+	int idx; /* in its thread */
 	smart_rng_t rng;
 	struct op_meter m;
 	char key[256];
 	uint8_t *val, *rval;
-	struct ycsb_kv *kv;	/* E: a scan's entries and their bytes */
+	struct ycsb_kv *kv; /* E: a scan's entries and their bytes */
 	/* churn: the task's own inserted keys still present, oldest first
 	 * (a ring): only this task deletes them, so each delete must find
 	 * its key */
 	uint64_t own[YCSB_CHURN_OWN];
 	unsigned own_first, own_n;
 	uint8_t *sbuf;
-	size_t sbuf_cap;	/* bytes at sbuf: YCSB_SCAN_MAX entries */
+	size_t sbuf_cap; /* bytes at sbuf: YCSB_SCAN_MAX entries */
 };
 
 /* ---- keys and values ---- */
@@ -115,7 +115,6 @@ static int value_ok(const struct ycsb_task *t, size_t len, unsigned size)
 	return kv_ok(t->key, strlen(t->key), t->rval, len, size);
 }
 
-
 /* ---- key choice ---- */
 
 /* Scrambled Zipf, as YCSB: the Zipf rank is hashed over the key space so
@@ -124,8 +123,9 @@ static uint64_t key_existing(struct ycsb *y, smart_rng_t *r)
 {
 	if (y->uniform)
 		return smart_rng_below(r, y->keys);
-	return smart_hash64(&(uint64_t){ smart_zipf_next(&y->zipf_gen, r) },
-			    8, y->run->com.seed) % y->keys;
+	return smart_hash64(&(uint64_t){ smart_zipf_next(&y->zipf_gen, r) }, 8,
+			    y->run->com.seed) %
+	       y->keys;
 }
 
 /* D's "latest": rank 0 is the newest fully inserted key. */
@@ -133,7 +133,7 @@ static uint64_t key_latest(struct ycsb *y, smart_rng_t *r)
 {
 	uint64_t top = atomic_load_explicit(&y->acked, memory_order_acquire);
 	uint64_t d = y->uniform ? smart_rng_below(r, top) :
-		     smart_zipf_next(&y->zipf_gen, r) % top;
+				  smart_zipf_next(&y->zipf_gen, r) % top;
 
 	return top - 1 - d;
 }
@@ -185,14 +185,13 @@ static int op_write(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
 
 /* A new key that does not fit the key size would be cut short and
  * collide: the insert fails instead. */
-static int op_insert_new(struct ycsb *y, smart_worker_t *w,
-			 struct ycsb_task *t)
+static int op_insert_new(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t)
 {
 	uint64_t k = atomic_fetch_add(&y->ins_next, 1);
 	int rc = k - y->keys < y->new_max ? op_write(y, w, t, k, 1) :
-		 SMART_ERANGE;
+					    SMART_ERANGE;
 
-	if (y->w->latest)	/* only D's reads look for them */
+	if (y->w->latest) /* only D's reads look for them */
 		insert_ack(y, k);
 	if (!rc && y->w->churn)
 		t->own[(t->own_first + t->own_n++) % YCSB_CHURN_OWN] = k;
@@ -200,8 +199,7 @@ static int op_insert_new(struct ycsb *y, smart_worker_t *w,
 }
 
 /* churn: delete the task's oldest own key; it must be there. */
-static int op_delete_own(struct ycsb *y, smart_worker_t *w,
-			 struct ycsb_task *t)
+static int op_delete_own(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t)
 {
 	uint64_t k = t->own[t->own_first];
 
@@ -238,8 +236,8 @@ static int op_scan(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t)
 	int rc;
 
 	key_render(y, k, t->key);
-	rc = y->dsi->scan(y->h, w, t->key, kl, max, t->kv, t->sbuf,
-			  t->sbuf_cap, &n);
+	rc = y->dsi->scan(y->h, w, t->key, kl, max, t->kv, t->sbuf, t->sbuf_cap,
+			  &n);
 	if (rc)
 		return rc;
 	want = y->keys - k < max ? (unsigned)(y->keys - k) : max;
@@ -279,7 +277,7 @@ static int op_one(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
 	switch (op) {
 	case OP_READ:
 		k = y->w->latest ? key_latest(y, &t->rng) :
-		    key_existing(y, &t->rng);
+				   key_existing(y, &t->rng);
 		return op_read(y, w, t, k);
 	case OP_UPDATE:
 		return op_write(y, w, t, key_existing(y, &t->rng), 0);
@@ -289,7 +287,7 @@ static int op_one(struct ycsb *y, smart_worker_t *w, struct ycsb_task *t,
 		return op_scan(y, w, t);
 	case OP_DELETE:
 		return op_delete_own(y, w, t);
-	default:	/* OP_RMW */
+	default: /* OP_RMW */
 		k = key_existing(y, &t->rng);
 		rc = op_read(y, w, t, k);
 		return rc ? rc : op_write(y, w, t, k, 0);
@@ -355,8 +353,8 @@ static void run_task(smart_worker_t *w, void *arg)
  * (klen bytes; the first one may be it again), each strictly above the
  * one before and whole; preloaded keys counted in *pre.  The entries
  * new, or -1 at the first entry that fails (a validation failure). */
-static int scan_step(const struct ycsb *y, const struct ycsb_kv *kv,
-		     unsigned n, char *last, uint64_t *pre)
+static int scan_step(const struct ycsb *y, const struct ycsb_kv *kv, unsigned n,
+		     char *last, uint64_t *pre)
 {
 	size_t kl = (size_t)y->key_size;
 	int fresh = 0;
@@ -365,7 +363,7 @@ static int scan_step(const struct ycsb *y, const struct ycsb_kv *kv,
 		int c = kv[i].klen == kl ? memcmp(kv[i].key, last, kl) : -1;
 
 		if (!i && !c) {
-			fresh--;	/* the key it started from */
+			fresh--; /* the key it started from */
 			continue;
 		}
 		if (c <= 0 || !kv_ok(kv[i].key, kl, kv[i].val, kv[i].vlen,
@@ -463,7 +461,7 @@ static void bulk_task(struct ycsb_task *t, smart_worker_t *w)
 		return;
 	rc = y->dsi->bulk(y->h, w, bulk_next, t, &loaded);
 	if (!rc && loaded != y->keys)
-		rc = SMART_EAGAIN;	/* stopped by a signal */
+		rc = SMART_EAGAIN; /* stopped by a signal */
 	if (rc)
 		count_err(t->th, rc);
 }
@@ -515,8 +513,8 @@ static int tasks_init(struct ycsb_thread *th, struct ycsb_task *tasks)
 	for (i = 0; i < y->coros; i++) {
 		tasks[i].th = th;
 		tasks[i].idx = i;
-		smart_rng_seed(&tasks[i].rng, kit_task_seed(y->run->com.seed,
-							    th->idx, i));
+		smart_rng_seed(&tasks[i].rng,
+			       kit_task_seed(y->run->com.seed, th->idx, i));
 		tasks[i].val = malloc((size_t)y->value_size);
 		tasks[i].rval = malloc((size_t)y->value_size + 64);
 		if (!tasks[i].val || !tasks[i].rval)
@@ -560,8 +558,8 @@ static void *thread_main(void *arg)
 		rc = spawn_all(th, w, tasks, load_task);
 	kit_runner_ready(&y->runner);
 	if (kit_runner_await(&y->runner, KIT_RUN) == KIT_RUN && !rc)
-		rc = spawn_all(th, w, tasks, y->w->sweep ? sweep_task :
-			       run_task);
+		rc = spawn_all(th, w, tasks,
+			       y->w->sweep ? sweep_task : run_task);
 	atomic_fetch_sub(&y->running, 1);
 	/* free what this worker retired before it goes (the keeper would,
 	 * later): the report counts blocks freed at the end of the run */
@@ -585,8 +583,10 @@ static int load_errors(const struct ycsb *y)
 		if (!th->rc && !th->errors)
 			continue;
 		rc = th->rc ? th->rc : th->first_err;
-		fprintf(stderr, BENCH_TOOL ": preload failed: %s (%" PRIu64
-			" errors)\n", smart_strerror(rc), th->errors);
+		fprintf(stderr,
+			BENCH_TOOL ": preload failed: %s (%" PRIu64
+				   " errors)\n",
+			smart_strerror(rc), th->errors);
 		return rc;
 	}
 	return 0;
@@ -649,10 +649,13 @@ static void result_fill(struct ycsb *y)
 	rt_fill(y, ops);
 	r->retries_per_op = (double)s->c[SMART_STAT_RETRIES] / ops;
 	r->rdma_ops_per_op = (double)(s->c[SMART_STAT_READS] +
-		s->c[SMART_STAT_WRITES] + s->c[SMART_STAT_CASES] +
-		s->c[SMART_STAT_FAAS]) / ops;
+				      s->c[SMART_STAT_WRITES] +
+				      s->c[SMART_STAT_CASES] +
+				      s->c[SMART_STAT_FAAS]) /
+			     ops;
 	r->bytes_per_op = (double)(s->c[SMART_STAT_BYTES_READ] +
-		s->c[SMART_STAT_BYTES_WRITTEN]) / ops;
+				   s->c[SMART_STAT_BYTES_WRITTEN]) /
+			  ops;
 }
 
 /* Where the blades' memory is, summed over them. */
@@ -686,12 +689,14 @@ static int preload(struct ycsb *y)
 {
 	int i, rc, sig;
 
-	sig = kit_runner_wait_ready(&y->runner, y->no_preload ? NULL :
-				    &y->load);
+	sig = kit_runner_wait_ready(&y->runner,
+				    y->no_preload ? NULL : &y->load);
 	rc = load_errors(y);
 	if (!rc && sig) {
-		fprintf(stderr, BENCH_TOOL ": stopped by signal %d before the "
-			"run\n", sig);
+		fprintf(stderr,
+			BENCH_TOOL ": stopped by signal %d before the "
+				   "run\n",
+			sig);
 		rc = SMART_EAGAIN;
 	}
 	for (i = 0; !rc && i < y->run->com.threads; i++)
@@ -699,9 +704,10 @@ static int preload(struct ycsb *y)
 	if (!rc && y->table && !y->joined) {
 		rc = ycsb_share_publish(y, y->main_worker);
 		if (!rc)
-			fprintf(stderr, "table %s: preloaded; others may join "
-				"it (--table %s --no-preload)\n", y->table,
-				y->table);
+			fprintf(stderr,
+				"table %s: preloaded; others may join "
+				"it (--table %s --no-preload)\n",
+				y->table, y->table);
 	}
 	return rc;
 }
@@ -750,9 +756,10 @@ int ycsb_run(void *m, struct bench_run *r)
 	if (!rc) {
 		kit_window_open(&y->win, ctx);
 		kit_runner_set(&y->runner, KIT_RUN);
-		y->res.stop_sig = y->w->sweep ? sweep_wait(y) :
-				  kit_window_sleep(&y->win, ctx,
-						   r->com.seconds);
+		y->res.stop_sig = y->w->sweep ?
+					  sweep_wait(y) :
+					  kit_window_sleep(&y->win, ctx,
+							   r->com.seconds);
 	}
 	kit_runner_set(&y->runner, KIT_STOP);
 	kit_window_end(&y->win);
@@ -760,8 +767,10 @@ int ycsb_run(void *m, struct bench_run *r)
 	if (rc)
 		return rc;
 	if (y->res.stop_sig)
-		fprintf(stderr, BENCH_TOOL ": the window ended by signal %d "
-			"after %.2f s\n", y->res.stop_sig, y->win.secs);
+		fprintf(stderr,
+			BENCH_TOOL ": the window ended by signal %d "
+				   "after %.2f s\n",
+			y->res.stop_sig, y->win.secs);
 	kit_window_close(&y->win, ctx);
 	result_fill(y);
 	/* reclamation over the whole run, after the workers drained */

@@ -26,14 +26,14 @@
 
 #include "ycsb.h"
 
-#define SHARE_SPACE_KEY	"#smart-bench:keyspace"
-#define SHARE_CLIENT_FMT "#smart-bench:client:%d"
-#define SHARE_CLIENTS_MAX 100000	/* ids of at most 5 digits */
+#define SHARE_SPACE_KEY	  "#smart-bench:keyspace"
+#define SHARE_CLIENT_FMT  "#smart-bench:client:%d"
+#define SHARE_CLIENTS_MAX 100000 /* ids of at most 5 digits */
 
 static void space_render(const struct ycsb *y, char *buf, size_t n)
 {
-	snprintf(buf, n, "keys=%" PRIu64 " key_size=%d value_size=%d",
-		 y->keys, y->key_size, y->value_size);
+	snprintf(buf, n, "keys=%" PRIu64 " key_size=%d value_size=%d", y->keys,
+		 y->key_size, y->value_size);
 }
 
 int ycsb_share_publish(struct ycsb *y, smart_worker_t *w)
@@ -45,8 +45,10 @@ int ycsb_share_publish(struct ycsb *y, smart_worker_t *w)
 	rc = y->dsi->insert(y->h, w, SHARE_SPACE_KEY,
 			    sizeof(SHARE_SPACE_KEY) - 1, val, strlen(val));
 	if (rc)
-		fprintf(stderr, BENCH_TOOL ": --table: recording the key space "
-			"of table %s: %s\n", y->table, smart_strerror(rc));
+		fprintf(stderr,
+			BENCH_TOOL ": --table: recording the key space "
+				   "of table %s: %s\n",
+			y->table, smart_strerror(rc));
 	return rc;
 }
 
@@ -60,23 +62,30 @@ int ycsb_share_check(struct ycsb *y, smart_worker_t *w)
 			    sizeof(SHARE_SPACE_KEY) - 1, got, sizeof(got) - 1,
 			    &len);
 	if (rc == SMART_ENOENT) {
-		fprintf(stderr, BENCH_TOOL ": --no-preload: table %s has no "
+		fprintf(stderr,
+			BENCH_TOOL
+			": --no-preload: table %s has no "
 			"key space yet: its creator has not finished its "
-			"preload (or died in it)\n", y->table);
+			"preload (or died in it)\n",
+			y->table);
 		return rc;
 	}
 	if (rc) {
-		fprintf(stderr, BENCH_TOOL ": --no-preload: reading the key "
-			"space of table %s: %s\n", y->table,
-			smart_strerror(rc));
+		fprintf(stderr,
+			BENCH_TOOL ": --no-preload: reading the key "
+				   "space of table %s: %s\n",
+			y->table, smart_strerror(rc));
 		return rc;
 	}
 	got[len] = 0;
 	space_render(y, want, sizeof(want));
 	if (strcmp(got, want)) {
-		fprintf(stderr, BENCH_TOOL ": --no-preload: table %s holds "
+		fprintf(stderr,
+			BENCH_TOOL
+			": --no-preload: table %s holds "
 			"%s; this run asks for %s (pass the creator's --keys, "
-			"--key-size and --value-size)\n", y->table, got, want);
+			"--key-size and --value-size)\n",
+			y->table, got, want);
 		return SMART_EINVAL;
 	}
 	return 0;
@@ -94,9 +103,11 @@ int ycsb_share_claim(struct ycsb *y, smart_worker_t *w)
 				    sizeof(pid));
 	}
 	if (rc) {
-		fprintf(stderr, BENCH_TOOL ": --table: claiming a client id "
-			"in table %s: %s\n", y->table, smart_strerror(rc ==
-			SMART_EEXIST ? SMART_ENOSPC : rc));
+		fprintf(stderr,
+			BENCH_TOOL ": --table: claiming a client id "
+				   "in table %s: %s\n",
+			y->table,
+			smart_strerror(rc == SMART_EEXIST ? SMART_ENOSPC : rc));
 		return rc == SMART_EEXIST ? SMART_ENOSPC : rc;
 	}
 	y->client = id - 1;

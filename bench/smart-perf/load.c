@@ -47,8 +47,7 @@ static int perf_issue(struct perf *p, smart_worker_t *w, struct perf_task *t,
 
 /* One cas-incr op: read a Zipf-chosen counter, then CAS it to old + 1
  * until that succeeds, inside a conflict-avoidance guard. */
-static int perf_cas_incr(struct perf *p, smart_worker_t *w,
-			 struct perf_task *t)
+static int perf_cas_incr(struct perf *p, smart_worker_t *w, struct perf_task *t)
 {
 	uint64_t k = smart_zipf_next(&p->zipf, &t->rng);
 	smart_gaddr_t ga = smart_gaddr(p->env.blade[0], p->lo + k * 8);
@@ -81,8 +80,8 @@ static int perf_batch(struct perf *p, smart_worker_t *w, struct perf_task *t)
 /* --dynamic: threads at or above the active count sit idle. */
 static void perf_idle_if_inactive(struct perf *p, struct perf_thread *pt)
 {
-	while (pt->idx >= atomic_load_explicit(&p->active,
-					       memory_order_relaxed) &&
+	while (pt->idx >=
+		       atomic_load_explicit(&p->active, memory_order_relaxed) &&
 	       !kit_runner_stopping(&p->run))
 		kit_sleep(0.0002);
 }
@@ -100,15 +99,15 @@ static void perf_task_fn(smart_worker_t *w, void *arg)
 			perf_idle_if_inactive(p, pt);
 		t0 = kit_lat_begin(n);
 		rc = p->cfg->op == OP_CAS_INCR ? perf_cas_incr(p, w, t) :
-		     perf_batch(p, w, t);
+						 perf_batch(p, w, t);
 		if (rc) {
 			pt->err = rc;
 			break;
 		}
 		kit_lat_end(&pt->hist, n++, t0);
 	}
-	pt->ops += n * (uint64_t)(p->cfg->op == OP_CAS_INCR ? 1 :
-				   p->cfg->batch);
+	pt->ops += n *
+		   (uint64_t)(p->cfg->op == OP_CAS_INCR ? 1 : p->cfg->batch);
 }
 
 static int perf_tasks_spawn(struct perf_thread *pt, struct perf_task *tasks)
@@ -118,8 +117,8 @@ static int perf_tasks_spawn(struct perf_thread *pt, struct perf_task *tasks)
 
 	for (i = 0; !rc && i < c->depth; i++) {
 		tasks[i].pt = pt;
-		smart_rng_seed(&tasks[i].rng, kit_task_seed(c->com.seed,
-							    pt->idx, i));
+		smart_rng_seed(&tasks[i].rng,
+			       kit_task_seed(c->com.seed, pt->idx, i));
 		rc = smart_buf_alloc(pt->w, c->size < 8 ? 8 : c->size,
 				     &tasks[i].buf);
 		if (!rc) {
@@ -136,8 +135,7 @@ static int perf_tasks_spawn(struct perf_thread *pt, struct perf_task *tasks)
 static int perf_thread_framework(struct perf_thread *pt)
 {
 	struct perf *p = pt->p;
-	struct perf_task *tasks = calloc((size_t)p->cfg->depth,
-					 sizeof(*tasks));
+	struct perf_task *tasks = calloc((size_t)p->cfg->depth, sizeof(*tasks));
 	int i, rc = tasks ? perf_tasks_spawn(pt, tasks) : SMART_ENOMEM;
 
 	if (rc)
@@ -164,8 +162,7 @@ static void raw_cas_incr(struct perf *p, smart_rng_t *r, uint64_t *acc)
 	uint64_t *ctr = (uint64_t *)(p->raw_base + p->lo + k * 8);
 
 	e = __atomic_load_n(ctr, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(ctr, &e, e + 1, 0,
-					    __ATOMIC_SEQ_CST,
+	while (!__atomic_compare_exchange_n(ctr, &e, e + 1, 0, __ATOMIC_SEQ_CST,
 					    __ATOMIC_SEQ_CST))
 		;
 	*acc += e;
@@ -192,8 +189,7 @@ static void raw_access(const struct perf_cfg *c, uint8_t *a, uint8_t *local,
 		break;
 	case OP_CAS:
 		__atomic_compare_exchange_n((uint64_t *)a, &e, *acc, 0,
-					    __ATOMIC_SEQ_CST,
-					    __ATOMIC_SEQ_CST);
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 		*acc += e;
 		break;
 	default:
@@ -244,7 +240,7 @@ static int perf_thread_raw(struct perf_thread *pt)
 		pt->ops += (uint64_t)p->cfg->depth;
 	}
 	free(local);
-	__asm__ __volatile__("" : : "r"(sink));	/* keep the loads alive */
+	__asm__ __volatile__("" : : "r"(sink)); /* keep the loads alive */
 	return 0;
 }
 
@@ -269,8 +265,9 @@ static void perf_dynamic(struct perf *p)
 
 	smart_rng_seed(&r, c->com.seed ^ 0xd1ce);
 	while (left > 0) {
-		atomic_store(&p->active, lo + (int)smart_rng_below(&r,
-			     (uint64_t)(t - lo + 1)));
+		atomic_store(&p->active,
+			     lo + (int)smart_rng_below(&r,
+						       (uint64_t)(t - lo + 1)));
 		kit_sleep(left < step ? left : step);
 		left -= step;
 	}

@@ -47,7 +47,8 @@ static const struct kit_flag perf_flags[] = {
 		"cas-incr: counters [1000000]"),
 	KIT_DOUBLE("zipf", P, zipf, 0, 1, "THETA",
 		   "cas-incr: Zipf theta in [0,1), 0 = uniform [0.99]"),
-	KIT_FLAG("raw", P, raw, "plain loads/stores/atomics on the mapping,\n"
+	KIT_FLAG("raw", P, raw,
+		 "plain loads/stores/atomics on the mapping,\n"
 		 "no framework (embedded shm only): the yardstick"),
 	KIT_FLAG("vs-raw", P, vs_raw,
 		 "alternate framework and raw runs, report medians"),
@@ -61,7 +62,7 @@ static void perf_cfg_init(struct perf_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	kit_common_init(&c->com, TOOL);
-	c->com.blade_size = 1 << 30;	/* lazy: only the span is touched */
+	c->com.blade_size = 1 << 30; /* lazy: only the span is touched */
 	c->span = 256 << 20;
 	c->op = OP_READ;
 	c->size = 8;
@@ -78,14 +79,17 @@ static void perf_check(const struct perf_cfg *c)
 	const char *tp = c->com.transport;
 
 	if (c->op >= OP_CAS && c->size != 8)
-		kit_bad(TOOL, "size", NULL, "--op %s works on 8 bytes, not %"
-			PRIu64, perf_op_names[c->op], c->size);
-	if ((c->raw || c->vs_raw) && (c->com.connect.n ||
-				      (tp && strcmp(tp, "shm"))))
-		kit_bad(TOOL, c->raw ? "raw" : "vs-raw", NULL, "needs the "
+		kit_bad(TOOL, "size", NULL,
+			"--op %s works on 8 bytes, not %" PRIu64,
+			perf_op_names[c->op], c->size);
+	if ((c->raw || c->vs_raw) &&
+	    (c->com.connect.n || (tp && strcmp(tp, "shm"))))
+		kit_bad(TOOL, c->raw ? "raw" : "vs-raw", NULL,
+			"needs the "
 			"embedded shm blade (no --connect, transport shm)");
 	if (c->com.connect.n > 1)
-		kit_bad(TOOL, "connect", c->com.connect.v[1], "smart-perf "
+		kit_bad(TOOL, "connect", c->com.connect.v[1],
+			"smart-perf "
 			"uses one blade");
 }
 
@@ -141,9 +145,10 @@ static int perf_span_alloc(struct perf *p)
 			break;
 	}
 	if (rc) {
-		fprintf(stderr, TOOL ": the blade has no %" PRIu64 " free "
-			"bytes in one piece for the ops (%s)\n", min,
-			smart_strerror(rc));
+		fprintf(stderr,
+			TOOL ": the blade has no %" PRIu64 " free "
+			     "bytes in one piece for the ops (%s)\n",
+			min, smart_strerror(rc));
 		return rc;
 	}
 	p->span_len = want;
@@ -179,8 +184,10 @@ static int perf_setup(struct perf *p)
 	/* the transport in force (--opt and SMART_TRANSPORT included) */
 	if ((c->raw || c->vs_raw) &&
 	    strcmp(smart_ctx_transport(p->env.ctx), "shm")) {
-		fprintf(stderr, TOOL ": --%s needs the embedded shm blade, not "
-			"transport %s\n", c->raw ? "raw" : "vs-raw",
+		fprintf(stderr,
+			TOOL ": --%s needs the embedded shm blade, not "
+			     "transport %s\n",
+			c->raw ? "raw" : "vs-raw",
 			smart_ctx_transport(p->env.ctx));
 		return SMART_EINVAL;
 	}
@@ -196,9 +203,10 @@ static int perf_setup(struct perf *p)
 		return rc;
 	p->slots = (p->span_len - p->stride) / p->stride;
 	if (c->op == OP_CAS_INCR && c->keys > p->slots) {
-		fprintf(stderr, TOOL ": --keys %" PRIu64 " is more counters "
-			"than the span holds (%" PRIu64 ")\n", c->keys,
-			p->slots);
+		fprintf(stderr,
+			TOOL ": --keys %" PRIu64 " is more counters "
+			     "than the span holds (%" PRIu64 ")\n",
+			c->keys, p->slots);
 		return SMART_ENOSPC;
 	}
 	if (c->op == OP_CAS_INCR)
@@ -212,8 +220,7 @@ static int perf_setup(struct perf *p)
 
 /* The run at the median rank (the lower one for an even count), so that
  * its mops, bytes and latencies are one run's. */
-static const struct perf_result *median_run(const struct perf_result *v,
-					    int n)
+static const struct perf_result *median_run(const struct perf_result *v, int n)
 {
 	int i, j, below, same, want = (n - 1) / 2;
 
@@ -256,8 +263,8 @@ static int perf_vs_raw(struct perf *p)
 		if (!c->com.json) {
 			kit_rule();
 			printf(" median of %d alternating runs: smart %.3f Mops, "
-			       "raw %.3f Mops, ratio %.1f%%\n", c->rounds,
-			       fw->mops, raw->mops, 100 * ratio);
+			       "raw %.3f Mops, ratio %.1f%%\n",
+			       c->rounds, fw->mops, raw->mops, 100 * ratio);
 		}
 		rc = perf_report(p, fw, 0, ratio);
 	}

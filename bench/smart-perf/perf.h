@@ -25,13 +25,13 @@ struct perf_cfg {
 	struct kit_common com;
 	int op;
 	uint64_t size;
-	int depth;		/* coroutines per thread */
+	int depth; /* coroutines per thread */
 	int raw, vs_raw, rounds;
-	int batch;		/* ops per sync per coroutine */
-	int dynamic_ms;		/* re-draw the active threads this often */
-	uint64_t keys;		/* cas-incr: counters */
-	uint64_t span;		/* bytes the offsets spread over */
-	double zipf;		/* cas-incr: theta, 0 = uniform */
+	int batch;	/* ops per sync per coroutine */
+	int dynamic_ms; /* re-draw the active threads this often */
+	uint64_t keys;	/* cas-incr: counters */
+	uint64_t span;	/* bytes the offsets spread over */
+	double zipf;	/* cas-incr: theta, 0 = uniform */
 };
 
 struct perf;
@@ -41,32 +41,32 @@ struct perf_thread {
 	int idx;
 	smart_worker_t *w;
 	uint64_t ops;
-	smart_hist_t hist;	/* op latency in cycles */
+	smart_hist_t hist; /* op latency in cycles */
 	int err;
 };
 
 struct perf {
 	const struct perf_cfg *cfg;
 	struct kit_env env;
-	uint8_t *raw_base;	/* embedded blade's mapping, for --raw */
-	uint64_t lo, slots;	/* offsets: lo + slot * stride */
+	uint8_t *raw_base;  /* embedded blade's mapping, for --raw */
+	uint64_t lo, slots; /* offsets: lo + slot * stride */
 	uint64_t stride;
-	smart_worker_t *w0;	/* the main thread's: allocated the span */
-	smart_gaddr_t span_ga;	/* the span, allocated from the blade */
+	smart_worker_t *w0;    /* the main thread's: allocated the span */
+	smart_gaddr_t span_ga; /* the span, allocated from the blade */
 	uint64_t span_len;
 	struct kit_runner run;
-	atomic_int active;	/* --dynamic: threads below this index run */
+	atomic_int active; /* --dynamic: threads below this index run */
 	struct perf_thread *t;
-	int raw;		/* this run */
-	smart_zipf_t zipf;	/* cas-incr key popularity */
-	int rc;			/* perf_body's result */
+	int raw;	   /* this run */
+	smart_zipf_t zipf; /* cas-incr key popularity */
+	int rc;		   /* perf_body's result */
 };
 
 struct perf_result {
 	uint64_t ops;
 	double mops, mb_per_s;
 	struct kit_lat lat;
-	struct kit_window win;	/* its time and the library's stats */
+	struct kit_window win; /* its time and the library's stats */
 };
 
 /* One run of cfg->com.seconds, framework or raw.  Returns 0 or the first
@@ -74,8 +74,7 @@ struct perf_result {
 int perf_run_once(struct perf *p, int raw, struct perf_result *res);
 
 void perf_print_header(const struct perf *p);
-void perf_print_row(const struct perf *p, const struct perf_result *r,
-		    int raw);
+void perf_print_row(const struct perf *p, const struct perf_result *r, int raw);
 /* --json and --csv: the result as a record; ratio < 0 when not --vs-raw. */
 int perf_report(const struct perf *p, const struct perf_result *r, int raw,
 		double ratio);

@@ -13,22 +13,32 @@
 #include "perf.h"
 
 static const char *const op_titles[] = {
-	"RDMA_Read", "RDMA_Write", "Atomic CMP_AND_SWAP",
-	"Atomic FETCH_AND_ADD", "CAS-increment (read + CAS loop)",
+	"RDMA_Read",
+	"RDMA_Write",
+	"Atomic CMP_AND_SWAP",
+	"Atomic FETCH_AND_ADD",
+	"CAS-increment (read + CAS loop)",
 };
 
 static const struct kit_col perf_csv[] = {
-	{ "op", "op", NULL }, { "size", "size", NULL },
-	{ "threads", "threads", NULL }, { "depth", "depth", NULL },
-	{ "raw", "raw", NULL }, { "batch", "batch", NULL },
+	{ "op", "op", NULL },
+	{ "size", "size", NULL },
+	{ "threads", "threads", NULL },
+	{ "depth", "depth", NULL },
+	{ "raw", "raw", NULL },
+	{ "batch", "batch", NULL },
 	{ "dynamic_ms", "dynamic_ms", NULL },
 	{ "techniques", "techniques", NULL },
 	{ "qp_mode", "qp_mode_effective", NULL },
 	{ "transport", "transport", NULL },
-	{ "nic_model", "nic_model", "off" }, { "keys", "keys", NULL },
-	{ "zipf", "zipf", NULL }, { "seconds", "seconds", NULL },
-	{ "mops", "mops", NULL }, { "mb_per_s", "mb_per_s", NULL },
-	{ "p50_us", "p50_us", NULL }, { "p99_us", "p99_us", NULL },
+	{ "nic_model", "nic_model", "off" },
+	{ "keys", "keys", NULL },
+	{ "zipf", "zipf", NULL },
+	{ "seconds", "seconds", NULL },
+	{ "mops", "mops", NULL },
+	{ "mb_per_s", "mb_per_s", NULL },
+	{ "p50_us", "p50_us", NULL },
+	{ "p99_us", "p99_us", NULL },
 	{ "p999_us", "p999_us", NULL },
 	{ "ratio_vs_raw", "ratio_vs_raw", NULL },
 	{ "retries_per_op", "retries_per_op", NULL },
@@ -47,8 +57,10 @@ void perf_print_header(const struct perf *p)
 	kit_head_env(&c->com, &p->env, NULL);
 	kit_head("Threads x depth", "%d x %d (one op in flight per coroutine)",
 		 c->com.threads, c->depth);
-	kit_head("Duration", "%.1f s per run, random %u-byte-aligned offsets "
-		 "over %.0f MiB", c->com.seconds, (unsigned)p->stride,
+	kit_head("Duration",
+		 "%.1f s per run, random %u-byte-aligned offsets "
+		 "over %.0f MiB",
+		 c->com.seconds, (unsigned)p->stride,
 		 (double)p->span_len / (1024.0 * 1024.0));
 	kit_rule();
 	printf(" %-6s %-6s %-12s %-18s %-14s %-14s %-14s\n", "mode", "#bytes",
@@ -56,12 +68,12 @@ void perf_print_header(const struct perf *p)
 	       "t_typical[usec]", "99% percentile[usec]");
 }
 
-void perf_print_row(const struct perf *p, const struct perf_result *r,
-		    int raw)
+void perf_print_row(const struct perf *p, const struct perf_result *r, int raw)
 {
 	printf(" %-6s %-6" PRIu64 " %-12" PRIu64 " %-18.2f %-14.3f %-14.3f "
-	       "%-14.3f\n", raw ? "raw" : "smart", p->cfg->size, r->ops,
-	       r->mb_per_s, r->mops, r->lat.p50_us, r->lat.p99_us);
+	       "%-14.3f\n",
+	       raw ? "raw" : "smart", p->cfg->size, r->ops, r->mb_per_s,
+	       r->mops, r->lat.p50_us, r->lat.p99_us);
 	if (!raw)
 		kit_library_line(&r->win.st);
 }
@@ -125,6 +137,7 @@ int perf_report(const struct perf *p, const struct perf_result *r, int raw,
 	perf_record(p, r, raw, ratio, &rec);
 	if (c->com.json)
 		kit_rec_json(&rec, stdout);
-	return c->com.csv ? kit_rec_csv(&rec, perf_csv, c->com.csv,
-					c->com.tool) : 0;
+	return c->com.csv ?
+		       kit_rec_csv(&rec, perf_csv, c->com.csv, c->com.tool) :
+		       0;
 }

@@ -9,13 +9,13 @@
 
 #include "smallbank.h"
 
-#define SB_MAGIC	0x53420000u	/* "SB" + the table */
-#define BAL_MIN		1000000		/* FORD's 10 000..50 000, in cents */
-#define BAL_MAX		5000000
-#define AMT_DEPOSIT	130		/* DepositChecking: 1.30 */
-#define AMT_PAYMENT	500		/* SendPayment: 5.00 */
-#define AMT_SAVING	2020		/* TransactSaving: 20.20 */
-#define AMT_CHECK	500		/* WriteCheck: 5.00 */
+#define SB_MAGIC    0x53420000u /* "SB" + the table */
+#define BAL_MIN	    1000000	/* FORD's 10 000..50 000, in cents */
+#define BAL_MAX	    5000000
+#define AMT_DEPOSIT 130	 /* DepositChecking: 1.30 */
+#define AMT_PAYMENT 500	 /* SendPayment: 5.00 */
+#define AMT_SAVING  2020 /* TransactSaving: 20.20 */
+#define AMT_CHECK   500	 /* WriteCheck: 5.00 */
 
 struct sb_val {
 	uint32_t magic, pad;
@@ -34,7 +34,7 @@ const struct wl_type sb_types[SB_NTYPES] = {
 };
 
 const char *const sb_table_names[SB_NTABLES] = { "savings", "checking",
-						   "ledger" };
+						 "ledger" };
 
 void sb_cfg_init(struct sb_cfg *c)
 {
@@ -52,21 +52,21 @@ void sb_cfg_init(struct sb_cfg *c)
 /* Word i (from 0) after the 16-byte head of an account's value. */
 static uint64_t tail_word(uint64_t key, int64_t cents, unsigned i)
 {
-	return (uint64_t)cents ^ (key * 0x9e3779b97f4a7c15ull + (i + 1) * 0x51ull);
+	return (uint64_t)cents ^
+	       (key * 0x9e3779b97f4a7c15ull + (i + 1) * 0x51ull);
 }
 
 /* A value's words after its head; none for a size sb_prepare refuses. */
 static unsigned tail_words(const struct sb_cfg *c)
 {
-	if (c->value_size < sizeof(struct sb_val) ||
-	    c->value_size > WL_VAL_MAX)
+	if (c->value_size < sizeof(struct sb_val) || c->value_size > WL_VAL_MAX)
 		return 0;
 	return (unsigned)(c->value_size - sizeof(struct sb_val)) / 8;
 }
 
 /* Account a's value of table tb holding cents, into val (value_size). */
-static void val_make(const struct sb_cfg *c, void *val, uint32_t tb,
-		     uint64_t a, int64_t cents)
+static void val_make(const struct sb_cfg *c, void *val, uint32_t tb, uint64_t a,
+		     int64_t cents)
 {
 	struct sb_val v = { wl_magic(SB_MAGIC + tb, a), 0, cents };
 	uint64_t w;
@@ -120,13 +120,15 @@ void sb_tables(const struct sb_cfg *c, struct smart_dtx_table *t,
 	int i;
 
 	for (i = 0; i < SB_LEDGER; i++) {
-		t[i] = (struct smart_dtx_table){ (uint32_t)i, c->value_size,
-			(uint32_t)((c->accounts + 3) / 4), -1 };
+		t[i] = (struct smart_dtx_table){
+			(uint32_t)i, c->value_size,
+			(uint32_t)((c->accounts + 3) / 4), -1
+		};
 		records[i] = c->accounts;
 	}
 	/* rows for 8192 transaction objects' ledgers (loaded: none) */
-	t[SB_LEDGER] = (struct smart_dtx_table){ SB_LEDGER, c->value_size,
-						 2048, -1 };
+	t[SB_LEDGER] = (struct smart_dtx_table){ SB_LEDGER, c->value_size, 2048,
+						 -1 };
 	records[SB_LEDGER] = 0;
 }
 
@@ -162,7 +164,7 @@ int sb_prepare(struct sb_cfg *c)
 	    c->value_size > WL_VAL_MAX || c->value_size % 8)
 		return SMART_EINVAL;
 	if (c->accounts < 2)
-		return SMART_ENOENT;	/* an opened database without them */
+		return SMART_ENOENT; /* an opened database without them */
 	return c->zipf > 0 ? smart_zipf_init(&c->z, c->accounts, c->zipf) : 0;
 }
 
@@ -200,14 +202,14 @@ void sb_gen(const struct sb_cfg *c, smart_rng_t *r, int type,
 
 /* The balance an executed item read: 0 (and a bad value) when the
  * account is missing or its record wrong. */
-static int bal(struct wl_txn *t, const struct sb_cfg *c, int item,
-	       int slot, uint64_t a, int64_t *cents)
+static int bal(struct wl_txn *t, const struct sb_cfg *c, int item, int slot,
+	       uint64_t a, int64_t *cents)
 {
 	int f = wl_found(t, item, c->value_size);
 	uint32_t tb = t->item[item].table;
 
 	if (f == 0)
-		wl_bad(t, tb, a);	/* every account exists */
+		wl_bad(t, tb, a); /* every account exists */
 	if (f <= 0)
 		return 0;
 	if (!sb_value_ok(c, tb, a, t->buf[slot], c->value_size, cents)) {
@@ -219,8 +221,8 @@ static int bal(struct wl_txn *t, const struct sb_cfg *c, int item,
 
 /* A new balance for an item read for update (a failed write is kept,
  * wl_q, for the commit to return). */
-static void set(struct wl_txn *t, const struct sb_cfg *c, int item,
-		int slot, uint64_t a, int64_t cents)
+static void set(struct wl_txn *t, const struct sb_cfg *c, int item, int slot,
+		uint64_t a, int64_t cents)
 {
 	uint8_t v[WL_VAL_MAX];
 
@@ -267,8 +269,7 @@ static int balance_item(struct wl_txn *t, const struct sb_cfg *c, int rc,
 	if (!rc)
 		return bal(t, c, item, slot, a, &cents);
 	if (item >= 0 && smart_dtx_status(t->x, item, &len) == 0 &&
-	    !sb_value_ok(c, t->item[item].table, a, t->buf[slot], len,
-			 &cents))
+	    !sb_value_ok(c, t->item[item].table, a, t->buf[slot], len, &cents))
 		wl_bad(t, t->item[item].table, a);
 	return 0;
 }
@@ -294,7 +295,8 @@ static int balance(struct wl_txn *t, const struct sb_cfg *c,
 	ic = wl_read(t, 0, SB_CHECKING, a, 1);
 	rc = wl_commit(t);
 	if (!(balance_item(t, c, rc, is, 0, a) &
-	      balance_item(t, c, rc, ic, 1, a)) && !rc)
+	      balance_item(t, c, rc, ic, 1, a)) &&
+	    !rc)
 		o->failed = 1;
 	return rc;
 }

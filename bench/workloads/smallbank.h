@@ -39,8 +39,15 @@
 
 enum { SB_SAVINGS, SB_CHECKING, SB_LEDGER, SB_NTABLES };
 
-enum { SB_AMALGAMATE, SB_BALANCE, SB_DEPOSIT, SB_PAYMENT, SB_SAVING,
-       SB_CHECK, SB_NTYPES };
+enum {
+	SB_AMALGAMATE,
+	SB_BALANCE,
+	SB_DEPOSIT,
+	SB_PAYMENT,
+	SB_SAVING,
+	SB_CHECK,
+	SB_NTYPES
+};
 
 /* The params: v[SB_A] and v[SB_B] the accounts; v[SB_SPLIT] (Balance,
  * when t->gap is set): its two reads in two execs with t->gap called
@@ -53,12 +60,12 @@ extern const char *const sb_table_names[SB_NTABLES];
 struct sb_cfg {
 	uint64_t accounts, hot;
 	int hot_pct;
-	double zipf;		/* > 0: Zipf picks instead of the hot set */
-	smart_zipf_t z;		/* sb_prepare's */
-	uint64_t seed;		/* the load's balances, Zipf's scramble */
+	double zipf;	/* > 0: Zipf picks instead of the hot set */
+	smart_zipf_t z; /* sb_prepare's */
+	uint64_t seed;	/* the load's balances, Zipf's scramble */
 	uint32_t value_size;
-	int64_t bal_min, bal_max;	/* a loaded balance, cents */
-	int ledger;		/* deposits and checks also move a ledger row */
+	int64_t bal_min, bal_max; /* a loaded balance, cents */
+	int ledger; /* deposits and checks also move a ledger row */
 };
 
 /* FORD's: 100 000 accounts, 4 000 hot, 90%, 16-byte values, balances

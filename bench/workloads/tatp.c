@@ -8,12 +8,12 @@
 
 #include "tatp.h"
 
-#define TATP_MAGIC	0x54410000u	/* "TA" + the table */
+#define TATP_MAGIC 0x54410000u /* "TA" + the table */
 
 struct sub_val {
 	uint32_t magic, vlr_location, msc_location;
-	uint16_t bits;			/* bit_1..bit_10 */
-	uint8_t hex[5];			/* hex_1..hex_10, 4 bits each */
+	uint16_t bits;	/* bit_1..bit_10 */
+	uint8_t hex[5]; /* hex_1..hex_10, 4 bits each */
 	uint8_t byte2[10];
 	uint8_t pad[3];
 	uint64_t sub_nbr;
@@ -46,7 +46,7 @@ _Static_assert(sizeof(struct cf_val) == 24, "CALL_FORWARDING is 24 B");
 
 static const uint32_t val_size[TP_NTABLES] = {
 	sizeof(struct sub_val), sizeof(struct sec_val), sizeof(struct ai_val),
-	sizeof(struct sf_val), sizeof(struct cf_val),
+	sizeof(struct sf_val),	sizeof(struct cf_val),
 };
 
 const struct wl_type tp_types[TP_NTYPES] = {
@@ -60,8 +60,8 @@ const struct wl_type tp_types[TP_NTYPES] = {
 };
 
 const char *const tp_table_names[TP_NTABLES] = {
-	"subscriber", "sec_subscriber", "access_info", "special_facility",
-	"call_forwarding",
+	"subscriber",	    "sec_subscriber",  "access_info",
+	"special_facility", "call_forwarding",
 };
 
 /* The magic of table/key's value val (val_size[table] bytes): from the
@@ -111,8 +111,7 @@ static uint64_t cf_key(uint64_t s, unsigned sf_type, unsigned start)
 
 /* ---- the population ---- */
 
-static void rec_put(struct wl_rec *r, uint32_t table, uint64_t key,
-		    void *val)
+static void rec_put(struct wl_rec *r, uint32_t table, uint64_t key, void *val)
 {
 	seal(table, key, val);
 	r->table = table;
@@ -128,7 +127,8 @@ static void fill(smart_rng_t *r, void *p, size_t n)
 
 	for (i = 0; i < n; i += sizeof(v)) {
 		v = smart_rng_next(r);
-		memcpy((char *)p + i, &v, n - i < sizeof(v) ? n - i : sizeof(v));
+		memcpy((char *)p + i, &v,
+		       n - i < sizeof(v) ? n - i : sizeof(v));
 	}
 }
 
@@ -253,7 +253,7 @@ int tp_prepare(struct tp_cfg *c)
 	uint64_t n = c->subscribers;
 
 	if (!n)
-		return SMART_ENOENT;	/* an opened database without them */
+		return SMART_ENOENT; /* an opened database without them */
 	c->a = n <= 1000000 ? 65535 : n <= 10000000 ? 1048575 : 2097151;
 	return 0;
 }
@@ -278,7 +278,7 @@ void tp_gen(const struct tp_cfg *c, smart_rng_t *r, int type,
 	p->v[1] = 1 + smart_rng_below(r, 4);
 	p->v[2] = smart_rng_below(r, 3) * 8;
 	p->v[3] = type == TP_GET_DEST ? 1 + smart_rng_below(r, 24) :
-		  1 + smart_rng_below(r, 8);
+					1 + smart_rng_below(r, 8);
 	p->v[4] = smart_rng_next(r);
 }
 
@@ -321,7 +321,7 @@ static int get_subscriber(struct wl_txn *t, const struct wl_params *p,
 		return rc;
 	it = rd(t, TP_SUB, p->v[0], 0);
 	rc = wl_commit(t);
-	if (!rc)	/* its sub_nbr its own: tp_verify */
+	if (!rc) /* its sub_nbr its own: tp_verify */
 		(void)got(t, it, 0, TP_SUB, p->v[0], 1);
 	return rc;
 }
@@ -348,7 +348,8 @@ static int get_destination(struct wl_txn *t, const struct wl_params *p,
 			   struct wl_outcome *o)
 {
 	uint64_t s = p->v[0];
-	unsigned ty = (unsigned)p->v[1], st = (unsigned)p->v[2], i, n = st / 8 + 1;
+	unsigned ty = (unsigned)p->v[1], st = (unsigned)p->v[2], i,
+		 n = st / 8 + 1;
 	int it[4], rc = wl_begin(t), found = 0;
 	struct sf_val sf;
 	struct cf_val cf;
@@ -364,10 +365,11 @@ static int get_destination(struct wl_txn *t, const struct wl_params *p,
 	memcpy(&sf, t->buf[0], sizeof(sf));
 	if (!got(t, it[0], 0, TP_SF, sf_key(s, ty), 0))
 		sf.is_active = 0;
-	for (i = 0; i < n; i++) {	/* every item checked, found or not */
+	for (i = 0; i < n; i++) { /* every item checked, found or not */
 		memcpy(&cf, t->buf[1 + i], sizeof(cf));
 		if (got(t, it[1 + i], (int)(1 + i), TP_CF, cf_key(s, ty, i * 8),
-			0) && sf.is_active && cf.end_time > p->v[3])
+			0) &&
+		    sf.is_active && cf.end_time > p->v[3])
 			found = 1;
 	}
 	o->failed = !found;
@@ -542,7 +544,6 @@ int tp_attempt(struct wl_txn *t, int type, const struct wl_params *p,
 		return delete_forwarding(t, p, o);
 	}
 }
-
 
 /* ---- the check ---- */
 

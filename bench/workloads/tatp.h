@@ -43,16 +43,24 @@
 
 enum { TP_SUB, TP_SEC, TP_AI, TP_SF, TP_CF, TP_NTABLES };
 
-enum { TP_GET_SUB, TP_GET_ACCESS, TP_GET_DEST, TP_UPD_SUB, TP_UPD_LOC,
-       TP_INS_CF, TP_DEL_CF, TP_NTYPES };
+enum {
+	TP_GET_SUB,
+	TP_GET_ACCESS,
+	TP_GET_DEST,
+	TP_UPD_SUB,
+	TP_UPD_LOC,
+	TP_INS_CF,
+	TP_DEL_CF,
+	TP_NTYPES
+};
 
 extern const struct wl_type tp_types[TP_NTYPES];
 extern const char *const tp_table_names[TP_NTABLES];
 
 struct tp_cfg {
 	uint64_t subscribers;
-	uint64_t a;		/* NURand's A (tp_prepare) */
-	uint64_t seed;		/* the population */
+	uint64_t a;    /* NURand's A (tp_prepare) */
+	uint64_t seed; /* the population */
 };
 
 /* 100 000 subscribers. */

@@ -41,14 +41,14 @@ int wl_q(struct wl_txn *t, int item, enum wl_op op, uint32_t table,
 	return item;
 }
 
-int wl_read(struct wl_txn *t, int upd, uint32_t table, uint64_t key,
-	    int slot)
+int wl_read(struct wl_txn *t, int upd, uint32_t table, uint64_t key, int slot)
 {
 	void *buf = t->buf[slot];
 
-	return wl_q(t, upd ? smart_dtx_read_for_update(t->x, table, key, buf,
-						       WL_VAL_MAX) :
-			     smart_dtx_read(t->x, table, key, buf, WL_VAL_MAX),
+	return wl_q(t,
+		    upd ? smart_dtx_read_for_update(t->x, table, key, buf,
+						    WL_VAL_MAX) :
+			  smart_dtx_read(t->x, table, key, buf, WL_VAL_MAX),
 		    upd ? WL_RFU : WL_READ, table, key);
 }
 
@@ -58,8 +58,7 @@ static void q_err(struct wl_txn *t, int rc)
 		t->qerr = rc;
 }
 
-void wl_write(struct wl_txn *t, int item, int slot, const void *val,
-	      size_t len)
+void wl_write(struct wl_txn *t, int item, int slot, const void *val, size_t len)
 {
 	memcpy(t->wbuf[slot], val, len);
 	q_err(t, smart_dtx_write(t->x, item, t->wbuf[slot], len));
@@ -108,9 +107,9 @@ int wl_found(struct wl_txn *t, int item, size_t len)
 	if (rc == SMART_ENOENT)
 		return 0;
 	if (rc || got != len) {
-		wl_bad(t, item >= 0 && item < t->nitems ? t->item[item].table :
-			  0, item >= 0 && item < t->nitems ?
-			  t->item[item].key : 0);
+		wl_bad(t,
+		       item >= 0 && item < t->nitems ? t->item[item].table : 0,
+		       item >= 0 && item < t->nitems ? t->item[item].key : 0);
 		return -1;
 	}
 	return 1;

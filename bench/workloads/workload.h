@@ -31,15 +31,15 @@
 #include "smart/status.h"
 #include "smart/util.h"
 
-#define WL_VAL_MAX	256	/* bytes of a value, at most (SmallBank's test) */
-#define WL_ITEMS	8	/* items of one transaction, at most */
-#define WL_UNIT_RECS	32	/* records of one load unit, at most */
+#define WL_VAL_MAX   256 /* bytes of a value, at most (SmallBank's test) */
+#define WL_ITEMS     8	 /* items of one transaction, at most */
+#define WL_UNIT_RECS 32	 /* records of one load unit, at most */
 
 /* A transaction type: its names and its share of the mix (a workload's
  * shares sum to 100). */
 struct wl_type {
-	const char *name;	/* JSON keys rt_<name>, abort_<name>, ... */
-	const char *label;	/* the table's: "SendPayment" */
+	const char *name;  /* JSON keys rt_<name>, abort_<name>, ... */
+	const char *label; /* the table's: "SendPayment" */
 	int pct;
 };
 
@@ -61,7 +61,7 @@ struct wl_params {
 struct wl_outcome {
 	int64_t delta;
 	int failed;
-	int full;	/* an insert found its buckets full (SMART_ENOSPC) */
+	int full; /* an insert found its buckets full (SMART_ENOSPC) */
 };
 
 /* What an item of the transaction does; a read for update that the
@@ -83,17 +83,17 @@ typedef void (*wl_gap_fn)(struct wl_txn *t, unsigned split);
 struct wl_txn {
 	smart_dtx_txn_t *x;
 	smart_worker_t *w;
-	int qerr;			/* a queueing call's error */
-	int nitems;			/* items queued: indices 0..nitems-1 */
+	int qerr;   /* a queueing call's error */
+	int nitems; /* items queued: indices 0..nitems-1 */
 	struct wl_item item[WL_ITEMS];
-	uint64_t vfail;			/* values wrong or missing: never reset */
-	uint32_t bad_table;		/* the first of them */
+	uint64_t vfail;	    /* values wrong or missing: never reset */
+	uint32_t bad_table; /* the first of them */
 	uint64_t bad_key;
-	wl_gap_fn gap;			/* NULL: splits ignored */
+	wl_gap_fn gap; /* NULL: splits ignored */
 	void *gap_arg;
-	uint64_t ledger_key;		/* SmallBank --ledger: this txn's row */
-	int ledger_in;			/* ... inserted */
-	uint8_t buf[WL_ITEMS][WL_VAL_MAX];	/* the items' values read */
+	uint64_t ledger_key; /* SmallBank --ledger: this txn's row */
+	int ledger_in;	     /* ... inserted */
+	uint8_t buf[WL_ITEMS][WL_VAL_MAX]; /* the items' values read */
 	/* what they write or insert: apart from buf, which the library
 	 * fills, and kept until the commit (it may read them then) */
 	uint8_t wbuf[WL_ITEMS][WL_VAL_MAX];
@@ -103,8 +103,8 @@ struct wl_txn {
  * read under another key (a misplaced or torn record) is caught too. */
 static inline uint32_t wl_magic(uint32_t table_magic, uint64_t key)
 {
-	return table_magic ^ (uint32_t)smart_hash64(&key, sizeof(key),
-						    0x6d616763);
+	return table_magic ^
+	       (uint32_t)smart_hash64(&key, sizeof(key), 0x6d616763);
 }
 
 /* The type of a draw r of 0..99 under the mix of types[0..n-1]. */
@@ -121,8 +121,7 @@ int wl_q(struct wl_txn *t, int item, enum wl_op op, uint32_t table,
 
 /* Queue a read (upd 0) or a read for update of table/key into slot's
  * buffer. */
-int wl_read(struct wl_txn *t, int upd, uint32_t table, uint64_t key,
-	    int slot);
+int wl_read(struct wl_txn *t, int upd, uint32_t table, uint64_t key, int slot);
 
 /* A new value for an item read for update (copied to slot's write
  * buffer, kept until the commit). */

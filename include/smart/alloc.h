@@ -57,8 +57,8 @@ int smart_free(smart_worker_t *w, smart_gaddr_t addr, size_t size);
  * smart_alloc; so does a run whose allocating CAS executed but whose
  * completion failed (the call then returns the error).
  */
-#define SMART_DM_UNIT	4096u
-#define SMART_DM_MAX	(64u * SMART_DM_UNIT)
+#define SMART_DM_UNIT 4096u
+#define SMART_DM_MAX  (64u * SMART_DM_UNIT)
 
 /* Allocate size bytes (rounded up to units) of the blade's device memory.
  * SMART_ENOTSUP when the blade has none (whatever the size), SMART_ENOSPC
@@ -91,8 +91,8 @@ static inline int smart_alloc_usage(smart_worker_t *w, uint16_t blade,
  * ones): an entry there that was used holds SMART_ROOT_TOMB once released,
  * never 0 again, so that a probe going past it still finds what lies
  * beyond.  Below, entries are picked by number and go back to 0. */
-#define SMART_ROOT_NAMED_FIRST	64u
-#define SMART_ROOT_TOMB		UINT64_C(1)	/* never a valid address */
+#define SMART_ROOT_NAMED_FIRST 64u
+#define SMART_ROOT_TOMB	       UINT64_C(1) /* never a valid address */
 
 /* Read, write or compare-and-swap root entry idx (0..255) of a blade
  * (cas: *old the value found, may be NULL).  SMART_EINVAL for NULL w, NULL
@@ -117,7 +117,7 @@ int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
  * of the structure whose descriptor root entry value `entry` points to,
  * into name (SMART_ROOT_NAME_MAX + 1 bytes, zeroed), or returns
  * SMART_ENOENT when that is not a structure of its kind. */
-#define SMART_ROOT_NAME_MAX	47
+#define SMART_ROOT_NAME_MAX 47
 
 typedef int (*smart_root_name_fn)(smart_worker_t *w, uint16_t blade,
 				  uint64_t entry, char *name, void *arg);

@@ -50,10 +50,10 @@ void smart_backoff_end(smart_worker_t *w);
 /* The techniques (option techniques, env SMART_TECHNIQUES: a comma-separated
  * list of these names; anything else, e.g. None, turns all off). */
 enum smart_technique {
-	SMART_TECH_THRD_AWARE_ALLOC = 1 << 0,	/* "ThrdAwareAlloc" */
-	SMART_TECH_WORK_REQ_THROT = 1 << 1,	/* "WorkReqThrot" */
-	SMART_TECH_CONFLICT_AVOID = 1 << 2,	/* "ConflictAvoid" */
-	SMART_TECH_SPEC_LOOKUP = 1 << 3,	/* "SpecLookup" */
+	SMART_TECH_THRD_AWARE_ALLOC = 1 << 0, /* "ThrdAwareAlloc" */
+	SMART_TECH_WORK_REQ_THROT = 1 << 1,   /* "WorkReqThrot" */
+	SMART_TECH_CONFLICT_AVOID = 1 << 2,   /* "ConflictAvoid" */
+	SMART_TECH_SPEC_LOOKUP = 1 << 3,      /* "SpecLookup" */
 };
 
 /* 1 when the technique is on in this ctx.  Thread: any. */

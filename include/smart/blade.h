@@ -36,29 +36,29 @@ extern "C" {
 typedef struct smart_blade smart_blade_t;
 
 struct smart_blade_config {
-	uint32_t struct_size;	/* sizeof, set by the init function:
+	uint32_t struct_size;  /* sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
-	uint64_t size;		/* region bytes, 1 MiB..128 TiB; [1G] */
-	const char *listen;	/* "host:port"; port 0 = any; [127.0.0.1:7470] */
-	uint16_t id;		/* blade id in global addresses, 0..1023; [0] */
-	int hugepages;		/* -1 auto, 0 off, 1 required; [-1] */
-	const char *secret;	/* shared secret bytes, NULL = none required */
-	size_t secret_len;	/* SMART_SECRET_MIN..SMART_SECRET_MAX */
-	const char *transport;	/* "shm" or "verbs"; NULL = "shm" */
-	uint32_t chunk_size;	/* allocator chunk, power of two; [1M] */
-	int max_clients;	/* authenticated sessions at once; a client
+	uint64_t size;	       /* region bytes, 1 MiB..128 TiB; [1G] */
+	const char *listen;    /* "host:port"; port 0 = any; [127.0.0.1:7470] */
+	uint16_t id;	       /* blade id in global addresses, 0..1023; [0] */
+	int hugepages;	       /* -1 auto, 0 off, 1 required; [-1] */
+	const char *secret;    /* shared secret bytes, NULL = none required */
+	size_t secret_len;     /* SMART_SECRET_MIN..SMART_SECRET_MAX */
+	const char *transport; /* "shm" or "verbs"; NULL = "shm" */
+	uint32_t chunk_size;   /* allocator chunk, power of two; [1M] */
+	int max_clients;       /* authenticated sessions at once; a client
 				 * beyond is refused SMART_EBUSY; [256] */
-	int max_unauth;		/* connections not authenticated yet; a new
+	int max_unauth;	       /* connections not authenticated yet; a new
 				 * one evicts the oldest; [128] */
-	int auth_timeout_ms;	/* time a peer has to prove the secret
+	int auth_timeout_ms;   /* time a peer has to prove the secret
 				 * (HELLO, AUTH on TCP) or present its fd
 				 * request (unix socket); [1000] */
-	int handshake_timeout_ms;	/* an authenticated client whose
+	int handshake_timeout_ms; /* an authenticated client whose
 					 * replies stay unread this long is
 					 * dropped; [5000] */
-	const char *device;	/* verbs: RDMA device, NULL = auto; [NULL] */
-	int ib_port;		/* verbs: port, 0 = first active; [0] */
-	int gid_index;		/* verbs: GID index, -1 = auto; [-1] */
+	const char *device;	  /* verbs: RDMA device, NULL = auto; [NULL] */
+	int ib_port;		  /* verbs: port, 0 = first active; [0] */
+	int gid_index;		  /* verbs: GID index, -1 = auto; [-1] */
 	/* Client lease duration on this blade, ms (docs/leases.md): a client
 	 * that has not renewed for this long is declared dead and fenced by
 	 * the others.  Every client of the blade uses the blade's value.
@@ -74,17 +74,17 @@ struct smart_blade_config {
 	 * clients set theirs with the options of the same names):
 	 * GRH traffic class, 0..255 (RoCE v2: DSCP << 2 | ECN); [0] */
 	int traffic_class;
-	int service_level;	/* IB service level / RoCE priority, 0..15; [0] */
-	const char *gid_type;	/* "auto", "roce-v2", "roce-v1" or "ib": the
+	int service_level;    /* IB service level / RoCE priority, 0..15; [0] */
+	const char *gid_type; /* "auto", "roce-v2", "roce-v1" or "ib": the
 				 * kind of GID; clients must use the same;
 				 * NULL = "auto"; [NULL] */
 };
 
-#define SMART_LEASE_MS_DEFAULT	2000
+#define SMART_LEASE_MS_DEFAULT 2000
 /* the range a client checks the blade's lease against too (the library
  * asserts these equal its wire limits) */
-#define SMART_LEASE_MS_MIN	10
-#define SMART_LEASE_MS_MAX	600000
+#define SMART_LEASE_MS_MIN     10
+#define SMART_LEASE_MS_MAX     600000
 
 /* Fill cfg with the defaults in brackets above. */
 void smart_blade_config_init(struct smart_blade_config *cfg);
@@ -130,8 +130,7 @@ static inline int smart_blade_usage(const smart_blade_t *b,
  * on the fd socket waiting for a token).  evicted counts both sessions and
  * fd requests dropped to make room for a newer one. */
 struct smart_blade_stats {
-	uint64_t accepted, authenticated, refused, malformed, timeouts,
-		evicted;
+	uint64_t accepted, authenticated, refused, malformed, timeouts, evicted;
 	uint64_t active_sessions, pending_sessions, pending_fd_requests;
 };
 /* SMART_EINVAL for NULL b or out (out untouched).  Thread: any.  The
@@ -143,7 +142,6 @@ static inline int smart_blade_stats(const smart_blade_t *b,
 {
 	return smart_blade_stats_sized(b, out, sizeof(*out));
 }
-
 
 #ifdef __cplusplus
 }

@@ -62,10 +62,10 @@
 extern "C" {
 #endif
 
-#define SMART_BT_KEY_MAX	255
-#define SMART_BT_VALUE_MAX	4096
-#define SMART_BT_BLADES_MAX	16
-#define SMART_BT_NODE_MAX	65536	/* node_size: 512..this, a power of 2 */
+#define SMART_BT_KEY_MAX    255
+#define SMART_BT_VALUE_MAX  4096
+#define SMART_BT_BLADES_MAX 16
+#define SMART_BT_NODE_MAX   65536 /* node_size: 512..this, a power of 2 */
 
 typedef struct smart_bt smart_bt_t;
 
@@ -76,13 +76,13 @@ enum {
 };
 
 struct smart_bt_config {
-	uint32_t struct_size;	/* sizeof, set by the init function:
+	uint32_t struct_size; /* sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
 	/* Blades holding nodes, spread at random (NULL: the home blade). */
 	const uint16_t *blades;
-	unsigned nblades;	/* 1..SMART_BT_BLADES_MAX */
-	unsigned key_max;	/* 1..SMART_BT_KEY_MAX; default 16 */
-	unsigned val_max;	/* 0..SMART_BT_VALUE_MAX; default 16 */
+	unsigned nblades; /* 1..SMART_BT_BLADES_MAX */
+	unsigned key_max; /* 1..SMART_BT_KEY_MAX; default 16 */
+	unsigned val_max; /* 0..SMART_BT_VALUE_MAX; default 16 */
 	/* Bytes per node: a power of two, 512..65536, with room for at
 	 * least 4 leaf entries and 4 internal entries; default 1024. */
 	unsigned node_size;
@@ -116,14 +116,14 @@ struct smart_bt_config {
 
 /* Counters of one tree object (this process's view); paths taken. */
 struct smart_bt_stats {
-	unsigned height;		/* levels, as last seen */
+	unsigned height; /* levels, as last seen */
 	uint64_t leaf_splits, inner_splits, root_splits;
-	uint64_t crc_retries;		/* node reads that saw a torn node */
-	uint64_t move_rights;		/* B-link sibling chases */
-	uint64_t lock_retries;		/* failed remote lock CASes */
-	uint64_t handovers;		/* locks passed on without a CAS */
-	uint64_t cache_drops;		/* stale internal nodes dropped */
-	uint64_t lock_takeovers;	/* locks taken from dead holders */
+	uint64_t crc_retries;	 /* node reads that saw a torn node */
+	uint64_t move_rights;	 /* B-link sibling chases */
+	uint64_t lock_retries;	 /* failed remote lock CASes */
+	uint64_t handovers;	 /* locks passed on without a CAS */
+	uint64_t cache_drops;	 /* stale internal nodes dropped */
+	uint64_t lock_takeovers; /* locks taken from dead holders */
 	/* deletes that emptied a leaf: the leaf took its right neighbour
 	 * in and the neighbour was retired through the epochs (merges), or
 	 * that could not be done at once (merge_skips: the leaf stays,
@@ -132,7 +132,7 @@ struct smart_bt_stats {
 	/* writes a dead lock holder left (maybe half done) redone from its
 	 * redo record by this process; writes that waited for a free record */
 	uint64_t repairs, rec_waits;
-	unsigned dm_lock_tables;	/* blades whose lock table is in
+	unsigned dm_lock_tables; /* blades whose lock table is in
 					 * device memory (of the tree's) */
 	/* records of a dead holder not redone: a write spanning blades
 	 * that died before its commit, so none of it was posted */
@@ -172,9 +172,8 @@ int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
  * is no such tree.  cfg (NULL: defaults) as for create and
  * smart_bt_open.  Drop leaves a tombstone; the name can be created
  * again.  Thread: w's. */
-int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
-			  const char *name, const struct smart_bt_config *cfg,
-			  smart_bt_t **out);
+int smart_bt_create_named(smart_worker_t *w, uint16_t blade, const char *name,
+			  const struct smart_bt_config *cfg, smart_bt_t **out);
 int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			const struct smart_bt_config *cfg, smart_bt_t **out);
 
@@ -244,9 +243,8 @@ typedef int (*smart_bt_next_fn)(void *arg, const void **key, size_t *klen,
  * key or value the tree cannot hold; then nothing changed.  Other
  * clients may use the tree meanwhile: readers see what it held, writers
  * wait, until the load is published at once.  Thread: w's. */
-int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
-		       smart_bt_next_fn next, void *arg, unsigned fill_pct,
-		       uint64_t *loaded);
+int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w, smart_bt_next_fn next,
+		       void *arg, unsigned fill_pct, uint64_t *loaded);
 
 /* Fill *out with the tree object's counters (no remote read: w may be
  * NULL; the _sized form takes the caller's sizeof, docs/api.md §4).  SMART_EINVAL for NULL t or out.  Thread: any. */

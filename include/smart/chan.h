@@ -50,23 +50,22 @@ enum { SMART_CHAN_IMM = 0, SMART_CHAN_FOOTER = 1 };
 
 /* Bytes of a slot that are not the application's: IMM's header, FOOTER's
  * footer (a slot's capacity is slot_bytes minus these). */
-#define SMART_CHAN_IMM_HDR	16
-#define SMART_CHAN_FOOTER_LEN	24
+#define SMART_CHAN_IMM_HDR    16
+#define SMART_CHAN_FOOTER_LEN 24
 
 struct smart_chan_config {
-	uint32_t struct_size;	/* sizeof, set by the init function */
-	uint32_t slots;		/* ring slots = credits: 0 is 8; a power of
+	uint32_t struct_size; /* sizeof, set by the init function */
+	uint32_t slots;	      /* ring slots = credits: 0 is 8; a power of
 				 * two, 2..4096, and at most both endpoints'
 				 * window */
-	uint32_t slot_bytes;	/* 0 is 32 KiB; 4 KiB..1 MiB, a multiple
+	uint32_t slot_bytes;  /* 0 is 32 KiB; 4 KiB..1 MiB, a multiple
 				 * of 64 */
-	uint32_t mode;		/* SMART_CHAN_IMM (default), _FOOTER */
-	uint32_t tag;		/* the application's name for the channel,
+	uint32_t mode;	      /* SMART_CHAN_IMM (default), _FOOTER */
+	uint32_t tag;	      /* the application's name for the channel,
 				 * given to the consumer's accept function */
 };
 
-#define SMART_CHAN_CONFIG_INIT \
-	.struct_size = sizeof(struct smart_chan_config)
+#define SMART_CHAN_CONFIG_INIT .struct_size = sizeof(struct smart_chan_config)
 
 /* Every field zero (its default) and struct_size set.  Cannot fail: void. */
 void smart_chan_config_init(struct smart_chan_config *cfg);
@@ -86,8 +85,7 @@ int smart_chan_open(smart_rpc_t *rpc, const char *hostport,
  * opens, with its tag; the channel is the application's from then on
  * (smart_chan_close).  fn NULL: channels are refused again.  SMART_EINVAL
  * for rpc NULL.  Thread: the endpoint's. */
-typedef void (*smart_chan_accept_fn)(smart_chan_t *ch, uint32_t tag,
-				     void *arg);
+typedef void (*smart_chan_accept_fn)(smart_chan_t *ch, uint32_t tag, void *arg);
 int smart_chan_listen(smart_rpc_t *rpc, smart_chan_accept_fn fn, void *arg);
 
 /* Producer: the next slot, *buf its first byte and *cap how many bytes
@@ -131,7 +129,7 @@ int smart_chan_close(smart_chan_t *ch);
 struct smart_chan_stats {
 	uint64_t slots;		/* committed (producer) or taken (consumer) */
 	uint64_t bytes;		/* their application bytes */
-	uint64_t credit_stalls;	/* reserves that found no credit */
+	uint64_t credit_stalls; /* reserves that found no credit */
 	uint64_t torn_repolls;	/* FOOTER: polls of a slot still landing */
 	uint64_t proto_errors;	/* the producer cut off (0 or 1) */
 };
@@ -139,8 +137,8 @@ struct smart_chan_stats {
 /* The channel's counters (they also go into its connection's and the
  * endpoint's smart_rpc_stats, and so into smart-stat).  SMART_EINVAL for
  * NULL.  Thread: the endpoint's. */
-int smart_chan_stats_sized(const smart_chan_t *ch,
-			   struct smart_chan_stats *out, size_t size);
+int smart_chan_stats_sized(const smart_chan_t *ch, struct smart_chan_stats *out,
+			   size_t size);
 static inline int smart_chan_stats(const smart_chan_t *ch,
 				   struct smart_chan_stats *out)
 {

@@ -57,14 +57,14 @@ int smart_ctx_set_secret(smart_ctx_t *ctx, const void *secret, size_t len);
  * it.  Tools size their work from this rather than assume a chunk size. */
 struct smart_blade_info {
 	uint16_t id;
-	uint64_t size;		/* region bytes */
-	uint64_t chunk_size;	/* allocation unit of the blade */
-	uint64_t reserved;	/* bytes at offset 0 the blade keeps for the
+	uint64_t size;	     /* region bytes */
+	uint64_t chunk_size; /* allocation unit of the blade */
+	uint64_t reserved;   /* bytes at offset 0 the blade keeps for the
 				 * superblock and the shared services */
-	uint64_t alloc_max;	/* largest single smart_alloc() possible */
-	uint32_t lease_ms;	/* client lease duration (smart/lease.h) */
-	uint16_t lease_id;	/* this ctx's client id there */
-	uint64_t dm_size;	/* device memory smart_dm_alloc hands out
+	uint64_t alloc_max;  /* largest single smart_alloc() possible */
+	uint32_t lease_ms;   /* client lease duration (smart/lease.h) */
+	uint16_t lease_id;   /* this ctx's client id there */
+	uint64_t dm_size;    /* device memory smart_dm_alloc hands out
 				 * (smart/alloc.h); 0: none */
 };
 
@@ -91,38 +91,38 @@ const char *smart_ctx_qp_mode(const smart_ctx_t *ctx);
  * smaller struct) asks only for bits it knows and the library writes only
  * those fields: field_mask is how the library knows the caller's size. */
 enum smart_ctx_attr_field {
-	SMART_CTX_ATTR_TRANSPORT   = 1u << 0,	/* transport */
-	SMART_CTX_ATTR_QP_MODE     = 1u << 1,	/* qp_mode */
-	SMART_CTX_ATTR_CAPS        = 1u << 2,	/* caps */
-	SMART_CTX_ATTR_MAX_INLINE  = 1u << 3,	/* max_inline */
-	SMART_CTX_ATTR_MAX_SEND_WR = 1u << 4,	/* max_send_wr */
-	SMART_CTX_ATTR_MAX_RECV_WR = 1u << 5,	/* max_recv_wr */
-	SMART_CTX_ATTR_MAX_MSG     = 1u << 6,	/* max_msg */
-	SMART_CTX_ATTR_MAX_DM      = 1u << 7,	/* max_dm */
-	SMART_CTX_ATTR_ALL         = (1u << 8) - 1,	/* of these headers */
+	SMART_CTX_ATTR_TRANSPORT = 1u << 0,   /* transport */
+	SMART_CTX_ATTR_QP_MODE = 1u << 1,     /* qp_mode */
+	SMART_CTX_ATTR_CAPS = 1u << 2,	      /* caps */
+	SMART_CTX_ATTR_MAX_INLINE = 1u << 3,  /* max_inline */
+	SMART_CTX_ATTR_MAX_SEND_WR = 1u << 4, /* max_send_wr */
+	SMART_CTX_ATTR_MAX_RECV_WR = 1u << 5, /* max_recv_wr */
+	SMART_CTX_ATTR_MAX_MSG = 1u << 6,     /* max_msg */
+	SMART_CTX_ATTR_MAX_DM = 1u << 7,      /* max_dm */
+	SMART_CTX_ATTR_ALL = (1u << 8) - 1,   /* of these headers */
 };
 
 /* Capability bits of smart_ctx_attr_t.caps. */
 enum smart_ctx_cap {
 	/* smart_cas/smart_faa work (else SMART_ENOTSUP: a device without
 	 * atomics, or one that failed the byte-order self-test) */
-	SMART_CTX_CAP_ATOMICS        = 1u << 0,
+	SMART_CTX_CAP_ATOMICS = 1u << 0,
 	/* two-sided operations, SEND and WRITE with immediate, which
 	 * smart/rpc.h's endpoints need */
-	SMART_CTX_CAP_TWO_SIDED      = 1u << 1,
+	SMART_CTX_CAP_TWO_SIDED = 1u << 1,
 	/* device memory (smart_dm_alloc, smart/alloc.h) can be attached */
-	SMART_CTX_CAP_DEVICE_MEMORY  = 1u << 2,
+	SMART_CTX_CAP_DEVICE_MEMORY = 1u << 2,
 	/* ... but it is host memory standing in for it (shm, for tests) */
-	SMART_CTX_CAP_DM_EMULATED    = 1u << 3,
+	SMART_CTX_CAP_DM_EMULATED = 1u << 3,
 	/* a QP may own its doorbell (thread domains): qp_mode per-thread-db
 	 * runs as asked instead of as per-thread */
 	SMART_CTX_CAP_THREAD_DOMAINS = 1u << 4,
 	/* work requests go through a NIC (or its model), whose queues the
 	 * WorkReqThrot technique protects */
-	SMART_CTX_CAP_NIC            = 1u << 5,
+	SMART_CTX_CAP_NIC = 1u << 5,
 	/* a two-sided peer must be on this host (shm passes descriptors
 	 * over a unix socket) */
-	SMART_CTX_CAP_SAME_HOST      = 1u << 6,
+	SMART_CTX_CAP_SAME_HOST = 1u << 6,
 };
 
 typedef struct smart_ctx_attr {
@@ -130,14 +130,14 @@ typedef struct smart_ctx_attr {
 	 * wanted ones this library knows (a bit of a later release comes
 	 * back cleared, its field untouched). */
 	uint64_t field_mask;
-	const char *transport;	/* "shm", "verbs"; as smart_ctx_transport() */
-	const char *qp_mode;	/* in force; as smart_ctx_qp_mode() */
-	uint64_t caps;		/* SMART_CTX_CAP_* */
-	uint64_t max_inline;	/* bytes a WRITE carries inline */
-	uint64_t max_send_wr;	/* work requests a send queue holds */
-	uint64_t max_recv_wr;	/* receives a queue holds; 0: no two-sided */
-	uint64_t max_msg;	/* longest two-sided message, bytes */
-	uint64_t max_dm;	/* device memory a blade may attach, bytes;
+	const char *transport; /* "shm", "verbs"; as smart_ctx_transport() */
+	const char *qp_mode;   /* in force; as smart_ctx_qp_mode() */
+	uint64_t caps;	       /* SMART_CTX_CAP_* */
+	uint64_t max_inline;   /* bytes a WRITE carries inline */
+	uint64_t max_send_wr;  /* work requests a send queue holds */
+	uint64_t max_recv_wr;  /* receives a queue holds; 0: no two-sided */
+	uint64_t max_msg;      /* longest two-sided message, bytes */
+	uint64_t max_dm;       /* device memory a blade may attach, bytes;
 				 * 0: none */
 } smart_ctx_attr_t;
 

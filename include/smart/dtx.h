@@ -70,20 +70,20 @@
 extern "C" {
 #endif
 
-#define SMART_DTX_TABLES_MAX	16
-#define SMART_DTX_BLADES_MAX	16
-#define SMART_DTX_VALUE_MAX	4096	/* bytes of a table's values */
-#define SMART_DTX_REPLICAS_MAX	2	/* backups per table */
-#define SMART_DTX_ITEMS_MAX	64	/* items per transaction */
-#define SMART_DTX_BUCKET_SLOTS	8	/* records per bucket */
+#define SMART_DTX_TABLES_MAX   16
+#define SMART_DTX_BLADES_MAX   16
+#define SMART_DTX_VALUE_MAX    4096 /* bytes of a table's values */
+#define SMART_DTX_REPLICAS_MAX 2    /* backups per table */
+#define SMART_DTX_ITEMS_MAX    64   /* items per transaction */
+#define SMART_DTX_BUCKET_SLOTS 8    /* records per bucket */
 
 typedef struct smart_dtx smart_dtx_t;
 typedef struct smart_dtx_txn smart_dtx_txn_t;
 
 /* Frozen (docs/api.md §4: an array element of the config): never grows. */
 struct smart_dtx_table {
-	uint32_t id;		/* 0..SMART_DTX_TABLES_MAX-1, unique */
-	uint32_t value_size;	/* 1..SMART_DTX_VALUE_MAX bytes */
+	uint32_t id;	     /* 0..SMART_DTX_TABLES_MAX-1, unique */
+	uint32_t value_size; /* 1..SMART_DTX_VALUE_MAX bytes */
 	/* buckets of SMART_DTX_BUCKET_SLOTS records; a key may sit in
 	 * either of two (two-choice hashing), so about 4 per bucket
 	 * inserts without a miss in practice.  1..2^26. */
@@ -96,13 +96,13 @@ struct smart_dtx_table {
 struct smart_dtx_config {
 	uint32_t struct_size;	/* sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
-	const uint16_t *blades;	/* blades holding tables (NULL: the home) */
+	const uint16_t *blades; /* blades holding tables (NULL: the home) */
 	unsigned nblades;	/* 1..SMART_DTX_BLADES_MAX */
 	/* backups per table, 0..SMART_DTX_REPLICAS_MAX and fewer than
 	 * nblades; -1 (default): 1 when there are 2 blades or more */
 	int replicas;
 	const struct smart_dtx_table *tables;
-	unsigned ntables;	/* 1..SMART_DTX_TABLES_MAX */
+	unsigned ntables; /* 1..SMART_DTX_TABLES_MAX */
 	/* transaction objects that can exist at once, over every client
 	 * (each holds one log slot); default 256 */
 	unsigned log_slots;
@@ -116,16 +116,16 @@ struct smart_dtx_config {
 
 /* Counters of one database object (this process's), paths taken. */
 struct smart_dtx_stats {
-	uint64_t commits, aborts;	/* transactions */
-	uint64_t lock_conflicts;	/* aborts: a record locked by a live one */
-	uint64_t validate_fails;	/* aborts: a version or lock changed */
-	uint64_t insert_conflicts;	/* aborts: the key being inserted */
-	uint64_t cache_hits, cache_misses;	/* address cache, per item */
-	uint64_t crc_retries;		/* records read torn, read again */
+	uint64_t commits, aborts;  /* transactions */
+	uint64_t lock_conflicts;   /* aborts: a record locked by a live one */
+	uint64_t validate_fails;   /* aborts: a version or lock changed */
+	uint64_t insert_conflicts; /* aborts: the key being inserted */
+	uint64_t cache_hits, cache_misses; /* address cache, per item */
+	uint64_t crc_retries;		   /* records read torn, read again */
 	/* recovery (docs/dtx.md §5): transactions of dead coordinators
 	 * found and resolved by this process, how, and locks released */
 	uint64_t recoveries, rolled_back, rolled_forward, locks_recovered;
-	uint64_t slots_adopted;		/* log slots taken from dead clients */
+	uint64_t slots_adopted; /* log slots taken from dead clients */
 	/* adoptions of a dead client's log slot put off: a live recoverer
 	 * still held a lock its log lists */
 	uint64_t adopt_deferred;
@@ -188,8 +188,7 @@ static inline int smart_dtx_stats(const smart_dtx_t *d, smart_worker_t *w,
 /* A transaction object: claims a free log slot (or adopts one a dead
  * client held, recovering what it left).  SMART_EBUSY when every slot is
  * held by a live client.  Thread: w's. */
-int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w,
-		      smart_dtx_txn_t **out);
+int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w, smart_dtx_txn_t **out);
 /* Give the log slot back (a transaction still open is aborted first, the
  * last commit's unlocks seen landed); NULL: no-op.  With w NULL, or when
  * locks a failure left cannot be let go (the error is returned), the slot
@@ -211,10 +210,10 @@ int smart_dtx_begin(smart_dtx_txn_t *x);
  * queued in this transaction (one item per record); SMART_ERANGE past
  * SMART_DTX_ITEMS_MAX items.  No network: the item runs at the next exec
  * or commit.  Thread: the task that uses x. */
-int smart_dtx_read(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
-		   void *buf, size_t cap);
-int smart_dtx_read_for_update(smart_dtx_txn_t *x, uint32_t table,
-			      uint64_t key, void *buf, size_t cap);
+int smart_dtx_read(smart_dtx_txn_t *x, uint32_t table, uint64_t key, void *buf,
+		   size_t cap);
+int smart_dtx_read_for_update(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
+			      void *buf, size_t cap);
 /* Insert (key, val): SMART_EEXIST from smart_dtx_status after exec when
  * the key is present; SMART_ENOSPC when its buckets are full.
  * Thread: the task that uses x. */
@@ -236,8 +235,7 @@ int smart_dtx_status(const smart_dtx_txn_t *x, int item, size_t *len);
  * update, not found, out of range, or a value too long or NULL with a
  * length; SMART_ERANGE past config max_writes written items.  No network.
  * Thread: the task that uses x. */
-int smart_dtx_write(smart_dtx_txn_t *x, int item, const void *val,
-		    size_t len);
+int smart_dtx_write(smart_dtx_txn_t *x, int item, const void *val, size_t len);
 int smart_dtx_delete(smart_dtx_txn_t *x, int item);
 
 /* The versions an item saw and wrote (0 when none: absent, not
@@ -245,9 +243,8 @@ int smart_dtx_delete(smart_dtx_txn_t *x, int item);
  * *slot names the record's place (blade, table, slot index) uniquely.
  * Outputs may be NULL.  SMART_EINVAL for an item out of range.  Thread:
  * the task that uses x. */
-int smart_dtx_item_versions(const smart_dtx_txn_t *x, int item,
-			    uint64_t *slot, uint64_t *read_ver,
-			    uint64_t *write_ver);
+int smart_dtx_item_versions(const smart_dtx_txn_t *x, int item, uint64_t *slot,
+			    uint64_t *read_ver, uint64_t *write_ver);
 
 /* Exec what is queued, validate, log, commit.  0: committed;
  * SMART_EABORT: aborted (nothing of it visible).  A commit returns with
@@ -286,7 +283,7 @@ static inline int smart_dtx_last_cost(const smart_dtx_txn_t *x,
  * released.  Live clients' locks are left alone.  SMART_EINVAL for NULL
  * d or w or a blade not the database's, SMART_ENOMEM, the transport's
  * errors (what was resolved before one stays resolved).  Thread: w's. */
-#define SMART_DTX_ALL_BLADES	0xffffu
+#define SMART_DTX_ALL_BLADES 0xffffu
 int smart_dtx_recover(smart_dtx_t *d, smart_worker_t *w, uint16_t blade,
 		      uint64_t *found);
 

@@ -17,12 +17,12 @@
 
 typedef uint64_t smart_gaddr_t;
 
-#define SMART_GADDR_NULL	UINT64_MAX
-#define SMART_GADDR_OFF_BITS	48
-#define SMART_GADDR_OFF_MASK	((UINT64_C(1) << SMART_GADDR_OFF_BITS) - 1)
-#define SMART_GADDR_DM		(UINT64_C(1) << 47)
+#define SMART_GADDR_NULL     UINT64_MAX
+#define SMART_GADDR_OFF_BITS 48
+#define SMART_GADDR_OFF_MASK ((UINT64_C(1) << SMART_GADDR_OFF_BITS) - 1)
+#define SMART_GADDR_DM	     (UINT64_C(1) << 47)
 /* Blade ids are limited so that per-worker tables stay small. */
-#define SMART_BLADE_ID_MAX	1023
+#define SMART_BLADE_ID_MAX   1023
 
 static inline smart_gaddr_t smart_gaddr(uint16_t blade, uint64_t off)
 {

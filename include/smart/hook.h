@@ -29,8 +29,7 @@ extern "C" {
 
 /* Called at a point; 0 to go on, a negative SMART_E* code to make the
  * operation fail there as if an op had returned it. */
-typedef int (*smart_hook_fn)(smart_worker_t *w, const char *point,
-			     void *arg);
+typedef int (*smart_hook_fn)(smart_worker_t *w, const char *point, void *arg);
 
 /* Install (fn NULL: remove) the hook of ctx.  SMART_EINVAL for NULL ctx.
  * Thread: any. */

@@ -41,19 +41,19 @@
 extern "C" {
 #endif
 
-#define SMART_HT_KEY_MAX	255
-#define SMART_HT_VALUE_MAX	8192
-#define SMART_HT_SHARDS_MAX	16
-#define SMART_HT_DEPTH_MAX	8
+#define SMART_HT_KEY_MAX    255
+#define SMART_HT_VALUE_MAX  8192
+#define SMART_HT_SHARDS_MAX 16
+#define SMART_HT_DEPTH_MAX  8
 
 typedef struct smart_ht smart_ht_t;
 
 struct smart_ht_config {
-	uint32_t struct_size;	/* sizeof, set by the init function:
+	uint32_t struct_size; /* sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
 	/* Blades holding the shards (NULL: the home blade alone). */
 	const uint16_t *blades;
-	unsigned nblades;		/* 1..SMART_HT_SHARDS_MAX */
+	unsigned nblades; /* 1..SMART_HT_SHARDS_MAX */
 	/* 2^depth subtables per shard (0..SMART_HT_DEPTH_MAX). */
 	unsigned depth;
 	/* Main buckets per subtable: even, 2..2^20. */
@@ -78,18 +78,18 @@ struct smart_ht_config {
 
 /* What a table looks like now (directory re-read for the counts). */
 struct smart_ht_stats {
-	unsigned global_depth;	/* largest over the shards */
-	unsigned subtables;	/* distinct subtables, all shards */
-	uint64_t splits;	/* splits done through this table object */
-	uint64_t retired;	/* blocks this ctx retired (all structures:
+	unsigned global_depth; /* largest over the shards */
+	unsigned subtables;    /* distinct subtables, all shards */
+	uint64_t splits;       /* splits done through this table object */
+	uint64_t retired;      /* blocks this ctx retired (all structures:
 				 * a ctx-wide count, SMART_STAT_EPOCH_RETIRED) */
-	uint64_t freed;		/* blocks this ctx freed after their grace
+	uint64_t freed;	       /* blocks this ctx freed after their grace
 				 * period (all structures: a ctx-wide count,
 				 * SMART_STAT_EPOCH_FREED) */
-	uint64_t recovered;	/* splits of dead clients this object
+	uint64_t recovered;    /* splits of dead clients this object
 				 * finished or undid */
-	uint64_t tent_cleared;	/* dead clients' tentative slots cleared */
-	uint64_t leaked;	/* blocks left unfreed because a transport
+	uint64_t tent_cleared; /* dead clients' tentative slots cleared */
+	uint64_t leaked;       /* blocks left unfreed because a transport
 				 * error hid whether they were published */
 	/* paths taken (tests assert them): bucket headers that disagreed
 	 * with the cached directory, misses or frozen hits that the

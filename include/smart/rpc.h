@@ -62,41 +62,41 @@ typedef struct smart_rpc_req smart_rpc_req_t;
  * docs/api.md), then change what differs; a zero field takes its
  * default. */
 struct smart_rpc_config {
-	uint32_t struct_size;	/* sizeof, set by the init function:
+	uint32_t struct_size;	   /* sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
-	uint32_t window;	/* receives per connection for data: 64
+	uint32_t window;	   /* receives per connection for data: 64
 				 * (2..4096, rounded up to a power of 2) */
-	uint32_t eager_max;	/* largest payload: 4096 (48..1 MiB - 16) */
-	uint32_t max_conns;	/* connections at once: 64 (1..4096) */
-	uint32_t timeout_ms;	/* calls and connects: 5000 */
-	uint32_t max_pending;	/* handshakes in progress (unauthenticated
+	uint32_t eager_max;	   /* largest payload: 4096 (48..1 MiB - 16) */
+	uint32_t max_conns;	   /* connections at once: 64 (1..4096) */
+	uint32_t timeout_ms;	   /* calls and connects: 5000 */
+	uint32_t max_pending;	   /* handshakes in progress (unauthenticated
 				 * ones are evicted oldest first): 16 */
-	uint32_t backlog_max;	/* reply bytes queued per connection behind
+	uint32_t backlog_max;	   /* reply bytes queued per connection behind
 				 * its window before it is cut off: 4 MiB */
-	uint32_t keepalive_ms;	/* silence after which a connection is
+	uint32_t keepalive_ms;	   /* silence after which a connection is
 				 * probed: 1000 (1..3600000) */
 	uint32_t keepalive_misses; /* a peer silent for keepalive_ms x this
 				 * is dead: 5 (2..100) */
-	uint32_t trace_every;	/* trace one call in this many (both ends,
+	uint32_t trace_every;	   /* trace one call in this many (both ends,
 				 * smart_rpc_traces): 1024; UINT32_MAX: none */
-	uint32_t slow_poll_us;	/* a gap between two polls of the endpoint
+	uint32_t slow_poll_us;	   /* a gap between two polls of the endpoint
 				 * longer than this is a slow poll (counted;
 				 * messages wait meanwhile): 1000 */
-	uint32_t qp_cache;	/* connections kept ready (QP created and its
+	uint32_t qp_cache;	   /* connections kept ready (QP created and its
 				 * receives posted: X-RDMA's QP cache) for the
 				 * next connect or accept, made one at a time
 				 * when the endpoint is idle and at each 1-ms
 				 * tick: 2 (UINT32_MAX: none; at most 64) */
-	uint32_t rndv_max;	/* the longest message, sent by rendezvous
+	uint32_t rndv_max;	   /* the longest message, sent by rendezvous
 				 * when longer than eager_max: 64 MiB (up to
 				 * 1 GiB; rounded up to 64 KiB).  The endpoint
 				 * registers two regions this large (staging,
 				 * which peers READ, and landing) */
-	uint32_t busy_us;	/* event mode: how long after the last
+	uint32_t busy_us;	   /* event mode: how long after the last
 				 * message the endpoint stays in polling mode
 				 * (smart_rpc_event_arm refuses): 50 (up to
 				 * 1000000) */
-	uint32_t allow_uid[4];	/* shm: uids besides our effective uid and
+	uint32_t allow_uid[4];	   /* shm: uids besides our effective uid and
 				 * root that may be the other end of a
 				 * connection, either way (SO_PEERCRED); 0:
 				 * an unused entry */
@@ -104,8 +104,7 @@ struct smart_rpc_config {
 
 /* A config in a designated initializer: { SMART_RPC_CONFIG_INIT,
  * .window = 8 }, the same as smart_rpc_config_init() then the fields. */
-#define SMART_RPC_CONFIG_INIT \
-	.struct_size = sizeof(struct smart_rpc_config)
+#define SMART_RPC_CONFIG_INIT .struct_size = sizeof(struct smart_rpc_config)
 
 /* Every field zero (its default) and struct_size set.  Cannot fail: void. */
 void smart_rpc_config_init(struct smart_rpc_config *cfg);
@@ -237,41 +236,41 @@ int smart_rpc_flush(smart_rpc_t *rpc);
 /* Counters of a connection (or, through smart_rpc_stats, of the endpoint:
  * live and past connections summed). */
 struct smart_rpc_stats {
-	uint64_t msgs_sent, msgs_recv;		/* data messages */
-	uint64_t bytes_sent, bytes_recv;	/* their payload bytes */
-	uint64_t acks_sent;			/* bare ACKs */
+	uint64_t msgs_sent, msgs_recv;	 /* data messages */
+	uint64_t bytes_sent, bytes_recv; /* their payload bytes */
+	uint64_t acks_sent;		 /* bare ACKs */
 	uint64_t calls, call_errors, call_timeouts;
-	uint64_t window_stalls;	/* sends that found the window full */
-	uint64_t backlogged;	/* replies queued behind the window */
-	uint64_t rnr;		/* receiver-not-ready errors (0 by design) */
-	uint64_t rnr_waits;	/* smart_rpc_stats only: SENDs of this
+	uint64_t window_stalls;	  /* sends that found the window full */
+	uint64_t backlogged;	  /* replies queued behind the window */
+	uint64_t rnr;		  /* receiver-not-ready errors (0 by design) */
+	uint64_t rnr_waits;	  /* smart_rpc_stats only: SENDs of this
 				 * process (its transport domain, messaging
 				 * or not) that met no receive posted and
 				 * waited for one (0 by design) */
-	uint64_t proto_errors;	/* malformed messages: connection cut */
-	uint64_t ka_probes;	/* keepalive PINGs sent (after silence) */
-	uint64_t ka_failures;	/* peers given up by the keepalive: silent,
+	uint64_t proto_errors;	  /* malformed messages: connection cut */
+	uint64_t ka_probes;	  /* keepalive PINGs sent (after silence) */
+	uint64_t ka_failures;	  /* peers given up by the keepalive: silent,
 				 * or acking none of our messages, for
 				 * keepalive_ms x keepalive_misses */
-	uint64_t rndv_sent;	/* messages staged for a peer to READ */
-	uint64_t rndv_recv;	/* messages READ from a peer and checked */
-	uint64_t rndv_held;	/* data messages that arrived behind a
+	uint64_t rndv_sent;	  /* messages staged for a peer to READ */
+	uint64_t rndv_recv;	  /* messages READ from a peer and checked */
+	uint64_t rndv_held;	  /* data messages that arrived behind a
 				 * rendezvous and waited for it (in order) */
-	uint64_t traced;	/* calls and handlers traced */
-	uint64_t slow_polls;	/* endpoint only: polls that came more than
+	uint64_t traced;	  /* calls and handlers traced */
+	uint64_t slow_polls;	  /* endpoint only: polls that came more than
 				 * slow_poll_us after the one before */
 	uint64_t poll_gap_max_ns; /* endpoint only: the longest such gap */
-	uint64_t qp_cache_hits;	/* connections that took a ready QP */
+	uint64_t qp_cache_hits;	  /* connections that took a ready QP */
 	uint64_t conns_accepted, conns_dialed, conns_failed;
 	uint64_t handshakes_refused;
-	uint64_t event_sleeps;	/* endpoint only: arms that let the
+	uint64_t event_sleeps;	  /* endpoint only: arms that let the
 				 * caller sleep (smart_rpc_event_arm) */
-	uint64_t cut_closes;	/* connections we cut (a protocol error, a
+	uint64_t cut_closes;	  /* connections we cut (a protocol error, a
 				 * peer not consuming or acking) whose peer
 				 * was sent a CLOSE */
-	uint64_t chan_slots_sent;	/* channel slots committed */
-	uint64_t chan_slots_recv;	/* channel slots taken (next) */
-	uint64_t chan_torn;	/* FOOTER polls of a slot still landing */
+	uint64_t chan_slots_sent; /* channel slots committed */
+	uint64_t chan_slots_recv; /* channel slots taken (next) */
+	uint64_t chan_torn;	  /* FOOTER polls of a slot still landing */
 };
 
 /* SMART_EINVAL for NULL arguments.  The _sized forms take the caller's
@@ -302,26 +301,26 @@ static inline int smart_rpc_stats(const smart_rpc_t *rpc,
 enum { SMART_RPC_TRACE_CALL = 1, SMART_RPC_TRACE_HANDLER = 2 };
 
 struct smart_rpc_trace {
-	uint32_t id;		/* the call's id, the same at both ends */
+	uint32_t id; /* the call's id, the same at both ends */
 	uint16_t op;
-	uint8_t side;		/* SMART_RPC_TRACE_* */
-	uint8_t rndv;		/* 1: its request went by rendezvous */
-	int32_t status;		/* caller: the call's result */
-	uint32_t len;		/* request payload bytes */
-	uint64_t start_ns;	/* smart_now_ns() when the call began, or the
+	uint8_t side;	     /* SMART_RPC_TRACE_* */
+	uint8_t rndv;	     /* 1: its request went by rendezvous */
+	int32_t status;	     /* caller: the call's result */
+	uint32_t len;	     /* request payload bytes */
+	uint64_t start_ns;   /* smart_now_ns() when the call began, or the
 				 * request was found */
-	uint64_t queue_ns;	/* waiting before it went (caller) or before
+	uint64_t queue_ns;   /* waiting before it went (caller) or before
 				 * its handler ran (handler) */
-	uint64_t rtt_ns;	/* caller: sent to answered */
-	uint64_t handler_ns;	/* handler: its run */
+	uint64_t rtt_ns;     /* caller: sent to answered */
+	uint64_t handler_ns; /* handler: its run */
 };
 
 /* The newest traces of the endpoint (up to 256 kept), oldest first, into
  * out (up to max records of the caller's sizeof: docs/api.md §4); returns
  * how many (a count: docs/api.md §2), or SMART_EINVAL for NULL rpc or out
  * or a negative max.  Thread: the endpoint's. */
-int smart_rpc_traces_sized(const smart_rpc_t *rpc,
-			   struct smart_rpc_trace *out, int max, size_t size);
+int smart_rpc_traces_sized(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
+			   int max, size_t size);
 static inline int smart_rpc_traces(const smart_rpc_t *rpc,
 				   struct smart_rpc_trace *out, int max)
 {

@@ -26,9 +26,9 @@
  * (libsmart.so.1): within it nothing is removed or changed incompatibly; a
  * minor adds functions, each under its own symbol version node SMART_1.<minor>
  * (docs/design.md §12).  The build checks the four agree. */
-#define SMART_VERSION_MAJOR 1
-#define SMART_VERSION_MINOR 0
-#define SMART_VERSION_PATCH 0
+#define SMART_VERSION_MAJOR  1
+#define SMART_VERSION_MINOR  0
+#define SMART_VERSION_PATCH  0
 #define SMART_VERSION_STRING "1.0.0"
 
 /* The version of the library loaded at run time, which may be a later 1.x

@@ -27,7 +27,9 @@ double smart_cycles_per_sec(void);
 
 /* xoshiro256** style 64-bit generator; never seeded from the clock.
  * Values, no failure (docs/api.md §2).  Thread: the generator's owner. */
-typedef struct smart_rng { uint64_t s[4]; } smart_rng_t;
+typedef struct smart_rng {
+	uint64_t s[4];
+} smart_rng_t;
 void smart_rng_seed(smart_rng_t *r, uint64_t seed);
 uint64_t smart_rng_next(smart_rng_t *r);
 /* Uniform in [0, n), n > 0, without modulo bias worth noting (Lemire). */
@@ -50,7 +52,7 @@ uint64_t smart_zipf_next(const smart_zipf_t *z, smart_rng_t *r);
  * sub-buckets each (relative error < 3.2%), from 1 ns to ~584 years.
  * Values, no failure (docs/api.md §2).  Thread: the histogram's owner
  * (merge them afterwards). */
-#define SMART_HIST_SUB 32
+#define SMART_HIST_SUB	   32
 #define SMART_HIST_BUCKETS (64 * SMART_HIST_SUB)
 typedef struct smart_hist {
 	uint64_t count, sum, min, max;

@@ -36,13 +36,13 @@
 
 /* The public names of the limits a client checks too (wire/limits.h). */
 _Static_assert(SMART_LEASE_MS_MIN == SMART_WIRE_LEASE_MS_MIN &&
-	       SMART_LEASE_MS_MAX == SMART_WIRE_LEASE_MS_MAX &&
-	       SMART_BLADE_ID_MAX == SMART_WIRE_BLADE_ID_MAX &&
-	       SMART_GADDR_DM == SMART_WIRE_REGION_MAX,
+		       SMART_LEASE_MS_MAX == SMART_WIRE_LEASE_MS_MAX &&
+		       SMART_BLADE_ID_MAX == SMART_WIRE_BLADE_ID_MAX &&
+		       SMART_GADDR_DM == SMART_WIRE_REGION_MAX,
 	       "smart/blade.h and smart/gaddr.h re-export wire/limits.h");
 
 #define BLADE_MAX_CLIENTS_LIMIT 65536
-#define BLADE_TIMEOUT_LIMIT_MS 3600000
+#define BLADE_TIMEOUT_LIMIT_MS	3600000
 
 void smart_blade_config_init(struct smart_blade_config *cfg)
 {
@@ -71,9 +71,11 @@ static int config_check(const struct smart_blade_config *c,
 	    c->chunk_size > (1u << SMART_CHUNK_SHIFT_MAX))
 		why = "chunk size must be a power of two from 4 KiB to 1 GiB";
 	else if (c->size < SMART_WIRE_REGION_MIN ||
-		 c->size > SMART_WIRE_REGION_MAX
-		 || c->size > SIZE_MAX || c->size / c->chunk_size <
-		 smart_sb_first_chunk((uint32_t)__builtin_ctz(c->chunk_size)) + 1)
+		 c->size > SMART_WIRE_REGION_MAX || c->size > SIZE_MAX ||
+		 c->size / c->chunk_size <
+			 smart_sb_first_chunk(
+				 (uint32_t)__builtin_ctz(c->chunk_size)) +
+				 1)
 		why = "size must be 1 MiB..128 TiB and hold the blade's own "
 		      "64 KiB plus a chunk";
 	else if (c->dm_size < -1 || c->dm_size > (int64_t)SMART_DM_MAX ||
@@ -128,8 +130,10 @@ static void format_superblock(struct smart_blade *b)
 {
 	struct smart_superblock *sb = b->mr->addr;
 
-	struct smart_lease_table *lt = (void *)((uint8_t *)sb + SMART_LEASE_OFF);
-	struct smart_epoch_table *et = (void *)((uint8_t *)sb + SMART_EPOCH_OFF);
+	struct smart_lease_table *lt = (void *)((uint8_t *)sb +
+						SMART_LEASE_OFF);
+	struct smart_epoch_table *et = (void *)((uint8_t *)sb +
+						SMART_EPOCH_OFF);
 
 	/* the region is zeroed: tables start empty, only these are set */
 	sb->magic = SMART_SB_MAGIC;
@@ -142,7 +146,7 @@ static void format_superblock(struct smart_blade *b)
 	sb->blade_id = b->id;
 	sb->lease_ms = b->lease_ms;
 	lt->lease_ms = b->lease_ms;
-	et->global = 1;		/* epoch 0 means "never announced" */
+	et->global = 1; /* epoch 0 means "never announced" */
 }
 
 /* Device memory for the region, as b->dm_size asks (-1: auto).  Auto
@@ -156,20 +160,25 @@ static int dm_open(struct smart_blade *b)
 
 	b->ops->query_caps(b->dom, &caps);
 	if (b->dm_size < 0)
-		len = caps.dm_emulated ? 0 :
-		      smart_min(caps.max_dm, (uint64_t)SMART_DM_MAX) /
-		      SMART_DM_UNIT * SMART_DM_UNIT;
+		len = caps.dm_emulated ?
+			      0 :
+			      smart_min(caps.max_dm, (uint64_t)SMART_DM_MAX) /
+				      SMART_DM_UNIT * SMART_DM_UNIT;
 	if (!len)
 		return 0;
 	rc = b->ops->dm_attach(b->dom, b->mr, (size_t)len);
 	if (rc && b->dm_size < 0) {
-		smart__warn(&b->log, "no device memory (%" PRIu64 " bytes: %s);"
-			    " serving without", len, smart_strerror(rc));
+		smart__warn(&b->log,
+			    "no device memory (%" PRIu64 " bytes: %s);"
+			    " serving without",
+			    len, smart_strerror(rc));
 		return 0;
 	}
 	if (rc)
-		smart__err(&b->log, "cannot have %" PRIu64 " bytes of device "
-			   "memory: %s", len, smart_strerror(rc));
+		smart__err(&b->log,
+			   "cannot have %" PRIu64 " bytes of device "
+			   "memory: %s",
+			   len, smart_strerror(rc));
 	else
 		smart__info(&b->log, "device memory: %" PRIu64 " bytes%s", len,
 			    caps.dm_emulated ? " (emulated)" : "");
@@ -198,8 +207,9 @@ static int region_open(struct smart_blade *b, int hugepages)
 	}
 	rc = b->ops->mr_alloc(b->dom, (size_t)b->size, hugepages, 1, &b->mr);
 	if (rc) {
-		smart__err(&b->log, "cannot allocate a region of %" PRIu64
-			   " bytes: %s", b->size, smart_strerror(rc));
+		smart__err(&b->log,
+			   "cannot allocate a region of %" PRIu64 " bytes: %s",
+			   b->size, smart_strerror(rc));
 		return rc;
 	}
 	format_superblock(b);
@@ -289,7 +299,7 @@ static int copy_config(struct smart_blade *b,
 	b->gid_index = cfg->gid_index;
 	b->traffic_class = cfg->traffic_class;
 	b->service_level = cfg->service_level;
-	b->gid_type = smart__tp_gid_type_parse(cfg->gid_type);	/* checked */
+	b->gid_type = smart__tp_gid_type_parse(cfg->gid_type); /* checked */
 	if (cfg->secret) {
 		b->secret = malloc(cfg->secret_len);
 		if (!b->secret)
@@ -298,9 +308,11 @@ static int copy_config(struct smart_blade *b,
 		b->secret_len = cfg->secret_len;
 	}
 	b->sess = calloc((size_t)b->max_clients + (size_t)b->max_unauth +
-			 BLADE_ACCEPT_BATCH, sizeof(*b->sess));
+				 BLADE_ACCEPT_BATCH,
+			 sizeof(*b->sess));
 	b->pfd = calloc(3 + (size_t)b->max_clients + (size_t)b->max_unauth +
-			BLADE_MAX_FDREQ, sizeof(*b->pfd));
+				BLADE_MAX_FDREQ,
+			sizeof(*b->pfd));
 	return b->sess && b->pfd ? 0 : SMART_ENOMEM;
 }
 
@@ -321,7 +333,8 @@ static void fd_budget_check(const struct smart_blade *b)
 
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < need)
-		smart__warn(&b->log, "the fd limit (%llu) is below what the "
+		smart__warn(&b->log,
+			    "the fd limit (%llu) is below what the "
 			    "blade may hold (%llu: max_clients + max_unauth + "
 			    "%d fd requests + %d); raise it (ulimit -n)",
 			    (unsigned long long)rl.rlim_cur,
@@ -375,8 +388,8 @@ static int blade_create(const struct smart_blade_config *cfg,
 		smart_blade_destroy(b);
 		return rc;
 	}
-	smart__info(&b->log, "blade %u serving %" PRIu64 " bytes on %s",
-		    b->id, b->size, b->addr);
+	smart__info(&b->log, "blade %u serving %" PRIu64 " bytes on %s", b->id,
+		    b->size, b->addr);
 	*out = b;
 	return 0;
 }
@@ -458,11 +471,11 @@ int smart_blade_usage_sized(const smart_blade_t *b,
 	if (!b || !out)
 		return SMART_EINVAL;
 	r = b->mr->addr;
-	rc = smart__wire_usage((const void *)r,
-			       (const void *)(r + SMART_LEASE_OFF),
-			       __atomic_load_n((const uint64_t *)(r +
-					       SMART_FREE_POOLED_OFF),
-					       __ATOMIC_RELAXED), &full);
+	rc = smart__wire_usage(
+		(const void *)r, (const void *)(r + SMART_LEASE_OFF),
+		__atomic_load_n((const uint64_t *)(r + SMART_FREE_POOLED_OFF),
+				__ATOMIC_RELAXED),
+		&full);
 	return rc ? rc : smart__out_give(out, size, &full, sizeof(full));
 }
 

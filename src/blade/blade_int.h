@@ -41,48 +41,48 @@
 _Static_assert(SMART_TP_BLOB_MAX == SMART_PROTO_BLOB_MAX,
 	       "the wire carries whole transport blobs");
 
-#define BLADE_IN_CAP		SMART_PROTO_FRAME_MAX
-#define BLADE_OUT_CAP		16384
-#define BLADE_REPLY_MAX		(SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX)
-#define BLADE_MAX_RESPONDERS	4096
-#define BLADE_MAX_FDREQ		64	/* pending fd requests holding an fd */
-#define BLADE_ACCEPT_BATCH	64	/* accepts per listener per poll round */
-#define BLADE_LINGER_MS		1000	/* bound on flushing a final ERROR */
-#define BLADE_DISCARD_MAX	65536	/* bytes drained while closing */
+#define BLADE_IN_CAP	     SMART_PROTO_FRAME_MAX
+#define BLADE_OUT_CAP	     16384
+#define BLADE_REPLY_MAX	     (SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX)
+#define BLADE_MAX_RESPONDERS 4096
+#define BLADE_MAX_FDREQ	     64	   /* pending fd requests holding an fd */
+#define BLADE_ACCEPT_BATCH   64	   /* accepts per listener per poll round */
+#define BLADE_LINGER_MS	     1000  /* bound on flushing a final ERROR */
+#define BLADE_DISCARD_MAX    65536 /* bytes drained while closing */
 
 enum blade_sess_state {
-	SESS_HELLO,	/* connected, HELLO expected before the deadline */
-	SESS_AUTH,	/* CHALLENGE sent, the client's AUTH expected (or
+	SESS_HELLO,   /* connected, HELLO expected before the deadline */
+	SESS_AUTH,    /* CHALLENGE sent, the client's AUTH expected (or
 			 * its ERROR: it refused our proof) */
-	SESS_READY,	/* authenticated: QP_CONNECT/QP_CLOSE/BYE served */
-	SESS_CLOSING,	/* final ERROR queued: flush, drain, then close */
-	SESS_DEAD,	/* to be freed by the control thread */
+	SESS_READY,   /* authenticated: QP_CONNECT/QP_CLOSE/BYE served */
+	SESS_CLOSING, /* final ERROR queued: flush, drain, then close */
+	SESS_DEAD,    /* to be freed by the control thread */
 };
 
 struct blade_session {
-	int fd;			/* -1 for a socketless (fuzz) session */
-	int state;		/* enum blade_sess_state */
-	int wr_shut;		/* SHUT_WR done while closing */
-	int authed;		/* welcomed: counted in nauth, not nunauth */
-	int no_room;		/* set before each process(): max_clients hit */
-	int fixed_nonce;	/* socketless (fuzz) session: a zero nonce, so
+	int fd;		 /* -1 for a socketless (fuzz) session */
+	int state;	 /* enum blade_sess_state */
+	int wr_shut;	 /* SHUT_WR done while closing */
+	int authed;	 /* welcomed: counted in nauth, not nunauth */
+	int no_room;	 /* set before each process(): max_clients hit */
+	int fixed_nonce; /* socketless (fuzz) session: a zero nonce, so
 				 * that a corpus can hold a valid AUTH */
-	struct smart__auth auth;	/* key: the blade's secret */
-	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* the HELLO's */
+	struct smart__auth auth; /* key: the blade's secret */
+	char transport[SMART_PROTO_TRANSPORT_MAX + 1]; /* the HELLO's */
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
-	size_t hello_len;	/* the HELLO's payload: both proofs cover it */
-	uint64_t seq_in, seq_out;	/* frames after the AUTH, resp. the
+	size_t hello_len; /* the HELLO's payload: both proofs cover it */
+	uint64_t seq_in, seq_out; /* frames after the AUTH, resp. the
 					 * WELCOME, each tagged with its own */
-	uint64_t deadline;	/* ms: auth or close deadline; 0 = none */
-	uint64_t stall;		/* ms: output pending without progress since */
+	uint64_t deadline;	  /* ms: auth or close deadline; 0 = none */
+	uint64_t stall; /* ms: output pending without progress since */
 	size_t discarded;
-	uint8_t fetch[SMART_PROTO_FETCH_LEN];	/* the fd request expected:
+	uint8_t fetch[SMART_PROTO_FETCH_LEN]; /* the fd request expected:
 						 * the client's proof over
 						 * the WELCOME's token */
 	int token_live;
-	uint16_t lease_id;	/* the client's lease, 0 = none yet */
-	int said_bye;		/* left cleanly: release, do not fence */
-	struct smart_tp_responder **resp;	/* indexed by responder id */
+	uint16_t lease_id; /* the client's lease, 0 = none yet */
+	int said_bye;	   /* left cleanly: release, do not fence */
+	struct smart_tp_responder **resp; /* indexed by responder id */
 	uint32_t resp_cap, nresp;
 	size_t in_len, out_off, out_len;
 	uint8_t in[BLADE_IN_CAP];
@@ -92,7 +92,7 @@ struct blade_session {
 /* A pending fd request on the unix socket: SMART_PROTO_FETCH_LEN bytes
  * expected (the client's proof over its WELCOME's token). */
 struct blade_fdreq {
-	int fd;			/* -1 once finished, expired or evicted */
+	int fd; /* -1 once finished, expired or evicted */
 	uint64_t deadline;
 	size_t n;
 	uint8_t got[SMART_PROTO_FETCH_LEN];
@@ -110,19 +110,19 @@ struct smart_blade {
 	uint8_t chunk_shift;
 	uint64_t size;
 	char transport[SMART_PROTO_TRANSPORT_MAX + 1];
-	char device[64];	/* verbs device, "" = auto */
+	char device[64]; /* verbs device, "" = auto */
 	int ib_port, gid_index;
-	int traffic_class, service_level, gid_type;	/* SMART_TP_GID_* */
-	uint8_t *secret;	/* NULL: none required */
+	int traffic_class, service_level, gid_type; /* SMART_TP_GID_* */
+	uint8_t *secret;			    /* NULL: none required */
 	size_t secret_len;
-	int max_clients;	/* authenticated sessions */
-	int max_unauth;		/* sessions not authenticated yet */
-	int auth_timeout_ms;	/* to prove the secret, or send an fd
+	int max_clients;     /* authenticated sessions */
+	int max_unauth;	     /* sessions not authenticated yet */
+	int auth_timeout_ms; /* to prove the secret, or send an fd
 				 * request */
-	int hs_timeout_ms;	/* authenticated: replies unread this long */
+	int hs_timeout_ms;   /* authenticated: replies unread this long */
 	uint32_t lease_ms;
-	int64_t dm_size;	/* device memory asked for: -1 auto */
-	uint16_t next_lease;	/* control thread: the next id to try */
+	int64_t dm_size;     /* device memory asked for: -1 auto */
+	uint16_t next_lease; /* control thread: the next id to try */
 	/* control thread: ids whose holder died or was fenced; never handed
 	 * out again (lease.c: a lock word may still name them) */
 	uint64_t dead_ids[65536 / 64];
@@ -130,7 +130,7 @@ struct smart_blade {
 
 	int lfd, ufd, wakefd;
 	char addr[64];
-	char uname[SMART_PROTO_SOCK_MAX + 1];	/* abstract, no leading NUL */
+	char uname[SMART_PROTO_SOCK_MAX + 1]; /* abstract, no leading NUL */
 	size_t uname_len;
 
 	pthread_t thread;
@@ -142,9 +142,9 @@ struct smart_blade {
 	 * entries stay, fd closed, until the end of the round: hence the
 	 * BLADE_ACCEPT_BATCH of headroom.
 	 */
-	struct pollfd *pfd;	/* 3 + max_clients + max_unauth + MAX_FDREQ */
-	uint64_t accept_pause;	/* ms: listener paused (out of fds) */
-	struct blade_session **sess;	/* max_clients + max_unauth + BATCH */
+	struct pollfd *pfd;    /* 3 + max_clients + max_unauth + MAX_FDREQ */
+	uint64_t accept_pause; /* ms: listener paused (out of fds) */
+	struct blade_session **sess; /* max_clients + max_unauth + BATCH */
 	int nsess, nauth, nunauth;
 	struct blade_fdreq fdreq[BLADE_MAX_FDREQ + BLADE_ACCEPT_BATCH];
 	int nfdreq, nfdlive;
@@ -160,8 +160,7 @@ uint64_t smart__blade_now_ms(void);
 struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd);
 void smart__blade_sess_free(struct smart_blade *b, struct blade_session *s);
 /* Parse and serve every complete frame in s->in; replies go to s->out. */
-void smart__blade_sess_process(struct smart_blade *b,
-			       struct blade_session *s);
+void smart__blade_sess_process(struct smart_blade *b, struct blade_session *s);
 /* Queue ERROR(status, msg) and move to SESS_CLOSING. */
 void smart__blade_sess_refuse(struct smart_blade *b, struct blade_session *s,
 			      int status, const char *msg);

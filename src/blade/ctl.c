@@ -65,9 +65,11 @@ static int build(struct smart_blade *b, uint64_t now)
 				.events = POLLIN };
 	for (int i = 0; i < b->nsess; i++, n++)
 		p[n] = (struct pollfd){ .fd = b->sess[i]->fd,
-					.events = (short)sess_events(b->sess[i]) };
+					.events = (short)sess_events(
+						b->sess[i]) };
 	for (int i = 0; i < b->nfdreq; i++, n++)
-		p[n] = (struct pollfd){ .fd = b->fdreq[i].fd, .events = POLLIN };
+		p[n] = (struct pollfd){ .fd = b->fdreq[i].fd,
+					.events = POLLIN };
 	return n;
 }
 
@@ -83,8 +85,7 @@ static void half_close(struct blade_session *s)
 }
 
 /* Write what is pending; on a hard error the session dies. */
-static void flush(struct smart_blade *b, struct blade_session *s,
-		  uint64_t now)
+static void flush(struct smart_blade *b, struct blade_session *s, uint64_t now)
 {
 	size_t before = s->out_len;
 	ssize_t w;
@@ -151,8 +152,8 @@ static void sess_read(struct smart_blade *b, struct blade_session *s)
 	}
 }
 
-static void sess_io(struct smart_blade *b, struct blade_session *s,
-		    short rev, uint64_t now)
+static void sess_io(struct smart_blade *b, struct blade_session *s, short rev,
+		    uint64_t now)
 {
 	if (rev & POLLOUT)
 		flush(b, s, now);
@@ -202,9 +203,10 @@ static void evict_session(struct smart_blade *b)
 		if (s->authed || s->fd < 0)
 			continue;
 		if ((s->state == SESS_HELLO || s->state == SESS_AUTH) &&
-		    !smart__proto_enc_error(SMART_EBUSY, "evicted: too many "
-					    "connections without a hello", f,
-					    sizeof(f), &n) &&
+		    !smart__proto_enc_error(SMART_EBUSY,
+					    "evicted: too many "
+					    "connections without a hello",
+					    f, sizeof(f), &n) &&
 		    send(s->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			smart__dbg(&b->log, "evict: %s", strerror(errno));
 		smart__dbg(&b->log, "session fd %d: evicted", s->fd);
@@ -344,8 +346,10 @@ static void expire(struct smart_blade *b, uint64_t now)
 		if ((s->state == SESS_HELLO || s->state == SESS_AUTH) &&
 		    now >= s->deadline) {
 			count(&b->n_timeouts);
-			smart__info(&b->log, "session fd %d: no hello within "
-				    "the auth deadline", s->fd);
+			smart__info(&b->log,
+				    "session fd %d: no hello within "
+				    "the auth deadline",
+				    s->fd);
 			smart__blade_sess_refuse(b, s, SMART_ETIMEDOUT,
 						 "no hello within the auth "
 						 "deadline");
@@ -355,8 +359,10 @@ static void expire(struct smart_blade *b, uint64_t now)
 		} else if (s->state == SESS_READY && s->stall &&
 			   now - s->stall >= (uint64_t)b->hs_timeout_ms) {
 			count(&b->n_timeouts);
-			smart__info(&b->log, "session fd %d: replies unread, "
-				    "dropped", s->fd);
+			smart__info(&b->log,
+				    "session fd %d: replies unread, "
+				    "dropped",
+				    s->fd);
 			s->state = SESS_DEAD;
 		}
 	}
@@ -412,8 +418,7 @@ static int next_timeout(const struct smart_blade *b, uint64_t now)
 	return next > now ? (int)(next - now) : 0;
 }
 
-static void dispatch(struct smart_blade *b, int nsess, int nfdreq,
-		     uint64_t now)
+static void dispatch(struct smart_blade *b, int nsess, int nfdreq, uint64_t now)
 {
 	struct pollfd *p = b->pfd + 3;
 

@@ -27,7 +27,7 @@
 #include "util/mutant.h"
 #include "wire/services.h"
 
-#define LEASE_IDS	65535u	/* 1..65535; 0 is "no holder" */
+#define LEASE_IDS 65535u /* 1..65535; 0 is "no holder" */
 
 static struct smart_lease_table *lease_table(struct smart_blade *b)
 {
@@ -36,8 +36,9 @@ static struct smart_lease_table *lease_table(struct smart_blade *b)
 
 static _Atomic uint64_t *lease_slot(struct smart_blade *b, uint16_t id)
 {
-	return (_Atomic uint64_t *)&lease_table(b)->slot[
-		smart_lease_slot_of(id)].word;
+	return (_Atomic uint64_t *)&lease_table(b)
+		->slot[smart_lease_slot_of(id)]
+		.word;
 }
 
 static int id_dead(const struct smart_blade *b, uint16_t id)
@@ -93,18 +94,18 @@ int smart__blade_lease_assign(struct smart_blade *b, uint16_t *id)
 
 		if (!cand) {
 			smart__err(&b->log, "every lease id is live or names a "
-				   "dead client: restart the blade");
+					    "dead client: restart the blade");
 			return SMART_EBUSY;
 		}
 		w = lease_slot(b, cand);
 		cur = atomic_load(w);
 		if (cur && !(cur & SMART_LEASE_FENCED))
-			continue;	/* a live client holds the slot */
+			continue; /* a live client holds the slot */
 		lease_slots_used(b, cand);
 		if (!atomic_compare_exchange_strong(w, &cur,
 						    smart_lease_word(cand, 1)))
 			continue;
-		((uint64_t *)w)[1] = 0;	/* the slot's "cached" word */
+		((uint64_t *)w)[1] = 0; /* the slot's "cached" word */
 		*id = cand;
 		return 0;
 	}
@@ -121,10 +122,11 @@ static int lease_close(struct smart_blade *b, uint16_t id, int bye)
 	/* the owner may be renewing meanwhile: retry a bounded number of
 	 * times; a fence that cannot land is done by the lease's expiry */
 	for (int i = 0; i < 64; i++) {
-		if (smart_lease_word_id(cur) != id || (cur & SMART_LEASE_FENCED))
-			return 0;	/* fenced by a peer, or not ours any more */
-		if (atomic_compare_exchange_strong(w, &cur, bye ? 0 :
-						   cur | SMART_LEASE_FENCED))
+		if (smart_lease_word_id(cur) != id ||
+		    (cur & SMART_LEASE_FENCED))
+			return 0; /* fenced by a peer, or not ours any more */
+		if (atomic_compare_exchange_strong(
+			    w, &cur, bye ? 0 : cur | SMART_LEASE_FENCED))
 			return bye;
 	}
 	return 0;

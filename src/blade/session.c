@@ -105,8 +105,8 @@ static void malformed(struct smart_blade *b, struct blade_session *s,
 	smart__blade_sess_refuse(b, s, SMART_EPROTO, why);
 }
 
-static void refused(struct smart_blade *b, struct blade_session *s,
-		    int status, const char *msg)
+static void refused(struct smart_blade *b, struct blade_session *s, int status,
+		    const char *msg)
 {
 	atomic_fetch_add_explicit(&b->n_refused, 1, memory_order_relaxed);
 	smart__info(&b->log, "session fd %d: refused: %s", s->fd, msg);
@@ -160,8 +160,7 @@ static void welcome(struct smart_blade *b, struct blade_session *s)
 	s->state = SESS_READY;
 	s->authed = 1;
 	s->deadline = 0;
-	atomic_fetch_add_explicit(&b->n_authenticated, 1,
-				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->n_authenticated, 1, memory_order_relaxed);
 }
 
 /* Our nonce (a socketless fuzz session's is zero) and our proof. */
@@ -192,7 +191,8 @@ static void on_hello(struct smart_blade *b, struct blade_session *s,
 	int rc = smart__proto_dec_hello(p, len, &h);
 
 	if (rc == SMART_EVERSION) {
-		snprintf(msg, sizeof(msg), "protocol version %u too old or "
+		snprintf(msg, sizeof(msg),
+			 "protocol version %u too old or "
 			 "unknown, blade speaks %d: upgrade the client",
 			 h.version, SMART_PROTO_VERSION);
 		refused(b, s, SMART_EVERSION, msg);
@@ -233,8 +233,10 @@ static void on_auth(struct smart_blade *b, struct blade_session *s,
 		return;
 	}
 	if (strcmp(s->transport, b->transport)) {
-		snprintf(msg, sizeof(msg), "transport %s not served, blade "
-			 "uses %s", s->transport, b->transport);
+		snprintf(msg, sizeof(msg),
+			 "transport %s not served, blade "
+			 "uses %s",
+			 s->transport, b->transport);
 		refused(b, s, SMART_ENOTSUP, msg);
 		return;
 	}
@@ -377,7 +379,8 @@ static int session_tag_ok(struct smart_blade *b, struct blade_session *s,
 		s->seq_in++;
 		return 1;
 	}
-	refused(b, s, SMART_EACCES, "frame not tagged with this session's "
+	refused(b, s, SMART_EACCES,
+		"frame not tagged with this session's "
 		"proof");
 	return 0;
 }
@@ -413,8 +416,7 @@ static void dispatch(struct smart_blade *b, struct blade_session *s,
 	}
 }
 
-void smart__blade_sess_process(struct smart_blade *b,
-			       struct blade_session *s)
+void smart__blade_sess_process(struct smart_blade *b, struct blade_session *s)
 {
 	struct smart_proto_hdr h;
 	size_t flen;

@@ -35,20 +35,20 @@
 _Static_assert(SMART_CHAN_IMM_HDR == 16 && SMART_CHAN_FOOTER_LEN == 24,
 	       "slot layouts (docs/rpc.md §17)");
 
-struct chan_hdr {		/* IMM: a slot's first 16 bytes */
+struct chan_hdr { /* IMM: a slot's first 16 bytes */
 	uint32_t len, zero;
 	uint64_t user;
 };
 
-struct chan_footer {		/* FOOTER: a slot's last 24 bytes */
+struct chan_footer { /* FOOTER: a slot's last 24 bytes */
 	uint64_t user;
 	uint32_t len, crc;
 	uint64_t seq;
 };
 
 _Static_assert(sizeof(struct chan_hdr) == SMART_CHAN_IMM_HDR &&
-	       sizeof(struct chan_footer) == SMART_CHAN_FOOTER_LEN &&
-	       offsetof(struct chan_footer, seq) == 16,
+		       sizeof(struct chan_footer) == SMART_CHAN_FOOTER_LEN &&
+		       offsetof(struct chan_footer, seq) == 16,
 	       "the remote layouts of a slot");
 
 void smart_chan_config_init(struct smart_chan_config *cfg)
@@ -75,8 +75,8 @@ static int cfg_fill(const struct smart_chan_config *in,
 	    o->slots > SMART_PROTO_CHAN_SLOTS_MAX ||
 	    (o->slots & (o->slots - 1)) ||
 	    o->slot_bytes < SMART_PROTO_CHAN_BYTES_MIN ||
-	    o->slot_bytes > SMART_PROTO_CHAN_BYTES_MAX ||
-	    o->slot_bytes % 64 || o->mode >= SMART_PROTO_CHAN_MODES)
+	    o->slot_bytes > SMART_PROTO_CHAN_BYTES_MAX || o->slot_bytes % 64 ||
+	    o->mode >= SMART_PROTO_CHAN_MODES)
 		return SMART_EINVAL;
 	return 0;
 }
@@ -109,9 +109,9 @@ static int chan_new(struct smart_rpc *rpc, int producer,
 	if (!producer && hs->mode == SMART_CHAN_IMM)
 		ch->lens = calloc(hs->slots, sizeof(*ch->lens));
 	rc = !producer && hs->mode == SMART_CHAN_IMM && !ch->lens ?
-	     SMART_ENOMEM :
-	     rpc->tp->mr_alloc(rpc->dom, (size_t)hs->slots * hs->bytes, 0,
-			       !producer, &ch->mr);
+		     SMART_ENOMEM :
+		     rpc->tp->mr_alloc(rpc->dom, (size_t)hs->slots * hs->bytes,
+				       0, !producer, &ch->mr);
 	if (rc) {
 		free(ch->lens);
 		free(ch);
@@ -191,9 +191,8 @@ void smart__chan_fill(const struct smart_rpc_conn *c,
 	if (ch->producer)
 		return;
 	m->ring_len = sizeof(m->ring);
-	if (c->rpc->tp->region_blob(c->rpc->dom, ch->mr, m->ring,
-				    &m->ring_len))
-		m->ring_len = 0;	/* peer_fill refuses it */
+	if (c->rpc->tp->region_blob(c->rpc->dom, ch->mr, m->ring, &m->ring_len))
+		m->ring_len = 0; /* peer_fill refuses it */
 }
 
 int smart__chan_fd(const struct smart_rpc_conn *c)
@@ -221,8 +220,8 @@ int smart__chan_attach(struct smart_rpc_conn *c,
 		c->st.proto_errors++;
 		return SMART_EPROTO;
 	}
-	return rpc->tp->remote_attach(rpc->dom, peer->ring, peer->ring_len,
-				      fd, &c->remote);
+	return rpc->tp->remote_attach(rpc->dom, peer->ring, peer->ring_len, fd,
+				      &c->remote);
 }
 
 /* ---- producer ---------------------------------------------------------- */
@@ -236,8 +235,8 @@ int smart_chan_open(smart_rpc_t *rpc, const char *hostport,
 	struct smart_rpc_conn *c;
 	int rc;
 
-	if (!rpc || !hostport || !out || rpc->in_handler ||
-	    cfg_fill(cfg, &o) || o.slots > rpc->cfg.window)
+	if (!rpc || !hostport || !out || rpc->in_handler || cfg_fill(cfg, &o) ||
+	    o.slots > rpc->cfg.window)
 		return SMART_EINVAL;
 	hs = (struct rpc_chan_hs){ o.slots, o.slot_bytes, o.mode, o.tag };
 	rc = chan_new(rpc, 1, &hs, &ch);
@@ -254,8 +253,8 @@ int smart_chan_open(smart_rpc_t *rpc, const char *hostport,
 
 static uint32_t chan_cap(const struct smart_chan *ch)
 {
-	return ch->bytes - (ch->mode == SMART_CHAN_IMM ? SMART_CHAN_IMM_HDR
-						       : SMART_CHAN_FOOTER_LEN);
+	return ch->bytes - (ch->mode == SMART_CHAN_IMM ? SMART_CHAN_IMM_HDR :
+							 SMART_CHAN_FOOTER_LEN);
 }
 
 int smart_chan_reserve(smart_chan_t *ch, void **buf, uint32_t *cap)
@@ -367,8 +366,8 @@ static int chan_cut(struct smart_chan *ch, const char *why)
 /* Nothing (more) to take: the producer gone, or not yet. */
 static int chan_none(const struct smart_chan *ch)
 {
-	return !ch->conn || ch->conn->state != RPC_C_LIVE ? SMART_ECONN
-							  : SMART_EAGAIN;
+	return !ch->conn || ch->conn->state != RPC_C_LIVE ? SMART_ECONN :
+							    SMART_EAGAIN;
 }
 
 static void chan_took(struct smart_chan *ch, uint32_t len)
@@ -392,12 +391,12 @@ static int next_imm(struct smart_chan *ch, const void **buf, uint32_t *len,
 
 	if (ch->seq == ch->landed)
 		return chan_none(ch);
-	memcpy(&h, slot, sizeof(h));	/* read once: the producer's */
+	memcpy(&h, slot, sizeof(h)); /* read once: the producer's */
 	if ((h.zero || h.len != ch->lens[ch->seq & (ch->slots - 1)] -
-			       SMART_CHAN_IMM_HDR) &&
+					SMART_CHAN_IMM_HDR) &&
 	    !SMART_M_RPC_CHAN_TRUSTS_HDR)
 		return chan_cut(ch, "a channel slot's header does not match "
-				"its WRITE");
+				    "its WRITE");
 	*buf = slot + SMART_CHAN_IMM_HDR;
 	*len = h.len;
 	*user = h.user;
@@ -420,17 +419,17 @@ static int footer_torn(struct smart_chan *ch)
 	}
 	if (now - ch->torn_since > ch->torn_cycles)
 		return chan_cut(ch, "a channel slot never settled (its CRC "
-				"stays wrong)");
+				    "stays wrong)");
 	return SMART_EAGAIN;
 }
 
-static int next_footer(struct smart_chan *ch, const void **buf,
-		       uint32_t *len, uint64_t *user)
+static int next_footer(struct smart_chan *ch, const void **buf, uint32_t *len,
+		       uint64_t *user)
 {
 	const uint8_t *slot = slot_at(ch, ch->seq);
 	const uint8_t *fp = slot + ch->bytes - SMART_CHAN_FOOTER_LEN;
-	uint64_t want = ch->seq + 1, old = ch->seq >= ch->slots ?
-					   want - ch->slots : 0;
+	uint64_t want = ch->seq + 1,
+		 old = ch->seq >= ch->slots ? want - ch->slots : 0;
 	struct chan_footer f;
 
 	/* the seq word: one aligned 8-byte load, atomic by rule 4 */
@@ -439,14 +438,14 @@ static int next_footer(struct smart_chan *ch, const void **buf,
 		return chan_none(ch);
 	if (f.seq != want && !SMART_M_RPC_CHAN_TRUSTS_FOOTER)
 		return chan_cut(ch, "a channel slot's footer names another "
-				"slot");
-	memcpy(&f, fp, 16);		/* read once: the producer's */
+				    "slot");
+	memcpy(&f, fp, 16); /* read once: the producer's */
 	if (f.len > chan_cap(ch)) {
 		if (SMART_M_RPC_CHAN_TRUSTS_FOOTER)
-			f.len = chan_cap(ch);	/* the mutant's own bound */
+			f.len = chan_cap(ch); /* the mutant's own bound */
 		else
 			return chan_cut(ch, "a channel slot's footer length "
-					"is out of range");
+					    "is out of range");
 	}
 	if (footer_crc(slot, &f) != f.crc && !SMART_M_RPC_CHAN_NO_CRC)
 		return footer_torn(ch);
@@ -465,8 +464,8 @@ int smart_chan_next(smart_chan_t *ch, const void **buf, uint32_t *len,
 		return SMART_EINVAL;
 	if (ch->err)
 		return ch->err;
-	return ch->mode == SMART_CHAN_IMM ? next_imm(ch, buf, len, user)
-					  : next_footer(ch, buf, len, user);
+	return ch->mode == SMART_CHAN_IMM ? next_imm(ch, buf, len, user) :
+					    next_footer(ch, buf, len, user);
 }
 
 int smart_chan_release(smart_chan_t *ch)
@@ -497,8 +496,8 @@ int smart_chan_close(smart_chan_t *ch)
 	return 0;
 }
 
-int smart_chan_stats_sized(const smart_chan_t *ch,
-			   struct smart_chan_stats *out, size_t size)
+int smart_chan_stats_sized(const smart_chan_t *ch, struct smart_chan_stats *out,
+			   size_t size)
 {
 	struct smart_chan_stats s;
 

@@ -67,8 +67,7 @@ static int cfg_fill(const struct smart_rpc_config *in,
 	    o->max_conns > 4096 || o->max_pending > 1024 ||
 	    o->timeout_ms > 3600000 || o->keepalive_ms > 3600000 ||
 	    o->keepalive_misses < 2 || o->keepalive_misses > 100 ||
-	    o->rndv_max > SMART_PROTO_PEER_RNDV_MAX ||
-	    o->busy_us > 1000000)
+	    o->rndv_max > SMART_PROTO_PEER_RNDV_MAX || o->busy_us > 1000000)
 		return SMART_EINVAL;
 	o->window = (uint32_t)smart_roundup_pow2(o->window);
 	/* whole pages, and never shorter than an eager message */
@@ -123,8 +122,10 @@ static void slow_poll(struct smart_rpc *rpc, uint64_t now)
 static int tick_drain(struct smart_rpc *rpc, uint64_t now)
 {
 	uint64_t polls = (uint64_t)rpc->cfg.max_conns *
-			 (2 * rpc->cfg.window + RPC_EXTRA + RPC_SQ_SLACK +
-			  RPC_RD_MAX) / SMART_POLL_BATCH + 2;
+				 (2 * rpc->cfg.window + RPC_EXTRA +
+				  RPC_SQ_SLACK + RPC_RD_MAX) /
+				 SMART_POLL_BATCH +
+			 2;
 	int n;
 
 	do {
@@ -140,7 +141,7 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 	int n;
 
 	if (rpc->in_poll)
-		return 0;	/* a handler's wait polls the worker */
+		return 0; /* a handler's wait polls the worker */
 	rpc->in_poll = 1;
 	if (smart_unlikely(now - rpc->last_poll > rpc->slow_cycles))
 		slow_poll(rpc, now);
@@ -154,9 +155,10 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		rpc->next_tick = now + rpc->tick_cycles;
 		if (rpc->live_calls)
 			smart__rpc_expire_calls(rpc, now);
-		smart__rpc_keepalive(rpc, now, n < SMART_POLL_BATCH ||
-				     (!SMART_M_RPC_TICK_NO_DRAIN &&
-				      tick_drain(rpc, now)));
+		smart__rpc_keepalive(rpc, now,
+				     n < SMART_POLL_BATCH ||
+					     (!SMART_M_RPC_TICK_NO_DRAIN &&
+					      tick_drain(rpc, now)));
 		smart__rpc_cache_fill(rpc);
 		if (rpc->dirty)
 			smart__rpc_flush_dirty(rpc);
@@ -164,7 +166,7 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 		smart__rpc_stat_service(rpc, 0);
 	} else if (!n && now >= rpc->hs_next &&
 		   now - rpc->last_busy >= rpc->hs_cycles) {
-		smart__rpc_hs_poll(rpc);	/* handshakes as they come */
+		smart__rpc_hs_poll(rpc); /* handshakes as they come */
 	}
 	if (rpc->dead)
 		smart__rpc_free_dead(rpc);
@@ -208,17 +210,19 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_config *cfg,
 		return SMART_EINVAL;
 	}
 	rpc->slab_len = ((size_t)(2 * rpc->cfg.window + RPC_EXTRA) *
-			 rpc->msg_len + 4095) & ~(size_t)4095;
+				 rpc->msg_len +
+			 4095) &
+			~(size_t)4095;
 	rpc->tick_cycles = smart__rpc_cycles(rpc, RPC_TICK_NS);
 	rpc->hs_cycles = smart__rpc_cycles(rpc, RPC_HS_NS);
 	rpc->ka_cycles = smart__rpc_cycles(rpc, rpc->cfg.keepalive_ms * 1e6);
 	rpc->slow_cycles = smart__rpc_cycles(rpc, rpc->cfg.slow_poll_us * 1e3);
 	rpc->busy_cycles = smart__rpc_cycles(rpc, rpc->cfg.busy_us * 1e3);
-	rpc->timeout_cycles = smart__rpc_cycles(rpc,
-						rpc->cfg.timeout_ms * 1e6);
+	rpc->timeout_cycles = smart__rpc_cycles(rpc, rpc->cfg.timeout_ms * 1e6);
 	rpc->trace_left = rpc->cfg.trace_every;
 	rpc->req_quota = RPC_REQS / rpc->cfg.max_conns > rpc->cfg.window ?
-			 RPC_REQS / rpc->cfg.max_conns : rpc->cfg.window;
+				 RPC_REQS / rpc->cfg.max_conns :
+				 rpc->cfg.window;
 	rpc->handlers = calloc(RPC_OPS, sizeof(*rpc->handlers));
 	rpc->conns = calloc(rpc->cfg.max_conns, sizeof(*rpc->conns));
 	rpc->gens = calloc(rpc->cfg.max_conns, sizeof(*rpc->gens));
@@ -244,8 +248,7 @@ int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_config *cfg,
 	}
 	/* with an event descriptor: event mode (event.c) and, on shm, the
 	 * peers' senders wake this endpoint through it */
-	rc = rpc->tp->cq_create(rpc->dom, 1024, SMART_TP_CQ_EVENTS,
-				&rpc->cq);
+	rc = rpc->tp->cq_create(rpc->dom, 1024, SMART_TP_CQ_EVENTS, &rpc->cq);
 	if (rc)
 		goto fail;
 	rc = smart__rndv_open(rpc);

@@ -89,8 +89,7 @@ static void due_min(uint64_t *due, uint64_t at)
 
 /* The TSC at which the endpoint must be polled next without any message
  * coming: 0 for never (nothing due). */
-static uint64_t next_due(struct smart_rpc *rpc, uint64_t now,
-			 int64_t now_ms)
+static uint64_t next_due(struct smart_rpc *rpc, uint64_t now, int64_t now_ms)
 {
 	uint64_t due = 0, dead = rpc->ka_cycles * rpc->cfg.keepalive_misses;
 	uint64_t wake;
@@ -99,8 +98,9 @@ static uint64_t next_due(struct smart_rpc *rpc, uint64_t now,
 		const struct smart_rpc_conn *c = rpc->conns[i];
 
 		if (c && c->state == RPC_C_LIVE)
-			due_min(&due, c->last_rx +
-				      (c->ping_out ? dead : rpc->ka_cycles));
+			due_min(&due,
+				c->last_rx +
+					(c->ping_out ? dead : rpc->ka_cycles));
 	}
 	for (const struct rpc_call *k = rpc->live_calls; k; k = k->next)
 		if (!k->done)
@@ -115,8 +115,9 @@ static uint64_t next_due(struct smart_rpc *rpc, uint64_t now,
 		if (p->fd < 0)
 			continue;
 		left = p->deadline - now_ms + 1;
-		due_min(&due, now + (left > 0 ?
-				     smart__rpc_cycles(rpc, left * 1e6) : 1));
+		due_min(&due,
+			now + (left > 0 ? smart__rpc_cycles(rpc, left * 1e6) :
+					  1));
 	}
 	/* smart-stat answers being written, the QP cache filling (one per
 	 * tick): served by ticks */
@@ -142,7 +143,7 @@ int smart_rpc_event_arm(smart_rpc_t *rpc)
 	if (!rpc || rpc->in_poll)
 		return SMART_EINVAL;
 	if (rpc->efd < 0)
-		return SMART_ENOENT;	/* no smart_rpc_event_fd yet */
+		return SMART_ENOENT; /* no smart_rpc_event_fd yet */
 	/* a FOOTER channel's slots land without a completion: nothing
 	 * would wake us for them (docs/rpc.md §17) */
 	if (rpc->footer_chans && !SMART_M_RPC_CHAN_FOOTER_SLEEPS)
@@ -174,6 +175,6 @@ int smart_rpc_event_arm(smart_rpc_t *rpc)
 	if (rc)
 		return rc;
 	rpc->past.event_sleeps++;
-	rpc->last_poll = 0;	/* the sleep is no slow poll */
+	rpc->last_poll = 0; /* the sleep is no slow poll */
 	return 0;
 }

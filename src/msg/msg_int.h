@@ -54,40 +54,45 @@
 #include "wire/proto.h"
 #include "util/sockio.h"
 
-#define RPC_EXTRA	6	/* receives for bare messages (above) */
-#define RPC_SQ_SLACK	16	/* send-queue entries beyond the window */
-#define RPC_CHAIN	16	/* WRs posted per doorbell at most */
-#define RPC_CALLS	4096	/* calls in flight per endpoint */
-#define RPC_REQS	4096	/* requests open (not replied) per endpoint */
-#define RPC_OPS		65536
-#define RPC_SLAB_MR	(4u << 20)	/* registered in MRs this large
+#define RPC_EXTRA    6	  /* receives for bare messages (above) */
+#define RPC_SQ_SLACK 16	  /* send-queue entries beyond the window */
+#define RPC_CHAIN    16	  /* WRs posted per doorbell at most */
+#define RPC_CALLS    4096 /* calls in flight per endpoint */
+#define RPC_REQS     4096 /* requests open (not replied) per endpoint */
+#define RPC_OPS	     65536
+#define RPC_SLAB_MR                                                            \
+	(4u << 20) /* registered in MRs this large
 					 * (X-RDMA's 4 MiB) */
-#define RPC_FRAG	(64u << 10)	/* rendezvous READ fragment and the
+#define RPC_FRAG                                                               \
+	(64u << 10)  /* rendezvous READ fragment and the
 					 * page of the rendezvous regions */
-#define RPC_RD_MAX	8	/* READ fragments in flight per connection */
-#define RPC_CONN_STAGES	256	/* rendezvous messages staged per
+#define RPC_RD_MAX 8 /* READ fragments in flight per connection */
+#define RPC_CONN_STAGES                                                        \
+	256 /* rendezvous messages staged per
 					 * connection at once (a quota) */
-#define RPC_TICK_NS	1000000	/* timeouts, and handshakes in full: every
+#define RPC_TICK_NS                                                            \
+	1000000 /* timeouts, and handshakes in full: every
 				 * 1 ms */
-#define RPC_HS_NS	5000	/* between ticks: the handshake sockets
+#define RPC_HS_NS                                                              \
+	5000		      /* between ticks: the handshake sockets
 				 * that are ready (peer.c) and the QP cache,
 				 * looked at after a poll that found nothing,
 				 * no message having come for this long, at
 				 * most this often (one system call: while
 				 * messages flow, only the ticks look) */
-#define RPC_TRACES	256	/* trace records kept per endpoint */
-#define RPC_CLOSE_WAIT_MS 100	/* a CLOSE's completion, at most */
+#define RPC_TRACES	  256 /* trace records kept per endpoint */
+#define RPC_CLOSE_WAIT_MS 100 /* a CLOSE's completion, at most */
 
 enum { RPC_C_LIVE, RPC_C_FAILED };
 
 /* wr_id: conn index:16 | gen:16 | kind:2 | value:30 */
 enum { RPC_WR_RECV, RPC_WR_DATA, RPC_WR_BARE, RPC_WR_READ };
-#define RPC_SEQ_MASK	((UINT64_C(1) << 30) - 1)
+#define RPC_SEQ_MASK ((UINT64_C(1) << 30) - 1)
 
 struct rpc_slab {
 	struct smart_tp_mr *mr;
 	uint8_t *base;
-	struct rpc_slab *next;	/* free list */
+	struct rpc_slab *next; /* free list */
 };
 
 /* One registered MR and the block of its slab structs. */
@@ -99,15 +104,15 @@ struct rpc_mr {
 /* A rendezvous region (rndv.c): one MR cut into RPC_FRAG pages. */
 struct rpc_pages {
 	struct smart_tp_mr *mr;
-	uint8_t *used;		/* per page */
-	uint32_t n;		/* pages */
-	uint32_t free;		/* pages not used */
+	uint8_t *used; /* per page */
+	uint32_t n;    /* pages */
+	uint32_t free; /* pages not used */
 };
 
 /* A message staged for a peer to READ (sender side), until its DONE;
  * in its connection's table (rid: gen << 16 | slot). */
 struct rpc_stage {
-	struct smart_rpc_conn *conn;	/* NULL: free */
+	struct smart_rpc_conn *conn; /* NULL: free */
 	uint32_t page, npages;
 	uint16_t gen;
 };
@@ -118,11 +123,11 @@ enum { RPC_RIN_NONE, RPC_RIN_WAIT_MEM, RPC_RIN_READING };
 
 struct rpc_rin {
 	int state;
-	struct smart_msg_hdr h;		/* the RTS's type, op, call */
-	struct smart_msg_rndv d;	/* where and what to READ */
-	uint32_t page, npages;		/* landing, in our private region */
+	struct smart_msg_hdr h;	 /* the RTS's type, op, call */
+	struct smart_msg_rndv d; /* where and what to READ */
+	uint32_t page, npages;	 /* landing, in our private region */
 	uint32_t nfrag, posted, done;
-	uint64_t t_start;		/* TSC: when its descriptor came */
+	uint64_t t_start; /* TSC: when its descriptor came */
 };
 
 /* A data message received while a rendezvous was in progress. */
@@ -143,29 +148,29 @@ struct rpc_out {
 struct rpc_waiter {
 	struct smart__task *task;
 	struct rpc_waiter *next;
-	uint64_t deadline;	/* TSC */
+	uint64_t deadline; /* TSC */
 };
 
 struct smart_rpc_req {
-	struct smart_rpc_conn *conn;	/* NULL once the connection closed */
-	int open;			/* handed to a handler, not replied */
+	struct smart_rpc_conn *conn; /* NULL once the connection closed */
+	int open;		     /* handed to a handler, not replied */
 	struct smart_rpc *rpc;
 	uint32_t call;
 	uint16_t op;
-	struct smart_rpc_req *prev, *next;	/* conn's list, or free list */
+	struct smart_rpc_req *prev, *next; /* conn's list, or free list */
 };
 
 struct rpc_call {
-	struct smart__task *task;	/* NULL: the main context waits */
+	struct smart__task *task; /* NULL: the main context waits */
 	struct smart_rpc_conn *conn;
 	void *resp;
 	uint32_t cap, len;
-	uint32_t id;		/* gen << 12 | slot; 0 when free */
+	uint32_t id; /* gen << 12 | slot; 0 when free */
 	int status, done;
-	uint64_t deadline;	/* TSC: from when the call began, so that
+	uint64_t deadline;	      /* TSC: from when the call began, so that
 				 * its waits for room count too */
-	uint64_t t_sent;	/* TSC when sent, for a traced call */
-	struct rpc_call *prev, *next;	/* in-flight list, or free list */
+	uint64_t t_sent;	      /* TSC when sent, for a traced call */
+	struct rpc_call *prev, *next; /* in-flight list, or free list */
 };
 
 struct smart_rpc_conn {
@@ -173,58 +178,58 @@ struct smart_rpc_conn {
 	uint32_t index;
 	uint16_t gen;
 	int state;
-	int accepted;		/* the peer dialed us: freed when it fails */
-	int spare;		/* made ahead for the QP cache, not in use */
-	int users;		/* calls and sends inside on it (they may
+	int accepted; /* the peer dialed us: freed when it fails */
+	int spare;    /* made ahead for the QP cache, not in use */
+	int users;    /* calls and sends inside on it (they may
 				 * wait; the struct outlives them) */
-	int freeing;		/* closed while users > 0 (the last frees)
+	int freeing;  /* closed while users > 0 (the last frees)
 				 * or from a handler (the poll's end) */
-	int dirty;		/* on the endpoint's flush list */
+	int dirty;    /* on the endpoint's flush list */
 	struct smart_rpc_conn *next_dirty;
-	struct smart_rpc_conn *next_dead;	/* failed, accepted: freed at
+	struct smart_rpc_conn *next_dead; /* failed, accepted: freed at
 						 * the end of the poll */
 	struct smart_tp_qp *qp;
 	struct rpc_slab *slab;
-	uint8_t *rbuf, *sbuf;	/* receive slots, send slots */
+	uint8_t *rbuf, *sbuf; /* receive slots, send slots */
 	uint32_t lkey;
-	uint32_t window;	/* receives we keep for data; send slots */
-	uint32_t swin;		/* data messages we may have out */
-	uint32_t nrecv;		/* window + RPC_EXTRA */
-	uint32_t msg_len;	/* slot size: header + eager_max */
-	uint32_t peer_max;	/* the longest message the peer takes */
-	uint32_t sig_mask;	/* data SENDs signalled every sig_mask + 1 */
+	uint32_t window;   /* receives we keep for data; send slots */
+	uint32_t swin;	   /* data messages we may have out */
+	uint32_t nrecv;	   /* window + RPC_EXTRA */
+	uint32_t msg_len;  /* slot size: header + eager_max */
+	uint32_t peer_max; /* the longest message the peer takes */
+	uint32_t sig_mask; /* data SENDs signalled every sig_mask + 1 */
 	uint64_t tx_seq, tx_acked, tx_done;
 	uint64_t rx_consumed;
 	uint16_t rx_acked_sent;
-	int bare_out;		/* bare SENDs not completed */
-	uint64_t last_rx;	/* TSC: when anything last arrived */
-	uint64_t ack_wait;	/* TSC: since when the peer has acked none of
+	int bare_out;	   /* bare SENDs not completed */
+	uint64_t last_rx;  /* TSC: when anything last arrived */
+	uint64_t ack_wait; /* TSC: since when the peer has acked none of
 				 * our data messages out (0: none out, or the
 				 * next tick starts counting) */
-	uint64_t born;		/* TSC: when it went live (0: not yet) */
-	uint64_t ping_at;	/* TSC: when the PING out was sent */
-	int ping_out;		/* a PING waits for its PONG */
-	uint64_t rtt_ns;	/* the last PING's round trip */
+	uint64_t born;	   /* TSC: when it went live (0: not yet) */
+	uint64_t ping_at;  /* TSC: when the PING out was sent */
+	int ping_out;	   /* a PING waits for its PONG */
+	uint64_t rtt_ns;   /* the last PING's round trip */
 	struct smart_tp_wr chain[RPC_CHAIN];
 	int nchain;
-	struct smart_tp_recv *repost;	/* nrecv entries */
+	struct smart_tp_recv *repost; /* nrecv entries */
 	uint32_t nrepost;
 	struct rpc_out *bl_head, *bl_tail;
 	size_t bl_bytes;
 	struct rpc_waiter *waiters;
-	struct smart_rpc_req *reqs;	/* open requests of the peer */
-	uint32_t nreqs;		/* how many: at most rpc->req_quota */
+	struct smart_rpc_req *reqs; /* open requests of the peer */
+	uint32_t nreqs;		    /* how many: at most rpc->req_quota */
 	struct smart_rpc_stats st;
 	char peer[64];
 	/* rendezvous (rndv.c) */
-	struct rpc_pages stage_pg;	/* our staging for this peer only */
-	struct rpc_stage *stages;	/* RPC_CONN_STAGES records */
+	struct rpc_pages stage_pg; /* our staging for this peer only */
+	struct rpc_stage *stages;  /* RPC_CONN_STAGES records */
 	uint16_t stage_gen;
-	struct smart_tp_remote *remote;	/* the peer's staging region */
-	uint32_t peer_rndv;	/* its length, the longest message it takes;
+	struct smart_tp_remote *remote; /* the peer's staging region */
+	uint32_t peer_rndv; /* its length, the longest message it takes;
 				 * 0: the peer has no rendezvous */
 	struct rpc_rin rin;
-	struct rpc_held *held;	/* nrecv entries, a ring */
+	struct rpc_held *held; /* nrecv entries, a ring */
 	uint32_t held_head, held_n;
 	/* channel (chan.c): NULL on an ordinary connection; the channel
 	 * learns the connection's end by its conn going NULL */
@@ -244,11 +249,11 @@ struct smart_rpc_conn {
  *    lengths; err, once set, is returned by every later next. */
 struct smart_chan {
 	struct smart_rpc *rpc;
-	struct smart_rpc_conn *conn;	/* NULL once freed */
+	struct smart_rpc_conn *conn; /* NULL once freed */
 	int producer;
 	uint32_t slots, bytes, mode, tag;
-	uint64_t torn_cycles;		/* FOOTER: the re-poll bound */
-	struct smart_tp_mr *mr;		/* producer: local slots; consumer:
+	uint64_t torn_cycles;	/* FOOTER: the re-poll bound */
+	struct smart_tp_mr *mr; /* producer: local slots; consumer:
 					 * the ring */
 	uint64_t seq;		/* producer: committed; consumer: taken */
 	uint64_t released;	/* consumer */
@@ -270,21 +275,21 @@ struct rpc_chan_hs {
 /* A handshake a listener serves (peer.c). */
 struct rpc_pend {
 	int fd;
-	int challenged;		/* our CHALLENGE sent: its AUTH expected */
-	int authed;		/* its AUTH good: its PEER_CONNECT expected */
-	int refused;		/* ERROR sent: its input drained until the
+	int challenged; /* our CHALLENGE sent: its AUTH expected */
+	int authed;	/* its AUTH good: its PEER_CONNECT expected */
+	int refused;	/* ERROR sent: its input drained until the
 				 * dialer closes (closing on unread input
 				 * would reset the socket before the dialer
 				 * read why) */
-	int fd_got[SMART_SOCK_FDS];	/* descriptors the dialer passed (as
+	int fd_got[SMART_SOCK_FDS]; /* descriptors the dialer passed (as
 					 * smart__rpc_conn_fds), or -1 */
-	int64_t deadline;	/* ms */
-	struct smart__auth auth;	/* the nonces; the key is the
+	int64_t deadline;	    /* ms */
+	struct smart__auth auth;    /* the nonces; the key is the
 					 * ctx's secret, taken for each
 					 * proof (peer.c key_take) */
-	char transport[SMART_PROTO_TRANSPORT_MAX + 1];	/* the HELLO's */
+	char transport[SMART_PROTO_TRANSPORT_MAX + 1]; /* the HELLO's */
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
-	size_t hello_len;	/* the HELLO's payload: both proofs cover it */
+	size_t hello_len; /* the HELLO's payload: both proofs cover it */
 	size_t in_len;
 	uint8_t in[SMART_PROTO_FRAME_MAX];
 };
@@ -310,18 +315,18 @@ struct smart_rpc {
 	struct smart__log *log;
 	struct smart_rpc_config cfg;
 	struct smart_tp_cq *cq;
-	int passes_fds;		/* shm: QP descriptors go with the blobs */
+	int passes_fds; /* shm: QP descriptors go with the blobs */
 	uint32_t msg_len;
-	int in_poll;		/* inside the poller: sends are batched */
-	int in_handler;		/* a handler runs: calls are refused */
-	int waiting;		/* tasks waiting in calls or for room */
+	int in_poll;	/* inside the poller: sends are batched */
+	int in_handler; /* a handler runs: calls are refused */
+	int waiting;	/* tasks waiting in calls or for room */
 	uint64_t tick_cycles, next_tick;
-	uint64_t ka_cycles;	/* keepalive_ms in TSC cycles */
-	uint64_t timeout_cycles;	/* timeout_ms in TSC cycles */
-	struct rpc_handler *handlers;	/* RPC_OPS entries */
+	uint64_t ka_cycles;	      /* keepalive_ms in TSC cycles */
+	uint64_t timeout_cycles;      /* timeout_ms in TSC cycles */
+	struct rpc_handler *handlers; /* RPC_OPS entries */
 	/* connections */
-	struct smart_rpc_conn **conns;	/* max_conns entries */
-	uint16_t *gens;			/* per index, survives reuse */
+	struct smart_rpc_conn **conns; /* max_conns entries */
+	uint16_t *gens;		       /* per index, survives reuse */
 	struct smart_rpc_conn *dirty;
 	struct smart_rpc_conn *dead;
 	/* registered memory */
@@ -330,53 +335,53 @@ struct smart_rpc {
 	uint32_t nmrs;
 	struct rpc_slab *free_slabs;
 	/* calls and requests */
-	struct rpc_call *calls;		/* RPC_CALLS */
+	struct rpc_call *calls; /* RPC_CALLS */
 	struct rpc_call *free_calls, *live_calls;
 	uint32_t call_gen;
-	struct smart_rpc_req *reqs;	/* RPC_REQS */
+	struct smart_rpc_req *reqs; /* RPC_REQS */
 	struct smart_rpc_req *free_reqs;
-	uint32_t req_quota;	/* open requests a connection may have:
+	uint32_t req_quota; /* open requests a connection may have:
 				 * max(window, RPC_REQS / max_conns), so
 				 * with max_conns x window <= RPC_REQS
 				 * (the defaults: 64 x 64) every one can
 				 * have its quota whatever the others do */
 	/* listener (peer.c) */
-	int lfd, pfd;		/* listening socket; TCP port holder */
-	int hfd;		/* epoll set of the listening and handshake
+	int lfd, pfd;		     /* listening socket; TCP port holder */
+	int hfd;		     /* epoll set of the listening and handshake
 				 * sockets: which are ready, in one call */
-	uint32_t npend;		/* handshake slots in use */
-	uint64_t hs_cycles, hs_next;	/* RPC_HS_NS; TSC of the next look
+	uint32_t npend;		     /* handshake slots in use */
+	uint64_t hs_cycles, hs_next; /* RPC_HS_NS; TSC of the next look
 					 * (UINT64_MAX: nothing to look at) */
 	char laddr[64];
-	struct rpc_pend *pend;	/* max_pending */
-	struct rpc_dialing *dialing;	/* dials in progress: their nonces */
+	struct rpc_pend *pend;	     /* max_pending */
+	struct rpc_dialing *dialing; /* dials in progress: their nonces */
 	uint32_t next_peer_id;
-	uint32_t nspare;	/* connections in the QP cache */
+	uint32_t nspare; /* connections in the QP cache */
 	/* counters of connections gone, and of the endpoint */
 	struct smart_rpc_stats past;
 	/* tracing (trace.c) */
-	uint32_t trace_left;	/* calls until the next traced one (every
+	uint32_t trace_left; /* calls until the next traced one (every
 				 * trace_every-th is; a countdown, not a
 				 * division per call) */
-	uint64_t last_poll, slow_cycles;	/* TSC */
-	struct smart_rpc_trace traces[RPC_TRACES];	/* a ring */
+	uint64_t last_poll, slow_cycles;	   /* TSC */
+	struct smart_rpc_trace traces[RPC_TRACES]; /* a ring */
 	uint32_t ntraces;
 	/* rendezvous (rndv.c): landing private, staging per connection */
 	struct rpc_pages land_pg;
-	struct smart_tp_mr *stage_spare;	/* RPC_RNDV_STAGE_REUSED only */
-	int land_waiters;	/* connections in RPC_RIN_WAIT_MEM */
+	struct smart_tp_mr *stage_spare; /* RPC_RNDV_STAGE_REUSED only */
+	int land_waiters;		 /* connections in RPC_RIN_WAIT_MEM */
 	/* control socket for smart-stat (stat.c) */
 	int sfd;
-	struct rpc_stat *ctl;	/* its clients, names, stamps (stat.c) */
+	struct rpc_stat *ctl; /* its clients, names, stamps (stat.c) */
 	/* event mode (event.c): the epoll set and its timer, -1 until
 	 * smart_rpc_event_fd; the last poll that found work, and how long
 	 * after it arming is refused (polling while traffic flows) */
 	int efd, tfd;
-	uint64_t last_busy, busy_cycles;	/* TSC */
+	uint64_t last_busy, busy_cycles; /* TSC */
 	/* channels (chan.c): the accept function, NULL: refused */
 	smart_chan_accept_fn chan_fn;
 	void *chan_arg;
-	uint32_t footer_chans;	/* FOOTER channels we consume: their slots
+	uint32_t footer_chans; /* FOOTER channels we consume: their slots
 				 * make no completion, so no event (event.c
 				 * refuses to arm while there is one) */
 };
@@ -440,8 +445,8 @@ void smart__rndv_close(struct smart_rpc *rpc);
 int smart__rndv_conn_open(struct smart_rpc_conn *c);
 int smart__rndv_blob(struct smart_rpc_conn *c, void *blob, size_t *len);
 int smart__rndv_fd(const struct smart_rpc_conn *c);
-int smart__rndv_stage(struct smart_rpc_conn *c, const void *data,
-		      uint32_t len, struct smart_msg_rndv *d);
+int smart__rndv_stage(struct smart_rpc_conn *c, const void *data, uint32_t len,
+		      struct smart_msg_rndv *d);
 void smart__rndv_unstage(struct smart_rpc_conn *c, uint32_t rid);
 int smart__rndv_connect(struct smart_rpc_conn *c,
 			const struct smart_proto_peer *peer, int fd);

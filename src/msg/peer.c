@@ -60,10 +60,11 @@
 #include "util/sockio.h"
 
 #define PEER_ACCEPTS_PER_TICK 16
-#define PEER_HS_BATCH 4		/* accepts and reads per look between ticks */
-#define PEER_LFD_KEY UINT32_MAX	/* the listening socket in hfd; a handshake
+#define PEER_HS_BATCH	      4 /* accepts and reads per look between ticks */
+#define PEER_LFD_KEY                                                           \
+	UINT32_MAX	     /* the listening socket in hfd; a handshake
 				 * socket is its slot's index */
-#define PEER_REFUSED_MS 1000	/* a refused dialer's time to read why */
+#define PEER_REFUSED_MS 1000 /* a refused dialer's time to read why */
 
 /* "smart-rpc:<port>" as an abstract unix address. */
 static uint32_t unix_addr(uint16_t port, struct sockaddr_un *un)
@@ -136,8 +137,7 @@ static void key_tag(struct smart_rpc *rpc, const struct smart__auth *n,
 }
 
 static int key_check(struct smart_rpc *rpc, const struct smart__auth *n,
-		     int label, const void *msg, size_t len,
-		     const uint8_t *tag)
+		     int label, const void *msg, size_t len, const uint8_t *tag)
 {
 	struct smart__auth a;
 	int ok;
@@ -152,8 +152,8 @@ static int key_check(struct smart_rpc *rpc, const struct smart__auth *n,
  * SMART_SOCK_FDS, verbs: none): a relay cannot pass its own. */
 static int peer_nfds(const struct smart_rpc *rpc)
 {
-	return rpc->passes_fds && !SMART_M_RPC_FDS_UNTAGGED ?
-	       SMART_SOCK_FDS : 0;
+	return rpc->passes_fds && !SMART_M_RPC_FDS_UNTAGGED ? SMART_SOCK_FDS :
+							      0;
 }
 
 static int key_seal(struct smart_rpc *rpc, const struct smart__auth *n,
@@ -169,15 +169,13 @@ static int key_seal(struct smart_rpc *rpc, const struct smart__auth *n,
 }
 
 static int key_open(struct smart_rpc *rpc, const struct smart__auth *n,
-		    int label, const int *fds, const void *payload,
-		    size_t len)
+		    int label, const int *fds, const void *payload, size_t len)
 {
 	struct smart__auth a;
 	int ok;
 
 	key_take(rpc, n, &a);
-	ok = smart__auth_open_fds(&a, label, fds, peer_nfds(rpc), payload,
-				  len);
+	ok = smart__auth_open_fds(&a, label, fds, peer_nfds(rpc), payload, len);
 	key_drop(rpc, &a);
 	return ok;
 }
@@ -224,8 +222,8 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 			close(tfd);
 	}
 	if (rc) {
-		smart__err(rpc->log, "rpc: cannot listen at %s: %s",
-			   hostport, smart_strerror(rc));
+		smart__err(rpc->log, "rpc: cannot listen at %s: %s", hostport,
+			   smart_strerror(rc));
 		return rc;
 	}
 	if (rpc->passes_fds) {
@@ -241,11 +239,13 @@ int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport)
 	}
 	smart__sock_addr_text(&bound, rpc->laddr, sizeof(rpc->laddr));
 	if (smart__rpc_event_add(rpc, rpc->lfd))
-		smart__warn(rpc->log, "rpc: the listening socket is "
+		smart__warn(rpc->log,
+			    "rpc: the listening socket is "
 			    "not in the event descriptor's set: connections "
 			    "are served at the next wake");
 	if (!smart__ctx_secret(rpc->ctx, &(size_t){ 0 }))
-		smart__warn(rpc->log, "rpc: listening at %s without a "
+		smart__warn(rpc->log,
+			    "rpc: listening at %s without a "
 			    "shared secret: any local peer may connect",
 			    rpc->laddr);
 	return 0;
@@ -386,7 +386,8 @@ static int hello_in(struct smart_rpc *rpc, struct rpc_pend *p,
 	int rc = smart__proto_dec_hello(pl, len, &h);
 
 	if (rc == SMART_EVERSION) {
-		pend_refuse(rpc, p, rc, "protocol version too old or unknown: "
+		pend_refuse(rpc, p, rc,
+			    "protocol version too old or unknown: "
 			    "upgrade the dialer");
 		return 0;
 	}
@@ -403,8 +404,8 @@ static int hello_in(struct smart_rpc *rpc, struct rpc_pend *p,
 	memcpy(p->auth.nd, h.nonce, sizeof(p->auth.nd));
 	memcpy(p->transport, h.transport, sizeof(p->transport));
 	if (SMART_M_RPC_KEY_KEPT) {
-		p->auth.key = (const uint8_t *)smart__ctx_secret(
-			rpc->ctx, &p->auth.key_len);
+		p->auth.key = (const uint8_t *)
+			smart__ctx_secret(rpc->ctx, &p->auth.key_len);
 	}
 	if (challenge(rpc, p)) {
 		pend_refuse(rpc, p, SMART_ESYS, "challenge not sent");
@@ -414,8 +415,8 @@ static int hello_in(struct smart_rpc *rpc, struct rpc_pend *p,
 	return 1;
 }
 
-static int auth_in(struct smart_rpc *rpc, struct rpc_pend *p,
-		   const uint8_t *pl, size_t len)
+static int auth_in(struct smart_rpc *rpc, struct rpc_pend *p, const uint8_t *pl,
+		   size_t len)
 {
 	uint8_t proof[SMART_PROTO_TAG_LEN];
 
@@ -424,8 +425,8 @@ static int auth_in(struct smart_rpc *rpc, struct rpc_pend *p,
 		return 0;
 	}
 	if (!SMART_M_RPC_NO_SECRET_CHECK &&
-	    !key_check(rpc, &p->auth, SMART_AUTH_D_AUTH, p->hello,
-		       p->hello_len, proof)) {
+	    !key_check(rpc, &p->auth, SMART_AUTH_D_AUTH, p->hello, p->hello_len,
+		       proof)) {
 		pend_refuse(rpc, p, SMART_EACCES, "secret refused");
 		return 0;
 	}
@@ -445,8 +446,10 @@ static void dialer_error(struct smart_rpc *rpc, struct rpc_pend *p,
 
 	rpc->past.handshakes_refused++;
 	if (!smart__proto_dec_error(pl, len, &e))
-		smart__info(rpc->log, "rpc: a dialer refused us: %s "
-			    "(%s)", e.msg, smart_status_name(e.status));
+		smart__info(rpc->log,
+			    "rpc: a dialer refused us: %s "
+			    "(%s)",
+			    e.msg, smart_status_name(e.status));
 	pend_close(rpc, p);
 }
 
@@ -477,9 +480,8 @@ static int peer_fill(struct smart_rpc_conn *c, struct smart_proto_peer *m)
 /* A PEER frame goes with the descriptors a peer on shm needs: the
  * staging region's memfd, the QP's receive segment and its wake socket
  * (the endpoint's CQ always has one on shm). */
-static int send_peer(struct smart_rpc_conn *c, int fd, const void *f,
-		     size_t n, int64_t deadline,
-		     const struct smart__sock_idle *idle)
+static int send_peer(struct smart_rpc_conn *c, int fd, const void *f, size_t n,
+		     int64_t deadline, const struct smart__sock_idle *idle)
 {
 	int fds[SMART_SOCK_FDS];
 
@@ -511,7 +513,8 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	size_t n;
 
 	if (!key_open(rpc, &p->auth, SMART_AUTH_D_PEER, p->fd_got, pl, len)) {
-		pend_refuse(rpc, p, SMART_EACCES, "peer_connect (or its "
+		pend_refuse(rpc, p, SMART_EACCES,
+			    "peer_connect (or its "
 			    "descriptors) not tagged with this session's "
 			    "proof");
 		return;
@@ -521,7 +524,8 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 		return;
 	}
 	if (!fds_as_told(rpc, &in, p->fd_got)) {
-		pend_refuse(rpc, p, SMART_EPROTO, "descriptors missing or "
+		pend_refuse(rpc, p, SMART_EPROTO,
+			    "descriptors missing or "
 			    "unexpected");
 		return;
 	}
@@ -534,7 +538,8 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 		rc = smart__chan_accept_prep(c, &in);
 		if (rc) {
 			smart__rpc_conn_free(c);
-			pend_refuse(rpc, p, rc, "channel refused (none "
+			pend_refuse(rpc, p, rc,
+				    "channel refused (none "
 				    "listened for, or slots above our window)");
 			return;
 		}
@@ -565,11 +570,11 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	}
 	rpc->past.conns_accepted++;
 	snprintf(c->peer, sizeof(c->peer), "peer %u", outm.id);
-	smart__info(rpc->log, "rpc: %s connected (window %u/%u)",
-		    c->peer, c->swin, c->window);
+	smart__info(rpc->log, "rpc: %s connected (window %u/%u)", c->peer,
+		    c->swin, c->window);
 	pend_close(rpc, p);
 	if (c->chan)
-		smart__chan_accepted(c);	/* the application's now */
+		smart__chan_accepted(c); /* the application's now */
 }
 
 /* Serve the complete frames of a handshake's input. */
@@ -628,8 +633,8 @@ static void pend_read(struct smart_rpc *rpc, struct rpc_pend *p)
 	}
 	while (p->in_len < sizeof(p->in)) {
 		r = smart__sock_recv_some(p->fd, p->in + p->in_len,
-					  sizeof(p->in) - p->in_len,
-					  p->fd_got, SMART_SOCK_FDS, &extra);
+					  sizeof(p->in) - p->in_len, p->fd_got,
+					  SMART_SOCK_FDS, &extra);
 		if (extra) {
 			pend_refuse(rpc, p, SMART_EPROTO,
 				    "descriptors not asked for");
@@ -673,21 +678,21 @@ static struct rpc_pend *pend_slot(struct smart_rpc *rpc)
 	return old;
 }
 
-static void uid_refuse(struct smart_rpc *rpc, struct rpc_pend *p,
-		       unsigned uid)
+static void uid_refuse(struct smart_rpc *rpc, struct rpc_pend *p, unsigned uid)
 {
 	char why[96];
 
-	snprintf(why, sizeof(why), "uid %u not allowed (ours, root's or "
-		 "allow_uid)", uid);
+	snprintf(why, sizeof(why),
+		 "uid %u not allowed (ours, root's or "
+		 "allow_uid)",
+		 uid);
 	pend_refuse(rpc, p, SMART_EACCES, why);
 }
 
 /* Take one connection from the listening socket into a slot: 0 when
  * none waits (or out of descriptors: the next look), else 1 and *out its
  * slot (NULL: refused, every slot authenticated). */
-static int accept_one(struct smart_rpc *rpc, int64_t now,
-		      struct rpc_pend **out)
+static int accept_one(struct smart_rpc *rpc, int64_t now, struct rpc_pend **out)
 {
 	int fd = accept4(rpc->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct rpc_pend *p;
@@ -773,11 +778,11 @@ static int accept_fast(struct smart_rpc *rpc, int max)
 static void hs_ready(struct smart_rpc *rpc)
 {
 	struct epoll_event ev[PEER_ACCEPTS_PER_TICK];
-	int left = SMART_M_RPC_HS_UNBOUNDED ? PEER_ACCEPTS_PER_TICK
-					    : PEER_HS_BATCH;
+	int left = SMART_M_RPC_HS_UNBOUNDED ? PEER_ACCEPTS_PER_TICK :
+					      PEER_HS_BATCH;
 	int n = epoll_wait(rpc->hfd, ev, left, 0);
 
-	if (n > 0)	/* a handshake is traffic: the cache refill waits */
+	if (n > 0) /* a handshake is traffic: the cache refill waits */
 		rpc->last_busy = smart__worker_now(rpc->w);
 	for (int i = 0; i < n && left > 0; i++) {
 		uint32_t k = ev[i].data.u32;
@@ -814,7 +819,8 @@ void smart__rpc_hs_poll(struct smart_rpc *rpc)
 	if (cache_due(rpc))
 		smart__rpc_cache_fill(rpc);
 	rpc->hs_next = rpc->hfd >= 0 || rpc->nspare < rpc->cfg.qp_cache ?
-		       smart__rdtsc() + rpc->hs_cycles : UINT64_MAX;
+			       smart__rdtsc() + rpc->hs_cycles :
+			       UINT64_MAX;
 }
 
 /* ---- dialing ----------------------------------------------------------- */
@@ -865,9 +871,11 @@ static int dial_socket(struct smart_rpc *rpc, const char *hostport,
 				   deadline, idle, fd);
 	/* Anyone may bind the abstract name: who did? */
 	if (!rc && !uid_ok(rpc, *fd, &uid)) {
-		smart__warn(rpc->log, "rpc: %s is held by uid %u, not "
+		smart__warn(rpc->log,
+			    "rpc: %s is held by uid %u, not "
 			    "ours, root's or an allowed one: not a peer of "
-			    "ours", hostport, uid);
+			    "ours",
+			    hostport, uid);
 		rc = SMART_EACCES;
 	}
 	return rc;
@@ -900,13 +908,14 @@ static int dial_frame(struct smart_rpc *rpc, int fd, int64_t deadline,
 	if (smart__proto_dec_error(f + SMART_PROTO_HDR_LEN, h->len, &e))
 		return SMART_EPROTO;
 	if (e.status == SMART_EVERSION)
-		smart__err(rpc->log, "rpc: the peer speaks protocol "
+		smart__err(rpc->log,
+			   "rpc: the peer speaks protocol "
 			   "version %u, we speak %d (%s): upgrade the %s",
 			   e.version, SMART_PROTO_VERSION, e.msg,
 			   e.version < SMART_PROTO_VERSION ? "peer" : "dialer");
 	else
-		smart__warn(rpc->log, "rpc: peer refused: %s (%s)",
-			    e.msg, smart_status_name(e.status));
+		smart__warn(rpc->log, "rpc: peer refused: %s (%s)", e.msg,
+			    smart_status_name(e.status));
 	return e.status;
 }
 
@@ -943,11 +952,12 @@ static int dial_refuse(struct smart_rpc *rpc, int fd, int64_t deadline,
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
 	size_t n;
 
-	smart__warn(rpc->log, "rpc: the listener did not prove our "
+	smart__warn(rpc->log,
+		    "rpc: the listener did not prove our "
 		    "secret: a wrong secret on one side, or not the peer we "
 		    "meant; nothing sent");
-	if (!smart__proto_enc_error(SMART_EACCES, "listener proof refused",
-				    f, sizeof(f), &n) &&
+	if (!smart__proto_enc_error(SMART_EACCES, "listener proof refused", f,
+				    sizeof(f), &n) &&
 	    send(fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		smart__dbg(rpc->log, "rpc: refusal not sent");
 	else if (shutdown(fd, SHUT_WR) == 0)
@@ -982,9 +992,8 @@ static int dial_challenge(struct smart_rpc *rpc, int fd, int64_t deadline,
 }
 
 /* Our proof, then our side of the connection, tagged. */
-static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c,
-			int fd, int64_t deadline,
-			const struct smart__sock_idle *idle,
+static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c, int fd,
+			int64_t deadline, const struct smart__sock_idle *idle,
 			const struct smart__auth *a, const uint8_t *hello,
 			size_t hlen)
 {
@@ -1013,8 +1022,8 @@ static int dial_connect(struct smart_rpc *rpc, struct smart_rpc_conn *c,
 /* Read the listener's answer: its PEER_ACCEPT, tagged. */
 static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 		       const struct smart__sock_idle *idle,
-		       const struct smart__auth *a,
-		       struct smart_proto_peer *m, int *fds)
+		       const struct smart__auth *a, struct smart_proto_peer *m,
+		       int *fds)
 {
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX +
 		  SMART_PROTO_ERROR_MAX];
@@ -1029,7 +1038,8 @@ static int dial_answer(struct smart_rpc *rpc, int fd, int64_t deadline,
 		return SMART_EPROTO;
 	if (!SMART_M_RPC_NO_ACCEPT_TAG &&
 	    !key_open(rpc, a, SMART_AUTH_L_PEER, fds, pl, h.len)) {
-		smart__warn(rpc->log, "rpc: the peer_accept (or its "
+		smart__warn(rpc->log,
+			    "rpc: the peer_accept (or its "
 			    "descriptors) is not tagged with this session's "
 			    "proof: altered on the way");
 		return SMART_EACCES;
@@ -1048,14 +1058,14 @@ static int dial_handshake(struct smart_rpc *rpc, struct smart_chan *ch,
 			  struct smart_proto_peer *m, int *fds)
 {
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
-	struct smart__auth a = { 0 };	/* nonces; the key: key_take */
+	struct smart__auth a = { 0 }; /* nonces; the key: key_take */
 	struct rpc_dialing me = { .next = rpc->dialing };
 	size_t hlen = 0;
 	int rc;
 
 	rc = dial_hello(rpc, fd, deadline, idle, &a, hello, &hlen);
 	memcpy(me.nd, a.nd, sizeof(me.nd));
-	rpc->dialing = &me;	/* our listener refuses this nonce */
+	rpc->dialing = &me; /* our listener refuses this nonce */
 	if (!rc)
 		rc = smart__rpc_conn_new(rpc, 0, c);
 	if (!rc && ch) {
@@ -1066,8 +1076,7 @@ static int dial_handshake(struct smart_rpc *rpc, struct smart_chan *ch,
 	if (!rc)
 		rc = dial_challenge(rpc, fd, deadline, idle, &a, hello, hlen);
 	if (!rc)
-		rc = dial_connect(rpc, *c, fd, deadline, idle, &a, hello,
-				  hlen);
+		rc = dial_connect(rpc, *c, fd, deadline, idle, &a, hello, hlen);
 	if (!rc)
 		rc = dial_answer(rpc, fd, deadline, idle, &a, m, fds);
 	/* a channel is accepted as one, an ordinary connection as one */
@@ -1085,7 +1094,8 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 {
 	int64_t deadline = smart__now_ms() + rpc->cfg.timeout_ms;
 	const struct smart__sock_idle idle = { dial_idle, rpc },
-		*wait = SMART_M_RPC_DIAL_BLOCKS ? NULL : &idle;
+				      *wait = SMART_M_RPC_DIAL_BLOCKS ? NULL :
+									&idle;
 	struct smart_proto_peer m;
 	struct smart_rpc_conn *c = NULL;
 	int fd = -1, fds[SMART_SOCK_FDS], rc;
@@ -1099,13 +1109,13 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	/* its first call comes next: the cache refill waits (cache_due) */
 	rpc->last_busy = smart__rdtsc();
 	if (!rc)
-		rc = smart__rpc_conn_up(c, &m, fds);	/* owns them */
+		rc = smart__rpc_conn_up(c, &m, fds); /* owns them */
 	smart__rpc_fds_close(fds);
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
-		smart__warn(rpc->log, "rpc: cannot connect to %s: %s",
-			    hostport, smart_strerror(rc));
+		smart__warn(rpc->log, "rpc: cannot connect to %s: %s", hostport,
+			    smart_strerror(rc));
 		if (c)
 			smart__rpc_conn_free(c);
 		return rc;

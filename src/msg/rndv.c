@@ -61,8 +61,7 @@ static int pages_open(struct smart_rpc *rpc, int shareable,
 		return SMART_ENOMEM;
 	if (pg->mr)
 		return 0;
-	return rpc->tp->mr_alloc(rpc->dom,
-				 (size_t)pg->n * RPC_FRAG,
+	return rpc->tp->mr_alloc(rpc->dom, (size_t)pg->n * RPC_FRAG,
 				 shareable == SMART_TP_MR_PEER_READ ? 0 : -1,
 				 shareable, &pg->mr);
 }
@@ -164,8 +163,9 @@ int smart__rndv_blob(struct smart_rpc_conn *c, void *blob, size_t *len)
 {
 	int rc = smart__rndv_conn_open(c);
 
-	return rc ? rc : c->rpc->tp->region_blob(c->rpc->dom,
-						 c->stage_pg.mr, blob, len);
+	return rc ? rc :
+		    c->rpc->tp->region_blob(c->rpc->dom, c->stage_pg.mr, blob,
+					    len);
 }
 
 /* c's staging descriptor for its peer (shm), or -1. */
@@ -178,8 +178,8 @@ int smart__rndv_fd(const struct smart_rpc_conn *c)
 
 /* Stage len bytes for c's peer: *d describes them.  SMART_EAGAIN while
  * c's staging region (or its records) has no room. */
-int smart__rndv_stage(struct smart_rpc_conn *c, const void *data,
-		      uint32_t len, struct smart_msg_rndv *d)
+int smart__rndv_stage(struct smart_rpc_conn *c, const void *data, uint32_t len,
+		      struct smart_msg_rndv *d)
 {
 	uint32_t n = npages_of(len), slot, first;
 	struct rpc_stage *s = NULL;
@@ -260,7 +260,8 @@ static int rndv_span_ok(struct smart_rpc_conn *c,
 		return 0;
 	if (span > allow && !SMART_M_RPC_RNDV_NO_SIZE_CHECK) {
 		c->st.proto_errors++;
-		smart__warn(c->rpc->log, "rpc: a peer's staging region "
+		smart__warn(c->rpc->log,
+			    "rpc: a peer's staging region "
 			    "of %llu bytes refused: its rndv_max allows %llu",
 			    (unsigned long long)span,
 			    (unsigned long long)allow);
@@ -279,15 +280,15 @@ int smart__rndv_connect(struct smart_rpc_conn *c,
 	if (!peer->rndv_max) {
 		if (fd >= 0)
 			close(fd);
-		return 0;	/* the peer takes eager messages only */
+		return 0; /* the peer takes eager messages only */
 	}
 	if (!rndv_span_ok(c, peer)) {
 		if (fd >= 0)
 			close(fd);
 		return SMART_EPROTO;
 	}
-	rc = rpc->tp->remote_attach(rpc->dom, peer->rblob,
-				    peer->rblob_len, fd, &c->remote);
+	rc = rpc->tp->remote_attach(rpc->dom, peer->rblob, peer->rblob_len, fd,
+				    &c->remote);
 	if (rc)
 		return rc;
 	c->peer_rndv = peer->rndv_max;
@@ -322,8 +323,8 @@ static void post_reads(struct smart_rpc_conn *c)
 		wr->remote = base + at;
 		wr->rkey = rpc->tp->remote_rkey(c->remote);
 		wr->local = land + at;
-		wr->len = r->d.len - at < RPC_FRAG ? (uint32_t)(r->d.len - at)
-						   : RPC_FRAG;
+		wr->len = r->d.len - at < RPC_FRAG ? (uint32_t)(r->d.len - at) :
+						     RPC_FRAG;
 		wr->lkey = rpc->land_pg.mr->lkey;
 		wr->flags = SMART_TP_SIGNALED;
 		r->posted++;
@@ -362,13 +363,15 @@ void smart__rndv_start(struct smart_rpc_conn *c, const struct smart_msg *m)
 	    ((d->off > c->peer_rndv || d->len > c->peer_rndv - d->off) &&
 	     !SMART_M_RPC_NO_RNDV_BOUNDS)) {
 		c->st.proto_errors++;
-		smart__rpc_fail(c, SMART_EPROTO, "rendezvous outside the "
+		smart__rpc_fail(c, SMART_EPROTO,
+				"rendezvous outside the "
 				"peer's staging region");
 		return;
 	}
 	if (d->len > c->rpc->cfg.rndv_max) {
 		c->st.proto_errors++;
-		smart__rpc_fail(c, SMART_EPROTO, "rendezvous longer than we "
+		smart__rpc_fail(c, SMART_EPROTO,
+				"rendezvous longer than we "
 				"take");
 		return;
 	}
@@ -410,11 +413,12 @@ void smart__rndv_read_done(struct smart_rpc_conn *c)
 	if (smart_crc32c(0, land, r->d.len) != r->d.crc &&
 	    !SMART_M_RPC_NO_RNDV_CRC) {
 		c->st.proto_errors++;
-		smart__rpc_fail(c, SMART_EPROTO, "rendezvous payload corrupt "
+		smart__rpc_fail(c, SMART_EPROTO,
+				"rendezvous payload corrupt "
 				"(CRC-32C mismatch)");
 		return;
 	}
-	h = r->h;	/* flags kept: RNDV and TRACE tell the trace */
+	h = r->h; /* flags kept: RNDV and TRACE tell the trace */
 	h.len = r->d.len;
 	c->st.rndv_recv++;
 	smart__rpc_deliver(c, &h, land, r->d.len);

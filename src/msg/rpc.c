@@ -335,9 +335,8 @@ void smart__rpc_chan_release(struct smart_rpc_conn *c)
 	if (c->state != RPC_C_LIVE)
 		return;
 	c->rx_consumed++;
-	if (!c->rpc->in_poll &&
-	    (uint16_t)((uint16_t)c->rx_consumed - c->rx_acked_sent) >=
-	    ack_every(c)) {
+	if (!c->rpc->in_poll && (uint16_t)((uint16_t)c->rx_consumed -
+					   c->rx_acked_sent) >= ack_every(c)) {
 		send_bare(c, SMART_MSG_K_ACK);
 		conn_post(c);
 	} else {
@@ -369,8 +368,9 @@ static void backlog_add(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 	struct rpc_out *o;
 
 	if (c->bl_bytes + h->len + sizeof(*o) > c->rpc->cfg.backlog_max) {
-		conn_cut(c, SMART_ECONN, "the peer does not consume its "
-			  "replies (backlog full)");
+		conn_cut(c, SMART_ECONN,
+			 "the peer does not consume its "
+			 "replies (backlog full)");
 		return;
 	}
 	o = malloc(sizeof(*o) + h->len);
@@ -380,7 +380,7 @@ static void backlog_add(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 	}
 	o->next = NULL;
 	o->h = *h;
-	if (h->len)	/* a reply without data has none (NULL) */
+	if (h->len) /* a reply without data has none (NULL) */
 		memcpy(o->data, data, h->len);
 	if (c->bl_tail)
 		c->bl_tail->next = o;
@@ -490,8 +490,8 @@ static int msg_mode(const struct smart_rpc_conn *c, uint32_t len)
 
 /* Stage a rendezvous payload, waiting for staging room (a task yields,
  * the main context polls) until the caller's deadline (TSC). */
-static int stage_wait(struct smart_rpc_conn *c, const void *data,
-		      uint32_t len, struct smart_msg_rndv *d, uint64_t deadline)
+static int stage_wait(struct smart_rpc_conn *c, const void *data, uint32_t len,
+		      struct smart_msg_rndv *d, uint64_t deadline)
 {
 	struct smart_rpc *rpc = c->rpc;
 	int rc;
@@ -523,7 +523,7 @@ static int send_prepare(struct smart_rpc_conn *c, int mode, const void *data,
 	struct smart_msg_rndv d = { 0 };
 	int rc = mode ? stage_wait(c, data, len, &d, deadline) : 0;
 
-	if (rc || !mode)	/* nothing staged on error */
+	if (rc || !mode) /* nothing staged on error */
 		return rc ? rc : wait_room(c, deadline);
 	rc = wait_room(c, deadline);
 	if (rc || c->state != RPC_C_LIVE) {
@@ -543,11 +543,16 @@ static void trace_call(const struct rpc_call *k, const struct smart_msg_hdr *h,
 	struct smart_rpc *rpc = k->conn->rpc;
 	uint64_t now = smart__rdtsc();
 	struct smart_rpc_trace t = {
-		.id = k->id, .op = h->op, .side = SMART_RPC_TRACE_CALL,
-		.rndv = (uint8_t)rndv, .status = status, .len = len,
+		.id = k->id,
+		.op = h->op,
+		.side = SMART_RPC_TRACE_CALL,
+		.rndv = (uint8_t)rndv,
+		.status = status,
+		.len = len,
 		.start_ns = smart_now_ns() - smart__rpc_ns(rpc, now - t0),
 		.queue_ns = smart__rpc_ns(rpc, k->t_sent - t0),
-		.rtt_ns = smart__rpc_ns(rpc, now - k->t_sent) };
+		.rtt_ns = smart__rpc_ns(rpc, now - k->t_sent)
+	};
 
 	smart__rpc_trace_add(rpc, &t);
 }
@@ -555,7 +560,9 @@ static void trace_call(const struct rpc_call *k, const struct smart_msg_hdr *h,
 int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 		   uint32_t len, void *resp, uint32_t cap, uint32_t *resp_len)
 {
-	struct smart_msg_hdr h = { .type = SMART_MSG_REQ, .op = op, .len = len };
+	struct smart_msg_hdr h = { .type = SMART_MSG_REQ,
+				   .op = op,
+				   .len = len };
 	uint8_t desc[SMART_MSG_RNDV_LEN];
 	struct smart_rpc *rpc;
 	struct rpc_call *k;
@@ -612,7 +619,8 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 		   uint32_t len)
 {
-	struct smart_msg_hdr h = { .type = SMART_MSG_ONEWAY, .op = op,
+	struct smart_msg_hdr h = { .type = SMART_MSG_ONEWAY,
+				   .op = op,
 				   .len = len };
 	uint8_t desc[SMART_MSG_RNDV_LEN];
 	uint32_t rid;
@@ -624,10 +632,10 @@ int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 	if (mode < 0)
 		return mode;
 	if (c->rpc->in_poll && (!may_send(c) || mode))
-		return SMART_EAGAIN;	/* a handler cannot wait */
+		return SMART_EAGAIN; /* a handler cannot wait */
 	conn_enter(c);
-	rc = send_prepare(c, mode, data, len, &h, desc, &rid, smart__rdtsc() +
-			  c->rpc->timeout_cycles);
+	rc = send_prepare(c, mode, data, len, &h, desc, &rid,
+			  smart__rdtsc() + c->rpc->timeout_cycles);
 	if (!rc)
 		send_data(c, &h, mode ? desc : data, 0);
 	conn_leave(c);
@@ -673,8 +681,11 @@ void smart__rpc_queue(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 static void reply_on(struct smart_rpc_conn *c, uint32_t call, uint16_t op,
 		     int status, const void *data, uint32_t len)
 {
-	struct smart_msg_hdr h = { .type = SMART_MSG_RESP, .op = op,
-				   .call = call, .status = status, .len = len };
+	struct smart_msg_hdr h = { .type = SMART_MSG_RESP,
+				   .op = op,
+				   .call = call,
+				   .status = status,
+				   .len = len };
 
 	smart__rpc_queue(c, &h, data);
 }
@@ -684,8 +695,10 @@ static void reply_on(struct smart_rpc_conn *c, uint32_t call, uint16_t op,
 static int reply_rndv(struct smart_rpc_conn *c, const struct smart_rpc_req *q,
 		      int status, const void *data, uint32_t len)
 {
-	struct smart_msg_hdr h = { .type = SMART_MSG_RESP, .op = q->op,
-				   .call = q->call, .status = status,
+	struct smart_msg_hdr h = { .type = SMART_MSG_RESP,
+				   .op = q->op,
+				   .call = q->call,
+				   .status = status,
 				   .flags = SMART_MSG_F_RNDV,
 				   .len = SMART_MSG_RNDV_LEN };
 	uint8_t desc[SMART_MSG_RNDV_LEN];
@@ -705,7 +718,9 @@ int smart_rpc_req_check(const smart_rpc_req_t *q)
 	if (!q || !q->open)
 		return SMART_EINVAL;
 	return (q->conn && q->conn->state == RPC_C_LIVE) ||
-	       SMART_M_RPC_REQ_ALWAYS_LIVE ? 0 : SMART_ECONN;
+			       SMART_M_RPC_REQ_ALWAYS_LIVE ?
+		       0 :
+		       SMART_ECONN;
 }
 
 int smart_rpc_reply(smart_rpc_req_t *q, int status, const void *data,
@@ -718,7 +733,7 @@ int smart_rpc_reply(smart_rpc_req_t *q, int status, const void *data,
 	if (!q || (len && !data))
 		return SMART_EINVAL;
 	if (!q->open)
-		return SMART_EINVAL;	/* never handed out, or replied */
+		return SMART_EINVAL; /* never handed out, or replied */
 	c = q->conn;
 	if (!c) {
 		/* its connection went: the request slot comes back */
@@ -776,11 +791,14 @@ static void trace_handler(struct smart_rpc_conn *c,
 {
 	struct smart_rpc *rpc = c->rpc;
 	uint64_t found = h->flags & SMART_MSG_F_RNDV ?
-			 c->rin.t_start : smart__worker_now(rpc->w);
+				 c->rin.t_start :
+				 smart__worker_now(rpc->w);
 	uint64_t t0 = smart__rdtsc(), t1;
-	struct smart_rpc_trace t = {
-		.id = h->call, .op = h->op, .side = SMART_RPC_TRACE_HANDLER,
-		.rndv = !!(h->flags & SMART_MSG_F_RNDV), .len = h->len };
+	struct smart_rpc_trace t = { .id = h->call,
+				     .op = h->op,
+				     .side = SMART_RPC_TRACE_HANDLER,
+				     .rndv = !!(h->flags & SMART_MSG_F_RNDV),
+				     .len = h->len };
 
 	hd->fn(q, payload, h->len, hd->arg);
 	t1 = smart__rdtsc();
@@ -805,7 +823,8 @@ static void on_request(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 		/* a peer past its quota is answered as when all are taken:
 		 * it cannot take the others' requests */
 		q = c->nreqs < rpc->req_quota || SMART_M_RPC_NO_REQ_QUOTA ?
-		    rpc->free_reqs : NULL;
+			    rpc->free_reqs :
+			    NULL;
 		if (!q) {
 			reply_on(c, h->call, h->op, SMART_EBUSY, NULL, 0);
 			return;
@@ -823,7 +842,7 @@ static void on_request(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 			q->next->prev = q;
 		c->reqs = q;
 	} else if (!hd->fn) {
-		return;		/* a one-way message nobody serves */
+		return; /* a one-way message nobody serves */
 	}
 	rpc->in_handler++;
 	if (smart_unlikely(h->flags & SMART_MSG_F_TRACE))
@@ -839,7 +858,7 @@ static void on_response(struct smart_rpc_conn *c, const struct smart_msg_hdr *h,
 	struct rpc_call *k = call_find(c->rpc, h->call);
 
 	if (!k || k->conn != c)
-		return;		/* late: the call timed out */
+		return; /* late: the call timed out */
 	k->len = h->len;
 	if (h->len > k->cap) {
 		call_finish(k, SMART_ERANGE);
@@ -873,8 +892,8 @@ static void rndv_begin(struct smart_rpc_conn *c, const struct smart_msg *m)
 {
 	struct rpc_call *k;
 
-	if (m->h.type != SMART_MSG_RESP &&
-	    !c->rpc->handlers[m->h.op].fn && !SMART_M_RPC_RNDV_READS_UNSERVED) {
+	if (m->h.type != SMART_MSG_RESP && !c->rpc->handlers[m->h.op].fn &&
+	    !SMART_M_RPC_RNDV_READS_UNSERVED) {
 		smart__rndv_send_done(c, m->rndv.rid);
 		if (m->h.type == SMART_MSG_REQ)
 			reply_on(c, m->h.call, m->h.op, SMART_ENOENT, NULL, 0);
@@ -909,8 +928,8 @@ static void on_data(struct smart_rpc_conn *c, const struct smart_msg *m,
 		smart__rpc_deliver(c, &m->h, m->payload, m->h.len);
 	if (c->state != RPC_C_LIVE)
 		return;
-	c->st.bytes_recv += m->h.flags & SMART_MSG_F_RNDV ? m->rndv.len
-							 : m->h.len;
+	c->st.bytes_recv += m->h.flags & SMART_MSG_F_RNDV ? m->rndv.len :
+							    m->h.len;
 	c->rx_consumed++;
 	repost(c, slot);
 }
@@ -949,7 +968,7 @@ static int take_ack(struct smart_rpc_conn *c, uint16_t ack)
 		return SMART_EPROTO;
 	c->tx_acked += d;
 	if (d) {
-		c->ack_wait = 0;	/* progress: the bound starts again */
+		c->ack_wait = 0; /* progress: the bound starts again */
 		if (c->waiters)
 			wake(c->rpc, c->waiters->task);
 	}
@@ -1019,12 +1038,14 @@ static void on_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc,
 	got = recv_bytes(c, wc);
 	if (got < 0 ||
 	    smart__msg_parse(buf, (uint32_t)got, !!(wc->flags & SMART_TP_IMM),
-			     wc->imm, &m) || take_ack(c, m.ack)) {
+			     wc->imm, &m) ||
+	    take_ack(c, m.ack)) {
 		c->st.proto_errors++;
 		conn_cut(c, SMART_EPROTO, "malformed message");
 		return;
 	}
-	if (m.kind == SMART_MSG_K_DATA && c->chan && !SMART_M_RPC_CHAN_TAKES_DATA) {
+	if (m.kind == SMART_MSG_K_DATA && c->chan &&
+	    !SMART_M_RPC_CHAN_TAKES_DATA) {
 		/* a channel carries slots and bare messages only: a data
 		 * message would count as a released slot (rx_consumed) */
 		chan_cut(c, "a data message on a channel");
@@ -1073,8 +1094,9 @@ static struct smart_rpc_conn *conn_of(struct smart_rpc *rpc, uint64_t id)
 	if (idx >= rpc->cfg.max_conns)
 		return NULL;
 	c = rpc->conns[idx];
-	return c && c->gen == (uint16_t)(id >> 16) &&
-	       c->state == RPC_C_LIVE ? c : NULL;
+	return c && c->gen == (uint16_t)(id >> 16) && c->state == RPC_C_LIVE ?
+		       c :
+		       NULL;
 }
 
 static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
@@ -1084,7 +1106,7 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 	uint64_t v = wc->wr_id >> 34;
 
 	if (!c)
-		return;		/* of a connection gone */
+		return; /* of a connection gone */
 	if (wc->status != SMART_TP_WC_OK) {
 		/* a PING that failed (verbs: the RC retries ran out, the
 		 * peer's QP is gone) is the keepalive's verdict too, and may
@@ -1096,11 +1118,15 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 			c->st.rnr++;
 		if (ping)
 			c->st.ka_failures++;
-		conn_fail(c, SMART_ECONN, wc->status == SMART_TP_WC_FLUSH ?
-			  NULL : ping ? "keepalive: the PING failed (the peer "
-			  "is gone)" : kind == RPC_WR_READ ?
-			  "rendezvous READ failed (the peer's region refused "
-			  "it, or the peer is gone)" : "transport error");
+		conn_fail(
+			c, SMART_ECONN,
+			wc->status == SMART_TP_WC_FLUSH ? NULL :
+			ping ? "keepalive: the PING failed (the peer "
+			       "is gone)" :
+			kind == RPC_WR_READ ?
+			       "rendezvous READ failed (the peer's region refused "
+			       "it, or the peer is gone)" :
+			       "transport error");
 		return;
 	}
 	if (kind == RPC_WR_RECV && v < c->nrecv) {
@@ -1154,7 +1180,7 @@ void smart__rpc_flush_dirty(struct smart_rpc *rpc)
 		    ack_every(c))
 			send_bare(c, SMART_MSG_K_ACK);
 		conn_post(c);
-		c->dirty = 0;	/* what the above marked is done */
+		c->dirty = 0; /* what the above marked is done */
 	}
 }
 
@@ -1212,13 +1238,15 @@ void smart__rpc_keepalive(struct smart_rpc *rpc, uint64_t now, int drained)
 		stall = ack_stall(c, now);
 		if (quiet >= dead && drained && !SMART_M_RPC_NO_KEEPALIVE) {
 			c->st.ka_failures++;
-			conn_fail(c, SMART_ECONN, "keepalive: the peer is "
+			conn_fail(c, SMART_ECONN,
+				  "keepalive: the peer is "
 				  "silent (dead or stopped)");
 		} else if (stall >= dead && drained &&
 			   !SMART_M_RPC_NO_PROGRESS_KEEPALIVE) {
 			c->st.ka_failures++;
-			conn_cut(c, SMART_ECONN, "keepalive: the peer acks "
-				  "none of our messages (stalled or hostile)");
+			conn_cut(c, SMART_ECONN,
+				 "keepalive: the peer acks "
+				 "none of our messages (stalled or hostile)");
 		} else if (quiet >= rpc->ka_cycles && !c->ping_out) {
 			c->ping_out = 1;
 			c->ping_at = now;
@@ -1267,8 +1295,8 @@ void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
 			 int fds[SMART_SOCK_FDS])
 {
 	smart__rpc_fds_none(fds);
-	fds[0] = c->chan && !c->chan->producer ? smart__chan_fd(c)
-					       : smart__rndv_fd(c);
+	fds[0] = c->chan && !c->chan->producer ? smart__chan_fd(c) :
+						 smart__rndv_fd(c);
 	c->rpc->tp->qp_fds(c->qp, fds + 1);
 }
 
@@ -1299,10 +1327,10 @@ static int conn_make(struct smart_rpc *rpc, int accepted,
 	c->sig_mask = c->window >= 8 ? c->window / 4 - 1 : 0;
 	c->repost = calloc(c->nrecv, sizeof(*c->repost));
 	c->held = calloc(c->nrecv, sizeof(*c->held));
-	rc = c->repost && c->held ? smart__rpc_slab_get(rpc, &c->slab)
-				  : SMART_ENOMEM;
+	rc = c->repost && c->held ? smart__rpc_slab_get(rpc, &c->slab) :
+				    SMART_ENOMEM;
 	if (!rc && rpc->passes_fds)
-		rc = smart__rndv_conn_open(c);	/* else at its handshake */
+		rc = smart__rndv_conn_open(c); /* else at its handshake */
 	if (rc)
 		goto fail;
 	c->rbuf = c->slab->base;
@@ -1320,7 +1348,7 @@ static int conn_make(struct smart_rpc *rpc, int accepted,
 	c->nrepost = 0;
 	if (rc)
 		goto fail;
-	c->state = RPC_C_FAILED;	/* until smart__rpc_conn_up */
+	c->state = RPC_C_FAILED; /* until smart__rpc_conn_up */
 	rpc->conns[idx] = c;
 	*out = c;
 	return 0;
@@ -1348,7 +1376,7 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 			c->spare = 0;
 			c->accepted = accepted;
 			rpc->nspare--;
-			rpc->hs_next = 0;	/* refill at the next idle poll */
+			rpc->hs_next = 0; /* refill at the next idle poll */
 			rpc->past.qp_cache_hits++;
 			*out = c;
 			return 0;
@@ -1380,8 +1408,8 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 		       int fds[SMART_SOCK_FDS])
 {
 	int n = 0, rc = peer->chan && !c->accepted ?
-			smart__chan_attach(c, peer, fds[0]) :
-			smart__rndv_connect(c, peer, fds[0]);
+				smart__chan_attach(c, peer, fds[0]) :
+				smart__rndv_connect(c, peer, fds[0]);
 
 	fds[0] = -1;
 	if (rc) {
@@ -1393,7 +1421,7 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 	rc = c->rpc->tp->qp_connect_peer(c->qp, c->remote, peer->blob,
 					 peer->blob_len, fds + 1, n);
 	for (int i = 0; i < n; i++)
-		fds[1 + i] = -1;	/* the transport's */
+		fds[1 + i] = -1; /* the transport's */
 	smart__rpc_fds_close(fds);
 	if (rc)
 		return rc;
@@ -1417,7 +1445,7 @@ static void conn_release(struct smart_rpc_conn *c)
 		rpc->tp->qp_destroy(c->qp);
 		c->qp = NULL;
 	}
-	smart__rndv_conn_drop(c);	/* after the QP: no READ in flight */
+	smart__rndv_conn_drop(c); /* after the QP: no READ in flight */
 	c->held_n = 0;
 	if (c->slab) {
 		smart__rpc_slab_put(rpc, c->slab);
@@ -1447,10 +1475,10 @@ static void conn_fail(struct smart_rpc_conn *c, int err, const char *why)
 	}
 	for (struct rpc_call *k = rpc->live_calls; k; k = k->next)
 		if (k->conn == c)
-			call_finish(k, err == SMART_EPROTO ? SMART_EPROTO
-							   : SMART_ECONN);
+			call_finish(k, err == SMART_EPROTO ? SMART_EPROTO :
+							     SMART_ECONN);
 	for (struct smart_rpc_req *q = c->reqs; q; q = q->next)
-		q->conn = NULL;	/* their replies get SMART_ECONN */
+		q->conn = NULL; /* their replies get SMART_ECONN */
 	c->reqs = NULL;
 	c->nreqs = 0;
 	for (struct rpc_waiter *x = c->waiters; x; x = x->next)
@@ -1469,7 +1497,7 @@ void smart__rpc_conn_free(struct smart_rpc_conn *c)
 
 	conn_release(c);
 	if (c->chan)
-		c->chan->conn = NULL;	/* the channel learns it is gone */
+		c->chan->conn = NULL; /* the channel learns it is gone */
 	if (c->spare)
 		rpc->nspare--;
 	for (pp = &rpc->dirty; *pp; pp = &(*pp)->next_dirty)
@@ -1535,16 +1563,16 @@ int smart_rpc_close(smart_rpc_conn_t *c)
 	if (!c)
 		return 0;
 	if (c->accepted)
-		return SMART_EINVAL;	/* accepted: the endpoint's */
+		return SMART_EINVAL; /* accepted: the endpoint's */
 	if (c->freeing)
-		return 0;	/* closed already, its users still inside */
+		return 0; /* closed already, its users still inside */
 	if (c->state == RPC_C_LIVE) {
 		close_send(c);
-		close_wait(c->rpc, c);	/* a dialed one: no poll frees it */
+		close_wait(c->rpc, c); /* a dialed one: no poll frees it */
 	}
 	conn_fail(c, SMART_ECONN, NULL);
 	if (c->users) {
-		c->freeing = 1;	/* the last of them frees it */
+		c->freeing = 1; /* the last of them frees it */
 	} else if (c->rpc->in_poll && !SMART_M_RPC_CLOSE_FREES_IN_POLL) {
 		/* from a handler, maybe of a message of c: the receive path
 		 * that ran it reads c when it returns; freed at the end of
@@ -1611,7 +1639,7 @@ void smart__rpc_conns_close(struct smart_rpc *rpc)
 
 		if (!c)
 			continue;
-		c->accepted = 0;	/* freed here, handle or not */
+		c->accepted = 0; /* freed here, handle or not */
 		conn_fail(c, SMART_ECONN, NULL);
 		smart__rpc_conn_free(c);
 	}

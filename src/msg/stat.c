@@ -47,32 +47,32 @@
 #include "util/log.h"
 #include "util/sockio.h"
 
-#define STAT_HEAD		"smart-stat 1\n"	/* the format, version 1 */
-#define STAT_NAMES		1024	/* n tried at most */
-#define STAT_BACKLOG		8
-#define STAT_ACCEPT_TICKS	8	/* the listener: every 8 ms */
-#define STAT_ACCEPTS_PER_TICK	4
-#define STAT_CLIENTS		4	/* answers in flight */
-#define STAT_BUF		(16u << 10)
-#define STAT_LINE_MAX		2048	/* longer than any line we write */
-#define STAT_SEND_MS		1000
+#define STAT_HEAD	      "smart-stat 1\n" /* the format, version 1 */
+#define STAT_NAMES	      1024	       /* n tried at most */
+#define STAT_BACKLOG	      8
+#define STAT_ACCEPT_TICKS     8 /* the listener: every 8 ms */
+#define STAT_ACCEPTS_PER_TICK 4
+#define STAT_CLIENTS	      4 /* answers in flight */
+#define STAT_BUF	      (16u << 10)
+#define STAT_LINE_MAX	      2048 /* longer than any line we write */
+#define STAT_SEND_MS	      1000
 
 /* One answer in flight. */
 struct stat_client {
 	int fd;
-	int64_t deadline;	/* ms */
-	uint32_t next;		/* the connection index to write next */
-	uint32_t lines;		/* connection lines written */
-	int ended;		/* the "end" line is in buf */
-	size_t off, len;	/* sent, written */
+	int64_t deadline; /* ms */
+	uint32_t next;	  /* the connection index to write next */
+	uint32_t lines;	  /* connection lines written */
+	int ended;	  /* the "end" line is in buf */
+	size_t off, len;  /* sent, written */
 	char buf[STAT_BUF];
 };
 
 struct rpc_stat {
 	char name[48];
-	uint64_t born_tsc;	/* the endpoint's */
+	uint64_t born_tsc; /* the endpoint's */
 	uint32_t ticks;
-	struct stat_client *cl[STAT_CLIENTS];	/* NULL: free */
+	struct stat_client *cl[STAT_CLIENTS]; /* NULL: free */
 	uint64_t answers, denied, evicted, truncated;
 };
 
@@ -81,7 +81,9 @@ struct rpc_stat {
 /* Every counter of struct smart_rpc_stats, each named once: the table is
  * indexed by the counter's word, so the order is right by construction,
  * and the count must match, so a counter added to rpc.h without its name
- * here fails the build. */
+ * here fails the build.  (Laid out by hand: clang-format would fold the
+ * list into a staircase.) */
+/* clang-format off */
 #define STAT_FIELDS(X)							\
 	X(msgs_sent) X(msgs_recv) X(bytes_sent) X(bytes_recv)		\
 	X(acks_sent) X(calls) X(call_errors) X(call_timeouts)		\
@@ -91,15 +93,14 @@ struct rpc_stat {
 	X(poll_gap_max_ns) X(qp_cache_hits) X(conns_accepted)		\
 	X(conns_dialed)							\
 	X(conns_failed)							\
-	X(handshakes_refused) X(event_sleeps) X(cut_closes)	\
+	X(handshakes_refused) X(event_sleeps) X(cut_closes)		\
 	X(chan_slots_sent) X(chan_slots_recv) X(chan_torn)
+/* clang-format on */
 #define STAT_NAME(f) [offsetof(struct smart_rpc_stats, f) / 8] = #f,
-#define STAT_ONE(f) + 1
+#define STAT_ONE(f)  +1
 #define STAT_NFIELDS (sizeof(struct smart_rpc_stats) / sizeof(uint64_t))
 
-static const char *const stat_fields[STAT_NFIELDS] = {
-	STAT_FIELDS(STAT_NAME)
-};
+static const char *const stat_fields[STAT_NFIELDS] = { STAT_FIELDS(STAT_NAME) };
 _Static_assert(0 STAT_FIELDS(STAT_ONE) == STAT_NFIELDS,
 	       "every counter of smart_rpc_stats needs its name here");
 
@@ -107,19 +108,18 @@ _Static_assert(0 STAT_FIELDS(STAT_ONE) == STAT_NFIELDS,
  * every number at its widest, every string at its longest, each byte of
  * the peer escaped.  Checked against STAT_LINE_MAX, so a connection line
  * always fits the room refill makes for it. */
-#define STAT_U64W		20	/* digits of UINT64_MAX */
-#define STAT_KEYW(k, w)		(sizeof(" " k "=") - 1 + (w))
-#define STAT_CTR_W(f)		+ STAT_KEYW(#f, STAT_U64W)
-#define STAT_CONN_LINE_MAX						\
-	(sizeof("conn") - 1 + STAT_KEYW("index", 10) +			\
-	 STAT_KEYW("gen", 5) + STAT_KEYW("state", 6) +			\
-	 STAT_KEYW("role", 8) +						\
-	 STAT_KEYW("peer", 3 * (sizeof(((struct smart_rpc_conn *)0)->peer) \
-				- 1)) +					\
-	 STAT_KEYW("window", 10) + STAT_KEYW("swin", 10) +		\
-	 STAT_KEYW("inflight", STAT_U64W) +				\
-	 STAT_KEYW("backlog_bytes", STAT_U64W) +			\
-	 STAT_KEYW("rtt_ns", STAT_U64W) + STAT_KEYW("idle_ms", STAT_U64W) + \
+#define STAT_U64W	20 /* digits of UINT64_MAX */
+#define STAT_KEYW(k, w) (sizeof(" " k "=") - 1 + (w))
+#define STAT_CTR_W(f)	+STAT_KEYW(#f, STAT_U64W)
+#define STAT_CONN_LINE_MAX                                                     \
+	(sizeof("conn") - 1 + STAT_KEYW("index", 10) + STAT_KEYW("gen", 5) +   \
+	 STAT_KEYW("state", 6) + STAT_KEYW("role", 8) +                        \
+	 STAT_KEYW("peer",                                                     \
+		   3 * (sizeof(((struct smart_rpc_conn *)0)->peer) - 1)) +     \
+	 STAT_KEYW("window", 10) + STAT_KEYW("swin", 10) +                     \
+	 STAT_KEYW("inflight", STAT_U64W) +                                    \
+	 STAT_KEYW("backlog_bytes", STAT_U64W) +                               \
+	 STAT_KEYW("rtt_ns", STAT_U64W) + STAT_KEYW("idle_ms", STAT_U64W) +    \
 	 STAT_KEYW("age_ms", STAT_U64W) STAT_FIELDS(STAT_CTR_W) + 2)
 _Static_assert(STAT_CONN_LINE_MAX <= STAT_LINE_MAX,
 	       "a connection line must fit STAT_LINE_MAX");
@@ -149,8 +149,8 @@ struct stat_line {
 	int full;
 };
 
-__attribute__((format(printf, 2, 3)))
-static void put(struct stat_line *l, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void put(struct stat_line *l,
+						      const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -201,8 +201,7 @@ static void put_stats(struct stat_line *l, const struct smart_rpc_stats *st)
 		put(l, " %s=%" PRIu64, stat_fields[i], v[i]);
 }
 
-static uint64_t cyc_ms(const struct smart_rpc *rpc, uint64_t from,
-		       uint64_t to)
+static uint64_t cyc_ms(const struct smart_rpc *rpc, uint64_t from, uint64_t to)
 {
 	if (to <= from)
 		return 0;
@@ -219,15 +218,16 @@ static void line_endpoint(struct smart_rpc *rpc, struct stat_line *l)
 	put_str(l, "name", s->name);
 	put_str(l, "listen", rpc->lfd >= 0 ? rpc->laddr : "-");
 	put_str(l, "transport", rpc->tp->name);
-	put(l, " live=%d max_conns=%u window=%u eager_max=%u "
+	put(l,
+	    " live=%d max_conns=%u window=%u eager_max=%u "
 	    "keepalive_ms=%u keepalive_misses=%u uptime_ms=%" PRIu64
 	    " stat_answers=%" PRIu64 " stat_denied=%" PRIu64
 	    " stat_evicted=%" PRIu64 " stat_truncated=%" PRIu64,
 	    smart_rpc_conns(rpc), rpc->cfg.max_conns, rpc->cfg.window,
 	    rpc->cfg.eager_max, rpc->cfg.keepalive_ms,
 	    rpc->cfg.keepalive_misses,
-	    cyc_ms(rpc, s->born_tsc, smart__worker_now(rpc->w)),
-	    s->answers, s->denied, s->evicted, s->truncated);
+	    cyc_ms(rpc, s->born_tsc, smart__worker_now(rpc->w)), s->answers,
+	    s->denied, s->evicted, s->truncated);
 	put_stats(l, &st);
 	put(l, "\n");
 }
@@ -241,11 +241,12 @@ static void line_conn(struct smart_rpc *rpc, const struct smart_rpc_conn *c,
 	put_str(l, "state", c->state == RPC_C_LIVE ? "live" : "failed");
 	put_str(l, "role", c->accepted ? "accepted" : "dialed");
 	put_str(l, "peer", c->peer[0] ? c->peer : "-");
-	put(l, " window=%u swin=%u inflight=%" PRIu64 " backlog_bytes=%zu "
+	put(l,
+	    " window=%u swin=%u inflight=%" PRIu64 " backlog_bytes=%zu "
 	    "rtt_ns=%" PRIu64 " idle_ms=%" PRIu64 " age_ms=%" PRIu64,
-	    c->window, c->swin, c->tx_seq - c->tx_acked, c->bl_bytes,
-	    c->rtt_ns, cyc_ms(rpc, c->last_rx, now),
-	    c->born ? cyc_ms(rpc, c->born, now) : 0);	/* 0: not up yet */
+	    c->window, c->swin, c->tx_seq - c->tx_acked, c->bl_bytes, c->rtt_ns,
+	    cyc_ms(rpc, c->last_rx, now),
+	    c->born ? cyc_ms(rpc, c->born, now) : 0); /* 0: not up yet */
 	put_stats(l, &c->st);
 	put(l, "\n");
 }
@@ -261,7 +262,7 @@ static void refill(struct smart_rpc *rpc, struct stat_client *k)
 				       sizeof(k->buf) - k->len, 0 };
 
 		if (l.cap < STAT_LINE_MAX)
-			return;	/* room once what is there is sent */
+			return; /* room once what is there is sent */
 		while (k->next < rpc->cfg.max_conns &&
 		       (!rpc->conns[k->next] || rpc->conns[k->next]->spare))
 			k->next++;
@@ -303,12 +304,12 @@ static int client_send(struct smart_rpc *rpc, struct stat_client *k)
 			if (k->ended)
 				return 1;
 			if (refilled)
-				return 0;	/* the rest at the next look */
+				return 0; /* the rest at the next look */
 			k->off = k->len = 0;
 			refill(rpc, k);
 			refilled = 1;
 			if (!k->len)
-				return 0;	/* nothing this look */
+				return 0; /* nothing this look */
 		}
 		n = send(k->fd, k->buf + k->off, k->len - k->off,
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -366,7 +367,7 @@ static void client_new(struct smart_rpc *rpc, int fd, int64_t now)
 	int i;
 
 	if (!k) {
-		close(fd);	/* no answer rather than a wait */
+		close(fd); /* no answer rather than a wait */
 		return;
 	}
 	k->fd = fd;
@@ -391,7 +392,7 @@ static void accept_some(struct smart_rpc *rpc, int64_t now)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0)
-			return;	/* EAGAIN, or out of descriptors: later */
+			return; /* EAGAIN, or out of descriptors: later */
 		if (!peer_allowed(fd))
 			deny(rpc->ctl, fd);
 		else
@@ -419,7 +420,7 @@ void smart__rpc_stat_service(struct smart_rpc *rpc, int at_once)
 		return;
 	if (!at_once && !smart__rpc_stat_clients(rpc) &&
 	    ++s->ticks % STAT_ACCEPT_TICKS)
-		return;	/* one accept4 per 8 ms while nobody asks */
+		return; /* one accept4 per 8 ms while nobody asks */
 	now = smart__now_ms();
 	for (int i = 0; i < STAT_CLIENTS; i++) {
 		if (!s->cl[i])
@@ -441,8 +442,7 @@ static int stat_bind(struct rpc_stat *s, int *fd)
 	for (int n = 0; n < STAT_NAMES && rc == SMART_EEXIST; n++) {
 		snprintf(s->name, sizeof(s->name), "smart-stat:%ld:%d",
 			 (long)getpid(), n);
-		rc = smart__sock_listen(&un, smart__sock_abstract(s->name,
-								  &un),
+		rc = smart__sock_listen(&un, smart__sock_abstract(s->name, &un),
 					STAT_BACKLOG, fd, NULL);
 	}
 	return rc;
@@ -460,7 +460,8 @@ int smart__rpc_stat_open(struct smart_rpc *rpc)
 	s->born_tsc = smart__rdtsc();
 	rc = stat_bind(s, &rpc->sfd);
 	if (rc) {
-		smart__warn(rpc->log, "rpc: no control socket for "
+		smart__warn(rpc->log,
+			    "rpc: no control socket for "
 			    "smart-stat (%s): the endpoint goes on without",
 			    smart_strerror(rc));
 		rpc->sfd = -1;

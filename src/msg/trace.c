@@ -31,19 +31,18 @@ void smart__rpc_trace_add(struct smart_rpc *rpc,
 	rpc->past.traced++;
 }
 
-int smart_rpc_traces_sized(const smart_rpc_t *rpc,
-			   struct smart_rpc_trace *out, int max, size_t size)
+int smart_rpc_traces_sized(const smart_rpc_t *rpc, struct smart_rpc_trace *out,
+			   int max, size_t size)
 {
 	uint32_t n, first;
 
-	if (!rpc || !out || max < 0 || !size ||
-	    size > SMART__CONFIG_SIZE_MAX)
+	if (!rpc || !out || max < 0 || !size || size > SMART__CONFIG_SIZE_MAX)
 		return SMART_EINVAL;
 	n = rpc->ntraces < RPC_TRACES ? rpc->ntraces : RPC_TRACES;
 	if ((uint32_t)max < n)
 		n = (uint32_t)max;
 	first = rpc->ntraces - n;
-	for (uint32_t i = 0; i < n; i++)	/* the caller's stride */
+	for (uint32_t i = 0; i < n; i++) /* the caller's stride */
 		(void)smart__out_give((char *)out + i * size, size,
 				      &rpc->traces[(first + i) % RPC_TRACES],
 				      sizeof(*out));

@@ -20,16 +20,16 @@
  */
 #include "runtime/core.h"
 
-#define BO_C0		SMART_BACKOFF_C0
-#define BO_SHIFT_MAX	SMART_BACKOFF_SHIFT_MAX
-#define BO_HIGH		0.5
-#define BO_LOW		0.1
-#define BO_EPS		0.01	/* a step down may cost this much rate */
-#define BO_LEVEL_OFF	(-1)	/* no backoff */
-#define BO_LEVEL_MAX	SMART_BACKOFF_SHIFT_MAX
-#define BO_HOLD_MAX	256	/* windows a failed probe holds off */
-#define BO_ALPHA	0.25	/* weight of a window in the smoothed rate */
-#define BO_PROBE	4	/* windows before a step is judged */
+#define BO_C0	     SMART_BACKOFF_C0
+#define BO_SHIFT_MAX SMART_BACKOFF_SHIFT_MAX
+#define BO_HIGH	     0.5
+#define BO_LOW	     0.1
+#define BO_EPS	     0.01 /* a step down may cost this much rate */
+#define BO_LEVEL_OFF (-1) /* no backoff */
+#define BO_LEVEL_MAX SMART_BACKOFF_SHIFT_MAX
+#define BO_HOLD_MAX  256  /* windows a failed probe holds off */
+#define BO_ALPHA     0.25 /* weight of a window in the smoothed rate */
+#define BO_PROBE     4	  /* windows before a step is judged */
 
 static int conflict_avoid(const struct smart_worker *w)
 {
@@ -40,7 +40,7 @@ void smart__backoff_init(struct smart_worker *w)
 {
 	struct smart__backoff *bo = &w->bo;
 
-	bo->level = BO_LEVEL_OFF;	/* until conflicts call for one */
+	bo->level = BO_LEVEL_OFF; /* until conflicts call for one */
 	bo->nmax = w->ctx->o.max_tasks;
 	bo->p_avg = -1;
 	bo->p_probe = -1;
@@ -109,8 +109,8 @@ void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
 	if (!retries && !done)
 		return;
 	p = (double)retries / (double)(retries + done);
-	bo->p_avg = bo->p_avg < 0 ? p : bo->p_avg * (1 - BO_ALPHA) +
-					 p * BO_ALPHA;
+	bo->p_avg = bo->p_avg < 0 ? p :
+				    bo->p_avg * (1 - BO_ALPHA) + p * BO_ALPHA;
 	p = bo->p_avg;
 	if (bo->hold)
 		bo->hold--;
@@ -148,8 +148,8 @@ static void bo_adapt(struct smart_worker *w, uint64_t now)
 	struct smart__backoff *bo = &w->bo;
 	double cpn = w->ctx->clock.use_tsc ? w->ctx->clock.cycles_per_ns : 1;
 
-	bo->win_end = now + (uint64_t)((double)w->ctx->o.backoff_window_ns *
-				       cpn);
+	bo->win_end = now +
+		      (uint64_t)((double)w->ctx->o.backoff_window_ns * cpn);
 	smart__backoff_window(bo, w->ctx->o.max_tasks, bo->win_retries,
 			      bo->win_done);
 	bo->win_retries = bo->win_done = 0;
@@ -177,7 +177,7 @@ void smart_backoff_begin(smart_worker_t *w)
 		else
 			bo->wait_head = t;
 		bo->wait_tail = t;
-		smart__task_park(w, t);	/* the slot is handed to us */
+		smart__task_park(w, t); /* the slot is handed to us */
 	} else {
 		bo->active++;
 	}
@@ -234,7 +234,7 @@ void smart_backoff_end(smart_worker_t *w)
 	bo_tick(w);
 	bo->active--;
 	while ((next = bo->wait_head) && bo->active < bo->nmax) {
-		bo->wait_head = next->next;	/* FIFO */
+		bo->wait_head = next->next; /* FIFO */
 		if (!bo->wait_head)
 			bo->wait_tail = NULL;
 		bo->active++;

@@ -34,19 +34,19 @@
 
 struct smart__boot {
 	int fd;
-	_Atomic int broken;	/* read by the keeper (smart__boot_fd) while
+	_Atomic int broken; /* read by the keeper (smart__boot_fd) while
 				 * QP-connect threads may set it */
 	int timeout_ms;
 	const struct smart__log *lg;
 	uint32_t next_req;
 	int need_fd;
-	uint8_t fetch[SMART_PROTO_FETCH_LEN];	/* our fd request: our proof
+	uint8_t fetch[SMART_PROTO_FETCH_LEN]; /* our fd request: our proof
 						 * over the WELCOME's token */
 	char sock[SMART_PROTO_SOCK_MAX + 1];
 	size_t sock_len;
-	struct smart__auth a;	/* the session's: key (a copy, in key[]) and
+	struct smart__auth a;	  /* the session's: key (a copy, in key[]) and
 				 * both nonces */
-	uint64_t seq_out, seq_in;	/* tagged frames sent, received */
+	uint64_t seq_out, seq_in; /* tagged frames sent, received */
 	uint8_t key[SMART_SECRET_MAX];
 	uint8_t buf[SMART_PROTO_FRAME_MAX];
 };
@@ -56,7 +56,7 @@ static int read_frame(struct smart__boot *b, int64_t deadline,
 		      struct smart_proto_hdr *h)
 {
 	int rc = smart__sock_recv_exact(b->fd, b->buf, SMART_PROTO_HDR_LEN,
-					 NULL, 0, deadline);
+					NULL, 0, deadline);
 
 	if (!rc)
 		rc = smart__proto_hdr_check(b->buf, SMART_PROTO_HDR_LEN, h);
@@ -79,10 +79,12 @@ static int blade_error(struct smart__boot *b, const struct smart_proto_hdr *h)
 	if (smart__proto_dec_error(b->buf + SMART_PROTO_HDR_LEN, h->len, &e))
 		return SMART_EPROTO;
 	if (e.status == SMART_EVERSION)
-		smart__err(b->lg, "blade speaks protocol version %u, we speak "
-			   "%d (%s): upgrade the %s side", e.version,
-			   SMART_PROTO_VERSION, e.msg,
-			   e.version < SMART_PROTO_VERSION ? "blade" : "client");
+		smart__err(b->lg,
+			   "blade speaks protocol version %u, we speak "
+			   "%d (%s): upgrade the %s side",
+			   e.version, SMART_PROTO_VERSION, e.msg,
+			   e.version < SMART_PROTO_VERSION ? "blade" :
+							     "client");
 	else
 		smart__warn(b->lg, "blade refused: %s (%s)", e.msg,
 			    smart_status_name(e.status));
@@ -130,7 +132,8 @@ static void refuse_blade(struct smart__boot *b, int64_t deadline)
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
 	size_t n;
 
-	smart__warn(b->lg, "the blade did not prove our secret: a wrong "
+	smart__warn(b->lg,
+		    "the blade did not prove our secret: a wrong "
 		    "secret on one side, or not the blade we meant; nothing "
 		    "sent");
 	if (!smart__proto_enc_error(SMART_EACCES, "blade proof refused", f,
@@ -181,7 +184,7 @@ static int take_welcome(struct smart__boot *b, const struct smart_proto_hdr *h,
 	if (!smart__auth_open(a, SMART_AUTH_L_WELCOME,
 			      b->buf + SMART_PROTO_HDR_LEN, h->len)) {
 		smart__warn(b->lg, "the blade's welcome is not tagged with "
-			    "this session's proof: altered on the way");
+				   "this session's proof: altered on the way");
 		return SMART_EACCES;
 	}
 	if (w.status)
@@ -315,7 +318,8 @@ static int fd_proven(struct smart__boot *b, int fd, int got, int64_t deadline)
 	    !smart__auth_fd_check(&b->a, SMART_AUTH_L_FETCH, got, tag))
 		rc = SMART_EACCES;
 	if (rc)
-		smart__warn(b->lg, "the region fd is not the blade's (no proof "
+		smart__warn(b->lg,
+			    "the region fd is not the blade's (no proof "
 			    "of it): the fd socket's name is held by another "
 			    "process");
 	return rc;
@@ -323,8 +327,7 @@ static int fd_proven(struct smart__boot *b, int fd, int got, int64_t deadline)
 
 /* Receive the status byte and, when it is 0, exactly one descriptor and
  * the blade's proof over it. */
-static int recv_fd(struct smart__boot *b, int fd, int64_t deadline,
-		   int *fd_out)
+static int recv_fd(struct smart__boot *b, int fd, int64_t deadline, int *fd_out)
 {
 	uint8_t st;
 	int got = -1, rc;
@@ -410,7 +413,7 @@ static int await_accept(struct smart__boot *b, uint32_t req, int64_t deadline,
 	    !smart__auth_open_seq(&b->a, SMART_AUTH_L_SESSION, b->seq_in,
 				  h.type, pl, h.len)) {
 		smart__warn(b->lg, "a qp_accept not tagged with this session's "
-			    "proof: the stream was altered");
+				   "proof: the stream was altered");
 		b->broken = 1;
 		return SMART_EACCES;
 	}
@@ -423,8 +426,8 @@ static int await_accept(struct smart__boot *b, uint32_t req, int64_t deadline,
 	return 0;
 }
 
-int smart__boot_qp_connect(struct smart__boot *b, const void *blob,
-			   size_t len, void *peer_blob, size_t *peer_len,
+int smart__boot_qp_connect(struct smart__boot *b, const void *blob, size_t len,
+			   void *peer_blob, size_t *peer_len,
 			   uint32_t *responder_id)
 {
 	struct smart_proto_qp_connect c;
@@ -486,8 +489,8 @@ static void boot_end(struct smart__boot *b, int bye)
 	/* Best effort and never blocking: the blade also cleans up on EOF. */
 	if (bye && !b->broken &&
 	    !smart__proto_enc_bye(notag, f, sizeof(f), &n)) {
-		smart__auth_seal_seq(&b->a, SMART_AUTH_D_SESSION,
-				     b->seq_out++, f, n);
+		smart__auth_seal_seq(&b->a, SMART_AUTH_D_SESSION, b->seq_out++,
+				     f, n);
 		if (send(b->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			smart__dbg(b->lg, "bye: not sent");
 	}

@@ -30,12 +30,12 @@ struct smart__boot;
 struct smart__boot_welcome {
 	uint16_t blade_id;
 	uint8_t chunk_shift;
-	uint64_t size;			/* region bytes */
-	uint16_t lease_id;		/* our client id on the blade */
-	uint32_t lease_ms;		/* the blade's lease duration */
-	uint8_t blob[SMART_TP_BLOB_MAX];	/* region blob for remote_attach */
+	uint64_t size;			 /* region bytes */
+	uint16_t lease_id;		 /* our client id on the blade */
+	uint32_t lease_ms;		 /* the blade's lease duration */
+	uint8_t blob[SMART_TP_BLOB_MAX]; /* region blob for remote_attach */
 	size_t blob_len;
-	int need_fd;	/* call smart__boot_fetch_fd() before remote_attach */
+	int need_fd; /* call smart__boot_fetch_fd() before remote_attach */
 };
 
 /*
@@ -74,8 +74,8 @@ int smart__boot_fetch_fd(struct smart__boot *b, int *fd_out);
  * SMART_EPROTO when the session broke, or SMART_ERANGE when peer_blob is
  * too small.
  */
-int smart__boot_qp_connect(struct smart__boot *b, const void *blob,
-			   size_t len, void *peer_blob, size_t *peer_len,
+int smart__boot_qp_connect(struct smart__boot *b, const void *blob, size_t len,
+			   void *peer_blob, size_t *peer_len,
 			   uint32_t *responder_id);
 
 /* Tell the blade to destroy a responder.  No reply is awaited. */

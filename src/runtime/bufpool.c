@@ -23,7 +23,7 @@
 #define POOL_MIN_SHIFT 6
 #define POOL_NO_BLOCK  0xff
 #define POOL_CACHED    0x80
-#define POOL_MOVE      (SMART_BUF_CACHE / 2)	/* blocks per refill/spill */
+#define POOL_MOVE      (SMART_BUF_CACHE / 2) /* blocks per refill/spill */
 
 int smart__pool_create(struct smart_ctx *ctx)
 {

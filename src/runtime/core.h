@@ -39,10 +39,10 @@
 #define SMART_TASK_BATCHES 8
 #define SMART_TASK_BOUNCES 64
 #define SMART_OP_MAX_LEN   (UINT32_C(1) << 30)
-#define SMART_RETRY_HIST   17	/* retries per op: 0..15, 16 = more */
+#define SMART_RETRY_HIST   17 /* retries per op: 0..15, 16 = more */
 
 enum smart__qp_mode {
-	SMART_QPM_AUTO,		/* per-thread-db with ThrdAwareAlloc, else
+	SMART_QPM_AUTO, /* per-thread-db with ThrdAwareAlloc, else
 				 * per-thread */
 	SMART_QPM_SHARED,
 	SMART_QPM_MUX,
@@ -54,27 +54,27 @@ enum smart__qp_mode {
 struct smart__optvals {
 	char transport[16];
 	int qp_mode;
-	int qp_mux;		/* K of mux:K */
+	int qp_mux; /* K of mux:K */
 	int max_tasks;
-	uint64_t spin_ns;	/* idle polling before a wait yields */
+	uint64_t spin_ns; /* idle polling before a wait yields */
 	uint64_t task_stack;
 	int chain_max;
 	int qp_depth;
 	int cq_depth;
 	uint64_t buf_pool;
-	int hugepages;		/* -1 auto, 0 off, 1 on */
+	int hugepages; /* -1 auto, 0 off, 1 on */
 	char secret_file[1024];
 	uint64_t connect_timeout_ns;
 	int log_level;
 	int latency_stats;
-	char nic_model[256];	/* shm RNIC model spec, "" = off */
-	char shm_adversarial[256];	/* shm adversarial spec, "" = off */
-	int techniques;		/* SMART_TECH_* switches */
-	int credit;		/* fixed WR cap per worker, 0 = tuner */
-	uint64_t tune_interval_ns;	/* the tuner's epoch, Δ */
-	int stable_epochs;	/* epochs the chosen cap is kept */
-	uint64_t backoff_window_ns;	/* conflict-avoidance window */
-	char device[64];	/* verbs */
+	char nic_model[256];	    /* shm RNIC model spec, "" = off */
+	char shm_adversarial[256];  /* shm adversarial spec, "" = off */
+	int techniques;		    /* SMART_TECH_* switches */
+	int credit;		    /* fixed WR cap per worker, 0 = tuner */
+	uint64_t tune_interval_ns;  /* the tuner's epoch, Δ */
+	int stable_epochs;	    /* epochs the chosen cap is kept */
+	uint64_t backoff_window_ns; /* conflict-avoidance window */
+	char device[64];	    /* verbs */
 	int ib_port;
 	int gid_index;
 	int mtu;
@@ -82,7 +82,7 @@ struct smart__optvals {
 	int ib_retry;
 	int traffic_class;
 	int service_level;
-	int gid_type;		/* SMART_TP_GID_* */
+	int gid_type; /* SMART_TP_GID_* */
 };
 
 struct smart_opts {
@@ -101,21 +101,21 @@ struct smart__blade {
 	uint64_t size;
 	uint32_t chunk_shift;
 	uint64_t nchunks;
-	uint64_t first_chunk;	/* chunks below it are the blade's own */
-	uint64_t base;		/* remote address of offset 0 */
+	uint64_t first_chunk; /* chunks below it are the blade's own */
+	uint64_t base;	      /* remote address of offset 0 */
 	uint32_t rkey;
 	/* device memory (smart_dm_alloc): ops whose offset has
 	 * SMART_GADDR_DM address it from 0 with dm_rkey; dm_len 0: none */
 	uint32_t dm_rkey;
 	uint64_t dm_len;
 	struct smart_tp_remote *remote;
-	struct smart__boot *boot;	/* control session, under boot_lock */
+	struct smart__boot *boot; /* control session, under boot_lock */
 	pthread_mutex_t boot_lock;
 	/* leases (keeper.c, lease.c; docs/leases.md) */
-	uint16_t lease_id;		/* our client id on this blade */
-	uint32_t lease_ms;		/* the blade's lease duration */
-	uint64_t joined;		/* lease clock when the HELLO went out */
-	struct smart__lease *lease;	/* the keeper's state for it */
+	uint16_t lease_id;	    /* our client id on this blade */
+	uint32_t lease_ms;	    /* the blade's lease duration */
+	uint64_t joined;	    /* lease clock when the HELLO went out */
+	struct smart__lease *lease; /* the keeper's state for it */
 };
 
 /* Lease clock: TSC cycles where the TSC is invariant, else ns. */
@@ -127,11 +127,11 @@ static inline uint64_t smart__lease_now(const struct smart__clock *c)
 /* One QP of a group to one blade. */
 struct smart__qp {
 	struct smart_tp_qp *tqp;
-	struct smart_tp_cq *cq;		/* the group's CQ it was made on */
+	struct smart_tp_cq *cq; /* the group's CQ it was made on */
 	uint16_t blade;
 	uint32_t responder;
-	_Atomic int broken;		/* an error completion was seen */
-	_Atomic int64_t outstanding;	/* WRs posted, not yet completed */
+	_Atomic int broken;	     /* an error completion was seen */
+	_Atomic int64_t outstanding; /* WRs posted, not yet completed */
 	/* posters that found the send queue full take a ticket and post
 	 * in ticket order (ops.c): room freed goes to the longest waiter */
 	_Atomic uint32_t room_next, room_turn;
@@ -140,22 +140,22 @@ struct smart__qp {
 
 struct smart__group {
 	struct smart_ctx *ctx;
-	int index;		/* mux group number; -1 when private */
-	int shared;		/* several workers use it */
-	int refs;		/* under ctx->lock */
-	pthread_mutex_t lock;	/* QP creation and repair */
-	struct smart_tp_cq *_Atomic cq;	/* replaced when it fails */
+	int index;			/* mux group number; -1 when private */
+	int shared;			/* several workers use it */
+	int refs;			/* under ctx->lock */
+	pthread_mutex_t lock;		/* QP creation and repair */
+	struct smart_tp_cq *_Atomic cq; /* replaced when it fails */
 	_Atomic uint32_t cq_gen;	/* replacements so far */
 	uint32_t cq_flags;
-	struct smart__dead_cq *dead_cqs;	/* failed CQs, freed with the
+	struct smart__dead_cq *dead_cqs; /* failed CQs, freed with the
 						 * group (after their QPs) */
 	struct smart__qp *_Atomic qps[SMART_BLADE_ID_MAX + 1];
-	struct smart__qp *retired;	/* broken QPs awaiting their flushes */
+	struct smart__qp *retired; /* broken QPs awaiting their flushes */
 	struct smart__group *next;
 };
 
 struct smart_ctx {
-	const struct smart__svc *svc;	/* the services' hooks */
+	const struct smart__svc *svc; /* the services' hooks */
 	struct smart__optvals o;
 	struct smart__log log;
 	struct smart__clock clock;
@@ -171,26 +171,26 @@ struct smart_ctx {
 	int next_worker;
 	int live_workers;
 	char qp_mode_effective[24];
-	int db_fallbacks;	/* per-thread-db CQs without a doorbell */
+	int db_fallbacks; /* per-thread-db CQs without a doorbell */
 	/* the registered local buffer pool (bufpool.c) */
 	struct smart_tp_mr *pool;
 	pthread_mutex_t pool_lock;
 	uint64_t pool_bump;
-	void *pool_free[32];	/* free lists by log2 class */
-	uint8_t *pool_class;	/* class of the block at each 64-B granule */
+	void *pool_free[32]; /* free lists by log2 class */
+	uint8_t *pool_class; /* class of the block at each 64-B granule */
 	/* adaptive work-request throttling (throttle.c) */
 	struct smart__tuner {
-		_Atomic int cap;		/* C_max in force, WRs/worker */
-		_Atomic uint64_t epoch_end;	/* TSC */
-		_Atomic int busy;		/* a worker runs the step */
+		_Atomic int cap;	    /* C_max in force, WRs/worker */
+		_Atomic uint64_t epoch_end; /* TSC */
+		_Atomic int busy;	    /* a worker runs the step */
 		uint64_t epoch_start, last_acks, epoch_cycles;
 		int phase, cand, stable_left;
 		double tput[8];
 		uint64_t epochs;
 	} tuner;
-	char tech_names[64];	/* the switches in force, as text */
+	char tech_names[64]; /* the switches in force, as text */
 	/* leases (lease.c) and the keeper thread (keeper.c) */
-	_Atomic int fenced;		/* every op fails with SMART_EFENCED */
+	_Atomic int fenced; /* every op fails with SMART_EFENCED */
 	/* a structure left blade state naming our lease ids (smart_ctx_
 	 * taint): our sessions end without a BYE, so the ids are buried */
 	_Atomic int tainted;
@@ -201,9 +201,9 @@ struct smart_ctx {
 	/* interleaving hook (smart/hook.h): arg stored before fn */
 	_Atomic(smart_hook_fn) hook_fn;
 	void *_Atomic hook_arg;
-	_Atomic uint64_t lease_until;	/* lease clock: self-fence after it */
+	_Atomic uint64_t lease_until; /* lease clock: self-fence after it */
 	struct smart__keeper *keeper;
-	uint16_t blade_list[SMART_BLADE_ID_MAX + 1];	/* connect order */
+	uint16_t blade_list[SMART_BLADE_ID_MAX + 1]; /* connect order */
 	_Atomic int nblade_list;
 	_Atomic uint64_t lease_renewals, leases_fenced;
 	/* retired blocks no worker holds any more: the keeper frees them */
@@ -211,7 +211,7 @@ struct smart_ctx {
 	struct smart__orphan {
 		uint16_t blade;
 		uint64_t addr, size, r;
-	} *orphans;
+	} * orphans;
 	size_t norphans, orphan_cap;
 	/* stats of destroyed workers */
 	uint64_t retired_stats[SMART_STAT__COUNT];
@@ -243,21 +243,21 @@ struct smart__task;
 struct smart__batch {
 	struct smart__task *task;
 	struct smart__qp *qp;
-	uint32_t n;		/* WRs in the chain */
+	uint32_t n; /* WRs in the chain */
 	uint32_t busy;
 } __attribute__((aligned(8)));
 
 struct smart__chain {
 	uint16_t blade;
 	uint16_t n;
-	struct smart_tp_wr *wr;	/* chain_max entries */
+	struct smart_tp_wr *wr; /* chain_max entries */
 };
 
 /* A result to deliver at sync: copy len bytes from src (a bounce slot) to
  * dst, and for a CAS compare the old value with expect (for the stats). */
 struct smart__bounce {
-	void *dst;		/* where the caller wants it, NULL for none */
-	const void *src;	/* where the transport put it */
+	void *dst;	 /* where the caller wants it, NULL for none */
+	const void *src; /* where the transport put it */
 	uint32_t len;
 	uint32_t is_cas;
 	uint64_t expect;
@@ -268,7 +268,7 @@ enum smart__task_state {
 	SMART_TASK_READY,
 	SMART_TASK_RUNNING,
 	SMART_TASK_WAITING,
-	SMART_TASK_PARKED,	/* waiting for backoff admission */
+	SMART_TASK_PARKED, /* waiting for backoff admission */
 	SMART_TASK_DONE,
 };
 
@@ -279,39 +279,39 @@ typedef void *smart__fctx_t;
 struct smart__scratch {
 	void *seg[SMART_SCRATCH_SEGS];
 	uint32_t len[SMART_SCRATCH_SEGS];
-	int cur;		/* segment of the top */
-	uint32_t top;		/* bytes used in seg[cur] */
+	int cur;      /* segment of the top */
+	uint32_t top; /* bytes used in seg[cur] */
 };
 
 struct smart__task {
 	struct smart_worker *w;
 	smart__fctx_t fctx;
-	void *stack;		/* mapping including the guard page */
+	void *stack; /* mapping including the guard page */
 	size_t stack_len;
-	size_t guard;		/* guard page bytes at the bottom */
+	size_t guard; /* guard page bytes at the bottom */
 	smart_task_fn fn;
 	void *arg;
 	int state;
-	_Atomic int inflight;	/* batches posted and not completed */
+	_Atomic int inflight; /* batches posted and not completed */
 	_Atomic int first_error;
-	struct smart__task *next;	/* ready queue or free list */
+	struct smart__task *next; /* ready queue or free list */
 	struct smart__chain chains[SMART_TASK_CHAINS];
 	int nchains;
 	struct smart__batch batches[SMART_TASK_BATCHES];
-	struct smart__batch *posting;	/* being posted (not yet in flight) */
-	uint8_t *bounce_mem;	/* SMART_TASK_BOUNCES x SMART_BOUNCE_MAX */
+	struct smart__batch *posting; /* being posted (not yet in flight) */
+	uint8_t *bounce_mem; /* SMART_TASK_BOUNCES x SMART_BOUNCE_MAX */
 	struct smart__bounce rec[SMART_TASK_BOUNCES];
-	int nrec;		/* results to deliver at sync */
-	int nslot;		/* bounce slots in use */
+	int nrec;  /* results to deliver at sync */
+	int nslot; /* bounce slots in use */
 	uint64_t sync_start;
-	int bo_retries;		/* retries of the guarded op in progress */
-	uint64_t round_trips;	/* syncs that waited (smart_task_round_trips) */
-	uint64_t alloc_round_trips;	/* of which in smart_alloc/free */
-	uint64_t bytes;		/* payload posted (smart_task_bytes) */
-	int fence_next;		/* smart_fence: flag the next WR */
-	uint64_t syncs;		/* syncs completed, and failed: never reset */
-	uint64_t sync_errors;	/* (epoch.c waits on a slot's task by them) */
-	uint64_t wake_at;	/* TSC deadline while sleeping in a backoff */
+	int bo_retries;	      /* retries of the guarded op in progress */
+	uint64_t round_trips; /* syncs that waited (smart_task_round_trips) */
+	uint64_t alloc_round_trips; /* of which in smart_alloc/free */
+	uint64_t bytes;		    /* payload posted (smart_task_bytes) */
+	int fence_next;		    /* smart_fence: flag the next WR */
+	uint64_t syncs;	      /* syncs completed, and failed: never reset */
+	uint64_t sync_errors; /* (epoch.c waits on a slot's task by them) */
+	uint64_t wake_at;     /* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
 	/* epoch-based reclamation (epoch.c): the domain the task is in */
 	struct smart__ebr *ebr_dom;
@@ -334,7 +334,7 @@ struct smart__poller {
 /* Registered buffers cached by a worker (bufpool.c): classes 64 B .. 64
  * KiB, up to SMART_BUF_CACHE blocks each. */
 #define SMART_BUF_CLASSES 17
-#define SMART_BUF_CACHE   16
+#define SMART_BUF_CACHE	  16
 struct smart__bufcache {
 	unsigned n;
 	void *v[SMART_BUF_CACHE];
@@ -345,58 +345,58 @@ struct smart__bufcache {
  * the main context's task, big and touched one entry at a time, last. */
 struct smart_worker {
 	struct smart_ctx *ctx;
-	int index;		/* -1 for the keeper's internal worker */
-	int internal;		/* the keeper's: not listed, not in stats */
+	int index;    /* -1 for the keeper's internal worker */
+	int internal; /* the keeper's: not listed, not in stats */
 	struct smart__group *group;
 	const struct smart_tp_ops *tp;
 	/* scheduler */
 	smart__fctx_t sched_fctx;
-	struct smart__task *cur;	/* NULL in the main context */
+	struct smart__task *cur; /* NULL in the main context */
 	struct smart__task *ready_head, *ready_tail;
 	struct smart__task *free_tasks;
-	struct smart__task **all_tasks;	/* every task slot, for scans */
+	struct smart__task **all_tasks; /* every task slot, for scans */
 	int ntask_slots;
 	int live;
 	int since_poll;
-	uint32_t cq_gen;	/* the group's CQ generation last seen */
-	int ebr_dirty;		/* domains with an announcement to post */
-	struct smart__task *sleepers;	/* parked until their wake_at */
-	uint64_t next_wake;		/* earliest wake_at of sleepers */
-	uint64_t now;		/* the TSC as the last poll read it */
-	uint64_t busy_at;	/* the TSC of the last poll that found work */
-	uint64_t spin_cycles;	/* o.spin_ns in TSC cycles */
+	uint32_t cq_gen;	      /* the group's CQ generation last seen */
+	int ebr_dirty;		      /* domains with an announcement to post */
+	struct smart__task *sleepers; /* parked until their wake_at */
+	uint64_t next_wake;	      /* earliest wake_at of sleepers */
+	uint64_t now;		      /* the TSC as the last poll read it */
+	uint64_t busy_at;     /* the TSC of the last poll that found work */
+	uint64_t spin_cycles; /* o.spin_ns in TSC cycles */
 	int npollers;
 	struct smart__poller pollers[SMART_WORKER_POLLERS];
 	/* work-request throttling: credits = WRs this worker may still post */
 	_Atomic int credit;
-	int cap_seen;		/* the tuner's cap the credits reflect */
-	int throttle;		/* WorkReqThrot on */
+	int cap_seen; /* the tuner's cap the credits reflect */
+	int throttle; /* WorkReqThrot on */
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
 	uint64_t retry_hist[SMART_RETRY_HIST];
 	smart_hist_t *hist;
 	/* conflict avoidance (backoff.c) */
 	struct smart__backoff {
-		int level;		/* C_max = unit << level, 0..10; -1:
+		int level;     /* C_max = unit << level, 0..10; -1:
 					 * no backoff */
-		uint64_t unit;		/* the unit of the last retry */
-		int nmax;		/* coroutines admitted at once */
+		uint64_t unit; /* the unit of the last retry */
+		int nmax;      /* coroutines admitted at once */
 		/* the smoothed retry rate; a step on probation (direction,
 		 * the rate before it, whether it halved n_max, its age); a
 		 * failed probe holds the next off for `hold` windows */
 		double p_avg, p_probe;
 		int probe_dir, probe_nmax, probe_age;
 		int hold, holds;
-		int active;		/* admitted now */
+		int active; /* admitted now */
 		struct smart__task *wait_head, *wait_tail;
 		uint64_t win_end, win_retries, win_done;
 		smart_rng_t rng;
 	} bo;
-	const void *asan_main_bottom;	/* main stack, for ASan's fibers */
+	const void *asan_main_bottom; /* main stack, for ASan's fibers */
 	size_t asan_main_size;
-	struct smart_worker *next;	/* ctx list */
-	struct smart__task main_task;	/* the main context's ops */
-	struct smart__qp *qp[SMART_BLADE_ID_MAX + 1];	/* cache of group's */
+	struct smart_worker *next;    /* ctx list */
+	struct smart__task main_task; /* the main context's ops */
+	struct smart__qp *qp[SMART_BLADE_ID_MAX + 1]; /* cache of group's */
 	/* round-trip estimate per blade (cycles, sampled syncs; ops.c) */
 	uint32_t rtt[SMART_BLADE_ID_MAX + 1];
 	/* reclamation state per domain blade (epoch.c), created on use */
@@ -406,8 +406,8 @@ struct smart_worker {
 	struct smart__bufcache bufcache[SMART_BUF_CLASSES];
 };
 
-#define SMART_STAT_ADD(w, id, v)                                             \
-	__atomic_store_n(&(w)->stats[id], (w)->stats[id] + (v),               \
+#define SMART_STAT_ADD(w, id, v)                                               \
+	__atomic_store_n(&(w)->stats[id], (w)->stats[id] + (v),                \
 			 __ATOMIC_RELAXED)
 #define SMART_STAT_INC(w, id) SMART_STAT_ADD(w, id, 1)
 
@@ -417,7 +417,7 @@ static inline struct smart__task *smart__cur_task(struct smart_worker *w)
 }
 
 static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
-						     uint16_t id)
+						    uint16_t id)
 {
 	if (smart_unlikely(id > SMART_BLADE_ID_MAX))
 		return NULL;
@@ -442,11 +442,12 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 
 	/* In a shared group another worker may have replaced the QP: the
 	 * cache is only good while it is still the group's. */
-	if (smart_likely(qp && !atomic_load_explicit(&qp->broken,
-						     memory_order_relaxed) &&
-			 (!w->group->shared ||
-			  qp == atomic_load_explicit(&w->group->qps[blade],
-						     memory_order_acquire)))) {
+	if (smart_likely(
+		    qp &&
+		    !atomic_load_explicit(&qp->broken, memory_order_relaxed) &&
+		    (!w->group->shared ||
+		     qp == atomic_load_explicit(&w->group->qps[blade],
+						memory_order_acquire)))) {
 		*out = qp;
 		return 0;
 	}
@@ -481,9 +482,11 @@ static inline void smart__credit_add(struct smart_worker *w, int n)
 	if (w->group->shared)
 		atomic_fetch_add_explicit(&w->credit, n, memory_order_acq_rel);
 	else
-		atomic_store_explicit(&w->credit, atomic_load_explicit(
-				      &w->credit, memory_order_relaxed) + n,
-				      memory_order_relaxed);
+		atomic_store_explicit(
+			&w->credit,
+			atomic_load_explicit(&w->credit, memory_order_relaxed) +
+				n,
+			memory_order_relaxed);
 }
 
 static inline void smart__credit_take(struct smart_worker *w,
@@ -492,12 +495,13 @@ static inline void smart__credit_take(struct smart_worker *w,
 	if (smart_unlikely(w->throttle))
 		smart__credit_wait(w, t, n);
 }
-void smart__tuner_describe(const struct smart_ctx *ctx, int *cap,
-			   char *phase, size_t len);
+void smart__tuner_describe(const struct smart_ctx *ctx, int *cap, char *phase,
+			   size_t len);
 /* backoff.c */
-#define SMART_BACKOFF_C0    4096	/* cycles: the unit until a round trip
+#define SMART_BACKOFF_C0                                                       \
+	4096			   /* cycles: the unit until a round trip
 					 * was measured */
-#define SMART_BACKOFF_SHIFT_MAX 10	/* cap up to unit x 2^10 */
+#define SMART_BACKOFF_SHIFT_MAX 10 /* cap up to unit x 2^10 */
 void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
 			   uint64_t retries, uint64_t done);
 void smart__backoff_init(struct smart_worker *w);
@@ -534,9 +538,11 @@ static inline void smart__batch_complete_own(struct smart_worker *w,
 	struct smart__task *t = b->task;
 	int left;
 
-	atomic_store_explicit(&b->qp->outstanding, atomic_load_explicit(
-		&b->qp->outstanding, memory_order_relaxed) - b->n,
-		memory_order_relaxed);
+	atomic_store_explicit(&b->qp->outstanding,
+			      atomic_load_explicit(&b->qp->outstanding,
+						   memory_order_relaxed) -
+				      b->n,
+			      memory_order_relaxed);
 	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
 	if (smart_unlikely(w->throttle))
 		smart__credit_add(w, (int)b->n);

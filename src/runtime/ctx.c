@@ -52,9 +52,10 @@ static int ctx_check_opts(struct smart_ctx *ctx)
 	/* a chain is posted whole or not at all (transport.h): one longer
 	 * than a send queue would wait for room for ever */
 	if (o->chain_max > o->qp_depth) {
-		smart__err(&ctx->log, "chain_max %d > qp_depth %d: a chain "
-			   "must fit one send queue", o->chain_max,
-			   o->qp_depth);
+		smart__err(&ctx->log,
+			   "chain_max %d > qp_depth %d: a chain "
+			   "must fit one send queue",
+			   o->chain_max, o->qp_depth);
 		return SMART_EINVAL;
 	}
 	return 0;
@@ -75,7 +76,7 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 		.gid_type = o->gid_type,
 		.nic_model = o->nic_model[0] ? o->nic_model : NULL,
 		.shm_adversarial = o->shm_adversarial[0] ? o->shm_adversarial :
-				   NULL,
+							   NULL,
 		.log = &ctx->log,
 	};
 	int rc;
@@ -91,15 +92,18 @@ static int ctx_open_transport(struct smart_ctx *ctx)
 		return rc;
 	ctx->tp->query_caps(ctx->dom, &ctx->caps);
 	if (!ctx->caps.atomics)
-		smart__warn(&ctx->log, "%s: no working atomics on this device "
+		smart__warn(&ctx->log,
+			    "%s: no working atomics on this device "
 			    "(the transport's log says why): smart_cas and "
 			    "smart_faa fail with SMART_ENOTSUP, and so does "
-			    "whatever needs them", ctx->tp->name);
+			    "whatever needs them",
+			    ctx->tp->name);
 	/* said once here, not as every QP's creation failing later */
 	if ((uint32_t)o->qp_depth > ctx->caps.max_send_wr) {
-		smart__err(&ctx->log, "qp_depth %d: a send queue of %s takes "
-			   "at most %u WRs here", o->qp_depth, ctx->tp->name,
-			   ctx->caps.max_send_wr);
+		smart__err(&ctx->log,
+			   "qp_depth %d: a send queue of %s takes "
+			   "at most %u WRs here",
+			   o->qp_depth, ctx->tp->name, ctx->caps.max_send_wr);
 		return SMART_EINVAL;
 	}
 	return 0;
@@ -118,10 +122,13 @@ static void ctx_effective_mode(struct smart_ctx *ctx)
 
 	if (!asked)
 		o->qp_mode = (o->techniques & SMART_TECH_THRD_AWARE_ALLOC) ?
-			     SMART_QPM_PER_THREAD_DB : SMART_QPM_PER_THREAD;
-	if (o->qp_mode == SMART_QPM_PER_THREAD_DB && !ctx->caps.thread_domains) {
+				     SMART_QPM_PER_THREAD_DB :
+				     SMART_QPM_PER_THREAD;
+	if (o->qp_mode == SMART_QPM_PER_THREAD_DB &&
+	    !ctx->caps.thread_domains) {
 		/* one line, a warning when the user asked for it by name */
-		smart__log_msg(&ctx->log, asked ? SMART_LOG_WARN : SMART_LOG_INFO,
+		smart__log_msg(&ctx->log,
+			       asked ? SMART_LOG_WARN : SMART_LOG_INFO,
 			       "%s has no per-thread doorbells (thread domains):"
 			       " per-thread-db runs as per-thread",
 			       ctx->tp->name);
@@ -205,9 +212,9 @@ static void blade_free(struct smart_ctx *ctx, struct smart__blade *b)
 {
 	/* a BYE gives our id back for a newcomer: not when something in
 	 * blade memory still names it (smart_ctx_taint, smart_ctx_hold) */
-	if (b->boot && (SMART_M_CTX_BYE_TAINTED ||
-			(!atomic_load(&ctx->tainted) &&
-			 !atomic_load(&ctx->holds))))
+	if (b->boot &&
+	    (SMART_M_CTX_BYE_TAINTED ||
+	     (!atomic_load(&ctx->tainted) && !atomic_load(&ctx->holds))))
 		smart__boot_close(b->boot);
 	else if (b->boot)
 		smart__boot_drop(b->boot);
@@ -243,7 +250,8 @@ int smart_ctx_destroy(smart_ctx_t *ctx)
 	pthread_mutex_destroy(&ctx->pool_lock);
 	pthread_mutex_destroy(&ctx->orphan_lock);
 	if (ctx->norphans)
-		smart__warn(&ctx->log, "%zu retired blocks were never freed "
+		smart__warn(&ctx->log,
+			    "%zu retired blocks were never freed "
 			    "(readers stayed inside to the end)",
 			    ctx->norphans);
 	free(ctx->orphans);
@@ -297,14 +305,15 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 	b->rkey = ctx->tp->remote_rkey(b->remote);
 	/* whole units, at most what smart_dm_alloc can hand out */
 	b->dm_len = smart_min(ctx->tp->remote_dm(b->remote, &b->dm_rkey),
-			      (uint64_t)SMART_DM_MAX) / SMART_DM_UNIT *
-		    SMART_DM_UNIT;
+			      (uint64_t)SMART_DM_MAX) /
+		    SMART_DM_UNIT * SMART_DM_UNIT;
 	b->lease_id = wel.lease_id;
 	b->lease_ms = wel.lease_ms;
 	return ctx->svc->blade_join(ctx, b);
 }
 
-int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id)
+int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
+		      uint16_t *blade_id)
 {
 	struct smart__blade *b;
 	int rc;
@@ -327,8 +336,10 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport, uint16_t *blade_id
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->blades[b->id]) {
 		pthread_mutex_unlock(&ctx->lock);
-		smart__err(&ctx->log, "connect %s: blade id %u already "
-			   "connected", hostport, b->id);
+		smart__err(&ctx->log,
+			   "connect %s: blade id %u already "
+			   "connected",
+			   hostport, b->id);
 		blade_free(ctx, b);
 		return SMART_EEXIST;
 	}
@@ -453,11 +464,12 @@ void smart__ctx_fence(struct smart_ctx *ctx, const char *why)
 	}
 	if (!atomic_compare_exchange_strong(&ctx->fenced, &zero, 1))
 		return;
-	smart__err(&ctx->log, "this client is fenced (%s): every op fails "
-		   "with SMART_EFENCED; destroy the ctx and start anew", why);
+	smart__err(&ctx->log,
+		   "this client is fenced (%s): every op fails "
+		   "with SMART_EFENCED; destroy the ctx and start anew",
+		   why);
 	ctx->svc->fenced(ctx);
 }
-
 
 int smart_ctx_technique(const smart_ctx_t *ctx, enum smart_technique t)
 {

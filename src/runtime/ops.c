@@ -23,7 +23,8 @@ static inline int cnt_sub(_Atomic int *c, int v, int shared)
 	int n;
 
 	if (shared)
-		return atomic_fetch_sub_explicit(c, v, memory_order_acq_rel) - v;
+		return atomic_fetch_sub_explicit(c, v, memory_order_acq_rel) -
+		       v;
 	n = atomic_load_explicit(c, memory_order_relaxed) - v;
 	atomic_store_explicit(c, n, memory_order_relaxed);
 	return n;
@@ -31,15 +32,18 @@ static inline int cnt_sub(_Atomic int *c, int v, int shared)
 
 /* Add to a counter of any atomic integer type: a task's batches in
  * flight, a QP's WRs posted and not completed. */
-#define cnt_add(c, v, shared)                                               \
-	do {                                                                \
-		if (shared)                                                 \
-			atomic_fetch_add_explicit((c), (v),                 \
-						  memory_order_relaxed);    \
-		else                                                        \
-			atomic_store_explicit((c), atomic_load_explicit(    \
-				(c), memory_order_relaxed) + (v),           \
-				memory_order_relaxed);                      \
+#define cnt_add(c, v, shared)                                                  \
+	do {                                                                   \
+		if (shared)                                                    \
+			atomic_fetch_add_explicit((c), (v),                    \
+						  memory_order_relaxed);       \
+		else                                                           \
+			atomic_store_explicit(                                 \
+				(c),                                           \
+				atomic_load_explicit((c),                      \
+						     memory_order_relaxed) +   \
+					(v),                                   \
+				memory_order_relaxed);                         \
 	} while (0)
 
 static inline void set_error(struct smart__task *t, int err)
@@ -57,9 +61,9 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 	/* In a shared group a batch a failed CQ left behind is failed by
 	 * its owner (worker.c) while another worker may be handling its
 	 * last real completion: whoever takes busy from 1 completes it. */
-	if (shared && !__atomic_compare_exchange_n(&b->busy, &(uint32_t){ 1 },
-						   2, 0, __ATOMIC_ACQ_REL,
-						   __ATOMIC_RELAXED))
+	if (shared &&
+	    !__atomic_compare_exchange_n(&b->busy, &(uint32_t){ 1 }, 2, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
 	cnt_add(&b->qp->outstanding, -(int64_t)b->n, shared);
 	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
@@ -87,7 +91,7 @@ static struct smart__batch *batch_alloc(struct smart_worker *w,
 				return b;
 			}
 		}
-		smart__task_wait(w, t);	/* all in flight: let them land */
+		smart__task_wait(w, t); /* all in flight: let them land */
 	}
 }
 
@@ -136,9 +140,10 @@ static int post_in_turn(struct smart_worker *w, struct smart__task *t,
 
 /* The transport refused batch b's chain to blade: none of it is in
  * flight.  Out of line: the posting path keeps its registers. */
-static __attribute__((noinline, cold)) void
-post_failed(struct smart_worker *w, struct smart__task *t,
-	    struct smart__batch *b, uint16_t blade, int rc)
+static __attribute__((noinline, cold)) void post_failed(struct smart_worker *w,
+							struct smart__task *t,
+							struct smart__batch *b,
+							uint16_t blade, int rc)
 {
 	struct smart__qp *qp = b->qp;
 	int n = (int)b->n;
@@ -196,7 +201,7 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	/* counted before the post: a QP retired while this task waits for
 	 * room is not freed under it (worker.c reaps at zero) */
 	cnt_add(&qp->outstanding, n, w->group->shared);
-	t->posting = b;		/* not in flight yet: no poll may fail it */
+	t->posting = b; /* not in flight yet: no poll may fail it */
 	rc = post_in_turn(w, t, qp, c->wr, n);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
@@ -359,8 +364,8 @@ void smart__post_blade(struct smart_worker *w, struct smart__task *t,
 
 /* A record (and, when slot, a bounce slot) for a result; syncs early when
  * they run out.  Returns the slot memory or NULL when !slot. */
-static void *rec_take(struct smart_worker *w, struct smart__task *t,
-		      int slot, struct smart__bounce **rec)
+static void *rec_take(struct smart_worker *w, struct smart__task *t, int slot,
+		      struct smart__bounce **rec)
 {
 	if (smart_unlikely(t->nrec == SMART_TASK_BOUNCES ||
 			   (slot && t->nslot == SMART_TASK_BOUNCES))) {
@@ -378,10 +383,10 @@ static void *rec_take(struct smart_worker *w, struct smart__task *t,
 
 struct op {
 	uint8_t opcode;
-	void *buf;		/* caller's local memory */
+	void *buf; /* caller's local memory */
 	smart_gaddr_t ga;
 	uint32_t len;
-	uint64_t a1, a2;	/* compare/add, swap */
+	uint64_t a1, a2; /* compare/add, swap */
 };
 
 /* Where a WR of the op goes: the responder's address and key. */
@@ -402,8 +407,8 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
 	*bo = b;
 	if (smart_unlikely(!b))
 		return SMART_ENOENT;
-	if (smart_unlikely(atomic_load_explicit(&b->fail,
-						memory_order_relaxed)))
+	if (smart_unlikely(
+		    atomic_load_explicit(&b->fail, memory_order_relaxed)))
 		return atomic_load(&b->fail);
 	*to = (struct op_target){ b->base + off, b->rkey };
 	if (smart_unlikely(off >= b->size || op->len > b->size - off)) {
@@ -443,14 +448,16 @@ static void *op_local(struct smart_worker *w, struct smart__task *t,
 		if (atomic) {
 			rec_take(w, t, 0, &r);
 			*r = (struct smart__bounce){ NULL, op->buf, 8,
-				op->opcode == SMART_TP_CAS, op->a1 };
+						     op->opcode == SMART_TP_CAS,
+						     op->a1 };
 		}
 		return op->buf;
 	}
 	slot = rec_take(w, t, 1, &r);
 	*r = (struct smart__bounce){ op->opcode == SMART_TP_WRITE ? NULL :
-				     op->buf, slot, op->len,
-				     op->opcode == SMART_TP_CAS, op->a1 };
+								    op->buf,
+				     slot, op->len, op->opcode == SMART_TP_CAS,
+				     op->a1 };
 	if (op->opcode == SMART_TP_WRITE)
 		memcpy(slot, op->buf, op->len);
 	return slot;
@@ -462,7 +469,7 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 	struct smart__blade *b;
 	struct smart__chain *c;
 	struct smart_tp_wr *wr;
-	struct op_target to = { 0, 0 };	/* op_check sets it when it passes */
+	struct op_target to = { 0, 0 }; /* op_check sets it when it passes */
 	uint8_t flags = 0;
 	void *local;
 	int in_pool, rc = op_check(w, op, &b, &to);
@@ -493,7 +500,7 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 		.compare_add = op->a1,
 		.swap = op->a2,
 	};
-	t->bytes += op->len;	/* smart_task_bytes: 8 for an atomic */
+	t->bytes += op->len; /* smart_task_bytes: 8 for an atomic */
 	return 0;
 }
 
@@ -501,7 +508,7 @@ static int op_queue(struct smart_worker *w, const struct op *op)
  * deterministic up to the point where it fails, and has no side effect
  * before it). */
 static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
-						     const struct op *op)
+						    const struct op *op)
 {
 	struct smart__blade *b;
 	struct op_target to;
@@ -563,8 +570,7 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	return 0;
 }
 
-int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len,
-		    void *dst)
+int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
 	int rc = smart_read(w, src, len, dst);
 

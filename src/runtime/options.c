@@ -14,10 +14,23 @@
 
 #include "runtime/core.h"
 
-enum opt_kind { OPT_STR, OPT_INT, OPT_SIZE, OPT_TIME, OPT_QPMODE, OPT_HUGE,
-		OPT_LOGLEVEL, OPT_TRANSPORT, OPT_TECH, OPT_GIDTYPE };
+enum opt_kind {
+	OPT_STR,
+	OPT_INT,
+	OPT_SIZE,
+	OPT_TIME,
+	OPT_QPMODE,
+	OPT_HUGE,
+	OPT_LOGLEVEL,
+	OPT_TRANSPORT,
+	OPT_TECH,
+	OPT_GIDTYPE
+};
 
-static const struct { const char *name; int bit; } tech_names[] = {
+static const struct {
+	const char *name;
+	int bit;
+} tech_names[] = {
 	{ "ThrdAwareAlloc", SMART_TECH_THRD_AWARE_ALLOC },
 	{ "WorkReqThrot", SMART_TECH_WORK_REQ_THROT },
 	{ "ConflictAvoid", SMART_TECH_CONFLICT_AVOID },
@@ -41,9 +54,9 @@ struct opt_def {
 	const char *name;
 	enum opt_kind kind;
 	const char *def;
-	int64_t min, max;	/* numeric kinds */
-	size_t off;		/* offset in struct smart__optvals */
-	size_t cap;		/* string capacity */
+	int64_t min, max; /* numeric kinds */
+	size_t off;	  /* offset in struct smart__optvals */
+	size_t cap;	  /* string capacity */
 	const char *doc;
 };
 
@@ -52,10 +65,13 @@ struct opt_def {
 
 static const struct opt_def opt_table[] = {
 	{ "transport", OPT_TRANSPORT, "shm", 0, 0, OFF(transport),
-	  CAP(transport), "transport: shm (one host), verbs (RDMA) or sim (shm in "
+	  CAP(transport),
+	  "transport: shm (one host), verbs (RDMA) or sim (shm in "
 	  "virtual time, docs/sim.md)" },
-	{ "techniques", OPT_TECH, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,"
-	  "SpecLookup", 0, 0, OFF(techniques), 0,
+	{ "techniques", OPT_TECH,
+	  "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,"
+	  "SpecLookup",
+	  0, 0, OFF(techniques), 0,
 	  "Smart's techniques switched on; any other value, e.g. None, "
 	  "turns all off" },
 	{ "qp_mode", OPT_QPMODE, "auto", 0, 0, OFF(qp_mode), 0,
@@ -72,8 +88,9 @@ static const struct opt_def opt_table[] = {
 	  "ConflictAvoid: window of the retry-rate adaptation" },
 	{ "max_tasks", OPT_INT, "64", 1, 1024, OFF(max_tasks), 0,
 	  "coroutines per worker" },
-	{ "spin", OPT_TIME, "20us", 0, INT64_C(3600) * 1000000000,
-	  OFF(spin_ns), 0, "a waiting worker polls this long finding nothing, "
+	{ "spin", OPT_TIME, "20us", 0, INT64_C(3600) * 1000000000, OFF(spin_ns),
+	  0,
+	  "a waiting worker polls this long finding nothing, "
 	  "then yields the CPU at each empty poll (sched_yield: an "
 	  "oversubscribed CPU goes to the peer it waits for)" },
 	{ "task_stack", OPT_SIZE, SMART_TASK_STACK_DEFAULT, 16 << 10, 64 << 20,
@@ -84,14 +101,15 @@ static const struct opt_def opt_table[] = {
 	  "send-queue entries per QP" },
 	{ "cq_depth", OPT_INT, "4096", 64, 1 << 20, OFF(cq_depth), 0,
 	  "completion-queue entries per CQ" },
-	{ "buf_pool", OPT_SIZE, "64M", 1 << 20, INT64_C(1) << 40,
-	  OFF(buf_pool), 0, "registered local buffer pool per ctx" },
+	{ "buf_pool", OPT_SIZE, "64M", 1 << 20, INT64_C(1) << 40, OFF(buf_pool),
+	  0, "registered local buffer pool per ctx" },
 	{ "hugepages", OPT_HUGE, "auto", 0, 0, OFF(hugepages), 0,
 	  "huge pages for registered memory: auto | on | off" },
-	{ "secret_file", OPT_STR, "", 0, 0, OFF(secret_file),
-	  CAP(secret_file), "file with the blades' shared secret" },
-	{ "connect_timeout", OPT_TIME, "5s", 1000000, INT64_C(3600) * 1000000000,
-	  OFF(connect_timeout_ns), 0, "bootstrap connect/handshake timeout" },
+	{ "secret_file", OPT_STR, "", 0, 0, OFF(secret_file), CAP(secret_file),
+	  "file with the blades' shared secret" },
+	{ "connect_timeout", OPT_TIME, "5s", 1000000,
+	  INT64_C(3600) * 1000000000, OFF(connect_timeout_ns), 0,
+	  "bootstrap connect/handshake timeout" },
 	{ "log_level", OPT_LOGLEVEL, "warn", 0, 0, OFF(log_level), 0,
 	  "error | warn | info | debug" },
 	{ "latency_stats", OPT_INT, "1", 0, 1, OFF(latency_stats), 0,
@@ -100,7 +118,8 @@ static const struct opt_def opt_table[] = {
 	  "shm: RNIC model, 'default' or key=value,... (docs/nic-model.md); "
 	  "empty = off" },
 	{ "shm_adversarial", OPT_STR, "", 0, 0, OFF(shm_adversarial),
-	  CAP(shm_adversarial), "shm: adversarial mode for tests, 'on' or "
+	  CAP(shm_adversarial),
+	  "shm: adversarial mode for tests, 'on' or "
 	  "key=value,... (docs/transport.md); empty = off" },
 	{ "device", OPT_STR, "", 0, 0, OFF(device), CAP(device),
 	  "verbs: RDMA device (empty = first with an active port)" },
@@ -149,10 +168,22 @@ static int parse_size(const char *s, int64_t *out)
 	if (errno)
 		return -1;
 	switch (toupper((unsigned char)*end)) {
-	case 'K': shift = 10; end++; break;
-	case 'M': shift = 20; end++; break;
-	case 'G': shift = 30; end++; break;
-	case 'T': shift = 40; end++; break;
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	case 'T':
+		shift = 40;
+		end++;
+		break;
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
@@ -165,8 +196,11 @@ static int parse_size(const char *s, int64_t *out)
 /* "5s", "100ms", "20us", "300ns" (a bare number is seconds) into ns. */
 static int parse_time(const char *s, int64_t *out)
 {
-	static const struct { const char *sfx; int64_t mul; } u[] = {
-		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 },
+	static const struct {
+		const char *sfx;
+		int64_t mul;
+	} u[] = {
+		{ "ns", 1 },	     { "us", 1000 },	 { "ms", 1000000 },
 		{ "s", 1000000000 }, { "", 1000000000 },
 	};
 	char *end;
@@ -221,8 +255,10 @@ static int parse_tech(const char *s)
 		if (i < SMART_ARRAY_SIZE(tech_names))
 			bits |= tech_names[i].bit;
 		else if (strcasecmp(tok, "none"))
-			smart__warn(NULL, "techniques: unknown technique '%s' "
-				    "ignored", tok);
+			smart__warn(NULL,
+				    "techniques: unknown technique '%s' "
+				    "ignored",
+				    tok);
 	}
 	return bits;
 }
@@ -261,11 +297,11 @@ static int parse_qpmode(const char *s, int *mode, int *k)
 	return 0;
 }
 
-static int opt_parse_num(const struct opt_def *d, const char *val,
-			 int64_t *v)
+static int opt_parse_num(const struct opt_def *d, const char *val, int64_t *v)
 {
 	int rc = d->kind == OPT_SIZE ? parse_size(val, v) :
-		 d->kind == OPT_TIME ? parse_time(val, v) : parse_int(val, v);
+		 d->kind == OPT_TIME ? parse_time(val, v) :
+				       parse_int(val, v);
 
 	return rc || *v < d->min || *v > d->max ? -1 : 0;
 }
@@ -292,16 +328,18 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 		o->qp_mux = b;
 		return 0;
 	case OPT_HUGE:
-		a = !strcmp(val, "auto") ? -1 : !strcmp(val, "on") ? 1 :
-		    !strcmp(val, "off") ? 0 : -2;
+		a = !strcmp(val, "auto") ? -1 :
+		    !strcmp(val, "on")	 ? 1 :
+		    !strcmp(val, "off")	 ? 0 :
+					   -2;
 		if (a == -2)
 			return SMART_EINVAL;
 		*(int *)p = a;
 		return 0;
 	case OPT_LOGLEVEL:
-	case OPT_GIDTYPE:	/* a name of a few, parsed by its owner */
+	case OPT_GIDTYPE: /* a name of a few, parsed by its owner */
 		a = d->kind == OPT_LOGLEVEL ? smart__log_parse_level(val) :
-		    smart__tp_gid_type_parse(val);
+					      smart__tp_gid_type_parse(val);
 		if (a < 0)
 			return SMART_EINVAL;
 		*(int *)p = a;
@@ -405,11 +443,16 @@ int smart_opts_set_kv(smart_opts_t *o, const char *kv)
 const char *smart__qp_mode_name(int mode)
 {
 	switch (mode) {
-	case SMART_QPM_AUTO: return "auto";
-	case SMART_QPM_SHARED: return "shared";
-	case SMART_QPM_MUX: return "mux";
-	case SMART_QPM_PER_THREAD: return "per-thread";
-	default: return "per-thread-db";
+	case SMART_QPM_AUTO:
+		return "auto";
+	case SMART_QPM_SHARED:
+		return "shared";
+	case SMART_QPM_MUX:
+		return "mux";
+	case SMART_QPM_PER_THREAD:
+		return "per-thread";
+	default:
+		return "per-thread-db";
 	}
 }
 
@@ -429,14 +472,17 @@ static void opt_format(const struct smart__optvals *o, const struct opt_def *d,
 		if (o->qp_mode == SMART_QPM_MUX)
 			snprintf(buf, len, "mux:%d", o->qp_mux);
 		else
-			snprintf(buf, len, "%s", smart__qp_mode_name(o->qp_mode));
+			snprintf(buf, len, "%s",
+				 smart__qp_mode_name(o->qp_mode));
 		break;
 	case OPT_TECH:
 		smart__tech_format(*(const int *)p, buf, len);
 		break;
 	case OPT_HUGE:
-		snprintf(buf, len, "%s", *(const int *)p < 0 ? "auto" :
-			 *(const int *)p ? "on" : "off");
+		snprintf(buf, len, "%s",
+			 *(const int *)p < 0 ? "auto" :
+			 *(const int *)p     ? "on" :
+					       "off");
 		break;
 	case OPT_LOGLEVEL:
 		snprintf(buf, len, "%s", levels[*(const int *)p & 3]);

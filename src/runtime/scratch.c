@@ -42,8 +42,8 @@ void smart_scratch_release(smart_worker_t *w, size_t mark)
 }
 
 /* Make segment i hold at least `need` bytes. */
-static int scratch_seg(struct smart_worker *w, struct smart__scratch *s,
-		       int i, size_t need)
+static int scratch_seg(struct smart_worker *w, struct smart__scratch *s, int i,
+		       size_t need)
 {
 	size_t len = need < SCRATCH_SEG_MIN ? SCRATCH_SEG_MIN : need;
 	void *p;

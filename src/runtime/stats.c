@@ -90,9 +90,11 @@ static void sum_worker(smart_stats_t *s, smart_hist_t *h,
 		s->retry_hist[i] += __atomic_load_n(&w->retry_hist[i],
 						    __ATOMIC_RELAXED);
 	if (!s->workers) {
-		s->backoff_cmax = w->bo.level < 0 ? 0 :
-			(w->bo.unit ? w->bo.unit : SMART_BACKOFF_C0) <<
-			w->bo.level;
+		s->backoff_cmax = w->bo.level < 0 ?
+					  0 :
+					  (w->bo.unit ? w->bo.unit :
+							SMART_BACKOFF_C0)
+						  << w->bo.level;
 		s->backoff_nmax = w->bo.nmax;
 	}
 	smart_hist_merge(h, w->hist);
@@ -135,10 +137,13 @@ static int stats_fill(smart_ctx_t *ctx, smart_stats_t *out)
 	out->fenced = atomic_load(&ctx->fenced);
 	smart__tuner_describe(ctx, &out->credit_cap, out->throttle_phase,
 			      sizeof(out->throttle_phase));
-	out->retries_per_op = out->c[SMART_STAT_GUARDED_OPS] ?
-		(double)out->c[SMART_STAT_RETRIES] /
-		(double)out->c[SMART_STAT_GUARDED_OPS] : 0;
-	ns_per_cycle = ctx->clock.use_tsc ? 1.0 / ctx->clock.cycles_per_ns : 1.0;
+	out->retries_per_op =
+		out->c[SMART_STAT_GUARDED_OPS] ?
+			(double)out->c[SMART_STAT_RETRIES] /
+				(double)out->c[SMART_STAT_GUARDED_OPS] :
+			0;
+	ns_per_cycle = ctx->clock.use_tsc ? 1.0 / ctx->clock.cycles_per_ns :
+					    1.0;
 	out->sync_count = h->count;
 	out->sync_p50_ns = smart_hist_quantile(h, 0.50) * ns_per_cycle;
 	out->sync_p99_ns = smart_hist_quantile(h, 0.99) * ns_per_cycle;
@@ -175,8 +180,7 @@ static const smart_stats_t *stats_take(const smart_stats_t *s, size_t size,
 	return full;
 }
 
-int smart_stats_print_sized(const smart_stats_t *caller, size_t size,
-			    FILE *f)
+int smart_stats_print_sized(const smart_stats_t *caller, size_t size, FILE *f)
 {
 	smart_stats_t full;
 	const smart_stats_t *s = stats_take(caller, size, &full);
@@ -193,13 +197,16 @@ int smart_stats_print_sized(const smart_stats_t *caller, size_t size,
 	fprintf(f, "%-16s %s\n", "techniques", s->techniques);
 	fprintf(f, "%-16s %d (%s)\n", "credit_cap", s->credit_cap,
 		s->throttle_phase);
-	fprintf(f, "%-16s %.3f (backoff cap %" PRIu64 " cycles, %d admitted)"
-		"\n", "retries_per_op", s->retries_per_op, s->backoff_cmax,
+	fprintf(f,
+		"%-16s %.3f (backoff cap %" PRIu64 " cycles, %d admitted)"
+		"\n",
+		"retries_per_op", s->retries_per_op, s->backoff_cmax,
 		s->backoff_nmax);
-	fprintf(f, "%-16s %" PRIu64 " (p50 %.0f ns, p99 %.0f ns, "
-		"p99.9 %.0f ns, mean %.0f ns)\n", "sync_latency", s->sync_count,
-		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
-		s->sync_mean_ns);
+	fprintf(f,
+		"%-16s %" PRIu64 " (p50 %.0f ns, p99 %.0f ns, "
+		"p99.9 %.0f ns, mean %.0f ns)\n",
+		"sync_latency", s->sync_count, s->sync_p50_ns, s->sync_p99_ns,
+		s->sync_p999_ns, s->sync_mean_ns);
 	fprintf(f, "%-16s %" PRIu64 " renewals, %" PRIu64 " peers fenced%s\n",
 		"leases", s->lease_renewals, s->leases_fenced,
 		s->fenced ? ", THIS CLIENT IS FENCED" : "");
@@ -218,24 +225,28 @@ int smart_stats_print_json_sized(const smart_stats_t *caller, size_t size,
 	fputc('{', f);
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		fprintf(f, "\"%s\":%" PRIu64 ",", stat_names[i], s->c[i]);
-	fprintf(f, "\"techniques\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
+	fprintf(f,
+		"\"techniques\":\"%s\",\"credit_cap\":%d,\"throttle_phase\":"
 		"\"%s\",\"retries_per_op\":%.4f,\"backoff_cmax\":%" PRIu64
-		",\"backoff_nmax\":%d,\"retry_hist\":[", s->techniques, s->credit_cap,
-		s->throttle_phase, s->retries_per_op, s->backoff_cmax,
-		s->backoff_nmax);
+		",\"backoff_nmax\":%d,\"retry_hist\":[",
+		s->techniques, s->credit_cap, s->throttle_phase,
+		s->retries_per_op, s->backoff_cmax, s->backoff_nmax);
 	for (i = 0; i < 17; i++)
 		fprintf(f, "%s%" PRIu64, i ? "," : "", s->retry_hist[i]);
 	fprintf(f, "],");
-	fprintf(f, "\"db_rings\":%" PRIu64 ",\"db_contended\":%" PRIu64
-		",\"wqe_misses\":%" PRIu64 ",", s->db_rings, s->db_contended,
-		s->wqe_misses);
-	fprintf(f, "\"lease_renewals\":%" PRIu64 ",\"leases_fenced\":%" PRIu64
-		",\"fenced\":%d,", s->lease_renewals, s->leases_fenced,
-		s->fenced);
-	fprintf(f, "\"workers\":%d,\"sync_count\":%" PRIu64 ",\"sync_p50_ns\""
+	fprintf(f,
+		"\"db_rings\":%" PRIu64 ",\"db_contended\":%" PRIu64
+		",\"wqe_misses\":%" PRIu64 ",",
+		s->db_rings, s->db_contended, s->wqe_misses);
+	fprintf(f,
+		"\"lease_renewals\":%" PRIu64 ",\"leases_fenced\":%" PRIu64
+		",\"fenced\":%d,",
+		s->lease_renewals, s->leases_fenced, s->fenced);
+	fprintf(f,
+		"\"workers\":%d,\"sync_count\":%" PRIu64 ",\"sync_p50_ns\""
 		":%.1f,\"sync_p99_ns\":%.1f,\"sync_p999_ns\":%.1f,"
-		"\"sync_mean_ns\":%.1f}", s->workers, s->sync_count,
-		s->sync_p50_ns, s->sync_p99_ns, s->sync_p999_ns,
-		s->sync_mean_ns);
+		"\"sync_mean_ns\":%.1f}",
+		s->workers, s->sync_count, s->sync_p50_ns, s->sync_p99_ns,
+		s->sync_p999_ns, s->sync_mean_ns);
 	return 0;
 }

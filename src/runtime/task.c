@@ -40,8 +40,8 @@ extern smart__fctx_t make_fcontext(void *sp, size_t size,
 #endif
 
 #ifdef SMART_ASAN
-void __sanitizer_start_switch_fiber(void **fake_stack_save,
-				    const void *bottom, size_t size);
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom,
+				    size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save,
 				     const void **bottom_old, size_t *size_old);
 void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
@@ -192,7 +192,7 @@ static void task_entry(smart__transfer_t tr)
 	 * each such task). */
 	if (smart_unlikely(t->ebr_dom != NULL)) {
 		smart__warn(&w->ctx->log, "a task returned inside "
-			    "smart_epoch_enter(): left for it");
+					  "smart_epoch_enter(): left for it");
 		t->ebr_depth = 1;
 		w->ctx->svc->task_left_epoch(w);
 	}
@@ -417,7 +417,7 @@ int smart_worker_run(smart_worker_t *w)
 			w->since_poll = 0;
 			if (t)
 				smart__worker_poll(w);
-			else	/* every task waits */
+			else /* every task waits */
 				smart__worker_wait_poll(w);
 			if (w->group->shared)
 				scan_waiting(w);

@@ -24,11 +24,10 @@
 #include "runtime/core.h"
 
 #define TUNER_UNLIMITED SMART_TUNER_UNLIMITED
-#define TUNER_KEEP_INF 1.05
+#define TUNER_KEEP_INF	1.05
 
 static const int tuner_caps[] = { 4, 6, 8, 10, 12, TUNER_UNLIMITED };
 #define TUNER_NCAPS ((int)SMART_ARRAY_SIZE(tuner_caps))
-
 
 static uint64_t ns_to_cycles(const struct smart_ctx *ctx, uint64_t ns)
 {
@@ -54,8 +53,10 @@ void smart__tuner_init(struct smart_ctx *ctx)
 	/* The tuner protects a NIC's queues and caches; plain shm has none,
 	 * so tuning would only cost (a fixed credit still applies). */
 	if (!ctx->caps.nic) {
-		smart__info(&ctx->log, "WorkReqThrot: %s has no NIC to "
-			    "throttle for; the tuner stays off", ctx->tp->name);
+		smart__info(&ctx->log,
+			    "WorkReqThrot: %s has no NIC to "
+			    "throttle for; the tuner stays off",
+			    ctx->tp->name);
 		t->phase = TUNER_NO_NIC;
 		atomic_store(&t->cap, -1);
 		return;
@@ -119,15 +120,16 @@ void smart__tuner_step(struct smart_worker *w)
 	uint64_t now = w->now, acks;
 	int zero = 0;
 
-	if (t->phase < TUNER_UPDATE ||	/* off or fixed: nothing to tune */
+	if (t->phase < TUNER_UPDATE || /* off or fixed: nothing to tune */
 	    now < atomic_load_explicit(&t->epoch_end, memory_order_relaxed) ||
 	    !atomic_compare_exchange_strong(&t->busy, &zero, 1))
 		return;
 	acks = acked_wrs(ctx);
 	if (now > t->epoch_start)
-		smart__tuner_advance(t, (double)(acks - t->last_acks) /
-			      (double)(now - t->epoch_start),
-			      ctx->o.stable_epochs);
+		smart__tuner_advance(t,
+				     (double)(acks - t->last_acks) /
+					     (double)(now - t->epoch_start),
+				     ctx->o.stable_epochs);
 	t->last_acks = acks;
 	t->epoch_start = now;
 	t->epochs++;
@@ -170,11 +172,11 @@ void smart__credit_wait(struct smart_worker *w, struct smart__task *t, int n)
 }
 
 /* For stats: the cap and phase in force. */
-void smart__tuner_describe(const struct smart_ctx *ctx, int *cap,
-			   char *phase, size_t len)
+void smart__tuner_describe(const struct smart_ctx *ctx, int *cap, char *phase,
+			   size_t len)
 {
-	static const char *const names[] = { "off", "no-nic", "fixed",
-					     "update", "stable" };
+	static const char *const names[] = { "off", "no-nic", "fixed", "update",
+					     "stable" };
 	const struct smart__tuner *t = &ctx->tuner;
 	int c = atomic_load(&((struct smart__tuner *)t)->cap);
 

@@ -25,13 +25,20 @@
 static int smart__wc_status(int st)
 {
 	switch (st) {
-	case SMART_TP_WC_OK: return 0;
-	case SMART_TP_WC_REM_ACCESS: return SMART_EREMOTE;
-	case SMART_TP_WC_LOC_PROT: return SMART_EINVAL;
-	case SMART_TP_WC_BAD_WR: return SMART_EINVAL;
-	case SMART_TP_WC_FLUSH: return SMART_EQP;
-	case SMART_TP_WC_RETRY_EXC: return SMART_ETIMEDOUT;
-	default: return SMART_ECONN;
+	case SMART_TP_WC_OK:
+		return 0;
+	case SMART_TP_WC_REM_ACCESS:
+		return SMART_EREMOTE;
+	case SMART_TP_WC_LOC_PROT:
+		return SMART_EINVAL;
+	case SMART_TP_WC_BAD_WR:
+		return SMART_EINVAL;
+	case SMART_TP_WC_FLUSH:
+		return SMART_EQP;
+	case SMART_TP_WC_RETRY_EXC:
+		return SMART_ETIMEDOUT;
+	default:
+		return SMART_ECONN;
 	}
 }
 
@@ -52,7 +59,8 @@ static void group_doorbell_check(struct smart_ctx *ctx, struct smart__group *g)
 	ctx->db_fallbacks++;
 	snprintf(ctx->qp_mode_effective, sizeof(ctx->qp_mode_effective),
 		 "per-thread-db:partial");
-	smart__warn(&ctx->log, "per-thread-db: a worker got no doorbell of "
+	smart__warn(&ctx->log,
+		    "per-thread-db: a worker got no doorbell of "
 		    "its own (%d so far): its QPs use the shared ones",
 		    ctx->db_fallbacks);
 }
@@ -68,7 +76,9 @@ static int group_create(struct smart_ctx *ctx, int index, int shared,
 		return SMART_ENOMEM;
 	g->cq_flags = (shared ? SMART_TP_SHARED : 0) |
 		      (ctx->o.qp_mode == SMART_QPM_PER_THREAD_DB &&
-		       ctx->caps.thread_domains ? SMART_TP_OWN_DOORBELL : 0);
+				       ctx->caps.thread_domains ?
+			       SMART_TP_OWN_DOORBELL :
+			       0);
 	rc = ctx->tp->cq_create(ctx->dom, (uint32_t)ctx->o.cq_depth,
 				g->cq_flags, &cq);
 	if (rc) {
@@ -88,7 +98,7 @@ static int group_create(struct smart_ctx *ctx, int index, int shared,
 /* Group for the worker with this index: private in the per-thread modes,
  * group index/K in mux:K, the single group in shared.  ctx->lock held. */
 static int smart__group_get(struct smart_ctx *ctx, int worker_index,
-		     struct smart__group **out)
+			    struct smart__group **out)
 {
 	int mode = ctx->o.qp_mode, index = -1, rc;
 	struct smart__group *g;
@@ -235,8 +245,8 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 	pthread_mutex_lock(&g->lock);
 	group_reap(g);
 	qp = g->qps[b->id];
-	if (qp && (atomic_load(&qp->broken) ||
-		   w->ctx->tp->qp_in_error(qp->tqp))) {
+	if (qp &&
+	    (atomic_load(&qp->broken) || w->ctx->tp->qp_in_error(qp->tqp))) {
 		retired = 1;
 		qp->retired_next = g->retired;
 		g->retired = qp;
@@ -306,7 +316,7 @@ static void group_cq_replace(struct smart_worker *w, struct smart_tp_cq *dead)
 	atomic_fetch_add(&g->cq_gen, 1);
 	SMART_STAT_INC(w, SMART_STAT_CQ_FAILURES);
 	smart__warn(&ctx->log, "a completion queue failed: its operations "
-		    "fail, its QPs are replaced");
+			       "fail, its QPs are replaced");
 }
 
 /* Fail what this worker's tasks have in flight on a failed CQ (dead, or
@@ -320,8 +330,7 @@ static void worker_fail_stale(struct smart_worker *w, struct smart_tp_cq *dead,
 	int i, j;
 
 	for (i = -1; i < w->ntask_slots; i++) {
-		struct smart__task *t = i < 0 ? &w->main_task :
-					w->all_tasks[i];
+		struct smart__task *t = i < 0 ? &w->main_task : w->all_tasks[i];
 
 		for (j = 0; t && j < SMART_TASK_BATCHES; j++) {
 			struct smart__batch *b = &t->batches[j];
@@ -430,14 +439,15 @@ int smart__worker_poll(struct smart_worker *w)
 	    !atomic_load_explicit(&w->ctx->fenced, memory_order_relaxed) &&
 	    !SMART_M_LEASE_NO_SELF_FENCE)
 		smart__ctx_fence(w->ctx, "the lease ran out (process stopped "
-				 "or starved for lease_ms / 2?)");
+					 "or starved for lease_ms / 2?)");
 	if (smart_unlikely(w->throttle) && !(w->stats[SMART_STAT_POLLS] & 63))
 		smart__tuner_step(w);
 	/* another worker of a shared group replaced a failed CQ: what this
 	 * one's tasks had on it fails too */
 	if (smart_unlikely(shared) &&
-	    smart_unlikely(w->cq_gen != atomic_load_explicit(
-				&w->group->cq_gen, memory_order_relaxed))) {
+	    smart_unlikely(w->cq_gen !=
+			   atomic_load_explicit(&w->group->cq_gen,
+						memory_order_relaxed))) {
 		w->cq_gen = atomic_load(&w->group->cq_gen);
 		worker_fail_stale(w, NULL, SMART_ECONN);
 	}
@@ -524,14 +534,15 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	w->tp = ctx->tp;
 	w->spin_cycles = (uint64_t)((double)ctx->o.spin_ns *
 				    (ctx->clock.use_tsc ?
-				     ctx->clock.cycles_per_ns : 1.0));
+					     ctx->clock.cycles_per_ns :
+					     1.0));
 	w->busy_at = smart__rdtsc();
 	w->main_task.w = w;
 	w->main_task.state = SMART_TASK_RUNNING;
 	w->internal = internal;
 	/* the keeper's few ops must never wait for the application's WRs */
 	w->throttle = !internal && ctx->tuner.phase >= TUNER_FIXED;
-	w->cap_seen = 0;	/* credits follow the cap at the first post */
+	w->cap_seen = 0; /* credits follow the cap at the first post */
 	rc = smart__task_init_slot(w, &w->main_task);
 	if (rc)
 		goto err;

@@ -91,8 +91,8 @@ static int claim_chunks(struct smart_worker *w, struct smart__blade *b,
 }
 
 /* A run of k chunks: one given back first, else fresh. */
-static int take_run(struct smart_worker *w, struct smart__blade *b,
-		    uint64_t k, void *buf, uint64_t *off)
+static int take_run(struct smart_worker *w, struct smart__blade *b, uint64_t k,
+		    void *buf, uint64_t *off)
 {
 	int rc = smart__fl_pop_run(w, b, k, buf, off);
 
@@ -114,15 +114,15 @@ static void cache_put(struct smart__ralloc *ra, struct ra_class *k, int c,
 	ra_cached_add(ra, (int64_t)1 << c);
 }
 
-static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
-		     int c, void *buf);
+static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra, int c,
+		     void *buf);
 
 /* Cache a block, giving a batch back first while the cache is full: a
  * spill syncs, and other tasks of the worker may fill the cache again
  * meanwhile (once, the block then went one past the array: ASan in
  * test_ht_linearizability), so room is looked at again after each. */
-static int cache_add(struct smart_worker *w, struct smart__ralloc *ra,
-		     int c, uint64_t off, void *buf)
+static int cache_add(struct smart_worker *w, struct smart__ralloc *ra, int c,
+		     uint64_t off, void *buf)
 {
 	struct ra_class *k = ra_cls(ra, c);
 	int rc;
@@ -144,9 +144,8 @@ static int cache_add(struct smart_worker *w, struct smart__ralloc *ra,
 
 /* Put the blocks of a popped batch (at buf) and its node into the
  * caches.  The batch is copied out first: a spill reuses buf. */
-static int batch_take(struct smart_worker *w, struct smart__ralloc *ra,
-		      int c, const struct smart_free_node *n, uint64_t node,
-		      void *buf)
+static int batch_take(struct smart_worker *w, struct smart__ralloc *ra, int c,
+		      const struct smart_free_node *n, uint64_t node, void *buf)
 {
 	uint64_t off[SMART_FREE_BATCH];
 	uint32_t i, cnt = n->count;
@@ -188,8 +187,8 @@ static int bigger_block(struct smart_worker *w, struct smart__ralloc *ra,
 
 /* Refill class c: the blade's batches, then a chunk (given back or
  * fresh) as a bump region, then a bigger block cut up as one. */
-static int cls_refill(struct smart_worker *w, struct smart__ralloc *ra,
-		      int c, void *buf)
+static int cls_refill(struct smart_worker *w, struct smart__ralloc *ra, int c,
+		      void *buf)
 {
 	struct smart__blade *b = ra->b;
 	struct ra_class *k = ra->cls[c];
@@ -234,11 +233,11 @@ static void spill_hook(struct smart_worker *w)
 	smart_hook_fn fn = smart_ctx_hook(w->ctx, &arg);
 
 	if (smart_unlikely(fn != NULL))
-		(void)fn(w, "alloc.spill.pushing", arg);	/* no failing */
+		(void)fn(w, "alloc.spill.pushing", arg); /* no failing */
 }
 
-static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
-		     int c, void *buf)
+static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra, int c,
+		     void *buf)
 {
 	struct ra_class *k = ra->cls[c];
 	uint64_t batch[SMART_FREE_BATCH + 1], node;
@@ -246,7 +245,7 @@ static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 	int rc, nc = c;
 
 	if (c >= RA_NODE_SHIFT) {
-		node = k->v[--k->n];		/* a block of the batch */
+		node = k->v[--k->n]; /* a block of the batch */
 	} else {
 		rc = node_block(w, ra, &node, &nc);
 		if (rc)
@@ -269,7 +268,7 @@ static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 				ra_cached_add(ra, -((int64_t)1 << c));
 			}
 		}
-		if (c < RA_NODE_SHIFT) {	/* a node of its own */
+		if (c < RA_NODE_SHIFT) { /* a node of its own */
 			cache_put(ra, ra->cls[nc], nc, node);
 		}
 		return rc;
@@ -279,8 +278,8 @@ static int cls_spill(struct smart_worker *w, struct smart__ralloc *ra,
 	return 0;
 }
 
-static int alloc_small(struct smart_worker *w, struct smart__ralloc *ra,
-		       int c, uint64_t *off);
+static int alloc_small(struct smart_worker *w, struct smart__ralloc *ra, int c,
+		       uint64_t *off);
 
 static int node_block(struct smart_worker *w, struct smart__ralloc *ra,
 		      uint64_t *node, int *node_class)
@@ -301,8 +300,8 @@ static int node_block(struct smart_worker *w, struct smart__ralloc *ra,
 	return alloc_small(w, ra, RA_NODE_SHIFT, node);
 }
 
-static int alloc_small(struct smart_worker *w, struct smart__ralloc *ra,
-		       int c, uint64_t *off)
+static int alloc_small(struct smart_worker *w, struct smart__ralloc *ra, int c,
+		       uint64_t *off)
 {
 	struct ra_class *k = ra_cls(ra, c);
 	uint64_t bsize = UINT64_C(1) << c;
@@ -425,22 +424,23 @@ static int free_one(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 		return SMART_EINVAL;
 	c = class_of(size);
 	if (size <= chunk / 2 ? (off & ((UINT64_C(1) << c) - 1)) :
-	    (off & (chunk - 1)))
+				(off & (chunk - 1)))
 		return SMART_EINVAL;
 	ra = ra_get(w, b);
 	k = ra && size <= chunk / 2 ? ra_cls(ra, c) : NULL;
 	if (!ra || (size <= chunk / 2 && !k))
 		return SMART_ENOMEM;
 	if (k && k->n < RA_CACHE) {
-		cache_put(ra, k, c, off);	/* the common case */
+		cache_put(ra, k, c, off); /* the common case */
 	} else {
 		mark = smart_scratch_mark(w);
 		rc = smart_scratch_alloc(w, sizeof(struct smart_free_node),
 					 &buf);
 		if (!rc)
 			rc = k ? cache_add(w, ra, c, off, buf) :
-			     smart__fl_push_run(w, b, off, (size + chunk - 1) /
-						chunk, buf);
+				 smart__fl_push_run(w, b, off,
+						    (size + chunk - 1) / chunk,
+						    buf);
 		else if (k)
 			ra->dropped++;
 		smart_scratch_release(w, mark);
@@ -529,7 +529,7 @@ static void ra_give_back(struct smart_worker *w, struct smart__ralloc *ra,
 
 			while (k && k->n && !cls_spill(w, ra, c, buf))
 				;
-			if (k && k->n) {	/* the blade refused */
+			if (k && k->n) { /* the blade refused */
 				ra->dropped += k->n;
 				ra_cached_add(ra, -((int64_t)k->n << c));
 				k->n = 0;
@@ -555,11 +555,12 @@ void smart__ralloc_destroy(struct smart_worker *w)
 		    !SMART_M_ALLOC_NO_GIVEBACK)
 			ra_give_back(w, ra, buf);
 		if (ra->dropped)
-			smart__warn(&w->ctx->log, "blade %u: %llu freed blocks "
-				    "could not be given back", i,
-				    (unsigned long long)ra->dropped);
+			smart__warn(&w->ctx->log,
+				    "blade %u: %llu freed blocks "
+				    "could not be given back",
+				    i, (unsigned long long)ra->dropped);
 		pthread_mutex_lock(&w->ctx->lock);
-		w->ralloc[i] = NULL;	/* before the keeper can read it freed */
+		w->ralloc[i] = NULL; /* before the keeper can read it freed */
 		pthread_mutex_unlock(&w->ctx->lock);
 		for (c = 0; c < SMART_FREE_CLASSES; c++)
 			free(ra->cls[c]);
@@ -574,6 +575,5 @@ uint64_t smart__ralloc_cached(struct smart_worker *w, uint16_t blade)
 {
 	struct smart__ralloc *ra = w->ralloc[blade];
 
-	return ra ? atomic_load_explicit(&ra->cached, memory_order_relaxed) :
-		    0;
+	return ra ? atomic_load_explicit(&ra->cached, memory_order_relaxed) : 0;
 }

@@ -78,7 +78,7 @@ int smart_dm_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 
 	if (!out)
 		return SMART_EINVAL;
-	rc = dm_blade(w, blade, &b);	/* no device memory: ENOTSUP first */
+	rc = dm_blade(w, blade, &b); /* no device memory: ENOTSUP first */
 	if (!rc && (!size || size > SMART_DM_MAX))
 		rc = SMART_EINVAL;
 	if (!rc)
@@ -89,9 +89,11 @@ int smart_dm_alloc(smart_worker_t *w, uint16_t blade, size_t size,
 			return SMART_ENOSPC;
 		rc = smart_cas_sync(w, word, map, map | run, &old);
 		if (!rc && old == map) {
-			*out = smart_gaddr(blade, SMART_GADDR_DM |
-					   (uint64_t)__builtin_ctzll(run) *
-					   SMART_DM_UNIT);
+			*out = smart_gaddr(blade,
+					   SMART_GADDR_DM |
+						   (uint64_t)__builtin_ctzll(
+							   run) *
+							   SMART_DM_UNIT);
 			return 0;
 		}
 		map = old;
@@ -121,7 +123,7 @@ int smart_dm_free(smart_worker_t *w, smart_gaddr_t addr, size_t size)
 	rc = smart_read_sync(w, word, 8, &map);
 	while (!rc) {
 		if ((map & run) != run && !SMART_M_DM_NO_FREE_CHECK)
-			return SMART_EINVAL;	/* not (all) allocated */
+			return SMART_EINVAL; /* not (all) allocated */
 		rc = smart_cas_sync(w, word, map, map & ~run, &old);
 		if (!rc && old == map)
 			return 0;

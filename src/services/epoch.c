@@ -48,27 +48,27 @@
 #include "util/mutant.h"
 #include "wire/services.h"
 
-#define EBR_CAP		4096	/* retired entries per worker and domain */
-#define EBR_BATCH	64	/* retired since the last scan: scan now */
-#define EBR_LEARN	63	/* read G along every 64th enter */
-#define EBR_NONE	UINT64_MAX	/* no word written yet */
-#define EBR_FREE_STEP	64	/* blocks freed per pass of a scan */
+#define EBR_CAP	      4096	 /* retired entries per worker and domain */
+#define EBR_BATCH     64	 /* retired since the last scan: scan now */
+#define EBR_LEARN     63	 /* read G along every 64th enter */
+#define EBR_NONE      UINT64_MAX /* no word written yet */
+#define EBR_FREE_STEP 64	 /* blocks freed per pass of a scan */
 
 struct ebr_ret {
-	uint64_t addr;		/* gaddr */
+	uint64_t addr; /* gaddr */
 	uint64_t size;
-	uint64_t r;		/* G at or after the unlink; 0 = not yet */
+	uint64_t r; /* G at or after the unlink; 0 = not yet */
 };
 
 struct smart__ebr {
 	struct smart__blade *b;
-	int slot;			/* announcement word, -1 = none */
+	int slot; /* announcement word, -1 = none */
 	int claiming, scanning, dirty;
-	uint64_t word;			/* the word as (to be) written */
-	uint64_t pub;			/* the word as last queued */
-	uint64_t gcache;		/* largest G learnt */
-	uint64_t *gbuf;			/* registered: G read back here */
-	struct smart__task *head, *tail;	/* tasks inside */
+	uint64_t word;			 /* the word as (to be) written */
+	uint64_t pub;			 /* the word as last queued */
+	uint64_t gcache;		 /* largest G learnt */
+	uint64_t *gbuf;			 /* registered: G read back here */
+	struct smart__task *head, *tail; /* tasks inside */
 	int active;
 	unsigned enters;
 	struct ebr_ret *ret;
@@ -76,11 +76,11 @@ struct smart__ebr {
 	/* a scan posted by a task without waiting (ebr_scan_post): its
 	 * results land in scan_buf (G, then the table) and are used once
 	 * that task completed a sync after posting */
-	uint64_t *scan_buf;		/* registered, 8 + 8 * SLOTS bytes */
+	uint64_t *scan_buf; /* registered, 8 + 8 * SLOTS bytes */
 	struct smart__task *scan_task;
-	uint64_t scan_mark;		/* scan_task->syncs when posted */
-	uint64_t scan_errs;		/* scan_task->sync_errors then */
-	size_t scan_n0;			/* entries present when posted */
+	uint64_t scan_mark; /* scan_task->syncs when posted */
+	uint64_t scan_errs; /* scan_task->sync_errors then */
+	size_t scan_n0;	    /* entries present when posted */
 	int scan_posted;
 };
 
@@ -128,7 +128,7 @@ static struct smart__ebr *ebr_get(struct smart_worker *w, uint16_t blade)
 	/* now, not on an operation's path */
 	if (smart_buf_alloc(w, 8 + 8 * SMART_EPOCH_SLOTS,
 			    (void **)&d->scan_buf))
-		d->scan_buf = NULL;	/* scans are then waited for */
+		d->scan_buf = NULL; /* scans are then waited for */
 	*d->gbuf = 1;
 	d->b = b;
 	d->slot = -1;
@@ -144,8 +144,7 @@ static int ebr_owner_dead(struct smart_worker *w, struct smart__ebr *d,
 {
 	uint16_t id = (uint16_t)(v >> 48);
 
-	return id != d->b->lease_id &&
-	       smart_lease_alive(w, d->b->id, id) == 0;
+	return id != d->b->lease_id && smart_lease_alive(w, d->b->id, id) == 0;
 }
 
 /* Take an announcement word: a free one, or one a dead client left. */
@@ -157,14 +156,16 @@ static int ebr_claim(struct smart_worker *w, struct smart__ebr *d)
 
 	rc = smart_scratch_alloc(w, 8 * SMART_EPOCH_SLOTS, (void **)&tab);
 	if (!rc)
-		rc = smart_read_sync(w, smart_gaddr(d->b->id,
-						    SMART_EPOCH_ANN_OFF(0)),
+		rc = smart_read_sync(w,
+				     smart_gaddr(d->b->id,
+						 SMART_EPOCH_ANN_OFF(0)),
 				     8 * SMART_EPOCH_SLOTS, tab);
 	for (i = 0; !rc && i < SMART_EPOCH_SLOTS; i++) {
 		if (tab[i] && !ebr_owner_dead(w, d, tab[i]))
 			continue;
-		rc = smart_cas_sync(w, smart_gaddr(d->b->id,
-						   SMART_EPOCH_ANN_OFF(i)),
+		rc = smart_cas_sync(w,
+				    smart_gaddr(d->b->id,
+						SMART_EPOCH_ANN_OFF(i)),
 				    tab[i], mine, &old);
 		if (!rc && old == tab[i]) {
 			d->slot = i;
@@ -197,7 +198,7 @@ int smart_epoch_enter(smart_worker_t *w, uint16_t blade)
 	if (!d)
 		return smart__blade_get(w->ctx, blade) ? SMART_ENOMEM :
 							 SMART_ENOENT;
-	while (d->claiming)		/* another task claims the word */
+	while (d->claiming) /* another task claims the word */
 		smart_task_yield(w);
 	if (d->slot < 0) {
 		d->claiming = 1;
@@ -220,7 +221,7 @@ int smart_epoch_enter(smart_worker_t *w, uint16_t blade)
 		d->word = smart_epoch_word(d->b->lease_id, 1, t->ebr_epoch);
 		ebr_mark_dirty(w, d);
 	} else if (!(++d->enters & EBR_LEARN)) {
-		ebr_mark_dirty(w, d);	/* same word again, and G back */
+		ebr_mark_dirty(w, d); /* same word again, and G back */
 	}
 	SMART_STAT_INC(w, SMART_STAT_EPOCH_ENTERS);
 	return 0;
@@ -243,7 +244,7 @@ static void ebr_to_orphans(struct smart_worker *w, struct smart__ebr *d,
 			void *p = realloc(ctx->orphans, cap * sizeof(*o));
 
 			if (!p)
-				break;	/* leaked: counted below */
+				break; /* leaked: counted below */
 			ctx->orphans = p;
 			ctx->orphan_cap = cap;
 		}
@@ -265,7 +266,7 @@ int smart_epoch_retire(smart_worker_t *w, uint16_t blade, smart_gaddr_t addr,
 	struct smart__ebr *d;
 
 	if (!w || !size || addr == SMART_GADDR_NULL || smart_gaddr_is_dm(addr))
-		return SMART_EINVAL;	/* device memory: smart_dm_free */
+		return SMART_EINVAL; /* device memory: smart_dm_free */
 	d = ebr_get(w, blade);
 	if (!d)
 		return smart__blade_get(w->ctx, blade) ? SMART_ENOMEM :
@@ -273,7 +274,7 @@ int smart_epoch_retire(smart_worker_t *w, uint16_t blade, smart_gaddr_t addr,
 	if (d->n == EBR_CAP && !d->scanning)
 		ebr_to_orphans(w, d, EBR_CAP / 2);
 	if (d->n == EBR_CAP)
-		return SMART_ENOMEM;	/* a scan holds the list: rare */
+		return SMART_ENOMEM; /* a scan holds the list: rare */
 	d->ret[d->n++] = (struct ebr_ret){ addr, size, 0 };
 	d->since_scan++;
 	SMART_STAT_INC(w, SMART_STAT_EPOCH_RETIRED);
@@ -294,9 +295,10 @@ static uint64_t ebr_min(struct smart_worker *w, struct smart__ebr *d,
 			continue;
 		if (!SMART_M_EBR_NO_TAKEBACK && ebr_owner_dead(w, d, v)) {
 			/* taken back: a dead client stops nobody */
-			(void)smart_cas_sync(w, smart_gaddr(d->b->id,
-					     SMART_EPOCH_ANN_OFF(i)), v, 0,
-					     NULL);
+			(void)smart_cas_sync(
+				w,
+				smart_gaddr(d->b->id, SMART_EPOCH_ANN_OFF(i)),
+				v, 0, NULL);
 			SMART_STAT_INC(w, SMART_STAT_EPOCH_TAKEN_BACK);
 			continue;
 		}
@@ -310,12 +312,12 @@ static uint64_t ebr_min(struct smart_worker *w, struct smart__ebr *d,
 static int ebr_scan_queue(struct smart_worker *w, struct smart__ebr *d,
 			  uint64_t *g, uint64_t *tab)
 {
-	int rc = smart_faa(w, smart_gaddr(d->b->id, SMART_EPOCH_GLOBAL_OFF),
-			   1, g);
+	int rc = smart_faa(w, smart_gaddr(d->b->id, SMART_EPOCH_GLOBAL_OFF), 1,
+			   g);
 
 	if (!rc)
-		rc = smart_read(w, smart_gaddr(d->b->id,
-					       SMART_EPOCH_ANN_OFF(0)),
+		rc = smart_read(w,
+				smart_gaddr(d->b->id, SMART_EPOCH_ANN_OFF(0)),
 				8 * SMART_EPOCH_SLOTS, tab);
 	return rc;
 }
@@ -396,11 +398,11 @@ static void ebr_scan_post(struct smart_worker *w, struct smart__ebr *d,
 	if (d->scanning)
 		return;
 	if (!d->scan_buf) {
-		(void)ebr_scan(w, d);	/* no buffer: the waited way */
+		(void)ebr_scan(w, d); /* no buffer: the waited way */
 		return;
 	}
 	if (ebr_scan_queue(w, d, d->scan_buf, d->scan_buf + 1)) {
-		(void)smart_sync(w);	/* settle what was queued */
+		(void)smart_sync(w); /* settle what was queued */
 		return;
 	}
 	smart__post_blade(w, t, d->b->id);
@@ -485,7 +487,7 @@ void smart_epoch_exit(smart_worker_t *w)
 		 * worker polls until the task ends, but the main context may
 		 * go away for good, its announcement left ACTIVE */
 		if (t == &w->main_task && atomic_load(&t->inflight)) {
-			t->round_trips++;	/* a wait like a sync's */
+			t->round_trips++; /* a wait like a sync's */
 			SMART_STAT_INC(w, SMART_STAT_ROUND_TRIPS);
 			smart__task_wait(w, t);
 		}
@@ -519,11 +521,11 @@ int smart_epoch_drain(smart_worker_t *w, uint16_t blade, int timeout_ms)
 		return SMART_ENOENT;
 	d = w->ebr[blade];
 	if (d)
-		ebr_scan_reap(w, d, 1);	/* a posted scan first */
+		ebr_scan_reap(w, d, 1); /* a posted scan first */
 	if (!d || !d->n)
-		return 0;	/* nothing retired here */
-	end = smart_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) *
-			       1000000;
+		return 0; /* nothing retired here */
+	end = smart_now_ns() +
+	      (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000;
 	do {
 		rc = ebr_scan(w, d);
 		if (rc < 0)
@@ -555,13 +557,19 @@ void smart__ebr_prepend(struct smart_worker *w, struct smart__chain *c)
 	if (k == 2)
 		*wr++ = (struct smart_tp_wr){
 			.remote = b->base + SMART_EPOCH_ANN_OFF(d->slot),
-			.local = &d->word, .len = 8, .rkey = b->rkey,
-			.lkey = w->ctx->pool->lkey, .opcode = SMART_TP_WRITE,
-			.flags = SMART_TP_INLINE };
-	*wr = (struct smart_tp_wr){
-		.remote = b->base + SMART_EPOCH_GLOBAL_OFF, .local = d->gbuf,
-		.len = 8, .rkey = b->rkey, .lkey = w->ctx->pool->lkey,
-		.opcode = SMART_TP_READ };
+			.local = &d->word,
+			.len = 8,
+			.rkey = b->rkey,
+			.lkey = w->ctx->pool->lkey,
+			.opcode = SMART_TP_WRITE,
+			.flags = SMART_TP_INLINE
+		};
+	*wr = (struct smart_tp_wr){ .remote = b->base + SMART_EPOCH_GLOBAL_OFF,
+				    .local = d->gbuf,
+				    .len = 8,
+				    .rkey = b->rkey,
+				    .lkey = w->ctx->pool->lkey,
+				    .opcode = SMART_TP_READ };
 	c->n += k;
 	d->pub = d->word;
 	d->dirty = 0;
@@ -596,8 +604,10 @@ void smart__ebr_destroy(struct smart_worker *w)
 		if (d->n)
 			ebr_to_orphans(w, d, d->n);
 		if (d->slot >= 0 && !atomic_load(&d->b->fail))
-			(void)smart_write_sync(w, smart_gaddr(d->b->id,
-					       SMART_EPOCH_ANN_OFF(d->slot)),
+			(void)smart_write_sync(w,
+					       smart_gaddr(d->b->id,
+							   SMART_EPOCH_ANN_OFF(
+								   d->slot)),
 					       &(uint64_t){ 0 }, 8);
 		smart_buf_free(w, d->gbuf);
 		if (d->scan_buf)

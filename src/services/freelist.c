@@ -29,12 +29,12 @@
 #include "util/mutant.h"
 
 #define FL_RETRY_MAX 4096
-#define FL_TAG_MASK ((UINT64_C(1) << (64 - SMART_FREE_TAG_SHIFT)) - 1)
+#define FL_TAG_MASK  ((UINT64_C(1) << (64 - SMART_FREE_TAG_SHIFT)) - 1)
 
 static uint64_t fl_head_to(uint64_t head, uint64_t off)
 {
-	return smart_free_head(off, (smart_free_head_tag(head) + 1) &
-				    FL_TAG_MASK);
+	return smart_free_head(off,
+			       (smart_free_head_tag(head) + 1) & FL_TAG_MASK);
 }
 
 static smart_gaddr_t fl_ga(const struct smart__blade *b, uint64_t off)
@@ -63,7 +63,8 @@ static int fl_push(struct smart_worker *w, struct smart__blade *b,
 		if (rc)
 			return rc;
 		if (old == head)
-			return smart_faa_sync(w, fl_ga(b, SMART_FREE_POOLED_OFF),
+			return smart_faa_sync(w,
+					      fl_ga(b, SMART_FREE_POOLED_OFF),
 					      bytes, NULL);
 		head = old;
 	}
@@ -79,9 +80,9 @@ typedef int (*fl_node_ok)(const struct smart__blade *b, uint64_t off,
  * aligned offset in the blade's chunks. */
 static int fl_link_ok(const struct smart__blade *b, uint64_t off, size_t len)
 {
-	return !off || (!(off & 15) &&
-			off >= (b->first_chunk << b->chunk_shift) &&
-			off < b->size && len <= b->size - off);
+	return !off ||
+	       (!(off & 15) && off >= (b->first_chunk << b->chunk_shift) &&
+		off < b->size && len <= b->size - off);
 }
 
 /* Unlink the top node of the list at head_off into buf (len bytes);
@@ -107,7 +108,7 @@ static int fl_pop(struct smart_worker *w, struct smart__blade *b,
 		if (!off)
 			return 0;
 		if (!fl_link_ok(b, off, len))
-			return SMART_EPROTO;	/* a corrupt head: stop */
+			return SMART_EPROTO; /* a corrupt head: stop */
 		rc = smart_read_sync(w, fl_ga(b, off), len, buf);
 		next = buf[0];
 		/* the mutant trusts the node, yet counts its bytes as usual */
@@ -149,8 +150,8 @@ static int batch_ok(const struct smart__blade *b, uint64_t off,
 		    const uint64_t *node, int c, uint64_t *bytes)
 {
 	const struct smart_free_node *n = (const void *)node;
-	uint64_t bsize = UINT64_C(1) << c, low = b->first_chunk <<
-						  b->chunk_shift;
+	uint64_t bsize = UINT64_C(1) << c,
+		 low = b->first_chunk << b->chunk_shift;
 	uint32_t i;
 
 	if (n->count > SMART_FREE_BATCH || n->node_class < RA_NODE_SHIFT ||
@@ -166,9 +167,9 @@ static int batch_ok(const struct smart__blade *b, uint64_t off,
 	return 1;
 }
 
-int smart__fl_push_batch(struct smart_worker *w, struct smart__blade *b,
-			 int c, uint64_t node, int node_class,
-			 const uint64_t *off, uint32_t count, void *buf)
+int smart__fl_push_batch(struct smart_worker *w, struct smart__blade *b, int c,
+			 uint64_t node, int node_class, const uint64_t *off,
+			 uint32_t count, void *buf)
 {
 	struct smart_free_node *n = buf;
 
@@ -180,8 +181,8 @@ int smart__fl_push_batch(struct smart_worker *w, struct smart__blade *b,
 		       batch_bytes(n, c));
 }
 
-int smart__fl_pop_batch(struct smart_worker *w, struct smart__blade *b,
-			int c, void *buf, uint64_t *node_off, int *empty)
+int smart__fl_pop_batch(struct smart_worker *w, struct smart__blade *b, int c,
+			void *buf, uint64_t *node_off, int *empty)
 {
 	int rc = fl_pop(w, b, SMART_FREE_CLS_OFF(c), buf,
 			sizeof(struct smart_free_node), batch_ok, c, node_off);
@@ -243,10 +244,10 @@ int smart__fl_pop_run(struct smart_worker *w, struct smart__blade *b,
 	}
 	if (!*off)
 		return 0;
-	got = n[1];		/* a whole run inside the region (run_ok) */
+	got = n[1]; /* a whole run inside the region (run_ok) */
 	if (got < k)
-		return SMART_EPROTO;	/* in a bucket too small for it */
-	if (got > k)	/* the rest goes back, as a run of its own */
+		return SMART_EPROTO; /* in a bucket too small for it */
+	if (got > k) /* the rest goes back, as a run of its own */
 		rc = smart__fl_push_run(w, b, *off + k * chunk, got - k, buf);
 	return rc;
 }

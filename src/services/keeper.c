@@ -40,21 +40,21 @@
 #include "util/mutant.h"
 #include "util/thread.h"
 
-#define KEEPER_ORPHAN_MS 5	/* retry period while orphans are left */
-#define KEEPER_DRAIN_MS 2000	/* at most this long at ctx destroy */
+#define KEEPER_ORPHAN_MS 5    /* retry period while orphans are left */
+#define KEEPER_DRAIN_MS	 2000 /* at most this long at ctx destroy */
 
 struct smart__keeper {
 	struct smart_ctx *ctx;
 	pthread_t thread;
 	int wakefd;
 	_Atomic int stop;
-	struct smart_worker *w;		/* keeper thread only */
+	struct smart_worker *w; /* keeper thread only */
 	/* start-up handshake with smart_ctx_create */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	int ready;			/* 1 started, < 0 failed */
-	int sim;			/* a simulated thread (sim.h) */
-	int done;			/* sim: the fiber has finished */
+	int ready; /* 1 started, < 0 failed */
+	int sim;   /* a simulated thread (sim.h) */
+	int done;  /* sim: the fiber has finished */
 };
 
 static void keeper_wake(struct smart__keeper *k)
@@ -70,8 +70,9 @@ static void keeper_wake(struct smart__keeper *k)
 void smart__keeper_stats(struct smart_ctx *ctx, uint64_t *c)
 {
 	static const int ids[] = { SMART_STAT_EPOCH_FREED,
-		SMART_STAT_EPOCH_SCANS, SMART_STAT_EPOCH_TAKEN_BACK,
-		SMART_STAT_EPOCH_LEAKED };
+				   SMART_STAT_EPOCH_SCANS,
+				   SMART_STAT_EPOCH_TAKEN_BACK,
+				   SMART_STAT_EPOCH_LEAKED };
 	struct smart_worker *w = ctx->keeper ? ctx->keeper->w : NULL;
 	size_t i;
 
@@ -89,14 +90,16 @@ void smart__keeper_kick(struct smart_ctx *ctx)
 /* The blade's control session closed: it is gone.  Ops to it fail from
  * now on, and WRs queued for it are never executed (shm). */
 static void smart__blade_dead(struct smart_ctx *ctx, struct smart__blade *b,
-		       const char *why)
+			      const char *why)
 {
 	int zero = 0;
 
 	if (!atomic_compare_exchange_strong(&b->fail, &zero, SMART_ECONN))
 		return;
-	smart__warn(&ctx->log, "blade %u is gone (%s): its ops fail with "
-		    "SMART_ECONN from now on", b->id, why);
+	smart__warn(&ctx->log,
+		    "blade %u is gone (%s): its ops fail with "
+		    "SMART_ECONN from now on",
+		    b->id, why);
 	ctx->tp->remote_fail(b->remote);
 	smart__lease_recompute(ctx);
 }
@@ -125,9 +128,10 @@ static void keeper_sleep(struct smart__keeper *k, int timeout_ms)
 	if (k->sim) {
 		/* virtual wait (1 ms steps without a deadline, to see stop),
 		 * then the sessions' state without waiting */
-		smart__sim_sleep_until(smart__sim_now() + UINT64_C(1000000) *
-				       (uint64_t)(timeout_ms < 0 ? 1 :
-						  timeout_ms));
+		smart__sim_sleep_until(
+			smart__sim_now() +
+			UINT64_C(1000000) *
+				(uint64_t)(timeout_ms < 0 ? 1 : timeout_ms));
 		timeout_ms = 0;
 	}
 	if (poll(p, (nfds_t)n, timeout_ms) <= 0)
@@ -153,9 +157,11 @@ static void keeper_priority(struct smart_ctx *ctx)
 	int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 
 	if (rc)
-		smart__info(&ctx->log, "keeper thread at normal priority (%s):"
+		smart__info(&ctx->log,
+			    "keeper thread at normal priority (%s):"
 			    " a starved process may fence itself "
-			    "(docs/leases.md)", strerror(rc));
+			    "(docs/leases.md)",
+			    strerror(rc));
 }
 
 /* At ctx destroy: free what can be freed of the orphans, for a bounded
@@ -270,7 +276,8 @@ int smart__keeper_start(struct smart_ctx *ctx)
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
 	rc = smart__sim_self() && !SMART_M_KEEPER_SIM_THREAD ?
-	     keeper_start_sim(k) : keeper_start_thread(k);
+		     keeper_start_sim(k) :
+		     keeper_start_thread(k);
 	if (rc)
 		goto err;
 	ctx->keeper = k;

@@ -33,8 +33,8 @@
 
 /* Slots one read of the lease table covers: with the 64-byte header,
  * 4 KiB (lease_read_scan says why). */
-#define LEASE_SCAN_SLOTS \
-	((4096 - offsetof(struct smart_lease_table, slot)) / \
+#define LEASE_SCAN_SLOTS                                                       \
+	((4096 - offsetof(struct smart_lease_table, slot)) /                   \
 	 sizeof(struct smart_lease_slot))
 
 static uint64_t ticks_per_ms(const struct smart__clock *c)
@@ -53,8 +53,8 @@ int smart__lease_new(struct smart_ctx *ctx, struct smart__blade *b,
 	l->lease_ticks = (uint64_t)lease_ms * tpm;
 	l->period_ticks = l->lease_ticks / 8;
 	l->ctr = 1;
-	l->used = 1;		/* the first read learns slots_used */
-	l->next = b->joined;	/* renew at once: counter 1 is old news */
+	l->used = 1;	     /* the first read learns slots_used */
+	l->next = b->joined; /* renew at once: counter 1 is old news */
 	atomic_store(&l->until, b->joined + l->lease_ticks / 2);
 	b->lease = l;
 	return 0;
@@ -72,7 +72,7 @@ void smart__lease_recompute(struct smart_ctx *ctx)
 	uint64_t min = UINT64_MAX;
 
 	if (atomic_load(&ctx->fenced))
-		return;		/* stays 0: expired for good */
+		return; /* stays 0: expired for good */
 	for (i = 0; i < n; i++) {
 		struct smart__blade *b = smart__blade_get(ctx,
 							  ctx->blade_list[i]);
@@ -96,8 +96,8 @@ static smart_gaddr_t lease_ga(const struct smart__blade *b, unsigned slot)
 static int fence_word(struct smart_worker *w, struct smart__blade *b,
 		      unsigned slot, uint64_t v, uint64_t *now)
 {
-	int rc = smart_cas_sync(w, lease_ga(b, slot), v,
-				v | SMART_LEASE_FENCED, now);
+	int rc = smart_cas_sync(w, lease_ga(b, slot), v, v | SMART_LEASE_FENCED,
+				now);
 
 	if (rc)
 		return rc;
@@ -119,10 +119,12 @@ static void lease_fence_stale(struct smart_ctx *ctx, struct smart_worker *w,
 		return;
 	rc = fence_word(w, b, i, v, &old);
 	if (rc < 0)
-		return;		/* try again next round */
+		return; /* try again next round */
 	if (rc) {
-		smart__info(&ctx->log, "blade %u: client %u stopped renewing "
-			    "its lease; fenced", b->id, smart_lease_word_id(v));
+		smart__info(&ctx->log,
+			    "blade %u: client %u stopped renewing "
+			    "its lease; fenced",
+			    b->id, smart_lease_word_id(v));
 		old = v | SMART_LEASE_FENCED;
 	}
 	atomic_compare_exchange_strong(&l->view[i], &prev, old);
@@ -178,8 +180,11 @@ static void lease_report_cached(struct smart_ctx *ctx, struct smart_worker *w,
 
 	if (v == l->cached_reported)
 		return;
-	if (!smart_write_sync(w, smart_gaddr_add(lease_ga(b,
-				smart_lease_slot_of(b->lease_id)), 8), &v, 8))
+	if (!smart_write_sync(w,
+			      smart_gaddr_add(lease_ga(b, smart_lease_slot_of(
+								  b->lease_id)),
+					      8),
+			      &v, 8))
 		l->cached_reported = v;
 }
 
@@ -216,10 +221,11 @@ static int lease_renew(struct smart_ctx *ctx, struct smart_worker *w,
 		return SMART_ERETRY;
 	}
 	if (old != expect) {
-		smart__ctx_fence(ctx, smart_lease_word_id(old) == b->lease_id &&
-				 (old & SMART_LEASE_FENCED) ?
-				 "a peer or the blade fenced our lease" :
-				 "our lease word was taken away");
+		smart__ctx_fence(
+			ctx, smart_lease_word_id(old) == b->lease_id &&
+					     (old & SMART_LEASE_FENCED) ?
+				     "a peer or the blade fenced our lease" :
+				     "our lease word was taken away");
 		return SMART_EFENCED;
 	}
 	l->ctr++;
@@ -256,10 +262,9 @@ static void lease_read_scan(struct smart_ctx *ctx, struct smart_worker *w,
 	if (rc) {
 		smart__dbg(&ctx->log, "blade %u: lease table read failed: %s",
 			   b->id, smart_strerror(rc));
-		return;		/* the next round reads it again */
+		return; /* the next round reads it again */
 	}
-	lease_scan(ctx, w, b, l, from, from + n,
-		   smart__lease_now(&ctx->clock));
+	lease_scan(ctx, w, b, l, from, from + n, smart__lease_now(&ctx->clock));
 	l->cursor = from + n;
 	if (from)
 		return;
@@ -283,9 +288,9 @@ int64_t smart__lease_round(struct smart_ctx *ctx, struct smart_worker *w)
 
 		if (!l || atomic_load(&b->fail))
 			continue;
-		if (!l->table && smart_buf_alloc(w, sizeof(*l->table),
-						 (void **)&l->table))
-			continue;	/* the pool is full: next round */
+		if (!l->table &&
+		    smart_buf_alloc(w, sizeof(*l->table), (void **)&l->table))
+			continue; /* the pool is full: next round */
 		if (smart__lease_now(&ctx->clock) >= l->next &&
 		    !lease_renew(ctx, w, b, l)) {
 			lease_report_cached(ctx, w, b, l);
@@ -297,12 +302,13 @@ int64_t smart__lease_round(struct smart_ctx *ctx, struct smart_worker *w)
 	/* a keeper that could not renew in time fences its own ctx */
 	if (!atomic_load(&ctx->fenced) && smart__lease_expired(ctx))
 		smart__ctx_fence(ctx, "the lease ran out before it could be "
-				 "renewed (process stopped or starved?)");
+				      "renewed (process stopped or starved?)");
 	if (atomic_load(&ctx->fenced) || next == UINT64_MAX)
 		return -1;
 	now = smart__lease_now(&ctx->clock);
-	return next <= now ? 0 : (int64_t)((next - now) /
-					   ticks_per_ms(&ctx->clock)) + 1;
+	return next <= now ?
+		       0 :
+		       (int64_t)((next - now) / ticks_per_ms(&ctx->clock)) + 1;
 }
 
 void smart__lease_fini(struct smart_ctx *ctx, struct smart_worker *w)
@@ -348,7 +354,8 @@ int smart_ctx_fence(smart_ctx_t *ctx)
 	if (!ctx)
 		return SMART_EINVAL;
 	if (!atomic_load(&((struct smart_ctx *)ctx)->fenced))
-		smart__ctx_fence((struct smart_ctx *)ctx, "by itself: it "
+		smart__ctx_fence((struct smart_ctx *)ctx,
+				 "by itself: it "
 				 "holds what it can neither finish nor release");
 	return 0;
 }
@@ -387,8 +394,7 @@ static int lease_args(smart_worker_t *w, uint16_t blade, uint16_t id,
 /* alive / alive_now: from the keeper's view unless `now` (or the view
  * has not seen this id: a newer client, or one gone), else the word read
  * now. */
-static int lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id,
-		       int now)
+static int lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id, int now)
 {
 	struct smart__blade *b;
 	uint64_t v = 0;
@@ -399,9 +405,9 @@ static int lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id,
 	if (id == b->lease_id)
 		return !atomic_load(&w->ctx->fenced);
 	if (!now)
-		v = atomic_load_explicit(&b->lease->view[
-					 smart_lease_slot_of(id)],
-					 memory_order_relaxed);
+		v = atomic_load_explicit(
+			&b->lease->view[smart_lease_slot_of(id)],
+			memory_order_relaxed);
 	if (now || smart_lease_word_id(v) != id) {
 		rc = lease_word_now(w, b, id, &v);
 		if (rc)
@@ -430,19 +436,19 @@ int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id)
 	if (rc)
 		return rc;
 	if (id == b->lease_id)
-		return SMART_EINVAL;	/* fence yourself: destroy the ctx */
+		return SMART_EINVAL; /* fence yourself: destroy the ctx */
 	view = &b->lease->view[smart_lease_slot_of(id)];
 	rc = lease_word_now(w, b, id, &v);
 	for (i = 0; !rc && i < 64; i++) {
 		if (smart_lease_word_id(v) != id || (v & SMART_LEASE_FENCED))
-			break;		/* gone or fenced already */
+			break; /* gone or fenced already */
 		rc = fence_word(w, b, smart_lease_slot_of(id), v, &old);
 		if (rc > 0) {
 			v |= SMART_LEASE_FENCED;
 			rc = 0;
 			break;
 		}
-		v = old;	/* it renewed meanwhile: fence what is there */
+		v = old; /* it renewed meanwhile: fence what is there */
 	}
 	if (rc)
 		return rc;

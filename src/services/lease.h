@@ -17,15 +17,15 @@ struct smart__lease {
 	/* the lease words as last seen; also stored by smart_lease_fence()
 	 * (only ever towards FENCED, by CAS) */
 	_Atomic uint64_t view[SMART_LEASE_SLOTS];
-	_Atomic uint64_t until;		/* lease clock: our lease ends */
-	uint64_t seen[SMART_LEASE_SLOTS];	/* when view[i] last changed */
-	uint64_t ctr;			/* our counter, as last written */
-	uint64_t next;			/* next renewal (lease clock) */
+	_Atomic uint64_t until;		  /* lease clock: our lease ends */
+	uint64_t seen[SMART_LEASE_SLOTS]; /* when view[i] last changed */
+	uint64_t ctr;			  /* our counter, as last written */
+	uint64_t next;			  /* next renewal (lease clock) */
 	uint64_t lease_ticks, period_ticks;
 	uint64_t cached_reported;
-	unsigned used;			/* slots_used, as last read */
-	unsigned cursor;		/* the next read starts at this slot */
-	struct smart_lease_table *table;	/* keeper's registered copy */
+	unsigned used;			 /* slots_used, as last read */
+	unsigned cursor;		 /* the next read starts at this slot */
+	struct smart_lease_table *table; /* keeper's registered copy */
 };
 
 /* A new blade's lease state, valid from `joined` (lease clock, taken

@@ -17,8 +17,8 @@
 #include "runtime/core.h"
 #include "wire/superblock.h"
 
-#define NAME_SEED	UINT64_C(0x6e616d6573656564)	/* "nameseed" */
-#define NAMED_SPAN	(SMART_ROOT_ENTRIES - SMART_ROOT_NAMED_FIRST)
+#define NAME_SEED  UINT64_C(0x6e616d6573656564) /* "nameseed" */
+#define NAMED_SPAN (SMART_ROOT_ENTRIES - SMART_ROOT_NAMED_FIRST)
 
 static int root_addr(smart_worker_t *w, uint16_t blade, unsigned idx,
 		     smart_gaddr_t *ga)
@@ -66,7 +66,9 @@ int smart_root_release(smart_worker_t *w, uint16_t blade, unsigned idx,
 	uint64_t old = 0;
 	int rc = smart_root_cas(w, blade, idx, expect,
 				idx >= SMART_ROOT_NAMED_FIRST ?
-				SMART_ROOT_TOMB : 0, &old);
+					SMART_ROOT_TOMB :
+					0,
+				&old);
 
 	return rc ? rc : old == expect ? 0 : SMART_ENOENT;
 }
@@ -121,7 +123,7 @@ static int probe(smart_worker_t *w, uint16_t blade, const char *name,
 		memset(got, 0, sizeof(got));
 		rc = fn(w, blade, e, got, arg);
 		if (rc == SMART_ENOENT)
-			continue;	/* another kind of structure */
+			continue; /* another kind of structure */
 		if (rc)
 			return rc;
 		if (!strncmp(got, name, sizeof(got))) {

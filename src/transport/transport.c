@@ -38,7 +38,8 @@ int smart__tp_known(const char *name)
 	size_t i;
 
 	for (i = 0; name && i < sizeof(smart__transport_names) /
-				sizeof(*smart__transport_names); i++)
+					    sizeof(*smart__transport_names);
+	     i++)
 		if (!strcmp(smart__transport_names[i], name))
 			return 1;
 	return 0;
@@ -57,8 +58,9 @@ int smart__tp_gid_type_parse(const char *name)
 
 	if (!name)
 		return SMART_TP_GID_AUTO;
-	for (i = 0; i < sizeof(smart__gid_type_names) /
-			sizeof(*smart__gid_type_names); i++)
+	for (i = 0;
+	     i < sizeof(smart__gid_type_names) / sizeof(*smart__gid_type_names);
+	     i++)
 		if (!strcmp(smart__gid_type_names[i], name))
 			return (int)i;
 	return -1;
@@ -67,7 +69,7 @@ int smart__tp_gid_type_parse(const char *name)
 const char *smart__tp_gid_type_name(int type)
 {
 	if (type < 0 || (size_t)type >= sizeof(smart__gid_type_names) /
-					 sizeof(*smart__gid_type_names))
+						sizeof(*smart__gid_type_names))
 		return "?";
 	return smart__gid_type_names[type];
 }

@@ -112,9 +112,9 @@ struct smart_tp_mr {
 	void *addr;
 	size_t len;
 	uint32_t lkey, rkey;
-	int fd;			/* shm: memfd backing the region; else -1 */
-	int hugepages;		/* 1 when backed by huge pages */
-	uint64_t dm_len;	/* device memory attached (rule 7); 0: none */
+	int fd;		 /* shm: memfd backing the region; else -1 */
+	int hugepages;	 /* 1 when backed by huge pages */
+	uint64_t dm_len; /* device memory attached (rule 7); 0: none */
 	uint32_t dm_rkey;
 };
 
@@ -123,19 +123,19 @@ enum smart_tp_opcode {
 	SMART_TP_WRITE,
 	SMART_TP_CAS,
 	SMART_TP_FAA,
-	SMART_TP_SEND,		/* two-sided (rule 8): local -> a receive */
-	SMART_TP_WRITE_IMM,	/* WRITE, then a receive of 0 bytes + imm */
-	SMART_TP_RECV,		/* in completions only: a receive filled */
+	SMART_TP_SEND,	    /* two-sided (rule 8): local -> a receive */
+	SMART_TP_WRITE_IMM, /* WRITE, then a receive of 0 bytes + imm */
+	SMART_TP_RECV,	    /* in completions only: a receive filled */
 };
 
 enum {
 	SMART_TP_SIGNALED = 1 << 0,
-	SMART_TP_INLINE = 1 << 1,	/* WRITE: local data copied at post
+	SMART_TP_INLINE = 1 << 1, /* WRITE: local data copied at post
 					 * time (it need not be registered);
 					 * longer than caps.max_inline: post
 					 * refuses the chain, SMART_EINVAL */
-	SMART_TP_FENCE = 1 << 2,	/* wait for earlier READs/atomics */
-	SMART_TP_IMM = 1 << 3,		/* SEND: carries wr.imm (WRITE_IMM
+	SMART_TP_FENCE = 1 << 2,  /* wait for earlier READs/atomics */
+	SMART_TP_IMM = 1 << 3,	  /* SEND: carries wr.imm (WRITE_IMM
 					 * always does); in a completion:
 					 * imm is valid */
 };
@@ -155,11 +155,11 @@ struct smart_tp_wr {
 	uint16_t _pad;
 	union {
 		struct {
-			uint64_t compare_add;	/* CAS: compare value;
+			uint64_t compare_add; /* CAS: compare value;
 						 * FAA: addend */
-			uint64_t swap;		/* CAS: new value */
+			uint64_t swap;	      /* CAS: new value */
 		};
-		uint32_t imm;	/* SEND with SMART_TP_IMM, WRITE_IMM */
+		uint32_t imm; /* SEND with SMART_TP_IMM, WRITE_IMM */
 	};
 };
 
@@ -179,7 +179,7 @@ struct smart_tp_recv {
 
 enum smart_tp_wc_status {
 	SMART_TP_WC_OK = 0,
-	SMART_TP_WC_REM_ACCESS,	/* remote bounds or key */
+	SMART_TP_WC_REM_ACCESS, /* remote bounds or key */
 	SMART_TP_WC_LOC_PROT,	/* local buffer not registered / bad lkey */
 	SMART_TP_WC_BAD_WR,	/* malformed WR (opcode, alignment, length) */
 	SMART_TP_WC_FLUSH,	/* QP was already in error */
@@ -192,11 +192,11 @@ struct smart_tp_wc {
 	uint64_t wr_id;
 	int status;
 	uint8_t opcode;
-	uint8_t flags;		/* SMART_TP_IMM: imm is valid */
-	uint8_t recv_op;	/* SMART_TP_RECV that succeeded: what consumed
+	uint8_t flags;	 /* SMART_TP_IMM: imm is valid */
+	uint8_t recv_op; /* SMART_TP_RECV that succeeded: what consumed
 				 * the receive, SMART_TP_SEND or
 				 * SMART_TP_WRITE_IMM (rule 8); else 0 */
-	uint32_t len;		/* SMART_TP_RECV: SEND, the bytes received;
+	uint32_t len;	 /* SMART_TP_RECV: SEND, the bytes received;
 				 * WRITE_IMM, the WRITE's length (rule 8) */
 	uint32_t imm;
 };
@@ -207,7 +207,7 @@ struct smart_tp_wc {
 
 enum {
 	SMART_TP_SHARED = 1 << 0,	/* object used by several threads */
-	SMART_TP_OWN_DOORBELL = 1 << 1,	/* CQ: owns a doorbell (thread
+	SMART_TP_OWN_DOORBELL = 1 << 1, /* CQ: owns a doorbell (thread
 					 * domain), if caps allow; QP: uses
 					 * its CQ's, or one of its own where
 					 * the CQ has none (shm model) */
@@ -231,53 +231,53 @@ enum {
 };
 
 struct smart_tp_cfg {
-	const char *device;	/* verbs device; NULL or "" = auto */
-	int port;		/* 0 = first active */
-	int gid_index;		/* -1 = auto */
-	int mtu;		/* bytes (256..4096); 0 = the port's active MTU */
-	int ib_timeout;		/* verbs ACK timeout exponent, 4.096us x 2^t;
+	const char *device; /* verbs device; NULL or "" = auto */
+	int port;	    /* 0 = first active */
+	int gid_index;	    /* -1 = auto */
+	int mtu;	    /* bytes (256..4096); 0 = the port's active MTU */
+	int ib_timeout;	    /* verbs ACK timeout exponent, 4.096us x 2^t;
 				 * 0 = 14 (67 ms) */
-	int ib_retry;		/* verbs transport retries, 1..7; 0 = 7 */
+	int ib_retry;	    /* verbs transport retries, 1..7; 0 = 7 */
 	/* verbs fabric settings; zeroes are the defaults */
-	int traffic_class;	/* GRH traffic class, 0..255 (RoCE v2: DSCP
+	int traffic_class;     /* GRH traffic class, 0..255 (RoCE v2: DSCP
 				 * in its top 6 bits, ECN in the low 2) */
-	int service_level;	/* IB service level / RoCE priority, 0..15 */
-	int gid_type;		/* SMART_TP_GID_*; 0 = auto */
-	const char *nic_model;	/* shm: RNIC model spec, NULL/"" = off */
-	const char *shm_adversarial;	/* shm: adversarial mode spec,
+	int service_level;     /* IB service level / RoCE priority, 0..15 */
+	int gid_type;	       /* SMART_TP_GID_*; 0 = auto */
+	const char *nic_model; /* shm: RNIC model spec, NULL/"" = off */
+	const char *shm_adversarial; /* shm: adversarial mode spec,
 					 * NULL/""/"off" = off */
 	const struct smart__log *log;
 };
 
 /* Counters a transport keeps for the whole domain. */
 struct smart_tp_stats {
-	uint64_t db_rings;	/* doorbells rung (posts) */
-	uint64_t db_contended;	/* doorbell acquisitions that waited */
-	uint64_t wqe_misses;	/* WRs that missed the (modelled) WQE cache */
-	uint64_t rnr_waits;	/* SENDs that met no receive and waited
+	uint64_t db_rings;     /* doorbells rung (posts) */
+	uint64_t db_contended; /* doorbell acquisitions that waited */
+	uint64_t wqe_misses;   /* WRs that missed the (modelled) WQE cache */
+	uint64_t rnr_waits;    /* SENDs that met no receive and waited
 				 * (rule 8); 0 where a NIC retries unseen */
 };
 
 /* What a domain can do (ibv_query_device, reduced to what we use). */
 struct smart_tp_caps {
-	uint32_t max_inline;	/* bytes a WRITE may carry inline */
-	uint32_t max_send_wr;	/* per QP */
-	uint32_t max_cqe;	/* per CQ */
-	uint32_t max_chain;	/* WRs per post */
-	int thread_domains;	/* 1 when a QP can own its doorbell */
-	int nic;		/* 1 when WRs go through a NIC (or its model),
+	uint32_t max_inline;  /* bytes a WRITE may carry inline */
+	uint32_t max_send_wr; /* per QP */
+	uint32_t max_cqe;     /* per CQ */
+	uint32_t max_chain;   /* WRs per post */
+	int thread_domains;   /* 1 when a QP can own its doorbell */
+	int nic;	      /* 1 when WRs go through a NIC (or its model),
 				 * whose queues work-request throttling
 				 * protects; 0 for plain shm */
-	uint64_t max_dm;	/* device memory bytes dm_attach may give */
-	int dm_emulated;	/* 1 when that memory is host memory playing
+	uint64_t max_dm;      /* device memory bytes dm_attach may give */
+	int dm_emulated;      /* 1 when that memory is host memory playing
 				 * device memory (shm), for tests */
-	int atomics;		/* 1 when CAS and FAA work; 0: post refuses
+	int atomics;	      /* 1 when CAS and FAA work; 0: post refuses
 				 * them with SMART_ENOTSUP (verbs: a device
 				 * without atomics, or one that failed the
 				 * byte-order self-test at domain open) */
-	uint32_t max_recv_wr;	/* per QP; 0: no two-sided ops (rule 8) */
-	uint32_t max_msg;	/* the largest message a QP may take */
-	int peer_fd;		/* 1: a two-sided QP's peer needs its
+	uint32_t max_recv_wr; /* per QP; 0: no two-sided ops (rule 8) */
+	uint32_t max_msg;     /* the largest message a QP may take */
+	int peer_fd;	      /* 1: a two-sided QP's peer needs its
 				 * descriptor (qp_fd) with its blob, so the
 				 * two must share a host and pass it over a
 				 * unix socket (shm); 0: the blob is all */
@@ -285,10 +285,10 @@ struct smart_tp_caps {
 
 struct smart_tp_qp_attr {
 	uint32_t max_send_wr;
-	uint32_t flags;		/* SMART_TP_SHARED, SMART_TP_OWN_DOORBELL */
-	uint32_t max_recv_wr;	/* 0: one-sided only; else a receive queue
+	uint32_t flags;	      /* SMART_TP_SHARED, SMART_TP_OWN_DOORBELL */
+	uint32_t max_recv_wr; /* 0: one-sided only; else a receive queue
 				 * (rule 8), at most caps.max_recv_wr */
-	uint32_t max_msg;	/* with a receive queue: the longest message
+	uint32_t max_msg;     /* with a receive queue: the longest message
 				 * it takes, 1..caps.max_msg */
 };
 
@@ -298,7 +298,8 @@ struct smart_tp_ops {
 	int (*domain_open)(const struct smart_tp_cfg *cfg,
 			   struct smart_tp_domain **out);
 	void (*domain_close)(struct smart_tp_domain *d);
-	void (*query_caps)(struct smart_tp_domain *d, struct smart_tp_caps *out);
+	void (*query_caps)(struct smart_tp_domain *d,
+			   struct smart_tp_caps *out);
 	/* Domain-wide counters; a transport without them leaves zeros. */
 	void (*domain_stats)(struct smart_tp_domain *d,
 			     struct smart_tp_stats *out);
@@ -406,20 +407,18 @@ struct smart_tp_ops {
 	 * blob to its peer, in order, into fds; returns how many (0 on
 	 * verbs; shm: the receive segment, then its wake socket
 	 * when it has one).  The QP keeps them. */
-	int (*qp_fds)(const struct smart_tp_qp *qp,
-		      int fds[SMART_TP_PEER_FDS]);
+	int (*qp_fds)(const struct smart_tp_qp *qp, int fds[SMART_TP_PEER_FDS]);
 	/* Connect to the peer QP of peer_blob, given the nfds descriptors
 	 * its qp_fds gave (the transport owns them afterwards, even on
 	 * error).  r, when not NULL, is the peer's region for the
 	 * one-sided WRs of this QP. */
 	int (*qp_connect_peer)(struct smart_tp_qp *qp,
-			       struct smart_tp_remote *r,
-			       const void *peer_blob, size_t len,
-			       const int *fds, int nfds);
+			       struct smart_tp_remote *r, const void *peer_blob,
+			       size_t len, const int *fds, int nfds);
 	/* Post n receives; SMART_EAGAIN, nothing posted, when the receive
 	 * queue lacks room for all n.  Allowed before the QP is connected. */
-	int (*post_recv)(struct smart_tp_qp *qp,
-			 const struct smart_tp_recv *rs, int n);
+	int (*post_recv)(struct smart_tp_qp *qp, const struct smart_tp_recv *rs,
+			 int n);
 };
 
 /* "auto", "roce-v2", "roce-v1", "ib" -> SMART_TP_GID_*; -1 for anything

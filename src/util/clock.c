@@ -43,9 +43,9 @@
 #include <cpuid.h>
 #endif
 
-#define FREQ_MIN_HZ 1e8
-#define FREQ_MAX_HZ 2e10
-#define CALIB_NS 20000000ull
+#define FREQ_MIN_HZ  1e8
+#define FREQ_MAX_HZ  2e10
+#define CALIB_NS     20000000ull
 #define SAMPLE_TRIES 7
 
 #if SMART_HAVE_TSC
@@ -102,7 +102,7 @@ static double freq_from_hypervisor(void)
 	char sig[13];
 
 	__cpuid(1, a, b, c, d);
-	if (!(c & (1u << 31)))		/* not running under a hypervisor */
+	if (!(c & (1u << 31))) /* not running under a hypervisor */
 		return 0;
 	__cpuid(0x40000000, max, b, c, d);
 	memcpy(sig, &b, 4);
@@ -157,7 +157,7 @@ static int clock_pair(clockid_t id, uint64_t *cycles, uint64_t *ns)
 			return SMART_ESYS;
 		t1 = smart__rdtsc();
 		if (t1 < t0 || t1 - t0 >= best)
-			continue;	/* migrated or slower than before */
+			continue; /* migrated or slower than before */
 		best = t1 - t0;
 		*cycles = t0 + best / 2;
 		*ns = smart__ts_ns(&ts);
@@ -171,7 +171,7 @@ static int clock_pair(clockid_t id, uint64_t *cycles, uint64_t *ns)
 static int freq_measure(double *hz)
 {
 	struct timespec nap = { 0, CALIB_NS };
-	uint64_t c0 = 0, n0 = 0, c1 = 0, n1 = 0;	/* set by clock_pair */
+	uint64_t c0 = 0, n0 = 0, c1 = 0, n1 = 0; /* set by clock_pair */
 	int rc;
 
 	rc = clock_pair(CLOCK_MONOTONIC_RAW, &c0, &n0);
@@ -254,6 +254,6 @@ double smart_cycles_per_sec(void)
 	struct smart__clock c;
 
 	if (smart__clock_init(&c))
-		return 1e9;	/* clock_gettime failed: cannot do better */
+		return 1e9; /* clock_gettime failed: cannot do better */
 	return c.cycles_per_ns * 1e9;
 }

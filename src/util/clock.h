@@ -34,10 +34,10 @@
 #endif
 
 struct smart__clock {
-	double cycles_per_ns;	/* TSC ticks per ns; 1.0 without a TSC */
-	uint64_t base_cycles;	/* TSC at base_ns */
-	uint64_t base_ns;	/* CLOCK_MONOTONIC at init */
-	int use_tsc;		/* 0: smart__clock_ns() is clock_gettime */
+	double cycles_per_ns; /* TSC ticks per ns; 1.0 without a TSC */
+	uint64_t base_cycles; /* TSC at base_ns */
+	uint64_t base_ns;     /* CLOCK_MONOTONIC at init */
+	int use_tsc;	      /* 0: smart__clock_ns() is clock_gettime */
 };
 
 /*

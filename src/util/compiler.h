@@ -8,14 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define smart_likely(x)		__builtin_expect(!!(x), 1)
-#define smart_unlikely(x)	__builtin_expect(!!(x), 0)
+#define smart_likely(x)	  __builtin_expect(!!(x), 1)
+#define smart_unlikely(x) __builtin_expect(!!(x), 0)
 
-#define SMART_CACHELINE 64
+#define SMART_CACHELINE	 64
 #define smart_aligned_cl __attribute__((aligned(SMART_CACHELINE)))
 
-#define smart_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define smart_container_of(ptr, type, member)                                  \
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define SMART_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

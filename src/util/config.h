@@ -43,7 +43,7 @@
 #include "smart/status.h"
 #include "util/mutant.h"
 
-#define SMART__CONFIG_SIZE_MAX	4096u
+#define SMART__CONFIG_SIZE_MAX 4096u
 
 /* Take the caller's config src over dst (the library's struct of `known`
  * bytes and alignment `align`, holding the defaults and its own

@@ -18,7 +18,7 @@
 
 #include "smart/util.h"
 
-#define SUB_BITS 5	/* log2(SMART_HIST_SUB) */
+#define SUB_BITS 5 /* log2(SMART_HIST_SUB) */
 
 _Static_assert(SMART_HIST_SUB == 1 << SUB_BITS, "SUB_BITS is stale");
 
@@ -109,7 +109,7 @@ double smart_hist_quantile(const smart_hist_t *h, double q)
 			return (double)h->max;
 		return mid;
 	}
-	return (double)h->max;	/* b[] and count disagree: not ours */
+	return (double)h->max; /* b[] and count disagree: not ours */
 }
 
 double smart_hist_mean(const smart_hist_t *h)

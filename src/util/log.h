@@ -18,7 +18,7 @@ enum smart__log_level {
 
 struct smart__log {
 	int level;
-	const char *prefix;	/* e.g. "smart" or "smartd"; NULL = "smart" */
+	const char *prefix; /* e.g. "smart" or "smartd"; NULL = "smart" */
 };
 
 /* Parse "error|warn|info|debug" (or 0..3); -1 when unknown. */

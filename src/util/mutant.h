@@ -13,14 +13,14 @@
 #ifndef SMART_UTIL_MUTANT_H
 #define SMART_UTIL_MUTANT_H
 
-#ifdef SMART_MUTANT_RPC_CONFIG_TAIL	/* util/config.h (in msg): a config
+#ifdef SMART_MUTANT_RPC_CONFIG_TAIL /* util/config.h (in msg): a config
 					 * struct's unknown tail ignored */
 #define SMART_M_RPC_CONFIG_TAIL 1
 #else
 #define SMART_M_RPC_CONFIG_TAIL 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CONFIG_CUT	/* util/config.h (in msg): a config
+#ifdef SMART_MUTANT_RPC_CONFIG_CUT /* util/config.h (in msg): a config
 					 * struct_size that ends inside a field
 					 * taken */
 #define SMART_M_RPC_CONFIG_CUT 1
@@ -28,7 +28,7 @@
 #define SMART_M_RPC_CONFIG_CUT 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_OUT_FULL	/* util/config.h (in msg): an output
+#ifdef SMART_MUTANT_RPC_OUT_FULL /* util/config.h (in msg): an output
 					 * struct written whole, whatever the
 					 * caller's size */
 #define SMART_M_RPC_OUT_FULL 1
@@ -36,45 +36,45 @@
 #define SMART_M_RPC_OUT_FULL 0
 #endif
 
-#ifdef SMART_MUTANT_EBR_NO_ANNOUNCE	/* epoch.c: no announcement WRITE */
+#ifdef SMART_MUTANT_EBR_NO_ANNOUNCE /* epoch.c: no announcement WRITE */
 #define SMART_M_EBR_NO_ANNOUNCE 1
 #else
 #define SMART_M_EBR_NO_ANNOUNCE 0
 #endif
 
-#ifdef SMART_MUTANT_EBR_NO_GRACE	/* epoch.c: free at the first scan */
+#ifdef SMART_MUTANT_EBR_NO_GRACE /* epoch.c: free at the first scan */
 #define SMART_M_EBR_NO_GRACE 1
 #else
 #define SMART_M_EBR_NO_GRACE 0
 #endif
 
-#ifdef SMART_MUTANT_EBR_NO_TAKEBACK	/* epoch.c: dead readers block */
+#ifdef SMART_MUTANT_EBR_NO_TAKEBACK /* epoch.c: dead readers block */
 #define SMART_M_EBR_NO_TAKEBACK 1
 #else
 #define SMART_M_EBR_NO_TAKEBACK 0
 #endif
 
-#ifdef SMART_MUTANT_LEASE_NO_SELF_FENCE	/* worker.c: no deadline check */
+#ifdef SMART_MUTANT_LEASE_NO_SELF_FENCE /* worker.c: no deadline check */
 #define SMART_M_LEASE_NO_SELF_FENCE 1
 #else
 #define SMART_M_LEASE_NO_SELF_FENCE 0
 #endif
 
-#ifdef SMART_MUTANT_WORKER_NO_CQ_FAIL	/* worker.c: a failed CQ's batches
+#ifdef SMART_MUTANT_WORKER_NO_CQ_FAIL /* worker.c: a failed CQ's batches
 					 * are left waiting */
 #define SMART_M_WORKER_NO_CQ_FAIL 1
 #else
 #define SMART_M_WORKER_NO_CQ_FAIL 0
 #endif
 
-#ifdef SMART_MUTANT_OPS_NO_ROOM_TURN	/* ops.c: send-queue room to
+#ifdef SMART_MUTANT_OPS_NO_ROOM_TURN /* ops.c: send-queue room to
 					 * whoever runs first */
 #define SMART_M_OPS_NO_ROOM_TURN 1
 #else
 #define SMART_M_OPS_NO_ROOM_TURN 0
 #endif
 
-#ifdef SMART_MUTANT_TASK_WAIT_POLLS_HANDLERS	/* task.c: a task's wait
+#ifdef SMART_MUTANT_TASK_WAIT_POLLS_HANDLERS /* task.c: a task's wait
 						 * polls in place with
 						 * messaging pollers on
 						 * its worker (handlers
@@ -84,35 +84,35 @@
 #define SMART_M_TASK_WAIT_POLLS_HANDLERS 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_RECV_TRUSTS_LEN	/* shm_recv.c: a peer's message
+#ifdef SMART_MUTANT_SHM_RECV_TRUSTS_LEN /* shm_recv.c: a peer's message
 					 * length copied unchecked */
 #define SMART_M_SHM_RECV_TRUSTS_LEN 1
 #else
 #define SMART_M_SHM_RECV_TRUSTS_LEN 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_RECV_NO_LKEY_CHECK	/* shm_recv.c: a receive's
+#ifdef SMART_MUTANT_SHM_RECV_NO_LKEY_CHECK /* shm_recv.c: a receive's
 					 * buffer not checked against its MR */
 #define SMART_M_SHM_RECV_NO_LKEY_CHECK 1
 #else
 #define SMART_M_SHM_RECV_NO_LKEY_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_RECV_NO_KIND	/* shm_recv.c: a WRITE_IMM's receive
+#ifdef SMART_MUTANT_SHM_RECV_NO_KIND /* shm_recv.c: a WRITE_IMM's receive
 					 * reported as a SEND's */
 #define SMART_M_SHM_RECV_NO_KIND 1
 #else
 #define SMART_M_SHM_RECV_NO_KIND 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_RECV_UNFAIR	/* shm_recv.c: every poll looks at a
+#ifdef SMART_MUTANT_SHM_RECV_UNFAIR /* shm_recv.c: every poll looks at a
 					 * CQ's receive queues from the first */
 #define SMART_M_SHM_RECV_UNFAIR 1
 #else
 #define SMART_M_SHM_RECV_UNFAIR 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_ARM_IGNORES_BARRIER	/* shm_qp.c: an arm whose
+#ifdef SMART_MUTANT_SHM_ARM_IGNORES_BARRIER /* shm_qp.c: an arm whose
 					 * membarrier failed says the CQ may
 					 * sleep */
 #define SMART_M_SHM_ARM_IGNORES_BARRIER 1
@@ -120,28 +120,28 @@
 #define SMART_M_SHM_ARM_IGNORES_BARRIER 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK	/* shm_mem.c: a region
+#ifdef SMART_MUTANT_SHM_REGION_NO_SEAL_CHECK /* shm_mem.c: a region
 					 * mapped whatever its seals */
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 1
 #else
 #define SMART_M_SHM_REGION_NO_SEAL_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_NO_WAKE	/* shm_recv.c: a sender never signals an
+#ifdef SMART_MUTANT_SHM_NO_WAKE /* shm_recv.c: a sender never signals an
 				 * armed (sleeping) receiver */
 #define SMART_M_SHM_NO_WAKE 1
 #else
 #define SMART_M_SHM_NO_WAKE 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_WAKE_ANY_DOMAIN	/* shm_recv.c: a peer's wake
+#ifdef SMART_MUTANT_SHM_WAKE_ANY_DOMAIN /* shm_recv.c: a peer's wake
 					 * socket of any family (UDP) */
 #define SMART_M_SHM_WAKE_ANY_DOMAIN 1
 #else
 #define SMART_M_SHM_WAKE_ANY_DOMAIN 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_WAKE_ANY_FD	/* shm_recv.c: a peer's wake descriptor
+#ifdef SMART_MUTANT_SHM_WAKE_ANY_FD /* shm_recv.c: a peer's wake descriptor
 					 * not checked to be a datagram
 					 * socket */
 #define SMART_M_SHM_WAKE_ANY_FD 1
@@ -149,7 +149,7 @@
 #define SMART_M_SHM_WAKE_ANY_FD 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_WAKE_ANY_PEER	/* shm_recv.c: a peer's wake socket
+#ifdef SMART_MUTANT_SHM_WAKE_ANY_PEER /* shm_recv.c: a peer's wake socket
 					 * not checked at connect to be
 					 * connected to its pair's other end */
 #define SMART_M_SHM_WAKE_ANY_PEER 1
@@ -157,28 +157,28 @@
 #define SMART_M_SHM_WAKE_ANY_PEER 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_WAKE_NO_RECHECK	/* shm_recv.c: nor before each
+#ifdef SMART_MUTANT_SHM_WAKE_NO_RECHECK /* shm_recv.c: nor before each
 					 * wake-up (the peer may reconnect it) */
 #define SMART_M_SHM_WAKE_NO_RECHECK 1
 #else
 #define SMART_M_SHM_WAKE_NO_RECHECK 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK	/* shm_recv.c: a peer segment
+#ifdef SMART_MUTANT_SHM_PEER_NO_SEAL_CHECK /* shm_recv.c: a peer segment
 					 * that can shrink is mapped */
 #define SMART_M_SHM_PEER_NO_SEAL_CHECK 1
 #else
 #define SMART_M_SHM_PEER_NO_SEAL_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_VERBS_LATE_SLOT_LAPS	/* verbs.h: a completion behind
+#ifdef SMART_MUTANT_VERBS_LATE_SLOT_LAPS /* verbs.h: a completion behind
 					 * head read as the next lap */
 #define SMART_M_VERBS_LATE_SLOT_LAPS 1
 #else
 #define SMART_M_VERBS_LATE_SLOT_LAPS 0
 #endif
 
-#ifdef SMART_MUTANT_ALLOC_SPILL_ONCE	/* alloc.c: room in a class cache
+#ifdef SMART_MUTANT_ALLOC_SPILL_ONCE /* alloc.c: room in a class cache
 					 * looked at once, before a spill's
 					 * sync let other tasks fill it */
 #define SMART_M_ALLOC_SPILL_ONCE 1
@@ -186,34 +186,34 @@
 #define SMART_M_ALLOC_SPILL_ONCE 0
 #endif
 
-#ifdef SMART_MUTANT_LEASE_NO_CATCH_UP	/* lease.c: our own word one ahead
+#ifdef SMART_MUTANT_LEASE_NO_CATCH_UP /* lease.c: our own word one ahead
 					 * (a lost renewal's CAS) fences us */
 #define SMART_M_LEASE_NO_CATCH_UP 1
 #else
 #define SMART_M_LEASE_NO_CATCH_UP 0
 #endif
 
-#ifdef SMART_MUTANT_LEASE_SCAN_NO_GROW	/* lease.c: the table read never
+#ifdef SMART_MUTANT_LEASE_SCAN_NO_GROW /* lease.c: the table read never
 						 * grows to cover newcomers */
 #define SMART_M_LEASE_SCAN_NO_GROW 1
 #else
 #define SMART_M_LEASE_SCAN_NO_GROW 0
 #endif
 
-#ifdef SMART_MUTANT_LEASE_NO_STALE_FENCE	/* lease.c: peers never fence */
+#ifdef SMART_MUTANT_LEASE_NO_STALE_FENCE /* lease.c: peers never fence */
 #define SMART_M_LEASE_NO_STALE_FENCE 1
 #else
 #define SMART_M_LEASE_NO_STALE_FENCE 0
 #endif
 
-#ifdef SMART_MUTANT_BLADE_NO_EOF_FENCE	/* blade: a dropped session keeps
+#ifdef SMART_MUTANT_BLADE_NO_EOF_FENCE /* blade: a dropped session keeps
 					 * its lease until it expires */
 #define SMART_M_BLADE_NO_EOF_FENCE 1
 #else
 #define SMART_M_BLADE_NO_EOF_FENCE 0
 #endif
 
-#ifdef SMART_MUTANT_BLADE_FENCE_FIRST	/* session.c: a dropped session's
+#ifdef SMART_MUTANT_BLADE_FENCE_FIRST /* session.c: a dropped session's
 					 * lease fenced before its QPs go */
 #define SMART_M_BLADE_FENCE_FIRST 1
 #else
@@ -227,27 +227,27 @@
 #define SMART_M_BLADE_LEASE_ID_RECYCLE 0
 #endif
 
-#ifdef SMART_MUTANT_ALLOC_NO_GIVEBACK	/* alloc.c: a destroyed worker
+#ifdef SMART_MUTANT_ALLOC_NO_GIVEBACK /* alloc.c: a destroyed worker
 					 * keeps what it cached */
 #define SMART_M_ALLOC_NO_GIVEBACK 1
 #else
 #define SMART_M_ALLOC_NO_GIVEBACK 0
 #endif
 
-#ifdef SMART_MUTANT_DM_NO_FREE_CHECK	/* dm.c: free a run not allocated */
+#ifdef SMART_MUTANT_DM_NO_FREE_CHECK /* dm.c: free a run not allocated */
 #define SMART_M_DM_NO_FREE_CHECK 1
 #else
 #define SMART_M_DM_NO_FREE_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_FREELIST_NO_CHECK	/* freelist.c: a popped batch node
+#ifdef SMART_MUTANT_FREELIST_NO_CHECK /* freelist.c: a popped batch node
 					 * is trusted */
 #define SMART_M_FREELIST_NO_CHECK 1
 #else
 #define SMART_M_FREELIST_NO_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_BOOT_NO_EVICT	/* blade ctl.c: a full table of
+#ifdef SMART_MUTANT_BOOT_NO_EVICT /* blade ctl.c: a full table of
 					 * unauthenticated peers refuses
 					 * newcomers instead of evicting */
 #define SMART_M_BOOT_NO_EVICT 1
@@ -255,62 +255,62 @@
 #define SMART_M_BOOT_NO_EVICT 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_WINDOW	/* msg/rpc.c: sends ignore the peer's
+#ifdef SMART_MUTANT_RPC_NO_WINDOW /* msg/rpc.c: sends ignore the peer's
 					 * acks (receiver not ready follows) */
 #define SMART_M_RPC_NO_WINDOW 1
 #else
 #define SMART_M_RPC_NO_WINDOW 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_SECRET_CHECK	/* msg/peer.c: the dialer's proof
+#ifdef SMART_MUTANT_RPC_NO_SECRET_CHECK /* msg/peer.c: the dialer's proof
 					 * (AUTH) not checked */
 #define SMART_M_RPC_NO_SECRET_CHECK 1
 #else
 #define SMART_M_RPC_NO_SECRET_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_LISTENER_PROOF	/* msg/peer.c: a dialer goes on
+#ifdef SMART_MUTANT_RPC_NO_LISTENER_PROOF /* msg/peer.c: a dialer goes on
 					 * without the listener's proof */
 #define SMART_M_RPC_NO_LISTENER_PROOF 1
 #else
 #define SMART_M_RPC_NO_LISTENER_PROOF 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_ACCEPT_TAG	/* msg/peer.c: a PEER_ACCEPT's tag
+#ifdef SMART_MUTANT_RPC_NO_ACCEPT_TAG /* msg/peer.c: a PEER_ACCEPT's tag
 					 * not checked */
 #define SMART_M_RPC_NO_ACCEPT_TAG 1
 #else
 #define SMART_M_RPC_NO_ACCEPT_TAG 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_REFLECT_CHECK	/* msg/peer.c: a HELLO bearing our
+#ifdef SMART_MUTANT_RPC_NO_REFLECT_CHECK /* msg/peer.c: a HELLO bearing our
 					 * own dial's nonce served */
 #define SMART_M_RPC_NO_REFLECT_CHECK 1
 #else
 #define SMART_M_RPC_NO_REFLECT_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_PEERCRED	/* msg/peer.c: shm peers of any uid */
+#ifdef SMART_MUTANT_RPC_NO_PEERCRED /* msg/peer.c: shm peers of any uid */
 #define SMART_M_RPC_NO_PEERCRED 1
 #else
 #define SMART_M_RPC_NO_PEERCRED 0
 #endif
 
-#ifdef SMART_MUTANT_WIRE_AUTH_NO_ROLE	/* wire/auth.c: the CHALLENGE's and
+#ifdef SMART_MUTANT_WIRE_AUTH_NO_ROLE /* wire/auth.c: the CHALLENGE's and
 					 * the AUTH's proofs alike */
 #define SMART_M_WIRE_AUTH_NO_ROLE 1
 #else
 #define SMART_M_WIRE_AUTH_NO_ROLE 0
 #endif
 
-#ifdef SMART_MUTANT_BOOT_NO_PROOF_CHECK	/* blade session.c: a client's AUTH
+#ifdef SMART_MUTANT_BOOT_NO_PROOF_CHECK /* blade session.c: a client's AUTH
 					 * not checked */
 #define SMART_M_BOOT_NO_PROOF_CHECK 1
 #else
 #define SMART_M_BOOT_NO_PROOF_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_BOOT_NO_SESSION_TAG	/* blade session.c: the tags of a
+#ifdef SMART_MUTANT_BOOT_NO_SESSION_TAG /* blade session.c: the tags of a
 					 * client's frames after the AUTH
 					 * not checked */
 #define SMART_M_BOOT_NO_SESSION_TAG 1
@@ -318,28 +318,28 @@
 #define SMART_M_BOOT_NO_SESSION_TAG 0
 #endif
 
-#ifdef SMART_MUTANT_CLIENT_NO_SESSION_TAG	/* core bootstrap.c: a QP_ACCEPT's
+#ifdef SMART_MUTANT_CLIENT_NO_SESSION_TAG /* core bootstrap.c: a QP_ACCEPT's
 					 * tag not checked */
 #define SMART_M_CLIENT_NO_SESSION_TAG 1
 #else
 #define SMART_M_CLIENT_NO_SESSION_TAG 0
 #endif
 
-#ifdef SMART_MUTANT_CLIENT_NO_FD_PROOF	/* core bootstrap.c: the region fd
+#ifdef SMART_MUTANT_CLIENT_NO_FD_PROOF /* core bootstrap.c: the region fd
 					 * taken without the blade's proof */
 #define SMART_M_CLIENT_NO_FD_PROOF 1
 #else
 #define SMART_M_CLIENT_NO_FD_PROOF 0
 #endif
 
-#ifdef SMART_MUTANT_CLIENT_NO_BLADE_PROOF	/* core bootstrap.c: a client goes
+#ifdef SMART_MUTANT_CLIENT_NO_BLADE_PROOF /* core bootstrap.c: a client goes
 					 * on without the blade's proof */
 #define SMART_M_CLIENT_NO_BLADE_PROOF 1
 #else
 #define SMART_M_CLIENT_NO_BLADE_PROOF 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_KEY_KEPT	/* msg/peer.c: a handshake keeps a
+#ifdef SMART_MUTANT_RPC_KEY_KEPT /* msg/peer.c: a handshake keeps a
 					 * pointer to the secret from its
 					 * HELLO (freed by a rotation) */
 #define SMART_M_RPC_KEY_KEPT 1
@@ -347,14 +347,14 @@
 #define SMART_M_RPC_KEY_KEPT 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_FDS_UNTAGGED	/* msg/peer.c: a PEER frame's tag
+#ifdef SMART_MUTANT_RPC_FDS_UNTAGGED /* msg/peer.c: a PEER frame's tag
 					 * does not cover its descriptors */
 #define SMART_M_RPC_FDS_UNTAGGED 1
 #else
 #define SMART_M_RPC_FDS_UNTAGGED 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_HS_UNBOUNDED	/* msg/peer.c: a look at the ready
+#ifdef SMART_MUTANT_RPC_HS_UNBOUNDED /* msg/peer.c: a look at the ready
 					 * handshakes between ticks serves up
 					 * to 16, not 4 */
 #define SMART_M_RPC_HS_UNBOUNDED 1
@@ -362,14 +362,14 @@
 #define SMART_M_RPC_HS_UNBOUNDED 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_DIAL_BLOCKS	/* msg/peer.c: a dial's socket waits
+#ifdef SMART_MUTANT_RPC_DIAL_BLOCKS /* msg/peer.c: a dial's socket waits
 					 * block, the endpoint unpolled */
 #define SMART_M_RPC_DIAL_BLOCKS 1
 #else
 #define SMART_M_RPC_DIAL_BLOCKS 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_POST_TOUCHES_CELL	/* transport/shm: post_recv
+#ifdef SMART_MUTANT_SHM_POST_TOUCHES_CELL /* transport/shm: post_recv
 						 * writes each receive's
 						 * length into its cell */
 #define SMART_M_SHM_POST_TOUCHES_CELL 1
@@ -377,7 +377,7 @@
 #define SMART_M_SHM_POST_TOUCHES_CELL 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_REQ_ALWAYS_LIVE	/* msg/rpc.c: smart_rpc_req_check
+#ifdef SMART_MUTANT_RPC_REQ_ALWAYS_LIVE /* msg/rpc.c: smart_rpc_req_check
 						 * says every open request's
 						 * connection lives */
 #define SMART_M_RPC_REQ_ALWAYS_LIVE 1
@@ -385,7 +385,7 @@
 #define SMART_M_RPC_REQ_ALWAYS_LIVE 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CUT_SILENT	/* msg/rpc.c: a connection we cut for
+#ifdef SMART_MUTANT_RPC_CUT_SILENT /* msg/rpc.c: a connection we cut for
 					 * a protocol error is not told (no
 					 * CLOSE) */
 #define SMART_M_RPC_CUT_SILENT 1
@@ -393,7 +393,7 @@
 #define SMART_M_RPC_CUT_SILENT 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CLOSE_SERIAL	/* msg/rpc.c: destroy waits for each
+#ifdef SMART_MUTANT_RPC_CLOSE_SERIAL /* msg/rpc.c: destroy waits for each
 					 * connection's CLOSE in turn, holding
 					 * it across the wait's polls */
 #define SMART_M_RPC_CLOSE_SERIAL 1
@@ -401,7 +401,7 @@
 #define SMART_M_RPC_CLOSE_SERIAL 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_DESTROY_DEAD_TWICE	/* msg/rpc.c: destroy frees
+#ifdef SMART_MUTANT_RPC_DESTROY_DEAD_TWICE /* msg/rpc.c: destroy frees
 						 * the table before the dead
 						 * list (a connection failed
 						 * outside a poll is on both) */
@@ -410,7 +410,7 @@
 #define SMART_M_RPC_DESTROY_DEAD_TWICE 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_DB_FIXED	/* transport/shm: a CQ's doorbell FIFO
+#ifdef SMART_MUTANT_SHM_DB_FIXED /* transport/shm: a CQ's doorbell FIFO
 					 * keeps its first size whatever QPs
 					 * join (a post meets it full) */
 #define SMART_M_SHM_DB_FIXED 1
@@ -418,7 +418,7 @@
 #define SMART_M_SHM_DB_FIXED 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_PEER_SEG_ANY_SIZE	/* transport/shm: a peer's
+#ifdef SMART_MUTANT_SHM_PEER_SEG_ANY_SIZE /* transport/shm: a peer's
 						 * receive segment mapped up
 						 * to what its blob claims
 						 * (4 GiB), past SHM_RSEG_MAX */
@@ -427,7 +427,7 @@
 #define SMART_M_SHM_PEER_SEG_ANY_SIZE 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CLOSE_FREES_IN_POLL	/* msg/rpc.c: a close from
+#ifdef SMART_MUTANT_RPC_CLOSE_FREES_IN_POLL /* msg/rpc.c: a close from
 						 * a handler frees the
 						 * connection at once */
 #define SMART_M_RPC_CLOSE_FREES_IN_POLL 1
@@ -435,14 +435,14 @@
 #define SMART_M_RPC_CLOSE_FREES_IN_POLL 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_KEEPALIVE	/* msg/rpc.c: a silent peer is never
+#ifdef SMART_MUTANT_RPC_NO_KEEPALIVE /* msg/rpc.c: a silent peer is never
 					 * declared dead */
 #define SMART_M_RPC_NO_KEEPALIVE 1
 #else
 #define SMART_M_RPC_NO_KEEPALIVE 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_RNDV_BOUNDS	/* msg/rndv.c: a descriptor is READ
+#ifdef SMART_MUTANT_RPC_NO_RNDV_BOUNDS /* msg/rndv.c: a descriptor is READ
 					 * for without checking it lies in
 					 * the peer's staging region */
 #define SMART_M_RPC_NO_RNDV_BOUNDS 1
@@ -450,14 +450,14 @@
 #define SMART_M_RPC_NO_RNDV_BOUNDS 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_RNDV_CRC	/* msg/rndv.c: a READ payload is
+#ifdef SMART_MUTANT_RPC_NO_RNDV_CRC /* msg/rndv.c: a READ payload is
 					 * delivered without its CRC checked */
 #define SMART_M_RPC_NO_RNDV_CRC 1
 #else
 #define SMART_M_RPC_NO_RNDV_CRC 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_STAGE_WRITABLE	/* shm_mem.c, verbs_dev.c: a
+#ifdef SMART_MUTANT_SHM_STAGE_WRITABLE /* shm_mem.c, verbs_dev.c: a
 					 * staging region is not sealed
 					 * against writes (shm) or is open
 					 * to remote WRITE (verbs) */
@@ -466,7 +466,7 @@
 #define SMART_M_SHM_STAGE_WRITABLE 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_RO_WRITES	/* shm.h: a WRITE or atomic to a
+#ifdef SMART_MUTANT_SHM_RO_WRITES /* shm.h: a WRITE or atomic to a
 					 * read-only remote is executed (and
 					 * faults: the mapping is PROT_READ) */
 #define SMART_M_SHM_RO_WRITES 1
@@ -474,14 +474,14 @@
 #define SMART_M_SHM_RO_WRITES 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_RNDV_NO_SIZE_CHECK	/* msg/rndv.c: a peer's staging
+#ifdef SMART_MUTANT_RPC_RNDV_NO_SIZE_CHECK /* msg/rndv.c: a peer's staging
 					 * region mapped whatever its size */
 #define SMART_M_RPC_RNDV_NO_SIZE_CHECK 1
 #else
 #define SMART_M_RPC_RNDV_NO_SIZE_CHECK 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_RNDV_STAGE_REUSED	/* msg/rndv.c: a connection's
+#ifdef SMART_MUTANT_RPC_RNDV_STAGE_REUSED /* msg/rndv.c: a connection's
 					 * staging region passes to the next
 					 * connection instead of a fresh one */
 #define SMART_M_RPC_RNDV_STAGE_REUSED 1
@@ -489,7 +489,7 @@
 #define SMART_M_RPC_RNDV_STAGE_REUSED 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_RNDV_READS_UNSERVED	/* msg/rpc.c: a rendezvous
+#ifdef SMART_MUTANT_RPC_RNDV_READS_UNSERVED /* msg/rpc.c: a rendezvous
 						 * request READ before its
 						 * handler is looked up */
 #define SMART_M_RPC_RNDV_READS_UNSERVED 1
@@ -497,14 +497,14 @@
 #define SMART_M_RPC_RNDV_READS_UNSERVED 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_REQ_QUOTA	/* msg/rpc.c: a connection takes
+#ifdef SMART_MUTANT_RPC_NO_REQ_QUOTA /* msg/rpc.c: a connection takes
 					 * open requests past its quota */
 #define SMART_M_RPC_NO_REQ_QUOTA 1
 #else
 #define SMART_M_RPC_NO_REQ_QUOTA 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_TRUSTS_RECV_KIND	/* msg/rpc.c: a receive parsed
+#ifdef SMART_MUTANT_RPC_TRUSTS_RECV_KIND /* msg/rpc.c: a receive parsed
 					 * as a SEND's whatever consumed it
 					 * (a WRITE_IMM's length read from
 					 * the slot) */
@@ -513,7 +513,7 @@
 #define SMART_M_RPC_TRUSTS_RECV_KIND 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_ROOM_DEADLINE	/* msg/rpc.c: a wait for window
+#ifdef SMART_MUTANT_RPC_NO_ROOM_DEADLINE /* msg/rpc.c: a wait for window
 					 * room ends only with room or a
 					 * failed connection */
 #define SMART_M_RPC_NO_ROOM_DEADLINE 1
@@ -521,7 +521,7 @@
 #define SMART_M_RPC_NO_ROOM_DEADLINE 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_NO_PROGRESS_KEEPALIVE	/* msg/rpc.c: a peer that
+#ifdef SMART_MUTANT_RPC_NO_PROGRESS_KEEPALIVE /* msg/rpc.c: a peer that
 					 * answers PINGs but acks nothing
 					 * is kept */
 #define SMART_M_RPC_NO_PROGRESS_KEEPALIVE 1
@@ -529,7 +529,7 @@
 #define SMART_M_RPC_NO_PROGRESS_KEEPALIVE 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_TICK_NO_DRAIN	/* msg/rpc.c: a tick whose poll found
+#ifdef SMART_MUTANT_RPC_TICK_NO_DRAIN /* msg/rpc.c: a tick whose poll found
 					 * a full batch gives no keepalive
 					 * verdict (a flood keeps them off) */
 #define SMART_M_RPC_TICK_NO_DRAIN 1
@@ -537,21 +537,21 @@
 #define SMART_M_RPC_TICK_NO_DRAIN 0
 #endif
 
-#ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN	/* wire/msg.c: a message's declared
+#ifdef SMART_MUTANT_WIRE_MSG_TRUSTS_LEN /* wire/msg.c: a message's declared
 					 * length believed */
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 1
 #else
 #define SMART_M_WIRE_MSG_TRUSTS_LEN 0
 #endif
 
-#ifdef SMART_MUTANT_CTX_BYE_TAINTED	/* runtime/ctx.c: a tainted ctx's sessions
+#ifdef SMART_MUTANT_CTX_BYE_TAINTED /* runtime/ctx.c: a tainted ctx's sessions
 					 * end with a BYE (its id reused) */
 #define SMART_M_CTX_BYE_TAINTED 1
 #else
 #define SMART_M_CTX_BYE_TAINTED 0
 #endif
 
-#ifdef SMART_MUTANT_STATS_PRINT_UNTERMINATED	/* runtime/stats.c: a
+#ifdef SMART_MUTANT_STATS_PRINT_UNTERMINATED /* runtime/stats.c: a
 						 * caller's snapshot printed
 						 * with its strings as they
 						 * are (unterminated: read
@@ -561,56 +561,56 @@
 #define SMART_M_STATS_PRINT_UNTERMINATED 0
 #endif
 
-#ifdef SMART_MUTANT_CTX_QUERY_ALL_FIELDS	/* core/query.c: every field
+#ifdef SMART_MUTANT_CTX_QUERY_ALL_FIELDS /* core/query.c: every field
 					 * written, asked for or not */
 #define SMART_M_CTX_QUERY_ALL_FIELDS 1
 #else
 #define SMART_M_CTX_QUERY_ALL_FIELDS 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_NO_CREDIT	/* msg/rpc.c: a channel's reserve takes
+#ifdef SMART_MUTANT_RPC_CHAN_NO_CREDIT /* msg/rpc.c: a channel's reserve takes
 					 * a slot without a credit */
 #define SMART_M_RPC_CHAN_NO_CREDIT 1
 #else
 #define SMART_M_RPC_CHAN_NO_CREDIT 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_ACK_EARLY	/* msg/chan.c: a channel slot acked when
+#ifdef SMART_MUTANT_RPC_CHAN_ACK_EARLY /* msg/chan.c: a channel slot acked when
 					 * taken (next), not when released */
 #define SMART_M_RPC_CHAN_ACK_EARLY 1
 #else
 #define SMART_M_RPC_CHAN_ACK_EARLY 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_SLOT	/* msg/chan.c: a WRITE_IMM's slot,
+#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_SLOT /* msg/chan.c: a WRITE_IMM's slot,
 					 * length and credit not checked */
 #define SMART_M_RPC_CHAN_TRUSTS_SLOT 1
 #else
 #define SMART_M_RPC_CHAN_TRUSTS_SLOT 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_HDR	/* msg/chan.c: an IMM slot's header length
+#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_HDR /* msg/chan.c: an IMM slot's header length
 					 * not checked against the WRITE's */
 #define SMART_M_RPC_CHAN_TRUSTS_HDR 1
 #else
 #define SMART_M_RPC_CHAN_TRUSTS_HDR 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_NO_CRC	/* msg/chan.c: a FOOTER slot taken without
+#ifdef SMART_MUTANT_RPC_CHAN_NO_CRC /* msg/chan.c: a FOOTER slot taken without
 					 * its CRC (torn slots delivered) */
 #define SMART_M_RPC_CHAN_NO_CRC 1
 #else
 #define SMART_M_RPC_CHAN_NO_CRC 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_FOOTER	/* msg/chan.c: a FOOTER's seq word and
+#ifdef SMART_MUTANT_RPC_CHAN_TRUSTS_FOOTER /* msg/chan.c: a FOOTER's seq word and
 					 * length taken unchecked */
 #define SMART_M_RPC_CHAN_TRUSTS_FOOTER 1
 #else
 #define SMART_M_RPC_CHAN_TRUSTS_FOOTER 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_FOOTER_SLEEPS	/* msg/event.c: the endpoint
+#ifdef SMART_MUTANT_RPC_CHAN_FOOTER_SLEEPS /* msg/event.c: the endpoint
 					 * sleeps while it consumes a FOOTER
 					 * channel (its slots wake nothing) */
 #define SMART_M_RPC_CHAN_FOOTER_SLEEPS 1
@@ -618,21 +618,21 @@
 #define SMART_M_RPC_CHAN_FOOTER_SLEEPS 0
 #endif
 
-#ifdef SMART_MUTANT_RPC_CHAN_TAKES_DATA	/* msg/rpc.c: a data message on a channel
+#ifdef SMART_MUTANT_RPC_CHAN_TAKES_DATA /* msg/rpc.c: a data message on a channel
 					 * handled (it counts as a release) */
 #define SMART_M_RPC_CHAN_TAKES_DATA 1
 #else
 #define SMART_M_RPC_CHAN_TAKES_DATA 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_SIM_ANY_THREAD	/* transport/sim: a data-path call
+#ifdef SMART_MUTANT_SHM_SIM_ANY_THREAD /* transport/sim: a data-path call
 					 * from a real thread let through */
 #define SMART_M_SHM_SIM_ANY_THREAD 1
 #else
 #define SMART_M_SHM_SIM_ANY_THREAD 0
 #endif
 
-#ifdef SMART_MUTANT_KEEPER_SIM_THREAD	/* services/keeper.c: a simulated
+#ifdef SMART_MUTANT_KEEPER_SIM_THREAD /* services/keeper.c: a simulated
 					 * ctx's keeper a real thread */
 #define SMART_M_KEEPER_SIM_THREAD 1
 #else

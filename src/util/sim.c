@@ -47,21 +47,21 @@ extern sim_fctx_t make_fcontext(void *sp, size_t size,
 #endif
 
 #ifdef SIM_ASAN
-void __sanitizer_start_switch_fiber(void **fake_stack_save,
-				    const void *bottom, size_t size);
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom,
+				    size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save,
 				     const void **bottom_old, size_t *size_old);
 void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #endif
 
 struct smart__sim_thread {
-	uint64_t vt;		/* virtual clock, ns (the hook points here) */
-	uint64_t id;		/* spawn order: the tie break */
+	uint64_t vt; /* virtual clock, ns (the hook points here) */
+	uint64_t id; /* spawn order: the tie break */
 	struct smart__sim *s;
 	smart__sim_fn fn;
 	void *arg;
-	sim_fctx_t fctx;	/* where it stopped */
-	void *stack;		/* mapping, guard page first */
+	sim_fctx_t fctx; /* where it stopped */
+	void *stack;	 /* mapping, guard page first */
 	size_t stack_len;
 	int done;
 	void *asan_fake;
@@ -70,11 +70,11 @@ struct smart__sim_thread {
 struct smart__sim {
 	struct smart__sim_cfg cfg;
 	size_t page;
-	struct smart__sim_thread **heap;	/* runnable, min (vt, id) */
+	struct smart__sim_thread **heap; /* runnable, min (vt, id) */
 	uint32_t nheap;
-	uint32_t nthreads;	/* spawned, for ids and max_threads */
-	struct smart__sim_thread **all;		/* [max_threads] */
-	sim_fctx_t main;	/* the engine's context */
+	uint32_t nthreads;		/* spawned, for ids and max_threads */
+	struct smart__sim_thread **all; /* [max_threads] */
+	sim_fctx_t main;		/* the engine's context */
 	const void *asan_main_bottom;
 	size_t asan_main_size;
 	uint64_t rng;
@@ -141,8 +141,7 @@ static struct smart__sim_thread *heap_pop(struct smart__sim *s)
 	return top;
 }
 
-int smart__sim_create(const struct smart__sim_cfg *cfg,
-		      struct smart__sim **out)
+int smart__sim_create(const struct smart__sim_cfg *cfg, struct smart__sim **out)
 {
 	struct smart__sim *s;
 	uint32_t max;
@@ -159,7 +158,7 @@ int smart__sim_create(const struct smart__sim_cfg *cfg,
 		s->cfg.stack = 256 << 10;
 	s->page = (size_t)sysconf(_SC_PAGESIZE);
 	s->cfg.stack = (s->cfg.stack + s->page - 1) & ~(s->page - 1);
-	s->rng = cfg->seed * 0x9E3779B97F4A7C15ull + 1;	/* never 0 */
+	s->rng = cfg->seed * 0x9E3779B97F4A7C15ull + 1; /* never 0 */
 	s->heap = calloc(max, sizeof(*s->heap));
 	s->all = calloc(max, sizeof(*s->all));
 	if (!s->heap || !s->all) {
@@ -220,8 +219,7 @@ int smart__sim_spawn(struct smart__sim *s, smart__sim_fn fn, void *arg,
 	t->stack_len = s->cfg.stack + s->page;
 	t->stack = mmap(NULL, t->stack_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (t->stack == MAP_FAILED ||
-	    mprotect(t->stack, s->page, PROT_NONE)) {
+	if (t->stack == MAP_FAILED || mprotect(t->stack, s->page, PROT_NONE)) {
 		if (t->stack != MAP_FAILED)
 			munmap(t->stack, t->stack_len);
 		free(t);
@@ -290,8 +288,10 @@ void smart__sim_require(const char *what)
 {
 	if (smart__sim_cur)
 		return;
-	fprintf(stderr, "smart sim: %s called from a thread that is not "
-		"simulated (it would inject real time): abort\n", what);
+	fprintf(stderr,
+		"smart sim: %s called from a thread that is not "
+		"simulated (it would inject real time): abort\n",
+		what);
 	abort();
 }
 
@@ -405,7 +405,8 @@ static int sim_spec_parse(const char *spec, struct smart__sim_cfg *cfg)
 	char buf[256], *tok, *save = NULL;
 	int rc = 0;
 
-	*cfg = (struct smart__sim_cfg){ .seed = 1, .sync_ns = 100,
+	*cfg = (struct smart__sim_cfg){ .seed = 1,
+					.sync_ns = 100,
 					.jitter_ns = 50 };
 	if (!spec || !*spec)
 		return 0;

@@ -46,11 +46,11 @@ struct smart__sim;
 struct smart__sim_thread;
 
 struct smart__sim_cfg {
-	uint64_t seed;		/* the run's one random stream */
-	uint64_t sync_ns;	/* CPU charged per sync point */
-	uint64_t jitter_ns;	/* + uniform [0, jitter_ns) per sync point */
-	size_t stack;		/* bytes per fiber stack; 0 = 256 KiB */
-	uint32_t max_threads;	/* 0 = 1024 */
+	uint64_t seed;	      /* the run's one random stream */
+	uint64_t sync_ns;     /* CPU charged per sync point */
+	uint64_t jitter_ns;   /* + uniform [0, jitter_ns) per sync point */
+	size_t stack;	      /* bytes per fiber stack; 0 = 256 KiB */
+	uint32_t max_threads; /* 0 = 1024 */
 };
 
 typedef void (*smart__sim_fn)(void *arg);

@@ -79,14 +79,14 @@ static int smart__sock_wait(int fd, short events, int64_t deadline)
 			return SMART_ETIMEDOUT;
 		rc = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
 		if (rc > 0)
-			return 0;	/* errors surface in the next call */
+			return 0; /* errors surface in the next call */
 		if (rc < 0 && errno != EINTR)
 			return SMART_ECONN;
 	}
 }
 
-long smart__sock_send_some(int fd, const void *p, size_t len,
-			   const int *fds, int nfds)
+long smart__sock_send_some(int fd, const void *p, size_t len, const int *fds,
+			   int nfds)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * SMART_SOCK_FDS)];
@@ -119,8 +119,8 @@ int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
 	return smart__sock_send_all_w(fd, buf, len, fds, nfds, deadline, NULL);
 }
 
-int smart__sock_send_all_w(int fd, const void *buf, size_t len,
-			   const int *fds, int nfds, int64_t deadline,
+int smart__sock_send_all_w(int fd, const void *buf, size_t len, const int *fds,
+			   int nfds, int64_t deadline,
 			   const struct smart__sock_idle *idle)
 {
 	const uint8_t *p = buf;
@@ -132,7 +132,7 @@ int smart__sock_send_all_w(int fd, const void *buf, size_t len,
 		if (w > 0) {
 			p += w;
 			len -= (size_t)w;
-			nfds = 0;	/* they went with the first byte */
+			nfds = 0; /* they went with the first byte */
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -196,7 +196,8 @@ long smart__sock_recv_some(int fd, void *p, size_t len, int *fds, int nfds,
 		struct cmsghdr align;
 	} c;
 	struct iovec iov = { p, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
 			     .msg_control = c.buf,
 			     .msg_controllen = sizeof(c.buf) };
 	ssize_t r;
@@ -215,8 +216,8 @@ int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 					NULL);
 }
 
-int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds,
-			     int nfds, int64_t deadline,
+int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds, int nfds,
+			     int64_t deadline,
 			     const struct smart__sock_idle *idle)
 {
 	uint8_t *p = buf;
@@ -253,9 +254,8 @@ int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 	return smart__sock_connect_w(addr, addr_len, deadline, NULL, fd_out);
 }
 
-int smart__sock_connect_w(const void *addr, uint32_t addr_len,
-			  int64_t deadline, const struct smart__sock_idle *idle,
-			  int *fd_out)
+int smart__sock_connect_w(const void *addr, uint32_t addr_len, int64_t deadline,
+			  const struct smart__sock_idle *idle, int *fd_out)
 {
 	const struct sockaddr *sa = addr;
 	socklen_t el = sizeof(int);

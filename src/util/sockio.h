@@ -29,8 +29,8 @@ struct smart__sock_idle {
 	int (*fn)(void *arg);
 	void *arg;
 };
-#define SMART_SOCK_NAP_NS 20000
-#define SMART_SOCK_SPIN_NS 200000	/* before napping at all */
+#define SMART_SOCK_NAP_NS  20000
+#define SMART_SOCK_SPIN_NS 200000 /* before napping at all */
 
 /* Descriptors that may travel with one message (SCM_RIGHTS). */
 #define SMART_SOCK_FDS 3
@@ -38,15 +38,15 @@ struct smart__sock_idle {
 /* One non-blocking send (MSG_DONTWAIT, MSG_NOSIGNAL) of up to len bytes;
  * the nfds (0..SMART_SOCK_FDS) descriptors of fds go with them
  * (SCM_RIGHTS).  Returns what send(2) returns, errno set. */
-long smart__sock_send_some(int fd, const void *buf, size_t len,
-			   const int *fds, int nfds);
+long smart__sock_send_some(int fd, const void *buf, size_t len, const int *fds,
+			   int nfds);
 
 /* Write all len bytes; the nfds descriptors of fds travel with the first
  * byte (SCM_RIGHTS, unix sockets only; the caller keeps its copies). */
 int smart__sock_send_all(int fd, const void *buf, size_t len, const int *fds,
 			 int nfds, int64_t deadline);
-int smart__sock_send_all_w(int fd, const void *buf, size_t len,
-			   const int *fds, int nfds, int64_t deadline,
+int smart__sock_send_all_w(int fd, const void *buf, size_t len, const int *fds,
+			   int nfds, int64_t deadline,
 			   const struct smart__sock_idle *idle);
 
 /* Read exactly len bytes.  Descriptors that arrive with them (SCM_RIGHTS)
@@ -56,17 +56,16 @@ int smart__sock_send_all_w(int fd, const void *buf, size_t len,
  * kernel's plain recv). */
 int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 			   int64_t deadline);
-int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds,
-			     int nfds, int64_t deadline,
+int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds, int nfds,
+			     int64_t deadline,
 			     const struct smart__sock_idle *idle);
 
 /* Connect a non-blocking stream socket to the address (a struct sockaddr
  * of addr_len bytes: TCP gets TCP_NODELAY), waiting until the deadline. */
 int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 			int *fd_out);
-int smart__sock_connect_w(const void *addr, uint32_t addr_len,
-			  int64_t deadline, const struct smart__sock_idle *idle,
-			  int *fd_out);
+int smart__sock_connect_w(const void *addr, uint32_t addr_len, int64_t deadline,
+			  const struct smart__sock_idle *idle, int *fd_out);
 
 /* One non-blocking recvmsg of up to len bytes (MSG_CMSG_CLOEXEC),
  * descriptors kept as smart__sock_recv_exact does; *extra set when one

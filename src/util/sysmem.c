@@ -19,7 +19,7 @@ uint64_t smart__mem_available(void)
 	FILE *f = fopen("/proc/meminfo", "re");
 
 	if (!f)
-		return UINT64_MAX;	/* unknown: do not refuse */
+		return UINT64_MAX; /* unknown: do not refuse */
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
 			break;

@@ -15,7 +15,7 @@
 _Static_assert(SMART_AUTH_TAG_LEN == crypto_auth_hmacsha256_BYTES,
 	       "a tag is one HMAC-SHA-256");
 _Static_assert(SMART_AUTH_TAG_LEN == SMART_PROTO_TAG_LEN &&
-	       SMART_AUTH_NONCE_LEN == SMART_PROTO_NONCE_LEN,
+		       SMART_AUTH_NONCE_LEN == SMART_PROTO_NONCE_LEN,
 	       "the wire carries whole nonces and tags");
 
 static const char domain[] = "SMART-AUTH-3";
@@ -39,7 +39,9 @@ static void mac(const struct smart__auth *a, int label, const uint8_t *pre,
 	/* The role is bound unless the mutant leaves it out: then the
 	 * listener's proof of a HELLO is also the dialer's. */
 	uint8_t l = (uint8_t)(SMART_M_WIRE_AUTH_NO_ROLE &&
-			      label <= SMART_AUTH_D_AUTH ? 0 : label);
+					      label <= SMART_AUTH_D_AUTH ?
+				      0 :
+				      label);
 
 	crypto_auth_hmacsha256_init(&st, a->key_len ? a->key : nokey,
 				    a->key_len);
@@ -99,8 +101,8 @@ static int tag_eq(uint8_t want[SMART_AUTH_TAG_LEN],
 
 /* A frame of n bytes whose last SMART_AUTH_TAG_LEN get the tag over pre
  * (plen bytes) and the payload before them. */
-static void seal_pre(const struct smart__auth *a, int label,
-		     const uint8_t *pre, size_t plen, void *frame, size_t n)
+static void seal_pre(const struct smart__auth *a, int label, const uint8_t *pre,
+		     size_t plen, void *frame, size_t n)
 {
 	uint8_t *p = (uint8_t *)frame + SMART_PROTO_HDR_LEN;
 	size_t len = n - SMART_PROTO_HDR_LEN - SMART_AUTH_TAG_LEN;
@@ -110,9 +112,8 @@ static void seal_pre(const struct smart__auth *a, int label,
 
 /* Does the payload (a peer's, len bytes) end in the tag over pre and the
  * bytes before it?  0 for one too short to hold a tag. */
-static int open_pre(const struct smart__auth *a, int label,
-		    const uint8_t *pre, size_t plen, const void *payload,
-		    size_t len)
+static int open_pre(const struct smart__auth *a, int label, const uint8_t *pre,
+		    size_t plen, const void *payload, size_t len)
 {
 	uint8_t want[SMART_AUTH_TAG_LEN];
 	const uint8_t *p = payload;
@@ -124,9 +125,8 @@ static int open_pre(const struct smart__auth *a, int label,
 	return tag_eq(want, p + len);
 }
 
-int smart__auth_check(const struct smart__auth *a, int label,
-		      const void *msg, size_t len,
-		      const uint8_t tag[SMART_AUTH_TAG_LEN])
+int smart__auth_check(const struct smart__auth *a, int label, const void *msg,
+		      size_t len, const uint8_t tag[SMART_AUTH_TAG_LEN])
 {
 	uint8_t want[SMART_AUTH_TAG_LEN];
 
@@ -146,8 +146,8 @@ int smart__auth_open(const struct smart__auth *a, int label,
 	return open_pre(a, label, NULL, 0, payload, len);
 }
 
-void smart__auth_seal_seq(const struct smart__auth *a, int label,
-			  uint64_t seq, void *frame, size_t n)
+void smart__auth_seal_seq(const struct smart__auth *a, int label, uint64_t seq,
+			  void *frame, size_t n)
 {
 	const uint8_t *f = frame;
 	uint8_t pre[10];
@@ -186,8 +186,8 @@ int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,
 	return tag_eq(want, tag);
 }
 
-int smart__auth_seal_fds(const struct smart__auth *a, int label,
-			 const int *fds, int nfds, void *frame, size_t n)
+int smart__auth_seal_fds(const struct smart__auth *a, int label, const int *fds,
+			 int nfds, void *frame, size_t n)
 {
 	uint8_t ids[16 * SMART_AUTH_FDS_MAX];
 
@@ -197,9 +197,8 @@ int smart__auth_seal_fds(const struct smart__auth *a, int label,
 	return 0;
 }
 
-int smart__auth_open_fds(const struct smart__auth *a, int label,
-			 const int *fds, int nfds, const void *payload,
-			 size_t len)
+int smart__auth_open_fds(const struct smart__auth *a, int label, const int *fds,
+			 int nfds, const void *payload, size_t len)
 {
 	uint8_t ids[16 * SMART_AUTH_FDS_MAX];
 

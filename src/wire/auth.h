@@ -26,32 +26,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SMART_AUTH_NONCE_LEN	32
-#define SMART_AUTH_TAG_LEN	32
-#define SMART_AUTH_FDS_MAX	4	/* descriptors one tag can cover */
+#define SMART_AUTH_NONCE_LEN 32
+#define SMART_AUTH_TAG_LEN   32
+#define SMART_AUTH_FDS_MAX   4 /* descriptors one tag can cover */
 
 /* Who proves what (one byte of every proof's input). */
 enum smart_auth_label {
-	SMART_AUTH_L_CHALLENGE = 1,	/* listener: over the HELLO */
-	SMART_AUTH_D_AUTH = 2,		/* dialer: over the HELLO */
-	SMART_AUTH_L_WELCOME = 3,	/* blade: its WELCOME */
-	SMART_AUTH_D_PEER = 4,		/* dialer: its PEER_CONNECT */
-	SMART_AUTH_L_PEER = 5,		/* listener: its PEER_ACCEPT */
-	SMART_AUTH_D_FETCH = 6,		/* client: the WELCOME's token, to
+	SMART_AUTH_L_CHALLENGE = 1, /* listener: over the HELLO */
+	SMART_AUTH_D_AUTH = 2,	    /* dialer: over the HELLO */
+	SMART_AUTH_L_WELCOME = 3,   /* blade: its WELCOME */
+	SMART_AUTH_D_PEER = 4,	    /* dialer: its PEER_CONNECT */
+	SMART_AUTH_L_PEER = 5,	    /* listener: its PEER_ACCEPT */
+	SMART_AUTH_D_FETCH = 6,	    /* client: the WELCOME's token, to
 					 * fetch the region's fd */
-	SMART_AUTH_D_SESSION = 7,	/* client: a frame after the AUTH
+	SMART_AUTH_D_SESSION = 7,   /* client: a frame after the AUTH
 					 * (QP_CONNECT, QP_CLOSE, BYE) */
-	SMART_AUTH_L_SESSION = 8,	/* blade: a QP_ACCEPT */
-	SMART_AUTH_L_FETCH = 9,		/* blade: the descriptor its fd
+	SMART_AUTH_L_SESSION = 8,   /* blade: a QP_ACCEPT */
+	SMART_AUTH_L_FETCH = 9,	    /* blade: the descriptor its fd
 					 * reply passes */
 };
 
 /* One session's authentication state: the key and both nonces. */
 struct smart__auth {
-	const uint8_t *key;	/* the shared secret; NULL iff key_len 0 */
+	const uint8_t *key; /* the shared secret; NULL iff key_len 0 */
 	size_t key_len;
-	uint8_t nd[SMART_AUTH_NONCE_LEN];	/* the dialer's */
-	uint8_t nl[SMART_AUTH_NONCE_LEN];	/* the listener's */
+	uint8_t nd[SMART_AUTH_NONCE_LEN]; /* the dialer's */
+	uint8_t nl[SMART_AUTH_NONCE_LEN]; /* the listener's */
 };
 
 /* A fresh random nonce (libsodium's randombytes).  SMART_ESYS when the
@@ -63,9 +63,8 @@ void smart__auth_tag(const struct smart__auth *a, int label, const void *msg,
 		     size_t len, uint8_t out[SMART_AUTH_TAG_LEN]);
 
 /* 1 when tag is the proof of label over msg[0..len), in constant time. */
-int smart__auth_check(const struct smart__auth *a, int label,
-		      const void *msg, size_t len,
-		      const uint8_t tag[SMART_AUTH_TAG_LEN]);
+int smart__auth_check(const struct smart__auth *a, int label, const void *msg,
+		      size_t len, const uint8_t tag[SMART_AUTH_TAG_LEN]);
 
 /*
  * A frame whose payload ends with a tag (WELCOME, PEER_CONNECT,
@@ -85,8 +84,8 @@ int smart__auth_open(const struct smart__auth *a, int label,
  * can be neither changed, retyped, replayed, reordered nor dropped
  * unnoticed (a dropped one fails the next).
  */
-void smart__auth_seal_seq(const struct smart__auth *a, int label,
-			  uint64_t seq, void *frame, size_t n);
+void smart__auth_seal_seq(const struct smart__auth *a, int label, uint64_t seq,
+			  void *frame, size_t n);
 int smart__auth_open_seq(const struct smart__auth *a, int label, uint64_t seq,
 			 uint16_t type, const void *payload, size_t len);
 
@@ -105,11 +104,10 @@ int smart__auth_fd_tag(const struct smart__auth *a, int label, int fd,
  * socket cannot pass descriptors of its own with a genuine frame.  seal:
  * SMART_ESYS when a descriptor cannot be looked at; open: 0 then.
  */
-int smart__auth_seal_fds(const struct smart__auth *a, int label,
-			 const int *fds, int nfds, void *frame, size_t n);
-int smart__auth_open_fds(const struct smart__auth *a, int label,
-			 const int *fds, int nfds, const void *payload,
-			 size_t len);
+int smart__auth_seal_fds(const struct smart__auth *a, int label, const int *fds,
+			 int nfds, void *frame, size_t n);
+int smart__auth_open_fds(const struct smart__auth *a, int label, const int *fds,
+			 int nfds, const void *payload, size_t len);
 
 /* 1 when tag is that proof over fd, in constant time. */
 int smart__auth_fd_check(const struct smart__auth *a, int label, int fd,

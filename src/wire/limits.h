@@ -16,10 +16,10 @@
 #include <stdint.h>
 
 /* A blade's lease duration, ms (docs/leases.md). */
-#define SMART_WIRE_LEASE_MS_MIN	10
-#define SMART_WIRE_LEASE_MS_MAX	600000
+#define SMART_WIRE_LEASE_MS_MIN 10
+#define SMART_WIRE_LEASE_MS_MAX 600000
 /* Blade ids are 10 bits of a global address (smart/gaddr.h). */
-#define SMART_WIRE_BLADE_ID_MAX	1023
+#define SMART_WIRE_BLADE_ID_MAX 1023
 /* A region's size: at least 1 MiB, below the device-memory bit of a
  * global address's offset (SMART_GADDR_DM, bit 47). */
 #define SMART_WIRE_REGION_MIN	(UINT64_C(1) << 20)

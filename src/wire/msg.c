@@ -70,8 +70,8 @@ static int rndv_parse(const uint8_t *p, struct smart_msg_rndv *d)
 	return d->len && !smart__get32(p + 20) ? 0 : SMART_EPROTO;
 }
 
-int smart__msg_parse(const void *buf, uint32_t got, int has_imm,
-		     uint32_t imm, struct smart_msg *m)
+int smart__msg_parse(const void *buf, uint32_t got, int has_imm, uint32_t imm,
+		     struct smart_msg *m)
 {
 	const uint8_t *p = buf;
 	struct smart_msg t;
@@ -97,7 +97,8 @@ int smart__msg_parse(const void *buf, uint32_t got, int has_imm,
 	t.h.len = smart__get32(p + 12);
 	/* the declared length is exactly what arrived, never more */
 	if ((t.h.len != got - SMART_MSG_HDR_LEN &&
-	     !SMART_M_WIRE_MSG_TRUSTS_LEN) || !hdr_valid(&t.h))
+	     !SMART_M_WIRE_MSG_TRUSTS_LEN) ||
+	    !hdr_valid(&t.h))
 		return SMART_EPROTO;
 	t.payload = p + SMART_MSG_HDR_LEN;
 	if ((t.h.flags & SMART_MSG_F_RNDV) && rndv_parse(t.payload, &t.rndv))

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SMART_MSG_HDR_LEN	16
+#define SMART_MSG_HDR_LEN 16
 
 enum smart_msg_kind {
 	SMART_MSG_K_DATA = 1,
@@ -47,7 +47,7 @@ enum smart_msg_kind {
 	SMART_MSG_K_CLOSE = 3,
 	SMART_MSG_K_PING = 4,
 	SMART_MSG_K_PONG = 5,
-	SMART_MSG_K_CHAN = 6,	/* a channel's WRITE_IMM (docs/rpc.md §17):
+	SMART_MSG_K_CHAN = 6, /* a channel's WRITE_IMM (docs/rpc.md §17):
 				 * bits 20..31 the ring slot; handled by
 				 * messaging before smart__msg_parse, which
 				 * refuses it */
@@ -61,10 +61,11 @@ enum smart_msg_type {
 	SMART_MSG_DONE = 4,
 };
 
-#define SMART_MSG_F_RNDV	1	/* the payload is a descriptor */
-#define SMART_MSG_F_TRACE	2	/* REQ: the caller traces this call;
+#define SMART_MSG_F_RNDV 1 /* the payload is a descriptor */
+#define SMART_MSG_F_TRACE                                                      \
+	2 /* REQ: the caller traces this call;
 					 * the handler's side is traced too */
-#define SMART_MSG_RNDV_LEN	24
+#define SMART_MSG_RNDV_LEN 24
 
 /* A rendezvous descriptor (flag RNDV). */
 struct smart_msg_rndv {
@@ -86,16 +87,17 @@ struct smart_msg_hdr {
 _Static_assert(sizeof(struct smart_msg_hdr) == SMART_MSG_HDR_LEN,
 	       "the header is 16 bytes on the wire");
 _Static_assert(offsetof(struct smart_msg_hdr, call) == 4 &&
-	       offsetof(struct smart_msg_hdr, status) == 8 &&
-	       offsetof(struct smart_msg_hdr, len) == 12, "header layout");
+		       offsetof(struct smart_msg_hdr, status) == 8 &&
+		       offsetof(struct smart_msg_hdr, len) == 12,
+	       "header layout");
 
 /* What one received SEND says. */
 struct smart_msg {
-	int kind;		/* SMART_MSG_K_* */
-	uint16_t ack;		/* the peer's consumed count, mod 2^16 */
-	struct smart_msg_hdr h;	/* DATA only */
-	const uint8_t *payload;	/* DATA only: h.len bytes in the buffer */
-	struct smart_msg_rndv rndv;	/* flag RNDV only */
+	int kind;		    /* SMART_MSG_K_* */
+	uint16_t ack;		    /* the peer's consumed count, mod 2^16 */
+	struct smart_msg_hdr h;	    /* DATA only */
+	const uint8_t *payload;	    /* DATA only: h.len bytes in the buffer */
+	struct smart_msg_rndv rndv; /* flag RNDV only */
 };
 
 static inline uint32_t smart__msg_imm(int kind, uint16_t ack)
@@ -113,7 +115,7 @@ void smart__msg_put_rndv(void *buf, const struct smart_msg_rndv *d);
  * Decode one received SEND: `got` bytes in buf, immediate imm (has_imm 0:
  * it came without one).  0 with *m filled, or SMART_EPROTO.
  */
-int smart__msg_parse(const void *buf, uint32_t got, int has_imm,
-		     uint32_t imm, struct smart_msg *m);
+int smart__msg_parse(const void *buf, uint32_t got, int has_imm, uint32_t imm,
+		     struct smart_msg *m);
 
 #endif

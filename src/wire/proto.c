@@ -19,9 +19,10 @@
 #include "wire/proto.h"
 #include "wire/superblock.h"
 
-_Static_assert(SMART_PROTO_FRAME_MAX >= SMART_PROTO_HDR_LEN +
-	       SMART_PROTO_PEER_MAX && SMART_PROTO_FRAME_MAX >=
-	       SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX,
+_Static_assert(SMART_PROTO_FRAME_MAX >=
+			       SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX &&
+		       SMART_PROTO_FRAME_MAX >=
+			       SMART_PROTO_HDR_LEN + SMART_PROTO_WELCOME_MAX,
 	       "a buffer of FRAME_MAX holds any frame");
 
 /* --- bounds-checked reader --- */
@@ -119,18 +120,30 @@ int smart__proto_status_ok(int32_t s)
 static size_t smart__proto_max_payload(uint16_t type)
 {
 	switch (type) {
-	case SMART_PROTO_HELLO:		return SMART_PROTO_HELLO_MAX;
-	case SMART_PROTO_WELCOME:	return SMART_PROTO_WELCOME_MAX;
-	case SMART_PROTO_ERROR:		return SMART_PROTO_ERROR_MAX;
-	case SMART_PROTO_QP_CONNECT:	return SMART_PROTO_QPC_MAX;
-	case SMART_PROTO_QP_ACCEPT:	return SMART_PROTO_QPA_MAX;
-	case SMART_PROTO_QP_CLOSE:	return SMART_PROTO_QPCLOSE_LEN;
-	case SMART_PROTO_BYE:		return SMART_PROTO_BYE_LEN;
-	case SMART_PROTO_PEER_CONNECT:	return SMART_PROTO_PEER_MAX;
-	case SMART_PROTO_PEER_ACCEPT:	return SMART_PROTO_PEER_MAX;
-	case SMART_PROTO_CHALLENGE:	return SMART_PROTO_CHALLENGE_LEN;
-	case SMART_PROTO_AUTH:		return SMART_PROTO_AUTH_LEN;
-	default:			return 0;
+	case SMART_PROTO_HELLO:
+		return SMART_PROTO_HELLO_MAX;
+	case SMART_PROTO_WELCOME:
+		return SMART_PROTO_WELCOME_MAX;
+	case SMART_PROTO_ERROR:
+		return SMART_PROTO_ERROR_MAX;
+	case SMART_PROTO_QP_CONNECT:
+		return SMART_PROTO_QPC_MAX;
+	case SMART_PROTO_QP_ACCEPT:
+		return SMART_PROTO_QPA_MAX;
+	case SMART_PROTO_QP_CLOSE:
+		return SMART_PROTO_QPCLOSE_LEN;
+	case SMART_PROTO_BYE:
+		return SMART_PROTO_BYE_LEN;
+	case SMART_PROTO_PEER_CONNECT:
+		return SMART_PROTO_PEER_MAX;
+	case SMART_PROTO_PEER_ACCEPT:
+		return SMART_PROTO_PEER_MAX;
+	case SMART_PROTO_CHALLENGE:
+		return SMART_PROTO_CHALLENGE_LEN;
+	case SMART_PROTO_AUTH:
+		return SMART_PROTO_AUTH_LEN;
+	default:
+		return 0;
 	}
 }
 
@@ -230,8 +243,8 @@ int smart__proto_dec_hello(const void *p, size_t len,
 	return 0;
 }
 
-int smart__proto_enc_challenge(const struct smart_proto_challenge *m,
-			       void *buf, size_t cap, size_t *len)
+int smart__proto_enc_challenge(const struct smart_proto_challenge *m, void *buf,
+			       size_t cap, size_t *len)
 {
 	uint8_t *p = frame(buf, cap, SMART_PROTO_CHALLENGE,
 			   SMART_PROTO_CHALLENGE_LEN, len);
@@ -294,7 +307,7 @@ static int welcome_valid(const struct smart_proto_welcome *m)
 	    m->sock_len > SMART_PROTO_SOCK_MAX ||
 	    (m->flags & ~SMART_PROTO_WF_FETCH_FD))
 		return 0;
-	if (m->status)	/* a refusal carries nothing else */
+	if (m->status) /* a refusal carries nothing else */
 		return !m->blade_id && !m->chunk_shift && !m->flags &&
 		       !m->region_size && !m->blob_len && !m->sock_len &&
 		       !m->lease_id && !m->lease_ms &&
@@ -318,8 +331,8 @@ int smart__proto_enc_welcome(const struct smart_proto_welcome *m, void *buf,
 {
 	uint8_t *p;
 
-	if (!welcome_valid(m) || strnlen(m->sock, sizeof(m->sock)) !=
-	    m->sock_len)
+	if (!welcome_valid(m) ||
+	    strnlen(m->sock, sizeof(m->sock)) != m->sock_len)
 		return SMART_EINVAL;
 	p = frame(buf, cap, SMART_PROTO_WELCOME,
 		  44 + m->blob_len + m->sock_len + SMART_PROTO_TAG_LEN, len);
@@ -462,33 +475,34 @@ static int chan_valid(uint16_t type, const struct smart_proto_peer *m)
 {
 	if (!m->chan)
 		return m->ring_len == 0;
-	return m->chan == 1 &&
-	       m->ch_slots >= SMART_PROTO_CHAN_SLOTS_MIN &&
+	return m->chan == 1 && m->ch_slots >= SMART_PROTO_CHAN_SLOTS_MIN &&
 	       m->ch_slots <= SMART_PROTO_CHAN_SLOTS_MAX &&
-	       !(m->ch_slots & (m->ch_slots - 1)) &&
-	       m->window == m->ch_slots &&
+	       !(m->ch_slots & (m->ch_slots - 1)) && m->window == m->ch_slots &&
 	       m->ch_bytes >= SMART_PROTO_CHAN_BYTES_MIN &&
 	       m->ch_bytes <= SMART_PROTO_CHAN_BYTES_MAX &&
 	       !(m->ch_bytes % 64) && m->ch_mode < SMART_PROTO_CHAN_MODES &&
 	       (type == SMART_PROTO_PEER_CONNECT ?
-		m->ring_len == 0 :
-		m->ring_len >= 1 && m->ring_len <= SMART_PROTO_BLOB_MAX &&
-		m->rndv_max == 0);
+			m->ring_len == 0 :
+			m->ring_len >= 1 &&
+				m->ring_len <= SMART_PROTO_BLOB_MAX &&
+				m->rndv_max == 0);
 }
 
 static int peer_valid(uint16_t type, const struct smart_proto_peer *m)
 {
-	return chan_valid(type, m) && (type == SMART_PROTO_PEER_ACCEPT ||
+	return chan_valid(type, m) &&
+	       (type == SMART_PROTO_PEER_ACCEPT ||
 		(type == SMART_PROTO_PEER_CONNECT && m->id == 0)) &&
 	       m->window >= 1 && m->window <= SMART_PROTO_PEER_WINDOW_MAX &&
 	       m->max_msg >= SMART_PROTO_PEER_MSG_MIN &&
-	       m->max_msg <= SMART_PROTO_PEER_MSG_MAX &&
-	       m->blob_len >= 1 && m->blob_len <= SMART_PROTO_BLOB_MAX &&
-	       (m->rndv_max ? m->rndv_max >= m->max_msg &&
-			      m->rndv_max <= SMART_PROTO_PEER_RNDV_MAX &&
-			      m->rblob_len >= 1 &&
-			      m->rblob_len <= SMART_PROTO_BLOB_MAX
-			    : m->rblob_len == 0);
+	       m->max_msg <= SMART_PROTO_PEER_MSG_MAX && m->blob_len >= 1 &&
+	       m->blob_len <= SMART_PROTO_BLOB_MAX &&
+	       (m->rndv_max ?
+			m->rndv_max >= m->max_msg &&
+				m->rndv_max <= SMART_PROTO_PEER_RNDV_MAX &&
+				m->rblob_len >= 1 &&
+				m->rblob_len <= SMART_PROTO_BLOB_MAX :
+			m->rblob_len == 0);
 }
 
 int smart__proto_enc_peer(uint16_t type, const struct smart_proto_peer *m,
@@ -542,7 +556,7 @@ static void chan_dec(struct rd *r, struct smart_proto_peer *t)
 	t->ring_len = rd16(r);
 	rd_zero(r, 2);
 	if (!t->chan || t->ring_len > SMART_PROTO_BLOB_MAX)
-		r->bad = 1;	/* a section is there: it says so */
+		r->bad = 1; /* a section is there: it says so */
 	else
 		rd_copy(r, t->ring, t->ring_len, 0);
 }
@@ -583,8 +597,8 @@ static int qpa_valid(const struct smart_proto_qp_accept *m)
 	return m->blob_len > 0;
 }
 
-int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m,
-			       void *buf, size_t cap, size_t *len)
+int smart__proto_enc_qp_accept(const struct smart_proto_qp_accept *m, void *buf,
+			       size_t cap, size_t *len)
 {
 	uint8_t *p;
 

@@ -25,7 +25,6 @@
 #include "smart/status.h"
 #include "util/log.h"
 
-
 /* Room to read one byte past the limit plus a newline, to see excess. */
 #define SECRET_BUF (SMART_SECRET_MAX + 2)
 
@@ -53,15 +52,17 @@ static int check_file(int fd, const char *path)
 		return SMART_EINVAL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		smart__err(NULL, "secret file %s is %s, not a regular file: "
-			   "put the secret in a file", path,
-			   file_kind(st.st_mode));
+		smart__err(NULL,
+			   "secret file %s is %s, not a regular file: "
+			   "put the secret in a file",
+			   path, file_kind(st.st_mode));
 		return SMART_EINVAL;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		smart__err(NULL, "secret file %s is accessible by group or "
-			   "others (mode 0%03o): run chmod 600 %s", path,
-			   (unsigned)(st.st_mode & 0777), path);
+		smart__err(NULL,
+			   "secret file %s is accessible by group or "
+			   "others (mode 0%03o): run chmod 600 %s",
+			   path, (unsigned)(st.st_mode & 0777), path);
 		return SMART_EINVAL;
 	}
 	return 0;
@@ -129,16 +130,17 @@ int smart_secret_load(const char *path, char **out, size_t *len)
 	if (got && buf[got - 1] == '\n')
 		got--;
 	if (err || got < SMART_SECRET_MIN || got > SMART_SECRET_MAX) {
-		smart__err(NULL, "secret file %s must hold %d..%d bytes%s%s "
+		smart__err(NULL,
+			   "secret file %s must hold %d..%d bytes%s%s "
 			   "(make one with: umask 077; head -c 32 /dev/urandom "
-			   "| base64 > %s)", path, SMART_SECRET_MIN,
-			   SMART_SECRET_MAX, err ? ": " : "",
-			   err ? strerror(err) : "", path);
+			   "| base64 > %s)",
+			   path, SMART_SECRET_MIN, SMART_SECRET_MAX,
+			   err ? ": " : "", err ? strerror(err) : "", path);
 		explicit_bzero(buf, SECRET_BUF);
 		free(buf);
 		return SMART_EINVAL;
 	}
-	buf[got] = '\0';	/* convenience only: the secret is binary */
+	buf[got] = '\0'; /* convenience only: the secret is binary */
 	*out = buf;
 	*len = got;
 	return 0;

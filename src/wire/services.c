@@ -8,8 +8,8 @@
 #include "wire/services.h"
 
 int smart__wire_usage(const struct smart_superblock *sb,
-		     const struct smart_lease_table *lt, uint64_t pooled,
-		     struct smart_alloc_usage *out)
+		      const struct smart_lease_table *lt, uint64_t pooled,
+		      struct smart_alloc_usage *out)
 {
 	uint64_t chunk, claimed;
 	unsigned i;

@@ -112,7 +112,9 @@ static void payload_decoders(const uint8_t *p, size_t len)
 static int proven(const uint8_t *p, size_t n)
 {
 	struct smart__auth a = { (const uint8_t *)FUZZ_SECRET,
-				 sizeof(FUZZ_SECRET) - 1, { 0 }, { 0 } };
+				 sizeof(FUZZ_SECRET) - 1,
+				 { 0 },
+				 { 0 } };
 	struct smart_proto_hello hi;
 	struct smart_proto_hdr h;
 	uint8_t proof[SMART_PROTO_TAG_LEN];
@@ -143,7 +145,10 @@ static int proven(const uint8_t *p, size_t n)
  * WELCOME only after the secret was proven (arg: the input). */
 static void check_replies(const uint8_t *p, size_t n, void *arg)
 {
-	const struct { const uint8_t *p; size_t n; } *in = arg;
+	const struct {
+		const uint8_t *p;
+		size_t n;
+	} *in = arg;
 	struct smart_proto_hdr h;
 	struct smart_proto_welcome w;
 	struct smart_proto_error e;
@@ -198,13 +203,15 @@ static struct smart_blade *fuzz_blade(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct smart_proto_hdr h;
-	struct { const uint8_t *p; size_t n; } in = { data, size };
+	struct {
+		const uint8_t *p;
+		size_t n;
+	} in = { data, size };
 
 	payload_decoders(data, size);
 	if (!smart__proto_hdr_check(data, size, &h) &&
 	    size >= SMART_PROTO_HDR_LEN + h.len)
 		payload_decoders(data + SMART_PROTO_HDR_LEN, h.len);
-	smart__blade_session_feed(fuzz_blade(), data, size, check_replies,
-				  &in);
+	smart__blade_session_feed(fuzz_blade(), data, size, check_replies, &in);
 	return 0;
 }

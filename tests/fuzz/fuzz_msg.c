@@ -55,7 +55,8 @@ static void check_msg(const uint8_t *data, size_t size)
 				uint8_t d[SMART_MSG_RNDV_LEN];
 
 				smart__msg_put_rndv(d, &m.rndv);
-				if (m.h.len != SMART_MSG_RNDV_LEN || !m.rndv.len ||
+				if (m.h.len != SMART_MSG_RNDV_LEN ||
+				    !m.rndv.len ||
 				    memcmp(d, buf + SMART_MSG_HDR_LEN,
 					   sizeof(d)))
 					fail("descriptor does not re-encode");

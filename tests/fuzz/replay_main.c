@@ -90,35 +90,35 @@ static void mutate_once(uint8_t *buf, size_t *n, size_t cap, uint64_t *s,
 	size_t pos = *n ? next(s) % *n : 0;
 
 	switch (next(s) % 7) {
-	case 0:		/* flip a bit */
+	case 0: /* flip a bit */
 		if (*n)
 			buf[pos] ^= (uint8_t)(1u << (next(s) % 8));
 		break;
-	case 1:		/* random byte */
+	case 1: /* random byte */
 		if (*n)
 			buf[pos] = (uint8_t)next(s);
 		break;
-	case 2:		/* boundary byte */
+	case 2: /* boundary byte */
 		if (*n)
 			buf[pos] = special[next(s) % sizeof(special)];
 		break;
-	case 3:		/* insert a byte */
+	case 3: /* insert a byte */
 		if (*n < cap) {
 			memmove(buf + pos + 1, buf + pos, *n - pos);
 			buf[pos] = (uint8_t)next(s);
 			(*n)++;
 		}
 		break;
-	case 4:		/* delete a byte */
+	case 4: /* delete a byte */
 		if (*n) {
 			memmove(buf + pos, buf + pos + 1, *n - pos - 1);
 			(*n)--;
 		}
 		break;
-	case 5:		/* truncate */
+	case 5: /* truncate */
 		*n = pos;
 		break;
-	default:	/* splice the tail of another input */
+	default: /* splice the tail of another input */
 		if (other->n) {
 			size_t from = next(s) % other->n;
 			size_t len = other->n - from;
@@ -149,7 +149,8 @@ int main(int argc, char **argv)
 		return 1;
 	for (int i = 0; i < n; i++)
 		LLVMFuzzerTestOneInput(in[i].p, in[i].n);
-	printf("replay: %d corpus inputs; seed 0x%016" PRIx64 ", %ld mutations\n",
+	printf("replay: %d corpus inputs; seed 0x%016" PRIx64
+	       ", %ld mutations\n",
 	       n, seed, count);
 	fflush(stdout);
 	buf = malloc(REPLAY_FILE_MAX + REPLAY_GROW);

@@ -99,20 +99,21 @@ static inline void fixture_start_dm(struct fixture *f, uint64_t size,
 	CHECK_OK(smart_ctx_create(o, &f->ctx));
 	smart_opts_destroy(o);
 	unlink(secret_path);
-	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(f->blade), &f->id));
+	CHECK_OK(smart_ctx_connect(f->ctx, smart_blade_address(f->blade),
+				   &f->id));
 	CHECK_EQ(f->id, id);
 }
 
-static inline void fixture_start(struct fixture *f, uint64_t size,
-				 uint16_t id, const char *const *kv)
+static inline void fixture_start(struct fixture *f, uint64_t size, uint16_t id,
+				 const char *const *kv)
 {
 	fixture_start_dm(f, size, id, -1, kv);
 }
 
 /* Another blade of size bytes and blade id `id`, joined to the fixture's
  * ctx (a structure over several blades); destroy it after the fixture. */
-static inline smart_blade_t *fixture_add_blade(struct fixture *f,
-					       uint64_t size, uint16_t id)
+static inline smart_blade_t *fixture_add_blade(struct fixture *f, uint64_t size,
+					       uint16_t id)
 {
 	struct smart_blade_config cfg;
 	smart_blade_t *b;

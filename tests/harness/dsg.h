@@ -60,7 +60,7 @@
 #include <string.h>
 #include <time.h>
 
-#define DSG_CYCLE_SHOW	16	/* transactions of a cycle kept in a report */
+#define DSG_CYCLE_SHOW 16 /* transactions of a cycle kept in a report */
 
 enum dsg_verdict {
 	DSG_OK = 0,
@@ -74,16 +74,16 @@ enum dsg_verdict {
 enum dsg_edge_kind { DSG_WW, DSG_WR, DSG_RW };
 
 /* dsg_check() flags */
-#define DSG_COMPLETE	1u	/* every writer of every version is recorded */
+#define DSG_COMPLETE 1u /* every writer of every version is recorded */
 
 struct dsg_item {
 	uint64_t slot, rv, wv;
 };
 
 struct dsg_txn {
-	size_t first;		/* its items: item[first .. first + n) */
+	size_t first; /* its items: item[first .. first + n) */
 	uint32_t n;
-	uint64_t tag;		/* the caller's, printed in reports */
+	uint64_t tag; /* the caller's, printed in reports */
 };
 
 struct dsg {
@@ -95,9 +95,9 @@ struct dsg {
 };
 
 struct dsg_report {
-	int verdict;		/* enum dsg_verdict */
+	int verdict; /* enum dsg_verdict */
 	size_t txns, items, reads, writes;
-	size_t edges[3];	/* by enum dsg_edge_kind, self-edges not counted */
+	size_t edges[3]; /* by enum dsg_edge_kind, self-edges not counted */
 	size_t dup_writes, bad_writes, unwritten;
 	/* the first violation: its slot and version, and its transactions
 	 * (indices into the history; t2 SIZE_MAX when only one) */
@@ -107,15 +107,17 @@ struct dsg_report {
 	 * the last back to the first), the first DSG_CYCLE_SHOW of them */
 	size_t cycle_len;
 	size_t cycle[DSG_CYCLE_SHOW];
-	double ms;		/* time the check took */
+	double ms; /* time the check took */
 };
 
 static inline const char *dsg_verdict_name(int v)
 {
-	static const char *const n[] = { "ok", "duplicate write",
+	static const char *const n[] = { "ok",
+					 "duplicate write",
 					 "write over an unread version",
 					 "version no recorded transaction wrote",
-					 "cycle", "out of memory" };
+					 "cycle",
+					 "out of memory" };
 
 	return v >= 0 && v <= DSG_NOMEM ? n[v] : "?";
 }
@@ -192,8 +194,8 @@ static inline void dsg_append(struct dsg *dst, const struct dsg *src)
 	if (src->oom)
 		dst->oom = 1;
 	if (dst->oom ||
-	    dsg__grow((void **)&dst->txn, &dst->txn_cap,
-		      dst->ntxn + src->ntxn, sizeof(*dst->txn)) ||
+	    dsg__grow((void **)&dst->txn, &dst->txn_cap, dst->ntxn + src->ntxn,
+		      sizeof(*dst->txn)) ||
 	    dsg__grow((void **)&dst->item, &dst->item_cap,
 		      dst->nitem + src->nitem, sizeof(*dst->item))) {
 		dst->oom = 1;
@@ -213,7 +215,7 @@ static inline void dsg_append(struct dsg *dst, const struct dsg *src)
 
 struct dsg__w {
 	uint64_t slot, ver;
-	uint32_t t;		/* transaction + 1; 0: free */
+	uint32_t t; /* transaction + 1; 0: free */
 };
 
 struct dsg__map {
@@ -223,7 +225,8 @@ struct dsg__map {
 
 static inline uint64_t dsg__mix(uint64_t slot, uint64_t ver)
 {
-	uint64_t x = slot * 0x9e3779b97f4a7c15ull ^ (ver + 0x632be59bd9b4e019ull);
+	uint64_t x = slot * 0x9e3779b97f4a7c15ull ^
+		     (ver + 0x632be59bd9b4e019ull);
 
 	x ^= x >> 30;
 	x *= 0xbf58476d1ce4e5b9ull;
@@ -232,8 +235,8 @@ static inline uint64_t dsg__mix(uint64_t slot, uint64_t ver)
 	return x ^ (x >> 31);
 }
 
-static inline struct dsg__w *dsg__find(const struct dsg__map *m,
-				       uint64_t slot, uint64_t ver)
+static inline struct dsg__w *dsg__find(const struct dsg__map *m, uint64_t slot,
+				       uint64_t ver)
 {
 	size_t i = (size_t)dsg__mix(slot, ver) & m->mask;
 
@@ -260,7 +263,7 @@ static inline size_t dsg__writer(const struct dsg__map *m, uint64_t slot,
 struct dsg__edge {
 	uint32_t from, to;
 	uint32_t kind;
-	uint64_t slot, ver;	/* the version the edge is about */
+	uint64_t slot, ver; /* the version the edge is about */
 };
 
 struct dsg__graph {
@@ -318,8 +321,8 @@ static inline int dsg__cycle(const struct dsg *h, const struct dsg__graph *g,
 			     FILE *dump)
 {
 	size_t n = h->ntxn, i, t, start = SIZE_MAX, len, k;
-	uint32_t *pred = malloc(n * sizeof(*pred));	/* an edge into t */
-	uint32_t *step = calloc(n, sizeof(*step));	/* walk order + 1 */
+	uint32_t *pred = malloc(n * sizeof(*pred)); /* an edge into t */
+	uint32_t *step = calloc(n, sizeof(*step));  /* walk order + 1 */
 	size_t *walk;
 
 	if (!pred || !step) {
@@ -343,10 +346,10 @@ static inline int dsg__cycle(const struct dsg *h, const struct dsg__graph *g,
 		walk[len] = t;
 		t = g->e[pred[t]].from;
 	}
-	start = step[t] - 1;	/* walk[start..len) is a cycle, backwards */
+	start = step[t] - 1; /* walk[start..len) is a cycle, backwards */
 	rep->cycle_len = len - start;
 	for (k = 0; k < rep->cycle_len && k < DSG_CYCLE_SHOW; k++)
-		rep->cycle[k] = walk[len - 1 - k];	/* forwards */
+		rep->cycle[k] = walk[len - 1 - k]; /* forwards */
 	dsg__first(rep, DSG_CYCLE, 0, 0, rep->cycle[0],
 		   rep->cycle_len > 1 ? rep->cycle[1] : SIZE_MAX);
 	if (dump) {
@@ -357,9 +360,10 @@ static inline int dsg__cycle(const struct dsg *h, const struct dsg__graph *g,
 			const struct dsg__edge *e = &g->e[pred[to]];
 
 			dsg_dump_txn(dump, h, e->from);
-			fprintf(dump, "    --%s (slot %#" PRIx64 " v%" PRIu64
-				")--> T%zu\n", dsg_edge_name(e->kind), e->slot,
-				e->ver, to);
+			fprintf(dump,
+				"    --%s (slot %#" PRIx64 " v%" PRIu64
+				")--> T%zu\n",
+				dsg_edge_name(e->kind), e->slot, e->ver, to);
 		}
 	}
 	free(walk);
@@ -465,14 +469,15 @@ static inline int dsg_check(const struct dsg *h, unsigned flags,
 			if (it->rv && it->rv + 1 != it->wv) {
 				rep->bad_writes++;
 				if (dump && rep->verdict == DSG_OK) {
-					fprintf(dump, "dsg: T%zu wrote slot %#"
-						PRIx64 " v%" PRIu64 " having "
-						"read v%" PRIu64 ":\n", t,
-						it->slot, it->wv, it->rv);
+					fprintf(dump,
+						"dsg: T%zu wrote slot %#" PRIx64
+						" v%" PRIu64 " having "
+						"read v%" PRIu64 ":\n",
+						t, it->slot, it->wv, it->rv);
 					dsg_dump_txn(dump, h, t);
 				}
-				dsg__first(rep, DSG_BAD_WRITE, it->slot,
-					   it->wv, t, SIZE_MAX);
+				dsg__first(rep, DSG_BAD_WRITE, it->slot, it->wv,
+					   t, SIZE_MAX);
 			}
 			e = dsg__find(&m, it->slot, it->wv);
 			if (!e->t) {
@@ -481,14 +486,16 @@ static inline int dsg_check(const struct dsg *h, unsigned flags,
 			} else if (e->t != t + 1) {
 				rep->dup_writes++;
 				if (dump && rep->verdict == DSG_OK) {
-					fprintf(dump, "dsg: two transactions "
-						"wrote slot %#" PRIx64 " v%"
-						PRIu64 ":\n", it->slot, it->wv);
+					fprintf(dump,
+						"dsg: two transactions "
+						"wrote slot %#" PRIx64
+						" v%" PRIu64 ":\n",
+						it->slot, it->wv);
 					dsg_dump_txn(dump, h, e->t - 1);
 					dsg_dump_txn(dump, h, t);
 				}
-				dsg__first(rep, DSG_DUP_WRITE, it->slot,
-					   it->wv, e->t - 1, t);
+				dsg__first(rep, DSG_DUP_WRITE, it->slot, it->wv,
+					   e->t - 1, t);
 			}
 		}
 	}
@@ -505,16 +512,17 @@ static inline int dsg_check(const struct dsg *h, unsigned flags,
 				if (w == SIZE_MAX && (flags & DSG_COMPLETE)) {
 					rep->unwritten++;
 					if (dump && rep->verdict == DSG_OK) {
-						fprintf(dump, "dsg: T%zu read "
-							"slot %#" PRIx64 " v%"
-							PRIu64 ", which no "
+						fprintf(dump,
+							"dsg: T%zu read "
+							"slot %#" PRIx64
+							" v%" PRIu64
+							", which no "
 							"transaction wrote:\n",
 							t, it->slot, it->rv);
 						dsg_dump_txn(dump, h, t);
 					}
-					dsg__first(rep, DSG_UNWRITTEN,
-						   it->slot, it->rv, t,
-						   SIZE_MAX);
+					dsg__first(rep, DSG_UNWRITTEN, it->slot,
+						   it->rv, t, SIZE_MAX);
 				}
 				if (dsg__edge(&g, rep, w, t, DSG_WR, it->slot,
 					      it->rv))
@@ -533,18 +541,18 @@ static inline int dsg_check(const struct dsg *h, unsigned flags,
 				    (flags & DSG_COMPLETE)) {
 					rep->unwritten++;
 					if (dump && rep->verdict == DSG_OK) {
-						fprintf(dump, "dsg: T%zu wrote "
-							"slot %#" PRIx64 " v%"
-							PRIu64 ", but no "
-							"transaction wrote v%"
-							PRIu64 ":\n", t,
-							it->slot, it->wv,
+						fprintf(dump,
+							"dsg: T%zu wrote "
+							"slot %#" PRIx64
+							" v%" PRIu64 ", but no "
+							"transaction wrote v%" PRIu64
+							":\n",
+							t, it->slot, it->wv,
 							it->wv - 1);
 						dsg_dump_txn(dump, h, t);
 					}
-					dsg__first(rep, DSG_UNWRITTEN,
-						   it->slot, it->wv - 1, t,
-						   SIZE_MAX);
+					dsg__first(rep, DSG_UNWRITTEN, it->slot,
+						   it->wv - 1, t, SIZE_MAX);
 				}
 				if (dsg__edge(&g, rep, w, t, DSG_WW, it->slot,
 					      it->wv))

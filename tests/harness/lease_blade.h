@@ -16,8 +16,8 @@
 #define LB_SECRET "lease-test-secret-0123"
 
 /* A blade of size bytes, lease_ms, blade id `id`. */
-static inline smart_blade_t *lb_blade_start_id(uint64_t size,
-					       unsigned lease_ms, uint16_t id)
+static inline smart_blade_t *lb_blade_start_id(uint64_t size, unsigned lease_ms,
+					       uint16_t id)
 {
 	struct smart_blade_config cfg;
 	smart_blade_t *b;
@@ -41,8 +41,7 @@ static inline smart_blade_t *lb_blade_start(uint64_t size, unsigned lease_ms)
 }
 
 static inline smart_ctx_t *lb_ctx_open(const char *addr,
-				       const char *secret_path,
-				       uint16_t *blade)
+				       const char *secret_path, uint16_t *blade)
 {
 	smart_opts_t *o;
 	smart_ctx_t *ctx;

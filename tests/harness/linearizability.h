@@ -50,13 +50,13 @@
 #include <string.h>
 
 #ifndef LIN_SEG_MAX
-#define LIN_SEG_MAX	(1u << 16)	/* ops per segment */
+#define LIN_SEG_MAX (1u << 16) /* ops per segment */
 #endif
 #ifndef LIN_MAX_STATES
-#define LIN_MAX_STATES	(1u << 21)	/* memo entries per key (~3 s) */
+#define LIN_MAX_STATES (1u << 21) /* memo entries per key (~3 s) */
 #endif
 #ifndef LIN_MEMO_BYTES
-#define LIN_MEMO_BYTES	(256u << 20)	/* memo table bytes per key */
+#define LIN_MEMO_BYTES (256u << 20) /* memo table bytes per key */
 #endif
 
 enum lin_op { LIN_INSERT, LIN_UPDATE, LIN_UPSERT, LIN_DELETE, LIN_SEARCH };
@@ -64,26 +64,26 @@ enum lin_res { LIN_R_OK, LIN_R_ENOENT, LIN_R_EEXIST };
 enum lin_verdict { LIN_OK = 0, LIN_VIOLATION = 1, LIN_UNKNOWN = 2 };
 
 struct lin_event {
-	uint64_t call, ret;	/* invocation and response stamps (ns) */
+	uint64_t call, ret; /* invocation and response stamps (ns) */
 	uint64_t key;
-	uint64_t arg;		/* value written (insert/update/upsert) */
-	uint64_t val;		/* value read (search with LIN_R_OK) */
-	uint8_t op;		/* enum lin_op */
-	uint8_t res;		/* enum lin_res */
+	uint64_t arg; /* value written (insert/update/upsert) */
+	uint64_t val; /* value read (search with LIN_R_OK) */
+	uint8_t op;   /* enum lin_op */
+	uint8_t res;  /* enum lin_res */
 };
 
 struct lin_report {
-	int verdict;		/* enum lin_verdict */
-	uint64_t key;		/* the first key that failed (if any) */
-	size_t keys, segments, max_segment;	/* ops in the longest */
-	size_t max_states, total_states;	/* memo entries: per segment
+	int verdict;  /* enum lin_verdict */
+	uint64_t key; /* the first key that failed (if any) */
+	size_t keys, segments, max_segment; /* ops in the longest */
+	size_t max_states, total_states;    /* memo entries: per segment
 						 * (max) and in all */
 };
 
 static inline const char *lin_op_name(unsigned op)
 {
-	static const char *const n[] = { "insert", "update", "upsert",
-					 "delete", "search" };
+	static const char *const n[] = { "insert", "update", "upsert", "delete",
+					 "search" };
 
 	return op < 5 ? n[op] : "?";
 }
@@ -137,23 +137,23 @@ static inline int lin_step(const struct lin_event *e, uint64_t *s)
 /* ---- one key: memoized depth-first search over its segments ------------ */
 
 struct lin__seg {
-	const struct lin_event *ev;	/* its ops, sorted by call */
-	size_t n, done, words, stride;	/* stride: u64s per memo entry */
-	uint64_t *bits;			/* linearized ops (current path) */
-	uint64_t *memo;			/* [tag, state, bits...] entries */
+	const struct lin_event *ev;    /* its ops, sorted by call */
+	size_t n, done, words, stride; /* stride: u64s per memo entry */
+	uint64_t *bits;		       /* linearized ops (current path) */
+	uint64_t *memo;		       /* [tag, state, bits...] entries */
 	size_t cap, used;
 };
 
 /* A search node: the ops of `seg` before `next` were tried from here. */
 struct lin__frame {
-	size_t seg, next, end;		/* candidates: [next, end) */
-	size_t chosen;			/* SIZE_MAX for none */
+	size_t seg, next, end; /* candidates: [next, end) */
+	size_t chosen;	       /* SIZE_MAX for none */
 	uint64_t state, minret;
 };
 
 struct lin__key {
 	struct lin__seg *seg;
-	size_t nseg, reached;		/* reached: furthest segment */
+	size_t nseg, reached; /* reached: furthest segment */
 	size_t memo_bytes, states, max_states;
 	int overflow;
 };
@@ -168,7 +168,7 @@ static inline uint64_t lin__hash(const uint64_t *bits, size_t words,
 		h ^= bits[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
 		h *= 0xff51afd7ed558ccdull;
 	}
-	return (h ^ (h >> 33)) | 1;	/* tag 0 marks a free entry */
+	return (h ^ (h >> 33)) | 1; /* tag 0 marks a free entry */
 }
 
 static inline uint64_t *lin__slot(struct lin__seg *s, uint64_t tag,
@@ -298,7 +298,7 @@ static inline int lin__next(struct lin__key *k, struct lin__frame *f,
 	size_t i;
 	uint64_t ns;
 
-	if (f->chosen != SIZE_MAX) {	/* undo the last choice */
+	if (f->chosen != SIZE_MAX) { /* undo the last choice */
 		s->bits[f->chosen / 64] &= ~(1ull << (f->chosen % 64));
 		s->done--;
 		f->chosen = SIZE_MAX;
@@ -331,7 +331,7 @@ static inline int lin__search(struct lin__key *k, size_t nops)
 
 	if (!st)
 		return LIN_UNKNOWN;
-	st[0].state = 0;		/* every key starts absent */
+	st[0].state = 0; /* every key starts absent */
 	r = lin__enter(k, &st[0]);
 	for (;;) {
 		if (r == 1) {
@@ -360,11 +360,11 @@ static inline void lin_dump(FILE *f, const struct lin_event *ev, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		fprintf(f, "  [%" PRIu64 ", %" PRIu64 "] key %" PRIu64
+		fprintf(f,
+			"  [%" PRIu64 ", %" PRIu64 "] key %" PRIu64
 			" %s(%#" PRIx64 ") -> %s %#" PRIx64 "\n",
-			ev[i].call, ev[i].ret, ev[i].key,
-			lin_op_name(ev[i].op), ev[i].arg,
-			lin_res_name(ev[i].res), ev[i].val);
+			ev[i].call, ev[i].ret, ev[i].key, lin_op_name(ev[i].op),
+			ev[i].arg, lin_res_name(ev[i].res), ev[i].val);
 }
 
 /* Cut ev (one key's, sorted by call) into segments at quiescent points;
@@ -424,10 +424,13 @@ static inline int lin_check_key(const struct lin_event *ev, size_t n,
 	rep->total_states += k.states;
 	if (v != LIN_OK && dump && k.nseg) {
 		/* the violation is at or before the furthest segment reached */
-		fprintf(dump, "linearizability: key %" PRIu64 ": %s; the "
+		fprintf(dump,
+			"linearizability: key %" PRIu64 ": %s; the "
 			"search got no further than segment %zu of %zu:\n",
-			ev[0].key, v == LIN_VIOLATION ? "violation" :
-			"search out of budget", k.reached, k.nseg);
+			ev[0].key,
+			v == LIN_VIOLATION ? "violation" :
+					     "search out of budget",
+			k.reached, k.nseg);
 		lin_dump(dump, k.seg[k.reached].ev,
 			 k.seg[k.reached].n < 200 ? k.seg[k.reached].n : 200);
 		if (k.seg[k.reached].n > 200)

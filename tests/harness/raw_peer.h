@@ -26,17 +26,17 @@
 #include "wire/proto.h"
 
 /* Wait (at most 5 s) until the counter selected by field reaches want. */
-#define WAIT_STAT(b, field, want)                                            \
-	do {                                                                 \
-		struct smart_blade_stats st_;                                \
-		for (int i_ = 0; i_ < 500; i_++) {                           \
-			smart_blade_stats((b), &st_);                        \
-			if (st_.field >= (uint64_t)(want))                   \
-				break;                                       \
-			sleep_ms(10);                                        \
-		}                                                            \
-		smart_blade_stats((b), &st_);                                \
-		CHECK_GE(st_.field, (want));                                 \
+#define WAIT_STAT(b, field, want)                                              \
+	do {                                                                   \
+		struct smart_blade_stats st_;                                  \
+		for (int i_ = 0; i_ < 500; i_++) {                             \
+			smart_blade_stats((b), &st_);                          \
+			if (st_.field >= (uint64_t)(want))                     \
+				break;                                         \
+			sleep_ms(10);                                          \
+		}                                                              \
+		smart_blade_stats((b), &st_);                                  \
+		CHECK_GE(st_.field, (want));                                   \
 	} while (0)
 
 static inline void raw_timeout(int fd)
@@ -71,8 +71,10 @@ static inline int raw_unix_connect(const char *name, size_t len)
 	CHECK_GE(fd, 0);
 	CHECK_LT(len, sizeof(un.sun_path));
 	memcpy(un.sun_path + 1, name, len);
-	CHECK_EQ(connect(fd, (struct sockaddr *)&un, (socklen_t)(
-		 offsetof(struct sockaddr_un, sun_path) + 1 + len)), 0);
+	CHECK_EQ(connect(fd, (struct sockaddr *)&un,
+			 (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+				     1 + len)),
+		 0);
 	raw_timeout(fd);
 	return fd;
 }
@@ -83,8 +85,7 @@ static inline void raw_send(int fd, const void *p, size_t n)
 }
 
 /* Read one frame; returns its type, or -1 on EOF/error. */
-static inline int raw_frame(int fd, uint8_t *payload, size_t cap,
-			    size_t *plen)
+static inline int raw_frame(int fd, uint8_t *payload, size_t cap, size_t *plen)
 {
 	uint8_t h[SMART_PROTO_HDR_LEN];
 	struct smart_proto_hdr hdr;
@@ -93,8 +94,8 @@ static inline int raw_frame(int fd, uint8_t *payload, size_t cap,
 		return -1;
 	CHECK_OK(smart__proto_hdr_check(h, sizeof(h), &hdr));
 	CHECK_LE(hdr.len, cap);
-	if (hdr.len && recv(fd, payload, hdr.len, MSG_WAITALL) !=
-	    (ssize_t)hdr.len)
+	if (hdr.len &&
+	    recv(fd, payload, hdr.len, MSG_WAITALL) != (ssize_t)hdr.len)
 		return -1;
 	*plen = hdr.len;
 	return hdr.type;

@@ -17,8 +17,8 @@
 static inline int forge_released(struct shm_rseg *seg, size_t cell_len,
 				 uint32_t nslots, uint32_t n)
 {
-	uint32_t seq = atomic_load(&shm_cell_at(seg, cell_len,
-						n & (nslots - 1))->seq);
+	uint32_t seq = atomic_load(
+		&shm_cell_at(seg, cell_len, n & (nslots - 1))->seq);
 
 	return (seq & SHM_RS_SEQ_MASK) == ((n + 1) & SHM_RS_SEQ_MASK);
 }
@@ -47,8 +47,8 @@ static inline void forge_cell(struct shm_rseg *seg, size_t cell_len,
 	c->imm = imm;
 	if (data)
 		memcpy(c + 1, data, len);
-	atomic_store(&c->seq, ((n + 1) & SHM_RS_SEQ_MASK) |
-		     flags << SHM_RS_FLAG_SHIFT);
+	atomic_store(&c->seq,
+		     ((n + 1) & SHM_RS_SEQ_MASK) | flags << SHM_RS_FLAG_SHIFT);
 }
 
 #endif

@@ -24,8 +24,8 @@
 
 struct smartd_proc {
 	pid_t pid;
-	int out;		/* its stdout; open until it exited */
-	char addr[64];		/* "127.0.0.1:PORT" from its start line */
+	int out;       /* its stdout; open until it exited */
+	char addr[64]; /* "127.0.0.1:PORT" from its start line */
 };
 
 /* Read one line from fd within timeout_ms; 0, or -1 on EOF/timeout. */
@@ -67,8 +67,7 @@ static inline int smartd_wait_bounded(pid_t pid, int timeout_ms)
 
 		if (r == pid)
 			return st;
-		CHECK_MSG(r == 0, "waitpid(%d): %s", (int)pid,
-			  strerror(errno));
+		CHECK_MSG(r == 0, "waitpid(%d): %s", (int)pid, strerror(errno));
 		sleep_ms(10);
 	}
 	return -1;
@@ -78,8 +77,8 @@ static inline int smartd_wait_bounded(pid_t pid, int timeout_ms)
  * --device SMART_TEST_BLADE_DEVICE when that is set (verbs: the blade on
  * the other end of a link, tests/verbs/lossy.sh), and require its start
  * line to begin with expect. */
-static inline void smartd_spawn(struct smartd_proc *d,
-				const char *const *argv, const char *expect)
+static inline void smartd_spawn(struct smartd_proc *d, const char *const *argv,
+				const char *expect)
 {
 	const char *dev = getenv("SMART_TEST_BLADE_DEVICE"), *av[32];
 	pid_t parent = getpid();
@@ -113,13 +112,13 @@ static inline void smartd_spawn(struct smartd_proc *d,
 	close(p[1]);
 	d->out = p[0];
 	CHECK_MSG(!smartd_read_line(d->out, line, sizeof(line), 10000),
-		  "expected smartd's start line within 10 s, got \"%s\"",
-		  line);
+		  "expected smartd's start line within 10 s, got \"%s\"", line);
 	CHECK_MSG(strstr(line, expect), "unexpected start line \"%s\"", line);
 	on = strstr(line, " on ") + 4;
 	end = strchr(on, ' ');
 	CHECK_MSG(end && (size_t)(end - on) < sizeof(d->addr) &&
-		  !strncmp(on, "127.0.0.1:", 10) && strncmp(on + 10, "0 ", 2),
+			  !strncmp(on, "127.0.0.1:", 10) &&
+			  strncmp(on + 10, "0 ", 2),
 		  "expected 127.0.0.1:<port != 0> in \"%s\"", line);
 	memcpy(d->addr, on, (size_t)(end - on));
 	d->addr[end - on] = '\0';

@@ -65,32 +65,32 @@ struct test_child {
 
 #define TEST_SPAWN_ARGS 12
 
-#define TEST_FAIL(...)                                                       \
-	do {                                                                 \
-		fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);        \
-		fprintf(stderr, __VA_ARGS__);                                \
-		fprintf(stderr, "\n");                                       \
-		exit(1);                                                     \
+#define TEST_FAIL(...)                                                         \
+	do {                                                                   \
+		fprintf(stderr, "%s:%d: FAIL: ", __FILE__, __LINE__);          \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, "\n");                                         \
+		exit(1);                                                       \
 	} while (0)
 
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond))                                                 \
-			TEST_FAIL("%s", #cond);                              \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			TEST_FAIL("%s", #cond);                                \
 	} while (0)
 
-#define CHECK_MSG(cond, ...)                                                 \
-	do {                                                                 \
-		if (!(cond))                                                 \
-			TEST_FAIL(__VA_ARGS__);                              \
+#define CHECK_MSG(cond, ...)                                                   \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			TEST_FAIL(__VA_ARGS__);                                \
 	} while (0)
 
-#define CHECK_OP_(a, op, b)                                                  \
-	do {                                                                 \
-		int64_t va_ = (int64_t)(a), vb_ = (int64_t)(b);              \
-		if (!(va_ op vb_))                                           \
-			TEST_FAIL("%s %s %s (%" PRId64 " vs %" PRId64 ")",   \
-				  #a, #op, #b, va_, vb_);                    \
+#define CHECK_OP_(a, op, b)                                                    \
+	do {                                                                   \
+		int64_t va_ = (int64_t)(a), vb_ = (int64_t)(b);                \
+		if (!(va_ op vb_))                                             \
+			TEST_FAIL("%s %s %s (%" PRId64 " vs %" PRId64 ")", #a, \
+				  #op, #b, va_, vb_);                          \
 	} while (0)
 
 #define CHECK_EQ(a, b) CHECK_OP_(a, ==, b)
@@ -100,29 +100,29 @@ struct test_child {
 #define CHECK_GT(a, b) CHECK_OP_(a, >, b)
 #define CHECK_GE(a, b) CHECK_OP_(a, >=, b)
 
-#define CHECK_U64_EQ(a, b)                                                   \
-	do {                                                                 \
-		uint64_t va_ = (uint64_t)(a), vb_ = (uint64_t)(b);           \
-		if (va_ != vb_)                                              \
+#define CHECK_U64_EQ(a, b)                                                     \
+	do {                                                                   \
+		uint64_t va_ = (uint64_t)(a), vb_ = (uint64_t)(b);             \
+		if (va_ != vb_)                                                \
 			TEST_FAIL("%s == %s (0x%" PRIx64 " vs 0x%" PRIx64 ")", \
-				  #a, #b, va_, vb_);                         \
+				  #a, #b, va_, vb_);                           \
 	} while (0)
 
-#define CHECK_STR_EQ(a, b)                                                   \
-	do {                                                                 \
-		const char *sa_ = (a), *sb_ = (b);                           \
-		if (!sa_ || !sb_ || strcmp(sa_, sb_))                        \
-			TEST_FAIL("%s == %s (\"%s\" vs \"%s\")", #a, #b,     \
+#define CHECK_STR_EQ(a, b)                                                     \
+	do {                                                                   \
+		const char *sa_ = (a), *sb_ = (b);                             \
+		if (!sa_ || !sb_ || strcmp(sa_, sb_))                          \
+			TEST_FAIL("%s == %s (\"%s\" vs \"%s\")", #a, #b,       \
 				  sa_ ? sa_ : "(null)", sb_ ? sb_ : "(null)"); \
 	} while (0)
 
 /* CHECK_OK(expr): expr must return 0; prints the SMART_E* name otherwise. */
-#define CHECK_OK(expr)                                                       \
-	do {                                                                 \
-		int rc_ = (expr);                                            \
-		if (rc_ != 0)                                                \
-			TEST_FAIL("%s returned %d (%s)", #expr, rc_,         \
-				  smart_status_name(rc_));                   \
+#define CHECK_OK(expr)                                                         \
+	do {                                                                   \
+		int rc_ = (expr);                                              \
+		if (rc_ != 0)                                                  \
+			TEST_FAIL("%s returned %d (%s)", #expr, rc_,           \
+				  smart_status_name(rc_));                     \
 	} while (0)
 
 /* Sleep the whole time, signals or not. */
@@ -187,7 +187,7 @@ static inline pid_t test_spawn(const char *name, const char *const *args)
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
-			_exit(1);	/* died before the signal was set */
+			_exit(1); /* died before the signal was set */
 		execv("/proc/self/exe", (char *const *)argv);
 		_exit(127);
 	}
@@ -195,8 +195,7 @@ static inline pid_t test_spawn(const char *name, const char *const *args)
 }
 
 /* The child side of test_spawn(): run the role; it ends the process. */
-static inline int test_child_run(char **argv,
-				 const struct test_child *children)
+static inline int test_child_run(char **argv, const struct test_child *children)
 {
 	for (const struct test_child *c = children; c && c->name; c++)
 		if (!strcmp(c->name, argv[2])) {
@@ -306,11 +305,21 @@ static inline int test_main_children(int argc, char **argv,
  * allocations reach.  Nothing without ASan. */
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
-static inline void test_leak_begin(void) { __lsan_disable(); }
-static inline void test_leak_end(void) { __lsan_enable(); }
+static inline void test_leak_begin(void)
+{
+	__lsan_disable();
+}
+static inline void test_leak_end(void)
+{
+	__lsan_enable();
+}
 #else
-static inline void test_leak_begin(void) {}
-static inline void test_leak_end(void) {}
+static inline void test_leak_begin(void)
+{
+}
+static inline void test_leak_end(void)
+{
+}
 #endif
 
 static inline int test_main(int argc, char **argv,

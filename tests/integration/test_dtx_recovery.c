@@ -23,28 +23,29 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "blade/blade_int.h"	/* the lease round robin, set by hand */
+#include "blade/blade_int.h" /* the lease round robin, set by hand */
 #include "harness/lease_blade.h"
 #include "harness/smartd_proc.h"
 #include "harness/test.h"
 #include "smart/dtx.h"
 #include "smart/smart.h"
 
-#define LEASE_MS	2000	/* long: a recoverer parked in a hook must not
+#define LEASE_MS                                                               \
+	2000 /* long: a recoverer parked in a hook must not
 			 * starve into a self-fence on a loaded machine */
-#define ACCOUNTS	32
-#define START_BAL	1000
-#define DB		"bank"
+#define ACCOUNTS  32
+#define START_BAL 1000
+#define DB	  "bank"
 
 static char secret_path[] = "/tmp/smart-dtxrec-secret-XXXXXX";
 
 struct step {
 	const char *point;
 	int hit;
-	int expect;	/* what the survivor must have done */
-#define EXP_RELEASE	0	/* no log: locks released alone */
-#define EXP_BACK	1
-#define EXP_FORWARD	2
+	int expect;   /* what the survivor must have done */
+#define EXP_RELEASE 0 /* no log: locks released alone */
+#define EXP_BACK    1
+#define EXP_FORWARD 2
 };
 
 static const struct step steps[] = {
@@ -62,27 +63,27 @@ static const struct step steps[] = {
 };
 
 static const struct smart_dtx_table tables[2] = {
-	{ 0, 8, 8, 0 },		/* savings: primary blade 0 */
-	{ 1, 8, 8, 1 },		/* checking: primary blade 1 */
+	{ 0, 8, 8, 0 }, /* savings: primary blade 0 */
+	{ 1, 8, 8, 1 }, /* checking: primary blade 1 */
 };
 
 /* ---- the client that dies ------------------------------------------------ */
 
 /* What the dying client runs: transfer i moves 10 + i. */
 enum plan {
-	PLAN_BANK = 0,	/* savings[i % 32] -> checking[i * 7 % 32] */
-	PLAN_LOCAL = 1,	/* i even: checking[i] -> savings[i]; odd:
+	PLAN_BANK = 0,	     /* savings[i % 32] -> checking[i * 7 % 32] */
+	PLAN_LOCAL = 1,	     /* i even: checking[i] -> savings[i]; odd:
 			 * checking[i] -> checking[i + 1] (one table) */
-	PLAN_THREE = 3,	/* savings[i] -> checking[i], checking[i + 1],
+	PLAN_THREE = 3,	     /* savings[i] -> checking[i], checking[i + 1],
 			 * 10 + i each: three records written */
-	PLAN_UNDO_FAILS = 2,	/* savings[0] -> checking[0]: its commit
+	PLAN_UNDO_FAILS = 2, /* savings[0] -> checking[0]: its commit
 				 * fails after the first record, then its
 				 * undo (fail_hook); it dies right after */
-	PLAN_UNDO_HALF = 4,	/* savings[0] -> checking[0]: its commit
+	PLAN_UNDO_HALF = 4,  /* savings[0] -> checking[0]: its commit
 				 * fails inside the second record's WRITE,
 				 * the undo of the first (half_hook); it
 				 * dies right after */
-	PLAN_UNDO_ABORT = 5,	/* savings[0] -> checking[0], checking[1]:
+	PLAN_UNDO_ABORT = 5, /* savings[0] -> checking[0], checking[1]:
 				 * its commit fails inside the second
 				 * record's WRITE, the undo of the third
 				 * (half_hook), then smart_dtx_abort's
@@ -167,8 +168,8 @@ static int transfer(smart_dtx_txn_t *x, smart_worker_t *w, uint32_t ta,
 	return smart_dtx_commit(x, w);
 }
 
-static smart_ctx_t *ctx_both(const char *a0, const char *a1,
-			     const char *secret, uint16_t *b0, uint16_t *b1)
+static smart_ctx_t *ctx_both(const char *a0, const char *a1, const char *secret,
+			     uint16_t *b0, uint16_t *b1)
 {
 	smart_ctx_t *ctx = lb_ctx_open(a0, secret, b0);
 
@@ -232,16 +233,20 @@ static void child_main(char **args)
 
 		CHECK_OK(smart_ctx_set_hook(ctx, fail_hook, &fh));
 		_exit(transfer(x, w, 0, 0, 1, 0, 10) == SMART_ECONN &&
-		      fh.undos ? 0 : 2);
+				      fh.undos ?
+			      0 :
+			      2);
 	}
-	if (plan == PLAN_UNDO_HALF) {	/* the first undo fails */
+	if (plan == PLAN_UNDO_HALF) { /* the first undo fails */
 		struct half_hook fh = { 0, 1, 1 };
 
 		CHECK_OK(smart_ctx_set_hook(ctx, half_hook, &fh));
 		_exit(transfer(x, w, 0, 0, 1, 0, 10) == SMART_ECONN &&
-		      fh.undos == 2 ? 0 : 2);
+				      fh.undos == 2 ?
+			      0 :
+			      2);
 	}
-	if (plan == PLAN_UNDO_ABORT) {	/* the third, and its retry */
+	if (plan == PLAN_UNDO_ABORT) { /* the third, and its retry */
 		struct half_hook fh = { 0, 3, 4 };
 
 		CHECK_OK(smart_ctx_set_hook(ctx, half_hook, &fh));
@@ -255,8 +260,8 @@ static void child_main(char **args)
 		int rc;
 
 		if (plan == PLAN_BANK)
-			rc = transfer(x, w, 0, a, 1, (uint64_t)(i * 7) % ACCOUNTS,
-				      10 + i);
+			rc = transfer(x, w, 0, a, 1,
+				      (uint64_t)(i * 7) % ACCOUNTS, 10 + i);
 		else if (plan == PLAN_THREE)
 			rc = transfer3(x, w, a, a, 10 + i);
 		else if (i % 2 == 0)
@@ -275,7 +280,7 @@ static void child_main(char **args)
  * rollback. */
 struct rec_hook {
 	int wr, rd;
-	int stop, taken;	/* stop at the stop-th take-over */
+	int stop, taken; /* stop at the stop-th take-over */
 };
 
 static int rec_hook(smart_worker_t *w, const char *point, void *arg)
@@ -312,9 +317,10 @@ static void recoverer_main(char **args)
 	CHECK_OK(smart_ctx_set_hook(ctx, rec_hook, &h));
 	CHECK_OK(smart_dtx_begin(x));
 	CHECK_GE(smart_dtx_read(x, (uint32_t)atoi(args[2]),
-				(uint64_t)atoi(args[3]), &v, sizeof(v)), 0);
+				(uint64_t)atoi(args[3]), &v, sizeof(v)),
+		 0);
 	(void)smart_dtx_commit(x, w);
-	_exit(3);	/* it met no lock to take over */
+	_exit(3); /* it met no lock to take over */
 }
 
 /* ---- the survivor ------------------------------------------------------------ */
@@ -339,8 +345,8 @@ static void world_open(struct world *wd, int replicas)
 	wd->b[0] = lb_blade_start_id(64 << 20, LEASE_MS, 0);
 	wd->b[1] = lb_blade_start_id(64 << 20, LEASE_MS, 1);
 	wd->ctx = ctx_both(smart_blade_address(wd->b[0]),
-			   smart_blade_address(wd->b[1]), secret_path, &wd->id[0],
-			   &wd->id[1]);
+			   smart_blade_address(wd->b[1]), secret_path,
+			   &wd->id[0], &wd->id[1]);
 	CHECK_OK(smart_worker_create(wd->ctx, &wd->w));
 	smart_dtx_config_init(&c);
 	c.blades = wd->id;
@@ -356,7 +362,8 @@ static void world_open(struct world *wd, int replicas)
 		CHECK_OK(smart_dtx_begin(x));
 		for (k = 0; k < ACCOUNTS; k++)
 			CHECK_GE(smart_dtx_insert(x, (uint32_t)t, k,
-				 &(int64_t){ START_BAL }, 8), 0);
+						  &(int64_t){ START_BAL }, 8),
+				 0);
 		CHECK_OK(smart_dtx_commit(x, wd->w));
 	}
 	CHECK_OK(smart_dtx_txn_free(x, wd->w));
@@ -420,9 +427,10 @@ static void run_child_at(struct world *wd, int si, int plan, int hit)
 	snprintf(fd, sizeof(fd), "%d", p[1]);
 	snprintf(pl, sizeof(pl), "%d", plan);
 	snprintf(h, sizeof(h), "%d", hit);
-	pid = test_spawn("dies", (const char *[]){
-		smart_blade_address(wd->b[0]), smart_blade_address(wd->b[1]),
-		s, fd, secret_path, pl, h, NULL });
+	pid = test_spawn("dies",
+			 (const char *[]){ smart_blade_address(wd->b[0]),
+					   smart_blade_address(wd->b[1]), s, fd,
+					   secret_path, pl, h, NULL });
 	CHECK_GE(pid, 0);
 	guard_add(pid);
 	close(p[1]);
@@ -442,7 +450,7 @@ static void run_child(struct world *wd, int si)
 struct rec_child {
 	pid_t pid;
 	int ids[2];
-	int go;		/* our end of its waiting pipe: closing it kills it */
+	int go; /* our end of its waiting pipe: closing it kills it */
 };
 
 /* Start a recoverer reading (table, key), which must meet a dead
@@ -465,9 +473,11 @@ static void recoverer_start(struct world *wd, struct rec_child *r,
 	snprintf(wr, sizeof(wr), "%d", up[1]);
 	snprintf(rd, sizeof(rd), "%d", down[0]);
 	snprintf(st, sizeof(st), "%d", stop);
-	r->pid = test_spawn("recoverer", (const char *[]){
-		smart_blade_address(wd->b[0]), smart_blade_address(wd->b[1]),
-		t, k, wr, rd, secret_path, st, NULL });
+	r->pid = test_spawn("recoverer",
+			    (const char *[]){ smart_blade_address(wd->b[0]),
+					      smart_blade_address(wd->b[1]), t,
+					      k, wr, rd, secret_path, st,
+					      NULL });
 	CHECK_GE(r->pid, 0);
 	guard_add(r->pid);
 	close(up[1]);
@@ -534,7 +544,9 @@ static int64_t audit(struct world *wd)
 		for (t = 0; t < 2; t++)
 			for (k = 0; k < ACCOUNTS; k++)
 				CHECK_GE(smart_dtx_read(x, (uint32_t)t,
-					 (uint64_t)k, &v[t][k], 8), 0);
+							(uint64_t)k, &v[t][k],
+							8),
+					 0);
 		rc = smart_dtx_commit(x, wd->w);
 	}
 	CHECK_MSG(!rc, "audit: %s after %d tries (a lock left for ever)",
@@ -568,7 +580,8 @@ static void test_deaths(void)
 		t0 = test_now_ms();
 		CHECK_EQ(audit(&wd), 2 * ACCOUNTS * START_BAL);
 		printf("%s: the survivor's audit done %llu ms after the "
-		       "death was seen\n", steps[si].point,
+		       "death was seen\n",
+		       steps[si].point,
 		       (unsigned long long)(test_now_ms() - t0));
 		check_clean(&wd);
 		CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
@@ -590,13 +603,13 @@ static void test_operator(void)
 	uint64_t found = 0;
 
 	world_open(&wd, 1);
-	run_child(&wd, 1);	/* dies half written */
+	run_child(&wd, 1); /* dies half written */
 	CHECK_OK(smart_dtx_recover(wd.d, wd.w, SMART_DTX_ALL_BLADES, &found));
 	CHECK_GT(found, 0);
 	check_clean(&wd);
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_GT(st.rolled_back, 0);
-	CHECK_GT(st.slots_adopted, 0);	/* its log slot freed */
+	CHECK_GT(st.slots_adopted, 0); /* its log slot freed */
 	CHECK_EQ(audit(&wd), 2 * ACCOUNTS * START_BAL);
 	world_close(&wd);
 }
@@ -620,14 +633,15 @@ static void test_recoverer_dies(void)
 	int64_t sum;
 
 	world_open(&wd, 1);
-	run_child_at(&wd, 1, PLAN_BANK, 3);	/* dtx.commit.torn */
+	run_child_at(&wd, 1, PLAN_BANK, 3); /* dtx.commit.torn */
 	recoverer_start(&wd, &r, 0, 2, 1);
 	n = fill_slots(&wd, xs, 16, &y);
 	rc_new = y ? 0 : SMART_EBUSY;
-	if (y)		/* the slot's log is overwritten */
+	if (y) /* the slot's log is overwritten */
 		CHECK_OK(transfer(y, wd.w, 0, 5, 1, 5, 1));
 	printf("recoverer_dies: the dead coordinator's slot %s while the "
-	       "recoverer held savings[2]\n", y ? "ADOPTED" : "kept");
+	       "recoverer held savings[2]\n",
+	       y ? "ADOPTED" : "kept");
 	free_all(&wd, xs, n);
 	recoverer_kill(&wd, &r);
 	sum = audit(&wd);
@@ -664,14 +678,14 @@ static void test_stale_decision(void)
 	int64_t sum;
 
 	world_open(&wd, 0);
-	run_child_at(&wd, 1, PLAN_LOCAL, 2);	/* dtx.commit.torn */
+	run_child_at(&wd, 1, PLAN_LOCAL, 2); /* dtx.commit.torn */
 	recoverer_start(&wd, &r, 1, 1, 1);
-	n = fill_slots(&wd, xs, 15, &y);	/* one adoption tried */
+	n = fill_slots(&wd, xs, 15, &y); /* one adoption tried */
 	CHECK(!y);
-	rc = smart_dtx_txn_new(wd.d, wd.w, &z);	/* a second one */
+	rc = smart_dtx_txn_new(wd.d, wd.w, &z); /* a second one */
 	printf("stale_decision: a second adoption: %s\n",
 	       smart_status_name(rc));
-	if (!rc)	/* the slot's log is overwritten */
+	if (!rc) /* the slot's log is overwritten */
 		CHECK_OK(transfer(z, wd.w, 0, 5, 1, 5, 1));
 	if (!rc)
 		CHECK_OK(smart_dtx_txn_free(z, wd.w));
@@ -708,14 +722,13 @@ static void test_two_recoverers(void)
 	int64_t sum;
 
 	world_open(&wd, 1);
-	run_child_at(&wd, 3, PLAN_THREE, 1);	/* dtx.commit.inside */
+	run_child_at(&wd, 3, PLAN_THREE, 1); /* dtx.commit.inside */
 	recoverer_start(&wd, &r, 0, 0, 3);
 	CHECK_OK(smart_dtx_recover(wd.d, wd.w, SMART_DTX_ALL_BLADES, &found));
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("two_recoverers: the operator's pass beside R: %llu locks "
 	       "released, %llu adoptions put off, %llu forward\n",
-	       (unsigned long long)found,
-	       (unsigned long long)st.adopt_deferred,
+	       (unsigned long long)found, (unsigned long long)st.adopt_deferred,
 	       (unsigned long long)st.rolled_forward);
 	recoverer_kill(&wd, &r);
 	sum = audit(&wd);
@@ -762,13 +775,14 @@ static void test_undo_fails(void)
 	CHECK_GE(smart_dtx_read(y, 0, 3, &v, sizeof(v)), 0);
 	rc = smart_dtx_commit(y, wd.w);
 	printf("undo_fails: savings[3] read after the failed transfer: %s, "
-	       "%lld\n", smart_status_name(rc), rc ? 0ll : (long long)v);
-	if (!rc)	/* the locks are gone: what does the bank hold? */
+	       "%lld\n",
+	       smart_status_name(rc), rc ? 0ll : (long long)v);
+	if (!rc) /* the locks are gone: what does the bank hold? */
 		printf("undo_fails: audit %lld (expected %d)\n",
 		       (long long)audit(&wd), 2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(rc, SMART_EABORT);
-	CHECK_EQ(smart_dtx_begin(x), SMART_EBUSY);	/* undo unfinished */
-	CHECK_OK(smart_dtx_abort(x, wd.w));	/* finishes it */
+	CHECK_EQ(smart_dtx_begin(x), SMART_EBUSY); /* undo unfinished */
+	CHECK_OK(smart_dtx_abort(x, wd.w));	   /* finishes it */
 	CHECK_OK(smart_dtx_begin(x));
 	CHECK_OK(smart_dtx_abort(x, wd.w));
 	CHECK_OK(smart_dtx_txn_free(y, wd.w));
@@ -810,7 +824,8 @@ static void test_undo_half(void)
 	run_child_at(&wd, 0, PLAN_UNDO_HALF, 1);
 	sum = audit(&wd);
 	printf("undo_half: the coordinator dead while stuck: audit %lld "
-	       "(expected %d)\n", (long long)sum, 2 * ACCOUNTS * START_BAL);
+	       "(expected %d)\n",
+	       (long long)sum, 2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
@@ -825,8 +840,8 @@ static void test_undo_half(void)
 	run_child_at(&wd, 0, PLAN_UNDO_ABORT, 1);
 	sum = audit(&wd);
 	printf("undo_half: the coordinator dead after a failed abort: audit "
-	       "%lld (expected %d)\n", (long long)sum,
-	       2 * ACCOUNTS * START_BAL);
+	       "%lld (expected %d)\n",
+	       (long long)sum, 2 * ACCOUNTS * START_BAL);
 	CHECK_EQ(sum, 2 * ACCOUNTS * START_BAL);
 	check_clean(&wd);
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
@@ -854,14 +869,14 @@ static void test_stuck_bye(void)
 	int b;
 
 	world_open(&wd, 1);
-	c = ctx_both(smart_blade_address(wd.b[0]),
-		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	c = ctx_both(smart_blade_address(wd.b[0]), smart_blade_address(wd.b[1]),
+		     secret_path, &bl[0], &bl[1]);
 	CHECK_OK(smart_worker_create(c, &w));
 	CHECK_OK(smart_dtx_open(w, bl[0], DB, NULL, &d));
 	CHECK_OK(smart_dtx_txn_new(d, w, &x));
 	CHECK_OK(smart_ctx_set_hook(c, fail_hook, &h));
 	CHECK_EQ(transfer(x, w, 0, 3, 1, 3, 50), SMART_ECONN);
-	CHECK_EQ(smart_dtx_txn_free(x, w), SMART_ECONN);	/* still stuck */
+	CHECK_EQ(smart_dtx_txn_free(x, w), SMART_ECONN); /* still stuck */
 	CHECK_OK(smart_dtx_close(d, NULL));
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
@@ -869,14 +884,15 @@ static void test_stuck_bye(void)
 	CHECK_OK(smart_ctx_destroy(c));
 	/* the ctx is gone: once the blades saw it go, its ids are dead */
 	wait_dead(&wd, (int[]){ id[0], id[1] });
-	for (b = 0; b < 2; b++)	/* no handshake in flight */
+	for (b = 0; b < 2; b++) /* no handshake in flight */
 		__atomic_store_n(&wd.b[b]->next_lease, id[b], __ATOMIC_SEQ_CST);
-	n = ctx_both(smart_blade_address(wd.b[0]),
-		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	n = ctx_both(smart_blade_address(wd.b[0]), smart_blade_address(wd.b[1]),
+		     secret_path, &bl[0], &bl[1]);
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
 	printf("stuck_bye: the stuck client's ids %u, %u; the newcomer's %u, "
-	       "%u\n", id[0], id[1], nid[0], nid[1]);
+	       "%u\n",
+	       id[0], id[1], nid[0], nid[1]);
 	CHECK(nid[0] != id[0] && nid[1] != id[1]);
 	sum = audit(&wd);
 	printf("stuck_bye: audit %lld (expected %d)\n", (long long)sum,
@@ -918,8 +934,8 @@ static void test_lost_free(void)
 	int lose = 2, r_rfu, r_free, b;
 
 	world_open(&wd, 1);
-	c = ctx_both(smart_blade_address(wd.b[0]),
-		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	c = ctx_both(smart_blade_address(wd.b[0]), smart_blade_address(wd.b[1]),
+		     secret_path, &bl[0], &bl[1]);
 	CHECK_OK(smart_worker_create(c, &wa));
 	CHECK_OK(smart_worker_create(c, &wb));
 	CHECK_OK(smart_dtx_open(wa, bl[0], DB, NULL, &d));
@@ -941,10 +957,10 @@ static void test_lost_free(void)
 	CHECK_OK(smart_worker_destroy(wa));
 	CHECK_OK(smart_ctx_destroy(c));
 	wait_dead(&wd, (int[]){ id[0], id[1] });
-	for (b = 0; b < 2; b++)	/* no handshake in flight */
+	for (b = 0; b < 2; b++) /* no handshake in flight */
 		__atomic_store_n(&wd.b[b]->next_lease, id[b], __ATOMIC_SEQ_CST);
-	n = ctx_both(smart_blade_address(wd.b[0]),
-		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	n = ctx_both(smart_blade_address(wd.b[0]), smart_blade_address(wd.b[1]),
+		     secret_path, &bl[0], &bl[1]);
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
@@ -959,8 +975,8 @@ static void test_lost_free(void)
 	printf("lost_free: the commit writing nothing: %s; txn_free: %s (wb's "
 	       "released again %llu); ids %u, %u, the newcomer's %u, %u; "
 	       "audit %lld (expected %d), accounts %lld, %lld, rolled forward "
-	       "%llu, locks recovered %llu\n", smart_status_name(r_rfu),
-	       smart_status_name(r_free),
+	       "%llu, locks recovered %llu\n",
+	       smart_status_name(r_rfu), smart_status_name(r_free),
 	       (unsigned long long)(st1.unlocks_redone - st0.unlocks_redone),
 	       id[0], id[1], nid[0], nid[1], (long long)sum,
 	       2 * ACCOUNTS * START_BAL, (long long)v[0], (long long)v[1],
@@ -1019,27 +1035,27 @@ static void test_lost_unfreed(void)
 	int lose = 1, b, ab;
 
 	world_open(&wd, 1);
-	c = ctx_both(smart_blade_address(wd.b[0]),
-		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	c = ctx_both(smart_blade_address(wd.b[0]), smart_blade_address(wd.b[1]),
+		     secret_path, &bl[0], &bl[1]);
 	CHECK_OK(smart_worker_create(c, &wa));
-	test_leak_begin();	/* d and x are never freed: the scenario */
+	test_leak_begin(); /* d and x are never freed: the scenario */
 	CHECK_OK(smart_dtx_open(wa, bl[0], DB, NULL, &d));
 	CHECK_OK(smart_dtx_txn_new(d, wa, &x));
 	test_leak_end();
 	CHECK_OK(smart_ctx_set_hook(c, lose_hook, &lose));
-	CHECK_OK(transfer(x, wa, 0, 3, 1, 3, 50));	/* unlocks lost */
+	CHECK_OK(transfer(x, wa, 0, 3, 1, 3, 50)); /* unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	CHECK_EQ(lose, 0);
-	CHECK_EQ(smart_dtx_close(d, wa), SMART_EBUSY);	/* x never freed */
+	CHECK_EQ(smart_dtx_close(d, wa), SMART_EBUSY); /* x never freed */
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(c, bl[b], &id[b]));
 	CHECK_OK(smart_worker_destroy(wa));
 	CHECK_OK(smart_ctx_destroy(c));
 	wait_dead(&wd, (int[]){ id[0], id[1] });
-	for (b = 0; b < 2; b++)	/* no handshake in flight */
+	for (b = 0; b < 2; b++) /* no handshake in flight */
 		__atomic_store_n(&wd.b[b]->next_lease, id[b], __ATOMIC_SEQ_CST);
-	n = ctx_both(smart_blade_address(wd.b[0]),
-		     smart_blade_address(wd.b[1]), secret_path, &bl[0], &bl[1]);
+	n = ctx_both(smart_blade_address(wd.b[0]), smart_blade_address(wd.b[1]),
+		     secret_path, &bl[0], &bl[1]);
 	for (b = 0; b < 2; b++)
 		CHECK_OK(smart_lease_id(n, bl[b], &nid[b]));
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
@@ -1047,7 +1063,8 @@ static void test_lost_unfreed(void)
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("lost_unfreed: the ids %u, %u; the newcomer's %u, %u; reads of "
 	       "the record whose unlock was lost: %d of 1000 aborted, rolled "
-	       "forward %llu\n", id[0], id[1], nid[0], nid[1], ab,
+	       "forward %llu\n",
+	       id[0], id[1], nid[0], nid[1], ab,
 	       (unsigned long long)(st.rolled_forward - st0.rolled_forward));
 	CHECK_OK(smart_ctx_destroy(n));
 	CHECK(nid[0] != id[0] && nid[1] != id[1]);
@@ -1063,7 +1080,8 @@ static void test_lost_unfreed(void)
 static void test_dead_blade(void)
 {
 	static const struct smart_dtx_table split[2] = {
-		{ 0, 8, 8, 0 }, { 1, 8, 8, 1 },
+		{ 0, 8, 8, 0 },
+		{ 1, 8, 8, 1 },
 	};
 	struct smart_dtx_config c;
 	struct world wd;
@@ -1084,14 +1102,15 @@ static void test_dead_blade(void)
 	CHECK_OK(smart_dtx_txn_new(d, wd.w, &x));
 	for (i = 0; i < 2; i++) {
 		CHECK_OK(smart_dtx_begin(x));
-		CHECK_GE(smart_dtx_insert(x, (uint32_t)i, 7, &(int64_t){ 5 }, 8),
+		CHECK_GE(smart_dtx_insert(x, (uint32_t)i, 7, &(int64_t){ 5 },
+					  8),
 			 0);
 		CHECK_OK(smart_dtx_commit(x, wd.w));
 	}
 	CHECK_OK(smart_blade_destroy(wd.b[1]));
 	wd.b[1] = NULL;
 	t0 = test_now_ms();
-	for (n = 0; n < 100000; n++) {	/* until the ctx sees it gone */
+	for (n = 0; n < 100000; n++) { /* until the ctx sees it gone */
 		CHECK_OK(smart_dtx_begin(x));
 		CHECK_GE(smart_dtx_read_for_update(x, 1, 7, &v, 8), 0);
 		rc = smart_dtx_commit(x, wd.w);
@@ -1099,8 +1118,9 @@ static void test_dead_blade(void)
 			break;
 	}
 	printf("dead blade: a transaction on it failed with %s after %llu "
-	       "ms (%d tries)\n", smart_status_name(rc),
-	       (unsigned long long)(test_now_ms() - t0), n);
+	       "ms (%d tries)\n",
+	       smart_status_name(rc), (unsigned long long)(test_now_ms() - t0),
+	       n);
 	CHECK_NE(rc, 0);
 	CHECK_NE(rc, SMART_EABORT);
 	/* the other blade's table goes on */
@@ -1116,7 +1136,7 @@ static void test_dead_blade(void)
 	}
 	CHECK_EQ(v, 105);
 	CHECK_OK(smart_dtx_txn_free(x, wd.w));
-	CHECK_OK(smart_dtx_close(d, NULL));	/* its memory on blade 0 stays */
+	CHECK_OK(smart_dtx_close(d, NULL)); /* its memory on blade 0 stays */
 	CHECK_OK(smart_dtx_close(wd.d, NULL));
 	CHECK_OK(smart_worker_destroy(wd.w));
 	CHECK_OK(smart_ctx_destroy(wd.ctx));
@@ -1125,23 +1145,24 @@ static void test_dead_blade(void)
 
 int main(int argc, char **argv)
 {
-	test_children(argc, argv, (struct test_child[]){
-		{ "dies", child_main },
-		{ "recoverer", recoverer_main },
-		{ 0 } });
+	test_children(argc, argv,
+		      (struct test_child[]){ { "dies", child_main },
+					     { "recoverer", recoverer_main },
+					     { 0 } });
 	guard_init(300);
 	secret_file(secret_path, LB_SECRET);
-	return test_main(argc, argv, (struct test_case[]){
-		{ "deaths", test_deaths },
-		{ "operator", test_operator },
-		{ "recoverer_dies", test_recoverer_dies },
-		{ "stale_decision", test_stale_decision },
-		{ "undo_fails", test_undo_fails },
-		{ "undo_half", test_undo_half },
-		{ "stuck_bye", test_stuck_bye },
-		{ "lost_free", test_lost_free },
-		{ "lost_unfreed", test_lost_unfreed },
-		{ "two_recoverers", test_two_recoverers },
-		{ "dead_blade", test_dead_blade },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "deaths", test_deaths },
+				 { "operator", test_operator },
+				 { "recoverer_dies", test_recoverer_dies },
+				 { "stale_decision", test_stale_decision },
+				 { "undo_fails", test_undo_fails },
+				 { "undo_half", test_undo_half },
+				 { "stuck_bye", test_stuck_bye },
+				 { "lost_free", test_lost_free },
+				 { "lost_unfreed", test_lost_unfreed },
+				 { "two_recoverers", test_two_recoverers },
+				 { "dead_blade", test_dead_blade },
+				 { 0 } });
 }

@@ -71,34 +71,35 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 
-#define NBLADES		4
-#define THREADS		2
-#define DEAD		2	/* index of the blade destroyed (not the
+#define NBLADES 4
+#define THREADS 2
+#define DEAD                                                                   \
+	2 /* index of the blade destroyed (not the
 				 * fixture's own, which fixture_stop frees) */
 #define BLADE_BYTES	(8u << 20)
-#define AREA_BYTES	(64u << 10)	/* per blade: what the ops touch */
-#define OPS		512	/* ops a task queues before its sync */
-#define CHAIN		"64"	/* chain_max: the option's maximum */
-#define MAX_TASKS	1024	/* max_tasks: the option's maximum */
+#define AREA_BYTES	(64u << 10) /* per blade: what the ops touch */
+#define OPS		512	    /* ops a task queues before its sync */
+#define CHAIN		"64"	    /* chain_max: the option's maximum */
+#define MAX_TASKS	1024	    /* max_tasks: the option's maximum */
 #define SEED		0x5707u
-#define HANG_MS_DEFAULT	180000	/* a guard against a hang, not a bound */
+#define HANG_MS_DEFAULT 180000 /* a guard against a hang, not a bound */
 
 struct storm;
 
 struct task {
 	struct storm *s;
-	int blade;		/* index 0..NBLADES-1 */
+	int blade; /* index 0..NBLADES-1 */
 	smart_rng_t rng;
-	void *buf;		/* 64 registered bytes */
-	_Atomic uint64_t offered;	/* ops queued */
-	_Atomic uint64_t ok;		/* rounds synced without error */
-	_Atomic uint64_t ok_after;	/* of which started after the destroy */
-	_Atomic int err;	/* first error (then the task ends) */
-	_Atomic uint64_t done;	/* 1 once the task returned */
-	_Atomic int at;		/* for the hang report: ops queued this
+	void *buf;		   /* 64 registered bytes */
+	_Atomic uint64_t offered;  /* ops queued */
+	_Atomic uint64_t ok;	   /* rounds synced without error */
+	_Atomic uint64_t ok_after; /* of which started after the destroy */
+	_Atomic int err;	   /* first error (then the task ends) */
+	_Atomic uint64_t done;	   /* 1 once the task returned */
+	_Atomic int at;		   /* for the hang report: ops queued this
 				 * round, -1 while in its sync */
-	double err_ms;		/* when, from the destroy call */
-	_Atomic double round_ms;	/* its slowest round before the destroy */
+	double err_ms;		   /* when, from the destroy call */
+	_Atomic double round_ms;   /* its slowest round before the destroy */
 };
 
 struct storm {
@@ -107,10 +108,10 @@ struct storm {
 	smart_gaddr_t area[NBLADES];
 	int per_blade;		/* tasks per blade per worker */
 	struct task *tasks;	/* THREADS x NBLADES x per_blade */
-	_Atomic int destroying;	/* 1 from just before the destroy call */
+	_Atomic int destroying; /* 1 from just before the destroy call */
 	_Atomic int destroyed;	/* 1 once smart_blade_destroy returned */
 	_Atomic int stop;
-	_Atomic double t_destroy;	/* test_now_ms() at the destroy call */
+	_Atomic double t_destroy; /* test_now_ms() at the destroy call */
 };
 
 /* One op at a random 8-byte-aligned place of the blade's area: a READ
@@ -137,11 +138,11 @@ static void storm_task(smart_worker_t *w, void *arg)
 
 		for (i = 0; i < OPS && !rc; i++) {
 			atomic_store(&t->at, i);
-			rc = queue_one(w, t);	/* posts every chain_max */
+			rc = queue_one(w, t); /* posts every chain_max */
 		}
 		atomic_fetch_add(&t->offered, (uint64_t)i);
 		atomic_store(&t->at, -1);
-		rs = smart_sync(w);	/* also after a refused op: the
+		rs = smart_sync(w); /* also after a refused op: the
 					 * queued ones must complete */
 		if (!rc)
 			rc = rs;
@@ -225,8 +226,8 @@ static smart_ctx_t *client_open(smart_blade_t *const *b, int depth,
 				   /* one QP per worker and blade, and no
 				    * WorkReqThrot (it would keep the
 				    * queues short) */
-				   "qp_mode", "per-thread",
-				   "techniques", "None",
+				   "qp_mode", "per-thread", "techniques",
+				   "None",
 				   /* the largest retry count that ends on
 				    * every device: Soft-RoCE never counts
 				    * 7 down (rxe_comp.c), a WR to a dead
@@ -240,7 +241,7 @@ static smart_ctx_t *client_open(smart_blade_t *const *b, int depth,
 	snprintf(mt, sizeof(mt), "%d", max_tasks);
 	o = fixture_opts(kv);
 	*ib_ms = 0;
-	if (smart_ctx_create(o, &ctx)) {	/* e.g. deeper than the device */
+	if (smart_ctx_create(o, &ctx)) { /* e.g. deeper than the device */
 		smart_opts_destroy(o);
 		return NULL;
 	}
@@ -290,15 +291,16 @@ static int deepest(smart_blade_t *const *b, const uint16_t *id)
 	int hi = qp_depth_option_max(), lo, rc;
 	const char *env = getenv("SMART_STORM_DEPTH");
 
-	if (env) {	/* a manual run: start from this depth */
-		CHECK_MSG(atoi(env) >= 16 && atoi(env) <= hi, "SMART_STORM_"
-			  "DEPTH %s: want 16..%d", env, hi);
+	if (env) { /* a manual run: start from this depth */
+		CHECK_MSG(atoi(env) >= 16 && atoi(env) <= hi,
+			  "SMART_STORM_"
+			  "DEPTH %s: want 16..%d",
+			  env, hi);
 		hi = atoi(env);
 	}
 
 	for (lo = hi; (rc = probe(b, id, lo)) != 0; lo /= 2) {
-		printf("qp_depth %d refused (%s)\n", lo,
-		       smart_status_name(rc));
+		printf("qp_depth %d refused (%s)\n", lo, smart_status_name(rc));
 		hi = lo;
 		CHECK_GE(lo / 2, 16);
 	}
@@ -324,13 +326,13 @@ static uint64_t sum(const struct storm *s, size_t field_off, int blade,
 
 		if (want_blade && t->blade != blade)
 			continue;
-		n += atomic_load((const _Atomic uint64_t *)
-				 ((const char *)t + field_off));
+		n += atomic_load((const _Atomic uint64_t *)((const char *)t +
+							    field_off));
 	}
 	return n;
 }
 
-#define SUM(s, f) sum(s, offsetof(struct task, f), 0, 0)
+#define SUM(s, f)      sum(s, offsetof(struct task, f), 0, 0)
 #define SUM_B(s, f, b) sum(s, offsetof(struct task, f), b, 1)
 
 /* Where the tasks are: printed when a wait runs out. */
@@ -339,7 +341,8 @@ static void dump(struct storm *s)
 	smart_stats_t st;
 
 	for (int b = 0; b < NBLADES; b++)
-		fprintf(stderr, "blade %u: %llu ops offered, %llu rounds ok "
+		fprintf(stderr,
+			"blade %u: %llu ops offered, %llu rounds ok "
 			"(%llu after the destroy), %llu tasks ended\n",
 			s->id[b], (unsigned long long)SUM_B(s, offered, b),
 			(unsigned long long)SUM_B(s, ok, b),
@@ -360,20 +363,25 @@ static void dump(struct storm *s)
 			none += o == 0;
 			part += o > 0 && o < OPS;
 			if ((o < OPS || stuck) && none + part + stuck < 8)
-				fprintf(stderr, "task %zu (worker %zu, blade "
+				fprintf(stderr,
+					"task %zu (worker %zu, blade "
 					"%u): %llu ops offered, now %s %d\n",
 					i, i / (NBLADES * s->per_blade),
 					s->id[t->blade], (unsigned long long)o,
 					atomic_load(&t->at) < 0 ? "in its "
-					"sync" : "queueing op",
+								  "sync" :
+								  "queueing op",
 					atomic_load(&t->at));
 		}
-		fprintf(stderr, "tasks that offered nothing: %d, part of a "
-			"round: %d\n", none, part);
+		fprintf(stderr,
+			"tasks that offered nothing: %d, part of a "
+			"round: %d\n",
+			none, part);
 	}
 	if (smart_stats_snapshot(s->ctx, &st))
 		return;
-	fprintf(stderr, "WRs posted %llu, done %llu; completions %llu, "
+	fprintf(stderr,
+		"WRs posted %llu, done %llu; completions %llu, "
 		"errors %llu, posts on a full queue %llu, polls %llu\n",
 		(unsigned long long)st.c[SMART_STAT_WRS_POSTED],
 		(unsigned long long)st.c[SMART_STAT_WRS_DONE],
@@ -394,12 +402,12 @@ static void wait_for(struct storm *s, int (*cond)(struct storm *),
 	while (!cond(s)) {
 		if (test_now_ms() - t0 >= hang_ms) {
 			dump(s);
-			sleep_ms(1000);	/* a second look: what still moves */
+			sleep_ms(1000); /* a second look: what still moves */
 			dump(s);
 			TEST_FAIL("hang: %s not reached in %d ms", what,
 				  hang_ms);
 		}
-		sleep_ms(5);	/* polling a condition, not ordering */
+		sleep_ms(5); /* polling a condition, not ordering */
 	}
 }
 
@@ -426,7 +434,8 @@ static int storm_settled(struct storm *s)
 		struct task *t = &s->tasks[i];
 
 		if (t->blade == DEAD ? !atomic_load(&t->done) :
-		    !atomic_load(&t->ok_after) && !atomic_load(&t->done))
+				       !atomic_load(&t->ok_after) &&
+					       !atomic_load(&t->done))
 			return 0;
 	}
 	return 1;
@@ -454,8 +463,10 @@ static void check_after(smart_ctx_t *ctx, const struct storm *s)
 		CHECK_OK(smart_write_sync(w, s->area[b], buf, 4096));
 		memset(back, 0, 4096);
 		CHECK_OK(smart_read_sync(w, s->area[b], 4096, back));
-		CHECK_MSG(!memcmp(buf, back, 4096), "blade %u: data written "
-			  "after the storm did not read back", s->id[b]);
+		CHECK_MSG(!memcmp(buf, back, 4096),
+			  "blade %u: data written "
+			  "after the storm did not read back",
+			  s->id[b]);
 		CHECK_OK(smart_faa_sync(w, s->area[b], 1, &v));
 	}
 	smart_buf_free(w, buf);
@@ -495,17 +506,20 @@ static void test_flush_storm(void)
 	 * queue full */
 	s.per_blade = (int)((fill + OPS - 1) / OPS) + 1;
 	max_tasks = NBLADES * s.per_blade;
-	CHECK_MSG(max_tasks <= MAX_TASKS, "%d tasks per worker is more than "
-		  "max_tasks allows", max_tasks);
+	CHECK_MSG(max_tasks <= MAX_TASKS,
+		  "%d tasks per worker is more than "
+		  "max_tasks allows",
+		  max_tasks);
 	s.ctx = client_open(b, depth, max_tasks, &ib_ms);
 	CHECK(s.ctx != NULL);
 	CHECK_OK(smart_ctx_blade_info(s.ctx, s.id[DEAD], &info));
 	printf("transport %s, qp_mode %s: qp_depth %d, %d WRs offered per QP "
 	       "(%d tasks x %d ops per blade and worker), %d workers x %d "
-	       "blades\n", smart_ctx_transport(s.ctx), smart_ctx_qp_mode(s.ctx),
-	       depth, s.per_blade * OPS, s.per_blade, OPS, THREADS, NBLADES);
+	       "blades\n",
+	       smart_ctx_transport(s.ctx), smart_ctx_qp_mode(s.ctx), depth,
+	       s.per_blade * OPS, s.per_blade, OPS, THREADS, NBLADES);
 
-	{	/* each blade's area, zeroed */
+	{ /* each blade's area, zeroed */
 		smart_worker_t *w;
 		void *zero;
 
@@ -525,7 +539,7 @@ static void test_flush_storm(void)
 	all = (size_t)THREADS * NBLADES * s.per_blade;
 	s.tasks = calloc(all, sizeof(*s.tasks));
 	CHECK(s.tasks != NULL);
-	for (size_t i = 0; i < all; i++) {	/* on worker i / (4 x per_blade) */
+	for (size_t i = 0; i < all; i++) { /* on worker i / (4 x per_blade) */
 		s.tasks[i].s = &s;
 		s.tasks[i].blade = (int)(i % NBLADES);
 		smart_rng_seed(&s.tasks[i].rng, SEED + i);
@@ -553,7 +567,8 @@ static void test_flush_storm(void)
 			round_ms = atomic_load(&s.tasks[i].round_ms);
 	bound = info.lease_ms + 4 * ib_ms + 2 * round_ms;
 	printf("bound: lease_ms %u + 4 x WR life %.0f ms + 2 x slowest round "
-	       "%.0f ms = %.0f ms\n", info.lease_ms, ib_ms, round_ms, bound);
+	       "%.0f ms = %.0f ms\n",
+	       info.lease_ms, ib_ms, round_ms, bound);
 	fflush(stdout);
 	atomic_store(&s.t_destroy, test_now_ms());
 	CHECK_OK(smart_blade_destroy(b[DEAD]));
@@ -561,7 +576,8 @@ static void test_flush_storm(void)
 	atomic_store(&s.destroyed, 1);
 	printf("blade %u destroyed in %.0f ms\n", s.id[DEAD],
 	       test_now_ms() - atomic_load(&s.t_destroy));
-	wait_for(&s, storm_settled, "every dead-blade task failing and "
+	wait_for(&s, storm_settled,
+		 "every dead-blade task failing and "
 		 "every live task completing a round after the destroy");
 	atomic_store(&s.stop, 1);
 	for (int i = 0; i < THREADS; i++)
@@ -572,20 +588,22 @@ static void test_flush_storm(void)
 		int e = atomic_load(&t->err);
 
 		if (t->blade != DEAD) {
-			CHECK_MSG(!e, "task %zu on live blade %u failed: %s",
-				  i, s.id[t->blade], smart_status_name(e));
+			CHECK_MSG(!e, "task %zu on live blade %u failed: %s", i,
+				  s.id[t->blade], smart_status_name(e));
 			CHECK_GT(atomic_load(&t->ok_after), 0);
 			ok_after += atomic_load(&t->ok_after);
 			continue;
 		}
 		CHECK_MSG(e == SMART_ECONN || e == SMART_EQP ||
-			  e == SMART_ETIMEDOUT, "task %zu on the dead blade "
-			  "ended with %s", i, e ? smart_status_name(e) :
-			  "no error");
+				  e == SMART_ETIMEDOUT,
+			  "task %zu on the dead blade "
+			  "ended with %s",
+			  i, e ? smart_status_name(e) : "no error");
 		errs[e == SMART_ECONN ? 0 : e == SMART_EQP ? 1 : 2]++;
-		CHECK_MSG(t->err_ms <= bound, "task %zu got its error %.0f ms "
-			  "after the destroy, bound %.0f ms", i, t->err_ms,
-			  bound);
+		CHECK_MSG(t->err_ms <= bound,
+			  "task %zu got its error %.0f ms "
+			  "after the destroy, bound %.0f ms",
+			  i, t->err_ms, bound);
 		if (t->err_ms > worst)
 			worst = t->err_ms;
 	}
@@ -598,8 +616,9 @@ static void test_flush_storm(void)
 	       (unsigned long long)errs[2], worst, bound);
 	printf("live blades: %llu rounds of %d ops after the destroy, all "
 	       "succeeded; error completions %llu, reconnects %llu, "
-	       "posts on a full queue %llu\n", (unsigned long long)ok_after,
-	       OPS, (unsigned long long)st.c[SMART_STAT_ERRORS],
+	       "posts on a full queue %llu\n",
+	       (unsigned long long)ok_after, OPS,
+	       (unsigned long long)st.c[SMART_STAT_ERRORS],
 	       (unsigned long long)st.c[SMART_STAT_RECONNECTS],
 	       (unsigned long long)st.c[SMART_STAT_QP_FULL]);
 	CHECK_GT(errs[0] + errs[1] + errs[2], 0);
@@ -612,12 +631,12 @@ static void test_flush_storm(void)
 	CHECK_OK(smart_ctx_destroy(s.ctx));
 	fixture_stop(&f);
 	for (int i = 1; i < NBLADES; i++)
-		smart_blade_destroy(b[i]);	/* NULL for the dead one */
+		smart_blade_destroy(b[i]); /* NULL for the dead one */
 }
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "flush_storm", test_flush_storm },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "flush_storm", test_flush_storm }, { 0 } });
 }

@@ -33,7 +33,7 @@
 #include "util/sockio.h"
 
 #define SECRET "s3cret-handshake"
-#define MIB (UINT64_C(1) << 20)
+#define MIB    (UINT64_C(1) << 20)
 
 /* timeout_ms is both the auth deadline and the stall timeout: short, so
  * that the cases ending in a timeout stay fast. */
@@ -105,8 +105,10 @@ static void test_good(void)
 	CHECK_NE(w.lease_id, 0);
 	CHECK_EQ(w.lease_ms, SMART_LEASE_MS_DEFAULT);
 	CHECK_U64_EQ(((struct smart_lease_table *)((uint8_t *)sb +
-		      SMART_LEASE_OFF))->slot[smart_lease_slot_of(w.lease_id)]
-		     .word, smart_lease_word(w.lease_id, 1));
+						   SMART_LEASE_OFF))
+			     ->slot[smart_lease_slot_of(w.lease_id)]
+			     .word,
+		     smart_lease_word(w.lease_id, 1));
 	munmap(sb, 8 * MIB);
 	close(fd);
 	/* The token is single use. */
@@ -128,8 +130,7 @@ static void test_refused(void)
 				     "s3cret", "x" };
 
 	for (size_t i = 0; i < 4; i++)
-		CHECK_EQ(boot(b, bad[i], strlen(bad[i]), &s, &w),
-			 SMART_EACCES);
+		CHECK_EQ(boot(b, bad[i], strlen(bad[i]), &s, &w), SMART_EACCES);
 	CHECK_EQ(boot(b, NULL, 0, &s, &w), SMART_EACCES);
 	CHECK_EQ(smart__boot_open(smart_blade_address(b), "verbs", SECRET,
 				  strlen(SECRET), 3000, NULL, &s, &w),
@@ -172,13 +173,16 @@ static void send_malformed(smart_blade_t *b, const void *p, size_t n)
 static void test_malformed(void)
 {
 	smart_blade_t *b = blade_start(16, 300);
-	static const uint8_t oversized[12] = { 'S', 'M', 'R', 'T', 1, 0, 0, 0,
-					       0xff, 0xff, 0xff, 0xff };
+	static const uint8_t oversized[12] = {
+		'S', 'M', 'R', 'T', 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff
+	};
 	static const uint8_t flags[12] = { 'S', 'M', 'R', 'T', 1, 0, 1, 0 };
-	static const uint8_t qpc_first[12 + 12] = { 'S', 'M', 'R', 'T', 4, 0,
-		0, 0, 12, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 'S', 'H', 'M', 'Q' };
-	static const uint8_t truncated[30] = { 'S', 'M', 'R', 'T', 1, 0, 0, 0,
-					       100, 0, 0, 0, 1, 0 };
+	static const uint8_t qpc_first[12 + 12] = {
+		'S', 'M', 'R', 'T', 4, 0, 0, 0, 12,  0,	  0,   0,
+		1,   0,	  0,   0,   4, 0, 0, 0, 'S', 'H', 'M', 'Q'
+	};
+	static const uint8_t truncated[30] = { 'S', 'M', 'R', 'T', 1, 0, 0,
+					       0,   100, 0,   0,   0, 1, 0 };
 	int fd;
 
 	send_malformed(b, "GET / HTTP/1.0\r\n\r\n", 18);
@@ -291,7 +295,8 @@ static int present_n(const struct smart_proto_welcome *w, const uint8_t *tok,
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	uint8_t st = 0xee;
 	struct iovec iov = { &st, 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
 			     .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
@@ -320,7 +325,8 @@ static void test_fd_token(void)
 {
 	smart_blade_t *b = blade_start(16, 300);
 	struct smart_proto_welcome w;
-	uint8_t wrong[SMART_PROTO_FETCH_LEN], tok[SMART_PROTO_FETCH_LEN] = { 0 };
+	uint8_t wrong[SMART_PROTO_FETCH_LEN],
+		tok[SMART_PROTO_FETCH_LEN] = { 0 };
 	uint8_t fetch[SMART_PROTO_FETCH_LEN];
 	struct smart_blade_stats bs;
 	struct stat st;
@@ -373,7 +379,7 @@ static void squat_serve(int ls, int report)
 	    write(report, &n, sizeof(n)) != (ssize_t)sizeof(n))
 		_exit(3);
 	shutdown(c, SHUT_WR);
-	(void)recv(c, got, 1, 0);	/* until the client hangs up */
+	(void)recv(c, got, 1, 0); /* until the client hangs up */
 	_exit(0);
 }
 
@@ -420,10 +426,11 @@ static void test_fd_squat(void)
 	CHECK_EQ(read(rep[0], &got, sizeof(got)), (ssize_t)sizeof(got));
 	close(rep[0]);
 	printf("  squatter on the fd socket: fetch %s, descriptor taken: "
-	       "%s\n", smart_status_name(rc), fd >= 0 ? target : "none");
+	       "%s\n",
+	       smart_status_name(rc), fd >= 0 ? target : "none");
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CHECK_EQ(got, SMART_PROTO_FETCH_LEN);	/* it got our request */
+	CHECK_EQ(got, SMART_PROTO_FETCH_LEN); /* it got our request */
 	CHECK_EQ(rc, SMART_EACCES);
 	CHECK_EQ(fd, -1);
 	smart__boot_close(s);
@@ -475,9 +482,11 @@ static void test_config(void)
 {
 	struct smart_blade_config cfg;
 	smart_blade_t *b;
-	static const char *bad_addr[] = { "127.0.0.1", "127.0.0.1:65536",
-		"127.0.0.1:-1", "127.0.0.1: 80", "127.1:80", "host:80",
-		"[::1]80", ":80", "127.0.0.1:", "127.0.0.1:123456" };
+	static const char *bad_addr[] = { "127.0.0.1",	  "127.0.0.1:65536",
+					  "127.0.0.1:-1", "127.0.0.1: 80",
+					  "127.1:80",	  "host:80",
+					  "[::1]80",	  ":80",
+					  "127.0.0.1:",	  "127.0.0.1:123456" };
 
 	for (size_t i = 0; i < SMART_ARRAY_SIZE(bad_addr); i++) {
 		smart_blade_config_init(&cfg);
@@ -550,15 +559,19 @@ static int wait_exit(pid_t pid)
 static void test_smartd(void)
 {
 	char path[] = "/tmp/smart-secret-XXXXXX", line[512];
-	const char *ok[] = { "smartd", "--size", "4M", "--listen", "127.0.0.1:0",
-		       "--id", "3", "--secret-file", path, "--auth-timeout",
-		       "1500", "--max-unauth", "32", "--max-clients", "8", NULL };
-	const char *badauth[] = { "smartd", "--size", "4M", "--insecure",
-				  "--auth-timeout", "0", NULL };
-	const char *nosecret[] = { "smartd", "--size", "4M", "--listen",
-			     "127.0.0.1:0", NULL };
-	const char *wide[] = { "smartd", "--size", "4M", "--listen", "0.0.0.0:0",
-			 "--insecure", NULL };
+	const char *ok[] = {
+		"smartd",      "--size",	 "4M",	 "--listen",
+		"127.0.0.1:0", "--id",		 "3",	 "--secret-file",
+		path,	       "--auth-timeout", "1500", "--max-unauth",
+		"32",	       "--max-clients",	 "8",	 NULL
+	};
+	const char *badauth[] = { "smartd",	"--size",	  "4M",
+				  "--insecure", "--auth-timeout", "0",
+				  NULL };
+	const char *nosecret[] = { "smartd",   "--size",      "4M",
+				   "--listen", "127.0.0.1:0", NULL };
+	const char *wide[] = { "smartd",    "--size",	  "4M", "--listen",
+			       "0.0.0.0:0", "--insecure", NULL };
 	const char *badsize[] = { "smartd", "--size", "12X", NULL };
 	const char *help[] = { "smartd", "--help", NULL };
 	char text[4096];
@@ -575,8 +588,10 @@ static void test_smartd(void)
 	pid = spawn_smartd(ok, &f);
 	CHECK(fgets(line, sizeof(line), f) != NULL);
 	CHECK_MSG(strstr(line, "smartd: blade 3 serving 4194304 bytes on "
-			 "127.0.0.1:") && strstr(line, "(transport shm, "
-			 "hugepages no)"), "start line: %s", line);
+			       "127.0.0.1:") &&
+			  strstr(line, "(transport shm, "
+				       "hugepages no)"),
+		  "start line: %s", line);
 	CHECK_EQ(kill(pid, SIGTERM), 0);
 	CHECK_EQ(wait_exit(pid), 0);
 	fclose(f);
@@ -602,25 +617,27 @@ static void test_smartd(void)
 	CHECK_EQ(wait_exit(pid), 0);
 	fclose(f);
 	CHECK_MSG(strstr(text, "--auth-timeout MS") &&
-		  strstr(text, "--max-unauth N") &&
-		  strstr(text, "--max-clients N"), "smartd --help: %s", text);
+			  strstr(text, "--max-unauth N") &&
+			  strstr(text, "--max-clients N"),
+		  "smartd --help: %s", text);
 }
 
 int main(int argc, char **argv)
 {
 	unsetenv("SMART_SECRET_FILE");
-	return test_main(argc, argv, (struct test_case[]){
-		{ "good", test_good },
-		{ "refused", test_refused },
-		{ "version", test_version },
-		{ "malformed", test_malformed },
-		{ "idle_timeout", test_idle_timeout },
-		{ "many_idle", test_many_idle },
-		{ "max_clients", test_max_clients },
-		{ "fd_token", test_fd_token },
-		{ "fd_squat", test_fd_squat },
-		{ "qp", test_qp },
-		{ "config", test_config },
-		{ "smartd", test_smartd },
-		{ NULL, NULL } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "good", test_good },
+				 { "refused", test_refused },
+				 { "version", test_version },
+				 { "malformed", test_malformed },
+				 { "idle_timeout", test_idle_timeout },
+				 { "many_idle", test_many_idle },
+				 { "max_clients", test_max_clients },
+				 { "fd_token", test_fd_token },
+				 { "fd_squat", test_fd_squat },
+				 { "qp", test_qp },
+				 { "config", test_config },
+				 { "smartd", test_smartd },
+				 { NULL, NULL } });
 }

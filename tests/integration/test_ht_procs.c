@@ -19,12 +19,12 @@
 #include "smart/smart.h"
 #include "smart/ht.h"
 
-#define PROCS 3
-#define THREADS 2
-#define TASKS 4
+#define PROCS	      3
+#define THREADS	      2
+#define TASKS	      4
 #define KEYS_PER_TASK 150
-#define SHARED 16
-#define SECRET "ht-procs-secret-77"
+#define SHARED	      16
+#define SECRET	      "ht-procs-secret-77"
 
 struct ctxs {
 	const char *addr, *secret_path;
@@ -139,7 +139,7 @@ static void verify(smart_worker_t *w, smart_ht_t *t)
 					}
 					CHECK_OK(rc);
 					CHECK_U64_EQ(v, (uint64_t)i * 1000 +
-						     (uint64_t)p);
+								(uint64_t)p);
 				}
 	for (i = 0; i < SHARED; i++) {
 		snprintf(k, sizeof(k), "shared-%d", i);
@@ -151,9 +151,10 @@ static void verify(smart_worker_t *w, smart_ht_t *t)
 
 static void test_processes(void)
 {
-	const char *argv[] = { "smartd", "--size", "256M", "--listen",
-			       "127.0.0.1:0", "--chunk-size", "256K",
-			       "--secret-file", NULL, NULL };
+	const char *argv[] = { "smartd",   "--size",	    "256M",
+			       "--listen", "127.0.0.1:0",   "--chunk-size",
+			       "256K",	   "--secret-file", NULL,
+			       NULL };
 	char secret_path[] = "/tmp/smart-htp-XXXXXX";
 	struct smart_ht_config cfg;
 	struct smart_ht_stats st;
@@ -174,7 +175,7 @@ static void test_processes(void)
 	ctx = ctx_open(d.addr, secret_path);
 	CHECK_OK(smart_worker_create(ctx, &w));
 	smart_ht_config_init(&cfg);
-	cfg.depth = 0;		/* one small subtable: it must split */
+	cfg.depth = 0; /* one small subtable: it must split */
 	cfg.buckets = 16;
 	cfg.reclaim = 1;
 	CHECK_OK(smart_ht_create(w, 0, 3, &cfg, &t));
@@ -182,14 +183,15 @@ static void test_processes(void)
 		char proc[12];
 
 		snprintf(proc, sizeof(proc), "%d", i);
-		pids[i] = test_spawn("client", (const char *[]){ d.addr,
-				     secret_path, proc, NULL });
+		pids[i] = test_spawn("client",
+				     (const char *[]){ d.addr, secret_path,
+						       proc, NULL });
 		CHECK_GE(pids[i], 0);
 	}
 	for (i = 0; i < PROCS; i++) {
 		status = smartd_wait_bounded(pids[i], 100000);
 		CHECK_MSG(status != -1 && WIFEXITED(status) &&
-			  WEXITSTATUS(status) == 0,
+				  WEXITSTATUS(status) == 0,
 			  "client process %d failed (status 0x%x)", i, status);
 	}
 	verify(w, t);

@@ -27,11 +27,11 @@
 #include "smart/smart.h"
 #include "smart/ht.h"
 
-#define LEASE_MS	400
-#define PERIOD_MS	(LEASE_MS / 8)
-#define SLACK_MS	300
-#define CHILD_KEYS	400
-#define MAX_KEYS	(64 * CHILD_KEYS)
+#define LEASE_MS   400
+#define PERIOD_MS  (LEASE_MS / 8)
+#define SLACK_MS   300
+#define CHILD_KEYS 400
+#define MAX_KEYS   (64 * CHILD_KEYS)
 
 static char secret_path[] = "/tmp/smart-htrec-secret-XXXXXX";
 
@@ -39,12 +39,12 @@ enum { DIE_EXIT, DIE_STOP };
 
 struct step {
 	const char *point;
-	int hit;		/* act at this hit of the point */
+	int hit; /* act at this hit of the point */
 	int mode;
-	int holds;		/* what the dead client leaves: */
-#define HOLD_NONE	0
-#define HOLD_SPLIT	1	/* a split lock (recovered) */
-#define HOLD_TENT	2	/* a tentative slot (cleared) */
+	int holds; /* what the dead client leaves: */
+#define HOLD_NONE  0
+#define HOLD_SPLIT 1 /* a split lock (recovered) */
+#define HOLD_TENT  2 /* a tentative slot (cleared) */
 };
 
 static const struct step steps[] = {
@@ -82,7 +82,7 @@ static int child_hook(smart_worker_t *w, const char *point, void *arg)
 		return 0;
 	if (h->st->mode == DIE_EXIT)
 		_exit(0);
-	raise(SIGSTOP);		/* and never resumed: killed later */
+	raise(SIGSTOP); /* and never resumed: killed later */
 	return 0;
 }
 
@@ -132,9 +132,9 @@ struct world {
 	smart_worker_t *w;
 	smart_ht_t *t;
 	/* every key some client was told is in, with its value (the key) */
-	int acked[64];		/* per round: keys 0..acked-1 */
-	uint16_t child_id;	/* the lease id of the one that dies */
-	uint64_t t_dead;	/* when it died (ms) */
+	int acked[64];	   /* per round: keys 0..acked-1 */
+	uint16_t child_id; /* the lease id of the one that dies */
+	uint64_t t_dead;   /* when it died (ms) */
 };
 
 static void expect_present(struct world *wd, const char *k)
@@ -142,8 +142,7 @@ static void expect_present(struct world *wd, const char *k)
 	char v[32];
 	size_t n;
 
-	CHECK_OK(smart_ht_search(wd->t, wd->w, k, strlen(k), v, sizeof(v),
-				 &n));
+	CHECK_OK(smart_ht_search(wd->t, wd->w, k, strlen(k), v, sizeof(v), &n));
 	CHECK(n == strlen(k) && !memcmp(v, k, n));
 }
 
@@ -160,8 +159,9 @@ static pid_t run_child(struct world *wd, int round, const struct step *st,
 	snprintf(r, sizeof(r), "%d", round);
 	snprintf(s, sizeof(s), "%d", (int)(st - steps));
 	snprintf(fd, sizeof(fd), "%d", p[1]);
-	pid = test_spawn("dies", (const char *[]){ smart_blade_address(wd->b),
-			 secret_path, r, s, fd, NULL });
+	pid = test_spawn("dies",
+			 (const char *[]){ smart_blade_address(wd->b),
+					   secret_path, r, s, fd, NULL });
 	CHECK_GE(pid, 0);
 	guard.pids[0] = pid;
 	close(p[1]);
@@ -203,8 +203,10 @@ static pid_t run_child(struct world *wd, int round, const struct step *st,
 			break;
 		sleep_ms(1);
 	}
-	CHECK_MSG(i < 2000, "the blade did not fence the dead child (id %u) in "
-		  "2 s", wd->child_id);
+	CHECK_MSG(i < 2000,
+		  "the blade did not fence the dead child (id %u) in "
+		  "2 s",
+		  wd->child_id);
 	return 0;
 }
 
@@ -250,13 +252,12 @@ static void test_deaths(void)
 	unsigned s;
 
 	wd.b = lb_blade_start(64 << 20, LEASE_MS);
-	wd.ctx = lb_ctx_open(smart_blade_address(wd.b), secret_path,
-			     &wd.blade);
+	wd.ctx = lb_ctx_open(smart_blade_address(wd.b), secret_path, &wd.blade);
 	CHECK_OK(smart_worker_create(wd.ctx, &wd.w));
 	smart_ht_config_init(&c);
 	c.depth = 0;
-	c.buckets = 2;		/* a split every ~20 inserts */
-	c.seed = 0x7e57;	/* the same layout, run after run */
+	c.buckets = 2;	 /* a split every ~20 inserts */
+	c.seed = 0x7e57; /* the same layout, run after run */
 	CHECK_OK(smart_ht_create(wd.w, wd.blade, 0, &c, &wd.t));
 	for (s = 0; s < sizeof(steps) / sizeof(steps[0]); s++) {
 		const struct step *st = &steps[s];
@@ -275,8 +276,9 @@ static void test_deaths(void)
 		CHECK_OK(smart_ht_stats(wd.t, wd.w, &st1));
 		printf("%-20s %s: %3d keys acknowledged, first op done %llu "
 		       "ms after, %llu split(s) recovered, %llu tentative slot(s) "
-		       "cleared\n", st->point, st->mode == DIE_EXIT ? "killed " :
-		       "stopped", wd.acked[s] - 1, (unsigned long long)ms,
+		       "cleared\n",
+		       st->point, st->mode == DIE_EXIT ? "killed " : "stopped",
+		       wd.acked[s] - 1, (unsigned long long)ms,
 		       (unsigned long long)(st1.recovered - st0.recovered),
 		       (unsigned long long)(st1.tent_cleared -
 					    st0.tent_cleared));
@@ -295,7 +297,8 @@ static void test_deaths(void)
 		}
 	}
 	printf("killed holders cost the others at most %llu ms (lease %d "
-	       "ms)\n", (unsigned long long)kill_max, LEASE_MS);
+	       "ms)\n",
+	       (unsigned long long)kill_max, LEASE_MS);
 	CHECK_LT(kill_max, LEASE_MS);
 	smart_ht_close(wd.t, NULL);
 	CHECK_OK(smart_worker_destroy(wd.w));
@@ -305,12 +308,11 @@ static void test_deaths(void)
 
 int main(int argc, char **argv)
 {
-	test_children(argc, argv, (struct test_child[]){
-		{ "dies", child_main },
-		{ 0 } });
+	test_children(argc, argv,
+		      (struct test_child[]){ { "dies", child_main }, { 0 } });
 	guard_init(300);
 	secret_file(secret_path, LB_SECRET);
-	return test_main(argc, argv, (struct test_case[]){
-		{ "deaths", test_deaths },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){ { "deaths", test_deaths },
+					       { 0 } });
 }

@@ -48,9 +48,9 @@
 #include "smart/smart.h"
 #include "wire/services.h"
 
-#define LEASE_MS 400
+#define LEASE_MS  400
 #define PERIOD_MS (LEASE_MS / 8)
-#define SLACK_MS 400
+#define SLACK_MS  400
 
 static char secret_path[] = "/tmp/smart-lease-secret-XXXXXX";
 
@@ -138,7 +138,7 @@ static void test_basics(void)
  * until an op fails; report that status and exit. */
 struct child {
 	pid_t pid;
-	int rd;		/* from the child: id, then the final status */
+	int rd; /* from the child: id, then the final status */
 	uint16_t id;
 };
 
@@ -322,7 +322,8 @@ static void test_frozen_keeper(void)
 	CHECK_GT(tid, 0);
 	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) != 0) {
 		printf("skipped: ptrace refused (%s): the keeper cannot be "
-		       "frozen alone here\n", strerror(errno));
+		       "frozen alone here\n",
+		       strerror(errno));
 		kill(sc.c.pid, SIGKILL);
 		waitpid(sc.c.pid, &st, 0);
 		guard_del(sc.c.pid);
@@ -344,8 +345,7 @@ static void test_frozen_keeper(void)
 	sleep_ms(2 * PERIOD_MS);
 	v2 = counter_now(sc.w, sc.g);
 	printf("frozen keeper: counter %llu at the fence, %llu %d ms later\n",
-	       (unsigned long long)v1, (unsigned long long)v2,
-	       2 * PERIOD_MS);
+	       (unsigned long long)v1, (unsigned long long)v2, 2 * PERIOD_MS);
 	CHECK_U64_EQ(v2, v1);
 	/* its ops failed by themselves; the traced keeper's exit is ours to
 	 * collect before the process can be */
@@ -400,7 +400,7 @@ static void test_fence_api(void)
 	CHECK_EQ(smart_lease_alive(w, blade, c.id), 1);
 	CHECK_OK(smart_lease_fence(w, blade, c.id));
 	CHECK_EQ(smart_lease_alive(w, blade, c.id), 0);
-	CHECK_OK(smart_lease_fence(w, blade, c.id));	/* idempotent */
+	CHECK_OK(smart_lease_fence(w, blade, c.id)); /* idempotent */
 	CHECK_EQ(child_status(&c), SMART_EFENCED);
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(a));
@@ -425,7 +425,7 @@ static int lock_try(smart_worker_t *w, uint16_t blade, smart_gaddr_t lock,
 		return 0;
 	held = old;
 	CHECK_OK(smart_cas_sync(w, lock, held, me, &old));
-	return old == held;	/* taken over from the dead holder */
+	return old == held; /* taken over from the dead holder */
 }
 
 /* The holder role (holder_case): args as child_main's, the word being
@@ -443,10 +443,10 @@ static void holder_main(char **args)
 	CHECK_OK(smart_cas_sync(w, lock, 0, id, &old));
 	CHECK_EQ(old, 0);
 	CHECK_OK(smart_epoch_enter(w, blade));
-	CHECK_OK(smart_read_sync(w, lock, 8, &v));	/* announced */
+	CHECK_OK(smart_read_sync(w, lock, 8, &v)); /* announced */
 	CHECK_EQ(write(atoi(args[3]), &id, sizeof(id)), (ssize_t)sizeof(id));
 	for (;;)
-		pause();	/* holding both, forever */
+		pause(); /* holding both, forever */
 }
 
 static void holder_case(int sig)
@@ -531,9 +531,10 @@ static void test_stopped_holder(void)
  * mapped): ops must fail, within the keeper's reaction time. */
 static void test_dead_blade(void)
 {
-	const char *argv[] = { "smartd", "--size", "16M", "--listen",
-			       "127.0.0.1:0", "--secret-file", secret_path,
-			       "--chunk-size", "64K", NULL };
+	const char *argv[] = { "smartd",    "--size",	    "16M",
+			       "--listen",  "127.0.0.1:0",  "--secret-file",
+			       secret_path, "--chunk-size", "64K",
+			       NULL };
 	struct smartd_proc d;
 	smart_worker_t *w;
 	smart_gaddr_t g;
@@ -557,8 +558,8 @@ static void test_dead_blade(void)
 		n++;
 	ms = (smart_now_ns() - t0) / 1000000;
 	printf("dead blade: ops failed with %s after %llu ms (%d more "
-	       "succeeded on the orphaned memory)\n", smart_status_name(rc),
-	       (unsigned long long)ms, n);
+	       "succeeded on the orphaned memory)\n",
+	       smart_status_name(rc), (unsigned long long)ms, n);
 	CHECK(rc == SMART_ECONN || rc == SMART_EQP);
 	CHECK_LE(ms, 1000);
 	/* and every later op fails at once */
@@ -585,7 +586,7 @@ static void test_own_ahead(void)
 	CHECK_OK(smart_lease_id(a, blade, &id));
 	CHECK_OK(smart_worker_create(c, &wc));
 	slot = smart_gaddr(blade, 4096 + 64 + 16 * (id % 1024));
-	do {	/* the keeper may renew meanwhile: until our CAS lands */
+	do { /* the keeper may renew meanwhile: until our CAS lands */
 		CHECK_OK(smart_read_sync(wc, slot, 8, &v));
 		CHECK_EQ(v >> 48, id);
 		CHECK_OK(smart_cas_sync(wc, slot, v, v + 1, &old));
@@ -662,13 +663,13 @@ static void test_dead_id(void)
 	n = ctx_open(smart_blade_address(b), &blade);
 	CHECK_OK(smart_lease_id(n, blade, &id2));
 	printf("dead client's id %u; the newcomer after the round robin came "
-	       "back to it got %u; %llu ids buried\n", c.id, id2,
-	       (unsigned long long)atomic_load(&b->n_dead_ids));
+	       "back to it got %u; %llu ids buried\n",
+	       c.id, id2, (unsigned long long)atomic_load(&b->n_dead_ids));
 	CHECK_NE(id2, c.id);
 	CHECK_EQ(smart_lease_alive(w, blade, c.id), 0);
 	CHECK_EQ(smart_lease_alive(w, blade, id2), 1);
 	CHECK_GE(atomic_load(&b->n_dead_ids), 1);
-	CHECK_OK(smart_ctx_destroy(n));	/* a BYE: its id may come back */
+	CHECK_OK(smart_ctx_destroy(n)); /* a BYE: its id may come back */
 	__atomic_store_n(&b->next_lease, id2, __ATOMIC_SEQ_CST);
 	n = ctx_open(smart_blade_address(b), &blade);
 	CHECK_OK(smart_lease_id(n, blade, &id3));
@@ -685,7 +686,7 @@ struct qps_first {
 	struct smart_tp_ops ops;
 	const struct smart_tp_ops *real;
 	struct smart_blade *b;
-	_Atomic uint16_t id;		/* the watched client's */
+	_Atomic uint16_t id; /* the watched client's */
 	_Atomic int destroyed, fenced_before;
 };
 
@@ -694,8 +695,9 @@ static struct qps_first qf;
 static void qf_responder_destroy(struct smart_tp_responder *r)
 {
 	uint16_t id = atomic_load(&qf.id);
-	const struct smart_lease_table *t = (const void *)(
-		(const uint8_t *)qf.b->mr->addr + SMART_LEASE_OFF);
+	const struct smart_lease_table *t =
+		(const void *)((const uint8_t *)qf.b->mr->addr +
+			       SMART_LEASE_OFF);
 	uint64_t word = __atomic_load_n(&t->slot[smart_lease_slot_of(id)].word,
 					__ATOMIC_SEQ_CST);
 
@@ -734,8 +736,8 @@ static void test_qps_first(void)
 	close(c.rd);
 	CHECK_GE(wait_dead(w, blade, c.id, 10000), 0);
 	printf("killed client: %d responders destroyed, %d of them after its "
-	       "lease was fenced\n", atomic_load(&qf.destroyed),
-	       atomic_load(&qf.fenced_before));
+	       "lease was fenced\n",
+	       atomic_load(&qf.destroyed), atomic_load(&qf.fenced_before));
 	CHECK_GT(atomic_load(&qf.destroyed), 0);
 	CHECK_EQ(atomic_load(&qf.fenced_before), 0);
 	CHECK_OK(smart_worker_destroy(w));
@@ -745,24 +747,25 @@ static void test_qps_first(void)
 
 int main(int argc, char **argv)
 {
-	test_children(argc, argv, (struct test_child[]){
-		{ "client", child_main },
-		{ "holder", holder_main },
-		{ 0 } });
+	test_children(argc, argv,
+		      (struct test_child[]){ { "client", child_main },
+					     { "holder", holder_main },
+					     { 0 } });
 	guard_init(120);
 	secret_file(secret_path, LB_SECRET);
-	return test_main(argc, argv, (struct test_case[]){
-		{ "basics", test_basics },
-		{ "stopped", test_stopped },
-		{ "killed", test_killed },
-		{ "frozen_keeper", test_frozen_keeper },
-		{ "fence_api", test_fence_api },
-		{ "dead_holder", test_dead_holder },
-		{ "stopped_holder", test_stopped_holder },
-		{ "dead_blade", test_dead_blade },
-		{ "own_ahead", test_own_ahead },
-		{ "far_slot", test_far_slot },
-		{ "dead_id", test_dead_id },
-		{ "qps_first", test_qps_first },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "basics", test_basics },
+				 { "stopped", test_stopped },
+				 { "killed", test_killed },
+				 { "frozen_keeper", test_frozen_keeper },
+				 { "fence_api", test_fence_api },
+				 { "dead_holder", test_dead_holder },
+				 { "stopped_holder", test_stopped_holder },
+				 { "dead_blade", test_dead_blade },
+				 { "own_ahead", test_own_ahead },
+				 { "far_slot", test_far_slot },
+				 { "dead_id", test_dead_id },
+				 { "qps_first", test_qps_first },
+				 { 0 } });
 }

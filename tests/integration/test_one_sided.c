@@ -36,33 +36,33 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 
-#define SECRET		"one-sided-secret-77"
-#define THREADS		2
-#define TASKS		8
-#define TASKS_ALL	(THREADS * TASKS)
-#define DATA_BYTES	(256 << 10)	/* the known data, read by all */
-#define SCRATCH_BYTES	4096	/* per task, written by its owner */
-#define ROUNDS		25
-#define BATCH		4	/* READs or WRITEs per sync */
-#define RW_PER_ROUND	(30 * BATCH)
-#define FAA_PER_ROUND	120
-#define FAA_BATCH	8
-#define INC_PER_ROUND	40	/* CAS increments of the shared word */
-#define PCAS_PER_ROUND	80	/* CAS on the task's private word */
-#define MAX_RW		512
-#define NALLOC		4
-#define ALLOC_BYTES	512
+#define SECRET	       "one-sided-secret-77"
+#define THREADS	       2
+#define TASKS	       8
+#define TASKS_ALL      (THREADS * TASKS)
+#define DATA_BYTES     (256 << 10) /* the known data, read by all */
+#define SCRATCH_BYTES  4096	   /* per task, written by its owner */
+#define ROUNDS	       25
+#define BATCH	       4 /* READs or WRITEs per sync */
+#define RW_PER_ROUND   (30 * BATCH)
+#define FAA_PER_ROUND  120
+#define FAA_BATCH      8
+#define INC_PER_ROUND  40 /* CAS increments of the shared word */
+#define PCAS_PER_ROUND 80 /* CAS on the task's private word */
+#define MAX_RW	       512
+#define NALLOC	       4
+#define ALLOC_BYTES    512
 /* Each task's registered buffers: a batch of spans, or a whole scratch. */
-#define TBUF_BYTES	SCRATCH_BYTES
+#define TBUF_BYTES     SCRATCH_BYTES
 
-_Static_assert(BATCH * MAX_RW <= TBUF_BYTES && ALLOC_BYTES <= TBUF_BYTES,
+_Static_assert(BATCH *MAX_RW <= TBUF_BYTES && ALLOC_BYTES <= TBUF_BYTES,
 	       "task buffers too small");
 
 static void daemon_start(struct smartd_proc *d, const char *secret_path)
 {
-	const char *argv[] = { "smartd", "--size", "32M", "--listen",
-			       "127.0.0.1:0", "--id", "5", "--secret-file",
-			       secret_path, NULL };
+	const char *argv[] = { "smartd",      "--size", "32M", "--listen",
+			       "127.0.0.1:0", "--id",	"5",   "--secret-file",
+			       secret_path,   NULL };
 
 	smartd_spawn(d, argv, "smartd: blade 5 serving 33554432 bytes on ");
 	guard.pids[0] = d->pid;
@@ -135,8 +135,8 @@ static void wait_stopped(pid_t pid, int want)
 		sleep_ms(10);
 	}
 	TEST_FAIL("smartd: expected %s of its %d threads in state T, got %d "
-		  "(another state: %c)", want ? "all" : "none", threads,
-		  stopped, other);
+		  "(another state: %c)",
+		  want ? "all" : "none", threads, stopped, other);
 }
 
 static void check_still_stopped(pid_t pid, const char *when)
@@ -145,17 +145,18 @@ static void check_still_stopped(pid_t pid, const char *when)
 	char other;
 
 	proc_states(pid, &threads, &stopped, &other);
-	CHECK_MSG(threads > 0 && stopped == threads, "%s: expected all %d "
-		  "threads of smartd in state T, got %d (another: %c)", when,
-		  threads, stopped, other);
+	CHECK_MSG(threads > 0 && stopped == threads,
+		  "%s: expected all %d "
+		  "threads of smartd in state T, got %d (another: %c)",
+		  when, threads, stopped, other);
 }
 
 /* Inside the Soft-RoCE VM the suite runs again over verbs (the fixture's
  * SMART_TEST_TRANSPORT); smartd follows SMART_TRANSPORT. */
 static smart_ctx_t *ctx_open(const char *secret_path)
 {
-	return fixture_ctx((const char *[]){ "secret_file", secret_path,
-					     NULL });
+	return fixture_ctx(
+		(const char *[]){ "secret_file", secret_path, NULL });
 }
 
 /* Byte x of the known data: little-endian bytes of a mixed word index. */
@@ -168,26 +169,27 @@ static uint8_t data_byte(uint64_t x)
 
 struct shared {
 	smart_gaddr_t data;	/* DATA_BYTES of data_byte() */
-	smart_gaddr_t counters;	/* word 0: FAA, word 1: CAS increments */
+	smart_gaddr_t counters; /* word 0: FAA, word 1: CAS increments */
 	uint16_t blade;
 };
 
 struct task_arg {
 	const struct shared *sh;
-	smart_gaddr_t scratch;	/* SCRATCH_BYTES + the private CAS word */
+	smart_gaddr_t scratch; /* SCRATCH_BYTES + the private CAS word */
 	unsigned id;
-	uint8_t shadow[SCRATCH_BYTES];	/* what scratch must hold */
-	uint64_t pcas;		/* what the private word must hold */
+	uint8_t shadow[SCRATCH_BYTES]; /* what scratch must hold */
+	uint64_t pcas;		       /* what the private word must hold */
 	smart_rng_t rng;
 	uint64_t faa_last;
-	uint8_t *rbuf, *wbuf;	/* registered, TBUF_BYTES each */
+	uint8_t *rbuf, *wbuf; /* registered, TBUF_BYTES each */
 };
 
 /* Check len bytes read at data offset off. */
 static void check_data(const uint8_t *p, uint64_t off, size_t len)
 {
 	for (size_t i = 0; i < len; i++)
-		CHECK_MSG(p[i] == data_byte(off + i), "READ data[%llu]: "
+		CHECK_MSG(p[i] == data_byte(off + i),
+			  "READ data[%llu]: "
 			  "expected 0x%02x, got 0x%02x",
 			  (unsigned long long)(off + i), data_byte(off + i),
 			  p[i]);
@@ -207,7 +209,7 @@ static void read_batch(smart_worker_t *w, struct task_arg *a)
 		CHECK_OK(smart_read(w, smart_gaddr_add(a->sh->data, off[i]),
 				    len[i],
 				    len[i] <= 64 ? small[i] :
-				    a->rbuf + i * MAX_RW));
+						   a->rbuf + i * MAX_RW));
 	}
 	CHECK_OK(smart_sync(w));
 	for (int i = 0; i < BATCH; i++)
@@ -239,9 +241,10 @@ static void check_scratch(smart_worker_t *w, struct task_arg *a, void *buf)
 
 	CHECK_OK(smart_read_sync(w, a->scratch, SCRATCH_BYTES, buf));
 	for (size_t i = 0; i < SCRATCH_BYTES; i++)
-		CHECK_MSG(p[i] == a->shadow[i], "task %u scratch[%zu]: "
-			  "expected 0x%02x, got 0x%02x", a->id, i,
-			  a->shadow[i], p[i]);
+		CHECK_MSG(p[i] == a->shadow[i],
+			  "task %u scratch[%zu]: "
+			  "expected 0x%02x, got 0x%02x",
+			  a->id, i, a->shadow[i], p[i]);
 }
 
 static void faa_round(smart_worker_t *w, struct task_arg *a)
@@ -254,7 +257,8 @@ static void faa_round(smart_worker_t *w, struct task_arg *a)
 		CHECK_OK(smart_sync(w));
 		for (int i = 0; i < FAA_BATCH; i++) {
 			CHECK_MSG(a->faa_last == UINT64_MAX ||
-				  old[i] > a->faa_last, "task %u: FAA old "
+					  old[i] > a->faa_last,
+				  "task %u: FAA old "
 				  "values must increase: %llu after %llu",
 				  a->id, (unsigned long long)old[i],
 				  (unsigned long long)a->faa_last);
@@ -284,9 +288,10 @@ static void cas_round(smart_worker_t *w, struct task_arg *a)
 		uint64_t expect = (i & 1) ? a->pcas : a->pcas + 7;
 
 		CHECK_OK(smart_cas_sync(w, pw, expect, a->pcas + 1, &old));
-		CHECK_MSG(old == a->pcas, "task %u private CAS: expected old "
-			  "%llu, got %llu", a->id,
-			  (unsigned long long)a->pcas,
+		CHECK_MSG(old == a->pcas,
+			  "task %u private CAS: expected old "
+			  "%llu, got %llu",
+			  a->id, (unsigned long long)a->pcas,
 			  (unsigned long long)old);
 		if (i & 1)
 			a->pcas++;
@@ -305,8 +310,10 @@ static void alloc_round(smart_worker_t *w, struct task_arg *a)
 	CHECK_OK(smart_write(w, g, p, ALLOC_BYTES));
 	CHECK_OK(smart_read(w, g, ALLOC_BYTES, back));
 	CHECK_OK(smart_sync(w));
-	CHECK_MSG(!memcmp(p, back, ALLOC_BYTES), "task %u: a block allocated "
-		  "while smartd was stopped did not read back", a->id);
+	CHECK_MSG(!memcmp(p, back, ALLOC_BYTES),
+		  "task %u: a block allocated "
+		  "while smartd was stopped did not read back",
+		  a->id);
 }
 
 static void one_sided_task(smart_worker_t *w, void *p)
@@ -322,8 +329,8 @@ static void one_sided_task(smart_worker_t *w, void *p)
 		}
 		faa_round(w, a);
 		cas_round(w, a);
-		if (r % (ROUNDS / NALLOC) == 0 && r / (ROUNDS / NALLOC) <
-		    NALLOC)
+		if (r % (ROUNDS / NALLOC) == 0 &&
+		    r / (ROUNDS / NALLOC) < NALLOC)
 			alloc_round(w, a);
 		if (r % 5 == 4)
 			check_scratch(w, a, a->rbuf);
@@ -336,7 +343,7 @@ static void one_sided_task(smart_worker_t *w, void *p)
 struct thread_arg {
 	smart_ctx_t *ctx;
 	const struct shared *sh;
-	struct task_arg *tasks;	/* TASKS of them */
+	struct task_arg *tasks; /* TASKS of them */
 	pthread_barrier_t *ready, *go;
 };
 
@@ -406,11 +413,15 @@ static void verify(smart_worker_t *w, const struct shared *sh,
 	CHECK_OK(smart_buf_alloc(w, DATA_BYTES, (void **)&buf));
 	for (unsigned t = 0; t < TASKS_ALL; t++) {
 		check_scratch(w, &ta[t], buf);
-		CHECK_OK(smart_read_sync(w, smart_gaddr_add(ta[t].scratch,
-					 SCRATCH_BYTES), 8, &v));
+		CHECK_OK(smart_read_sync(w,
+					 smart_gaddr_add(ta[t].scratch,
+							 SCRATCH_BYTES),
+					 8, &v));
 		CHECK_MSG(v == (uint64_t)ROUNDS * PCAS_PER_ROUND / 2 &&
-			  v == ta[t].pcas, "task %u private word: expected "
-			  "%d, got %llu", t, ROUNDS * PCAS_PER_ROUND / 2,
+				  v == ta[t].pcas,
+			  "task %u private word: expected "
+			  "%d, got %llu",
+			  t, ROUNDS * PCAS_PER_ROUND / 2,
 			  (unsigned long long)v);
 	}
 	CHECK_OK(smart_read_sync(w, sh->data, DATA_BYTES, buf));
@@ -428,8 +439,8 @@ static void check_stats(smart_ctx_t *ctx)
 		{ SMART_STAT_READS, TASKS_ALL * ROUNDS * RW_PER_ROUND },
 		{ SMART_STAT_WRITES, TASKS_ALL * ROUNDS * RW_PER_ROUND },
 		{ SMART_STAT_FAAS, TASKS_ALL * ROUNDS * FAA_PER_ROUND },
-		{ SMART_STAT_CASES, TASKS_ALL * ROUNDS *
-				    (INC_PER_ROUND + PCAS_PER_ROUND) },
+		{ SMART_STAT_CASES,
+		  TASKS_ALL * ROUNDS * (INC_PER_ROUND + PCAS_PER_ROUND) },
 		{ SMART_STAT_CAS_FAILS,
 		  TASKS_ALL * ROUNDS * PCAS_PER_ROUND / 2 },
 		{ SMART_STAT_ALLOCS, TASKS_ALL * NALLOC },
@@ -440,19 +451,24 @@ static void check_stats(smart_ctx_t *ctx)
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		printf("  %s: %llu\n", smart_stat_name(want[i].id),
 		       (unsigned long long)st.c[want[i].id]);
-		CHECK_MSG(st.c[want[i].id] >= want[i].min, "stat %s: expected "
-			  ">= %llu, got %llu", smart_stat_name(want[i].id),
+		CHECK_MSG(st.c[want[i].id] >= want[i].min,
+			  "stat %s: expected "
+			  ">= %llu, got %llu",
+			  smart_stat_name(want[i].id),
 			  (unsigned long long)want[i].min,
 			  (unsigned long long)st.c[want[i].id]);
 	}
-	CHECK_MSG(st.c[SMART_STAT_ERRORS] == 0, "stat errors: expected 0, got "
-		  "%llu", (unsigned long long)st.c[SMART_STAT_ERRORS]);
+	CHECK_MSG(st.c[SMART_STAT_ERRORS] == 0,
+		  "stat errors: expected 0, got "
+		  "%llu",
+		  (unsigned long long)st.c[SMART_STAT_ERRORS]);
 	fflush(stdout);
 }
 
 /* While smartd is stopped: the threads' tasks, then the checks. */
-static void run_stopped(struct smartd_proc *d, smart_ctx_t *ctx, smart_worker_t *w,
-			const struct shared *sh, struct task_arg *ta)
+static void run_stopped(struct smartd_proc *d, smart_ctx_t *ctx,
+			smart_worker_t *w, const struct shared *sh,
+			struct task_arg *ta)
 {
 	struct thread_arg targ[THREADS];
 	pthread_barrier_t ready, go;
@@ -461,8 +477,8 @@ static void run_stopped(struct smartd_proc *d, smart_ctx_t *ctx, smart_worker_t 
 	CHECK(!pthread_barrier_init(&ready, NULL, THREADS + 1));
 	CHECK(!pthread_barrier_init(&go, NULL, THREADS + 1));
 	for (int i = 0; i < THREADS; i++) {
-		targ[i] = (struct thread_arg){ ctx, sh, &ta[i * TASKS],
-					       &ready, &go };
+		targ[i] = (struct thread_arg){ ctx, sh, &ta[i * TASKS], &ready,
+					       &go };
 		CHECK(!pthread_create(&th[i], NULL, worker_thread, &targ[i]));
 	}
 	pthread_barrier_wait(&ready);

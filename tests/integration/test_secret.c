@@ -118,8 +118,10 @@ static int load(const char *path, size_t *len, char *msg, size_t cap)
 {
 	int st = in_child(load_child, path, msg, cap);
 
-	CHECK_MSG(WIFEXITED(st), "loading %s: child killed by signal %d "
-		  "(blocked for %d s?)", path, WTERMSIG(st), LOAD_ALARM_S);
+	CHECK_MSG(WIFEXITED(st),
+		  "loading %s: child killed by signal %d "
+		  "(blocked for %d s?)",
+		  path, WTERMSIG(st), LOAD_ALARM_S);
 	if (WEXITSTATUS(st) == 0) {
 		CHECK(strstr(msg, "loaded ") &&
 		      sscanf(strstr(msg, "loaded "), "loaded %zu", len) == 1);
@@ -135,8 +137,8 @@ static void expect_refused(const char *path, const char *why)
 
 	CHECK_EQ(load(path, &n, msg, sizeof(msg)), SMART_EINVAL);
 	CHECK_MSG(strstr(msg, path) && strstr(msg, why),
-		  "expected a message naming %s and saying '%s', got: %s",
-		  path, why, msg);
+		  "expected a message naming %s and saying '%s', got: %s", path,
+		  why, msg);
 }
 
 static void expect_loaded(const char *path, size_t want)
@@ -144,8 +146,8 @@ static void expect_loaded(const char *path, size_t want)
 	char msg[1024];
 	size_t n = 0;
 
-	CHECK_MSG(load(path, &n, msg, sizeof(msg)) == 0, "%s refused: %s",
-		  path, msg);
+	CHECK_MSG(load(path, &n, msg, sizeof(msg)) == 0, "%s refused: %s", path,
+		  msg);
 	CHECK_EQ(n, want);
 }
 
@@ -208,7 +210,8 @@ static void test_mode(void)
 	for (size_t i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]);
 	     i++) {
 		put_file(path, "0123456789abcdefXYZ", 19, open_modes[i]);
-		snprintf(want, sizeof(want), "accessible by group or others "
+		snprintf(want, sizeof(want),
+			 "accessible by group or others "
 			 "(mode 0%03o): run chmod 600 %s",
 			 (unsigned)open_modes[i], path);
 		expect_refused(path, want);
@@ -273,7 +276,7 @@ static void test_in_memory(void)
 
 static void smartd_child(const char *path)
 {
-	const char *argv[] = { "smartd", "--size", "4M", "--listen",
+	const char *argv[] = { "smartd",      "--size",	       "4M", "--listen",
 			       "127.0.0.1:0", "--secret-file", path, NULL };
 
 	execv(SMART_BIN_DIR "/smartd", (char *const *)argv);
@@ -285,8 +288,8 @@ static int smartd_with(const char *path, char *msg, size_t cap)
 {
 	int st = in_child(smartd_child, path, msg, cap);
 
-	CHECK_MSG(WIFEXITED(st), "smartd killed by signal %d: %s",
-		  WTERMSIG(st), msg);
+	CHECK_MSG(WIFEXITED(st), "smartd killed by signal %d: %s", WTERMSIG(st),
+		  msg);
 	return WEXITSTATUS(st);
 }
 
@@ -306,8 +309,7 @@ static void test_smartd(void)
 		  "smartd on a 0644 secret: %s", msg);
 	put_file(path, "short\n", 6, 0600);
 	CHECK_EQ(smartd_with(path, msg, sizeof(msg)), 2);
-	CHECK_MSG(strstr(msg, "16..4096"), "smartd on a short secret: %s",
-		  msg);
+	CHECK_MSG(strstr(msg, "16..4096"), "smartd on a short secret: %s", msg);
 	CHECK_EQ(mkfifo(in_dir(&d, "fifo", path, sizeof(path)), 0600), 0);
 	CHECK_EQ(smartd_with(path, msg, sizeof(msg)), 2);
 	CHECK_MSG(strstr(msg, "is a FIFO"), "smartd on a FIFO: %s", msg);
@@ -316,12 +318,13 @@ static void test_smartd(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "length", test_length },
-		{ "not_regular", test_not_regular },
-		{ "mode", test_mode },
-		{ "symlink", test_symlink },
-		{ "in_memory", test_in_memory },
-		{ "smartd", test_smartd },
-		{ NULL, NULL } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "length", test_length },
+				 { "not_regular", test_not_regular },
+				 { "mode", test_mode },
+				 { "symlink", test_symlink },
+				 { "in_memory", test_in_memory },
+				 { "smartd", test_smartd },
+				 { NULL, NULL } });
 }

@@ -39,14 +39,15 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 
-#define SECRET		"clients-secret-4b1d"
-#define WRONG_SECRET	"clients-secret-XXXX"
-#define CLIENTS		2
-_Static_assert(1 + CLIENTS <= GUARD_PIDS, "the guard holds smartd and the clients");
-#define THREADS		2
-#define TASKS		8
-#define NBLK		12
-#define FAA_BATCH	8
+#define SECRET	     "clients-secret-4b1d"
+#define WRONG_SECRET "clients-secret-XXXX"
+#define CLIENTS	     2
+_Static_assert(1 + CLIENTS <= GUARD_PIDS,
+	       "the guard holds smartd and the clients");
+#define THREADS	  2
+#define TASKS	  8
+#define NBLK	  12
+#define FAA_BATCH 8
 /* increments per round: SMART_TEST_SCALE percent (1..100, default 100)
  * of 25 FAA batches and 50 CASes, at least one of each (a link where an
  * op costs tens of milliseconds, tests/verbs/lossy.sh); the totals the
@@ -57,16 +58,16 @@ static int scale_of(int full)
 
 	return n ? n : 1;
 }
-#define FAA_PER_ROUND	(scale_of(25) * FAA_BATCH)
-#define CAS_PER_ROUND	scale_of(50)
-#define NFAA		(NBLK * FAA_PER_ROUND)	/* per task */
-#define NCAS		(NBLK * CAS_PER_ROUND)	/* per task */
-#define TASKS_ALL	(THREADS * TASKS)	/* per client */
-#define DIR_MAGIC	UINT64_C(0x52494473746e6c63)
-#define DIR_BYTES	(16 + TASKS_ALL * NBLK * 16)
-#define ROOT_COUNTERS	2
-#define BUF_BYTES	4096
-#define COUNTER_BYTES	24	/* FAA counter, CAS counter, arrivals */
+#define FAA_PER_ROUND (scale_of(25) * FAA_BATCH)
+#define CAS_PER_ROUND scale_of(50)
+#define NFAA	      (NBLK * FAA_PER_ROUND) /* per task */
+#define NCAS	      (NBLK * CAS_PER_ROUND) /* per task */
+#define TASKS_ALL     (THREADS * TASKS)	     /* per client */
+#define DIR_MAGIC     UINT64_C(0x52494473746e6c63)
+#define DIR_BYTES     (16 + TASKS_ALL * NBLK * 16)
+#define ROOT_COUNTERS 2
+#define BUF_BYTES     4096
+#define COUNTER_BYTES 24 /* FAA counter, CAS counter, arrivals */
 
 /* Block sizes, all multiples of 8 (tags are words), up to BUF_BYTES. */
 static const uint32_t blk_sizes[NBLK] = {
@@ -84,9 +85,10 @@ static void die_with_parent(pid_t parent)
 /* smartd on 127.0.0.1:0, 64 MiB in 256-KiB chunks. */
 static void daemon_start(struct smartd_proc *d, const char *secret_path)
 {
-	const char *argv[] = { "smartd", "--size", "64M", "--listen",
-			       "127.0.0.1:0", "--chunk-size", "256K",
-			       "--secret-file", secret_path, NULL };
+	const char *argv[] = { "smartd",   "--size",	    "64M",
+			       "--listen", "127.0.0.1:0",   "--chunk-size",
+			       "256K",	   "--secret-file", secret_path,
+			       NULL };
 
 	smartd_spawn(d, argv, "smartd: blade 0 serving 67108864 bytes on ");
 	guard.pids[0] = d->pid;
@@ -102,12 +104,11 @@ static void daemon_stop(struct smartd_proc *d)
  * SMART_TEST_TRANSPORT); smartd follows SMART_TRANSPORT. */
 static smart_ctx_t *ctx_open(const char *secret_path)
 {
-	return fixture_ctx((const char *[]){ "secret_file", secret_path,
-					     NULL });
+	return fixture_ctx(
+		(const char *[]){ "secret_file", secret_path, NULL });
 }
 
-static uint64_t tag(unsigned client, unsigned task, unsigned blk,
-		    uint64_t word)
+static uint64_t tag(unsigned client, unsigned task, unsigned blk, uint64_t word)
 {
 	return (UINT64_C(0xa5) << 56) | ((uint64_t)client << 48) |
 	       ((uint64_t)task << 40) | ((uint64_t)blk << 32) | word;
@@ -118,7 +119,7 @@ struct blk {
 };
 
 struct task_arg {
-	smart_gaddr_t counters;	/* COUNTER_BYTES, see counters_get() */
+	smart_gaddr_t counters; /* COUNTER_BYTES, see counters_get() */
 	uint16_t blade;
 	unsigned client, task;
 	struct blk blk[NBLK];
@@ -137,8 +138,8 @@ static void faa_round(smart_worker_t *w, struct task_arg *a, uint64_t *last)
 			/* one task's ops execute in queueing order */
 			CHECK_MSG(*last == UINT64_MAX || old[i] > *last,
 				  "task %u: FAA old values must increase: "
-				  "%llu after %llu", a->task,
-				  (unsigned long long)old[i],
+				  "%llu after %llu",
+				  a->task, (unsigned long long)old[i],
 				  (unsigned long long)*last);
 			*last = old[i];
 		}
@@ -157,8 +158,10 @@ static void cas_round(smart_worker_t *w, struct task_arg *a)
 			CHECK_OK(smart_cas_sync(w, g, cur, cur + 1, &old));
 			if (old == cur)
 				break;
-			CHECK_MSG(old > cur, "CAS counter went back: read %llu,"
-				  " then saw %llu", (unsigned long long)cur,
+			CHECK_MSG(old > cur,
+				  "CAS counter went back: read %llu,"
+				  " then saw %llu",
+				  (unsigned long long)cur,
 				  (unsigned long long)old);
 			cur = old;
 		}
@@ -194,7 +197,7 @@ static void client_task(smart_worker_t *w, void *p)
 
 struct thread_arg {
 	smart_ctx_t *ctx;
-	struct task_arg *tasks;	/* TASKS of them */
+	struct task_arg *tasks; /* TASKS of them */
 };
 
 static void *client_thread(void *p)
@@ -290,7 +293,9 @@ static void client_run(const char *addr, const char *secret_path,
 	rendezvous(w, counters);
 	for (unsigned t = 0; t < TASKS_ALL; t++)
 		tasks[t] = (struct task_arg){ .counters = counters,
-			.blade = blade, .client = client, .task = t };
+					      .blade = blade,
+					      .client = client,
+					      .task = t };
 	for (int i = 0; i < THREADS; i++) {
 		targ[i] = (struct thread_arg){ ctx, &tasks[i * TASKS] };
 		CHECK(!pthread_create(&th[i], NULL, client_thread, &targ[i]));
@@ -345,8 +350,10 @@ static void check_wrong_secret(const char *addr)
 	ctx = ctx_open(path);
 	rc = smart_ctx_connect(ctx, addr, &blade);
 	unlink(path);
-	CHECK_MSG(rc == SMART_EACCES, "connect with a wrong secret: expected "
-		  "SMART_EACCES, got %s", smart_status_name(rc));
+	CHECK_MSG(rc == SMART_EACCES,
+		  "connect with a wrong secret: expected "
+		  "SMART_EACCES, got %s",
+		  smart_status_name(rc));
 	CHECK_OK(smart_ctx_destroy(ctx));
 }
 
@@ -372,9 +379,10 @@ static void check_block(smart_worker_t *w, const uint64_t *e, void *buf,
 {
 	const uint64_t *v = buf;
 
-	CHECK_MSG(e[1] == blk_sizes[(blk + task) % NBLK], "client %u task %u "
-		  "block %u: expected size %u, directory says %llu", client,
-		  task, blk, blk_sizes[(blk + task) % NBLK],
+	CHECK_MSG(e[1] == blk_sizes[(blk + task) % NBLK],
+		  "client %u task %u "
+		  "block %u: expected size %u, directory says %llu",
+		  client, task, blk, blk_sizes[(blk + task) % NBLK],
 		  (unsigned long long)e[1]);
 	CHECK_OK(smart_read_sync(w, e[0], e[1], buf));
 	for (uint64_t k = 0; k < e[1] / 8; k++)
@@ -404,9 +412,10 @@ static void check_client(smart_worker_t *w, uint16_t blade, unsigned client,
 	void *buf;
 
 	CHECK_OK(smart_root_get(w, blade, client, &g));
-	CHECK_MSG(smart_gaddr_blade(g) == blade, "root %u: expected a gaddr "
-		  "on blade %u, got 0x%llx", client, blade,
-		  (unsigned long long)g);
+	CHECK_MSG(smart_gaddr_blade(g) == blade,
+		  "root %u: expected a gaddr "
+		  "on blade %u, got 0x%llx",
+		  client, blade, (unsigned long long)g);
 	CHECK_OK(smart_buf_alloc(w, DIR_BYTES, (void **)&d));
 	CHECK_OK(smart_buf_alloc(w, BUF_BYTES, &buf));
 	CHECK_OK(smart_read_sync(w, g, DIR_BYTES, d));

@@ -23,8 +23,8 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 
-#define SECRET "unauth-test-secret-0123456789"
-#define IDLE 1000
+#define SECRET	"unauth-test-secret-0123456789"
+#define IDLE	1000
 #define LONG_MS 30000
 
 static smart_blade_t *blade_with(int max_unauth, int auth_ms, int stall_ms)
@@ -56,7 +56,7 @@ static int count_fds(void)
 	while (readdir(d))
 		n++;
 	closedir(d);
-	return n - 3;	/* ".", ".." and the DIR's own fd */
+	return n - 3; /* ".", ".." and the DIR's own fd */
 }
 
 /* Room for the idle peers, the blade's own fds and the client's. */
@@ -153,8 +153,8 @@ static void test_flood(void)
 	len = raw_blade_unix_name(name, sizeof(name));
 	serve_client(b, &ctx, &quiet, &quiet_total);
 	CHECK_OK(smart_ctx_destroy(ctx));
-	for (int i = 0; i < 500 && (smart_blade_stats(b, &st),
-				    st.active_sessions); i++)
+	for (int i = 0;
+	     i < 500 && (smart_blade_stats(b, &st), st.active_sessions); i++)
 		sleep_ms(10);
 	base = count_fds();
 	idle_tcp(b, tcp, IDLE);
@@ -168,16 +168,16 @@ static void test_flood(void)
 	       "fds for them (%llu sessions, %llu fd requests, %llu evicted); "
 	       "a client with the secret is served in %.1f ms (connect), "
 	       "%.1f ms with smart_ctx_create; with no idle peers %.1f ms, "
-	       "%.1f ms\n", IDLE, IDLE, held,
-	       (unsigned long long)st.pending_sessions,
+	       "%.1f ms\n",
+	       IDLE, IDLE, held, (unsigned long long)st.pending_sessions,
 	       (unsigned long long)st.pending_fd_requests,
 	       (unsigned long long)st.evicted, ms, total, quiet, quiet_total);
 	CHECK_MSG(total < 1000, "served in %.1f ms, want < 1000", total);
 	CHECK_LE(held, dflt.max_unauth + BLADE_MAX_FDREQ);
 	CHECK_EQ(st.pending_sessions, dflt.max_unauth);
 	CHECK_EQ(st.pending_fd_requests, BLADE_MAX_FDREQ);
-	CHECK_EQ(st.evicted, (IDLE - dflt.max_unauth) +
-			     (IDLE - BLADE_MAX_FDREQ));
+	CHECK_EQ(st.evicted,
+		 (IDLE - dflt.max_unauth) + (IDLE - BLADE_MAX_FDREQ));
 	CHECK(raw_still_open(tcp[IDLE - 1]));
 	CHECK(raw_still_open(ux[IDLE - 1]));
 	CHECK_OK(smart_ctx_destroy(ctx));
@@ -217,8 +217,8 @@ static void test_auth_deadline(void)
 	tcp_ms = silent_lifetime(raw_connect(b), 1);
 	unix_ms = silent_lifetime(raw_unix_connect(name, len), 0);
 	printf("auth deadline %d ms: a silent TCP peer is dropped after "
-	       "%.0f ms, a silent unix peer after %.0f ms\n", AUTH, tcp_ms,
-	       unix_ms);
+	       "%.0f ms, a silent unix peer after %.0f ms\n",
+	       AUTH, tcp_ms, unix_ms);
 	CHECK_MSG(tcp_ms > AUTH - 50 && tcp_ms < AUTH + 600, "tcp %.0f ms",
 		  tcp_ms);
 	CHECK_MSG(unix_ms > AUTH - 50 && unix_ms < AUTH + 600, "unix %.0f ms",
@@ -253,8 +253,10 @@ static void test_evict_order_tcp(void)
 		WAIT_STAT(b, evicted, k - 3);
 		expect_error(c[k - 4], SMART_EBUSY);
 		for (int i = k - 3; i <= k; i++)
-			CHECK_MSG(raw_still_open(c[i]), "peer %d of 0..%d "
-				  "was dropped", i, k);
+			CHECK_MSG(raw_still_open(c[i]),
+				  "peer %d of 0..%d "
+				  "was dropped",
+				  i, k);
 	}
 	CHECK_OK(smart__boot_open(smart_blade_address(b), "shm", SECRET,
 				  strlen(SECRET), 3000, NULL, &s, &w));
@@ -307,10 +309,11 @@ static void test_evict_order_unix(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "flood", test_flood },
-		{ "auth_deadline", test_auth_deadline },
-		{ "evict_order_tcp", test_evict_order_tcp },
-		{ "evict_order_unix", test_evict_order_unix },
-		{ NULL, NULL } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "flood", test_flood },
+				 { "auth_deadline", test_auth_deadline },
+				 { "evict_order_tcp", test_evict_order_tcp },
+				 { "evict_order_unix", test_evict_order_unix },
+				 { NULL, NULL } });
 }

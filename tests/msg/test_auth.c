@@ -72,8 +72,8 @@
 #include "wire/auth.h"
 #include "wire/proto.h"
 
-#define SECRET "auth-test-secret-0123456789"
-#define WRONG "auth-test-wrong-secret-98765"
+#define SECRET	"auth-test-secret-0123456789"
+#define WRONG	"auth-test-wrong-secret-98765"
 #define GOT_MAX 65536
 
 static int on_shm(void)
@@ -96,8 +96,8 @@ struct listener {
 static void *listener_main(void *arg)
 {
 	struct listener *l = arg;
-	smart_ctx_t *ctx = fixture_ctx((const char *[]){ "buf_pool", "4M",
-							 NULL });
+	smart_ctx_t *ctx = fixture_ctx(
+		(const char *[]){ "buf_pool", "4M", NULL });
 	smart_worker_t *w;
 	smart_rpc_t *rpc;
 
@@ -108,7 +108,7 @@ static void *listener_main(void *arg)
 	CHECK_OK(smart_rpc_listen_addr(rpc, l->addr, sizeof(l->addr)));
 	atomic_store(&l->ready, 1);
 	while (!atomic_load(&l->stop)) {
-		if (atomic_load(&l->pause)) {	/* not a poll till stopped */
+		if (atomic_load(&l->pause)) { /* not a poll till stopped */
 			atomic_store(&l->paused, 1);
 			sched_yield();
 			continue;
@@ -211,7 +211,7 @@ static int free_port(uint16_t *port)
 /* ---- fakes: a squatter, a fake blade, a relay -------------------------- */
 
 enum fake_mode {
-	FAKE_NO_SECRET,	/* answers a HELLO with a made-up CHALLENGE */
+	FAKE_NO_SECRET, /* answers a HELLO with a made-up CHALLENGE */
 	FAKE_OLD,	/* an old listener: ERROR(EVERSION), version 2 */
 	FAKE_BAD_TAG,	/* knows the secret; its PEER_ACCEPT's tag is wrong */
 	FAKE_RELAY,	/* forwards both ways to fwd_fd */
@@ -225,13 +225,13 @@ struct fake {
 	/* what the dialer sent it */
 	uint8_t got[GOT_MAX];
 	size_t n;
-	int nfds;		/* descriptors received (FAKE_SPLICE:
+	int nfds;	       /* descriptors received (FAKE_SPLICE:
 				 * replaced) */
-	int kept[8], nkept;	/* FAKE_SPLICE: its ends of the wake
+	int kept[8], nkept;    /* FAKE_SPLICE: its ends of the wake
 				 * sockets it passed */
-	int splice_back;	/* FAKE_SPLICE: replace the listener's
+	int splice_back;       /* FAKE_SPLICE: replace the listener's
 				 * descriptors, not the dialer's */
-	int types[32], ntypes;	/* frame types received, in order */
+	int types[32], ntypes; /* frame types received, in order */
 	/* FAKE_BAD_TAG: the session */
 	struct smart__auth a;
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
@@ -252,11 +252,12 @@ static void fake_challenge(struct fake *k, int fd, const uint8_t *pl,
 	size_t n;
 
 	CHECK_OK(smart__auth_nonce(c.nonce));
-	CHECK_OK(smart__auth_nonce(c.proof));	/* random: no secret */
+	CHECK_OK(smart__auth_nonce(c.proof)); /* random: no secret */
 	if (k->mode == FAKE_BAD_TAG) {
 		CHECK_OK(smart__proto_dec_hello(pl, len, &h));
-		k->a = (struct smart__auth){ (const uint8_t *)SECRET,
-					     strlen(SECRET), { 0 }, { 0 } };
+		k->a = (struct smart__auth){
+			(const uint8_t *)SECRET, strlen(SECRET), { 0 }, { 0 }
+		};
 		memcpy(k->a.nd, h.nonce, sizeof(k->a.nd));
 		memcpy(k->a.nl, c.nonce, sizeof(k->a.nl));
 		memcpy(k->hello, pl, len);
@@ -274,8 +275,10 @@ static void fake_old(int fd)
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
 	size_t n;
 
-	CHECK_OK(smart__proto_enc_error(SMART_EVERSION, "protocol version "
-					"not supported", f, sizeof(f), &n));
+	CHECK_OK(smart__proto_enc_error(SMART_EVERSION,
+					"protocol version "
+					"not supported",
+					f, sizeof(f), &n));
 	f[SMART_PROTO_HDR_LEN + 4] = 2;
 	f[SMART_PROTO_HDR_LEN + 5] = 0;
 	fake_send_frame(fd, f, n);
@@ -285,8 +288,9 @@ static void fake_old(int fd)
 /* A PEER_ACCEPT as plausible as can be, but tagged with a wrong key. */
 static void fake_accept(struct fake *k, int fd)
 {
-	struct smart_proto_peer m = { .id = 1, .window = 64, .max_msg = 4160,
-				      .blob_len = 8 };
+	struct smart_proto_peer m = {
+		.id = 1, .window = 64, .max_msg = 4160, .blob_len = 8
+	};
 	struct smart__auth wrong = k->a;
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_PEER_MAX];
 	size_t n;
@@ -314,14 +318,14 @@ static int fake_answer(struct fake *k, int fd, const struct smart_proto_hdr *h,
 		return 1;
 	}
 	if (h->type == SMART_PROTO_ERROR)
-		return 1;	/* the dialer's refusal: its EOF follows */
+		return 1; /* the dialer's refusal: its EOF follows */
 	if (k->mode == FAKE_BAD_TAG && h->type == SMART_PROTO_AUTH)
 		return 1;
 	if (k->mode == FAKE_BAD_TAG && h->type == SMART_PROTO_PEER_CONNECT) {
 		fake_accept(k, fd);
 		return 1;
 	}
-	return 0;	/* anything else was given to a fake: a leak */
+	return 0; /* anything else was given to a fake: a leak */
 }
 
 /* Read what arrives, count its descriptors, answer each whole frame. */
@@ -334,17 +338,20 @@ static void fake_serve(struct fake *k, int fd)
 	for (;;) {
 		char cbuf[CMSG_SPACE(8 * sizeof(int))];
 		struct iovec iov = { k->got + k->n, GOT_MAX - k->n };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
 				     .msg_control = cbuf,
 				     .msg_controllen = sizeof(cbuf) };
-		ssize_t r = k->n < GOT_MAX ? recvmsg(fd, &mh, MSG_CMSG_CLOEXEC)
-					   : 0;
+		ssize_t r = k->n < GOT_MAX ?
+				    recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) :
+				    0;
 
 		if (r <= 0)
 			return;
 		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
 		     c = CMSG_NXTHDR(&mh, c))
-			for (size_t i = 0; c->cmsg_type == SCM_RIGHTS &&
+			for (size_t i = 0;
+			     c->cmsg_type == SCM_RIGHTS &&
 			     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 			     i++) {
 				int got;
@@ -358,8 +365,8 @@ static void fake_serve(struct fake *k, int fd)
 		while (!smart__proto_hdr_check(k->got + done, k->n - done,
 					       &h) &&
 		       k->n - done >= SMART_PROTO_HDR_LEN + h.len) {
-			if (!fake_answer(k, fd, &h, k->got + done +
-					 SMART_PROTO_HDR_LEN))
+			if (!fake_answer(k, fd, &h,
+					 k->got + done + SMART_PROTO_HDR_LEN))
 				return;
 			done += SMART_PROTO_HDR_LEN + h.len;
 		}
@@ -380,8 +387,8 @@ static void fake_relay(struct fake *k, int a, int b)
 		int from = p[0].revents ? 0 : 1;
 		ssize_t r = recv(p[from].fd, buf, sizeof(buf), 0);
 
-		if (r <= 0 || send(p[!from].fd, buf, (size_t)r,
-				   MSG_NOSIGNAL) != r)
+		if (r <= 0 ||
+		    send(p[!from].fd, buf, (size_t)r, MSG_NOSIGNAL) != r)
 			return;
 		if (from || k->n + (size_t)r > GOT_MAX)
 			continue;
@@ -436,7 +443,8 @@ static ssize_t splice_hop(struct fake *k, int from, int to, int replace)
 	static uint8_t buf[4096];
 	char cbuf[CMSG_SPACE(8 * sizeof(int))];
 	struct iovec iov = { buf, sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
 			     .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf) };
 	ssize_t r = recvmsg(from, &mh, MSG_CMSG_CLOEXEC);
@@ -590,8 +598,7 @@ static void report(const char *who, const struct fake *k)
 	       "PEER_CONNECT %d), %d descriptors, %zu secret bytes in a row\n",
 	       who, k->n, k->ntypes, got_type(k, SMART_PROTO_HELLO),
 	       got_type(k, SMART_PROTO_AUTH),
-	       got_type(k, SMART_PROTO_PEER_CONNECT), k->nfds,
-	       secret_bytes(k));
+	       got_type(k, SMART_PROTO_PEER_CONNECT), k->nfds, secret_bytes(k));
 }
 
 /* Everything a dialer could have told a fake: a HELLO and its refusal. */
@@ -680,8 +687,8 @@ static smart_blade_t *blade_start(void)
 
 static void test_fake_blade(void)
 {
-	smart_ctx_t *ctx = fixture_ctx((const char *[]){ "buf_pool", "4M",
-							 NULL });
+	smart_ctx_t *ctx = fixture_ctx(
+		(const char *[]){ "buf_pool", "4M", NULL });
 	struct smart_blade_stats bs;
 	smart_blade_t *b;
 	struct fake *k;
@@ -709,8 +716,9 @@ static void test_fake_blade(void)
  * own: refused with EACCES, by a peer and by a blade. */
 static void reflect(int fd)
 {
-	struct smart__auth a = { (const uint8_t *)WRONG, strlen(WRONG),
-				 { 0 }, { 0 } };
+	struct smart__auth a = {
+		(const uint8_t *)WRONG, strlen(WRONG), { 0 }, { 0 }
+	};
 	struct smart_proto_challenge c;
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	size_t hlen = raw_hello(fd, &a, hello);
@@ -763,7 +771,7 @@ static void test_relay(void)
 	k->fwd_fd = raw_peer_connect(own);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
 	CHECK_EQ(smart_rpc_connect(e.rpc, addr, &c), SMART_EACCES);
-	fake_end(k);	/* the dial's socket closed: the relay ended */
+	fake_end(k); /* the dial's socket closed: the relay ended */
 	report("relay", k);
 	CHECK(!got_type(k, SMART_PROTO_AUTH));
 	CHECK(!got_type(k, SMART_PROTO_PEER_CONNECT));
@@ -815,8 +823,9 @@ static void splice_round(int back)
 	rc = smart_rpc_connect(e.rpc, addr, &c);
 	maps = splice_maps();
 	printf("  relay replaced %d descriptors of the %s: dial %s, %d "
-	       "mappings of the relay's memory\n", k->nfds,
-	       back ? "listener" : "dialer", smart_status_name(rc), maps);
+	       "mappings of the relay's memory\n",
+	       k->nfds, back ? "listener" : "dialer", smart_status_name(rc),
+	       maps);
 	if (!rc)
 		smart_rpc_close(c);
 	CHECK_EQ(k->nfds, SMART_SOCK_FDS);
@@ -844,8 +853,9 @@ static void test_splice(void)
 /* A dialer proving with another key: refused. */
 static void wrong_auth(int fd)
 {
-	struct smart__auth a = { (const uint8_t *)WRONG, strlen(WRONG),
-				 { 0 }, { 0 } };
+	struct smart__auth a = {
+		(const uint8_t *)WRONG, strlen(WRONG), { 0 }, { 0 }
+	};
 	struct smart_proto_challenge c;
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	uint8_t proof[SMART_PROTO_TAG_LEN];
@@ -860,8 +870,8 @@ static void wrong_auth(int fd)
 
 static void test_wrong_secret(void)
 {
-	smart_ctx_t *ctx = fixture_ctx((const char *[]){ "buf_pool", "4M",
-							 NULL });
+	smart_ctx_t *ctx = fixture_ctx(
+		(const char *[]){ "buf_pool", "4M", NULL });
 	smart_blade_t *b = blade_start();
 	struct smart_blade_stats bs;
 	struct smart_rpc_stats st;
@@ -909,7 +919,7 @@ static void old_hello(int fd)
 	char c;
 
 	f[8] = (uint8_t)plen;
-	f[12] = 2;			/* version 2 */
+	f[12] = 2; /* version 2 */
 	f[14] = (uint8_t)tl;
 	f[16] = (uint8_t)sl;
 	memcpy(f + 20, "shm", tl);
@@ -996,7 +1006,8 @@ static void raw_qp_connect(int fd, const struct smart__auth *a, uint64_t seq,
 			   int good)
 {
 	struct smart_proto_qp_connect c = { .req_id = (uint32_t)seq + 1,
-					    .blob = "qp-blob", .blob_len = 8 };
+					    .blob = "qp-blob",
+					    .blob_len = 8 };
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_QPC_MAX];
 	size_t n;
 
@@ -1011,9 +1022,13 @@ static void raw_qp_connect(int fd, const struct smart__auth *a, uint64_t seq,
 static void *fake_blade_main(void *arg)
 {
 	struct fake *k = arg;
-	struct smart_proto_welcome w = { .blade_id = 1, .chunk_shift = 20,
-		.region_size = 8u << 20, .lease_id = 1, .lease_ms = 1000,
-		.blob = "region", .blob_len = 7 };
+	struct smart_proto_welcome w = { .blade_id = 1,
+					 .chunk_shift = 20,
+					 .region_size = 8u << 20,
+					 .lease_id = 1,
+					 .lease_ms = 1000,
+					 .blob = "region",
+					 .blob_len = 7 };
 	struct smart_proto_qp_accept qa = { .blob = "resp", .blob_len = 5 };
 	struct smart_proto_qp_connect qc;
 	struct smart__auth wrong;
@@ -1040,7 +1055,7 @@ static void *fake_blade_main(void *arg)
 	smart__auth_seal_seq(&wrong, SMART_AUTH_L_SESSION, 0, f, len);
 	raw_send(fd, f, len);
 	while (raw_frame(fd, p, sizeof(p), &n) > 0)
-		;	/* until the client hangs up */
+		; /* until the client hangs up */
 	close(fd);
 	return NULL;
 }
@@ -1135,7 +1150,7 @@ static void child_listener(char **args)
 static void test_other_uid(void)
 {
 	struct smart_rpc_config allow = { SMART_RPC_CONFIG_INIT,
-		.allow_uid = { 65534 } };
+					  .allow_uid = { 65534 } };
 	smart_rpc_conn_t *c = NULL;
 	struct listener l;
 	struct ep d;
@@ -1204,8 +1219,9 @@ static void pump(smart_rpc_t *rpc, int fd)
 static void test_rotation(void)
 {
 	char forged[sizeof(SECRET)];
-	struct smart__auth a = { (const uint8_t *)SECRET, strlen(SECRET),
-				 { 0 }, { 0 } };
+	struct smart__auth a = {
+		(const uint8_t *)SECRET, strlen(SECRET), { 0 }, { 0 }
+	};
 	struct smart_proto_challenge c;
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
 	uint8_t proof[SMART_PROTO_TAG_LEN], p[SMART_PROTO_MAX_PAYLOAD];
@@ -1227,7 +1243,7 @@ static void test_rotation(void)
 	pump(l.rpc, fd);
 	CHECK(raw_challenge(fd, &a, hello, hlen, &c));
 	CHECK_OK(smart_ctx_set_secret(l.ctx, WRONG, strlen(WRONG)));
-	reuse = malloc(sizeof(SECRET));	/* the old secret's block */
+	reuse = malloc(sizeof(SECRET)); /* the old secret's block */
 	CHECK(reuse != NULL);
 	memset(forged, 'Z', sizeof(forged));
 	memcpy(reuse, forged, sizeof(forged));
@@ -1239,8 +1255,8 @@ static void test_rotation(void)
 	CHECK_EQ(raw_frame(fd, p, sizeof(p), &n), SMART_PROTO_ERROR);
 	CHECK_OK(smart__proto_dec_error(p, n, &e));
 	printf("  AUTH proven with bytes that reused the rotated secret's "
-	       "memory: %s (%s)\n", e.status == SMART_EACCES ? "refused" :
-	       "accepted", e.msg);
+	       "memory: %s (%s)\n",
+	       e.status == SMART_EACCES ? "refused" : "accepted", e.msg);
 	CHECK_EQ(e.status, SMART_EACCES);
 	close(fd);
 	free(reuse);
@@ -1261,33 +1277,37 @@ static void test_close_race(void)
 	CHECK_OK(smart_rpc_call(c, SMART_RPC_OP_PING, "ping", 4, buf,
 				sizeof(buf), &got));
 	CHECK_EQ(got, 4);
-	atomic_store(&l.pause, 1);	/* the listener polls no more */
+	atomic_store(&l.pause, 1); /* the listener polls no more */
 	for (int i = 0; i < 5000 && !atomic_load(&l.paused); i++)
 		sleep_ms(1);
 	CHECK(atomic_load(&l.paused));
-	smart_rpc_close(c);		/* its CLOSE waits in the queue */
-	listener_stop(&l);		/* the destroy meets it */
+	smart_rpc_close(c); /* its CLOSE waits in the queue */
+	listener_stop(&l);  /* the destroy meets it */
 	ep_close(&d);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
-		{ "dialer", child_dialer }, { "listener", child_listener },
-		{ NULL, NULL } };
+		{ "dialer", child_dialer },
+		{ "listener", child_listener },
+		{ NULL, NULL }
+	};
 
-	return test_main_children(argc, argv, (struct test_case[]){
-		{ "squatter", test_squatter },
-		{ "fake_blade", test_fake_blade },
-		{ "reflection", test_reflection },
-		{ "relay", test_relay },
-		{ "splice", test_splice },
-		{ "wrong_secret", test_wrong_secret },
-		{ "old_version", test_old_version },
-		{ "accept_tag", test_accept_tag },
-		{ "session_tag", test_session_tag },
-		{ "other_uid", test_other_uid },
-		{ "close_race", test_close_race },
-		{ "rotation", test_rotation },
-		{ NULL, NULL } }, children);
+	return test_main_children(argc, argv,
+				  (struct test_case[]){
+					  { "squatter", test_squatter },
+					  { "fake_blade", test_fake_blade },
+					  { "reflection", test_reflection },
+					  { "relay", test_relay },
+					  { "splice", test_splice },
+					  { "wrong_secret", test_wrong_secret },
+					  { "old_version", test_old_version },
+					  { "accept_tag", test_accept_tag },
+					  { "session_tag", test_session_tag },
+					  { "other_uid", test_other_uid },
+					  { "close_race", test_close_race },
+					  { "rotation", test_rotation },
+					  { NULL, NULL } },
+				  children);
 }

@@ -28,10 +28,10 @@
 #include "smart/rpc.h"
 #include "smart/smart.h"
 
-#define SECRET "chan-test-secret-1618"
-#define KA_MS 200
+#define SECRET	  "chan-test-secret-1618"
+#define KA_MS	  200
 #define KA_MISSES 10
-#define SEED 0x5eedc4a9ULL
+#define SEED	  0x5eedc4a9ULL
 
 static char secret_path[64];
 
@@ -90,15 +90,16 @@ static int same(const uint8_t *p, uint32_t len, uint64_t i)
 static struct smart_rpc_config rpc_cfg(void)
 {
 	return (struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = KA_MS, .keepalive_misses = KA_MISSES,
-		.timeout_ms = 60000 };
+					  .keepalive_ms = KA_MS,
+					  .keepalive_misses = KA_MISSES,
+					  .timeout_ms = 60000 };
 }
 
 struct end {
 	smart_ctx_t *ctx;
 	smart_worker_t *w;
 	smart_rpc_t *rpc;
-	smart_chan_t *ch;	/* consumer: the one accepted */
+	smart_chan_t *ch; /* consumer: the one accepted */
 	char addr[64];
 };
 
@@ -137,8 +138,8 @@ static struct smart_chan_config chan_cfg(int mode, uint32_t slots,
 					 uint32_t bytes)
 {
 	return (struct smart_chan_config){ SMART_CHAN_CONFIG_INIT,
-		.slots = slots, .slot_bytes = bytes, .mode = (uint32_t)mode,
-		.tag = 77 };
+					   .slots = slots, .slot_bytes = bytes,
+					   .mode = (uint32_t)mode, .tag = 77 };
 }
 
 /* ---- the producer child ------------------------------------------------ */
@@ -156,17 +157,17 @@ static void forged(smart_chan_t *ch, const char *how)
 	wr.remote = c->rpc->tp->remote_base(c->remote) +
 		    (uint64_t)slot * ch->bytes;
 	wr.rkey = c->rpc->tp->remote_rkey(c->remote);
-	wr.opcode = ch->mode == SMART_CHAN_IMM ? SMART_TP_WRITE_IMM
-					       : SMART_TP_WRITE;
+	wr.opcode = ch->mode == SMART_CHAN_IMM ? SMART_TP_WRITE_IMM :
+						 SMART_TP_WRITE;
 	wr.len = ch->mode == SMART_CHAN_IMM ? 16 + 64 : ch->bytes;
 	if (!strcmp(how, "slot")) {
 		slot = (slot + 1) & (ch->slots - 1);
 		wr.remote += ch->bytes;
 		wr.local = p;
 	} else if (!strcmp(how, "len")) {
-		wr.len = ch->bytes + 16;	/* in the ring, past the slot */
+		wr.len = ch->bytes + 16; /* in the ring, past the slot */
 	} else if (!strcmp(how, "hdr")) {
-		hdr[0] = ch->bytes * 4;		/* more than the slot holds */
+		hdr[0] = ch->bytes * 4; /* more than the slot holds */
 	}
 	memcpy(p, hdr, sizeof(hdr));
 	if (!strcmp(how, "crc") || !strcmp(how, "seq")) {
@@ -211,7 +212,8 @@ static void torn_slot(struct end *e, int go)
 	uint64_t f[3] = { ch->seq, len, ch->seq + 1 };
 	uint64_t base = c->rpc->tp->remote_base(c->remote) +
 			(uint64_t)slot * ch->bytes;
-	struct smart_tp_wr wr = { .opcode = SMART_TP_WRITE, .lkey = ch->mr->lkey,
+	struct smart_tp_wr wr = { .opcode = SMART_TP_WRITE,
+				  .lkey = ch->mr->lkey,
 				  .rkey = c->rpc->tp->remote_rkey(c->remote) };
 	struct pollfd pf = { .fd = go, .events = POLLIN };
 	uint32_t crc;
@@ -239,7 +241,8 @@ static void torn_slot(struct end *e, int go)
 static void child_producer(char **args)
 {
 	struct smart_chan_config cc = chan_cfg(atoi(args[1]),
-		(uint32_t)atoi(args[2]), (uint32_t)atoi(args[3]));
+					       (uint32_t)atoi(args[2]),
+					       (uint32_t)atoi(args[3]));
 	uint64_t count = strtoull(args[4], NULL, 10);
 	struct smart_chan_stats st;
 	struct end e;
@@ -309,9 +312,8 @@ static pid_t producer_start_go(struct end *e, int mode, uint32_t slots,
 	snprintf(n, sizeof(n), "%" PRIu64, count);
 	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
 	snprintf(gotxt, sizeof(gotxt), "%d", go);
-	pid = test_spawn("producer", (const char *[]){ e->addr, m, s, b, n,
-						     how, fdtxt, gotxt,
-						     NULL });
+	pid = test_spawn("producer", (const char *[]){ e->addr, m, s, b, n, how,
+						       fdtxt, gotxt, NULL });
 	close(p[1]);
 	while (!e->ch)
 		smart_rpc_progress(e->rpc);
@@ -337,8 +339,7 @@ static uint64_t read_u64(int fd)
 }
 
 /* The next slot, progressing while there is none; its status. */
-static int take(struct end *e, const void **buf, uint32_t *len,
-		uint64_t *user)
+static int take(struct end *e, const void **buf, uint32_t *len, uint64_t *user)
 {
 	int rc;
 
@@ -352,8 +353,7 @@ static void reap(pid_t pid)
 	int st;
 
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
-	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d",
-		  st);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
 }
 
 static uint64_t ms_since(uint64_t t0)
@@ -365,13 +365,15 @@ static uint64_t ms_since(uint64_t t0)
 
 #define HELD_MAX 64
 
-
 /* count slots through a ring of slots x bytes; the consumer takes the
  * whole ring (the producer is out of credits then), progresses, checks
  * every held slot again (none was overwritten), releases them all. */
 static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
 {
-	struct { const uint8_t *p; uint32_t len; } held[HELD_MAX];
+	struct {
+		const uint8_t *p;
+		uint32_t len;
+	} held[HELD_MAX];
 	struct smart_chan_stats st;
 	struct smart_rpc_stats rs;
 	struct end e;
@@ -397,11 +399,10 @@ static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
 		if (nheld < slots && got < count)
 			continue;
 		for (int k = 0; k < 200; k++)
-			smart_rpc_progress(e.rpc);	/* a producer past its
+			smart_rpc_progress(e.rpc); /* a producer past its
 							 * credits would land */
 		for (uint32_t k = 0; k < nheld; k++) {
-			CHECK_MSG(same(held[k].p, held[k].len,
-				       got - nheld + k),
+			CHECK_MSG(same(held[k].p, held[k].len, got - nheld + k),
 				  "held slot %" PRIu64 " overwritten",
 				  got - nheld + k);
 			CHECK_OK(smart_chan_release(e.ch));
@@ -418,9 +419,10 @@ static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
 	CHECK_GT(stalls, 0);
 	printf("   %s %u x %u: %" PRIu64 " slots, %" PRIu64 " bytes, "
 	       "producer credit stalls %" PRIu64 ", torn re-polls %" PRIu64
-	       "\n", mode ? "FOOTER" : "IMM", slots, bytes, st.slots,
-	       st.bytes, stalls, st.torn_repolls);
-	end_close(&e);	/* the producer sees our CLOSE and exits */
+	       "\n",
+	       mode ? "FOOTER" : "IMM", slots, bytes, st.slots, st.bytes,
+	       stalls, st.torn_repolls);
+	end_close(&e); /* the producer sees our CLOSE and exits */
 	reap(pid);
 }
 
@@ -466,8 +468,8 @@ static void test_torn(void)
 
 	CHECK_OK(pipe(go));
 	end_open(&e, 1);
-	pid = producer_start_go(&e, SMART_CHAN_FOOTER, 4, 4096, 2, "torn",
-				&rfd, go[0]);
+	pid = producer_start_go(&e, SMART_CHAN_FOOTER, 4, 4096, 2, "torn", &rfd,
+				go[0]);
 	close(go[0]);
 	for (uint64_t i = 0; i < 2; i++) {
 		CHECK_OK(take(&e, &buf, &len, &user));
@@ -478,7 +480,7 @@ static void test_torn(void)
 		rc = smart_chan_next(e.ch, &buf, &len, &user);
 		CHECK_OK(smart_chan_stats(e.ch, &st));
 	} while (rc == SMART_EAGAIN && !st.torn_repolls);
-	CHECK_EQ(rc, SMART_EAGAIN);	/* torn: not taken */
+	CHECK_EQ(rc, SMART_EAGAIN); /* torn: not taken */
 	CHECK_EQ(write(go[1], "g", 1), 1);
 	CHECK_OK(take(&e, &buf, &len, &user));
 	CHECK_U64_EQ(user, 2);
@@ -488,7 +490,8 @@ static void test_torn(void)
 	CHECK_GT(st.torn_repolls, 0);
 	CHECK_U64_EQ(st.proto_errors, 0);
 	printf("   torn slot: %" PRIu64 " torn re-polls, then taken "
-	       "unchanged\n", st.torn_repolls);
+	       "unchanged\n",
+	       st.torn_repolls);
 	read_u64(rfd);
 	close(go[1]);
 	end_close(&e);
@@ -532,7 +535,8 @@ static void test_event(void)
 	}
 	CHECK_OK(rc);
 	printf("   event mode: %d arms refused while a FOOTER channel was "
-	       "open, then armed\n", refused);
+	       "open, then armed\n",
+	       refused);
 	end_close(&e);
 }
 
@@ -562,8 +566,8 @@ static void test_producer_killed(void)
 	t0 = smart_now_ns();
 	CHECK_EQ(take(&e, &buf, &len, &user), SMART_ECONN);
 	printf("   killed producer: next gave SMART_ECONN after %" PRIu64
-	       " ms (keepalive bound %d ms)\n", ms_since(t0),
-	       KA_MS * KA_MISSES);
+	       " ms (keepalive bound %d ms)\n",
+	       ms_since(t0), KA_MS * KA_MISSES);
 	end_close(&e);
 }
 
@@ -586,8 +590,7 @@ static void test_consumer_killed(void)
 	pid = test_spawn("consumer", (const char *[]){ fdtxt, NULL });
 	close(p[1]);
 	end_open(&e, 0);
-	CHECK_MSG(read(p[0], e.addr, sizeof(e.addr) - 1) > 0,
-		  "no consumer");
+	CHECK_MSG(read(p[0], e.addr, sizeof(e.addr) - 1) > 0, "no consumer");
 	close(p[0]);
 	CHECK_OK(smart_chan_open(e.rpc, e.addr, &cc, &e.ch));
 	for (int i = 0; i < 4; i++) {
@@ -599,8 +602,8 @@ static void test_consumer_killed(void)
 	t0 = smart_now_ns();
 	CHECK_EQ(smart_chan_reserve(e.ch, &buf, &cap), SMART_ECONN);
 	printf("   killed consumer: reserve gave SMART_ECONN after %" PRIu64
-	       " ms (keepalive bound %d ms)\n", ms_since(t0),
-	       KA_MS * KA_MISSES);
+	       " ms (keepalive bound %d ms)\n",
+	       ms_since(t0), KA_MS * KA_MISSES);
 	end_close(&e);
 }
 
@@ -626,7 +629,7 @@ static void hostile(int mode, const char *how, int at_arrival)
 		CHECK_U64_EQ(user, i);
 		CHECK_OK(smart_chan_release(e.ch));
 	}
-	close(rfd);	/* it forges once our release came back */
+	close(rfd); /* it forges once our release came back */
 	t0 = smart_now_ns();
 	if (at_arrival) {
 		while (e.ch->conn && e.ch->conn->state == RPC_C_LIVE &&
@@ -640,8 +643,8 @@ static void hostile(int mode, const char *how, int at_arrival)
 	CHECK_OK(smart_rpc_stats(e.rpc, &rs));
 	CHECK_GE(rs.proto_errors, 1);
 	printf("   forged %-7s (%s): cut after %" PRIu64 " ms, proto_errors "
-	       "%" PRIu64 "\n", how, mode ? "FOOTER" : "IMM", ms_since(t0),
-	       rs.proto_errors);
+	       "%" PRIu64 "\n",
+	       how, mode ? "FOOTER" : "IMM", ms_since(t0), rs.proto_errors);
 	end_close(&e);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	waitpid(pid, &rc, 0);
@@ -685,8 +688,8 @@ static void test_args(void)
 
 		CHECK_OK(pipe(p));
 		snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
-		pid = test_spawn("consumer", (const char *[]){ fdtxt, "plain",
-							     NULL });
+		pid = test_spawn("consumer",
+				 (const char *[]){ fdtxt, "plain", NULL });
 		close(p[1]);
 		end_open(&e, 0);
 		CHECK_MSG(read(p[0], e.addr, sizeof(e.addr) - 1) > 0,
@@ -705,7 +708,9 @@ int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
 		{ "producer", child_producer },
-		{ "consumer", child_consumer }, { NULL, NULL } };
+		{ "consumer", child_consumer },
+		{ NULL, NULL }
+	};
 	int fd, rc;
 
 	/* the children find the secret file where the parent made it */
@@ -719,17 +724,18 @@ int main(int argc, char **argv)
 	setenv("CHAN_TEST_SECRET", secret_path, 1);
 	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
 	close(fd);
-	rc = test_main(argc, argv, (struct test_case[]){
-		{ "imm", test_imm },
-		{ "footer", test_footer },
-		{ "adversarial", test_adversarial },
-		{ "torn", test_torn },
-		{ "event", test_event },
-		{ "producer_killed", test_producer_killed },
-		{ "consumer_killed", test_consumer_killed },
-		{ "hostile", test_hostile },
-		{ "args", test_args },
-		{ NULL, NULL } });
+	rc = test_main(argc, argv,
+		       (struct test_case[]){
+			       { "imm", test_imm },
+			       { "footer", test_footer },
+			       { "adversarial", test_adversarial },
+			       { "torn", test_torn },
+			       { "event", test_event },
+			       { "producer_killed", test_producer_killed },
+			       { "consumer_killed", test_consumer_killed },
+			       { "hostile", test_hostile },
+			       { "args", test_args },
+			       { NULL, NULL } });
 	unlink(secret_path);
 	return rc;
 }

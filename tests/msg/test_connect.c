@@ -36,18 +36,18 @@
 #include "wire/auth.h"
 #include "wire/proto.h"
 
-#define SECRET "connect-test-secret-0123456789"
-#define ROUNDS 50
-#define FLOOD 8
-#define HS_BATCH 4	/* peer.c PEER_HS_BATCH */
-#define WINDOW_MS 0.9	/* of the 1-ms tick (RPC_TICK_NS) */
+#define SECRET	  "connect-test-secret-0123456789"
+#define ROUNDS	  50
+#define FLOOD	  8
+#define HS_BATCH  4   /* peer.c PEER_HS_BATCH */
+#define WINDOW_MS 0.9 /* of the 1-ms tick (RPC_TICK_NS) */
 
 struct lst {
 	smart_ctx_t *ctx;
 	smart_worker_t *w;
 	smart_rpc_t *rpc;
 	char addr[64];
-	double window_end;	/* test_now_ms(): no tick before this */
+	double window_end; /* test_now_ms(): no tick before this */
 };
 
 /* A fresh listener, polled once (its first tick). */
@@ -59,8 +59,11 @@ static void lst_open(struct lst *l)
 	CHECK_OK(smart_worker_create(l->ctx, &l->w));
 	/* no QP cache: its first fill (registering the endpoint's first
 	 * slab MR) would take the first tick's millisecond */
-	CHECK_OK(smart_rpc_create(l->w, &(struct smart_rpc_config){
-		SMART_RPC_CONFIG_INIT, .qp_cache = UINT32_MAX }, &l->rpc));
+	CHECK_OK(smart_rpc_create(l->w,
+				  &(struct smart_rpc_config){
+					  SMART_RPC_CONFIG_INIT,
+					  .qp_cache = UINT32_MAX },
+				  &l->rpc));
 	CHECK_OK(smart_rpc_listen(l->rpc, "127.0.0.1:0"));
 	CHECK_OK(smart_rpc_listen_addr(l->rpc, l->addr, sizeof(l->addr)));
 	l->window_end = test_now_ms() + WINDOW_MS;
@@ -106,8 +109,8 @@ static int readable(int fd)
 }
 
 /* The listener's CHALLENGE, read whole; its proof must be good. */
-static void take_challenge(int fd, struct smart__auth *a,
-			   const uint8_t *hello, size_t hlen)
+static void take_challenge(int fd, struct smart__auth *a, const uint8_t *hello,
+			   size_t hlen)
 {
 	struct smart_proto_challenge c;
 
@@ -116,8 +119,9 @@ static void take_challenge(int fd, struct smart__auth *a,
 
 static struct smart__auth auth_new(void)
 {
-	return (struct smart__auth){ (const uint8_t *)SECRET, strlen(SECRET),
-				     { 0 }, { 0 } };
+	return (struct smart__auth){
+		(const uint8_t *)SECRET, strlen(SECRET), { 0 }, { 0 }
+	};
 }
 
 /* One HELLO to a fresh listener: 1 when answered in its tick-free
@@ -228,9 +232,10 @@ static void test_flood_bounded(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "between_ticks", test_between_ticks },
-		{ "flood_bounded", test_flood_bounded },
-		{ NULL, NULL },
-	});
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "between_ticks", test_between_ticks },
+				 { "flood_bounded", test_flood_bounded },
+				 { NULL, NULL },
+			 });
 }

@@ -42,17 +42,17 @@
 #include "transport/shm/shm.h"
 #include "util/bytes.h"
 
-#define SECRET "rndv-sec-secret-0815"
-#define OP_ECHO 1
-#define OP_STATS 3	/* reply: the server's struct smart_rpc_stats */
-#define OP_NOBODY 77	/* no handler */
-#define OP_HOLD 4	/* left open until OP_RELEASE */
-#define OP_HELD 5	/* reply: u32, the requests held */
-#define OP_RELEASE 6	/* every held request answered */
-#define HOLD_CALLS 100	/* calls a peer leaves open at once */
-#define OP_EXIT 9
-#define BIG (4u << 20)
-#define ROUNDS 8
+#define SECRET	   "rndv-sec-secret-0815"
+#define OP_ECHO	   1
+#define OP_STATS   3   /* reply: the server's struct smart_rpc_stats */
+#define OP_NOBODY  77  /* no handler */
+#define OP_HOLD	   4   /* left open until OP_RELEASE */
+#define OP_HELD	   5   /* reply: u32, the requests held */
+#define OP_RELEASE 6   /* every held request answered */
+#define HOLD_CALLS 100 /* calls a peer leaves open at once */
+#define OP_EXIT	   9
+#define BIG	   (4u << 20)
+#define ROUNDS	   8
 
 /* XORed anywhere into a payload (byte aligned), it leaves its CRC-32C as
  * it was: the CRC-32C polynomial, reflected, with its x^32 term. */
@@ -63,8 +63,8 @@ static char secret_path[64];
 static smart_ctx_t *ctx_new(void)
 {
 	return fixture_ctx((const char *[]){ "secret_file", secret_path,
-					     "buf_pool", "4M",
-					     "max_tasks", "128", NULL });
+					     "buf_pool", "4M", "max_tasks",
+					     "128", NULL });
 }
 
 static void h_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
@@ -134,8 +134,8 @@ static void serve_task(smart_worker_t *w, void *arg)
 static void child_server(char **args)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = 2000,
-		.keepalive_misses = 10 };
+					.keepalive_ms = 2000,
+					.keepalive_misses = 10 };
 	smart_ctx_t *ctx;
 	smart_worker_t *w;
 	smart_rpc_t *rpc;
@@ -175,8 +175,8 @@ static pid_t server_start(char *addr)
 
 	CHECK_OK(pipe(p));
 	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
-	pid = test_spawn("server", (const char *[]){ secret_path, fdtxt,
-						   NULL });
+	pid = test_spawn("server",
+			 (const char *[]){ secret_path, fdtxt, NULL });
 	close(p[1]);
 	n = read(p[0], addr, 63);
 	close(p[0]);
@@ -188,14 +188,13 @@ static pid_t server_start(char *addr)
 static void client_open(struct rpc_ep *c, uint32_t qp_cache)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = 2000,
-		.keepalive_misses = 10,
-		.timeout_ms = 20000,
-		.qp_cache = qp_cache };
+					.keepalive_ms = 2000,
+					.keepalive_misses = 10,
+					.timeout_ms = 20000,
+					.qp_cache = qp_cache };
 
 	rpc_ep_open(c, ctx_new(), &cfg);
 }
-
 
 static void fill_random(uint8_t *p, size_t n, uint64_t *rng)
 {
@@ -222,8 +221,7 @@ static int force_write(const void *addr, const void *p, size_t n)
 /* The bytes of want[0..n) found at the same place in view (whole 8-byte
  * words that match: random data matches a zero page by chance in single
  * bytes, never in words). */
-static uint64_t bytes_seen(const uint8_t *view, const uint8_t *want,
-			   size_t n)
+static uint64_t bytes_seen(const uint8_t *view, const uint8_t *want, size_t n)
 {
 	uint64_t seen = 0;
 
@@ -235,15 +233,15 @@ static uint64_t bytes_seen(const uint8_t *view, const uint8_t *want,
 /* ---- third_peer ---------------------------------------------------------- */
 
 struct attack {
-	smart_rpc_conn_t *h;		/* the honest client's connection */
+	smart_rpc_conn_t *h; /* the honest client's connection */
 	const uint8_t *out;
 	uint8_t *back;
-	const uint8_t *view;		/* A's mapping of the staging it is
+	const uint8_t *view; /* A's mapping of the staging it is
 					 * given by V */
 	uint64_t view_len;
 	int rc, done, tried;
 	uint32_t n;
-	uint64_t off;			/* where V staged H's echo */
+	uint64_t off; /* where V staged H's echo */
 	uint64_t windows, forge_writes;
 };
 
@@ -252,8 +250,7 @@ static void honest_call(smart_worker_t *w, void *arg)
 	struct attack *a = arg;
 
 	(void)w;
-	a->rc = smart_rpc_call(a->h, OP_ECHO, a->out, BIG, a->back, BIG,
-			       &a->n);
+	a->rc = smart_rpc_call(a->h, OP_ECHO, a->out, BIG, a->back, BIG, &a->n);
 	a->done = 1;
 }
 
@@ -315,7 +312,9 @@ static void test_third_peer(void)
 	view = k->remote;
 	CHECK(view && view->map_len >= BIG);
 	for (int round = 0; round < ROUNDS; round++) {
-		struct attack a = { .h = h, .out = out, .back = back,
+		struct attack a = { .h = h,
+				    .out = out,
+				    .back = back,
 				    .view = view->map,
 				    .view_len = view->map_len };
 
@@ -332,7 +331,7 @@ static void test_third_peer(void)
 			disclosed += bytes_seen(view->map + a.off, out, BIG);
 		anywhere += memmem(view->map, view->map_len, out + BIG / 2,
 				   256) != NULL;
-		smart_rpc_progress(ac.rpc);	/* A answers V's pings */
+		smart_rpc_progress(ac.rpc); /* A answers V's pings */
 	}
 	printf("   %d honest 4-MiB echoes: the third peer saw %" PRIu64
 	       " of their bytes (%" PRIu64 " found anywhere in its view), "
@@ -386,8 +385,7 @@ static int try_writes(int fd, size_t len, uint64_t *paths)
 	fd2 = open(path, O_RDWR | O_CLOEXEC);
 	if (fd2 >= 0) {
 		*paths += pwrite(fd2, mark, 8, 32) == 8;
-		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd2,
-			 0);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd2, 0);
 		if (p != MAP_FAILED) {
 			memcpy((char *)p + 40, mark, 8);
 			munmap(p, len);
@@ -417,16 +415,16 @@ static void test_read_only(void)
 	size_t len;
 	uint8_t *old;
 
-	client_open(&v, UINT32_MAX);	/* no QP cache: c2 is made after c1 */
+	client_open(&v, UINT32_MAX); /* no QP cache: c2 is made after c1 */
 	CHECK_OK(smart__rpc_conn_new(v.rpc, 1, &c1));
 	smart__rpc_conn_fds(c1, fds);
-	fd = dup(fds[0]);	/* what c1's peer receives */
+	fd = dup(fds[0]); /* what c1's peer receives */
 	CHECK(fd >= 0);
 	len = v.rpc->cfg.rndv_max;
 	landed = try_writes(fd, len, &paths);
 	printf("   the peer's staging descriptor: %" PRIu64 " of 7 ways to "
-	       "write it worked, %d forged words in the file\n", paths,
-	       landed);
+	       "write it worked, %d forged words in the file\n",
+	       paths, landed);
 	CHECK_U64_EQ(paths, 0);
 	CHECK_EQ(landed, 0);
 
@@ -442,7 +440,8 @@ static void test_read_only(void)
 	CHECK_LE(d.off + sizeof(secret), len);
 	seen = bytes_seen(old + d.off, secret, sizeof(secret));
 	printf("   a mapping kept past its connection: %" PRIu64 " bytes of "
-	       "the next connection's staged message seen\n", seen);
+	       "the next connection's staged message seen\n",
+	       seen);
 	CHECK_U64_EQ(seen, 0);
 	munmap(old, len);
 	smart__rpc_conn_free(c2);
@@ -528,14 +527,14 @@ static void test_oversized(void)
 	       "address space grew by %" PRIu64 " MiB\n",
 	       rc ? smart_strerror(rc) : "taken", grew >> 20);
 	CHECK_EQ(rc, SMART_EPROTO);
-	CHECK_U64_EQ(st.proto_errors, 1);	/* the size check refused it */
+	CHECK_U64_EQ(st.proto_errors, 1); /* the size check refused it */
 	CHECK_LT(grew, UINT64_C(1) << 20);
 	smart__rpc_conn_free(vc);
 	smart__rpc_conn_free(ac);
 	/* one within its rndv_max (100 000 rounded up to 128 KiB) */
 	rc = peer_up(&v, &a, 128u << 10, 100000, &vc, &ac, &grew);
 	CHECK_OK(rc);
-	CHECK_LE(grew, UINT64_C(1) << 20);	/* 128 KiB mapped, and the
+	CHECK_LE(grew, UINT64_C(1) << 20); /* 128 KiB mapped, and the
 						 * QP's receive segment */
 	smart__rpc_conn_free(vc);
 	smart__rpc_conn_free(ac);
@@ -579,7 +578,8 @@ static void test_unserved(void)
 	before = server_stats(k);
 	for (int i = 0; i < 4; i++) {
 		CHECK_EQ(smart_rpc_call(k, OP_NOBODY, big, 1u << 20, NULL, 0,
-					&n), SMART_ENOENT);
+					&n),
+			 SMART_ENOENT);
 		CHECK_OK(smart_rpc_send(k, OP_NOBODY, big, 1u << 20));
 	}
 	after = server_stats(k);
@@ -587,13 +587,14 @@ static void test_unserved(void)
 	printf("   8 rendezvous messages of 1 MiB for an op nobody serves: "
 	       "the server READ %" PRIu64 " of them\n",
 	       after.rndv_recv - before.rndv_recv);
-	CHECK_U64_EQ(mine.rndv_sent, 8);	/* they went by rendezvous */
+	CHECK_U64_EQ(mine.rndv_sent, 8); /* they went by rendezvous */
 	CHECK_U64_EQ(after.rndv_recv - before.rndv_recv, 0);
 	CHECK_U64_EQ(after.proto_errors, 0);
 	/* and the staging came back (DONE): more go */
 	for (int i = 0; i < 100; i++)
 		CHECK_EQ(smart_rpc_call(k, OP_NOBODY, big, 1u << 20, NULL, 0,
-					&n), SMART_ENOENT);
+					&n),
+			 SMART_ENOENT);
 	CHECK_OK(smart_rpc_call(k, OP_EXIT, NULL, 0, NULL, 0, NULL));
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "server: %d", st);
@@ -665,7 +666,7 @@ static void test_req_quota(void)
 	CHECK_EQ(g.done, HOLD_CALLS);
 	CHECK(g.released);
 	CHECK_EQ(g.held, 64);
-	CHECK_EQ(g.busy, HOLD_CALLS - 64);	/* the path ran */
+	CHECK_EQ(g.busy, HOLD_CALLS - 64); /* the path ran */
 	CHECK_EQ(g.ok, 64);
 	CHECK_OK(smart_rpc_call(g.k1, OP_EXIT, NULL, 0, NULL, 0, NULL));
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
@@ -675,11 +676,11 @@ static void test_req_quota(void)
 	rpc_ep_close(&c);
 }
 
-
 int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
-		{ "server", child_server }, { NULL, NULL } };
+		{ "server", child_server }, { NULL, NULL }
+	};
 	const char *t = getenv("SMART_TEST_TRANSPORT");
 	int rc;
 
@@ -688,13 +689,13 @@ int main(int argc, char **argv)
 		test_skip("the staging attacks map shm descriptors");
 	rpc_secret_file(secret_path, sizeof(secret_path),
 			"/tmp/smart-rndv-XXXXXX", SECRET);
-	rc = test_main(argc, argv, (struct test_case[]){
-		{ "third_peer", test_third_peer },
-		{ "read_only", test_read_only },
-		{ "oversized", test_oversized },
-		{ "unserved", test_unserved },
-		{ "req_quota", test_req_quota },
-		{ NULL, NULL } });
+	rc = test_main(argc, argv,
+		       (struct test_case[]){ { "third_peer", test_third_peer },
+					     { "read_only", test_read_only },
+					     { "oversized", test_oversized },
+					     { "unserved", test_unserved },
+					     { "req_quota", test_req_quota },
+					     { NULL, NULL } });
 	unlink(secret_path);
 	return rc;
 }

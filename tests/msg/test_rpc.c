@@ -29,33 +29,33 @@
 #include "smart/smart.h"
 #include "util/sockio.h"
 
-#define SECRET "rpc-test-secret-4711"
-#define OP_ECHO 1
-#define OP_SINK 2	/* one-way: payload starts with a u64 sequence */
-#define OP_COUNTS 3	/* reply: struct counts */
-#define OP_NESTED 4	/* call OP_ECHO on the server's upstream, reply */
-#define OP_EXIT 9
-#define FLOOD 20000
+#define SECRET	    "rpc-test-secret-4711"
+#define OP_ECHO	    1
+#define OP_SINK	    2 /* one-way: payload starts with a u64 sequence */
+#define OP_COUNTS   3 /* reply: struct counts */
+#define OP_NESTED   4 /* call OP_ECHO on the server's upstream, reply */
+#define OP_EXIT	    9
+#define FLOOD	    20000
 /* The keepalive where it is tested: a bound of 2 s (a loaded CI machine,
  * VMs beside, may leave a process unscheduled long); everywhere else
  * 2 s x 10, far above any stall, so that no test but those sees it. */
-#define KA_MS 200
-#define KA_MISSES 10
+#define KA_MS	    200
+#define KA_MISSES   10
 #define KA_QUIET_MS 2000
 
 struct counts {
-	uint64_t sunk, out_of_order, rnr, proto_errors, acks_sent,
-		accepted, backlogged, rndv_recv, rndv_held, traced,
-		event_sleeps, event_wakes;
+	uint64_t sunk, out_of_order, rnr, proto_errors, acks_sent, accepted,
+		backlogged, rndv_recv, rndv_held, traced, event_sleeps,
+		event_wakes;
 };
 
 struct server {
 	smart_worker_t *w;
 	smart_rpc_t *rpc;
-	smart_rpc_conn_t *up;	/* nested calls go there */
+	smart_rpc_conn_t *up; /* nested calls go there */
 	int slow_ns;
 	uint64_t next_seq, sunk, ooo;
-	uint64_t wakes;	/* event mode: sleeps ended by the descriptor */
+	uint64_t wakes; /* event mode: sleeps ended by the descriptor */
 	int stop;
 };
 
@@ -206,8 +206,8 @@ static void child_server(char **args)
 	struct server s = { 0 };
 	smart_ctx_t *ctx = ctx_new(args[0]);
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = (uint32_t)atoi(args[4]),
-		.keepalive_misses = KA_MISSES };
+					.keepalive_ms = (uint32_t)atoi(args[4]),
+					.keepalive_misses = KA_MISSES };
 	char addr[64];
 	int fd = atoi(args[1]);
 
@@ -254,9 +254,9 @@ static pid_t server_start_mode(int slow_ns, const char *up, int ka_ms,
 	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
 	snprintf(slow, sizeof(slow), "%d", slow_ns);
 	snprintf(ka, sizeof(ka), "%d", ka_ms);
-	pid = test_spawn("server", (const char *[]){ secret_path, fdtxt, slow,
-						   up ? up : "-", ka, mode,
-						   NULL });
+	pid = test_spawn("server",
+			 (const char *[]){ secret_path, fdtxt, slow,
+					   up ? up : "-", ka, mode, NULL });
 	close(p[1]);
 	if (us) {
 		struct pollfd pf = { .fd = p[0], .events = POLLIN };
@@ -293,8 +293,8 @@ struct client {
 static void client_open_cfg(struct client *c, const char *secret_file,
 			    const struct smart_rpc_config *cfg)
 {
-	struct smart_rpc_config x = cfg ?
-		*cfg : (struct smart_rpc_config){ SMART_RPC_CONFIG_INIT };
+	struct smart_rpc_config x =
+		cfg ? *cfg : (struct smart_rpc_config){ SMART_RPC_CONFIG_INIT };
 
 	if (!x.keepalive_ms) {
 		x.keepalive_ms = KA_QUIET_MS;
@@ -377,7 +377,8 @@ static void test_echo(void)
 	/* errors that say what happened (a length past the rendezvous
 	 * limit is refused before the payload is looked at) */
 	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, (64u << 20) + 1, back,
-				sizeof(back), &n), SMART_EINVAL);
+				sizeof(back), &n),
+		 SMART_EINVAL);
 	CHECK_EQ(smart_rpc_call(k, OP_ECHO, out, 100, back, 10, &n),
 		 SMART_ERANGE);
 	CHECK_EQ(n, 100);
@@ -397,19 +398,17 @@ static void test_echo(void)
 	 * lives on), never sent */
 	client_open_cfg(&c, secret_path,
 			&(struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
-				.eager_max = 8192,
-				.rndv_max = 128u << 20 });
+						    .eager_max = 8192,
+						    .rndv_max = 128u << 20 });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
-	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 6000, back, sizeof(back),
-				&n));
+	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 6000, back, sizeof(back), &n));
 	CHECK_EQ(n, 6000);
 	CHECK(!memcmp(out, back, 6000));
 	CHECK_OK(smart_rpc_conn_stats(k, &st));
 	CHECK_U64_EQ(st.rndv_sent, 1);
 	CHECK_EQ(smart_rpc_send(k, OP_SINK, out, (64u << 20) + 1),
 		 SMART_EINVAL);
-	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 4000, back, sizeof(back),
-				&n));
+	CHECK_OK(smart_rpc_call(k, OP_ECHO, out, 4000, back, sizeof(back), &n));
 	CHECK_EQ(n, 4000);
 	server_stop(k, pid);
 	smart_rpc_close(k);
@@ -433,9 +432,10 @@ static void test_slow_server(void)
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	for (uint64_t i = 0; i < FLOOD; i++) {
 		memcpy(msg, &i, 8);
-		CHECK_OK(smart_rpc_send(k, OP_SINK, msg, (uint32_t)(8 + i % 57)));
+		CHECK_OK(smart_rpc_send(k, OP_SINK, msg,
+					(uint32_t)(8 + i % 57)));
 	}
-	got = counts_of(k);	/* ordered behind every one-way message */
+	got = counts_of(k); /* ordered behind every one-way message */
 	CHECK_U64_EQ(got.sunk, FLOOD);
 	CHECK_U64_EQ(got.out_of_order, 0);
 	CHECK_U64_EQ(got.rnr, 0);
@@ -485,8 +485,8 @@ static uint64_t dialer_killed(struct client *c)
 static void test_keepalive(void)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = KA_MS,
-		.keepalive_misses = KA_MISSES };
+					.keepalive_ms = KA_MS,
+					.keepalive_misses = KA_MISSES };
 	struct smart_rpc_stats st;
 	struct client c;
 	smart_rpc_conn_t *k;
@@ -518,7 +518,8 @@ static void test_keepalive(void)
 	CHECK_U64_EQ(st.call_timeouts, 0);
 	CHECK_EQ(smart_rpc_conns(c.rpc), 0);
 	printf("   stopped server: call failed after %" PRIu64 " ms (bound "
-	       "%d ms)\n", ms, KA_MS * KA_MISSES);
+	       "%d ms)\n",
+	       ms, KA_MS * KA_MISSES);
 	smart_rpc_close(k);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
@@ -547,7 +548,7 @@ static void test_keepalive(void)
 static void test_event_mode(void)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.timeout_ms = 1000 };
+					.timeout_ms = 1000 };
 	struct smart_rpc_stats st;
 	struct client c;
 	struct counts n;
@@ -573,16 +574,16 @@ static void test_event_mode(void)
 	}
 	n = counts_of(k);
 	printf("   server: %" PRIu64 " sleeps, %" PRIu64 " woken by its "
-	       "descriptor, %d calls answered\n", n.event_sleeps,
-	       n.event_wakes, EV_CALLS);
+	       "descriptor, %d calls answered\n",
+	       n.event_sleeps, n.event_wakes, EV_CALLS);
 	CHECK_GT(n.event_sleeps, 0);
 	CHECK_GT(n.event_wakes, 0);
 	server_stop(k, pid);
 
 	/* the listener sleeps; a peer of it killed: the timer wakes it */
 	cfg = (struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = KA_MS,
-		.keepalive_misses = KA_MISSES };
+					 .keepalive_ms = KA_MS,
+					 .keepalive_misses = KA_MISSES };
 	client_close(&c);
 	client_open_cfg(&c, secret_path, &cfg);
 	CHECK_OK(smart_rpc_event_fd(c.rpc, &pf.fd));
@@ -602,7 +603,8 @@ static void test_event_mode(void)
 	CHECK_GT(sleeps, 0);
 	CHECK_U64_EQ(st.event_sleeps, (uint64_t)sleeps);
 	printf("   sleeping listener: killed peer given up after %" PRIu64
-	       " ms, %d sleeps\n", ms_since(t0), sleeps);
+	       " ms, %d sleeps\n",
+	       ms_since(t0), sleeps);
 	/* arming inside a handler or before event_fd: refused */
 	client_close(&c);
 	client_open(&c, secret_path);
@@ -631,14 +633,15 @@ static void mute_listener(int fds[2], char *addr, size_t len)
 	fds[1] = -1;
 	if (on_shm()) {
 		snprintf(name, sizeof(name), "smart-rpc:%u", port);
-		CHECK_OK(smart__sock_listen(&un, smart__sock_abstract(name, &un),
-					    4, &fds[1], NULL));
+		CHECK_OK(smart__sock_listen(&un,
+					    smart__sock_abstract(name, &un), 4,
+					    &fds[1], NULL));
 	}
 }
 
 struct dial_arg {
 	smart_rpc_t *rpc;
-	smart_rpc_conn_t *k;	/* to the server */
+	smart_rpc_conn_t *k; /* to the server */
 	const char *mute;
 	int rc, dialing;
 	uint64_t calls_meanwhile;
@@ -678,9 +681,9 @@ static void echo_while_dialing(smart_worker_t *w, void *p)
 static void test_dial_polls(void)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.timeout_ms = 3000,
-		.keepalive_ms = KA_MS,
-		.keepalive_misses = KA_MISSES };
+					.timeout_ms = 3000,
+					.keepalive_ms = KA_MS,
+					.keepalive_misses = KA_MISSES };
 	struct dial_arg a = { 0 };
 	struct smart_rpc_stats st;
 	struct client c;
@@ -708,7 +711,8 @@ static void test_dial_polls(void)
 	CHECK_U64_EQ(st.ka_failures, 0);
 	printf("   main context: dial timed out after %" PRIu64 " ms (peers "
 	       "give a silent endpoint up after %d ms); the server's "
-	       "connection lives\n", ms, KA_MS * KA_MISSES);
+	       "connection lives\n",
+	       ms, KA_MS * KA_MISSES);
 
 	/* a task dials, another calls meanwhile */
 	a.rpc = c.rpc;
@@ -718,7 +722,8 @@ static void test_dial_polls(void)
 	CHECK_OK(smart_worker_run(c.w));
 	CHECK_EQ(a.rc, SMART_ETIMEDOUT);
 	printf("   task: %" PRIu64 " calls answered while another task "
-	       "dialed\n", a.calls_meanwhile);
+	       "dialed\n",
+	       a.calls_meanwhile);
 	CHECK_GT(a.calls_meanwhile, 0);
 	close(mfd[0]);
 	if (mfd[1] >= 0)
@@ -735,8 +740,8 @@ static void test_dial_polls(void)
  * the path counted). */
 static void test_rendezvous(void)
 {
-	static const uint32_t sizes[] = { 4097, 65535, 65536, 65537,
-					  (1u << 20) + 3, 64u << 20 };
+	static const uint32_t sizes[] = { 4097,	 65535,		 65536,
+					  65537, (1u << 20) + 3, 64u << 20 };
 	const uint32_t nsizes = sizeof(sizes) / sizeof(sizes[0]);
 	uint8_t *out = malloc(64u << 20), *back = malloc(64u << 20);
 	struct smart_rpc_stats st;
@@ -753,12 +758,14 @@ static void test_rendezvous(void)
 	 * 5-7 s on Soft-RoCE under TCG (tests/vm), past the 5-s default */
 	client_open_cfg(&c, secret_path,
 			&(struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
-				.timeout_ms = 60000 });
+						    .timeout_ms = 60000 });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	for (i = 0; i < nsizes; i++) {
 		for (uint32_t j = 0; j < sizes[i]; j += 8) {
-			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-			memcpy(out + j, &rng, sizes[i] - j < 8 ? sizes[i] - j : 8);
+			rng = rng * 6364136223846793005ULL +
+			      1442695040888963407ULL;
+			memcpy(out + j, &rng,
+			       sizes[i] - j < 8 ? sizes[i] - j : 8);
 		}
 		n = 0;
 		CHECK_OK(smart_rpc_call(k, OP_ECHO, out, sizes[i], back,
@@ -786,7 +793,7 @@ static void test_rendezvous(void)
 	got = counts_of(k);
 	CHECK_U64_EQ(got.sunk, 400);
 	CHECK_U64_EQ(got.out_of_order, 0);
-	CHECK_U64_EQ(got.rndv_recv, nsizes + 1 + 40);	/* requests */
+	CHECK_U64_EQ(got.rndv_recv, nsizes + 1 + 40); /* requests */
 	CHECK_GT(got.rndv_held, 0);
 	CHECK_U64_EQ(got.proto_errors, 0);
 	server_stop(k, pid);
@@ -812,11 +819,12 @@ static void test_trace(void)
 
 	client_open_cfg(&c, secret_path,
 			&(struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
-				.trace_every = 1 });
+						    .trace_every = 1 });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	for (int i = 0; i < 10; i++)
-		CHECK_OK(smart_rpc_call(k, OP_ECHO, big, i == 9 ? sizeof(big)
-					: 8, big, sizeof(big), &n));
+		CHECK_OK(smart_rpc_call(k, OP_ECHO, big,
+					i == 9 ? sizeof(big) : 8, big,
+					sizeof(big), &n));
 	got = smart_rpc_traces(c.rpc, t, 64);
 	CHECK_EQ(got, 10);
 	for (int i = 0; i < got; i++) {
@@ -864,7 +872,7 @@ static void test_nested(void)
 		CHECK_EQ(n, (uint32_t)len);
 		CHECK(!memcmp(back, msg, n));
 	}
-	server_stop(k, p2);	/* it closes its upstream connection */
+	server_stop(k, p2); /* it closes its upstream connection */
 	smart_rpc_close(k);
 	CHECK_OK(smart_rpc_connect(c.rpc, a1, &k1));
 	CHECK_GE(counts_of(k1).accepted, 2);
@@ -960,7 +968,7 @@ static void raw_send(smart_rpc_conn_t *k, const struct smart_msg_hdr *h,
 	wr.lkey = k->lkey;
 	wr.flags = SMART_TP_IMM | SMART_TP_SIGNALED;
 	wr.imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
-	wr.wr_id = UINT64_C(0xffff);	/* no connection of ours */
+	wr.wr_id = UINT64_C(0xffff); /* no connection of ours */
 	CHECK_OK(k->rpc->tp->post(k->qp, &wr, 1));
 }
 
@@ -968,8 +976,8 @@ static void test_hostile(void)
 {
 	static const uint8_t garbage[] = "GET / HTTP/1.1\r\n\r\n";
 	static const uint8_t trunc[] = { 'S', 'M', 'R', 'T', 1, 0 };
-	static const uint8_t huge[] = { 'S', 'M', 'R', 'T', 1, 0, 0, 0,
-					0xff, 0xff, 0xff, 0x7f };
+	static const uint8_t huge[] = { 'S', 'M', 'R',	'T',  1,    0,
+					0,   0,	  0xff, 0xff, 0xff, 0x7f };
 	char bad_secret[] = "/tmp/smart-rpc-bad-XXXXXX";
 	struct client c, bad;
 	smart_rpc_conn_t *k;
@@ -994,12 +1002,17 @@ static void test_hostile(void)
 	/* a malformed message on a live connection: declared length past
 	 * what arrived.  The server cuts that connection only (we notice
 	 * by our keepalive, set short here). */
-	client_open_cfg(&c, secret_path, &(struct smart_rpc_config){
-		SMART_RPC_CONFIG_INIT, .keepalive_ms = KA_MS,
-		.keepalive_misses = KA_MISSES });
+	client_open_cfg(&c, secret_path,
+			&(struct smart_rpc_config){
+				SMART_RPC_CONFIG_INIT, .keepalive_ms = KA_MS,
+				.keepalive_misses = KA_MISSES });
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
-	raw_send(k, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
-		.op = OP_ECHO, .call = 1, .len = 1u << 30 }, NULL, 8);
+	raw_send(k,
+		 &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+					  .op = OP_ECHO,
+					  .call = 1,
+					  .len = 1u << 30 },
+		 NULL, 8);
 	/* our side learns when its next call fails (keepalive) */
 	n = 0;
 	CHECK_NE(smart_rpc_call(k, OP_ECHO, "x", 1, back, sizeof(back), &n), 0);
@@ -1009,17 +1022,25 @@ static void test_hostile(void)
 	 * region, one whose payload does not match its CRC.  The server
 	 * cuts each connection, READs nothing outside, delivers nothing. */
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
-	raw_send(k, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
-		.op = OP_ECHO, .call = 1, .flags = SMART_MSG_F_RNDV },
-		&(struct smart_msg_rndv){ .off = (64u << 20) - 65536,
-					  .len = 131072, .rid = 1 }, 0);
+	raw_send(k,
+		 &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+					  .op = OP_ECHO,
+					  .call = 1,
+					  .flags = SMART_MSG_F_RNDV },
+		 &(struct smart_msg_rndv){
+			 .off = (64u << 20) - 65536, .len = 131072, .rid = 1 },
+		 0);
 	CHECK_NE(smart_rpc_call(k, OP_ECHO, "x", 1, back, sizeof(back), &n), 0);
 	smart_rpc_close(k);
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
-	raw_send(k, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
-		.op = OP_ECHO, .call = 1, .flags = SMART_MSG_F_RNDV },
-		&(struct smart_msg_rndv){ .off = 0, .len = 65536, .crc = 1,
-					  .rid = 1 }, 0);
+	raw_send(k,
+		 &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+					  .op = OP_ECHO,
+					  .call = 1,
+					  .flags = SMART_MSG_F_RNDV },
+		 &(struct smart_msg_rndv){
+			 .off = 0, .len = 65536, .crc = 1, .rid = 1 },
+		 0);
 	CHECK_NE(smart_rpc_call(k, OP_ECHO, "x", 1, back, sizeof(back), &n), 0);
 	smart_rpc_close(k);
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
@@ -1054,7 +1075,7 @@ static void test_args(void)
 	CHECK_EQ(smart_rpc_call(NULL, 1, NULL, 0, NULL, 0, NULL), SMART_EINVAL);
 	CHECK_EQ(smart_rpc_reply(NULL, 0, NULL, 0), SMART_EINVAL);
 	CHECK_EQ(smart_rpc_register(c.rpc, SMART_RPC_OP_PING, h_echo, NULL),
-		 SMART_EINVAL);	/* the library's */
+		 SMART_EINVAL); /* the library's */
 	client_close(&c);
 	c.ctx = ctx_new(secret_path);
 	CHECK_OK(smart_worker_create(c.ctx, &c.w));
@@ -1066,7 +1087,8 @@ static void test_args(void)
 int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
-		{ "server", child_server }, { NULL, NULL } };
+		{ "server", child_server }, { NULL, NULL }
+	};
 	int fd, rc;
 
 	test_children(argc, argv, children);
@@ -1075,18 +1097,19 @@ int main(int argc, char **argv)
 	CHECK(fd >= 0);
 	close(fd);
 	write_secret(secret_path, SECRET);
-	rc = test_main(argc, argv, (struct test_case[]){
-		{ "echo", test_echo },
-		{ "slow_server", test_slow_server },
-		{ "rendezvous", test_rendezvous },
-		{ "nested", test_nested },
-		{ "trace", test_trace },
-		{ "keepalive", test_keepalive },
-		{ "event_mode", test_event_mode },
-		{ "dial_polls", test_dial_polls },
-		{ "hostile", test_hostile },
-		{ "args", test_args },
-		{ NULL, NULL } });
+	rc = test_main(argc, argv,
+		       (struct test_case[]){
+			       { "echo", test_echo },
+			       { "slow_server", test_slow_server },
+			       { "rendezvous", test_rendezvous },
+			       { "nested", test_nested },
+			       { "trace", test_trace },
+			       { "keepalive", test_keepalive },
+			       { "event_mode", test_event_mode },
+			       { "dial_polls", test_dial_polls },
+			       { "hostile", test_hostile },
+			       { "args", test_args },
+			       { NULL, NULL } });
 	unlink(secret_path);
 	return rc;
 }

@@ -57,20 +57,22 @@
 #include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
 
-#define SECRET "rpc-attack-test-secret"
-#define OP_HOLD 1	/* left open until OP_RELEASE */
-#define OP_HELD 2	/* reply: u32, the requests held */
-#define OP_RELEASE 3	/* one-way: the held ones answered from the main
+#define SECRET	"rpc-attack-test-secret"
+#define OP_HOLD 1 /* left open until OP_RELEASE */
+#define OP_HELD 2 /* reply: u32, the requests held */
+#define OP_RELEASE                                                             \
+	3	    /* one-way: the held ones answered from the main
 			 * context, then destroy without another poll */
-#define OP_INFO 4	/* reply: struct info */
-#define OP_SINK 5	/* one-way, kept nowhere */
-#define OP_ANSWER 6	/* the held ones answered from the main context */
-#define OP_SWEEP 7	/* one-way: the held ones whose connection went
+#define OP_INFO	  4 /* reply: struct info */
+#define OP_SINK	  5 /* one-way, kept nowhere */
+#define OP_ANSWER 6 /* the held ones answered from the main context */
+#define OP_SWEEP                                                               \
+	7 /* one-way: the held ones whose connection went
 			 * are answered (smart_rpc_req_check) */
 #define OP_EXIT 9
-#define STALLED 16	/* destroy_stalled's peers */
-#define CYCLES 1000	/* churn's connections */
-#define BIG (100u << 10)	/* a rendezvous message */
+#define STALLED 16	     /* destroy_stalled's peers */
+#define CYCLES	1000	     /* churn's connections */
+#define BIG	(100u << 10) /* a rendezvous message */
 
 /* Resident memory says nothing under AddressSanitizer: freed memory
  * waits in its quarantine. */
@@ -97,8 +99,8 @@ static int on_shm(void)
 static smart_ctx_t *ctx_new(void)
 {
 	return fixture_ctx((const char *[]){ "secret_file", secret_path,
-					     "buf_pool", "4M",
-					     "max_tasks", "128", NULL });
+					     "buf_pool", "4M", "max_tasks",
+					     "128", NULL });
 }
 
 static uint64_t ms_since(uint64_t t0)
@@ -110,7 +112,7 @@ static uint64_t ms_since(uint64_t t0)
 
 struct info {
 	uint32_t conns, spares, held, fds;
-	uint32_t db_queued, db_size;	/* shm: the CQ's doorbell FIFO (queued:
+	uint32_t db_queued, db_size; /* shm: the CQ's doorbell FIFO (queued:
 					 * after the last OP_ANSWER) */
 	uint64_t rss_kb;
 };
@@ -119,8 +121,8 @@ struct victim {
 	smart_rpc_t *rpc;
 	smart_rpc_req_t *held[RPC_REQS];
 	uint32_t nheld;
-	uint32_t db_peak;	/* doorbells queued after an OP_ANSWER */
-	smart_rpc_req_t *answer_q;	/* an OP_ANSWER waiting */
+	uint32_t db_peak;	   /* doorbells queued after an OP_ANSWER */
+	smart_rpc_req_t *answer_q; /* an OP_ANSWER waiting */
 	int release, stop;
 };
 
@@ -133,7 +135,7 @@ static uint32_t fd_count(void)
 	while (readdir(d))
 		n++;
 	closedir(d);
-	return n - 3;	/* ".", ".." and the directory's own */
+	return n - 3; /* ".", ".." and the directory's own */
 }
 
 static uint64_t rss_kb(void)
@@ -172,7 +174,7 @@ static void v_sweep(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	struct victim *v = a;
 	uint32_t kept = 0;
 
-	(void)q, (void)d, (void)n;	/* one-way */
+	(void)q, (void)d, (void)n; /* one-way */
 	for (uint32_t i = 0; i < v->nheld; i++)
 		if (smart_rpc_req_check(v->held[i]) == SMART_ECONN)
 			CHECK_EQ(smart_rpc_reply(v->held[i], 0, NULL, 0),
@@ -184,7 +186,7 @@ static void v_sweep(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 
 static void v_release(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 {
-	(void)q, (void)d, (void)n;	/* one-way */
+	(void)q, (void)d, (void)n; /* one-way */
 	((struct victim *)a)->release = 1;
 }
 
@@ -202,7 +204,8 @@ static void v_info(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 			  .spares = v->rpc->nspare,
 			  .db_queued = v->db_peak,
 			  .db_size = v->rpc->cq->db_mask + 1,
-			  .held = v->nheld, .fds = fd_count(),
+			  .held = v->nheld,
+			  .fds = fd_count(),
 			  .rss_kb = rss_kb() };
 
 	(void)d, (void)n;
@@ -228,10 +231,10 @@ static void child_victim(char **args)
 {
 	int wide = !strcmp(args[1], "wide");
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.window = wide ? 0 : 2,
-		.backlog_max = wide ? 0 : 40,
-		.keepalive_ms = 2000,
-		.keepalive_misses = 10 };
+					.window = wide ? 0 : 2,
+					.backlog_max = wide ? 0 : 40,
+					.keepalive_ms = 2000,
+					.keepalive_misses = 10 };
 	struct victim v = { 0 };
 	smart_ctx_t *ctx = ctx_new();
 	smart_worker_t *w;
@@ -286,14 +289,13 @@ static void child_victim(char **args)
 static void client_open(struct rpc_ep *c)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = 2000,
-		.keepalive_misses = 10,
-		.timeout_ms = 2000,
-		.qp_cache = UINT32_MAX };
+					.keepalive_ms = 2000,
+					.keepalive_misses = 10,
+					.timeout_ms = 2000,
+					.qp_cache = UINT32_MAX };
 
 	rpc_ep_open(c, ctx_new(), &cfg);
 }
-
 
 /* Start the victim (mode: child_victim's): its pid, its address, its
  * pipe's read end. */
@@ -367,7 +369,8 @@ static void report(const char *what, uint64_t ms, int st)
 		       WTERMSIG(st));
 	else
 		printf("   %s: the victim's destroy took %" PRIu64 " ms, exit "
-		       "%d\n", what, ms, WEXITSTATUS(st));
+		       "%d\n",
+		       what, ms, WEXITSTATUS(st));
 }
 
 /* The victim told to exit through hk (an honest connection): it must
@@ -399,7 +402,7 @@ static void test_destroy_race(void)
 	client_open(&h);
 	CHECK_OK(smart_rpc_connect(a.rpc, addr, &k));
 	CHECK_OK(smart_rpc_connect(h.rpc, addr, &hk));
-	seg_close(k);	/* a is polled no more until the victim is gone */
+	seg_close(k); /* a is polled no more until the victim is gone */
 	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
 	ms = victim_end(pid, rfd, &st);
 	report("a CLOSE failing during destroy's wait", ms, st);
@@ -500,7 +503,7 @@ static void test_destroy_stalled(void)
 		CHECK_OK(smart_rpc_connect(a.rpc, addr, &k[i]));
 	CHECK_OK(smart_rpc_connect(h.rpc, addr, &hk));
 	for (int i = 0; i < STALLED; i++)
-		seg_stall(k[i]);	/* a is polled no more */
+		seg_stall(k[i]); /* a is polled no more */
 	CHECK_OK(smart_rpc_call(hk, OP_EXIT, NULL, 0, NULL, 0, NULL));
 	ms = victim_end(pid, rfd, &st);
 	report("16 peers posting no receive", ms, st);
@@ -527,13 +530,14 @@ static void raw_request(smart_rpc_conn_t *k, uint16_t op, uint32_t call)
 	uint8_t *b = k->sbuf + (size_t)(call % k->window) * k->msg_len;
 	struct smart_tp_wr wr = { 0 };
 
-	smart__msg_put_hdr(b, &(struct smart_msg_hdr){
-		.type = SMART_MSG_REQ, .op = op, .call = call });
+	smart__msg_put_hdr(b, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+						       .op = op,
+						       .call = call });
 	wr.opcode = SMART_TP_SEND;
 	wr.local = b;
 	wr.len = SMART_MSG_HDR_LEN;
 	wr.lkey = k->lkey;
-	wr.flags = SMART_TP_IMM;	/* unsignalled: no completion */
+	wr.flags = SMART_TP_IMM; /* unsignalled: no completion */
 	wr.imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
 	wr.wr_id = UINT64_C(0xffff);
 	CHECK_OK(k->rpc->tp->post(k->qp, &wr, 1));
@@ -588,13 +592,14 @@ static void test_orphans(void)
 	}
 	rc = smart_rpc_call(hk, OP_HELD, NULL, 0, &held, sizeof(held), &len);
 	printf("   %d connections gone with 64 requests open each: the "
-	       "honest call answered %s", RPC_REQS / 64, smart_strerror(rc));
-	CHECK_EQ(rc, SMART_EBUSY);	/* the hole, as an application that
+	       "honest call answered %s",
+	       RPC_REQS / 64, smart_strerror(rc));
+	CHECK_EQ(rc, SMART_EBUSY); /* the hole, as an application that
 					 * never checks meets it */
 	CHECK_OK(smart_rpc_send(hk, OP_SWEEP, NULL, 0));
 	rc = smart_rpc_call(hk, OP_HELD, NULL, 0, &held, sizeof(held), &len);
-	printf("; after the victim's sweep %s, %u held\n",
-	       smart_strerror(rc), held);
+	printf("; after the victim's sweep %s, %u held\n", smart_strerror(rc),
+	       held);
 	CHECK_OK(rc);
 	CHECK_EQ(held, 0);
 	victim_exit(hk, pid, rfd);
@@ -632,15 +637,15 @@ static void test_doorbells(void)
 	CHECK_OK(smart_rpc_connect(h.rpc, addr, &hk));
 	for (int i = 0; i < DOORBELL_PEERS; i++)
 		CHECK_OK(smart_rpc_connect(a.rpc, addr, &k[i]));
-	quota = k[0]->swin;	/* the victim's: max(64, 4096 / 64) */
+	quota = k[0]->swin; /* the victim's: max(64, 4096 / 64) */
 	for (int i = 0; i < DOORBELL_PEERS; i++)
-		seg_stall(k[i]);	/* a's library is polled no more */
+		seg_stall(k[i]); /* a's library is polled no more */
 	for (uint32_t r = 1; r <= quota; r++) {
 		for (int i = 0; i < DOORBELL_PEERS; i++)
 			raw_request(k[i], OP_HOLD, r);
 		while (a.rpc->tp->poll(a.rpc->cq, wc, 16) > 0)
-			;	/* our SENDs go (shm executes them here) */
-		if (r % 32 == 0)	/* within the receives it posted */
+			;	 /* our SENDs go (shm executes them here) */
+		if (r % 32 == 0) /* within the receives it posted */
 			for (int i = 0; i < DOORBELL_PEERS; i++)
 				wait_reposted(k[i], r);
 	}
@@ -649,17 +654,18 @@ static void test_doorbells(void)
 	CHECK_EQ(held, DOORBELL_PEERS * quota);
 	rc = smart_rpc_call(hk, OP_ANSWER, NULL, 0, NULL, 0, NULL);
 	printf("   %d peers posting no receive, %u answers each: the honest "
-	       "peer's call answered next %s", DOORBELL_PEERS, quota,
-	       smart_strerror(rc));
+	       "peer's call answered next %s",
+	       DOORBELL_PEERS, quota, smart_strerror(rc));
 	if (!rc)
 		CHECK_OK(smart_rpc_call(hk, OP_INFO, NULL, 0, &x, sizeof(x),
 					&len));
 	if (!rc)
 		printf("; the victim's CQ had %u doorbells queued (room for "
-		       "%u)", x.db_queued, x.db_size);
+		       "%u)",
+		       x.db_queued, x.db_size);
 	printf("\n");
 	CHECK_OK(rc);
-	CHECK_GE(x.db_queued, DOORBELL_PEERS * quota);	/* the path ran */
+	CHECK_GE(x.db_queued, DOORBELL_PEERS * quota); /* the path ran */
 	CHECK_GT(x.db_size, x.db_queued);
 	victim_exit(hk, pid, rfd);
 	for (int i = 0; i < DOORBELL_PEERS; i++)
@@ -689,8 +695,7 @@ static void test_churn(void)
 	/* one round first: the endpoint's lazily made parts are there */
 	CHECK_OK(smart_rpc_connect(a.rpc, addr, &k));
 	CHECK_OK(smart_rpc_send(k, OP_SINK, big, BIG));
-	CHECK_OK(smart_rpc_call(k, OP_HELD, NULL, 0, &len, sizeof(len),
-				&len));
+	CHECK_OK(smart_rpc_call(k, OP_HELD, NULL, 0, &len, sizeof(len), &len));
 	smart_rpc_close(k);
 	victim_settled(hk, &x0);
 	my_fds = fd_count();
@@ -705,11 +710,12 @@ static void test_churn(void)
 		}
 		smart_rpc_close(k);
 	}
-	victim_settled(hk, &x1);	/* it has let every one go */
+	victim_settled(hk, &x1); /* it has let every one go */
 	printf("   %d connections (%d with a rendezvous at their CLOSE): "
 	       "the victim's descriptors %u -> %u, resident %" PRIu64
-	       " -> %" PRIu64 " KiB; ours %u -> %u\n", CYCLES, rndv, x0.fds,
-	       x1.fds, x0.rss_kb, x1.rss_kb, my_fds, fd_count());
+	       " -> %" PRIu64 " KiB; ours %u -> %u\n",
+	       CYCLES, rndv, x0.fds, x1.fds, x0.rss_kb, x1.rss_kb, my_fds,
+	       fd_count());
 	CHECK_EQ(x1.fds, x0.fds);
 	CHECK_EQ(fd_count(), my_fds);
 	if (RSS_MEANINGFUL)
@@ -726,7 +732,7 @@ static void test_churn(void)
 
 struct bye {
 	smart_rpc_conn_t *k;
-	void *reuse[64];	/* what the handler allocates after its close */
+	void *reuse[64]; /* what the handler allocates after its close */
 	int ran;
 };
 
@@ -755,8 +761,9 @@ static void forge_request(smart_rpc_conn_t *k, uint16_t op)
 	uint8_t hdr[SMART_MSG_HDR_LEN];
 
 	CHECK_NE(rq->posted, n);
-	smart__msg_put_hdr(hdr, &(struct smart_msg_hdr){
-		.type = SMART_MSG_REQ, .op = op, .call = 1 });
+	smart__msg_put_hdr(hdr, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+							 .op = op,
+							 .call = 1 });
 	forge_cell(rq->seg, rq->cell_len, rq->nslots, n, sizeof(hdr),
 		   smart__msg_imm(SMART_MSG_K_DATA, 0), SHM_RS_IMM, hdr);
 }
@@ -786,7 +793,8 @@ static void test_close_in_handler(void)
 		smart_rpc_progress(a.rpc);
 	smart_rpc_progress(a.rpc);
 	printf("   a handler closed the connection it served: the endpoint "
-	       "goes on with %d connections\n", smart_rpc_conns(a.rpc));
+	       "goes on with %d connections\n",
+	       smart_rpc_conns(a.rpc));
 	CHECK_EQ(smart_rpc_conns(a.rpc), 0);
 	for (int i = 0; i < 64; i++)
 		free(b.reuse[i]);
@@ -798,11 +806,11 @@ static void test_close_in_handler(void)
 	rpc_ep_close(&a);
 }
 
-
 int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
-		{ "victim", child_victim }, { NULL, NULL } };
+		{ "victim", child_victim }, { NULL, NULL }
+	};
 	int rc;
 
 	if (argc > 2 && !strcmp(argv[1], "--child")) {
@@ -813,15 +821,16 @@ int main(int argc, char **argv)
 	rpc_secret_file(secret_path, sizeof(secret_path),
 			"/tmp/smart-rpca-XXXXXX", SECRET);
 	setenv("SMART_RPCA_SECRET", secret_path, 1);
-	rc = test_main(argc, argv, (struct test_case[]){
-		{ "destroy_race", test_destroy_race },
-		{ "destroy_dead", test_destroy_dead },
-		{ "destroy_stalled", test_destroy_stalled },
-		{ "doorbells", test_doorbells },
-		{ "orphans", test_orphans },
-		{ "close_in_handler", test_close_in_handler },
-		{ "churn", test_churn },
-		{ NULL, NULL } });
+	rc = test_main(argc, argv,
+		       (struct test_case[]){
+			       { "destroy_race", test_destroy_race },
+			       { "destroy_dead", test_destroy_dead },
+			       { "destroy_stalled", test_destroy_stalled },
+			       { "doorbells", test_doorbells },
+			       { "orphans", test_orphans },
+			       { "close_in_handler", test_close_in_handler },
+			       { "churn", test_churn },
+			       { NULL, NULL } });
 	unlink(secret_path);
 	return rc;
 }

@@ -44,22 +44,22 @@
 #include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
 
-#define SECRET "rpc-recv-test-secret"
-#define OP_ECHO 1
-#define OP_SINK 2	/* one-way: kept nowhere */
-#define OP_COUNTS 3
-#define OP_EXIT 9
-#define MARK "HONEST-PEER-MESSAGE"
-#define PLANT_CALL 7	/* the call id of the planted header */
+#define SECRET		"rpc-recv-test-secret"
+#define OP_ECHO		1
+#define OP_SINK		2 /* one-way: kept nowhere */
+#define OP_COUNTS	3
+#define OP_EXIT		9
+#define MARK		"HONEST-PEER-MESSAGE"
+#define PLANT_CALL	7 /* the call id of the planted header */
 /* keepalive of the connections nothing here means to cut: far away */
-#define KA_QUIET_MS 2000
+#define KA_QUIET_MS	2000
 #define KA_QUIET_MISSES 10
 /* the stalling peer's test: a 4-s bound, two 1-s calls well inside it
  * (a loaded machine may stretch each by up to the 500 ms allowed) */
-#define KA_MS 400
-#define KA_MISSES 10
-#define CALL_MS 1000
-#define WATCHDOG_MS 8000	/* the old code held the call this long */
+#define KA_MS		400
+#define KA_MISSES	10
+#define CALL_MS		1000
+#define WATCHDOG_MS	8000 /* the old code held the call this long */
 
 static char secret_path[64];
 
@@ -96,8 +96,8 @@ static void v_echo(smart_rpc_req_t *q, const void *d, uint32_t len, void *a)
 
 	v->n.echo_calls++;
 	v->n.echoed += len;
-	while (p < end && (hit = memmem(p, (size_t)(end - p), MARK,
-					strlen(MARK)))) {
+	while (p < end &&
+	       (hit = memmem(p, (size_t)(end - p), MARK, strlen(MARK)))) {
 		v->n.marks++;
 		p = hit + 1;
 	}
@@ -142,9 +142,9 @@ static void listen_tell(smart_rpc_t *rpc, int fd)
 static void child_victim(char **args)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.qp_cache = UINT32_MAX,
-		.keepalive_ms = KA_QUIET_MS,
-		.keepalive_misses = KA_QUIET_MISSES };
+					.qp_cache = UINT32_MAX,
+					.keepalive_ms = KA_QUIET_MS,
+					.keepalive_misses = KA_QUIET_MISSES };
 	struct victim v = { 0 };
 	smart_ctx_t *ctx = ctx_new();
 	smart_worker_t *w;
@@ -180,9 +180,11 @@ static struct smart_rpc_conn *live_conn(struct smart_rpc *rpc)
 static void stall_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc)
 {
 	uint32_t slot = (uint32_t)(wc->wr_id >> 34);
-	struct smart_tp_recv r = { .wr_id = wc->wr_id, .len = c->msg_len,
+	struct smart_tp_recv r = { .wr_id = wc->wr_id,
+				   .len = c->msg_len,
 				   .lkey = c->lkey,
-				   .local = c->rbuf + (size_t)slot * c->msg_len };
+				   .local = c->rbuf +
+					    (size_t)slot * c->msg_len };
 	struct smart_tp_wr pong = { .opcode = SMART_TP_WRITE_IMM,
 				    .flags = SMART_TP_IMM,
 				    .wr_id = UINT64_C(0xffff) };
@@ -200,8 +202,8 @@ static void stall_recv(struct smart_rpc_conn *c, const struct smart_tp_wc *wc)
 static void child_stall(char **args)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = KA_QUIET_MS,
-		.keepalive_misses = KA_QUIET_MISSES };
+					.keepalive_ms = KA_QUIET_MS,
+					.keepalive_misses = KA_QUIET_MISSES };
 	smart_ctx_t *ctx = ctx_new();
 	struct smart_tp_wc wc[16];
 	struct smart_rpc_conn *c;
@@ -231,14 +233,16 @@ static void child_stall(char **args)
 
 static void client_open(struct rpc_ep *c, const struct smart_rpc_config *cfg)
 {
-	struct smart_rpc_config x = cfg ? *cfg : (struct smart_rpc_config){
-		SMART_RPC_CONFIG_INIT, .keepalive_ms = KA_QUIET_MS,
-		.keepalive_misses = KA_QUIET_MISSES };
+	struct smart_rpc_config x =
+		cfg ? *cfg :
+		      (struct smart_rpc_config){
+			      SMART_RPC_CONFIG_INIT,
+			      .keepalive_ms = KA_QUIET_MS,
+			      .keepalive_misses = KA_QUIET_MISSES
+		      };
 
 	rpc_ep_open(c, ctx_new(), &x);
 }
-
-
 
 static uint64_t ms_since(uint64_t t0)
 {
@@ -267,16 +271,17 @@ static void plant(smart_rpc_conn_t *k, uint32_t x)
 	uint8_t *b = k->sbuf + (size_t)(k->window - 1) * k->msg_len;
 	struct smart_tp_wr wr = { 0 };
 
-	smart__msg_put_hdr(b, &(struct smart_msg_hdr){
-		.type = SMART_MSG_REQ, .op = OP_ECHO, .call = PLANT_CALL,
-		.len = x });
+	smart__msg_put_hdr(b, &(struct smart_msg_hdr){ .type = SMART_MSG_REQ,
+						       .op = OP_ECHO,
+						       .call = PLANT_CALL,
+						       .len = x });
 	wr.opcode = SMART_TP_SEND;
 	wr.local = b;
 	wr.len = SMART_MSG_HDR_LEN;
 	wr.lkey = k->lkey;
 	wr.flags = SMART_TP_IMM | SMART_TP_SIGNALED;
 	wr.imm = smart__msg_imm(SMART_MSG_K_DATA, 0);
-	wr.wr_id = UINT64_C(0xffff);	/* no connection of ours */
+	wr.wr_id = UINT64_C(0xffff); /* no connection of ours */
 	CHECK_OK(k->rpc->tp->post(k->qp, &wr, 1));
 }
 
@@ -293,7 +298,7 @@ static void forge_write_imm(smart_rpc_conn_t *k, uint32_t len, uint32_t imm)
 	CHECK_NE(pe->posted, n);
 	forge_cell(pe->seg, pe->cell_len, pe->nslots, n, len, imm,
 		   SHM_RS_IMM | SHM_RS_WRITE, NULL);
-	pe->sent = n + 1;	/* our transport's next SEND goes behind it */
+	pe->sent = n + 1; /* our transport's next SEND goes behind it */
 }
 
 /* Wait (at most 10 s) until the victim has answered or refused one more
@@ -319,7 +324,7 @@ static int victim_moved(smart_rpc_conn_t *h, struct victim_counts *was)
 
 struct round {
 	uint64_t echoed, marks;
-	int dead_sig;	/* the signal that killed the victim, or 0 */
+	int dead_sig; /* the signal that killed the victim, or 0 */
 };
 
 /* One attack with x payload bytes: plant on a first connection, forge the
@@ -353,9 +358,9 @@ static struct round attack(struct rpc_ep *c, const char *addr,
 	r.echoed = n.echoed - before.echoed;
 	r.marks = n.marks - before.marks;
 	printf("   X = %u: %" PRIu64 " bytes echoed, the honest peer's "
-	       "messages in them %" PRIu64 " times; the victim refused %"
-	       PRIu64 " messages\n", x, r.echoed, r.marks,
-	       n.proto_errors - before.proto_errors);
+	       "messages in them %" PRIu64 " times; the victim refused %" PRIu64
+	       " messages\n",
+	       x, r.echoed, r.marks, n.proto_errors - before.proto_errors);
 	smart_rpc_close(k);
 	return r;
 }
@@ -428,7 +433,7 @@ static void test_cut_close(void)
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &k));
 	CHECK_OK(victim_counts(h, &before));
 	n = before;
-	plant(k, 100);		/* a declared length that did not arrive */
+	plant(k, 100); /* a declared length that did not arrive */
 	CHECK_OK(victim_moved(h, &n));
 	CHECK_U64_EQ(n.proto_errors, before.proto_errors + 1);
 	t0 = smart_now_ns();
@@ -438,7 +443,7 @@ static void test_cut_close(void)
 	printf("   the cut peer's connection: %s after %" PRIu64 " ms\n",
 	       k->state == RPC_C_LIVE ? "still live" : "closed", ms);
 	CHECK_NE(k->state, RPC_C_LIVE);
-	CHECK_U64_EQ(n.cut_closes, before.cut_closes + 1);	/* the path */
+	CHECK_U64_EQ(n.cut_closes, before.cut_closes + 1); /* the path */
 	CHECK_OK(smart_rpc_call(h, OP_EXIT, NULL, 0, NULL, 0, NULL));
 	CHECK_EQ(waitpid(victim, &status, 0), victim);
 	smart_rpc_close(k);
@@ -478,7 +483,8 @@ static void watchdog_task(smart_worker_t *w, void *p)
 		smart_task_yield(w);
 	if (!s->done) {
 		printf("   the call was still held after %d ms: the peer "
-		       "killed\n", WATCHDOG_MS);
+		       "killed\n",
+		       WATCHDOG_MS);
 		kill(s->peer, SIGKILL);
 	}
 }
@@ -486,9 +492,9 @@ static void watchdog_task(smart_worker_t *w, void *p)
 static void test_no_acks(void)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.timeout_ms = CALL_MS, .window = 4,
-		.keepalive_ms = KA_MS,
-		.keepalive_misses = KA_MISSES };
+					.timeout_ms = CALL_MS, .window = 4,
+					.keepalive_ms = KA_MS,
+					.keepalive_misses = KA_MISSES };
 	struct stalled_call s = { 0 };
 	struct smart_rpc_stats st;
 	struct pollfd pf = { .events = POLLIN };
@@ -501,7 +507,7 @@ static void test_no_acks(void)
 	s.peer = rpc_child_start("stall", NULL, addr, &pf.fd);
 	client_open(&c, &cfg);
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &s.k));
-	while (poll(&pf, 1, 0) == 0)	/* its hand-polling has begun */
+	while (poll(&pf, 1, 0) == 0) /* its hand-polling has begun */
 		smart_rpc_progress(c.rpc);
 	CHECK_EQ(read(pf.fd, &ready, 1), 1);
 	close(pf.fd);
@@ -514,7 +520,8 @@ static void test_no_acks(void)
 	CHECK_OK(smart_task_spawn(c.w, watchdog_task, &s));
 	CHECK_OK(smart_worker_run(c.w));
 	printf("   call from a task: %s after %" PRIu64 " ms (timeout %d "
-	       "ms)\n", smart_strerror(s.rc), s.ms, CALL_MS);
+	       "ms)\n",
+	       smart_strerror(s.rc), s.ms, CALL_MS);
 	CHECK_EQ(s.rc, SMART_ETIMEDOUT);
 	CHECK_GE(s.ms, CALL_MS);
 	CHECK_LE(s.ms, CALL_MS + 500);
@@ -536,10 +543,10 @@ static void test_no_acks(void)
 	cut_ms = ms_since(t0);
 	CHECK_OK(smart_rpc_conn_stats(s.k, &st));
 	printf("   the peer answered %" PRIu64 " PINGs and acked nothing: "
-	       "cut after %" PRIu64 " ms (bound %d ms)\n", st.ka_probes,
-	       cut_ms, KA_MS * KA_MISSES);
+	       "cut after %" PRIu64 " ms (bound %d ms)\n",
+	       st.ka_probes, cut_ms, KA_MS * KA_MISSES);
 	CHECK_EQ(smart_rpc_conns(c.rpc), 0);
-	CHECK_GT(st.ka_probes, 1);	/* PONGs came: it was not silent */
+	CHECK_GT(st.ka_probes, 1); /* PONGs came: it was not silent */
 	CHECK_U64_EQ(st.ka_failures, 1);
 	CHECK_GE(cut_ms, KA_MS * KA_MISSES);
 	CHECK_EQ(smart_rpc_call(s.k, OP_ECHO, &b, 8, &b, 8, &n), SMART_ECONN);
@@ -577,8 +584,8 @@ static uint32_t flood(smart_rpc_conn_t *k)
 static void test_flood(void)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = 100,
-		.keepalive_misses = 10 };
+					.keepalive_ms = 100,
+					.keepalive_misses = 10 };
 	struct smart_rpc_stats st;
 	struct rpc_ep c;
 	smart_rpc_conn_t *busy, *quiet;
@@ -603,9 +610,9 @@ static void test_flood(void)
 	ms = ms_since(t0);
 	CHECK_OK(smart_rpc_conn_stats(quiet, &st));
 	printf("   %" PRIu64 " polls, each finding more than a batch: the "
-	       "silent peer %s after %" PRIu64 " ms (bound %u ms)\n", polls,
-	       quiet->state == RPC_C_LIVE ? "still kept" : "given up", ms,
-	       cfg.keepalive_ms * cfg.keepalive_misses);
+	       "silent peer %s after %" PRIu64 " ms (bound %u ms)\n",
+	       polls, quiet->state == RPC_C_LIVE ? "still kept" : "given up",
+	       ms, cfg.keepalive_ms * cfg.keepalive_misses);
 	CHECK_NE(quiet->state, RPC_C_LIVE);
 	CHECK_U64_EQ(st.ka_failures, 1);
 	CHECK_EQ(busy->state, RPC_C_LIVE);
@@ -616,12 +623,12 @@ static void test_flood(void)
 	rpc_ep_close(&c);
 }
 
-
 int main(int argc, char **argv)
 {
-	static const struct test_child children[] = {
-		{ "victim", child_victim }, { "stall", child_stall },
-		{ NULL, NULL } };
+	static const struct test_child children[] = { { "victim",
+							child_victim },
+						      { "stall", child_stall },
+						      { NULL, NULL } };
 	int rc;
 
 	if (argc > 2 && !strcmp(argv[1], "--child")) {
@@ -634,12 +641,12 @@ int main(int argc, char **argv)
 	rpc_secret_file(secret_path, sizeof(secret_path),
 			"/tmp/smart-rpcr-XXXXXX", SECRET);
 	setenv("SMART_RPCR_SECRET", secret_path, 1);
-	rc = test_main(argc, argv, (struct test_case[]){
-		{ "write_imm", test_write_imm },
-		{ "cut_close", test_cut_close },
-		{ "no_acks", test_no_acks },
-		{ "flood", test_flood },
-		{ NULL, NULL } });
+	rc = test_main(argc, argv,
+		       (struct test_case[]){ { "write_imm", test_write_imm },
+					     { "cut_close", test_cut_close },
+					     { "no_acks", test_no_acks },
+					     { "flood", test_flood },
+					     { NULL, NULL } });
 	unlink(secret_path);
 	return rc;
 }

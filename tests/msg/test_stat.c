@@ -36,15 +36,15 @@
 #include "smart/smart.h"
 #include "util/sockio.h"
 
-#define SECRET "stat-test-secret-0815"
-#define OP_ECHO 1
-#define OP_STATS 2	/* reply: smart_rpc_conn_stats of the caller's conn */
-#define OP_NAME 3	/* reply: the server's control socket name */
-#define OP_EXIT 9
-#define CALLS 10
-#define FLOOD 40
-#define KA_MS 600000	/* no PING while counters are compared */
-#define OUT_MAX (1 << 20)
+#define SECRET	 "stat-test-secret-0815"
+#define OP_ECHO	 1
+#define OP_STATS 2 /* reply: smart_rpc_conn_stats of the caller's conn */
+#define OP_NAME	 3 /* reply: the server's control socket name */
+#define OP_EXIT	 9
+#define CALLS	 10
+#define FLOOD	 40
+#define KA_MS	 600000 /* no PING while counters are compared */
+#define OUT_MAX	 (1 << 20)
 
 extern char **environ;
 
@@ -100,7 +100,7 @@ static void h_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 static void child_server(char **args)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = KA_MS };
+					.keepalive_ms = KA_MS };
 	smart_ctx_t *ctx = ctx_new(args[0]);
 	struct server s = { 0 };
 	smart_worker_t *w;
@@ -139,8 +139,10 @@ static void child_server(char **args)
 static int stat_connect(const char *name, int nonblock)
 {
 	struct sockaddr_un un;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC |
-				 (nonblock ? SOCK_NONBLOCK : 0), 0);
+	int fd = socket(AF_UNIX,
+			SOCK_STREAM | SOCK_CLOEXEC |
+				(nonblock ? SOCK_NONBLOCK : 0),
+			0);
 
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&un,
 			       smart__sock_abstract(name, &un))) {
@@ -181,15 +183,16 @@ struct fake {
 	const char *name;
 	const char *max_conns, *peer, *extra;
 	int conns, nul;
-	int status;		/* smart-stat's */
-	const char *err;	/* its error, NULL: none */
-	const char *json;	/* in its --json */
+	int status;	  /* smart-stat's */
+	const char *err;  /* its error, NULL: none */
+	const char *json; /* in its --json */
 };
 
 static const struct fake fakes[] = {
 	{ "zero", "064", "10.0.0.1:7", "", 1, 0, 1,
 	  "bad value of 'max_conns' (not a decimal number without leading "
-	  "zeros)", "\"error\":\"bad value of 'max_conns'" },
+	  "zeros)",
+	  "\"error\":\"bad value of 'max_conns'" },
 	{ "escape", "64", "a%1B]0;pwned%07b%9Bc", "", 1, 0, 0, NULL,
 	  "\"peer\":\"a\\u001b]0;pwned\\u0007b\\u009bc\"" },
 	{ "nul", "64", "10.0.0.1:7", "", 1, 1, 1, "a NUL byte in the answer",
@@ -202,8 +205,8 @@ static const struct fake fakes[] = {
 	{ NULL, NULL, NULL, NULL, 0, 0, 0, NULL, NULL },
 };
 
-__attribute__((format(printf, 4, 5)))
-static void doc_put(char *buf, size_t *len, size_t cap, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void
+doc_put(char *buf, size_t *len, size_t cap, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -226,25 +229,27 @@ static size_t fake_doc(const struct fake *f, long pid, char *buf, size_t cap)
 {
 	size_t len = 0;
 
-	doc_put(buf, &len, cap, "smart-stat 1\nendpoint pid=%ld "
+	doc_put(buf, &len, cap,
+		"smart-stat 1\nendpoint pid=%ld "
 		"name=smart-stat:%ld:0 listen=- transport=fake live=%d "
 		"max_conns=%s window=64 eager_max=4096 keepalive_ms=0 "
 		"keepalive_misses=0 uptime_ms=1500 stat_answers=1 "
-		"stat_denied=0 stat_evicted=0 stat_truncated=0%s", pid, pid,
-		f->conns, f->max_conns, f->extra);
+		"stat_denied=0 stat_evicted=0 stat_truncated=0%s",
+		pid, pid, f->conns, f->max_conns, f->extra);
 	doc_counters(buf, &len, cap);
 	doc_put(buf, &len, cap, "\n");
 	for (int i = 0; i < f->conns; i++) {
-		doc_put(buf, &len, cap, "conn index=%d gen=1 state=live "
+		doc_put(buf, &len, cap,
+			"conn index=%d gen=1 state=live "
 			"role=accepted peer=%s window=64 swin=64 inflight=0 "
-			"backlog_bytes=0 rtt_ns=0 idle_ms=0 age_ms=2500", i,
-			f->peer);
+			"backlog_bytes=0 rtt_ns=0 idle_ms=0 age_ms=2500",
+			i, f->peer);
 		doc_counters(buf, &len, cap);
 		doc_put(buf, &len, cap, "\n");
 	}
 	doc_put(buf, &len, cap, "end conns=%d\n", f->conns);
 	if (f->nul) {
-		buf[len++] = 0;	/* doc_put left room for its NUL */
+		buf[len++] = 0; /* doc_put left room for its NUL */
 		doc_put(buf, &len, cap, "conn index=9\n");
 	}
 	return len;
@@ -304,8 +309,8 @@ static pid_t server_start_mode(const char *mode, char *addr)
 
 	CHECK_OK(pipe(p));
 	snprintf(fdtxt, sizeof(fdtxt), "%d", p[1]);
-	pid = test_spawn("server", (const char *[]){ secret_path, fdtxt,
-						   mode, NULL });
+	pid = test_spawn("server",
+			 (const char *[]){ secret_path, fdtxt, mode, NULL });
 	close(p[1]);
 	n = read(p[0], addr, 63);
 	close(p[0]);
@@ -322,7 +327,7 @@ static pid_t server_start(char *addr)
 static void client_open(struct client *c, const char *addr)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-		.keepalive_ms = KA_MS };
+					.keepalive_ms = KA_MS };
 
 	c->ctx = ctx_new(secret_path);
 	CHECK_OK(smart_worker_create(c->ctx, &c->w));
@@ -379,8 +384,7 @@ static int run_stat_to(const char *const *args, smart_rpc_t *rpc, char *out,
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	if (err_too)
 		posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-	CHECK_OK(posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv,
-			     environ));
+	CHECK_OK(posix_spawn(&pid, argv[0], &fa, NULL, (char **)argv, environ));
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
 	for (;;) {
@@ -415,7 +419,8 @@ static int stat_pid(pid_t pid, int json, smart_rpc_t *rpc, char *out)
 
 	snprintf(p, sizeof(p), "%d", (int)pid);
 	return run_stat((const char *[]){ "--pid", p, json ? "--json" : NULL,
-					  NULL }, rpc, out, OUT_MAX);
+					  NULL },
+			rpc, out, OUT_MAX);
 }
 
 /* The number after "key": at or after from. */
@@ -436,8 +441,7 @@ static const char *json_conn(const char *out)
 	const char *c = strstr(out, "\"conns\":[{");
 
 	CHECK_MSG(c, "no connection in %s", out);
-	CHECK_MSG(!strstr(c + 1, "\"conns\":"), "one endpoint wanted: %s",
-		  out);
+	CHECK_MSG(!strstr(c + 1, "\"conns\":"), "one endpoint wanted: %s", out);
 	return c;
 }
 
@@ -453,9 +457,9 @@ static void check_counters(const char *conn, const struct smart_rpc_stats *st,
 
 		if (!strcmp(f, "msgs_recv"))
 			want -= recv_more;
-		CHECK_MSG(json_u64(conn, f) == want, "%s: smart-stat %" PRIu64
-			  ", the endpoint %" PRIu64, f, json_u64(conn, f),
-			  want);
+		CHECK_MSG(json_u64(conn, f) == want,
+			  "%s: smart-stat %" PRIu64 ", the endpoint %" PRIu64,
+			  f, json_u64(conn, f), want);
 	}
 }
 
@@ -473,8 +477,7 @@ static void test_counts(void)
 
 	client_open(&c, addr);
 	calls(&c, CALLS);
-	CHECK_EQ(smart_rpc_call(c.k, 77, NULL, 0, NULL, 0, NULL),
-		 SMART_ENOENT);
+	CHECK_EQ(smart_rpc_call(c.k, 77, NULL, 0, NULL, 0, NULL), SMART_ENOENT);
 
 	/* our side: the dialed connection, exactly our counters */
 	CHECK_MSG(!stat_pid(getpid(), 1, c.rpc, out), "smart-stat: %s", out);
@@ -493,8 +496,7 @@ static void test_counts(void)
 	 * (the OP_STATS being handled) and nothing else */
 	CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
 	conn = json_conn(out);
-	CHECK_OK(smart_rpc_call(c.k, OP_STATS, NULL, 0, &st, sizeof(st),
-				&len));
+	CHECK_OK(smart_rpc_call(c.k, OP_STATS, NULL, 0, &st, sizeof(st), &len));
 	CHECK_EQ(len, sizeof(st));
 	check_counters(conn, &st, 1);
 	CHECK_U64_EQ(st.msgs_recv, CALLS + 2);
@@ -525,15 +527,15 @@ static void test_event_mode(void)
 	client_open(&c, addr);
 	calls(&c, CALLS);
 	for (int i = 0; i < 2; i++) {
-		t0 = smart_now_ns();	/* idle: the server goes to sleep */
+		t0 = smart_now_ns(); /* idle: the server goes to sleep */
 		while (smart_now_ns() - t0 < 20000000)
 			smart_rpc_progress(c.rpc);
 		CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s",
 			  out);
 		CHECK_U64_EQ(json_u64(out, "live"), 1);
 	}
-	printf("   a sleeping server answered twice; its sleeps: %" PRIu64
-	       "\n", json_u64(out, "event_sleeps"));
+	printf("   a sleeping server answered twice; its sleeps: %" PRIu64 "\n",
+	       json_u64(out, "event_sleeps"));
 	CHECK_GT(json_u64(out, "event_sleeps"), 0);
 	calls(&c, CALLS);
 	client_close(&c, server);
@@ -553,13 +555,14 @@ static void test_listing(void)
 	client_open(&c, addr);
 	run_stat((const char *[]){ "--json", NULL }, c.rpc, out, OUT_MAX);
 	CHECK_OK(smart_rpc_stat_name(c.rpc, name, sizeof(name)));
-	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"name\":\"%s\",\"listen\":",
-		 (int)getpid(), name);
+	snprintf(pat, sizeof(pat),
+		 "{\"pid\":%d,\"name\":\"%s\",\"listen\":", (int)getpid(),
+		 name);
 	CHECK_MSG(strstr(out, pat), "no %s in %s", pat, out);
 	CHECK_OK(smart_rpc_call(c.k, OP_NAME, NULL, 0, name, sizeof(name),
 				&len));
-	snprintf(pat, sizeof(pat), "{\"pid\":%d,\"name\":\"%s\",\"listen\":",
-		 (int)server, name);
+	snprintf(pat, sizeof(pat),
+		 "{\"pid\":%d,\"name\":\"%s\",\"listen\":", (int)server, name);
 	CHECK_MSG(strstr(out, pat), "no %s in %s", pat, out);
 	client_close(&c, server);
 }
@@ -570,8 +573,8 @@ static int spawn_pid(const char *const *argv, pid_t *out)
 	pid_t pid;
 	int st;
 
-	CHECK_OK(posix_spawn(&pid, argv[0], NULL, NULL, (char **)argv,
-			     environ));
+	CHECK_OK(
+		posix_spawn(&pid, argv[0], NULL, NULL, (char **)argv, environ));
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	*out = pid;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -652,7 +655,7 @@ static void test_hostile(void)
 	}
 	/* more than one look's accepts (STAT_ACCEPTS_PER_TICK, 4) */
 	CHECK_GT(nfd, 4);
-	calls(&c, 100);	/* served meanwhile */
+	calls(&c, 100); /* served meanwhile */
 	/* the backlog may still be full: smart-stat waits it out */
 	CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
 	/* the backlog is served in order: every flooder was answered
@@ -671,7 +674,8 @@ static void test_hostile(void)
 		CHECK_EQ(waitpid(other, &st, 0), other);
 		CHECK_MSG(WIFEXITED(st) && !WEXITSTATUS(st),
 			  "another uid was not denied (%d)", st);
-		CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
+		CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s",
+			  out);
 		CHECK_U64_EQ(json_u64(out, "stat_denied"), 1);
 	}
 	calls(&c, 10);
@@ -704,8 +708,9 @@ static void test_age(void)
 		young = age < young ? age : young;
 		old = age > old ? age : old;
 	}
-	printf("   ages %" PRIu64 " ms and %" PRIu64 " ms, QP cache hits %"
-	       PRIu64 "\n", old, young, json_u64(out, "qp_cache_hits"));
+	printf("   ages %" PRIu64 " ms and %" PRIu64
+	       " ms, QP cache hits %" PRIu64 "\n",
+	       old, young, json_u64(out, "qp_cache_hits"));
 	CHECK_GE(json_u64(out, "qp_cache_hits"), 2);
 	CHECK_GE(old, 1000);
 	CHECK_LT(young, 500);
@@ -732,7 +737,7 @@ static const char *js_string(const char *s)
 	for (; *s != '"'; s++) {
 		unsigned char ch = (unsigned char)*s;
 
-		if (ch < 0x20 || ch >= 0x7f)	/* a NUL (the end) too */
+		if (ch < 0x20 || ch >= 0x7f) /* a NUL (the end) too */
 			return NULL;
 		if (ch != '\\')
 			continue;
@@ -763,7 +768,7 @@ static const char *js_number(const char *s)
 	if (*s == '-')
 		s++;
 	if (*s == '0')
-		s++;	/* and no digit may follow: the caller sees it */
+		s++; /* and no digit may follow: the caller sees it */
 	else if (!(s = js_digits(s)))
 		return NULL;
 	if (*s == '.' && !(s = js_digits(s + 1)))
@@ -854,7 +859,7 @@ static void test_fake(void)
 		snprintf(ready_fd, sizeof(ready_fd), "%d", ready[1]);
 		snprintf(stop_fd, sizeof(stop_fd), "%d", stop[0]);
 		pid = test_spawn("fake", (const char *[]){ f->name, ready_fd,
-							 stop_fd, NULL });
+							   stop_fd, NULL });
 		CHECK(pid > 0);
 		close(ready[1]);
 		close(stop[0]);
@@ -864,15 +869,17 @@ static void test_fake(void)
 		snprintf(p, sizeof(p), "%d", (int)pid);
 
 		CHECK_EQ(run_stat_to((const char *[]){ "--pid", p, "--json",
-						       NULL }, NULL, out,
-				     OUT_MAX, 0), f->status);
+						       NULL },
+				     NULL, out, OUT_MAX, 0),
+			 f->status);
 		check_json(out);
 		check_safe(out);
 		CHECK_MSG(strstr(out, f->json), "%s: no %s in --json:\n%s",
 			  f->name, f->json, out);
 
-		CHECK_EQ(run_stat_to((const char *[]){ "--pid", p, NULL },
-				     NULL, out, OUT_MAX, 1), f->status);
+		CHECK_EQ(run_stat_to((const char *[]){ "--pid", p, NULL }, NULL,
+				     out, OUT_MAX, 1),
+			 f->status);
 		check_safe(out);
 		if (f->err)
 			CHECK_MSG(strstr(out, f->err), "%s: no %s in:\n%s",
@@ -881,10 +888,12 @@ static void test_fake(void)
 			CHECK_MSG(strstr(out, " a?]0;pwned?b?c "),
 				  "%s: the peer not as '?'s:\n%s", f->name,
 				  out);
-		printf("   %-6s %s\n", f->name, f->err ? f->err : "printed "
-		       "safe");
+		printf("   %-6s %s\n", f->name,
+		       f->err ? f->err :
+				"printed "
+				"safe");
 
-		close(stop[1]);	/* the fake ends */
+		close(stop[1]); /* the fake ends */
 		CHECK_EQ(waitpid(pid, &st, 0), pid);
 		CHECK_MSG(WIFEXITED(st) && !WEXITSTATUS(st), "fake %s: %d",
 			  f->name, st);
@@ -894,8 +903,11 @@ static void test_fake(void)
 int main(int argc, char **argv)
 {
 	static const struct test_child children[] = {
-		{ "server", child_server }, { "other_uid", child_other_uid },
-		{ "fake", child_fake }, { NULL, NULL } };
+		{ "server", child_server },
+		{ "other_uid", child_other_uid },
+		{ "fake", child_fake },
+		{ NULL, NULL }
+	};
 	int fd, rc;
 
 	test_children(argc, argv, children);
@@ -904,15 +916,15 @@ int main(int argc, char **argv)
 	CHECK(fd >= 0);
 	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
 	close(fd);
-	rc = test_main(argc, argv, (struct test_case[]){
-		{ "counts", test_counts },
-		{ "listing", test_listing },
-		{ "event_mode", test_event_mode },
-		{ "errors", test_errors },
-		{ "hostile", test_hostile },
-		{ "age", test_age },
-		{ "fake", test_fake },
-		{ NULL, NULL } });
+	rc = test_main(argc, argv,
+		       (struct test_case[]){ { "counts", test_counts },
+					     { "listing", test_listing },
+					     { "event_mode", test_event_mode },
+					     { "errors", test_errors },
+					     { "hostile", test_hostile },
+					     { "age", test_age },
+					     { "fake", test_fake },
+					     { NULL, NULL } });
 	unlink(secret_path);
 	return rc;
 }

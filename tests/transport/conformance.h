@@ -39,13 +39,13 @@ struct smart_conf_env {
 	 * an initiator (client).  NULL: ops->domain_open with a default cfg. */
 	int (*open_domain)(const struct smart_conf_env *env, int blade_side,
 			   struct smart_tp_domain **out);
-	void *arg;		/* for open_domain */
+	void *arg; /* for open_domain */
 	/* Without open_domain: the configuration of initiator (client)
 	 * domains, NULL = defaults.  Responder (blade) domains always get the
 	 * defaults: a blade's own NIC plays no part in one-sided ops. */
 	const struct smart_tp_cfg *client_cfg;
-	unsigned flags;		/* SMART_CONF_* */
-	unsigned scale_pct;	/* op counts of the heavy cases; 0 = 100 */
+	unsigned flags;		 /* SMART_CONF_* */
+	unsigned scale_pct;	 /* op counts of the heavy cases; 0 = 100 */
 	unsigned case_timeout_s; /* watchdog per isolated case; 0 = 60 */
 	/* Cases the device is known to fail (comma-separated names) and why:
 	 * they still run, and a failure is reported as a known deviation of
@@ -67,8 +67,7 @@ struct smart_conf_env {
  * no case matched, 77 every matching case was skipped.  Without
  * SMART_CONF_ISOLATE the first failing check exits the process with 1.
  */
-int smart_conformance_run(const struct smart_conf_env *env,
-			  const char *filter);
+int smart_conformance_run(const struct smart_conf_env *env, const char *filter);
 
 /* The suite on the shm transport, forked and isolated (shm regions are
  * memfds a child can attach), client domains opened with client_cfg (NULL

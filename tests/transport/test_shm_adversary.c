@@ -28,8 +28,7 @@
 
 /* An environment whose client domains get the adversary of spec (cfg is
  * the caller's, to outlive the environment). */
-static struct smart_conf_env adv_env(struct smart_tp_cfg *cfg,
-				     const char *spec)
+static struct smart_conf_env adv_env(struct smart_tp_cfg *cfg, const char *spec)
 {
 	*cfg = (struct smart_tp_cfg){ .gid_index = -1,
 				      .shm_adversarial = spec };
@@ -51,15 +50,16 @@ static void print_stats(const struct fx *f)
 
 	printf("   pauses %" PRIu64 " (yields %" PRIu64 "), scrambled %" PRIu64
 	       ", reexecs %" PRIu64 ", late %" PRIu64 ", reordered %" PRIu64
-	       "\n", s.pauses, s.yields, s.scrambled, s.reexecs, s.late,
-	       s.reordered);
+	       "\n",
+	       s.pauses, s.yields, s.scrambled, s.reexecs, s.late, s.reordered);
 }
 
 /* ---- spec: parsing, ranges, "off", the model excluded, the option ---- */
 
 static int open_with(const char *adv, const char *model)
 {
-	struct smart_tp_cfg cfg = { .gid_index = -1, .nic_model = model,
+	struct smart_tp_cfg cfg = { .gid_index = -1,
+				    .nic_model = model,
 				    .shm_adversarial = adv };
 	struct smart_tp_domain *d = NULL;
 	int rc = smart__tp_shm_ops.domain_open(&cfg, &d);
@@ -72,16 +72,36 @@ static int open_with(const char *adv, const char *model)
 static void test_spec(void)
 {
 	static const char *const bad[] = {
-		"yes", "seed", "seed=", "=1", ",", "on,", ",on", "on,,seed=1",
-		"seed=-1", "seed=0x10", "seed=1.5", "seed=18446744073709551616",
-		"pause_pct=101", "pause_ns=1000001", "yield_pct=101",
-		"reexec_pct=101", "hold_pct=101", "hold_polls=0",
-		"hold_polls=1001", "hold_pct=50,hold_pct=60", "PAUSE_PCT=1",
-		"nic_model=default", "reexec_pct= 5", "off,seed=1",
+		"yes",
+		"seed",
+		"seed=",
+		"=1",
+		",",
+		"on,",
+		",on",
+		"on,,seed=1",
+		"seed=-1",
+		"seed=0x10",
+		"seed=1.5",
+		"seed=18446744073709551616",
+		"pause_pct=101",
+		"pause_ns=1000001",
+		"yield_pct=101",
+		"reexec_pct=101",
+		"hold_pct=101",
+		"hold_polls=0",
+		"hold_polls=1001",
+		"hold_pct=50,hold_pct=60",
+		"PAUSE_PCT=1",
+		"nic_model=default",
+		"reexec_pct= 5",
+		"off,seed=1",
 	};
-	struct smart_tp_cfg cfg = { .gid_index = -1,
-				    .shm_adversarial = "seed=18446744073709551615"
-						       ",pause_pct=0,hold_polls=9" };
+	struct smart_tp_cfg cfg = {
+		.gid_index = -1,
+		.shm_adversarial = "seed=18446744073709551615"
+				   ",pause_pct=0,hold_polls=9"
+	};
 	const struct shm_adv_params *p;
 	struct smart_tp_domain *d;
 	smart_opts_t *o;
@@ -105,7 +125,7 @@ static void test_spec(void)
 	CHECK_U64_EQ(p->seed, UINT64_MAX);
 	CHECK_U64_EQ(p->pause_pct, 0);
 	CHECK_U64_EQ(p->hold_polls, 9);
-	CHECK_U64_EQ(p->reexec_pct, 50);	/* a default */
+	CHECK_U64_EQ(p->reexec_pct, 50); /* a default */
 	smart__tp_shm_ops.domain_close(d);
 	cfg.shm_adversarial = "off";
 	CHECK_OK(smart__tp_shm_ops.domain_open(&cfg, &d));
@@ -131,7 +151,7 @@ static void test_spec(void)
 
 /* ---- unaligned: READ/WRITE of every head, tail and length mix ---- */
 
-#define UA_OFF 4096
+#define UA_OFF	4096
 #define UA_SPAN 512
 
 static void test_unaligned(void)
@@ -160,8 +180,8 @@ static void test_unaligned(void)
 				 len, 0));
 		CHECK_MEM_EQ(f.raddr + UA_OFF, ref, UA_SPAN, "region");
 		memset(dst - 1, 0xc3, len + 2);
-		run1(&c, wr_make(&f.t, SMART_TP_READ, 2, UA_OFF + off, dst,
-				 len, 0));
+		run1(&c, wr_make(&f.t, SMART_TP_READ, 2, UA_OFF + off, dst, len,
+				 0));
 		CHECK_MEM_EQ(dst, ref + off, len, "READ back");
 		CHECK(dst[-1] == 0xc3 && dst[len] == 0xc3);
 	}
@@ -174,10 +194,10 @@ static void test_unaligned(void)
 /* ---- torn_reads: a 64-byte block of 8 equal stamps, rewritten by one
  * thread and READ by another, is seen torn within a bound ---- */
 
-#define TR_OFF 8192
-#define TR_WORDS 8
+#define TR_OFF	     8192
+#define TR_WORDS     8
 #define TR_MAX_READS 200000
-#define TR_WANT 20		/* torn reads to see */
+#define TR_WANT	     20 /* torn reads to see */
 
 struct tr_state {
 	struct fx *f;
@@ -244,7 +264,7 @@ static void test_torn_reads(void)
 /* ---- reexec: READ x then WRITE x in one chain: without a fence the
  * READ may show the WRITE; with SMART_TP_FENCE on the WRITE never ---- */
 
-#define RX_OFF 1024
+#define RX_OFF	  1024
 #define RX_ROUNDS 200
 
 /* Rounds whose READ returned the chain's later WRITE. */
@@ -291,7 +311,8 @@ static void test_reexec(void)
 	unfenced = reexec_rounds(&f, &c, 0);
 	fenced = reexec_rounds(&f, &c, SMART_TP_FENCE);
 	printf("   READ showed the later WRITE: %d of %d rounds unfenced, "
-	       "%d fenced\n", unfenced, RX_ROUNDS, fenced);
+	       "%d fenced\n",
+	       unfenced, RX_ROUNDS, fenced);
 	print_stats(&f);
 	CHECK_GT(unfenced, 0);
 	CHECK_EQ(fenced, 0);
@@ -303,8 +324,8 @@ static void test_reexec(void)
 /* ---- reorder: completions of two QPs on one CQ come against posting
  * order, each QP's own in order ---- */
 
-#define RO_QPS 3
-#define RO_CHAIN 4
+#define RO_QPS	  3
+#define RO_CHAIN  4
 #define RO_ROUNDS 100
 
 /* Post one chain of RO_CHAIN signalled FAAs on each QP (wr_id: qp << 8 |
@@ -334,9 +355,10 @@ static int reorder_round(struct fx *f, struct conn *c, struct smart_tp_cq *cq,
 		for (i = 0; i < n; i++) {
 			q = (int)(wc[i].wr_id >> 8);
 			CHECK_EQ(wc[i].status, SMART_TP_WC_OK);
-			CHECK_MSG(q < RO_QPS && (int)(wc[i].wr_id & 0xff) ==
-				  next[q], "QP %d: completion %" PRIu64
-				  " out of order", q, wc[i].wr_id & 0xff);
+			CHECK_MSG(q < RO_QPS &&
+					  (int)(wc[i].wr_id & 0xff) == next[q],
+				  "QP %d: completion %" PRIu64 " out of order",
+				  q, wc[i].wr_id & 0xff);
 			next[q]++;
 			inverted |= q < maxq;
 			maxq = smart_max(maxq, q);
@@ -366,7 +388,8 @@ static void test_reorder(void)
 		inv += reorder_round(&f, c, cq, &polls);
 	expect_quiet(f.ops, cq);
 	printf("   %d of %d rounds delivered a later QP's completion first "
-	       "(%" PRIu64 " polls)\n", inv, RO_ROUNDS, polls);
+	       "(%" PRIu64 " polls)\n",
+	       inv, RO_ROUNDS, polls);
 	print_stats(&f);
 	st = adv_stats(&f);
 	CHECK_GT(inv, 0);
@@ -405,7 +428,7 @@ static void test_error_order(void)
 		for (i = 0; i < 6; i++)
 			w[i] = wr_make(&f.t, SMART_TP_WRITE, 10 + i, 0, loc, 8,
 				       i == 0 || i == 5 ? CONF_SIG : 0);
-		w[2].remote = f.t.base + f.t.rlen;	/* out of bounds */
+		w[2].remote = f.t.base + f.t.rlen; /* out of bounds */
 		for (i = 0; i < 3; i++)
 			g[i] = wr_make(&f.t, SMART_TP_READ, 20 + i, 0, loc + 1,
 				       8, CONF_SIG);
@@ -421,8 +444,9 @@ static void test_error_order(void)
 				continue;
 			}
 			CHECK_WC(wc[i], nb ? 11 + nb : 10,
-				 nb == 0 ? SMART_TP_WC_OK : nb == 1 ?
-				 SMART_TP_WC_REM_ACCESS : SMART_TP_WC_FLUSH);
+				 nb == 0 ? SMART_TP_WC_OK :
+				 nb == 1 ? SMART_TP_WC_REM_ACCESS :
+					   SMART_TP_WC_FLUSH);
 			nb++;
 		}
 		CHECK_EQ(nb, 5);
@@ -510,7 +534,8 @@ static uint64_t replay_trace(const char *spec)
 			CHECK_GE(n, 0);
 			CHECK_LT(polls, 10000);
 			for (i = 0; i < n; i++)
-				h = (h ^ (wc[i].wr_id << 16 | (uint64_t)polls)) *
+				h = (h ^
+				     (wc[i].wr_id << 16 | (uint64_t)polls)) *
 				    UINT64_C(1099511628211);
 			got += n;
 		}
@@ -528,8 +553,9 @@ static void test_replay(void)
 	uint64_t b = replay_trace("seed=61,pause_pct=0");
 	uint64_t c = replay_trace("seed=62,pause_pct=0");
 
-	printf("   seed 61: %016" PRIx64 " twice %016" PRIx64 ", seed 62: %016"
-	       PRIx64 "\n", a, b, c);
+	printf("   seed 61: %016" PRIx64 " twice %016" PRIx64
+	       ", seed 62: %016" PRIx64 "\n",
+	       a, b, c);
 	CHECK_U64_EQ(a, b);
 	CHECK_NE(a, c);
 }
@@ -563,16 +589,17 @@ static void test_pauses(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "spec", test_spec },
-		{ "unaligned", test_unaligned },
-		{ "torn_reads", test_torn_reads },
-		{ "reexec", test_reexec },
-		{ "reorder", test_reorder },
-		{ "error_order", test_error_order },
-		{ "destroy", test_destroy },
-		{ "replay", test_replay },
-		{ "pauses", test_pauses },
-		{ 0 },
-	});
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "spec", test_spec },
+				 { "unaligned", test_unaligned },
+				 { "torn_reads", test_torn_reads },
+				 { "reexec", test_reexec },
+				 { "reorder", test_reorder },
+				 { "error_order", test_error_order },
+				 { "destroy", test_destroy },
+				 { "replay", test_replay },
+				 { "pauses", test_pauses },
+				 { 0 },
+			 });
 }

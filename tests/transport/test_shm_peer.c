@@ -81,7 +81,7 @@
 #include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
 
-#define P_RQ 8
+#define P_RQ  8
 #define P_MSG 256
 
 struct p_end {
@@ -144,18 +144,21 @@ static void p_connect_to(struct p_end *a, struct p_end *b)
 	size_t blen;
 
 	p_blob(b, blob, &blen);
-	CHECK_OK(ops->qp_connect_peer(a->qp, NULL, blob, blen,
-				      (int[]){ fcntl(p_fd(b), F_DUPFD_CLOEXEC,
-						     0) }, 1));
+	CHECK_OK(ops->qp_connect_peer(
+		a->qp, NULL, blob, blen,
+		(int[]){ fcntl(p_fd(b), F_DUPFD_CLOEXEC, 0) }, 1));
 }
 
 /* Post one SEND of len bytes at local (in e's MR). */
 static void p_send(struct p_end *e, uint64_t id, void *local, uint32_t len,
 		   uint8_t flags, uint32_t imm)
 {
-	struct smart_tp_wr w = { .wr_id = id, .opcode = SMART_TP_SEND,
-				 .local = local, .len = len,
-				 .lkey = e->mr->lkey, .flags = flags };
+	struct smart_tp_wr w = { .wr_id = id,
+				 .opcode = SMART_TP_SEND,
+				 .local = local,
+				 .len = len,
+				 .lkey = e->mr->lkey,
+				 .flags = flags };
 
 	w.imm = imm;
 	CHECK_OK(ops->post(e->qp, &w, 1));
@@ -166,8 +169,9 @@ static void p_send(struct p_end *e, uint64_t id, void *local, uint32_t len,
 static void p_recv(struct p_end *e, uint32_t k, uint32_t len)
 {
 	uint8_t *b = (uint8_t *)e->mr->addr + (size_t)k * 2 * P_MSG;
-	struct smart_tp_recv r = { .wr_id = 100 + k, .local = b, .len = len,
-				   .lkey = e->mr->lkey };
+	struct smart_tp_recv r = {
+		.wr_id = 100 + k, .local = b, .len = len, .lkey = e->mr->lkey
+	};
 
 	memset(b, 0, 2 * P_MSG);
 	memset(b + P_MSG, 0xee, P_MSG);
@@ -213,14 +217,14 @@ static void refuse_segment(struct p_end *a, struct p_end *b, int sealed)
 
 	p_blob(b, blob, &blen);
 	seg = p_seg(b, &len);
-	fd = memfd_create("not-a-segment", MFD_CLOEXEC |
-			  (sealed ? MFD_ALLOW_SEALING : 0));
+	fd = memfd_create("not-a-segment",
+			  MFD_CLOEXEC | (sealed ? MFD_ALLOW_SEALING : 0));
 	CHECK_GE(fd, 0);
 	CHECK_OK(ftruncate(fd, (off_t)len));
 	if (sealed)
 		CHECK_OK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
 	else
-		CHECK_EQ(pwrite(fd, seg, 64, 0), 64);	/* its header */
+		CHECK_EQ(pwrite(fd, seg, 64, 0), 64); /* its header */
 	CHECK_EQ(ops->qp_connect_peer(a->qp, NULL, blob, blen, &fd, 1),
 		 SMART_EPROTO);
 	munmap(seg, len);
@@ -230,7 +234,8 @@ static void refuse_segment(struct p_end *a, struct p_end *b, int sealed)
  * disk filesystem, whose files take no seals), or in /tmp. */
 static int file_of(size_t len)
 {
-	char path[] = "smart-unsealed-XXXXXX", tmp[] = "/tmp/smart-unsealed-XXXXXX";
+	char path[] = "smart-unsealed-XXXXXX",
+	     tmp[] = "/tmp/smart-unsealed-XXXXXX";
 	int fd = mkstemp(path);
 	char *p = path;
 
@@ -253,7 +258,7 @@ static void refuse_region(struct p_end *a)
 	int fd;
 
 	CHECK_OK(ops->mr_alloc(a->d, 1u << 20, 0, 1, &mr));
-	CHECK_NE(ftruncate(mr->fd, 4096), 0);	/* sealed */
+	CHECK_NE(ftruncate(mr->fd, 4096), 0); /* sealed */
 	CHECK_OK(ops->region_blob(a->d, mr, blob, &blen));
 	fd = memfd_create("unsealed", MFD_CLOEXEC);
 	CHECK_GE(fd, 0);
@@ -327,7 +332,7 @@ static void test_hostile(void)
 	refuse_segment(&a, &b, 0);
 	refuse_segment(&a, &b, 1);
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
-	p_connect_to(&a, &b);	/* still connectable */
+	p_connect_to(&a, &b); /* still connectable */
 	p_close(&b);
 	p_close(&a);
 
@@ -345,8 +350,9 @@ static void test_hostile(void)
 	atomic_store(&seg->posted, 1000);
 	p_send(&a, 7, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 7, SMART_TP_WC_FATAL);
-	CHECK_EQ(atomic_load(&shm_cell_at(seg, shm_cell_len(seg->max_msg),
-					  0)->seq), 0);	/* nothing written */
+	CHECK_EQ(atomic_load(
+			 &shm_cell_at(seg, shm_cell_len(seg->max_msg), 0)->seq),
+		 0); /* nothing written */
 	munmap(seg, len);
 	p_close(&b);
 	p_close(&a);
@@ -385,7 +391,7 @@ static void test_oversized_segment(void)
 	CHECK_GT(need, SHM_RSEG_MAX);
 	fd = memfd_create("huge-segment", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	CHECK_GE(fd, 0);
-	CHECK_OK(ftruncate(fd, (off_t)need + 4096));	/* sparse */
+	CHECK_OK(ftruncate(fd, (off_t)need + 4096)); /* sparse */
 	CHECK_EQ(pwrite(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
 	CHECK_OK(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW));
 	p_open(&a);
@@ -447,13 +453,15 @@ static void test_post_faults(void)
 	CHECK_OK(ops->qp_create(e.d, e.cq, &attr, &e.qp));
 	for (int i = 0; i < 64; i++)
 		r[i] = (struct smart_tp_recv){ .wr_id = (uint64_t)i,
-			.local = e.mr->addr, .len = 4112,
-			.lkey = e.mr->lkey };
+					       .local = e.mr->addr,
+					       .len = 4112,
+					       .lkey = e.mr->lkey };
 	f0 = minflt();
 	CHECK_OK(ops->post_recv(e.qp, r, 64));
 	f1 = minflt();
 	printf("   64 full-length receives of 4112 B posted: %ld page "
-	       "faults\n", f1 - f0);
+	       "faults\n",
+	       f1 - f0);
 	CHECK_LT(f1 - f0, 4);
 	p_close(&e);
 }
@@ -469,14 +477,20 @@ static void test_hostile_wake(void)
 	p_open(&a);
 	p_open(&b);
 	p_blob(&b, blob, &blen);
-	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
-		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), eventfd(0, 0) }, 2),
+	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, blob, blen,
+				      (int[]){ fcntl(p_fd(&b), F_DUPFD_CLOEXEC,
+						     0),
+					       eventfd(0, 0) },
+				      2),
 		 SMART_EPROTO);
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 	/* a UDP socket connected anywhere: each wake-up would send a
 	 * datagram there in our name */
-	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
-		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), udp_connected() }, 2),
+	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, blob, blen,
+				      (int[]){ fcntl(p_fd(&b), F_DUPFD_CLOEXEC,
+						     0),
+					       udp_connected() },
+				      2),
 		 SMART_EPROTO);
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 
@@ -486,8 +500,9 @@ static void test_hostile_wake(void)
 	while (send(sv[1], "x", 1, MSG_DONTWAIT) == 1)
 		full++;
 	CHECK_GT(full, 0);
-	CHECK_OK(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
-		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), sv[1] }, 2));
+	CHECK_OK(ops->qp_connect_peer(
+		a.qp, NULL, blob, blen,
+		(int[]){ fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), sv[1] }, 2));
 	p_recv(&b, 0, P_MSG);
 	seg = p_seg(&b, &len);
 	atomic_store(&seg->armed, 1);
@@ -495,11 +510,12 @@ static void test_hostile_wake(void)
 	p_send(&a, 7, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 7, SMART_TP_WC_OK);
 	alarm(0);
-	CHECK_EQ(atomic_load(&seg->armed), 0);	/* the signal was tried */
+	CHECK_EQ(atomic_load(&seg->armed), 0); /* the signal was tried */
 	CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
 	printf("   an eventfd and a UDP socket as wake descriptor refused; a "
 	       "full blocking "
-	       "socket (%d datagrams) left the sender unharmed\n", full);
+	       "socket (%d datagrams) left the sender unharmed\n",
+	       full);
 	munmap(seg, len);
 	close(sv[0]);
 	p_close(&b);
@@ -559,8 +575,10 @@ static void test_wake_redirect(void)
 	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	CHECK_GE(fd, 0);
 	CHECK_OK(connect(fd, (struct sockaddr *)&ta, talen));
-	got = ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
-		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), fd }, 2);
+	got = ops->qp_connect_peer(a.qp, NULL, blob, blen,
+				   (int[]){ fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0),
+					    fd },
+				   2);
 	printf("   a socket connected to a named one as wake descriptor: %d\n",
 	       got);
 	CHECK_EQ(got, SMART_EPROTO);
@@ -572,15 +590,16 @@ static void test_wake_redirect(void)
 	CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			    0, sv));
 	mine = fcntl(sv[1], F_DUPFD_CLOEXEC, 0);
-	CHECK_OK(ops->qp_connect_peer(a.qp, NULL, blob, blen, (int[]){
-		fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), sv[1] }, 2));
+	CHECK_OK(ops->qp_connect_peer(
+		a.qp, NULL, blob, blen,
+		(int[]){ fcntl(p_fd(&b), F_DUPFD_CLOEXEC, 0), sv[1] }, 2));
 	seg = p_seg(&b, &len);
 	p_recv(&b, 0, P_MSG);
 	atomic_store(&seg->armed, 1);
 	p_send(&a, 0, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 0, SMART_TP_WC_OK);
 	CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
-	CHECK_EQ(drain_count(sv[0]), 1);	/* woken, the honest way */
+	CHECK_EQ(drain_count(sv[0]), 1); /* woken, the honest way */
 	CHECK_OK(connect(mine, (struct sockaddr *)&ta, talen));
 	got = 0;
 	for (int i = 1; i <= WAKE_N; i++) {
@@ -589,12 +608,13 @@ static void test_wake_redirect(void)
 		p_send(&a, (uint64_t)i, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 		CHECK_WC(p_one(&a), i, SMART_TP_WC_OK);
 		CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
-		got += drain_count(target);	/* its queue holds ~10 */
+		got += drain_count(target); /* its queue holds ~10 */
 	}
 	printf("   wake socket reconnected by its receiver: %d of %d "
-	       "wake-ups went to the other socket\n", got, WAKE_N);
+	       "wake-ups went to the other socket\n",
+	       got, WAKE_N);
 	CHECK_EQ(got, 0);
-	CHECK_EQ(a.qp->peer->wake_fd, -1);	/* given up */
+	CHECK_EQ(a.qp->peer->wake_fd, -1); /* given up */
 	munmap(seg, len);
 	close(mine);
 	close(sv[0]);
@@ -630,11 +650,12 @@ static void test_recap(void)
 		CHECK_WC(p_one(&a), k, SMART_TP_WC_OK);
 		CHECK_WC(p_one(&b), 100 + k, SMART_TP_WC_OK);
 	}
-	p_recv(&b, 0, 256);	/* grown */
+	p_recv(&b, 0, 256); /* grown */
 	for (k = 1; k < P_RQ; k++)
 		p_recv(&b, k, 16);
 	CHECK_EQ(shm_cell_cap(shm_cell_at(seg, shm_cell_len(seg->max_msg), 1),
-			      seg->max_msg), 16);
+			      seg->max_msg),
+		 16);
 	p_send(&a, 50, a.mr->addr, 200, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 50, SMART_TP_WC_OK);
 	wc = p_one(&b);
@@ -655,7 +676,7 @@ static void test_recap(void)
  * is written, the QP is in error. */
 static void test_bad_receive(void)
 {
-	static uint8_t outside[64];	/* in no MR */
+	static uint8_t outside[64]; /* in no MR */
 	uint8_t zero[sizeof(outside)] = { 0 };
 	struct p_end a, b;
 	struct smart_tp_recv r;
@@ -663,13 +684,14 @@ static void test_bad_receive(void)
 	p_open(&a);
 	p_open(&b);
 	p_connect_to(&a, &b);
-	r = (struct smart_tp_recv){ .wr_id = 5, .local = outside,
+	r = (struct smart_tp_recv){ .wr_id = 5,
+				    .local = outside,
 				    .len = sizeof(outside),
 				    .lkey = b.mr->lkey };
 	CHECK_OK(ops->post_recv(b.qp, &r, 1));
 	memset(a.mr->addr, 0x5a, 8);
 	p_send(&a, 1, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
-	CHECK_WC(p_one(&a), 1, SMART_TP_WC_OK);	/* delivered */
+	CHECK_WC(p_one(&a), 1, SMART_TP_WC_OK); /* delivered */
 	CHECK_WC(p_one(&b), 5, SMART_TP_WC_LOC_PROT);
 	CHECK_MEM_EQ(outside, zero, sizeof(outside), "a buffer in no MR");
 	CHECK_EQ(ops->qp_in_error(b.qp), 1);
@@ -690,14 +712,14 @@ static void test_rnr_counted(void)
 	for (i = 0; i < 2; i++)
 		p_send(&a, (uint64_t)i, a.mr->addr, 8, SMART_TP_SIGNALED, 0);
 	CHECK_WC(p_one(&a), 0, SMART_TP_WC_OK);
-	for (i = 0; i < 3; i++)		/* the second waits */
+	for (i = 0; i < 3; i++) /* the second waits */
 		CHECK_EQ(ops->poll(a.cq, (struct smart_tp_wc[1]){ 0 }, 1), 0);
 	ops->domain_stats(a.d, &st);
 	printf("   rnr_waits %" PRIu64 "\n", st.rnr_waits);
 	CHECK_GE(st.rnr_waits, 1);
 	CHECK_WC(p_one(&b), 100, SMART_TP_WC_OK);
 	p_recv(&b, 1, 64);
-	CHECK_WC(p_one(&a), 1, SMART_TP_WC_OK);	/* went once it could */
+	CHECK_WC(p_one(&a), 1, SMART_TP_WC_OK); /* went once it could */
 	CHECK_WC(p_one(&b), 101, SMART_TP_WC_OK);
 	p_close(&b);
 	p_close(&a);
@@ -743,17 +765,21 @@ static void test_fair(void)
 	CHECK_OK(ops->qp_create(e.d, e.cq, &attr, &qp[1]));
 	for (i = 0; i < 2; i++)
 		seg[i] = q_seg(qp[i], &len[i]);
-	CHECK_OK(ops->post_recv(qp[1], &(struct smart_tp_recv){
-		.wr_id = 999, .local = (uint8_t *)e.mr->addr + (512u << 10),
-		.len = 16,
-		.lkey = e.mr->lkey }, 1));
+	CHECK_OK(ops->post_recv(qp[1],
+				&(struct smart_tp_recv){
+					.wr_id = 999,
+					.local = (uint8_t *)e.mr->addr +
+						 (512u << 10),
+					.len = 16,
+					.lkey = e.mr->lkey },
+				1));
 	forge_cell(seg[1], shm_cell_len(P_MSG), P_RQ, 0, 8, 0, 0, NULL);
 	for (i = 0; i < P_RQ; i++)
 		p_recv(&e, (uint32_t)i, 16);
 	for (r = 0; r < FAIR_ROUNDS && got < 0; r++) {
 		int n;
 
-		for (i = 0; i < P_RQ; i++, next++)	/* the flood */
+		for (i = 0; i < P_RQ; i++, next++) /* the flood */
 			forge_cell(seg[0], shm_cell_len(P_MSG), P_RQ, next, 8,
 				   0, 0, NULL);
 		n = ops->poll(e.cq, wc, P_RQ);
@@ -854,15 +880,15 @@ static void test_fork_echo(void)
 		p_send(&e, (uint64_t)i, src, 8,
 		       SMART_TP_IMM | SMART_TP_SIGNALED, (uint32_t)i);
 		wc = p_one(&e);
-		CHECK_WC(wc, i, SMART_TP_WC_OK);	/* our SEND */
+		CHECK_WC(wc, i, SMART_TP_WC_OK); /* our SEND */
 		wc = p_one(&e);
 		CHECK_EQ(wc.status, SMART_TP_WC_OK);
 		CHECK_EQ(wc.opcode, SMART_TP_RECV);
 		CHECK(wc.len == 8 && (wc.flags & SMART_TP_IMM) &&
 		      wc.imm == (uint32_t)i + 1);
 		k = (uint32_t)(wc.wr_id - 100);
-		CHECK_MEM_EQ((uint8_t *)e.mr->addr + (size_t)k * 2 * P_MSG,
-			     &v, 8, "the echo");
+		CHECK_MEM_EQ((uint8_t *)e.mr->addr + (size_t)k * 2 * P_MSG, &v,
+			     8, "the echo");
 		p_recv(&e, k, P_MSG);
 	}
 	printf("   %d messages echoed by another process\n", ECHO_N);
@@ -879,9 +905,9 @@ static void test_fork_echo(void)
  * by its timeout with a message delivered and `armed` still set (no
  * sender saw it: with armed clear, the sender that took it has yet to
  * signal, a late wake-up on a loaded machine, not a lost one). */
-#define EV_ROUNDS 20000
+#define EV_ROUNDS   20000
 #define EV_SLEEP_MS 1000
-#define EV_GAP_NS 16000
+#define EV_GAP_NS   16000
 
 struct ev_counts {
 	unsigned sleeps, woken, after_arm, busy, late, lost;
@@ -956,8 +982,8 @@ static void ev_child(int s)
 		t0 = now_ns();
 		while (now_ns() - t0 < (x >> 33) % EV_GAP_NS)
 			;
-		p_send(&e, (uint64_t)i, (uint8_t *)e.mr->addr + (768u << 10),
-		       8, 0, 0);
+		p_send(&e, (uint64_t)i, (uint8_t *)e.mr->addr + (768u << 10), 8,
+		       0, 0);
 		wc = p_one(&e);
 		CHECK_EQ(wc.status, SMART_TP_WC_OK);
 		CHECK_EQ(wc.opcode, SMART_TP_RECV);
@@ -989,13 +1015,14 @@ static void test_event_race(void)
 		CHECK_EQ(wc.status, SMART_TP_WC_OK);
 		CHECK_EQ(wc.opcode, SMART_TP_RECV);
 		p_recv(&e, (uint32_t)(wc.wr_id - 100), P_MSG);
-		p_send(&e, (uint64_t)i, (uint8_t *)e.mr->addr + (768u << 10),
-		       8, 0, 0);
+		p_send(&e, (uint64_t)i, (uint8_t *)e.mr->addr + (768u << 10), 8,
+		       0, 0);
 	}
 	printf("   %d messages: %u sleeps (%u woken by the sender), %u "
 	       "found by the poll after the arm, %u arms refused, %u late "
-	       "wake-ups, %u lost\n", EV_ROUNDS, c.sleeps, c.woken,
-	       c.after_arm, c.busy, c.late, c.lost);
+	       "wake-ups, %u lost\n",
+	       EV_ROUNDS, c.sleeps, c.woken, c.after_arm, c.busy, c.late,
+	       c.lost);
 	check_child_ok(pid, "sender");
 	CHECK_EQ(c.lost, 0);
 	CHECK_GT(c.woken, 0);
@@ -1025,7 +1052,8 @@ static void deny_barrier(void)
 	CHECK_OK(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	CHECK_OK(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
 	CHECK_EQ(syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0,
-			 0), -1);
+			 0),
+		 -1);
 }
 
 /* An arm whose membarrier failed ordered none of the senders' stores (they
@@ -1045,7 +1073,7 @@ static void barrier_child(void)
 		fflush(stdout);
 		return;
 	}
-	CHECK_OK(ops->cq_arm(e.cq));	/* idle, the barrier made: sleepable */
+	CHECK_OK(ops->cq_arm(e.cq)); /* idle, the barrier made: sleepable */
 	deny_barrier();
 	rc = ops->cq_arm(e.cq);
 	printf("   arm with its barrier failed: %d (SMART_EAGAIN %d)\n", rc,
@@ -1077,16 +1105,16 @@ static void test_barrier_fails(void)
  * mostly with messages, so that many complete between the attacks), each until it failed or
  * FUZZ_DONE receives completed (FUZZ_NS at most), a fixed seed each (the
  * interleaving is the scheduler's: what is checked holds for any). */
-#define FUZZ_QPS 40
+#define FUZZ_QPS  40
 #define FUZZ_DONE 2000
-#define FUZZ_NS (100ull * 1000 * 1000)
+#define FUZZ_NS	  (100ull * 1000 * 1000)
 
 struct fuzz {
 	struct shm_rq *rq;
 	uint8_t *seg;
 	size_t len;
 	uint64_t x;
-	int mild;	/* one write in 256 hostile, the rest messages */
+	int mild; /* one write in 256 hostile, the rest messages */
 	_Atomic int stop;
 };
 
@@ -1104,16 +1132,22 @@ static uint32_t fuzz_flags(struct fuzz *f)
 
 	return r < 10 ? (r & 1) * SHM_RS_IMM :
 	       r < 12 ? SHM_RS_WRITE | SHM_RS_IMM :
-	       r < 13 ? SHM_RS_TOO_LONG : fuzz_rand(f) & 0xff;
+	       r < 13 ? SHM_RS_TOO_LONG :
+			fuzz_rand(f) & 0xff;
 }
 
 /* One hostile write: a word anywhere, or a cell's seq near the receiver's
  * next message with random flags, or its len. */
 static void fuzz_write(struct fuzz *f)
 {
-	static const uint32_t lens[16] = { 0, 1, 8, 16, 32, 64, 100, 128,
-		P_MSG - 1, P_MSG, P_MSG + 1, 4096, 1u << 20, (1u << 20) + 1,
-		1u << 31, UINT32_MAX };
+	static const uint32_t lens[16] = { 0,	      1,
+					   8,	      16,
+					   32,	      64,
+					   100,	      128,
+					   P_MSG - 1, P_MSG,
+					   P_MSG + 1, 4096,
+					   1u << 20,  (1u << 20) + 1,
+					   1u << 31,  UINT32_MAX };
 	uint32_t r = fuzz_rand(f), n, *w;
 	struct shm_cell *c;
 
@@ -1127,8 +1161,9 @@ static void fuzz_write(struct fuzz *f)
 		__atomic_store_n(w, fuzz_rand(f), __ATOMIC_RELAXED);
 		break;
 	case 1:
-		__atomic_store_n(&c->seq, ((n + 1) & SHM_RS_SEQ_MASK) |
-				 fuzz_flags(f) << SHM_RS_FLAG_SHIFT,
+		__atomic_store_n(&c->seq,
+				 ((n + 1) & SHM_RS_SEQ_MASK) |
+					 fuzz_flags(f) << SHM_RS_FLAG_SHIFT,
 				 __ATOMIC_RELEASE);
 		break;
 	case 2:
@@ -1136,12 +1171,14 @@ static void fuzz_write(struct fuzz *f)
 		__atomic_store_n(&c->len, lens[fuzz_rand(f) % 16],
 				 __ATOMIC_RELAXED);
 		break;
-	default:	/* a message as a sender writes it */
+	default: /* a message as a sender writes it */
 		__atomic_store_n(&c->len, fuzz_rand(f) % 9, __ATOMIC_RELAXED);
-		__atomic_store_n(&c->seq, ((n + 1) & SHM_RS_SEQ_MASK) |
-				 ((r & 0x100 ? SHM_RS_IMM : 0) |
-				  (r & 0x1e00 ? 0 : SHM_RS_WRITE)) <<
-				 SHM_RS_FLAG_SHIFT, __ATOMIC_RELEASE);
+		__atomic_store_n(&c->seq,
+				 ((n + 1) & SHM_RS_SEQ_MASK) |
+					 ((r & 0x100 ? SHM_RS_IMM : 0) |
+					  (r & 0x1e00 ? 0 : SHM_RS_WRITE))
+						 << SHM_RS_FLAG_SHIFT,
+				 __ATOMIC_RELEASE);
 		break;
 	}
 }
@@ -1167,9 +1204,12 @@ static void fuzz_post(struct p_end *e, uint64_t id, uint32_t *lens)
 
 	lens[k] = 8 + (uint32_t)(id * 37 % (P_MSG - 7));
 	memset(b, 0xee, 2 * P_MSG);
-	CHECK_OK(ops->post_recv(e->qp, &(struct smart_tp_recv){
-		.wr_id = id, .local = b, .len = lens[k],
-		.lkey = e->mr->lkey }, 1));
+	CHECK_OK(ops->post_recv(e->qp,
+				&(struct smart_tp_recv){ .wr_id = id,
+							 .local = b,
+							 .len = lens[k],
+							 .lkey = e->mr->lkey },
+				1));
 }
 
 /* Bytes of buffer k from `from` on untouched (still 0xee)? */
@@ -1207,8 +1247,11 @@ static void fuzz_check(struct p_end *e, const struct smart_tp_wc *wc,
 		CHECK_LE(wc->len, lens[k]);
 		n->ok++;
 	}
-	CHECK_MSG(fuzz_untouched(e, k, wc->status == SMART_TP_WC_OK &&
-				 wc->recv_op == SMART_TP_SEND ? wc->len : 0),
+	CHECK_MSG(fuzz_untouched(e, k,
+				 wc->status == SMART_TP_WC_OK &&
+						 wc->recv_op == SMART_TP_SEND ?
+					 wc->len :
+					 0),
 		  "receive %" PRIu64 ": a byte written where none may be", id);
 }
 
@@ -1254,8 +1297,8 @@ static void test_hostile_fuzz(void)
 		fuzz_queue(q + 1, &n);
 	printf("   %d queues written at random: %u receives OK, %u as "
 	       "WRITE_IMMs, %u failed, %u flushed; none twice, none "
-	       "skipped, no byte out of place\n", FUZZ_QPS, n.ok,
-	       n.write_imm, n.failed, n.flushed);
+	       "skipped, no byte out of place\n",
+	       FUZZ_QPS, n.ok, n.write_imm, n.failed, n.flushed);
 	CHECK_GT(n.ok, 0);
 	CHECK_GT(n.failed, 0);
 }
@@ -1282,8 +1325,9 @@ static void rfuzz_write(struct fuzz *f, uint32_t sent)
 		atomic_store(&seg->closed, fuzz_rand(f) % 4 == 0);
 		break;
 	case 2:
-		__atomic_store_n(&c->short_by, fuzz_rand(f) % 2 ?
-				 fuzz_rand(f) : fuzz_rand(f) % (P_MSG + 2),
+		__atomic_store_n(&c->short_by,
+				 fuzz_rand(f) % 2 ? fuzz_rand(f) :
+						    fuzz_rand(f) % (P_MSG + 2),
 				 __ATOMIC_RELAXED);
 		break;
 	case 3:
@@ -1292,7 +1336,7 @@ static void rfuzz_write(struct fuzz *f, uint32_t sent)
 	case 4:
 		((uint32_t *)seg)[fuzz_rand(f) % 4] = fuzz_rand(f);
 		break;
-	default:	/* receives as a receiver posts them, ahead of sent */
+	default: /* receives as a receiver posts them, ahead of sent */
 		__atomic_store_n(&c->short_by, 0, __ATOMIC_RELAXED);
 		atomic_store(&seg->posted, sent + fuzz_rand(f) % (P_RQ + 1));
 		break;
@@ -1301,7 +1345,7 @@ static void rfuzz_write(struct fuzz *f, uint32_t sent)
 
 struct rfuzz {
 	struct fuzz f;
-	_Atomic uint32_t sent;	/* completions seen: the writer's guide */
+	_Atomic uint32_t sent; /* completions seen: the writer's guide */
 };
 
 static void *rfuzz_writer(void *arg)
@@ -1326,12 +1370,23 @@ static void rfuzz_check(const struct smart_tp_wc *wc, int *failed,
 		return;
 	}
 	switch (wc->status) {
-	case SMART_TP_WC_OK: n->ok++; return;
-	case SMART_TP_WC_RNR: n->rnr++; break;
-	case SMART_TP_WC_FATAL: n->fatal++; break;
-	case SMART_TP_WC_RETRY_EXC: n->closed++; break;
-	case SMART_TP_WC_REM_ACCESS: n->too_long++; break;
-	default: CHECK_MSG(0, "status %d from a SEND", wc->status);
+	case SMART_TP_WC_OK:
+		n->ok++;
+		return;
+	case SMART_TP_WC_RNR:
+		n->rnr++;
+		break;
+	case SMART_TP_WC_FATAL:
+		n->fatal++;
+		break;
+	case SMART_TP_WC_RETRY_EXC:
+		n->closed++;
+		break;
+	case SMART_TP_WC_REM_ACCESS:
+		n->too_long++;
+		break;
+	default:
+		CHECK_MSG(0, "status %d from a SEND", wc->status);
 	}
 	*failed = 1;
 }
@@ -1387,29 +1442,31 @@ static void test_hostile_receiver(void)
 		rfuzz_queue(q + 1, &n);
 	printf("   %d segments written at random by their receiver: %u SENDs "
 	       "OK, failed %u RNR, %u FATAL (posted out of range), %u "
-	       "closed, %u too long; %u flushed\n", FUZZ_QPS, n.ok, n.rnr,
-	       n.fatal, n.closed, n.too_long, n.flushed);
+	       "closed, %u too long; %u flushed\n",
+	       FUZZ_QPS, n.ok, n.rnr, n.fatal, n.closed, n.too_long, n.flushed);
 	CHECK_GT(n.ok, 0);
 	CHECK_GT(n.fatal + n.closed + n.too_long, 0);
 }
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "hostile", test_hostile },
-		{ "hostile_wake", test_hostile_wake },
-		{ "wake_redirect", test_wake_redirect },
-		{ "hostile_fuzz", test_hostile_fuzz },
-		{ "hostile_receiver", test_hostile_receiver },
-		{ "oversized_segment", test_oversized_segment },
-		{ "bad_receive", test_bad_receive },
-		{ "rnr_counted", test_rnr_counted },
-		{ "recap", test_recap },
-		{ "post_faults", test_post_faults },
-		{ "fair", test_fair },
-		{ "fork_echo", test_fork_echo },
-		{ "event_race", test_event_race },
-		{ "barrier_fails", test_barrier_fails },
-		{ 0 },
-	});
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "hostile", test_hostile },
+				 { "hostile_wake", test_hostile_wake },
+				 { "wake_redirect", test_wake_redirect },
+				 { "hostile_fuzz", test_hostile_fuzz },
+				 { "hostile_receiver", test_hostile_receiver },
+				 { "oversized_segment",
+				   test_oversized_segment },
+				 { "bad_receive", test_bad_receive },
+				 { "rnr_counted", test_rnr_counted },
+				 { "recap", test_recap },
+				 { "post_faults", test_post_faults },
+				 { "fair", test_fair },
+				 { "fork_echo", test_fork_echo },
+				 { "event_race", test_event_race },
+				 { "barrier_fails", test_barrier_fails },
+				 { 0 },
+			 });
 }

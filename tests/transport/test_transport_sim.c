@@ -33,7 +33,8 @@ static void sim_case_fiber(void *arg)
 static void sim_run_case(const struct smart_conf_env *env,
 			 void (*fn)(const struct smart_conf_env *env))
 {
-	struct smart__sim_cfg cfg = { .seed = 1, .sync_ns = 100,
+	struct smart__sim_cfg cfg = { .seed = 1,
+				      .sync_ns = 100,
 				      .jitter_ns = 50 };
 	struct sim_case c = { env, fn };
 	struct smart__sim *s;

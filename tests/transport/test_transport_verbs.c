@@ -36,7 +36,8 @@ static int have_rdma_device(int *soft)
 static int open_domain(const struct smart_conf_env *env, int blade_side,
 		       struct smart_tp_domain **out)
 {
-	const char *t = getenv("SMART_IB_TIMEOUT"), *r = getenv("SMART_IB_RETRY");
+	const char *t = getenv("SMART_IB_TIMEOUT"),
+		   *r = getenv("SMART_IB_RETRY");
 	const char *bd = getenv("SMART_DEVICE_BLADE");
 	struct smart_tp_cfg cfg = {
 		.gid_index = -1,

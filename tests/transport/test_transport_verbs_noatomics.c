@@ -33,7 +33,8 @@ static unsigned off_sides;
 static int open_domain(const struct smart_conf_env *env, int blade_side,
 		       struct smart_tp_domain **out)
 {
-	const char *t = getenv("SMART_IB_TIMEOUT"), *r = getenv("SMART_IB_RETRY");
+	const char *t = getenv("SMART_IB_TIMEOUT"),
+		   *r = getenv("SMART_IB_RETRY");
 	struct smart_tp_cfg cfg = {
 		.gid_index = -1,
 		.ib_timeout = t ? atoi(t) : 14,
@@ -66,13 +67,21 @@ static void blade_without(const struct smart_conf_env *env)
 	conn_open(&f, NULL, 16, 8, 0, &c);
 	loc = (uint64_t *)f.laddr;
 	rword_set(&f, off, 7);
-	CHECK_OK(f.ops->post(c.qp, &(struct smart_tp_wr){
-		.wr_id = 1, .remote = f.t.base + off, .local = loc, .len = 8,
-		.lkey = f.t.lkey, .rkey = f.t.rkey, .opcode = SMART_TP_CAS,
-		.flags = CONF_SIG, .compare_add = 7, .swap = 8 }, 1));
+	CHECK_OK(f.ops->post(c.qp,
+			     &(struct smart_tp_wr){ .wr_id = 1,
+						    .remote = f.t.base + off,
+						    .local = loc,
+						    .len = 8,
+						    .lkey = f.t.lkey,
+						    .rkey = f.t.rkey,
+						    .opcode = SMART_TP_CAS,
+						    .flags = CONF_SIG,
+						    .compare_add = 7,
+						    .swap = 8 },
+			     1));
 	wait_wcs(f.ops, c.cq, &wc, 1);
 	CHECK_MSG(wc.status != SMART_TP_WC_OK, "a CAS on a blade without "
-		  "atomics succeeded");
+					       "atomics succeeded");
 	printf("   CAS to a blade without atomics: %s\n", wc_name(wc.status));
 	CHECK_U64_EQ(rword(&f, off), 7);
 	conn_close(&c);

@@ -105,7 +105,7 @@ static int refill_hook(smart_worker_t *w, const char *point, void *arg)
 
 	if (strcmp(point, "alloc.spill.pushing") || r->hooked)
 		return 0;
-	r->hooked = 1;		/* A's first spill only */
+	r->hooked = 1; /* A's first spill only */
 	r->a_spilling = 1;
 	while (!r->b_done)
 		smart_task_yield(w);
@@ -128,7 +128,7 @@ static void refill_b(smart_worker_t *w, void *p)
 
 	while (!r->a_spilling)
 		smart_task_yield(w);
-	for (i = 0; i < SMART_FREE_BATCH; i++)	/* no spill: room for all */
+	for (i = 0; i < SMART_FREE_BATCH; i++) /* no spill: room for all */
 		CHECK_OK(smart_free(w, r->g[RA_CACHE + 1 + i], 64));
 	r->b_done = 1;
 }
@@ -156,7 +156,7 @@ static void test_spill_refill(void)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	usage(w, f.id, &u);
 	CHECK_EQ(held(&u), 0);
-	CHECK_EQ(u.free, u0.free);	/* no block dropped */
+	CHECK_EQ(u.free, u0.free); /* no block dropped */
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -246,9 +246,9 @@ static void test_blade_view(void)
 /* ---- soak: threads x tasks allocating and freeing, tags checked ------- */
 
 #define SOAK_THREADS 3
-#define SOAK_TASKS 6
-#define SOAK_LIVE 48
-#define SOAK_OPS 3000
+#define SOAK_TASKS   6
+#define SOAK_LIVE    48
+#define SOAK_OPS     3000
 
 struct soak {
 	smart_ctx_t *ctx;
@@ -370,16 +370,18 @@ static void test_corrupt_node(void)
 		CHECK_OK(smart_alloc(a, f.id, 64, &g[i]));
 	for (i = 0; i < 200; i++)
 		CHECK_OK(smart_free(a, g[i], 64));
-	CHECK_OK(smart_worker_destroy(a));	/* batches go to the list */
+	CHECK_OK(smart_worker_destroy(a)); /* batches go to the list */
 	CHECK_OK(smart_worker_create(f.ctx, &b));
-	CHECK_OK(smart_read_sync(b, smart_gaddr(f.id, SMART_FREE_CLS_OFF(6)),
-				 8, &head));
+	CHECK_OK(smart_read_sync(b, smart_gaddr(f.id, SMART_FREE_CLS_OFF(6)), 8,
+				 &head));
 	node = smart_free_head_off(head);
 	CHECK_GT(node, 0);
 	/* its first block: past the end of the region */
 	bad = UINT64_C(1) << 40;
-	CHECK_OK(smart_write_sync(b, smart_gaddr(f.id, node +
-			offsetof(struct smart_free_node, off)), &bad, 8));
+	CHECK_OK(smart_write_sync(
+		b,
+		smart_gaddr(f.id, node + offsetof(struct smart_free_node, off)),
+		&bad, 8));
 	CHECK_EQ(smart_alloc(b, f.id, 64, &x), SMART_EPROTO);
 	/* the bad batch is dropped; the next allocation is served */
 	CHECK_OK(smart_alloc(b, f.id, 64, &x));
@@ -404,7 +406,7 @@ static void test_device_memory(void)
 	CHECK_OK(smart_ctx_blade_info(f.ctx, f.id, &bi));
 	CHECK_U64_EQ(bi.dm_size, 4 * SMART_DM_UNIT);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_OK(smart_dm_alloc(w, f.id, 100, &a));	/* one unit */
+	CHECK_OK(smart_dm_alloc(w, f.id, 100, &a)); /* one unit */
 	CHECK_OK(smart_dm_alloc(w, f.id, 2 * SMART_DM_UNIT, &b));
 	CHECK(smart_gaddr_is_dm(a) && smart_gaddr_is_dm(b));
 	CHECK_U64_EQ(smart_gaddr_off(a), SMART_GADDR_DM);
@@ -424,11 +426,12 @@ static void test_device_memory(void)
 	CHECK_U64_EQ(old, 42);
 	CHECK_OK(smart_read_sync(w, b, 8, &x));
 	CHECK_U64_EQ(x, 43);
-	CHECK_OK(smart_write_sync(w, smart_gaddr_add(c, SMART_DM_UNIT - 8),
-				  &x, 8));
+	CHECK_OK(smart_write_sync(w, smart_gaddr_add(c, SMART_DM_UNIT - 8), &x,
+				  8));
 	/* past the end of the device memory: refused before it is sent */
 	CHECK_EQ(smart_read_sync(w, smart_gaddr_add(c, SMART_DM_UNIT - 8), 16,
-				 buf), SMART_EREMOTE);
+				 buf),
+		 SMART_EREMOTE);
 	CHECK_EQ(smart_read_sync(w, smart_gaddr_add(c, SMART_DM_UNIT), 8, buf),
 		 SMART_EREMOTE);
 	/* device memory is not the epochs' to free */
@@ -443,7 +446,7 @@ static void test_device_memory(void)
 	CHECK_EQ(smart_dm_free(w, smart_gaddr_add(a, 8), 8), SMART_EINVAL);
 	CHECK_EQ(smart_dm_free(w, smart_gaddr(f.id, 4096), 4096), SMART_EINVAL);
 	CHECK_OK(smart_dm_alloc(w, f.id, 2 * SMART_DM_UNIT, &d));
-	CHECK_U64_EQ(d, b);		/* the run came back, once */
+	CHECK_U64_EQ(d, b); /* the run came back, once */
 	CHECK_EQ(smart_dm_alloc(w, f.id, 1, &d), SMART_ENOSPC);
 	CHECK_OK(smart_dm_free(w, a, 100));
 	CHECK_OK(smart_dm_free(w, b, 2 * SMART_DM_UNIT));
@@ -467,14 +470,15 @@ static void test_device_memory(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "given_back", test_given_back },
-		{ "spill_refill", test_spill_refill },
-		{ "runs", test_runs },
-		{ "split", test_split },
-		{ "blade_view", test_blade_view },
-		{ "soak", test_soak },
-		{ "corrupt_node", test_corrupt_node },
-		{ "device_memory", test_device_memory },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "given_back", test_given_back },
+				 { "spill_refill", test_spill_refill },
+				 { "runs", test_runs },
+				 { "split", test_split },
+				 { "blade_view", test_blade_view },
+				 { "soak", test_soak },
+				 { "corrupt_node", test_corrupt_node },
+				 { "device_memory", test_device_memory },
+				 { 0 } });
 }

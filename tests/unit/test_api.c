@@ -22,11 +22,15 @@
 #include "smart/ht.h"
 #include "smart/rpc.h"
 
-#define BLADE_SIZE	(32u << 20)
+#define BLADE_SIZE (32u << 20)
 
 /* A caller built against a newer header: the struct and a field this
  * library does not know. */
-#define NEWER(type) struct { type c; uint64_t newer; }
+#define NEWER(type)                                                            \
+	struct {                                                               \
+		type c;                                                        \
+		uint64_t newer;                                                \
+	}
 
 static void test_ht_config(void)
 {
@@ -43,11 +47,11 @@ static void test_ht_config(void)
 	CHECK_EQ(n.c.struct_size, sizeof(n.c));
 	n.c.buckets = 64;
 	n.c.struct_size = sizeof(n);
-	n.newer = 1;		/* a setting this library would ignore */
+	n.newer = 1; /* a setting this library would ignore */
 	CHECK_EQ(smart_ht_create(w, 1, 5, &n.c, &t), SMART_EINVAL);
 	CHECK_OK(smart_root_get(w, 1, 5, &root));
-	CHECK_EQ(root, 0);	/* no side effect */
-	n.newer = 0;		/* absent: taken */
+	CHECK_EQ(root, 0); /* no side effect */
+	n.newer = 0;	   /* absent: taken */
 	CHECK_OK(smart_ht_create(w, 1, 5, &n.c, &t));
 	CHECK_OK(smart_ht_drop(t, w));
 	/* an older caller: split_chunk beyond its size takes the default
@@ -61,7 +65,7 @@ static void test_ht_config(void)
 	CHECK_OK(smart_ht_close(t, w));
 	CHECK_OK(smart_ht_open(w, 1, 6, NULL, &t));
 	CHECK_OK(smart_ht_close(t, NULL));
-	n.c.struct_size = 0;	/* never initialised */
+	n.c.struct_size = 0; /* never initialised */
 	CHECK_EQ(smart_ht_open(w, 1, 6, &n.c, &t), SMART_EINVAL);
 	CHECK_EQ(smart_ht_create(w, 1, 7, &n.c, &t), SMART_EINVAL);
 	CHECK_EQ(smart_ht_create_named(w, 1, "x", &n.c, &t), SMART_EINVAL);
@@ -103,7 +107,7 @@ static void test_bt_config(void)
 	n.c.key_max = 8;
 	CHECK_OK(smart_bt_create(w, 1, 5, &n.c, &t));
 	CHECK_EQ(smart_bt_key_max(t), 8);
-	CHECK_OK(smart_bt_stats(t, NULL, &st));	/* local: w may be NULL */
+	CHECK_OK(smart_bt_stats(t, NULL, &st)); /* local: w may be NULL */
 	CHECK_OK(smart_bt_stats(t, w, &st));
 	CHECK_EQ(smart_bt_stats(t, w, NULL), SMART_EINVAL);
 	CHECK_OK(smart_bt_drop(t, w));
@@ -114,7 +118,10 @@ static void test_bt_config(void)
 static void test_dtx_config(void)
 {
 	static const struct smart_dtx_table tab = {
-		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+		.id = 0,
+		.value_size = 8,
+		.buckets = 16,
+		.primary = -1,
 	};
 	NEWER(struct smart_dtx_config) n;
 	struct smart_dtx_stats st;
@@ -144,7 +151,7 @@ static void test_dtx_config(void)
 	CHECK_EQ(st.commits, 0);
 	CHECK_OK(smart_dtx_close(d, w));
 	CHECK_OK(smart_dtx_open(w, 1, "db", &n.c, &d));
-	n.c.struct_size = 2;	/* not even its own member */
+	n.c.struct_size = 2; /* not even its own member */
 	CHECK_EQ(smart_dtx_open(w, 1, "db", &n.c, &d), SMART_EINVAL);
 	CHECK_OK(smart_dtx_drop(d, w));
 	CHECK_OK(smart_dtx_close(NULL, NULL));
@@ -169,7 +176,7 @@ static void test_rpc_config(void)
 	CHECK_EQ(smart_rpc_create(w, &n.c, &rpc), SMART_EINVAL);
 	CHECK(rpc == NULL);
 	n.newer = 0;
-	CHECK_OK(smart_rpc_create(w, &n.c, &rpc));	/* so none was left */
+	CHECK_OK(smart_rpc_create(w, &n.c, &rpc)); /* so none was left */
 	CHECK_OK(smart_rpc_destroy(rpc));
 	/* older: busy_us beyond its size takes the default (2 s would be
 	 * refused) */
@@ -214,13 +221,15 @@ static void test_blade_config(void)
  * and the rest from its default (a pointer of two halves, a count neither
  * side chose).  Every struct's sizeof, older or newer, is a multiple of
  * its alignment, so a size that is not is refused, and nothing done. */
-#define CUT(type, field, plus) \
-	((uint32_t)(offsetof(type, field) + (plus)))
+#define CUT(type, field, plus) ((uint32_t)(offsetof(type, field) + (plus)))
 
 static void test_config_cut(void)
 {
 	static const struct smart_dtx_table tab = {
-		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+		.id = 0,
+		.value_size = 8,
+		.buckets = 16,
+		.primary = -1,
 	};
 	struct smart_ht_config hc;
 	struct smart_bt_config bc;
@@ -273,7 +282,7 @@ static void test_config_cut(void)
 	CHECK_EQ(accepted, 0);
 	CHECK(ht == NULL && bt == NULL && d == NULL && rpc == NULL &&
 	      b == NULL);
-	for (unsigned i = 5; i <= 6; i++) {	/* no side effect */
+	for (unsigned i = 5; i <= 6; i++) { /* no side effect */
 		CHECK_OK(smart_root_get(w, 1, i, &root));
 		CHECK_EQ(root, 0);
 	}
@@ -301,7 +310,9 @@ static int create_too_large(smart_worker_t *w, int kind)
 {
 	static const struct smart_dtx_table tabs[2] = {
 		{ .id = 0, .value_size = 8, .buckets = 1u << 10, .primary = -1 },
-		{ .id = 1, .value_size = 4096, .buckets = 1u << 16,
+		{ .id = 1,
+		  .value_size = 4096,
+		  .buckets = 1u << 16,
 		  .primary = -1 },
 	};
 	static const uint16_t two[2] = { 1, 2 };
@@ -371,12 +382,12 @@ static void test_create_nospace(void)
 		allocs = s1.c[SMART_STAT_ALLOCS] - s0.c[SMART_STAT_ALLOCS];
 		frees = s1.c[SMART_STAT_FREES] - s0.c[SMART_STAT_FREES];
 		printf("%s: %s after %llu allocations, %llu frees; free "
-		       "bytes %llu, %llu before\n", kinds[k],
-		       smart_status_name(rc), (unsigned long long)allocs,
-		       (unsigned long long)frees, (unsigned long long)after,
-		       (unsigned long long)before);
+		       "bytes %llu, %llu before\n",
+		       kinds[k], smart_status_name(rc),
+		       (unsigned long long)allocs, (unsigned long long)frees,
+		       (unsigned long long)after, (unsigned long long)before);
 		CHECK(rc < 0);
-		CHECK(allocs > 0);	/* it failed part way */
+		CHECK(allocs > 0); /* it failed part way */
 		CHECK_EQ(root, 0);
 		CHECK_EQ(after, before);
 	}
@@ -419,7 +430,8 @@ static void test_stats_print_hostile(void)
 	jtech = printed_len(text, "\"techniques\":\"", '"');
 	jphase = printed_len(text, "\"throttle_phase\":\"", '"');
 	printf("printed of techniques[64]: %zu and %zu (json) bytes, of "
-	       "throttle_phase[8]: %zu (json)\n", tech, jtech, jphase);
+	       "throttle_phase[8]: %zu (json)\n",
+	       tech, jtech, jphase);
 	CHECK_EQ(tech, 63);
 	CHECK_EQ(jtech, 63);
 	CHECK_EQ(jphase, 7);
@@ -460,7 +472,10 @@ static void *page_end(unsigned char *m, size_t size, const void *from)
 static void test_guard_page(void)
 {
 	static const struct smart_dtx_table tab = {
-		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+		.id = 0,
+		.value_size = 8,
+		.buckets = 16,
+		.primary = -1,
 	};
 	unsigned char *m = guard_pages();
 	struct smart_ht_config hc;
@@ -528,7 +543,10 @@ static void test_guard_page(void)
 static void test_null_worker(void)
 {
 	static const struct smart_dtx_table tab = {
-		.id = 0, .value_size = 8, .buckets = 16, .primary = -1,
+		.id = 0,
+		.value_size = 8,
+		.buckets = 16,
+		.primary = -1,
 	};
 	struct smart_dtx_config dc;
 	struct smart_ht_stats hs;

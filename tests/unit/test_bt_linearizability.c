@@ -32,24 +32,24 @@
 #include "smart/bt.h"
 #include "smart/smart.h"
 
-#define L_THREADS	2
-#define L_TASKS		6
-#define L_OPS		1500
-#define L_HOT		12	/* recorded keys */
-#define L_CHURN		2000	/* ... in the churn cases */
+#define L_THREADS 2
+#define L_TASKS	  6
+#define L_OPS	  1500
+#define L_HOT	  12   /* recorded keys */
+#define L_CHURN	  2000 /* ... in the churn cases */
 /* events a task records: its ops, and in the churn cases its share of
  * the final deletes */
-#define L_EV		(L_OPS + L_CHURN / (L_THREADS * L_TASKS) + 1)
-#define L_SEED		0x5eedb7u
+#define L_EV	  (L_OPS + L_CHURN / (L_THREADS * L_TASKS) + 1)
+#define L_SEED	  0x5eedb7u
 
 struct l_task {
 	smart_bt_t *t;
 	int thread, task;
-	unsigned keys;		/* recorded keys: hot ones, or a churn */
-	int cold;		/* interleave cold inserts */
+	unsigned keys; /* recorded keys: hot ones, or a churn */
+	int cold;      /* interleave cold inserts */
 	struct lin_event ev[L_EV];
 	size_t n;
-	unsigned ncold;		/* cold keys this task inserted */
+	unsigned ncold; /* cold keys this task inserted */
 };
 
 struct l_thread {
@@ -65,8 +65,10 @@ static size_t hot_key(char *k, uint64_t i)
 
 static int l_res(int rc)
 {
-	return rc == 0 ? LIN_R_OK : rc == SMART_ENOENT ? LIN_R_ENOENT :
-	       rc == SMART_EEXIST ? LIN_R_EEXIST : -1;
+	return rc == 0		  ? LIN_R_OK :
+	       rc == SMART_ENOENT ? LIN_R_ENOENT :
+	       rc == SMART_EEXIST ? LIN_R_EEXIST :
+				    -1;
 }
 
 /* One recorded op on a hot key; 0, or the error that keeps it out. */
@@ -100,8 +102,7 @@ static int l_call(struct l_task *a, smart_worker_t *w, struct lin_event *e)
 }
 
 /* Run event e (key, op, arg set) and record it, unless it gave up. */
-static void l_record(struct l_task *a, smart_worker_t *w,
-		     struct lin_event *e)
+static void l_record(struct l_task *a, smart_worker_t *w, struct lin_event *e)
 {
 	int rc, res;
 
@@ -109,7 +110,7 @@ static void l_record(struct l_task *a, smart_worker_t *w,
 	rc = l_call(a, w, e);
 	e->ret = smart_now_ns();
 	if (rc == SMART_ERETRY)
-		return;		/* gave up, no effect: not recorded */
+		return; /* gave up, no effect: not recorded */
 	res = l_res(rc);
 	CHECK_MSG(res >= 0, "%s: %s", lin_op_name(e->op),
 		  smart_status_name(rc));
@@ -128,8 +129,8 @@ static void l_task_fn(smart_worker_t *w, void *p)
 	for (i = 0; i < L_OPS; i++) {
 		if (a->cold && smart_rng_below(&r, 3) == 0) {
 			/* a cold key: splits beside the hot ones */
-			snprintf(k, sizeof(k), "i%d%d-%05u", a->thread,
-				 a->task, a->ncold++);
+			snprintf(k, sizeof(k), "i%d%d-%05u", a->thread, a->task,
+				 a->ncold++);
 			CHECK_OK(smart_bt_insert(a->t, w, k, strlen(k), k, 8));
 		}
 		struct lin_event *e = &a->ev[a->n];
@@ -138,9 +139,11 @@ static void l_task_fn(smart_worker_t *w, void *p)
 		x = (unsigned)smart_rng_below(&r, 10);
 		if (a->cold) {
 			e->key = smart_rng_below(&r, a->keys);
-			e->op = x < 2 ? LIN_INSERT : x < 4 ? LIN_UPDATE :
-				x < 5 ? LIN_UPSERT : x < 7 ? LIN_DELETE :
-				LIN_SEARCH;
+			e->op = x < 2 ? LIN_INSERT :
+				x < 4 ? LIN_UPDATE :
+				x < 5 ? LIN_UPSERT :
+				x < 7 ? LIN_DELETE :
+					LIN_SEARCH;
 		} else {
 			/* a window of 64 keys sweeping the key space: its
 			 * front half mostly inserted, its back half mostly
@@ -150,12 +153,14 @@ static void l_task_fn(smart_worker_t *w, void *p)
 
 			e->key = c + smart_rng_below(&r, 64);
 			if (e->key < c + 32)
-				e->op = x < 6 ? LIN_DELETE : x < 8 ?
-					LIN_SEARCH : LIN_UPDATE;
+				e->op = x < 6 ? LIN_DELETE :
+					x < 8 ? LIN_SEARCH :
+						LIN_UPDATE;
 			else
-				e->op = x < 4 ? LIN_INSERT : x < 6 ?
-					LIN_UPSERT : x < 8 ? LIN_SEARCH :
-					LIN_UPDATE;
+				e->op = x < 4 ? LIN_INSERT :
+					x < 6 ? LIN_UPSERT :
+					x < 8 ? LIN_SEARCH :
+						LIN_UPDATE;
 		}
 		e->arg = (uint64_t)(a->thread + 1) << 48 |
 			 (uint64_t)(a->task + 1) << 32 | (i + 1);
@@ -270,8 +275,7 @@ static void run(const char *adv, unsigned keys, int cold)
 	       cold ? " beside cold inserts" : " (a sweeping window)",
 	       (unsigned long long)sum.leaf_splits,
 	       (unsigned long long)sum.inner_splits,
-	       (unsigned long long)sum.handovers,
-	       (unsigned long long)spec_hits,
+	       (unsigned long long)sum.handovers, (unsigned long long)spec_hits,
 	       (unsigned long long)spec_misses,
 	       (unsigned long long)sum.move_rights,
 	       (unsigned long long)sum.crc_retries,
@@ -326,10 +330,12 @@ static void test_churn_adversarial(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "plain", test_plain },
-		{ "adversarial", test_adversarial },
-		{ "churn", test_churn },
-		{ "churn_adversarial", test_churn_adversarial },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "plain", test_plain },
+				 { "adversarial", test_adversarial },
+				 { "churn", test_churn },
+				 { "churn_adversarial",
+				   test_churn_adversarial },
+				 { 0 } });
 }

@@ -37,9 +37,9 @@
 #include "smart/bt.h"
 #include "smart/ht.h"
 #include "smart/lease.h"
-#include "ds/bt/bt_internal.h"	/* lock words, seams, counters */
+#include "ds/bt/bt_internal.h" /* lock words, seams, counters */
 
-#define BLADE_SIZE	(128u << 20)
+#define BLADE_SIZE (128u << 20)
 
 struct world {
 	struct fixture f;
@@ -162,13 +162,14 @@ static void test_release_retry(void)
 	ru = update_if_free(wd.t, wd.w, word);
 	printf("release_retry: the update %s, its release refused once: "
 	       "%llu retries, ctx fenced %d, leaf word %#llx; another "
-	       "client's update %s\n", smart_status_name(rc),
+	       "client's update %s\n",
+	       smart_status_name(rc),
 	       (unsigned long long)atomic_load(&t->release_retries),
 	       smart_ctx_fenced(c), (unsigned long long)word,
 	       word ? "not tried (it would wait for ever)" :
 		      smart_status_name(ru));
 	CHECK_EQ(rc, SMART_ENOENT);
-	CHECK(atomic_load(&t->release_retries) > 0);	/* the path */
+	CHECK(atomic_load(&t->release_retries) > 0); /* the path */
 	CHECK_EQ(word, 0);
 	CHECK(!smart_ctx_fenced(c));
 	CHECK_OK(ru);
@@ -194,11 +195,11 @@ static void child_victim(char **args)
 
 	CHECK_OK(smart_worker_create(c, &w));
 	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
-	alarm(20);	/* a bound on the defect, not a synchronisation */
+	alarm(20); /* a bound on the defect, not a synchronisation */
 	r[0] = smart_bt_update(t, w, "k00000006", 9, "new-6", 5);
 	r[2] = smart_bt_search(t, w, "k00000005", 9, v, sizeof(v), &n);
 	alarm(0);
-	if (!r[2])	/* 1: the value a torn write meant */
+	if (!r[2]) /* 1: the value a torn write meant */
 		r[2] = n == 6 && !memcmp(v, "torn-5", 6);
 	CHECK_OK(smart_bt_stats(t, NULL, &st));
 	r[1] = (int)st.lock_takeovers;
@@ -240,8 +241,9 @@ static void test_release_lost(void)
 	word = leaf_word(&wd, &lw);
 	CHECK_EQ(pipe(p), 0);
 	snprintf(a1, sizeof(a1), "%d", p[1]);
-	pid = test_spawn("victim", (const char *[]){
-		smart_blade_address(wd.f.blade), a1, NULL });
+	pid = test_spawn("victim",
+			 (const char *[]){ smart_blade_address(wd.f.blade), a1,
+					   NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	got = read(p[0], r, sizeof(r)) == (ssize_t)sizeof(r);
@@ -255,17 +257,17 @@ static void test_release_lost(void)
 	       (unsigned long long)word,
 	       got ? smart_status_name(r[0]) :
 	       WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ?
-	       "still waiting after 20 s (killed by its alarm)" : "died",
+		     "still waiting after 20 s (killed by its alarm)" :
+		     "died",
 	       r[1]);
 	CHECK_EQ(rc, SMART_ENOENT);
-	CHECK(atomic_load(&t->release_retries) > 1);	/* the path */
+	CHECK(atomic_load(&t->release_retries) > 1); /* the path */
 	CHECK(fenced);
 	CHECK(got);
 	CHECK_OK(r[0]);
 	CHECK_EQ(r[1], 1);
 	CHECK(WIFEXITED(status) && !WEXITSTATUS(status));
-	CHECK_EQ(smart_bt_update(t, w, "k00000007", 9, "x", 1),
-		 SMART_EFENCED);
+	CHECK_EQ(smart_bt_update(t, w, "k00000007", 9, "x", 1), SMART_EFENCED);
 	smart_bt_close(t, w);
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(c));
@@ -319,11 +321,11 @@ static void test_release_doubt(void)
 	       d.how == BT_TRY_HELD,
 	       (unsigned long long)atomic_load(&wd.t->release_retries),
 	       (unsigned long long)word);
-	CHECK(d.fired);	/* the path */
+	CHECK(d.fired); /* the path */
 	CHECK_OK(d.rc);
 	CHECK_EQ(d.how, BT_TRY_HELD);
 	CHECK(atomic_load(&wd.t->release_retries) > 0);
-	CHECK(word != 0);	/* the trylock's, still held */
+	CHECK(word != 0); /* the trylock's, still held */
 	CHECK(!smart_ctx_fenced(wd.f.ctx));
 	CHECK_OK(smart__bt_untry(wd.t, wd.w, d.a, d.how, 0));
 	CHECK_OK(smart_sync(wd.w));
@@ -376,12 +378,11 @@ static void test_finish_release(void)
 	       "refused once (%d tries), ctx fenced %d, records in use %u, "
 	       "leaf word %#llx; another object's update %s\n",
 	       smart_status_name(rc), releases, smart_ctx_fenced(wd.f.ctx),
-	       (unsigned)atomic_load(&wd.t->rec_busy),
-	       (unsigned long long)word,
+	       (unsigned)atomic_load(&wd.t->rec_busy), (unsigned long long)word,
 	       word ? "not tried (it would wait for ever)" :
 		      smart_status_name(ru));
 	CHECK_EQ(rc, SMART_ECONN);
-	CHECK_EQ(releases, 2);	/* the path: the release tried again */
+	CHECK_EQ(releases, 2); /* the path: the release tried again */
 	CHECK_EQ(word, 0);
 	CHECK(!smart_ctx_fenced(wd.f.ctx));
 	CHECK_EQ(atomic_load(&wd.t->rec_busy), 0);
@@ -460,11 +461,11 @@ static void test_finish_fenced(void)
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("finish_fenced: the update %s, fenced inside its finishing "
 	       "%d, records kept %u; after its lease, another client's "
-	       "search %s \"%.*s\" (%llu redone)\n", smart_status_name(rc),
-	       fenced, (unsigned)atomic_load(&t->rec_busy),
-	       smart_status_name(rs), rs ? 0 : (int)n, v,
-	       (unsigned long long)st.repairs);
-	CHECK(fenced);	/* the path */
+	       "search %s \"%.*s\" (%llu redone)\n",
+	       smart_status_name(rc), fenced,
+	       (unsigned)atomic_load(&t->rec_busy), smart_status_name(rs),
+	       rs ? 0 : (int)n, v, (unsigned long long)st.repairs);
+	CHECK(fenced); /* the path */
 	CHECK_EQ(rc, SMART_ECONN);
 	CHECK(atomic_load(&t->rec_busy) != 0);
 	CHECK_OK(rs);
@@ -516,12 +517,13 @@ static void test_lock_landed(void)
 	ru = update_if_free(wd.t, wd.w, word);
 	printf("lock_landed: the update %s, its CAS landed with an error: "
 	       "%llu retries, ctx fenced %d, leaf word %#llx; another "
-	       "client's update %s\n", smart_status_name(rc),
+	       "client's update %s\n",
+	       smart_status_name(rc),
 	       (unsigned long long)atomic_load(&t->release_retries),
 	       smart_ctx_fenced(c), (unsigned long long)word,
 	       word ? "not tried (it would wait for ever)" :
 		      smart_status_name(ru));
-	CHECK(fired);	/* the path */
+	CHECK(fired); /* the path */
 	CHECK(rc != 0);
 	CHECK(atomic_load(&t->release_retries) > 0);
 	CHECK_EQ(word, 0);
@@ -588,15 +590,16 @@ static void test_heal_release(void)
 	CHECK_OK(smart_ctx_set_hook(c, torn_fence_hook, NULL));
 	rc = smart_bt_update(t, w, "k00000005", 9, "torn-5", 6);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
-	CHECK(atomic_load(&t->rec_busy) != 0);	/* kept for a taker */
+	CHECK(atomic_load(&t->rec_busy) != 0); /* kept for a taker */
 	wait_dead(&wd, id);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, heal_hook, &heals));
 	rs = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_EQ(pipe(p), 0);
 	snprintf(a1, sizeof(a1), "%d", p[1]);
-	pid = test_spawn("victim", (const char *[]){
-		smart_blade_address(wd.f.blade), a1, NULL });
+	pid = test_spawn("victim",
+			 (const char *[]){ smart_blade_address(wd.f.blade), a1,
+					   NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	got = read(p[0], r, sizeof(r)) == (ssize_t)sizeof(r);
@@ -610,9 +613,10 @@ static void test_heal_release(void)
 	       smart_ctx_fenced(wd.f.ctx),
 	       got ? smart_status_name(r[0]) :
 	       WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ?
-	       "still waiting after 20 s (killed by its alarm)" : "died",
+		     "still waiting after 20 s (killed by its alarm)" :
+		     "died",
 	       r[1], r[2]);
-	CHECK(heals > 0);	/* the path */
+	CHECK(heals > 0); /* the path */
 	CHECK(rs != 0);
 	CHECK(smart_ctx_fenced(wd.f.ctx));
 	CHECK(got);
@@ -698,12 +702,10 @@ static void test_fence_other(void)
 	       "ctx's tree update %s, its HT search %s; after its lease, "
 	       "another client's search of the half-inserted key %s (%llu "
 	       "tentative slots cleared), its insert of it OK\n",
-	       smart_status_name(ri),
-	       smart_status_name((int)(intptr_t)tr[0]),
-	       smart_status_name((int)(intptr_t)tr[1]),
-	       smart_status_name(rf), smart_status_name(rb),
-	       smart_status_name(rs), smart_status_name(rh),
-	       (unsigned long long)hs.tent_cleared);
+	       smart_status_name(ri), smart_status_name((int)(intptr_t)tr[0]),
+	       smart_status_name((int)(intptr_t)tr[1]), smart_status_name(rf),
+	       smart_status_name(rb), smart_status_name(rs),
+	       smart_status_name(rh), (unsigned long long)hs.tent_cleared);
 	CHECK(fired);
 	CHECK_EQ(ri, SMART_EFENCED);
 	CHECK_OK((int)(intptr_t)tr[0]);
@@ -724,16 +726,16 @@ static void test_fence_other(void)
 
 int main(int argc, char **argv)
 {
-	return test_main_children(argc, argv, (struct test_case[]){
-		{ "release_retry", test_release_retry },
-		{ "release_lost", test_release_lost },
-		{ "release_doubt", test_release_doubt },
-		{ "finish_release", test_finish_release },
-		{ "finish_fenced", test_finish_fenced },
-		{ "lock_landed", test_lock_landed },
-		{ "heal_release", test_heal_release },
-		{ "fence_other", test_fence_other },
-		{ 0 } }, (struct test_child[]){
-		{ "victim", child_victim },
-		{ 0 } });
+	return test_main_children(
+		argc, argv,
+		(struct test_case[]){ { "release_retry", test_release_retry },
+				      { "release_lost", test_release_lost },
+				      { "release_doubt", test_release_doubt },
+				      { "finish_release", test_finish_release },
+				      { "finish_fenced", test_finish_fenced },
+				      { "lock_landed", test_lock_landed },
+				      { "heal_release", test_heal_release },
+				      { "fence_other", test_fence_other },
+				      { 0 } },
+		(struct test_child[]){ { "victim", child_victim }, { 0 } });
 }

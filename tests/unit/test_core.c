@@ -22,7 +22,8 @@ static void test_options(void)
 	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "auto");
 	CHECK_OK(smart_opts_get(o, "techniques", buf, sizeof(buf)));
-	CHECK_STR_EQ(buf, "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup");
+	CHECK_STR_EQ(buf,
+		     "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup");
 	CHECK_OK(smart_opts_set(o, "techniques", "None"));
 	CHECK_OK(smart_opts_get(o, "techniques", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "None");
@@ -35,8 +36,8 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set(o, "qp_mode", "mux:0"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set(o, "qp_mode", "bogus"), SMART_EINVAL);
 	CHECK_OK(smart_opts_get(o, "qp_mode", buf, sizeof(buf)));
-	CHECK_STR_EQ(buf, "mux:4");	/* a bad value keeps the old one */
-	CHECK_OK(smart_opts_set(o, "task_stack", "128K"));	/* any build */
+	CHECK_STR_EQ(buf, "mux:4"); /* a bad value keeps the old one */
+	CHECK_OK(smart_opts_set(o, "task_stack", "128K")); /* any build */
 	CHECK_OK(smart_opts_get(o, "task_stack", buf, sizeof(buf)));
 	CHECK_STR_EQ(buf, "131072");
 	CHECK_EQ(smart_opts_set(o, "task_stack", "1K"), SMART_EINVAL);
@@ -134,7 +135,8 @@ static void test_gaddr(void)
 	CHECK_U64_EQ(smart_gaddr_off(a), 0x123456789abcULL);
 	CHECK_U64_EQ(smart_gaddr_off(smart_gaddr_add(a, 4)), 0x123456789ac0ULL);
 	CHECK_EQ(smart_gaddr_blade(SMART_GADDR_NULL), 0xffff);
-	CHECK_U64_EQ(smart_gaddr(1, UINT64_MAX), (1ULL << 48) | SMART_GADDR_OFF_MASK);
+	CHECK_U64_EQ(smart_gaddr(1, UINT64_MAX),
+		     (1ULL << 48) | SMART_GADDR_OFF_MASK);
 }
 
 struct order_log {
@@ -177,7 +179,7 @@ static void test_tasks(void)
 	}
 	CHECK_EQ(smart_worker_tasks(w), 3);
 	CHECK_EQ(smart_worker_destroy(w), SMART_EBUSY);
-	idx = smart_worker_index(w);	/* refused: not gone */
+	idx = smart_worker_index(w); /* refused: not gone */
 	CHECK_EQ(smart_ctx_worker_gone(f.ctx, idx), 0);
 	CHECK_OK(smart_worker_run(w));
 	CHECK_EQ(smart_worker_tasks(w), 0);
@@ -229,7 +231,7 @@ static void test_task_limit(void)
 
 struct ops_arg {
 	uint16_t blade;
-	uint64_t base;	/* offset this task owns */
+	uint64_t base; /* offset this task owns */
 };
 
 static void ops_task(smart_worker_t *w, void *p)
@@ -287,7 +289,7 @@ static void test_ops(void)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	for (i = 0; i < 8; i++) {
 		args[i] = (struct ops_arg){ f.id, (uint64_t)(1 << 20) +
-					    (uint64_t)i * 16384 };
+							  (uint64_t)i * 16384 };
 		CHECK_OK(smart_task_spawn(w, ops_task, &args[i]));
 	}
 	CHECK_OK(smart_worker_run(w));
@@ -304,7 +306,7 @@ static void test_ops(void)
 
 struct wait_arg {
 	uint16_t blade;
-	uint64_t off;		/* the word this task counts in */
+	uint64_t off; /* the word this task counts in */
 	int rounds;
 };
 
@@ -343,12 +345,12 @@ static void test_wait_in_place(void)
 	a[0] = (struct wait_arg){ f.id, 1 << 20, 100 };
 	CHECK_OK(smart_task_spawn(w, wait_task, &a[0]));
 	CHECK_OK(smart_worker_run(w));
-	CHECK_OK(smart_worker_destroy(w));	/* its counters to the ctx */
+	CHECK_OK(smart_worker_destroy(w)); /* its counters to the ctx */
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	printf("   one task, 200 syncs: %llu round trips, %llu task switches\n",
 	       (unsigned long long)(st.c[SMART_STAT_ROUND_TRIPS] - rt0),
 	       (unsigned long long)(st.c[SMART_STAT_TASK_SWITCHES] - sw0));
-	CHECK_GE(st.c[SMART_STAT_ROUND_TRIPS] - rt0, 200);	/* they waited */
+	CHECK_GE(st.c[SMART_STAT_ROUND_TRIPS] - rt0, 200); /* they waited */
 	CHECK_LE(st.c[SMART_STAT_TASK_SWITCHES] - sw0, 2);
 	/* two tasks: each waits while the other is ready, so they alternate */
 	CHECK_OK(smart_worker_create(f.ctx, &w));
@@ -399,8 +401,9 @@ static void test_wait_pollers(void)
 	CHECK_OK(smart_task_spawn(w, wait_task, &a));
 	CHECK_OK(smart_worker_run(w));
 	printf("   200 syncs: the poller ran %d times, %d of them inside the "
-	       "task\n", seen.polls, seen.in_task);
-	CHECK_GE(seen.polls, 200);	/* the path ran: polls waited */
+	       "task\n",
+	       seen.polls, seen.in_task);
+	CHECK_GE(seen.polls, 200); /* the path ran: polls waited */
 	CHECK_EQ(seen.in_task, 0);
 	smart__worker_poller_del(w, seen_poller, &seen);
 	CHECK_OK(smart_worker_destroy(w));
@@ -428,8 +431,7 @@ static void test_op_errors(void)
 	CHECK_EQ(smart_read(w, smart_gaddr(0, 64), 8, NULL), SMART_EINVAL);
 	CHECK_EQ(smart_read(w, smart_gaddr(0, 64), 0, &v), SMART_EINVAL);
 	CHECK_EQ(smart_read(w, smart_gaddr(9, 64), 8, &v), SMART_ENOENT);
-	CHECK_EQ(smart_read(w, smart_gaddr(0, size - 4), 8, &v),
-		 SMART_EREMOTE);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, size - 4), 8, &v), SMART_EREMOTE);
 	CHECK_EQ(smart_read(w, SMART_GADDR_NULL, 8, &v), SMART_ENOENT);
 	CHECK_EQ(smart_cas(w, smart_gaddr(0, 68), 0, 1, &v), SMART_EINVAL);
 	/* big unregistered buffer: refused, not bounced */
@@ -446,19 +448,19 @@ static void test_op_errors(void)
  * each keep it nearly full.  Without the turns the room a poll frees goes
  * to the small tasks that run next, and the big one waits until they
  * stop. */
-#define ROOM_SMALL 24
+#define ROOM_SMALL  24
 #define ROOM_ROUNDS 400
 
 struct room_arg {
 	smart_gaddr_t g;
-	int *small_left;	/* small tasks still running */
-	int big_rounds;		/* rounds of the big task while they ran */
+	int *small_left; /* small tasks still running */
+	int big_rounds;	 /* rounds of the big task while they ran */
 };
 
 static void room_small_task(smart_worker_t *w, void *p)
 {
 	struct room_arg *a = p;
-	uint64_t v;		/* read at the post, in smart_sync */
+	uint64_t v; /* read at the post, in smart_sync */
 	int i;
 
 	for (i = 0; i < ROOM_ROUNDS; i++) {
@@ -472,13 +474,15 @@ static void room_small_task(smart_worker_t *w, void *p)
 static void room_big_task(smart_worker_t *w, void *p)
 {
 	struct room_arg *a = p;
-	uint64_t one = 1;	/* read at the post, in smart_sync */
+	uint64_t one = 1; /* read at the post, in smart_sync */
 	int i;
 
 	while (*a->small_left) {
 		for (i = 0; i < 16; i++)
-			CHECK_OK(smart_write(w, smart_gaddr_add(a->g, 8 *
-					     (uint64_t)i), &one, 8));
+			CHECK_OK(smart_write(w,
+					     smart_gaddr_add(a->g,
+							     8 * (uint64_t)i),
+					     &one, 8));
 		CHECK_OK(smart_sync(w));
 		if (*a->small_left)
 			a->big_rounds++;
@@ -487,8 +491,8 @@ static void room_big_task(smart_worker_t *w, void *p)
 
 static void test_room_turns(void)
 {
-	static const char *const kv[] = { "qp_depth", "16", "chain_max",
-					   "16", NULL };
+	static const char *const kv[] = { "qp_depth", "16", "chain_max", "16",
+					  NULL };
 	struct room_arg small[ROOM_SMALL], big;
 	struct fixture f;
 	smart_worker_t *w;
@@ -500,15 +504,17 @@ static void test_room_turns(void)
 	big = (struct room_arg){ smart_gaddr(0, 1 << 20), &left, 0 };
 	CHECK_OK(smart_task_spawn(w, room_big_task, &big));
 	for (i = 0; i < ROOM_SMALL; i++) {
-		small[i] = (struct room_arg){ smart_gaddr(0, (2 << 20) +
-					      64 * (uint64_t)i), &left, 0 };
+		small[i] = (struct room_arg){
+			smart_gaddr(0, (2 << 20) + 64 * (uint64_t)i), &left, 0
+		};
 		CHECK_OK(smart_task_spawn(w, room_small_task, &small[i]));
 	}
 	CHECK_OK(smart_worker_run(w));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	printf("big task: %d rounds beside %d x %d small ones, %llu posts "
-	       "found the queue full\n", big.big_rounds, ROOM_SMALL,
-	       ROOM_ROUNDS, (unsigned long long)st.c[SMART_STAT_QP_FULL]);
+	       "found the queue full\n",
+	       big.big_rounds, ROOM_SMALL, ROOM_ROUNDS,
+	       (unsigned long long)st.c[SMART_STAT_QP_FULL]);
 	CHECK_GT(st.c[SMART_STAT_QP_FULL], 0);
 	/* shm: 400 rounds; rxe: 44 and more (how many WRs a poll reaps
 	 * moves it); without the turns 1 (mutant OPS_NO_ROOM_TURN) */
@@ -594,7 +600,7 @@ static void cq_failure_run(const char *qp_mode)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	for (i = 0; i < 4; i++)
 		CHECK_OK(smart_task_spawn(w, cqf_task, &args[i]));
-	CHECK_OK(smart_worker_run(w));	/* returns: nothing hung */
+	CHECK_OK(smart_worker_run(w)); /* returns: nothing hung */
 	for (i = 0; i < 4; i++) {
 		ok += args[i].ok;
 		failed += args[i].failed;
@@ -602,15 +608,16 @@ static void cq_failure_run(const char *qp_mode)
 	}
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	printf("  %s: %d syncs ok, %d failed, %d ok after a failure, %" PRIu64
-	       " CQs failed\n", qp_mode, ok, failed, after,
-	       st.c[SMART_STAT_CQ_FAILURES]);
+	       " CQs failed\n",
+	       qp_mode, ok, failed, after, st.c[SMART_STAT_CQ_FAILURES]);
 	CHECK_GE(st.c[SMART_STAT_CQ_FAILURES], 2);
 	CHECK_GT(failed, 0);
 	CHECK_GT(after, 0);
 	/* every FAA that reported success did execute */
 	/* (a CQ may have failed right at its last completion) */
-	for (i = 0; i < 3 && smart_read_sync(w, smart_gaddr(0, 1 << 20), 8,
-					     &total); i++)
+	for (i = 0;
+	     i < 3 && smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &total);
+	     i++)
 		;
 	CHECK_LT(i, 3);
 	CHECK_GE(total, (uint64_t)ok);
@@ -624,10 +631,11 @@ static void test_cq_failure(void)
 
 	if (tp && strcmp(tp, "shm")) {
 		printf("  skipped: a failing CQ is injected by the shm "
-		       "adversary only (%s given)\n", tp);
+		       "adversary only (%s given)\n",
+		       tp);
 		return;
 	}
-	alarm(60);	/* a task left waiting would hang the test */
+	alarm(60); /* a task left waiting would hang the test */
 	cq_failure_run("per-thread");
 	cq_failure_run("shared");
 	alarm(0);
@@ -647,11 +655,11 @@ static void test_alloc_basic(void)
 	CHECK_EQ(smart_gaddr_blade(a), 2);
 	CHECK_NE(a, b);
 	CHECK_EQ(smart_gaddr_off(a) % 32, 0);
-	CHECK_GE(smart_gaddr_off(a), 64 << 10);	/* never in chunk 0 */
+	CHECK_GE(smart_gaddr_off(a), 64 << 10); /* never in chunk 0 */
 	CHECK_OK(smart_free(w, a, 24));
 	CHECK_OK(smart_alloc(w, 2, 30, &c));
-	CHECK_U64_EQ(c, a);	/* reused */
-	CHECK_OK(smart_alloc(w, 2, 200 << 10, &big));	/* 4 chunks */
+	CHECK_U64_EQ(c, a);			      /* reused */
+	CHECK_OK(smart_alloc(w, 2, 200 << 10, &big)); /* 4 chunks */
 	CHECK_EQ(smart_gaddr_off(big) % (64 << 10), 0);
 	CHECK_OK(smart_free(w, big, 200 << 10));
 	CHECK_OK(smart_alloc(w, 2, 250 << 10, &c));
@@ -697,7 +705,7 @@ static void test_alloc_refill(void)
 	uint16_t blade = 0;
 	int i;
 
-	fixture_start(&f, 16 << 20, 0, NULL);	/* 64-KiB chunks: 64 blocks */
+	fixture_start(&f, 16 << 20, 0, NULL); /* 64-KiB chunks: 64 blocks */
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	for (i = 0; i < 8; i++)
 		CHECK_OK(smart_task_spawn(w, refill_task, &blade));
@@ -710,8 +718,8 @@ static void test_alloc_refill(void)
 }
 
 #define CLAIM_THREADS 4
-#define CLAIM_TASKS 8
-#define CLAIM_ALLOCS 40
+#define CLAIM_TASKS   8
+#define CLAIM_ALLOCS  40
 
 struct claim_arg {
 	smart_ctx_t *ctx;

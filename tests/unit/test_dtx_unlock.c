@@ -49,9 +49,9 @@
 #include "smart/dtx.h"
 #include "smart/smart.h"
 
-#define BLADE_SIZE	(64u << 20)
-#define T_ID		7u
-#define NLOCK		40	/* per transaction: 2 x NLOCK > ITEMS_MAX */
+#define BLADE_SIZE (64u << 20)
+#define T_ID	   7u
+#define NLOCK	   40 /* per transaction: 2 x NLOCK > ITEMS_MAX */
 
 _Static_assert(2 * NLOCK > SMART_DTX_ITEMS_MAX && NLOCK <= SMART_DTX_ITEMS_MAX,
 	       "two transactions' locks must not fit beside each other");
@@ -80,7 +80,8 @@ static int lock_all(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t from,
 	CHECK_OK(smart_dtx_begin(x));
 	for (i = 0; i < NLOCK; i++)
 		CHECK_EQ(smart_dtx_read_for_update(x, T_ID, from + (uint64_t)i,
-						   &old[i], 8), i);
+						   &old[i], 8),
+			 i);
 	CHECK_OK(smart_dtx_exec(x, w));
 	if (write)
 		CHECK_OK(smart_dtx_write(x, 0, &v, 8));
@@ -95,15 +96,15 @@ static int read_all(smart_dtx_txn_t *y, smart_worker_t *w, uint64_t from)
 
 	CHECK_OK(smart_dtx_begin(y));
 	for (i = 0; i < NLOCK; i++)
-		CHECK_EQ(smart_dtx_read(y, T_ID, from + (uint64_t)i, &v[i],
-					8), i);
+		CHECK_EQ(smart_dtx_read(y, T_ID, from + (uint64_t)i, &v[i], 8),
+			 i);
 	return smart_dtx_commit(y, w);
 }
 
 /* Lock keys [from, from + n) for update; when asked, write each key's
  * value v (else write nothing). */
-static int lock_n(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t from,
-		  int n, int64_t v, int write)
+static int lock_n(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t from, int n,
+		  int64_t v, int write)
 {
 	int64_t old[SMART_DTX_ITEMS_MAX];
 	int i, rc;
@@ -111,7 +112,8 @@ static int lock_n(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t from,
 	CHECK_OK(smart_dtx_begin(x));
 	for (i = 0; i < n; i++)
 		CHECK_EQ(smart_dtx_read_for_update(x, T_ID, from + (uint64_t)i,
-						   &old[i], 8), i);
+						   &old[i], 8),
+			 i);
 	rc = smart_dtx_exec(x, w);
 	if (rc)
 		return rc;
@@ -121,16 +123,16 @@ static int lock_n(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t from,
 }
 
 /* Read keys [from, from + n) in one transaction; their sum in *sum. */
-static int read_n(smart_dtx_txn_t *y, smart_worker_t *w, uint64_t from,
-		  int n, int64_t *sum)
+static int read_n(smart_dtx_txn_t *y, smart_worker_t *w, uint64_t from, int n,
+		  int64_t *sum)
 {
 	int64_t v[SMART_DTX_ITEMS_MAX];
 	int i, rc;
 
 	CHECK_OK(smart_dtx_begin(y));
 	for (i = 0; i < n; i++)
-		CHECK_EQ(smart_dtx_read(y, T_ID, from + (uint64_t)i, &v[i],
-					8), i);
+		CHECK_EQ(smart_dtx_read(y, T_ID, from + (uint64_t)i, &v[i], 8),
+			 i);
 	rc = smart_dtx_commit(y, w);
 	for (*sum = 0, i = 0; !rc && i < n; i++)
 		*sum += v[i];
@@ -151,8 +153,9 @@ static void load(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t n)
 
 static void test_full(void)
 {
-	struct smart_dtx_table t = { .id = T_ID, .value_size = 8,
-				     .buckets = 64, .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = T_ID, .value_size = 8, .buckets = 64, .primary = -1
+	};
 	struct smart_dtx_config c;
 	struct smart_dtx_stats st0, st;
 	struct smart_dtx_cost cost, cost0;
@@ -180,17 +183,17 @@ static void test_full(void)
 	/* the same commit with nothing remembered: its unlocks not waited */
 	CHECK_OK(lock_all(x, w2, NLOCK, 0));
 	CHECK_OK(smart_dtx_last_cost(x, &cost0));
-	CHECK_OK(lock_all(x, w1, NLOCK, 1));	/* home: w1, all landed */
+	CHECK_OK(lock_all(x, w1, NLOCK, 1)); /* home: w1, all landed */
 	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 
 	CHECK_OK(smart_ctx_set_hook(f.ctx, lose_fn, &lose));
-	CHECK_OK(lock_all(x, w1, 0, 1));	/* its 40 unlocks lost */
+	CHECK_OK(lock_all(x, w1, 0, 1)); /* its 40 unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
-	r_other = lock_all(x, w2, NLOCK, 0);	/* 40 more, nothing written */
+	r_other = lock_all(x, w2, NLOCK, 0); /* 40 more, nothing written */
 	CHECK_OK(smart_dtx_last_cost(x, &cost));
-	CHECK_EQ(read_all(y, w2, 0), SMART_EABORT);	/* still lost */
-	r_home = lock_all(x, w1, NLOCK, 1);	/* home: all 40 released */
+	CHECK_EQ(read_all(y, w2, 0), SMART_EABORT); /* still lost */
+	r_home = lock_all(x, w1, NLOCK, 1);	    /* home: all 40 released */
 	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("full: 40 unlocks lost, then a commit of 40 locks writing "
 	       "nothing on another worker: %s, released waited %" PRIu64
@@ -198,8 +201,7 @@ static void test_full(void)
 	       "unlocks released again %" PRIu64 "\n",
 	       smart_status_name(r_other),
 	       st.unlocks_waited - st0.unlocks_waited, cost.round_trips,
-	       cost0.round_trips,
-	       smart_status_name(r_home),
+	       cost0.round_trips, smart_status_name(r_home),
 	       st.unlocks_redone - st0.unlocks_redone);
 	CHECK_OK(r_other);
 	CHECK_EQ(st.unlocks_waited - st0.unlocks_waited, 1);
@@ -219,8 +221,9 @@ static void test_full(void)
 /* The database of these cases over blades 1 and 2 (one backup). */
 static void db_up(smart_worker_t *w, const char *name, smart_dtx_t **d)
 {
-	static const struct smart_dtx_table t = { .id = T_ID, .value_size = 8,
-						  .buckets = 64, .primary = -1 };
+	static const struct smart_dtx_table t = {
+		.id = T_ID, .value_size = 8, .buckets = 64, .primary = -1
+	};
 	struct smart_dtx_config c;
 
 	smart_dtx_config_init(&c);
@@ -232,7 +235,7 @@ static void db_up(smart_worker_t *w, const char *name, smart_dtx_t **d)
 	CHECK_OK(smart_dtx_create(w, 1, name, &c, d));
 }
 
-#define EDGE_HELD (SMART_DTX_ITEMS_MAX - NLOCK)	/* 24: fills it exactly */
+#define EDGE_HELD (SMART_DTX_ITEMS_MAX - NLOCK) /* 24: fills it exactly */
 
 static void test_edge(void)
 {
@@ -254,29 +257,29 @@ static void test_edge(void)
 	CHECK_OK(smart_dtx_txn_new(d, w1, &x));
 	CHECK_OK(smart_dtx_txn_new(d, w2, &y));
 	load(x, w1, 2 * NLOCK);
-	CHECK_OK(lock_n(x, w2, NLOCK, EDGE_HELD, 0, 0));	/* nothing lost */
+	CHECK_OK(lock_n(x, w2, NLOCK, EDGE_HELD, 0, 0)); /* nothing lost */
 	CHECK_OK(smart_dtx_last_cost(x, &cost0));
-	CHECK_OK(lock_n(x, w1, NLOCK, EDGE_HELD, 0, 0));	/* home: w1 */
-	CHECK_OK(smart_dtx_abort(x, w1));		/* seen landed */
+	CHECK_OK(lock_n(x, w1, NLOCK, EDGE_HELD, 0, 0)); /* home: w1 */
+	CHECK_OK(smart_dtx_abort(x, w1));		 /* seen landed */
 
 	CHECK_OK(smart_ctx_set_hook(f.ctx, lose_fn, &lose));
-	CHECK_OK(lock_all(x, w1, 0, 1));	/* 40 unlocks lost */
+	CHECK_OK(lock_all(x, w1, 0, 1)); /* 40 unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
 	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
-	r_fit = lock_n(x, w2, NLOCK, EDGE_HELD, 0, 0);	/* 40 + 24 = 64 */
+	r_fit = lock_n(x, w2, NLOCK, EDGE_HELD, 0, 0); /* 40 + 24 = 64 */
 	CHECK_OK(smart_dtx_last_cost(x, &cost_fit));
 	CHECK_OK(smart_dtx_stats(d, NULL, &st1));
-	r_over = lock_n(x, w2, NLOCK, EDGE_HELD + 1, 0, 0);	/* 65 */
+	r_over = lock_n(x, w2, NLOCK, EDGE_HELD + 1, 0, 0); /* 65 */
 	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	/* the 25's first round saw the 24 landed: 40 + 25 do not fit */
 	printf("edge: 40 lost unlocks remembered; 24 locks beside them (64): "
 	       "%s, waited %" PRIu64 ", %u round trips (%u with nothing "
-	       "lost); 25 (40 + 25 = 65, the 24 seen landed): %s, waited %"
-	       PRIu64 "\n",
-	       smart_status_name(r_fit), st1.unlocks_waited - st0.unlocks_waited,
-	       cost_fit.round_trips, cost0.round_trips,
-	       smart_status_name(r_over),
+	       "lost); 25 (40 + 25 = 65, the 24 seen landed): %s, waited %" PRIu64
+	       "\n",
+	       smart_status_name(r_fit),
+	       st1.unlocks_waited - st0.unlocks_waited, cost_fit.round_trips,
+	       cost0.round_trips, smart_status_name(r_over),
 	       st.unlocks_waited - st1.unlocks_waited);
 	CHECK_EQ(st.unlocks_checked - st1.unlocks_checked, EDGE_HELD);
 	CHECK_OK(r_fit);
@@ -286,7 +289,7 @@ static void test_edge(void)
 	CHECK_EQ(st.unlocks_waited - st1.unlocks_waited, 1);
 	CHECK_EQ(read_n(y, w2, 0, NLOCK, &sum), SMART_EABORT);
 	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
-	r_home = smart_dtx_abort(x, w1);	/* home: the 40 released */
+	r_home = smart_dtx_abort(x, w1); /* home: the 40 released */
 	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("edge: home again: %s, released again %" PRIu64 "\n",
 	       smart_status_name(r_home),
@@ -305,7 +308,7 @@ static void test_edge(void)
 	smart_blade_destroy(b2);
 }
 
-#define MIX 8	/* locks per worker */
+#define MIX 8 /* locks per worker */
 
 static void test_mixed(void)
 {
@@ -339,15 +342,15 @@ static void test_mixed(void)
 	CHECK_OK(lock_n(x, wb, 2 * MIX, MIX, 0, 0));
 	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
-	CHECK_OK(smart_worker_destroy(wa));		/* its thread ended */
+	CHECK_OK(smart_worker_destroy(wa)); /* its thread ended */
 
 	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
-	r_b = lock_n(x, wb, 3 * MIX, MIX, 6, 1);	/* wc's in the way */
+	r_b = lock_n(x, wb, 3 * MIX, MIX, 6, 1); /* wc's in the way */
 	CHECK_OK(smart_dtx_stats(d, NULL, &st1));
 	ab_a = read_n(y, w1, 0, MIX, &sum) == SMART_EABORT;
 	ab_c = read_n(y, w1, MIX, MIX, &sum) == SMART_EABORT;
 	ab_b = read_n(y, w1, 2 * MIX, MIX, &sum) == SMART_EABORT;
-	r_c = lock_n(x, wc, 4 * MIX, MIX, 7, 1);	/* wc: all released */
+	r_c = lock_n(x, wc, 4 * MIX, MIX, 7, 1); /* wc: all released */
 	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("mixed: lost unlocks of wa (destroyed), wc (alive), wb; on wb: "
 	       "write %s, released again %" PRIu64 ", reads aborted wa %d wc "
@@ -396,16 +399,16 @@ static void test_foreign(void)
 	c2 = fixture_ctx_at(smart_blade_address(f.blade), 1);
 	CHECK_OK(smart_ctx_connect(c2, smart_blade_address(b2), &id));
 	CHECK_EQ(id, 2);
-	CHECK_OK(smart_worker_create(f.ctx, &w0));	/* ctx1's 0 */
-	CHECK_OK(smart_worker_create(f.ctx, &w1));	/* ctx1's 1 */
-	CHECK_OK(smart_worker_create(c2, &v0));		/* ctx2's 0 */
-	CHECK_OK(smart_worker_create(c2, &v1));		/* ctx2's 1 */
+	CHECK_OK(smart_worker_create(f.ctx, &w0)); /* ctx1's 0 */
+	CHECK_OK(smart_worker_create(f.ctx, &w1)); /* ctx1's 1 */
+	CHECK_OK(smart_worker_create(c2, &v0));	   /* ctx2's 0 */
+	CHECK_OK(smart_worker_create(c2, &v1));	   /* ctx2's 1 */
 	CHECK_EQ(smart_worker_index(v1), smart_worker_index(w1));
 	db_up(w0, "unlock_foreign", &d);
 	CHECK_OK(smart_dtx_txn_new(d, w0, &x));
 	CHECK_OK(smart_dtx_txn_new(d, w0, &y));
 	load(x, w0, 2 * MIX);
-	CHECK_OK(smart_worker_destroy(w1));		/* ctx1's 1 is gone */
+	CHECK_OK(smart_worker_destroy(w1)); /* ctx1's 1 is gone */
 
 	/* x on ctx2's live worker 1; the hook of its ctx loses the unlocks */
 	CHECK_OK(smart_ctx_set_hook(c2, lose_fn, &lose));
@@ -416,8 +419,8 @@ static void test_foreign(void)
 	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("foreign: a commit on a worker of another ctx: %s; then on "
 	       "ctx1's worker 0: %s, unlocks of ctx2's live worker 1 released "
-	       "again %" PRIu64 "\n", smart_status_name(r_post),
-	       smart_status_name(r_other),
+	       "again %" PRIu64 "\n",
+	       smart_status_name(r_post), smart_status_name(r_other),
 	       st.unlocks_redone - st0.unlocks_redone);
 	CHECK_EQ(r_post, SMART_EINVAL);
 	CHECK_EQ(st.unlocks_redone - st0.unlocks_redone, 0);
@@ -438,12 +441,12 @@ static void test_foreign(void)
 	smart_blade_destroy(b2);
 }
 
-#define IF_TRIES 5	/* attempts at holding an unlock in flight */
+#define IF_TRIES 5 /* attempts at holding an unlock in flight */
 
 /* One attempt of inflight at keys [4k, 4k + 4): 1 when wa's unlocks were
  * still in flight when x ran on wb (the path the case exists for). */
-static int inflight_once(struct fixture *f, smart_dtx_t *d,
-			 smart_dtx_txn_t *x, smart_worker_t *wb, int k)
+static int inflight_once(struct fixture *f, smart_dtx_t *d, smart_dtx_txn_t *x,
+			 smart_worker_t *wb, int k)
 {
 	struct smart_dtx_stats st0, st1, st;
 	smart_worker_t *wa;
@@ -451,12 +454,12 @@ static int inflight_once(struct fixture *f, smart_dtx_t *d,
 	int r1, r2;
 
 	CHECK_OK(smart_worker_create(f->ctx, &wa));
-	CHECK_OK(lock_n(x, wa, base, 2, 4, 1));	/* its unlocks: in flight */
+	CHECK_OK(lock_n(x, wa, base, 2, 4, 1)); /* its unlocks: in flight */
 	CHECK_OK(smart_dtx_stats(d, NULL, &st0));
 	r1 = lock_n(x, wb, base + 2, 2, 6, 1);
 	CHECK_OK(smart_dtx_stats(d, NULL, &st1));
-	CHECK_EQ(st1.unlocks_redone - st0.unlocks_redone, 0);	/* no CAS */
-	CHECK_OK(smart_worker_destroy(wa));	/* drains them */
+	CHECK_EQ(st1.unlocks_redone - st0.unlocks_redone, 0); /* no CAS */
+	CHECK_OK(smart_worker_destroy(wa));		      /* drains them */
 	r2 = r1 ? lock_n(x, wb, base + 2, 2, 6, 1) : 0;
 	CHECK_OK(smart_dtx_stats(d, NULL, &st));
 	printf("inflight: on wb with wa's unlocks %s: %s (seen landed %" PRIu64
@@ -464,12 +467,12 @@ static int inflight_once(struct fixture *f, smart_dtx_t *d,
 	       "landed %" PRIu64 ", released again %" PRIu64 ")\n",
 	       r1 ? "in flight" : "landed early", smart_status_name(r1),
 	       st1.unlocks_checked - st0.unlocks_checked,
-	       st1.unlocks_redone - st0.unlocks_redone,
-	       smart_status_name(r2), st.unlocks_checked - st1.unlocks_checked,
+	       st1.unlocks_redone - st0.unlocks_redone, smart_status_name(r2),
+	       st.unlocks_checked - st1.unlocks_checked,
 	       st.unlocks_redone - st1.unlocks_redone);
 	CHECK_OK(r2);
 	CHECK_EQ(st.unlocks_redone - st1.unlocks_redone, 0);
-	CHECK_OK(smart_dtx_abort(x, wb));	/* wb's own: seen landed */
+	CHECK_OK(smart_dtx_abort(x, wb)); /* wb's own: seen landed */
 	if (!r1)
 		return 0;
 	CHECK_EQ(r1, SMART_EBUSY);
@@ -503,7 +506,8 @@ static void test_inflight(void)
 		taken = inflight_once(&f, d, x, wb, k);
 	CHECK_OK(read_n(y, w1, 0, 4 * k, &sum));
 	printf("inflight: the path taken in %d attempt(s); sum %lld "
-	       "(expected %d)\n", k, (long long)sum, 20 * k);
+	       "(expected %d)\n",
+	       k, (long long)sum, 20 * k);
 	CHECK(taken);
 	CHECK_EQ(sum, 20 * k);
 	CHECK_OK(smart_dtx_txn_free(y, w1));
@@ -517,11 +521,11 @@ static void test_inflight(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "full", test_full },
-		{ "edge", test_edge },
-		{ "mixed", test_mixed },
-		{ "foreign", test_foreign },
-		{ "inflight", test_inflight },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){ { "full", test_full },
+					       { "edge", test_edge },
+					       { "mixed", test_mixed },
+					       { "foreign", test_foreign },
+					       { "inflight", test_inflight },
+					       { 0 } });
 }

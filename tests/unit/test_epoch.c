@@ -163,7 +163,7 @@ static void test_no_round_trip(void)
 
 	fixture_start(&f, 8 << 20, 2, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_OK(smart_epoch_enter(w, f.id));	/* claims the word: once */
+	CHECK_OK(smart_epoch_enter(w, f.id)); /* claims the word: once */
 	smart_epoch_exit(w);
 	s0 = stat(f.ctx, SMART_STAT_SYNCS);
 	w0 = stat(f.ctx, SMART_STAT_DOORBELLS);
@@ -239,7 +239,7 @@ static void child_reader(char **args)
 	CHECK_OK(smart_read_sync(r, smart_gaddr(blade, 0), 8, &v));
 	CHECK_EQ(write(atoi(args[2]), "x", 1), 1);
 	for (;;)
-		pause();	/* inside, forever */
+		pause(); /* inside, forever */
 }
 
 static void test_dead_reader(void)
@@ -255,8 +255,9 @@ static void test_dead_reader(void)
 	CHECK_EQ(pipe(p), 0);
 	snprintf(id, sizeof(id), "%u", f.id);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
-	pid = test_spawn("reader", (const char *[]){
-		smart_blade_address(f.blade), id, fd, NULL });
+	pid = test_spawn("reader",
+			 (const char *[]){ smart_blade_address(f.blade), id, fd,
+					   NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	CHECK_EQ(read(p[0], &c, 1), 1);
@@ -316,11 +317,11 @@ static void test_errors(void)
 	CHECK_EQ(smart_epoch_retire(w, 9, smart_gaddr(9, 1 << 20), 64),
 		 SMART_ENOENT);
 	CHECK_OK(smart_epoch_enter(w, f.id));
-	CHECK_OK(smart_epoch_enter(w, f.id));		/* nests */
+	CHECK_OK(smart_epoch_enter(w, f.id)); /* nests */
 	CHECK_EQ(smart_epoch_drain(w, f.id, 10), SMART_EBUSY);
 	smart_epoch_exit(w);
 	smart_epoch_exit(w);
-	smart_epoch_exit(w);				/* not inside: no-op */
+	smart_epoch_exit(w); /* not inside: no-op */
 	CHECK_OK(smart_epoch_drain(w, f.id, 10));
 	CHECK_EQ(smart_epoch_drain(w, 9, 10), SMART_ENOENT);
 	CHECK_OK(smart_worker_destroy(w));
@@ -329,16 +330,17 @@ static void test_errors(void)
 
 int main(int argc, char **argv)
 {
-	return test_main_children(argc, argv, (struct test_case[]){
-		{ "grace", test_grace },
-		{ "busy", test_busy },
-		{ "task_left_inside", test_task_left_inside },
-		{ "no_round_trip", test_no_round_trip },
-		{ "words", test_words },
-		{ "dead_reader", test_dead_reader },
-		{ "bounded", test_bounded },
-		{ "errors", test_errors },
-		{ 0 } }, (struct test_child[]){
-		{ "reader", child_reader },
-		{ 0 } });
+	return test_main_children(
+		argc, argv,
+		(struct test_case[]){
+			{ "grace", test_grace },
+			{ "busy", test_busy },
+			{ "task_left_inside", test_task_left_inside },
+			{ "no_round_trip", test_no_round_trip },
+			{ "words", test_words },
+			{ "dead_reader", test_dead_reader },
+			{ "bounded", test_bounded },
+			{ "errors", test_errors },
+			{ 0 } },
+		(struct test_child[]){ { "reader", child_reader }, { 0 } });
 }

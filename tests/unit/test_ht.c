@@ -15,10 +15,10 @@
 #include "smart/smart.h"
 #include "smart/ht.h"
 
-#define BLADE_SIZE	(64u << 20)
+#define BLADE_SIZE (64u << 20)
 
-static smart_ht_t *make_table(smart_worker_t *w, uint16_t blade,
-			      unsigned root, unsigned depth, unsigned buckets)
+static smart_ht_t *make_table(smart_worker_t *w, uint16_t blade, unsigned root,
+			      unsigned depth, unsigned buckets)
 {
 	struct smart_ht_config c;
 	smart_ht_t *t;
@@ -55,7 +55,7 @@ static void test_basic(void)
 	CHECK(!memcmp(v, "three", 5));
 	CHECK_EQ(smart_ht_search(t, w, "k", 1, v, 2, &n), SMART_ERANGE);
 	CHECK_EQ(n, 5);
-	CHECK_OK(smart_ht_upsert(t, w, "x", 1, "", 0));	/* empty value */
+	CHECK_OK(smart_ht_upsert(t, w, "x", 1, "", 0)); /* empty value */
 	CHECK_OK(smart_ht_search(t, w, "x", 1, NULL, 0, &n));
 	CHECK_EQ(n, 0);
 	CHECK_OK(smart_ht_upsert(t, w, "x", 1, "xx", 2));
@@ -74,7 +74,7 @@ static void test_basic(void)
 }
 
 #define REF_KEYS 300
-#define REF_OPS 6000
+#define REF_OPS	 6000
 
 struct ref {
 	int present;
@@ -163,7 +163,7 @@ static void run_reference(const char *opts, unsigned reclaim)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	smart_ht_config_init(&c);
 	c.depth = 2;
-	c.buckets = 64;			/* 4 x 64 buckets: crowded */
+	c.buckets = 64; /* 4 x 64 buckets: crowded */
 	c.reclaim = reclaim;
 	CHECK_OK(smart_ht_create(w, 1, 0, &c, &t));
 	smart_rng_seed(&r, 42);
@@ -177,9 +177,11 @@ static void run_reference(const char *opts, unsigned reclaim)
 static void test_reference(void)
 {
 	run_reference("None", 0);
-	run_reference("ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup", 0);
+	run_reference("ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup",
+		      0);
 	/* with block reclamation: freed blocks get reused under the map */
-	run_reference("ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup", 1);
+	run_reference("ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup",
+		      1);
 }
 
 static void test_long(void)
@@ -199,18 +201,19 @@ static void test_long(void)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	t = make_table(w, 1, 0, 0, 16);
 	CHECK_OK(smart_ht_insert(t, w, key, SMART_HT_KEY_MAX, val, 4096));
-	CHECK_OK(smart_ht_search(t, w, key, SMART_HT_KEY_MAX, out,
-				 sizeof(out), &n));
+	CHECK_OK(smart_ht_search(t, w, key, SMART_HT_KEY_MAX, out, sizeof(out),
+				 &n));
 	CHECK_EQ(n, 4096);
 	CHECK(!memcmp(out, val, n));
 	/* a key that differs in its last byte only is another key */
 	key[SMART_HT_KEY_MAX - 1] ^= 1;
-	CHECK_EQ(smart_ht_search(t, w, key, SMART_HT_KEY_MAX, out,
-				 sizeof(out), &n), SMART_ENOENT);
+	CHECK_EQ(smart_ht_search(t, w, key, SMART_HT_KEY_MAX, out, sizeof(out),
+				 &n),
+		 SMART_ENOENT);
 	CHECK_OK(smart_ht_insert(t, w, key, SMART_HT_KEY_MAX, val,
 				 SMART_HT_VALUE_MAX));
-	CHECK_OK(smart_ht_search(t, w, key, SMART_HT_KEY_MAX, out,
-				 sizeof(out), &n));
+	CHECK_OK(smart_ht_search(t, w, key, SMART_HT_KEY_MAX, out, sizeof(out),
+				 &n));
 	CHECK_EQ(n, SMART_HT_VALUE_MAX);
 	CHECK(!memcmp(out, val, n));
 	/* bad arguments: errors, no effect */
@@ -248,9 +251,10 @@ static void test_not_found(void)
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	CHECK_EQ(smart_ht_open(w, 1, 5, NULL, &t), SMART_ENOENT);
-	CHECK_EQ(smart_ht_open(w, 1, SMART_ROOT_ENTRIES, NULL, &t), SMART_EINVAL);
+	CHECK_EQ(smart_ht_open(w, 1, SMART_ROOT_ENTRIES, NULL, &t),
+		 SMART_EINVAL);
 	CHECK_EQ(smart_ht_open(w, 1, 5, NULL, NULL), SMART_EINVAL);
-	CHECK_EQ(smart_ht_open(w, 7, 5, NULL, &t), SMART_ENOENT);	/* no blade */
+	CHECK_EQ(smart_ht_open(w, 7, 5, NULL, &t), SMART_ENOENT); /* no blade */
 	CHECK(t == NULL);
 	/* a root entry holding something that is not a table */
 	CHECK_OK(smart_root_set(w, 1, 6, smart_gaddr(1, 4096)));
@@ -267,7 +271,7 @@ static void test_not_found(void)
 	smart_ht_config_init(&c);
 	c.blades = &bad;
 	c.nblades = 1;
-	CHECK(smart_ht_create(w, 1, 7, &c, &t) != 0);	/* unknown blade */
+	CHECK(smart_ht_create(w, 1, 7, &c, &t) != 0); /* unknown blade */
 	CHECK_EQ(smart_ht_open(w, 1, 7, NULL, &t), SMART_ENOENT);
 	CHECK_OK(smart_ht_create(w, 1, 7, NULL, &t));
 	smart_ht_close(t, NULL);
@@ -323,7 +327,7 @@ static uint64_t search_syncs(const char *opts)
 struct rt_run {
 	smart_ht_t *t;
 	double search, miss, insert, update, del;
-	uint64_t alloc;		/* the allocator's, all phases */
+	uint64_t alloc; /* the allocator's, all phases */
 };
 
 /* The protocol's round trips per op since r0 (the allocator's amortised
@@ -337,7 +341,7 @@ static double rt_avg_(struct rt_run *r, smart_worker_t *w, uint64_t r0,
 	return (double)(rt - r0 - (a - a0)) / n;
 }
 #define rt_avg(w, r0, n) rt_avg_(r, w, r0, a0, n)
-#define RT_MARK() (r0 = smart_task_round_trips(w, &a0))
+#define RT_MARK()	 (r0 = smart_task_round_trips(w, &a0))
 
 static void rt_task(smart_worker_t *w, void *arg)
 {
@@ -368,7 +372,8 @@ static void rt_task(smart_worker_t *w, void *arg)
 	for (i = 0; i < RT_KEYS; i++) {
 		snprintf(k, sizeof(k), "no%06d", i);
 		CHECK_EQ(smart_ht_search(r->t, w, k, strlen(k), v, sizeof(v),
-					 &n), SMART_ENOENT);
+					 &n),
+			 SMART_ENOENT);
 	}
 	r->miss = rt_avg(w, r0, RT_KEYS);
 	RT_MARK();
@@ -387,8 +392,10 @@ static void rt_task(smart_worker_t *w, void *arg)
 
 static void test_round_trips(void)
 {
-	const char *kv[] = { "techniques", "ThrdAwareAlloc,WorkReqThrot,"
-			     "ConflictAvoid", NULL };
+	const char *kv[] = { "techniques",
+			     "ThrdAwareAlloc,WorkReqThrot,"
+			     "ConflictAvoid",
+			     NULL };
 	struct rt_run r = { 0 };
 	struct fixture f;
 	smart_worker_t *w;
@@ -401,7 +408,8 @@ static void test_round_trips(void)
 	CHECK_OK(smart_worker_run(w));
 	printf("round trips per op: search %.3f, miss %.3f, insert %.3f, "
 	       "update %.3f, delete %.3f (and the allocator's %llu over "
-	       "%d ops)\n", r.search, r.miss, r.insert, r.update, r.del,
+	       "%d ops)\n",
+	       r.search, r.miss, r.insert, r.update, r.del,
 	       (unsigned long long)r.alloc, 5 * RT_KEYS);
 	/* exact: a fingerprint collision costs a miss its block read, and
 	 * nothing else */
@@ -453,7 +461,7 @@ static void test_shards(void)
 		CHECK_EQ(v, i);
 	}
 	CHECK_OK(smart_root_get(w, 2, 0, &after));
-	CHECK_U64_EQ(before, after);	/* only the home root is used */
+	CHECK_U64_EQ(before, after); /* only the home root is used */
 	smart_ht_close(t2, NULL);
 	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
@@ -464,12 +472,12 @@ static void test_shards(void)
 
 /* ---- concurrency -------------------------------------------------------- */
 
-#define CC_THREADS	2
-#define CC_TASKS	8
-#define CC_KEYS		12
-#define CC_OPS		1500
-#define CC_WRITERS	(CC_THREADS * CC_TASKS)
-#define DUP_KEYS	200
+#define CC_THREADS 2
+#define CC_TASKS   8
+#define CC_KEYS	   12
+#define CC_OPS	   1500
+#define CC_WRITERS (CC_THREADS * CC_TASKS)
+#define DUP_KEYS   200
 
 /* A value names its writer and a per-writer sequence number. */
 struct cc_val {
@@ -578,8 +586,8 @@ static void cc_run(smart_ctx_t *ctx, smart_ht_t *t, struct cc_thread *th,
 		pthread_join(tid[i], NULL);
 }
 
-static void cc_check_key(smart_ht_t *t, smart_worker_t *w,
-			 struct cc_thread *th, unsigned k)
+static void cc_check_key(smart_ht_t *t, smart_worker_t *w, struct cc_thread *th,
+			 unsigned k)
 {
 	int64_t ins = 0, del = 0;
 	struct cc_val v;
@@ -597,7 +605,7 @@ static void cc_check_key(smart_ht_t *t, smart_worker_t *w,
 	/* successful inserts and deletes of a key alternate */
 	CHECK_EQ(ins - del, rc == 0 ? 1 : 0);
 	if (rc) {
-		CHECK(some_del);	/* someone's last word was a delete */
+		CHECK(some_del); /* someone's last word was a delete */
 		return;
 	}
 	cc_check_val(&v, n, k);
@@ -683,7 +691,8 @@ static void test_dup_insert(void)
 		/* exactly one slot: after one delete the key is gone */
 		CHECK_OK(smart_ht_delete(t, w, &k, sizeof(k)));
 		CHECK_EQ(smart_ht_search(t, w, &k, sizeof(k), &v, sizeof(v),
-					 &n), SMART_ENOENT);
+					 &n),
+			 SMART_ENOENT);
 	}
 	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));

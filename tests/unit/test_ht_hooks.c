@@ -38,10 +38,10 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 #include "smart/ht.h"
-#include "ds/ht/ht_internal.h"	/* child_locked looks at the directory */
+#include "ds/ht/ht_internal.h" /* child_locked looks at the directory */
 
-#define BLADE_SIZE	(64u << 20)
-#define RULES		4
+#define BLADE_SIZE (64u << 20)
+#define RULES	   4
 
 /* A one-shot action at a point: pause there until released, or fail
  * there with rc. */
@@ -50,8 +50,8 @@ enum { ACT_PAUSE = 1, ACT_FAIL };
 struct rule {
 	const char *point;
 	int action, rc;
-	int armed;		/* 1: acts at the next hit */
-	int paused;		/* a task waits at the point */
+	int armed;  /* 1: acts at the next hit */
+	int paused; /* a task waits at the point */
 	int release;
 	int fired;
 };
@@ -225,12 +225,12 @@ static void abort_b(smart_worker_t *w, void *p)
 	char k[16];
 	int i, rc;
 
-	wait_for(w, &r->c->r[0].paused);	/* A placed its slot */
+	wait_for(w, &r->c->r[0].paused); /* A placed its slot */
 	for (i = 0; i < 60 && !r->b_fail; i++) {
 		snprintf(k, sizeof(k), "b%03d", i);
 		rc = smart_ht_insert(r->t, w, k, strlen(k), k, strlen(k));
 		if (rc == SMART_ECONN)
-			r->b_fail++;	/* the split we failed */
+			r->b_fail++; /* the split we failed */
 		else
 			CHECK_OK(rc);
 		r->b_ok += !rc;
@@ -251,11 +251,11 @@ static void abort_ctl(smart_worker_t *w, void *p)
 {
 	struct abort_run *r = p;
 
-	wait_for(w, &r->c->r[1].paused);	/* B's split froze S */
-	r->c->r[0].release = 1;			/* A sees its slot frozen */
+	wait_for(w, &r->c->r[1].paused); /* B's split froze S */
+	r->c->r[0].release = 1;		 /* A sees its slot frozen */
 	yield_n(w, 200);
 	rule_arm(r->c, 2, "ht.split.built", ACT_FAIL, SMART_ECONN);
-	r->c->r[1].release = 1;			/* the split fails: undone */
+	r->c->r[1].release = 1; /* the split fails: undone */
 }
 
 static void test_abort_tent(void)
@@ -297,8 +297,8 @@ static void test_abort_tent(void)
 
 /* ---- child_locked -------------------------------------------------------- */
 
-#define CL_TASKS	56
-#define CL_KEYS		24
+#define CL_TASKS 56
+#define CL_KEYS	 24
 
 struct cl_run {
 	smart_ht_t *t;
@@ -353,10 +353,14 @@ static void freeze_all(smart_ht_t *t, smart_worker_t *w, int on)
 
 			if (!(v & ~(uint64_t)HT_SLOT_FROZEN))
 				continue;
-			CHECK_OK(smart_cas_sync(w, smart_gaddr_add(sub,
-					(uint64_t)b * HT_BUCKET + 8 + 8 * j), v,
-					on ? v | HT_SLOT_FROZEN :
-					     v & ~(uint64_t)HT_SLOT_FROZEN, &old));
+			CHECK_OK(smart_cas_sync(
+				w,
+				smart_gaddr_add(sub, (uint64_t)b * HT_BUCKET +
+							     8 + 8 * j),
+				v,
+				on ? v | HT_SLOT_FROZEN :
+				     v & ~(uint64_t)HT_SLOT_FROZEN,
+				&old));
 			CHECK_EQ(old, v);
 		}
 	smart_buf_free(w, g);
@@ -369,8 +373,8 @@ static int freeze_hook(smart_worker_t *w, const char *point, void *arg)
 
 	if (strcmp(point, "ht.update.cas"))
 		return 0;
-	freeze_all(t, w, 1);	/* a split froze the slot after our CAS */
-	return SMART_ECONN;	/* and the CAS's sync "failed" */
+	freeze_all(t, w, 1); /* a split froze the slot after our CAS */
+	return SMART_ECONN;  /* and the CAS's sync "failed" */
 }
 
 /* An update whose CAS executed, then its slot was frozen by a split,
@@ -447,7 +451,7 @@ static void cl_ctl(smart_worker_t *w, void *p)
 	/* between the canonical entries and the aliases: both S's and N's
 	 * are held, so nobody splits N before its aliases exist */
 	r->errors += locked_entries(r->t, w) != 2;
-	yield_n(w, 3000);	/* the sibling fills, and wants to split */
+	yield_n(w, 3000); /* the sibling fills, and wants to split */
 	r->c->r[0].release = 1;
 }
 
@@ -469,8 +473,11 @@ static void test_child_locked(void)
 	rule_arm(&c, 0, "ht.split.canonical", ACT_PAUSE, 0);
 	for (i = 0; i < CL_TASKS + 2; i++) {
 		run[i] = (struct cl_run){ t, &c, i, 0 };
-		CHECK_OK(smart_task_spawn(w, i == 0 ? cl_first : i == 1 ?
-					  cl_ctl : cl_inserter, &run[i]));
+		CHECK_OK(smart_task_spawn(w,
+					  i == 0 ? cl_first :
+					  i == 1 ? cl_ctl :
+						   cl_inserter,
+					  &run[i]));
 	}
 	CHECK_OK(smart_worker_run(w));
 	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
@@ -498,10 +505,10 @@ static void test_child_locked(void)
 
 /* ---- verify --------------------------------------------------------------- */
 
-#define VF_KEYS	12
+#define VF_KEYS 12
 
 struct vf_run {
-	smart_ht_t *t;		/* the writers' (fresh) object */
+	smart_ht_t *t; /* the writers' (fresh) object */
 	struct ctl *c;
 	int key;
 	int done;
@@ -518,8 +525,8 @@ static void vf_writer(smart_worker_t *w, void *p)
 	smart_ht_t *t;
 	char k[16];
 
-	wait_for(w, &r->c->r[0].paused);	/* published, not settled */
-	t = reopen(w);				/* sees the new directory */
+	wait_for(w, &r->c->r[0].paused); /* published, not settled */
+	t = reopen(w);			 /* sees the new directory */
 	snprintf(k, sizeof(k), "v%02d", r->key);
 	CHECK_OK(smart_ht_update(t, w, k, strlen(k), "new", 3));
 	r->done = 1;
@@ -540,10 +547,10 @@ static void vf_read(smart_worker_t *w, void *p)
 	int i;
 
 	wait_for(w, &r->c->r[0].paused);
-	yield_n(w, 500);	/* writers of moved keys are done by now */
+	yield_n(w, 500); /* writers of moved keys are done by now */
 	for (i = 0; i < VF_KEYS; i++) {
 		if (!r->wr[i].done)
-			continue;	/* stays in S, frozen: writer waits */
+			continue; /* stays in S, frozen: writer waits */
 		snprintf(k, sizeof(k), "v%02d", i);
 		expect_value(r->stale, w, k, "new");
 		r->checked++;
@@ -566,7 +573,7 @@ static void test_verify(void)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	t = table(w, 0, 2);
 	keys_insert(t, w, "v", VF_KEYS, "old");
-	stale = reopen(w);	/* its directory: before any split */
+	stale = reopen(w); /* its directory: before any split */
 	CHECK_OK(smart_ctx_set_hook(f.ctx, hook, &c));
 	rule_arm(&c, 0, "ht.split.published", ACT_PAUSE, 0);
 	sp = (struct vf_run){ t, &c, 0, 0 };
@@ -581,8 +588,8 @@ static void test_verify(void)
 	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
 	st = stats(stale, w);
 	printf("verify: %d moved keys read through a stale directory, %llu "
-	       "frozen hits, %llu verify retries\n", rd.checked,
-	       (unsigned long long)st.frozen_hits,
+	       "frozen hits, %llu verify retries\n",
+	       rd.checked, (unsigned long long)st.frozen_hits,
 	       (unsigned long long)st.verify_retries);
 	CHECK_GT(rd.checked, 0);
 	CHECK_GT(st.frozen_hits, 0);
@@ -613,7 +620,7 @@ static void fz_writer(smart_worker_t *w, void *p)
 	struct fz_run *r = p;
 	char k[16];
 
-	wait_for(w, &r->c->r[0].paused);	/* N built, not published */
+	wait_for(w, &r->c->r[0].paused); /* N built, not published */
 	snprintf(k, sizeof(k), "z%02d", r->key);
 	CHECK_OK(smart_ht_update(r->t, w, k, strlen(k), "new", 3));
 }
@@ -623,7 +630,7 @@ static void fz_ctl(smart_worker_t *w, void *p)
 	struct ctl *c = p;
 
 	wait_for(w, &c->r[0].paused);
-	yield_n(w, 300);	/* every writer has tried */
+	yield_n(w, 300); /* every writer has tried */
 	c->r[0].release = 1;
 }
 
@@ -686,7 +693,7 @@ static void ep_writer(smart_worker_t *w, void *p)
 	char k[16];
 	int i;
 
-	wait_for(w, &r->c->r[0].paused);	/* the reader has the slot */
+	wait_for(w, &r->c->r[0].paused); /* the reader has the slot */
 	CHECK_OK(smart_ht_update(r->t, w, "E", 1, "two", 3));
 	/* reclaim what was retired (the old block: unless a reader still
 	 * may hold it), and allocate blocks of its size for other keys */
@@ -725,9 +732,9 @@ static void test_epoch(void)
 	/* the old value, read before the update landed, or the new one:
 	 * anything else is a block that was freed under the reader */
 	CHECK_MSG(r.rc == 0 && r.n == 3 &&
-		  (!memcmp(r.v, "one", 3) || !memcmp(r.v, "two", 3)),
-		  "reader: %s, %zu bytes '%.*s'", smart_status_name(r.rc),
-		  r.n, (int)(r.n < 16 ? r.n : 16), r.v);
+			  (!memcmp(r.v, "one", 3) || !memcmp(r.v, "two", 3)),
+		  "reader: %s, %zu bytes '%.*s'", smart_status_name(r.rc), r.n,
+		  (int)(r.n < 16 ? r.n : 16), r.v);
 	/* the reader gone, reclamation frees what waited for it */
 	CHECK_OK(smart_epoch_drain(w, 1, 1000));
 	CHECK_GT(stats(t, w).freed, 0);
@@ -844,9 +851,9 @@ static void test_spec_stale(void)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	smart_ht_config_init(&c);
 	CHECK_OK(smart_ht_create(w, 1, 0, &c, &a));
-	b = reopen(w);		/* another client's object: its own cache */
+	b = reopen(w); /* another client's object: its own cache */
 	CHECK_OK(smart_ht_insert(a, w, "K", 1, "old", 3));
-	expect_value(a, w, "K", "old");	/* a speculates K's slot */
+	expect_value(a, w, "K", "old"); /* a speculates K's slot */
 	CHECK_OK(smart_ht_update(b, w, "K", 1, "new", 3));
 	expect_value(a, w, "K", "new");
 	smart_ht_close(b, NULL);
@@ -857,17 +864,18 @@ static void test_spec_stale(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "uncertain_update", test_uncertain_update },
-		{ "frozen_after_cas", test_frozen_after_cas },
-		{ "split_error", test_split_error },
-		{ "abort_tent", test_abort_tent },
-		{ "child_locked", test_child_locked },
-		{ "verify", test_verify },
-		{ "freeze", test_freeze },
-		{ "epoch", test_epoch },
-		{ "dup_insert", test_dup_insert },
-		{ "header_check", test_header_check },
-		{ "spec_stale", test_spec_stale },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "uncertain_update", test_uncertain_update },
+				 { "frozen_after_cas", test_frozen_after_cas },
+				 { "split_error", test_split_error },
+				 { "abort_tent", test_abort_tent },
+				 { "child_locked", test_child_locked },
+				 { "verify", test_verify },
+				 { "freeze", test_freeze },
+				 { "epoch", test_epoch },
+				 { "dup_insert", test_dup_insert },
+				 { "header_check", test_header_check },
+				 { "spec_stale", test_spec_stale },
+				 { 0 } });
 }

@@ -33,7 +33,8 @@
  * practically impossible.
  */
 /* the heavy workloads: ctest label stress (tests/harness/test.h) */
-#define TEST_STRESS_CASES "linearizable", "adversarial", "many_splits", "processes"
+#define TEST_STRESS_CASES                                                      \
+	"linearizable", "adversarial", "many_splits", "processes"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -49,27 +50,29 @@
 #include "smart/smart.h"
 #include "smart/ht.h"
 
-#define BLADE_SIZE	(64u << 20)
-#define LZ_THREADS	2
-#define LZ_THREADS_MAX	2
-#define LZ_TASKS	8
-#define LZ_PROCS_MAX	3
-#define LZ_TASKS_MAX	(LZ_PROCS_MAX * LZ_TASKS)
-#define LZ_HOT		12
-#define LZ_OPS		2500	/* per task: 16 x 2500 = 40000 ops */
-#define LZ_OPS_MAX	5000
-#define LZ_ROUNDS	2	/* of the correct run, per option set */
-#define LZ_BROKEN_OPS	250
-#define LZ_SEED		0x5eed0001ull
-#define COLD_BASE	1000000u
+#define BLADE_SIZE     (64u << 20)
+#define LZ_THREADS     2
+#define LZ_THREADS_MAX 2
+#define LZ_TASKS       8
+#define LZ_PROCS_MAX   3
+#define LZ_TASKS_MAX   (LZ_PROCS_MAX * LZ_TASKS)
+#define LZ_HOT	       12
+#define LZ_OPS	       2500 /* per task: 16 x 2500 = 40000 ops */
+#define LZ_OPS_MAX     5000
+#define LZ_ROUNDS      2 /* of the correct run, per option set */
+#define LZ_BROKEN_OPS  250
+#define LZ_SEED	       0x5eed0001ull
+#define COLD_BASE      1000000u
 
 static char secret_path[] = "/tmp/smart-lz-secret-XXXXXX";
 
 /* ---- the checker on hand-made histories --------------------------------- */
 
-#define EV(c, r, k, o, a, x, v)                                              \
-	{ .call = (c), .ret = (r), .key = (k), .arg = (a), .val = (v),        \
-	  .op = LIN_##o, .res = LIN_R_##x }
+#define EV(c, r, k, o, a, x, v)                                                \
+	{                                                                      \
+		.call = (c), .ret = (r), .key = (k), .arg = (a), .val = (v),   \
+		.op = LIN_##o, .res = LIN_R_##x                                \
+	}
 
 static int verdict(const struct lin_event *ev, size_t n)
 {
@@ -78,10 +81,10 @@ static int verdict(const struct lin_event *ev, size_t n)
 	return lin_check(ev, n, &rep, NULL);
 }
 
-#define EXPECT(v, ...)                                                       \
-	do {                                                                 \
-		const struct lin_event h_[] = { __VA_ARGS__ };               \
-		CHECK_EQ(verdict(h_, sizeof(h_) / sizeof(h_[0])), v);        \
+#define EXPECT(v, ...)                                                         \
+	do {                                                                   \
+		const struct lin_event h_[] = { __VA_ARGS__ };                 \
+		CHECK_EQ(verdict(h_, sizeof(h_) / sizeof(h_[0])), v);          \
 	} while (0)
 
 static void test_checker_rejects(void)
@@ -173,17 +176,17 @@ static void test_checker_wide(void)
 					OK, 0);
 
 		if (i % 2)
-			e = (struct lin_event)EV(10 * i, 10 * i + 45, 3,
-						 SEARCH, 0, OK, i);
+			e = (struct lin_event)EV(10 * i, 10 * i + 45, 3, SEARCH,
+						 0, OK, i);
 		h[i] = e;
 	}
 	CHECK_EQ(lin_check(h, 400, &rep, NULL), LIN_OK);
 	CHECK_EQ(rep.segments, 1);
 	printf("wide: %zu states\n", rep.total_states);
-	h[399].val = 2;		/* overwritten long before */
+	h[399].val = 2; /* overwritten long before */
 	CHECK_EQ(lin_check(h, 400, &rep, NULL), LIN_VIOLATION);
 	printf("wide violation: %zu states\n", rep.total_states);
-	h[399].val = 397;	/* the read may precede upsert(399) */
+	h[399].val = 397; /* the read may precede upsert(399) */
 	CHECK_EQ(lin_check(h, 400, &rep, NULL), LIN_OK);
 }
 
@@ -201,8 +204,8 @@ static void test_checker_budget(void)
 	h[40] = (struct lin_event)EV(0, 100, 5, SEARCH, 0, OK, 99);
 	CHECK_EQ(lin_check_budget(h, 41, 100000, &rep, NULL), LIN_UNKNOWN);
 	CHECK_EQ(rep.total_states, 100000);
-	printf("budget: gave up after %zu states, %.0f ms\n",
-	       rep.total_states, (smart_now_ns() - t0) / 1e6);
+	printf("budget: gave up after %zu states, %.0f ms\n", rep.total_states,
+	       (smart_now_ns() - t0) / 1e6);
 }
 
 /* ---- real concurrent runs ----------------------------------------------- */
@@ -212,23 +215,23 @@ enum lz_mode { LZ_CORRECT, LZ_STALE_SEARCH, LZ_LOST_UPDATE };
 /* One run: where it runs and what it does. */
 struct lz_cfg {
 	enum lz_mode mode;
-	const char *opts;	/* the ctxs' techniques */
-	const char *adv;	/* their shm_adversarial (NULL: plain shm) */
-	unsigned procs;		/* 0: the workers run in this process; else
+	const char *opts; /* the ctxs' techniques */
+	const char *adv;  /* their shm_adversarial (NULL: plain shm) */
+	unsigned procs;	  /* 0: the workers run in this process; else
 				 * this many client processes */
-	unsigned threads;	/* per process, each with LZ_TASKS tasks */
-	unsigned shards;	/* all on the one blade */
+	unsigned threads; /* per process, each with LZ_TASKS tasks */
+	unsigned shards;  /* all on the one blade */
 	unsigned buckets, split_chunk;
-	unsigned cold;		/* of every 40 ops, inserts of fresh keys */
-	unsigned nops;		/* per task */
-	uint64_t seed;		/* task i: seed + i */
+	unsigned cold; /* of every 40 ops, inserts of fresh keys */
+	unsigned nops; /* per task */
+	uint64_t seed; /* task i: seed + i */
 };
 
 /* Per-run results of the paths the runs exist for, summed over every
  * client process (smart_ht_stats of each table object). */
 struct lz_paths {
 	uint64_t splits, verify_retries, frozen_hits, header_retries, freed;
-	unsigned subtables;	/* the most any client saw at its end */
+	unsigned subtables; /* the most any client saw at its end */
 };
 
 static void lz_paths_add(struct lz_paths *sum, const struct lz_paths *p)
@@ -258,10 +261,10 @@ struct lz_task {
 	smart_ht_t *t;
 	const struct lz_cfg *cfg;
 	struct lz_shared *sh;
-	unsigned id;		/* unique over every process */
+	unsigned id; /* unique over every process */
 	smart_rng_t r;
 	uint32_t seq, cold;
-	uint64_t seen[LZ_HOT];	/* broken client's cache (0: absent) */
+	uint64_t seen[LZ_HOT]; /* broken client's cache (0: absent) */
 };
 
 struct lz_thread {
@@ -273,8 +276,9 @@ static int lz_res(int rc)
 {
 	CHECK_MSG(rc == 0 || rc == SMART_ENOENT || rc == SMART_EEXIST,
 		  "unexpected %s", smart_status_name(rc));
-	return rc == 0 ? LIN_R_OK : rc == SMART_ENOENT ? LIN_R_ENOENT :
-							 LIN_R_EEXIST;
+	return rc == 0		  ? LIN_R_OK :
+	       rc == SMART_ENOENT ? LIN_R_ENOENT :
+				    LIN_R_EEXIST;
 }
 
 /* The broken client: with probability 1/4 a search answers from its cache
@@ -336,8 +340,11 @@ static void lz_draw(struct lz_task *a, struct lin_event *e)
 	}
 	p = (unsigned)smart_rng_below(&a->r, 35);
 	e->key = smart_rng_below(&a->r, LZ_HOT);
-	e->op = p < 7 ? LIN_INSERT : p < 14 ? LIN_UPDATE : p < 19 ?
-		LIN_UPSERT : p < 26 ? LIN_DELETE : LIN_SEARCH;
+	e->op = p < 7  ? LIN_INSERT :
+		p < 14 ? LIN_UPDATE :
+		p < 19 ? LIN_UPSERT :
+		p < 26 ? LIN_DELETE :
+			 LIN_SEARCH;
 }
 
 static void lz_task_fn(smart_worker_t *w, void *p)
@@ -352,7 +359,7 @@ static void lz_task_fn(smart_worker_t *w, void *p)
 	for (i = 0; i < a->cfg->nops; i++) {
 		e = &ev[n];
 		lz_draw(a, e);
-		e->call = smart_now_ns();	/* CLOCK_MONOTONIC: one clock
+		e->call = smart_now_ns(); /* CLOCK_MONOTONIC: one clock
 						 * for every process */
 		rc = lz_call(a, w, e);
 		e->ret = smart_now_ns();
@@ -368,7 +375,8 @@ static void lz_task_fn(smart_worker_t *w, void *p)
 			continue;
 		/* what this client last knew of the key, for stale reads */
 		a->seen[e->key] = e->op == LIN_DELETE ? 0 :
-				  e->op == LIN_SEARCH ? e->val : e->arg;
+				  e->op == LIN_SEARCH ? e->val :
+							e->arg;
 	}
 	a->sh->n[a->id] = n;
 }
@@ -419,9 +427,11 @@ static void lz_process(smart_ctx_t *ctx, smart_ht_t *t,
 	CHECK_OK(smart_ht_stats(t, w, &st));
 	CHECK_OK(smart_worker_destroy(w));
 	sh->paths[proc] = (struct lz_paths){
-		.splits = st.splits, .verify_retries = st.verify_retries,
+		.splits = st.splits,
+		.verify_retries = st.verify_retries,
 		.frozen_hits = st.frozen_hits,
-		.header_retries = st.header_retries, .freed = st.freed,
+		.header_retries = st.header_retries,
+		.freed = st.freed,
 		.subtables = st.subtables,
 	};
 }
@@ -485,8 +495,8 @@ static void lz_child(char **args)
 }
 
 /* Start cfg->procs client processes on sh (mapped from shfd). */
-static void lz_spawn(const struct lz_cfg *cfg, struct lz_shared *sh,
-		     int shfd, const char *addr)
+static void lz_spawn(const struct lz_cfg *cfg, struct lz_shared *sh, int shfd,
+		     const char *addr)
 {
 	const char *adv = cfg->adv ? cfg->adv : "";
 	char fd[12], proc[12];
@@ -499,8 +509,9 @@ static void lz_spawn(const struct lz_cfg *cfg, struct lz_shared *sh,
 	snprintf(fd, sizeof(fd), "%d", shfd);
 	for (unsigned i = 0; i < cfg->procs; i++) {
 		snprintf(proc, sizeof(proc), "%u", i);
-		guard.pids[i] = test_spawn("client", (const char *[]){ addr,
-					   secret_path, fd, proc, NULL });
+		guard.pids[i] = test_spawn("client",
+					   (const char *[]){ addr, secret_path,
+							     fd, proc, NULL });
 		CHECK_GT(guard.pids[i], 0);
 	}
 }
@@ -547,7 +558,8 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 		  struct lz_paths *paths)
 {
 	static const uint16_t one_blade[SMART_HT_SHARDS_MAX] = {
-		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+		1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+	};
 	struct smart_ht_config c;
 	struct lz_shared *sh;
 	struct fixture f;
@@ -574,16 +586,17 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 	c.depth = 0;
 	c.buckets = cfg->buckets;
 	c.split_chunk = cfg->split_chunk;
-	c.seed = cfg->seed;	/* the same layout run after run */
+	c.seed = cfg->seed; /* the same layout run after run */
 	c.blades = one_blade;
 	c.nblades = cfg->shards;
 	CHECK_OK(smart_ht_create(w, 1, 0, &c, &t));
 	printf("mode %d, opts %s%s%s: %u x %u x %d tasks x %u ops (%u/40 "
 	       "cold), %d hot keys, %u shard(s) of %u buckets, chunk %u, "
-	       "seeds %#llx + task id\n", (int)cfg->mode, cfg->opts,
-	       cfg->adv ? ", adversarial " : "", cfg->adv ? cfg->adv : "",
-	       cfg->procs ? cfg->procs : 1, cfg->threads, LZ_TASKS, cfg->nops,
-	       cfg->cold, LZ_HOT, cfg->shards, cfg->buckets, cfg->split_chunk,
+	       "seeds %#llx + task id\n",
+	       (int)cfg->mode, cfg->opts, cfg->adv ? ", adversarial " : "",
+	       cfg->adv ? cfg->adv : "", cfg->procs ? cfg->procs : 1,
+	       cfg->threads, LZ_TASKS, cfg->nops, cfg->cold, LZ_HOT,
+	       cfg->shards, cfg->buckets, cfg->split_chunk,
 	       (unsigned long long)cfg->seed);
 	t0 = smart_now_ns();
 	n = lz_clients(ctx, t, cfg, sh, fd, smart_blade_address(f.blade));
@@ -592,18 +605,18 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 		lz_paths_add(paths, &sh->paths[i]);
 	printf("  ran %zu ops in %.1f ms: %llu splits, %u subtables; verify "
 	       "retries %llu, frozen hits %llu, header retries %llu, blocks "
-	       "freed %llu\n", n, (smart_now_ns() - t0) / 1e6,
+	       "freed %llu\n",
+	       n, (smart_now_ns() - t0) / 1e6,
 	       (unsigned long long)paths->splits, paths->subtables,
 	       (unsigned long long)paths->verify_retries,
 	       (unsigned long long)paths->frozen_hits,
 	       (unsigned long long)paths->header_retries,
 	       (unsigned long long)paths->freed);
 	t0 = smart_now_ns();
-	v = lin_check(sh->all, n, rep, cfg->mode == LZ_CORRECT ? stderr :
-								 NULL);
+	v = lin_check(sh->all, n, rep, cfg->mode == LZ_CORRECT ? stderr : NULL);
 	printf("  verdict %d (key %llu) in %.1f ms: %zu keys, %zu segments "
-	       "(longest %zu ops), %zu states (max %zu per segment)\n", v,
-	       (unsigned long long)rep->key, (smart_now_ns() - t0) / 1e6,
+	       "(longest %zu ops), %zu states (max %zu per segment)\n",
+	       v, (unsigned long long)rep->key, (smart_now_ns() - t0) / 1e6,
 	       rep->keys, rep->segments, rep->max_segment, rep->total_states,
 	       rep->max_states);
 	smart_ht_close(t, NULL);
@@ -616,12 +629,17 @@ static int lz_run(const struct lz_cfg *cfg, struct lin_report *rep,
 }
 
 static const struct lz_cfg lz_base = {
-	.mode = LZ_CORRECT, .opts = "None", .threads = LZ_THREADS,
-	.shards = 1, .buckets = 16, .cold = 5, .nops = LZ_OPS,
+	.mode = LZ_CORRECT,
+	.opts = "None",
+	.threads = LZ_THREADS,
+	.shards = 1,
+	.buckets = 16,
+	.cold = 5,
+	.nops = LZ_OPS,
 	.seed = LZ_SEED,
 };
 
-#define LZ_ALL_ON	"ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup"
+#define LZ_ALL_ON "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,SpecLookup"
 
 /* A correct table, run after run, is linearizable; asserted besides: the
  * history spans splits and real contention on the hot keys. */

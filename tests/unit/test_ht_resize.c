@@ -27,10 +27,10 @@
 #include "smart/smart.h"
 #include "smart/ht.h"
 
-#define BLADE_SIZE	(64u << 20)
+#define BLADE_SIZE (64u << 20)
 
-static smart_ht_t *make_table(smart_worker_t *w, unsigned root,
-			      unsigned depth, unsigned buckets)
+static smart_ht_t *make_table(smart_worker_t *w, unsigned root, unsigned depth,
+			      unsigned buckets)
 {
 	struct smart_ht_config c;
 	smart_ht_t *t;
@@ -61,8 +61,8 @@ static void check_val(const struct val *v, size_t n, uint32_t key)
 
 /* ---- grow -------------------------------------------------------------- */
 
-#define GROW_KEYS	3000
-#define GROW_PHASES	6
+#define GROW_KEYS   3000
+#define GROW_PHASES 6
 
 /* ref[k]: 0 absent, else the version present */
 static void grow_check_all(smart_ht_t *t, smart_worker_t *w,
@@ -133,8 +133,8 @@ static void test_grow(void)
 	memset(ref, 0, sizeof(ref));
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	t = make_table(w, 0, 0, 4);	/* one subtable of 6 buckets */
-	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t2));	/* its cache goes stale */
+	t = make_table(w, 0, 0, 4); /* one subtable of 6 buckets */
+	CHECK_OK(smart_ht_open(w, 1, 0, NULL, &t2)); /* its cache goes stale */
 	CHECK_OK(smart_ht_stats(t, w, &st0));
 	CHECK_EQ(st0.subtables, 1);
 	CHECK_EQ(st0.global_depth, 0);
@@ -171,7 +171,7 @@ static void test_full(void)
 
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	t = make_table(w, 0, SMART_HT_DEPTH_MAX, 2);	/* 256 x 3 buckets */
+	t = make_table(w, 0, SMART_HT_DEPTH_MAX, 2); /* 256 x 3 buckets */
 	for (k = 0; k < 20000; k++) {
 		v = mkval(k, 1);
 		rc = smart_ht_insert(t, w, &k, sizeof(k), &v, sizeof(v));
@@ -195,7 +195,7 @@ static void test_full(void)
 
 /* ---- big: subtables larger than a split chunk ------------------------ */
 
-#define BIG_KEYS	40000
+#define BIG_KEYS 40000
 
 static void test_big(void)
 {
@@ -209,7 +209,7 @@ static void test_big(void)
 
 	fixture_start(&f, BLADE_SIZE, 1, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	t = make_table(w, 0, 0, 1024);	/* 96 KiB subtables: 2 chunks */
+	t = make_table(w, 0, 0, 1024); /* 96 KiB subtables: 2 chunks */
 	for (k = 0; k < BIG_KEYS; k++) {
 		v = mkval(k, 1);
 		CHECK_OK(smart_ht_insert(t, w, &k, sizeof(k), &v, sizeof(v)));
@@ -233,19 +233,19 @@ static void test_big(void)
 
 /* ---- concurrent inserts and searches while splitting ---------------- */
 
-#define CC_THREADS	2
-#define CC_TASKS	8
-#define CC_N		(CC_THREADS * CC_TASKS)
-#define CC_KEYS		400		/* per task */
+#define CC_THREADS 2
+#define CC_TASKS   8
+#define CC_N	   (CC_THREADS * CC_TASKS)
+#define CC_KEYS	   400 /* per task */
 
 struct cc_shared {
 	smart_ht_t *t;
-	_Atomic uint32_t done[CC_N];	/* keys whose insert returned */
+	_Atomic uint32_t done[CC_N]; /* keys whose insert returned */
 };
 
 struct cc_task {
 	struct cc_shared *sh;
-	smart_ht_t *t;			/* mixed: the handle to use */
+	smart_ht_t *t; /* mixed: the handle to use */
 	unsigned id;
 	uint64_t searches;
 };
@@ -253,7 +253,7 @@ struct cc_task {
 struct cc_thread {
 	smart_ctx_t *ctx;
 	struct cc_task task[CC_TASKS];
-	uint64_t splits;		/* mixed: through an own handle */
+	uint64_t splits; /* mixed: through an own handle */
 };
 
 static uint32_t cc_key(unsigned task, uint32_t i)
@@ -262,20 +262,20 @@ static uint32_t cc_key(unsigned task, uint32_t i)
 }
 
 /* Search a key of a random task among those inserted before now. */
-static void cc_search_done(struct cc_task *a, smart_worker_t *w,
-			   smart_rng_t *r)
+static void cc_search_done(struct cc_task *a, smart_worker_t *w, smart_rng_t *r)
 {
 	unsigned o = (unsigned)smart_rng_below(r, CC_N);
 	uint32_t d = atomic_load_explicit(&a->sh->done[o],
-					  memory_order_acquire), k;
+					  memory_order_acquire),
+		 k;
 	struct val v;
 	size_t n;
 
 	if (!d)
 		return;
 	k = cc_key(o, (uint32_t)smart_rng_below(r, d));
-	CHECK_OK(smart_ht_search(a->sh->t, w, &k, sizeof(k), &v, sizeof(v),
-				 &n));
+	CHECK_OK(
+		smart_ht_search(a->sh->t, w, &k, sizeof(k), &v, sizeof(v), &n));
 	check_val(&v, n, k);
 	a->searches++;
 }
@@ -314,8 +314,8 @@ static void *cc_thread_fn(void *p)
 	return NULL;
 }
 
-static void cc_run(smart_ctx_t *ctx, struct cc_shared *sh,
-		   struct cc_thread *th, void *(*fn)(void *))
+static void cc_run(smart_ctx_t *ctx, struct cc_shared *sh, struct cc_thread *th,
+		   void *(*fn)(void *))
 {
 	pthread_t tid[CC_THREADS];
 	int i, j;
@@ -362,7 +362,8 @@ static void test_concurrent(void)
 		}
 		k = cc_key(o, CC_KEYS);
 		CHECK_EQ(smart_ht_search(sh.t, w, &k, sizeof(k), &v, sizeof(v),
-					 &n), SMART_ENOENT);
+					 &n),
+			 SMART_ENOENT);
 	}
 	CHECK_OK(smart_ht_stats(sh.t, w, &st));
 	printf("concurrent: %u subtables, %llu splits, %llu searches\n",
@@ -378,8 +379,8 @@ static void test_concurrent(void)
 
 /* ---- mixed: every op kind on task-private keys while splitting ------- */
 
-#define MX_KEYS		300		/* per task */
-#define MX_OPS		1500
+#define MX_KEYS 300 /* per task */
+#define MX_OPS	1500
 
 /* Each task owns its keys, so its local map is exact even though splits
  * triggered by all tasks move those keys around. */
@@ -431,7 +432,7 @@ static void mx_task_fn(smart_worker_t *w, void *p)
 		if (!rc)
 			CHECK_EQ(v.ver, ref[j]);
 	}
-	a->searches = 1;		/* finished */
+	a->searches = 1; /* finished */
 }
 
 /* Thread 0 shares the creator's handle; the others open their own, with
@@ -492,9 +493,9 @@ static void test_mixed(void)
 
 /* ---- reclamation ------------------------------------------------------ */
 
-#define RC_KEYS		8
-#define RC_UPDATES	20000
-#define RC_HOT(i)	(50000u + (i))	/* apart from cc_key()'s */
+#define RC_KEYS	   8
+#define RC_UPDATES 20000
+#define RC_HOT(i)  (50000u + (i)) /* apart from cc_key()'s */
 
 static smart_ht_t *make_reclaim_table(smart_worker_t *w, unsigned buckets)
 {
@@ -546,9 +547,9 @@ static void test_reclaim_reuse(void)
 	frees = s1.c[SMART_STAT_FREES] - s0.c[SMART_STAT_FREES];
 	CHECK_OK(smart_ht_stats(t, w, &st));
 	printf("reclaim: %llu allocs, %llu frees, %llu retired, %llu freed, "
-	       "%llu chunks claimed\n", (unsigned long long)allocs,
-	       (unsigned long long)frees, (unsigned long long)st.retired,
-	       (unsigned long long)st.freed,
+	       "%llu chunks claimed\n",
+	       (unsigned long long)allocs, (unsigned long long)frees,
+	       (unsigned long long)st.retired, (unsigned long long)st.freed,
 	       (unsigned long long)(s1.c[SMART_STAT_CHUNKS_CLAIMED] -
 				    s0.c[SMART_STAT_CHUNKS_CLAIMED]));
 	CHECK_GE(allocs, RC_UPDATES);
@@ -558,7 +559,8 @@ static void test_reclaim_reuse(void)
 	CHECK_GE(st.freed, RC_UPDATES - 200);
 	/* 20000 blocks of 64 B would need 20 chunks of 64 KiB */
 	CHECK_LE(s1.c[SMART_STAT_CHUNKS_CLAIMED] -
-		 s0.c[SMART_STAT_CHUNKS_CLAIMED], 2);
+			 s0.c[SMART_STAT_CHUNKS_CLAIMED],
+		 2);
 	smart_ht_close(t, NULL);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
@@ -623,8 +625,8 @@ static void test_reclaim_concurrent(void)
 	sh.t = make_reclaim_table(w, 8);
 	for (k = RC_HOT(0); k < RC_HOT(RC_KEYS); k++) {
 		v = mkval(k, 0);
-		CHECK_OK(smart_ht_insert(sh.t, w, &k, sizeof(k), &v,
-					 sizeof(v)));
+		CHECK_OK(
+			smart_ht_insert(sh.t, w, &k, sizeof(k), &v, sizeof(v)));
 	}
 	cc_run(f.ctx, &sh, th, hot_thread_fn);
 	/* then task-private keys with every op kind, splits included */

@@ -24,8 +24,8 @@
 #include "transport/transport.h"
 
 #define REGION_LEN (64u << 10)
-#define LOCAL_LEN (64u << 10)
-#define WAIT_NS (10ull * 1000000000ull)
+#define LOCAL_LEN  (64u << 10)
+#define WAIT_NS	   (10ull * 1000000000ull)
 
 static uint64_t now_ns(void)
 {
@@ -101,8 +101,7 @@ static void conn_open(struct fx *f, struct smart_tp_cq *cq, uint32_t flags,
 		CHECK_OK(f->ops->cq_create(f->idom, 1024, 0, &c->cq));
 	CHECK_OK(f->ops->qp_create(f->idom, cq ? cq : c->cq, &attr, &c->qp));
 	CHECK_OK(f->ops->qp_blob(c->qp, cb, &cl));
-	CHECK_OK(f->ops->accept(f->rdom, f->region, cb, cl, pb, &pl,
-				&c->resp));
+	CHECK_OK(f->ops->accept(f->rdom, f->region, cb, cl, pb, &pl, &c->resp));
 	CHECK_OK(f->ops->qp_connect(c->qp, f->remote, pb, pl));
 }
 
@@ -203,7 +202,8 @@ static void test_spec_overrides(void)
 	smart__tp_shm_ops.domain_close(d);
 
 	CHECK_OK(open_spec("default,mops=2.5,rtt_ns=0,db_hold_ns=0,"
-			   "miss_ns=0,wqe_cache=0", &d));
+			   "miss_ns=0,wqe_cache=0",
+			   &d));
 	p = smart__shm_model_params(d);
 	CHECK(p->mops == 2.5);
 	CHECK_U64_EQ(p->rtt_ns, 0);
@@ -223,16 +223,40 @@ static void test_spec_overrides(void)
 static void test_spec_bad(void)
 {
 	static const char *const bad[] = {
-		"defaults", "foo=1", "rtt_ns", "rtt_ns=", "=5", ",",
-		"doorbells=1,", ",doorbells=1", "doorbells=1,,mops=2",
-		"doorbells=0", "doorbells=1025", "doorbells=-1",
-		"doorbells=+1", "doorbells=1.5", "doorbells=0x10",
-		"doorbells= 1", "doorbells=1 ", "DOORBELLS=1",
-		"mops=0", "mops=0.0001", "mops=1001", "mops=-1", "mops=abc",
-		"mops=1e3", "mops=nan", "mops=inf", "mops=1..2", "mops=.",
-		"rtt_ns=1000000001", "rtt_ns=99999999999999999999999",
-		"db_hold_ns=1000001", "miss_ns=1000001",
-		"wqe_cache=16777217", "doorbells=1,doorbells=2",
+		"defaults",
+		"foo=1",
+		"rtt_ns",
+		"rtt_ns=",
+		"=5",
+		",",
+		"doorbells=1,",
+		",doorbells=1",
+		"doorbells=1,,mops=2",
+		"doorbells=0",
+		"doorbells=1025",
+		"doorbells=-1",
+		"doorbells=+1",
+		"doorbells=1.5",
+		"doorbells=0x10",
+		"doorbells= 1",
+		"doorbells=1 ",
+		"DOORBELLS=1",
+		"mops=0",
+		"mops=0.0001",
+		"mops=1001",
+		"mops=-1",
+		"mops=abc",
+		"mops=1e3",
+		"mops=nan",
+		"mops=inf",
+		"mops=1..2",
+		"mops=.",
+		"rtt_ns=1000000001",
+		"rtt_ns=99999999999999999999999",
+		"db_hold_ns=1000001",
+		"miss_ns=1000001",
+		"wqe_cache=16777217",
+		"doorbells=1,doorbells=2",
 		"doorbells=1=2",
 		"rtt_ns=000000000000000000000000000000000000000000000"
 		"00000000000001",
@@ -244,8 +268,10 @@ static void test_spec_bad(void)
 	for (i = 0; i < SMART_ARRAY_SIZE(bad); i++) {
 		int rc = open_spec(bad[i], &d);
 
-		CHECK_MSG(rc == SMART_EINVAL, "spec \"%s\" gave %d, not "
-			  "SMART_EINVAL", bad[i], rc);
+		CHECK_MSG(rc == SMART_EINVAL,
+			  "spec \"%s\" gave %d, not "
+			  "SMART_EINVAL",
+			  bad[i], rc);
 		CHECK_EQ(smart__shm_model_parse(bad[i], &p, NULL),
 			 SMART_EINVAL);
 	}
@@ -295,13 +321,16 @@ static void test_rtt_delay(void)
 		CHECK_MSG(t < t0 + 500000000ull,
 			  "no completion within 500 ms of a 2 ms round trip");
 	}
-	CHECK_MSG(t >= t0 + 1000000, "completed %.3f ms after the post, "
-		  "within half the 2 ms round trip", (double)(t - t0) / 1e6);
+	CHECK_MSG(t >= t0 + 1000000,
+		  "completed %.3f ms after the post, "
+		  "within half the 2 ms round trip",
+		  (double)(t - t0) / 1e6);
 	CHECK_U64_EQ(wc.wr_id, 7);
 	CHECK_EQ(wc.status, SMART_TP_WC_OK);
 	CHECK_U64_EQ(*rw, 0x1234);
 	printf("   %" PRIu64 " empty polls in the first ms; done after "
-	       "%.2f ms\n", early, (double)(t - t0) / 1e6);
+	       "%.2f ms\n",
+	       early, (double)(t - t0) / 1e6);
 	conn_close(&f, &c);
 	fx_close(&f);
 }
@@ -350,7 +379,9 @@ static struct smart_tp_stats db_race(struct fx *f, uint32_t flags,
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		t[i] = (struct db_thread){ .f = f, .idx = i, .go = &go,
+		t[i] = (struct db_thread){ .f = f,
+					   .idx = i,
+					   .go = &go,
 					   .stop = &stop,
 					   .min_posts = min_posts };
 		conn_open(f, NULL, flags, &t[i].c);
@@ -378,14 +409,15 @@ static void test_db_contention(void)
 	fx_open(&f, "doorbells=1,db_hold_ns=20000,rtt_ns=1000,mops=100");
 	s = db_race(&f, 0, 100, 1);
 	printf("   one shared doorbell: %" PRIu64 " rings, %" PRIu64
-	       " contended\n", s.db_rings, s.db_contended);
+	       " contended\n",
+	       s.db_rings, s.db_contended);
 	CHECK_GT(s.db_contended, 0);
 	fx_close(&f);
 
 	fx_open(&f, "doorbells=1,db_hold_ns=20000,rtt_ns=1000,mops=100");
 	s = db_race(&f, SMART_TP_OWN_DOORBELL, 300, 0);
-	printf("   own doorbells: %" PRIu64 " rings, %" PRIu64
-	       " contended\n", s.db_rings, s.db_contended);
+	printf("   own doorbells: %" PRIu64 " rings, %" PRIu64 " contended\n",
+	       s.db_rings, s.db_contended);
 	CHECK_U64_EQ(s.db_contended, 0);
 	fx_close(&f);
 }
@@ -522,13 +554,15 @@ static void test_wqe_misses(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "spec_off_and_default", test_spec_off_and_default },
-		{ "spec_overrides", test_spec_overrides },
-		{ "spec_bad", test_spec_bad },
-		{ "rtt_delay", test_rtt_delay },
-		{ "db_contention", test_db_contention },
-		{ "db_mapping", test_db_mapping },
-		{ "wqe_misses", test_wqe_misses },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "spec_off_and_default",
+				   test_spec_off_and_default },
+				 { "spec_overrides", test_spec_overrides },
+				 { "spec_bad", test_spec_bad },
+				 { "rtt_delay", test_rtt_delay },
+				 { "db_contention", test_db_contention },
+				 { "db_mapping", test_db_mapping },
+				 { "wqe_misses", test_wqe_misses },
+				 { 0 } });
 }

@@ -74,7 +74,7 @@ void free(void *p)
 struct job {
 	uint16_t blade;
 	uint64_t off;
-	void *buf;	/* registered */
+	void *buf; /* registered */
 };
 
 static void mixed_ops(smart_worker_t *w, struct job *j, int rounds)
@@ -150,7 +150,7 @@ static void test_fast_path_no_heap(void)
 }
 
 #ifndef NOALLOC_SKIP
-#define HT_KEYS 2000
+#define HT_KEYS	  2000
 #define HT_ROUNDS 300
 
 struct ht_job {
@@ -219,7 +219,7 @@ static void test_ht_no_heap_no_lock(void)
 	fixture_start(&f, 64 << 20, 0, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	smart_ht_config_init(&hc);
-	hc.depth = 4;		/* room enough: no split during the test */
+	hc.depth = 4; /* room enough: no split during the test */
 	CHECK_OK(smart_ht_create(w, f.id, 3, &hc, &t));
 	for (i = 0; i < 8; i++) {
 		jobs[i] = (struct ht_job){ t, i, 0 };
@@ -236,7 +236,7 @@ static void test_ht_no_heap_no_lock(void)
 	for (i = 0; i < 8; i++)
 		CHECK_OK(smart_task_spawn(w, ht_task, &jobs[i]));
 	CHECK_OK(smart_worker_run(w));
-	heap = atomic_load(&heap_calls) - before;	/* a snapshot mallocs */
+	heap = atomic_load(&heap_calls) - before; /* a snapshot mallocs */
 	CHECK_OK(smart_stats_snapshot(f.ctx, &s1));
 	for (i = 0; i < 8; i++)
 		ops += jobs[i].ops;

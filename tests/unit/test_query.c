@@ -61,20 +61,22 @@ static void test_ctx_query(void)
 	 * per-thread, and the caps say why */
 	CHECK_STR_EQ(a.qp_mode, "per-thread");
 	CHECK_STR_EQ(a.qp_mode, smart_ctx_qp_mode(ctx));
-	CHECK_EQ(a.caps, (uint64_t)(SMART_CTX_CAP_ATOMICS |
-		 SMART_CTX_CAP_TWO_SIDED | SMART_CTX_CAP_DEVICE_MEMORY |
-		 SMART_CTX_CAP_DM_EMULATED | SMART_CTX_CAP_SAME_HOST));
+	CHECK_EQ(a.caps,
+		 (uint64_t)(SMART_CTX_CAP_ATOMICS | SMART_CTX_CAP_TWO_SIDED |
+			    SMART_CTX_CAP_DEVICE_MEMORY |
+			    SMART_CTX_CAP_DM_EMULATED |
+			    SMART_CTX_CAP_SAME_HOST));
 	CHECK(a.max_inline > 0);
 	CHECK(a.max_send_wr > 0);
 	CHECK(a.max_recv_wr > 0);
 	CHECK(a.max_msg > 0);
 	CHECK(a.max_dm > 0);
 	printf("shm: caps %#llx inline %llu send_wr %llu recv_wr %llu "
-	       "msg %llu dm %llu\n", (unsigned long long)a.caps,
-	       (unsigned long long)a.max_inline,
+	       "msg %llu dm %llu\n",
+	       (unsigned long long)a.caps, (unsigned long long)a.max_inline,
 	       (unsigned long long)a.max_send_wr,
-	       (unsigned long long)a.max_recv_wr,
-	       (unsigned long long)a.max_msg, (unsigned long long)a.max_dm);
+	       (unsigned long long)a.max_recv_wr, (unsigned long long)a.max_msg,
+	       (unsigned long long)a.max_dm);
 
 	/* errors write nothing */
 	CHECK_EQ(smart_ctx_query(NULL, &a), SMART_EINVAL);
@@ -127,7 +129,8 @@ static void test_ctx_query_mask(void)
 	for (i = 0; i < sizeof(a); i++)
 		untouched += ((unsigned char *)&a)[i] == 0xa5;
 	printf("bytes of the caller's struct not asked for and written: %zu "
-	       "of %zu\n", sizeof(a) - untouched, sizeof(a));
+	       "of %zu\n",
+	       sizeof(a) - untouched, sizeof(a));
 	CHECK_EQ(untouched, sizeof(a));
 	CHECK_EQ(filled, (uint64_t)(SMART_CTX_ATTR_TRANSPORT |
 				    SMART_CTX_ATTR_MAX_SEND_WR));

@@ -61,7 +61,8 @@ static void test_order(void)
 {
 	struct smart__sim_cfg cfg = { .seed = 1 };
 	struct order_log log = { .n = 0 };
-	struct order_arg a[3] = { { &log, 0, 30 }, { &log, 1, 70 },
+	struct order_arg a[3] = { { &log, 0, 30 },
+				  { &log, 1, 70 },
 				  { &log, 2, 110 } };
 	struct smart__sim *s;
 	int i;
@@ -109,7 +110,7 @@ static void test_clock_hook(void)
 	CHECK_OK(smart__sim_run(s));
 	CHECK_EQ(ok, 1);
 	CHECK(smart__sim_self() == NULL);
-	CHECK_GE(smart_now_ns(), t0);	/* real again, not 1 ms */
+	CHECK_GE(smart_now_ns(), t0); /* real again, not 1 ms */
 	CHECK_GT(smart_now_ns(), 1000000000ull);
 	smart__sim_destroy(s);
 }
@@ -167,8 +168,8 @@ static void ctx_worker(void *arg)
 			if (smart_now_ns() - t0 < r->min_lat_ns)
 				r->min_lat_ns = smart_now_ns() - t0;
 			old = *buf;
-			CHECK_OK(smart_cas_sync(w, r->ctr, old, old + 1,
-						&prev));
+			CHECK_OK(
+				smart_cas_sync(w, r->ctr, old, old + 1, &prev));
 			r->cas_fail += prev != old;
 		} while (prev != old);
 		r->ops_done++;
@@ -178,14 +179,17 @@ static void ctx_worker(void *arg)
 }
 
 /* The paper-scale NIC of docs/sim.md (SMART_SIM_NIC overrides it). */
-#define SIM_NIC "rtt_ns=2000,mops=110,doorbells=16,db_hold_ns=170," \
-		"handoff_ns=90,wqe_cache=1024,miss_ns=9"
+#define SIM_NIC                                                                \
+	"rtt_ns=2000,mops=110,doorbells=16,db_hold_ns=170,"                    \
+	"handoff_ns=90,wqe_cache=1024,miss_ns=9"
 
 static smart_ctx_t *sim_ctx_nic(const char *addr, uint16_t blade,
 				const char *qp_mode, const char *nic)
 {
-	const char *kv[] = { "transport", "sim", "qp_mode", qp_mode,
-			     "nic_model", nic && *nic ? nic : SIM_NIC, NULL };
+	const char *kv[] = { "transport", "sim",
+			     "qp_mode",	  qp_mode,
+			     "nic_model", nic && *nic ? nic : SIM_NIC,
+			     NULL };
 	smart_opts_t *o = fixture_opts(kv);
 	smart_ctx_t *c;
 	uint16_t id;
@@ -222,8 +226,7 @@ static void ctx_main(void *arg)
 	*buf = 0;
 	CHECK_OK(smart_write_sync(w, r->ctr, buf, 8));
 	for (i = 0; i < r->nthreads; i++)
-		CHECK_OK(smart__sim_spawn(smart__sim_self(), ctx_worker, r,
-					  0));
+		CHECK_OK(smart__sim_spawn(smart__sim_self(), ctx_worker, r, 0));
 	while (r->done < r->nthreads)
 		smart__sim_sleep_until(smart__sim_now() + 10000);
 	CHECK_OK(smart_read_sync(w, r->ctr, 8, buf));
@@ -232,8 +235,9 @@ static void ctx_main(void *arg)
 	snprintf(r->report, sizeof(r->report),
 		 "threads %d ops %" PRIu64 " cas_fail %" PRIu64
 		 " virtual_ns %" PRIu64 " min_read_ns %" PRIu64
-		 " counter %" PRIu64 "\n", r->nthreads, r->ops_done,
-		 r->cas_fail, smart__sim_now() - t0, r->min_lat_ns, *buf);
+		 " counter %" PRIu64 "\n",
+		 r->nthreads, r->ops_done, r->cas_fail, smart__sim_now() - t0,
+		 r->min_lat_ns, *buf);
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(r->ctx));
 }
@@ -242,7 +246,8 @@ static void ctx_main(void *arg)
 static void ctx_run(struct ctx_run *r, uint64_t seed, const char *addr,
 		    uint16_t blade)
 {
-	struct smart__sim_cfg cfg = { .seed = seed, .sync_ns = 100,
+	struct smart__sim_cfg cfg = { .seed = seed,
+				      .sync_ns = 100,
 				      .jitter_ns = 50 };
 	struct smart__sim *s;
 	double t0 = test_now_ms();
@@ -257,8 +262,8 @@ static void ctx_run(struct ctx_run *r, uint64_t seed, const char *addr,
 	CHECK_OK(smart__sim_spawn(s, ctx_main, r, 1000000));
 	CHECK_OK(smart__sim_run(s));
 	printf("seed %" PRIu64 ": %s  (%" PRIu64 " switches, %.0f simulated "
-	       "ops per real second)\n", seed, r->report,
-	       smart__sim_switches(s),
+	       "ops per real second)\n",
+	       seed, r->report, smart__sim_switches(s),
 	       (double)r->ops_done * 1000.0 / (test_now_ms() - t0 + 1e-3));
 	smart__sim_destroy(s);
 }
@@ -284,7 +289,7 @@ static void test_ctx(void)
 	/* one READ is at least one round trip (rtt_ns=2000) */
 	CHECK_GE(r.min_lat_ns, 2000);
 	if (r.nthreads > 1)
-		CHECK_GT(r.cas_fail, 0);	/* the conflicts are real */
+		CHECK_GT(r.cas_fail, 0); /* the conflicts are real */
 	smart_blade_destroy(b);
 }
 
@@ -356,7 +361,7 @@ static void test_lease(void)
 struct fig3_run {
 	const char *addr;
 	const char *mode;
-	const char *nic;	/* NULL: SIM_NIC or SMART_SIM_NIC */
+	const char *nic; /* NULL: SIM_NIC or SMART_SIM_NIC */
 	int nthreads, done;
 	uint64_t run_ns, end, ops;
 	smart_ctx_t *ctx;
@@ -445,10 +450,10 @@ static void fig3_main(void *arg)
 	CHECK_OK(smart_alloc(w, 1, 4096, &r->base));
 	/* all workers start together (a warm-up of 100 us) */
 	r->end = smart_now_ns() + 100000 + r->run_ns;
-	r->real_ms = test_now_ms();	/* the real clock: clock_gettime */
+	r->real_ms = test_now_ms(); /* the real clock: clock_gettime */
 	for (i = 0; i < r->nthreads; i++)
-		CHECK_OK(smart__sim_spawn(smart__sim_self(), fig3_worker, r,
-					  0));
+		CHECK_OK(
+			smart__sim_spawn(smart__sim_self(), fig3_worker, r, 0));
 	while (r->done < r->nthreads) {
 		uint64_t now = smart__sim_now();
 
@@ -471,7 +476,8 @@ static void fig3_main(void *arg)
 
 static void fig3_point(struct fig3_run *r, const char *addr)
 {
-	struct smart__sim_cfg cfg = { .seed = 11, .sync_ns = 100,
+	struct smart__sim_cfg cfg = { .seed = 11,
+				      .sync_ns = 100,
 				      .jitter_ns = 50 };
 	struct smart__sim *s;
 	double l, lw;
@@ -483,10 +489,10 @@ static void fig3_point(struct fig3_run *r, const char *addr)
 	smart__sim_destroy(s);
 	printf("%-13s %3d threads: %7.2f Mops (simulated), doorbell spin "
 	       "share %4.1f%%, contended rings %5.1f%%; %.2f M simulated "
-	       "ops per real s\n", r->mode, r->nthreads,
-	       (double)r->ops * 1e3 / (double)r->run_ns,
-	       100 * r->spin_share, 100.0 * (double)r->contended /
-	       (double)(r->rings ? r->rings : 1),
+	       "ops per real s\n",
+	       r->mode, r->nthreads, (double)r->ops * 1e3 / (double)r->run_ns,
+	       100 * r->spin_share,
+	       100.0 * (double)r->contended / (double)(r->rings ? r->rings : 1),
 	       (double)r->ops / r->real_ms / 1e3);
 	/* the invariants: every WR posted completed, none left in the
 	 * device; Little's law over the window (its integral form, edges
@@ -497,8 +503,10 @@ static void fig3_point(struct fig3_run *r, const char *addr)
 	l = (double)r->l_sum / (double)(r->l_samples ? r->l_samples : 1);
 	printf("  Little: sampled in flight %.2f, rate x latency %.2f\n", l,
 	       lw);
-	CHECK_MSG(l > 0.97 * lw && l < 1.03 * lw, "Little's law: %.3f vs "
-		  "%.3f", l, lw);
+	CHECK_MSG(l > 0.97 * lw && l < 1.03 * lw,
+		  "Little's law: %.3f vs "
+		  "%.3f",
+		  l, lw);
 	CHECK_U64_EQ(r->posted, r->completed);
 	CHECK_U64_EQ(r->outstanding, 0);
 	CHECK_GT(r->ops, 0);
@@ -541,7 +549,8 @@ static void test_fig3(void)
 static void test_pcie(void)
 {
 	smart_blade_t *b = sim_blade(1);
-	struct fig3_run r = { .mode = "per-thread-db", .nthreads = 32,
+	struct fig3_run r = { .mode = "per-thread-db",
+			      .nthreads = 32,
 			      .run_ns = 1000000,
 			      .nic = SIM_NIC ",pcie_wr_bytes=93,pcie_gbs=1" };
 	double mops;
@@ -570,7 +579,7 @@ static void atom_worker(void *arg)
 
 	CHECK_OK(smart_worker_create(r->ctx, &w));
 	while (smart_now_ns() < r->end) {
-		if (r->spread)	/* words far apart: distinct units, mostly */
+		if (r->spread) /* words far apart: distinct units, mostly */
 			off = 64 * (uint64_t)(r->ops % 64);
 		CHECK_OK(smart_faa_sync(w, r->base + off, 1, &old));
 		if (smart_now_ns() <= r->end)
@@ -586,14 +595,14 @@ static void atom_main(void *arg)
 	smart_worker_t *w;
 	int i;
 
-	r->ctx = sim_ctx_nic(r->addr, 1, "per-thread-db", SIM_NIC
-			     ",atomic_ns=1000");
+	r->ctx = sim_ctx_nic(r->addr, 1, "per-thread-db",
+			     SIM_NIC ",atomic_ns=1000");
 	CHECK_OK(smart_worker_create(r->ctx, &w));
 	CHECK_OK(smart_alloc(w, 1, 4096, &r->base));
 	r->end = smart_now_ns() + 1000000;
 	for (i = 0; i < r->nthreads; i++)
-		CHECK_OK(smart__sim_spawn(smart__sim_self(), atom_worker, r,
-					  0));
+		CHECK_OK(
+			smart__sim_spawn(smart__sim_self(), atom_worker, r, 0));
 	while (r->done < r->nthreads)
 		smart__sim_sleep_until(smart__sim_now() + 10000);
 	CHECK_OK(smart_worker_destroy(w));
@@ -605,11 +614,12 @@ static void atom_main(void *arg)
  * well above it. */
 static void test_atomics(void)
 {
-	struct smart__sim_cfg cfg = { .seed = 5, .sync_ns = 100,
+	struct smart__sim_cfg cfg = { .seed = 5,
+				      .sync_ns = 100,
 				      .jitter_ns = 50 };
 	smart_blade_t *b = sim_blade(1);
-	struct atom_run one = { .nthreads = 16 }, spread = { .nthreads = 16,
-							      .spread = 1 };
+	struct atom_run one = { .nthreads = 16 },
+			spread = { .nthreads = 16, .spread = 1 };
 	struct atom_run *runs[2] = { &one, &spread };
 	struct smart__sim *s;
 	int i;
@@ -641,7 +651,7 @@ static void child_real_thread(char **args)
 	(void)args;
 	c = sim_ctx(smart_blade_address(b), 1, "per-thread");
 	CHECK_OK(smart_worker_create(c, &w));
-	smart_alloc(w, 1, 8, &g);	/* posts: must abort */
+	smart_alloc(w, 1, 8, &g); /* posts: must abort */
 	exit(0);
 }
 
@@ -658,18 +668,20 @@ static void test_real_thread_aborts(void)
 
 int main(int argc, char **argv)
 {
-	return test_main_children(argc, argv, (struct test_case[]){
-		{ "order", test_order },
-		{ "clock_hook", test_clock_hook },
-		{ "hook_cost", test_hook_cost },
-		{ "ctx", test_ctx },
-		{ "deterministic", test_deterministic },
-		{ "lease", test_lease },
-		{ "fig3", test_fig3 },
-		{ "atomics", test_atomics },
-		{ "pcie", test_pcie },
-		{ "real_thread_aborts", test_real_thread_aborts },
-		{ 0 } }, (struct test_child[]){
-		{ "real_thread", child_real_thread },
-		{ 0 } });
+	return test_main_children(
+		argc, argv,
+		(struct test_case[]){
+			{ "order", test_order },
+			{ "clock_hook", test_clock_hook },
+			{ "hook_cost", test_hook_cost },
+			{ "ctx", test_ctx },
+			{ "deterministic", test_deterministic },
+			{ "lease", test_lease },
+			{ "fig3", test_fig3 },
+			{ "atomics", test_atomics },
+			{ "pcie", test_pcie },
+			{ "real_thread_aborts", test_real_thread_aborts },
+			{ 0 } },
+		(struct test_child[]){ { "real_thread", child_real_thread },
+				       { 0 } });
 }

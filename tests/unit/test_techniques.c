@@ -145,7 +145,7 @@ static void test_fixed_credit(void)
 	CHECK_EQ(st.credit_cap, 2);
 	CHECK_STR_EQ(st.throttle_phase, "fixed");
 	CHECK_GT(st.c[SMART_STAT_CREDIT_WAITS], 0);
-	CHECK_EQ(atomic_load(&w->credit), 2);	/* all returned */
+	CHECK_EQ(atomic_load(&w->credit), 2); /* all returned */
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -164,7 +164,7 @@ static void adm_task(smart_worker_t *w, void *p)
 	(*a->inside)++;
 	if (*a->inside > *a->max_inside)
 		*a->max_inside = *a->inside;
-	smart_task_yield(w);	/* others would run inside now */
+	smart_task_yield(w); /* others would run inside now */
 	smart_task_yield(w);
 	(*a->inside)--;
 	smart_backoff_end(w);
@@ -179,7 +179,7 @@ static void test_admission_fifo(void)
 
 	fixture_start(&f, 4 << 20, 0, NULL);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	w->bo.nmax = 2;	/* as if adapted down, and kept there */
+	w->bo.nmax = 2; /* as if adapted down, and kept there */
 	w->bo.win_end = UINT64_MAX;
 	for (i = 0; i < 6; i++) {
 		args[i] = (struct adm_arg){ &inside, &max_inside, order, &n,
@@ -199,9 +199,11 @@ static void test_admission_fifo(void)
 static void test_switches(void)
 {
 	static const char *const none[] = { "techniques", "None", NULL };
-	static const char *const two[] = { "techniques", "WorkReqThrot,SpecLookup",
+	static const char *const two[] = { "techniques",
+					   "WorkReqThrot,SpecLookup",
 					   "nic_model", "default", NULL };
-	static const char *const nonic[] = { "techniques", "WorkReqThrot", NULL };
+	static const char *const nonic[] = { "techniques", "WorkReqThrot",
+					     NULL };
 	struct fixture f;
 	smart_stats_t st;
 
@@ -218,7 +220,7 @@ static void test_switches(void)
 	CHECK(smart_ctx_technique(f.ctx, SMART_TECH_SPEC_LOOKUP));
 	CHECK(!smart_ctx_technique(f.ctx, SMART_TECH_CONFLICT_AVOID));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
-	CHECK_EQ(st.credit_cap, 4);	/* the tuner starts at 4 */
+	CHECK_EQ(st.credit_cap, 4); /* the tuner starts at 4 */
 	CHECK_STR_EQ(st.throttle_phase, "update");
 	CHECK_STR_EQ(smart_ctx_qp_mode(f.ctx), "per-thread");
 	fixture_stop(&f);

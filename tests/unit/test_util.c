@@ -27,8 +27,8 @@
 
 static void test_status(void)
 {
-	static const int unknown[] = { 1, 42, SMART_E_LAST, -100, INT_MIN,
-				       INT_MAX };
+	static const int unknown[] = { 1,    42,      SMART_E_LAST,
+				       -100, INT_MIN, INT_MAX };
 
 	CHECK_STR_EQ(smart_status_name(SMART_OK), "SMART_OK");
 	CHECK_STR_EQ(smart_status_name(SMART_EINVAL), "SMART_EINVAL");
@@ -39,8 +39,9 @@ static void test_status(void)
 		const char *msg = smart_strerror(s);
 
 		CHECK(name && msg);
-		CHECK_MSG(!strncmp(name, "SMART_", 6) && strcmp(name,
-			  "SMART_E?"), "bad name for %d: %s", s, name);
+		CHECK_MSG(!strncmp(name, "SMART_", 6) &&
+				  strcmp(name, "SMART_E?"),
+			  "bad name for %d: %s", s, name);
 		CHECK_MSG(msg[0] && strcmp(msg, "unknown"), "no msg for %d", s);
 		/* Names are distinct. */
 		for (int t = 0; t > s; t--)
@@ -119,7 +120,7 @@ static void test_log_msg(void)
 	CHECK_EQ(errno, ENOENT);
 	capture_end(&c, out, sizeof(out));
 	CHECK_STR_EQ(out, "smart: warn: hello 42\ntst: debug: dbg x\n"
-		     "smart: error: e\n");
+			  "smart: error: e\n");
 
 	/* An over-long message is cut, marked and still one line. */
 	memset(big, 'a', sizeof(big) - 1);
@@ -210,13 +211,19 @@ static void test_rng_determinism(void)
 		same += x == smart_rng_next(&c);
 	}
 	CHECK_EQ(same, 0);
-	smart_rng_seed(NULL, 1);	/* ignored, no crash */
+	smart_rng_seed(NULL, 1); /* ignored, no crash */
 }
 
 static void test_rng_below(void)
 {
-	static const uint64_t ns[] = { 1, 2, 3, 7, 1000, UINT64_C(1) << 32,
-				       (UINT64_C(1) << 63) + 1, UINT64_MAX };
+	static const uint64_t ns[] = { 1,
+				       2,
+				       3,
+				       7,
+				       1000,
+				       UINT64_C(1) << 32,
+				       (UINT64_C(1) << 63) + 1,
+				       UINT64_MAX };
 	uint64_t counts[6] = { 0 };
 	smart_rng_t r;
 	double d;
@@ -357,11 +364,10 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Quantiles of h against the exact ones of the sorted sample v[0..n). */
-static void check_quantiles(const smart_hist_t *h, const uint64_t *v,
-			    size_t n)
+static void check_quantiles(const smart_hist_t *h, const uint64_t *v, size_t n)
 {
-	static const double qs[] = { 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99,
-				     0.999, 0.9999 };
+	static const double qs[] = { 0.01, 0.1,	 0.25,	0.5,   0.75,
+				     0.9,  0.99, 0.999, 0.9999 };
 
 	for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
 		size_t rank = (size_t)ceil(qs[i] * (double)n);
@@ -414,7 +420,7 @@ static void test_hist_distributions(void)
 	 * into two histograms that are merged afterwards. */
 	smart_hist_init(&h);
 	smart_hist_init(&a);
-	memset(&b, 0, sizeof(b));	/* all-zero is a valid empty one */
+	memset(&b, 0, sizeof(b)); /* all-zero is a valid empty one */
 	for (size_t i = 0; i < N; i++) {
 		double u = smart_rng_double(&r);
 
@@ -518,7 +524,8 @@ static void test_crc32c_lanes(void)
 		uint32_t one = smart_crc32c(0, buf, 3 * 6144);
 
 		CHECK_U64_EQ(smart_crc32c(smart_crc32c(0, buf, cut), buf + cut,
-					  3 * 6144 - cut), one);
+					  3 * 6144 - cut),
+			     one);
 	}
 	printf("   %zu inputs of 6..18 KiB equal to the table's CRC\n", n);
 }
@@ -559,7 +566,7 @@ static void test_mem_enough(void)
 
 	CHECK(smart__mem_enough(4096));
 	if (avail == UINT64_MAX)
-		return;		/* /proc/meminfo unreadable: nothing refused */
+		return; /* /proc/meminfo unreadable: nothing refused */
 	CHECK(smart__mem_enough(avail / 4));
 	CHECK(!smart__mem_enough(avail + (UINT64_C(1) << 40)));
 	CHECK(!smart__mem_enough(UINT64_C(1) << 62));
@@ -638,7 +645,7 @@ static void test_bytes_order(void)
 	uint8_t buf[9];
 
 	memset(buf, 0xee, sizeof(buf));
-	smart__put64(buf + 1, 0x0102030405060708ull);	/* unaligned */
+	smart__put64(buf + 1, 0x0102030405060708ull); /* unaligned */
 	CHECK(memcmp(buf + 1, want, 8) == 0);
 	CHECK_EQ(buf[0], 0xee);
 	CHECK_EQ(smart__get64(buf + 1), 0x0102030405060708ull);
@@ -669,27 +676,29 @@ static void test_clock_units(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "status", test_status },
-		{ "log_parse", test_log_parse },
-		{ "log_msg", test_log_msg },
-		{ "clock_monotonic", test_clock_monotonic },
-		{ "clock_calibration", test_clock_calibration },
-		{ "clock_units", test_clock_units },
-		{ "bytes_order", test_bytes_order },
-		{ "rng_determinism", test_rng_determinism },
-		{ "rng_below", test_rng_below },
-		{ "zipf_params", test_zipf_params },
-		{ "zipf_skewed", test_zipf_skewed },
-		{ "zipf_uniform", test_zipf_uniform },
-		{ "zipf_large", test_zipf_large },
-		{ "hist_small_exact", test_hist_small_exact },
-		{ "hist_distributions", test_hist_distributions },
-		{ "hist_merge_edges", test_hist_merge_edges },
-		{ "crc32c_vectors", test_crc32c_vectors },
-		{ "crc32c_hw_sw", test_crc32c_hw_sw },
-		{ "crc32c_lanes", test_crc32c_lanes },
-		{ "hash64", test_hash64 },
-		{ "mem_enough", test_mem_enough },
-		{ 0 } });
+	return test_main(
+		argc, argv,
+		(struct test_case[]){
+			{ "status", test_status },
+			{ "log_parse", test_log_parse },
+			{ "log_msg", test_log_msg },
+			{ "clock_monotonic", test_clock_monotonic },
+			{ "clock_calibration", test_clock_calibration },
+			{ "clock_units", test_clock_units },
+			{ "bytes_order", test_bytes_order },
+			{ "rng_determinism", test_rng_determinism },
+			{ "rng_below", test_rng_below },
+			{ "zipf_params", test_zipf_params },
+			{ "zipf_skewed", test_zipf_skewed },
+			{ "zipf_uniform", test_zipf_uniform },
+			{ "zipf_large", test_zipf_large },
+			{ "hist_small_exact", test_hist_small_exact },
+			{ "hist_distributions", test_hist_distributions },
+			{ "hist_merge_edges", test_hist_merge_edges },
+			{ "crc32c_vectors", test_crc32c_vectors },
+			{ "crc32c_hw_sw", test_crc32c_hw_sw },
+			{ "crc32c_lanes", test_crc32c_lanes },
+			{ "hash64", test_hash64 },
+			{ "mem_enough", test_mem_enough },
+			{ 0 } });
 }

@@ -36,7 +36,7 @@ static struct verbs_qp_info eth_info(void)
 	in.resp_depth = 16;
 	in.init_depth = 8;
 	in.flags = VERBS_QPF_ATOMICS;
-	return in;	/* max_msg 0: a one-sided QP */
+	return in; /* max_msg 0: a one-sided QP */
 }
 
 static struct verbs_qp_info ib_info(void)
@@ -52,7 +52,7 @@ static struct verbs_qp_info ib_info(void)
 	in.gid_type = VERBS_GID_NONE;
 	in.resp_depth = 4;
 	in.init_depth = 16;
-	in.max_msg = 0x023456;	/* a receive queue's */
+	in.max_msg = 0x023456; /* a receive queue's */
 	return in;
 }
 
@@ -105,7 +105,7 @@ static void test_round_trip(void)
 		in = k ? ib_info() : eth_info();
 		memset(b, 0xee, sizeof(b));
 		CHECK_EQ(smart__verbs_info_pack(&in, b), VERBS_QP_BLOB_LEN);
-		CHECK_EQ(b[VERBS_QP_BLOB_LEN], 0xee);	/* nothing beyond */
+		CHECK_EQ(b[VERBS_QP_BLOB_LEN], 0xee); /* nothing beyond */
 		memset(&out, 0x55, sizeof(out));
 		CHECK_OK(smart__verbs_info_unpack(b, VERBS_QP_BLOB_LEN, &out,
 						  &why));
@@ -257,8 +257,8 @@ static void test_depths(void)
 	CHECK(d);
 	d->resp_depth = 16;
 	d->init_depth = 16;
-	peer.resp_depth = 4;	/* the peer takes 4 at once */
-	peer.init_depth = 8;	/* and sends at most 8 */
+	peer.resp_depth = 4; /* the peer takes 4 at once */
+	peer.init_depth = 8; /* and sends at most 8 */
 	smart__verbs_rd_depths(d, &peer, &init, &dest);
 	CHECK_EQ(init, 4);
 	CHECK_EQ(dest, 8);
@@ -273,8 +273,9 @@ static void test_depths(void)
 static void test_region_blob(void)
 {
 	static uint8_t mem[4096];
-	struct smart_tp_mr mr = { .addr = mem, .len = sizeof(mem),
-				  .rkey = 0x42, .fd = -1 };
+	struct smart_tp_mr mr = {
+		.addr = mem, .len = sizeof(mem), .rkey = 0x42, .fd = -1
+	};
 	struct smart_tp_remote *r = NULL;
 	uint8_t b[SMART_TP_BLOB_MAX];
 	size_t len = sizeof(b);
@@ -301,21 +302,21 @@ static void test_region_blob(void)
  * the tail and never beyond it. */
 static void test_slot_ahead(void)
 {
-	static const uint32_t heads[] = { 0, 1, 0x7fff, 0xfff0, 0xffff,
-					  0x10000, 0x1fffe, 0xfffffff0,
-					  0xffffffff };
+	static const uint32_t heads[] = { 0,	   1,	       0x7fff,
+					  0xfff0,  0xffff,     0x10000,
+					  0x1fffe, 0xfffffff0, 0xffffffff };
 	uint32_t head, tail, d, order[64], i, j, base = 0xffe0;
 	size_t h;
 
 	for (h = 0; h < sizeof(heads) / sizeof(heads[0]); h++) {
 		head = heads[h];
 		for (d = 1; d <= VERBS_MAX_SEND_WR; d++)
-			CHECK_EQ(smart__verbs_slot_ahead(head,
-							 (head + d - 1) & 0xffff),
+			CHECK_EQ(smart__verbs_slot_ahead(head, (head + d - 1) &
+								       0xffff),
 				 d);
 		for (d = 0; d < VERBS_MAX_SEND_WR; d++)
-			CHECK_EQ(smart__verbs_slot_ahead(head,
-							 (head - 1 - d) & 0xffff),
+			CHECK_EQ(smart__verbs_slot_ahead(head, (head - 1 - d) &
+								       0xffff),
 				 0);
 	}
 	/* 64 slots across the 16-bit wrap completed in a scrambled order
@@ -325,10 +326,10 @@ static void test_slot_ahead(void)
 	head = base;
 	tail = base + 64;
 	for (i = 0; i < 64; i++) {
-		for (j = 0; j < 2; j++)	/* twice: the same slot seen late */
+		for (j = 0; j < 2; j++) /* twice: the same slot seen late */
 			head += smart__verbs_slot_ahead(head,
 							(base + order[i]) &
-							0xffff);
+								0xffff);
 		CHECK_LE(tail - head, 64);
 	}
 	CHECK_EQ(head, tail);
@@ -336,14 +337,15 @@ static void test_slot_ahead(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "round_trip", test_round_trip },
-		{ "refusals", test_refusals },
-		{ "refusals_ib", test_refusals_ib },
-		{ "mutations", test_mutations },
-		{ "peer_check", test_peer_check },
-		{ "depths", test_depths },
-		{ "region_blob", test_region_blob },
-		{ "slot_ahead", test_slot_ahead },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "round_trip", test_round_trip },
+				 { "refusals", test_refusals },
+				 { "refusals_ib", test_refusals_ib },
+				 { "mutations", test_mutations },
+				 { "peer_check", test_peer_check },
+				 { "depths", test_depths },
+				 { "region_blob", test_region_blob },
+				 { "slot_ahead", test_slot_ahead },
+				 { 0 } });
 }

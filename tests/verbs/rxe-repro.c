@@ -87,16 +87,17 @@
 
 #include <infiniband/verbs.h>
 
-#define POISON 0xdeadbeefdeadbeefULL
-#define POISON_BYTE 0xee
-#define STUCK_SECONDS 60
+#define POISON	       0xdeadbeefdeadbeefULL
+#define POISON_BYTE    0xee
+#define STUCK_SECONDS  60
 #define MAX_RECONNECTS 200
-#define MAX_EXAMPLES 5
-#define SQ_DEPTH 64
-#define CQ_DEPTH 256
-#define PORT 1
-#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | \
-		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
+#define MAX_EXAMPLES   5
+#define SQ_DEPTH       64
+#define CQ_DEPTH       256
+#define PORT	       1
+#define ACCESS                                                                 \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |                     \
+	 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
 enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_SETUP = 2 };
 
@@ -104,29 +105,30 @@ enum { EXIT_OK = 0, EXIT_BAD = 1, EXIT_SETUP = 2 };
 
 static struct {
 	const char *dev_a, *dev_b;
-	int gid;		/* -1: scan */
+	int gid; /* -1: scan */
 	int retry;
-	long rounds;		/* 0: each test's default */
-	const char *tests;	/* NULL: all */
+	long rounds;	   /* 0: each test's default */
+	const char *tests; /* NULL: all */
 } opt = { "rxe0", "rxe1", -1, 6, 0, NULL };
 
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-"usage: %s [options]\n"
-"Raw-verbs reproducer: two rxe devices in one process, one RC QP on each,\n"
-"A posts, B's memory is the target.  Tests: faa, rw, bigread (all by default).\n"
-"  --test NAME    run only NAME (repeatable, or a comma-separated list)\n"
-"  --rounds N     rounds per test (defaults: faa 4000, rw 500, bigread 50)\n"
-"  --dev-a NAME   requester device (default rxe0)\n"
-"  --dev-b NAME   responder device (default rxe1)\n"
-"  --gid N        GID index on both devices (default: the first IPv4-mapped\n"
-"                 RoCE v2 entry of each)\n"
-"  --retry N      QP retry_cnt, 0..7 (default 6; rxe takes 7 as forever)\n"
-"  --help         this text\n"
-"Prints one line per test: \"name: N ops, M bad, K error completions\".\n"
-"Exit status: 0 all checks passed and no error completion, 1 something bad\n"
-"was seen (or a wait got stuck), 2 setup error.\n", prog);
+		"usage: %s [options]\n"
+		"Raw-verbs reproducer: two rxe devices in one process, one RC QP on each,\n"
+		"A posts, B's memory is the target.  Tests: faa, rw, bigread (all by default).\n"
+		"  --test NAME    run only NAME (repeatable, or a comma-separated list)\n"
+		"  --rounds N     rounds per test (defaults: faa 4000, rw 500, bigread 50)\n"
+		"  --dev-a NAME   requester device (default rxe0)\n"
+		"  --dev-b NAME   responder device (default rxe1)\n"
+		"  --gid N        GID index on both devices (default: the first IPv4-mapped\n"
+		"                 RoCE v2 entry of each)\n"
+		"  --retry N      QP retry_cnt, 0..7 (default 6; rxe takes 7 as forever)\n"
+		"  --help         this text\n"
+		"Prints one line per test: \"name: N ops, M bad, K error completions\".\n"
+		"Exit status: 0 all checks passed and no error completion, 1 something bad\n"
+		"was seen (or a wait got stuck), 2 setup error.\n",
+		prog);
 }
 
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -165,15 +167,18 @@ static void *alloc_buf(size_t len)
 static void gid_str(const union ibv_gid *g, char *buf, size_t len)
 {
 	const uint8_t *r = g->raw;
-	static const uint8_t v4map[12] = { 0,0,0,0,0,0,0,0,0,0,0xff,0xff };
+	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff };
 
 	if (!memcmp(r, v4map, 12))
-		snprintf(buf, len, "::ffff:%u.%u.%u.%u", r[12], r[13], r[14], r[15]);
+		snprintf(buf, len, "::ffff:%u.%u.%u.%u", r[12], r[13], r[14],
+			 r[15]);
 	else
-		snprintf(buf, len, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:"
+		snprintf(buf, len,
+			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x:"
 			 "%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-			 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-			 r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+			 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8],
+			 r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 }
 
 /* --- devices and QPs ---------------------------------------------------- */
@@ -192,7 +197,8 @@ static struct side A, B;
 
 static int is_v4_mapped(const union ibv_gid *g)
 {
-	static const uint8_t v4map[12] = { 0,0,0,0,0,0,0,0,0,0,0xff,0xff };
+	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0,    0,
+					   0, 0, 0, 0, 0xff, 0xff };
 
 	return !memcmp(g->raw, v4map, 12);
 }
@@ -212,7 +218,8 @@ static int open_side(struct side *s, const char *name, struct ibv_device **list)
 	}
 	s->ctx = ibv_open_device(*d);
 	if (!s->ctx) {
-		fprintf(stderr, "setup: ibv_open_device(%s): %s\n", name, strerror(errno));
+		fprintf(stderr, "setup: ibv_open_device(%s): %s\n", name,
+			strerror(errno));
 		return -1;
 	}
 	if (ibv_query_device(s->ctx, &s->dattr)) {
@@ -220,7 +227,8 @@ static int open_side(struct side *s, const char *name, struct ibv_device **list)
 		return -1;
 	}
 	if (ibv_query_port(s->ctx, PORT, &s->pattr)) {
-		fprintf(stderr, "setup: ibv_query_port(%s, %d) failed\n", name, PORT);
+		fprintf(stderr, "setup: ibv_query_port(%s, %d) failed\n", name,
+			PORT);
 		return -1;
 	}
 	if (s->pattr.state != IBV_PORT_ACTIVE) {
@@ -229,8 +237,8 @@ static int open_side(struct side *s, const char *name, struct ibv_device **list)
 		return -1;
 	}
 	if (s->pattr.link_layer != IBV_LINK_LAYER_ETHERNET) {
-		fprintf(stderr, "setup: %s is not RoCE (link layer %d)\n",
-			name, (int)s->pattr.link_layer);
+		fprintf(stderr, "setup: %s is not RoCE (link layer %d)\n", name,
+			(int)s->pattr.link_layer);
 		return -1;
 	}
 	if (s->dattr.atomic_cap == IBV_ATOMIC_NONE) {
@@ -238,14 +246,17 @@ static int open_side(struct side *s, const char *name, struct ibv_device **list)
 		return -1;
 	}
 	if (s->dattr.max_qp_rd_atom < 16 || s->dattr.max_qp_init_rd_atom < 16) {
-		fprintf(stderr, "setup: %s allows only %d/%d outstanding reads, need 16\n",
-			name, s->dattr.max_qp_rd_atom, s->dattr.max_qp_init_rd_atom);
+		fprintf(stderr,
+			"setup: %s allows only %d/%d outstanding reads, need 16\n",
+			name, s->dattr.max_qp_rd_atom,
+			s->dattr.max_qp_init_rd_atom);
 		return -1;
 	}
 	s->gid_index = -1;
 	if (opt.gid >= 0) {
 		if (ibv_query_gid(s->ctx, PORT, opt.gid, &s->gid)) {
-			fprintf(stderr, "setup: %s has no GID index %d\n", name, opt.gid);
+			fprintf(stderr, "setup: %s has no GID index %d\n", name,
+				opt.gid);
 			return -1;
 		}
 		s->gid_index = opt.gid;
@@ -255,21 +266,25 @@ static int open_side(struct side *s, const char *name, struct ibv_device **list)
 
 			if (ibv_query_gid_ex(s->ctx, PORT, (uint32_t)i, &e, 0))
 				continue;
-			if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && is_v4_mapped(&e.gid)) {
+			if (e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+			    is_v4_mapped(&e.gid)) {
 				s->gid_index = i;
 				s->gid = e.gid;
 				break;
 			}
 		}
 		if (s->gid_index < 0) {
-			fprintf(stderr, "setup: %s has no IPv4-mapped RoCE v2 GID "
-				"(is an IPv4 address on its netdev?); try --gid N\n", name);
+			fprintf(stderr,
+				"setup: %s has no IPv4-mapped RoCE v2 GID "
+				"(is an IPv4 address on its netdev?); try --gid N\n",
+				name);
 			return -1;
 		}
 	}
 	i = fcntl(s->ctx->async_fd, F_GETFL);
 	if (i < 0 || fcntl(s->ctx->async_fd, F_SETFL, i | O_NONBLOCK) < 0) {
-		fprintf(stderr, "setup: %s: async fd: %s\n", name, strerror(errno));
+		fprintf(stderr, "setup: %s: async fd: %s\n", name,
+			strerror(errno));
 		return -1;
 	}
 	s->pd = ibv_alloc_pd(s->ctx);
@@ -303,7 +318,8 @@ static struct ibv_qp *make_qp(struct side *s, struct ibv_cq *cq)
 	ia.cap.max_recv_sge = 1;
 	qp = ibv_create_qp(s->pd, &ia);
 	if (!qp)
-		fprintf(stderr, "setup: ibv_create_qp(%s): %s\n", s->name, strerror(errno));
+		fprintf(stderr, "setup: ibv_create_qp(%s): %s\n", s->name,
+			strerror(errno));
 	return qp;
 }
 
@@ -318,10 +334,12 @@ static int to_rts(struct side *s, struct ibv_qp *qp, struct side *peer,
 	a.pkey_index = 0;
 	a.port_num = PORT;
 	a.qp_access_flags = ACCESS;
-	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	r = ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS);
 	if (r) {
-		fprintf(stderr, "setup: %s QP -> INIT: %s\n", s->name, strerror(r));
+		fprintf(stderr, "setup: %s QP -> INIT: %s\n", s->name,
+			strerror(r));
 		return -1;
 	}
 
@@ -342,11 +360,14 @@ static int to_rts(struct side *s, struct ibv_qp *qp, struct side *peer,
 	a.ah_attr.sl = 0;
 	a.ah_attr.src_path_bits = 0;
 	a.ah_attr.port_num = PORT;
-	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	r = ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_MIN_RNR_TIMER);
 	if (r) {
-		fprintf(stderr, "setup: %s QP -> RTR: %s\n", s->name, strerror(r));
+		fprintf(stderr, "setup: %s QP -> RTR: %s\n", s->name,
+			strerror(r));
 		return -1;
 	}
 
@@ -357,11 +378,13 @@ static int to_rts(struct side *s, struct ibv_qp *qp, struct side *peer,
 	a.rnr_retry = 7;
 	a.sq_psn = my_psn;
 	a.max_rd_atomic = 16;
-	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			  IBV_QP_MAX_QP_RD_ATOMIC);
+	r = ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				  IBV_QP_MAX_QP_RD_ATOMIC);
 	if (r) {
-		fprintf(stderr, "setup: %s QP -> RTS: %s\n", s->name, strerror(r));
+		fprintf(stderr, "setup: %s QP -> RTS: %s\n", s->name,
+			strerror(r));
 		return -1;
 	}
 	return 0;
@@ -400,7 +423,8 @@ static int conn_open(struct conn *c)
 	memset(c, 0, sizeof(*c));
 	c->ch = ibv_create_comp_channel(A.ctx);
 	if (!c->ch) {
-		fprintf(stderr, "setup: ibv_create_comp_channel(%s) failed\n", A.name);
+		fprintf(stderr, "setup: ibv_create_comp_channel(%s) failed\n",
+			A.name);
 		return -1;
 	}
 	c->cq_a = ibv_create_cq(A.ctx, CQ_DEPTH, NULL, c->ch, 0);
@@ -466,17 +490,17 @@ static int wait_cq(struct conn *c, struct ibv_wc *wc, int n, double deadline)
 /* --- the round engine ---------------------------------------------------- */
 
 struct stats {
-	long ops;		/* rounds posted */
-	long bad;		/* data checks that failed */
-	long errors;		/* error completions */
-	long failed_rounds;	/* rounds whose chain ended in an error */
+	long ops;	    /* rounds posted */
+	long bad;	    /* data checks that failed */
+	long errors;	    /* error completions */
+	long failed_rounds; /* rounds whose chain ended in an error */
 	long reconnects;
 	long async_events;
-	long examples;		/* bad examples printed */
+	long examples; /* bad examples printed */
 	long by_status[IBV_WC_GENERAL_ERR + 2];
 	int stuck;
 	int setup_failed;
-	int ended_broken;	/* the last QP pair broke and was not replaced */
+	int ended_broken; /* the last QP pair broke and was not replaced */
 };
 
 struct test;
@@ -486,19 +510,20 @@ typedef void (*done_fn)(struct test *t, long round, int slot);
 struct test {
 	const char *name;
 	long rounds;
-	int depth;		/* chains in flight */
-	int chain_len;		/* WRs per chain; the last is signaled */
+	int depth;     /* chains in flight */
+	int chain_len; /* WRs per chain; the last is signaled */
 	post_fn post;
-	done_fn done;		/* the chain completed successfully */
+	done_fn done; /* the chain completed successfully */
 	void (*connected)(struct test *t, long next_round);
 	struct stats st;
 	void *priv;
 };
 
-#define WRID(round, slot, kind) (((uint64_t)(round) << 16) | ((uint64_t)(slot) << 4) | (kind))
+#define WRID(round, slot, kind)                                                \
+	(((uint64_t)(round) << 16) | ((uint64_t)(slot) << 4) | (kind))
 #define WR_ROUND(id) ((long)((id) >> 16))
-#define WR_SLOT(id) ((int)(((id) >> 4) & 0xfff))
-#define WR_KIND(id) ((int)((id) & 0xf))
+#define WR_SLOT(id)  ((int)(((id) >> 4) & 0xfff))
+#define WR_KIND(id)  ((int)((id)&0xf))
 
 static void bad_example(struct test *t, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -520,7 +545,7 @@ static void bad_example(struct test *t, const char *fmt, ...)
 static const char *qp_state_str(struct ibv_qp *qp)
 {
 	static const char *const names[] = { "RESET", "INIT", "RTR", "RTS",
-					     "SQD", "SQE", "ERR" };
+					     "SQD",   "SQE",  "ERR" };
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
 
@@ -540,7 +565,8 @@ static void drain_async(struct test *t)
 		while (!ibv_get_async_event(sides[i]->ctx, &ev)) {
 			if (t->st.async_events++ < 10)
 				printf("  %s: async event on %s: %s\n", t->name,
-				       sides[i]->name, ibv_event_type_str(ev.event_type));
+				       sides[i]->name,
+				       ibv_event_type_str(ev.event_type));
 			ibv_ack_async_event(&ev);
 		}
 	}
@@ -622,7 +648,8 @@ static void run_rounds(struct test *t, struct conn *c)
 		if (k == 0) {
 			printf("  %s: stuck: no completion for %d s with %d chains "
 			       "in flight (next round %ld, QP generation %u)\n",
-			       t->name, STUCK_SECONDS, inflight, next, c->generation);
+			       t->name, STUCK_SECONDS, inflight, next,
+			       c->generation);
 			t->st.stuck = 1;
 			break;
 		}
@@ -634,9 +661,12 @@ static void run_rounds(struct test *t, struct conn *c)
 			int last = kind == t->chain_len - 1;
 
 			if (slot >= t->depth || slot_round[slot] != round) {
-				bad_example(t, "completion for round %ld slot %d kind %d "
-					    "that is not in flight (status %s)", round,
-					    slot, kind, ibv_wc_status_str(wc[i].status));
+				bad_example(
+					t,
+					"completion for round %ld slot %d kind %d "
+					"that is not in flight (status %s)",
+					round, slot, kind,
+					ibv_wc_status_str(wc[i].status));
 				t->st.bad++;
 				continue;
 			}
@@ -650,10 +680,12 @@ static void run_rounds(struct test *t, struct conn *c)
 				if (!broken && t->st.reconnects < 5)
 					printf("  %s: QP pair %u broke: first error "
 					       "completion round %ld WR %d: %s (vendor_err "
-					       "0x%x); QP states A %s, B %s\n", t->name,
-					       c->generation, round, kind,
+					       "0x%x); QP states A %s, B %s\n",
+					       t->name, c->generation, round,
+					       kind,
 					       ibv_wc_status_str(wc[i].status),
-					       wc[i].vendor_err, qp_state_str(c->qp_a),
+					       wc[i].vendor_err,
+					       qp_state_str(c->qp_a),
 					       qp_state_str(c->qp_b));
 				if (!broken) {
 					struct ibv_qp_attr a;
@@ -662,15 +694,18 @@ static void run_rounds(struct test *t, struct conn *c)
 					broken = 1;
 					memset(&a, 0, sizeof(a));
 					a.qp_state = IBV_QPS_ERR;
-					ibv_modify_qp(c->qp_a, &a, IBV_QP_STATE);
+					ibv_modify_qp(c->qp_a, &a,
+						      IBV_QP_STATE);
 				}
 				if (last) {
 					t->st.failed_rounds++;
 					slot_round[slot] = -1;
 					inflight--;
 					if (round <= last_done) {
-						bad_example(t, "round %ld completed after round %ld",
-							    round, last_done);
+						bad_example(
+							t,
+							"round %ld completed after round %ld",
+							round, last_done);
 						t->st.bad++;
 					}
 					last_done = round;
@@ -678,14 +713,19 @@ static void run_rounds(struct test *t, struct conn *c)
 				continue;
 			}
 			if (!last) {
-				bad_example(t, "successful completion of unsignaled WR %d "
-					    "of round %ld", kind, round);
+				bad_example(
+					t,
+					"successful completion of unsignaled WR %d "
+					"of round %ld",
+					kind, round);
 				t->st.bad++;
 				continue;
 			}
 			if (round <= last_done) {
-				bad_example(t, "round %ld completed after round %ld",
-					    round, last_done);
+				bad_example(
+					t,
+					"round %ld completed after round %ld",
+					round, last_done);
 				t->st.bad++;
 			}
 			last_done = round;
@@ -702,14 +742,14 @@ static void run_rounds(struct test *t, struct conn *c)
 /* --- faa ---------------------------------------------------------------- */
 
 struct faa {
-	uint64_t *target;	/* B: X at [0], C at [8] */
+	uint64_t *target; /* B: X at [0], C at [8] */
 	struct ibv_mr *mr_b;
-	uint64_t *local;	/* A: faa[rounds], rd[rounds], src[depth] */
+	uint64_t *local; /* A: faa[rounds], rd[rounds], src[depth] */
 	struct ibv_mr *mr_a;
 	uint64_t *faa, *rd, *src;
-	uint64_t *expect;	/* expected FAA old value per round */
-	uint64_t *at_completion;/* the FAA slot when its completion came */
-	unsigned char *ok;	/* round completed successfully */
+	uint64_t *expect;	 /* expected FAA old value per round */
+	uint64_t *at_completion; /* the FAA slot when its completion came */
+	unsigned char *ok;	 /* round completed successfully */
 	uint64_t c_base;
 	long r_base;
 };
@@ -763,8 +803,8 @@ static int faa_post(struct test *t, struct conn *c, long r, int slot)
 	f->expect[r] = f->c_base + (uint64_t)(r - f->r_base);
 	wr_set(&wr[0], &sg[0], WRID(r, slot, 0), IBV_WR_RDMA_WRITE,
 	       &f->src[slot], 8, lkey, raddr, rkey, &wr[1]);
-	wr_set(&wr[1], &sg[1], WRID(r, slot, 1), IBV_WR_RDMA_READ,
-	       &f->rd[r], 8, lkey, raddr, rkey, &wr[2]);
+	wr_set(&wr[1], &sg[1], WRID(r, slot, 1), IBV_WR_RDMA_READ, &f->rd[r], 8,
+	       lkey, raddr, rkey, &wr[2]);
 	wr_set(&wr[2], &sg[2], WRID(r, slot, 2), IBV_WR_ATOMIC_FETCH_AND_ADD,
 	       &f->faa[r], 8, lkey, raddr + 64, rkey, NULL);
 	wr[2].send_flags = IBV_SEND_SIGNALED;
@@ -802,7 +842,8 @@ static int faa_run(struct test *t, struct conn *c)
 	f.rd = f.local + n;
 	f.src = f.local + 2 * n;
 	f.mr_b = ibv_reg_mr(B.pd, f.target, 4096, ACCESS);
-	f.mr_a = ibv_reg_mr(A.pd, f.local, (2 * n + (size_t)t->depth) * 8, ACCESS);
+	f.mr_a = ibv_reg_mr(A.pd, f.local, (2 * n + (size_t)t->depth) * 8,
+			    ACCESS);
 	if (!f.mr_a || !f.mr_b) {
 		fprintf(stderr, "setup: ibv_reg_mr: %s\n", strerror(errno));
 		return -1;
@@ -824,9 +865,13 @@ static int faa_run(struct test *t, struct conn *c)
 			else
 				faa_wrong++;
 			t->st.bad++;
-			bad_example(t, "round %ld: old value %" PRIu64 " (0x%" PRIx64
-				    "), expected %" PRIu64 "%s", r, v, v, f.expect[r],
-				    v != f.at_completion[r] ? " (changed after its completion)" : "");
+			bad_example(t,
+				    "round %ld: old value %" PRIu64
+				    " (0x%" PRIx64 "), expected %" PRIu64 "%s",
+				    r, v, v, f.expect[r],
+				    v != f.at_completion[r] ?
+					    " (changed after its completion)" :
+					    "");
 		}
 		if (d < (uint64_t)r || d >= (uint64_t)t->rounds) {
 			if (d == POISON)
@@ -834,8 +879,10 @@ static int faa_run(struct test *t, struct conn *c)
 			else
 				rd_wrong++;
 			t->st.bad++;
-			bad_example(t, "round %ld: READ returned %" PRIu64 " (0x%" PRIx64
-				    "), expected %ld..%ld", r, d, d, r, t->rounds - 1);
+			bad_example(t,
+				    "round %ld: READ returned %" PRIu64
+				    " (0x%" PRIx64 "), expected %ld..%ld",
+				    r, d, d, r, t->rounds - 1);
 		} else if (d == (uint64_t)r) {
 			rd_exact++;
 		}
@@ -845,17 +892,21 @@ static int faa_run(struct test *t, struct conn *c)
 	if (t->st.failed_rounds == 0)
 		cwant = (uint64_t)t->st.ops;
 	if (t->st.stuck || t->st.setup_failed || t->st.ended_broken) {
-		printf("  faa: final C = %" PRIu64 " not checked (the last QP pair "
-		       "broke)\n", cfinal);
+		printf("  faa: final C = %" PRIu64
+		       " not checked (the last QP pair "
+		       "broke)\n",
+		       cfinal);
 	} else if (cfinal != cwant) {
 		t->st.bad++;
-		printf("  faa: final C = %" PRIu64 ", expected %" PRIu64 "\n", cfinal, cwant);
+		printf("  faa: final C = %" PRIu64 ", expected %" PRIu64 "\n",
+		       cfinal, cwant);
 	}
 	printf("  faa: %ld rounds checked, final C = %" PRIu64 " (%ld posted); "
 	       "FAA old values: %ld still poison, %ld other wrong, %ld changed "
 	       "after their completion; READs: %ld still poison, %ld out of "
-	       "range, %ld exactly their round\n", checked, cfinal, t->st.ops,
-	       faa_poison, faa_wrong, late, rd_poison, rd_wrong, rd_exact);
+	       "range, %ld exactly their round\n",
+	       checked, cfinal, t->st.ops, faa_poison, faa_wrong, late,
+	       rd_poison, rd_wrong, rd_exact);
 
 	ibv_dereg_mr(f.mr_a);
 	ibv_dereg_mr(f.mr_b);
@@ -873,14 +924,15 @@ static int faa_run(struct test *t, struct conn *c)
 struct rw {
 	size_t len;
 	int with_write;
-	unsigned char *target;	/* B: depth * len */
-	unsigned char *local;	/* A: src depth*len, dst depth*len */
+	unsigned char *target; /* B: depth * len */
+	unsigned char *local;  /* A: src depth*len, dst depth*len */
 	struct ibv_mr *mr_a, *mr_b;
 };
 
 static uint64_t pattern_word(long round, size_t i)
 {
-	uint64_t x = ((uint64_t)round + 1) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)i * 0xc2b2ae3d27d4eb4fULL;
+	uint64_t x = ((uint64_t)round + 1) * 0x9e3779b97f4a7c15ULL ^
+		     (uint64_t)i * 0xc2b2ae3d27d4eb4fULL;
 
 	x ^= x >> 29;
 	return x ^ ((uint64_t)round << 40) ^ i;
@@ -901,7 +953,8 @@ static int rw_post(struct test *t, struct conn *c, long r, int slot)
 {
 	struct rw *w = t->priv;
 	unsigned char *src = w->local + (size_t)slot * w->len;
-	unsigned char *dst = w->local + ((size_t)t->depth + (size_t)slot) * w->len;
+	unsigned char *dst = w->local +
+			     ((size_t)t->depth + (size_t)slot) * w->len;
 	unsigned char *tgt = w->target + (size_t)slot * w->len;
 	struct ibv_sge sg[2];
 	struct ibv_send_wr wr[2], *rd;
@@ -909,11 +962,11 @@ static int rw_post(struct test *t, struct conn *c, long r, int slot)
 	memset(dst, POISON_BYTE, w->len);
 	if (w->with_write)
 		fill_pattern(src, w->len, r);
-	else	/* no op in flight touches the target: write it here */
+	else /* no op in flight touches the target: write it here */
 		fill_pattern(tgt, w->len, r);
 	wr_set(&wr[0], &sg[0], WRID(r, slot, 0), IBV_WR_RDMA_WRITE, src,
-	       (uint32_t)w->len, w->mr_a->lkey, (uintptr_t)tgt,
-	       w->mr_b->rkey, &wr[1]);
+	       (uint32_t)w->len, w->mr_a->lkey, (uintptr_t)tgt, w->mr_b->rkey,
+	       &wr[1]);
 	wr_set(&wr[1], &sg[1], WRID(r, slot, w->with_write ? 1 : 0),
 	       IBV_WR_RDMA_READ, dst, (uint32_t)w->len, w->mr_a->lkey,
 	       (uintptr_t)tgt, w->mr_b->rkey, NULL);
@@ -925,7 +978,8 @@ static int rw_post(struct test *t, struct conn *c, long r, int slot)
 static void rw_done(struct test *t, long r, int slot)
 {
 	struct rw *w = t->priv;
-	unsigned char *dst = w->local + ((size_t)t->depth + (size_t)slot) * w->len;
+	unsigned char *dst = w->local +
+			     ((size_t)t->depth + (size_t)slot) * w->len;
 	size_t i, first = w->len, ndiff = 0;
 
 	for (i = 0; i < w->len / 8; i++) {
@@ -943,10 +997,11 @@ static void rw_done(struct test *t, long r, int slot)
 
 		memcpy(&got, dst + first, 8);
 		t->st.bad++;
-		bad_example(t, "round %ld: first difference at offset %zu "
+		bad_example(t,
+			    "round %ld: first difference at offset %zu "
 			    "(got 0x%016" PRIx64 ", want 0x%016" PRIx64 "), "
-			    "%zu of %zu words differ", r, first, got, want,
-			    ndiff, w->len / 8);
+			    "%zu of %zu words differ",
+			    r, first, got, want, ndiff, w->len / 8);
 	}
 }
 
@@ -994,12 +1049,14 @@ static int select_tests(const char *list, int *sel)
 	if (strlen(list) >= sizeof(buf))
 		return -1;
 	strcpy(buf, list);
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
 		for (i = 0; i < T_N; i++)
 			if (!strcmp(tok, test_names[i]))
 				break;
 		if (i == T_N) {
-			fprintf(stderr, "unknown test '%s' (faa, rw, bigread)\n", tok);
+			fprintf(stderr,
+				"unknown test '%s' (faa, rw, bigread)\n", tok);
 			return -1;
 		}
 		sel[i] = 1;
@@ -1023,7 +1080,9 @@ int main(int argc, char **argv)
 			return EXIT_OK;
 		}
 		if (!v) {
-			fprintf(stderr, "%s: unknown option or missing value: %s\n", argv[0], a);
+			fprintf(stderr,
+				"%s: unknown option or missing value: %s\n",
+				argv[0], a);
 			usage(stderr, argv[0]);
 			return EXIT_SETUP;
 		}
@@ -1086,7 +1145,8 @@ int main(int argc, char **argv)
 	       "timeout 14, retry_cnt %d, rnr_retry 7, rd_atomic 16\n",
 	       A.name, A.gid_index, ga, B.name, B.gid_index, gb, opt.retry);
 	if (!memcmp(&A.gid, &B.gid, sizeof(A.gid))) {
-		fprintf(stderr, "setup: both devices have the same GID %s\n", ga);
+		fprintf(stderr, "setup: both devices have the same GID %s\n",
+			ga);
 		return EXIT_SETUP;
 	}
 
@@ -1135,19 +1195,22 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: setup failed\n", t.name);
 			return EXIT_SETUP;
 		}
-		printf("%s: %ld ops, %ld bad, %ld error completions\n",
-		       t.name, t.st.ops, t.st.bad, t.st.errors);
+		printf("%s: %ld ops, %ld bad, %ld error completions\n", t.name,
+		       t.st.ops, t.st.bad, t.st.errors);
 		if (t.st.errors || t.st.reconnects || t.st.failed_rounds ||
 		    t.st.async_events) {
 			printf("  %s: %ld rounds failed, %ld reconnects, %ld async "
-			       "events; errors:", t.name, t.st.failed_rounds,
-			       t.st.reconnects, t.st.async_events);
+			       "events; errors:",
+			       t.name, t.st.failed_rounds, t.st.reconnects,
+			       t.st.async_events);
 			for (s = 0; s <= IBV_WC_GENERAL_ERR + 1; s++)
 				if (t.st.by_status[s])
 					printf(" %ld %s;", t.st.by_status[s],
 					       s <= IBV_WC_GENERAL_ERR ?
-					       ibv_wc_status_str((enum ibv_wc_status)s) :
-					       "unknown status");
+						       ibv_wc_status_str(
+							       (enum ibv_wc_status)
+								       s) :
+						       "unknown status");
 			putchar('\n');
 		}
 		printf("  %s: %.1f s\n", t.name, now_s() - t0);
@@ -1162,6 +1225,7 @@ int main(int argc, char **argv)
 	ibv_dealloc_pd(B.pd);
 	ibv_close_device(A.ctx);
 	ibv_close_device(B.ctx);
-	printf("rxe-repro: %s\n", rc == EXIT_OK ? "all checks passed" : "FAILURES seen");
+	printf("rxe-repro: %s\n",
+	       rc == EXIT_OK ? "all checks passed" : "FAILURES seen");
 	return rc;
 }

@@ -75,9 +75,12 @@ int kit_parse_double(const char *s, double *out)
 
 int kit_parse_time(const char *s, double *secs)
 {
-	static const struct { const char *sfx; double mul; } u[] = {
-		{ "ns", 1e-9 }, { "us", 1e-6 }, { "ms", 1e-3 }, { "s", 1 },
-		{ "", 1 },
+	static const struct {
+		const char *sfx;
+		double mul;
+	} u[] = {
+		{ "ns", 1e-9 }, { "us", 1e-6 }, { "ms", 1e-3 },
+		{ "s", 1 },	{ "", 1 },
 	};
 	char *end;
 	double d;
@@ -114,14 +117,15 @@ static const char *size_text(double v, char *buf, size_t n)
 	return buf;
 }
 
-static void bad_int(const char *tool, const struct kit_flag *f,
-		    const char *v)
+static void bad_int(const char *tool, const struct kit_flag *f, const char *v)
 {
 	char a[32], b[32];
 
 	if (f->type == KIT_T_SIZE)
-		kit_bad(tool, f->name, v, "want a size (K/M/G/T suffixes) in "
-			"%s..%s", size_text(f->lo, a, sizeof(a)),
+		kit_bad(tool, f->name, v,
+			"want a size (K/M/G/T suffixes) in "
+			"%s..%s",
+			size_text(f->lo, a, sizeof(a)),
 			size_text(f->hi, b, sizeof(b)));
 	if (f->hi >= 1e18)
 		kit_bad(tool, f->name, v, "want an integer >= %.0f", f->lo);
@@ -134,8 +138,8 @@ static void set_int(const char *tool, const struct kit_flag *f, void *dst,
 {
 	uint64_t x;
 
-	if (kit_parse_u64(v, f->type != KIT_T_INT, &x) ||
-	    (double)x < f->lo || (double)x > f->hi)
+	if (kit_parse_u64(v, f->type != KIT_T_INT, &x) || (double)x < f->lo ||
+	    (double)x > f->hi)
 		bad_int(tool, f, v);
 	if (f->type == KIT_T_INT)
 		*(int *)dst = (int)x;
@@ -150,9 +154,10 @@ static void set_real(const char *tool, const struct kit_flag *f, void *dst,
 
 	if (f->type == KIT_T_TIME) {
 		if (kit_parse_time(v, &d) || !(d >= f->lo && d < f->hi))
-			kit_bad(tool, f->name, v, "want a time (ns/us/ms/s, "
-				"seconds without) in [%g s, %g s)", f->lo,
-				f->hi);
+			kit_bad(tool, f->name, v,
+				"want a time (ns/us/ms/s, "
+				"seconds without) in [%g s, %g s)",
+				f->lo, f->hi);
 	} else if (kit_parse_double(v, &d) || !(d >= f->lo && d < f->hi)) {
 		kit_bad(tool, f->name, v, "want a number in [%g, %g)", f->lo,
 			f->hi);
@@ -160,8 +165,8 @@ static void set_real(const char *tool, const struct kit_flag *f, void *dst,
 	*(double *)dst = d;
 }
 
-static void set_choice(const char *tool, const struct kit_flag *f,
-		       void *dst, const char *v)
+static void set_choice(const char *tool, const struct kit_flag *f, void *dst,
+		       const char *v)
 {
 	int i;
 
@@ -187,8 +192,8 @@ static void add_str(const char *tool, const struct kit_flag *f, void *dst,
 /* A library option's value is checked by the library's own table, on a
  * scratch options object of defaults, so that the flag is named when it
  * is wrong rather than the ctx failing later. */
-static void check_lib(const char *tool, const struct kit_flag *f,
-		      const char *v, smart_opts_t **lib)
+static void check_lib(const char *tool, const struct kit_flag *f, const char *v,
+		      smart_opts_t **lib)
 {
 	int rc = *lib ? 0 : smart_opts_create_defaults(lib);
 
@@ -204,14 +209,16 @@ static void check_lib(const char *tool, const struct kit_flag *f,
 		kit_bad(tool, f->name, v, "want %s (library option %s)", f->arg,
 			f->key);
 	if (rc == SMART_ENOENT)
-		kit_bad(tool, f->name, v, "no such library option (see "
+		kit_bad(tool, f->name, v,
+			"no such library option (see "
 			"--list-options)");
-	kit_bad(tool, f->name, v, "want key=value with a valid value (see "
+	kit_bad(tool, f->name, v,
+		"want key=value with a valid value (see "
 		"--list-options)");
 }
 
 void kit__set(const char *tool, const struct kit_flag *f, void *base,
-		  const char *v, smart_opts_t **lib)
+	      const char *v, smart_opts_t **lib)
 {
 	void *dst = (char *)base + f->off;
 

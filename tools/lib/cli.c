@@ -17,8 +17,8 @@
 #include "kit_int.h"
 
 #define FLAGS_MAX 96
-#define VAL_BASE 256		/* getopt values of the table's flags */
-#define HELP_COL 28		/* where the help text of a flag starts */
+#define VAL_BASE  256 /* getopt values of the table's flags */
+#define HELP_COL  28  /* where the help text of a flag starts */
 
 struct slot {
 	const struct kit_flag *f;
@@ -38,8 +38,7 @@ static int is_lib(const struct kit_flag *f)
 
 /* The flags of every group in order, then --help and --version; returns
  * how many came from the groups. */
-static int collect(const struct kit_cli *cli, struct slot *s,
-		   struct option *o)
+static int collect(const struct kit_cli *cli, struct slot *s, struct option *o)
 {
 	const struct kit_flag *f;
 	int g, n = 0;
@@ -47,13 +46,16 @@ static int collect(const struct kit_cli *cli, struct slot *s,
 	for (g = 0; g < KIT_GROUPS_MAX; g++) {
 		for (f = cli->group[g].flags; f && f->name; f++) {
 			if (n == FLAGS_MAX - 3)
-				kit_bad(cli->tool, f->name, NULL, "one flag too "
+				kit_bad(cli->tool, f->name, NULL,
+					"one flag too "
 					"many for the kit (FLAGS_MAX)");
 			s[n].f = f;
 			s[n].base = cli->group[g].base;
-			o[n] = (struct option){ f->name, takes_value(f) ?
-				required_argument : no_argument, NULL,
-				VAL_BASE + n };
+			o[n] = (struct option){ f->name,
+						takes_value(f) ?
+							required_argument :
+							no_argument,
+						NULL, VAL_BASE + n };
 			n++;
 		}
 	}
@@ -116,7 +118,8 @@ static void refuse(const char *tool, const struct slot *s, const char *arg)
 		kit_bad(tool, optopt == 'h' ? "help" : "version", arg,
 			"takes no value");
 	if (strncmp(arg, "--", 2))
-		kit_bad(tool, NULL, arg, "unknown flag (flags are --name; "
+		kit_bad(tool, NULL, arg,
+			"unknown flag (flags are --name; "
 			"see --help)");
 	n = strcspn(arg + 2, "=");
 	snprintf(name, sizeof(name), "%.*s", (int)n, arg + 2);
@@ -143,7 +146,8 @@ static void check_env(const char *tool)
 	smart_opts_t *o;
 
 	if (smart_opts_create(&o))
-		kit_bad(tool, NULL, NULL, "a SMART_* environment variable has a "
+		kit_bad(tool, NULL, NULL,
+			"a SMART_* environment variable has a "
 			"bad value (said above)");
 	smart_opts_destroy(o);
 }

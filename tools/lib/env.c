@@ -117,8 +117,7 @@ static int embed(struct kit_env *e, const struct kit_common *c,
 	return smart_blade_create(&bc, &e->embedded);
 }
 
-static int join(struct kit_env *e, const struct kit_common *c,
-		const char *addr)
+static int join(struct kit_env *e, const struct kit_common *c, const char *addr)
 {
 	uint16_t *id = &e->blade[e->nblades];
 	int rc = smart_ctx_connect(e->ctx, addr, id);
@@ -166,8 +165,7 @@ int kit_env_open(struct kit_env *e, const struct kit_common *c,
 		e->adversarial[0] = 0;
 	smart_opts_destroy(o);
 	if (!rc && e->embedded)
-		rc = smart_ctx_set_secret(e->ctx, e->secret,
-					  sizeof(e->secret));
+		rc = smart_ctx_set_secret(e->ctx, e->secret, sizeof(e->secret));
 	if (!rc && e->embedded)
 		rc = join(e, c, smart_blade_address(e->embedded));
 	for (i = 0; !rc && i < c->connect.n; i++)

@@ -44,12 +44,14 @@ void kit_json_str(const char *s, FILE *f)
 void kit_usage_format(const struct smart_alloc_usage *u, char *buf, size_t n)
 {
 	const double mib = 1024.0 * 1024.0;
-	int k = snprintf(buf, n, "%.1f MiB: %.1f used, %.1f free (%.1f fresh "
+	int k = snprintf(buf, n,
+			 "%.1f MiB: %.1f used, %.1f free (%.1f fresh "
 			 "+ %.1f on the free lists), %.1f cached by %u "
-			 "client%s", (double)u->size / mib, (double)u->used /
-			 mib, (double)u->free / mib, (double)u->unclaimed /
-			 mib, (double)u->pooled / mib, (double)u->cached /
-			 mib, u->clients, u->clients == 1 ? "" : "s");
+			 "client%s",
+			 (double)u->size / mib, (double)u->used / mib,
+			 (double)u->free / mib, (double)u->unclaimed / mib,
+			 (double)u->pooled / mib, (double)u->cached / mib,
+			 u->clients, u->clients == 1 ? "" : "s");
 
 	if (u->fenced && k > 0 && (size_t)k < n)
 		snprintf(buf + k, n - (size_t)k, ", %u fenced", u->fenced);

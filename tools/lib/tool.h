@@ -49,7 +49,7 @@ enum kit_type {
 	KIT_T_CHOICE,	/* int: the index of the value in choices */
 	KIT_T_LIBOPT,	/* const char *, a valid value of library option key */
 	KIT_T_LIBKV,	/* repeatable "key=value" library options (kit_strs) */
-	KIT_T_LISTOPTS,	/* print the library options and exit 0 */
+	KIT_T_LISTOPTS, /* print the library options and exit 0 */
 };
 
 #define KIT_STRS_MAX 32
@@ -61,47 +61,79 @@ struct kit_strs {
 /* One flag.  The value is stored at base + off, base being the group's
  * (struct kit_group), so a table can be static and const. */
 struct kit_flag {
-	const char *name;		/* without the leading "--" */
+	const char *name; /* without the leading "--" */
 	enum kit_type type;
 	size_t off;
-	double lo, hi;			/* range; KIT_T_STRS: hi = most values */
-	const char *key;		/* KIT_T_LIBOPT: the library option */
-	const char *const *choices;	/* KIT_T_CHOICE: NULL-terminated */
-	const char *arg;		/* the value in --help ("N", "a|b") */
-	const char *help;		/* one line; [default] at the end */
+	double lo, hi;		    /* range; KIT_T_STRS: hi = most values */
+	const char *key;	    /* KIT_T_LIBOPT: the library option */
+	const char *const *choices; /* KIT_T_CHOICE: NULL-terminated */
+	const char *arg;	    /* the value in --help ("N", "a|b") */
+	const char *help;	    /* one line; [default] at the end */
 };
 
 /* offsetof(T, f), refusing to compile when f is not of type C (comparing
  * pointers to different types is a constraint violation). */
 #define KIT_OFF(T, f, C) (offsetof(T, f) + 0 * sizeof(&((T *)0)->f == (C *)0))
 
-#define KIT_FLAG(n, T, f, h) \
-	{ n, KIT_T_FLAG, KIT_OFF(T, f, int), 0, 0, NULL, NULL, NULL, h }
-#define KIT_STR(n, T, f, a, h) \
-	{ n, KIT_T_STR, KIT_OFF(T, f, const char *), 0, 0, NULL, NULL, a, h }
-#define KIT_STRS(n, T, f, max, a, h) \
-	{ n, KIT_T_STRS, KIT_OFF(T, f, struct kit_strs), 0, max, NULL, NULL, \
-	  a, h }
-#define KIT_INT(n, T, f, lo, hi, a, h) \
-	{ n, KIT_T_INT, KIT_OFF(T, f, int), lo, hi, NULL, NULL, a, h }
-#define KIT_U64(n, T, f, lo, hi, a, h) \
-	{ n, KIT_T_U64, KIT_OFF(T, f, uint64_t), lo, hi, NULL, NULL, a, h }
-#define KIT_SIZE(n, T, f, lo, hi, a, h) \
-	{ n, KIT_T_SIZE, KIT_OFF(T, f, uint64_t), lo, hi, NULL, NULL, a, h }
-#define KIT_DOUBLE(n, T, f, lo, hi, a, h) \
-	{ n, KIT_T_DOUBLE, KIT_OFF(T, f, double), lo, hi, NULL, NULL, a, h }
-#define KIT_TIME(n, T, f, lo, hi, a, h) \
-	{ n, KIT_T_TIME, KIT_OFF(T, f, double), lo, hi, NULL, NULL, a, h }
-#define KIT_CHOICE(n, T, f, ch, a, h) \
-	{ n, KIT_T_CHOICE, KIT_OFF(T, f, int), 0, 0, NULL, ch, a, h }
-#define KIT_LIBOPT(n, T, f, key, a, h) \
-	{ n, KIT_T_LIBOPT, KIT_OFF(T, f, const char *), 0, 0, key, NULL, a, h }
-#define KIT_LIBKV(n, T, f, a, h) \
-	{ n, KIT_T_LIBKV, KIT_OFF(T, f, struct kit_strs), 0, KIT_STRS_MAX, \
-	  NULL, NULL, a, h }
-#define KIT_LISTOPTS(n, h) \
-	{ n, KIT_T_LISTOPTS, 0, 0, 0, NULL, NULL, NULL, h }
-#define KIT_END { NULL, KIT_T_FLAG, 0, 0, 0, NULL, NULL, NULL, NULL }
+#define KIT_FLAG(n, T, f, h)                                                   \
+	{                                                                      \
+		n, KIT_T_FLAG, KIT_OFF(T, f, int), 0, 0, NULL, NULL, NULL, h   \
+	}
+#define KIT_STR(n, T, f, a, h)                                                 \
+	{                                                                      \
+		n, KIT_T_STR, KIT_OFF(T, f, const char *), 0, 0, NULL, NULL,   \
+			a, h                                                   \
+	}
+#define KIT_STRS(n, T, f, max, a, h)                                           \
+	{                                                                      \
+		n, KIT_T_STRS, KIT_OFF(T, f, struct kit_strs), 0, max, NULL,   \
+			NULL, a, h                                             \
+	}
+#define KIT_INT(n, T, f, lo, hi, a, h)                                         \
+	{                                                                      \
+		n, KIT_T_INT, KIT_OFF(T, f, int), lo, hi, NULL, NULL, a, h     \
+	}
+#define KIT_U64(n, T, f, lo, hi, a, h)                                         \
+	{                                                                      \
+		n, KIT_T_U64, KIT_OFF(T, f, uint64_t), lo, hi, NULL, NULL, a,  \
+			h                                                      \
+	}
+#define KIT_SIZE(n, T, f, lo, hi, a, h)                                        \
+	{                                                                      \
+		n, KIT_T_SIZE, KIT_OFF(T, f, uint64_t), lo, hi, NULL, NULL, a, \
+			h                                                      \
+	}
+#define KIT_DOUBLE(n, T, f, lo, hi, a, h)                                      \
+	{                                                                      \
+		n, KIT_T_DOUBLE, KIT_OFF(T, f, double), lo, hi, NULL, NULL, a, \
+			h                                                      \
+	}
+#define KIT_TIME(n, T, f, lo, hi, a, h)                                        \
+	{                                                                      \
+		n, KIT_T_TIME, KIT_OFF(T, f, double), lo, hi, NULL, NULL, a, h \
+	}
+#define KIT_CHOICE(n, T, f, ch, a, h)                                          \
+	{                                                                      \
+		n, KIT_T_CHOICE, KIT_OFF(T, f, int), 0, 0, NULL, ch, a, h      \
+	}
+#define KIT_LIBOPT(n, T, f, key, a, h)                                         \
+	{                                                                      \
+		n, KIT_T_LIBOPT, KIT_OFF(T, f, const char *), 0, 0, key, NULL, \
+			a, h                                                   \
+	}
+#define KIT_LIBKV(n, T, f, a, h)                                               \
+	{                                                                      \
+		n, KIT_T_LIBKV, KIT_OFF(T, f, struct kit_strs), 0,             \
+			KIT_STRS_MAX, NULL, NULL, a, h                         \
+	}
+#define KIT_LISTOPTS(n, h)                                                     \
+	{                                                                      \
+		n, KIT_T_LISTOPTS, 0, 0, 0, NULL, NULL, NULL, h                \
+	}
+#define KIT_END                                                                \
+	{                                                                      \
+		NULL, KIT_T_FLAG, 0, 0, 0, NULL, NULL, NULL, NULL              \
+	}
 
 /* A table of flags (ending with KIT_END) and the struct its values go to;
  * title heads the table's lines in --help (NULL: none). */
@@ -113,12 +145,12 @@ struct kit_group {
 
 #define KIT_GROUPS_MAX 4
 struct kit_cli {
-	const char *tool;	/* names the tool in messages: "smart-perf" */
-	const char *synopsis;	/* after "usage: " in --help */
-	const char *about;	/* lines printed after the usage line */
-	struct kit_group group[KIT_GROUPS_MAX];	/* unused: flags NULL */
-	int nargs;		/* positional arguments it takes (exactly) */
-	const char *args;	/* what they are, for the message: "HOST:PORT" */
+	const char *tool;     /* names the tool in messages: "smart-perf" */
+	const char *synopsis; /* after "usage: " in --help */
+	const char *about;    /* lines printed after the usage line */
+	struct kit_group group[KIT_GROUPS_MAX]; /* unused: flags NULL */
+	int nargs;	  /* positional arguments it takes (exactly) */
+	const char *args; /* what they are, for the message: "HOST:PORT" */
 };
 
 /*
@@ -142,9 +174,9 @@ void kit_usage(const struct kit_cli *cli, FILE *f);
  * ('<value>')", value NULL: no "('...')".  For the checks a tool makes
  * after parsing (a flag that contradicts another, a missing one).
  */
-__attribute__((format(printf, 4, 5), noreturn))
-void kit_bad(const char *tool, const char *flag, const char *value,
-	     const char *why, ...);
+__attribute__((format(printf, 4, 5), noreturn)) void
+kit_bad(const char *tool, const char *flag, const char *value, const char *why,
+	...);
 
 /* The parsers behind the flag types, for values that are not flags: 0 or
  * -1 (the value is left alone).  A size is decimal with an optional K, M,
@@ -160,14 +192,14 @@ int kit_parse_time(const char *s, double *secs);
 #define KIT_BLADES_MAX 16
 
 struct kit_common {
-	const char *tool;	/* as in struct kit_cli */
+	const char *tool; /* as in struct kit_cli */
 	/* library options (NULL: the default, or the SMART_* environment) */
 	const char *transport, *qp_mode, *techniques, *credit, *nic_model;
 	const char *device, *secret_file;
-	struct kit_strs opts;		/* --opt key=value */
+	struct kit_strs opts; /* --opt key=value */
 	/* blades: --connect host:port, else an embedded one of blade_size */
 	struct kit_strs connect;
-	uint64_t blade_size;		/* 0: the tool chooses */
+	uint64_t blade_size; /* 0: the tool chooses */
 	/* the run */
 	int threads;
 	double seconds;
@@ -199,8 +231,8 @@ void kit_common_init(struct kit_common *c, const char *tool);
 
 struct kit_env {
 	smart_ctx_t *ctx;
-	smart_blade_t *embedded;	/* NULL with --connect */
-	char secret[32];		/* the embedded blade's */
+	smart_blade_t *embedded; /* NULL with --connect */
+	char secret[32];	 /* the embedded blade's */
 	int nblades;
 	uint16_t blade[KIT_BLADES_MAX];
 	struct smart_blade_info info[KIT_BLADES_MAX];
@@ -246,8 +278,7 @@ int kit_sim_main(struct kit_common *c, void (*fn)(void *), void *arg);
 /* One line on a blade's memory (struct smart_alloc_usage):
  * "1024.0 MiB: 3.1 used, 1020.9 free (1016.0 fresh + 4.9 on the free
  * lists), 0.5 cached by 2 clients[, N fenced]" (MiB), into buf. */
-void kit_usage_format(const struct smart_alloc_usage *u, char *buf,
-		      size_t n);
+void kit_usage_format(const struct smart_alloc_usage *u, char *buf, size_t n);
 
 /* Print "<prefix>: <that line>" for the usage a query returned (rc 0),
  * or "<prefix>: <the error>", on stdout, flushed. */

@@ -21,7 +21,7 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 	cfg->key_max = 16;
 	cfg->val_max = 16;
 	cfg->node_size = 1024;
-	cfg->locks = 0;		/* by where the tables go: locks_default() */
+	cfg->locks = 0; /* by where the tables go: locks_default() */
 	cfg->lock_memory = SMART_BT_LOCKS_AUTO;
 	cfg->cache_bytes = (size_t)16 << 20;
 	cfg->spec_entries = 65536;
@@ -31,15 +31,15 @@ void smart_bt_config_init(struct smart_bt_config *cfg)
 /* The entry points' one check: cfg taken over the defaults into *def
  * (docs/api.md, "Extensible structs"); def, or NULL (SMART_EINVAL, nothing
  * done) when the other arguments are bad or struct_size is refused. */
-static const struct smart_bt_config *cfg_or_default(
-	int args_bad, const struct smart_bt_config *cfg,
-	struct smart_bt_config *def)
+static const struct smart_bt_config *
+cfg_or_default(int args_bad, const struct smart_bt_config *cfg,
+	       struct smart_bt_config *def)
 {
 	smart_bt_config_init(def);
 	if (args_bad ||
-	    (cfg && smart__ds_config_take(def, sizeof(*def),
-					  _Alignof(struct smart_bt_config),
-					  cfg)))
+	    (cfg &&
+	     smart__ds_config_take(def, sizeof(*def),
+				   _Alignof(struct smart_bt_config), cfg)))
 		return NULL;
 	return def;
 }
@@ -83,7 +83,7 @@ static int shape_ok(unsigned node_size, unsigned key_max, unsigned val_max,
 	       locks && !(locks & (locks - 1)) && locks <= BT_LOCKS_MAX;
 }
 
-#define BT_DIR_LEN	(8 * (size_t)BT_DIR_SLOTS)
+#define BT_DIR_LEN (8 * (size_t)BT_DIR_SLOTS)
 
 static size_t locks_len(const struct bt_meta *m)
 {
@@ -118,8 +118,7 @@ static int meta_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 
 /* Give back blade i's lock table and redo directory, what m names of
  * them. */
-static int tables_free(smart_worker_t *w, const struct bt_meta *m,
-		       unsigned i)
+static int tables_free(smart_worker_t *w, const struct bt_meta *m, unsigned i)
 {
 	smart_gaddr_t a = smart_gaddr(m->blades[i], m->lock_off[i]);
 	int rc = 0, rc2 = 0;
@@ -127,7 +126,7 @@ static int tables_free(smart_worker_t *w, const struct bt_meta *m,
 	if (m->lock_off[i])
 		rc = smart_gaddr_is_dm(a) ? smart_dm_free(w, a, locks_len(m)) :
 					    smart_free(w, a, locks_len(m));
-	if (m->dir_off[i])	/* whatever the table's fate */
+	if (m->dir_off[i]) /* whatever the table's fate */
 		rc2 = smart_free(w, smart_gaddr(m->blades[i], m->dir_off[i]),
 				 BT_DIR_LEN);
 	return rc ? rc : rc2;
@@ -269,8 +268,8 @@ static unsigned locks_default(smart_worker_t *w,
 			least = bi.dm_size;
 	}
 	/* AUTO goes to host memory rather than take a tiny table */
-	if (least / 8 < (c->lock_memory == SMART_BT_LOCKS_DEVICE ? 1 :
-			 BT_DM_LOCKS_MIN))
+	if (least / 8 <
+	    (c->lock_memory == SMART_BT_LOCKS_DEVICE ? 1 : BT_DM_LOCKS_MIN))
 		return n;
 	while ((uint64_t)n * 8 > least)
 		n /= 2;
@@ -359,7 +358,7 @@ static int tree_build(smart_worker_t *w, uint16_t blade, const char *name,
 		}
 	}
 	if (rc)
-		(void)smart_sync(w);	/* no WRITE still reads `zero` */
+		(void)smart_sync(w); /* no WRITE still reads `zero` */
 	if (zero)
 		smart_buf_free(w, zero);
 	if (!rc)
@@ -422,7 +421,7 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		return rc;
 	rc = smart_root_cas(w, blade, root_idx, 0, t->meta, &old);
 	if (!rc && old)
-		rc = SMART_EEXIST;	/* another creator won */
+		rc = SMART_EEXIST; /* another creator won */
 	return tree_done(w, t, &m, rc, root_idx, out);
 }
 
@@ -440,9 +439,8 @@ static int bt_name_of(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 	return rc;
 }
 
-int smart_bt_create_named(smart_worker_t *w, uint16_t blade,
-			  const char *name, const struct smart_bt_config *cfg,
-			  smart_bt_t **out)
+int smart_bt_create_named(smart_worker_t *w, uint16_t blade, const char *name,
+			  const struct smart_bt_config *cfg, smart_bt_t **out)
 {
 	struct smart_bt_config def;
 	struct bt_meta m;
@@ -514,8 +512,8 @@ unsigned smart_bt_val_max(const smart_bt_t *t)
 
 int smart__bt_own(const smart_bt_t *t, const smart_worker_t *w)
 {
-	return w && (smart_worker_ctx(w) == t->ctx ||
-		     SMART_M_BT_FOREIGN_WORKER);
+	return w &&
+	       (smart_worker_ctx(w) == t->ctx || SMART_M_BT_FOREIGN_WORKER);
 }
 
 static int bt_stats_fill(smart_bt_t *t, smart_worker_t *w,
@@ -590,9 +588,9 @@ static int drop_level(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		*down = n->h.leftmost;
 	while (!rc) {
 		if (n->h.level != level ||
-		    (!first && ((n->h.flags & BT_F_LOW_INF) ||
-				bt_keycmp(bt_low(t, n), n->h.low_len, high,
-					  high_len))))
+		    (!first &&
+		     ((n->h.flags & BT_F_LOW_INF) ||
+		      bt_keycmp(bt_low(t, n), n->h.low_len, high, high_len))))
 			return SMART_EPROTO;
 		first = 0;
 		next = (n->h.flags & BT_F_HIGH_INF) ? 0 : n->h.sibling;
@@ -647,6 +645,6 @@ int smart_bt_drop(smart_bt_t *t, smart_worker_t *w)
 	if (!rc)
 		rc = smart_free(w, t->meta, sizeof(m));
 	if (!rc)
-		smart_bt_close(t, NULL);	/* its areas went with the rest */
+		smart_bt_close(t, NULL); /* its areas went with the rest */
 	return rc;
 }

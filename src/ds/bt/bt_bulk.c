@@ -30,7 +30,7 @@
 
 /* The nodes of one level: each one's low fence and address. */
 struct lvl {
-	uint8_t *fence;		/* n x (2 + key_max): length, then bytes */
+	uint8_t *fence; /* n x (2 + key_max): length, then bytes */
 	smart_gaddr_t *addr;
 	size_t n, room;
 };
@@ -67,8 +67,8 @@ static int lvl_new(smart_bt_t *t, smart_worker_t *w, struct lvl *L,
 	return rc;
 }
 
-static uint8_t *lvl_fence(const smart_bt_t *t, const struct lvl *L,
-			  size_t i, size_t *len)
+static uint8_t *lvl_fence(const smart_bt_t *t, const struct lvl *L, size_t i,
+			  size_t *len)
 {
 	uint8_t *p = L->fence + i * (2 + t->key_max);
 
@@ -131,11 +131,11 @@ struct feed {
 	void *arg;
 	const void *k, *v;
 	size_t kl, vl;
-	int have;		/* 1: k, v hold the next input; -1: ended */
+	int have; /* 1: k, v hold the next input; -1: ended */
 	uint8_t prev[SMART_BT_KEY_MAX];
 	size_t prev_len;
-	uint64_t count;		/* input entries taken */
-	struct bt_leaf_ent **old;	/* the tree's, sorted */
+	uint64_t count;		  /* input entries taken */
+	struct bt_leaf_ent **old; /* the tree's, sorted */
 	unsigned nold, oi;
 };
 
@@ -153,8 +153,9 @@ static int feed_fill(const smart_bt_t *t, struct feed *fd)
 		return 0;
 	}
 	if (!fd->k || !fd->kl || fd->kl > t->key_max || fd->vl > t->val_max ||
-	    (fd->vl && !fd->v) || (fd->count &&
-	    bt_keycmp(fd->prev, fd->prev_len, fd->k, fd->kl) >= 0))
+	    (fd->vl && !fd->v) ||
+	    (fd->count &&
+	     bt_keycmp(fd->prev, fd->prev_len, fd->k, fd->kl) >= 0))
 		return SMART_EINVAL;
 	memcpy(fd->prev, fd->k, fd->kl);
 	fd->prev_len = fd->kl;
@@ -175,8 +176,9 @@ static int feed_next(const smart_bt_t *t, struct feed *fd, const void **k,
 		return rc;
 	if (!o && fd->have < 0)
 		return 0;
-	c = !o ? 1 : fd->have < 0 ? -1 :
-	    bt_keycmp(o->kv, o->klen, fd->k, fd->kl);
+	c = !o		 ? 1 :
+	    fd->have < 0 ? -1 :
+			   bt_keycmp(o->kv, o->klen, fd->k, fd->kl);
 	if (!c)
 		return SMART_EEXIST;
 	if (c < 0) {
@@ -280,7 +282,7 @@ static void root_of(smart_bt_t *t, smart_worker_t *w, struct lvl *top,
 	if (!level && top->n == 1) {
 		(void)smart_free(w, top->addr[0], t->node_size);
 		top->n = 0;
-		return;		/* n: the leaf, both fences unbounded */
+		return; /* n: the leaf, both fences unbounded */
 	}
 	smart__bt_node_init(t, n, level + 1);
 	n->h.flags = BT_F_LOW_INF | BT_F_HIGH_INF;
@@ -312,9 +314,8 @@ static int keep_old(const smart_bt_t *t, struct bt_node *n, struct feed *fd,
 	return 0;
 }
 
-int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
-		       smart_bt_next_fn next, void *arg, unsigned fill_pct,
-		       uint64_t *loaded)
+int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w, smart_bt_next_fn next,
+		       void *arg, unsigned fill_pct, uint64_t *loaded)
 {
 	struct lvl lv[BT_HEIGHT_MAX];
 	struct feed fd = { .next = next, .arg = arg };
@@ -326,7 +327,8 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 	size_t mark;
 	int rc;
 
-	if (!t || !smart__bt_own(t, w) || !next || fill_pct < 10 || fill_pct > 100)
+	if (!t || !smart__bt_own(t, w) || !next || fill_pct < 10 ||
+	    fill_pct > 100)
 		return SMART_EINVAL;
 	memset(lv, 0, sizeof(lv));
 	mark = smart_scratch_mark(w);
@@ -340,7 +342,7 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		goto out;
 	rc = smart__bt_read(t, w, root, n);
 	if (!rc && (n->h.level || !bt_is_root(n)))
-		rc = SMART_EEXIST;	/* more than one leaf */
+		rc = SMART_EEXIST; /* more than one leaf */
 	if (!rc)
 		rc = keep_old(t, n, &fd, &old);
 	per = t->leaf_cap * fill_pct / 100;
@@ -348,7 +350,7 @@ int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w,
 		rc = build_leaves(t, w, &fd, per ? per : 1, &lv[0], n);
 	per = t->inner_cap * fill_pct / 100;
 	while (!rc && lv[level].n > t->inner_cap + 1u) {
-		if (level + 2 > BT_LEVEL_MAX) {	/* the root's */
+		if (level + 2 > BT_LEVEL_MAX) { /* the root's */
 			rc = SMART_ENOSPC;
 			break;
 		}

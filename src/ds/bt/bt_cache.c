@@ -25,9 +25,9 @@
 #include "ds/bt/bt_internal.h"
 
 struct bt_cslot {
-	_Atomic uint64_t seq;	/* odd: a copy is going in */
-	_Atomic uint64_t addr;	/* the node's address, 0: empty */
-	_Atomic uint64_t w[];	/* node_size / 8 words */
+	_Atomic uint64_t seq;  /* odd: a copy is going in */
+	_Atomic uint64_t addr; /* the node's address, 0: empty */
+	_Atomic uint64_t w[];  /* node_size / 8 words */
 };
 
 struct bt_spec {
@@ -75,8 +75,8 @@ void smart__bt_cache_fini(smart_bt_t *t)
 
 static struct bt_cslot *cslot(const smart_bt_t *t, smart_gaddr_t a)
 {
-	return (struct bt_cslot *)(t->cache + (bt_mix(a) & t->cmask) *
-				   t->cslot);
+	return (struct bt_cslot *)(t->cache +
+				   (bt_mix(a) & t->cmask) * t->cslot);
 }
 
 int smart__bt_cache_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
@@ -90,8 +90,8 @@ int smart__bt_cache_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		return 0;
 	s = cslot(t, a);
 	seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-	if ((seq & 1) || atomic_load_explicit(&s->addr,
-					      memory_order_relaxed) != a)
+	if ((seq & 1) ||
+	    atomic_load_explicit(&s->addr, memory_order_relaxed) != a)
 		goto miss;
 	for (i = 0; i < words; i++)
 		d[i] = atomic_load_explicit(&s->w[i], memory_order_relaxed);
@@ -106,8 +106,7 @@ miss:
 }
 
 /* Take the slot of a (odd sequence) unless another writer has it. */
-static struct bt_cslot *slot_take(smart_bt_t *t, smart_gaddr_t a,
-				  uint64_t *seq)
+static struct bt_cslot *slot_take(smart_bt_t *t, smart_gaddr_t a, uint64_t *seq)
 {
 	struct bt_cslot *s = cslot(t, a);
 
@@ -144,7 +143,8 @@ void smart__bt_cache_drop(smart_bt_t *t, smart_gaddr_t a)
 	uint64_t seq;
 
 	if (!t->cache || !a ||
-	    atomic_load_explicit(&cslot(t, a)->addr, memory_order_relaxed) != a ||
+	    atomic_load_explicit(&cslot(t, a)->addr, memory_order_relaxed) !=
+		    a ||
 	    !(s = slot_take(t, a, &seq)))
 		return;
 	if (atomic_load_explicit(&s->addr, memory_order_relaxed) == a)

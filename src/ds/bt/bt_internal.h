@@ -20,73 +20,74 @@
 #include "smart/smart.h"
 
 #define BT_LLOCKS	4096u	/* local lock table slots (a power of 2) */
-#define BT_HANDOVER_MAX	8u	/* hand-overs in a row (Sherman's HOCL) */
-#define BT_READ_TRIES	100000u	/* torn reads before giving up */
-#define BT_STALE_TRIES	64u	/* ... at an address a cache gave: it
+#define BT_HANDOVER_MAX 8u	/* hand-overs in a row (Sherman's HOCL) */
+#define BT_READ_TRIES	100000u /* torn reads before giving up */
+#define BT_STALE_TRIES                                                         \
+	64u		  /* ... at an address a cache gave: it
 				 * may be freed memory by now */
-#define BT_HEIGHT_MAX	32u	/* entries of a descent's path */
+#define BT_HEIGHT_MAX 32u /* entries of a descent's path */
 /* The highest level a node may have: a split at it still finds its
  * parent's and grandparent's slots inside a path (level + 2). */
-#define BT_LEVEL_MAX	(BT_HEIGHT_MAX - 3u)
-#define BT_HOPS_MAX	1000000u	/* nodes one walk may visit */
+#define BT_LEVEL_MAX  (BT_HEIGHT_MAX - 3u)
+#define BT_HOPS_MAX   1000000u /* nodes one walk may visit */
 
 /* One slot of the local lock table (HOCL, docs/bt.md §4): tasks of this
  * process wanting a lock word that hashes here queue FIFO by ticket; the
  * one served takes the remote lock (or finds it handed over). */
 struct bt_llock {
 	_Atomic uint32_t next, serving;
-	_Atomic uint64_t held;	/* remote lock word (gaddr) this process
+	_Atomic uint64_t held; /* remote lock word (gaddr) this process
 				 * still holds through the slot, 0: none */
-	uint32_t handovers;	/* in a row; touched by the served only */
+	uint32_t handovers;    /* in a row; touched by the served only */
 };
 
 struct smart_bt {
-	smart_ctx_t *ctx;		/* whose workers may use it */
+	smart_ctx_t *ctx; /* whose workers may use it */
 	uint16_t home;
 	unsigned root_idx;
 	smart_gaddr_t meta;
 	unsigned node_size, key_max, val_max, locks, nblades;
 	uint16_t blades[SMART_BT_BLADES_MAX];
-	uint64_t lock_off[SMART_BT_BLADES_MAX];	/* bt_meta's */
+	uint64_t lock_off[SMART_BT_BLADES_MAX]; /* bt_meta's */
 	uint64_t dir_off[SMART_BT_BLADES_MAX];
-	uint16_t lease[SMART_BT_BLADES_MAX];	/* our lease id on each */
+	uint16_t lease[SMART_BT_BLADES_MAX]; /* our lease id on each */
 	/* bt_redo.c: our redo directory slot and area on each blade (area
 	 * offset 0: none claimed), the records in use, write sequence */
 	uint16_t dslot[SMART_BT_BLADES_MAX];
 	uint64_t area[SMART_BT_BLADES_MAX];
-	unsigned rec_size;	/* bytes per record, 64-aligned */
-	uint32_t rec_seq[BT_RECS];	/* record i's last write; touched
+	unsigned rec_size;	   /* bytes per record, 64-aligned */
+	uint32_t rec_seq[BT_RECS]; /* record i's last write; touched
 					 * only by the record's holder */
 	/* bit i: record i in use; the one word every logged write of the
 	 * object's workers changes, on a line of its own */
 	_Alignas(64) _Atomic uint32_t rec_busy;
 	char rec_busy_line[60];
 	/* geometry */
-	unsigned fence_len;	/* bytes of both fences, 8-aligned */
-	unsigned ent_off;	/* first entry */
-	unsigned leaf_ent, inner_ent;	/* entry sizes */
-	unsigned leaf_cap, inner_cap;	/* entries per node */
-	uint32_t salt;		/* seeds entry crcs: this tree's */
-	int hocl;		/* the local lock table is used */
+	unsigned fence_len;	      /* bytes of both fences, 8-aligned */
+	unsigned ent_off;	      /* first entry */
+	unsigned leaf_ent, inner_ent; /* entry sizes */
+	unsigned leaf_cap, inner_cap; /* entries per node */
+	uint32_t salt;		      /* seeds entry crcs: this tree's */
+	int hocl;		      /* the local lock table is used */
 	/* bt_cache.c: the index cache (cslot-byte slots) and the
 	 * speculative one; NULL when off */
 	uint8_t *cache;
 	size_t cslot;
 	uint64_t cmask, smask;
 	struct bt_spec *spec;
-	_Atomic uint64_t root;	/* cached root node */
-	_Atomic uint64_t rng;	/* for picking blades */
+	_Atomic uint64_t root; /* cached root node */
+	_Atomic uint64_t rng;  /* for picking blades */
 	_Atomic uint64_t leaf_splits, inner_splits, root_splits, crc_retries,
 		move_rights, lock_retries, handovers;
 	_Atomic uint64_t cache_drops, lock_takeovers, merges, merge_skips;
 	_Atomic uint64_t repairs, rec_waits, uncommitted, sep_fixes;
 	_Atomic uint64_t scan_ahead;
-	_Atomic uint64_t release_retries;	/* lost releases tried again */
+	_Atomic uint64_t release_retries; /* lost releases tried again */
 	_Atomic unsigned height;
 	struct bt_llock ll[BT_LLOCKS];
 };
 
-struct bt_wlog;		/* bt_redo.c */
+struct bt_wlog; /* bt_redo.c */
 
 /* A node in local memory, as read. */
 struct bt_node {
@@ -130,8 +131,7 @@ static inline uint64_t bt_mix(uint64_t x)
 }
 
 /* memcmp order, a proper prefix first. */
-static inline int bt_keycmp(const void *a, size_t al, const void *b,
-			    size_t bl)
+static inline int bt_keycmp(const void *a, size_t al, const void *b, size_t bl)
 {
 	int c = memcmp(a, b, al < bl ? al : bl);
 
@@ -143,8 +143,8 @@ static inline int bt_keycmp(const void *a, size_t al, const void *b,
  * worker has other QPs and leases, so its locks would name another id
  * than t->lease[] and its redo records another area. */
 int smart__bt_own(const smart_bt_t *t, const smart_worker_t *w);
-int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
-			const void *key, size_t klen);
+int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n, const void *key,
+			size_t klen);
 
 /* bt_node.c: read the node at a (node_size bytes into buf, registered)
  * until its crc checks; SMART_ERETRY after BT_READ_TRIES torn reads,
@@ -244,8 +244,8 @@ struct bt_patch {
 	const void *src;
 };
 struct bt_wlog {
-	unsigned rec;		/* the record taken, BT_REC_NONE: none */
-	const uint8_t *buf;	/* as written (caller's scratch); NULL:
+	unsigned rec;	    /* the record taken, BT_REC_NONE: none */
+	const uint8_t *buf; /* as written (caller's scratch); NULL:
 				 * nothing was posted */
 };
 int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
@@ -269,7 +269,7 @@ int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w);
 void smart__bt_redo_release(smart_bt_t *t, smart_worker_t *w);
 /* A new tree's spare areas, BT_AREAS_SPARE free slots per blade, so
  * that the next openers reuse rather than allocate. */
-#define BT_AREAS_SPARE	3u
+#define BT_AREAS_SPARE 3u
 int smart__bt_redo_spares(smart_bt_t *t, smart_worker_t *w);
 /* Retire (free at once: a drop) the dead leaves of the merges logged in
  * every area of blade b's directory that nobody retired. */
@@ -279,8 +279,8 @@ int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b);
 
 /* bt_lock.c: node a's lock word and the stamp we hold it with before we
  * write (our id and directory slot on its blade, no record). */
-int smart__bt_lock_word(const smart_bt_t *t, smart_gaddr_t a,
-			smart_gaddr_t *lw, uint64_t *base);
+int smart__bt_lock_word(const smart_bt_t *t, smart_gaddr_t a, smart_gaddr_t *lw,
+			uint64_t *base);
 int smart__bt_blade_index(const smart_bt_t *t, uint16_t blade);
 
 /* bt_lock.c: lock the node at a (local queue, then the remote word);
@@ -301,7 +301,7 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 /* Node a keeps reading torn: if a dead holder has its lock, take it over
  * (redoing its half-written write) and release it; never waits. */
 int smart__bt_heal(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
-#define BT_HEAL_EVERY	64u	/* torn reads in a row between looks */
+#define BT_HEAL_EVERY 64u /* torn reads in a row between looks */
 /* Holding the locks of nodes held[0..nheld), try node a's too without
  * waiting on anything: BT_TRY_CASES CASes of its remote word, a dead
  * holder's taken over; SMART_EBUSY when it stays taken.  *how: SAME when
@@ -309,12 +309,12 @@ int smart__bt_heal(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a);
  * (untry posts the release, behind whatever the caller posted to a's
  * blade; the caller's next unlock waits for it). */
 enum { BT_TRY_NONE, BT_TRY_SAME, BT_TRY_HELD };
-#define BT_TRY_CASES	32u
+#define BT_TRY_CASES 32u
 int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
-		      const smart_gaddr_t *held, unsigned nheld, smart_gaddr_t a,
-		      int *how);
-int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		    int how, int err);
+		      const smart_gaddr_t *held, unsigned nheld,
+		      smart_gaddr_t a, int *how);
+int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a, int how,
+		    int err);
 
 /* How long a writer tries again to finish its own write or to release a
  * word whose release was lost: half a lease of the blade, the time after

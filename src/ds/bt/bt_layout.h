@@ -62,8 +62,9 @@
 #include "smart/bt.h"
 #include "smart/gaddr.h"
 
-#define BT_MAGIC		UINT64_C(0x31544254524d53)	/* "SMRTBT1" */
-#define BT_VERSION		5u	/* 4: dir_off, lock tables in device
+#define BT_MAGIC UINT64_C(0x31544254524d53) /* "SMRTBT1" */
+#define BT_VERSION                                                             \
+	5u /* 4: dir_off, lock tables in device
 					 * memory; 5: CRCs seeded by the tree */
 
 /* Tree descriptor on the home blade; its root entry points here. */
@@ -73,21 +74,21 @@ struct bt_meta {
 	uint32_t node_size;
 	uint16_t key_max, val_max;
 	uint16_t nblades, rsvd0;
-	uint32_t locks;			/* lock words per blade */
+	uint32_t locks; /* lock words per blade */
 	uint32_t rsvd1;
-	uint64_t root;			/* gaddr of the root node: CAS'd */
+	uint64_t root; /* gaddr of the root node: CAS'd */
 	uint16_t blades[SMART_BT_BLADES_MAX];
 	/* each blade's lock table: a region offset, or SMART_GADDR_DM | an
 	 * offset in its device memory */
 	uint64_t lock_off[SMART_BT_BLADES_MAX];
-	uint64_t dir_off[SMART_BT_BLADES_MAX];	/* each blade's redo directory */
+	uint64_t dir_off[SMART_BT_BLADES_MAX]; /* each blade's redo directory */
 	/* drawn at random at create, never 0: with the descriptor's
 	 * address it seeds every CRC of the tree's nodes and entries, so
 	 * that a node proves which tree (and which life of a tree at that
 	 * address) it belongs to */
 	uint64_t nonce;
 	uint64_t rsvd[2];
-	char name[48];		/* NUL-padded; "" for a tree made by index */
+	char name[48]; /* NUL-padded; "" for a tree made by index */
 };
 _Static_assert(sizeof(struct bt_meta) == 400, "bt_meta size");
 _Static_assert(offsetof(struct bt_meta, name) == 352, "bt_meta name");
@@ -97,19 +98,19 @@ _Static_assert(offsetof(struct bt_meta, blades) == 40, "bt_meta blades");
 _Static_assert(offsetof(struct bt_meta, lock_off) == 72, "bt_meta locks");
 _Static_assert(offsetof(struct bt_meta, nonce) == 328, "bt_meta nonce");
 
-#define BT_F_LOW_INF	1u
-#define BT_F_HIGH_INF	2u
-#define BT_F_DEAD	4u	/* a leaf merged into its left neighbour */
+#define BT_F_LOW_INF  1u
+#define BT_F_HIGH_INF 2u
+#define BT_F_DEAD     4u /* a leaf merged into its left neighbour */
 
 struct bt_node_hdr {
-	uint32_t crc;		/* CRC-32C of bytes [4, node_size) */
-	uint32_t version;	/* +1 by every write */
-	uint8_t level;		/* 0: leaf */
-	uint8_t flags;		/* BT_F_* */
-	uint16_t count;		/* internal: entries in use */
+	uint32_t crc;	  /* CRC-32C of bytes [4, node_size) */
+	uint32_t version; /* +1 by every write */
+	uint8_t level;	  /* 0: leaf */
+	uint8_t flags;	  /* BT_F_* */
+	uint16_t count;	  /* internal: entries in use */
 	uint16_t low_len, high_len;
-	uint64_t sibling;	/* gaddr of the right sibling, 0: none */
-	uint64_t leftmost;	/* internal: child below the first key */
+	uint64_t sibling;  /* gaddr of the right sibling, 0: none */
+	uint64_t leftmost; /* internal: child below the first key */
 	/* then the low and high fence keys, key_max bytes each, rounded up to
 	 * 8 together; then the entries */
 };
@@ -121,7 +122,7 @@ _Static_assert(offsetof(struct bt_node_hdr, sibling) == 16, "hdr sibling");
  * key[key_max], rounded up to 8. */
 struct bt_leaf_ent {
 	uint16_t klen, vlen;
-	uint32_t crc;		/* of the entry's other bytes; 0 when free */
+	uint32_t crc; /* of the entry's other bytes; 0 when free */
 	uint8_t kv[];
 };
 struct bt_inner_ent {
@@ -134,27 +135,27 @@ _Static_assert(offsetof(struct bt_leaf_ent, crc) == 4, "leaf crc");
 _Static_assert(offsetof(struct bt_leaf_ent, kv) == 8, "leaf kv");
 
 /* Lock word stamps: id | dir slot << 16 | record << 26 | seq << 32. */
-#define BT_W_ID(v)	((uint16_t)(v))
-#define BT_W_SLOT(v)	((unsigned)((v) >> 16) & 1023u)
-#define BT_W_REC(v)	((unsigned)((v) >> 26) & 63u)
-#define BT_W_SEQ(v)	((uint32_t)((v) >> 32))
-#define BT_REC_NONE	63u	/* held, nothing logged under it yet */
-#define BT_W_MAKE(id, slot, rec, seq)					\
-	((uint64_t)(uint16_t)(id) | (uint64_t)((slot) & 1023u) << 16 |	\
-	 (uint64_t)((rec) & 63u) << 26 | (uint64_t)(uint32_t)(seq) << 32)
+#define BT_W_ID(v)   ((uint16_t)(v))
+#define BT_W_SLOT(v) ((unsigned)((v) >> 16) & 1023u)
+#define BT_W_REC(v)  ((unsigned)((v) >> 26) & 63u)
+#define BT_W_SEQ(v)  ((uint32_t)((v) >> 32))
+#define BT_REC_NONE  63u /* held, nothing logged under it yet */
+#define BT_W_MAKE(id, slot, rec, seq)                                          \
+	((uint64_t)(uint16_t)(id) | (uint64_t)((slot)&1023u) << 16 |           \
+	 (uint64_t)((rec)&63u) << 26 | (uint64_t)(uint32_t)(seq) << 32)
 /* Redo directory entries: id << 48 | area offset (a gaddr's layout). */
-#define BT_DIR_ID(e)	((uint16_t)((e) >> SMART_GADDR_OFF_BITS))
-#define BT_DIR_AREA(e)	((e) & SMART_GADDR_OFF_MASK)
-#define BT_DIR_MAKE(id, area)						\
-	((uint64_t)(id) << SMART_GADDR_OFF_BITS | ((area) & SMART_GADDR_OFF_MASK))
-#define BT_DIR_SLOTS	1024u
-#define BT_RECS		16u	/* redo records per area */
-#define BT_PATCHES_MAX	3u	/* a merge: the leaf, its neighbour, the parent */
+#define BT_DIR_ID(e)   ((uint16_t)((e) >> SMART_GADDR_OFF_BITS))
+#define BT_DIR_AREA(e) ((e)&SMART_GADDR_OFF_MASK)
+#define BT_DIR_MAKE(id, area)                                                  \
+	((uint64_t)(id) << SMART_GADDR_OFF_BITS | ((area)&SMART_GADDR_OFF_MASK))
+#define BT_DIR_SLOTS   1024u
+#define BT_RECS	       16u /* redo records per area */
+#define BT_PATCHES_MAX 3u  /* a merge: the leaf, its neighbour, the parent */
 
 struct bt_rec {
-	uint32_t crc;		/* CRC-32C of bytes [4, len), commit as 0 */
-	uint32_t len;		/* of the whole record */
-	uint32_t npatch;	/* 1..BT_PATCHES_MAX */
+	uint32_t crc;	 /* CRC-32C of bytes [4, len), commit as 0 */
+	uint32_t len;	 /* of the whole record */
+	uint32_t npatch; /* 1..BT_PATCHES_MAX */
 	uint32_t rsvd;
 	/* a write spanning blades: its decision copy, this record on the
 	 * first patch's blade (0: one blade, no commit needed) */
@@ -164,22 +165,22 @@ struct bt_rec {
 	uint64_t commit;
 };
 struct bt_patch_rec {
-	uint64_t node;		/* gaddr of the node written */
-	uint64_t word;		/* gaddr of its lock word */
-	uint64_t stamp;		/* the word's value while this is current */
-	uint32_t off, len;	/* bytes [off, off + len) of the node */
-	/* then len bytes, padded to 8 */
+	uint64_t node;	   /* gaddr of the node written */
+	uint64_t word;	   /* gaddr of its lock word */
+	uint64_t stamp;	   /* the word's value while this is current */
+	uint32_t off, len; /* bytes [off, off + len) of the node */
+			   /* then len bytes, padded to 8 */
 };
 _Static_assert(sizeof(struct bt_rec) == 32, "bt_rec size");
 _Static_assert(offsetof(struct bt_rec, commit) == 24, "bt_rec commit");
 _Static_assert(sizeof(struct bt_patch_rec) == 32, "bt_patch_rec size");
 _Static_assert(BT_RECS <= BT_REC_NONE, "record index fits a stamp");
 
-#define BT_LOCKS_MAX	(1u << 24)	/* lock words per blade */
-#define BT_LOCKS_DEFAULT 65536u		/* in host memory: 512 KiB */
-#define BT_DM_LOCKS_MIN	4096u		/* the least worth device memory */
-#define BT_NODE_MIN	512u
-#define BT_NODE_MAX	((unsigned)SMART_BT_NODE_MAX)
-#define BT_MIN_ENTRIES	4u
+#define BT_LOCKS_MAX	 (1u << 24) /* lock words per blade */
+#define BT_LOCKS_DEFAULT 65536u	    /* in host memory: 512 KiB */
+#define BT_DM_LOCKS_MIN	 4096u	    /* the least worth device memory */
+#define BT_NODE_MIN	 512u
+#define BT_NODE_MAX	 ((unsigned)SMART_BT_NODE_MAX)
+#define BT_MIN_ENTRIES	 4u
 
 #endif

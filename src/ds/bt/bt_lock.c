@@ -37,16 +37,17 @@ int smart__bt_blade_index(const smart_bt_t *t, uint16_t blade)
 	return -1;
 }
 
-int smart__bt_lock_word(const smart_bt_t *t, smart_gaddr_t a,
-			smart_gaddr_t *lw, uint64_t *base)
+int smart__bt_lock_word(const smart_bt_t *t, smart_gaddr_t a, smart_gaddr_t *lw,
+			uint64_t *base)
 {
 	uint16_t blade = smart_gaddr_blade(a);
 	int b = smart__bt_blade_index(t, blade);
 
 	if (b < 0)
-		return SMART_EPROTO;	/* a pointer off the tree's blades */
-	*lw = smart_gaddr(blade, t->lock_off[b] +
-			  8 * (bt_mix(smart_gaddr_off(a)) & (t->locks - 1)));
+		return SMART_EPROTO; /* a pointer off the tree's blades */
+	*lw = smart_gaddr(blade,
+			  t->lock_off[b] + 8 * (bt_mix(smart_gaddr_off(a)) &
+						(t->locks - 1)));
 	*base = BT_W_MAKE(t->lease[b], t->dslot[b], BT_REC_NONE, 0);
 	return 0;
 }
@@ -72,11 +73,11 @@ static int take_over(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 
 	if (!rc && !SMART_M_BT_NO_REPAIR)
 		rc = smart__bt_redo_snap(t, w, lw, dead, snap, &have);
-	if (!rc && have)	/* the CAS inside, behind our record */
+	if (!rc && have) /* the CAS inside, behind our record */
 		rc = smart__bt_redo(t, w, lw, dead, mine, snap);
 	else if (!rc)
-		rc = smart_cas_sync(w, lw, dead, mine, &got), rc = rc ? rc :
-			got == dead;
+		rc = smart_cas_sync(w, lw, dead, mine, &got),
+		rc = rc ? rc : got == dead;
 	if (rc == 1)
 		atomic_fetch_add_explicit(&t->lock_takeovers, 1,
 					  memory_order_relaxed);
@@ -125,7 +126,7 @@ static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	int rc;
 
 	for (;;) {
-		if (rd) {	/* the first CAS only: a taken word's waiter
+		if (rd) { /* the first CAS only: a taken word's waiter
 				 * reads the node once it has it */
 			rc = smart_cas(w, lw, 0, mine, &got);
 			if (!rc)
@@ -153,7 +154,7 @@ static int remote_acquire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 			rc = take_over(t, w, lw, got, mine);
 			if (rc)
 				return rc < 0 ? rc : 0;
-			continue;	/* it changed: CAS from 0 again */
+			continue; /* it changed: CAS from 0 again */
 		}
 		if (tries && ++n == tries)
 			return SMART_EBUSY;
@@ -173,7 +174,7 @@ int smart__bt_heal(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 	if (rc || !got || BT_W_ID(got) == BT_W_ID(mine) ||
 	    SMART_M_BT_NO_TAKEOVER ||
 	    smart_lease_alive_now(w, smart_gaddr_blade(lw), BT_W_ID(got)))
-		return rc;	/* free, ours, or a live writer's: it ends */
+		return rc; /* free, ours, or a live writer's: it ends */
 	/* outside the local slots: a stamp a slot's task never frees */
 	mine = try_stamp(mine);
 	rc = take_over(t, w, lw, got, mine);
@@ -194,7 +195,8 @@ int smart__bt_lock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a)
 int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 			struct bt_node *buf, int *done)
 {
-	struct bt_lock_rd r = { a, buf, t->node_size, 0 }, *rd = buf ? &r : NULL;
+	struct bt_lock_rd r = { a, buf, t->node_size, 0 },
+			  *rd = buf ? &r : NULL;
 	struct bt_llock *l;
 	smart_gaddr_t lw;
 	uint64_t held, id;
@@ -208,7 +210,7 @@ int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	if (!t->hocl) {
 		rc = remote_acquire(t, w, lw, id, 0, rd);
 		if (rc && !SMART_M_BT_LOCK_LOST_KEPT)
-			release_lost(t, w, lw, id, 0);	/* its CAS may have
+			release_lost(t, w, lw, id, 0); /* its CAS may have
 							 * landed */
 		if (done)
 			*done = !rc && r.done;
@@ -222,7 +224,7 @@ int smart__bt_lock_read(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	if (held == lw) {
 		atomic_fetch_add_explicit(&t->handovers, 1,
 					  memory_order_relaxed);
-		return 0;	/* handed over: already ours */
+		return 0; /* handed over: already ours */
 	}
 	l->handovers = 0;
 	if (held) {
@@ -273,7 +275,7 @@ static void release_lost(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 {
 	smart_ctx_t *ctx = smart_worker_ctx(w);
 	uint64_t got = 0, until = smart_now_ns() +
-			      smart__bt_settle_ns(w, smart_gaddr_blade(lw));
+				  smart__bt_settle_ns(w, smart_gaddr_blade(lw));
 	int rc;
 
 	while (!SMART_M_BT_RELEASE_ONCE && !smart_ctx_fenced(ctx)) {
@@ -281,22 +283,21 @@ static void release_lost(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 					  memory_order_relaxed);
 		rc = bt_seam(w, "bt.release.retry");
 		/* without the local table, only a look: is it `mine` still */
-		rc = rc ? rc : smart_cas_sync(w, lw, mine, alone ? 0 : mine,
-					      &got);
+		rc = rc ? rc :
+			  smart_cas_sync(w, lw, mine, alone ? 0 : mine, &got);
 		if (!rc && (alone || got != mine))
-			return;	/* released now, or it had landed */
+			return; /* released now, or it had landed */
 		if (!rc || smart_now_ns() >= until)
 			break;
 		smart_task_yield(w);
 	}
 	if (SMART_M_BT_RELEASE_NO_FENCE)
 		return;
-	(void)smart_ctx_taint(ctx);	/* our ids are never a newcomer's */
+	(void)smart_ctx_taint(ctx); /* our ids are never a newcomer's */
 	(void)smart_ctx_fence(ctx);
 }
 
-int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		     int err)
+int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a, int err)
 {
 	static const uint64_t zero;
 	struct bt_llock *l;
@@ -322,9 +323,9 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 	}
 	l = llock_of(t, lw);
 	waiting = atomic_load(&l->next) - atomic_load(&l->serving) - 1;
-	if (!err && waiting && (SMART_M_BT_NO_HANDOVER_LIMIT ||
-				l->handovers < BT_HANDOVER_MAX) &&
-	    !(rc = smart_sync(w))) {	/* the write-back, lock kept */
+	if (!err && waiting &&
+	    (SMART_M_BT_NO_HANDOVER_LIMIT || l->handovers < BT_HANDOVER_MAX) &&
+	    !(rc = smart_sync(w))) { /* the write-back, lock kept */
 		l->handovers++;
 	} else {
 		/* after any error the lock is not handed over: a write that
@@ -339,7 +340,7 @@ int smart__bt_unlock(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		/* (a test's seam: the release landed, its completion an
 		 * error, as when a QP breaks after executing it) */
 		rc2 = rc2 ? rc2 : bt_seam(w, "bt.release.landed");
-		if (rc2)	/* the slot still ours: nobody of ours takes lw */
+		if (rc2) /* the slot still ours: nobody of ours takes lw */
 			release_lost(t, w, lw, id, 1);
 		rc = rc ? rc : rc2;
 		/* even on an error: whether the release landed is unknown,
@@ -362,8 +363,8 @@ static uint64_t try_stamp(uint64_t id)
 }
 
 int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
-		      const smart_gaddr_t *held, unsigned nheld, smart_gaddr_t a,
-		      int *how)
+		      const smart_gaddr_t *held, unsigned nheld,
+		      smart_gaddr_t a, int *how)
 {
 	smart_gaddr_t lw, hw;
 	uint64_t id, hid;
@@ -389,8 +390,8 @@ int smart__bt_trylock(smart_bt_t *t, smart_worker_t *w,
 	return rc;
 }
 
-int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		    int how, int err)
+int smart__bt_untry(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a, int how,
+		    int err)
 {
 	static const uint64_t zero;
 	smart_gaddr_t lw;

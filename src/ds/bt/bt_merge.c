@@ -37,8 +37,8 @@
 #include "ds/bt/bt_internal.h"
 
 /* Index of P's entry naming ra, if the child before it is la; else -1. */
-static int entry_after(const smart_bt_t *t, struct bt_node *p,
-		       smart_gaddr_t la, smart_gaddr_t ra)
+static int entry_after(const smart_bt_t *t, struct bt_node *p, smart_gaddr_t la,
+		       smart_gaddr_t ra)
 {
 	unsigned j;
 
@@ -47,17 +47,19 @@ static int entry_after(const smart_bt_t *t, struct bt_node *p,
 	for (j = 0; j < p->h.count; j++)
 		if (bt_inner(t, p, j)->child == ra)
 			return SMART_M_BT_NO_PARENT_CHECK ||
-			       (j ? bt_inner(t, p, j - 1)->child :
-				    p->h.leftmost) == la ? (int)j : -1;
+					       (j ? bt_inner(t, p, j - 1)->child :
+						    p->h.leftmost) == la ?
+				       (int)j :
+				       -1;
 	return -1;
 }
 
 /* Is r the live leaf right of n (at la), starting at n's high fence? */
-static int right_of(const smart_bt_t *t, struct bt_node *n,
-		    struct bt_node *r, smart_gaddr_t la)
+static int right_of(const smart_bt_t *t, struct bt_node *n, struct bt_node *r,
+		    smart_gaddr_t la)
 {
 	if (SMART_M_BT_NO_RIGHT_CHECK)
-		return !r->h.level;	/* only what the copy needs */
+		return !r->h.level; /* only what the copy needs */
 	return !r->h.level && !(r->h.flags & (BT_F_DEAD | BT_F_LOW_INF)) &&
 	       r->h.sibling != la &&
 	       !bt_keycmp(bt_low(t, r), r->h.low_len, bt_high(t, n),
@@ -136,16 +138,16 @@ int smart__bt_dead_retire(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t ra,
 	if (rc)
 		return rc;
 	memcpy(c, img, t->node_size);
-	smart__bt_seal(t, c);	/* the next version: claimed, still dead */
+	smart__bt_seal(t, c); /* the next version: claimed, still dead */
 	memcpy(&want, img, 8);
 	memcpy(&next, c, 8);
 	smart_scratch_release(w, mark);
 	if (SMART_M_BT_NO_DEAD_CLAIM)
-		got = want;	/* R stays as the merge left it */
+		got = want; /* R stays as the merge left it */
 	else
 		rc = smart_cas_sync(w, ra, want, next, &got);
 	if (rc || got != want)
-		return rc;	/* another finisher's, or not this image */
+		return rc; /* another finisher's, or not this image */
 	/* not freed at once (but by a drop): a walker inside its epoch
 	 * section may hold R's address */
 	if (now || SMART_M_BT_NO_EPOCH_GRACE)
@@ -189,9 +191,9 @@ static int merge_shaped(const smart_bt_t *t, const struct bt_patch *p,
 {
 	const struct bt_node *r = p[1].src;
 
-	return n == BT_PATCHES_MAX && !p[1].off &&
-	       p[1].len == t->node_size && !r->h.level &&
-	       (r->h.flags & BT_F_DEAD) && r->h.leftmost == p[0].node;
+	return n == BT_PATCHES_MAX && !p[1].off && p[1].len == t->node_size &&
+	       !r->h.level && (r->h.flags & BT_F_DEAD) &&
+	       r->h.leftmost == p[0].node;
 }
 
 int smart__bt_dead_finish(smart_bt_t *t, smart_worker_t *w,
@@ -208,7 +210,7 @@ int smart__bt_dead_finish(smart_bt_t *t, smart_worker_t *w,
 		rc = smart_scratch_alloc(w, t->node_size, (void **)&nd);
 	if (rc)
 		return rc;
-	memcpy(img, p[1].src, t->node_size);	/* a peer's: checked */
+	memcpy(img, p[1].src, t->node_size); /* a peer's: checked */
 	rc = smart__bt_check(t, img) ? 0 : 1;
 	/* R as the merge killed it (every byte: its tag names this merge),
 	 * and neither P nor L naming it any more: all three landed */
@@ -248,12 +250,11 @@ int smart__bt_merge(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t la,
 	    !(rc = smart__bt_read_n(t, w, pa, p, BT_STALE_TRIES)))
 		j = entry_after(t, p, la, ra);
 	if (rc == SMART_EBUSY || rc == SMART_ERETRY)
-		rc = 0;		/* leave L empty: inserts reuse it */
+		rc = 0; /* leave L empty: inserts reuse it */
 	if (!rc && j >= 0) {
-		rc = merge_post(t, w, la, n, ra, r, pa, p, (unsigned)j,
-				&lg);
+		rc = merge_post(t, w, la, n, ra, r, pa, p, (unsigned)j, &lg);
 	} else if (!rc) {
-		smart__bt_seal(t, n);	/* just the delete */
+		smart__bt_seal(t, n); /* just the delete */
 		rc = smart__bt_post_entry(t, w, la, n, i, &lg);
 	}
 	rc = smart__bt_untry(t, w, ra, hr, rc);

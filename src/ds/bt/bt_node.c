@@ -20,8 +20,8 @@ static uint32_t node_crc(const smart_bt_t *t, const struct bt_node *n)
 			    (const uint8_t *)n + 4, t->node_size - 4);
 }
 
-int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n,
-			const void *key, size_t klen)
+int smart__bt_fence_cmp(const smart_bt_t *t, struct bt_node *n, const void *key,
+			size_t klen)
 {
 	if (SMART_M_BT_NO_MOVE_RIGHT)
 		return 0;
@@ -62,7 +62,7 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 		return 1;
 	}
 	if (n->h.count || (n->h.leftmost && !(n->h.flags & BT_F_DEAD)))
-		return 0;	/* fields of internal nodes */
+		return 0; /* fields of internal nodes */
 	for (i = 0; i < t->leaf_cap; i++) {
 		const struct bt_leaf_ent *e = bt_leaf(t, n, i);
 
@@ -75,8 +75,8 @@ static int node_sane(const smart_bt_t *t, struct bt_node *n)
 int smart__bt_check(smart_bt_t *t, struct bt_node *buf)
 {
 	if (SMART_M_BT_NO_CRC_CHECK || buf->h.crc == node_crc(t, buf))
-		return SMART_M_BT_NO_SANITY || node_sane(t, buf) ?
-		       0 : SMART_EPROTO;
+		return SMART_M_BT_NO_SANITY || node_sane(t, buf) ? 0 :
+								   SMART_EPROTO;
 	return SMART_EAGAIN;
 }
 
@@ -160,8 +160,8 @@ unsigned smart__bt_leaf_used(const smart_bt_t *t, struct bt_node *n,
 
 	memcpy(copy, bt_leaf(t, n, 0), (size_t)t->leaf_cap * t->leaf_ent);
 	for (i = 0; i < t->leaf_cap; i++) {
-		struct bt_leaf_ent *e = (struct bt_leaf_ent *)(copy +
-					(size_t)i * t->leaf_ent);
+		struct bt_leaf_ent *e =
+			(struct bt_leaf_ent *)(copy + (size_t)i * t->leaf_ent);
 
 		if (e->klen)
 			ents[k++] = e;
@@ -179,7 +179,8 @@ void smart__bt_sort_leaf(struct bt_leaf_ent **p, unsigned n)
 		struct bt_leaf_ent *x = p[i];
 
 		for (j = i; j > 0 && bt_keycmp(p[j - 1]->kv, p[j - 1]->klen,
-					       x->kv, x->klen) > 0; j--)
+					       x->kv, x->klen) > 0;
+		     j--)
 			p[j] = p[j - 1];
 		p[j] = x;
 	}

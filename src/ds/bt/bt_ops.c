@@ -47,8 +47,9 @@ static smart_gaddr_t child_of(const smart_bt_t *t, struct bt_node *n,
 int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
 {
 	uint64_t r;
-	int rc = smart_read_sync(w, smart_gaddr_add(t->meta,
-			offsetof(struct bt_meta, root)), 8, &r);
+	int rc = smart_read_sync(
+		w, smart_gaddr_add(t->meta, offsetof(struct bt_meta, root)), 8,
+		&r);
 
 	if (!rc && !r)
 		rc = SMART_EPROTO;
@@ -63,8 +64,8 @@ int smart__bt_root_fresh(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t *a)
  * node from the index cache when it is there, else from its blade (and
  * then cached if internal), read up to `tries` times while torn.  *hit
  * says which. */
-static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
-		    int hint, unsigned tries, struct bt_node *n, int *hit)
+static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a, int hint,
+		    unsigned tries, struct bt_node *n, int *hit)
 {
 	int rc;
 
@@ -92,8 +93,8 @@ static int node_get(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
  * the cache, and BT_D_RIGHT when the walk moved right at the leaf level:
  * both, and the parent lacks the separator of the leaf we reached; and in
  * miss the first internal node reached the same way (inner_miss). */
-#define BT_D_FRESH	1u
-#define BT_D_RIGHT	2u
+#define BT_D_FRESH 1u
+#define BT_D_RIGHT 2u
 
 /* A separator: node `right` of `level`, starting at key. */
 struct sep {
@@ -114,8 +115,8 @@ struct walk {
 /* Internal node n (at a) covers the walk's key: if the walk moved right
  * to it from the node its parent, read fresh, named (moved_fresh), that
  * parent lacks n's separator: kept in *m (the first such) for sep_fix. */
-static void inner_miss(const smart_bt_t *t, struct bt_node *n,
-		       smart_gaddr_t a, int moved_fresh, struct sep *m)
+static void inner_miss(const smart_bt_t *t, struct bt_node *n, smart_gaddr_t a,
+		       int moved_fresh, struct sep *m)
 {
 	if (SMART_M_BT_NO_INNER_SEP_FIX || !moved_fresh || m->right ||
 	    (n->h.flags & (BT_F_LOW_INF | BT_F_DEAD)))
@@ -140,12 +141,13 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 	rc = node_get(t, w, a, hint, BT_READ_TRIES, n, &hit);
 	for (;;) {
 		if (++steps > BT_HOPS_MAX)
-			return SMART_EPROTO;	/* a cycle: not a tree */
+			return SMART_EPROTO; /* a cycle: not a tree */
 		if (rc && !(rc == SMART_ERETRY && stale))
 			return rc;
-		c = rc ? -1 : !SMART_M_BT_NO_FORWARD &&
-		    (n->h.flags & BT_F_DEAD) ? 2 :
-		    smart__bt_fence_cmp(t, n, key, klen);
+		c = rc ? -1 :
+		    !SMART_M_BT_NO_FORWARD && (n->h.flags & BT_F_DEAD) ?
+			 2 :
+			 smart__bt_fence_cmp(t, n, key, klen);
 		if (c && stale) {
 			smart__bt_cache_drop(t, stale);
 			stale = 0;
@@ -194,7 +196,7 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 				fl = hit ? 0 : BT_D_FRESH;
 			if (wk)
 				inner_miss(t, n, a, fresh && moved, &wk->miss);
-			fresh = !hit;	/* of the node naming the next */
+			fresh = !hit; /* of the node naming the next */
 			moved = 0;
 			if ((unsigned)n->h.level + 1 > atomic_load(&t->height))
 				atomic_store(&t->height, n->h.level + 1u);
@@ -208,8 +210,8 @@ static int descend(smart_bt_t *t, smart_worker_t *w, const void *key,
 				return 0;
 			}
 		}
-		rc = node_get(t, w, a, hint, stale ? BT_STALE_TRIES :
-			      BT_READ_TRIES, n, &hit);
+		rc = node_get(t, w, a, hint,
+			      stale ? BT_STALE_TRIES : BT_READ_TRIES, n, &hit);
 	}
 }
 
@@ -241,10 +243,11 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
 		if (rc)
 			return smart__bt_unlock(t, w, *a, rc);
-		c = (n->h.flags & BT_F_DEAD) ? 2 :
-		    smart__bt_fence_cmp(t, n, key, klen);
-		if (c == 0 && (SMART_M_BT_NO_LEVEL_CHECK ||
-			       n->h.level == level))
+		c = (n->h.flags & BT_F_DEAD) ?
+			    2 :
+			    smart__bt_fence_cmp(t, n, key, klen);
+		if (c == 0 &&
+		    (SMART_M_BT_NO_LEVEL_CHECK || n->h.level == level))
 			return 0;
 		if (c == 0 || c < 0 || (c == 1 && !n->h.sibling))
 			return smart__bt_unlock(t, w, *a, SMART_EAGAIN);
@@ -255,7 +258,7 @@ static int lock_covering(smart_bt_t *t, smart_worker_t *w, const void *key,
 		if (rc)
 			return rc;
 	}
-	return SMART_EPROTO;	/* a chain that never ends: not a tree */
+	return SMART_EPROTO; /* a chain that never ends: not a tree */
 }
 
 void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
@@ -264,8 +267,7 @@ void smart__bt_node_init(smart_bt_t *t, struct bt_node *n, unsigned level)
 	n->h.level = (uint8_t)level;
 }
 
-static void set_fence(uint8_t *dst, uint16_t *len, const void *k,
-		      size_t klen)
+static void set_fence(uint8_t *dst, uint16_t *len, const void *k, size_t klen)
 {
 	memcpy(dst, k, klen);
 	*len = (uint16_t)klen;
@@ -324,8 +326,7 @@ static int publish_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	smart__bt_seal(t, x);
 	if (!rc)
 		rc = smart__bt_post_locked(t, w, xa, x, &lg);
-	rc = smart__bt_write_end(t, w, &lg,
-				 smart__bt_unlock(t, w, xa, rc));
+	rc = smart__bt_write_end(t, w, &lg, smart__bt_unlock(t, w, xa, rc));
 	if (!rc) {
 		/* what we wrote is the truth now: keep the index cache's
 		 * copies of internal nodes fresh */
@@ -345,8 +346,9 @@ static int leaf_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	/* tmp: our entry, x's entries kept aside, pointers to sort */
 	struct bt_leaf_ent *mine = (struct bt_leaf_ent *)tmp;
 	uint8_t *copy = tmp + t->leaf_ent;
-	struct bt_leaf_ent **ents = (struct bt_leaf_ent **)(copy +
-				    (size_t)t->leaf_cap * t->leaf_ent);
+	struct bt_leaf_ent **ents =
+		(struct bt_leaf_ent **)(copy +
+					(size_t)t->leaf_cap * t->leaf_ent);
 	smart_gaddr_t na;
 	unsigned i, n, mid;
 	int rc;
@@ -372,8 +374,7 @@ static int leaf_split(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	for (i = mid; i < n; i++)
 		memcpy(bt_leaf(t, nn, i - mid), ents[i], t->leaf_ent);
 	/* the left half keeps x's place: [x's low, sep) */
-	memset((uint8_t *)x + t->ent_off, 0, (size_t)t->leaf_cap *
-	       t->leaf_ent);
+	memset((uint8_t *)x + t->ent_off, 0, (size_t)t->leaf_cap * t->leaf_ent);
 	for (i = 0; i < mid; i++)
 		memcpy(bt_leaf(t, x, i), ents[i], t->leaf_ent);
 	x->h.flags &= (uint8_t)~BT_F_HIGH_INF;
@@ -422,7 +423,7 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	smart_gaddr_t na;
 	unsigned pos, n = x->h.count, mid;
 	struct bt_wlog lg;
-	uint8_t *all = tmp;	/* n + 1 entries, sorted */
+	uint8_t *all = tmp; /* n + 1 entries, sorted */
 	int rc;
 
 	*split = 0;
@@ -439,8 +440,8 @@ static int inner_insert(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	if (!*split) {
 		uint8_t *base = (uint8_t *)bt_inner(t, x, pos);
 
-		memmove(base + t->inner_ent, base, (size_t)(n - pos) *
-			t->inner_ent);
+		memmove(base + t->inner_ent, base,
+			(size_t)(n - pos) * t->inner_ent);
 		inner_put(t, (struct bt_inner_ent *)base, s->key, s->klen,
 			  s->right);
 		x->h.count++;
@@ -499,7 +500,7 @@ static int new_root(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	int rc;
 
 	if (level + 1 > BT_LEVEL_MAX)
-		return SMART_ENOSPC;	/* 4^29 nodes: not reached */
+		return SMART_ENOSPC; /* 4^29 nodes: not reached */
 	rc = smart__bt_node_alloc(t, w, &ra);
 	if (rc)
 		return rc;
@@ -511,9 +512,11 @@ static int new_root(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 	smart__bt_seal(t, r);
 	rc = smart_write_sync(w, ra, r, t->node_size);
 	if (!rc)
-		rc = smart_cas_sync(w, smart_gaddr_add(t->meta,
-				    offsetof(struct bt_meta, root)), xa, ra,
-				    &old);
+		rc = smart_cas_sync(w,
+				    smart_gaddr_add(t->meta,
+						    offsetof(struct bt_meta,
+							     root)),
+				    xa, ra, &old);
 	if (!rc && old != xa) {
 		(void)smart_free(w, ra, t->node_size);
 		return 1;
@@ -581,11 +584,11 @@ static void inner_seam(smart_worker_t *w)
  * under the parent's lock first.  1: the separator was there already. */
 static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 		     unsigned level, int was_root, struct sep *s,
-		     smart_gaddr_t *path, struct bt_node *n,
-		     struct bt_node *nn, uint8_t *tmp, int help)
+		     smart_gaddr_t *path, struct bt_node *n, struct bt_node *nn,
+		     uint8_t *tmp, int help)
 {
 	struct sep up;
-	smart_gaddr_t pa, want = 0;	/* set when no_level_above returns 1 */
+	smart_gaddr_t pa, want = 0; /* set when no_level_above returns 1 */
 	unsigned again = 0;
 	int rc, split;
 
@@ -627,7 +630,7 @@ static int insert_up(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t xa,
 			smart__bt_cache_drop(t, path[level + 2]);
 		if (help && (rc = right_alive(t, w, s, nn)) <= 0) {
 			rc = smart__bt_unlock(t, w, pa, rc);
-			return rc ? rc : 1;	/* gone: nothing to put */
+			return rc ? rc : 1; /* gone: nothing to put */
 		}
 		help = 0;
 		was_root = bt_is_root(n);
@@ -676,8 +679,8 @@ static int op_bufs(smart_bt_t *t, smart_worker_t *w, struct bt_node **n,
 
 static int spec_on(const smart_bt_t *t, smart_worker_t *w)
 {
-	return t->spec && smart_ctx_technique(smart_worker_ctx(w),
-					      SMART_TECH_SPEC_LOOKUP);
+	return t->spec &&
+	       smart_ctx_technique(smart_worker_ctx(w), SMART_TECH_SPEC_LOOKUP);
 }
 
 static smart_gaddr_t ent_addr(const smart_bt_t *t, smart_gaddr_t leaf,
@@ -710,7 +713,7 @@ static int lock_leaf(smart_bt_t *t, smart_worker_t *w, const void *key,
 		if (rc)
 			return rc;
 		if (*a != want) {
-			smart__bt_cache_drop(t, path[1]);  /* a stale parent */
+			smart__bt_cache_drop(t, path[1]); /* a stale parent */
 			how->fl |= BT_D_RIGHT;
 		}
 		return 0;
@@ -725,7 +728,7 @@ static int empties(const smart_bt_t *t, struct bt_node *n, unsigned i)
 	unsigned j;
 
 	if ((n->h.flags & BT_F_HIGH_INF) || !n->h.sibling)
-		return 0;	/* the last leaf (or the root): nothing right */
+		return 0; /* the last leaf (or the root): nothing right */
 	for (j = 0; j < t->leaf_cap; j++)
 		if (j != i && bt_leaf(t, n, j)->klen)
 			return 0;
@@ -746,17 +749,17 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	i = leaf_find(t, n, key, klen, &f);
 	if ((kind == BT_INSERT && i >= 0) ||
 	    ((kind == BT_UPDATE || kind == BT_DELETE) && i < 0))
-		return smart__bt_unlock(t, w, a, i >= 0 ? SMART_EEXIST :
-							   SMART_ENOENT);
+		return smart__bt_unlock(t, w, a,
+					i >= 0 ? SMART_EEXIST : SMART_ENOENT);
 	if (i < 0 && f < 0) {
 		/* full: split, then the separator goes up */
 		was_root = bt_is_root(n);
-		rc = leaf_split(t, w, a, n, nn, tmp, key, klen, val, vlen,
-				&s);
+		rc = leaf_split(t, w, a, n, nn, tmp, key, klen, val, vlen, &s);
 		if (!rc && hook)
 			(void)hook(w, "bt.split.published", hook_arg);
-		rc = rc ? rc : insert_up(t, w, a, 0, was_root, &s, path, n,
-					 nn, tmp, 0);
+		rc = rc ? rc :
+			  insert_up(t, w, a, 0, was_root, &s, path, n, nn, tmp,
+				    0);
 		return rc < 0 ? rc : 0;
 	}
 	if (i < 0)
@@ -768,8 +771,8 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 		if (kind == BT_DELETE)
 			memset(bt_leaf(t, n, (unsigned)i), 0, t->leaf_ent);
 		else
-			smart__bt_leaf_put(t, bt_leaf(t, n, (unsigned)i), key, klen,
-				 val, vlen);
+			smart__bt_leaf_put(t, bt_leaf(t, n, (unsigned)i), key,
+					   klen, val, vlen);
 		smart__bt_seal(t, n);
 		rc = smart__bt_post_entry(t, w, a, n, (unsigned)i, &lg);
 		rc = smart__bt_write_end(t, w, &lg,
@@ -777,8 +780,9 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
 	}
 	if (!rc && spec_on(t, w))
 		smart__bt_spec_put(t, smart__bt_key_hash(key, klen),
-				   kind == BT_DELETE ? 0 :
-				   ent_addr(t, a, (unsigned)i));
+				   kind == BT_DELETE ?
+					   0 :
+					   ent_addr(t, a, (unsigned)i));
 	return rc;
 }
 
@@ -789,12 +793,13 @@ static int write_locked(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
  * then nobody would, and every walk under that parent would move right
  * and drop the parent from its cache, for good.  So keep it in s, to put
  * it in after the operation (bt_sep_fix): 1 when kept. */
-static int sep_missing(const smart_bt_t *t, struct bt_node *n,
-		       smart_gaddr_t a, const struct walk *how, struct sep *s)
+static int sep_missing(const smart_bt_t *t, struct bt_node *n, smart_gaddr_t a,
+		       const struct walk *how, struct sep *s)
 {
-	if (SMART_M_BT_NO_SEP_FIX || (how->fl & (BT_D_FRESH | BT_D_RIGHT)) !=
-	    (BT_D_FRESH | BT_D_RIGHT) || n->h.level ||
-	    (n->h.flags & (BT_F_LOW_INF | BT_F_DEAD))) {
+	if (SMART_M_BT_NO_SEP_FIX ||
+	    (how->fl & (BT_D_FRESH | BT_D_RIGHT)) !=
+		    (BT_D_FRESH | BT_D_RIGHT) ||
+	    n->h.level || (n->h.flags & (BT_F_LOW_INF | BT_F_DEAD))) {
 		/* none at the leaf: one an internal level lacks, if any
 		 * (its splitter killed the same way one level up) */
 		*s = how->miss;
@@ -829,8 +834,7 @@ static void sep_fix(smart_bt_t *t, smart_worker_t *w, struct sep *s,
 }
 
 static int write_op(smart_bt_t *t, smart_worker_t *w, enum bt_kind kind,
-		    const void *key, size_t klen, const void *val,
-		    size_t vlen)
+		    const void *key, size_t klen, const void *val, size_t vlen)
 {
 	smart_gaddr_t path[BT_HEIGHT_MAX], a = 0;
 	struct bt_node *n, *nn;
@@ -947,8 +951,7 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 	size_t mark;
 	int rc, i, f, fix = 0;
 
-	if (!args_ok(t, w, key, key_len, NULL, 0) || !val_len ||
-	    (!buf && cap))
+	if (!args_ok(t, w, key, key_len, NULL, 0) || !val_len || (!buf && cap))
 		return SMART_EINVAL;
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, t->node_size, (void **)&n);
@@ -959,8 +962,8 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 	 * blades does not wait for the section's announcement for it */
 	if (!rc && spec_on(t, w)) {
 		h = smart__bt_key_hash(key, key_len);
-		rc = spec_search(t, w, h, key, key_len,
-				 (struct bt_leaf_ent *)n, buf, cap, val_len);
+		rc = spec_search(t, w, h, key, key_len, (struct bt_leaf_ent *)n,
+				 buf, cap, val_len);
 		if (rc == 1) {
 			rc = 0;
 			goto out;
@@ -981,8 +984,8 @@ int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 			 * writer of ours made it */
 			rc = SMART_EPROTO;
 		} else {
-			rc = value_out(t, bt_leaf(t, n, (unsigned)i), buf,
-				       cap, val_len);
+			rc = value_out(t, bt_leaf(t, n, (unsigned)i), buf, cap,
+				       val_len);
 			if (h)
 				smart__bt_spec_put(t, h,
 						   ent_addr(t, a, (unsigned)i));

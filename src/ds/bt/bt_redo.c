@@ -50,7 +50,6 @@
 
 #include "ds/bt/bt_internal.h"
 
-
 static size_t patch_bytes(unsigned len)
 {
 	return sizeof(struct bt_patch_rec) + ((len + 7u) & ~7u);
@@ -85,7 +84,7 @@ static unsigned rec_take(smart_bt_t *t, smart_worker_t *w)
 		if (v == (uint32_t)((UINT64_C(1) << BT_RECS) - 1)) {
 			atomic_fetch_add_explicit(&t->rec_waits, 1,
 						  memory_order_relaxed);
-			smart_task_yield(w);	/* all writing: one ends soon */
+			smart_task_yield(w); /* all writing: one ends soon */
 			continue;
 		}
 		bit = (uint32_t)__builtin_ctz(~v);
@@ -101,8 +100,8 @@ static void rec_put(smart_bt_t *t, unsigned rec)
 }
 
 /* Post patch p's bytes [from, to). */
-static int post_part(smart_worker_t *w, const struct bt_patch *p,
-		     unsigned from, unsigned to)
+static int post_part(smart_worker_t *w, const struct bt_patch *p, unsigned from,
+		     unsigned to)
 {
 	if (from >= to)
 		return 0;
@@ -117,8 +116,7 @@ static int post_part(smart_worker_t *w, const struct bt_patch *p,
  * "bt.merge.torn" in a merge: a test kills the process there), then the
  * rest; a negative return fails the write there, as a transport error
  * would (the rest never posted). */
-static int post_patches(smart_worker_t *w, const struct bt_patch *p,
-			unsigned n)
+static int post_patches(smart_worker_t *w, const struct bt_patch *p, unsigned n)
 {
 	void *arg;
 	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
@@ -131,13 +129,15 @@ static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 		if (!rc)
 			rc = smart_sync(w);
 		if (!rc)
-			rc = hook(w, n == BT_PATCHES_MAX ? "bt.merge.torn" :
-				  "bt.write.torn", arg);
-		rc = rc < 0 ? rc : 0;	/* a test failing the post there */
+			rc = hook(w,
+				  n == BT_PATCHES_MAX ? "bt.merge.torn" :
+							"bt.write.torn",
+				  arg);
+		rc = rc < 0 ? rc : 0; /* a test failing the post there */
 	}
 	for (i = 0; !rc && i < n; i++) {
 		if (i && smart_gaddr_blade(p[i].node) !=
-			 smart_gaddr_blade(p[i - 1].node))
+				 smart_gaddr_blade(p[i - 1].node))
 			rc = smart_sync(w);
 		if (!rc)
 			rc = post_part(w, &p[i], i ? 0 : half, p[i].len);
@@ -147,9 +147,9 @@ static int post_patches(smart_worker_t *w, const struct bt_patch *p,
 
 /* Lay the record out in buf: header (decision copy at, commit 0), then
  * each patch and its bytes. */
-static void rec_build(const struct bt_patch *p, unsigned n,
-		      const uint64_t *lw, const uint64_t *stamp,
-		      smart_gaddr_t at, uint8_t *buf, size_t len)
+static void rec_build(const struct bt_patch *p, unsigned n, const uint64_t *lw,
+		      const uint64_t *stamp, smart_gaddr_t at, uint8_t *buf,
+		      size_t len)
 {
 	struct bt_rec *r = (struct bt_rec *)buf;
 	size_t off = sizeof(*r);
@@ -178,10 +178,9 @@ static void rec_build(const struct bt_patch *p, unsigned n,
 
 /* Blade b's part of logged write rec: the stamps of the words on it
  * (each once), then the record, on one QP: the record lands after them. */
-static int log_blade(smart_bt_t *t, smart_worker_t *w,
-		     const struct bt_patch *p, unsigned n, const uint64_t *lw,
-		     const uint64_t *stamp, unsigned b, unsigned rec,
-		     const uint8_t *buf, size_t len)
+static int log_blade(smart_bt_t *t, smart_worker_t *w, const struct bt_patch *p,
+		     unsigned n, const uint64_t *lw, const uint64_t *stamp,
+		     unsigned b, unsigned rec, const uint8_t *buf, size_t len)
 {
 	void *arg;
 	smart_hook_fn hook = smart_ctx_hook(smart_worker_ctx(w), &arg);
@@ -200,8 +199,8 @@ static int log_blade(smart_bt_t *t, smart_worker_t *w,
 	 * ("bt.log.stamped"; return value ignored) */
 	if (!rc && hook && !(rc = smart_sync(w)))
 		(void)hook(w, "bt.log.stamped", arg);
-	return rc ? rc : smart_write(w, rec_addr(t, b, t->area[b], rec), buf,
-				     len);
+	return rc ? rc :
+		    smart_write(w, rec_addr(t, b, t->area[b], rec), buf, len);
 }
 
 /* A test's seam in a write spanning blades: what was posted to one blade
@@ -269,13 +268,13 @@ int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
 	/* stamps, then the record, on each blade concerned, blade by blade
 	 * in the tree's order */
 	for (b = 0; !rc && b < (int)t->nblades; b++) {
-		for (i = 0; i < n && smart_gaddr_blade(p[i].node) !=
-				     t->blades[b]; i++)
+		for (i = 0;
+		     i < n && smart_gaddr_blade(p[i].node) != t->blades[b]; i++)
 			;
 		if (i == n)
 			continue;
-		rc = log_blade(t, w, p, n, lw, stamp, (unsigned)b, lg->rec,
-			       buf, len);
+		rc = log_blade(t, w, p, n, lw, stamp, (unsigned)b, lg->rec, buf,
+			       len);
 		blades++;
 		if (!rc && hook && multi)
 			rc = log_seam(w, hook, hook_arg);
@@ -288,8 +287,9 @@ int smart__bt_write_logged(smart_bt_t *t, smart_worker_t *w,
 	if (!rc && blades > 1)
 		rc = smart_sync(w);
 	if (!rc && at)
-		rc = smart_write(w, smart_gaddr_add(at, offsetof(struct bt_rec,
-							 commit)),
+		rc = smart_write(w,
+				 smart_gaddr_add(at, offsetof(struct bt_rec,
+							      commit)),
 				 &stamp[0], 8);
 	return rc || SMART_M_BT_LOG_AFTER ? rc : post_patches(w, p, n);
 }
@@ -342,7 +342,7 @@ static int finish_own(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 		if (!rc)
 			rc = smart_cas_sync(w, word[i], stamp[i], base, &got);
 		if (!rc && got == stamp[i])
-			held |= 1u << i;	/* else released: it landed */
+			held |= 1u << i; /* else released: it landed */
 	}
 	/* (a test's seam: the words checked, the node not yet rewritten;
 	 * its hook may fence the ctx there, as its keeper would) */
@@ -383,8 +383,7 @@ static int settle(smart_bt_t *t, smart_worker_t *w, const uint8_t *buf)
 						       sizeof(struct bt_rec));
 	smart_ctx_t *ctx = smart_worker_ctx(w);
 	uint64_t until = smart_now_ns() +
-			 smart__bt_settle_ns(w,
-					     smart_gaddr_blade(p0->node));
+			 smart__bt_settle_ns(w, smart_gaddr_blade(p0->node));
 
 	while (!smart_ctx_fenced(ctx)) {
 		if (!finish_own(t, w, buf))
@@ -457,8 +456,9 @@ static int rec_ok(const smart_bt_t *t, uint8_t *snap, unsigned idx,
 	/* the decision copy: where the writer put it, aligned, on a blade
 	 * of the tree (a bogus one reads as not committed) */
 	return multi ? r->at && !(r->at & 7) &&
-		       smart_gaddr_blade(r->at) ==
-		       smart_gaddr_blade(first->node) : !r->at;
+			       smart_gaddr_blade(r->at) ==
+				       smart_gaddr_blade(first->node) :
+		       !r->at;
 }
 
 /* Record snap (read at ra, well formed, its commit word as read there in
@@ -467,9 +467,8 @@ static int rec_ok(const smart_bt_t *t, uint8_t *snap, unsigned idx,
  * record: an adopter reuses the area only after it took every word a
  * committed record still stamps, and nothing the dead writer posted
  * lands any more (it is fenced), so the answer never changes. */
-static int rec_committed(smart_bt_t *t, smart_worker_t *w,
-			 const uint8_t *snap, smart_gaddr_t ra,
-			 uint64_t commit, int *yes)
+static int rec_committed(smart_bt_t *t, smart_worker_t *w, const uint8_t *snap,
+			 smart_gaddr_t ra, uint64_t commit, int *yes)
 {
 	const struct bt_rec *r = (const struct bt_rec *)snap;
 	const struct bt_patch_rec *first = (const void *)(r + 1);
@@ -477,13 +476,14 @@ static int rec_committed(smart_bt_t *t, smart_worker_t *w,
 
 	*yes = 1;
 	if (!r->at || SMART_M_BT_NO_COMMIT_CHECK)
-		return 0;	/* one blade: its QP orders everything */
+		return 0; /* one blade: its QP orders everything */
 	if (r->at != ra)
-		rc = smart_read_sync(w, smart_gaddr_add(r->at,
-				     offsetof(struct bt_rec, commit)), 8,
-				     &commit);
+		rc = smart_read_sync(
+			w,
+			smart_gaddr_add(r->at, offsetof(struct bt_rec, commit)),
+			8, &commit);
 	if (rc == SMART_EREMOTE)
-		rc = 0, commit = 0;	/* a bogus address: not committed */
+		rc = 0, commit = 0; /* a bogus address: not committed */
 	*yes = !rc && commit == first->stamp;
 	if (!rc && !*yes)
 		atomic_fetch_add_explicit(&t->uncommitted, 1,
@@ -506,9 +506,8 @@ static int rec_names(const uint8_t *snap, smart_gaddr_t lw, uint64_t dead)
 
 /* Read record idx of the area dir slot s names on blade b, if the slot
  * still names client id: *have 1 when snap holds a well-formed one. */
-static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b,
-		     unsigned s, uint16_t id, unsigned idx, uint8_t *snap,
-		     int *have)
+static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b, unsigned s,
+		     uint16_t id, unsigned idx, uint8_t *snap, int *have)
 {
 	uint64_t e, commit;
 	smart_gaddr_t ra;
@@ -520,11 +519,11 @@ static int snap_read(smart_bt_t *t, smart_worker_t *w, unsigned b,
 		return rc;
 	memcpy(&e, snap, 8);
 	if (BT_DIR_ID(e) != id || !BT_DIR_AREA(e) || (BT_DIR_AREA(e) & 7))
-		return 0;	/* adopted: nothing in it was current */
+		return 0; /* adopted: nothing in it was current */
 	ra = rec_addr(t, b, BT_DIR_AREA(e), idx);
 	rc = smart_read_sync(w, ra, t->rec_size, snap);
 	if (rc == SMART_EREMOTE)
-		return 0;	/* a bogus area: nothing we can redo */
+		return 0; /* a bogus area: nothing we can redo */
 	if (!rc && rec_ok(t, snap, idx, &commit))
 		rc = rec_committed(t, w, snap, ra, commit, have);
 	return rc;
@@ -538,12 +537,12 @@ int smart__bt_redo_snap(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 
 	*have = 0;
 	if (b < 0 || BT_W_REC(dead) >= BT_RECS)
-		return 0;	/* nothing logged under it: nothing written */
+		return 0; /* nothing logged under it: nothing written */
 	rc = snap_read(t, w, (unsigned)b, BT_W_SLOT(dead), BT_W_ID(dead),
 		       BT_W_REC(dead), snap, have);
 	if (!rc && *have && !SMART_M_BT_NO_REC_NAMES &&
 	    !rec_names(snap, lw, dead))
-		*have = 0;	/* an older record: that write completed (its
+		*have = 0; /* an older record: that write completed (its
 			 * holder died between the stamp and the record) */
 	return rc;
 }
@@ -569,8 +568,8 @@ static int redo_log(smart_bt_t *t, smart_worker_t *w, const struct bt_patch *p,
 	if (at)
 		((struct bt_rec *)buf)->commit = ours[0];
 	for (b = 0; !rc && b < t->nblades; b++) {
-		for (i = 0; i < n && smart_gaddr_blade(p[i].node) !=
-				     t->blades[b]; i++)
+		for (i = 0;
+		     i < n && smart_gaddr_blade(p[i].node) != t->blades[b]; i++)
 			;
 		if (i < n)
 			rc = smart_write(w, rec_addr(t, b, t->area[b], rec),
@@ -646,9 +645,9 @@ static int redo_stamps(smart_bt_t *t, const struct bt_patch *p, unsigned n,
 	/* the patch of lw under the dead stamp: an older record of the
 	 * same index names lw under another (smart__bt_redo_snap refuses
 	 * it; the mutant lets it through here too, taken from `dead`) */
-	for (*first = 0; *first < n && (word[*first] != lw ||
-					(stamp[*first] != dead &&
-					 !SMART_M_BT_NO_REC_NAMES));
+	for (*first = 0; *first < n &&
+			 (word[*first] != lw ||
+			  (stamp[*first] != dead && !SMART_M_BT_NO_REC_NAMES));
 	     (*first)++)
 		;
 	return rc;
@@ -697,7 +696,7 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	 * holds its patch (the dead holder's, or ours) and redoes that */
 	if (!rc && first < n && !SMART_M_BT_REDO_CAS_FIRST)
 		rc = redo_log(t, w, p, n, word, ours, rec, buf, len);
-	if (rc || first == n) {	/* nothing of ours stamps a word */
+	if (rc || first == n) { /* nothing of ours stamps a word */
 		rec_put(t, rec);
 		if (rc)
 			return rc;
@@ -705,13 +704,13 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 		rc = smart_cas_sync(w, lw, dead, mine, &ours[0]);
 		return rc ? rc : ours[0] == dead;
 	}
-	stamp[first] = dead;	/* as it is but in the mutant */
+	stamp[first] = dead; /* as it is but in the mutant */
 	rc = redo_take(w, word, stamp, ours, first, &held);
-	if (rc)		/* our CAS may have landed */
+	if (rc) /* our CAS may have landed */
 		return redo_fail(t, w, rec, buf, rc);
 	if (!held) {
-		rec_put(t, rec);	/* nothing of ours stamps a word */
-		return 0;		/* lw changed */
+		rec_put(t, rec); /* nothing of ours stamps a word */
+		return 0;	 /* lw changed */
 	}
 	/* a test's seam: the first word is ours, the others not tried */
 	if (hook)
@@ -736,7 +735,7 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
 	 * failure leaks R (counted by the core) */
 	if (!SMART_M_BT_NO_REDO_RETIRE)
 		(void)smart__bt_dead_finish(t, w, p, n, 0);
-	if (hook)	/* a test's seam: our redo is done */
+	if (hook) /* a test's seam: our redo is done */
 		(void)hook(w, "bt.redo.done", hook_arg);
 	return 1;
 }
@@ -750,8 +749,8 @@ int smart__bt_redo(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t lw,
  * not redo it here: a redo is logged, and we have no area of our own yet
  * (t->area[b] 0 would put the record over the blade's superblock).  The
  * answer only goes from 1 to 0: a dead client stamps nothing new. */
-static int slot_dirty(smart_bt_t *t, smart_worker_t *w, unsigned b,
-		      unsigned s, uint16_t id, uint8_t *snap, int *dirty)
+static int slot_dirty(smart_bt_t *t, smart_worker_t *w, unsigned b, unsigned s,
+		      uint16_t id, uint8_t *snap, int *dirty)
 {
 	struct bt_patch p[BT_PATCHES_MAX];
 	uint64_t word[BT_PATCHES_MAX], stamp[BT_PATCHES_MAX], v;
@@ -785,10 +784,10 @@ static int area_dead(smart_bt_t *t, smart_worker_t *w, unsigned b,
 	int rc = 0;
 
 	for (idx = 0; rc >= 0 && idx < BT_RECS; idx++) {
-		rc = smart_read_sync(w, rec_addr(t, b, area, idx),
-				     t->rec_size, snap);
+		rc = smart_read_sync(w, rec_addr(t, b, area, idx), t->rec_size,
+				     snap);
 		if (rc == SMART_EREMOTE)
-			return 0;	/* a bogus area: nothing to retire */
+			return 0; /* a bogus area: nothing to retire */
 		if (rc || !rec_ok(t, snap, idx, &commit))
 			continue;
 		n = rec_patches(snap, p, word, stamp);
@@ -832,8 +831,8 @@ static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
 			if (pass == 1 && dirty && !SMART_M_BT_ADOPT_DIRTY)
 				continue;
 			if (!area || (area & 7)) {
-				rc = smart_alloc(w, t->blades[b],
-						 area_len(t), &a);
+				rc = smart_alloc(w, t->blades[b], area_len(t),
+						 &a);
 				area = smart_gaddr_off(a);
 				fresh = 1;
 			}
@@ -848,12 +847,13 @@ static int claim(smart_bt_t *t, smart_worker_t *w, unsigned b, uint8_t *snap,
 				return 0;
 			}
 			if (fresh)
-				(void)smart_free(w, smart_gaddr(t->blades[b],
-								area),
+				(void)smart_free(w,
+						 smart_gaddr(t->blades[b],
+							     area),
 						 area_len(t));
 		}
 	}
-	return rc ? rc : SMART_EBUSY;	/* 1024 live objects on the blade */
+	return rc ? rc : SMART_EBUSY; /* 1024 live objects on the blade */
 }
 
 int smart__bt_redo_spares(smart_bt_t *t, smart_worker_t *w)
@@ -871,7 +871,7 @@ int smart__bt_redo_spares(smart_bt_t *t, smart_worker_t *w)
 				rc = smart_cas_sync(w, dir_entry(t, b, s), 0,
 						    smart_gaddr_off(a), &got);
 			if (!rc && got)
-				rc = SMART_EPROTO;	/* a new tree's? */
+				rc = SMART_EPROTO; /* a new tree's? */
 		}
 	}
 	return rc;
@@ -885,8 +885,10 @@ int smart__bt_redo_claim(smart_bt_t *t, smart_worker_t *w)
 	unsigned b;
 	int rc, adopted[SMART_BT_BLADES_MAX] = { 0 };
 
-	t->rec_size = (unsigned)((sizeof(struct bt_rec) + BT_PATCHES_MAX *
-				  patch_bytes(t->node_size) + 63) & ~63u);
+	t->rec_size = (unsigned)((sizeof(struct bt_rec) +
+				  BT_PATCHES_MAX * patch_bytes(t->node_size) +
+				  63) &
+				 ~63u);
 	rc = smart_scratch_alloc(w, t->rec_size, (void **)&snap);
 	if (!rc)
 		rc = smart_scratch_alloc(w, 8 * BT_DIR_SLOTS, (void **)&dir);
@@ -971,11 +973,12 @@ int smart__bt_redo_drop(smart_bt_t *t, smart_worker_t *w, unsigned b)
 				     dir);
 	for (s = 0; !rc && s < BT_DIR_SLOTS; s++)
 		if (area_once(dir, s)) {
-			rc = smart_free(w, smart_gaddr(t->blades[b],
-						       BT_DIR_AREA(dir[s])),
+			rc = smart_free(w,
+					smart_gaddr(t->blades[b],
+						    BT_DIR_AREA(dir[s])),
 					area_len(t));
 			if (rc == SMART_EINVAL)
-				rc = 0;	/* a peer's word, not a block: the
+				rc = 0; /* a peer's word, not a block: the
 					 * rest of the drop goes on */
 		}
 	if (!rc)

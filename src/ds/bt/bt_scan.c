@@ -42,9 +42,9 @@ static int next_leaf(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		if (nd->h.flags & BT_F_DEAD) {
 			a = nd->h.leftmost;
 		} else if (!SMART_M_BT_NO_SCAN_RIGHT && !nd->h.level &&
-			 !(nd->h.flags & BT_F_HIGH_INF) && nd->h.sibling &&
-			 bt_keycmp(bt_high(t, nd), nd->h.high_len, cur,
-				   cur_len) <= 0) {
+			   !(nd->h.flags & BT_F_HIGH_INF) && nd->h.sibling &&
+			   bt_keycmp(bt_high(t, nd), nd->h.high_len, cur,
+				     cur_len) <= 0) {
 			/* split after the merge */
 			atomic_fetch_add_explicit(&t->move_rights, 1,
 						  memory_order_relaxed);
@@ -54,12 +54,12 @@ static int next_leaf(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
 		}
 		rc = smart__bt_read(t, w, a, nd);
 	}
-	if (!rc && ((nd->h.flags & BT_F_DEAD) || nd->h.level ||
-		    (!(nd->h.flags & BT_F_LOW_INF) &&
-		     bt_keycmp(bt_low(t, nd), nd->h.low_len, cur, cur_len) > 0) ||
-		    (!(nd->h.flags & BT_F_HIGH_INF) &&
-		     bt_keycmp(bt_high(t, nd), nd->h.high_len, cur,
-			       cur_len) <= 0)))
+	if (!rc &&
+	    ((nd->h.flags & BT_F_DEAD) || nd->h.level ||
+	     (!(nd->h.flags & BT_F_LOW_INF) &&
+	      bt_keycmp(bt_low(t, nd), nd->h.low_len, cur, cur_len) > 0) ||
+	     (!(nd->h.flags & BT_F_HIGH_INF) &&
+	      bt_keycmp(bt_high(t, nd), nd->h.high_len, cur, cur_len) <= 0)))
 		rc = SMART_EPROTO;
 	return rc;
 }
@@ -70,13 +70,13 @@ static int next_leaf(smart_bt_t *t, smart_worker_t *w, smart_gaddr_t a,
  * `to`, and no more than `left` entries need at half-full leaves (more are
  * read ahead from the next parent when they are not enough).
  * BT_SCAN_AHEAD of them at most, and no more than 256 KiB. */
-#define BT_SCAN_AHEAD	32u
+#define BT_SCAN_AHEAD 32u
 struct ahead {
-	struct bt_node *p;	/* the parent's copy */
-	uint8_t *nodes;		/* room for `room` nodes */
+	struct bt_node *p; /* the parent's copy */
+	uint8_t *nodes;	   /* room for `room` nodes */
 	smart_gaddr_t a[BT_SCAN_AHEAD];
 	unsigned room, k, next;
-	int live;		/* the last parent looked for was cached */
+	int live; /* the last parent looked for was cached */
 };
 
 static smart_gaddr_t child_at(const smart_bt_t *t, struct bt_node *p,
@@ -101,15 +101,16 @@ static int ahead_read(smart_bt_t *t, smart_worker_t *w, struct ahead *ah,
 		return 0;
 	for (i = 0; i <= ah->p->h.count && child_at(t, ah->p, i) != a; i++)
 		;
-	for (j = i + 1; !rc && j <= ah->p->h.count && ah->k < ah->room &&
-	     ah->k < want; j++) {
+	for (j = i + 1;
+	     !rc && j <= ah->p->h.count && ah->k < ah->room && ah->k < want;
+	     j++) {
 		const struct bt_inner_ent *e = bt_inner(t, ah->p, j - 1);
 
 		if (to && bt_keycmp(e->key, e->klen, to, to_len) >= 0)
 			break;
 		ah->a[ah->k] = e->child;
-		rc = smart_read(w, e->child, t->node_size, ah->nodes +
-				(size_t)ah->k++ * t->node_size);
+		rc = smart_read(w, e->child, t->node_size,
+				ah->nodes + (size_t)ah->k++ * t->node_size);
 	}
 	return rc || !ah->k ? rc : smart_sync(w);
 }
@@ -132,7 +133,7 @@ static int ahead_take(smart_bt_t *t, struct ahead *ah, smart_gaddr_t a,
 	if (ah->next >= ah->k)
 		return 0;
 	if (!SMART_M_BT_NO_AHEAD_CHECK && ah->a[ah->next] != a)
-		return 0;	/* off the chain: the next one may still be */
+		return 0; /* off the chain: the next one may still be */
 	c = (struct bt_node *)(ah->nodes + (size_t)ah->next++ * t->node_size);
 	if (!SMART_M_BT_NO_AHEAD_CHECK &&
 	    (smart__bt_check(t, c) || c->h.level ||
@@ -160,7 +161,8 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 	unsigned i, k;
 	int rc;
 
-	if (!t || !smart__bt_own(t, w) || !from || !from_len || from_len > t->key_max || !n ||
+	if (!t || !smart__bt_own(t, w) || !from || !from_len ||
+	    from_len > t->key_max || !n ||
 	    (to && (!to_len || to_len > t->key_max)) || (max && !out) ||
 	    (!buf && cap))
 		return SMART_EINVAL;
@@ -173,16 +175,18 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 	mark = smart_scratch_mark(w);
 	ah.room = t->cache ? (256u << 10) / t->node_size : 0;
 	ah.room = ah.room < BT_SCAN_AHEAD ? ah.room : BT_SCAN_AHEAD;
-	rc = smart_scratch_alloc(w, (size_t)(ah.room + 2) * t->node_size +
-				 (size_t)t->leaf_cap * 8, (void **)&nd);
+	rc = smart_scratch_alloc(w,
+				 (size_t)(ah.room + 2) * t->node_size +
+					 (size_t)t->leaf_cap * 8,
+				 (void **)&nd);
 	if (!rc)
 		rc = smart__bt_enter(t, w);
 	if (rc)
 		goto out;
 	ah.p = (struct bt_node *)((uint8_t *)nd + t->node_size);
 	ah.nodes = (uint8_t *)nd + 2 * (size_t)t->node_size;
-	ents = (struct bt_leaf_ent **)(ah.nodes + (size_t)ah.room *
-				       t->node_size);
+	ents = (struct bt_leaf_ent **)(ah.nodes +
+				       (size_t)ah.room * t->node_size);
 	rc = smart__bt_descend(t, w, from, from_len, nd, &a, &pa);
 	if (!rc)
 		rc = ahead_read(t, w, &ah, pa, a, to, to_len, max);
@@ -191,8 +195,8 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		for (i = 0, k = 0; i < t->leaf_cap; i++) {
 			struct bt_leaf_ent *e = bt_leaf(t, nd, i);
 
-			if (!e->klen || bt_keycmp(e->kv, e->klen, cur,
-						  cur_len) < 0 ||
+			if (!e->klen ||
+			    bt_keycmp(e->kv, e->klen, cur, cur_len) < 0 ||
 			    (to && bt_keycmp(e->kv, e->klen, to, to_len) >= 0))
 				continue;
 			ents[k++] = e;
@@ -202,12 +206,12 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 			size_t need = (size_t)ents[i]->klen + ents[i]->vlen;
 
 			if (used + need > cap) {
-				rc = SMART_ERANGE;	/* buf is full */
+				rc = SMART_ERANGE; /* buf is full */
 				break;
 			}
 			memcpy(b + used, ents[i]->kv, ents[i]->klen);
-			memcpy(b + used + ents[i]->klen, ents[i]->kv +
-			       t->key_max, ents[i]->vlen);
+			memcpy(b + used + ents[i]->klen,
+			       ents[i]->kv + t->key_max, ents[i]->vlen);
 			out[got].key = b + used;
 			out[got].val = b + used + ents[i]->klen;
 			out[got].key_len = ents[i]->klen;
@@ -216,8 +220,9 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 			got++;
 		}
 		if (rc || got == max || (nd->h.flags & BT_F_HIGH_INF) ||
-		    !nd->h.sibling || (to && bt_keycmp(bt_high(t, nd),
-				       nd->h.high_len, to, to_len) >= 0))
+		    !nd->h.sibling ||
+		    (to && bt_keycmp(bt_high(t, nd), nd->h.high_len, to,
+				     to_len) >= 0))
 			break;
 		/* next leaf: from this one's high fence */
 		cur_len = nd->h.high_len;
@@ -230,8 +235,7 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		if (ah.live && ah.next >= ah.k) {
 			/* past what was read ahead: the next parent's leaves,
 			 * from the leaf covering the cursor */
-			rc = smart__bt_descend(t, w, cur, cur_len, nd, &a,
-					       &pa);
+			rc = smart__bt_descend(t, w, cur, cur_len, nd, &a, &pa);
 			if (!rc)
 				rc = ahead_read(t, w, &ah, pa, a, to, to_len,
 						max - got);

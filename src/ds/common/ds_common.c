@@ -34,7 +34,7 @@ int smart__ds_desc_get(smart_worker_t *w, uint16_t blade, uint64_t maddr,
 		return SMART_ENOENT;
 	rc = smart__ds_copy(w, maddr, desc, len, 0);
 	if (rc == SMART_EREMOTE || (!rc && !valid(desc)))
-		return SMART_ENOENT;	/* not one of this kind */
+		return SMART_ENOENT; /* not one of this kind */
 	return rc;
 }
 
@@ -74,7 +74,7 @@ int smart__ds_config_take(void *dst, size_t known, size_t align,
 	memcpy(&n, s, sizeof(n));
 	if (n < sizeof(n) || n > 4096u)
 		return SMART_EINVAL;
-	if (n % align && !SMART_M_HT_CONFIG_CUT)	/* util/config.h */
+	if (n % align && !SMART_M_HT_CONFIG_CUT) /* util/config.h */
 		return SMART_EINVAL;
 	for (size_t i = known; i < n && !SMART_M_HT_CONFIG_TAIL; i++)
 		if (s[i])
@@ -92,8 +92,7 @@ int smart__ds_config_take(void *dst, size_t known, size_t align,
 #define SMART_M_HT_OUT_FULL 0
 #endif
 
-int smart__ds_out_give(void *out, size_t size, const void *full,
-		       size_t known)
+int smart__ds_out_give(void *out, size_t size, const void *full, size_t known)
 {
 	size_t n = size < known && !SMART_M_HT_OUT_FULL ? size : known;
 

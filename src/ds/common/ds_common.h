@@ -47,7 +47,6 @@ int smart__ds_config_take(void *dst, size_t known, size_t align,
 /* Give the caller's output of `size` bytes (the sizeof its header said)
  * the library's struct `full` of `known` bytes: the common prefix, then
  * zeros (src/util/config.h's rule).  0, or SMART_EINVAL, out untouched. */
-int smart__ds_out_give(void *out, size_t size, const void *full,
-		       size_t known);
+int smart__ds_out_give(void *out, size_t size, const void *full, size_t known);
 
 #endif

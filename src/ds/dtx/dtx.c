@@ -39,12 +39,11 @@ int smart__dtx_hook(smart_worker_t *w, const char *point)
 
 int smart__dtx_own(const smart_dtx_t *d, const smart_worker_t *w)
 {
-	return w && (smart_worker_ctx(w) == d->ctx ||
-		     SMART_M_DTX_FOREIGN_WORKER);
+	return w &&
+	       (smart_worker_ctx(w) == d->ctx || SMART_M_DTX_FOREIGN_WORKER);
 }
 
-const struct dtx_table *smart__dtx_table(const smart_dtx_t *d,
-					 uint32_t table)
+const struct dtx_table *smart__dtx_table(const smart_dtx_t *d, uint32_t table)
 {
 	return table < SMART_DTX_TABLES_MAX ? d->by_id[table] : NULL;
 }
@@ -93,8 +92,8 @@ static int config_check(const struct smart_dtx_config *c)
 
 	if (!nb || nb > SMART_DTX_BLADES_MAX || replicas_of(c, nb) < 0 ||
 	    !c->tables || !c->ntables || c->ntables > SMART_DTX_TABLES_MAX ||
-	    !c->log_slots || c->log_slots > DTX_SLOTS_MAX ||
-	    !c->max_writes || c->max_writes > SMART_DTX_ITEMS_MAX ||
+	    !c->log_slots || c->log_slots > DTX_SLOTS_MAX || !c->max_writes ||
+	    c->max_writes > SMART_DTX_ITEMS_MAX ||
 	    (c->cache_entries & (c->cache_entries - 1)))
 		return SMART_EINVAL;
 	for (i = 0; c->blades && i < nb; i++)
@@ -106,9 +105,8 @@ static int config_check(const struct smart_dtx_config *c)
 
 		if (t->id >= SMART_DTX_TABLES_MAX || (seen >> t->id & 1) ||
 		    !t->value_size || t->value_size > SMART_DTX_VALUE_MAX ||
-		    !t->buckets || t->buckets > (1u << 26) ||
-		    t->primary < -1 || (t->primary >= 0 &&
-					(unsigned)t->primary >= nb))
+		    !t->buckets || t->buckets > (1u << 26) || t->primary < -1 ||
+		    (t->primary >= 0 && (unsigned)t->primary >= nb))
 			return SMART_EINVAL;
 		seen |= 1u << t->id;
 	}
@@ -138,20 +136,19 @@ static int shape_ok(const struct dtx_meta *m)
 {
 	unsigned i;
 
-	if (m->magic != DTX_MAGIC || m->version != DTX_VERSION ||
-	    !m->ntables || m->ntables > SMART_DTX_TABLES_MAX ||
-	    !m->nblades || m->nblades > SMART_DTX_BLADES_MAX ||
-	    !m->log_slots || m->log_slots > DTX_SLOTS_MAX ||
-	    !m->max_writes || m->max_writes > SMART_DTX_ITEMS_MAX ||
-	    m->name[sizeof(m->name) - 1])
+	if (m->magic != DTX_MAGIC || m->version != DTX_VERSION || !m->ntables ||
+	    m->ntables > SMART_DTX_TABLES_MAX || !m->nblades ||
+	    m->nblades > SMART_DTX_BLADES_MAX || !m->log_slots ||
+	    m->log_slots > DTX_SLOTS_MAX || !m->max_writes ||
+	    m->max_writes > SMART_DTX_ITEMS_MAX || m->name[sizeof(m->name) - 1])
 		return 0;
 	for (i = 0; i < m->ntables; i++) {
 		const struct dtx_meta_table *t = &m->t[i];
 
 		if (t->id >= SMART_DTX_TABLES_MAX || !t->value_size ||
 		    t->value_size > SMART_DTX_VALUE_MAX ||
-		    t->rec_size != rec_size_of(t->value_size) ||
-		    !t->buckets || t->buckets > (1u << 26) || !t->ncopies ||
+		    t->rec_size != rec_size_of(t->value_size) || !t->buckets ||
+		    t->buckets > (1u << 26) || !t->ncopies ||
 		    t->ncopies > 1 + SMART_DTX_REPLICAS_MAX)
 			return 0;
 	}
@@ -179,8 +176,8 @@ static int areas_ok(const struct dtx_meta *m)
 	if (m->log_size != log_size_of(m->max_writes, rec_max))
 		return 0;
 	for (i = 0; i < m->nblades; i++)
-		if (!smart__ds_area_ok(m->log_off[i], (uint64_t)m->log_slots *
-						      m->log_size))
+		if (!smart__ds_area_ok(m->log_off[i],
+				       (uint64_t)m->log_slots * m->log_size))
 			return 0;
 	return 1;
 }
@@ -234,7 +231,7 @@ static int zero_fill(smart_worker_t *w, smart_gaddr_t a, uint64_t len)
 	if (!rc)
 		rc = smart_sync(w);
 	else
-		(void)smart_sync(w);	/* nothing still reads `zero` */
+		(void)smart_sync(w); /* nothing still reads `zero` */
 	smart_scratch_release(w, mark);
 	return rc;
 }
@@ -248,13 +245,15 @@ static void meta_free(smart_worker_t *w, const struct dtx_meta *m,
 	for (i = 0; i < m->ntables; i++)
 		for (c = 0; c < m->t[i].ncopies; c++)
 			if (m->t[i].off[c])
-				(void)smart_free(w, smart_gaddr(m->t[i].blade[c],
-								m->t[i].off[c]),
+				(void)smart_free(w,
+						 smart_gaddr(m->t[i].blade[c],
+							     m->t[i].off[c]),
 						 table_bytes(&m->t[i]));
 	for (i = 0; i < m->nblades; i++)
 		if (m->log_off[i])
-			(void)smart_free(w, smart_gaddr(m->blades[i],
-							m->log_off[i]),
+			(void)smart_free(w,
+					 smart_gaddr(m->blades[i],
+						     m->log_off[i]),
 					 (uint64_t)m->log_slots * m->log_size);
 	if (m->owner_off)
 		(void)smart_free(w, smart_gaddr(home, m->owner_off),
@@ -311,8 +310,8 @@ static int meta_build(smart_worker_t *w, uint16_t home, const char *name,
 	m->log_size = log_size_of(m->max_writes, rec_max);
 	for (i = 0; !rc && i < m->ntables; i++)
 		for (k = 0; !rc && k < m->t[i].ncopies; k++)
-			rc = area_new(w, m->t[i].blade[k], table_bytes(&m->t[i]),
-				      &m->t[i].off[k]);
+			rc = area_new(w, m->t[i].blade[k],
+				      table_bytes(&m->t[i]), &m->t[i].off[k]);
 	for (i = 0; !rc && i < m->nblades; i++)
 		rc = area_new(w, m->blades[i],
 			      (uint64_t)m->log_slots * m->log_size,
@@ -442,9 +441,9 @@ int smart_dtx_open(smart_worker_t *w, uint16_t home, const char *name,
 	int rc;
 
 	smart_dtx_config_init(&def);
-	if (cfg && smart__ds_config_take(&def, sizeof(def),
-					 _Alignof(struct smart_dtx_config),
-					 cfg))
+	if (cfg &&
+	    smart__ds_config_take(&def, sizeof(def),
+				  _Alignof(struct smart_dtx_config), cfg))
 		return SMART_EINVAL;
 	cfg = &def;
 	if (!w || !out || !smart_root_name_ok(name) ||
@@ -455,8 +454,7 @@ int smart_dtx_open(smart_worker_t *w, uint16_t home, const char *name,
 		return SMART_ENOMEM;
 	rc = smart_root_find(w, home, name, dtx_name_of, m, &idx, &maddr);
 	if (!rc)
-		rc = dtx_new(w, m, maddr, home, idx, cfg->cache_entries,
-			     out);
+		rc = dtx_new(w, m, maddr, home, idx, cfg->cache_entries, out);
 	free(m);
 	return rc;
 }
@@ -483,7 +481,7 @@ int smart_dtx_table_info(const smart_dtx_t *d, uint32_t table,
 
 int smart_dtx_close(smart_dtx_t *d, smart_worker_t *w)
 {
-	(void)w;	/* log slots go with their transaction objects */
+	(void)w; /* log slots go with their transaction objects */
 	if (!d)
 		return 0;
 	if (atomic_load(&d->txns))
@@ -521,16 +519,29 @@ int smart_dtx_drop(smart_dtx_t *d, smart_worker_t *w)
 static int dtx_stats_fill(const smart_dtx_t *d, smart_worker_t *w,
 			  struct smart_dtx_stats *o)
 {
-	(void)w;	/* the counters are this object's: nothing to read */
+	(void)w; /* the counters are this object's: nothing to read */
 	if (!d || !o)
 		return SMART_EINVAL;
-#define LD(f) o->f = atomic_load_explicit(&((smart_dtx_t *)d)->f, \
-					  memory_order_relaxed)
-	LD(commits); LD(aborts); LD(lock_conflicts); LD(validate_fails);
-	LD(insert_conflicts); LD(cache_hits); LD(cache_misses);
-	LD(crc_retries); LD(recoveries); LD(rolled_back); LD(rolled_forward);
-	LD(locks_recovered); LD(slots_adopted); LD(adopt_deferred);
-	LD(logs_settled); LD(unlocks_checked); LD(unlocks_redone);
+#define LD(f)                                                                  \
+	o->f = atomic_load_explicit(&((smart_dtx_t *)d)->f,                    \
+				    memory_order_relaxed)
+	LD(commits);
+	LD(aborts);
+	LD(lock_conflicts);
+	LD(validate_fails);
+	LD(insert_conflicts);
+	LD(cache_hits);
+	LD(cache_misses);
+	LD(crc_retries);
+	LD(recoveries);
+	LD(rolled_back);
+	LD(rolled_forward);
+	LD(locks_recovered);
+	LD(slots_adopted);
+	LD(adopt_deferred);
+	LD(logs_settled);
+	LD(unlocks_checked);
+	LD(unlocks_redone);
 	LD(unlocks_waited);
 #undef LD
 	return 0;
@@ -559,7 +570,8 @@ static int slot_claim(smart_dtx_t *d, smart_worker_t *w, unsigned *out)
 					   (void **)&own);
 
 	if (!rc)
-		rc = smart_read_sync(w, d->owner, (size_t)d->log_slots * 8, own);
+		rc = smart_read_sync(w, d->owner, (size_t)d->log_slots * 8,
+				     own);
 	for (pass = 0; !rc && pass < 2; pass++) {
 		for (i = 0; i < d->log_slots; i++) {
 			uint64_t old = 0;
@@ -571,7 +583,7 @@ static int slot_claim(smart_dtx_t *d, smart_worker_t *w, unsigned *out)
 				int alive = smart_lease_alive(
 					w, d->home, (uint16_t)(own[s] >> 48));
 				if (alive != 0)
-					continue;	/* alive, or an error */
+					continue; /* alive, or an error */
 				rc = smart__dtx_slot_adopt(d, w, s, own[s],
 							   mine);
 				if (rc == SMART_EAGAIN) {
@@ -582,7 +594,8 @@ static int slot_claim(smart_dtx_t *d, smart_worker_t *w, unsigned *out)
 					*out = s;
 				goto done;
 			}
-			rc = smart_cas_sync(w, smart_gaddr_add(d->owner, 8ull * s),
+			rc = smart_cas_sync(w,
+					    smart_gaddr_add(d->owner, 8ull * s),
 					    0, mine, &old);
 			if (rc || !old) {
 				if (!rc)
@@ -598,8 +611,7 @@ done:
 	return rc;
 }
 
-int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w,
-		      smart_dtx_txn_t **out)
+int smart_dtx_txn_new(smart_dtx_t *d, smart_worker_t *w, smart_dtx_txn_t **out)
 {
 	smart_dtx_txn_t *x;
 	unsigned vmax;
@@ -654,13 +666,15 @@ int smart_dtx_txn_free(smart_dtx_txn_t *x, smart_worker_t *w)
 	if ((x->stuck || x->nunl || (x->open && !w)) && !SMART_M_DTX_NO_TAINT)
 		(void)smart_ctx_taint(d->ctx);
 	if (w && !rc) {
-		uint64_t mine = (uint64_t)smart__dtx_lease(d, d->home) << 48 | 1;
+		uint64_t mine = (uint64_t)smart__dtx_lease(d, d->home) << 48 |
+				1;
 		uint64_t old;
 
-		rc = smart_cas_sync(w, smart_gaddr_add(d->owner, 8ull * x->slot),
+		rc = smart_cas_sync(w,
+				    smart_gaddr_add(d->owner, 8ull * x->slot),
 				    mine, 0, &old);
 	}
-	smart__dtx_unlock_hold(x, 0);	/* what is left: tainted above */
+	smart__dtx_unlock_hold(x, 0); /* what is left: tainted above */
 	atomic_fetch_sub(&d->txns, 1);
 	free(x->old_arena);
 	free(x->val_arena);

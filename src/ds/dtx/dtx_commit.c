@@ -53,10 +53,13 @@ static int release(smart_dtx_txn_t *x, smart_worker_t *w)
 			continue;
 		if (it->locked == 1)
 			r = smart__dtx_write(x, w, lw, &dtx_zero, 8);
-		else if (it->locked)	/* uncertain: only our own stamp */
-			r = smart_cas(w, lw, DTX_LOCK(smart__dtx_lease(
-				x->d, smart_gaddr_blade(lw)), x->slot, x->seq),
-				0, NULL);
+		else if (it->locked) /* uncertain: only our own stamp */
+			r = smart_cas(w, lw,
+				      DTX_LOCK(smart__dtx_lease(
+						       x->d,
+						       smart_gaddr_blade(lw)),
+					       x->slot, x->seq),
+				      0, NULL);
 		if (it->locked) {
 			x->ops++;
 			any = 1;
@@ -89,7 +92,7 @@ static void keep_stuck(smart_dtx_txn_t *x)
 		if (it->locked && x->logged && !it->stuck)
 			it->stuck = 1;
 		if (it->stuck) {
-			it->locked = 2;	/* ours: released by a CAS */
+			it->locked = 2; /* ours: released by a CAS */
 			x->stuck++;
 		} else {
 			it->locked = 0;
@@ -104,15 +107,15 @@ void smart__dtx_finish(smart_dtx_txn_t *x, smart_worker_t *w, int rc)
 	keep_stuck(x);
 	smart__dtx_count(rc ? &x->d->aborts : &x->d->commits);
 	if (x->started) {
-		x->cost.round_trips = (unsigned)(smart_task_round_trips(w, NULL) -
-						 x->rt0);
+		x->cost.round_trips =
+			(unsigned)(smart_task_round_trips(w, NULL) - x->rt0);
 		x->cost.bytes = smart_task_bytes(w) - x->bytes0;
 	} else {
 		memset(&x->cost, 0, sizeof(x->cost));
 	}
 	x->cost.ops = x->ops;
 	x->cost.write_bytes = x->wbytes;
-	if (!rc) {	/* the READ-backs of our unlocks, to come (dtx_unlock.c) */
+	if (!rc) { /* the READ-backs of our unlocks, to come (dtx_unlock.c) */
 		x->cost.ops += (unsigned)x->nunl;
 		x->cost.bytes += 8u * (unsigned)x->nunl;
 	}
@@ -125,7 +128,7 @@ int smart_dtx_abort(smart_dtx_txn_t *x, smart_worker_t *w)
 		return SMART_EINVAL;
 	if (!x->open && x->stuck)
 		return smart__dtx_unstick(x, w);
-	if (!x->open)	/* the last commit's unlocks: seen landed */
+	if (!x->open) /* the last commit's unlocks: seen landed */
 		return smart__dtx_unlock_reap(x, w);
 	smart__dtx_finish(x, w, SMART_EABORT);
 	return 0;
@@ -150,7 +153,7 @@ static int is_written(const struct dtx_item *it)
 static int needs_buckets(const struct dtx_item *it)
 {
 	return it->kind == DTX_INS ? is_written(it) :
-	       it->status == SMART_ENOENT;
+				     it->status == SMART_ENOENT;
 }
 
 /* A record read: its version must not have moved by commit.  An insert
@@ -183,8 +186,9 @@ static int version_post(smart_dtx_txn_t *x, smart_worker_t *w,
 	x->ops++;
 	rc = smart_read(w, a, 8, it->io);
 	rc = rc ? rc : smart_fence(w);
-	return rc ? rc : smart_read(w, smart_gaddr_add(a, 8), 16,
-				    (uint8_t *)it->io + 8);
+	return rc ? rc :
+		    smart_read(w, smart_gaddr_add(a, 8), 16,
+			       (uint8_t *)it->io + 8);
 }
 
 static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
@@ -201,8 +205,11 @@ static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 			/* the intent first, on the QP of the buckets read
 			 * next (the slot is one of theirs): it lands before
 			 * they are read (Dekker's half, docs/dtx.md §3) */
-			rc = smart__dtx_write(x, w, smart_gaddr_add(
-				smart__dtx_rec_addr(t, 0, it->slot), 8),
+			rc = smart__dtx_write(
+				x, w,
+				smart_gaddr_add(smart__dtx_rec_addr(t, 0,
+								    it->slot),
+						8),
 				it->intent_img, 24);
 			x->ops++;
 		}
@@ -211,8 +218,12 @@ static int validate_post(smart_dtx_txn_t *x, smart_worker_t *w, int skip_ro)
 		if (needs_buckets(it) && !(skip_ro && it->kind != DTX_INS)) {
 			rc = smart_scratch_alloc(w, 2 * bsz, &it->io);
 			for (k = 0; !rc && k < 2; k++, x->ops++)
-				rc = smart_read(w, smart__dtx_rec_addr(t, 0,
-					it->bucket[k] * SMART_DTX_BUCKET_SLOTS),
+				rc = smart_read(
+					w,
+					smart__dtx_rec_addr(
+						t, 0,
+						it->bucket[k] *
+							SMART_DTX_BUCKET_SLOTS),
 					bsz, (uint8_t *)it->io + k * bsz);
 		} else if (needs_version(it) && !skip_ro) {
 			rc = smart_scratch_alloc(w, 24, &it->io);
@@ -246,7 +257,7 @@ static int buckets_ok(smart_dtx_txn_t *x, const struct dtx_item *it)
 		const uint8_t *rec = (const uint8_t *)it->io +
 				     (size_t)j * it->t->rec_size;
 		uint32_t slot = it->bucket[j / SMART_DTX_BUCKET_SLOTS] *
-				SMART_DTX_BUCKET_SLOTS +
+					SMART_DTX_BUCKET_SLOTS +
 				j % SMART_DTX_BUCKET_SLOTS;
 		enum dtx_look l = smart__dtx_rec_look(x->d, it->t, rec,
 						      it->key);
@@ -278,9 +289,10 @@ static int validate_check(smart_dtx_txn_t *x)
 			continue;
 		if (needs_buckets(it)) {
 			if (!buckets_ok(x, it)) {
-				smart__dtx_count(it->kind == DTX_INS ?
-						 &x->d->insert_conflicts :
-						 &x->d->validate_fails);
+				smart__dtx_count(
+					it->kind == DTX_INS ?
+						&x->d->insert_conflicts :
+						&x->d->validate_fails);
 				return SMART_EABORT;
 			}
 			continue;
@@ -318,7 +330,8 @@ static int log_build(smart_dtx_txn_t *x, smart_worker_t *w, uint8_t **img,
 			continue;
 		memset(&e, 0, sizeof(e));
 		e.rec = smart__dtx_rec_addr(it->t, 0, it->slot);
-		e.lock = DTX_LOCK(smart__dtx_lease(x->d, smart_gaddr_blade(e.rec)),
+		e.lock = DTX_LOCK(smart__dtx_lease(x->d,
+						   smart_gaddr_blade(e.rec)),
 				  x->slot, x->seq);
 		e.table = it->t->id;
 		e.slot = it->slot;
@@ -352,16 +365,22 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 			continue;
 		for (k = 0; k < it->t->ncopies && !rc; k++) {
 			b = smart__dtx_blade_index(x->d,
-					smart_gaddr_blade(it->t->copy[k]));
+						   smart_gaddr_blade(
+							   it->t->copy[k]));
 			if (b < 0 || (seen >> b & 1))
 				continue;
 			seen |= 1u << b;
 			x->ops++;
 			/* from the head word on: the decision word is the
 			 * recoverers' */
-			rc = smart__dtx_write(x, w, smart_gaddr(x->d->blades[b],
-				x->d->log_off[b] + (uint64_t)x->slot *
-				x->d->log_size + 8), img + 8, bytes - 8);
+			rc = smart__dtx_write(
+				x, w,
+				smart_gaddr(x->d->blades[b],
+					    x->d->log_off[b] +
+						    (uint64_t)x->slot *
+							    x->d->log_size +
+						    8),
+				img + 8, bytes - 8);
 		}
 	}
 	return rc;
@@ -370,7 +389,7 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 /* ---- commit writes ----------------------------------------------------- */
 
 /* Where a split copy's second WRITE starts: after the version. */
-#define DTX_SPLIT_HEAD	24u
+#define DTX_SPLIT_HEAD 24u
 
 /* Where item it's commit WRITEs start.  The crc covers key, version, meta
  * and the value, and all but the key change; a record read for update and
@@ -381,7 +400,8 @@ static int log_post(smart_dtx_txn_t *x, smart_worker_t *w)
 static size_t write_from(const struct dtx_item *it)
 {
 	return it->kind == DTX_RW || SMART_M_DTX_INSERT_KEY_KEPT ?
-	       offsetof(struct dtx_rec, version) : offsetof(struct dtx_rec, key);
+		       offsetof(struct dtx_rec, version) :
+		       offsetof(struct dtx_rec, key);
 }
 
 /* Queue item it's new record to every copy (the primary's lock word is
@@ -409,12 +429,16 @@ static int write_post(smart_dtx_txn_t *x, smart_worker_t *w,
 							    t->rec_size;
 
 		x->ops++;
-		rc = smart__dtx_write(x, w, smart_gaddr_add(
-			smart__dtx_rec_addr(t, k, it->slot), write_from(it)),
+		rc = smart__dtx_write(
+			x, w,
+			smart_gaddr_add(smart__dtx_rec_addr(t, k, it->slot),
+					write_from(it)),
 			rec + write_from(it), end - write_from(it));
 		if (!rc && k == 0 && SMART_M_DTX_UNLOCK_EARLY) {
-			rc = smart__dtx_write(x, w, smart__dtx_rec_addr(t, 0,
-					      it->slot), &dtx_zero, 8);
+			rc = smart__dtx_write(x, w,
+					      smart__dtx_rec_addr(t, 0,
+								  it->slot),
+					      &dtx_zero, 8);
 			it->locked = 0;
 		}
 	}
@@ -434,10 +458,14 @@ static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
 	rc = rc ? rc : smart_sync(w);
 	rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.inside");
 	x->ops++;
-	return rc ? rc : smart__dtx_write(x, w, smart_gaddr_add(
-			smart__dtx_rec_addr(t, t->ncopies - 1, it->slot),
-			DTX_SPLIT_HEAD), (uint8_t *)it->io + DTX_SPLIT_HEAD,
-			t->rec_size - DTX_SPLIT_HEAD);
+	return rc ? rc :
+		    smart__dtx_write(x, w,
+				     smart_gaddr_add(smart__dtx_rec_addr(
+							     t, t->ncopies - 1,
+							     it->slot),
+						     DTX_SPLIT_HEAD),
+				     (uint8_t *)it->io + DTX_SPLIT_HEAD,
+				     t->rec_size - DTX_SPLIT_HEAD);
 }
 
 /* Every written record's copies.  With a hook set (tests), in rounds a
@@ -449,8 +477,8 @@ static int write_split(smart_dtx_txn_t *x, smart_worker_t *w,
  * blades and the words of one may land in any order. */
 static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 {
-	int i, rc = 0, first = -1, second = -1, hook = smart_ctx_hook(
-				smart_worker_ctx(w), NULL) != NULL;
+	int i, rc = 0, first = -1, second = -1,
+	       hook = smart_ctx_hook(smart_worker_ctx(w), NULL) != NULL;
 
 	for (i = 0; i < x->n && !rc; i++) {
 		if (!is_written(&x->item[i]))
@@ -461,7 +489,7 @@ static int write_all(smart_dtx_txn_t *x, smart_worker_t *w)
 			rc = rc ? rc : smart_sync(w);
 			rc = rc ? rc : smart__dtx_hook(w, "dtx.commit.torn");
 		} else if (hook && second < 0) {
-			second = i;	/* posted last */
+			second = i; /* posted last */
 		} else {
 			rc = write_post(x, w, &x->item[i], 0);
 		}
@@ -480,11 +508,13 @@ static int put_back(smart_dtx_txn_t *x, smart_worker_t *w,
 	int rc = smart__dtx_hook(w, "dtx.undo.record");
 
 	for (k = 0; !rc && k < it->t->ncopies; k++)
-		rc = smart__dtx_write(x, w, smart_gaddr_add(
-			smart__dtx_rec_addr(it->t, k, it->slot), 8),
+		rc = smart__dtx_write(
+			x, w,
+			smart_gaddr_add(smart__dtx_rec_addr(it->t, k, it->slot),
+					8),
 			it->old + 8, it->t->rec_size - 8);
 	if (rc)
-		(void)smart_sync(w);	/* nothing posted still reads it */
+		(void)smart_sync(w); /* nothing posted still reads it */
 	return rc ? rc : smart_sync(w);
 }
 
@@ -493,9 +523,11 @@ static int unstick_one(smart_dtx_txn_t *x, smart_worker_t *w,
 		       struct dtx_item *it)
 {
 	smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
-	int rc = smart_cas_sync(w, lw, DTX_LOCK(smart__dtx_lease(x->d,
-				smart_gaddr_blade(lw)), x->slot, x->seq), 0,
-				NULL);
+	int rc = smart_cas_sync(
+		w, lw,
+		DTX_LOCK(smart__dtx_lease(x->d, smart_gaddr_blade(lw)), x->slot,
+			 x->seq),
+		0, NULL);
 
 	if (!rc) {
 		it->stuck = 0;
@@ -546,7 +578,7 @@ int smart__dtx_unstick(smart_dtx_txn_t *x, smart_worker_t *w)
 		struct dtx_item *it = &x->item[i];
 
 		if (it->stuck == 2 && !(rc = put_back(x, w, it)))
-			it->stuck = 1;	/* whole again, still held */
+			it->stuck = 1; /* whole again, still held */
 		if (!rc && it->stuck == 1 && SMART_M_DTX_UNSTICK_EARLY)
 			rc = unstick_one(x, w, it);
 	}
@@ -592,7 +624,8 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 			       x->item[0].status == SMART_EEXIST);
 	/* the slot's last log must outlive its locks (dtx_unlock.c) */
 	rc = writes && !SMART_M_DTX_LOG_BEFORE_UNLOCKED ?
-	     smart__dtx_unlock_reap(x, w) : 0;
+		     smart__dtx_unlock_reap(x, w) :
+		     0;
 	rc = rc ? rc : validate_post(x, w, one_ro || SMART_M_DTX_NO_VALIDATE);
 	if (!rc && writes && !SMART_M_DTX_LOG_AFTER_COMMIT) {
 		x->logged = 1;
@@ -602,7 +635,7 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 		rc = smart_sync(w);
 	if (!rc)
 		rc = validate_check(x);
-	if (!rc)	/* a test commits another transaction here */
+	if (!rc) /* a test commits another transaction here */
 		rc = smart__dtx_hook(w, "dtx.commit.validated");
 	if (!rc && writes) {
 		rc = write_all(x, w);
@@ -613,7 +646,7 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 			rc = log_post(x, w);
 			rc = rc ? rc : smart_sync(w);
 		}
-		if (!rc)	/* a test may kill us here: all written */
+		if (!rc) /* a test may kill us here: all written */
 			(void)smart__dtx_hook(w, "dtx.commit.written");
 	}
 	if (!rc) {
@@ -623,7 +656,7 @@ static int commit(smart_dtx_txn_t *x, smart_worker_t *w)
 			if (it->kind == DTX_INS && is_written(it))
 				smart__dtx_cache_put(x->d, it->t, it->key,
 						     it->slot);
-			it->intent = 0;	/* the key is final */
+			it->intent = 0; /* the key is final */
 		}
 		unlock(x, w);
 	}

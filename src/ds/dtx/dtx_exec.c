@@ -23,11 +23,11 @@ int smart_dtx_begin(smart_dtx_txn_t *x)
 
 	if (!x)
 		return SMART_EINVAL;
-	if (x->stuck)	/* smart_dtx_abort finishes the undo first */
+	if (x->stuck) /* smart_dtx_abort finishes the undo first */
 		return SMART_EBUSY;
 	for (i = 0; x->open && i < x->n; i++)
 		if (x->item[i].locked)
-			return SMART_EINVAL;	/* smart_dtx_abort first */
+			return SMART_EINVAL; /* smart_dtx_abort first */
 	x->open = 1;
 	x->n = 0;
 	x->nwrites = 0;
@@ -54,7 +54,7 @@ static int queue(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
 		return SMART_EINVAL;
 	for (i = 0; i < x->n && !SMART_M_DTX_SAME_KEY_TWICE; i++)
 		if (x->item[i].t == t && x->item[i].key == key)
-			return SMART_EINVAL;	/* one item per record */
+			return SMART_EINVAL; /* one item per record */
 	if (x->n >= SMART_DTX_ITEMS_MAX ||
 	    (kind == DTX_INS && (unsigned)x->nwrites >= x->d->max_writes))
 		return SMART_ERANGE;
@@ -64,22 +64,22 @@ static int queue(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
 	it->key = key;
 	it->kind = kind;
 	it->buf = buf;
-	it->status = SMART_EINVAL;	/* not executed */
+	it->status = SMART_EINVAL; /* not executed */
 	it->old = x->old_arena + (size_t)x->n * x->d->rec_max;
-	it->val = x->val_arena + (size_t)x->n *
-				 (x->d->rec_max - sizeof(struct dtx_rec));
+	it->val = x->val_arena +
+		  (size_t)x->n * (x->d->rec_max - sizeof(struct dtx_rec));
 	smart__dtx_buckets(x->d, t, key, it->bucket);
 	return x->n++;
 }
 
-int smart_dtx_read(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
-		   void *buf, size_t cap)
+int smart_dtx_read(smart_dtx_txn_t *x, uint32_t table, uint64_t key, void *buf,
+		   size_t cap)
 {
 	return queue(x, table, key, DTX_RO, buf, cap);
 }
 
-int smart_dtx_read_for_update(smart_dtx_txn_t *x, uint32_t table,
-			      uint64_t key, void *buf, size_t cap)
+int smart_dtx_read_for_update(smart_dtx_txn_t *x, uint32_t table, uint64_t key,
+			      void *buf, size_t cap)
 {
 	return queue(x, table, key, DTX_RW, buf, cap);
 }
@@ -177,7 +177,7 @@ int smart_dtx_item_versions(const smart_dtx_txn_t *x, int i, uint64_t *slot,
 
 	if (!it)
 		return SMART_EINVAL;
-	if (slot)	/* blade, table, record index: one number */
+	if (slot) /* blade, table, record index: one number */
 		*slot = (uint64_t)smart_gaddr_blade(it->t->copy[0]) << 48 |
 			(uint64_t)it->t->id << 40 | it->slot;
 	if (read_ver)
@@ -214,8 +214,11 @@ static int post(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it)
 	case DTX_S_SEARCH:
 		rc = smart_scratch_alloc(w, 2 * bsz, &it->io);
 		for (k = 0; !rc && k < 2; k++, x->ops++)
-			rc = smart_read(w, smart__dtx_rec_addr(t, 0,
-					it->bucket[k] * SMART_DTX_BUCKET_SLOTS),
+			rc = smart_read(w,
+					smart__dtx_rec_addr(
+						t, 0,
+						it->bucket[k] *
+							SMART_DTX_BUCKET_SLOTS),
 					bsz, (uint8_t *)it->io + k * bsz);
 		return rc;
 	case DTX_S_SLOT:
@@ -237,7 +240,7 @@ static int post(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it)
  * alive (a conflict), 0 when it was dead and what it left is resolved
  * (read the record again), or an error. */
 static int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
-			smart_gaddr_t lockw, uint64_t lock)
+			       smart_gaddr_t lockw, uint64_t lock)
 {
 	uint16_t blade = smart_gaddr_blade(lockw);
 	int alive;
@@ -246,7 +249,7 @@ static int smart__dtx_lock_met(smart_dtx_t *d, smart_worker_t *w,
 		return 1;
 	alive = smart_lease_alive(w, blade, DTX_LOCK_ID(lock));
 	if (alive)
-		return alive;	/* 1, or an error */
+		return alive; /* 1, or an error */
 	return smart__dtx_recover_lock(d, w, blade, lockw, lock);
 }
 
@@ -260,9 +263,8 @@ static int lock_conflict(smart_dtx_txn_t *x, smart_worker_t *w,
 				     smart__dtx_rec_addr(it->t, 0, slot), lock);
 
 	if (rc == 1) {
-		smart__dtx_count(it->kind == DTX_INS ?
-				 &x->d->insert_conflicts :
-				 &x->d->lock_conflicts);
+		smart__dtx_count(it->kind == DTX_INS ? &x->d->insert_conflicts :
+						       &x->d->lock_conflicts);
 		return SMART_EABORT;
 	}
 	it->step = step;
@@ -331,9 +333,9 @@ static int own_other(const smart_dtx_txn_t *x, const struct dtx_item *it,
 
 		if (o == it || o->t != it->t || o->slot != slot ||
 		    o->step == DTX_S_SEARCH || o->step == DTX_S_QUEUED)
-			continue;	/* not (yet) at that slot */
+			continue; /* not (yet) at that slot */
 		if (o->key == it->key)
-			return 0;	/* the same key twice: in the way */
+			return 0; /* the same key twice: in the way */
 		ours = 1;
 	}
 	return ours;
@@ -353,7 +355,7 @@ static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
 		const uint8_t *rec = (const uint8_t *)it->io +
 				     (size_t)j * t->rec_size;
 		uint32_t slot = it->bucket[j / SMART_DTX_BUCKET_SLOTS] *
-				SMART_DTX_BUCKET_SLOTS +
+					SMART_DTX_BUCKET_SLOTS +
 				j % SMART_DTX_BUCKET_SLOTS;
 		struct dtx_rec h;
 		enum dtx_look l = smart__dtx_rec_look(x->d, t, rec, it->key);
@@ -361,13 +363,13 @@ static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
 		memcpy(&h, rec, sizeof(h));
 		if (j >= SMART_DTX_BUCKET_SLOTS &&
 		    it->bucket[1] == it->bucket[0])
-			break;	/* one bucket only */
+			break; /* one bucket only */
 		if (l == DTX_L_KEY && keyat < 0) {
 			keyat = j;
 			it->slot = slot;
 		} else if (h.lock && h.key == it->key && !busy &&
 			   !own_other(x, it, slot, h.lock)) {
-			busy = h.lock;	/* being inserted or written */
+			busy = h.lock; /* being inserted or written */
 			busyslot = slot;
 		} else if (l == DTX_L_TORN) {
 			torn = 1;
@@ -392,7 +394,7 @@ static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
 			return 0;
 		}
 		if (it->kind == DTX_RW) {
-			it->step = DTX_S_SLOT;	/* lock it next round */
+			it->step = DTX_S_SLOT; /* lock it next round */
 			return 0;
 		}
 		if (h.lock)
@@ -405,10 +407,10 @@ static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
 		return lock_conflict(x, w, it, busyslot, busy, DTX_S_SEARCH);
 	if (torn) {
 		smart__dtx_count(&x->d->crc_retries);
-		return 0;	/* read the buckets again */
+		return 0; /* read the buckets again */
 	}
 	if (it->kind != DTX_INS) {
-		it->status = SMART_ENOENT;	/* validated at commit */
+		it->status = SMART_ENOENT; /* validated at commit */
 		it->step = DTX_S_DONE;
 		return 0;
 	}
@@ -429,7 +431,7 @@ static int after_search(smart_dtx_txn_t *x, smart_worker_t *w,
  * record whoever finds it unlocked later (an abort leaves it so). */
 static void intent_build(smart_dtx_txn_t *x, struct dtx_item *it)
 {
-	uint8_t head[20];	/* key, version, meta's high half: 0 */
+	uint8_t head[20]; /* key, version, meta's high half: 0 */
 	uint64_t ver;
 	uint32_t c;
 
@@ -468,11 +470,11 @@ static int after_slot(smart_dtx_txn_t *x, smart_worker_t *w,
 			smart__dtx_count(&x->d->crc_retries);
 			return 0;
 		}
-		it->step = DTX_S_SEARCH;	/* the cache was stale */
+		it->step = DTX_S_SEARCH; /* the cache was stale */
 		return 0;
 	}
 	if (it->cas_old == my_lock(x, it->t)) {
-		it->step = DTX_S_SEARCH;	/* another item of ours has it */
+		it->step = DTX_S_SEARCH; /* another item of ours has it */
 		return 0;
 	}
 	if (it->cas_old)
@@ -486,13 +488,13 @@ static int after_slot(smart_dtx_txn_t *x, smart_worker_t *w,
 	if (it->kind == DTX_INS && l == DTX_L_EMPTY) {
 		memcpy(it->old, rec, it->t->rec_size);
 		it->read_ver = h.version;
-		intent_build(x, it);	/* written by the validation round */
+		intent_build(x, it); /* written by the validation round */
 		it->intent = 1;
 		it->status = 0;
 		it->step = DTX_S_DONE;
 		return 0;
 	}
-	return unlock_and_search(x, w, it);	/* not what we looked for */
+	return unlock_and_search(x, w, it); /* not what we looked for */
 }
 
 static int after(smart_dtx_txn_t *x, smart_worker_t *w, struct dtx_item *it,
@@ -531,7 +533,7 @@ int smart__dtx_exec(smart_dtx_txn_t *x, smart_worker_t *w)
 		/* counted as the last transaction's bytes, not ours */
 		check = x->nunl && x->n && !x->unl_nofold;
 		if (check && smart__dtx_unlock_check_post(x, w))
-			x->unl_nofold = 1, check = 0;	/* a blade gone */
+			x->unl_nofold = 1, check = 0; /* a blade gone */
 		else if (check)
 			x->bytes0 += 8u * (unsigned)x->nunl;
 	}

@@ -22,7 +22,7 @@ uint32_t smart__dtx_rec_crc(const smart_dtx_t *d, const struct dtx_table *t,
 {
 	uint32_t c = smart_crc32c(d->salt ^ t->id, rec + 8, 16);
 
-	c = smart_crc32c(c, rec + 28, 4);	/* meta without its crc */
+	c = smart_crc32c(c, rec + 28, 4); /* meta without its crc */
 	return smart_crc32c(c, rec + sizeof(struct dtx_rec),
 			    t->rec_size - sizeof(struct dtx_rec));
 }
@@ -54,13 +54,13 @@ enum dtx_look smart__dtx_rec_look(smart_dtx_t *d, const struct dtx_table *t,
 
 	memcpy(&h, rec, sizeof(h));
 	if (!h.version)
-		return DTX_L_EMPTY;	/* never written */
+		return DTX_L_EMPTY; /* never written */
 	if (!SMART_M_DTX_NO_CRC &&
 	    (DTX_META_CRC(h.meta) != smart__dtx_rec_crc(d, t, rec) ||
 	     DTX_META_LEN(h.meta) > t->value_size))
 		return h.lock ? DTX_L_BUSY : DTX_L_TORN;
 	if (!DTX_META_VALID(h.meta))
-		return DTX_L_EMPTY;	/* deleted */
+		return DTX_L_EMPTY; /* deleted */
 	return h.key == key ? DTX_L_KEY : DTX_L_OTHER;
 }
 
@@ -90,8 +90,7 @@ int smart__dtx_cache_get(smart_dtx_t *d, const struct dtx_table *t,
 	if (!d->cache)
 		return 0;
 	h = cache_hash(d, t, key);
-	v = atomic_load_explicit(&d->cache[h & d->cmask],
-				 memory_order_relaxed);
+	v = atomic_load_explicit(&d->cache[h & d->cmask], memory_order_relaxed);
 	if (!v || (uint32_t)(v >> 32) != (uint32_t)(h >> 32))
 		return 0;
 	*slot = (uint32_t)v - 1;

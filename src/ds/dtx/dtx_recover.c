@@ -30,13 +30,13 @@
 struct dtx_log {
 	struct dtx_log_hdr hdr;
 	unsigned n;
-	const uint8_t *ent[SMART_DTX_ITEMS_MAX];	/* into the buffer */
+	const uint8_t *ent[SMART_DTX_ITEMS_MAX]; /* into the buffer */
 };
 
 static smart_gaddr_t log_addr(const smart_dtx_t *d, int b, unsigned slot)
 {
-	return smart_gaddr(d->blades[b], d->log_off[b] +
-			   (uint64_t)slot * d->log_size);
+	return smart_gaddr(d->blades[b],
+			   d->log_off[b] + (uint64_t)slot * d->log_size);
 }
 
 /* Parse a log slot read into buf: 1 when it holds a whole log of seq
@@ -70,15 +70,14 @@ static int log_parse(const smart_dtx_t *d, const uint8_t *buf, uint32_t seq,
 		if (!t || e.slot >= t->buckets * SMART_DTX_BUCKET_SLOTS ||
 		    e.rec != smart__dtx_rec_addr(t, 0, e.slot) ||
 		    end - p < (long)(sizeof(e) + t->rec_size - 8))
-			return 0;	/* not a log we wrote */
+			return 0; /* not a log we wrote */
 		lg->ent[i] = p;
 		p += sizeof(e) + t->rec_size - 8;
 	}
 	return p == end;
 }
 
-static void ent_get(const struct dtx_log *lg, unsigned i,
-		    struct dtx_log_ent *e)
+static void ent_get(const struct dtx_log *lg, unsigned i, struct dtx_log_ent *e)
 {
 	memcpy(e, lg->ent[i], sizeof(*e));
 }
@@ -95,8 +94,8 @@ static uint64_t ent_old_version(const struct dtx_log *lg, unsigned i)
 
 /* Is entry i released, or new on every copy?  Reads them; *held |= its
  * lock still names the transaction. */
-static int ent_done(smart_dtx_t *d, smart_worker_t *w,
-		    const struct dtx_log *lg, unsigned i, int *done, int *held)
+static int ent_done(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
+		    unsigned i, int *done, int *held)
 {
 	struct dtx_log_ent e;
 	const struct dtx_table *t;
@@ -158,7 +157,7 @@ static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 	b = smart__dtx_blade_index(d, smart_gaddr_blade(e0.rec));
 	if (b < 0)
 		return SMART_EPROTO;
-	dw = log_addr(d, b, slot);	/* the decision word: offset 0 */
+	dw = log_addr(d, b, slot); /* the decision word: offset 0 */
 	rc = smart_read_sync(w, dw, 8, &cur);
 	/* one decision for all: a recoverer that came later follows it,
 	 * whatever it sees now (the rollback of others changes that) */
@@ -182,7 +181,7 @@ static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 	}
 	*dec = done ? DTX_DEC_FORWARD : DTX_DEC_BACK;
 	rc = smart_cas_sync(w, dw, cur, DTX_DEC(seq, *dec), &old);
-	if (!rc && old != cur) {	/* another recoverer was first */
+	if (!rc && old != cur) { /* another recoverer was first */
 		if (old >> 32 != seq || !(uint32_t)old)
 			return SMART_EAGAIN;
 		*dec = (uint32_t)old;
@@ -193,8 +192,8 @@ static int decide(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 /* Roll entry i back if the transaction (or a dead recoverer of it) still
  * holds its lock: 0 when it is rolled back or was released, 1 when a live
  * recoverer holds it (it is that one's to finish), or an error. */
-static int ent_back(smart_dtx_t *d, smart_worker_t *w,
-		    const struct dtx_log *lg, unsigned i)
+static int ent_back(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
+		    unsigned i)
 {
 	struct dtx_log_ent e;
 	const struct dtx_table *t;
@@ -210,11 +209,11 @@ static int ent_back(smart_dtx_t *d, smart_worker_t *w,
 			DTX_LOCK_SEQ(e.lock));
 	rc = smart_read_sync(w, e.rec, 8, &cur);
 	if (rc || DTX_LOCK_TXN(cur) != DTX_LOCK_TXN(e.lock))
-		return rc;	/* released: nothing of it to undo */
+		return rc; /* released: nothing of it to undo */
 	if (cur != e.lock && cur != mine) {
 		int alive = smart_lease_alive(w, blade, DTX_LOCK_ID(cur));
 
-		if (alive)	/* a live recoverer is at it */
+		if (alive) /* a live recoverer is at it */
 			return alive < 0 ? alive : 1;
 	}
 	rc = smart_cas_sync(w, e.rec, cur, mine, &got);
@@ -223,9 +222,10 @@ static int ent_back(smart_dtx_t *d, smart_worker_t *w,
 	/* a test stops or kills a recoverer here, the lock taken over */
 	(void)smart__dtx_hook(w, "dtx.recover.taken");
 	for (k = 0; !rc && k < t->ncopies; k++)
-		rc = smart_write(w, smart_gaddr_add(smart__dtx_rec_addr(
-			t, k, e.slot), 8), lg->ent[i] + sizeof(e),
-			t->rec_size - 8);
+		rc = smart_write(
+			w,
+			smart_gaddr_add(smart__dtx_rec_addr(t, k, e.slot), 8),
+			lg->ent[i] + sizeof(e), t->rec_size - 8);
 	rc = rc ? rc : smart_sync(w);
 	if (!rc)
 		rc = smart_cas_sync(w, e.rec, mine, 0, NULL);
@@ -262,7 +262,7 @@ static int resolve(smart_dtx_t *d, smart_worker_t *w, const struct dtx_log *lg,
 		return 0;
 	rc = decide(d, w, lg, slot, seq, &dec);
 	if (!rc && !dec)
-		return 0;	/* over: no lock names it */
+		return 0; /* over: no lock names it */
 	for (i = 0; !rc && i < lg->n; i++) {
 		r = dec == DTX_DEC_FORWARD ? ent_forward(d, w, lg, i) :
 					     ent_back(d, w, lg, i);
@@ -281,15 +281,15 @@ static int log_read(smart_dtx_t *d, smart_worker_t *w, int b, unsigned slot,
 {
 	int rc = smart_scratch_alloc(w, d->log_size, (void **)buf);
 
-	return rc ? rc : smart_read_sync(w, log_addr(d, b, slot), d->log_size,
-					 *buf);
+	return rc ? rc :
+		    smart_read_sync(w, log_addr(d, b, slot), d->log_size, *buf);
 }
 
-int smart__dtx_recover_lock(smart_dtx_t *d, smart_worker_t *w,
-			    uint16_t blade, smart_gaddr_t lockw, uint64_t lock)
+int smart__dtx_recover_lock(smart_dtx_t *d, smart_worker_t *w, uint16_t blade,
+			    smart_gaddr_t lockw, uint64_t lock)
 {
 	size_t mark = smart_scratch_mark(w);
-	struct dtx_log log, *lg = &log;	/* small: on the task's stack */
+	struct dtx_log log, *lg = &log; /* small: on the task's stack */
 	unsigned slot = DTX_LOCK_SLOT(lock), i, listed = 0;
 	int b = smart__dtx_blade_index(d, blade), rc = 0;
 	uint8_t *buf;
@@ -311,7 +311,7 @@ int smart__dtx_recover_lock(smart_dtx_t *d, smart_worker_t *w,
 				rc = 0;
 		}
 	}
-	if (!rc && !listed) {	/* it never wrote this record */
+	if (!rc && !listed) { /* it never wrote this record */
 		rc = smart_cas_sync(w, lockw, lock, 0, &got);
 		if (!rc && got == lock)
 			smart__dtx_count(&d->locks_recovered);
@@ -349,7 +349,7 @@ int smart__dtx_slot_adopt(smart_dtx_t *d, smart_worker_t *w, unsigned slot,
 		rc = smart_cas_sync(w, smart_gaddr_add(d->owner, 8ull * slot),
 				    dead, mine, &got);
 	if (!rc && got != dead)
-		rc = SMART_EAGAIN;	/* another client adopted it */
+		rc = SMART_EAGAIN; /* another client adopted it */
 	if (!rc)
 		smart__dtx_count(&d->slots_adopted);
 	smart_scratch_release(w, mark);
@@ -358,7 +358,7 @@ int smart__dtx_slot_adopt(smart_dtx_t *d, smart_worker_t *w, unsigned slot,
 
 /* ---- walking a table's records ----------------------------------------- */
 
-#define DTX_CHUNK_RECS	512u
+#define DTX_CHUNK_RECS 512u
 
 /* Call fn for each record of copy `copy` of t, with the matching bytes of
  * the other copies (NULL when one copy), chunk by chunk. */
@@ -390,7 +390,7 @@ static int walk(smart_dtx_t *d, smart_worker_t *w, const struct dtx_table *t,
 		for (s = 0; !rc && s < n; s++) {
 			for (k = 1; k < nc; k++)
 				others[k - 1] = buf + ((size_t)k * n + s) *
-						      t->rec_size;
+							      t->rec_size;
 			rc = fn(d, w, t, s0 + s, buf + (size_t)s * t->rec_size,
 				others, arg);
 		}
@@ -443,7 +443,8 @@ int smart_dtx_recover(smart_dtx_t *d, smart_worker_t *w, uint16_t blade,
 		rc = smart_scratch_alloc(w, (size_t)d->log_slots * 8,
 					 (void **)&own);
 	if (!rc)
-		rc = smart_read_sync(w, d->owner, (size_t)d->log_slots * 8, own);
+		rc = smart_read_sync(w, d->owner, (size_t)d->log_slots * 8,
+				     own);
 	for (i = 0; !rc && i < d->log_slots; i++) {
 		int alive;
 
@@ -489,9 +490,10 @@ static int check_one(smart_dtx_t *d, smart_worker_t *w,
 
 		memcpy(&o, others[k - 1], sizeof(o));
 		wrong = l == DTX_L_KEY ?
-			memcmp(rec + 8, others[k - 1] + 8, t->rec_size - 8) != 0 :
-			smart__dtx_rec_look(d, t, others[k - 1], o.key) !=
-				DTX_L_EMPTY;
+				memcmp(rec + 8, others[k - 1] + 8,
+				       t->rec_size - 8) != 0 :
+				smart__dtx_rec_look(d, t, others[k - 1],
+						    o.key) != DTX_L_EMPTY;
 	}
 	*bad += wrong;
 	return 0;
@@ -519,8 +521,7 @@ struct scan_arg {
 
 static int scan_one(smart_dtx_t *d, smart_worker_t *w,
 		    const struct dtx_table *t, uint32_t slot,
-		    const uint8_t *rec, const uint8_t *const *others,
-		    void *arg)
+		    const uint8_t *rec, const uint8_t *const *others, void *arg)
 {
 	const struct scan_arg *a = arg;
 	struct dtx_rec h;

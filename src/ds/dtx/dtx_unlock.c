@@ -71,7 +71,7 @@ int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w)
 	if (x->nunl + held(x) > SMART_DTX_ITEMS_MAX &&
 	    !SMART_M_DTX_UNLOCK_OVERFLOW) {
 		smart__dtx_count(&x->d->unlocks_waited);
-		return SMART_EBUSY;	/* no room: nothing posted */
+		return SMART_EBUSY; /* no room: nothing posted */
 	}
 	lost = smart__dtx_hook(w, "dtx.unlock.lost") != 0;
 	if (!x->nunl)
@@ -79,14 +79,16 @@ int smart__dtx_unlock_post(smart_dtx_txn_t *x, smart_worker_t *w)
 	for (i = 0; i < x->n && !rc; i++) {
 		struct dtx_item *it = &x->item[i];
 		smart_gaddr_t lw = smart__dtx_rec_addr(it->t, 0, it->slot);
-		uint64_t stamp = DTX_LOCK(smart__dtx_lease(x->d,
-				smart_gaddr_blade(lw)), x->slot, x->seq);
+		uint64_t stamp =
+			DTX_LOCK(smart__dtx_lease(x->d, smart_gaddr_blade(lw)),
+				 x->slot, x->seq);
 
 		if (!it->locked)
 			continue;
-		rc = lost ? 0 : it->locked == 1 ?
-			smart__dtx_write(x, w, lw, &unl_zero, 8) :
-			smart_cas(w, lw, stamp, 0, NULL);
+		rc = lost ? 0 :
+		     it->locked == 1 ?
+			    smart__dtx_write(x, w, lw, &unl_zero, 8) :
+			    smart_cas(w, lw, stamp, 0, NULL);
 		if (rc)
 			break;
 		x->ops++;
@@ -125,9 +127,9 @@ static int unl_lost(smart_dtx_txn_t *x, int i, smart_worker_t *w)
 {
 	int wi = x->unl_wi[i];
 
-	if (wi < 0)		/* an internal worker: no identity */
+	if (wi < 0) /* an internal worker: no identity */
 		return 0;
-	if (wi == smart_worker_index(w))	/* flushed: our READ ran behind it */
+	if (wi == smart_worker_index(w)) /* flushed: our READ ran behind it */
 		return !SMART_M_DTX_UNLOCK_UNCHECKED;
 	if (SMART_M_DTX_UNLOCK_ANY_WORKER)
 		return 1;
@@ -143,11 +145,11 @@ int smart__dtx_unlock_settle(smart_dtx_txn_t *x, smart_worker_t *w)
 	for (i = x->nunl - 1; i >= 0 && !rc; i--) {
 		if (x->unl_rb[i] != x->unl_stamp[i]) {
 			smart__dtx_count(&x->d->unlocks_checked);
-			unl_drop(x, i);		/* landed */
+			unl_drop(x, i); /* landed */
 		} else if (unl_lost(x, i, w)) {
 			/* never to land: ours to release */
-			rc = smart_cas_sync(w, x->unl_lw[i], x->unl_stamp[i],
-					    0, NULL);
+			rc = smart_cas_sync(w, x->unl_lw[i], x->unl_stamp[i], 0,
+					    NULL);
 			if (!rc) {
 				smart__dtx_count(&x->d->unlocks_redone);
 				unl_drop(x, i);

@@ -16,7 +16,7 @@
 #include "ds/ht/ht_internal.h"
 #include "ds/common/ds_common.h"
 
-#define HT_SPLIT_GROUPS	320u		/* 60 KiB of buckets per split step */
+#define HT_SPLIT_GROUPS 320u /* 60 KiB of buckets per split step */
 
 void smart_ht_config_init(struct smart_ht_config *cfg)
 {
@@ -42,8 +42,8 @@ int smart__ht_config_ok(const struct smart_ht_config *c)
 		return 0;
 	if (c->buckets < 2 || c->buckets > HT_BUCKETS_MAX || (c->buckets & 1))
 		return 0;
-	if (c->split_chunk && (c->split_chunk < HT_GROUP ||
-			       c->split_chunk > (16u << 20)))
+	if (c->split_chunk &&
+	    (c->split_chunk < HT_GROUP || c->split_chunk > (16u << 20)))
 		return 0;
 	return !(c->spec_cache & (c->spec_cache - 1));
 }
@@ -78,7 +78,8 @@ static int build_shard(smart_worker_t *w, const struct smart_ht_config *c,
 		       uint16_t blade, void *fill, struct ht_dir *dir,
 		       smart_gaddr_t *dir_addr)
 {
-	uint64_t ssz = smart__ht_sub_bytes(c->buckets), n = UINT64_C(1) << c->depth;
+	uint64_t ssz = smart__ht_sub_bytes(c->buckets), n = UINT64_C(1)
+							    << c->depth;
 	uint64_t built, k;
 	smart_gaddr_t sub;
 	int rc = 0;
@@ -123,7 +124,9 @@ static int seeds_draw(uint64_t seed[2], uint64_t chosen)
 		return 0;
 	}
 	return getrandom(seed, 2 * sizeof(*seed), 0) ==
-	       (ssize_t)(2 * sizeof(*seed)) ? 0 : SMART_ESYS;
+			       (ssize_t)(2 * sizeof(*seed)) ?
+		       0 :
+		       SMART_ESYS;
 }
 
 /* Free shards 0..n-1 of a table that was built but not published. */
@@ -133,10 +136,11 @@ static void unbuild(smart_worker_t *w, const struct smart_ht_config *c,
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		(void)smart__ht_shard_free(w, smart_gaddr_blade(b->meta->dir[i]),
+		(void)smart__ht_shard_free(w,
+					   smart_gaddr_blade(b->meta->dir[i]),
 					   b->meta->dir[i],
-					   smart__ht_sub_bytes(c->buckets), b->dir,
-					   b->fill);
+					   smart__ht_sub_bytes(c->buckets),
+					   b->dir, b->fill);
 }
 
 int smart__ht_build(smart_worker_t *w, uint16_t home,
@@ -157,8 +161,8 @@ int smart__ht_build(smart_worker_t *w, uint16_t home,
 		strncpy(m->name, name, HT_NAME_MAX);
 	rc = seeds_draw(m->seed, c->seed);
 	for (i = 0; i < n && !rc; i++) {
-		rc = build_shard(w, c, c->blades ? c->blades[i] : home,
-				 b->fill, b->dir, &m->dir[i]);
+		rc = build_shard(w, c, c->blades ? c->blades[i] : home, b->fill,
+				 b->dir, &m->dir[i]);
 		if (rc)
 			break;
 	}
@@ -190,8 +194,10 @@ int smart__ht_build_begin(smart_worker_t *w, struct ht_build *b)
 	int rc;
 
 	b->mark = smart_scratch_mark(w);
-	rc = smart_scratch_alloc(w, HT_BUILD_BUF + sizeof(struct ht_dir) +
-				 sizeof(struct ht_meta), &p);
+	rc = smart_scratch_alloc(w,
+				 HT_BUILD_BUF + sizeof(struct ht_dir) +
+					 sizeof(struct ht_meta),
+				 &p);
 	if (rc)
 		return rc;
 	b->fill = p;
@@ -200,9 +206,9 @@ int smart__ht_build_begin(smart_worker_t *w, struct ht_build *b)
 	return 0;
 }
 
-static int table_new(smart_worker_t *w, const struct ht_meta *m,
-		     uint64_t maddr, uint16_t home, unsigned root,
-		     unsigned spec_cache, unsigned split_chunk, smart_ht_t **out)
+static int table_new(smart_worker_t *w, const struct ht_meta *m, uint64_t maddr,
+		     uint16_t home, unsigned root, unsigned spec_cache,
+		     unsigned split_chunk, smart_ht_t **out)
 {
 	smart_ctx_t *ctx = smart_worker_ctx(w);
 	smart_ht_t *t = calloc(1, sizeof(*t));
@@ -235,16 +241,17 @@ static int table_new(smart_worker_t *w, const struct ht_meta *m,
 		t->shard[i].blade = smart_gaddr_blade(m->dir[i]);
 		t->shard[i].dir = m->dir[i];
 		/* our id on that blade names our locks and tentative slots */
-		rc = smart_lease_id(ctx, t->shard[i].blade,
-				    &t->shard[i].lease);
+		rc = smart_lease_id(ctx, t->shard[i].blade, &t->shard[i].lease);
 	}
 	for (i = 0; i < t->nshards && !rc; i++) {
 		uint64_t reclaim;
 
 		/* written once at create: read once, at open */
-		rc = smart_read_sync(w, smart_gaddr_add(t->shard[i].dir,
-				     offsetof(struct ht_dir, reclaim)), 8,
-				     &reclaim);
+		rc = smart_read_sync(w,
+				     smart_gaddr_add(t->shard[i].dir,
+						     offsetof(struct ht_dir,
+							      reclaim)),
+				     8, &reclaim);
 		t->shard[i].reclaim = !rc && reclaim != 0;
 		if (!rc)
 			rc = smart__ht_dir_refresh(t, w, &t->shard[i]);
@@ -306,8 +313,7 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 	int rc;
 
 	smart_ht_config_init(&def);
-	if (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
-					 cfg))
+	if (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN, cfg))
 		return SMART_EINVAL;
 	cfg = &def;
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
@@ -362,19 +368,19 @@ int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 
 	smart_ht_config_init(&def);
 	if (!w || !out || root_idx >= SMART_ROOT_ENTRIES ||
-	    (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
-					  cfg)) ||
+	    (cfg &&
+	     smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN, cfg)) ||
 	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_get(w, blade, root_idx, &maddr);
-	return rc ? rc : smart__ht_open_at(w, blade, root_idx, maddr, &def,
-					   out);
+	return rc ? rc :
+		    smart__ht_open_at(w, blade, root_idx, maddr, &def, out);
 }
 
 int smart__ht_own(const smart_ht_t *t, const smart_worker_t *w)
 {
-	return w && (smart_worker_ctx(w) == t->ctx ||
-		     SMART_M_HT_FOREIGN_WORKER);
+	return w &&
+	       (smart_worker_ctx(w) == t->ctx || SMART_M_HT_FOREIGN_WORKER);
 }
 
 int smart_ht_close(smart_ht_t *t, smart_worker_t *w)
@@ -421,7 +427,7 @@ static int ht_stats_fill(smart_ht_t *t, smart_worker_t *w,
 			return rc;
 		d = (unsigned)atomic_load(&t->shard[i].depth);
 		out->global_depth = d > out->global_depth ? d :
-				    out->global_depth;
+							    out->global_depth;
 		out->subtables += count_subtables(&t->shard[i], d);
 	}
 	out->splits = atomic_load(&t->splits);
@@ -453,15 +459,14 @@ unsigned smart_ht_shards(const smart_ht_t *t)
 	return t ? t->nshards : 0;
 }
 
-int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w,
-			  struct ht_shard *sh)
+int smart__ht_dir_refresh(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh)
 {
 	struct ht_dir *d;
 	size_t mark;
 	unsigned i;
 	int rc;
 
-	(void)t;	/* the same signature as the other shard calls */
+	(void)t; /* the same signature as the other shard calls */
 	mark = smart_scratch_mark(w);
 	rc = smart_scratch_alloc(w, HT_DIR_CACHED, (void **)&d);
 	if (rc)

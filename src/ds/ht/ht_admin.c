@@ -45,8 +45,8 @@ int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 
 	smart_ht_config_init(&def);
 	if (!w || !out || !smart_root_name_ok(name) ||
-	    (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
-					  cfg)) ||
+	    (cfg &&
+	     smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN, cfg)) ||
 	    !smart__ht_config_ok(&def))
 		return SMART_EINVAL;
 	rc = smart_root_find(w, blade, name, ht_name_of, NULL, &idx, &maddr);
@@ -63,8 +63,7 @@ int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 	int rc;
 
 	smart_ht_config_init(&def);
-	if (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN,
-					 cfg))
+	if (cfg && smart__ds_config_take(&def, sizeof(def), HT_CFG_ALIGN, cfg))
 		return SMART_EINVAL;
 	cfg = &def;
 	if (!w || !out || !smart_root_name_ok(name) ||
@@ -107,7 +106,7 @@ struct drop {
 	uint16_t blade;
 	struct drop_blk *blk;
 	size_t n, cap;
-	uint64_t *subs;			/* distinct subtable offsets */
+	uint64_t *subs; /* distinct subtable offsets */
 	size_t nsubs;
 };
 
@@ -142,7 +141,9 @@ static int drop_scan(struct drop *d, uint64_t off, uint64_t size,
 	int rc = 0;
 
 	for (pos = 0; pos < size && !rc; pos += HT_BUILD_BUF) {
-		size_t len = size - pos < HT_BUILD_BUF ? size - pos : HT_BUILD_BUF, b;
+		size_t len = size - pos < HT_BUILD_BUF ? size - pos :
+							 HT_BUILD_BUF,
+		       b;
 		unsigned j;
 
 		rc = smart_read_sync(d->w, smart_gaddr(d->blade, off + pos),
@@ -190,7 +191,7 @@ int smart__ht_shard_free(smart_worker_t *w, uint16_t blade,
 			rc = drop_scan(&d, HT_SIB_OFF(sib), ssz, buf);
 	}
 	if (!rc) {
-		if (d.n)	/* a table with no block has d.blk NULL */
+		if (d.n) /* a table with no block has d.blk NULL */
 			qsort(d.blk, d.n, sizeof(*d.blk), blk_cmp);
 		for (i = 0; i < d.n; i++)
 			if (!i || d.blk[i].off != d.blk[i - 1].off)

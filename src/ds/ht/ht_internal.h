@@ -22,29 +22,29 @@
 
 struct ht_shard {
 	uint16_t blade;
-	uint16_t lease;			/* our lease id on that blade */
+	uint16_t lease; /* our lease id on that blade */
 	smart_gaddr_t dir;
-	int reclaim;			/* free replaced blocks (core epochs) */
-	_Atomic uint64_t depth;		/* cached global depth */
+	int reclaim;		/* free replaced blocks (core epochs) */
+	_Atomic uint64_t depth; /* cached global depth */
 	_Atomic uint64_t ent[HT_DIR_ENTRIES];
 };
 
 struct smart_ht {
-	smart_ctx_t *ctx;		/* whose workers may use it */
+	smart_ctx_t *ctx; /* whose workers may use it */
 	uint16_t home;
 	unsigned root;
-	uint64_t maddr;			/* the descriptor */
+	uint64_t maddr; /* the descriptor */
 	unsigned nshards;
 	unsigned buckets;
-	unsigned split_groups;		/* bucket groups per split chunk */
+	unsigned split_groups; /* bucket groups per split chunk */
 	uint64_t seed[2];
 	char name[HT_NAME_MAX + 1];
 	uint64_t spec_mask;
-	_Atomic uint64_t *spec;		/* NULL: no speculative cache */
+	_Atomic uint64_t *spec; /* NULL: no speculative cache */
 	/* counters of what went through this object (smart_ht_stats) */
 	_Atomic uint64_t splits, recovered, tent_cleared, leaked;
 	_Atomic uint64_t header_retries, verify_retries, frozen_hits;
-	_Atomic int splitting;		/* splits running through this object */
+	_Atomic int splitting; /* splits running through this object */
 	struct ht_shard shard[SMART_HT_SHARDS_MAX];
 };
 
@@ -63,20 +63,19 @@ static inline void smart__ht_hook_load(struct ht_hook *h, smart_worker_t *w)
 static inline int smart__ht_hook(const struct ht_hook *h, smart_worker_t *w,
 				 const char *point)
 {
-	return __builtin_expect(h->fn != NULL, 0) ? h->fn(w, point, h->arg) :
-						    0;
+	return __builtin_expect(h->fn != NULL, 0) ? h->fn(w, point, h->arg) : 0;
 }
 
 /* Building a table (ht.c): scratch buffers, and what was allocated. */
-#define HT_BUILD_BUF	(60u << 10)	/* a multiple of HT_GROUP */
+#define HT_BUILD_BUF (60u << 10) /* a multiple of HT_GROUP */
 /* the config's alignment, for smart__ds_config_take */
-#define HT_CFG_ALIGN	_Alignof(struct smart_ht_config)
+#define HT_CFG_ALIGN _Alignof(struct smart_ht_config)
 struct ht_build {
-	size_t mark;			/* scratch, released by the caller */
-	void *fill;			/* HT_BUILD_BUF bytes */
+	size_t mark; /* scratch, released by the caller */
+	void *fill;  /* HT_BUILD_BUF bytes */
 	struct ht_dir *dir;
 	struct ht_meta *meta;
-	smart_gaddr_t maddr;		/* the descriptor */
+	smart_gaddr_t maddr; /* the descriptor */
 };
 
 int smart__ht_config_ok(const struct smart_ht_config *c);
@@ -170,15 +169,15 @@ static inline uint64_t smart__ht_sub_size(const smart_ht_t *t)
 static inline smart_gaddr_t smart__ht_ent_addr(const struct ht_shard *sh,
 					       unsigned i)
 {
-	return smart_gaddr_add(sh->dir, offsetof(struct ht_dir, ent) +
-				       8 * (uint64_t)i);
+	return smart_gaddr_add(sh->dir,
+			       offsetof(struct ht_dir, ent) + 8 * (uint64_t)i);
 }
 
 static inline smart_gaddr_t smart__ht_sib_addr(const struct ht_shard *sh,
 					       unsigned i)
 {
-	return smart_gaddr_add(sh->dir, offsetof(struct ht_dir, sib) +
-				       8 * (uint64_t)i);
+	return smart_gaddr_add(sh->dir,
+			       offsetof(struct ht_dir, sib) + 8 * (uint64_t)i);
 }
 
 /* The canonical index of the subtable that entry e names for index i. */

@@ -41,31 +41,32 @@
 
 #include "ds/ht/ht_internal.h"
 
-#define HT_RETRY_MAX	4096
-#define HT_RETRY_NS	(UINT64_C(5) * 1000000000)
-#define HT_STUCK_FIRST	16		/* retries before suspecting a dead
+#define HT_RETRY_MAX 4096
+#define HT_RETRY_NS  (UINT64_C(5) * 1000000000)
+#define HT_STUCK_FIRST                                                         \
+	16		/* retries before suspecting a dead
 					 * lock holder */
-#define HT_NB		4		/* candidate buckets */
-#define HT_CAND_MAX	(HT_NB * HT_SLOTS)
-#define HT_KNOWN_MAX	(2 * HT_CAND_MAX)
-#define HT_UPSERT_MAX	64
-#define HT_MASK48	UINT64_C(0xffffffffffff)
+#define HT_NB	      4 /* candidate buckets */
+#define HT_CAND_MAX   (HT_NB * HT_SLOTS)
+#define HT_KNOWN_MAX  (2 * HT_CAND_MAX)
+#define HT_UPSERT_MAX 64
+#define HT_MASK48     UINT64_C(0xffffffffffff)
 
 /* op_read flags */
-#define RD_BLK		1		/* write the new block (first time) */
-#define RD_ENT		2		/* read the canonical entry, fenced */
+#define RD_BLK 1 /* write the new block (first time) */
+#define RD_ENT 2 /* read the canonical entry, fenced */
 
 /* What happened to the op's new block: it decides, at the end, whether
  * it is freed at once, retired or left alone. */
 enum { BLK_NONE, BLK_LOCAL, BLK_SEEN, BLK_UNKNOWN };
 
 struct ht_cand {
-	smart_gaddr_t addr;		/* slot address */
-	uint64_t val;			/* slot value read */
-	const struct ht_kv *kv;		/* its block, in op->cbuf (or NULL
+	smart_gaddr_t addr;	/* slot address */
+	uint64_t val;		/* slot value read */
+	const struct ht_kv *kv; /* its block, in op->cbuf (or NULL
 					 * when known from earlier) */
-	int match;			/* the block holds our key */
-	uint16_t owner;			/* the block's writer */
+	int match;		/* the block holds our key */
+	uint16_t owner;		/* the block's writer */
 };
 
 /* A block this op has read: slot values name immutable blocks, and none
@@ -85,27 +86,27 @@ struct ht_op {
 	uint8_t fp;
 	struct ht_shard *sh;
 	struct ht_hook hook;
-	uint64_t ent;			/* directory entry in use */
+	uint64_t ent; /* directory entry in use */
 	unsigned sub;
-	unsigned f[2];			/* combined-bucket indexes */
-	smart_gaddr_t baddr[HT_NB];	/* bucket addresses (dups: NULL) */
-	struct ht_bucket *bk;		/* the 4 buckets as read */
-	uint64_t *word;			/* [0] canonical entry as read with
+	unsigned f[2];		    /* combined-bucket indexes */
+	smart_gaddr_t baddr[HT_NB]; /* bucket addresses (dups: NULL) */
+	struct ht_bucket *bk;	    /* the 4 buckets as read */
+	uint64_t *word;		    /* [0] canonical entry as read with
 					 * the buckets, [1] a CAS's old value,
 					 * [2] a re-read slot */
 	int have_ent;
-	void *cbuf;			/* candidates' KV blocks */
+	void *cbuf; /* candidates' KV blocks */
 	int ncand, nknown;
-	struct ht_kv *blk;		/* new KV block (local copy) */
+	struct ht_kv *blk; /* new KV block (local copy) */
 	size_t blk_size;
 	smart_gaddr_t blk_addr;
 	uint64_t blk_slot;
 	int blk_written, blk_state;
-	smart_gaddr_t own;		/* insert: our tentative slot */
-	int inside;			/* in the shard's epoch domain */
-	uint64_t spec;			/* search: speculated slot value */
-	struct ht_kv *sbuf;		/* search: speculated block */
-	size_t mark, mark_cand;		/* scratch: the op's, the attempt's */
+	smart_gaddr_t own;	/* insert: our tentative slot */
+	int inside;		/* in the shard's epoch domain */
+	uint64_t spec;		/* search: speculated slot value */
+	struct ht_kv *sbuf;	/* search: speculated block */
+	size_t mark, mark_cand; /* scratch: the op's, the attempt's */
 	/* last: op_begin does not clear them (ncand, nknown say how much
 	 * is valid) */
 	struct ht_cand cand[HT_CAND_MAX];
@@ -152,8 +153,7 @@ static int op_begin(struct ht_op *op, smart_ht_t *t, smart_worker_t *w,
 	op->h1 = smart_hash64(key, klen, t->seed[0]);
 	op->h2 = ht_h2(op->h1, t->seed[1]);
 	op->fp = (uint8_t)(op->h1 >> 56);
-	op->sh = &t->shard[t->nshards == 1 ? 0 :
-			   (op->h2 >> 48) % t->nshards];
+	op->sh = &t->shard[t->nshards == 1 ? 0 : (op->h2 >> 48) % t->nshards];
 	op->have_ent = 0;
 	op->cbuf = NULL;
 	op->ncand = op->nknown = 0;
@@ -172,7 +172,7 @@ static int op_begin(struct ht_op *op, smart_ht_t *t, smart_worker_t *w,
 	rc = smart_scratch_alloc(w, HT_NB * HT_BUCKET + 4 * sizeof(uint64_t),
 				 (void **)&op->bk);
 	if (rc)
-		return rc;	/* nothing is held: op_end is not needed */
+		return rc; /* nothing is held: op_end is not needed */
 	op->word = (uint64_t *)(op->bk + HT_NB);
 	return 0;
 }
@@ -251,15 +251,15 @@ static void op_locate(struct ht_op *op)
 	/* every directory entry is kept valid (aliases of a shallower
 	 * subtable included), so index by the deepest possible suffix */
 	op->sub = (unsigned)(op->h1 & (HT_DIR_ENTRIES - 1));
-	op->ent = atomic_load_explicit(&sh->ent[op->sub],
-				       memory_order_relaxed);
+	op->ent = atomic_load_explicit(&sh->ent[op->sub], memory_order_relaxed);
 	base = smart_gaddr(sh->blade, HT_ENT_OFF(op->ent));
 	op->f[0] = (unsigned)(((op->h1 >> 8) & HT_MASK48) % op->t->buckets);
 	op->f[1] = (unsigned)((op->h2 & HT_MASK48) % op->t->buckets);
 	for (k = 0; k < 2; k++) {
 		/* group = main, overflow, main; odd f reads (overflow, main) */
-		pair = smart_gaddr_add(base, (uint64_t)(op->f[k] / 2) *
-				       HT_GROUP + (op->f[k] & 1) * HT_BUCKET);
+		pair = smart_gaddr_add(base,
+				       (uint64_t)(op->f[k] / 2) * HT_GROUP +
+					       (op->f[k] & 1) * HT_BUCKET);
 		op->baddr[2 * k] = pair;
 		op->baddr[2 * k + 1] = smart_gaddr_add(pair, HT_BUCKET);
 	}
@@ -316,7 +316,8 @@ static int op_queue_reads(struct ht_op *op, int flags)
 	for (b = 0; b < HT_NB; b++) {
 		/* a pair in one read; a bucket shared with pair 0 is skipped */
 		size_t len = !(b & 1) && op->baddr[b + 1] != SMART_GADDR_NULL ?
-			     HT_PAIR : HT_BUCKET;
+				     HT_PAIR :
+				     HT_BUCKET;
 
 		if (op->baddr[b] == SMART_GADDR_NULL)
 			continue;
@@ -401,12 +402,10 @@ static int op_verify(struct ht_op *op)
 
 static int kv_is_key(const struct ht_op *op, const struct ht_kv *kv)
 {
-	return kv->key_len == op->klen &&
-	       !memcmp(kv + 1, op->key, op->klen);
+	return kv->key_len == op->klen && !memcmp(kv + 1, op->key, op->klen);
 }
 
-static smart_gaddr_t slot_addr(const struct ht_op *op, unsigned b,
-			       unsigned j)
+static smart_gaddr_t slot_addr(const struct ht_op *op, unsigned b, unsigned j)
 {
 	return smart_gaddr_add(op->baddr[b], 8 + 8 * (uint64_t)j);
 }
@@ -422,12 +421,12 @@ static const struct ht_known *known_find(const struct ht_op *op, uint64_t v)
 	return NULL;
 }
 
-static void known_add(struct ht_op *op, uint64_t v, int match,
-		      uint16_t owner)
+static void known_add(struct ht_op *op, uint64_t v, int match, uint16_t owner)
 {
 	if (op->nknown < HT_KNOWN_MAX && !known_find(op, v))
 		op->known[op->nknown++] = (struct ht_known){
-			v & ~HT_SLOT_FROZEN, match, owner };
+			v & ~HT_SLOT_FROZEN, match, owner
+		};
 }
 
 /* Gather the slots with our fingerprint (committed ones, and tentative
@@ -480,8 +479,8 @@ static int collect_queue(struct ht_op *op, int tentative, int use_known,
 		if (use_known && known_find(op, c->val))
 			continue;
 		c->kv = (const struct ht_kv *)((char *)op->cbuf + off);
-		rc = smart_read(op->w, smart_gaddr(op->sh->blade,
-						   HT_SLOT_PTR(c->val)),
+		rc = smart_read(op->w,
+				smart_gaddr(op->sh->blade, HT_SLOT_PTR(c->val)),
 				len, (char *)op->cbuf + off);
 		off += len;
 	}
@@ -498,9 +497,9 @@ static int collect_done(struct ht_op *op)
 
 		if (!c->kv)
 			continue;
-		if (!smart__ht_kv_valid(c->kv, HT_SLOT_UNITS(c->val) *
-						HT_KV_UNIT))
-			return SMART_EAGAIN;	/* torn or stale: re-read */
+		if (!smart__ht_kv_valid(c->kv,
+					HT_SLOT_UNITS(c->val) * HT_KV_UNIT))
+			return SMART_EAGAIN; /* torn or stale: re-read */
 		c->match = kv_is_key(op, c->kv);
 		c->owner = c->kv->owner;
 		known_add(op, c->val, c->match, c->owner);
@@ -575,9 +574,8 @@ static uint64_t spec_index(const struct ht_op *op)
 
 static int spec_on(const struct ht_op *op)
 {
-	return op->t->spec &&
-	       smart_ctx_technique(smart_worker_ctx(op->w),
-				   SMART_TECH_SPEC_LOOKUP);
+	return op->t->spec && smart_ctx_technique(smart_worker_ctx(op->w),
+						  SMART_TECH_SPEC_LOOKUP);
 }
 
 static void spec_store(const struct ht_op *op, uint64_t v)
@@ -709,8 +707,10 @@ static int place_known(struct ht_op *op)
 		for (j = 0; j < HT_SLOTS && op->baddr[b] != SMART_GADDR_NULL;
 		     j++) {
 			uint64_t v = op->bk[b].slot[j];
-			const struct ht_known *k = v && HT_SLOT_FP(v) == op->fp ?
-						   known_find(op, v) : NULL;
+			const struct ht_known *k = v && HT_SLOT_FP(
+								v) == op->fp ?
+							   known_find(op, v) :
+							   NULL;
 			struct ht_cand c;
 
 			if (!k || !k->match)
@@ -718,7 +718,8 @@ static int place_known(struct ht_op *op)
 			if (!(v & HT_SLOT_TENT))
 				return SMART_EEXIST;
 			c = (struct ht_cand){ .addr = slot_addr(op, b, j),
-					      .val = v, .match = 1,
+					      .val = v,
+					      .match = 1,
 					      .owner = k->owner };
 			return tent_clear_dead(op, &c), SMART_EAGAIN;
 		}
@@ -740,7 +741,7 @@ static int insert_place(struct ht_op *op)
 	if (rc)
 		return rc;
 	if (op_frozen(op))
-		return SMART_EAGAIN;	/* wait for the split to settle */
+		return SMART_EAGAIN; /* wait for the split to settle */
 	rc = place_known(op);
 	if (rc)
 		return rc;
@@ -761,7 +762,7 @@ static int insert_place(struct ht_op *op)
 	rc2 = smart_sync(op->w);
 	rc = rc ? rc : rc2;
 	if (rc || *old == 0)
-		op->own = addr;	/* perhaps ours: withdrawn if we give up */
+		op->own = addr; /* perhaps ours: withdrawn if we give up */
 	if (!rc)
 		rc = collect_done(op);
 	if (rc)
@@ -777,12 +778,12 @@ static int insert_place(struct ht_op *op)
 static int insert_withdraw(struct ht_op *op)
 {
 	uint64_t *old = &op->word[1];
-	int rc = smart_cas_sync(op->w, op->own, op->blk_slot | HT_SLOT_TENT,
-				0, old);
+	int rc = smart_cas_sync(op->w, op->own, op->blk_slot | HT_SLOT_TENT, 0,
+				old);
 
 	op->own = SMART_GADDR_NULL;
 	if (rc)
-		op->blk_state = BLK_UNKNOWN;	/* a slot may still hold it */
+		op->blk_state = BLK_UNKNOWN; /* a slot may still hold it */
 	return rc ? rc : SMART_EEXIST;
 }
 
@@ -806,7 +807,8 @@ static int insert_kill_dups(struct ht_op *op)
 			return SMART_EAGAIN;
 		if (*old == c->val && !SMART_M_HT_NO_TENT_RECOVERY &&
 		    c->owner != op->sh->lease &&
-		    smart_lease_alive_now(op->w, op->sh->blade, c->owner) == 0) {
+		    smart_lease_alive_now(op->w, op->sh->blade, c->owner) ==
+			    0) {
 			op_retire(op, c->val);
 			count(&op->t->tent_cleared);
 		}
@@ -838,9 +840,9 @@ static int insert_commit(struct ht_op *op)
 		int o = cas_outcome(op, op->own, tent, op->blk_slot);
 
 		if (o == CAS_DONE) {
-			*old = tent;	/* it did commit */
+			*old = tent; /* it did commit */
 		} else if (o == CAS_NOT_DONE) {
-			return SMART_EAGAIN;	/* commit again */
+			return SMART_EAGAIN; /* commit again */
 		} else {
 			/* changed since: killed by a duplicate, or committed
 			 * and then replaced or deleted by another client,
@@ -855,7 +857,7 @@ static int insert_commit(struct ht_op *op)
 	if (*old != tent)
 		return insert_restart(op, 0);
 	op->own = SMART_GADDR_NULL;
-	op->blk_state = BLK_NONE;	/* the table's now */
+	op->blk_state = BLK_NONE; /* the table's now */
 	spec_store(op, op->blk_slot);
 	return 0;
 }
@@ -885,7 +887,7 @@ static int insert_resolve(struct ht_op *op)
 			if (!(c->val & HT_SLOT_TENT))
 				return insert_withdraw(op);
 			if (tent_clear_dead(op, c))
-				return SMART_EAGAIN;	/* re-read, then */
+				return SMART_EAGAIN; /* re-read, then */
 			/* a lower tentative duplicate goes first; we report
 			 * EEXIST only once we have seen it committed
 			 * (linearizability) */
@@ -918,14 +920,15 @@ static int insert_once(struct ht_op *op, void *arg)
 static int replace_uncertain(struct ht_op *op, const struct ht_cand *c,
 			     uint64_t repl, int blk_prev, int rc)
 {
-	int o = SMART_M_HT_UNCERTAIN_FREE ? CAS_NOT_DONE :
-		cas_outcome(op, c->addr, c->val, repl);
+	int o = SMART_M_HT_UNCERTAIN_FREE ?
+			CAS_NOT_DONE :
+			cas_outcome(op, c->addr, c->val, repl);
 
 	if (o == CAS_DONE)
 		return 0;
 	if (o == CAS_NOT_DONE) {
 		if (repl)
-			op->blk_state = blk_prev;	/* not published here */
+			op->blk_state = blk_prev; /* not published here */
 		return rc;
 	}
 	/* neither block may be freed by us: one of them may be linked, or
@@ -952,7 +955,7 @@ static int replace_once(struct ht_op *op, int with_block)
 	if (rc)
 		return rc;
 	if (c->val & HT_SLOT_FROZEN)
-		return SMART_EAGAIN;	/* wait for the split to settle */
+		return SMART_EAGAIN; /* wait for the split to settle */
 	/* perhaps seen from the CAS on; a failed CAS puts back what it was
 	 * (an upsert's earlier insert attempt may have published it as a
 	 * tentative slot: then it needs a grace period, never a free) */
@@ -961,15 +964,15 @@ static int replace_once(struct ht_op *op, int with_block)
 		op->blk_state = BLK_SEEN;
 	rc = smart_cas_sync(op->w, c->addr, c->val, repl, old);
 	if (!rc)
-		rc = op_hook(op, with_block ? "ht.update.cas" :
-					      "ht.delete.cas");
+		rc = op_hook(op,
+			     with_block ? "ht.update.cas" : "ht.delete.cas");
 	if (rc) {
 		rc = replace_uncertain(op, c, repl, blk_prev, rc);
 		if (rc == 1)
-			return 0;	/* done, the old block left alone */
+			return 0; /* done, the old block left alone */
 		if (rc)
 			return rc;
-		*old = c->val;		/* it did happen */
+		*old = c->val; /* it did happen */
 	}
 	if (*old != c->val) {
 		if (with_block)
@@ -977,7 +980,7 @@ static int replace_once(struct ht_op *op, int with_block)
 		return SMART_EAGAIN;
 	}
 	if (with_block)
-		op->blk_state = BLK_NONE;	/* the table's now */
+		op->blk_state = BLK_NONE; /* the table's now */
 	op_retire(op, c->val);
 	spec_store(op, repl);
 	return 0;
@@ -1046,7 +1049,7 @@ static int search_once(struct ht_op *op, void *arg)
 		return rc;
 	if (op->spec && spec_hit(op))
 		return search_copy(op->sbuf, arg);
-	op->spec = 0;		/* missed: plain lookup from here on */
+	op->spec = 0; /* missed: plain lookup from here on */
 	rc = op_key_slot(op, &c);
 	if (rc)
 		return rc;

@@ -27,7 +27,7 @@
 
 #include "ds/ht/ht_internal.h"
 
-#define SWEEP_BUF	(60u << 10)	/* a multiple of HT_GROUP */
+#define SWEEP_BUF (60u << 10) /* a multiple of HT_GROUP */
 
 /* CAS entry i from `from` to `to`: 0 when it now holds `to`. */
 static int take(smart_worker_t *w, struct ht_shard *sh, unsigned i,
@@ -46,9 +46,8 @@ static int read_word(smart_worker_t *w, smart_gaddr_t a, uint64_t *v)
 
 /* Entry c (ours now, was `ent` of dead) has no record: the child of a
  * published split of the same holder, or a lock left after the end. */
-static int recover_child(smart_ht_t *t, smart_worker_t *w,
-			 struct ht_shard *sh, unsigned c, uint64_t ent,
-			 uint16_t dead)
+static int recover_child(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
+			 unsigned c, uint64_t ent, uint16_t dead)
 {
 	unsigned d = HT_ENT_DEPTH(ent), p;
 	uint64_t mine = HT_ENT_UNLOCKED(ent) | HT_ENT_LOCK(sh->lease);
@@ -73,8 +72,8 @@ static int recover_child(smart_ht_t *t, smart_worker_t *w,
 			(void)take(w, sh, c, mine, ent);
 			return SMART_EAGAIN;
 		}
-		rc = take(w, sh, p, pent, HT_ENT_UNLOCKED(pent) |
-					   HT_ENT_LOCK(sh->lease));
+		rc = take(w, sh, p, pent,
+			  HT_ENT_UNLOCKED(pent) | HT_ENT_LOCK(sh->lease));
 		if (!rc)
 			rc = smart__ht_split_resume(t, w, sh, p, pent, rec);
 		return rc;
@@ -93,18 +92,18 @@ int smart__ht_recover(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 	if (!holder || SMART_M_HT_NO_SPLIT_RECOVERY)
 		return SMART_EAGAIN;
 	if (!smart__ht_ent_ok(ent) || canon >= HT_DIR_ENTRIES)
-		return SMART_EPROTO;	/* read fresh by the caller: check */
+		return SMART_EPROTO; /* read fresh by the caller: check */
 	/* our own id: another task or worker of this process is splitting */
 	if (holder == sh->lease)
 		return SMART_EAGAIN;
 	rc = now ? smart_lease_alive_now(w, sh->blade, holder) :
 		   smart_lease_alive(w, sh->blade, holder);
 	if (rc)
-		return rc < 0 ? rc : SMART_EAGAIN;	/* alive: wait */
-	rc = take(w, sh, canon, ent, HT_ENT_UNLOCKED(ent) |
-				     HT_ENT_LOCK(sh->lease));
+		return rc < 0 ? rc : SMART_EAGAIN; /* alive: wait */
+	rc = take(w, sh, canon, ent,
+		  HT_ENT_UNLOCKED(ent) | HT_ENT_LOCK(sh->lease));
 	if (rc)
-		return rc;	/* somebody else took it over */
+		return rc; /* somebody else took it over */
 	rc = read_word(w, smart__ht_sib_addr(sh, canon), &rec);
 	if (!rc && rec)
 		rc = smart__ht_split_resume(t, w, sh, canon, ent, rec);
@@ -136,8 +135,8 @@ static int sweep_chunk(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 			if (!(v & HT_SLOT_TENT) || (v & HT_SLOT_FROZEN) ||
 			    !HT_SLOT_UNITS(v))
 				continue;
-			rc = smart_read(w, smart_gaddr(sh->blade,
-						       HT_SLOT_PTR(v)),
+			rc = smart_read(w,
+					smart_gaddr(sh->blade, HT_SLOT_PTR(v)),
 					sizeof(*hdr), &hdr[b * HT_SLOTS + j]);
 			n++;
 		}
@@ -151,10 +150,12 @@ static int sweep_chunk(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 		    !HT_SLOT_UNITS(v) || owner == sh->lease ||
 		    smart_lease_alive_now(w, sh->blade, owner) != 0)
 			continue;
-		rc = smart_cas_sync(w, smart_gaddr(sh->blade, off +
-						   (i / HT_SLOTS) * HT_BUCKET +
-						   8 + 8 * (i % HT_SLOTS)),
-				    v, 0, &old);
+		rc = smart_cas_sync(
+			w,
+			smart_gaddr(sh->blade,
+				    off + (i / HT_SLOTS) * HT_BUCKET + 8 +
+					    8 * (i % HT_SLOTS)),
+			v, 0, &old);
 		if (rc || old != v)
 			continue;
 		smart__ht_retire(w, sh, v);
@@ -185,7 +186,7 @@ static int sweep_shard(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 		if (HT_ENT_LOCKED(e)) {
 			rc = smart__ht_recover(t, w, sh, i, e, 1);
 			if (rc == SMART_EAGAIN)
-				rc = 0;	/* alive, or moved on */
+				rc = 0; /* alive, or moved on */
 		}
 	}
 	if (!rc)
@@ -198,8 +199,11 @@ static int sweep_shard(smart_ht_t *t, smart_worker_t *w, struct ht_shard *sh,
 			continue;
 		seen[nseen++] = off;
 		for (uint64_t p = 0; !rc && p < ssz; p += SWEEP_BUF)
-			rc = sweep_chunk(t, w, sh, off + p, ssz - p < SWEEP_BUF ?
-					 (size_t)(ssz - p) : SWEEP_BUF, buf, hdr);
+			rc = sweep_chunk(t, w, sh, off + p,
+					 ssz - p < SWEEP_BUF ?
+						 (size_t)(ssz - p) :
+						 SWEEP_BUF,
+					 buf, hdr);
 	}
 	if (entered)
 		smart_epoch_exit(w);
@@ -216,8 +220,10 @@ int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w)
 	if (!t || !smart__ht_own(t, w))
 		return SMART_EINVAL;
 	mark = smart_scratch_mark(w);
-	rc = smart_scratch_alloc(w, SWEEP_BUF + SWEEP_BUF / HT_BUCKET *
-				 HT_SLOTS * sizeof(struct ht_kv), &scratch);
+	rc = smart_scratch_alloc(w,
+				 SWEEP_BUF + SWEEP_BUF / HT_BUCKET * HT_SLOTS *
+						     sizeof(struct ht_kv),
+				 &scratch);
 	for (i = 0; !rc && i < t->nshards; i++)
 		rc = sweep_shard(t, w, &t->shard[i], scratch);
 	smart_scratch_release(w, mark);

@@ -35,10 +35,10 @@
 
 #include "ds/ht/ht_internal.h"
 
-#define SPLIT_BLK_BUF	(64u << 10)
-#define SPLIT_PEND	(SPLIT_BLK_BUF / HT_KV_UNIT)
+#define SPLIT_BLK_BUF	 (64u << 10)
+#define SPLIT_PEND	 (SPLIT_BLK_BUF / HT_KV_UNIT)
 #define SPLIT_FREEZE_MAX 4096
-#define SPLIT_RETRY	4		/* attempts at the steps after publish */
+#define SPLIT_RETRY	 4 /* attempts at the steps after publish */
 /* Splits one table object runs at once: each holds a registered buffer of
  * about 3.5 x split_chunk, and many tasks may find their subtables full
  * together; the others wait (retry) rather than exhaust the pool. */
@@ -47,8 +47,8 @@
 _Static_assert(SPLIT_BLK_BUF >= HT_KV_UNIT * HT_KV_UNITS_MAX, "blk buf");
 
 struct split_pend {
-	uint32_t slot;			/* index in the chunk: bucket * 7 + j */
-	uint32_t off;			/* in blk */
+	uint32_t slot; /* index in the chunk: bucket * 7 + j */
+	uint32_t off;  /* in blk */
 };
 
 struct split {
@@ -57,18 +57,18 @@ struct split {
 	struct ht_shard *sh;
 	struct ht_hook hook;
 	unsigned ld, s;
-	uint64_t ent;			/* canonical entry s before, unlocked */
-	uint64_t lock;			/* our holder bits */
+	uint64_t ent;  /* canonical entry s before, unlocked */
+	uint64_t lock; /* our holder bits */
 	smart_gaddr_t old, sib;
 	uint64_t size, chunk;
-	uint8_t *moved;			/* per bucket of S: bit j moved */
-	struct ht_bucket *sbuf, *nbuf;	/* chunk images of S and N */
-	uint64_t *olds;			/* CAS results; also scratch */
-	uint8_t *blk;			/* KV blocks being classified */
+	uint8_t *moved;		       /* per bucket of S: bit j moved */
+	struct ht_bucket *sbuf, *nbuf; /* chunk images of S and N */
+	uint64_t *olds;		       /* CAS results; also scratch */
+	uint8_t *blk;		       /* KV blocks being classified */
 	struct split_pend *pend;
 	unsigned npend;
 	size_t blk_used;
-	int recovering;			/* a dead holder's split: what moved
+	int recovering; /* a dead holder's split: what moved
 					 * is learnt from the blocks */
 };
 
@@ -85,8 +85,8 @@ static int hook(struct split *sp, const char *point)
 	return smart__ht_hook(&sp->hook, sp->w, point);
 }
 
-static smart_gaddr_t slot_gaddr(const struct split *sp, uint64_t coff,
-				size_t b, unsigned j)
+static smart_gaddr_t slot_gaddr(const struct split *sp, uint64_t coff, size_t b,
+				unsigned j)
 {
 	return smart_gaddr_add(sp->old, coff + b * HT_BUCKET + 8 + 8 * j);
 }
@@ -201,12 +201,14 @@ static int classify_chunk(struct split *sp, uint64_t coff, size_t clen,
 				rc = blk_flush(sp, bbase, build);
 			if (rc)
 				break;
-			rc = smart_read(sp->w, smart_gaddr(sp->sh->blade,
+			rc = smart_read(sp->w,
+					smart_gaddr(sp->sh->blade,
 						    HT_SLOT_PTR(x)),
 					len, sp->blk + sp->blk_used);
 			sp->pend[sp->npend++] = (struct split_pend){
 				.slot = (uint32_t)(b * HT_SLOTS + j),
-				.off = (uint32_t)sp->blk_used };
+				.off = (uint32_t)sp->blk_used
+			};
 			sp->blk_used += len;
 		}
 	if (rc)
@@ -236,8 +238,10 @@ static void settle_dead_tents(struct split *sp, size_t nb)
 	for (b = 0; b < nb; b++)
 		for (j = 0; j < HT_SLOTS; j++) {
 			uint64_t x = sp->sbuf[b].slot[j];
-			const struct ht_kv *kv = (const void *)(sp->blk +
-				(b * HT_SLOTS + j) * sizeof(struct ht_kv));
+			const struct ht_kv *kv =
+				(const void *)(sp->blk +
+					       (b * HT_SLOTS + j) *
+						       sizeof(struct ht_kv));
 
 			if (!(x & HT_SLOT_FROZEN) || !(x & HT_SLOT_TENT) ||
 			    !HT_SLOT_UNITS(x) || kv->owner == sp->sh->lease ||
@@ -256,8 +260,7 @@ static void settle_dead_tents(struct split *sp, size_t nb)
  * tentative slot becomes 0 on abort too: its insert saw it frozen and gave
  * it up (it retires or re-places its block itself; a dead holder's is
  * retired here). */
-static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
-			int abort)
+static int settle_chunk(struct split *sp, uint64_t coff, size_t clen, int abort)
 {
 	size_t nb = clen / HT_BUCKET, b, bbase = coff / HT_BUCKET;
 	unsigned j, tents = 0;
@@ -273,11 +276,12 @@ static int settle_chunk(struct split *sp, uint64_t coff, size_t clen,
 			if (!(x & HT_SLOT_FROZEN) || !(x & HT_SLOT_TENT) ||
 			    !HT_SLOT_UNITS(x))
 				continue;
-			rc = smart_read(sp->w, smart_gaddr(sp->sh->blade,
+			rc = smart_read(sp->w,
+					smart_gaddr(sp->sh->blade,
 						    HT_SLOT_PTR(x)),
-					sizeof(struct ht_kv), sp->blk +
-					(b * HT_SLOTS + j) *
-					sizeof(struct ht_kv));
+					sizeof(struct ht_kv),
+					sp->blk + (b * HT_SLOTS + j) *
+							  sizeof(struct ht_kv));
 			tents++;
 		}
 	for (b = 0; b < nb && !rc; b++)
@@ -316,8 +320,8 @@ static int write_headers(struct split *sp, uint64_t coff, size_t clen)
 
 	*hdr = (uint64_t)(sp->ld + 1) | (uint64_t)sp->s << 32;
 	for (b = 0; b < clen / HT_BUCKET && !rc; b++)
-		rc = smart_write(sp->w, smart_gaddr_add(sp->old,
-							coff + b * HT_BUCKET),
+		rc = smart_write(sp->w,
+				 smart_gaddr_add(sp->old, coff + b * HT_BUCKET),
 				 hdr, sizeof(*hdr));
 	return drain(sp->w, rc);
 }
@@ -343,8 +347,8 @@ static int raise_global_depth(struct split *sp)
 
 /* CAS entry i from one of the expected values to `to`; *got receives what
  * it held.  0 when it now holds `to`. */
-static int ent_cas(struct split *sp, unsigned i, uint64_t expect,
-		   uint64_t to, uint64_t *got)
+static int ent_cas(struct split *sp, unsigned i, uint64_t expect, uint64_t to,
+		   uint64_t *got)
 {
 	int rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, i), expect,
 				to, got);
@@ -381,7 +385,7 @@ static int publish(struct split *sp)
 
 	rc = ent_cas(sp, sp->s, sp->ent | sp->lock, s_new | sp->lock, &e[0]);
 	if (rc)
-		return rc;	/* not ours any more: somebody took over */
+		return rc; /* not ours any more: somebody took over */
 	if (SMART_M_HT_CHILD_UNLOCKED)
 		rc = ent_cas(sp, n, sp->ent, n_new, &e[1]);
 	else
@@ -419,12 +423,12 @@ static int finish(struct split *sp, int classify)
 			rc = hook(sp, "ht.split.headers");
 		/* a recoverer learns what moved from the blocks */
 		if (!rc && classify) {
-			rc = smart_read_sync(sp->w, smart_gaddr_add(sp->old,
-					     off), chunk_len(sp, off),
-					     sp->sbuf);
+			rc = smart_read_sync(sp->w,
+					     smart_gaddr_add(sp->old, off),
+					     chunk_len(sp, off), sp->sbuf);
 			if (!rc)
-				rc = classify_chunk(sp, off,
-						    chunk_len(sp, off), 0);
+				rc = classify_chunk(sp, off, chunk_len(sp, off),
+						    0);
 		}
 		if (!rc)
 			rc = settle_chunk(sp, off, chunk_len(sp, off), 0);
@@ -469,18 +473,19 @@ static int undo(struct split *sp, uint64_t frozen_end)
  * when the lock is not ours any more. */
 static int split_settle(struct split *sp, int rc, int *keep_sib)
 {
-	uint64_t *w = sp->olds + 12;	/* [0] the record, [1] the entry */
+	uint64_t *w = sp->olds + 12; /* [0] the record, [1] the entry */
 	int i, r = rc;
 
 	for (i = 0; i < SPLIT_RETRY; i++) {
 		r = smart_read_sync(sp->w, smart__ht_sib_addr(sp->sh, sp->s), 8,
 				    &w[0]);
 		if (!r)
-			r = smart_read_sync(sp->w, smart__ht_ent_addr(sp->sh,
-					    sp->s), 8, &w[1]);
+			r = smart_read_sync(sp->w,
+					    smart__ht_ent_addr(sp->sh, sp->s),
+					    8, &w[1]);
 		if (!r && HT_ENT_UNLOCKED(w[1]) != w[1] &&
 		    (w[1] & ~HT_ENT_UNLOCKED(w[1])) != sp->lock)
-			return SMART_EAGAIN;	/* taken over: we were fenced */
+			return SMART_EAGAIN; /* taken over: we were fenced */
 		if (!r && HT_SIB_PHASE(w[0]) == HT_SIB_PUBLISH) {
 			*keep_sib = 1;
 			r = publish(sp);
@@ -496,7 +501,7 @@ static int split_settle(struct split *sp, int rc, int *keep_sib)
 			}
 		}
 	}
-	*keep_sib = 1;		/* N may be needed by a recoverer */
+	*keep_sib = 1; /* N may be needed by a recoverer */
 	return rc;
 }
 
@@ -507,8 +512,8 @@ static int split_locked(struct split *sp, int *keep_sib)
 	uint64_t off;
 	int rc;
 
-	rc = sib_write(sp, HT_SIB(HT_SIB_BUILD, sp->ld,
-				  smart_gaddr_off(sp->sib)));
+	rc = sib_write(sp,
+		       HT_SIB(HT_SIB_BUILD, sp->ld, smart_gaddr_off(sp->sib)));
 	if (!rc)
 		rc = hook(sp, "ht.split.locked");
 	for (off = 0; off < sp->size && !rc; off += sp->chunk) {
@@ -543,7 +548,8 @@ static int split_bufs(struct split *sp)
 	/* blk holds the blocks being classified, or a chunk's tentative
 	 * blocks' headers (settle_chunk) */
 	size_t blk = slots * sizeof(struct ht_kv) > SPLIT_BLK_BUF ?
-		     slots * sizeof(struct ht_kv) : SPLIT_BLK_BUF;
+			     slots * sizeof(struct ht_kv) :
+			     SPLIT_BLK_BUF;
 	size_t pend = SPLIT_PEND * sizeof(*sp->pend);
 	size_t n = 2 * sp->chunk + slots * 8 + blk + pend +
 		   sp->size / HT_BUCKET;
@@ -592,13 +598,13 @@ static void split_fini(struct split *sp)
  * split_chunk of registered memory). */
 static int split_run(struct split *sp)
 {
-	uint64_t old;		/* 8 bytes: the op layer bounces it */
+	uint64_t old; /* 8 bytes: the op layer bounces it */
 	int rc, keep = 0;
 
 	rc = smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh, sp->s), sp->ent,
 			    sp->ent | sp->lock, &old);
 	if (!rc && old != sp->ent)
-		rc = SMART_EAGAIN;	/* locked or already split */
+		rc = SMART_EAGAIN; /* locked or already split */
 	if (rc)
 		return rc;
 	rc = split_bufs(sp);
@@ -615,9 +621,9 @@ static int split_run(struct split *sp)
 		if (sp->olds)
 			(void)undo(sp, 0);
 		else
-			(void)smart_cas_sync(sp->w, smart__ht_ent_addr(sp->sh,
-					     sp->s), sp->ent | sp->lock,
-					     sp->ent, &old);
+			(void)smart_cas_sync(sp->w,
+					     smart__ht_ent_addr(sp->sh, sp->s),
+					     sp->ent | sp->lock, sp->ent, &old);
 		return rc;
 	}
 	rc = split_locked(sp, &keep);
@@ -672,7 +678,7 @@ int smart__ht_split_resume(smart_ht_t *t, smart_worker_t *w,
 	int rc, keep = 1;
 
 	if (!smart__ht_sib_ok(rec, s, ent))
-		return SMART_EPROTO;	/* not a record of ours */
+		return SMART_EPROTO; /* not a record of ours */
 	/* the entry as it was before the split: S at depth ld, unlocked;
 	 * publish accepts the canonical entry at ld + 1 already */
 	split_init(&sp, t, w, sh, s, ld, HT_ENT(ld, HT_ENT_OFF(ent)));

@@ -54,25 +54,25 @@
 
 /* MRs per domain: messaging's slabs and landing, and a staging region
  * per connection (up to 4096 of them, rpc.h), beside a blade's few */
-#define SHM_MAX_MR	 8192
-#define SHM_MAX_INLINE	 64
-#define SHM_MAX_SEND_WR	 65536
-#define SHM_MAX_CQE	 (1u << 20)
+#define SHM_MAX_MR	8192
+#define SHM_MAX_INLINE	64
+#define SHM_MAX_SEND_WR 65536
+#define SHM_MAX_CQE	(1u << 20)
 
 /* Two-sided (rule 8, shm_recv.c): a receive queue's entries and the
  * longest message; its shared segment stays below SHM_RSEG_MAX bytes. */
-#define SHM_MAX_RECV_WR	 4096
-#define SHM_MAX_MSG	 (1u << 20)
-#define SHM_RSEG_MAX	 (UINT64_C(1) << 30)
+#define SHM_MAX_RECV_WR 4096
+#define SHM_MAX_MSG	(1u << 20)
+#define SHM_RSEG_MAX	(UINT64_C(1) << 30)
 /* How long a SEND waits for a receive before it fails SMART_TP_WC_RNR
  * (receiver not ready), as verbs' RNR retries would. */
-#define SHM_RNR_NS	 (UINT64_C(500) * 1000 * 1000)
+#define SHM_RNR_NS	(UINT64_C(500) * 1000 * 1000)
 
-#define SHM_REGION_MAGIC 0x524d4853u	/* "SHMR" */
-#define SHM_PEER_MAGIC	 0x504d4853u	/* "SHMP" */
-#define SHM_QP_MAGIC	 0x514d4853u	/* "SHMQ" */
-#define SHM_ACC_MAGIC	 0x414d4853u	/* "SHMA" */
-#define SHM_BLOB_VERSION 2	/* 2: device memory in the region blob */
+#define SHM_REGION_MAGIC 0x524d4853u /* "SHMR" */
+#define SHM_PEER_MAGIC	 0x504d4853u /* "SHMP" */
+#define SHM_QP_MAGIC	 0x514d4853u /* "SHMQ" */
+#define SHM_ACC_MAGIC	 0x414d4853u /* "SHMA" */
+#define SHM_BLOB_VERSION 2	     /* 2: device memory in the region blob */
 /* Emulated device memory (rule 7): as much as mlx5 NICs commonly offer
  * (Sherman's kLockChipMemSize, 256 KiB), in the region's memfd after the
  * region; its key is the region's with bit 31 set, which no MR key has. */
@@ -81,8 +81,8 @@
 
 struct shm_mr {
 	struct smart_tp_mr pub;
-	size_t map_len;		/* bytes mapped (rounded to the page size) */
-	size_t page;		/* the page size backing it */
+	size_t map_len; /* bytes mapped (rounded to the page size) */
+	size_t page;	/* the page size backing it */
 	int slot;
 };
 
@@ -92,17 +92,17 @@ struct shm_adv_cq;
 
 struct smart_tp_domain {
 	const struct smart__log *log;
-	struct shm_model *model;	/* RNIC model, NULL = off */
-	struct shm_adv *adv;		/* adversarial mode, NULL = off */
-	pthread_mutex_t lock;	/* registration only, never the data path */
+	struct shm_model *model; /* RNIC model, NULL = off */
+	struct shm_adv *adv;	 /* adversarial mode, NULL = off */
+	pthread_mutex_t lock;	 /* registration only, never the data path */
 	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
-	uint32_t gen;		/* key generation, under lock */
+	uint32_t gen; /* key generation, under lock */
 	uint32_t next_id;
 	/* failed remotes still attached: every poll reads this once (its
 	 * own line: qp_create and mr_alloc write gen and next_id) and looks
 	 * at each doorbell's remote only when it is non-zero (rare) */
 	_Atomic uint32_t failures smart_aligned_cl;
-	_Atomic uint64_t rnr_waits;	/* SENDs that waited for a receive */
+	_Atomic uint64_t rnr_waits; /* SENDs that waited for a receive */
 	/* this process is registered for membarrier's global expedited
 	 * barrier: a receiver about to sleep can order the senders' stores
 	 * itself, so they need no fence per message (shm_recv.c) */
@@ -110,18 +110,18 @@ struct smart_tp_domain {
 };
 
 struct smart_tp_remote {
-	_Atomic int failed;	/* remote_fail(): execute nothing more */
-	struct smart_tp_domain *d;	/* counts it in d->failures */
-	uint8_t *map;		/* this process's mapping of the region */
+	_Atomic int failed;	   /* remote_fail(): execute nothing more */
+	struct smart_tp_domain *d; /* counts it in d->failures */
+	uint8_t *map;		   /* this process's mapping of the region */
 	uint64_t size;
 	uint64_t map_len;
-	uint64_t base;		/* the blade's address of byte 0 */
+	uint64_t base; /* the blade's address of byte 0 */
 	uint32_t rkey;
 	int hugepages;
-	int read_only;		/* its owner sealed it against writes (a
+	int read_only; /* its owner sealed it against writes (a
 				 * peer's rendezvous staging): mapped
 				 * PROT_READ, only READs go */
-	uint8_t *dm;		/* device memory: mapped after the region
+	uint8_t *dm;   /* device memory: mapped after the region
 				 * (map_len counts both); dm_len 0 when the
 				 * region has none */
 	uint64_t dm_len;
@@ -149,24 +149,26 @@ struct smart_tp_responder {
  * Either end may be a hostile process: each keeps the sizes of its own
  * blob and checks every value it reads from the segment before it uses it.
  */
-#define SHM_RS_SEQ_MASK	 0x00ffffffu	/* in seq: message number + 1 */
-#define SHM_RS_FLAG_SHIFT 24		/* in seq: the flags below */
-#define SHM_RS_TOO_LONG	 0x1u
-#define SHM_RS_WRITE	 0x2u		/* a WRITE_IMM's: len is the
+#define SHM_RS_SEQ_MASK	  0x00ffffffu /* in seq: message number + 1 */
+#define SHM_RS_FLAG_SHIFT 24	      /* in seq: the flags below */
+#define SHM_RS_TOO_LONG	  0x1u
+#define SHM_RS_WRITE                                                           \
+	0x2u		/* a WRITE_IMM's: len is the
 					 * WRITE's, no bytes in the cell */
-#define SHM_RS_IMM	 0x4u		/* imm is valid */
+#define SHM_RS_IMM 0x4u /* imm is valid */
 
 struct shm_cell {
-	_Atomic uint32_t seq;	/* sender, last: number + 1 | flags << 24 */
-	uint32_t short_by;	/* receiver: max_msg minus the buffer's
+	_Atomic uint32_t seq; /* sender, last: number + 1 | flags << 24 */
+	uint32_t short_by;    /* receiver: max_msg minus the buffer's
 				 * length (0 for a full-length receive, so
 				 * that a fresh cell needs no write) */
-	uint32_t len;		/* sender: the message's length */
+	uint32_t len;	      /* sender: the message's length */
 	uint32_t imm;
 	/* the message's bytes follow, up to max_msg */
 };
 
-#define SHM_SEG_SENDER_FENCES 0x1u	/* in flags: the receiver cannot
+#define SHM_SEG_SENDER_FENCES                                                  \
+	0x1u /* in flags: the receiver cannot
 					 * order its senders (membarrier):
 					 * they fence before they look at
 					 * armed */
@@ -176,32 +178,33 @@ struct shm_rseg {
 	/* the receiver, about to sleep on its CQ's event descriptor, sets
 	 * it; the sender that delivers next clears it and signals (rule 9) */
 	_Atomic uint32_t armed;
-	_Atomic uint32_t posted smart_aligned_cl;	/* receiver */
-	_Atomic uint32_t closed smart_aligned_cl;	/* receiver */
-	uint8_t cells[] smart_aligned_cl;	/* [nslots] of shm_cell_len */
+	_Atomic uint32_t posted smart_aligned_cl; /* receiver */
+	_Atomic uint32_t closed smart_aligned_cl; /* receiver */
+	uint8_t cells[] smart_aligned_cl;	  /* [nslots] of shm_cell_len */
 };
 
 /* One cell's bytes: its header and max_msg, whole cache lines. */
 static inline size_t shm_cell_len(uint32_t max_msg)
 {
-	return ((size_t)max_msg + sizeof(struct shm_cell) +
-		SMART_CACHELINE - 1) & ~(size_t)(SMART_CACHELINE - 1);
+	return ((size_t)max_msg + sizeof(struct shm_cell) + SMART_CACHELINE -
+		1) &
+	       ~(size_t)(SMART_CACHELINE - 1);
 }
 
 /* The receive side of a QP: its segment and its receives. */
 struct shm_rq {
 	struct shm_rseg *seg;
-	size_t cell_len;	/* cell i at seg->cells + i * cell_len */
+	size_t cell_len; /* cell i at seg->cells + i * cell_len */
 	size_t seg_len;
 	int fd;
 	uint32_t nslots, max_msg;
-	struct smart_tp_recv *ents;	/* [nslots] */
-	uint32_t *told;		/* [nslots]: each cell's short_by as we
+	struct smart_tp_recv *ents; /* [nslots] */
+	uint32_t *told;		    /* [nslots]: each cell's short_by as we
 				 * last wrote it (0: a fresh cell's) */
-	uint32_t posted, taken;	/* receives posted, completed */
-	uint32_t close_at;	/* delivered when closed, with closed */
+	uint32_t posted, taken;	    /* receives posted, completed */
+	uint32_t close_at;	    /* delivered when closed, with closed */
 	int closed;
-	int handed;		/* its descriptor went out (qp_fds) */
+	int handed; /* its descriptor went out (qp_fds) */
 	/* rule 9, on a CQ with events: a datagram socket pair per queue,
 	 * wake_rx in the CQ's epoll set, wake_tx for the peer's sender
 	 * (each peer its own: none can take another's wake-ups, and send
@@ -215,12 +218,12 @@ struct shm_peer {
 	size_t cell_len;
 	size_t seg_len;
 	uint32_t nslots, max_msg;
-	uint32_t sent;		/* messages delivered into its cells */
-	uint32_t posted;	/* its `posted` when last read */
-	uint64_t rnr_since;	/* when the head SEND first met no receive */
-	int wake_fd;		/* the peer's wake socket (its queue's
+	uint32_t sent;	    /* messages delivered into its cells */
+	uint32_t posted;    /* its `posted` when last read */
+	uint64_t rnr_since; /* when the head SEND first met no receive */
+	int wake_fd;	    /* the peer's wake socket (its queue's
 				 * wake_tx), or -1 */
-	int fence;		/* fence before looking at armed */
+	int fence;	    /* fence before looking at armed */
 };
 
 /* The length of a cell's receive as its receiver told it (a receiver
@@ -241,7 +244,7 @@ static inline struct shm_cell *shm_cell_at(struct shm_rseg *seg,
 
 /* shm_exec's answer for a SEND that found no receive yet: the doorbell
  * waits (no completion status). */
-#define SHM_ST_RNR_WAIT	 (-1)
+#define SHM_ST_RNR_WAIT (-1)
 
 /* Sim only (one OS thread, docs/sim.md): a lock as a simulated resource,
  * free from free_at (ticks); ends[] the last holds' ends, newest at
@@ -254,40 +257,40 @@ struct shm_sim_res {
 
 struct shm_wqe {
 	struct smart_tp_wr wr;
-	uint64_t due;		/* model: completion time in model ticks */
+	uint64_t due; /* model: completion time in model ticks */
 	uint8_t inl[SHM_MAX_INLINE];
 };
 
 struct shm_db {
 	struct smart_tp_qp *qp;
 	uint32_t n;
-	uint32_t one_sided;	/* no SEND or WRITE_IMM: a later one-sided
+	uint32_t one_sided; /* no SEND or WRITE_IMM: a later one-sided
 				 * chain of its QP may grow it (shm_qp.c) */
 };
 
 struct smart_tp_cq {
 	struct smart_tp_domain *d;
-	struct shm_model *model;	/* d->model */
-	int special;		/* model or adversary on: poll's one test */
+	struct shm_model *model; /* d->model */
+	int special;		 /* model or adversary on: poll's one test */
 	uint32_t flags;
 	smart_spinlock_t lock;
-	struct smart_tp_wc *wc;	/* completion ring */
+	struct smart_tp_wc *wc; /* completion ring */
 	uint32_t wc_mask, wc_head, wc_tail;
-	struct shm_db *db;	/* doorbell FIFO awaiting execution */
+	struct shm_db *db; /* doorbell FIFO awaiting execution */
 	uint32_t db_mask, db_head, db_tail;
-	uint32_t committed;	/* its QPs' send queue entries, under lock:
+	uint32_t committed;	  /* its QPs' send queue entries, under lock:
 				 * the FIFO holds more (shm_cq_commit) */
-	uint32_t touch_gen;	/* poll pass number, for shm_touch */
-	struct shm_adv_cq *adv;	/* adversarial mode's state, NULL = off */
-	_Atomic int dead;	/* the adversary failed it (cq_fail): poll
+	uint32_t touch_gen;	  /* poll pass number, for shm_touch */
+	struct shm_adv_cq *adv;	  /* adversarial mode's state, NULL = off */
+	_Atomic int dead;	  /* the adversary failed it (cq_fail): poll
 				 * returns this for ever, post refuses */
-	uint32_t pass;		/* poll number: RNR stalls of this pass */
-	struct smart_tp_qp **rqs;	/* its QPs with a receive queue */
-	uint32_t nrq, rq_cap;	/* under lock (create, destroy) */
-	uint32_t rq_next;	/* the queue poll looks at first: the one
+	uint32_t pass;		  /* poll number: RNR stalls of this pass */
+	struct smart_tp_qp **rqs; /* its QPs with a receive queue */
+	uint32_t nrq, rq_cap;	  /* under lock (create, destroy) */
+	uint32_t rq_next;	  /* the queue poll looks at first: the one
 				 * after the queue that filled the last
 				 * batch (no peer's flood starves others) */
-	int evfd;		/* SMART_TP_CQ_EVENTS: an epoll set of its
+	int evfd;		  /* SMART_TP_CQ_EVENTS: an epoll set of its
 				 * queues' wake_rx (rule 9); else -1 */
 };
 
@@ -297,8 +300,8 @@ enum { SHM_QP_RESET, SHM_QP_RTS, SHM_QP_DOOMED, SHM_QP_ERR };
 
 struct smart_tp_qp {
 	struct smart_tp_domain *d;
-	struct shm_model *model;	/* d->model */
-	struct shm_doorbell *db;	/* model: this QP's doorbell */
+	struct shm_model *model; /* d->model */
+	struct shm_doorbell *db; /* model: this QP's doorbell */
 	struct smart_tp_cq *cq;
 	struct smart_tp_remote *r;
 	uint32_t flags;
@@ -307,13 +310,13 @@ struct smart_tp_qp {
 	uint32_t id;
 	struct shm_wqe *sq;
 	uint32_t sq_mask;
-	_Atomic uint32_t sq_head;	/* next WR to execute */
-	uint32_t sq_tail;		/* next free entry */
-	uint32_t touch_gen;	/* last poll pass that prefetched for it */
-	struct shm_rq *rq;	/* receive queue, NULL: one-sided QP */
-	struct shm_peer *peer;	/* peer's receive queue, once connected */
-	uint32_t stall_pass;	/* cq->pass of its last RNR stall, + 1 */
-	struct shm_sim_res sim_lock;	/* sim only: a shared QP's lock */
+	_Atomic uint32_t sq_head;    /* next WR to execute */
+	uint32_t sq_tail;	     /* next free entry */
+	uint32_t touch_gen;	     /* last poll pass that prefetched for it */
+	struct shm_rq *rq;	     /* receive queue, NULL: one-sided QP */
+	struct shm_peer *peer;	     /* peer's receive queue, once connected */
+	uint32_t stall_pass;	     /* cq->pass of its last RNR stall, + 1 */
+	struct shm_sim_res sim_lock; /* sim only: a shared QP's lock */
 };
 
 /* Zeroed memory on cache lines of its own (len rounded up to whole lines):
@@ -414,12 +417,12 @@ static inline int shm_sealed(int fd, int need)
  * *rp the remote bytes, or the error status of the completion.  Always
  * inlined: GCC made a function of it, a call per WR executed. */
 static inline __attribute__((always_inline)) int
-shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
-	     uint8_t **rp)
+shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
 {
 	/* a peer QP may have no region of its peer's */
-	*rp = smart_likely(qp->r) ? shm_remote_ptr(qp->r, wr->rkey,
-						   wr->remote, wr->len) : NULL;
+	*rp = smart_likely(qp->r) ?
+		      shm_remote_ptr(qp->r, wr->rkey, wr->remote, wr->len) :
+		      NULL;
 	if (smart_unlikely(!*rp))
 		return SMART_TP_WC_REM_ACCESS;
 	/* the mapping of a sealed region is PROT_READ: a store would fault */
@@ -428,8 +431,7 @@ shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
 		return SMART_TP_WC_REM_ACCESS;
 	/* inline bytes are the WQE's own (post refused longer ones) */
 	if (!shm_wr_inline(wr) &&
-	    smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local,
-					 wr->len)))
+	    smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local, wr->len)))
 		return SMART_TP_WC_LOC_PROT;
 	return SMART_TP_WC_OK;
 }
@@ -476,8 +478,7 @@ static inline int shm_exec_atomic(const struct smart_tp_wr *wr, uint8_t *rp)
 {
 	uint64_t old;
 
-	if (!smart_tp_atomic(wr->opcode) || wr->len != 8 ||
-	    ((uintptr_t)rp & 7))
+	if (!smart_tp_atomic(wr->opcode) || wr->len != 8 || ((uintptr_t)rp & 7))
 		return SMART_TP_WC_BAD_WR;
 	if (wr->opcode == SMART_TP_CAS) {
 		old = wr->compare_add;
@@ -542,16 +543,13 @@ int smart__shm_rq_create(struct smart_tp_qp *qp,
 /* The receive queue and, once connected, the peer's mapping (a peer is
  * only ever connected to a QP with receives). */
 void smart__shm_rq_destroy(struct smart_tp_qp *qp);
-int smart__shm_qp_fds(const struct smart_tp_qp *qp,
-		      int fds[SMART_TP_PEER_FDS]);
-int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,
-			 size_t *len);
+int smart__shm_qp_fds(const struct smart_tp_qp *qp, int fds[SMART_TP_PEER_FDS]);
+int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob, size_t *len);
 int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
-			       struct smart_tp_remote *r,
-			       const void *peer_blob, size_t len,
-			       const int *fds, int nfds);
-int smart__shm_post_recv(struct smart_tp_qp *qp,
-			 const struct smart_tp_recv *rs, int n);
+			       struct smart_tp_remote *r, const void *peer_blob,
+			       size_t len, const int *fds, int nfds);
+int smart__shm_post_recv(struct smart_tp_qp *qp, const struct smart_tp_recv *rs,
+			 int n);
 /* Mark qp's receive segment armed (cq_arm; the CQ's lock held). */
 void smart__shm_rq_arm(struct smart_tp_qp *qp);
 /* Post's check of a chain's SENDs against the peer (SMART_EINVAL). */
@@ -582,9 +580,9 @@ struct shm_model_params {
 	uint64_t handoff_ns;	/* sim only: doorbell hand-off per spinner */
 	uint64_t atomic_ns;	/* sim only: responder time of one atomic on
 				 * an address (same-address serialised) */
-	uint64_t pcie_wr_bytes;	/* sim only: PCIe inbound bytes per WR, 0 off */
-	uint64_t pcie_miss_bytes;	/* sim only: more per WQE-cache miss */
-	double pcie_gbs;	/* sim only: PCIe inbound budget, GB/s */
+	uint64_t pcie_wr_bytes; /* sim only: PCIe inbound bytes per WR, 0 off */
+	uint64_t pcie_miss_bytes; /* sim only: more per WQE-cache miss */
+	double pcie_gbs;	  /* sim only: PCIe inbound budget, GB/s */
 };
 
 /* A doorbell register: a real spinlock held for the modelled MMIO time.
@@ -594,8 +592,8 @@ struct shm_doorbell {
 	smart_spinlock_t lock;
 	int index;
 	_Atomic uint64_t rings, contended, misses;
-	struct shm_doorbell *next;	/* own doorbells, under d->lock */
-	struct shm_sim_res sim;	/* sim only: the register */
+	struct shm_doorbell *next; /* own doorbells, under d->lock */
+	struct shm_sim_res sim;	   /* sim only: the register */
 } smart_aligned_cl;
 
 /* The model of one domain (one NIC).  Ticks are TSC cycles, or ns when
@@ -604,25 +602,25 @@ struct shm_model {
 	struct shm_model_params p;
 	struct smart__clock clock;
 	int use_tsc;
-	uint64_t rtt, hold, wr, miss;	/* parameters in ticks */
-	uint64_t handoff;		/* ticks, sim only */
-	uint64_t atomic;		/* ticks, sim only */
+	uint64_t rtt, hold, wr, miss; /* parameters in ticks */
+	uint64_t handoff;	      /* ticks, sim only */
+	uint64_t atomic;	      /* ticks, sim only */
 	/* sim only: the responder's atomic units, by address hash: busy
 	 * until (ticks) */
 	uint64_t atom_busy[64];
-	uint64_t pcie_busy;	/* sim only: the PCIe inbound link, ticks */
-	int sim;	/* virtual time (transport/sim): resources simulated */
-	uint32_t ndb, nded;		/* doorbells, of which dedicated */
+	uint64_t pcie_busy; /* sim only: the PCIe inbound link, ticks */
+	int sim; /* virtual time (transport/sim): resources simulated */
+	uint32_t ndb, nded; /* doorbells, of which dedicated */
 	/* mapping state, under d->lock */
-	uint32_t ded_used;	/* bit i: dedicated doorbell i taken */
-	uint32_t next_shared;	/* round robin over the shared ones */
-	int next_own;		/* index of the next own doorbell */
-	struct shm_doorbell *dbs;	/* [ndb] */
-	struct shm_doorbell *own;	/* list of own doorbells */
-	struct smart_tp_stats retired;	/* of freed own doorbells */
+	uint32_t ded_used;	       /* bit i: dedicated doorbell i taken */
+	uint32_t next_shared;	       /* round robin over the shared ones */
+	int next_own;		       /* index of the next own doorbell */
+	struct shm_doorbell *dbs;      /* [ndb] */
+	struct shm_doorbell *own;      /* list of own doorbells */
+	struct smart_tp_stats retired; /* of freed own doorbells */
 	/* the device: written by every post, so on a line of their own */
-	_Atomic uint64_t dev_busy smart_aligned_cl;	/* busy until */
-	_Atomic uint64_t outstanding;	/* WRs posted, not executed */
+	_Atomic uint64_t dev_busy smart_aligned_cl; /* busy until */
+	_Atomic uint64_t outstanding; /* WRs posted, not executed */
 };
 
 static inline uint64_t shm_model_now(const struct shm_model *m)
@@ -672,16 +670,16 @@ int smart__shm_qp_doorbell(const struct smart_tp_qp *qp);
  */
 struct shm_spec_key {
 	const char *name;
-	size_t off;		/* of a uint64_t, or of a double */
+	size_t off; /* of a uint64_t, or of a double */
 	int is_double;
 	double min, max;
 };
 
 struct shm_spec {
-	const char *what;	/* the option's name, first in messages */
+	const char *what; /* the option's name, first in messages */
 	const struct shm_spec_key *keys;
-	size_t nkeys;		/* at most 32 */
-	const char *const *words;	/* NULL-ended words for "defaults" */
+	size_t nkeys;		  /* at most 32 */
+	const char *const *words; /* NULL-ended words for "defaults" */
 };
 
 /* 0, or SMART_EINVAL with a log line; params may be half written then. */
@@ -692,43 +690,43 @@ int smart__shm_spec_parse(const struct shm_spec *s, const char *spec,
  * The adversarial mode (shm_adv.c, docs/transport.md "Adversarial mode").
  */
 struct shm_adv_params {
-	uint64_t seed;		/* CQ k draws from a stream of seed and k */
-	uint64_t pause_pct;	/* chance of a pause before a copied word */
-	uint64_t pause_ns;	/* a spinning pause */
-	uint64_t yield_pct;	/* share of pauses that sched_yield() */
-	uint64_t reexec_pct;	/* chance a READ is executed again later */
-	uint64_t hold_pct;	/* chance a completion is held back */
-	uint64_t hold_polls;	/* for 1..hold_polls polls */
-	uint64_t cq_fail;	/* a CQ fails for ever (an overrun or a dead
+	uint64_t seed;	     /* CQ k draws from a stream of seed and k */
+	uint64_t pause_pct;  /* chance of a pause before a copied word */
+	uint64_t pause_ns;   /* a spinning pause */
+	uint64_t yield_pct;  /* share of pauses that sched_yield() */
+	uint64_t reexec_pct; /* chance a READ is executed again later */
+	uint64_t hold_pct;   /* chance a completion is held back */
+	uint64_t hold_polls; /* for 1..hold_polls polls */
+	uint64_t cq_fail;    /* a CQ fails for ever (an overrun or a dead
 				 * device on a NIC) once it has delivered
 				 * this many completions; 0: never */
-	uint64_t read_down;	/* chance a READ copies its units from the
+	uint64_t read_down;  /* chance a READ copies its units from the
 				 * highest address down (no random order) */
 };
 
 /* What the adversary did, over the whole domain. */
 struct shm_adv_stats {
-	uint64_t pauses;	/* copies paused in the middle */
-	uint64_t yields;	/* of which by sched_yield() */
-	uint64_t scrambled;	/* copies of several units not in address
+	uint64_t pauses;      /* copies paused in the middle */
+	uint64_t yields;      /* of which by sched_yield() */
+	uint64_t scrambled;   /* copies of several units not in address
 				 * order */
-	uint64_t reexecs;	/* READs executed again after later WRs */
-	uint64_t late;		/* completions delivered a poll or more
+	uint64_t reexecs;     /* READs executed again after later WRs */
+	uint64_t late;	      /* completions delivered a poll or more
 				 * after their WR executed */
-	uint64_t reordered;	/* completions delivered before an older one
+	uint64_t reordered;   /* completions delivered before an older one
 				 * of another QP */
-	uint64_t cq_failures;	/* CQs failed by cq_fail */
-	uint64_t descended;	/* READs copied from the top down (read_down) */
-	uint64_t unit_hooks;	/* calls of the unit hook */
+	uint64_t cq_failures; /* CQs failed by cq_fail */
+	uint64_t descended;   /* READs copied from the top down (read_down) */
+	uint64_t unit_hooks;  /* calls of the unit hook */
 };
 
 /* A completion the adversary holds. */
 struct shm_held {
 	struct smart_tp_wc wc;
-	uint64_t born, due;	/* poll numbers: executed, may go from */
-	uint32_t lane;		/* the QP's id: one RC order per lane */
-	int32_t next;		/* delivery scratch: next of its lane */
-	uint8_t gone;		/* delivery scratch: delivered */
+	uint64_t born, due; /* poll numbers: executed, may go from */
+	uint32_t lane;	    /* the QP's id: one RC order per lane */
+	int32_t next;	    /* delivery scratch: next of its lane */
+	uint8_t gone;	    /* delivery scratch: delivered */
 };
 
 /* A READ to execute again before the poll ends. */
@@ -744,13 +742,13 @@ struct shm_redo {
  * lock when shared), like the CQ itself. */
 struct shm_adv_cq {
 	struct shm_adv *a;
-	smart_rng_t rng;	/* this CQ's stream */
-	uint64_t polls;		/* polls so far */
-	uint64_t delivered;	/* completions delivered so far */
+	smart_rng_t rng;    /* this CQ's stream */
+	uint64_t polls;	    /* polls so far */
+	uint64_t delivered; /* completions delivered so far */
 	uint32_t nheld, cap;
 	struct shm_redo redo[SHM_ADV_REDO_MAX];
 	uint32_t nredo;
-	struct shm_held held[];	/* [cap], oldest first */
+	struct shm_held held[]; /* [cap], oldest first */
 };
 
 /* Domain open/close: d->adv from the spec (NULL, "" or "off" = off);

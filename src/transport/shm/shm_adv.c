@@ -62,10 +62,12 @@
 #include "util/clock.h"
 #include "util/log.h"
 
-#define SHM_ADV_LANES 64	/* QPs whose completions one poll sorts */
-#define SHM_ADV_PAUSES_MAX 16	/* pauses in one copy: a 64 KiB READ must
+#define SHM_ADV_LANES 64 /* QPs whose completions one poll sorts */
+#define SHM_ADV_PAUSES_MAX                                                     \
+	16 /* pauses in one copy: a 64 KiB READ must
 				 * not take milliseconds */
-#define SHM_ADV_EARLY_PCT 25	/* chance, before each WR, that pending
+#define SHM_ADV_EARLY_PCT                                                      \
+	25 /* chance, before each WR, that pending
 				 * redos run there rather than later: a
 				 * redo may then land between later WRs, not
 				 * only after all of them */
@@ -73,7 +75,7 @@
 /* The domain's adversary: parameters and counters. */
 struct shm_adv {
 	struct shm_adv_params p;
-	_Atomic uint32_t cqs;	/* CQs created: their stream numbers */
+	_Atomic uint32_t cqs; /* CQs created: their stream numbers */
 	_Atomic uint64_t pauses, yields, scrambled, reexecs, late, reordered;
 	_Atomic uint64_t cq_failures, descended, unit_hooks;
 	/* a test's hook between a READ's units: arg stored before fn */
@@ -85,7 +87,7 @@ static const struct shm_adv_params shm_adv_defaults = {
 	.seed = 1,
 	.pause_pct = 20,
 	.pause_ns = 1000,
-	.yield_pct = 1,		/* a yield lets a thread sharing the core
+	.yield_pct = 1, /* a yield lets a thread sharing the core
 				 * in mid-copy, but on a loaded machine it
 				 * can give away a whole time slice (ms) */
 	.reexec_pct = 50,
@@ -93,8 +95,10 @@ static const struct shm_adv_params shm_adv_defaults = {
 	.hold_polls = 4,
 };
 
-#define SHM_ADV_KEY(n, lo, hi) \
-	{ #n, offsetof(struct shm_adv_params, n), 0, lo, hi }
+#define SHM_ADV_KEY(n, lo, hi)                                                 \
+	{                                                                      \
+#n, offsetof(struct shm_adv_params, n), 0, lo, hi              \
+	}
 
 static const struct shm_spec_key shm_adv_keys[] = {
 	SHM_ADV_KEY(seed, 0, 18446744073709551615.0),
@@ -111,7 +115,9 @@ static const struct shm_spec_key shm_adv_keys[] = {
 static const char *const shm_adv_words[] = { "on", "default", NULL };
 
 static const struct shm_spec shm_adv_spec = {
-	"shm_adversarial", shm_adv_keys, SMART_ARRAY_SIZE(shm_adv_keys),
+	"shm_adversarial",
+	shm_adv_keys,
+	SMART_ARRAY_SIZE(shm_adv_keys),
 	shm_adv_words,
 };
 
@@ -130,7 +136,8 @@ int smart__shm_adv_open(struct smart_tp_domain *d, const char *spec)
 	if (!spec || !spec[0] || !strcmp(spec, "off"))
 		return 0;
 	if (d->model) {
-		smart__err(d->log, "shm_adversarial: cannot be combined with "
+		smart__err(d->log,
+			   "shm_adversarial: cannot be combined with "
 			   "nic_model (the model times WRs, the adversary "
 			   "reorders them); switch one off");
 		return SMART_EINVAL;
@@ -142,13 +149,14 @@ int smart__shm_adv_open(struct smart_tp_domain *d, const char *spec)
 	if (!a)
 		return SMART_ENOMEM;
 	a->p = p;
-	smart__info(d->log, "shm adversarial mode on: seed=%" PRIu64
-		    " pause_pct=%" PRIu64 " pause_ns=%" PRIu64 " yield_pct=%"
-		    PRIu64 " reexec_pct=%" PRIu64 " hold_pct=%" PRIu64
-		    " hold_polls=%" PRIu64 " cq_fail=%" PRIu64 " read_down=%"
-		    PRIu64, p.seed, p.pause_pct, p.pause_ns, p.yield_pct,
-		    p.reexec_pct, p.hold_pct, p.hold_polls, p.cq_fail,
-		    p.read_down);
+	smart__info(d->log,
+		    "shm adversarial mode on: seed=%" PRIu64
+		    " pause_pct=%" PRIu64 " pause_ns=%" PRIu64
+		    " yield_pct=%" PRIu64 " reexec_pct=%" PRIu64
+		    " hold_pct=%" PRIu64 " hold_polls=%" PRIu64
+		    " cq_fail=%" PRIu64 " read_down=%" PRIu64,
+		    p.seed, p.pause_pct, p.pause_ns, p.yield_pct, p.reexec_pct,
+		    p.hold_pct, p.hold_polls, p.cq_fail, p.read_down);
 	d->adv = a;
 	return 0;
 }
@@ -170,8 +178,9 @@ int smart__shm_adv_cq_init(struct smart_tp_cq *cq, uint32_t depth)
 	c->a = a;
 	c->cap = depth;
 	k = atomic_fetch_add_explicit(&a->cqs, 1, memory_order_relaxed);
-	smart_rng_seed(&c->rng, a->p.seed ^
-		       (uint64_t)(k + 1) * UINT64_C(0x9e3779b97f4a7c15));
+	smart_rng_seed(&c->rng,
+		       a->p.seed ^ (uint64_t)(k + 1) *
+					   UINT64_C(0x9e3779b97f4a7c15));
 	cq->adv = c;
 	return 0;
 }
@@ -342,7 +351,7 @@ int smart__shm_adv_exec(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
 	if (c->nredo && ((wr->flags & SMART_TP_FENCE) ||
 			 shm_adv_chance(c, SHM_ADV_EARLY_PCT)))
 		shm_adv_redo_all(c);
-	if (wr->opcode >= SMART_TP_SEND)	/* two-sided: plain copies */
+	if (wr->opcode >= SMART_TP_SEND) /* two-sided: plain copies */
 		return smart__shm_exec_send(qp, e);
 	st = shm_wr_check(qp, wr, &rp);
 	if (st != SMART_TP_WC_OK)
@@ -357,7 +366,7 @@ int smart__shm_adv_exec(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
 		shm_adv_copy(c, rp, shm_wr_inline(wr) ? e->inl : wr->local,
 			     wr->len, 1);
 		return SMART_TP_WC_OK;
-	default:	/* CAS, FAA or a bad opcode */
+	default: /* CAS, FAA or a bad opcode */
 		return shm_exec_atomic(wr, rp);
 	}
 }
@@ -372,7 +381,8 @@ void smart__shm_adv_complete(struct smart_tp_cq *cq,
 	struct shm_adv_cq *c = cq->adv;
 	struct shm_held *h = &c->held[c->nheld++];
 
-	h->wc = (struct smart_tp_wc){ .wr_id = wr->wr_id, .status = status,
+	h->wc = (struct smart_tp_wc){ .wr_id = wr->wr_id,
+				      .status = status,
 				      .opcode = wr->opcode };
 	h->lane = qp->id;
 	h->born = h->due = c->polls;
@@ -383,8 +393,8 @@ void smart__shm_adv_complete(struct smart_tp_cq *cq,
 /* The completions of one QP that may go in this poll, oldest first. */
 struct shm_lane {
 	uint32_t id;
-	int32_t head, tail;	/* indexes into held, -1 = none */
-	int blocked;		/* one of its completions is still held */
+	int32_t head, tail; /* indexes into held, -1 = none */
+	int blocked;	    /* one of its completions is still held */
 };
 
 /* Sort the held completions into their lanes' lists.  A lane's list stops

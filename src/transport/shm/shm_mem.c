@@ -98,8 +98,7 @@ void smart__shm_domain_close(struct smart_tp_domain *d)
 	free(d);
 }
 
-void smart__shm_query_caps(struct smart_tp_domain *d,
-			   struct smart_tp_caps *out)
+void smart__shm_query_caps(struct smart_tp_domain *d, struct smart_tp_caps *out)
 {
 	out->max_inline = SHM_MAX_INLINE;
 	out->max_send_wr = SHM_MAX_SEND_WR;
@@ -111,10 +110,10 @@ void smart__shm_query_caps(struct smart_tp_domain *d,
 	out->nic = d->model != NULL;
 	out->max_dm = SHM_DM_MAX;
 	out->dm_emulated = 1;
-	out->atomics = 1;	/* CPU atomics on the shared mapping */
+	out->atomics = 1; /* CPU atomics on the shared mapping */
 	out->max_recv_wr = SHM_MAX_RECV_WR;
 	out->max_msg = SHM_MAX_MSG;
-	out->peer_fd = 1;	/* the receive segment is a memfd */
+	out->peer_fd = 1; /* the receive segment is a memfd */
 }
 
 /* A shared region cannot shrink (F_SEAL_SEAL keeps it so): a process
@@ -144,8 +143,8 @@ static int shm_seal(int fd, int shareable)
 	int seals = SHM_REGION_SEALS;
 
 	if (shareable == SMART_TP_MR_PEER_READ)
-		seals = SMART_M_SHM_STAGE_WRITABLE ? SHM_REGION_SEALS
-						    : SHM_RO_SEALS;
+		seals = SMART_M_SHM_STAGE_WRITABLE ? SHM_REGION_SEALS :
+						     SHM_RO_SEALS;
 	return fcntl(fd, F_ADD_SEALS, seals | F_SEAL_SEAL);
 }
 
@@ -153,13 +152,14 @@ static int shm_seal(int fd, int shareable)
  * pages first when hugepages != 0.  Returns the mapping or MAP_FAILED. */
 static void *shm_map(size_t len, int huge, int shareable, int *fd_out)
 {
-	int fd = -1, mflags = MAP_SHARED, ro = shareable == SMART_TP_MR_PEER_READ;
+	int fd = -1, mflags = MAP_SHARED,
+	    ro = shareable == SMART_TP_MR_PEER_READ;
 	void *p;
 
 	if (shareable) {
 		fd = memfd_create(ro ? "smart-stage" : "smart-region",
 				  MFD_CLOEXEC | MFD_ALLOW_SEALING |
-				  (huge ? MFD_HUGETLB : 0));
+					  (huge ? MFD_HUGETLB : 0));
 		if (fd < 0)
 			return MAP_FAILED;
 		if (ftruncate(fd, (off_t)len) < 0 ||
@@ -211,7 +211,8 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 			int shareable, struct smart_tp_mr **out)
 {
 	struct shm_mr *mr;
-	size_t huge_len = (len + SHM_HUGE_PAGE - 1) & ~(size_t)(SHM_HUGE_PAGE - 1);
+	size_t huge_len = (len + SHM_HUGE_PAGE - 1) &
+			  ~(size_t)(SHM_HUGE_PAGE - 1);
 	size_t small_len = (len + 4095) & ~(size_t)4095;
 	void *p = MAP_FAILED;
 	int fd = -1, huge = 0;
@@ -220,12 +221,13 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 	    (shareable == SMART_TP_MR_PEER_READ && hugepages > 0))
 		return SMART_EINVAL;
 	if (shareable == SMART_TP_MR_PEER_READ)
-		hugepages = 0;	/* a hugetlb mapping reserves it all */
+		hugepages = 0; /* a hugetlb mapping reserves it all */
 	if (!smart__mem_enough(len)) {
-		smart__err(d->log, "%zu bytes requested, only %llu available: "
+		smart__err(d->log,
+			   "%zu bytes requested, only %llu available: "
 			   "not allocating (touching them all would invoke the "
-			   "OOM killer)", len,
-			   (unsigned long long)smart__mem_available());
+			   "OOM killer)",
+			   len, (unsigned long long)smart__mem_available());
 		return SMART_ENOMEM;
 	}
 	mr = calloc(1, sizeof(*mr));
@@ -242,7 +244,7 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 		}
 		if (!huge)
 			smart__info(d->log, "huge pages unavailable (%m), "
-				    "using 4 KiB pages");
+					    "using 4 KiB pages");
 	}
 	if (!huge)
 		p = shm_map(small_len, 0, shareable, &fd);
@@ -251,8 +253,9 @@ int smart__shm_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
 		free(mr);
 		return SMART_ENOMEM;
 	}
-	mr->pub = (struct smart_tp_mr){ .addr = p, .len = len, .fd = fd,
-					.hugepages = huge };
+	mr->pub = (struct smart_tp_mr){
+		.addr = p, .len = len, .fd = fd, .hugepages = huge
+	};
 	mr->map_len = huge ? huge_len : small_len;
 	mr->page = huge ? SHM_HUGE_PAGE : 4096;
 	if (shm_mr_install(d, mr)) {
@@ -373,15 +376,16 @@ static int shm_blob_check(const uint8_t *b, size_t len)
 {
 	uint64_t size, dm;
 
-	if (!b || len != SHM_REGION_BLOB_LEN || smart__get32(b) != SHM_REGION_MAGIC ||
+	if (!b || len != SHM_REGION_BLOB_LEN ||
+	    smart__get32(b) != SHM_REGION_MAGIC ||
 	    smart__get32(b + 4) != SHM_BLOB_VERSION)
 		return SMART_EPROTO;
 	size = smart__get64(b + 16);
 	dm = smart__get64(b + 32);
 	if (!size || size > (UINT64_C(1) << 47) || smart__get32(b + 28) > 1 ||
 	    dm > SHM_DM_MAX || smart__get32(b + 44) ||
-	    (dm ? smart__get32(b + 40) == smart__get32(b + 24)
-		: smart__get32(b + 40) != 0))
+	    (dm ? smart__get32(b + 40) == smart__get32(b + 24) :
+		  smart__get32(b + 40) != 0))
 		return SMART_EPROTO;
 	return 0;
 }
@@ -443,15 +447,16 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 		       shm_sealed(fd, F_SEAL_WRITE);
 	/* not populated: pages come as they are touched (a populating
 	 * mapping of a sparse memfd would allocate the whole region) */
-	r->map = mmap(NULL, r->map_len + dm_map, PROT_READ |
-		      (r->read_only ? 0 : PROT_WRITE), MAP_SHARED, fd, 0);
+	r->map = mmap(NULL, r->map_len + dm_map,
+		      PROT_READ | (r->read_only ? 0 : PROT_WRITE), MAP_SHARED,
+		      fd, 0);
 	if (r->map == MAP_FAILED) {
 		smart__err(d->log, "cannot map blade region: %m");
 		free(r);
 		goto out_close;
 	}
 	r->dm = r->map + r->map_len;
-	r->map_len += dm_map;	/* what detach unmaps */
+	r->map_len += dm_map; /* what detach unmaps */
 	*out = r;
 	rc = 0;
 out_close:

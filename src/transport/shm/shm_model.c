@@ -36,7 +36,7 @@
 #include "util/log.h"
 #include "util/sim.h"
 
-#define SHM_DB_DEDICATED 4	/* mlx5: low-latency registers per context */
+#define SHM_DB_DEDICATED 4 /* mlx5: low-latency registers per context */
 
 static const struct shm_model_params shm_model_defaults = {
 	.rtt_ns = 2000,
@@ -53,8 +53,10 @@ static const struct shm_model_params shm_model_defaults = {
 };
 
 /* The keys of a spec, their field and their range. */
-#define SHM_KEY(n, dbl, lo, hi) \
-	{ #n, offsetof(struct shm_model_params, n), dbl, lo, hi }
+#define SHM_KEY(n, dbl, lo, hi)                                                \
+	{                                                                      \
+#n, offsetof(struct shm_model_params, n), dbl, lo, hi          \
+	}
 
 static const struct shm_spec_key shm_model_keys[] = {
 	SHM_KEY(rtt_ns, 0, 0, 1e9),
@@ -73,7 +75,9 @@ static const struct shm_spec_key shm_model_keys[] = {
 static const char *const shm_model_words[] = { "default", NULL };
 
 static const struct shm_spec shm_model_spec = {
-	"nic_model", shm_model_keys, SMART_ARRAY_SIZE(shm_model_keys),
+	"nic_model",
+	shm_model_keys,
+	SMART_ARRAY_SIZE(shm_model_keys),
 	shm_model_words,
 };
 
@@ -148,13 +152,14 @@ int smart__shm_model_open(struct smart_tp_domain *d, const char *spec)
 		free(m);
 		return rc;
 	}
-	smart__info(d->log, "RNIC model on (a model: never compare its "
+	smart__info(d->log,
+		    "RNIC model on (a model: never compare its "
 		    "numbers with hardware): rtt_ns=%" PRIu64 " mops=%g "
 		    "doorbells=%u (%u dedicated) db_hold_ns=%" PRIu64
 		    " wqe_cache=%" PRIu64 " miss_ns=%" PRIu64 ", clock %s",
 		    m->p.rtt_ns, m->p.mops, m->ndb, m->nded, m->p.db_hold_ns,
-		    m->p.wqe_cache, m->p.miss_ns, m->use_tsc ? "TSC" :
-		    "CLOCK_MONOTONIC");
+		    m->p.wqe_cache, m->p.miss_ns,
+		    m->use_tsc ? "TSC" : "CLOCK_MONOTONIC");
 	d->model = m;
 	return 0;
 }
@@ -272,8 +277,7 @@ void smart__shm_domain_stats(struct smart_tp_domain *d,
 			shm_stats_add(&s, db);
 		pthread_mutex_unlock(&d->lock);
 	}
-	s.rnr_waits = atomic_load_explicit(&d->rnr_waits,
-					   memory_order_relaxed);
+	s.rnr_waits = atomic_load_explicit(&d->rnr_waits, memory_order_relaxed);
 	*out = s;
 }
 
@@ -305,8 +309,9 @@ static inline uint64_t shm_db_hold(const struct shm_model *m)
 
 static inline void shm_count(_Atomic uint64_t *c, uint64_t n)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed)
-			      + n, memory_order_relaxed);
+	atomic_store_explicit(c,
+			      atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
 }
 
 /* Reserve device time for the n WRs at the SQ tail, rung at `now`, and
@@ -317,7 +322,7 @@ static uint32_t shm_device_reserve(struct shm_model *m, struct smart_tp_qp *qp,
 				   uint32_t n, uint64_t now)
 {
 	uint64_t o = atomic_fetch_add_explicit(&m->outstanding, n,
-					      memory_order_relaxed);
+					       memory_order_relaxed);
 	uint64_t cache = m->p.wqe_cache;
 	uint32_t hits = cache > o ? (uint32_t)smart_min(cache - o, n) : 0;
 	uint64_t cost = n * m->wr + (uint64_t)(n - hits) * m->miss;
@@ -349,7 +354,8 @@ void smart__shm_model_sim(struct smart_tp_domain *d)
 
 #define SHM_SIM_QUEUE 32
 _Static_assert(SMART_ARRAY_SIZE(((struct shm_sim_res *)0)->ends) ==
-	       SHM_SIM_QUEUE, "the queue scan covers the whole ring");
+		       SHM_SIM_QUEUE,
+	       "the queue scan covers the whole ring");
 
 /* Holders still holding or queued on r at `now`: the holds that end after
  * it (granted in order, so a scan from the newest stops at the first that
@@ -443,7 +449,8 @@ static void shm_atomics_reserve(struct shm_model *m, struct smart_tp_qp *qp,
 		if (!smart_tp_atomic(e->wr.opcode))
 			continue;
 		unit = &m->atom_busy[(e->wr.remote >> 3) *
-				     0x9E3779B97F4A7C15ull >> 58];
+					     0x9E3779B97F4A7C15ull >>
+				     58];
 		at = e->due - m->rtt / 2;
 		if (*unit > at)
 			at = *unit;
@@ -485,14 +492,14 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 
 	if (m->sim) {
 		now = shm_db_sim_hold(m, db, &waited);
-		smart_spin_lock(&db->lock);	/* never contended here */
+		smart_spin_lock(&db->lock); /* never contended here */
 	} else {
 		waited = !smart_spin_lock(&db->lock);
 		now = shm_db_hold(m);
 	}
 	shm_lock(cq->flags, &cq->lock);
 	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
-		rc = SMART_EAGAIN;	/* nothing posted, nothing counted */
+		rc = SMART_EAGAIN; /* nothing posted, nothing counted */
 	} else {
 		misses = shm_device_reserve(m, qp, n, now);
 		if (m->sim && m->atomic)

@@ -94,7 +94,8 @@ static void shm_wakes_drain(struct smart_tp_cq *cq)
 
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < SHM_WAKE_DRAIN &&
-		     recv(ev[i].data.fd, &b, 1, MSG_DONTWAIT) >= 0; k++)
+				recv(ev[i].data.fd, &b, 1, MSG_DONTWAIT) >= 0;
+		     k++)
 			;
 }
 
@@ -227,8 +228,10 @@ static int shm_cq_commit(struct smart_tp_cq *cq, uint32_t n)
 	shm_lock(cq->flags, &cq->lock);
 	need = (uint64_t)cq->committed + n + 1;
 	if (need > (uint64_t)cq->db_mask + 1 && !SMART_M_SHM_DB_FIXED)
-		rc = need > SHM_MAX_CQE ? SMART_ENOMEM :
-		     shm_db_grow(cq, (uint32_t)smart_roundup_pow2(need));
+		rc = need > SHM_MAX_CQE ?
+			     SMART_ENOMEM :
+			     shm_db_grow(cq,
+					 (uint32_t)smart_roundup_pow2(need));
 	if (!rc)
 		cq->committed += n;
 	shm_unlock(cq->flags, &cq->lock);
@@ -309,7 +312,7 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 
 	if (!r || !peer_blob || len != sizeof(v) || qp->state != SHM_QP_RESET ||
 	    qp->rq)
-		return SMART_EINVAL;	/* a QP with receives has a peer */
+		return SMART_EINVAL; /* a QP with receives has a peer */
 	memcpy(v, peer_blob, sizeof(v));
 	if (v[0] != SHM_ACC_MAGIC)
 		return SMART_EPROTO;
@@ -349,7 +352,7 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp)
 		return;
 	shm_cq_forget_qp(qp->cq, qp);
 	smart__shm_model_qp_detach(qp);
-	shm_qp_drop_rq(qp);	/* its receive queue and peer mapping */
+	shm_qp_drop_rq(qp); /* its receive queue and peer mapping */
 	free(qp->sq);
 	free(qp);
 }
@@ -385,7 +388,8 @@ static int shm_send_now(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	int i;
 
 	for (i = 0; i < n && qp->state == SHM_QP_RTS &&
-		    cq->wc_tail - cq->wc_head <= cq->wc_mask; i++) {
+		    cq->wc_tail - cq->wc_head <= cq->wc_mask;
+	     i++) {
 		const struct smart_tp_wr *wr = &wrs[i];
 		int st = smart__shm_exec_send_wr(qp, wr, wr->local);
 		struct smart_tp_wc *wc;
@@ -406,13 +410,13 @@ static int shm_send_now(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 
 /* Copy n WRs (and inline bytes) into the send queue behind its tail
  * (inline: a call cost as much as the copy of one WR). */
-static inline __attribute__((always_inline)) void shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
-			int n)
+static inline __attribute__((always_inline)) void
+shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n)
 {
 	for (int i = 0; i < n; i++) {
 		const struct smart_tp_wr *wr = &wrs[i];
-		struct shm_wqe *e = &qp->sq[(qp->sq_tail + (uint32_t)i) &
-					    qp->sq_mask];
+		struct shm_wqe *e =
+			&qp->sq[(qp->sq_tail + (uint32_t)i) & qp->sq_mask];
 
 		e->wr = *wr;
 		if (shm_wr_inline(wr))
@@ -439,8 +443,9 @@ static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
 		last->n += n;
 		return;
 	}
-	cq->db[cq->db_tail++ & cq->db_mask] =
-		(struct shm_db){ qp, n, (uint32_t)one_sided };
+	cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
+		qp, n, (uint32_t)one_sided
+	};
 }
 
 static int shm_post_locked(struct smart_tp_qp *qp,
@@ -453,10 +458,10 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 
 	if (smart_unlikely(qp->sq_tail - head + (uint32_t)n > qp->sq_mask + 1))
 		return SMART_EAGAIN;
-	for (i = 0; i < n; i++) {	/* the whole chain or nothing */
-		if (smart_unlikely(shm_wr_inline(&wrs[i]) &&
-				   (wrs[i].len > SHM_MAX_INLINE ||
-				    !wrs[i].local)))
+	for (i = 0; i < n; i++) { /* the whole chain or nothing */
+		if (smart_unlikely(
+			    shm_wr_inline(&wrs[i]) &&
+			    (wrs[i].len > SHM_MAX_INLINE || !wrs[i].local)))
 			return SMART_EINVAL;
 		if (smart_likely(wrs[i].opcode < SMART_TP_SEND))
 			continue;
@@ -471,7 +476,7 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 	shm_lock(cq->flags, &cq->lock);
 	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
 		shm_unlock(cq->flags, &cq->lock);
-		return SMART_EAGAIN;	/* before anything ran */
+		return SMART_EAGAIN; /* before anything ran */
 	}
 	if (!one_sided && qp->sq_tail == head && !cq->special &&
 	    !atomic_load_explicit(&qp->d->failures, memory_order_relaxed) &&
@@ -500,7 +505,7 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	if (smart_unlikely(qp->state == SHM_QP_RESET))
 		return SMART_EINVAL;
 	if (smart_unlikely(qp->cq->special) && atomic_load(&qp->cq->dead))
-		return SMART_EQP;	/* it would never complete */
+		return SMART_EQP; /* it would never complete */
 	shm_lock(qp->flags, &qp->lock);
 	rc = shm_post_locked(qp, wrs, n);
 	shm_unlock(qp->flags, &qp->lock);
@@ -509,7 +514,8 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 
 /* Execute one WR; returns a completion status.  Inline in the plain
  * poll's loop (out of line it cost a fifth of the WR's execution). */
-static inline __attribute__((always_inline)) int shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
+static inline __attribute__((always_inline)) int
+shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
@@ -534,7 +540,7 @@ static inline __attribute__((always_inline)) int shm_exec(struct smart_tp_qp *qp
 		shm_copy_to_remote(rp, shm_wr_inline(wr) ? e->inl : wr->local,
 				   wr->len);
 		return SMART_TP_WC_OK;
-	default:	/* CAS, FAA or a bad opcode */
+	default: /* CAS, FAA or a bad opcode */
 		return shm_exec_atomic(wr, rp);
 	}
 }
@@ -544,7 +550,7 @@ static inline __attribute__((always_inline)) int shm_exec(struct smart_tp_qp *qp
 struct shm_out {
 	struct smart_tp_wc *wc;
 	int n, max;
-	uint32_t failures;	/* d->failures when the poll began */
+	uint32_t failures; /* d->failures when the poll began */
 };
 
 static inline void shm_complete(struct smart_tp_cq *cq, struct shm_out *o,
@@ -579,7 +585,7 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	struct smart_tp_qp *qp = db->qp;
 	uint32_t head, first;
 
-	if (!db->n)	/* emptied by a destroyed QP: qp may be gone */
+	if (!db->n) /* emptied by a destroyed QP: qp may be gone */
 		return 1;
 	/* an earlier doorbell of its QP waits for a receive: keep order */
 	if (smart_unlikely(qp->stall_pass == cq->pass))
@@ -596,14 +602,16 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 		int st = SMART_TP_WC_FLUSH;
 
-		if (mode == SHM_RUN_ADV ? shm_adv_full(cq) :
-		    cq->wc_tail - cq->wc_head > cq->wc_mask)
+		if (mode == SHM_RUN_ADV ?
+			    shm_adv_full(cq) :
+			    cq->wc_tail - cq->wc_head > cq->wc_mask)
 			break;
 		if (mode == SHM_RUN_MODEL && e->due > now)
 			break;
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
 			st = mode == SHM_RUN_ADV ?
-			     smart__shm_adv_exec(cq, qp, e) : shm_exec(qp, e);
+				     smart__shm_adv_exec(cq, qp, e) :
+				     shm_exec(qp, e);
 			if (smart_unlikely(st == SHM_ST_RNR_WAIT)) {
 				qp->stall_pass = cq->pass;
 				break;
@@ -635,8 +643,7 @@ static int shm_requeue(struct smart_tp_cq *cq)
 {
 	if (cq->db_tail - cq->db_head > cq->db_mask)
 		return 0;
-	cq->db[cq->db_tail++ & cq->db_mask] =
-		cq->db[cq->db_head & cq->db_mask];
+	cq->db[cq->db_tail++ & cq->db_mask] = cq->db[cq->db_head & cq->db_mask];
 	return 1;
 }
 
@@ -719,9 +726,10 @@ static void shm_poll_model(struct smart_tp_cq *cq, struct shm_out *o)
 	uint32_t end = cq->db_tail;
 
 	while (o->n < o->max && cq->db_head != end) {
-		if (!shm_db_next(cq, shm_run_db_at(cq,
-			&cq->db[cq->db_head & cq->db_mask], o, SHM_RUN_MODEL,
-			now, &ran)))
+		if (!shm_db_next(cq,
+				 shm_run_db_at(
+					 cq, &cq->db[cq->db_head & cq->db_mask],
+					 o, SHM_RUN_MODEL, now, &ran)))
 			break;
 		cq->db_head++;
 	}
@@ -732,17 +740,18 @@ static void shm_poll_model(struct smart_tp_cq *cq, struct shm_out *o)
 /* The adversary's poll: run every queued doorbell (completions go to the
  * adversary, which holds them), then let it redo READs and deliver.  Kept
  * out of line and cold so that the plain poll's code stays as it was. */
-static __attribute__((noinline, cold)) void
-shm_poll_adv(struct smart_tp_cq *cq, struct shm_out *o)
+static __attribute__((noinline, cold)) void shm_poll_adv(struct smart_tp_cq *cq,
+							 struct shm_out *o)
 {
 	uint32_t end = cq->db_tail;
 
 	if (cq->db_head != end)
 		shm_touch(cq);
 	while (cq->db_head != end) {
-		if (!shm_db_next(cq, shm_run_db_at(cq,
-			&cq->db[cq->db_head & cq->db_mask], o, SHM_RUN_ADV, 0,
-			NULL)))
+		if (!shm_db_next(cq,
+				 shm_run_db_at(
+					 cq, &cq->db[cq->db_head & cq->db_mask],
+					 o, SHM_RUN_ADV, 0, NULL)))
 			break;
 		cq->db_head++;
 	}
@@ -766,14 +775,15 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 			 int max)
 {
-	struct shm_out o = { wc, 0, max, atomic_load_explicit(
-		&cq->d->failures, memory_order_acquire) };
+	struct shm_out o = { wc, 0, max,
+			     atomic_load_explicit(&cq->d->failures,
+						  memory_order_acquire) };
 	uint32_t end;
 
 	if (smart_unlikely(cq->special) && atomic_load(&cq->dead))
 		return atomic_load(&cq->dead);
 	shm_lock(cq->flags, &cq->lock);
-	if (!++cq->pass)	/* 0 is no QP's stall */
+	if (!++cq->pass) /* 0 is no QP's stall */
 		cq->pass = 1;
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
@@ -784,12 +794,14 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 			shm_poll_adv(cq, &o);
 		goto recv;
 	}
-	end = cq->db_tail;	/* requeued doorbells wait for the next poll */
+	end = cq->db_tail; /* requeued doorbells wait for the next poll */
 	if (o.n < max && shm_touch_worth(cq, end))
 		shm_touch(cq);
 	while (o.n < max && cq->db_head != end) {
-		if (!shm_db_next(cq, shm_run_db(cq,
-				 &cq->db[cq->db_head & cq->db_mask], &o)))
+		if (!shm_db_next(cq,
+				 shm_run_db(cq,
+					    &cq->db[cq->db_head & cq->db_mask],
+					    &o)))
 			break;
 		cq->db_head++;
 	}

@@ -66,11 +66,11 @@ _Static_assert(SHM_MAX_RECV_WR < SHM_RS_SEQ_MASK,
 _Static_assert(SHM_MAX_MSG + sizeof(struct shm_cell) <= UINT32_MAX,
 	       "shm_cell: a cell's length fits 32 bits");
 
-#define SHM_PEER_BLOB_LEN 16	/* magic, version, nslots, max_msg */
+#define SHM_PEER_BLOB_LEN 16 /* magic, version, nslots, max_msg */
 /* A receive segment can neither shrink nor grow (and F_SEAL_SEAL keeps it
  * so); a peer's must be sealed at least that way. */
-#define SHM_RSEG_SEALS (F_SEAL_SHRINK | F_SEAL_GROW)
-#define SHM_PEER_VERSION 3	/* 2: armed, the wake descriptor; 3: cells */
+#define SHM_RSEG_SEALS	  (F_SEAL_SHRINK | F_SEAL_GROW)
+#define SHM_PEER_VERSION  3 /* 2: armed, the wake descriptor; 3: cells */
 
 /* The whole segment. */
 static size_t rseg_len(uint32_t nslots, uint32_t max_msg)
@@ -91,8 +91,8 @@ static int rq_wake_open(struct smart_tp_cq *cq, struct shm_rq *rq)
 	rq->wake_rx = sv[0];
 	rq->wake_tx = sv[1];
 	ev.data.fd = sv[0];
-	return epoll_ctl(cq->evfd, EPOLL_CTL_ADD, sv[0], &ev) ? SMART_ENOMEM
-							       : 0;
+	return epoll_ctl(cq->evfd, EPOLL_CTL_ADD, sv[0], &ev) ? SMART_ENOMEM :
+								0;
 }
 
 int smart__shm_rq_create(struct smart_tp_qp *qp,
@@ -152,7 +152,7 @@ void smart__shm_rq_destroy(struct smart_tp_qp *qp)
 	if (qp->rq) {
 		munmap(qp->rq->seg, qp->rq->seg_len);
 		close(qp->rq->fd);
-		if (qp->rq->wake_rx >= 0)	/* leaves the CQ's set */
+		if (qp->rq->wake_rx >= 0) /* leaves the CQ's set */
 			close(qp->rq->wake_rx);
 		if (qp->rq->wake_tx >= 0)
 			close(qp->rq->wake_tx);
@@ -172,12 +172,11 @@ void smart__shm_rq_destroy(struct smart_tp_qp *qp)
 
 /* The receive segment, then the wake socket (rule 9) when the CQ has
  * events. */
-int smart__shm_qp_fds(const struct smart_tp_qp *qp,
-		      int fds[SMART_TP_PEER_FDS])
+int smart__shm_qp_fds(const struct smart_tp_qp *qp, int fds[SMART_TP_PEER_FDS])
 {
 	if (!qp->rq)
 		return 0;
-	qp->rq->handed = 1;	/* a peer may write it from now on */
+	qp->rq->handed = 1; /* a peer may write it from now on */
 	fds[0] = qp->rq->fd;
 	fds[1] = qp->rq->wake_tx;
 	return fds[1] >= 0 ? 2 : 1;
@@ -226,8 +225,7 @@ static int wake_fd_ok(int fd)
 
 /* The blob of a QP with a receive queue: what its peer needs to map the
  * segment whose descriptor goes with it. */
-int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,
-			 size_t *len)
+int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob, size_t *len)
 {
 	uint32_t v[4] = { SHM_PEER_MAGIC, SHM_PEER_VERSION, qp->rq->nslots,
 			  qp->rq->max_msg };
@@ -240,9 +238,8 @@ int smart__shm_peer_blob(const struct smart_tp_qp *qp, void *blob,
 }
 
 int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
-			       struct smart_tp_remote *r,
-			       const void *peer_blob, size_t len,
-			       const int *fds, int nfds)
+			       struct smart_tp_remote *r, const void *peer_blob,
+			       size_t len, const int *fds, int nfds)
 {
 	int fd = nfds > 0 ? fds[0] : -1, wake = nfds > 1 ? fds[1] : -1;
 	struct shm_peer *pe;
@@ -254,15 +251,15 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 
 	for (int i = 2; i < nfds; i++)
 		if (fds[i] >= 0)
-			close(fds[i]);	/* ours too, though none is asked */
+			close(fds[i]); /* ours too, though none is asked */
 	if (!qp->rq || qp->state != SHM_QP_RESET || !peer_blob ||
 	    len != SHM_PEER_BLOB_LEN || fd < 0)
 		goto out;
 	memcpy(v, peer_blob, sizeof(v));
 	rc = SMART_EPROTO;
-	if (v[0] != SHM_PEER_MAGIC || v[1] != SHM_PEER_VERSION ||
-	    !v[2] || v[2] > SHM_MAX_RECV_WR || (v[2] & (v[2] - 1)) ||
-	    !v[3] || v[3] > SHM_MAX_MSG)
+	if (v[0] != SHM_PEER_MAGIC || v[1] != SHM_PEER_VERSION || !v[2] ||
+	    v[2] > SHM_MAX_RECV_WR || (v[2] & (v[2] - 1)) || !v[3] ||
+	    v[3] > SHM_MAX_MSG)
 		goto out;
 	if (wake >= 0 && !SMART_M_SHM_WAKE_ANY_FD && !wake_fd_ok(wake))
 		goto out;
@@ -300,7 +297,7 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	pe->nslots = v[2];
 	pe->max_msg = v[3];
 	pe->wake_fd = wake;
-	wake = -1;	/* the peer's now */
+	wake = -1; /* the peer's now */
 	/* the receiver's barrier reaches us only if we registered too; a
 	 * peer lying here misses its own wake-ups, nothing of ours */
 	pe->fence = !qp->d->membarrier ||
@@ -335,13 +332,14 @@ static void cell_cap(struct shm_rq *rq, uint32_t k, uint32_t len)
 
 	if (rq->told[k] != s || SMART_M_SHM_POST_TOUCHES_CELL) {
 		rq->told[k] = s;
-		__atomic_store_n(&shm_cell_at(rq->seg, rq->cell_len, k)->short_by,
-				 s, __ATOMIC_RELAXED);
+		__atomic_store_n(
+			&shm_cell_at(rq->seg, rq->cell_len, k)->short_by, s,
+			__ATOMIC_RELAXED);
 	}
 }
 
-int smart__shm_post_recv(struct smart_tp_qp *qp,
-			 const struct smart_tp_recv *rs, int n)
+int smart__shm_post_recv(struct smart_tp_qp *qp, const struct smart_tp_recv *rs,
+			 int n)
 {
 	struct shm_rq *rq = qp->rq;
 	int i, rc = 0;
@@ -385,7 +383,8 @@ int smart__shm_send_check(const struct smart_tp_qp *qp,
 	if (!qp->peer)
 		return SMART_EINVAL;
 	return wr->opcode == SMART_TP_SEND && wr->len > qp->peer->max_msg ?
-	       SMART_EINVAL : 0;
+		       SMART_EINVAL :
+		       0;
 }
 
 /* Claim the peer's next receive: its index, or SHM_ST_RNR_WAIT when none
@@ -396,7 +395,7 @@ int smart__shm_send_check(const struct smart_tp_qp *qp,
 static int peer_slot(struct shm_peer *pe, uint32_t *del)
 {
 	if (atomic_load_explicit(&pe->seg->closed, memory_order_relaxed))
-		return SMART_TP_WC_RETRY_EXC;	/* its QP is in error */
+		return SMART_TP_WC_RETRY_EXC; /* its QP is in error */
 	if (pe->posted == pe->sent) {
 		uint32_t posted = atomic_load_explicit(&pe->seg->posted,
 						       memory_order_acquire);
@@ -432,8 +431,7 @@ static void peer_wake(struct shm_peer *pe)
 	else
 		atomic_signal_fence(memory_order_seq_cst);
 	if (!atomic_load_explicit(&pe->seg->armed, memory_order_relaxed) ||
-	    !atomic_exchange_explicit(&pe->seg->armed, 0,
-				      memory_order_relaxed))
+	    !atomic_exchange_explicit(&pe->seg->armed, 0, memory_order_relaxed))
 		return;
 	/* the peer keeps a copy of the socket and may have connected it
 	 * elsewhere since (wake_fd_ok): then its wake-ups end here, at
@@ -451,8 +449,10 @@ static void peer_wake(struct shm_peer *pe)
 static void peer_deliver(struct shm_peer *pe, struct shm_cell *c, uint32_t d,
 			 uint32_t flags)
 {
-	atomic_store_explicit(&c->seq, ((d + 1) & SHM_RS_SEQ_MASK) |
-			      flags << SHM_RS_FLAG_SHIFT, memory_order_release);
+	atomic_store_explicit(&c->seq,
+			      ((d + 1) & SHM_RS_SEQ_MASK) |
+				      flags << SHM_RS_FLAG_SHIFT,
+			      memory_order_release);
 	pe->sent = d + 1;
 	peer_wake(pe);
 }
@@ -496,8 +496,8 @@ static int rnr_expired(struct smart_tp_qp *qp)
 int smart__shm_exec_send(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	return smart__shm_exec_send_wr(qp, &e->wr,
-				       shm_wr_inline(&e->wr) ? e->inl
-							     : e->wr.local);
+				       shm_wr_inline(&e->wr) ? e->inl :
+							       e->wr.local);
 }
 
 /* A SEND or WRITE_IMM whose bytes (a SEND's) are at data: the WR's local
@@ -513,7 +513,7 @@ int smart__shm_exec_send_wr(struct smart_tp_qp *qp,
 	if (wr->opcode != SMART_TP_SEND && wr->opcode != SMART_TP_WRITE_IMM)
 		return SMART_TP_WC_BAD_WR;
 	if (!pe)
-		return SMART_TP_WC_REM_ACCESS;	/* a responder has no queue */
+		return SMART_TP_WC_REM_ACCESS; /* a responder has no queue */
 	if (len && !shm_wr_inline(wr) &&
 	    !shm_local_ok(qp->d, wr->lkey, wr->local, len))
 		return SMART_TP_WC_LOC_PROT;
@@ -603,8 +603,7 @@ static uint32_t cell_ready(const struct shm_rq *rq, uint32_t n)
 		&shm_cell_at(rq->seg, rq->cell_len, n & (rq->nslots - 1))->seq,
 		memory_order_acquire);
 
-	return (seq & SHM_RS_SEQ_MASK) == ((n + 1) & SHM_RS_SEQ_MASK) ? seq
-								      : 0;
+	return (seq & SHM_RS_SEQ_MASK) == ((n + 1) & SHM_RS_SEQ_MASK) ? seq : 0;
 }
 
 /* A QP in error closes its queue: what was delivered by then completes,
@@ -623,8 +622,7 @@ static void rq_close(struct shm_rq *rq)
 
 /* Only posted cells are looked at: a cell the sender filled beyond them
  * is never read (posted is ours, not the segment's word). */
-static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
-			int max)
+static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc, int max)
 {
 	struct shm_rq *rq = qp->rq;
 	uint32_t seq;
@@ -634,12 +632,13 @@ static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
 		rq_close(rq);
 	while (n < max && rq->taken != rq->posted &&
 	       (rq->closed ? (int32_t)(rq->close_at - rq->taken) > 0 :
-		(seq = cell_ready(rq, rq->taken)) != 0)) {
+			     (seq = cell_ready(rq, rq->taken)) != 0)) {
 		if (rq->closed)
 			seq = cell_ready(rq, rq->taken);
 		if (recv_take(qp, rq->taken & (rq->nslots - 1), seq,
-			      &wc[n++]) != SMART_TP_WC_OK && !rq->closed) {
-			qp->state = SHM_QP_ERR;	/* receives behind flush */
+			      &wc[n++]) != SMART_TP_WC_OK &&
+		    !rq->closed) {
+			qp->state = SHM_QP_ERR; /* receives behind flush */
 			rq_close(rq);
 			rq->close_at = rq->taken + 1;
 		}
@@ -650,7 +649,8 @@ static int qp_poll_recv(struct smart_tp_qp *qp, struct smart_tp_wc *wc,
 			&rq->ents[rq->taken++ & (rq->nslots - 1)];
 
 		wc[n++] = (struct smart_tp_wc){ .wr_id = e->wr_id,
-			.status = SMART_TP_WC_FLUSH, .opcode = SMART_TP_RECV };
+						.status = SMART_TP_WC_FLUSH,
+						.opcode = SMART_TP_RECV };
 	}
 	return n;
 }

@@ -49,8 +49,8 @@ static int shm_is_decimal(const char *v, int frac)
 }
 
 static int shm_spec_value(const struct shm_spec *s,
-			  const struct shm_spec_key *k, const char *v,
-			  void *p, const struct smart__log *log)
+			  const struct shm_spec_key *k, const char *v, void *p,
+			  const struct smart__log *log)
 {
 	unsigned long long u = 0;
 	char *end;
@@ -59,7 +59,7 @@ static int shm_spec_value(const struct shm_spec *s,
 	if (!shm_is_decimal(v, k->is_double)) {
 		smart__err(log, "%s: %s=%s is not a %s", s->what, k->name, v,
 			   k->is_double ? "decimal number" :
-			   "non-negative integer");
+					  "non-negative integer");
 		return SMART_EINVAL;
 	}
 	errno = 0;
@@ -104,8 +104,8 @@ static int shm_spec_item(const struct shm_spec *s, char *item, void *p,
 		if (!strcmp(item, *w))
 			return 0;
 	if (!eq) {
-		smart__err(log, "%s: '%s' is not key=value or \"%s\"",
-			   s->what, item, s->words[0]);
+		smart__err(log, "%s: '%s' is not key=value or \"%s\"", s->what,
+			   item, s->words[0]);
 		return SMART_EINVAL;
 	}
 	*eq = '\0';
@@ -120,8 +120,7 @@ static int shm_spec_item(const struct shm_spec *s, char *item, void *p,
 		return shm_spec_value(s, &s->keys[i], eq + 1, p, log);
 	}
 	shm_spec_keys(s, keys, sizeof(keys));
-	smart__err(log, "%s: unknown key '%s' (keys: %s)", s->what, item,
-		   keys);
+	smart__err(log, "%s: unknown key '%s' (keys: %s)", s->what, item, keys);
 	return SMART_EINVAL;
 }
 
@@ -151,7 +150,7 @@ int smart__shm_spec_parse(const struct shm_spec *s, const char *spec,
 		spec += len;
 		if (!*spec)
 			break;
-		spec++;		/* the comma; an item must follow it */
+		spec++; /* the comma; an item must follow it */
 	}
 	return 0;
 }

@@ -72,8 +72,8 @@ static int sim_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	return rc;
 }
 
-static int sim_post_recv(struct smart_tp_qp *qp,
-			 const struct smart_tp_recv *rs, int n)
+static int sim_post_recv(struct smart_tp_qp *qp, const struct smart_tp_recv *rs,
+			 int n)
 {
 	sim_sync_point("sim transport: post_recv");
 	return smart__shm_post_recv(qp, rs, n);

@@ -52,8 +52,8 @@
 #include "util/compiler.h"
 #include "util/spinlock.h"
 
-#define VERBS_REGION_MAGIC 0x52425256u	/* "VRBR" */
-#define VERBS_QP_MAGIC	   0x51425256u	/* "VRBQ" */
+#define VERBS_REGION_MAGIC	  0x52425256u /* "VRBR" */
+#define VERBS_QP_MAGIC		  0x51425256u /* "VRBQ" */
 /* Each blob has a version of its own.  Region blob: 1 first, 2 device
  * memory.  QP blob: 1 first (with the region's 2), 3 the fabric (link
  * layer, GID type, LID in network order, read/atomic depths, atomics),
@@ -61,28 +61,28 @@
  * A peer of another version is refused (SMART_EPROTO): both ends of a
  * connection run the same blob format. */
 #define VERBS_REGION_BLOB_VERSION 2
-#define VERBS_QP_BLOB_VERSION 4
-#define VERBS_REGION_BLOB_LEN 40
-#define VERBS_QP_BLOB_LEN 44
+#define VERBS_QP_BLOB_VERSION	  4
+#define VERBS_REGION_BLOB_LEN	  40
+#define VERBS_QP_BLOB_LEN	  44
 /* A completion names its ring slot in 16 bits of the wr_id; the slot lies
  * within one send queue of head on either side (behind it when another
  * poller of a shared CQ already retired past it), so a queue must stay
  * below half of 2^16 for the two sides to be told apart. */
-#define VERBS_MAX_SEND_WR  16384
-#define VERBS_MAX_CHAIN	   64
+#define VERBS_MAX_SEND_WR	  16384
+#define VERBS_MAX_CHAIN		  64
 /* Two-sided (rule 8): receives a queue holds, the longest message (the
  * blob carries it in 24 bits), and the wr_id bit that marks a receive's
  * completion (a user-space QP pointer << 16 never reaches it). */
-#define VERBS_MAX_RECV_WR  4096
-#define VERBS_MAX_MSG	   (1u << 20)
-#define VERBS_RECV_BIT	   (UINT64_C(1) << 63)
+#define VERBS_MAX_RECV_WR	  4096
+#define VERBS_MAX_MSG		  (1u << 20)
+#define VERBS_RECV_BIT		  (UINT64_C(1) << 63)
 /* Receiver not ready: an RNR NAK asks the sender to wait 20.48 ms (the
  * IB encoding 22), and a SEND is tried 1 + 6 times: it fails
  * IBV_WC_RNR_RETRY_EXC_ERR after ~143 ms without a receive. */
-#define VERBS_RNR_TIMER	   22
-#define VERBS_RNR_RETRY	   6
-#define VERBS_POLL_MAX	   64
-#define VERBS_MAX_RD_ATOM  16
+#define VERBS_RNR_TIMER		  22
+#define VERBS_RNR_RETRY		  6
+#define VERBS_POLL_MAX		  64
+#define VERBS_MAX_RD_ATOM	  16
 
 _Static_assert(VERBS_MAX_SEND_WR < 0x8000, "ring slots: 16-bit distances");
 
@@ -92,7 +92,7 @@ struct smart_tp_domain {
 	struct ibv_pd *pd;
 	struct ibv_device_attr dev;
 	uint8_t port;
-	int gid_index;		/* -1: no GRH (InfiniBand, LID routed) */
+	int gid_index; /* -1: no GRH (InfiniBand, LID routed) */
 	union ibv_gid gid;
 	uint16_t lid;
 	enum ibv_mtu mtu;
@@ -101,28 +101,28 @@ struct smart_tp_domain {
 	uint32_t max_inline;
 	int thread_domains;
 	uint64_t max_dm;	/* ibv_query_device_ex's max_dm_size */
-	struct ibv_cq *resp_cq;	/* responder QPs' CQ, never polled */
+	struct ibv_cq *resp_cq; /* responder QPs' CQ, never polled */
 	char name[64];
 	/* async events (verbs_event.c) */
-	smart_spinlock_t ev_lock;	/* one drainer at a time (trylock) */
-	_Atomic int fatal;		/* IBV_EVENT_DEVICE_FATAL seen */
-	_Atomic int td_warned;		/* a CQ asked a doorbell, got none */
-	uint32_t max_send_wr;	/* largest send queue a QP really gets */
+	smart_spinlock_t ev_lock; /* one drainer at a time (trylock) */
+	_Atomic int fatal;	  /* IBV_EVENT_DEVICE_FATAL seen */
+	_Atomic int td_warned;	  /* a CQ asked a doorbell, got none */
+	uint32_t max_send_wr;	  /* largest send queue a QP really gets */
 	/* fabric and atomics (verbs_dev.c, verbs_selftest.c) */
-	int gid_type;		/* VERBS_GID_* of gid_index, NONE without */
-	uint8_t tclass, sl;	/* GRH traffic class, service level */
-	uint8_t resp_depth;	/* min(max_qp_rd_atom, VERBS_MAX_RD_ATOM) */
-	uint8_t init_depth;	/* min(max_qp_init_rd_atom, ditto) */
-	int atomics;		/* 1: CAS/FAA allowed (caps.atomics) */
-	_Atomic int peer_atomics_said;	/* logged: a peer takes none */
+	int gid_type;	    /* VERBS_GID_* of gid_index, NONE without */
+	uint8_t tclass, sl; /* GRH traffic class, service level */
+	uint8_t resp_depth; /* min(max_qp_rd_atom, VERBS_MAX_RD_ATOM) */
+	uint8_t init_depth; /* min(max_qp_init_rd_atom, ditto) */
+	int atomics;	    /* 1: CAS/FAA allowed (caps.atomics) */
+	_Atomic int peer_atomics_said; /* logged: a peer takes none */
 };
 
 struct verbs_mr {
 	struct smart_tp_mr pub;
 	struct ibv_mr *mr;
 	size_t map_len;
-	struct ibv_dm *dm;	/* device memory (dm_attach), or NULL */
-	struct ibv_mr *dm_mr;	/* its zero-based registration */
+	struct ibv_dm *dm;    /* device memory (dm_attach), or NULL */
+	struct ibv_mr *dm_mr; /* its zero-based registration */
 };
 
 struct smart_tp_remote {
@@ -136,26 +136,25 @@ struct smart_tp_remote {
 /* QP blob values of the link layer and of the GID type (the wire's own
  * numbers, not libibverbs' enums, which could change). */
 enum { VERBS_LINK_IB = 1, VERBS_LINK_ETH = 2 };
-enum { VERBS_GID_NONE = 0, VERBS_GID_IB, VERBS_GID_ROCE_V1,
-       VERBS_GID_ROCE_V2 };
-enum { VERBS_QPF_ATOMICS = 1 << 0 };	/* this end takes CAS/FAA */
+enum { VERBS_GID_NONE = 0, VERBS_GID_IB, VERBS_GID_ROCE_V1, VERBS_GID_ROCE_V2 };
+enum { VERBS_QPF_ATOMICS = 1 << 0 }; /* this end takes CAS/FAA */
 
 /* The connection data of one QP end (both directions use it). */
 struct verbs_qp_info {
 	uint32_t qpn, psn;
-	uint16_t lid;		/* host order here; network order on the wire */
-	uint8_t mtu;		/* enum ibv_mtu */
+	uint16_t lid; /* host order here; network order on the wire */
+	uint8_t mtu;  /* enum ibv_mtu */
 	uint8_t has_gid;
 	uint8_t gid[16];
-	uint8_t link;		/* VERBS_LINK_* */
-	uint8_t gid_type;	/* VERBS_GID_*; NONE exactly when !has_gid */
+	uint8_t link;	  /* VERBS_LINK_* */
+	uint8_t gid_type; /* VERBS_GID_*; NONE exactly when !has_gid */
 	/* read/atomic depths: how many READs and atomics this end takes as a
 	 * responder at once (max_dest_rd_atomic it can set), and how many it
 	 * can have outstanding as an initiator (max_rd_atomic); each end
 	 * takes the minimum of its own and the peer's */
 	uint8_t resp_depth, init_depth;
-	uint8_t flags;		/* VERBS_QPF_* */
-	uint32_t max_msg;	/* its receive queue's longest message, 0:
+	uint8_t flags;	  /* VERBS_QPF_* */
+	uint32_t max_msg; /* its receive queue's longest message, 0:
 				 * none (a one-sided QP) */
 };
 
@@ -169,17 +168,17 @@ struct verbs_slot {
 
 struct smart_tp_cq {
 	struct smart_tp_domain *d;
-	struct ibv_cq *cq;	/* ibv_cq_ex_to_cq(cqx) when extended */
-	struct ibv_cq_ex *cqx;	/* extended CQ (single-threaded when private),
+	struct ibv_cq *cq;     /* ibv_cq_ex_to_cq(cqx) when extended */
+	struct ibv_cq_ex *cqx; /* extended CQ (single-threaded when private),
 				 * polled with start/next_poll when in a
 				 * thread domain; NULL: a provider without
 				 * it (ibv_create_cq, ibv_poll_cq) */
-	struct ibv_td *td;	/* SMART_TP_OWN_DOORBELL: the CQ's thread */
-	struct ibv_pd *ppd;	/* domain and parent domain, or NULL */
-	struct ibv_comp_channel *ch;	/* SMART_TP_CQ_EVENTS, or NULL */
+	struct ibv_td *td;     /* SMART_TP_OWN_DOORBELL: the CQ's thread */
+	struct ibv_pd *ppd;    /* domain and parent domain, or NULL */
+	struct ibv_comp_channel *ch; /* SMART_TP_CQ_EVENTS, or NULL */
 	uint32_t flags;
 	_Atomic int dead;	/* 0, or the error poll returns for ever */
-	_Atomic uint32_t polls;	/* async events are read every 65536 */
+	_Atomic uint32_t polls; /* async events are read every 65536 */
 	smart_spinlock_t lock;	/* size, committed and graves */
 	uint32_t size;		/* entries the CQ holds */
 	uint32_t committed;	/* sum of its QPs' send queues */
@@ -197,16 +196,16 @@ struct smart_tp_qp {
 	struct smart_tp_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_td *td;
-	struct ibv_pd *ppd;	/* parent domain when it owns a doorbell */
+	struct ibv_pd *ppd; /* parent domain when it owns a doorbell */
 	uint32_t flags;
 	uint32_t psn;
 	uint32_t max_inline;
 	smart_spinlock_t lock;
 	struct verbs_slot *ring;
 	uint32_t mask;
-	uint32_t room;			/* the send queue: cap.max_send_wr */
-	uint32_t tail;			/* next slot to post */
-	_Atomic uint32_t head;		/* next slot not yet completed */
+	uint32_t room;	       /* the send queue: cap.max_send_wr */
+	uint32_t tail;	       /* next slot to post */
+	_Atomic uint32_t head; /* next slot not yet completed */
 	_Atomic int error;
 	/* the receive queue (rule 8), rroom 0: none; its ring names each
 	 * receive's wr_id by slot, receives complete in posting order */
@@ -218,7 +217,7 @@ struct smart_tp_qp {
 	uint32_t max_msg;		/* ours, in our blob */
 	uint32_t peer_max_msg;		/* the peer's: a SEND's limit */
 	_Atomic int dead;		/* destroyed: its CQEs are dropped */
-	struct smart_tp_qp *grave_next;	/* cq->graves */
+	struct smart_tp_qp *grave_next; /* cq->graves */
 	struct ibv_send_wr wr[VERBS_MAX_CHAIN];
 	struct ibv_sge sge[VERBS_MAX_CHAIN];
 };
@@ -229,14 +228,13 @@ int smart__verbs_domain_open(const struct smart_tp_cfg *cfg,
 void smart__verbs_domain_close(struct smart_tp_domain *d);
 void smart__verbs_query_caps(struct smart_tp_domain *d,
 			     struct smart_tp_caps *out);
-int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
-			  int hugepages, int shareable,
-			  struct smart_tp_mr **out);
+int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
+			  int shareable, struct smart_tp_mr **out);
 void smart__verbs_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *mr);
 int smart__verbs_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *mr,
 			   size_t len);
-int smart__verbs_region_blob(struct smart_tp_domain *d,
-			     struct smart_tp_mr *mr, void *blob, size_t *len);
+int smart__verbs_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
+			     void *blob, size_t *len);
 int smart__verbs_remote_span(const void *blob, size_t len, uint64_t *span);
 int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
 			       size_t len, int fd,
@@ -260,8 +258,8 @@ int smart__verbs_peer_check(const struct smart_tp_domain *d,
 /* The read/atomic depths of a QP of d against peer: max_rd_atomic (as
  * initiator) and max_dest_rd_atomic (as responder). */
 void smart__verbs_rd_depths(const struct smart_tp_domain *d,
-			    const struct verbs_qp_info *peer,
-			    uint8_t *init, uint8_t *dest);
+			    const struct verbs_qp_info *peer, uint8_t *init,
+			    uint8_t *dest);
 
 /* verbs_selftest.c */
 /* CAS and FAA through a loopback QP pair on the device: 0 when the old
@@ -275,8 +273,7 @@ int smart__verbs_atomics_selftest(struct smart_tp_domain *d, char *why,
 int smart__verbs_cq_create(struct smart_tp_domain *d, uint32_t depth,
 			   uint32_t flags, struct smart_tp_cq **out);
 void smart__verbs_cq_destroy(struct smart_tp_cq *cq);
-int smart__verbs_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
-		      int max);
+int smart__verbs_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max);
 int smart__verbs_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 			   const struct smart_tp_qp_attr *attr,
 			   struct smart_tp_qp **out);

@@ -55,12 +55,18 @@
 static enum ibv_mtu mtu_from_bytes(int bytes)
 {
 	switch (bytes) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
-	default: return (enum ibv_mtu)0;
+	case 256:
+		return IBV_MTU_256;
+	case 512:
+		return IBV_MTU_512;
+	case 1024:
+		return IBV_MTU_1024;
+	case 2048:
+		return IBV_MTU_2048;
+	case 4096:
+		return IBV_MTU_4096;
+	default:
+		return (enum ibv_mtu)0;
 	}
 }
 
@@ -72,8 +78,8 @@ static int port_active(struct ibv_context *ctx, uint8_t port,
 
 /* printf after what buf holds, never past len: the lists of the device
  * choice's log lines, which running out of room only shortens. */
-static __attribute__((format(printf, 3, 4))) void
-appendf(char *buf, size_t len, const char *fmt, ...)
+static __attribute__((format(printf, 3, 4))) void appendf(char *buf, size_t len,
+							  const char *fmt, ...)
 {
 	size_t n = strlen(buf);
 	va_list ap;
@@ -88,12 +94,18 @@ appendf(char *buf, size_t len, const char *fmt, ...)
 static const char *port_state_name(enum ibv_port_state s)
 {
 	switch (s) {
-	case IBV_PORT_DOWN: return "DOWN";
-	case IBV_PORT_INIT: return "INIT";
-	case IBV_PORT_ARMED: return "ARMED";
-	case IBV_PORT_ACTIVE: return "ACTIVE";
-	case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
-	default: return "NOP";
+	case IBV_PORT_DOWN:
+		return "DOWN";
+	case IBV_PORT_INIT:
+		return "INIT";
+	case IBV_PORT_ARMED:
+		return "ARMED";
+	case IBV_PORT_ACTIVE:
+		return "ACTIVE";
+	case IBV_PORT_ACTIVE_DEFER:
+		return "ACTIVE_DEFER";
+	default:
+		return "NOP";
 	}
 }
 
@@ -144,9 +156,10 @@ static int open_device(struct smart_tp_domain *d, const char *want, int port)
 	errno = 0;
 	list = ibv_get_device_list(&n);
 	if (!list || n == 0) {
-		smart__err(d->log, "no RDMA device found%s", !list &&
-			   errno == ENOSYS ? " (the kernel has no RDMA support)"
-			   : "");
+		smart__err(d->log, "no RDMA device found%s",
+			   !list && errno == ENOSYS ?
+				   " (the kernel has no RDMA support)" :
+				   "");
 		if (list)
 			ibv_free_device_list(list);
 		return SMART_ENOENT;
@@ -190,13 +203,17 @@ static int open_device(struct smart_tp_domain *d, const char *want, int port)
 			smart__err(d->log, "%s: cannot open the device: %s",
 				   d->name, passed);
 		else
-			smart__err(d->log, "no RDMA device named %s (there "
-				   "are: %s)", want, all);
+			smart__err(d->log,
+				   "no RDMA device named %s (there "
+				   "are: %s)",
+				   want, all);
 		return SMART_ENOENT;
 	}
 	if (named) {
-		smart__info(d->log, "verbs: %s: named by the configuration "
-			    "(option device, smartd --device)", d->name);
+		smart__info(d->log,
+			    "verbs: %s: named by the configuration "
+			    "(option device, smartd --device)",
+			    d->name);
 		return 0;
 	}
 	if (!d->ctx) {
@@ -208,10 +225,12 @@ static int open_device(struct smart_tp_domain *d, const char *want, int port)
 		    d->name, passed[0] ? " (" : "", passed,
 		    passed[0] ? ")" : "");
 	if (others[0])
-		smart__warn(d->log, "verbs: several devices have an ACTIVE "
+		smart__warn(d->log,
+			    "verbs: several devices have an ACTIVE "
 			    "port (%s%s); using %s: name one (option device, "
 			    "smartd --device) so that both ends of a connection "
-			    "are on the same fabric", d->name, others, d->name);
+			    "are on the same fabric",
+			    d->name, others, d->name);
 	return 0;
 }
 
@@ -236,21 +255,30 @@ static int choose_port(struct smart_tp_domain *d, int want,
 static int gid_type_of(enum ibv_gid_type t)
 {
 	switch (t) {
-	case IBV_GID_TYPE_IB: return VERBS_GID_IB;
-	case IBV_GID_TYPE_ROCE_V1: return VERBS_GID_ROCE_V1;
-	case IBV_GID_TYPE_ROCE_V2: return VERBS_GID_ROCE_V2;
-	default: return -1;
+	case IBV_GID_TYPE_IB:
+		return VERBS_GID_IB;
+	case IBV_GID_TYPE_ROCE_V1:
+		return VERBS_GID_ROCE_V1;
+	case IBV_GID_TYPE_ROCE_V2:
+		return VERBS_GID_ROCE_V2;
+	default:
+		return -1;
 	}
 }
 
 static const char *gid_type_name(int t)
 {
 	switch (t) {
-	case VERBS_GID_NONE: return "no GRH";
-	case VERBS_GID_IB: return "IB";
-	case VERBS_GID_ROCE_V1: return "RoCE v1";
-	case VERBS_GID_ROCE_V2: return "RoCE v2";
-	default: return "unknown";
+	case VERBS_GID_NONE:
+		return "no GRH";
+	case VERBS_GID_IB:
+		return "IB";
+	case VERBS_GID_ROCE_V1:
+		return "RoCE v1";
+	case VERBS_GID_ROCE_V2:
+		return "RoCE v2";
+	default:
+		return "unknown";
 	}
 }
 
@@ -266,7 +294,7 @@ static int find_gid(struct smart_tp_domain *d, int tbl_len, int type)
 		    gid_type_of(e.gid_type) != type)
 			continue;
 		if (e.gid.raw[10] == 0xff && e.gid.raw[11] == 0xff)
-			return i;	/* ::ffff:a.b.c.d */
+			return i; /* ::ffff:a.b.c.d */
 		if (best < 0)
 			best = i;
 	}
@@ -286,7 +314,7 @@ static int choose_gid(struct smart_tp_domain *d, const struct smart_tp_cfg *c,
 	};
 	int want = c ? c->gid_index : -1;
 	int asked = c ? c->gid_type : SMART_TP_GID_AUTO;
-	int type = want_type[asked];	/* NONE: what the index has */
+	int type = want_type[asked]; /* NONE: what the index has */
 	struct ibv_gid_entry e;
 
 	d->link_eth = pa->link_layer == IBV_LINK_LAYER_ETHERNET;
@@ -295,10 +323,11 @@ static int choose_gid(struct smart_tp_domain *d, const struct smart_tp_cfg *c,
 	if (asked != SMART_TP_GID_AUTO &&
 	    (asked == SMART_TP_GID_IB) == d->link_eth) {
 		smart__err(d->log, "%s port %u is %s: gid_type %s needs %s",
-			   d->name, d->port, d->link_eth ? "Ethernet (RoCE)" :
-			   "InfiniBand", smart__tp_gid_type_name(asked),
+			   d->name, d->port,
+			   d->link_eth ? "Ethernet (RoCE)" : "InfiniBand",
+			   smart__tp_gid_type_name(asked),
 			   d->link_eth ? "an InfiniBand port" :
-			   "an Ethernet (RoCE) port");
+					 "an Ethernet (RoCE) port");
 		return SMART_EINVAL;
 	}
 	if (want < 0 && d->link_eth) {
@@ -306,7 +335,8 @@ static int choose_gid(struct smart_tp_domain *d, const struct smart_tp_cfg *c,
 			type = VERBS_GID_ROCE_V2;
 		want = find_gid(d, pa->gid_tbl_len, type);
 		if (want < 0) {
-			smart__err(d->log, "%s port %u: no %s GID (is an IP "
+			smart__err(d->log,
+				   "%s port %u: no %s GID (is an IP "
 				   "address configured on the netdev?)",
 				   d->name, d->port, gid_type_name(type));
 			return SMART_ENOENT;
@@ -315,7 +345,7 @@ static int choose_gid(struct smart_tp_domain *d, const struct smart_tp_cfg *c,
 	d->gid_index = want;
 	d->gid_type = VERBS_GID_NONE;
 	if (want < 0)
-		return 0;	/* InfiniBand, LID routed: no GRH */
+		return 0; /* InfiniBand, LID routed: no GRH */
 	if (ibv_query_gid_ex(d->ctx, d->port, (uint32_t)want, &e, 0)) {
 		smart__err(d->log, "%s port %u: cannot read GID %d: %m",
 			   d->name, d->port, want);
@@ -324,9 +354,11 @@ static int choose_gid(struct smart_tp_domain *d, const struct smart_tp_cfg *c,
 	d->gid_type = gid_type_of(e.gid_type);
 	if (d->gid_type < 0 ||
 	    (type != VERBS_GID_NONE && d->gid_type != type)) {
-		smart__err(d->log, "%s port %u: GID %d is of type %s, not %s "
-			   "(gid_type)", d->name, d->port, want,
-			   gid_type_name(d->gid_type), gid_type_name(type));
+		smart__err(d->log,
+			   "%s port %u: GID %d is of type %s, not %s "
+			   "(gid_type)",
+			   d->name, d->port, want, gid_type_name(d->gid_type),
+			   gid_type_name(type));
 		return SMART_EINVAL;
 	}
 	memcpy(d->gid.raw, e.gid.raw, 16);
@@ -392,11 +424,12 @@ static void fork_setup(struct smart_tp_domain *d)
 	st = ibv_is_fork_initialized();
 	if (st == IBV_FORK_UNNEEDED) {
 		smart__dbg(d->log, "verbs: fork: this kernel copies pinned "
-			   "pages at fork; nothing to do");
+				   "pages at fork; nothing to do");
 	} else if (st == IBV_FORK_DISABLED) {
 		rc = ibv_fork_init();
 		if (rc)
-			smart__warn(d->log, "verbs: this kernel does not copy "
+			smart__warn(d->log,
+				    "verbs: this kernel does not copy "
 				    "pinned pages at fork and ibv_fork_init() "
 				    "failed (%s: memory was registered before "
 				    "this domain opened?): a fork() in this "
@@ -404,7 +437,8 @@ static void fork_setup(struct smart_tp_domain *d)
 				    "memory; set RDMAV_FORK_SAFE=1",
 				    strerror(rc));
 		else
-			smart__info(d->log, "verbs: ibv_fork_init() called: "
+			smart__info(d->log,
+				    "verbs: ibv_fork_init() called: "
 				    "this kernel does not copy pinned pages at "
 				    "fork (< 5.13), so registered memory is "
 				    "not inherited by children");
@@ -425,15 +459,17 @@ static void atomics_setup(struct smart_tp_domain *d, char *note, size_t len)
 		snprintf(note, len, "no (atomic_cap NONE)");
 		return;
 	}
-	d->atomics = 1;		/* the self-test's QPs need the rights */
+	d->atomics = 1; /* the self-test's QPs need the rights */
 	t0 = smart__mono_ns();
 	rc = smart__verbs_atomics_selftest(d, why, sizeof(why));
 	ns = smart__mono_ns() - t0;
 	if (rc) {
 		d->atomics = 0;
-		smart__warn(d->log, "verbs: %s: atomics off: the byte-order "
+		smart__warn(d->log,
+			    "verbs: %s: atomics off: the byte-order "
 			    "self-test failed (%s); CAS and FAA fail with "
-			    "SMART_ENOTSUP", d->name, why);
+			    "SMART_ENOTSUP",
+			    d->name, why);
 		snprintf(note, len, "off (self-test failed)");
 		return;
 	}
@@ -463,17 +499,21 @@ static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
 	if (!d->mtu || d->mtu > pa.active_mtu)
 		d->mtu = pa.active_mtu;
 	d->ib_timeout = c && c->ib_timeout ? c->ib_timeout : 14;
-	d->ib_retry = c && c->ib_retry ? c->ib_retry : 6;	/* rxe retries 7 for ever */
+	d->ib_retry = c && c->ib_retry ? c->ib_retry :
+					 6; /* rxe retries 7 for ever */
 	d->tclass = (uint8_t)(c ? c->traffic_class : 0);
 	d->sl = (uint8_t)(c ? c->service_level : 0);
 	if (d->tclass && d->gid_index < 0)
-		smart__info(d->log, "verbs: %s: traffic_class %u unused: "
+		smart__info(d->log,
+			    "verbs: %s: traffic_class %u unused: "
 			    "LID-routed InfiniBand has no GRH (give a "
-			    "gid_index)", d->name, d->tclass);
+			    "gid_index)",
+			    d->name, d->tclass);
 	d->resp_depth = (uint8_t)smart_max(0, smart_min(d->dev.max_qp_rd_atom,
 							VERBS_MAX_RD_ATOM));
 	d->init_depth = (uint8_t)smart_max(0,
-		smart_min(d->dev.max_qp_init_rd_atom, VERBS_MAX_RD_ATOM));
+					   smart_min(d->dev.max_qp_init_rd_atom,
+						     VERBS_MAX_RD_ATOM));
 	d->pd = ibv_alloc_pd(d->ctx);
 	d->resp_cq = d->pd ? ibv_create_cq(d->ctx, 16, NULL, NULL, 0) : NULL;
 	if (!d->pd || !d->resp_cq)
@@ -486,7 +526,8 @@ static int domain_setup(struct smart_tp_domain *d, const struct smart_tp_cfg *c)
 	if (rc)
 		return rc;
 	atomics_setup(d, atomics, sizeof(atomics));
-	smart__info(d->log, "verbs: %s port %u (%s), gid index %d (%s), mtu "
+	smart__info(d->log,
+		    "verbs: %s port %u (%s), gid index %d (%s), mtu "
 		    "%d, traffic class %u, service level %u, read/atomic depth "
 		    "%u in / %u out, inline %u, thread domains %s, atomics %s",
 		    d->name, d->port, d->link_eth ? "Ethernet" : "InfiniBand",
@@ -506,13 +547,13 @@ int smart__verbs_domain_open(const struct smart_tp_cfg *cfg,
 	 * NIC needs neither. */
 	if (cfg && cfg->nic_model && cfg->nic_model[0]) {
 		smart__err(cfg->log, "nic_model applies to the shm transport "
-			   "only, not verbs");
+				     "only, not verbs");
 		return SMART_EINVAL;
 	}
 	if (cfg && cfg->shm_adversarial && cfg->shm_adversarial[0] &&
 	    strcmp(cfg->shm_adversarial, "off")) {
 		smart__err(cfg->log, "shm_adversarial applies to the shm "
-			   "transport only, not verbs");
+				     "transport only, not verbs");
 		return SMART_EINVAL;
 	}
 	d = calloc(1, sizeof(*d));
@@ -545,7 +586,7 @@ void smart__verbs_query_caps(struct smart_tp_domain *d,
 			     struct smart_tp_caps *out)
 {
 	out->max_inline = d->max_inline;
-	out->max_send_wr = d->max_send_wr;	/* probed: what QPs get */
+	out->max_send_wr = d->max_send_wr; /* probed: what QPs get */
 	out->max_cqe = (uint32_t)d->dev.max_cqe;
 	out->max_chain = VERBS_MAX_CHAIN;
 	out->thread_domains = d->thread_domains;
@@ -556,7 +597,7 @@ void smart__verbs_query_caps(struct smart_tp_domain *d,
 	out->max_recv_wr = (uint32_t)smart_min(d->dev.max_qp_wr,
 					       VERBS_MAX_RECV_WR);
 	out->max_msg = VERBS_MAX_MSG;
-	out->peer_fd = 0;	/* the blob names the QP on the fabric */
+	out->peer_fd = 0; /* the blob names the QP on the fabric */
 }
 
 /* 4 KiB pages, 2 MiB-aligned when the region is that big, with
@@ -576,7 +617,7 @@ static void *map_small(size_t sl)
 		munmap(p, head);
 	if (align - head)
 		munmap(p + head + sl, align - head);
-	(void)madvise(p + head, sl, MADV_HUGEPAGE);	/* a hint: may fail */
+	(void)madvise(p + head, sl, MADV_HUGEPAGE); /* a hint: may fail */
 	return p + head;
 }
 
@@ -587,8 +628,10 @@ static void *map_region(size_t len, int huge, size_t *map_len)
 	void *p = MAP_FAILED;
 
 	if (huge) {
-		p = mmap(NULL, hl, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-			 MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+		p = mmap(NULL, hl, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB |
+				 MAP_POPULATE,
+			 -1, 0);
 		*map_len = hl;
 	}
 	if (p == MAP_FAILED && huge <= 0) {
@@ -612,9 +655,8 @@ static int verbs_remote_access(const struct smart_tp_domain *d, int shareable)
 	       (d->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0);
 }
 
-int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
-			  int hugepages, int shareable,
-			  struct smart_tp_mr **out)
+int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len, int hugepages,
+			  int shareable, struct smart_tp_mr **out)
 {
 	struct verbs_mr *m;
 	void *p;
@@ -639,20 +681,26 @@ int smart__verbs_mr_alloc(struct smart_tp_domain *d, size_t len,
 	/* least rights: a client's pool is only written by its own NIC
 	 * (READ responses, atomics' old values); no remote atomics where
 	 * the device has none that work */
-	m->mr = ibv_reg_mr(d->pd, p, len, IBV_ACCESS_LOCAL_WRITE |
-			   verbs_remote_access(d, shareable));
+	m->mr = ibv_reg_mr(d->pd, p, len,
+			   IBV_ACCESS_LOCAL_WRITE |
+				   verbs_remote_access(d, shareable));
 	if (!m->mr) {
-		smart__err(d->log, "ibv_reg_mr of %zu bytes: %m (is the "
-			   "locked-memory limit high enough? ulimit -l)", len);
+		smart__err(d->log,
+			   "ibv_reg_mr of %zu bytes: %m (is the "
+			   "locked-memory limit high enough? ulimit -l)",
+			   len);
 		munmap(p, m->map_len);
 		free(m);
 		return SMART_ENOMEM;
 	}
-	m->pub = (struct smart_tp_mr){ .addr = p, .len = len,
-				       .lkey = m->mr->lkey,
-				       .rkey = m->mr->rkey, .fd = -1,
-				       .hugepages = m->map_len != ((len + 4095) &
-						    ~(size_t)4095) };
+	m->pub = (struct smart_tp_mr){
+		.addr = p,
+		.len = len,
+		.lkey = m->mr->lkey,
+		.rkey = m->mr->rkey,
+		.fd = -1,
+		.hugepages = m->map_len != ((len + 4095) & ~(size_t)4095)
+	};
 	*out = &m->pub;
 	return 0;
 }
@@ -700,18 +748,19 @@ int smart__verbs_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *pub,
 				       smart_min(len - off, sizeof(zero)));
 	if (!err) {
 		what = "register";
-		m->dm_mr = ibv_reg_dm_mr(d->pd, m->dm, 0, len,
-					 IBV_ACCESS_ZERO_BASED |
-					 IBV_ACCESS_LOCAL_WRITE |
-					 IBV_ACCESS_REMOTE_READ |
-					 IBV_ACCESS_REMOTE_WRITE |
-					 (d->atomics ?
-					  IBV_ACCESS_REMOTE_ATOMIC : 0));
+		m->dm_mr = ibv_reg_dm_mr(
+			d->pd, m->dm, 0, len,
+			IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_WRITE |
+				(d->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0));
 		err = m->dm_mr ? 0 : errno;
 	}
 	if (err) {
-		smart__err(d->log, "device memory of %zu bytes: cannot %s it: "
-			   "%s", len, what, strerror(err));
+		smart__err(d->log,
+			   "device memory of %zu bytes: cannot %s it: "
+			   "%s",
+			   len, what, strerror(err));
 		ibv_free_dm(m->dm);
 		m->dm = NULL;
 		return SMART_ENOMEM;
@@ -721,12 +770,11 @@ int smart__verbs_dm_attach(struct smart_tp_domain *d, struct smart_tp_mr *pub,
 	return 0;
 }
 
-
 /* Region blob (VERBS_REGION_BLOB_LEN, 40 bytes): magic, version, base,
  * size, rkey, device memory length and key. */
 
-int smart__verbs_region_blob(struct smart_tp_domain *d,
-			     struct smart_tp_mr *mr, void *blob, size_t *len)
+int smart__verbs_region_blob(struct smart_tp_domain *d, struct smart_tp_mr *mr,
+			     void *blob, size_t *len)
 {
 	uint8_t *b = blob;
 
@@ -770,8 +818,7 @@ int smart__verbs_remote_span(const void *blob, size_t len, uint64_t *span)
 }
 
 int smart__verbs_remote_attach(struct smart_tp_domain *d, const void *blob,
-			       size_t len, int fd,
-			       struct smart_tp_remote **out)
+			       size_t len, int fd, struct smart_tp_remote **out)
 {
 	const uint8_t *b = blob;
 	struct smart_tp_remote *r;
@@ -814,8 +861,7 @@ uint32_t smart__verbs_remote_rkey(const struct smart_tp_remote *r)
 	return r->rkey;
 }
 
-uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r,
-				uint32_t *rkey)
+uint64_t smart__verbs_remote_dm(const struct smart_tp_remote *r, uint32_t *rkey)
 {
 	*rkey = r->dm_rkey;
 	return r->dm_len;
@@ -903,8 +949,8 @@ static const char *info_check(const uint8_t *b, size_t len)
 			return "no unicast LID on an InfiniBand link";
 		break;
 	case VERBS_LINK_ETH:
-		if (!b[19] || (b[37] != VERBS_GID_ROCE_V1 &&
-			       b[37] != VERBS_GID_ROCE_V2))
+		if (!b[19] ||
+		    (b[37] != VERBS_GID_ROCE_V1 && b[37] != VERBS_GID_ROCE_V2))
 			return "Ethernet without a RoCE GID";
 		if (lid)
 			return "a LID on an Ethernet link";
@@ -970,10 +1016,10 @@ int smart__verbs_peer_check(const struct smart_tp_domain *d,
 	}
 	if (d->link_eth && peer->gid_type != d->gid_type) {
 		*why = d->gid_type == VERBS_GID_ROCE_V2 ?
-		       "the peer speaks RoCE v1, this end RoCE v2 (set "
-		       "gid_type alike on both ends)" :
-		       "the peer speaks RoCE v2, this end RoCE v1 (set "
-		       "gid_type alike on both ends)";
+			       "the peer speaks RoCE v1, this end RoCE v2 (set "
+			       "gid_type alike on both ends)" :
+			       "the peer speaks RoCE v2, this end RoCE v1 (set "
+			       "gid_type alike on both ends)";
 		return SMART_EPROTO;
 	}
 	return 0;
@@ -983,8 +1029,8 @@ int smart__verbs_peer_check(const struct smart_tp_domain *d,
  * takes as a responder, and the responder need take no more than the
  * peer can send. */
 void smart__verbs_rd_depths(const struct smart_tp_domain *d,
-			    const struct verbs_qp_info *peer,
-			    uint8_t *init, uint8_t *dest)
+			    const struct verbs_qp_info *peer, uint8_t *init,
+			    uint8_t *dest)
 {
 	*init = (uint8_t)smart_min(d->init_depth, peer->resp_depth);
 	*dest = (uint8_t)smart_min(d->resp_depth, peer->init_depth);

@@ -67,7 +67,7 @@ static void event_handle(struct smart_tp_domain *d,
 		smart__err(d->log, "%s: %s: every operation fails from now on",
 			   d->name, what);
 		break;
-	case IBV_EVENT_PORT_ERR:	/* the NIC's timeouts fail the WRs */
+	case IBV_EVENT_PORT_ERR: /* the NIC's timeouts fail the WRs */
 		smart__warn(d->log, "%s port %d: %s", d->name,
 			    e->element.port_num, what);
 		break;

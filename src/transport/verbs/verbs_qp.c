@@ -40,9 +40,9 @@ static void cq_own_td(struct smart_tp_cq *cq)
 			cq->td = NULL;
 		}
 	}
-	if (!cq->ppd && d->thread_domains &&
-	    !atomic_exchange(&d->td_warned, 1))
-		smart__warn(d->log, "%s: no thread domain left (%m): this "
+	if (!cq->ppd && d->thread_domains && !atomic_exchange(&d->td_warned, 1))
+		smart__warn(d->log,
+			    "%s: no thread domain left (%m): this "
 			    "worker's QPs share the device's doorbells "
 			    "(mlx5: raise MLX5_TOTAL_UUARS, docs/transport.md)",
 			    d->name);
@@ -58,8 +58,9 @@ static int cq_alloc(struct smart_tp_cq *cq, uint32_t depth)
 		.cq_context = cq,
 		.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS |
 			     (cq->ppd ? IBV_CQ_INIT_ATTR_MASK_PD : 0),
-		.flags = (cq->flags & SMART_TP_SHARED) ? 0 :
-			 IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
+		.flags = (cq->flags & SMART_TP_SHARED) ?
+				 0 :
+				 IBV_CREATE_CQ_ATTR_SINGLE_THREADED,
 		.parent_domain = cq->ppd,
 		.channel = cq->ch,
 	};
@@ -106,10 +107,11 @@ int smart__verbs_cq_create(struct smart_tp_domain *d, uint32_t depth,
 		cq->ch = ibv_create_comp_channel(d->ctx);
 		/* non-blocking: cq_arm drains it without waiting */
 		if (!cq->ch || fcntl(cq->ch->fd, F_SETFL,
-				     fcntl(cq->ch->fd, F_GETFL) |
-				     O_NONBLOCK)) {
-			smart__err(d->log, "%s: cannot create a completion "
-				   "channel: %m", d->name);
+				     fcntl(cq->ch->fd, F_GETFL) | O_NONBLOCK)) {
+			smart__err(d->log,
+				   "%s: cannot create a completion "
+				   "channel: %m",
+				   d->name);
 			smart__verbs_cq_destroy(cq);
 			return SMART_ENOMEM;
 		}
@@ -138,7 +140,7 @@ void smart__verbs_cq_destroy(struct smart_tp_cq *cq)
 	if (cq->cq)
 		ibv_destroy_cq(cq->cq);
 	if (cq->ch)
-		ibv_destroy_comp_channel(cq->ch);	/* after its CQ */
+		ibv_destroy_comp_channel(cq->ch); /* after its CQ */
 	if (cq->ppd)
 		ibv_dealloc_pd(cq->ppd);
 	if (cq->td)
@@ -170,8 +172,7 @@ int smart__verbs_cq_arm(struct smart_tp_cq *cq)
 	while (!ibv_get_cq_event(cq->ch, &ev, &ctx))
 		ibv_ack_cq_events(ev, 1);
 	if (ibv_req_notify_cq(cq->cq, 0)) {
-		smart__err(cq->d->log, "%s: cannot arm a CQ: %m",
-			   cq->d->name);
+		smart__err(cq->d->log, "%s: cannot arm a CQ: %m", cq->d->name);
 		return SMART_ECONN;
 	}
 	return 0;
@@ -191,11 +192,13 @@ static int cq_commit(struct smart_tp_cq *cq, uint32_t room)
 	if (need > cq->size) {
 		if (need > (uint64_t)d->dev.max_cqe ||
 		    ibv_resize_cq(cq->cq, (int)need)) {
-			smart__err(d->log, "%s: a CQ cannot grow to %llu entries "
-				   "for another QP of %u WRs (max_cqe %d): fewer "
-				   "blades per worker or a smaller qp_depth",
-				   d->name, (unsigned long long)need, room,
-				   d->dev.max_cqe);
+			smart__err(
+				d->log,
+				"%s: a CQ cannot grow to %llu entries "
+				"for another QP of %u WRs (max_cqe %d): fewer "
+				"blades per worker or a smaller qp_depth",
+				d->name, (unsigned long long)need, room,
+				d->dev.max_cqe);
 			rc = SMART_ENOMEM;
 		} else {
 			cq->size = (uint32_t)cq->cq->cqe;
@@ -217,40 +220,56 @@ static void cq_uncommit(struct smart_tp_cq *cq, uint32_t room)
 int smart__verbs_cq_fail(struct smart_tp_cq *cq, const char *why)
 {
 	if (!atomic_exchange(&cq->dead, SMART_ECONN))
-		smart__err(cq->d->log, "%s: a CQ failed (%s): its operations "
-			   "fail, its QPs are replaced", cq->d->name, why);
+		smart__err(cq->d->log,
+			   "%s: a CQ failed (%s): its operations "
+			   "fail, its QPs are replaced",
+			   cq->d->name, why);
 	return SMART_ECONN;
 }
 
 static int wc_status(enum ibv_wc_status s)
 {
 	switch (s) {
-	case IBV_WC_SUCCESS: return SMART_TP_WC_OK;
+	case IBV_WC_SUCCESS:
+		return SMART_TP_WC_OK;
 	case IBV_WC_REM_ACCESS_ERR:
-	case IBV_WC_REM_INV_REQ_ERR: return SMART_TP_WC_REM_ACCESS;
+	case IBV_WC_REM_INV_REQ_ERR:
+		return SMART_TP_WC_REM_ACCESS;
 	/* rxe reports a bad lkey as a local QP operation error, mlx5 as a
 	 * local protection error: both are the caller's local buffer */
 	case IBV_WC_LOC_PROT_ERR:
 	case IBV_WC_LOC_ACCESS_ERR:
 	case IBV_WC_LOC_QP_OP_ERR:
-	case IBV_WC_LOC_LEN_ERR: return SMART_TP_WC_LOC_PROT;
-	case IBV_WC_WR_FLUSH_ERR: return SMART_TP_WC_FLUSH;
-	case IBV_WC_RETRY_EXC_ERR: return SMART_TP_WC_RETRY_EXC;
-	case IBV_WC_RNR_RETRY_EXC_ERR: return SMART_TP_WC_RNR;
-	case IBV_WC_REM_OP_ERR: return SMART_TP_WC_BAD_WR;
-	default: return SMART_TP_WC_FATAL;
+	case IBV_WC_LOC_LEN_ERR:
+		return SMART_TP_WC_LOC_PROT;
+	case IBV_WC_WR_FLUSH_ERR:
+		return SMART_TP_WC_FLUSH;
+	case IBV_WC_RETRY_EXC_ERR:
+		return SMART_TP_WC_RETRY_EXC;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return SMART_TP_WC_RNR;
+	case IBV_WC_REM_OP_ERR:
+		return SMART_TP_WC_BAD_WR;
+	default:
+		return SMART_TP_WC_FATAL;
 	}
 }
 
 static uint8_t wc_opcode(enum ibv_wc_opcode op)
 {
 	switch (op) {
-	case IBV_WC_RDMA_READ: return SMART_TP_READ;
-	case IBV_WC_RDMA_WRITE: return SMART_TP_WRITE;
-	case IBV_WC_COMP_SWAP: return SMART_TP_CAS;
-	case IBV_WC_FETCH_ADD: return SMART_TP_FAA;
-	case IBV_WC_SEND: return SMART_TP_SEND;
-	default: return 0;
+	case IBV_WC_RDMA_READ:
+		return SMART_TP_READ;
+	case IBV_WC_RDMA_WRITE:
+		return SMART_TP_WRITE;
+	case IBV_WC_COMP_SWAP:
+		return SMART_TP_CAS;
+	case IBV_WC_FETCH_ADD:
+		return SMART_TP_FAA;
+	case IBV_WC_SEND:
+		return SMART_TP_SEND;
+	default:
+		return 0;
 	}
 }
 
@@ -312,8 +331,9 @@ wc_take_recv(struct smart_tp_wc *out, uint64_t wr_id, enum ibv_wc_status st,
 	     enum ibv_wc_opcode op, uint32_t len, unsigned flags,
 	     uint32_t imm_be)
 {
-	struct smart_tp_qp *qp = (struct smart_tp_qp *)(uintptr_t)
-		((wr_id & ~VERBS_RECV_BIT) >> 16);
+	struct smart_tp_qp *qp =
+		(struct smart_tp_qp *)(uintptr_t)((wr_id & ~VERBS_RECV_BIT) >>
+						  16);
 	uint32_t slot = (uint32_t)(wr_id & 0xffff);
 
 	out->wr_id = qp->rring[slot & qp->rmask].wr_id;
@@ -326,18 +346,19 @@ wc_take_recv(struct smart_tp_wc *out, uint64_t wr_id, enum ibv_wc_status st,
 	}
 	out->len = st == IBV_WC_SUCCESS ? len : 0;
 	out->flags = st == IBV_WC_SUCCESS && (flags & IBV_WC_WITH_IMM) ?
-		     SMART_TP_IMM : 0;
+			     SMART_TP_IMM :
+			     0;
 	out->imm = out->flags ? ntohl(imm_be) : 0;
 	if (st != IBV_WC_SUCCESS)
 		atomic_store(&qp->error, 1);
-	atomic_fetch_add(&qp->rtaken, 1);	/* in order per queue */
+	atomic_fetch_add(&qp->rtaken, 1); /* in order per queue */
 }
 
 /* The QP a CQE's wr_id names (send and receive alike). */
 static struct smart_tp_qp *wc_qp(uint64_t wr_id)
 {
 	return (struct smart_tp_qp *)(uintptr_t)((wr_id & ~VERBS_RECV_BIT) >>
-						  16);
+						 16);
 }
 
 /* The graves a poll of a private CQ starts with (its own thread put them
@@ -385,18 +406,20 @@ static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 		/* the opcode is defined only for successful completions */
 		if (smart_unlikely(atomic_load_explicit(&wc_qp(x->wr_id)->dead,
 							memory_order_relaxed)))
-			;	/* of a QP destroyed: dropped */
+			; /* of a QP destroyed: dropped */
 		else if (smart_unlikely(x->wr_id & VERBS_RECV_BIT))
 			wc_take_recv(&wc[n++], x->wr_id, x->status,
 				     x->status == IBV_WC_SUCCESS ?
-				     ibv_wc_read_opcode(x) : IBV_WC_RECV,
+					     ibv_wc_read_opcode(x) :
+					     IBV_WC_RECV,
 				     ibv_wc_read_byte_len(x),
 				     ibv_wc_read_wc_flags(x),
 				     ibv_wc_read_imm_data(x));
 		else
 			wc_take(&wc[n++], x->wr_id, x->status,
 				x->status == IBV_WC_SUCCESS ?
-				wc_opcode(ibv_wc_read_opcode(x)) : 0);
+					wc_opcode(ibv_wc_read_opcode(x)) :
+					0);
 		if (n == max)
 			break;
 		rc = ibv_next_poll(x);
@@ -425,18 +448,19 @@ static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	if (n < 0)
 		return smart__verbs_cq_fail(cq, "ibv_poll_cq");
 	for (i = 0; i < n; i++) {
-		if (smart_unlikely(atomic_load_explicit(&wc_qp(iw[i].wr_id)->dead,
-							memory_order_relaxed)))
-			continue;	/* of a QP destroyed: dropped */
+		if (smart_unlikely(
+			    atomic_load_explicit(&wc_qp(iw[i].wr_id)->dead,
+						 memory_order_relaxed)))
+			continue; /* of a QP destroyed: dropped */
 		if (smart_unlikely(iw[i].wr_id & VERBS_RECV_BIT))
 			wc_take_recv(&wc[k++], iw[i].wr_id, iw[i].status,
 				     iw[i].opcode, iw[i].byte_len,
-				     iw[i].wc_flags,
-				     iw[i].imm_data);
+				     iw[i].wc_flags, iw[i].imm_data);
 		else
 			wc_take(&wc[k++], iw[i].wr_id, iw[i].status,
 				iw[i].status == IBV_WC_SUCCESS ?
-				wc_opcode(iw[i].opcode) : 0);
+					wc_opcode(iw[i].opcode) :
+					0);
 	}
 	if (smart_unlikely(graves != NULL) && n < max)
 		graves_free(cq, graves);
@@ -488,8 +512,11 @@ int smart__verbs_qp_init(struct smart_tp_domain *d, struct ibv_qp *qp)
 				   (d->atomics ? IBV_ACCESS_REMOTE_ATOMIC : 0),
 	};
 
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) ? SMART_ESYS : 0;
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS) ?
+		       SMART_ESYS :
+		       0;
 }
 
 /* The read/atomic depths stay even without atomics: RDMA READs use the
@@ -507,7 +534,8 @@ static int qp_to_rtr(struct smart_tp_domain *d, struct ibv_qp *qp,
 		/* what our RNR NAK asks a peer's SEND to wait (rule 8);
 		 * one-sided QPs never send one */
 		.min_rnr_timer = peer->max_msg ? VERBS_RNR_TIMER : 12,
-		.ah_attr = { .dlid = peer->lid, .sl = d->sl,
+		.ah_attr = { .dlid = peer->lid,
+			     .sl = d->sl,
 			     .port_num = d->port },
 	};
 
@@ -518,10 +546,13 @@ static int qp_to_rtr(struct smart_tp_domain *d, struct ibv_qp *qp,
 		a.ah_attr.grh.hop_limit = 64;
 		a.ah_attr.grh.traffic_class = d->tclass;
 	}
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER) ? SMART_ESYS : 0;
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				     IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER) ?
+		       SMART_ESYS :
+		       0;
 }
 
 int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
@@ -545,9 +576,10 @@ int smart__verbs_qp_rts(struct smart_tp_domain *d, struct ibv_qp *qp,
 		smart__err(d->log, "qp 0x%x to RTR: %m", qp->qp_num);
 		return rc;
 	}
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				  IBV_QP_MAX_QP_RD_ATOMIC)) {
 		smart__err(d->log, "qp 0x%x to RTS: %m", qp->qp_num);
 		return SMART_ESYS;
 	}
@@ -614,10 +646,14 @@ struct ibv_qp *smart__verbs_qp_make(struct smart_tp_domain *d,
 
 	*ia = (struct ibv_qp_init_attr_ex){
 		.qp_context = context,
-		.send_cq = cq, .recv_cq = cq,
-		.qp_type = IBV_QPT_RC, .sq_sig_all = 0,
-		.cap = { .max_send_wr = n, .max_recv_wr = nrecv ? nrecv : 1,
-			 .max_send_sge = 1, .max_recv_sge = 1,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0,
+		.cap = { .max_send_wr = n,
+			 .max_recv_wr = nrecv ? nrecv : 1,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1,
 			 .max_inline_data = inl },
 		.comp_mask = IBV_QP_INIT_ATTR_PD |
 			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
@@ -681,7 +717,7 @@ static uint32_t probe_max_wr(struct smart_tp_domain *d, struct ibv_cq *cq)
 		lo = top;
 	else
 		hi = top - 1;
-	while (lo < hi) {	/* the largest that fits, in [lo, hi] */
+	while (lo < hi) { /* the largest that fits, in [lo, hi] */
 		mid = lo + (hi - lo + 1) / 2;
 		if (qp_try(d, cq, mid, d->max_inline).max_send_wr)
 			lo = mid;
@@ -689,13 +725,15 @@ static uint32_t probe_max_wr(struct smart_tp_domain *d, struct ibv_cq *cq)
 			hi = mid - 1;
 	}
 	if (lo < top)
-		smart__warn(d->log, "%s: a QP takes at most %u send WRs "
-			    "(max_qp_wr says %d)", d->name, lo,
-			    d->dev.max_qp_wr);
+		smart__warn(d->log,
+			    "%s: a QP takes at most %u send WRs "
+			    "(max_qp_wr says %d)",
+			    d->name, lo, d->dev.max_qp_wr);
 	else if (lo < (uint32_t)d->dev.max_qp_wr)
-		smart__info(d->log, "%s: send queues of up to %u WRs (max_cqe "
-			    "%d, max_qp_wr %d)", d->name, lo, d->dev.max_cqe,
-			    d->dev.max_qp_wr);
+		smart__info(d->log,
+			    "%s: send queues of up to %u WRs (max_cqe "
+			    "%d, max_qp_wr %d)",
+			    d->name, lo, d->dev.max_cqe, d->dev.max_qp_wr);
 	return lo;
 }
 
@@ -716,11 +754,12 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n, uint32_t nrecv)
 	struct smart_tp_domain *d = q->d;
 	struct ibv_qp_init_attr_ex ia;
 	struct ibv_pd *pd = (q->flags & SMART_TP_OWN_DOORBELL) && q->cq->ppd ?
-			    q->cq->ppd : d->pd;
+				    q->cq->ppd :
+				    d->pd;
 	int rc;
 
-	q->qp = smart__verbs_qp_make(d, q->cq->cq, pd, n, nrecv,
-				     d->max_inline, q, &ia);
+	q->qp = smart__verbs_qp_make(d, q->cq->cq, pd, n, nrecv, d->max_inline,
+				     q, &ia);
 	if (!q->qp) {
 		smart__err(d->log, "ibv_create_qp_ex(%u WRs): %m", n);
 		return SMART_ENOMEM;
@@ -732,8 +771,7 @@ static int qp_alloc(struct smart_tp_qp *q, uint32_t n, uint32_t nrecv)
 	 * this QP happened to get */
 	q->max_inline = smart_min(ia.cap.max_inline_data, d->max_inline);
 	/* receives flush into the CQ too: they count like send WRs */
-	q->rroom = nrecv ? smart_min(ia.cap.max_recv_wr, VERBS_MAX_RECV_WR) :
-			   0;
+	q->rroom = nrecv ? smart_min(ia.cap.max_recv_wr, VERBS_MAX_RECV_WR) : 0;
 	q->psn = new_psn(q->qp);
 	rc = cq_commit(q->cq, q->room + q->rroom);
 	if (rc) {
@@ -796,8 +834,8 @@ int smart__verbs_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	    attr->max_send_wr > d->max_send_wr ||
 	    attr->max_recv_wr > VERBS_MAX_RECV_WR ||
 	    attr->max_recv_wr > (uint32_t)d->dev.max_qp_wr ||
-	    (attr->max_recv_wr && (!attr->max_msg ||
-				   attr->max_msg > VERBS_MAX_MSG)))
+	    (attr->max_recv_wr &&
+	     (!attr->max_msg || attr->max_msg > VERBS_MAX_MSG)))
 		return SMART_EINVAL;
 	if (atomic_load(&cq->dead))
 		return SMART_ECONN;
@@ -835,8 +873,8 @@ int smart__verbs_qp_blob(struct smart_tp_qp *qp, void *blob, size_t *len)
 /* The peer's blob, if it is one and suits this end (the same link layer
  * and RoCE version), or SMART_EPROTO said in the log: before any QP of
  * ours is taken towards it. */
-static int peer_unpack(struct smart_tp_domain *d, const void *blob,
-		       size_t len, struct verbs_qp_info *out)
+static int peer_unpack(struct smart_tp_domain *d, const void *blob, size_t len,
+		       struct verbs_qp_info *out)
 {
 	const char *why = NULL;
 	int rc = smart__verbs_info_unpack(blob, len, out, &why);
@@ -857,15 +895,17 @@ int smart__verbs_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 	int rc = peer_unpack(d, peer_blob, len, &peer);
 
 	if (rc || !r || qp->rroom || peer.max_msg)
-		return rc ? rc : SMART_EINVAL;	/* receives: a peer's QP */
+		return rc ? rc : SMART_EINVAL; /* receives: a peer's QP */
 	rc = smart__verbs_qp_rts(d, qp->qp, qp->psn, &peer);
 	/* The blade's device grants no atomics: its NIC will fail our CAS
 	 * and FAA (remote access error).  Said once per domain. */
 	if (!rc && d->atomics && !(peer.flags & VERBS_QPF_ATOMICS) &&
 	    !atomic_exchange(&d->peer_atomics_said, 1))
-		smart__warn(d->log, "%s: a blade's device takes no atomics "
+		smart__warn(d->log,
+			    "%s: a blade's device takes no atomics "
 			    "(none, or its byte-order self-test failed): CAS "
-			    "and FAA to it will fail", d->name);
+			    "and FAA to it will fail",
+			    d->name);
 	return rc;
 }
 
@@ -911,26 +951,31 @@ int smart__verbs_qp_in_error(const struct smart_tp_qp *qp)
 static enum ibv_wr_opcode wr_opcode(const struct smart_tp_wr *w)
 {
 	switch (w->opcode) {
-	case SMART_TP_READ: return IBV_WR_RDMA_READ;
-	case SMART_TP_WRITE: return IBV_WR_RDMA_WRITE;
-	case SMART_TP_CAS: return IBV_WR_ATOMIC_CMP_AND_SWP;
-	case SMART_TP_FAA: return IBV_WR_ATOMIC_FETCH_AND_ADD;
+	case SMART_TP_READ:
+		return IBV_WR_RDMA_READ;
+	case SMART_TP_WRITE:
+		return IBV_WR_RDMA_WRITE;
+	case SMART_TP_CAS:
+		return IBV_WR_ATOMIC_CMP_AND_SWP;
+	case SMART_TP_FAA:
+		return IBV_WR_ATOMIC_FETCH_AND_ADD;
 	case SMART_TP_SEND:
 		return w->flags & SMART_TP_IMM ? IBV_WR_SEND_WITH_IMM :
 						 IBV_WR_SEND;
-	default: return IBV_WR_RDMA_WRITE_WITH_IMM;
+	default:
+		return IBV_WR_RDMA_WRITE_WITH_IMM;
 	}
 }
 
 /* A two-sided WR (rule 8): only on a QP with a peer, a SEND no longer than
  * the peer's longest message. */
-static int send_check(const struct smart_tp_qp *q,
-		      const struct smart_tp_wr *w)
+static int send_check(const struct smart_tp_qp *q, const struct smart_tp_wr *w)
 {
-	if (!q->peer_max_msg)	/* set only by qp_connect_peer */
+	if (!q->peer_max_msg) /* set only by qp_connect_peer */
 		return SMART_EINVAL;
 	return w->opcode == SMART_TP_SEND && w->len > q->peer_max_msg ?
-	       SMART_EINVAL : 0;
+		       SMART_EINVAL :
+		       0;
 }
 
 /* Fill the i-th ibv_send_wr of the chain from ours; slot is its ring slot. */
@@ -962,12 +1007,13 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	iw->sg_list = sg;
 	iw->num_sge = 1;
 	iw->opcode = wr_opcode(w);
-	iw->send_flags = ((w->flags & SMART_TP_SIGNALED) ? IBV_SEND_SIGNALED : 0) |
+	iw->send_flags = ((w->flags & SMART_TP_SIGNALED) ? IBV_SEND_SIGNALED :
+							   0) |
 			 ((w->flags & SMART_TP_FENCE) ? IBV_SEND_FENCE : 0);
 	/* never dropped silently: the bytes may be in memory no MR covers,
 	 * and the NIC would fail the WR with a protection error */
-	if ((w->flags & SMART_TP_INLINE) && (w->opcode == SMART_TP_WRITE ||
-					     w->opcode == SMART_TP_SEND)) {
+	if ((w->flags & SMART_TP_INLINE) &&
+	    (w->opcode == SMART_TP_WRITE || w->opcode == SMART_TP_SEND)) {
 		if (w->len > q->max_inline)
 			return SMART_EINVAL;
 		iw->send_flags |= IBV_SEND_INLINE;
@@ -998,8 +1044,8 @@ static int post_locked(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
 	int i, rc;
 
 	/* a failed CQ delivers nothing: what went out now would never end */
-	if (smart_unlikely(atomic_load_explicit(&q->cq->dead,
-						memory_order_relaxed)))
+	if (smart_unlikely(
+		    atomic_load_explicit(&q->cq->dead, memory_order_relaxed)))
 		return SMART_EQP;
 	if (q->tail - head + (uint32_t)n > q->room)
 		return SMART_EAGAIN;
@@ -1097,12 +1143,12 @@ int smart__verbs_qp_connect_peer(struct smart_tp_qp *qp,
 	struct verbs_qp_info peer;
 	int rc;
 
-	(void)r;	/* one-sided WRs name the peer's region by its rkey */
+	(void)r; /* one-sided WRs name the peer's region by its rkey */
 	for (int i = 0; i < nfds; i++)
 		if (fds[i] >= 0)
-			close(fds[i]);	/* ours, as the contract says */
+			close(fds[i]); /* ours, as the contract says */
 	if (!qp->rroom)
-		return SMART_EINVAL;	/* no receive queue: qp_connect */
+		return SMART_EINVAL; /* no receive queue: qp_connect */
 	rc = peer_unpack(d, peer_blob, len, &peer);
 	if (rc)
 		return rc;
@@ -1124,8 +1170,7 @@ static int post_recv_locked(struct smart_tp_qp *q,
 {
 	struct ibv_recv_wr wr[16], *bad = NULL;
 	struct ibv_sge sge[16];
-	uint32_t taken = atomic_load_explicit(&q->rtaken,
-					      memory_order_acquire);
+	uint32_t taken = atomic_load_explicit(&q->rtaken, memory_order_acquire);
 	int i, k, m, rc;
 
 	if (q->rposted - taken + (uint32_t)n > q->rroom)
@@ -1133,7 +1178,7 @@ static int post_recv_locked(struct smart_tp_qp *q,
 	for (i = 0; i < n; i++)
 		if (rs[i].len && !rs[i].local)
 			return SMART_EINVAL;
-	for (k = 0; k < n; k += m) {	/* 16 at a time */
+	for (k = 0; k < n; k += m) { /* 16 at a time */
 		m = smart_min(n - k, 16);
 		for (i = 0; i < m; i++) {
 			uint32_t slot = q->rposted + (uint32_t)i;
@@ -1142,13 +1187,16 @@ static int post_recv_locked(struct smart_tp_qp *q,
 			sge[i] = (struct ibv_sge){
 				.addr = (uintptr_t)rs[k + i].local,
 				.length = rs[k + i].len,
-				.lkey = rs[k + i].lkey };
+				.lkey = rs[k + i].lkey
+			};
 			wr[i] = (struct ibv_recv_wr){
 				.wr_id = VERBS_RECV_BIT |
 					 ((uint64_t)(uintptr_t)q << 16) |
 					 (slot & 0xffff),
-				.sg_list = &sge[i], .num_sge = 1,
-				.next = i + 1 < m ? &wr[i + 1] : NULL };
+				.sg_list = &sge[i],
+				.num_sge = 1,
+				.next = i + 1 < m ? &wr[i + 1] : NULL
+			};
 		}
 		rc = ibv_post_recv(q->qp, wr, &bad);
 		if (rc) {

@@ -35,7 +35,7 @@
 #include "util/log.h"
 
 #define ST_PATTERN UINT64_C(0x0102030405060708)
-#define ST_ADD	   UINT64_C(0x00000000000000f9)	/* 0x08 + 0xf9 carries */
+#define ST_ADD	   UINT64_C(0x00000000000000f9) /* 0x08 + 0xf9 carries */
 #define ST_SWAP	   UINT64_C(0x1112131415161718)
 /* Completions of a loopback pair take microseconds on a NIC, a few
  * milliseconds on Soft-RoCE under emulation; only a broken device comes
@@ -46,7 +46,7 @@ struct selftest {
 	struct ibv_cq *cq;
 	struct ibv_qp *a, *b;
 	struct ibv_mr *mr;
-	uint64_t *mem;		/* [0] the word, [1] FAA's old, [2] CAS's old */
+	uint64_t *mem; /* [0] the word, [1] FAA's old, [2] CAS's old */
 };
 
 /* A QP of the pair: two WRs, nothing inline. */
@@ -83,19 +83,24 @@ static int st_open(struct smart_tp_domain *d, struct selftest *t, char *why,
 		return SMART_ENOMEM;
 	}
 	memset(t->mem, 0, 4096);
-	t->mr = ibv_reg_mr(d->pd, t->mem, 4096, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_ATOMIC);
+	t->mr = ibv_reg_mr(d->pd, t->mem, 4096,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
 	t->cq = ibv_create_cq(d->ctx, 4, NULL, NULL, 0);
 	t->a = t->cq ? st_qp(d, t->cq) : NULL;
 	t->b = t->cq ? st_qp(d, t->cq) : NULL;
 	if (!t->mr || !t->cq || !t->a || !t->b) {
-		snprintf(why, len, "cannot create its %s: %s", !t->mr ? "MR" :
-			 !t->cq ? "CQ" : "QPs", strerror(errno));
+		snprintf(why, len, "cannot create its %s: %s",
+			 !t->mr ? "MR" :
+			 !t->cq ? "CQ" :
+				  "QPs",
+			 strerror(errno));
 		return SMART_ENOMEM;
 	}
 	if (smart__verbs_qp_init(d, t->a) || smart__verbs_qp_init(d, t->b)) {
-		snprintf(why, len, "cannot take its QPs to INIT with remote "
-			 "atomic rights: %s", strerror(errno));
+		snprintf(why, len,
+			 "cannot take its QPs to INIT with remote "
+			 "atomic rights: %s",
+			 strerror(errno));
 		return SMART_ESYS;
 	}
 	smart__verbs_local_info(d, t->a, 1, &ia);
@@ -180,10 +185,11 @@ static int st_check(const struct selftest *t, char *why, size_t len)
 		got = __atomic_load_n(&t->mem[i], __ATOMIC_ACQUIRE);
 		if (got == want[i])
 			continue;
-		snprintf(why, len, "%s is 0x%016" PRIx64 ", want 0x%016" PRIx64
-			 "%s", what[i], got, want[i],
-			 got == __builtin_bswap64(want[i]) ?
-			 ": byte-swapped" : "");
+		snprintf(why, len,
+			 "%s is 0x%016" PRIx64 ", want 0x%016" PRIx64 "%s",
+			 what[i], got, want[i],
+			 got == __builtin_bswap64(want[i]) ? ": byte-swapped" :
+							     "");
 		return SMART_ENOTSUP;
 	}
 	return 0;

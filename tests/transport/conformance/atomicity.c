@@ -33,9 +33,9 @@
  * count per word depends only on the seed, not on the interleaving. */
 
 #define ATOM_WORDS 4
-#define ATOM_CORO 8
-#define ATOM_OFF 8192		/* region offset of the shared words */
-#define ATOM_SLOTS 4096		/* local bytes per worker (slots) */
+#define ATOM_CORO  8
+#define ATOM_OFF   8192 /* region offset of the shared words */
+#define ATOM_SLOTS 4096 /* local bytes per worker (slots) */
 
 enum { CO_IDLE, CO_FAA, CO_READ, CO_CAS, CO_DONE };
 
@@ -51,8 +51,8 @@ struct atom_worker {
 	struct smart_tp_cq *cq;
 	struct smart_tp_qp *qp;
 	struct conf_target t;
-	uint64_t *slots;	/* ATOM_SLOTS bytes in a local MR */
-	uint64_t *rec;		/* ATOM_CORO * iters: word << 48 | old */
+	uint64_t *slots; /* ATOM_SLOTS bytes in a local MR */
+	uint64_t *rec;	 /* ATOM_CORO * iters: word << 48 | old */
 	uint32_t iters;
 	uint64_t seed, retries;
 	struct coro co[ATOM_CORO];
@@ -63,8 +63,8 @@ static uint64_t coro_seed(uint64_t seed, int i)
 	return seed ^ ((uint64_t)(i + 1) * UINT64_C(0xd1b54a32d192ed03));
 }
 
-static void co_post(struct atom_worker *w, int i, uint8_t op,
-		    uint64_t cmp_add, uint64_t swap)
+static void co_post(struct atom_worker *w, int i, uint8_t op, uint64_t cmp_add,
+		    uint64_t swap)
 {
 	struct coro *c = &w->co[i];
 	struct smart_tp_wr wr = wr_atomic(&w->t, op, (uint64_t)i,
@@ -117,8 +117,9 @@ static int co_step(struct atom_worker *w, int i)
 		/* fallthrough */
 	case CO_FAA:
 		CHECK_LT(got, UINT64_C(1) << 48);
-		w->rec[(size_t)i * w->iters + c->done++] =
-			(uint64_t)c->word << 48 | got;
+		w->rec[(size_t)i * w->iters + c->done++] = (uint64_t)c->word
+								   << 48 |
+							   got;
 		return co_start(w, i);
 	default:
 		TEST_FAIL("completion for idle coroutine %d", i);
@@ -152,7 +153,8 @@ static void *atom_run(void *arg)
 		if (n)
 			deadline = now_ns() + 3 * CONF_WAIT_NS;
 		else
-			CHECK_MSG(now_ns() < deadline, "atomic worker stuck: "
+			CHECK_MSG(now_ns() < deadline,
+				  "atomic worker stuck: "
 				  "no completion for %d s",
 				  (int)(3 * CONF_WAIT_NS / 1000000000));
 	}
@@ -204,9 +206,11 @@ static void atom_verify(const struct fx *f, const uint64_t *rec, size_t n,
 		CHECK_EQ(m, cnt[k]);
 		qsort(olds, m, sizeof(*olds), cmp_u64);
 		for (i = 0; i < m; i++)
-			CHECK_MSG(olds[i] == i, "word %d: increment %zu of %zu "
+			CHECK_MSG(olds[i] == i,
+				  "word %d: increment %zu of %zu "
 				  "saw old value %" PRIu64 " (lost or doubled "
-				  "update)", k, i, m, olds[i]);
+				  "update)",
+				  k, i, m, olds[i]);
 		CHECK_U64_EQ(rword(f, ATOM_OFF + 8 * (size_t)k), cnt[k]);
 	}
 	free(olds);
@@ -249,7 +253,8 @@ static void atomic_threads(const struct smart_conf_env *env, int nw,
 		conn_close(&c[i]);
 	}
 	printf("   %d threads x %d coroutines x %u increments, %" PRIu64
-	       " CAS retries\n", nw, ATOM_CORO, iters, retries);
+	       " CAS retries\n",
+	       nw, ATOM_CORO, iters, retries);
 	atom_verify(&f, rec, (size_t)nw * per, cnt);
 	free(rec);
 	fx_close(&f);
@@ -308,7 +313,7 @@ static void atom_child(const struct smart_conf_env *env, const struct fx *pf,
 			  rec + (size_t)i * ATOM_CORO * iters, iters,
 			  seed + 100 + (uint64_t)i);
 	}
-	msg_recv(s, b, sizeof(b), NULL);	/* go */
+	msg_recv(s, b, sizeof(b), NULL); /* go */
 	run_workers(w, FORK_W);
 	for (i = 0; i < FORK_W; i++)
 		conn_close(&c[i]);
@@ -382,13 +387,13 @@ void case_atomic_fork(const struct smart_conf_env *env)
 /* ------------------------------------------------------------------ */
 /* Case: tearing — aligned 8-byte words never tear (rule 4)             */
 
-#define TEAR_OFF 16384
+#define TEAR_OFF   16384
 #define TEAR_BLOCK 64
 #define TEAR_CHAIN 4
 
 struct tear_state {
 	struct fx *f;
-	struct conn wc, rc;	/* writer's and reader's connections */
+	struct conn wc, rc; /* writer's and reader's connections */
 	uint32_t nwrites;
 	atomic_int writer_done;
 	uint64_t reads, mixed;

@@ -70,8 +70,8 @@ void case_objects(const struct smart_conf_env *env)
 /* ------------------------------------------------------------------ */
 /* Case: rw_sizes — READ/WRITE at boundary sizes and offsets            */
 
-#define RW_SRC_OFF 5			/* unaligned local source */
-#define RW_DST_OFF ((128u << 10) + 3)	/* unaligned local destination */
+#define RW_SRC_OFF 5		      /* unaligned local source */
+#define RW_DST_OFF ((128u << 10) + 3) /* unaligned local destination */
 
 static void rw_one(struct fx *f, struct conn *c, uint64_t *rng, size_t off,
 		   uint32_t len)
@@ -117,8 +117,8 @@ void case_rw_sizes(const struct smart_conf_env *env)
 	conn_open(&f, NULL, 16, 8, 0, &c);
 	for (i = 0; i < SMART_ARRAY_SIZE(sizes); i++) {
 		offs[0] = 0;
-		offs[1] = 4096 + 3;		/* unaligned, crosses a page */
-		offs[2] = f.t.rlen - sizes[i];	/* ends on the last byte */
+		offs[1] = 4096 + 3;	       /* unaligned, crosses a page */
+		offs[2] = f.t.rlen - sizes[i]; /* ends on the last byte */
 		for (j = 0; j < 3; j++) {
 			printf("   size %u offset %zu\n", sizes[i], offs[j]);
 			rw_one(&f, &c, &rng, offs[j], sizes[i]);
@@ -131,8 +131,7 @@ void case_rw_sizes(const struct smart_conf_env *env)
 /* ------------------------------------------------------------------ */
 /* Case: atomic_basic — CAS/FAA round trips                             */
 
-static void atomic_one(struct fx *f, struct conn *c, uint64_t *rng,
-		       size_t off)
+static void atomic_one(struct fx *f, struct conn *c, uint64_t *rng, size_t off)
 {
 	uint64_t *loc = (uint64_t *)(f->laddr + 64);
 	uint64_t v0 = rng_next(rng), a = rng_next(rng) | 1;
@@ -182,7 +181,7 @@ void case_atomic_basic(const struct smart_conf_env *env)
 	offs[0] = 0;
 	offs[1] = 8;
 	offs[2] = 4096 + 24;
-	offs[3] = f.t.rlen - 8;		/* the last word of the region */
+	offs[3] = f.t.rlen - 8; /* the last word of the region */
 	for (i = 0; i < 4; i++)
 		atomic_one(&f, &c, &rng, offs[i]);
 	conn_close(&c);
@@ -205,8 +204,8 @@ void case_atomic_basic(const struct smart_conf_env *env)
 static void check_word(uint64_t got, uint64_t want, const char *what)
 {
 	CHECK_MSG(got == want, "%s: 0x%016" PRIx64 ", want 0x%016" PRIx64 "%s",
-		  what, got, want, got == __builtin_bswap64(want) ?
-		  " (byte-swapped)" : "");
+		  what, got, want,
+		  got == __builtin_bswap64(want) ? " (byte-swapped)" : "");
 }
 
 /* A transport without atomics (caps.atomics 0) must refuse CAS and FAA at
@@ -214,8 +213,8 @@ static void check_word(uint64_t got, uint64_t want, const char *what)
 static void atomics_refused(struct fx *f, struct conn *c, size_t off)
 {
 	uint64_t *loc = (uint64_t *)f->laddr;
-	struct smart_tp_wr w = wr_atomic(&f->t, SMART_TP_FAA, 1, off, loc, 1,
-					 0, CONF_SIG);
+	struct smart_tp_wr w = wr_atomic(&f->t, SMART_TP_FAA, 1, off, loc, 1, 0,
+					 CONF_SIG);
 
 	CHECK_EQ(f->ops->post(c->qp, &w, 1), SMART_ENOTSUP);
 	w.opcode = SMART_TP_CAS;
@@ -291,7 +290,10 @@ void case_atomics_byte_order(const struct smart_conf_env *env)
 void case_signal_selective(const struct smart_conf_env *env)
 {
 	static const uint8_t ops4[4] = {
-		SMART_TP_WRITE, SMART_TP_READ, SMART_TP_FAA, SMART_TP_CAS,
+		SMART_TP_WRITE,
+		SMART_TP_READ,
+		SMART_TP_FAA,
+		SMART_TP_CAS,
 	};
 	struct smart_tp_wr w[SIG_N + 1];
 	struct smart_tp_wc wc[SIG_N];
@@ -307,11 +309,11 @@ void case_signal_selective(const struct smart_conf_env *env)
 	/* N unsignalled + 1 signalled: exactly one completion. */
 	for (i = 0; i < SIG_N; i++) {
 		loc[i] = 0x1000 + (uint64_t)i;
-		w[i] = wr_make(&f.t, SMART_TP_WRITE, 100 + i, 8 * i, &loc[i],
-			       8, 0);
+		w[i] = wr_make(&f.t, SMART_TP_WRITE, 100 + i, 8 * i, &loc[i], 8,
+			       0);
 	}
-	w[SIG_N] = wr_make(&f.t, SMART_TP_READ, 999, 0, &loc[64],
-			   8 * SIG_N, CONF_SIG);
+	w[SIG_N] = wr_make(&f.t, SMART_TP_READ, 999, 0, &loc[64], 8 * SIG_N,
+			   CONF_SIG);
 	run_chain(&c, w, SIG_N + 1);
 	for (i = 0; i < SIG_N; i++)
 		CHECK_U64_EQ(loc[64 + i], 0x1000 + (uint64_t)i);
@@ -343,7 +345,7 @@ void case_signal_selective(const struct smart_conf_env *env)
 /* Case: poll_small_max — poll(max) hands out ready completions over
  * several calls, in order, never more than max, none lost.           */
 
-#define PS_N 40
+#define PS_N  40
 #define PS_WC 16
 
 void case_poll_small_max(const struct smart_conf_env *env)
@@ -361,9 +363,9 @@ void case_poll_small_max(const struct smart_conf_env *env)
 	loc = (uint64_t *)f.laddr;
 	for (round = 0; round < 2; round++) {
 		for (i = 0; i < PS_N; i++)
-			w[i] = wr_atomic(&f.t, i & 1 ? SMART_TP_FAA :
-					 SMART_TP_READ, 500 + i, 8, &loc[i],
-					 1, 0, CONF_SIG);
+			w[i] = wr_atomic(&f.t,
+					 i & 1 ? SMART_TP_FAA : SMART_TP_READ,
+					 500 + i, 8, &loc[i], 1, 0, CONF_SIG);
 		CHECK_OK(f.ops->post(c.qp, w, PS_N));
 		deadline = now_ns() + CONF_WAIT_NS;
 		for (got = 0, calls = 0; got < PS_N; calls++) {
@@ -378,9 +380,10 @@ void case_poll_small_max(const struct smart_conf_env *env)
 				CHECK_WC(wc[i], 500 + got + i, SMART_TP_WC_OK);
 			for (i = r; i < PS_WC; i++)
 				CHECK_MSG(wc[i].wr_id == 0xdead &&
-					  wc[i].status == 99,
+						  wc[i].status == 99,
 					  "poll wrote wc[%d] beyond its "
-					  "return %d", i, r);
+					  "return %d",
+					  i, r);
 			got += r;
 			CHECK_MSG(got >= PS_N || now_ns() < deadline,
 				  "only %d of %d completions", got, PS_N);

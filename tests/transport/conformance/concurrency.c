@@ -18,14 +18,14 @@
 /* Case: shared_objects — one SMART_TP_SHARED QP and CQ, two threads    */
 
 #define SH_THREADS 2
-#define SH_DEPTH 8		/* chains in flight per thread */
+#define SH_DEPTH   8 /* chains in flight per thread */
 
 struct sh_state {
 	struct fx *f;
 	struct conn c;
-	uint32_t chains;	/* per thread */
-	uint64_t *olds;		/* [thread][chain][2] in the local MR */
-	atomic_uchar *seen;	/* [thread][chain] */
+	uint32_t chains;    /* per thread */
+	uint64_t *olds;	    /* [thread][chain][2] in the local MR */
+	atomic_uchar *seen; /* [thread][chain] */
 	atomic_int inflight[SH_THREADS];
 	atomic_uint done;
 };
@@ -119,8 +119,10 @@ void case_shared_objects(const struct smart_conf_env *env)
 	memcpy(all, s.olds, 2 * n * sizeof(*all));
 	qsort(all, 2 * n, sizeof(*all), cmp_u64);
 	for (i = 0; i < 2 * n; i++)
-		CHECK_MSG(all[i] == i, "FAA %zu saw old value %" PRIu64
-			  " (lost or doubled update)", i, all[i]);
+		CHECK_MSG(all[i] == i,
+			  "FAA %zu saw old value %" PRIu64
+			  " (lost or doubled update)",
+			  i, all[i]);
 	CHECK_U64_EQ(rword(&f, 0), 2 * n);
 	printf("   %d threads x %u chains of 2 FAA on one shared QP and CQ\n",
 	       SH_THREADS, s.chains);

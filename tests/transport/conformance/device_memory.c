@@ -15,7 +15,7 @@
 
 #include "suite.h"
 
-#define DM_CASE_LEN (64u << 10)	/* or what the device has, if less */
+#define DM_CASE_LEN (64u << 10) /* or what the device has, if less */
 
 /* The device memory to ask for: DM_CASE_LEN or the device's, in 4 KiB. */
 static size_t dm_case_len(const struct smart_conf_env *env)
@@ -59,8 +59,7 @@ static void dm_attach_rules(const struct smart_conf_env *env, size_t len,
 	CHECK_OK(dom_open(env, 1, &g.rdom));
 	env->ops->query_caps(g.rdom, &caps);
 	env->ops->domain_close(g.rdom);
-	CHECK_EQ(fx_open_dm(&g, env, (size_t)caps.max_dm + 4096),
-		 SMART_ENOMEM);
+	CHECK_EQ(fx_open_dm(&g, env, (size_t)caps.max_dm + 4096), SMART_ENOMEM);
 	CHECK_OK(fx_open_dm(f, env, len));
 	CHECK_U64_EQ(f->region->dm_len, len);
 	CHECK_EQ(f->ops->dm_attach(f->rdom, f->region, len), SMART_EINVAL);
@@ -110,7 +109,7 @@ void case_device_memory(const struct smart_conf_env *env)
 	run1(&c, wr_atomic(&f.dm, SMART_TP_CAS, 5, 64, &w8[0], w8[1], 7, 0));
 	CHECK_U64_EQ(w8[0], w8[1]);
 	run1(&c, wr_atomic(&f.dm, SMART_TP_CAS, 6, 64, &w8[0], 8, 9, 0));
-	CHECK_U64_EQ(w8[0], 7);			/* failed: compare was 8 */
+	CHECK_U64_EQ(w8[0], 7); /* failed: compare was 8 */
 	run1(&c, wr_atomic(&f.dm, SMART_TP_FAA, 7, 64, &w8[0], 5, 0, 0));
 	CHECK_U64_EQ(w8[0], 7);
 	run1(&c, wr_make(&f.dm, SMART_TP_READ, 8, 64, &w8[2], 8, 0));
@@ -127,18 +126,18 @@ void case_device_memory(const struct smart_conf_env *env)
 	/* bounds and keys */
 	dm_refused(&f, wr_make(&f.dm, SMART_TP_READ, 10, len - 8, loc, 16, 0),
 		   "a READ across the end");
-	dm_refused(&f, wr_atomic(&f.dm, SMART_TP_FAA, 11, len, &w8[0], 1, 0,
-				 0), "an FAA just past the end");
+	dm_refused(&f, wr_atomic(&f.dm, SMART_TP_FAA, 11, len, &w8[0], 1, 0, 0),
+		   "an FAA just past the end");
 	{
 		struct conf_target wrong = f.dm;
 
-		wrong.rkey = f.t.rkey;	/* device address, region's key */
-		dm_refused(&f, wr_make(&wrong, SMART_TP_READ, 12, 0, loc, 8,
-				       0), "the region's key on device memory");
+		wrong.rkey = f.t.rkey; /* device address, region's key */
+		dm_refused(&f, wr_make(&wrong, SMART_TP_READ, 12, 0, loc, 8, 0),
+			   "the region's key on device memory");
 	}
 	conn_open(&f, NULL, 16, 8, 0, &c);
 	run1(&c, wr_make(&f.dm, SMART_TP_READ, 13, 64, &w8[2], 8, 0));
-	CHECK_U64_EQ(w8[2], 12);		/* nothing refused changed it */
+	CHECK_U64_EQ(w8[2], 12); /* nothing refused changed it */
 	conn_close(&c);
 	printf("   %zu bytes of device memory checked\n", len);
 	fx_close(&f);

@@ -22,8 +22,8 @@
 enum { RK_OK, RK_PAST, RK_STRADDLE, RK_HUGE, RK_WRAP, RK_BELOW, RK_MISALIGN };
 enum { KK_OK, KK_RKEY, KK_LKEY, KK_UNREG, KK_LSTRADDLE };
 
-#define ERR_ANY (-1)		/* any error status */
-#define ERR_TARGET 512		/* region offset of in-bounds bad WRs */
+#define ERR_ANY	   (-1) /* any error status */
+#define ERR_TARGET 512	/* region offset of in-bounds bad WRs */
 
 struct err_spec {
 	const char *what;
@@ -58,8 +58,8 @@ static const struct err_spec err_specs[] = {
 	  SMART_TP_WC_REM_ACCESS },
 	{ "FAA with a wrong rkey", SMART_TP_FAA, RK_OK, KK_RKEY,
 	  SMART_TP_WC_REM_ACCESS },
-	{ "WRITE from an unregistered buffer", SMART_TP_WRITE, RK_OK,
-	  KK_UNREG, SMART_TP_WC_LOC_PROT },
+	{ "WRITE from an unregistered buffer", SMART_TP_WRITE, RK_OK, KK_UNREG,
+	  SMART_TP_WC_LOC_PROT },
 	{ "READ into an unregistered buffer", SMART_TP_READ, RK_OK, KK_UNREG,
 	  SMART_TP_WC_LOC_PROT },
 	{ "FAA into an unregistered buffer", SMART_TP_FAA, RK_OK, KK_UNREG,
@@ -102,8 +102,7 @@ static int lost_nak(const struct err_spec *e, int status)
  * then flushes the bad WR too, its cause lost. */
 static int early_flush(const struct smart_tp_wc *wc)
 {
-	if (!lossy_link() || wc->wr_id != 1 ||
-	    wc->status != SMART_TP_WC_FLUSH)
+	if (!lossy_link() || wc->wr_id != 1 || wc->status != SMART_TP_WC_FLUSH)
 		return 0;
 	printf("   the WRITE before it flushed: its ACK was still due\n");
 	return 1;
@@ -119,10 +118,18 @@ static struct smart_tp_wr err_wr(const struct fx *f, const struct err_spec *e,
 	struct smart_tp_wr w;
 
 	switch (e->rk) {
-	case RK_PAST: off = f->t.rlen; break;
-	case RK_STRADDLE: off = f->t.rlen - 8; break;
-	case RK_HUGE: off = UINT64_C(1) << 60; break;
-	case RK_MISALIGN: off = ERR_TARGET + 4; break;
+	case RK_PAST:
+		off = f->t.rlen;
+		break;
+	case RK_STRADDLE:
+		off = f->t.rlen - 8;
+		break;
+	case RK_HUGE:
+		off = UINT64_C(1) << 60;
+		break;
+	case RK_MISALIGN:
+		off = ERR_TARGET + 4;
+		break;
 	}
 	w = wr_atomic(&f->t, e->opcode, 2, off, (uint64_t *)(f->laddr + 4096),
 		      0, 0xbad, flags);
@@ -156,7 +163,7 @@ static int err_chain(struct fx *f, struct conn *c, const struct err_spec *e,
 	struct smart_tp_wc wc[7];
 	int i, early;
 
-	memset(src, 0xee, 64);		/* what a wrong WRITE would write */
+	memset(src, 0xee, 64); /* what a wrong WRITE would write */
 	src[8] = canary;
 	w[0] = wr_make(&f->t, SMART_TP_WRITE, 1, 0, &src[8], 8, 0);
 	w[1] = err_wr(f, e, unreg, flags);
@@ -173,10 +180,10 @@ static int err_chain(struct fx *f, struct conn *c, const struct err_spec *e,
 	}
 	CHECK_EQ(wc[0].wr_id, 2);
 	CHECK_MSG(wc[0].status != SMART_TP_WC_OK &&
-		  (wc[0].status != SMART_TP_WC_FLUSH || early) &&
-		  (e->expect == ERR_ANY || wc[0].status == e->expect ||
-		   lost_nak(e, wc[0].status) ||
-		   (early && wc[0].status == SMART_TP_WC_FLUSH)),
+			  (wc[0].status != SMART_TP_WC_FLUSH || early) &&
+			  (e->expect == ERR_ANY || wc[0].status == e->expect ||
+			   lost_nak(e, wc[0].status) ||
+			   (early && wc[0].status == SMART_TP_WC_FLUSH)),
 		  "bad WR completed with %s, expected %s",
 		  wc_name(wc[0].status),
 		  e->expect == ERR_ANY ? "an error" : wc_name(e->expect));
@@ -202,8 +209,7 @@ static int err_chain(struct fx *f, struct conn *c, const struct err_spec *e,
 static int late_local_error(const struct err_spec *e)
 {
 	return lossy_link() && e->opcode != SMART_TP_WRITE &&
-	       (e->kk == KK_LKEY || e->kk == KK_UNREG ||
-		e->kk == KK_LSTRADDLE);
+	       (e->kk == KK_LKEY || e->kk == KK_UNREG || e->kk == KK_LSTRADDLE);
 }
 
 /* The words err_chain's WRs behind the bad one write (0xee.. at 64 and
@@ -218,7 +224,7 @@ static void behind_may_have_run(const struct fx *f, uint8_t *snap)
 		memcpy(&was, snap + off[i], 8);
 		now = rword(f, off[i]);
 		CHECK_MSG(now == was || (i < 2 ? now == 0xeeeeeeeeeeeeeeeeull :
-					 now == was + 1),
+						 now == was + 1),
 			  "word %zu behind a late local error: %#" PRIx64,
 			  off[i], now);
 		memcpy(snap + off[i], &now, 8);
@@ -241,7 +247,7 @@ static void err_run(struct fx *f, struct smart_tp_cq *cq,
 	conn_open(f, cq, 0, 16, 0, &c);
 	memcpy(snap, f->raddr, f->t.rlen);
 	memcpy(&old0, snap, 8);
-	memcpy(snap, &canary, 8);	/* the WRITE before the bad one */
+	memcpy(snap, &canary, 8); /* the WRITE before the bad one */
 	if (err_chain(f, &c, e, unreg, flags, canary)) {
 		/* it flushed: it may or may not have run */
 		CHECK(rword(f, 0) == canary || rword(f, 0) == old0);
@@ -306,8 +312,8 @@ static void malformed_one(struct fx *f, struct smart_tp_wr w, const char *what)
 		printf("   %s: post refused it\n", what);
 		CHECK_EQ(f->ops->qp_in_error(c.qp), 0);
 		expect_quiet(f->ops, c.cq);
-		run1(&c, wr_make(&f->t, SMART_TP_READ, 2, 0, f->laddr + 64, 8,
-				 0));
+		run1(&c,
+		     wr_make(&f->t, SMART_TP_READ, 2, 0, f->laddr + 64, 8, 0));
 	} else {
 		CHECK_OK(rc);
 		printf("   %s: error completion\n", what);
@@ -321,8 +327,8 @@ static void malformed_one(struct fx *f, struct smart_tp_wr w, const char *what)
 
 void case_error_bad_opcode(const struct smart_conf_env *env)
 {
-	static const uint8_t bad[] = { 0, SMART_TP_RECV, SMART_TP_RECV + 1,
-				       99, 255 };
+	static const uint8_t bad[] = { 0, SMART_TP_RECV, SMART_TP_RECV + 1, 99,
+				       255 };
 	struct smart_tp_wr w;
 	char what[64];
 	struct fx f;
@@ -338,11 +344,13 @@ void case_error_bad_opcode(const struct smart_conf_env *env)
 		malformed_one(&f, w, what);
 	}
 	/* Atomics on a misaligned word. */
-	malformed_one(&f, wr_atomic(&f.t, SMART_TP_CAS, 1, ERR_TARGET + 4,
-				    (uint64_t *)(f.laddr + 128), 0, 1, 0),
+	malformed_one(&f,
+		      wr_atomic(&f.t, SMART_TP_CAS, 1, ERR_TARGET + 4,
+				(uint64_t *)(f.laddr + 128), 0, 1, 0),
 		      "CAS on a misaligned address");
-	malformed_one(&f, wr_atomic(&f.t, SMART_TP_FAA, 1, ERR_TARGET + 4,
-				    (uint64_t *)(f.laddr + 128), 1, 0, 0),
+	malformed_one(&f,
+		      wr_atomic(&f.t, SMART_TP_FAA, 1, ERR_TARGET + 4,
+				(uint64_t *)(f.laddr + 128), 1, 0, 0),
 		      "FAA on a misaligned address");
 	fx_close(&f);
 }
@@ -350,8 +358,8 @@ void case_error_bad_opcode(const struct smart_conf_env *env)
 /* ------------------------------------------------------------------ */
 /* Case: eagain — a post that does not fit is refused whole            */
 
-#define EAG_MAX_WR 16
-#define EAG_FILL_OFF 16384	/* fill WR k writes k+1 to word k here */
+#define EAG_MAX_WR   16
+#define EAG_FILL_OFF 16384 /* fill WR k writes k+1 to word k here */
 
 static struct smart_tp_wr eag_wr(struct fx *f, uint64_t k, uint8_t flags)
 {
@@ -374,7 +382,8 @@ static int eag_fill(struct fx *f, struct conn *c)
 		if (rc == SMART_EAGAIN)
 			break;
 		CHECK_OK(rc);
-		CHECK_MSG(k < 256, "send queue of max_send_wr %d never filled "
+		CHECK_MSG(k < 256,
+			  "send queue of max_send_wr %d never filled "
 			  "(only poll() may free room)",
 			  EAG_MAX_WR);
 	}
@@ -392,8 +401,7 @@ void case_eagain(const struct smart_conf_env *env)
 	fx_open(&f, env);
 	conn_open(&f, NULL, 256, EAG_MAX_WR, 0, &c);
 	cap = eag_fill(&f, &c);
-	printf("   send queue took %d WRs (max_send_wr %d)\n", cap,
-	       EAG_MAX_WR);
+	printf("   send queue took %d WRs (max_send_wr %d)\n", cap, EAG_MAX_WR);
 	CHECK_GE(cap, EAG_MAX_WR);
 	w[0] = eag_wr(&f, (uint64_t)cap, CONF_SIG);
 	w[1] = eag_wr(&f, (uint64_t)cap + 1, CONF_SIG);
@@ -462,8 +470,8 @@ void case_inline_limit(const struct smart_conf_env *env)
 	memset(src, 0x5a, sizeof(src));
 	memset(zero, 0, sizeof(zero));
 	conn_open(&f, NULL, 16, 8, 0, &c);
-	run1(&c, wr_make(&f.t, SMART_TP_WRITE, 1, 0, src, max,
-			 SMART_TP_INLINE));
+	run1(&c,
+	     wr_make(&f.t, SMART_TP_WRITE, 1, 0, src, max, SMART_TP_INLINE));
 	CHECK_MEM_EQ(f.raddr, src, max, "an inline WRITE of max_inline bytes");
 	memset(f.raddr, 0, 2048);
 	w[0] = wr_make(&f.t, SMART_TP_WRITE, 2, 1024, src, 8, SMART_TP_INLINE);
@@ -496,8 +504,11 @@ static int peer_read_try(struct fx *f, uint8_t op)
 
 	memset(src, 0xee, 16);
 	conn_open(f, NULL, 64, 16, 0, &c);
-	CHECK_OK(f->ops->post(c.qp, (struct smart_tp_wr[]){
-		wr_atomic(&f->t, op, 9, 64, src, 0, 0xbad, CONF_SIG) }, 1));
+	CHECK_OK(f->ops->post(c.qp,
+			      (struct smart_tp_wr[]){
+				      wr_atomic(&f->t, op, 9, 64, src, 0, 0xbad,
+						CONF_SIG) },
+			      1));
 	wait_wcs(f->ops, c.cq, &wc, 1);
 	CHECK_EQ(wc.wr_id, 9);
 	conn_close(&c);
@@ -525,7 +536,7 @@ void case_peer_read(const struct smart_conf_env *env)
 	CHECK_OK(f.ops->mr_alloc(f.rdom, CONF_REGION_LEN, 0,
 				 SMART_TP_MR_PEER_READ, &pr));
 	rng_fill(&seed, want, CONF_REGION_LEN);
-	memcpy(pr->addr, want, CONF_REGION_LEN);	/* the owner writes */
+	memcpy(pr->addr, want, CONF_REGION_LEN); /* the owner writes */
 	CHECK_OK(f.ops->region_blob(f.rdom, pr, blob, &bl));
 	CHECK_OK(f.ops->remote_span(blob, bl, &span));
 	CHECK_U64_EQ(span, CONF_REGION_LEN);
@@ -549,7 +560,7 @@ void case_peer_read(const struct smart_conf_env *env)
 			continue;
 		st = peer_read_try(&f, bad[i]);
 		CHECK_MSG(st == SMART_TP_WC_REM_ACCESS ||
-			  (lossy_link() && st == SMART_TP_WC_RETRY_EXC),
+				  (lossy_link() && st == SMART_TP_WC_RETRY_EXC),
 			  "opcode %u to a peer-read region completed %s",
 			  bad[i], wc_name(st));
 	}

@@ -90,26 +90,25 @@ uint32_t scaled(const struct smart_conf_env *env, uint32_t n)
 const char *wc_name(int s)
 {
 	static const char *const names[] = {
-		"OK", "REM_ACCESS", "LOC_PROT", "BAD_WR", "FLUSH",
-		"RETRY_EXC", "FATAL",
+		"OK",	 "REM_ACCESS", "LOC_PROT", "BAD_WR",
+		"FLUSH", "RETRY_EXC",  "FATAL",
 	};
 
 	return s >= 0 && s < 7 ? names[s] : "?";
 }
 
-
 /* ------------------------------------------------------------------ */
 /* Fixture: a responder with one region, an initiator attached to it  */
 
 int dom_open(const struct smart_conf_env *env, int blade_side,
-		    struct smart_tp_domain **out)
+	     struct smart_tp_domain **out)
 {
 	struct smart_tp_cfg cfg = { .gid_index = -1 };
 
 	if (env->open_domain)
 		return env->open_domain(env, blade_side, out);
-	return env->ops->domain_open(!blade_side && env->client_cfg ?
-				     env->client_cfg : &cfg, out);
+	return env->ops->domain_open(
+		!blade_side && env->client_cfg ? env->client_cfg : &cfg, out);
 }
 
 /* The descriptor remote_attach() takes ownership of. */
@@ -144,7 +143,7 @@ int fx_open_dm(struct fx *f, const struct smart_conf_env *env, size_t dm_len)
 	CHECK_U64_EQ(f->region->dm_len, 0);
 	rc = dm_len ? ops->dm_attach(f->rdom, f->region, dm_len) : 0;
 	if (rc) {
-		CHECK_U64_EQ(f->region->dm_len, 0);	/* no side effect */
+		CHECK_U64_EQ(f->region->dm_len, 0); /* no side effect */
 		ops->mr_free(f->rdom, f->region);
 		ops->domain_close(f->rdom);
 		return rc;
@@ -165,7 +164,7 @@ int fx_open_dm(struct fx *f, const struct smart_conf_env *env, size_t dm_len)
 	f->raddr = f->region->addr;
 	f->laddr = f->lmr->addr;
 	f->dm.rlen = ops->remote_dm(f->remote, &f->dm.rkey);
-	f->dm.lkey = f->lmr->lkey;	/* base 0: addresses from 0 */
+	f->dm.lkey = f->lmr->lkey; /* base 0: addresses from 0 */
 	return 0;
 }
 
@@ -181,11 +180,12 @@ void fx_close(struct fx *f)
 /* A connected QP on cq, or on a new CQ of the given depth when cq is NULL;
  * flags (SMART_TP_SHARED) apply to both. */
 void conn_open(struct fx *f, struct smart_tp_cq *cq, uint32_t depth,
-		      uint32_t max_send_wr, uint32_t flags, struct conn *c)
+	       uint32_t max_send_wr, uint32_t flags, struct conn *c)
 {
 	const struct smart_tp_ops *ops = f->ops;
 	struct smart_tp_qp_attr attr = {
-		.max_send_wr = max_send_wr, .flags = flags,
+		.max_send_wr = max_send_wr,
+		.flags = flags,
 	};
 	uint8_t cb[SMART_TP_BLOB_MAX], pb[SMART_TP_BLOB_MAX];
 	size_t cl = sizeof(cb), pl = sizeof(pb);
@@ -215,9 +215,9 @@ void conn_close(struct conn *c)
 		c->ops->cq_destroy(c->cq);
 }
 
-struct smart_tp_wr wr_make(const struct conf_target *t, uint8_t op,
-				  uint64_t id, uint64_t off, void *local,
-				  uint32_t len, uint8_t flags)
+struct smart_tp_wr wr_make(const struct conf_target *t, uint8_t op, uint64_t id,
+			   uint64_t off, void *local, uint32_t len,
+			   uint8_t flags)
 {
 	struct smart_tp_wr w;
 
@@ -234,9 +234,8 @@ struct smart_tp_wr wr_make(const struct conf_target *t, uint8_t op,
 }
 
 struct smart_tp_wr wr_atomic(const struct conf_target *t, uint8_t op,
-				    uint64_t id, uint64_t off, uint64_t *local,
-				    uint64_t cmp_add, uint64_t swap,
-				    uint8_t flags)
+			     uint64_t id, uint64_t off, uint64_t *local,
+			     uint64_t cmp_add, uint64_t swap, uint8_t flags)
 {
 	struct smart_tp_wr w = wr_make(t, op, id, off, local, 8, flags);
 
@@ -257,7 +256,7 @@ static void wait_timeout(const struct smart_tp_wc *wc, int got, int n)
 
 /* Collect exactly n completions into wc, in CQ order. */
 void wait_wcs(const struct smart_tp_ops *ops, struct smart_tp_cq *cq,
-		     struct smart_tp_wc *wc, int n)
+	      struct smart_tp_wc *wc, int n)
 {
 	uint64_t deadline = now_ns() + CONF_WAIT_NS;
 	int got = 0, r;
@@ -274,8 +273,7 @@ void wait_wcs(const struct smart_tp_ops *ops, struct smart_tp_cq *cq,
 
 /* No completion shows up for a while.  Can only catch extra completions;
  * a correct transport never fails it whatever the timing. */
-void expect_quiet(const struct smart_tp_ops *ops,
-			 struct smart_tp_cq *cq)
+void expect_quiet(const struct smart_tp_ops *ops, struct smart_tp_cq *cq)
 {
 	uint64_t end = now_ns() + CONF_QUIET_NS;
 	struct smart_tp_wc wc;
@@ -284,8 +282,9 @@ void expect_quiet(const struct smart_tp_ops *ops,
 	do {
 		r = ops->poll(cq, &wc, 1);
 		CHECK_GE(r, 0);
-		CHECK_MSG(r == 0, "unexpected completion wr_id %" PRIu64
-			  " status %s", wc.wr_id, wc_name(wc.status));
+		CHECK_MSG(r == 0,
+			  "unexpected completion wr_id %" PRIu64 " status %s",
+			  wc.wr_id, wc_name(wc.status));
 	} while (now_ns() < end);
 }
 
@@ -328,7 +327,6 @@ long first_diff(const void *a, const void *b, size_t len)
 	return -1;
 }
 
-
 /* ------------------------------------------------------------------ */
 /* Unix-socket messages (fork cases): one SEQPACKET message, optional fd */
 
@@ -336,7 +334,8 @@ void msg_send(int s, const void *buf, size_t len, int fd)
 {
 	/* blocking socket: MSG_DONTWAIT has nothing to wait for on a
 	 * SEQPACKET pair with room */
-	CHECK_MSG(smart__sock_send_some(s, buf, len, &fd, fd >= 0) == (ssize_t)len,
+	CHECK_MSG(smart__sock_send_some(s, buf, len, &fd, fd >= 0) ==
+			  (ssize_t)len,
 		  "sendmsg: %s", strerror(errno));
 }
 
@@ -348,8 +347,10 @@ size_t msg_recv(int s, void *buf, size_t cap, int *fd)
 		char b[CMSG_SPACE(sizeof(int))];
 	} u;
 	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = u.b, .msg_controllen = sizeof(u.b) };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.b,
+			    .msg_controllen = sizeof(u.b) };
 	struct pollfd p = { .fd = s, .events = POLLIN };
 	struct cmsghdr *c;
 	ssize_t n;
@@ -376,7 +377,7 @@ pid_t fork_peer(int *s)
 	 * mappings): no thread can hold a lock here, as each case runs in a
 	 * process of its own (run_isolated) and shm starts no thread */
 	CHECK_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-	fflush(stdout);		/* or the child prints it again */
+	fflush(stdout); /* or the child prints it again */
 	pid = fork();
 	CHECK_GE(pid, 0);
 	close(sv[pid ? 1 : 0]);
@@ -391,6 +392,6 @@ void check_child_ok(pid_t pid, const char *who)
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	if (WIFSIGNALED(st))
 		TEST_FAIL("%s killed by signal %d", who, WTERMSIG(st));
-	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "%s exited with %d", who, WEXITSTATUS(st));
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s exited with %d",
+		  who, WEXITSTATUS(st));
 }

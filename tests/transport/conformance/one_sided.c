@@ -24,9 +24,9 @@
  * stops itself with SIGSTOP and the parent's READ/WRITE/CAS/FAA still
  * complete.  After SIGCONT the child checks its region.               */
 
-#define STOP_IMG 2048		/* region prefix the child verifies */
-#define STOP_CAS 1024		/* CAS counter word */
-#define STOP_FAA 1032		/* FAA counter word */
+#define STOP_IMG 2048 /* region prefix the child verifies */
+#define STOP_CAS 1024 /* CAS counter word */
+#define STOP_FAA 1032 /* FAA counter word */
 
 static void blade_child(const struct smart_conf_env *env, int s)
 {
@@ -77,8 +77,8 @@ static void stop_client_open(const struct smart_conf_env *env, int s,
 				    &f->remote));
 	CHECK_OK(ops->mr_alloc(f->idom, CONF_LOCAL_LEN, -1, 0, &f->lmr));
 	f->t = (struct conf_target){ ops->remote_base(f->remote),
-				     ops->remote_rkey(f->remote),
-				     f->lmr->lkey, CONF_REGION_LEN };
+				     ops->remote_rkey(f->remote), f->lmr->lkey,
+				     CONF_REGION_LEN };
 	f->laddr = f->lmr->addr;
 	*c = (struct conn){ .ops = ops, .own_cq = 1 };
 	CHECK_OK(ops->cq_create(f->idom, 32, 0, &c->cq));
@@ -123,8 +123,8 @@ static void stop_ops(struct fx *f, struct conn *c, uint8_t *img)
 		run1(c, wr_atomic(&f->t, SMART_TP_CAS, 3, STOP_CAS, old, i,
 				  i + 1, 0));
 		CHECK_U64_EQ(*old, i);
-		run1(c, wr_atomic(&f->t, SMART_TP_FAA, 4, STOP_FAA, old, 3, 0,
-				  0));
+		run1(c,
+		     wr_atomic(&f->t, SMART_TP_FAA, 4, STOP_FAA, old, 3, 0, 0));
 		CHECK_U64_EQ(*old, 3 * i);
 	}
 	memcpy(img, src, STOP_CAS);
@@ -146,13 +146,13 @@ void case_one_sided_sigstop(const struct smart_conf_env *env)
 		blade_child(env, s);
 	stop_client_open(env, s, &f, &c);
 	CHECK_EQ(waitpid(pid, &st, WUNTRACED), pid);
-	CHECK_MSG(WIFSTOPPED(st), "blade child did not stop (status 0x%x)",
-		  st);
+	CHECK_MSG(WIFSTOPPED(st), "blade child did not stop (status 0x%x)", st);
 	CHECK_EQ(proc_state(pid), 'T');
 	stop_ops(&f, &c, img);
 	CHECK_EQ(proc_state(pid), 'T');
 	printf("   blade pid %d stopped throughout 500 rounds of "
-	       "WRITE/READ/CAS/FAA\n", (int)pid);
+	       "WRITE/READ/CAS/FAA\n",
+	       (int)pid);
 	CHECK_EQ(kill(pid, SIGCONT), 0);
 	msg_send(s, img, sizeof(img), -1);
 	check_child_ok(pid, "blade child");

@@ -101,8 +101,8 @@ void case_order_chain(const struct smart_conf_env *env)
 struct long_state {
 	struct fx *f;
 	struct conn *c;
-	uint64_t *rd, *fo;	/* per round: READ result, FAA old value */
-	uint32_t done;		/* completions seen */
+	uint64_t *rd, *fo; /* per round: READ result, FAA old value */
+	uint32_t done;	   /* completions seen */
 };
 
 static void long_reap(struct long_state *s, int block)

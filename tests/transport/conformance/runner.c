@@ -95,12 +95,13 @@ static int run_isolated(const struct smart_conf_env *env,
 		return 1;
 	if (WIFSIGNALED(st)) {
 		fprintf(stderr, "%s: killed by signal %d%s\n", c->name,
-			WTERMSIG(st), WTERMSIG(st) == SIGALRM ?
-			" (case watchdog: hung)" : "");
+			WTERMSIG(st),
+			WTERMSIG(st) == SIGALRM ? " (case watchdog: hung)" :
+						  "");
 		return 1;
 	}
-	return WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77 ?
-		WEXITSTATUS(st) : 1;
+	return WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 77 ? WEXITSTATUS(st) :
+							       1;
 }
 
 /* Is the case listed in env->deviations (comma separated names)? */
@@ -125,8 +126,8 @@ static int is_known_deviation(const struct smart_conf_env *env,
  * line (none is a stress case). */
 static int is_list(const char *filter)
 {
-	return filter && (!strcmp(filter, "--list") ||
-			  !strcmp(filter, "--list-labels"));
+	return filter &&
+	       (!strcmp(filter, "--list") || !strcmp(filter, "--list-labels"));
 }
 
 static int list_cases(void)
@@ -139,8 +140,7 @@ static int list_cases(void)
 	return 0;
 }
 
-int smart_conformance_run(const struct smart_conf_env *env,
-			  const char *filter)
+int smart_conformance_run(const struct smart_conf_env *env, const char *filter)
 {
 	int pass = 0, fail = 0, skip = 0, known = 0, rc;
 	uint64_t t0;
@@ -178,15 +178,18 @@ int smart_conformance_run(const struct smart_conf_env *env,
 			known++;
 			continue;
 		}
-		printf("   %s %s (%.2f s)\n", c->name, rc == 0 ? "ok" :
-		       rc == 77 ? "skipped" : "FAILED",
+		printf("   %s %s (%.2f s)\n", c->name,
+		       rc == 0	? "ok" :
+		       rc == 77 ? "skipped" :
+				  "FAILED",
 		       (double)(now_ns() - t0) / 1e9);
 		pass += rc == 0;
 		skip += rc == 77;
 		fail += rc != 0 && rc != 77;
 	}
 	printf("conformance (%s): %d passed, %d failed, %d skipped, %d known "
-	       "deviations\n", env->ops->name, pass, fail, skip, known);
+	       "deviations\n",
+	       env->ops->name, pass, fail, skip, known);
 	fflush(stdout);
 	/* nothing run is a failure; only skips or known deviations (a case
 	 * selected alone, as ctest runs each) is a skip, its reason printed */

@@ -46,11 +46,11 @@
 #include "transport/conformance.h"
 
 #define CONF_REGION_LEN (256u << 10)
-#define CONF_LOCAL_LEN (256u << 10)
-#define CONF_WAIT_NS (10ull * 1000000000ull)
-#define CONF_QUIET_NS (10ull * 1000000ull)
-#define CONF_SEED UINT64_C(0x5eed5eedcafef00d)
-#define CONF_SIG SMART_TP_SIGNALED
+#define CONF_LOCAL_LEN	(256u << 10)
+#define CONF_WAIT_NS	(10ull * 1000000000ull)
+#define CONF_QUIET_NS	(10ull * 1000000ull)
+#define CONF_SEED	UINT64_C(0x5eed5eedcafef00d)
+#define CONF_SIG	SMART_TP_SIGNALED
 
 /* ---- small helpers (fixture.c) ---- */
 
@@ -66,23 +66,23 @@ uint64_t case_seed(const char *name);
 uint32_t scaled(const struct smart_conf_env *env, uint32_t n);
 const char *wc_name(int s);
 
-#define CHECK_WC(wc, id, st)                                                 \
-	do {                                                                 \
-		const struct smart_tp_wc w_ = (wc);                          \
-		if (w_.wr_id != (uint64_t)(id) || w_.status != (st))         \
-			TEST_FAIL("completion wr_id %" PRIu64 " status %s, " \
-				  "expected wr_id %" PRIu64 " status %s",    \
-				  w_.wr_id, wc_name(w_.status),              \
-				  (uint64_t)(id), wc_name(st));              \
+#define CHECK_WC(wc, id, st)                                                   \
+	do {                                                                   \
+		const struct smart_tp_wc w_ = (wc);                            \
+		if (w_.wr_id != (uint64_t)(id) || w_.status != (st))           \
+			TEST_FAIL("completion wr_id %" PRIu64 " status %s, "   \
+				  "expected wr_id %" PRIu64 " status %s",      \
+				  w_.wr_id, wc_name(w_.status),                \
+				  (uint64_t)(id), wc_name(st));                \
 	} while (0)
 
 /* ---- the fixture: a responder with one region, an initiator attached
  * to it, and connected QPs ---- */
 
 struct conf_target {
-	uint64_t base;		/* remote_base() */
-	uint32_t rkey, lkey;	/* remote_rkey(), local MR lkey */
-	size_t rlen;		/* region length */
+	uint64_t base;	     /* remote_base() */
+	uint32_t rkey, lkey; /* remote_rkey(), local MR lkey */
+	size_t rlen;	     /* region length */
 };
 
 struct fx {
@@ -94,7 +94,7 @@ struct fx {
 	uint8_t blob[SMART_TP_BLOB_MAX];
 	size_t blob_len;
 	struct conf_target t;
-	struct conf_target dm;	/* the region's device memory; rlen 0: none */
+	struct conf_target dm; /* the region's device memory; rlen 0: none */
 	uint8_t *raddr, *laddr;
 };
 
@@ -121,9 +121,9 @@ void conn_open(struct fx *f, struct smart_tp_cq *cq, uint32_t depth,
 	       uint32_t max_send_wr, uint32_t flags, struct conn *c);
 void conn_close(struct conn *c);
 
-struct smart_tp_wr wr_make(const struct conf_target *t, uint8_t op,
-			   uint64_t id, uint64_t off, void *local,
-			   uint32_t len, uint8_t flags);
+struct smart_tp_wr wr_make(const struct conf_target *t, uint8_t op, uint64_t id,
+			   uint64_t off, void *local, uint32_t len,
+			   uint8_t flags);
 struct smart_tp_wr wr_atomic(const struct conf_target *t, uint8_t op,
 			     uint64_t id, uint64_t off, uint64_t *local,
 			     uint64_t cmp_add, uint64_t swap, uint8_t flags);
@@ -141,11 +141,11 @@ void rword_set(const struct fx *f, size_t off, uint64_t v);
 /* First differing byte of two buffers, or -1. */
 long first_diff(const void *a, const void *b, size_t len);
 
-#define CHECK_MEM_EQ(a, b, len, what)                                        \
-	do {                                                                 \
-		long d_ = first_diff((a), (b), (len));                       \
-		CHECK_MSG(d_ < 0, "%s: byte %ld of %zu differs", (what),     \
-			  d_, (size_t)(len));                                \
+#define CHECK_MEM_EQ(a, b, len, what)                                          \
+	do {                                                                   \
+		long d_ = first_diff((a), (b), (len));                         \
+		CHECK_MSG(d_ < 0, "%s: byte %ld of %zu differs", (what), d_,   \
+			  (size_t)(len));                                      \
 	} while (0)
 
 /* ---- messages between the processes of the fork cases: one SEQPACKET

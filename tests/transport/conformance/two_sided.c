@@ -27,19 +27,19 @@
 
 #include "suite.h"
 
-#define TS_RECV_LEN 4096	/* each receive's buffer */
-#define TS_MAX_MSG 4096		/* the QPs' max_msg */
-#define TS_RQ 64		/* receives a queue holds */
-#define TS_WIMM_OFF 8192	/* region offset WRITE_IMM writes to */
+#define TS_RECV_LEN 4096 /* each receive's buffer */
+#define TS_MAX_MSG  4096 /* the QPs' max_msg */
+#define TS_RQ	    64	 /* receives a queue holds */
+#define TS_WIMM_OFF 8192 /* region offset WRITE_IMM writes to */
 
 struct ts_end {
 	struct smart_tp_domain *dom;
 	struct smart_tp_cq *cq;
 	struct smart_tp_qp *qp;
-	uint8_t *buf;		/* TS_RQ receive buffers, then send data */
+	uint8_t *buf; /* TS_RQ receive buffers, then send data */
 	uint32_t lkey;
-	struct smart_tp_mr *mr;	/* b's own; a uses the fixture's */
-	struct smart_tp_wc pend[64];	/* reaped while waiting for the
+	struct smart_tp_mr *mr;	     /* b's own; a uses the fixture's */
+	struct smart_tp_wc pend[64]; /* reaped while waiting for the
 					 * other end, oldest first */
 	int npend;
 };
@@ -112,8 +112,7 @@ static void ts_open(struct ts *t, const struct smart_conf_env *env,
 	t->a.buf = t->f.laddr;
 	t->a.lkey = t->f.t.lkey;
 	t->b.dom = t->f.rdom;
-	CHECK_OK(t->f.ops->mr_alloc(t->b.dom, CONF_LOCAL_LEN, 0, 0,
-				    &t->b.mr));
+	CHECK_OK(t->f.ops->mr_alloc(t->b.dom, CONF_LOCAL_LEN, 0, 0, &t->b.mr));
 	t->b.buf = t->b.mr->addr;
 	t->b.lkey = t->b.mr->lkey;
 	ts_qp(t, &t->a, TS_MAX_MSG);
@@ -141,7 +140,8 @@ static void ts_recv(struct ts *t, struct ts_end *e, uint32_t k, uint32_t len)
 {
 	struct smart_tp_recv r = { .wr_id = 1000 + k,
 				   .local = e->buf + (size_t)k * TS_RECV_LEN,
-				   .len = len, .lkey = e->lkey };
+				   .len = len,
+				   .lkey = e->lkey };
 
 	CHECK_OK(t->f.ops->post_recv(e->qp, &r, 1));
 }
@@ -187,8 +187,7 @@ static void ts_wait(struct ts *t, struct ts_end *e, struct smart_tp_wc *wc,
 		r = t->f.ops->poll(o->cq, o->pend + o->npend, room);
 		CHECK_GE(r, 0);
 		o->npend += r;
-		CHECK_MSG(now_ns() < deadline, "%d of %d completions", n,
-			  want);
+		CHECK_MSG(now_ns() < deadline, "%d of %d completions", n, want);
 	}
 }
 
@@ -207,8 +206,8 @@ static struct smart_tp_wc ts_one(struct ts *t, struct ts_end *e)
 
 void case_two_sided(const struct smart_conf_env *env)
 {
-	static const uint32_t sizes[] = { 0, 1, 7, 8, 63, 64, 65, 1000,
-					  4095, 4096 };
+	static const uint32_t sizes[] = { 0,  1,  7,	8,    63,
+					  64, 65, 1000, 4095, 4096 };
 	const size_t ns = sizeof(sizes) / sizeof(sizes[0]);
 	uint64_t rng = case_seed("two_sided");
 	struct smart_tp_wr w[2];
@@ -229,9 +228,11 @@ void case_two_sided(const struct smart_conf_env *env)
 		uint8_t fl = CONF_SIG | (i & 1 ? SMART_TP_IMM : 0);
 
 		rng_fill(&rng, src, sizes[i]);
-		CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-			ts_send(&t.a, i, src, sizes[i], fl, 0xabc000u + i) },
-			1));
+		CHECK_OK(t.f.ops->post(t.a.qp,
+				       (struct smart_tp_wr[]){
+					       ts_send(&t.a, i, src, sizes[i],
+						       fl, 0xabc000u + i) },
+				       1));
 		wc = ts_one(&t, &t.a);
 		CHECK_WC(wc, i, SMART_TP_WC_OK);
 		CHECK_EQ(wc.opcode, SMART_TP_SEND);
@@ -242,8 +243,8 @@ void case_two_sided(const struct smart_conf_env *env)
 		CHECK_EQ(wc.flags & SMART_TP_IMM, i & 1 ? SMART_TP_IMM : 0);
 		if (i & 1)
 			CHECK_EQ(wc.imm, 0xabc000u + i);
-		CHECK_MEM_EQ(t.b.buf + (size_t)i * TS_RECV_LEN, src,
-			     sizes[i], "received bytes");
+		CHECK_MEM_EQ(t.b.buf + (size_t)i * TS_RECV_LEN, src, sizes[i],
+			     "received bytes");
 	}
 	printf("   %zu SENDs of 0..4096 bytes\n", ns);
 
@@ -275,9 +276,11 @@ void case_two_sided(const struct smart_conf_env *env)
 	if (caps.max_inline >= sizeof(stack)) {
 		ts_recv(&t, &t.b, 22, TS_RECV_LEN);
 		memset(stack, 0x3c, sizeof(stack));
-		CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-			ts_send(&t.a, 53, stack, sizeof(stack),
-				CONF_SIG | SMART_TP_INLINE, 0) }, 1));
+		CHECK_OK(t.f.ops->post(t.a.qp,
+				       (struct smart_tp_wr[]){ ts_send(
+					       &t.a, 53, stack, sizeof(stack),
+					       CONF_SIG | SMART_TP_INLINE, 0) },
+				       1));
 		memset(stack, 0, sizeof(stack));
 		wc = ts_one(&t, &t.b);
 		CHECK_WC(wc, 1022, SMART_TP_WC_OK);
@@ -290,9 +293,11 @@ void case_two_sided(const struct smart_conf_env *env)
 	/* the other way: b sends to a */
 	ts_recv(&t, &t.a, 0, TS_RECV_LEN);
 	memcpy(t.b.buf + 40 * TS_RECV_LEN, "pong", 4);
-	CHECK_OK(t.f.ops->post(t.b.qp, (struct smart_tp_wr[]){
-		ts_send(&t.b, 60, t.b.buf + 40 * TS_RECV_LEN, 4, CONF_SIG,
-			0) }, 1));
+	CHECK_OK(t.f.ops->post(t.b.qp,
+			       (struct smart_tp_wr[]){ ts_send(
+				       &t.b, 60, t.b.buf + 40 * TS_RECV_LEN, 4,
+				       CONF_SIG, 0) },
+			       1));
 	wc = ts_one(&t, &t.a);
 	CHECK_WC(wc, 1000, SMART_TP_WC_OK);
 	CHECK(wc.len == 4 && !memcmp(t.a.buf, "pong", 4));
@@ -334,8 +339,10 @@ static void ts_untouched(const struct ts *t, uint32_t k)
 	const uint8_t *p = t->b.buf + (size_t)k * TS_RECV_LEN;
 
 	for (uint32_t i = 0; i < TS_RECV_LEN; i++)
-		CHECK_MSG(p[i] == 0xa5, "receive %u: byte %u written by a "
-			  "WRITE_IMM", k, i);
+		CHECK_MSG(p[i] == 0xa5,
+			  "receive %u: byte %u written by a "
+			  "WRITE_IMM",
+			  k, i);
 }
 
 void case_two_sided_kind(const struct smart_conf_env *env)
@@ -353,9 +360,12 @@ void case_two_sided_kind(const struct smart_conf_env *env)
 		ts_recv_marked(&t, k);
 	/* SENDs, with and without immediate: their bytes, their length */
 	rng_fill(&rng, src, 100);
-	CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 1, src, 100, CONF_SIG, 0),
-		ts_send(&t.a, 2, src, 0, CONF_SIG | SMART_TP_IMM, 7) }, 2));
+	CHECK_OK(t.f.ops->post(t.a.qp,
+			       (struct smart_tp_wr[]){
+				       ts_send(&t.a, 1, src, 100, CONF_SIG, 0),
+				       ts_send(&t.a, 2, src, 0,
+					       CONF_SIG | SMART_TP_IMM, 7) },
+			       2));
 	wc = ts_one(&t, &t.b);
 	CHECK_WC(wc, 1000, SMART_TP_WC_OK);
 	CHECK(wc.recv_op == SMART_TP_SEND && wc.len == 100 && !wc.flags);
@@ -393,8 +403,10 @@ void case_two_sided_kind(const struct smart_conf_env *env)
 	 * next flushes, neither consumed by anything */
 	ts_recv(&t, &t.b, 4, 16);
 	ts_recv(&t, &t.b, 5, 64);
-	CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 5, src, 64, CONF_SIG, 0) }, 1));
+	CHECK_OK(t.f.ops->post(t.a.qp,
+			       (struct smart_tp_wr[]){
+				       ts_send(&t.a, 5, src, 64, CONF_SIG, 0) },
+			       1));
 	wc = ts_one(&t, &t.b);
 	CHECK_WC(wc, 1004, SMART_TP_WC_LOC_PROT);
 	CHECK_EQ(wc.recv_op, 0);
@@ -432,9 +444,12 @@ void case_two_sided_flow(const struct smart_conf_env *env)
 			int rc;
 
 			*p = sent;
-			rc = t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-				ts_send(&t.a, sent, p, 8,
-					sent % 8 == 7 ? CONF_SIG : 0, 0) }, 1);
+			rc = t.f.ops->post(t.a.qp,
+					   (struct smart_tp_wr[]){ ts_send(
+						   &t.a, sent, p, 8,
+						   sent % 8 == 7 ? CONF_SIG : 0,
+						   0) },
+					   1);
 			if (rc == SMART_EAGAIN)
 				break;
 			CHECK_OK(rc);
@@ -453,8 +468,8 @@ void case_two_sided_flow(const struct smart_conf_env *env)
 			CHECK_WC(wc[i], 1000 + got % TS_RQ, SMART_TP_WC_OK);
 			CHECK_EQ(wc[i].len, 8);
 			memcpy(&v, t.b.buf + (size_t)k * TS_RECV_LEN, 8);
-			CHECK_MSG(v == got, "message %u carried %" PRIu64,
-				  got, v);
+			CHECK_MSG(v == got, "message %u carried %" PRIu64, got,
+				  v);
 			ts_recv(&t, &t.b, posted++ % TS_RQ, 64);
 		}
 		if (n)
@@ -480,9 +495,12 @@ void case_two_sided_errors(const struct smart_conf_env *env)
 	 * error, what follows flushes; a receive posted later gets nothing */
 	ts_open(&t, env, TS_MAX_MSG);
 	t0 = now_ns();
-	CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 1, t.a.buf, 8, CONF_SIG, 0),
-		ts_send(&t.a, 2, t.a.buf, 8, CONF_SIG, 0) }, 2));
+	CHECK_OK(t.f.ops->post(
+		t.a.qp,
+		(struct smart_tp_wr[]){
+			ts_send(&t.a, 1, t.a.buf, 8, CONF_SIG, 0),
+			ts_send(&t.a, 2, t.a.buf, 8, CONF_SIG, 0) },
+		2));
 	CHECK_WC(ts_one(&t, &t.a), 1, SMART_TP_WC_RNR);
 	CHECK_WC(ts_one(&t, &t.a), 2, SMART_TP_WC_FLUSH);
 	printf("   receiver not ready: RNR after %.0f ms\n",
@@ -497,8 +515,10 @@ void case_two_sided_errors(const struct smart_conf_env *env)
 	ts_open(&t, env, TS_MAX_MSG);
 	ts_recv(&t, &t.b, 0, 16);
 	ts_recv(&t, &t.b, 1, 64);
-	CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 3, t.a.buf, 64, CONF_SIG, 0) }, 1));
+	CHECK_OK(t.f.ops->post(t.a.qp,
+			       (struct smart_tp_wr[]){ ts_send(
+				       &t.a, 3, t.a.buf, 64, CONF_SIG, 0) },
+			       1));
 	wc = ts_one(&t, &t.a);
 	CHECK_MSG(wc.wr_id == 3 && (wc.status == SMART_TP_WC_REM_ACCESS ||
 				    wc.status == SMART_TP_WC_BAD_WR),
@@ -516,23 +536,40 @@ void case_two_sided_errors(const struct smart_conf_env *env)
 	 * receives refused: a NULL buffer, a QP without a receive queue */
 	ts_open(&t, env, 256);
 	conn_open(&t.f, NULL, 16, 16, 0, &c);
-	CHECK_EQ(t.f.ops->post_recv(c.qp, (struct smart_tp_recv[]){
-		{ .wr_id = 9, .local = t.a.buf, .len = 8,
-		  .lkey = t.a.lkey } }, 1), SMART_ENOTSUP);
+	CHECK_EQ(t.f.ops->post_recv(c.qp,
+				    (struct smart_tp_recv[]){
+					    { .wr_id = 9,
+					      .local = t.a.buf,
+					      .len = 8,
+					      .lkey = t.a.lkey } },
+				    1),
+		 SMART_ENOTSUP);
 	/* and no SEND on it: it has no peer */
-	CHECK_EQ(t.f.ops->post(c.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 8, t.a.buf, 8, CONF_SIG, 0) }, 1), SMART_EINVAL);
+	CHECK_EQ(t.f.ops->post(c.qp,
+			       (struct smart_tp_wr[]){ ts_send(
+				       &t.a, 8, t.a.buf, 8, CONF_SIG, 0) },
+			       1),
+		 SMART_EINVAL);
 	CHECK_EQ(t.f.ops->qp_in_error(c.qp), 0);
 	conn_close(&c);
 	ts_recv(&t, &t.b, 0, TS_RECV_LEN);
-	CHECK_EQ(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 4, t.a.buf, 8, 0, 0),
-		ts_send(&t.a, 5, t.a.buf, 257, CONF_SIG, 0) }, 2),
+	CHECK_EQ(t.f.ops->post(t.a.qp,
+			       (struct smart_tp_wr[]){
+				       ts_send(&t.a, 4, t.a.buf, 8, 0, 0),
+				       ts_send(&t.a, 5, t.a.buf, 257, CONF_SIG,
+					       0) },
+			       2),
 		 SMART_EINVAL);
-	CHECK_EQ(t.f.ops->post_recv(t.b.qp, (struct smart_tp_recv[]){
-		{ .wr_id = 9, .local = NULL, .len = 8 } }, 1), SMART_EINVAL);
-	CHECK_OK(t.f.ops->post(t.a.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 6, t.a.buf, 256, CONF_SIG, 0) }, 1));
+	CHECK_EQ(t.f.ops->post_recv(t.b.qp,
+				    (struct smart_tp_recv[]){ { .wr_id = 9,
+								.local = NULL,
+								.len = 8 } },
+				    1),
+		 SMART_EINVAL);
+	CHECK_OK(t.f.ops->post(t.a.qp,
+			       (struct smart_tp_wr[]){ ts_send(
+				       &t.a, 6, t.a.buf, 256, CONF_SIG, 0) },
+			       1));
 	CHECK_WC(ts_one(&t, &t.a), 6, SMART_TP_WC_OK);
 	wc = ts_one(&t, &t.b);
 	CHECK_WC(wc, 1000, SMART_TP_WC_OK);
@@ -572,10 +609,9 @@ void case_two_sided_blobs(const struct smart_conf_env *env)
 			if (i < len)
 				bad[i] = (uint8_t[]){ 0x00, 0xff, 0x80 }[j];
 			if (i < len && bad[i] == good[i])
-				continue;	/* no change */
+				continue; /* no change */
 			n = ts_fds(ops, t.b.qp, fds);
-			rc = ops->qp_connect_peer(t.a.qp, NULL, bad, l, fds,
-						  n);
+			rc = ops->qp_connect_peer(t.a.qp, NULL, bad, l, fds, n);
 			if (rc == 0)
 				goto connected;
 			refused++;
@@ -641,8 +677,10 @@ void case_two_sided_events(const struct smart_conf_env *env)
 	CHECK_EQ(ops->poll(t.b.cq, &wc, 1), 0);
 	CHECK(!ts_readable(fd, 0));
 	/* the peer's SEND, only the sender polling: b's descriptor */
-	CHECK_OK(ops->post(t.a.qp, (struct smart_tp_wr[]){
-		ts_send(&t.a, 1, src, 64, CONF_SIG, 0) }, 1));
+	CHECK_OK(ops->post(t.a.qp,
+			   (struct smart_tp_wr[]){
+				   ts_send(&t.a, 1, src, 64, CONF_SIG, 0) },
+			   1));
 	deadline = now_ns() + CONF_WAIT_NS;
 	while ((rc = ops->poll(t.a.cq, &wc, 1)) == 0)
 		CHECK_MSG(now_ns() < deadline, "the SEND did not complete");
@@ -658,8 +696,11 @@ void case_two_sided_events(const struct smart_conf_env *env)
 
 	/* b's own SEND posted: shm runs it only at b's poll, so the CQ
 	 * cannot sleep; a NIC runs it and its completion signals */
-	CHECK_OK(ops->post(t.b.qp, (struct smart_tp_wr[]){
-		ts_send(&t.b, 2, t.b.buf + 64 * 1024, 8, CONF_SIG, 0) }, 1));
+	CHECK_OK(ops->post(t.b.qp,
+			   (struct smart_tp_wr[]){ ts_send(&t.b, 2,
+							   t.b.buf + 64 * 1024,
+							   8, CONF_SIG, 0) },
+			   1));
 	rc = ops->cq_arm(t.b.cq);
 	if (nic) {
 		/* the contract's poll after the arm: the completion may have

@@ -56,7 +56,7 @@ void test_semantics(void)
 	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_EINVAL);
 	smart_bt_config_init(&c);
 	c.key_max = 255;
-	c.val_max = 4096;	/* not 4 entries in 1 KiB */
+	c.val_max = 4096; /* not 4 entries in 1 KiB */
 	CHECK_EQ(smart_bt_create(wd.w, 1, 4, &c, &t2), SMART_EINVAL);
 	smart_bt_config_init(&c);
 	c.key_max = 0;
@@ -123,7 +123,8 @@ void test_grow_and_scan(void)
 	/* a buffer too small for the first entry; then for the second */
 	key_of(k, 0);
 	CHECK_EQ(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, ent, 4, buf,
-			       4, &n), SMART_ERANGE);
+			       4, &n),
+		 SMART_ERANGE);
 	CHECK_EQ(n, 0);
 	/* empty ranges */
 	CHECK_OK(smart_bt_scan(wd.t, wd.w, "z", 1, NULL, 0, ent, 4, buf,
@@ -133,7 +134,8 @@ void test_grow_and_scan(void)
 			       sizeof(buf), &n));
 	CHECK_EQ(n, 0);
 	CHECK_EQ(smart_bt_scan(wd.t, wd.w, "k2", 2, "k1", 2, NULL, 4, buf,
-			       sizeof(buf), &n), SMART_EINVAL);
+			       sizeof(buf), &n),
+		 SMART_EINVAL);
 	world_stop(&wd);
 }
 
@@ -187,16 +189,14 @@ void test_named(void)
 	CHECK_OK(smart_bt_insert(a, wd.w, "k", 1, "v", 1));
 	CHECK_OK(smart_bt_search(b, wd.w, "k", 1, v, sizeof(v), &n));
 	CHECK(n == 1 && v[0] == 'v');
-	CHECK_EQ(smart_bt_open_named(wd.w, 1, "none", NULL, &b),
-		 SMART_ENOENT);
+	CHECK_EQ(smart_bt_open_named(wd.w, 1, "none", NULL, &b), SMART_ENOENT);
 	CHECK_EQ(smart_bt_create_named(wd.w, 1, "", NULL, &b), SMART_EINVAL);
-	CHECK_EQ(smart_bt_create_named(wd.w, 1, NULL, NULL, &b),
-		 SMART_EINVAL);
+	CHECK_EQ(smart_bt_create_named(wd.w, 1, NULL, NULL, &b), SMART_EINVAL);
 	smart_bt_close(b, wd.w);
 	CHECK_OK(smart_bt_drop(a, wd.w));
 	CHECK_EQ(smart_bt_open_named(wd.w, 1, "orders", NULL, &b),
 		 SMART_ENOENT);
-	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", NULL, &h));	/* still */
+	CHECK_OK(smart_ht_open_named(wd.w, 1, "orders", NULL, &h)); /* still */
 	smart_ht_close(h, NULL);
 	CHECK_OK(smart_bt_create_named(wd.w, 1, "orders", NULL, &a));
 	CHECK_EQ(smart_bt_search(a, wd.w, "k", 1, v, sizeof(v), &n),
@@ -228,7 +228,7 @@ void test_stale_root(void)
 	unsigned i;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &stale));	/* root: one leaf */
+	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &stale)); /* root: one leaf */
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(wd.t, wd.w, k, strlen(k), k, 9));
@@ -334,8 +334,8 @@ void test_bulk(void)
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	children = root_children(&wd, &level);
 	printf("bulk load of 20000 keys: height %u, %llu round trips, a root "
-	       "of %u children\n", st.height, (unsigned long long)rt,
-	       children);
+	       "of %u children\n",
+	       st.height, (unsigned long long)rt, children);
 	/* 2223 leaves, 159 parents (14 children each at 70%), 12 above:
 	 * the root names those 12 (no root with a single child) */
 	CHECK_EQ(st.height, 4);
@@ -392,8 +392,8 @@ void test_bulk(void)
 	CHECK_EQ(st.height, 1);
 	for (i = 0; i < 5; i++) {
 		key_of(k, i);
-		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
-					 sizeof(v), &n));
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
 	}
 	drop_back_to(&wd, &u0);
 }
@@ -428,7 +428,7 @@ void test_shrink(void)
 	}
 	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
-	CHECK_OK(smart_worker_destroy(wd.w));	/* its caches back */
+	CHECK_OK(smart_worker_destroy(wd.w)); /* its caches back */
 	CHECK_OK(smart_worker_create(wd.f.ctx, &wd.w));
 	CHECK_OK(smart_alloc_usage(wd.w, 1, &u2));
 	freed = ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_FREED);
@@ -439,15 +439,16 @@ void test_shrink(void)
 	       (double)(u1.used + u1.cached) / 1024,
 	       (double)(u2.used + u2.cached) / 1024);
 	CHECK_GT(st.merges, 1000);
-	CHECK_EQ(freed, st.merges);	/* every neighbour taken in */
+	CHECK_EQ(freed, st.merges); /* every neighbour taken in */
 	CHECK_LT(u2.used + u2.cached, (u1.used + u1.cached) / 2);
 	for (i = 0; i < 20000; i += 100) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
 					 &n));
 		key_of(k, i + 1);
-		CHECK_EQ(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
-					 sizeof(v), &n), SMART_ENOENT);
+		CHECK_EQ(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n),
+			 SMART_ENOENT);
 	}
 	key_of(k, 0);
 	CHECK_OK(smart_bt_scan(wd.t, wd.w, k, strlen(k), NULL, 0, e, 256, buf,

@@ -22,10 +22,10 @@
 #include "smart/smart.h"
 #include "smart/bt.h"
 #include "smart/ht.h"
-#include "blade/blade_int.h"	/* the lease round robin, set by hand */
-#include "ds/bt/bt_internal.h"	/* the tree's salt, to forge nodes */
+#include "blade/blade_int.h"   /* the lease round robin, set by hand */
+#include "ds/bt/bt_internal.h" /* the tree's salt, to forge nodes */
 
-#define BLADE_SIZE	(128u << 20)
+#define BLADE_SIZE (128u << 20)
 
 void key_of(char *k, unsigned i);
 void val_of(char *v, unsigned i, unsigned gen);
@@ -39,13 +39,11 @@ void world_start(struct world *wd, const char *adv, unsigned node,
 		 unsigned key_max, unsigned val_max);
 uint64_t ctx_stat(smart_ctx_t *ctx, enum smart_stat id);
 void world_stop(struct world *wd);
-uint32_t forged_crc(const struct world *wd, const uint8_t *node,
-		    size_t len);
+uint32_t forged_crc(const struct world *wd, const uint8_t *node, size_t len);
 void fill(struct world *wd, unsigned lo, unsigned hi);
 void expect_val(struct world *wd, unsigned i, unsigned gen);
-void scan_check(struct world *wd, const unsigned char *present,
-		unsigned nkeys, unsigned from, unsigned to,
-		unsigned slice);
+void scan_check(struct world *wd, const unsigned char *present, unsigned nkeys,
+		unsigned from, unsigned to, unsigned slice);
 void dead_holder_on(struct world *wd_);
 int torn_run(struct world *wd, const char *sc, int at);
 void torn_k5(struct world *wd, uint64_t repairs);

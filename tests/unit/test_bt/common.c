@@ -47,8 +47,7 @@ void world_stop(struct world *wd)
 }
 
 /* The crc a node of wd's tree carries (seeded with the tree's salt). */
-uint32_t forged_crc(const struct world *wd, const uint8_t *node,
-		    size_t len)
+uint32_t forged_crc(const struct world *wd, const uint8_t *node, size_t len)
 {
 	return smart_crc32c(wd->t->salt, node + 4, len - 4);
 }
@@ -79,9 +78,8 @@ void expect_val(struct world *wd, unsigned i, unsigned gen)
 
 /* Scan [from, to) of the keys 0..nkeys-1 that are in (present[i]) against
  * the model, in slices of `slice` entries. */
-void scan_check(struct world *wd, const unsigned char *present,
-		unsigned nkeys, unsigned from, unsigned to,
-		unsigned slice)
+void scan_check(struct world *wd, const unsigned char *present, unsigned nkeys,
+		unsigned from, unsigned to, unsigned slice)
 {
 	struct smart_bt_entry ent[64];
 	char buf[64 * 32], k[16], tk[16], cur[16];
@@ -101,10 +99,11 @@ void scan_check(struct world *wd, const unsigned char *present,
 			CHECK_MSG(i < to, "scan returned past its end");
 			key_of(k, i);
 			CHECK_MSG(ent[j].key_len == strlen(k) &&
-				  !memcmp(ent[j].key, k, ent[j].key_len),
+					  !memcmp(ent[j].key, k,
+						  ent[j].key_len),
 				  "scan: %.*s where %s belongs",
-				  (int)ent[j].key_len,
-				  (const char *)ent[j].key, k);
+				  (int)ent[j].key_len, (const char *)ent[j].key,
+				  k);
 			i++;
 		}
 		if (n < slice)
@@ -136,8 +135,9 @@ void dead_holder_on(struct world *wd_)
 	CHECK_OK(smart_bt_insert(wd.t, wd.w, "k", 1, "alive", 5));
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
-	pid = test_spawn("holder", (const char *[]){
-		smart_blade_address(wd.f.blade), fd, NULL });
+	pid = test_spawn("holder",
+			 (const char *[]){ smart_blade_address(wd.f.blade), fd,
+					   NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	CHECK_EQ(read(p[0], v, 1), 1);
@@ -146,8 +146,8 @@ void dead_holder_on(struct world *wd_)
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	t0 = test_now_ms();
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k", 1, v, sizeof(v), &n));
-	CHECK(n == 5 && !memcmp(v, "alive", 5));	/* readers never wait */
-	alarm(20);	/* a lock never taken over: fail, do not hang */
+	CHECK(n == 5 && !memcmp(v, "alive", 5)); /* readers never wait */
+	alarm(20); /* a lock never taken over: fail, do not hang */
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k", 1, "next", 4));
 	alarm(0);
 	took = test_now_ms() - t0;
@@ -157,8 +157,8 @@ void dead_holder_on(struct world *wd_)
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k", 1, v, sizeof(v), &n));
 	CHECK(n == 4 && !memcmp(v, "next", 4));
 	printf("lock of a killed holder taken over after %.1f ms (bound "
-	       "%d)\n", took, SMART_LEASE_MS_DEFAULT +
-	       SMART_LEASE_MS_DEFAULT / 8);
+	       "%d)\n",
+	       took, SMART_LEASE_MS_DEFAULT + SMART_LEASE_MS_DEFAULT / 8);
 }
 
 /* Start the torn child for scenario sc, wait for it to stop inside its
@@ -194,8 +194,9 @@ int torn_run(struct world *wd, const char *sc, int at)
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
 	snprintf(n, sizeof(n), "%d", at);
-	pid = test_spawn("torn", (const char *[]){
-		smart_blade_address(wd->f.blade), fd, sc, n, NULL });
+	pid = test_spawn("torn",
+			 (const char *[]){ smart_blade_address(wd->f.blade), fd,
+					   sc, n, NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	CHECK_EQ(read(p[0], &done, sizeof(done)), (ssize_t)sizeof(done));

@@ -6,15 +6,15 @@
 
 /* ---- concurrency: writers and a scan checker ---------------------------- */
 
-#define C_STABLE	2000	/* keys 0..: inserted before, never touched */
+#define C_STABLE 2000 /* keys 0..: inserted before, never touched */
 
-#define C_KEYS		12000	/* keys C_STABLE..: inserted, deleted */
+#define C_KEYS 12000 /* keys C_STABLE..: inserted, deleted */
 
-#define C_THREADS	2
+#define C_THREADS 2
 
-#define C_TASKS		6
+#define C_TASKS 6
 
-#define C_OPS		1500
+#define C_OPS 1500
 
 struct c_arg {
 	struct world *wd;
@@ -46,15 +46,15 @@ static void c_writer(smart_worker_t *w, void *p)
 		key_of(k, key);
 		val_of(v, key, 0);
 		rc = smart_rng_below(&r, 3) ?
-		     smart_bt_upsert(a->wd->t, w, k, strlen(k), v, strlen(v)) :
-		     smart_bt_delete(a->wd->t, w, k, strlen(k));
+			     smart_bt_upsert(a->wd->t, w, k, strlen(k), v,
+					     strlen(v)) :
+			     smart_bt_delete(a->wd->t, w, k, strlen(k));
 		CHECK_MSG(rc == 0 || rc == SMART_ENOENT, "writer: %s",
 			  smart_status_name(rc));
 	}
 }
 
-static int bt_order_ok(const char *prev, size_t pl, const void *k,
-		       size_t kl)
+static int bt_order_ok(const char *prev, size_t pl, const void *k, size_t kl)
 {
 	int c = memcmp(prev, k, pl < kl ? pl : kl);
 
@@ -94,21 +94,20 @@ static void c_scanner(smart_worker_t *w, void *p)
 				if (idx < C_STABLE) {
 					CHECK_MSG(idx == next_stable,
 						  "scan %u: stable key %u "
-						  "missed (got %u)", s,
-						  next_stable, idx);
+						  "missed (got %u)",
+						  s, next_stable, idx);
 					next_stable++;
 				}
 			}
 			if (n) {
-				memcpy(cur, ent[n - 1].key,
-				       ent[n - 1].key_len);
+				memcpy(cur, ent[n - 1].key, ent[n - 1].key_len);
 				cur[ent[n - 1].key_len] = 0;
 				cur_len = ent[n - 1].key_len + 1u;
 			}
 		} while (n == 32);
 		key_of(k, next_stable);
-		CHECK_MSG(next_stable == C_STABLE, "scan %u ended before %s",
-			  s, k);
+		CHECK_MSG(next_stable == C_STABLE, "scan %u ended before %s", s,
+			  k);
 		a->scans++;
 	}
 	free(ent);
@@ -130,8 +129,8 @@ static void *c_thread_fn(void *p)
 	CHECK_OK(smart_worker_create(th->wd->f.ctx, &w));
 	for (i = 0; i <= C_TASKS; i++) {
 		th->arg[i] = (struct c_arg){ th->wd, th->thread, i, 0 };
-		CHECK_OK(smart_task_spawn(w, i < C_TASKS ? c_writer :
-					  c_scanner, &th->arg[i]));
+		CHECK_OK(smart_task_spawn(w, i < C_TASKS ? c_writer : c_scanner,
+					  &th->arg[i]));
 	}
 	CHECK_OK(smart_worker_run(w));
 	CHECK_OK(smart_worker_destroy(w));
@@ -193,7 +192,7 @@ static uint64_t concurrent(const char *adv)
 
 	world_start(&wd, adv, 512, 12, 12);
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
-	CHECK_EQ(st.dm_lock_tables, 0);		/* no device memory here */
+	CHECK_EQ(st.dm_lock_tables, 0); /* no device memory here */
 	torn = concurrent_on(&wd, adv);
 	world_stop(&wd);
 	return torn;
@@ -278,7 +277,7 @@ void test_device_locks(void)
 	CHECK_OK(smart_bt_insert(t2, wd.w, "x", 1, "y", 1));
 	CHECK_OK(smart_bt_drop(t2, wd.w));
 	CHECK_OK(smart_bt_drop(wd.t, wd.w));
-	CHECK_OK(smart_dm_alloc(wd.w, 1, SMART_DM_MAX, &a));	/* came back */
+	CHECK_OK(smart_dm_alloc(wd.w, 1, SMART_DM_MAX, &a)); /* came back */
 	CHECK_OK(smart_dm_free(wd.w, a, SMART_DM_MAX));
 	CHECK_OK(smart_worker_destroy(wd.w));
 	fixture_stop(&wd.f);

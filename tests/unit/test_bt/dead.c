@@ -48,13 +48,13 @@ void test_dead_holder(void)
  * finished (4 bytes) down the pipe; it is killed there. */
 struct torn_arg {
 	int fd;
-	int at;		/* torn writes to pass before stopping; -1: merges,
+	int at; /* torn writes to pass before stopping; -1: merges,
 			 * -2: inside a redo, its words taken, no node
 			 * written (or, before bt.redo.taken was there,
 			 * the stamps of its write landed, not its record);
 			 * -3: a merge landed and unlocked, R not retired */
 	int seen;
-	int done;	/* ops finished, for the parent */
+	int done; /* ops finished, for the parent */
 };
 
 static int torn_hook(smart_worker_t *w, const char *point, void *arg)
@@ -152,7 +152,7 @@ void test_torn_holder(void)
 	fill(&wd, 0, 10);
 	torn_run(&wd, "update", 1);
 	torn_run(&wd, "update3", -2);
-	torn_run(&wd, "update3", -2);	/* its own taker dies the same */
+	torn_run(&wd, "update3", -2); /* its own taker dies the same */
 	torn_k5(&wd, 1);
 	torn_expect(&wd, 0, 10);
 	world_stop(&wd);
@@ -160,7 +160,7 @@ void test_torn_holder(void)
 	/* a split's left half half written (its new right node is whole):
 	 * the insert that split is redone, and the tree grows on from it */
 	world_start(&dry, NULL, 512, 12, 12);
-	for (m = 0; ; m++) {
+	for (m = 0;; m++) {
 		key_of(k, m);
 		CHECK_OK(smart_bt_insert(dry.t, dry.w, k, strlen(k), "v", 1));
 		CHECK_OK(smart_bt_stats(dry.t, NULL, &st));
@@ -198,7 +198,8 @@ void test_torn_holder(void)
 	torn_expect(&wd, 0, 200);
 	printf("torn writes of killed holders redone: an entry (also when "
 	       "its redoer died inside the redo), a split's left half, a "
-	       "merge (after %d deletes)\n", done);
+	       "merge (after %d deletes)\n",
+	       done);
 	world_stop(&wd);
 }
 
@@ -253,16 +254,17 @@ void test_dead_splitter(void)
 	pid_t pid;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
+	fill(&wd, 0, 100); /* leaves of 7 keys under one root */
 	smart_bt_config_init(&c);
-	c.spec_entries = 0;	/* every search walks: index cache only */
+	c.spec_entries = 0; /* every search walks: index cache only */
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	key_of(k, 0);
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
-	pid = test_spawn("splitter", (const char *[]){
-		smart_blade_address(wd.f.blade), fd, NULL });
+	pid = test_spawn("splitter",
+			 (const char *[]){ smart_blade_address(wd.f.blade), fd,
+					   NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	CHECK_EQ(read(p[0], fd, 1), 1);
@@ -272,8 +274,8 @@ void test_dead_splitter(void)
 	/* the split's right half: k3x..k6, without a separator above */
 	CHECK_OK(smart_bt_stats(x, NULL, &st0));
 	for (i = 0; i < 100; i++) {
-		CHECK_OK(smart_bt_search(x, wd.w, "k00000005", 9, v,
-					 sizeof(v), &n));
+		CHECK_OK(smart_bt_search(x, wd.w, "k00000005", 9, v, sizeof(v),
+					 &n));
 		CHECK(n == 1 && v[0] == 'v');
 	}
 	CHECK_OK(smart_bt_stats(x, NULL, &st));
@@ -288,13 +290,13 @@ void test_dead_splitter(void)
 	CHECK_LE(st.cache_drops - st0.cache_drops, 1);
 	for (i = 0; i < 100; i++) {
 		key_of(k, i);
-		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
-					 sizeof(v), &n));
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
 	}
-	for (i = 0; i < 7; i++) {	/* the split's insert went in too */
+	for (i = 0; i < 7; i++) { /* the split's insert went in too */
 		snprintf(k, sizeof(k), "k0000000%ux", i);
-		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
-					 sizeof(v), &n));
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
 	}
 	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000006y", 10, v, sizeof(v),
 				 &n));
@@ -311,7 +313,7 @@ void test_dead_splitter(void)
  * read fresh named puts the separator in. */
 struct inner_stop {
 	int fd;
-	unsigned key;	/* the insert in flight */
+	unsigned key; /* the insert in flight */
 };
 
 static int inner_hook(smart_worker_t *w, const char *point, void *arg)
@@ -360,14 +362,15 @@ void test_dead_inner_splitter(void)
 	pid_t pid;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	fill(&wd, 0, 300);	/* root, parents, leaves */
+	fill(&wd, 0, 300); /* root, parents, leaves */
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.height, 3);
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
 	snprintf(from, sizeof(from), "%d", 300);
-	pid = test_spawn("inner_splitter", (const char *[]){
-		smart_blade_address(wd.f.blade), fd, from, NULL });
+	pid = test_spawn("inner_splitter",
+			 (const char *[]){ smart_blade_address(wd.f.blade), fd,
+					   from, NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	CHECK_EQ(read(p[0], &last, sizeof(last)), (ssize_t)sizeof(last));
@@ -375,13 +378,13 @@ void test_dead_inner_splitter(void)
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	smart_bt_config_init(&c);
-	c.spec_entries = 0;	/* every search walks: index cache only */
+	c.spec_entries = 0; /* every search walks: index cache only */
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	CHECK_OK(smart_bt_stats(x, NULL, &st0));
-	key_of(k, last);	/* in P', right of P's new high fence */
+	key_of(k, last); /* in P', right of P's new high fence */
 	for (i = 0; i < 100; i++) {
-		CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v,
-					 sizeof(v), &n));
+		CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
 		CHECK(n == 1 && v[0] == 'v');
 	}
 	CHECK_OK(smart_bt_stats(x, NULL, &st));
@@ -396,8 +399,8 @@ void test_dead_inner_splitter(void)
 	CHECK_LE(st.cache_drops - st0.cache_drops, 1);
 	for (i = 0; i <= last; i++) {
 		key_of(k, i);
-		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v,
-					 sizeof(v), &n));
+		CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
+					 &n));
 	}
 	smart_bt_close(x, wd.w);
 	world_stop(&wd);
@@ -408,7 +411,7 @@ void test_dead_inner_splitter(void)
  * in; then the splitter goes on and must not put it in twice (a second
  * entry naming the new leaf would outlive a merge that removes one). */
 struct twice {
-	smart_bt_t *x;		/* the other client's object */
+	smart_bt_t *x; /* the other client's object */
 	smart_worker_t *w;
 	int fired;
 };
@@ -466,7 +469,8 @@ void test_sep_twice(void)
 	for (i = 0; i < count; i++)
 		named += !memcmp(p + 56 + 24 * i + 10, "k00000003x", 10);
 	printf("a separator put in by a helper and by its splitter: %u "
-	       "entries for it\n", named);
+	       "entries for it\n",
+	       named);
 	CHECK_EQ(named, 1);
 	smart_buf_free(wd.w, p);
 	smart_bt_close(tw.x, tw.w);
@@ -531,13 +535,14 @@ void test_older_record(void)
 	CHECK_EQ(pipe(down), 0);
 	snprintf(o, sizeof(o), "%d", up[1]);
 	snprintf(i, sizeof(i), "%d", down[0]);
-	pid = test_spawn("older", (const char *[]){
-		smart_blade_address(wd.f.blade), o, i, NULL });
+	pid = test_spawn("older",
+			 (const char *[]){ smart_blade_address(wd.f.blade), o,
+					   i, NULL });
 	CHECK_GE(pid, 0);
-	CHECK_EQ(read(up[0], v, 1), 1);		/* its "a1" is in */
+	CHECK_EQ(read(up[0], v, 1), 1); /* its "a1" is in */
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000005", 9, "p1", 2));
 	CHECK_EQ(write(down[1], "g", 1), 1);
-	CHECK_EQ(read(up[0], v, 1), 1);		/* "a2": stamp only */
+	CHECK_EQ(read(up[0], v, 1), 1); /* "a2": stamp only */
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	close(up[0]);
@@ -548,15 +553,14 @@ void test_older_record(void)
 	CHECK_OK(smart_bt_update(wd.t, wd.w, "k00000006", 9, "p6", 2));
 	alarm(0);
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
-	CHECK_EQ(st.lock_takeovers, 1);	/* the path: the dead stamp */
+	CHECK_EQ(st.lock_takeovers, 1); /* the path: the dead stamp */
 	CHECK_EQ(st.repairs, 0);
-	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
-				 &n));
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n));
 	printf("a writer killed between its stamp and its record: k5 reads "
-	       "%.*s after the takeover\n", (int)n, v);
+	       "%.*s after the takeover\n",
+	       (int)n, v);
 	CHECK(n == 2 && !memcmp(v, "p1", 2));
-	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000006", 9, v, sizeof(v),
-				 &n));
+	CHECK_OK(smart_bt_search(wd.t, wd.w, "k00000006", 9, v, sizeof(v), &n));
 	CHECK(n == 2 && !memcmp(v, "p6", 2));
 	world_stop(&wd);
 }
@@ -583,8 +587,9 @@ void test_scan_ahead(void)
 	fill(&wd, 0, 100);
 	CHECK_EQ(pipe(p), 0);
 	snprintf(fd, sizeof(fd), "%d", p[1]);
-	pid = test_spawn("splitter", (const char *[]){
-		smart_blade_address(wd.f.blade), fd, NULL });
+	pid = test_spawn("splitter",
+			 (const char *[]){ smart_blade_address(wd.f.blade), fd,
+					   NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	CHECK_EQ(read(p[0], fd, 1), 1);
@@ -592,27 +597,28 @@ void test_scan_ahead(void)
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &x));
-	key_of(k, 0);	/* caches the parent (no move right: no fix) */
+	key_of(k, 0); /* caches the parent (no move right: no fix) */
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK_OK(smart_bt_scan(x, wd.w, "k", 1, NULL, 0, ent, 200, buf,
 			       sizeof(buf), &n));
 	CHECK_OK(smart_bt_stats(x, NULL, &st));
 	printf("scan past a leaf its parent does not name: %zu entries, "
-	       "%llu leaves taken from those read ahead\n", n,
-	       (unsigned long long)st.scan_ahead);
-	CHECK_EQ(n, 108);	/* 100, k0x..k6x, k6y */
+	       "%llu leaves taken from those read ahead\n",
+	       n, (unsigned long long)st.scan_ahead);
+	CHECK_EQ(n, 108); /* 100, k0x..k6x, k6y */
 	for (i = 0, j = 0; i < n; i++) {
 		if (ent[i].key_len == 9) {
 			key_of(k, j++);
-			CHECK_MSG(!memcmp(ent[i].key, k, 9), "scan: %.9s "
-				  "where %s belongs", (const char *)ent[i].key,
-				  k);
+			CHECK_MSG(!memcmp(ent[i].key, k, 9),
+				  "scan: %.9s "
+				  "where %s belongs",
+				  (const char *)ent[i].key, k);
 		}
 		CHECK(!i || bt_keycmp(ent[i - 1].key, ent[i - 1].key_len,
 				      ent[i].key, ent[i].key_len) < 0);
 	}
 	CHECK_EQ(j, 100);
-	CHECK_GT(st.scan_ahead, 0);	/* the path: leaves read ahead */
+	CHECK_GT(st.scan_ahead, 0); /* the path: leaves read ahead */
 	smart_bt_close(x, wd.w);
 	world_stop(&wd);
 }

@@ -70,9 +70,9 @@ void test_parent_is_leaf(void)
 	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
 	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&again));
 	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
-	CHECK_GE(node[8], 1);			/* level: the root is internal */
+	CHECK_GE(node[8], 1); /* level: the root is internal */
 	memset(node, 0, 512);
-	node[9] = 3;				/* LOW_INF | HIGH_INF, level 0 */
+	node[9] = 3; /* LOW_INF | HIGH_INF, level 0 */
 	*(uint32_t *)node = forged_crc(&wd, node, 512);
 	CHECK_OK(smart_write_sync(wd.w, root, node, 512));
 	/* wd.t's cached root still leads to the leaves: they fill and
@@ -115,27 +115,27 @@ void test_foreign_node(void)
 	int rs, ru, rb;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	fill(&wd, 0, 100);	/* leaves of 7 keys under one root */
+	fill(&wd, 0, 100); /* leaves of 7 keys under one root */
 	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &root));
 	CHECK_OK(smart_buf_alloc(wd.w, 512, (void **)&node));
 	CHECK_OK(smart_read_sync(wd.w, root, 512, node));
 	CHECK_EQ(node[8], 1);		/* level 1 */
 	memcpy(&r1, node + 56, 8);	/* entry 0's child: k7..k13 */
-	memcpy(&r2, node + 56 + 24, 8);	/* entry 1's: k14..k20 */
+	memcpy(&r2, node + 56 + 24, 8); /* entry 1's: k14..k20 */
 	smart_bt_config_init(&c);
 	c.spec_entries = 0;
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &x));
 	key_of(k, 8);
 	CHECK_OK(smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n));
-	for (i = 0; i < 14; i++) {	/* the first leaf takes both in */
+	for (i = 0; i < 14; i++) { /* the first leaf takes both in */
 		key_of(k, i);
 		CHECK_OK(smart_bt_delete(wd.t, wd.w, k, strlen(k)));
 	}
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.merges, 2);
 	fill(&wd, 0, 14);
-	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000));	/* both freed */
+	CHECK_OK(smart_epoch_drain(wd.w, 1, 5000)); /* both freed */
 	smart_bt_config_init(&c);
 	c.node_size = 512;
 	c.key_max = 12;
@@ -145,8 +145,10 @@ void test_foreign_node(void)
 	CHECK_OK(smart_bt_insert(b, wd.w, "zzz", 3, "B", 1));
 	CHECK_OK(smart_root_get(wd.w, 1, 4, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 32, 8, &broot));
-	CHECK_MSG(broot == r1 || broot == r2, "B's root %#llx is neither "
-		  "freed leaf", (unsigned long long)broot);
+	CHECK_MSG(broot == r1 || broot == r2,
+		  "B's root %#llx is neither "
+		  "freed leaf",
+		  (unsigned long long)broot);
 	/* X, through its cached P, a key of A that P routes to broot */
 	key_of(k, broot == r1 ? 8 : 15);
 	rs = smart_bt_search(x, wd.w, k, strlen(k), v, sizeof(v), &n);
@@ -159,15 +161,14 @@ void test_foreign_node(void)
 	       smart_status_name(rb), (unsigned long long)st.cache_drops);
 	CHECK_OK(rs);
 	CHECK_OK(ru);
-	CHECK_EQ(rb, SMART_ENOENT);	/* B untouched */
-	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v),
-				 &n));
-	CHECK(n == 1 && v[0] == 'X');	/* the upsert went into A */
+	CHECK_EQ(rb, SMART_ENOENT); /* B untouched */
+	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v), &n));
+	CHECK(n == 1 && v[0] == 'X'); /* the upsert went into A */
 	memset(present, 1, sizeof(present));
-	scan_check(&wd, present, 100, 0, 100, 16);	/* A whole */
+	scan_check(&wd, present, 100, 0, 100, 16); /* A whole */
 	CHECK_OK(smart_bt_search(b, wd.w, "zzz", 3, v, sizeof(v), &n));
 	CHECK(n == 1 && v[0] == 'B');
-	CHECK_GE(st.cache_drops, 1);	/* the path: P dropped */
+	CHECK_GE(st.cache_drops, 1); /* the path: P dropped */
 	smart_bt_close(x, wd.w);
 	CHECK_OK(smart_bt_drop(b, wd.w));
 	smart_buf_free(wd.w, node);
@@ -318,27 +319,28 @@ void test_forged_record(void)
 	CHECK(stamp && ((stamp >> 26) & 63) < 16);
 	/* its directory slot names the area; its record index the record
 	 * (32 + 3 x (32 + 512) bytes, 64-aligned: bt_redo.c) */
-	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, dir_off + 8 *
-				 ((stamp >> 16) & 1023)), 8, &e));
+	CHECK_OK(smart_read_sync(
+		wd.w, smart_gaddr(1, dir_off + 8 * ((stamp >> 16) & 1023)), 8,
+		&e));
 	area = e & SMART_GADDR_OFF_MASK;
 	rec_size = (32 + 3 * (32 + 512) + 63) & ~63u;
 	area += ((stamp >> 26) & 63) * rec_size;
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, area), rec_size, buf));
 	memcpy(&len, buf + 4, 4);
-	CHECK_EQ(*(uint32_t *)(buf + 8), 2);	/* the entry, the first word */
+	CHECK_EQ(*(uint32_t *)(buf + 8), 2); /* the entry, the first word */
 	memcpy(&plen, buf + 32 + 28, 4);
-	off = 32 + 32 + ((plen + 7) & ~7u);	/* the second patch */
+	off = 32 + 32 + ((plen + 7) & ~7u); /* the second patch */
 	CHECK_EQ(*(uint64_t *)(buf + off + 16), stamp);
 	memset(buf + off + 16, 0, 8);
 	*(uint32_t *)buf = smart_crc32c(0, buf + 4, len - 4);
 	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, area), buf, len));
 	alarm(60);
-	CHECK_EQ(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
-				 &n), SMART_ERETRY);
+	CHECK_EQ(smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n),
+		 SMART_ERETRY);
 	alarm(0);
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	CHECK_EQ(st.repairs, 0);
-	CHECK_EQ(st.lock_takeovers, 1);	/* taken over, nothing redone */
+	CHECK_EQ(st.lock_takeovers, 1); /* taken over, nothing redone */
 	smart_buf_free(wd.w, buf);
 	world_stop(&wd);
 }
@@ -363,8 +365,9 @@ void test_forged_len(void)
 	stamp = held_stamp(&wd);
 	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
 	CHECK_OK(smart_read_sync(wd.w, meta + 200, 8, &dir_off));
-	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, dir_off + 8 *
-				 ((stamp >> 16) & 1023)), 8, &e));
+	CHECK_OK(smart_read_sync(
+		wd.w, smart_gaddr(1, dir_off + 8 * ((stamp >> 16) & 1023)), 8,
+		&e));
 	area = (e & SMART_GADDR_OFF_MASK) + ((stamp >> 26) & 63) * rec_size;
 	CHECK_OK(smart_buf_alloc(wd.w, rec_size, (void **)&buf));
 	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, area), rec_size, buf));
@@ -377,8 +380,7 @@ void test_forged_len(void)
 	CHECK_OK(smart_write_sync(wd.w, smart_gaddr(1, area), buf, len));
 	torn_k5(&wd, 1);
 	/* our copy: record 0 of our area (the one free then) */
-	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, wd.t->area[0]), 8,
-				 buf));
+	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, wd.t->area[0]), 8, buf));
 	memcpy(&mine, buf + 4, 4);
 	printf("forged_len: the peer's len %u, the taker's copy %u bytes\n",
 	       len, mine);
@@ -422,8 +424,8 @@ static void dir_count(struct world *wd, uint16_t id, unsigned *used,
 	CHECK_OK(smart_root_get(wd->w, 1, 3, &meta));
 	CHECK_OK(smart_read_sync(wd->w, meta + 200, 8, &dir_off));
 	CHECK_OK(smart_buf_alloc(wd->w, 8 * 1024, (void **)&dir));
-	CHECK_OK(smart_read_sync(wd->w, smart_gaddr(1, dir_off), 8 * 1024,
-				 dir));
+	CHECK_OK(
+		smart_read_sync(wd->w, smart_gaddr(1, dir_off), 8 * 1024, dir));
 	*used = *of = 0;
 	for (s = 0; s < 1024; s++) {
 		*used += dir[s] != 0;
@@ -460,11 +462,11 @@ void test_adopt_torn(void)
 	CHECK_OK(smart_buf_alloc(wd.w, 2 * 2112, (void **)&sb0));
 	sb1 = sb0 + 2112;
 	sb_read(&wd, sb0);
-	torn_run(&wd, "update", 1);	/* takes a spare, dies writing */
+	torn_run(&wd, "update", 1); /* takes a spare, dies writing */
 	id = (uint16_t)held_stamp(&wd);
 	alarm(20);
 	while (smart_lease_alive(wd.w, 1, id) != 0)
-		;	/* until our keeper saw it fenced */
+		; /* until our keeper saw it fenced */
 	alarm(0);
 	/* the other two spares; the third open finds no free slot */
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, NULL, &o[0]));
@@ -474,11 +476,13 @@ void test_adopt_torn(void)
 	for (i = 0; i < 2112; i++)
 		diff += sb0[i] != sb1[i];
 	printf("superblock bytes changed by the open: %u\n", diff);
-	CHECK_MSG(!diff, "the superblock was overwritten (%u bytes, first "
-		  "word %#llx)", diff, (unsigned long long)*(uint64_t *)sb1);
+	CHECK_MSG(!diff,
+		  "the superblock was overwritten (%u bytes, first "
+		  "word %#llx)",
+		  diff, (unsigned long long)*(uint64_t *)sb1);
 	dir_count(&wd, id, &used, &dead);
-	CHECK_EQ(dead, 1);	/* not adopted: a record of it is current */
-	CHECK_EQ(used, 5);	/* a new area instead */
+	CHECK_EQ(dead, 1); /* not adopted: a record of it is current */
+	CHECK_EQ(used, 5); /* a new area instead */
 	/* a reader finds the torn leaf and redoes the dead update */
 	torn_k5(&wd, 1);
 	/* now nothing stamps from the dead slot: the next open adopts it */

@@ -69,7 +69,7 @@ void test_close_kept(void)
 	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
 	CHECK_EQ(smart_bt_update(t, w, "k00000005", 9, "torn-5", 6),
 		 SMART_ECONN);
-	CHECK(atomic_load(&t->rec_busy) != 0);	/* the path: kept */
+	CHECK(atomic_load(&t->rec_busy) != 0); /* the path: kept */
 	slot = t->dslot[0];
 	CHECK_OK(smart_lease_id(c, 1, &id));
 	CHECK_OK(smart_bt_close(t, w));
@@ -79,8 +79,9 @@ void test_close_kept(void)
 	__atomic_store_n(&wd.f.blade->next_lease, id, __ATOMIC_SEQ_CST);
 	nc = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_lease_id(nc, 1, &nid));
-	CHECK_OK(smart_read_sync(wd.w, smart_gaddr(1, wd.t->dir_off[0] +
-						      8 * (uint64_t)slot),
+	CHECK_OK(smart_read_sync(wd.w,
+				 smart_gaddr(1, wd.t->dir_off[0] +
+							8 * (uint64_t)slot),
 				 8, &e));
 	alarm(30);
 	rc = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v), &n);
@@ -89,8 +90,8 @@ void test_close_kept(void)
 	printf("a write whose finishing failed, its object closed: its "
 	       "directory slot names id %u (the closer's %u), the newcomer "
 	       "got id %u; search %s \"%.*s\", %llu redone\n",
-	       BT_DIR_ID(e), id, nid, smart_status_name(rc),
-	       rc ? 0 : (int)n, v, (unsigned long long)st.repairs);
+	       BT_DIR_ID(e), id, nid, smart_status_name(rc), rc ? 0 : (int)n, v,
+	       (unsigned long long)st.repairs);
 	CHECK_OK(rc);
 	CHECK(n == 6 && !memcmp(v, "torn-5", 6));
 	CHECK_EQ(BT_DIR_ID(e), id);
@@ -126,17 +127,18 @@ void child_kept_reopen(char **args)
 	CHECK_OK(smart_bt_open(w, 1, 3, NULL, &t));
 	CHECK_OK(smart_lease_id(c, 1, &id));
 	CHECK_OK(smart_ctx_set_hook(c, kept_hook, NULL));
-	alarm(5);	/* a bound on the defect, not a synchronisation */
+	alarm(5); /* a bound on the defect, not a synchronisation */
 	r[0] = id;
 	r[1] = smart_bt_update(t, w, "k00000005", 9, "torn-5", 6);
-	CHECK(atomic_load(&t->rec_busy) != 0);	/* the path: kept */
+	CHECK(atomic_load(&t->rec_busy) != 0); /* the path: kept */
 	r[2] = smart_ctx_fenced(c);
 	CHECK_OK(smart_ctx_set_hook(c, NULL, NULL));
 	if (!open)
 		CHECK_OK(smart_bt_close(t, w));
-	r[3] = smart_bt_open(w, 1, 3, NULL, &t2);	/* reopened, same ctx */
+	r[3] = smart_bt_open(w, 1, 3, NULL, &t2); /* reopened, same ctx */
 	r[4] = r[3] && !open ? r[3] :
-	       smart_bt_update(r[3] ? t : t2, w, "k00000006", 9, "new-6", 5);
+			       smart_bt_update(r[3] ? t : t2, w, "k00000006", 9,
+					       "new-6", 5);
 	alarm(0);
 	CHECK_EQ(write(out, r, sizeof(r)), (ssize_t)sizeof(r));
 	CHECK_EQ(read(in, &go, 1), 1);
@@ -163,13 +165,14 @@ static void kept_reopen_on(const char *mode)
 	CHECK_EQ(pipe(down), 0);
 	snprintf(a1, sizeof(a1), "%d", up[1]);
 	snprintf(a2, sizeof(a2), "%d", down[0]);
-	pid = test_spawn("kept_reopen", (const char *[]){
-		smart_blade_address(wd.f.blade), a1, a2, mode, NULL });
+	pid = test_spawn("kept_reopen",
+			 (const char *[]){ smart_blade_address(wd.f.blade), a1,
+					   a2, mode, NULL });
 	CHECK_GE(pid, 0);
 	close(up[1]);
 	close(down[0]);
 	hung = read(up[0], r, sizeof(r)) != (ssize_t)sizeof(r);
-	if (!hung) {	/* the child lives on, fenced: its lease runs out */
+	if (!hung) { /* the child lives on, fenced: its lease runs out */
 		kept_wait_dead(&wd, (uint16_t)r[0]);
 		alarm(30);
 		rs = smart_bt_search(wd.t, wd.w, "k00000005", 9, v, sizeof(v),
@@ -185,13 +188,14 @@ static void kept_reopen_on(const char *mode)
 	if (hung)
 		printf("close_kept_reopen (%s): the child %s\n", mode,
 		       WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ?
-		       "still waited after 5 s (killed by its alarm)" :
-		       "died");
+			       "still waited after 5 s (killed by its alarm)" :
+			       "died");
 	else
 		printf("close_kept_reopen (%s): the write %s, ctx fenced %d; "
 		       "its reopen %s, its update %s; after its lease, "
 		       "another client's search %s \"%.*s\" (%llu redone), "
-		       "update %s\n", mode, smart_status_name(r[1]), r[2],
+		       "update %s\n",
+		       mode, smart_status_name(r[1]), r[2],
 		       smart_status_name(r[3]), smart_status_name(r[4]),
 		       smart_status_name(rs), rs ? 0 : (int)n, v,
 		       (unsigned long long)st.repairs, smart_status_name(ru));
@@ -251,7 +255,7 @@ void test_kept_retry(void)
 	       "%d, records in use %u; another object's update %s\n",
 	       finishes, smart_ctx_fenced(wd.f.ctx),
 	       (unsigned)atomic_load(&wd.t->rec_busy), smart_status_name(rc));
-	CHECK_EQ(finishes, 2);	/* the path: tried again */
+	CHECK_EQ(finishes, 2); /* the path: tried again */
 	CHECK(!smart_ctx_fenced(wd.f.ctx));
 	CHECK_EQ(atomic_load(&wd.t->rec_busy), 0);
 	CHECK_OK(rc);
@@ -272,13 +276,13 @@ void test_kept_retry(void)
  * so their interleaving is the task scheduler's, not the machine's:
  * with B on a thread of its own, a B descheduled through all of A's
  * H_CAP updates (a loaded machine) failed the case about 1 run in 10. */
-#define H_TASKS		6
-#define H_CAP		60000
+#define H_TASKS 6
+#define H_CAP	60000
 
 struct h_shared {
-	int left;		/* A's tasks still running */
-	unsigned progress;	/* A's updates done */
-	unsigned done;		/* B's updates done while A ran */
+	int left;	   /* A's tasks still running */
+	unsigned progress; /* A's updates done */
+	unsigned done;	   /* B's updates done while A ran */
 };
 
 struct h_arg {
@@ -336,8 +340,8 @@ void test_handover_limit(void)
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_bt_stats(a, NULL, &st));
 	printf("A: %u updates of one key by %d tasks, %llu hand-overs; B got "
-	       "the lock %u times meanwhile\n", sh.progress, H_TASKS,
-	       (unsigned long long)st.handovers, sh.done);
+	       "the lock %u times meanwhile\n",
+	       sh.progress, H_TASKS, (unsigned long long)st.handovers, sh.done);
 	CHECK_GT(st.handovers, 0);
 	CHECK_GE(sh.done, 3);
 	smart_bt_close(a, wd.w);

@@ -66,7 +66,7 @@ void test_stale_forward(void)
  * (to the split's new leaf, which holds k7..k13).  Before the fix:
  * SMART_EPROTO ("not a tree") after 7 entries. */
 struct msplit {
-	smart_bt_t *t;		/* the other client's object */
+	smart_bt_t *t; /* the other client's object */
 	smart_worker_t *w;
 	int fired;
 };
@@ -87,7 +87,7 @@ static int msplit_hook(smart_worker_t *w, const char *point, void *arg)
 		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
 	}
 	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
-	CHECK_EQ(st.merges, 1);		/* L took R in */
+	CHECK_EQ(st.merges, 1); /* L took R in */
 	for (i = 0; i < 7; i++) {
 		key_of(k, i);
 		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "w", 1));
@@ -116,7 +116,7 @@ void test_scan_merge_split(void)
 	int rc;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	fill(&wd, 0, 100);	/* leaves of 7 keys: k0..k6, k7..k13, ... */
+	fill(&wd, 0, 100); /* leaves of 7 keys: k0..k6, k7..k13, ... */
 	c2 = fixture_ctx_at(smart_blade_address(wd.f.blade), 1);
 	CHECK_OK(smart_worker_create(c2, &m.w));
 	CHECK_OK(smart_bt_open(m.w, 1, 3, NULL, &m.t));
@@ -143,11 +143,11 @@ void test_scan_merge_split(void)
 	for (i = 0; i < n; i++) {
 		key_of(k, i);
 		CHECK_MSG(ent[i].key_len == strlen(k) &&
-			  !memcmp(ent[i].key, k, ent[i].key_len),
+				  !memcmp(ent[i].key, k, ent[i].key_len),
 			  "scan: %.*s where %s belongs", (int)ent[i].key_len,
 			  (const char *)ent[i].key, k);
 	}
-	CHECK_GE(rights, 1);	/* the path: right from the absorber */
+	CHECK_GE(rights, 1); /* the path: right from the absorber */
 	smart_bt_close(sc, wd.w);
 	smart_bt_close(m.t, m.w);
 	CHECK_OK(smart_worker_destroy(m.w));
@@ -178,8 +178,8 @@ static int grace_hook(smart_worker_t *w, const char *point, void *arg)
 		CHECK_OK(smart_bt_delete(m->t, m->w, k, strlen(k)));
 	}
 	CHECK_OK(smart_bt_stats(m->t, NULL, &st));
-	CHECK_EQ(st.merges, 1);		/* R retired */
-	for (i = 0; i < 40; i++) {	/* splits far right: new nodes */
+	CHECK_EQ(st.merges, 1);	   /* R retired */
+	for (i = 0; i < 40; i++) { /* splits far right: new nodes */
 		snprintf(k, sizeof(k), "z%04u", i);
 		CHECK_OK(smart_bt_insert(m->t, m->w, k, strlen(k), "z", 1));
 	}
@@ -208,17 +208,18 @@ void test_retire_grace(void)
 	CHECK_OK(smart_worker_create(c2, &m.w));
 	CHECK_OK(smart_bt_open(m.w, 1, 3, NULL, &m.t));
 	smart_bt_config_init(&c);
-	c.cache_bytes = 0;	/* leaf after leaf: it reads R's block */
+	c.cache_bytes = 0; /* leaf after leaf: it reads R's block */
 	CHECK_OK(smart_bt_open(wd.w, 1, 3, &c, &sc));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, grace_hook, &m));
-	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, ent, 200, buf,
-			   sizeof(buf), &n);
+	rc = smart_bt_scan(sc, wd.w, "k", 1, "z", 1, ent, 200, buf, sizeof(buf),
+			   &n);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	printf("scan beside a merge and splits that allocate: %s, %zu "
-	       "entries\n", smart_status_name(rc), n);
+	       "entries\n",
+	       smart_status_name(rc), n);
 	CHECK_EQ(m.fired, 1);
 	CHECK_OK(rc);
-	CHECK_EQ(n, 100);	/* k0..k6 as read, then R's keys from L, ... */
+	CHECK_EQ(n, 100); /* k0..k6 as read, then R's keys from L, ... */
 	for (i = 0; i < n; i++) {
 		key_of(k, i);
 		CHECK(ent[i].key_len == strlen(k) &&
@@ -248,7 +249,7 @@ static void merge_forged_on(int parent)
 	size_t n;
 
 	world_start(&wd, NULL, 512, 12, 12);
-	fill(&wd, 0, 100);	/* P: leftmost L (k0..k6), R (k7..k13), ... */
+	fill(&wd, 0, 100); /* P: leftmost L (k0..k6), R (k7..k13), ... */
 	key_of(k, 0);
 	CHECK_OK(smart_bt_search(wd.t, wd.w, k, strlen(k), v, sizeof(v), &n));
 	CHECK_OK(smart_root_get(wd.w, 1, 3, &meta));
@@ -259,11 +260,11 @@ static void merge_forged_on(int parent)
 	la = raw_u64(p, 24);
 	ra = raw_u64(p, 56);
 	other = raw_u64(p, 56 + 24);
-	if (parent) {		/* P's leftmost: another leaf than L */
+	if (parent) { /* P's leftmost: another leaf than L */
 		memcpy(p + 24, &other, 8);
 		*(uint32_t *)p = forged_crc(&wd, p, 512);
 		CHECK_OK(smart_write_sync(wd.w, root, p, 512));
-	} else {		/* R dead, forwarding to L */
+	} else { /* R dead, forwarding to L */
 		CHECK_OK(smart_read_sync(wd.w, ra, 512, r));
 		r[9] |= 4;
 		memcpy(r + 24, &la, 8);
@@ -278,11 +279,10 @@ static void merge_forged_on(int parent)
 	}
 	CHECK_OK(smart_bt_stats(wd.t, NULL, &st));
 	printf("a merge over a forged %s: %llu merged, %llu skipped\n",
-	       parent ? "parent" : "neighbour",
-	       (unsigned long long)st.merges,
+	       parent ? "parent" : "neighbour", (unsigned long long)st.merges,
 	       (unsigned long long)st.merge_skips);
 	CHECK_EQ(st.merges, 0);
-	CHECK_EQ(st.merge_skips, 1);	/* the path: refused */
+	CHECK_EQ(st.merge_skips, 1); /* the path: refused */
 	smart_buf_free(wd.w, r);
 	smart_buf_free(wd.w, p);
 	world_stop(&wd);
@@ -298,7 +298,7 @@ void test_merge_forged(void)
  * each way), then stopped no more. */
 struct pause_at {
 	int out, in;
-	const char *point, *then;	/* where it stops, in turn */
+	const char *point, *then; /* where it stops, in turn */
 };
 
 static int pause_hook(smart_worker_t *w, const char *point, void *arg)
@@ -325,11 +325,11 @@ void child_taker2(char **args)
 {
 	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
 	int search = !strcmp(args[4], "search");
-	struct pause_at a = { atoi(args[1]), atoi(args[2]),
-			      strcmp(args[5], "taken") ? "bt.redo.first" :
-							 "bt.redo.taken",
-			      strcmp(args[5], "first+done") ? NULL :
-							      "bt.redo.done" };
+	struct pause_at a = {
+		atoi(args[1]), atoi(args[2]),
+		strcmp(args[5], "taken") ? "bt.redo.first" : "bt.redo.taken",
+		strcmp(args[5], "first+done") ? NULL : "bt.redo.done"
+	};
 	smart_worker_t *w;
 	smart_bt_t *t;
 	char v[16];
@@ -359,7 +359,7 @@ void child_taker2(char **args)
 
 struct taker_proc {
 	pid_t pid;
-	int out[2], in[2];	/* child -> parent, parent -> child */
+	int out[2], in[2]; /* child -> parent, parent -> child */
 };
 
 static void taker_start(struct world *wd, struct taker_proc *tp,
@@ -371,13 +371,13 @@ static void taker_start(struct world *wd, struct taker_proc *tp,
 	CHECK_EQ(pipe(tp->in), 0);
 	snprintf(o, sizeof(o), "%d", tp->out[1]);
 	snprintf(i, sizeof(i), "%d", tp->in[0]);
-	tp->pid = test_spawn("taker2", (const char *[]){
-		smart_blade_address(wd->f.blade), o, i, key, mode, stop,
-		NULL });
+	tp->pid = test_spawn("taker2",
+			     (const char *[]){ smart_blade_address(wd->f.blade),
+					       o, i, key, mode, stop, NULL });
 	CHECK_GE(tp->pid, 0);
 	close(tp->out[1]);
 	close(tp->in[0]);
-	CHECK_EQ(read(tp->out[0], &c, 1), 1);	/* stopped in its redo */
+	CHECK_EQ(read(tp->out[0], &c, 1), 1); /* stopped in its redo */
 }
 
 /* Let it go on until it stops again. */
@@ -437,8 +437,8 @@ static void merge_two_takers_on(int reader_first)
 	fill(&wd, 0, 200);
 	done = torn_run(&wd, "merge", -1);
 	CHECK_GT(done, 0);
-	key_of(kl, 0);				/* in L, deleted */
-	key_of(kr, (unsigned)done + 1);		/* in R */
+	key_of(kl, 0);			/* in L, deleted */
+	key_of(kr, (unsigned)done + 1); /* in R */
 	if (reader_first) {
 		taker_start(&wd, &rd, kl, "search", "first");
 		taker_start(&wd, &wr, kr, "upsert", "taken");
@@ -457,7 +457,7 @@ static void merge_two_takers_on(int reader_first)
 	       "first to finish retired %llu node(s), the last %llu\n",
 	       reader_first ? "reader" : "writer", (unsigned long long)r1,
 	       (unsigned long long)r2);
-	CHECK_EQ(r1, 0);	/* the path: R not written, or P naming it */
+	CHECK_EQ(r1, 0); /* the path: R not written, or P naming it */
 	CHECK_EQ(r2, 1);
 	torn_expect(&wd, (unsigned)done + 1, 200);
 	drop_back_to(&wd, &u0);
@@ -510,7 +510,7 @@ void test_merge_unlocked(void)
 
 /* ---- a merge across two blades, its merger killed between them ---- */
 
-#define MB_KEYS_MAX	2000u
+#define MB_KEYS_MAX 2000u
 
 static uint64_t raw_child(const uint8_t *p, unsigned j)
 {
@@ -534,7 +534,7 @@ static int find_merge(struct world *wd, uint16_t pb, unsigned *first,
 	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&p));
 	CHECK_OK(smart_buf_alloc(wd->w, 512, (void **)&l));
 	CHECK_OK(smart_read_sync(wd->w, root, 512, top));
-	if (top[8] != 2)	/* root, parents, leaves */
+	if (top[8] != 2) /* root, parents, leaves */
 		count = 0, top[10] = top[11] = 0;
 	memcpy(&count, top + 10, 2);
 	for (i = 0; i <= count; i++) {
@@ -558,8 +558,9 @@ static int find_merge(struct world *wd, uint16_t pb, unsigned *first,
 
 				if (!e[0])
 					continue;
-				CHECK_EQ(sscanf((const char *)e + 8,
-						"k%8u", &num), 1);
+				CHECK_EQ(sscanf((const char *)e + 8, "k%8u",
+						&num),
+					 1);
 				lo = num < lo ? num : lo;
 				++*cnt;
 			}
@@ -633,8 +634,7 @@ void child_merger(char **args)
 void child_taker(char **args)
 {
 	smart_ctx_t *c = fixture_ctx_at(args[0], 1);
-	struct stop_at a = { atoi(args[2]), "bt.redo.taken",
-			     "bt.log.stamped" };
+	struct stop_at a = { atoi(args[2]), "bt.redo.taken", "bt.log.stamped" };
 	smart_worker_t *w;
 	smart_bt_t *t;
 	uint16_t id;
@@ -690,8 +690,10 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 		if (find_merge(&wd, pb, &first, &cnt))
 			break;
 	}
-	CHECK_MSG(nk < MB_KEYS_MAX, "no parent on blade %u with a pair L, R "
-		  "to merge", pb);
+	CHECK_MSG(nk < MB_KEYS_MAX,
+		  "no parent on blade %u with a pair L, R "
+		  "to merge",
+		  pb);
 	nk += 200;
 	snprintf(a1, sizeof(a1), "%s", smart_blade_address(wd.f.blade));
 	snprintf(a2, sizeof(a2), "%s", smart_blade_address(b2));
@@ -699,15 +701,15 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 	snprintf(fd, sizeof(fd), "%d", p[1]);
 	snprintf(f, sizeof(f), "%u", first);
 	snprintf(c, sizeof(c), "%u", cnt);
-	pid = test_spawn("merger", (const char *[]){ a1, a2, fd, f, c, point,
-						     NULL });
+	pid = test_spawn("merger",
+			 (const char *[]){ a1, a2, fd, f, c, point, NULL });
 	CHECK_GE(pid, 0);
 	close(p[1]);
 	CHECK_EQ(read(p[0], fd, 1), 1);
 	close(p[0]);
 	CHECK_EQ(kill(pid, SIGKILL), 0);
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
-	if (taker) {	/* ... and the merge's taker inside its redo */
+	if (taker) { /* ... and the merge's taker inside its redo */
 		CHECK_EQ(pipe(p), 0);
 		snprintf(fd, sizeof(fd), "%d", p[1]);
 		kill_child("taker", (const char *[]){ a1, a2, fd, f, NULL }, p);
@@ -722,8 +724,8 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 	for (i = 0; i < nk; i++) {
 		key_of(k, i);
 		val_of(v, i, 1);
-		rc = smart_bt_search(wd.t, wd.w, k, strlen(k), got,
-				     sizeof(got), &n);
+		rc = smart_bt_search(wd.t, wd.w, k, strlen(k), got, sizeof(got),
+				     &n);
 		if (rc && !errs++)
 			bad = rc;
 		else if (!rc && (n != strlen(v) || memcmp(got, v, n)))
@@ -747,11 +749,14 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 	printf("merge across blades, merger killed at %s%s, %s "
 	       "(L's keys k%u..+%u): %u errors (first %s), %u wrong values, "
 	       "scan %zu of %u; %llu takeovers, %llu redone, %llu "
-	       "uncommitted\n", point, taker ? " and its taker in the "
-	       "redo" : "", pb == 2 ? "L's blade first" :
-	       "R's and P's blade first",
-	       first, cnt, errs, smart_status_name(bad), wrong,
-	       rc ? (size_t)0 : n, nk, (unsigned long long)st.lock_takeovers,
+	       "uncommitted\n",
+	       point,
+	       taker ? " and its taker in the "
+		       "redo" :
+		       "",
+	       pb == 2 ? "L's blade first" : "R's and P's blade first", first,
+	       cnt, errs, smart_status_name(bad), wrong, rc ? (size_t)0 : n, nk,
+	       (unsigned long long)st.lock_takeovers,
 	       (unsigned long long)st.repairs,
 	       (unsigned long long)st.uncommitted);
 	CHECK_EQ(errs, 0);
@@ -759,10 +764,10 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 	CHECK_EQ(n, nk);
 	CHECK_GE(st.lock_takeovers, 1);
 	if (!strcmp(point, "bt.log.landed")) {
-		CHECK_GE(st.uncommitted, 1);	/* the path: none redone */
+		CHECK_GE(st.uncommitted, 1); /* the path: none redone */
 		CHECK_EQ(st.repairs, 0);
 	} else {
-		CHECK_EQ(st.uncommitted, 0);	/* all of it redone */
+		CHECK_EQ(st.uncommitted, 0); /* all of it redone */
 		CHECK_EQ(st.repairs, 1);
 	}
 	world_stop(&wd);
@@ -771,9 +776,9 @@ static void merge_blades_on(uint16_t pb, const char *point, int taker)
 
 void test_merge_blades(void)
 {
-	merge_blades_on(2, "bt.log.landed", 0);	/* L's part landed alone */
-	merge_blades_on(1, "bt.log.landed", 0);	/* R's and P's alone */
-	merge_blades_on(2, "bt.merge.torn", 0);	/* committed, L half */
+	merge_blades_on(2, "bt.log.landed", 0); /* L's part landed alone */
+	merge_blades_on(1, "bt.log.landed", 0); /* R's and P's alone */
+	merge_blades_on(2, "bt.merge.torn", 0); /* committed, L half */
 	merge_blades_on(1, "bt.merge.torn", 0);
 	/* committed, L half written, and its taker killed in the redo:
 	 * the next taker redoes the taker's copy, committed and whole */
@@ -805,7 +810,8 @@ void test_redo_retire(void)
 	CHECK_EQ(st.repairs, 1);
 	printf("merge redone by a taker: %llu node(s) retired by it\n",
 	       (unsigned long long)(ctx_stat(wd.f.ctx,
-					     SMART_STAT_EPOCH_RETIRED) - r0));
+					     SMART_STAT_EPOCH_RETIRED) -
+				    r0));
 	CHECK_EQ(ctx_stat(wd.f.ctx, SMART_STAT_EPOCH_RETIRED) - r0, 1);
 	drop_back_to(&wd, &u0);
 }

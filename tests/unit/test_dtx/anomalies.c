@@ -48,8 +48,9 @@ static int dk_count_fn(void *arg, uint64_t key, const void *val, size_t len)
 
 void test_dekker(void)
 {
-	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
-				     .buckets = 4, .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = T_SMALL, .value_size = 8, .buckets = 4, .primary = -1
+	};
 	struct dk_hook h = { 0 };
 	struct smart_dtx_config c;
 	struct smart_dtx_stats st;
@@ -71,14 +72,14 @@ void test_dekker(void)
 	CHECK_GE(smart_dtx_insert(h.y, T_SMALL, 77, &v, 8), 0);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, dk_hook_fn, &h));
 	rc = smart_dtx_commit(x, wd.w);
-	if (!h.b_commit && h.rounds >= 2 && rc)	/* B's commit not run yet */
+	if (!h.b_commit && h.rounds >= 2 && rc) /* B's commit not run yet */
 		h.b_commit = smart_dtx_commit(h.y, h.wb);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_OK(smart_dtx_scan(wd.d, wd.w, T_SMALL, dk_count_fn, &n));
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("dekker: A %s, B %s, key 77 present %d times, %llu insert "
-	       "conflicts\n", smart_status_name(rc),
-	       smart_status_name(h.b_commit), n,
+	       "conflicts\n",
+	       smart_status_name(rc), smart_status_name(h.b_commit), n,
 	       (unsigned long long)st.insert_conflicts);
 	CHECK_GE(h.rounds, 2);
 	CHECK_EQ(n, 1);
@@ -120,7 +121,7 @@ static void skew_wait(struct skew *s, int stage)
 	double t0 = test_now_ms();
 
 	while (atomic_load(&s->stage) < stage) {
-		CHECK_LT(test_now_ms() - t0, 30000);	/* a deadline */
+		CHECK_LT(test_now_ms() - t0, 30000); /* a deadline */
 		sched_yield();
 	}
 }
@@ -156,7 +157,7 @@ static void *skew_t1(void *arg)
 	struct skew *s = arg;
 
 	s->rc1 = smart_dtx_commit(s->t1, s->w1);
-	if (!s->rc1)	/* its unlock seen landed */
+	if (!s->rc1) /* its unlock seen landed */
 		CHECK_OK(smart_dtx_abort(s->t1, s->w1));
 	atomic_store(&s->stage, SK_DONE);
 	return NULL;
@@ -164,7 +165,7 @@ static void *skew_t1(void *arg)
 
 /* Begin a withdrawal of 100: read account `ro`, read `rw` for update. */
 static void skew_exec(smart_dtx_txn_t *x, smart_worker_t *w, uint64_t ro,
-		     uint64_t rw, int64_t bal[2])
+		      uint64_t rw, int64_t bal[2])
 {
 	CHECK_OK(smart_dtx_begin(x));
 	CHECK_EQ(smart_dtx_read(x, T_SMALL, ro, &bal[0], 8), 0);
@@ -184,8 +185,9 @@ static int skew_sum(void *arg, uint64_t key, const void *val, size_t len)
 
 void test_skew(void)
 {
-	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
-				     .buckets = 4, .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = T_SMALL, .value_size = 8, .buckets = 4, .primary = -1
+	};
 	const char *tp = getenv("SMART_TEST_TRANSPORT");
 	struct skew s = { .main = pthread_self() };
 	struct smart_dtx_config c;
@@ -209,17 +211,16 @@ void test_skew(void)
 	api_put_new(&wd, x, T_SMALL, 1, &v, 8);
 	api_put_new(&wd, x, T_SMALL, 2, &v, 8);
 
-	skew_exec(x, wd.w, 2, 1, b2);			/* T2 reads Y */
-	skew_exec(s.t1, s.w1, 1, 2, s.bal);		/* T1 reads X */
-	CHECK_OK(smart_dtx_exec(s.t1, s.w1));		/* T1 locks Y */
+	skew_exec(x, wd.w, 2, 1, b2);	      /* T2 reads Y */
+	skew_exec(s.t1, s.w1, 1, 2, s.bal);   /* T1 reads X */
+	CHECK_OK(smart_dtx_exec(s.t1, s.w1)); /* T1 locks Y */
 	CHECK(s.bal[0] + s.bal[1] >= 100);
 	CHECK_OK(smart_dtx_write(s.t1, 1, &(int64_t){ s.bal[1] - 100 }, 8));
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, skew_hook_fn, &s));
-	CHECK_OK(smart__shm_adv_set_unit_hook(wd.f.ctx->dom, skew_unit_fn,
-					      &s));
+	CHECK_OK(smart__shm_adv_set_unit_hook(wd.f.ctx->dom, skew_unit_fn, &s));
 	CHECK_EQ(pthread_create(&a, NULL, skew_t1, &s), 0);
-	skew_wait(&s, SK_VALIDATED);			/* T1 validated X */
-	CHECK_OK(smart_dtx_exec(x, wd.w));		/* T2 locks X */
+	skew_wait(&s, SK_VALIDATED);	   /* T1 validated X */
+	CHECK_OK(smart_dtx_exec(x, wd.w)); /* T2 locks X */
 	CHECK(b2[0] + b2[1] >= 100);
 	CHECK_OK(smart_dtx_write(x, 1, &(int64_t){ b2[1] - 100 }, 8));
 	atomic_store(&s.armed, 1);
@@ -241,7 +242,7 @@ void test_skew(void)
 	       " READs copied top down, unit hook fired %d\n",
 	       smart_status_name(s.rc1), smart_status_name(rc2), sum,
 	       dsg_verdict_name(verdict), as.descended, s.fired);
-	CHECK_EQ(s.fired, 1);				/* the path taken */
+	CHECK_EQ(s.fired, 1); /* the path taken */
 	CHECK_GT(as.descended, 0);
 	CHECK_OK(s.rc1);
 	CHECK_EQ(rc2, SMART_EABORT);

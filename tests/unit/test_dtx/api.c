@@ -48,10 +48,10 @@ static void api_bad_configs(struct world *wd)
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	cfg_two(&c, t, SMART_DTX_TABLES_MAX + 1);
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
-	t[1].id = 0;				/* duplicate ids */
+	t[1].id = 0; /* duplicate ids */
 	cfg_two(&c, t, 3);
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
-	t[1].id = SMART_DTX_TABLES_MAX;		/* out of range */
+	t[1].id = SMART_DTX_TABLES_MAX; /* out of range */
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	t[1].id = 1;
 	t[2].value_size = 0;
@@ -62,15 +62,15 @@ static void api_bad_configs(struct world *wd)
 	t[2].buckets = 0;
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	t[2].buckets = 16;
-	t[2].primary = 2;			/* only 2 blades */
+	t[2].primary = 2; /* only 2 blades */
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	t[2].primary = -1;
-	c.replicas = 2;				/* replicas >= nblades */
+	c.replicas = 2; /* replicas >= nblades */
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	c.replicas = SMART_DTX_REPLICAS_MAX + 1;
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	c.replicas = 1;
-	c.nblades = 1;				/* 1 blade, 1 backup */
+	c.nblades = 1; /* 1 blade, 1 backup */
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	c.nblades = 0;
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
@@ -86,7 +86,7 @@ static void api_bad_configs(struct world *wd)
 	c.log_slots = 0;
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	c.log_slots = 256;
-	c.cache_entries = 1000;			/* not a power of two */
+	c.cache_entries = 1000; /* not a power of two */
 	CHECK_EQ(smart_dtx_create(wd->w, 1, "bad", &c, &d), SMART_EINVAL);
 	c.cache_entries = 1024;
 	/* NULLs */
@@ -119,8 +119,7 @@ void test_api(void)
 {
 	struct smart_dtx_table t[2] = {
 		{ .id = T_SMALL, .value_size = 8, .buckets = 64, .primary = -1 },
-		{ .id = T_BIG, .value_size = 1024, .buckets = 16,
-		  .primary = 0 },
+		{ .id = T_BIG, .value_size = 1024, .buckets = 16, .primary = 0 },
 	};
 	static uint8_t big[1024], got[1024 + 64];
 	struct smart_dtx_config c;
@@ -190,8 +189,7 @@ void test_api(void)
 	CHECK_EQ(smart_dtx_stats(NULL, NULL, &st), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_stats(wd.d, NULL, NULL), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_check(NULL, wd.w, &bad), SMART_EINVAL);
-	CHECK_EQ(smart_dtx_scan(NULL, wd.w, T_SMALL, NULL, NULL),
-		 SMART_EINVAL);
+	CHECK_EQ(smart_dtx_scan(NULL, wd.w, T_SMALL, NULL, NULL), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_recover(NULL, wd.w, SMART_DTX_ALL_BLADES, NULL),
 		 SMART_EINVAL);
 	CHECK_OK(smart_dtx_close(NULL, NULL));
@@ -218,7 +216,7 @@ void test_api(void)
 	CHECK_EQ(rv, 0);
 	CHECK_GE(wv, 1);
 	fill_bytes(big, sizeof(big), 1);
-	api_put_new(&wd, x, T_BIG, 10, big, 1024);	/* same key, other table */
+	api_put_new(&wd, x, T_BIG, 10, big, 1024); /* same key, other table */
 	v8 = 0;
 	CHECK_OK(api_get(&wd, x, T_SMALL, 10, &v8, 8, &len));
 	CHECK(len == 8 && v8 == 0x1111);
@@ -246,7 +244,7 @@ void test_api(void)
 	v8 = 0x3333;
 	i = smart_dtx_insert(x, T_SMALL, 10, &v8, 8);
 	CHECK_GE(i, 0);
-	CHECK_EQ(smart_dtx_status(x, i, &len), SMART_EINVAL);	/* not run */
+	CHECK_EQ(smart_dtx_status(x, i, &len), SMART_EINVAL); /* not run */
 	CHECK_OK(smart_dtx_exec(x, wd.w));
 	CHECK_EQ(smart_dtx_status(x, i, &len), SMART_EEXIST);
 	CHECK_OK(smart_dtx_commit(x, wd.w));
@@ -258,9 +256,9 @@ void test_api(void)
 	CHECK_GE(i, 0);
 	j = smart_dtx_read(x, T_SMALL, 10, &v8, 8);
 	CHECK_GE(j, 0);
-	k = smart_dtx_read_for_update(x, T_SMALL, 12, &v8, 8);	/* absent */
+	k = smart_dtx_read_for_update(x, T_SMALL, 12, &v8, 8); /* absent */
 	CHECK_GE(k, 0);
-	CHECK_EQ(smart_dtx_write(x, i, big, 8), SMART_EINVAL);	/* not run */
+	CHECK_EQ(smart_dtx_write(x, i, big, 8), SMART_EINVAL); /* not run */
 	CHECK_OK(smart_dtx_exec(x, wd.w));
 	CHECK_OK(smart_dtx_status(x, i, &len));
 	CHECK_EQ(len, 1024);
@@ -278,8 +276,7 @@ void test_api(void)
 	CHECK_EQ(smart_dtx_write(x, k, &v8, 8), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_write(x, 3, &v8, 8), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_write(x, -1, &v8, 8), SMART_EINVAL);
-	CHECK_EQ(smart_dtx_write(x, SMART_DTX_ITEMS_MAX, &v8, 8),
-		 SMART_EINVAL);
+	CHECK_EQ(smart_dtx_write(x, SMART_DTX_ITEMS_MAX, &v8, 8), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_delete(x, 3), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_write(x, i, big, 1025), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_write(x, i, NULL, 8), SMART_EINVAL);
@@ -292,8 +289,7 @@ void test_api(void)
 	CHECK_OK(smart_dtx_item_versions(x, j, &slot, &rv, &wv));
 	CHECK_GE(rv, 1);
 	CHECK_EQ(wv, 0);
-	CHECK_EQ(smart_dtx_item_versions(x, 3, &slot, &rv, &wv),
-		 SMART_EINVAL);
+	CHECK_EQ(smart_dtx_item_versions(x, 3, &slot, &rv, &wv), SMART_EINVAL);
 	/* after commit: no more items, no exec */
 	CHECK_EQ(smart_dtx_write(x, i, big, 8), SMART_EINVAL);
 	CHECK_EQ(smart_dtx_exec(x, wd.w), SMART_EINVAL);
@@ -330,7 +326,7 @@ void test_api(void)
 	CHECK_EQ(api_get(&wd, x, T_SMALL, 13, &v8, 8, &len), SMART_ENOENT);
 	CHECK_OK(api_get(&wd, x, T_SMALL, 0, &v8, 8, &len));
 	CHECK_EQ(v8, 0x2222);
-	CHECK_OK(smart_dtx_check(wd.d, wd.w, &bad));	/* no lock left */
+	CHECK_OK(smart_dtx_check(wd.d, wd.w, &bad)); /* no lock left */
 	CHECK_EQ(bad, 0);
 	/* a begin aborts an open transaction that holds no lock */
 	CHECK_OK(smart_dtx_begin(x));
@@ -355,7 +351,8 @@ void test_api(void)
 	/* too many items: SMART_DTX_ITEMS_MAX, then SMART_ERANGE */
 	CHECK_OK(smart_dtx_begin(x));
 	for (i = 0; i < SMART_DTX_ITEMS_MAX; i++)
-		CHECK_EQ(smart_dtx_read(x, T_SMALL, 1000 + (unsigned)i, NULL, 0),
+		CHECK_EQ(smart_dtx_read(x, T_SMALL, 1000 + (unsigned)i, NULL,
+					0),
 			 i);
 	CHECK_EQ(smart_dtx_read(x, T_SMALL, 2000, NULL, 0), SMART_ERANGE);
 	CHECK_EQ(smart_dtx_insert(x, T_SMALL, 2000, &v8, 8), SMART_ERANGE);
@@ -386,7 +383,7 @@ void test_api(void)
 		v8 = 100 + (uint64_t)i;
 		CHECK_OK(smart_dtx_write(x, i, &v8, 8));
 	}
-	CHECK_OK(smart_dtx_write(x, 3, &v8, 8));	/* again: no new one */
+	CHECK_OK(smart_dtx_write(x, 3, &v8, 8)); /* again: no new one */
 	CHECK_EQ(smart_dtx_write(x, 16, &v8, 8), SMART_ERANGE);
 	CHECK_EQ(smart_dtx_delete(x, 16), SMART_ERANGE);
 	CHECK_OK(smart_dtx_abort(x, wd.w));
@@ -408,7 +405,7 @@ void test_api(void)
 	CHECK_OK(smart_dtx_txn_new(d2, wd.w, &x2));
 	CHECK_OK(api_get(&wd, x2, T_SMALL, 10, &v8, 8, &len));
 	CHECK_EQ(v8, 0x5555);
-	CHECK_EQ(smart_dtx_close(d2, NULL), SMART_EBUSY);	/* x2 is open */
+	CHECK_EQ(smart_dtx_close(d2, NULL), SMART_EBUSY); /* x2 is open */
 	CHECK_OK(smart_dtx_txn_free(x2, wd.w));
 	CHECK_OK(smart_dtx_close(d2, NULL));
 
@@ -421,12 +418,11 @@ void test_api(void)
 		CHECK_EQ(sc.n, 2);
 		CHECK_EQ(sc.keys, 10 + 11);
 		memset(&sc, 0, sizeof(sc));
-		CHECK_OK(smart_dtx_scan(wd.d, wd.w, T_SMALL, api_scan_fn,
-					&sc));
-		CHECK_EQ(sc.n, 2 + 17);	/* 0, 10, 3000..3016 */
+		CHECK_OK(smart_dtx_scan(wd.d, wd.w, T_SMALL, api_scan_fn, &sc));
+		CHECK_EQ(sc.n, 2 + 17); /* 0, 10, 3000..3016 */
 		sc = (struct api_scan){ 0, 0, 1 };
-		CHECK_EQ(smart_dtx_scan(wd.d, wd.w, T_SMALL, api_scan_fn,
-					&sc), 42);
+		CHECK_EQ(smart_dtx_scan(wd.d, wd.w, T_SMALL, api_scan_fn, &sc),
+			 42);
 		CHECK_EQ(sc.n, 1);
 		CHECK_EQ(smart_dtx_scan(wd.d, wd.w, 4, api_scan_fn, &sc),
 			 SMART_EINVAL);
@@ -447,7 +443,7 @@ void test_api(void)
 	CHECK_OK(smart_dtx_txn_new(tiny, wd.w, &xs[1]));
 	CHECK_EQ(smart_dtx_txn_new(tiny, wd.w, &xs[2]), SMART_EBUSY);
 	CHECK_OK(smart_dtx_txn_free(xs[0], wd.w));
-	CHECK_OK(smart_dtx_txn_new(tiny, wd.w, &xs[2]));	/* given back */
+	CHECK_OK(smart_dtx_txn_new(tiny, wd.w, &xs[2])); /* given back */
 	CHECK_OK(smart_dtx_txn_free(xs[1], wd.w));
 	CHECK_OK(smart_dtx_txn_free(xs[2], wd.w));
 	CHECK_OK(smart_dtx_drop(tiny, wd.w));
@@ -466,8 +462,9 @@ void test_api(void)
  * EEXIST insert needs no look at commit (its read is its point). */
 void test_eexist(void)
 {
-	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
-				     .buckets = 64, .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = T_SMALL, .value_size = 8, .buckets = 64, .primary = -1
+	};
 	struct smart_dtx_config c;
 	struct smart_dtx_stats st0, st;
 	struct smart_dtx_cost cost;
@@ -534,13 +531,13 @@ void test_forged_descriptor(void)
 {
 	static const struct smart_dtx_table t = { 0, 8, 8, -1 };
 	static const struct {
-		unsigned off;	/* in the descriptor (dtx_layout.h) */
+		unsigned off; /* in the descriptor (dtx_layout.h) */
 		uint64_t val;
 	} forge[] = {
-		{ 208 + 24, SMART_GADDR_DM - 8 },	/* t[0].off[0] */
-		{ 24, 1u << 29 },			/* log_size */
-		{ 80, SMART_GADDR_OFF_MASK & ~7ull },	/* log_off[0] */
-		{ 40, SMART_GADDR_DM - 16 },		/* owner_off */
+		{ 208 + 24, SMART_GADDR_DM - 8 },     /* t[0].off[0] */
+		{ 24, 1u << 29 },		      /* log_size */
+		{ 80, SMART_GADDR_OFF_MASK & ~7ull }, /* log_off[0] */
+		{ 40, SMART_GADDR_DM - 16 },	      /* owner_off */
 	};
 	struct smart_dtx_config c;
 	struct world wd;
@@ -556,7 +553,7 @@ void test_forged_descriptor(void)
 	for (i = SMART_ROOT_NAMED_FIRST; i < SMART_ROOT_ENTRIES && !meta; i++) {
 		CHECK_OK(smart_root_get(wd.w, 1, i, &e));
 		if (e && e != SMART_ROOT_TOMB)
-			meta = e;	/* the only named structure here */
+			meta = e; /* the only named structure here */
 	}
 	CHECK(meta != 0);
 	for (i = 0; i < sizeof(forge) / sizeof(forge[0]); i++) {
@@ -581,8 +578,9 @@ void test_forged_descriptor(void)
  * bench's and test_dtx's TATP load of subscriber 0 met it). */
 void test_insert_zero(void)
 {
-	struct smart_dtx_table t = { .id = 0, .value_size = 8, .buckets = 1,
-				     .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = 0, .value_size = 8, .buckets = 1, .primary = -1
+	};
 	struct smart_dtx_config c;
 	struct world wd;
 	smart_dtx_txn_t *x;
@@ -591,12 +589,12 @@ void test_insert_zero(void)
 	int i, j, rc;
 
 	world_start(&wd, NULL);
-	cfg_two(&c, &t, 1);	/* one bucket: every key's two choices */
+	cfg_two(&c, &t, 1); /* one bucket: every key's two choices */
 	CHECK_OK(smart_dtx_create(wd.w, 1, "zero", &c, &wd.d));
 	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
 	CHECK_OK(smart_dtx_begin(x));
 	i = smart_dtx_insert(x, 0, 1, &v1, 8);
-	CHECK_OK(smart_dtx_exec(x, wd.w));	/* key 1's free slot locked */
+	CHECK_OK(smart_dtx_exec(x, wd.w)); /* key 1's free slot locked */
 	j = smart_dtx_insert(x, 0, 0, &v0, 8);
 	rc = smart_dtx_exec(x, wd.w);
 	printf("insert of key 0 beside our locked free slot: %s\n",
@@ -617,8 +615,8 @@ void test_insert_zero(void)
  * both queued together): the second is refused when queued (one item per
  * record, SMART_EINVAL, nothing queued).  Were it taken, both could take
  * a slot, and a delete would leave the other copy. */
-static void insert_twice_on(struct world *wd, smart_dtx_txn_t *x,
-			    uint64_t key, int exec_between)
+static void insert_twice_on(struct world *wd, smart_dtx_txn_t *x, uint64_t key,
+			    int exec_between)
 {
 	uint64_t v1 = 21, v2 = 22, got;
 	int i, j, si, sj, rc, left;
@@ -633,7 +631,7 @@ static void insert_twice_on(struct world *wd, smart_dtx_txn_t *x,
 	rc = smart_dtx_commit(x, wd->w);
 	si = smart_dtx_status(x, i, NULL);
 	sj = j < 0 ? j : smart_dtx_status(x, j, NULL);
-	CHECK_OK(smart_dtx_begin(x));	/* delete what a read finds */
+	CHECK_OK(smart_dtx_begin(x)); /* delete what a read finds */
 	i = smart_dtx_read_for_update(x, 0, key, &got, 8);
 	CHECK_OK(smart_dtx_exec(x, wd->w));
 	if (!smart_dtx_status(x, i, &len))
@@ -647,14 +645,15 @@ static void insert_twice_on(struct world *wd, smart_dtx_txn_t *x,
 	       smart_status_name(sj), left ? "STILL THERE" : "gone");
 	CHECK(!left);
 	CHECK_EQ(j, SMART_EINVAL);
-	CHECK_OK(rc);			/* the first went through alone */
+	CHECK_OK(rc); /* the first went through alone */
 	CHECK_OK(si);
 }
 
 void test_insert_twice(void)
 {
-	struct smart_dtx_table t = { .id = 0, .value_size = 8, .buckets = 4,
-				     .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = 0, .value_size = 8, .buckets = 4, .primary = -1
+	};
 	struct smart_dtx_config c;
 	struct world wd;
 	smart_dtx_txn_t *x;

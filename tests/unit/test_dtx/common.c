@@ -28,8 +28,8 @@ void world_stop(struct world *wd)
 }
 
 /* A config over both blades with one backup. */
-void cfg_two(struct smart_dtx_config *c,
-	     const struct smart_dtx_table *t, unsigned nt)
+void cfg_two(struct smart_dtx_config *c, const struct smart_dtx_table *t,
+	     unsigned nt)
 {
 	smart_dtx_config_init(c);
 	c->blades = two_blades;
@@ -40,8 +40,7 @@ void cfg_two(struct smart_dtx_config *c,
 }
 
 /* Record the items of x's committed transaction in h. */
-void record(struct dsg *h, const smart_dtx_txn_t *x, int nitems,
-	    uint64_t tag)
+void record(struct dsg *h, const smart_dtx_txn_t *x, int nitems, uint64_t tag)
 {
 	uint64_t slot, rv, wv;
 	int i;
@@ -58,10 +57,10 @@ void print_stats(const char *what, const struct smart_dtx_stats *s)
 	printf("%s: %" PRIu64 " commits, %" PRIu64 " aborts (%" PRIu64
 	       " lock conflicts, %" PRIu64 " failed validations, %" PRIu64
 	       " insert conflicts), cache %" PRIu64 " hits %" PRIu64
-	       " misses, %" PRIu64 " torn reads retried\n", what, s->commits,
-	       s->aborts, s->lock_conflicts, s->validate_fails,
-	       s->insert_conflicts, s->cache_hits, s->cache_misses,
-	       s->crc_retries);
+	       " misses, %" PRIu64 " torn reads retried\n",
+	       what, s->commits, s->aborts, s->lock_conflicts,
+	       s->validate_fails, s->insert_conflicts, s->cache_hits,
+	       s->cache_misses, s->crc_retries);
 }
 
 void api_put_new(struct world *wd, smart_dtx_txn_t *x, uint32_t table,
@@ -93,15 +92,16 @@ void sb_test_cfg(struct sb_cfg *c, unsigned accounts, int64_t bal)
 
 /* The n records r inserted by one transaction of x, recorded in h (may
  * be NULL) as tag. */
-void load_unit(smart_dtx_txn_t *x, smart_worker_t *w,
-	       const struct wl_rec *r, int n, struct dsg *h, uint64_t tag)
+void load_unit(smart_dtx_txn_t *x, smart_worker_t *w, const struct wl_rec *r,
+	       int n, struct dsg *h, uint64_t tag)
 {
 	int i;
 
 	CHECK_OK(smart_dtx_begin(x));
 	for (i = 0; i < n; i++)
 		CHECK_EQ(smart_dtx_insert(x, r[i].table, r[i].key, r[i].val,
-					  r[i].len), i);
+					  r[i].len),
+			 i);
 	CHECK_OK(smart_dtx_commit(x, w));
 	for (i = 0; i < n; i++)
 		CHECK_OK(smart_dtx_status(x, i, NULL));
@@ -131,7 +131,8 @@ void sb_load(smart_dtx_t *d, smart_worker_t *w, const struct sb_cfg *c,
  * exist was there. */
 void wl_whole(const struct wl_txn *t, const char *what)
 {
-	CHECK_MSG(!t->vfail, "%s: %" PRIu64 " values wrong or missing, the "
+	CHECK_MSG(!t->vfail,
+		  "%s: %" PRIu64 " values wrong or missing, the "
 		  "first table %u key %" PRIu64 " (a torn or foreign read)",
 		  what, t->vfail, t->bad_table, t->bad_key);
 }

@@ -40,17 +40,19 @@ static unsigned rt_of(struct wl_txn *t, const struct sb_cfg *c, int type,
 struct rt_arg {
 	struct world *wd;
 	struct sb_cfg cfg;
-	struct wl_txn t[2];	/* on the warm object; on a cold one */
+	struct wl_txn t[2]; /* on the warm object; on a cold one */
 };
 
 static void rt_task(smart_worker_t *w, void *arg)
 {
 	static const unsigned want[SB_NTYPES] = {
 		[SB_AMALGAMATE] = 3, [SB_BALANCE] = 2, [SB_DEPOSIT] = 3,
-		[SB_PAYMENT] = 3, [SB_SAVING] = 3, [SB_CHECK] = 3 };
+		[SB_PAYMENT] = 3,    [SB_SAVING] = 3,  [SB_CHECK] = 3
+	};
 	static const unsigned writes[SB_NTYPES] = {
 		[SB_AMALGAMATE] = 3, [SB_BALANCE] = 0, [SB_DEPOSIT] = 1,
-		[SB_PAYMENT] = 2, [SB_SAVING] = 1, [SB_CHECK] = 1 };
+		[SB_PAYMENT] = 2,    [SB_SAVING] = 1,  [SB_CHECK] = 1
+	};
 	struct rt_arg *a = arg;
 	const struct sb_cfg *sc = &a->cfg;
 	struct smart_dtx_config c;
@@ -69,7 +71,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	a->t[0].x = x;
 	a->t[0].w = w;
 	for (t = 0; t < SB_NTYPES; t++) {
-		rt_of(&a->t[0], sc, (int)t, 1 + t, 2 + t);	/* cached */
+		rt_of(&a->t[0], sc, (int)t, 1 + t, 2 + t); /* cached */
 		rt = rt_of(&a->t[0], sc, (int)t, 1 + t, 2 + t);
 		CHECK_OK(smart_dtx_last_cost(x, &cost));
 		printf("round trips: %-16s %u (want %u), %u ops, %" PRIu64
@@ -91,8 +93,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	bad += cost.round_trips != 1;
 	/* an aborted transaction: exec (locks), abort (unlock) */
 	CHECK_OK(smart_dtx_begin(x));
-	CHECK_GE(smart_dtx_read_for_update(x, SB_CHECKING, 3, v, sizeof(v)),
-		 0);
+	CHECK_GE(smart_dtx_read_for_update(x, SB_CHECKING, 3, v, sizeof(v)), 0);
 	CHECK_OK(smart_dtx_exec(x, w));
 	CHECK_OK(smart_dtx_abort(x, w));
 	CHECK_OK(smart_dtx_last_cost(x, &cost));
@@ -119,7 +120,8 @@ static void rt_task(smart_worker_t *w, void *arg)
 	bad += rt != 2;
 	rt = rt_of(&a->t[1], sc, SB_AMALGAMATE, 11, 12);
 	printf("round trips: cold amalgamate    %u (want 4: three "
-	       "cold items, one round)\n", rt);
+	       "cold items, one round)\n",
+	       rt);
 	bad += rt != 4;
 	/* an insert: both buckets, lock + read a free slot; then the
 	 * intent with validation + log, commit (the unlock not waited) */
@@ -153,8 +155,7 @@ static void rt_task(smart_worker_t *w, void *arg)
 	printf("round trips: %" PRIu64 " unlocks seen landed afterwards\n",
 	       st.unlocks_checked);
 	CHECK_GT(st.unlocks_checked, 0);
-	CHECK_MSG(!bad, "%u round-trip counts differ from the protocol's",
-		  bad);
+	CHECK_MSG(!bad, "%u round-trip counts differ from the protocol's", bad);
 }
 
 void test_round_trips(void)
@@ -171,7 +172,7 @@ void test_round_trips(void)
 	sb_test_cfg(&a->cfg, 32, 1000000);
 	sb_tables(&a->cfg, t, records);
 	t[SB_SAVINGS].buckets = t[SB_CHECKING].buckets = 64;
-	cfg_two(&c, t, 2);	/* no ledger */
+	cfg_two(&c, t, 2); /* no ledger */
 	CHECK_OK(smart_dtx_create(wd.w, 1, "sb", &c, &wd.d));
 	sb_load(wd.d, wd.w, &a->cfg, NULL);
 	CHECK_OK(smart_task_spawn(wd.w, rt_task, a));

@@ -42,14 +42,14 @@ static int h_check(const struct h_item *it, size_t n, unsigned flags,
 	return v;
 }
 
-#define HIST(v, flags, ...)                                                  \
-	do {                                                                 \
-		const struct h_item h_[] = { __VA_ARGS__ };                  \
-		CHECK_EQ(h_check(h_, sizeof(h_) / sizeof(h_[0]), flags,      \
-				 &rep), v);                                  \
+#define HIST(v, flags, ...)                                                    \
+	do {                                                                   \
+		const struct h_item h_[] = { __VA_ARGS__ };                    \
+		CHECK_EQ(h_check(h_, sizeof(h_) / sizeof(h_[0]), flags, &rep), \
+			 v);                                                   \
 	} while (0)
 
-enum { X = 1, Y = 2, Z = 3 };	/* slots */
+enum { X = 1, Y = 2, Z = 3 }; /* slots */
 
 static int in_cycle(const struct dsg_report *rep, size_t t)
 {
@@ -86,7 +86,7 @@ static void serial_history(struct dsg *h, size_t n, unsigned slots,
 			used[k] = s;
 			if (dup)
 				continue;
-			if (!cur[s]) {		/* an insert */
+			if (!cur[s]) { /* an insert */
 				dsg_item(h, s + 100, 0, ++cur[s]);
 			} else if (smart_rng_below(r, 2)) {
 				dsg_item(h, s + 100, cur[s], cur[s] + 1);
@@ -111,53 +111,46 @@ void test_dsg(void)
 	dsg_init(&h);
 	CHECK_EQ(dsg_check(&h, DSG_COMPLETE, &rep, stdout), DSG_OK);
 	dsg_free(&h);
-	HIST(DSG_OK, DSG_COMPLETE,
-	     { 0, X, 0, 1 }, { 0, Y, 0, 1 },		/* T0 loads */
-	     { 1, X, 1, 2 },				/* T1: x 1 -> 2 */
-	     { 2, X, 2, 0 }, { 2, Y, 1, 0 },		/* T2 reads */
-	     { 3, Y, 1, 2 },				/* T3: y 1 -> 2 */
-	     { 4, Z, 0, 1 }, { 4, X, 2, 0 });		/* T4 inserts z */
+	HIST(DSG_OK, DSG_COMPLETE, { 0, X, 0, 1 },
+	     { 0, Y, 0, 1 },		      /* T0 loads */
+	     { 1, X, 1, 2 },		      /* T1: x 1 -> 2 */
+	     { 2, X, 2, 0 }, { 2, Y, 1, 0 },  /* T2 reads */
+	     { 3, Y, 1, 2 },		      /* T3: y 1 -> 2 */
+	     { 4, Z, 0, 1 }, { 4, X, 2, 0 }); /* T4 inserts z */
 	CHECK_EQ(rep.txns, 5);
-	CHECK_EQ(rep.edges[DSG_WW], 2);		/* T0->T1, T0->T3 */
-	CHECK_EQ(rep.edges[DSG_WR], 5);		/* T0->T1, T1->T2, T0->T2,
+	CHECK_EQ(rep.edges[DSG_WW], 2); /* T0->T1, T0->T3 */
+	CHECK_EQ(rep.edges[DSG_WR], 5); /* T0->T1, T1->T2, T0->T2,
 						 * T0->T3, T1->T4 */
-	CHECK_EQ(rep.edges[DSG_RW], 1);		/* T2->T3 */
+	CHECK_EQ(rep.edges[DSG_RW], 1); /* T2->T3 */
 	/* the initial load unrecorded: a virtual transaction, unless the
 	 * history says it is complete */
 	HIST(DSG_OK, 0, { 0, X, 1, 2 }, { 1, X, 2, 0 }, { 1, Y, 7, 0 });
-	HIST(DSG_UNWRITTEN, DSG_COMPLETE,
-	     { 0, X, 0, 1 }, { 1, X, 1, 2 }, { 2, X, 3, 0 });
+	HIST(DSG_UNWRITTEN, DSG_COMPLETE, { 0, X, 0, 1 }, { 1, X, 1, 2 },
+	     { 2, X, 3, 0 });
 	CHECK_EQ(rep.t1, 2);
 	CHECK_EQ(rep.ver, 3);
 	HIST(DSG_UNWRITTEN, DSG_COMPLETE, { 0, X, 0, 1 }, { 1, X, 0, 3 });
 	/* write skew: each reads what the other writes */
-	HIST(DSG_CYCLE, DSG_COMPLETE,
-	     { 0, X, 0, 1 }, { 0, Y, 0, 1 },
-	     { 1, X, 1, 0 }, { 1, Y, 1, 2 },
-	     { 2, Y, 1, 0 }, { 2, X, 1, 2 });
+	HIST(DSG_CYCLE, DSG_COMPLETE, { 0, X, 0, 1 }, { 0, Y, 0, 1 },
+	     { 1, X, 1, 0 }, { 1, Y, 1, 2 }, { 2, Y, 1, 0 }, { 2, X, 1, 2 });
 	CHECK_EQ(rep.cycle_len, 2);
 	CHECK(in_cycle(&rep, 1) && in_cycle(&rep, 2));
 	/* the read-only anomaly (Fekete et al.): T1 reads x old and writes
 	 * y, T2 writes x, T3 reads x new and y old: T1->T2->T3->T1 */
-	HIST(DSG_CYCLE, DSG_COMPLETE,
-	     { 0, X, 0, 1 }, { 0, Y, 0, 1 },
-	     { 1, X, 1, 0 }, { 1, Y, 1, 2 },
-	     { 2, X, 1, 2 },
-	     { 3, X, 2, 0 }, { 3, Y, 1, 0 });
+	HIST(DSG_CYCLE, DSG_COMPLETE, { 0, X, 0, 1 }, { 0, Y, 0, 1 },
+	     { 1, X, 1, 0 }, { 1, Y, 1, 2 }, { 2, X, 1, 2 }, { 3, X, 2, 0 },
+	     { 3, Y, 1, 0 });
 	CHECK_EQ(rep.cycle_len, 3);
 	CHECK(in_cycle(&rep, 1) && in_cycle(&rep, 2) && in_cycle(&rep, 3));
 	/* without T3 it is serializable: T1, T2 */
-	HIST(DSG_OK, DSG_COMPLETE,
-	     { 0, X, 0, 1 }, { 0, Y, 0, 1 },
-	     { 1, X, 1, 0 }, { 1, Y, 1, 2 },
-	     { 2, X, 1, 2 });
+	HIST(DSG_OK, DSG_COMPLETE, { 0, X, 0, 1 }, { 0, Y, 0, 1 },
+	     { 1, X, 1, 0 }, { 1, Y, 1, 2 }, { 2, X, 1, 2 });
 	/* a torn snapshot: T2 reads x before T1 and y after it */
-	HIST(DSG_CYCLE, 0,
-	     { 1, X, 1, 2 }, { 1, Y, 1, 2 },
-	     { 2, X, 1, 0 }, { 2, Y, 2, 0 });
+	HIST(DSG_CYCLE, 0, { 1, X, 1, 2 }, { 1, Y, 1, 2 }, { 2, X, 1, 0 },
+	     { 2, Y, 2, 0 });
 	/* a lost update: two writers of one version */
-	HIST(DSG_DUP_WRITE, DSG_COMPLETE,
-	     { 0, X, 0, 1 }, { 1, X, 1, 2 }, { 2, X, 1, 2 });
+	HIST(DSG_DUP_WRITE, DSG_COMPLETE, { 0, X, 0, 1 }, { 1, X, 1, 2 },
+	     { 2, X, 1, 2 });
 	CHECK_EQ(rep.t1, 1);
 	CHECK_EQ(rep.t2, 2);
 	CHECK_EQ(rep.slot, X);
@@ -165,15 +158,13 @@ void test_dsg(void)
 	/* two inserts of one slot version (no read): a lost update too */
 	HIST(DSG_DUP_WRITE, 0, { 0, X, 0, 1 }, { 1, X, 0, 1 });
 	/* a write over a version it did not read */
-	HIST(DSG_BAD_WRITE, DSG_COMPLETE,
-	     { 0, X, 0, 1 }, { 1, X, 1, 2 }, { 2, X, 1, 3 });
+	HIST(DSG_BAD_WRITE, DSG_COMPLETE, { 0, X, 0, 1 }, { 1, X, 1, 2 },
+	     { 2, X, 1, 3 });
 	CHECK_EQ(rep.t1, 2);
 	/* a cycle through ww edges: T1 read z as T3 wrote it, and T3
 	 * overwrote what T2 overwrote of T1's */
-	HIST(DSG_CYCLE, 0,
-	     { 1, Z, 2, 0 }, { 1, X, 1, 2 },
-	     { 2, X, 2, 3 }, { 2, Y, 1, 2 },
-	     { 3, Y, 2, 3 }, { 3, Z, 1, 2 });
+	HIST(DSG_CYCLE, 0, { 1, Z, 2, 0 }, { 1, X, 1, 2 }, { 2, X, 2, 3 },
+	     { 2, Y, 1, 2 }, { 3, Y, 2, 3 }, { 3, Z, 1, 2 });
 	CHECK_EQ(rep.cycle_len, 3);
 
 	/* 100k serial transactions over 5000 slots pass... */
@@ -183,8 +174,9 @@ void test_dsg(void)
 	serial_history(&big, 100000, 5000, cur, &r);
 	CHECK_EQ(dsg_check(&big, DSG_COMPLETE, &rep, stdout), DSG_OK);
 	printf("dsg: %zu serial transactions, %zu items, %zu+%zu+%zu edges: "
-	       "%.1f ms\n", rep.txns, rep.items, rep.edges[DSG_WW],
-	       rep.edges[DSG_WR], rep.edges[DSG_RW], rep.ms);
+	       "%.1f ms\n",
+	       rep.txns, rep.items, rep.edges[DSG_WW], rep.edges[DSG_WR],
+	       rep.edges[DSG_RW], rep.ms);
 	CHECK_LT(rep.ms, 3000);
 	/* ...and one more that read a slot before a transaction that had
 	 * read what it wrote: a cycle of two in 100k */

@@ -28,7 +28,7 @@
 #include "tatp.h"
 #include "transport/shm/shm.h"
 
-#define BLADE_SIZE	(64u << 20)
+#define BLADE_SIZE (64u << 20)
 
 /* ==== a world: one or two blades, a worker, a database =================== */
 
@@ -42,19 +42,18 @@ struct world {
 extern const uint16_t two_blades[2];
 void world_start(struct world *wd, const char *adv);
 void world_stop(struct world *wd);
-void cfg_two(struct smart_dtx_config *c,
-	     const struct smart_dtx_table *t, unsigned nt);
-void record(struct dsg *h, const smart_dtx_txn_t *x, int nitems,
-	    uint64_t tag);
+void cfg_two(struct smart_dtx_config *c, const struct smart_dtx_table *t,
+	     unsigned nt);
+void record(struct dsg *h, const smart_dtx_txn_t *x, int nitems, uint64_t tag);
 void print_stats(const char *what, const struct smart_dtx_stats *s);
 void api_put_new(struct world *wd, smart_dtx_txn_t *x, uint32_t table,
 		 uint64_t key, const void *val, size_t len);
-enum { T_SMALL = 3, T_BIG = 5 };	/* table ids of the api case */
+enum { T_SMALL = 3, T_BIG = 5 }; /* table ids of the api case */
 
 struct api_scan {
 	unsigned n;
 	uint64_t keys;
-	int stop;		/* return 42 from the first record */
+	int stop; /* return 42 from the first record */
 };
 
 /* ==== the shared workloads (bench/workloads/) ============================ */
@@ -62,11 +61,11 @@ struct api_scan {
 /* SmallBank's accounts here: 256-byte values (a balance and 30 words
  * derived from it and the key after the magic), so that a torn read
  * (words of two versions) shows. */
-#define SB_VALUE	256
+#define SB_VALUE 256
 
 void sb_test_cfg(struct sb_cfg *c, unsigned accounts, int64_t bal);
-void load_unit(smart_dtx_txn_t *x, smart_worker_t *w,
-	       const struct wl_rec *r, int n, struct dsg *h, uint64_t tag);
+void load_unit(smart_dtx_txn_t *x, smart_worker_t *w, const struct wl_rec *r,
+	       int n, struct dsg *h, uint64_t tag);
 void sb_load(smart_dtx_t *d, smart_worker_t *w, const struct sb_cfg *c,
 	     struct dsg *h);
 void wl_whole(const struct wl_txn *t, const char *what);
@@ -74,11 +73,11 @@ int sb_once(struct wl_txn *t, const struct sb_cfg *c, int type,
 	    const struct wl_params *p, struct wl_outcome *o);
 /* ---- the SmallBank workload ---------------------------------------------- */
 
-#define SB_THREADS_MAX	4
+#define SB_THREADS_MAX 4
 
-#define SB_TASKS_MAX	8
+#define SB_TASKS_MAX 8
 
-#define SB_RETRIES	100000	/* aborts in a row: a livelock */
+#define SB_RETRIES 100000 /* aborts in a row: a livelock */
 
 /* The hook: at "dtx.exec.done" the task yields 0..3 times (a counter,
  * not the clock), so that others run between its exec and commit. */
@@ -99,7 +98,7 @@ enum sb_role { SB_MIX, SB_WRITER, SB_READER };
 
 struct sb_thread_cfg {
 	enum sb_role role;
-	unsigned tasks, commits;	/* commits per task */
+	unsigned tasks, commits; /* commits per task */
 };
 
 struct sb_run;
@@ -109,7 +108,7 @@ struct sb_task {
 	const struct sb_thread_cfg *cfg;
 	smart_dtx_t *d;
 	unsigned id;
-	smart_rng_t r, backoff;	/* the workload's draws; backoffs */
+	smart_rng_t r, backoff; /* the workload's draws; backoffs */
 	struct wl_txn t;	/* the transaction object's workload state */
 	struct dsg h;
 	int64_t delta;
@@ -119,11 +118,10 @@ struct sb_task {
 
 struct sb_run {
 	smart_ctx_t *ctx;
-	struct sb_cfg cfg;		/* read only while the tasks run */
-	_Atomic uint64_t commits;	/* by every task */
+	struct sb_cfg cfg;	  /* read only while the tasks run */
+	_Atomic uint64_t commits; /* by every task */
 	struct sb_task task[SB_THREADS_MAX][SB_TASKS_MAX];
 };
-
 
 /* the cases (main.c's table) and child roles, by file */
 /* dsg.c */

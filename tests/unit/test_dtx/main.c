@@ -82,21 +82,23 @@
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv, (struct test_case[]){
-		{ "dsg", test_dsg },
-		{ "api", test_api },
-		{ "eexist", test_eexist },
-		{ "insert_zero", test_insert_zero },
-		{ "insert_twice", test_insert_twice },
-		{ "dekker", test_dekker },
-		{ "skew", test_skew },
-		{ "unlock_lost", test_unlock_lost },
-		{ "unlock_lost_gone", test_unlock_lost_gone },
-		{ "unlock_lost_rfu", test_unlock_lost_rfu },
-		{ "forged_descriptor", test_forged_descriptor },
-		{ "round_trips", test_round_trips },
-		{ "smallbank", test_smallbank },
-		{ "adversarial", test_adversarial },
-		{ "tatp", test_tatp },
-		{ 0 } });
+	return test_main(argc, argv,
+			 (struct test_case[]){
+				 { "dsg", test_dsg },
+				 { "api", test_api },
+				 { "eexist", test_eexist },
+				 { "insert_zero", test_insert_zero },
+				 { "insert_twice", test_insert_twice },
+				 { "dekker", test_dekker },
+				 { "skew", test_skew },
+				 { "unlock_lost", test_unlock_lost },
+				 { "unlock_lost_gone", test_unlock_lost_gone },
+				 { "unlock_lost_rfu", test_unlock_lost_rfu },
+				 { "forged_descriptor",
+				   test_forged_descriptor },
+				 { "round_trips", test_round_trips },
+				 { "smallbank", test_smallbank },
+				 { "adversarial", test_adversarial },
+				 { "tatp", test_tatp },
+				 { 0 } });
 }

@@ -7,11 +7,11 @@
  */
 #include "dtx_test.h"
 
-#define SB_ACCOUNTS	64
+#define SB_ACCOUNTS 64
 
-#define SB_INIT		10000
+#define SB_INIT 10000
 
-#define SB_SEED		0x5b0001ull
+#define SB_SEED 0x5b0001ull
 
 /* A transaction of role: FORD's mix over every account (a quarter of
  * them hot, sb_test_cfg), half of its Balances split; or a deposit into
@@ -24,15 +24,15 @@ static int sb_draw(const struct sb_cfg *c, smart_rng_t *r, enum sb_role role,
 
 	if (role != SB_MIX) {
 		type = role == SB_READER ? SB_BALANCE :
-		       pct < 50 ? SB_DEPOSIT : SB_SAVING;
+		       pct < 50		 ? SB_DEPOSIT :
+					   SB_SAVING;
 		memset(p, 0, sizeof(*p));
 		p->v[SB_A] = smart_rng_below(r, 2);
 		return type;
 	}
 	type = wl_type_pick(sb_types, SB_NTYPES, r);
 	sb_gen(c, r, type, p);
-	p->v[SB_SPLIT] = smart_rng_below(r, 2) ?
-			 1 + smart_rng_below(r, 8) : 0;
+	p->v[SB_SPLIT] = smart_rng_below(r, 2) ? 1 + smart_rng_below(r, 8) : 0;
 	return type;
 }
 
@@ -45,8 +45,10 @@ static void sb_gap(struct wl_txn *t, unsigned split)
 	uint64_t c0 = atomic_load_explicit(commits, memory_order_relaxed);
 	unsigned i;
 
-	for (i = 0; i < 256 && atomic_load_explicit(commits,
-			memory_order_relaxed) - c0 < split; i++)
+	for (i = 0;
+	     i < 256 &&
+	     atomic_load_explicit(commits, memory_order_relaxed) - c0 < split;
+	     i++)
 		smart_task_yield(t->w);
 }
 
@@ -67,10 +69,12 @@ static void sb_task_fn(smart_worker_t *w, void *arg)
 	while (a->commits < a->cfg->commits) {
 		type = sb_draw(c, &a->r, a->cfg->role, &p);
 		for (tries = 0;; tries++) {
-			CHECK_MSG(tries < SB_RETRIES, "task %u: %u aborts in "
+			CHECK_MSG(tries < SB_RETRIES,
+				  "task %u: %u aborts in "
 				  "a row of %s (accounts %" PRIu64 ", %" PRIu64
-				  ")", a->id, tries, sb_types[type].label,
-				  p.v[SB_A], p.v[SB_B]);
+				  ")",
+				  a->id, tries, sb_types[type].label, p.v[SB_A],
+				  p.v[SB_B]);
 			rc = sb_once(t, c, type, &p, &o);
 			if (rc != SMART_EABORT)
 				break;
@@ -81,8 +85,9 @@ static void sb_task_fn(smart_worker_t *w, void *arg)
 			a->max_retries = tries;
 		CHECK_MSG(rc == 0, "task %u: %s: %s", a->id,
 			  sb_types[type].label, smart_status_name(rc));
-		record(&a->h, t->x, t->nitems, (uint64_t)a->id << 48 |
-		       (uint64_t)type << 40 | a->commits);
+		record(&a->h, t->x, t->nitems,
+		       (uint64_t)a->id << 48 | (uint64_t)type << 40 |
+			       a->commits);
 		a->delta += o.delta;
 		a->failed += (uint64_t)o.failed;
 		a->commits++;
@@ -95,7 +100,7 @@ static void sb_task_fn(smart_worker_t *w, void *arg)
 
 static void *sb_thread(void *arg)
 {
-	struct sb_task *t = arg;	/* this thread's tasks */
+	struct sb_task *t = arg; /* this thread's tasks */
 	smart_worker_t *w;
 	unsigned i;
 
@@ -122,7 +127,8 @@ static int sb_sum_fn(void *arg, uint64_t key, const void *val, size_t len)
 	CHECK_MSG(key < SB_ACCOUNTS, "table %u: key %" PRIu64, s->table, key);
 	CHECK_MSG(sb_value_ok(s->c, s->table, key, val, len, &cents),
 		  "table %u: account %" PRIu64 ": a torn or foreign value "
-		  "(%zu bytes)", s->table, key, len);
+		  "(%zu bytes)",
+		  s->table, key, len);
 	s->total += cents;
 	s->n++;
 	return 0;
@@ -183,7 +189,7 @@ static void smallbank(const char *adv, const struct sb_thread_cfg *cfg,
 	sb_test_cfg(&run->cfg, SB_ACCOUNTS, SB_INIT);
 	sb_tables(&run->cfg, t, records);
 	t[SB_SAVINGS].buckets = t[SB_CHECKING].buckets = 64;
-	cfg_two(&c, t, 2);	/* no ledger */
+	cfg_two(&c, t, 2); /* no ledger */
 	CHECK_OK(smart_dtx_create(wd.w, 1, "sb", &c, &wd.d));
 	c.cache_entries = 0;
 	CHECK_OK(smart_dtx_open(wd.w, 1, "sb", &c, &cacheless));
@@ -205,8 +211,7 @@ static void smallbank(const char *adv, const struct sb_thread_cfg *cfg,
 		}
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, sb_hook_fn, &hook));
 	for (i = 0; i < threads; i++)
-		CHECK(!pthread_create(&tid[i], NULL, sb_thread,
-				      run->task[i]));
+		CHECK(!pthread_create(&tid[i], NULL, sb_thread, run->task[i]));
 	for (i = 0; i < threads; i++)
 		pthread_join(tid[i], NULL);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
@@ -230,22 +235,24 @@ static void smallbank(const char *adv, const struct sb_thread_cfg *cfg,
 	stats_add(&st, cacheless);
 	CHECK_OK(smart_dtx_close(cacheless, NULL));
 	printf("smallbank%s%s: %" PRIu64 " transactions committed in %.0f "
-	       "ms (", adv ? " adversarial " : "", adv ? adv : "", total,
+	       "ms (",
+	       adv ? " adversarial " : "", adv ? adv : "", total,
 	       test_now_ms() - t0);
 	for (i = 0; i < SB_NTYPES; i++)
 		printf("%s%s %" PRIu64, i ? ", " : "", sb_types[i].label,
 		       by_type[i]);
 	printf("), %" PRIu64 " failed (committed without writes), at most "
-	       "%u retries of one, hook called %lu times\n", failed,
-	       max_retries, atomic_load(&hook.calls));
+	       "%u retries of one, hook called %lu times\n",
+	       failed, max_retries, atomic_load(&hook.calls));
 	print_stats("smallbank", &st);
 
 	CHECK_EQ(total, want);
 	/* serializable: no lost update, no cycle */
 	CHECK_EQ(dsg_check(&all, DSG_COMPLETE, &rep, stdout), DSG_OK);
 	printf("dsg: %zu transactions, %zu items, %zu ww %zu wr %zu rw edges, "
-	       "%.1f ms\n", rep.txns, rep.items, rep.edges[DSG_WW],
-	       rep.edges[DSG_WR], rep.edges[DSG_RW], rep.ms);
+	       "%.1f ms\n",
+	       rep.txns, rep.items, rep.edges[DSG_WW], rep.edges[DSG_WR],
+	       rep.edges[DSG_RW], rep.ms);
 	CHECK_EQ(rep.txns, total + SB_ACCOUNTS);
 	/* money: what the load put in plus what committed transactions
 	 * added, exactly; every value whole */
@@ -257,8 +264,8 @@ static void smallbank(const char *adv, const struct sb_thread_cfg *cfg,
 	CHECK_EQ(sum.n, 2 * SB_ACCOUNTS);
 	CHECK_MSG(sum.total == 2 * SB_ACCOUNTS * (int64_t)SB_INIT + delta,
 		  "money: %" PRId64 " in the tables, %" PRId64 " expected "
-		  "(%" PRId64 " added by committed transactions)", sum.total,
-		  2 * SB_ACCOUNTS * (int64_t)SB_INIT + delta, delta);
+		  "(%" PRId64 " added by committed transactions)",
+		  sum.total, 2 * SB_ACCOUNTS * (int64_t)SB_INIT + delta, delta);
 	/* every account ends at the version its last commit wrote */
 	CHECK_OK(smart_dtx_txn_new(wd.d, wd.w, &x));
 	for (i = 0; i < SB_ACCOUNTS; i++) {
@@ -275,15 +282,16 @@ static void smallbank(const char *adv, const struct sb_thread_cfg *cfg,
 		for (k = 0; k < 2; k++) {
 			CHECK_OK(smart_dtx_status(x, k, &len));
 			CHECK_MSG(sb_value_ok(&run->cfg, (uint32_t)k, i, v[k],
-					      len, &cents), "account %u (%s): "
-				  "a torn or foreign value", i,
-				  k ? "checking" : "savings");
-			CHECK_OK(smart_dtx_item_versions(x, k, &slot, &rv,
-							 &wv));
+					      len, &cents),
+				  "account %u (%s): "
+				  "a torn or foreign value",
+				  i, k ? "checking" : "savings");
+			CHECK_OK(
+				smart_dtx_item_versions(x, k, &slot, &rv, &wv));
 			CHECK_MSG(rv == last_written(&all, slot),
 				  "account %u (%s): version %" PRIu64 ", the "
-				  "last committed wrote %" PRIu64, i,
-				  k ? "checking" : "savings", rv,
+				  "last committed wrote %" PRIu64,
+				  i, k ? "checking" : "savings", rv,
 				  last_written(&all, slot));
 		}
 	}
@@ -305,16 +313,19 @@ static void smallbank(const char *adv, const struct sb_thread_cfg *cfg,
 void test_smallbank(void)
 {
 	static const struct sb_thread_cfg cfg[] = {
-		{ SB_MIX, 8, 700 }, { SB_MIX, 8, 700 } };	/* 11200 */
+		{ SB_MIX, 8, 700 }, { SB_MIX, 8, 700 }
+	}; /* 11200 */
 
 	smallbank(NULL, cfg, 2);
 }
 
 void test_adversarial(void)
 {
-	static const struct sb_thread_cfg cfg[] = {
-		{ SB_MIX, 8, 200 }, { SB_MIX, 8, 200 },		/* 3200 */
-		{ SB_WRITER, 1, 1000 }, { SB_READER, 1, 300 } };
+	static const struct sb_thread_cfg cfg[] = { { SB_MIX, 8, 200 },
+						    { SB_MIX, 8,
+						      200 }, /* 3200 */
+						    { SB_WRITER, 1, 1000 },
+						    { SB_READER, 1, 300 } };
 
 	smallbank("seed=5,pause_pct=30", cfg, 4);
 }

@@ -7,24 +7,24 @@
  */
 #include "dtx_test.h"
 
-#define TP_SUBS		32
+#define TP_SUBS 32
 
-#define TP_KEYS		(TP_SUBS * 12)	/* cf keys: (s * 4 + type - 1) * 3 + start / 8 */
+#define TP_KEYS (TP_SUBS * 12) /* cf keys: (s * 4 + type - 1) * 3 + start / 8 */
 
-#define TP_THREADS	2
+#define TP_THREADS 2
 
-#define TP_TASKS	8
+#define TP_TASKS 8
 
-#define TP_COMMITS	500
+#define TP_COMMITS 500
 
-#define TP_SEED		0x7a7b0001ull
+#define TP_SEED 0x7a7b0001ull
 
 /* The mix here: call forwardings inserted and deleted often (FORD's 2%
  * each would hardly meet in 8000 transactions on 32 subscribers). */
 static const struct wl_type tp_mix[TP_NTYPES] = {
-	[TP_GET_SUB] = { NULL, NULL, 25 }, [TP_GET_ACCESS] = { NULL, NULL, 5 },
+	[TP_GET_SUB] = { NULL, NULL, 25 },  [TP_GET_ACCESS] = { NULL, NULL, 5 },
 	[TP_GET_DEST] = { NULL, NULL, 15 }, [TP_UPD_SUB] = { NULL, NULL, 5 },
-	[TP_UPD_LOC] = { NULL, NULL, 10 }, [TP_INS_CF] = { NULL, NULL, 20 },
+	[TP_UPD_LOC] = { NULL, NULL, 10 },  [TP_INS_CF] = { NULL, NULL, 20 },
 	[TP_DEL_CF] = { NULL, NULL, 20 },
 };
 
@@ -34,7 +34,7 @@ struct tp_task {
 	smart_rng_t r, backoff;
 	struct wl_txn t;
 	struct dsg h;
-	int count[TP_KEYS];	/* committed inserts - deletes, per key */
+	int count[TP_KEYS]; /* committed inserts - deletes, per key */
 	uint64_t commits, conflicts, failed, by_type[TP_NTYPES];
 	uint64_t inserted, deleted;
 };
@@ -73,9 +73,10 @@ static void tp_one(struct tp_task *a, smart_worker_t *w, int type,
 	int rc;
 
 	for (tries = 0;; tries++) {
-		CHECK_MSG(tries < SB_RETRIES, "task %u: %u aborts in a row of "
-			  "%s (subscriber %" PRIu64 ")", a->id, tries,
-			  tp_types[type].label, p->v[0]);
+		CHECK_MSG(tries < SB_RETRIES,
+			  "task %u: %u aborts in a row of "
+			  "%s (subscriber %" PRIu64 ")",
+			  a->id, tries, tp_types[type].label, p->v[0]);
 		memset(o, 0, sizeof(*o));
 		rc = tp_attempt(&a->t, type, p, o);
 		wl_whole(&a->t, tp_types[type].label);
@@ -102,8 +103,9 @@ static void tp_task_fn(smart_worker_t *w, void *arg)
 		type = wl_type_pick(tp_mix, TP_NTYPES, &a->r);
 		tp_gen(&a->run->cfg, &a->r, type, &p);
 		tp_one(a, w, type, &p, &o);
-		record(&a->h, a->t.x, a->t.nitems, (uint64_t)a->id << 48 |
-		       (uint64_t)type << 40 | a->commits);
+		record(&a->h, a->t.x, a->t.nitems,
+		       (uint64_t)a->id << 48 | (uint64_t)type << 40 |
+			       a->commits);
 		tp_count(a, &o);
 		a->failed += (uint64_t)o.failed;
 		a->commits++;
@@ -127,7 +129,7 @@ static void *tp_thread(void *arg)
 }
 
 struct tp_scan {
-	int expect[TP_KEYS];	/* 1: must be present */
+	int expect[TP_KEYS]; /* 1: must be present */
 	unsigned char seen[TP_KEYS];
 	unsigned n;
 	uint32_t table;
@@ -138,11 +140,14 @@ static int tp_cf_fn(void *arg, uint64_t key, const void *val, size_t len)
 	struct tp_scan *s = arg;
 
 	CHECK_MSG(key < TP_KEYS, "call forwarding key %" PRIu64, key);
-	CHECK_MSG(tp_verify(TP_CF, key, val, len), "call forwarding %"
-		  PRIu64 ": a bad value (%zu bytes)", key, len);
+	CHECK_MSG(tp_verify(TP_CF, key, val, len),
+		  "call forwarding %" PRIu64 ": a bad value (%zu bytes)", key,
+		  len);
 	CHECK_MSG(!s->seen[key], "call forwarding %" PRIu64 " twice", key);
-	CHECK_MSG(s->expect[key] == 1, "call forwarding %" PRIu64 " present,"
-		  " its inserts - deletes %d", key, s->expect[key]);
+	CHECK_MSG(s->expect[key] == 1,
+		  "call forwarding %" PRIu64 " present,"
+		  " its inserts - deletes %d",
+		  key, s->expect[key]);
 	s->seen[key] = 1;
 	s->n++;
 	return 0;
@@ -156,8 +161,10 @@ static int tp_rec_fn(void *arg, uint64_t key, const void *val, size_t len)
 
 	CHECK_MSG(s->table != TP_SUB || key < TP_SUBS, "subscriber %" PRIu64,
 		  key);
-	CHECK_MSG(tp_verify(s->table, key, val, len), "%s %" PRIu64 ": a bad "
-		  "value (%zu bytes)", tp_table_names[s->table], key, len);
+	CHECK_MSG(tp_verify(s->table, key, val, len),
+		  "%s %" PRIu64 ": a bad "
+		  "value (%zu bytes)",
+		  tp_table_names[s->table], key, len);
 	s->n++;
 	return 0;
 }
@@ -206,8 +213,8 @@ static void tp_final(struct world *wd, struct tp_scan *sc,
 	CHECK_EQ(sc->n, present);
 	for (sc->table = 0; sc->table < TP_CF; sc->table++) {
 		sc->n = 0;
-		CHECK_OK(smart_dtx_scan(wd->d, wd->w, sc->table, tp_rec_fn,
-					sc));
+		CHECK_OK(
+			smart_dtx_scan(wd->d, wd->w, sc->table, tp_rec_fn, sc));
 		CHECK_EQ(sc->n, records[sc->table]);
 	}
 	CHECK_EQ(records[TP_SUB], TP_SUBS);
@@ -238,9 +245,9 @@ void test_tatp(void)
 	run->cfg.seed = TP_SEED;
 	CHECK_OK(tp_prepare(&run->cfg));
 	tp_tables(&run->cfg, t, sizes);
-	t[TP_CF].buckets = 256;	/* room for every key, whatever runs */
+	t[TP_CF].buckets = 256; /* room for every key, whatever runs */
 	cfg_two(&c, t, TP_NTABLES);
-	c.max_writes = WL_UNIT_RECS;	/* a subscriber's load */
+	c.max_writes = WL_UNIT_RECS; /* a subscriber's load */
 	CHECK_OK(smart_dtx_create(wd.w, 1, "tatp", &c, &wd.d));
 	dsg_init(&all);
 	tp_load(&wd, &run->cfg, &all, sc, records);
@@ -258,8 +265,7 @@ void test_tatp(void)
 		}
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, sb_hook_fn, &hook));
 	for (i = 0; i < TP_THREADS; i++)
-		CHECK(!pthread_create(&tid[i], NULL, tp_thread,
-				      run->task[i]));
+		CHECK(!pthread_create(&tid[i], NULL, tp_thread, run->task[i]));
 	for (i = 0; i < TP_THREADS; i++)
 		pthread_join(tid[i], NULL);
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
@@ -279,19 +285,20 @@ void test_tatp(void)
 			deleted += a->deleted;
 		}
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
-	printf("tatp: %" PRIu64 " transactions committed in %.0f ms (",
-	       total, test_now_ms() - t0);
+	printf("tatp: %" PRIu64 " transactions committed in %.0f ms (", total,
+	       test_now_ms() - t0);
 	for (i = 0; i < TP_NTYPES; i++)
 		printf("%s%s %" PRIu64, i ? ", " : "", tp_types[i].label,
 		       by_type[i]);
 	printf("), %" PRIu64 " failed (committed without writes), %" PRIu64
-	       " call forwardings inserted, %" PRIu64 " deleted\n", failed,
-	       inserted, deleted);
+	       " call forwardings inserted, %" PRIu64 " deleted\n",
+	       failed, inserted, deleted);
 	print_stats("tatp", &st);
 	CHECK_EQ(dsg_check(&all, DSG_COMPLETE, &rep, stdout), DSG_OK);
 	printf("dsg: %zu transactions, %zu items, %zu ww %zu wr %zu rw edges, "
-	       "%.1f ms\n", rep.txns, rep.items, rep.edges[DSG_WW],
-	       rep.edges[DSG_WR], rep.edges[DSG_RW], rep.ms);
+	       "%.1f ms\n",
+	       rep.txns, rep.items, rep.edges[DSG_WW], rep.edges[DSG_WR],
+	       rep.edges[DSG_RW], rep.ms);
 	tp_final(&wd, sc, records);
 	CHECK_OK(smart_dtx_check(wd.d, wd.w, &bad));
 	CHECK_EQ(bad, 0);

@@ -50,8 +50,9 @@ static int ul_read(smart_dtx_txn_t *y, smart_worker_t *w, int64_t *v)
 
 void test_unlock_lost(void)
 {
-	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
-				     .buckets = 4, .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = T_SMALL, .value_size = 8, .buckets = 4, .primary = -1
+	};
 	struct smart_dtx_config c;
 	struct smart_dtx_stats st0, st;
 	struct world wd;
@@ -71,18 +72,18 @@ void test_unlock_lost(void)
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, ul_hook_fn, &lose));
-	CHECK_OK(ul_write(x, wd.w, 1, 6));		/* unlocks lost */
+	CHECK_OK(ul_write(x, wd.w, 1, 6)); /* unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
 	r_lost = ul_read(y, w2, &v);
-	c_other = ul_write(x, w2, 2, 7);		/* x on w2 */
-	CHECK_OK(ul_write(x, wd.w, 2, 8));		/* x home again */
+	c_other = ul_write(x, w2, 2, 7);   /* x on w2 */
+	CHECK_OK(ul_write(x, wd.w, 2, 8)); /* x home again */
 	r_after = ul_read(y, w2, &v);
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	printf("unlock_lost: y's read with the unlock lost: %s; x's write on "
-	       "another worker: %s; on its own: unlocks released again %"
-	       PRIu64 ", checked %" PRIu64 "; y's read then: %s, %" PRId64
-	       "\n", smart_status_name(r_lost), smart_status_name(c_other),
+	       "another worker: %s; on its own: unlocks released again %" PRIu64
+	       ", checked %" PRIu64 "; y's read then: %s, %" PRId64 "\n",
+	       smart_status_name(r_lost), smart_status_name(c_other),
 	       st.unlocks_redone - st0.unlocks_redone,
 	       st.unlocks_checked - st0.unlocks_checked,
 	       smart_status_name(r_after), v);
@@ -109,8 +110,9 @@ void test_unlock_lost(void)
  * while the ctx lived (mutant DTX_UNLOCK_GONE_KEPT). */
 void test_unlock_lost_gone(void)
 {
-	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
-				     .buckets = 4, .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = T_SMALL, .value_size = 8, .buckets = 4, .primary = -1
+	};
 	struct smart_dtx_config c;
 	struct smart_dtx_stats st0, st;
 	struct world wd;
@@ -128,13 +130,13 @@ void test_unlock_lost_gone(void)
 	CHECK_OK(smart_dtx_txn_new(wd.d, w2, &y));
 	api_put_new(&wd, x, T_SMALL, 1, &v, 8);
 	api_put_new(&wd, x, T_SMALL, 2, &v, 8);
-	CHECK_OK(ul_write(x, wa, 2, 5));		/* x's last worker: wa */
+	CHECK_OK(ul_write(x, wa, 2, 5)); /* x's last worker: wa */
 
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, ul_hook_fn, &lose));
-	CHECK_OK(ul_write(x, wa, 1, 6));		/* unlocks lost */
+	CHECK_OK(ul_write(x, wa, 1, 6)); /* unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
-	CHECK_OK(smart_worker_destroy(wa));		/* its thread ended */
+	CHECK_OK(smart_worker_destroy(wa)); /* its thread ended */
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 	for (i = 0; i < 10; i++) {
 		int rc = ul_write(x, w2, 2, 7 + i);
@@ -148,8 +150,8 @@ void test_unlock_lost_gone(void)
 	printf("unlock_lost_gone: its worker destroyed, 10 tries on another: "
 	       "%d writes SMART_EBUSY, %d reads of record 1 aborted, unlocks "
 	       "released again %" PRIu64 "; txn_free: %s; a read after the "
-	       "free: %s\n", busy, aborted,
-	       st.unlocks_redone - st0.unlocks_redone,
+	       "free: %s\n",
+	       busy, aborted, st.unlocks_redone - st0.unlocks_redone,
 	       smart_status_name(r_free), smart_status_name(r_after));
 	CHECK_OK(smart_dtx_txn_free(y, w2));
 	CHECK_OK(smart_worker_destroy(w2));
@@ -173,8 +175,9 @@ void test_unlock_lost_gone(void)
  * releases the lost one. */
 void test_unlock_lost_rfu(void)
 {
-	struct smart_dtx_table t = { .id = T_SMALL, .value_size = 8,
-				     .buckets = 4, .primary = -1 };
+	struct smart_dtx_table t = {
+		.id = T_SMALL, .value_size = 8, .buckets = 4, .primary = -1
+	};
 	struct smart_dtx_config c;
 	struct smart_dtx_cost cost, cost0;
 	struct smart_dtx_stats st0, st;
@@ -197,23 +200,23 @@ void test_unlock_lost_rfu(void)
 	CHECK_OK(smart_dtx_exec(x, w2));
 	CHECK_OK(smart_dtx_commit(x, w2));
 	CHECK_OK(smart_dtx_last_cost(x, &cost0));
-	CHECK_OK(ul_write(x, wd.w, 2, 5));		/* home: wd.w */
+	CHECK_OK(ul_write(x, wd.w, 2, 5)); /* home: wd.w */
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st0));
 
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, ul_hook_fn, &lose));
-	CHECK_OK(ul_write(x, wd.w, 1, 6));		/* unlocks lost */
+	CHECK_OK(ul_write(x, wd.w, 1, 6)); /* unlocks lost */
 	CHECK_OK(smart_ctx_set_hook(wd.f.ctx, NULL, NULL));
 	CHECK_EQ(lose, 0);
 	CHECK_OK(smart_dtx_begin(x));
 	i = smart_dtx_read_for_update(x, T_SMALL, 2, &old, 8);
 	CHECK_GE(i, 0);
 	CHECK_OK(smart_dtx_exec(x, w2));
-	CHECK_OK(smart_dtx_commit(x, w2));	/* writes nothing */
+	CHECK_OK(smart_dtx_commit(x, w2)); /* writes nothing */
 	CHECK_OK(smart_dtx_last_cost(x, &cost));
 	printf("unlock_lost_rfu: a locking, non-writing commit on another "
 	       "worker: %u round trips with the last unlock lost, %u without\n",
 	       cost.round_trips, cost0.round_trips);
-	CHECK_OK(ul_write(x, wd.w, 2, 8));	/* home again: released */
+	CHECK_OK(ul_write(x, wd.w, 2, 8)); /* home again: released */
 	CHECK_OK(smart_dtx_stats(wd.d, NULL, &st));
 	CHECK_OK(smart_dtx_txn_free(x, wd.w));
 	CHECK_OK(smart_worker_destroy(w2));
