@@ -13,6 +13,7 @@
  *
  * Invariants: msg_int.h.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +36,25 @@ static void rpc_block(struct smart_rpc *rpc)
 		smart__task_wait(w, t);
 	else
 		smart__worker_wait_poll(w);
+}
+
+/* One step of a channel producer's wait for credits, the main context's:
+ * an empty poll yields the CPU at once, not after the worker's spin.  The
+ * credits come back only after the consumer took slots (all of them in
+ * flight, each up to a slot of bytes): on a CPU it shares with the
+ * producer, every spin before the yield is a hand-off the consumer waits
+ * for (smart-bench chan, 32 KiB at load 8: 2.0 GB/s with the 20 us spin,
+ * 8-10 with none); on a core of its own a yield with nothing else
+ * runnable returns at once. */
+static void rpc_block_chan(struct smart_rpc *rpc)
+{
+	struct smart_worker *w = rpc->w;
+	struct smart__task *t = smart__worker_task(w);
+
+	if (t)
+		smart__task_wait(w, t);
+	else if (!smart__worker_poll(w))
+		sched_yield();
 }
 
 /* One step of a wait that nothing wakes (staging room, a socket): a task
@@ -260,7 +280,10 @@ static int wait_room(struct smart_rpc_conn *c, uint64_t deadline)
 		/* our messages may be waiting on the chain for the signal
 		 * that frees their slots */
 		conn_post(c);
-		rpc_block(rpc);
+		if (c->chan)
+			rpc_block_chan(rpc);
+		else
+			rpc_block(rpc);
 	}
 	rpc->waiting--;
 	for (pp = &c->waiters; *pp != &me; pp = &(*pp)->next)
@@ -339,6 +362,7 @@ void smart__rpc_chan_release(struct smart_rpc_conn *c)
 					   c->rx_acked_sent) >= ack_every(c)) {
 		send_bare(c, SMART_MSG_K_ACK);
 		conn_post(c);
+		smart__worker_hand_off(c->rpc->w);
 	} else {
 		mark_dirty(c);
 	}

@@ -101,6 +101,7 @@ void smart__ctx_fence(struct smart_ctx *ctx, const char *why);
  * does nothing.  A worker with a poller cannot be destroyed. */
 int smart__worker_poll(struct smart_worker *w);
 int smart__worker_wait_poll(struct smart_worker *w);
+void smart__worker_hand_off(struct smart_worker *w);
 /* 1 when only an event of a layer above can give w work. */
 int smart__worker_idle(const struct smart_worker *w, uint64_t *wake_at);
 int smart__worker_poller_add(struct smart_worker *w,

@@ -507,6 +507,14 @@ int smart__worker_wait_poll(struct smart_worker *w)
 	return n;
 }
 
+/* The caller just handed its peer what the peer waits for (a channel's
+ * credits): the next wait poll that finds nothing yields at once, so that
+ * a peer sharing this CPU runs now rather than after our spin. */
+void smart__worker_hand_off(struct smart_worker *w)
+{
+	w->busy_at = w->now - w->spin_cycles - 1; /* modulo 2^64 */
+}
+
 int smart_worker_create(smart_ctx_t *ctx, smart_worker_t **out)
 {
 	if (!ctx || !out)

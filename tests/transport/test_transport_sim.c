@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 		.scale_pct = 100,
 		.case_timeout_s = 60,
 		.deviations = "atomic_threads_w2,atomic_threads_w4,"
-			      "atomic_fork,tearing,shared_objects",
+			      "atomic_fork,tearing,tearing_bulk,shared_objects",
 		.deviation_why = "real threads post; the sim transport "
 				 "accepts only simulated threads",
 		.run_case = sim_run_case,

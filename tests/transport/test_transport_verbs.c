@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	 * the kernel's memcpy), which breaks rule 4; real RC NICs move
 	 * aligned words whole. */
 	if (soft) {
-		env.deviations = "tearing";
+		env.deviations = "tearing,tearing_bulk";
 		env.deviation_why = "Soft-RoCE (rxe) copies payloads with "
 				    "memcpy: aligned words can tear";
 	}

@@ -2,8 +2,8 @@
  * shm transport: the adversarial mode (docs/design.md §10.2, docs/transport.md
  * "Adversarial mode").
  *
- * The plain shm transport is kinder than RDMA: it copies in increasing
- * address order without stopping, executes every WR exactly once in
+ * The plain shm transport is kinder than RDMA: it copies without
+ * stopping, executes every WR exactly once in
  * posting order and completes at once.  Data structures tested on it see a
  * torn read once in a million ops.  This mode is as hostile as the
  * contract (src/transport/transport.h, rules 3-5) allows, so that they see

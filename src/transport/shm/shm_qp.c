@@ -10,9 +10,10 @@
  * completions (rules 2 and 5).  A failed WR moves the QP to the error
  * state; everything behind it flushes.
  *
- * Copies go word by word in increasing address order with relaxed atomic
- * loads and stores on the remote side: the guarantee of rule 4 (an aligned
- * 8-byte word never tears) and, but for the order, no more.  The
+ * Copies go word by word with relaxed atomic loads and stores on the
+ * remote side, a long run of words as one `rep movsq` on x86-64 (shm.h):
+ * the guarantee of rule 4 (an aligned 8-byte word never tears), no
+ * more.  The
  * adversarial mode (shm_adv.c) drops the order too and pauses mid-copy, so
  * that applications tested on it do not come to rely on more than RDMA
  * gives.

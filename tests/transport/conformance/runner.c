@@ -43,6 +43,7 @@ static const struct conf_case conf_cases[] = {
 	{ "atomic_threads_w4", case_atomic_threads_w4, 0 },
 	{ "atomic_fork", case_atomic_fork, NEEDS_FORK },
 	{ "tearing", case_tearing, 0 },
+	{ "tearing_bulk", case_tearing_bulk, 0 },
 	{ "errors", case_errors, 0 },
 	{ "error_bad_opcode", case_error_bad_opcode, 0 },
 	{ "peer_read", case_peer_read, 0 },

@@ -172,6 +172,7 @@ void case_atomic_threads_w2(const struct smart_conf_env *env);
 void case_atomic_threads_w4(const struct smart_conf_env *env);
 void case_atomic_fork(const struct smart_conf_env *env);
 void case_tearing(const struct smart_conf_env *env);
+void case_tearing_bulk(const struct smart_conf_env *env);
 void case_errors(const struct smart_conf_env *env);
 void case_error_bad_opcode(const struct smart_conf_env *env);
 void case_peer_read(const struct smart_conf_env *env);
