@@ -10,8 +10,9 @@
 #                                      against every curve: per-point CSV
 #                                      and the fit error per curve
 #        bench/sim-calibrate.sh fit    the documented search (below), one
-#                                      CSV row per candidate, then eval of
-#                                      the best
+#                                      CSV row per candidate, and the best
+#                                      (to freeze by hand in shm_model.c
+#                                      and sim.c, then run eval)
 # Env:   BUILD (default build), OUT (default bench/results/sim),
 #        ART (the artifact directory), NIC (--nic-model spec; default: the
 #        sim transport's frozen "default"), SIM (--sim spec, default

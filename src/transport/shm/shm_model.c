@@ -34,6 +34,7 @@
 
 #include "transport/shm/shm.h"
 #include "util/log.h"
+#include "util/mutant.h"
 #include "util/sim.h"
 
 #define SHM_DB_DEDICATED 4 /* mlx5: low-latency registers per context */
@@ -106,7 +107,7 @@ int smart__shm_model_parse(const char *spec, struct shm_model_params *out,
 	struct shm_model_params p = shm_model_defaults;
 	int rc;
 
-	if (!out || !spec)
+	if (!out || (!SMART_M_SHM_MODEL_NULL_SPEC && !spec))
 		return SMART_EINVAL;
 	/* "sim" first selects the sim transport's base; keys then override */
 	if (!strncmp(spec, "sim", 3) && (!spec[3] || spec[3] == ','))
