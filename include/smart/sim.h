@@ -23,8 +23,8 @@ extern "C" {
 /* Run fn(arg) as the first simulated thread of a new engine on the
  * calling thread, and return when it and every thread it spawned have
  * returned.  spec: NULL, "" or "default", or key=value,... of seed
- * (default 1), sync_ns (CPU per post/poll, 100), jitter_ns (50),
- * max_threads (1024).  Returns 0; SMART_EINVAL for a bad spec or when
+ * (default 1), sync_ns (CPU per post/poll, 250: fitted, docs/sim.md §2),
+ * jitter_ns (125), max_threads (1024).  Returns 0; SMART_EINVAL for a bad spec or when
  * called from a simulated thread; SMART_ENOMEM.  Thread: any real one. */
 int smart_sim_run(const char *spec, void (*fn)(void *), void *arg);
 

@@ -632,6 +632,13 @@
 #define SMART_M_SHM_SIM_ANY_THREAD 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_MODEL_NULL_SPEC /* transport/shm: a NULL model
+					  * spec read for its "sim" word */
+#define SMART_M_SHM_MODEL_NULL_SPEC 1
+#else
+#define SMART_M_SHM_MODEL_NULL_SPEC 0
+#endif
+
 #ifdef SMART_MUTANT_KEEPER_SIM_THREAD /* services/keeper.c: a simulated
 					 * ctx's keeper a real thread */
 #define SMART_M_KEEPER_SIM_THREAD 1

@@ -406,8 +406,8 @@ static int sim_spec_parse(const char *spec, struct smart__sim_cfg *cfg)
 	int rc = 0;
 
 	*cfg = (struct smart__sim_cfg){ .seed = 1,
-					.sync_ns = 100,
-					.jitter_ns = 50 };
+					.sync_ns = 250,
+					.jitter_ns = 125 };
 	if (!spec || !*spec)
 		return 0;
 	if (strlen(spec) >= sizeof(buf))

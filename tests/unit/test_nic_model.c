@@ -283,6 +283,15 @@ static void test_spec_bad(void)
 		"rtt_ns=0000000000000000000000000000000000000000000000000001",
 		&p, NULL));
 	CHECK_U64_EQ(p.rtt_ns, 1);
+	/* "sim" first: the sim transport's calibrated base (docs/sim.md
+	 * §2), keys still override it; "default" stays shm's */
+	CHECK_OK(smart__shm_model_parse("sim", &p, NULL));
+	CHECK(p.mops == 110 && p.wqe_cache == 1024 && p.miss_ns == 3);
+	CHECK_OK(smart__shm_model_parse("sim,miss_ns=7", &p, NULL));
+	CHECK(p.mops == 110 && p.miss_ns == 7);
+	CHECK_OK(smart__shm_model_parse("default", &p, NULL));
+	CHECK(p.mops == 4.0 && p.wqe_cache == 32);
+	CHECK_EQ(smart__shm_model_parse("simx", &p, NULL), SMART_EINVAL);
 }
 
 /* ---- completion time and memory effect ---- */

@@ -675,7 +675,8 @@ static inline void shm_model_retire(struct shm_model *m, uint32_t n)
 	atomic_fetch_sub_explicit(&m->outstanding, n, memory_order_relaxed);
 }
 
-/* Parse a spec ("default" or key=value,...) over the defaults; 0 or
+/* Parse a spec ("default" or key=value,...) over the defaults (over the
+ * sim transport's calibrated ones when its first item is "sim"); 0 or
  * SMART_EINVAL with a log line naming the problem. */
 int smart__shm_model_parse(const char *spec, struct shm_model_params *out,
 			   const struct smart__log *log);

@@ -15,7 +15,8 @@
  *    thread would post at real time into a virtual-time device.
  *
  * A domain opened on a simulated thread is an initiator: it gets the model
- * ("default" unless the config names a spec).  One opened on a real
+ * with the calibrated defaults (spec word "sim", docs/sim.md §2), which the
+ * config's keys, if any, override ("default" alone means them too).  One opened on a real
  * thread is a responder (an embedded blade's control thread): plain shm,
  * as a blade's own NIC plays no part in one-sided ops.
  *
@@ -23,6 +24,10 @@
  * domain run on the engine's one OS thread, so the shm locks they take
  * are never contended and no sync point is ever inside one.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "transport/shm/shm.h"
 #include "util/mutant.h"
 #include "util/sim.h"
@@ -37,18 +42,39 @@ static void sim_sync_point(const char *what)
 		smart__sim_sync();
 }
 
+/* The model spec of an initiator: "sim" followed by the config's keys
+ * (a local option, not a peer's bytes); NULL when out of memory. */
+static char *sim_spec(const char *user)
+{
+	size_t n;
+	char *spec;
+
+	if (!user || !strcmp(user, "default"))
+		user = "";
+	n = strlen(user) + sizeof("sim,");
+	spec = malloc(n);
+	if (spec)
+		snprintf(spec, n, "sim%s%s", *user ? "," : "", user);
+	return spec;
+}
+
 static int sim_domain_open(const struct smart_tp_cfg *cfg,
 			   struct smart_tp_domain **out)
 {
 	struct smart_tp_cfg c = *cfg;
 	int initiator = smart__sim_self() != NULL;
+	char *spec = NULL;
 	int rc;
 
-	if (!initiator)
-		c.nic_model = NULL;
-	else if (!c.nic_model || !c.nic_model[0])
-		c.nic_model = "default";
+	c.nic_model = NULL;
+	if (initiator) {
+		spec = sim_spec(cfg->nic_model);
+		if (!spec)
+			return SMART_ENOMEM;
+		c.nic_model = spec;
+	}
 	rc = smart__shm_domain_open(&c, out);
+	free(spec);
 	if (!rc && initiator)
 		smart__shm_model_sim(*out);
 	return rc;
