@@ -181,7 +181,7 @@ struct smart_rpc_conn {
 	int accepted; /* the peer dialed us: freed when it fails */
 	int spare;    /* made ahead for the QP cache, not in use */
 	int ahead;    /* the spare was made as a HELLO was answered
-				 * (rpc.c smart__rpc_conn_ahead) */
+				 * (rpc.c smart__rpc_ahead_make) */
 	int users;    /* calls and sends inside on it (they may
 				 * wait; the struct outlives them) */
 	int freeing;  /* closed while users > 0 (the last frees)
