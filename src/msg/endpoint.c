@@ -159,7 +159,9 @@ int smart__rpc_poll(struct smart_worker *w, void *arg)
 				     n < SMART_POLL_BATCH ||
 					     (!SMART_M_RPC_TICK_NO_DRAIN &&
 					      tick_drain(rpc, now)));
+		smart__rpc_ahead_make(rpc);
 		smart__rpc_cache_fill(rpc);
+		smart__rpc_cache_trim(rpc);
 		if (rpc->dirty)
 			smart__rpc_flush_dirty(rpc);
 		smart__rpc_listen_service(rpc);

@@ -120,8 +120,11 @@ static uint64_t next_due(struct smart_rpc *rpc, uint64_t now, int64_t now_ms)
 					  1));
 	}
 	/* smart-stat answers being written, the QP cache filling (one per
-	 * tick): served by ticks */
-	if (smart__rpc_stat_clients(rpc) || rpc->nspare < rpc->cfg.qp_cache)
+	 * tick), a connection due ahead of a PEER_CONNECT or one made ahead
+	 * past the cache (freed at a tick with no handshake left, rpc.c
+	 * smart__rpc_cache_trim): served by ticks */
+	if (smart__rpc_stat_clients(rpc) || rpc->nspare != rpc->cfg.qp_cache ||
+	    rpc->ahead_due)
 		due_min(&due, now + rpc->tick_cycles);
 	return due;
 }

@@ -180,6 +180,8 @@ struct smart_rpc_conn {
 	int state;
 	int accepted; /* the peer dialed us: freed when it fails */
 	int spare;    /* made ahead for the QP cache, not in use */
+	int ahead;    /* the spare was made as a HELLO was answered
+				 * (rpc.c smart__rpc_ahead_make) */
 	int users;    /* calls and sends inside on it (they may
 				 * wait; the struct outlives them) */
 	int freeing;  /* closed while users > 0 (the last frees)
@@ -356,7 +358,9 @@ struct smart_rpc {
 	struct rpc_pend *pend;	     /* max_pending */
 	struct rpc_dialing *dialing; /* dials in progress: their nonces */
 	uint32_t next_peer_id;
-	uint32_t nspare; /* connections in the QP cache */
+	uint32_t nspare;    /* connections in the QP cache */
+	uint32_t ahead_due; /* to make at the next poll (rpc.c
+				    * smart__rpc_ahead_make): 0 or 1 */
 	/* counters of connections gone, and of the endpoint */
 	struct smart_rpc_stats past;
 	/* tracing (trace.c) */
@@ -401,6 +405,8 @@ void smart__rpc_conns_close(struct smart_rpc *rpc);
 int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 			struct smart_rpc_conn **out);
 void smart__rpc_cache_fill(struct smart_rpc *rpc);
+void smart__rpc_ahead_make(struct smart_rpc *rpc);
+void smart__rpc_cache_trim(struct smart_rpc *rpc);
 int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len);
 /* The descriptors of a PEER frame (shm): the staging region's memfd,
  * then the QP's (its receive segment, its wake socket); -1 where none.

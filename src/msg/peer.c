@@ -412,6 +412,10 @@ static int hello_in(struct smart_rpc *rpc, struct rpc_pend *p,
 		return 0;
 	}
 	p->challenged = 1;
+	/* our side made while the dialer answers (the next poll); one at
+	 * most beyond the cache, whoever sent this HELLO */
+	if (SMART_M_RPC_AHEAD_UNBOUNDED || (!rpc->nspare && !rpc->ahead_due))
+		rpc->ahead_due++;
 	return 1;
 }
 
@@ -814,6 +818,7 @@ static int cache_due(const struct smart_rpc *rpc)
  * a connection takes a cached one (conn_new sets hs_next again). */
 void smart__rpc_hs_poll(struct smart_rpc *rpc)
 {
+	smart__rpc_ahead_make(rpc);
 	if (rpc->hfd >= 0)
 		hs_ready(rpc);
 	if (cache_due(rpc))

@@ -1397,11 +1397,11 @@ int smart__rpc_conn_new(struct smart_rpc *rpc, int accepted,
 		struct smart_rpc_conn *c = rpc->conns[i];
 
 		if (c && c->spare) {
-			c->spare = 0;
+			rpc->past.qp_cache_hits += !c->ahead;
+			c->spare = c->ahead = 0;
 			c->accepted = accepted;
 			rpc->nspare--;
 			rpc->hs_next = 0; /* refill at the next idle poll */
-			rpc->past.qp_cache_hits++;
 			*out = c;
 			return 0;
 		}
@@ -1420,6 +1420,44 @@ void smart__rpc_cache_fill(struct smart_rpc *rpc)
 		return;
 	c->spare = 1;
 	rpc->nspare++;
+}
+
+/* A listener's side of a connection, made at the poll after it answered a
+ * HELLO (peer.c hello_in counts them due): the dialer checks our proof and
+ * sends its PEER_CONNECT meanwhile, so that frame no longer waits for the
+ * ~30 us of making it (shm: memfds, a socket pair, mappings) when the QP
+ * cache is empty.  Not in the poll that answered: its CHALLENGE leaves
+ * first.  A spare like the cache's, marked ahead (not a cache hit when
+ * taken).  HELLOs need no secret: hello_in lets one be due only when no
+ * spare is left, so an unauthenticated flood costs one making per
+ * connection a peer with the secret takes, and never more than one held
+ * beyond the cache (cache_trim). */
+void smart__rpc_ahead_make(struct smart_rpc *rpc)
+{
+	struct smart_rpc_conn *c;
+
+	for (; rpc->ahead_due; rpc->ahead_due--) {
+		if (conn_make(rpc, 0, &c)) {
+			rpc->ahead_due = 0; /* the PEER_CONNECT makes it */
+			return;
+		}
+		c->spare = c->ahead = 1;
+		rpc->nspare++;
+	}
+}
+
+/* Spares past the cache's size (made ahead) go once no handshake is in
+ * progress: qp_cache 0 holds nothing between handshakes. */
+void smart__rpc_cache_trim(struct smart_rpc *rpc)
+{
+	for (uint32_t i = 0; rpc->nspare > rpc->cfg.qp_cache && !rpc->npend &&
+			     i < rpc->cfg.max_conns;
+	     i++) {
+		struct smart_rpc_conn *c = rpc->conns[i];
+
+		if (c && c->spare)
+			smart__rpc_conn_free(c);
+	}
 }
 
 int smart__rpc_conn_blob(struct smart_rpc_conn *c, void *blob, size_t *len)

@@ -362,6 +362,15 @@
 #define SMART_M_RPC_HS_UNBOUNDED 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_AHEAD_UNBOUNDED /* msg/peer.c: every HELLO
+					   * answered makes a connection
+					   * ahead, not one when no spare
+					   * is left */
+#define SMART_M_RPC_AHEAD_UNBOUNDED 1
+#else
+#define SMART_M_RPC_AHEAD_UNBOUNDED 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_DIAL_BLOCKS /* msg/peer.c: a dial's socket waits
 					 * block, the endpoint unpolled */
 #define SMART_M_RPC_DIAL_BLOCKS 1

@@ -18,6 +18,11 @@
  *  - flood_bounded: 8 raw dialers connect and send their HELLOs at once;
  *    a poll between ticks answers at most PEER_HS_BATCH (4) of them, the
  *    others at the next looks (mutant RPC_HS_UNBOUNDED: all 8 at once).
+ *  - ahead_bounded: a listener without a QP cache makes its side of a
+ *    connection at the poll after it answers a HELLO (rpc.c
+ *    smart__rpc_ahead_make), but 8 HELLOs (no AUTH: they need no
+ *    secret) make it one, not 8 (mutant RPC_AHEAD_UNBOUNDED), and it
+ *    goes at a tick once no handshake is left.
  *
  * Everything runs in this one thread: the raw dialers are sockets, the
  * listener is polled only by smart_rpc_progress here, so what it answered
@@ -31,6 +36,7 @@
 #include "harness/blade_fixture.h"
 #include "harness/raw_peer.h"
 #include "harness/test.h"
+#include "msg/msg_int.h"
 #include "smart/rpc.h"
 #include "smart/smart.h"
 #include "wire/auth.h"
@@ -230,12 +236,59 @@ static void test_flood_bounded(void)
 	CHECK_LE(worst, HS_BATCH);
 }
 
+/* The listener's spares made ahead of a PEER_CONNECT. */
+static uint32_t aheads(const struct smart_rpc *rpc)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < rpc->cfg.max_conns; i++)
+		n += rpc->conns[i] && rpc->conns[i]->spare &&
+		     rpc->conns[i]->ahead;
+	return n;
+}
+
+/* Polls until every HELLO is answered and nothing more is due to be
+ * made, then until the dialers' slots are gone (their EOF) and a tick
+ * trimmed what was made; bounded by 5 s. */
+static void test_ahead_bounded(void)
+{
+	struct flood f = { 0 };
+	double end = test_now_ms() + 5000;
+	uint32_t made;
+	int left = FLOOD;
+	struct lst l;
+
+	lst_open(&l);
+	for (int i = 0; i < FLOOD; i++) {
+		f.a[i] = auth_new();
+		f.fd[i] = dial_raw(&l);
+		f.hlen[i] = raw_hello(f.fd[i], &f.a[i], f.hello[i]);
+	}
+	while ((left || l.rpc->ahead_due) && test_now_ms() < end) {
+		smart_rpc_progress(l.rpc);
+		left -= flood_take(&f);
+	}
+	CHECK_EQ(left, 0);
+	made = aheads(l.rpc);
+	for (int i = 0; i < FLOOD; i++)
+		close(f.fd[i]);
+	while ((l.rpc->npend || l.rpc->nspare) && test_now_ms() < end)
+		smart_rpc_progress(l.rpc);
+	printf("  %d HELLOs answered: %u connections made ahead, %u left "
+	       "once their slots closed\n",
+	       FLOOD, made, l.rpc->nspare);
+	CHECK_EQ(made, 1);
+	CHECK_EQ(l.rpc->nspare, 0);
+	lst_close(&l);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv,
 			 (struct test_case[]){
 				 { "between_ticks", test_between_ticks },
 				 { "flood_bounded", test_flood_bounded },
+				 { "ahead_bounded", test_ahead_bounded },
 				 { NULL, NULL },
 			 });
 }
