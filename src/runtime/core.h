@@ -31,6 +31,7 @@
 #include "smart/hook.h"
 #include "runtime/service.h"
 #include "transport/transport.h"
+#include "util/fiber.h"
 #include "util/clock.h"
 #include "util/compiler.h"
 #include "util/log.h"
@@ -271,8 +272,6 @@ enum smart__task_state {
 	SMART_TASK_PARKED, /* waiting for backoff admission */
 	SMART_TASK_DONE,
 };
-
-typedef void *smart__fctx_t;
 
 /* A task's registered scratch (scratch.c): a stack over a few segments. */
 #define SMART_SCRATCH_SEGS 8

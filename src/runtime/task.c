@@ -21,54 +21,6 @@
 #include "runtime/core.h"
 #include "util/mutant.h"
 
-typedef struct {
-	smart__fctx_t fctx;
-	void *data;
-} smart__transfer_t;
-
-/* Exported with C linkage by libboost_context. */
-extern smart__transfer_t jump_fcontext(smart__fctx_t const to, void *vp);
-extern smart__fctx_t make_fcontext(void *sp, size_t size,
-				   void (*fn)(smart__transfer_t));
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SMART_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SMART_ASAN 1
-#endif
-#endif
-
-#ifdef SMART_ASAN
-void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom,
-				    size_t size);
-void __sanitizer_finish_switch_fiber(void *fake_stack_save,
-				     const void **bottom_old, size_t *size_old);
-void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
-#endif
-
-/* ASan must be told about every stack switch or it reports false stack
- * overflows; these are no-ops in normal builds.  A NULL save slot tells it
- * the fiber we leave is finished. */
-static inline void asan_enter(void **save, const void *bottom, size_t size)
-{
-#ifdef SMART_ASAN
-	__sanitizer_start_switch_fiber(save, bottom, size);
-#else
-	(void)save, (void)bottom, (void)size;
-#endif
-}
-
-static inline void asan_entered(void *save, const void **bottom_old,
-				size_t *size_old)
-{
-#ifdef SMART_ASAN
-	__sanitizer_finish_switch_fiber(save, bottom_old, size_old);
-#else
-	(void)save, (void)bottom_old, (void)size_old;
-#endif
-}
-
 /* Unmap a task's stack.  ASan first forgets the redzones still marked on
  * it (task_entry never returns, so its frame's are never cleared): GCC
  * 12's libasan does not clear shadow on munmap, so a later mapping at the
@@ -77,9 +29,7 @@ static inline void asan_entered(void *save, const void **bottom_old,
  * #13903 and llvm-project #53891 describe the same). */
 static void task_stack_unmap(void *stack, size_t len)
 {
-#ifdef SMART_ASAN
-	__asan_unpoison_memory_region(stack, len);
-#endif
+	smart__fiber_asan_forget(stack, len);
 	munmap(stack, len);
 }
 
@@ -183,7 +133,8 @@ static void task_entry(smart__transfer_t tr)
 	struct smart__task *t = tr.data;
 	struct smart_worker *w = t->w;
 
-	asan_entered(NULL, &w->asan_main_bottom, &w->asan_main_size);
+	smart__fiber_asan_entered(NULL, &w->asan_main_bottom,
+				  &w->asan_main_size);
 	w->sched_fctx = tr.fctx;
 	t->fn(w, t->arg);
 	/* A task that returned inside an epoch section would keep the
@@ -201,7 +152,7 @@ static void task_entry(smart__transfer_t tr)
 	if (t->nchains || atomic_load(&t->inflight))
 		smart_sync(w);
 	t->state = SMART_TASK_DONE;
-	asan_enter(NULL, w->asan_main_bottom, w->asan_main_size);
+	smart__fiber_asan_enter(NULL, w->asan_main_bottom, w->asan_main_size);
 	jump_fcontext(w->sched_fctx, NULL);
 }
 
@@ -244,9 +195,10 @@ static void task_switch_in(struct smart_worker *w, struct smart__task *t)
 
 	t->state = SMART_TASK_RUNNING;
 	w->cur = t;
-	asan_enter(&fake, stack_bottom(t), t->stack_len - t->guard);
+	smart__fiber_asan_enter(&fake, stack_bottom(t),
+				t->stack_len - t->guard);
 	tr = jump_fcontext(t->fctx, t);
-	asan_entered(fake, NULL, NULL);
+	smart__fiber_asan_entered(fake, NULL, NULL);
 	t->fctx = tr.fctx;
 	w->cur = NULL;
 	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
@@ -263,10 +215,11 @@ static void task_switch_out(struct smart_worker *w, struct smart__task *t)
 {
 	smart__transfer_t tr;
 
-	asan_enter(&t->asan_fake_stack, w->asan_main_bottom, w->asan_main_size);
+	smart__fiber_asan_enter(&t->asan_fake_stack, w->asan_main_bottom,
+				w->asan_main_size);
 	tr = jump_fcontext(w->sched_fctx, NULL);
-	asan_entered(t->asan_fake_stack, &w->asan_main_bottom,
-		     &w->asan_main_size);
+	smart__fiber_asan_entered(t->asan_fake_stack, &w->asan_main_bottom,
+				  &w->asan_main_size);
 	w->sched_fctx = tr.fctx;
 }
 

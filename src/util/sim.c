@@ -26,33 +26,7 @@
 
 #include "smart/sim.h"
 #include "smart/status.h"
-
-typedef void *sim_fctx_t;
-typedef struct {
-	sim_fctx_t fctx;
-	void *data;
-} sim_transfer_t;
-
-/* Exported with C linkage by libboost_context. */
-extern sim_transfer_t jump_fcontext(sim_fctx_t const to, void *vp);
-extern sim_fctx_t make_fcontext(void *sp, size_t size,
-				void (*fn)(sim_transfer_t));
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SIM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SIM_ASAN 1
-#endif
-#endif
-
-#ifdef SIM_ASAN
-void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom,
-				    size_t size);
-void __sanitizer_finish_switch_fiber(void *fake_stack_save,
-				     const void **bottom_old, size_t *size_old);
-void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
-#endif
+#include "util/fiber.h"
 
 struct smart__sim_thread {
 	uint64_t vt; /* virtual clock, ns (the hook points here) */
@@ -60,8 +34,8 @@ struct smart__sim_thread {
 	struct smart__sim *s;
 	smart__sim_fn fn;
 	void *arg;
-	sim_fctx_t fctx; /* where it stopped */
-	void *stack;	 /* mapping, guard page first */
+	smart__fctx_t fctx; /* where it stopped */
+	void *stack;	    /* mapping, guard page first */
 	size_t stack_len;
 	int done;
 	void *asan_fake;
@@ -74,7 +48,7 @@ struct smart__sim {
 	uint32_t nheap;
 	uint32_t nthreads;		/* spawned, for ids and max_threads */
 	struct smart__sim_thread **all; /* [max_threads] */
-	sim_fctx_t main;		/* the engine's context */
+	smart__fctx_t main;		/* the engine's context */
 	const void *asan_main_bottom;
 	size_t asan_main_size;
 	uint64_t rng;
@@ -86,25 +60,6 @@ struct smart__sim {
 /* The fiber running on this OS thread, NULL outside one. */
 static __thread struct smart__sim_thread *smart__sim_cur
 	__attribute__((tls_model("initial-exec")));
-
-static inline void asan_enter(void **save, const void *bottom, size_t size)
-{
-#ifdef SIM_ASAN
-	__sanitizer_start_switch_fiber(save, bottom, size);
-#else
-	(void)save, (void)bottom, (void)size;
-#endif
-}
-
-static inline void asan_entered(void *save, const void **bottom_old,
-				size_t *size_old)
-{
-#ifdef SIM_ASAN
-	__sanitizer_finish_switch_fiber(save, bottom_old, size_old);
-#else
-	(void)save, (void)bottom_old, (void)size_old;
-#endif
-}
 
 static int earlier(const struct smart__sim_thread *a,
 		   const struct smart__sim_thread *b)
@@ -171,9 +126,7 @@ int smart__sim_create(const struct smart__sim_cfg *cfg, struct smart__sim **out)
 
 static void thread_free(struct smart__sim_thread *t)
 {
-#ifdef SIM_ASAN
-	__asan_unpoison_memory_region(t->stack, t->stack_len);
-#endif
+	smart__fiber_asan_forget(t->stack, t->stack_len);
 	munmap(t->stack, t->stack_len);
 	free(t);
 }
@@ -192,15 +145,17 @@ void smart__sim_destroy(struct smart__sim *s)
 }
 
 /* A fiber ends by jumping back for good. */
-static void fiber_entry(sim_transfer_t tr)
+static void fiber_entry(smart__transfer_t tr)
 {
 	struct smart__sim_thread *t = tr.data;
 
-	asan_entered(NULL, &t->s->asan_main_bottom, &t->s->asan_main_size);
+	smart__fiber_asan_entered(NULL, &t->s->asan_main_bottom,
+				  &t->s->asan_main_size);
 	t->s->main = tr.fctx;
 	t->fn(t->arg);
 	t->done = 1;
-	asan_enter(NULL, t->s->asan_main_bottom, t->s->asan_main_size);
+	smart__fiber_asan_enter(NULL, t->s->asan_main_bottom,
+				t->s->asan_main_size);
 	jump_fcontext(t->s->main, NULL);
 }
 
@@ -241,14 +196,15 @@ int smart__sim_spawn(struct smart__sim *s, smart__sim_fn fn, void *arg,
 static void engine_switch_in(struct smart__sim *s, struct smart__sim_thread *t)
 {
 	void *fake = NULL;
-	sim_transfer_t tr;
+	smart__transfer_t tr;
 
 	smart__sim_cur = t;
 	smart__sim_vt = &t->vt;
 	s->switches++;
-	asan_enter(&fake, (char *)t->stack + s->page, s->cfg.stack);
+	smart__fiber_asan_enter(&fake, (char *)t->stack + s->page,
+				s->cfg.stack);
 	tr = jump_fcontext(t->fctx, t);
-	asan_entered(fake, NULL, NULL);
+	smart__fiber_asan_entered(fake, NULL, NULL);
 	smart__sim_vt = NULL;
 	smart__sim_cur = NULL;
 	t->fctx = tr.fctx;
@@ -311,11 +267,13 @@ void smart__sim_charge(uint64_t ns)
 static void fiber_switch_out(struct smart__sim_thread *t)
 {
 	struct smart__sim *s = t->s;
-	sim_transfer_t tr;
+	smart__transfer_t tr;
 
-	asan_enter(&t->asan_fake, s->asan_main_bottom, s->asan_main_size);
+	smart__fiber_asan_enter(&t->asan_fake, s->asan_main_bottom,
+				s->asan_main_size);
 	tr = jump_fcontext(s->main, NULL);
-	asan_entered(t->asan_fake, &s->asan_main_bottom, &s->asan_main_size);
+	smart__fiber_asan_entered(t->asan_fake, &s->asan_main_bottom,
+				  &s->asan_main_size);
 	s->main = tr.fctx;
 }
 

@@ -836,4 +836,30 @@ typedef void (*smart__shm_adv_unit_fn)(void *arg, const uint8_t *remote);
 int smart__shm_adv_set_unit_hook(struct smart_tp_domain *d,
 				 smart__shm_adv_unit_fn fn, void *arg);
 
+/* The entries the sim transport (transport/sim) shares with shm: the
+ * same memory, queues and regions; only the clock-driven ones differ. */
+#define SMART__SHM_OPS_SHARED                                                  \
+	.domain_close = smart__shm_domain_close,                               \
+	.query_caps = smart__shm_query_caps,                                   \
+	.domain_stats = smart__shm_domain_stats,                               \
+	.mr_alloc = smart__shm_mr_alloc, .mr_free = smart__shm_mr_free,        \
+	.cq_create = smart__shm_cq_create,                                     \
+	.cq_destroy = smart__shm_cq_destroy,                                   \
+	.cq_own_doorbell = smart__shm_cq_own_doorbell,                         \
+	.cq_event_fd = smart__shm_cq_event_fd, .cq_arm = smart__shm_cq_arm,    \
+	.dm_attach = smart__shm_dm_attach,                                     \
+	.region_blob = smart__shm_region_blob, .accept = smart__shm_accept,    \
+	.responder_destroy = smart__shm_responder_destroy,                     \
+	.remote_attach = smart__shm_remote_attach,                             \
+	.remote_detach = smart__shm_remote_detach,                             \
+	.remote_span = smart__shm_remote_span,                                 \
+	.remote_fail = smart__shm_remote_fail,                                 \
+	.remote_base = smart__shm_remote_base,                                 \
+	.remote_rkey = smart__shm_remote_rkey,                                 \
+	.remote_dm = smart__shm_remote_dm, .qp_create = smart__shm_qp_create,  \
+	.qp_blob = smart__shm_qp_blob, .qp_connect = smart__shm_qp_connect,    \
+	.qp_destroy = smart__shm_qp_destroy,                                   \
+	.qp_in_error = smart__shm_qp_in_error, .qp_fds = smart__shm_qp_fds,    \
+	.qp_connect_peer = smart__shm_qp_connect_peer,
+
 #endif
