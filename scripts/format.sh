@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's C layout, by clang-format and .clang-format (Linux kernel
 # style: tabs, 80 columns, braces of functions on their own line).
-# Usage: scripts/format.sh          reformat every tracked .c/.h in place
+# Usage: scripts/format.sh          reformat every .c/.h in place (tracked,
+#                                   or new and not ignored by git)
 #        scripts/format.sh --check  list the files that differ; exit 1 if any
 # The check is a ctest (style_format) so that the layout stays applied; it
 # skips (77) where clang-format 14, the version .clang-format was tuned on
@@ -14,7 +15,7 @@ if [ -z "$cf" ] || ! "$cf" --version | grep -q 'version 14\.'; then
 	echo "format: clang-format 14 not found (apt-get install clang-format)"
 	exit 77
 fi
-mapfile -t files < <(git ls-files '*.c' '*.h' 2>/dev/null ||
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null ||
 	find src include tools bench tests examples -name '*.[ch]')
 if [ "${1:-}" != --check ]; then
 	"$cf" -i "${files[@]}"

@@ -51,9 +51,8 @@ static inline void smart__fiber_asan_enter(void **save, const void *bottom,
 }
 
 /* First thing on the stack switched to. */
-static inline void smart__fiber_asan_entered(void *save,
-					     const void **bottom_old,
-					     size_t *size_old)
+static inline void
+smart__fiber_asan_entered(void *save, const void **bottom_old, size_t *size_old)
 {
 #ifdef SMART_ASAN
 	__sanitizer_finish_switch_fiber(save, bottom_old, size_old);
