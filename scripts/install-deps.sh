@@ -13,8 +13,13 @@ set -euo pipefail
 # (ctest install_abi, make abi-baseline; docs/design.md §12).
 # clang-format: the code's layout (.clang-format, scripts/format.sh; ctest
 # style_format).
+# python3, python3-yaml: the documents' checks (ctests docs_links and
+# docs_citation).
+# doxygen, help2man: the manual pages (section 3 and the HTML API reference
+# from include/smart/*.h; section 1 from each tool's --help), target docs.
 pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev
-	libsodium-dev valgrind abigail-tools clang-format "$@")
+	libsodium-dev valgrind abigail-tools clang-format python3 python3-yaml
+	doxygen help2man "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \
