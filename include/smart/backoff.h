@@ -1,4 +1,4 @@
-/*
+/** @file
  * Conflict avoidance for retry loops (Smart §4.3; docs/design.md §6.3).
  *
  * Wrap every operation that may retry (a CAS that can fail, a read that
@@ -40,26 +40,26 @@
 extern "C" {
 #endif
 
-/* Thread: w's. */
+/** Thread: w's. */
 void smart_backoff_begin(smart_worker_t *w);
-/* Thread: w's. */
+/** Thread: w's. */
 void smart_backoff_retry(smart_worker_t *w);
-/* Thread: w's. */
+/** Thread: w's. */
 void smart_backoff_end(smart_worker_t *w);
 
-/* The techniques (option techniques, env SMART_TECHNIQUES: a comma-separated
+/** The techniques (option techniques, env SMART_TECHNIQUES: a comma-separated
  * list of these names; anything else, e.g. None, turns all off). */
 enum smart_technique {
-	SMART_TECH_THRD_AWARE_ALLOC = 1 << 0, /* "ThrdAwareAlloc" */
-	SMART_TECH_WORK_REQ_THROT = 1 << 1,   /* "WorkReqThrot" */
-	SMART_TECH_CONFLICT_AVOID = 1 << 2,   /* "ConflictAvoid" */
-	SMART_TECH_SPEC_LOOKUP = 1 << 3,      /* "SpecLookup" */
+	SMART_TECH_THRD_AWARE_ALLOC = 1 << 0, /**< "ThrdAwareAlloc" */
+	SMART_TECH_WORK_REQ_THROT = 1 << 1,   /**< "WorkReqThrot" */
+	SMART_TECH_CONFLICT_AVOID = 1 << 2,   /**< "ConflictAvoid" */
+	SMART_TECH_SPEC_LOOKUP = 1 << 3,      /**< "SpecLookup" */
 };
 
-/* 1 when the technique is on in this ctx.  Thread: any. */
+/** 1 when the technique is on in this ctx.  Thread: any. */
 int smart_ctx_technique(const smart_ctx_t *ctx, enum smart_technique t);
 
-/* The switches in force as text, e.g. "ThrdAwareAlloc,WorkReqThrot" or
+/** The switches in force as text, e.g. "ThrdAwareAlloc,WorkReqThrot" or
  * "None".  Thread: any. */
 const char *smart_ctx_techniques(const smart_ctx_t *ctx);
 

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Memory blade: a region of memory served to compute processes.
  *
  * The blade allocates and registers its region, formats the superblock,
@@ -36,29 +36,29 @@ extern "C" {
 typedef struct smart_blade smart_blade_t;
 
 struct smart_blade_config {
-	uint32_t struct_size;  /* sizeof, set by the init function:
+	uint32_t struct_size; /**< sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
-	uint64_t size;	       /* region bytes, 1 MiB..128 TiB; [1G] */
-	const char *listen;    /* "host:port"; port 0 = any; [127.0.0.1:7470] */
-	uint16_t id;	       /* blade id in global addresses, 0..1023; [0] */
-	int hugepages;	       /* -1 auto, 0 off, 1 required; [-1] */
-	const char *secret;    /* shared secret bytes, NULL = none required */
-	size_t secret_len;     /* SMART_SECRET_MIN..SMART_SECRET_MAX */
-	const char *transport; /* "shm" or "verbs"; NULL = "shm" */
-	uint32_t chunk_size;   /* allocator chunk, power of two; [1M] */
-	int max_clients;       /* authenticated sessions at once; a client
+	uint64_t size;	      /**< region bytes, 1 MiB..128 TiB; [1G] */
+	const char *listen; /**< "host:port"; port 0 = any; [127.0.0.1:7470] */
+	uint16_t id;	    /**< blade id in global addresses, 0..1023; [0] */
+	int hugepages;	    /**< -1 auto, 0 off, 1 required; [-1] */
+	const char *secret; /**< shared secret bytes, NULL = none required */
+	size_t secret_len;  /**< SMART_SECRET_MIN..SMART_SECRET_MAX */
+	const char *transport;	  /**< "shm" or "verbs"; NULL = "shm" */
+	uint32_t chunk_size;	  /**< allocator chunk, power of two; [1M] */
+	int max_clients;	  /**< authenticated sessions at once; a client
 				 * beyond is refused SMART_EBUSY; [256] */
-	int max_unauth;	       /* connections not authenticated yet; a new
+	int max_unauth;		  /**< connections not authenticated yet; a new
 				 * one evicts the oldest; [128] */
-	int auth_timeout_ms;   /* time a peer has to prove the secret
+	int auth_timeout_ms;	  /**< time a peer has to prove the secret
 				 * (HELLO, AUTH on TCP) or present its fd
 				 * request (unix socket); [1000] */
-	int handshake_timeout_ms; /* an authenticated client whose
+	int handshake_timeout_ms; /**< an authenticated client whose
 					 * replies stay unread this long is
 					 * dropped; [5000] */
-	const char *device;	  /* verbs: RDMA device, NULL = auto; [NULL] */
-	int ib_port;		  /* verbs: port, 0 = first active; [0] */
-	int gid_index;		  /* verbs: GID index, -1 = auto; [-1] */
+	const char *device; /**< verbs: RDMA device, NULL = auto; [NULL] */
+	int ib_port;	    /**< verbs: port, 0 = first active; [0] */
+	int gid_index;	    /**< verbs: GID index, -1 = auto; [-1] */
 	/* Client lease duration on this blade, ms (docs/leases.md): a client
 	 * that has not renewed for this long is declared dead and fenced by
 	 * the others.  Every client of the blade uses the blade's value.
@@ -74,48 +74,48 @@ struct smart_blade_config {
 	 * clients set theirs with the options of the same names):
 	 * GRH traffic class, 0..255 (RoCE v2: DSCP << 2 | ECN); [0] */
 	int traffic_class;
-	int service_level;    /* IB service level / RoCE priority, 0..15; [0] */
-	const char *gid_type; /* "auto", "roce-v2", "roce-v1" or "ib": the
+	int service_level; /**< IB service level / RoCE priority, 0..15; [0] */
+	const char *gid_type; /**< "auto", "roce-v2", "roce-v1" or "ib": the
 				 * kind of GID; clients must use the same;
 				 * NULL = "auto"; [NULL] */
 };
 
 #define SMART_LEASE_MS_DEFAULT 2000
-/* the range a client checks the blade's lease against too (the library
+/** the range a client checks the blade's lease against too (the library
  * asserts these equal its wire limits) */
 #define SMART_LEASE_MS_MIN     10
 #define SMART_LEASE_MS_MAX     600000
 
-/* Fill cfg with the defaults in brackets above. */
+/** Fill cfg with the defaults in brackets above. */
 void smart_blade_config_init(struct smart_blade_config *cfg);
 
-/* Create the region, format it and start serving.  SMART_EINVAL for a bad
+/** Create the region, format it and start serving.  SMART_EINVAL for a bad
  * config (a secret shorter than SMART_SECRET_MIN included), SMART_ENOMEM when the region cannot be had, SMART_ESYS when the
  * address cannot be bound (the log says why).
  * Thread: one thread for create and destroy. */
 int smart_blade_create(const struct smart_blade_config *cfg,
 		       smart_blade_t **out);
 
-/* Stop serving and free everything; NULL is a no-op.  Returns 0: it
+/** Stop serving and free everything; NULL is a no-op.  Returns 0: it
  * cannot fail (no SMART_E* code).  Clients
  * that mapped the region keep their mapping until they disconnect, but
  * learn that the blade is gone (their ops fail, docs/liveness.md).
  * Thread: one thread for create and destroy. */
 int smart_blade_destroy(smart_blade_t *b);
 
-/* The address actually listened on ("127.0.0.1:40123" when port 0).
+/** The address actually listened on ("127.0.0.1:40123" when port 0).
  * Thread: any. */
 const char *smart_blade_address(const smart_blade_t *b);
 
-/* The region as mapped in this process (embedded use: inspection, and the
+/** The region as mapped in this process (embedded use: inspection, and the
  * --raw yardstick of smart-perf, which accesses it with plain loads).
  * SMART_EINVAL for a NULL argument.  Thread: any. */
 int smart_blade_region(const smart_blade_t *b, void **base, uint64_t *size);
 
-/* The blade's id.  Thread: any. */
+/** The blade's id.  Thread: any. */
 uint16_t smart_blade_id(const smart_blade_t *b);
 
-/* The region's memory as clients left it (read from this process's own
+/** The region's memory as clients left it (read from this process's own
  * mapping: no client needed).  SMART_EINVAL for NULL.  Thread: any. */
 int smart_blade_usage_sized(const smart_blade_t *b,
 			    struct smart_alloc_usage *out, size_t size);
@@ -125,7 +125,7 @@ static inline int smart_blade_usage(const smart_blade_t *b,
 	return smart_blade_usage_sized(b, out, sizeof(*out));
 }
 
-/* Counters of the control plane: totals since creation, then what is open
+/** Counters of the control plane: totals since creation, then what is open
  * now (authenticated sessions, sessions waiting for a HELLO, connections
  * on the fd socket waiting for a token).  evicted counts both sessions and
  * fd requests dropped to make room for a newer one. */
@@ -133,7 +133,7 @@ struct smart_blade_stats {
 	uint64_t accepted, authenticated, refused, malformed, timeouts, evicted;
 	uint64_t active_sessions, pending_sessions, pending_fd_requests;
 };
-/* SMART_EINVAL for NULL b or out (out untouched).  Thread: any.  The
+/** SMART_EINVAL for NULL b or out (out untouched).  Thread: any.  The
  * _sized form takes the caller's sizeof (docs/api.md §4). */
 int smart_blade_stats_sized(const smart_blade_t *b,
 			    struct smart_blade_stats *out, size_t size);

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Smart-BT: a B-link tree on one-sided ops (Sherman's design, docs/bt.md).
  *
  * Keys are byte strings of 1..key_max bytes ordered by memcmp (shorter
@@ -65,7 +65,7 @@ extern "C" {
 #define SMART_BT_KEY_MAX    255
 #define SMART_BT_VALUE_MAX  4096
 #define SMART_BT_BLADES_MAX 16
-#define SMART_BT_NODE_MAX   65536 /* node_size: 512..this, a power of 2 */
+#define SMART_BT_NODE_MAX   65536 /**< node_size: 512..this, a power of 2 */
 
 typedef struct smart_bt smart_bt_t;
 
@@ -76,13 +76,13 @@ enum {
 };
 
 struct smart_bt_config {
-	uint32_t struct_size; /* sizeof, set by the init function:
+	uint32_t struct_size; /**< sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
 	/* Blades holding nodes, spread at random (NULL: the home blade). */
 	const uint16_t *blades;
-	unsigned nblades; /* 1..SMART_BT_BLADES_MAX */
-	unsigned key_max; /* 1..SMART_BT_KEY_MAX; default 16 */
-	unsigned val_max; /* 0..SMART_BT_VALUE_MAX; default 16 */
+	unsigned nblades; /**< 1..SMART_BT_BLADES_MAX */
+	unsigned key_max; /**< 1..SMART_BT_KEY_MAX; default 16 */
+	unsigned val_max; /**< 0..SMART_BT_VALUE_MAX; default 16 */
 	/* Bytes per node: a power of two, 512..65536, with room for at
 	 * least 4 leaf entries and 4 internal entries; default 1024. */
 	unsigned node_size;
@@ -114,16 +114,16 @@ struct smart_bt_config {
 	int hocl;
 };
 
-/* Counters of one tree object (this process's view); paths taken. */
+/** Counters of one tree object (this process's view); paths taken. */
 struct smart_bt_stats {
-	unsigned height; /* levels, as last seen */
+	unsigned height; /**< levels, as last seen */
 	uint64_t leaf_splits, inner_splits, root_splits;
-	uint64_t crc_retries;	 /* node reads that saw a torn node */
-	uint64_t move_rights;	 /* B-link sibling chases */
-	uint64_t lock_retries;	 /* failed remote lock CASes */
-	uint64_t handovers;	 /* locks passed on without a CAS */
-	uint64_t cache_drops;	 /* stale internal nodes dropped */
-	uint64_t lock_takeovers; /* locks taken from dead holders */
+	uint64_t crc_retries;	 /**< node reads that saw a torn node */
+	uint64_t move_rights;	 /**< B-link sibling chases */
+	uint64_t lock_retries;	 /**< failed remote lock CASes */
+	uint64_t handovers;	 /**< locks passed on without a CAS */
+	uint64_t cache_drops;	 /**< stale internal nodes dropped */
+	uint64_t lock_takeovers; /**< locks taken from dead holders */
 	/* deletes that emptied a leaf: the leaf took its right neighbour
 	 * in and the neighbour was retired through the epochs (merges), or
 	 * that could not be done at once (merge_skips: the leaf stays,
@@ -132,7 +132,7 @@ struct smart_bt_stats {
 	/* writes a dead lock holder left (maybe half done) redone from its
 	 * redo record by this process; writes that waited for a free record */
 	uint64_t repairs, rec_waits;
-	unsigned dm_lock_tables; /* blades whose lock table is in
+	unsigned dm_lock_tables; /**< blades whose lock table is in
 					 * device memory (of the tree's) */
 	/* records of a dead holder not redone: a write spanning blades
 	 * that died before its commit, so none of it was posted */
@@ -146,17 +146,17 @@ struct smart_bt_stats {
 	uint64_t scan_ahead;
 };
 
-/* Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches
+/** Defaults: home blade, 16-byte keys and values, 1 KiB nodes, the caches
  * above; cfg->struct_size set (docs/api.md §4).  Cannot fail: void. */
 void smart_bt_config_init(struct smart_bt_config *cfg);
 
-/* Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
+/** Create a tree named by root entry root_idx of blade `blade` (cfg NULL:
  * defaults).  SMART_EEXIST when that root entry is in use (or, in the
  * named range, holds a tombstone: smart/alloc.h).  Thread: w's. */
 int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_bt_config *cfg, smart_bt_t **out);
 
-/* Open the tree of root entry root_idx (SMART_ENOENT: none there), with
+/** Open the tree of root entry root_idx (SMART_ENOENT: none there), with
  * default caches (cfg NULL), or with cfg's (only its cache fields are
  * read).  SMART_EINVAL for NULL w or out, root_idx >= SMART_ROOT_ENTRIES or
  * a cfg whose struct_size is refused (docs/api.md §4), the transport's
@@ -164,7 +164,7 @@ int smart_bt_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 int smart_bt_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  const struct smart_bt_config *cfg, smart_bt_t **out);
 
-/* Trees by name among the root entries of blade `blade` (64..255, probed
+/** Trees by name among the root entries of blade `blade` (64..255, probed
  * from the name's hash; names are 1..SMART_ROOT_NAME_MAX bytes: see
  * smart/alloc.h; a hash table may carry the same name as a tree).  create: SMART_EEXIST
  * when the name is taken (of concurrent creators exactly one succeeds),
@@ -177,11 +177,11 @@ int smart_bt_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 int smart_bt_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			const struct smart_bt_config *cfg, smart_bt_t **out);
 
-/* The maxima the tree was created with.  Thread: any. */
+/** The maxima the tree was created with.  Thread: any. */
 unsigned smart_bt_key_max(const smart_bt_t *t);
 unsigned smart_bt_val_max(const smart_bt_t *t);
 
-/* Write one key (the Contract above): insert SMART_EEXIST when present,
+/** Write one key (the Contract above): insert SMART_EEXIST when present,
  * update and delete SMART_ENOENT when absent, upsert either way;
  * SMART_EINVAL for bad arguments, SMART_ENOSPC, the transport's errors
  * (old or new value then).  Thread: w's. */
@@ -193,28 +193,28 @@ int smart_bt_upsert(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, const void *val, size_t val_len);
 int smart_bt_delete(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len);
-/* Copy the value into buf (cap bytes) and its length into *val_len.
+/** Copy the value into buf (cap bytes) and its length into *val_len.
  * SMART_ENOENT when absent, SMART_ERANGE when cap is too small (nothing
  * copied, *val_len the length), SMART_EINVAL for bad arguments, the
  * transport's errors.  Thread: w's. */
 int smart_bt_search(smart_bt_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *buf, size_t cap, size_t *val_len);
 
-/* 8-byte integer keys (the tree's key_max must be at least 8, else
+/** 8-byte integer keys (the tree's key_max must be at least 8, else
  * SMART_EINVAL); errors as for the byte-string calls.  Thread: w's. */
 int smart_bt_insert_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 			const void *val, size_t val_len);
 int smart_bt_search_u64(smart_bt_t *t, smart_worker_t *w, uint64_t key,
 			void *buf, size_t cap, size_t *val_len);
 
-/* One entry of a scan's output: key and value point into the caller's
+/** One entry of a scan's output: key and value point into the caller's
  * buffer.  Frozen (docs/api.md §4: an array element): never grows. */
 struct smart_bt_entry {
 	const void *key, *val;
 	uint16_t key_len, val_len;
 };
 
-/* Range scan, ascending: the entries with from <= key < to (to NULL: no
+/** Range scan, ascending: the entries with from <= key < to (to NULL: no
  * upper bound), at most max of them, into out[] (max slots) with their
  * bytes in buf (cap bytes); *n is the number returned.  Fewer than max
  * entries and 0: the range is exhausted.  SMART_ERANGE when buf fills
@@ -227,13 +227,13 @@ int smart_bt_scan(smart_bt_t *t, smart_worker_t *w, const void *from,
 		  struct smart_bt_entry *out, size_t max, void *buf, size_t cap,
 		  size_t *n);
 
-/* Bulk load: the next entry of a sorted input, 1 (key, value and their
+/** Bulk load: the next entry of a sorted input, 1 (key, value and their
  * lengths set; they need to stay valid only until the next call), 0 at
  * the end, or a negative SMART_E* code to stop the load with. */
 typedef int (*smart_bt_next_fn)(void *arg, const void **key, size_t *klen,
 				const void **val, size_t *vlen);
 
-/* Fill a new tree from input in strictly ascending key order, leaves and
+/** Fill a new tree from input in strictly ascending key order, leaves and
  * internal nodes filled to fill_pct percent (10..100; 100 packs them,
  * for a tree that will only be read), in a round trip per node instead
  * of several per key; *loaded (may be NULL) gets the number of input
@@ -246,7 +246,7 @@ typedef int (*smart_bt_next_fn)(void *arg, const void **key, size_t *klen,
 int smart_bt_bulk_load(smart_bt_t *t, smart_worker_t *w, smart_bt_next_fn next,
 		       void *arg, unsigned fill_pct, uint64_t *loaded);
 
-/* Fill *out with the tree object's counters (no remote read: w may be
+/** Fill *out with the tree object's counters (no remote read: w may be
  * NULL; the _sized form takes the caller's sizeof, docs/api.md §4).  SMART_EINVAL for NULL t or out.  Thread: any. */
 int smart_bt_stats_sized(smart_bt_t *t, smart_worker_t *w,
 			 struct smart_bt_stats *out, size_t size);
@@ -256,7 +256,7 @@ static inline int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
 	return smart_bt_stats_sized(t, w, out, sizeof(*out));
 }
 
-/* Destroy the remote tree: the root entry released (smart_root_release),
+/** Destroy the remote tree: the root entry released (smart_root_release),
  * every node and lock table freed; closes t.  No other client may use the
  * tree then.  SMART_EINVAL for NULL t or w, SMART_ENOENT when the root
  * entry no longer names the tree, SMART_EPROTO for a descriptor or node
@@ -266,7 +266,7 @@ static inline int smart_bt_stats(smart_bt_t *t, smart_worker_t *w,
  * Thread: w's. */
 int smart_bt_drop(smart_bt_t *t, smart_worker_t *w);
 
-/* Free the local tree object; NULL is a no-op; returns 0 (no SMART_E*
+/** Free the local tree object; NULL is a no-op; returns 0 (no SMART_E*
  * code: what cannot be given back stays claimed, as with w NULL).  w (a
  * worker of the ctx, on its thread) gives this object's redo area on each
  * blade back for the next object to reuse (docs/bt.md §4); with w NULL

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Epoch-based reclamation of remote blocks, shared by every data structure
  * (docs/design.md §5.4; docs/epochs.md has the argument and the costs).
  *
@@ -40,20 +40,20 @@
 extern "C" {
 #endif
 
-/* Enter the domain of blade for the calling task (or main context).
+/** Enter the domain of blade for the calling task (or main context).
  * SMART_ENOENT for a blade not joined, SMART_EINVAL when the task is
  * already in another domain, SMART_ENOSPC when the blade's 1024
  * announcement words are all taken, or an op's error (the first enter of a
  * worker claims its word with a CAS).  Thread: w's. */
 int smart_epoch_enter(smart_worker_t *w, uint16_t blade);
 
-/* Leave the domain.  Call it after the section's last read completed
+/** Leave the domain.  Call it after the section's last read completed
  * (after its smart_sync()).  May post (without waiting for it) the write
  * that tells the others the worker is idle, and may run a reclamation
  * scan (one round trip) when enough blocks were retired.  Thread: w's. */
 void smart_epoch_exit(smart_worker_t *w);
 
-/* Retire a block of `size` bytes (as allocated) that an op of the caller
+/** Retire a block of `size` bytes (as allocated) that an op of the caller
  * unlinked, and which has completed: it is freed (smart_free) once no task
  * of any client that entered the domain before this call can hold it.
  * Callable inside or outside a section.  SMART_EINVAL for a bad address,
@@ -61,7 +61,7 @@ void smart_epoch_exit(smart_worker_t *w);
 int smart_epoch_retire(smart_worker_t *w, uint16_t blade, smart_gaddr_t addr,
 		       size_t size);
 
-/* Scan now and free what is safe; with timeout_ms > 0, keep scanning until
+/** Scan now and free what is safe; with timeout_ms > 0, keep scanning until
  * nothing this worker retired in the domain is left or the time is up
  * (SMART_ETIMEDOUT: somebody is still inside).  Not from inside a section
  * (SMART_EBUSY).  For shutdown paths and tests.  Thread: w's. */

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Global addresses: where a byte lives in the disaggregated memory.
  *
  * A smart_gaddr_t is 64 bits: the blade id in the top 16 bits and the byte
@@ -21,7 +21,7 @@ typedef uint64_t smart_gaddr_t;
 #define SMART_GADDR_OFF_BITS 48
 #define SMART_GADDR_OFF_MASK ((UINT64_C(1) << SMART_GADDR_OFF_BITS) - 1)
 #define SMART_GADDR_DM	     (UINT64_C(1) << 47)
-/* Blade ids are limited so that per-worker tables stay small. */
+/** Blade ids are limited so that per-worker tables stay small. */
 #define SMART_BLADE_ID_MAX   1023
 
 static inline smart_gaddr_t smart_gaddr(uint16_t blade, uint64_t off)
@@ -40,7 +40,7 @@ static inline uint64_t smart_gaddr_off(smart_gaddr_t a)
 	return a & SMART_GADDR_OFF_MASK;
 }
 
-/* 1 when a addresses device memory. */
+/** 1 when a addresses device memory. */
 static inline int smart_gaddr_is_dm(smart_gaddr_t a)
 {
 	return a != SMART_GADDR_NULL && (a & SMART_GADDR_DM);

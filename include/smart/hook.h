@@ -1,4 +1,4 @@
-/*
+/** @file
  * Interleaving hooks (docs/design.md §10.1): named points between the steps
  * of a data structure's protocol ("ht.split.published", "ht.insert.placed",
  * ...; docs/ht.md lists Smart-HT's) at which a test can stop a client
@@ -27,15 +27,15 @@
 extern "C" {
 #endif
 
-/* Called at a point; 0 to go on, a negative SMART_E* code to make the
+/** Called at a point; 0 to go on, a negative SMART_E* code to make the
  * operation fail there as if an op had returned it. */
 typedef int (*smart_hook_fn)(smart_worker_t *w, const char *point, void *arg);
 
-/* Install (fn NULL: remove) the hook of ctx.  SMART_EINVAL for NULL ctx.
+/** Install (fn NULL: remove) the hook of ctx.  SMART_EINVAL for NULL ctx.
  * Thread: any. */
 int smart_ctx_set_hook(smart_ctx_t *ctx, smart_hook_fn fn, void *arg);
 
-/* The hook of ctx, or NULL; *arg (when not NULL) receives its argument.
+/** The hook of ctx, or NULL; *arg (when not NULL) receives its argument.
  * Thread: any. */
 smart_hook_fn smart_ctx_hook(const smart_ctx_t *ctx, void **arg);
 

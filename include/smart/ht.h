@@ -1,4 +1,4 @@
-/*
+/** @file
  * Smart-HT: a RACE-style extendible hash table in blade memory, operated
  * with one-sided ops only (docs/ht.md has the layouts and the protocol).
  *
@@ -49,11 +49,11 @@ extern "C" {
 typedef struct smart_ht smart_ht_t;
 
 struct smart_ht_config {
-	uint32_t struct_size; /* sizeof, set by the init function:
+	uint32_t struct_size; /**< sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
 	/* Blades holding the shards (NULL: the home blade alone). */
 	const uint16_t *blades;
-	unsigned nblades; /* 1..SMART_HT_SHARDS_MAX */
+	unsigned nblades; /**< 1..SMART_HT_SHARDS_MAX */
 	/* 2^depth subtables per shard (0..SMART_HT_DEPTH_MAX). */
 	unsigned depth;
 	/* Main buckets per subtable: even, 2..2^20. */
@@ -76,20 +76,20 @@ struct smart_ht_config {
 	unsigned split_chunk;
 };
 
-/* What a table looks like now (directory re-read for the counts). */
+/** What a table looks like now (directory re-read for the counts). */
 struct smart_ht_stats {
-	unsigned global_depth; /* largest over the shards */
-	unsigned subtables;    /* distinct subtables, all shards */
-	uint64_t splits;       /* splits done through this table object */
-	uint64_t retired;      /* blocks this ctx retired (all structures:
+	unsigned global_depth; /**< largest over the shards */
+	unsigned subtables;    /**< distinct subtables, all shards */
+	uint64_t splits;       /**< splits done through this table object */
+	uint64_t retired;      /**< blocks this ctx retired (all structures:
 				 * a ctx-wide count, SMART_STAT_EPOCH_RETIRED) */
-	uint64_t freed;	       /* blocks this ctx freed after their grace
+	uint64_t freed;	       /**< blocks this ctx freed after their grace
 				 * period (all structures: a ctx-wide count,
 				 * SMART_STAT_EPOCH_FREED) */
-	uint64_t recovered;    /* splits of dead clients this object
+	uint64_t recovered;    /**< splits of dead clients this object
 				 * finished or undid */
-	uint64_t tent_cleared; /* dead clients' tentative slots cleared */
-	uint64_t leaked;       /* blocks left unfreed because a transport
+	uint64_t tent_cleared; /**< dead clients' tentative slots cleared */
+	uint64_t leaked;       /**< blocks left unfreed because a transport
 				 * error hid whether they were published */
 	/* paths taken (tests assert them): bucket headers that disagreed
 	 * with the cached directory, misses or frozen hits that the
@@ -97,7 +97,7 @@ struct smart_ht_stats {
 	uint64_t header_retries, verify_retries, frozen_hits;
 };
 
-/* Fill *out (the directory re-read through w, so one round trip per
+/** Fill *out (the directory re-read through w, so one round trip per
  * shard; the size *out has in the caller's header is passed along:
  * docs/api.md §4).  SMART_EINVAL for NULL arguments (w included: the counts need
  * the remote directory), the transport's errors.  Thread: w's. */
@@ -109,17 +109,17 @@ static inline int smart_ht_stats(smart_ht_t *t, smart_worker_t *w,
 	return smart_ht_stats_sized(t, w, out, sizeof(*out));
 }
 
-/* Defaults: home blade only, depth 2, 1024 buckets, 16384 cache entries,
+/** Defaults: home blade only, depth 2, 1024 buckets, 16384 cache entries,
  * reclamation on; cfg->struct_size set (docs/api.md §4).  Cannot fail: void. */
 void smart_ht_config_init(struct smart_ht_config *cfg);
 
-/* Create a table named by root entry root_idx of blade `blade` (cfg NULL:
+/** Create a table named by root entry root_idx of blade `blade` (cfg NULL:
  * defaults).  SMART_EEXIST when that root entry is already in use.
  * Thread: w's. */
 int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		    const struct smart_ht_config *cfg, smart_ht_t **out);
 
-/* Open the table named by root entry root_idx of blade `blade`.  Every
+/** Open the table named by root entry root_idx of blade `blade`.  Every
  * blade of the table must be connected to the worker's ctx.  SMART_EINVAL
  * for NULL arguments or root_idx >= SMART_ROOT_ENTRIES, SMART_ENOENT when
  * the entry names no table (or a blade is not joined), SMART_ENOMEM, the
@@ -129,7 +129,7 @@ int smart_ht_create(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 int smart_ht_open(smart_worker_t *w, uint16_t blade, unsigned root_idx,
 		  const struct smart_ht_config *cfg, smart_ht_t **out);
 
-/* Named tables: a table found by name among the root entries of blade
+/** Named tables: a table found by name among the root entries of blade
  * `blade` (64..255, probed from the name's hash; names are 1..47 bytes).
  * create fails with SMART_EEXIST when the name is taken (of concurrent
  * creators of one name exactly one succeeds), SMART_ENOSPC when no root
@@ -140,10 +140,10 @@ int smart_ht_create_named(smart_worker_t *w, uint16_t blade, const char *name,
 int smart_ht_open_named(smart_worker_t *w, uint16_t blade, const char *name,
 			const struct smart_ht_config *cfg, smart_ht_t **out);
 
-/* The table's name ("" for a table made by root index).  Thread: any. */
+/** The table's name ("" for a table made by root index).  Thread: any. */
 const char *smart_ht_name(const smart_ht_t *t);
 
-/* Destroy the remote table: its root entry is released
+/** Destroy the remote table: its root entry is released
  * (smart_root_release: a named table's entry becomes a tombstone that
  * probes walk past; the name can be created again, in a later entry of
  * its probe range), then every KV block, subtable, directory and the
@@ -156,7 +156,7 @@ const char *smart_ht_name(const smart_ht_t *t);
  * (another drop won), the transport's errors.  Thread: w's. */
 int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
 
-/* Recovery sweep: finish or undo every split a dead client left locked,
+/** Recovery sweep: finish or undo every split a dead client left locked,
  * and clear every tentative slot a dead client left (their blocks are
  * retired).  Operations do this by themselves, lazily, for what they run
  * into; a sweep does it for the whole table (e.g. after crashes, before a
@@ -168,14 +168,14 @@ int smart_ht_drop(smart_ht_t *t, smart_worker_t *w);
  * Thread: w's. */
 int smart_ht_sweep(smart_ht_t *t, smart_worker_t *w);
 
-/* Free the local table object (the remote table stays).  NULL is a no-op;
+/** Free the local table object (the remote table stays).  NULL is a no-op;
  * returns 0.  w (a worker of the ctx on the calling thread, or NULL) is
  * taken for the convention of every structure's close (docs/api.md): a
  * hash table object holds nothing remote to give back.  Thread: any, once
  * no other uses t. */
 int smart_ht_close(smart_ht_t *t, smart_worker_t *w);
 
-/* Write one key (Semantics above): insert SMART_EEXIST when present,
+/** Write one key (Semantics above): insert SMART_EEXIST when present,
  * update and delete SMART_ENOENT when absent, upsert either way;
  * SMART_EINVAL for NULL or oversize arguments, SMART_ENOSPC, SMART_ERETRY,
  * the transport's errors; the table unchanged on any error.  Thread: w's. */
@@ -188,14 +188,14 @@ int smart_ht_upsert(smart_ht_t *t, smart_worker_t *w, const void *key,
 int smart_ht_delete(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len);
 
-/* Copy the key's value into val (capacity cap) and its length into
+/** Copy the key's value into val (capacity cap) and its length into
  * *val_len.  SMART_ENOENT when absent; SMART_ERANGE when cap is too small,
  * in which case only *val_len (the size needed) is written.  val may be
  * NULL when cap is 0.  Thread: w's. */
 int smart_ht_search(smart_ht_t *t, smart_worker_t *w, const void *key,
 		    size_t key_len, void *val, size_t cap, size_t *val_len);
 
-/* Number of shards of the table.  Thread: any. */
+/** Number of shards of the table.  Thread: any. */
 unsigned smart_ht_shards(const smart_ht_t *t);
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Client leases: how a client tells a dead holder from a slow one
  * (docs/design.md §5.3; docs/leases.md has the protocol, the timing argument
  * and the window in which a paused client can still write).
@@ -31,11 +31,11 @@
 extern "C" {
 #endif
 
-/* This ctx's client id on a connected blade (1..65535).  SMART_ENOENT for
+/** This ctx's client id on a connected blade (1..65535).  SMART_ENOENT for
  * a blade the ctx has not joined.  Thread: any. */
 int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id);
 
-/* Is the client with this id alive on the blade?  1 alive, 0 dead (fenced,
+/** Is the client with this id alive on the blade?  1 alive, 0 dead (fenced,
  * or gone: its lease was released or given to another client), or a
  * negative SMART_E* code.  Answers from the keeper's latest look at the
  * lease table (at most lease_ms / 8 old) and reads the lease word itself
@@ -44,20 +44,20 @@ int smart_lease_id(const smart_ctx_t *ctx, uint16_t blade, uint16_t *id);
  * Thread: w's. */
 int smart_lease_alive(smart_worker_t *w, uint16_t blade, uint16_t id);
 
-/* The same, from the lease word read now (one round trip): for a decision
+/** The same, from the lease word read now (one round trip): for a decision
  * that cannot wait for the keeper's next look, e.g. whether a holder that
  * just lost a race is still there to clean up after itself.  Errors as
  * for smart_lease_alive, and the READ's.  Thread: w's. */
 int smart_lease_alive_now(smart_worker_t *w, uint16_t blade, uint16_t id);
 
-/* Fence the client with this id now, whatever its lease says (an
+/** Fence the client with this id now, whatever its lease says (an
  * operator's or a recovery tool's decision; the keepers do it by
  * themselves for clients that stopped renewing).  0 when it is fenced or
  * gone, SMART_EINVAL for this ctx's own id, SMART_ERETRY if its word kept
  * changing.  Thread: w's. */
 int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id);
 
-/* Something this ctx leaves in blade memory names its lease ids after it
+/** Something this ctx leaves in blade memory names its lease ids after it
  * is gone (locks a structure could not release: a stuck transaction
  * freed, docs/dtx.md §5): smart_ctx_destroy then ends its sessions
  * without a BYE, so that each blade fences the lease and never hands the
@@ -67,7 +67,7 @@ int smart_lease_fence(smart_worker_t *w, uint16_t blade, uint16_t id);
  * SMART_EINVAL for NULL.  Thread: any. */
 int smart_ctx_taint(smart_ctx_t *ctx);
 
-/* Fence this ctx now, as its keeper does when its lease runs out: its ops
+/** Fence this ctx now, as its keeper does when its lease runs out: its ops
  * fail with SMART_EFENCED from here on and its leases are renewed no
  * more, so the peers' keepers fence them within lease_ms plus a renewal
  * period (not sooner: what it has in flight lands before, the margin of
@@ -80,7 +80,7 @@ int smart_ctx_taint(smart_ctx_t *ctx);
  * Thread: any. */
 int smart_ctx_fence(smart_ctx_t *ctx);
 
-/* delta +1: a structure leaves something in blade memory that names this
+/** delta +1: a structure leaves something in blade memory that names this
  * ctx's ids and that it will settle itself while it is used (Smart-DTX:
  * an object's unlocks posted and not yet seen landed); -1: settled.
  * While holds are taken, smart_ctx_destroy ends the sessions without a
@@ -89,7 +89,7 @@ int smart_ctx_fence(smart_ctx_t *ctx);
  * another delta.  Thread: any. */
 int smart_ctx_hold(smart_ctx_t *ctx, int delta);
 
-/* 1 when this ctx has been fenced (by a peer, by the blade, or by itself
+/** 1 when this ctx has been fenced (by a peer, by the blade, or by itself
  * after its lease ran out); its ops fail with SMART_EFENCED.  Thread: any. */
 int smart_ctx_fenced(const smart_ctx_t *ctx);
 

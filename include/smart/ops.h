@@ -1,4 +1,4 @@
-/*
+/** @file
  * One-sided operations: READ, WRITE, CAS and FAA on blade memory.
  *
  * Ops are queued on the calling task's work-request chain for the target
@@ -53,7 +53,7 @@ extern "C" {
 
 #define SMART_BOUNCE_MAX 64
 
-/* Every op names the remote address first; outputs (READ data, CAS/FAA
+/** Every op names the remote address first; outputs (READ data, CAS/FAA
  * old values) come last.  Queueing errors (the header's comment: an op
  * refused is not queued): SMART_EINVAL, SMART_ENOENT, SMART_EREMOTE,
  * SMART_ENOTSUP (atomics); the transport's, and SMART_EFENCED, come from
@@ -61,17 +61,17 @@ extern "C" {
 int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst);
 int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 		size_t len);
-/* Compare-and-swap: if *addr == expect then *addr = desired; *old receives
+/** Compare-and-swap: if *addr == expect then *addr = desired; *old receives
  * the previous value (may be NULL).  addr must be 8-byte aligned.
  * Thread: w's. */
 int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 	      uint64_t desired, uint64_t *old);
-/* Fetch-and-add: *addr += add; *old receives the previous value (or NULL).
+/** Fetch-and-add: *addr += add; *old receives the previous value (or NULL).
  * Thread: w's. */
 int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	      uint64_t *old);
 
-/* Fence: the next op this task queues does not start at its blade before
+/** Fence: the next op this task queues does not start at its blade before
  * the task's earlier READs and atomics there have completed, and is not
  * overtaken by their re-execution (the transport contract lets a READ be
  * re-executed after later WRs, as InfiniBand does; verbs IBV_SEND_FENCE).
@@ -80,21 +80,21 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
  * posting order.  SMART_EINVAL for NULL w.  Thread: w's. */
 int smart_fence(smart_worker_t *w);
 
-/* Post the task's queued chains (one doorbell per chain).  SMART_EINVAL
+/** Post the task's queued chains (one doorbell per chain).  SMART_EINVAL
  * for NULL w; a post's failure shows at smart_sync().  Thread: w's. */
 int smart_post(smart_worker_t *w);
-/* Poll the worker's completion queues once, never waiting, and wake the
+/** Poll the worker's completion queues once, never waiting, and wake the
  * tasks whose ops completed; the number of completions handled.  What a
  * task posted and does not wait for (smart_post) makes progress there:
  * a NIC executes it on its own, shm executes WRs only when polled.  A
  * count (docs/api.md §2), or SMART_EINVAL for NULL w.  Thread: w's. */
 int smart_poll(smart_worker_t *w);
-/* Post and wait for all of the task's ops; the first error or 0
+/** Post and wait for all of the task's ops; the first error or 0
  * (SMART_EREMOTE, SMART_EQP, SMART_ETIMEDOUT, SMART_ECONN, SMART_EFENCED:
  * the header's comment).  Thread: w's. */
 int smart_sync(smart_worker_t *w);
 
-/* Convenience: queue one op and sync: the queueing errors, then
+/** Convenience: queue one op and sync: the queueing errors, then
  * smart_sync()'s.  Thread: w's. */
 int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len,
 		    void *dst);
@@ -105,7 +105,7 @@ int smart_cas_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 		   uint64_t *old);
 
-/* Registered local buffers, 64-byte aligned.  SMART_ENOMEM when the pool
+/** Registered local buffers, 64-byte aligned.  SMART_ENOMEM when the pool
  * (option buf_pool) is exhausted.  Blocks up to 64 KiB come from a cache
  * of the worker's, so a worker that frees what it allocates takes no lock
  * once warm.  Free with any worker of the ctx; a pointer the pool did not
@@ -113,7 +113,7 @@ int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 int smart_buf_alloc(smart_worker_t *w, size_t size, void **out);
 void smart_buf_free(smart_worker_t *w, void *buf);
 
-/* Per-task registered scratch: a stack of registered memory belonging to
+/** Per-task registered scratch: a stack of registered memory belonging to
  * the calling task (or to the worker's main context), for the buffers of
  * one operation.  smart_scratch_alloc() returns size bytes, 64-byte
  * aligned, usable in place by ops; they stay valid until

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Options: every tunable of the library in one declarative table.
  *
  * Precedence, lowest first: the built-in default, the environment variable
@@ -65,37 +65,37 @@ extern "C" {
 
 typedef struct smart_opts smart_opts_t;
 
-/* Create an options object holding the defaults overridden by SMART_* env
+/** Create an options object holding the defaults overridden by SMART_* env
  * variables.  A bad env value fails with SMART_EINVAL and logs which one.
  * Thread: any. */
 int smart_opts_create(smart_opts_t **out);
 
-/* Create with the built-in defaults only (ignores the environment).
+/** Create with the built-in defaults only (ignores the environment).
  * SMART_EINVAL for NULL out, SMART_ENOMEM.  Thread: any. */
 int smart_opts_create_defaults(smart_opts_t **out);
 
-/* Free an options object; NULL is a no-op.  Returns 0: it cannot fail.
+/** Free an options object; NULL is a no-op.  Returns 0: it cannot fail.
  * Thread: the object's (an options object is not thread safe). */
 int smart_opts_destroy(smart_opts_t *o);
 
-/* Set key to value.  SMART_ENOENT for an unknown key, SMART_EINVAL for a
+/** Set key to value.  SMART_ENOENT for an unknown key, SMART_EINVAL for a
  * value that does not parse or is out of range (the old value is kept).
  * Thread: the object's (an options object is not thread safe). */
 int smart_opts_set(smart_opts_t *o, const char *key, const char *value);
 
-/* Set from one "key=value" string (the tools' --opt): SMART_EINVAL
+/** Set from one "key=value" string (the tools' --opt): SMART_EINVAL
  * without '=', otherwise as smart_opts_set().  No length limit beyond the
  * option's own.
  * Thread: the object's (an options object is not thread safe). */
 int smart_opts_set_kv(smart_opts_t *o, const char *kv);
 
-/* Copy the value of key, as a string, into buf.  SMART_ENOENT, or
+/** Copy the value of key, as a string, into buf.  SMART_ENOENT, or
  * SMART_ERANGE if buf is too small.
  * Thread: the object's (an options object is not thread safe). */
 int smart_opts_get(const smart_opts_t *o, const char *key, char *buf,
 		   size_t len);
 
-/* Print every key with its current value, default and description.
+/** Print every key with its current value, default and description.
  * Thread: the object's (an options object is not thread safe). */
 void smart_opts_print(const smart_opts_t *o, FILE *f);
 

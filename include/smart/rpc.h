@@ -1,4 +1,4 @@
-/*
+/** @file
  * Messaging: peer endpoints and RPC over two-sided RDMA (X-RDMA's model,
  * docs/rpc.md).
  *
@@ -58,70 +58,70 @@ typedef struct smart_rpc smart_rpc_t;
 typedef struct smart_rpc_conn smart_rpc_conn_t;
 typedef struct smart_rpc_req smart_rpc_req_t;
 
-/* Endpoint settings: smart_rpc_config_init() first (it sets struct_size,
+/** Endpoint settings: smart_rpc_config_init() first (it sets struct_size,
  * docs/api.md), then change what differs; a zero field takes its
  * default. */
 struct smart_rpc_config {
-	uint32_t struct_size;	   /* sizeof, set by the init function:
+	uint32_t struct_size;  /**< sizeof, set by the init function:
 				 * docs/api.md, "Extensible structs" */
-	uint32_t window;	   /* receives per connection for data: 64
+	uint32_t window;       /**< receives per connection for data: 64
 				 * (2..4096, rounded up to a power of 2) */
-	uint32_t eager_max;	   /* largest payload: 4096 (48..1 MiB - 16) */
-	uint32_t max_conns;	   /* connections at once: 64 (1..4096) */
-	uint32_t timeout_ms;	   /* calls and connects: 5000 */
-	uint32_t max_pending;	   /* handshakes in progress (unauthenticated
+	uint32_t eager_max;    /**< largest payload: 4096 (48..1 MiB - 16) */
+	uint32_t max_conns;    /**< connections at once: 64 (1..4096) */
+	uint32_t timeout_ms;   /**< calls and connects: 5000 */
+	uint32_t max_pending;  /**< handshakes in progress (unauthenticated
 				 * ones are evicted oldest first): 16 */
-	uint32_t backlog_max;	   /* reply bytes queued per connection behind
+	uint32_t backlog_max;  /**< reply bytes queued per connection behind
 				 * its window before it is cut off: 4 MiB */
-	uint32_t keepalive_ms;	   /* silence after which a connection is
+	uint32_t keepalive_ms; /**< silence after which a connection is
 				 * probed: 1000 (1..3600000) */
-	uint32_t keepalive_misses; /* a peer silent for keepalive_ms x this
+	uint32_t keepalive_misses; /**< a peer silent for keepalive_ms x this
 				 * is dead: 5 (2..100) */
-	uint32_t trace_every;	   /* trace one call in this many (both ends,
+	uint32_t trace_every;	   /**< trace one call in this many (both ends,
 				 * smart_rpc_traces): 1024; UINT32_MAX: none */
-	uint32_t slow_poll_us;	   /* a gap between two polls of the endpoint
+	uint32_t slow_poll_us;	   /**< a gap between two polls of the endpoint
 				 * longer than this is a slow poll (counted;
 				 * messages wait meanwhile): 1000 */
-	uint32_t qp_cache;	   /* connections kept ready (QP created and its
+	uint32_t qp_cache;     /**< connections kept ready (QP created and its
 				 * receives posted: X-RDMA's QP cache) for the
 				 * next connect or accept, made one at a time
 				 * when the endpoint is idle and at each 1-ms
 				 * tick: 2 (UINT32_MAX: none; at most 64) */
-	uint32_t rndv_max;	   /* the longest message, sent by rendezvous
+	uint32_t rndv_max;     /**< the longest message, sent by rendezvous
 				 * when longer than eager_max: 64 MiB (up to
 				 * 1 GiB; rounded up to 64 KiB).  The endpoint
 				 * registers two regions this large (staging,
 				 * which peers READ, and landing) */
-	uint32_t busy_us;	   /* event mode: how long after the last
+	uint32_t busy_us;      /**< event mode: how long after the last
 				 * message the endpoint stays in polling mode
 				 * (smart_rpc_event_arm refuses): 50 (up to
 				 * 1000000) */
-	uint32_t allow_uid[4];	   /* shm: uids besides our effective uid and
+	uint32_t allow_uid[4]; /**< shm: uids besides our effective uid and
 				 * root that may be the other end of a
 				 * connection, either way (SO_PEERCRED); 0:
 				 * an unused entry */
 };
 
-/* A config in a designated initializer: { SMART_RPC_CONFIG_INIT,
+/** A config in a designated initializer: { SMART_RPC_CONFIG_INIT,
  * .window = 8 }, the same as smart_rpc_config_init() then the fields. */
 #define SMART_RPC_CONFIG_INIT .struct_size = sizeof(struct smart_rpc_config)
 
-/* Every field zero (its default) and struct_size set.  Cannot fail: void. */
+/** Every field zero (its default) and struct_size set.  Cannot fail: void. */
 void smart_rpc_config_init(struct smart_rpc_config *cfg);
 
-/* Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field
+/** Create an endpoint on w (cfg NULL: defaults).  SMART_EINVAL for a field
  * out of range, SMART_ENOTSUP when the transport has no two-sided
  * operations, SMART_EBUSY when w already has an endpoint.  Thread: w's. */
 int smart_rpc_create(smart_worker_t *w, const struct smart_rpc_config *cfg,
 		     smart_rpc_t **out);
 
-/* Close every connection (their open calls fail with SMART_ECONN), stop
+/** Close every connection (their open calls fail with SMART_ECONN), stop
  * listening and free the endpoint.  NULL: no-op returning 0.
  * SMART_EBUSY, nothing done, while a task waits in a call on it.
  * Thread: the endpoint's. */
 int smart_rpc_destroy(smart_rpc_t *rpc);
 
-/*
+/**
  * A handler: data/len is the request's payload, valid until the handler
  * returns.  req is valid until smart_rpc_reply(req, ...) (for a one-way
  * message req is NULL: nothing to reply).
@@ -129,30 +129,30 @@ int smart_rpc_destroy(smart_rpc_t *rpc);
 typedef void (*smart_rpc_handler_fn)(smart_rpc_req_t *req, const void *data,
 				     uint32_t len, void *arg);
 
-/* Every endpoint answers this op itself, with the request's bytes
+/** Every endpoint answers this op itself, with the request's bytes
  * (smart-ping --rpc: a round trip through the RPC path of any peer). */
 #define SMART_RPC_OP_PING 0xffff
 
-/* Serve op with fn (replacing any handler of op; fn NULL: none).  A
+/** Serve op with fn (replacing any handler of op; fn NULL: none).  A
  * request for an op without a handler is answered with SMART_ENOENT.
  * SMART_EINVAL for SMART_RPC_OP_PING, which is the library's.
  * Thread: the endpoint's. */
 int smart_rpc_register(smart_rpc_t *rpc, uint16_t op, smart_rpc_handler_fn fn,
 		       void *arg);
 
-/* Listen for peers at "host:port" (port 0: any free one; host as for
+/** Listen for peers at "host:port" (port 0: any free one; host as for
  * smart_connect, "127.0.0.1" unless told otherwise).  Peers must present
  * the ctx's shared secret.  Handshakes are served by
  * smart_rpc_progress().  SMART_EEXIST when already listening.
  * Thread: the endpoint's. */
 int smart_rpc_listen(smart_rpc_t *rpc, const char *hostport);
 
-/* The address listened at, "host:port" with the real port, into buf.
+/** The address listened at, "host:port" with the real port, into buf.
  * SMART_EINVAL for NULL arguments or len 0, SMART_ENOENT when not
  * listening, SMART_ERANGE when buf is too short.  Thread: the endpoint's. */
 int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len);
 
-/* Connect to a peer listening at "host:port", waiting up to timeout_ms.
+/** Connect to a peer listening at "host:port", waiting up to timeout_ms.
  * The endpoint goes on meanwhile: from a task the dial yields (other
  * tasks run, the worker and so the endpoint are polled); from the main
  * context it polls the worker (handlers run).  SMART_EACCES: secret
@@ -162,14 +162,14 @@ int smart_rpc_listen_addr(const smart_rpc_t *rpc, char *buf, size_t len);
 int smart_rpc_connect(smart_rpc_t *rpc, const char *hostport,
 		      smart_rpc_conn_t **out);
 
-/* Close a connection: its open calls fail with SMART_ECONN, requests of
+/** Close a connection: its open calls fail with SMART_ECONN, requests of
  * it not replied to are dropped.  NULL, or one closed already: no-op
  * returning 0.  SMART_EINVAL, nothing done, for an accepted connection
  * (the endpoint's: it goes when its peer closes or with the endpoint).
  * Thread: the endpoint's. */
 int smart_rpc_close(smart_rpc_conn_t *c);
 
-/*
+/**
  * Call op on the peer with len bytes of request and wait for the answer:
  * up to cap bytes of it land in resp, *resp_len gets its length.  Returns
  * the handler's status (0 or what it passed to smart_rpc_reply),
@@ -190,7 +190,7 @@ int smart_rpc_close(smart_rpc_conn_t *c);
 int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 		   uint32_t len, void *resp, uint32_t cap, uint32_t *resp_len);
 
-/* Send a one-way message (no answer).  Returns once it is queued on the
+/** Send a one-way message (no answer).  Returns once it is queued on the
  * connection (a long one: once copied into the staging region); waits
  * only while the window or the staging region is full, up to timeout_ms
  * (SMART_ETIMEDOUT; SMART_EAGAIN from a handler, which cannot wait).  Messages of one connection are
@@ -198,7 +198,7 @@ int smart_rpc_call(smart_rpc_conn_t *c, uint16_t op, const void *req,
 int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
 		   uint32_t len);
 
-/* Is the connection of a request still there?  0 if it is (a reply will
+/** Is the connection of a request still there?  0 if it is (a reply will
  * go), SMART_ECONN if it closed (a reply only gives the request back),
  * SMART_EINVAL for a request not open.  A request stays taken until it is
  * answered, its connection gone or not, and the endpoint has RPC_REQS
@@ -208,7 +208,7 @@ int smart_rpc_send(smart_rpc_conn_t *c, uint16_t op, const void *data,
  * reconnect take them all (docs/rpc.md §15).  Thread: the endpoint's. */
 int smart_rpc_req_check(const smart_rpc_req_t *req);
 
-/* Answer a request with status (0 or a negative SMART_E*) and len bytes.
+/** Answer a request with status (0 or a negative SMART_E*) and len bytes.
  * req is gone afterwards, whatever the result.  SMART_ECONN when its
  * connection closed meanwhile (the answer is dropped), SMART_EINVAL for
  * a len longer than either side takes (the caller gets SMART_ERANGE
@@ -218,7 +218,7 @@ int smart_rpc_req_check(const smart_rpc_req_t *req);
 int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
 		    uint32_t len);
 
-/* Poll the endpoint once: completions, messages (handlers run here),
+/** Poll the endpoint once: completions, messages (handlers run here),
  * handshakes, timeouts.  Returns the events handled.  Every wait of the
  * worker (smart_task_yield, smart_worker_run, smart_sync) polls it too.
  * Once the worker has found nothing for the ctx's `spin` option (20 µs),
@@ -228,52 +228,52 @@ int smart_rpc_reply(smart_rpc_req_t *req, int status, const void *data,
  * endpoint's. */
 int smart_rpc_progress(smart_rpc_t *rpc);
 
-/* Send what is queued on the endpoint's connections now (one-way sends
+/** Send what is queued on the endpoint's connections now (one-way sends
  * are batched until the next progress).  0, or SMART_EINVAL for NULL.
  * Thread: the endpoint's. */
 int smart_rpc_flush(smart_rpc_t *rpc);
 
-/* Counters of a connection (or, through smart_rpc_stats, of the endpoint:
+/** Counters of a connection (or, through smart_rpc_stats, of the endpoint:
  * live and past connections summed). */
 struct smart_rpc_stats {
-	uint64_t msgs_sent, msgs_recv;	 /* data messages */
-	uint64_t bytes_sent, bytes_recv; /* their payload bytes */
-	uint64_t acks_sent;		 /* bare ACKs */
+	uint64_t msgs_sent, msgs_recv;	 /**< data messages */
+	uint64_t bytes_sent, bytes_recv; /**< their payload bytes */
+	uint64_t acks_sent;		 /**< bare ACKs */
 	uint64_t calls, call_errors, call_timeouts;
-	uint64_t window_stalls;	  /* sends that found the window full */
-	uint64_t backlogged;	  /* replies queued behind the window */
-	uint64_t rnr;		  /* receiver-not-ready errors (0 by design) */
-	uint64_t rnr_waits;	  /* smart_rpc_stats only: SENDs of this
+	uint64_t window_stalls; /**< sends that found the window full */
+	uint64_t backlogged;	/**< replies queued behind the window */
+	uint64_t rnr;		/**< receiver-not-ready errors (0 by design) */
+	uint64_t rnr_waits;	/**< smart_rpc_stats only: SENDs of this
 				 * process (its transport domain, messaging
 				 * or not) that met no receive posted and
 				 * waited for one (0 by design) */
-	uint64_t proto_errors;	  /* malformed messages: connection cut */
-	uint64_t ka_probes;	  /* keepalive PINGs sent (after silence) */
-	uint64_t ka_failures;	  /* peers given up by the keepalive: silent,
+	uint64_t proto_errors;	/**< malformed messages: connection cut */
+	uint64_t ka_probes;	/**< keepalive PINGs sent (after silence) */
+	uint64_t ka_failures;	/**< peers given up by the keepalive: silent,
 				 * or acking none of our messages, for
 				 * keepalive_ms x keepalive_misses */
-	uint64_t rndv_sent;	  /* messages staged for a peer to READ */
-	uint64_t rndv_recv;	  /* messages READ from a peer and checked */
-	uint64_t rndv_held;	  /* data messages that arrived behind a
+	uint64_t rndv_sent;	/**< messages staged for a peer to READ */
+	uint64_t rndv_recv;	/**< messages READ from a peer and checked */
+	uint64_t rndv_held;	/**< data messages that arrived behind a
 				 * rendezvous and waited for it (in order) */
-	uint64_t traced;	  /* calls and handlers traced */
-	uint64_t slow_polls;	  /* endpoint only: polls that came more than
+	uint64_t traced;	/**< calls and handlers traced */
+	uint64_t slow_polls;	/**< endpoint only: polls that came more than
 				 * slow_poll_us after the one before */
-	uint64_t poll_gap_max_ns; /* endpoint only: the longest such gap */
-	uint64_t qp_cache_hits;	  /* connections that took a ready QP */
+	uint64_t poll_gap_max_ns; /**< endpoint only: the longest such gap */
+	uint64_t qp_cache_hits;	  /**< connections that took a ready QP */
 	uint64_t conns_accepted, conns_dialed, conns_failed;
 	uint64_t handshakes_refused;
-	uint64_t event_sleeps;	  /* endpoint only: arms that let the
+	uint64_t event_sleeps;	  /**< endpoint only: arms that let the
 				 * caller sleep (smart_rpc_event_arm) */
-	uint64_t cut_closes;	  /* connections we cut (a protocol error, a
+	uint64_t cut_closes;	  /**< connections we cut (a protocol error, a
 				 * peer not consuming or acking) whose peer
 				 * was sent a CLOSE */
-	uint64_t chan_slots_sent; /* channel slots committed */
-	uint64_t chan_slots_recv; /* channel slots taken (next) */
-	uint64_t chan_torn;	  /* FOOTER polls of a slot still landing */
+	uint64_t chan_slots_sent; /**< channel slots committed */
+	uint64_t chan_slots_recv; /**< channel slots taken (next) */
+	uint64_t chan_torn;	  /**< FOOTER polls of a slot still landing */
 };
 
-/* SMART_EINVAL for NULL arguments.  The _sized forms take the caller's
+/** SMART_EINVAL for NULL arguments.  The _sized forms take the caller's
  * sizeof (docs/api.md §4).  Thread: the endpoint's. */
 int smart_rpc_conn_stats_sized(const smart_rpc_conn_t *c,
 			       struct smart_rpc_stats *out, size_t size);
@@ -290,7 +290,7 @@ static inline int smart_rpc_stats(const smart_rpc_t *rpc,
 	return smart_rpc_stats_sized(rpc, out, sizeof(*out));
 }
 
-/*
+/**
  * Tracing: one call in cfg.trace_every is traced at both ends (the
  * request carries a flag; its handler is traced where it runs).  A
  * caller's record: the time it waited for room (window, staging) and the
@@ -301,21 +301,21 @@ static inline int smart_rpc_stats(const smart_rpc_t *rpc,
 enum { SMART_RPC_TRACE_CALL = 1, SMART_RPC_TRACE_HANDLER = 2 };
 
 struct smart_rpc_trace {
-	uint32_t id; /* the call's id, the same at both ends */
+	uint32_t id; /**< the call's id, the same at both ends */
 	uint16_t op;
-	uint8_t side;	     /* SMART_RPC_TRACE_* */
-	uint8_t rndv;	     /* 1: its request went by rendezvous */
-	int32_t status;	     /* caller: the call's result */
-	uint32_t len;	     /* request payload bytes */
-	uint64_t start_ns;   /* smart_now_ns() when the call began, or the
+	uint8_t side;	     /**< SMART_RPC_TRACE_* */
+	uint8_t rndv;	     /**< 1: its request went by rendezvous */
+	int32_t status;	     /**< caller: the call's result */
+	uint32_t len;	     /**< request payload bytes */
+	uint64_t start_ns;   /**< smart_now_ns() when the call began, or the
 				 * request was found */
-	uint64_t queue_ns;   /* waiting before it went (caller) or before
+	uint64_t queue_ns;   /**< waiting before it went (caller) or before
 				 * its handler ran (handler) */
-	uint64_t rtt_ns;     /* caller: sent to answered */
-	uint64_t handler_ns; /* handler: its run */
+	uint64_t rtt_ns;     /**< caller: sent to answered */
+	uint64_t handler_ns; /**< handler: its run */
 };
 
-/* The newest traces of the endpoint (up to 256 kept), oldest first, into
+/** The newest traces of the endpoint (up to 256 kept), oldest first, into
  * out (up to max records of the caller's sizeof: docs/api.md §4); returns
  * how many (a count: docs/api.md §2), or SMART_EINVAL for NULL rpc or out
  * or a negative max.  Thread: the endpoint's. */
@@ -327,7 +327,7 @@ static inline int smart_rpc_traces(const smart_rpc_t *rpc,
 	return smart_rpc_traces_sized(rpc, out, max, sizeof(*out));
 }
 
-/*
+/**
  * Event mode (X-RDMA's): an idle endpoint need not be polled.  The
  * descriptor of smart_rpc_event_fd (the endpoint's own; do not close it)
  * goes into the program's epoll set or poll(2); it becomes readable when
@@ -356,16 +356,16 @@ static inline int smart_rpc_traces(const smart_rpc_t *rpc,
 int smart_rpc_event_fd(smart_rpc_t *rpc, int *fd);
 int smart_rpc_event_arm(smart_rpc_t *rpc);
 
-/* Live connections of the endpoint.  Thread: the endpoint's. */
+/** Live connections of the endpoint.  Thread: the endpoint's. */
 int smart_rpc_conns(const smart_rpc_t *rpc);
 
-/* The endpoint's control socket, which smart-stat reads (docs/rpc.md):
+/** The endpoint's control socket, which smart-stat reads (docs/rpc.md):
  * its abstract unix name "smart-stat:<pid>:<n>" into buf.  SMART_ENOENT
  * when the endpoint has none (it could not be opened), SMART_ERANGE when
  * buf is too short.  Thread: the endpoint's. */
 int smart_rpc_stat_name(const smart_rpc_t *rpc, char *buf, size_t len);
 
-/* The name of counter i of struct smart_rpc_stats (its uint64_t fields in
+/** The name of counter i of struct smart_rpc_stats (its uint64_t fields in
  * order, e.g. 0 "msgs_sent"), as the control socket's answer names them;
  * NULL past the last.  Thread: any. */
 const char *smart_rpc_stats_field(unsigned i);

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Shared secrets: what a blade and its clients both hold, so that a blade
  * serves only clients that know it (docs/protocol.md).
  *
@@ -13,12 +13,12 @@
 extern "C" {
 #endif
 
-/* Lengths of any secret, from a file or in memory (smart_blade_config,
+/** Lengths of any secret, from a file or in memory (smart_blade_config,
  * smart_ctx_set_secret): shorter ones are refused as guessable. */
 #define SMART_SECRET_MIN 16
 #define SMART_SECRET_MAX 4096
 
-/*
+/**
  * Read a secret file: its bytes with one trailing newline removed, between
  * SMART_SECRET_MIN and SMART_SECRET_MAX.  The path may be a symlink; what
  * it names must be a regular file (a FIFO, device or directory is refused
@@ -29,7 +29,7 @@ extern "C" {
  */
 int smart_secret_load(const char *path, char **out, size_t *len);
 
-/* Fill buf with len random hexadecimal characters (getrandom), e.g. for an
+/** Fill buf with len random hexadecimal characters (getrandom), e.g. for an
  * embedded blade and its own ctx (smart_ctx_set_secret): use at least
  * SMART_SECRET_MIN (32 gives 128 bits).  1..4096 bytes; SMART_EINVAL, or
  * SMART_ESYS when the kernel gives no randomness.  Thread: any. */

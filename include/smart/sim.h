@@ -1,4 +1,4 @@
-/*
+/** @file
  * The virtual-time simulator (docs/sim.md): run a program's threads as
  * simulated threads (fibers) on the calling OS thread, in virtual time,
  * over the "sim" transport (transport=sim), so that unchanged code runs
@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-/* Run fn(arg) as the first simulated thread of a new engine on the
+/** Run fn(arg) as the first simulated thread of a new engine on the
  * calling thread, and return when it and every thread it spawned have
  * returned.  spec: NULL, "" or "default", or key=value,... of seed
  * (default 1), sync_ns (CPU per post/poll, 250: fitted, docs/sim.md §2),
@@ -28,15 +28,15 @@ extern "C" {
  * called from a simulated thread; SMART_ENOMEM.  Thread: any real one. */
 int smart_sim_run(const char *spec, void (*fn)(void *), void *arg);
 
-/* A new simulated thread running fn(arg), starting at the caller's
+/** A new simulated thread running fn(arg), starting at the caller's
  * virtual time.  0, SMART_EINVAL (not on a simulated thread, NULL fn),
  * SMART_EAGAIN (max_threads), SMART_ENOMEM.  Thread: a simulated one. */
 int smart_sim_spawn(void (*fn)(void *), void *arg);
 
-/* 1 on a simulated thread, else 0.  Thread: any. */
+/** 1 on a simulated thread, else 0.  Thread: any. */
 int smart_sim_active(void);
 
-/* Sleep ns of virtual time (others run).  0, or SMART_EINVAL when not on
+/** Sleep ns of virtual time (others run).  0, or SMART_EINVAL when not on
  * a simulated thread.  Thread: a simulated one. */
 int smart_sim_sleep_ns(uint64_t ns);
 

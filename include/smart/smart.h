@@ -1,4 +1,4 @@
-/*
+/** @file
  * Smart in C: one-sided disaggregated-memory framework.  The umbrella
  * header; each part is documented in its own header.
  */
@@ -22,7 +22,7 @@
 #include "smart/hook.h"
 #include "smart/sim.h"
 
-/* The version of these headers.  The major is the shared library's soname
+/** The version of these headers.  The major is the shared library's soname
  * (libsmart.so.1): within it nothing is removed or changed incompatibly; a
  * minor adds functions, each under its own symbol version node SMART_1.<minor>
  * (docs/design.md §12).  The build checks the four agree. */
@@ -31,7 +31,7 @@
 #define SMART_VERSION_PATCH  0
 #define SMART_VERSION_STRING "1.0.0"
 
-/* The version of the library loaded at run time, which may be a later 1.x
+/** The version of the library loaded at run time, which may be a later 1.x
  * than the headers an application was compiled with: an application that
  * needs a function of 1.<n> checks *minor >= n (the loader already refused
  * a library lacking the version node of a function it links).  Stores the

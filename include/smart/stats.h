@@ -1,4 +1,4 @@
-/*
+/** @file
  * Statistics: per-worker counters merged on demand.
  *
  * Each worker writes its own counters without atomics or locks; a snapshot
@@ -20,47 +20,47 @@
 extern "C" {
 #endif
 
-/* Counter ids; smart_stat_name() gives their names in text and JSON. */
+/** Counter ids; smart_stat_name() gives their names in text and JSON. */
 enum smart_stat {
 	SMART_STAT_READS,
 	SMART_STAT_WRITES,
 	SMART_STAT_CASES,
 	SMART_STAT_FAAS,
-	SMART_STAT_CAS_FAILS, /* CAS whose old value != expect */
+	SMART_STAT_CAS_FAILS, /**< CAS whose old value != expect */
 	SMART_STAT_BYTES_READ,
 	SMART_STAT_BYTES_WRITTEN,
 	SMART_STAT_WRS_POSTED,
-	SMART_STAT_DOORBELLS,	/* chains posted */
-	SMART_STAT_COMPLETIONS, /* completions polled */
-	SMART_STAT_POLLS,	/* CQ polls, empty or not */
+	SMART_STAT_DOORBELLS,	/**< chains posted */
+	SMART_STAT_COMPLETIONS, /**< completions polled */
+	SMART_STAT_POLLS,	/**< CQ polls, empty or not */
 	SMART_STAT_SYNCS,
-	SMART_STAT_BOUNCES, /* ops that went through a bounce slot */
-	SMART_STAT_QP_FULL, /* posts deferred because a send queue was full */
+	SMART_STAT_BOUNCES, /**< ops that went through a bounce slot */
+	SMART_STAT_QP_FULL, /**< posts deferred because a send queue was full */
 	SMART_STAT_CREDIT_WAITS,
 	SMART_STAT_RETRIES,
 	SMART_STAT_BACKOFF_CYCLES,
-	SMART_STAT_ERRORS, /* error completions */
+	SMART_STAT_ERRORS, /**< error completions */
 	SMART_STAT_RECONNECTS,
 	SMART_STAT_TASK_SWITCHES,
 	SMART_STAT_TASKS_SPAWNED,
 	SMART_STAT_CHUNKS_CLAIMED,
 	SMART_STAT_ALLOCS,
 	SMART_STAT_FREES,
-	SMART_STAT_WRS_DONE,	    /* WRs completed (credits returned) */
-	SMART_STAT_GUARDED_OPS,	    /* operations ended by smart_backoff_end */
-	SMART_STAT_ADMISSION_WAITS, /* guard entries that had to queue */
+	SMART_STAT_WRS_DONE,	/**< WRs completed (credits returned) */
+	SMART_STAT_GUARDED_OPS, /**< operations ended by smart_backoff_end */
+	SMART_STAT_ADMISSION_WAITS, /**< guard entries that had to queue */
 	SMART_STAT_TUNER_EPOCHS,
-	SMART_STAT_POOL_LOCKS,	    /* registered-pool mutex acquisitions */
-	SMART_STAT_EPOCH_ENTERS,    /* smart_epoch_enter (outermost) */
-	SMART_STAT_EPOCH_ANNOUNCES, /* announcement words written */
-	SMART_STAT_EPOCH_RETIRED,   /* blocks retired */
-	SMART_STAT_EPOCH_FREED,	    /* of which freed by this ctx */
+	SMART_STAT_POOL_LOCKS,	    /**< registered-pool mutex acquisitions */
+	SMART_STAT_EPOCH_ENTERS,    /**< smart_epoch_enter (outermost) */
+	SMART_STAT_EPOCH_ANNOUNCES, /**< announcement words written */
+	SMART_STAT_EPOCH_RETIRED,   /**< blocks retired */
+	SMART_STAT_EPOCH_FREED,	    /**< of which freed by this ctx */
 	SMART_STAT_EPOCH_SCANS,
-	SMART_STAT_EPOCH_TAKEN_BACK,  /* dead clients' words cleared */
-	SMART_STAT_EPOCH_LEAKED,      /* blocks that could not be freed */
-	SMART_STAT_ROUND_TRIPS,	      /* syncs that waited for the network (had
+	SMART_STAT_EPOCH_TAKEN_BACK, /**< dead clients' words cleared */
+	SMART_STAT_EPOCH_LEAKED,     /**< blocks that could not be freed */
+	SMART_STAT_ROUND_TRIPS,	     /**< syncs that waited for the network (had
 				 * WRs in flight once posted) */
-	SMART_STAT_ALLOC_ROUND_TRIPS, /* of which in smart_alloc/free */
+	SMART_STAT_ALLOC_ROUND_TRIPS, /**< of which in smart_alloc/free */
 	/* data structures' local caches (smart_stat_add): lookups of an
 	 * index cache answered locally or not, and speculative lookups
 	 * answered by their one small READ or not */
@@ -68,21 +68,21 @@ enum smart_stat {
 	SMART_STAT_CACHE_MISSES,
 	SMART_STAT_SPEC_HITS,
 	SMART_STAT_SPEC_MISSES,
-	SMART_STAT_CQ_FAILURES, /* completion queues that failed (overrun,
+	SMART_STAT_CQ_FAILURES, /**< completion queues that failed (overrun,
 				 * dead device) and were replaced; their
 				 * waiting operations failed */
-	SMART_STAT_YIELDS,	/* empty polls of a wait past the spin
+	SMART_STAT_YIELDS,	/**< empty polls of a wait past the spin
 				 * option that yielded the CPU */
 	SMART_STAT__COUNT
 };
 
-/* Room for the counters of later versions: c[] keeps its size when one is
+/** Room for the counters of later versions: c[] keeps its size when one is
  * added, so the fields after it stay where an older caller has them
  * (docs/api.md §4). */
 #define SMART_STAT_MAX 96
 
 typedef struct smart_stats {
-	uint64_t c[SMART_STAT_MAX]; /* SMART_STAT__COUNT used, the rest 0 */
+	uint64_t c[SMART_STAT_MAX]; /**< SMART_STAT__COUNT used, the rest 0 */
 	/* sync latency (post to last completion) in ns, from a sample of one
 	 * sync in 16 (option latency_stats); sync_count counts the sample */
 	uint64_t sync_count;
@@ -110,15 +110,15 @@ typedef struct smart_stats {
 	int fenced;
 } smart_stats_t;
 
-/* Thread: any. */
+/** Thread: any. */
 const char *smart_stat_name(enum smart_stat id);
 
-/* Add n to counter id of worker w (its owner thread only; no shared cache
+/** Add n to counter id of worker w (its owner thread only; no shared cache
  * line, no lock: what a data structure counts on its fast path).  Unknown
  * ids and NULL are ignored.  Thread: w's. */
 void smart_stat_add(smart_worker_t *w, enum smart_stat id, uint64_t n);
 
-/* Merge the counters of every worker of ctx (live and destroyed).
+/** Merge the counters of every worker of ctx (live and destroyed).
  * SMART_EINVAL for NULL arguments, SMART_ENOMEM.  The _sized forms take
  * the size of the caller's struct (docs/api.md §4).  Thread: any. */
 int smart_stats_snapshot_sized(smart_ctx_t *ctx, smart_stats_t *out,
@@ -128,7 +128,7 @@ static inline int smart_stats_snapshot(smart_ctx_t *ctx, smart_stats_t *out)
 	return smart_stats_snapshot_sized(ctx, out, sizeof(*out));
 }
 
-/* Print a snapshot as aligned text, or as one JSON object (no newline).
+/** Print a snapshot as aligned text, or as one JSON object (no newline).
  * SMART_EINVAL for NULL arguments.  Thread: any (f's locking is stdio's). */
 int smart_stats_print_sized(const smart_stats_t *s, size_t size, FILE *f);
 int smart_stats_print_json_sized(const smart_stats_t *s, size_t size, FILE *f);

@@ -1,4 +1,4 @@
-/*
+/** @file
  * Tasks: coroutines on a worker.
  *
  * A task runs on a guard-paged stack and is switched with Boost.Context's
@@ -22,28 +22,28 @@ extern "C" {
 
 typedef void (*smart_task_fn)(smart_worker_t *w, void *arg);
 
-/* Queue a new task running fn(w, arg); it starts at the next
+/** Queue a new task running fn(w, arg); it starts at the next
  * smart_worker_run().  SMART_EAGAIN when the worker already has max_tasks
  * live tasks, SMART_ENOMEM when no stack can be mapped.  Thread: w's. */
 int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg);
 
-/* Let the worker's other tasks run (and poll completions).  From the
+/** Let the worker's other tasks run (and poll completions).  From the
  * worker's main context (not inside a task) it only polls completions.
  * Thread: w's. */
 void smart_task_yield(smart_worker_t *w);
 
-/* Run the worker's tasks until every one has returned.  Returns 0, or
+/** Run the worker's tasks until every one has returned.  Returns 0, or
  * SMART_EINVAL when called from inside a task.  Thread: w's. */
 int smart_worker_run(smart_worker_t *w);
 
-/* Number of live (spawned, not yet returned) tasks.  Thread: the worker's. */
+/** Number of live (spawned, not yet returned) tasks.  Thread: the worker's. */
 int smart_worker_tasks(const smart_worker_t *w);
 
-/* 1 when the caller runs inside a task of w, 0 in the main context.
+/** 1 when the caller runs inside a task of w, 0 in the main context.
  * Thread: the worker's. */
 int smart_worker_in_task(const smart_worker_t *w);
 
-/* Round trips the calling task (or the main context) has waited for since
+/** Round trips the calling task (or the main context) has waited for since
  * it started: syncs that found WRs in flight once posted, whatever their
  * number.  The count a data-structure operation costs is the difference
  * across it (the worker-wide SMART_STAT_ROUND_TRIPS mixes its tasks).
@@ -52,7 +52,7 @@ int smart_worker_in_task(const smart_worker_t *w);
  * amortised over many blocks.  Thread: the worker's. */
 uint64_t smart_task_round_trips(const smart_worker_t *w, uint64_t *alloc);
 
-/* Payload bytes the calling task (or the main context) has posted since it
+/** Payload bytes the calling task (or the main context) has posted since it
  * started: READ and WRITE lengths, 8 per CAS or FAA (the worker-wide
  * SMART_STAT_BYTES_* mix its tasks; the difference across an operation is
  * what it moved).  Thread: the worker's. */
