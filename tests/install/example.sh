@@ -3,7 +3,8 @@
 # (DESTDIR, prefix /usr/local), build every examples/*.c against the staged
 # tree with nothing but pkg-config's flags, once with libsmart.so and once
 # with libsmart.a, start the staged smartd with a secret file, and run each
-# binary against it: exit 0, and counter.c must print "counter = 8".
+# binary against it: exit 0, counter.c must print "counter = 8" and
+# register.c (the tutorial's) its dead writer taken over.
 # The same examples are also built by a CMake project with
 # find_package(smart 1.0) and the imported targets smart::shared and
 # smart::smart, found through CMAKE_PREFIX_PATH in the staged tree; a
@@ -185,6 +186,14 @@ for app in "${apps[@]}"; do
 				ok "$app: counter = 8"
 			else
 				bad "$app: expected exactly \"counter = 8\"" \
+					"$tmp/out"
+			fi ;;
+		register-*) # the tutorial's (docs/tutorial.md): its dead
+			# writer's torn head seen and its lock taken over
+			if grep -Eq '^register: seq 802, torn reads [1-9][0-9]*, takeovers 1, retired 801$' "$tmp/out"; then
+				ok "$app: $(cat "$tmp/out")"
+			else
+				bad "$app: expected seq 802, torn reads > 0, takeovers 1" \
 					"$tmp/out"
 			fi ;;
 		*) ok "$app: exit 0" ;;
