@@ -595,18 +595,162 @@ static void test_hostile(void)
 		hostile_case(how);
 }
 
+/* Executors as processes: executor 0 is this process, the others children
+ * (test_spawn) that generate their own partition, send their address up a
+ * pipe, read every address from another, run, and send their results
+ * and counters back up. */
+#define ADDR 64
+
+static void full_io(int fd, void *p, size_t n, int wr)
+{
+	for (size_t k = 0; k < n;) {
+		ssize_t got = wr ? write(fd, (char *)p + k, n - k) :
+				   read(fd, (char *)p + k, n - k);
+
+		if (got <= 0)
+			TEST_FAIL("pipe %s: %zd", wr ? "write" : "read", got);
+		k += (size_t)got;
+	}
+}
+
+static void proc_setup(struct run *r, uint32_t wl, uint32_t E, uint32_t engine,
+		       size_t n)
+{
+	r->engine = engine;
+	r->E = E;
+	r->epoch = 16;
+	CHECK_OK(smart_stream_gen_query(wl, &r->q));
+	if (wl != SMART_STREAM_GEN_RO)
+		r->q.size = 300;
+	gen_input(r, wl, n, 990, 0, 500);
+}
+
+/* args: engine E index up down workload n */
+static void child_exec(char **a)
+{
+	struct run r = { 0 };
+	uint32_t i = (uint32_t)atoi(a[2]);
+	int up = atoi(a[3]), down = atoi(a[4]);
+	char addrs[MAXE][ADDR];
+	uint64_t n;
+
+	secret_init();
+	proc_setup(&r, (uint32_t)atoi(a[5]), (uint32_t)atoi(a[1]),
+		   (uint32_t)atoi(a[0]), (size_t)atoi(a[6]));
+	end_open(&r.end[i], 1);
+	full_io(up, r.end[i].addr, ADDR, 1);
+	full_io(down, addrs, sizeof(addrs), 0);
+	for (uint32_t k = 0; k < r.E; k++)
+		r.peers[k] = addrs[k];
+	exec_one(&r, i, &r.end[i]);
+	n = r.nres[i];
+	full_io(up, &n, sizeof(n), 1);
+	full_io(up, r.res[i], n * sizeof(*r.res[i]), 1);
+	full_io(up, &r.st[i], sizeof(r.st[i]), 1);
+	end_close(&r.end[i]);
+	run_free(&r);
+}
+
+static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
+{
+	struct run r = { 0 };
+	char addrs[MAXE][ADDR] = { { 0 } };
+	int up[MAXE][2], down[MAXE][2];
+	pid_t pid[MAXE];
+	char what[64];
+
+	proc_setup(&r, wl, E, engine, 1500);
+	end_open(&r.end[0], 1);
+	memcpy(addrs[0], r.end[0].addr, ADDR);
+	for (uint32_t i = 1; i < E; i++) {
+		char args[7][24];
+
+		CHECK_EQ(pipe(up[i]), 0);
+		CHECK_EQ(pipe(down[i]), 0);
+		snprintf(args[0], 24, "%u", engine);
+		snprintf(args[1], 24, "%u", E);
+		snprintf(args[2], 24, "%u", i);
+		snprintf(args[3], 24, "%d", up[i][1]);
+		snprintf(args[4], 24, "%d", down[i][0]);
+		snprintf(args[5], 24, "%u", wl);
+		snprintf(args[6], 24, "%d", 1500);
+		pid[i] = test_spawn("exec",
+				    (const char *[]){ args[0], args[1], args[2],
+						      args[3], args[4], args[5],
+						      args[6], NULL });
+		CHECK(pid[i] > 0);
+		close(up[i][1]);
+		close(down[i][0]);
+		full_io(up[i][0], addrs[i], ADDR, 0);
+	}
+	for (uint32_t i = 1; i < E; i++)
+		full_io(down[i][1], addrs, sizeof(addrs), 1);
+	for (uint32_t k = 0; k < E; k++)
+		r.peers[k] = addrs[k];
+	exec_one(&r, 0, &r.end[0]);
+	for (uint32_t i = 1; i < E; i++) {
+		uint64_t n;
+		int st;
+
+		full_io(up[i][0], &n, sizeof(n), 0);
+		r.nres[i] = n;
+		r.res[i] = malloc((n ? n : 1) * sizeof(*r.res[i]));
+		full_io(up[i][0], r.res[i], n * sizeof(*r.res[i]), 0);
+		full_io(up[i][0], &r.st[i], sizeof(r.st[i]), 0);
+		CHECK_EQ(waitpid(pid[i], &st, 0), pid[i]);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(up[i][0]);
+		close(down[i][1]);
+	}
+	end_close(&r.end[0]);
+	snprintf(what, sizeof(what), "%s %s E=%u processes", engines[engine],
+		 workloads[wl], E);
+	check_ref(&r, what);
+	printf("%s: %zu results at executor 0, %" PRIu64 " epochs, %" PRIu64
+	       " channel bytes\n",
+	       what, r.nres[0], r.st[0].epochs, r.st[0].chan_bytes);
+	run_free(&r);
+}
+
+static void test_procs(void)
+{
+	secret_init();
+	for (uint32_t engine = 1; engine < 3; engine++)
+		for (uint32_t E = 2; E <= MAXE; E++)
+			for (uint32_t wl = 0; wl < 4; wl += 3)
+				run_procs(wl, E, engine);
+}
+
+/* The adversarial shm mode (docs/transport.md: WRITEs in scrambled word
+ * order with pauses, completions held), 2 processes. */
+static void test_adversarial(void)
+{
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+
+	if (t && strcmp(t, "shm"))
+		test_skip("shm only");
+	secret_init();
+	setenv("SMART_SHM_ADVERSARIAL", "seed=11,pause_pct=50", 1);
+	run_procs(SMART_STREAM_GEN_YSB, 2, SMART_STREAM_SLASH);
+	run_procs(SMART_STREAM_GEN_NB7, 2, SMART_STREAM_UPPAR);
+	unsetenv("SMART_SHM_ADVERSARIAL");
+}
+
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv,
-			 (struct test_case[]){
-				 { "local", test_local },
-				 { "slash", test_slash },
-				 { "uppar", test_uppar },
-				 { "disorder", test_disorder },
-				 { "fuzz", test_fuzz },
-				 { "delayed_helper", test_delayed_helper },
-				 { "empty_deltas", test_empty_deltas },
-				 { "enospc", test_enospc },
-				 { "hostile", test_hostile },
-				 { 0 } });
+	return test_main_children(
+		argc, argv,
+		(struct test_case[]){ { "local", test_local },
+				      { "slash", test_slash },
+				      { "uppar", test_uppar },
+				      { "disorder", test_disorder },
+				      { "fuzz", test_fuzz },
+				      { "delayed_helper", test_delayed_helper },
+				      { "empty_deltas", test_empty_deltas },
+				      { "enospc", test_enospc },
+				      { "hostile", test_hostile },
+				      { "procs", test_procs },
+				      { "adversarial", test_adversarial },
+				      { 0 } },
+		(struct test_child[]){ { "exec", child_exec }, { 0 } });
 }
