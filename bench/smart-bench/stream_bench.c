@@ -200,8 +200,11 @@ static void io(int fd, const void *p, size_t n, int wr)
 		ssize_t got = wr ? write(fd, (const char *)p + k, n - k) :
 				   read(fd, (char *)p + k, n - k);
 
-		if (got <= 0)
+		if (got <= 0) {
+			fprintf(stderr, BENCH_TOOL " stream: an executor "
+						   "process failed\n");
 			_exit(3);
+		}
 		k += (size_t)got;
 	}
 }

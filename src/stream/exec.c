@@ -173,6 +173,15 @@ static int one_record(struct smart_stream *s, const uint8_t *rec)
 				      sizeof(struct stream_rec));
 }
 
+/* A long epoch still answers its peers: their keepalive probes (or they
+ * give this executor up as silent) and their slots (their credits). */
+static int keep_up(struct smart_stream *s)
+{
+	if (s->cfg.engine == SMART_STREAM_LOCAL || s->cfg.executors < 2)
+		return 0;
+	return smart__stream_link_drain(s);
+}
+
 int smart_stream_push(smart_stream_t *s, const void *records, size_t n)
 {
 	const uint8_t *p = records;
@@ -189,6 +198,8 @@ int smart_stream_push(smart_stream_t *s, const void *records, size_t n)
 		rc = one_record(s, p);
 		if (!rc && ++s->in_epoch >= s->cfg.epoch_records)
 			rc = epoch_end(s, 0);
+		if (!rc && !(s->st.records % STREAM_POLL_EVERY))
+			rc = keep_up(s);
 		if (rc)
 			return fail(s, rc);
 	}

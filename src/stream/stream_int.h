@@ -26,6 +26,9 @@
 #include "smart/stream.h"
 #include "stream/stream_mutant.h"
 
+/* Input records between two polls of the endpoint inside push. */
+#define STREAM_POLL_EVERY 1024
+
 struct stream_agg {
 	uint64_t count, sum, min, max;
 };
