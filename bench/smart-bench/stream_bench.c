@@ -16,6 +16,9 @@
  *
  * Clock-free columns: channel bytes and slots per input record, entries
  * shipped per epoch (SLASH: delta entries, UPPAR: records), epochs.
+ * Trigger lag: p50/p99 of the time from the epoch end (swap) that
+ * completed a window to its emission, in round 0 (one host's clock; with
+ * several executors the largest of theirs).
  *
  * Invariants: the figures of an engine are the median of its rounds;
  * --check that finds a difference fails the run.
@@ -48,6 +51,10 @@ static const char *const eng_choices[] = { "all",   "slash", "uppar",
 					   "local", "one",   NULL };
 static const char *const eng_names[NENG] = { "slash", "uppar", "local", "one" };
 static const char *const wl_names[] = { "ysb", "cm", "nb7", "ro", NULL };
+static const char *const lag_keys[NENG] = { "slash_lag_p99_ms",
+					    "uppar_lag_p99_ms",
+					    "local_lag_p99_ms",
+					    "one_lag_p99_ms" };
 static const uint32_t eng_kind[NENG] = { SMART_STREAM_SLASH, SMART_STREAM_UPPAR,
 					 SMART_STREAM_LOCAL,
 					 SMART_STREAM_LOCAL };
@@ -109,6 +116,8 @@ static const struct kit_col sb_csv[] = {
 	{ "one_rps", "one_rps", NULL },
 	{ "slash_bytes_per_rec", "slash_bytes_per_rec", NULL },
 	{ "uppar_bytes_per_rec", "uppar_bytes_per_rec", NULL },
+	{ "slash_lag_p99_ms", "slash_lag_p99_ms", NULL },
+	{ "uppar_lag_p99_ms", "uppar_lag_p99_ms", NULL },
 	{ "check", "check", NULL },
 	{ NULL, NULL, NULL },
 };
@@ -301,16 +310,28 @@ static void ex_close(struct ex *x)
 	smart_ctx_destroy(x->ctx);
 }
 
+/* Counters add up; the lag percentiles of several executors are
+ * reported as the largest (a bound, not a merged percentile). */
+static void stats_add(struct smart_stream_stats *d,
+		      const struct smart_stream_stats *a)
+{
+	uint64_t p50 = d->lag_p50_ns > a->lag_p50_ns ? d->lag_p50_ns :
+						       a->lag_p50_ns,
+		 p99 = d->lag_p99_ns > a->lag_p99_ns ? d->lag_p99_ns :
+						       a->lag_p99_ns;
+
+	for (size_t k = 0; k < sizeof(*d) / 8; k++)
+		((uint64_t *)d)[k] += ((const uint64_t *)a)[k];
+	d->lag_p50_ns = p50;
+	d->lag_p99_ns = p99;
+}
+
 static void send_rep(int fd, uint64_t ns, struct ex *xs, int n)
 {
 	struct rep r = { ns, 0, { 0 } };
 
 	for (int i = 0; i < n; i++) {
-		const uint64_t *a = (const uint64_t *)&xs[i].st;
-		uint64_t *d = (uint64_t *)&r.st;
-
-		for (size_t k = 0; k < sizeof(r.st) / 8; k++)
-			d[k] += a[k];
+		stats_add(&r.st, &xs[i].st);
 		r.nres += xs[i].nres;
 	}
 	io(fd, &r, sizeof(r), 1);
@@ -469,13 +490,7 @@ static int take_rep(struct sb *b, int e, struct kid *k, uint64_t *ns, int keep)
 		b->res[e] = p;
 		memcpy(b->res[e] + b->nres[e], res, bytes);
 		b->nres[e] += r.nres;
-		{
-			const uint64_t *a = (const uint64_t *)&r.st;
-			uint64_t *d = (uint64_t *)&b->st[e];
-
-			for (size_t i = 0; i < sizeof(r.st) / 8; i++)
-				d[i] += a[i];
-		}
+		stats_add(&b->st[e], &r.st);
 	}
 	free(res);
 	waitpid(k->pid, &st, 0);
@@ -569,10 +584,10 @@ static void print_engine(const struct sb *b, int e)
 			printf(" %7.2f", b->med[e] / b->med[o]);
 		else
 			printf(" %7s", "-");
-	printf(" %9.3f %9.5f %10.1f %7" PRIu64 " %9" PRIu64 " %s\n",
+	printf(" %9.3f %9.5f %10.1f %7" PRIu64 " %9" PRIu64 " %8.2f %8.2f %s\n",
 	       per_rec(b, e, s->chan_bytes), per_rec(b, e, s->chan_slots),
 	       s->epochs ? (double)s->delta_entries / (double)s->epochs : 0,
-	       s->epochs, s->results,
+	       s->epochs, s->results, s->lag_p50_ns / 1e6, s->lag_p99_ns / 1e6,
 	       !b->check     ? "-" :
 	       b->differs[e] ? "DIFFERS" :
 			       "equal");
@@ -590,10 +605,11 @@ static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 		       ", %d rounds (medians)\n",
 		       wl_names[b->wl], b->procs, b->records, b->q.record_bytes,
 		       b->keys, b->zipf, b->epoch, b->q.size, b->rounds);
-		printf("%-6s %12s %7s %7s %7s %7s %7s %9s %9s %10s %7s %9s %s\n",
+		printf("%-6s %12s %7s %7s %7s %7s %7s %9s %9s %10s %7s %9s "
+		       "%8s %8s %s\n",
 		       "engine", "records/s", "GB/s", "x slash", "x uppar",
 		       "x local", "x one", "chB/rec", "slots/rec", "ent/epoch",
-		       "epochs", "results", "check");
+		       "epochs", "results", "lag50ms", "lag99ms", "check");
 		for (int e = 0; e < NENG; e++)
 			if (on(b, e))
 				print_engine(b, e);
@@ -609,6 +625,9 @@ static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 		    per_rec(b, E_SLASH, b->st[E_SLASH].chan_bytes));
 	kit_rec_num(rec, "uppar_bytes_per_rec", "%.3f",
 		    per_rec(b, E_UPPAR, b->st[E_UPPAR].chan_bytes));
+	for (int e = 0; e < NENG; e++) /* the record keeps the key pointer */
+		kit_rec_num(rec, lag_keys[e], "%.3f",
+			    b->st[e].lag_p99_ns / 1e6);
 	for (int e = 0; e < NENG; e++)
 		bad |= on(b, e) && b->differs[e];
 	kit_rec_str(rec, "check",

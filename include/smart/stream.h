@@ -122,13 +122,16 @@ struct smart_stream_stats {
 	uint64_t implausible;	/* dropped: time beyond the limits */
 	uint64_t epochs;	/* ended here */
 	uint64_t delta_entries; /* shipped to other leaders (SLASH) or
-				      * records shipped (UPPAR) */
+				 * records shipped (UPPAR) */
 	uint64_t chan_slots;	/* slots committed */
 	uint64_t chan_bytes;	/* their bytes */
 	uint64_t results;	/* emitted by this executor */
 	uint64_t early_results; /* emitted while some source was still
-				      * running (a finite watermark) */
+				 * running (a finite watermark) */
 	uint64_t proto_errors;	/* peers cut for a bad message */
+	/* trigger lag: from the epoch end (swap) that completed a window
+	 * to its emission, median and 99th percentile (ns) */
+	uint64_t lag_p50_ns, lag_p99_ns;
 };
 
 /* Every field zero (its default) and struct_size set.  Cannot fail. */

@@ -55,6 +55,7 @@ static struct smart_stream *stream_new(smart_worker_t *w,
 		return NULL;
 	s->cfg = *cfg;
 	s->q = cfg->query;
+	smart_hist_init(&s->lag);
 	s->w = w;
 	if (!s->cfg.epoch_records)
 		s->cfg.epoch_records = 65536;
@@ -134,13 +135,14 @@ static int epoch_end(struct smart_stream *s, int final)
 {
 	uint64_t wm = final ? UINT64_MAX : smart__stream_wm(s);
 	struct stream_peer *self = &s->peer[s->cfg.index];
+	uint64_t stamp = smart_now_ns();
 	int rc;
 
 	s->epoch++;
 	s->st.epochs++;
 	s->in_epoch = 0;
 	if (s->cfg.engine == SMART_STREAM_LOCAL)
-		return smart__stream_hub_epoch(s, wm, final);
+		return smart__stream_hub_epoch(s, wm, final, stamp);
 	rc = s->cfg.engine == SMART_STREAM_SLASH ? split_part(s) : 0;
 	if (rc)
 		return rc;
@@ -148,11 +150,11 @@ static int epoch_end(struct smart_stream *s, int final)
 	self->wm = wm;
 	self->final = final;
 	if (s->cfg.executors > 1) {
-		rc = smart__stream_link_ship(s, wm, final);
+		rc = smart__stream_link_ship(s, wm, final, stamp);
 		if (rc)
 			return rc;
 	}
-	return smart__stream_fire(s);
+	return smart__stream_fire(s, stamp);
 }
 
 static int one_record(struct smart_stream *s, const uint8_t *rec)
@@ -236,7 +238,15 @@ static uint64_t global_wm(const struct smart_stream *s)
 	return m;
 }
 
-int smart__stream_fire(struct smart_stream *s)
+void smart__stream_lag(struct smart_stream *s, uint64_t stamp, uint64_t fired)
+{
+	uint64_t now = smart_now_ns(), lag = now > stamp ? now - stamp : 0;
+
+	for (uint64_t i = 0; i < fired; i++)
+		smart_hist_add(&s->lag, lag);
+}
+
+int smart__stream_fire(struct smart_stream *s, uint64_t stamp)
 {
 	uint64_t wm = global_wm(s), fired = 0;
 	int rc;
@@ -246,6 +256,7 @@ int smart__stream_fire(struct smart_stream *s)
 	s->st.results += fired;
 	if (wm != UINT64_MAX)
 		s->st.early_results += fired;
+	smart__stream_lag(s, stamp, fired);
 	return rc;
 }
 
@@ -302,8 +313,13 @@ int smart_stream_close(smart_stream_t *s, smart_worker_t *w)
 int smart_stream_stats_sized(const smart_stream_t *s, smart_worker_t *w,
 			     struct smart_stream_stats *out, size_t size)
 {
+	struct smart_stream_stats st;
+
 	(void)w;
 	if (!s || !out)
 		return SMART_EINVAL;
-	return smart__out_give(out, size, &s->st, sizeof(s->st));
+	st = s->st;
+	st.lag_p50_ns = (uint64_t)smart_hist_quantile(&s->lag, 0.5);
+	st.lag_p99_ns = (uint64_t)smart_hist_quantile(&s->lag, 0.99);
+	return smart__out_give(out, size, &st, sizeof(st));
 }

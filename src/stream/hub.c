@@ -74,7 +74,8 @@ static uint64_t hub_wm(const struct smart_stream *s)
 	return m;
 }
 
-int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final)
+int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final,
+			    uint64_t stamp)
 {
 	struct smart_stream_hub *h = s->cfg.hub;
 	uint64_t fired = 0, gwm;
@@ -93,6 +94,7 @@ int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final)
 		s->st.early_results += gwm != UINT64_MAX ? fired : 0;
 	}
 	pthread_mutex_unlock(&h->mu);
+	smart__stream_lag(s, stamp, fired);
 	if (!SMART_M_STREAM_NO_RESET)
 		smart__stream_table_clear(&s->part);
 	return rc;

@@ -88,7 +88,7 @@ int smart__stream_peer_add(struct stream_peer *p, const void *e, size_t len)
 
 struct ship {
 	struct smart_stream *s;
-	uint64_t wm;
+	uint64_t wm, stamp;
 	int final;
 };
 
@@ -126,7 +126,8 @@ static int send_one(struct smart_stream *s, struct stream_peer *p, size_t *off,
 	memcpy(buf, &m, sizeof(m));
 	memcpy((uint8_t *)buf + sizeof(m), p->buf + *off, k * es);
 	*off += k * es;
-	rc = smart_chan_commit(p->tx, (uint32_t)(sizeof(m) + k * es), 0);
+	rc = smart_chan_commit(p->tx, (uint32_t)(sizeof(m) + k * es),
+			       sh->stamp);
 	s->st.chan_slots += !rc;
 	s->st.chan_bytes += rc ? 0 : sizeof(m) + k * es;
 	return rc;
@@ -175,9 +176,10 @@ static void receiver(smart_worker_t *w, void *arg)
 	}
 }
 
-int smart__stream_link_ship(struct smart_stream *s, uint64_t wm, int final)
+int smart__stream_link_ship(struct smart_stream *s, uint64_t wm, int final,
+			    uint64_t stamp)
 {
-	struct ship sh = { s, wm, final };
+	struct ship sh = { s, wm, stamp, final };
 	int rc;
 
 	s->sending = 1;
@@ -278,9 +280,10 @@ static int merge_body(struct smart_stream *s, const uint8_t *body, uint32_t n)
 	return rc;
 }
 
-/* One message from src, read from the slot once (the header copied). */
+/* One message from src, read from the slot once (the header copied);
+ * stamp: the producer's word, its swap time (only the lag uses it). */
 static int take(struct smart_stream *s, const uint8_t *buf, uint32_t len,
-		uint32_t src)
+		uint32_t src, uint64_t stamp)
 {
 	struct stream_peer *p = &s->peer[src];
 	struct stream_msg m;
@@ -299,7 +302,8 @@ static int take(struct smart_stream *s, const uint8_t *buf, uint32_t len,
 	p->epoch = m.epoch;
 	p->wm = m.wm;
 	p->final = !!(m.flags & STREAM_F_FINAL);
-	return smart__stream_fire(s);
+	p->stamp = stamp;
+	return smart__stream_fire(s, stamp);
 }
 
 static int drain_peer(struct smart_stream *s, uint32_t i)
@@ -318,7 +322,7 @@ static int drain_peer(struct smart_stream *s, uint32_t i)
 			return 0;
 		if (rc)
 			return rc;
-		rc = take(s, buf, len, i);
+		rc = take(s, buf, len, i, user);
 		smart_chan_release(p->rx);
 		if (rc)
 			return rc;

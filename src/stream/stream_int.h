@@ -24,6 +24,7 @@
 
 #include "smart/chan.h"
 #include "smart/stream.h"
+#include "smart/util.h"
 #include "stream/stream_mutant.h"
 
 /* Input records between two polls of the endpoint inside push. */
@@ -83,6 +84,7 @@ struct stream_peer {
 	smart_chan_t *rx; /* from this source */
 	uint64_t epoch;	  /* last complete epoch received */
 	uint64_t wm;	  /* its watermark at that epoch's swap */
+	uint64_t stamp;	  /* that swap's time (the producer's word) */
 	int final;
 	uint8_t *buf; /* outgoing entries of the current epoch */
 	size_t buf_n, buf_cap;
@@ -104,7 +106,8 @@ struct smart_stream {
 	struct smart_stream_result *out;
 	size_t out_n, out_cap, out_head;
 	struct smart_stream_stats st;
-	int sending; /* pump: the sender task still runs */
+	smart_hist_t lag; /* trigger lag, ns (one host's clock) */
+	int sending;	  /* pump: the sender task still runs */
 };
 
 /* table.c */
@@ -138,16 +141,20 @@ int smart__stream_link_open(struct smart_stream *s);
 void smart__stream_link_close(struct smart_stream *s);
 /* Ship every peer's buffer of this epoch, LAST with wm; runs the pump
  * (a sender and a receiver task) until shipped. */
-int smart__stream_link_ship(struct smart_stream *s, uint64_t wm, int final);
+int smart__stream_link_ship(struct smart_stream *s, uint64_t wm, int final,
+			    uint64_t stamp);
 /* Take and merge what landed; 0 or an error (executor failed). */
 int smart__stream_link_drain(struct smart_stream *s);
 int smart__stream_peer_add(struct stream_peer *p, const void *e, size_t len);
 
-/* exec.c: fire what the minimum watermark of all sources allows */
-int smart__stream_fire(struct smart_stream *s);
+/* exec.c: fire what the minimum watermark of all sources allows; stamp:
+ * the swap time of the epoch that allowed it (for the trigger lag) */
+int smart__stream_fire(struct smart_stream *s, uint64_t stamp);
+void smart__stream_lag(struct smart_stream *s, uint64_t stamp, uint64_t fired);
 
 /* hub.c: LOCAL */
-int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final);
+int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final,
+			    uint64_t stamp);
 int smart__stream_hub_poll(struct smart_stream *s,
 			   struct smart_stream_result *out, size_t max,
 			   size_t *n);

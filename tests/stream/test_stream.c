@@ -447,6 +447,7 @@ static void test_empty_deltas(void)
 	       " before every source ended\n",
 	       r.st[0].results, r.st[0].early_results);
 	CHECK(r.st[0].early_results > 0);
+	CHECK(r.st[0].lag_p99_ns >= r.st[0].lag_p50_ns && r.st[0].lag_p50_ns);
 	run_free(&r);
 }
 

@@ -16,7 +16,9 @@ for wl in ysb cm nb7 ro; do
 	check "$wl" "$b" stream --workload "$wl" --records 20000 --epoch 1000 \
 		--window 3000 --rounds 1 --check --json
 	fields "$wl-json" workload procs keys slash_rps uppar_rps local_rps \
-		one_rps slash_bytes_per_rec uppar_bytes_per_rec check
+		one_rps slash_bytes_per_rec uppar_bytes_per_rec \
+		slash_lag_p99_ms uppar_lag_p99_ms local_lag_p99_ms \
+		one_lag_p99_ms check
 	has "$wl-equal" '"check":"equal"'
 	within "$wl-slash-bytes" slash_bytes_per_rec 0.001 1e9
 	within "$wl-uppar-bytes" uppar_bytes_per_rec 0.001 1e9
