@@ -51,6 +51,7 @@ struct bench_module {
 };
 
 /* The modules. */
-extern const struct bench_module bench_ycsb, bench_rpc, bench_chan;
+extern const struct bench_module bench_ycsb, bench_rpc, bench_chan,
+	bench_stream;
 
 #endif

@@ -18,7 +18,8 @@
 #include "dtx_bench.h"
 
 static const struct bench_module *const modules[] = {
-	&bench_ycsb, &bench_smallbank, &bench_tatp, &bench_rpc, &bench_chan,
+	&bench_ycsb, &bench_smallbank, &bench_tatp,
+	&bench_rpc,  &bench_chan,      &bench_stream,
 };
 #define NMODULES (sizeof(modules) / sizeof(modules[0]))
 

@@ -1,0 +1,671 @@
+/*
+ * `smart-bench stream`: windowed stream aggregation (include/smart/stream.h,
+ * docs/stream.md) with the engines alternated in one run: slash and uppar
+ * with --procs executor processes (one executor each, channels between
+ * them), local with --procs threads in one process, and one: a single
+ * executor reading the same partitions interleaved record by record.
+ *
+ * Every engine reads the same input: --procs partitions of --records
+ * records each, generated once before the first fork (seeded, per
+ * partition).  An engine's time runs from a start byte every executor
+ * process waits for (after its channels are open) to its last result;
+ * the parent only waits on pipes meanwhile, so --procs 2 keeps at most 2
+ * busy threads.  Each engine's results are collected; --check compares
+ * every engine's sorted multiset with the one-thread run's (test_stream
+ * checks that against an independent sequential reference).
+ *
+ * Clock-free columns: channel bytes and slots per input record, entries
+ * shipped per epoch (SLASH: delta entries, UPPAR: records), epochs.
+ * Trigger lag: p50/p99 of the time from the epoch end (swap) that
+ * completed a window to its emission, in round 0 (one host's clock; with
+ * several executors the largest of theirs).
+ *
+ * Invariants: the figures of an engine are the median of its rounds;
+ * --check that finds a difference fails the run.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "smart/rpc.h"
+#include "smart/secret.h"
+#include "smart/stream.h"
+
+#define E_SLASH	   0
+#define E_UPPAR	   1
+#define E_LOCAL	   2
+#define E_ONE	   3
+#define NENG	   4
+#define PROCS_MAX  8
+#define ROUNDS_MAX 16
+#define ADDR	   64
+#define CHUNK	   256
+
+static const char *const eng_choices[] = { "all",   "slash", "uppar",
+					   "local", "one",   NULL };
+static const char *const eng_names[NENG] = { "slash", "uppar", "local", "one" };
+static const char *const wl_names[] = { "ysb", "cm", "nb7", "ro", NULL };
+static const char *const lag_keys[NENG] = { "slash_lag_p99_ms",
+					    "uppar_lag_p99_ms",
+					    "local_lag_p99_ms",
+					    "one_lag_p99_ms" };
+static const uint32_t eng_kind[NENG] = { SMART_STREAM_SLASH, SMART_STREAM_UPPAR,
+					 SMART_STREAM_LOCAL,
+					 SMART_STREAM_LOCAL };
+
+struct rep {
+	uint64_t ns, nres;
+	struct smart_stream_stats st;
+};
+
+struct sb {
+	struct bench_run *run;
+	int wl, engine, procs, rounds, check;
+	uint64_t records, keys, epoch, window;
+	double zipf;
+	char secret[32];
+	struct smart_stream_query q;
+	uint8_t *in[PROCS_MAX], *mixed;
+	double rps[NENG][ROUNDS_MAX];
+	struct smart_stream_stats st[NENG];
+	struct smart_stream_result *res[NENG];
+	size_t nres[NENG];
+	double med[NENG];
+	int differs[NENG];
+};
+
+#define R struct sb
+static const struct kit_flag sb_flags[] = {
+	KIT_CHOICE("workload", R, wl, wl_names, "ysb|cm|nb7|ro",
+		   "the workload [ysb]"),
+	KIT_CHOICE("engine", R, engine, eng_choices,
+		   "all|slash|uppar|local|one",
+		   "engines; all: every one, alternated [all]"),
+	KIT_INT("procs", R, procs, 1, PROCS_MAX, "N",
+		"executors: processes (slash, uppar), threads (local) [2]"),
+	KIT_U64("records", R, records, 1000, 1ULL << 32, "N",
+		"input records per executor [1000000]"),
+	KIT_U64("keys", R, keys, 1, 1ULL << 40, "N", "distinct keys [10000]"),
+	KIT_DOUBLE("zipf", R, zipf, 0, 0.999, "THETA",
+		   "key skew, 0: uniform [0]"),
+	KIT_U64("epoch", R, epoch, 16, 1ULL << 31, "N",
+		"input records per epoch [65536]"),
+	KIT_U64("window", R, window, 1, 1ULL << 40, "N",
+		"window length in records of a partition [the workload's]"),
+	KIT_INT("rounds", R, rounds, 1, ROUNDS_MAX, "N",
+		"rounds, every engine once each, alternated [3]"),
+	KIT_FLAG("check", R, check,
+		 "compare every engine's results with the one-thread run's"),
+	KIT_END,
+};
+#undef R
+
+static const struct kit_col sb_csv[] = {
+	{ "workload", "workload", NULL },
+	{ "procs", "procs", NULL },
+	{ "keys", "keys", NULL },
+	{ "slash_rps", "slash_rps", NULL },
+	{ "uppar_rps", "uppar_rps", NULL },
+	{ "local_rps", "local_rps", NULL },
+	{ "one_rps", "one_rps", NULL },
+	{ "slash_bytes_per_rec", "slash_bytes_per_rec", NULL },
+	{ "uppar_bytes_per_rec", "uppar_bytes_per_rec", NULL },
+	{ "slash_lag_p99_ms", "slash_lag_p99_ms", NULL },
+	{ "uppar_lag_p99_ms", "uppar_lag_p99_ms", NULL },
+	{ "check", "check", NULL },
+	{ NULL, NULL, NULL },
+};
+
+static void *sb_create(struct bench_run *r)
+{
+	struct sb *b = calloc(1, sizeof(*b));
+
+	if (b)
+		b->run = r;
+	return b;
+}
+
+static void sb_check(void *m, struct bench_run *r)
+{
+	struct sb *b = m;
+
+	(void)r;
+	if (!b->procs)
+		b->procs = 2;
+	if (!b->records)
+		b->records = 1000000;
+	if (!b->keys)
+		b->keys = 10000;
+	if (!b->epoch)
+		b->epoch = 65536;
+	if (!b->rounds)
+		b->rounds = 3;
+}
+
+static int on(const struct sb *b, int e)
+{
+	return !b->engine || b->engine - 1 == e;
+}
+
+static int sb_setup(void *m, struct bench_run *r)
+{
+	struct sb *b = m;
+	size_t rb;
+
+	(void)r;
+	if (smart_secret_generate(b->secret, sizeof(b->secret)) ||
+	    smart_stream_gen_query((uint32_t)b->wl, &b->q))
+		return SMART_ESYS;
+	if (b->window)
+		b->q.size = b->window;
+	rb = b->q.record_bytes;
+	b->mixed = malloc(b->records * b->procs * rb);
+	if (!b->mixed)
+		return SMART_ENOMEM;
+	for (int p = 0; p < b->procs; p++) {
+		struct smart_stream_gen g = { (uint32_t)b->wl,
+					      (uint32_t)b->procs,
+					      (uint32_t)p,
+					      r->com.seed,
+					      b->keys,
+					      (uint32_t)(b->zipf * 1000),
+					      0 };
+
+		b->in[p] = malloc(b->records * rb);
+		if (!b->in[p] ||
+		    smart_stream_gen_fill(&g, 0, b->records, b->in[p]))
+			return SMART_EINVAL;
+		for (uint64_t i = 0; i < b->records; i++)
+			memcpy(b->mixed + (i * b->procs + p) * rb,
+			       b->in[p] + i * rb, rb);
+	}
+	return 0;
+}
+
+static int ctx_make(struct sb *b, smart_ctx_t **ctx)
+{
+	const char *const kvs[] = { "buf_pool=4M", NULL };
+	smart_opts_t *so;
+	int rc = kit_opts_build(&b->run->com, kvs, &so);
+
+	if (rc)
+		return rc;
+	rc = smart_ctx_create(so, ctx);
+	smart_opts_destroy(so);
+	if (!rc)
+		rc = smart_ctx_set_secret(*ctx, b->secret, sizeof(b->secret));
+	return rc;
+}
+
+static void io(int fd, const void *p, size_t n, int wr)
+{
+	for (size_t k = 0; k < n;) {
+		ssize_t got = wr ? write(fd, (const char *)p + k, n - k) :
+				   read(fd, (char *)p + k, n - k);
+
+		if (got <= 0) {
+			fprintf(stderr, BENCH_TOOL " stream: an executor "
+						   "process failed\n");
+			_exit(3);
+		}
+		k += (size_t)got;
+	}
+}
+
+/* ---- an executor (a child process, or a thread of one) ----------------- */
+
+struct ex {
+	struct sb *b;
+	int e, index, E;
+	const uint8_t *in;
+	uint64_t n;
+	smart_ctx_t *ctx;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+	smart_stream_hub_t *hub;
+	const char *const *peers;
+	smart_stream_t *s;
+	struct smart_stream_result *res;
+	size_t nres, cap;
+	struct smart_stream_stats st;
+	int rc;
+};
+
+static int ex_open(struct ex *x)
+{
+	struct smart_rpc_config rc = { SMART_RPC_CONFIG_INIT,
+				       .timeout_ms = 60000 };
+	int err = ctx_make(x->b, &x->ctx);
+
+	if (!err)
+		err = smart_worker_create(x->ctx, &x->w);
+	if (!err && x->peers)
+		err = smart_rpc_create(x->w, &rc, &x->rpc);
+	return err;
+}
+
+static int ex_create(struct ex *x)
+{
+	struct smart_stream_config c;
+
+	smart_stream_config_init(&c);
+	c.engine = eng_kind[x->e];
+	c.executors = (uint32_t)x->E;
+	c.index = (uint32_t)x->index;
+	c.epoch_records = (uint32_t)x->b->epoch;
+	c.rpc = x->rpc;
+	c.peers = x->peers;
+	c.hub = x->hub;
+	c.max_entries = 1u << 26;
+	c.query = x->b->q;
+	return smart_stream_create(x->w, &c, &x->s);
+}
+
+static int ex_collect(struct ex *x)
+{
+	struct smart_stream_result buf[256];
+	size_t k;
+	int rc;
+
+	while ((rc = smart_stream_poll(x->s, buf, 256, &k)) == 0) {
+		if (x->nres + k > x->cap) {
+			x->cap = (x->nres + k) * 2;
+			x->res = realloc(x->res, x->cap * sizeof(*buf));
+			if (!x->res)
+				return SMART_ENOMEM;
+		}
+		memcpy(x->res + x->nres, buf, k * sizeof(*buf));
+		x->nres += k;
+	}
+	return rc == SMART_ENOENT ? 0 : rc;
+}
+
+static int ex_run(struct ex *x)
+{
+	size_t rb = x->b->q.record_bytes;
+	int rc = 0;
+
+	for (uint64_t i = 0; i < x->n && !rc; i += CHUNK)
+		rc = smart_stream_push(x->s, x->in + i * rb,
+				       x->n - i < CHUNK ? x->n - i : CHUNK);
+	if (!rc)
+		rc = smart_stream_finish(x->s);
+	if (!rc)
+		rc = ex_collect(x);
+	smart_stream_stats(x->s, x->w, &x->st);
+	return rc;
+}
+
+static void ex_close(struct ex *x)
+{
+	smart_stream_close(x->s, x->w);
+	smart_rpc_destroy(x->rpc);
+	smart_worker_destroy(x->w);
+	smart_ctx_destroy(x->ctx);
+}
+
+/* Counters add up; the lag percentiles of several executors are
+ * reported as the largest (a bound, not a merged percentile). */
+static void stats_add(struct smart_stream_stats *d,
+		      const struct smart_stream_stats *a)
+{
+	uint64_t p50 = d->lag_p50_ns > a->lag_p50_ns ? d->lag_p50_ns :
+						       a->lag_p50_ns,
+		 p99 = d->lag_p99_ns > a->lag_p99_ns ? d->lag_p99_ns :
+						       a->lag_p99_ns;
+
+	for (size_t k = 0; k < sizeof(*d) / 8; k++)
+		((uint64_t *)d)[k] += ((const uint64_t *)a)[k];
+	d->lag_p50_ns = p50;
+	d->lag_p99_ns = p99;
+}
+
+static void send_rep(int fd, uint64_t ns, struct ex *xs, int n)
+{
+	struct rep r = { ns, 0, { 0 } };
+
+	for (int i = 0; i < n; i++) {
+		stats_add(&r.st, &xs[i].st);
+		r.nres += xs[i].nres;
+	}
+	io(fd, &r, sizeof(r), 1);
+	for (int i = 0; i < n; i++)
+		io(fd, xs[i].res, xs[i].nres * sizeof(*xs[i].res), 1);
+}
+
+/* A distributed executor process: its address up, every address down,
+ * ready up, the start byte down, then its report up. */
+static void child_dist(struct sb *b, int e, int index, int up, int down)
+{
+	char addrs[PROCS_MAX][ADDR] = { { 0 } }, addr[ADDR] = { 0 }, go;
+	const char *peers[PROCS_MAX];
+	struct ex x = { .b = b,
+			.e = e,
+			.index = index,
+			.E = b->procs,
+			.in = b->in[index],
+			.n = b->records };
+	uint64_t t0;
+
+	for (int i = 0; i < b->procs; i++)
+		peers[i] = addrs[i];
+	x.peers = peers;
+	if (ex_open(&x) || smart_rpc_listen(x.rpc, "127.0.0.1:0") ||
+	    smart_rpc_listen_addr(x.rpc, addr, sizeof(addr)))
+		_exit(4);
+	io(up, addr, ADDR, 1);
+	io(down, addrs, sizeof(addrs), 0);
+	if (ex_create(&x))
+		_exit(5);
+	io(up, "r", 1, 1);
+	io(down, &go, 1, 0);
+	t0 = smart_now_ns();
+	if (ex_run(&x))
+		_exit(6);
+	send_rep(up, smart_now_ns() - t0, &x, 1);
+	ex_close(&x);
+	_exit(0);
+}
+
+struct lgroup {
+	struct ex x[PROCS_MAX];
+	pthread_barrier_t ready, go;
+};
+
+static void *local_thread(void *arg)
+{
+	struct ex *x = arg;
+	struct lgroup *g = (void *)(x - x->index);
+
+	x->rc = ex_open(x);
+	if (!x->rc)
+		x->rc = ex_create(x);
+	pthread_barrier_wait(&g->ready);
+	pthread_barrier_wait(&g->go);
+	if (!x->rc)
+		x->rc = ex_run(x);
+	return NULL;
+}
+
+/* LOCAL (threads) or ONE (one thread, the interleaved input). */
+static void child_local(struct sb *b, int e, int up, int down)
+{
+	static struct lgroup g;
+	int T = e == E_ONE ? 1 : b->procs;
+	pthread_t th[PROCS_MAX];
+	smart_stream_hub_t *hub;
+	uint64_t t0;
+	char go;
+
+	if (smart_stream_hub_create((uint32_t)T, 1u << 26, &hub))
+		_exit(4);
+	pthread_barrier_init(&g.ready, NULL, (unsigned)T + 1);
+	pthread_barrier_init(&g.go, NULL, (unsigned)T + 1);
+	for (int i = 0; i < T; i++) {
+		g.x[i] = (struct ex){ .b = b,
+				      .e = e,
+				      .index = i,
+				      .E = T,
+				      .in = e == E_ONE ? b->mixed : b->in[i],
+				      .n = e == E_ONE ? b->records * b->procs :
+							b->records };
+		g.x[i].hub = hub;
+		pthread_create(&th[i], NULL, local_thread, &g.x[i]);
+	}
+	pthread_barrier_wait(&g.ready);
+	io(up, (char[ADDR]){ 0 }, ADDR, 1);
+	io(up, "r", 1, 1);
+	io(down, &go, 1, 0);
+	t0 = smart_now_ns();
+	pthread_barrier_wait(&g.go);
+	for (int i = 0; i < T; i++) {
+		pthread_join(th[i], NULL);
+		if (g.x[i].rc)
+			_exit(6);
+	}
+	send_rep(up, smart_now_ns() - t0, g.x, T);
+	_exit(0);
+}
+
+/* ---- the parent ----------------------------------------------------- */
+
+struct kid {
+	pid_t pid;
+	int up, down;
+};
+
+static int spawn(struct sb *b, int e, int index, struct kid *k)
+{
+	int u[2], d[2];
+
+	if (pipe(u) || pipe(d))
+		return SMART_ESYS;
+	fflush(NULL);
+	k->pid = fork();
+	if (k->pid < 0)
+		return SMART_ESYS;
+	if (!k->pid) {
+		close(u[0]);
+		close(d[1]);
+		if (e == E_SLASH || e == E_UPPAR)
+			child_dist(b, e, index, u[1], d[0]);
+		child_local(b, e, u[1], d[0]);
+	}
+	close(u[1]);
+	close(d[0]);
+	k->up = u[0];
+	k->down = d[1];
+	return 0;
+}
+
+static int take_rep(struct sb *b, int e, struct kid *k, uint64_t *ns, int keep)
+{
+	struct rep r;
+	size_t bytes;
+	void *res;
+	int st;
+
+	io(k->up, &r, sizeof(r), 0);
+	bytes = r.nres * sizeof(struct smart_stream_result);
+	res = malloc(bytes ? bytes : 1);
+	if (!res)
+		return SMART_ENOMEM;
+	io(k->up, res, bytes, 0);
+	*ns = r.ns > *ns ? r.ns : *ns;
+	if (keep) {
+		void *p = realloc(b->res[e],
+				  (b->nres[e] + r.nres) * sizeof(*b->res[e]) +
+					  1);
+
+		if (!p) {
+			free(res);
+			return SMART_ENOMEM;
+		}
+		b->res[e] = p;
+		memcpy(b->res[e] + b->nres[e], res, bytes);
+		b->nres[e] += r.nres;
+		stats_add(&b->st[e], &r.st);
+	}
+	free(res);
+	waitpid(k->pid, &st, 0);
+	close(k->up);
+	close(k->down);
+	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : SMART_ECONN;
+}
+
+static int run_engine(struct sb *b, int e, int round)
+{
+	int n = e == E_SLASH || e == E_UPPAR ? b->procs : 1, rc = 0;
+	char addrs[PROCS_MAX][ADDR] = { { 0 } }, c;
+	struct kid k[PROCS_MAX];
+	uint64_t ns = 0;
+
+	for (int i = 0; i < n && !rc; i++)
+		rc = spawn(b, e, i, &k[i]);
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++)
+		io(k[i].up, addrs[i], ADDR, 0);
+	if (e == E_SLASH || e == E_UPPAR)
+		for (int i = 0; i < n; i++)
+			io(k[i].down, addrs, sizeof(addrs), 1);
+	for (int i = 0; i < n; i++)
+		io(k[i].up, &c, 1, 0);
+	for (int i = 0; i < n; i++)
+		io(k[i].down, "g", 1, 1);
+	for (int i = 0; i < n && !rc; i++)
+		rc = take_rep(b, e, &k[i], &ns, round == 0);
+	b->rps[e][round] = ns ? (double)(b->records * b->procs) / (ns / 1e9) :
+				0;
+	return rc;
+}
+
+static int cmp_res(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(struct smart_stream_result));
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int sb_run(void *m, struct bench_run *r)
+{
+	struct sb *b = m;
+	int rc = 0;
+
+	(void)r;
+	for (int round = 0; round < b->rounds && !rc; round++)
+		for (int e = 0; e < NENG && !rc; e++)
+			if (on(b, e) || (b->check && e == E_ONE))
+				rc = run_engine(b, e, round);
+	if (rc) {
+		fprintf(stderr, BENCH_TOOL " stream: %s\n", smart_strerror(rc));
+		return rc;
+	}
+	for (int e = 0; e < NENG; e++) {
+		double v[ROUNDS_MAX];
+
+		memcpy(v, b->rps[e], sizeof(v));
+		qsort(v, (size_t)b->rounds, sizeof(v[0]), cmp_d);
+		b->med[e] = v[b->rounds / 2];
+		qsort(b->res[e], b->nres[e], sizeof(*b->res[e]), cmp_res);
+	}
+	for (int e = 0; e < NENG && b->check; e++)
+		b->differs[e] = b->nres[e] != b->nres[E_ONE] ||
+				(b->nres[e] &&
+				 memcmp(b->res[e], b->res[E_ONE],
+					b->nres[e] * sizeof(*b->res[e])));
+	return 0;
+}
+
+static double per_rec(const struct sb *b, int e, uint64_t v)
+{
+	return (double)v / (double)(b->records * b->procs);
+}
+
+static void print_engine(const struct sb *b, int e)
+{
+	const struct smart_stream_stats *s = &b->st[e];
+	double gbps = b->med[e] * b->q.record_bytes / 1e9;
+
+	printf("%-6s %12.0f %7.3f", eng_names[e], b->med[e], gbps);
+	for (int o = 0; o < NENG; o++)
+		if (on(b, o) && b->med[o] > 0)
+			printf(" %7.2f", b->med[e] / b->med[o]);
+		else
+			printf(" %7s", "-");
+	printf(" %9.3f %9.5f %10.1f %7" PRIu64 " %9" PRIu64 " %8.2f %8.2f %s\n",
+	       per_rec(b, e, s->chan_bytes), per_rec(b, e, s->chan_slots),
+	       s->epochs ? (double)s->delta_entries / (double)s->epochs : 0,
+	       s->epochs, s->results, s->lag_p50_ns / 1e6, s->lag_p99_ns / 1e6,
+	       !b->check     ? "-" :
+	       b->differs[e] ? "DIFFERS" :
+			       "equal");
+}
+
+static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
+{
+	struct sb *b = m;
+	int bad = 0;
+
+	if (!r->com.json) {
+		printf("stream %s: %d executors x %" PRIu64
+		       " records (%u B), %" PRIu64
+		       " keys, zipf %.3f, epoch %" PRIu64 ", window %" PRIu64
+		       ", %d rounds (medians)\n",
+		       wl_names[b->wl], b->procs, b->records, b->q.record_bytes,
+		       b->keys, b->zipf, b->epoch, b->q.size, b->rounds);
+		printf("%-6s %12s %7s %7s %7s %7s %7s %9s %9s %10s %7s %9s "
+		       "%8s %8s %s\n",
+		       "engine", "records/s", "GB/s", "x slash", "x uppar",
+		       "x local", "x one", "chB/rec", "slots/rec", "ent/epoch",
+		       "epochs", "results", "lag50ms", "lag99ms", "check");
+		for (int e = 0; e < NENG; e++)
+			if (on(b, e))
+				print_engine(b, e);
+	}
+	kit_rec_str(rec, "workload", wl_names[b->wl]);
+	kit_rec_num(rec, "procs", "%d", b->procs);
+	kit_rec_num(rec, "keys", "%" PRIu64, b->keys);
+	kit_rec_num(rec, "slash_rps", "%.0f", b->med[E_SLASH]);
+	kit_rec_num(rec, "uppar_rps", "%.0f", b->med[E_UPPAR]);
+	kit_rec_num(rec, "local_rps", "%.0f", b->med[E_LOCAL]);
+	kit_rec_num(rec, "one_rps", "%.0f", b->med[E_ONE]);
+	kit_rec_num(rec, "slash_bytes_per_rec", "%.3f",
+		    per_rec(b, E_SLASH, b->st[E_SLASH].chan_bytes));
+	kit_rec_num(rec, "uppar_bytes_per_rec", "%.3f",
+		    per_rec(b, E_UPPAR, b->st[E_UPPAR].chan_bytes));
+	for (int e = 0; e < NENG; e++) /* the record keeps the key pointer */
+		kit_rec_num(rec, lag_keys[e], "%.3f",
+			    b->st[e].lag_p99_ns / 1e6);
+	for (int e = 0; e < NENG; e++)
+		bad |= on(b, e) && b->differs[e];
+	kit_rec_str(rec, "check",
+		    !b->check ? "off" :
+		    bad	      ? "differs" :
+				"equal");
+	if (bad)
+		fprintf(stderr, BENCH_TOOL " stream: results differ\n");
+	return bad ? SMART_EPROTO : 0;
+}
+
+static void sb_destroy(void *m)
+{
+	struct sb *b = m;
+
+	for (int p = 0; p < PROCS_MAX; p++)
+		free(b->in[p]);
+	for (int e = 0; e < NENG; e++)
+		free(b->res[e]);
+	free(b->mixed);
+	free(b);
+}
+
+const struct bench_module bench_stream = {
+	.name = "stream",
+	.summary = "windowed stream aggregation: slash vs uppar vs local vs one",
+	.about = "  --procs partitions of --records generated records each; "
+		 "slash and uppar\n  with one executor process per partition, "
+		 "local with a thread each, one\n  with one thread reading "
+		 "them interleaved; alternated --rounds times,\n  medians.  "
+		 "Input records/s and GB/s, ratios, and the clock-free "
+		 "channel\n  bytes and slots per record, entries per epoch.\n",
+	.flags = sb_flags,
+	.csv = sb_csv,
+	.create = sb_create,
+	.check = sb_check,
+	.setup = sb_setup,
+	.run = sb_run,
+	.report = sb_report,
+	.destroy = sb_destroy,
+};

@@ -1,0 +1,224 @@
+/*
+ * Windowed stream aggregation in event time (Slash's model, docs/stream.md).
+ *
+ * A query is data: fixed-size records, an optional equality filter, the
+ * key, event-time and value fields (little-endian unsigned integers of 1,
+ * 2, 4 or 8 bytes) or an extract callback, one aggregate (COUNT, SUM,
+ * MIN, MAX, AVG) over tumbling or sliding windows of event time, and an
+ * allowed lateness.  E executors each read their own partition of the
+ * input (smart_stream_push) and keep partial state for every key; the
+ * engine chosen at run time merges it:
+ *   SMART_STREAM_LOCAL  threads of one process merge their partial state
+ *                       into one table at each epoch end (late merging);
+ *   SMART_STREAM_SLASH  each executor ships, per epoch, one delta per
+ *                       leader over one-sided channels (smart/chan.h); the
+ *                       leader of a key (smart_stream_key_owner) merges
+ *                       them and fires its windows;
+ *   SMART_STREAM_UPPAR  records are re-partitioned by key over the same
+ *                       channels (Slash's RDMA UpPar baseline).
+ * A window [wstart, wend) fires when every source's watermark (its largest
+ * accepted event time minus the lateness) reached wend: no result uses a
+ * record a source accepted later, and the emitted multiset of (window,
+ * key, value, count) equals a sequential run over the same partitions
+ * (docs/stream.md §3).  Results are exact integers: SUM is modulo 2^64,
+ * AVG the floor of SUM / COUNT.
+ *
+ * Per source, a record is dropped by the filter, or as implausible (event
+ * time >= SMART_STREAM_TS_LIMIT, or beyond the watermark by more than
+ * horizon when horizon is set), or as late (event time below the source's
+ * watermark); each counted.  Any bit pattern is a record.
+ *
+ * Thread safety: an executor belongs to its worker's thread; a hub is
+ * shared by the LOCAL executors of one process.  Errors: 0 or a negative
+ * SMART_E*; an error has no side effect unless said.
+ */
+#ifndef SMART_STREAM_H
+#define SMART_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "smart/rpc.h"
+#include "smart/smart.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct smart_stream smart_stream_t;
+typedef struct smart_stream_hub smart_stream_hub_t;
+
+enum {
+	SMART_STREAM_COUNT = 0,
+	SMART_STREAM_SUM = 1,
+	SMART_STREAM_MIN = 2,
+	SMART_STREAM_MAX = 3,
+	SMART_STREAM_AVG = 4
+};
+enum { SMART_STREAM_TUMBLING = 0, SMART_STREAM_SLIDING = 1 };
+enum { SMART_STREAM_LOCAL = 0, SMART_STREAM_SLASH = 1, SMART_STREAM_UPPAR = 2 };
+
+/* Event times at or above this are implausible (dropped, counted). */
+#define SMART_STREAM_TS_LIMIT	   (1ULL << 62)
+#define SMART_STREAM_MAX_EXECUTORS 64
+
+/* A field of a record: size 0 (absent), 1, 2, 4 or 8 bytes at off. */
+struct smart_stream_field {
+	uint32_t off;
+	uint32_t size;
+};
+
+/* The extract callback, when set, replaces the key, time and value
+ * fields (the filter still applies first): 1 keeps the record with
+ * *key, *ts, *value; 0 drops it (counted as filtered). */
+typedef int (*smart_stream_extract_fn)(const void *rec, uint32_t len,
+				       uint64_t *key, uint64_t *ts,
+				       uint64_t *value, void *arg);
+
+struct smart_stream_query {
+	uint32_t struct_size;		  /* sizeof, set by the init function */
+	uint32_t record_bytes;		  /* 1..65536 */
+	struct smart_stream_field filter; /* kept when == filter_eq; size 0:
+					   * every record */
+	uint64_t filter_eq;
+	struct smart_stream_field key, time, value; /* key and time required
+						     * without extract; value
+						     * size 0 reads 0 */
+	uint32_t agg;			 /* SMART_STREAM_COUNT .. _AVG */
+	uint32_t window;		 /* SMART_STREAM_TUMBLING, _SLIDING */
+	uint64_t size;			 /* window length, 1..2^40 */
+	uint64_t slide;			 /* SLIDING: divides size, at most
+					   * 1024 windows per record */
+	uint64_t lateness;		 /* allowed disorder, < 2^62 */
+	uint64_t horizon;		 /* 0: off */
+	smart_stream_extract_fn extract; /* NULL: the fields */
+	void *extract_arg;
+};
+
+struct smart_stream_config {
+	uint32_t struct_size; /* sizeof, set by the init function */
+	uint32_t engine;      /* SMART_STREAM_LOCAL (default), _SLASH, _UPPAR */
+	uint32_t executors;   /* E: 1..SMART_STREAM_MAX_EXECUTORS */
+	uint32_t index;	      /* this executor: 0..E-1 */
+	uint32_t epoch_records;	  /* input records per epoch: 0 is 65536 */
+	uint32_t max_entries;	  /* state entries (window, key) per table:
+				 * 0 is 1 << 20; more gives SMART_ENOSPC */
+	uint32_t slots;		  /* channels: as smart_chan_config (0: 8) */
+	uint32_t slot_bytes;	  /* 0: 32 KiB */
+	smart_rpc_t *rpc;	  /* SLASH, UPPAR: this executor's endpoint,
+				 * listening at peers[index] */
+	const char *const *peers; /* SLASH, UPPAR: E host:port */
+	smart_stream_hub_t *hub;  /* LOCAL: shared by the E executors */
+	struct smart_stream_query query;
+};
+
+struct smart_stream_result {
+	uint64_t wstart, wend, key, value, count;
+};
+
+struct smart_stream_stats {
+	uint64_t records;	/* pushed */
+	uint64_t filtered;	/* dropped by the filter or extract */
+	uint64_t late;		/* dropped below the watermark */
+	uint64_t implausible;	/* dropped: time beyond the limits */
+	uint64_t epochs;	/* ended here */
+	uint64_t delta_entries; /* shipped to other leaders (SLASH) or
+				 * records shipped (UPPAR) */
+	uint64_t chan_slots;	/* slots committed */
+	uint64_t chan_bytes;	/* their bytes */
+	uint64_t results;	/* emitted by this executor */
+	uint64_t early_results; /* emitted while some source was still
+				 * running (a finite watermark) */
+	uint64_t proto_errors;	/* peers cut for a bad message */
+	/* trigger lag: from the epoch end (swap) that completed a window
+	 * to its emission, median and 99th percentile (ns) */
+	uint64_t lag_p50_ns, lag_p99_ns;
+};
+
+/* Every field zero (its default) and struct_size set.  Cannot fail. */
+void smart_stream_query_init(struct smart_stream_query *q);
+void smart_stream_config_init(struct smart_stream_config *cfg);
+
+/* The executor leading key among E (the owner of its windows). */
+uint32_t smart_stream_key_owner(uint64_t key, uint32_t executors);
+
+/* A hub for E LOCAL executors of one process.  SMART_EINVAL for E out of
+ * range, SMART_ENOMEM.  Thread: any. */
+int smart_stream_hub_create(uint32_t executors, uint32_t max_entries,
+			    smart_stream_hub_t **out);
+/* Free it (after its executors closed).  NULL: no-op.  Thread: any. */
+int smart_stream_hub_destroy(smart_stream_hub_t *h);
+
+/* An executor on w.  SLASH and UPPAR open a channel to every other
+ * executor and wait (up to the endpoint's timeout) for theirs: all E must
+ * be created at about the same time.  SMART_EINVAL for a bad query or
+ * config, SMART_ENOMEM, the errors of smart_chan_open, SMART_ETIMEDOUT.
+ * Thread: w's, from its main context (not a task). */
+int smart_stream_create(smart_worker_t *w,
+			const struct smart_stream_config *cfg,
+			smart_stream_t **out);
+
+/* Process n records (n x record_bytes bytes) of this executor's input;
+ * ends an epoch every epoch_records records (ships its deltas, fires what
+ * the watermarks allow).  SMART_ENOSPC when the state is full,
+ * SMART_ECONN when a peer is gone, SMART_EPROTO when one broke the
+ * protocol: the executor is then failed (every later call returns the
+ * same) and the records of this call may be partly counted.
+ * SMART_EINVAL after finish.  Thread: w's, main context. */
+int smart_stream_push(smart_stream_t *s, const void *records, size_t n);
+
+/* End of this executor's input: the last epoch with an infinite
+ * watermark.  Errors as push.  Thread: w's, main context. */
+int smart_stream_finish(smart_stream_t *s);
+
+/* Receive and merge what peers sent, fire windows, and copy up to max
+ * results into out (*n of them).  0 while more may come, SMART_ENOENT
+ * once every source finished and every result was taken.  Errors as push.
+ * Thread: w's, main context. */
+int smart_stream_poll(smart_stream_t *s, struct smart_stream_result *out,
+		      size_t max, size_t *n);
+
+/* Close the executor (its channels) and free it.  NULL: no-op returning 0.
+ * Thread: w's. */
+int smart_stream_close(smart_stream_t *s, smart_worker_t *w);
+
+/* The executor's counters.  SMART_EINVAL for NULL.  Thread: w's. */
+int smart_stream_stats_sized(const smart_stream_t *s, smart_worker_t *w,
+			     struct smart_stream_stats *out, size_t size);
+static inline int smart_stream_stats(const smart_stream_t *s, smart_worker_t *w,
+				     struct smart_stream_stats *out)
+{
+	return smart_stream_stats_sized(s, w, out, sizeof(*out));
+}
+
+/* Seeded generators: records of partition `part` (of parts), numbered
+ * from `first`, written into out (n x the workload's record size); the
+ * same arguments give the same bytes.  keys: distinct keys (1..2^40);
+ * zipf_milli: 0 uniform, else Zipf theta x 1000 (1..999); disorder: the
+ * largest event-time shift backwards.  Record i of a partition has event
+ * time i minus a seeded shift of 0..disorder (docs/stream.md §5).
+ * SMART_EINVAL for an unknown workload or a field out of range.
+ * Thread: any. */
+enum {
+	SMART_STREAM_GEN_YSB = 0, /* 78 B, filter event_type == 0, COUNT per
+				   * campaign */
+	SMART_STREAM_GEN_CM = 1,  /* 64 B, AVG cpu per job */
+	SMART_STREAM_GEN_NB7 = 2, /* 32 B bids, MAX price per auction */
+	SMART_STREAM_GEN_RO = 3	  /* 16 B, COUNT per key */
+};
+struct smart_stream_gen {
+	uint32_t workload;
+	uint32_t parts, part;
+	uint64_t seed, keys;
+	uint32_t zipf_milli;
+	uint64_t disorder;
+};
+/* The workload's record size, and its query (window size in the
+ * generator's time units); SMART_EINVAL for an unknown one. */
+int smart_stream_gen_query(uint32_t workload, struct smart_stream_query *q);
+int smart_stream_gen_fill(const struct smart_stream_gen *g, uint64_t first,
+			  size_t n, void *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,130 @@
+/*
+ * Seeded generators of the benchmark workloads (docs/stream.md §5) and
+ * their queries.  Record formats: YSB 78 B (user, page, campaign,
+ * ad_type, event_type, ts, ip, d1, d2 as u64, d3 u32, d4 u16; the
+ * Yahoo benchmark's fields as Slash and LightSaber lay them out), CM 64 B
+ * (ts, job, task, machine as u64, then eight u32 with cpu in
+ * thousandths), NB7 bid 32 B (auction, bidder, price in cents, ts), RO 16
+ * B (key, ts).
+ *
+ * Invariants: record i of a partition depends only on (workload, seed,
+ * part, i, keys, zipf, disorder): any chunking gives the same bytes; its
+ * event time is i minus a shift of at most `disorder`.
+ */
+#include <string.h>
+
+#include "smart/util.h"
+#include "stream/stream_int.h"
+
+static const uint32_t rec_bytes[] = { 78, 64, 32, 16 };
+
+static void q_fields(struct smart_stream_query *q, uint32_t key, uint32_t ts,
+		     uint32_t val, uint32_t vsize)
+{
+	q->key = (struct smart_stream_field){ key, 8 };
+	q->time = (struct smart_stream_field){ ts, 8 };
+	q->value = (struct smart_stream_field){ val, vsize };
+}
+
+int smart_stream_gen_query(uint32_t workload, struct smart_stream_query *q)
+{
+	if (!q || workload > SMART_STREAM_GEN_RO)
+		return SMART_EINVAL;
+	smart_stream_query_init(q);
+	q->record_bytes = rec_bytes[workload];
+	q->window = SMART_STREAM_TUMBLING;
+	q->size = 10000;
+	if (workload == SMART_STREAM_GEN_YSB) {
+		q->filter = (struct smart_stream_field){ 32, 8 };
+		q_fields(q, 16, 40, 0, 0);
+	} else if (workload == SMART_STREAM_GEN_CM) {
+		q_fields(q, 8, 0, 48, 4);
+		q->agg = SMART_STREAM_AVG;
+		q->size = 2000;
+	} else if (workload == SMART_STREAM_GEN_NB7) {
+		q_fields(q, 0, 24, 16, 8);
+		q->agg = SMART_STREAM_MAX;
+		q->size = 60000;
+	} else {
+		q_fields(q, 0, 8, 0, 0);
+		q->size = 1ULL << 40;
+	}
+	return 0;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void ysb(uint8_t *r, smart_rng_t *g, uint64_t key, uint64_t ts)
+{
+	for (int i = 0; i < 9; i++)
+		put64(r + 8 * i, smart_rng_next(g));
+	put64(r + 16, key);
+	put64(r + 32, smart_rng_below(g, 3));
+	put64(r + 40, ts);
+	put32(r + 72, (uint32_t)smart_rng_next(g));
+	r[76] = r[77] = 0;
+}
+
+static void cm(uint8_t *r, smart_rng_t *g, uint64_t key, uint64_t ts)
+{
+	for (int i = 0; i < 8; i++)
+		put64(r + 8 * i, smart_rng_next(g));
+	put64(r, ts);
+	put64(r + 8, key);
+	put32(r + 48, (uint32_t)smart_rng_below(g, 100001));
+}
+
+static void one(const struct smart_stream_gen *g, const smart_zipf_t *z,
+		uint64_t i, uint8_t *r)
+{
+	smart_rng_t rng;
+	uint64_t key, ts, shift;
+
+	smart_rng_seed(&rng, smart_hash64(&i, sizeof(i),
+					  g->seed * 977 + g->part * 131 +
+						  g->workload));
+	key = z ? smart_zipf_next(z, &rng) : smart_rng_below(&rng, g->keys);
+	shift = g->disorder ? smart_rng_below(&rng, g->disorder + 1) : 0;
+	ts = i > shift ? i - shift : 0;
+	if (g->workload == SMART_STREAM_GEN_YSB) {
+		ysb(r, &rng, key, ts);
+	} else if (g->workload == SMART_STREAM_GEN_CM) {
+		cm(r, &rng, key, ts);
+	} else if (g->workload == SMART_STREAM_GEN_NB7) {
+		put64(r, key);
+		put64(r + 8, smart_rng_next(&rng));
+		put64(r + 16, smart_rng_below(&rng, 1000000));
+		put64(r + 24, ts);
+	} else {
+		put64(r, key);
+		put64(r + 8, ts);
+	}
+}
+
+int smart_stream_gen_fill(const struct smart_stream_gen *g, uint64_t first,
+			  size_t n, void *out)
+{
+	smart_zipf_t z;
+	uint8_t *p = out;
+
+	if (!g || (!out && n) || g->workload > SMART_STREAM_GEN_RO ||
+	    !g->keys || g->keys > (1ULL << 40) || g->zipf_milli > 999 ||
+	    !g->parts || g->part >= g->parts)
+		return SMART_EINVAL;
+	if (g->zipf_milli &&
+	    smart_zipf_init(&z, g->keys, g->zipf_milli / 1000.0))
+		return SMART_EINVAL;
+	for (size_t k = 0; k < n; k++, p += rec_bytes[g->workload])
+		one(g, g->zipf_milli ? &z : NULL, first + k, p);
+	return 0;
+}

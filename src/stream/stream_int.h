@@ -1,0 +1,162 @@
+/*
+ * The stream layer's internals (docs/stream.md).
+ *
+ * Invariants:
+ *  - A table holds at most max_entries entries (window start, key) and at
+ *    most half its slots are used (linear probing always ends); growth
+ *    doubles it, past max_entries is SMART_ENOSPC.
+ *  - An aggregate is (count, sum mod 2^64, min, max): merging two is
+ *    commutative and associative, so any merge order gives the same bits.
+ *  - A source's watermark never goes backwards, and every record it
+ *    accepts later has an event time >= it (the late rule); a window
+ *    [wstart, wend) is emitted only when the minimum over ALL sources'
+ *    watermarks is >= wend, so nothing that could still come belongs to it.
+ *  - A delta from source s carries epoch e only after s's epoch e - 1 was
+ *    complete (its LAST message); each message is checked whole (length,
+ *    count, keys led here, window starts, watermark order) before any of
+ *    it is merged.
+ */
+#ifndef SMART_STREAM_INT_H
+#define SMART_STREAM_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "smart/chan.h"
+#include "smart/stream.h"
+#include "smart/util.h"
+#include "stream/stream_mutant.h"
+
+/* Input records between two polls of the endpoint inside push. */
+#define STREAM_POLL_EVERY 1024
+
+struct stream_agg {
+	uint64_t count, sum, min, max;
+};
+
+struct stream_entry {
+	uint64_t wstart, key; /* wstart UINT64_MAX: an empty slot */
+	struct stream_agg a;
+};
+
+struct stream_table {
+	struct stream_entry *e;
+	uint32_t cap, n, max;
+};
+
+/* A delta message in a channel slot: header, then n entries of
+ * struct stream_entry (48 bytes each, the same layout both ends). */
+enum {
+	STREAM_MAGIC = 0x53747231,
+	STREAM_F_LAST = 1,
+	STREAM_F_FINAL = 2,
+	STREAM_F_RECORDS = 4
+};
+struct stream_msg {
+	uint32_t magic;
+	uint16_t src;
+	uint16_t flags;
+	uint64_t epoch;
+	uint64_t wm; /* the source's watermark at the swap (LAST only) */
+	uint32_t n;
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct stream_msg) == 32, "delta header layout");
+_Static_assert(sizeof(struct stream_entry) == 48, "delta entry layout");
+
+/* UPPAR ships projected records: (key, ts, value). */
+struct stream_rec {
+	uint64_t key, ts, value;
+};
+_Static_assert(sizeof(struct stream_rec) == 24, "record entry layout");
+
+struct smart_stream_hub {
+	pthread_mutex_t mu;
+	uint32_t executors, finished;
+	uint64_t wm[SMART_STREAM_MAX_EXECUTORS];
+	struct stream_table t;
+	struct smart_stream_result *out; /* emitted, not yet taken */
+	size_t out_n, out_cap, out_head;
+};
+
+struct stream_peer {
+	smart_chan_t *tx; /* to this leader */
+	smart_chan_t *rx; /* from this source */
+	uint64_t epoch;	  /* last complete epoch received */
+	uint64_t wm;	  /* its watermark at that epoch's swap */
+	uint64_t stamp;	  /* that swap's time (the producer's word) */
+	int final;
+	uint8_t *buf; /* outgoing entries of the current epoch */
+	size_t buf_n, buf_cap;
+};
+
+struct smart_stream {
+	struct smart_stream_config cfg;
+	struct smart_stream_query q;
+	smart_worker_t *w;
+	int failed, finished;
+	uint64_t in_epoch; /* records of the current epoch */
+	uint64_t epoch;	   /* epochs ended */
+	uint64_t maxts;
+	int seen;
+	struct stream_table part; /* this epoch's updates (every key) */
+	struct stream_table lead; /* merged state of the keys led here */
+	struct stream_peer peer[SMART_STREAM_MAX_EXECUTORS];
+	uint32_t accepted;
+	struct smart_stream_result *out;
+	size_t out_n, out_cap, out_head;
+	struct smart_stream_stats st;
+	smart_hist_t lag; /* trigger lag, ns (one host's clock) */
+	int sending;	  /* pump: the sender task still runs */
+};
+
+/* table.c */
+int smart__stream_table_init(struct stream_table *t, uint32_t max);
+void smart__stream_table_free(struct stream_table *t);
+void smart__stream_table_clear(struct stream_table *t);
+int smart__stream_table_merge(struct stream_table *t, uint64_t wstart,
+			      uint64_t key, const struct stream_agg *a);
+void smart__stream_agg_one(struct stream_agg *a, uint64_t v);
+uint64_t smart__stream_agg_value(const struct stream_agg *a, uint32_t agg);
+/* Move every entry whose window ended by wm into out (grown); 0 or
+ * SMART_ENOMEM. */
+int smart__stream_table_fire(struct stream_table *t, uint64_t wm, uint64_t size,
+			     uint32_t agg, struct smart_stream_result **out,
+			     size_t *n, size_t *cap, uint64_t *fired);
+
+/* query.c */
+int smart__stream_query_check(const struct smart_stream_query *q);
+/* 1 accepted (*key, *ts, *v set), 0 dropped (counted in st). */
+int smart__stream_accept(struct smart_stream *s, const uint8_t *rec,
+			 uint64_t *key, uint64_t *ts, uint64_t *v);
+uint64_t smart__stream_wm(const struct smart_stream *s);
+/* Add (ts, v) of key into t for each window containing ts. */
+int smart__stream_assign(const struct smart_stream_query *q,
+			 struct stream_table *t, uint64_t key, uint64_t ts,
+			 uint64_t v);
+int smart__stream_wstart_ok(const struct smart_stream_query *q, uint64_t ws);
+
+/* link.c: channels among the executors */
+int smart__stream_link_open(struct smart_stream *s);
+void smart__stream_link_close(struct smart_stream *s);
+/* Ship every peer's buffer of this epoch, LAST with wm; runs the pump
+ * (a sender and a receiver task) until shipped. */
+int smart__stream_link_ship(struct smart_stream *s, uint64_t wm, int final,
+			    uint64_t stamp);
+/* Take and merge what landed; 0 or an error (executor failed). */
+int smart__stream_link_drain(struct smart_stream *s);
+int smart__stream_peer_add(struct stream_peer *p, const void *e, size_t len);
+
+/* exec.c: fire what the minimum watermark of all sources allows; stamp:
+ * the swap time of the epoch that allowed it (for the trigger lag) */
+int smart__stream_fire(struct smart_stream *s, uint64_t stamp);
+void smart__stream_lag(struct smart_stream *s, uint64_t stamp, uint64_t fired);
+
+/* hub.c: LOCAL */
+int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final,
+			    uint64_t stamp);
+int smart__stream_hub_poll(struct smart_stream *s,
+			   struct smart_stream_result *out, size_t max,
+			   size_t *n);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * The stream layer's mutants (docs/design.md §10.4; like
+ * src/ds/ht/ht_mutant.h): a build with -DSMART_MUTANT=<NAME> defines
+ * SMART_MUTANT_<NAME> and removes that one guard; in every other build
+ * each SMART_M_<NAME> is 0 and the guarded code is the code that ships.
+ * CMakeLists.txt builds a STREAM_ switch into src/stream only;
+ * tests/mutants/mutants.txt names the test that catches each one and
+ * docs/stream.md §7 lists them.
+ */
+#ifndef SMART_STREAM_MUTANT_H
+#define SMART_STREAM_MUTANT_H
+
+/* take: a delta's epoch not checked to follow the source's last one */
+#ifdef SMART_MUTANT_STREAM_NO_EPOCH_CHECK
+#define SMART_M_STREAM_NO_EPOCH_CHECK 1
+#else
+#define SMART_M_STREAM_NO_EPOCH_CHECK 0
+#endif
+
+/* epoch end: the shipped partial state not cleared (shipped again) */
+#ifdef SMART_MUTANT_STREAM_NO_RESET
+#define SMART_M_STREAM_NO_RESET 1
+#else
+#define SMART_M_STREAM_NO_RESET 0
+#endif
+
+/* fire: on this executor's own watermark, not the minimum of all */
+#ifdef SMART_MUTANT_STREAM_TRIGGER_OWN_WM
+#define SMART_M_STREAM_TRIGGER_OWN_WM 1
+#else
+#define SMART_M_STREAM_TRIGGER_OWN_WM 0
+#endif
+
+/* ship: an epoch with nothing for a leader sends it nothing (its
+ * watermark reaches that leader only with data or at the end) */
+#ifdef SMART_MUTANT_STREAM_NO_EMPTY_DELTA
+#define SMART_M_STREAM_NO_EMPTY_DELTA 1
+#else
+#define SMART_M_STREAM_NO_EMPTY_DELTA 0
+#endif
+
+/* take: a message's count not checked against its length */
+#ifdef SMART_MUTANT_STREAM_DELTA_NO_BOUNDS
+#define SMART_M_STREAM_DELTA_NO_BOUNDS 1
+#else
+#define SMART_M_STREAM_DELTA_NO_BOUNDS 0
+#endif
+
+/* take: a delta's keys not checked to be led here */
+#ifdef SMART_MUTANT_STREAM_NO_KEY_CHECK
+#define SMART_M_STREAM_NO_KEY_CHECK 1
+#else
+#define SMART_M_STREAM_NO_KEY_CHECK 0
+#endif
+
+/* accept: records below the watermark kept */
+#ifdef SMART_MUTANT_STREAM_LATE_KEEP
+#define SMART_M_STREAM_LATE_KEEP 1
+#else
+#define SMART_M_STREAM_LATE_KEEP 0
+#endif
+
+/* take: a watermark going backwards accepted */
+#ifdef SMART_MUTANT_STREAM_WM_BACKWARDS
+#define SMART_M_STREAM_WM_BACKWARDS 1
+#else
+#define SMART_M_STREAM_WM_BACKWARDS 0
+#endif
+
+#endif

@@ -1,0 +1,757 @@
+/*
+ * The stream layer (include/smart/stream.h, docs/stream.md) against its
+ * sequential reference (tests/harness/stream_ref.h): for each workload
+ * (YSB, CM, NB7, RO) x engine (local, slash, uppar) x executors (1, 2, 3)
+ * x epoch size (tiny: hundreds of epochs; large: one) x skew (uniform,
+ * Zipf 0.99), the multiset of emitted (window, key, value, count) equals
+ * the reference's exactly, and so do the late, implausible and filtered
+ * counts; also with bounded disorder and sliding windows, with executors
+ * as forked processes, under the adversarial shm mode, and for random
+ * bytes as records.  A leader fires a window only on the watermark of
+ * every source (a helper held back until the leader finished: nothing
+ * emitted early, results equal); empty deltas advance a leader's view of
+ * an idle source (windows fire before the end, counted); a hostile peer's
+ * delta (bad length, a key not led here, a replayed epoch, a watermark
+ * going back, a bad magic) cuts it with SMART_EPROTO, counted; a full
+ * state gives SMART_ENOSPC.
+ *
+ * Executors are threads with an endpoint each, or child processes
+ * (test_spawn) that exchange addresses and results over pipes.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#include "harness/blade_fixture.h"
+#include "harness/stream_ref.h"
+#include "harness/test.h"
+#include "smart/chan.h"
+#include "smart/rpc.h"
+#include "smart/smart.h"
+#include "smart/stream.h"
+#include "stream/stream_int.h"
+
+#define SECRET "stream-test-secret-2718"
+#define MAXE   3
+#define CHUNK  97
+
+static char secret_path[64];
+
+static void secret_init(void)
+{
+	int fd;
+
+	if (secret_path[0])
+		return;
+	snprintf(secret_path, sizeof(secret_path), "/tmp/stream-secret-%d",
+		 (int)getpid());
+	fd = open(secret_path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	CHECK(fd >= 0);
+	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
+	close(fd);
+}
+
+struct end {
+	smart_ctx_t *ctx;
+	smart_worker_t *w;
+	smart_rpc_t *rpc;
+	char addr[64];
+};
+
+static void end_open(struct end *e, int rpc)
+{
+	struct smart_rpc_config cfg;
+
+	memset(e, 0, sizeof(*e));
+	e->ctx = fixture_ctx((const char *[]){ "secret_file", secret_path,
+					       "buf_pool", "4M", NULL });
+	CHECK_OK(smart_worker_create(e->ctx, &e->w));
+	if (!rpc)
+		return;
+	smart_rpc_config_init(&cfg);
+	cfg.timeout_ms = 60000;
+	CHECK_OK(smart_rpc_create(e->w, &cfg, &e->rpc));
+	CHECK_OK(smart_rpc_listen(e->rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(e->rpc, e->addr, sizeof(e->addr)));
+}
+
+static void end_close(struct end *e)
+{
+	CHECK_OK(smart_rpc_destroy(e->rpc));
+	CHECK_OK(smart_worker_destroy(e->w));
+	CHECK_OK(smart_ctx_destroy(e->ctx));
+}
+
+/* One run: E partitions of generated (or given) records. */
+struct run {
+	uint32_t engine, E, epoch, max_entries;
+	struct smart_stream_query q;
+	uint8_t *in[MAXE];
+	size_t n[MAXE];
+	int delay; /* executors > 0 push only after executor 0 finished */
+	atomic_int zero_done;
+	smart_stream_hub_t *hub;
+	pthread_barrier_t bar;
+	struct end end[MAXE];
+	const char *peers[MAXE];
+	struct smart_stream_result *res[MAXE];
+	size_t nres[MAXE];
+	struct smart_stream_stats st[MAXE];
+	int push_rc[MAXE];
+};
+
+static void collect(struct run *r, uint32_t i, smart_stream_t *s)
+{
+	struct smart_stream_result buf[64];
+	uint64_t end = test_now_ms() + 120000;
+	size_t k, cap = 0;
+	int rc;
+
+	while ((rc = smart_stream_poll(s, buf, 64, &k)) != SMART_ENOENT) {
+		CHECK_OK(rc);
+		if (r->nres[i] + k > cap) {
+			cap = (r->nres[i] + k) * 2;
+			r->res[i] = realloc(r->res[i], cap * sizeof(*buf));
+		}
+		memcpy(r->res[i] + r->nres[i], buf, k * sizeof(*buf));
+		r->nres[i] += k;
+		if (test_now_ms() > end)
+			TEST_FAIL("executor %u: no end of results", i);
+	}
+}
+
+static void wait_zero(struct run *r, smart_stream_t *s)
+{
+	uint64_t end = test_now_ms() + 120000;
+	size_t k;
+
+	while (!atomic_load(&r->zero_done)) {
+		CHECK_OK(smart_stream_poll(s, NULL, 0, &k));
+		if (test_now_ms() > end)
+			TEST_FAIL("executor 0 never finished");
+	}
+}
+
+static void exec_one(struct run *r, uint32_t i, struct end *e)
+{
+	struct smart_stream_config c;
+	smart_stream_t *s;
+	int rc = 0;
+
+	smart_stream_config_init(&c);
+	c.engine = r->engine;
+	c.executors = r->E;
+	c.index = i;
+	c.epoch_records = r->epoch;
+	c.max_entries = r->max_entries;
+	c.rpc = e->rpc;
+	c.peers = r->peers;
+	c.hub = r->hub;
+	c.slot_bytes = 4096;
+	c.query = r->q;
+	CHECK_OK(smart_stream_create(e->w, &c, &s));
+	if (r->delay && i)
+		wait_zero(r, s);
+	for (size_t k = 0; k < r->n[i] && !rc; k += CHUNK)
+		rc = smart_stream_push(s, r->in[i] + k * r->q.record_bytes,
+				       r->n[i] - k < CHUNK ? r->n[i] - k :
+							     CHUNK);
+	r->push_rc[i] = rc;
+	if (!rc) {
+		CHECK_OK(smart_stream_finish(s));
+		if (!i)
+			atomic_store(&r->zero_done, 1);
+		collect(r, i, s);
+	}
+	CHECK_OK(smart_stream_stats(s, e->w, &r->st[i]));
+	CHECK_OK(smart_stream_close(s, e->w));
+}
+
+struct targ {
+	struct run *r;
+	uint32_t i;
+};
+
+static void *exec_thread(void *arg)
+{
+	struct targ *t = arg;
+	struct run *r = t->r;
+	struct end *e = &r->end[t->i];
+
+	end_open(e, r->engine != SMART_STREAM_LOCAL);
+	r->peers[t->i] = e->addr;
+	pthread_barrier_wait(&r->bar);
+	exec_one(r, t->i, e);
+	end_close(e);
+	return NULL;
+}
+
+static void run_threads(struct run *r)
+{
+	pthread_t th[MAXE];
+	struct targ t[MAXE];
+
+	atomic_store(&r->zero_done, 0);
+	if (r->engine == SMART_STREAM_LOCAL)
+		CHECK_OK(
+			smart_stream_hub_create(r->E, r->max_entries, &r->hub));
+	pthread_barrier_init(&r->bar, NULL, r->E);
+	for (uint32_t i = 0; i < r->E; i++) {
+		t[i] = (struct targ){ r, i };
+		CHECK_EQ(pthread_create(&th[i], NULL, exec_thread, &t[i]), 0);
+	}
+	for (uint32_t i = 0; i < r->E; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&r->bar);
+	smart_stream_hub_destroy(r->hub);
+	r->hub = NULL;
+}
+
+static void gen_input(struct run *r, uint32_t workload, size_t n, uint32_t zipf,
+		      uint64_t disorder, uint64_t keys)
+{
+	for (uint32_t p = 0; p < r->E; p++) {
+		struct smart_stream_gen g = { workload,	     r->E, p,
+					      77 + workload, keys, zipf,
+					      disorder };
+
+		r->n[p] = n;
+		r->in[p] = malloc(n * r->q.record_bytes);
+		CHECK_OK(smart_stream_gen_fill(&g, 0, n, r->in[p]));
+	}
+}
+
+static void run_free(struct run *r)
+{
+	for (uint32_t i = 0; i < MAXE; i++) {
+		free(r->in[i]);
+		free(r->res[i]);
+		r->in[i] = NULL;
+		r->res[i] = NULL;
+		r->nres[i] = 0;
+	}
+}
+
+/* The emitted multiset and the drop counts against the reference. */
+static void check_ref(struct run *r, const char *what)
+{
+	struct smart_stream_result *all;
+	struct ref_out o;
+	uint64_t late = 0, impl = 0, filt = 0;
+	size_t n = 0;
+
+	ref_run(&r->q, r->E, (const uint8_t *const *)r->in, r->n, &o);
+	for (uint32_t i = 0; i < r->E; i++) {
+		CHECK_OK(r->push_rc[i]);
+		n += r->nres[i];
+		late += r->st[i].late;
+		impl += r->st[i].implausible;
+		filt += r->st[i].filtered;
+	}
+	all = malloc((n ? n : 1) * sizeof(*all));
+	n = 0;
+	for (uint32_t i = 0; i < r->E; i++) {
+		memcpy(all + n, r->res[i], r->nres[i] * sizeof(*all));
+		n += r->nres[i];
+	}
+	qsort(all, n, sizeof(*all), ref_res_cmp);
+	if (n != o.n || (n && memcmp(all, o.r, n * sizeof(*all))) ||
+	    late != o.late || impl != o.implausible || filt != o.filtered)
+		TEST_FAIL("%s: %zu results (reference %zu), late %" PRIu64
+			  " (%" PRIu64 "), implausible %" PRIu64 " (%" PRIu64
+			  "), filtered %" PRIu64 " (%" PRIu64 ")",
+			  what, n, o.n, late, o.late, impl, o.implausible, filt,
+			  o.filtered);
+	free(all);
+	free(o.r);
+}
+
+static const char *const engines[] = { "local", "slash", "uppar" };
+static const char *const workloads[] = { "ysb", "cm", "nb7", "ro" };
+
+static void matrix(uint32_t engine)
+{
+	static const uint32_t epochs[] = { 16, 1u << 20 };
+	static const uint32_t zipf[] = { 0, 990 };
+	uint64_t epochs_seen = 0;
+
+	secret_init();
+	for (uint32_t wl = 0; wl < 4; wl++)
+		for (uint32_t E = 1; E <= MAXE; E++)
+			for (int ep = 0; ep < 2; ep++)
+				for (int z = 0; z < 2; z++) {
+					struct run r = { .engine = engine,
+							 .E = E,
+							 .epoch = epochs[ep] };
+					char what[96];
+
+					CHECK_OK(smart_stream_gen_query(wl,
+									&r.q));
+					r.q.size = wl == SMART_STREAM_GEN_RO ?
+							   r.q.size :
+							   300;
+					gen_input(&r, wl, 2000, zipf[z], 0,
+						  500);
+					run_threads(&r);
+					snprintf(what, sizeof(what),
+						 "%s %s E=%u epoch=%u zipf=%u",
+						 engines[engine], workloads[wl],
+						 E, epochs[ep], zipf[z]);
+					check_ref(&r, what);
+					if (ep == 0)
+						epochs_seen += r.st[0].epochs;
+					run_free(&r);
+				}
+	/* the tiny epochs forced hundreds of epochs per executor */
+	CHECK(epochs_seen > 100 * 24);
+}
+
+static void test_local(void)
+{
+	matrix(SMART_STREAM_LOCAL);
+}
+
+static void test_slash(void)
+{
+	matrix(SMART_STREAM_SLASH);
+}
+
+static void test_uppar(void)
+{
+	matrix(SMART_STREAM_UPPAR);
+}
+
+/* Bounded disorder: records shifted back up to 60, lateness 25: some are
+ * late, dropped and counted as the reference does; sliding windows too. */
+static void test_disorder(void)
+{
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (int sliding = 0; sliding < 2; sliding++) {
+			struct run r = { .engine = engine,
+					 .E = 2,
+					 .epoch = 40 };
+			uint64_t late = 0;
+
+			CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_NB7,
+							&r.q));
+			r.q.lateness = 25;
+			r.q.size = 200;
+			if (sliding) {
+				r.q.window = SMART_STREAM_SLIDING;
+				r.q.slide = 50;
+				r.q.agg = SMART_STREAM_SUM;
+			}
+			gen_input(&r, SMART_STREAM_GEN_NB7, 3000, 0, 60, 100);
+			run_threads(&r);
+			check_ref(&r, engines[engine]);
+			for (uint32_t i = 0; i < r.E; i++)
+				late += r.st[i].late;
+			CHECK(late > 100);
+			printf("%s sliding=%d: late %" PRIu64 "\n",
+			       engines[engine], sliding, late);
+			run_free(&r);
+		}
+}
+
+/* Any bit pattern is a record: random bytes, keys of one byte, times of
+ * two (many late) and of eight (most implausible). */
+static void test_fuzz(void)
+{
+	secret_init();
+	for (uint64_t seed = 1; seed <= 3; seed++)
+		for (uint32_t tsize = 2; tsize <= 8; tsize += 6) {
+			struct run r = { .engine = SMART_STREAM_SLASH,
+					 .E = 2,
+					 .epoch = 64 };
+			smart_rng_t g;
+
+			smart_stream_query_init(&r.q);
+			r.q.record_bytes = 16;
+			r.q.key = (struct smart_stream_field){ 0, 1 };
+			r.q.time = (struct smart_stream_field){ 1, tsize };
+			r.q.value = (struct smart_stream_field){ 8, 8 };
+			r.q.agg = SMART_STREAM_MIN;
+			r.q.size = 4096;
+			r.q.lateness = 1000;
+			smart_rng_seed(&g, seed);
+			for (uint32_t p = 0; p < 2; p++) {
+				r.n[p] = 3000;
+				r.in[p] = malloc(3000 * 16);
+				for (size_t k = 0; k < 3000 * 2; k++)
+					((uint64_t *)r.in[p])[k] =
+						smart_rng_next(&g);
+			}
+			run_threads(&r);
+			check_ref(&r, "fuzz");
+			CHECK(r.st[0].late + r.st[0].implausible > 0);
+			run_free(&r);
+		}
+}
+
+/* The helper (executor 1) starts only after the leader finished: the
+ * leader's own watermark is infinite, yet it must not fire a window
+ * before the helper's deltas for it came (results equal, and nothing
+ * fired before executor 1's watermark moved). */
+static void test_delayed_helper(void)
+{
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++) {
+		struct run r = {
+			.engine = engine, .E = 2, .epoch = 50, .delay = 1
+		};
+
+		CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_YSB, &r.q));
+		r.q.size = 300;
+		gen_input(&r, SMART_STREAM_GEN_YSB, 2000, 0, 0, 50);
+		run_threads(&r);
+		check_ref(&r, engines[engine]);
+		run_free(&r);
+	}
+}
+
+/* Empty deltas: partition p has only keys led by executor p, and executor
+ * 1 runs after executor 0 finished, so every delta from 1 to 0 is empty;
+ * leader 0 must still see 1's watermark move each epoch and fire windows
+ * before 1 ends (early results counted). */
+static void test_empty_deltas(void)
+{
+	struct run r = {
+		.engine = SMART_STREAM_SLASH, .E = 2, .epoch = 50, .delay = 1
+	};
+	uint64_t own[2][8];
+	uint32_t got[2] = { 0, 0 };
+
+	secret_init();
+	for (uint64_t k = 1; got[0] < 8 || got[1] < 8; k++) {
+		uint32_t o = smart_stream_key_owner(k, 2);
+
+		if (got[o] < 8)
+			own[o][got[o]++] = k;
+	}
+	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_RO, &r.q));
+	r.q.size = 100;
+	for (uint32_t p = 0; p < 2; p++) {
+		r.n[p] = 3000;
+		r.in[p] = malloc(3000 * 16);
+		for (uint64_t i = 0; i < 3000; i++) {
+			uint64_t rec[2] = { own[p][i % 8], i };
+
+			memcpy(r.in[p] + i * 16, rec, 16);
+		}
+	}
+	run_threads(&r);
+	check_ref(&r, "empty deltas");
+	printf("leader 0: %" PRIu64 " results, %" PRIu64
+	       " before every source ended\n",
+	       r.st[0].results, r.st[0].early_results);
+	CHECK(r.st[0].early_results > 0);
+	CHECK(r.st[0].lag_p99_ns >= r.st[0].lag_p50_ns && r.st[0].lag_p50_ns);
+	run_free(&r);
+}
+
+/* A full state table: SMART_ENOSPC, and the executor stays failed. */
+static void test_enospc(void)
+{
+	struct run r = { .engine = SMART_STREAM_LOCAL,
+			 .E = 1,
+			 .epoch = 1000,
+			 .max_entries = 64 };
+
+	secret_init();
+	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_RO, &r.q));
+	gen_input(&r, SMART_STREAM_GEN_RO, 2000, 0, 0, 1000);
+	run_threads(&r);
+	CHECK_EQ(r.push_rc[0], SMART_ENOSPC);
+	run_free(&r);
+}
+
+/* A hostile executor 1 (the test's main thread, a raw channel producer)
+ * against a real executor 0 (a thread) that only polls. */
+struct hostile {
+	struct run r;
+	struct end fake;
+	smart_chan_t *in; /* executor 0's channel to us */
+	atomic_int done;
+	int rc;
+	struct smart_stream_stats st;
+};
+
+static void *hostile_exec(void *arg)
+{
+	struct hostile *h = arg;
+	struct smart_stream_config c;
+	struct end *e = &h->r.end[0];
+	uint64_t end = test_now_ms() + 60000;
+	smart_stream_t *s;
+	size_t k;
+
+	smart_stream_config_init(&c);
+	c.engine = SMART_STREAM_SLASH;
+	c.executors = 2;
+	c.rpc = e->rpc;
+	c.peers = h->r.peers;
+	c.query = h->r.q;
+	CHECK_OK(smart_stream_create(e->w, &c, &s));
+	h->rc = smart_stream_finish(s); /* no input of its own */
+	while (!h->rc && (h->rc = smart_stream_poll(s, NULL, 0, &k)) == 0)
+		if (test_now_ms() > end)
+			TEST_FAIL("the forged delta was never refused");
+	CHECK_OK(smart_stream_stats(s, e->w, &h->st));
+	CHECK_OK(smart_stream_close(s, e->w));
+	atomic_store(&h->done, 1);
+	return NULL;
+}
+
+static void hostile_accept(smart_chan_t *ch, uint32_t tag, void *arg)
+{
+	struct hostile *h = arg;
+
+	CHECK_EQ(tag, 0);
+	h->in = ch;
+}
+
+static void forge(smart_chan_t *ch, uint64_t epoch, uint16_t flags, uint64_t wm,
+		  uint32_t n, uint32_t sent, uint64_t key, uint32_t magic)
+{
+	struct stream_msg m = { magic, 1, flags, epoch, wm, n, 0 };
+	struct stream_entry e = { 0, key, { 1, 5, 5, 5 } };
+	uint32_t cap;
+	void *buf;
+
+	CHECK_OK(smart_chan_reserve(ch, &buf, &cap));
+	memcpy(buf, &m, sizeof(m));
+	for (uint32_t i = 0; i < sent; i++)
+		memcpy((uint8_t *)buf + sizeof(m) + i * sizeof(e), &e,
+		       sizeof(e));
+	CHECK_OK(smart_chan_commit(ch, sizeof(m) + sent * sizeof(e), 0));
+}
+
+static uint64_t key_of(uint32_t owner)
+{
+	uint64_t k = 1;
+
+	while (smart_stream_key_owner(k, 2) != owner)
+		k++;
+	return k;
+}
+
+static void hostile_case(int how)
+{
+	static const char *const names[] = {
+		"count past the length", "a key led by another",
+		"a replayed epoch", "a watermark going back", "a bad magic"
+	};
+	struct hostile h = { .r = { .engine = SMART_STREAM_SLASH, .E = 2 } };
+	struct smart_chan_config cc;
+	uint64_t mine = key_of(0);
+	smart_chan_t *out;
+	pthread_t th;
+
+	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_RO, &h.r.q));
+	h.r.q.size = 100;
+	end_open(&h.r.end[0], 1);
+	end_open(&h.fake, 1);
+	CHECK_OK(smart_chan_listen(h.fake.rpc, hostile_accept, &h));
+	h.r.peers[0] = h.r.end[0].addr;
+	h.r.peers[1] = h.fake.addr;
+	CHECK_EQ(pthread_create(&th, NULL, hostile_exec, &h), 0);
+	smart_chan_config_init(&cc);
+	cc.tag = 1;
+	CHECK_OK(smart_chan_open(h.fake.rpc, h.r.end[0].addr, &cc, &out));
+	while (!h.in)
+		smart_rpc_progress(h.fake.rpc);
+	if (how == 0)
+		forge(out, 1, STREAM_F_LAST, 10, 40, 2, mine, STREAM_MAGIC);
+	if (how == 1)
+		forge(out, 1, STREAM_F_LAST, 10, 1, 1, key_of(1), STREAM_MAGIC);
+	if (how == 2 || how == 3) {
+		forge(out, 1, STREAM_F_LAST, 500, 1, 1, mine, STREAM_MAGIC);
+		forge(out, how == 2 ? 1 : 2, STREAM_F_LAST,
+		      how == 2 ? 600 : 400, 1, 1, mine, STREAM_MAGIC);
+	}
+	if (how == 4)
+		forge(out, 1, STREAM_F_LAST, 10, 0, 0, mine, 0x1234);
+	/* a proper end: an executor that took the forgery ends (ENOENT) */
+	forge(out, how >= 2 ? 3 : 2, STREAM_F_LAST | STREAM_F_FINAL, UINT64_MAX,
+	      0, 0, mine, STREAM_MAGIC);
+	while (!atomic_load(&h.done))
+		smart_rpc_progress(h.fake.rpc);
+	pthread_join(th, NULL);
+	printf("%s: %d, proto_errors %" PRIu64 "\n", names[how], h.rc,
+	       h.st.proto_errors);
+	CHECK_EQ(h.rc, SMART_EPROTO);
+	CHECK_EQ(h.st.proto_errors, 1);
+	CHECK_OK(smart_chan_close(out));
+	CHECK_OK(smart_chan_close(h.in));
+	end_close(&h.fake);
+	end_close(&h.r.end[0]);
+}
+
+static void test_hostile(void)
+{
+	secret_init();
+	for (int how = 0; how < 5; how++)
+		hostile_case(how);
+}
+
+/* Executors as processes: executor 0 is this process, the others children
+ * (test_spawn) that generate their own partition, send their address up a
+ * pipe, read every address from another, run, and send their results
+ * and counters back up. */
+#define ADDR 64
+
+static void full_io(int fd, void *p, size_t n, int wr)
+{
+	for (size_t k = 0; k < n;) {
+		ssize_t got = wr ? write(fd, (char *)p + k, n - k) :
+				   read(fd, (char *)p + k, n - k);
+
+		if (got <= 0)
+			TEST_FAIL("pipe %s: %zd", wr ? "write" : "read", got);
+		k += (size_t)got;
+	}
+}
+
+static void proc_setup(struct run *r, uint32_t wl, uint32_t E, uint32_t engine,
+		       size_t n)
+{
+	r->engine = engine;
+	r->E = E;
+	r->epoch = 16;
+	CHECK_OK(smart_stream_gen_query(wl, &r->q));
+	if (wl != SMART_STREAM_GEN_RO)
+		r->q.size = 300;
+	gen_input(r, wl, n, 990, 0, 500);
+}
+
+/* args: engine E index up down workload n */
+static void child_exec(char **a)
+{
+	struct run r = { 0 };
+	uint32_t i = (uint32_t)atoi(a[2]);
+	int up = atoi(a[3]), down = atoi(a[4]);
+	char addrs[MAXE][ADDR];
+	uint64_t n;
+
+	secret_init();
+	proc_setup(&r, (uint32_t)atoi(a[5]), (uint32_t)atoi(a[1]),
+		   (uint32_t)atoi(a[0]), (size_t)atoi(a[6]));
+	end_open(&r.end[i], 1);
+	full_io(up, r.end[i].addr, ADDR, 1);
+	full_io(down, addrs, sizeof(addrs), 0);
+	for (uint32_t k = 0; k < r.E; k++)
+		r.peers[k] = addrs[k];
+	exec_one(&r, i, &r.end[i]);
+	n = r.nres[i];
+	full_io(up, &n, sizeof(n), 1);
+	full_io(up, r.res[i], n * sizeof(*r.res[i]), 1);
+	full_io(up, &r.st[i], sizeof(r.st[i]), 1);
+	end_close(&r.end[i]);
+	run_free(&r);
+}
+
+static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
+{
+	struct run r = { 0 };
+	char addrs[MAXE][ADDR] = { { 0 } };
+	int up[MAXE][2], down[MAXE][2];
+	pid_t pid[MAXE];
+	char what[64];
+
+	proc_setup(&r, wl, E, engine, 1500);
+	end_open(&r.end[0], 1);
+	memcpy(addrs[0], r.end[0].addr, ADDR);
+	for (uint32_t i = 1; i < E; i++) {
+		char args[7][24];
+
+		CHECK_EQ(pipe(up[i]), 0);
+		CHECK_EQ(pipe(down[i]), 0);
+		snprintf(args[0], 24, "%u", engine);
+		snprintf(args[1], 24, "%u", E);
+		snprintf(args[2], 24, "%u", i);
+		snprintf(args[3], 24, "%d", up[i][1]);
+		snprintf(args[4], 24, "%d", down[i][0]);
+		snprintf(args[5], 24, "%u", wl);
+		snprintf(args[6], 24, "%d", 1500);
+		pid[i] = test_spawn("exec",
+				    (const char *[]){ args[0], args[1], args[2],
+						      args[3], args[4], args[5],
+						      args[6], NULL });
+		CHECK(pid[i] > 0);
+		close(up[i][1]);
+		close(down[i][0]);
+		full_io(up[i][0], addrs[i], ADDR, 0);
+	}
+	for (uint32_t i = 1; i < E; i++)
+		full_io(down[i][1], addrs, sizeof(addrs), 1);
+	for (uint32_t k = 0; k < E; k++)
+		r.peers[k] = addrs[k];
+	exec_one(&r, 0, &r.end[0]);
+	for (uint32_t i = 1; i < E; i++) {
+		uint64_t n;
+		int st;
+
+		full_io(up[i][0], &n, sizeof(n), 0);
+		r.nres[i] = n;
+		r.res[i] = malloc((n ? n : 1) * sizeof(*r.res[i]));
+		full_io(up[i][0], r.res[i], n * sizeof(*r.res[i]), 0);
+		full_io(up[i][0], &r.st[i], sizeof(r.st[i]), 0);
+		CHECK_EQ(waitpid(pid[i], &st, 0), pid[i]);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(up[i][0]);
+		close(down[i][1]);
+	}
+	end_close(&r.end[0]);
+	snprintf(what, sizeof(what), "%s %s E=%u processes", engines[engine],
+		 workloads[wl], E);
+	check_ref(&r, what);
+	printf("%s: %zu results at executor 0, %" PRIu64 " epochs, %" PRIu64
+	       " channel bytes\n",
+	       what, r.nres[0], r.st[0].epochs, r.st[0].chan_bytes);
+	run_free(&r);
+}
+
+static void test_procs(void)
+{
+	secret_init();
+	for (uint32_t engine = 1; engine < 3; engine++)
+		for (uint32_t E = 2; E <= MAXE; E++)
+			for (uint32_t wl = 0; wl < 4; wl += 3)
+				run_procs(wl, E, engine);
+}
+
+/* The adversarial shm mode (docs/transport.md: WRITEs in scrambled word
+ * order with pauses, completions held), 2 processes. */
+static void test_adversarial(void)
+{
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+
+	if (t && strcmp(t, "shm"))
+		test_skip("shm only");
+	secret_init();
+	setenv("SMART_SHM_ADVERSARIAL", "seed=11,pause_pct=50", 1);
+	run_procs(SMART_STREAM_GEN_YSB, 2, SMART_STREAM_SLASH);
+	run_procs(SMART_STREAM_GEN_NB7, 2, SMART_STREAM_UPPAR);
+	unsetenv("SMART_SHM_ADVERSARIAL");
+}
+
+int main(int argc, char **argv)
+{
+	return test_main_children(
+		argc, argv,
+		(struct test_case[]){ { "local", test_local },
+				      { "slash", test_slash },
+				      { "uppar", test_uppar },
+				      { "disorder", test_disorder },
+				      { "fuzz", test_fuzz },
+				      { "delayed_helper", test_delayed_helper },
+				      { "empty_deltas", test_empty_deltas },
+				      { "enospc", test_enospc },
+				      { "hostile", test_hostile },
+				      { "procs", test_procs },
+				      { "adversarial", test_adversarial },
+				      { 0 } },
+		(struct test_child[]){ { "exec", child_exec }, { 0 } });
+}
