@@ -122,12 +122,34 @@ void kit_rec_lat(struct kit_rec *r, const struct kit_lat *l)
 	kit_rec_num(r, "p999_us", "%.4f", l->p999_us);
 }
 
+/* Conflict avoidance and credit waits: the share of guarded operations
+ * that needed no retry, the coroutine throttle's steps, and what waiting
+ * for credits cost (loop turns, parks, task switches). */
+static void kit_rec_library_conflict(struct kit_rec *r, const smart_stats_t *st)
+{
+	uint64_t g = st->c[SMART_STAT_GUARDED_OPS];
+
+	kit_rec_num(r, "zero_retry_share", "%.4f",
+		    g ? (double)st->retry_hist[0] / (double)g : 0.0);
+	kit_rec_num(r, "nmax_cuts", "%llu",
+		    (unsigned long long)st->c[SMART_STAT_NMAX_CUTS]);
+	kit_rec_num(r, "nmax_raises", "%llu",
+		    (unsigned long long)st->c[SMART_STAT_NMAX_RAISES]);
+	kit_rec_num(r, "credit_waits", "%llu",
+		    (unsigned long long)st->c[SMART_STAT_CREDIT_WAITS]);
+	kit_rec_num(r, "credit_parks", "%llu",
+		    (unsigned long long)st->c[SMART_STAT_CREDIT_PARKS]);
+	kit_rec_num(r, "task_switches", "%llu",
+		    (unsigned long long)st->c[SMART_STAT_TASK_SWITCHES]);
+}
+
 void kit_rec_library(struct kit_rec *r, const smart_stats_t *st)
 {
 	kit_rec_num(r, "credit_cap", "%d", st->credit_cap);
 	kit_rec_str(r, "throttle_phase", st->throttle_phase);
 	kit_rec_num(r, "db_contended", "%llu",
 		    (unsigned long long)st->db_contended);
+	kit_rec_library_conflict(r, st);
 }
 
 void kit_rec_json(const struct kit_rec *r, FILE *f)

@@ -17,15 +17,19 @@
  * measured).  C_max = U * 2^level, level 0..10, or no backoff at all; it
  * starts with none.  Every window (option backoff_window, 1 ms) the
  * worker smooths the retry rate p = retries / (retries + completed
- * operations): above 0.5 it probes a step up (at the top level the step
- * halves n_max, the coroutines admitted into guards at once, 1..max_tasks);
- * below 0.1 it steps down, n_max first back up; in between it now and then
- * probes a step down.  A probed step stays only if, four windows later, it
- * lowered the rate (up) or did not raise it (down); a failed probe holds
- * the next one off for a doubling number of windows, up to 256.  So the
- * worker backs off where that relieves a shared resource (a NIC, a blade)
- * and not where sleeping only makes a retry's value staler (plain shm):
- * ConflictAvoid never costs.  Admission is FIFO.  With the switch off the
+ * operations) and, with the paper's thresholds: above p_high = 0.5 the
+ * level rises one step, and once at 10 (C_limit) each window halves n_max,
+ * the coroutines admitted into guards at once (1..max_tasks: coroutine
+ * throttling); below p_low = 0.1 n_max doubles back first, then the level
+ * falls a step a window, down to no backoff.  In between nothing moves,
+ * except that now and then (n_max not throttled) a step down is probed:
+ * kept only if, four windows later, it did not raise the rate; a failed
+ * probe holds the next one off for a doubling number of windows, up to
+ * 256.  So between the thresholds the backoff comes off where sleeping
+ * only makes a retry's value staler (plain shm).  The option
+ * conflict_level picks the parts (the paper's Fig 14 series): 1 backoff
+ * with the cap fixed at C_limit, 2 + the adapted cap, 3 (default) + the
+ * coroutine throttling.  Admission is FIFO.  With the switch off the
  * guard only counts retries.
  *
  * Retries per operation (mean and histogram) appear in the stats.

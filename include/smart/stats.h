@@ -73,6 +73,11 @@ enum smart_stat {
 				 * waiting operations failed */
 	SMART_STAT_YIELDS,	/**< empty polls of a wait past the spin
 				 * option that yielded the CPU */
+	/* conflict avoidance (smart/backoff.h): windows that halved n_max
+	 * (coroutine throttling engaged) and that raised it again */
+	SMART_STAT_NMAX_CUTS,
+	SMART_STAT_NMAX_RAISES,
+	SMART_STAT_CREDIT_PARKS, /* tasks parked waiting for credits */
 	SMART_STAT__COUNT
 };
 

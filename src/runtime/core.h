@@ -75,7 +75,8 @@ struct smart__optvals {
 	uint64_t tune_interval_ns;  /* the tuner's epoch, Δ */
 	int stable_epochs;	    /* epochs the chosen cap is kept */
 	uint64_t backoff_window_ns; /* conflict-avoidance window */
-	char device[64];	    /* verbs */
+	int conflict_level; /* 1 backoff, 2 + dyn. limit, 3 + coro throttle */
+	char device[64];    /* verbs */
 	int ib_port;
 	int gid_index;
 	int mtu;
@@ -312,6 +313,7 @@ struct smart__task {
 	uint64_t sync_errors; /* (epoch.c waits on a slot's task by them) */
 	uint64_t wake_at;     /* TSC deadline while sleeping in a backoff */
 	int bo_admitted;
+	int credit_need; /* WRs a task parked for credits waits to post */
 	/* epoch-based reclamation (epoch.c): the domain the task is in */
 	struct smart__ebr *ebr_dom;
 	uint64_t ebr_epoch;
@@ -369,6 +371,9 @@ struct smart_worker {
 	/* work-request throttling: credits = WRs this worker may still post */
 	_Atomic int credit;
 	int cap_seen; /* the tuner's cap the credits reflect */
+	/* tasks parked for credits, FIFO (throttle.c); the scheduler's
+	 * polls hand them credits as completions return them */
+	struct smart__task *credit_head, *credit_tail;
 	int throttle; /* WorkReqThrot on */
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
@@ -376,15 +381,16 @@ struct smart_worker {
 	smart_hist_t *hist;
 	/* conflict avoidance (backoff.c) */
 	struct smart__backoff {
-		int level;     /* C_max = unit << level, 0..10; -1:
+		int level;	   /* C_max = unit << level, 0..10; -1:
 					 * no backoff */
-		uint64_t unit; /* the unit of the last retry */
-		int nmax;      /* coroutines admitted at once */
-		/* the smoothed retry rate; a step on probation (direction,
-		 * the rate before it, whether it halved n_max, its age); a
-		 * failed probe holds the next off for `hold` windows */
+		uint64_t unit;	   /* the unit of the last retry */
+		int nmax;	   /* coroutines admitted at once */
+		int no_coro_throt; /* 1: windows never lower nmax */
+		/* the smoothed retry rate; a step down on probation
+		 * (direction, the rate before it, its age); a failed probe
+		 * holds the next off for `hold` windows */
 		double p_avg, p_probe;
-		int probe_dir, probe_nmax, probe_age;
+		int probe_dir, probe_age;
 		int hold, holds;
 		int active; /* admitted now */
 		struct smart__task *wait_head, *wait_tail;
@@ -474,6 +480,7 @@ void smart__tuner_advance(struct smart__tuner *t, double rate, int stable);
 void smart__tuner_init(struct smart_ctx *ctx);
 void smart__tuner_step(struct smart_worker *w);
 void smart__credit_wait(struct smart_worker *w, struct smart__task *t, int n);
+void smart__credit_wake(struct smart_worker *w);
 /* Credits move by relaxed load/store when only the owner touches them,
  * atomically when completions of a shared group may return them. */
 static inline void smart__credit_add(struct smart_worker *w, int n)
@@ -501,8 +508,8 @@ void smart__tuner_describe(const struct smart_ctx *ctx, int *cap, char *phase,
 	4096			   /* cycles: the unit until a round trip
 					 * was measured */
 #define SMART_BACKOFF_SHIFT_MAX 10 /* cap up to unit x 2^10 */
-void smart__backoff_window(struct smart__backoff *bo, int max_tasks,
-			   uint64_t retries, uint64_t done);
+int smart__backoff_window(struct smart__backoff *bo, int max_tasks,
+			  uint64_t retries, uint64_t done);
 void smart__backoff_init(struct smart_worker *w);
 void smart__task_park(struct smart_worker *w, struct smart__task *t);
 void smart__task_unpark(struct smart_worker *w, struct smart__task *t);

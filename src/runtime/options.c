@@ -86,6 +86,9 @@ static const struct opt_def opt_table[] = {
 	{ "backoff_window", OPT_TIME, "1ms", 10000, INT64_C(10) * 1000000000,
 	  OFF(backoff_window_ns), 0,
 	  "ConflictAvoid: window of the retry-rate adaptation" },
+	{ "conflict_level", OPT_INT, "3", 1, 3, OFF(conflict_level), 0,
+	  "ConflictAvoid's parts (Smart Fig 14): 1 backoff with a fixed cap "
+	  "(C_limit), 2 + dynamic limit, 3 + coroutine throttling" },
 	{ "max_tasks", OPT_INT, "64", 1, 1024, OFF(max_tasks), 0,
 	  "coroutines per worker" },
 	{ "spin", OPT_TIME, "20us", 0, INT64_C(3600) * 1000000000, OFF(spin_ns),

@@ -64,6 +64,9 @@ static const char *const stat_names[SMART_STAT__COUNT] = {
 	[SMART_STAT_SPEC_MISSES] = "spec_misses",
 	[SMART_STAT_CQ_FAILURES] = "cq_failures",
 	[SMART_STAT_YIELDS] = "yields",
+	[SMART_STAT_NMAX_CUTS] = "nmax_cuts",
+	[SMART_STAT_NMAX_RAISES] = "nmax_raises",
+	[SMART_STAT_CREDIT_PARKS] = "credit_parks",
 };
 
 void smart_stat_add(smart_worker_t *w, enum smart_stat id, uint64_t n)

@@ -376,6 +376,8 @@ int smart_worker_run(smart_worker_t *w)
 				scan_waiting(w);
 			if (w->sleepers)
 				wake_sleepers(w);
+			if (w->credit_head) /* credits came back */
+				smart__credit_wake(w);
 		}
 		if (t)
 			task_switch_in(w, t);

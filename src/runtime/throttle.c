@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "runtime/core.h"
+#include "util/mutant.h"
 
 #define TUNER_UNLIMITED SMART_TUNER_UNLIMITED
 #define TUNER_KEEP_INF	1.05
@@ -150,25 +151,94 @@ static void credit_sync(struct smart_worker *w)
 	}
 }
 
-/* Wait for n credits and take them.  A chain longer than the cap is let
+/* May n credits be taken now?  A chain longer than the cap is let
  * through once all credits are back, or it could never be posted. */
-void smart__credit_wait(struct smart_worker *w, struct smart__task *t, int n)
+static int credit_ready(struct smart_worker *w, int n)
 {
-	int c;
+	int c = atomic_load_explicit(&w->credit, memory_order_acquire);
+
+	return c >= n || c >= w->cap_seen;
+}
+
+/* The first parked task to hand credits to (and its predecessor), NULL
+ * for none: the head when its need is met.  The head's need blocks the
+ * ones behind it, so a long chain is not overtaken for ever by short
+ * ones (FIFO). */
+static struct smart__task *credit_next(struct smart_worker *w,
+				       struct smart__task **prev)
+{
+	struct smart__task *t = w->credit_head;
+
+	*prev = NULL;
+	while (t && !credit_ready(w, t->credit_need)) {
+		if (!SMART_M_CREDIT_OVERTAKE)
+			return NULL;
+		*prev = t;
+		t = t->next;
+	}
+	return t;
+}
+
+/* Hand credits to the parked tasks, in order, while the head's need is
+ * met.  Run by the scheduler after each of its polls (task.c), where
+ * completions return credits. */
+void smart__credit_wake(struct smart_worker *w)
+{
+	struct smart__task *t, *prev;
 
 	credit_sync(w);
-	for (;;) {
-		c = atomic_load_explicit(&w->credit, memory_order_acquire);
-		if (c >= n || c >= w->cap_seen)
-			break;
-		SMART_STAT_INC(w, SMART_STAT_CREDIT_WAITS);
-		if (t == &w->main_task)
-			smart__worker_poll(w);
+	while ((t = credit_next(w, &prev))) {
+		if (prev)
+			prev->next = t->next;
 		else
-			smart_task_yield(w);
+			w->credit_head = t->next;
+		if (w->credit_tail == t)
+			w->credit_tail = prev;
+		smart__credit_add(w, -t->credit_need);
+		smart__task_unpark(w, t);
+	}
+}
+
+/* The main context cannot park (the scheduler does not run while it
+ * waits): it polls until the credits are there. */
+static void credit_poll(struct smart_worker *w, int n)
+{
+	while (!credit_ready(w, n)) {
+		SMART_STAT_INC(w, SMART_STAT_CREDIT_WAITS);
+		smart__worker_poll(w);
 		credit_sync(w);
 	}
 	smart__credit_add(w, -n);
+}
+
+/* Wait for n credits and take them.  A task that must wait parks at the
+ * back of the worker's FIFO (behind any earlier waiter, even if its own
+ * need is met now) and is woken with its credits taken: no turn of a
+ * yield loop per switch.  No wake-up is lost: the FIFO is only touched
+ * by the owner thread, a task is queued before it parks, and every
+ * scheduler poll, the only place credits come back to a parked task's
+ * worker while it sleeps, runs smart__credit_wake. */
+void smart__credit_wait(struct smart_worker *w, struct smart__task *t, int n)
+{
+	credit_sync(w);
+	if (t == &w->main_task) {
+		credit_poll(w, n);
+		return;
+	}
+	if (!w->credit_head && credit_ready(w, n)) {
+		smart__credit_add(w, -n);
+		return;
+	}
+	SMART_STAT_INC(w, SMART_STAT_CREDIT_WAITS);
+	SMART_STAT_INC(w, SMART_STAT_CREDIT_PARKS);
+	t->credit_need = n;
+	t->next = NULL;
+	if (w->credit_tail)
+		w->credit_tail->next = t;
+	else
+		w->credit_head = t;
+	w->credit_tail = t;
+	smart__task_park(w, t); /* the credits are handed to us */
 }
 
 /* For stats: the cap and phase in force. */

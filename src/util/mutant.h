@@ -36,6 +36,22 @@
 #define SMART_M_RPC_OUT_FULL 0
 #endif
 
+#ifdef SMART_MUTANT_BO_NO_CORO_THROT /* backoff.c: a retry rate above
+					   * p_high at C_limit never halves
+					   * n_max */
+#define SMART_M_BO_NO_CORO_THROT 1
+#else
+#define SMART_M_BO_NO_CORO_THROT 0
+#endif
+
+#ifdef SMART_MUTANT_CREDIT_OVERTAKE /* throttle.c: a task parked for
+					    * credits behind a head whose
+					    * need is not met is woken first */
+#define SMART_M_CREDIT_OVERTAKE 1
+#else
+#define SMART_M_CREDIT_OVERTAKE 0
+#endif
+
 #ifdef SMART_MUTANT_EBR_NO_ANNOUNCE /* epoch.c: no announcement WRITE */
 #define SMART_M_EBR_NO_ANNOUNCE 1
 #else

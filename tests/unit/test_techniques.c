@@ -4,6 +4,7 @@
  * fixed credits bounding the WRs in flight, FIFO admission, and the
  * switches.  Counts and states only, no timing.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "runtime/core.h"
@@ -60,6 +61,13 @@ static void windows(struct smart__backoff *bo, int n, uint64_t r)
 		smart__backoff_window(bo, 64, r, 1000);
 }
 
+/* The same for a worker of 8 coroutines (max_tasks 8). */
+static void windows8(struct smart__backoff *bo, int n, uint64_t r)
+{
+	while (n--)
+		smart__backoff_window(bo, 8, r, 1000);
+}
+
 static void test_backoff_window(void)
 {
 	struct smart__backoff bo = { .level = -1, .nmax = 64, .p_avg = -1 };
@@ -71,33 +79,155 @@ static void test_backoff_window(void)
 	/* moderate: nothing calls for a backoff */
 	windows(&bo, 50, 400);
 	CHECK_EQ(bo.level, -1);
-	/* heavy (4 retries per op): a step up, kept only if it helps; the
-	 * rate stays: the step is undone and the next probe waits */
-	windows(&bo, 20, 4000);
-	CHECK_EQ(bo.level, -1);
-	CHECK_GT(bo.holds, 1);
-	/* a step that helps is kept: answer each step up with half the rate;
-	 * levels rise until the rate is below BO_HIGH (0.5), then hold */
-	for (int i = 0; i < 400; i++)
-		windows(&bo, 1, 4000 >> (bo.level + 1));
-	CHECK_GE(bo.level, 1);
-	CHECK_LE(bo.level, 3);
+	/* heavy (4 retries per op): above p_high the cap doubles each
+	 * window once the smoothed rate is above it, whatever a step did to
+	 * the rate (the paper's rule); the first window only lifts the
+	 * smoothed rate from 0.4 to 0.5 */
+	windows(&bo, 4, 4000);
+	CHECK_EQ(bo.level, 2);
 	/* contention falls: the backoff comes down, a level a window once
 	 * the smoothed rate is below BO_LOW */
 	windows(&bo, 20, 0);
-	CHECK_EQ(bo.level, 0);
-	/* and n_max, once halved, doubles back */
-	bo.nmax = 4;
-	windows(&bo, 5, 0);
-	CHECK_EQ(bo.nmax, 64);
-	/* in between, a step down that does not raise the rate is kept */
+	CHECK_EQ(bo.level, -1);
+	/* in between, a probed step down that does not raise the rate is
+	 * kept; one that raises it is undone and the next probe held off */
 	bo.level = 2;
 	bo.hold = bo.holds = 0;
 	windows(&bo, 40, 300);
 	CHECK_EQ(bo.level, -1);
+	bo.level = 2;
+	bo.hold = bo.holds = 0;
+	bo.p_avg = 0.2;
+	smart__backoff_window(&bo, 64, 250, 1000); /* probe: level 1 */
+	CHECK_EQ(bo.level, 1);
+	windows(&bo, 4, 600); /* the rate rose: undone */
+	CHECK_EQ(bo.level, 2);
+	CHECK_GE(bo.hold, 1);
 	/* an empty window changes nothing */
 	smart__backoff_window(&bo, 64, 0, 0);
+	CHECK_EQ(bo.level, 2);
+}
+
+/* Coroutine throttling (issue 30): at a steady retry rate above p_high
+ * (0.97: 35 attempts per op, what the simulator showed at 96 x 8 on
+ * Smart-HT), the cap climbs to C_limit first, then n_max halves down to
+ * 1, in that order; once retries fall, n_max comes back first, then the
+ * cap.  The old rule judged every step up on whether it lowered the
+ * rate: at such a rate none did, and n_max never moved. */
+static void test_coro_throttle(void)
+{
+	struct smart__backoff bo = { .level = -1, .nmax = 8, .p_avg = -1 };
+	int i, cuts = 0, raises = 0, prev, first_cut = -1;
+
+	for (i = 0; i < 64; i++) {
+		prev = bo.nmax;
+		windows8(&bo, 1, 34000);
+		if (bo.nmax < prev && first_cut < 0)
+			first_cut = i;
+		cuts += bo.nmax < prev;
+		/* Backoff < DynLimit < CoroThrot: n_max moves only at C_limit */
+		if (bo.nmax < 8)
+			CHECK_EQ(bo.level, SMART_BACKOFF_SHIFT_MAX);
+	}
+	printf("p = 0.97 for 64 windows: level %d, n_max %d, %d cuts, the "
+	       "first at window %d\n",
+	       bo.level, bo.nmax, cuts, first_cut);
+	CHECK_EQ(bo.level, SMART_BACKOFF_SHIFT_MAX);
+	CHECK_EQ(bo.nmax, 1);
+	CHECK_EQ(cuts, 3);
+	for (i = 0; i < 64 && bo.nmax < 8; i++) {
+		prev = bo.nmax;
+		windows8(&bo, 1, 0);
+		raises += bo.nmax > prev;
+		CHECK_EQ(bo.level, SMART_BACKOFF_SHIFT_MAX); /* n_max first */
+	}
+	printf("then no retries: n_max back to %d after %d windows (%d "
+	       "raises)\n",
+	       bo.nmax, i, raises);
+	CHECK_EQ(bo.nmax, 8);
+	CHECK_EQ(raises, 3);
+	windows8(&bo, 40, 0);
 	CHECK_EQ(bo.level, -1);
+}
+
+/* The same through a worker's guards (one task, windows forced by
+ * moving win_end; a one-cycle backoff unit keeps the sleeps short): the
+ * stats count the throttle's steps, and admission follows n_max. */
+static void throttle_task(smart_worker_t *w, void *p)
+{
+	int i, k;
+
+	(void)p;
+	for (i = 0; i < 40; i++) { /* p = 34 / 35 */
+		smart_backoff_begin(w);
+		for (k = 0; k < 34; k++) {
+			w->rtt[0] = 1;
+			if (k == 33)
+				w->bo.win_end = 0;
+			smart_backoff_retry(w);
+		}
+		smart_backoff_end(w);
+	}
+	CHECK_EQ(w->bo.nmax, 1);
+	for (i = 0; i < 40; i++) { /* no retries */
+		smart_backoff_begin(w);
+		w->bo.win_end = 0;
+		smart_backoff_end(w);
+	}
+}
+
+static void test_coro_throttle_worker(void)
+{
+	static const char *const kv[] = { "max_tasks", "8", "backoff_window",
+					  "10s", NULL };
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_task_spawn(w, throttle_task, NULL));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	printf("nmax_cuts %" PRIu64 ", nmax_raises %" PRIu64 ", n_max %d\n",
+	       st.c[SMART_STAT_NMAX_CUTS], st.c[SMART_STAT_NMAX_RAISES],
+	       st.backoff_nmax);
+	CHECK_EQ(st.c[SMART_STAT_NMAX_CUTS], 3);   /* engaged: 8 -> 1 */
+	CHECK_EQ(st.c[SMART_STAT_NMAX_RAISES], 3); /* and released */
+	CHECK_EQ(st.backoff_nmax, 8);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* The option conflict_level picks the parts of ConflictAvoid (the
+ * series of the paper's Fig 14): 1 a fixed cap at C_limit, 2 an adapted
+ * cap and no coroutine throttling, 3 both. */
+static void test_conflict_levels(void)
+{
+	static const char *const lv[3][3] = {
+		{ "conflict_level", "1", NULL },
+		{ "conflict_level", "2", NULL },
+		{ "conflict_level", "3", NULL },
+	};
+	struct smart__backoff bo = { .level = SMART_BACKOFF_SHIFT_MAX,
+				     .nmax = 8,
+				     .p_avg = -1,
+				     .no_coro_throt = 1 };
+	struct fixture f;
+	smart_worker_t *w;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		fixture_start(&f, 4 << 20, 0, (const char *const *)lv[i]);
+		CHECK_OK(smart_worker_create(f.ctx, &w));
+		CHECK_EQ(w->bo.level, i ? -1 : SMART_BACKOFF_SHIFT_MAX);
+		CHECK_EQ(w->bo.no_coro_throt, i < 2);
+		CHECK_OK(smart_worker_destroy(w));
+		fixture_stop(&f);
+	}
+	windows8(&bo, 64, 34000); /* DynLimit alone: n_max stays */
+	CHECK_EQ(bo.nmax, 8);
+	CHECK_EQ(bo.level, SMART_BACKOFF_SHIFT_MAX);
 }
 
 struct credit_arg {
@@ -146,6 +276,95 @@ static void test_fixed_credit(void)
 	CHECK_STR_EQ(st.throttle_phase, "fixed");
 	CHECK_GT(st.c[SMART_STAT_CREDIT_WAITS], 0);
 	CHECK_EQ(atomic_load(&w->credit), 2); /* all returned */
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* Tasks out of credits park and are woken with their credits taken:
+ * one wait (a park) per wait, not a turn of a yield loop per switch
+ * (issue 30: ~29 switches per op with cap 10 and 32 coroutines). */
+static void test_credit_park(void)
+{
+	static const char *const kv[] = { "credit", "2", "chain_max", "2",
+					  NULL };
+	struct credit_arg args[8];
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t v = 0, ops = 8 * 50;
+	int i;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 1 << 20), &v, 8));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	for (i = 0; i < 8; i++) {
+		args[i] = (struct credit_arg){ 0, i };
+		CHECK_OK(smart_task_spawn(w, credit_task, &args[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &v));
+	CHECK_U64_EQ(v, 8 * 50 * 3);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	printf("%" PRIu64 " syncs of 3 WRs under 2 credits: %" PRIu64
+	       " credit waits, %" PRIu64 " parks, %.2f task switches per "
+	       "sync\n",
+	       ops, st.c[SMART_STAT_CREDIT_WAITS],
+	       st.c[SMART_STAT_CREDIT_PARKS],
+	       (double)st.c[SMART_STAT_TASK_SWITCHES] / (double)ops);
+	CHECK_GT(st.c[SMART_STAT_CREDIT_PARKS], 0);
+	CHECK_U64_EQ(st.c[SMART_STAT_CREDIT_WAITS],
+		     st.c[SMART_STAT_CREDIT_PARKS]);
+	/* a sync: its own wait, two parks for credits at most */
+	CHECK_LE(st.c[SMART_STAT_TASK_SWITCHES], 4 * ops);
+	CHECK_EQ(atomic_load(&w->credit), 2); /* all returned */
+	CHECK(!w->credit_head);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* The wake-up order: parked tasks get their credits first come, first
+ * served; a head that needs more than there is holds the ones behind it
+ * (a long chain is not starved by short ones); no waiter is lost. */
+static void test_credit_fifo(void)
+{
+	static const char *const kv[] = { "credit", "4", NULL };
+	struct smart__task t[3];
+	static const int need[3] = { 4, 1, 1 };
+	struct fixture f;
+	smart_worker_t *w;
+	int i;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	smart__credit_wake(w); /* credits follow the cap: 4 */
+	CHECK_EQ(atomic_load(&w->credit), 4);
+	memset(t, 0, sizeof(t));
+	for (i = 0; i < 3; i++) { /* parked in this order */
+		t[i].state = SMART_TASK_PARKED;
+		t[i].credit_need = need[i];
+		if (i)
+			t[i - 1].next = &t[i];
+	}
+	w->credit_head = &t[0];
+	w->credit_tail = &t[2];
+	atomic_store(&w->credit, 2); /* two WRs in flight */
+	smart__credit_wake(w);
+	CHECK(!w->ready_head); /* the head needs 4: nobody goes */
+	CHECK_EQ(atomic_load(&w->credit), 2);
+	atomic_store(&w->credit, 4); /* they completed */
+	smart__credit_wake(w);
+	CHECK(w->ready_head == &t[0]);
+	CHECK(w->credit_head == &t[1]);
+	CHECK_EQ(atomic_load(&w->credit), 0);
+	atomic_store(&w->credit, 2);
+	smart__credit_wake(w);
+	CHECK(w->ready_head == &t[0] && t[0].next == &t[1] &&
+	      t[1].next == &t[2] && w->ready_tail == &t[2]);
+	CHECK(!w->credit_head && !w->credit_tail);
+	CHECK_EQ(atomic_load(&w->credit), 0);
+	w->ready_head = w->ready_tail = NULL; /* not real tasks */
+	atomic_store(&w->credit, 4);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -238,7 +457,12 @@ int main(int argc, char **argv)
 	static const struct test_case cases[] = {
 		{ "tuner", test_tuner },
 		{ "backoff_window", test_backoff_window },
+		{ "coro_throttle", test_coro_throttle },
+		{ "coro_throttle_worker", test_coro_throttle_worker },
+		{ "conflict_levels", test_conflict_levels },
 		{ "fixed_credit", test_fixed_credit },
+		{ "credit_park", test_credit_park },
+		{ "credit_fifo", test_credit_fifo },
 		{ "admission_fifo", test_admission_fifo },
 		{ "switches", test_switches },
 		{ NULL, NULL },
