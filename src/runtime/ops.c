@@ -330,8 +330,8 @@ int smart_sync(smart_worker_t *w)
 }
 
 /* The open chain of t for blade; posts to make room when needed. */
-static struct smart__chain *chain_for(struct smart_worker *w,
-				      struct smart__task *t, uint16_t blade)
+static __attribute__((noinline)) struct smart__chain *
+chain_for_slow(struct smart_worker *w, struct smart__task *t, uint16_t blade)
 {
 	struct smart__chain *c;
 	int i;
@@ -352,6 +352,25 @@ static struct smart__chain *chain_for(struct smart_worker *w,
 	c->blade = blade;
 	c->n = 0;
 	return c;
+}
+
+/* chain_for_slow's common cases inline in op_queue: a task's first op
+ * opens its first chain, and the next ones of a sync to the same blade
+ * find it open with room. */
+static inline __attribute__((always_inline)) struct smart__chain *
+chain_for(struct smart_worker *w, struct smart__task *t, uint16_t blade)
+{
+	struct smart__chain *c = &t->chains[0];
+
+	if (!t->nchains) {
+		t->nchains = 1;
+		c->blade = blade;
+		c->n = 0;
+		return c;
+	}
+	if (t->nchains == 1 && c->blade == blade && c->n < w->ctx->o.chain_max)
+		return c;
+	return chain_for_slow(w, t, blade);
 }
 
 void smart__post_blade(struct smart_worker *w, struct smart__task *t,
@@ -432,8 +451,9 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
 /* Where the transport reads or writes the op's local bytes: in place
  * (registered pool, or inline for a small WRITE) or a bounce slot.
  * in_pool says whether op->buf lies in the registered pool. */
-static void *op_local(struct smart_worker *w, struct smart__task *t,
-		      const struct op *op, int in_pool, uint8_t *flags)
+static inline __attribute__((always_inline)) void *
+op_local(struct smart_worker *w, struct smart__task *t, const struct op *op,
+	 int in_pool, uint8_t *flags)
 {
 	int atomic = smart_tp_atomic(op->opcode);
 	struct smart__bounce *r;
@@ -463,7 +483,11 @@ static void *op_local(struct smart_worker *w, struct smart__task *t,
 	return slot;
 }
 
-static int op_queue(struct smart_worker *w, const struct op *op)
+/* Always inlined into each public op: the op's fields are then constants
+ * or the caller's registers, not a struct in memory read back (a call
+ * and the struct cost ~25 instructions per op). */
+static inline __attribute__((always_inline)) int
+op_queue(struct smart_worker *w, const struct op *op)
 {
 	struct smart__task *t = smart__cur_task(w);
 	struct smart__blade *b;
@@ -489,30 +513,32 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 	}
 	c = chain_for(w, t, b->id);
 	wr = &c->wr[c->n++];
-	*wr = (struct smart_tp_wr){
-		.remote = to.remote,
-		.local = local,
-		.len = op->len,
-		.lkey = w->ctx->pool->lkey,
-		.rkey = to.rkey,
-		.opcode = op->opcode,
-		.flags = flags,
-		.compare_add = op->a1,
-		.swap = op->a2,
-	};
+	/* field by field: a compound literal was built on the stack and
+	 * copied; wr_id is post_chain's (the batch) */
+	wr->remote = to.remote;
+	wr->local = local;
+	wr->len = op->len;
+	wr->lkey = w->ctx->pool->lkey;
+	wr->rkey = to.rkey;
+	wr->opcode = op->opcode;
+	wr->flags = flags;
+	wr->_pad = 0;
+	wr->compare_add = op->a1;
+	wr->swap = op->a2;
 	t->bytes += op->len; /* smart_task_bytes: 8 for an atomic */
 	return 0;
 }
 
 /* Rejections are rare: recompute the code out of line (op_queue is
  * deterministic up to the point where it fails, and has no side effect
- * before it). */
+ * before it).  The op goes by value: its address taken, the callers kept
+ * it in memory and read it back on the fast path. */
 static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
-						    const struct op *op)
+						    struct op op)
 {
 	struct smart__blade *b;
 	struct op_target to;
-	int rc = op_check(w, op, &b, &to);
+	int rc = op_check(w, &op, &b, &to);
 
 	return rc ? rc : SMART_EINVAL;
 }
@@ -524,7 +550,7 @@ int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_READS);
 	SMART_STAT_ADD(w, SMART_STAT_BYTES_READ, len);
 	return 0;
@@ -538,7 +564,7 @@ int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 	if (smart_unlikely(!w || !src || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_WRITES);
 	SMART_STAT_ADD(w, SMART_STAT_BYTES_WRITTEN, len);
 	return 0;
@@ -552,7 +578,7 @@ int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_CASES);
 	return 0;
 }
@@ -565,7 +591,7 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_FAAS);
 	return 0;
 }
