@@ -112,18 +112,13 @@ static void wait_room(struct smart_worker *w, struct smart__task *t)
  * this ticket's turn and the chain fits, then pass the turn on.  Posting
  * fails for good (a broken QP, a dead remote) only with an error other
  * than SMART_EAGAIN, which passes the turn on too. */
-static int post_in_turn(struct smart_worker *w, struct smart__task *t,
-			struct smart__qp *qp, struct smart_tp_wr *wr, int n)
+static __attribute__((noinline)) int
+post_wait_turn(struct smart_worker *w, struct smart__task *t,
+	       struct smart__qp *qp, struct smart_tp_wr *wr, int n)
 {
 	uint32_t me;
 	int rc;
 
-	if (atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
-	    atomic_load_explicit(&qp->room_turn, memory_order_relaxed)) {
-		rc = w->tp->post(qp->tqp, wr, n);
-		if (smart_likely(rc != SMART_EAGAIN))
-			return rc;
-	}
 	me = atomic_fetch_add(&qp->room_next, 1);
 	for (;;) {
 		if (SMART_M_OPS_NO_ROOM_TURN ||
@@ -136,6 +131,21 @@ static int post_in_turn(struct smart_worker *w, struct smart__task *t,
 	}
 	atomic_fetch_add(&qp->room_turn, 1);
 	return rc;
+}
+
+static inline __attribute__((always_inline)) int
+post_in_turn(struct smart_worker *w, struct smart__task *t,
+	     struct smart__qp *qp, struct smart_tp_wr *wr, int n)
+{
+	int rc;
+
+	if (atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+	    atomic_load_explicit(&qp->room_turn, memory_order_relaxed)) {
+		rc = w->tp->post(qp->tqp, wr, n);
+		if (smart_likely(rc != SMART_EAGAIN))
+			return rc;
+	}
+	return post_wait_turn(w, t, qp, wr, n);
 }
 
 /* The transport refused batch b's chain to blade: none of it is in
@@ -163,8 +173,12 @@ static __attribute__((noinline, cold)) void post_failed(struct smart_worker *w,
 	}
 }
 
-static void post_chain(struct smart_worker *w, struct smart__task *t,
-		       struct smart__chain *c)
+/* Post chain c of t.  Always inlined into task_post (the sync's post, a
+ * call and its frame were a seventh of the post's cost); post_chain is
+ * the out-of-line copy for the rarer callers. */
+static inline __attribute__((always_inline)) void
+post_chain_at(struct smart_worker *w, struct smart__task *t,
+	      struct smart__chain *c)
 {
 	struct smart__batch *b;
 	struct smart__qp *qp;
@@ -213,17 +227,26 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	SMART_STAT_INC(w, SMART_STAT_DOORBELLS);
 }
 
-static void task_post(struct smart_worker *w, struct smart__task *t)
+static __attribute__((noinline)) void post_chain(struct smart_worker *w,
+						 struct smart__task *t,
+						 struct smart__chain *c)
+{
+	post_chain_at(w, t, c);
+}
+
+static inline __attribute__((always_inline)) void
+task_post(struct smart_worker *w, struct smart__task *t)
 {
 	int i;
 
 	for (i = 0; i < t->nchains; i++)
 		if (t->chains[i].n)
-			post_chain(w, t, &t->chains[i]);
+			post_chain_at(w, t, &t->chains[i]);
 }
 
 /* Hand results to the caller and count failed CASes. */
-static void deliver(struct smart_worker *w, struct smart__task *t)
+static __attribute__((noinline)) void deliver(struct smart_worker *w,
+					      struct smart__task *t)
 {
 	int i;
 
@@ -266,7 +289,9 @@ static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
 	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
 }
 
-static int task_sync(struct smart_worker *w, struct smart__task *t)
+/* Always inlined into smart_sync (rec_take's early sync calls that). */
+static inline __attribute__((always_inline)) int
+task_sync(struct smart_worker *w, struct smart__task *t)
 {
 	uint64_t t0 = 0;
 	int rc, blade = -1;
@@ -283,7 +308,8 @@ static int task_sync(struct smart_worker *w, struct smart__task *t)
 		smart__task_wait(w, t);
 	}
 	t->nchains = 0;
-	deliver(w, t);
+	if (t->nrec)
+		deliver(w, t);
 	SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	if (t0)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
@@ -388,7 +414,7 @@ static void *rec_take(struct smart_worker *w, struct smart__task *t, int slot,
 {
 	if (smart_unlikely(t->nrec == SMART_TASK_BOUNCES ||
 			   (slot && t->nslot == SMART_TASK_BOUNCES))) {
-		int rc = task_sync(w, t);
+		int rc = smart_sync(w);
 
 		if (rc)
 			set_error(t, rc);
