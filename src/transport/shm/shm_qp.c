@@ -449,16 +449,16 @@ static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
 	};
 }
 
-static int shm_post_locked(struct smart_tp_qp *qp,
-			   const struct smart_tp_wr *wrs, int n)
+/* A chain with a SEND or WRITE_IMM, or any chain under the RNIC model:
+ * each WR checked before anything is copied, and messaging's chain may run
+ * at once (shm_send_now). */
+static __attribute__((noinline)) int
+shm_post_general(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n,
+		 uint32_t head)
 {
 	struct smart_tp_cq *cq = qp->cq;
-	uint32_t head = atomic_load_explicit(&qp->sq_head,
-					     memory_order_acquire);
 	int i, one_sided = 1;
 
-	if (smart_unlikely(qp->sq_tail - head + (uint32_t)n > qp->sq_mask + 1))
-		return SMART_EAGAIN;
 	for (i = 0; i < n; i++) { /* the whole chain or nothing */
 		if (smart_unlikely(
 			    shm_wr_inline(&wrs[i]) &&
@@ -492,6 +492,48 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 		qp->sq_tail += (uint32_t)n;
 		shm_db_ring(cq, qp, (uint32_t)n, one_sided);
 	}
+	shm_unlock(cq->flags, &cq->lock);
+	return 0;
+}
+
+/* The one-sided chain (READ, WRITE, CAS, FAA): each WR is copied to the
+ * send queue behind its tail as it is checked, in one pass; the tail
+ * moves only once the whole chain passed, so a refused chain leaves
+ * nothing (the entries it wrote are free ones).  A SEND or WRITE_IMM, or
+ * the model, goes the general way. */
+static int shm_post_locked(struct smart_tp_qp *qp,
+			   const struct smart_tp_wr *wrs, int n)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	uint32_t head = atomic_load_explicit(&qp->sq_head,
+					     memory_order_acquire);
+	uint32_t tail = qp->sq_tail;
+
+	if (smart_unlikely(tail - head + (uint32_t)n > qp->sq_mask + 1))
+		return SMART_EAGAIN;
+	if (smart_unlikely(qp->model))
+		return shm_post_general(qp, wrs, n, head);
+	for (int i = 0; i < n; i++) {
+		const struct smart_tp_wr *wr = &wrs[i];
+		struct shm_wqe *e = &qp->sq[(tail + (uint32_t)i) & qp->sq_mask];
+
+		if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
+			return shm_post_general(qp, wrs, n, head);
+		e->wr = *wr;
+		if (smart_unlikely(wr->flags & SMART_TP_INLINE) &&
+		    wr->opcode == SMART_TP_WRITE) {
+			if (wr->len > SHM_MAX_INLINE || !wr->local)
+				return SMART_EINVAL;
+			memcpy(e->inl, wr->local, wr->len);
+		}
+	}
+	shm_lock(cq->flags, &cq->lock);
+	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
+		shm_unlock(cq->flags, &cq->lock);
+		return SMART_EAGAIN; /* before anything ran */
+	}
+	qp->sq_tail = tail + (uint32_t)n;
+	shm_db_ring(cq, qp, (uint32_t)n, 1);
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
 }
