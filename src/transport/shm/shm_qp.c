@@ -434,8 +434,9 @@ shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n)
  * one grown while partly run keeps the order of rule 3.  Messaging's
  * SENDs keep a record per post: one waiting for a receive (rule 8) is
  * requeued alone. */
-static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
-			uint32_t n, int one_sided)
+static inline __attribute__((always_inline)) void
+shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp, uint32_t n,
+	    int one_sided)
 {
 	struct shm_db *last = &cq->db[(cq->db_tail - 1) & cq->db_mask];
 
@@ -626,7 +627,7 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	      int mode, uint64_t now, uint32_t *ran)
 {
 	struct smart_tp_qp *qp = db->qp;
-	uint32_t head, first;
+	uint32_t head, first, left;
 
 	if (!db->n) /* emptied by a destroyed QP: qp may be gone */
 		return 1;
@@ -641,7 +642,10 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 		qp->state = SHM_QP_DOOMED;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 	first = head;
-	for (; db->n; db->n--, head++) {
+	/* the count in a register, stored back once (nothing the loop
+	 * calls looks at the FIFO) */
+	left = db->n;
+	for (; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 		int st = SMART_TP_WC_FLUSH;
 
@@ -672,12 +676,13 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 				shm_complete(cq, o, &e->wr, st);
 		}
 	}
+	db->n = left;
 	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
 	if (mode == SHM_RUN_MODEL)
 		*ran += head - first;
-	if (smart_unlikely(db->n && qp->stall_pass == cq->pass))
+	if (smart_unlikely(left && qp->stall_pass == cq->pass))
 		return 2;
-	return db->n == 0;
+	return left == 0;
 }
 
 /* The head doorbell goes to the back of the FIFO (its QP waits for a
@@ -725,11 +730,15 @@ static void shm_touch(struct smart_tp_cq *cq)
 		for (; h != qp->sq_tail && budget; h++, budget--) {
 			const struct smart_tp_wr *wr =
 				&qp->sq[h & qp->sq_mask].wr;
-			const uint8_t *p = shm_remote_ptr(qp->r, wr->rkey,
-							  wr->remote, 1);
 
-			if (p)
-				__builtin_prefetch(p, 0, 3);
+			/* no bounds check: a prefetch is a hint that never
+			 * faults and reads nothing architecturally, and
+			 * shm_exec checks the WR before its access; device
+			 * memory's key (rare) is not prefetched */
+			if (smart_likely(wr->rkey == qp->r->rkey))
+				__builtin_prefetch(qp->r->map + (wr->remote -
+								 qp->r->base),
+						   0, 3);
 		}
 	}
 }
