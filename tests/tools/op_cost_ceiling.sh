@@ -31,15 +31,16 @@ if [ $rc -eq 2 ] && grep -q "^op-cost.sh: --depths: want a list of numbers ('x')
 	echo "ok   bad-flag (refused)"; else
 	echo "FAIL bad-flag: status $rc"; cat "$out"; fail=1; fi
 
-bash "$script" --bin "$bin" --ops read --depths 8 --batches 1 --json \
-	--ceiling "$CEILING" >"$out" 2>&1
+bash "$script" --bin "$bin" --ops read --depths 8 --batches 1 --apps none \
+	--json --ceiling "$CEILING" >"$out" 2>&1
 rc=$?
 cat "$out"
 # each line's layers add up to its whole (to the printed rounding)
 sums=$(grep -o '{.*}' "$out" | awk -F'[:,}]' '{
 	for (i = 1; i < NF; i++) v[$i] = $(i + 1)
 	d = v["\"per_op\""] - v["\"app\""] - v["\"runtime\""] \
-	    - v["\"services\""] - v["\"transport\""] - v["\"util\""] \
+	    - v["\"services\""] - v["\"transport\""] - v["\"ds\""] \
+	    - v["\"util\""] \
 	    - v["\"rng\""] - v["\"other\""]
 	print (d < 1 && d > -1) ? "ok" : "off" }' | sort -u)
 if [ $rc -eq 0 ] && grep -q '"case":"read 8B 1x8 batch 1","ops":[1-9]' "$out" &&
