@@ -161,10 +161,22 @@ run() {
 		     --span 64M --json "$@")
 	fi
 	# --fair-sched: valgrind runs one thread at a time, and a worker
-	# that busy-polls would otherwise starve the lease keeper (fenced)
-	if ! valgrind --tool=callgrind --fair-sched=yes \
-		--callgrind-out-file="$out" "${cmd[@]}" \
-		>"$TMP/perf.json" 2>"$TMP/perf.err"; then
+	# that busy-polls would otherwise starve the lease keeper (fenced).
+	# On a loaded machine (callgrind runs it ~50x slower) the keeper may
+	# still miss its lease: such a run is lost, not miscounted, and is
+	# run again (up to 3 times in all)
+	local try rc=1
+	for try in 1 2 3; do
+		rm -f "$out" "$out".*
+		valgrind --tool=callgrind --fair-sched=yes \
+			--callgrind-out-file="$out" "${cmd[@]}" \
+			>"$TMP/perf.json" 2>"$TMP/perf.err"
+		rc=$?
+		[ $rc = 0 ] && break
+		grep -q 'fenced' "$TMP/perf.err" || break
+		echo "op-cost.sh: $name: fenced (a starved keeper), again" >&2
+	done
+	if [ $rc != 0 ]; then
 		echo "op-cost.sh: $name: ${cmd[0]##*/} failed:" >&2
 		grep -v '^==' "$TMP/perf.err" >&2
 		fails=$((fails + 1))
