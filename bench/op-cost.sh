@@ -8,8 +8,9 @@
 # dumps them when it closes (bench/kit/run.c); every thread is counted
 # (the main thread waiting for the window's end and the lease keeper add
 # under one instruction per op), and the count is divided by the ops
-# smart-perf reports for the window.  The whole is callgrind's total; the
-# layers are sums of functions' own counts, and "other" is what is left.  Each function's own (exclusive)
+# smart-perf reports for the window.  The whole is the sum of every
+# function's own count in the window; the layers are sums of functions'
+# own counts, and "other" is what is left.  Each function's own (exclusive)
 # instructions go to the layer of the file they were compiled from:
 #   app        tools/, bench/ (smart-perf's task loop, its kit)
 #   runtime    src/runtime/, include/smart/ (public inlines), Boost.Context's
@@ -18,19 +19,31 @@
 #   services   src/services/ (leases, epochs, the allocator: on the op
 #              path only what the runtime's hooks call)
 #   transport  src/transport/ (shm: the NIC's work done by the CPU)
+#   ds         src/ds/ (Smart-HT, Smart-BT: the applications' cases)
 #   util       src/util/ (clock, RNG - the benchmark's random offsets
 #              are drawn with it, framework and raw alike -, histogram)
 #   other      libc, the loader, anything else
 # The library's own part is runtime + services + transport + util (the RNG
-# apart: the benchmark's).
+# apart: the benchmark's); a data structure's own part is ds.
+#
+# The applications' cases run `smart-bench ycsb` (1 thread x 8 coroutines,
+# 10000 keys of 16 B, 8-B values, Zipf 0.99, preloaded before the window):
+#   ht-search  Smart-HT, read-only (YCSB-C): one search per op
+#   ht-update  Smart-HT, update-only: one update in place per op
+#   bt-lookup  Smart-BT, read-only, its index cache warm (the preload's
+#              inserts fill it; the window's first lookups fill the rest)
+# their "op" is the data structure's (a search, an update, a lookup), each
+# several one-sided ops.
 #
 # Usage: bench/op-cost.sh [--bin DIR] [--seconds S] [--ops LIST]
-#          [--depths LIST] [--batches LIST] [--no-raw] [--json]
-#          [--ceiling N]
+#          [--depths LIST] [--batches LIST] [--apps LIST] [--no-raw]
+#          [--json] [--ceiling N]
 #   --ops LIST       read,write,cas [read,write,cas]
 #   --depths LIST    coroutines per thread [1,8]
 #   --batches LIST   ops per sync [1,8]
-#   --ceiling N      exit 1 when a framework case costs more than N
+#   --apps LIST      ht-search,ht-update,bt-lookup or none
+#                    [ht-search,ht-update,bt-lookup]
+#   --ceiling N      exit 1 when a one-sided op costs more than N
 #                    instructions per op (a regression guard)
 # One line per case: op, size, threads x depth, batch, ops counted,
 # instructions per op in all and per layer.  Exit 0, or 1 (a run failed,
@@ -44,13 +57,13 @@ usage() {
 bad() { echo "op-cost.sh: $1: $2" >&2; exit 2; }
 
 BIN=build/bin SECONDS_=1 OPS=read,write,cas DEPTHS=1,8 BATCHES=1,8 RAW=1
-JSON=0 CEIL=
+JSON=0 CEIL= APPS=ht-search,ht-update,bt-lookup
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
 	--no-raw) RAW=0; shift; continue ;;
 	--json) JSON=1; shift; continue ;;
-	--bin|--seconds|--ops|--depths|--batches|--ceiling)
+	--bin|--seconds|--ops|--depths|--batches|--apps|--ceiling)
 		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
 	*) bad "$1" "unknown flag (see --help)" ;;
 	esac
@@ -64,12 +77,17 @@ while [ $# -gt 0 ]; do
 		bad "$1" "want a list of numbers ('$2')"; DEPTHS=$2 ;;
 	--batches) [[ $2 =~ ^[0-9]+(,[0-9]+)*$ ]] ||
 		bad "$1" "want a list of numbers ('$2')"; BATCHES=$2 ;;
+	--apps) [[ $2 =~ ^(none|(ht-search|ht-update|bt-lookup)(,(ht-search|ht-update|bt-lookup))*)$ ]] ||
+		bad "$1" "want ht-search,ht-update,bt-lookup or none ('$2')"
+		APPS=${2/none/} ;;
 	--ceiling) [[ $2 =~ ^[0-9]+$ ]] ||
 		bad "$1" "want a number of instructions ('$2')"; CEIL=$2 ;;
 	esac
 	shift 2
 done
 [ -x "$BIN/smart-perf" ] || bad --bin "no smart-perf in $BIN (build first)"
+[ -z "$APPS" ] || [ -x "$BIN/smart-bench" ] ||
+	bad --bin "no smart-bench in $BIN (build first, or --apps none)"
 command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 	{ echo "op-cost.sh: valgrind is not installed" \
 		"(scripts/install-deps.sh installs it)" >&2; exit 1; }
@@ -77,49 +95,89 @@ command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# layers OUT: "total app runtime services transport util rng other" from a callgrind
-# output file: the total is its PROGRAM TOTALS; each function's exclusive
-# count goes to the layer of its file; other is the rest (a part dumped
-# in mid-run lists the threads' outer frames, clone and start_thread, with
-# the whole thread's count: never summed)
+# layers OUT: "total app runtime services transport util rng other ds" from
+# a callgrind output file.  Each function's self (exclusive) cost is read
+# from the file itself: cost lines under fn= (and fi=/fe= for inlined
+# code, which goes to the file it was written in), a calls= line's next
+# line being the call's inclusive cost, never summed.  The total is the
+# sum of the self costs, the file's "totals:" (its "summary:", which
+# callgrind_annotate prints as PROGRAM TOTALS, also counts threads that
+# ended before the window: smart-bench's preload, 73 M instructions);
+# each function's count goes to the layer of its file; other is the rest.
 layers() {
-	callgrind_annotate --auto=no --inclusive=no --threshold=100 "$1" \
-		2>/dev/null | awk '
-		/PROGRAM TOTALS/ { tot = $1; gsub(",", "", tot); next }
-		/file:function/ { on = 1; next }
-		!on || !/^ *[0-9,]+ / { next }
-		{
-			n = $1; gsub(",", "", n)
-			f = $0; sub(/^ *[0-9,]+ +\([^)]*\) +/, "", f)
-			if (f ~ /jump_fcontext|make_fcontext|ontop_fcontext/) l = "runtime"
-			else if (f ~ /(^|\/)(tools|bench)\//) l = "app"
-			else if (f ~ /layer-include\/[a-z]+\/services\/|(^|\/)src\/services\//) l = "services"
-			else if (f ~ /layer-include\/[a-z]+\/runtime\/|(^|\/)src\/runtime\/|(^|\/)include\/smart\//) l = "runtime"
-			else if (f ~ /layer-include\/[a-z]+\/transport\/|(^|\/)src\/transport\//) l = "transport"
-			else if (f ~ /util\/rng\.c|util\/rng\.h/) l = "rng"
-			else if (f ~ /layer-include\/[a-z]+\/util\/|(^|\/)src\/util\//) l = "util"
-			else next
-			s[l] += n; t += n
+	awk '
+		function nm(v, tab,   id, rest) {
+			if (match(v, /^\([0-9]+\)/)) {
+				id = substr(v, RSTART, RLENGTH)
+				rest = substr(v, RLENGTH + 2)
+				if (rest != "") tab[id] = rest
+				return tab[id]
+			}
+			return v
 		}
-		END { printf "%d %d %d %d %d %d %d %d\n", tot, s["app"],
-			     s["runtime"], s["services"], s["transport"], s["util"],
-			     s["rng"], tot - t }'
+		/^fl=/ { fl = nm(substr($0, 4), files); cur = fl; next }
+		/^(fi|fe)=/ { cur = nm(substr($0, 4), files); next }
+		/^fn=/ { fn = nm(substr($0, 4), fns); cur = fl; next }
+		/^(cfi|cfl)=/ { nm(substr($0, 5), files); next }
+		/^cfn=/ { nm(substr($0, 5), fns); next }
+		/^calls=/ { call = 1; next }
+		/^[0-9+*-]/ {
+			if (call) { call = 0; next }
+			n = split($0, a, " "); c[cur ":" fn] += a[n]; next
+		}
+		END {
+			for (k in c) {
+				f = k; n = c[k]; tot += n
+				if (f ~ /jump_fcontext|make_fcontext|ontop_fcontext/) l = "runtime"
+				else if (f ~ /(^|\/)(tools|bench)\//) l = "app"
+				else if (f ~ /layer-include\/[a-z]+\/services\/|(^|\/)src\/services\//) l = "services"
+				else if (f ~ /layer-include\/[a-z]+\/runtime\/|(^|\/)src\/runtime\/|(^|\/)include\/smart\//) l = "runtime"
+				else if (f ~ /layer-include\/[a-z]+\/transport\/|(^|\/)src\/transport\//) l = "transport"
+				else if (f ~ /layer-include\/[a-z]+\/ds\/|(^|\/)src\/ds\//) l = "ds"
+				else if (f ~ /util\/rng\.c|util\/rng\.h/) l = "rng"
+				else if (f ~ /layer-include\/[a-z]+\/util\/|(^|\/)src\/util\//) l = "util"
+				else continue
+				s[l] += n; t += n
+			}
+			printf "%d %d %d %d %d %d %d %d %d\n", tot, s["app"],
+			       s["runtime"], s["services"], s["transport"],
+			       s["util"], s["rng"], tot - t, s["ds"]
+		}' "$1"
 }
 
-# run NAME KIND ARGS...: smart-perf under callgrind (KIND: lib or raw);
-# prints the case's line (or JSON), 1 when the run failed
+# run NAME KIND ARGS...: smart-perf (KIND lib or raw) or smart-bench ycsb
+# (KIND app) under callgrind; prints the case's line (or JSON), 1 when the
+# run failed
 fails=0 over=0
 run() {
-	local name=$1 kind=$2 out=$TMP/cg.out ops
+	local name=$1 kind=$2 out=$TMP/cg.out ops cmd
 	shift 2
 	rm -f "$out" "$out".*
+	if [ "$kind" = app ]; then
+		cmd=("$BIN/smart-bench" ycsb --seconds "$SECONDS_" --seed 1
+		     --json "$@")
+	else
+		cmd=("$BIN/smart-perf" --seconds "$SECONDS_" --seed 1
+		     --span 64M --json "$@")
+	fi
 	# --fair-sched: valgrind runs one thread at a time, and a worker
-	# that busy-polls would otherwise starve the lease keeper (fenced)
-	if ! valgrind --tool=callgrind --fair-sched=yes \
-		--callgrind-out-file="$out" \
-		"$BIN/smart-perf" --seconds "$SECONDS_" --seed 1 --span 64M \
-		--json "$@" >"$TMP/perf.json" 2>"$TMP/perf.err"; then
-		echo "op-cost.sh: $name: smart-perf failed:" >&2
+	# that busy-polls would otherwise starve the lease keeper (fenced).
+	# On a loaded machine (callgrind runs it ~50x slower) the keeper may
+	# still miss its lease: such a run is lost, not miscounted, and is
+	# run again (up to 3 times in all)
+	local try rc=1
+	for try in 1 2 3; do
+		rm -f "$out" "$out".*
+		valgrind --tool=callgrind --fair-sched=yes \
+			--callgrind-out-file="$out" "${cmd[@]}" \
+			>"$TMP/perf.json" 2>"$TMP/perf.err"
+		rc=$?
+		[ $rc = 0 ] && break
+		grep -q 'fenced' "$TMP/perf.err" || break
+		echo "op-cost.sh: $name: fenced (a starved keeper), again" >&2
+	done
+	if [ $rc != 0 ]; then
+		echo "op-cost.sh: $name: ${cmd[0]##*/} failed:" >&2
 		grep -v '^==' "$TMP/perf.err" >&2
 		fails=$((fails + 1))
 		return 1
@@ -132,7 +190,7 @@ run() {
 	fi
 	t=0
 	[ -s "$out.1" ] &&
-		read -r t app rt svc tp util rng other <<<"$(layers "$out.1")"
+		read -r t app rt svc tp util rng other ds <<<"$(layers "$out.1")"
 	if [ "${t:-0}" = 0 ]; then
 		echo "op-cost.sh: $name: no window was dumped (a smart-perf" \
 			"built without valgrind's callgrind.h?)" >&2
@@ -141,20 +199,22 @@ run() {
 	fi
 	awk -v name="$name" -v ops="$ops" -v t="$t" -v app="$app" \
 	    -v rt="$rt" -v svc="$svc" -v tp="$tp" -v util="$util" -v rng="$rng" \
-	    -v other="$other" -v json="$JSON" 'BEGIN {
+	    -v other="$other" -v ds="$ds" -v json="$JSON" 'BEGIN {
 		lib = rt + svc + tp + util
 		if (json)
 			printf "{\"case\":\"%s\",\"ops\":%d,\"per_op\":%.1f," \
 			       "\"app\":%.1f,\"runtime\":%.1f,\"services\":%.1f," \
-			       "\"transport\":%.1f,\"util\":%.1f,\"rng\":%.1f," \
-			       "\"other\":%.1f,\"library\":%.1f}\n", name, ops,
-			       t / ops, app / ops, rt / ops, svc / ops, tp / ops,
-			       util / ops, rng / ops, other / ops, lib / ops
+			       "\"transport\":%.1f,\"ds\":%.1f,\"util\":%.1f," \
+			       "\"rng\":%.1f,\"other\":%.1f,\"library\":%.1f}\n",
+			       name, ops, t / ops, app / ops, rt / ops, svc / ops,
+			       tp / ops, ds / ops, util / ops, rng / ops,
+			       other / ops, lib / ops
 		else
 			printf "%-24s %9d %8.1f %7.1f %7.1f %8.1f %9.1f %6.1f " \
-			       "%6.1f %6.1f %8.1f\n", name, ops, t / ops,
+			       "%6.1f %6.1f %6.1f %8.1f\n", name, ops, t / ops,
 			       app / ops, rt / ops, svc / ops, tp / ops,
-			       util / ops, rng / ops, other / ops, lib / ops
+			       ds / ops, util / ops, rng / ops, other / ops,
+			       lib / ops
 	}'
 	if [ -n "$CEIL" ] && [ "$kind" = lib ] &&
 	   [ "$(( t / ops ))" -gt "$CEIL" ]; then
@@ -164,8 +224,8 @@ run() {
 	fi
 }
 
-[ $JSON = 1 ] || printf "%-24s %9s %8s %7s %7s %8s %9s %6s %6s %6s %8s\n" \
-	case ops "instr/op" app runtime services transport util rng other \
+[ $JSON = 1 ] || printf "%-24s %9s %8s %7s %7s %8s %9s %6s %6s %6s %6s %8s\n" \
+	case ops "instr/op" app runtime services transport ds util rng other \
 	library
 for op in ${OPS//,/ }; do
 	for d in ${DEPTHS//,/ }; do
@@ -176,5 +236,15 @@ for op in ${OPS//,/ }; do
 		[ $RAW = 1 ] && run "$op 8B 1x$d raw" raw \
 			--op "$op" --size 8 --threads 1 --depth "$d" --raw
 	done
+done
+for a in ${APPS//,/ }; do
+	case $a in
+	ht-search) run "ht search 1x8" app --ds ht --workload read-only \
+		--keys 10000 --coros 8 --threads 1 ;;
+	ht-update) run "ht update 1x8" app --ds ht --workload update-only \
+		--keys 10000 --coros 8 --threads 1 ;;
+	bt-lookup) run "bt lookup 1x8 (warm)" app --ds bt \
+		--workload read-only --keys 10000 --coros 8 --threads 1 ;;
+	esac
 done
 [ $fails = 0 ] && [ $over = 0 ] || exit 1

@@ -537,9 +537,12 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
  * dispatch loop: nobody else completes its batches or touches its
  * counters, so plain loads and stores do (the shared group's race for a
  * batch's busy word is not there to run).  The task is queued when its
- * last batch lands and it waits for it. */
+ * last batch lands and it waits for it.  The WRs completed are summed in
+ * *done: the poll counts them and returns their credits once, after its
+ * loop (nothing in the loop takes credits). */
 static inline void smart__batch_complete_own(struct smart_worker *w,
-					     struct smart__batch *b)
+					     struct smart__batch *b,
+					     uint64_t *done)
 {
 	struct smart__task *t = b->task;
 	int left;
@@ -549,9 +552,8 @@ static inline void smart__batch_complete_own(struct smart_worker *w,
 						   memory_order_relaxed) -
 				      b->n,
 			      memory_order_relaxed);
-	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
-	if (smart_unlikely(w->throttle))
-		smart__credit_add(w, (int)b->n);
+	*done += b->n; /* the poll adds it to SMART_STAT_WRS_DONE (and the
+			* credits) once */
 	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 	left = atomic_load_explicit(&t->inflight, memory_order_relaxed) - 1;
 	atomic_store_explicit(&t->inflight, left, memory_order_relaxed);

@@ -112,18 +112,13 @@ static void wait_room(struct smart_worker *w, struct smart__task *t)
  * this ticket's turn and the chain fits, then pass the turn on.  Posting
  * fails for good (a broken QP, a dead remote) only with an error other
  * than SMART_EAGAIN, which passes the turn on too. */
-static int post_in_turn(struct smart_worker *w, struct smart__task *t,
-			struct smart__qp *qp, struct smart_tp_wr *wr, int n)
+static __attribute__((noinline)) int
+post_wait_turn(struct smart_worker *w, struct smart__task *t,
+	       struct smart__qp *qp, struct smart_tp_wr *wr, int n)
 {
 	uint32_t me;
 	int rc;
 
-	if (atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
-	    atomic_load_explicit(&qp->room_turn, memory_order_relaxed)) {
-		rc = w->tp->post(qp->tqp, wr, n);
-		if (smart_likely(rc != SMART_EAGAIN))
-			return rc;
-	}
 	me = atomic_fetch_add(&qp->room_next, 1);
 	for (;;) {
 		if (SMART_M_OPS_NO_ROOM_TURN ||
@@ -136,6 +131,21 @@ static int post_in_turn(struct smart_worker *w, struct smart__task *t,
 	}
 	atomic_fetch_add(&qp->room_turn, 1);
 	return rc;
+}
+
+static inline __attribute__((always_inline)) int
+post_in_turn(struct smart_worker *w, struct smart__task *t,
+	     struct smart__qp *qp, struct smart_tp_wr *wr, int n)
+{
+	int rc;
+
+	if (atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+	    atomic_load_explicit(&qp->room_turn, memory_order_relaxed)) {
+		rc = w->tp->post(qp->tqp, wr, n);
+		if (smart_likely(rc != SMART_EAGAIN))
+			return rc;
+	}
+	return post_wait_turn(w, t, qp, wr, n);
 }
 
 /* The transport refused batch b's chain to blade: none of it is in
@@ -163,8 +173,12 @@ static __attribute__((noinline, cold)) void post_failed(struct smart_worker *w,
 	}
 }
 
-static void post_chain(struct smart_worker *w, struct smart__task *t,
-		       struct smart__chain *c)
+/* Post chain c of t.  Always inlined into task_post (the sync's post, a
+ * call and its frame were a seventh of the post's cost); post_chain is
+ * the out-of-line copy for the rarer callers. */
+static inline __attribute__((always_inline)) void
+post_chain_at(struct smart_worker *w, struct smart__task *t,
+	      struct smart__chain *c)
 {
 	struct smart__batch *b;
 	struct smart__qp *qp;
@@ -213,17 +227,26 @@ static void post_chain(struct smart_worker *w, struct smart__task *t,
 	SMART_STAT_INC(w, SMART_STAT_DOORBELLS);
 }
 
-static void task_post(struct smart_worker *w, struct smart__task *t)
+static __attribute__((noinline)) void post_chain(struct smart_worker *w,
+						 struct smart__task *t,
+						 struct smart__chain *c)
+{
+	post_chain_at(w, t, c);
+}
+
+static inline __attribute__((always_inline)) void
+task_post(struct smart_worker *w, struct smart__task *t)
 {
 	int i;
 
 	for (i = 0; i < t->nchains; i++)
 		if (t->chains[i].n)
-			post_chain(w, t, &t->chains[i]);
+			post_chain_at(w, t, &t->chains[i]);
 }
 
 /* Hand results to the caller and count failed CASes. */
-static void deliver(struct smart_worker *w, struct smart__task *t)
+static __attribute__((noinline)) void deliver(struct smart_worker *w,
+					      struct smart__task *t)
 {
 	int i;
 
@@ -266,7 +289,9 @@ static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
 	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
 }
 
-static int task_sync(struct smart_worker *w, struct smart__task *t)
+/* Always inlined into smart_sync (rec_take's early sync calls that). */
+static inline __attribute__((always_inline)) int
+task_sync(struct smart_worker *w, struct smart__task *t)
 {
 	uint64_t t0 = 0;
 	int rc, blade = -1;
@@ -283,7 +308,8 @@ static int task_sync(struct smart_worker *w, struct smart__task *t)
 		smart__task_wait(w, t);
 	}
 	t->nchains = 0;
-	deliver(w, t);
+	if (t->nrec)
+		deliver(w, t);
 	SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	if (t0)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
@@ -330,8 +356,8 @@ int smart_sync(smart_worker_t *w)
 }
 
 /* The open chain of t for blade; posts to make room when needed. */
-static struct smart__chain *chain_for(struct smart_worker *w,
-				      struct smart__task *t, uint16_t blade)
+static __attribute__((noinline)) struct smart__chain *
+chain_for_slow(struct smart_worker *w, struct smart__task *t, uint16_t blade)
 {
 	struct smart__chain *c;
 	int i;
@@ -354,6 +380,25 @@ static struct smart__chain *chain_for(struct smart_worker *w,
 	return c;
 }
 
+/* chain_for_slow's common cases inline in op_queue: a task's first op
+ * opens its first chain, and the next ones of a sync to the same blade
+ * find it open with room. */
+static inline __attribute__((always_inline)) struct smart__chain *
+chain_for(struct smart_worker *w, struct smart__task *t, uint16_t blade)
+{
+	struct smart__chain *c = &t->chains[0];
+
+	if (!t->nchains) {
+		t->nchains = 1;
+		c->blade = blade;
+		c->n = 0;
+		return c;
+	}
+	if (t->nchains == 1 && c->blade == blade && c->n < w->ctx->o.chain_max)
+		return c;
+	return chain_for_slow(w, t, blade);
+}
+
 void smart__post_blade(struct smart_worker *w, struct smart__task *t,
 		       uint16_t blade)
 {
@@ -369,7 +414,7 @@ static void *rec_take(struct smart_worker *w, struct smart__task *t, int slot,
 {
 	if (smart_unlikely(t->nrec == SMART_TASK_BOUNCES ||
 			   (slot && t->nslot == SMART_TASK_BOUNCES))) {
-		int rc = task_sync(w, t);
+		int rc = smart_sync(w);
 
 		if (rc)
 			set_error(t, rc);
@@ -432,8 +477,9 @@ op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
 /* Where the transport reads or writes the op's local bytes: in place
  * (registered pool, or inline for a small WRITE) or a bounce slot.
  * in_pool says whether op->buf lies in the registered pool. */
-static void *op_local(struct smart_worker *w, struct smart__task *t,
-		      const struct op *op, int in_pool, uint8_t *flags)
+static inline __attribute__((always_inline)) void *
+op_local(struct smart_worker *w, struct smart__task *t, const struct op *op,
+	 int in_pool, uint8_t *flags)
 {
 	int atomic = smart_tp_atomic(op->opcode);
 	struct smart__bounce *r;
@@ -463,7 +509,11 @@ static void *op_local(struct smart_worker *w, struct smart__task *t,
 	return slot;
 }
 
-static int op_queue(struct smart_worker *w, const struct op *op)
+/* Always inlined into each public op: the op's fields are then constants
+ * or the caller's registers, not a struct in memory read back (a call
+ * and the struct cost ~25 instructions per op). */
+static inline __attribute__((always_inline)) int
+op_queue(struct smart_worker *w, const struct op *op)
 {
 	struct smart__task *t = smart__cur_task(w);
 	struct smart__blade *b;
@@ -489,30 +539,32 @@ static int op_queue(struct smart_worker *w, const struct op *op)
 	}
 	c = chain_for(w, t, b->id);
 	wr = &c->wr[c->n++];
-	*wr = (struct smart_tp_wr){
-		.remote = to.remote,
-		.local = local,
-		.len = op->len,
-		.lkey = w->ctx->pool->lkey,
-		.rkey = to.rkey,
-		.opcode = op->opcode,
-		.flags = flags,
-		.compare_add = op->a1,
-		.swap = op->a2,
-	};
+	/* field by field: a compound literal was built on the stack and
+	 * copied; wr_id is post_chain's (the batch) */
+	wr->remote = to.remote;
+	wr->local = local;
+	wr->len = op->len;
+	wr->lkey = w->ctx->pool->lkey;
+	wr->rkey = to.rkey;
+	wr->opcode = op->opcode;
+	wr->flags = flags;
+	wr->_pad = 0;
+	wr->compare_add = op->a1;
+	wr->swap = op->a2;
 	t->bytes += op->len; /* smart_task_bytes: 8 for an atomic */
 	return 0;
 }
 
 /* Rejections are rare: recompute the code out of line (op_queue is
  * deterministic up to the point where it fails, and has no side effect
- * before it). */
+ * before it).  The op goes by value: its address taken, the callers kept
+ * it in memory and read it back on the fast path. */
 static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
-						    const struct op *op)
+						    struct op op)
 {
 	struct smart__blade *b;
 	struct op_target to;
-	int rc = op_check(w, op, &b, &to);
+	int rc = op_check(w, &op, &b, &to);
 
 	return rc ? rc : SMART_EINVAL;
 }
@@ -524,7 +576,7 @@ int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_READS);
 	SMART_STAT_ADD(w, SMART_STAT_BYTES_READ, len);
 	return 0;
@@ -538,7 +590,7 @@ int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 	if (smart_unlikely(!w || !src || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_WRITES);
 	SMART_STAT_ADD(w, SMART_STAT_BYTES_WRITTEN, len);
 	return 0;
@@ -552,7 +604,7 @@ int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_CASES);
 	return 0;
 }
@@ -565,7 +617,7 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, &op);
+		return op_queue_error(w, op);
 	SMART_STAT_INC(w, SMART_STAT_FAAS);
 	return 0;
 }

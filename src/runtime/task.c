@@ -1,10 +1,16 @@
 /*
  * Tasks: coroutines on Boost.Context's fcontext, scheduled per worker.
  *
- * The scheduler runs in the worker's main context and is the only code
- * that jumps into a task; a task only ever jumps back to the scheduler.
- * So w->sched_fctx is always the scheduler's latest context, and a task's
- * fctx is where it stopped.  Stacks are mmap'ed with a PROT_NONE guard page
+ * The scheduler runs in the worker's main context.  It jumps into a
+ * task, and a task jumps back to it, or - a task that must wait for its
+ * batches while another is ready and the scheduler would run that one
+ * next without polling first - straight into that task (one switch
+ * instead of two and a turn of the scheduler's loop).  Every jump passes
+ * what it leaves as its data: the task, or &w->main_task for the
+ * scheduler; the side that resumes stores the context it came from there
+ * (task_resumed, task_switch_in).  So w->sched_fctx is always the
+ * scheduler's latest context, and a task's fctx is where it stopped, and
+ * w->cur is set by whoever jumps.  Stacks are mmap'ed with a PROT_NONE guard page
  * below them and kept on a free list for reuse (a spawn after the first
  * does no system call).
  *
@@ -128,14 +134,32 @@ static struct smart__task *ready_pop(struct smart_worker *w)
 	return t;
 }
 
+/* A task resumed (or entered) by a jump from `from` (a task, or the
+ * scheduler: &w->main_task): the context it left is stored where it
+ * belongs.  ASan learns the main stack's bounds only from the scheduler's
+ * jumps (a task's stack is not the main one).  save: the task's fake
+ * stack, NULL for a fresh one. */
+static inline void task_resumed(struct smart_worker *w, smart__transfer_t tr,
+				void *save)
+{
+	struct smart__task *from = tr.data;
+
+	if (from == &w->main_task) {
+		smart__fiber_asan_entered(save, &w->asan_main_bottom,
+					  &w->asan_main_size);
+		w->sched_fctx = tr.fctx;
+	} else {
+		smart__fiber_asan_entered(save, NULL, NULL);
+		from->fctx = tr.fctx;
+	}
+}
+
 static void task_entry(smart__transfer_t tr)
 {
-	struct smart__task *t = tr.data;
-	struct smart_worker *w = t->w;
+	struct smart_worker *w = ((struct smart__task *)tr.data)->w;
+	struct smart__task *t = w->cur; /* set by whoever jumped here */
 
-	smart__fiber_asan_entered(NULL, &w->asan_main_bottom,
-				  &w->asan_main_size);
-	w->sched_fctx = tr.fctx;
+	task_resumed(w, tr, NULL);
 	t->fn(w, t->arg);
 	/* A task that returned inside an epoch section would keep the
 	 * worker's announcement active for good, and so stop reclamation for
@@ -153,7 +177,7 @@ static void task_entry(smart__transfer_t tr)
 		smart_sync(w);
 	t->state = SMART_TASK_DONE;
 	smart__fiber_asan_enter(NULL, w->asan_main_bottom, w->asan_main_size);
-	jump_fcontext(w->sched_fctx, NULL);
+	jump_fcontext(w->sched_fctx, t);
 }
 
 int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
@@ -187,7 +211,8 @@ int smart_task_spawn(smart_worker_t *w, smart_task_fn fn, void *arg)
 	return 0;
 }
 
-/* Jump from the scheduler into t until it yields, waits or ends. */
+/* Jump from the scheduler into t until it, or a task it switched to,
+ * comes back (yields, waits or ends). */
 static void task_switch_in(struct smart_worker *w, struct smart__task *t)
 {
 	void *fake = NULL;
@@ -197,8 +222,9 @@ static void task_switch_in(struct smart_worker *w, struct smart__task *t)
 	w->cur = t;
 	smart__fiber_asan_enter(&fake, stack_bottom(t),
 				t->stack_len - t->guard);
-	tr = jump_fcontext(t->fctx, t);
+	tr = jump_fcontext(t->fctx, &w->main_task);
 	smart__fiber_asan_entered(fake, NULL, NULL);
+	t = tr.data; /* the task that came back */
 	t->fctx = tr.fctx;
 	w->cur = NULL;
 	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
@@ -217,10 +243,34 @@ static void task_switch_out(struct smart_worker *w, struct smart__task *t)
 
 	smart__fiber_asan_enter(&t->asan_fake_stack, w->asan_main_bottom,
 				w->asan_main_size);
-	tr = jump_fcontext(w->sched_fctx, NULL);
-	smart__fiber_asan_entered(t->asan_fake_stack, &w->asan_main_bottom,
-				  &w->asan_main_size);
-	w->sched_fctx = tr.fctx;
+	tr = jump_fcontext(w->sched_fctx, t);
+	task_resumed(w, tr, t->asan_fake_stack);
+}
+
+/* From inside task t, which waits: straight into the next ready task n,
+ * as the scheduler's next turn would (it would not poll: since_poll stays
+ * below max_tasks, nobody sleeps, the group is the worker's own). */
+static void task_switch_to(struct smart_worker *w, struct smart__task *t,
+			   struct smart__task *n)
+{
+	smart__transfer_t tr;
+
+	w->since_poll++;
+	n->state = SMART_TASK_RUNNING;
+	w->cur = n;
+	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
+	smart__fiber_asan_enter(&t->asan_fake_stack, stack_bottom(n),
+				n->stack_len - n->guard);
+	tr = jump_fcontext(n->fctx, t);
+	task_resumed(w, tr, t->asan_fake_stack);
+}
+
+/* May a waiting task switch straight to the next ready one?  Only where
+ * the scheduler's loop would do nothing else first (task_switch_to). */
+static inline int task_switch_direct(const struct smart_worker *w)
+{
+	return w->ready_head && !w->sleepers && !w->group->shared &&
+	       w->since_poll + 1 < w->ctx->o.max_tasks;
 }
 
 void smart_task_yield(smart_worker_t *w)
@@ -279,6 +329,8 @@ void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 			return;
 	}
 	t->state = SMART_TASK_WAITING;
+	if (task_switch_direct(w))
+		task_switch_to(w, t, ready_pop(w));
 	while (t->state == SMART_TASK_WAITING)
 		task_switch_out(w, t);
 }

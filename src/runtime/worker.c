@@ -423,6 +423,7 @@ int smart__worker_poll(struct smart_worker *w)
 	struct smart_tp_cq *cq;
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
 	int n, i, shared = w->group->shared, extra = 0;
+	uint64_t done = 0; /* WRs of a private group's batches completed */
 
 	/* One clock read per poll serves the lease check here and, through
 	 * w->now, the tuner, the backoff windows and the sleepers.  It costs
@@ -482,9 +483,14 @@ int smart__worker_poll(struct smart_worker *w)
 		if (!(wc[i].wr_id & 1))
 			continue;
 		if (smart_likely(!shared))
-			smart__batch_complete_own(w, b);
+			smart__batch_complete_own(w, b, &done);
 		else
 			smart__batch_complete(w, b, shared);
+	}
+	if (done) {
+		SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, done);
+		if (smart_unlikely(w->throttle))
+			smart__credit_add(w, (int)done);
 	}
 	return n + extra;
 }

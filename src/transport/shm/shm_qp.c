@@ -434,8 +434,9 @@ shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n)
  * one grown while partly run keeps the order of rule 3.  Messaging's
  * SENDs keep a record per post: one waiting for a receive (rule 8) is
  * requeued alone. */
-static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
-			uint32_t n, int one_sided)
+static inline __attribute__((always_inline)) void
+shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp, uint32_t n,
+	    int one_sided)
 {
 	struct shm_db *last = &cq->db[(cq->db_tail - 1) & cq->db_mask];
 
@@ -449,16 +450,16 @@ static void shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp,
 	};
 }
 
-static int shm_post_locked(struct smart_tp_qp *qp,
-			   const struct smart_tp_wr *wrs, int n)
+/* A chain with a SEND or WRITE_IMM, or any chain under the RNIC model:
+ * each WR checked before anything is copied, and messaging's chain may run
+ * at once (shm_send_now). */
+static __attribute__((noinline)) int
+shm_post_general(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n,
+		 uint32_t head)
 {
 	struct smart_tp_cq *cq = qp->cq;
-	uint32_t head = atomic_load_explicit(&qp->sq_head,
-					     memory_order_acquire);
 	int i, one_sided = 1;
 
-	if (smart_unlikely(qp->sq_tail - head + (uint32_t)n > qp->sq_mask + 1))
-		return SMART_EAGAIN;
 	for (i = 0; i < n; i++) { /* the whole chain or nothing */
 		if (smart_unlikely(
 			    shm_wr_inline(&wrs[i]) &&
@@ -492,6 +493,48 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 		qp->sq_tail += (uint32_t)n;
 		shm_db_ring(cq, qp, (uint32_t)n, one_sided);
 	}
+	shm_unlock(cq->flags, &cq->lock);
+	return 0;
+}
+
+/* The one-sided chain (READ, WRITE, CAS, FAA): each WR is copied to the
+ * send queue behind its tail as it is checked, in one pass; the tail
+ * moves only once the whole chain passed, so a refused chain leaves
+ * nothing (the entries it wrote are free ones).  A SEND or WRITE_IMM, or
+ * the model, goes the general way. */
+static int shm_post_locked(struct smart_tp_qp *qp,
+			   const struct smart_tp_wr *wrs, int n)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	uint32_t head = atomic_load_explicit(&qp->sq_head,
+					     memory_order_acquire);
+	uint32_t tail = qp->sq_tail;
+
+	if (smart_unlikely(tail - head + (uint32_t)n > qp->sq_mask + 1))
+		return SMART_EAGAIN;
+	if (smart_unlikely(qp->model))
+		return shm_post_general(qp, wrs, n, head);
+	for (int i = 0; i < n; i++) {
+		const struct smart_tp_wr *wr = &wrs[i];
+		struct shm_wqe *e = &qp->sq[(tail + (uint32_t)i) & qp->sq_mask];
+
+		if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
+			return shm_post_general(qp, wrs, n, head);
+		e->wr = *wr;
+		if (smart_unlikely(wr->flags & SMART_TP_INLINE) &&
+		    wr->opcode == SMART_TP_WRITE) {
+			if (wr->len > SHM_MAX_INLINE || !wr->local)
+				return SMART_EINVAL;
+			memcpy(e->inl, wr->local, wr->len);
+		}
+	}
+	shm_lock(cq->flags, &cq->lock);
+	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
+		shm_unlock(cq->flags, &cq->lock);
+		return SMART_EAGAIN; /* before anything ran */
+	}
+	qp->sq_tail = tail + (uint32_t)n;
+	shm_db_ring(cq, qp, (uint32_t)n, 1);
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
 }
@@ -584,7 +627,7 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	      int mode, uint64_t now, uint32_t *ran)
 {
 	struct smart_tp_qp *qp = db->qp;
-	uint32_t head, first;
+	uint32_t head, first, left;
 
 	if (!db->n) /* emptied by a destroyed QP: qp may be gone */
 		return 1;
@@ -599,7 +642,10 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 		qp->state = SHM_QP_DOOMED;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 	first = head;
-	for (; db->n; db->n--, head++) {
+	/* the count in a register, stored back once (nothing the loop
+	 * calls looks at the FIFO) */
+	left = db->n;
+	for (; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 		int st = SMART_TP_WC_FLUSH;
 
@@ -630,12 +676,13 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 				shm_complete(cq, o, &e->wr, st);
 		}
 	}
+	db->n = left;
 	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
 	if (mode == SHM_RUN_MODEL)
 		*ran += head - first;
-	if (smart_unlikely(db->n && qp->stall_pass == cq->pass))
+	if (smart_unlikely(left && qp->stall_pass == cq->pass))
 		return 2;
-	return db->n == 0;
+	return left == 0;
 }
 
 /* The head doorbell goes to the back of the FIFO (its QP waits for a
@@ -683,11 +730,15 @@ static void shm_touch(struct smart_tp_cq *cq)
 		for (; h != qp->sq_tail && budget; h++, budget--) {
 			const struct smart_tp_wr *wr =
 				&qp->sq[h & qp->sq_mask].wr;
-			const uint8_t *p = shm_remote_ptr(qp->r, wr->rkey,
-							  wr->remote, 1);
 
-			if (p)
-				__builtin_prefetch(p, 0, 3);
+			/* no bounds check: a prefetch is a hint that never
+			 * faults and reads nothing architecturally, and
+			 * shm_exec checks the WR before its access; device
+			 * memory's key (rare) is not prefetched */
+			if (smart_likely(wr->rkey == qp->r->rkey))
+				__builtin_prefetch(qp->r->map + (wr->remote -
+								 qp->r->base),
+						   0, 3);
 		}
 	}
 }
