@@ -8,6 +8,7 @@
  *   dialer -> listener   AUTH (dialer proof)
  *   dialer -> listener   PEER_CONNECT (window, max_msg, rndv_max, QP blob,
  *                        staging region blob, tag) [+ fds]
+ *                        (AUTH and PEER_CONNECT in one send)
  *   listener -> dialer   PEER_ACCEPT (id, the same of its own, tag)
  *                        [+ fds]
  *   either way           ERROR (status, reason), then close
