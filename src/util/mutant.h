@@ -387,6 +387,14 @@
 #define SMART_M_RPC_AHEAD_UNBOUNDED 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_DIAL_SPINS /* msg/peer.c: a dial waiting for the
+					 * listener's frame polls without
+					 * yielding the CPU */
+#define SMART_M_RPC_DIAL_SPINS 1
+#else
+#define SMART_M_RPC_DIAL_SPINS 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_DIAL_BLOCKS /* msg/peer.c: a dial's socket waits
 					 * block, the endpoint unpolled */
 #define SMART_M_RPC_DIAL_BLOCKS 1

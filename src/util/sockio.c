@@ -265,13 +265,17 @@ int smart__sock_connect_w(const void *addr, uint32_t addr_len, int64_t deadline,
 		    0);
 	if (fd < 0)
 		return SMART_ESYS;
-	if (connect(fd, sa, addr_len) && errno != EINPROGRESS) {
-		close(fd);
-		return SMART_ECONN;
-	}
-	rc = sock_wait_w(fd, POLLOUT, deadline, idle);
-	if (!rc && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err))
+	/* a unix socket's connect completes at once: then nothing to wait
+	 * for, nor an error to read */
+	rc = connect(fd, sa, addr_len) ? errno : 0;
+	if (rc == EINPROGRESS) {
+		rc = sock_wait_w(fd, POLLOUT, deadline, idle);
+		if (!rc &&
+		    (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) || err))
+			rc = SMART_ECONN;
+	} else if (rc) {
 		rc = SMART_ECONN;
+	}
 	if (rc) {
 		close(fd);
 		return rc;

@@ -22,6 +22,10 @@
  *  - old_version: a version-2 HELLO gets ERROR(EVERSION) saying so (peer
  *    and blade); a dialer answered by an old listener fails with
  *    SMART_EVERSION.
+ *  - dial_sends (not about the secret; the fakes are here): a dial sends
+ *    its AUTH and PEER_CONNECT in one send (the descriptors come with the
+ *    AUTH's bytes) and yields the CPU while it waits for the listener
+ *    (mutant RPC_DIAL_SPINS: no yield).
  *  - accept_tag: a listener with the secret whose PEER_ACCEPT is not
  *    tagged with the session's proof (a man in the middle's change): the
  *    dialer refuses it before looking at what it names.
@@ -217,6 +221,8 @@ enum fake_mode {
 	FAKE_RELAY,	/* forwards both ways to fwd_fd */
 	FAKE_SPLICE,	/* FAKE_RELAY passing descriptors, the dialer's
 			 * replaced by copies of its own */
+	FAKE_MUTE,	/* knows the secret, reads frame by frame and
+			 * answers only the HELLO */
 };
 
 struct fake {
@@ -232,6 +238,10 @@ struct fake {
 	int splice_back;       /* FAKE_SPLICE: replace the listener's
 				 * descriptors, not the dialer's */
 	int types[32], ntypes; /* frame types received, in order */
+	int auth_fds;	       /* FAKE_MUTE: descriptors that came with the
+				* AUTH frame's own bytes */
+	smart_ctx_t *watch;    /* FAKE_MUTE: the dialer's, whose yields it
+				* waits for (smart_stats_*: any thread) */
 	/* FAKE_BAD_TAG: the session */
 	struct smart__auth a;
 	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
@@ -253,7 +263,7 @@ static void fake_challenge(struct fake *k, int fd, const uint8_t *pl,
 
 	CHECK_OK(smart__auth_nonce(c.nonce));
 	CHECK_OK(smart__auth_nonce(c.proof)); /* random: no secret */
-	if (k->mode == FAKE_BAD_TAG) {
+	if (k->mode == FAKE_BAD_TAG || k->mode == FAKE_MUTE) {
 		CHECK_OK(smart__proto_dec_hello(pl, len, &h));
 		k->a = (struct smart__auth){
 			(const uint8_t *)SECRET, strlen(SECRET), { 0 }, { 0 }
@@ -328,6 +338,99 @@ static int fake_answer(struct fake *k, int fd, const struct smart_proto_hdr *h,
 	return 0; /* anything else was given to a fake: a leak */
 }
 
+/* The descriptors a received message carried, closed; how many. */
+static int fake_drop_fds(struct msghdr *mh)
+{
+	int n = 0;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		for (size_t i = 0;
+		     c->cmsg_type == SCM_RIGHTS &&
+		     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		     i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
+			       sizeof(int));
+			close(got);
+			n++;
+		}
+	return n;
+}
+
+/* Exactly len bytes into p, *nfds counting the descriptors that came
+ * with them; 0 at EOF or error. */
+static int fake_read(int fd, uint8_t *p, size_t len, int *nfds)
+{
+	for (size_t got = 0; got < len;) {
+		char cbuf[CMSG_SPACE(8 * sizeof(int))];
+		struct iovec iov = { p + got, len - got };
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (r <= 0)
+			return 0;
+		*nfds += fake_drop_fds(&mh);
+		got += (size_t)r;
+	}
+	return 1;
+}
+
+static uint64_t yields_of(smart_ctx_t *ctx)
+{
+	smart_stats_t s;
+
+	CHECK_OK(smart_stats_snapshot(ctx, &s));
+	return s.c[SMART_STAT_YIELDS];
+}
+
+/* After the PEER_CONNECT: hang up once the dialer yielded the CPU since
+ * y0 (it waits for the PEER_ACCEPT meanwhile), or after 5 s (a dial
+ * that never yields: the test fails). */
+static void fake_hold(struct fake *k, uint64_t y0)
+{
+	double end = test_now_ms() + 5000;
+
+	while (yields_of(k->watch) == y0 && test_now_ms() < end)
+		sched_yield();
+}
+
+/* FAKE_MUTE: frame by frame, noting which frame's bytes brought the
+ * descriptors; the HELLO is answered, a PEER_CONNECT held unanswered
+ * (fake_hold), then the fake hangs up. */
+static void fake_frames(struct fake *k, int fd)
+{
+	uint64_t y0 = yields_of(k->watch);
+	struct smart_proto_hdr h;
+
+	raw_timeout(fd);
+	while (k->n + SMART_PROTO_HDR_LEN <= GOT_MAX) {
+		uint8_t *f = k->got + k->n;
+		int nfds = 0;
+
+		if (!fake_read(fd, f, SMART_PROTO_HDR_LEN, &nfds) ||
+		    smart__proto_hdr_check(f, SMART_PROTO_HDR_LEN, &h) ||
+		    k->n + SMART_PROTO_HDR_LEN + h.len > GOT_MAX ||
+		    !fake_read(fd, f + SMART_PROTO_HDR_LEN, h.len, &nfds))
+			return;
+		k->n += SMART_PROTO_HDR_LEN + h.len;
+		k->nfds += nfds;
+		if (h.type == SMART_PROTO_AUTH)
+			k->auth_fds = nfds;
+		if (k->ntypes < (int)SMART_ARRAY_SIZE(k->types))
+			k->types[k->ntypes++] = h.type;
+		if (h.type == SMART_PROTO_HELLO)
+			fake_challenge(k, fd, f + SMART_PROTO_HDR_LEN, h.len);
+		if (h.type == SMART_PROTO_PEER_CONNECT) {
+			fake_hold(k, y0);
+			return;
+		}
+	}
+}
+
 /* Read what arrives, count its descriptors, answer each whole frame. */
 static void fake_serve(struct fake *k, int fd)
 {
@@ -348,19 +451,7 @@ static void fake_serve(struct fake *k, int fd)
 
 		if (r <= 0)
 			return;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
-		     c = CMSG_NXTHDR(&mh, c))
-			for (size_t i = 0;
-			     c->cmsg_type == SCM_RIGHTS &&
-			     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			     i++) {
-				int got;
-
-				memcpy(&got, CMSG_DATA(c) + i * sizeof(int),
-				       sizeof(int));
-				close(got);
-				k->nfds++;
-			}
+		k->nfds += fake_drop_fds(&mh);
 		k->n += (size_t)r;
 		while (!smart__proto_hdr_check(k->got + done, k->n - done,
 					       &h) &&
@@ -496,6 +587,8 @@ static void *fake_main(void *arg)
 		fake_relay(k, fd, k->fwd_fd);
 	else if (k->mode == FAKE_SPLICE)
 		fake_splice(k, fd, k->fwd_fd);
+	else if (k->mode == FAKE_MUTE)
+		fake_frames(k, fd);
 	else
 		fake_serve(k, fd);
 	close(fd);
@@ -503,7 +596,7 @@ static void *fake_main(void *arg)
 }
 
 /* A fake listening at the abstract name of port (a squatter). */
-static struct fake *squat(uint16_t port, int mode)
+static struct fake *squat_watching(uint16_t port, int mode, smart_ctx_t *watch)
 {
 	struct fake *k = calloc(1, sizeof(*k));
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
@@ -512,6 +605,7 @@ static struct fake *squat(uint16_t port, int mode)
 
 	CHECK(k != NULL);
 	k->mode = mode;
+	k->watch = watch;
 	k->fwd_fd = -1;
 	k->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	CHECK_GE(k->lfd, 0);
@@ -521,6 +615,11 @@ static struct fake *squat(uint16_t port, int mode)
 	CHECK_OK(listen(k->lfd, 4));
 	CHECK_OK(pthread_create(&k->th, NULL, fake_main, k));
 	return k;
+}
+
+static struct fake *squat(uint16_t port, int mode)
+{
+	return squat_watching(port, mode, NULL);
 }
 
 /* A fake blade at 127.0.0.1:*port, served by fn. */
@@ -992,6 +1091,49 @@ static void test_accept_tag(void)
 	free(k);
 }
 
+/* A dial's sends and waits (docs/rpc.md §11): its proof and its side of
+ * the connection go in one send (the descriptors come with the AUTH
+ * frame's bytes), and its waits for the listener yield the CPU (to a
+ * listener sharing it).  A fake with the secret holds the PEER_CONNECT
+ * unanswered until the dialer's ctx counts a yield (5 s at most), then
+ * hangs up: the dial fails either way, nothing timed. */
+static void test_dial_sends(void)
+{
+	smart_rpc_conn_t *c = NULL;
+	smart_stats_t s0, s1;
+	uint16_t port;
+	char addr[64];
+	struct fake *k;
+	struct ep d;
+	int hold, rc;
+
+	if (!on_shm()) {
+		printf("  (not shm: abstract names are shm's)\n");
+		return;
+	}
+	hold = free_port(&port);
+	ep_open(&d, SECRET, NULL);
+	k = squat_watching(port, FAKE_MUTE, d.ctx);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	CHECK_OK(smart_stats_snapshot(d.ctx, &s0));
+	rc = smart_rpc_connect(d.rpc, addr, &c);
+	CHECK_OK(smart_stats_snapshot(d.ctx, &s1));
+	fake_end(k);
+	printf("  AUTH came with %d of %d descriptors; the dial yielded "
+	       "%llu times waiting (then the fake hung up: %s)\n",
+	       k->auth_fds, k->nfds,
+	       (unsigned long long)(s1.c[SMART_STAT_YIELDS] -
+				    s0.c[SMART_STAT_YIELDS]),
+	       smart_status_name(rc));
+	CHECK_NE(rc, 0);
+	CHECK(got_type(k, SMART_PROTO_PEER_CONNECT));
+	CHECK_EQ(k->auth_fds, 3);
+	CHECK_GT(s1.c[SMART_STAT_YIELDS], s0.c[SMART_STAT_YIELDS]);
+	ep_close(&d);
+	close(hold);
+	free(k);
+}
+
 /* Read one frame of type want from fd into p (cap bytes); its length. */
 static size_t frame_of(int fd, int want, uint8_t *p, size_t cap)
 {
@@ -1304,6 +1446,7 @@ int main(int argc, char **argv)
 					  { "wrong_secret", test_wrong_secret },
 					  { "old_version", test_old_version },
 					  { "accept_tag", test_accept_tag },
+					  { "dial_sends", test_dial_sends },
 					  { "session_tag", test_session_tag },
 					  { "other_uid", test_other_uid },
 					  { "close_race", test_close_race },

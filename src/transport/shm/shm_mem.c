@@ -402,7 +402,9 @@ int smart__shm_remote_span(const void *blob, size_t len, uint64_t *span)
 	return 0;
 }
 
-static int shm_remote_check(const uint8_t *b, size_t len, int fd)
+/* The blob, and fd's size and seals (*seals: read once, for the
+ * caller too; seals are only ever added, none removed). */
+static int shm_remote_check(const uint8_t *b, size_t len, int fd, int *seals)
 {
 	struct stat st;
 	uint64_t map_len, dm_map;
@@ -412,9 +414,11 @@ static int shm_remote_check(const uint8_t *b, size_t len, int fd)
 		return rc;
 	shm_remote_lens(b, &map_len, &dm_map);
 	if (fd < 0 || fstat(fd, &st) < 0 ||
-	    (uint64_t)st.st_size < map_len + dm_map ||
-	    (!SMART_M_SHM_REGION_NO_SEAL_CHECK &&
-	     !shm_sealed(fd, SHM_REGION_SEALS)))
+	    (uint64_t)st.st_size < map_len + dm_map)
+		return SMART_EINVAL;
+	*seals = fcntl(fd, F_GET_SEALS);
+	if (!SMART_M_SHM_REGION_NO_SEAL_CHECK &&
+	    (*seals < 0 || (*seals & SHM_REGION_SEALS) != SHM_REGION_SEALS))
 		return SMART_EINVAL;
 	return 0;
 }
@@ -425,7 +429,7 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	const uint8_t *b = blob;
 	struct smart_tp_remote *r;
 	uint64_t dm_map;
-	int rc = shm_remote_check(b, len, fd);
+	int seals = -1, rc = shm_remote_check(b, len, fd, &seals);
 
 	if (rc)
 		goto out_close;
@@ -443,8 +447,8 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	shm_remote_lens(b, &r->map_len, &dm_map);
 	/* sealed against writes by its owner: a writable shared mapping
 	 * would be refused (EPERM), and only READs are for it */
-	r->read_only = shm_sealed(fd, F_SEAL_FUTURE_WRITE) ||
-		       shm_sealed(fd, F_SEAL_WRITE);
+	r->read_only = seals >= 0 &&
+		       (seals & (F_SEAL_FUTURE_WRITE | F_SEAL_WRITE));
 	/* not populated: pages come as they are touched (a populating
 	 * mapping of a sparse memfd would allocate the whole region) */
 	r->map = mmap(NULL, r->map_len + dm_map,
