@@ -115,11 +115,36 @@ const char *kit_rec_get(const struct kit_rec *r, const char *key)
 	return NULL;
 }
 
+const char *kit_fmt_sig(double v, char *buf, size_t len)
+{
+	double a = v < 0 ? -v : v;
+	int dec = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
+
+	if (a >= 1000) { /* round to three digits, print the zeros */
+		double scale = 1;
+
+		while (a / scale >= 1000)
+			scale *= 10;
+		v = (double)(long long)(v / scale + (v < 0 ? -0.5 : 0.5)) *
+		    scale;
+	}
+	snprintf(buf, len, "%.*f", dec, v);
+	return buf;
+}
+
+/* A quantile has three significant digits (kit_fmt_sig). */
+static void rec_sig(struct kit_rec *r, const char *key, double v)
+{
+	char b[32];
+
+	kit_rec_num(r, key, "%s", kit_fmt_sig(v, b, sizeof(b)));
+}
+
 void kit_rec_lat(struct kit_rec *r, const struct kit_lat *l)
 {
-	kit_rec_num(r, "p50_us", "%.4f", l->p50_us);
-	kit_rec_num(r, "p99_us", "%.4f", l->p99_us);
-	kit_rec_num(r, "p999_us", "%.4f", l->p999_us);
+	rec_sig(r, "p50_us", l->p50_us);
+	rec_sig(r, "p99_us", l->p99_us);
+	rec_sig(r, "p999_us", l->p999_us);
 }
 
 void kit_rec_library(struct kit_rec *r, const smart_stats_t *st)

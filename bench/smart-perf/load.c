@@ -101,7 +101,11 @@ static void perf_task_fn(smart_worker_t *w, void *arg)
 		rc = p->cfg->op == OP_CAS_INCR ? perf_cas_incr(p, w, t) :
 						 perf_batch(p, w, t);
 		if (rc) {
+			/* the failed op is no op of the rate; the run stops
+			 * for every thread (a dead blade fails every op) */
 			pt->err = rc;
+			if (!SMART_M_TOOL_NO_FATAL_STOP)
+				kit_runner_fail(&p->run, rc);
 			break;
 		}
 		kit_lat_end(&pt->hist, n++, t0);
@@ -317,7 +321,7 @@ int perf_run_once(struct perf *p, int raw, struct perf_result *res)
 	if (c->dynamic_ms)
 		perf_dynamic(p);
 	else
-		kit_window_sleep(&res->win, ctx, c->com.seconds);
+		kit_window_sleep(&res->win, ctx, &p->run, c->com.seconds);
 	kit_runner_set(&p->run, KIT_STOP);
 	kit_window_end(&res->win);
 	kit_runner_join(&p->run);

@@ -31,7 +31,11 @@ static const struct kit_flag perf_flags[] = {
 		   "operation [read]; cas-incr: read a Zipf-chosen\n"
 		   "counter, CAS it +1, retry (guarded)"),
 	KIT_SIZE("size", P, size, 1, 1 << 30, "B",
-		 "bytes per op (8 for cas/faa) [8]"),
+		 "bytes per op (8 for cas/faa) [8]; each coroutine\n"
+		 "has a registered buffer of it (rounded up to a power\n"
+		 "of two): threads x depth x that beyond 32M grows the\n"
+		 "library's pool (buf_pool, 64M) to it + 64M, which\n"
+		 "must fit the memory free; --span holds 2 x size"),
 	KIT_INT("depth", P, depth, 1, 1024, "D",
 		"coroutines per thread, one op in flight each [8]"),
 	KIT_INT("batch", P, batch, 1, 64, "B",
@@ -73,6 +77,27 @@ static void perf_cfg_init(struct perf_cfg *c)
 	c->batch = 1;
 }
 
+/* The offsets' stride: the op size rounded up to 8 bytes. */
+static uint64_t perf_stride(const struct perf_cfg *c)
+{
+	return c->size < 8 ? 8 : (c->size + 7) & ~UINT64_C(7);
+}
+
+/* The registered pool the coroutines' buffers need (each a power of two
+ * of at least --size, aligned to its size in the pool: one block more
+ * covers the alignment) when the library's default (64M, which it
+ * shares with its own bounce and scratch memory) is short: theirs +
+ * 64M; 0 when the default does. */
+static uint64_t perf_pool(const struct perf_cfg *c)
+{
+	uint64_t b = 64, need;
+
+	while (b < c->size)
+		b <<= 1;
+	need = b * ((uint64_t)c->depth * (uint64_t)c->com.threads + 1);
+	return need > (UINT64_C(32) << 20) ? need + (UINT64_C(64) << 20) : 0;
+}
+
 /* What no single flag can say alone; refusals exit 2. */
 static void perf_check(const struct perf_cfg *c)
 {
@@ -91,6 +116,17 @@ static void perf_check(const struct perf_cfg *c)
 		kit_bad(TOOL, "connect", c->com.connect.v[1],
 			"smart-perf "
 			"uses one blade");
+	if (c->span < 2 * perf_stride(c))
+		kit_bad(TOOL, "span", NULL,
+			"%" PRIu64 " bytes hold no 2 ops of --size %" PRIu64,
+			c->span, c->size);
+	if (perf_pool(c) && kit_mem_available() &&
+	    perf_pool(c) > kit_mem_available())
+		kit_bad(TOOL, "size", NULL,
+			"threads x depth x %" PRIu64 " bytes need a "
+			"registered pool of %" PRIu64 " MiB, more than the "
+			"memory free (%" PRIu64 " MiB)",
+			c->size, perf_pool(c) >> 20, kit_mem_available() >> 20);
 }
 
 /* Blades are lazy (a page is allocated when first touched): touch every
@@ -170,15 +206,20 @@ static void perf_span_free(struct perf *p)
 static int perf_setup(struct perf *p)
 {
 	const struct perf_cfg *c = p->cfg;
-	char kv[32];
-	const char *const kvs[] = { kv, NULL };
+	char kv[2][48];
+	const char *kvs[3] = { NULL };
 	uint64_t size;
 	void *base;
-	int rc;
+	int rc, n = 0;
 
 	/* every coroutine is a task; the library's default is 64 */
-	snprintf(kv, sizeof(kv), "max_tasks=%d", c->depth);
-	rc = kit_env_open(&p->env, &c->com, c->depth > 64 ? kvs : NULL);
+	snprintf(kv[0], sizeof(kv[0]), "max_tasks=%d", c->depth);
+	snprintf(kv[1], sizeof(kv[1]), "buf_pool=%" PRIu64, perf_pool(c));
+	if (c->depth > 64)
+		kvs[n++] = kv[0];
+	if (perf_pool(c))
+		kvs[n++] = kv[1];
+	rc = kit_env_open(&p->env, &c->com, kvs);
 	if (rc)
 		return rc;
 	/* the transport in force (--opt and SMART_TRANSPORT included) */
@@ -197,7 +238,7 @@ static int perf_setup(struct perf *p)
 		return SMART_EINVAL;
 	}
 	p->raw_base = p->env.embedded ? base : NULL;
-	p->stride = c->size < 8 ? 8 : (c->size + 7) & ~UINT64_C(7);
+	p->stride = perf_stride(c);
 	rc = perf_span_alloc(p);
 	if (rc)
 		return rc;
@@ -235,6 +276,22 @@ static const struct perf_result *median_run(const struct perf_result *v, int n)
 	return &v[0];
 }
 
+/* A run that failed reports no result: one line says when and why.
+ * Returns SMART_EAGAIN: the failure is said (perf_body says no more). */
+static int perf_stopped(struct perf *p, const struct perf_result *r, int rc)
+{
+	double at = p->run.failed_ns > r->win.t0 ?
+			    (double)(p->run.failed_ns - r->win.t0) / 1e9 :
+			    0;
+
+	fprintf(stderr,
+		TOOL ": stopped %.2f s into the %.1f s window: %s (%s); "
+		     "%" PRIu64 " ops had succeeded; no result reported\n",
+		at, p->cfg->com.seconds, smart_strerror(rc),
+		smart_status_name(rc), r->ops);
+	return SMART_EAGAIN;
+}
+
 /* Alternate framework and raw runs; report the median run of each and
  * the ratio of their rates. */
 static int perf_vs_raw(struct perf *p)
@@ -249,11 +306,15 @@ static int perf_vs_raw(struct perf *p)
 	if (!runs)
 		return SMART_ENOMEM;
 	for (i = 0; i < c->rounds && !rc; i++)
-		for (k = 0; k < 2 && !rc; k++) {
+		for (k = 0; k < 2; k++) {
 			struct perf_result *r = &runs[k * c->rounds + i];
 
 			rc = perf_run_once(p, k, r);
-			if (!rc && !c->com.json)
+			if (rc) {
+				rc = perf_stopped(p, r, rc);
+				break;
+			}
+			if (!c->com.json)
 				perf_print_row(p, r, k);
 		}
 	if (!rc) {
@@ -283,11 +344,12 @@ static int perf_main(struct perf *p)
 		return SMART_ENOMEM;
 	if (!c->com.json)
 		perf_print_header(p);
+	fflush(stdout); /* the header before a long run */
 	if (c->vs_raw)
 		return perf_vs_raw(p);
 	rc = perf_run_once(p, c->raw, &r);
 	if (rc)
-		return rc;
+		return perf_stopped(p, &r, rc);
 	if (!c->com.json)
 		perf_print_row(p, &r, c->raw);
 	return perf_report(p, &r, c->raw, -1);
@@ -302,7 +364,7 @@ static void perf_body(void *arg)
 	p->rc = perf_setup(p);
 	if (!p->rc) {
 		p->rc = perf_main(p);
-		if (p->rc)
+		if (p->rc && p->rc != SMART_EAGAIN)
 			fprintf(stderr, TOOL ": %s\n", smart_strerror(p->rc));
 	}
 	free(p->t);

@@ -11,8 +11,8 @@
  * with descriptions, and it is the authority):
  *   transport        shm | verbs                                   [shm]
  *   techniques       Smart's techniques switched on: ThrdAwareAlloc,
- *                    WorkReqThrot,ConflictAvoid,SpecLookup; None = off
- *                                                                  [all four]
+ *                    WorkReqThrot,ConflictAvoid,SpecLookup; None = off;
+ *                    any other name is SMART_EINVAL          [all four]
  *   qp_mode          auto | shared | mux:K | per-thread | per-thread-db
  *                    (auto: per-thread-db with ThrdAwareAlloc)     [auto]
  *   credit           fixed WR cap per worker, 0 = the tuner        [0]
@@ -79,7 +79,8 @@ int smart_opts_create_defaults(smart_opts_t **out);
 int smart_opts_destroy(smart_opts_t *o);
 
 /* Set key to value.  SMART_ENOENT for an unknown key, SMART_EINVAL for a
- * value that does not parse or is out of range (the old value is kept).
+ * value that does not parse or is out of range (an unknown technique, a
+ * NIC model the shm model would refuse; the old value is kept).
  * Thread: the object's (an options object is not thread safe). */
 int smart_opts_set(smart_opts_t *o, const char *key, const char *value);
 

@@ -36,6 +36,20 @@
 #define SMART_M_RPC_OUT_FULL 0
 #endif
 
+#ifdef SMART_MUTANT_OPTS_TECH_TYPO /* options.c: an unknown technique
+				     * name ignored, not refused */
+#define SMART_M_OPTS_TECH_TYPO 1
+#else
+#define SMART_M_OPTS_TECH_TYPO 0
+#endif
+
+#ifdef SMART_MUTANT_OPTS_NIC_MODEL_LATE /* options.c: a bad nic_model
+					 * taken, refused only by the ctx */
+#define SMART_M_OPTS_NIC_MODEL_LATE 1
+#else
+#define SMART_M_OPTS_NIC_MODEL_LATE 0
+#endif
+
 #ifdef SMART_MUTANT_EBR_NO_ANNOUNCE /* epoch.c: no announcement WRITE */
 #define SMART_M_EBR_NO_ANNOUNCE 1
 #else

@@ -56,6 +56,23 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set_kv(o, "chain_max"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set_kv(o, "=8"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set_kv(o, "no_such=1"), SMART_ENOENT);
+	/* a misspelt technique or model is refused, not ignored (issue 29:
+	 * a typo ran with fewer techniques, exit 0) */
+	CHECK_OK(smart_opts_set(o, "techniques", "none"));
+	CHECK_OK(smart_opts_set(o, "techniques", "SpecLookup"));
+	CHECK_EQ(smart_opts_set(o, "techniques", "ThrdAwareAloc"),
+		 SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "techniques", "SpecLookup,Foo"),
+		 SMART_EINVAL);
+	CHECK_OK(smart_opts_get(o, "techniques", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "SpecLookup"); /* an error has no side effect */
+	CHECK_OK(smart_opts_set(o, "nic_model", "default"));
+	CHECK_OK(smart_opts_set(o, "nic_model", "rtt_ns=2000"));
+	CHECK_OK(smart_opts_set(o, "nic_model", ""));
+	CHECK_EQ(smart_opts_set(o, "nic_model", "bogus=1"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "nic_model", "rtt_ns=x"), SMART_EINVAL);
+	CHECK_OK(smart_opts_get(o, "nic_model", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "");
 	CHECK_OK(smart_opts_set(o, "mtu", "1024"));
 	CHECK_EQ(smart_opts_set(o, "mtu", "1000"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set(o, "mtu", "128"), SMART_EINVAL);

@@ -47,8 +47,9 @@ const struct kit_flag kit_common_flags[] = {
 		"run in virtual time on one core (docs/sim.md):\n"
 		"default or seed=N,sync_ns=N,jitter_ns=N [off]"),
 	KIT_FLAG("json", C, json, "one JSON object instead of the table"),
-	KIT_STR("csv", C, csv, "FILE",
-		"append one CSV line (a header when new)"),
+	KIT_OUTFILE("csv", C, csv, "FILE",
+		    "append one CSV line (a header when new); refused\n"
+		    "before the run when it cannot be written"),
 	KIT_END,
 };
 #undef C

@@ -33,6 +33,7 @@
 #include <stdio.h>
 
 #include "smart/smart.h"
+#include "tool_mutant.h"
 
 /* ------------------------------------------------------------------ */
 /* Flags                                                               */
@@ -50,6 +51,10 @@ enum kit_type {
 	KIT_T_LIBOPT,	/* const char *, a valid value of library option key */
 	KIT_T_LIBKV,	/* repeatable "key=value" library options (kit_strs) */
 	KIT_T_LISTOPTS, /* print the library options and exit 0 */
+	KIT_T_OUTFILE,	/* const char *: a file results are appended to,
+			 * refused now when it could not be written */
+	KIT_T_ADDR,	/* const char *: HOST:PORT, port 1..65535 (0 too
+			 * when lo is 0: "any port" for a listener) */
 };
 
 #define KIT_STRS_MAX 32
@@ -126,6 +131,16 @@ struct kit_flag {
 		n, KIT_T_LIBKV, KIT_OFF(T, f, struct kit_strs), 0,             \
 			KIT_STRS_MAX, NULL, NULL, a, h                         \
 	}
+#define KIT_OUTFILE(n, T, f, a, h)                                             \
+	{                                                                      \
+		n, KIT_T_OUTFILE, KIT_OFF(T, f, const char *), 0, 0, NULL,     \
+			NULL, a, h                                             \
+	}
+#define KIT_ADDR(n, T, f, lo, h)                                               \
+	{                                                                      \
+		n, KIT_T_ADDR, KIT_OFF(T, f, const char *), lo, 65535, NULL,   \
+			NULL, "HOST:PORT", h                                   \
+	}
 #define KIT_LISTOPTS(n, h)                                                     \
 	{                                                                      \
 		n, KIT_T_LISTOPTS, 0, 0, 0, NULL, NULL, NULL, h                \
@@ -177,6 +192,15 @@ void kit_usage(const struct kit_cli *cli, FILE *f);
 __attribute__((format(printf, 4, 5), noreturn)) void
 kit_bad(const char *tool, const char *flag, const char *value, const char *why,
 	...);
+
+/* HOST:PORT with a non-empty host and a decimal port in [lo, 65535]
+ * ("[v6]:port" too): 0, or -1.  What --connect, a listen address and a
+ * tool's HOST:PORT argument must be before anything connects. */
+int kit_addr_ok(const char *s, int lo);
+
+/* The memory the system can still give (MemAvailable of /proc/meminfo),
+ * in bytes; 0 when it cannot be read. */
+uint64_t kit_mem_available(void);
 
 /* The parsers behind the flag types, for values that are not flags: 0 or
  * -1 (the value is left alone).  A size is decimal with an optional K, M,
