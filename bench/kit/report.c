@@ -117,16 +117,22 @@ const char *kit_rec_get(const struct kit_rec *r, const char *key)
 
 const char *kit_fmt_sig(double v, char *buf, size_t len)
 {
-	double a = v < 0 ? -v : v;
-	int dec = a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
+	double a = v < 0 ? -v : v, scale = 1;
+	int dec = 2;
 
 	if (a >= 1000) { /* round to three digits, print the zeros */
-		double scale = 1;
-
 		while (a / scale >= 1000)
 			scale *= 10;
 		v = (double)(long long)(v / scale + (v < 0 ? -0.5 : 0.5)) *
 		    scale;
+		dec = 0;
+	} else if (a >= 100) {
+		dec = 0;
+	} else if (a >= 10) {
+		dec = 1;
+	} else if (a > 0 && a < 1) { /* as many decimals as 3 digits need */
+		for (scale = 1; a < scale && dec < 14; scale /= 10)
+			dec++;
 	}
 	snprintf(buf, len, "%.*f", dec, v);
 	return buf;

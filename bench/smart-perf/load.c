@@ -292,6 +292,7 @@ static int perf_collect(struct perf *p, struct perf_result *res)
 	}
 	res->mops = (double)res->ops / res->win.secs / 1e6;
 	res->mb_per_s = res->mops * (double)c->size;
+	res->mib_per_s = res->mb_per_s * 1e6 / (1024.0 * 1024.0);
 	kit_lat_from_cycles(&h, &res->lat);
 	return err;
 }

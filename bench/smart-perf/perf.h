@@ -64,7 +64,9 @@ struct perf {
 
 struct perf_result {
 	uint64_t ops;
-	double mops, mb_per_s;
+	double mops;
+	double mb_per_s;  /* 10^6 bytes per second (JSON/CSV mb_per_s) */
+	double mib_per_s; /* 2^20: perftest's MB/sec, the table's */
 	struct kit_lat lat;
 	struct kit_window win; /* its time and the library's stats */
 };
