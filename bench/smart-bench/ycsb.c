@@ -839,13 +839,15 @@ static int verdict(const struct ycsb *y, int loud)
 		return SMART_EAGAIN;
 	}
 	if (s->errors || s->vfail || s->first_err) {
+		const char *cause = kit_env_cause(&y->run->env);
+
 		fprintf(stderr,
 			BENCH_TOOL ": the run failed: %" PRIu64
 				   " errors%s%s, %" PRIu64
-				   " validation failures\n",
+				   " validation failures%s%s\n",
 			s->errors, s->first_err ? ", the first " : "",
 			s->first_err ? smart_strerror(s->first_err) : "",
-			s->vfail);
+			s->vfail, *cause ? "; the library: " : "", cause);
 		return s->vfail	    ? SMART_EPROTO :
 		       s->first_err ? s->first_err :
 				      SMART_EPROTO;

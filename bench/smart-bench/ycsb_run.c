@@ -835,12 +835,15 @@ static int stopped(struct ycsb *y, int rc)
 	for (i = 0; i < y->run->com.threads; i++)
 		for (k = 0; k < OP__N; k++)
 			ok += y->t[i].ops[k];
+	const char *cause = kit_env_cause(&y->run->env);
+
 	fprintf(stderr,
 		BENCH_TOOL ": ycsb: stopped %.2f s into the %.1f s window: "
-			   "%s (%s); %" PRIu64 " operations had succeeded; no "
-			   "result reported\n",
+			   "%s (%s%s%s); %" PRIu64 " operations had succeeded; "
+			   "no result reported\n",
 		at, y->run->com.seconds, smart_strerror(rc),
-		smart_status_name(rc), ok);
+		smart_status_name(rc), *cause ? "; the library: " : "", cause,
+		ok);
 	return rc;
 }
 

@@ -284,11 +284,14 @@ static int perf_stopped(struct perf *p, const struct perf_result *r, int rc)
 			    (double)(p->run.failed_ns - r->win.t0) / 1e9 :
 			    0;
 
+	const char *cause = kit_env_cause(&p->env);
+
 	fprintf(stderr,
-		TOOL ": stopped %.2f s into the %.1f s window: %s (%s); "
+		TOOL ": stopped %.2f s into the %.1f s window: %s (%s%s%s); "
 		     "%" PRIu64 " ops had succeeded; no result reported\n",
 		at, p->cfg->com.seconds, smart_strerror(rc),
-		smart_status_name(rc), r->ops);
+		smart_status_name(rc), *cause ? "; the library: " : "", cause,
+		r->ops);
 	return SMART_EAGAIN;
 }
 

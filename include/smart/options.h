@@ -100,6 +100,28 @@ int smart_opts_get(const smart_opts_t *o, const char *key, char *buf,
  * Thread: the object's (an options object is not thread safe). */
 void smart_opts_print(const smart_opts_t *o, FILE *f);
 
+/* The levels of the library's messages (option log_level). */
+enum smart_log_level {
+	SMART_LOG_LEVEL_ERROR = 0,
+	SMART_LOG_LEVEL_WARN = 1,
+	SMART_LOG_LEVEL_INFO = 2,
+	SMART_LOG_LEVEL_DEBUG = 3,
+};
+
+/* A log handler: one message of the library at `level` (at or below the
+ * ctx's log_level), from `prefix` ("smart"), as one line without its
+ * newline.  It may be called from any thread of the ctx, at once from
+ * several: it must be thread safe, and must not call the library. */
+typedef void (*smart_log_fn)(void *arg, int level, const char *prefix,
+			     const char *msg);
+
+/* The messages of every ctx created from o (smart_ctx_create_opts) go to
+ * fn(arg, ...) instead of stderr; fn NULL: stderr again (the default).
+ * Messages before a ctx exists (a bad SMART_* value in
+ * smart_opts_create) and a blade's go to stderr.  SMART_EINVAL for NULL
+ * o.  Thread: the object's (an options object is not thread safe). */
+int smart_log_set_handler(smart_opts_t *o, smart_log_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -540,3 +540,12 @@ void smart_opts_print(const smart_opts_t *o, FILE *f)
 			opt_table[i].def, opt_table[i].doc);
 	}
 }
+
+int smart_log_set_handler(smart_opts_t *o, smart_log_fn fn, void *arg)
+{
+	if (!o)
+		return SMART_EINVAL;
+	o->v.log_fn = fn;
+	o->v.log_arg = fn ? arg : NULL;
+	return 0;
+}

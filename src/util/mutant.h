@@ -36,6 +36,14 @@
 #define SMART_M_RPC_OUT_FULL 0
 #endif
 
+#ifdef SMART_MUTANT_LOG_HANDLER_SKIPPED /* util/log.c (in util):
+					 * the application's handler passed
+					 * over, the message on stderr */
+#define SMART_M_LOG_HANDLER_SKIPPED 1
+#else
+#define SMART_M_LOG_HANDLER_SKIPPED 0
+#endif
+
 #ifdef SMART_MUTANT_OPTS_TECH_TYPO /* options.c: an unknown technique
 				     * name ignored, not refused */
 #define SMART_M_OPTS_TECH_TYPO 1

@@ -58,7 +58,7 @@ dead() {
 	lines=$(grep -c "^$tool: " "$tmp/err")
 	if [ $rc -ne 0 ] && [ "$lines" -eq 1 ] &&
 	   grep -qE "^$tool: .*stopped [0-9.]+ s into the 60\.0 s window: .*no result reported$" "$tmp/err" &&
-	   ! grep -qE "^ (a|smart) +[0-9]" "$tmp/out"; then
+	   ! grep -qE "^ (a|smart) +[0-9]" "$tmp/out" && ! grep -q "^smart: " "$tmp/err"; then
 		echo "ok   $name (exit $rc after $((t1 - t0)) s: $(grep "^$tool: " "$tmp/err"))"
 	else
 		echo "FAIL $name: exit $rc, $lines line(s) of $tool:"

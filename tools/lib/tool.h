@@ -263,6 +263,19 @@ struct kit_env {
 	/* the options in force, whichever way they were given (a flag,
 	 * --opt, SMART_*): what the reports say ("" = off) */
 	char nic_model[128], adversarial[128];
+	/* the library's messages (smart_log_set_handler): one voice, the
+	 * tool's.  With log_level info or debug each is printed as it
+	 * comes ("<tool>: smart <level>: ..."); else the errors and
+	 * warnings are held: the first is the cause a failure line gives
+	 * (kit_env_cause), and a run that did not fail says at close how
+	 * many there were and the last, in one line. */
+	struct kit_log {
+		const char *tool;
+		pthread_mutex_t lock;
+		int verbose, failed;
+		unsigned held;
+		char first[256], last[256];
+	} log;
 };
 
 /* The library options of a run, as kit_env_open() makes them (for a tool
@@ -282,6 +295,10 @@ int kit_opts_build(const struct kit_common *c, const char *const *kv,
  * its geometry in e->info.  Says on stderr which step failed.  Returns 0
  * or the error; kit_env_close() undoes a partial open.
  */
+/* The first library message held (see struct kit_log), "" if none; the
+ * run is marked failed: kit_env_close says no more. */
+const char *kit_env_cause(struct kit_env *e);
+
 int kit_env_open(struct kit_env *e, const struct kit_common *c,
 		 const char *const *kv);
 void kit_env_close(struct kit_env *e);
