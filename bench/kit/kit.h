@@ -224,7 +224,8 @@ struct kit_rec {
 	struct kit_field {
 		const char *key;
 		char val[80];
-		int str; /* a string (quoted in JSON), else a number */
+		int str;	 /* a string (quoted in JSON), else a number */
+		const char *ref; /* a long string kept by the caller, or NULL */
 	} f[KIT_REC_MAX];
 };
 
@@ -234,6 +235,12 @@ __attribute__((format(printf, 3, 4))) void
 kit_rec_num(struct kit_rec *r, const char *key, const char *fmt, ...);
 /* The value of key, or NULL. */
 const char *kit_rec_get(const struct kit_rec *r, const char *key);
+
+/* Where a record came from, as its last fields: the tool and its
+ * version, the commit it was built from, the seed, the command line
+ * (every setting, as given) and a UTC timestamp (ISO 8601).  c must
+ * outlive the record (the command is referred to, not copied). */
+void kit_rec_provenance(struct kit_rec *r, const struct kit_common *c);
 
 /* Fields every benchmark reports the same way: the latency quantiles,
  * and the library's throttling and doorbell state over the window. */
@@ -249,7 +256,8 @@ struct kit_col {
 	const char *name, *key, *empty;
 };
 
-/* Append one line of the columns (ending with a NULL name) to path,
+/* Append one line of the columns (ending with a NULL name), then the
+ * provenance columns (kit_rec_provenance's), to path,
  * after a header line when the file is new or empty.  A value never
  * needs quoting: commas in it (lists) become '+'.  Returns 0, or
  * SMART_ESYS after saying why on stderr. */

@@ -392,6 +392,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	perf_cfg_init(&cfg);
+	kit_common_command(&cfg.com, argc, argv, 1);
 	kit_parse(&cli, argc, argv);
 	perf_check(&cfg);
 	rc = kit_sim_main(&cfg.com, perf_body, &p);

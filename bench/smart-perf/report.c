@@ -163,6 +163,7 @@ static void perf_record(const struct perf *p, const struct perf_result *r,
 	/* issue 29's keys, after every older one (the order is the
 	 * interface): perftest's unit, 2^20 bytes per second */
 	kit_rec_num(rec, "mib_per_s", "%.3f", r->mib_per_s);
+	kit_rec_provenance(rec, &c->com);
 }
 
 int perf_report(const struct perf *p, const struct perf_result *r, int raw,

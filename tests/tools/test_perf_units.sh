@@ -47,5 +47,16 @@ grep -qE '"p99_us":[0-9]+(\.[0-9]+)?,' "$tmp/out" || no p99-number
 v=$(grep -oE '"p99_us":[0-9.]+' "$tmp/out" | cut -d: -f2)
 digits=$(echo "$v" | tr -d '.' | sed 's/^0*//' | sed 's/0*$//' | wc -c)
 [ "$digits" -le 4 ] && ok "p99-three-digits ($v)" || no "p99-three-digits ($v)"
+# every record says where it came from (tool, version, commit, seed,
+# command line, UTC time), in JSON and as the CSV's last columns
+prov='"tool":"smart-perf","tool_version":"[0-9.]+","commit":"([0-9a-f]+(-dirty)?|unknown)","seed":7,"command":"smart-perf [^"]*--seed 7[^"]*","timestamp":"20[0-9-]+T[0-9:]+Z"}$'
+"$p" --seconds 0.2 --blade-size 16M --seed 7 --json --csv "$tmp/r.csv" >"$tmp/out" 2>&1
+grep -qE "$prov" "$tmp/out" && ok json-provenance || no json-provenance
+head -1 "$tmp/r.csv" | grep -qE ',tool,tool_version,commit,seed,command,timestamp$' &&
+	tail -1 "$tmp/r.csv" | grep -qE ',smart-perf,[0-9.]+,[^,]+,7,smart-perf .*,20[0-9-]+T[0-9:]+Z$' &&
+	ok csv-provenance || { cat "$tmp/r.csv" >>"$tmp/out"; no csv-provenance; }
+"$bin/smart-bench" ycsb --keys 2000 --seconds 0.2 --seed 5 --json >"$tmp/out" 2>&1
+grep -qE '"tool":"smart-bench",.*"seed":5,"command":"smart-bench ycsb --keys 2000' "$tmp/out" &&
+	ok ycsb-provenance || no ycsb-provenance
 [ $fail -eq 0 ] && echo "perf_units: all passed" || echo "perf_units: FAILED"
 exit $fail

@@ -63,6 +63,19 @@ void kit_common_init(struct kit_common *c, const char *tool)
 	c->seed = 1;
 }
 
+void kit_common_command(struct kit_common *c, int argc, char **argv, int first)
+{
+	size_t n = (size_t)snprintf(c->command, sizeof(c->command), "%s",
+				    c->tool);
+	int i;
+
+	for (i = first; i < argc && n < sizeof(c->command); i++)
+		n += (size_t)snprintf(c->command + n, sizeof(c->command) - n,
+				      " %s", argv[i]);
+	if (n >= sizeof(c->command))
+		memcpy(c->command + sizeof(c->command) - 4, "...", 4);
+}
+
 /* SMART_* < the common flags < the tool's kv < --opt.  The library flags
  * are those of kit_common_flags that name an option: the table says which
  * field goes to which key, once. */

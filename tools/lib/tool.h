@@ -233,7 +233,13 @@ struct kit_common {
 	const char *csv;
 	/* --sim SPEC: the run in virtual time (smart/sim.h, docs/sim.md) */
 	const char *sim;
+	/* the command line, for the records (kit_common_command) */
+	char command[1024];
 };
+
+/* The command line into c->command: the tool's name, then argv[first..]
+ * (cut at the buffer's end, said with "..."). */
+void kit_common_command(struct kit_common *c, int argc, char **argv, int first);
 
 /* The table of the flags above; its base is a struct kit_common. */
 extern const struct kit_flag kit_common_flags[];
