@@ -37,7 +37,8 @@ static const struct kit_flag perf_flags[] = {
 		 "library's pool (buf_pool, 64M) to it + 64M, which\n"
 		 "must fit the memory free; --span holds 2 x size"),
 	KIT_INT("depth", P, depth, 1, 1024, "D",
-		"coroutines per thread, one op in flight each [8]"),
+		"coroutines per thread, one op in flight each\n"
+		"[8; 1 with --lat]"),
 	KIT_INT("batch", P, batch, 1, 64, "B",
 		"ops queued per sync by each coroutine [1]"),
 	KIT_SIZE("span", P, span, 4096, (double)(1ull << 48), "B",
@@ -58,6 +59,13 @@ static const struct kit_flag perf_flags[] = {
 		 "alternate framework and raw runs, report medians"),
 	KIT_INT("rounds", P, rounds, 1, 64, "N",
 		"runs of each kind for --vs-raw [5]"),
+	KIT_FLAG("sweep", P, sweep,
+		 "a run per size 2, 4, 8, ... up to --size (perftest's -a;\n"
+		 "--size 8M for perftest's range), one row each"),
+	KIT_FLAG("lat", P, lat,
+		 "idle latency (perftest's *_lat): one thread, one op\n"
+		 "in flight, every op timed; min, max, typical, avg,\n"
+		 "99% and 99.9%"),
 	KIT_END,
 };
 #undef P
@@ -70,7 +78,7 @@ static void perf_cfg_init(struct perf_cfg *c)
 	c->span = 256 << 20;
 	c->op = OP_READ;
 	c->size = 8;
-	c->depth = 8;
+	c->depth = 0; /* perf_check: 8, or 1 with --lat */
 	c->rounds = 5;
 	c->keys = 1000000;
 	c->zipf = 0.99;
@@ -99,8 +107,10 @@ static uint64_t perf_pool(const struct perf_cfg *c)
 }
 
 /* What no single flag can say alone; refusals exit 2. */
-static void perf_check(const struct perf_cfg *c)
+static void perf_check(struct perf_cfg *c)
 {
+	if (!c->depth)
+		c->depth = c->lat ? 1 : 8;
 	const char *tp = c->com.transport;
 
 	if (c->op >= OP_CAS && c->size != 8)
@@ -112,6 +122,16 @@ static void perf_check(const struct perf_cfg *c)
 		kit_bad(TOOL, c->raw ? "raw" : "vs-raw", NULL,
 			"needs the "
 			"embedded shm blade (no --connect, transport shm)");
+	if (c->lat && (c->com.threads > 1 || c->depth > 1 || c->batch > 1))
+		kit_bad(TOOL, "lat", NULL,
+			"times one op at a time: no --threads, --depth or "
+			"--batch above 1");
+	if ((c->sweep || c->lat) && (c->raw || c->vs_raw || c->dynamic_ms))
+		kit_bad(TOOL, c->sweep ? "sweep" : "lat", NULL,
+			"not with --raw, --vs-raw or --dynamic");
+	if (c->sweep && c->op >= OP_CAS)
+		kit_bad(TOOL, "sweep", NULL, "--op %s has one size, 8",
+			perf_op_names[c->op]);
 	if (c->com.connect.n > 1)
 		kit_bad(TOOL, "connect", c->com.connect.v[1],
 			"smart-perf "
@@ -342,20 +362,34 @@ static int perf_main(struct perf *p)
 	struct perf_result r;
 	int rc;
 
+	uint64_t size = c->sweep ? 2 : c->size;
+
 	p->t = calloc((size_t)c->com.threads, sizeof(*p->t));
 	if (!p->t)
 		return SMART_ENOMEM;
-	if (!c->com.json)
+	p->size = c->size;
+	if (!c->com.json && c->lat)
+		perf_print_lat_header(p);
+	else if (!c->com.json)
 		perf_print_header(p);
 	fflush(stdout); /* the header before a long run */
 	if (c->vs_raw)
 		return perf_vs_raw(p);
-	rc = perf_run_once(p, c->raw, &r);
-	if (rc)
-		return perf_stopped(p, &r, rc);
-	if (!c->com.json)
-		perf_print_row(p, &r, c->raw);
-	return perf_report(p, &r, c->raw, -1);
+	for (rc = 0; !rc && size <= c->size; size *= 2) {
+		p->size = size;
+		rc = perf_run_once(p, c->raw, &r);
+		if (rc)
+			return perf_stopped(p, &r, rc);
+		if (!c->com.json && c->lat)
+			perf_print_lat_row(p, &r);
+		else if (!c->com.json)
+			perf_print_row(p, &r, c->raw);
+		fflush(stdout);
+		rc = perf_report(p, &r, c->raw, -1);
+		if (!c->sweep)
+			break;
+	}
+	return rc;
 }
 
 /* Setup, the run and teardown: on the main thread, or (--sim) as the

@@ -104,12 +104,51 @@ void perf_print_row(const struct perf *p, const struct perf_result *r, int raw)
 	char m[32], t50[32], t99[32];
 
 	printf(" %-6s %-*" PRIu64 " %-13" PRIu64 " %-18.2f %-14s %-15s %s\n",
-	       raw ? "raw" : "smart", bytes_width(p->cfg), p->cfg->size, r->ops,
+	       raw ? "raw" : "smart", bytes_width(p->cfg), r->size, r->ops,
 	       r->mib_per_s, kit_fmt_sig(r->mops, m, sizeof(m)),
 	       kit_fmt_sig(r->lat.p50_us, t50, sizeof(t50)),
 	       kit_fmt_sig(r->lat.p99_us, t99, sizeof(t99)));
 	if (!raw)
 		kit_library_line(&r->win.st);
+}
+
+void perf_print_lat_header(const struct perf *p)
+{
+	const struct perf_cfg *c = p->cfg;
+	int verbs = !strcmp(smart_ctx_transport(p->env.ctx), "verbs");
+
+	kit_rule();
+	printf("                    %s Latency Test %s (smart-perf %s)\n",
+	       op_titles[c->op][verbs], transport_words(p),
+	       SMART_VERSION_STRING);
+	kit_head_env(&c->com, &p->env, NULL);
+	kit_head("Duration",
+		 "%.1f s per size, one op in flight, every op "
+		 "timed",
+		 c->com.seconds);
+	kit_head("Units", "usec; 3 significant digits (a histogram bucket "
+			  "is up to 3.1%% wide)");
+	kit_rule();
+	printf(" %-*s %-13s %-12s %-12s %-15s %-12s %-21s %s\n", bytes_width(c),
+	       "#bytes", "#iterations", "t_min[usec]", "t_max[usec]",
+	       "t_typical[usec]", "t_avg[usec]", "99% percentile[usec]",
+	       "99.9% percentile[usec]");
+}
+
+void perf_print_lat_row(const struct perf *p, const struct perf_result *r)
+{
+	const struct kit_lat *l = &r->lat;
+	char b[6][32];
+
+	printf(" %-*" PRIu64 " %-13" PRIu64 " %-12s %-12s %-15s %-12s %-21s "
+	       "%s\n",
+	       bytes_width(p->cfg), r->size, r->ops,
+	       kit_fmt_sig(l->min_us, b[0], sizeof(b[0])),
+	       kit_fmt_sig(l->max_us, b[1], sizeof(b[1])),
+	       kit_fmt_sig(l->p50_us, b[2], sizeof(b[2])),
+	       kit_fmt_sig(l->avg_us, b[3], sizeof(b[3])),
+	       kit_fmt_sig(l->p99_us, b[4], sizeof(b[4])),
+	       kit_fmt_sig(l->p999_us, b[5], sizeof(b[5])));
 }
 
 /* cas-incr's conflict-avoidance fields. */
@@ -136,7 +175,7 @@ static void perf_record(const struct perf *p, const struct perf_result *r,
 
 	kit_rec_init(rec);
 	kit_rec_str(rec, "op", perf_op_names[c->op]);
-	kit_rec_num(rec, "size", "%" PRIu64, c->size);
+	kit_rec_num(rec, "size", "%" PRIu64, r->size);
 	kit_rec_num(rec, "threads", "%d", c->com.threads);
 	kit_rec_num(rec, "depth", "%d", c->depth);
 	kit_rec_num(rec, "seconds", "%.3f", r->win.secs);
@@ -163,6 +202,11 @@ static void perf_record(const struct perf *p, const struct perf_result *r,
 	/* issue 29's keys, after every older one (the order is the
 	 * interface): perftest's unit, 2^20 bytes per second */
 	kit_rec_num(rec, "mib_per_s", "%.3f", r->mib_per_s);
+	kit_rec_num(rec, "sweep", "%s", c->sweep ? "true" : "false");
+	kit_rec_num(rec, "lat", "%s", c->lat ? "true" : "false");
+	kit_rec_num(rec, "min_us", "%.4g", r->lat.min_us);
+	kit_rec_num(rec, "avg_us", "%.4g", r->lat.avg_us);
+	kit_rec_num(rec, "max_us", "%.4g", r->lat.max_us);
 	kit_rec_provenance(rec, &c->com);
 }
 

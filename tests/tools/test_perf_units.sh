@@ -58,5 +58,15 @@ head -1 "$tmp/r.csv" | grep -qE ',tool,tool_version,commit,seed,command,timestam
 "$bin/smart-bench" ycsb --keys 2000 --seconds 0.2 --seed 5 --json >"$tmp/out" 2>&1
 grep -qE '"tool":"smart-bench",.*"seed":5,"command":"smart-bench ycsb --keys 2000' "$tmp/out" &&
 	ok ycsb-provenance || no ycsb-provenance
+# --sweep: a row per size 2..64 (perftest's -a); --lat: perftest's latency
+# table, one op at a time, and nothing else with it
+"$p" --sweep --size 64 --seconds 0.1 --blade-size 16M >"$tmp/out" 2>&1
+rows=$(grep -cE "^ smart +(2|4|8|16|32|64) +[0-9]+ " "$tmp/out")
+[ "$rows" -eq 6 ] && ok "sweep-rows (6)" || no "sweep-rows ($rows)"
+"$p" --lat --size 8 --seconds 0.1 --blade-size 16M >"$tmp/out" 2>&1
+grep -q "t_min\[usec\].*99.9% percentile\[usec\]" "$tmp/out" &&
+	grep -qE "^ 8 +[0-9]+ +[0-9.]+ +[0-9.]+ " "$tmp/out" && ok lat-table || no lat-table
+"$p" --lat --depth 4 >"$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -q "^smart-perf: --lat: " "$tmp/out" && ok lat-depth-refused || no lat-depth-refused
 [ $fail -eq 0 ] && echo "perf_units: all passed" || echo "perf_units: FAILED"
 exit $fail
