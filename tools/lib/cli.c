@@ -204,7 +204,7 @@ int kit_parse(const struct kit_cli *cli, int argc, char **argv)
 	smart_opts_destroy(lib);
 	for (i = 0; i < n; i++)
 		libflags |= is_lib(s[i].f);
-	if (libflags)
+	if (libflags && !SMART_M_TOOL_ENV_UNCHECKED)
 		check_env(cli->tool, environ);
 	if (list)
 		list_options(cli->tool);

@@ -24,4 +24,25 @@
 #define SMART_M_TOOL_NO_FATAL_STOP 0
 #endif
 
+#ifdef SMART_MUTANT_TOOL_ADDR_UNCHECKED /* HOST:PORT taken without a
+					* port (refused only by the connect) */
+#define SMART_M_TOOL_ADDR_UNCHECKED 1
+#else
+#define SMART_M_TOOL_ADDR_UNCHECKED 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_CSV_UNCHECKED /* --csv's file checked only when
+				       * the run is over */
+#define SMART_M_TOOL_CSV_UNCHECKED 1
+#else
+#define SMART_M_TOOL_CSV_UNCHECKED 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_ENV_UNCHECKED /* a bad SMART_* value found by the
+				       * ctx, not named at parse */
+#define SMART_M_TOOL_ENV_UNCHECKED 1
+#else
+#define SMART_M_TOOL_ENV_UNCHECKED 0
+#endif
+
 #endif
