@@ -28,7 +28,7 @@ blade() { # a fresh smartd; sets pid and addr
 	"$bin/smartd" --size 128M --listen 127.0.0.1:0 --insecure \
 		>"$tmp/smartd.log" 2>&1 &
 	pid=$!
-	for _ in $(seq 200); do grep -q "serving" "$tmp/smartd.log" && break; sleep 0.05; done
+	for _ in $(seq 1200); do grep -q "serving" "$tmp/smartd.log" && break; sleep 0.05; done
 	addr=$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd.log")
 	[ -n "$addr" ] || { echo "FAIL smartd did not start"; cat "$tmp/smartd.log"; exit 1; }
 }
@@ -41,7 +41,7 @@ dead() {
 	blade
 	"$bin/$tool" "$@" --connect "$addr" --seconds 60 >"$tmp/out" 2>"$tmp/err" &
 	tpid=$!
-	for _ in $(seq 600); do
+	for _ in $(seq 1200); do
 		grep -q -- "$pat" "$tmp/out" "$tmp/err" && break
 		kill -0 $tpid 2>/dev/null || break
 		sleep 0.05

@@ -23,7 +23,7 @@ printf 'another-secret-5678xx' >"$tmp/other"; chmod 600 "$tmp/other"
 pids="$pids $!"
 "$bin/smart-bench" rpc --serve --secret-file "$tmp/secret" >"$tmp/rpc.out" 2>"$tmp/rpc.err" &
 pids="$pids $!"
-for _ in $(seq 200); do
+for _ in $(seq 1200); do # a start under load may take long
 	grep -q serving "$tmp/smartd.log" && [ -s "$tmp/rpc.out" ] && break
 	sleep 0.05
 done
