@@ -309,8 +309,9 @@ static void meter_start(struct op_meter *m, smart_worker_t *w)
 	m->t = smart_cycles();
 }
 
-/* A successful op's latency d (cycles): its kind's exact min, max and
- * sum, and one op in KIT_LAT_SAMPLE into the histograms. */
+/* A successful op's latency d (cycles), before it is counted: its kind's
+ * exact min, max and sum, and one op in KIT_LAT_SAMPLE into the
+ * histograms. */
 static void meter_lat(struct ycsb_thread *th, struct op_meter *m,
 		      enum ycsb_op op, uint64_t d)
 {
@@ -321,10 +322,12 @@ static void meter_lat(struct ycsb_thread *th, struct op_meter *m,
 	if (d > th->lat_max[op])
 		th->lat_max[op] = d;
 	th->lat_sum[op] += d;
-	if (!(m->n++ & (KIT_LAT_SAMPLE - 1))) {
+	if (!(m->n++ & (KIT_LAT_SAMPLE - 1)))
 		smart_hist_add(&th->hist, d);
+	/* each kind sampled by its own count, from its first op on: a rare
+	 * kind (a few deletes) has quantiles too, never a 0 of no sample */
+	if (!(th->ops[op] & (KIT_LAT_SAMPLE - 1)))
 		smart_hist_add(&th->lat[op], d);
-	}
 }
 
 /* The op of kind `op` that began at the last reading has ended with rc:
