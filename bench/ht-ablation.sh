@@ -19,6 +19,8 @@
 #          shared, so the two threads share one as 96 threads share
 #          mlx5's 16; a 12-entry WQE cache that 2 x 8 outstanding WRs
 #          overflow; the default 1 us doorbell hold)
+# --help or -h prints this header and exits.
+case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

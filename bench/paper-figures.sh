@@ -13,6 +13,8 @@
 #        NIC_CACHE (fig4a, fig13b, table1: a 16-entry WQE cache, and a short
 #          doorbell hold so that the device, not the doorbells, limits),
 #        NIC (fig14's model), KEYS (fig14's counters, default 100)
+# --help or -h prints this header and exits.
+case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

@@ -10,6 +10,8 @@
 #   bench/rpc-kill.sh [BUILD_DIR] [ROUNDS] [SEED]
 # RPC_KILL_SERVER_FLAGS: more flags for the server (--event: it sleeps
 # when idle, so the keepalive's verdicts come from its timer).
+# --help or -h prints this header and exits.
+case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -eu
 B=${1:-build}
 R=${2:-10}

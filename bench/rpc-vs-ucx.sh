@@ -9,6 +9,8 @@
 # meanwhile (the machine oversubscribed; 0: none).  Needs Debian's
 # ucx-utils.
 #   bench/rpc-vs-ucx.sh [BUILD_DIR] [ROUNDS] [SIZE] [BUSY]
+# --help or -h prints this header and exits.
+case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -eu
 B=${1:-build}
 R=${2:-5}

@@ -29,6 +29,8 @@
 # Fig 5a (the paper's RACE port; this project's Smart-HT is another
 # implementation) and the shared/mux curves (the CQ side of sharing is not
 # modelled) are reported, never fitted.
+# --help or -h prints this header and exits.
+case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}

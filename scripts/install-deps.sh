@@ -37,5 +37,13 @@ if [ "$(id -u)" -ne 0 ]; then
 	SUDO=sudo
 fi
 export DEBIAN_FRONTEND=noninteractive
+# progress, not minutes of silence: each step says what it does, and
+# apt-get's own line per package downloaded and set up comes through
+echo "install-deps: [1/2] apt-get update (the package lists)"
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: [2/2] apt-get install ${#missing[@]} package(s) and what they need"
+$SUDO apt-get install -y -q --no-install-recommends \
+	-o Dpkg::Progress-Fancy=0 "${missing[@]}" |
+	{ grep --line-buffered -E '^(Get:|Setting up|Unpacking)' || true; } |
+	sed -u 's/^/install-deps:   /'
+echo "install-deps: done: ${missing[*]}"

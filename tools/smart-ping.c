@@ -73,6 +73,9 @@ static void parse(int argc, char **argv, struct ping_cfg *c)
 	};
 	int pos = kit_parse(&cli, argc, argv);
 
+	if (kit_addr_ok(argv[pos], 1))
+		kit_bad(TOOL, NULL, argv[pos],
+			"want HOST:PORT, the port 1..65535");
 	c->com.connect.v[c->com.connect.n++] = argv[pos];
 	if (c->rpc && c->op)
 		kit_bad(TOOL, "op", ops[c->op],
@@ -245,6 +248,62 @@ static int ping_setup(struct ping *p, struct kit_env *e)
 	return rc;
 }
 
+static void quiet(void *arg, int level, const char *prefix, const char *msg)
+{
+	(void)arg, (void)level, (void)prefix, (void)msg;
+}
+
+/* Does addr answer as the other kind of peer (a messaging endpoint when
+ * rpc is 0, a blade when 1)?  A quiet ctx of the same options and secret
+ * tries; 1 when it got in. */
+static int answers_as(const struct ping_cfg *c, const char *addr, int rpc)
+{
+	static const char *const kv[] = { "buf_pool=4M", NULL };
+	smart_opts_t *o = NULL;
+	smart_ctx_t *ctx = NULL;
+	smart_worker_t *w = NULL;
+	smart_rpc_t *r = NULL;
+	smart_rpc_conn_t *conn = NULL;
+	uint16_t id;
+	int rc = kit_opts_build(&c->com, kv, &o);
+
+	if (!rc)
+		rc = smart_log_set_handler(o, quiet, NULL);
+	if (!rc)
+		rc = smart_ctx_create(o, &ctx);
+	smart_opts_destroy(o);
+	if (!rc && !rpc) {
+		rc = smart_ctx_connect(ctx, addr, &id);
+		smart_ctx_destroy(ctx);
+		return !rc;
+	}
+	if (!rc)
+		rc = smart_worker_create(ctx, &w);
+	if (!rc)
+		rc = smart_rpc_create(w, NULL, &r);
+	if (!rc)
+		rc = smart_rpc_connect(r, addr, &conn);
+	smart_rpc_close(conn);
+	smart_rpc_destroy(r);
+	smart_worker_destroy(w);
+	smart_ctx_destroy(ctx);
+	return !rc;
+}
+
+/* A peer that did not answer as asked: say what it is, when it is the
+ * other kind (issue 29: a blade and an endpoint failed alike). */
+static void say_found(const struct ping_cfg *c)
+{
+	const char *addr = c->com.connect.v[0];
+
+	if (answers_as(c, addr, !c->rpc))
+		fprintf(stderr, TOOL ": %s is %s, not %s: probe it %s\n", addr,
+			c->rpc ? "a blade (smartd)" :
+				 "a messaging endpoint (smart_rpc_listen)",
+			c->rpc ? "a messaging endpoint" : "a blade",
+			c->rpc ? "without --rpc" : "with --rpc");
+}
+
 static void summary(const struct ping_cfg *c, const double *rtt, long ok,
 		    long failed)
 {
@@ -296,6 +355,10 @@ int main(int argc, char **argv)
 	parse(argc, argv, &c);
 	rtt = calloc((size_t)c.count, sizeof(*rtt));
 	rc = rtt ? ping_setup(&p, &env) : SMART_ENOMEM;
+	if (rc)
+		kit_env_cause(&env); /* said: no summary of its messages */
+	if (rc == SMART_ECONN || rc == SMART_EPROTO || rc == SMART_EVERSION)
+		say_found(&c);
 	for (seq = 0; !rc && seq < c.count; seq++) {
 		uint64_t t0 = smart_now_ns();
 		int r = probe(&p, seq);

@@ -41,9 +41,11 @@ static const char *const levels[] = { "error", "warn", "info", "debug", NULL };
 #define A struct args
 static const struct kit_flag smartd_flags[] = {
 	KIT_SIZE("size", A, size, 1 << 20, (double)(1ull << 47), "SIZE",
-		 "region size (e.g. 1G), 1M..128T"),
-	KIT_STR("listen", A, listen, "HOST:PORT",
-		"listen address [127.0.0.1:7470]"),
+		 "region size (e.g. 1G), 1M..128T, and without\n"
+		 "--hugepages at most the memory free (MemAvailable):\n"
+		 "the blade touches every page"),
+	KIT_ADDR("listen", A, listen, 0,
+		 "listen address, port 0: any [127.0.0.1:7470]"),
 	KIT_INT("id", A, id, 0, SMART_BLADE_ID_MAX, "N",
 		"blade id, 0..1023 [0]"),
 	KIT_FLAG("hugepages", A, hugepages,
@@ -155,6 +157,12 @@ static void parse_args(struct args *a, int argc, char **argv)
 	kit_parse(&cli, argc, argv);
 	if (!a->size)
 		kit_bad(TOOL, "size", NULL, "is required (e.g. --size 1G)");
+	if (!a->hugepages && kit_mem_available() &&
+	    a->size > kit_mem_available())
+		kit_bad(TOOL, "size", NULL,
+			"%" PRIu64 " bytes is more than the memory free "
+			"(MemAvailable %" PRIu64 " MiB)",
+			a->size, kit_mem_available() >> 20);
 	if (a->chunk & (a->chunk - 1))
 		kit_bad(TOOL, "chunk-size", NULL,
 			"want a power of two, not %" PRIu64, a->chunk);

@@ -49,6 +49,8 @@ struct kit_runner {
 	/* under --sim (smart_sim_active()): simulated threads instead */
 	struct kit_sim_thread *sim;
 	atomic_int sim_done; /* simulated threads that returned */
+	atomic_int failed;   /* the run's first fatal error, 0 (kit_fatal) */
+	uint64_t failed_ns;  /* when it came (smart_now_ns) */
 };
 
 /*
@@ -67,6 +69,26 @@ int kit_runner_await(struct kit_runner *r, int ph);
 
 /* Anyone: move every thread to phase ph. */
 void kit_runner_set(struct kit_runner *r, int ph);
+
+/*
+ * Errors after which a run cannot go on: the blade (or peer) is gone, a
+ * queue pair broke, this client was fenced, a peer stopped answering.
+ * Every further op would fail at once, and counting those would turn a
+ * dead blade into a high rate (issue 29): the run stops at the first.
+ */
+static inline int kit_fatal(int rc)
+{
+	return rc == SMART_ECONN || rc == SMART_EQP || rc == SMART_EFENCED ||
+	       rc == SMART_ETIMEDOUT;
+}
+
+/* Anyone: the run failed with rc (only the first is kept, with its time):
+ * every thread is moved to KIT_STOP.  kit_runner_failed: that rc, or 0. */
+void kit_runner_fail(struct kit_runner *r, int rc);
+static inline int kit_runner_failed(struct kit_runner *r)
+{
+	return atomic_load(&r->failed);
+}
 
 /* The hot loop's test: cheap, relaxed. */
 static inline int kit_runner_stopping(struct kit_runner *r)
@@ -105,8 +127,12 @@ void kit_window_close(struct kit_window *w, smart_ctx_t *ctx);
 /* Sleep secs inside an open window; a window of 10 s or more prints a
  * progress line on stderr every 5 s (WRs completed, from the stats).
  * Returns early with the signal's number when a stop signal arrives (see
- * kit_signals_block), else 0 after secs. */
-int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs);
+ * kit_signals_block); returns 0 early, within KIT_STOP_POLL_S, when the
+ * runner r is stopped (a fatal error: kit_runner_fail); else 0 after
+ * secs. */
+#define KIT_STOP_POLL_S 0.01
+int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx,
+		     struct kit_runner *r, double secs);
 
 /*
  * Stop signals: a tool that wants SIGINT and SIGTERM to end its measured
@@ -139,11 +165,21 @@ static inline void kit_lat_end(smart_hist_t *h, uint64_t n, uint64_t t0)
 		smart_hist_add(h, smart_cycles() - t0);
 }
 
-/* Latency quantiles, in microseconds, of a histogram of TSC cycles. */
+/* Latency, in microseconds, of a histogram of TSC cycles: its quantiles,
+ * mean, min and max (the histogram's; a caller that timed every op may
+ * put its exact min, avg and max instead).  A quantile is a bucket's
+ * midpoint, within 1.6% of the true value (smart_hist_t): three
+ * significant digits are all it has (kit_fmt_sig). */
 struct kit_lat {
 	double p50_us, p99_us, p999_us;
+	double min_us, avg_us, p95_us, max_us;
+	uint64_t n; /* samples behind the quantiles */
 };
 void kit_lat_from_cycles(const smart_hist_t *h, struct kit_lat *out);
+
+/* v with three significant digits and no exponent (0.0123, 1.23, 12.3,
+ * 123, 1230): the precision a histogram bucket has.  Returns buf. */
+const char *kit_fmt_sig(double v, char *buf, size_t len);
 
 /* Progress of a long phase on stderr: "<what>: <done>/<total> <unit>,
  * <rate> <unit>/s" at most once a second, then "<what>: <done> <unit> in
@@ -182,13 +218,14 @@ void kit_library_line(const smart_stats_t *st);
 
 /* A result as named fields, in order: printed as one JSON object, or as
  * a CSV line (the columns a tool chooses). */
-#define KIT_REC_MAX 128 /* the DTX benchmarks fill ~100 */
+#define KIT_REC_MAX 192
 struct kit_rec {
 	int n;
 	struct kit_field {
 		const char *key;
 		char val[80];
-		int str; /* a string (quoted in JSON), else a number */
+		int str;	 /* a string (quoted in JSON), else a number */
+		const char *ref; /* a long string kept by the caller, or NULL */
 	} f[KIT_REC_MAX];
 };
 
@@ -198,6 +235,12 @@ __attribute__((format(printf, 3, 4))) void
 kit_rec_num(struct kit_rec *r, const char *key, const char *fmt, ...);
 /* The value of key, or NULL. */
 const char *kit_rec_get(const struct kit_rec *r, const char *key);
+
+/* Where a record came from, as its last fields: the tool and its
+ * version, the commit it was built from, the seed, the command line
+ * (every setting, as given) and a UTC timestamp (ISO 8601).  c must
+ * outlive the record (the command is referred to, not copied). */
+void kit_rec_provenance(struct kit_rec *r, const struct kit_common *c);
 
 /* Fields every benchmark reports the same way: the latency quantiles,
  * and the library's throttling and doorbell state over the window. */
@@ -213,7 +256,8 @@ struct kit_col {
 	const char *name, *key, *empty;
 };
 
-/* Append one line of the columns (ending with a NULL name) to path,
+/* Append one line of the columns (ending with a NULL name), then the
+ * provenance columns (kit_rec_provenance's), to path,
  * after a header line when the file is new or empty.  A value never
  * needs quoting: commas in it (lists) become '+'.  Returns 0, or
  * SMART_ESYS after saying why on stderr. */

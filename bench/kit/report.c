@@ -13,8 +13,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "kit.h"
+#include "smart_commit.h" /* SMART_TOOLS_COMMIT, made at build */
 
 void kit_rule(void)
 {
@@ -82,6 +84,7 @@ static struct kit_field *rec_add(struct kit_rec *r, const char *key, int str)
 	f = &r->f[r->n++];
 	f->key = key;
 	f->str = str;
+	f->ref = NULL;
 	return f;
 }
 
@@ -111,15 +114,76 @@ const char *kit_rec_get(const struct kit_rec *r, const char *key)
 
 	for (i = 0; i < r->n; i++)
 		if (!strcmp(r->f[i].key, key))
-			return r->f[i].val;
+			return r->f[i].ref ? r->f[i].ref : r->f[i].val;
 	return NULL;
+}
+
+void kit_rec_provenance(struct kit_rec *r, const struct kit_common *c)
+{
+	struct kit_field *f;
+	char ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	kit_rec_str(r, "tool", c->tool);
+	kit_rec_str(r, "tool_version", SMART_VERSION_STRING);
+	kit_rec_str(r, "commit", SMART_TOOLS_COMMIT);
+	kit_rec_num(r, "seed", "%llu", (unsigned long long)c->seed);
+	f = rec_add(r, "command", 1);
+	if (f)
+		f->ref = c->command;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	kit_rec_str(r, "timestamp", ts);
+}
+
+/* The columns kit_rec_provenance fills, after a tool's own. */
+static const struct kit_col provenance_cols[] = {
+	{ "tool", "tool", NULL },
+	{ "tool_version", "tool_version", NULL },
+	{ "commit", "commit", NULL },
+	{ "seed", "seed", NULL },
+	{ "command", "command", NULL },
+	{ "timestamp", "timestamp", NULL },
+	{ NULL, NULL, NULL },
+};
+
+const char *kit_fmt_sig(double v, char *buf, size_t len)
+{
+	double a = v < 0 ? -v : v, scale = 1;
+	int dec = 2;
+
+	if (a >= 1000) { /* round to three digits, print the zeros */
+		while (a / scale >= 1000)
+			scale *= 10;
+		v = (double)(long long)(v / scale + (v < 0 ? -0.5 : 0.5)) *
+		    scale;
+		dec = 0;
+	} else if (a >= 100) {
+		dec = 0;
+	} else if (a >= 10) {
+		dec = 1;
+	} else if (a > 0 && a < 1) { /* as many decimals as 3 digits need */
+		for (scale = 1; a < scale && dec < 14; scale /= 10)
+			dec++;
+	}
+	snprintf(buf, len, "%.*f", dec, v);
+	return buf;
+}
+
+/* A quantile has three significant digits (kit_fmt_sig). */
+static void rec_sig(struct kit_rec *r, const char *key, double v)
+{
+	char b[32];
+
+	kit_rec_num(r, key, "%s", kit_fmt_sig(v, b, sizeof(b)));
 }
 
 void kit_rec_lat(struct kit_rec *r, const struct kit_lat *l)
 {
-	kit_rec_num(r, "p50_us", "%.4f", l->p50_us);
-	kit_rec_num(r, "p99_us", "%.4f", l->p99_us);
-	kit_rec_num(r, "p999_us", "%.4f", l->p999_us);
+	rec_sig(r, "p50_us", l->p50_us);
+	rec_sig(r, "p99_us", l->p99_us);
+	rec_sig(r, "p999_us", l->p999_us);
 }
 
 /* Conflict avoidance and credit waits: the share of guarded operations
@@ -160,7 +224,8 @@ void kit_rec_json(const struct kit_rec *r, FILE *f)
 	for (i = 0; i < r->n; i++) {
 		fprintf(f, "%s\"%s\":", i ? "," : "", r->f[i].key);
 		if (r->f[i].str)
-			kit_json_str(r->f[i].val, f);
+			kit_json_str(r->f[i].ref ? r->f[i].ref : r->f[i].val,
+				     f);
 		else
 			fputs(r->f[i].val, f);
 	}
@@ -185,12 +250,20 @@ int kit_rec_csv(const struct kit_rec *r, const struct kit_col *cols,
 			strerror(errno));
 		return SMART_ESYS;
 	}
-	if (ftell(f) == 0)
+	if (ftell(f) == 0) {
 		for (c = cols; c->name; c++)
+			fprintf(f, "%s,", c->name);
+		for (c = provenance_cols; c->name; c++)
 			fprintf(f, "%s%s", c->name, c[1].name ? "," : "\n");
+	}
 	for (c = cols; c->name; c++) {
 		v = kit_rec_get(r, c->key);
 		csv_value(v && *v ? v : c->empty ? c->empty : "", f);
+		fputc(',', f);
+	}
+	for (c = provenance_cols; c->name; c++) {
+		v = kit_rec_get(r, c->key);
+		csv_value(v ? v : "", f);
 		fputc(c[1].name ? ',' : '\n', f);
 	}
 	if (fclose(f)) {

@@ -126,6 +126,8 @@ int kit_runner_start(struct kit_runner *r, int n, void *(*fn)(void *),
 	 * --vs-raw), so these are stores, not initialisations */
 	atomic_store(&r->phase, KIT_PREP);
 	atomic_store(&r->ready, 0);
+	atomic_store(&r->failed, 0);
+	r->failed_ns = 0;
 	r->n = 0;
 	if (smart_sim_active())
 		return kit_runner_start_sim(r, n, fn, arr, elem);
@@ -169,6 +171,15 @@ void kit_runner_set(struct kit_runner *r, int ph)
 		CALLGRIND_ZERO_STATS;
 	else if (was == KIT_RUN && ph > KIT_RUN)
 		CALLGRIND_DUMP_STATS_AT("window");
+}
+
+void kit_runner_fail(struct kit_runner *r, int rc)
+{
+	int none = 0;
+
+	if (atomic_compare_exchange_strong(&r->failed, &none, rc))
+		r->failed_ns = smart_now_ns();
+	kit_runner_set(r, KIT_STOP);
 }
 
 int kit_runner_wait_ready(struct kit_runner *r, struct kit_progress *p)
@@ -249,20 +260,38 @@ void kit_window_close(struct kit_window *w, smart_ctx_t *ctx)
 	stats_delta(&w->s0, &w->st);
 }
 
+/* Sleep up to secs, in steps of KIT_STOP_POLL_S, until the runner stops:
+ * the signal taken, or 0. */
+static int window_wait(struct kit_runner *r, double secs)
+{
+	uint64_t end = smart_now_ns() + (uint64_t)(secs * 1e9), now;
+	double step;
+	int sig = 0;
+
+	while (!sig && !kit_runner_stopping(r) &&
+	       (now = smart_now_ns()) < end) {
+		step = (double)(end - now) / 1e9;
+		sig = kit_signal_wait(step < KIT_STOP_POLL_S ? step :
+							       KIT_STOP_POLL_S);
+	}
+	return sig;
+}
+
 /* Long windows say how they go: WRs completed per second over the last
  * few seconds, as the library counts them (every benchmark has WRs). */
-int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs)
+int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx,
+		     struct kit_runner *r, double secs)
 {
 	uint64_t end = w->t0 + (uint64_t)(secs * 1e9), now, last, wrs;
 	smart_stats_t s;
 	int sig;
 
 	if (secs < 10)
-		return kit_signal_wait(secs);
+		return window_wait(r, secs);
 	last = w->s0.c[SMART_STAT_WRS_DONE];
 	while ((now = smart_now_ns()) + 5 * NS_PER_S < end) {
-		sig = kit_signal_wait(5);
-		if (sig)
+		sig = window_wait(r, 5);
+		if (sig || kit_runner_stopping(r))
 			return sig;
 		smart_stats_snapshot(ctx, &s);
 		wrs = s.c[SMART_STAT_WRS_DONE];
@@ -272,7 +301,7 @@ int kit_window_sleep(struct kit_window *w, smart_ctx_t *ctx, double secs)
 		last = wrs;
 	}
 	now = smart_now_ns();
-	return now < end ? kit_signal_wait((double)(end - now) / 1e9) : 0;
+	return now < end ? window_wait(r, (double)(end - now) / 1e9) : 0;
 }
 
 void kit_lat_from_cycles(const smart_hist_t *h, struct kit_lat *out)
@@ -280,8 +309,13 @@ void kit_lat_from_cycles(const smart_hist_t *h, struct kit_lat *out)
 	double us = 1e6 / smart_cycles_per_sec();
 
 	out->p50_us = smart_hist_quantile(h, 0.5) * us;
+	out->p95_us = smart_hist_quantile(h, 0.95) * us;
 	out->p99_us = smart_hist_quantile(h, 0.99) * us;
 	out->p999_us = smart_hist_quantile(h, 0.999) * us;
+	out->min_us = h->count ? (double)h->min * us : 0;
+	out->max_us = h->count ? (double)h->max * us : 0;
+	out->avg_us = smart_hist_mean(h) * us;
+	out->n = h->count;
 }
 
 void kit_progress_start(struct kit_progress *p, const char *what,

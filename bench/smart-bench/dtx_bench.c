@@ -881,7 +881,8 @@ static int window(struct dtx_bench *b, smart_ctx_t *ctx)
 	kit_window_open(&b->win, ctx);
 	kit_runner_set(&b->runner, KIT_RUN);
 	return b->txns ? txns_wait(b) :
-			 kit_window_sleep(&b->win, ctx, b->run->com.seconds);
+			 kit_window_sleep(&b->win, ctx, &b->runner,
+					  b->run->com.seconds);
 }
 
 int dtx_bench_run(void *m, struct bench_run *r)

@@ -79,6 +79,7 @@ static int report(const struct bench_module *mod, void *m, struct bench_run *r)
 
 	kit_rec_init(&rec);
 	verdict = mod->report(m, r, &rec);
+	kit_rec_provenance(&rec, &r->com);
 	if (r->com.json)
 		kit_rec_json(&rec, stdout);
 	if (r->com.csv)
@@ -136,6 +137,7 @@ static int bench_main(const struct bench_module *mod, int argc, char **argv)
 	cli.group[0] = (struct kit_group){ mod->flags, m, NULL };
 	cli.group[1] = (struct kit_group){ kit_common_flags, &r.com,
 					   "common flags" };
+	kit_common_command(&r.com, argc, argv, 0);
 	kit_parse(&cli, argc, argv);
 	mod->check(m, &r);
 	body.m = m;

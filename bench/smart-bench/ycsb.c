@@ -109,6 +109,13 @@ static const struct kit_flag ycsb_flags[] = {
 	KIT_INT("hocl", Y, hocl, 0, 1, "0|1",
 		"bt: HOCL's local lock table (0: every task CASes the "
 		"remote lock itself, as Sherman without HOCL) [1]"),
+	KIT_U64("ops", Y, ops_max, 1, (double)(1ull << 50), "N",
+		"the run is N operations of all threads together (YCSB's "
+		"operationcount), instead of --seconds"),
+	KIT_DOUBLE("target", Y, target, 1, 1e10, "OPS",
+		   "operations per second of all threads together, each "
+		   "coroutine paced to its share (YCSB's -target); latency "
+		   "is timed from each op's start [no cap]"),
 	KIT_CHOICE("lock-memory", Y, lock_memory, lock_memories,
 		   "auto|host|device",
 		   "bt: where a new tree's lock tables "
@@ -262,6 +269,9 @@ static void ycsb_check(void *m, struct bench_run *r)
 		kit_bad(BENCH_TOOL, "no-preload", NULL,
 			"needs --connect (an "
 			"embedded blade holds no table to join)");
+	if (y->ops_max && y->w->sweep)
+		kit_bad(BENCH_TOOL, "ops", NULL,
+			"the sweep's operations are its keys (--keys)");
 	y->keys_asked = y->keys;
 }
 
@@ -280,19 +290,12 @@ static uint64_t headroom(const struct ycsb *y)
 	       (uint64_t)(y->run->com.threads + 1) * per_worker;
 }
 
+/* MemAvailable, or 4 GiB when it cannot be read. */
 static uint64_t mem_available(void)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	unsigned long long kb = 0;
+	uint64_t m = kit_mem_available();
 
-	if (!f)
-		return UINT64_C(4) << 30;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb ? (uint64_t)kb << 10 : UINT64_C(4) << 30;
+	return m ? m : UINT64_C(4) << 30;
 }
 
 /* Inserts while the run lasts: a generous estimate of how many (the
@@ -560,8 +563,13 @@ static void print_header(const struct ycsb *y, const struct bench_run *r,
 	else
 		snprintf(dist, sizeof(dist), "a %.2f s preload", y->load.secs);
 	kit_head("Duration",
-		 y->w->sweep ? "%.2f s (one pass) after %s" : "%.1f s after %s",
+		 y->w->sweep ? "%.2f s (one pass) after %s" :
+		 y->ops_max  ? "%.2f s (the --ops) after %s" :
+			       "%.1f s after %s",
 		 y->win.secs, dist);
+	if (y->target > 0)
+		kit_head("Target", "%.0f ops/s (achieved %.0f)", y->target,
+			 y->res.mops * 1e6);
 	kit_rule();
 }
 
@@ -581,11 +589,42 @@ static void print_rt(const struct ycsb_result *s)
 	       s->rt_per_op, s->alloc_rt_per_op);
 }
 
+/* YCSB's per-operation lines: each kind's count and latency (min, avg,
+ * max exact; the quantiles from one op in KIT_LAT_SAMPLE, three
+ * significant digits). */
+static void print_op_lat(const struct ycsb_result *s)
+{
+	const struct kit_lat *l;
+	char b[7][32];
+	int k;
+
+	printf(" %-12s %-11s %-8s %-8s %-8s %-8s %-8s %-9s %s\n", "op", "#ops",
+	       "min[us]", "avg[us]", "p50[us]", "p95[us]", "p99[us]",
+	       "p999[us]", "max[us]");
+	for (k = 0; k < OP__N; k++) {
+		if (!s->n[k])
+			continue;
+		l = &s->op_lat[k];
+		printf(" %-12s %-11" PRIu64 " %-8s %-8s %-8s %-8s %-8s %-9s "
+		       "%s\n",
+		       ycsb_op_names[k], s->n[k],
+		       kit_fmt_sig(l->min_us, b[0], sizeof(b[0])),
+		       kit_fmt_sig(l->avg_us, b[1], sizeof(b[1])),
+		       kit_fmt_sig(l->p50_us, b[2], sizeof(b[2])),
+		       kit_fmt_sig(l->p95_us, b[3], sizeof(b[3])),
+		       kit_fmt_sig(l->p99_us, b[4], sizeof(b[4])),
+		       kit_fmt_sig(l->p999_us, b[5], sizeof(b[5])),
+		       kit_fmt_sig(l->max_us, b[6], sizeof(b[6])));
+	}
+}
+
 static void print_table(const struct ycsb *y, const struct bench_run *r,
 			const char *note, const char *ds_line)
 {
 	const struct ycsb_result *s = &y->res;
 	int k;
+
+	char b[3][32];
 
 	print_header(y, r, note);
 	printf(" %-12s %-11s %-8s %-8s %-8s %-8s %-9s %-11s %-11s %-7s %-9s "
@@ -593,11 +632,15 @@ static void print_table(const struct ycsb *y, const struct bench_run *r,
 	       "workload", "#ops", "Mops", "p50[us]", "p99[us]", "p999[us]",
 	       "max[us]", "retries/op", "rdma-ops/op", "rt/op", "bytes/op",
 	       "errors");
-	printf(" %-12s %-11" PRIu64 " %-8.3f %-8.2f %-8.2f %-8.2f %-9.0f "
+	printf(" %-12s %-11" PRIu64 " %-8.3f %-8s %-8s %-8s %-9.0f "
 	       "%-11.4f %-11.2f %-7.3f %-9.1f %" PRIu64 "\n",
-	       wl_names[y->wl], s->ops, s->mops, s->lat.p50_us, s->lat.p99_us,
-	       s->lat.p999_us, s->max_us, s->retries_per_op, s->rdma_ops_per_op,
-	       s->rt_per_op, s->bytes_per_op, s->errors);
+	       wl_names[y->wl], s->ops, s->mops,
+	       kit_fmt_sig(s->lat.p50_us, b[0], sizeof(b[0])),
+	       kit_fmt_sig(s->lat.p99_us, b[1], sizeof(b[1])),
+	       kit_fmt_sig(s->lat.p999_us, b[2], sizeof(b[2])), s->max_us,
+	       s->retries_per_op, s->rdma_ops_per_op, s->rt_per_op,
+	       s->bytes_per_op, s->errors);
+	print_op_lat(s);
 	kit_rule();
 	print_rt(s);
 	printf(" mix:");
@@ -736,6 +779,36 @@ static void record_rt(const struct ycsb *y, struct kit_rec *rec)
 	kit_rec_num(rec, "stop_signal", "%d", s->stop_sig);
 }
 
+/* Each kind's latency, for the kinds the run did: <op>_<stat>_us. */
+static void record_op_lat(const struct ycsb *y, struct kit_rec *rec)
+{
+#define LAT_KEYS(op)                                                           \
+	{                                                                      \
+		op "_min_us", op "_avg_us", op "_p50_us", op "_p95_us",        \
+			op "_p99_us", op "_p999_us", op "_max_us"              \
+	}
+	static const char *const keys[OP__N][7] = {
+		LAT_KEYS("read"), LAT_KEYS("update"), LAT_KEYS("insert"),
+		LAT_KEYS("rmw"),  LAT_KEYS("scan"),   LAT_KEYS("delete"),
+	};
+#undef LAT_KEYS
+	const struct ycsb_result *s = &y->res;
+	char b[32];
+	int k, i;
+
+	for (k = 0; k < OP__N; k++) {
+		const struct kit_lat *l = &s->op_lat[k];
+		double v[7] = { l->min_us, l->avg_us,  l->p50_us, l->p95_us,
+				l->p99_us, l->p999_us, l->max_us };
+
+		if (!s->n[k])
+			continue;
+		for (i = 0; i < 7; i++)
+			kit_rec_num(rec, keys[k][i], "%s",
+				    kit_fmt_sig(v[i], b, sizeof(b)));
+	}
+}
+
 /* --drop, after the structure's figures are taken (they need it). */
 static void drop(struct ycsb *y)
 {
@@ -766,13 +839,15 @@ static int verdict(const struct ycsb *y, int loud)
 		return SMART_EAGAIN;
 	}
 	if (s->errors || s->vfail || s->first_err) {
+		const char *cause = kit_env_cause(&y->run->env);
+
 		fprintf(stderr,
 			BENCH_TOOL ": the run failed: %" PRIu64
 				   " errors%s%s, %" PRIu64
-				   " validation failures\n",
+				   " validation failures%s%s\n",
 			s->errors, s->first_err ? ", the first " : "",
 			s->first_err ? smart_strerror(s->first_err) : "",
-			s->vfail);
+			s->vfail, *cause ? "; the library: " : "", cause);
 		return s->vfail	    ? SMART_EPROTO :
 		       s->first_err ? s->first_err :
 				      SMART_EPROTO;
@@ -811,6 +886,10 @@ static int ycsb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 			kit_rec_str(rec, ds.f[i].key, ds.f[i].val);
 		else
 			kit_rec_num(rec, ds.f[i].key, "%s", ds.f[i].val);
+	/* issue 29's keys, after every older one (the order is the interface) */
+	kit_rec_num(rec, "ops_asked", "%" PRIu64, y->ops_max);
+	kit_rec_num(rec, "target_ops_per_s", "%.0f", y->target);
+	record_op_lat(y, rec);
 	return verdict(y, 1);
 }
 

@@ -143,6 +143,10 @@ struct ycsb_thread {
 	uint64_t rt[OP__N], rt_alloc[OP__N];
 	uint64_t bytes[OP__N]; /* payload they posted (smart_task_bytes) */
 	uint64_t max_cycles;   /* the slowest op (every op is timed) */
+	/* each kind's latency: exact min, max and sum (every op is timed),
+	 * quantiles from a sample of one op in KIT_LAT_SAMPLE */
+	uint64_t lat_min[OP__N], lat_max[OP__N], lat_sum[OP__N];
+	smart_hist_t lat[OP__N];
 	uint64_t errors, vfail;
 	uint64_t scanned; /* E: entries the scans returned */
 	int first_err;
@@ -164,6 +168,9 @@ struct ycsb_result {
 	int stop_sig; /* the window ended by this signal */
 	int drop_rc;  /* --drop: 0 or its error */
 	struct kit_lat lat;
+	struct kit_lat op_lat[OP__N]; /* each kind's (YCSB's per-op lines) */
+	int failed;		      /* the run stopped: kit_fatal error */
+	double failed_at;	      /* that many seconds into the window */
 };
 
 struct ycsb {
@@ -180,6 +187,8 @@ struct ycsb {
 	int cache_mb;	      /* --cache-mb: bt's index cache */
 	int hocl;	      /* --hocl: bt's local lock table */
 	int lock_memory;      /* --lock-memory: SMART_BT_LOCKS_* */
+	uint64_t ops_max;     /* --ops: the run's ops, 0: --seconds */
+	double target;	      /* --target: ops/s of all threads, 0: no cap */
 	/* the run */
 	int joined;	     /* the table existed: opened, not made */
 	int client;	     /* this process's id for new keys */
@@ -206,6 +215,7 @@ struct ycsb {
 	_Atomic uint64_t load_next;  /* next key to preload */
 	_Atomic uint64_t sweep_next; /* sweep: next key */
 	_Atomic uint64_t ins_next;   /* D: next key to insert */
+	_Atomic uint64_t op_next;    /* --ops: ops handed out */
 	_Atomic uint64_t acked;	     /* D: [0, acked) all inserted */
 	atomic_flag ack_lock;
 	_Atomic uint64_t *ack_done; /* D: ring of finished inserts (k+1) */

@@ -35,6 +35,7 @@ struct ycsb_task {
 	int idx; /* in its thread */
 	smart_rng_t rng;
 	struct op_meter m;
+	uint64_t due, period; /* --target: the next op's start, in cycles */
 	char key[256];
 	uint8_t *val, *rval;
 	struct ycsb_kv *kv; /* E: a scan's entries and their bytes */
@@ -308,8 +309,32 @@ static void meter_start(struct op_meter *m, smart_worker_t *w)
 	m->t = smart_cycles();
 }
 
+/* A successful op's latency d (cycles), before it is counted: its kind's
+ * exact min, max and sum, and one op in KIT_LAT_SAMPLE into the
+ * histograms. */
+static void meter_lat(struct ycsb_thread *th, struct op_meter *m,
+		      enum ycsb_op op, uint64_t d)
+{
+	if (d > th->max_cycles)
+		th->max_cycles = d;
+	if (!th->ops[op] || d < th->lat_min[op])
+		th->lat_min[op] = d;
+	if (d > th->lat_max[op])
+		th->lat_max[op] = d;
+	th->lat_sum[op] += d;
+	if (!(m->n++ & (KIT_LAT_SAMPLE - 1)))
+		smart_hist_add(&th->hist, d);
+	/* each kind sampled by its own count, from its first op on: a rare
+	 * kind (a few deletes) has quantiles too, never a 0 of no sample */
+	if (!(th->ops[op] & (KIT_LAT_SAMPLE - 1)))
+		smart_hist_add(&th->lat[op], d);
+}
+
 /* The op of kind `op` that began at the last reading has ended with rc:
- * count it, its latency and its round trips. */
+ * count it, its latency and its round trips.  A failed op counts as an
+ * error only (neither an op of the rate nor a latency), and one that
+ * says the run cannot go on (kit_fatal: the blade is gone) stops the run
+ * for every thread. */
 static void meter_op(struct ycsb_task *t, smart_worker_t *w, enum ycsb_op op,
 		     int rc)
 {
@@ -318,20 +343,47 @@ static void meter_op(struct ycsb_task *t, smart_worker_t *w, enum ycsb_op op,
 	uint64_t now = smart_cycles(), a, rt = smart_task_round_trips(w, &a);
 	uint64_t bytes = smart_task_bytes(w);
 
-	if (now - m->t > th->max_cycles)
-		th->max_cycles = now - m->t;
-	if (!(m->n++ & (KIT_LAT_SAMPLE - 1)))
-		smart_hist_add(&th->hist, now - m->t);
-	th->rt[op] += rt - m->rt;
-	th->rt_alloc[op] += a - m->rt_alloc;
-	th->bytes[op] += bytes - m->bytes;
-	th->ops[op]++;
+	if (!rc || SMART_M_TOOL_COUNT_FAILED) {
+		meter_lat(th, m, op, now - m->t);
+		th->rt[op] += rt - m->rt;
+		th->rt_alloc[op] += a - m->rt_alloc;
+		th->bytes[op] += bytes - m->bytes;
+		th->ops[op]++;
+	}
 	m->t = now;
 	m->rt = rt;
 	m->rt_alloc = a;
 	m->bytes = bytes;
 	if (rc)
 		count_err(th, rc);
+	if (kit_fatal(rc) && !SMART_M_TOOL_NO_FATAL_STOP)
+		kit_runner_fail(&th->y->runner, rc);
+}
+
+/* --ops: one more op of the run's count may start. */
+static int op_take(struct ycsb *y)
+{
+	return !y->ops_max ||
+	       atomic_fetch_add_explicit(&y->op_next, 1, memory_order_relaxed) <
+		       y->ops_max;
+}
+
+/* --target: each coroutine starts an op every threads * coros / target
+ * seconds, on a schedule (a late op does not move the next one); the
+ * wait is not the op's latency: its clock starts after it. */
+static void pace(struct ycsb_task *t, smart_worker_t *w)
+{
+	struct ycsb *y = t->th->y;
+
+	if (!t->period)
+		return;
+	if (!t->due)
+		t->due = smart_cycles() +
+			 t->period / (uint64_t)y->coros * (uint64_t)t->idx;
+	while (smart_cycles() < t->due && !kit_runner_stopping(&y->runner))
+		smart_task_yield(w);
+	t->due += t->period;
+	t->m.t = smart_cycles();
 }
 
 static void run_task(smart_worker_t *w, void *arg)
@@ -340,8 +392,13 @@ static void run_task(smart_worker_t *w, void *arg)
 	struct ycsb *y = t->th->y;
 	enum ycsb_op op;
 
+	if (y->target > 0)
+		t->period = (uint64_t)(smart_cycles_per_sec() *
+				       y->run->com.threads * y->coros /
+				       y->target);
 	meter_start(&t->m, w);
-	while (!kit_runner_stopping(&y->runner)) {
+	while (!kit_runner_stopping(&y->runner) && op_take(y)) {
+		pace(t, w);
 		op = op_pick(y->w, &t->rng);
 		if (y->w->churn)
 			op = churn_pick(t, op);
@@ -562,8 +619,11 @@ static void *thread_main(void *arg)
 			       y->w->sweep ? sweep_task : run_task);
 	atomic_fetch_sub(&y->running, 1);
 	/* free what this worker retired before it goes (the keeper would,
-	 * later): the report counts blocks freed at the end of the run */
-	for (int i = 0; w && i < y->run->env.nblades; i++)
+	 * later): the report counts blocks freed at the end of the run; a
+	 * run stopped by a lost blade has nothing to wait for */
+	for (int i = 0;
+	     w && !kit_runner_failed(&y->runner) && i < y->run->env.nblades;
+	     i++)
 		(void)smart_epoch_drain(w, y->run->env.blade[i], 2000);
 	smart_worker_destroy(w);
 	tasks_free(tasks, y->coros);
@@ -620,6 +680,37 @@ static void rt_fill(struct ycsb *y, double ops)
 	r->max_us = (double)max * 1e6 / smart_cycles_per_sec();
 }
 
+/* Each kind's latency: the quantiles from the merged samples, min, avg
+ * and max exact. */
+static void op_lat_fill(struct ycsb *y)
+{
+	double us = 1e6 / smart_cycles_per_sec();
+	uint64_t min, max, sum;
+	smart_hist_t h;
+	int i, k;
+
+	for (k = 0; k < OP__N; k++) {
+		smart_hist_init(&h);
+		min = UINT64_MAX, max = 0, sum = 0;
+		for (i = 0; i < y->run->com.threads; i++) {
+			const struct ycsb_thread *th = &y->t[i];
+
+			smart_hist_merge(&h, &th->lat[k]);
+			if (th->ops[k] && th->lat_min[k] < min)
+				min = th->lat_min[k];
+			max = th->lat_max[k] > max ? th->lat_max[k] : max;
+			sum += th->lat_sum[k];
+		}
+		kit_lat_from_cycles(&h, &y->res.op_lat[k]);
+		if (!y->res.n[k])
+			continue;
+		y->res.op_lat[k].min_us = (double)min * us;
+		y->res.op_lat[k].max_us = (double)max * us;
+		y->res.op_lat[k].avg_us = (double)sum / (double)y->res.n[k] *
+					  us;
+	}
+}
+
 static void result_fill(struct ycsb *y)
 {
 	const smart_stats_t *s = &y->win.st;
@@ -646,6 +737,7 @@ static void result_fill(struct ycsb *y)
 	ops = r->ops ? (double)r->ops : 1;
 	r->mops = (double)r->ops / y->win.secs / 1e6;
 	kit_lat_from_cycles(&h, &r->lat);
+	op_lat_fill(y);
 	rt_fill(y, ops);
 	r->retries_per_op = (double)s->c[SMART_STAT_RETRIES] / ops;
 	r->rdma_ops_per_op = (double)(s->c[SMART_STAT_READS] +
@@ -712,21 +804,50 @@ static int preload(struct ycsb *y)
 	return rc;
 }
 
-/* The sweep's window lasts until every thread has made its share of the
- * pass (a stop signal cuts it short: the report then fails the run). */
-static int sweep_wait(struct ycsb *y)
+/* The sweep's window, and --ops', lasts until every thread has made its
+ * share (a stop signal cuts it short: the report then fails a sweep). */
+static int done_wait(struct ycsb *y)
 {
 	int sig = 0;
 
-	kit_progress_start(&y->sweep, "sweep", "keys", y->keys);
+	if (y->w->sweep)
+		kit_progress_start(&y->sweep, "sweep", "keys", y->keys);
 	while (atomic_load(&y->running) > 0) {
 		if (!sig && (sig = kit_signal_wait(0.01)))
 			kit_runner_set(&y->runner, KIT_STOP);
-		kit_progress_tick(&y->sweep);
+		if (y->w->sweep)
+			kit_progress_tick(&y->sweep);
 	}
-	kit_progress_end(&y->sweep);
+	if (y->w->sweep)
+		kit_progress_end(&y->sweep);
 	y->res.swept = atomic_load(&y->sweep.done);
 	return sig;
+}
+
+/* A run stopped by a fatal error (kit_fatal) reports no result: its
+ * rate would mix a healthy part and a dead one.  One line says when and
+ * why, and how many ops had succeeded by then. */
+static int stopped(struct ycsb *y, int rc)
+{
+	uint64_t ok = 0;
+	double at = y->runner.failed_ns > y->win.t0 ?
+			    (double)(y->runner.failed_ns - y->win.t0) / 1e9 :
+			    0;
+	int i, k;
+
+	for (i = 0; i < y->run->com.threads; i++)
+		for (k = 0; k < OP__N; k++)
+			ok += y->t[i].ops[k];
+	const char *cause = kit_env_cause(&y->run->env);
+
+	fprintf(stderr,
+		BENCH_TOOL ": ycsb: stopped %.2f s into the %.1f s window: "
+			   "%s (%s%s%s); %" PRIu64 " operations had succeeded; "
+			   "no result reported\n",
+		at, y->run->com.seconds, smart_strerror(rc),
+		smart_status_name(rc), *cause ? "; the library: " : "", cause,
+		ok);
+	return rc;
 }
 
 int ycsb_run(void *m, struct bench_run *r)
@@ -756,9 +877,10 @@ int ycsb_run(void *m, struct bench_run *r)
 	if (!rc) {
 		kit_window_open(&y->win, ctx);
 		kit_runner_set(&y->runner, KIT_RUN);
-		y->res.stop_sig = y->w->sweep ?
-					  sweep_wait(y) :
+		y->res.stop_sig = y->w->sweep || y->ops_max ?
+					  done_wait(y) :
 					  kit_window_sleep(&y->win, ctx,
+							   &y->runner,
 							   r->com.seconds);
 	}
 	kit_runner_set(&y->runner, KIT_STOP);
@@ -766,6 +888,9 @@ int ycsb_run(void *m, struct bench_run *r)
 	kit_runner_join(&y->runner);
 	if (rc)
 		return rc;
+	rc = kit_runner_failed(&y->runner);
+	if (rc)
+		return stopped(y, rc);
 	if (y->res.stop_sig)
 		fprintf(stderr,
 			BENCH_TOOL ": the window ended by signal %d "

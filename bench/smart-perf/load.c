@@ -35,9 +35,9 @@ static int perf_issue(struct perf *p, smart_worker_t *w, struct perf_task *t,
 
 	switch (p->cfg->op) {
 	case OP_READ:
-		return smart_read(w, ga, p->cfg->size, t->buf);
+		return smart_read(w, ga, p->size, t->buf);
 	case OP_WRITE:
-		return smart_write(w, ga, t->buf, p->cfg->size);
+		return smart_write(w, ga, t->buf, p->size);
 	case OP_CAS:
 		return smart_cas(w, ga, 0, off, t->buf);
 	default:
@@ -97,14 +97,22 @@ static void perf_task_fn(smart_worker_t *w, void *arg)
 	while (!kit_runner_stopping(&p->run)) {
 		if (__builtin_expect(p->cfg->dynamic_ms != 0, 0))
 			perf_idle_if_inactive(p, pt);
-		t0 = kit_lat_begin(n);
+		/* --lat: every op timed (kit_lat_begin samples 1 in 8) */
+		t0 = p->cfg->lat ? smart_cycles() : kit_lat_begin(n);
 		rc = p->cfg->op == OP_CAS_INCR ? perf_cas_incr(p, w, t) :
 						 perf_batch(p, w, t);
 		if (rc) {
+			/* the failed op is no op of the rate; the run stops
+			 * for every thread (a dead blade fails every op) */
 			pt->err = rc;
+			if (!SMART_M_TOOL_NO_FATAL_STOP)
+				kit_runner_fail(&p->run, rc);
 			break;
 		}
-		kit_lat_end(&pt->hist, n++, t0);
+		if (p->cfg->lat)
+			smart_hist_add(&pt->hist, smart_cycles() - t0), n++;
+		else
+			kit_lat_end(&pt->hist, n++, t0);
 	}
 	pt->ops += n *
 		   (uint64_t)(p->cfg->op == OP_CAS_INCR ? 1 : p->cfg->batch);
@@ -287,7 +295,9 @@ static int perf_collect(struct perf *p, struct perf_result *res)
 			err = p->t[i].err;
 	}
 	res->mops = (double)res->ops / res->win.secs / 1e6;
-	res->mb_per_s = res->mops * (double)c->size;
+	res->size = p->size;
+	res->mb_per_s = res->mops * (double)p->size;
+	res->mib_per_s = res->mb_per_s * 1e6 / (1024.0 * 1024.0);
 	kit_lat_from_cycles(&h, &res->lat);
 	return err;
 }
@@ -317,7 +327,7 @@ int perf_run_once(struct perf *p, int raw, struct perf_result *res)
 	if (c->dynamic_ms)
 		perf_dynamic(p);
 	else
-		kit_window_sleep(&res->win, ctx, c->com.seconds);
+		kit_window_sleep(&res->win, ctx, &p->run, c->com.seconds);
 	kit_runner_set(&p->run, KIT_STOP);
 	kit_window_end(&res->win);
 	kit_runner_join(&p->run);

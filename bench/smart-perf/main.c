@@ -31,9 +31,14 @@ static const struct kit_flag perf_flags[] = {
 		   "operation [read]; cas-incr: read a Zipf-chosen\n"
 		   "counter, CAS it +1, retry (guarded)"),
 	KIT_SIZE("size", P, size, 1, 1 << 30, "B",
-		 "bytes per op (8 for cas/faa) [8]"),
+		 "bytes per op (8 for cas/faa) [8]; each coroutine\n"
+		 "has a registered buffer of it (rounded up to a power\n"
+		 "of two): threads x depth x that beyond 32M grows the\n"
+		 "library's pool (buf_pool, 64M) to it + 64M, which\n"
+		 "must fit the memory free; --span holds 2 x size"),
 	KIT_INT("depth", P, depth, 1, 1024, "D",
-		"coroutines per thread, one op in flight each [8]"),
+		"coroutines per thread, one op in flight each\n"
+		"[8; 1 with --lat]"),
 	KIT_INT("batch", P, batch, 1, 64, "B",
 		"ops queued per sync by each coroutine [1]"),
 	KIT_SIZE("span", P, span, 4096, (double)(1ull << 48), "B",
@@ -54,6 +59,13 @@ static const struct kit_flag perf_flags[] = {
 		 "alternate framework and raw runs, report medians"),
 	KIT_INT("rounds", P, rounds, 1, 64, "N",
 		"runs of each kind for --vs-raw [5]"),
+	KIT_FLAG("sweep", P, sweep,
+		 "a run per size 2, 4, 8, ... up to --size (perftest's -a;\n"
+		 "--size 8M for perftest's range), one row each"),
+	KIT_FLAG("lat", P, lat,
+		 "idle latency (perftest's *_lat): one thread, one op\n"
+		 "in flight, every op timed; min, max, typical, avg,\n"
+		 "99% and 99.9%"),
 	KIT_END,
 };
 #undef P
@@ -66,16 +78,39 @@ static void perf_cfg_init(struct perf_cfg *c)
 	c->span = 256 << 20;
 	c->op = OP_READ;
 	c->size = 8;
-	c->depth = 8;
+	c->depth = 0; /* perf_check: 8, or 1 with --lat */
 	c->rounds = 5;
 	c->keys = 1000000;
 	c->zipf = 0.99;
 	c->batch = 1;
 }
 
-/* What no single flag can say alone; refusals exit 2. */
-static void perf_check(const struct perf_cfg *c)
+/* The offsets' stride: the op size rounded up to 8 bytes. */
+static uint64_t perf_stride(const struct perf_cfg *c)
 {
+	return c->size < 8 ? 8 : (c->size + 7) & ~UINT64_C(7);
+}
+
+/* The registered pool the coroutines' buffers need (each a power of two
+ * of at least --size, aligned to its size in the pool: one block more
+ * covers the alignment) when the library's default (64M, which it
+ * shares with its own bounce and scratch memory) is short: theirs +
+ * 64M; 0 when the default does. */
+static uint64_t perf_pool(const struct perf_cfg *c)
+{
+	uint64_t b = 64, need;
+
+	while (b < c->size)
+		b <<= 1;
+	need = b * ((uint64_t)c->depth * (uint64_t)c->com.threads + 1);
+	return need > (UINT64_C(32) << 20) ? need + (UINT64_C(64) << 20) : 0;
+}
+
+/* What no single flag can say alone; refusals exit 2. */
+static void perf_check(struct perf_cfg *c)
+{
+	if (!c->depth)
+		c->depth = c->lat ? 1 : 8;
 	const char *tp = c->com.transport;
 
 	if (c->op >= OP_CAS && c->size != 8)
@@ -87,10 +122,31 @@ static void perf_check(const struct perf_cfg *c)
 		kit_bad(TOOL, c->raw ? "raw" : "vs-raw", NULL,
 			"needs the "
 			"embedded shm blade (no --connect, transport shm)");
+	if (c->lat && (c->com.threads > 1 || c->depth > 1 || c->batch > 1))
+		kit_bad(TOOL, "lat", NULL,
+			"times one op at a time: no --threads, --depth or "
+			"--batch above 1");
+	if ((c->sweep || c->lat) && (c->raw || c->vs_raw || c->dynamic_ms))
+		kit_bad(TOOL, c->sweep ? "sweep" : "lat", NULL,
+			"not with --raw, --vs-raw or --dynamic");
+	if (c->sweep && c->op >= OP_CAS)
+		kit_bad(TOOL, "sweep", NULL, "--op %s has one size, 8",
+			perf_op_names[c->op]);
 	if (c->com.connect.n > 1)
 		kit_bad(TOOL, "connect", c->com.connect.v[1],
 			"smart-perf "
 			"uses one blade");
+	if (c->span < 2 * perf_stride(c))
+		kit_bad(TOOL, "span", NULL,
+			"%" PRIu64 " bytes hold no 2 ops of --size %" PRIu64,
+			c->span, c->size);
+	if (perf_pool(c) && kit_mem_available() &&
+	    perf_pool(c) > kit_mem_available())
+		kit_bad(TOOL, "size", NULL,
+			"threads x depth x %" PRIu64 " bytes need a "
+			"registered pool of %" PRIu64 " MiB, more than the "
+			"memory free (%" PRIu64 " MiB)",
+			c->size, perf_pool(c) >> 20, kit_mem_available() >> 20);
 }
 
 /* Blades are lazy (a page is allocated when first touched): touch every
@@ -170,15 +226,20 @@ static void perf_span_free(struct perf *p)
 static int perf_setup(struct perf *p)
 {
 	const struct perf_cfg *c = p->cfg;
-	char kv[32];
-	const char *const kvs[] = { kv, NULL };
+	char kv[2][48];
+	const char *kvs[3] = { NULL };
 	uint64_t size;
 	void *base;
-	int rc;
+	int rc, n = 0;
 
 	/* every coroutine is a task; the library's default is 64 */
-	snprintf(kv, sizeof(kv), "max_tasks=%d", c->depth);
-	rc = kit_env_open(&p->env, &c->com, c->depth > 64 ? kvs : NULL);
+	snprintf(kv[0], sizeof(kv[0]), "max_tasks=%d", c->depth);
+	snprintf(kv[1], sizeof(kv[1]), "buf_pool=%" PRIu64, perf_pool(c));
+	if (c->depth > 64)
+		kvs[n++] = kv[0];
+	if (perf_pool(c))
+		kvs[n++] = kv[1];
+	rc = kit_env_open(&p->env, &c->com, kvs);
 	if (rc)
 		return rc;
 	/* the transport in force (--opt and SMART_TRANSPORT included) */
@@ -197,7 +258,7 @@ static int perf_setup(struct perf *p)
 		return SMART_EINVAL;
 	}
 	p->raw_base = p->env.embedded ? base : NULL;
-	p->stride = c->size < 8 ? 8 : (c->size + 7) & ~UINT64_C(7);
+	p->stride = perf_stride(c);
 	rc = perf_span_alloc(p);
 	if (rc)
 		return rc;
@@ -235,6 +296,25 @@ static const struct perf_result *median_run(const struct perf_result *v, int n)
 	return &v[0];
 }
 
+/* A run that failed reports no result: one line says when and why.
+ * Returns SMART_EAGAIN: the failure is said (perf_body says no more). */
+static int perf_stopped(struct perf *p, const struct perf_result *r, int rc)
+{
+	double at = p->run.failed_ns > r->win.t0 ?
+			    (double)(p->run.failed_ns - r->win.t0) / 1e9 :
+			    0;
+
+	const char *cause = kit_env_cause(&p->env);
+
+	fprintf(stderr,
+		TOOL ": stopped %.2f s into the %.1f s window: %s (%s%s%s); "
+		     "%" PRIu64 " ops had succeeded; no result reported\n",
+		at, p->cfg->com.seconds, smart_strerror(rc),
+		smart_status_name(rc), *cause ? "; the library: " : "", cause,
+		r->ops);
+	return SMART_EAGAIN;
+}
+
 /* Alternate framework and raw runs; report the median run of each and
  * the ratio of their rates. */
 static int perf_vs_raw(struct perf *p)
@@ -249,11 +329,15 @@ static int perf_vs_raw(struct perf *p)
 	if (!runs)
 		return SMART_ENOMEM;
 	for (i = 0; i < c->rounds && !rc; i++)
-		for (k = 0; k < 2 && !rc; k++) {
+		for (k = 0; k < 2; k++) {
 			struct perf_result *r = &runs[k * c->rounds + i];
 
 			rc = perf_run_once(p, k, r);
-			if (!rc && !c->com.json)
+			if (rc) {
+				rc = perf_stopped(p, r, rc);
+				break;
+			}
+			if (!c->com.json)
 				perf_print_row(p, r, k);
 		}
 	if (!rc) {
@@ -278,19 +362,34 @@ static int perf_main(struct perf *p)
 	struct perf_result r;
 	int rc;
 
+	uint64_t size = c->sweep ? 2 : c->size;
+
 	p->t = calloc((size_t)c->com.threads, sizeof(*p->t));
 	if (!p->t)
 		return SMART_ENOMEM;
-	if (!c->com.json)
+	p->size = c->size;
+	if (!c->com.json && c->lat)
+		perf_print_lat_header(p);
+	else if (!c->com.json)
 		perf_print_header(p);
+	fflush(stdout); /* the header before a long run */
 	if (c->vs_raw)
 		return perf_vs_raw(p);
-	rc = perf_run_once(p, c->raw, &r);
-	if (rc)
-		return rc;
-	if (!c->com.json)
-		perf_print_row(p, &r, c->raw);
-	return perf_report(p, &r, c->raw, -1);
+	for (rc = 0; !rc && size <= c->size; size *= 2) {
+		p->size = size;
+		rc = perf_run_once(p, c->raw, &r);
+		if (rc)
+			return perf_stopped(p, &r, rc);
+		if (!c->com.json && c->lat)
+			perf_print_lat_row(p, &r);
+		else if (!c->com.json)
+			perf_print_row(p, &r, c->raw);
+		fflush(stdout);
+		rc = perf_report(p, &r, c->raw, -1);
+		if (!c->sweep)
+			break;
+	}
+	return rc;
 }
 
 /* Setup, the run and teardown: on the main thread, or (--sim) as the
@@ -302,7 +401,7 @@ static void perf_body(void *arg)
 	p->rc = perf_setup(p);
 	if (!p->rc) {
 		p->rc = perf_main(p);
-		if (p->rc)
+		if (p->rc && p->rc != SMART_EAGAIN)
 			fprintf(stderr, TOOL ": %s\n", smart_strerror(p->rc));
 	}
 	free(p->t);
@@ -327,6 +426,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	perf_cfg_init(&cfg);
+	kit_common_command(&cfg.com, argc, argv, 1);
 	kit_parse(&cli, argc, argv);
 	perf_check(&cfg);
 	rc = kit_sim_main(&cfg.com, perf_body, &p);

@@ -32,6 +32,8 @@ struct perf_cfg {
 	uint64_t keys;	/* cas-incr: counters */
 	uint64_t span;	/* bytes the offsets spread over */
 	double zipf;	/* cas-incr: theta, 0 = uniform */
+	int sweep;	/* --sweep: sizes 2, 4, ... up to --size, a run each */
+	int lat;	/* --lat: idle latency, one op at a time, each timed */
 };
 
 struct perf;
@@ -58,13 +60,17 @@ struct perf {
 	atomic_int active; /* --dynamic: threads below this index run */
 	struct perf_thread *t;
 	int raw;	   /* this run */
+	uint64_t size;	   /* this run's op size (--sweep: each in turn) */
 	smart_zipf_t zipf; /* cas-incr key popularity */
 	int rc;		   /* perf_body's result */
 };
 
 struct perf_result {
+	uint64_t size; /* the op size of the run */
 	uint64_t ops;
-	double mops, mb_per_s;
+	double mops;
+	double mb_per_s;  /* 10^6 bytes per second (JSON/CSV mb_per_s) */
+	double mib_per_s; /* 2^20: perftest's MB/sec, the table's */
 	struct kit_lat lat;
 	struct kit_window win; /* its time and the library's stats */
 };
@@ -75,6 +81,9 @@ int perf_run_once(struct perf *p, int raw, struct perf_result *res);
 
 void perf_print_header(const struct perf *p);
 void perf_print_row(const struct perf *p, const struct perf_result *r, int raw);
+/* --lat: perftest's latency table, its header and one row per run. */
+void perf_print_lat_header(const struct perf *p);
+void perf_print_lat_row(const struct perf *p, const struct perf_result *r);
 /* --json and --csv: the result as a record; ratio < 0 when not --vs-raw. */
 int perf_report(const struct perf *p, const struct perf_result *r, int raw,
 		double ratio);

@@ -9,16 +9,42 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "perf.h"
 
-static const char *const op_titles[] = {
-	"RDMA_Read",
-	"RDMA_Write",
-	"Atomic CMP_AND_SWAP",
-	"Atomic FETCH_AND_ADD",
-	"CAS-increment (read + CAS loop)",
+/* perftest's names on a transport with RDMA (verbs), plain ones else */
+static const char *const op_titles[][2] = {
+	{ "Read", "RDMA_Read" },
+	{ "Write", "RDMA_Write" },
+	{ "Atomic CMP_AND_SWAP", "Atomic CMP_AND_SWAP" },
+	{ "Atomic FETCH_AND_ADD", "Atomic FETCH_AND_ADD" },
+	{ "CAS-increment (read + CAS loop)",
+	  "CAS-increment (read + CAS loop)" },
 };
+
+/* What moved the bytes, for the title: a run on shm has no RDMA. */
+static const char *transport_words(const struct perf *p)
+{
+	const char *tp = smart_ctx_transport(p->env.ctx);
+
+	if (p->cfg->raw)
+		return "raw CPU loads and stores, no framework";
+	if (!strcmp(tp, "verbs"))
+		return "over verbs (RDMA)";
+	if (p->env.nic_model[0])
+		return "over shm with a modelled RNIC, no RDMA";
+	return "over shm (shared memory, no RDMA)";
+}
+
+/* Digits of the widest --size of the run, for the #bytes column. */
+static int bytes_width(const struct perf_cfg *c)
+{
+	char b[24];
+	int n = snprintf(b, sizeof(b), "%" PRIu64, c->size);
+
+	return n < 7 ? 7 : n;
+}
 
 static const struct kit_col perf_csv[] = {
 	{ "op", "op", NULL },
@@ -44,16 +70,19 @@ static const struct kit_col perf_csv[] = {
 	{ "retries_per_op", "retries_per_op", NULL },
 	{ "credit_cap", "credit_cap", NULL },
 	{ "db_contended", "db_contended", NULL },
+	{ "mib_per_s", "mib_per_s", NULL },
 	{ NULL, NULL, NULL },
 };
 
 void perf_print_header(const struct perf *p)
 {
 	const struct perf_cfg *c = p->cfg;
+	int verbs = !strcmp(smart_ctx_transport(p->env.ctx), "verbs");
 
 	kit_rule();
-	printf("                    %s BW Test (smart-perf %s)\n",
-	       op_titles[c->op], SMART_VERSION_STRING);
+	printf("                    %s BW Test %s (smart-perf %s)\n",
+	       op_titles[c->op][verbs], transport_words(p),
+	       SMART_VERSION_STRING);
 	kit_head_env(&c->com, &p->env, NULL);
 	kit_head("Threads x depth", "%d x %d (one op in flight per coroutine)",
 		 c->com.threads, c->depth);
@@ -62,20 +91,64 @@ void perf_print_header(const struct perf *p)
 		 "over %.0f MiB",
 		 c->com.seconds, (unsigned)p->stride,
 		 (double)p->span_len / (1024.0 * 1024.0));
+	kit_head("Units", "MB = 2^20 bytes (perftest's MB/sec); latency "
+			  "quantiles to 3 digits");
 	kit_rule();
-	printf(" %-6s %-6s %-12s %-18s %-14s %-14s %-14s\n", "mode", "#bytes",
-	       "#iterations", "BW average[MB/sec]", "MsgRate[Mpps]",
-	       "t_typical[usec]", "99% percentile[usec]");
+	printf(" %-6s %-*s %-13s %-18s %-14s %-15s %s\n", "mode",
+	       bytes_width(c), "#bytes", "#iterations", "BW average[MB/sec]",
+	       "MsgRate[Mpps]", "t_typical[usec]", "99% percentile[usec]");
 }
 
 void perf_print_row(const struct perf *p, const struct perf_result *r, int raw)
 {
-	printf(" %-6s %-6" PRIu64 " %-12" PRIu64 " %-18.2f %-14.3f %-14.3f "
-	       "%-14.3f\n",
-	       raw ? "raw" : "smart", p->cfg->size, r->ops, r->mb_per_s,
-	       r->mops, r->lat.p50_us, r->lat.p99_us);
+	char m[32], t50[32], t99[32];
+
+	printf(" %-6s %-*" PRIu64 " %-13" PRIu64 " %-18.2f %-14s %-15s %s\n",
+	       raw ? "raw" : "smart", bytes_width(p->cfg), r->size, r->ops,
+	       r->mib_per_s, kit_fmt_sig(r->mops, m, sizeof(m)),
+	       kit_fmt_sig(r->lat.p50_us, t50, sizeof(t50)),
+	       kit_fmt_sig(r->lat.p99_us, t99, sizeof(t99)));
 	if (!raw)
 		kit_library_line(&r->win.st);
+}
+
+void perf_print_lat_header(const struct perf *p)
+{
+	const struct perf_cfg *c = p->cfg;
+	int verbs = !strcmp(smart_ctx_transport(p->env.ctx), "verbs");
+
+	kit_rule();
+	printf("                    %s Latency Test %s (smart-perf %s)\n",
+	       op_titles[c->op][verbs], transport_words(p),
+	       SMART_VERSION_STRING);
+	kit_head_env(&c->com, &p->env, NULL);
+	kit_head("Duration",
+		 "%.1f s per size, one op in flight, every op "
+		 "timed",
+		 c->com.seconds);
+	kit_head("Units", "usec; 3 significant digits (a histogram bucket "
+			  "is up to 3.1%% wide)");
+	kit_rule();
+	printf(" %-*s %-13s %-12s %-12s %-15s %-12s %-21s %s\n", bytes_width(c),
+	       "#bytes", "#iterations", "t_min[usec]", "t_max[usec]",
+	       "t_typical[usec]", "t_avg[usec]", "99% percentile[usec]",
+	       "99.9% percentile[usec]");
+}
+
+void perf_print_lat_row(const struct perf *p, const struct perf_result *r)
+{
+	const struct kit_lat *l = &r->lat;
+	char b[6][32];
+
+	printf(" %-*" PRIu64 " %-13" PRIu64 " %-12s %-12s %-15s %-12s %-21s "
+	       "%s\n",
+	       bytes_width(p->cfg), r->size, r->ops,
+	       kit_fmt_sig(l->min_us, b[0], sizeof(b[0])),
+	       kit_fmt_sig(l->max_us, b[1], sizeof(b[1])),
+	       kit_fmt_sig(l->p50_us, b[2], sizeof(b[2])),
+	       kit_fmt_sig(l->avg_us, b[3], sizeof(b[3])),
+	       kit_fmt_sig(l->p99_us, b[4], sizeof(b[4])),
+	       kit_fmt_sig(l->p999_us, b[5], sizeof(b[5])));
 }
 
 /* cas-incr's conflict-avoidance fields. */
@@ -102,7 +175,7 @@ static void perf_record(const struct perf *p, const struct perf_result *r,
 
 	kit_rec_init(rec);
 	kit_rec_str(rec, "op", perf_op_names[c->op]);
-	kit_rec_num(rec, "size", "%" PRIu64, c->size);
+	kit_rec_num(rec, "size", "%" PRIu64, r->size);
 	kit_rec_num(rec, "threads", "%d", c->com.threads);
 	kit_rec_num(rec, "depth", "%d", c->depth);
 	kit_rec_num(rec, "seconds", "%.3f", r->win.secs);
@@ -112,7 +185,7 @@ static void perf_record(const struct perf *p, const struct perf_result *r,
 	kit_rec_num(rec, "raw", "%s", raw ? "true" : "false");
 	kit_rec_num(rec, "ops", "%" PRIu64, r->ops);
 	kit_rec_num(rec, "mops", "%.4f", r->mops);
-	kit_rec_num(rec, "mb_per_s", "%.3f", r->mb_per_s);
+	kit_rec_num(rec, "mb_per_s", "%.3f", r->mb_per_s); /* 10^6 B/s */
 	kit_rec_lat(rec, &r->lat);
 	if (ratio >= 0)
 		kit_rec_num(rec, "ratio_vs_raw", "%.4f", ratio);
@@ -126,6 +199,15 @@ static void perf_record(const struct perf *p, const struct perf_result *r,
 	kit_rec_num(rec, "dynamic_ms", "%d", c->dynamic_ms);
 	if (c->op == OP_CAS_INCR)
 		rec_cas_incr(rec, c, st);
+	/* issue 29's keys, after every older one (the order is the
+	 * interface): perftest's unit, 2^20 bytes per second */
+	kit_rec_num(rec, "mib_per_s", "%.3f", r->mib_per_s);
+	kit_rec_num(rec, "sweep", "%s", c->sweep ? "true" : "false");
+	kit_rec_num(rec, "lat", "%s", c->lat ? "true" : "false");
+	kit_rec_num(rec, "min_us", "%.4g", r->lat.min_us);
+	kit_rec_num(rec, "avg_us", "%.4g", r->lat.avg_us);
+	kit_rec_num(rec, "max_us", "%.4g", r->lat.max_us);
+	kit_rec_provenance(rec, &c->com);
 }
 
 int perf_report(const struct perf *p, const struct perf_result *r, int raw,

@@ -11,8 +11,8 @@
  * with descriptions, and it is the authority):
  *   transport        shm | verbs                                   [shm]
  *   techniques       Smart's techniques switched on: ThrdAwareAlloc,
- *                    WorkReqThrot,ConflictAvoid,SpecLookup; None = off
- *                                                                  [all four]
+ *                    WorkReqThrot,ConflictAvoid,SpecLookup; None = off;
+ *                    any other name is SMART_EINVAL          [all four]
  *   qp_mode          auto | shared | mux:K | per-thread | per-thread-db
  *                    (auto: per-thread-db with ThrdAwareAlloc)     [auto]
  *   credit           fixed WR cap per worker, 0 = the tuner        [0]
@@ -79,7 +79,8 @@ int smart_opts_create_defaults(smart_opts_t **out);
 int smart_opts_destroy(smart_opts_t *o);
 
 /** Set key to value.  SMART_ENOENT for an unknown key, SMART_EINVAL for a
- * value that does not parse or is out of range (the old value is kept).
+ * value that does not parse or is out of range (an unknown technique, a
+ * NIC model the shm model would refuse; the old value is kept).
  * Thread: the object's (an options object is not thread safe). */
 int smart_opts_set(smart_opts_t *o, const char *key, const char *value);
 
@@ -98,6 +99,28 @@ int smart_opts_get(const smart_opts_t *o, const char *key, char *buf,
 /** Print every key with its current value, default and description.
  * Thread: the object's (an options object is not thread safe). */
 void smart_opts_print(const smart_opts_t *o, FILE *f);
+
+/** The levels of the library's messages (option log_level). */
+enum smart_log_level {
+	SMART_LOG_LEVEL_ERROR = 0,
+	SMART_LOG_LEVEL_WARN = 1,
+	SMART_LOG_LEVEL_INFO = 2,
+	SMART_LOG_LEVEL_DEBUG = 3,
+};
+
+/** A log handler: one message of the library at `level` (at or below the
+ * ctx's log_level), from `prefix` ("smart"), as one line without its
+ * newline.  It may be called from any thread of the ctx, at once from
+ * several: it must be thread safe, and must not call the library. */
+typedef void (*smart_log_fn)(void *arg, int level, const char *prefix,
+			     const char *msg);
+
+/** The messages of every ctx created from o (smart_ctx_create_opts) go to
+ * fn(arg, ...) instead of stderr; fn NULL: stderr again (the default).
+ * Messages before a ctx exists (a bad SMART_* value in
+ * smart_opts_create) and a blade's go to stderr.  SMART_EINVAL for NULL
+ * o.  Thread: the object's (an options object is not thread safe). */
+int smart_log_set_handler(smart_opts_t *o, smart_log_fn fn, void *arg);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,7 @@ enum blade_sess_state {
 
 struct blade_session {
 	int fd;		 /* -1 for a socketless (fuzz) session */
+	char peer[64];	 /* "host:port" of the peer, for the log */
 	int state;	 /* enum blade_sess_state */
 	int wr_shut;	 /* SHUT_WR done while closing */
 	int authed;	 /* welcomed: counted in nauth, not nunauth */

@@ -137,7 +137,7 @@ static void sess_read(struct smart_blade *b, struct blade_session *s)
 
 	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
 		/* EOF or reset: the client is gone with its responders. */
-		smart__dbg(&b->log, "session fd %d: closed by peer", s->fd);
+		smart__dbg(&b->log, "session %s: closed by peer", s->peer);
 		s->state = SESS_DEAD;
 		return;
 	}
@@ -209,7 +209,7 @@ static void evict_session(struct smart_blade *b)
 					    f, sizeof(f), &n) &&
 		    send(s->fd, f, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 			smart__dbg(&b->log, "evict: %s", strerror(errno));
-		smart__dbg(&b->log, "session fd %d: evicted", s->fd);
+		smart__dbg(&b->log, "session %s: evicted", s->peer);
 		sess_close_fd(b, s);
 		s->state = SESS_DEAD;
 		count(&b->n_evicted);
@@ -347,9 +347,9 @@ static void expire(struct smart_blade *b, uint64_t now)
 		    now >= s->deadline) {
 			count(&b->n_timeouts);
 			smart__info(&b->log,
-				    "session fd %d: no hello within "
+				    "session %s: no hello within "
 				    "the auth deadline",
-				    s->fd);
+				    s->peer);
 			smart__blade_sess_refuse(b, s, SMART_ETIMEDOUT,
 						 "no hello within the auth "
 						 "deadline");
@@ -360,9 +360,9 @@ static void expire(struct smart_blade *b, uint64_t now)
 			   now - s->stall >= (uint64_t)b->hs_timeout_ms) {
 			count(&b->n_timeouts);
 			smart__info(&b->log,
-				    "session fd %d: replies unread, "
+				    "session %s: replies unread, "
 				    "dropped",
-				    s->fd);
+				    s->peer);
 			s->state = SESS_DEAD;
 		}
 	}

@@ -20,11 +20,14 @@
  * (SMART_EACCES) before it is looked at.  A frame is handled only when out[] has room for the largest
  * reply, which is what bounds out[] without ever dropping a reply.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +41,33 @@ uint64_t smart__blade_now_ms(void)
 	return smart__mono_ms();
 }
 
+/* Who is at the other end of fd, as "host:port" ("[v6]:port", "local"
+ * for a unix socket, "fd N" when it cannot be told): what the log names a
+ * refused or malformed peer by (issue 29: an fd number tells nothing). */
+static void peer_name(int fd, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	snprintf(out, len, "fd %d", fd);
+	if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl))
+		return;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(out, len, "%s:%u", host, ntohs(a->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(out, len, "[%s]:%u", host, ntohs(a->sin6_port));
+	} else if (ss.ss_family == AF_UNIX) {
+		snprintf(out, len, "local (fd %d)", fd);
+	}
+}
+
 struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd)
 {
 	struct blade_session *s = calloc(1, sizeof(*s));
@@ -45,6 +75,7 @@ struct blade_session *smart__blade_sess_new(struct smart_blade *b, int fd)
 	if (!s)
 		return NULL;
 	s->fd = fd;
+	peer_name(fd, s->peer, sizeof(s->peer));
 	s->state = SESS_HELLO;
 	s->auth.key = b->secret;
 	s->auth.key_len = b->secret_len;
@@ -101,7 +132,7 @@ static void malformed(struct smart_blade *b, struct blade_session *s,
 		      const char *why)
 {
 	atomic_fetch_add_explicit(&b->n_malformed, 1, memory_order_relaxed);
-	smart__info(&b->log, "session fd %d: malformed input: %s", s->fd, why);
+	smart__info(&b->log, "session %s: malformed input: %s", s->peer, why);
 	smart__blade_sess_refuse(b, s, SMART_EPROTO, why);
 }
 
@@ -109,7 +140,7 @@ static void refused(struct smart_blade *b, struct blade_session *s, int status,
 		    const char *msg)
 {
 	atomic_fetch_add_explicit(&b->n_refused, 1, memory_order_relaxed);
-	smart__info(&b->log, "session fd %d: refused: %s", s->fd, msg);
+	smart__info(&b->log, "session %s: refused: %s", s->peer, msg);
 	smart__blade_sess_refuse(b, s, status, msg);
 }
 
@@ -121,8 +152,8 @@ static void welcome(struct smart_blade *b, struct blade_session *s)
 
 	memset(&w, 0, sizeof(w));
 	if (smart__blade_lease_assign(b, &s->lease_id)) {
-		smart__warn(&b->log, "session fd %d: every lease slot is live",
-			    s->fd);
+		smart__warn(&b->log, "session %s: every lease slot is live",
+			    s->peer);
 		smart__blade_sess_refuse(b, s, SMART_EBUSY,
 					 "too many clients: no lease slot");
 		return;
@@ -207,8 +238,7 @@ static void on_hello(struct smart_blade *b, struct blade_session *s,
 	memcpy(s->auth.nd, h.nonce, sizeof(s->auth.nd));
 	memcpy(s->transport, h.transport, sizeof(s->transport));
 	if (challenge(b, s)) {
-		smart__err(&b->log, "session fd %d: cannot make a nonce",
-			   s->fd);
+		smart__err(&b->log, "session %s: cannot make a nonce", s->peer);
 		smart__blade_sess_refuse(b, s, SMART_ESYS, "internal error");
 		return;
 	}
@@ -263,8 +293,8 @@ static void on_client_error(struct smart_blade *b, struct blade_session *s,
 		return;
 	}
 	atomic_fetch_add_explicit(&b->n_refused, 1, memory_order_relaxed);
-	smart__info(&b->log, "session fd %d: the client refused us: %s (%s)",
-		    s->fd, e.msg, smart_status_name(e.status));
+	smart__info(&b->log, "session %s: the client refused us: %s (%s)",
+		    s->peer, e.msg, smart_status_name(e.status));
 	s->state = SESS_CLOSING;
 	s->deadline = smart__blade_now_ms() + BLADE_LINGER_MS;
 }
@@ -331,8 +361,8 @@ static void on_qp_connect(struct smart_blade *b, struct blade_session *s,
 	a.req_id = c.req_id;
 	a.status = do_accept(b, s, &c, &a);
 	if (a.status) {
-		smart__info(&b->log, "session fd %d: qp accept failed: %s",
-			    s->fd, smart_strerror(a.status));
+		smart__info(&b->log, "session %s: qp accept failed: %s",
+			    s->peer, smart_strerror(a.status));
 		a.blob_len = 0;
 		a.responder_id = 0;
 	}
@@ -357,8 +387,8 @@ static void on_qp_close(struct smart_blade *b, struct blade_session *s,
 	}
 	/* Closing an unknown id is harmless: the client may retry a close. */
 	if (id >= s->resp_cap || !s->resp[id]) {
-		smart__dbg(&b->log, "session fd %d: close of unknown qp %u",
-			   s->fd, id);
+		smart__dbg(&b->log, "session %s: close of unknown qp %u",
+			   s->peer, id);
 		return;
 	}
 	b->ops->responder_destroy(s->resp[id]);

@@ -84,7 +84,9 @@ struct smart__optvals {
 	int ib_retry;
 	int traffic_class;
 	int service_level;
-	int gid_type; /* SMART_TP_GID_* */
+	int gid_type;	     /* SMART_TP_GID_* */
+	smart_log_fn log_fn; /* smart_log_set_handler; NULL: stderr */
+	void *log_arg;
 };
 
 struct smart_opts {

@@ -166,7 +166,9 @@ int smart__ctx_create(const smart_opts_t *opts, const struct smart__svc *svc,
 		smart_opts_destroy(o);
 	}
 	ctx->log = (struct smart__log){ .level = ctx->o.log_level,
-					.prefix = "smart" };
+					.prefix = "smart",
+					.fn = ctx->o.log_fn,
+					.arg = ctx->o.log_arg };
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->pool_lock, NULL);
 	pthread_mutex_init(&ctx->orphan_lock, NULL);

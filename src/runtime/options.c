@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "runtime/core.h"
+#include "util/mutant.h"
 
 enum opt_kind {
 	OPT_STR,
@@ -240,9 +241,11 @@ static int parse_int(const char *s, int64_t *out)
 	return 0;
 }
 
-/* Names of the techniques, comma separated; other tokens turn nothing on
- * (Smart's convention: SMART_TECHNIQUES=None is all off) but are warned about
- * unless they are "None". */
+/* Names of the techniques, comma separated ("None", any case, turns
+ * nothing on: Smart's convention, SMART_TECHNIQUES=None is all off); -1
+ * for any other token.  An unknown name used to be warned about and
+ * ignored, so a typo ran with fewer techniques than asked and exit 0
+ * (issue 29): it is bad input, refused like any other option value. */
 static int parse_tech(const char *s)
 {
 	char buf[256], *tok, *save = NULL;
@@ -257,11 +260,8 @@ static int parse_tech(const char *s)
 				break;
 		if (i < SMART_ARRAY_SIZE(tech_names))
 			bits |= tech_names[i].bit;
-		else if (strcasecmp(tok, "none"))
-			smart__warn(NULL,
-				    "techniques: unknown technique '%s' "
-				    "ignored",
-				    tok);
+		else if (strcasecmp(tok, "none") && !SMART_M_OPTS_TECH_TYPO)
+			return -1;
 	}
 	return bits;
 }
@@ -322,6 +322,11 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 		if (strlen(val) >= d->cap ||
 		    (d->kind == OPT_TRANSPORT && !smart__tp_known(val)))
 			return SMART_EINVAL;
+		/* a bad model is bad input when given, not a failed ctx
+		 * later (the ctx parses it again, the same way) */
+		if (d->off == OFF(nic_model) && !SMART_M_OPTS_NIC_MODEL_LATE &&
+		    smart__tp_nic_model_check(val))
+			return SMART_EINVAL;
 		strcpy(p, val);
 		return 0;
 	case OPT_QPMODE:
@@ -348,9 +353,10 @@ static int opt_apply(struct smart__optvals *o, const struct opt_def *d,
 		*(int *)p = a;
 		return 0;
 	case OPT_TECH:
-		if (strlen(val) > 200)
+		a = strlen(val) > 200 ? -1 : parse_tech(val);
+		if (a < 0)
 			return SMART_EINVAL;
-		*(int *)p = parse_tech(val);
+		*(int *)p = a;
 		return 0;
 	default:
 		if (opt_parse_num(d, val, &v))
@@ -536,4 +542,13 @@ void smart_opts_print(const smart_opts_t *o, FILE *f)
 		fprintf(f, "%-16s %-14s %-14s %s\n", opt_table[i].name, cur,
 			opt_table[i].def, opt_table[i].doc);
 	}
+}
+
+int smart_log_set_handler(smart_opts_t *o, smart_log_fn fn, void *arg)
+{
+	if (!o)
+		return SMART_EINVAL;
+	o->v.log_fn = fn;
+	o->v.log_arg = fn ? arg : NULL;
+	return 0;
 }

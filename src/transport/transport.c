@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "transport/transport.h"
+#include "transport/shm/shm.h"
+#include "util/log.h"
 
 static const struct smart_tp_ops *const smart__transports[] = {
 	&smart__tp_shm_ops,
@@ -72,4 +74,15 @@ const char *smart__tp_gid_type_name(int type)
 						sizeof(*smart__gid_type_names))
 		return "?";
 	return smart__gid_type_names[type];
+}
+
+int smart__tp_nic_model_check(const char *spec)
+{
+	/* level below error: the parser's message goes nowhere */
+	const struct smart__log quiet = { .level = -1 };
+	struct shm_model_params p;
+
+	if (!spec || !*spec)
+		return 0;
+	return smart__shm_model_parse(spec, &p, &quiet) ? SMART_EINVAL : 0;
 }

@@ -426,6 +426,10 @@ struct smart_tp_ops {
 int smart__tp_gid_type_parse(const char *name);
 const char *smart__tp_gid_type_name(int type);
 
+/* 0 when spec is a valid shm RNIC model (option nic_model, "" = off),
+ * else SMART_EINVAL; says nothing (the caller says what was refused). */
+int smart__tp_nic_model_check(const char *spec);
+
 /* The transports built in; NULL when the name is unknown or not built. */
 const struct smart_tp_ops *smart__tp_find(const char *name);
 /* 1 when name is a transport of this source tree, built in or not. */

@@ -7,12 +7,15 @@
  *    level WARN.
  *  - errno is the same after the call as before it, so a caller may log
  *    and then still report errno (and "%m" in fmt sees the caller's errno).
+ *  - A logger with a handler (smart_log_set_handler) hands it the message
+ *    alone, formatted in the same stack buffer, and writes nothing.
  *  - Each line is formatted into a stack buffer and handed to one write(2).
  *    Lines from concurrent threads therefore never interleave (a write to
  *    a pipe or tty of at most PIPE_BUF bytes is atomic, and the buffer is
  *    smaller than that).  Over-long messages are cut and end in "...".
  */
 #include "util/log.h"
+#include "util/mutant.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -82,6 +85,14 @@ void smart__log_msg(const struct smart__log *lg, int level, const char *fmt,
 
 	if (level > max_level)
 		goto out;
+	if (lg && lg->fn && !SMART_M_LOG_HANDLER_SKIPPED) {
+		va_start(ap, fmt);
+		n = vsnprintf(buf, sizeof(buf), fmt, ap);
+		va_end(ap);
+		if (n >= 0)
+			lg->fn(lg->arg, level, prefix, buf);
+		goto out;
+	}
 	n = snprintf(buf, sizeof(buf), "%s: %s: ", prefix, level_name(level));
 	if (n < 0)
 		goto out;

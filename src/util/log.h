@@ -1,13 +1,15 @@
 /*
  * Logging.  There is no global logger (no mutable globals): each ctx and
- * blade owns a struct smart__log holding its level and prefix, and passes
- * it down.  A NULL logger logs warnings and errors to stderr.  Messages are
+ * blade owns a struct smart__log holding its level and prefix (and the
+ * application's handler, smart_log_set_handler), and passes it down.  A NULL logger logs warnings and errors to stderr.  Messages are
  * lowercase, one line, without a trailing period (UCX style).
  */
 #ifndef SMART_UTIL_LOG_H
 #define SMART_UTIL_LOG_H
 
 #include <stdarg.h>
+
+#include "smart/options.h" /* smart_log_fn */
 
 enum smart__log_level {
 	SMART_LOG_ERROR = 0,
@@ -19,6 +21,8 @@ enum smart__log_level {
 struct smart__log {
 	int level;
 	const char *prefix; /* e.g. "smart" or "smartd"; NULL = "smart" */
+	smart_log_fn fn;    /* the application's handler; NULL: stderr */
+	void *arg;
 };
 
 /* Parse "error|warn|info|debug" (or 0..3); -1 when unknown. */

@@ -52,6 +52,28 @@
 #define SMART_M_CREDIT_OVERTAKE 0
 #endif
 
+#ifdef SMART_MUTANT_LOG_HANDLER_SKIPPED /* util/log.c (in util):
+					 * the application's handler passed
+					 * over, the message on stderr */
+#define SMART_M_LOG_HANDLER_SKIPPED 1
+#else
+#define SMART_M_LOG_HANDLER_SKIPPED 0
+#endif
+
+#ifdef SMART_MUTANT_OPTS_TECH_TYPO /* options.c: an unknown technique
+				     * name ignored, not refused */
+#define SMART_M_OPTS_TECH_TYPO 1
+#else
+#define SMART_M_OPTS_TECH_TYPO 0
+#endif
+
+#ifdef SMART_MUTANT_OPTS_NIC_MODEL_LATE /* options.c: a bad nic_model
+					 * taken, refused only by the ctx */
+#define SMART_M_OPTS_NIC_MODEL_LATE 1
+#else
+#define SMART_M_OPTS_NIC_MODEL_LATE 0
+#endif
+
 #ifdef SMART_MUTANT_EBR_NO_ANNOUNCE /* epoch.c: no announcement WRITE */
 #define SMART_M_EBR_NO_ANNOUNCE 1
 #else

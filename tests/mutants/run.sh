@@ -5,6 +5,9 @@
 # 0 only when every mutant was built and caught; a mutant that builds but
 # survives, or a build that fails, is reported and makes the run fail.
 #
+# A test named like a shell test (tests/<suite>/test_x.sh, for the tools'
+# own mutants, TOOL_*: tools/lib/tool_mutant.h) runs that script on the
+# mutant build's bin/ after building the tools.
 # Usage: tests/mutants/run.sh [-B BUILD_DIR] [NAME...]   (default: all)
 # A test named binary:case runs that case alone (`binary =case`,
 # tests/harness/test.h), one named binary every case of it; a case that
@@ -25,6 +28,15 @@ if [ ${#names[@]} -eq 0 ]; then
 	mapfile -t names < <(awk '!/^#/ && NF { print $1 }' "$list")
 fi
 
+# the script of a shell test named NAME, if there is one
+shell_test() {
+	local f
+	for f in "$src"/tests/*/"$1.sh"; do
+		[ -f "$f" ] && echo "$f" && return 0
+	done
+	return 1
+}
+
 caught=0 survived=0 broken=0
 declare -a report
 for name in "${names[@]}"; do
@@ -34,13 +46,20 @@ for name in "${names[@]}"; do
 		exit 2
 	fi
 	# the switch must exist in the code, or the "mutant" is the original
-	if ! grep -rq "SMART_M_$name\b" "$src/src"; then
-		report+=("BROKEN   $name: SMART_M_$name is used nowhere in src/")
+	if ! grep -rq "SMART_M_$name\b" "$src/src" "$src/tools" "$src/bench"; then
+		report+=("BROKEN   $name: SMART_M_$name is used nowhere in src/, tools/, bench/")
 		broken=$((broken + 1))
 		continue
 	fi
 	read -r -a tests <<<"$(echo "$line" | awk '{ for (i = 2; i <= NF && $i ~ /^test_/; i++) printf "%s ", $i }')"
-	targets=$(printf '%s\n' "${tests[@]}" | cut -d: -f1 | sort -u | tr '\n' ' ')
+	targets=$(for t in "${tests[@]}"; do
+		b=${t%%:*}
+		if shell_test "$b" >/dev/null; then
+			echo smartd smart-bench smart-perf smart-ping smart-stat
+		else
+			echo "$b"
+		fi
+	done | tr ' ' '\n' | sort -u | tr '\n' ' ')
 	echo "== mutant $name: building $targets"
 	if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DSMART_MUTANT="$name" >"$build.log" 2>&1 ||
@@ -69,7 +88,11 @@ for name in "${names[@]}"; do
 		bin=${t%%:*} case=
 		[ "$bin" != "$t" ] && case="=${t#*:}"
 		echo "-- $name: $bin ${case:-(all cases)}"
-		(cd "$build" && timeout 300 "bin/$bin" $case) >"$build/mutant.out" 2>&1
+		if sh=$(shell_test "$bin"); then
+			(cd "$build" && timeout 300 bash "$sh" "$build/bin") >"$build/mutant.out" 2>&1
+		else
+			(cd "$build" && timeout 300 "bin/$bin" $case) >"$build/mutant.out" 2>&1
+		fi
 		rc=$?
 		tail -3 "$build/mutant.out" | sed 's/^/   | /'
 		if [ $rc -eq 77 ]; then

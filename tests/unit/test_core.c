@@ -13,6 +13,57 @@
 #include "runtime/core.h"
 #include "wire/superblock.h"
 
+/* What a log handler got: its calls, the last message's level, prefix
+ * and text.  The calls come from the ctx's threads: a lock. */
+struct log_seen {
+	pthread_mutex_t lock;
+	int calls, level;
+	char prefix[16], msg[256];
+};
+
+static void log_seen_fn(void *arg, int level, const char *prefix,
+			const char *msg)
+{
+	struct log_seen *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	s->calls++;
+	s->level = level;
+	snprintf(s->prefix, sizeof(s->prefix), "%s", prefix);
+	snprintf(s->msg, sizeof(s->msg), "%s", msg);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* smart_log_set_handler: a ctx's messages go to the application's
+ * handler, one call per message without the prefix or a newline (issue
+ * 29: the library wrote to the application's stderr with no say). */
+static void test_log_handler(void)
+{
+	struct log_seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	smart_opts_t *o;
+	smart_ctx_t *c = NULL;
+
+	CHECK_EQ(smart_log_set_handler(NULL, log_seen_fn, &seen), SMART_EINVAL);
+	CHECK_OK(smart_opts_create_defaults(&o));
+	CHECK_OK(smart_log_set_handler(o, log_seen_fn, &seen));
+	CHECK_OK(smart_opts_set(o, "transport", "shm"));
+	CHECK_OK(smart_opts_set(o, "qp_depth", "16"));
+	CHECK_OK(smart_opts_set(o, "chain_max", "32"));
+	CHECK_EQ(smart_ctx_create(o, &c), SMART_EINVAL); /* logs why */
+	CHECK(c == NULL);
+	CHECK(seen.calls >= 1);
+	CHECK_EQ(seen.level, SMART_LOG_LEVEL_ERROR);
+	CHECK_STR_EQ(seen.prefix, "smart");
+	CHECK(strstr(seen.msg, "chain_max") != NULL);
+	CHECK(strchr(seen.msg, '\n') == NULL);
+	/* NULL: stderr again, the handler no more */
+	seen.calls = 0;
+	CHECK_OK(smart_log_set_handler(o, NULL, &seen));
+	CHECK_EQ(smart_ctx_create(o, &c), SMART_EINVAL);
+	CHECK_EQ(seen.calls, 0);
+	smart_opts_destroy(o);
+}
+
 static void test_options(void)
 {
 	smart_opts_t *o;
@@ -56,6 +107,23 @@ static void test_options(void)
 	CHECK_EQ(smart_opts_set_kv(o, "chain_max"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set_kv(o, "=8"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set_kv(o, "no_such=1"), SMART_ENOENT);
+	/* a misspelt technique or model is refused, not ignored (issue 29:
+	 * a typo ran with fewer techniques, exit 0) */
+	CHECK_OK(smart_opts_set(o, "techniques", "none"));
+	CHECK_OK(smart_opts_set(o, "techniques", "SpecLookup"));
+	CHECK_EQ(smart_opts_set(o, "techniques", "ThrdAwareAloc"),
+		 SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "techniques", "SpecLookup,Foo"),
+		 SMART_EINVAL);
+	CHECK_OK(smart_opts_get(o, "techniques", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "SpecLookup"); /* an error has no side effect */
+	CHECK_OK(smart_opts_set(o, "nic_model", "default"));
+	CHECK_OK(smart_opts_set(o, "nic_model", "rtt_ns=2000"));
+	CHECK_OK(smart_opts_set(o, "nic_model", ""));
+	CHECK_EQ(smart_opts_set(o, "nic_model", "bogus=1"), SMART_EINVAL);
+	CHECK_EQ(smart_opts_set(o, "nic_model", "rtt_ns=x"), SMART_EINVAL);
+	CHECK_OK(smart_opts_get(o, "nic_model", buf, sizeof(buf)));
+	CHECK_STR_EQ(buf, "");
 	CHECK_OK(smart_opts_set(o, "mtu", "1024"));
 	CHECK_EQ(smart_opts_set(o, "mtu", "1000"), SMART_EINVAL);
 	CHECK_EQ(smart_opts_set(o, "mtu", "128"), SMART_EINVAL);
@@ -794,6 +862,7 @@ int main(int argc, char **argv)
 {
 	static const struct test_case cases[] = {
 		{ "options", test_options },
+		{ "log_handler", test_log_handler },
 		{ "gaddr", test_gaddr },
 		{ "secret_api", test_secret_api },
 		{ "tasks", test_tasks },

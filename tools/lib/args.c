@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 #include "kit_int.h"
@@ -186,7 +187,52 @@ static void add_str(const char *tool, const struct kit_flag *f, void *dst,
 
 	if (s->n >= (int)f->hi || s->n >= KIT_STRS_MAX)
 		kit_bad(tool, f->name, v, "at most %d of them", s->n);
+	if (f->arg && !strcmp(f->arg, "HOST:PORT") && kit_addr_ok(v, 1))
+		kit_bad(tool, f->name, v, "want HOST:PORT, the port 1..65535");
 	s->v[s->n++] = v;
+}
+
+int kit_addr_ok(const char *s, int lo)
+{
+	const char *colon = s ? strrchr(s, ':') : NULL;
+	uint64_t port;
+
+	if (SMART_M_TOOL_ADDR_UNCHECKED)
+		return 0;
+	if (!colon || colon == s || (s[0] == '[' && colon[-1] != ']'))
+		return -1;
+	if (kit_parse_u64(colon + 1, 0, &port) || port < (uint64_t)lo ||
+	    port > 65535)
+		return -1;
+	return 0;
+}
+
+/* A file results will be appended to, after a run that may take long:
+ * one that could not be written is refused now, without making it (an
+ * existing file must be writable, else its directory). */
+static void check_outfile(const char *tool, const struct kit_flag *f,
+			  const char *v)
+{
+	char dir[4096];
+	const char *slash = strrchr(v, '/');
+
+	if (SMART_M_TOOL_CSV_UNCHECKED)
+		return;
+	if (!*v)
+		kit_bad(tool, f->name, v, "want a file name");
+	if (!access(v, F_OK)) {
+		if (access(v, W_OK))
+			kit_bad(tool, f->name, v, "cannot write it: %s",
+				strerror(errno));
+		return;
+	}
+	if (errno != ENOENT)
+		kit_bad(tool, f->name, v, "%s", strerror(errno));
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - v) : 1,
+		 slash ? (slash == v ? "/" : v) : ".");
+	if (access(dir, W_OK | X_OK))
+		kit_bad(tool, f->name, v, "cannot create it in %s: %s", dir,
+			strerror(errno));
 }
 
 /* A library option's value is checked by the library's own table, on a
@@ -206,7 +252,8 @@ static void check_lib(const char *tool, const struct kit_flag *f, const char *v,
 	if (!rc)
 		return;
 	if (f->type == KIT_T_LIBOPT)
-		kit_bad(tool, f->name, v, "want %s (library option %s)", f->arg,
+		kit_bad(tool, f->name, v,
+			"want %s, as --help says (library option %s)", f->arg,
 			f->key);
 	if (rc == SMART_ENOENT)
 		kit_bad(tool, f->name, v,
@@ -250,6 +297,17 @@ void kit__set(const char *tool, const struct kit_flag *f, void *base,
 		break;
 	case KIT_T_CHOICE:
 		set_choice(tool, f, dst, v);
+		break;
+	case KIT_T_OUTFILE:
+		check_outfile(tool, f, v);
+		*(const char **)dst = v;
+		break;
+	case KIT_T_ADDR:
+		if (kit_addr_ok(v, (int)f->lo))
+			kit_bad(tool, f->name, v,
+				"want HOST:PORT, the port %d..65535",
+				(int)f->lo);
+		*(const char **)dst = v;
 		break;
 	case KIT_T_LISTOPTS:
 		break;

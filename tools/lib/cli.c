@@ -8,13 +8,17 @@
  * given to a flag that takes none are refused through kit_bad(), exit 2,
  * naming the flag.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tool.h"
 #include "kit_int.h"
+
+extern char **environ; /* the process's, read only */
 
 #define FLAGS_MAX 96
 #define VAL_BASE  256 /* getopt values of the table's flags */
@@ -101,7 +105,7 @@ void kit_usage(const struct kit_cli *cli, FILE *out)
 		for (f = cli->group[g].flags; f->name; f++)
 			usage_flag(out, f);
 	}
-	fprintf(out, "  --help, --version\n");
+	fprintf(out, "  -h, --help, --version\n");
 }
 
 /* getopt's '?': an unknown (or ambiguous) flag, or a value given to a
@@ -139,16 +143,33 @@ static void list_options(const char *tool)
 }
 
 /* The library reads SMART_* when a ctx is made; a bad one is the user's
- * input as much as a flag is, so it is refused now (the library has
- * logged which variable). */
-static void check_env(const char *tool)
+ * input as much as a flag is, so it is refused now, in one line that
+ * names it: each SMART_<KEY> of a library option is set on a scratch
+ * object of defaults (which logs nothing), as a flag's value is. */
+static void check_env(const char *tool, char **env)
 {
 	smart_opts_t *o;
+	char key[64];
+	size_t i, n;
 
-	if (smart_opts_create(&o))
-		kit_bad(tool, NULL, NULL,
-			"a SMART_* environment variable has a "
-			"bad value (said above)");
+	if (smart_opts_create_defaults(&o))
+		kit_bad(tool, NULL, NULL, "%s", smart_strerror(SMART_ENOMEM));
+	for (; env && *env; env++) {
+		const char *eq = strchr(*env, '=');
+
+		n = eq ? (size_t)(eq - *env) : 0;
+		if (strncmp(*env, "SMART_", 6) || n <= 6 ||
+		    n - 6 >= sizeof(key))
+			continue;
+		for (i = 6; i < n; i++)
+			key[i - 6] = (char)tolower((unsigned char)(*env)[i]);
+		key[n - 6] = 0;
+		if (smart_opts_set(o, key, eq + 1) == SMART_EINVAL)
+			kit_bad(tool, NULL, eq + 1,
+				"%.*s: a bad value of library option %s "
+				"(see --list-options)",
+				(int)n, *env, key);
+	}
 	smart_opts_destroy(o);
 }
 
@@ -161,7 +182,8 @@ int kit_parse(const struct kit_cli *cli, int argc, char **argv)
 
 	opterr = 0;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":", o, NULL)) != -1) {
+	/* -h too: what every tool of the field takes for help */
+	while ((ch = getopt_long(argc, argv, ":h", o, NULL)) != -1) {
 		if (ch == 'h') {
 			kit_usage(cli, stdout);
 			exit(0);
@@ -182,8 +204,8 @@ int kit_parse(const struct kit_cli *cli, int argc, char **argv)
 	smart_opts_destroy(lib);
 	for (i = 0; i < n; i++)
 		libflags |= is_lib(s[i].f);
-	if (libflags)
-		check_env(cli->tool);
+	if (libflags && !SMART_M_TOOL_ENV_UNCHECKED)
+		check_env(cli->tool, environ);
 	if (list)
 		list_options(cli->tool);
 	if (argc - optind > cli->nargs)

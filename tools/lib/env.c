@@ -47,8 +47,9 @@ const struct kit_flag kit_common_flags[] = {
 		"run in virtual time on one core (docs/sim.md):\n"
 		"default or seed=N,sync_ns=N,jitter_ns=N [off]"),
 	KIT_FLAG("json", C, json, "one JSON object instead of the table"),
-	KIT_STR("csv", C, csv, "FILE",
-		"append one CSV line (a header when new)"),
+	KIT_OUTFILE("csv", C, csv, "FILE",
+		    "append one CSV line (a header when new); refused\n"
+		    "before the run when it cannot be written"),
 	KIT_END,
 };
 #undef C
@@ -60,6 +61,19 @@ void kit_common_init(struct kit_common *c, const char *tool)
 	c->threads = 1;
 	c->seconds = 3;
 	c->seed = 1;
+}
+
+void kit_common_command(struct kit_common *c, int argc, char **argv, int first)
+{
+	size_t n = (size_t)snprintf(c->command, sizeof(c->command), "%s",
+				    c->tool);
+	int i;
+
+	for (i = first; i < argc && n < sizeof(c->command); i++)
+		n += (size_t)snprintf(c->command + n, sizeof(c->command) - n,
+				      " %s", argv[i]);
+	if (n >= sizeof(c->command))
+		memcpy(c->command + sizeof(c->command) - 4, "...", 4);
 }
 
 /* SMART_* < the common flags < the tool's kv < --opt.  The library flags
@@ -141,6 +155,48 @@ static int say(const struct kit_common *c, const char *what, int rc)
 	return rc;
 }
 
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+/* The library's messages, from any thread of the ctx (struct kit_log). */
+static void log_fn(void *arg, int level, const char *prefix, const char *msg)
+{
+	struct kit_log *l = arg;
+
+	if (l->verbose) {
+		fprintf(stderr, "%s: %s %s: %s\n", l->tool, prefix,
+			level_names[level < 0 ? 0 :
+				    level > 3 ? 3 :
+						level],
+			msg);
+		return;
+	}
+	if (level > SMART_LOG_LEVEL_WARN)
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (!l->held++)
+		snprintf(l->first, sizeof(l->first), "%s", msg);
+	snprintf(l->last, sizeof(l->last), "%s", msg);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void log_open(struct kit_log *l, const struct kit_common *c,
+		     smart_opts_t *o)
+{
+	char lv[16];
+
+	l->tool = c->tool;
+	pthread_mutex_init(&l->lock, NULL);
+	l->verbose = !smart_opts_get(o, "log_level", lv, sizeof(lv)) &&
+		     (!strcmp(lv, "info") || !strcmp(lv, "debug"));
+	smart_log_set_handler(o, log_fn, l);
+}
+
+const char *kit_env_cause(struct kit_env *e)
+{
+	e->log.failed = 1;
+	return e->log.first;
+}
+
 int kit_env_open(struct kit_env *e, const struct kit_common *c,
 		 const char *const *kv)
 {
@@ -151,6 +207,7 @@ int kit_env_open(struct kit_env *e, const struct kit_common *c,
 	rc = say(c, "library options", kit_opts_build(c, kv, &o));
 	if (rc)
 		return rc;
+	log_open(&e->log, c, o);
 	if (!c->connect.n)
 		rc = say(c, "embedded blade", embed(e, c, o));
 	if (!rc)
@@ -179,6 +236,16 @@ void kit_env_close(struct kit_env *e)
 	smart_blade_destroy(e->embedded);
 	e->ctx = NULL;
 	e->embedded = NULL;
+	if (e->log.held && !e->log.failed)
+		fprintf(stderr,
+			"%s: the library logged %u warning%s, the last: %s "
+			"(--opt log_level=info prints them all)\n",
+			e->log.tool, e->log.held, e->log.held > 1 ? "s" : "",
+			e->log.last);
+	if (e->log.tool)
+		pthread_mutex_destroy(&e->log.lock);
+	e->log.held = 0;
+	e->log.tool = NULL;
 }
 
 const char *kit_env_kind(const struct kit_env *e)

@@ -81,3 +81,18 @@ int kit_sim_main(struct kit_common *c, void (*fn)(void *), void *arg)
 		c->transport = "sim";
 	return smart_sim_run(c->sim, fn, arg);
 }
+
+uint64_t kit_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb << 10;
+}

@@ -33,6 +33,7 @@
 #include <stdio.h>
 
 #include "smart/smart.h"
+#include "tool_mutant.h"
 
 /* ------------------------------------------------------------------ */
 /* Flags                                                               */
@@ -50,6 +51,10 @@ enum kit_type {
 	KIT_T_LIBOPT,	/* const char *, a valid value of library option key */
 	KIT_T_LIBKV,	/* repeatable "key=value" library options (kit_strs) */
 	KIT_T_LISTOPTS, /* print the library options and exit 0 */
+	KIT_T_OUTFILE,	/* const char *: a file results are appended to,
+			 * refused now when it could not be written */
+	KIT_T_ADDR,	/* const char *: HOST:PORT, port 1..65535 (0 too
+			 * when lo is 0: "any port" for a listener) */
 };
 
 #define KIT_STRS_MAX 32
@@ -126,6 +131,16 @@ struct kit_flag {
 		n, KIT_T_LIBKV, KIT_OFF(T, f, struct kit_strs), 0,             \
 			KIT_STRS_MAX, NULL, NULL, a, h                         \
 	}
+#define KIT_OUTFILE(n, T, f, a, h)                                             \
+	{                                                                      \
+		n, KIT_T_OUTFILE, KIT_OFF(T, f, const char *), 0, 0, NULL,     \
+			NULL, a, h                                             \
+	}
+#define KIT_ADDR(n, T, f, lo, h)                                               \
+	{                                                                      \
+		n, KIT_T_ADDR, KIT_OFF(T, f, const char *), lo, 65535, NULL,   \
+			NULL, "HOST:PORT", h                                   \
+	}
 #define KIT_LISTOPTS(n, h)                                                     \
 	{                                                                      \
 		n, KIT_T_LISTOPTS, 0, 0, 0, NULL, NULL, NULL, h                \
@@ -178,6 +193,15 @@ __attribute__((format(printf, 4, 5), noreturn)) void
 kit_bad(const char *tool, const char *flag, const char *value, const char *why,
 	...);
 
+/* HOST:PORT with a non-empty host and a decimal port in [lo, 65535]
+ * ("[v6]:port" too): 0, or -1.  What --connect, a listen address and a
+ * tool's HOST:PORT argument must be before anything connects. */
+int kit_addr_ok(const char *s, int lo);
+
+/* The memory the system can still give (MemAvailable of /proc/meminfo),
+ * in bytes; 0 when it cannot be read. */
+uint64_t kit_mem_available(void);
+
 /* The parsers behind the flag types, for values that are not flags: 0 or
  * -1 (the value is left alone).  A size is decimal with an optional K, M,
  * G or T (binary multiples, with suffixes set); a time a decimal number with an optional ns,
@@ -209,7 +233,13 @@ struct kit_common {
 	const char *csv;
 	/* --sim SPEC: the run in virtual time (smart/sim.h, docs/sim.md) */
 	const char *sim;
+	/* the command line, for the records (kit_common_command) */
+	char command[1024];
 };
+
+/* The command line into c->command: the tool's name, then argv[first..]
+ * (cut at the buffer's end, said with "..."). */
+void kit_common_command(struct kit_common *c, int argc, char **argv, int first);
 
 /* The table of the flags above; its base is a struct kit_common. */
 extern const struct kit_flag kit_common_flags[];
@@ -239,6 +269,19 @@ struct kit_env {
 	/* the options in force, whichever way they were given (a flag,
 	 * --opt, SMART_*): what the reports say ("" = off) */
 	char nic_model[128], adversarial[128];
+	/* the library's messages (smart_log_set_handler): one voice, the
+	 * tool's.  With log_level info or debug each is printed as it
+	 * comes ("<tool>: smart <level>: ..."); else the errors and
+	 * warnings are held: the first is the cause a failure line gives
+	 * (kit_env_cause), and a run that did not fail says at close how
+	 * many there were and the last, in one line. */
+	struct kit_log {
+		const char *tool;
+		pthread_mutex_t lock;
+		int verbose, failed;
+		unsigned held;
+		char first[256], last[256];
+	} log;
 };
 
 /* The library options of a run, as kit_env_open() makes them (for a tool
@@ -258,6 +301,10 @@ int kit_opts_build(const struct kit_common *c, const char *const *kv,
  * its geometry in e->info.  Says on stderr which step failed.  Returns 0
  * or the error; kit_env_close() undoes a partial open.
  */
+/* The first library message held (see struct kit_log), "" if none; the
+ * run is marked failed: kit_env_close says no more. */
+const char *kit_env_cause(struct kit_env *e);
+
 int kit_env_open(struct kit_env *e, const struct kit_common *c,
 		 const char *const *kv);
 void kit_env_close(struct kit_env *e);

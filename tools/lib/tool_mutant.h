@@ -1,0 +1,48 @@
+/*
+ * The tools' mutants (docs/design.md §10.4, as src/util/mutant.h is the
+ * library's): compile-time switches that each remove one guard of the
+ * tools (tools/, bench/), so that `make mutants` can prove their tests
+ * catch its absence.  CMake builds the tools, and only them, with
+ * -DSMART_MUTANT_<NAME> for a mutant whose name starts with TOOL_; every
+ * other build has all of them 0 and the compiler drops the dead branches.
+ * The list, with the test that must catch each, is tests/mutants/mutants.txt.
+ */
+#ifndef SMART_TOOL_MUTANT_H
+#define SMART_TOOL_MUTANT_H
+
+#ifdef SMART_MUTANT_TOOL_COUNT_FAILED /* ycsb: a failed op counted as an op
+				       * of the rate */
+#define SMART_M_TOOL_COUNT_FAILED 1
+#else
+#define SMART_M_TOOL_COUNT_FAILED 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_NO_FATAL_STOP /* a run going on after a fatal
+					* error (a dead blade) */
+#define SMART_M_TOOL_NO_FATAL_STOP 1
+#else
+#define SMART_M_TOOL_NO_FATAL_STOP 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_ADDR_UNCHECKED /* HOST:PORT taken without a
+					* port (refused only by the connect) */
+#define SMART_M_TOOL_ADDR_UNCHECKED 1
+#else
+#define SMART_M_TOOL_ADDR_UNCHECKED 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_CSV_UNCHECKED /* --csv's file checked only when
+				       * the run is over */
+#define SMART_M_TOOL_CSV_UNCHECKED 1
+#else
+#define SMART_M_TOOL_CSV_UNCHECKED 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_ENV_UNCHECKED /* a bad SMART_* value found by the
+				       * ctx, not named at parse */
+#define SMART_M_TOOL_ENV_UNCHECKED 1
+#else
+#define SMART_M_TOOL_ENV_UNCHECKED 0
+#endif
+
+#endif
