@@ -4,9 +4,10 @@
  * content, lengths and user words) under a slow consumer that holds the
  * whole ring before releasing it (the producer stalls for credits every
  * round, counted), in IMM and FOOTER modes, on the adversarial shm mode
- * too; a FOOTER slot whose footer lands before its payload is re-polled
- * and taken once it settled; a killed producer ends the consumer's next and a killed consumer
- * the producer's reserve with SMART_ECONN; a hostile producer (a forged
+ * and on the RNIC model too; a FOOTER slot whose footer lands before its
+ * payload is re-polled and taken once it settled; a killed producer ends
+ * the consumer's next and a killed consumer the producer's reserve with
+ * SMART_ECONN; a hostile producer (a forged
  * slot index, WRITE length, header length, footer CRC or footer seq, a
  * write past its credits, a data message) is cut off with SMART_EPROTO,
  * counted, and the consumer goes on.
@@ -35,10 +36,15 @@
 
 static char secret_path[64];
 
+/* CHAN_TEST_NIC_MODEL (set by test_model, inherited by the children):
+ * the RNIC model's spec for both ends. */
 static smart_ctx_t *ctx_new(void)
 {
-	return fixture_ctx((const char *[]){ "secret_file", secret_path,
-					     "buf_pool", "4M", NULL });
+	const char *model = getenv("CHAN_TEST_NIC_MODEL");
+
+	return fixture_ctx(
+		(const char *[]){ "secret_file", secret_path, "buf_pool", "4M",
+				  model ? "nic_model" : NULL, model, NULL });
 }
 
 static int on_shm(void)
@@ -452,6 +458,21 @@ static void test_adversarial(void)
 	unsetenv("SMART_SHM_ADVERSARIAL");
 }
 
+/* The RNIC model (docs/transport.md): every WR timed like a NIC's, the
+ * WRITE's bytes landing only when the model says; every slot still
+ * arrives once, in order, unchanged. */
+static void test_model(void)
+{
+	if (!on_shm()) {
+		printf("   (shm only)\n");
+		return;
+	}
+	setenv("CHAN_TEST_NIC_MODEL", "default", 1);
+	stream(SMART_CHAN_IMM, 8, 32u << 10, 300);
+	stream(SMART_CHAN_FOOTER, 4, 8192, 300);
+	unsetenv("CHAN_TEST_NIC_MODEL");
+}
+
 /* A FOOTER slot whose footer landed before its payload (what rule 4
  * allows and the adversarial mode does at random, made certain here):
  * the consumer finds it torn, re-polls, and takes it once it settled,
@@ -729,6 +750,7 @@ int main(int argc, char **argv)
 			       { "imm", test_imm },
 			       { "footer", test_footer },
 			       { "adversarial", test_adversarial },
+			       { "model", test_model },
 			       { "torn", test_torn },
 			       { "event", test_event },
 			       { "producer_killed", test_producer_killed },
