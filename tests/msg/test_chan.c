@@ -19,6 +19,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <sys/wait.h>
 
@@ -275,6 +276,14 @@ static void child_producer(char **args)
 		forged(e.ch, args[5]);
 	}
 	CHECK_OK(smart_chan_stats(e.ch, &st));
+	if (!strcmp(args[5], "good")) {
+		/* the endpoint's counters (smart-stat's) agree */
+		struct smart_rpc_stats rs;
+
+		CHECK_OK(smart_rpc_stats(e.rpc, &rs));
+		CHECK_U64_EQ(rs.chan_slots_sent, count);
+		CHECK_GE(rs.window_stalls, st.credit_stalls);
+	}
 	n = snprintf(line, sizeof(line), "%" PRIu64 "\n", st.credit_stalls);
 	CHECK_EQ(write(fd, line, (size_t)n), n);
 	close(fd);
@@ -367,14 +376,86 @@ static uint64_t ms_since(uint64_t t0)
 	return (smart_now_ns() - t0) / 1000000;
 }
 
+/* smart-stat --pid (this process) --json, progressing e meanwhile (it
+ * answers from its poll); its output in out. */
+static void stat_self(struct end *e, char *out, size_t cap)
+{
+	char pid[16];
+	const char *argv[] = { SMART_BIN_DIR "/smart-stat", "--pid", pid,
+			       "--json", NULL };
+	posix_spawn_file_actions_t fa;
+	size_t len = 0;
+	pid_t child;
+	int p[2], st;
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	CHECK_OK(pipe2(p, O_CLOEXEC));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	CHECK_OK(posix_spawn(&child, argv[0], &fa, NULL, (char **)argv,
+			     environ));
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	for (;;) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		ssize_t r;
+
+		smart_rpc_progress(e->rpc);
+		if (poll(&pf, 1, 0) <= 0)
+			continue;
+		r = read(p[0], out + len, cap - 1 - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	out[len] = 0;
+	close(p[0]);
+	CHECK_EQ(waitpid(child, &st, 0), child);
+	CHECK_MSG(WIFEXITED(st) && !WEXITSTATUS(st), "smart-stat: %s", out);
+}
+
+/* The number after "key": in a smart-stat --json answer. */
+static uint64_t json_u64(const char *from, const char *key)
+{
+	char pat[64];
+	const char *s;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	s = strstr(from, pat);
+	CHECK_MSG(s, "no %s in %s", key, from);
+	return strtoull(s + strlen(pat), NULL, 10);
+}
+
+/* smart-stat shows the channel's counters on its connection (the only
+ * one of e's endpoint). */
+static void stat_check(struct end *e, const struct smart_chan_stats *st)
+{
+	static char out[1 << 16];
+	const char *c;
+
+	stat_self(e, out, sizeof(out));
+	c = strstr(out, "\"conns\":[{");
+	CHECK_MSG(c, "no connection in %s", out);
+	CHECK_U64_EQ(json_u64(c, "chan_slots_recv"), st->slots);
+	CHECK_U64_EQ(json_u64(c, "bytes_recv"), st->bytes);
+	CHECK_U64_EQ(json_u64(c, "chan_torn"), st->torn_repolls);
+	CHECK_U64_EQ(json_u64(c, "proto_errors"), 0);
+	printf("   smart-stat: chan_slots_recv %" PRIu64 ", bytes_recv %" PRIu64
+	       ", chan_torn %" PRIu64 "\n",
+	       json_u64(c, "chan_slots_recv"), json_u64(c, "bytes_recv"),
+	       json_u64(c, "chan_torn"));
+}
+
 /* ---- every slot once, in order, unchanged ------------------------------ */
 
 #define HELD_MAX 64
 
 /* count slots through a ring of slots x bytes; the consumer takes the
  * whole ring (the producer is out of credits then), progresses, checks
- * every held slot again (none was overwritten), releases them all. */
-static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
+ * every held slot again (none was overwritten), releases them all; with
+ * stat, smart-stat shows the counters at the end. */
+static void stream_stat(int mode, uint32_t slots, uint32_t bytes,
+			uint64_t count, int stat)
 {
 	struct {
 		const uint8_t *p;
@@ -428,8 +509,26 @@ static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
 	       "\n",
 	       mode ? "FOOTER" : "IMM", slots, bytes, st.slots, st.bytes,
 	       stalls, st.torn_repolls);
+	if (stat)
+		stat_check(&e, &st);
 	end_close(&e); /* the producer sees our CLOSE and exits */
 	reap(pid);
+}
+
+static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
+{
+	stream_stat(mode, slots, bytes, count, 0);
+}
+
+/* The counters in smart-stat (docs/rpc.md §8): a FOOTER channel's on the
+ * adversarial shm mode (torn re-polls likely), an IMM one's. */
+static void test_stat(void)
+{
+	if (on_shm())
+		setenv("SMART_SHM_ADVERSARIAL", "seed=11,pause_pct=50", 1);
+	stream_stat(SMART_CHAN_FOOTER, 4, 8192, 200, 1);
+	unsetenv("SMART_SHM_ADVERSARIAL");
+	stream_stat(SMART_CHAN_IMM, 4, 4096, 200, 1);
 }
 
 static void test_imm(void)
@@ -751,6 +850,7 @@ int main(int argc, char **argv)
 			       { "footer", test_footer },
 			       { "adversarial", test_adversarial },
 			       { "model", test_model },
+			       { "stat", test_stat },
 			       { "torn", test_torn },
 			       { "event", test_event },
 			       { "producer_killed", test_producer_killed },
