@@ -109,6 +109,7 @@ struct chan_bench {
 	struct floor_sh *fl; /* NULL with --connect */
 	size_t fl_len;
 	int have[NMETHODS];
+	int at; /* the method running (said when it fails) */
 	struct chan_res res[NMETHODS][ROUNDS_MAX];
 	struct chan_res med[NMETHODS];
 	uint64_t errors;
@@ -234,21 +235,32 @@ static void fill(uint64_t *w, uint32_t words, uint64_t seq)
 }
 
 /* What the consumer does with a slot's payload (len bytes at p, the
- * producer's sequence number seq): the number of bad words. */
+ * producer's sequence number seq): the number of bad words.  The sum
+ * and the check are loops of their own. */
 static uint64_t consume(const struct chan_bench *b, const uint8_t *p,
 			uint32_t len, uint64_t seq, uint64_t *sink)
 {
-	uint64_t bad = 0, sum = 0, w;
+	uint64_t bad = 0, sum[4] = { 0 }, w[4];
+	uint32_t k = 0;
 
 	if (b->seq_only && !b->check)
 		return 0;
-	for (uint32_t k = 0; k + 8 <= len; k += 8) {
-		memcpy(&w, p + k, sizeof(w));
-		sum += w;
-		if (b->check && k >= 16 && w != seeded(seq, k / 8))
-			bad++;
+	for (; k + 32 <= len; k += 32) { /* four chains of adds */
+		memcpy(w, p + k, sizeof(w));
+		sum[0] += w[0];
+		sum[1] += w[1];
+		sum[2] += w[2];
+		sum[3] += w[3];
 	}
-	*sink += sum;
+	for (; k + 8 <= len; k += 8) {
+		memcpy(w, p + k, sizeof(w[0]));
+		sum[0] += w[0];
+	}
+	*sink += sum[0] + sum[1] + sum[2] + sum[3];
+	for (k = 16; b->check && k + 8 <= len; k += 8) {
+		memcpy(w, p + k, sizeof(w[0]));
+		bad += w[0] != seeded(seq, k / 8);
+	}
 	return bad;
 }
 
@@ -689,11 +701,13 @@ static int run_round(struct chan_bench *b, struct prod *p, int round)
 
 	run_memcpy(b, (uint8_t *)p->src, p->ring, &b->res[M_MEMCPY][round]);
 	for (int m = M_IMM; m <= M_RPC && !rc; m++) {
+		b->at = m;
 		rc = m == M_RPC ? run_rpc(b, p->k, p->src) :
 				  run_chan(b, p->ch[m - M_IMM]);
 		if (!rc)
 			rc = ask_report(b, p->k, m, &b->res[m][round]);
 	}
+	b->at = M_FLOOR;
 	if (!rc && b->have[M_FLOOR])
 		rc = run_floor(b, p->src, &b->res[M_FLOOR][round]);
 	return rc;
@@ -729,7 +743,9 @@ static int chan_run(void *m, struct bench_run *r)
 		rc = run_round(b, &p, round);
 	prod_close(&p);
 	if (rc)
-		fprintf(stderr, BENCH_TOOL " chan: %s\n", smart_strerror(rc));
+		fprintf(stderr, BENCH_TOOL " chan: %s: %s\n",
+			b->at ? method_name[b->at] : "setup",
+			smart_strerror(rc));
 	(void)r;
 	for (int k = 0; k < NMETHODS && !rc; k++) {
 		b->med[k].gbps = median(b, k, offsetof(struct chan_res, gbps));
