@@ -830,14 +830,14 @@ static int chan_report(void *m, struct bench_run *r, struct kit_rec *rec)
 		print_table(b);
 	kit_rec_num(rec, "size", "%" PRIu64, b->size);
 	kit_rec_num(rec, "slots", "%d", b->slots);
-	kit_rec_num(rec, "memcpy_gbps", "%.3f", b->med[M_MEMCPY].gbps);
-	kit_rec_num(rec, "imm_gbps", "%.3f", b->med[M_IMM].gbps);
-	kit_rec_num(rec, "footer_gbps", "%.3f", b->med[M_FOOTER].gbps);
-	kit_rec_num(rec, "rpc_gbps", "%.3f", b->med[M_RPC].gbps);
+	kit_rec_num(rec, "memcpy_gbps", "%.6f", b->med[M_MEMCPY].gbps);
+	kit_rec_num(rec, "imm_gbps", "%.6f", b->med[M_IMM].gbps);
+	kit_rec_num(rec, "footer_gbps", "%.6f", b->med[M_FOOTER].gbps);
+	kit_rec_num(rec, "rpc_gbps", "%.6f", b->med[M_RPC].gbps);
 	kit_rec_num(rec, "imm_p99_us", "%.2f", b->med[M_IMM].p99_us);
 	kit_rec_str(rec, "transport",
 		    r->com.transport ? r->com.transport : "shm");
-	kit_rec_num(rec, "floor_gbps", "%.3f",
+	kit_rec_num(rec, "floor_gbps", "%.6f",
 		    b->have[M_FLOOR] ? b->med[M_FLOOR].gbps : 0);
 	kit_rec_num(rec, "imm_p50_us", "%.2f", b->med[M_IMM].p50_us);
 	kit_rec_num(rec, "footer_p50_us", "%.2f", b->med[M_FOOTER].p50_us);
