@@ -20,7 +20,8 @@
  *   6 a misnamed slot: (4) with u8 delta added to the slot it names (IMM:
  *     the immediate's index; FOOTER: the footer's seq, its CRC right)
  * The ring is a heap block of exactly slots x bytes (ASan sees any read
- * past it); the channel has no connection (a cut sets its error only).
+ * past it); the channel has no connection (a cut sets its error and
+ * counts it in the endpoint's account of past connections only).
  *
  * Properties (abort() on violation): a slot next returns lies inside its
  * own slot of the ring, in order (slot taken % slots), with a length at
@@ -51,6 +52,9 @@ struct in {
 struct fz {
 	struct smart_chan ch;
 	struct smart_rpc_conn conn; /* only for smart__chan_landed */
+	struct smart_rpc rpc;	    /* only its account of past
+				     * connections (what a channel without
+				     * one counts) */
 	struct smart_tp_mr mr;
 	uint8_t *ring;
 	size_t ring_len;
@@ -266,6 +270,7 @@ static int setup(struct fz *f, uint8_t shape)
 	f->mr.fd = -1;
 	f->ch.mr = &f->mr;
 	f->ch.torn_cycles = 0; /* the second torn poll of a slot cuts */
+	f->ch.rpc = &f->rpc;
 	f->conn.chan = &f->ch;
 	return 0;
 }
