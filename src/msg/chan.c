@@ -351,15 +351,24 @@ int smart__chan_landed(struct smart_rpc_conn *c, const struct smart_tp_wc *wc)
 	return 0;
 }
 
+/* Where the endpoint counts what the channel does (smart_rpc_stats,
+ * smart-stat): its connection, or once that is gone the endpoint's
+ * account of past connections; slots that landed are still taken, and a
+ * torn one still cut, after the producer left. */
+static struct smart_rpc_stats *chan_rs(struct smart_chan *ch)
+{
+	return ch->conn ? &ch->conn->st : &ch->rpc->past;
+}
+
 /* Cut the producer off: it broke the protocol. */
 static int chan_cut(struct smart_chan *ch, const char *why)
 {
 	ch->err = SMART_EPROTO;
 	ch->st.proto_errors++;
-	if (ch->conn) {
-		ch->conn->st.proto_errors++;
+	if (ch->conn || !SMART_M_RPC_CHAN_UNCOUNTED_GONE)
+		chan_rs(ch)->proto_errors++;
+	if (ch->conn)
 		smart__rpc_fail(ch->conn, SMART_EPROTO, why);
-	}
 	return SMART_EPROTO;
 }
 
@@ -375,9 +384,9 @@ static void chan_took(struct smart_chan *ch, uint32_t len)
 	ch->seq++;
 	ch->st.slots++;
 	ch->st.bytes += len;
-	if (ch->conn) {
-		ch->conn->st.chan_slots_recv++;
-		ch->conn->st.bytes_recv += len;
+	if (ch->conn || !SMART_M_RPC_CHAN_UNCOUNTED_GONE) {
+		chan_rs(ch)->chan_slots_recv++;
+		chan_rs(ch)->bytes_recv += len;
 	}
 	if (SMART_M_RPC_CHAN_ACK_EARLY && ch->conn)
 		smart__rpc_chan_release(ch->conn);
@@ -411,8 +420,8 @@ static int footer_torn(struct smart_chan *ch)
 	uint64_t now = smart__rdtsc();
 
 	ch->st.torn_repolls++;
-	if (ch->conn)
-		ch->conn->st.chan_torn++;
+	if (ch->conn || !SMART_M_RPC_CHAN_UNCOUNTED_GONE)
+		chan_rs(ch)->chan_torn++;
 	if (!ch->torn_since) {
 		ch->torn_since = now;
 		return SMART_EAGAIN;

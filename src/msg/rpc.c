@@ -1123,6 +1123,24 @@ static struct smart_rpc_conn *conn_of(struct smart_rpc *rpc, uint64_t id)
 		       NULL;
 }
 
+/* Why a WR failed, for the log (transport.h's statuses). */
+static const char *wc_why(int status)
+{
+	static const char *const why[] = {
+		[SMART_TP_WC_REM_ACCESS] = "transport error: remote access",
+		[SMART_TP_WC_LOC_PROT] = "transport error: local protection",
+		[SMART_TP_WC_BAD_WR] = "transport error: bad WR",
+		[SMART_TP_WC_RETRY_EXC] = "transport error: retries exhausted",
+		[SMART_TP_WC_FATAL] = "transport error: fatal",
+		[SMART_TP_WC_RNR] = "transport error: receiver not ready",
+	};
+
+	return status > 0 && status < (int)(sizeof(why) / sizeof(why[0])) &&
+			       why[status] ?
+		       why[status] :
+		       "transport error";
+}
+
 static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 {
 	struct smart_rpc_conn *c = conn_of(rpc, wc->wr_id);
@@ -1150,7 +1168,7 @@ static void on_wc(struct smart_rpc *rpc, const struct smart_tp_wc *wc)
 			kind == RPC_WR_READ ?
 			       "rendezvous READ failed (the peer's region refused "
 			       "it, or the peer is gone)" :
-			       "transport error");
+			       wc_why(wc->status));
 		return;
 	}
 	if (kind == RPC_WR_RECV && v < c->nrecv) {

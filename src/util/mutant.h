@@ -680,6 +680,15 @@
 #define SMART_M_RPC_CHAN_TAKES_DATA 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_CHAN_UNCOUNTED_GONE /* msg/chan.c: what a channel
+					    * does after its connection is
+					    * gone left out of the endpoint's
+					    * counters */
+#define SMART_M_RPC_CHAN_UNCOUNTED_GONE 1
+#else
+#define SMART_M_RPC_CHAN_UNCOUNTED_GONE 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_SIM_ANY_THREAD /* transport/sim: a data-path call
 					 * from a real thread let through */
 #define SMART_M_SHM_SIM_ANY_THREAD 1

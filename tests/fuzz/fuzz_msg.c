@@ -8,8 +8,10 @@
  * reads past what was received (ASan), a message it accepts declares
  * exactly the bytes that arrived and re-encodes to the same header (and a
  * rendezvous descriptor to the same bytes, its length never 0), a bare
- * message (ACK, CLOSE, PING, PONG) carries no bytes; the peer decoders are canonical
- * (what decodes re-encodes to the same payload).
+ * message (ACK, CLOSE, PING, PONG) carries no bytes, a channel's
+ * WRITE_IMM (kind CHAN) is never taken for a message; the peer decoders
+ * are canonical (what decodes re-encodes to the same payload) and a
+ * channel section they let through is in range.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -66,8 +68,36 @@ static void check_msg(const uint8_t *data, size_t size)
 		}
 		if (smart__msg_imm(m.kind, m.ack) != imm)
 			fail("immediate does not re-encode");
+		if (m.kind == SMART_MSG_K_CHAN)
+			fail("a channel's immediate parsed as a message");
 	}
 	free(buf);
+}
+
+/* A channel section that decodes asks for a ring the consumer may make
+ * (src/msg/chan.c allocates slots x bytes from it before anything else
+ * checks it): slots a power of two and bytes a multiple of 64, both in
+ * range, a mode there is, window = slots; a CONNECT carries no ring, an
+ * ACCEPT one of at most a blob and no staging region. */
+static void check_chan(uint16_t t, const struct smart_proto_peer *m)
+{
+	if (!m->chan) {
+		if (m->ring_len)
+			fail("a ring without a channel section");
+		return;
+	}
+	if (m->ch_slots < SMART_PROTO_CHAN_SLOTS_MIN ||
+	    m->ch_slots > SMART_PROTO_CHAN_SLOTS_MAX ||
+	    (m->ch_slots & (m->ch_slots - 1)) ||
+	    m->ch_bytes < SMART_PROTO_CHAN_BYTES_MIN ||
+	    m->ch_bytes > SMART_PROTO_CHAN_BYTES_MAX || m->ch_bytes % 64 ||
+	    m->ch_mode >= SMART_PROTO_CHAN_MODES || m->window != m->ch_slots)
+		fail("a channel section out of range");
+	if (t == SMART_PROTO_PEER_CONNECT ?
+		    m->ring_len != 0 :
+		    !m->ring_len || m->rndv_max ||
+			    m->ring_len > SMART_PROTO_BLOB_MAX)
+		fail("a channel section's ring out of place");
 }
 
 static void check_peer(const uint8_t *data, size_t size)
@@ -80,6 +110,7 @@ static void check_peer(const uint8_t *data, size_t size)
 	     t <= SMART_PROTO_PEER_ACCEPT; t++) {
 		if (smart__proto_dec_peer(t, data, size, &m))
 			continue;
+		check_chan(t, &m);
 		if (smart__proto_enc_peer(t, &m, f, sizeof(f), &n) ||
 		    n != SMART_PROTO_HDR_LEN + size ||
 		    memcmp(f + SMART_PROTO_HDR_LEN, data, size))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Write the seed corpus of fuzz_handshake (protocol version 3) and the
-tags of fuzz_msg's PEER frames.
+"""Write the seed corpus of fuzz_handshake (protocol version 3) and of
+fuzz_chan (a channel's consumer, its operations as fuzz_chan.c says), and
+the tags of fuzz_msg's PEER frames.
 
 The fuzz blade's secret is "fuzz-secret-0123" and a socketless session's
 nonce is zero (smart__blade_session_feed), so a seed can hold a valid AUTH:
@@ -104,6 +105,67 @@ def main():
         if len(data) == 20 + blob + rblob:
             with open(path, "wb") as f:
                 f.write(data + bytes(range(0x80, 0xa0)))
+    chan_seeds(root)
+
+
+# fuzz_chan: shape byte, then operations (tests/fuzz/fuzz_chan.c)
+def c_landed(imm, length, by_imm=1):
+    return struct.pack("<BIIB", 0, imm, length, by_imm)
+
+
+def c_write(off, data):
+    return struct.pack("<BIH", 1, off, len(data)) + data
+
+
+NEXT, RELEASE = b"\x02", b"\x03"
+
+
+def c_good(length, user):
+    return struct.pack("<BHQ", 4, length, user)
+
+
+def c_torn(length, user, at, x):
+    return struct.pack("<BHQHB", 5, length, user, at, x)
+
+
+def c_misnamed(length, user, delta):
+    return struct.pack("<BHQB", 6, length, user, delta)
+
+
+def chan_seeds(root):
+    d = os.path.join(root, "fuzz_chan")
+    os.makedirs(d, exist_ok=True)
+    take = NEXT + RELEASE
+    seeds = {
+        # IMM, 2 slots of 4096: a stream, the ring held whole, full slots
+        "imm_stream": b"\x00" + c_good(100, 1) + take + c_good(7, 2) +
+        c_good(4080, 3) + NEXT + NEXT + RELEASE + RELEASE + c_good(0, 4) +
+        take,
+        # FOOTER, 4 slots of 8192
+        "footer_stream": b"\x0b" + c_good(64, 9) + take + c_good(8168, 10) +
+        NEXT + c_good(1, 11) + NEXT + RELEASE + RELEASE,
+        "imm_wrong_slot": b"\x00" + c_landed(1 << 20, 80) + NEXT,
+        "imm_too_long": b"\x00" + c_landed(0, 4097) + NEXT,
+        "imm_by_send": b"\x00" + c_landed(0, 80, 0) + NEXT,
+        "imm_overrun": b"\x00" + c_good(8, 1) + c_good(8, 2) + c_good(8, 3) +
+        NEXT,
+        "imm_hdr_len": b"\x00" + c_good(64, 1) + c_write(0, b"\xff\x0f") +
+        NEXT,
+        "imm_hdr_zero": b"\x00" + c_good(64, 1) + c_write(4, b"\x01") + NEXT,
+        "footer_torn": b"\x01" + c_torn(64, 5, 3, 0x40) + NEXT + NEXT + NEXT,
+        "footer_bad_len": b"\x01" + c_write(4096 - 24, struct.pack(
+            "<QIIQ", 0, 0xffff, 0, 1)) + NEXT,
+        "footer_far_seq": b"\x01" + c_write(4096 - 8, struct.pack(
+            "<Q", 99)) + NEXT,
+        "release_first": b"\x00" + RELEASE + NEXT + RELEASE,
+        "imm_misnamed": b"\x00" + c_misnamed(64, 1, 1) + NEXT,
+        "footer_misnamed": b"\x01" + c_misnamed(64, 1, 2) + NEXT,
+        "footer_misnamed_old": b"\x03" + c_good(8, 1) + take +
+        c_misnamed(8, 2, 3) + NEXT,
+    }
+    for name, data in seeds.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
 
 
 if __name__ == "__main__":

@@ -4,20 +4,23 @@
  * content, lengths and user words) under a slow consumer that holds the
  * whole ring before releasing it (the producer stalls for credits every
  * round, counted), in IMM and FOOTER modes, on the adversarial shm mode
- * too; a FOOTER slot whose footer lands before its payload is re-polled
- * and taken once it settled; a killed producer ends the consumer's next and a killed consumer
- * the producer's reserve with SMART_ECONN; a hostile producer (a forged
- * slot index, WRITE length, header length, footer CRC or footer seq, a
- * write past its credits, a data message) is cut off with SMART_EPROTO,
- * counted, and the consumer goes on.
+ * and on the RNIC model too; a FOOTER slot whose footer lands before its
+ * payload is re-polled and taken once it settled; a killed producer ends
+ * the consumer's next and a killed consumer the producer's reserve with
+ * SMART_ECONN; a hostile producer (a forged slot index, WRITE length,
+ * header length, footer CRC or footer seq, a write past its credits, a
+ * data message) is cut off with SMART_EPROTO, counted, and the consumer
+ * goes on; smart-stat shows a channel's counters on its connection.
  *
  * Producers and consumers that are not the test process are children
- * (test_spawn) on the transport of SMART_TEST_TRANSPORT (shm default).
+ * (test_spawn) on the transport of SMART_TEST_TRANSPORT (shm default; in
+ * a VM guest, SMART_VM_IP is the address listened on).
  */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <sys/wait.h>
 
@@ -35,10 +38,15 @@
 
 static char secret_path[64];
 
+/* CHAN_TEST_NIC_MODEL (set by test_model, inherited by the children):
+ * the RNIC model's spec for both ends. */
 static smart_ctx_t *ctx_new(void)
 {
-	return fixture_ctx((const char *[]){ "secret_file", secret_path,
-					     "buf_pool", "4M", NULL });
+	const char *model = getenv("CHAN_TEST_NIC_MODEL");
+
+	return fixture_ctx(
+		(const char *[]){ "secret_file", secret_path, "buf_pool", "4M",
+				  model ? "nic_model" : NULL, model, NULL });
 }
 
 static int on_shm(void)
@@ -122,7 +130,11 @@ static void end_open(struct end *e, int listen)
 	if (!listen)
 		return;
 	CHECK_OK(smart_chan_listen(e->rpc, on_accept, e));
-	CHECK_OK(smart_rpc_listen(e->rpc, "127.0.0.1:0"));
+	/* in a VM guest (tests/vm), its own address: rdma_cm resolves no
+	 * route to 127.0.0.1 */
+	snprintf(e->addr, sizeof(e->addr), "%s:0",
+		 getenv("SMART_VM_IP") ? getenv("SMART_VM_IP") : "127.0.0.1");
+	CHECK_OK(smart_rpc_listen(e->rpc, e->addr));
 	CHECK_OK(smart_rpc_listen_addr(e->rpc, e->addr, sizeof(e->addr)));
 }
 
@@ -269,6 +281,14 @@ static void child_producer(char **args)
 		forged(e.ch, args[5]);
 	}
 	CHECK_OK(smart_chan_stats(e.ch, &st));
+	if (!strcmp(args[5], "good")) {
+		/* the endpoint's counters (smart-stat's) agree */
+		struct smart_rpc_stats rs;
+
+		CHECK_OK(smart_rpc_stats(e.rpc, &rs));
+		CHECK_U64_EQ(rs.chan_slots_sent, count);
+		CHECK_GE(rs.window_stalls, st.credit_stalls);
+	}
 	n = snprintf(line, sizeof(line), "%" PRIu64 "\n", st.credit_stalls);
 	CHECK_EQ(write(fd, line, (size_t)n), n);
 	close(fd);
@@ -361,14 +381,86 @@ static uint64_t ms_since(uint64_t t0)
 	return (smart_now_ns() - t0) / 1000000;
 }
 
+/* smart-stat --pid (this process) --json, progressing e meanwhile (it
+ * answers from its poll); its output in out. */
+static void stat_self(struct end *e, char *out, size_t cap)
+{
+	char pid[16];
+	const char *argv[] = { SMART_BIN_DIR "/smart-stat", "--pid", pid,
+			       "--json", NULL };
+	posix_spawn_file_actions_t fa;
+	size_t len = 0;
+	pid_t child;
+	int p[2], st;
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	CHECK_OK(pipe2(p, O_CLOEXEC));
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	CHECK_OK(posix_spawn(&child, argv[0], &fa, NULL, (char **)argv,
+			     environ));
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	for (;;) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		ssize_t r;
+
+		smart_rpc_progress(e->rpc);
+		if (poll(&pf, 1, 0) <= 0)
+			continue;
+		r = read(p[0], out + len, cap - 1 - len);
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	out[len] = 0;
+	close(p[0]);
+	CHECK_EQ(waitpid(child, &st, 0), child);
+	CHECK_MSG(WIFEXITED(st) && !WEXITSTATUS(st), "smart-stat: %s", out);
+}
+
+/* The number after "key": in a smart-stat --json answer. */
+static uint64_t json_u64(const char *from, const char *key)
+{
+	char pat[64];
+	const char *s;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	s = strstr(from, pat);
+	CHECK_MSG(s, "no %s in %s", key, from);
+	return strtoull(s + strlen(pat), NULL, 10);
+}
+
+/* smart-stat shows the channel's counters on its connection (the only
+ * one of e's endpoint). */
+static void stat_check(struct end *e, const struct smart_chan_stats *st)
+{
+	static char out[1 << 16];
+	const char *c;
+
+	stat_self(e, out, sizeof(out));
+	c = strstr(out, "\"conns\":[{");
+	CHECK_MSG(c, "no connection in %s", out);
+	CHECK_U64_EQ(json_u64(c, "chan_slots_recv"), st->slots);
+	CHECK_U64_EQ(json_u64(c, "bytes_recv"), st->bytes);
+	CHECK_U64_EQ(json_u64(c, "chan_torn"), st->torn_repolls);
+	CHECK_U64_EQ(json_u64(c, "proto_errors"), 0);
+	printf("   smart-stat: chan_slots_recv %" PRIu64 ", bytes_recv %" PRIu64
+	       ", chan_torn %" PRIu64 "\n",
+	       json_u64(c, "chan_slots_recv"), json_u64(c, "bytes_recv"),
+	       json_u64(c, "chan_torn"));
+}
+
 /* ---- every slot once, in order, unchanged ------------------------------ */
 
 #define HELD_MAX 64
 
 /* count slots through a ring of slots x bytes; the consumer takes the
  * whole ring (the producer is out of credits then), progresses, checks
- * every held slot again (none was overwritten), releases them all. */
-static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
+ * every held slot again (none was overwritten), releases them all; with
+ * stat, smart-stat shows the counters at the end. */
+static void stream_stat(int mode, uint32_t slots, uint32_t bytes,
+			uint64_t count, int stat)
 {
 	struct {
 		const uint8_t *p;
@@ -422,8 +514,26 @@ static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
 	       "\n",
 	       mode ? "FOOTER" : "IMM", slots, bytes, st.slots, st.bytes,
 	       stalls, st.torn_repolls);
+	if (stat)
+		stat_check(&e, &st);
 	end_close(&e); /* the producer sees our CLOSE and exits */
 	reap(pid);
+}
+
+static void stream(int mode, uint32_t slots, uint32_t bytes, uint64_t count)
+{
+	stream_stat(mode, slots, bytes, count, 0);
+}
+
+/* The counters in smart-stat (docs/rpc.md §8): a FOOTER channel's on the
+ * adversarial shm mode (torn re-polls likely), an IMM one's. */
+static void test_stat(void)
+{
+	if (on_shm())
+		setenv("SMART_SHM_ADVERSARIAL", "seed=11,pause_pct=50", 1);
+	stream_stat(SMART_CHAN_FOOTER, 4, 8192, 200, 1);
+	unsetenv("SMART_SHM_ADVERSARIAL");
+	stream_stat(SMART_CHAN_IMM, 4, 4096, 200, 1);
 }
 
 static void test_imm(void)
@@ -450,6 +560,21 @@ static void test_adversarial(void)
 	stream(SMART_CHAN_IMM, 4, 8192, 300);
 	stream(SMART_CHAN_FOOTER, 4, 8192, 300);
 	unsetenv("SMART_SHM_ADVERSARIAL");
+}
+
+/* The RNIC model (docs/transport.md): every WR timed like a NIC's, the
+ * WRITE's bytes landing only when the model says; every slot still
+ * arrives once, in order, unchanged. */
+static void test_model(void)
+{
+	if (!on_shm()) {
+		printf("   (shm only)\n");
+		return;
+	}
+	setenv("CHAN_TEST_NIC_MODEL", "default", 1);
+	stream(SMART_CHAN_IMM, 8, 32u << 10, 300);
+	stream(SMART_CHAN_FOOTER, 4, 8192, 300);
+	unsetenv("CHAN_TEST_NIC_MODEL");
 }
 
 /* A FOOTER slot whose footer landed before its payload (what rule 4
@@ -661,6 +786,53 @@ static void test_hostile(void)
 	hostile(SMART_CHAN_FOOTER, "crc", 0);
 }
 
+/* A FOOTER slot whose CRC never matches, its producer killed once the
+ * consumer found it torn: the connection is gone (the keepalive) before
+ * the re-poll bound cuts the producer off; that cut is still counted in
+ * the endpoint's proto_errors (smart-stat's), not only the channel's. */
+static void test_hostile_gone(void)
+{
+	struct smart_chan_stats st;
+	struct smart_rpc_stats rs;
+	const void *buf;
+	uint32_t len;
+	uint64_t user;
+	struct end e;
+	int rfd, rc, status;
+	pid_t pid;
+
+	end_open(&e, 1);
+	pid = producer_start(&e, SMART_CHAN_FOOTER, 4, 4096, 2, "crc", &rfd);
+	for (uint64_t i = 0; i < 2; i++) {
+		CHECK_OK(take(&e, &buf, &len, &user));
+		CHECK_OK(smart_chan_release(e.ch));
+	}
+	close(rfd);
+	do {
+		smart_rpc_progress(e.rpc);
+		rc = smart_chan_next(e.ch, &buf, &len, &user);
+		CHECK_OK(smart_chan_stats(e.ch, &st));
+	} while (rc == SMART_EAGAIN && !st.torn_repolls);
+	CHECK_EQ(rc, SMART_EAGAIN); /* torn, not yet cut */
+	CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	while (e.ch->conn && e.ch->conn->state == RPC_C_LIVE)
+		smart_rpc_progress(e.rpc); /* the keepalive ends it */
+	CHECK_EQ(take(&e, &buf, &len, &user), SMART_EPROTO);
+	CHECK_OK(smart_chan_stats(e.ch, &st));
+	CHECK_OK(smart_rpc_stats(e.rpc, &rs));
+	printf("   torn slot of a killed producer: channel proto_errors %" PRIu64
+	       ", endpoint proto_errors %" PRIu64 ", chan_torn %" PRIu64
+	       " (channel %" PRIu64 "), chan_slots_recv %" PRIu64 "\n",
+	       st.proto_errors, rs.proto_errors, rs.chan_torn, st.torn_repolls,
+	       rs.chan_slots_recv);
+	CHECK_U64_EQ(st.proto_errors, 1);
+	CHECK_U64_EQ(rs.proto_errors, 1);
+	CHECK_U64_EQ(rs.chan_torn, st.torn_repolls);
+	CHECK_U64_EQ(rs.chan_slots_recv, 2);
+	end_close(&e);
+}
+
 static void test_args(void)
 {
 	struct smart_chan_config bad = chan_cfg(SMART_CHAN_IMM, 3, 4096);
@@ -729,11 +901,14 @@ int main(int argc, char **argv)
 			       { "imm", test_imm },
 			       { "footer", test_footer },
 			       { "adversarial", test_adversarial },
+			       { "model", test_model },
+			       { "stat", test_stat },
 			       { "torn", test_torn },
 			       { "event", test_event },
 			       { "producer_killed", test_producer_killed },
 			       { "consumer_killed", test_consumer_killed },
 			       { "hostile", test_hostile },
+			       { "hostile_gone", test_hostile_gone },
 			       { "args", test_args },
 			       { NULL, NULL } });
 	unlink(secret_path);
