@@ -981,9 +981,16 @@ static int dial_challenge(struct smart_rpc *rpc, int fd, int64_t deadline,
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
 	struct smart_proto_challenge c;
 	struct smart_proto_hdr h;
-	int rc;
+	int fds[SMART_SOCK_FDS], got, rc;
 
-	rc = dial_frame(rpc, fd, deadline, idle, f, sizeof(f), NULL, &h);
+	/* descriptors taken, not left to the kernel to drop: their last
+	 * close is ours, with their linger off (smart__rpc_fds_close) */
+	smart__rpc_fds_none(fds);
+	rc = dial_frame(rpc, fd, deadline, idle, f, sizeof(f), fds, &h);
+	got = fds[0] >= 0;
+	smart__rpc_fds_close(fds);
+	if (!rc && got)
+		rc = SMART_EPROTO; /* none goes with a CHALLENGE */
 	if (rc)
 		return rc;
 	if (h.type != SMART_PROTO_CHALLENGE ||

@@ -362,6 +362,14 @@
 #define SMART_M_RPC_HS_UNBOUNDED 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_FD_LINGER_KEPT /* msg/rpc.c: a peer's descriptor
+					 * closed as it is, its SO_LINGER
+					 * holding our close(2) */
+#define SMART_M_RPC_FD_LINGER_KEPT 1
+#else
+#define SMART_M_RPC_FD_LINGER_KEPT 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_AHEAD_UNBOUNDED /* msg/peer.c: every HELLO
 					   * answered makes a connection
 					   * ahead, not one when no spare
