@@ -274,11 +274,34 @@ static void pend_forget(struct rpc_pend *p)
 	p->challenged = 0;
 }
 
+/* What a slot's socket still holds goes before it is closed: a
+ * descriptor left queued in it would be dropped by the kernel in our
+ * thread, its linger with it (smart__rpc_fds_close).  Shut for reading
+ * first, so that nothing more comes: the drain is bounded by what the
+ * socket held. */
+static void pend_empty(int fd)
+{
+	int fds[SMART_SOCK_FDS], extra = 0;
+	uint8_t b[4096];
+	long r;
+
+	if (SMART_M_RPC_CLOSE_UNREAD)
+		return;
+	shutdown(fd, SHUT_RD);
+	do {
+		smart__rpc_fds_none(fds);
+		r = smart__sock_recv_some(fd, b, sizeof(b), fds, SMART_SOCK_FDS,
+					  &extra);
+		smart__rpc_fds_close(fds);
+	} while (r > 0 || (r < 0 && errno == EINTR));
+}
+
 /* A socket closed leaves the epoll sets it was in (hfd, efd): nothing
  * else holds it. */
 static void pend_close(struct smart_rpc *rpc, struct rpc_pend *p)
 {
 	if (p->fd >= 0) {
+		pend_empty(p->fd);
 		close(p->fd);
 		rpc->npend--;
 	}

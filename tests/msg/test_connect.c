@@ -31,6 +31,13 @@
  *    ~3000 ms, the data path and every other handshake with it).  Every
  *    descriptor a peer passed is now closed with its linger turned off
  *    (mutant RPC_FD_LINGER_KEPT).
+ *  - evicted_fd_stall (shm): the same socket, sent after the HELLO was
+ *    answered and left unread when a newcomer evicts the slot (max_pending
+ *    1; the next poll is a tick, which accepts before it reads): old
+ *    code closed the handshake socket with the descriptor queued in it,
+ *    and the kernel dropped it in the listener's thread (one poll held
+ *    ~3 s); now a slot's socket is shut for reading and drained before
+ *    it is closed (mutant RPC_CLOSE_UNREAD).
  *
  * Everything runs in this one thread: the raw dialers are sockets, the
  * listener is polled only by smart_rpc_progress here, so what it answered
@@ -340,6 +347,70 @@ static void test_passed_fd_stall(void)
 	lst_close(&l);
 }
 
+/* Polls of l until fd reads EOF (at most 30 s); the longest poll, and
+ * the bytes fd got into *got. */
+static double poll_to_eof(struct lst *l, int fd, size_t *got)
+{
+	double end = test_now_ms() + 30000, t0, dt, worst = 0;
+	uint8_t b[256];
+	long r = -1;
+
+	while (r && test_now_ms() < end) {
+		t0 = test_now_ms();
+		smart_rpc_progress(l->rpc);
+		dt = test_now_ms() - t0;
+		worst = dt > worst ? dt : worst;
+		while ((r = recv(fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
+			*got += (size_t)r;
+	}
+	CHECK_EQ(r, 0);
+	return worst;
+}
+
+static void test_evicted_fd_stall(void)
+{
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+	struct smart__auth a = auth_new(), b = auth_new();
+	double end = test_now_ms() + 5000, worst, tick;
+	int fd, fd2, stuck, peer;
+	size_t got = 0;
+	struct lst l;
+
+	if (t && strcmp(t, "shm")) {
+		printf("  SKIP: descriptors pass only on shm\n");
+		return;
+	}
+	lst_open(&l);
+	l.rpc->cfg.max_pending = 1; /* before any slot is taken */
+	fd = dial_raw(&l);
+	raw_hello(fd, &a, hello);
+	while (!readable(fd) && test_now_ms() < end)
+		smart_rpc_progress(l.rpc);
+	CHECK(readable(fd)); /* its CHALLENGE: the slot is this one's */
+	stuck = raw_stuck_tcp(&peer, LINGER_S);
+	raw_send_fd(fd, "x", 1, stuck);
+	close(stuck);
+	fd2 = dial_raw(&l);
+	raw_hello(fd2, &b, hello);
+	/* no poll for a tick's time: the next is a tick, accepting fd2
+	 * (evicting fd's slot) before reading any slot */
+	tick = test_now_ms() + 2 * WINDOW_MS;
+	while (test_now_ms() < tick)
+		;
+	worst = poll_to_eof(&l, fd, &got);
+	printf("  a 3-s lingering socket queued in an evicted slot: the "
+	       "listener's longest poll %.1f ms (%zu bytes answered)\n",
+	       worst, got);
+	CHECK_GT(got, 0);
+	CHECK_GE(l.rpc->past.handshakes_refused, 1); /* evicted */
+	CHECK_LT(worst, 500.0 * LINGER_S);
+	close(fd);
+	close(fd2);
+	close(peer);
+	lst_close(&l);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv,
@@ -348,6 +419,7 @@ int main(int argc, char **argv)
 				 { "flood_bounded", test_flood_bounded },
 				 { "ahead_bounded", test_ahead_bounded },
 				 { "passed_fd_stall", test_passed_fd_stall },
+				 { "evicted_fd_stall", test_evicted_fd_stall },
 				 { NULL, NULL },
 			 });
 }
