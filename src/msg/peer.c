@@ -277,15 +277,16 @@ static void pend_forget(struct rpc_pend *p)
 /* What a slot's socket still holds goes before it is closed: a
  * descriptor left queued in it would be dropped by the kernel in our
  * thread, its linger with it (smart__rpc_fds_close).  Shut for reading
- * first, so that nothing more comes: the drain is bounded by what the
- * socket held. */
-static void pend_empty(int fd)
+ * first: a unix stream socket then refuses its peer's sends, so the drain
+ * is bounded by what the socket held.  Only where descriptors travel
+ * (shm): TCP (verbs) carries none, and would take bytes after the shut. */
+static void pend_empty(const struct smart_rpc *rpc, int fd)
 {
 	int fds[SMART_SOCK_FDS], extra = 0;
 	uint8_t b[4096];
 	long r;
 
-	if (SMART_M_RPC_CLOSE_UNREAD)
+	if (SMART_M_RPC_CLOSE_UNREAD || !rpc->passes_fds)
 		return;
 	shutdown(fd, SHUT_RD);
 	do {
@@ -301,7 +302,7 @@ static void pend_empty(int fd)
 static void pend_close(struct smart_rpc *rpc, struct rpc_pend *p)
 {
 	if (p->fd >= 0) {
-		pend_empty(p->fd);
+		pend_empty(rpc, p->fd);
 		close(p->fd);
 		rpc->npend--;
 	}
