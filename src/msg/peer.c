@@ -275,11 +275,35 @@ static void pend_forget(struct rpc_pend *p)
 	p->challenged = 0;
 }
 
+/* What a slot's socket still holds goes before it is closed: a
+ * descriptor left queued in it would be dropped by the kernel in our
+ * thread, its linger with it (smart__rpc_fds_close).  Shut for reading
+ * first: a unix stream socket then refuses its peer's sends, so the drain
+ * is bounded by what the socket held.  Only where descriptors travel
+ * (shm): TCP (verbs) carries none, and would take bytes after the shut. */
+static void pend_empty(const struct smart_rpc *rpc, int fd)
+{
+	int fds[SMART_SOCK_FDS], extra = 0;
+	uint8_t b[4096];
+	long r;
+
+	if (SMART_M_RPC_CLOSE_UNREAD || !rpc->passes_fds)
+		return;
+	shutdown(fd, SHUT_RD);
+	do {
+		smart__rpc_fds_none(fds);
+		r = smart__sock_recv_some(fd, b, sizeof(b), fds, SMART_SOCK_FDS,
+					  &extra);
+		smart__rpc_fds_close(fds);
+	} while (r > 0 || (r < 0 && errno == EINTR));
+}
+
 /* A socket closed leaves the epoll sets it was in (hfd, efd): nothing
  * else holds it. */
 static void pend_close(struct smart_rpc *rpc, struct rpc_pend *p)
 {
 	if (p->fd >= 0) {
+		pend_empty(rpc, p->fd);
 		close(p->fd);
 		rpc->npend--;
 	}
@@ -1000,9 +1024,16 @@ static int dial_challenge(struct smart_rpc *rpc, int fd, int64_t deadline,
 	uint8_t f[SMART_PROTO_HDR_LEN + SMART_PROTO_ERROR_MAX];
 	struct smart_proto_challenge c;
 	struct smart_proto_hdr h;
-	int rc;
+	int fds[SMART_SOCK_FDS], got, rc;
 
-	rc = dial_frame(rpc, fd, deadline, idle, f, sizeof(f), NULL, &h);
+	/* descriptors taken, not left to the kernel to drop: their last
+	 * close is ours, with their linger off (smart__rpc_fds_close) */
+	smart__rpc_fds_none(fds);
+	rc = dial_frame(rpc, fd, deadline, idle, f, sizeof(f), fds, &h);
+	got = fds[0] >= 0;
+	smart__rpc_fds_close(fds);
+	if (!rc && got)
+		rc = SMART_EPROTO; /* none goes with a CHALLENGE */
 	if (rc)
 		return rc;
 	if (h.type != SMART_PROTO_CHALLENGE ||

@@ -1327,9 +1327,13 @@ _Static_assert(SMART_SOCK_FDS == 1 + SMART_TP_PEER_FDS,
 
 void smart__rpc_fds_close(int fds[SMART_SOCK_FDS])
 {
-	for (int i = 0; i < SMART_SOCK_FDS; i++)
+	for (int i = 0; i < SMART_SOCK_FDS; i++) {
+		/* a peer's: its linger would hold our poll (sockio.h) */
+		if (fds[i] >= 0 && !SMART_M_RPC_FD_LINGER_KEPT)
+			smart__sock_unlinger(fds[i]);
 		if (fds[i] >= 0)
 			close(fds[i]);
+	}
 	smart__rpc_fds_none(fds);
 }
 

@@ -400,6 +400,23 @@
 #define SMART_M_RPC_HS_UNBOUNDED 0
 #endif
 
+#ifdef SMART_MUTANT_RPC_FD_LINGER_KEPT /* msg/rpc.c: a peer's descriptor
+					 * closed as it is, its SO_LINGER
+					 * holding our close(2) */
+#define SMART_M_RPC_FD_LINGER_KEPT 1
+#else
+#define SMART_M_RPC_FD_LINGER_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_RPC_CLOSE_UNREAD /* msg/peer.c: a handshake's socket
+				       * closed with what it holds unread
+				       * (a descriptor queued in it dropped
+				       * by the kernel in our thread) */
+#define SMART_M_RPC_CLOSE_UNREAD 1
+#else
+#define SMART_M_RPC_CLOSE_UNREAD 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_AHEAD_UNBOUNDED /* msg/peer.c: every HELLO
 					   * answered makes a connection
 					   * ahead, not one when no spare

@@ -146,8 +146,24 @@ int smart__sock_send_all_w(int fd, const void *buf, size_t len, const int *fds,
 	return 0;
 }
 
+void smart__sock_unlinger(int fd)
+{
+	struct linger off = { 0, 0 };
+
+	/* ENOTSOCK and the like: nothing to turn off */
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
+}
+
+void smart__sock_fd_drop(int fd)
+{
+	if (fd < 0)
+		return;
+	smart__sock_unlinger(fd);
+	close(fd);
+}
+
 /* Put d into the first free (-1) of the nfds slots; 0 when none is free
- * (d closed). */
+ * (d dropped). */
 static int keep_fd(int *fds, int nfds, int d)
 {
 	for (int i = 0; i < nfds; i++)
@@ -155,7 +171,7 @@ static int keep_fd(int *fds, int nfds, int d)
 			fds[i] = d;
 			return 1;
 		}
-	close(d);
+	smart__sock_fd_drop(d);
 	return 0;
 }
 
@@ -191,8 +207,11 @@ static int smart__sock_take_fds(void *msghdr, int *fds, int nfds, int *extra)
 long smart__sock_recv_some(int fd, void *p, size_t len, int *fds, int nfds,
 			   int *extra)
 {
+	/* room for all a message can carry (the kernel's SCM_MAX_FD, 253):
+	 * what does not fit the kernel drops itself, and its last close
+	 * (a lingering socket's) would then run in our thread unchecked */
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		char buf[CMSG_SPACE(sizeof(int) * 253)];
 		struct cmsghdr align;
 	} c;
 	struct iovec iov = { p, len };
@@ -225,11 +244,8 @@ int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds, int nfds,
 	ssize_t r;
 
 	while (len) {
-		if (nfds > 0)
-			r = smart__sock_recv_some(fd, p, len, fds, nfds,
-						  &extra);
-		else
-			r = recv(fd, p, len, MSG_DONTWAIT);
+		/* nfds 0 too: a descriptor that comes is ours to drop */
+		r = smart__sock_recv_some(fd, p, len, fds, nfds, &extra);
 		if (extra)
 			return SMART_EPROTO;
 		if (r > 0) {

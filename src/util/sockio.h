@@ -52,8 +52,8 @@ int smart__sock_send_all_w(int fd, const void *buf, size_t len, const int *fds,
 /* Read exactly len bytes.  Descriptors that arrive with them (SCM_RIGHTS)
  * fill the free (-1) slots of fds[0..nfds) in order (close-on-exec; the
  * caller owns them); one more than fits is closed and reported as
- * SMART_EPROTO.  nfds 0: none is taken (any that comes is dropped by the
- * kernel's plain recv). */
+ * SMART_EPROTO.  nfds 0: none is taken (any that comes is closed,
+ * smart__sock_fd_drop, and reported so). */
 int smart__sock_recv_exact(int fd, void *buf, size_t len, int *fds, int nfds,
 			   int64_t deadline);
 int smart__sock_recv_exact_w(int fd, void *buf, size_t len, int *fds, int nfds,
@@ -66,6 +66,15 @@ int smart__sock_connect(const void *addr, uint32_t addr_len, int64_t deadline,
 			int *fd_out);
 int smart__sock_connect_w(const void *addr, uint32_t addr_len, int64_t deadline,
 			  const struct smart__sock_idle *idle, int *fd_out);
+
+/* Close a descriptor a peer passed us.  Its last reference is then
+ * ours, and close(2) of a socket with SO_LINGER set waits up to the
+ * linger time the peer chose (a TCP socket whose FIN cannot leave: ~3 s
+ * measured for a 3-s linger, and it may be hours) in our thread; with
+ * the linger turned off first it returns at once.  Not a socket: a plain
+ * close. */
+void smart__sock_unlinger(int fd);
+void smart__sock_fd_drop(int fd);
 
 /* One non-blocking recvmsg of up to len bytes (MSG_CMSG_CLOEXEC),
  * descriptors kept as smart__sock_recv_exact does; *extra set when one

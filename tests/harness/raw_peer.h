@@ -11,6 +11,8 @@
 #define SMART_TEST_RAW_PEER_H
 
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +46,61 @@ static inline void raw_timeout(int fd)
 	struct timeval tv = { 5, 0 };
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/* A TCP socket whose close() with SO_LINGER linger_s waits: its bytes
+ * fill the peer's window (*peer holds the other end, never reading) and
+ * its own send buffer, so that its FIN cannot leave.  Passed to a process
+ * that then holds its last reference, it stalls that process's close(2)
+ * for linger_s unless the linger is turned off first. */
+static inline int raw_stuck_tcp(int *peer, int linger_s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger lg = { 1, linger_s };
+	socklen_t al = sizeof(a);
+	int small = 4096, l, c;
+	char buf[16384] = { 0 };
+
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(l, 0);
+	CHECK_EQ(bind(l, (struct sockaddr *)&a, al), 0);
+	CHECK_EQ(listen(l, 1), 0);
+	CHECK_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK_GE(c, 0);
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	CHECK_EQ(connect(c, (struct sockaddr *)&a, al), 0);
+	*peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	CHECK_GE(*peer, 0);
+	close(l);
+	setsockopt(*peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	CHECK_EQ(fcntl(c, F_SETFL, O_NONBLOCK), 0);
+	while (send(c, buf, sizeof(buf), MSG_NOSIGNAL) > 0)
+		;
+	CHECK_EQ(setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	return c;
+}
+
+/* frame[0..n) with one descriptor (SCM_RIGHTS). */
+static inline void raw_send_fd(int fd, const void *frame, size_t n, int pass)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { (void *)frame, n };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &pass, sizeof(pass));
+	CHECK_EQ(sendmsg(fd, &mh, MSG_NOSIGNAL), (ssize_t)n);
 }
 
 /* A blocking TCP connection to the blade, reads bounded by 5 s. */

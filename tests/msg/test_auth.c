@@ -8,6 +8,13 @@
  *    nothing but a HELLO (no secret byte, no proof, no QP, no
  *    descriptor); what it got, replayed to the genuine listener, is
  *    refused.
+ *  - squatter_fd: a squatter's CHALLENGE comes with a TCP socket whose
+ *    SO_LINGER is 3 s and whose FIN cannot leave (its last reference
+ *    then the dialer's).  The dial must end by its deadline (1 s): old
+ *    code read the CHALLENGE with a plain recv, the kernel dropped the
+ *    descriptor in the dialer's thread and its close waited ~3 s for the
+ *    linger; now a descriptor with a CHALLENGE is refused (SMART_EPROTO)
+ *    and closed with its linger off (mutant RPC_FD_LINGER_KEPT).
  *  - fake_blade: the same against a fake TCP blade and smart_ctx_connect;
  *    the transcript replayed to a real blade is refused.
  *  - reflection: a dialer without the secret sends the listener's own
@@ -223,6 +230,8 @@ enum fake_mode {
 			 * replaced by copies of its own */
 	FAKE_MUTE,	/* knows the secret, reads frame by frame and
 			 * answers only the HELLO */
+	FAKE_LINGER,	/* FAKE_NO_SECRET, its CHALLENGE with a lingering
+			 * TCP socket (raw_stuck_tcp) */
 };
 
 struct fake {
@@ -276,6 +285,14 @@ static void fake_challenge(struct fake *k, int fd, const uint8_t *pl,
 				c.proof);
 	}
 	CHECK_OK(smart__proto_enc_challenge(&c, f, sizeof(f), &n));
+	if (k->mode == FAKE_LINGER) {
+		int stuck = raw_stuck_tcp(&k->kept[k->nkept++], 3);
+
+		raw_send_fd(fd, f, n, stuck);
+		close(stuck); /* the dialer holds the last reference */
+		k->nfds = -1; /* sent one */
+		return;
+	}
 	fake_send_frame(fd, f, n);
 }
 
@@ -1064,6 +1081,42 @@ static void test_old_version(void)
 	free(k);
 }
 
+static void test_squatter_fd(void)
+{
+	struct fake *k;
+	struct ep d;
+	smart_rpc_conn_t *c = NULL;
+	char addr[32];
+	uint16_t port;
+	double t0, ms;
+	int hold, rc;
+
+	if (!on_shm()) {
+		printf("  (not shm: abstract names are shm's)\n");
+		return;
+	}
+	hold = free_port(&port);
+	k = squat(port, FAKE_LINGER);
+	ep_open(&d, SECRET,
+		&(struct smart_rpc_config){ SMART_RPC_CONFIG_INIT,
+					    .timeout_ms = 1000 });
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	t0 = test_now_ms();
+	rc = smart_rpc_connect(d.rpc, addr, &c);
+	ms = test_now_ms() - t0;
+	fake_end(k);
+	printf("  a CHALLENGE with a 3-s lingering socket: the dial (timeout "
+	       "1000 ms) ended after %.0f ms: %s\n",
+	       ms, smart_status_name(rc));
+	CHECK_EQ(k->nfds, -1); /* the descriptor was sent: the path taken */
+	CHECK(rc != 0);
+	CHECK(!got_type(k, SMART_PROTO_AUTH));
+	CHECK_LT(ms, 1500.0);
+	ep_close(&d);
+	close(hold);
+	free(k);
+}
+
 static void test_accept_tag(void)
 {
 	struct fake *k;
@@ -1439,6 +1492,7 @@ int main(int argc, char **argv)
 	return test_main_children(argc, argv,
 				  (struct test_case[]){
 					  { "squatter", test_squatter },
+					  { "squatter_fd", test_squatter_fd },
 					  { "fake_blade", test_fake_blade },
 					  { "reflection", test_reflection },
 					  { "relay", test_relay },

@@ -23,6 +23,21 @@
  *    smart__rpc_ahead_make), but 8 HELLOs (no AUTH: they need no
  *    secret) make it one, not 8 (mutant RPC_AHEAD_UNBOUNDED), and it
  *    goes at a tick once no handshake is left.
+ *  - passed_fd_stall (shm): a dialer without the secret passes, with its
+ *    HELLO, a TCP socket whose unsent bytes its peer never takes and
+ *    whose SO_LINGER is 3 s, drops its own copy and stops.  The listener
+ *    holds the last reference: a plain close() of it waits for the
+ *    linger time inside the endpoint's poll (old code: one poll held
+ *    ~3000 ms, the data path and every other handshake with it).  Every
+ *    descriptor a peer passed is now closed with its linger turned off
+ *    (mutant RPC_FD_LINGER_KEPT).
+ *  - evicted_fd_stall (shm): the same socket, sent after the HELLO was
+ *    answered and left unread when a newcomer evicts the slot (max_pending
+ *    1; the next poll is a tick, which accepts before it reads): old
+ *    code closed the handshake socket with the descriptor queued in it,
+ *    and the kernel dropped it in the listener's thread (one poll held
+ *    ~3 s); now a slot's socket is shut for reading and drained before
+ *    it is closed (mutant RPC_CLOSE_UNREAD).
  *
  * Everything runs in this one thread: the raw dialers are sockets, the
  * listener is polled only by smart_rpc_progress here, so what it answered
@@ -282,6 +297,120 @@ static void test_ahead_bounded(void)
 	lst_close(&l);
 }
 
+#define LINGER_S 3
+
+static void test_passed_fd_stall(void)
+{
+	struct smart_proto_hello h = { .version = SMART_PROTO_VERSION,
+				       .transport = "shm" };
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+	uint8_t f[SMART_PROTO_FRAME_MAX];
+	double end, t0, dt, worst = 0;
+	int fd, stuck, peer, eof = 0, shut = 0;
+	size_t n, got = 0;
+	struct lst l;
+	long r;
+
+	if (t && strcmp(t, "shm")) {
+		printf("  SKIP: descriptors pass only on shm\n");
+		return;
+	}
+	lst_open(&l);
+	stuck = raw_stuck_tcp(&peer, LINGER_S);
+	fd = dial_raw(&l);
+	CHECK_OK(smart__auth_nonce(h.nonce));
+	CHECK_OK(smart__proto_enc_hello(&h, f, sizeof(f), &n));
+	raw_send_fd(fd, f, n, stuck);
+	close(stuck); /* the listener holds the last reference */
+	end = test_now_ms() + 10000.0 * LINGER_S;
+	/* its CHALLENGE, then this dialer stops (EOF), then until the
+	 * listener closed the slot */
+	while (!eof && test_now_ms() < end) {
+		if (got && !shut)
+			shut = !shutdown(fd, SHUT_WR);
+		t0 = test_now_ms();
+		smart_rpc_progress(l.rpc);
+		dt = test_now_ms() - t0;
+		worst = dt > worst ? dt : worst;
+		while ((r = recv(fd, f, sizeof(f), MSG_DONTWAIT)) > 0)
+			got += (size_t)r;
+		eof = r == 0;
+	}
+	printf("  a passed TCP socket with a %d-s linger, dropped by the "
+	       "listener: its longest poll %.1f ms (%zu bytes answered)\n",
+	       LINGER_S, worst, got);
+	CHECK(eof);
+	CHECK_GT(got, 0); /* the HELLO was served: the path was taken */
+	CHECK_LT(worst, 500.0 * LINGER_S);
+	close(fd);
+	close(peer);
+	lst_close(&l);
+}
+
+/* Polls of l until fd reads EOF (at most 30 s); the longest poll, and
+ * the bytes fd got into *got. */
+static double poll_to_eof(struct lst *l, int fd, size_t *got)
+{
+	double end = test_now_ms() + 30000, t0, dt, worst = 0;
+	uint8_t b[256];
+	long r = -1;
+
+	while (r && test_now_ms() < end) {
+		t0 = test_now_ms();
+		smart_rpc_progress(l->rpc);
+		dt = test_now_ms() - t0;
+		worst = dt > worst ? dt : worst;
+		while ((r = recv(fd, b, sizeof(b), MSG_DONTWAIT)) > 0)
+			*got += (size_t)r;
+	}
+	CHECK_EQ(r, 0);
+	return worst;
+}
+
+static void test_evicted_fd_stall(void)
+{
+	uint8_t hello[SMART_PROTO_HELLO_LEN(SMART_PROTO_TRANSPORT_MAX)];
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+	struct smart__auth a = auth_new(), b = auth_new();
+	double end = test_now_ms() + 5000, worst, tick;
+	int fd, fd2, stuck, peer;
+	size_t got = 0;
+	struct lst l;
+
+	if (t && strcmp(t, "shm")) {
+		printf("  SKIP: descriptors pass only on shm\n");
+		return;
+	}
+	lst_open(&l);
+	l.rpc->cfg.max_pending = 1; /* before any slot is taken */
+	fd = dial_raw(&l);
+	raw_hello(fd, &a, hello);
+	while (!readable(fd) && test_now_ms() < end)
+		smart_rpc_progress(l.rpc);
+	CHECK(readable(fd)); /* its CHALLENGE: the slot is this one's */
+	stuck = raw_stuck_tcp(&peer, LINGER_S);
+	raw_send_fd(fd, "x", 1, stuck);
+	close(stuck);
+	fd2 = dial_raw(&l);
+	raw_hello(fd2, &b, hello);
+	/* no poll for a tick's time: the next is a tick, accepting fd2
+	 * (evicting fd's slot) before reading any slot */
+	tick = test_now_ms() + 2 * WINDOW_MS;
+	while (test_now_ms() < tick)
+		;
+	worst = poll_to_eof(&l, fd, &got);
+	printf("  a 3-s lingering socket queued in an evicted slot: the "
+	       "listener's longest poll %.1f ms (%zu bytes answered)\n",
+	       worst, got);
+	CHECK_GT(got, 0);
+	CHECK_GE(l.rpc->past.handshakes_refused, 1); /* evicted */
+	CHECK_LT(worst, 500.0 * LINGER_S);
+	close(fd);
+	close(fd2);
+	close(peer);
+	lst_close(&l);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv,
@@ -289,6 +418,8 @@ int main(int argc, char **argv)
 				 { "between_ticks", test_between_ticks },
 				 { "flood_bounded", test_flood_bounded },
 				 { "ahead_bounded", test_ahead_bounded },
+				 { "passed_fd_stall", test_passed_fd_stall },
+				 { "evicted_fd_stall", test_evicted_fd_stall },
 				 { NULL, NULL },
 			 });
 }
