@@ -549,8 +549,8 @@ static void test_keepalive(void)
 	r.n[1] = 0; /* executor 1 only polls (and probes) */
 	t0 = test_now_ms();
 	run_threads(&r);
-	printf("one epoch of %zu records pushed in %.0f ms (keepalive bound %u ms): executor 1 sent %lu PINGs, gave "
-	       "up %lu peers; push %d %d\n",
+	printf("one epoch of %zu records pushed in %.0f ms (keepalive bound %u ms): executor 1 sent %lu PINGs, "
+	       "ka_failures %lu; push %d %d\n",
 	       r.n[0], test_now_ms() - t0, KA_MS * KA_MISSES,
 	       atomic_load(&r.probes), atomic_load(&r.given_up), r.push_rc[0],
 	       r.push_rc[1]);
