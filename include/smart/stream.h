@@ -1,4 +1,4 @@
-/*
+/** @file
  * Windowed stream aggregation in event time (Slash's model, docs/stream.md).
  *
  * A query is data: fixed-size records, an optional equality filter, the
@@ -57,17 +57,17 @@ enum {
 enum { SMART_STREAM_TUMBLING = 0, SMART_STREAM_SLIDING = 1 };
 enum { SMART_STREAM_LOCAL = 0, SMART_STREAM_SLASH = 1, SMART_STREAM_UPPAR = 2 };
 
-/* Event times at or above this are implausible (dropped, counted). */
+/** Event times at or above this are implausible (dropped, counted). */
 #define SMART_STREAM_TS_LIMIT	   (1ULL << 62)
 #define SMART_STREAM_MAX_EXECUTORS 64
 
-/* A field of a record: size 0 (absent), 1, 2, 4 or 8 bytes at off. */
+/** A field of a record: size 0 (absent), 1, 2, 4 or 8 bytes at off. */
 struct smart_stream_field {
 	uint32_t off;
 	uint32_t size;
 };
 
-/* The extract callback, when set, replaces the key, time and value
+/** The extract callback, when set, replaces the key, time and value
  * fields (the filter still applies first): 1 keeps the record with
  * *key, *ts, *value; 0 drops it (counted as filtered). */
 typedef int (*smart_stream_extract_fn)(const void *rec, uint32_t len,
@@ -75,39 +75,39 @@ typedef int (*smart_stream_extract_fn)(const void *rec, uint32_t len,
 				       uint64_t *value, void *arg);
 
 struct smart_stream_query {
-	uint32_t struct_size;		  /* sizeof, set by the init function */
-	uint32_t record_bytes;		  /* 1..65536 */
-	struct smart_stream_field filter; /* kept when == filter_eq; size 0:
+	uint32_t struct_size;  /**< sizeof, set by the init function */
+	uint32_t record_bytes; /**< 1..65536 */
+	struct smart_stream_field filter; /**< kept when == filter_eq; size 0:
 					   * every record */
 	uint64_t filter_eq;
-	struct smart_stream_field key, time, value; /* key and time required
+	struct smart_stream_field key, time, value; /**< key and time required
 						     * without extract; value
 						     * size 0 reads 0 */
-	uint32_t agg;			 /* SMART_STREAM_COUNT .. _AVG */
-	uint32_t window;		 /* SMART_STREAM_TUMBLING, _SLIDING */
-	uint64_t size;			 /* window length, 1..2^40 */
-	uint64_t slide;			 /* SLIDING: divides size, at most
+	uint32_t agg;			 /**< SMART_STREAM_COUNT .. _AVG */
+	uint32_t window;		 /**< SMART_STREAM_TUMBLING, _SLIDING */
+	uint64_t size;			 /**< window length, 1..2^40 */
+	uint64_t slide;			 /**< SLIDING: divides size, at most
 					   * 1024 windows per record */
-	uint64_t lateness;		 /* allowed disorder, < 2^62 */
-	uint64_t horizon;		 /* 0: off */
-	smart_stream_extract_fn extract; /* NULL: the fields */
+	uint64_t lateness;		 /**< allowed disorder, < 2^62 */
+	uint64_t horizon;		 /**< 0: off */
+	smart_stream_extract_fn extract; /**< NULL: the fields */
 	void *extract_arg;
 };
 
 struct smart_stream_config {
-	uint32_t struct_size; /* sizeof, set by the init function */
-	uint32_t engine;      /* SMART_STREAM_LOCAL (default), _SLASH, _UPPAR */
-	uint32_t executors;   /* E: 1..SMART_STREAM_MAX_EXECUTORS */
-	uint32_t index;	      /* this executor: 0..E-1 */
-	uint32_t epoch_records;	  /* input records per epoch: 0 is 65536 */
-	uint32_t max_entries;	  /* state entries (window, key) per table:
+	uint32_t struct_size; /**< sizeof, set by the init function */
+	uint32_t engine;    /**< SMART_STREAM_LOCAL (default), _SLASH, _UPPAR */
+	uint32_t executors; /**< E: 1..SMART_STREAM_MAX_EXECUTORS */
+	uint32_t index;	    /**< this executor: 0..E-1 */
+	uint32_t epoch_records;	  /**< input records per epoch: 0 is 65536 */
+	uint32_t max_entries;	  /**< state entries (window, key) per table:
 				 * 0 is 1 << 20; more gives SMART_ENOSPC */
-	uint32_t slots;		  /* channels: as smart_chan_config (0: 8) */
-	uint32_t slot_bytes;	  /* 0: 32 KiB */
-	smart_rpc_t *rpc;	  /* SLASH, UPPAR: this executor's endpoint,
+	uint32_t slots;		  /**< channels: as smart_chan_config (0: 8) */
+	uint32_t slot_bytes;	  /**< 0: 32 KiB */
+	smart_rpc_t *rpc;	  /**< SLASH, UPPAR: this executor's endpoint,
 				 * listening at peers[index] */
-	const char *const *peers; /* SLASH, UPPAR: E host:port */
-	smart_stream_hub_t *hub;  /* LOCAL: shared by the E executors */
+	const char *const *peers; /**< SLASH, UPPAR: E host:port */
+	smart_stream_hub_t *hub;  /**< LOCAL: shared by the E executors */
 	struct smart_stream_query query;
 };
 
@@ -116,39 +116,44 @@ struct smart_stream_result {
 };
 
 struct smart_stream_stats {
-	uint64_t records;	/* pushed */
-	uint64_t filtered;	/* dropped by the filter or extract */
-	uint64_t late;		/* dropped below the watermark */
-	uint64_t implausible;	/* dropped: time beyond the limits */
-	uint64_t epochs;	/* ended here */
-	uint64_t delta_entries; /* shipped to other leaders (SLASH) or
+	uint64_t records;	/**< pushed */
+	uint64_t filtered;	/**< dropped by the filter or extract */
+	uint64_t late;		/**< dropped below the watermark */
+	uint64_t implausible;	/**< dropped: time beyond the limits */
+	uint64_t epochs;	/**< ended here */
+	uint64_t delta_entries; /**< shipped to other leaders (SLASH) or
 				 * records shipped (UPPAR) */
-	uint64_t chan_slots;	/* slots committed */
-	uint64_t chan_bytes;	/* their bytes */
-	uint64_t results;	/* emitted by this executor */
-	uint64_t early_results; /* emitted while some source was still
+	uint64_t chan_slots;	/**< slots committed */
+	uint64_t chan_bytes;	/**< their bytes */
+	uint64_t results;	/**< emitted by this executor */
+	uint64_t early_results; /**< emitted while some source was still
 				 * running (a finite watermark) */
-	uint64_t proto_errors;	/* peers cut for a bad message */
-	/* trigger lag: from the epoch end (swap) that completed a window
+	uint64_t proto_errors;	/**< peers cut for a bad message */
+	/** trigger lag: from the epoch end (swap) that completed a window
 	 * to its emission, median and 99th percentile (ns) */
 	uint64_t lag_p50_ns, lag_p99_ns;
+	/** executors found gone (bit i: executor i): the connection to or
+	 * from it failed before its last epoch (killed, or silent past the
+	 * endpoint's keepalive bound, e.g. stopped); the call that found it
+	 * returned SMART_ECONN */
+	uint64_t gone;
 };
 
-/* Every field zero (its default) and struct_size set.  Cannot fail. */
+/** Every field zero (its default) and struct_size set.  Cannot fail. */
 void smart_stream_query_init(struct smart_stream_query *q);
 void smart_stream_config_init(struct smart_stream_config *cfg);
 
-/* The executor leading key among E (the owner of its windows). */
+/** The executor leading key among E (the owner of its windows). */
 uint32_t smart_stream_key_owner(uint64_t key, uint32_t executors);
 
-/* A hub for E LOCAL executors of one process.  SMART_EINVAL for E out of
+/** A hub for E LOCAL executors of one process.  SMART_EINVAL for E out of
  * range, SMART_ENOMEM.  Thread: any. */
 int smart_stream_hub_create(uint32_t executors, uint32_t max_entries,
 			    smart_stream_hub_t **out);
-/* Free it (after its executors closed).  NULL: no-op.  Thread: any. */
+/** Free it (after its executors closed).  NULL: no-op.  Thread: any. */
 int smart_stream_hub_destroy(smart_stream_hub_t *h);
 
-/* An executor on w.  SLASH and UPPAR open a channel to every other
+/** An executor on w.  SLASH and UPPAR open a channel to every other
  * executor and wait (up to the endpoint's timeout) for theirs: all E must
  * be created at about the same time.  SMART_EINVAL for a bad query or
  * config, SMART_ENOMEM, the errors of smart_chan_open, SMART_ETIMEDOUT.
@@ -157,31 +162,32 @@ int smart_stream_create(smart_worker_t *w,
 			const struct smart_stream_config *cfg,
 			smart_stream_t **out);
 
-/* Process n records (n x record_bytes bytes) of this executor's input;
+/** Process n records (n x record_bytes bytes) of this executor's input;
  * ends an epoch every epoch_records records (ships its deltas, fires what
  * the watermarks allow).  SMART_ENOSPC when the state is full,
- * SMART_ECONN when a peer is gone, SMART_EPROTO when one broke the
+ * SMART_ECONN when a peer is gone (stats.gone names it: killed, or silent
+ * past the keepalive bound), SMART_EPROTO when one broke the
  * protocol: the executor is then failed (every later call returns the
  * same) and the records of this call may be partly counted.
  * SMART_EINVAL after finish.  Thread: w's, main context. */
 int smart_stream_push(smart_stream_t *s, const void *records, size_t n);
 
-/* End of this executor's input: the last epoch with an infinite
+/** End of this executor's input: the last epoch with an infinite
  * watermark.  Errors as push.  Thread: w's, main context. */
 int smart_stream_finish(smart_stream_t *s);
 
-/* Receive and merge what peers sent, fire windows, and copy up to max
+/** Receive and merge what peers sent, fire windows, and copy up to max
  * results into out (*n of them).  0 while more may come, SMART_ENOENT
  * once every source finished and every result was taken.  Errors as push.
  * Thread: w's, main context. */
 int smart_stream_poll(smart_stream_t *s, struct smart_stream_result *out,
 		      size_t max, size_t *n);
 
-/* Close the executor (its channels) and free it.  NULL: no-op returning 0.
+/** Close the executor (its channels) and free it.  NULL: no-op returning 0.
  * Thread: w's. */
 int smart_stream_close(smart_stream_t *s, smart_worker_t *w);
 
-/* The executor's counters.  SMART_EINVAL for NULL.  Thread: w's. */
+/** The executor's counters.  SMART_EINVAL for NULL.  Thread: w's. */
 int smart_stream_stats_sized(const smart_stream_t *s, smart_worker_t *w,
 			     struct smart_stream_stats *out, size_t size);
 static inline int smart_stream_stats(const smart_stream_t *s, smart_worker_t *w,
@@ -190,7 +196,7 @@ static inline int smart_stream_stats(const smart_stream_t *s, smart_worker_t *w,
 	return smart_stream_stats_sized(s, w, out, sizeof(*out));
 }
 
-/* Seeded generators: records of partition `part` (of parts), numbered
+/** Seeded generators: records of partition `part` (of parts), numbered
  * from `first`, written into out (n x the workload's record size); the
  * same arguments give the same bytes.  keys: distinct keys (1..2^40);
  * zipf_milli: 0 uniform, else Zipf theta x 1000 (1..999); disorder: the
@@ -199,10 +205,10 @@ static inline int smart_stream_stats(const smart_stream_t *s, smart_worker_t *w,
  * SMART_EINVAL for an unknown workload or a field out of range.
  * Thread: any. */
 enum {
-	SMART_STREAM_GEN_YSB = 0, /* 78 B, filter event_type == 0, COUNT per
+	SMART_STREAM_GEN_YSB = 0, /**< 78 B, filter event_type == 0, COUNT per
 				   * campaign */
-	SMART_STREAM_GEN_CM = 1,  /* 64 B, AVG cpu per job */
-	SMART_STREAM_GEN_NB7 = 2, /* 32 B bids, MAX price per auction */
+	SMART_STREAM_GEN_CM = 1,  /**< 64 B, AVG cpu per job */
+	SMART_STREAM_GEN_NB7 = 2, /**< 32 B bids, MAX price per auction */
 	SMART_STREAM_GEN_RO = 3	  /* 16 B, COUNT per key */
 };
 struct smart_stream_gen {
@@ -212,7 +218,7 @@ struct smart_stream_gen {
 	uint32_t zipf_milli;
 	uint64_t disorder;
 };
-/* The workload's record size, and its query (window size in the
+/** The workload's record size, and its query (window size in the
  * generator's time units); SMART_EINVAL for an unknown one. */
 int smart_stream_gen_query(uint32_t workload, struct smart_stream_query *q);
 int smart_stream_gen_fill(const struct smart_stream_gen *g, uint64_t first,

@@ -200,7 +200,8 @@ int smart_stream_push(smart_stream_t *s, const void *records, size_t n)
 		rc = one_record(s, p);
 		if (!rc && ++s->in_epoch >= s->cfg.epoch_records)
 			rc = epoch_end(s, 0);
-		if (!rc && !(s->st.records % STREAM_POLL_EVERY))
+		if (!rc && !SMART_M_STREAM_NO_YIELD &&
+		    !(s->st.records % STREAM_POLL_EVERY))
 			rc = keep_up(s);
 		if (rc)
 			return fail(s, rc);

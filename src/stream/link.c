@@ -133,6 +133,15 @@ static int send_one(struct smart_stream *s, struct stream_peer *p, size_t *off,
 	return rc;
 }
 
+/* A peer whose connection failed before its last epoch is named (bit i
+ * of gone): the survivors' SMART_ECONN says which executor died. */
+static int gone(struct smart_stream *s, uint32_t i, int rc)
+{
+	if (rc == SMART_ECONN && !SMART_M_STREAM_NO_DEAD_NAME)
+		s->st.gone |= 1ULL << i;
+	return rc;
+}
+
 static int send_peer(struct smart_stream *s, struct stream_peer *p,
 		     const struct ship *sh)
 {
@@ -145,7 +154,7 @@ static int send_peer(struct smart_stream *s, struct stream_peer *p,
 		rc = send_one(s, p, &off, sh);
 	while (!rc && off < p->buf_n);
 	p->buf_n = 0;
-	return rc;
+	return gone(s, (uint32_t)(p - s->peer), rc);
 }
 
 static void sender(smart_worker_t *w, void *arg)
@@ -321,7 +330,7 @@ static int drain_peer(struct smart_stream *s, uint32_t i)
 		if (rc == SMART_ECONN && p->final)
 			return 0;
 		if (rc)
-			return rc;
+			return gone(s, i, rc);
 		rc = take(s, buf, len, i, user);
 		smart_chan_release(p->rx);
 		if (rc)

@@ -67,4 +67,19 @@
 #define SMART_M_STREAM_WM_BACKWARDS 0
 #endif
 
+/* push: the endpoint not polled inside a long epoch (its peers'
+ * keepalive gives it up as silent) */
+#ifdef SMART_MUTANT_STREAM_NO_YIELD
+#define SMART_M_STREAM_NO_YIELD 1
+#else
+#define SMART_M_STREAM_NO_YIELD 0
+#endif
+
+/* drain, ship: a peer whose connection failed not named in the stats */
+#ifdef SMART_MUTANT_STREAM_NO_DEAD_NAME
+#define SMART_M_STREAM_NO_DEAD_NAME 1
+#else
+#define SMART_M_STREAM_NO_DEAD_NAME 0
+#endif
+
 #endif

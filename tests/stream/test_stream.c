@@ -19,6 +19,8 @@
  * (test_spawn) that exchange addresses and results over pipes.
  */
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
@@ -59,7 +61,9 @@ struct end {
 	char addr[64];
 };
 
-static void end_open(struct end *e, int rpc)
+/* ka_ms, ka_misses: the endpoint's keepalive (0: its defaults). */
+static void end_open_ka(struct end *e, int rpc, uint32_t ka_ms,
+			uint32_t ka_misses)
 {
 	struct smart_rpc_config cfg;
 
@@ -71,9 +75,16 @@ static void end_open(struct end *e, int rpc)
 		return;
 	smart_rpc_config_init(&cfg);
 	cfg.timeout_ms = 60000;
+	cfg.keepalive_ms = ka_ms;
+	cfg.keepalive_misses = ka_misses;
 	CHECK_OK(smart_rpc_create(e->w, &cfg, &e->rpc));
 	CHECK_OK(smart_rpc_listen(e->rpc, "127.0.0.1:0"));
 	CHECK_OK(smart_rpc_listen_addr(e->rpc, e->addr, sizeof(e->addr)));
+}
+
+static void end_open(struct end *e, int rpc)
+{
+	end_open_ka(e, rpc, 0, 0);
 }
 
 static void end_close(struct end *e)
@@ -99,7 +110,22 @@ struct run {
 	size_t nres[MAXE];
 	struct smart_stream_stats st[MAXE];
 	int push_rc[MAXE];
+	uint32_t ka_ms, ka_misses;     /* the endpoints' keepalive */
+	atomic_ulong probes, given_up; /* executor 1's endpoint (keepalive) */
 };
+
+/* Executor 1 publishes its endpoint's keepalive counters while it polls
+ * (test_keepalive reads them from executor 0's extract callback). */
+static void publish_ka(struct run *r, uint32_t i)
+{
+	struct smart_rpc_stats st;
+
+	if (i != 1 || !r->ka_ms)
+		return;
+	CHECK_OK(smart_rpc_stats(r->end[i].rpc, &st));
+	atomic_store(&r->probes, st.ka_probes);
+	atomic_store(&r->given_up, st.ka_failures);
+}
 
 static void collect(struct run *r, uint32_t i, smart_stream_t *s)
 {
@@ -109,6 +135,11 @@ static void collect(struct run *r, uint32_t i, smart_stream_t *s)
 	int rc;
 
 	while ((rc = smart_stream_poll(s, buf, 64, &k)) != SMART_ENOENT) {
+		publish_ka(r, i);
+		if (rc && r->ka_ms) { /* test_keepalive reports it */
+			r->push_rc[i] = rc;
+			return;
+		}
 		CHECK_OK(rc);
 		if (r->nres[i] + k > cap) {
 			cap = (r->nres[i] + k) * 2;
@@ -158,8 +189,11 @@ static void exec_one(struct run *r, uint32_t i, struct end *e)
 				       r->n[i] - k < CHUNK ? r->n[i] - k :
 							     CHUNK);
 	r->push_rc[i] = rc;
+	if (!rc && r->ka_ms)
+		rc = r->push_rc[i] = smart_stream_finish(s);
 	if (!rc) {
-		CHECK_OK(smart_stream_finish(s));
+		if (!r->ka_ms)
+			CHECK_OK(smart_stream_finish(s));
 		if (!i)
 			atomic_store(&r->zero_done, 1);
 		collect(r, i, s);
@@ -179,7 +213,7 @@ static void *exec_thread(void *arg)
 	struct run *r = t->r;
 	struct end *e = &r->end[t->i];
 
-	end_open(e, r->engine != SMART_STREAM_LOCAL);
+	end_open_ka(e, r->engine != SMART_STREAM_LOCAL, r->ka_ms, r->ka_misses);
 	r->peers[t->i] = e->addr;
 	pthread_barrier_wait(&r->bar);
 	exec_one(r, t->i, e);
@@ -448,6 +482,82 @@ static void test_empty_deltas(void)
 	       r.st[0].results, r.st[0].early_results);
 	CHECK(r.st[0].early_results > 0);
 	CHECK(r.st[0].lag_p99_ns >= r.st[0].lag_p50_ns && r.st[0].lag_p50_ns);
+	run_free(&r);
+}
+
+/* A long epoch keeps its peers (commit 67f5579): executor 0 pushes
+ * KA_BLOCKS x 1024 records in one epoch while executor 1 (done, polling)
+ * probes it after every KA_MS of silence and gives it up after KA_MS x
+ * KA_MISSES.  Executor 0's extract callback, in the middle of each block
+ * of 1024 records, waits until executor 1 sent a new PING (or gave it
+ * up): the push then lasts at least KA_BLOCKS probe periods, longer than
+ * the bound, and only push's poll every 1024 records answers the PINGs.
+ * Without it the first PING stays unanswered and executor 1 gives 0 up. */
+#define KA_MS	  100
+#define KA_MISSES 10
+#define KA_BLOCKS 16
+
+struct ka_arg {
+	struct run *r;
+	uint64_t calls, seen;
+};
+
+static void ka_wait(struct ka_arg *a)
+{
+	double end = test_now_ms() + 60000;
+
+	while (atomic_load(&a->r->probes) <= a->seen &&
+	       !atomic_load(&a->r->given_up))
+		if (test_now_ms() > end)
+			TEST_FAIL("executor 1 never probed");
+	a->seen = atomic_load(&a->r->probes);
+}
+
+static int ka_extract(const void *rec, uint32_t len, uint64_t *key,
+		      uint64_t *ts, uint64_t *value, void *arg)
+{
+	struct ka_arg *a = arg;
+	uint64_t c = a->calls++;
+
+	(void)len;
+	if (c % STREAM_POLL_EVERY == STREAM_POLL_EVERY / 2 &&
+	    c / STREAM_POLL_EVERY < KA_BLOCKS)
+		ka_wait(a);
+	memcpy(key, rec, 8);
+	memcpy(ts, (const uint8_t *)rec + 8, 8);
+	*value = 0;
+	return 1;
+}
+
+static void test_keepalive(void)
+{
+	struct run r = { .engine = SMART_STREAM_SLASH,
+			 .E = 2,
+			 .epoch = 1u << 20,
+			 .ka_ms = KA_MS,
+			 .ka_misses = KA_MISSES };
+	struct ka_arg a = { &r, 0, 0 };
+	double t0;
+
+	secret_init();
+	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_RO, &r.q));
+	r.q.size = 1000;
+	r.q.extract = ka_extract;
+	r.q.extract_arg = &a;
+	gen_input(&r, SMART_STREAM_GEN_RO, KA_BLOCKS * STREAM_POLL_EVERY + 100,
+		  0, 0, 500);
+	r.n[1] = 0; /* executor 1 only polls (and probes) */
+	t0 = test_now_ms();
+	run_threads(&r);
+	printf("one epoch of %zu records pushed in %.0f ms (keepalive bound %u ms): executor 1 sent %lu PINGs, "
+	       "ka_failures %lu; push %d %d\n",
+	       r.n[0], test_now_ms() - t0, KA_MS * KA_MISSES,
+	       atomic_load(&r.probes), atomic_load(&r.given_up), r.push_rc[0],
+	       r.push_rc[1]);
+	CHECK_EQ(atomic_load(&r.given_up), 0);
+	CHECK(atomic_load(&r.probes) >= KA_BLOCKS);
+	CHECK_EQ(r.st[0].epochs, 1);
+	check_ref(&r, "keepalive");
 	run_free(&r);
 }
 
@@ -737,6 +847,213 @@ static void test_adversarial(void)
 	unsetenv("SMART_SHM_ADVERSARIAL");
 }
 
+/* A dead executor (docs/stream.md §8): executor 1, a child process,
+ * pushes DEAD_EPOCHS epochs, tells the test so, then only polls; executor
+ * 0 (this process) polls until it emitted results, the test then kills
+ * (SIGKILL) or stops (SIGSTOP) the child, and executor 0 goes on pushing
+ * and polling.  Its next failing call must return SMART_ECONN within the
+ * keepalive bound (DEAD_KA_MS x DEAD_KA_MISSES; the margin only absorbs
+ * the machine's scheduling), stats.gone must name executor 1, every later
+ * call must return the same, and everything it emitted must be in the
+ * reference's output (windows the dead executor's input completed). */
+#define DEAD_EPOCHS    3
+#define DEAD_KA_MS     100
+#define DEAD_KA_MISSES 5
+#define DEAD_N	       1500
+
+static void dead_setup(struct run *r)
+{
+	proc_setup(r, SMART_STREAM_GEN_RO, 2, SMART_STREAM_SLASH, DEAD_N);
+	r->q.size = 10;
+}
+
+static smart_stream_t *dead_create(struct run *r, uint32_t i)
+{
+	struct smart_stream_config c;
+	smart_stream_t *s;
+
+	smart_stream_config_init(&c);
+	c.engine = SMART_STREAM_SLASH;
+	c.executors = 2;
+	c.index = i;
+	c.epoch_records = r->epoch;
+	c.rpc = r->end[i].rpc;
+	c.peers = r->peers;
+	c.slot_bytes = 4096;
+	c.query = r->q;
+	CHECK_OK(smart_stream_create(r->end[i].w, &c, &s));
+	return s;
+}
+
+/* args: up down */
+static void child_dead(char **a)
+{
+	struct run r = { 0 };
+	int up = atoi(a[0]), down = atoi(a[1]);
+	char addrs[2][ADDR], one = 1;
+	struct smart_stream_result res[64];
+	double end = test_now_ms() + 60000;
+	smart_stream_t *s;
+	size_t k;
+
+	secret_init();
+	dead_setup(&r);
+	end_open_ka(&r.end[1], 1, DEAD_KA_MS, DEAD_KA_MISSES);
+	full_io(up, r.end[1].addr, ADDR, 1);
+	full_io(down, addrs, sizeof(addrs), 0);
+	r.peers[0] = addrs[0];
+	r.peers[1] = addrs[1];
+	s = dead_create(&r, 1);
+	CHECK_OK(smart_stream_push(s, r.in[1], DEAD_EPOCHS * r.epoch));
+	full_io(up, &one, 1, 1);
+	while (!smart_stream_poll(s, res, 64, &k)) /* until killed */
+		if (test_now_ms() > end)
+			_exit(3);
+	_exit(4);
+}
+
+static void dead_gather(struct run *r, smart_stream_t *s, int *rc)
+{
+	struct smart_stream_result buf[64];
+	size_t k;
+
+	*rc = smart_stream_poll(s, buf, 64, &k);
+	r->res[0] = realloc(r->res[0], (r->nres[0] + k + 1) * sizeof(*buf));
+	memcpy(r->res[0] + r->nres[0], buf, k * sizeof(*buf));
+	r->nres[0] += k;
+}
+
+/* Every result emitted is one of the reference's (multiset inclusion). */
+static void dead_check_emitted(struct run *r)
+{
+	struct ref_out o;
+	size_t j = 0;
+
+	ref_run(&r->q, 2, (const uint8_t *const *)r->in, r->n, &o);
+	qsort(r->res[0], r->nres[0], sizeof(*r->res[0]), ref_res_cmp);
+	for (size_t i = 0; i < r->nres[0]; i++, j++) {
+		while (j < o.n && ref_res_cmp(&o.r[j], &r->res[0][i]) < 0)
+			j++;
+		if (j == o.n || ref_res_cmp(&o.r[j], &r->res[0][i]))
+			TEST_FAIL("emitted result %zu is not the reference's",
+				  i);
+	}
+	free(o.r);
+}
+
+/* Executor 0 until the child reached its point and results came. */
+static void dead_until_point(struct run *r, smart_stream_t *s, int up)
+{
+	double end = test_now_ms() + 60000;
+	struct pollfd pf = { up, POLLIN, 0 };
+	int rc, point = 0;
+	char one;
+
+	CHECK_OK(smart_stream_push(s, r->in[0], DEAD_EPOCHS * r->epoch));
+	while (!point || !r->nres[0]) {
+		dead_gather(r, s, &rc);
+		CHECK_OK(rc);
+		if (!point && poll(&pf, 1, 0) == 1) {
+			full_io(up, &one, 1, 0);
+			point = 1;
+		}
+		if (test_now_ms() > end)
+			TEST_FAIL("no point or no results before the kill");
+	}
+}
+
+/* Push the rest, finish, poll: the first error. */
+static int dead_run_on(struct run *r, smart_stream_t *s)
+{
+	size_t off = DEAD_EPOCHS * r->epoch;
+	double end = test_now_ms() + 60000;
+	int rc = 0;
+
+	while (!rc && off < r->n[0]) {
+		size_t k = r->n[0] - off < CHUNK ? r->n[0] - off : CHUNK;
+
+		rc = smart_stream_push(s, r->in[0] + off * r->q.record_bytes,
+				       k);
+		off += k;
+		if (!rc)
+			dead_gather(r, s, &rc);
+	}
+	if (!rc)
+		rc = smart_stream_finish(s);
+	while (!rc) {
+		dead_gather(r, s, &rc);
+		if (test_now_ms() > end)
+			TEST_FAIL("the dead executor was never detected");
+	}
+	return rc;
+}
+
+static void dead_case(int sig)
+{
+	struct run r = { 0 };
+	char addrs[2][ADDR] = { { 0 } }, args[2][24];
+	int up[2], down[2], rc, st;
+	smart_stream_t *s;
+	double t0, ms;
+	pid_t pid;
+	size_t k;
+
+	dead_setup(&r);
+	end_open_ka(&r.end[0], 1, DEAD_KA_MS, DEAD_KA_MISSES);
+	memcpy(addrs[0], r.end[0].addr, ADDR);
+	CHECK_EQ(pipe(up), 0);
+	CHECK_EQ(pipe(down), 0);
+	snprintf(args[0], 24, "%d", up[1]);
+	snprintf(args[1], 24, "%d", down[0]);
+	pid = test_spawn("dead", (const char *[]){ args[0], args[1], NULL });
+	CHECK(pid > 0);
+	close(up[1]);
+	close(down[0]);
+	full_io(up[0], addrs[1], ADDR, 0);
+	full_io(down[1], addrs, sizeof(addrs), 1);
+	r.peers[0] = addrs[0];
+	r.peers[1] = addrs[1];
+	s = dead_create(&r, 0);
+	dead_until_point(&r, s, up[0]);
+	t0 = test_now_ms();
+	CHECK_EQ(kill(pid, sig), 0);
+	rc = dead_run_on(&r, s);
+	ms = test_now_ms() - t0;
+	CHECK_OK(smart_stream_stats(s, r.end[0].w, &r.st[0]));
+	printf("%s at epoch %u: detected in %.0f ms (keepalive bound %u ms): "
+	       "%d, gone 0x%" PRIx64 ", %zu results emitted before, all the "
+	       "reference's\n",
+	       sig == SIGKILL ? "killed" : "stopped", DEAD_EPOCHS, ms,
+	       DEAD_KA_MS * DEAD_KA_MISSES, rc, r.st[0].gone, r.nres[0]);
+	CHECK_EQ(rc, SMART_ECONN);
+	CHECK_EQ(r.st[0].gone, 1ULL << 1);
+	CHECK(ms < DEAD_KA_MS * DEAD_KA_MISSES + 2000);
+	CHECK_EQ(smart_stream_poll(s, NULL, 0, &k), SMART_ECONN);
+	CHECK_EQ(smart_stream_finish(s), SMART_ECONN);
+	dead_check_emitted(&r);
+	CHECK_OK(smart_stream_close(s, r.end[0].w));
+	if (sig != SIGKILL)
+		CHECK_EQ(kill(pid, SIGKILL), 0);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	close(up[0]);
+	close(down[1]);
+	end_close(&r.end[0]);
+	run_free(&r);
+}
+
+static void test_killed(void)
+{
+	secret_init();
+	dead_case(SIGKILL);
+}
+
+static void test_stopped(void)
+{
+	secret_init();
+	dead_case(SIGSTOP);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main_children(
@@ -749,9 +1066,14 @@ int main(int argc, char **argv)
 				      { "delayed_helper", test_delayed_helper },
 				      { "empty_deltas", test_empty_deltas },
 				      { "enospc", test_enospc },
+				      { "keepalive", test_keepalive },
 				      { "hostile", test_hostile },
 				      { "procs", test_procs },
 				      { "adversarial", test_adversarial },
+				      { "killed", test_killed },
+				      { "stopped", test_stopped },
 				      { 0 } },
-		(struct test_child[]){ { "exec", child_exec }, { 0 } });
+		(struct test_child[]){ { "exec", child_exec },
+				       { "dead", child_dead },
+				       { 0 } });
 }
