@@ -122,12 +122,26 @@ void kit_rec_lat(struct kit_rec *r, const struct kit_lat *l)
 	kit_rec_num(r, "p999_us", "%.4f", l->p999_us);
 }
 
+/* Of the guarded ops the window ended, the share that needed no retry
+ * (Smart's Fig 14c); 0 when there were none. */
+static double kit_zero_retry_share(const smart_stats_t *st)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < 17; i++)
+		n += st->retry_hist[i];
+	return n ? (double)st->retry_hist[0] / (double)n : 0;
+}
+
 void kit_rec_library(struct kit_rec *r, const smart_stats_t *st)
 {
 	kit_rec_num(r, "credit_cap", "%d", st->credit_cap);
 	kit_rec_str(r, "throttle_phase", st->throttle_phase);
 	kit_rec_num(r, "db_contended", "%llu",
 		    (unsigned long long)st->db_contended);
+	kit_rec_num(r, "zero_retry_share", "%.4f", kit_zero_retry_share(st));
+	kit_rec_num(r, "backoff_nmax", "%d", st->backoff_nmax);
 }
 
 void kit_rec_json(const struct kit_rec *r, FILE *f)
