@@ -20,7 +20,8 @@
 #   30ms), SECS_THROT (with WorkReqThrot: the tuner's 48-ms update phase
 #   first, 100ms), SECS_HT (Fig 14, 50ms), SECS_YCSB (Fig 7, 20ms);
 #   TABLE1_INTERVALS (ms, default "8 32 128"), FIG14_SERIES (name=techniques
-#   pairs, default "None=ThrdAwareAlloc CA=ThrdAwareAlloc,ConflictAvoid").
+#   pairs, default "None=ThrdAwareAlloc CA=ThrdAwareAlloc,ConflictAvoid"),
+#   the points: T13A (threads), B13B (batches), T14, T7 (threads).
 # Each run's line says its wall time and simulated ops per real second;
 # the totals go to $OUT/speed.csv.
 set -euo pipefail
@@ -51,10 +52,10 @@ SECS_HT=${SECS_HT:-50ms}
 SECS_YCSB=${SECS_YCSB:-20ms}
 TABLE1_INTERVALS=${TABLE1_INTERVALS:-8 32 128}
 FIG14_SERIES=${FIG14_SERIES:-None=ThrdAwareAlloc CA=ThrdAwareAlloc,ConflictAvoid}
-T13A="1 8 16 32 48 64 80 96"
-B13B="1 2 4 8 16 32"
-T14="1 8 16 32 64 96"
-T7="1 8 16 32 48 64 96"
+T13A=${T13A:-1 8 16 32 48 64 80 96}
+B13B=${B13B:-1 2 4 8 16 32}
+T14=${T14:-1 8 16 32 64 96}
+T7=${T7:-1 8 16 32 48 64 96}
 if [ -n "$QUICK" ]; then
 	OUT=$OUT/quick
 	SECS=10ms SECS_THROT=60ms SECS_HT=20ms SECS_YCSB=10ms
@@ -214,9 +215,10 @@ set output "$1"
 set title "$2\n$TITLE: not measurements"
 set xlabel "$3"
 set ylabel "$4"
-set key top left box opaque
+set key bottom right box opaque
 set grid
 set datafile separator ","
+sel(s, f) = sprintf("< grep '^%s,' '%s'", s, f)
 $5
 EOF
 	echo "wrote $1"
@@ -226,15 +228,15 @@ plots() {
 	local c=$OUT
 	[ -f "$c/fig13a.csv" ] && plot "$c/fig13a.png" \
 		"Fig 13a: 8-B READ, 16 in flight per thread" threads Mops \
-		"set yrange [0:125]; set arrow from graph 0, first 110 to graph 1, first 110 nohead dt 2; set label 'paper: NIC cap 110; per-doorbell 1.0-4.3x per-thread QP' at graph 0.02, first 117
-plot for [s in 'qp db db-throt'] '$c/fig13a.csv' using (strcol(1) eq s ? \$2 : 1/0):4 with linespoints title s"
+		"set yrange [0:125]; set arrow from graph 0, first 110 to graph 1, first 110 nohead dt 2; set label 'paper text: NIC cap 110 Mops; per-doorbell 1.0-4.3x per-thread QP' at graph 0.02, first 117
+plot for [s in 'qp db db-throt'] sel(s, '$c/fig13a.csv') using 2:4 with linespoints title s"
 	[ -f "$c/fig13b.csv" ] && plot "$c/fig13b.png" \
 		"Fig 13b: 8-B READ, 96 threads" "WRs in flight per thread (batch)" Mops \
 		"set logscale x 2; set yrange [0:125]
 \$paper << EOD
 32,109,55
 EOD
-plot for [s in 'db db-throt'] '$c/fig13b.csv' using (strcol(1) eq s ? \$3 : 1/0):4 with linespoints title s, \
+plot for [s in 'db db-throt'] sel(s, '$c/fig13b.csv') using 3:4 with linespoints title s, \
  \$paper using 1:2 with points pt 9 ps 2 title 'paper text: throttled 109 (2.0x)', \
  \$paper using 1:3 with points pt 8 ps 2 title 'paper text: unthrottled 55'"
 	[ -f "$c/table1.csv" ] && plot "$c/table1.png" \
@@ -244,7 +246,7 @@ plot for [s in 'db db-throt'] '$c/fig13b.csv' using (strcol(1) eq s ? \$3 : 1/0)
 8,100,81
 2048,110,66
 EOD
-plot for [s in 'db db-throt'] '$c/table1.csv' using (strcol(1) eq s ? \$3 : 1/0):4 with linespoints title s, \
+plot for [s in 'db db-throt'] sel(s, '$c/table1.csv') using 3:4 with linespoints title s, \
  \$paper using 1:2 with points pt 9 ps 2 title 'paper (printed): throttled', \
  \$paper using 1:3 with points pt 8 ps 2 title 'paper (printed): unthrottled'"
 	[ -f "$c/fig14.csv" ] && plot "$c/fig14_ab.png" \
@@ -254,8 +256,8 @@ plot for [s in 'db db-throt'] '$c/table1.csv' using (strcol(1) eq s ? \$3 : 1/0)
 \$paper << EOD
 96,12.5,1.1,1.4
 EOD
-plot for [s in 'None CA'] '$c/fig14.csv' using (strcol(1) eq s ? \$2 : 1/0):3 with linespoints title s.' Mops', \
- for [s in 'None CA'] '$c/fig14.csv' using (strcol(1) eq s ? \$2 : 1/0):(1+\$4) axes x1y2 with points pt 7 title s.' attempts/op', \
+plot for [s in 'None CA'] sel(s, '$c/fig14.csv') using 2:3 with linespoints title s.' Mops', \
+ for [s in 'None CA'] sel(s, '$c/fig14.csv') using 2:(1+\$4) axes x1y2 with points pt 7 title s.' attempts/op', \
  \$paper using 1:2 axes x1y2 with points pt 8 ps 2 title 'paper text: None 11.5 retries', \
  \$paper using 1:3:3:4 axes x1y2 with yerrorbars pt 9 ps 2 title 'paper text: all CA 1.1-1.4 attempts'"
 	[ -f "$c/fig14.csv" ] && plot "$c/fig14_c.png" \
@@ -264,7 +266,7 @@ plot for [s in 'None CA'] '$c/fig14.csv' using (strcol(1) eq s ? \$2 : 1/0):3 wi
 \$paper << EOD
 96,0.91
 EOD
-plot for [s in 'None CA'] '$c/fig14.csv' using (strcol(1) eq s ? \$2 : 1/0):5 with linespoints title s, \
+plot for [s in 'None CA'] sel(s, '$c/fig14.csv') using 2:5 with linespoints title s, \
  \$paper using 1:2 with points pt 9 ps 2 title 'paper: 91% with all of ConflictAvoid'"
 	[ -f "$c/fig7.csv" ] && plot "$c/fig7.png" \
 		"Fig 7a-c shape: Smart-HT YCSB, 1M keys, Zipf 0.99, 8 coroutines" threads Mops \
@@ -273,7 +275,7 @@ plot for [s in 'None CA'] '$c/fig14.csv' using (strcol(1) eq s ? \$2 : 1/0):5 wi
 96,21.2
 96,23.7
 EOD
-plot for [w in 'a b c'] '$c/fig7.csv' using (strcol(1) eq w ? \$2 : 1/0):3 with linespoints title 'YCSB-'.w, \
+plot for [w in 'a b c'] sel(w, '$c/fig7.csv') using 2:3 with linespoints title 'YCSB-'.w, \
  \$paper using 1:2 with points pt 9 ps 2 title 'paper text: A peak 5.7 (48 thr), B 21.2, C 23.7'"
 	return 0
 }
@@ -289,5 +291,6 @@ T1=$(now)
 wall=$(awk -v a="$T0" -v b="$T1" 'BEGIN { printf "%.0f", b - a }')
 rate=$(awk -v o="$TOTAL_OPS" -v w="$TOTAL_WALL" 'BEGIN { printf "%.0f", (w > 0 ? o / w : 0) }')
 echo "$NPOINTS points run ($NSKIP done before), $wall s wall, $rate simulated ops per real s over the runs"
+[ "$NPOINTS" -gt 0 ] || exit 0
 header "$OUT/speed.csv" "date,figures,points,skipped,wall_s,sim_ops,sim_ops_per_real_s,load"
 echo "$(date -u +%FT%TZ),${figs[*]},$NPOINTS,$NSKIP,$wall,$TOTAL_OPS,$rate,$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/')" >>"$OUT/speed.csv"
