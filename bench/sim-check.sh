@@ -151,7 +151,7 @@ def never_falls(s):
     return all(s[b] >= 0.9 * s[a] for a, b in zip(ts, ts[1:]))
 
 
-if y["b"] and y["c"]:
+if len(y["b"]) > 1 and len(y["c"]) > 1:
     say("Y1", never_falls(y["b"]) and never_falls(y["c"]),
         "read-heavy " + ", ".join(f"{t}: {v:.2f}" for t, v in
                                    sorted(y["b"].items())) +
@@ -165,7 +165,7 @@ if all(96 in y[w] for w in "abc"):
         f"at 96: C {cc:.2f} >= B {b:.2f} >= A {a:.2f}, B/C {b / cc:.2f} "
         "(paper 0.89)")
     pa = max(y["a"], key=y["a"].get)
-    say("Y3", pa >= 32 and a >= 0.7 * y["a"][pa] and
+    say("Y3", None if len(y["a"]) < 2 else pa >= 32 and a >= 0.7 * y["a"][pa] and
         0.1 <= y["a"][pa] / cc <= 0.5,
         f"write-heavy peaks at {pa} ({y['a'][pa]:.2f}), 96: {a:.2f}; "
         f"peak / read-only at 96 {y['a'][pa] / cc:.2f} (paper 0.24)")
