@@ -186,15 +186,24 @@ void kit_rec_lat(struct kit_rec *r, const struct kit_lat *l)
 	rec_sig(r, "p999_us", l->p999_us);
 }
 
+/* Of the guarded ops the window ended, the share that needed no retry
+ * (Smart's Fig 14c); 0 when there were none. */
+static double kit_zero_retry_share(const smart_stats_t *st)
+{
+	uint64_t n = 0;
+	int i;
+
+	for (i = 0; i < 17; i++)
+		n += st->retry_hist[i];
+	return n ? (double)st->retry_hist[0] / (double)n : 0;
+}
+
 /* Conflict avoidance and credit waits: the share of guarded operations
  * that needed no retry, the coroutine throttle's steps, and what waiting
  * for credits cost (loop turns, parks, task switches). */
 static void kit_rec_library_conflict(struct kit_rec *r, const smart_stats_t *st)
 {
-	uint64_t g = st->c[SMART_STAT_GUARDED_OPS];
-
-	kit_rec_num(r, "zero_retry_share", "%.4f",
-		    g ? (double)st->retry_hist[0] / (double)g : 0.0);
+	kit_rec_num(r, "zero_retry_share", "%.4f", kit_zero_retry_share(st));
 	kit_rec_num(r, "nmax_cuts", "%llu",
 		    (unsigned long long)st->c[SMART_STAT_NMAX_CUTS]);
 	kit_rec_num(r, "nmax_raises", "%llu",
@@ -214,6 +223,7 @@ void kit_rec_library(struct kit_rec *r, const smart_stats_t *st)
 	kit_rec_num(r, "db_contended", "%llu",
 		    (unsigned long long)st->db_contended);
 	kit_rec_library_conflict(r, st);
+	kit_rec_num(r, "backoff_nmax", "%d", st->backoff_nmax);
 }
 
 void kit_rec_json(const struct kit_rec *r, FILE *f)

@@ -706,6 +706,14 @@
 #define SMART_M_RPC_CHAN_UNCOUNTED_GONE 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_SIM_RESP_OFF /* transport/sim: WRs run when the
+				      * initiator's poll finds them due, not
+				      * at their responder time */
+#define SMART_M_SHM_SIM_RESP_OFF 1
+#else
+#define SMART_M_SHM_SIM_RESP_OFF 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_SIM_ANY_THREAD /* transport/sim: a data-path call
 					 * from a real thread let through */
 #define SMART_M_SHM_SIM_ANY_THREAD 1

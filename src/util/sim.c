@@ -54,6 +54,7 @@ struct smart__sim {
 	uint64_t rng;
 	uint64_t end_ns;
 	uint64_t switches;
+	struct smart__sim_source *sources; /* in order of addition */
 	int running;
 };
 
@@ -137,6 +138,10 @@ void smart__sim_destroy(struct smart__sim *s)
 
 	if (!s)
 		return;
+	while (s->sources) { /* outliving their engine: detached */
+		s->sources->s = NULL;
+		s->sources = s->sources->link;
+	}
 	for (i = 0; s->all && i < s->nthreads; i++)
 		thread_free(s->all[i]);
 	free(s->all);
@@ -277,14 +282,61 @@ static void fiber_switch_out(struct smart__sim_thread *t)
 	s->main = tr.fctx;
 }
 
+/* The source whose next event is earliest (the first added on a tie),
+ * NULL when it is later than `now` or there is none. */
+static struct smart__sim_source *source_due(struct smart__sim *s, uint64_t now)
+{
+	struct smart__sim_source *src, *best = NULL;
+	uint64_t n, min = UINT64_MAX;
+
+	for (src = s->sources; src; src = src->link) {
+		n = src->next_ns(src);
+		if (n < min) {
+			min = n;
+			best = src;
+		}
+	}
+	return min <= now ? best : NULL;
+}
+
 /* Yield only when another fiber is earlier: "no switch while still the
- * earliest" keeps a lone or leading thread at full speed. */
+ * earliest" keeps a lone or leading thread at full speed.  Then, the
+ * earliest of all, run the sources' events up to its time: every fiber
+ * has passed them, and none can add one as early any more. */
 static void fiber_yield_if_late(struct smart__sim_thread *t)
 {
 	struct smart__sim *s = t->s;
+	struct smart__sim_source *src;
 
 	if (s->nheap && earlier(s->heap[0], t))
 		fiber_switch_out(t);
+	while ((src = source_due(s, t->vt)))
+		src->step(src);
+}
+
+void smart__sim_source_add(struct smart__sim_source *src)
+{
+	struct smart__sim_source **pp;
+
+	smart__sim_require("smart__sim_source_add");
+	src->s = smart__sim_cur->s;
+	src->link = NULL;
+	for (pp = &src->s->sources; *pp; pp = &(*pp)->link)
+		;
+	*pp = src;
+}
+
+void smart__sim_source_del(struct smart__sim_source *src)
+{
+	struct smart__sim_source **pp;
+
+	if (!src->s)
+		return;
+	for (pp = &src->s->sources; *pp && *pp != src; pp = &(*pp)->link)
+		;
+	if (*pp)
+		*pp = src->link;
+	src->s = NULL;
 }
 
 uint64_t smart__sim_rand(void)

@@ -92,4 +92,28 @@ void smart__sim_sleep_until(uint64_t t);
 /* The run's seeded stream (xorshift64*), drawn in run order. */
 uint64_t smart__sim_rand(void);
 
+/* --- event sources (the sim transport's responder) ------------------ */
+
+/* A source of timed events that are nobody's fiber (a responder NIC
+ * executing WRs on blade memory).  At every sync point and sleep, once
+ * the fiber is the earliest, the engine runs every source's events due
+ * at or before the fiber's time, earliest first across sources (ties: the
+ * source added first): an event is never run late for a reader, and
+ * never before all fibers have passed its time.  A source must only add
+ * events later than the adding fiber's time. */
+struct smart__sim_source {
+	/* virtual time (ns) of the earliest pending event, UINT64_MAX: none */
+	uint64_t (*next_ns)(struct smart__sim_source *src);
+	/* run that event (it may add others) */
+	void (*step)(struct smart__sim_source *src);
+	struct smart__sim *s;		/* set while added */
+	struct smart__sim_source *link; /* the engine's list */
+};
+
+/* Add src to the calling fiber's engine (aborts on a real thread). */
+void smart__sim_source_add(struct smart__sim_source *src);
+/* Remove src (from any thread; a no-op once its engine is destroyed,
+ * which detaches the sources left). */
+void smart__sim_source_del(struct smart__sim_source *src);
+
 #endif

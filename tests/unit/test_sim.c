@@ -16,6 +16,8 @@
  *  - invariants: WRs posted = completed (nothing outstanding at the end),
  *    no op completes before one RTT, doorbell holds never overlap (their
  *    spin time is counted: the path was taken).
+ *  - responder_time: a WR runs on blade memory at its responder time
+ *    (rtt/2 before its completion), not when its poster polls.
  *  - shm_equiv: the sim transport and the shm RNIC model (one device
  *    function) at 1-2 threads agree within 10% (medians) where the model
  *    dominates: device-bound, WQE-cache misses, round-trip-bound.
@@ -644,6 +646,102 @@ static void test_atomics(void)
 	smart_blade_destroy(b);
 }
 
+/* ---- responder_time: WRs run at the responder, not at the poll ------- */
+
+/* A writer posts WRITE 7 at T and does not poll for 50 us; a READ of the
+ * word that reaches the blade before the WRITE does (posted at T - 1.5
+ * us) sees 0, one posted at T + 10 us sees 7.  On a NIC the WRITE lands
+ * rtt/2 after it leaves, whoever polls; executed at the writer's poll
+ * (shm's rule) the late READ saw 0, and a CAS window was as wide as the
+ * slowest poller made it. */
+struct resp_run {
+	const char *addr;
+	smart_ctx_t *ctx;
+	smart_gaddr_t word;
+	uint64_t t, seen_early, seen_late, done;
+};
+
+static void resp_writer(void *arg)
+{
+	struct resp_run *r = arg;
+	smart_worker_t *w;
+	uint64_t *buf;
+
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&buf));
+	smart__sim_sleep_until(r->t);
+	*buf = 7;
+	CHECK_OK(smart_write(w, r->word, buf, 8));
+	CHECK_OK(smart_post(w));
+	smart__sim_sleep_until(r->t + 50000); /* no poll meanwhile */
+	CHECK_OK(smart_sync(w));
+	CHECK_OK(smart_worker_destroy(w));
+	r->done++;
+}
+
+static void resp_reader(void *arg)
+{
+	struct resp_run *r = arg;
+	uint64_t *seen = r->done ? &r->seen_late : &r->seen_early;
+	uint64_t at = r->done ? r->t + 10000 : r->t - 1500;
+	smart_worker_t *w;
+	uint64_t *buf;
+
+	r->done++;
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&buf));
+	smart__sim_sleep_until(at);
+	CHECK_OK(smart_read_sync(w, r->word, 8, buf));
+	*seen = *buf;
+	CHECK_OK(smart_worker_destroy(w));
+	r->done++;
+}
+
+static void resp_main(void *arg)
+{
+	struct resp_run *r = arg;
+	smart_worker_t *w;
+	uint64_t *buf;
+
+	r->ctx = sim_ctx(r->addr, 1, "per-thread");
+	CHECK_OK(smart_worker_create(r->ctx, &w));
+	CHECK_OK(smart_alloc(w, 1, 8, &r->word));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&buf));
+	*buf = 0;
+	CHECK_OK(smart_write_sync(w, r->word, buf, 8));
+	r->t = smart__sim_now() + 100000;
+	r->done = 0;
+	CHECK_OK(smart__sim_spawn(smart__sim_self(), resp_reader, r, 0));
+	while (r->done < 2) /* the early reader first: it picks its slot */
+		smart__sim_sleep_until(smart__sim_now() + 1000);
+	CHECK_OK(smart__sim_spawn(smart__sim_self(), resp_reader, r, 0));
+	CHECK_OK(smart__sim_spawn(smart__sim_self(), resp_writer, r, 0));
+	while (r->done < 5)
+		smart__sim_sleep_until(smart__sim_now() + 10000);
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(r->ctx));
+}
+
+static void test_responder_time(void)
+{
+	struct smart__sim_cfg cfg = { .seed = 3, .sync_ns = 100 };
+	smart_blade_t *b = sim_blade(1);
+	struct resp_run r = { .addr = smart_blade_address(b) };
+	struct smart__sim *s;
+
+	CHECK_OK(smart__sim_create(&cfg, &s));
+	CHECK_OK(smart__sim_spawn(s, resp_main, &r, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	smart__sim_destroy(s);
+	printf("READ before the WRITE's arrival saw %" PRIu64
+	       ", 10 us after its post saw %" PRIu64
+	       " (the writer polled 50 us after)\n",
+	       r.seen_early, r.seen_late);
+	CHECK_U64_EQ(r.seen_early, 0);
+	CHECK_U64_EQ(r.seen_late, 7);
+	smart_blade_destroy(b);
+}
+
 /* ---- shm_equiv: the sim transport against the shm RNIC model --------- */
 
 /* One device function (shm_device_reserve) serves both transports; what
@@ -891,6 +989,7 @@ int main(int argc, char **argv)
 			{ "fig3", test_fig3 },
 			{ "atomics", test_atomics },
 			{ "pcie", test_pcie },
+			{ "responder_time", test_responder_time },
 			{ "shm_equiv", test_shm_equiv },
 			{ "real_thread_aborts", test_real_thread_aborts },
 			{ 0 } },

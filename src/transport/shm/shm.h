@@ -50,6 +50,7 @@
 #include "util/clock.h"
 #include "util/compiler.h"
 #include "util/mutant.h"
+#include "util/sim.h"
 #include "util/spinlock.h"
 
 /* MRs per domain: messaging's slabs and landing, and a staging region
@@ -257,7 +258,9 @@ struct shm_sim_res {
 
 struct shm_wqe {
 	struct smart_tp_wr wr;
-	uint64_t due; /* model: completion time in model ticks */
+	uint64_t due;  /* model: completion time in model ticks */
+	uint64_t resp; /* sim: time it executes at the responder, ticks */
+	int st;	       /* sim: its status, once executed there */
 	uint8_t inl[SHM_MAX_INLINE];
 };
 
@@ -317,6 +320,13 @@ struct smart_tp_qp {
 	struct shm_peer *peer;	     /* peer's receive queue, once connected */
 	uint32_t stall_pass;	     /* cq->pass of its last RNR stall, + 1 */
 	struct shm_sim_res sim_lock; /* sim only: a shared QP's lock */
+	/* sim only, responder-time execution (shm_model.c): WRs from
+	 * sq_head to sq_exec have run at the responder, their status in
+	 * their wqe; rpos is the QP's place in the model's heap (-1: out),
+	 * rid its tie break, last_resp its latest responder time */
+	uint32_t sq_exec;
+	int rpos;
+	uint64_t rid, rkey, last_resp; /* rkey: its heap key */
 };
 
 /* Zeroed memory on cache lines of its own (len rounded up to whole lines):
@@ -651,6 +661,13 @@ struct shm_model {
 	uint64_t atom_busy[64];
 	uint64_t pcie_busy; /* sim only: the PCIe inbound link, ticks */
 	int sim; /* virtual time (transport/sim): resources simulated */
+	/* sim only: the responder, a source of the engine whose events are
+	 * the WRs' executions, from a min-heap of QPs keyed by (responder
+	 * time of their next WR, rid) (docs/sim.md §1.2) */
+	struct smart__sim_source resp_src;
+	struct smart_tp_qp **rheap;
+	uint32_t nrheap, rcap, rsize; /* in it, QPs attached, allocated */
+	uint64_t next_rid, resp_execs;
 	uint32_t ndb, nded; /* doorbells, of which dedicated */
 	/* mapping state, under d->lock */
 	uint32_t ded_used;	       /* bit i: dedicated doorbell i taken */
@@ -695,6 +712,10 @@ void smart__shm_model_sim(struct smart_tp_domain *d);
  * resource around a post (nothing for other QPs or without the model). */
 void smart__shm_sim_qp_lock(struct smart_tp_qp *qp);
 void smart__shm_sim_qp_unlock(struct smart_tp_qp *qp);
+/* Sim only: may qp's WR at sq_exec run at the responder now (one-sided,
+ * QP ready, remote alive)?  Run it (shm_qp.c: the executor's code). */
+int smart__shm_resp_ready(const struct smart_tp_qp *qp);
+void smart__shm_resp_exec(struct smart_tp_qp *qp);
 int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n);
 
 /* For tests: the parameters in force (NULL when the model is off) and the

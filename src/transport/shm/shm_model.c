@@ -193,6 +193,8 @@ void smart__shm_model_close(struct smart_tp_domain *d)
 
 	if (!m)
 		return;
+	smart__sim_source_del(&m->resp_src);
+	free(m->rheap);
 	while (m->own) {
 		struct shm_doorbell *db = m->own;
 
@@ -220,6 +222,168 @@ static struct shm_doorbell *shm_db_pick(struct shm_model *m)
 	return &m->dbs[i];
 }
 
+/* ---- the sim responder (docs/sim.md §1.2) ---------------------------
+ * WRs execute on blade memory at their responder time, rtt/2 before their
+ * completion, in the order of those times across all QPs (per QP in
+ * posting order: a QP's responder times never decrease), as events of
+ * the engine (util/sim.h) between the fibers' sync points.  The heap holds
+ * each QP whose next WR (sq_exec) may run there, keyed by that WR's time;
+ * it has room for every QP attached (rcap), so pushes never fail. */
+
+static int shm_resp_before(const struct smart_tp_qp *a,
+			   const struct smart_tp_qp *b)
+{
+	return a->rkey < b->rkey || (a->rkey == b->rkey && a->rid < b->rid);
+}
+
+static void shm_resp_set(struct shm_model *m, uint32_t i,
+			 struct smart_tp_qp *qp)
+{
+	m->rheap[i] = qp;
+	qp->rpos = (int)i;
+}
+
+static void shm_resp_up(struct shm_model *m, uint32_t i)
+{
+	struct smart_tp_qp *qp = m->rheap[i];
+
+	while (i && shm_resp_before(qp, m->rheap[(i - 1) / 2])) {
+		shm_resp_set(m, i, m->rheap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	shm_resp_set(m, i, qp);
+}
+
+static void shm_resp_down(struct shm_model *m, uint32_t i)
+{
+	struct smart_tp_qp *qp = m->rheap[i];
+	uint32_t c;
+
+	while ((c = 2 * i + 1) < m->nrheap) {
+		if (c + 1 < m->nrheap &&
+		    shm_resp_before(m->rheap[c + 1], m->rheap[c]))
+			c++;
+		if (!shm_resp_before(m->rheap[c], qp))
+			break;
+		shm_resp_set(m, i, m->rheap[c]);
+		i = c;
+	}
+	shm_resp_set(m, i, qp);
+}
+
+static void shm_resp_push(struct shm_model *m, struct smart_tp_qp *qp)
+{
+	qp->rkey = qp->sq[qp->sq_exec & qp->sq_mask].resp;
+	m->rheap[m->nrheap++] = qp;
+	shm_resp_up(m, m->nrheap - 1);
+}
+
+static void shm_resp_remove(struct shm_model *m, struct smart_tp_qp *qp)
+{
+	uint32_t i = (uint32_t)qp->rpos;
+
+	qp->rpos = -1;
+	if (i == --m->nrheap)
+		return;
+	shm_resp_set(m, i, m->rheap[m->nrheap]);
+	shm_resp_down(m, i);
+	shm_resp_up(m, (uint32_t)m->rheap[i]->rpos);
+}
+
+/* Room in the heap for one more QP (a QP is in it at most once). */
+static int shm_resp_grow(struct shm_model *m)
+{
+	struct smart_tp_qp **h;
+	uint32_t cap = m->rcap + 1;
+
+	if (cap > m->rsize) {
+		h = realloc(m->rheap, sizeof(*h) * (size_t)(cap * 2));
+		if (!h)
+			return SMART_ENOMEM;
+		m->rheap = h;
+		m->rsize = cap * 2;
+	}
+	m->rcap = cap;
+	return 0;
+}
+
+/* Ticks of the model's clock to the engine's ns, rounded up: an event at
+ * tick T runs once a fiber's clock reads T or later. */
+static uint64_t shm_resp_ns(const struct shm_model *m, uint64_t ticks)
+{
+	if (!m->use_tsc)
+		return ticks;
+	return (ticks * SMART_SIM_CYCLES_PER_NS_DEN +
+		SMART_SIM_CYCLES_PER_NS_NUM - 1) /
+	       SMART_SIM_CYCLES_PER_NS_NUM;
+}
+
+static uint64_t shm_resp_next(struct smart__sim_source *src)
+{
+	struct shm_model *m = (struct shm_model *)((char *)src -
+						   offsetof(struct shm_model,
+							    resp_src));
+
+	return m->nrheap ? shm_resp_ns(m, m->rheap[0]->rkey) : UINT64_MAX;
+}
+
+/* Bring sq_exec up to the poll's sq_head (it may have run WRs itself). */
+static void shm_resp_bump(struct smart_tp_qp *qp)
+{
+	uint32_t head = atomic_load_explicit(&qp->sq_head,
+					     memory_order_relaxed);
+
+	if ((int32_t)(qp->sq_exec - head) < 0)
+		qp->sq_exec = head;
+}
+
+/* Into the heap when its next WR may run at the responder. */
+static void shm_resp_queue(struct shm_model *m, struct smart_tp_qp *qp)
+{
+	shm_resp_bump(qp);
+	if (smart__shm_resp_ready(qp))
+		shm_resp_push(m, qp);
+}
+
+/* The earliest event: run the WR at the top QP's sq_exec.  Its key is
+ * that WR's time unless a poll ran the WR first, which the engine's order
+ * rules out (every poll is a sync point, and a WR completes after its
+ * responder time); were it stale, the QP would only be requeued. */
+static void shm_resp_step(struct smart__sim_source *src)
+{
+	struct shm_model *m = (struct shm_model *)((char *)src -
+						   offsetof(struct shm_model,
+							    resp_src));
+	struct smart_tp_qp *qp = m->rheap[0];
+
+	shm_resp_remove(m, qp);
+	shm_resp_bump(qp);
+	if (smart__shm_resp_ready(qp) &&
+	    qp->sq[qp->sq_exec & qp->sq_mask].resp <= shm_model_now(m)) {
+		smart__shm_resp_exec(qp);
+		m->resp_execs++;
+	}
+	shm_resp_queue(m, qp);
+}
+
+/* Ring: each new WR's responder time, rtt/2 before its completion and
+ * never before the QP's previous one (its completion moves back as much);
+ * the QP joins the heap if it was out. */
+static void shm_resp_stamp(struct shm_model *m, struct smart_tp_qp *qp,
+			   uint32_t n)
+{
+	uint64_t half = m->rtt / 2;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct shm_wqe *e = &qp->sq[(qp->sq_tail + i) & qp->sq_mask];
+
+		e->resp = smart_max(e->due - half, qp->last_resp);
+		e->due = smart_max(e->due, e->resp + half);
+		qp->last_resp = e->resp;
+	}
+}
+
 int smart__shm_model_qp_attach(struct smart_tp_qp *qp)
 {
 	struct smart_tp_domain *d = qp->d;
@@ -234,6 +398,12 @@ int smart__shm_model_qp_attach(struct smart_tp_qp *qp)
 			return SMART_ENOMEM;
 		smart_spin_init(&own->lock);
 	}
+	qp->rpos = -1;
+	if (m->sim && shm_resp_grow(m)) {
+		free(own);
+		return SMART_ENOMEM;
+	}
+	qp->rid = m->next_rid++;
 	pthread_mutex_lock(&d->lock);
 	if (own) {
 		own->index = m->next_own++;
@@ -266,6 +436,10 @@ void smart__shm_model_qp_detach(struct smart_tp_qp *qp)
 
 	if (!m || !db)
 		return;
+	if (qp->rpos >= 0) /* its WRs never execute: out of the responder */
+		shm_resp_remove(m, qp);
+	if (m->sim)
+		m->rcap--;
 	pthread_mutex_lock(&d->lock);
 	if (db->index >= (int)m->ndb) {
 		for (pp = &m->own; *pp && *pp != db; pp = &(*pp)->next)
@@ -371,8 +545,16 @@ static uint32_t shm_device_reserve(struct shm_model *m, struct smart_tp_qp *qp,
 
 void smart__shm_model_sim(struct smart_tp_domain *d)
 {
-	if (d->model)
-		d->model->sim = 1;
+	struct shm_model *m = d->model;
+
+	if (!m)
+		return;
+	m->sim = 1;
+	m->next_rid = 0;
+	m->resp_src.next_ns = shm_resp_next;
+	m->resp_src.step = shm_resp_step;
+	if (!SMART_M_SHM_SIM_RESP_OFF)
+		smart__sim_source_add(&m->resp_src);
 }
 
 #define SHM_SIM_QUEUE 32
@@ -529,9 +711,13 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 			shm_atomics_reserve(m, qp, n);
 		if (m->sim && m->p.pcie_wr_bytes)
 			shm_pcie_reserve(m, qp, n, misses, now);
+		if (m->sim)
+			shm_resp_stamp(m, qp, n);
 		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n, 0 };
 		cq->db_tail++;
 		qp->sq_tail += n;
+		if (m->sim && qp->rpos < 0)
+			shm_resp_queue(m, qp);
 	}
 	shm_unlock(cq->flags, &cq->lock);
 	if (smart_likely(!rc)) {

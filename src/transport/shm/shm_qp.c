@@ -23,7 +23,10 @@
  * With the RNIC model (shm_model.c) post rings the QP's modelled doorbell,
  * which stamps each WR with a completion time, and poll executes a WR only
  * once that time has come: its memory effect happens then, never earlier,
- * and never before an earlier WR of its QP.  With the adversarial mode,
+ * and never before an earlier WR of its QP.  In the sim transport a
+ * one-sided WR runs earlier, at its responder time, as an event of the
+ * engine (shm_model.c, smart__shm_resp_exec); the poll then completes it
+ * with the status it kept.  With the adversarial mode,
  * poll runs WRs through the adversary and hands completions to it; post
  * is unchanged.  With neither, post tests one pointer (qp->model) and poll
  * one flag (cq->special), and each runs the plain code.
@@ -611,6 +614,39 @@ static inline void shm_complete(struct smart_tp_cq *cq, struct shm_out *o,
 	wc->opcode = wr->opcode;
 }
 
+/* Sim: did the WR at index `at` of qp already run at the responder? */
+static inline int shm_resp_done(const struct smart_tp_qp *qp, uint32_t at)
+{
+	return qp->model->sim && (int32_t)(qp->sq_exec - at) > 0;
+}
+
+/* Sim (docs/sim.md §1.2): the WR at sq_exec may run at the responder
+ * when the executor would run it as plain one-sided work: the QP ready,
+ * its remote not failed.  Anything else (two-sided work waiting for a
+ * receive, errors, flushes) is left to the poll, in order. */
+int smart__shm_resp_ready(const struct smart_tp_qp *qp)
+{
+	const struct shm_wqe *e = &qp->sq[qp->sq_exec & qp->sq_mask];
+
+	return qp->sq_exec != qp->sq_tail && qp->state == SHM_QP_RTS &&
+	       e->wr.opcode < SMART_TP_SEND &&
+	       !(qp->r &&
+		 atomic_load_explicit(&qp->r->failed, memory_order_acquire));
+}
+
+/* Sim: run the WR at sq_exec on the blade's memory now (its responder
+ * time), keep its status for the poll that completes it.  A failure puts
+ * the QP in ERR at once, as the poll would; what follows then flushes. */
+void smart__shm_resp_exec(struct smart_tp_qp *qp)
+{
+	struct shm_wqe *e = &qp->sq[qp->sq_exec & qp->sq_mask];
+
+	e->st = shm_exec(qp, e);
+	if (e->st != SMART_TP_WC_OK)
+		qp->state = SHM_QP_ERR;
+	qp->sq_exec++;
+}
+
 /* How shm_run_db_at runs WRs: plain, under the RNIC model, or the
  * adversary's way. */
 enum { SHM_RUN_PLAIN, SHM_RUN_MODEL, SHM_RUN_ADV };
@@ -655,7 +691,9 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 			break;
 		if (mode == SHM_RUN_MODEL && e->due > now)
 			break;
-		if (smart_likely(qp->state == SHM_QP_RTS)) {
+		if (mode == SHM_RUN_MODEL && shm_resp_done(qp, head)) {
+			st = e->st; /* ran at the responder (sim) */
+		} else if (smart_likely(qp->state == SHM_QP_RTS)) {
 			st = mode == SHM_RUN_ADV ?
 				     smart__shm_adv_exec(cq, qp, e) :
 				     shm_exec(qp, e);
@@ -678,8 +716,11 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	}
 	db->n = left;
 	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
-	if (mode == SHM_RUN_MODEL)
+	if (mode == SHM_RUN_MODEL) {
 		*ran += head - first;
+		if (qp->model->sim && (int32_t)(qp->sq_exec - head) < 0)
+			qp->sq_exec = head; /* the poll ran these itself */
+	}
 	if (smart_unlikely(left && qp->stall_pass == cq->pass))
 		return 2;
 	return left == 0;

@@ -11,6 +11,9 @@
  *    across the whole post, as mlx5 holds qp->sq.lock), are simulated
  *    resources with a hand-off cost growing with the spinners
  *    (shm_model.c, shm_sim_acquire);
+ *  - one-sided WRs execute on blade memory at their responder time (rtt/2
+ *    before completion), as events of the engine, not at the poll
+ *    (shm_model.c: the responder);
  *  - a data-path call from a thread that is not simulated aborts: a real
  *    thread would post at real time into a virtual-time device.
  *
