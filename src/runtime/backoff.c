@@ -90,11 +90,14 @@ static int bo_up(struct smart__backoff *bo, int max_tasks)
 	return -1;
 }
 
-/* Below BO_LOW, the same steps undone in reverse order: n_max first back
- * up, doubling each window, then C_max halving down to no backoff. */
+/* Below BO_LOW, the paper's rule (§4.3: n_max "is updated only when
+ * C_max has reached its lower or upper bound"): C_max halves down to C_0
+ * first, and only there n_max comes back, doubling each window; then
+ * C_max goes on to no backoff (this project's level below C_0). */
 static int bo_down(struct smart__backoff *bo, int max_tasks)
 {
-	if (bo->nmax < max_tasks) {
+	if (bo->nmax < max_tasks &&
+	    (bo->level <= 0 || SMART_M_BO_NMAX_BEFORE_CAP)) {
 		bo->nmax = smart_min(bo->nmax * 2, max_tasks);
 		return 1;
 	}
@@ -110,7 +113,7 @@ static int bo_down(struct smart__backoff *bo, int max_tasks)
  *  - p below BO_LOW (0.1): a step down (bo_down);
  *  - in between: now and then probe a step down, towards no backoff,
  *    kept only if it did not raise the rate (bo_judge); not while n_max
- *    is throttled (its steps come back first, below BO_LOW).
+ *    is throttled (it comes back below BO_LOW, at C_0).
  * The thresholds are the paper's and act without probation: judging a
  * step up on whether it lowered the rate (as this code once did) never
  * let the cap reach C_limit at 96 threads x 8 coroutines in the simulator

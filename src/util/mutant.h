@@ -52,6 +52,14 @@
 #define SMART_M_BO_NMAX_FROM_SLOTS 0
 #endif
 
+#ifdef SMART_MUTANT_BO_NMAX_BEFORE_CAP /* backoff.c: below p_low n_max
+					      * comes back before C_max is
+					      * down to C_0 */
+#define SMART_M_BO_NMAX_BEFORE_CAP 1
+#else
+#define SMART_M_BO_NMAX_BEFORE_CAP 0
+#endif
+
 #ifdef SMART_MUTANT_CREDIT_OVERTAKE /* throttle.c: a task parked for
 					    * credits behind a head whose
 					    * need is not met is woken first */
