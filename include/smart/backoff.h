@@ -19,9 +19,12 @@
  * worker smooths the retry rate p = retries / (retries + completed
  * operations) and, with the paper's thresholds: above p_high = 0.5 the
  * level rises one step, and once at 10 (C_limit) each window halves n_max,
- * the coroutines admitted into guards at once (1..max_tasks: coroutine
- * throttling); below p_low = 0.1 n_max doubles back first, then the level
- * falls a step a window, down to no backoff.  In between nothing moves,
+ * the coroutines admitted into guards at once (1..the worker's live tasks:
+ * coroutine throttling; a cut halves the smaller of n_max and the live
+ * tasks); below p_low = 0.1 the level falls a step a window down to 0
+ * (C_0), there n_max doubles back up to the live tasks, then the level
+ * falls to no backoff (the paper's order: n_max moves only at a bound of
+ * C_max).  In between nothing moves,
  * except that now and then (n_max not throttled) a step down is probed:
  * kept only if, four windows later, it did not raise the rate; a failed
  * probe holds the next one off for a doubling number of windows, up to

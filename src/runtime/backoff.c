@@ -72,24 +72,32 @@ static void bo_judge(struct smart__backoff *bo)
 
 /* Above BO_HIGH, the paper's rule (§4.3), taken at once: C_max doubles
  * up to C_limit, and only once it is there n_max halves, down to 1
- * (coroutine throttling, when the level of ConflictAvoid has it). */
-static int bo_up(struct smart__backoff *bo)
+ * (coroutine throttling, when the level of ConflictAvoid has it).  A cut
+ * halves what the worker can run (max_tasks: its tasks, see bo_limit),
+ * not the slot bound it started from: a halving that still admits every
+ * task throttles nothing and only delays the cuts that do. */
+static int bo_up(struct smart__backoff *bo, int max_tasks)
 {
 	if (bo->level < BO_LEVEL_MAX) {
 		bo->level++;
 		return 0;
 	}
-	if (bo->no_coro_throt || bo->nmax <= 1 || SMART_M_BO_NO_CORO_THROT)
+	if (bo->no_coro_throt || SMART_M_BO_NO_CORO_THROT)
 		return 0;
-	bo->nmax /= 2;
+	if (smart_min(bo->nmax, max_tasks) <= 1)
+		return 0;
+	bo->nmax = smart_min(bo->nmax, max_tasks) / 2;
 	return -1;
 }
 
-/* Below BO_LOW, the same steps undone in reverse order: n_max first back
- * up, doubling each window, then C_max halving down to no backoff. */
+/* Below BO_LOW, the paper's rule (§4.3: n_max "is updated only when
+ * C_max has reached its lower or upper bound"): C_max halves down to C_0
+ * first, and only there n_max comes back, doubling each window; then
+ * C_max goes on to no backoff (this project's level below C_0). */
 static int bo_down(struct smart__backoff *bo, int max_tasks)
 {
-	if (bo->nmax < max_tasks) {
+	if (bo->nmax < max_tasks &&
+	    (bo->level <= 0 || SMART_M_BO_NMAX_BEFORE_CAP)) {
 		bo->nmax = smart_min(bo->nmax * 2, max_tasks);
 		return 1;
 	}
@@ -105,7 +113,7 @@ static int bo_down(struct smart__backoff *bo, int max_tasks)
  *  - p below BO_LOW (0.1): a step down (bo_down);
  *  - in between: now and then probe a step down, towards no backoff,
  *    kept only if it did not raise the rate (bo_judge); not while n_max
- *    is throttled (its steps come back first, below BO_LOW).
+ *    is throttled (it comes back below BO_LOW, at C_0).
  * The thresholds are the paper's and act without probation: judging a
  * step up on whether it lowered the rate (as this code once did) never
  * let the cap reach C_limit at 96 threads x 8 coroutines in the simulator
@@ -134,7 +142,7 @@ int smart__backoff_window(struct smart__backoff *bo, int max_tasks,
 	if (bo->probe_dir)
 		return 0;
 	if (p > BO_HIGH)
-		return bo_up(bo);
+		return bo_up(bo, max_tasks);
 	if (p < BO_LOW)
 		return bo_down(bo, max_tasks);
 	if (!bo->hold && bo->level > BO_LEVEL_OFF && bo->nmax >= max_tasks) {
@@ -156,6 +164,17 @@ static uint64_t bo_unit(const struct smart_worker *w,
 	return rtt ? rtt : BO_C0;
 }
 
+/* What n_max is cut from and raised back to: the worker's live tasks
+ * (at least 1), within max_tasks.  smart-bench's 8 coroutines run under
+ * the library's 64 slots: from 64, three of six cuts admitted all 8
+ * (docs/sim.md §8.2). */
+static int bo_limit(const struct smart_worker *w)
+{
+	if (SMART_M_BO_NMAX_FROM_SLOTS)
+		return w->ctx->o.max_tasks;
+	return smart_max(1, smart_min(w->live, w->ctx->o.max_tasks));
+}
+
 static void bo_adapt(struct smart_worker *w, uint64_t now)
 {
 	struct smart__backoff *bo = &w->bo;
@@ -165,8 +184,8 @@ static void bo_adapt(struct smart_worker *w, uint64_t now)
 	bo->win_end = now +
 		      (uint64_t)((double)w->ctx->o.backoff_window_ns * cpn);
 	if (w->ctx->o.conflict_level > 1) /* 1: the cap stays C_limit */
-		step = smart__backoff_window(bo, w->ctx->o.max_tasks,
-					     bo->win_retries, bo->win_done);
+		step = smart__backoff_window(bo, bo_limit(w), bo->win_retries,
+					     bo->win_done);
 	bo->win_retries = bo->win_done = 0;
 	if (step)
 		SMART_STAT_INC(w, step < 0 ? SMART_STAT_NMAX_CUTS :

@@ -44,6 +44,22 @@
 #define SMART_M_BO_NO_CORO_THROT 0
 #endif
 
+#ifdef SMART_MUTANT_BO_NMAX_FROM_SLOTS /* backoff.c: n_max cut from and
+					      * raised to max_tasks, not the
+					      * worker's live tasks */
+#define SMART_M_BO_NMAX_FROM_SLOTS 1
+#else
+#define SMART_M_BO_NMAX_FROM_SLOTS 0
+#endif
+
+#ifdef SMART_MUTANT_BO_NMAX_BEFORE_CAP /* backoff.c: below p_low n_max
+					      * comes back before C_max is
+					      * down to C_0 */
+#define SMART_M_BO_NMAX_BEFORE_CAP 1
+#else
+#define SMART_M_BO_NMAX_BEFORE_CAP 0
+#endif
+
 #ifdef SMART_MUTANT_CREDIT_OVERTAKE /* throttle.c: a task parked for
 					    * credits behind a head whose
 					    * need is not met is woken first */
