@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Judge the simulator's predictions (bench/sim-figures.sh's CSVs) against
-# the criteria of docs/sim.md §8.1, which were committed before the runs.
+# the criteria of docs/sim.md §9.1, which were committed before the runs.
 # Prints one line per criterion: met, NOT met, or not run (a point it
 # needs is missing).  Every number is SIMULATED.
 #

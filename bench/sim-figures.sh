@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The simulator's predictions (docs/sim.md §8, issue 30 part 3): Smart's
+# The simulator's predictions (docs/sim.md §9, issue 30 part 3): Smart's
 # technique-on figures at the paper's scale (96 threads), run in virtual
 # time with the FROZEN parameters (fitted on technique-off data only,
 # docs/sim.md §2.1).  Every number this script writes is SIMULATED; the
@@ -67,7 +67,7 @@ BENCH=$BUILD/bin/smart-bench
 TITLE="simulated (fitted on technique-off data)"
 mkdir -p "$OUT"
 
-# The series of smart-perf (docs/sim.md §8): name -> qp-mode and techniques.
+# The series of smart-perf (docs/sim.md §9): name -> qp-mode and techniques.
 series_args() {
 	case $1 in
 	qp) echo "--qp-mode per-thread --techniques None" ;;
