@@ -466,7 +466,8 @@ static int spawn(struct sb *b, int e, int index, struct kid *k)
 
 static int take_rep(struct sb *b, int e, struct kid *k, uint64_t *ns, int keep)
 {
-	struct rep r;
+	struct rep r = { 0 }; /* io() exits on a short read; GCC under ASan
+			       * cannot see that */
 	size_t bytes;
 	void *res;
 	int st;
