@@ -280,7 +280,8 @@ static int ex_collect(struct ex *x)
 			if (!x->res)
 				return SMART_ENOMEM;
 		}
-		memcpy(x->res + x->nres, buf, k * sizeof(*buf));
+		if (k) /* nothing yet: x->res may still be NULL */
+			memcpy(x->res + x->nres, buf, k * sizeof(*buf));
 		x->nres += k;
 	}
 	return rc == SMART_ENOENT ? 0 : rc;

@@ -288,7 +288,8 @@ int smart_stream_poll(smart_stream_t *s, struct smart_stream_result *out,
 			return fail(s, rc);
 	}
 	k = s->out_n - s->out_head < max ? s->out_n - s->out_head : max;
-	memcpy(out, s->out + s->out_head, k * sizeof(*out));
+	if (k) /* out may be NULL when max is 0, s->out when empty */
+		memcpy(out, s->out + s->out_head, k * sizeof(*out));
 	s->out_head += k;
 	if (s->out_head == s->out_n)
 		s->out_head = s->out_n = 0;

@@ -110,7 +110,8 @@ int smart__stream_hub_poll(struct smart_stream *s,
 
 	pthread_mutex_lock(&h->mu);
 	k = h->out_n - h->out_head < max ? h->out_n - h->out_head : max;
-	memcpy(out, h->out + h->out_head, k * sizeof(*out));
+	if (k) /* out may be NULL when max is 0, h->out when empty */
+		memcpy(out, h->out + h->out_head, k * sizeof(*out));
 	h->out_head += k;
 	if (h->out_head == h->out_n)
 		h->out_head = h->out_n = 0;

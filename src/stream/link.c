@@ -124,7 +124,8 @@ static int send_one(struct smart_stream *s, struct stream_peer *p, size_t *off,
 	if (s->cfg.engine == SMART_STREAM_UPPAR)
 		m.flags |= STREAM_F_RECORDS;
 	memcpy(buf, &m, sizeof(m));
-	memcpy((uint8_t *)buf + sizeof(m), p->buf + *off, k * es);
+	if (k) /* an empty delta: p->buf may be NULL */
+		memcpy((uint8_t *)buf + sizeof(m), p->buf + *off, k * es);
 	*off += k * es;
 	rc = smart_chan_commit(p->tx, (uint32_t)(sizeof(m) + k * es),
 			       sh->stamp);

@@ -145,7 +145,8 @@ static void collect(struct run *r, uint32_t i, smart_stream_t *s)
 			cap = (r->nres[i] + k) * 2;
 			r->res[i] = realloc(r->res[i], cap * sizeof(*buf));
 		}
-		memcpy(r->res[i] + r->nres[i], buf, k * sizeof(*buf));
+		if (k) /* no results yet: r->res[i] is still NULL */
+			memcpy(r->res[i] + r->nres[i], buf, k * sizeof(*buf));
 		r->nres[i] += k;
 		if (test_now_ms() > end)
 			TEST_FAIL("executor %u: no end of results", i);
@@ -286,7 +287,8 @@ static void check_ref(struct run *r, const char *what)
 	all = malloc((n ? n : 1) * sizeof(*all));
 	n = 0;
 	for (uint32_t i = 0; i < r->E; i++) {
-		memcpy(all + n, r->res[i], r->nres[i] * sizeof(*all));
+		if (r->nres[i]) /* an executor with no results: NULL */
+			memcpy(all + n, r->res[i], r->nres[i] * sizeof(*all));
 		n += r->nres[i];
 	}
 	qsort(all, n, sizeof(*all), ref_res_cmp);

@@ -775,11 +775,15 @@ static void shm_touch(struct smart_tp_cq *cq)
 			/* no bounds check: a prefetch is a hint that never
 			 * faults and reads nothing architecturally, and
 			 * shm_exec checks the WR before its access; device
-			 * memory's key (rare) is not prefetched */
+			 * memory's key (rare) is not prefetched; the address
+			 * is formed as an integer, since a pointer outside
+			 * the mapping would be undefined behaviour */
 			if (smart_likely(wr->rkey == qp->r->rkey))
-				__builtin_prefetch(qp->r->map + (wr->remote -
-								 qp->r->base),
-						   0, 3);
+				__builtin_prefetch(
+					(const void *)((uintptr_t)qp->r->map +
+						       (uintptr_t)(wr->remote -
+								   qp->r->base)),
+					0, 3);
 		}
 	}
 }
