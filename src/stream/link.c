@@ -211,40 +211,6 @@ static int cut(struct smart_stream *s)
 	return SMART_EPROTO;
 }
 
-/* Every entry of a message, before any is merged: keys led here, window
- * starts on the query's grid (SLASH), event times below the limit
- * (UPPAR). */
-static int body_ok(const struct smart_stream *s, const uint8_t *body,
-		   uint32_t n, int records)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t key, t;
-
-		if (records) {
-			struct stream_rec r;
-
-			memcpy(&r, body + (size_t)i * sizeof(r), sizeof(r));
-			key = r.key;
-			t = r.ts;
-		} else {
-			struct stream_entry e;
-
-			memcpy(&e, body + (size_t)i * sizeof(e), sizeof(e));
-			key = e.key;
-			t = e.wstart;
-			if (!smart__stream_wstart_ok(&s->q, t))
-				return 0;
-		}
-		if (!SMART_M_STREAM_NO_KEY_CHECK &&
-		    smart_stream_key_owner(key, s->cfg.executors) !=
-			    s->cfg.index)
-			return 0;
-		if (t >= SMART_STREAM_TS_LIMIT)
-			return 0;
-	}
-	return 1;
-}
-
 static int head_ok(const struct smart_stream *s, const struct stream_msg *m,
 		   uint32_t len, uint32_t src)
 {
@@ -268,7 +234,21 @@ static int head_ok(const struct smart_stream *s, const struct stream_msg *m,
 	return SMART_M_STREAM_WM_BACKWARDS || m->wm >= p->wm;
 }
 
-static int merge_body(struct smart_stream *s, const uint8_t *body, uint32_t n)
+/* Each entry of a message copied out of the slot once, checked, then
+ * merged: the producer can still write its slot, so a second read could
+ * differ from the one checked.  Checked: keys led here, window starts on
+ * the query's grid (SLASH), event times below the limit (UPPAR).  A bad
+ * entry cuts the producer, which fails this executor for good (exec.c
+ * fail), so the entries merged before it are never fired. */
+static int entry_ok(const struct smart_stream *s, uint64_t key, uint64_t t)
+{
+	if (!SMART_M_STREAM_NO_KEY_CHECK &&
+	    smart_stream_key_owner(key, s->cfg.executors) != s->cfg.index)
+		return 0;
+	return t < SMART_STREAM_TS_LIMIT;
+}
+
+static int take_body(struct smart_stream *s, const uint8_t *body, uint32_t n)
 {
 	int rc = 0;
 
@@ -277,12 +257,17 @@ static int merge_body(struct smart_stream *s, const uint8_t *body, uint32_t n)
 			struct stream_rec r;
 
 			memcpy(&r, body + (size_t)i * sizeof(r), sizeof(r));
+			if (!entry_ok(s, r.key, r.ts))
+				return cut(s);
 			rc = smart__stream_assign(&s->q, &s->lead, r.key, r.ts,
 						  r.value);
 		} else {
 			struct stream_entry e;
 
 			memcpy(&e, body + (size_t)i * sizeof(e), sizeof(e));
+			if (!smart__stream_wstart_ok(&s->q, e.wstart) ||
+			    !entry_ok(s, e.key, e.wstart))
+				return cut(s);
 			rc = smart__stream_table_merge(&s->lead, e.wstart,
 						       e.key, &e.a);
 		}
@@ -302,11 +287,9 @@ static int take(struct smart_stream *s, const uint8_t *buf, uint32_t len,
 	if (len < sizeof(m))
 		return cut(s);
 	memcpy(&m, buf, sizeof(m));
-	if (!head_ok(s, &m, len, src) ||
-	    !body_ok(s, buf + sizeof(m), m.n,
-		     s->cfg.engine == SMART_STREAM_UPPAR))
+	if (!head_ok(s, &m, len, src))
 		return cut(s);
-	rc = merge_body(s, buf + sizeof(m), m.n);
+	rc = take_body(s, buf + sizeof(m), m.n);
 	if (rc || !(m.flags & STREAM_F_LAST))
 		return rc;
 	p->epoch = m.epoch;
