@@ -126,19 +126,29 @@ static inline smart_blade_t *fixture_add_blade(struct fixture *f, uint64_t size,
 	return b;
 }
 
-/* Another ctx (another client: its own lease) on the fixture's blade at
- * addr, whose id must be `blade`: what a child process of a test opens. */
-static inline smart_ctx_t *fixture_ctx_at(const char *addr, uint16_t blade)
+/* A ctx with the fixture's options plus kv (NULL: none) and its secret,
+ * connected to the blade at addr; the blade's id in *id. */
+static inline smart_ctx_t *
+fixture_ctx_kv_at(const char *addr, const char *const *kv, uint16_t *id)
 {
-	smart_opts_t *o = fixture_opts(NULL);
+	smart_opts_t *o = fixture_opts(kv);
 	smart_ctx_t *c;
-	uint16_t id;
 
 	CHECK_OK(smart_ctx_create(o, &c));
 	smart_opts_destroy(o);
 	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,
 				      sizeof(FIXTURE_SECRET) - 1));
-	CHECK_OK(smart_ctx_connect(c, addr, &id));
+	CHECK_OK(smart_ctx_connect(c, addr, id));
+	return c;
+}
+
+/* Another ctx (another client: its own lease) on the fixture's blade at
+ * addr, whose id must be `blade`: what a child process of a test opens. */
+static inline smart_ctx_t *fixture_ctx_at(const char *addr, uint16_t blade)
+{
+	uint16_t id;
+	smart_ctx_t *c = fixture_ctx_kv_at(addr, NULL, &id);
+
 	CHECK_EQ(id, blade);
 	return c;
 }

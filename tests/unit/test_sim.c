@@ -803,16 +803,9 @@ static smart_ctx_t *eq_ctx(const char *tp, const char *addr, const char *nic)
 	const char *kv[] = { "transport",  tp,	   "qp_mode",	"per-thread-db",
 			     "techniques", "None", "nic_model", nic,
 			     "spin",	   "10s",  NULL };
-	smart_opts_t *o = fixture_opts(kv);
-	smart_ctx_t *c;
 	uint16_t id;
 
-	CHECK_OK(smart_ctx_create(o, &c));
-	smart_opts_destroy(o);
-	CHECK_OK(smart_ctx_set_secret(c, FIXTURE_SECRET,
-				      sizeof(FIXTURE_SECRET) - 1));
-	CHECK_OK(smart_ctx_connect(c, addr, &id));
-	return c;
+	return fixture_ctx_kv_at(addr, kv, &id);
 }
 
 static void eq_setup(struct eq_run *r)
