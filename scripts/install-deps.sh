@@ -19,7 +19,7 @@ set -euo pipefail
 # from include/smart/*.h; section 1 from each tool's --help), target docs.
 pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev
 	libsodium-dev valgrind abigail-tools clang-format python3 python3-yaml
-	doxygen help2man "$@")
+	doxygen help2man gnuplot-nox "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

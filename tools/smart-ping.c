@@ -153,15 +153,16 @@ static int probe(struct ping *p, long seq)
 	return 0;
 }
 
-/* --rpc: a ctx of the library options (no blade), an endpoint, the
+/* --rpc: a ctx of the library options (no blade; its messages through
+ * the kit's log handler, as a blade run's), an endpoint, the
  * connection to the peer, the two probe buffers; the step that failed
  * said. */
-static int ping_setup_rpc(struct ping *p)
+static int ping_setup_rpc(struct ping *p, struct kit_env *e)
 {
 	static const char *const kv[] = { "buf_pool=4M", NULL };
 	smart_opts_t *o = NULL;
 	const char *step = "options";
-	int rc = kit_opts_build(&p->c->com, kv, &o);
+	int rc = kit_env_opts(e, &p->c->com, kv, &o);
 
 	if (!rc) {
 		step = "ctx";
@@ -226,7 +227,7 @@ static int ping_setup(struct ping *p, struct kit_env *e)
 	int rc;
 
 	if (c->rpc)
-		return ping_setup_rpc(p);
+		return ping_setup_rpc(p, e);
 	rc = kit_env_open(e, &c->com, kv);
 
 	if (rc)
@@ -386,6 +387,7 @@ int main(int argc, char **argv)
 		memory_line(&p, &env);
 	if (c.rpc) {
 		ping_close_rpc(&p);
+		kit_env_close(&env); /* its log: said once, the tool's way */
 	} else {
 		/* a long-running blade must not keep a block per ping */
 		if (p.w && p.block != SMART_GADDR_NULL)

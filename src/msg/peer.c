@@ -104,6 +104,29 @@ static int uid_ok(const struct smart_rpc *rpc, int fd, unsigned *uid)
 	return 0;
 }
 
+/* Who dialed us on fd, for the connection's peer name (smart-stat's PEER
+ * column, the log): its address on TCP, its pid and uid on a unix socket
+ * (shm), "peer N" (our count of accepted peers) when neither can be told.
+ * Issue 29: "peer 1" said nothing about who it was. */
+static void peer_name(int fd, unsigned id, char *out, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+
+	snprintf(out, len, "peer %u", id);
+	if (getpeername(fd, (struct sockaddr *)&ss, &sl))
+		return;
+	if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
+		smart__sock_addr_text(&ss, out, len);
+	else if (ss.ss_family == AF_UNIX &&
+		 !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) &&
+		 cl == sizeof(cr))
+		snprintf(out, len, "pid %d uid %u", (int)cr.pid,
+			 (unsigned)cr.uid);
+}
+
 /*
  * The key of one proof: the ctx's secret as it is now, under the ctx's
  * lock until key_drop.  smart_ctx_set_secret may rotate it from any thread
@@ -601,7 +624,7 @@ static void on_connect(struct smart_rpc *rpc, struct rpc_pend *p,
 	}
 	rpc->past.conns_accepted++;
 	smart__worker_hand_off(rpc->w); /* its first call comes next */
-	snprintf(c->peer, sizeof(c->peer), "peer %u", outm.id);
+	peer_name(p->fd, outm.id, c->peer, sizeof(c->peer));
 	smart__info(rpc->log, "rpc: %s connected (window %u/%u)", c->peer,
 		    c->swin, c->window);
 	pend_close(rpc, p);

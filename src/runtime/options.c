@@ -73,8 +73,8 @@ static const struct opt_def opt_table[] = {
 	  "ThrdAwareAlloc,WorkReqThrot,ConflictAvoid,"
 	  "SpecLookup",
 	  0, 0, OFF(techniques), 0,
-	  "Smart's techniques switched on; any other value, e.g. None, "
-	  "turns all off" },
+	  "Smart's techniques switched on, comma separated, or None (all off); "
+	  "any other name is refused" },
 	{ "qp_mode", OPT_QPMODE, "auto", 0, 0, OFF(qp_mode), 0,
 	  "QP allocation: shared | mux:K | per-thread | per-thread-db | auto "
 	  "(per-thread-db with ThrdAwareAlloc, else per-thread)" },

@@ -235,6 +235,21 @@ static void check_outfile(const char *tool, const struct kit_flag *f,
 			strerror(errno));
 }
 
+void kit__lib_hint(const char *key, char *buf, size_t len)
+{
+	smart_opts_t *o = NULL;
+	char names[256];
+
+	buf[0] = 0;
+	if (strcmp(key, "techniques") || smart_opts_create_defaults(&o))
+		return;
+	if (!smart_opts_get(o, key, names, sizeof(names)))
+		snprintf(buf, len,
+			 ": one or more of %s (comma separated), or None",
+			 names);
+	smart_opts_destroy(o);
+}
+
 /* A library option's value is checked by the library's own table, on a
  * scratch options object of defaults, so that the flag is named when it
  * is wrong rather than the ctx failing later. */
@@ -251,10 +266,14 @@ static void check_lib(const char *tool, const struct kit_flag *f, const char *v,
 		rc = smart_opts_set_kv(*lib, v);
 	if (!rc)
 		return;
-	if (f->type == KIT_T_LIBOPT)
+	if (f->type == KIT_T_LIBOPT) {
+		char hint[320];
+
+		kit__lib_hint(f->key, hint, sizeof(hint));
 		kit_bad(tool, f->name, v,
-			"want %s, as --help says (library option %s)", f->arg,
-			f->key);
+			"want %s, as --help says (library option %s)%s", f->arg,
+			f->key, hint);
+	}
 	if (rc == SMART_ENOENT)
 		kit_bad(tool, f->name, v,
 			"no such library option (see "

@@ -164,11 +164,15 @@ static void check_env(const char *tool, char **env)
 		for (i = 6; i < n; i++)
 			key[i - 6] = (char)tolower((unsigned char)(*env)[i]);
 		key[n - 6] = 0;
-		if (smart_opts_set(o, key, eq + 1) == SMART_EINVAL)
+		if (smart_opts_set(o, key, eq + 1) == SMART_EINVAL) {
+			char hint[320];
+
+			kit__lib_hint(key, hint, sizeof(hint));
 			kit_bad(tool, NULL, eq + 1,
-				"%.*s: a bad value of library option %s "
+				"%.*s: a bad value of library option %s%s "
 				"(see --list-options)",
-				(int)n, *env, key);
+				(int)n, *env, key, hint);
+		}
 	}
 	smart_opts_destroy(o);
 }

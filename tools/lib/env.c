@@ -191,6 +191,17 @@ static void log_open(struct kit_log *l, const struct kit_common *c,
 	smart_log_set_handler(o, log_fn, l);
 }
 
+int kit_env_opts(struct kit_env *e, const struct kit_common *c,
+		 const char *const *kv, smart_opts_t **out)
+{
+	int rc = kit_opts_build(c, kv, out);
+
+	memset(e, 0, sizeof(*e));
+	if (!rc)
+		log_open(&e->log, c, *out);
+	return rc;
+}
+
 const char *kit_env_cause(struct kit_env *e)
 {
 	e->log.failed = 1;

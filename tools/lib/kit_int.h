@@ -15,4 +15,9 @@
 void kit__set(const char *tool, const struct kit_flag *f, void *base,
 	      const char *v, smart_opts_t **lib);
 
+/* What library option key accepts, when a refusal should list it (the
+ * techniques: their names, from the library's default value, which
+ * switches them all on); "" for the others. */
+void kit__lib_hint(const char *key, char *buf, size_t len);
+
 #endif

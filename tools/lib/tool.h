@@ -291,6 +291,14 @@ struct kit_env {
 int kit_opts_build(const struct kit_common *c, const char *const *kv,
 		   smart_opts_t **out);
 
+/* The library options of a run with e's log handler on them (the
+ * library's messages go where kit_env_open() sends them: one voice, the
+ * tool's), for a tool that makes its own ctx and no blade (smart-ping
+ * --rpc).  e is reset; kit_env_close(e) still closes it.  The caller
+ * destroys *out. */
+int kit_env_opts(struct kit_env *e, const struct kit_common *c,
+		 const char *const *kv, smart_opts_t **out);
+
 /*
  * Open the run's environment: the library options (the SMART_*
  * environment, the common flags, then the tool's own "key=value" in kv
