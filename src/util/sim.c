@@ -362,21 +362,42 @@ uint64_t smart__sim_rand(void)
 	return s->rng * 0x2545F4914F6CDD1Dull;
 }
 
-/* One sync point's CPU: sync_ns + U[0, jitter_ns). */
-static void sync_charge(struct smart__sim_thread *t)
+/* One sync point's CPU: base + U[0, jitter_ns). */
+static void sync_charge(struct smart__sim_thread *t, uint64_t base)
 {
 	uint64_t j;
 
 	j = t->s->cfg.jitter_ns ? smart__sim_rand() % t->s->cfg.jitter_ns : 0;
-	t->vt += t->s->cfg.sync_ns + j;
+	t->vt += base + j;
 	t->syncs++;
+}
+
+/* A poll's base cost: poll_ns, or sync_ns when the table has none. */
+static uint64_t poll_base(const struct smart__sim *s)
+{
+	return s->cfg.poll_ns ? s->cfg.poll_ns : s->cfg.sync_ns;
 }
 
 void smart__sim_sync(void)
 {
 	smart__sim_require("smart__sim_sync");
-	sync_charge(smart__sim_cur);
+	sync_charge(smart__sim_cur, smart__sim_cur->s->cfg.sync_ns);
 	fiber_yield_if_late(smart__sim_cur);
+}
+
+void smart__sim_sync_poll(void)
+{
+	smart__sim_require("smart__sim_sync_poll");
+	sync_charge(smart__sim_cur, poll_base(smart__sim_cur->s));
+	fiber_yield_if_late(smart__sim_cur);
+}
+
+void smart__sim_reaped(int n)
+{
+	smart__sim_require("smart__sim_reaped");
+	if (n > 0)
+		smart__sim_cur->vt += (uint64_t)n *
+				      smart__sim_cur->s->cfg.wc_ns;
 }
 
 int smart__sim_idle_again(const void *key)
@@ -406,7 +427,7 @@ uint64_t smart__sim_idle_skip(uint64_t until)
 		until = t->vt + cap;
 	/* the elided polls' charges, drawn as they would have been */
 	while (t->vt < until) {
-		sync_charge(t);
+		sync_charge(t, poll_base(t->s));
 		n++;
 	}
 	t->idle_sync = t->syncs; /* still a loop of empty polls */
@@ -434,8 +455,10 @@ void smart__sim_sleep_until(uint64_t at)
 /* One key=value of a spec into cfg; 0 or SMART_EINVAL. */
 static int sim_spec_item(struct smart__sim_cfg *cfg, const char *item)
 {
-	static const char *const keys[] = { "seed", "sync_ns", "jitter_ns",
-					    "max_threads", "idle_skip_ns" };
+	static const char *const keys[] = { "seed",	    "sync_ns",
+					    "jitter_ns",    "max_threads",
+					    "idle_skip_ns", "poll_ns",
+					    "wc_ns" };
 	const char *eq = strchr(item, '=');
 	unsigned long long v;
 	char *end;
@@ -461,8 +484,12 @@ static int sim_spec_item(struct smart__sim_cfg *cfg, const char *item)
 		cfg->jitter_ns = v;
 	else if (i == 3)
 		cfg->max_threads = (uint32_t)v;
-	else
+	else if (i == 4)
 		cfg->idle_skip_ns = v;
+	else if (i == 5)
+		cfg->poll_ns = v;
+	else
+		cfg->wc_ns = v;
 	return 0;
 }
 

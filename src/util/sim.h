@@ -52,6 +52,9 @@ struct smart__sim_cfg {
 	size_t stack;	      /* bytes per fiber stack; 0 = 256 KiB */
 	uint32_t max_threads; /* 0 = 1024 */
 	uint64_t idle_skip_ns; /* longest idle skip (docs/sim.md §1.1), 0 = off */
+	/* the CPU cost table (docs/sim.md §1.3): a poll's base instead of
+	 * sync_ns (0: sync_ns), and the cost per completion a poll reaps */
+	uint64_t poll_ns, wc_ns;
 };
 
 typedef void (*smart__sim_fn)(void *arg);
@@ -91,6 +94,10 @@ void smart__sim_charge(uint64_t ns);
 /* A sync point: charge sync_ns (+ jitter), then let every thread that is
  * earlier run first. */
 void smart__sim_sync(void);
+/* A poll's sync point: as smart__sim_sync with the poll's base cost. */
+void smart__sim_sync_poll(void);
+/* Charge the CPU of n completions a poll reaped (wc_ns each). */
+void smart__sim_reaped(int n);
 /* Sleep: the clock moves to max(now, t), then a sync point. */
 void smart__sim_sleep_until(uint64_t t);
 /* The run's seeded stream (xorshift64*), drawn in run order. */

@@ -709,12 +709,10 @@ static void idle_main(void *arg)
 }
 
 /* The run with idle skips of at most skip_ns; the skips taken. */
-static uint64_t idle_run(struct idle_run *r, uint64_t skip_ns, uint64_t *polls,
-			 double *real_ms)
+static uint64_t idle_run_cfg(struct idle_run *r, struct smart__sim_cfg cfg,
+			     uint64_t *polls, double *real_ms)
 {
-	struct smart__sim_cfg cfg = { .seed = 9,
-				      .sync_ns = 100,
-				      .idle_skip_ns = skip_ns };
+	uint64_t skip_ns = cfg.idle_skip_ns;
 	struct smart__sim *s;
 	double t0 = test_now_ms();
 	uint64_t n;
@@ -731,6 +729,16 @@ static uint64_t idle_run(struct idle_run *r, uint64_t skip_ns, uint64_t *polls,
 	       r->after_one_poll);
 	smart__sim_destroy(s);
 	return n;
+}
+
+static uint64_t idle_run(struct idle_run *r, uint64_t skip_ns, uint64_t *polls,
+			 double *real_ms)
+{
+	struct smart__sim_cfg cfg = { .seed = 9,
+				      .sync_ns = 100,
+				      .idle_skip_ns = skip_ns };
+
+	return idle_run_cfg(r, cfg, polls, real_ms);
 }
 
 static void test_idle_skip(void)
@@ -751,6 +759,35 @@ static void test_idle_skip(void)
 	/* one empty poll costs one sync point, not a round trip */
 	CHECK_U64_EQ(on.after_one_poll, off.after_one_poll);
 	CHECK_LT(on.after_one_poll, 1000);
+	smart_blade_destroy(b);
+}
+
+/* The cost table (docs/sim.md §1.3): a poll's sync point costs poll_ns,
+ * a post's sync_ns, each completion reaped wc_ns more; idle skips charge
+ * the elided polls at poll_ns (the same latencies with skips). */
+static void test_cost_table(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct idle_run r0 = { .addr = smart_blade_address(b) };
+	struct idle_run r1 = r0, r2 = r0;
+	struct smart__sim_cfg cfg = { .seed = 9,
+				      .sync_ns = 100,
+				      .poll_ns = 300 };
+	uint64_t polls;
+	double ms;
+	int i;
+
+	idle_run_cfg(&r0, cfg, &polls, &ms);
+	cfg.wc_ns = 40;
+	idle_run_cfg(&r1, cfg, &polls, &ms);
+	cfg.idle_skip_ns = 1000000;
+	CHECK_GT(idle_run_cfg(&r2, cfg, &polls, &ms), 0);
+	CHECK_U64_EQ(r0.after_one_poll, 300); /* one empty poll: poll_ns */
+	for (i = 0; i < IDLE_READS; i++) {
+		/* one completion reaped per READ: 40 ns more */
+		CHECK_U64_EQ(r1.lat[i], r0.lat[i] + 40);
+		CHECK_U64_EQ(r2.lat[i], r1.lat[i]);
+	}
 	smart_blade_destroy(b);
 }
 
@@ -1120,6 +1157,7 @@ int main(int argc, char **argv)
 			{ "responder_time", test_responder_time },
 			{ "idle_skip", test_idle_skip },
 			{ "idle_skip_exact", test_idle_skip_exact },
+			{ "cost_table", test_cost_table },
 			{ "shm_equiv", test_shm_equiv },
 			{ "real_thread_aborts", test_real_thread_aborts },
 			{ 0 } },

@@ -120,21 +120,27 @@ static uint64_t sim_next_due(const struct smart_tp_cq *cq)
 	return sim_ticks_ns(cq->model, qp->sq[h & qp->sq_mask].due);
 }
 
-/* An empty poll in a loop of them skips to the next completion in one
- * step (docs/sim.md §1.1, smart__sim_idle_skip), then polls once more. */
+/* A poll's sync point charges the cost table's poll base, and each
+ * completion it reaps wc_ns (docs/sim.md §1.3).  An empty poll in a loop
+ * of them skips to the next completion in one step (docs/sim.md §1.1,
+ * smart__sim_idle_skip), then polls once more; a first empty poll never
+ * skips: other work (a ready task's post) may follow it. */
 static int sim_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
 	int n;
 
-	sim_sync_point("sim transport: poll");
+	if (!SMART_M_SHM_SIM_ANY_THREAD)
+		smart__sim_require("sim transport: poll");
+	if (!smart__sim_self())
+		return smart__shm_poll(cq, wc, max);
+	smart__sim_sync_poll();
 	n = smart__shm_poll(cq, wc, max);
-	if (n || !smart__sim_self())
-		return n;
-	if (!smart__sim_idle_again(cq) && !SMART_M_SHM_SIM_IDLE_ANY_POLL)
-		return 0; /* a first empty poll: other work may follow */
-	if (!smart__sim_idle_skip(sim_next_due(cq)))
-		return 0;
-	return smart__shm_poll(cq, wc, max);
+	if (!n &&
+	    (smart__sim_idle_again(cq) || SMART_M_SHM_SIM_IDLE_ANY_POLL) &&
+	    smart__sim_idle_skip(sim_next_due(cq)))
+		n = smart__shm_poll(cq, wc, max);
+	smart__sim_reaped(n); /* the cost table's per-completion term */
+	return n;
 }
 
 static int sim_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
