@@ -7,6 +7,7 @@
 # read (they are not in the artifact directory either).
 #
 # Usage: bench/sim-calibrate.sh eval   the frozen defaults (or $NIC, $SIM)
+#        bench/sim-calibrate.sh fit-cpu the cost table's search (below)
 #                                      against every curve: per-point CSV
 #                                      and the fit error per curve
 #        bench/sim-calibrate.sh fit    the documented search (below), one
@@ -25,6 +26,9 @@
 #     fig4a's 12- and 24-thread rows;
 #  2. wqe_cache x miss_ns (4 x 5) on fig4a's 48-96-thread rows, with
 #     step 1's sync_ns.
+# fit-cpu: the CPU cost table (docs/sim.md §1.3), on step 1's points with
+#  the frozen NIC: sync_ns (post base; jitter = half) x poll_ns (a poll's
+#  base) x wc_ns (per completion reaped), 4 x 4 x 3.
 # The score is the mean absolute percentage error (MAPE) over the points.
 # Fig 5a (the paper's RACE port; this project's Smart-HT is another
 # implementation) and the shared/mux curves (the CQ side of sharing is not
@@ -171,10 +175,32 @@ do_fit() {
 	echo "best: sync_ns=$bs jitter_ns=$((bs / 2)) wqe_cache=$bc miss_ns=$bm"
 }
 
+do_fit_cpu() {
+	local csv=$OUT/fit-cpu.csv s p w e best=999 b=
+	echo "sync_ns,jitter_ns,poll_ns,wc_ns,mape_pct" >"$csv"
+	for s in 50 100 150 250; do
+		for p in 0 400 600 1000; do
+			for w in 0 25 50; do
+				e=$( {
+					points_fig3 1 8 16
+					points_fig4a 12 24
+				} | SIM="sync_ns=$s,jitter_ns=$((s / 2)),poll_ns=$p,wc_ns=$w" \
+					run_points | score)
+				echo "$s,$((s / 2)),$p,$w,$e" | tee -a "$csv"
+				if awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+					best=$e b="sync_ns=$s,jitter_ns=$((s / 2)),poll_ns=$p,wc_ns=$w"
+				fi
+			done
+		done
+	done
+	echo "best: $b ($best %)"
+}
+
 [ -x "$PERF" ] && [ -x "$BENCH" ] ||
 	{ echo "build first: cmake --build $BUILD --target smart-perf smart-bench" >&2; exit 1; }
 case ${1:-eval} in
 eval) do_eval ;;
 fit) do_fit ;;
-*) echo "usage: $0 eval|fit" >&2; exit 2 ;;
+fit-cpu) do_fit_cpu ;;
+*) echo "usage: $0 eval|fit|fit-cpu" >&2; exit 2 ;;
 esac

@@ -730,6 +730,15 @@
 #define SMART_M_SHM_SIM_RESP_OFF 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_SIM_IDLE_ANY_POLL /* transport/sim: the first
+					    * empty poll already skips to
+					    * the next completion (ready
+					    * work after it is delayed) */
+#define SMART_M_SHM_SIM_IDLE_ANY_POLL 1
+#else
+#define SMART_M_SHM_SIM_IDLE_ANY_POLL 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_SIM_ANY_THREAD /* transport/sim: a data-path call
 					 * from a real thread let through */
 #define SMART_M_SHM_SIM_ANY_THREAD 1

@@ -39,6 +39,9 @@ struct smart__sim_thread {
 	size_t stack_len;
 	int done;
 	void *asan_fake;
+	uint64_t syncs;	      /* sync points passed (and sleeps) */
+	const void *idle_key; /* the queue its last empty poll found empty */
+	uint64_t idle_sync;   /* ... at sync point number idle_sync */
 };
 
 struct smart__sim {
@@ -54,6 +57,7 @@ struct smart__sim {
 	uint64_t rng;
 	uint64_t end_ns;
 	uint64_t switches;
+	uint64_t skips, skipped; /* idle skips, the sync points they charged */
 	struct smart__sim_source *sources; /* in order of addition */
 	int running;
 };
@@ -240,6 +244,13 @@ uint64_t smart__sim_switches(const struct smart__sim *s)
 	return s ? s->switches : 0;
 }
 
+uint64_t smart__sim_skips(const struct smart__sim *s, uint64_t *polls)
+{
+	if (polls)
+		*polls = s ? s->skipped : 0;
+	return s ? s->skips : 0;
+}
+
 struct smart__sim *smart__sim_self(void)
 {
 	return smart__sim_cur ? smart__sim_cur->s : NULL;
@@ -351,16 +362,79 @@ uint64_t smart__sim_rand(void)
 	return s->rng * 0x2545F4914F6CDD1Dull;
 }
 
-void smart__sim_sync(void)
+/* One sync point's CPU: base + U[0, jitter_ns). */
+static void sync_charge(struct smart__sim_thread *t, uint64_t base)
 {
-	struct smart__sim_thread *t;
 	uint64_t j;
 
-	smart__sim_require("smart__sim_sync");
-	t = smart__sim_cur;
 	j = t->s->cfg.jitter_ns ? smart__sim_rand() % t->s->cfg.jitter_ns : 0;
-	t->vt += t->s->cfg.sync_ns + j;
+	t->vt += base + j;
+	t->syncs++;
+}
+
+/* A poll's base cost: poll_ns, or sync_ns when the table has none. */
+static uint64_t poll_base(const struct smart__sim *s)
+{
+	return s->cfg.poll_ns ? s->cfg.poll_ns : s->cfg.sync_ns;
+}
+
+void smart__sim_sync(void)
+{
+	smart__sim_require("smart__sim_sync");
+	sync_charge(smart__sim_cur, smart__sim_cur->s->cfg.sync_ns);
+	fiber_yield_if_late(smart__sim_cur);
+}
+
+void smart__sim_sync_poll(void)
+{
+	smart__sim_require("smart__sim_sync_poll");
+	sync_charge(smart__sim_cur, poll_base(smart__sim_cur->s));
+	fiber_yield_if_late(smart__sim_cur);
+}
+
+void smart__sim_reaped(int n)
+{
+	smart__sim_require("smart__sim_reaped");
+	if (n > 0)
+		smart__sim_cur->vt += (uint64_t)n *
+				      smart__sim_cur->s->cfg.wc_ns;
+}
+
+int smart__sim_idle_again(const void *key)
+{
+	struct smart__sim_thread *t;
+	int again;
+
+	smart__sim_require("smart__sim_idle_again");
+	t = smart__sim_cur;
+	again = t->idle_key == key && t->idle_sync + 1 == t->syncs;
+	t->idle_key = key;
+	t->idle_sync = t->syncs;
+	return again;
+}
+
+uint64_t smart__sim_idle_skip(uint64_t until)
+{
+	struct smart__sim_thread *t;
+	uint64_t n = 0, cap;
+
+	smart__sim_require("smart__sim_idle_skip");
+	t = smart__sim_cur;
+	cap = t->s->cfg.idle_skip_ns;
+	if (!cap || until == UINT64_MAX || until <= t->vt)
+		return 0;
+	if (until - t->vt > cap)
+		until = t->vt + cap;
+	/* the elided polls' charges, drawn as they would have been */
+	while (t->vt < until) {
+		sync_charge(t, poll_base(t->s));
+		n++;
+	}
+	t->idle_sync = t->syncs; /* still a loop of empty polls */
+	t->s->skips++;
+	t->s->skipped += n;
 	fiber_yield_if_late(t);
+	return n;
 }
 
 void smart__sim_sleep_until(uint64_t at)
@@ -371,6 +445,7 @@ void smart__sim_sleep_until(uint64_t at)
 	t = smart__sim_cur;
 	if (at > t->vt)
 		t->vt = at;
+	t->syncs++;
 	fiber_yield_if_late(t);
 }
 
@@ -380,8 +455,10 @@ void smart__sim_sleep_until(uint64_t at)
 /* One key=value of a spec into cfg; 0 or SMART_EINVAL. */
 static int sim_spec_item(struct smart__sim_cfg *cfg, const char *item)
 {
-	static const char *const keys[] = { "seed", "sync_ns", "jitter_ns",
-					    "max_threads" };
+	static const char *const keys[] = { "seed",	    "sync_ns",
+					    "jitter_ns",    "max_threads",
+					    "idle_skip_ns", "poll_ns",
+					    "wc_ns" };
 	const char *eq = strchr(item, '=');
 	unsigned long long v;
 	char *end;
@@ -405,8 +482,14 @@ static int sim_spec_item(struct smart__sim_cfg *cfg, const char *item)
 		cfg->sync_ns = v;
 	else if (i == 2)
 		cfg->jitter_ns = v;
-	else
+	else if (i == 3)
 		cfg->max_threads = (uint32_t)v;
+	else if (i == 4)
+		cfg->idle_skip_ns = v;
+	else if (i == 5)
+		cfg->poll_ns = v;
+	else
+		cfg->wc_ns = v;
 	return 0;
 }
 

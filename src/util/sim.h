@@ -51,6 +51,10 @@ struct smart__sim_cfg {
 	uint64_t jitter_ns;   /* + uniform [0, jitter_ns) per sync point */
 	size_t stack;	      /* bytes per fiber stack; 0 = 256 KiB */
 	uint32_t max_threads; /* 0 = 1024 */
+	uint64_t idle_skip_ns; /* longest idle skip (docs/sim.md §1.1), 0 = off */
+	/* the CPU cost table (docs/sim.md §1.3): a poll's base instead of
+	 * sync_ns (0: sync_ns), and the cost per completion a poll reaps */
+	uint64_t poll_ns, wc_ns;
 };
 
 typedef void (*smart__sim_fn)(void *arg);
@@ -73,6 +77,9 @@ int smart__sim_run(struct smart__sim *s);
 uint64_t smart__sim_end_ns(const struct smart__sim *s);
 /* Fiber switches done by the run so far. */
 uint64_t smart__sim_switches(const struct smart__sim *s);
+/* Idle skips taken by the run so far; *polls (if not NULL) the empty
+ * polls they stood for. */
+uint64_t smart__sim_skips(const struct smart__sim *s, uint64_t *polls);
 
 /* --- from inside a simulated thread --------------------------------- */
 
@@ -87,10 +94,28 @@ void smart__sim_charge(uint64_t ns);
 /* A sync point: charge sync_ns (+ jitter), then let every thread that is
  * earlier run first. */
 void smart__sim_sync(void);
+/* A poll's sync point: as smart__sim_sync with the poll's base cost. */
+void smart__sim_sync_poll(void);
+/* Charge the CPU of n completions a poll reaped (wc_ns each). */
+void smart__sim_reaped(int n);
 /* Sleep: the clock moves to max(now, t), then a sync point. */
 void smart__sim_sleep_until(uint64_t t);
 /* The run's seeded stream (xorshift64*), drawn in run order. */
 uint64_t smart__sim_rand(void);
+/* Idle skipping (docs/sim.md §1.1).  A poll that found the queue `key`
+ * empty calls smart__sim_idle_again(key): 1 when this fiber's previous
+ * sync point was an empty poll of the same key too (the fiber is in a
+ * loop of polls that posts nothing); it notes this one either way. */
+int smart__sim_idle_again(const void *key);
+/* Then, when nothing can arrive on it before virtual time `until`
+ * (UINT64_MAX: unknown), the clock moves in one step to the first sync
+ * point the loop would reach at or after `until` (at most idle_skip_ns
+ * ahead; 0 = off), charging each elided poll's sync_ns + jitter as the
+ * polls would have, and the fiber waits its turn as at a sync point.
+ * Returns the sync points charged (0: no skip).  After a skip the caller
+ * polls again, once, without a new sync point (the last charge was that
+ * poll's). */
+uint64_t smart__sim_idle_skip(uint64_t until);
 
 /* --- event sources (the sim transport's responder) ------------------ */
 

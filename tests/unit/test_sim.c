@@ -158,6 +158,8 @@ struct ctx_run {
 	int done;
 	uint64_t cas_fail, min_lat_ns, ops_done;
 	char report[1024];
+	int exact;	      /* jitter 0, idle skips of `skip` ns at most */
+	uint64_t skip, skips; /* and the skips the run took */
 };
 
 static void ctx_worker(void *arg)
@@ -190,6 +192,13 @@ static void ctx_worker(void *arg)
 #define SIM_NIC                                                                \
 	"rtt_ns=2000,mops=110,doorbells=16,db_hold_ns=170,"                    \
 	"handoff_ns=90,wqe_cache=1024,miss_ns=9"
+
+/* SMART_SIM_IDLE_SKIP=ns runs the transport cases with idle skips of at
+ * most ns (docs/sim.md §1.1): their checks must hold with it too. */
+static uint64_t sim_idle_skip(void)
+{
+	return (uint64_t)test_env_int("SMART_SIM_IDLE_SKIP", 0, 100000000, 0);
+}
 
 static smart_ctx_t *sim_ctx_nic(const char *addr, uint16_t blade,
 				const char *qp_mode, const char *nic)
@@ -256,7 +265,10 @@ static void ctx_run(struct ctx_run *r, uint64_t seed, const char *addr,
 {
 	struct smart__sim_cfg cfg = { .seed = seed,
 				      .sync_ns = 100,
-				      .jitter_ns = 50 };
+				      .jitter_ns = r->exact ? 0 : 50,
+				      .idle_skip_ns = r->exact ?
+							      r->skip :
+							      sim_idle_skip() };
 	struct smart__sim *s;
 	double t0 = test_now_ms();
 
@@ -273,6 +285,7 @@ static void ctx_run(struct ctx_run *r, uint64_t seed, const char *addr,
 	       "ops per real second)\n",
 	       seed, r->report, smart__sim_switches(s),
 	       (double)r->ops_done * 1000.0 / (test_now_ms() - t0 + 1e-3));
+	r->skips = smart__sim_skips(s, NULL);
 	smart__sim_destroy(s);
 }
 
@@ -343,7 +356,9 @@ static void lease_main(void *arg)
 static void test_lease(void)
 {
 	struct smart_blade_config cfg;
-	struct smart__sim_cfg scfg = { .seed = 3, .sync_ns = 100 };
+	struct smart__sim_cfg scfg = { .seed = 3,
+				       .sync_ns = 100,
+				       .idle_skip_ns = sim_idle_skip() };
 	struct lease_run r = { 0 };
 	struct smart__sim *s;
 	smart_blade_t *b;
@@ -486,7 +501,8 @@ static void fig3_point(struct fig3_run *r, const char *addr)
 {
 	struct smart__sim_cfg cfg = { .seed = 11,
 				      .sync_ns = 100,
-				      .jitter_ns = 50 };
+				      .jitter_ns = 50,
+				      .idle_skip_ns = sim_idle_skip() };
 	struct smart__sim *s;
 	double l, lw;
 
@@ -624,7 +640,8 @@ static void test_atomics(void)
 {
 	struct smart__sim_cfg cfg = { .seed = 5,
 				      .sync_ns = 100,
-				      .jitter_ns = 50 };
+				      .jitter_ns = 50,
+				      .idle_skip_ns = sim_idle_skip() };
 	smart_blade_t *b = sim_blade(1);
 	struct atom_run one = { .nthreads = 16 },
 			spread = { .nthreads = 16, .spread = 1 };
@@ -644,6 +661,151 @@ static void test_atomics(void)
 	CHECK_LE(one.ops, 1001);
 	CHECK_GT(one.ops, 900);
 	CHECK_GT(spread.ops, 3 * one.ops);
+	smart_blade_destroy(b);
+}
+
+/* ---- idle_skip: a loop of empty polls skips to the next completion --- */
+
+/* One thread reads a word 40 times (smart_read_sync: the main context
+ * polls until the READ lands, one RTT, 20 empty polls of sync_ns = 100).
+ * With idle skipping each wait is a few engine steps; the virtual
+ * latencies must be the same to the ns as without (jitter 0: the elided
+ * polls' charges are exact), and the skip must have been taken.  A
+ * single empty poll must not skip: a poll followed by ready work (here a
+ * second post) runs that work at once, not a round trip later. */
+#define IDLE_READS 40
+
+struct idle_run {
+	const char *addr;
+	uint64_t lat[IDLE_READS];
+	uint64_t after_one_poll; /* ns from a post to after one empty poll */
+};
+
+static void idle_main(void *arg)
+{
+	struct idle_run *r = arg;
+	smart_ctx_t *c = sim_ctx(r->addr, 1, "per-thread");
+	smart_worker_t *w;
+	smart_gaddr_t g;
+	uint64_t *buf, t;
+	int i;
+
+	CHECK_OK(smart_worker_create(c, &w));
+	CHECK_OK(smart_alloc(w, 1, 8, &g));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&buf));
+	for (i = 0; i < IDLE_READS; i++) {
+		t = smart__sim_now();
+		CHECK_OK(smart_read_sync(w, g, 8, buf));
+		r->lat[i] = smart__sim_now() - t;
+	}
+	CHECK_OK(smart_read(w, g, 8, buf));
+	CHECK_OK(smart_post(w));
+	t = smart__sim_now();
+	CHECK(smart_poll(w) >= 0); /* empty: the READ takes an RTT */
+	r->after_one_poll = smart__sim_now() - t;
+	CHECK_OK(smart_read(w, g, 8, buf + 1)); /* the ready work */
+	CHECK_OK(smart_sync(w));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+}
+
+/* The run with idle skips of at most skip_ns; the skips taken. */
+static uint64_t idle_run_cfg(struct idle_run *r, struct smart__sim_cfg cfg,
+			     uint64_t *polls, double *real_ms)
+{
+	uint64_t skip_ns = cfg.idle_skip_ns;
+	struct smart__sim *s;
+	double t0 = test_now_ms();
+	uint64_t n;
+
+	CHECK_OK(smart__sim_create(&cfg, &s));
+	CHECK_OK(smart__sim_spawn(s, idle_main, r, 1000000));
+	CHECK_OK(smart__sim_run(s));
+	*real_ms = test_now_ms() - t0;
+	n = smart__sim_skips(s, polls);
+	printf("idle_skip_ns %-8" PRIu64 " skips %-5" PRIu64
+	       " sync points charged by them %-6" PRIu64 " switches %-6" PRIu64
+	       " first read %" PRIu64 " ns, one empty poll %" PRIu64 " ns\n",
+	       skip_ns, n, *polls, smart__sim_switches(s), r->lat[0],
+	       r->after_one_poll);
+	smart__sim_destroy(s);
+	return n;
+}
+
+static uint64_t idle_run(struct idle_run *r, uint64_t skip_ns, uint64_t *polls,
+			 double *real_ms)
+{
+	struct smart__sim_cfg cfg = { .seed = 9,
+				      .sync_ns = 100,
+				      .idle_skip_ns = skip_ns };
+
+	return idle_run_cfg(r, cfg, polls, real_ms);
+}
+
+static void test_idle_skip(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct idle_run off = { .addr = smart_blade_address(b) };
+	struct idle_run on = off;
+	uint64_t polls[2];
+	double ms[2];
+	int i;
+
+	CHECK_U64_EQ(idle_run(&off, 0, &polls[0], &ms[0]), 0);
+	CHECK_GT(idle_run(&on, 1000000, &polls[1], &ms[1]), 0);
+	CHECK_GT(polls[1], 10 * IDLE_READS); /* ~20 polls per READ elided */
+	for (i = 0; i < IDLE_READS; i++)
+		CHECK_U64_EQ(on.lat[i], off.lat[i]);
+	CHECK_GE(on.lat[0], 2000); /* one RTT */
+	/* one empty poll costs one sync point, not a round trip */
+	CHECK_U64_EQ(on.after_one_poll, off.after_one_poll);
+	CHECK_LT(on.after_one_poll, 1000);
+	smart_blade_destroy(b);
+}
+
+/* The cost table (docs/sim.md §1.3): a poll's sync point costs poll_ns,
+ * a post's sync_ns, each completion reaped wc_ns more; idle skips charge
+ * the elided polls at poll_ns (the same latencies with skips). */
+static void test_cost_table(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct idle_run r0 = { .addr = smart_blade_address(b) };
+	struct idle_run r1 = r0, r2 = r0;
+	struct smart__sim_cfg cfg = { .seed = 9,
+				      .sync_ns = 100,
+				      .poll_ns = 300 };
+	uint64_t polls;
+	double ms;
+	int i;
+
+	idle_run_cfg(&r0, cfg, &polls, &ms);
+	cfg.wc_ns = 40;
+	idle_run_cfg(&r1, cfg, &polls, &ms);
+	cfg.idle_skip_ns = 1000000;
+	CHECK_GT(idle_run_cfg(&r2, cfg, &polls, &ms), 0);
+	CHECK_U64_EQ(r0.after_one_poll, 300); /* one empty poll: poll_ns */
+	for (i = 0; i < IDLE_READS; i++) {
+		/* one completion reaped per READ: 40 ns more */
+		CHECK_U64_EQ(r1.lat[i], r0.lat[i] + 40);
+		CHECK_U64_EQ(r2.lat[i], r1.lat[i]);
+	}
+	smart_blade_destroy(b);
+}
+
+/* The ctx case's 8 threads (CAS conflicts, the keeper) with jitter 0:
+ * the same report, to the ns, with idle skips as without; the skips
+ * spare most of the fiber switches. */
+static void test_idle_skip_exact(void)
+{
+	smart_blade_t *b = sim_blade(1);
+	struct ctx_run off = { .exact = 1 },
+		       on = { .exact = 1, .skip = 1000000 };
+
+	ctx_run(&off, 7, smart_blade_address(b), 1);
+	ctx_run(&on, 7, smart_blade_address(b), 1);
+	CHECK_U64_EQ(off.skips, 0);
+	CHECK_GT(on.skips, 0);
+	CHECK_STR_EQ(on.report, off.report);
 	smart_blade_destroy(b);
 }
 
@@ -725,7 +887,9 @@ static void resp_main(void *arg)
 
 static void test_responder_time(void)
 {
-	struct smart__sim_cfg cfg = { .seed = 3, .sync_ns = 100 };
+	struct smart__sim_cfg cfg = { .seed = 3,
+				      .sync_ns = 100,
+				      .idle_skip_ns = sim_idle_skip() };
 	smart_blade_t *b = sim_blade(1);
 	struct resp_run r = { .addr = smart_blade_address(b) };
 	struct smart__sim *s;
@@ -902,7 +1066,8 @@ static void eq_point(const char *nic, int nthreads, int batch, int nbatch,
 			    .dur = dur[0] };
 	struct smart__sim_cfg cfg = { .seed = 5,
 				      .sync_ns = 250,
-				      .jitter_ns = 125 };
+				      .jitter_ns = 125,
+				      .idle_skip_ns = sim_idle_skip() };
 	smart_blade_t *sb = sim_blade(1);
 	struct eq_sim_arg a = { &r, smart_blade_address(sb), nic };
 	struct smart__sim *s;
@@ -1011,6 +1176,9 @@ int main(int argc, char **argv)
 			{ "atomics", test_atomics },
 			{ "pcie", test_pcie },
 			{ "responder_time", test_responder_time },
+			{ "idle_skip", test_idle_skip },
+			{ "idle_skip_exact", test_idle_skip_exact },
+			{ "cost_table", test_cost_table },
 			{ "shm_equiv", test_shm_equiv },
 			{ "real_thread_aborts", test_real_thread_aborts },
 			{ 0 } },

@@ -83,10 +83,64 @@ static int sim_domain_open(const struct smart_tp_cfg *cfg,
 	return rc;
 }
 
+/* Ticks of the model's clock to the engine's ns, rounded up: the first
+ * virtual time at which a poll reads the tick. */
+static uint64_t sim_ticks_ns(const struct shm_model *m, uint64_t ticks)
+{
+	if (!m->use_tsc)
+		return ticks;
+	return (ticks * SMART_SIM_CYCLES_PER_NS_DEN +
+		SMART_SIM_CYCLES_PER_NS_NUM - 1) /
+	       SMART_SIM_CYCLES_PER_NS_NUM;
+}
+
+/* The earliest virtual time at which anything can complete on cq, found
+ * empty by a poll; UINT64_MAX when it cannot tell.  Only the owner's own
+ * one-sided WRs may be waited for: a queue that receives, a CQ shared by
+ * threads (either gets what other threads post, at times not yet known),
+ * a failed remote, an adversary or a plain shm CQ make it unknown.  Poll
+ * runs doorbells in FIFO order and stops at the first WR not due
+ * (shm_run_db_at), so the head WR's due time is the next completion. */
+static uint64_t sim_next_due(const struct smart_tp_cq *cq)
+{
+	const struct shm_db *db;
+	const struct smart_tp_qp *qp;
+	uint32_t h;
+
+	if (!cq->model || !cq->model->sim || cq->adv || cq->nrq ||
+	    (cq->flags & SMART_TP_SHARED) || cq->wc_head != cq->wc_tail ||
+	    cq->db_head == cq->db_tail ||
+	    atomic_load_explicit(&cq->d->failures, memory_order_acquire))
+		return UINT64_MAX;
+	db = &cq->db[cq->db_head & cq->db_mask];
+	qp = db->qp;
+	if (!db->n || qp->state != SHM_QP_RTS)
+		return UINT64_MAX;
+	h = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	return sim_ticks_ns(cq->model, qp->sq[h & qp->sq_mask].due);
+}
+
+/* A poll's sync point charges the cost table's poll base, and each
+ * completion it reaps wc_ns (docs/sim.md §1.3).  An empty poll in a loop
+ * of them skips to the next completion in one step (docs/sim.md §1.1,
+ * smart__sim_idle_skip), then polls once more; a first empty poll never
+ * skips: other work (a ready task's post) may follow it. */
 static int sim_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
-	sim_sync_point("sim transport: poll");
-	return smart__shm_poll(cq, wc, max);
+	int n;
+
+	if (!SMART_M_SHM_SIM_ANY_THREAD)
+		smart__sim_require("sim transport: poll");
+	if (!smart__sim_self())
+		return smart__shm_poll(cq, wc, max);
+	smart__sim_sync_poll();
+	n = smart__shm_poll(cq, wc, max);
+	if (!n &&
+	    (smart__sim_idle_again(cq) || SMART_M_SHM_SIM_IDLE_ANY_POLL) &&
+	    smart__sim_idle_skip(sim_next_due(cq)))
+		n = smart__shm_poll(cq, wc, max);
+	smart__sim_reaped(n); /* the cost table's per-completion term */
+	return n;
 }
 
 static int sim_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
