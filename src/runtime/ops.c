@@ -204,11 +204,13 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 		return;
 	smart__credit_take(w, t, n);
 	b = batch_alloc(w, t);
-	for (i = 0; i < n; i++) {
+	/* only the last WR is signaled, its wr_id marked (worker.c); a
+	 * chain of one WR, the common sync, skips the loop */
+	for (i = 0; i < n - 1; i++) {
 		c->wr[i].wr_id = (uint64_t)(uintptr_t)b;
 		c->wr[i].flags &= (uint8_t)~SMART_TP_SIGNALED;
 	}
-	c->wr[n - 1].wr_id |= 1;
+	c->wr[n - 1].wr_id = (uint64_t)(uintptr_t)b | 1;
 	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
 	b->qp = qp;
 	b->n = (uint32_t)n;
@@ -234,14 +236,18 @@ static __attribute__((noinline)) void post_chain(struct smart_worker *w,
 	post_chain_at(w, t, c);
 }
 
+/* The sync's post: the first chain inline (a sync to one blade, the
+ * common case, pays no loop), the others through post_chain. */
 static inline __attribute__((always_inline)) void
 task_post(struct smart_worker *w, struct smart__task *t)
 {
 	int i;
 
-	for (i = 0; i < t->nchains; i++)
+	if (smart_likely(t->nchains) && t->chains[0].n)
+		post_chain_at(w, t, &t->chains[0]);
+	for (i = 1; i < t->nchains; i++)
 		if (t->chains[i].n)
-			post_chain_at(w, t, &t->chains[i]);
+			post_chain(w, t, &t->chains[i]);
 }
 
 /* Hand results to the caller and count failed CASes. */
