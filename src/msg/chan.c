@@ -215,8 +215,7 @@ int smart__chan_attach(struct smart_rpc_conn *c,
 	    peer->ch_mode != ch->mode || peer->ch_tag != ch->tag ||
 	    rpc->tp->remote_span(peer->ring, peer->ring_len, &span) ||
 	    span < need || span > allow) {
-		if (fd >= 0)
-			close(fd);
+		smart__rpc_fd_drop(fd);
 		c->st.proto_errors++;
 		return SMART_EPROTO;
 	}

@@ -417,6 +417,9 @@ int smart__rpc_conn_up(struct smart_rpc_conn *c,
 void smart__rpc_conn_free(struct smart_rpc_conn *c);
 void smart__rpc_conn_fds(const struct smart_rpc_conn *c,
 			 int fds[SMART_SOCK_FDS]);
+/* Close a descriptor a peer passed, its SO_LINGER turned off first (a
+ * lingering TCP socket's close(2) would wait in our thread). */
+void smart__rpc_fd_drop(int fd);
 void smart__rpc_fds_close(int fds[SMART_SOCK_FDS]);
 
 /* No descriptor in any slot (-1, never 0: that is stdin). */

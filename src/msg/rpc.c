@@ -1325,15 +1325,19 @@ int smart_rpc_progress(smart_rpc_t *rpc)
 _Static_assert(SMART_SOCK_FDS == 1 + SMART_TP_PEER_FDS,
 	       "a PEER frame: the staging region's descriptor and the QP's");
 
+void smart__rpc_fd_drop(int fd)
+{
+	/* a peer's: its linger would hold our poll (sockio.h) */
+	if (fd >= 0 && !SMART_M_RPC_FD_LINGER_KEPT)
+		smart__sock_unlinger(fd);
+	if (fd >= 0)
+		close(fd);
+}
+
 void smart__rpc_fds_close(int fds[SMART_SOCK_FDS])
 {
-	for (int i = 0; i < SMART_SOCK_FDS; i++) {
-		/* a peer's: its linger would hold our poll (sockio.h) */
-		if (fds[i] >= 0 && !SMART_M_RPC_FD_LINGER_KEPT)
-			smart__sock_unlinger(fds[i]);
-		if (fds[i] >= 0)
-			close(fds[i]);
-	}
+	for (int i = 0; i < SMART_SOCK_FDS; i++)
+		smart__rpc_fd_drop(fds[i]);
 	smart__rpc_fds_none(fds);
 }
 

@@ -424,6 +424,15 @@
 #define SMART_M_RPC_FD_LINGER_KEPT 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_PEER_FD_LINGER_KEPT /* transport/shm: a descriptor
+					     * a peer passed (segment, wake
+					     * socket, region) closed as it
+					     * is, its SO_LINGER holding us */
+#define SMART_M_SHM_PEER_FD_LINGER_KEPT 1
+#else
+#define SMART_M_SHM_PEER_FD_LINGER_KEPT 0
+#endif
+
 #ifdef SMART_MUTANT_RPC_CLOSE_UNREAD /* msg/peer.c: a handshake's socket
 				       * closed with what it holds unread
 				       * (a descriptor queued in it dropped

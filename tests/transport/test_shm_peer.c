@@ -29,6 +29,10 @@
  *               SEND completes once, in order, in bounded time;
  *   oversized_segment  a segment as large as a blob can claim (4 GiB),
  *               beyond any queue's (1 GiB): refused, nothing mapped;
+ *   refused_fd_linger  descriptors a peer passed that are refused
+ *               (a segment, a wake socket, an extra one, a region) are
+ *               closed with their SO_LINGER off (a lingering TCP socket
+ *               in their place would hold our close(2));
  *   bad_receive a receive buffer outside the MR of its key: LOC_PROT
  *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
@@ -402,6 +406,66 @@ static void test_oversized_segment(void)
 	       (int64_t)vm_mib() - (int64_t)vm0);
 	CHECK_EQ(rc, SMART_EPROTO);
 	CHECK_LT(vm_mib(), vm0 + 64);
+	CHECK_EQ(ops->qp_in_error(a.qp), 0);
+	p_close(&a);
+}
+
+/* A TCP socket with SO_LINGER 3 s; *keep a second descriptor of it, so
+ * the test can still read its options after the transport closed its
+ * own (a peer passing such a socket with unsent bytes makes a plain
+ * close(2) of the last reference wait those 3 s). */
+static int lingering_tcp(int *keep)
+{
+	struct linger lg = { 1, 3 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK_GE(fd, 0);
+	CHECK_OK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	*keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	CHECK_GE(*keep, 0);
+	return fd;
+}
+
+/* 1 when the socket's linger is still on; closes keep. */
+static int still_lingers(int keep)
+{
+	struct linger lg = { 0, 0 };
+	socklen_t l = sizeof(lg);
+
+	CHECK_OK(getsockopt(keep, SOL_SOCKET, SO_LINGER, &lg, &l));
+	close(keep);
+	return lg.l_onoff != 0;
+}
+
+/* Every descriptor a peer passed that the transport refuses or is done
+ * with is closed with its linger turned off first, so a lingering TCP
+ * socket in its place costs no wait (clock-free: the option read back
+ * through a second descriptor).  Old code: plain closes, linger on. */
+static void test_refused_fd_linger(void)
+{
+	uint32_t v[4] = { SHM_PEER_MAGIC, 3 /* SHM_PEER_VERSION */, 4, 64 };
+	uint8_t blob[64] = { 0 };
+	struct smart_tp_remote *r = NULL;
+	int keep[5], fds[3], n = 0;
+	struct p_end a;
+
+	p_open(&a);
+	/* a blob of the wrong length: segment, wake and an extra refused */
+	for (int i = 0; i < 3; i++)
+		fds[i] = lingering_tcp(&keep[i]);
+	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, v, 3, fds, 3), SMART_EINVAL);
+	/* a right blob, a socket for its segment */
+	fds[0] = lingering_tcp(&keep[3]);
+	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, v, sizeof(v), fds, 1),
+		 SMART_EPROTO);
+	/* a region that is no blob, a socket for its memory */
+	fds[0] = lingering_tcp(&keep[4]);
+	CHECK_LT(ops->remote_attach(a.d, blob, sizeof(blob), fds[0], &r), 0);
+	CHECK(r == NULL);
+	for (int i = 0; i < 5; i++)
+		n += still_lingers(keep[i]);
+	printf("   5 refused lingering sockets: %d closed with linger on\n", n);
+	CHECK_EQ(n, 0);
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 	p_close(&a);
 }
@@ -1450,23 +1514,24 @@ static void test_hostile_receiver(void)
 
 int main(int argc, char **argv)
 {
-	return test_main(argc, argv,
-			 (struct test_case[]){
-				 { "hostile", test_hostile },
-				 { "hostile_wake", test_hostile_wake },
-				 { "wake_redirect", test_wake_redirect },
-				 { "hostile_fuzz", test_hostile_fuzz },
-				 { "hostile_receiver", test_hostile_receiver },
-				 { "oversized_segment",
-				   test_oversized_segment },
-				 { "bad_receive", test_bad_receive },
-				 { "rnr_counted", test_rnr_counted },
-				 { "recap", test_recap },
-				 { "post_faults", test_post_faults },
-				 { "fair", test_fair },
-				 { "fork_echo", test_fork_echo },
-				 { "event_race", test_event_race },
-				 { "barrier_fails", test_barrier_fails },
-				 { 0 },
-			 });
+	return test_main(
+		argc, argv,
+		(struct test_case[]){
+			{ "hostile", test_hostile },
+			{ "hostile_wake", test_hostile_wake },
+			{ "wake_redirect", test_wake_redirect },
+			{ "hostile_fuzz", test_hostile_fuzz },
+			{ "hostile_receiver", test_hostile_receiver },
+			{ "oversized_segment", test_oversized_segment },
+			{ "bad_receive", test_bad_receive },
+			{ "refused_fd_linger", test_refused_fd_linger },
+			{ "rnr_counted", test_rnr_counted },
+			{ "recap", test_recap },
+			{ "post_faults", test_post_faults },
+			{ "fair", test_fair },
+			{ "fork_echo", test_fork_echo },
+			{ "event_race", test_event_race },
+			{ "barrier_fails", test_barrier_fails },
+			{ 0 },
+		});
 }

@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "smart/util.h"
 #include "transport/transport.h"
@@ -51,6 +52,7 @@
 #include "util/compiler.h"
 #include "util/mutant.h"
 #include "util/sim.h"
+#include "util/sockio.h"
 #include "util/spinlock.h"
 
 /* MRs per domain: messaging's slabs and landing, and a staging region
@@ -421,6 +423,19 @@ static inline int shm_sealed(int fd, int need)
 	int s = fcntl(fd, F_GET_SEALS);
 
 	return s >= 0 && (s & need) == need;
+}
+
+/* Close a descriptor a peer passed (a segment, a wake socket, a region):
+ * it may be a TCP socket with SO_LINGER set and unsent bytes, whose plain
+ * close(2) would wait the linger time the peer chose, in our thread. */
+static inline void shm_peer_fd_drop(int fd)
+{
+	if (SMART_M_SHM_PEER_FD_LINGER_KEPT) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	smart__sock_fd_drop(fd);
 }
 
 /* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with

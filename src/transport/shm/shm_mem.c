@@ -464,8 +464,7 @@ int smart__shm_remote_attach(struct smart_tp_domain *d, const void *blob,
 	*out = r;
 	rc = 0;
 out_close:
-	if (fd >= 0)
-		close(fd);
+	shm_peer_fd_drop(fd);
 	return rc;
 }
 

@@ -163,8 +163,7 @@ void smart__shm_rq_destroy(struct smart_tp_qp *qp)
 	}
 	if (qp->peer) {
 		munmap(qp->peer->seg, qp->peer->seg_len);
-		if (qp->peer->wake_fd >= 0)
-			close(qp->peer->wake_fd);
+		shm_peer_fd_drop(qp->peer->wake_fd);
 		free(qp->peer);
 		qp->peer = NULL;
 	}
@@ -251,7 +250,7 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 
 	for (int i = 2; i < nfds; i++)
 		if (fds[i] >= 0)
-			close(fds[i]); /* ours too, though none is asked */
+			shm_peer_fd_drop(fds[i]); /* none is asked */
 	if (!qp->rq || qp->state != SHM_QP_RESET || !peer_blob ||
 	    len != SHM_PEER_BLOB_LEN || fd < 0)
 		goto out;
@@ -307,10 +306,8 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 	qp->state = SHM_QP_RTS;
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (wake >= 0)
-		close(wake);
+	shm_peer_fd_drop(fd);
+	shm_peer_fd_drop(wake);
 	return rc;
 }
 
@@ -437,7 +434,7 @@ static void peer_wake(struct shm_peer *pe)
 	 * elsewhere since (wake_fd_ok): then its wake-ups end here, at
 	 * most one sent between this look and a reconnect gone astray */
 	if (!SMART_M_SHM_WAKE_NO_RECHECK && !wake_peer_unnamed(pe->wake_fd)) {
-		close(pe->wake_fd);
+		shm_peer_fd_drop(pe->wake_fd);
 		pe->wake_fd = -1;
 		return;
 	}
