@@ -421,8 +421,7 @@ int smart_blade_destroy(smart_blade_t *b)
 	for (int i = 0; i < b->nsess; i++)
 		smart__blade_sess_free(b, b->sess[i]);
 	for (int i = 0; i < b->nfdreq; i++)
-		if (b->fdreq[i].fd >= 0)
-			close(b->fdreq[i].fd);
+		smart__sock_fd_drop(b->fdreq[i].fd);
 	if (b->lfd >= 0)
 		close(b->lfd);
 	if (b->ufd >= 0)

@@ -279,7 +279,11 @@ static void fdreq_close(struct smart_blade *b, struct blade_fdreq *q)
 {
 	if (q->fd < 0)
 		return;
-	close(q->fd);
+	/* what it holds unread goes first (sockio.h) */
+	if (SMART_M_BLADE_FDREQ_FDS_DROPPED)
+		close(q->fd);
+	else
+		smart__sock_fd_drop(q->fd);
 	q->fd = -1;
 	explicit_bzero(q->got, sizeof(q->got));
 	b->nfdlive--;
@@ -316,14 +320,28 @@ static void accept_unix(struct smart_blade *b, uint64_t now)
 	}
 }
 
-/* Returns 1 when the request is finished (its fd is then closed). */
+/* Returns 1 when the request is finished (its fd is then closed).  A
+ * request carries no descriptor: one that comes is refused, taken with
+ * room for all a message can carry and dropped with its linger off (a
+ * recv(2) without room has the kernel drop it, in this thread). */
 static int fdreq_io(struct smart_blade *b, struct blade_fdreq *q)
 {
 	uint8_t tag[SMART_PROTO_TAG_LEN];
-	ssize_t r = recv(q->fd, q->got + q->n, sizeof(q->got) - q->n,
-			 MSG_DONTWAIT);
+	int fds[1] = { -1 }, extra = 0;
+	long r;
 	int rc;
 
+	if (SMART_M_BLADE_FDREQ_FDS_DROPPED)
+		r = recv(q->fd, q->got + q->n, sizeof(q->got) - q->n,
+			 MSG_DONTWAIT);
+	else
+		r = smart__sock_recv_some(q->fd, q->got + q->n,
+					  sizeof(q->got) - q->n, fds, 1,
+					  &extra);
+	if (fds[0] >= 0 || extra) {
+		smart__sock_fd_drop(fds[0]);
+		return 1;
+	}
 	if (r < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
 	if (r <= 0)

@@ -758,6 +758,7 @@ static int accept_one(struct smart_rpc *rpc, int64_t now, struct rpc_pend **out)
 		return 0;
 	p = pend_slot(rpc);
 	if (!p) {
+		pend_empty(rpc, fd); /* a HELLO may wait with descriptors */
 		close(fd);
 		rpc->past.handshakes_refused++;
 		return 1;
@@ -1193,8 +1194,12 @@ int smart__rpc_dial(struct smart_rpc *rpc, const char *hostport,
 	if (!rc)
 		rc = smart__rpc_conn_up(c, &m, fds); /* owns them */
 	smart__rpc_fds_close(fds);
-	if (fd >= 0)
+	if (fd >= 0) {
+		/* what the listener sent after the handshake (descriptors
+		 * included) goes first, not at the kernel's close */
+		pend_empty(rpc, fd);
 		close(fd);
+	}
 	if (rc) {
 		smart__warn(rpc->log, "rpc: cannot connect to %s: %s", hostport,
 			    smart_strerror(rc));

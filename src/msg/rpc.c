@@ -1328,10 +1328,12 @@ _Static_assert(SMART_SOCK_FDS == 1 + SMART_TP_PEER_FDS,
 void smart__rpc_fd_drop(int fd)
 {
 	/* a peer's: its linger would hold our poll (sockio.h) */
-	if (fd >= 0 && !SMART_M_RPC_FD_LINGER_KEPT)
-		smart__sock_unlinger(fd);
-	if (fd >= 0)
-		close(fd);
+	if (SMART_M_RPC_FD_LINGER_KEPT) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	smart__sock_fd_drop(fd);
 }
 
 void smart__rpc_fds_close(int fds[SMART_SOCK_FDS])

@@ -343,8 +343,7 @@ static int recv_fd(struct smart__boot *b, int fd, int64_t deadline, int *fd_out)
 	if (!rc)
 		rc = fd_proven(b, fd, got, deadline);
 	if (rc) {
-		if (got >= 0)
-			close(got);
+		smart__sock_fd_drop(got); /* whoever answered chose it */
 		return rc;
 	}
 	*fd_out = got;
@@ -366,7 +365,9 @@ int smart__boot_fetch_fd(struct smart__boot *b, int *fd_out)
 				  deadline);
 	if (!rc)
 		rc = recv_fd(b, fd, deadline, fd_out);
-	close(fd);
+	/* anything more the answerer queued goes before the close: the
+	 * kernel would drop its descriptors in our thread */
+	smart__sock_fd_drop(fd);
 	if (rc)
 		smart__warn(b->lg, "cannot fetch the region fd: %s",
 			    smart_strerror(rc));

@@ -424,6 +424,25 @@
 #define SMART_M_RPC_FD_LINGER_KEPT 0
 #endif
 
+#ifdef SMART_MUTANT_BLADE_FDREQ_FDS_DROPPED /* blade/ctl.c: an fd
+					      * request read without room
+					      * for descriptors, closed with
+					      * what it holds (the kernel
+					      * drops them in our thread) */
+#define SMART_M_BLADE_FDREQ_FDS_DROPPED 1
+#else
+#define SMART_M_BLADE_FDREQ_FDS_DROPPED 0
+#endif
+
+#ifdef SMART_MUTANT_SOCK_DROP_NO_DRAIN /* util/sockio.c: a unix socket a
+					 * peer passed closed with what is
+					 * queued in it (descriptors dropped
+					 * by the kernel, in our thread) */
+#define SMART_M_SOCK_DROP_NO_DRAIN 1
+#else
+#define SMART_M_SOCK_DROP_NO_DRAIN 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_PEER_FD_LINGER_KEPT /* transport/shm: a descriptor
 					     * a peer passed (segment, wake
 					     * socket, region) closed as it

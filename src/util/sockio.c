@@ -21,6 +21,7 @@
 
 #include "smart/status.h"
 #include "util/clock.h"
+#include "util/mutant.h"
 #include "util/sockio.h"
 
 static int smart__sock_wait(int fd, short events, int64_t deadline);
@@ -154,12 +155,95 @@ void smart__sock_unlinger(int fd)
 	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof(off));
 }
 
+/* How deep and how many descriptors a drop takes out of unix sockets
+ * passed to us: the kernel refuses to pass a unix socket nested deeper
+ * than 4 (af_unix's MAX_RECURSION_LEVEL), and a sender's descriptors in
+ * flight are bounded by its RLIMIT_NOFILE (1024 by default). */
+#define SOCK_DROP_DEPTH	 5
+#define SOCK_DROP_BUDGET 4096
+
+static void sock_drop(int fd, int depth, int *budget);
+
+static int sock_is_unix(int fd, int *type)
+{
+	socklen_t l = sizeof(int);
+	int dom;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) || dom != AF_UNIX)
+		return 0;
+	l = sizeof(int);
+	return !getsockopt(fd, SOL_SOCKET, SO_TYPE, type, &l);
+}
+
+/* Take what a unix socket holds, dropping each descriptor it carries.
+ * Shut for reading first: its peer's sends then fail, so the queue only
+ * shrinks.  A stream ends at its EOF (0); datagrams may be empty, so
+ * those end when nothing is left (EAGAIN); a seqpacket socket's empty
+ * messages and its EOF both read 0, so it ends at the budget (a hostile
+ * peer's, never ours: wake sockets are datagrams, handshakes streams). */
+static void sock_empty(int fd, int type, int depth, int *budget)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 253)];
+		struct cmsghdr align;
+	} c;
+	char b[512];
+	struct iovec iov = { b, sizeof(b) };
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	ssize_t r;
+
+	shutdown(fd, SHUT_RD);
+	while (*budget > 0) {
+		mh = (struct msghdr){ .msg_iov = &iov,
+				      .msg_iovlen = 1,
+				      .msg_control = c.buf,
+				      .msg_controllen = sizeof(c.buf) };
+		r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 || (r == 0 && type == SOCK_STREAM))
+			return;
+		(*budget)--;
+		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+			size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < n; i++) {
+				int d;
+
+				memcpy(&d, CMSG_DATA(cm) + i * sizeof(int),
+				       sizeof(d));
+				(*budget)--;
+				sock_drop(d, depth + 1, budget);
+			}
+		}
+	}
+}
+
+/* The linger off; a unix socket emptied first, since what is queued in
+ * it would be dropped by the kernel at our close, in our thread, each
+ * descriptor's linger with it (a socket in a socket, to the depth the
+ * kernel allows). */
+static void sock_drop(int fd, int depth, int *budget)
+{
+	int type;
+
+	smart__sock_unlinger(fd);
+	if (!SMART_M_SOCK_DROP_NO_DRAIN && depth < SOCK_DROP_DEPTH &&
+	    sock_is_unix(fd, &type))
+		sock_empty(fd, type, depth, budget);
+	close(fd);
+}
+
 void smart__sock_fd_drop(int fd)
 {
-	if (fd < 0)
-		return;
-	smart__sock_unlinger(fd);
-	close(fd);
+	int budget = SOCK_DROP_BUDGET;
+
+	if (fd >= 0)
+		sock_drop(fd, 0, &budget);
 }
 
 /* Put d into the first free (-1) of the nfds slots; 0 when none is free

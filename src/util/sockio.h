@@ -72,7 +72,11 @@ int smart__sock_connect_w(const void *addr, uint32_t addr_len, int64_t deadline,
  * linger time the peer chose (a TCP socket whose FIN cannot leave: ~3 s
  * measured for a 3-s linger, and it may be hours) in our thread; with
  * the linger turned off first it returns at once.  Not a socket: a plain
- * close. */
+ * close.  A unix socket may carry more such descriptors queued in it,
+ * which the kernel would drop at our close: smart__sock_fd_drop shuts it
+ * for reading and drops what it holds first, nested to the kernel's
+ * depth, at most 4096 messages and descriptors in all (beyond them, the
+ * rest is the kernel's, as is what a full descriptor table truncates). */
 void smart__sock_unlinger(int fd);
 void smart__sock_fd_drop(int fd);
 

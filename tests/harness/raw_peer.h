@@ -103,6 +103,33 @@ static inline void raw_send_fd(int fd, const void *frame, size_t n, int pass)
 	CHECK_EQ(sendmsg(fd, &mh, MSG_NOSIGNAL), (ssize_t)n);
 }
 
+/* A TCP socket with SO_LINGER 3 s; *keep a second descriptor of it, so
+ * the test can still read its options after the transport closed its
+ * own (a peer passing such a socket with unsent bytes makes a plain
+ * close(2) of the last reference wait those 3 s). */
+static inline int lingering_tcp(int *keep)
+{
+	struct linger lg = { 1, 3 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	CHECK_GE(fd, 0);
+	CHECK_OK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	*keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	CHECK_GE(*keep, 0);
+	return fd;
+}
+
+/* 1 when the socket's linger is still on; closes keep. */
+static inline int still_lingers(int keep)
+{
+	struct linger lg = { 0, 0 };
+	socklen_t l = sizeof(lg);
+
+	CHECK_OK(getsockopt(keep, SOL_SOCKET, SO_LINGER, &lg, &l));
+	close(keep);
+	return lg.l_onoff != 0;
+}
+
 /* A blocking TCP connection to the blade, reads bounded by 5 s. */
 static inline int raw_connect(const smart_blade_t *b)
 {

@@ -235,6 +235,53 @@ static void test_auth_deadline(void)
 	smart_blade_destroy(b);
 }
 
+/* Descriptors passed to the blade's fd socket by a peer without the
+ * secret: with a request's first byte (read, the descriptor with it), and
+ * queued in a unix socket passed so, or left unread when the peer goes
+ * silent and its deadline ends it.  Each is closed with its SO_LINGER off
+ * (a lingering TCP socket's close would hold the blade's control thread
+ * for its linger): clock-free, the option read back through a second
+ * descriptor.  Old code: the request's recv(2) had no room for
+ * descriptors, so the kernel dropped them in the control thread. */
+static void test_passed_fd(void)
+{
+	enum { AUTH = 200 };
+	smart_blade_t *b = blade_with(0, AUTH, LONG_MS);
+	char name[SMART_PROTO_SOCK_MAX + 1], c;
+	size_t len = raw_blade_unix_name(name, sizeof(name));
+	int keep[3], u[3], n = 0, sv[2];
+
+	for (int i = 0; i < 3; i++) {
+		int t = lingering_tcp(&keep[i]);
+
+		u[i] = raw_unix_connect(name, len);
+		if (i == 1) { /* the socket in a unix socket */
+			CHECK_OK(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC,
+					    0, sv));
+			raw_send_fd(sv[1], "x", 1, t);
+			close(t);
+			close(sv[1]);
+			t = sv[0];
+		}
+		if (i < 2)
+			raw_send_fd(u[i], "x", 1, t);
+		else /* a byte first, the descriptor on a second message */
+			raw_send(u[i], "y", 1), raw_send_fd(u[i], "x", 1, t);
+		close(t);
+	}
+	for (int i = 0; i < 3; i++) { /* ended by the deadline: EOF */
+		CHECK_EQ(recv(u[i], &c, 1, 0), 0);
+		close(u[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		n += still_lingers(keep[i]);
+	printf("3 lingering sockets passed to the fd socket: %d closed with "
+	       "linger on\n",
+	       n);
+	CHECK_EQ(n, 0);
+	smart_blade_destroy(b);
+}
+
 /* Full table (max_unauth 4): each newcomer evicts the oldest, which is
  * told EBUSY; the others are untouched; a real client still gets in. */
 static void test_evict_order_tcp(void)
@@ -315,5 +362,6 @@ int main(int argc, char **argv)
 				 { "auth_deadline", test_auth_deadline },
 				 { "evict_order_tcp", test_evict_order_tcp },
 				 { "evict_order_unix", test_evict_order_unix },
+				 { "passed_fd", test_passed_fd },
 				 { NULL, NULL } });
 }

@@ -33,6 +33,10 @@
  *               (a segment, a wake socket, an extra one, a region) are
  *               closed with their SO_LINGER off (a lingering TCP socket
  *               in their place would hold our close(2));
+ *   nested_fd_linger  lingering sockets queued in a passed unix socket
+ *               (nested up to the kernel's 4 levels, datagram and
+ *               stream) are taken out and closed with their linger off
+ *               before the outer one is closed;
  *   bad_receive a receive buffer outside the MR of its key: LOC_PROT
  *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
@@ -82,8 +86,10 @@
 
 #include "harness/test.h"
 #include "transport/conformance/suite.h"
+#include "harness/raw_peer.h"
 #include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
+#include "util/sockio.h"
 
 #define P_RQ  8
 #define P_MSG 256
@@ -410,33 +416,6 @@ static void test_oversized_segment(void)
 	p_close(&a);
 }
 
-/* A TCP socket with SO_LINGER 3 s; *keep a second descriptor of it, so
- * the test can still read its options after the transport closed its
- * own (a peer passing such a socket with unsent bytes makes a plain
- * close(2) of the last reference wait those 3 s). */
-static int lingering_tcp(int *keep)
-{
-	struct linger lg = { 1, 3 };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	CHECK_GE(fd, 0);
-	CHECK_OK(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
-	*keep = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	CHECK_GE(*keep, 0);
-	return fd;
-}
-
-/* 1 when the socket's linger is still on; closes keep. */
-static int still_lingers(int keep)
-{
-	struct linger lg = { 0, 0 };
-	socklen_t l = sizeof(lg);
-
-	CHECK_OK(getsockopt(keep, SOL_SOCKET, SO_LINGER, &lg, &l));
-	close(keep);
-	return lg.l_onoff != 0;
-}
-
 /* Every descriptor a peer passed that the transport refuses or is done
  * with is closed with its linger turned off first, so a lingering TCP
  * socket in its place costs no wait (clock-free: the option read back
@@ -468,6 +447,82 @@ static void test_refused_fd_linger(void)
 	CHECK_EQ(n, 0);
 	CHECK_EQ(ops->qp_in_error(a.qp), 0);
 	p_close(&a);
+}
+
+/* Queue fd in the unix socket whose other end is via (one byte with it). */
+static void send_fd(int via, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	char b = 'x';
+	struct iovec iov = { &b, 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = c.buf,
+			     .msg_controllen = sizeof(c.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	CHECK_EQ(sendmsg(via, &mh, MSG_NOSIGNAL), 1);
+}
+
+/* fd wrapped in `levels` unix sockets, each queued in the next (types
+ * alternating datagram and stream), our references to all but the
+ * outermost closed: closing that one makes the kernel drop the rest. */
+static int nest_fd(int fd, int levels)
+{
+	for (int l = 0; l < levels; l++) {
+		int sv[2];
+
+		CHECK_OK(socketpair(AF_UNIX,
+				    (l & 1 ? SOCK_STREAM : SOCK_DGRAM) |
+					    SOCK_CLOEXEC,
+				    0, sv));
+		send_fd(sv[1], fd);
+		close(fd);
+		close(sv[1]);
+		fd = sv[0];
+	}
+	return fd;
+}
+
+/* A unix socket a peer passed may carry lingering sockets queued in it
+ * (and sockets carrying them, as deep as the kernel lets a unix socket
+ * be passed, 4): the kernel drops them at our close, in our thread, each
+ * close(2) waiting its linger.  So a passed descriptor is emptied before
+ * it is closed.  Clock-free: each lingering socket's option read back
+ * through a second descriptor.  Old code: linger on at every depth. */
+static void test_nested_fd_linger(void)
+{
+	uint32_t v[4] = { SHM_PEER_MAGIC, 3 /* SHM_PEER_VERSION */, 4, 64 };
+	int keep[6], fds[2], n = 0, k = 0;
+	struct p_end a;
+
+	/* directly: nested 1..4 deep */
+	for (int depth = 1; depth <= 4; depth++) {
+		int t = lingering_tcp(&keep[k++]);
+
+		smart__sock_fd_drop(nest_fd(t, depth));
+	}
+	/* through the transport: a refused peer's wake socket, and a
+	 * segment descriptor that is a unix socket */
+	p_open(&a);
+	fds[0] = nest_fd(lingering_tcp(&keep[k++]), 2);
+	fds[1] = nest_fd(lingering_tcp(&keep[k++]), 1);
+	CHECK_EQ(ops->qp_connect_peer(a.qp, NULL, v, sizeof(v), fds, 2),
+		 SMART_EPROTO);
+	p_close(&a);
+	for (int i = 0; i < k; i++)
+		n += still_lingers(keep[i]);
+	printf("   %d lingering sockets nested 1-4 deep in passed unix "
+	       "sockets: %d closed with linger on\n",
+	       k, n);
+	CHECK_EQ(n, 0);
 }
 
 /* Hostile wake descriptors (rule 9): one that is no datagram socket (an
@@ -1525,6 +1580,7 @@ int main(int argc, char **argv)
 			{ "oversized_segment", test_oversized_segment },
 			{ "bad_receive", test_bad_receive },
 			{ "refused_fd_linger", test_refused_fd_linger },
+			{ "nested_fd_linger", test_nested_fd_linger },
 			{ "rnr_counted", test_rnr_counted },
 			{ "recap", test_recap },
 			{ "post_faults", test_post_faults },
