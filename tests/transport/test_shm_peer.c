@@ -449,28 +449,6 @@ static void test_refused_fd_linger(void)
 	p_close(&a);
 }
 
-/* Queue fd in the unix socket whose other end is via (one byte with it). */
-static void send_fd(int via, int fd)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} c;
-	char b = 'x';
-	struct iovec iov = { &b, 1 };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = c.buf,
-			     .msg_controllen = sizeof(c.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	CHECK_EQ(sendmsg(via, &mh, MSG_NOSIGNAL), 1);
-}
-
 /* fd wrapped in `levels` unix sockets, each queued in the next (types
  * alternating datagram and stream), our references to all but the
  * outermost closed: closing that one makes the kernel drop the rest. */
@@ -483,7 +461,7 @@ static int nest_fd(int fd, int levels)
 				    (l & 1 ? SOCK_STREAM : SOCK_DGRAM) |
 					    SOCK_CLOEXEC,
 				    0, sv));
-		send_fd(sv[1], fd);
+		raw_send_fd(sv[1], "x", 1, fd);
 		close(fd);
 		close(sv[1]);
 		fd = sv[0];
