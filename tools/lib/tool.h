@@ -55,6 +55,7 @@ enum kit_type {
 			 * refused now when it could not be written */
 	KIT_T_ADDR,	/* const char *: HOST:PORT, port 1..65535 (0 too
 			 * when lo is 0: "any port" for a listener) */
+	KIT_T_SIM,	/* const char *: a spec smart_sim_run() takes */
 };
 
 #define KIT_STRS_MAX 32
@@ -140,6 +141,11 @@ struct kit_flag {
 	{                                                                      \
 		n, KIT_T_ADDR, KIT_OFF(T, f, const char *), lo, 65535, NULL,   \
 			NULL, "HOST:PORT", h                                   \
+	}
+#define KIT_SIM(n, T, f, a, h)                                                 \
+	{                                                                      \
+		n, KIT_T_SIM, KIT_OFF(T, f, const char *), 0, 0, NULL, NULL,   \
+			a, h                                                   \
 	}
 #define KIT_LISTOPTS(n, h)                                                     \
 	{                                                                      \

@@ -38,6 +38,29 @@
 #define SMART_M_TOOL_CSV_UNCHECKED 0
 #endif
 
+#ifdef SMART_MUTANT_TOOL_CSV_ACCESS_ONLY /* --csv judged by access(2)
+					  * alone, never opened: root
+					  * passes a directory or /proc */
+#define SMART_M_TOOL_CSV_ACCESS_ONLY 1
+#else
+#define SMART_M_TOOL_CSV_ACCESS_ONLY 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_SIM_UNCHECKED /* a bad --sim spec found only
+				       * when the run starts (exit 1) */
+#define SMART_M_TOOL_SIM_UNCHECKED 1
+#else
+#define SMART_M_TOOL_SIM_UNCHECKED 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_CAUSE_TWICE /* a failed setup step said, then the
+				     * library's held messages said again
+				     * at close (two lines, no cause) */
+#define SMART_M_TOOL_CAUSE_TWICE 1
+#else
+#define SMART_M_TOOL_CAUSE_TWICE 0
+#endif
+
 #ifdef SMART_MUTANT_TOOL_ENV_UNCHECKED /* a bad SMART_* value found by the
 				       * ctx, not named at parse */
 #define SMART_M_TOOL_ENV_UNCHECKED 1
