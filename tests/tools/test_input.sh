@@ -127,5 +127,7 @@ help $y
 help "$bin/smart-bench" rpc
 "$p" --help >"$tmp/out"; has perf-help-size-limit "buf_pool.*|x depth x"
 "$bin/smartd" --help >"$tmp/out"; has smartd-help-size-limit "memory free"
+# the old help said "the blade touches every page": true of verbs only
+has smartd-help-size-pages "verbs pins every page.*|shm gives a page"
 [ $fail -eq 0 ] && echo "input: all passed" || echo "input: FAILED"
 exit $fail

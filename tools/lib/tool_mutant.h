@@ -61,6 +61,13 @@
 #define SMART_M_TOOL_CAUSE_TWICE 0
 #endif
 
+#ifdef SMART_MUTANT_TOOL_STAT_SILENT_NONE /* smart-stat finding no
+					   * endpoint prints a bare header */
+#define SMART_M_TOOL_STAT_SILENT_NONE 1
+#else
+#define SMART_M_TOOL_STAT_SILENT_NONE 0
+#endif
+
 #ifdef SMART_MUTANT_TOOL_ENV_UNCHECKED /* a bad SMART_* value found by the
 				       * ctx, not named at parse */
 #define SMART_M_TOOL_ENV_UNCHECKED 1
