@@ -134,8 +134,8 @@ static int embed(struct kit_env *e, const struct kit_common *c,
 /* A failed step in one line: what, the error, and the library's first
  * message when it says more (the cause of a refused secret file), so that
  * the held messages are not said again at close (kit_env_cause). */
-static int say(struct kit_env *e, const struct kit_common *c, const char *what,
-	       int rc)
+static int say_into(struct kit_env *e, const struct kit_common *c,
+		    const char *what, int rc, char *buf, size_t len)
 {
 	const char *cause, *err;
 
@@ -146,9 +146,20 @@ static int say(struct kit_env *e, const struct kit_common *c, const char *what,
 	if (SMART_M_TOOL_CAUSE_TWICE)
 		e->log.failed = 0, cause = "";
 	if (*cause && !strstr(cause, err))
-		fprintf(stderr, "%s: %s: %s (%s)\n", c->tool, what, err, cause);
+		snprintf(buf, len, "%s: %s: %s (%s)\n", c->tool, what, err,
+			 cause);
 	else
-		fprintf(stderr, "%s: %s: %s\n", c->tool, what, err);
+		snprintf(buf, len, "%s: %s: %s\n", c->tool, what, err);
+	return rc;
+}
+
+static int say(struct kit_env *e, const struct kit_common *c, const char *what,
+	       int rc)
+{
+	char line[640];
+
+	if (say_into(e, c, what, rc, line, sizeof(line)))
+		fputs(line, stderr);
 	return rc;
 }
 
@@ -161,6 +172,9 @@ static int join(struct kit_env *e, const struct kit_common *c, const char *addr)
 	if (!rc)
 		rc = smart_ctx_blade_info(e->ctx, *id, &e->info[e->nblades]);
 	snprintf(what, sizeof(what), "connect %s", addr);
+	if (rc && c->hold_connect)
+		return say_into(e, c, what, rc, e->connect_line,
+				sizeof(e->connect_line));
 	if (say(e, c, what, rc))
 		return rc;
 	e->nblades++;

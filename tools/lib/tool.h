@@ -241,6 +241,9 @@ struct kit_common {
 	const char *sim;
 	/* the command line, for the records (kit_common_command) */
 	char command[1024];
+	/* a failed connect's line is held in kit_env.connect_line, not
+	 * printed: the tool may say instead what it found (smart-ping) */
+	int hold_connect;
 };
 
 /* The command line into c->command: the tool's name, then argv[first..]
@@ -288,6 +291,8 @@ struct kit_env {
 		unsigned held;
 		char first[256], last[256];
 	} log;
+	/* the failed connect's one line when kit_common.hold_connect */
+	char connect_line[384];
 };
 
 /* The library options of a run, as kit_env_open() makes them (for a tool

@@ -68,6 +68,14 @@
 #define SMART_M_TOOL_STAT_SILENT_NONE 0
 #endif
 
+#ifdef SMART_MUTANT_TOOL_PING_BOTH_LINES /* smart-ping: the failed
+					  * connect's line printed beside
+					  * what answered */
+#define SMART_M_TOOL_PING_BOTH_LINES 1
+#else
+#define SMART_M_TOOL_PING_BOTH_LINES 0
+#endif
+
 #ifdef SMART_MUTANT_TOOL_ENV_UNCHECKED /* a bad SMART_* value found by the
 				       * ctx, not named at parse */
 #define SMART_M_TOOL_ENV_UNCHECKED 1
