@@ -73,9 +73,7 @@ static void parse(int argc, char **argv, struct ping_cfg *c)
 	};
 	int pos = kit_parse(&cli, argc, argv);
 
-	if (kit_addr_ok(argv[pos], 1))
-		kit_bad(TOOL, NULL, argv[pos],
-			"want HOST:PORT, the port 1..65535");
+	kit_addr_check(TOOL, NULL, argv[pos], 1);
 	c->com.connect.v[c->com.connect.n++] = argv[pos];
 	if (c->rpc && c->op)
 		kit_bad(TOOL, "op", ops[c->op],

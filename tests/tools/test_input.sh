@@ -116,6 +116,15 @@ one ping-secret-missing "^smart-ping: .*cannot open secret file $tmp/none" \
 bad ping-no-port "^smart-ping: want HOST:PORT.*'127\.0\.0\.1'" $bin/smart-ping 127.0.0.1
 bad ping-port-zero "^smart-ping: want HOST:PORT" $bin/smart-ping 127.0.0.1:0
 bad ping-port-big "^smart-ping: want HOST:PORT" $bin/smart-ping 127.0.0.1:70000
+# the library resolves no names: a host name went to the connect and came
+# back "invalid argument", exit 1 (smartd: two lines from two layers)
+bad ping-host-name "^smart-ping: want HOST:PORT, HOST an IPv4 address.*'nosuchhost\.invalid:7470'" \
+	$bin/smart-ping nosuchhost.invalid:7470
+bad perf-connect-host-name "^smart-perf: --connect: want HOST:PORT, HOST an IPv4" \
+	$p --connect myhost:7470 $run
+bad smartd-listen-host-name "^smartd: --listen: want HOST:PORT, HOST an IPv4" \
+	$bin/smartd --size 16M --insecure --listen myhost:7470
+bad ping-host-short-ipv4 "^smart-ping: want HOST:PORT, HOST an IPv4" $bin/smart-ping 1.2.3:7470
 bad perf-connect-no-port "^smart-perf: --connect: want HOST:PORT" $p --connect 127.0.0.1 $run
 bad smartd-listen-no-port "^smartd: --listen: want HOST:PORT" \
 	$bin/smartd --size 16M --insecure --listen 127.0.0.1

@@ -199,10 +199,15 @@ __attribute__((format(printf, 4, 5), noreturn)) void
 kit_bad(const char *tool, const char *flag, const char *value, const char *why,
 	...);
 
-/* HOST:PORT with a non-empty host and a decimal port in [lo, 65535]
- * ("[v6]:port" too): 0, or -1.  What --connect, a listen address and a
- * tool's HOST:PORT argument must be before anything connects. */
+/* HOST:PORT with a decimal port in [lo, 65535] and a host the library
+ * takes (a dotted IPv4 address, localhost, "[v6]"; it resolves no names):
+ * 0, -1 (no port, or out of range) or -2 (the host).  What --connect, a
+ * listen address and a tool's HOST:PORT argument must be before anything
+ * connects. */
 int kit_addr_ok(const char *s, int lo);
+
+/* kit_addr_ok(v, lo), refused through kit_bad (flag NULL: an argument). */
+void kit_addr_check(const char *tool, const char *flag, const char *v, int lo);
 
 /* The memory the system can still give (MemAvailable of /proc/meminfo),
  * in bytes; 0 when it cannot be read. */

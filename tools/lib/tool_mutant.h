@@ -76,6 +76,15 @@
 #define SMART_M_TOOL_PING_BOTH_LINES 0
 #endif
 
+#ifdef SMART_MUTANT_TOOL_HOST_UNCHECKED /* HOST:PORT's host taken as
+				       * is: a name, which the library
+				       * never resolves, failed at the
+				       * connect ("invalid argument") */
+#define SMART_M_TOOL_HOST_UNCHECKED 1
+#else
+#define SMART_M_TOOL_HOST_UNCHECKED 0
+#endif
+
 #ifdef SMART_MUTANT_TOOL_ENV_UNCHECKED /* a bad SMART_* value found by the
 				       * ctx, not named at parse */
 #define SMART_M_TOOL_ENV_UNCHECKED 1
