@@ -32,6 +32,13 @@ WORKLOAD=${WORKLOAD:-a}
 NIC=${NIC:-doorbells=2,wqe_cache=12}
 BENCH=$BUILD/bin/smart-bench
 ALL=ThrdAwareAlloc,WorkReqThrot,ConflictAvoid
+# every part named is checked before any runs (a typo after a long part
+# was found only when that part was done; a flag was "build first")
+for w in ${*:-all}; do
+	case $w in breakdown | scaling | all) ;;
+	*) echo "ht-ablation.sh: $w: unknown part (breakdown scaling all; see --help)" >&2; exit 2 ;;
+	esac
+done
 mkdir -p "$OUT"
 
 need() {
@@ -128,6 +135,5 @@ what=${*:-all}
 for w in $what; do
 	case $w in
 	breakdown|scaling) "$w" ;;
-	*) echo "unknown part $w (breakdown scaling all)" >&2; exit 2 ;;
 	esac
 done

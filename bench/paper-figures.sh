@@ -24,6 +24,13 @@ NIC=${NIC:-db_hold_ns=100}
 NIC_CACHE=${NIC_CACHE:-wqe_cache=16,db_hold_ns=100}
 NIC_DB=${NIC_DB:-doorbells=2}
 PERF=$BUILD/bin/smart-perf
+# every figure named is checked before any runs (a typo after a long
+# figure was found only when it was done; a flag was "build first")
+for f in ${*:-all}; do
+	case $f in fig3 | fig4a | fig13b | table1 | fig14 | all) ;;
+	*) echo "paper-figures.sh: $f: unknown figure (fig3 fig4a fig13b table1 fig14 all; see --help)" >&2; exit 2 ;;
+	esac
+done
 mkdir -p "$OUT"
 
 need() {
@@ -147,6 +154,5 @@ figs=${*:-all}
 for f in $figs; do
 	case $f in
 	fig3|fig4a|fig13b|table1|fig14) "$f" ;;
-	*) echo "unknown figure $f (fig3 fig4a fig13b table1 fig14 all)" >&2; exit 2 ;;
 	esac
 done

@@ -12,6 +12,7 @@
 # --help or -h prints this header and exits.
 case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -eu
+case ${1:-} in -*) echo "${0##*/}: $1: unknown flag (see --help)" >&2; exit 2 ;; esac
 B=${1:-build}
 R=${2:-5}
 S=${3:-32}

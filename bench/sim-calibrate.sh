@@ -35,6 +35,9 @@
 # modelled) are reported, never fitted.
 # --help or -h prints this header and exits.
 case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
+case ${1:-eval} in eval | fit | fit-cpu) ;;
+*) echo "sim-calibrate.sh: $1: unknown step (want eval|fit|fit-cpu; see --help)" >&2; exit 2 ;;
+esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -202,5 +205,5 @@ case ${1:-eval} in
 eval) do_eval ;;
 fit) do_fit ;;
 fit-cpu) do_fit_cpu ;;
-*) echo "usage: $0 eval|fit|fit-cpu" >&2; exit 2 ;;
+*) echo "sim-calibrate.sh: $1: unknown step (want eval|fit|fit-cpu; see --help)" >&2; exit 2 ;;
 esac

@@ -5,9 +5,15 @@
 # needs is missing).  Every number is SIMULATED.
 #
 # Usage: bench/sim-check.sh [DIR]   (default bench/results/sim)
+# --help or -h prints this header and exits.
+case ${1:-} in -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-bench/results/sim}
+# a flag or a typo'd DIR used to judge nothing: every line "not run", exit 0
+case $DIR in -*) echo "sim-check.sh: $DIR: unknown flag (see --help)" >&2; exit 2 ;; esac
+[ $# -le 1 ] || { echo "sim-check.sh: one DIR at most (see --help)" >&2; exit 2; }
+[ -d "$DIR" ] || { echo "sim-check.sh: $DIR: no such directory" >&2; exit 2; }
 exec python3 - "$DIR" <<'EOF'
 import csv, os, sys
 

@@ -4,11 +4,19 @@
 # Usage: scripts/format.sh          reformat every .c/.h in place (tracked,
 #                                   or new and not ignored by git)
 #        scripts/format.sh --check  list the files that differ; exit 1 if any
+#        scripts/format.sh --help   this text
 # The check is a ctest (style_format) so that the layout stays applied; it
 # skips (77) where clang-format 14, the version .clang-format was tuned on
 # and Debian 12's, is missing: another version lays some lines out
 # otherwise.
 set -euo pipefail
+# anything but --check must not reformat the tree: a typo (--chek) used to
+# rewrite every file in place, as did --help
+case ${1:-} in
+'' | --check) [ $# -le 1 ] || { echo "format: one argument at most (see --help)" >&2; exit 2; } ;;
+-h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+*) echo "format: $1: unknown argument (see --help)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 cf=$(command -v clang-format-14 || command -v clang-format || true)
 if [ -z "$cf" ] || ! "$cf" --version | grep -q 'version 14\.'; then

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Install the Debian packages the build and tests need, if any is missing.
 # Non-interactive; needs root (or sudo) only when something is missing.
-# Usage: scripts/install-deps.sh [extra-package ...]
+# Usage: scripts/install-deps.sh [extra-package ...]   (--help: this text)
 set -euo pipefail
+# a flag is no package: --help used to run apt-get update and then
+# "apt-get install --help", and say "done: --help"
+for a in "$@"; do
+	case $a in
+	-h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+	-*) echo "install-deps: $a: unknown flag (see --help)" >&2; exit 2 ;;
+	esac
+done
 
 # libibverbs-dev: the verbs transport and its tests (run in the Soft-RoCE VM,
 # whose own packages tests/vm/lib.sh installs on first use).

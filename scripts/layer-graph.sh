@@ -9,9 +9,16 @@
 #
 # usage: scripts/layer-graph.sh BUILD_DIR [--layers "util wire ..."]
 #                               [--files LAYER]...
+# --help or -h prints this header.
 set -euo pipefail
-build=${1:?usage: $0 BUILD_DIR [--layers LIST] [--files LAYER]...}
+case ${1:-} in
+-h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+'') echo "$0: want BUILD_DIR first (see --help)" >&2; exit 2 ;;
+-*) echo "$0: $1: unknown flag, want BUILD_DIR first (see --help)" >&2; exit 2 ;;
+esac
+build=$1
 shift
+[ -d "$build/CMakeFiles" ] || { echo "$0: $build: not a build directory (no CMakeFiles)" >&2; exit 2; }
 layers="" files=()
 while [ $# -gt 0 ]; do
 	case $1 in

@@ -73,9 +73,7 @@ static void parse(int argc, char **argv, struct ping_cfg *c)
 	};
 	int pos = kit_parse(&cli, argc, argv);
 
-	if (kit_addr_ok(argv[pos], 1))
-		kit_bad(TOOL, NULL, argv[pos],
-			"want HOST:PORT, the port 1..65535");
+	kit_addr_check(TOOL, NULL, argv[pos], 1);
 	c->com.connect.v[c->com.connect.n++] = argv[pos];
 	if (c->rpc && c->op)
 		kit_bad(TOOL, "op", ops[c->op],
@@ -180,6 +178,11 @@ static int ping_setup_rpc(struct ping *p, struct kit_env *e)
 	if (!rc) {
 		step = p->c->com.connect.v[0];
 		rc = smart_rpc_connect(p->rpc, step, &p->conn);
+		if (rc) { /* held: main may say what answered instead */
+			snprintf(e->connect_line, sizeof(e->connect_line),
+				 TOOL ": %s: %s\n", step, smart_strerror(rc));
+			return rc;
+		}
 	}
 	if (!rc) {
 		step = "buffers";
@@ -292,17 +295,20 @@ static int answers_as(const struct ping_cfg *c, const char *addr, int rpc)
 }
 
 /* A peer that did not answer as asked: say what it is, when it is the
- * other kind (issue 29: a blade and an endpoint failed alike). */
-static void say_found(const struct ping_cfg *c)
+ * other kind (issue 29: a blade and an endpoint failed alike), in place
+ * of the failed connect's line; 1 when said. */
+static int say_found(const struct ping_cfg *c)
 {
 	const char *addr = c->com.connect.v[0];
 
-	if (answers_as(c, addr, !c->rpc))
-		fprintf(stderr, TOOL ": %s is %s, not %s: probe it %s\n", addr,
-			c->rpc ? "a blade (smartd)" :
-				 "a messaging endpoint (smart_rpc_listen)",
-			c->rpc ? "a messaging endpoint" : "a blade",
-			c->rpc ? "without --rpc" : "with --rpc");
+	if (!answers_as(c, addr, !c->rpc))
+		return 0;
+	fprintf(stderr, TOOL ": %s is %s, not %s: probe it %s\n", addr,
+		c->rpc ? "a blade (smartd)" :
+			 "a messaging endpoint (smart_rpc_listen)",
+		c->rpc ? "a messaging endpoint" : "a blade",
+		c->rpc ? "without --rpc" : "with --rpc");
+	return 1;
 }
 
 static void summary(const struct ping_cfg *c, const double *rtt, long ok,
@@ -354,12 +360,16 @@ int main(int argc, char **argv)
 
 	kit_common_init(&c.com, TOOL);
 	parse(argc, argv, &c);
+	c.com.hold_connect = 1; /* say_found may say better */
 	rtt = calloc((size_t)c.count, sizeof(*rtt));
 	rc = rtt ? ping_setup(&p, &env) : SMART_ENOMEM;
 	if (rc)
 		kit_env_cause(&env); /* said: no summary of its messages */
-	if (rc == SMART_ECONN || rc == SMART_EPROTO || rc == SMART_EVERSION)
-		say_found(&c);
+	/* one line: what answered, else why the connect failed */
+	if (!((rc == SMART_ECONN || rc == SMART_EPROTO ||
+	       rc == SMART_EVERSION) &&
+	      !SMART_M_TOOL_PING_BOTH_LINES && say_found(&c)))
+		fputs(env.connect_line, stderr);
 	for (seq = 0; !rc && seq < c.count; seq++) {
 		uint64_t t0 = smart_now_ns();
 		int r = probe(&p, seq);

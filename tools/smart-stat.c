@@ -892,6 +892,11 @@ int main(int argc, char **argv)
 	} else if (table(v, a, n)) {
 		failed++;
 	}
+	/* a bare header said nothing of what was looked at (issue 29: say
+	 * what was found); still exit 0, as netstat with no socket */
+	if (!n && !c.json && !SMART_M_TOOL_STAT_SILENT_NONE)
+		printf("(none: no process of this user has an @" PREFIX
+		       "* socket in /proc/net/unix)\n");
 	for (int i = 0; i < n; i++) {
 		free(a[i].conn);
 		free(v[i].text);

@@ -43,7 +43,9 @@ static const struct kit_flag smartd_flags[] = {
 	KIT_SIZE("size", A, size, 1 << 20, (double)(1ull << 47), "SIZE",
 		 "region size (e.g. 1G), 1M..128T, and without\n"
 		 "--hugepages at most the memory free (MemAvailable):\n"
-		 "the blade touches every page"),
+		 "verbs pins every page at start; shm gives a page\n"
+		 "when a client first touches it, and one the system\n"
+		 "could not give would kill that client (SIGBUS)"),
 	KIT_ADDR("listen", A, listen, 0,
 		 "listen address, port 0: any [127.0.0.1:7470]"),
 	KIT_INT("id", A, id, 0, SMART_BLADE_ID_MAX, "N",

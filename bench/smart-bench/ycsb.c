@@ -895,7 +895,7 @@ static int ycsb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 
 const struct bench_module bench_ycsb = {
 	.name = "ycsb",
-	.summary = "YCSB a-f on Smart-HT (preload, then the mix)",
+	.summary = "YCSB a-f on Smart-HT or (--ds bt) Smart-BT",
 	.about = "  YCSB on a Smart data structure.  Without --connect an "
 		 "embedded blade is\n  started in this process (sized from "
 		 "the keys unless --blade-size);\n  several --connect (up to "

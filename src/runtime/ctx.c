@@ -18,6 +18,7 @@
 #include "runtime/core.h"
 #include "util/config.h"
 #include "util/mutant.h"
+#include "wire/secret.h"
 #include "wire/superblock.h"
 
 /* A secret's bytes go before its memory does (explicit_bzero: a memset
@@ -33,15 +34,13 @@ static void secret_free(void *s, size_t len)
 static int ctx_load_secret(struct smart_ctx *ctx)
 {
 	const char *path = ctx->o.secret_file;
-	int rc;
 
 	if (!path[0])
 		return 0;
-	rc = smart_secret_load(path, &ctx->secret, &ctx->secret_len);
-	if (rc)
-		smart__err(&ctx->log, "cannot load secret file %s: %s", path,
-			   smart_strerror(rc));
-	return rc;
+	/* the loader says why and how to fix it, through the ctx's
+	 * logger: one message, to the application's handler if it has one */
+	return smart__secret_load(&ctx->log, path, &ctx->secret,
+				  &ctx->secret_len);
 }
 
 /* Options that are each valid but do not fit together. */

@@ -24,6 +24,7 @@
 #include "smart/secret.h"
 #include "smart/status.h"
 #include "util/log.h"
+#include "wire/secret.h"
 
 /* Room to read one byte past the limit plus a newline, to see excess. */
 #define SECRET_BUF (SMART_SECRET_MAX + 2)
@@ -42,24 +43,24 @@ static const char *file_kind(mode_t m)
 }
 
 /* The open file must be a regular file private to its owner. */
-static int check_file(int fd, const char *path)
+static int check_file(const struct smart__log *lg, int fd, const char *path)
 {
 	struct stat st;
 
 	if (fstat(fd, &st)) {
-		smart__err(NULL, "cannot stat secret file %s: %s", path,
+		smart__err(lg, "cannot stat secret file %s: %s", path,
 			   strerror(errno));
 		return SMART_EINVAL;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		smart__err(NULL,
+		smart__err(lg,
 			   "secret file %s is %s, not a regular file: "
 			   "put the secret in a file",
 			   path, file_kind(st.st_mode));
 		return SMART_EINVAL;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		smart__err(NULL,
+		smart__err(lg,
 			   "secret file %s is accessible by group or "
 			   "others (mode 0%03o): run chmod 600 %s",
 			   path, (unsigned)(st.st_mode & 0777), path);
@@ -68,7 +69,8 @@ static int check_file(int fd, const char *path)
 	return 0;
 }
 
-static int open_checked(const char *path, int *fd_out)
+static int open_checked(const struct smart__log *lg, const char *path,
+			int *fd_out)
 {
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer before
 	 * fstat() can refuse it.  O_NOCTTY: a terminal never becomes ours. */
@@ -77,11 +79,11 @@ static int open_checked(const char *path, int *fd_out)
 
 	if (fd < 0) {
 		rc = errno == ENOENT ? SMART_ENOENT : SMART_EINVAL;
-		smart__err(NULL, "cannot open secret file %s: %s", path,
+		smart__err(lg, "cannot open secret file %s: %s", path,
 			   strerror(errno));
 		return rc;
 	}
-	rc = check_file(fd, path);
+	rc = check_file(lg, fd, path);
 	if (rc) {
 		close(fd);
 		return rc;
@@ -109,7 +111,8 @@ static int read_bounded(int fd, char *buf, size_t *got)
 	return 0;
 }
 
-int smart_secret_load(const char *path, char **out, size_t *len)
+int smart__secret_load(const struct smart__log *lg, const char *path,
+		       char **out, size_t *len)
 {
 	char *buf;
 	size_t got;
@@ -117,7 +120,7 @@ int smart_secret_load(const char *path, char **out, size_t *len)
 
 	if (!path || !out || !len)
 		return SMART_EINVAL;
-	rc = open_checked(path, &fd);
+	rc = open_checked(lg, path, &fd);
 	if (rc)
 		return rc;
 	buf = malloc(SECRET_BUF);
@@ -130,7 +133,7 @@ int smart_secret_load(const char *path, char **out, size_t *len)
 	if (got && buf[got - 1] == '\n')
 		got--;
 	if (err || got < SMART_SECRET_MIN || got > SMART_SECRET_MAX) {
-		smart__err(NULL,
+		smart__err(lg,
 			   "secret file %s must hold %d..%d bytes%s%s "
 			   "(make one with: umask 077; head -c 32 /dev/urandom "
 			   "| base64 > %s)",
@@ -144,6 +147,11 @@ int smart_secret_load(const char *path, char **out, size_t *len)
 	*out = buf;
 	*len = got;
 	return 0;
+}
+
+int smart_secret_load(const char *path, char **out, size_t *len)
+{
+	return smart__secret_load(NULL, path, out, len);
 }
 
 int smart_secret_generate(char *buf, size_t len)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The manual pages as a user gets them (ctest docs_man): a staged install
 # (DESTDIR) holds section 1 for every tool and section 3 for the headers and
-# their functions, and the HTML reference; man -l renders smartd(1) with its
+# their functions (and nothing else: no page named after a struct member),
+# and the HTML reference; man -l renders smartd(1) with its
 # flags and smart_faa(3) with its header's text.  Skipped (77) when the
 # target docs was not built (a build of selected targets) or man is absent.
 # Usage: man.sh BUILD_DIR CMAKE
@@ -25,6 +26,15 @@ done
 for p in ops.h.3 smart_faa.3 smart_ctx_create.3 smart_epoch_retire.3; do
 	[ -s "$mandir/man3/$p" ] || { echo "FAIL no man3/$p"; fail=1; }
 done
+# section 3 holds public names and headers only: a struct member's link
+# page ("free", "index", "rpc") shadowed libc's page of that name, and
+# the directory page was named after the build's source path
+other=$(ls "$mandir/man3" | grep -Ev '^(smart_.*|SMART_.*|[a-z_]+\.h)\.3$')
+if [ -n "$other" ]; then
+	echo "FAIL man3 pages of no public name ($(echo "$other" | wc -l)):" \
+		$(echo "$other" | head -8)
+	fail=1
+fi
 [ -s "$tmp/usr/local/share/doc/smart/html/index.html" ] ||
 	{ echo "FAIL no html/index.html"; fail=1; }
 echo "installed: $(ls "$mandir/man1" | wc -l) pages in man1," \

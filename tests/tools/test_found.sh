@@ -64,5 +64,20 @@ rc=$?
 has techniques-flag-lists-names "$tmp/out" "one or more of $names .*or None"
 SMART_TECHNIQUES=bogus "$bin/smart-bench" ycsb --seconds 0.1 >"$tmp/out" 2>&1
 has techniques-env-lists-names "$tmp/out" "SMART_TECHNIQUES: .*one or more of $names"
+# smart-stat with no endpoint to show: a line saying so under the header
+# (it printed the bare header).  As an unprivileged user, whose processes
+# have none whatever else runs (root's may, in a parallel ctest).
+nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	nobody test -x "$bin/smart-stat"; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$bin/smart-stat" >"$tmp/none.out" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then echo "ok   stat-none-exit-0"; else
+		echo "FAIL stat-none-exit-0: exit $rc"; fail=1; fi
+	has stat-none-said "$tmp/none.out" '^\(none: no process of this user has an @smart-stat:'
+else
+	echo "skip stat-none-said (needs root, setpriv, and a build nobody can run)"
+fi
 [ $fail -eq 0 ] && echo "found: all passed" || echo "found: FAILED"
 exit $fail

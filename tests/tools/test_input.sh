@@ -28,6 +28,21 @@ bad() {
 		head -20 "$tmp/out"; fail=1
 	fi
 }
+# one NAME PATTERN COMMAND...: a failure (exit 1) within 20 s in exactly
+# one line, matching PATTERN
+one() {
+	local name=$1 pat=$2 rc n
+	shift 2
+	timeout 20 "$@" >"$tmp/out" 2>&1
+	rc=$?
+	n=$(wc -l <"$tmp/out")
+	if [ $rc -eq 1 ] && [ "$n" -eq 1 ] && grep -qE -- "$pat" "$tmp/out"; then
+		echo "ok   $name: $(cat "$tmp/out")"
+	else
+		echo "FAIL $name: exit $rc (want 1), $n lines (want 1), pattern '$pat':"
+		head -20 "$tmp/out"; fail=1
+	fi
+}
 help() { # help TOOL... : -h prints the usage, exit 0
 	if "$@" -h >"$tmp/out" 2>&1 && grep -q "^usage: " "$tmp/out"; then
 		echo "ok   help-h $*"
@@ -68,9 +83,48 @@ else
 fi
 bad ycsb-csv-no-dir "^smart-bench: --csv: " $y --csv "$tmp/no/x.csv" --seconds 30
 [ ! -e "$tmp/no" ] && echo "ok   csv-nothing-made" || { echo "FAIL csv: $tmp/no made"; fail=1; }
+# root passes access(2) for a directory, /proc and /sys: the old check
+# took them and the run ended "--csv /tmp: Is a directory", exit 1
+bad perf-csv-dir "^smart-perf: --csv: cannot open it for appending: .*'$tmp'" \
+	$p --csv "$tmp" $run
+bad perf-csv-proc "^smart-perf: --csv: " $p --csv /proc/smart-x.csv $run
+bad ycsb-csv-dir "^smart-bench: --csv: " $y --csv "$tmp" --seconds 30
+: >"$tmp/ok.csv"
+bad perf-csv-kept "^smart-perf: --threads: " $p --csv "$tmp/ok.csv" --threads 0 $run
+[ -f "$tmp/ok.csv" ] && [ ! -s "$tmp/ok.csv" ] && [ ! -e "$tmp/new.csv" ] &&
+	echo "ok   csv-probe-leaves-nothing" ||
+	{ echo "FAIL csv: the probe changed a file"; fail=1; }
+bad perf-csv-new-refused-later "^smart-perf: --threads: " \
+	$p --csv "$tmp/new.csv" --threads 0 $run
+[ ! -e "$tmp/new.csv" ] && echo "ok   csv-probe-removes-its-file" ||
+	{ echo "FAIL csv: the probe left $tmp/new.csv"; fail=1; }
+# a bad --sim spec was found when the run began: "--sim: invalid
+# argument", exit 1
+bad perf-sim-bad "^smart-perf: --sim: want default or key=value.*'bogus'" \
+	$p --sim bogus $run
+bad ycsb-sim-bad "^smart-bench: --sim: .*'sync_ns=x'" $y --sim sync_ns=x --seconds 30
+# a setup step that failed is one line with the library's cause: the old
+# tools said the step, then "the library logged N warnings" (the same
+# words, or the cause a line too late), and the library's own line first
+one perf-connect-dead "^smart-perf: connect 127\.0\.0\.1:1: connection refused" \
+	$p --connect 127.0.0.1:1 $run
+one ycsb-connect-dead "^smart-bench: connect 127\.0\.0\.1:1: " $y --connect 127.0.0.1:1 --seconds 30
+one perf-secret-missing "^smart-perf: creating the ctx: .*cannot open secret file $tmp/none" \
+	$p --connect 127.0.0.1:1 --secret-file "$tmp/none" $run
+one ping-secret-missing "^smart-ping: .*cannot open secret file $tmp/none" \
+	$bin/smart-ping --secret-file "$tmp/none" 127.0.0.1:1
 bad ping-no-port "^smart-ping: want HOST:PORT.*'127\.0\.0\.1'" $bin/smart-ping 127.0.0.1
 bad ping-port-zero "^smart-ping: want HOST:PORT" $bin/smart-ping 127.0.0.1:0
 bad ping-port-big "^smart-ping: want HOST:PORT" $bin/smart-ping 127.0.0.1:70000
+# the library resolves no names: a host name went to the connect and came
+# back "invalid argument", exit 1 (smartd: two lines from two layers)
+bad ping-host-name "^smart-ping: want HOST:PORT, HOST an IPv4 address.*'nosuchhost\.invalid:7470'" \
+	$bin/smart-ping nosuchhost.invalid:7470
+bad perf-connect-host-name "^smart-perf: --connect: want HOST:PORT, HOST an IPv4" \
+	$p --connect myhost:7470 $run
+bad smartd-listen-host-name "^smartd: --listen: want HOST:PORT, HOST an IPv4" \
+	$bin/smartd --size 16M --insecure --listen myhost:7470
+bad ping-host-short-ipv4 "^smart-ping: want HOST:PORT, HOST an IPv4" $bin/smart-ping 1.2.3:7470
 bad perf-connect-no-port "^smart-perf: --connect: want HOST:PORT" $p --connect 127.0.0.1 $run
 bad smartd-listen-no-port "^smartd: --listen: want HOST:PORT" \
 	$bin/smartd --size 16M --insecure --listen 127.0.0.1
@@ -82,5 +136,7 @@ help $y
 help "$bin/smart-bench" rpc
 "$p" --help >"$tmp/out"; has perf-help-size-limit "buf_pool.*|x depth x"
 "$bin/smartd" --help >"$tmp/out"; has smartd-help-size-limit "memory free"
+# the old help said "the blade touches every page": true of verbs only
+has smartd-help-size-pages "verbs pins every page.*|shm gives a page"
 [ $fail -eq 0 ] && echo "input: all passed" || echo "input: FAILED"
 exit $fail

@@ -30,7 +30,8 @@ if ! cmp -s "$tmp/a" "$tmp/out"; then echo "ok   seed-differs"; else
 	echo "FAIL seed-differs: seed 2 printed what seed 1 did"; fail=1; fi
 check per-thread-db "$p" --sim seed=1 "${run[@]}" --qp-mode per-thread-db
 has uncontended "doorbells [0-9]+ \(contended 0\)"
-fails bad-spec "sim" "$p" --sim bogus=1 "${run[@]}"
+# a bad spec is bad input: refused at parse, exit 2 (it was exit 1 at the run)
+refuse bad-spec "^smart-perf: --sim: .*'bogus=1'" "$p" --sim bogus=1 "${run[@]}"
 
 b=$bin/smart-bench
 ycsb=(ycsb --sim seed=3 --keys 3000 --seconds 2ms --threads 4 --coros 4

@@ -7,7 +7,9 @@
  * tool never sees half-parsed input; every refusal goes through kit_bad()
  * and names the flag, the reason and the value.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "smart/sim.h"
 #include "tool.h"
 #include "kit_int.h"
 
@@ -187,9 +190,30 @@ static void add_str(const char *tool, const struct kit_flag *f, void *dst,
 
 	if (s->n >= (int)f->hi || s->n >= KIT_STRS_MAX)
 		kit_bad(tool, f->name, v, "at most %d of them", s->n);
-	if (f->arg && !strcmp(f->arg, "HOST:PORT") && kit_addr_ok(v, 1))
-		kit_bad(tool, f->name, v, "want HOST:PORT, the port 1..65535");
+	if (f->arg && !strcmp(f->arg, "HOST:PORT"))
+		kit_addr_check(tool, f->name, v, 1);
 	s->v[s->n++] = v;
+}
+
+/* The host of "host:port" (hl bytes) as the library takes it: a dotted
+ * IPv4 address, "localhost" or a bracketed IPv6 literal; it resolves no
+ * names (src/wire/proto.c).  1 when it does. */
+static int host_ok(const char *h, size_t hl)
+{
+	char buf[64];
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+		if (hl - 2 >= sizeof(buf))
+			return 0;
+		snprintf(buf, sizeof(buf), "%.*s", (int)(hl - 2), h + 1);
+		return inet_pton(AF_INET6, buf, &a6) == 1;
+	}
+	if (hl >= sizeof(buf))
+		return 0;
+	snprintf(buf, sizeof(buf), "%.*s", (int)hl, h);
+	return !strcmp(buf, "localhost") || inet_pton(AF_INET, buf, &a4) == 1;
 }
 
 int kit_addr_ok(const char *s, int lo)
@@ -204,17 +228,60 @@ int kit_addr_ok(const char *s, int lo)
 	if (kit_parse_u64(colon + 1, 0, &port) || port < (uint64_t)lo ||
 	    port > 65535)
 		return -1;
+	if (!SMART_M_TOOL_HOST_UNCHECKED && !host_ok(s, (size_t)(colon - s)))
+		return -2;
 	return 0;
+}
+
+void kit_addr_check(const char *tool, const char *flag, const char *v, int lo)
+{
+	int rc = kit_addr_ok(v, lo);
+
+	if (rc == -2)
+		kit_bad(tool, flag, v,
+			"want HOST:PORT, HOST an IPv4 address, localhost or "
+			"[IPv6]: names are not resolved");
+	if (rc)
+		kit_bad(tool, flag, v, "want HOST:PORT, the port %d..65535",
+			lo);
+}
+
+/* Open v as the run will (O_APPEND, created when absent), and leave
+ * nothing behind: a file made by the probe is removed.  access(2) alone
+ * is not enough: root passes it for a directory, /proc or /sys, where the
+ * open fails only after the run.  O_NONBLOCK: a FIFO without a reader is
+ * refused now, not waited on.  0 or an errno. */
+static int probe_outfile(const char *v)
+{
+	int fd = open(v,
+		      O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int made = 0, err;
+
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(v,
+			  O_WRONLY | O_CREAT | O_EXCL | O_NONBLOCK | O_NOCTTY |
+				  O_CLOEXEC,
+			  0644);
+		made = fd >= 0;
+	}
+	err = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (made)
+		unlink(v);
+	return err;
 }
 
 /* A file results will be appended to, after a run that may take long:
  * one that could not be written is refused now, without making it (an
- * existing file must be writable, else its directory). */
+ * existing file must be writable, else its directory), and then opened
+ * as the run will open it. */
 static void check_outfile(const char *tool, const struct kit_flag *f,
 			  const char *v)
 {
 	char dir[4096];
 	const char *slash = strrchr(v, '/');
+	int err;
 
 	if (SMART_M_TOOL_CSV_UNCHECKED)
 		return;
@@ -224,15 +291,38 @@ static void check_outfile(const char *tool, const struct kit_flag *f,
 		if (access(v, W_OK))
 			kit_bad(tool, f->name, v, "cannot write it: %s",
 				strerror(errno));
-		return;
+	} else {
+		if (errno != ENOENT)
+			kit_bad(tool, f->name, v, "%s", strerror(errno));
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - v) : 1,
+			 slash ? (slash == v ? "/" : v) : ".");
+		if (access(dir, W_OK | X_OK))
+			kit_bad(tool, f->name, v, "cannot create it in %s: %s",
+				dir, strerror(errno));
 	}
-	if (errno != ENOENT)
-		kit_bad(tool, f->name, v, "%s", strerror(errno));
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - v) : 1,
-		 slash ? (slash == v ? "/" : v) : ".");
-	if (access(dir, W_OK | X_OK))
-		kit_bad(tool, f->name, v, "cannot create it in %s: %s", dir,
-			strerror(errno));
+	err = SMART_M_TOOL_CSV_ACCESS_ONLY ? 0 : probe_outfile(v);
+	if (err)
+		kit_bad(tool, f->name, v, "cannot open it for appending: %s",
+			strerror(err));
+}
+
+static void sim_nothing(void *arg)
+{
+	(void)arg;
+}
+
+/* A --sim spec is checked by the engine itself, on an empty run (no
+ * thread, no memory beyond the engine's), so that a bad one is refused
+ * here and not after the setup as "invalid argument", exit 1. */
+static void check_sim(const char *tool, const struct kit_flag *f, const char *v)
+{
+	if (SMART_M_TOOL_SIM_UNCHECKED)
+		return;
+	if (smart_sim_run(v, sim_nothing, NULL))
+		kit_bad(tool, f->name, v,
+			"want default or key=value,... of seed, sync_ns, "
+			"jitter_ns (0..1e9), max_threads (1..65536), "
+			"idle_skip_ns, poll_ns, wc_ns (docs/sim.md)");
 }
 
 void kit__lib_hint(const char *key, char *buf, size_t len)
@@ -322,10 +412,11 @@ void kit__set(const char *tool, const struct kit_flag *f, void *base,
 		*(const char **)dst = v;
 		break;
 	case KIT_T_ADDR:
-		if (kit_addr_ok(v, (int)f->lo))
-			kit_bad(tool, f->name, v,
-				"want HOST:PORT, the port %d..65535",
-				(int)f->lo);
+		kit_addr_check(tool, f->name, v, (int)f->lo);
+		*(const char **)dst = v;
+		break;
+	case KIT_T_SIM:
+		check_sim(tool, f, v);
 		*(const char **)dst = v;
 		break;
 	case KIT_T_LISTOPTS:

@@ -43,7 +43,7 @@ const struct kit_flag kit_common_flags[] = {
 	KIT_TIME("seconds", C, seconds, 1e-3, 86400, "S",
 		 "measured time, e.g. 3 or 500ms [3]"),
 	KIT_U64("seed", C, seed, 0, 1.8e19, "N", "RNG seed [1]"),
-	KIT_STR("sim", C, sim, "SPEC",
+	KIT_SIM("sim", C, sim, "SPEC",
 		"run in virtual time on one core (docs/sim.md):\n"
 		"default or seed=N,sync_ns=N,jitter_ns=N [off]"),
 	KIT_FLAG("json", C, json, "one JSON object instead of the table"),
@@ -131,28 +131,54 @@ static int embed(struct kit_env *e, const struct kit_common *c,
 	return smart_blade_create(&bc, &e->embedded);
 }
 
+/* A failed step in one line: what, the error, and the library's first
+ * message when it says more (the cause of a refused secret file), so that
+ * the held messages are not said again at close (kit_env_cause). */
+static int say_into(struct kit_env *e, const struct kit_common *c,
+		    const char *what, int rc, char *buf, size_t len)
+{
+	const char *cause, *err;
+
+	if (!rc)
+		return 0;
+	cause = kit_env_cause(e);
+	err = smart_strerror(rc);
+	if (SMART_M_TOOL_CAUSE_TWICE)
+		e->log.failed = 0, cause = "";
+	if (*cause && !strstr(cause, err))
+		snprintf(buf, len, "%s: %s: %s (%s)\n", c->tool, what, err,
+			 cause);
+	else
+		snprintf(buf, len, "%s: %s: %s\n", c->tool, what, err);
+	return rc;
+}
+
+static int say(struct kit_env *e, const struct kit_common *c, const char *what,
+	       int rc)
+{
+	char line[640];
+
+	if (say_into(e, c, what, rc, line, sizeof(line)))
+		fputs(line, stderr);
+	return rc;
+}
+
 static int join(struct kit_env *e, const struct kit_common *c, const char *addr)
 {
 	uint16_t *id = &e->blade[e->nblades];
+	char what[300];
 	int rc = smart_ctx_connect(e->ctx, addr, id);
 
 	if (!rc)
 		rc = smart_ctx_blade_info(e->ctx, *id, &e->info[e->nblades]);
-	if (rc) {
-		fprintf(stderr, "%s: connect %s: %s\n", c->tool, addr,
-			smart_strerror(rc));
+	snprintf(what, sizeof(what), "connect %s", addr);
+	if (rc && c->hold_connect)
+		return say_into(e, c, what, rc, e->connect_line,
+				sizeof(e->connect_line));
+	if (say(e, c, what, rc))
 		return rc;
-	}
 	e->nblades++;
 	return 0;
-}
-
-static int say(const struct kit_common *c, const char *what, int rc)
-{
-	if (rc)
-		fprintf(stderr, "%s: %s: %s\n", c->tool, what,
-			smart_strerror(rc));
-	return rc;
 }
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -215,14 +241,15 @@ int kit_env_open(struct kit_env *e, const struct kit_common *c,
 	int i, rc;
 
 	memset(e, 0, sizeof(*e));
-	rc = say(c, "library options", kit_opts_build(c, kv, &o));
+	rc = say(e, c, "library options", kit_opts_build(c, kv, &o));
 	if (rc)
 		return rc;
 	log_open(&e->log, c, o);
 	if (!c->connect.n)
-		rc = say(c, "embedded blade", embed(e, c, o));
+		rc = say(e, c, "embedded blade", embed(e, c, o));
 	if (!rc)
-		rc = say(c, "creating the ctx", smart_ctx_create(o, &e->ctx));
+		rc = say(e, c, "creating the ctx",
+			 smart_ctx_create(o, &e->ctx));
 	if (!rc && (smart_opts_get(o, "nic_model", e->nic_model,
 				   sizeof(e->nic_model)) ||
 		    !strcmp(e->nic_model, "off")))

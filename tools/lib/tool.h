@@ -55,6 +55,7 @@ enum kit_type {
 			 * refused now when it could not be written */
 	KIT_T_ADDR,	/* const char *: HOST:PORT, port 1..65535 (0 too
 			 * when lo is 0: "any port" for a listener) */
+	KIT_T_SIM,	/* const char *: a spec smart_sim_run() takes */
 };
 
 #define KIT_STRS_MAX 32
@@ -141,6 +142,11 @@ struct kit_flag {
 		n, KIT_T_ADDR, KIT_OFF(T, f, const char *), lo, 65535, NULL,   \
 			NULL, "HOST:PORT", h                                   \
 	}
+#define KIT_SIM(n, T, f, a, h)                                                 \
+	{                                                                      \
+		n, KIT_T_SIM, KIT_OFF(T, f, const char *), 0, 0, NULL, NULL,   \
+			a, h                                                   \
+	}
 #define KIT_LISTOPTS(n, h)                                                     \
 	{                                                                      \
 		n, KIT_T_LISTOPTS, 0, 0, 0, NULL, NULL, NULL, h                \
@@ -193,10 +199,15 @@ __attribute__((format(printf, 4, 5), noreturn)) void
 kit_bad(const char *tool, const char *flag, const char *value, const char *why,
 	...);
 
-/* HOST:PORT with a non-empty host and a decimal port in [lo, 65535]
- * ("[v6]:port" too): 0, or -1.  What --connect, a listen address and a
- * tool's HOST:PORT argument must be before anything connects. */
+/* HOST:PORT with a decimal port in [lo, 65535] and a host the library
+ * takes (a dotted IPv4 address, localhost, "[v6]"; it resolves no names):
+ * 0, -1 (no port, or out of range) or -2 (the host).  What --connect, a
+ * listen address and a tool's HOST:PORT argument must be before anything
+ * connects. */
 int kit_addr_ok(const char *s, int lo);
+
+/* kit_addr_ok(v, lo), refused through kit_bad (flag NULL: an argument). */
+void kit_addr_check(const char *tool, const char *flag, const char *v, int lo);
 
 /* The memory the system can still give (MemAvailable of /proc/meminfo),
  * in bytes; 0 when it cannot be read. */
@@ -235,6 +246,9 @@ struct kit_common {
 	const char *sim;
 	/* the command line, for the records (kit_common_command) */
 	char command[1024];
+	/* a failed connect's line is held in kit_env.connect_line, not
+	 * printed: the tool may say instead what it found (smart-ping) */
+	int hold_connect;
 };
 
 /* The command line into c->command: the tool's name, then argv[first..]
@@ -282,6 +296,8 @@ struct kit_env {
 		unsigned held;
 		char first[256], last[256];
 	} log;
+	/* the failed connect's one line when kit_common.hold_connect */
+	char connect_line[384];
 };
 
 /* The library options of a run, as kit_env_open() makes them (for a tool

@@ -38,6 +38,53 @@
 #define SMART_M_TOOL_CSV_UNCHECKED 0
 #endif
 
+#ifdef SMART_MUTANT_TOOL_CSV_ACCESS_ONLY /* --csv judged by access(2)
+					  * alone, never opened: root
+					  * passes a directory or /proc */
+#define SMART_M_TOOL_CSV_ACCESS_ONLY 1
+#else
+#define SMART_M_TOOL_CSV_ACCESS_ONLY 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_SIM_UNCHECKED /* a bad --sim spec found only
+				       * when the run starts (exit 1) */
+#define SMART_M_TOOL_SIM_UNCHECKED 1
+#else
+#define SMART_M_TOOL_SIM_UNCHECKED 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_CAUSE_TWICE /* a failed setup step said, then the
+				     * library's held messages said again
+				     * at close (two lines, no cause) */
+#define SMART_M_TOOL_CAUSE_TWICE 1
+#else
+#define SMART_M_TOOL_CAUSE_TWICE 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_STAT_SILENT_NONE /* smart-stat finding no
+					   * endpoint prints a bare header */
+#define SMART_M_TOOL_STAT_SILENT_NONE 1
+#else
+#define SMART_M_TOOL_STAT_SILENT_NONE 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_PING_BOTH_LINES /* smart-ping: the failed
+					  * connect's line printed beside
+					  * what answered */
+#define SMART_M_TOOL_PING_BOTH_LINES 1
+#else
+#define SMART_M_TOOL_PING_BOTH_LINES 0
+#endif
+
+#ifdef SMART_MUTANT_TOOL_HOST_UNCHECKED /* HOST:PORT's host taken as
+				       * is: a name, which the library
+				       * never resolves, failed at the
+				       * connect ("invalid argument") */
+#define SMART_M_TOOL_HOST_UNCHECKED 1
+#else
+#define SMART_M_TOOL_HOST_UNCHECKED 0
+#endif
+
 #ifdef SMART_MUTANT_TOOL_ENV_UNCHECKED /* a bad SMART_* value found by the
 				       * ctx, not named at parse */
 #define SMART_M_TOOL_ENV_UNCHECKED 1
