@@ -50,7 +50,7 @@
 static const char *const eng_choices[] = { "all",   "slash", "uppar",
 					   "local", "one",   NULL };
 static const char *const eng_names[NENG] = { "slash", "uppar", "local", "one" };
-static const char *const wl_names[] = { "ysb", "cm", "nb7", "ro", NULL };
+static const char *const wl_names[] = { "ysb", "cm", "nb7", "ro", "nb11", NULL };
 static const char *const lag_keys[NENG] = { "slash_lag_p99_ms",
 					    "uppar_lag_p99_ms",
 					    "local_lag_p99_ms",
@@ -82,7 +82,7 @@ struct sb {
 
 #define R struct sb
 static const struct kit_flag sb_flags[] = {
-	KIT_CHOICE("workload", R, wl, wl_names, "ysb|cm|nb7|ro",
+	KIT_CHOICE("workload", R, wl, wl_names, "ysb|cm|nb7|ro|nb11",
 		   "the workload [ysb]"),
 	KIT_CHOICE("engine", R, engine, eng_choices,
 		   "all|slash|uppar|local|one",
@@ -97,7 +97,8 @@ static const struct kit_flag sb_flags[] = {
 	KIT_U64("epoch", R, epoch, 16, 1ULL << 31, "N",
 		"input records per epoch [65536]"),
 	KIT_U64("window", R, window, 1, 1ULL << 40, "N",
-		"window length in records of a partition [the workload's]"),
+		"window length (session: gap) in records of a partition "
+		"[the workload's]"),
 	KIT_INT("rounds", R, rounds, 1, ROUNDS_MAX, "N",
 		"rounds, every engine once each, alternated [3]"),
 	KIT_FLAG("check", R, check,
