@@ -50,7 +50,8 @@
 static const char *const eng_choices[] = { "all",   "slash", "uppar",
 					   "local", "one",   NULL };
 static const char *const eng_names[NENG] = { "slash", "uppar", "local", "one" };
-static const char *const wl_names[] = { "ysb", "cm", "nb7", "ro", "nb11", NULL };
+static const char *const wl_names[] = { "ysb",	"cm",  "nb7", "ro",
+					"nb11", "nb8", NULL };
 static const char *const lag_keys[NENG] = { "slash_lag_p99_ms",
 					    "uppar_lag_p99_ms",
 					    "local_lag_p99_ms",
@@ -82,7 +83,7 @@ struct sb {
 
 #define R struct sb
 static const struct kit_flag sb_flags[] = {
-	KIT_CHOICE("workload", R, wl, wl_names, "ysb|cm|nb7|ro|nb11",
+	KIT_CHOICE("workload", R, wl, wl_names, "ysb|cm|nb7|ro|nb11|nb8",
 		   "the workload [ysb]"),
 	KIT_CHOICE("engine", R, engine, eng_choices,
 		   "all|slash|uppar|local|one",

@@ -49,7 +49,7 @@ int smart__stream_query_check(const struct smart_stream_query *q)
 	if (!field_ok(&q->filter, r, 0) || !field_ok(&q->key, r, fields) ||
 	    !field_ok(&q->time, r, fields) || !field_ok(&q->value, r, 0))
 		return SMART_EINVAL;
-	if (q->agg > SMART_STREAM_AVG || !window_ok(q) ||
+	if (q->agg > SMART_STREAM_JOIN || !window_ok(q) ||
 	    q->lateness >= SMART_STREAM_TS_LIMIT)
 		return SMART_EINVAL;
 	return 0;
@@ -185,6 +185,8 @@ int smart__stream_assign(const struct smart_stream_query *q,
 	uint64_t ws = ts - ts % step;
 	struct stream_agg a;
 
+	if (q->agg == SMART_STREAM_JOIN) /* sum: the right side's records */
+		v = v != 0;
 	if (q->window == SMART_STREAM_SESSION)
 		return assign_session(q, t, key, ts, v);
 	smart__stream_agg_one(&a, v);

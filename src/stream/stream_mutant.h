@@ -98,4 +98,11 @@
 #define SMART_M_STREAM_SESSION_FIRE_EARLY 0
 #endif
 
+/* fire: a JOIN's (window, key) emitted even when one side is missing */
+#ifdef SMART_MUTANT_STREAM_JOIN_NO_FILTER
+#define SMART_M_STREAM_JOIN_NO_FILTER 1
+#else
+#define SMART_M_STREAM_JOIN_NO_FILTER 0
+#endif
+
 #endif

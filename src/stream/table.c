@@ -147,6 +147,8 @@ uint64_t smart__stream_agg_value(const struct stream_agg *a, uint32_t agg)
 		return a->max;
 	case SMART_STREAM_AVG:
 		return a->count ? a->sum / a->count : 0;
+	case SMART_STREAM_JOIN: /* sum counts the right side's records */
+		return (a->count - a->sum) * a->sum;
 	default:
 		return a->count;
 	}
@@ -170,6 +172,14 @@ static int out_push(struct smart_stream_result **out, size_t *n, size_t *cap,
 
 /* Emitted entries leave the table: it is rebuilt from the survivors (a
  * linear-probing table cannot simply blank a slot). */
+/* JOIN: a complete (window, key) emits only when both sides met. */
+static int join_pairs(const struct stream_agg *a, uint32_t agg)
+{
+	if (SMART_M_STREAM_JOIN_NO_FILTER || agg != SMART_STREAM_JOIN)
+		return 1;
+	return a->sum && a->sum < a->count;
+}
+
 static int window_fire(struct stream_table *t, uint64_t wm, uint64_t size,
 		       uint32_t agg, struct smart_stream_result **out,
 		       size_t *n, size_t *cap, uint64_t *fired)
@@ -191,6 +201,8 @@ static int window_fire(struct stream_table *t, uint64_t wm, uint64_t size,
 			keep.n++;
 			continue;
 		}
+		if (!join_pairs(&e->a, agg))
+			continue; /* complete, and no pair: nothing to emit */
 		r = (struct smart_stream_result){
 			e->wstart, e->wstart + size, e->key,
 			smart__stream_agg_value(&e->a, agg), e->a.count
@@ -301,6 +313,10 @@ static int session_one(struct stream_table *t, uint64_t wm,
 
 	if (SMART_M_STREAM_SESSION_FIRE_EARLY ? last->a.max >= wm : end > wm)
 		return 0;
+	if (!join_pairs(&a, q->agg)) {
+		session_mark(t, q, e);
+		return 0;
+	}
 	r = (struct smart_stream_result){ e->a.min, end, e->key,
 					  smart__stream_agg_value(&a, q->agg),
 					  a.count };

@@ -5,7 +5,8 @@
  * (window start, key, value) an accepted record contributes, sorts the
  * list and reduces it; for session windows it sorts the (time, key,
  * value) of the accepted records by key and time and cuts sessions where
- * two records of a key are the gap or more apart.  No code shared with src/stream beyond the public
+ * two records of a key are the gap or more apart.  JOIN counts the right
+ * side's records as the sum and keeps only (window, key)s with both.  No code shared with src/stream beyond the public
  * header (the generator makes the input).
  */
 #ifndef SMART_TEST_STREAM_REF_H
@@ -109,6 +110,7 @@ static inline uint64_t ref_value(const struct smart_stream_query *q,
 	       q->agg == SMART_STREAM_SUM   ? sum :
 	       q->agg == SMART_STREAM_MIN   ? mn :
 	       q->agg == SMART_STREAM_MAX   ? mx :
+	       q->agg == SMART_STREAM_JOIN  ? (count - sum) * sum :
 					      sum / count;
 }
 
@@ -135,7 +137,8 @@ static inline void ref_sessions(const struct smart_stream_query *q,
 		}
 		r.wend = last + q->size;
 		r.value = ref_value(q, r.count, sum, mn, mx);
-		o->r[o->n++] = r;
+		if (q->agg != SMART_STREAM_JOIN || (sum && sum < r.count))
+			o->r[o->n++] = r;
 	}
 }
 
@@ -186,6 +189,9 @@ static inline void ref_run(const struct smart_stream_query *q, uint32_t parts,
 			}
 			seen = 1;
 			maxts = ts > maxts ? ts : maxts;
+			if (q->agg ==
+			    SMART_STREAM_JOIN) /* 0 left, else right */
+				v = v != 0;
 			if (q->window == SMART_STREAM_SESSION)
 				ref_session_item(key, ts, v, &it, &ni, &cap);
 			else
@@ -214,8 +220,10 @@ static inline void ref_run(const struct smart_stream_query *q, uint32_t parts,
 			  q->agg == SMART_STREAM_SUM   ? sum :
 			  q->agg == SMART_STREAM_MIN   ? mn :
 			  q->agg == SMART_STREAM_MAX   ? mx :
+			  q->agg == SMART_STREAM_JOIN  ? (r.count - sum) * sum :
 							 sum / r.count;
-		o->r[o->n++] = r;
+		if (q->agg != SMART_STREAM_JOIN || (sum && sum < r.count))
+			o->r[o->n++] = r;
 	}
 	free(it);
 	qsort(o->r, o->n, sizeof(*o->r), ref_res_cmp);

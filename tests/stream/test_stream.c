@@ -304,7 +304,9 @@ static void check_ref(struct run *r, const char *what)
 }
 
 static const char *const engines[] = { "local", "slash", "uppar" };
-static const char *const workloads[] = { "ysb", "cm", "nb7", "ro", "nb11" };
+static const char *const workloads[] = {
+	"ysb", "cm", "nb7", "ro", "nb11", "nb8"
+};
 
 static void matrix(uint32_t engine)
 {
@@ -1306,6 +1308,61 @@ static void test_session_hostile(void)
 		session_hostile_case(how);
 }
 
+/* ---- NB8: a windowed join of persons and auctions (docs/stream.md §2) -- */
+
+/* Every engine x executors 1..3 x epoch 16 and 2^20 x tumbling windows of
+ * 300, sliding 300 every 100, and sessions of gap 300: the joined
+ * (window, person) pairs equal the reference's, and windows where only
+ * one side came emit nothing (the reference drops them too). */
+static void test_join(void)
+{
+	uint64_t results = 0, pairs = 0;
+
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (uint32_t E = 1; E <= MAXE; E++)
+			for (int cfg = 0; cfg < 6; cfg++) {
+				struct run r = { .engine = engine,
+						 .E = E,
+						 .epoch = cfg & 1 ? 1u << 20 :
+								    16 };
+				char what[96];
+
+				CHECK_OK(smart_stream_gen_query(
+					SMART_STREAM_GEN_NB8, &r.q));
+				r.q.size = 300;
+				r.q.window = (uint32_t)cfg / 2;
+				r.q.slide = cfg / 2 == 1 ? 100 : 0;
+				gen_input(&r, SMART_STREAM_GEN_NB8, 2000, 0, 0,
+					  500);
+				run_threads(&r);
+				snprintf(what, sizeof(what),
+					 "join %s E=%u cfg=%d", engines[engine],
+					 E, cfg);
+				check_ref(&r, what);
+				for (uint32_t i = 0; i < E; i++)
+					for (size_t k = 0; k < r.nres[i]; k++) {
+						results++;
+						pairs += r.res[i][k].value;
+					}
+				run_free(&r);
+			}
+	printf("join: %" PRIu64 " (window, person) results, %" PRIu64
+	       " pairs\n",
+	       results, pairs);
+	CHECK(results > 0);
+	CHECK(pairs > results); /* some persons opened several auctions */
+}
+
+/* NB8 with executors as processes (E = 2, 3; slash, uppar; epoch 16). */
+static void test_join_procs(void)
+{
+	secret_init();
+	for (uint32_t engine = 1; engine < 3; engine++)
+		for (uint32_t E = 2; E <= MAXE; E++)
+			run_procs(SMART_STREAM_GEN_NB8, E, engine);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main_children(
@@ -1331,6 +1388,8 @@ int main(int argc, char **argv)
 			{ "session_enospc", test_session_enospc },
 			{ "session_hostile", test_session_hostile },
 			{ "session_procs", test_session_procs },
+			{ "join", test_join },
+			{ "join_procs", test_join_procs },
 			{ 0 } },
 		(struct test_child[]){ { "exec", child_exec },
 				       { "dead", child_dead },
