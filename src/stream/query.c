@@ -8,8 +8,8 @@
  * SMART_STREAM_TS_LIMIT, so window ends never overflow; a source's
  * watermark is max(accepted time) - lateness and only grows, and a record
  * below it is late: every later accepted record is at or above it.  A
- * session bucket entry a peer ships is checked whole (smart__stream_
- * entry_ok) before it is merged.
+ * session bucket entry a peer ships is checked whole (session_ok) before
+ * it is merged.
  */
 #include <string.h>
 
