@@ -18,13 +18,16 @@
  * shipped per epoch (SLASH: delta entries, UPPAR: records), epochs.
  * Trigger lag: p50/p99 of the time from the epoch end (swap) that
  * completed a window to its emission, in round 0 (one host's clock; with
- * several executors the largest of theirs).
+ * several executors the largest of theirs).  Progress: executor 0 of each
+ * engine prints its pushed records on stderr once a second and at the
+ * end of its input (kit_progress, like the other workloads).
  *
  * Invariants: the figures of an engine are the median of its rounds;
  * --check that finds a difference fails the run.
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +53,12 @@
 static const char *const eng_choices[] = { "all",   "slash", "uppar",
 					   "local", "one",   NULL };
 static const char *const eng_names[NENG] = { "slash", "uppar", "local", "one" };
-static const char *const wl_names[] = { "ysb", "cm", "nb7", "ro", NULL };
+static const char *const prog_names[NENG] = { "stream slash executor 0",
+					      "stream uppar executor 0",
+					      "stream local thread 0",
+					      "stream one" };
+static const char *const wl_names[] = { "ysb",	"cm",  "nb7", "ro",
+					"nb11", "nb8", NULL };
 static const char *const lag_keys[NENG] = { "slash_lag_p99_ms",
 					    "uppar_lag_p99_ms",
 					    "local_lag_p99_ms",
@@ -82,7 +90,7 @@ struct sb {
 
 #define R struct sb
 static const struct kit_flag sb_flags[] = {
-	KIT_CHOICE("workload", R, wl, wl_names, "ysb|cm|nb7|ro",
+	KIT_CHOICE("workload", R, wl, wl_names, "ysb|cm|nb7|ro|nb11|nb8",
 		   "the workload [ysb]"),
 	KIT_CHOICE("engine", R, engine, eng_choices,
 		   "all|slash|uppar|local|one",
@@ -97,7 +105,8 @@ static const struct kit_flag sb_flags[] = {
 	KIT_U64("epoch", R, epoch, 16, 1ULL << 31, "N",
 		"input records per epoch [65536]"),
 	KIT_U64("window", R, window, 1, 1ULL << 40, "N",
-		"window length in records of a partition [the workload's]"),
+		"window length (session: gap) in records of a partition "
+		"[the workload's]"),
 	KIT_INT("rounds", R, rounds, 1, ROUNDS_MAX, "N",
 		"rounds, every engine once each, alternated [3]"),
 	KIT_FLAG("check", R, check,
@@ -287,14 +296,35 @@ static int ex_collect(struct ex *x)
 	return rc == SMART_ENOENT ? 0 : rc;
 }
 
-static int ex_run(struct ex *x)
+/* Executor 0 of each engine reports its own input on stderr, at most
+ * once a second and once at its end (the others run alike). */
+static int ex_push(struct ex *x)
 {
 	size_t rb = x->b->q.record_bytes;
+	struct kit_progress p;
 	int rc = 0;
 
-	for (uint64_t i = 0; i < x->n && !rc; i += CHUNK)
+	if (!x->index)
+		kit_progress_start(&p, prog_names[x->e], "records", x->n);
+	for (uint64_t i = 0; i < x->n && !rc; i += CHUNK) {
 		rc = smart_stream_push(x->s, x->in + i * rb,
 				       x->n - i < CHUNK ? x->n - i : CHUNK);
+		if (!x->index) {
+			atomic_store(&p.done, i);
+			kit_progress_tick(&p);
+		}
+	}
+	if (!x->index && !rc) {
+		atomic_store(&p.done, x->n);
+		kit_progress_end(&p);
+	}
+	return rc;
+}
+
+static int ex_run(struct ex *x)
+{
+	int rc = ex_push(x);
+
 	if (!rc)
 		rc = smart_stream_finish(x->s);
 	if (!rc)

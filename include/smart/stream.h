@@ -4,8 +4,9 @@
  * A query is data: fixed-size records, an optional equality filter, the
  * key, event-time and value fields (little-endian unsigned integers of 1,
  * 2, 4 or 8 bytes) or an extract callback, one aggregate (COUNT, SUM,
- * MIN, MAX, AVG) over tumbling or sliding windows of event time, and an
- * allowed lateness.  E executors each read their own partition of the
+ * MIN, MAX, AVG, or JOIN: a windowed equi-join of two sides) over
+ * tumbling, sliding or session windows of event
+ * time, and an allowed lateness.  E executors each read their own partition of the
  * input (smart_stream_push) and keep partial state for every key; the
  * engine chosen at run time merges it:
  *   SMART_STREAM_LOCAL  threads of one process merge their partial state
@@ -52,9 +53,20 @@ enum {
 	SMART_STREAM_SUM = 1,
 	SMART_STREAM_MIN = 2,
 	SMART_STREAM_MAX = 3,
-	SMART_STREAM_AVG = 4
+	SMART_STREAM_AVG = 4,
+	/* JOIN: an equi-join of two sides on the key within a window: a
+	 * record whose value is 0 is of the left side, else of the right;
+	 * a (window, key) with L left and R right records emits value L x R
+	 * (the joined pairs), one with no pair emits nothing. */
+	SMART_STREAM_JOIN = 5
 };
-enum { SMART_STREAM_TUMBLING = 0, SMART_STREAM_SLIDING = 1 };
+/* SESSION: per key, records less than `size` (the gap) apart in event
+ * time form one session [first, last + gap) (docs/stream.md §2). */
+enum {
+	SMART_STREAM_TUMBLING = 0,
+	SMART_STREAM_SLIDING = 1,
+	SMART_STREAM_SESSION = 2
+};
 enum { SMART_STREAM_LOCAL = 0, SMART_STREAM_SLASH = 1, SMART_STREAM_UPPAR = 2 };
 
 /** Event times at or above this are implausible (dropped, counted). */
@@ -83,13 +95,14 @@ struct smart_stream_query {
 	struct smart_stream_field key, time, value; /**< key and time required
 						     * without extract; value
 						     * size 0 reads 0 */
-	uint32_t agg;			 /**< SMART_STREAM_COUNT .. _AVG */
-	uint32_t window;		 /**< SMART_STREAM_TUMBLING, _SLIDING */
-	uint64_t size;			 /**< window length, 1..2^40 */
-	uint64_t slide;			 /**< SLIDING: divides size, at most
+	uint32_t agg;	   /**< SMART_STREAM_COUNT .. _JOIN */
+	uint32_t window;   /**< SMART_STREAM_TUMBLING, _SLIDING, _SESSION */
+	uint64_t size;	   /**< window length, 1..2^40; SESSION: the gap,
+			  * 2..2^40 */
+	uint64_t slide;	   /**< SLIDING: divides size, at most
 					   * 1024 windows per record */
-	uint64_t lateness;		 /**< allowed disorder, < 2^62 */
-	uint64_t horizon;		 /**< 0: off */
+	uint64_t lateness; /**< allowed disorder, < 2^62 */
+	uint64_t horizon;  /**< 0: off */
 	smart_stream_extract_fn extract; /**< NULL: the fields */
 	void *extract_arg;
 };
@@ -205,11 +218,15 @@ static inline int smart_stream_stats(const smart_stream_t *s, smart_worker_t *w,
  * SMART_EINVAL for an unknown workload or a field out of range.
  * Thread: any. */
 enum {
-	SMART_STREAM_GEN_YSB = 0, /**< 78 B, filter event_type == 0, COUNT per
+	SMART_STREAM_GEN_YSB = 0,  /**< 78 B, filter event_type == 0, COUNT per
 				   * campaign */
-	SMART_STREAM_GEN_CM = 1,  /**< 64 B, AVG cpu per job */
-	SMART_STREAM_GEN_NB7 = 2, /**< 32 B bids, MAX price per auction */
-	SMART_STREAM_GEN_RO = 3	  /* 16 B, COUNT per key */
+	SMART_STREAM_GEN_CM = 1,   /**< 64 B, AVG cpu per job */
+	SMART_STREAM_GEN_NB7 = 2,  /**< 32 B bids, MAX price per auction */
+	SMART_STREAM_GEN_RO = 3,   /**< 16 B, COUNT per key */
+	SMART_STREAM_GEN_NB11 = 4, /**< 32 B bids, COUNT per bidder per
+				   * session (gap 10000) */
+	SMART_STREAM_GEN_NB8 = 5   /**< 32 B persons and auctions, JOIN
+				   * on the person per window (10000) */
 };
 struct smart_stream_gen {
 	uint32_t workload;

@@ -252,8 +252,8 @@ int smart__stream_fire(struct smart_stream *s, uint64_t stamp)
 	uint64_t wm = global_wm(s), fired = 0;
 	int rc;
 
-	rc = smart__stream_table_fire(&s->lead, wm, s->q.size, s->q.agg,
-				      &s->out, &s->out_n, &s->out_cap, &fired);
+	rc = smart__stream_table_fire(&s->lead, wm, &s->q, &s->out, &s->out_n,
+				      &s->out_cap, &fired);
 	s->st.results += fired;
 	if (wm != UINT64_MAX)
 		s->st.early_results += fired;

@@ -4,8 +4,10 @@
  * ad_type, event_type, ts, ip, d1, d2 as u64, d3 u32, d4 u16; the
  * Yahoo benchmark's fields as Slash and LightSaber lay them out), CM 64 B
  * (ts, job, task, machine as u64, then eight u32 with cpu in
- * thousandths), NB7 bid 32 B (auction, bidder, price in cents, ts), RO 16
- * B (key, ts).
+ * thousandths), NB7 and NB11 bid 32 B (auction, bidder, price in cents,
+ * ts; NB7's key is the auction, NB11's the bidder), RO 16 B (key, ts),
+ * NB8 32 B (kind: 0 person, 1 auction; person id or seller; ts; a
+ * payload word).  NB8 ignores keys and skew: its ids are unique persons.
  *
  * Invariants: record i of a partition depends only on (workload, seed,
  * part, i, keys, zipf, disorder): any chunking gives the same bytes; its
@@ -16,7 +18,11 @@
 #include "smart/util.h"
 #include "stream/stream_int.h"
 
-static const uint32_t rec_bytes[] = { 78, 64, 32, 16 };
+static const uint32_t rec_bytes[] = { 78, 64, 32, 16, 32, 32 };
+
+/* NB8: an auction's seller is one of the last NB8_ACTIVE persons of a
+ * partition (NEXMark's generator picks among its active people). */
+#define NB8_ACTIVE 1000
 
 static void q_fields(struct smart_stream_query *q, uint32_t key, uint32_t ts,
 		     uint32_t val, uint32_t vsize)
@@ -28,7 +34,7 @@ static void q_fields(struct smart_stream_query *q, uint32_t key, uint32_t ts,
 
 int smart_stream_gen_query(uint32_t workload, struct smart_stream_query *q)
 {
-	if (!q || workload > SMART_STREAM_GEN_RO)
+	if (!q || workload > SMART_STREAM_GEN_NB8)
 		return SMART_EINVAL;
 	smart_stream_query_init(q);
 	q->record_bytes = rec_bytes[workload];
@@ -45,6 +51,12 @@ int smart_stream_gen_query(uint32_t workload, struct smart_stream_query *q)
 		q_fields(q, 0, 24, 16, 8);
 		q->agg = SMART_STREAM_MAX;
 		q->size = 60000;
+	} else if (workload == SMART_STREAM_GEN_NB11) {
+		q_fields(q, 8, 24, 0, 0);
+		q->window = SMART_STREAM_SESSION;
+	} else if (workload == SMART_STREAM_GEN_NB8) {
+		q_fields(q, 8, 16, 0, 8); /* the kind: 0 person, 1 auction */
+		q->agg = SMART_STREAM_JOIN;
 	} else {
 		q_fields(q, 0, 8, 0, 0);
 		q->size = 1ULL << 40;
@@ -84,6 +96,37 @@ static void cm(uint8_t *r, smart_rng_t *g, uint64_t key, uint64_t ts)
 	put32(r + 48, (uint32_t)smart_rng_below(g, 100001));
 }
 
+/* A NEXMark bid: auction, bidder, price in cents, time. */
+static void bid(uint8_t *r, smart_rng_t *g, uint64_t auction, uint64_t bidder,
+		uint64_t ts)
+{
+	put64(r, auction);
+	put64(r + 8, bidder);
+	put64(r + 16, smart_rng_below(g, 1000000));
+	put64(r + 24, ts);
+}
+
+/* NB8: every 4th record a new person (id: its slot x parts + part),
+ * the others auctions (1 person to 3 auctions, NEXMark's proportions
+ * without the bids) whose seller is a recent person of any partition. */
+static void nb8(uint8_t *r, smart_rng_t *g, const struct smart_stream_gen *sg,
+		uint64_t i, uint64_t ts)
+{
+	uint64_t slot = i / 4,
+		 back = smart_rng_below(g, slot < NB8_ACTIVE ? slot + 1 :
+							       NB8_ACTIVE);
+	int person = i % 4 == 0;
+
+	if (!person)
+		slot -= back;
+	put64(r, !person);
+	put64(r + 8,
+	      slot * sg->parts +
+		      (person ? sg->part : smart_rng_below(g, sg->parts)));
+	put64(r + 16, ts);
+	put64(r + 24, smart_rng_next(g)); /* name / reserve price */
+}
+
 static void one(const struct smart_stream_gen *g, const smart_zipf_t *z,
 		uint64_t i, uint8_t *r)
 {
@@ -101,10 +144,11 @@ static void one(const struct smart_stream_gen *g, const smart_zipf_t *z,
 	} else if (g->workload == SMART_STREAM_GEN_CM) {
 		cm(r, &rng, key, ts);
 	} else if (g->workload == SMART_STREAM_GEN_NB7) {
-		put64(r, key);
-		put64(r + 8, smart_rng_next(&rng));
-		put64(r + 16, smart_rng_below(&rng, 1000000));
-		put64(r + 24, ts);
+		bid(r, &rng, key, smart_rng_next(&rng), ts);
+	} else if (g->workload == SMART_STREAM_GEN_NB11) {
+		bid(r, &rng, smart_rng_next(&rng), key, ts);
+	} else if (g->workload == SMART_STREAM_GEN_NB8) {
+		nb8(r, &rng, g, i, ts);
 	} else {
 		put64(r, key);
 		put64(r + 8, ts);
@@ -117,7 +161,7 @@ int smart_stream_gen_fill(const struct smart_stream_gen *g, uint64_t first,
 	smart_zipf_t z;
 	uint8_t *p = out;
 
-	if (!g || (!out && n) || g->workload > SMART_STREAM_GEN_RO ||
+	if (!g || (!out && n) || g->workload > SMART_STREAM_GEN_NB8 ||
 	    !g->keys || g->keys > (1ULL << 40) || g->zipf_milli > 999 ||
 	    !g->parts || g->part >= g->parts)
 		return SMART_EINVAL;

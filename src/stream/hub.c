@@ -87,9 +87,8 @@ int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final,
 		h->wm[s->cfg.index] = wm;
 		h->finished += final;
 		gwm = hub_wm(s);
-		rc = smart__stream_table_fire(&h->t, gwm, s->q.size, s->q.agg,
-					      &h->out, &h->out_n, &h->out_cap,
-					      &fired);
+		rc = smart__stream_table_fire(&h->t, gwm, &s->q, &h->out,
+					      &h->out_n, &h->out_cap, &fired);
 		s->st.results += fired;
 		s->st.early_results += gwm != UINT64_MAX ? fired : 0;
 	}

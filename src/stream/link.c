@@ -237,7 +237,8 @@ static int head_ok(const struct smart_stream *s, const struct stream_msg *m,
 /* Each entry of a message copied out of the slot once, checked, then
  * merged: the producer can still write its slot, so a second read could
  * differ from the one checked.  Checked: keys led here, window starts on
- * the query's grid (SLASH), event times below the limit (UPPAR).  A bad
+ * the query's grid and a session bucket's times inside it (SLASH,
+ * smart__stream_entry_ok), event times below the limit (UPPAR).  A bad
  * entry cuts the producer, which fails this executor for good (exec.c
  * fail), so the entries merged before it are never fired. */
 static int entry_ok(const struct smart_stream *s, uint64_t key, uint64_t t)
@@ -265,7 +266,7 @@ static int take_body(struct smart_stream *s, const uint8_t *body, uint32_t n)
 			struct stream_entry e;
 
 			memcpy(&e, body + (size_t)i * sizeof(e), sizeof(e));
-			if (!smart__stream_wstart_ok(&s->q, e.wstart) ||
+			if (!smart__stream_entry_ok(&s->q, &e) ||
 			    !entry_ok(s, e.key, e.wstart))
 				return cut(s);
 			rc = smart__stream_table_merge(&s->lead, e.wstart,

@@ -7,7 +7,9 @@
  * any bit pattern is a record; an accepted event time is below
  * SMART_STREAM_TS_LIMIT, so window ends never overflow; a source's
  * watermark is max(accepted time) - lateness and only grows, and a record
- * below it is late: every later accepted record is at or above it.
+ * below it is late: every later accepted record is at or above it.  A
+ * session bucket entry a peer ships is checked whole (session_ok) before
+ * it is merged.
  */
 #include <string.h>
 
@@ -29,6 +31,8 @@ static int window_ok(const struct smart_stream_query *q)
 		return 0;
 	if (q->window == SMART_STREAM_TUMBLING)
 		return 1;
+	if (q->window == SMART_STREAM_SESSION) /* gap >= 2: see entry_ok */
+		return q->size >= 2 && !q->slide;
 	if (q->window != SMART_STREAM_SLIDING || !q->slide ||
 	    q->size % q->slide)
 		return 0;
@@ -45,7 +49,7 @@ int smart__stream_query_check(const struct smart_stream_query *q)
 	if (!field_ok(&q->filter, r, 0) || !field_ok(&q->key, r, fields) ||
 	    !field_ok(&q->time, r, fields) || !field_ok(&q->value, r, 0))
 		return SMART_EINVAL;
-	if (q->agg > SMART_STREAM_AVG || !window_ok(q) ||
+	if (q->agg > SMART_STREAM_JOIN || !window_ok(q) ||
 	    q->lateness >= SMART_STREAM_TS_LIMIT)
 		return SMART_EINVAL;
 	return 0;
@@ -113,11 +117,64 @@ int smart__stream_accept(struct smart_stream *s, const uint8_t *rec,
 	return 1;
 }
 
-int smart__stream_wstart_ok(const struct smart_stream_query *q, uint64_t ws)
+static int wstart_ok(const struct smart_stream_query *q, uint64_t ws)
 {
 	uint64_t step = q->window == SMART_STREAM_SLIDING ? q->slide : q->size;
 
 	return ws < SMART_STREAM_TS_LIMIT && ws % step == 0;
+}
+
+/* A session bucket's entry as a peer ships it: on the gap's grid (the
+ * values' extremes at +1, MIN and MAX only), at least one record, and
+ * its first and last times inside its bucket in order; the fire's walk
+ * relies on the last (docs/stream.md §4). */
+static int session_ok(const struct smart_stream_query *q,
+		      const struct stream_entry *e)
+{
+	uint64_t off = e->wstart % q->size, b = e->wstart - off;
+
+	if (e->wstart >= SMART_STREAM_TS_LIMIT)
+		return 0;
+	if (SMART_M_STREAM_SESSION_NO_CHECK)
+		return off < 2;
+	if (!e->a.count || off > 1)
+		return 0;
+	if (off == 1)
+		return smart__stream_session_extra(q);
+	return e->a.min >= b && e->a.min <= e->a.max && e->a.max - b < q->size;
+}
+
+int smart__stream_entry_ok(const struct smart_stream_query *q,
+			   const struct stream_entry *e)
+{
+	if (q->window == SMART_STREAM_SESSION)
+		return session_ok(q, e);
+	return wstart_ok(q, e->wstart);
+}
+
+int smart__stream_session_extra(const struct smart_stream_query *q)
+{
+	return q->agg == SMART_STREAM_MIN || q->agg == SMART_STREAM_MAX;
+}
+
+/* SESSION: the record's bucket [b, b + gap), b a multiple of the gap.
+ * Records of one bucket are less than the gap apart, so one session; the
+ * bucket's entry at b holds (count, sum of values, first time, last
+ * time), all merged like any aggregate, and for MIN and MAX a second
+ * entry at b + 1 the values' extremes.  Sessions are runs of buckets
+ * (table.c). */
+static int assign_session(const struct smart_stream_query *q,
+			  struct stream_table *t, uint64_t key, uint64_t ts,
+			  uint64_t v)
+{
+	uint64_t b = ts - ts % q->size;
+	struct stream_agg a = { 1, v, ts, ts };
+	int rc = smart__stream_table_merge(t, b, key, &a);
+
+	if (rc || !smart__stream_session_extra(q))
+		return rc;
+	smart__stream_agg_one(&a, v);
+	return smart__stream_table_merge(t, b + 1, key, &a);
 }
 
 int smart__stream_assign(const struct smart_stream_query *q,
@@ -128,6 +185,10 @@ int smart__stream_assign(const struct smart_stream_query *q,
 	uint64_t ws = ts - ts % step;
 	struct stream_agg a;
 
+	if (q->agg == SMART_STREAM_JOIN) /* sum: the right side's records */
+		v = v != 0;
+	if (q->window == SMART_STREAM_SESSION)
+		return assign_session(q, t, key, ts, v);
 	smart__stream_agg_one(&a, v);
 	for (;;) {
 		int rc;

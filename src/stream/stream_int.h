@@ -118,11 +118,12 @@ int smart__stream_table_merge(struct stream_table *t, uint64_t wstart,
 			      uint64_t key, const struct stream_agg *a);
 void smart__stream_agg_one(struct stream_agg *a, uint64_t v);
 uint64_t smart__stream_agg_value(const struct stream_agg *a, uint32_t agg);
-/* Move every entry whose window ended by wm into out (grown); 0 or
- * SMART_ENOMEM. */
-int smart__stream_table_fire(struct stream_table *t, uint64_t wm, uint64_t size,
-			     uint32_t agg, struct smart_stream_result **out,
-			     size_t *n, size_t *cap, uint64_t *fired);
+/* Move every entry whose window (SESSION: whose session, a run of
+ * buckets) ended by wm into out (grown); 0 or SMART_ENOMEM. */
+int smart__stream_table_fire(struct stream_table *t, uint64_t wm,
+			     const struct smart_stream_query *q,
+			     struct smart_stream_result **out, size_t *n,
+			     size_t *cap, uint64_t *fired);
 
 /* query.c */
 int smart__stream_query_check(const struct smart_stream_query *q);
@@ -134,7 +135,12 @@ uint64_t smart__stream_wm(const struct smart_stream *s);
 int smart__stream_assign(const struct smart_stream_query *q,
 			 struct stream_table *t, uint64_t key, uint64_t ts,
 			 uint64_t v);
-int smart__stream_wstart_ok(const struct smart_stream_query *q, uint64_t ws);
+/* An entry a peer shipped (SLASH): its window start on the query's grid,
+ * below 2^62; a session bucket's times inside the bucket. */
+int smart__stream_entry_ok(const struct smart_stream_query *q,
+			   const struct stream_entry *e);
+/* SESSION: MIN and MAX keep a second entry per bucket (the values). */
+int smart__stream_session_extra(const struct smart_stream_query *q);
 
 /* link.c: channels among the executors */
 int smart__stream_link_open(struct smart_stream *s);

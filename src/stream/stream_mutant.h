@@ -82,4 +82,27 @@
 #define SMART_M_STREAM_NO_DEAD_NAME 0
 #endif
 
+/* take: a session bucket entry's count and times not checked (first and
+ * last inside the bucket, in order) */
+#ifdef SMART_MUTANT_STREAM_SESSION_NO_CHECK
+#define SMART_M_STREAM_SESSION_NO_CHECK 1
+#else
+#define SMART_M_STREAM_SESSION_NO_CHECK 0
+#endif
+
+/* fire: a session fired once the watermark passed its last record, not
+ * its last record + the gap (a later record can still extend it) */
+#ifdef SMART_MUTANT_STREAM_SESSION_FIRE_EARLY
+#define SMART_M_STREAM_SESSION_FIRE_EARLY 1
+#else
+#define SMART_M_STREAM_SESSION_FIRE_EARLY 0
+#endif
+
+/* fire: a JOIN's (window, key) emitted even when one side is missing */
+#ifdef SMART_MUTANT_STREAM_JOIN_NO_FILTER
+#define SMART_M_STREAM_JOIN_NO_FILTER 1
+#else
+#define SMART_M_STREAM_JOIN_NO_FILTER 0
+#endif
+
 #endif

@@ -6,7 +6,10 @@
  * slot; the table never holds more than its max entries (SMART_ENOSPC) and
  * grows by doubling; an aggregate merge is commutative and associative
  * (count and sum mod 2^64 add, min and max compare), so the merged bits do
- * not depend on the order deltas arrive in.
+ * not depend on the order deltas arrive in.  SESSION: a session is a
+ * maximal run of gap-long buckets each joined to the next (below), so
+ * merging buckets in any order gives the same sessions; one fires only
+ * when the watermark reached its last record + the gap.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +147,8 @@ uint64_t smart__stream_agg_value(const struct stream_agg *a, uint32_t agg)
 		return a->max;
 	case SMART_STREAM_AVG:
 		return a->count ? a->sum / a->count : 0;
+	case SMART_STREAM_JOIN: /* sum counts the right side's records */
+		return (a->count - a->sum) * a->sum;
 	default:
 		return a->count;
 	}
@@ -167,9 +172,17 @@ static int out_push(struct smart_stream_result **out, size_t *n, size_t *cap,
 
 /* Emitted entries leave the table: it is rebuilt from the survivors (a
  * linear-probing table cannot simply blank a slot). */
-int smart__stream_table_fire(struct stream_table *t, uint64_t wm, uint64_t size,
-			     uint32_t agg, struct smart_stream_result **out,
-			     size_t *n, size_t *cap, uint64_t *fired)
+/* JOIN: a complete (window, key) emits only when both sides met. */
+static int join_pairs(const struct stream_agg *a, uint32_t agg)
+{
+	if (SMART_M_STREAM_JOIN_NO_FILTER || agg != SMART_STREAM_JOIN)
+		return 1;
+	return a->sum && a->sum < a->count;
+}
+
+static int window_fire(struct stream_table *t, uint64_t wm, uint64_t size,
+		       uint32_t agg, struct smart_stream_result **out,
+		       size_t *n, size_t *cap, uint64_t *fired)
 {
 	struct stream_table keep;
 	int rc = 0;
@@ -188,6 +201,8 @@ int smart__stream_table_fire(struct stream_table *t, uint64_t wm, uint64_t size,
 			keep.n++;
 			continue;
 		}
+		if (!join_pairs(&e->a, agg))
+			continue; /* complete, and no pair: nothing to emit */
 		r = (struct smart_stream_result){
 			e->wstart, e->wstart + size, e->key,
 			smart__stream_agg_value(&e->a, agg), e->a.count
@@ -203,4 +218,166 @@ int smart__stream_table_fire(struct stream_table *t, uint64_t wm, uint64_t size,
 	free(t->e);
 	*t = keep;
 	return rc;
+}
+
+/* ---- sessions: runs of buckets (query.c assign_session) -------------
+ * A bucket [b, b + gap) of a key holds (count, sum, first, last) at b.
+ * Two records less than the gap apart are in one session; within a
+ * bucket they all are, buckets b and b + gap are when the second's first
+ * time is less than the gap after the first's last, and buckets further
+ * apart never are (an empty bucket between is a gap of more than gap).
+ * So a session is a maximal run of buckets, each joined to the next, and
+ * merging buckets from any executors in any order gives the same runs. */
+
+static struct stream_entry *find(struct stream_table *t, uint64_t ws,
+				 uint64_t key)
+{
+	struct stream_entry *e = slot(t, ws, key);
+
+	return e->wstart == EMPTY ? NULL : e;
+}
+
+/* The next bucket of e's session, or NULL (times checked at take: a
+ * bucket's first is after the previous bucket's last). */
+static struct stream_entry *next_in(struct stream_table *t,
+				    const struct stream_entry *e, uint64_t gap)
+{
+	struct stream_entry *x;
+
+	if (e->wstart + gap >= SMART_STREAM_TS_LIMIT)
+		return NULL;
+	x = find(t, e->wstart + gap, e->key);
+	return x && x->a.min - e->a.max < gap ? x : NULL;
+}
+
+static int run_start(struct stream_table *t, const struct stream_entry *e,
+		     uint64_t gap)
+{
+	struct stream_entry *p = e->wstart >= gap ?
+					 find(t, e->wstart - gap, e->key) :
+					 NULL;
+
+	return !p || next_in(t, p, gap) != e;
+}
+
+/* The session starting at bucket e: its aggregate (the values' extremes
+ * from the second entries, MIN and MAX), and its last bucket. */
+static const struct stream_entry *
+session_walk(struct stream_table *t, const struct smart_stream_query *q,
+	     const struct stream_entry *e, struct stream_agg *a)
+{
+	const struct stream_entry *last = e;
+
+	*a = (struct stream_agg){ 0, 0, UINT64_MAX, 0 };
+	for (const struct stream_entry *x = e; x; x = next_in(t, x, q->size)) {
+		const struct stream_entry *v = smart__stream_session_extra(q) ?
+						       find(t, x->wstart + 1,
+							    x->key) :
+						       NULL;
+
+		a->count += x->a.count;
+		a->sum += x->a.sum;
+		if (v)
+			agg_merge(a, &(struct stream_agg){ 0, 0, v->a.min,
+							   v->a.max });
+		last = x;
+	}
+	return last;
+}
+
+/* Fired buckets are marked with count 0 (a bucket has at least one
+ * record: query.c checks what peers ship) and dropped by the rebuild. */
+static void session_mark(struct stream_table *t,
+			 const struct smart_stream_query *q,
+			 struct stream_entry *e)
+{
+	for (struct stream_entry *x = e; x; x = next_in(t, x, q->size)) {
+		struct stream_entry *v = find(t, x->wstart + 1, x->key);
+
+		x->a.count = 0;
+		if (v && smart__stream_session_extra(q))
+			v->a.count = 0;
+	}
+}
+
+static int session_one(struct stream_table *t, uint64_t wm,
+		       const struct smart_stream_query *q,
+		       struct stream_entry *e, struct smart_stream_result **out,
+		       size_t *n, size_t *cap, uint64_t *fired)
+{
+	struct stream_agg a;
+	const struct stream_entry *last = session_walk(t, q, e, &a);
+	uint64_t end = last->a.max + q->size;
+	struct smart_stream_result r;
+	int rc;
+
+	if (SMART_M_STREAM_SESSION_FIRE_EARLY ? last->a.max >= wm : end > wm)
+		return 0;
+	if (!join_pairs(&a, q->agg)) {
+		session_mark(t, q, e);
+		return 0;
+	}
+	r = (struct smart_stream_result){ e->a.min, end, e->key,
+					  smart__stream_agg_value(&a, q->agg),
+					  a.count };
+	rc = out_push(out, n, cap, &r);
+	if (!rc) {
+		session_mark(t, q, e);
+		++*fired;
+	}
+	return rc;
+}
+
+/* Kept: the unmarked buckets, and a second entry while its bucket is
+ * alive or may still come (only a lying peer makes one without it). */
+static int session_keep(struct stream_table *t, const struct stream_entry *e,
+			uint64_t wm, uint64_t gap)
+{
+	const struct stream_entry *b;
+
+	if (!e->a.count)
+		return 0;
+	if (e->wstart % gap == 0)
+		return 1;
+	b = find(t, e->wstart - 1, e->key);
+	return b ? b->a.count != 0 : e->wstart - 1 + gap > wm;
+}
+
+static int session_fire(struct stream_table *t, uint64_t wm,
+			const struct smart_stream_query *q,
+			struct smart_stream_result **out, size_t *n,
+			size_t *cap, uint64_t *fired)
+{
+	struct stream_table keep;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < t->cap && !rc; i++) {
+		struct stream_entry *e = &t->e[i];
+
+		if (e->wstart != EMPTY && e->wstart % q->size == 0 &&
+		    e->a.count && run_start(t, e, q->size))
+			rc = session_one(t, wm, q, e, out, n, cap, fired);
+	}
+	if (alloc_slots(&keep, t->cap))
+		return SMART_ENOMEM;
+	keep.max = t->max;
+	for (uint32_t i = 0; i < t->cap; i++)
+		if (t->e[i].wstart != EMPTY &&
+		    session_keep(t, &t->e[i], wm, q->size)) {
+			*slot(&keep, t->e[i].wstart, t->e[i].key) = t->e[i];
+			keep.n++;
+		}
+	free(t->e);
+	*t = keep;
+	return rc;
+}
+
+int smart__stream_table_fire(struct stream_table *t, uint64_t wm,
+			     const struct smart_stream_query *q,
+			     struct smart_stream_result **out, size_t *n,
+			     size_t *cap, uint64_t *fired)
+{
+	if (q->window == SMART_STREAM_SESSION)
+		return session_fire(t, wm, q, out, n, cap, fired);
+	return window_fire(t, wm, q->size, q->agg, out, n, cap, fired);
 }

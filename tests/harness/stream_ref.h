@@ -3,7 +3,10 @@
  * thread reads each partition in order with the same per-source rules
  * (filter, implausible, late below max - lateness), lists every
  * (window start, key, value) an accepted record contributes, sorts the
- * list and reduces it.  No code shared with src/stream beyond the public
+ * list and reduces it; for session windows it sorts the (time, key,
+ * value) of the accepted records by key and time and cuts sessions where
+ * two records of a key are the gap or more apart.  JOIN counts the right
+ * side's records as the sum and keeps only (window, key)s with both.  No code shared with src/stream beyond the public
  * header (the generator makes the input).
  */
 #ifndef SMART_TEST_STREAM_REF_H
@@ -57,6 +60,17 @@ static inline int ref_res_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static inline void ref_session_item(uint64_t key, uint64_t ts, uint64_t v,
+				    struct ref_item **it, size_t *n,
+				    size_t *cap)
+{
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 1024;
+		*it = realloc(*it, *cap * sizeof(**it));
+	}
+	(*it)[(*n)++] = (struct ref_item){ ts, key, v };
+}
+
 /* The windows of ts: every multiple w of the step with w <= ts < w + size. */
 static inline void ref_windows(const struct smart_stream_query *q, uint64_t key,
 			       uint64_t ts, uint64_t v, struct ref_item **it,
@@ -74,6 +88,57 @@ static inline void ref_windows(const struct smart_stream_query *q, uint64_t key,
 			*it = realloc(*it, *cap * sizeof(**it));
 		}
 		(*it)[(*n)++] = (struct ref_item){ ws, key, v };
+	}
+}
+
+static inline int ref_key_ts_cmp(const void *a, const void *b)
+{
+	const struct ref_item *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->ws != y->ws)
+		return x->ws < y->ws ? -1 : 1;
+	return 0;
+}
+
+static inline uint64_t ref_value(const struct smart_stream_query *q,
+				 uint64_t count, uint64_t sum, uint64_t mn,
+				 uint64_t mx)
+{
+	return q->agg == SMART_STREAM_COUNT ? count :
+	       q->agg == SMART_STREAM_SUM   ? sum :
+	       q->agg == SMART_STREAM_MIN   ? mn :
+	       q->agg == SMART_STREAM_MAX   ? mx :
+	       q->agg == SMART_STREAM_JOIN  ? (count - sum) * sum :
+					      sum / count;
+}
+
+/* Sessions (it[].ws is the record's time): sorted by key and time, a
+ * record less than the gap after the previous one of its key extends its
+ * session, else starts one; a session is [first, last + gap). */
+static inline void ref_sessions(const struct smart_stream_query *q,
+				struct ref_item *it, size_t ni,
+				struct ref_out *o)
+{
+	qsort(it, ni, sizeof(*it), ref_key_ts_cmp);
+	for (size_t i = 0; i < ni;) {
+		struct smart_stream_result r = { it[i].ws, 0, it[i].key, 0, 0 };
+		uint64_t sum = 0, mn = UINT64_MAX, mx = 0, last = it[i].ws;
+
+		for (;
+		     i < ni && it[i].key == r.key && it[i].ws - last < q->size;
+		     i++) {
+			last = it[i].ws;
+			r.count++;
+			sum += it[i].v;
+			mn = it[i].v < mn ? it[i].v : mn;
+			mx = it[i].v > mx ? it[i].v : mx;
+		}
+		r.wend = last + q->size;
+		r.value = ref_value(q, r.count, sum, mn, mx);
+		if (q->agg != SMART_STREAM_JOIN || (sum && sum < r.count))
+			o->r[o->n++] = r;
 	}
 }
 
@@ -124,11 +189,21 @@ static inline void ref_run(const struct smart_stream_query *q, uint32_t parts,
 			}
 			seen = 1;
 			maxts = ts > maxts ? ts : maxts;
-			ref_windows(q, key, ts, v, &it, &ni, &cap);
+			if (q->agg ==
+			    SMART_STREAM_JOIN) /* 0 left, else right */
+				v = v != 0;
+			if (q->window == SMART_STREAM_SESSION)
+				ref_session_item(key, ts, v, &it, &ni, &cap);
+			else
+				ref_windows(q, key, ts, v, &it, &ni, &cap);
 		}
 	}
-	qsort(it, ni, sizeof(*it), ref_item_cmp);
 	o->r = malloc((ni ? ni : 1) * sizeof(*o->r));
+	if (q->window == SMART_STREAM_SESSION) {
+		ref_sessions(q, it, ni, o);
+		ni = 0; /* nothing left for the windows' reduction below */
+	}
+	qsort(it, ni, sizeof(*it), ref_item_cmp);
 	for (size_t i = 0; i < ni;) {
 		struct smart_stream_result r = { it[i].ws, it[i].ws + q->size,
 						 it[i].key, 0, 0 };
@@ -145,8 +220,10 @@ static inline void ref_run(const struct smart_stream_query *q, uint32_t parts,
 			  q->agg == SMART_STREAM_SUM   ? sum :
 			  q->agg == SMART_STREAM_MIN   ? mn :
 			  q->agg == SMART_STREAM_MAX   ? mx :
+			  q->agg == SMART_STREAM_JOIN  ? (r.count - sum) * sum :
 							 sum / r.count;
-		o->r[o->n++] = r;
+		if (q->agg != SMART_STREAM_JOIN || (sum && sum < r.count))
+			o->r[o->n++] = r;
 	}
 	free(it);
 	qsort(o->r, o->n, sizeof(*o->r), ref_res_cmp);

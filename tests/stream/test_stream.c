@@ -304,7 +304,9 @@ static void check_ref(struct run *r, const char *what)
 }
 
 static const char *const engines[] = { "local", "slash", "uppar" };
-static const char *const workloads[] = { "ysb", "cm", "nb7", "ro" };
+static const char *const workloads[] = {
+	"ysb", "cm", "nb7", "ro", "nb11", "nb8"
+};
 
 static void matrix(uint32_t engine)
 {
@@ -1056,25 +1058,339 @@ static void test_stopped(void)
 	dead_case(SIGSTOP);
 }
 
+/* ---- session windows (docs/stream.md §2) ------------------------------ */
+
+#define SESSION_GAP 300
+
+static void session_query(struct run *r, uint32_t wl, uint32_t agg,
+			  uint64_t gap)
+{
+	CHECK_OK(smart_stream_gen_query(wl, &r->q));
+	r->q.window = SMART_STREAM_SESSION;
+	r->q.size = gap;
+	r->q.agg = agg;
+}
+
+/* Sessions whose records span buckets (first and last in different
+ * gap-long buckets): the path that joins buckets was taken. */
+static uint64_t sessions_joined(const struct run *r)
+{
+	uint64_t n = 0, g = r->q.size;
+
+	for (uint32_t i = 0; i < r->E; i++)
+		for (size_t k = 0; k < r->nres[i]; k++) {
+			const struct smart_stream_result *x = &r->res[i][k];
+
+			n += x->wstart / g != (x->wend - g) / g;
+		}
+	return n;
+}
+
+/* Every engine x executors 1..3 x epoch 16 and 2^20 x uniform and Zipf
+ * 0.99 keys, COUNT per key (RO), MAX price per auction (NB7, the values'
+ * second entry) and NB11 (bids per bidder) per session of gap 300. */
+static void test_session(void)
+{
+	static const uint32_t wls[] = { SMART_STREAM_GEN_RO,
+					SMART_STREAM_GEN_NB7,
+					SMART_STREAM_GEN_NB11 };
+	static const uint32_t aggs[] = { SMART_STREAM_COUNT, SMART_STREAM_MAX,
+					 SMART_STREAM_COUNT };
+	uint64_t epochs_seen = 0, joined = 0, results = 0;
+
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (uint32_t w = 0; w < 3; w++)
+			for (uint32_t E = 1; E <= MAXE; E++)
+				for (int cfg = 0; cfg < 4; cfg++) {
+					struct run r = {
+						.engine = engine,
+						.E = E,
+						.epoch = cfg & 1 ? 1u << 20 : 16
+					};
+					char what[96];
+
+					session_query(&r, wls[w], aggs[w],
+						      SESSION_GAP);
+					gen_input(&r, wls[w], 2000,
+						  cfg & 2 ? 990 : 0, 0, 500);
+					run_threads(&r);
+					snprintf(what, sizeof(what),
+						 "session %s %s E=%u cfg=%d",
+						 engines[engine],
+						 workloads[wls[w]], E, cfg);
+					check_ref(&r, what);
+					epochs_seen += cfg & 1 ? 0 :
+								 r.st[0].epochs;
+					joined += sessions_joined(&r);
+					for (uint32_t i = 0; i < E; i++)
+						results += r.nres[i];
+					run_free(&r);
+				}
+	printf("sessions: %" PRIu64 " emitted, %" PRIu64
+	       " spanning buckets; %" PRIu64 " epochs at executor 0\n",
+	       results, joined, epochs_seen);
+	CHECK(joined > 0);
+	CHECK(epochs_seen > 100 * 27);
+}
+
+/* Sessions with bounded disorder (shifts up to 60, lateness 25, gap 40):
+ * late records dropped and counted as the reference does; SUM and MIN. */
+static void test_session_disorder(void)
+{
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (uint32_t agg = SMART_STREAM_SUM; agg <= SMART_STREAM_MIN;
+		     agg++) {
+			struct run r = { .engine = engine,
+					 .E = 2,
+					 .epoch = 40 };
+			uint64_t late = 0;
+
+			session_query(&r, SMART_STREAM_GEN_NB7, agg, 40);
+			r.q.lateness = 25;
+			gen_input(&r, SMART_STREAM_GEN_NB7, 3000, 0, 60, 100);
+			run_threads(&r);
+			check_ref(&r, engines[engine]);
+			for (uint32_t i = 0; i < r.E; i++)
+				late += r.st[i].late;
+			printf("%s agg %u: late %" PRIu64 ", %" PRIu64
+			       " sessions spanning buckets\n",
+			       engines[engine], agg, late, sessions_joined(&r));
+			CHECK(late > 100);
+			CHECK(sessions_joined(&r) > 0);
+			run_free(&r);
+		}
+}
+
+/* Random bytes as records under a session query (MIN, gap 50): keys of
+ * one byte, times of two bytes (many late) and of eight (implausible). */
+static void test_session_fuzz(void)
+{
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (uint32_t tsize = 2; tsize <= 8; tsize += 6) {
+			struct run r = { .engine = engine,
+					 .E = 2,
+					 .epoch = 64 };
+			smart_rng_t g;
+
+			smart_stream_query_init(&r.q);
+			r.q.record_bytes = 16;
+			r.q.key = (struct smart_stream_field){ 0, 1 };
+			r.q.time = (struct smart_stream_field){ 1, tsize };
+			r.q.value = (struct smart_stream_field){ 8, 8 };
+			r.q.agg = SMART_STREAM_MIN;
+			r.q.window = SMART_STREAM_SESSION;
+			r.q.size = 50;
+			r.q.lateness = 1000;
+			smart_rng_seed(&g, 40 + tsize + engine);
+			for (uint32_t p = 0; p < 2; p++) {
+				r.n[p] = 3000;
+				r.in[p] = malloc(3000 * 16);
+				for (size_t k = 0; k < 3000 * 2; k++)
+					((uint64_t *)r.in[p])[k] =
+						smart_rng_next(&g);
+			}
+			run_threads(&r);
+			check_ref(&r, "session fuzz");
+			CHECK(r.st[0].late + r.st[0].implausible > 0);
+			run_free(&r);
+		}
+}
+
+/* NB11 with executors as processes (E = 2, 3; slash, uppar; epoch 16,
+ * Zipf 0.99, gap 300), and on shm under the adversarial mode. */
+static void test_session_procs(void)
+{
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+
+	secret_init();
+	for (uint32_t engine = 1; engine < 3; engine++)
+		for (uint32_t E = 2; E <= MAXE; E++)
+			run_procs(SMART_STREAM_GEN_NB11, E, engine);
+	if (t && strcmp(t, "shm"))
+		return;
+	setenv("SMART_SHM_ADVERSARIAL", "seed=13,pause_pct=50", 1);
+	run_procs(SMART_STREAM_GEN_NB11, 2, SMART_STREAM_SLASH);
+	unsetenv("SMART_SHM_ADVERSARIAL");
+}
+
+/* One key's session longer than the table: a bucket per 2 time units
+ * (gap 2), 64 entries at most: SMART_ENOSPC, never an unbounded table. */
+static void test_session_enospc(void)
+{
+	struct run r = { .engine = SMART_STREAM_LOCAL,
+			 .E = 1,
+			 .epoch = 1000,
+			 .max_entries = 64 };
+
+	secret_init();
+	session_query(&r, SMART_STREAM_GEN_RO, SMART_STREAM_COUNT, 2);
+	gen_input(&r, SMART_STREAM_GEN_RO, 2000, 0, 0, 1);
+	run_threads(&r);
+	CHECK_EQ(r.push_rc[0], SMART_ENOSPC);
+	run_free(&r);
+}
+
+/* A hostile executor 1 ships session buckets (gap 100) that lie about
+ * their times or count: each cuts it (SMART_EPROTO, proto_errors 1); the
+ * same message without the lie is taken (the executor ends normally). */
+static void forge_entry(smart_chan_t *ch, uint64_t epoch, uint16_t flags,
+			uint64_t wm, const struct stream_entry *e, uint32_t n)
+{
+	struct stream_msg m = { STREAM_MAGIC, 1, flags, epoch, wm, n, 0 };
+	uint32_t cap;
+	void *buf;
+
+	CHECK_OK(smart_chan_reserve(ch, &buf, &cap));
+	memcpy(buf, &m, sizeof(m));
+	memcpy((uint8_t *)buf + sizeof(m), e, n * sizeof(*e));
+	CHECK_OK(smart_chan_commit(ch, sizeof(m) + n * sizeof(*e), 0));
+}
+
+static void session_hostile_case(int how)
+{
+	static const char *const names[] = {
+		"first after last",	    "last past the bucket",
+		"first before the bucket",  "no record",
+		"a values entry for COUNT", "no lie"
+	};
+	struct hostile h = { .r = { .engine = SMART_STREAM_SLASH, .E = 2 } };
+	struct smart_chan_config cc;
+	uint64_t mine = key_of(0);
+	struct stream_entry e[2] = { { 200, mine, { 2, 9, 210, 250 } },
+				     { 300, mine, { 1, 9, 300, 300 } } };
+	smart_chan_t *out;
+	pthread_t th;
+
+	session_query(&h.r, SMART_STREAM_GEN_RO, SMART_STREAM_COUNT, 100);
+	if (how == 0)
+		e[1].a = (struct stream_agg){ 2, 9, 350, 340 };
+	if (how == 1)
+		e[1].a.max = 400;
+	if (how == 2)
+		e[1].a.min = 299;
+	if (how == 3)
+		e[1].a.count = 0;
+	if (how == 4)
+		e[1].wstart = 301;
+	end_open(&h.r.end[0], 1);
+	end_open(&h.fake, 1);
+	CHECK_OK(smart_chan_listen(h.fake.rpc, hostile_accept, &h));
+	h.r.peers[0] = h.r.end[0].addr;
+	h.r.peers[1] = h.fake.addr;
+	CHECK_EQ(pthread_create(&th, NULL, hostile_exec, &h), 0);
+	smart_chan_config_init(&cc);
+	cc.tag = 1;
+	CHECK_OK(smart_chan_open(h.fake.rpc, h.r.end[0].addr, &cc, &out));
+	while (!h.in)
+		smart_rpc_progress(h.fake.rpc);
+	forge_entry(out, 1, STREAM_F_LAST, 100, e, 2);
+	forge_entry(out, 2, STREAM_F_LAST | STREAM_F_FINAL, UINT64_MAX, e, 0);
+	while (!atomic_load(&h.done))
+		smart_rpc_progress(h.fake.rpc);
+	pthread_join(th, NULL);
+	printf("session, %s: %d, proto_errors %" PRIu64 "\n", names[how], h.rc,
+	       h.st.proto_errors);
+	CHECK_EQ(h.rc, how < 5 ? SMART_EPROTO : SMART_ENOENT);
+	CHECK_EQ(h.st.proto_errors, how < 5);
+	CHECK_OK(smart_chan_close(out));
+	CHECK_OK(smart_chan_close(h.in));
+	end_close(&h.fake);
+	end_close(&h.r.end[0]);
+}
+
+static void test_session_hostile(void)
+{
+	secret_init();
+	for (int how = 0; how < 6; how++)
+		session_hostile_case(how);
+}
+
+/* ---- NB8: a windowed join of persons and auctions (docs/stream.md §2) -- */
+
+/* Every engine x executors 1..3 x epoch 16 and 2^20 x tumbling windows of
+ * 300, sliding 300 every 100, and sessions of gap 300: the joined
+ * (window, person) pairs equal the reference's, and windows where only
+ * one side came emit nothing (the reference drops them too). */
+static void test_join(void)
+{
+	uint64_t results = 0, pairs = 0;
+
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (uint32_t E = 1; E <= MAXE; E++)
+			for (int cfg = 0; cfg < 6; cfg++) {
+				struct run r = { .engine = engine,
+						 .E = E,
+						 .epoch = cfg & 1 ? 1u << 20 :
+								    16 };
+				char what[96];
+
+				CHECK_OK(smart_stream_gen_query(
+					SMART_STREAM_GEN_NB8, &r.q));
+				r.q.size = 300;
+				r.q.window = (uint32_t)cfg / 2;
+				r.q.slide = cfg / 2 == 1 ? 100 : 0;
+				gen_input(&r, SMART_STREAM_GEN_NB8, 2000, 0, 0,
+					  500);
+				run_threads(&r);
+				snprintf(what, sizeof(what),
+					 "join %s E=%u cfg=%d", engines[engine],
+					 E, cfg);
+				check_ref(&r, what);
+				for (uint32_t i = 0; i < E; i++)
+					for (size_t k = 0; k < r.nres[i]; k++) {
+						results++;
+						pairs += r.res[i][k].value;
+					}
+				run_free(&r);
+			}
+	printf("join: %" PRIu64 " (window, person) results, %" PRIu64
+	       " pairs\n",
+	       results, pairs);
+	CHECK(results > 0);
+	CHECK(pairs > results); /* some persons opened several auctions */
+}
+
+/* NB8 with executors as processes (E = 2, 3; slash, uppar; epoch 16). */
+static void test_join_procs(void)
+{
+	secret_init();
+	for (uint32_t engine = 1; engine < 3; engine++)
+		for (uint32_t E = 2; E <= MAXE; E++)
+			run_procs(SMART_STREAM_GEN_NB8, E, engine);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main_children(
 		argc, argv,
-		(struct test_case[]){ { "local", test_local },
-				      { "slash", test_slash },
-				      { "uppar", test_uppar },
-				      { "disorder", test_disorder },
-				      { "fuzz", test_fuzz },
-				      { "delayed_helper", test_delayed_helper },
-				      { "empty_deltas", test_empty_deltas },
-				      { "enospc", test_enospc },
-				      { "keepalive", test_keepalive },
-				      { "hostile", test_hostile },
-				      { "procs", test_procs },
-				      { "adversarial", test_adversarial },
-				      { "killed", test_killed },
-				      { "stopped", test_stopped },
-				      { 0 } },
+		(struct test_case[]){
+			{ "local", test_local },
+			{ "slash", test_slash },
+			{ "uppar", test_uppar },
+			{ "disorder", test_disorder },
+			{ "fuzz", test_fuzz },
+			{ "delayed_helper", test_delayed_helper },
+			{ "empty_deltas", test_empty_deltas },
+			{ "enospc", test_enospc },
+			{ "keepalive", test_keepalive },
+			{ "hostile", test_hostile },
+			{ "procs", test_procs },
+			{ "adversarial", test_adversarial },
+			{ "killed", test_killed },
+			{ "stopped", test_stopped },
+			{ "session", test_session },
+			{ "session_disorder", test_session_disorder },
+			{ "session_fuzz", test_session_fuzz },
+			{ "session_enospc", test_session_enospc },
+			{ "session_hostile", test_session_hostile },
+			{ "session_procs", test_session_procs },
+			{ "join", test_join },
+			{ "join_procs", test_join_procs },
+			{ 0 } },
 		(struct test_child[]){ { "exec", child_exec },
 				       { "dead", child_dead },
 				       { 0 } });
