@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include "harness/lease_blade.h"
-#include "harness/sched.h"
 #include "harness/smartd_proc.h"
 #include "harness/test.h"
 #include "smart/smart.h"
@@ -141,45 +140,23 @@ struct world {
 	smart_worker_t *w;
 	smart_ht_t *t;
 	/* every key some client was told is in, with its value (the key) */
-	int acked[64];	   /* per round: keys 0..acked-1 */
-	uint16_t child_id; /* the lease id of the one that dies */
-	uint64_t t_dead;   /* when it died (ms) */
-	struct mark {
-		uint64_t renewals; /* the survivor keeper's */
-		uint64_t main_ns;  /* this thread waited for a CPU */
-		uint64_t all_ns;   /* this process's threads did */
-	} m_dead;		   /* at its death */
+	int acked[64];	       /* per round: keys 0..acked-1 */
+	uint16_t child_id;     /* the lease id of the one that dies */
+	uint64_t t_dead;       /* when it died (ms) */
+	struct lb_mark m_dead; /* at its death */
 };
 
-static void mark_now(struct world *wd, struct mark *m)
-{
-	smart_stats_t st;
-
-	CHECK_OK(smart_stats_snapshot(wd->ctx, &st));
-	m->renewals = st.lease_renewals;
-	m->main_ns = sched_wait_ns(getpid(), gettid());
-	m->all_ns = sched_wait_all_ns(getpid());
-}
-
 /* Renewal periods from the death to now; in *waited the periods the
- * threads that had to run meanwhile waited for a CPU (rounded up: a wait
- * shorter than a period may still have cost one).  For a stopped holder
- * that is this thread, which runs the operation while the keeper counts
- * (a late keeper counts fewer periods, not more); for a killed one every
- * thread, the blade's that fences it on its session's end included. */
+ * threads that had to run meanwhile waited for a CPU.  For a stopped
+ * holder that is this thread, which runs the operation while the keeper
+ * counts (a late keeper counts fewer periods, not more); for a killed one
+ * every thread, the blade's that fences it on its session's end
+ * included. */
 static uint64_t periods_since_death(struct world *wd, int stopped,
 				    uint64_t *waited)
 {
-	struct mark m;
-	uint64_t w, w0, p = PERIOD_MS * 1000000ull;
-
-	mark_now(wd, &m);
-	w = stopped ? m.main_ns : m.all_ns;
-	w0 = stopped ? wd->m_dead.main_ns : wd->m_dead.all_ns;
-	/* a thread that ended takes its share out of the sum */
-	w = w > w0 ? w - w0 : 0;
-	*waited = (w + p - 1) / p;
-	return m.renewals - wd->m_dead.renewals;
+	return lb_periods_since(wd->ctx, &wd->m_dead, !stopped, PERIOD_MS,
+				waited);
 }
 
 /* Wait (a guard against a hang, not a bound) until the survivor's keeper
@@ -234,7 +211,7 @@ static pid_t run_child(struct world *wd, int round, const struct step *st,
 		CHECK_MSG(WIFSTOPPED(st_), "child did not stop at %s",
 			  st->point);
 		wd->t_dead = lb_now_ms();
-		mark_now(wd, &wd->m_dead);
+		lb_mark(wd->ctx, &wd->m_dead);
 		/* what it acknowledged before stopping is in the pipe */
 		CHECK_EQ(fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
 		while (read(p[0], &i, sizeof(i)) == (ssize_t)sizeof(i))
@@ -248,7 +225,7 @@ static pid_t run_child(struct world *wd, int round, const struct step *st,
 	close(p[0]);
 	CHECK_EQ(waitpid(pid, &st_, 0), pid);
 	wd->t_dead = lb_now_ms();
-	mark_now(wd, &wd->m_dead);
+	lb_mark(wd->ctx, &wd->m_dead);
 	guard.pids[0] = 0;
 	CHECK_MSG(WIFEXITED(st_) && WEXITSTATUS(st_) == 0,
 		  "child at %s: status %d (3: the point was never reached)",
