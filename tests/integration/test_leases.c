@@ -394,13 +394,17 @@ static void test_frozen_keeper(void)
 	/* not before half a lease after its last renewal, issued at most a
 	 * period (and the keeper's own wait) before the freeze */
 	CHECK_GE(ms + late, LEASE_MS / 2 - PERIOD_MS);
-	/* nothing of the client lands any more */
+	/* nothing of the client lands any more but, at most, the one FAA
+	 * its poll was executing when a preemption hit (the documented
+	 * window, as in case stopped: a worker kept off the CPU between its
+	 * poll's lease check and the FAA for half a lease executes it after
+	 * this peer's fence); without self-fencing it never stops */
 	v1 = counter_now(sc.w, sc.g);
 	sleep_ms(2 * PERIOD_MS);
 	v2 = counter_now(sc.w, sc.g);
 	printf("frozen keeper: counter %llu at the fence, %llu %d ms later\n",
 	       (unsigned long long)v1, (unsigned long long)v2, 2 * PERIOD_MS);
-	CHECK_U64_EQ(v2, v1);
+	CHECK_LE(v2 - v1, 1);
 	/* its ops failed by themselves; the traced keeper's exit is ours to
 	 * collect before the process can be */
 	CHECK_EQ(read(sc.c.rd, &st, sizeof(st)), (ssize_t)sizeof(st));
