@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* ns thread tid of process pid waited on a run queue so far (0: unknown). */
 static inline uint64_t sched_wait_ns(pid_t pid, pid_t tid)
@@ -53,6 +54,17 @@ static inline uint64_t sched_wait_all_ns(pid_t pid)
 			sum += sched_wait_ns(pid, (pid_t)atoi(e->d_name));
 	closedir(d);
 	return sum;
+}
+
+/* ms every thread of this process waited for a CPU since a reading
+ * all_ns of sched_wait_all_ns(getpid()): what a wall-clock bound on work
+ * of this process's threads adds to the protocol's (0 when a thread
+ * that waited has ended: then nothing is added). */
+static inline double sched_waited_ms(uint64_t all_ns)
+{
+	uint64_t now = sched_wait_all_ns(getpid());
+
+	return now > all_ns ? (double)(now - all_ns) / 1e6 : 0;
 }
 
 #endif
