@@ -29,12 +29,23 @@ if [ "${1:-}" != --check ]; then
 	"$cf" -i "${files[@]}"
 	exit 0
 fi
-bad=0
-for f in "${files[@]}"; do
-	if ! "$cf" "$f" | cmp -s - "$f"; then
-		echo "format: $f differs from clang-format's layout"
-		bad=1
-	fi
-done
-[ $bad = 0 ] && echo "format: ${#files[@]} files as clang-format lays them out"
-exit $bad
+# One clang-format over every file (--dry-run --Werror: a warning for each
+# line it would change, exit 1), not one clang-format and one cmp per file:
+# 1 process instead of 2 per file (584 for 292 files), 4.7 s instead of 32
+# s on an idle machine, so that a loaded one stays far inside the ctest's
+# timeout (a 120-s timeout was hit at a load of 25-34).
+rc=0
+out=$("$cf" --dry-run --Werror "${files[@]}" 2>&1) || rc=$?
+if [ $rc = 0 ]; then
+	echo "format: ${#files[@]} files as clang-format lays them out"
+	exit 0
+fi
+bad=$(printf '%s\n' "$out" |
+	sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' |
+	sort -u)
+if [ -z "$bad" ]; then
+	printf '%s\n' "$out" # clang-format failed otherwise: say how
+	exit 1
+fi
+printf "format: %s differs from clang-format's layout\n" $bad
+exit 1

@@ -4,12 +4,21 @@
  * any client), for the tests of liveness: leases, and the structures'
  * recovery from dead clients.  Header only; the secret file is made by the
  * test (smartd_proc.h's secret_file) before any ctx.
+ *
+ * Time on the lease protocol's own clock (lb_mark, lb_periods_since): a
+ * bound the protocol states in leases and renewal periods ("fenced within
+ * lease_ms plus a renewal period") is asserted in the renewals the
+ * observer's keeper did, plus one period for every period the threads
+ * that had to run waited for a CPU (tests/harness/sched.h), not in
+ * wall-clock ms: a loaded machine slows the keeper and the test alike,
+ * and a late keeper counts fewer periods, never more.
  */
 #ifndef SMART_TEST_LEASE_BLADE_H
 #define SMART_TEST_LEASE_BLADE_H
 
 #include <string.h>
 
+#include "harness/sched.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 
@@ -59,6 +68,50 @@ static inline smart_ctx_t *lb_ctx_open(const char *addr,
 static inline uint64_t lb_now_ms(void)
 {
 	return smart_now_ns() / 1000000;
+}
+
+/* A moment: the renewals ctx's keeper had done, and the ns the calling
+ * thread (self_ns) and every thread of this process (all_ns) had waited
+ * for a CPU. */
+struct lb_mark {
+	uint64_t renewals, self_ns, all_ns;
+};
+
+static inline void lb_mark(smart_ctx_t *ctx, struct lb_mark *m)
+{
+	smart_stats_t st;
+
+	CHECK_OK(smart_stats_snapshot(ctx, &st));
+	m->renewals = st.lease_renewals;
+	m->self_ns = sched_wait_ns(getpid(), gettid());
+	m->all_ns = sched_wait_all_ns(getpid());
+}
+
+/* ns (a difference of two waits; a thread that ended takes its share out
+ * of a sum) in whole periods, rounded up: a wait shorter than a period
+ * may still have cost one. */
+static inline uint64_t lb_periods_of(uint64_t now_ns, uint64_t then_ns,
+				     unsigned period_ms)
+{
+	uint64_t w = now_ns > then_ns ? now_ns - then_ns : 0,
+		 p = period_ms * 1000000ull;
+
+	return (w + p - 1) / p;
+}
+
+/* Renewal periods of ctx's keeper since m0; *waited: the periods the
+ * threads that had to run waited for a CPU meanwhile, this thread's
+ * (all 0) or every thread's of this process (all 1). */
+static inline uint64_t lb_periods_since(smart_ctx_t *ctx,
+					const struct lb_mark *m0, int all,
+					unsigned period_ms, uint64_t *waited)
+{
+	struct lb_mark m;
+
+	lb_mark(ctx, &m);
+	*waited = all ? lb_periods_of(m.all_ns, m0->all_ns, period_ms) :
+			lb_periods_of(m.self_ns, m0->self_ns, period_ms);
+	return m.renewals - m0->renewals;
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include "blade/blade_int.h"
 #include "runtime/bootstrap.h"
 #include "harness/raw_peer.h"
+#include "harness/sched.h"
 #include "harness/test.h"
 #include "smart/smart.h"
 
@@ -145,7 +146,8 @@ static void test_flood(void)
 	char name[SMART_PROTO_SOCK_MAX + 1];
 	size_t len;
 	int base, held;
-	double ms, total, quiet, quiet_total;
+	double ms, total, quiet, quiet_total, late;
+	uint64_t w0;
 
 	raise_nofile(3 * IDLE + 1024);
 	smart_blade_config_init(&dflt);
@@ -163,7 +165,9 @@ static void test_flood(void)
 	held = count_fds() - base - 2 * IDLE;
 	smart_blade_stats(b, &st);
 
+	w0 = sched_wait_all_ns(getpid());
 	serve_client(b, &ctx, &ms, &total);
+	late = sched_waited_ms(w0);
 	printf("%d idle TCP + %d idle unix connections: the blade holds %d "
 	       "fds for them (%llu sessions, %llu fd requests, %llu evicted); "
 	       "a client with the secret is served in %.1f ms (connect), "
@@ -172,7 +176,10 @@ static void test_flood(void)
 	       IDLE, IDLE, held, (unsigned long long)st.pending_sessions,
 	       (unsigned long long)st.pending_fd_requests,
 	       (unsigned long long)st.evicted, ms, total, quiet, quiet_total);
-	CHECK_MSG(total < 1000, "served in %.1f ms, want < 1000", total);
+	/* plus what this process's threads (the blade's, ours) waited for a
+	 * CPU meanwhile: the flood's cost is what is bounded, not the load */
+	CHECK_MSG(total < 1000 + late,
+		  "served in %.1f ms, want < 1000 + %.1f waited", total, late);
 	CHECK_LE(held, dflt.max_unauth + BLADE_MAX_FDREQ);
 	CHECK_EQ(st.pending_sessions, dflt.max_unauth);
 	CHECK_EQ(st.pending_fd_requests, BLADE_MAX_FDREQ);
@@ -186,11 +193,11 @@ static void test_flood(void)
 	smart_blade_destroy(b);
 }
 
-/* Time until the blade ends a peer that sends nothing: the TCP one reads
+/* Time until the blade ends a peer that sends nothing, from before its
+ * connect (t0: a look that comes late only adds): the TCP one reads
  * ERROR(ETIMEDOUT) then EOF, the unix one just EOF. */
-static double silent_lifetime(int fd, int tcp)
+static double silent_lifetime(double t0, int fd, int tcp)
 {
-	double t0 = test_now_ms();
 	char c;
 
 	if (tcp)
@@ -211,18 +218,27 @@ static void test_auth_deadline(void)
 	size_t pl = sizeof(peer);
 	char name[SMART_PROTO_SOCK_MAX + 1];
 	size_t len = raw_blade_unix_name(name, sizeof(name));
-	double tcp_ms, unix_ms;
+	double tcp_ms, unix_ms, tcp_late, unix_late;
+	uint64_t w0 = sched_wait_all_ns(getpid());
 	uint32_t id;
 
-	tcp_ms = silent_lifetime(raw_connect(b), 1);
-	unix_ms = silent_lifetime(raw_unix_connect(name, len), 0);
+	/* the deadline runs from the blade's accept, after the connect: not
+	 * before AUTH from before it; not much after, plus what this
+	 * process's threads (the blade's) waited for a CPU meanwhile */
+	tcp_ms = silent_lifetime(test_now_ms(), raw_connect(b), 1);
+	tcp_late = sched_waited_ms(w0);
+	w0 = sched_wait_all_ns(getpid());
+	unix_ms = silent_lifetime(test_now_ms(), raw_unix_connect(name, len),
+				  0);
+	unix_late = sched_waited_ms(w0);
 	printf("auth deadline %d ms: a silent TCP peer is dropped after "
-	       "%.0f ms, a silent unix peer after %.0f ms\n",
-	       AUTH, tcp_ms, unix_ms);
-	CHECK_MSG(tcp_ms > AUTH - 50 && tcp_ms < AUTH + 600, "tcp %.0f ms",
-		  tcp_ms);
-	CHECK_MSG(unix_ms > AUTH - 50 && unix_ms < AUTH + 600, "unix %.0f ms",
-		  unix_ms);
+	       "%.0f ms, a silent unix peer after %.0f ms (threads waited "
+	       "%.0f, %.0f ms for a CPU)\n",
+	       AUTH, tcp_ms, unix_ms, tcp_late, unix_late);
+	CHECK_MSG(tcp_ms > AUTH - 50 && tcp_ms < AUTH + 600 + tcp_late,
+		  "tcp %.0f ms", tcp_ms);
+	CHECK_MSG(unix_ms > AUTH - 50 && unix_ms < AUTH + 600 + unix_late,
+		  "unix %.0f ms", unix_ms);
 
 	/* An authenticated client idle past the deadline keeps its session:
 	 * a bad blob is answered (EPROTO), not a dead connection (ECONN). */

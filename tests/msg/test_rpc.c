@@ -34,6 +34,8 @@
 #define OP_SINK	    2 /* one-way: payload starts with a u64 sequence */
 #define OP_COUNTS   3 /* reply: struct counts */
 #define OP_NESTED   4 /* call OP_ECHO on the server's upstream, reply */
+#define OP_POKE	    5 /* one-way: send OP_CUT one-way to the upstream */
+#define OP_CUT	    6 /* one-way, served by a client (test_dial_polls) */
 #define OP_EXIT	    9
 #define FLOOD	    20000
 /* The keepalive where it is tested: a bound of 2 s (a loaded CI machine,
@@ -167,6 +169,14 @@ static void h_nested(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 	memcpy(x->buf, d, n);
 }
 
+static void h_poke(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
+{
+	struct server *s = a;
+
+	if (s->up)
+		CHECK_OK(smart_rpc_send(s->up, OP_CUT, NULL, 0));
+}
+
 static void h_exit(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
 {
 	((struct server *)a)->stop = 1;
@@ -220,6 +230,7 @@ static void child_server(char **args)
 	CHECK_OK(smart_rpc_register(s.rpc, OP_SINK, h_sink, &s));
 	CHECK_OK(smart_rpc_register(s.rpc, OP_COUNTS, h_counts, &s));
 	CHECK_OK(smart_rpc_register(s.rpc, OP_NESTED, h_nested, &s));
+	CHECK_OK(smart_rpc_register(s.rpc, OP_POKE, h_poke, &s));
 	CHECK_OK(smart_rpc_register(s.rpc, OP_EXIT, h_exit, &s));
 	if (strcmp(args[3], "-"))
 		CHECK_OK(smart_rpc_connect(s.rpc, args[3], &s.up));
@@ -643,9 +654,33 @@ struct dial_arg {
 	smart_rpc_t *rpc;
 	smart_rpc_conn_t *k; /* to the server */
 	const char *mute;
+	int *mfd; /* the mute listener's sockets: closed to end a dial */
 	int rc, dialing;
+	int cut_in_dial; /* OP_CUT came while the dial waited */
 	uint64_t calls_meanwhile;
 };
+
+/* Close the mute listener: a dial waiting on it fails at once (its
+ * pending connection is reset), so it ends before its timeout only if
+ * something ran while it waited. */
+static void mute_close(int mfd[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (mfd[i] >= 0) {
+			close(mfd[i]);
+			mfd[i] = -1;
+		}
+}
+
+/* The server's OP_CUT: handled only if the endpoint is polled. */
+static void h_cut(smart_rpc_req_t *q, const void *d, uint32_t n, void *p)
+{
+	struct dial_arg *a = p;
+
+	a->cut_in_dial = a->dialing;
+	if (a->dialing)
+		mute_close(a->mfd);
+}
 
 static void dial_task(smart_worker_t *w, void *p)
 {
@@ -658,6 +693,7 @@ static void dial_task(smart_worker_t *w, void *p)
 	a->dialing = 0;
 }
 
+/* Three calls answered while the other task dials, then the dial cut. */
 static void echo_while_dialing(smart_worker_t *w, void *p)
 {
 	struct dial_arg *a = p;
@@ -667,67 +703,81 @@ static void echo_while_dialing(smart_worker_t *w, void *p)
 	(void)w;
 	while (!a->dialing)
 		smart_task_yield(w);
-	while (a->dialing) {
+	while (a->dialing && a->calls_meanwhile < 3) {
 		CHECK_OK(smart_rpc_call(a->k, OP_ECHO, &b, 8, &b, 8, &n));
 		a->calls_meanwhile++;
 	}
+	if (a->dialing)
+		mute_close(a->mfd);
 }
 
-/* A dial polls its endpoint while it waits: to a listener that never
- * answers, for its whole timeout (3 s) though the peers' keepalive gives a
- * silent endpoint up after 2 s; from the main context the connection to
- * the server outlives it, from a task another task's calls are answered
- * meanwhile. */
+/* A dial polls its endpoint while it waits, on events, not on time: to a
+ * listener that never answers (nothing ends the dial but its timeout,
+ * 60 s here, or the listener's close), from the main context the
+ * server's one-way OP_CUT, sent when the dial has begun, is handled
+ * during the dial and closes the listener (the dial fails, the
+ * connection to the server lives); from a task, another task's three
+ * calls are answered during the dial, and then it closes the listener.
+ * A dial that blocks (mutant RPC_DIAL_BLOCKS) runs into its timeout
+ * instead.  (Before, the test relied on the server's keepalive, 2 s,
+ * firing within a 3-s dial that did not poll, and on neither process
+ * being kept off the CPU for 2 s when it did.) */
 static void test_dial_polls(void)
 {
 	struct smart_rpc_config cfg = { SMART_RPC_CONFIG_INIT,
-					.timeout_ms = 3000,
-					.keepalive_ms = KA_MS,
-					.keepalive_misses = KA_MISSES };
+					.timeout_ms = 60000 };
 	struct dial_arg a = { 0 };
 	struct smart_rpc_stats st;
 	struct client c;
 	smart_rpc_conn_t *k2 = NULL;
-	char addr[64], mute[64];
+	char addr[64], mute[64], us[64];
 	uint64_t t0, ms, b = 1;
 	uint32_t n;
-	int mfd[2];
+	int mfd[2], rc;
 	pid_t pid;
 
 	client_open_cfg(&c, secret_path, &cfg);
-	pid = server_start_ka(0, NULL, KA_MS, NULL, addr);
+	CHECK_OK(smart_rpc_register(c.rpc, OP_CUT, h_cut, &a));
+	CHECK_OK(smart_rpc_listen(c.rpc, "127.0.0.1:0"));
+	CHECK_OK(smart_rpc_listen_addr(c.rpc, us, sizeof(us)));
+	pid = server_start_ka(0, us, 0, c.rpc, addr);
 	CHECK_OK(smart_rpc_connect(c.rpc, addr, &a.k));
 	mute_listener(mfd, mute, sizeof(mute));
+	a.mfd = mfd;
 
-	/* the main context */
+	/* the main context: the poke is queued, not handled, until the
+	 * endpoint is polled next, which only the dial does */
+	CHECK_OK(smart_rpc_send(a.k, OP_POKE, NULL, 0));
+	CHECK_OK(smart_rpc_flush(c.rpc));
 	t0 = smart_now_ns();
-	CHECK_EQ(smart_rpc_connect(c.rpc, mute, &k2), SMART_ETIMEDOUT);
+	a.dialing = 1;
+	rc = smart_rpc_connect(c.rpc, mute, &k2);
+	a.dialing = 0;
 	ms = ms_since(t0);
-	/* its timeout, not cut short at half the keepalive bound (1 s); the
-	 * deadline is in whole ms of another clock: a ms of slack */
-	CHECK_GE(ms, 2990);
+	printf("   main context: dial ended with %s after %" PRIu64
+	       " ms, the server's OP_CUT %shandled during it\n",
+	       smart_status_name(rc), ms, a.cut_in_dial ? "" : "NOT ");
+	CHECK_EQ(a.cut_in_dial, 1);
+	CHECK_NE(rc, SMART_ETIMEDOUT);
+	CHECK_NE(rc, 0);
 	CHECK_OK(smart_rpc_call(a.k, OP_ECHO, &b, 8, &b, 8, &n));
 	CHECK_OK(smart_rpc_conn_stats(a.k, &st));
 	CHECK_U64_EQ(st.ka_failures, 0);
-	printf("   main context: dial timed out after %" PRIu64 " ms (peers "
-	       "give a silent endpoint up after %d ms); the server's "
-	       "connection lives\n",
-	       ms, KA_MS * KA_MISSES);
 
 	/* a task dials, another calls meanwhile */
+	mute_listener(mfd, mute, sizeof(mute));
 	a.rpc = c.rpc;
 	a.mute = mute;
 	CHECK_OK(smart_task_spawn(c.w, dial_task, &a));
 	CHECK_OK(smart_task_spawn(c.w, echo_while_dialing, &a));
 	CHECK_OK(smart_worker_run(c.w));
-	CHECK_EQ(a.rc, SMART_ETIMEDOUT);
 	printf("   task: %" PRIu64 " calls answered while another task "
-	       "dialed\n",
-	       a.calls_meanwhile);
-	CHECK_GT(a.calls_meanwhile, 0);
-	close(mfd[0]);
-	if (mfd[1] >= 0)
-		close(mfd[1]);
+	       "dialed; the dial ended with %s\n",
+	       a.calls_meanwhile, smart_status_name(a.rc));
+	CHECK_U64_EQ(a.calls_meanwhile, 3);
+	CHECK_NE(a.rc, SMART_ETIMEDOUT);
+	CHECK_NE(a.rc, 0);
+	mute_close(mfd);
 	server_stop(a.k, pid);
 	smart_rpc_close(a.k);
 	client_close(&c);

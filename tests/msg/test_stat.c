@@ -690,6 +690,7 @@ static void test_age(void)
 {
 	static char out[OUT_MAX];
 	uint64_t young = UINT64_MAX, old = 0;
+	double t0, since;
 	struct client c1, c2;
 	char addr[64];
 	pid_t server = server_start(addr);
@@ -698,9 +699,11 @@ static void test_age(void)
 	client_open(&c1, addr);
 	calls(&c1, 1);
 	sleep_ms(1000);
+	t0 = test_now_ms();
 	client_open(&c2, addr);
 	calls(&c2, 1);
 	CHECK_MSG(!stat_pid(server, 1, NULL, out), "smart-stat: %s", out);
+	since = test_now_ms() - t0;
 	s = strstr(out, "\"conns\":[");
 	for (; s && (s = strstr(s, "\"age_ms\":")); s++) {
 		uint64_t age = json_u64(s, "age_ms");
@@ -713,7 +716,10 @@ static void test_age(void)
 	       old, young, json_u64(out, "qp_cache_hits"));
 	CHECK_GE(json_u64(out, "qp_cache_hits"), 2);
 	CHECK_GE(old, 1000);
-	CHECK_LT(young, 500);
+	/* no older than the time since it was opened: measured, for the
+	 * tool's start under load may take longer than any guess */
+	CHECK_LE(young, (uint64_t)since + 1);
+	CHECK_LT(young, old);
 	smart_rpc_close(c2.k);
 	CHECK_OK(smart_rpc_destroy(c2.rpc));
 	CHECK_OK(smart_worker_destroy(c2.w));
