@@ -152,16 +152,16 @@ post_in_turn(struct smart_worker *w, struct smart__task *t,
  * free entry behind its tail and committed (docs/design.md §9.2): post's
  * loop and checks for a chain of any kind are not run.  Nothing yields
  * between the slot and the commit, so no other post comes between them;
- * the slot is taken only in a private group (w->sq_slot), for a WR it takes
- * (not inline), and when nobody waits for room (a waiter's turn is never
- * passed).  Else, or when the transport has no slot, post in turn. */
+ * the slot is taken only in a private group (w->sq_slot) and when nobody
+ * waits for room (a waiter's turn is never passed).  Else, or when the
+ * transport has no slot or refuses the commit, post in turn. */
 static inline __attribute__((always_inline)) int
 post_one(struct smart_worker *w, struct smart__task *t, struct smart__qp *qp,
 	 struct smart_tp_wr *wr)
 {
 	struct smart_tp_wr *e;
 
-	if (smart_likely(!(wr->flags & SMART_TP_INLINE) && w->sq_slot) &&
+	if (smart_likely(w->sq_slot != NULL) &&
 	    (SMART_M_OPS_SLOT_NO_TURN ||
 	     atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
 		     atomic_load_explicit(&qp->room_turn,

@@ -579,16 +579,23 @@ struct smart_tp_wr *smart__shm_sq_slot(struct smart_tp_qp *qp)
 }
 
 /* Moves the tail over the slot's WR and writes the doorbell record, as
- * shm_post_locked does after its copy; a SEND or an inline WRITE would
- * need post's checks and copies, and is refused. */
+ * shm_post_locked does after its copy, with the same check and copy of
+ * an inline WRITE's data; a SEND or WRITE_IMM would need post's checks,
+ * and is refused. */
 int smart__shm_sq_commit(struct smart_tp_qp *qp)
 {
 	struct smart_tp_cq *cq = qp->cq;
-	const struct smart_tp_wr *wr = &qp->sq[qp->sq_tail & qp->sq_mask].wr;
+	struct shm_wqe *e = &qp->sq[qp->sq_tail & qp->sq_mask];
+	const struct smart_tp_wr *wr = &e->wr;
 
-	if (smart_unlikely(wr->opcode >= SMART_TP_SEND ||
-			   (wr->flags & SMART_TP_INLINE)))
+	if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
 		return SMART_EINVAL;
+	if (smart_unlikely(wr->flags & SMART_TP_INLINE) &&
+	    wr->opcode == SMART_TP_WRITE) {
+		if (wr->len > SHM_MAX_INLINE || !wr->local)
+			return SMART_EINVAL;
+		memcpy(e->inl, wr->local, wr->len);
+	}
 	shm_lock(cq->flags, &cq->lock);
 	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
 		shm_unlock(cq->flags, &cq->lock);

@@ -480,10 +480,25 @@ void case_sq_slot(const struct smart_conf_env *env)
 	run1(&c, eag_wr(&f, 201, CONF_SIG));
 	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 200), 0);
 	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 201), 202);
-	/* what needs post's checks or copies is refused, nothing posted */
+	/* an inline WRITE's data is taken at the commit, as at a post
+	 * (the source changed after it is not what lands) */
 	e = f.ops->sq_slot(c.qp);
 	CHECK(e != NULL);
 	*e = eag_wr(&f, 202, CONF_SIG | SMART_TP_INLINE);
+	CHECK_OK(f.ops->sq_commit(c.qp));
+	((uint64_t *)f.laddr)[202] = 99;
+	wait_wcs(f.ops, c.cq, wc, 1);
+	CHECK_WC(wc[0], 202, SMART_TP_WC_OK);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 202), 203);
+	/* what post would refuse is refused, nothing posted: an inline
+	 * WRITE too long for the WQE, a SEND on a QP without receives */
+	e = f.ops->sq_slot(c.qp);
+	CHECK(e != NULL);
+	*e = eag_wr(&f, 203, CONF_SIG | SMART_TP_INLINE);
+	e->len = 1u << 20;
+	CHECK_EQ(f.ops->sq_commit(c.qp), SMART_EINVAL);
+	*e = eag_wr(&f, 203, CONF_SIG);
+	e->opcode = SMART_TP_SEND;
 	CHECK_EQ(f.ops->sq_commit(c.qp), SMART_EINVAL);
 	expect_quiet(f.ops, c.cq);
 	/* slots until the queue is full, as post's singles would fill it */
