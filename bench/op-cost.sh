@@ -3,12 +3,16 @@
 #
 # Runs smart-perf under valgrind's callgrind, which counts instructions,
 # not seconds: the same binary, flags and seed give the same count per op
-# whatever else the machine does.  Only the measured window is counted:
-# the benchmark kit zeroes callgrind's counts when the window opens and
-# dumps them when it closes (bench/kit/run.c); every thread is counted
-# (the main thread waiting for the window's end and the lease keeper add
-# under one instruction per op), and the count is divided by the ops
-# smart-perf reports for the window.  The whole is the sum of every
+# whatever else the machine does.  Only the threads that do the ops are
+# counted, each from its first op to its last: callgrind keeps each
+# thread's counts apart (--separate-threads=yes) and the benchmark kit
+# zeroes a worker's when it starts its ops and dumps them (the part
+# "ops") when it has done them (bench/kit/run.c); the sum over the
+# workers is divided by the ops they report.  The other threads run by
+# the clock, not by the ops (the lease keeper's renewals, the main
+# thread's wait for the window's end): counted, their share per op grew
+# as a loaded machine let fewer ops into the window's seconds (READ 1x8
+# +4.8 at a tenth of the ops, more on CI's busy cores), so they are not.  The whole is the sum of every
 # function's own count in the window; the layers are sums of functions'
 # own counts, and "other" is what is left.  Each function's own (exclusive)
 # instructions go to the layer of the file they were compiled from:
@@ -169,6 +173,7 @@ run() {
 	for try in 1 2 3; do
 		rm -f "$out" "$out".*
 		valgrind --tool=callgrind --fair-sched=yes \
+			--separate-threads=yes \
 			--callgrind-out-file="$out" "${cmd[@]}" \
 			>"$TMP/perf.json" 2>"$TMP/perf.err"
 		rc=$?
@@ -188,11 +193,21 @@ run() {
 		fails=$((fails + 1))
 		return 1
 	fi
+	# the workers' parts "ops" (one file per thread and dump), summed
+	local f parts=()
+	for f in "$out".*; do
+		grep -q '^desc: Trigger: Client Request: ops$' "$f" &&
+			parts+=("$f")
+	done
 	t=0
-	[ -s "$out.1" ] &&
-		read -r t app rt svc tp util rng other ds <<<"$(layers "$out.1")"
+	[ ${#parts[@]} -gt 0 ] &&
+		read -r t app rt svc tp util rng other ds <<<"$(
+			for f in "${parts[@]}"; do layers "$f"; done |
+			awk '{ for (i = 1; i <= NF; i++) s[i] += $i }
+			     END { for (i = 1; i <= 9; i++)
+					printf "%d ", s[i]; print "" }')"
 	if [ "${t:-0}" = 0 ]; then
-		echo "op-cost.sh: $name: no window was dumped (a smart-perf" \
+		echo "op-cost.sh: $name: no worker's ops were dumped (a binary" \
 			"built without valgrind's callgrind.h?)" >&2
 		fails=$((fails + 1))
 		return 1

@@ -70,6 +70,13 @@ int kit_runner_await(struct kit_runner *r, int ph);
 /* Anyone: move every thread to phase ph. */
 void kit_runner_set(struct kit_runner *r, int ph);
 
+/* A thread that does a run's ops: its instructions start to count (under
+ * valgrind's callgrind, bench/op-cost.sh) when it starts them, and are
+ * dumped as the part "ops" when it has done its last one (the ops it
+ * reports are the same ones).  Nothing outside valgrind. */
+void kit_count_begin(void);
+void kit_count_end(void);
+
 /*
  * Errors after which a run cannot go on: the blade (or peer) is gone, a
  * queue pair broke, this client was fenced, a peer stopped answering.

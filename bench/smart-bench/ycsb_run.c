@@ -614,9 +614,12 @@ static void *thread_main(void *arg)
 	if (!rc && !y->no_preload)
 		rc = spawn_all(th, w, tasks, load_task);
 	kit_runner_ready(&y->runner);
-	if (kit_runner_await(&y->runner, KIT_RUN) == KIT_RUN && !rc)
+	if (kit_runner_await(&y->runner, KIT_RUN) == KIT_RUN && !rc) {
+		kit_count_begin();
 		rc = spawn_all(th, w, tasks,
 			       y->w->sweep ? sweep_task : run_task);
+		kit_count_end();
+	}
 	atomic_fetch_sub(&y->running, 1);
 	/* free what this worker retired before it goes (the keeper would,
 	 * later): the report counts blocks freed at the end of the run; a

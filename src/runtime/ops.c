@@ -148,6 +148,32 @@ post_in_turn(struct smart_worker *w, struct smart__task *t,
 	return post_wait_turn(w, t, qp, wr, n);
 }
 
+/* A chain of one WR (the common sync) written into the send queue's
+ * free entry behind its tail and committed (docs/design.md §9.2): post's
+ * loop and checks for a chain of any kind are not run.  Nothing yields
+ * between the slot and the commit, so no other post comes between them;
+ * the slot is taken only in a private group (w->sq_slot) and when nobody
+ * waits for room (a waiter's turn is never passed).  Else, or when the
+ * transport has no slot or refuses the commit, post in turn. */
+static inline __attribute__((always_inline)) int
+post_one(struct smart_worker *w, struct smart__task *t, struct smart__qp *qp,
+	 struct smart_tp_wr *wr)
+{
+	struct smart_tp_wr *e;
+
+	if (smart_likely(w->sq_slot != NULL) &&
+	    (SMART_M_OPS_SLOT_NO_TURN ||
+	     atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+		     atomic_load_explicit(&qp->room_turn,
+					  memory_order_relaxed)) &&
+	    (e = w->sq_slot(qp->tqp)) != NULL) {
+		*e = *wr;
+		if (smart_likely(w->tp->sq_commit(qp->tqp) == 0))
+			return 0;
+	}
+	return post_in_turn(w, t, qp, wr, 1);
+}
+
 /* The transport refused batch b's chain to blade: none of it is in
  * flight.  Out of line: the posting path keeps its registers. */
 static __attribute__((noinline, cold)) void post_failed(struct smart_worker *w,
@@ -218,7 +244,8 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	 * room is not freed under it (worker.c reaps at zero) */
 	cnt_add(&qp->outstanding, n, w->group->shared);
 	t->posting = b; /* not in flight yet: no poll may fail it */
-	rc = post_in_turn(w, t, qp, c->wr, n);
+	rc = n == 1 ? post_one(w, t, qp, c->wr) :
+		      post_in_turn(w, t, qp, c->wr, n);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
 		post_failed(w, t, b, c->blade, rc);

@@ -564,6 +564,8 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	w->index = internal ? -1 : ctx->next_worker++;
 	smart__backoff_init(w);
 	rc = smart__group_get(ctx, w->index, &w->group);
+	if (!rc && !w->group->shared)
+		w->sq_slot = ctx->tp->sq_slot;
 	if (!rc && !internal) {
 		w->next = ctx->workers;
 		ctx->workers = w;

@@ -138,6 +138,22 @@
 #define SMART_M_TASK_WAIT_POLLS_HANDLERS 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_SLOT_NO_ROOM /* shm_qp.c: sq_slot hands out the
+					* entry behind the tail of a full
+					* send queue (a WR not yet executed) */
+#define SMART_M_SHM_SLOT_NO_ROOM 1
+#else
+#define SMART_M_SHM_SLOT_NO_ROOM 0
+#endif
+
+#ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
+				       * send-queue slot while a poster waits
+				       * for room in turn */
+#define SMART_M_OPS_SLOT_NO_TURN 1
+#else
+#define SMART_M_OPS_SLOT_NO_TURN 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_RECV_TRUSTS_LEN /* shm_recv.c: a peer's message
 					 * length copied unchecked */
 #define SMART_M_SHM_RECV_TRUSTS_LEN 1

@@ -523,6 +523,8 @@ struct room_arg {
 	smart_gaddr_t g;
 	int *small_left; /* small tasks still running */
 	int big_rounds;	 /* rounds of the big task while they ran */
+	int read;	 /* small tasks READ (a one-WR sync's send-queue
+			  * slot, ops.c), else WRITE 8 B (inline: post) */
 };
 
 static void room_small_task(smart_worker_t *w, void *p)
@@ -533,7 +535,8 @@ static void room_small_task(smart_worker_t *w, void *p)
 
 	for (i = 0; i < ROOM_ROUNDS; i++) {
 		v = (uint64_t)i;
-		CHECK_OK(smart_write(w, a->g, &v, 8));
+		CHECK_OK(a->read ? smart_read(w, a->g, 8, &v) :
+				   smart_write(w, a->g, &v, 8));
 		CHECK_OK(smart_sync(w));
 	}
 	(*a->small_left)--;
@@ -557,7 +560,7 @@ static void room_big_task(smart_worker_t *w, void *p)
 	}
 }
 
-static void test_room_turns(void)
+static void room_turns(int read)
 {
 	static const char *const kv[] = { "qp_depth", "16", "chain_max", "16",
 					  NULL };
@@ -569,11 +572,12 @@ static void test_room_turns(void)
 
 	fixture_start(&f, 4 << 20, 0, kv);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	big = (struct room_arg){ smart_gaddr(0, 1 << 20), &left, 0 };
+	big = (struct room_arg){ smart_gaddr(0, 1 << 20), &left, 0, 0 };
 	CHECK_OK(smart_task_spawn(w, room_big_task, &big));
 	for (i = 0; i < ROOM_SMALL; i++) {
 		small[i] = (struct room_arg){
-			smart_gaddr(0, (2 << 20) + 64 * (uint64_t)i), &left, 0
+			smart_gaddr(0, (2 << 20) + 64 * (uint64_t)i), &left, 0,
+			read
 		};
 		CHECK_OK(smart_task_spawn(w, room_small_task, &small[i]));
 	}
@@ -585,8 +589,86 @@ static void test_room_turns(void)
 	       (unsigned long long)st.c[SMART_STAT_QP_FULL]);
 	CHECK_GT(st.c[SMART_STAT_QP_FULL], 0);
 	/* shm: 400 rounds; rxe: 44 and more (how many WRs a poll reaps
-	 * moves it); without the turns 1 (mutant OPS_NO_ROOM_TURN) */
+	 * moves it); without the turns 1 (mutant OPS_NO_ROOM_TURN), or with
+	 * READs taking the slot past a waiter (OPS_SLOT_NO_TURN) */
 	CHECK_GE(big.big_rounds, ROOM_ROUNDS / 40);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+static void test_room_turns(void)
+{
+	room_turns(0);
+}
+
+/* The same with one-WR READs, whose sync writes the WR into the send
+ * queue's slot when nobody waits for room (docs/design.md §9.2). */
+static void test_room_turns_slot(void)
+{
+	room_turns(1);
+}
+
+/* A one-WR sync never passes a poster waiting for room in turn, though
+ * its one WR would fit: task 1 holds one entry of 16, task 2's chain of
+ * 16 WRITEs (the word to 1) waits, task 3's READ of the word goes behind
+ * it and sees 1.  Taking the send-queue slot past the waiter (mutant
+ * OPS_SLOT_NO_TURN) would run the READ first: 0. */
+struct turn_arg {
+	smart_gaddr_t g;
+	uint64_t got;
+};
+
+static void turn_hold_task(smart_worker_t *w, void *p)
+{
+	struct turn_arg *a = p;
+
+	CHECK_OK(smart_read_sync(w, smart_gaddr_add(a->g, 4096), 8, &a->got));
+}
+
+static void turn_chain_task(smart_worker_t *w, void *p)
+{
+	struct turn_arg *a = p;
+	uint64_t one = 1; /* read at the post, in smart_sync */
+	int i;
+
+	for (i = 0; i < 16; i++)
+		CHECK_OK(smart_write(w,
+				     smart_gaddr_add(a->g,
+						     8 * (uint64_t)(15 - i)),
+				     &one, 8));
+	CHECK_OK(smart_sync(w));
+}
+
+static void turn_read_task(smart_worker_t *w, void *p)
+{
+	struct turn_arg *a = p;
+
+	CHECK_OK(smart_read_sync(w, a->g, 8, &a->got));
+}
+
+static void test_slot_turn_order(void)
+{
+	static const char *const kv[] = { "qp_depth", "16", "chain_max", "16",
+					  NULL };
+	struct turn_arg hold, chain, rd;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	hold = chain = rd = (struct turn_arg){ smart_gaddr(0, 1 << 20), 7 };
+	CHECK_OK(smart_task_spawn(w, turn_hold_task, &hold));
+	CHECK_OK(smart_task_spawn(w, turn_chain_task, &chain));
+	CHECK_OK(smart_task_spawn(w, turn_read_task, &rd));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	printf("the chain found the queue full %llu times; the READ behind "
+	       "it got %llu\n",
+	       (unsigned long long)st.c[SMART_STAT_QP_FULL],
+	       (unsigned long long)rd.got);
+	CHECK_GT(st.c[SMART_STAT_QP_FULL], 0);
+	CHECK_U64_EQ(rd.got, 1);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -874,6 +956,8 @@ int main(int argc, char **argv)
 		{ "qp_repair", test_qp_repair },
 		{ "cq_failure", test_cq_failure },
 		{ "room_turns", test_room_turns },
+		{ "room_turns_slot", test_room_turns_slot },
+		{ "slot_turn_order", test_slot_turn_order },
 		{ "alloc_basic", test_alloc_basic },
 		{ "alloc_concurrent", test_alloc_concurrent },
 		{ "alloc_refill", test_alloc_refill },

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "transport/shm/shm.h"
+#include "util/mutant.h"
 
 int smart__shm_cq_create(struct smart_tp_domain *d, uint32_t depth,
 			 uint32_t flags, struct smart_tp_cq **out)
@@ -557,6 +558,53 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	rc = shm_post_locked(qp, wrs, n);
 	shm_unlock(qp->flags, &qp->lock);
 	return rc;
+}
+
+/* The slot of one one-sided WR (transport.h): the entry behind the tail,
+ * which the executor does not read before the tail moves past it, on a
+ * QP no other thread posts to and whose posts take the plain way (no
+ * model, no adversarial CQ: those keep post's checks). */
+struct smart_tp_wr *smart__shm_sq_slot(struct smart_tp_qp *qp)
+{
+	uint32_t head = atomic_load_explicit(&qp->sq_head,
+					     memory_order_acquire);
+
+	if (smart_unlikely(qp->state == SHM_QP_RESET || qp->model ||
+			   (qp->flags & SMART_TP_SHARED) || qp->cq->special))
+		return NULL;
+	if (!SMART_M_SHM_SLOT_NO_ROOM &&
+	    smart_unlikely(qp->sq_tail - head > qp->sq_mask))
+		return NULL; /* full: post waits for room in turn */
+	return &qp->sq[qp->sq_tail & qp->sq_mask].wr;
+}
+
+/* Moves the tail over the slot's WR and writes the doorbell record, as
+ * shm_post_locked does after its copy, with the same check and copy of
+ * an inline WRITE's data; a SEND or WRITE_IMM would need post's checks,
+ * and is refused. */
+int smart__shm_sq_commit(struct smart_tp_qp *qp)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	struct shm_wqe *e = &qp->sq[qp->sq_tail & qp->sq_mask];
+	const struct smart_tp_wr *wr = &e->wr;
+
+	if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
+		return SMART_EINVAL;
+	if (smart_unlikely(wr->flags & SMART_TP_INLINE) &&
+	    wr->opcode == SMART_TP_WRITE) {
+		if (wr->len > SHM_MAX_INLINE || !wr->local)
+			return SMART_EINVAL;
+		memcpy(e->inl, wr->local, wr->len);
+	}
+	shm_lock(cq->flags, &cq->lock);
+	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
+		shm_unlock(cq->flags, &cq->lock);
+		return SMART_EAGAIN;
+	}
+	qp->sq_tail++;
+	shm_db_ring(cq, qp, 1, 1);
+	shm_unlock(cq->flags, &cq->lock);
+	return 0;
 }
 
 /* Execute one WR; returns a completion status.  Inline in the plain

@@ -448,6 +448,89 @@ void case_eagain(const struct smart_conf_env *env)
 }
 
 /* ------------------------------------------------------------------ */
+/* Case: sq_slot — post's fast way for one WR (where a transport has it):
+ * an entry is handed out only while the queue has room, a filled entry
+ * runs only once committed, the commit refuses what needs post's checks */
+
+void case_sq_slot(const struct smart_conf_env *env)
+{
+	struct smart_tp_wc wc[256];
+	struct smart_tp_wr *e, w;
+	struct fx f;
+	struct conn c;
+	int cap, k;
+
+	fx_open(&f, env);
+	if (!f.ops->sq_slot) {
+		printf("   %s has no sq_slot (post only)\n", f.ops->name);
+		fx_close(&f);
+		return;
+	}
+	conn_open(&f, NULL, 256, EAG_MAX_WR, 0, &c);
+	/* an entry filled and not committed is free: the next post's WR
+	 * takes it, the uncommitted one never runs */
+	e = f.ops->sq_slot(c.qp);
+	if (!e) { /* shm's model and adversarial CQs keep post's checks */
+		printf("   this QP takes post's general way (no slot)\n");
+		conn_close(&c);
+		fx_close(&f);
+		return;
+	}
+	*e = eag_wr(&f, 200, CONF_SIG);
+	run1(&c, eag_wr(&f, 201, CONF_SIG));
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 200), 0);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 201), 202);
+	/* an inline WRITE's data is taken at the commit, as at a post
+	 * (the source changed after it is not what lands) */
+	e = f.ops->sq_slot(c.qp);
+	CHECK(e != NULL);
+	*e = eag_wr(&f, 202, CONF_SIG | SMART_TP_INLINE);
+	CHECK_OK(f.ops->sq_commit(c.qp));
+	((uint64_t *)f.laddr)[202] = 99;
+	wait_wcs(f.ops, c.cq, wc, 1);
+	CHECK_WC(wc[0], 202, SMART_TP_WC_OK);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 202), 203);
+	/* what post would refuse is refused, nothing posted: an inline
+	 * WRITE too long for the WQE, a SEND on a QP without receives */
+	e = f.ops->sq_slot(c.qp);
+	CHECK(e != NULL);
+	*e = eag_wr(&f, 203, CONF_SIG | SMART_TP_INLINE);
+	e->len = 1u << 20;
+	CHECK_EQ(f.ops->sq_commit(c.qp), SMART_EINVAL);
+	*e = eag_wr(&f, 203, CONF_SIG);
+	e->opcode = SMART_TP_SEND;
+	CHECK_EQ(f.ops->sq_commit(c.qp), SMART_EINVAL);
+	expect_quiet(f.ops, c.cq);
+	/* slots until the queue is full, as post's singles would fill it */
+	for (cap = 0;; cap++) {
+		CHECK_MSG(cap < 256,
+			  "sq_slot handed out more than 256 entries of a "
+			  "send queue of max_send_wr %d (only poll() frees "
+			  "room)",
+			  EAG_MAX_WR);
+		e = f.ops->sq_slot(c.qp);
+		if (!e)
+			break;
+		*e = eag_wr(&f, (uint64_t)cap, CONF_SIG);
+		CHECK_OK(f.ops->sq_commit(c.qp));
+	}
+	printf("   sq_slot took %d WRs (max_send_wr %d)\n", cap, EAG_MAX_WR);
+	CHECK_GE(cap, EAG_MAX_WR);
+	w = eag_wr(&f, (uint64_t)cap, CONF_SIG);
+	CHECK_EQ(f.ops->post(c.qp, &w, 1), SMART_EAGAIN);
+	wait_wcs(f.ops, c.cq, wc, cap);
+	for (k = 0; k < cap; k++) {
+		CHECK_WC(wc[k], k, SMART_TP_WC_OK);
+		CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * (size_t)k),
+			     (uint64_t)k + 1);
+	}
+	expect_quiet(f.ops, c.cq);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 200), 0);
+	conn_close(&c);
+	fx_close(&f);
+}
+
+/* ------------------------------------------------------------------ */
 /* Case: inline_limit — an inline WRITE up to caps.max_inline bytes is  */
 /* sent from unregistered memory; one byte more is refused by post,     */
 /* the whole chain with it, and the QP stays usable                     */
