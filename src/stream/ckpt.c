@@ -417,7 +417,10 @@ static void nap_ms(void)
 }
 
 /* The owner word, CASed from a free or dead holder's to ours; a live
- * holder is waited for until wait_ms (its lease runs out: fenced). */
+ * holder is waited for until wait_ms (its lease runs out: fenced).  A
+ * lost CAS looks again at once: the word then names the winner, alive
+ * (refused or waited for) unless it died too; so the loop runs once more
+ * per racer that won and died, and ends. */
 static int take_area(struct smart_stream *s, struct stream_ckpt *k)
 {
 	smart_gaddr_t a = k->ar.c.base;
@@ -443,6 +446,7 @@ static int take_area(struct smart_stream *s, struct stream_ckpt *k)
 			rc = smart_cas_sync(s->w, a, cur, k->owner, &old);
 		if (!rc && old == cur)
 			return 0;
+		k->owner = 0; /* lost (or failed): not ours to release */
 	}
 	return rc;
 }

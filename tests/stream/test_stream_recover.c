@@ -30,7 +30,8 @@
 #include "smart/smart.h"
 #include "smart/stream.h"
 
-#define LEASE_MS  400
+#define LEASE_MS                                                               \
+	1000 /* a live owner held in a hook keeps it on a loaded machine */
 #define SLACK_MS  1500 /* scheduling on a loaded machine */
 #define RECORDS	  3000
 #define EPOCH	  64 /* 46 full epochs and the final one: 47 ends */
