@@ -59,11 +59,18 @@ struct report {
 	uint64_t resume, attach_ms, late, records, results;
 };
 
-static void query_of(struct smart_stream_query *q)
+/* NB7's MAX per tumbling window, or (sliding) SUM per window of 200
+ * every 50: each record in four buckets. */
+static void query_of(struct smart_stream_query *q, int sliding)
 {
 	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_NB7, q));
 	q->lateness = 25;
 	q->size = 200;
+	if (sliding) {
+		q->window = SMART_STREAM_SLIDING;
+		q->slide = 50;
+		q->agg = SMART_STREAM_SUM;
+	}
 }
 
 static uint8_t *input(void)
@@ -74,7 +81,7 @@ static uint8_t *input(void)
 	struct smart_stream_query q;
 	uint8_t *in;
 
-	query_of(&q);
+	query_of(&q, 0);
 	in = malloc((size_t)RECORDS * q.record_bytes);
 	CHECK(in != NULL);
 	CHECK_OK(smart_stream_gen_fill(&g, 0, RECORDS, in));
@@ -137,7 +144,7 @@ static int run_stream(smart_stream_t *s, const uint8_t *in, uint64_t from,
 }
 
 /* args: blade address, secret, area base, point, hit, mode, wait_ms,
- * report fd, hold fd.  Attaches, reports, pushes from the resume index, finishes,
+ * report fd, hold fd, sliding.  Attaches, reports, pushes from the resume index, finishes,
  * reports again; dies at the hook when told. */
 static void child_exec(char **a)
 {
@@ -161,7 +168,7 @@ static void child_exec(char **a)
 	c.engine = SMART_STREAM_SLASH;
 	c.executors = 1;
 	c.epoch_records = EPOCH;
-	query_of(&c.query);
+	query_of(&c.query, atoi(a[9]));
 	CHECK_OK(smart_stream_create(w, &c, &s));
 	ck_of(&cc, strtoull(a[2], NULL, 0), (uint32_t)atoi(a[6]));
 	t0 = lb_now_ms();
@@ -196,7 +203,7 @@ struct world {
 	smart_gaddr_t base;
 	uint64_t bytes;
 	struct ref_out ref;
-	int runs;
+	int runs, sliding;
 };
 
 struct kid {
@@ -209,7 +216,7 @@ struct kid {
 static void kid_start(struct world *wd, struct kid *k, const char *point,
 		      int hit, int mode, uint32_t wait_ms)
 {
-	char base[24], h[12], m[12], wm[12], fd[12], hd[12];
+	char base[24], h[12], m[12], wm[12], fd[12], hd[12], sl[4];
 	int p[2], q[2];
 
 	memset(k, 0, sizeof(*k));
@@ -219,6 +226,7 @@ static void kid_start(struct world *wd, struct kid *k, const char *point,
 	CHECK_EQ(fcntl(p[1], F_SETFD, 0), 0);
 	CHECK_EQ(fcntl(q[0], F_SETFD, 0), 0);
 	snprintf(hd, sizeof(hd), "%d", q[0]);
+	snprintf(sl, sizeof(sl), "%d", wd->sliding);
 	snprintf(base, sizeof(base), "0x%" PRIx64, (uint64_t)wd->base);
 	snprintf(h, sizeof(h), "%d", hit);
 	snprintf(m, sizeof(m), "%d", mode);
@@ -227,7 +235,7 @@ static void kid_start(struct world *wd, struct kid *k, const char *point,
 	k->pid = test_spawn("exec",
 			    (const char *[]){ smart_blade_address(wd->b),
 					      secret_path, base, point, h, m,
-					      wm, fd, hd, NULL });
+					      wm, fd, hd, sl, NULL });
 	CHECK_GE(k->pid, 0);
 	guard_add(k->pid);
 	close(p[1]);
@@ -327,7 +335,7 @@ static uint64_t kill_at(struct world *wd, const char *point, int hit)
 	return lb_now_ms();
 }
 
-static void world_open(struct world *wd)
+static void world_open(struct world *wd, int sliding)
 {
 	struct smart_stream_ckpt_config cc;
 	struct smart_stream_query q;
@@ -336,6 +344,7 @@ static void world_open(struct world *wd)
 	size_t n[1] = { RECORDS };
 
 	memset(wd, 0, sizeof(*wd));
+	wd->sliding = sliding;
 	wd->b = lb_blade_start(64 << 20, LEASE_MS);
 	wd->ctx = lb_ctx_open(smart_blade_address(wd->b), secret_path,
 			      &wd->blade);
@@ -343,7 +352,7 @@ static void world_open(struct world *wd)
 	ck_of(&cc, 0, 0);
 	CHECK_OK(smart_stream_ckpt_bytes(&cc, &wd->bytes));
 	CHECK_OK(smart_alloc(wd->w, wd->blade, wd->bytes, &wd->base));
-	query_of(&q);
+	query_of(&q, sliding);
 	ref_run(&q, 1, ins, n, &wd->ref);
 	CHECK(wd->ref.late > 100);
 	free(in);
@@ -365,25 +374,27 @@ static const int hits[] = { 1, 9, 30, EPOCHS };
 /* SIGKILL at each hook of the epoch end, at the first, two middle and
  * the last epoch; then a recoverer killed inside its recovery or in its
  * own checkpoints, and a third process finishing. */
-static void test_kills(void)
+static uint64_t kills_at_hooks(struct world *wd)
 {
-	struct world wd;
 	uint64_t resume, ms, worst = 0;
 
-	world_open(&wd);
 	for (size_t p = 0; p < sizeof(points) / sizeof(*points); p++)
 		for (size_t h = 0; h < sizeof(hits) / sizeof(*hits); h++) {
-			area_zero(&wd);
-			ms = take_over(&wd, kill_at(&wd, points[p], hits[h]),
+			area_zero(wd);
+			ms = take_over(wd, kill_at(wd, points[p], hits[h]),
 				       &resume);
-			check_output(&wd, points[p]);
+			check_output(wd, points[p]);
 			worst = ms > worst ? ms : worst;
 			printf("killed at %-20s #%-2d: taker resumed at record "
 			       "%4" PRIu64 ", owned %3" PRIu64
-			       " ms after the death, output = reference (%zu "
-			       "results)\n",
-			       points[p], hits[h], resume, ms, wd.ref.n);
+			       " ms after the death, output = reference\n",
+			       points[p], hits[h], resume, ms);
 		}
+	return worst;
+}
+
+static uint64_t kills_of_recoverers(struct world *wd)
+{
 	static const struct {
 		const char *point;
 		int hit;
@@ -391,25 +402,46 @@ static void test_kills(void)
 		    { "stream.recover.restored", 1 },
 		    { "stream.ckpt.torn", 20 },
 		    { "stream.ckpt.logged", 3 } };
+	uint64_t resume, ms, worst = 0;
+
 	for (size_t i = 0; i < sizeof(rec) / sizeof(*rec); i++) {
-		area_zero(&wd);
-		(void)kill_at(&wd, "stream.ckpt.written", 9);
-		ms = take_over(&wd, kill_at(&wd, rec[i].point, rec[i].hit),
+		area_zero(wd);
+		(void)kill_at(wd, "stream.ckpt.written", 9);
+		ms = take_over(wd, kill_at(wd, rec[i].point, rec[i].hit),
 			       &resume);
-		check_output(&wd, rec[i].point);
+		check_output(wd, rec[i].point);
 		worst = ms > worst ? ms : worst;
 		printf("recoverer killed at %-23s #%-2d: third process resumed "
 		       "at %4" PRIu64 ", owned %3" PRIu64 " ms after, output = "
 		       "reference\n",
 		       rec[i].point, rec[i].hit, resume, ms);
 	}
-	printf("%d runs, every output equal to the reference (%zu results, "
-	       "%" PRIu64 " late); death to taker owning at most %" PRIu64
-	       " ms (lease %d ms; a killed owner is fenced by the blade at "
-	       "once, the rest is the taker's start)\n",
-	       wd.runs, wd.ref.n, wd.ref.late, worst, LEASE_MS);
-	CHECK_EQ(wd.runs, 20);
-	world_close(&wd);
+	return worst;
+}
+
+/* SIGKILL at each hook of the epoch end, at the first, two middle and
+ * the last epoch; then a recoverer killed inside its recovery or in its
+ * own checkpoints, and a third process finishing.  Tumbling MAX, then
+ * sliding SUM. */
+static void test_kills(void)
+{
+	for (int sliding = 0; sliding < 2; sliding++) {
+		struct world wd;
+		uint64_t a, b;
+
+		world_open(&wd, sliding);
+		a = kills_at_hooks(&wd);
+		b = kills_of_recoverers(&wd);
+		printf("%s: %d runs, every output equal to the reference (%zu "
+		       "results, %" PRIu64 " late); death to taker owning at "
+		       "most %" PRIu64 " ms (lease %d ms; a killed owner is "
+		       "fenced by the blade at once, the rest is the taker's "
+		       "start)\n",
+		       sliding ? "sliding SUM" : "tumbling MAX", wd.runs,
+		       wd.ref.n, wd.ref.late, a > b ? a : b, LEASE_MS);
+		CHECK_EQ(wd.runs, 20);
+		world_close(&wd);
+	}
 }
 
 /* An owner that is alive but slow (held in its hook in the middle of
@@ -425,7 +457,7 @@ static void test_stopped(void)
 	uint64_t t_stop, ms, resume;
 	int st;
 
-	world_open(&wd);
+	world_open(&wd, 0);
 	area_zero(&wd);
 	kid_start(&wd, &own, "stream.ckpt.torn", 9, M_BLOCK, 0);
 	CHECK_EQ(read(own.fd, &own.r[0], sizeof(own.r[0])),
@@ -470,7 +502,7 @@ static void test_racing(void)
 	struct world wd;
 	int won = 0, busy = 0;
 
-	world_open(&wd);
+	world_open(&wd, 0);
 	for (int round = 0; round < 4; round++) {
 		struct kid a, b;
 		int sa, sb;
@@ -523,7 +555,7 @@ static void test_corrupt(void)
 			      0,	  0,  0, 0, 0, 0, 0, 0 };
 	uint64_t resume;
 
-	world_open(&wd);
+	world_open(&wd, 0);
 	area_zero(&wd);
 	(void)kill_at(&wd, "stream.ckpt.written", 5);
 	/* slot 0 (after the owner word's 64 bytes; it held checkpoint 4,
