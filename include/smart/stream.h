@@ -259,19 +259,25 @@ int smart_stream_ckpt_bytes(const struct smart_stream_ckpt_config *c,
  * to wait_ms for a live one to be fenced), restore the newest complete
  * checkpoint in it and give the index of the first input record still to
  * push (0 for a fresh area); from then on every epoch end writes a
- * checkpoint.  Call on a new executor before any push.  SMART_EBUSY: a
- * live owner holds it; SMART_ENOTSUP: not SLASH with one executor;
- * SMART_EINVAL (pushed already, bad c, query or epoch differing from the
- * checkpoint's); the ops' errors.  On error the executor is unchanged (an
- * area taken stays owned by this ctx until smart_stream_close).
- * Thread: s's worker, main context. */
+ * checkpoint (push and finish then also fail with the ops' errors:
+ * SMART_EFENCED once this ctx was fenced, when another executor may own
+ * the area), and smart_stream_close gives the area back.  Call on a new
+ * executor before any push.  SMART_EBUSY: a live owner holds it;
+ * SMART_ENOTSUP: not SLASH with one executor; SMART_EINVAL (pushed
+ * already, bad c, query or epoch differing from the checkpoint's);
+ * SMART_ENOMEM (a registered buffer of one slot: the ctx's buf_pool must
+ * hold it); SMART_ENOSPC (more entries than the executor's max_entries);
+ * the ops' errors.  On error the executor is unchanged and the area given
+ * back.  Thread: s's worker, main context. */
 int smart_stream_ckpt_attach(smart_stream_t *s,
 			     const struct smart_stream_ckpt_config *c,
 			     uint64_t *resume);
 
 /** Read the committed output log of the area: up to max results into out
  * (*n of them; *total: how many are committed), and *final 1 once the
- * partition's last epoch was checkpointed.  Errors: SMART_EINVAL, the
+ * partition's last epoch was checkpointed.  Read it when no owner
+ * writes (after the final checkpoint): a slot being written is skipped,
+ * so a concurrent view may lag.  Errors: SMART_EINVAL, SMART_ENOMEM, the
  * ops'.  Thread: w's, main context. */
 int smart_stream_ckpt_output(smart_worker_t *w,
 			     const struct smart_stream_ckpt_config *c,
