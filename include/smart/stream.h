@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "smart/gaddr.h"
 #include "smart/rpc.h"
 #include "smart/smart.h"
 
@@ -240,6 +241,65 @@ struct smart_stream_gen {
 int smart_stream_gen_query(uint32_t workload, struct smart_stream_query *q);
 int smart_stream_gen_fill(const struct smart_stream_gen *g, uint64_t first,
 			  size_t n, void *out);
+
+/* ---- Exactly-once recovery (docs/stream.md §11) ----------------------------
+ * One executor's state is checkpointed at every epoch end into an area of
+ * blade memory it owns through its lease; the windows it fires go to an
+ * output log in the same area, committed by the checkpoint.  After the
+ * owner dies (kill -9) or is fenced, another executor attaches to the
+ * area: it restores the last complete checkpoint (state, watermark,
+ * counters, the input position) and resumes the input there; the
+ * committed log then holds every result of the partition exactly once.
+ * This cut covers one executor (SLASH, executors 1): a partition whose
+ * state no other executor merges. */
+struct smart_stream_ckpt_config {
+	uint32_t struct_size; /**< sizeof, set by the init function */
+	uint32_t max_entries; /**< state entries a checkpoint holds:
+			       * 1..2^24 (0: 4096); more is SMART_ENOSPC */
+	uint32_t max_results; /**< the output log: 1..2^28 (0: 65536);
+			       * more is SMART_ENOSPC */
+	uint32_t wait_ms;     /**< attach: how long to wait for a live
+			       * owner's lease to run out (0: not at all) */
+	smart_gaddr_t base;   /**< the area, smart_stream_ckpt_bytes() long,
+			       * 8-aligned, zero before its first use */
+};
+
+/** Defaults and struct_size.  Cannot fail. */
+void smart_stream_ckpt_config_init(struct smart_stream_ckpt_config *c);
+
+/** The bytes of the area c describes; SMART_EINVAL for a bad c.
+ * Thread: any. */
+int smart_stream_ckpt_bytes(const struct smart_stream_ckpt_config *c,
+			    uint64_t *bytes);
+
+/** Own the area (taking it over from a dead or fenced owner, waiting up
+ * to wait_ms for a live one to be fenced), restore the newest complete
+ * checkpoint in it and give the index of the first input record still to
+ * push (0 for a fresh area); from then on every epoch end writes a
+ * checkpoint (push and finish then also fail with the ops' errors:
+ * SMART_EFENCED once this ctx was fenced, when another executor may own
+ * the area), and smart_stream_close gives the area back.  Call on a new
+ * executor before any push.  SMART_EBUSY: a live owner holds it;
+ * SMART_ENOTSUP: not SLASH with one executor; SMART_EINVAL (pushed
+ * already, bad c, query or epoch differing from the checkpoint's);
+ * SMART_ENOMEM (a registered buffer of one slot: the ctx's buf_pool must
+ * hold it); SMART_ENOSPC (more entries than the executor's max_entries);
+ * the ops' errors.  On error the executor is unchanged and the area given
+ * back.  Thread: s's worker, main context. */
+int smart_stream_ckpt_attach(smart_stream_t *s,
+			     const struct smart_stream_ckpt_config *c,
+			     uint64_t *resume);
+
+/** Read the committed output log of the area: up to max results into out
+ * (*n of them; *total: how many are committed), and *final 1 once the
+ * partition's last epoch was checkpointed.  Read it when no owner
+ * writes (after the final checkpoint): a slot being written is skipped,
+ * so a concurrent view may lag.  Errors: SMART_EINVAL, SMART_ENOMEM, the
+ * ops'.  Thread: w's, main context. */
+int smart_stream_ckpt_output(smart_worker_t *w,
+			     const struct smart_stream_ckpt_config *c,
+			     struct smart_stream_result *out, size_t max,
+			     size_t *n, uint64_t *total, int *final);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,9 @@
  * is merged into its leader exactly once); a window fires only at the
  * minimum watermark of every source (this one included); a failed
  * executor (a peer broke the protocol, died, or the state is full)
- * answers every later call with the same error.
+ * answers every later call with the same error.  With recovery on
+ * (ckpt.c), an epoch end writes its checkpoint after firing, and the
+ * results it fired are committed by it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +156,8 @@ static int epoch_end(struct smart_stream *s, int final)
 		if (rc)
 			return rc;
 	}
-	return smart__stream_fire(s, stamp);
+	rc = smart__stream_fire(s, stamp);
+	return rc || !s->ck ? rc : smart__stream_ckpt_epoch(s, final);
 }
 
 static int one_record(struct smart_stream *s, const uint8_t *rec)
@@ -250,10 +253,14 @@ void smart__stream_lag(struct smart_stream *s, uint64_t stamp, uint64_t fired)
 int smart__stream_fire(struct smart_stream *s, uint64_t stamp)
 {
 	uint64_t wm = global_wm(s), fired = 0;
+	size_t before = s->out_n;
 	int rc;
 
 	rc = smart__stream_table_fire(&s->lead, wm, &s->q, &s->out, &s->out_n,
 				      &s->out_cap, &fired);
+	if (!rc && s->ck) /* logged and committed by the epoch's checkpoint */
+		rc = smart__stream_ckpt_note(s, s->out + before,
+					     s->out_n - before);
 	s->st.results += fired;
 	if (wm != UINT64_MAX)
 		s->st.early_results += fired;
@@ -302,6 +309,7 @@ int smart_stream_close(smart_stream_t *s, smart_worker_t *w)
 	(void)w;
 	if (!s)
 		return 0;
+	smart__stream_ckpt_close(s);
 	smart__stream_link_close(s);
 	smart__stream_table_free(&s->part);
 	smart__stream_table_free(&s->lead);

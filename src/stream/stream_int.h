@@ -106,8 +106,9 @@ struct smart_stream {
 	struct smart_stream_result *out;
 	size_t out_n, out_cap, out_head;
 	struct smart_stream_stats st;
-	smart_hist_t lag; /* trigger lag, ns (one host's clock) */
-	int sending;	  /* pump: the sender task still runs */
+	smart_hist_t lag;	/* trigger lag, ns (one host's clock) */
+	int sending;		/* pump: the sender task still runs */
+	struct stream_ckpt *ck; /* recovery on: ckpt.c */
 };
 
 /* table.c */
@@ -164,5 +165,13 @@ int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final,
 int smart__stream_hub_poll(struct smart_stream *s,
 			   struct smart_stream_result *out, size_t max,
 			   size_t *n);
+
+/* ckpt.c: exactly-once recovery (docs/stream.md §11) */
+/* Fired results of this epoch, kept until the checkpoint commits them. */
+int smart__stream_ckpt_note(struct smart_stream *s,
+			    const struct smart_stream_result *r, size_t n);
+/* At an epoch end, after firing: log the results, write the checkpoint. */
+int smart__stream_ckpt_epoch(struct smart_stream *s, int final);
+void smart__stream_ckpt_close(struct smart_stream *s);
 
 #endif

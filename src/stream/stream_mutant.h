@@ -105,4 +105,39 @@
 #define SMART_M_STREAM_JOIN_NO_FILTER 0
 #endif
 
+/* recovery: a checkpoint slot taken without its CRC matching (a torn write restored) */
+#ifdef SMART_MUTANT_STREAM_CKPT_NO_CRC
+#define SMART_M_STREAM_CKPT_NO_CRC 1
+#else
+#define SMART_M_STREAM_CKPT_NO_CRC 0
+#endif
+
+/* recovery: a checkpoint's entry count not checked against the slot */
+#ifdef SMART_MUTANT_STREAM_CKPT_NO_BOUNDS
+#define SMART_M_STREAM_CKPT_NO_BOUNDS 1
+#else
+#define SMART_M_STREAM_CKPT_NO_BOUNDS 0
+#endif
+
+/* recovery: an area taken from a live owner (no lease check) */
+#ifdef SMART_MUTANT_STREAM_CKPT_TAKE_LIVE
+#define SMART_M_STREAM_CKPT_TAKE_LIVE 1
+#else
+#define SMART_M_STREAM_CKPT_TAKE_LIVE 0
+#endif
+
+/* recovery: the checkpoint written before the results it commits */
+#ifdef SMART_MUTANT_STREAM_CKPT_SLOT_FIRST
+#define SMART_M_STREAM_CKPT_SLOT_FIRST 1
+#else
+#define SMART_M_STREAM_CKPT_SLOT_FIRST 0
+#endif
+
+/* recovery: the watermark not restored (replayed records judged late differently) */
+#ifdef SMART_MUTANT_STREAM_CKPT_NO_WM
+#define SMART_M_STREAM_CKPT_NO_WM 1
+#else
+#define SMART_M_STREAM_CKPT_NO_WM 0
+#endif
+
 #endif
