@@ -650,11 +650,21 @@ static void test_slot_turn_order(void)
 {
 	static const char *const kv[] = { "qp_depth", "16", "chain_max", "16",
 					  NULL };
+	const char *tp = getenv("SMART_TEST_TRANSPORT");
 	struct turn_arg hold, chain, rd;
 	struct fixture f;
 	smart_worker_t *w;
 	smart_stats_t st;
 
+	/* the held entry must still be held when the chain posts: on shm a
+	 * WR completes at a poll, on a NIC whenever it is done (the queue is
+	 * then not full, and the case tests nothing); only shm has the slot */
+	if (tp && strcmp(tp, "shm")) {
+		printf("  skipped: the send-queue slot is shm's, and only shm "
+		       "holds a WR until a poll (%s given)\n",
+		       tp);
+		return;
+	}
 	fixture_start(&f, 4 << 20, 0, kv);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	hold = chain = rd = (struct turn_arg){ smart_gaddr(0, 1 << 20), 7 };
