@@ -182,19 +182,17 @@ static void cross_check(struct sb *b, struct bench_run *r)
 {
 	if (b->peer.n < 2)
 		kit_bad(BENCH_TOOL, "peer", NULL,
-			"give every executor's "
-			"address, at least two");
-	if (b->procs != 2 && b->procs != b->peer.n)
+			"give every executor's address, at least two");
+	if (b->procs != 2 && b->procs != b->peer.n) /* 2: unset, or right */
 		kit_bad(BENCH_TOOL, "procs", NULL, "is the number of --peer");
 	b->procs = b->peer.n;
 	if (b->executor >= b->peer.n)
 		kit_bad(BENCH_TOOL, "executor", NULL,
-			"is below the number of "
-			"--peer");
+			"is below the number of --peer");
 	if (b->engine != E_SLASH + 1 && b->engine != E_UPPAR + 1)
 		kit_bad(BENCH_TOOL, "engine", NULL,
 			"cross-host runs one engine: slash or uppar");
-	if (b->rounds != 3 && b->rounds != 1)
+	if (b->rounds != 3 && b->rounds != 1) /* 3: unset */
 		kit_bad(BENCH_TOOL, "rounds", NULL, "cross-host runs once");
 	b->rounds = 1;
 	if (!r->com.secret_file && !getenv("SMART_SECRET_FILE"))
