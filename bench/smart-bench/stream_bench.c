@@ -22,6 +22,22 @@
  * engine prints its pushed records on stderr once a second and at the
  * end of its input (kit_progress, like the other workloads).
  *
+ * Cross-host (--executor I --peer A0 --peer A1 ...): this process is
+ * executor I of E = the number of --peer, listening at the I-th address
+ * (secret from --secret-file, the same on every host), running one
+ * engine (slash or uppar) once.  Before its executor opens any channel
+ * it waits until every peer listens: a probe dial from an endpoint of a
+ * ctx of its own, repeated while refused, up to --dial-wait seconds.
+ * The probe never polls the executor's endpoint, so no peer's channel
+ * can reach it before smart_stream_create listens for channels.  Its
+ * results are reduced to a count and an order-independent digest (the
+ * sum and xor of a hash per result); --check computes the reference
+ * locally (the one-thread run over all E partitions, generated here from
+ * the same seeds, before the endpoint listens) and compares the digest
+ * of the results of the keys this executor leads.  Every executor
+ * checking its own share checks the whole: the shares are disjoint and
+ * cover the reference.
+ *
  * Invariants: the figures of an engine are the median of its rounds;
  * --check that finds a difference fails the run.
  */
@@ -49,6 +65,8 @@
 #define ROUNDS_MAX 16
 #define ADDR	   64
 #define CHUNK	   256
+#define PROBE_MS   500
+#define PROBE_GAP  100000 /* us between refused probe dials */
 
 static const char *const eng_choices[] = { "all",   "slash", "uppar",
 					   "local", "one",   NULL };
@@ -66,6 +84,11 @@ static const char *const lag_keys[NENG] = { "slash_lag_p99_ms",
 static const uint32_t eng_kind[NENG] = { SMART_STREAM_SLASH, SMART_STREAM_UPPAR,
 					 SMART_STREAM_LOCAL,
 					 SMART_STREAM_LOCAL };
+
+/* An order-independent reduction of a multiset of results. */
+struct digest {
+	uint64_t n, sum, xor;
+};
 
 struct rep {
 	uint64_t ns, nres;
@@ -86,6 +109,12 @@ struct sb {
 	size_t nres[NENG];
 	double med[NENG];
 	int differs[NENG];
+	/* cross-host */
+	struct kit_strs peer;
+	int executor, dial_wait;
+	uint64_t dial_retries, xns;
+	struct digest mine, ref;
+	struct smart_stream_stats xst;
 };
 
 #define R struct sb
@@ -111,6 +140,13 @@ static const struct kit_flag sb_flags[] = {
 		"rounds, every engine once each, alternated [3]"),
 	KIT_FLAG("check", R, check,
 		 "compare every engine's results with the one-thread run's"),
+	KIT_STRS("peer", R, peer, PROCS_MAX, "HOST:PORT",
+		 "cross-host: executor i's address, in order, once each "
+		 "(E = how many; needs --executor, --secret-file)"),
+	KIT_INT("executor", R, executor, 0, PROCS_MAX - 1, "I",
+		"cross-host: which --peer this process is [0]"),
+	KIT_INT("dial-wait", R, dial_wait, 1, 3600, "S",
+		"cross-host: how long to wait for the peers to listen [60]"),
 	KIT_END,
 };
 #undef R
@@ -140,6 +176,32 @@ static void *sb_create(struct bench_run *r)
 	return b;
 }
 
+/* A cross-host run: one engine of the distributed two, E = the peers,
+ * once, a secret from a file (the one the peers read). */
+static void cross_check(struct sb *b, struct bench_run *r)
+{
+	if (b->peer.n < 2)
+		kit_bad(BENCH_TOOL, "peer", NULL,
+			"give every executor's address, at least two");
+	if (b->procs != 2 && b->procs != b->peer.n) /* 2: unset, or right */
+		kit_bad(BENCH_TOOL, "procs", NULL, "is the number of --peer");
+	b->procs = b->peer.n;
+	if (b->executor >= b->peer.n)
+		kit_bad(BENCH_TOOL, "executor", NULL,
+			"is below the number of --peer");
+	if (b->engine != E_SLASH + 1 && b->engine != E_UPPAR + 1)
+		kit_bad(BENCH_TOOL, "engine", NULL,
+			"cross-host runs one engine: slash or uppar");
+	if (b->rounds != 3 && b->rounds != 1) /* 3: unset */
+		kit_bad(BENCH_TOOL, "rounds", NULL, "cross-host runs once");
+	b->rounds = 1;
+	if (!r->com.secret_file && !getenv("SMART_SECRET_FILE"))
+		kit_bad(BENCH_TOOL, "secret-file", NULL,
+			"a cross-host run needs the peers' shared secret");
+	if (!b->dial_wait)
+		b->dial_wait = 60;
+}
+
 static void sb_check(void *m, struct bench_run *r)
 {
 	struct sb *b = m;
@@ -155,6 +217,11 @@ static void sb_check(void *m, struct bench_run *r)
 		b->epoch = 65536;
 	if (!b->rounds)
 		b->rounds = 3;
+	if (b->peer.n)
+		cross_check(b, r);
+	else if (b->executor || b->dial_wait)
+		kit_bad(BENCH_TOOL, b->executor ? "executor" : "dial-wait",
+			NULL, "is for a cross-host run (--peer)");
 }
 
 static int on(const struct sb *b, int e)
@@ -167,8 +234,8 @@ static int sb_setup(void *m, struct bench_run *r)
 	struct sb *b = m;
 	size_t rb;
 
-	(void)r;
-	if (smart_secret_generate(b->secret, sizeof(b->secret)) ||
+	if ((!b->peer.n &&
+	     smart_secret_generate(b->secret, sizeof(b->secret))) ||
 	    smart_stream_gen_query((uint32_t)b->wl, &b->q))
 		return SMART_ESYS;
 	if (b->window)
@@ -207,7 +274,7 @@ static int ctx_make(struct sb *b, smart_ctx_t **ctx)
 		return rc;
 	rc = smart_ctx_create(so, ctx);
 	smart_opts_destroy(so);
-	if (!rc)
+	if (!rc && !b->peer.n) /* cross-host: the ctx read --secret-file */
 		rc = smart_ctx_set_secret(*ctx, b->secret, sizeof(b->secret));
 	return rc;
 }
@@ -558,6 +625,186 @@ static int run_engine(struct sb *b, int e, int round)
 	return rc;
 }
 
+/* ---- cross-host: one executor of E, its peers elsewhere ------------- */
+
+static void digest_add(struct digest *d, const struct smart_stream_result *r)
+{
+	uint64_t h = smart_hash64(r, sizeof(*r), 0x5d16e57);
+
+	d->n++;
+	d->sum += h;
+	d->xor ^= h;
+}
+
+/* The reference share of this executor: the one-thread run over every
+ * partition (in this process, before the endpoint listens), its results
+ * of the keys this executor leads. */
+static int cross_reference(struct sb *b)
+{
+	struct ex x = { .b = b,
+			.e = E_ONE,
+			.E = 1,
+			.in = b->mixed,
+			.n = b->records * b->procs };
+	uint32_t E = (uint32_t)b->procs;
+	int rc = smart_stream_hub_create(1, 1u << 26, &x.hub);
+
+	if (!rc)
+		rc = ex_open(&x);
+	if (!rc)
+		rc = ex_create(&x);
+	if (!rc)
+		rc = ex_run(&x);
+	for (size_t i = 0; !rc && i < x.nres; i++)
+		if (smart_stream_key_owner(x.res[i].key, E) ==
+		    (uint32_t)b->executor)
+			digest_add(&b->ref, &x.res[i]);
+	ex_close(&x);
+	smart_stream_hub_destroy(x.hub);
+	free(x.res);
+	return rc;
+}
+
+/* One probe dial: 0 when addr listens (the handshake done, or left
+ * waiting: a peer before its smart_stream_create does not poll),
+ * SMART_ECONN while refused, else the error. */
+static int probe_once(smart_rpc_t *rpc, const char *addr)
+{
+	smart_rpc_conn_t *c;
+	int rc = smart_rpc_connect(rpc, addr, &c);
+
+	if (!rc)
+		smart_rpc_close(c);
+	return rc == SMART_ETIMEDOUT ? 0 : rc;
+}
+
+static int probe_all(struct sb *b, smart_rpc_t *rpc)
+{
+	uint64_t end = smart_now_ns() + (uint64_t)b->dial_wait * 1000000000ULL;
+	int rc = 0;
+
+	for (int i = 0; i < b->peer.n && !rc; i++) {
+		while (i != b->executor &&
+		       (rc = probe_once(rpc, b->peer.v[i])) == SMART_ECONN &&
+		       smart_now_ns() < end) {
+			if (!b->dial_retries++)
+				fprintf(stderr,
+					BENCH_TOOL " stream: waiting for %s "
+						   "(not listening yet)\n",
+					b->peer.v[i]);
+			usleep(PROBE_GAP);
+		}
+		if (rc)
+			fprintf(stderr, BENCH_TOOL " stream: peer %s: %s\n",
+				b->peer.v[i], smart_strerror(rc));
+	}
+	return rc;
+}
+
+/* Every peer listening, probed from an endpoint of its own ctx (its
+ * dials poll only that worker, never the executor's endpoint). */
+static int cross_wait_peers(struct sb *b)
+{
+	struct smart_rpc_config c = { SMART_RPC_CONFIG_INIT,
+				      .timeout_ms = PROBE_MS };
+	smart_ctx_t *ctx = NULL;
+	smart_worker_t *w = NULL;
+	smart_rpc_t *rpc = NULL;
+	int rc = ctx_make(b, &ctx);
+
+	if (!rc)
+		rc = smart_worker_create(ctx, &w);
+	if (!rc)
+		rc = smart_rpc_create(w, &c, &rpc);
+	if (!rc)
+		rc = probe_all(b, rpc);
+	smart_rpc_destroy(rpc);
+	smart_worker_destroy(w);
+	smart_ctx_destroy(ctx);
+	return rc;
+}
+
+static int cross_run(struct sb *b)
+{
+	struct ex x = { .b = b,
+			.e = b->engine - 1,
+			.index = b->executor,
+			.E = b->procs,
+			.in = b->in[b->executor],
+			.n = b->records,
+			.peers = b->peer.v };
+	uint64_t t0;
+	int rc = b->check ? cross_reference(b) : 0;
+
+	if (!rc)
+		rc = ex_open(&x);
+	if (!rc)
+		rc = smart_rpc_listen(x.rpc, b->peer.v[b->executor]);
+	if (!rc) /* nothing polls x.rpc until smart_stream_create */
+		rc = cross_wait_peers(b);
+	if (!rc)
+		rc = ex_create(&x);
+	t0 = smart_now_ns();
+	if (!rc)
+		rc = ex_run(&x);
+	b->xns = smart_now_ns() - t0;
+	b->xst = x.st;
+	for (size_t i = 0; i < x.nres; i++)
+		digest_add(&b->mine, &x.res[i]);
+	ex_close(&x);
+	free(x.res);
+	if (rc)
+		fprintf(stderr, BENCH_TOOL " stream: executor %d: %s\n",
+			b->executor, smart_strerror(rc));
+	return rc;
+}
+
+static int cross_report(struct sb *b, struct kit_rec *rec, int json)
+{
+	int equal = b->mine.n == b->ref.n && b->mine.sum == b->ref.sum &&
+		    b->mine.xor == b->ref.xor
+		;
+	double rps = b->xns ? (double)b->records / (b->xns / 1e9) : 0;
+	const char *ck = !b->check ? "off" : equal ? "equal" : "differs";
+	char hex[40];
+
+	if (!json)
+		printf("stream %s %s: executor %d of %d, %" PRIu64
+		       " records in %.3f s, %.0f records/s, %.3f chB/rec, "
+		       "%" PRIu64 " epochs\nresults %" PRIu64
+		       " digest %016" PRIx64 "/%016" PRIx64
+		       "; reference (keys led here) %" PRIu64
+		       " digest %016" PRIx64 "/%016" PRIx64 ": check %s\n",
+		       wl_names[b->wl], eng_names[b->engine - 1], b->executor,
+		       b->procs, b->records, b->xns / 1e9, rps,
+		       (double)b->xst.chan_bytes / (double)b->records,
+		       b->xst.epochs, b->mine.n, b->mine.sum, b->mine.xor,
+		       b->ref.n, b->ref.sum, b->ref.xor, ck);
+	kit_rec_str(rec, "workload", wl_names[b->wl]);
+	kit_rec_str(rec, "engine", eng_names[b->engine - 1]);
+	kit_rec_num(rec, "executor", "%d", b->executor);
+	kit_rec_num(rec, "executors", "%d", b->procs);
+	kit_rec_num(rec, "records", "%" PRIu64, b->records);
+	kit_rec_num(rec, "ns", "%" PRIu64, b->xns);
+	kit_rec_num(rec, "rps", "%.0f", rps);
+	kit_rec_num(rec, "bytes_per_rec", "%.3f",
+		    (double)b->xst.chan_bytes / (double)b->records);
+	kit_rec_num(rec, "epochs", "%" PRIu64, b->xst.epochs);
+	kit_rec_num(rec, "dial_retries", "%" PRIu64, b->dial_retries);
+	kit_rec_num(rec, "results", "%" PRIu64, b->mine.n);
+	snprintf(hex, sizeof(hex), "%016" PRIx64 "%016" PRIx64, b->mine.sum,
+		 b->mine.xor);
+	kit_rec_str(rec, "digest", hex);
+	kit_rec_num(rec, "ref_results", "%" PRIu64, b->ref.n);
+	snprintf(hex, sizeof(hex), "%016" PRIx64 "%016" PRIx64, b->ref.sum,
+		 b->ref.xor);
+	kit_rec_str(rec, "ref_digest", hex);
+	kit_rec_str(rec, "check", ck);
+	if (b->check && !equal)
+		fprintf(stderr, BENCH_TOOL " stream: results differ\n");
+	return b->check && !equal ? SMART_EPROTO : 0;
+}
+
 static int cmp_res(const void *a, const void *b)
 {
 	return memcmp(a, b, sizeof(struct smart_stream_result));
@@ -576,6 +823,8 @@ static int sb_run(void *m, struct bench_run *r)
 	int rc = 0;
 
 	(void)r;
+	if (b->peer.n)
+		return cross_run(b);
 	for (int round = 0; round < b->rounds && !rc; round++)
 		for (int e = 0; e < NENG && !rc; e++)
 			if (on(b, e) || (b->check && e == E_ONE))
@@ -630,6 +879,8 @@ static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 	struct sb *b = m;
 	int bad = 0;
 
+	if (b->peer.n)
+		return cross_report(b, rec, r->com.json);
 	if (!r->com.json) {
 		printf("stream %s: %d executors x %" PRIu64
 		       " records (%u B), %" PRIu64
