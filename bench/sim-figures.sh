@@ -23,7 +23,8 @@
 #   or name=techniques:KEY=VALUE (a library option, as --opt), default: the
 #   paper's four series, None, Backoff (conflict_level=1), DynLimit (2) and
 #   CA = all of ConflictAvoid (3, the library's default)),
-#   the points: T13A (threads), B13B (batches), T14, T7 (threads).
+#   the points: T13A (threads), B13B (batches), T14, T7 (threads), W7
+#   (Fig 7's workloads, default "a b c").
 # Each run's line says its wall time and simulated ops per real second;
 # the totals go to $OUT/speed.csv.
 set -euo pipefail
@@ -59,6 +60,7 @@ T13A=${T13A:-1 8 16 32 48 64 80 96}
 B13B=${B13B:-1 2 4 8 16 32}
 T14=${T14:-1 8 16 32 64 96}
 T7=${T7:-1 8 16 32 48 64 96}
+W7=${W7:-a b c}
 if [ -n "$QUICK" ]; then
 	OUT=$OUT/quick
 	SECS=10ms SECS_THROT=60ms SECS_HT=20ms SECS_YCSB=10ms
@@ -210,7 +212,7 @@ fig7() {
 	header "$csv" "workload,threads,$HT_HEAD"
 	FIELDS=$HT_FIELDS
 	for t in $T7; do
-		for w in a b c; do
+		for w in $W7; do
 			point fig7 "$csv" "$w,$t" ycsb "$w" "$t" "$SECS_YCSB"
 		done
 	done
