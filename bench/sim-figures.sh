@@ -267,7 +267,7 @@ plot for [s in 'db db-throt'] sel(s, '$c/table1.csv') using 3:4 with linespoints
 	[ -f "$c/fig14.csv" ] && plot "$c/fig14_ab.png" \
 		"Fig 14a/b: Smart-HT update-only, Zipf 0.99, 8 coroutines" threads \
 		"Mops (lines) / attempts per op (points, right)" \
-		"set y2tics; set ytics nomirror; set logscale y2; set yrange [0:4]; set y2range [1:200]; set key top center
+		"set y2tics; set ytics nomirror; set logscale y2; set yrange [0:4]; set y2range [1:200]; set key outside below horizontal maxcols 2
 \$paper << EOD
 96,12.5,1.1,1.4
 EOD
