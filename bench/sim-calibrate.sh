@@ -17,7 +17,8 @@
 # Env:   BUILD (default build), OUT (default bench/results/sim),
 #        ART (the artifact directory), NIC (--nic-model spec; default: the
 #        sim transport's frozen "default"), SIM (--sim spec, default
-#        "default"), SECS (virtual time per point, default 2ms).
+#        "default"), SECS (virtual time per point, default 2ms),
+#        FIT_SYNC, FIT_POLL, FIT_WC (fit-cpu's grids).
 #
 # The search (fit): only the parameters docs/sim.md calls placeholders,
 # coordinate-wise on coarse grids, rtt/mops/doorbells/hold/hand-off fixed:
@@ -28,7 +29,10 @@
 #     step 1's sync_ns.
 # fit-cpu: the CPU cost table (docs/sim.md §1.3), on step 1's points with
 #  the frozen NIC: sync_ns (post base; jitter = half) x poll_ns (a poll's
-#  base) x wc_ns (per completion reaped), 4 x 4 x 3.
+#  base; 0 = sync_ns) x wc_ns (per completion reaped), the grids in
+#  FIT_SYNC, FIT_POLL, FIT_WC (default: the first search's 4 x 4 x 3).
+#  Resumable: a candidate already in fit-cpu.csv is read, not re-run, so
+#  a grid extended past an edge runs only its new candidates.
 # The score is the mean absolute percentage error (MAPE) over the points.
 # Fig 5a (the paper's RACE port; this project's Smart-HT is another
 # implementation) and the shared/mux curves (the CQ side of sharing is not
@@ -47,6 +51,9 @@ ART=${ART:-../shared/papers/smart-artifact}
 NIC=${NIC:-default}
 SIM=${SIM:-default}
 SECS=${SECS:-2ms}
+FIT_SYNC=${FIT_SYNC:-50 100 150 250}
+FIT_POLL=${FIT_POLL:-0 400 600 1000}
+FIT_WC=${FIT_WC:-0 25 50}
 PERF=$BUILD/bin/smart-perf
 BENCH=$BUILD/bin/smart-bench
 mkdir -p "$OUT"
@@ -157,7 +164,7 @@ do_fit() {
 			points_fig3 1 8 16
 			points_fig4a 12 24
 		} | NIC="rtt_ns=2000,mops=110,doorbells=16,db_hold_ns=170,handoff_ns=90,wqe_cache=1024,miss_ns=9" \
-			SIM="sync_ns=$s,jitter_ns=$((s / 2))" run_points | score)
+			SIM="sync_ns=$s,jitter_ns=$((s / 2)),poll_ns=0,wc_ns=0" run_points | score)
 		echo "1,$s,$((s / 2)),1024,9,$e" | tee -a "$csv"
 		if awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
 			best=$e bs=$s
@@ -168,7 +175,7 @@ do_fit() {
 		for m in 0 3 6 9 18; do
 			e=$(points_fig4a 48 60 72 84 96 |
 				NIC="rtt_ns=2000,mops=110,doorbells=16,db_hold_ns=170,handoff_ns=90,wqe_cache=$c,miss_ns=$m" \
-					SIM="sync_ns=$bs,jitter_ns=$((bs / 2))" run_points | score)
+					SIM="sync_ns=$bs,jitter_ns=$((bs / 2)),poll_ns=0,wc_ns=0" run_points | score)
 			echo "2,$bs,$((bs / 2)),$c,$m,$e" | tee -a "$csv"
 			if awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
 				best=$e bc=$c bm=$m
@@ -179,17 +186,22 @@ do_fit() {
 }
 
 do_fit_cpu() {
-	local csv=$OUT/fit-cpu.csv s p w e best=999 b=
-	echo "sync_ns,jitter_ns,poll_ns,wc_ns,mape_pct" >"$csv"
-	for s in 50 100 150 250; do
-		for p in 0 400 600 1000; do
-			for w in 0 25 50; do
-				e=$( {
-					points_fig3 1 8 16
-					points_fig4a 12 24
-				} | SIM="sync_ns=$s,jitter_ns=$((s / 2)),poll_ns=$p,wc_ns=$w" \
-					run_points | score)
-				echo "$s,$((s / 2)),$p,$w,$e" | tee -a "$csv"
+	local csv=$OUT/fit-cpu.csv s p w e k best=999 b=
+	[ -f "$csv" ] || echo "sync_ns,jitter_ns,poll_ns,wc_ns,mape_pct" >"$csv"
+	for s in $FIT_SYNC; do
+		for p in $FIT_POLL; do
+			for w in $FIT_WC; do
+				k="$s,$((s / 2)),$p,$w"
+				e=$(awk -F, -v k="$k" 'index($0, k ",") == 1 { print $5 }' "$csv")
+				if [ -z "$e" ]; then
+					e=$( {
+						points_fig3 1 8 16
+						points_fig4a 12 24
+					} | SIM="sync_ns=$s,jitter_ns=$((s / 2)),poll_ns=$p,wc_ns=$w" \
+						run_points | score)
+					echo "$k,$e" >>"$csv"
+				fi
+				echo "$k,$e"
 				if awk -v a="$e" -v b="$best" 'BEGIN { exit !(a < b) }'; then
 					best=$e b="sync_ns=$s,jitter_ns=$((s / 2)),poll_ns=$p,wc_ns=$w"
 				fi

@@ -146,7 +146,15 @@ if 96 in cz and 96 in nz:
         f"None {nz[96]:.3f} (<= 0.5)")
 else:
     say("C5", None, "zero-retry share at 96")
-say("C6", None, "Backoff < DynLimit < CoroThrot: no switch for the parts")
+bo = pick(f14, "mops", series="Backoff", by="threads")
+dl = pick(f14, "mops", series="DynLimit", by="threads")
+if 96 in bo and 96 in dl and 96 in c:
+    say("C6", bo[96] < dl[96] < c[96],
+        f"Mops at 96: Backoff {bo[96]:.2f} < DynLimit {dl[96]:.2f} < "
+        f"CoroThrot (all-CA) {c[96]:.2f}")
+else:
+    say("C6", None, "Backoff < DynLimit < CoroThrot at 96 (series "
+        "Backoff, DynLimit, CA)")
 
 f7 = load("fig7.csv")
 y = {w: pick(f7, "mops", workload=w, by="threads") for w in "abc"}

@@ -20,8 +20,11 @@
 #   30ms), SECS_THROT (with WorkReqThrot: the tuner's 48-ms update phase
 #   first, 100ms), SECS_HT (Fig 14, 50ms), SECS_YCSB (Fig 7, 20ms);
 #   TABLE1_INTERVALS (ms, default "8 32 128"), FIG14_SERIES (name=techniques
-#   pairs, default "None=ThrdAwareAlloc CA=ThrdAwareAlloc,ConflictAvoid"),
-#   the points: T13A (threads), B13B (batches), T14, T7 (threads).
+#   or name=techniques:KEY=VALUE (a library option, as --opt), default: the
+#   paper's four series, None, Backoff (conflict_level=1), DynLimit (2) and
+#   CA = all of ConflictAvoid (3, the library's default)),
+#   the points: T13A (threads), B13B (batches), T14, T7 (threads), W7
+#   (Fig 7's workloads, default "a b c").
 # Each run's line says its wall time and simulated ops per real second;
 # the totals go to $OUT/speed.csv.
 set -euo pipefail
@@ -51,11 +54,13 @@ SECS_THROT=${SECS_THROT:-100ms}
 SECS_HT=${SECS_HT:-50ms}
 SECS_YCSB=${SECS_YCSB:-20ms}
 TABLE1_INTERVALS=${TABLE1_INTERVALS:-8 32 128}
-FIG14_SERIES=${FIG14_SERIES:-None=ThrdAwareAlloc CA=ThrdAwareAlloc,ConflictAvoid}
+CA_ON=ThrdAwareAlloc,ConflictAvoid
+FIG14_SERIES=${FIG14_SERIES:-None=ThrdAwareAlloc Backoff=$CA_ON:conflict_level=1 DynLimit=$CA_ON:conflict_level=2 CA=$CA_ON}
 T13A=${T13A:-1 8 16 32 48 64 80 96}
 B13B=${B13B:-1 2 4 8 16 32}
 T14=${T14:-1 8 16 32 64 96}
 T7=${T7:-1 8 16 32 48 64 96}
+W7=${W7:-a b c}
 if [ -n "$QUICK" ]; then
 	OUT=$OUT/quick
 	SECS=10ms SECS_THROT=60ms SECS_HT=20ms SECS_YCSB=10ms
@@ -179,15 +184,25 @@ ycsb() { # ycsb WORKLOAD THREADS SECONDS [ARGS...]
 HT_FIELDS="mops,guarded_retries_per_op,zero_retry_share,backoff_nmax,credit_cap"
 HT_HEAD="mops,retries_per_op,zero_retry_share,backoff_nmax,credit_cap,wall_s,sim_ops_per_real_s"
 
+# series_opts SPEC: the --techniques (and --opt) arguments of a Fig 14
+# series "name=techniques[:KEY=VALUE]".
+series_opts() {
+	local t=${1#*=}
+	case $t in
+	*:*) echo "--techniques ${t%%:*} --opt ${t#*:}" ;;
+	*) echo "--techniques $t" ;;
+	esac
+}
+
 fig14() {
 	local csv=$OUT/fig14.csv p t
 	header "$csv" "series,threads,$HT_HEAD"
 	FIELDS=$HT_FIELDS
 	for t in $T14; do
 		for p in $FIG14_SERIES; do
+			# shellcheck disable=SC2046
 			point fig14 "$csv" "${p%%=*},$t" ycsb update-only "$t" \
-				"$SECS_HT" --qp-mode per-thread-db \
-				--techniques "${p#*=}"
+				"$SECS_HT" --qp-mode per-thread-db $(series_opts "$p")
 		done
 	done
 }
@@ -197,7 +212,7 @@ fig7() {
 	header "$csv" "workload,threads,$HT_HEAD"
 	FIELDS=$HT_FIELDS
 	for t in $T7; do
-		for w in a b c; do
+		for w in $W7; do
 			point fig7 "$csv" "$w,$t" ycsb "$w" "$t" "$SECS_YCSB"
 		done
 	done
@@ -252,12 +267,12 @@ plot for [s in 'db db-throt'] sel(s, '$c/table1.csv') using 3:4 with linespoints
 	[ -f "$c/fig14.csv" ] && plot "$c/fig14_ab.png" \
 		"Fig 14a/b: Smart-HT update-only, Zipf 0.99, 8 coroutines" threads \
 		"Mops (lines) / attempts per op (points, right)" \
-		"set y2tics; set ytics nomirror; set logscale y2; set yrange [0:4]; set y2range [1:200]; set key top center
+		"set y2tics; set ytics nomirror; set logscale y2; set yrange [0:4]; set y2range [1:200]; set key outside below horizontal maxcols 2
 \$paper << EOD
 96,12.5,1.1,1.4
 EOD
-plot for [s in 'None CA'] sel(s, '$c/fig14.csv') using 2:3 with linespoints title s.' Mops', \
- for [s in 'None CA'] sel(s, '$c/fig14.csv') using 2:(1+\$4) axes x1y2 with points pt 7 title s.' attempts/op', \
+plot for [s in 'None Backoff DynLimit CA'] sel(s, '$c/fig14.csv') using 2:3 with linespoints title s.' Mops', \
+ for [s in 'None Backoff DynLimit CA'] sel(s, '$c/fig14.csv') using 2:(1+\$4) axes x1y2 with points pt 7 title s.' attempts/op', \
  \$paper using 1:2 axes x1y2 with points pt 8 ps 2 title 'paper text: None 11.5 retries', \
  \$paper using 1:3:3:4 axes x1y2 with yerrorbars pt 9 ps 2 title 'paper text: all CA 1.1-1.4 attempts'"
 	[ -f "$c/fig14.csv" ] && plot "$c/fig14_c.png" \
@@ -266,7 +281,7 @@ plot for [s in 'None CA'] sel(s, '$c/fig14.csv') using 2:3 with linespoints titl
 \$paper << EOD
 96,0.91
 EOD
-plot for [s in 'None CA'] sel(s, '$c/fig14.csv') using 2:5 with linespoints title s, \
+plot for [s in 'None Backoff DynLimit CA'] sel(s, '$c/fig14.csv') using 2:5 with linespoints title s, \
  \$paper using 1:2 with points pt 9 ps 2 title 'paper: 91% with all of ConflictAvoid'"
 	[ -f "$c/fig7.csv" ] && plot "$c/fig7.png" \
 		"Fig 7a-c shape: Smart-HT YCSB, 1M keys, Zipf 0.99, 8 coroutines" threads Mops \

@@ -23,11 +23,11 @@ extern "C" {
 /** Run fn(arg) as the first simulated thread of a new engine on the
  * calling thread, and return when it and every thread it spawned have
  * returned.  spec: NULL, "" or "default", or key=value,... of seed
- * (default 1), sync_ns (CPU per post/poll, 250: fitted, docs/sim.md §2),
- * jitter_ns (125), max_threads (1024), idle_skip_ns (0: off; the longest
- * skip of a loop of empty polls, docs/sim.md §1.1), poll_ns (a poll's
- * CPU, 0: sync_ns) and wc_ns (per completion reaped, 0): the CPU cost
- * table, docs/sim.md §1.3.  Returns 0; SMART_EINVAL for a bad spec or when
+ * (default 1), sync_ns (CPU per post, 90), jitter_ns (45), max_threads
+ * (1024), idle_skip_ns (0: off; the longest skip of a loop of empty
+ * polls, docs/sim.md §1.1), poll_ns (a poll's CPU, 1050; 0: sync_ns) and
+ * wc_ns (per completion reaped, 5): the CPU cost table, docs/sim.md §1.3,
+ * fitted on technique-off data, §2.1.  Returns 0; SMART_EINVAL for a bad spec or when
  * called from a simulated thread; SMART_ENOMEM.  Thread: any real one. */
 int smart_sim_run(const char *spec, void (*fn)(void *), void *arg);
 

@@ -498,9 +498,13 @@ static int sim_spec_parse(const char *spec, struct smart__sim_cfg *cfg)
 	char buf[256], *tok, *save = NULL;
 	int rc = 0;
 
+	/* The frozen CPU cost table (docs/sim.md §2.1: fitted on the
+	 * technique-off points only; a spec's keys override it one by one). */
 	*cfg = (struct smart__sim_cfg){ .seed = 1,
-					.sync_ns = 250,
-					.jitter_ns = 125 };
+					.sync_ns = 90,
+					.jitter_ns = 45,
+					.poll_ns = 1050,
+					.wc_ns = 5 };
 	if (!spec || !*spec)
 		return 0;
 	if (strlen(spec) >= sizeof(buf))
