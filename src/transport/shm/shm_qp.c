@@ -501,6 +501,39 @@ shm_post_general(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n,
 	return 0;
 }
 
+/* An inline WRITE's data, copied into its entry at post (the caller's
+ * buffer may change once post returns); 0 or SMART_EINVAL. */
+static inline __attribute__((always_inline)) int
+shm_wqe_inline(struct shm_wqe *e, const struct smart_tp_wr *wr)
+{
+	if (smart_unlikely(wr->flags & SMART_TP_INLINE) &&
+	    wr->opcode == SMART_TP_WRITE) {
+		if (wr->len > SHM_MAX_INLINE || !wr->local)
+			return SMART_EINVAL;
+		memcpy(e->inl, wr->local, wr->len);
+	}
+	return 0;
+}
+
+/* The tail moved over n written entries and their doorbell record, under
+ * the CQ's lock; SMART_EAGAIN before anything when the doorbell FIFO is
+ * full. */
+static inline __attribute__((always_inline)) int
+shm_sq_publish(struct smart_tp_qp *qp, uint32_t n)
+{
+	struct smart_tp_cq *cq = qp->cq;
+
+	shm_lock(cq->flags, &cq->lock);
+	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
+		shm_unlock(cq->flags, &cq->lock);
+		return SMART_EAGAIN; /* before anything ran */
+	}
+	qp->sq_tail += n;
+	shm_db_ring(cq, qp, n, 1);
+	shm_unlock(cq->flags, &cq->lock);
+	return 0;
+}
+
 /* The one-sided chain (READ, WRITE, CAS, FAA): each WR is copied to the
  * send queue behind its tail as it is checked, in one pass; the tail
  * moves only once the whole chain passed, so a refused chain leaves
@@ -509,7 +542,6 @@ shm_post_general(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n,
 static int shm_post_locked(struct smart_tp_qp *qp,
 			   const struct smart_tp_wr *wrs, int n)
 {
-	struct smart_tp_cq *cq = qp->cq;
 	uint32_t head = atomic_load_explicit(&qp->sq_head,
 					     memory_order_acquire);
 	uint32_t tail = qp->sq_tail;
@@ -525,22 +557,10 @@ static int shm_post_locked(struct smart_tp_qp *qp,
 		if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
 			return shm_post_general(qp, wrs, n, head);
 		e->wr = *wr;
-		if (smart_unlikely(wr->flags & SMART_TP_INLINE) &&
-		    wr->opcode == SMART_TP_WRITE) {
-			if (wr->len > SHM_MAX_INLINE || !wr->local)
-				return SMART_EINVAL;
-			memcpy(e->inl, wr->local, wr->len);
-		}
+		if (shm_wqe_inline(e, wr))
+			return SMART_EINVAL;
 	}
-	shm_lock(cq->flags, &cq->lock);
-	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
-		shm_unlock(cq->flags, &cq->lock);
-		return SMART_EAGAIN; /* before anything ran */
-	}
-	qp->sq_tail = tail + (uint32_t)n;
-	shm_db_ring(cq, qp, (uint32_t)n, 1);
-	shm_unlock(cq->flags, &cq->lock);
-	return 0;
+	return shm_sq_publish(qp, (uint32_t)n);
 }
 
 int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
@@ -584,27 +604,13 @@ struct smart_tp_wr *smart__shm_sq_slot(struct smart_tp_qp *qp)
  * and is refused. */
 int smart__shm_sq_commit(struct smart_tp_qp *qp)
 {
-	struct smart_tp_cq *cq = qp->cq;
 	struct shm_wqe *e = &qp->sq[qp->sq_tail & qp->sq_mask];
 	const struct smart_tp_wr *wr = &e->wr;
 
-	if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
+	if (smart_unlikely(wr->opcode >= SMART_TP_SEND) ||
+	    shm_wqe_inline(e, wr))
 		return SMART_EINVAL;
-	if (smart_unlikely(wr->flags & SMART_TP_INLINE) &&
-	    wr->opcode == SMART_TP_WRITE) {
-		if (wr->len > SHM_MAX_INLINE || !wr->local)
-			return SMART_EINVAL;
-		memcpy(e->inl, wr->local, wr->len);
-	}
-	shm_lock(cq->flags, &cq->lock);
-	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
-		shm_unlock(cq->flags, &cq->lock);
-		return SMART_EAGAIN;
-	}
-	qp->sq_tail++;
-	shm_db_ring(cq, qp, 1, 1);
-	shm_unlock(cq->flags, &cq->lock);
-	return 0;
+	return shm_sq_publish(qp, 1);
 }
 
 /* Execute one WR; returns a completion status.  Inline in the plain
