@@ -587,7 +587,8 @@ static int take_rep(struct sb *b, int e, struct kid *k, uint64_t *ns, int keep)
 			return SMART_ENOMEM;
 		}
 		b->res[e] = p;
-		memcpy(b->res[e] + b->nres[e], res, bytes);
+		if (bytes) /* none: res may be NULL */
+			memcpy(b->res[e] + b->nres[e], res, bytes);
 		b->nres[e] += r.nres;
 		stats_add(&b->st[e], &r.st);
 	}
@@ -839,7 +840,9 @@ static int sb_run(void *m, struct bench_run *r)
 		memcpy(v, b->rps[e], sizeof(v));
 		qsort(v, (size_t)b->rounds, sizeof(v[0]), cmp_d);
 		b->med[e] = v[b->rounds / 2];
-		qsort(b->res[e], b->nres[e], sizeof(*b->res[e]), cmp_res);
+		if (b->nres[e]) /* an engine not run has none (NULL) */
+			qsort(b->res[e], b->nres[e], sizeof(*b->res[e]),
+			      cmp_res);
 	}
 	for (int e = 0; e < NENG && b->check; e++)
 		b->differs[e] = b->nres[e] != b->nres[E_ONE] ||
