@@ -40,6 +40,15 @@
 #define CHUNK  97
 
 static char secret_path[64];
+static pid_t secret_owner;
+
+/* The secret file goes with the process that wrote it (executors forked
+ * from it exit too, and must not take it from their siblings). */
+static void secret_drop(void)
+{
+	if (getpid() == secret_owner)
+		unlink(secret_path);
+}
 
 static void secret_init(void)
 {
@@ -47,12 +56,22 @@ static void secret_init(void)
 
 	if (secret_path[0])
 		return;
+	secret_owner = getpid();
+	atexit(secret_drop);
 	snprintf(secret_path, sizeof(secret_path), "/tmp/stream-secret-%d",
 		 (int)getpid());
 	fd = open(secret_path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
 	CHECK(fd >= 0);
 	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
 	close(fd);
+}
+
+/* An executor process (test_spawn) reads its parent's file: it makes none,
+ * so one it could not remove (it ends by _exit or is killed) is never left. */
+static void secret_inherit(void)
+{
+	snprintf(secret_path, sizeof(secret_path), "/tmp/stream-secret-%d",
+		 (int)getppid());
 }
 
 struct end {
@@ -750,7 +769,7 @@ static void child_exec(char **a)
 	char addrs[MAXE][ADDR];
 	uint64_t n;
 
-	secret_init();
+	secret_inherit();
 	proc_setup(&r, (uint32_t)atoi(a[5]), (uint32_t)atoi(a[1]),
 		   (uint32_t)atoi(a[0]), (size_t)atoi(a[6]));
 	end_open(&r.end[i], 1);
@@ -901,7 +920,7 @@ static void child_dead(char **a)
 	smart_stream_t *s;
 	size_t k;
 
-	secret_init();
+	secret_inherit();
 	dead_setup(&r);
 	end_open_ka(&r.end[1], 1, DEAD_KA_MS, DEAD_KA_MISSES);
 	full_io(up, r.end[1].addr, ADDR, 1);

@@ -62,9 +62,11 @@ ib_once() {
 	if [ $rc -ne 0 ]; then
 		echo "ib_read_bw pair on port $port failed (status $rc; 124: its timeout)" >&2
 		tail -n 15 $log.cli $log.srv >&2 2>/dev/null
+		rm -f $log.cli $log.srv
 		return 1
 	fi
 	awk '$1 == 8 && NF >= 5 { v = $5 } END { print v }' $log.cli
+	rm -f $log.cli $log.srv
 }
 
 # smart_once DEPTH SECONDS: prints smart-perf's Mops.
