@@ -149,7 +149,9 @@ int smart__stream_table_row(struct stream_table *t, uint64_t wstart,
 		t->row = p;
 		t->row_cap = c;
 	}
-	t->row[t->rows++] = (struct stream_entry){ wstart, key, { 0, id, 0, 0 } };
+	t->row[t->rows++] = (struct stream_entry){ wstart,
+						   key,
+						   { 0, id, 0, 0 } };
 	return 0;
 }
 
@@ -167,7 +169,8 @@ int smart__stream_table_merge_all(struct stream_table *t,
 	}
 	for (uint32_t i = 0; i < src->rows && !rc; i++)
 		rc = smart__stream_table_row(t, src->row[i].wstart,
-					     src->row[i].key, src->row[i].a.sum);
+					     src->row[i].key,
+					     src->row[i].a.sum);
 	return rc;
 }
 

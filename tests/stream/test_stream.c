@@ -1365,7 +1365,8 @@ static void test_join(void)
 				 * had no person in their window */
 				if (cfg == 0)
 					for (uint32_t p = 0; p < E; p++)
-						rights += r.n[p] - (r.n[p] + 3) / 4;
+						rights += r.n[p] -
+							  (r.n[p] + 3) / 4;
 				if (cfg == 0)
 					for (uint32_t i = 0; i < E; i++)
 						paired += r.nres[i];
@@ -1391,7 +1392,9 @@ static void test_join_fuzz(void)
 	secret_init();
 	for (uint32_t engine = 0; engine < 3; engine++)
 		for (uint32_t tsize = 2; tsize <= 8; tsize += 6) {
-			struct run r = { .engine = engine, .E = 2, .epoch = 64 };
+			struct run r = { .engine = engine,
+					 .E = 2,
+					 .epoch = 64 };
 			smart_rng_t g;
 
 			smart_stream_query_init(&r.q);
@@ -1440,7 +1443,7 @@ static void test_join_enospc(void)
 			uint8_t *rec = r.in[0] + k * r.q.record_bytes;
 
 			memset(rec + 8, 0, 8); /* person 0 */
-			rec[0] |= 1; /* an auction (an id != 0) */
+			rec[0] |= 1;	       /* an auction (an id != 0) */
 		}
 		run_threads(&r);
 		CHECK_EQ(r.push_rc[0], SMART_ENOSPC);
