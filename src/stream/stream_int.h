@@ -20,6 +20,7 @@
 #define SMART_STREAM_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "smart/chan.h"
@@ -69,6 +70,9 @@ struct stream_msg {
 };
 _Static_assert(sizeof(struct stream_msg) == 32, "delta header layout");
 _Static_assert(sizeof(struct stream_entry) == 48, "delta entry layout");
+/* A JOIN row in a delta: count (the mark, 0) at 16, the id (sum) at 24. */
+_Static_assert(offsetof(struct stream_entry, a.count) == 16, "row mark");
+_Static_assert(offsetof(struct stream_entry, a.sum) == 24, "row id");
 
 /* UPPAR ships projected records: (key, ts, value). */
 struct stream_rec {
