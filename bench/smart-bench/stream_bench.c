@@ -882,7 +882,7 @@ static void print_engine(const struct sb *b, int e)
  * (window, person, auction) with count L; --check compared them as a
  * multiset with the one-thread run's. */
 static const char *const pair_keys[NENG] = { "slash_pairs", "uppar_pairs",
-					      "local_pairs", "one_pairs" };
+					     "local_pairs", "one_pairs" };
 
 static void nb8_pairs(const struct sb *b)
 {
