@@ -249,15 +249,11 @@ static int window_fire(struct stream_table *t, uint64_t wm, uint64_t size,
 		       uint32_t agg, struct smart_stream_result **out,
 		       size_t *n, size_t *cap, uint64_t *fired)
 {
-	struct stream_table keep;
+	struct stream_table keep = *t; /* max and the JOIN rows carried */
 	int rc = 0;
 
 	if (alloc_slots(&keep, t->cap))
 		return SMART_ENOMEM;
-	keep.max = t->max;
-	keep.row = t->row;
-	keep.rows = t->rows;
-	keep.row_cap = t->row_cap;
 	for (uint32_t i = 0; i < t->cap; i++) {
 		struct stream_entry *e = &t->e[i];
 		struct smart_stream_result r;
@@ -412,7 +408,7 @@ static int session_fire(struct stream_table *t, uint64_t wm,
 			struct smart_stream_result **out, size_t *n,
 			size_t *cap, uint64_t *fired)
 {
-	struct stream_table keep;
+	struct stream_table keep = *t; /* max (and rows, none) carried */
 	int rc = 0;
 
 	for (uint32_t i = 0; i < t->cap && !rc; i++) {
@@ -424,7 +420,6 @@ static int session_fire(struct stream_table *t, uint64_t wm,
 	}
 	if (alloc_slots(&keep, t->cap))
 		return SMART_ENOMEM;
-	keep.max = t->max;
 	for (uint32_t i = 0; i < t->cap; i++)
 		if (t->e[i].wstart != EMPTY &&
 		    session_keep(t, &t->e[i], wm, q->size)) {
