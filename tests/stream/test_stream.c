@@ -13,7 +13,10 @@
  * an idle source (windows fire before the end, counted); a hostile peer's
  * delta (bad length, a key not led here, a replayed epoch, a watermark
  * going back, a bad magic) cuts it with SMART_EPROTO, counted; a full
- * state gives SMART_ENOSPC.
+ * state gives SMART_ENOSPC.  Sessions (NB11) and the NB8 join, which
+ * emits each (window, person, auction) pair: equal to the reference as a
+ * multiset, its rows bounded (SMART_ENOSPC) and a peer's rows checked
+ * (SMART_EPROTO).
  *
  * Executors are threads with an endpoint each, or child processes
  * (test_spawn) that exchange addresses and results over pipes.
