@@ -55,10 +55,11 @@ enum {
 	SMART_STREAM_MIN = 2,
 	SMART_STREAM_MAX = 3,
 	SMART_STREAM_AVG = 4,
-	/* JOIN: an equi-join of two sides on the key within a window: a
-	 * record whose value is 0 is of the left side, else of the right;
-	 * a (window, key) with L left and R right records emits value L x R
-	 * (the joined pairs), one with no pair emits nothing. */
+	/* JOIN: an equi-join of two sides on the key within a tumbling or
+	 * sliding window: a record whose value is 0 is of the left side,
+	 * else of the right, the value its id; each right record of a
+	 * (window, key) with L > 0 left records emits one pair: value its
+	 * id, count L (how many times the pair is in the join). */
 	SMART_STREAM_JOIN = 5
 };
 /* SESSION: per key, records less than `size` (the gap) apart in event
@@ -226,8 +227,9 @@ enum {
 	SMART_STREAM_GEN_RO = 3,   /**< 16 B, COUNT per key */
 	SMART_STREAM_GEN_NB11 = 4, /**< 32 B bids, COUNT per bidder per
 				   * session (gap 10000) */
-	SMART_STREAM_GEN_NB8 = 5   /**< 32 B persons and auctions, JOIN
-				   * on the person per window (10000) */
+	SMART_STREAM_GEN_NB8 = 5   /**< 32 B persons and auctions (value:
+				   * 0 or the auction id), JOIN on the
+				   * person per window (10000) */
 };
 struct smart_stream_gen {
 	uint32_t workload;

@@ -518,6 +518,10 @@ int smart_stream_ckpt_attach(smart_stream_t *s,
 		return SMART_EINVAL;
 	if (s->cfg.engine != SMART_STREAM_SLASH || s->cfg.executors != 1)
 		return SMART_ENOTSUP;
+	/* a JOIN's rows are not in the checkpoint's layout: refused, not
+	 * restored without them (docs/stream.md §9) */
+	if (s->q.agg == SMART_STREAM_JOIN && !SMART_M_STREAM_CKPT_JOIN_OK)
+		return SMART_ENOTSUP;
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return SMART_ENOMEM;

@@ -128,6 +128,17 @@ static int split_part(struct smart_stream *s)
 			rc = smart__stream_peer_add(&s->peer[o], e, sizeof(*e));
 		s->st.delta_entries += o != me;
 	}
+	for (uint32_t i = 0; i < s->part.rows && !rc; i++) { /* JOIN */
+		const struct stream_entry *e = &s->part.row[i];
+		uint32_t o = smart_stream_key_owner(e->key, E);
+
+		if (o == me)
+			rc = smart__stream_table_row(&s->lead, e->wstart,
+						     e->key, e->a.sum);
+		else
+			rc = smart__stream_peer_add(&s->peer[o], e, sizeof(*e));
+		s->st.delta_entries += o != me;
+	}
 	if (!SMART_M_STREAM_NO_RESET)
 		smart__stream_table_clear(&s->part);
 	return rc;

@@ -6,8 +6,8 @@
  * (ts, job, task, machine as u64, then eight u32 with cpu in
  * thousandths), NB7 and NB11 bid 32 B (auction, bidder, price in cents,
  * ts; NB7's key is the auction, NB11's the bidder), RO 16 B (key, ts),
- * NB8 32 B (kind: 0 person, 1 auction; person id or seller; ts; a
- * payload word).  NB8 ignores keys and skew: its ids are unique persons.
+ * NB8 32 B (0 for a person, else the auction's id; person id or
+ * seller; ts; a payload word).  NB8 ignores keys and skew: its ids are unique persons.
  *
  * Invariants: record i of a partition depends only on (workload, seed,
  * part, i, keys, zipf, disorder): any chunking gives the same bytes; its
@@ -55,7 +55,7 @@ int smart_stream_gen_query(uint32_t workload, struct smart_stream_query *q)
 		q_fields(q, 8, 24, 0, 0);
 		q->window = SMART_STREAM_SESSION;
 	} else if (workload == SMART_STREAM_GEN_NB8) {
-		q_fields(q, 8, 16, 0, 8); /* the kind: 0 person, 1 auction */
+		q_fields(q, 8, 16, 0, 8); /* 0 a person, else the auction id */
 		q->agg = SMART_STREAM_JOIN;
 	} else {
 		q_fields(q, 0, 8, 0, 0);
@@ -119,7 +119,7 @@ static void nb8(uint8_t *r, smart_rng_t *g, const struct smart_stream_gen *sg,
 
 	if (!person)
 		slot -= back;
-	put64(r, !person);
+	put64(r, person ? 0 : i * sg->parts + sg->part + 1); /* auction id */
 	put64(r + 8,
 	      slot * sg->parts +
 		      (person ? sg->part : smart_rng_below(g, sg->parts)));

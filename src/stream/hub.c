@@ -47,20 +47,6 @@ int smart_stream_hub_destroy(smart_stream_hub_t *h)
 	return 0;
 }
 
-static int merge_part(struct smart_stream_hub *h, struct stream_table *part)
-{
-	int rc = 0;
-
-	for (uint32_t i = 0; i < part->cap && !rc; i++) {
-		const struct stream_entry *e = &part->e[i];
-
-		if (e->wstart != UINT64_MAX)
-			rc = smart__stream_table_merge(&h->t, e->wstart, e->key,
-						       &e->a);
-	}
-	return rc;
-}
-
 static uint64_t hub_wm(const struct smart_stream *s)
 {
 	const struct smart_stream_hub *h = s->cfg.hub;
@@ -82,7 +68,7 @@ int smart__stream_hub_epoch(struct smart_stream *s, uint64_t wm, int final,
 	int rc;
 
 	pthread_mutex_lock(&h->mu);
-	rc = merge_part(h, &s->part);
+	rc = smart__stream_table_merge_all(&h->t, &s->part);
 	if (!rc) {
 		h->wm[s->cfg.index] = wm;
 		h->finished += final;

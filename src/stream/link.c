@@ -269,8 +269,13 @@ static int take_body(struct smart_stream *s, const uint8_t *body, uint32_t n)
 			if (!smart__stream_entry_ok(&s->q, &e) ||
 			    !entry_ok(s, e.key, e.wstart))
 				return cut(s);
-			rc = smart__stream_table_merge(&s->lead, e.wstart,
-						       e.key, &e.a);
+			if (smart__stream_is_row(&s->q, &e)) /* JOIN */
+				rc = smart__stream_table_row(&s->lead, e.wstart,
+							     e.key, e.a.sum);
+			else
+				rc = smart__stream_table_merge(&s->lead,
+							       e.wstart, e.key,
+							       &e.a);
 		}
 	}
 	return rc;

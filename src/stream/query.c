@@ -52,6 +52,9 @@ int smart__stream_query_check(const struct smart_stream_query *q)
 	if (q->agg > SMART_STREAM_JOIN || !window_ok(q) ||
 	    q->lateness >= SMART_STREAM_TS_LIMIT)
 		return SMART_EINVAL;
+	/* a JOIN emits its pairs per window: sessions have no rows yet */
+	if (q->agg == SMART_STREAM_JOIN && q->window == SMART_STREAM_SESSION)
+		return SMART_EINVAL;
 	return 0;
 }
 
@@ -144,12 +147,31 @@ static int session_ok(const struct smart_stream_query *q,
 	return e->a.min >= b && e->a.min <= e->a.max && e->a.max - b < q->size;
 }
 
+int smart__stream_is_row(const struct smart_stream_query *q,
+			 const struct stream_entry *e)
+{
+	return q->agg == SMART_STREAM_JOIN && !e->a.count;
+}
+
+/* JOIN (docs/stream.md §4): a row carries a right record's id (!= 0,
+ * min = max = 0); a bucket's right records (sum) are at most its records
+ * (count), so L = count - sum cannot wrap. */
+static int join_ok(const struct smart_stream_query *q,
+		   const struct stream_entry *e)
+{
+	if (q->agg != SMART_STREAM_JOIN || SMART_M_STREAM_JOIN_ROW_NO_CHECK)
+		return 1;
+	if (!e->a.count)
+		return e->a.sum && !e->a.min && !e->a.max;
+	return e->a.sum <= e->a.count;
+}
+
 int smart__stream_entry_ok(const struct smart_stream_query *q,
 			   const struct stream_entry *e)
 {
 	if (q->window == SMART_STREAM_SESSION)
 		return session_ok(q, e);
-	return wstart_ok(q, e->wstart);
+	return join_ok(q, e) && wstart_ok(q, e->wstart);
 }
 
 int smart__stream_session_extra(const struct smart_stream_query *q)
@@ -182,20 +204,21 @@ int smart__stream_assign(const struct smart_stream_query *q,
 			 uint64_t v)
 {
 	uint64_t step = q->window == SMART_STREAM_SLIDING ? q->slide : q->size;
-	uint64_t ws = ts - ts % step;
+	uint64_t ws = ts - ts % step, id = q->agg == SMART_STREAM_JOIN ? v : 0;
 	struct stream_agg a;
 
-	if (q->agg == SMART_STREAM_JOIN) /* sum: the right side's records */
-		v = v != 0;
 	if (q->window == SMART_STREAM_SESSION)
 		return assign_session(q, t, key, ts, v);
-	smart__stream_agg_one(&a, v);
+	/* JOIN: sum counts the right side's records, each also a row */
+	smart__stream_agg_one(&a, id ? 1 : v);
 	for (;;) {
 		int rc;
 
 		if (ws + q->size <= ts)
 			return 0;
 		rc = smart__stream_table_merge(t, ws, key, &a);
+		if (!rc && id)
+			rc = smart__stream_table_row(t, ws, key, id);
 		if (rc || ws < step)
 			return rc;
 		ws -= step;

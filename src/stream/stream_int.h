@@ -20,6 +20,7 @@
 #define SMART_STREAM_INT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "smart/chan.h"
@@ -39,9 +40,15 @@ struct stream_entry {
 	struct stream_agg a;
 };
 
+/* JOIN: every right-side record is also kept as a row, a stream_entry
+ * with count 0 (which no bucket has) and sum its id (the value, != 0),
+ * min = max = 0; rows are a plain array (a multiset), at most max of
+ * them (SMART_ENOSPC), fired with their bucket, which gives L. */
 struct stream_table {
 	struct stream_entry *e;
 	uint32_t cap, n, max;
+	struct stream_entry *row;
+	uint32_t rows, row_cap;
 };
 
 /* A delta message in a channel slot: header, then n entries of
@@ -63,6 +70,9 @@ struct stream_msg {
 };
 _Static_assert(sizeof(struct stream_msg) == 32, "delta header layout");
 _Static_assert(sizeof(struct stream_entry) == 48, "delta entry layout");
+/* A JOIN row in a delta: count (the mark, 0) at 16, the id (sum) at 24. */
+_Static_assert(offsetof(struct stream_entry, a.count) == 16, "row mark");
+_Static_assert(offsetof(struct stream_entry, a.sum) == 24, "row id");
 
 /* UPPAR ships projected records: (key, ts, value). */
 struct stream_rec {
@@ -119,6 +129,13 @@ int smart__stream_table_merge(struct stream_table *t, uint64_t wstart,
 			      uint64_t key, const struct stream_agg *a);
 void smart__stream_agg_one(struct stream_agg *a, uint64_t v);
 uint64_t smart__stream_agg_value(const struct stream_agg *a, uint32_t agg);
+/* JOIN: keep a right record (id != 0) of (wstart, key) as a row;
+ * SMART_ENOSPC past max rows, SMART_ENOMEM. */
+int smart__stream_table_row(struct stream_table *t, uint64_t wstart,
+			    uint64_t key, uint64_t id);
+/* Merge src's buckets and rows into t (its rows appended). */
+int smart__stream_table_merge_all(struct stream_table *t,
+				  const struct stream_table *src);
 /* Move every entry whose window (SESSION: whose session, a run of
  * buckets) ended by wm into out (grown); 0 or SMART_ENOMEM. */
 int smart__stream_table_fire(struct stream_table *t, uint64_t wm,
@@ -140,6 +157,9 @@ int smart__stream_assign(const struct smart_stream_query *q,
  * below 2^62; a session bucket's times inside the bucket. */
 int smart__stream_entry_ok(const struct smart_stream_query *q,
 			   const struct stream_entry *e);
+/* 1 when e is a JOIN row (count 0); its checks are in entry_ok. */
+int smart__stream_is_row(const struct smart_stream_query *q,
+			 const struct stream_entry *e);
 /* SESSION: MIN and MAX keep a second entry per bucket (the values). */
 int smart__stream_session_extra(const struct smart_stream_query *q);
 

@@ -105,6 +105,29 @@
 #define SMART_M_STREAM_JOIN_NO_FILTER 0
 #endif
 
+/* take: a peer's JOIN row (id != 0, min = max = 0) and bucket (right
+ * records <= records) not checked */
+#ifdef SMART_MUTANT_STREAM_JOIN_ROW_NO_CHECK
+#define SMART_M_STREAM_JOIN_ROW_NO_CHECK 1
+#else
+#define SMART_M_STREAM_JOIN_ROW_NO_CHECK 0
+#endif
+
+/* JOIN rows: no limit on their number (no SMART_ENOSPC) */
+#ifdef SMART_MUTANT_STREAM_JOIN_ROWS_UNBOUNDED
+#define SMART_M_STREAM_JOIN_ROWS_UNBOUNDED 1
+#else
+#define SMART_M_STREAM_JOIN_ROWS_UNBOUNDED 0
+#endif
+
+/* recovery: a JOIN executor's attach not refused (its rows would be
+ * lost at a restore) */
+#ifdef SMART_MUTANT_STREAM_CKPT_JOIN_OK
+#define SMART_M_STREAM_CKPT_JOIN_OK 1
+#else
+#define SMART_M_STREAM_CKPT_JOIN_OK 0
+#endif
+
 /* recovery: a checkpoint slot taken without its CRC matching (a torn write restored) */
 #ifdef SMART_MUTANT_STREAM_CKPT_NO_CRC
 #define SMART_M_STREAM_CKPT_NO_CRC 1

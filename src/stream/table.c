@@ -55,8 +55,9 @@ int smart__stream_table_init(struct stream_table *t, uint32_t max)
 void smart__stream_table_free(struct stream_table *t)
 {
 	free(t->e);
-	t->e = NULL;
-	t->cap = t->n = 0;
+	free(t->row);
+	t->e = t->row = NULL;
+	t->cap = t->n = t->rows = t->row_cap = 0;
 }
 
 void smart__stream_table_clear(struct stream_table *t)
@@ -66,6 +67,7 @@ void smart__stream_table_clear(struct stream_table *t)
 			t->e[i].wstart = EMPTY;
 			t->n--;
 		}
+	t->rows = 0;
 }
 
 static struct stream_entry *slot(struct stream_table *t, uint64_t ws,
@@ -131,6 +133,47 @@ int smart__stream_table_merge(struct stream_table *t, uint64_t wstart,
 	return 0;
 }
 
+/* JOIN: the rows are bounded like the buckets (a record is a bucket
+ * update and at most one row per window), never an unbounded array. */
+int smart__stream_table_row(struct stream_table *t, uint64_t wstart,
+			    uint64_t key, uint64_t id)
+{
+	if (t->rows >= t->max && !SMART_M_STREAM_JOIN_ROWS_UNBOUNDED)
+		return SMART_ENOSPC;
+	if (t->rows == t->row_cap) {
+		uint32_t c = t->row_cap ? t->row_cap * 2 : 256;
+		void *p = realloc(t->row, (size_t)c * sizeof(*t->row));
+
+		if (!p)
+			return SMART_ENOMEM;
+		t->row = p;
+		t->row_cap = c;
+	}
+	t->row[t->rows++] = (struct stream_entry){ wstart,
+						   key,
+						   { 0, id, 0, 0 } };
+	return 0;
+}
+
+int smart__stream_table_merge_all(struct stream_table *t,
+				  const struct stream_table *src)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < src->cap && !rc; i++) {
+		const struct stream_entry *e = &src->e[i];
+
+		if (e->wstart != EMPTY)
+			rc = smart__stream_table_merge(t, e->wstart, e->key,
+						       &e->a);
+	}
+	for (uint32_t i = 0; i < src->rows && !rc; i++)
+		rc = smart__stream_table_row(t, src->row[i].wstart,
+					     src->row[i].key,
+					     src->row[i].a.sum);
+	return rc;
+}
+
 void smart__stream_agg_one(struct stream_agg *a, uint64_t v)
 {
 	*a = (struct stream_agg){ 1, v, v, v };
@@ -147,8 +190,6 @@ uint64_t smart__stream_agg_value(const struct stream_agg *a, uint32_t agg)
 		return a->max;
 	case SMART_STREAM_AVG:
 		return a->count ? a->sum / a->count : 0;
-	case SMART_STREAM_JOIN: /* sum counts the right side's records */
-		return (a->count - a->sum) * a->sum;
 	default:
 		return a->count;
 	}
@@ -170,26 +211,49 @@ static int out_push(struct smart_stream_result **out, size_t *n, size_t *cap,
 	return 0;
 }
 
-/* Emitted entries leave the table: it is rebuilt from the survivors (a
- * linear-probing table cannot simply blank a slot). */
-/* JOIN: a complete (window, key) emits only when both sides met. */
-static int join_pairs(const struct stream_agg *a, uint32_t agg)
+/* JOIN: each row of a complete window (wend <= wm) emits its pair
+ * (window, key, right id) with count L, the left records it joins (its
+ * multiplicity in the join), when L > 0; it then leaves the array (the
+ * last row moves into its place).  Runs before the buckets fire: L is
+ * read from the row's bucket, complete since its window is. */
+static int rows_fire(struct stream_table *t, uint64_t wm, uint64_t size,
+		     struct smart_stream_result **out, size_t *n, size_t *cap,
+		     uint64_t *fired)
 {
-	if (SMART_M_STREAM_JOIN_NO_FILTER || agg != SMART_STREAM_JOIN)
-		return 1;
-	return a->sum && a->sum < a->count;
+	for (uint32_t i = 0; i < t->rows;) {
+		const struct stream_entry *w = &t->row[i];
+		const struct stream_entry *b = slot(t, w->wstart, w->key);
+		uint64_t l = b->wstart == EMPTY ? 0 : b->a.count - b->a.sum;
+		struct smart_stream_result r = { w->wstart, w->wstart + size,
+						 w->key, w->a.sum, l };
+
+		if (w->wstart + size > wm) {
+			i++;
+			continue;
+		}
+		if (l || SMART_M_STREAM_JOIN_NO_FILTER) {
+			int rc = out_push(out, n, cap, &r);
+
+			if (rc)
+				return rc;
+			++*fired;
+		}
+		t->row[i] = t->row[--t->rows];
+	}
+	return 0;
 }
 
+/* Emitted entries leave the table: it is rebuilt from the survivors (a
+ * linear-probing table cannot simply blank a slot). */
 static int window_fire(struct stream_table *t, uint64_t wm, uint64_t size,
 		       uint32_t agg, struct smart_stream_result **out,
 		       size_t *n, size_t *cap, uint64_t *fired)
 {
-	struct stream_table keep;
+	struct stream_table keep = *t; /* max and the JOIN rows carried */
 	int rc = 0;
 
 	if (alloc_slots(&keep, t->cap))
 		return SMART_ENOMEM;
-	keep.max = t->max;
 	for (uint32_t i = 0; i < t->cap; i++) {
 		struct stream_entry *e = &t->e[i];
 		struct smart_stream_result r;
@@ -201,8 +265,8 @@ static int window_fire(struct stream_table *t, uint64_t wm, uint64_t size,
 			keep.n++;
 			continue;
 		}
-		if (!join_pairs(&e->a, agg))
-			continue; /* complete, and no pair: nothing to emit */
+		if (agg == SMART_STREAM_JOIN)
+			continue; /* its pairs were emitted by its rows */
 		r = (struct smart_stream_result){
 			e->wstart, e->wstart + size, e->key,
 			smart__stream_agg_value(&e->a, agg), e->a.count
@@ -313,10 +377,6 @@ static int session_one(struct stream_table *t, uint64_t wm,
 
 	if (SMART_M_STREAM_SESSION_FIRE_EARLY ? last->a.max >= wm : end > wm)
 		return 0;
-	if (!join_pairs(&a, q->agg)) {
-		session_mark(t, q, e);
-		return 0;
-	}
 	r = (struct smart_stream_result){ e->a.min, end, e->key,
 					  smart__stream_agg_value(&a, q->agg),
 					  a.count };
@@ -348,7 +408,7 @@ static int session_fire(struct stream_table *t, uint64_t wm,
 			struct smart_stream_result **out, size_t *n,
 			size_t *cap, uint64_t *fired)
 {
-	struct stream_table keep;
+	struct stream_table keep = *t; /* max (and rows, none) carried */
 	int rc = 0;
 
 	for (uint32_t i = 0; i < t->cap && !rc; i++) {
@@ -360,7 +420,6 @@ static int session_fire(struct stream_table *t, uint64_t wm,
 	}
 	if (alloc_slots(&keep, t->cap))
 		return SMART_ENOMEM;
-	keep.max = t->max;
 	for (uint32_t i = 0; i < t->cap; i++)
 		if (t->e[i].wstart != EMPTY &&
 		    session_keep(t, &t->e[i], wm, q->size)) {
@@ -379,5 +438,11 @@ int smart__stream_table_fire(struct stream_table *t, uint64_t wm,
 {
 	if (q->window == SMART_STREAM_SESSION)
 		return session_fire(t, wm, q, out, n, cap, fired);
+	if (q->agg == SMART_STREAM_JOIN) {
+		int rc = rows_fire(t, wm, q->size, out, n, cap, fired);
+
+		if (rc)
+			return rc;
+	}
 	return window_fire(t, wm, q->size, q->agg, out, n, cap, fired);
 }

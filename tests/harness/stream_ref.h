@@ -5,9 +5,11 @@
  * (window start, key, value) an accepted record contributes, sorts the
  * list and reduces it; for session windows it sorts the (time, key,
  * value) of the accepted records by key and time and cuts sessions where
- * two records of a key are the gap or more apart.  JOIN counts the right
- * side's records as the sum and keeps only (window, key)s with both.  No code shared with src/stream beyond the public
- * header (the generator makes the input).
+ * two records of a key are the gap or more apart.  JOIN (windows only):
+ * in each (window, key) group, L records of value 0 (the left side); each
+ * other record (a right one, its value its id) gives one pair (window,
+ * key, id, count L) when L > 0.  No code shared with src/stream beyond
+ * the public header (the generator makes the input).
  */
 #ifndef SMART_TEST_STREAM_REF_H
 #define SMART_TEST_STREAM_REF_H
@@ -110,7 +112,6 @@ static inline uint64_t ref_value(const struct smart_stream_query *q,
 	       q->agg == SMART_STREAM_SUM   ? sum :
 	       q->agg == SMART_STREAM_MIN   ? mn :
 	       q->agg == SMART_STREAM_MAX   ? mx :
-	       q->agg == SMART_STREAM_JOIN  ? (count - sum) * sum :
 					      sum / count;
 }
 
@@ -137,8 +138,7 @@ static inline void ref_sessions(const struct smart_stream_query *q,
 		}
 		r.wend = last + q->size;
 		r.value = ref_value(q, r.count, sum, mn, mx);
-		if (q->agg != SMART_STREAM_JOIN || (sum && sum < r.count))
-			o->r[o->n++] = r;
+		o->r[o->n++] = r;
 	}
 }
 
@@ -189,9 +189,6 @@ static inline void ref_run(const struct smart_stream_query *q, uint32_t parts,
 			}
 			seen = 1;
 			maxts = ts > maxts ? ts : maxts;
-			if (q->agg ==
-			    SMART_STREAM_JOIN) /* 0 left, else right */
-				v = v != 0;
 			if (q->window == SMART_STREAM_SESSION)
 				ref_session_item(key, ts, v, &it, &ni, &cap);
 			else
@@ -207,7 +204,8 @@ static inline void ref_run(const struct smart_stream_query *q, uint32_t parts,
 	for (size_t i = 0; i < ni;) {
 		struct smart_stream_result r = { it[i].ws, it[i].ws + q->size,
 						 it[i].key, 0, 0 };
-		uint64_t sum = 0, mn = UINT64_MAX, mx = 0;
+		uint64_t sum = 0, mn = UINT64_MAX, mx = 0, left = 0;
+		size_t first = i;
 
 		for (; i < ni && it[i].ws == r.wstart && it[i].key == r.key;
 		     i++) {
@@ -215,15 +213,18 @@ static inline void ref_run(const struct smart_stream_query *q, uint32_t parts,
 			sum += it[i].v;
 			mn = it[i].v < mn ? it[i].v : mn;
 			mx = it[i].v > mx ? it[i].v : mx;
+			left += !it[i].v;
 		}
-		r.value = q->agg == SMART_STREAM_COUNT ? r.count :
-			  q->agg == SMART_STREAM_SUM   ? sum :
-			  q->agg == SMART_STREAM_MIN   ? mn :
-			  q->agg == SMART_STREAM_MAX   ? mx :
-			  q->agg == SMART_STREAM_JOIN  ? (r.count - sum) * sum :
-							 sum / r.count;
-		if (q->agg != SMART_STREAM_JOIN || (sum && sum < r.count))
+		if (q->agg != SMART_STREAM_JOIN) {
+			r.value = ref_value(q, r.count, sum, mn, mx);
 			o->r[o->n++] = r;
+			continue;
+		}
+		for (size_t j = first; j < i && left; j++)
+			if (it[j].v) /* a right record: one pair */
+				o->r[o->n++] = (struct smart_stream_result){
+					r.wstart, r.wend, r.key, it[j].v, left
+				};
 	}
 	free(it);
 	qsort(o->r, o->n, sizeof(*o->r), ref_res_cmp);

@@ -13,7 +13,10 @@
  * an idle source (windows fire before the end, counted); a hostile peer's
  * delta (bad length, a key not led here, a replayed epoch, a watermark
  * going back, a bad magic) cuts it with SMART_EPROTO, counted; a full
- * state gives SMART_ENOSPC.
+ * state gives SMART_ENOSPC.  Sessions (NB11) and the NB8 join, which
+ * emits each (window, person, auction) pair: equal to the reference as a
+ * multiset, its rows bounded (SMART_ENOSPC) and a peer's rows checked
+ * (SMART_EPROTO).
  *
  * Executors are threads with an endpoint each, or child processes
  * (test_spawn) that exchange addresses and results over pipes.
@@ -1337,17 +1340,19 @@ static void test_session_hostile(void)
 /* ---- NB8: a windowed join of persons and auctions (docs/stream.md §2) -- */
 
 /* Every engine x executors 1..3 x epoch 16 and 2^20 x tumbling windows of
- * 300, sliding 300 every 100, and sessions of gap 300: the joined
- * (window, person) pairs equal the reference's, and windows where only
- * one side came emit nothing (the reference drops them too). */
+ * 300 and sliding 300 every 100, in order and with shifts up to 60 under
+ * a lateness of 25: the emitted (window, person, auction, L) pairs equal
+ * the reference's as a multiset, the late records dropped are the same,
+ * and auctions whose seller did not register in the window emit nothing
+ * (the reference drops them too). */
 static void test_join(void)
 {
-	uint64_t results = 0, pairs = 0;
+	uint64_t pairs = 0, late = 0, paired = 0, rights = 0;
 
 	secret_init();
 	for (uint32_t engine = 0; engine < 3; engine++)
 		for (uint32_t E = 1; E <= MAXE; E++)
-			for (int cfg = 0; cfg < 6; cfg++) {
+			for (int cfg = 0; cfg < 8; cfg++) {
 				struct run r = { .engine = engine,
 						 .E = E,
 						 .epoch = cfg & 1 ? 1u << 20 :
@@ -1357,27 +1362,201 @@ static void test_join(void)
 				CHECK_OK(smart_stream_gen_query(
 					SMART_STREAM_GEN_NB8, &r.q));
 				r.q.size = 300;
-				r.q.window = (uint32_t)cfg / 2;
-				r.q.slide = cfg / 2 == 1 ? 100 : 0;
-				gen_input(&r, SMART_STREAM_GEN_NB8, 2000, 0, 0,
-					  500);
+				if (cfg & 2) {
+					r.q.window = SMART_STREAM_SLIDING;
+					r.q.slide = 100;
+				}
+				r.q.lateness = cfg & 4 ? 25 : 0;
+				gen_input(&r, SMART_STREAM_GEN_NB8, 2000, 0,
+					  cfg & 4 ? 60 : 0, 500);
 				run_threads(&r);
 				snprintf(what, sizeof(what),
 					 "join %s E=%u cfg=%d", engines[engine],
 					 E, cfg);
 				check_ref(&r, what);
-				for (uint32_t i = 0; i < E; i++)
+				for (uint32_t i = 0; i < E; i++) {
+					late += r.st[i].late;
 					for (size_t k = 0; k < r.nres[i]; k++) {
-						results++;
-						pairs += r.res[i][k].value;
+						pairs++;
+						CHECK(r.res[i][k].value != 0);
+						CHECK(r.res[i][k].count == 1);
 					}
+				}
+				/* auctions of the tumbling in-order input,
+				 * each right record x its windows: some
+				 * had no person in their window */
+				if (cfg == 0)
+					for (uint32_t p = 0; p < E; p++)
+						rights += r.n[p] -
+							  (r.n[p] + 3) / 4;
+				if (cfg == 0)
+					for (uint32_t i = 0; i < E; i++)
+						paired += r.nres[i];
 				run_free(&r);
 			}
-	printf("join: %" PRIu64 " (window, person) results, %" PRIu64
-	       " pairs\n",
-	       results, pairs);
-	CHECK(results > 0);
-	CHECK(pairs > results); /* some persons opened several auctions */
+	printf("join: %" PRIu64 " pairs, %" PRIu64
+	       " late; tumbling in order: %" PRIu64 " auctions, %" PRIu64
+	       " paired\n",
+	       pairs, late, rights, paired);
+	CHECK(pairs > 0);
+	CHECK(late > 0);
+	CHECK(paired < rights); /* some auctions found no person: dropped */
+}
+
+/* Random bytes under a JOIN: keys of one byte, values of one byte, 0 (a
+ * left record) or 1 (a right one), several of each per (window, key):
+ * L > 1 and equal pairs (the multiset counts them); times
+ * of two and eight bytes (late and implausible records); every engine. */
+static void test_join_fuzz(void)
+{
+	uint64_t multi = 0;
+
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (uint32_t tsize = 2; tsize <= 8; tsize += 6) {
+			struct run r = { .engine = engine,
+					 .E = 2,
+					 .epoch = 64 };
+			smart_rng_t g;
+
+			smart_stream_query_init(&r.q);
+			r.q.record_bytes = 16;
+			r.q.key = (struct smart_stream_field){ 0, 1 };
+			r.q.time = (struct smart_stream_field){ 1, tsize };
+			r.q.value = (struct smart_stream_field){ 9, 1 };
+			r.q.agg = SMART_STREAM_JOIN;
+			r.q.size = 4096;
+			r.q.lateness = 1000;
+			smart_rng_seed(&g, 5 + engine);
+			for (uint32_t p = 0; p < 2; p++) {
+				r.n[p] = 3000;
+				r.in[p] = malloc(3000 * 16);
+				for (size_t k = 0; k < 3000 * 2; k++)
+					((uint64_t *)r.in[p])[k] =
+						smart_rng_next(&g) &
+						(k % 2 ? ~0xfe00ULL : ~0ULL);
+			}
+			run_threads(&r);
+			check_ref(&r, "join_fuzz");
+			CHECK(r.st[0].late + r.st[0].implausible > 0);
+			for (uint32_t i = 0; i < 2; i++)
+				for (size_t k = 0; k < r.nres[i]; k++)
+					multi += r.res[i][k].count > 1;
+			run_free(&r);
+		}
+	printf("join_fuzz: %" PRIu64 " pairs with L > 1\n", multi);
+	CHECK(multi > 0);
+}
+
+/* JOIN rows are bounded: 64 entries, every record an auction of one
+ * person in one window (one bucket, a row each): SMART_ENOSPC. */
+static void test_join_enospc(void)
+{
+	for (uint32_t engine = 0; engine < 3; engine++) {
+		struct run r = { .engine = engine,
+				 .E = 1,
+				 .epoch = 1000,
+				 .max_entries = 64 };
+
+		secret_init();
+		CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_NB8, &r.q));
+		gen_input(&r, SMART_STREAM_GEN_NB8, 400, 0, 0, 1);
+		for (size_t k = 0; k < r.n[0]; k++) {
+			uint8_t *rec = r.in[0] + k * r.q.record_bytes;
+
+			memset(rec + 8, 0, 8); /* person 0 */
+			rec[0] |= 1;	       /* an auction (an id != 0) */
+		}
+		run_threads(&r);
+		CHECK_EQ(r.push_rc[0], SMART_ENOSPC);
+		run_free(&r);
+	}
+}
+
+/* A hostile executor 1 ships a JOIN bucket (one person, one auction) and
+ * the auction's row: a row of id 0, a row with a nonzero min, a bucket
+ * with more right records than records (L would wrap), a row off the
+ * window grid: each cuts it (SMART_EPROTO, proto_errors 1); without the
+ * lie the pair is emitted (results 1). */
+static void join_hostile_case(int how)
+{
+	static const char *const names[] = { "row id 0", "row min set",
+					     "right > records", "row off grid",
+					     "no lie" };
+	struct hostile h = { .r = { .engine = SMART_STREAM_SLASH, .E = 2 } };
+	struct smart_chan_config cc;
+	uint64_t mine = key_of(0);
+	struct stream_entry e[2] = { { 0, mine, { 2, 1, 0, 1 } },
+				     { 0, mine, { 0, 77, 0, 0 } } };
+	smart_chan_t *out;
+	pthread_t th;
+
+	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_NB8, &h.r.q));
+	h.r.q.size = 300;
+	if (how == 0)
+		e[1].a.sum = 0;
+	if (how == 1)
+		e[1].a.min = 5;
+	if (how == 2)
+		e[0].a.sum = 3;
+	if (how == 3)
+		e[1].wstart = 150;
+	end_open(&h.r.end[0], 1);
+	end_open(&h.fake, 1);
+	CHECK_OK(smart_chan_listen(h.fake.rpc, hostile_accept, &h));
+	h.r.peers[0] = h.r.end[0].addr;
+	h.r.peers[1] = h.fake.addr;
+	CHECK_EQ(pthread_create(&th, NULL, hostile_exec, &h), 0);
+	smart_chan_config_init(&cc);
+	cc.tag = 1;
+	CHECK_OK(smart_chan_open(h.fake.rpc, h.r.end[0].addr, &cc, &out));
+	while (!h.in)
+		smart_rpc_progress(h.fake.rpc);
+	forge_entry(out, 1, STREAM_F_LAST, 100, e, 2);
+	forge_entry(out, 2, STREAM_F_LAST | STREAM_F_FINAL, UINT64_MAX, e, 0);
+	while (!atomic_load(&h.done))
+		smart_rpc_progress(h.fake.rpc);
+	pthread_join(th, NULL);
+	printf("join, %s: %d, proto_errors %" PRIu64 ", results %" PRIu64 "\n",
+	       names[how], h.rc, h.st.proto_errors, h.st.results);
+	CHECK_EQ(h.rc, how < 4 ? SMART_EPROTO : SMART_ENOENT);
+	CHECK_EQ(h.st.proto_errors, how < 4);
+	CHECK_EQ(h.st.results, how == 4);
+	CHECK_OK(smart_chan_close(out));
+	CHECK_OK(smart_chan_close(h.in));
+	end_close(&h.fake);
+	end_close(&h.r.end[0]);
+}
+
+static void test_join_hostile(void)
+{
+	secret_init();
+	for (int how = 0; how < 5; how++)
+		join_hostile_case(how);
+}
+
+/* Recovery does not cover a JOIN (its rows are not checkpointed): the
+ * attach is refused before it touches any area. */
+static void test_join_ckpt(void)
+{
+	struct smart_stream_ckpt_config cc;
+	struct smart_stream_config c;
+	struct end e;
+	smart_stream_t *s;
+	uint64_t resume = 7;
+
+	secret_init();
+	end_open(&e, 1);
+	smart_stream_config_init(&c);
+	c.engine = SMART_STREAM_SLASH;
+	c.executors = 1;
+	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_NB8, &c.query));
+	CHECK_OK(smart_stream_create(e.w, &c, &s));
+	smart_stream_ckpt_config_init(&cc);
+	CHECK_EQ(smart_stream_ckpt_attach(s, &cc, &resume), SMART_ENOTSUP);
+	CHECK_EQ(resume, 7);
+	CHECK_OK(smart_stream_close(s, e.w));
+	end_close(&e);
 }
 
 /* NB8 with executors as processes (E = 2, 3; slash, uppar; epoch 16). */
@@ -1415,6 +1594,10 @@ int main(int argc, char **argv)
 			{ "session_hostile", test_session_hostile },
 			{ "session_procs", test_session_procs },
 			{ "join", test_join },
+			{ "join_fuzz", test_join_fuzz },
+			{ "join_enospc", test_join_enospc },
+			{ "join_hostile", test_join_hostile },
+			{ "join_ckpt", test_join_ckpt },
 			{ "join_procs", test_join_procs },
 			{ 0 } },
 		(struct test_child[]){ { "exec", child_exec },
