@@ -1012,7 +1012,9 @@ const struct bench_module bench_stream = {
 		 "local with a thread each, one\n  with one thread reading "
 		 "them interleaved; alternated --rounds times,\n  medians.  "
 		 "Input records/s and GB/s, ratios, and the clock-free "
-		 "channel\n  bytes and slots per record, entries per epoch.\n",
+		 "channel\n  bytes and slots per record, entries per epoch.  "
+		 "--chan footer|both: slash\n  and uppar over FOOTER "
+		 "channels (slash-ft, uppar-ft).\n",
 	.flags = sb_flags,
 	.csv = sb_csv,
 	.create = sb_create,
