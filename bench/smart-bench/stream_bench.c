@@ -5,6 +5,13 @@
  * them), local with --procs threads in one process, and one: a single
  * executor reading the same partitions interleaved record by record.
  *
+ * --chan footer runs slash and uppar with FOOTER channels (polled footer
+ * and CRC, smart/chan.h) as the engines slash-ft and uppar-ft; --chan
+ * both runs them in both modes, alternated with the others in each
+ * round, so the IMM and FOOTER figures share the machine's state; their
+ * "x slash" and "x uppar" columns are the FOOTER / IMM ratios.  --pareto
+ * draws the keys from the generator's bounded Pareto law (shape ALPHA).
+ *
  * Every engine reads the same input: --procs partitions of --records
  * records each, generated once before the first fork (seeded, per
  * partition).  An engine's time runs from a start byte every executor
@@ -52,6 +59,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "smart/chan.h"
 #include "smart/rpc.h"
 #include "smart/secret.h"
 #include "smart/stream.h"
@@ -60,7 +68,12 @@
 #define E_UPPAR	   1
 #define E_LOCAL	   2
 #define E_ONE	   3
-#define NENG	   4
+#define E_SLASH_FT 4 /* slash and uppar over FOOTER channels */
+#define E_UPPAR_FT 5
+#define NENG	   6
+#define CH_IMM	   0 /* --chan */
+#define CH_FOOTER  1
+#define CH_BOTH	   2
 #define PROCS_MAX  8
 #define ROUNDS_MAX 16
 #define ADDR	   64
@@ -70,20 +83,24 @@
 
 static const char *const eng_choices[] = { "all",   "slash", "uppar",
 					   "local", "one",   NULL };
-static const char *const eng_names[NENG] = { "slash", "uppar", "local", "one" };
-static const char *const prog_names[NENG] = { "stream slash executor 0",
-					      "stream uppar executor 0",
-					      "stream local thread 0",
-					      "stream one" };
+static const char *const eng_names[NENG] = { "slash", "uppar",	  "local",
+					     "one",   "slash-ft", "uppar-ft" };
+static const char *const prog_names[NENG] = {
+	"stream slash executor 0",    "stream uppar executor 0",
+	"stream local thread 0",      "stream one",
+	"stream slash-ft executor 0", "stream uppar-ft executor 0"
+};
+static const char *const chan_names[] = { "imm", "footer", "both", NULL };
 static const char *const wl_names[] = { "ysb",	"cm",  "nb7", "ro",
 					"nb11", "nb8", NULL };
-static const char *const lag_keys[NENG] = { "slash_lag_p99_ms",
-					    "uppar_lag_p99_ms",
-					    "local_lag_p99_ms",
-					    "one_lag_p99_ms" };
-static const uint32_t eng_kind[NENG] = { SMART_STREAM_SLASH, SMART_STREAM_UPPAR,
-					 SMART_STREAM_LOCAL,
-					 SMART_STREAM_LOCAL };
+static const char *const lag_keys[NENG] = {
+	"slash_lag_p99_ms", "uppar_lag_p99_ms",	   "local_lag_p99_ms",
+	"one_lag_p99_ms",   "slash_ft_lag_p99_ms", "uppar_ft_lag_p99_ms"
+};
+static const uint32_t eng_kind[NENG] = {
+	SMART_STREAM_SLASH, SMART_STREAM_UPPAR, SMART_STREAM_LOCAL,
+	SMART_STREAM_LOCAL, SMART_STREAM_SLASH, SMART_STREAM_UPPAR
+};
 
 /* An order-independent reduction of a multiset of results. */
 struct digest {
@@ -97,9 +114,9 @@ struct rep {
 
 struct sb {
 	struct bench_run *run;
-	int wl, engine, procs, rounds, check;
+	int wl, engine, procs, rounds, check, chan;
 	uint64_t records, keys, epoch, window;
-	double zipf;
+	double zipf, pareto;
 	char secret[32];
 	struct smart_stream_query q;
 	uint8_t *in[PROCS_MAX], *mixed;
@@ -132,6 +149,12 @@ static const struct kit_flag sb_flags[] = {
 	KIT_U64("keys", R, keys, 1, 1ULL << 40, "N", "distinct keys [10000]"),
 	KIT_DOUBLE("zipf", R, zipf, 0, 0.999, "THETA",
 		   "key skew, 0: uniform [0]"),
+	KIT_DOUBLE("pareto", R, pareto, 0, 100, "ALPHA",
+		   "key skew: a bounded Pareto law of this shape (0.001..100; "
+		   "not with --zipf), 0: off [0]"),
+	KIT_CHOICE("chan", R, chan, chan_names, "imm|footer|both",
+		   "slash and uppar's channel mode; both: each engine in "
+		   "both, alternated (slash-ft, uppar-ft) [imm]"),
 	KIT_U64("epoch", R, epoch, 16, 1ULL << 31, "N",
 		"input records per epoch [65536]"),
 	KIT_U64("window", R, window, 1, 1ULL << 40, "N",
@@ -160,8 +183,12 @@ static const struct kit_col sb_csv[] = {
 	{ "uppar_rps", "uppar_rps", NULL },
 	{ "local_rps", "local_rps", NULL },
 	{ "one_rps", "one_rps", NULL },
+	{ "slash_ft_rps", "slash_ft_rps", NULL },
+	{ "uppar_ft_rps", "uppar_ft_rps", NULL },
 	{ "slash_bytes_per_rec", "slash_bytes_per_rec", NULL },
 	{ "uppar_bytes_per_rec", "uppar_bytes_per_rec", NULL },
+	{ "slash_ft_bytes_per_rec", "slash_ft_bytes_per_rec", NULL },
+	{ "uppar_ft_bytes_per_rec", "uppar_ft_bytes_per_rec", NULL },
 	{ "slash_lag_p99_ms", "slash_lag_p99_ms", NULL },
 	{ "uppar_lag_p99_ms", "uppar_lag_p99_ms", NULL },
 	{ "check", "check", NULL },
@@ -193,6 +220,9 @@ static void cross_check(struct sb *b, struct bench_run *r)
 	if (b->engine != E_SLASH + 1 && b->engine != E_UPPAR + 1)
 		kit_bad(BENCH_TOOL, "engine", NULL,
 			"cross-host runs one engine: slash or uppar");
+	if (b->chan == CH_BOTH)
+		kit_bad(BENCH_TOOL, "chan", NULL,
+			"cross-host runs one mode: imm or footer");
 	if (b->rounds != 3 && b->rounds != 1) /* 3: unset */
 		kit_bad(BENCH_TOOL, "rounds", NULL, "cross-host runs once");
 	b->rounds = 1;
@@ -218,6 +248,10 @@ static void sb_check(void *m, struct bench_run *r)
 		b->epoch = 65536;
 	if (!b->rounds)
 		b->rounds = 3;
+	if (b->pareto && b->zipf)
+		kit_bad(BENCH_TOOL, "pareto", NULL, "is not with --zipf");
+	if (b->pareto && b->pareto < 0.001)
+		kit_bad(BENCH_TOOL, "pareto", NULL, "is 0 or 0.001..100");
 	if (b->peer.n)
 		cross_check(b, r);
 	else if (b->executor || b->dial_wait)
@@ -225,9 +259,31 @@ static void sb_check(void *m, struct bench_run *r)
 			NULL, "is for a cross-host run (--peer)");
 }
 
+/* Engine e runs: chosen by --engine (slash-ft, uppar-ft with slash and
+ * uppar) and, for slash and uppar, by --chan. */
 static int on(const struct sb *b, int e)
 {
-	return !b->engine || b->engine - 1 == e;
+	int base = e >= E_SLASH_FT ? e - E_SLASH_FT : e;
+
+	if (b->engine && b->engine - 1 != base)
+		return 0;
+	if (e >= E_SLASH_FT)
+		return b->chan != CH_IMM;
+	return e > E_UPPAR || b->chan != CH_FOOTER;
+}
+
+/* Slash and uppar: one executor process each, over channels. */
+static int distributed(int e)
+{
+	return eng_kind[e] != SMART_STREAM_LOCAL;
+}
+
+/* The channel mode of engine e (cross-host: --chan's). */
+static uint32_t chan_mode(const struct sb *b, int e)
+{
+	return e >= E_SLASH_FT || (b->peer.n && b->chan == CH_FOOTER) ?
+		       SMART_CHAN_FOOTER :
+		       SMART_CHAN_IMM;
 }
 
 static int sb_setup(void *m, struct bench_run *r)
@@ -252,7 +308,9 @@ static int sb_setup(void *m, struct bench_run *r)
 					      r->com.seed,
 					      b->keys,
 					      (uint32_t)(b->zipf * 1000),
-					      0 };
+					      0,
+					      (uint32_t)(b->pareto * 1000 +
+							 0.5) };
 
 		b->in[p] = malloc(b->records * rb);
 		if (!b->in[p] ||
@@ -341,6 +399,8 @@ static int ex_create(struct ex *x)
 	c.hub = x->hub;
 	c.max_entries = 1u << 26;
 	c.query = x->b->q;
+	if (distributed(x->e))
+		c.chan_mode = chan_mode(x->b, x->e);
 	return smart_stream_create(x->w, &c, &x->s);
 }
 
@@ -552,7 +612,7 @@ static int spawn(struct sb *b, int e, int index, struct kid *k)
 	if (!k->pid) {
 		close(u[0]);
 		close(d[1]);
-		if (e == E_SLASH || e == E_UPPAR)
+		if (distributed(e))
 			child_dist(b, e, index, u[1], d[0]);
 		child_local(b, e, u[1], d[0]);
 	}
@@ -602,7 +662,7 @@ static int take_rep(struct sb *b, int e, struct kid *k, uint64_t *ns, int keep)
 
 static int run_engine(struct sb *b, int e, int round)
 {
-	int n = e == E_SLASH || e == E_UPPAR ? b->procs : 1, rc = 0;
+	int n = distributed(e) ? b->procs : 1, rc = 0;
 	char addrs[PROCS_MAX][ADDR] = { { 0 } }, c;
 	struct kid k[PROCS_MAX];
 	uint64_t ns = 0;
@@ -613,7 +673,7 @@ static int run_engine(struct sb *b, int e, int round)
 		return rc;
 	for (int i = 0; i < n; i++)
 		io(k[i].up, addrs[i], ADDR, 0);
-	if (e == E_SLASH || e == E_UPPAR)
+	if (distributed(e))
 		for (int i = 0; i < n; i++)
 			io(k[i].down, addrs, sizeof(addrs), 1);
 	for (int i = 0; i < n; i++)
@@ -863,8 +923,8 @@ static void print_engine(const struct sb *b, int e)
 	const struct smart_stream_stats *s = &b->st[e];
 	double gbps = b->med[e] * b->q.record_bytes / 1e9;
 
-	printf("%-6s %12.0f %7.3f", eng_names[e], b->med[e], gbps);
-	for (int o = 0; o < NENG; o++)
+	printf("%-8s %12.0f %7.3f", eng_names[e], b->med[e], gbps);
+	for (int o = 0; o <= E_ONE; o++) /* slash-ft, uppar-ft: vs IMM */
 		if (on(b, o) && b->med[o] > 0)
 			printf(" %7.2f", b->med[e] / b->med[o]);
 		else
@@ -906,11 +966,12 @@ static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 	if (!r->com.json) {
 		printf("stream %s: %d executors x %" PRIu64
 		       " records (%u B), %" PRIu64
-		       " keys, zipf %.3f, epoch %" PRIu64 ", window %" PRIu64
-		       ", %d rounds (medians)\n",
+		       " keys, zipf %.3f, pareto %.3f, epoch %" PRIu64
+		       ", window %" PRIu64 ", %d rounds (medians)\n",
 		       wl_names[b->wl], b->procs, b->records, b->q.record_bytes,
-		       b->keys, b->zipf, b->epoch, b->q.size, b->rounds);
-		printf("%-6s %12s %7s %7s %7s %7s %7s %9s %9s %10s %7s %9s "
+		       b->keys, b->zipf, b->pareto, b->epoch, b->q.size,
+		       b->rounds);
+		printf("%-8s %12s %7s %7s %7s %7s %7s %9s %9s %10s %7s %9s "
 		       "%8s %8s %s\n",
 		       "engine", "records/s", "GB/s", "x slash", "x uppar",
 		       "x local", "x one", "chB/rec", "slots/rec", "ent/epoch",
@@ -933,10 +994,16 @@ static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 	kit_rec_num(rec, "uppar_rps", "%.0f", b->med[E_UPPAR]);
 	kit_rec_num(rec, "local_rps", "%.0f", b->med[E_LOCAL]);
 	kit_rec_num(rec, "one_rps", "%.0f", b->med[E_ONE]);
+	kit_rec_num(rec, "slash_ft_rps", "%.0f", b->med[E_SLASH_FT]);
+	kit_rec_num(rec, "uppar_ft_rps", "%.0f", b->med[E_UPPAR_FT]);
 	kit_rec_num(rec, "slash_bytes_per_rec", "%.3f",
 		    per_rec(b, E_SLASH, b->st[E_SLASH].chan_bytes));
 	kit_rec_num(rec, "uppar_bytes_per_rec", "%.3f",
 		    per_rec(b, E_UPPAR, b->st[E_UPPAR].chan_bytes));
+	kit_rec_num(rec, "slash_ft_bytes_per_rec", "%.3f",
+		    per_rec(b, E_SLASH_FT, b->st[E_SLASH_FT].chan_bytes));
+	kit_rec_num(rec, "uppar_ft_bytes_per_rec", "%.3f",
+		    per_rec(b, E_UPPAR_FT, b->st[E_UPPAR_FT].chan_bytes));
 	for (int e = 0; e < NENG; e++) /* the record keeps the key pointer */
 		kit_rec_num(rec, lag_keys[e], "%.3f",
 			    b->st[e].lag_p99_ns / 1e6);
@@ -971,7 +1038,9 @@ const struct bench_module bench_stream = {
 		 "local with a thread each, one\n  with one thread reading "
 		 "them interleaved; alternated --rounds times,\n  medians.  "
 		 "Input records/s and GB/s, ratios, and the clock-free "
-		 "channel\n  bytes and slots per record, entries per epoch.\n",
+		 "channel\n  bytes and slots per record, entries per epoch.  "
+		 "--chan footer|both: slash\n  and uppar over FOOTER "
+		 "channels (slash-ft, uppar-ft).\n",
 	.flags = sb_flags,
 	.csv = sb_csv,
 	.create = sb_create,

@@ -132,6 +132,7 @@ struct smart_chan_stats {
 	uint64_t credit_stalls; /**< reserves that found no credit */
 	uint64_t torn_repolls;	/**< FOOTER: polls of a slot still landing */
 	uint64_t proto_errors;	/**< the producer cut off (0 or 1) */
+	uint64_t footer_slots;	/**< of slots, those of a FOOTER channel */
 };
 
 /** The channel's counters (they also go into its connection's and the

@@ -124,6 +124,9 @@ struct smart_stream_config {
 	const char *const *peers; /**< SLASH, UPPAR: E host:port */
 	smart_stream_hub_t *hub;  /**< LOCAL: shared by the E executors */
 	struct smart_stream_query query;
+	uint32_t chan_mode; /**< SLASH, UPPAR: the channels' mode,
+			     * SMART_CHAN_IMM (default) or _FOOTER
+			     * (smart/chan.h); others: SMART_EINVAL */
 };
 
 struct smart_stream_result {
@@ -152,6 +155,10 @@ struct smart_stream_stats {
 	 * endpoint's keepalive bound, e.g. stopped); the call that found it
 	 * returned SMART_ECONN */
 	uint64_t gone;
+	/** slots this executor took from its peers' channels that came in
+	 * FOOTER mode (polled footer and CRC, smart/chan.h): the mode the
+	 * channels actually ran, counted by the channel layer */
+	uint64_t chan_footer_slots;
 };
 
 /** Every field zero (its default) and struct_size set.  Cannot fail. */
@@ -214,7 +221,12 @@ static inline int smart_stream_stats(const smart_stream_t *s, smart_worker_t *w,
 /** Seeded generators: records of partition `part` (of parts), numbered
  * from `first`, written into out (n x the workload's record size); the
  * same arguments give the same bytes.  keys: distinct keys (1..2^40);
- * zipf_milli: 0 uniform, else Zipf theta x 1000 (1..999); disorder: the
+ * zipf_milli: 0 uniform, else Zipf theta x 1000 (1..999); pareto_milli:
+ * 0 off, else the keys follow a bounded Pareto law of shape alpha =
+ * pareto_milli / 1000 (1..100000: alpha 0.001..100): key k = floor(x) - 1
+ * for x Pareto on [1, keys + 1), so P(key >= k) falls as (k + 1)^-alpha
+ * (key 0 the hottest; docs/stream.md §5); at most one of zipf_milli and
+ * pareto_milli is set; disorder: the
  * largest event-time shift backwards.  Record i of a partition has event
  * time i minus a seeded shift of 0..disorder (docs/stream.md §5).
  * SMART_EINVAL for an unknown workload or a field out of range.
@@ -237,6 +249,7 @@ struct smart_stream_gen {
 	uint64_t seed, keys;
 	uint32_t zipf_milli;
 	uint64_t disorder;
+	uint32_t pareto_milli; /**< 0: off; else Pareto shape x 1000 */
 };
 /** The workload's record size, and its query (window size in the
  * generator's time units); SMART_EINVAL for an unknown one. */

@@ -323,6 +323,7 @@ int smart_chan_commit(smart_chan_t *ch, uint32_t len, uint64_t user)
 	smart__rpc_chan_post(c, &wr, (uint32_t)(ch->seq & (ch->slots - 1)));
 	ch->seq++;
 	ch->st.slots++;
+	ch->st.footer_slots += ch->mode == SMART_CHAN_FOOTER;
 	ch->st.bytes += len;
 	c->st.bytes_sent += len;
 	return 0;
@@ -382,6 +383,7 @@ static void chan_took(struct smart_chan *ch, uint32_t len)
 {
 	ch->seq++;
 	ch->st.slots++;
+	ch->st.footer_slots += ch->mode == SMART_CHAN_FOOTER;
 	ch->st.bytes += len;
 	if (ch->conn || !SMART_M_RPC_CHAN_UNCOUNTED_GONE) {
 		chan_rs(ch)->chan_slots_recv++;

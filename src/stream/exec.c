@@ -36,6 +36,11 @@ static int config_check(const struct smart_stream_config *c)
 {
 	if (c->struct_size < sizeof(*c) || c->engine > SMART_STREAM_UPPAR)
 		return SMART_EINVAL;
+	/* LOCAL opens no channel: a mode there would be silently ignored */
+	if (c->chan_mode > SMART_CHAN_FOOTER ||
+	    (c->chan_mode && c->engine == SMART_STREAM_LOCAL &&
+	     !SMART_M_STREAM_CHAN_MODE_UNCHECKED))
+		return SMART_EINVAL;
 	if (!c->executors || c->executors > SMART_STREAM_MAX_EXECUTORS ||
 	    c->index >= c->executors)
 		return SMART_EINVAL;
@@ -340,6 +345,7 @@ int smart_stream_stats_sized(const smart_stream_t *s, smart_worker_t *w,
 	if (!s || !out)
 		return SMART_EINVAL;
 	st = s->st;
+	st.chan_footer_slots = smart__stream_link_footer_slots(s);
 	st.lag_p50_ns = (uint64_t)smart_hist_quantile(&s->lag, 0.5);
 	st.lag_p99_ns = (uint64_t)smart_hist_quantile(&s->lag, 0.99);
 	return smart__out_give(out, size, &st, sizeof(st));

@@ -9,10 +9,20 @@
  * NB8 32 B (0 for a person, else the auction's id; person id or
  * seller; ts; a payload word).  NB8 ignores keys and skew: its ids are unique persons.
  *
+ * Key skew: uniform, Zipf (smart_zipf_t), or a bounded Pareto law
+ * (Slash's NB7 draws its auctions from a Pareto law for heavy hitters:
+ * ../shared/design/stream.md §1.9, Fig. 9a-c; the paper gives no shape,
+ * so the shape is the caller's): x on [1, H), H = keys + 1, by inverting
+ * its distribution function, x = (1 - u (1 - H^-alpha))^(-1/alpha) for u
+ * uniform in [0, 1), and key floor(x) - 1.  One uniform draw per record,
+ * no rejection: the rest of the record's draws do not depend on it.
+ *
  * Invariants: record i of a partition depends only on (workload, seed,
- * part, i, keys, zipf, disorder): any chunking gives the same bytes; its
- * event time is i minus a shift of at most `disorder`.
+ * part, i, keys, zipf, pareto, disorder): any chunking gives the same
+ * bytes; its event time is i minus a shift of at most `disorder`; a key is
+ * below keys.
  */
+#include <math.h>
 #include <string.h>
 
 #include "smart/util.h"
@@ -127,8 +137,23 @@ static void nb8(uint8_t *r, smart_rng_t *g, const struct smart_stream_gen *sg,
 	put64(r + 24, smart_rng_next(g)); /* name / reserve price */
 }
 
+/* The bounded Pareto law of the keys: alpha and 1 - H^-alpha. */
+struct pareto {
+	double inv_alpha, span;
+};
+
+static uint64_t pareto_key(const struct pareto *pa, uint64_t keys,
+			   smart_rng_t *rng)
+{
+	double x = pow(1.0 - smart_rng_double(rng) * pa->span, -pa->inv_alpha);
+	uint64_t k = (uint64_t)x - 1;
+
+	/* x < H exactly, but pow may round up to H: the top key then */
+	return k < keys ? k : keys - 1;
+}
+
 static void one(const struct smart_stream_gen *g, const smart_zipf_t *z,
-		uint64_t i, uint8_t *r)
+		const struct pareto *pa, uint64_t i, uint8_t *r)
 {
 	smart_rng_t rng;
 	uint64_t key, ts, shift;
@@ -136,7 +161,9 @@ static void one(const struct smart_stream_gen *g, const smart_zipf_t *z,
 	smart_rng_seed(&rng, smart_hash64(&i, sizeof(i),
 					  g->seed * 977 + g->part * 131 +
 						  g->workload));
-	key = z ? smart_zipf_next(z, &rng) : smart_rng_below(&rng, g->keys);
+	key = z	 ? smart_zipf_next(z, &rng) :
+	      pa ? pareto_key(pa, g->keys, &rng) :
+		   smart_rng_below(&rng, g->keys);
 	shift = g->disorder ? smart_rng_below(&rng, g->disorder + 1) : 0;
 	ts = i > shift ? i - shift : 0;
 	if (g->workload == SMART_STREAM_GEN_YSB) {
@@ -159,16 +186,29 @@ int smart_stream_gen_fill(const struct smart_stream_gen *g, uint64_t first,
 			  size_t n, void *out)
 {
 	smart_zipf_t z;
+	struct pareto pa = { 0, 0 };
 	uint8_t *p = out;
 
 	if (!g || (!out && n) || g->workload > SMART_STREAM_GEN_NB8 ||
 	    !g->keys || g->keys > (1ULL << 40) || g->zipf_milli > 999 ||
 	    !g->parts || g->part >= g->parts)
 		return SMART_EINVAL;
+	/* a shape of 0 would divide by zero; both skews set is ambiguous */
+	if ((g->pareto_milli > 100000 || (g->pareto_milli && g->zipf_milli)) &&
+	    !SMART_M_STREAM_GEN_PARETO_NO_CHECK)
+		return SMART_EINVAL;
 	if (g->zipf_milli &&
 	    smart_zipf_init(&z, g->keys, g->zipf_milli / 1000.0))
 		return SMART_EINVAL;
+	if (g->pareto_milli) {
+		double alpha = g->pareto_milli / 1000.0;
+
+		pa.inv_alpha = 1.0 / alpha;
+		pa.span = 1.0 - pow((double)g->keys + 1.0, -alpha);
+	}
 	for (size_t k = 0; k < n; k++, p += rec_bytes[g->workload])
-		one(g, g->zipf_milli ? &z : NULL, first + k, p);
+		one(g, g->zipf_milli ? &z : NULL,
+		    g->pareto_milli && !g->zipf_milli ? &pa : NULL, first + k,
+		    p);
 	return 0;
 }

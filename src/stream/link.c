@@ -45,6 +45,10 @@ int smart__stream_link_open(struct smart_stream *s)
 	cc.slots = s->cfg.slots;
 	cc.slot_bytes = s->cfg.slot_bytes;
 	cc.tag = s->cfg.index;
+	/* the mode is the producer's choice: our peers' channels to us come
+	 * in theirs (chan_footer_slots counts what we took in FOOTER) */
+	cc.mode = SMART_M_STREAM_CHAN_MODE_IGNORED ? SMART_CHAN_IMM :
+						     s->cfg.chan_mode;
 	rc = smart_chan_listen(s->cfg.rpc, on_accept, s);
 	for (uint32_t i = 0; i < s->cfg.executors && !rc; i++)
 		if (i != s->cfg.index)
@@ -57,6 +61,19 @@ int smart__stream_link_open(struct smart_stream *s)
 			rc = SMART_ETIMEDOUT;
 	}
 	return rc;
+}
+
+uint64_t smart__stream_link_footer_slots(const struct smart_stream *s)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < s->cfg.executors; i++) {
+		struct smart_chan_stats cs;
+
+		if (s->peer[i].rx && !smart_chan_stats(s->peer[i].rx, &cs))
+			n += cs.footer_slots;
+	}
+	return n;
 }
 
 void smart__stream_link_close(struct smart_stream *s)

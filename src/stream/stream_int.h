@@ -172,6 +172,8 @@ int smart__stream_link_ship(struct smart_stream *s, uint64_t wm, int final,
 			    uint64_t stamp);
 /* Take and merge what landed; 0 or an error (executor failed). */
 int smart__stream_link_drain(struct smart_stream *s);
+/* link.c: the slots taken from this executor's FOOTER channels so far */
+uint64_t smart__stream_link_footer_slots(const struct smart_stream *s);
 int smart__stream_peer_add(struct stream_peer *p, const void *e, size_t len);
 
 /* exec.c: fire what the minimum watermark of all sources allows; stamp:

@@ -163,4 +163,25 @@
 #define SMART_M_STREAM_CKPT_NO_WM 0
 #endif
 
+/* link: the configured channel mode not passed to the channels (IMM) */
+#ifdef SMART_MUTANT_STREAM_CHAN_MODE_IGNORED
+#define SMART_M_STREAM_CHAN_MODE_IGNORED 1
+#else
+#define SMART_M_STREAM_CHAN_MODE_IGNORED 0
+#endif
+
+/* config: a channel mode set for LOCAL (no channels) accepted */
+#ifdef SMART_MUTANT_STREAM_CHAN_MODE_UNCHECKED
+#define SMART_M_STREAM_CHAN_MODE_UNCHECKED 1
+#else
+#define SMART_M_STREAM_CHAN_MODE_UNCHECKED 0
+#endif
+
+/* gen: a Pareto shape out of range, or set with Zipf, accepted */
+#ifdef SMART_MUTANT_STREAM_GEN_PARETO_NO_CHECK
+#define SMART_M_STREAM_GEN_PARETO_NO_CHECK 1
+#else
+#define SMART_M_STREAM_GEN_PARETO_NO_CHECK 0
+#endif
+
 #endif

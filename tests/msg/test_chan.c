@@ -505,6 +505,7 @@ static void stream_stat(int mode, uint32_t slots, uint32_t bytes,
 	CHECK_OK(smart_chan_stats(e.ch, &st));
 	CHECK_OK(smart_rpc_stats(e.rpc, &rs));
 	CHECK_U64_EQ(st.slots, count);
+	CHECK_U64_EQ(st.footer_slots, mode == SMART_CHAN_FOOTER ? count : 0);
 	CHECK_U64_EQ(st.proto_errors, 0);
 	CHECK_U64_EQ(rs.chan_slots_recv, count);
 	CHECK_U64_EQ(rs.rnr, 0);

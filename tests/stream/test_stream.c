@@ -16,7 +16,11 @@
  * state gives SMART_ENOSPC.  Sessions (NB11) and the NB8 join, which
  * emits each (window, person, auction) pair: equal to the reference as a
  * multiset, its rows bounded (SMART_ENOSPC) and a peer's rows checked
- * (SMART_EPROTO).
+ * (SMART_EPROTO).  The channels' FOOTER mode (polled footer
+ * and CRC) gives the same results, with every slot counted as a FOOTER
+ * one, in threads, processes and under the adversarial shm mode; keys of
+ * a bounded Pareto law (the generator's third skew) give the reference's
+ * results across engines x executors, and the same bytes in any chunking.
  *
  * Executors are threads with an endpoint each, or child processes
  * (test_spawn) that exchange addresses and results over pipes.
@@ -120,6 +124,8 @@ static void end_close(struct end *e)
 /* One run: E partitions of generated (or given) records. */
 struct run {
 	uint32_t engine, E, epoch, max_entries;
+	uint32_t chan_mode; /* SMART_CHAN_IMM or _FOOTER */
+	uint32_t pareto;    /* gen_input: the Pareto shape x 1000, 0: off */
 	struct smart_stream_query q;
 	uint8_t *in[MAXE];
 	size_t n[MAXE];
@@ -205,6 +211,7 @@ static void exec_one(struct run *r, uint32_t i, struct end *e)
 	c.hub = r->hub;
 	c.slot_bytes = 4096;
 	c.query = r->q;
+	c.chan_mode = r->chan_mode;
 	CHECK_OK(smart_stream_create(e->w, &c, &s));
 	if (r->delay && i)
 		wait_zero(r, s);
@@ -270,9 +277,14 @@ static void gen_input(struct run *r, uint32_t workload, size_t n, uint32_t zipf,
 		      uint64_t disorder, uint64_t keys)
 {
 	for (uint32_t p = 0; p < r->E; p++) {
-		struct smart_stream_gen g = { workload,	     r->E, p,
-					      77 + workload, keys, zipf,
-					      disorder };
+		struct smart_stream_gen g = { .workload = workload,
+					      .parts = r->E,
+					      .part = p,
+					      .seed = 77 + workload,
+					      .keys = keys,
+					      .zipf_milli = zipf,
+					      .disorder = disorder,
+					      .pareto_milli = r->pareto };
 
 		r->n[p] = n;
 		r->in[p] = malloc(n * r->q.record_bytes);
@@ -763,7 +775,7 @@ static void proc_setup(struct run *r, uint32_t wl, uint32_t E, uint32_t engine,
 	gen_input(r, wl, n, 990, 0, 500);
 }
 
-/* args: engine E index up down workload n */
+/* args: engine E index up down workload n chan_mode */
 static void child_exec(char **a)
 {
 	struct run r = { 0 };
@@ -773,6 +785,7 @@ static void child_exec(char **a)
 	uint64_t n;
 
 	secret_inherit();
+	r.chan_mode = (uint32_t)atoi(a[7]);
 	proc_setup(&r, (uint32_t)atoi(a[5]), (uint32_t)atoi(a[1]),
 		   (uint32_t)atoi(a[0]), (size_t)atoi(a[6]));
 	end_open(&r.end[i], 1);
@@ -789,9 +802,11 @@ static void child_exec(char **a)
 	run_free(&r);
 }
 
-static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
+/* E executors as processes, channels in mode chan (SMART_CHAN_*). */
+static struct run run_procs_mode(uint32_t wl, uint32_t E, uint32_t engine,
+				 uint32_t chan)
 {
-	struct run r = { 0 };
+	struct run r = { .chan_mode = chan };
 	char addrs[MAXE][ADDR] = { { 0 } };
 	int up[MAXE][2], down[MAXE][2];
 	pid_t pid[MAXE];
@@ -801,7 +816,7 @@ static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
 	end_open(&r.end[0], 1);
 	memcpy(addrs[0], r.end[0].addr, ADDR);
 	for (uint32_t i = 1; i < E; i++) {
-		char args[7][24];
+		char args[8][24];
 
 		CHECK_EQ(pipe(up[i]), 0);
 		CHECK_EQ(pipe(down[i]), 0);
@@ -812,10 +827,11 @@ static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
 		snprintf(args[4], 24, "%d", down[i][0]);
 		snprintf(args[5], 24, "%u", wl);
 		snprintf(args[6], 24, "%d", 1500);
+		snprintf(args[7], 24, "%u", chan);
 		pid[i] = test_spawn("exec",
 				    (const char *[]){ args[0], args[1], args[2],
 						      args[3], args[4], args[5],
-						      args[6], NULL });
+						      args[6], args[7], NULL });
 		CHECK(pid[i] > 0);
 		close(up[i][1]);
 		close(down[i][0]);
@@ -841,13 +857,21 @@ static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
 		close(down[i][1]);
 	}
 	end_close(&r.end[0]);
-	snprintf(what, sizeof(what), "%s %s E=%u processes", engines[engine],
-		 workloads[wl], E);
+	snprintf(what, sizeof(what), "%s %s E=%u processes %s", engines[engine],
+		 workloads[wl], E,
+		 chan == SMART_CHAN_FOOTER ? "footer" : "imm");
 	check_ref(&r, what);
 	printf("%s: %zu results at executor 0, %" PRIu64 " epochs, %" PRIu64
-	       " channel bytes\n",
-	       what, r.nres[0], r.st[0].epochs, r.st[0].chan_bytes);
+	       " channel bytes, %" PRIu64 " FOOTER slots taken\n",
+	       what, r.nres[0], r.st[0].epochs, r.st[0].chan_bytes,
+	       r.st[0].chan_footer_slots);
 	run_free(&r);
+	return r;
+}
+
+static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
+{
+	run_procs_mode(wl, E, engine, SMART_CHAN_IMM);
 }
 
 static void test_procs(void)
@@ -872,6 +896,190 @@ static void test_adversarial(void)
 	run_procs(SMART_STREAM_GEN_YSB, 2, SMART_STREAM_SLASH);
 	run_procs(SMART_STREAM_GEN_NB7, 2, SMART_STREAM_UPPAR);
 	unsetenv("SMART_SHM_ADVERSARIAL");
+}
+
+/* Every slot the executors committed was taken as a FOOTER slot (the
+ * channel layer counts the mode its channels ran), or none in IMM. */
+static void footer_used(const struct run *r, const char *what)
+{
+	uint64_t slots = 0, footer = 0;
+
+	for (uint32_t i = 0; i < r->E; i++) {
+		slots += r->st[i].chan_slots;
+		footer += r->st[i].chan_footer_slots;
+	}
+	if (r->chan_mode == SMART_CHAN_FOOTER ? !slots || footer != slots :
+						footer != 0)
+		TEST_FAIL("%s: %" PRIu64 " slots committed, %" PRIu64
+			  " taken in FOOTER mode",
+			  what, slots, footer);
+}
+
+/* The engines that use channels, E executors as threads, in FOOTER mode
+ * (and one IMM run: no FOOTER slot), each equal to the reference. */
+static void test_footer(void)
+{
+	static const uint32_t wls[] = { SMART_STREAM_GEN_YSB,
+					SMART_STREAM_GEN_NB7,
+					SMART_STREAM_GEN_NB11 };
+	struct smart_stream_config c;
+	smart_stream_hub_t *hub;
+	struct end e;
+	smart_stream_t *s;
+
+	secret_init();
+	for (uint32_t engine = 1; engine < 3; engine++)
+		for (uint32_t E = 2; E <= MAXE; E++)
+			for (uint32_t k = 0; k < 3; k++) {
+				struct run r = {
+					.engine = engine,
+					.E = E,
+					.epoch = 16,
+					.chan_mode = SMART_CHAN_FOOTER
+				};
+				char what[96];
+
+				CHECK_OK(smart_stream_gen_query(wls[k], &r.q));
+				r.q.size = 300;
+				gen_input(&r, wls[k], 2000, 990, 0, 500);
+				run_threads(&r);
+				snprintf(what, sizeof(what),
+					 "%s %s E=%u footer", engines[engine],
+					 workloads[wls[k]], E);
+				check_ref(&r, what);
+				footer_used(&r, what);
+				if (k ==
+				    0) { /* the same in IMM: no FOOTER slot */
+					run_free(&r);
+					r.chan_mode = SMART_CHAN_IMM;
+					gen_input(&r, wls[k], 2000, 990, 0,
+						  500);
+					run_threads(&r);
+					check_ref(&r, what);
+					footer_used(&r, what);
+				}
+				run_free(&r);
+			}
+	/* a mode out of range, or set where no channel is opened */
+	end_open(&e, 0);
+	smart_stream_config_init(&c);
+	c.executors = 1;
+	CHECK_OK(smart_stream_hub_create(1, 0, &hub));
+	c.hub = hub;
+	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_RO, &c.query));
+	c.chan_mode = SMART_CHAN_FOOTER;
+	CHECK_EQ(smart_stream_create(e.w, &c, &s), SMART_EINVAL);
+	CHECK_OK(smart_stream_hub_destroy(hub));
+	c.engine = SMART_STREAM_SLASH;
+	c.hub = NULL;
+	c.chan_mode = SMART_CHAN_FOOTER + 1;
+	CHECK_EQ(smart_stream_create(e.w, &c, &s), SMART_EINVAL);
+	c.chan_mode = SMART_CHAN_FOOTER; /* E = 1: no channel, a valid mode */
+	CHECK_OK(smart_stream_create(e.w, &c, &s));
+	CHECK_OK(smart_stream_close(s, e.w));
+	end_close(&e);
+}
+
+/* FOOTER between processes, on plain shm and under the adversarial mode
+ * (a slot's words land in any order: the CRC and re-poll make it right). */
+static void test_footer_procs(void)
+{
+	const char *t = getenv("SMART_TEST_TRANSPORT");
+	struct run r;
+
+	secret_init();
+	r = run_procs_mode(SMART_STREAM_GEN_YSB, 2, SMART_STREAM_SLASH,
+			   SMART_CHAN_FOOTER);
+	CHECK(r.st[0].chan_footer_slots > 0 && r.st[1].chan_footer_slots > 0);
+	r = run_procs_mode(SMART_STREAM_GEN_NB7, 3, SMART_STREAM_UPPAR,
+			   SMART_CHAN_FOOTER);
+	CHECK(r.st[0].chan_footer_slots > 0 && r.st[2].chan_footer_slots > 0);
+	if (t && strcmp(t, "shm"))
+		return;
+	setenv("SMART_SHM_ADVERSARIAL", "seed=13,pause_pct=50", 1);
+	r = run_procs_mode(SMART_STREAM_GEN_YSB, 2, SMART_STREAM_SLASH,
+			   SMART_CHAN_FOOTER);
+	CHECK(r.st[0].chan_footer_slots > 0);
+	r = run_procs_mode(SMART_STREAM_GEN_NB7, 2, SMART_STREAM_UPPAR,
+			   SMART_CHAN_FOOTER);
+	CHECK(r.st[0].chan_footer_slots > 0);
+	unsetenv("SMART_SHM_ADVERSARIAL");
+}
+
+/* Pareto keys (shape 1.16 and 0.5) across engines x executors: equal to
+ * the reference; the input really skewed (key 0 far above its uniform
+ * share). */
+static void test_pareto(void)
+{
+	static const uint32_t shapes[] = { 1160, 500 };
+
+	secret_init();
+	for (uint32_t engine = 0; engine < 3; engine++)
+		for (uint32_t wl = 0; wl < 5; wl++)
+			for (uint32_t E = 1; E <= MAXE; E++) {
+				struct run r = {
+					.engine = engine,
+					.E = E,
+					.epoch = 16,
+					.pareto = shapes[(wl + E) % 2]
+				};
+				char what[96];
+
+				CHECK_OK(smart_stream_gen_query(wl, &r.q));
+				if (wl != SMART_STREAM_GEN_RO)
+					r.q.size = 300;
+				gen_input(&r, wl, 2000, 0, 0, 500);
+				run_threads(&r);
+				snprintf(what, sizeof(what),
+					 "%s %s E=%u pareto=%u",
+					 engines[engine], workloads[wl], E,
+					 r.pareto);
+				check_ref(&r, what);
+				run_free(&r);
+			}
+}
+
+/* The generator's Pareto option: validated, the same bytes in any
+ * chunking, keys in range and skewed. */
+static void test_gen_pareto(void)
+{
+	struct smart_stream_gen g = { .workload = SMART_STREAM_GEN_RO,
+				      .parts = 2,
+				      .part = 1,
+				      .seed = 5,
+				      .keys = 1000,
+				      .pareto_milli = 1160 };
+	enum { N = 20000 };
+	uint8_t *a = malloc(N * 16), *b = malloc(N * 16);
+	uint64_t zero = 0, top = 0;
+
+	CHECK_OK(smart_stream_gen_fill(&g, 0, N, a));
+	CHECK_OK(smart_stream_gen_fill(&g, 0, 7, b));
+	CHECK_OK(smart_stream_gen_fill(&g, 7, 9000, b + 7 * 16));
+	CHECK_OK(smart_stream_gen_fill(&g, 9007, N - 9007, b + 9007 * 16));
+	CHECK(memcmp(a, b, N * 16) == 0);
+	for (size_t i = 0; i < N; i++) {
+		uint64_t key;
+
+		memcpy(&key, a + i * 16, 8);
+		CHECK(key < g.keys);
+		zero += key == 0;
+		top = key > top ? key : top;
+	}
+	/* P(key 0) = (1 - 2^-1.16) / (1 - 1001^-1.16), about 0.55: far
+	 * above the uniform 1/1000; and the tail is reached */
+	CHECK(zero > N / 3 && zero < 2 * N / 3);
+	CHECK(top > 100);
+	g.pareto_milli = 100; /* a flatter law: key 0 much rarer */
+	CHECK_OK(smart_stream_gen_fill(&g, 0, N, b));
+	CHECK(memcmp(a, b, N * 16) != 0);
+	g.pareto_milli = 100001;
+	CHECK_EQ(smart_stream_gen_fill(&g, 0, N, b), SMART_EINVAL);
+	g.pareto_milli = 1160;
+	g.zipf_milli = 990;
+	CHECK_EQ(smart_stream_gen_fill(&g, 0, N, b), SMART_EINVAL);
+	free(a);
+	free(b);
 }
 
 /* A dead executor (docs/stream.md §8): executor 1, a child process,
@@ -1599,6 +1807,10 @@ int main(int argc, char **argv)
 			{ "join_hostile", test_join_hostile },
 			{ "join_ckpt", test_join_ckpt },
 			{ "join_procs", test_join_procs },
+			{ "footer", test_footer },
+			{ "footer_procs", test_footer_procs },
+			{ "pareto", test_pareto },
+			{ "gen_pareto", test_gen_pareto },
 			{ 0 } },
 		(struct test_child[]){ { "exec", child_exec },
 				       { "dead", child_dead },

@@ -75,9 +75,11 @@ static void query_of(struct smart_stream_query *q, int sliding)
 
 static uint8_t *input(void)
 {
-	struct smart_stream_gen g = {
-		SMART_STREAM_GEN_NB7, 1, 0, 79, 100, 0, 60
-	};
+	struct smart_stream_gen g = { .workload = SMART_STREAM_GEN_NB7,
+				      .parts = 1,
+				      .seed = 79,
+				      .keys = 100,
+				      .disorder = 60 };
 	struct smart_stream_query q;
 	uint8_t *in;
 
