@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/vm/vm-stream.sh - the stream engine (include/smart/stream.h,
 # docs/stream.md) across two Soft-RoCE guests on verbs, in ONE boot of
-# tests/vm/vm-two-guests.sh: YSB with slash, then with uppar, each
-# executor checking its results against the sequential reference.
+# tests/vm/vm-two-guests.sh: YSB with slash, then with uppar, over IMM
+# channels and then over FOOTER ones (slash-ft, uppar-ft: --chan footer),
+# each executor checking its results against the sequential reference.
 #
 # Usage: tests/vm/vm-stream.sh [BUILD_DIR]      (default: build)
 #
@@ -22,7 +23,8 @@
 # end: input records/s of each engine (both executors' records over the
 # slower one's time), the ratio slash/uppar, channel bytes per record.
 #
-# Environment: SMART_STREAM_VM_RECORDS (200000, per executor),
+# Environment: SMART_STREAM_VM_ENGINES ("slash uppar slash-ft uppar-ft",
+# run in that order), SMART_STREAM_VM_RECORDS (200000, per executor),
 # SMART_STREAM_VM_EPOCH (16384), SMART_STREAM_VM_ROUNDS (1: slash, uppar
 # alternated that many times), SMART_STREAM_VM_IB_TIMEOUT (18, as
 # vm-chan.sh); the harness's SMART_VM_* (SMART_VM_TIMEOUT 1400 here; udp
@@ -40,6 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # ---- inside a guest ----------------------------------------------------
 
 ROUNDS=${SMART_STREAM_VM_ROUNDS:-1}
+ENGINES=${SMART_STREAM_VM_ENGINES:-slash uppar slash-ft uppar-ft}
 RECORDS=${SMART_STREAM_VM_RECORDS:-200000}
 EPOCH=${SMART_STREAM_VM_EPOCH:-16384}
 BAR=7499
@@ -69,17 +72,20 @@ json_field() # KEY FILE: a field of the benchmark's one-line record
 
 in_guest() # $1: executor index, $2: barrier function
 {
-	local me=$1 bar=$2 r e p rc out=/tmp/vm-stream ok=1
+	local me=$1 bar=$2 r e p rc out=/tmp/vm-stream ok=1 eng chan k
 	echo "INFO wire=${SMART_VM_WIRE:-tcp} records=$RECORDS epoch=$EPOCH"
 	for r in $(seq "$ROUNDS"); do
-		for e in slash uppar; do
-			p=$((7600 + r * 10))
-			[ $e = uppar ] && p=$((p + 1))
+		k=0
+		for e in $ENGINES; do
+			eng=${e%-ft} chan=imm
+			[ "$eng" = "$e" ] || chan=footer
+			p=$((7600 + r * 10 + k)) k=$((k + 1))
 			$bar || return 1
 			timeout 900 "$SMART_STREAM_VM_BENCH" stream --transport verbs \
 				--opt "ib_timeout=${SMART_STREAM_VM_IB_TIMEOUT:-18}" \
 				--secret-file "$SMART_STREAM_VM_SECRET" \
-				--workload ysb --engine $e --records "$RECORDS" \
+				--workload ysb --engine $eng --chan $chan \
+				--records "$RECORDS" \
 				--epoch "$EPOCH" --peer $IP0:$p --peer $IP1:$p \
 				--executor "$me" --dial-wait 300 --check --json \
 				>$out.$e.json 2>$out.$e.err
@@ -116,6 +122,7 @@ log=$(mktemp "${TMPDIR:-/tmp}/vm-stream.XXXXXX")
 trap 'rm -f "$SMART_STREAM_VM_SECRET" "$log"' EXIT
 
 export SMART_STREAM_VM_ROUNDS=$ROUNDS SMART_STREAM_VM_RECORDS=$RECORDS
+export SMART_STREAM_VM_ENGINES="$ENGINES"
 export SMART_STREAM_VM_EPOCH=$EPOCH
 export SMART_VM_TIMEOUT=${SMART_VM_TIMEOUT:-1400}
 export SMART_VM_WIRE=${SMART_VM_WIRE:-udp}
@@ -128,7 +135,7 @@ t0=$SECONDS
 rc=${PIPESTATUS[0]}
 [ "$rc" = 77 ] && exit 77
 
-awk -v rounds="$ROUNDS" -v secs="$((SECONDS - t0))" -v rc="$rc" '
+awk -v rounds="$ROUNDS" -v engines="$ENGINES" -v secs="$((SECONDS - t0))" -v rc="$rc" '
 /^\[(server|client)\] RESULT / {
 	n++
 	delete kv1
@@ -142,18 +149,21 @@ awk -v rounds="$ROUNDS" -v secs="$((SECONDS - t0))" -v rc="$rc" '
 	res[e] += kv1["results"]
 }
 END {
+	ne = split(engines, eng, " ")
 	printf "\nvm-stream: YSB on two TCG guests over Soft-RoCE (figures under emulation)\n"
-	printf "%-6s %5s %12s %10s %8s\n", "engine", "round", "records/s", "chB/rec", "results"
-	for (r = 1; r <= rounds; r++) for (k = 1; k <= 2; k++) {
-		e = k == 1 ? "slash" : "uppar"
+	printf "%-8s %5s %12s %10s %8s\n", "engine", "round", "records/s", "chB/rec", "results"
+	for (r = 1; r <= rounds; r++) for (k = 1; k <= ne; k++) {
+		e = eng[k]
 		rps[e, r] = ns[e, r] ? rec[e, r] / (ns[e, r] / 1e9) : 0
-		printf "%-6s %5d %12.0f %10.3f %8d\n", e, r, rps[e, r],
+		printf "%-8s %5d %12.0f %10.3f %8d\n", e, r, rps[e, r],
 			rec[e, r] ? bytes[e, r] / rec[e, r] : 0, res[e] / rounds
 	}
-	for (r = 1; r <= rounds; r++)
-		printf "round %d: slash/uppar %.2f\n", r, rps["uppar", r] ? rps["slash", r] / rps["uppar", r] : 0
+	for (r = 1; r <= rounds; r++) {
+		if (rps["uppar", r]) printf "round %d: slash/uppar %.2f\n", r, rps["slash", r] / rps["uppar", r]
+		if (rps["uppar-ft", r]) printf "round %d: slash-ft/uppar-ft %.2f\n", r, rps["slash-ft", r] / rps["uppar-ft", r]
+	}
 	bad = 0
-	if (n != rounds * 4) { printf "FAIL: %d of %d executor runs reported\n", n, rounds * 4; bad = 1 }
+	if (n != rounds * ne * 2) { printf "FAIL: %d of %d executor runs reported\n", n, rounds * ne * 2; bad = 1 }
 	if (bad_rc) { printf "FAIL: %d executor runs failed\n", bad_rc; bad = 1 }
 	if (unequal) { printf "FAIL: %d executor runs differ from the reference\n", unequal; bad = 1 }
 	else if (n) printf "every executor: results equal to the reference (count and digest)\n"
