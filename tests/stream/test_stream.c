@@ -772,10 +772,10 @@ static void proc_setup(struct run *r, uint32_t wl, uint32_t E, uint32_t engine,
 	CHECK_OK(smart_stream_gen_query(wl, &r->q));
 	if (wl != SMART_STREAM_GEN_RO)
 		r->q.size = 300;
-	gen_input(r, wl, n, 990, 0, 500);
+	gen_input(r, wl, n, r->pareto ? 0 : 990, 0, 500);
 }
 
-/* args: engine E index up down workload n chan_mode */
+/* args: engine E index up down workload n chan_mode pareto */
 static void child_exec(char **a)
 {
 	struct run r = { 0 };
@@ -786,6 +786,7 @@ static void child_exec(char **a)
 
 	secret_inherit();
 	r.chan_mode = (uint32_t)atoi(a[7]);
+	r.pareto = (uint32_t)atoi(a[8]);
 	proc_setup(&r, (uint32_t)atoi(a[5]), (uint32_t)atoi(a[1]),
 		   (uint32_t)atoi(a[0]), (size_t)atoi(a[6]));
 	end_open(&r.end[i], 1);
@@ -802,11 +803,12 @@ static void child_exec(char **a)
 	run_free(&r);
 }
 
-/* E executors as processes, channels in mode chan (SMART_CHAN_*). */
-static struct run run_procs_mode(uint32_t wl, uint32_t E, uint32_t engine,
-				 uint32_t chan)
+/* E executors as processes, channels in mode chan (SMART_CHAN_*), keys
+ * Zipf 0.99 or, with pareto (the shape x 1000) != 0, Pareto. */
+static struct run run_procs_gen(uint32_t wl, uint32_t E, uint32_t engine,
+				uint32_t chan, uint32_t pareto)
 {
-	struct run r = { .chan_mode = chan };
+	struct run r = { .chan_mode = chan, .pareto = pareto };
 	char addrs[MAXE][ADDR] = { { 0 } };
 	int up[MAXE][2], down[MAXE][2];
 	pid_t pid[MAXE];
@@ -816,7 +818,7 @@ static struct run run_procs_mode(uint32_t wl, uint32_t E, uint32_t engine,
 	end_open(&r.end[0], 1);
 	memcpy(addrs[0], r.end[0].addr, ADDR);
 	for (uint32_t i = 1; i < E; i++) {
-		char args[8][24];
+		char args[9][24];
 
 		CHECK_EQ(pipe(up[i]), 0);
 		CHECK_EQ(pipe(down[i]), 0);
@@ -828,10 +830,12 @@ static struct run run_procs_mode(uint32_t wl, uint32_t E, uint32_t engine,
 		snprintf(args[5], 24, "%u", wl);
 		snprintf(args[6], 24, "%d", 1500);
 		snprintf(args[7], 24, "%u", chan);
+		snprintf(args[8], 24, "%u", pareto);
 		pid[i] = test_spawn("exec",
 				    (const char *[]){ args[0], args[1], args[2],
 						      args[3], args[4], args[5],
-						      args[6], args[7], NULL });
+						      args[6], args[7], args[8],
+						      NULL });
 		CHECK(pid[i] > 0);
 		close(up[i][1]);
 		close(down[i][0]);
@@ -857,9 +861,10 @@ static struct run run_procs_mode(uint32_t wl, uint32_t E, uint32_t engine,
 		close(down[i][1]);
 	}
 	end_close(&r.end[0]);
-	snprintf(what, sizeof(what), "%s %s E=%u processes %s", engines[engine],
-		 workloads[wl], E,
-		 chan == SMART_CHAN_FOOTER ? "footer" : "imm");
+	snprintf(what, sizeof(what), "%s %s E=%u processes %s %s",
+		 engines[engine], workloads[wl], E,
+		 chan == SMART_CHAN_FOOTER ? "footer" : "imm",
+		 pareto ? "pareto" : "zipf");
 	check_ref(&r, what);
 	printf("%s: %zu results at executor 0, %" PRIu64 " epochs, %" PRIu64
 	       " channel bytes, %" PRIu64 " FOOTER slots taken\n",
@@ -867,6 +872,12 @@ static struct run run_procs_mode(uint32_t wl, uint32_t E, uint32_t engine,
 	       r.st[0].chan_footer_slots);
 	run_free(&r);
 	return r;
+}
+
+static struct run run_procs_mode(uint32_t wl, uint32_t E, uint32_t engine,
+				 uint32_t chan)
+{
+	return run_procs_gen(wl, E, engine, chan, 0);
 }
 
 static void run_procs(uint32_t wl, uint32_t E, uint32_t engine)
@@ -881,6 +892,18 @@ static void test_procs(void)
 		for (uint32_t E = 2; E <= MAXE; E++)
 			for (uint32_t wl = 0; wl < 4; wl += 3)
 				run_procs(wl, E, engine);
+}
+
+/* Pareto keys (shape 1.16) with executors as processes: slash and uppar,
+ * 2 and 3 executors, YSB and NB7. */
+static void test_pareto_procs(void)
+{
+	secret_init();
+	for (uint32_t engine = 1; engine < 3; engine++)
+		for (uint32_t E = 2; E <= MAXE; E++)
+			for (uint32_t wl = 0; wl < 4; wl += 2)
+				run_procs_gen(wl, E, engine, SMART_CHAN_IMM,
+					      1160);
 }
 
 /* The adversarial shm mode (docs/transport.md: WRITEs in scrambled word
@@ -1811,6 +1834,7 @@ int main(int argc, char **argv)
 			{ "footer_procs", test_footer_procs },
 			{ "pareto", test_pareto },
 			{ "gen_pareto", test_gen_pareto },
+			{ "pareto_procs", test_pareto_procs },
 			{ 0 } },
 		(struct test_child[]){ { "exec", child_exec },
 				       { "dead", child_dead },
