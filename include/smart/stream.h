@@ -265,8 +265,14 @@ int smart_stream_gen_fill(const struct smart_stream_gen *g, uint64_t first,
  * area: it restores the last complete checkpoint (state, watermark,
  * counters, the input position) and resumes the input there; the
  * committed log then holds every result of the partition exactly once.
- * This cut covers one executor (SLASH, executors 1): a partition whose
- * state no other executor merges. */
+ * With several executors (SLASH, executors E > 1) every executor owns
+ * one part of the area and checkpoints are aligned: checkpoint c of an
+ * executor holds its leader state after every source's epoch c (and
+ * nothing later), so the checkpoints c of all parts are one consistent
+ * cut.  After a death the whole stream restarts from a cut:
+ * smart_stream_ckpt_rollback (once no executor of the old run is alive)
+ * picks the newest cut every part holds, then a new executor attaches to
+ * each part, the dead one's taken over through its lease. */
 struct smart_stream_ckpt_config {
 	uint32_t struct_size; /**< sizeof, set by the init function */
 	uint32_t max_entries; /**< state entries a checkpoint holds:
@@ -277,6 +283,10 @@ struct smart_stream_ckpt_config {
 			       * owner's lease to run out (0: not at all) */
 	smart_gaddr_t base;   /**< the area, smart_stream_ckpt_bytes() long,
 			       * 8-aligned, zero before its first use */
+	uint32_t executors;   /**< E of the stream: one part each (0: 1);
+			       * attach: must be the executor's */
+	uint32_t index;	      /**< the part smart_stream_ckpt_output
+			       * reads (attach takes the executor's) */
 };
 
 /** Defaults and struct_size.  Cannot fail. */
@@ -287,15 +297,20 @@ void smart_stream_ckpt_config_init(struct smart_stream_ckpt_config *c);
 int smart_stream_ckpt_bytes(const struct smart_stream_ckpt_config *c,
 			    uint64_t *bytes);
 
-/** Own the area (taking it over from a dead or fenced owner, waiting up
- * to wait_ms for a live one to be fenced), restore the newest complete
- * checkpoint in it and give the index of the first input record still to
- * push (0 for a fresh area); from then on every epoch end writes a
+/** Own the area (E > 1: the executor's part; taking it over from a dead
+ * or fenced owner, waiting up to wait_ms for a live one to be fenced),
+ * restore the newest complete checkpoint in it and give the index of the
+ * first input record still to push (0 for a fresh area; E > 1: the
+ * partition's length when its source had finished, and finish then ends
+ * no epoch); E > 1: an epoch end then waits until every source's epoch
+ * arrived and every part holds the previous cut (at most 60 s:
+ * SMART_ETIMEDOUT), and the executor goes on checkpointing in poll after
+ * its own input finished, so poll until SMART_ENOENT; from then on every epoch end writes a
  * checkpoint (push and finish then also fail with the ops' errors:
  * SMART_EFENCED once this ctx was fenced, when another executor may own
  * the area), and smart_stream_close gives the area back.  Call on a new
  * executor before any push.  SMART_EBUSY: a live owner holds it;
- * SMART_ENOTSUP: not SLASH with one executor; SMART_EINVAL (pushed
+ * SMART_ENOTSUP: not SLASH, or a JOIN; SMART_EINVAL (pushed
  * already, bad c, query or epoch differing from the checkpoint's);
  * SMART_ENOMEM (a registered buffer of one slot: the ctx's buf_pool must
  * hold it); SMART_ENOSPC (more entries than the executor's max_entries);
@@ -305,7 +320,24 @@ int smart_stream_ckpt_attach(smart_stream_t *s,
 			     const struct smart_stream_ckpt_config *c,
 			     uint64_t *resume);
 
-/** Read the committed output log of the area: up to max results into out
+/** Several executors: make every part of the area restart from one cut.
+ * With no executor of the area's stream running (dead, fenced or closed:
+ * each part's owner word is taken for the time of the call, waiting up to
+ * wait_ms for a live owner's lease to run out), finds the newest cut
+ * every part holds (*line; 0: none, the stream starts over), and in each
+ * part that holds a newer one (at most one newer: checkpoints are
+ * aligned) makes that one unreadable, so attach restores the cut.  Call
+ * it before attaching a new run after any death (attach refuses a part
+ * ahead of the others' cut: SMART_EINVAL).  Errors: SMART_EINVAL,
+ * SMART_EBUSY (a live owner), SMART_EPROTO (the parts are not of one
+ * aligned run), SMART_ENOMEM, the ops'; on error nothing was changed.
+ * Thread: w's, main context. */
+int smart_stream_ckpt_rollback(smart_worker_t *w,
+			       const struct smart_stream_ckpt_config *c,
+			       uint64_t *line);
+
+/** Read the committed output log of part c->index of the area: up to max
+ * results into out
  * (*n of them; *total: how many are committed), and *final 1 once the
  * partition's last epoch was checkpointed.  Read it when no owner
  * writes (after the final checkpoint): a slot being written is skipped,

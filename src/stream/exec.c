@@ -149,6 +149,8 @@ static int split_part(struct smart_stream *s)
 	return rc;
 }
 
+/* With recovery on and E > 1, the checkpoint (ckpt.c) waits for every
+ * source's epoch: the epochs are then aligned across the executors. */
 static int epoch_end(struct smart_stream *s, int final)
 {
 	uint64_t wm = final ? UINT64_MAX : smart__stream_wm(s);
@@ -239,6 +241,9 @@ int smart_stream_finish(smart_stream_t *s)
 	if (s->finished)
 		return SMART_EINVAL;
 	s->finished = 1;
+	/* restored after its final epoch (ckpt.c): the leaders have it */
+	if (smart__stream_ckpt_src_final(s))
+		return 0;
 	rc = epoch_end(s, 1);
 	return rc ? fail(s, rc) : 0;
 }
@@ -307,6 +312,8 @@ int smart_stream_poll(smart_stream_t *s, struct smart_stream_result *out,
 		return smart__stream_hub_poll(s, out, max, n);
 	if (s->cfg.executors > 1) {
 		rc = smart__stream_link_drain(s);
+		if (!rc)
+			rc = smart__stream_ckpt_poll(s);
 		if (rc)
 			return fail(s, rc);
 	}
@@ -317,7 +324,9 @@ int smart_stream_poll(smart_stream_t *s, struct smart_stream_result *out,
 	if (s->out_head == s->out_n)
 		s->out_head = s->out_n = 0;
 	*n = k;
-	return !k && all_final(s) && !s->lead.n ? SMART_ENOENT : 0;
+	return !k && all_final(s) && !s->lead.n && smart__stream_ckpt_done(s) ?
+		       SMART_ENOENT :
+		       0;
 }
 
 int smart_stream_close(smart_stream_t *s, smart_worker_t *w)

@@ -153,7 +153,7 @@ static int send_one(struct smart_stream *s, struct stream_peer *p, size_t *off,
 
 /* A peer whose connection failed before its last epoch is named (bit i
  * of gone): the survivors' SMART_ECONN says which executor died. */
-static int gone(struct smart_stream *s, uint32_t i, int rc)
+int smart__stream_gone(struct smart_stream *s, uint32_t i, int rc)
 {
 	if (rc == SMART_ECONN && !SMART_M_STREAM_NO_DEAD_NAME)
 		s->st.gone |= 1ULL << i;
@@ -172,7 +172,7 @@ static int send_peer(struct smart_stream *s, struct stream_peer *p,
 		rc = send_one(s, p, &off, sh);
 	while (!rc && off < p->buf_n);
 	p->buf_n = 0;
-	return gone(s, (uint32_t)(p - s->peer), rc);
+	return smart__stream_gone(s, (uint32_t)(p - s->peer), rc);
 }
 
 static void sender(smart_worker_t *w, void *arg)
@@ -330,14 +330,21 @@ static int drain_peer(struct smart_stream *s, uint32_t i)
 		const void *buf;
 		uint32_t len;
 		uint64_t user;
-		int rc = smart_chan_next(p->rx, &buf, &len, &user);
+		int rc;
+
+		/* aligned checkpoints: the rest waits in the channel */
+		if (!p->final && p->epoch >= smart__stream_ckpt_limit(s))
+			return 0;
+		rc = smart_chan_next(p->rx, &buf, &len, &user);
 
 		if (rc == SMART_EAGAIN)
 			return 0;
-		if (rc == SMART_ECONN && p->final)
+		if (rc == SMART_ECONN && p->final) {
+			p->closed = 1; /* ckpt.c: its part may still lag */
 			return 0;
+		}
 		if (rc)
-			return gone(s, i, rc);
+			return smart__stream_gone(s, i, rc);
 		rc = take(s, buf, len, i, user);
 		smart_chan_release(p->rx);
 		if (rc)

@@ -96,6 +96,7 @@ struct stream_peer {
 	uint64_t wm;	  /* its watermark at that epoch's swap */
 	uint64_t stamp;	  /* that swap's time (the producer's word) */
 	int final;
+	int closed;   /* its channel closed after its final epoch */
 	uint8_t *buf; /* outgoing entries of the current epoch */
 	size_t buf_n, buf_cap;
 };
@@ -175,6 +176,8 @@ int smart__stream_link_drain(struct smart_stream *s);
 /* link.c: the slots taken from this executor's FOOTER channels so far */
 uint64_t smart__stream_link_footer_slots(const struct smart_stream *s);
 int smart__stream_peer_add(struct stream_peer *p, const void *e, size_t len);
+/* rc; SMART_ECONN from peer i's connection also names it (stats.gone). */
+int smart__stream_gone(struct smart_stream *s, uint32_t i, int rc);
 
 /* exec.c: fire what the minimum watermark of all sources allows; stamp:
  * the swap time of the epoch that allowed it (for the trigger lag) */
@@ -195,5 +198,15 @@ int smart__stream_ckpt_note(struct smart_stream *s,
 /* At an epoch end, after firing: log the results, write the checkpoint. */
 int smart__stream_ckpt_epoch(struct smart_stream *s, int final);
 void smart__stream_ckpt_close(struct smart_stream *s);
+/* E > 1: write the cuts the sources' epochs now allow (after this
+ * executor's own input ended); 0 or an error. */
+int smart__stream_ckpt_poll(struct smart_stream *s);
+/* The newest source epoch a leader may take now (UINT64_MAX: any): with
+ * aligned cuts, nothing past the cut being built. */
+uint64_t smart__stream_ckpt_limit(const struct smart_stream *s);
+/* 1 unless E > 1 and the final cut is still to be written. */
+int smart__stream_ckpt_done(const struct smart_stream *s);
+/* 1 when restored with this executor's input already finished. */
+int smart__stream_ckpt_src_final(const struct smart_stream *s);
 
 #endif

@@ -184,4 +184,25 @@
 #define SMART_M_STREAM_GEN_PARETO_NO_CHECK 0
 #endif
 
+/* a cut written before every part holds the previous one */
+#ifdef SMART_MUTANT_STREAM_CKPT_NO_ALIGN
+#define SMART_M_STREAM_CKPT_NO_ALIGN 1
+#else
+#define SMART_M_STREAM_CKPT_NO_ALIGN 0
+#endif
+
+/* a leader takes a source's epoch past the cut being built */
+#ifdef SMART_MUTANT_STREAM_CKPT_TAKE_AHEAD
+#define SMART_M_STREAM_CKPT_TAKE_AHEAD 1
+#else
+#define SMART_M_STREAM_CKPT_TAKE_AHEAD 0
+#endif
+
+/* attach restores a part ahead of the others' cut */
+#ifdef SMART_MUTANT_STREAM_CKPT_NO_LINE
+#define SMART_M_STREAM_CKPT_NO_LINE 1
+#else
+#define SMART_M_STREAM_CKPT_NO_LINE 0
+#endif
+
 #endif

@@ -63,7 +63,7 @@ struct test_child {
 	void (*fn)(char **args);
 };
 
-#define TEST_SPAWN_ARGS 12
+#define TEST_SPAWN_ARGS 16
 
 #define TEST_FAIL(...)                                                         \
 	do {                                                                   \

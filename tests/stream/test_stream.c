@@ -34,6 +34,7 @@
 
 #include "harness/blade_fixture.h"
 #include "harness/sched.h"
+#include "harness/stream_proc.h"
 #include "harness/stream_ref.h"
 #include "harness/test.h"
 #include "smart/chan.h"
@@ -751,18 +752,6 @@ static void test_hostile(void)
  * and counters back up. */
 #define ADDR 64
 
-static void full_io(int fd, void *p, size_t n, int wr)
-{
-	for (size_t k = 0; k < n;) {
-		ssize_t got = wr ? write(fd, (char *)p + k, n - k) :
-				   read(fd, (char *)p + k, n - k);
-
-		if (got <= 0)
-			TEST_FAIL("pipe %s: %zd", wr ? "write" : "read", got);
-		k += (size_t)got;
-	}
-}
-
 static void proc_setup(struct run *r, uint32_t wl, uint32_t E, uint32_t engine,
 		       size_t n)
 {
@@ -790,15 +779,15 @@ static void child_exec(char **a)
 	proc_setup(&r, (uint32_t)atoi(a[5]), (uint32_t)atoi(a[1]),
 		   (uint32_t)atoi(a[0]), (size_t)atoi(a[6]));
 	end_open(&r.end[i], 1);
-	full_io(up, r.end[i].addr, ADDR, 1);
-	full_io(down, addrs, sizeof(addrs), 0);
+	sp_full_io(up, r.end[i].addr, ADDR, 1);
+	sp_full_io(down, addrs, sizeof(addrs), 0);
 	for (uint32_t k = 0; k < r.E; k++)
 		r.peers[k] = addrs[k];
 	exec_one(&r, i, &r.end[i]);
 	n = r.nres[i];
-	full_io(up, &n, sizeof(n), 1);
-	full_io(up, r.res[i], n * sizeof(*r.res[i]), 1);
-	full_io(up, &r.st[i], sizeof(r.st[i]), 1);
+	sp_full_io(up, &n, sizeof(n), 1);
+	sp_full_io(up, r.res[i], n * sizeof(*r.res[i]), 1);
+	sp_full_io(up, &r.st[i], sizeof(r.st[i]), 1);
 	end_close(&r.end[i]);
 	run_free(&r);
 }
@@ -839,10 +828,10 @@ static struct run run_procs_gen(uint32_t wl, uint32_t E, uint32_t engine,
 		CHECK(pid[i] > 0);
 		close(up[i][1]);
 		close(down[i][0]);
-		full_io(up[i][0], addrs[i], ADDR, 0);
+		sp_full_io(up[i][0], addrs[i], ADDR, 0);
 	}
 	for (uint32_t i = 1; i < E; i++)
-		full_io(down[i][1], addrs, sizeof(addrs), 1);
+		sp_full_io(down[i][1], addrs, sizeof(addrs), 1);
 	for (uint32_t k = 0; k < E; k++)
 		r.peers[k] = addrs[k];
 	exec_one(&r, 0, &r.end[0]);
@@ -850,11 +839,11 @@ static struct run run_procs_gen(uint32_t wl, uint32_t E, uint32_t engine,
 		uint64_t n;
 		int st;
 
-		full_io(up[i][0], &n, sizeof(n), 0);
+		sp_full_io(up[i][0], &n, sizeof(n), 0);
 		r.nres[i] = n;
 		r.res[i] = malloc((n ? n : 1) * sizeof(*r.res[i]));
-		full_io(up[i][0], r.res[i], n * sizeof(*r.res[i]), 0);
-		full_io(up[i][0], &r.st[i], sizeof(r.st[i]), 0);
+		sp_full_io(up[i][0], r.res[i], n * sizeof(*r.res[i]), 0);
+		sp_full_io(up[i][0], &r.st[i], sizeof(r.st[i]), 0);
 		CHECK_EQ(waitpid(pid[i], &st, 0), pid[i]);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		close(up[i][0]);
@@ -1157,13 +1146,13 @@ static void child_dead(char **a)
 	secret_inherit();
 	dead_setup(&r);
 	end_open_ka(&r.end[1], 1, DEAD_KA_MS, DEAD_KA_MISSES);
-	full_io(up, r.end[1].addr, ADDR, 1);
-	full_io(down, addrs, sizeof(addrs), 0);
+	sp_full_io(up, r.end[1].addr, ADDR, 1);
+	sp_full_io(down, addrs, sizeof(addrs), 0);
 	r.peers[0] = addrs[0];
 	r.peers[1] = addrs[1];
 	s = dead_create(&r, 1);
 	CHECK_OK(smart_stream_push(s, r.in[1], DEAD_EPOCHS * r.epoch));
-	full_io(up, &one, 1, 1);
+	sp_full_io(up, &one, 1, 1);
 	while (!smart_stream_poll(s, res, 64, &k)) /* until killed */
 		if (test_now_ms() > end)
 			_exit(3);
@@ -1212,7 +1201,7 @@ static void dead_until_point(struct run *r, smart_stream_t *s, int up)
 		dead_gather(r, s, &rc);
 		CHECK_OK(rc);
 		if (!point && poll(&pf, 1, 0) == 1) {
-			full_io(up, &one, 1, 0);
+			sp_full_io(up, &one, 1, 0);
 			point = 1;
 		}
 		if (test_now_ms() > end)
@@ -1268,8 +1257,8 @@ static void dead_case(int sig)
 	CHECK(pid > 0);
 	close(up[1]);
 	close(down[0]);
-	full_io(up[0], addrs[1], ADDR, 0);
-	full_io(down[1], addrs, sizeof(addrs), 1);
+	sp_full_io(up[0], addrs[1], ADDR, 0);
+	sp_full_io(down[1], addrs, sizeof(addrs), 1);
 	r.peers[0] = addrs[0];
 	r.peers[1] = addrs[1];
 	s = dead_create(&r, 0);

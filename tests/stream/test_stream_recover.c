@@ -25,6 +25,7 @@
 
 #include "harness/lease_blade.h"
 #include "harness/smartd_proc.h"
+#include "harness/stream_proc.h"
 #include "harness/stream_ref.h"
 #include "harness/test.h"
 #include "smart/smart.h"
@@ -271,16 +272,7 @@ static int kid_wait(struct kid *k)
 
 static void area_zero(struct world *wd)
 {
-	const uint64_t chunk = 64 << 10;
-	void *buf;
-
-	CHECK_OK(smart_buf_alloc(wd->w, chunk, &buf));
-	memset(buf, 0, chunk);
-	for (uint64_t off = 0; off < wd->bytes; off += chunk)
-		CHECK_OK(smart_write_sync(
-			wd->w, smart_gaddr_add(wd->base, off), buf,
-			wd->bytes - off < chunk ? wd->bytes - off : chunk));
-	smart_buf_free(wd->w, buf);
+	sp_area_zero(wd->w, wd->base, wd->bytes);
 }
 
 /* The committed log equals the reference: each window once. */
