@@ -310,7 +310,7 @@ int smart_stream_ckpt_bytes(const struct smart_stream_ckpt_config *c,
  * SMART_EFENCED once this ctx was fenced, when another executor may own
  * the area), and smart_stream_close gives the area back.  Call on a new
  * executor before any push.  SMART_EBUSY: a live owner holds it;
- * SMART_ENOTSUP: not SLASH, or a JOIN; SMART_EINVAL (pushed
+ * SMART_ENOTSUP: not SLASH; SMART_EINVAL (pushed
  * already, bad c, query or epoch differing from the checkpoint's);
  * SMART_ENOMEM (a registered buffer of one slot: the ctx's buf_pool must
  * hold it); SMART_ENOSPC (more entries than the executor's max_entries);

@@ -307,6 +307,8 @@ static void fill_peers(const struct smart_stream *s, uint8_t *dst)
 	}
 }
 
+/* The leader table's buckets, then (JOIN) its rows: entries of count 0,
+ * as in a delta (stream_int.h), told apart from buckets on restore. */
 static uint32_t fill_entries(const struct smart_stream *s, uint8_t *dst)
 {
 	uint32_t n = 0;
@@ -317,6 +319,10 @@ static uint32_t fill_entries(const struct smart_stream *s, uint8_t *dst)
 		if (e->wstart != UINT64_MAX)
 			memcpy(dst + (size_t)n++ * sizeof(*e), e, sizeof(*e));
 	}
+	for (uint32_t i = 0; i < s->lead.rows && !SMART_M_STREAM_CKPT_NO_ROWS;
+	     i++)
+		memcpy(dst + (size_t)n++ * sizeof(*s->lead.row),
+		       &s->lead.row[i], sizeof(*s->lead.row));
 	return n;
 }
 
@@ -353,7 +359,7 @@ static int slot_write(struct smart_stream *s, int final)
 	size_t len, half, po = peers_of(&k->ar.c) * sizeof(struct ck_peer);
 	int rc;
 
-	if (s->lead.n > k->ar.c.max_entries)
+	if ((uint64_t)s->lead.n + s->lead.rows > k->ar.c.max_entries)
 		return SMART_ENOSPC;
 	fill_peers(s, k->ar.buf + sizeof(h));
 	head_fill(s, &h, fill_entries(s, k->ar.buf + sizeof(h) + po), final);
@@ -755,7 +761,12 @@ static int restore(struct smart_stream *s, struct stream_ckpt *k,
 		struct stream_entry e;
 
 		memcpy(&e, ent + (size_t)i * sizeof(e), sizeof(e));
-		rc = smart__stream_table_merge(&s->lead, e.wstart, e.key, &e.a);
+		if (smart__stream_is_row(&s->q, &e)) /* JOIN */
+			rc = smart__stream_table_row(&s->lead, e.wstart, e.key,
+						     e.a.sum);
+		else
+			rc = smart__stream_table_merge(&s->lead, e.wstart,
+						       e.key, &e.a);
 	}
 	if (rc) {
 		smart__stream_table_clear(&s->lead);
@@ -810,10 +821,6 @@ int smart_stream_ckpt_attach(smart_stream_t *s,
 	if (!s || !resume || s->ck || s->st.records || s->finished || s->failed)
 		return SMART_EINVAL;
 	if (s->cfg.engine != SMART_STREAM_SLASH)
-		return SMART_ENOTSUP;
-	/* a JOIN's rows are not in the checkpoint's layout: refused, not
-	 * restored without them (docs/stream.md §9) */
-	if (s->q.agg == SMART_STREAM_JOIN && !SMART_M_STREAM_CKPT_JOIN_OK)
 		return SMART_ENOTSUP;
 	k = calloc(1, sizeof(*k));
 	if (!k)

@@ -120,12 +120,11 @@
 #define SMART_M_STREAM_JOIN_ROWS_UNBOUNDED 0
 #endif
 
-/* recovery: a JOIN executor's attach not refused (its rows would be
- * lost at a restore) */
-#ifdef SMART_MUTANT_STREAM_CKPT_JOIN_OK
-#define SMART_M_STREAM_CKPT_JOIN_OK 1
+/* ckpt: a JOIN's rows left out of the checkpoint */
+#ifdef SMART_MUTANT_STREAM_CKPT_NO_ROWS
+#define SMART_M_STREAM_CKPT_NO_ROWS 1
 #else
-#define SMART_M_STREAM_CKPT_JOIN_OK 0
+#define SMART_M_STREAM_CKPT_NO_ROWS 0
 #endif
 
 /* recovery: a checkpoint slot taken without its CRC matching (a torn write restored) */

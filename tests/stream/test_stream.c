@@ -1757,28 +1757,6 @@ static void test_join_hostile(void)
 
 /* Recovery does not cover a JOIN (its rows are not checkpointed): the
  * attach is refused before it touches any area. */
-static void test_join_ckpt(void)
-{
-	struct smart_stream_ckpt_config cc;
-	struct smart_stream_config c;
-	struct end e;
-	smart_stream_t *s;
-	uint64_t resume = 7;
-
-	secret_init();
-	end_open(&e, 1);
-	smart_stream_config_init(&c);
-	c.engine = SMART_STREAM_SLASH;
-	c.executors = 1;
-	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_NB8, &c.query));
-	CHECK_OK(smart_stream_create(e.w, &c, &s));
-	smart_stream_ckpt_config_init(&cc);
-	CHECK_EQ(smart_stream_ckpt_attach(s, &cc, &resume), SMART_ENOTSUP);
-	CHECK_EQ(resume, 7);
-	CHECK_OK(smart_stream_close(s, e.w));
-	end_close(&e);
-}
-
 /* NB8 with executors as processes (E = 2, 3; slash, uppar; epoch 16). */
 static void test_join_procs(void)
 {
@@ -1817,7 +1795,6 @@ int main(int argc, char **argv)
 			{ "join_fuzz", test_join_fuzz },
 			{ "join_enospc", test_join_enospc },
 			{ "join_hostile", test_join_hostile },
-			{ "join_ckpt", test_join_ckpt },
 			{ "join_procs", test_join_procs },
 			{ "footer", test_footer },
 			{ "footer_procs", test_footer_procs },

@@ -31,6 +31,9 @@
 #include "smart/stream.h"
 
 #define LEASE_MS  1000
+#define KA_MS	  200
+#define KA_MISSES 5
+#define SLACK_MS  3000 /* scheduling on a loaded machine */
 #define MAXE	  3
 #define RECORDS	  1500 /* partition i: RECORDS - 200 i records */
 #define EPOCH	  32   /* partition 0: 46 full epochs and the final one */
@@ -47,8 +50,9 @@ enum { M_NONE, M_KILL, M_BLOCK, M_NOTE };
 enum { XC_OK = 0, XC_NOT_HIT = 3, XC_CONN = 4, XC_ATTACH = 6, XC_RUN = 7 };
 
 struct report {
-	int32_t rc, what; /* what: 0 attach, 1 end, 2 in a hook */
+	int32_t rc, what; /* what: 0 attach, 1 end, 2 in a hook, 3 dying */
 	uint64_t resume, records, late, gone;
+	uint64_t t_ms; /* 1, 3: when (lb_now_ms: one clock for the host) */
 };
 
 static uint64_t part_len(uint32_t i)
@@ -59,12 +63,18 @@ static uint64_t part_len(uint32_t i)
 /* The query and keys of a world: K_MAX, MAX per tumbling window of
  * 200, uniform keys; K_SLIDING, SUM per sliding window of 200 every 50,
  * Pareto keys (shape 1.16); K_SESSION, COUNT per key per session (gap
- * 40), Zipf 0.99 keys. */
-enum { K_MAX, K_SLIDING, K_SESSION };
+ * 40), Zipf 0.99 keys; K_JOIN, NB8's pairs per tumbling window of 200
+ * (the leader state then holds the JOIN's rows too). */
+enum { K_MAX, K_SLIDING, K_SESSION, K_JOIN };
+
+static uint32_t workload_of(int kind)
+{
+	return kind == K_JOIN ? SMART_STREAM_GEN_NB8 : SMART_STREAM_GEN_NB7;
+}
 
 static void query_of(struct smart_stream_query *q, int kind)
 {
-	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_NB7, q));
+	CHECK_OK(smart_stream_gen_query(workload_of(kind), q));
 	q->lateness = 25;
 	q->size = 200;
 	if (kind == K_SLIDING) {
@@ -80,7 +90,7 @@ static void query_of(struct smart_stream_query *q, int kind)
 
 static uint8_t *input(uint32_t E, uint32_t i, int kind)
 {
-	struct smart_stream_gen g = { .workload = SMART_STREAM_GEN_NB7,
+	struct smart_stream_gen g = { .workload = workload_of(kind),
 				      .parts = E,
 				      .part = i,
 				      .seed = 83,
@@ -141,8 +151,12 @@ static int child_hook(smart_worker_t *w, const char *point, void *arg)
 		if (a->mode == M_NONE || strcmp(point, a->point) ||
 		    ++a->hits != a->hit)
 			continue;
-		if (a->mode == M_KILL)
+		if (a->mode == M_KILL) {
+			r.what = 3;
+			r.t_ms = lb_now_ms();
+			send_report(h->report, &r);
 			raise(SIGKILL);
+		}
 		send_report(h->report, &r);
 		if (a->mode == M_BLOCK)
 			while (read(h->hold, &c, 1) > 0)
@@ -175,8 +189,8 @@ static struct smart_rpc *rpc_open(smart_worker_t *w, char *addr)
 
 	smart_rpc_config_init(&cfg);
 	cfg.timeout_ms = 60000;
-	cfg.keepalive_ms = 200; /* a test holds a peer in a hook */
-	cfg.keepalive_misses = 5;
+	cfg.keepalive_ms = KA_MS; /* a test holds a peer in a hook */
+	cfg.keepalive_misses = KA_MISSES;
 	CHECK_OK(smart_rpc_create(w, &cfg, &rpc));
 	CHECK_OK(smart_rpc_listen(rpc, "127.0.0.1:0"));
 	CHECK_OK(smart_rpc_listen_addr(rpc, addr, ADDR));
@@ -232,6 +246,7 @@ static void child_exec(char **a)
 	if (rc)
 		_exit(XC_ATTACH);
 	rc = run_stream(s, in, r.resume, part_len(me), c.query.record_bytes);
+	r.t_ms = lb_now_ms();
 	CHECK_OK(smart_stream_stats(s, w, &st));
 	r.what = 1;
 	r.rc = rc;
@@ -265,6 +280,7 @@ struct world {
 	int kind;
 	struct ref_out ref;
 	int runs;
+	uint64_t detect_max, detects; /* survivors naming the dead one */
 };
 
 struct kid {
@@ -486,9 +502,20 @@ static void run_death(struct world *wd, uint32_t v, const struct plan *pl,
 				  !(end->gone & 1ULL << i),
 			  "%s: survivor %u: exit %d, gone %#" PRIx64, what, i,
 			  k[i].st, end ? end->gone : 0);
-		named += !!(end->gone & 1ULL << v);
+		if (end->gone & 1ULL << v) {
+			const struct report *d = &k[v].r[k[v].nr - 1];
+			uint64_t ms;
+
+			CHECK(k[v].nr && d->what == 3 && end->t_ms >= d->t_ms);
+			ms = end->t_ms - d->t_ms;
+			wd->detect_max = ms > wd->detect_max ? ms :
+							       wd->detect_max;
+			wd->detects++;
+			named++;
+		}
 	}
-	CHECK_MSG(named, "%s: no survivor named the dead executor", what);
+	CHECK_MSG(named || wd->E == 1,
+		  "%s: no survivor named the dead executor", what);
 }
 
 static const char *const points[] = { "stream.epoch.fired",
@@ -539,8 +566,12 @@ static void test_kills(void)
 		world_open(&wd, E, K_MAX);
 		kills_of(&wd, E - 1, &runs);
 		printf("E %u: %d runs with a death, every output equal to the "
-		       "reference (%zu results, %" PRIu64 " late)\n",
-		       E, runs, wd.ref.n, wd.ref.late);
+		       "reference (%zu results, %" PRIu64 " late); %" PRIu64
+		       " survivors failed naming the dead executor at most %" PRIu64
+		       " ms after its death (keepalive bound %d ms)\n",
+		       E, runs, wd.ref.n, wd.ref.late, wd.detects,
+		       wd.detect_max, KA_MS * KA_MISSES);
+		CHECK_LE(wd.detect_max, KA_MS * KA_MISSES + SLACK_MS);
 		CHECK_EQ(runs, 15);
 		world_close(&wd);
 	}
@@ -579,6 +610,43 @@ static void test_queries(void)
 			       kind == K_SLIDING ? "sliding SUM, Pareto keys" :
 						   "sessions, Zipf keys",
 			       at[i].point, at[i].hit, line, wd.ref.n);
+		}
+		CHECK_EQ(wd.runs, 3);
+		world_close(&wd);
+	}
+}
+
+/* NB8's join (its rows in the checkpoints), one executor and two: the
+ * last killed at an epoch end, in a torn slot and after a late cut. */
+static void test_join(void)
+{
+	static const struct {
+		const char *point;
+		int hit;
+	} at[] = { { "stream.epoch.fired", 20 },
+		   { "stream.ckpt.torn", 30 },
+		   { "stream.ckpt.written", 44 } };
+
+	for (uint32_t E = 1; E <= 2; E++) {
+		struct world wd;
+
+		world_open(&wd, E, K_JOIN);
+		for (size_t i = 0; i < sizeof(at) / sizeof(*at); i++) {
+			struct plan pl = { { at[i].point, NULL },
+					   { at[i].hit, 0 },
+					   { M_KILL, M_NONE } };
+			uint64_t line;
+
+			area_zero(&wd);
+			run_death(&wd, E - 1, &pl, at[i].point);
+			line = rollback(&wd);
+			run_clean(&wd);
+			check_output(&wd, at[i].point);
+			printf("NB8 join, E %u, executor %u killed at %s #%d: "
+			       "rolled back to cut %" PRIu64 ", output = "
+			       "reference (%zu pairs)\n",
+			       E, E - 1, at[i].point, at[i].hit, line,
+			       wd.ref.n);
 		}
 		CHECK_EQ(wd.runs, 3);
 		world_close(&wd);
@@ -706,6 +774,7 @@ int main(int argc, char **argv)
 			 (struct test_case[]){
 				 { "kills", test_kills },
 				 { "queries", test_queries },
+				 { "join", test_join },
 				 { "recoverer", test_recoverer },
 				 { "unrolled", test_unrolled },
 				 { "take_ahead", test_take_ahead },
