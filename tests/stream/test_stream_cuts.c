@@ -577,10 +577,10 @@ static void test_kills(void)
 	}
 }
 
-/* Sliding windows over Pareto keys and session windows over Zipf keys,
- * E 3: the victim killed at an epoch end, in a torn slot and after a cut
- * written as a leader only. */
-static void test_queries(void)
+/* A world of E executors with the query kind, its last executor killed
+ * at an epoch end (#20), in a torn slot (#30) and after cut 44 (written
+ * after its input ended). */
+static void three_deaths(uint32_t E, int kind, const char *label)
 {
 	static const struct {
 		const char *point;
@@ -588,69 +588,41 @@ static void test_queries(void)
 	} at[] = { { "stream.epoch.fired", 20 },
 		   { "stream.ckpt.torn", 30 },
 		   { "stream.ckpt.written", CUTS - 3 } };
+	struct world wd;
 
-	for (int kind = K_SLIDING; kind <= K_SESSION; kind++) {
-		struct world wd;
+	world_open(&wd, E, kind);
+	for (size_t i = 0; i < sizeof(at) / sizeof(*at); i++) {
+		struct plan pl = { { at[i].point, NULL },
+				   { at[i].hit, 0 },
+				   { M_KILL, M_NONE } };
+		uint64_t line;
 
-		world_open(&wd, 3, kind);
-		for (size_t i = 0; i < sizeof(at) / sizeof(*at); i++) {
-			struct plan pl = { { at[i].point, NULL },
-					   { at[i].hit, 0 },
-					   { M_KILL, M_NONE } };
-			uint64_t line;
-
-			area_zero(&wd);
-			run_death(&wd, 2, &pl, at[i].point);
-			line = rollback(&wd);
-			run_clean(&wd);
-			check_output(&wd, at[i].point);
-			printf("%s, E 3, executor 2 killed at %s #%d: rolled "
-			       "back to cut %" PRIu64 ", output = reference "
-			       "(%zu results)\n",
-			       kind == K_SLIDING ? "sliding SUM, Pareto keys" :
-						   "sessions, Zipf keys",
-			       at[i].point, at[i].hit, line, wd.ref.n);
-		}
-		CHECK_EQ(wd.runs, 3);
-		world_close(&wd);
+		area_zero(&wd);
+		run_death(&wd, E - 1, &pl, at[i].point);
+		line = rollback(&wd);
+		run_clean(&wd);
+		check_output(&wd, at[i].point);
+		printf("%s, E %u, executor %u killed at %s #%d: rolled back to "
+		       "cut %" PRIu64 ", output = reference (%zu results)\n",
+		       label, E, E - 1, at[i].point, at[i].hit, line, wd.ref.n);
 	}
+	CHECK_EQ(wd.runs, 3);
+	world_close(&wd);
 }
 
-/* NB8's join (its rows in the checkpoints), one executor and two: the
- * last killed at an epoch end, in a torn slot and after a late cut. */
+/* Sliding windows over Pareto keys and session windows over Zipf keys,
+ * E 3. */
+static void test_queries(void)
+{
+	three_deaths(3, K_SLIDING, "sliding SUM, Pareto keys");
+	three_deaths(3, K_SESSION, "sessions, Zipf keys");
+}
+
+/* NB8's join (its rows in the checkpoints), one executor and two. */
 static void test_join(void)
 {
-	static const struct {
-		const char *point;
-		int hit;
-	} at[] = { { "stream.epoch.fired", 20 },
-		   { "stream.ckpt.torn", 30 },
-		   { "stream.ckpt.written", 44 } };
-
-	for (uint32_t E = 1; E <= 2; E++) {
-		struct world wd;
-
-		world_open(&wd, E, K_JOIN);
-		for (size_t i = 0; i < sizeof(at) / sizeof(*at); i++) {
-			struct plan pl = { { at[i].point, NULL },
-					   { at[i].hit, 0 },
-					   { M_KILL, M_NONE } };
-			uint64_t line;
-
-			area_zero(&wd);
-			run_death(&wd, E - 1, &pl, at[i].point);
-			line = rollback(&wd);
-			run_clean(&wd);
-			check_output(&wd, at[i].point);
-			printf("NB8 join, E %u, executor %u killed at %s #%d: "
-			       "rolled back to cut %" PRIu64 ", output = "
-			       "reference (%zu pairs)\n",
-			       E, E - 1, at[i].point, at[i].hit, line,
-			       wd.ref.n);
-		}
-		CHECK_EQ(wd.runs, 3);
-		world_close(&wd);
-	}
+	three_deaths(1, K_JOIN, "NB8 join");
+	three_deaths(2, K_JOIN, "NB8 join");
 }
 
 /* The run after a death killed too, inside its recovery (at attach's
