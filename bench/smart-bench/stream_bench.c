@@ -70,7 +70,8 @@
 #define E_ONE	   3
 #define E_SLASH_FT 4 /* slash and uppar over FOOTER channels */
 #define E_UPPAR_FT 5
-#define NENG	   6
+#define E_SLASH_CK 6 /* slash checkpointing (--recover) */
+#define NENG	   7
 #define CH_IMM	   0 /* --chan */
 #define CH_FOOTER  1
 #define CH_BOTH	   2
@@ -83,24 +84,27 @@
 
 static const char *const eng_choices[] = { "all",   "slash", "uppar",
 					   "local", "one",   NULL };
-static const char *const eng_names[NENG] = { "slash", "uppar",	  "local",
-					     "one",   "slash-ft", "uppar-ft" };
+static const char *const eng_names[NENG] = { "slash",	"uppar",    "local",
+					     "one",	"slash-ft", "uppar-ft",
+					     "slash-ck" };
 static const char *const prog_names[NENG] = {
 	"stream slash executor 0",    "stream uppar executor 0",
 	"stream local thread 0",      "stream one",
-	"stream slash-ft executor 0", "stream uppar-ft executor 0"
+	"stream slash-ft executor 0", "stream uppar-ft executor 0",
+	"stream slash-ck executor 0"
 };
 static const char *const chan_names[] = { "imm", "footer", "both", NULL };
 static const char *const wl_names[] = { "ysb",	"cm",  "nb7", "ro",
 					"nb11", "nb8", NULL };
 static const char *const lag_keys[NENG] = {
-	"slash_lag_p99_ms", "uppar_lag_p99_ms",	   "local_lag_p99_ms",
-	"one_lag_p99_ms",   "slash_ft_lag_p99_ms", "uppar_ft_lag_p99_ms"
+	"slash_lag_p99_ms",   "uppar_lag_p99_ms",    "local_lag_p99_ms",
+	"one_lag_p99_ms",     "slash_ft_lag_p99_ms", "uppar_ft_lag_p99_ms",
+	"slash_ck_lag_p99_ms"
 };
-static const uint32_t eng_kind[NENG] = {
-	SMART_STREAM_SLASH, SMART_STREAM_UPPAR, SMART_STREAM_LOCAL,
-	SMART_STREAM_LOCAL, SMART_STREAM_SLASH, SMART_STREAM_UPPAR
-};
+static const uint32_t eng_kind[NENG] = { SMART_STREAM_SLASH, SMART_STREAM_UPPAR,
+					 SMART_STREAM_LOCAL, SMART_STREAM_LOCAL,
+					 SMART_STREAM_SLASH, SMART_STREAM_UPPAR,
+					 SMART_STREAM_SLASH };
 
 /* An order-independent reduction of a multiset of results. */
 struct digest {
@@ -114,7 +118,7 @@ struct rep {
 
 struct sb {
 	struct bench_run *run;
-	int wl, engine, procs, rounds, check, chan;
+	int wl, engine, procs, rounds, check, chan, recover;
 	uint64_t records, keys, epoch, window;
 	double zipf, pareto;
 	char secret[32];
@@ -132,6 +136,13 @@ struct sb {
 	uint64_t dial_retries, xns;
 	struct digest mine, ref;
 	struct smart_stream_stats xst;
+	/* --recover: slash-ck's checkpoint area, on an embedded blade */
+	smart_blade_t *blade;
+	char blade_addr[ADDR];
+	smart_ctx_t *ck_ctx; /* the parent's: allocates and zeroes the area */
+	smart_worker_t *ck_w;
+	struct smart_stream_ckpt_config ck;
+	uint64_t ck_bytes;
 };
 
 #define R struct sb
@@ -164,6 +175,10 @@ static const struct kit_flag sb_flags[] = {
 		"rounds, every engine once each, alternated [3]"),
 	KIT_FLAG("check", R, check,
 		 "compare every engine's results with the one-thread run's"),
+	KIT_FLAG("recover", R, recover,
+		 "also run slash with exactly-once recovery on (slash-ck: "
+		 "a checkpoint per epoch in an embedded blade; "
+		 "docs/stream.md §11)"),
 	KIT_STRS("peer", R, peer, PROCS_MAX, "HOST:PORT",
 		 "cross-host: executor i's address, in order, once each "
 		 "(E = how many; needs --executor, --secret-file)"),
@@ -185,6 +200,8 @@ static const struct kit_col sb_csv[] = {
 	{ "one_rps", "one_rps", NULL },
 	{ "slash_ft_rps", "slash_ft_rps", NULL },
 	{ "uppar_ft_rps", "uppar_ft_rps", NULL },
+	{ "slash_ck_rps", "slash_ck_rps", NULL },
+	{ "slash_ck_ckpt_bytes_per_rec", "slash_ck_ckpt_bytes_per_rec", NULL },
 	{ "slash_bytes_per_rec", "slash_bytes_per_rec", NULL },
 	{ "uppar_bytes_per_rec", "uppar_bytes_per_rec", NULL },
 	{ "slash_ft_bytes_per_rec", "slash_ft_bytes_per_rec", NULL },
@@ -252,6 +269,10 @@ static void sb_check(void *m, struct bench_run *r)
 		kit_bad(BENCH_TOOL, "pareto", NULL, "is not with --zipf");
 	if (b->pareto && b->pareto < 0.001)
 		kit_bad(BENCH_TOOL, "pareto", NULL, "is 0 or 0.001..100");
+	if (b->recover &&
+	    (b->peer.n || (b->engine && b->engine != E_SLASH + 1)))
+		kit_bad(BENCH_TOOL, "recover", NULL,
+			"runs slash on one host (--engine all or slash)");
 	if (b->peer.n)
 		cross_check(b, r);
 	else if (b->executor || b->dial_wait)
@@ -265,6 +286,8 @@ static int on(const struct sb *b, int e)
 {
 	int base = e >= E_SLASH_FT ? e - E_SLASH_FT : e;
 
+	if (e == E_SLASH_CK)
+		return b->recover;
 	if (b->engine && b->engine - 1 != base)
 		return 0;
 	if (e >= E_SLASH_FT)
@@ -281,10 +304,14 @@ static int distributed(int e)
 /* The channel mode of engine e (cross-host: --chan's). */
 static uint32_t chan_mode(const struct sb *b, int e)
 {
+	if (e == E_SLASH_CK)
+		return SMART_CHAN_IMM;
 	return e >= E_SLASH_FT || (b->peer.n && b->chan == CH_FOOTER) ?
 		       SMART_CHAN_FOOTER :
 		       SMART_CHAN_IMM;
 }
+
+static int recover_setup(struct sb *b);
 
 static int sb_setup(void *m, struct bench_run *r)
 {
@@ -320,14 +347,95 @@ static int sb_setup(void *m, struct bench_run *r)
 			memcpy(b->mixed + (i * b->procs + p) * rb,
 			       b->in[p] + i * rb, rb);
 	}
-	return 0;
+	return b->recover ? recover_setup(b) : 0;
+}
+
+/* --recover: the checkpoint area's sizes (every part holds at most every
+ * result of the run, and its leader state a few open windows of every
+ * key, NB8 also a window's rows: more is SMART_ENOSPC, said by the
+ * executor), and an embedded blade holding it. */
+#define CK_AREA_MAX (2ULL << 30)
+static int ctx_make(struct sb *b, smart_ctx_t **ctx);
+
+static int recover_setup(struct sb *b)
+{
+	struct smart_blade_config bc;
+	uint64_t all = b->records * (uint64_t)b->procs,
+		 ent = 4 * b->keys + 4096 +
+		       (b->wl == SMART_STREAM_GEN_NB8 ? 4 * b->q.size : 0);
+	uint16_t blade;
+	int rc;
+
+	smart_stream_ckpt_config_init(&b->ck);
+	b->ck.executors = (uint32_t)b->procs;
+	b->ck.max_entries = (uint32_t)(ent < (1u << 24) ? ent : (1u << 24));
+	b->ck.max_results = (uint32_t)(all < (1u << 28) ? all : (1u << 28));
+	if (smart_stream_ckpt_bytes(&b->ck, &b->ck_bytes))
+		return SMART_EINVAL;
+	if (b->ck_bytes > CK_AREA_MAX) {
+		fprintf(stderr,
+			BENCH_TOOL " stream: --recover: the checkpoint area "
+				   "would take %" PRIu64 " MiB (at most %llu): "
+				   "fewer --records or --keys\n",
+			b->ck_bytes >> 20, CK_AREA_MAX >> 20);
+		return SMART_ENOSPC;
+	}
+	smart_blade_config_init(&bc);
+	bc.size = b->ck_bytes + (64ULL << 20);
+	bc.listen = "127.0.0.1:0";
+	bc.secret = b->secret;
+	bc.secret_len = sizeof(b->secret);
+	rc = smart_blade_create(&bc, &b->blade);
+	if (rc)
+		return rc;
+	snprintf(b->blade_addr, sizeof(b->blade_addr), "%s",
+		 smart_blade_address(b->blade));
+	rc = ctx_make(b, &b->ck_ctx);
+	if (!rc)
+		rc = smart_ctx_connect(b->ck_ctx, b->blade_addr, &blade);
+	if (!rc)
+		rc = smart_worker_create(b->ck_ctx, &b->ck_w);
+	if (!rc)
+		rc = smart_alloc(b->ck_w, blade, b->ck_bytes, &b->ck.base);
+	return rc;
+}
+
+/* Before each slash-ck run: the area zero (a fresh stream's). */
+static int recover_zero(struct sb *b)
+{
+	const uint64_t chunk = 64 << 10;
+	void *buf;
+	int rc = smart_buf_alloc(b->ck_w, chunk, &buf);
+
+	if (rc)
+		return rc;
+	memset(buf, 0, chunk);
+	for (uint64_t off = 0; off < b->ck_bytes && !rc; off += chunk)
+		rc = smart_write_sync(b->ck_w, smart_gaddr_add(b->ck.base, off),
+				      buf,
+				      b->ck_bytes - off < chunk ?
+					      b->ck_bytes - off :
+					      chunk);
+	smart_buf_free(b->ck_w, buf);
+	return rc;
 }
 
 static int ctx_make(struct sb *b, smart_ctx_t **ctx)
 {
-	const char *const kvs[] = { "buf_pool=4M", NULL };
+	char pool[40];
+	const char *const kvs[] = { pool, NULL };
 	smart_opts_t *so;
-	int rc = kit_opts_build(&b->run->com, kvs, &so);
+	int rc;
+
+	uint64_t slot = 1ULL << 20;
+
+	/* --recover: attach registers a buffer of one checkpoint slot (the
+	 * pool hands out powers of two: room for two of them) */
+	while (b->recover && slot < (uint64_t)b->ck.max_entries * 48 + 4096)
+		slot <<= 1;
+	snprintf(pool, sizeof(pool), "buf_pool=%" PRIu64 "M",
+		 4 + (b->recover ? 2 * (slot >> 20) : 0));
+	rc = kit_opts_build(&b->run->com, kvs, &so);
 
 	if (rc)
 		return rc;
@@ -378,11 +486,28 @@ static int ex_open(struct ex *x)
 				       .timeout_ms = 60000 };
 	int err = ctx_make(x->b, &x->ctx);
 
+	if (!err && x->e == E_SLASH_CK) {
+		uint16_t blade;
+
+		err = smart_ctx_connect(x->ctx, x->b->blade_addr, &blade);
+	}
 	if (!err)
 		err = smart_worker_create(x->ctx, &x->w);
 	if (!err && x->peers)
 		err = smart_rpc_create(x->w, &rc, &x->rpc);
 	return err;
+}
+
+/* slash-ck: the executor's part of the (zeroed) area, fresh. */
+static int ex_attach(struct ex *x)
+{
+	uint64_t resume = 1;
+	int rc;
+
+	if (x->e != E_SLASH_CK)
+		return 0;
+	rc = smart_stream_ckpt_attach(x->s, &x->b->ck, &resume);
+	return rc ? rc : resume ? SMART_EPROTO : 0;
 }
 
 static int ex_create(struct ex *x)
@@ -498,6 +623,13 @@ static void send_rep(int fd, uint64_t ns, struct ex *xs, int n)
 		io(fd, xs[i].res, xs[i].nres * sizeof(*xs[i].res), 1);
 }
 
+static void child_fail(int e, int index, const char *what, int rc, int st)
+{
+	fprintf(stderr, BENCH_TOOL " stream: %s executor %d: %s: %s\n",
+		eng_names[e], index, what, smart_strerror(rc));
+	_exit(st);
+}
+
 /* A distributed executor process: its address up, every address down,
  * ready up, the start byte down, then its report up. */
 static void child_dist(struct sb *b, int e, int index, int up, int down)
@@ -511,6 +643,7 @@ static void child_dist(struct sb *b, int e, int index, int up, int down)
 			.in = b->in[index],
 			.n = b->records };
 	uint64_t t0;
+	int rc;
 
 	for (int i = 0; i < b->procs; i++)
 		peers[i] = addrs[i];
@@ -520,13 +653,17 @@ static void child_dist(struct sb *b, int e, int index, int up, int down)
 		_exit(4);
 	io(up, addr, ADDR, 1);
 	io(down, addrs, sizeof(addrs), 0);
-	if (ex_create(&x))
-		_exit(5);
+	rc = ex_create(&x);
+	if (!rc)
+		rc = ex_attach(&x);
+	if (rc)
+		child_fail(e, index, "setup", rc, 5);
 	io(up, "r", 1, 1);
 	io(down, &go, 1, 0);
 	t0 = smart_now_ns();
-	if (ex_run(&x))
-		_exit(6);
+	rc = ex_run(&x);
+	if (rc)
+		child_fail(e, index, "run", rc, 6);
 	send_rep(up, smart_now_ns() - t0, &x, 1);
 	ex_close(&x);
 	_exit(0);
@@ -667,6 +804,8 @@ static int run_engine(struct sb *b, int e, int round)
 	struct kid k[PROCS_MAX];
 	uint64_t ns = 0;
 
+	if (e == E_SLASH_CK)
+		rc = recover_zero(b);
 	for (int i = 0; i < n && !rc; i++)
 		rc = spawn(b, e, i, &k[i]);
 	if (rc)
@@ -941,8 +1080,10 @@ static void print_engine(const struct sb *b, int e)
 /* NB8 emits its join's pairs (docs/stream.md §2): each result is one
  * (window, person, auction) with count L; --check compared them as a
  * multiset with the one-thread run's. */
-static const char *const pair_keys[NENG] = { "slash_pairs", "uppar_pairs",
-					     "local_pairs", "one_pairs" };
+static const char *const pair_keys[NENG] = { "slash_pairs",    "uppar_pairs",
+					     "local_pairs",    "one_pairs",
+					     "slash_ft_pairs", "uppar_ft_pairs",
+					     "slash_ck_pairs" };
 
 static void nb8_pairs(const struct sb *b)
 {
@@ -981,6 +1122,13 @@ static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 				print_engine(b, e);
 		if (b->wl == SMART_STREAM_GEN_NB8)
 			nb8_pairs(b);
+		if (b->recover)
+			printf("slash-ck: %" PRIu64 " checkpoints (aligned "
+			       "cuts, all executors), %.3f checkpoint bytes "
+			       "per input record (round 0)\n",
+			       b->st[E_SLASH_CK].ckpts,
+			       per_rec(b, E_SLASH_CK,
+				       b->st[E_SLASH_CK].ckpt_bytes));
 	}
 	if (b->wl == SMART_STREAM_GEN_NB8)
 		for (int e = 0; e < NENG; e++) /* the key pointer is kept */
@@ -996,6 +1144,10 @@ static int sb_report(void *m, struct bench_run *r, struct kit_rec *rec)
 	kit_rec_num(rec, "one_rps", "%.0f", b->med[E_ONE]);
 	kit_rec_num(rec, "slash_ft_rps", "%.0f", b->med[E_SLASH_FT]);
 	kit_rec_num(rec, "uppar_ft_rps", "%.0f", b->med[E_UPPAR_FT]);
+	kit_rec_num(rec, "slash_ck_rps", "%.0f", b->med[E_SLASH_CK]);
+	kit_rec_num(rec, "slash_ck_ckpts", "%" PRIu64, b->st[E_SLASH_CK].ckpts);
+	kit_rec_num(rec, "slash_ck_ckpt_bytes_per_rec", "%.3f",
+		    per_rec(b, E_SLASH_CK, b->st[E_SLASH_CK].ckpt_bytes));
 	kit_rec_num(rec, "slash_bytes_per_rec", "%.3f",
 		    per_rec(b, E_SLASH, b->st[E_SLASH].chan_bytes));
 	kit_rec_num(rec, "uppar_bytes_per_rec", "%.3f",
@@ -1027,6 +1179,12 @@ static void sb_destroy(void *m)
 	for (int e = 0; e < NENG; e++)
 		free(b->res[e]);
 	free(b->mixed);
+	if (b->ck_w)
+		smart_worker_destroy(b->ck_w);
+	if (b->ck_ctx)
+		smart_ctx_destroy(b->ck_ctx);
+	if (b->blade)
+		smart_blade_destroy(b->blade);
 	free(b);
 }
 
@@ -1040,7 +1198,8 @@ const struct bench_module bench_stream = {
 		 "Input records/s and GB/s, ratios, and the clock-free "
 		 "channel\n  bytes and slots per record, entries per epoch.  "
 		 "--chan footer|both: slash\n  and uppar over FOOTER "
-		 "channels (slash-ft, uppar-ft).\n",
+		 "channels (slash-ft, uppar-ft).  --recover: slash with "
+		 "exactly-once\n  recovery on (slash-ck).\n",
 	.flags = sb_flags,
 	.csv = sb_csv,
 	.create = sb_create,

@@ -159,6 +159,10 @@ struct smart_stream_stats {
 	 * FOOTER mode (polled footer and CRC, smart/chan.h): the mode the
 	 * channels actually ran, counted by the channel layer */
 	uint64_t chan_footer_slots;
+	/** recovery on (smart_stream_ckpt_attach): checkpoints written
+	 * (E > 1: cuts), and the bytes they wrote to the area (slots,
+	 * results logged, done words) */
+	uint64_t ckpts, ckpt_bytes;
 };
 
 /** Every field zero (its default) and struct_size set.  Cannot fail. */

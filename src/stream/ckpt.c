@@ -292,6 +292,7 @@ static int log_pending(struct smart_stream *s, uint64_t at)
 				      m * sizeof(*k->pend));
 		if (rc)
 			return rc;
+		s->st.ckpt_bytes += m * sizeof(*k->pend);
 	}
 	return 0;
 }
@@ -375,6 +376,8 @@ static int slot_write(struct smart_stream *s, int final)
 				      k->ar.buf + half, len - half);
 	if (rc)
 		return rc;
+	s->st.ckpt_bytes += len;
+	s->st.ckpts++;
 	k->seq = h.seq;
 	k->out_c = h.out_n;
 	return 0;
@@ -386,6 +389,7 @@ static int done_write(struct smart_stream *s, uint64_t cut)
 	struct stream_ckpt *k = s->ck;
 
 	memcpy(k->ar.buf, &cut, sizeof(cut));
+	s->st.ckpt_bytes += sizeof(cut);
 	return smart_write_sync(s->w,
 				smart_gaddr_add(part_addr(&k->ar, k->ar.me),
 						CK_DONE),
