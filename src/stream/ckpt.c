@@ -282,7 +282,8 @@ static int log_pending(struct smart_stream *s, uint64_t at)
 
 	/* one order whatever order the merges fired them in: a replay of
 	 * the cut writes the bytes a reader may already have read */
-	qsort(k->pend, k->pend_n, sizeof(*k->pend), res_cmp);
+	if (k->pend_n > 1) /* none: pend may be NULL */
+		qsort(k->pend, k->pend_n, sizeof(*k->pend), res_cmp);
 	for (size_t i = 0; i < k->pend_n; i += per) {
 		size_t m = k->pend_n - i < per ? k->pend_n - i : per;
 		int rc;
