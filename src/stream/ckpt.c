@@ -554,9 +554,22 @@ uint64_t smart__stream_ckpt_limit(const struct smart_stream *s)
 	return s->ck->cut + 1;
 }
 
-int smart__stream_ckpt_done(const struct smart_stream *s)
+/* The end is every part's: an executor that wrote the final cut still
+ * waits until every other part holds it too, so that an executor dying
+ * inside its own final cut fails the others (SMART_ECONN, cut_aligned)
+ * instead of leaving its part short while they report the end. */
+int smart__stream_ckpt_done(struct smart_stream *s)
 {
-	return !s->ck || s->ck->ar.c.executors < 2 || s->ck->last;
+	int rc, ok;
+
+	if (!s->ck || s->ck->ar.c.executors < 2)
+		return 1;
+	if (!s->ck->last)
+		return 0;
+	if (SMART_M_STREAM_CKPT_END_EARLY)
+		return 1;
+	rc = cut_aligned(s, &ok);
+	return rc ? rc : ok;
 }
 
 int smart__stream_ckpt_src_final(const struct smart_stream *s)

@@ -324,9 +324,10 @@ int smart_stream_poll(smart_stream_t *s, struct smart_stream_result *out,
 	if (s->out_head == s->out_n)
 		s->out_head = s->out_n = 0;
 	*n = k;
-	return !k && all_final(s) && !s->lead.n && smart__stream_ckpt_done(s) ?
-		       SMART_ENOENT :
-		       0;
+	if (k || !all_final(s) || s->lead.n)
+		return 0;
+	rc = smart__stream_ckpt_done(s);
+	return rc < 0 ? fail(s, rc) : rc ? SMART_ENOENT : 0;
 }
 
 int smart_stream_close(smart_stream_t *s, smart_worker_t *w)

@@ -204,8 +204,9 @@ int smart__stream_ckpt_poll(struct smart_stream *s);
 /* The newest source epoch a leader may take now (UINT64_MAX: any): with
  * aligned cuts, nothing past the cut being built. */
 uint64_t smart__stream_ckpt_limit(const struct smart_stream *s);
-/* 1 unless E > 1 and the final cut is still to be written. */
-int smart__stream_ckpt_done(const struct smart_stream *s);
+/* 1 unless E > 1 and some part (this one or another) does not hold the
+ * final cut yet: 0; or an error (a part's executor died short of it). */
+int smart__stream_ckpt_done(struct smart_stream *s);
 /* 1 when restored with this executor's input already finished. */
 int smart__stream_ckpt_src_final(const struct smart_stream *s);
 

@@ -204,4 +204,11 @@
 #define SMART_M_STREAM_CKPT_NO_LINE 0
 #endif
 
+/* an executor reports the end before every part holds the final cut */
+#ifdef SMART_MUTANT_STREAM_CKPT_END_EARLY
+#define SMART_M_STREAM_CKPT_END_EARLY 1
+#else
+#define SMART_M_STREAM_CKPT_END_EARLY 0
+#endif
+
 #endif
