@@ -635,6 +635,39 @@ static void test_join(void)
 	three_deaths(2, K_JOIN, "NB8 join");
 }
 
+/* Executor 0 (the longest input: its epochs end last) killed inside its
+ * own final cut, E 3: the others wrote theirs, and must not report the
+ * end (SMART_ENOENT) while part 0 is short of it: they fail with
+ * SMART_ECONN, and the rollback and a new run give the reference. */
+static void test_final_cut(void)
+{
+	static const char *const at[] = { "stream.epoch.fired",
+					  "stream.ckpt.logged",
+					  "stream.ckpt.torn" };
+	struct world wd;
+
+	world_open(&wd, 3, K_MAX);
+	for (size_t i = 0; i < sizeof(at) / sizeof(*at); i++) {
+		int hit = i ? CUTS : (int)((part_len(0) + EPOCH) / EPOCH);
+		struct plan pl = { { at[i], NULL },
+				   { hit, 0 },
+				   { M_KILL, M_NONE } };
+		uint64_t line;
+
+		area_zero(&wd);
+		run_death(&wd, 0, &pl, at[i]);
+		line = rollback(&wd);
+		run_clean(&wd);
+		check_output(&wd, at[i]);
+		printf("executor 0 killed at %s #%d (its final cut): the "
+		       "others failed with SMART_ECONN, not the end; rolled "
+		       "back to cut %" PRIu64 ", output = reference\n",
+		       at[i], hit, line);
+		CHECK_EQ(line, CUTS - 1);
+	}
+	world_close(&wd);
+}
+
 /* The run after a death killed too, inside its recovery (at attach's
  * hooks) and in a cut it replays: a third run finishes. */
 static void test_recoverer(void)
@@ -826,6 +859,7 @@ int main(int argc, char **argv)
 				 { "kills", test_kills },
 				 { "queries", test_queries },
 				 { "join", test_join },
+				 { "final_cut", test_final_cut },
 				 { "recoverer", test_recoverer },
 				 { "unrolled", test_unrolled },
 				 { "take_ahead", test_take_ahead },
