@@ -850,9 +850,12 @@ static void test_take_ahead(void)
 
 int main(int argc, char **argv)
 {
+	const char *rounds = getenv("SMART_CRASH_ROUNDS");
+
 	test_children(argc, argv,
 		      (struct test_child[]){ { "exec", child_exec }, { 0 } });
-	guard_init(300);
+	/* `random` for minutes (bench/stream-crash.sh): a few s a round */
+	guard_init(300 + (rounds ? 5 * (unsigned)atoi(rounds) : 0));
 	secret_file(secret_path, LB_SECRET);
 	return test_main(argc, argv,
 			 (struct test_case[]){

@@ -26,6 +26,12 @@ STEP_DEADLINE=240 step conformance-noatomics "$bin/test_transport_verbs_noatomic
 for t in test_core test_smartd_clients test_one_sided test_flush_storm; do
 	[ -x "$bin/$t" ] && STEP_DEADLINE=300 step "$t" "$bin/$t"
 done
+# recovery of a stream of several executors over verbs: the checkpoint
+# area's CAS, WRITEs and READs, a death inside a final cut, a part ahead
+# refused before the rollback, a leader holding a source's next epoch
+for c in final_cut unrolled take_ahead; do
+	STEP_DEADLINE=120 step "stream-cuts-$c" "$bin/test_stream_cuts" "$c"
+done
 STEP_DEADLINE=120 step dead-blade "$(dirname "$0")/dead-blade.sh" "$bin"
 # a few send-queue depths filled (the full sweep: qp-depth-sweep.sh BUILD_DIR)
 STEP_DEADLINE=300 step qp-depth-sweep "$(dirname "$0")/qp-depth-sweep.sh" "$build" 16 600 max
