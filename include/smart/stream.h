@@ -309,7 +309,9 @@ int smart_stream_ckpt_bytes(const struct smart_stream_ckpt_config *c,
  * no epoch); E > 1: an epoch end then waits until every source's epoch
  * arrived and every part holds the previous cut (at most 60 s:
  * SMART_ETIMEDOUT), and the executor goes on checkpointing in poll after
- * its own input finished, so poll until SMART_ENOENT; from then on every epoch end writes a
+ * its own input finished, so poll until SMART_ENOENT, which comes only
+ * once every part holds the final cut (a part 60 s behind: poll's
+ * SMART_ETIMEDOUT); from then on every epoch end writes a
  * checkpoint (push and finish then also fail with the ops' errors:
  * SMART_EFENCED once this ctx was fenced, when another executor may own
  * the area), and smart_stream_close gives the area back.  Call on a new

@@ -38,6 +38,7 @@ struct stream_ckpt {
 	uint64_t cut;	/* E > 1: the cut of that checkpoint */
 	int src_final;	/* E > 1: restored with the own input finished */
 	int last;	/* E > 1: the final cut is written */
+	uint64_t lag0;	/* E > 1, in poll: when a lagging part was seen */
 	struct smart_stream_result *pend; /* fired since, not yet logged */
 	size_t pend_n, pend_cap;
 };
@@ -334,6 +335,25 @@ int smart__stream_ckpt_epoch(struct smart_stream *s, int final)
 	return s->ck->ar.c.executors > 1 ? cut_wait(s) : commit(s, final);
 }
 
+/* cut_aligned from poll, which does not block: a part that stays behind
+ * while its executor looks alive (it answers the keepalive, writes
+ * nothing) fails this one after the same bound as cut_wait's. */
+static int aligned_in_poll(struct smart_stream *s, int *ok)
+{
+	struct stream_ckpt *k = s->ck;
+	uint64_t now;
+	int rc = cut_aligned(s, ok);
+
+	if (rc || *ok) {
+		k->lag0 = 0;
+		return rc;
+	}
+	now = smart_now_ns();
+	if (!k->lag0)
+		k->lag0 = now;
+	return now - k->lag0 > CK_CUT_WAIT_NS ? SMART_ETIMEDOUT : 0;
+}
+
 int smart__stream_ckpt_poll(struct smart_stream *s)
 {
 	int rc = 0, ok = 1;
@@ -341,7 +361,7 @@ int smart__stream_ckpt_poll(struct smart_stream *s)
 	if (!s->ck || s->ck->ar.c.executors < 2)
 		return 0;
 	while (!rc && ok && cut_ready(s)) {
-		rc = cut_aligned(s, &ok);
+		rc = aligned_in_poll(s, &ok);
 		if (!rc && ok)
 			rc = cut_write(s);
 	}
@@ -370,7 +390,7 @@ int smart__stream_ckpt_done(struct smart_stream *s)
 		return 0;
 	if (SMART_M_STREAM_CKPT_END_EARLY)
 		return 1;
-	rc = cut_aligned(s, &ok);
+	rc = aligned_in_poll(s, &ok);
 	return rc ? rc : ok;
 }
 

@@ -192,7 +192,10 @@ int smart__ck_slot_read(smart_worker_t *w, struct ck_area *ar, uint32_t part,
 	memcpy(h, ar->buf, sizeof(*h));
 	if (h->magic != CK_MAGIC || h->peers != smart__ck_peers_of(&ar->c))
 		return 0;
-	if (!SMART_M_STREAM_CKPT_NO_BOUNDS && h->n > ar->c.max_entries)
+	/* bounds first: a corrupt count read no entry, a corrupt out_n no
+	 * result, past its slot or its part's log */
+	if (!SMART_M_STREAM_CKPT_NO_BOUNDS &&
+	    (h->n > ar->c.max_entries || h->out_n > ar->c.max_results))
 		return 0;
 	if (smart__ck_body_len(h))
 		rc = smart_read_sync(w, smart_gaddr_add(a, sizeof(*h)),
