@@ -32,8 +32,11 @@
  * only makes a retry's value staler (plain shm).  The option
  * conflict_level picks the parts (the paper's Fig 14 series): 1 backoff
  * with the cap fixed at C_limit, 2 + the adapted cap, 3 (default) + the
- * coroutine throttling.  Admission is FIFO.  With the switch off the
- * guard only counts retries.
+ * coroutine throttling.  Admission is FIFO; n_max bounds the guarded
+ * operations trying at once: a task gives its slot up while it sleeps
+ * in a backoff and queues for one again when it wakes (a sleeper holding
+ * its slot stalled the worker's other tasks behind one hot key).  With
+ * the switch off the guard only counts retries.
  *
  * Retries per operation (mean and histogram) appear in the stats.
  * Thread safety: owner thread of the worker only.  Guards do not nest.

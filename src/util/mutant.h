@@ -60,6 +60,14 @@
 #define SMART_M_BO_NMAX_BEFORE_CAP 0
 #endif
 
+#ifdef SMART_MUTANT_BO_SLEEP_HOLDS_SLOT /* backoff.c: a task waiting out
+					    * a backoff keeps its admission
+					    * slot */
+#define SMART_M_BO_SLEEP_HOLDS_SLOT 1
+#else
+#define SMART_M_BO_SLEEP_HOLDS_SLOT 0
+#endif
+
 #ifdef SMART_MUTANT_CREDIT_OVERTAKE /* throttle.c: a task parked for
 					    * credits behind a head whose
 					    * need is not met is woken first */

@@ -158,12 +158,12 @@ static void test_coro_throttle(void)
  * stats count the throttle's steps, and admission follows n_max. */
 static void throttle_task(smart_worker_t *w, void *p)
 {
-	int i, k;
+	int *phase1_done = p, i, k;
 
-	(void)p;
 	for (i = 0; i < 40; i++) { /* p = 34 / 35 */
 		smart_backoff_begin(w);
 		for (k = 0; k < 34; k++) {
+			smart_task_yield(w); /* the attempt's round trip */
 			w->rtt[0] = 1;
 			if (k == 33)
 				w->bo.win_end = 0;
@@ -171,7 +171,16 @@ static void throttle_task(smart_worker_t *w, void *p)
 		}
 		smart_backoff_end(w);
 	}
-	CHECK_EQ(w->bo.nmax, 1);
+	/* every task through the retries first: a sleeper gives its slot
+	 * up, so the first one done would otherwise run its windows with
+	 * no retries while the others sleep, and release n_max early
+	 * (docs/sim.md §8.3) */
+	CHECK_EQ(w->bo.nmax, 1); /* throttled while any task retries */
+	(*phase1_done)++;
+	while (*phase1_done < 8) {
+		CHECK_OK(smart_poll(w));
+		smart_task_yield(w);
+	}
 	for (i = 0; i < 40; i++) { /* no retries */
 		smart_backoff_begin(w);
 		w->bo.win_end = 0;
@@ -186,12 +195,12 @@ static void test_coro_throttle_worker(void)
 	struct fixture f;
 	smart_worker_t *w;
 	smart_stats_t st;
-	int i;
+	int i, phase1_done = 0;
 
 	fixture_start(&f, 4 << 20, 0, kv);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	for (i = 0; i < 8; i++) /* one task alone has nothing to throttle */
-		CHECK_OK(smart_task_spawn(w, throttle_task, NULL));
+		CHECK_OK(smart_task_spawn(w, throttle_task, &phase1_done));
 	CHECK_OK(smart_worker_run(w));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	printf("nmax_cuts %" PRIu64 ", nmax_raises %" PRIu64 ", n_max %d\n",
@@ -215,13 +224,13 @@ static void test_coro_throttle_live(void)
 	struct fixture f;
 	smart_worker_t *w;
 	smart_stats_t st;
-	int i;
+	int i, phase1_done = 0;
 
 	fixture_start(&f, 4 << 20, 0, kv);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	CHECK_EQ(w->ctx->o.max_tasks, 64);
 	for (i = 0; i < 8; i++)
-		CHECK_OK(smart_task_spawn(w, throttle_task, NULL));
+		CHECK_OK(smart_task_spawn(w, throttle_task, &phase1_done));
 	CHECK_OK(smart_worker_run(w));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	printf("8 tasks, 64 slots: nmax_cuts %" PRIu64 ", nmax_raises %" PRIu64
@@ -452,6 +461,84 @@ static void test_admission_fifo(void)
 	fixture_stop(&f);
 }
 
+/* A task waiting out a backoff gives its admission slot up (issue 30,
+ * docs/sim.md §8.3): with n_max 1, B's guarded operation runs while A
+ * sleeps; A, awake, queues for the slot again and gets it when B ends.
+ * Holding the slot through the sleep stalled every other task of the
+ * worker behind one hot key (order a-retry, a-end, b instead). */
+struct sleep_arg {
+	char *log;
+	int *n, *inside, *max_inside;
+	int id;
+};
+
+static void sleep_note(struct sleep_arg *a, char c)
+{
+	a->log[(*a->n)++] = c;
+}
+
+static void sleep_task(smart_worker_t *w, void *p)
+{
+	struct sleep_arg *a = p;
+
+	smart_backoff_begin(w);
+	(*a->inside)++;
+	*a->max_inside = smart_max(*a->max_inside, *a->inside);
+	sleep_note(a, a->id ? 'B' : 'A');
+	if (!a->id) {
+		w->rtt[0] = 1; /* a one-cycle unit: the sleep is short */
+		(*a->inside)--;
+		smart_backoff_retry(w); /* sleeps: B runs */
+		(*a->inside)++;
+		*a->max_inside = smart_max(*a->max_inside, *a->inside);
+		sleep_note(a, 'r');
+	} else {
+		/* A wakes meanwhile (its deadline is now: the poll puts it
+		 * back on the run queue) and must queue for the slot */
+		for (int i = 0;
+		     i < 100 && !w->stats[SMART_STAT_ADMISSION_WAITS]; i++) {
+			CHECK_OK(smart_poll(w));
+			smart_task_yield(w);
+		}
+	}
+	(*a->inside)--;
+	sleep_note(a, a->id ? 'b' : 'a');
+	smart_backoff_end(w);
+}
+
+static void test_sleep_releases(void)
+{
+	static const char *const kv[] = { "backoff_window", "10s", NULL };
+	struct sleep_arg args[2];
+	char log[8] = { 0 };
+	int n = 0, inside = 0, max_inside = 0, i;
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	w->bo.nmax = 1; /* as if throttled, and kept there */
+	w->bo.level = SMART_BACKOFF_SHIFT_MAX;
+	w->bo.win_end = UINT64_MAX;
+	for (i = 0; i < 2; i++) {
+		args[i] = (struct sleep_arg){ log, &n, &inside, &max_inside,
+					      i };
+		CHECK_OK(smart_task_spawn(w, sleep_task, &args[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	printf("order %s, at most %d trying at once, admission waits %" PRIu64
+	       "\n",
+	       log, max_inside, st.c[SMART_STAT_ADMISSION_WAITS]);
+	CHECK_STR_EQ(log, "ABbra"); /* B inside while A sleeps; A after B */
+	CHECK_EQ(max_inside, 1);    /* n_max still bounds the ones trying */
+	CHECK_EQ(st.c[SMART_STAT_ADMISSION_WAITS], 1); /* A, awake */
+	CHECK_EQ(w->bo.active, 0);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 static void test_switches(void)
 {
 	static const char *const none[] = { "techniques", "None", NULL };
@@ -502,6 +589,7 @@ int main(int argc, char **argv)
 		{ "credit_park", test_credit_park },
 		{ "credit_fifo", test_credit_fifo },
 		{ "admission_fifo", test_admission_fifo },
+		{ "sleep_releases", test_sleep_releases },
 		{ "switches", test_switches },
 		{ NULL, NULL },
 	};
