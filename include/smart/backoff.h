@@ -35,8 +35,11 @@
  * coroutine throttling.  Admission is FIFO; n_max bounds the guarded
  * operations trying at once: a task gives its slot up while it sleeps
  * in a backoff and queues for one again when it wakes (a sleeper holding
- * its slot stalled the worker's other tasks behind one hot key).  With
- * the switch off the guard only counts retries.
+ * its slot stalled the worker's other tasks behind one hot key).  So a
+ * retry may wait for a slot: do not hold across smart_backoff_retry
+ * anything another task's guarded operation waits for (a lock it
+ * retries on); take such a lock inside one attempt, as Smart-HT's
+ * splits do.  With the switch off the guard only counts retries.
  *
  * Retries per operation (mean and histogram) appear in the stats.
  * Thread safety: owner thread of the worker only.  Guards do not nest.
