@@ -41,12 +41,18 @@
 #
 # Usage: bench/op-cost.sh [--bin DIR] [--seconds S] [--ops LIST]
 #          [--depths LIST] [--batches LIST] [--apps LIST] [--no-raw]
-#          [--json] [--ceiling N]
+#          [--transport shm|verbs] [--json] [--ceiling N]
 #   --ops LIST       read,write,cas [read,write,cas]
 #   --depths LIST    coroutines per thread [1,8]
 #   --batches LIST   ops per sync [1,8]
 #   --apps LIST      ht-search,ht-update,bt-lookup or none
 #                    [ht-search,ht-update,bt-lookup]
+#   --transport T    the tools' transport [shm]; verbs needs an RDMA
+#                    device (the Soft-RoCE guest: tests/vm/vm-run.sh
+#                    bench/op-cost.sh --transport verbs ...); there the
+#                    transport layer is src/transport/verbs and "other"
+#                    holds libibverbs and its provider (the NIC's driver
+#                    in user space: posting and polling, no kernel)
 #   --ceiling N      exit 1 when a one-sided op costs more than N
 #                    instructions per op (a regression guard)
 # One line per case: op, size, threads x depth, batch, ops counted,
@@ -61,13 +67,13 @@ usage() {
 bad() { echo "op-cost.sh: $1: $2" >&2; exit 2; }
 
 BIN=build/bin SECONDS_=1 OPS=read,write,cas DEPTHS=1,8 BATCHES=1,8 RAW=1
-JSON=0 CEIL= APPS=ht-search,ht-update,bt-lookup
+JSON=0 CEIL= APPS=ht-search,ht-update,bt-lookup TRANSPORT=shm
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
 	--no-raw) RAW=0; shift; continue ;;
 	--json) JSON=1; shift; continue ;;
-	--bin|--seconds|--ops|--depths|--batches|--apps|--ceiling)
+	--bin|--seconds|--ops|--depths|--batches|--apps|--ceiling|--transport)
 		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
 	*) bad "$1" "unknown flag (see --help)" ;;
 	esac
@@ -84,6 +90,8 @@ while [ $# -gt 0 ]; do
 	--apps) [[ $2 =~ ^(none|(ht-search|ht-update|bt-lookup)(,(ht-search|ht-update|bt-lookup))*)$ ]] ||
 		bad "$1" "want ht-search,ht-update,bt-lookup or none ('$2')"
 		APPS=${2/none/} ;;
+	--transport) [[ $2 =~ ^(shm|verbs)$ ]] ||
+		bad "$1" "want shm or verbs ('$2')"; TRANSPORT=$2 ;;
 	--ceiling) [[ $2 =~ ^[0-9]+$ ]] ||
 		bad "$1" "want a number of instructions ('$2')"; CEIL=$2 ;;
 	esac
@@ -159,10 +167,13 @@ run() {
 	rm -f "$out" "$out".*
 	if [ "$kind" = app ]; then
 		cmd=("$BIN/smart-bench" ycsb --seconds "$SECONDS_" --seed 1
-		     --json "$@")
-	else
+		     --transport "$TRANSPORT" --json "$@")
+	elif [ "$kind" = raw ]; then # loads and stores: no transport
 		cmd=("$BIN/smart-perf" --seconds "$SECONDS_" --seed 1
 		     --span 64M --json "$@")
+	else
+		cmd=("$BIN/smart-perf" --seconds "$SECONDS_" --seed 1
+		     --span 64M --transport "$TRANSPORT" --json "$@")
 	fi
 	# --fair-sched: valgrind runs one thread at a time, and a worker
 	# that busy-polls would otherwise starve the lease keeper (fenced).
