@@ -24,18 +24,11 @@ struct rpc_ep {
 };
 
 /* A fresh secret file (mode 0600) holding s: its name, from template tmpl
- * ("/tmp/...-XXXXXX"), into path (len bytes). */
+ * ("/tmp/...-XXXXXX"), into path (len bytes); removed at exit. */
 static inline void rpc_secret_file(char *path, size_t len, const char *tmpl,
 				   const char *s)
 {
-	int fd;
-
-	snprintf(path, len, "%s", tmpl);
-	fd = mkstemp(path);
-	CHECK(fd >= 0);
-	CHECK_EQ(fchmod(fd, 0600), 0);
-	CHECK_EQ(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
+	test_secret_file(path, len, tmpl, s);
 }
 
 /* An endpoint with cfg (NULL: the defaults) on a worker of ctx, which e

@@ -46,7 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -273,6 +275,80 @@ static inline int test_list(int argc, char **argv,
 		       labels && test_in(stress, c->name) ? " stress" : "");
 	fflush(stdout);
 	return 1;
+}
+
+/* Secret files: test_secret_file() makes one from a mkstemp template
+ * (mode 0600, holding s) and removes it when the process that made it
+ * exits, a failed check's exit(1) included (a failing case skips its
+ * own cleanup: mutant runs left dozens in /tmp).  Only the maker removes
+ * it (a child started by fork alone inherits the handler), and only the
+ * file it made (device, inode and change time: the name may be reused
+ * after an explicit unlink, and the inode number with it).  At most TEST_SECRETS per process.  tmpl may be
+ * path itself. */
+#define TEST_SECRETS 8
+
+struct test_secret {
+	char path[96];
+	dev_t dev;
+	ino_t ino;
+	struct timespec ctime; /* an inode number is reused at once */
+};
+
+static struct {
+	struct test_secret f[TEST_SECRETS];
+	int n;
+	pid_t maker;
+} test_secrets;
+
+static inline void test_secrets_remove(void)
+{
+	struct stat st;
+
+	if (getpid() != test_secrets.maker)
+		return;
+	for (int i = 0; i < test_secrets.n; i++) {
+		struct test_secret *f = &test_secrets.f[i];
+
+		if (!stat(f->path, &st) && st.st_dev == f->dev &&
+		    st.st_ino == f->ino &&
+		    st.st_ctim.tv_sec == f->ctime.tv_sec &&
+		    st.st_ctim.tv_nsec == f->ctime.tv_nsec)
+			unlink(f->path);
+	}
+	test_secrets.n = 0;
+}
+
+static inline void test_secret_file(char *path, size_t len, const char *tmpl,
+				    const char *s)
+{
+	struct test_secret *f;
+	struct stat st;
+	int fd;
+
+	if (strlen(tmpl) >= len || strlen(tmpl) >= sizeof(f->path))
+		TEST_FAIL("secret file template %s: too long", tmpl);
+	if (path != tmpl) /* the template may be path itself */
+		memcpy(path, tmpl, strlen(tmpl) + 1);
+	if (test_secrets.n == TEST_SECRETS)
+		TEST_FAIL("more than %d secret files", TEST_SECRETS);
+	fd = mkstemp(path);
+	if (fd < 0)
+		TEST_FAIL("mkstemp(%s): %s", path, strerror(errno));
+	/* the change time after the write: what the file keeps */
+	if (fchmod(fd, 0600) || write(fd, s, strlen(s)) != (ssize_t)strlen(s) ||
+	    fstat(fd, &st))
+		TEST_FAIL("secret file %s: %s", path, strerror(errno));
+	close(fd);
+	if (test_secrets.maker != getpid()) { /* first, or a forked child */
+		test_secrets.maker = getpid();
+		test_secrets.n = 0;
+		atexit(test_secrets_remove);
+	}
+	f = &test_secrets.f[test_secrets.n++];
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->ctime = st.st_ctim;
 }
 
 static inline int test_main_children(int argc, char **argv,

@@ -163,12 +163,9 @@ static void test_processes(void)
 	smart_ctx_t *ctx;
 	smart_ht_t *t;
 	pid_t pids[PROCS];
-	int fd, i, status;
+	int i, status;
 
-	fd = mkstemp(secret_path);
-	CHECK(fd >= 0);
-	CHECK(write(fd, SECRET, strlen(SECRET)) == (ssize_t)strlen(SECRET));
-	close(fd);
+	test_secret_file(secret_path, sizeof(secret_path), secret_path, SECRET);
 	argv[8] = secret_path;
 	alarm(120);
 	smartd_spawn(&d, argv, "smartd: blade 0 serving");

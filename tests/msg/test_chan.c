@@ -884,19 +884,16 @@ int main(int argc, char **argv)
 		{ "consumer", child_consumer },
 		{ NULL, NULL }
 	};
-	int fd, rc;
+	int rc;
 
 	/* the children find the secret file where the parent made it */
 	if (getenv("CHAN_TEST_SECRET"))
 		snprintf(secret_path, sizeof(secret_path), "%s",
 			 getenv("CHAN_TEST_SECRET"));
 	test_children(argc, argv, children);
-	snprintf(secret_path, sizeof(secret_path), "/tmp/smart-chan-XXXXXX");
-	fd = mkstemp(secret_path);
-	CHECK(fd >= 0);
+	test_secret_file(secret_path, sizeof(secret_path),
+			 "/tmp/smart-chan-XXXXXX", SECRET);
 	setenv("CHAN_TEST_SECRET", secret_path, 1);
-	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
-	close(fd);
 	rc = test_main(argc, argv,
 		       (struct test_case[]){
 			       { "imm", test_imm },

@@ -71,15 +71,6 @@ static smart_ctx_t *ctx_new(const char *secret_file)
 					     "buf_pool", "4M", NULL });
 }
 
-static void write_secret(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	CHECK(fd >= 0);
-	CHECK_EQ(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
-}
-
 /* ---- the server child -------------------------------------------------- */
 
 static void h_echo(smart_rpc_req_t *q, const void *d, uint32_t n, void *a)
@@ -1042,8 +1033,8 @@ static void test_hostile(void)
 	raw_attempt(addr, huge, sizeof(huge), 2000);
 	raw_attempt(addr, trunc, sizeof(trunc), 10000);
 	/* the wrong secret */
-	close(mkstemp(bad_secret));
-	write_secret(bad_secret, "not-the-secret-at-all");
+	test_secret_file(bad_secret, sizeof(bad_secret), bad_secret,
+			 "not-the-secret-at-all");
 	client_open(&bad, bad_secret);
 	CHECK_EQ(smart_rpc_connect(bad.rpc, addr, &k), SMART_EACCES);
 	client_close(&bad);
@@ -1139,14 +1130,11 @@ int main(int argc, char **argv)
 	static const struct test_child children[] = {
 		{ "server", child_server }, { NULL, NULL }
 	};
-	int fd, rc;
+	int rc;
 
 	test_children(argc, argv, children);
-	snprintf(secret_path, sizeof(secret_path), "/tmp/smart-rpc-XXXXXX");
-	fd = mkstemp(secret_path);
-	CHECK(fd >= 0);
-	close(fd);
-	write_secret(secret_path, SECRET);
+	test_secret_file(secret_path, sizeof(secret_path),
+			 "/tmp/smart-rpc-XXXXXX", SECRET);
 	rc = test_main(argc, argv,
 		       (struct test_case[]){
 			       { "echo", test_echo },

@@ -914,14 +914,11 @@ int main(int argc, char **argv)
 		{ "fake", child_fake },
 		{ NULL, NULL }
 	};
-	int fd, rc;
+	int rc;
 
 	test_children(argc, argv, children);
-	snprintf(secret_path, sizeof(secret_path), "/tmp/smart-stat-XXXXXX");
-	fd = mkstemp(secret_path);
-	CHECK(fd >= 0);
-	CHECK_EQ(write(fd, SECRET, strlen(SECRET)), (ssize_t)strlen(SECRET));
-	close(fd);
+	test_secret_file(secret_path, sizeof(secret_path),
+			 "/tmp/smart-stat-XXXXXX", SECRET);
 	rc = test_main(argc, argv,
 		       (struct test_case[]){ { "counts", test_counts },
 					     { "listing", test_listing },

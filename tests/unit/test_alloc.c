@@ -21,7 +21,7 @@
 
 #define CHUNK (64 << 10)
 
-static uint64_t stat(smart_ctx_t *ctx, enum smart_stat id)
+static uint64_t stat_of(smart_ctx_t *ctx, enum smart_stat id)
 {
 	smart_stats_t st;
 
@@ -75,12 +75,12 @@ static void test_given_back(void)
 	CHECK_GT(u.pooled, 0);
 	CHECK_EQ(u.free, u0.free);
 	/* and another worker takes it from the blade, claiming nothing */
-	claimed = stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED);
+	claimed = stat_of(f.ctx, SMART_STAT_CHUNKS_CLAIMED);
 	for (i = 0; i < 2000; i++)
 		CHECK_OK(smart_alloc(b, f.id, 64, &g[i]));
 	for (; i < 3000; i++)
 		CHECK_OK(smart_alloc(b, f.id, 1000, &g[i]));
-	CHECK_EQ(stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED), claimed);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_CHUNKS_CLAIMED), claimed);
 	for (i = 0; i < 3000; i++)
 		CHECK_OK(smart_free(b, g[i], i < 2000 ? 64 : 1000));
 	CHECK_OK(smart_worker_destroy(b));
@@ -175,7 +175,7 @@ static void test_runs(void)
 	CHECK_OK(smart_free(w, x, 3 * CHUNK));
 	usage(w, f.id, &u);
 	CHECK_EQ(u.pooled, 3 * CHUNK);
-	claimed = stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED);
+	claimed = stat_of(f.ctx, SMART_STAT_CHUNKS_CLAIMED);
 	/* two of the three come back; the third goes back as a run */
 	CHECK_OK(smart_alloc(w, f.id, 2 * CHUNK, &y));
 	CHECK_U64_EQ(y, x);
@@ -183,7 +183,7 @@ static void test_runs(void)
 	CHECK_EQ(u.pooled, CHUNK);
 	CHECK_OK(smart_alloc(w, f.id, CHUNK, &z));
 	CHECK_U64_EQ(z, smart_gaddr_add(x, 2 * CHUNK));
-	CHECK_EQ(stat(f.ctx, SMART_STAT_CHUNKS_CLAIMED), claimed);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_CHUNKS_CLAIMED), claimed);
 	CHECK_OK(smart_free(w, y, 2 * CHUNK));
 	CHECK_OK(smart_free(w, z, CHUNK));
 	CHECK_OK(smart_worker_destroy(w));

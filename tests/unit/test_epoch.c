@@ -23,7 +23,7 @@
 #include "harness/test.h"
 #include "smart/smart.h"
 
-static uint64_t stat(smart_ctx_t *ctx, enum smart_stat id)
+static uint64_t stat_of(smart_ctx_t *ctx, enum smart_stat id)
 {
 	smart_stats_t st;
 
@@ -65,12 +65,12 @@ static void test_grace(void)
 	CHECK_OK(smart_epoch_enter(r, f.id));
 	CHECK_OK(smart_read_sync(r, smart_gaddr(f.id, 0), 8, &v));
 	CHECK_EQ(retire_and_drain(w, f.id, 10, 200), SMART_ETIMEDOUT);
-	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_FREED), 0);
-	CHECK_GT(stat(f.ctx, SMART_STAT_EPOCH_SCANS), 1);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 0);
+	CHECK_GT(stat_of(f.ctx, SMART_STAT_EPOCH_SCANS), 1);
 	smart_epoch_exit(r);
 	CHECK_OK(smart_epoch_drain(w, f.id, 2000));
-	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_FREED), 10);
-	CHECK_EQ(stat(c, SMART_STAT_EPOCH_ANNOUNCES), 2);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 10);
+	CHECK_EQ(stat_of(c, SMART_STAT_EPOCH_ANNOUNCES), 2);
 	CHECK_OK(smart_worker_destroy(r));
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(c));
@@ -100,7 +100,7 @@ static void test_task_left_inside(void)
 	CHECK_OK(smart_task_spawn(r, enter_and_return, &f.id));
 	CHECK_OK(smart_worker_run(r));
 	CHECK_OK(retire_and_drain(w, f.id, 10, 2000));
-	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_FREED), 10);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 10);
 	CHECK_OK(smart_worker_destroy(r));
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(c));
@@ -144,8 +144,8 @@ static void test_busy(void)
 	for (int i = 0; i < 8; i++)
 		CHECK_OK(smart_task_spawn(w, busy_task, &b));
 	CHECK_OK(smart_worker_run(w));
-	retired = stat(f.ctx, SMART_STAT_EPOCH_RETIRED);
-	freed = stat(f.ctx, SMART_STAT_EPOCH_FREED);
+	retired = stat_of(f.ctx, SMART_STAT_EPOCH_RETIRED);
+	freed = stat_of(f.ctx, SMART_STAT_EPOCH_FREED);
 	printf("busy: %llu retired, %llu freed while always inside\n",
 	       (unsigned long long)retired, (unsigned long long)freed);
 	CHECK_EQ(retired, 16000);
@@ -165,8 +165,8 @@ static void test_no_round_trip(void)
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	CHECK_OK(smart_epoch_enter(w, f.id)); /* claims the word: once */
 	smart_epoch_exit(w);
-	s0 = stat(f.ctx, SMART_STAT_SYNCS);
-	w0 = stat(f.ctx, SMART_STAT_DOORBELLS);
+	s0 = stat_of(f.ctx, SMART_STAT_SYNCS);
+	w0 = stat_of(f.ctx, SMART_STAT_DOORBELLS);
 	for (int i = 0; i < 100; i++) {
 		CHECK_OK(smart_epoch_enter(w, f.id));
 		CHECK_OK(smart_read_sync(w, smart_gaddr(f.id, 0), 8, &v));
@@ -174,8 +174,8 @@ static void test_no_round_trip(void)
 	}
 	/* one sync per operation: the read's; the announcement rode in its
 	 * batch, the idle write is one doorbell of its own */
-	CHECK_EQ(stat(f.ctx, SMART_STAT_SYNCS) - s0, 100);
-	CHECK_EQ(stat(f.ctx, SMART_STAT_DOORBELLS) - w0, 200);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_SYNCS) - s0, 100);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_DOORBELLS) - w0, 200);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -268,8 +268,8 @@ static void test_dead_reader(void)
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	/* the blade fences it at once; the next scans take its word back */
 	CHECK_OK(smart_epoch_drain(w, f.id, 3000));
-	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_FREED), 10);
-	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_TAKEN_BACK), 1);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 10);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_TAKEN_BACK), 1);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -289,15 +289,15 @@ static void test_bounded(void)
 	CHECK_OK(smart_read_sync(r, smart_gaddr(f.id, 0), 8, &v));
 	/* 3 x the bound: the worker keeps at most 4096 */
 	CHECK_EQ(retire_and_drain(w, f.id, 3 * 4096, 1), SMART_ETIMEDOUT);
-	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_FREED), 0);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 0);
 	/* destroyed with all of them held: they go to the keeper */
 	CHECK_OK(smart_worker_destroy(w));
 	smart_epoch_exit(r);
 	t0 = smart_now_ns();
-	while (stat(f.ctx, SMART_STAT_EPOCH_FREED) < 3 * 4096 &&
+	while (stat_of(f.ctx, SMART_STAT_EPOCH_FREED) < 3 * 4096 &&
 	       smart_now_ns() - t0 < 5000000000ull)
 		usleep(10000);
-	CHECK_EQ(stat(f.ctx, SMART_STAT_EPOCH_FREED), 3 * 4096);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 3 * 4096);
 	CHECK_OK(smart_worker_destroy(r));
 	CHECK_OK(smart_ctx_destroy(c));
 	fixture_stop(&f);
