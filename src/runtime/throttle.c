@@ -157,7 +157,7 @@ static int credit_ready(struct smart_worker *w, int n)
 {
 	int c = atomic_load_explicit(&w->credit, memory_order_acquire);
 
-	return c >= n || c >= w->cap_seen;
+	return SMART_M_THROT_CAP_IGNORED || c >= n || c >= w->cap_seen;
 }
 
 /* The first parked task to hand credits to (and its predecessor), NULL

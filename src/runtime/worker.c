@@ -76,7 +76,8 @@ static int group_create(struct smart_ctx *ctx, int index, int shared,
 		return SMART_ENOMEM;
 	g->cq_flags = (shared ? SMART_TP_SHARED : 0) |
 		      (ctx->o.qp_mode == SMART_QPM_PER_THREAD_DB &&
-				       ctx->caps.thread_domains ?
+				       ctx->caps.thread_domains &&
+				       !SMART_M_THRD_DB_SHARED ?
 			       SMART_TP_OWN_DOORBELL :
 			       0);
 	rc = ctx->tp->cq_create(ctx->dom, (uint32_t)ctx->o.cq_depth,

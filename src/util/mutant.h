@@ -68,6 +68,20 @@
 #define SMART_M_BO_SLEEP_HOLDS_SLOT 0
 #endif
 
+#ifdef SMART_MUTANT_THROT_CAP_IGNORED /* throttle.c: the tuner's cap is
+					  * never waited for */
+#define SMART_M_THROT_CAP_IGNORED 1
+#else
+#define SMART_M_THROT_CAP_IGNORED 0
+#endif
+
+#ifdef SMART_MUTANT_THRD_DB_SHARED /* worker.c: per-thread-db asks no
+				       * doorbell of its own */
+#define SMART_M_THRD_DB_SHARED 1
+#else
+#define SMART_M_THRD_DB_SHARED 0
+#endif
+
 #ifdef SMART_MUTANT_CREDIT_OVERTAKE /* throttle.c: a task parked for
 					    * credits behind a head whose
 					    * need is not met is woken first */
