@@ -352,9 +352,9 @@ struct smart_worker {
 	int internal; /* the keeper's: not listed, not in stats */
 	struct smart__group *group;
 	const struct smart_tp_ops *tp;
-	/* tp->sq_slot when the group is private (a one-WR sync writes its WR
-	 * into the send queue, ops.c), else NULL: one test on the post */
-	struct smart_tp_wr *(*sq_slot)(struct smart_tp_qp *qp);
+	/* tp->post1 when the group is private (a one-WR sync posts its WR
+	 * in one call, ops.c), else NULL: one test on the post */
+	int (*post1)(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
 	/* scheduler */
 	smart__fctx_t sched_fctx;
 	struct smart__task *cur; /* NULL in the main context */

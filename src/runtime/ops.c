@@ -148,29 +148,24 @@ post_in_turn(struct smart_worker *w, struct smart__task *t,
 	return post_wait_turn(w, t, qp, wr, n);
 }
 
-/* A chain of one WR (the common sync) written into the send queue's
- * free entry behind its tail and committed (docs/design.md §9.2): post's
- * loop and checks for a chain of any kind are not run.  Nothing yields
- * between the slot and the commit, so no other post comes between them;
- * the slot is taken only in a private group (w->sq_slot) and when nobody
- * waits for room (a waiter's turn is never passed).  Else, or when the
- * transport has no slot or refuses the commit, post in turn. */
+/* A chain of one WR (the common sync) posted by the transport's post1
+ * (docs/design.md §9.2): one call, none of post's tests for a chain of
+ * any kind.  Taken only in a private group (w->post1) and when nobody
+ * waits for room (a waiter's turn is never passed); nothing yields
+ * between the turn's test and the post.  Else, or when the transport
+ * refuses (a full queue, a QP or WR of post's general way), post in
+ * turn. */
 static inline __attribute__((always_inline)) int
 post_one(struct smart_worker *w, struct smart__task *t, struct smart__qp *qp,
 	 struct smart_tp_wr *wr)
 {
-	struct smart_tp_wr *e;
-
-	if (smart_likely(w->sq_slot != NULL) &&
+	if (smart_likely(w->post1 != NULL) &&
 	    (SMART_M_OPS_SLOT_NO_TURN ||
 	     atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
 		     atomic_load_explicit(&qp->room_turn,
 					  memory_order_relaxed)) &&
-	    (e = w->sq_slot(qp->tqp)) != NULL) {
-		*e = *wr;
-		if (smart_likely(w->tp->sq_commit(qp->tqp) == 0))
-			return 0;
-	}
+	    smart_likely(w->post1(qp->tqp, wr) == 0))
+		return 0;
 	return post_in_turn(w, t, qp, wr, 1);
 }
 

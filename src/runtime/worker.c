@@ -565,7 +565,7 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	smart__backoff_init(w);
 	rc = smart__group_get(ctx, w->index, &w->group);
 	if (!rc && !w->group->shared)
-		w->sq_slot = ctx->tp->sq_slot;
+		w->post1 = ctx->tp->post1;
 	if (!rc && !internal) {
 		w->next = ctx->workers;
 		ctx->workers = w;

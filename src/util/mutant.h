@@ -146,6 +146,23 @@
 #define SMART_M_SHM_SLOT_NO_ROOM 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_POST1_NO_ROOM /* shm_qp.c: post1 writes the entry
+					 * behind the tail of a full send
+					 * queue (a WR not yet executed) */
+#define SMART_M_SHM_POST1_NO_ROOM 1
+#else
+#define SMART_M_SHM_POST1_NO_ROOM 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_POST1_ANY_QP /* shm_qp.c: post1 posts on a QP that
+				       * takes post's general way (not
+				       * connected, shared, the model, an
+				       * adversarial CQ) */
+#define SMART_M_SHM_POST1_ANY_QP 1
+#else
+#define SMART_M_SHM_POST1_ANY_QP 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

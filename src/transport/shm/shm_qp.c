@@ -323,6 +323,8 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 		return SMART_EPROTO;
 	qp->r = r;
 	qp->state = SHM_QP_RTS;
+	qp->plain = !qp->model && !(qp->flags & SMART_TP_SHARED) &&
+		    !(qp->cq->flags & SMART_TP_SHARED) && !qp->cq->special;
 	return 0;
 }
 
@@ -611,6 +613,37 @@ int smart__shm_sq_commit(struct smart_tp_qp *qp)
 	    shm_wqe_inline(e, wr))
 		return SMART_EINVAL;
 	return shm_sq_publish(qp, 1);
+}
+
+/* post(qp, wr, 1) of one one-sided WR on a plain QP (transport.h): the
+ * entry behind the tail written and checked as shm_post_locked does, the
+ * tail moved and the doorbell record written or grown as shm_sq_publish
+ * does, without post's entry tests for a chain of any kind, the chain's
+ * loop, or the locks (a plain QP and its CQ are not shared).  A QP or a
+ * WR that takes post's general way is refused whole: SMART_ENOTSUP. */
+int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	uint32_t tail = qp->sq_tail;
+	struct shm_wqe *e;
+
+	if (smart_unlikely(!SMART_M_SHM_POST1_ANY_QP && !qp->plain) ||
+	    smart_unlikely(wr->opcode >= SMART_TP_SEND))
+		return SMART_ENOTSUP;
+	if (!SMART_M_SHM_POST1_NO_ROOM &&
+	    smart_unlikely(tail - atomic_load_explicit(&qp->sq_head,
+						       memory_order_acquire) >
+			   qp->sq_mask))
+		return SMART_EAGAIN; /* full: post waits for room in turn */
+	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask))
+		return SMART_EAGAIN;
+	e = &qp->sq[tail & qp->sq_mask];
+	e->wr = *wr;
+	if (shm_wqe_inline(e, wr))
+		return SMART_EINVAL;
+	qp->sq_tail = tail + 1;
+	shm_db_ring(cq, qp, 1, 1);
+	return 0;
 }
 
 /* Execute one WR; returns a completion status.  Inline in the plain
