@@ -382,6 +382,10 @@ struct smart_worker {
 	int throttle; /* WorkReqThrot on */
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
+	/* chains of one WR posted by post1 (ops.c): each one WR and one
+	 * doorbell, added to SMART_STAT_WRS_POSTED and SMART_STAT_DOORBELLS
+	 * where the stats are read (stats.c, worker.c), not kept in both */
+	uint64_t posts1;
 	uint64_t retry_hist[SMART_RETRY_HIST];
 	smart_hist_t *hist;
 	/* conflict avoidance (backoff.c) */

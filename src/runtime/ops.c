@@ -152,21 +152,18 @@ post_in_turn(struct smart_worker *w, struct smart__task *t,
  * (docs/design.md §9.2): one call, none of post's tests for a chain of
  * any kind.  Taken only in a private group (w->post1) and when nobody
  * waits for room (a waiter's turn is never passed); nothing yields
- * between the turn's test and the post.  Else, or when the transport
- * refuses (a full queue, a QP or WR of post's general way), post in
- * turn. */
+ * between the turn's test and the post.  0 when it posted; else (a full
+ * queue, a QP or WR of post's general way) the caller posts in turn. */
 static inline __attribute__((always_inline)) int
-post_one(struct smart_worker *w, struct smart__task *t, struct smart__qp *qp,
-	 struct smart_tp_wr *wr)
+post1_done(struct smart_worker *w, struct smart__qp *qp,
+	   const struct smart_tp_wr *wr)
 {
-	if (smart_likely(w->post1 != NULL) &&
-	    (SMART_M_OPS_SLOT_NO_TURN ||
-	     atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
-		     atomic_load_explicit(&qp->room_turn,
-					  memory_order_relaxed)) &&
-	    smart_likely(w->post1(qp->tqp, wr) == 0))
-		return 0;
-	return post_in_turn(w, t, qp, wr, 1);
+	return smart_likely(w->post1 != NULL) &&
+	       (SMART_M_OPS_SLOT_NO_TURN ||
+		atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+			atomic_load_explicit(&qp->room_turn,
+					     memory_order_relaxed)) &&
+	       smart_likely(w->post1(qp->tqp, wr) == 0);
 }
 
 /* The transport refused batch b's chain to blade: none of it is in
@@ -235,12 +232,34 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
 	b->qp = qp;
 	b->n = (uint32_t)n;
+	/* One WR through post1 (a private group: w->post1 is set only
+	 * there): nothing yields or polls from here to the post, so no
+	 * retirement reaps the QP and no poll sees the batch in between;
+	 * the counters move after the post by plain adds (no other worker
+	 * touches them), no posting mark is needed (worker_fail_stale runs
+	 * in a poll), and the chain counts in SMART_STAT_WRS_POSTED and
+	 * SMART_STAT_DOORBELLS by one counter (w->posts1, stats.c). */
+	if (n == 1 && post1_done(w, qp, c->wr)) {
+		atomic_store_explicit(
+			&qp->outstanding,
+			atomic_load_explicit(&qp->outstanding,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
+		atomic_store_explicit(
+			&t->inflight,
+			atomic_load_explicit(&t->inflight,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
+		__atomic_store_n(&w->posts1, w->posts1 + 1, __ATOMIC_RELAXED);
+		return;
+	}
 	/* counted before the post: a QP retired while this task waits for
 	 * room is not freed under it (worker.c reaps at zero) */
 	cnt_add(&qp->outstanding, n, w->group->shared);
 	t->posting = b; /* not in flight yet: no poll may fail it */
-	rc = n == 1 ? post_one(w, t, qp, c->wr) :
-		      post_in_turn(w, t, qp, c->wr, n);
+	rc = post_in_turn(w, t, qp, c->wr, n);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
 		post_failed(w, t, b, c->blade, rc);

@@ -683,6 +683,80 @@ static void test_slot_turn_order(void)
 	fixture_stop(&f);
 }
 
+/* The chains of one WR that post1 posts count in SMART_STAT_WRS_POSTED
+ * and SMART_STAT_DOORBELLS through one counter of the worker, added where
+ * the stats are read (stats.c) and when the worker retires (worker.c):
+ * the figures must be exactly those of a count kept in both, for one-WR
+ * syncs from a task and from the main context, a chain of three WRs, an
+ * inline WRITE, a post without sync, in a private group (post1's way)
+ * and in a shared one (post's), live and retired. */
+struct posted_arg {
+	smart_gaddr_t g;
+	int rounds;
+};
+
+static void posted_task(smart_worker_t *w, void *p)
+{
+	struct posted_arg *a = p;
+	uint64_t v[3], one = 1;
+
+	for (int i = 0; i < a->rounds; i++) {
+		CHECK_OK(smart_read_sync(w, a->g, 8, &v[0])); /* 1 WR */
+		CHECK_OK(smart_read(w, a->g, 8, &v[0]));      /* 3 WRs */
+		CHECK_OK(smart_read(w, smart_gaddr_add(a->g, 8), 8, &v[1]));
+		CHECK_OK(smart_read(w, smart_gaddr_add(a->g, 16), 8, &v[2]));
+		CHECK_OK(smart_sync(w));
+		CHECK_OK(smart_write(w, a->g, &one, 8)); /* 1 WR, posted */
+		CHECK_OK(smart_post(w));
+		CHECK_OK(smart_sync(w)); /* nothing more posted */
+	}
+}
+
+static void stats_posted(const char *mode)
+{
+	const char *const kv[] = { "qp_mode", mode, NULL };
+	struct posted_arg a[2];
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t wr0, db0, wrs, dbs, v = 0;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &v)); /* QP */
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	wr0 = st.c[SMART_STAT_WRS_POSTED];
+	db0 = st.c[SMART_STAT_DOORBELLS];
+	a[0] = (struct posted_arg){ smart_gaddr(0, 1 << 20), 20 };
+	a[1] = (struct posted_arg){ smart_gaddr(0, (1 << 20) + 64), 30 };
+	CHECK_OK(smart_task_spawn(w, posted_task, &a[0]));
+	CHECK_OK(smart_task_spawn(w, posted_task, &a[1]));
+	CHECK_OK(smart_worker_run(w));
+	for (int i = 0; i < 7; i++) /* the main context's one-WR syncs */
+		CHECK_OK(smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &v));
+	/* per round 3 chains of 5 WRs; 7 more of one */
+	wrs = 5 * (20 + 30) + 7;
+	dbs = 3 * (20 + 30) + 7;
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	printf("   %s: %llu WRs in %llu doorbells (want %llu in %llu)\n", mode,
+	       (unsigned long long)(st.c[SMART_STAT_WRS_POSTED] - wr0),
+	       (unsigned long long)(st.c[SMART_STAT_DOORBELLS] - db0),
+	       (unsigned long long)wrs, (unsigned long long)dbs);
+	CHECK_U64_EQ(st.c[SMART_STAT_WRS_POSTED] - wr0, wrs);
+	CHECK_U64_EQ(st.c[SMART_STAT_DOORBELLS] - db0, dbs);
+	CHECK_OK(smart_worker_destroy(w)); /* its counters to the ctx */
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_U64_EQ(st.c[SMART_STAT_WRS_POSTED] - wr0, wrs);
+	CHECK_U64_EQ(st.c[SMART_STAT_DOORBELLS] - db0, dbs);
+	fixture_stop(&f);
+}
+
+static void test_stats_posted(void)
+{
+	stats_posted("per-thread");
+	stats_posted("shared");
+}
+
 /* A transport error (here: a wrong rkey, which the API itself can never
  * produce) comes back from sync; the QP is replaced on the next op. */
 static void test_qp_repair(void)
@@ -968,6 +1042,7 @@ int main(int argc, char **argv)
 		{ "room_turns", test_room_turns },
 		{ "room_turns_slot", test_room_turns_slot },
 		{ "slot_turn_order", test_slot_turn_order },
+		{ "stats_posted", test_stats_posted },
 		{ "alloc_basic", test_alloc_basic },
 		{ "alloc_concurrent", test_alloc_concurrent },
 		{ "alloc_refill", test_alloc_refill },
