@@ -386,6 +386,10 @@ struct smart_worker {
 	 * doorbell, added to SMART_STAT_WRS_POSTED and SMART_STAT_DOORBELLS
 	 * where the stats are read (stats.c, worker.c), not kept in both */
 	uint64_t posts1;
+	/* syncs that waited for their batches (ops.c): added to
+	 * SMART_STAT_SYNCS and SMART_STAT_ROUND_TRIPS where the stats are
+	 * read, as posts1 */
+	uint64_t syncs_waited;
 	uint64_t retry_hist[SMART_RETRY_HIST];
 	smart_hist_t *hist;
 	/* conflict avoidance (backoff.c) */

@@ -343,21 +343,25 @@ task_sync(struct smart_worker *w, struct smart__task *t)
 	uint64_t t0 = 0;
 	int rc, blade = -1;
 
-	if (!(w->stats[SMART_STAT_SYNCS] & (SMART_LAT_SAMPLE - 1)))
+	if (!(t->syncs & (SMART_LAT_SAMPLE - 1)))
 		t0 = smart__rdtsc();
 	/* a sampled sync to one blade measures that blade's round trip */
 	if (t0 && t->nchains == 1)
 		blade = t->chains[0].blade;
 	task_post(w, t);
+	/* a sync that waits counts in SMART_STAT_ROUND_TRIPS and
+	 * SMART_STAT_SYNCS by one counter (w->syncs_waited, stats.c) */
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
 		t->round_trips++;
-		SMART_STAT_INC(w, SMART_STAT_ROUND_TRIPS);
 		smart__task_wait(w, t);
+		__atomic_store_n(&w->syncs_waited, w->syncs_waited + 1,
+				 __ATOMIC_RELAXED);
+	} else {
+		SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	}
 	t->nchains = 0;
 	if (t->nrec)
 		deliver(w, t);
-	SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	if (t0)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
 	t->syncs++;

@@ -595,6 +595,8 @@ static void worker_retire_stats(struct smart_worker *w)
 		ctx->retired_stats[i] += w->stats[i];
 	ctx->retired_stats[SMART_STAT_WRS_POSTED] += w->posts1;
 	ctx->retired_stats[SMART_STAT_DOORBELLS] += w->posts1;
+	ctx->retired_stats[SMART_STAT_SYNCS] += w->syncs_waited;
+	ctx->retired_stats[SMART_STAT_ROUND_TRIPS] += w->syncs_waited;
 	for (i = 0; i < SMART_RETRY_HIST; i++)
 		ctx->retired_retry_hist[i] += w->retry_hist[i];
 	smart_hist_merge(ctx->retired_hist, w->hist);
