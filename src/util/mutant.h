@@ -163,6 +163,23 @@
 #define SMART_M_SHM_POST1_ANY_QP 0
 #endif
 
+#ifdef SMART_MUTANT_OPS_FAST_NO_FAIL /* ops.c: an op's common way (op_fast)
+				       * queues it without reading the blade's
+				       * failure word */
+#define SMART_M_OPS_FAST_NO_FAIL 1
+#else
+#define SMART_M_OPS_FAST_NO_FAIL 0
+#endif
+
+#ifdef SMART_MUTANT_OPS_FAST_NO_BOUNDS /* ops.c: an op's common way
+					 * (op_fast) queues it without
+					 * checking its range against the
+					 * blade's size */
+#define SMART_M_OPS_FAST_NO_BOUNDS 1
+#else
+#define SMART_M_OPS_FAST_NO_BOUNDS 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

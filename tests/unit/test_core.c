@@ -483,8 +483,9 @@ static void test_op_errors(void)
 	struct fixture f;
 	smart_worker_t *w;
 	struct smart_blade_info info;
-	uint64_t v = 0, size;
+	uint64_t v = 0, size, *p;
 	uint8_t big[4096];
+	struct smart__blade *b;
 
 	fixture_start(&f, 4 << 20, 0, NULL);
 	CHECK_OK(smart_ctx_blade_info(f.ctx, f.id, &info));
@@ -505,8 +506,28 @@ static void test_op_errors(void)
 	/* big unregistered buffer: refused, not bounced */
 	CHECK_EQ(smart_read(w, smart_gaddr(0, 4096), sizeof(big), big),
 		 SMART_EINVAL);
+	/* the same from the registered pool, the ops' common way (op_fast):
+	 * the range against the blade's size, an atomic's alignment, the
+	 * blade's failure word, at every op */
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	CHECK_EQ(smart_read(w, smart_gaddr(0, size - 4), 8, p), SMART_EREMOTE);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, size), 8, p), SMART_EREMOTE);
+	CHECK_EQ(smart_write(w, smart_gaddr(0, size - 4), p, 8), SMART_EREMOTE);
+	CHECK_EQ(smart_write(w, smart_gaddr(0, size - 8), p, 64),
+		 SMART_EREMOTE);
+	CHECK_EQ(smart_cas(w, smart_gaddr(0, size), 0, 1, p), SMART_EREMOTE);
+	CHECK_EQ(smart_faa(w, smart_gaddr(0, size), 1, p), SMART_EREMOTE);
+	CHECK_EQ(smart_cas(w, smart_gaddr(0, 68), 0, 1, p), SMART_EINVAL);
+	b = smart__blade_get(f.ctx, 0);
+	atomic_store(&b->fail, SMART_ECONN);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, 64), 8, p), SMART_ECONN);
+	CHECK_EQ(smart_write(w, smart_gaddr(0, 64), p, 8), SMART_ECONN);
+	CHECK_EQ(smart_cas(w, smart_gaddr(0, 64), 0, 1, p), SMART_ECONN);
+	atomic_store(&b->fail, 0);
 	/* nothing was queued by the rejected ops */
 	CHECK_OK(smart_sync(w));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, size - 8), 8, p));
+	smart_buf_free(w, p);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
