@@ -76,8 +76,8 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 		smart__task_wake(w, t);
 }
 
-static struct smart__batch *batch_alloc(struct smart_worker *w,
-					struct smart__task *t)
+static __attribute__((noinline)) struct smart__batch *
+batch_alloc(struct smart_worker *w, struct smart__task *t)
 {
 	int i;
 
@@ -221,7 +221,13 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	if (!n)
 		return;
 	smart__credit_take(w, t, n);
-	b = batch_alloc(w, t);
+	/* the task's first batch when it is free (a task that syncs each
+	 * chain finds it so: the common case), else the search */
+	b = &t->batches[0];
+	if (smart_likely(!__atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)))
+		b->busy = 1; /* b->task is t since the slot's creation */
+	else
+		b = batch_alloc(w, t);
 	/* only the last WR is signaled, its wr_id marked (worker.c); a
 	 * chain of one WR, the common sync, skips the loop */
 	for (i = 0; i < n - 1; i++) {

@@ -68,6 +68,8 @@ int smart__task_init_slot(struct smart_worker *w, struct smart__task *t)
 		goto err;
 	t->bounce_mem = bounce;
 	t->w = w;
+	for (i = 0; i < SMART_TASK_BATCHES; i++)
+		t->batches[i].task = t; /* for good: they are the task's */
 	return 0;
 err:
 	for (i = 0; i < SMART_TASK_CHAINS; i++) {
