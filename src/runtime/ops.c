@@ -290,9 +290,13 @@ task_post(struct smart_worker *w, struct smart__task *t)
 {
 	int i;
 
-	if (smart_likely(t->nchains) && t->chains[0].n)
-		post_chain_at(w, t, &t->chains[0]);
-	for (i = 1; i < t->nchains; i++)
+	/* nothing a post does opens or closes a chain of t */
+	if (smart_likely(t->nchains == 1)) {
+		if (t->chains[0].n)
+			post_chain_at(w, t, &t->chains[0]);
+		return;
+	}
+	for (i = 0; i < t->nchains; i++)
 		if (t->chains[i].n)
 			post_chain(w, t, &t->chains[i]);
 }
@@ -342,18 +346,22 @@ static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
 	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
 }
 
-/* Always inlined into smart_sync (rec_take's early sync calls that). */
+/* The sync; sampled: its latency measured (sync_sampled).  Always
+ * inlined, with sampled a constant: the common sync carries none of the
+ * sample's tests. */
 static inline __attribute__((always_inline)) int
-task_sync(struct smart_worker *w, struct smart__task *t)
+task_sync_at(struct smart_worker *w, struct smart__task *t, int sampled)
 {
 	uint64_t t0 = 0;
 	int rc, blade = -1;
 
-	if (!(t->syncs & (SMART_LAT_SAMPLE - 1)))
+	if (sampled) {
 		t0 = smart__rdtsc();
-	/* a sampled sync to one blade measures that blade's round trip */
-	if (t0 && t->nchains == 1)
-		blade = t->chains[0].blade;
+		/* a sampled sync to one blade measures that blade's round
+		 * trip */
+		if (t->nchains == 1)
+			blade = t->chains[0].blade;
+	}
 	task_post(w, t);
 	/* a sync that waits counts in SMART_STAT_ROUND_TRIPS and
 	 * SMART_STAT_SYNCS by one counter (w->syncs_waited, stats.c) */
@@ -368,7 +376,7 @@ task_sync(struct smart_worker *w, struct smart__task *t)
 	t->nchains = 0;
 	if (t->nrec)
 		deliver(w, t);
-	if (t0)
+	if (sampled)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
 	t->syncs++;
 	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
@@ -380,6 +388,22 @@ task_sync(struct smart_worker *w, struct smart__task *t)
 			rc = SMART_EFENCED;
 	}
 	return rc;
+}
+
+static __attribute__((noinline)) int task_sync_sampled(struct smart_worker *w,
+						       struct smart__task *t)
+{
+	return task_sync_at(w, t, 1);
+}
+
+/* Always inlined into smart_sync (rec_take's early sync calls that): one
+ * sync in SMART_LAT_SAMPLE of each task is sampled, out of line. */
+static inline __attribute__((always_inline)) int
+task_sync(struct smart_worker *w, struct smart__task *t)
+{
+	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
+		return task_sync_sampled(w, t);
+	return task_sync_at(w, t, 0);
 }
 
 int smart_fence(smart_worker_t *w)
