@@ -570,7 +570,8 @@ static inline void smart__batch_complete_own(struct smart_worker *w,
 	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 	left = atomic_load_explicit(&t->inflight, memory_order_relaxed) - 1;
 	atomic_store_explicit(&t->inflight, left, memory_order_relaxed);
-	if (!left && t->state == SMART_TASK_WAITING && t != &w->main_task)
+	/* the main context never waits in that state (task.c main_wait) */
+	if (!left && t->state == SMART_TASK_WAITING)
 		smart__task_ready(w, t);
 }
 

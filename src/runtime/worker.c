@@ -418,6 +418,25 @@ static __attribute__((noinline)) int run_pollers(struct smart_worker *w)
 	return n;
 }
 
+/* A completion's batch; a failed WR's error is its task's first, and
+ * its QP is broken. */
+static inline __attribute__((always_inline)) struct smart__batch *
+wc_batch(struct smart_worker *w, const struct smart_tp_wc *wc)
+{
+	struct smart__batch *b = (struct smart__batch *)(uintptr_t)(wc->wr_id &
+								    ~1ull);
+
+	if (smart_unlikely(wc->status != SMART_TP_WC_OK)) {
+		int err = smart__wc_status(wc->status), zero = 0;
+
+		SMART_STAT_INC(w, SMART_STAT_ERRORS);
+		atomic_compare_exchange_strong(&b->task->first_error, &zero,
+					       err);
+		atomic_store(&b->qp->broken, 1);
+	}
+	return b;
+}
+
 int smart__worker_poll(struct smart_worker *w)
 {
 	struct smart_tp_cq *cq;
@@ -468,24 +487,21 @@ int smart__worker_poll(struct smart_worker *w)
 	if (!n)
 		return extra;
 	SMART_STAT_ADD(w, SMART_STAT_COMPLETIONS, (uint64_t)n);
-	for (i = 0; i < n; i++) {
-		struct smart__batch *b =
-			(struct smart__batch *)(uintptr_t)(wc[i].wr_id & ~1ull);
+	/* a private group's loop and a shared group's, the test made once */
+	if (smart_likely(!shared)) {
+		for (i = 0; i < n; i++) {
+			struct smart__batch *b = wc_batch(w, &wc[i]);
 
-		if (smart_unlikely(wc[i].status != SMART_TP_WC_OK)) {
-			int err = smart__wc_status(wc[i].status), zero = 0;
-
-			SMART_STAT_INC(w, SMART_STAT_ERRORS);
-			atomic_compare_exchange_strong(&b->task->first_error,
-						       &zero, err);
-			atomic_store(&b->qp->broken, 1);
+			if (wc[i].wr_id & 1)
+				smart__batch_complete_own(w, b, &done);
 		}
-		if (!(wc[i].wr_id & 1))
-			continue;
-		if (smart_likely(!shared))
-			smart__batch_complete_own(w, b, &done);
-		else
-			smart__batch_complete(w, b, shared);
+	} else {
+		for (i = 0; i < n; i++) {
+			struct smart__batch *b = wc_batch(w, &wc[i]);
+
+			if (wc[i].wr_id & 1)
+				smart__batch_complete(w, b, shared);
+		}
 	}
 	if (done) {
 		SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, done);
