@@ -542,6 +542,76 @@ static inline void smart__task_ready(struct smart_worker *w,
 	w->ready_tail = t;
 }
 
+/* task.c's switch, here so that the sync's common wait (ops.c) is inline
+ * with it; smart__task_wait_out switches out until the task is woken. */
+void smart__task_wait(struct smart_worker *w, struct smart__task *t);
+void smart__task_wait_out(struct smart_worker *w, struct smart__task *t);
+
+/* Lowest usable stack byte (above the guard page). */
+static inline void *smart__stack_bottom(const struct smart__task *t)
+{
+	return (char *)t->stack + t->guard;
+}
+
+static inline struct smart__task *smart__ready_pop(struct smart_worker *w)
+{
+	struct smart__task *t = w->ready_head;
+
+	if (t) {
+		w->ready_head = t->next;
+		if (!w->ready_head)
+			w->ready_tail = NULL;
+	}
+	return t;
+}
+
+/* A task resumed (or entered) by a jump from `from` (a task, or the
+ * scheduler: &w->main_task): the context it left is stored where it
+ * belongs.  ASan learns the main stack's bounds only from the scheduler's
+ * jumps (a task's stack is not the main one).  save: the task's fake
+ * stack, NULL for a fresh one. */
+static inline void smart__task_resumed(struct smart_worker *w,
+				       smart__transfer_t tr, void *save)
+{
+	struct smart__task *from = tr.data;
+
+	if (from == &w->main_task) {
+		smart__fiber_asan_entered(save, &w->asan_main_bottom,
+					  &w->asan_main_size);
+		w->sched_fctx = tr.fctx;
+	} else {
+		smart__fiber_asan_entered(save, NULL, NULL);
+		from->fctx = tr.fctx;
+	}
+}
+
+/* May a waiting task switch straight to the next ready one?  Only where
+ * the scheduler's loop would do nothing else first (task_switch_to). */
+static inline int smart__task_switch_direct(const struct smart_worker *w)
+{
+	return w->ready_head && !w->sleepers && !w->group->shared &&
+	       w->since_poll + 1 < w->ctx->o.max_tasks;
+}
+
+/* From inside task t, which waits: straight into the next ready task n,
+ * as the scheduler's next turn would (it would not poll: since_poll stays
+ * below max_tasks, nobody sleeps, the group is the worker's own). */
+static inline void smart__task_switch_to(struct smart_worker *w,
+					 struct smart__task *t,
+					 struct smart__task *n)
+{
+	smart__transfer_t tr;
+
+	w->since_poll++;
+	n->state = SMART_TASK_RUNNING;
+	w->cur = n;
+	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
+	smart__fiber_asan_enter(&t->asan_fake_stack, smart__stack_bottom(n),
+				n->stack_len - n->guard);
+	tr = jump_fcontext(n->fctx, t);
+	smart__task_resumed(w, tr, t->asan_fake_stack);
+}
+
 /* ops.c */
 void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 			   int shared);

@@ -346,6 +346,26 @@ static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
 	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
 }
 
+/* smart__task_wait's common case, inline in the sync: a task (not the
+ * main context) whose batches are in flight while another task is ready,
+ * and the scheduler would run that one next without polling
+ * (smart__task_switch_direct), switches straight to it, and back here
+ * once woken (task_polls_in_place would not poll: a task is ready).
+ * Every other wait is smart__task_wait's. */
+static inline __attribute__((always_inline)) void
+sync_wait(struct smart_worker *w, struct smart__task *t)
+{
+	if (w->ready_head && smart_likely(t != &w->main_task) &&
+	    smart__task_switch_direct(w)) {
+		t->state = SMART_TASK_WAITING;
+		smart__task_switch_to(w, t, smart__ready_pop(w));
+		if (smart_unlikely(t->state == SMART_TASK_WAITING))
+			smart__task_wait_out(w, t);
+		return;
+	}
+	smart__task_wait(w, t);
+}
+
 /* The sync; sampled: its latency measured (sync_sampled).  Always
  * inlined, with sampled a constant: the common sync carries none of the
  * sample's tests. */
@@ -367,7 +387,7 @@ task_sync_at(struct smart_worker *w, struct smart__task *t, int sampled)
 	 * SMART_STAT_SYNCS by one counter (w->syncs_waited, stats.c) */
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
 		t->round_trips++;
-		smart__task_wait(w, t);
+		sync_wait(w, t);
 		__atomic_store_n(&w->syncs_waited, w->syncs_waited + 1,
 				 __ATOMIC_RELAXED);
 	} else {
