@@ -180,6 +180,14 @@
 #define SMART_M_OPS_FAST_NO_BOUNDS 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_ONE_SIDED_RUN_ANY /* shm_qp.c: the poll runs
+					     * every doorbell record the
+					     * one-sided way, a SEND's too */
+#define SMART_M_SHM_ONE_SIDED_RUN_ANY 1
+#else
+#define SMART_M_SHM_ONE_SIDED_RUN_ANY 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

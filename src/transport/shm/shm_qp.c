@@ -649,14 +649,26 @@ int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
 /* Execute one WR; returns a completion status.  Inline in the plain
  * poll's loop (out of line it cost a fifth of the WR's execution). */
 static inline __attribute__((always_inline)) int
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e);
+
+static inline __attribute__((always_inline)) int
 shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
+{
+	if (smart_unlikely(e->wr.opcode >= SMART_TP_SEND))
+		return smart__shm_exec_send(qp, e);
+	return shm_exec_1s(qp, e);
+}
+
+/* shm_exec of a one-sided WR (READ, WRITE, CAS, FAA; another opcode is
+ * refused by shm_exec_atomic): the checks of its remote range, key and
+ * local MR, then the access. */
+static inline __attribute__((always_inline)) int
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
 	int st;
 
-	if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
-		return smart__shm_exec_send(qp, e);
 	st = shm_wr_check(qp, wr, &rp);
 	if (smart_unlikely(st != SMART_TP_WC_OK))
 		return st;
@@ -813,6 +825,64 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	return left == 0;
 }
 
+/* shm_run_db_at, plain, for a one-sided record (shm_db.one_sided: its
+ * WRs are READs, WRITEs, CASes and FAAs, so none waits for a receive and
+ * none is a SEND): the same steps per WR - room for its possible
+ * completion, the QP's state, shm_wr_check's checks of the remote range,
+ * key and local MR and the access (shm_exec_1s), the completion of a
+ * signalled or failed WR - without the SEND's test and the receive wait,
+ * the caller's output count in a register. */
+static inline __attribute__((always_inline)) int
+shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
+{
+	struct smart_tp_qp *qp = db->qp;
+	struct smart_tp_wc *out = o->wc;
+	int on = o->n, omax = o->max;
+	uint32_t head, left;
+
+	if (!db->n) /* emptied by a destroyed QP: qp may be gone */
+		return 1;
+	/* an earlier doorbell of its QP waits for a receive: keep order */
+	if (smart_unlikely(qp->stall_pass == cq->pass))
+		return 2;
+	if (smart_unlikely(o->failures) && qp->r &&
+	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
+	    qp->state == SHM_QP_RTS)
+		qp->state = SHM_QP_DOOMED;
+	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	for (left = db->n; left; left--, head++) {
+		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
+		int st = SMART_TP_WC_FLUSH;
+
+		if (cq->wc_tail - cq->wc_head > cq->wc_mask)
+			break;
+		if (smart_likely(qp->state == SHM_QP_RTS)) {
+			st = shm_exec_1s(qp, e);
+			if (smart_unlikely(st != SMART_TP_WC_OK))
+				qp->state = SHM_QP_ERR;
+		} else if (qp->state == SHM_QP_DOOMED) {
+			st = SMART_TP_WC_FATAL;
+			qp->state = SHM_QP_ERR;
+		}
+		if (st != SMART_TP_WC_OK || (e->wr.flags & SMART_TP_SIGNALED)) {
+			struct smart_tp_wc *wc;
+
+			if (smart_likely(on < omax &&
+					 cq->wc_head == cq->wc_tail))
+				wc = &out[on++];
+			else
+				wc = &cq->wc[cq->wc_tail++ & cq->wc_mask];
+			wc->wr_id = e->wr.wr_id;
+			wc->status = st;
+			wc->opcode = e->wr.opcode;
+		}
+	}
+	o->n = on;
+	db->n = left;
+	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
+	return left == 0;
+}
+
 /* The head doorbell goes to the back of the FIFO (its QP waits for a
  * receive, rule 8); 0 when the FIFO is full, and then it stays. */
 static int shm_requeue(struct smart_tp_cq *cq)
@@ -833,7 +903,9 @@ static int shm_db_next(struct smart_tp_cq *cq, int rc)
 static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 		      struct shm_out *o)
 {
-	return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
+	if (!SMART_M_SHM_ONE_SIDED_RUN_ANY && !db->one_sided)
+		return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
+	return shm_run_one_sided(cq, db, o);
 }
 
 /* Prefetch the targets of up to SHM_TOUCH_MAX queued WRs in one tight loop
