@@ -351,6 +351,10 @@ struct smart_worker {
 	int index;    /* -1 for the keeper's internal worker */
 	int internal; /* the keeper's: not listed, not in stats */
 	struct smart__group *group;
+	/* group->shared and ctx->o.max_tasks, copied at creation (neither
+	 * changes): the scheduler's and the sync's tests read one word */
+	int shared;
+	int max_tasks;
 	const struct smart_tp_ops *tp;
 	/* tp->post1 when the group is private (a one-WR sync posts its WR
 	 * in one call, ops.c), else NULL: one test on the post */
@@ -463,7 +467,7 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 	if (smart_likely(
 		    qp &&
 		    !atomic_load_explicit(&qp->broken, memory_order_relaxed) &&
-		    (!w->group->shared ||
+		    (!w->shared ||
 		     qp == atomic_load_explicit(&w->group->qps[blade],
 						memory_order_acquire)))) {
 		*out = qp;
@@ -589,8 +593,8 @@ static inline void smart__task_resumed(struct smart_worker *w,
  * the scheduler's loop would do nothing else first (task_switch_to). */
 static inline int smart__task_switch_direct(const struct smart_worker *w)
 {
-	return w->ready_head && !w->sleepers && !w->group->shared &&
-	       w->since_poll + 1 < w->ctx->o.max_tasks;
+	return w->ready_head && !w->sleepers && !w->shared &&
+	       w->since_poll + 1 < w->max_tasks;
 }
 
 /* From inside task t, which waits: straight into the next ready task n,

@@ -242,7 +242,7 @@ static __attribute__((noinline)) void main_wait(struct smart_worker *w,
 static inline int task_polls_in_place(const struct smart_worker *w,
 				      struct smart__task *t)
 {
-	return !w->ready_head && !w->sleepers && !w->group->shared &&
+	return !w->ready_head && !w->sleepers && !w->shared &&
 	       (!w->npollers || SMART_M_TASK_WAIT_POLLS_HANDLERS) &&
 	       atomic_load_explicit(&t->inflight, memory_order_relaxed);
 }
@@ -361,7 +361,7 @@ int smart_worker_run(smart_worker_t *w)
 		return SMART_EINVAL;
 	while (w->live) {
 		t = smart__ready_pop(w);
-		if (!t || ++w->since_poll >= w->ctx->o.max_tasks) {
+		if (!t || ++w->since_poll >= w->max_tasks) {
 			w->since_poll = 0;
 			if (t)
 				smart__worker_poll(w);

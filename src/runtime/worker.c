@@ -441,7 +441,7 @@ int smart__worker_poll(struct smart_worker *w)
 {
 	struct smart_tp_cq *cq;
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
-	int n, i, shared = w->group->shared, extra = 0;
+	int n, i, shared = w->shared, extra = 0;
 	uint64_t done = 0; /* WRs of a private group's batches completed */
 
 	/* One clock read per poll serves the lease check here and, through
@@ -580,7 +580,11 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	w->index = internal ? -1 : ctx->next_worker++;
 	smart__backoff_init(w);
 	rc = smart__group_get(ctx, w->index, &w->group);
-	if (!rc && !w->group->shared)
+	if (!rc) {
+		w->shared = w->group->shared;
+		w->max_tasks = ctx->o.max_tasks;
+	}
+	if (!rc && !w->shared)
 		w->post1 = ctx->tp->post1;
 	if (!rc && !internal) {
 		w->next = ctx->workers;
