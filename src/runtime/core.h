@@ -362,6 +362,9 @@ struct smart_worker {
 	/* scheduler */
 	smart__fctx_t sched_fctx;
 	struct smart__task *cur; /* NULL in the main context */
+	/* cur, or &main_task in the main context (smart__cur_task): set
+	 * with cur wherever cur is */
+	struct smart__task *run;
 	struct smart__task *ready_head, *ready_tail;
 	struct smart__task *free_tasks;
 	struct smart__task **all_tasks; /* every task slot, for scans */
@@ -435,7 +438,7 @@ struct smart_worker {
 
 static inline struct smart__task *smart__cur_task(struct smart_worker *w)
 {
-	return w->cur ? w->cur : &w->main_task;
+	return w->run;
 }
 
 static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
@@ -609,6 +612,7 @@ static inline void smart__task_switch_to(struct smart_worker *w,
 	w->since_poll++;
 	n->state = SMART_TASK_RUNNING;
 	w->cur = n;
+	w->run = n;
 	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
 	smart__fiber_asan_enter(&t->asan_fake_stack, smart__stack_bottom(n),
 				n->stack_len - n->guard);

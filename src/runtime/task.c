@@ -184,6 +184,7 @@ static void task_switch_in(struct smart_worker *w, struct smart__task *t)
 
 	t->state = SMART_TASK_RUNNING;
 	w->cur = t;
+	w->run = t;
 	smart__fiber_asan_enter(&fake, smart__stack_bottom(t),
 				t->stack_len - t->guard);
 	tr = jump_fcontext(t->fctx, &w->main_task);
@@ -191,6 +192,7 @@ static void task_switch_in(struct smart_worker *w, struct smart__task *t)
 	t = tr.data; /* the task that came back */
 	t->fctx = tr.fctx;
 	w->cur = NULL;
+	w->run = &w->main_task;
 	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
 	if (t->state == SMART_TASK_DONE) {
 		w->live--;

@@ -569,6 +569,7 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	w->busy_at = smart__rdtsc();
 	w->main_task.w = w;
 	w->main_task.state = SMART_TASK_RUNNING;
+	w->run = &w->main_task;
 	w->internal = internal;
 	/* the keeper's few ops must never wait for the application's WRs */
 	w->throttle = !internal && ctx->tuner.phase >= TUNER_FIXED;
