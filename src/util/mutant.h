@@ -188,6 +188,15 @@
 #define SMART_M_SHM_ONE_SIDED_RUN_ANY 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_ONE_SIDED_NO_RING_ROOM /* shm_qp.c: the one-sided
+						  * run goes on once the
+						  * caller's array is full
+						  * and the CQ's ring too */
+#define SMART_M_SHM_ONE_SIDED_NO_RING_ROOM 1
+#else
+#define SMART_M_SHM_ONE_SIDED_NO_RING_ROOM 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

@@ -849,12 +849,21 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
 	    qp->state == SHM_QP_RTS)
 		qp->state = SHM_QP_DOOMED;
+	/* completions go to the caller's array while it has room and
+	 * nothing older waits in the ring (shm_complete); this loop is the
+	 * ring's only writer meanwhile (a one-sided WR completes nothing
+	 * else), so the ring is looked at once: not empty, the array is
+	 * closed.  While the array has room the ring stays empty and a
+	 * completion needs none of its room. */
+	if (cq->wc_head != cq->wc_tail)
+		omax = on;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 	for (left = db->n; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 		int st = SMART_TP_WC_FLUSH;
 
-		if (cq->wc_tail - cq->wc_head > cq->wc_mask)
+		if (on >= omax && !SMART_M_SHM_ONE_SIDED_NO_RING_ROOM &&
+		    cq->wc_tail - cq->wc_head > cq->wc_mask)
 			break;
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
 			st = shm_exec_1s(qp, e);
@@ -867,8 +876,7 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 		if (st != SMART_TP_WC_OK || (e->wr.flags & SMART_TP_SIGNALED)) {
 			struct smart_tp_wc *wc;
 
-			if (smart_likely(on < omax &&
-					 cq->wc_head == cq->wc_tail))
+			if (smart_likely(on < omax))
 				wc = &out[on++];
 			else
 				wc = &cq->wc[cq->wc_tail++ & cq->wc_mask];

@@ -54,6 +54,7 @@ static const struct conf_case conf_cases[] = {
 	{ "shared_objects", case_shared_objects, 0 },
 	{ "one_sided_sigstop", case_one_sided_sigstop, NEEDS_FORK },
 	{ "poll_small_max", case_poll_small_max, 0 },
+	{ "cq_small", case_cq_small, 0 },
 	{ "device_memory", case_device_memory, 0 },
 	{ "two_sided", case_two_sided, 0 },
 	{ "two_sided_kind", case_two_sided_kind, 0 },
