@@ -351,13 +351,20 @@ struct smart_worker {
 	int index;    /* -1 for the keeper's internal worker */
 	int internal; /* the keeper's: not listed, not in stats */
 	struct smart__group *group;
+	/* group->shared and ctx->o.max_tasks, copied at creation (neither
+	 * changes): the scheduler's and the sync's tests read one word */
+	int shared;
+	int max_tasks;
 	const struct smart_tp_ops *tp;
-	/* tp->sq_slot when the group is private (a one-WR sync writes its WR
-	 * into the send queue, ops.c), else NULL: one test on the post */
-	struct smart_tp_wr *(*sq_slot)(struct smart_tp_qp *qp);
+	/* tp->post1 when the group is private (a one-WR sync posts its WR
+	 * in one call, ops.c), else NULL: one test on the post */
+	int (*post1)(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
 	/* scheduler */
 	smart__fctx_t sched_fctx;
 	struct smart__task *cur; /* NULL in the main context */
+	/* cur, or &main_task in the main context (smart__cur_task): set
+	 * with cur wherever cur is */
+	struct smart__task *run;
 	struct smart__task *ready_head, *ready_tail;
 	struct smart__task *free_tasks;
 	struct smart__task **all_tasks; /* every task slot, for scans */
@@ -382,6 +389,14 @@ struct smart_worker {
 	int throttle; /* WorkReqThrot on */
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
+	/* chains of one WR posted by post1 (ops.c): each one WR and one
+	 * doorbell, added to SMART_STAT_WRS_POSTED and SMART_STAT_DOORBELLS
+	 * where the stats are read (stats.c, worker.c), not kept in both */
+	uint64_t posts1;
+	/* syncs that waited for their batches (ops.c): added to
+	 * SMART_STAT_SYNCS and SMART_STAT_ROUND_TRIPS where the stats are
+	 * read, as posts1 */
+	uint64_t syncs_waited;
 	uint64_t retry_hist[SMART_RETRY_HIST];
 	smart_hist_t *hist;
 	/* conflict avoidance (backoff.c) */
@@ -423,7 +438,7 @@ struct smart_worker {
 
 static inline struct smart__task *smart__cur_task(struct smart_worker *w)
 {
-	return w->cur ? w->cur : &w->main_task;
+	return w->run;
 }
 
 static inline struct smart__blade *smart__blade_get(struct smart_ctx *ctx,
@@ -455,7 +470,7 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 	if (smart_likely(
 		    qp &&
 		    !atomic_load_explicit(&qp->broken, memory_order_relaxed) &&
-		    (!w->group->shared ||
+		    (!w->shared ||
 		     qp == atomic_load_explicit(&w->group->qps[blade],
 						memory_order_acquire)))) {
 		*out = qp;
@@ -534,6 +549,77 @@ static inline void smart__task_ready(struct smart_worker *w,
 	w->ready_tail = t;
 }
 
+/* task.c's switch, here so that the sync's common wait (ops.c) is inline
+ * with it; smart__task_wait_out switches out until the task is woken. */
+void smart__task_wait(struct smart_worker *w, struct smart__task *t);
+void smart__task_wait_out(struct smart_worker *w, struct smart__task *t);
+
+/* Lowest usable stack byte (above the guard page). */
+static inline void *smart__stack_bottom(const struct smart__task *t)
+{
+	return (char *)t->stack + t->guard;
+}
+
+static inline struct smart__task *smart__ready_pop(struct smart_worker *w)
+{
+	struct smart__task *t = w->ready_head;
+
+	if (t) {
+		w->ready_head = t->next;
+		if (!w->ready_head)
+			w->ready_tail = NULL;
+	}
+	return t;
+}
+
+/* A task resumed (or entered) by a jump from `from` (a task, or the
+ * scheduler: &w->main_task): the context it left is stored where it
+ * belongs.  ASan learns the main stack's bounds only from the scheduler's
+ * jumps (a task's stack is not the main one).  save: the task's fake
+ * stack, NULL for a fresh one. */
+static inline void smart__task_resumed(struct smart_worker *w,
+				       smart__transfer_t tr, void *save)
+{
+	struct smart__task *from = tr.data;
+
+	if (from == &w->main_task) {
+		smart__fiber_asan_entered(save, &w->asan_main_bottom,
+					  &w->asan_main_size);
+		w->sched_fctx = tr.fctx;
+	} else {
+		smart__fiber_asan_entered(save, NULL, NULL);
+		from->fctx = tr.fctx;
+	}
+}
+
+/* May a waiting task switch straight to the next ready one?  Only where
+ * the scheduler's loop would do nothing else first (task_switch_to). */
+static inline int smart__task_switch_direct(const struct smart_worker *w)
+{
+	return w->ready_head && !w->sleepers && !w->shared &&
+	       w->since_poll + 1 < w->max_tasks;
+}
+
+/* From inside task t, which waits: straight into the next ready task n,
+ * as the scheduler's next turn would (it would not poll: since_poll stays
+ * below max_tasks, nobody sleeps, the group is the worker's own). */
+static inline void smart__task_switch_to(struct smart_worker *w,
+					 struct smart__task *t,
+					 struct smart__task *n)
+{
+	smart__transfer_t tr;
+
+	w->since_poll++;
+	n->state = SMART_TASK_RUNNING;
+	w->cur = n;
+	w->run = n;
+	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
+	smart__fiber_asan_enter(&t->asan_fake_stack, smart__stack_bottom(n),
+				n->stack_len - n->guard);
+	tr = jump_fcontext(n->fctx, t);
+	smart__task_resumed(w, tr, t->asan_fake_stack);
+}
+
 /* ops.c */
 void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 			   int shared);
@@ -562,7 +648,8 @@ static inline void smart__batch_complete_own(struct smart_worker *w,
 	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
 	left = atomic_load_explicit(&t->inflight, memory_order_relaxed) - 1;
 	atomic_store_explicit(&t->inflight, left, memory_order_relaxed);
-	if (!left && t->state == SMART_TASK_WAITING && t != &w->main_task)
+	/* the main context never waits in that state (task.c main_wait) */
+	if (!left && t->state == SMART_TASK_WAITING)
 		smart__task_ready(w, t);
 }
 

@@ -76,8 +76,8 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 		smart__task_wake(w, t);
 }
 
-static struct smart__batch *batch_alloc(struct smart_worker *w,
-					struct smart__task *t)
+static __attribute__((noinline)) struct smart__batch *
+batch_alloc(struct smart_worker *w, struct smart__task *t)
 {
 	int i;
 
@@ -148,30 +148,22 @@ post_in_turn(struct smart_worker *w, struct smart__task *t,
 	return post_wait_turn(w, t, qp, wr, n);
 }
 
-/* A chain of one WR (the common sync) written into the send queue's
- * free entry behind its tail and committed (docs/design.md §9.2): post's
- * loop and checks for a chain of any kind are not run.  Nothing yields
- * between the slot and the commit, so no other post comes between them;
- * the slot is taken only in a private group (w->sq_slot) and when nobody
- * waits for room (a waiter's turn is never passed).  Else, or when the
- * transport has no slot or refuses the commit, post in turn. */
+/* A chain of one WR (the common sync) posted by the transport's post1
+ * (docs/design.md §9.2): one call, none of post's tests for a chain of
+ * any kind.  Taken only in a private group (w->post1) and when nobody
+ * waits for room (a waiter's turn is never passed); nothing yields
+ * between the turn's test and the post.  0 when it posted; else (a full
+ * queue, a QP or WR of post's general way) the caller posts in turn. */
 static inline __attribute__((always_inline)) int
-post_one(struct smart_worker *w, struct smart__task *t, struct smart__qp *qp,
-	 struct smart_tp_wr *wr)
+post1_done(struct smart_worker *w, struct smart__qp *qp,
+	   const struct smart_tp_wr *wr)
 {
-	struct smart_tp_wr *e;
-
-	if (smart_likely(w->sq_slot != NULL) &&
-	    (SMART_M_OPS_SLOT_NO_TURN ||
-	     atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
-		     atomic_load_explicit(&qp->room_turn,
-					  memory_order_relaxed)) &&
-	    (e = w->sq_slot(qp->tqp)) != NULL) {
-		*e = *wr;
-		if (smart_likely(w->tp->sq_commit(qp->tqp) == 0))
-			return 0;
-	}
-	return post_in_turn(w, t, qp, wr, 1);
+	return smart_likely(w->post1 != NULL) &&
+	       (SMART_M_OPS_SLOT_NO_TURN ||
+		atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+			atomic_load_explicit(&qp->room_turn,
+					     memory_order_relaxed)) &&
+	       smart_likely(w->post1(qp->tqp, wr) == 0);
 }
 
 /* The transport refused batch b's chain to blade: none of it is in
@@ -229,7 +221,13 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	if (!n)
 		return;
 	smart__credit_take(w, t, n);
-	b = batch_alloc(w, t);
+	/* the task's first batch when it is free (a task that syncs each
+	 * chain finds it so: the common case), else the search */
+	b = &t->batches[0];
+	if (smart_likely(!__atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)))
+		b->busy = 1; /* b->task is t since the slot's creation */
+	else
+		b = batch_alloc(w, t);
 	/* only the last WR is signaled, its wr_id marked (worker.c); a
 	 * chain of one WR, the common sync, skips the loop */
 	for (i = 0; i < n - 1; i++) {
@@ -240,12 +238,34 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
 	b->qp = qp;
 	b->n = (uint32_t)n;
+	/* One WR through post1 (a private group: w->post1 is set only
+	 * there): nothing yields or polls from here to the post, so no
+	 * retirement reaps the QP and no poll sees the batch in between;
+	 * the counters move after the post by plain adds (no other worker
+	 * touches them), no posting mark is needed (worker_fail_stale runs
+	 * in a poll), and the chain counts in SMART_STAT_WRS_POSTED and
+	 * SMART_STAT_DOORBELLS by one counter (w->posts1, stats.c). */
+	if (n == 1 && post1_done(w, qp, c->wr)) {
+		atomic_store_explicit(
+			&qp->outstanding,
+			atomic_load_explicit(&qp->outstanding,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
+		atomic_store_explicit(
+			&t->inflight,
+			atomic_load_explicit(&t->inflight,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
+		__atomic_store_n(&w->posts1, w->posts1 + 1, __ATOMIC_RELAXED);
+		return;
+	}
 	/* counted before the post: a QP retired while this task waits for
 	 * room is not freed under it (worker.c reaps at zero) */
 	cnt_add(&qp->outstanding, n, w->group->shared);
 	t->posting = b; /* not in flight yet: no poll may fail it */
-	rc = n == 1 ? post_one(w, t, qp, c->wr) :
-		      post_in_turn(w, t, qp, c->wr, n);
+	rc = post_in_turn(w, t, qp, c->wr, n);
 	t->posting = NULL;
 	if (smart_unlikely(rc)) {
 		post_failed(w, t, b, c->blade, rc);
@@ -270,9 +290,13 @@ task_post(struct smart_worker *w, struct smart__task *t)
 {
 	int i;
 
-	if (smart_likely(t->nchains) && t->chains[0].n)
-		post_chain_at(w, t, &t->chains[0]);
-	for (i = 1; i < t->nchains; i++)
+	/* nothing a post does opens or closes a chain of t */
+	if (smart_likely(t->nchains == 1)) {
+		if (t->chains[0].n)
+			post_chain_at(w, t, &t->chains[0]);
+		return;
+	}
+	for (i = 0; i < t->nchains; i++)
 		if (t->chains[i].n)
 			post_chain(w, t, &t->chains[i]);
 }
@@ -322,29 +346,57 @@ static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
 	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
 }
 
-/* Always inlined into smart_sync (rec_take's early sync calls that). */
+/* smart__task_wait's common case, inline in the sync: a task (not the
+ * main context) whose batches are in flight while another task is ready,
+ * and the scheduler would run that one next without polling
+ * (smart__task_switch_direct), switches straight to it, and back here
+ * once woken (task_polls_in_place would not poll: a task is ready).
+ * Every other wait is smart__task_wait's. */
+static inline __attribute__((always_inline)) void
+sync_wait(struct smart_worker *w, struct smart__task *t)
+{
+	if (w->ready_head && smart_likely(t != &w->main_task) &&
+	    smart__task_switch_direct(w)) {
+		t->state = SMART_TASK_WAITING;
+		smart__task_switch_to(w, t, smart__ready_pop(w));
+		if (smart_unlikely(t->state == SMART_TASK_WAITING))
+			smart__task_wait_out(w, t);
+		return;
+	}
+	smart__task_wait(w, t);
+}
+
+/* The sync; sampled: its latency measured (sync_sampled).  Always
+ * inlined, with sampled a constant: the common sync carries none of the
+ * sample's tests. */
 static inline __attribute__((always_inline)) int
-task_sync(struct smart_worker *w, struct smart__task *t)
+task_sync_at(struct smart_worker *w, struct smart__task *t, int sampled)
 {
 	uint64_t t0 = 0;
 	int rc, blade = -1;
 
-	if (!(w->stats[SMART_STAT_SYNCS] & (SMART_LAT_SAMPLE - 1)))
+	if (sampled) {
 		t0 = smart__rdtsc();
-	/* a sampled sync to one blade measures that blade's round trip */
-	if (t0 && t->nchains == 1)
-		blade = t->chains[0].blade;
+		/* a sampled sync to one blade measures that blade's round
+		 * trip */
+		if (t->nchains == 1)
+			blade = t->chains[0].blade;
+	}
 	task_post(w, t);
+	/* a sync that waits counts in SMART_STAT_ROUND_TRIPS and
+	 * SMART_STAT_SYNCS by one counter (w->syncs_waited, stats.c) */
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
 		t->round_trips++;
-		SMART_STAT_INC(w, SMART_STAT_ROUND_TRIPS);
-		smart__task_wait(w, t);
+		sync_wait(w, t);
+		__atomic_store_n(&w->syncs_waited, w->syncs_waited + 1,
+				 __ATOMIC_RELAXED);
+	} else {
+		SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	}
 	t->nchains = 0;
 	if (t->nrec)
 		deliver(w, t);
-	SMART_STAT_INC(w, SMART_STAT_SYNCS);
-	if (t0)
+	if (sampled)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
 	t->syncs++;
 	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
@@ -356,6 +408,22 @@ task_sync(struct smart_worker *w, struct smart__task *t)
 			rc = SMART_EFENCED;
 	}
 	return rc;
+}
+
+static __attribute__((noinline)) int task_sync_sampled(struct smart_worker *w,
+						       struct smart__task *t)
+{
+	return task_sync_at(w, t, 1);
+}
+
+/* Always inlined into smart_sync (rec_take's early sync calls that): one
+ * sync in SMART_LAT_SAMPLE of each task is sampled, out of line. */
+static inline __attribute__((always_inline)) int
+task_sync(struct smart_worker *w, struct smart__task *t)
+{
+	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
+		return task_sync_sampled(w, t);
+	return task_sync_at(w, t, 0);
 }
 
 int smart_fence(smart_worker_t *w)
@@ -602,16 +670,137 @@ static __attribute__((noinline)) int op_queue_error(struct smart_worker *w,
 	return rc ? rc : SMART_EINVAL;
 }
 
+/* The op's stats, once it is queued. */
+static inline __attribute__((always_inline)) void
+op_stats(struct smart_worker *w, uint8_t opcode, uint32_t len)
+{
+	switch (opcode) {
+	case SMART_TP_READ:
+		SMART_STAT_INC(w, SMART_STAT_READS);
+		SMART_STAT_ADD(w, SMART_STAT_BYTES_READ, len);
+		break;
+	case SMART_TP_WRITE:
+		SMART_STAT_INC(w, SMART_STAT_WRITES);
+		SMART_STAT_ADD(w, SMART_STAT_BYTES_WRITTEN, len);
+		break;
+	case SMART_TP_CAS:
+		SMART_STAT_INC(w, SMART_STAT_CASES);
+		break;
+	default:
+		SMART_STAT_INC(w, SMART_STAT_FAAS);
+	}
+}
+
+/* op_queue's common case, with no call: the blade's word and the bounds
+ * checked as op_check checks them, the local bytes in the registered pool
+ * (an atomic's aligned, a record free) or an inline WRITE's, the task's
+ * first chain open to the blade with room (or none open yet).  1 when the
+ * op is queued, 0 when it leaves everything as it was: op_queue then runs
+ * from the start (op_slow), and every error and rarer case is its.  With
+ * no call on this way, a public op needs no frame of saved registers (16
+ * instructions of the op's pushes and pops). */
+static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
+							 const struct op *op)
+{
+	struct smart__task *t = smart__cur_task(w);
+	struct smart_ctx *ctx = w->ctx;
+	struct smart__blade *b = smart__blade_get(ctx,
+						  smart_gaddr_blade(op->ga));
+	uint64_t off = smart_gaddr_off(op->ga);
+	int atomic = smart_tp_atomic(op->opcode);
+	struct smart__chain *c = &t->chains[0];
+	struct smart_tp_wr *wr;
+	uint8_t flags = 0;
+
+	if (smart_unlikely(!b) ||
+	    (!SMART_M_OPS_FAST_NO_FAIL &&
+	     smart_unlikely(
+		     atomic_load_explicit(&b->fail, memory_order_relaxed))) ||
+	    (!SMART_M_OPS_FAST_NO_BOUNDS &&
+	     smart_unlikely(off >= b->size || op->len > b->size - off)))
+		return 0;
+	if (op->opcode == SMART_TP_WRITE && op->len <= ctx->caps.max_inline)
+		flags = SMART_TP_INLINE;
+	else if (!smart__pool_owns(ctx, op->buf, op->len))
+		return 0;
+	if (atomic && (smart_unlikely(!ctx->caps.atomics) || (off & 7) ||
+		       ((uintptr_t)op->buf & 7) ||
+		       smart_unlikely(t->nrec == SMART_TASK_BOUNCES)))
+		return 0;
+	if (t->nchains) {
+		if (smart_unlikely(t->nchains != 1 || c->blade != b->id ||
+				   c->n >= ctx->o.chain_max))
+			return 0;
+	} else {
+		t->nchains = 1;
+		c->blade = b->id;
+		c->n = 0;
+	}
+	if (atomic)
+		t->rec[t->nrec++] = (struct smart__bounce){
+			NULL, op->buf, 8, op->opcode == SMART_TP_CAS, op->a1
+		};
+	if (smart_unlikely(t->fence_next)) {
+		flags |= SMART_TP_FENCE;
+		t->fence_next = 0;
+	}
+	wr = &c->wr[c->n++];
+	wr->remote = b->base + off;
+	wr->local = op->buf;
+	wr->len = op->len;
+	wr->lkey = ctx->pool->lkey;
+	wr->rkey = b->rkey;
+	wr->opcode = op->opcode;
+	wr->flags = flags;
+	wr->_pad = 0;
+	wr->compare_add = op->a1;
+	wr->swap = op->a2;
+	t->bytes += op->len;
+	return 1;
+}
+
+/* Everything op_fast leaves: op_queue from the start, its error, the
+ * stats.  Scalars, not the struct, and at most six (a READ's or WRITE's
+ * length, an atomic's operands), so that the public ops reach it by a
+ * jump: an argument on the stack (a struct by value, a seventh scalar)
+ * makes the call a real one, and the caller a frame. */
+static __attribute__((noinline)) int op_slow(struct smart_worker *w,
+					     uint8_t opcode, void *buf,
+					     smart_gaddr_t ga, uint32_t len,
+					     uint64_t a1, uint64_t a2)
+{
+	struct op op = { opcode, buf, ga, len, a1, a2 };
+
+	if (smart_unlikely(op_queue(w, &op)))
+		return op_queue_error(w, op);
+	op_stats(w, opcode, len);
+	return 0;
+}
+
+static __attribute__((noinline)) int op_slow_rw(struct smart_worker *w,
+						uint8_t opcode, void *buf,
+						smart_gaddr_t ga, uint32_t len)
+{
+	return op_slow(w, opcode, buf, ga, len, 0, 0);
+}
+
+static __attribute__((noinline)) int op_slow_atomic(struct smart_worker *w,
+						    uint8_t opcode, void *buf,
+						    smart_gaddr_t ga,
+						    uint64_t a1, uint64_t a2)
+{
+	return op_slow(w, opcode, buf, ga, 8, a1, a2);
+}
+
 int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
 	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
 
 	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
-	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, op);
-	SMART_STAT_INC(w, SMART_STAT_READS);
-	SMART_STAT_ADD(w, SMART_STAT_BYTES_READ, len);
+	if (smart_unlikely(!op_fast(w, &op)))
+		return op_slow_rw(w, SMART_TP_READ, dst, src, (uint32_t)len);
+	op_stats(w, SMART_TP_READ, (uint32_t)len);
 	return 0;
 }
 
@@ -622,10 +811,10 @@ int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 
 	if (smart_unlikely(!w || !src || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
-	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, op);
-	SMART_STAT_INC(w, SMART_STAT_WRITES);
-	SMART_STAT_ADD(w, SMART_STAT_BYTES_WRITTEN, len);
+	if (smart_unlikely(!op_fast(w, &op)))
+		return op_slow_rw(w, SMART_TP_WRITE, (void *)src, dst,
+				  (uint32_t)len);
+	op_stats(w, SMART_TP_WRITE, (uint32_t)len);
 	return 0;
 }
 
@@ -636,9 +825,10 @@ int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
-	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, op);
-	SMART_STAT_INC(w, SMART_STAT_CASES);
+	if (smart_unlikely(!op_fast(w, &op)))
+		return op_slow_atomic(w, SMART_TP_CAS, old, addr, expect,
+				      desired);
+	op_stats(w, SMART_TP_CAS, 8);
 	return 0;
 }
 
@@ -649,9 +839,9 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
-	if (smart_unlikely(op_queue(w, &op)))
-		return op_queue_error(w, op);
-	SMART_STAT_INC(w, SMART_STAT_FAAS);
+	if (smart_unlikely(!op_fast(w, &op)))
+		return op_slow_atomic(w, SMART_TP_FAA, old, addr, add, 0);
+	op_stats(w, SMART_TP_FAA, 8);
 	return 0;
 }
 

@@ -44,12 +44,6 @@ static size_t page_size(void)
 	return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Lowest usable stack byte (above the guard page). */
-static inline void *stack_bottom(const struct smart__task *t)
-{
-	return (char *)t->stack + t->guard;
-}
-
 /* Chains and bounce slots of a task (or of the main context). */
 int smart__task_init_slot(struct smart_worker *w, struct smart__task *t)
 {
@@ -68,6 +62,8 @@ int smart__task_init_slot(struct smart_worker *w, struct smart__task *t)
 		goto err;
 	t->bounce_mem = bounce;
 	t->w = w;
+	for (i = 0; i < SMART_TASK_BATCHES; i++)
+		t->batches[i].task = t; /* for good: they are the task's */
 	return 0;
 err:
 	for (i = 0; i < SMART_TASK_CHAINS; i++) {
@@ -122,44 +118,12 @@ static void ready_push(struct smart_worker *w, struct smart__task *t)
 	smart__task_ready(w, t);
 }
 
-static struct smart__task *ready_pop(struct smart_worker *w)
-{
-	struct smart__task *t = w->ready_head;
-
-	if (t) {
-		w->ready_head = t->next;
-		if (!w->ready_head)
-			w->ready_tail = NULL;
-	}
-	return t;
-}
-
-/* A task resumed (or entered) by a jump from `from` (a task, or the
- * scheduler: &w->main_task): the context it left is stored where it
- * belongs.  ASan learns the main stack's bounds only from the scheduler's
- * jumps (a task's stack is not the main one).  save: the task's fake
- * stack, NULL for a fresh one. */
-static inline void task_resumed(struct smart_worker *w, smart__transfer_t tr,
-				void *save)
-{
-	struct smart__task *from = tr.data;
-
-	if (from == &w->main_task) {
-		smart__fiber_asan_entered(save, &w->asan_main_bottom,
-					  &w->asan_main_size);
-		w->sched_fctx = tr.fctx;
-	} else {
-		smart__fiber_asan_entered(save, NULL, NULL);
-		from->fctx = tr.fctx;
-	}
-}
-
 static void task_entry(smart__transfer_t tr)
 {
 	struct smart_worker *w = ((struct smart__task *)tr.data)->w;
 	struct smart__task *t = w->cur; /* set by whoever jumped here */
 
-	task_resumed(w, tr, NULL);
+	smart__task_resumed(w, tr, NULL);
 	t->fn(w, t->arg);
 	/* A task that returned inside an epoch section would keep the
 	 * worker's announcement active for good, and so stop reclamation for
@@ -220,13 +184,15 @@ static void task_switch_in(struct smart_worker *w, struct smart__task *t)
 
 	t->state = SMART_TASK_RUNNING;
 	w->cur = t;
-	smart__fiber_asan_enter(&fake, stack_bottom(t),
+	w->run = t;
+	smart__fiber_asan_enter(&fake, smart__stack_bottom(t),
 				t->stack_len - t->guard);
 	tr = jump_fcontext(t->fctx, &w->main_task);
 	smart__fiber_asan_entered(fake, NULL, NULL);
 	t = tr.data; /* the task that came back */
 	t->fctx = tr.fctx;
 	w->cur = NULL;
+	w->run = &w->main_task;
 	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
 	if (t->state == SMART_TASK_DONE) {
 		w->live--;
@@ -244,33 +210,7 @@ static void task_switch_out(struct smart_worker *w, struct smart__task *t)
 	smart__fiber_asan_enter(&t->asan_fake_stack, w->asan_main_bottom,
 				w->asan_main_size);
 	tr = jump_fcontext(w->sched_fctx, t);
-	task_resumed(w, tr, t->asan_fake_stack);
-}
-
-/* From inside task t, which waits: straight into the next ready task n,
- * as the scheduler's next turn would (it would not poll: since_poll stays
- * below max_tasks, nobody sleeps, the group is the worker's own). */
-static void task_switch_to(struct smart_worker *w, struct smart__task *t,
-			   struct smart__task *n)
-{
-	smart__transfer_t tr;
-
-	w->since_poll++;
-	n->state = SMART_TASK_RUNNING;
-	w->cur = n;
-	SMART_STAT_INC(w, SMART_STAT_TASK_SWITCHES);
-	smart__fiber_asan_enter(&t->asan_fake_stack, stack_bottom(n),
-				n->stack_len - n->guard);
-	tr = jump_fcontext(n->fctx, t);
-	task_resumed(w, tr, t->asan_fake_stack);
-}
-
-/* May a waiting task switch straight to the next ready one?  Only where
- * the scheduler's loop would do nothing else first (task_switch_to). */
-static inline int task_switch_direct(const struct smart_worker *w)
-{
-	return w->ready_head && !w->sleepers && !w->group->shared &&
-	       w->since_poll + 1 < w->ctx->o.max_tasks;
+	smart__task_resumed(w, tr, t->asan_fake_stack);
 }
 
 void smart_task_yield(smart_worker_t *w)
@@ -304,7 +244,7 @@ static __attribute__((noinline)) void main_wait(struct smart_worker *w,
 static inline int task_polls_in_place(const struct smart_worker *w,
 				      struct smart__task *t)
 {
-	return !w->ready_head && !w->sleepers && !w->group->shared &&
+	return !w->ready_head && !w->sleepers && !w->shared &&
 	       (!w->npollers || SMART_M_TASK_WAIT_POLLS_HANDLERS) &&
 	       atomic_load_explicit(&t->inflight, memory_order_relaxed);
 }
@@ -329,8 +269,13 @@ void smart__task_wait(struct smart_worker *w, struct smart__task *t)
 			return;
 	}
 	t->state = SMART_TASK_WAITING;
-	if (task_switch_direct(w))
-		task_switch_to(w, t, ready_pop(w));
+	if (smart__task_switch_direct(w))
+		smart__task_switch_to(w, t, smart__ready_pop(w));
+	smart__task_wait_out(w, t);
+}
+
+void smart__task_wait_out(struct smart_worker *w, struct smart__task *t)
+{
 	while (t->state == SMART_TASK_WAITING)
 		task_switch_out(w, t);
 }
@@ -417,8 +362,8 @@ int smart_worker_run(smart_worker_t *w)
 	if (w->cur)
 		return SMART_EINVAL;
 	while (w->live) {
-		t = ready_pop(w);
-		if (!t || ++w->since_poll >= w->ctx->o.max_tasks) {
+		t = smart__ready_pop(w);
+		if (!t || ++w->since_poll >= w->max_tasks) {
 			w->since_poll = 0;
 			if (t)
 				smart__worker_poll(w);

@@ -419,11 +419,30 @@ static __attribute__((noinline)) int run_pollers(struct smart_worker *w)
 	return n;
 }
 
+/* A completion's batch; a failed WR's error is its task's first, and
+ * its QP is broken. */
+static inline __attribute__((always_inline)) struct smart__batch *
+wc_batch(struct smart_worker *w, const struct smart_tp_wc *wc)
+{
+	struct smart__batch *b = (struct smart__batch *)(uintptr_t)(wc->wr_id &
+								    ~1ull);
+
+	if (smart_unlikely(wc->status != SMART_TP_WC_OK)) {
+		int err = smart__wc_status(wc->status), zero = 0;
+
+		SMART_STAT_INC(w, SMART_STAT_ERRORS);
+		atomic_compare_exchange_strong(&b->task->first_error, &zero,
+					       err);
+		atomic_store(&b->qp->broken, 1);
+	}
+	return b;
+}
+
 int smart__worker_poll(struct smart_worker *w)
 {
 	struct smart_tp_cq *cq;
 	struct smart_tp_wc wc[SMART_POLL_BATCH];
-	int n, i, shared = w->group->shared, extra = 0;
+	int n, i, shared = w->shared, extra = 0;
 	uint64_t done = 0; /* WRs of a private group's batches completed */
 
 	/* One clock read per poll serves the lease check here and, through
@@ -469,24 +488,21 @@ int smart__worker_poll(struct smart_worker *w)
 	if (!n)
 		return extra;
 	SMART_STAT_ADD(w, SMART_STAT_COMPLETIONS, (uint64_t)n);
-	for (i = 0; i < n; i++) {
-		struct smart__batch *b =
-			(struct smart__batch *)(uintptr_t)(wc[i].wr_id & ~1ull);
+	/* a private group's loop and a shared group's, the test made once */
+	if (smart_likely(!shared)) {
+		for (i = 0; i < n; i++) {
+			struct smart__batch *b = wc_batch(w, &wc[i]);
 
-		if (smart_unlikely(wc[i].status != SMART_TP_WC_OK)) {
-			int err = smart__wc_status(wc[i].status), zero = 0;
-
-			SMART_STAT_INC(w, SMART_STAT_ERRORS);
-			atomic_compare_exchange_strong(&b->task->first_error,
-						       &zero, err);
-			atomic_store(&b->qp->broken, 1);
+			if (wc[i].wr_id & 1)
+				smart__batch_complete_own(w, b, &done);
 		}
-		if (!(wc[i].wr_id & 1))
-			continue;
-		if (smart_likely(!shared))
-			smart__batch_complete_own(w, b, &done);
-		else
-			smart__batch_complete(w, b, shared);
+	} else {
+		for (i = 0; i < n; i++) {
+			struct smart__batch *b = wc_batch(w, &wc[i]);
+
+			if (wc[i].wr_id & 1)
+				smart__batch_complete(w, b, shared);
+		}
 	}
 	if (done) {
 		SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, done);
@@ -554,6 +570,7 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	w->busy_at = smart__rdtsc();
 	w->main_task.w = w;
 	w->main_task.state = SMART_TASK_RUNNING;
+	w->run = &w->main_task;
 	w->internal = internal;
 	/* the keeper's few ops must never wait for the application's WRs */
 	w->throttle = !internal && ctx->tuner.phase >= TUNER_FIXED;
@@ -565,8 +582,12 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	w->index = internal ? -1 : ctx->next_worker++;
 	smart__backoff_init(w);
 	rc = smart__group_get(ctx, w->index, &w->group);
-	if (!rc && !w->group->shared)
-		w->sq_slot = ctx->tp->sq_slot;
+	if (!rc) {
+		w->shared = w->group->shared;
+		w->max_tasks = ctx->o.max_tasks;
+	}
+	if (!rc && !w->shared)
+		w->post1 = ctx->tp->post1;
 	if (!rc && !internal) {
 		w->next = ctx->workers;
 		ctx->workers = w;
@@ -594,6 +615,10 @@ static void worker_retire_stats(struct smart_worker *w)
 
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		ctx->retired_stats[i] += w->stats[i];
+	ctx->retired_stats[SMART_STAT_WRS_POSTED] += w->posts1;
+	ctx->retired_stats[SMART_STAT_DOORBELLS] += w->posts1;
+	ctx->retired_stats[SMART_STAT_SYNCS] += w->syncs_waited;
+	ctx->retired_stats[SMART_STAT_ROUND_TRIPS] += w->syncs_waited;
 	for (i = 0; i < SMART_RETRY_HIST; i++)
 		ctx->retired_retry_hist[i] += w->retry_hist[i];
 	smart_hist_merge(ctx->retired_hist, w->hist);

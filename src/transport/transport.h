@@ -412,6 +412,15 @@ struct smart_tp_ops {
 	 * inline WRITE post would refuse), nothing posted. */
 	struct smart_tp_wr *(*sq_slot)(struct smart_tp_qp *qp);
 	int (*sq_commit)(struct smart_tp_qp *qp);
+	/* Optional, NULL as sq_slot: post(qp, wr, 1) of one one-sided WR
+	 * (READ, WRITE, CAS, FAA) on a QP polled by one thread, in one call
+	 * without post's tests for a chain of any kind.  0, the WR posted
+	 * as post would; SMART_EAGAIN (the send queue is full) or
+	 * SMART_EINVAL (an inline WRITE post would refuse), nothing posted;
+	 * SMART_ENOTSUP, nothing posted, when the QP or the WR takes post's
+	 * general way (not connected, shared, the RNIC model, an
+	 * adversarial CQ; a SEND or WRITE_IMM): post it then. */
+	int (*post1)(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
 	/* 1 when the QP is in the error state. */
 	int (*qp_in_error)(const struct smart_tp_qp *qp);
 

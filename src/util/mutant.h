@@ -168,6 +168,57 @@
 #define SMART_M_SHM_SLOT_NO_ROOM 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_POST1_NO_ROOM /* shm_qp.c: post1 writes the entry
+					 * behind the tail of a full send
+					 * queue (a WR not yet executed) */
+#define SMART_M_SHM_POST1_NO_ROOM 1
+#else
+#define SMART_M_SHM_POST1_NO_ROOM 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_POST1_ANY_QP /* shm_qp.c: post1 posts on a QP that
+				       * takes post's general way (not
+				       * connected, shared, the model, an
+				       * adversarial CQ) */
+#define SMART_M_SHM_POST1_ANY_QP 1
+#else
+#define SMART_M_SHM_POST1_ANY_QP 0
+#endif
+
+#ifdef SMART_MUTANT_OPS_FAST_NO_FAIL /* ops.c: an op's common way (op_fast)
+				       * queues it without reading the blade's
+				       * failure word */
+#define SMART_M_OPS_FAST_NO_FAIL 1
+#else
+#define SMART_M_OPS_FAST_NO_FAIL 0
+#endif
+
+#ifdef SMART_MUTANT_OPS_FAST_NO_BOUNDS /* ops.c: an op's common way
+					 * (op_fast) queues it without
+					 * checking its range against the
+					 * blade's size */
+#define SMART_M_OPS_FAST_NO_BOUNDS 1
+#else
+#define SMART_M_OPS_FAST_NO_BOUNDS 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_ONE_SIDED_RUN_ANY /* shm_qp.c: the poll runs
+					     * every doorbell record the
+					     * one-sided way, a SEND's too */
+#define SMART_M_SHM_ONE_SIDED_RUN_ANY 1
+#else
+#define SMART_M_SHM_ONE_SIDED_RUN_ANY 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_ONE_SIDED_NO_RING_ROOM /* shm_qp.c: the one-sided
+						  * run goes on once the
+						  * caller's array is full
+						  * and the CQ's ring too */
+#define SMART_M_SHM_ONE_SIDED_NO_RING_ROOM 1
+#else
+#define SMART_M_SHM_ONE_SIDED_NO_RING_ROOM 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

@@ -483,8 +483,9 @@ static void test_op_errors(void)
 	struct fixture f;
 	smart_worker_t *w;
 	struct smart_blade_info info;
-	uint64_t v = 0, size;
+	uint64_t v = 0, size, *p;
 	uint8_t big[4096];
+	struct smart__blade *b;
 
 	fixture_start(&f, 4 << 20, 0, NULL);
 	CHECK_OK(smart_ctx_blade_info(f.ctx, f.id, &info));
@@ -505,8 +506,28 @@ static void test_op_errors(void)
 	/* big unregistered buffer: refused, not bounced */
 	CHECK_EQ(smart_read(w, smart_gaddr(0, 4096), sizeof(big), big),
 		 SMART_EINVAL);
+	/* the same from the registered pool, the ops' common way (op_fast):
+	 * the range against the blade's size, an atomic's alignment, the
+	 * blade's failure word, at every op */
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	CHECK_EQ(smart_read(w, smart_gaddr(0, size - 4), 8, p), SMART_EREMOTE);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, size), 8, p), SMART_EREMOTE);
+	CHECK_EQ(smart_write(w, smart_gaddr(0, size - 4), p, 8), SMART_EREMOTE);
+	CHECK_EQ(smart_write(w, smart_gaddr(0, size - 8), p, 64),
+		 SMART_EREMOTE);
+	CHECK_EQ(smart_cas(w, smart_gaddr(0, size), 0, 1, p), SMART_EREMOTE);
+	CHECK_EQ(smart_faa(w, smart_gaddr(0, size), 1, p), SMART_EREMOTE);
+	CHECK_EQ(smart_cas(w, smart_gaddr(0, 68), 0, 1, p), SMART_EINVAL);
+	b = smart__blade_get(f.ctx, 0);
+	atomic_store(&b->fail, SMART_ECONN);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, 64), 8, p), SMART_ECONN);
+	CHECK_EQ(smart_write(w, smart_gaddr(0, 64), p, 8), SMART_ECONN);
+	CHECK_EQ(smart_cas(w, smart_gaddr(0, 64), 0, 1, p), SMART_ECONN);
+	atomic_store(&b->fail, 0);
 	/* nothing was queued by the rejected ops */
 	CHECK_OK(smart_sync(w));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, size - 8), 8, p));
+	smart_buf_free(w, p);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -681,6 +702,104 @@ static void test_slot_turn_order(void)
 	CHECK_U64_EQ(rd.got, 1);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
+}
+
+/* The chains of one WR that post1 posts count in SMART_STAT_WRS_POSTED
+ * and SMART_STAT_DOORBELLS through one counter of the worker, and the
+ * syncs that wait in SMART_STAT_SYNCS and SMART_STAT_ROUND_TRIPS through
+ * another, added where the stats are read (stats.c) and when the worker
+ * retires (worker.c): the figures must be exactly those of counts kept
+ * in both, for one-WR syncs from a task and from the main context, a
+ * chain of three WRs, an inline WRITE, a post without sync, a sync with
+ * nothing to wait for, in a private group (post1's way) and in a shared
+ * one (post's), live and retired. */
+struct posted_arg {
+	smart_gaddr_t g;
+	int rounds;
+	uint64_t rt; /* its round trips (smart_task_round_trips) */
+};
+
+static void posted_task(smart_worker_t *w, void *p)
+{
+	struct posted_arg *a = p;
+	uint64_t v[3], one = 1;
+
+	for (int i = 0; i < a->rounds; i++) {
+		CHECK_OK(smart_sync(w)); /* nothing to wait for */
+		CHECK_OK(smart_read_sync(w, a->g, 8, &v[0])); /* 1 WR */
+		CHECK_OK(smart_read(w, a->g, 8, &v[0]));      /* 3 WRs */
+		CHECK_OK(smart_read(w, smart_gaddr_add(a->g, 8), 8, &v[1]));
+		CHECK_OK(smart_read(w, smart_gaddr_add(a->g, 16), 8, &v[2]));
+		CHECK_OK(smart_sync(w));
+		CHECK_OK(smart_write(w, a->g, &one, 8)); /* 1 WR, posted */
+		CHECK_OK(smart_post(w));
+		CHECK_OK(smart_sync(w)); /* nothing more posted */
+	}
+	a->rt = smart_task_round_trips(w, NULL);
+}
+
+static void stats_posted(const char *mode)
+{
+	const char *const kv[] = { "qp_mode", mode, NULL };
+	struct posted_arg a[2];
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t wr0, db0, wrs, dbs, s0, rt0, rtm, syncs, rts, v = 0;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &v)); /* QP */
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	wr0 = st.c[SMART_STAT_WRS_POSTED];
+	db0 = st.c[SMART_STAT_DOORBELLS];
+	s0 = st.c[SMART_STAT_SYNCS];
+	rt0 = st.c[SMART_STAT_ROUND_TRIPS];
+	rtm = smart_task_round_trips(w, NULL);
+	a[0] = (struct posted_arg){ smart_gaddr(0, 1 << 20), 20, 0 };
+	a[1] = (struct posted_arg){ smart_gaddr(0, (1 << 20) + 64), 30, 0 };
+	CHECK_OK(smart_task_spawn(w, posted_task, &a[0]));
+	CHECK_OK(smart_task_spawn(w, posted_task, &a[1]));
+	CHECK_OK(smart_worker_run(w));
+	for (int i = 0; i < 7; i++) /* the main context's one-WR syncs */
+		CHECK_OK(smart_read_sync(w, smart_gaddr(0, 1 << 20), 8, &v));
+	CHECK_OK(smart_sync(w)); /* and one with nothing to wait for */
+	/* per round 3 chains of 5 WRs and 4 syncs; 7 more of one WR, 8
+	 * more syncs; the round trips are the tasks' and the main
+	 * context's own (each sync that waited) */
+	wrs = 5 * (20 + 30) + 7;
+	dbs = 3 * (20 + 30) + 7;
+	syncs = 4 * (20 + 30) + 8;
+	rts = a[0].rt + a[1].rt + smart_task_round_trips(w, NULL) - rtm;
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	printf("   %s: %llu WRs in %llu doorbells (want %llu in %llu), %llu "
+	       "syncs (want %llu), %llu round trips (want %llu)\n",
+	       mode, (unsigned long long)(st.c[SMART_STAT_WRS_POSTED] - wr0),
+	       (unsigned long long)(st.c[SMART_STAT_DOORBELLS] - db0),
+	       (unsigned long long)wrs, (unsigned long long)dbs,
+	       (unsigned long long)(st.c[SMART_STAT_SYNCS] - s0),
+	       (unsigned long long)syncs,
+	       (unsigned long long)(st.c[SMART_STAT_ROUND_TRIPS] - rt0),
+	       (unsigned long long)rts);
+	CHECK_GT(rts, 0);
+	CHECK_LT(rts, syncs); /* some syncs did not wait */
+	for (int pass = 0; pass < 2; pass++) {
+		CHECK_U64_EQ(st.c[SMART_STAT_WRS_POSTED] - wr0, wrs);
+		CHECK_U64_EQ(st.c[SMART_STAT_DOORBELLS] - db0, dbs);
+		CHECK_U64_EQ(st.c[SMART_STAT_SYNCS] - s0, syncs);
+		CHECK_U64_EQ(st.c[SMART_STAT_ROUND_TRIPS] - rt0, rts);
+		if (!pass) { /* its counters to the ctx */
+			CHECK_OK(smart_worker_destroy(w));
+			CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+		}
+	}
+	fixture_stop(&f);
+}
+
+static void test_stats_posted(void)
+{
+	stats_posted("per-thread");
+	stats_posted("shared");
 }
 
 /* A transport error (here: a wrong rkey, which the API itself can never
@@ -968,6 +1087,7 @@ int main(int argc, char **argv)
 		{ "room_turns", test_room_turns },
 		{ "room_turns_slot", test_room_turns_slot },
 		{ "slot_turn_order", test_slot_turn_order },
+		{ "stats_posted", test_stats_posted },
 		{ "alloc_basic", test_alloc_basic },
 		{ "alloc_concurrent", test_alloc_concurrent },
 		{ "alloc_refill", test_alloc_refill },

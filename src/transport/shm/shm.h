@@ -312,6 +312,9 @@ struct smart_tp_qp {
 	uint32_t flags;
 	smart_spinlock_t lock;
 	int state;
+	/* connected, one-sided, not shared, no model, no adversarial CQ:
+	 * post1 takes it (set at qp_connect) */
+	int plain;
 	uint32_t id;
 	struct shm_wqe *sq;
 	uint32_t sq_mask;
@@ -603,6 +606,7 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		    int n);
 struct smart_tp_wr *smart__shm_sq_slot(struct smart_tp_qp *qp);
 int smart__shm_sq_commit(struct smart_tp_qp *qp);
+int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
 int smart__shm_qp_in_error(const struct smart_tp_qp *qp);
 
 /* shm_recv.c: two-sided (rule 8). */

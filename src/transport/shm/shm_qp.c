@@ -323,6 +323,8 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 		return SMART_EPROTO;
 	qp->r = r;
 	qp->state = SHM_QP_RTS;
+	qp->plain = !qp->model && !(qp->flags & SMART_TP_SHARED) &&
+		    !(qp->cq->flags & SMART_TP_SHARED) && !qp->cq->special;
 	return 0;
 }
 
@@ -613,17 +615,60 @@ int smart__shm_sq_commit(struct smart_tp_qp *qp)
 	return shm_sq_publish(qp, 1);
 }
 
+/* post(qp, wr, 1) of one one-sided WR on a plain QP (transport.h): the
+ * entry behind the tail written and checked as shm_post_locked does, the
+ * tail moved and the doorbell record written or grown as shm_sq_publish
+ * does, without post's entry tests for a chain of any kind, the chain's
+ * loop, or the locks (a plain QP and its CQ are not shared).  A QP or a
+ * WR that takes post's general way is refused whole: SMART_ENOTSUP. */
+int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
+{
+	struct smart_tp_cq *cq = qp->cq;
+	uint32_t tail = qp->sq_tail;
+	struct shm_wqe *e;
+
+	if (smart_unlikely(!SMART_M_SHM_POST1_ANY_QP && !qp->plain) ||
+	    smart_unlikely(wr->opcode >= SMART_TP_SEND))
+		return SMART_ENOTSUP;
+	if (!SMART_M_SHM_POST1_NO_ROOM &&
+	    smart_unlikely(tail - atomic_load_explicit(&qp->sq_head,
+						       memory_order_acquire) >
+			   qp->sq_mask))
+		return SMART_EAGAIN; /* full: post waits for room in turn */
+	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask))
+		return SMART_EAGAIN;
+	e = &qp->sq[tail & qp->sq_mask];
+	e->wr = *wr;
+	if (shm_wqe_inline(e, wr))
+		return SMART_EINVAL;
+	qp->sq_tail = tail + 1;
+	shm_db_ring(cq, qp, 1, 1);
+	return 0;
+}
+
 /* Execute one WR; returns a completion status.  Inline in the plain
  * poll's loop (out of line it cost a fifth of the WR's execution). */
 static inline __attribute__((always_inline)) int
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e);
+
+static inline __attribute__((always_inline)) int
 shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
+{
+	if (smart_unlikely(e->wr.opcode >= SMART_TP_SEND))
+		return smart__shm_exec_send(qp, e);
+	return shm_exec_1s(qp, e);
+}
+
+/* shm_exec of a one-sided WR (READ, WRITE, CAS, FAA; another opcode is
+ * refused by shm_exec_atomic): the checks of its remote range, key and
+ * local MR, then the access. */
+static inline __attribute__((always_inline)) int
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
 	int st;
 
-	if (smart_unlikely(wr->opcode >= SMART_TP_SEND))
-		return smart__shm_exec_send(qp, e);
 	st = shm_wr_check(qp, wr, &rp);
 	if (smart_unlikely(st != SMART_TP_WC_OK))
 		return st;
@@ -780,6 +825,72 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	return left == 0;
 }
 
+/* shm_run_db_at, plain, for a one-sided record (shm_db.one_sided: its
+ * WRs are READs, WRITEs, CASes and FAAs, so none waits for a receive and
+ * none is a SEND): the same steps per WR - room for its possible
+ * completion, the QP's state, shm_wr_check's checks of the remote range,
+ * key and local MR and the access (shm_exec_1s), the completion of a
+ * signalled or failed WR - without the SEND's test and the receive wait,
+ * the caller's output count in a register. */
+static inline __attribute__((always_inline)) int
+shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
+{
+	struct smart_tp_qp *qp = db->qp;
+	struct smart_tp_wc *out = o->wc;
+	int on = o->n, omax = o->max;
+	uint32_t head, left;
+
+	if (!db->n) /* emptied by a destroyed QP: qp may be gone */
+		return 1;
+	/* an earlier doorbell of its QP waits for a receive: keep order */
+	if (smart_unlikely(qp->stall_pass == cq->pass))
+		return 2;
+	if (smart_unlikely(o->failures) && qp->r &&
+	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
+	    qp->state == SHM_QP_RTS)
+		qp->state = SHM_QP_DOOMED;
+	/* completions go to the caller's array while it has room and
+	 * nothing older waits in the ring (shm_complete); this loop is the
+	 * ring's only writer meanwhile (a one-sided WR completes nothing
+	 * else), so the ring is looked at once: not empty, the array is
+	 * closed.  While the array has room the ring stays empty and a
+	 * completion needs none of its room. */
+	if (cq->wc_head != cq->wc_tail)
+		omax = on;
+	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	for (left = db->n; left; left--, head++) {
+		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
+		int st = SMART_TP_WC_FLUSH;
+
+		if (on >= omax && !SMART_M_SHM_ONE_SIDED_NO_RING_ROOM &&
+		    cq->wc_tail - cq->wc_head > cq->wc_mask)
+			break;
+		if (smart_likely(qp->state == SHM_QP_RTS)) {
+			st = shm_exec_1s(qp, e);
+			if (smart_unlikely(st != SMART_TP_WC_OK))
+				qp->state = SHM_QP_ERR;
+		} else if (qp->state == SHM_QP_DOOMED) {
+			st = SMART_TP_WC_FATAL;
+			qp->state = SHM_QP_ERR;
+		}
+		if (st != SMART_TP_WC_OK || (e->wr.flags & SMART_TP_SIGNALED)) {
+			struct smart_tp_wc *wc;
+
+			if (smart_likely(on < omax))
+				wc = &out[on++];
+			else
+				wc = &cq->wc[cq->wc_tail++ & cq->wc_mask];
+			wc->wr_id = e->wr.wr_id;
+			wc->status = st;
+			wc->opcode = e->wr.opcode;
+		}
+	}
+	o->n = on;
+	db->n = left;
+	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
+	return left == 0;
+}
+
 /* The head doorbell goes to the back of the FIFO (its QP waits for a
  * receive, rule 8); 0 when the FIFO is full, and then it stays. */
 static int shm_requeue(struct smart_tp_cq *cq)
@@ -800,7 +911,9 @@ static int shm_db_next(struct smart_tp_cq *cq, int rc)
 static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 		      struct shm_out *o)
 {
-	return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
+	if (!SMART_M_SHM_ONE_SIDED_RUN_ANY && !db->one_sided)
+		return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
+	return shm_run_one_sided(cq, db, o);
 }
 
 /* Prefetch the targets of up to SHM_TOUCH_MAX queued WRs in one tight loop
@@ -811,33 +924,45 @@ static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 
 static void shm_touch(struct smart_tp_cq *cq)
 {
-	uint32_t i, h, budget = SHM_TOUCH_MAX;
+	uint32_t i, h, k, budget = SHM_TOUCH_MAX;
 
 	cq->touch_gen++;
 	for (i = cq->db_head; i != cq->db_tail && budget; i++) {
 		const struct shm_db *db = &cq->db[i & cq->db_mask];
 		struct smart_tp_qp *qp = db->qp;
+		const struct shm_wqe *e, *end;
+		uintptr_t delta;
+		uint32_t rkey;
 
 		if (!db->n || qp->touch_gen == cq->touch_gen || !qp->r)
 			continue;
 		qp->touch_gen = cq->touch_gen;
 		h = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
-		for (; h != qp->sq_tail && budget; h++, budget--) {
-			const struct smart_tp_wr *wr =
-				&qp->sq[h & qp->sq_mask].wr;
-
+		/* the QP's queued WRs within the budget, walked by a pointer
+		 * that wraps at the queue's end (no index arithmetic per
+		 * WR), the region's key and offset to the mapping read once */
+		k = qp->sq_tail - h;
+		if (k > budget)
+			k = budget;
+		budget -= k;
+		e = &qp->sq[h & qp->sq_mask];
+		end = qp->sq + qp->sq_mask + 1;
+		rkey = qp->r->rkey;
+		delta = (uintptr_t)qp->r->map - (uintptr_t)qp->r->base;
+		for (; k; k--) {
 			/* no bounds check: a prefetch is a hint that never
 			 * faults and reads nothing architecturally, and
 			 * shm_exec checks the WR before its access; device
 			 * memory's key (rare) is not prefetched; the address
 			 * is formed as an integer, since a pointer outside
 			 * the mapping would be undefined behaviour */
-			if (smart_likely(wr->rkey == qp->r->rkey))
+			if (smart_likely(e->wr.rkey == rkey))
 				__builtin_prefetch(
-					(const void *)((uintptr_t)qp->r->map +
-						       (uintptr_t)(wr->remote -
-								   qp->r->base)),
+					(const void *)(delta +
+						       (uintptr_t)e->wr.remote),
 					0, 3);
+			if (smart_unlikely(++e == end))
+				e = qp->sq;
 		}
 	}
 }

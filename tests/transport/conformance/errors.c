@@ -531,6 +531,92 @@ void case_sq_slot(const struct smart_conf_env *env)
 }
 
 /* ------------------------------------------------------------------ */
+/* Case: post1 — post's one-call way for one one-sided WR (where a
+ * transport has it): it posts as post would while the queue has room and
+ * never beyond it, refuses what post would refuse, and leaves to post
+ * (SMART_ENOTSUP, nothing posted) a QP not connected and a SEND */
+
+void case_post1(const struct smart_conf_env *env)
+{
+	struct smart_tp_qp_attr attr = { .max_send_wr = EAG_MAX_WR };
+	struct smart_tp_wc wc[256];
+	struct smart_tp_wr w;
+	struct smart_tp_qp *idle;
+	struct fx f;
+	struct conn c;
+	int cap, k, rc;
+
+	fx_open(&f, env);
+	if (!f.ops->post1) {
+		printf("   %s has no post1 (post only)\n", f.ops->name);
+		fx_close(&f);
+		return;
+	}
+	conn_open(&f, NULL, 256, EAG_MAX_WR, 0, &c);
+	/* a QP not connected yet is post's (which refuses it): nothing
+	 * queued on it, nothing completes */
+	CHECK_OK(f.ops->qp_create(f.idom, c.cq, &attr, &idle));
+	w = eag_wr(&f, 210, CONF_SIG);
+	CHECK_EQ(f.ops->post1(idle, &w), SMART_ENOTSUP);
+	f.ops->qp_destroy(idle);
+	w = eag_wr(&f, 200, CONF_SIG);
+	rc = f.ops->post1(c.qp, &w);
+	if (rc == SMART_ENOTSUP) { /* the model's, the adversary's QPs */
+		printf("   this QP takes post's general way (no post1)\n");
+		expect_quiet(f.ops, c.cq);
+		conn_close(&c);
+		fx_close(&f);
+		return;
+	}
+	CHECK_OK(rc);
+	wait_wcs(f.ops, c.cq, wc, 1);
+	CHECK_WC(wc[0], 200, SMART_TP_WC_OK);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 200), 201);
+	/* an inline WRITE's data is taken at the post */
+	w = eag_wr(&f, 202, CONF_SIG | SMART_TP_INLINE);
+	CHECK_OK(f.ops->post1(c.qp, &w));
+	((uint64_t *)f.laddr)[202] = 99;
+	wait_wcs(f.ops, c.cq, wc, 1);
+	CHECK_WC(wc[0], 202, SMART_TP_WC_OK);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 202), 203);
+	/* what post would refuse is refused, and a SEND is post's:
+	 * nothing posted either way */
+	w = eag_wr(&f, 203, CONF_SIG | SMART_TP_INLINE);
+	w.len = 1u << 20;
+	CHECK_EQ(f.ops->post1(c.qp, &w), SMART_EINVAL);
+	w = eag_wr(&f, 203, CONF_SIG);
+	w.opcode = SMART_TP_SEND;
+	CHECK_EQ(f.ops->post1(c.qp, &w), SMART_ENOTSUP);
+	expect_quiet(f.ops, c.cq);
+	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 203), 0);
+	/* singles until the queue is full, as post's would fill it */
+	for (cap = 0;; cap++) {
+		CHECK_MSG(cap < 256,
+			  "post1 posted more than 256 WRs on a send queue of "
+			  "max_send_wr %d (only poll() frees room)",
+			  EAG_MAX_WR);
+		w = eag_wr(&f, (uint64_t)cap, CONF_SIG);
+		rc = f.ops->post1(c.qp, &w);
+		if (rc == SMART_EAGAIN)
+			break;
+		CHECK_OK(rc);
+	}
+	printf("   post1 took %d WRs (max_send_wr %d)\n", cap, EAG_MAX_WR);
+	CHECK_GE(cap, EAG_MAX_WR);
+	w = eag_wr(&f, (uint64_t)cap, CONF_SIG);
+	CHECK_EQ(f.ops->post(c.qp, &w, 1), SMART_EAGAIN);
+	wait_wcs(f.ops, c.cq, wc, cap);
+	for (k = 0; k < cap; k++) {
+		CHECK_WC(wc[k], k, SMART_TP_WC_OK);
+		CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * (size_t)k),
+			     (uint64_t)k + 1);
+	}
+	expect_quiet(f.ops, c.cq);
+	conn_close(&c);
+	fx_close(&f);
+}
+
+/* ------------------------------------------------------------------ */
 /* Case: inline_limit — an inline WRITE up to caps.max_inline bytes is  */
 /* sent from unregistered memory; one byte more is refused by post,     */
 /* the whole chain with it, and the QP stays usable                     */
