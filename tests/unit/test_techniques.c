@@ -702,6 +702,63 @@ static void test_retry_level_off(void)
 	fixture_stop(&f);
 }
 
+/* Churn at n_max 1 (rev30 attack): 6 tasks, 20 guarded ops each with 3
+ * backoffs (each a release and a readmission) and a round trip per
+ * attempt: every op ends (no sleeper overtaken for good, nobody left
+ * parked), never two inside at once, and every slot comes back. */
+struct churn_arg {
+	int *inside, *max_inside, *ops;
+};
+
+static void churn_task(smart_worker_t *w, void *p)
+{
+	struct churn_arg *a = p;
+
+	for (int i = 0; i < 20; i++) {
+		smart_backoff_begin(w);
+		for (int k = 0;; k++) {
+			(*a->inside)++;
+			*a->max_inside = smart_max(*a->max_inside, *a->inside);
+			smart_task_yield(w); /* the attempt's round trip */
+			CHECK_OK(smart_poll(w));
+			(*a->inside)--;
+			if (k == 3)
+				break;
+			w->rtt[0] = 1;
+			smart_backoff_retry(w);
+		}
+		smart_backoff_end(w);
+		(*a->ops)++;
+	}
+}
+
+static void test_admission_churn(void)
+{
+	static const char *const kv[] = { "backoff_window", "10s", NULL };
+	int inside = 0, max_inside = 0, ops = 0;
+	struct churn_arg a = { &inside, &max_inside, &ops };
+	struct fixture f;
+	smart_worker_t *w;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	w->bo.nmax = 1;
+	w->bo.level = SMART_BACKOFF_SHIFT_MAX;
+	w->bo.win_end = UINT64_MAX;
+	for (int i = 0; i < 6; i++)
+		CHECK_OK(smart_task_spawn(w, churn_task, &a));
+	CHECK_OK(smart_worker_run(w));
+	printf("%d ops, at most %d inside, admission waits %" PRIu64 "\n", ops,
+	       max_inside, w->stats[SMART_STAT_ADMISSION_WAITS]);
+	CHECK_EQ(ops, 120);
+	CHECK_EQ(max_inside, 1);
+	CHECK_GT(w->stats[SMART_STAT_ADMISSION_WAITS], 0);
+	CHECK_EQ(w->bo.active, 0);
+	CHECK(w->bo.wait_head == NULL);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 static void test_switches(void)
 {
 	static const char *const none[] = { "techniques", "None", NULL };
@@ -755,6 +812,7 @@ int main(int argc, char **argv)
 		{ "sleep_releases", test_sleep_releases },
 		{ "cut_while_asleep", test_cut_while_asleep },
 		{ "retry_level_off", test_retry_level_off },
+		{ "admission_churn", test_admission_churn },
 		{ "switches", test_switches },
 		{ NULL, NULL },
 	};
