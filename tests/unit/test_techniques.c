@@ -539,6 +539,226 @@ static void test_sleep_releases(void)
 	fixture_stop(&f);
 }
 
+/* n_max cut while a task sleeps (rev30 attack): A, admitted, gives its
+ * slot up in a backoff; C takes it; n_max is cut to 1 meanwhile (as a
+ * window's bo_up would) while B and C are inside.  A, awake, must queue
+ * and be readmitted only when both have left (the cut evicts nobody, and
+ * nobody is admitted above the new n_max), and nothing is left parked or
+ * counted. */
+struct cut_arg {
+	char log[16];
+	int n, c_in;
+};
+
+static void cut_note(struct cut_arg *a, char c)
+{
+	a->log[a->n++] = c;
+}
+
+static void cut_until(smart_worker_t *w, int (*done)(smart_worker_t *, void *),
+		      void *p)
+{
+	for (int i = 0; i < 200 && !done(w, p); i++) {
+		CHECK_OK(smart_poll(w));
+		smart_task_yield(w);
+	}
+	CHECK(done(w, p));
+}
+
+static int cut_queued(smart_worker_t *w, void *p)
+{
+	(void)p;
+	return w->bo.wait_head != NULL;
+}
+
+static int cut_c_in(smart_worker_t *w, void *p)
+{
+	(void)w;
+	return ((struct cut_arg *)p)->c_in;
+}
+
+static int cut_two_waits(smart_worker_t *w, void *p)
+{
+	(void)p;
+	return w->stats[SMART_STAT_ADMISSION_WAITS] >= 2;
+}
+
+static void cut_a(smart_worker_t *w, void *p)
+{
+	smart_backoff_begin(w);
+	cut_note(p, 'A');
+	cut_until(w, cut_queued, p); /* C queues behind A and B */
+	w->rtt[0] = 1;
+	smart_backoff_retry(w); /* C gets A's slot; A queues again */
+	CHECK_LE(w->bo.active, w->bo.nmax);
+	cut_note(p, 'r');
+	smart_backoff_end(w);
+	cut_note(p, 'a');
+}
+
+static void cut_b(smart_worker_t *w, void *p)
+{
+	smart_backoff_begin(w);
+	cut_note(p, 'B');
+	cut_until(w, cut_c_in, p);
+	w->bo.nmax = 1; /* the cut, while A sleeps */
+	cut_until(w, cut_two_waits, p); /* A awake and queued */
+	cut_note(p, 'b');
+	smart_backoff_end(w);
+}
+
+static void cut_c(smart_worker_t *w, void *p)
+{
+	struct cut_arg *a = p;
+
+	smart_backoff_begin(w);
+	cut_note(a, 'C');
+	a->c_in = 1;
+	cut_until(w, cut_two_waits, p);
+	cut_note(a, 'c');
+	smart_backoff_end(w);
+}
+
+static void test_cut_while_asleep(void)
+{
+	static const char *const kv[] = { "backoff_window", "10s", NULL };
+	struct cut_arg a = { { 0 }, 0, 0 };
+	struct fixture f;
+	smart_worker_t *w;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	w->bo.nmax = 2;
+	w->bo.level = SMART_BACKOFF_SHIFT_MAX;
+	w->bo.win_end = UINT64_MAX;
+	CHECK_OK(smart_task_spawn(w, cut_a, &a));
+	CHECK_OK(smart_task_spawn(w, cut_b, &a));
+	CHECK_OK(smart_task_spawn(w, cut_c, &a));
+	CHECK_OK(smart_worker_run(w));
+	printf("order %s, admission waits %" PRIu64 "\n", a.log,
+	       w->stats[SMART_STAT_ADMISSION_WAITS]);
+	CHECK_STR_EQ(a.log, "ABCcbra"); /* A readmitted after C and B */
+	CHECK_EQ(w->stats[SMART_STAT_ADMISSION_WAITS], 2);
+	CHECK_EQ(w->bo.active, 0);
+	CHECK(w->bo.wait_head == NULL);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* A retry at level OFF (no backoff) keeps the slot (rev30 attack): with
+ * n_max 1, B stays queued through A's retries and gets the slot when A
+ * ends; the main context's guards (never admitted) neither take nor
+ * give a slot, with or without a backoff. */
+struct off_arg {
+	char log[16];
+	int n;
+};
+
+static void off_task(smart_worker_t *w, void *p)
+{
+	struct off_arg *a = p;
+	int first = a->n == 0;
+
+	smart_backoff_begin(w);
+	a->log[a->n++] = first ? 'A' : 'B';
+	if (first)
+		for (int k = 0; k < 3; k++) {
+			smart_task_yield(w); /* B queues meanwhile */
+			smart_backoff_retry(w);
+			CHECK_EQ(w->bo.active, 1);
+			a->log[a->n++] = 'r';
+		}
+	a->log[a->n++] = first ? 'a' : 'b';
+	smart_backoff_end(w);
+}
+
+static void test_retry_level_off(void)
+{
+	static const char *const kv[] = { "backoff_window", "10s", NULL };
+	struct off_arg a = { { 0 }, 0 };
+	struct fixture f;
+	smart_worker_t *w;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	w->bo.nmax = 1;
+	w->bo.level = -1; /* no backoff */
+	w->bo.win_end = UINT64_MAX;
+	CHECK_OK(smart_task_spawn(w, off_task, &a));
+	CHECK_OK(smart_task_spawn(w, off_task, &a));
+	CHECK_OK(smart_worker_run(w));
+	CHECK_STR_EQ(a.log, "ArrraBb"); /* B inside only after A ends */
+	CHECK_EQ(w->stats[SMART_STAT_ADMISSION_WAITS], 1);
+	CHECK_EQ(w->bo.active, 0);
+	/* the main context: no slot taken or given, backoff or not */
+	w->rtt[0] = 1;
+	w->bo.level = SMART_BACKOFF_SHIFT_MAX;
+	smart_backoff_begin(w);
+	smart_backoff_retry(w);
+	smart_backoff_end(w);
+	CHECK_EQ(w->bo.active, 0);
+	CHECK(w->bo.wait_head == NULL);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* Churn at n_max 1 (rev30 attack): 6 tasks, 20 guarded ops each with 3
+ * backoffs (each a release and a readmission) and a round trip per
+ * attempt: every op ends (no sleeper overtaken for good, nobody left
+ * parked), never two inside at once, and every slot comes back. */
+struct churn_arg {
+	int *inside, *max_inside, *ops;
+};
+
+static void churn_task(smart_worker_t *w, void *p)
+{
+	struct churn_arg *a = p;
+
+	for (int i = 0; i < 20; i++) {
+		smart_backoff_begin(w);
+		for (int k = 0;; k++) {
+			(*a->inside)++;
+			*a->max_inside = smart_max(*a->max_inside, *a->inside);
+			smart_task_yield(w); /* the attempt's round trip */
+			CHECK_OK(smart_poll(w));
+			(*a->inside)--;
+			if (k == 3)
+				break;
+			w->rtt[0] = 1;
+			smart_backoff_retry(w);
+		}
+		smart_backoff_end(w);
+		(*a->ops)++;
+	}
+}
+
+static void test_admission_churn(void)
+{
+	static const char *const kv[] = { "backoff_window", "10s", NULL };
+	int inside = 0, max_inside = 0, ops = 0;
+	struct churn_arg a = { &inside, &max_inside, &ops };
+	struct fixture f;
+	smart_worker_t *w;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	w->bo.nmax = 1;
+	w->bo.level = SMART_BACKOFF_SHIFT_MAX;
+	w->bo.win_end = UINT64_MAX;
+	for (int i = 0; i < 6; i++)
+		CHECK_OK(smart_task_spawn(w, churn_task, &a));
+	CHECK_OK(smart_worker_run(w));
+	printf("%d ops, at most %d inside, admission waits %" PRIu64 "\n", ops,
+	       max_inside, w->stats[SMART_STAT_ADMISSION_WAITS]);
+	CHECK_EQ(ops, 120);
+	CHECK_EQ(max_inside, 1);
+	CHECK_GT(w->stats[SMART_STAT_ADMISSION_WAITS], 0);
+	CHECK_EQ(w->bo.active, 0);
+	CHECK(w->bo.wait_head == NULL);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 static void test_switches(void)
 {
 	static const char *const none[] = { "techniques", "None", NULL };
@@ -590,6 +810,9 @@ int main(int argc, char **argv)
 		{ "credit_fifo", test_credit_fifo },
 		{ "admission_fifo", test_admission_fifo },
 		{ "sleep_releases", test_sleep_releases },
+		{ "cut_while_asleep", test_cut_while_asleep },
+		{ "retry_level_off", test_retry_level_off },
+		{ "admission_churn", test_admission_churn },
 		{ "switches", test_switches },
 		{ NULL, NULL },
 	};
