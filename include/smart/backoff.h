@@ -36,10 +36,18 @@
  * operations trying at once: a task gives its slot up while it sleeps
  * in a backoff and queues for one again when it wakes (a sleeper holding
  * its slot stalled the worker's other tasks behind one hot key).  So a
- * retry may wait for a slot: do not hold across smart_backoff_retry
- * anything another task's guarded operation waits for (a lock it
- * retries on); take such a lock inside one attempt, as Smart-HT's
- * splits do.  With the switch off the guard only counts retries.
+ * retry may wait for a slot while the others run.  That is safe for what
+ * a task holds across smart_backoff_retry as long as whoever waits for
+ * it waits in guarded retries too: every retry that sleeps gives its slot
+ * up, and the backoff comes off only once n_max is back up to the
+ * worker's tasks (tasks spawned later find n_max below them with no
+ * backoff until a window above p_high brings it back: a stall of a few
+ * windows, not a deadlock).  Smart-HT is such a
+ * case: a split's lock is taken and let go inside one attempt, and an
+ * insert that holds a tentative slot across its retries is waited for
+ * only by other inserts' retries.  A lock that a task outside a guard
+ * spins on must not be held across a retry.  With the switch off the
+ * guard only counts retries.
  *
  * Retries per operation (mean and histogram) appear in the stats.
  * Thread safety: owner thread of the worker only.  Guards do not nest.

@@ -38,8 +38,10 @@ enum smart_stat {
 	SMART_STAT_QP_FULL, /**< posts deferred because a send queue was full */
 	SMART_STAT_CREDIT_WAITS,
 	SMART_STAT_RETRIES,
-	SMART_STAT_BACKOFF_CYCLES,
-	SMART_STAT_ERRORS, /**< error completions */
+	SMART_STAT_BACKOFF_CYCLES, /**< TSC cycles retries spent backing
+				    * off, queueing for a slot after it
+				    * included */
+	SMART_STAT_ERRORS,	   /**< error completions */
 	SMART_STAT_RECONNECTS,
 	SMART_STAT_TASK_SWITCHES,
 	SMART_STAT_TASKS_SPAWNED,
@@ -48,7 +50,8 @@ enum smart_stat {
 	SMART_STAT_FREES,
 	SMART_STAT_WRS_DONE,	/**< WRs completed (credits returned) */
 	SMART_STAT_GUARDED_OPS, /**< operations ended by smart_backoff_end */
-	SMART_STAT_ADMISSION_WAITS, /**< guard entries that had to queue */
+	SMART_STAT_ADMISSION_WAITS, /**< guard entries, and re-entries
+				     * after a backoff, that had to queue */
 	SMART_STAT_TUNER_EPOCHS,
 	SMART_STAT_POOL_LOCKS,	    /**< registered-pool mutex acquisitions */
 	SMART_STAT_EPOCH_ENTERS,    /**< smart_epoch_enter (outermost) */

@@ -11,10 +11,11 @@
 #   WorkReqThrot    96 threads x 32: throttled >= 1.1x unthrottled and a
 #                   cap chosen (105.8 vs 82.8 Mops, cap 8); THROT_CAP_IGNORED
 #   ConflictAvoid   Smart-HT update-only, Zipf 0.99, 32 threads x 8:
-#                   attempts per op at most half of None's (2.42 vs 11.0)
-#                   and more Mops (2.61 vs 1.76); at 64 threads coroutine
+#                   attempts per op at most half of None's (2.44 vs 11.0)
+#                   and more Mops (2.59 vs 1.76); at 64 threads coroutine
 #                   throttling engages (n_max cut) and costs nothing
-#                   against +DynLimit (>= 0.97x; 2.706 vs 2.700);
+#                   against +DynLimit (>= 0.97x; 2.698 vs 2.666: not
+#                   that it adds, the paper's order, docs/sim.md C6);
 #                   BO_NO_CORO_THROT, BO_SLEEP_HOLDS_SLOT
 # Usage: test_sim_techniques.sh BIN_DIR
 set -u

@@ -601,7 +601,7 @@ static void cut_b(smart_worker_t *w, void *p)
 	smart_backoff_begin(w);
 	cut_note(p, 'B');
 	cut_until(w, cut_c_in, p);
-	w->bo.nmax = 1; /* the cut, while A sleeps */
+	w->bo.nmax = 1;			/* the cut, while A sleeps */
 	cut_until(w, cut_two_waits, p); /* A awake and queued */
 	cut_note(p, 'b');
 	smart_backoff_end(w);
