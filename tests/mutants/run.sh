@@ -20,6 +20,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$src/build-mutants
 if [ "${1:-}" = -B ]; then build=$2; shift 2; fi
+# absolute: the tests run from inside it, and a shell test gets its bin/
+# by this path (relative, as `make mutants` passes it, the scripts found
+# no binaries there, failed, and every mutant only they check counted as
+# caught)
+mkdir -p "$build" && build=$(cd "$build" && pwd) || exit 2
 list=$here/mutants.txt
 jobs=$(nproc)
 
@@ -89,6 +94,12 @@ for name in "${names[@]}"; do
 		[ "$bin" != "$t" ] && case="=${t#*:}"
 		echo "-- $name: $bin ${case:-(all cases)}"
 		if sh=$(shell_test "$bin"); then
+			# a script that finds no tools fails for that alone
+			if [ ! -x "$build/bin/smart-bench" ]; then
+				verdict=broken
+				why="no $build/bin/smart-bench for $bin"
+				break
+			fi
 			(cd "$build" && timeout 300 bash "$sh" "$build/bin") >"$build/mutant.out" 2>&1
 		else
 			(cd "$build" && timeout 300 "bin/$bin" $case) >"$build/mutant.out" 2>&1
@@ -105,7 +116,10 @@ for name in "${names[@]}"; do
 			break
 		fi
 	done
-	if [ $verdict = caught ]; then
+	if [ $verdict = broken ]; then
+		report+=("BROKEN   $name: $why")
+		broken=$((broken + 1))
+	elif [ $verdict = caught ]; then
 		report+=("caught   $name: $why")
 		caught=$((caught + 1))
 	else
