@@ -246,18 +246,8 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	 * in a poll), and the chain counts in SMART_STAT_WRS_POSTED and
 	 * SMART_STAT_DOORBELLS by one counter (w->posts1, stats.c). */
 	if (n == 1 && post1_done(w, qp, c->wr)) {
-		atomic_store_explicit(
-			&qp->outstanding,
-			atomic_load_explicit(&qp->outstanding,
-					     memory_order_relaxed) +
-				1,
-			memory_order_relaxed);
-		atomic_store_explicit(
-			&t->inflight,
-			atomic_load_explicit(&t->inflight,
-					     memory_order_relaxed) +
-				1,
-			memory_order_relaxed);
+		cnt_add(&qp->outstanding, 1, 0);
+		cnt_add(&t->inflight, 1, 0);
 		__atomic_store_n(&w->posts1, w->posts1 + 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -541,6 +531,29 @@ struct op_target {
 	uint32_t rkey;
 };
 
+/* Append op's WR to chain c of t, to `remote` under `rkey` with the
+ * local bytes at `local`.  Field by field: a compound literal was built
+ * on the stack and copied; wr_id is post_chain's (the batch). */
+static inline __attribute__((always_inline)) void
+chain_put(struct smart_worker *w, struct smart__task *t, struct smart__chain *c,
+	  const struct op *op, uint64_t remote, uint32_t rkey, void *local,
+	  uint8_t flags)
+{
+	struct smart_tp_wr *wr = &c->wr[c->n++];
+
+	wr->remote = remote;
+	wr->local = local;
+	wr->len = op->len;
+	wr->lkey = w->ctx->pool->lkey;
+	wr->rkey = rkey;
+	wr->opcode = op->opcode;
+	wr->flags = flags;
+	wr->_pad = 0;
+	wr->compare_add = op->a1;
+	wr->swap = op->a2;
+	t->bytes += op->len; /* smart_task_bytes: 8 for an atomic */
+}
+
 /* Always inlined: out of line it cost 11 instructions per op. */
 static inline __attribute__((always_inline)) int
 op_check(struct smart_worker *w, const struct op *op, struct smart__blade **bo,
@@ -619,7 +632,6 @@ op_queue(struct smart_worker *w, const struct op *op)
 	struct smart__task *t = smart__cur_task(w);
 	struct smart__blade *b;
 	struct smart__chain *c;
-	struct smart_tp_wr *wr;
 	struct op_target to = { 0, 0 }; /* op_check sets it when it passes */
 	uint8_t flags = 0;
 	void *local;
@@ -639,20 +651,7 @@ op_queue(struct smart_worker *w, const struct op *op)
 		t->fence_next = 0;
 	}
 	c = chain_for(w, t, b->id);
-	wr = &c->wr[c->n++];
-	/* field by field: a compound literal was built on the stack and
-	 * copied; wr_id is post_chain's (the batch) */
-	wr->remote = to.remote;
-	wr->local = local;
-	wr->len = op->len;
-	wr->lkey = w->ctx->pool->lkey;
-	wr->rkey = to.rkey;
-	wr->opcode = op->opcode;
-	wr->flags = flags;
-	wr->_pad = 0;
-	wr->compare_add = op->a1;
-	wr->swap = op->a2;
-	t->bytes += op->len; /* smart_task_bytes: 8 for an atomic */
+	chain_put(w, t, c, op, to.remote, to.rkey, local, flags);
 	return 0;
 }
 
@@ -709,7 +708,6 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 	uint64_t off = smart_gaddr_off(op->ga);
 	int atomic = smart_tp_atomic(op->opcode);
 	struct smart__chain *c = &t->chains[0];
-	struct smart_tp_wr *wr;
 	uint8_t flags = 0;
 
 	if (smart_unlikely(!b) ||
@@ -744,18 +742,7 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 		flags |= SMART_TP_FENCE;
 		t->fence_next = 0;
 	}
-	wr = &c->wr[c->n++];
-	wr->remote = b->base + off;
-	wr->local = op->buf;
-	wr->len = op->len;
-	wr->lkey = ctx->pool->lkey;
-	wr->rkey = b->rkey;
-	wr->opcode = op->opcode;
-	wr->flags = flags;
-	wr->_pad = 0;
-	wr->compare_add = op->a1;
-	wr->swap = op->a2;
-	t->bytes += op->len;
+	chain_put(w, t, c, op, b->base + off, b->rkey, op->buf, flags);
 	return 1;
 }
 
