@@ -750,6 +750,28 @@ void smart__shm_resp_exec(struct smart_tp_qp *qp)
  * adversary's way. */
 enum { SHM_RUN_PLAIN, SHM_RUN_MODEL, SHM_RUN_ADV };
 
+/* What a doorbell record's run does before its WRs: 1 when the record
+ * is empty (emptied by a destroyed QP: qp may be gone), 2 when an
+ * earlier record of its QP waits for a receive (order is kept), else -1
+ * after dooming a QP whose remote failed (a dead blade, a fenced client:
+ * its first WR fails as a lost peer would, everything behind it flushes
+ * unexecuted). */
+static inline __attribute__((always_inline)) int
+shm_db_enter(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
+{
+	struct smart_tp_qp *qp = db->qp;
+
+	if (!db->n)
+		return 1;
+	if (smart_unlikely(qp->stall_pass == cq->pass))
+		return 2;
+	if (smart_unlikely(o->failures) && qp->r &&
+	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
+	    qp->state == SHM_QP_RTS)
+		qp->state = SHM_QP_DOOMED;
+	return -1;
+}
+
 /* Run the doorbell's WRs while there is room for each one's possible
  * completion and, when modelled, while the next WR's completion time has
  * come (*ran counts what ran).  Returns 0 when it had to stop early, 2
@@ -763,18 +785,10 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 {
 	struct smart_tp_qp *qp = db->qp;
 	uint32_t head, first, left;
+	int rc = shm_db_enter(cq, db, o);
 
-	if (!db->n) /* emptied by a destroyed QP: qp may be gone */
-		return 1;
-	/* an earlier doorbell of its QP waits for a receive: keep order */
-	if (smart_unlikely(qp->stall_pass == cq->pass))
-		return 2;
-	/* a failed remote (dead blade, fenced client): the first WR fails
-	 * as a lost peer would, everything behind it flushes unexecuted */
-	if (smart_unlikely(o->failures) && qp->r &&
-	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
-	    qp->state == SHM_QP_RTS)
-		qp->state = SHM_QP_DOOMED;
+	if (rc >= 0)
+		return rc;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 	first = head;
 	/* the count in a register, stored back once (nothing the loop
@@ -839,16 +853,10 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 	struct smart_tp_wc *out = o->wc;
 	int on = o->n, omax = o->max;
 	uint32_t head, left;
+	int rc = shm_db_enter(cq, db, o);
 
-	if (!db->n) /* emptied by a destroyed QP: qp may be gone */
-		return 1;
-	/* an earlier doorbell of its QP waits for a receive: keep order */
-	if (smart_unlikely(qp->stall_pass == cq->pass))
-		return 2;
-	if (smart_unlikely(o->failures) && qp->r &&
-	    atomic_load_explicit(&qp->r->failed, memory_order_acquire) &&
-	    qp->state == SHM_QP_RTS)
-		qp->state = SHM_QP_DOOMED;
+	if (rc >= 0)
+		return rc;
 	/* completions go to the caller's array while it has room and
 	 * nothing older waits in the ring (shm_complete); this loop is the
 	 * ring's only writer meanwhile (a one-sided WR completes nothing
