@@ -496,6 +496,9 @@ void smart__tasks_destroy(struct smart_worker *w);
 /* throttle.c */
 enum { TUNER_OFF, TUNER_NO_NIC, TUNER_FIXED, TUNER_UPDATE, TUNER_STABLE };
 #define SMART_TUNER_UNLIMITED 256
+/* stats.c: the counts w keeps folded (posts1, syncs_waited) added into
+ * the stats array c, where they count in two stats each */
+void smart__stats_add_folded(const struct smart_worker *w, uint64_t *c);
 void smart__tuner_advance(struct smart__tuner *t, double rate, int stable);
 void smart__tuner_init(struct smart_ctx *ctx);
 void smart__tuner_step(struct smart_worker *w);

@@ -82,19 +82,25 @@ const char *smart_stat_name(enum smart_stat id)
 	return stat_names[id];
 }
 
-static void sum_worker(smart_stats_t *s, smart_hist_t *h,
-		       const struct smart_worker *w)
+void smart__stats_add_folded(const struct smart_worker *w, uint64_t *c)
 {
 	uint64_t posts1 = __atomic_load_n(&w->posts1, __ATOMIC_RELAXED);
 	uint64_t waited = __atomic_load_n(&w->syncs_waited, __ATOMIC_RELAXED);
+
+	c[SMART_STAT_WRS_POSTED] += posts1;
+	c[SMART_STAT_DOORBELLS] += posts1;
+	c[SMART_STAT_SYNCS] += waited;
+	c[SMART_STAT_ROUND_TRIPS] += waited;
+}
+
+static void sum_worker(smart_stats_t *s, smart_hist_t *h,
+		       const struct smart_worker *w)
+{
 	int i;
 
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		s->c[i] += __atomic_load_n(&w->stats[i], __ATOMIC_RELAXED);
-	s->c[SMART_STAT_WRS_POSTED] += posts1;
-	s->c[SMART_STAT_DOORBELLS] += posts1;
-	s->c[SMART_STAT_SYNCS] += waited;
-	s->c[SMART_STAT_ROUND_TRIPS] += waited;
+	smart__stats_add_folded(w, s->c);
 	for (i = 0; i < SMART_RETRY_HIST; i++)
 		s->retry_hist[i] += __atomic_load_n(&w->retry_hist[i],
 						    __ATOMIC_RELAXED);

@@ -615,10 +615,7 @@ static void worker_retire_stats(struct smart_worker *w)
 
 	for (i = 0; i < SMART_STAT__COUNT; i++)
 		ctx->retired_stats[i] += w->stats[i];
-	ctx->retired_stats[SMART_STAT_WRS_POSTED] += w->posts1;
-	ctx->retired_stats[SMART_STAT_DOORBELLS] += w->posts1;
-	ctx->retired_stats[SMART_STAT_SYNCS] += w->syncs_waited;
-	ctx->retired_stats[SMART_STAT_ROUND_TRIPS] += w->syncs_waited;
+	smart__stats_add_folded(w, ctx->retired_stats);
 	for (i = 0; i < SMART_RETRY_HIST; i++)
 		ctx->retired_retry_hist[i] += w->retry_hist[i];
 	smart_hist_merge(ctx->retired_hist, w->hist);
