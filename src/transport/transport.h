@@ -400,19 +400,7 @@ struct smart_tp_ops {
 	int (*post)(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		    int n);
 	/* Optional, NULL where the WR is copied into the device's queue
-	 * anyway (verbs, sim): post's fast way for one one-sided WR on a
-	 * QP polled by one thread (not SMART_TP_SHARED).  sq_slot returns
-	 * the free send-queue entry behind the tail, which the caller
-	 * fills with a READ, a WRITE, a CAS or a FAA and commits with
-	 * sq_commit before it calls anything else on qp; NULL when the
-	 * queue is full or the QP takes post's general way (then post).
-	 * Until the commit the entry is free: nothing reads it.  sq_commit:
-	 * 0, the WR posted as post would (an inline WRITE's data copied
-	 * then); SMART_EAGAIN, or SMART_EINVAL (a SEND or WRITE_IMM, an
-	 * inline WRITE post would refuse), nothing posted. */
-	struct smart_tp_wr *(*sq_slot)(struct smart_tp_qp *qp);
-	int (*sq_commit)(struct smart_tp_qp *qp);
-	/* Optional, NULL as sq_slot: post(qp, wr, 1) of one one-sided WR
+	 * anyway (verbs, sim): post(qp, wr, 1) of one one-sided WR
 	 * (READ, WRITE, CAS, FAA) on a QP polled by one thread, in one call
 	 * without post's tests for a chain of any kind.  0, the WR posted
 	 * as post would; SMART_EAGAIN (the send queue is full) or

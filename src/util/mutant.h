@@ -160,14 +160,6 @@
 #define SMART_M_TASK_WAIT_POLLS_HANDLERS 0
 #endif
 
-#ifdef SMART_MUTANT_SHM_SLOT_NO_ROOM /* shm_qp.c: sq_slot hands out the
-					* entry behind the tail of a full
-					* send queue (a WR not yet executed) */
-#define SMART_M_SHM_SLOT_NO_ROOM 1
-#else
-#define SMART_M_SHM_SLOT_NO_ROOM 0
-#endif
-
 #ifdef SMART_MUTANT_SHM_POST1_NO_ROOM /* shm_qp.c: post1 writes the entry
 					 * behind the tail of a full send
 					 * queue (a WR not yet executed) */

@@ -604,8 +604,6 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 void smart__shm_qp_destroy(struct smart_tp_qp *qp);
 int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		    int n);
-struct smart_tp_wr *smart__shm_sq_slot(struct smart_tp_qp *qp);
-int smart__shm_sq_commit(struct smart_tp_qp *qp);
 int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
 int smart__shm_qp_in_error(const struct smart_tp_qp *qp);
 

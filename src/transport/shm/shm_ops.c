@@ -8,8 +8,6 @@ const struct smart_tp_ops smart__tp_shm_ops = {
 	.domain_open = smart__shm_domain_open,
 	.poll = smart__shm_poll,
 	.post = smart__shm_post,
-	.sq_slot = smart__shm_sq_slot,
-	.sq_commit = smart__shm_sq_commit,
 	.post1 = smart__shm_post1,
 	.post_recv = smart__shm_post_recv,
 	SMART__SHM_OPS_SHARED

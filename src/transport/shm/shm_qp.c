@@ -582,39 +582,6 @@ int smart__shm_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 	return rc;
 }
 
-/* The slot of one one-sided WR (transport.h): the entry behind the tail,
- * which the executor does not read before the tail moves past it, on a
- * QP no other thread posts to and whose posts take the plain way (no
- * model, no adversarial CQ: those keep post's checks). */
-struct smart_tp_wr *smart__shm_sq_slot(struct smart_tp_qp *qp)
-{
-	uint32_t head = atomic_load_explicit(&qp->sq_head,
-					     memory_order_acquire);
-
-	if (smart_unlikely(qp->state == SHM_QP_RESET || qp->model ||
-			   (qp->flags & SMART_TP_SHARED) || qp->cq->special))
-		return NULL;
-	if (!SMART_M_SHM_SLOT_NO_ROOM &&
-	    smart_unlikely(qp->sq_tail - head > qp->sq_mask))
-		return NULL; /* full: post waits for room in turn */
-	return &qp->sq[qp->sq_tail & qp->sq_mask].wr;
-}
-
-/* Moves the tail over the slot's WR and writes the doorbell record, as
- * shm_post_locked does after its copy, with the same check and copy of
- * an inline WRITE's data; a SEND or WRITE_IMM would need post's checks,
- * and is refused. */
-int smart__shm_sq_commit(struct smart_tp_qp *qp)
-{
-	struct shm_wqe *e = &qp->sq[qp->sq_tail & qp->sq_mask];
-	const struct smart_tp_wr *wr = &e->wr;
-
-	if (smart_unlikely(wr->opcode >= SMART_TP_SEND) ||
-	    shm_wqe_inline(e, wr))
-		return SMART_EINVAL;
-	return shm_sq_publish(qp, 1);
-}
-
 /* post(qp, wr, 1) of one one-sided WR on a plain QP (transport.h): the
  * entry behind the tail written and checked as shm_post_locked does, the
  * tail moved and the doorbell record written or grown as shm_sq_publish

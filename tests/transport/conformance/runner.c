@@ -48,7 +48,6 @@ static const struct conf_case conf_cases[] = {
 	{ "error_bad_opcode", case_error_bad_opcode, 0 },
 	{ "peer_read", case_peer_read, 0 },
 	{ "eagain", case_eagain, 0 },
-	{ "sq_slot", case_sq_slot, 0 },
 	{ "post1", case_post1, 0 },
 	{ "inline_limit", case_inline_limit, 0 },
 	{ "shared_objects", case_shared_objects, 0 },
