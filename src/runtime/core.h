@@ -134,8 +134,10 @@ struct smart__qp {
 	struct smart_tp_cq *cq; /* the group's CQ it was made on */
 	uint16_t blade;
 	uint32_t responder;
-	_Atomic int broken;	     /* an error completion was seen */
-	_Atomic int64_t outstanding; /* WRs posted, not yet completed */
+	_Atomic int broken; /* an error completion was seen */
+	/* no count of WRs in flight: a retired QP is freed once no busy
+	 * batch names it (worker.c group_reap), which the posts and the
+	 * completions then need not keep up per op */
 	/* posters that found the send queue full take a ticket and post
 	 * in ticket order (ops.c): room freed goes to the longest waiter */
 	_Atomic uint32_t room_next, room_turn;
@@ -641,11 +643,6 @@ static inline void smart__batch_complete_own(struct smart_worker *w,
 	struct smart__task *t = b->task;
 	int left;
 
-	atomic_store_explicit(&b->qp->outstanding,
-			      atomic_load_explicit(&b->qp->outstanding,
-						   memory_order_relaxed) -
-				      b->n,
-			      memory_order_relaxed);
 	*done += b->n; /* the poll adds it to SMART_STAT_WRS_DONE (and the
 			* credits) once */
 	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);

@@ -65,7 +65,6 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 	    !__atomic_compare_exchange_n(&b->busy, &(uint32_t){ 1 }, 2, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;
-	cnt_add(&b->qp->outstanding, -(int64_t)b->n, shared);
 	SMART_STAT_ADD(w, SMART_STAT_WRS_DONE, b->n);
 	if (smart_unlikely(t->w->throttle))
 		smart__credit_add(t->w, (int)b->n);
@@ -176,7 +175,6 @@ static __attribute__((noinline, cold)) void post_failed(struct smart_worker *w,
 	struct smart__qp *qp = b->qp;
 	int n = (int)b->n;
 
-	cnt_add(&qp->outstanding, -n, w->group->shared);
 	set_error(t, rc);
 	/* an announcement prepended to these WRs did not go out */
 	w->ctx->svc->qp_new(w, blade);
@@ -241,19 +239,17 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	/* One WR through post1 (a private group: w->post1 is set only
 	 * there): nothing yields or polls from here to the post, so no
 	 * retirement reaps the QP and no poll sees the batch in between;
-	 * the counters move after the post by plain adds (no other worker
-	 * touches them), no posting mark is needed (worker_fail_stale runs
+	 * the task's count moves after the post by a plain add (no other
+	 * worker touches it), no posting mark is needed (worker_fail_stale runs
 	 * in a poll), and the chain counts in SMART_STAT_WRS_POSTED and
 	 * SMART_STAT_DOORBELLS by one counter (w->posts1, stats.c). */
 	if (n == 1 && post1_done(w, qp, c->wr)) {
-		cnt_add(&qp->outstanding, 1, 0);
 		cnt_add(&t->inflight, 1, 0);
 		__atomic_store_n(&w->posts1, w->posts1 + 1, __ATOMIC_RELAXED);
 		return;
 	}
-	/* counted before the post: a QP retired while this task waits for
-	 * room is not freed under it (worker.c reaps at zero) */
-	cnt_add(&qp->outstanding, n, w->group->shared);
+	/* b->qp is set and b busy before the post: a QP retired while this
+	 * task waits for room is not freed under it (worker.c group_reap) */
 	t->posting = b; /* not in flight yet: no poll may fail it */
 	rc = post_in_turn(w, t, qp, c->wr, n);
 	t->posting = NULL;

@@ -213,11 +213,33 @@ static int qp_open(struct smart_worker *w, struct smart__blade *b,
 	return 0;
 }
 
-/* Free retired QPs whose WRs have all completed.  Group lock held.  In a
- * shared group another worker may still hold a retired QP in its cache
- * and be about to post to it, so those are kept until the group goes (a
- * QP per transport error, a bounded cost). */
-static void group_reap(struct smart__group *g)
+/* Has a batch of w's tasks (the main context's included) WRs on qp in
+ * flight, or being posted?  A batch is busy and names its QP from before
+ * its post until its last completion, and a QP's completions arrive in
+ * order, so none names qp once this says no.  A scan of the task slots on
+ * the slow path instead of a count of WRs in flight kept per post and
+ * completion (9 instructions of every one-WR op). */
+static int qp_in_flight(const struct smart_worker *w,
+			const struct smart__qp *qp)
+{
+	for (int i = -1; i < w->ntask_slots; i++) {
+		const struct smart__task *t = i < 0 ? &w->main_task :
+						      w->all_tasks[i];
+
+		for (int j = 0; j < SMART_TASK_BATCHES; j++)
+			if (__atomic_load_n(&t->batches[j].busy,
+					    __ATOMIC_ACQUIRE) &&
+			    t->batches[j].qp == qp)
+				return !SMART_M_WORKER_REAP_IN_FLIGHT;
+	}
+	return 0;
+}
+
+/* Free retired QPs whose WRs have all completed; w is the group's only
+ * worker.  Group lock held.  In a shared group another worker may still
+ * hold a retired QP in its cache and be about to post to it, so those are
+ * kept until the group goes (a QP per transport error, a bounded cost). */
+static void group_reap(struct smart_worker *w, struct smart__group *g)
 {
 	struct smart__qp **pp = &g->retired;
 
@@ -226,7 +248,7 @@ static void group_reap(struct smart__group *g)
 	while (*pp) {
 		struct smart__qp *qp = *pp;
 
-		if (atomic_load(&qp->outstanding) > 0) {
+		if (qp_in_flight(w, qp)) {
 			pp = &qp->retired_next;
 			continue;
 		}
@@ -244,7 +266,7 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 	int rc = 0, retired = 0;
 
 	pthread_mutex_lock(&g->lock);
-	group_reap(g);
+	group_reap(w, g);
 	qp = g->qps[b->id];
 	if (qp &&
 	    (atomic_load(&qp->broken) || w->ctx->tp->qp_in_error(qp->tqp))) {

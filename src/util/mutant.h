@@ -143,6 +143,14 @@
 #define SMART_M_WORKER_NO_CQ_FAIL 0
 #endif
 
+#ifdef SMART_MUTANT_WORKER_REAP_IN_FLIGHT /* worker.c: a retired QP
+					      * is freed with WRs of a
+					      * busy batch on it */
+#define SMART_M_WORKER_REAP_IN_FLIGHT 1
+#else
+#define SMART_M_WORKER_REAP_IN_FLIGHT 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_NO_ROOM_TURN /* ops.c: send-queue room to
 					 * whoever runs first */
 #define SMART_M_OPS_NO_ROOM_TURN 1

@@ -833,6 +833,42 @@ static void test_qp_repair(void)
 	fixture_stop(&f);
 }
 
+/* A retired QP is freed only once no WR of it is in flight: here the
+ * main context's READ is posted (smart_post) on QP 1, which then breaks;
+ * the next op retires it for QP 2, which breaks too, and the op after
+ * that retires QP 2 and reaps what it may.  QP 1 still has the READ in
+ * flight: freed, its WR would never complete (shm forgets a destroyed
+ * QP's queue, a NIC flushes it into a CQ nobody maps to it any more) and
+ * the sync would wait for ever. */
+static void test_qp_reap(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t v = 7, first = 0, back = 0;
+	int i;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 1 << 20), &v, 8));
+	CHECK_OK(smart_read(w, smart_gaddr(0, 1 << 20), 8, &first));
+	CHECK_OK(smart_post(w)); /* in flight on QP 1, not polled */
+	for (i = 0; i < 2; i++) {
+		atomic_store(&w->qp[0]->broken, 1);
+		CHECK_OK(smart_read(w, smart_gaddr(0, 1 << 20), 8, &back));
+		CHECK_OK(smart_post(w)); /* retires the broken QP */
+	}
+	alarm(20); /* a READ left in flight on a freed QP hangs the sync */
+	CHECK_OK(smart_sync(w));
+	alarm(0);
+	CHECK_U64_EQ(first, 7);
+	CHECK_U64_EQ(back, 7);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_RECONNECTS], 2);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 /* A completion queue that fails (on a NIC: an overrun, a dead device;
  * here the shm adversary's cq_fail) must leave no task waiting for ever:
  * every sync returns, those with WRs on the failed CQ with an error, and
@@ -1083,6 +1119,7 @@ int main(int argc, char **argv)
 		{ "wait_in_place", test_wait_in_place },
 		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
+		{ "qp_reap", test_qp_reap },
 		{ "cq_failure", test_cq_failure },
 		{ "room_turns", test_room_turns },
 		{ "room_turns_slot", test_room_turns_slot },
