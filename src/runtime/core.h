@@ -433,10 +433,9 @@ struct smart_worker {
 	struct smart__bufcache bufcache[SMART_BUF_CLASSES];
 };
 
-#define SMART_STAT_ADD(w, id, v)                                               \
-	__atomic_store_n(&(w)->stats[id], (w)->stats[id] + (v),                \
-			 __ATOMIC_RELAXED)
-#define SMART_STAT_INC(w, id) SMART_STAT_ADD(w, id, 1)
+/* one writer (the worker), relaxed readers (snapshots): util/compiler.h */
+#define SMART_STAT_ADD(w, id, v) smart_counter_add(&(w)->stats[id], (v))
+#define SMART_STAT_INC(w, id)	 SMART_STAT_ADD(w, id, 1)
 
 static inline struct smart__task *smart__cur_task(struct smart_worker *w)
 {

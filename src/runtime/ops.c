@@ -245,7 +245,7 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	 * SMART_STAT_DOORBELLS by one counter (w->posts1, stats.c). */
 	if (n == 1 && post1_done(w, qp, c->wr)) {
 		cnt_add(&t->inflight, 1, 0);
-		__atomic_store_n(&w->posts1, w->posts1 + 1, __ATOMIC_RELAXED);
+		smart_counter_add(&w->posts1, 1);
 		return;
 	}
 	/* b->qp is set and b busy before the post: a QP retired while this
@@ -374,8 +374,7 @@ task_sync_at(struct smart_worker *w, struct smart__task *t, int sampled)
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
 		t->round_trips++;
 		sync_wait(w, t);
-		__atomic_store_n(&w->syncs_waited, w->syncs_waited + 1,
-				 __ATOMIC_RELAXED);
+		smart_counter_add(&w->syncs_waited, 1);
 	} else {
 		SMART_STAT_INC(w, SMART_STAT_SYNCS);
 	}
