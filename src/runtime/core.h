@@ -640,15 +640,13 @@ static inline void smart__batch_complete_own(struct smart_worker *w,
 					     uint64_t *done)
 {
 	struct smart__task *t = b->task;
-	int left;
 
 	*done += b->n; /* the poll adds it to SMART_STAT_WRS_DONE (and the
 			* credits) once */
 	__atomic_store_n(&b->busy, 0, __ATOMIC_RELEASE);
-	left = atomic_load_explicit(&t->inflight, memory_order_relaxed) - 1;
-	atomic_store_explicit(&t->inflight, left, memory_order_relaxed);
 	/* the main context never waits in that state (task.c main_wait) */
-	if (!left && t->state == SMART_TASK_WAITING)
+	if (smart_own_add_is_zero(&t->inflight, -1) &&
+	    t->state == SMART_TASK_WAITING)
 		smart__task_ready(w, t);
 }
 

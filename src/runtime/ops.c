@@ -244,7 +244,7 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	 * in a poll), and the chain counts in SMART_STAT_WRS_POSTED and
 	 * SMART_STAT_DOORBELLS by one counter (w->posts1, stats.c). */
 	if (n == 1 && post1_done(w, qp, c->wr)) {
-		cnt_add(&t->inflight, 1, 0);
+		smart_own_add_is_zero(&t->inflight, 1);
 		smart_counter_add(&w->posts1, 1);
 		return;
 	}

@@ -49,6 +49,27 @@ static inline void smart_counter_add(uint64_t *c, uint64_t v)
 #endif
 }
 
+/* Add v to an int that only the calling thread reads and writes (a task's
+ * batches in flight in a group of one worker: _Atomic for the shared
+ * groups' sake); 1 when it is then 0.  One add to memory and its flag on
+ * x86-64 (a relaxed load, the add and a store, then a test, elsewhere). */
+static inline int smart_own_add_is_zero(_Atomic int *c, int v)
+{
+#if defined(__x86_64__)
+	int zero;
+
+	__asm__ __volatile__("addl %2, %0"
+			     : "+m"(*(int *)c), "=@ccz"(zero)
+			     : "er"(v));
+	return zero;
+#else
+	int n = __atomic_load_n(c, __ATOMIC_RELAXED) + v;
+
+	__atomic_store_n(c, n, __ATOMIC_RELAXED);
+	return n == 0;
+#endif
+}
+
 static inline int smart_is_pow2(uint64_t x)
 {
 	return x && !(x & (x - 1));
