@@ -659,8 +659,8 @@ static inline int smart__pool_owns(const struct smart_ctx *ctx, const void *p,
 {
 	uintptr_t a = (uintptr_t)p, base = (uintptr_t)ctx->pool->addr;
 
-	return a >= base && a - base < ctx->pool->len &&
-	       len <= ctx->pool->len - (a - base);
+	/* a below base wraps to more than the pool's length */
+	return a - base < ctx->pool->len && len <= ctx->pool->len - (a - base);
 }
 
 /* options.c */

@@ -528,7 +528,10 @@ struct op_target {
 
 /* Append op's WR to chain c of t, to `remote` under `rkey` with the
  * local bytes at `local`.  Field by field: a compound literal was built
- * on the stack and copied; wr_id is post_chain's (the batch). */
+ * on the stack and copied; wr_id is post_chain's (the batch).  Only an
+ * atomic's operands are written (a READ's or WRITE's union is never read;
+ * the opcode is a constant where this is inlined), and never _pad: the
+ * entries are calloc'd and nothing writes it. */
 static inline __attribute__((always_inline)) void
 chain_put(struct smart_worker *w, struct smart__task *t, struct smart__chain *c,
 	  const struct op *op, uint64_t remote, uint32_t rkey, void *local,
@@ -543,9 +546,10 @@ chain_put(struct smart_worker *w, struct smart__task *t, struct smart__chain *c,
 	wr->rkey = rkey;
 	wr->opcode = op->opcode;
 	wr->flags = flags;
-	wr->_pad = 0;
-	wr->compare_add = op->a1;
-	wr->swap = op->a2;
+	if (smart_tp_atomic(op->opcode)) {
+		wr->compare_add = op->a1;
+		wr->swap = op->a2;
+	}
 	t->bytes += op->len; /* smart_task_bytes: 8 for an atomic */
 }
 
