@@ -45,7 +45,9 @@
 # check that the layers add up to the whole (tests/tools/
 # op_cost_ceiling.sh); its task switches (jump_fcontext) stay "runtime"
 # as in every row, so the switch's share compares across rows, and its
-# RNG stays "rng".  So for the floor, app + runtime + rng is its whole.
+# RNG stays "rng".  So for the floor, app + runtime + rng is its whole,
+# and its "library" is Boost.Context's switch alone.  In time, the floor
+# against the framework and raw: bench/floor-time.sh.
 #
 # The applications' cases run `smart-bench ycsb` (1 thread x 8 coroutines,
 # 10000 keys of 16 B, 8-B values, Zipf 0.99, preloaded before the window):
