@@ -30,6 +30,25 @@
 # The library's own part is runtime + services + transport + util (the RNG
 # apart: the benchmark's); a data structure's own part is ds.
 #
+# The floor (bench/smart-floor.c, issue 27): smart-perf's READ 8 B work at
+# the same depth and batch with nothing but the work - coroutines, a send
+# ring, a poller that checks, copies and completes each WR, the dispatch -
+# and no library.  One case per depth and batch, READ only ("read 8B 1xD
+# floor", "... floor batch B"), run where raw is (--ops with read), on
+# shm only: it is the CPU doing the NIC's work as shm does, so it is no
+# floor of verbs (there the NIC does it; --transport verbs skips it).
+# --no-floor skips it alone: raw and the floor answer different questions
+# (the hardware's limit, the design's), and --no-raw keeps its meaning.
+# Its own code counts as "app", not as a column of its own: the floor is
+# one file with no library under it, so there is nothing to split it
+# from, and a new column would change every row, the JSON's keys and the
+# check that the layers add up to the whole (tests/tools/
+# op_cost_ceiling.sh); its task switches (jump_fcontext) stay "runtime"
+# as in every row, so the switch's share compares across rows, and its
+# RNG stays "rng".  So for the floor, app + runtime + rng is its whole,
+# and its "library" is Boost.Context's switch alone.  In time, the floor
+# against the framework and raw: bench/floor-time.sh.
+#
 # The applications' cases run `smart-bench ycsb` (1 thread x 8 coroutines,
 # 10000 keys of 16 B, 8-B values, Zipf 0.99, preloaded before the window):
 #   ht-search  Smart-HT, read-only (YCSB-C): one search per op
@@ -41,12 +60,14 @@
 #
 # Usage: bench/op-cost.sh [--bin DIR] [--seconds S] [--ops LIST]
 #          [--depths LIST] [--batches LIST] [--apps LIST] [--no-raw]
-#          [--transport shm|verbs] [--json] [--ceiling N]
+#          [--no-floor] [--transport shm|verbs] [--json] [--ceiling N]
 #   --ops LIST       read,write,cas [read,write,cas]
 #   --depths LIST    coroutines per thread [1,8]
 #   --batches LIST   ops per sync [1,8]
 #   --apps LIST      ht-search,ht-update,bt-lookup or none
 #                    [ht-search,ht-update,bt-lookup]
+#   --no-raw         no raw case (smart-perf --raw)
+#   --no-floor       no floor case (smart-floor; READ on shm only)
 #   --transport T    the tools' transport [shm]; verbs needs an RDMA
 #                    device (the Soft-RoCE guest: tests/vm/vm-run.sh
 #                    bench/op-cost.sh --transport verbs ...); there the
@@ -66,12 +87,13 @@ usage() {
 }
 bad() { echo "op-cost.sh: $1: $2" >&2; exit 2; }
 
-BIN=build/bin SECONDS_=1 OPS=read,write,cas DEPTHS=1,8 BATCHES=1,8 RAW=1
+BIN=build/bin SECONDS_=1 OPS=read,write,cas DEPTHS=1,8 BATCHES=1,8 RAW=1 FLOOR=1
 JSON=0 CEIL= APPS=ht-search,ht-update,bt-lookup TRANSPORT=shm
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
 	--no-raw) RAW=0; shift; continue ;;
+	--no-floor) FLOOR=0; shift; continue ;;
 	--json) JSON=1; shift; continue ;;
 	--bin|--seconds|--ops|--depths|--batches|--apps|--ceiling|--transport)
 		[ $# -ge 2 ] || bad "$1" "needs a value" ;;
@@ -100,6 +122,10 @@ done
 [ -x "$BIN/smart-perf" ] || bad --bin "no smart-perf in $BIN (build first)"
 [ -z "$APPS" ] || [ -x "$BIN/smart-bench" ] ||
 	bad --bin "no smart-bench in $BIN (build first, or --apps none)"
+# the floor models shm's READ: not of verbs, not of another op
+[ "$TRANSPORT" = shm ] && [[ ,$OPS, == *,read,* ]] || FLOOR=0
+[ $FLOOR = 0 ] || [ -x "$BIN/smart-floor" ] ||
+	bad --bin "no smart-floor in $BIN (build first, or --no-floor)"
 command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null ||
 	{ echo "op-cost.sh: valgrind is not installed" \
 		"(scripts/install-deps.sh installs it)" >&2; exit 1; }
@@ -157,9 +183,9 @@ layers() {
 		}' "$1"
 }
 
-# run NAME KIND ARGS...: smart-perf (KIND lib or raw) or smart-bench ycsb
-# (KIND app) under callgrind; prints the case's line (or JSON), 1 when the
-# run failed
+# run NAME KIND ARGS...: smart-perf (KIND lib or raw), smart-floor (KIND
+# floor) or smart-bench ycsb (KIND app) under callgrind; prints the case's
+# line (or JSON), 1 when the run failed
 fails=0 over=0
 run() {
 	local name=$1 kind=$2 out=$TMP/cg.out ops cmd
@@ -168,6 +194,9 @@ run() {
 	if [ "$kind" = app ]; then
 		cmd=("$BIN/smart-bench" ycsb --seconds "$SECONDS_" --seed 1
 		     --transport "$TRANSPORT" --json "$@")
+	elif [ "$kind" = floor ]; then # its own ring and poller: no library
+		cmd=("$BIN/smart-floor" --seconds "$SECONDS_" --seed 1
+		     --span 64M --json "$@")
 	elif [ "$kind" = raw ]; then # loads and stores: no transport
 		cmd=("$BIN/smart-perf" --seconds "$SECONDS_" --seed 1
 		     --span 64M --json "$@")
@@ -236,7 +265,7 @@ run() {
 			       tp / ops, ds / ops, util / ops, rng / ops,
 			       other / ops, lib / ops
 		else
-			printf "%-24s %9d %8.1f %7.1f %7.1f %8.1f %9.1f %6.1f " \
+			printf "%-26s %9d %8.1f %7.1f %7.1f %8.1f %9.1f %6.1f " \
 			       "%6.1f %6.1f %6.1f %8.1f\n", name, ops, t / ops,
 			       app / ops, rt / ops, svc / ops, tp / ops,
 			       ds / ops, util / ops, rng / ops, other / ops,
@@ -250,7 +279,7 @@ run() {
 	fi
 }
 
-[ $JSON = 1 ] || printf "%-24s %9s %8s %7s %7s %8s %9s %6s %6s %6s %6s %8s\n" \
+[ $JSON = 1 ] || printf "%-26s %9s %8s %7s %7s %8s %9s %6s %6s %6s %6s %8s\n" \
 	case ops "instr/op" app runtime services transport ds util rng other \
 	library
 for op in ${OPS//,/ }; do
@@ -259,6 +288,13 @@ for op in ${OPS//,/ }; do
 			run "$op 8B 1x$d batch $b" lib --op "$op" \
 				--size 8 --threads 1 --depth "$d" --batch "$b"
 		done
+		if [ $FLOOR = 1 ] && [ "$op" = read ]; then
+			for b in ${BATCHES//,/ }; do
+				n="read 8B 1x$d floor"
+				[ "$b" = 1 ] || n="$n batch $b"
+				run "$n" floor --depth "$d" --batch "$b"
+			done
+		fi
 		[ $RAW = 1 ] && run "$op 8B 1x$d raw" raw \
 			--op "$op" --size 8 --threads 1 --depth "$d" --raw
 	done

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# smart-floor (bench/smart-floor.c, issue 27's floor of the op path) runs
+# as bench/op-cost.sh runs it: short runs at depth 1 and 8, batch 1 and 8,
+# every WR signalled or only a sync's last, each exits 0 with ops > 0 in
+# its JSON (the key op-cost.sh reads) and a rate that is ops over its
+# seconds; the table without --json; --help exits 0, a bad flag or value
+# exits 2 with the tools' one error line.  About 2 s.
+# Usage: test_floor.sh BIN_DIR
+set -u
+bin=${1:?usage: test_floor.sh BIN_DIR}
+f=$bin/smart-floor
+tmp=$(mktemp -d)
+fail=0
+trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok   $1"; }
+no() { echo "FAIL $1"; cat "$tmp/out"; fail=1; }
+
+[ -x "$f" ] || { echo "FAIL no $f"; exit 1; }
+for run in "1 1" "8 1" "1 8" "8 8" "8 8 --signal-last"; do
+	set -- $run
+	name="depth-$1-batch-$2${3:+-signal-last}"
+	"$f" --seconds 0.2 --span 16M --depth "$1" --batch "$2" ${3:-} --json \
+		>"$tmp/out" 2>&1
+	rc=$?
+	ops=$(grep -o '"ops":[0-9]*' "$tmp/out" | cut -d: -f2)
+	if [ $rc -eq 0 ] && [ "${ops:-0}" -gt 0 ] &&
+	   awk -F'[:,]' '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1) }
+		END { m = v["\"ops\""] / v["\"seconds\""] / 1e6
+		      exit !(m > 0 && v["\"mops\""] / m > 0.99 &&
+			     v["\"mops\""] / m < 1.01) }' "$tmp/out"; then
+		ok "$name ($ops ops)"
+	else
+		no "$name: status $rc, ops '${ops:-}'"
+	fi
+done
+"$f" --seconds 0.1 --span 16M >"$tmp/out" 2>&1 &&
+	grep -qE '^ [0-9]+ +[0-9.]+ +[0-9.]+$' "$tmp/out" && ok table || no table
+"$f" --help >"$tmp/out" 2>&1 && grep -q -- "--depth D" "$tmp/out" &&
+	ok help || no help
+badflag() {
+	local name=$1
+	shift
+	"$f" "$@" >"$tmp/out" 2>&1
+	local rc=$?
+	[ $rc -eq 2 ] && grep -q "^smart-floor: --" "$tmp/out" &&
+		ok "bad-$name (exit 2)" || no "bad-$name: status $rc"
+}
+badflag flag --no-such-flag
+badflag depth --depth 0
+badflag batch --batch x
+badflag span --span 1K
+[ $fail -eq 0 ] && echo "floor: all passed" || echo "floor: FAILED"
+exit $fail
