@@ -357,6 +357,10 @@ struct smart_worker {
 	 * changes): the scheduler's and the sync's tests read one word */
 	int shared;
 	int max_tasks;
+	/* shared, or a task sleeps (w->sleepers): no task switches straight
+	 * to another, none polls in place (task.c); kept with sleepers, so
+	 * that those tests read one word */
+	int direct_off;
 	const struct smart_tp_ops *tp;
 	/* tp->post1 when the group is private (a one-WR sync posts its WR
 	 * in one call, ops.c), else NULL: one test on the post */
@@ -600,7 +604,7 @@ static inline void smart__task_resumed(struct smart_worker *w,
  * the scheduler's loop would do nothing else first (task_switch_to). */
 static inline int smart__task_switch_direct(const struct smart_worker *w)
 {
-	return w->ready_head && !w->sleepers && !w->shared &&
+	return w->ready_head && !w->direct_off &&
 	       w->since_poll + 1 < w->max_tasks;
 }
 

@@ -244,7 +244,7 @@ static __attribute__((noinline)) void main_wait(struct smart_worker *w,
 static inline int task_polls_in_place(const struct smart_worker *w,
 				      struct smart__task *t)
 {
-	return !w->ready_head && !w->sleepers && !w->shared &&
+	return !w->ready_head && !w->direct_off &&
 	       (!w->npollers || SMART_M_TASK_WAIT_POLLS_HANDLERS) &&
 	       atomic_load_explicit(&t->inflight, memory_order_relaxed);
 }
@@ -303,6 +303,7 @@ void smart__task_sleep(struct smart_worker *w, struct smart__task *t,
 	t->wake_at = deadline;
 	t->next = w->sleepers;
 	w->sleepers = t;
+	w->direct_off = 1;
 	if (!w->next_wake || deadline < w->next_wake)
 		w->next_wake = deadline;
 	t->state = SMART_TASK_PARKED;
@@ -329,6 +330,7 @@ static void wake_sleepers(struct smart_worker *w)
 		pp = &t->next;
 	}
 	w->next_wake = next;
+	w->direct_off = w->shared || w->sleepers;
 }
 
 /* A task's last batch completed (owner thread only). */

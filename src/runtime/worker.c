@@ -606,6 +606,7 @@ int smart__worker_create(struct smart_ctx *ctx, int internal,
 	rc = smart__group_get(ctx, w->index, &w->group);
 	if (!rc) {
 		w->shared = w->group->shared;
+		w->direct_off = w->shared;
 		w->max_tasks = ctx->o.max_tasks;
 	}
 	if (!rc && !w->shared)
