@@ -869,6 +869,76 @@ static void test_qp_reap(void)
 	fixture_stop(&f);
 }
 
+/* A task whose batches are all in flight holds the QP it got for its
+ * next chain while batch_alloc waits for one of them (ops.c post_chain_at
+ * takes the QP first): no busy batch names that QP yet, so another task
+ * that retires it twice over reaps it (worker.c group_reap), and the
+ * waiter then posts to freed memory.  Under ASan a heap-use-after-free;
+ * without it the freed QP's memory is most likely the next QP's. */
+struct reap_wait_arg {
+	uint16_t blade;
+	uint64_t v[SMART_TASK_BATCHES + 1];
+	int rc;
+};
+
+static void reap_waiter_task(smart_worker_t *w, void *p)
+{
+	struct reap_wait_arg *a = p;
+	smart_gaddr_t g = smart_gaddr(a->blade, 1 << 20);
+	int i;
+
+	for (i = 0; i < SMART_TASK_BATCHES; i++) { /* every batch on QP 1 */
+		CHECK_OK(smart_read(w, g, 8, &a->v[i]));
+		CHECK_OK(smart_post(w));
+	}
+	atomic_store(&w->qp[a->blade]->broken, 1);
+	CHECK_OK(smart_read(w, g, 8, &a->v[SMART_TASK_BATCHES]));
+	/* QP 1 retired for QP 2, then batch_alloc waits holding QP 2 */
+	CHECK_OK(smart_post(w));
+	a->rc = smart_sync(w);
+}
+
+static void reap_retirer_task(smart_worker_t *w, void *p)
+{
+	struct reap_wait_arg *a = p;
+	smart_gaddr_t g = smart_gaddr(a->blade, 1 << 20);
+	uint64_t back = 0;
+	int i;
+
+	for (i = 0; i < 2; i++) { /* retires QP 2, then reaps it */
+		atomic_store(&w->qp[a->blade]->broken, 1);
+		CHECK_OK(smart_read(w, g, 8, &back));
+		CHECK_OK(smart_post(w));
+	}
+	CHECK_OK(smart_sync(w));
+	CHECK_U64_EQ(back, 7);
+}
+
+static void test_qp_reap_batch_wait(void)
+{
+	struct fixture f;
+	struct reap_wait_arg a = { 0 };
+	smart_worker_t *w;
+	uint64_t v = 7;
+	int i;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_write_sync(w, smart_gaddr(f.id, 1 << 20), &v, 8));
+	a.blade = f.id;
+	a.rc = -1;
+	CHECK_OK(smart_task_spawn(w, reap_waiter_task, &a));
+	CHECK_OK(smart_task_spawn(w, reap_retirer_task, &a));
+	alarm(20);
+	CHECK_OK(smart_worker_run(w));
+	alarm(0);
+	CHECK_OK(a.rc);
+	for (i = 0; i <= SMART_TASK_BATCHES; i++)
+		CHECK_U64_EQ(a.v[i], 7);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 /* A completion queue that fails (on a NIC: an overrun, a dead device;
  * here the shm adversary's cq_fail) must leave no task waiting for ever:
  * every sync returns, those with WRs on the failed CQ with an error, and
@@ -1120,6 +1190,7 @@ int main(int argc, char **argv)
 		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
 		{ "qp_reap", test_qp_reap },
+		{ "reap_batch_wait", test_qp_reap_batch_wait },
 		{ "cq_failure", test_cq_failure },
 		{ "room_turns", test_room_turns },
 		{ "room_turns_slot", test_room_turns_slot },
