@@ -253,6 +253,13 @@ static void group_reap(struct smart_worker *w, struct smart__group *g)
 			continue;
 		}
 		*pp = qp->retired_next;
+		/* a failed CQ retired every QP with the cache still naming
+		 * them (group_cq_replace): the next op to that blade opens a
+		 * new one, and announces again (as worker_qp_slow does) */
+		if (w->qp[qp->blade] == qp) {
+			w->qp[qp->blade] = NULL;
+			w->ctx->svc->qp_new(w, qp->blade);
+		}
 		qp_free(g->ctx, qp);
 	}
 }
