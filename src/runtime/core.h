@@ -303,6 +303,9 @@ struct smart__task {
 	int nchains;
 	struct smart__batch batches[SMART_TASK_BATCHES];
 	struct smart__batch *posting; /* being posted (not yet in flight) */
+	/* the QP of a chain whose post waits for a free batch or for credits
+	 * (ops.c): no busy batch names it yet, group_reap keeps it */
+	struct smart__qp *pinned;
 	uint8_t *bounce_mem; /* SMART_TASK_BOUNCES x SMART_BOUNCE_MAX */
 	struct smart__bounce rec[SMART_TASK_BOUNCES];
 	int nrec;  /* results to deliver at sync */
@@ -524,10 +527,14 @@ static inline void smart__credit_add(struct smart_worker *w, int n)
 }
 
 static inline void smart__credit_take(struct smart_worker *w,
-				      struct smart__task *t, int n)
+				      struct smart__task *t, int n,
+				      struct smart__qp *qp)
 {
-	if (smart_unlikely(w->throttle))
+	if (smart_unlikely(w->throttle)) {
+		t->pinned = qp; /* other tasks run while t parks */
 		smart__credit_wait(w, t, n);
+		t->pinned = NULL;
+	}
 }
 void smart__tuner_describe(const struct smart_ctx *ctx, int *cap, char *phase,
 			   size_t len);

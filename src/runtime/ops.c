@@ -76,7 +76,7 @@ void smart__batch_complete(struct smart_worker *w, struct smart__batch *b,
 }
 
 static __attribute__((noinline)) struct smart__batch *
-batch_alloc(struct smart_worker *w, struct smart__task *t)
+batch_alloc(struct smart_worker *w, struct smart__task *t, struct smart__qp *qp)
 {
 	int i;
 
@@ -90,7 +90,11 @@ batch_alloc(struct smart_worker *w, struct smart__task *t)
 				return b;
 			}
 		}
-		smart__task_wait(w, t); /* all in flight: let them land */
+		/* all in flight: let them land, qp kept meanwhile (another
+		 * task may retire it, and group_reap free it) */
+		t->pinned = qp;
+		smart__task_wait(w, t);
+		t->pinned = NULL;
 	}
 }
 
@@ -218,14 +222,14 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 	c->n = 0;
 	if (!n)
 		return;
-	smart__credit_take(w, t, n);
+	smart__credit_take(w, t, n, qp);
 	/* the task's first batch when it is free (a task that syncs each
 	 * chain finds it so: the common case), else the search */
 	b = &t->batches[0];
 	if (smart_likely(!__atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)))
 		b->busy = 1; /* b->task is t since the slot's creation */
 	else
-		b = batch_alloc(w, t);
+		b = batch_alloc(w, t, qp);
 	/* only the last WR is signaled, its wr_id marked (worker.c); a
 	 * chain of one WR, the common sync, skips the loop */
 	for (i = 0; i < n - 1; i++) {

@@ -214,9 +214,10 @@ static int qp_open(struct smart_worker *w, struct smart__blade *b,
 }
 
 /* Has a batch of w's tasks (the main context's included) WRs on qp in
- * flight, or being posted?  A batch is busy and names its QP from before
- * its post until its last completion, and a QP's completions arrive in
- * order, so none names qp once this says no.  A scan of the task slots on
+ * flight, or being posted, or does a task wait to post to qp (t->pinned:
+ * for a free batch or credits, ops.c)?  A batch is busy and names its QP
+ * from before its post until its last completion, and a QP's completions
+ * arrive in order, so none names qp once this says no.  A scan of the task slots on
  * the slow path instead of a count of WRs in flight kept per post and
  * completion (9 instructions of every one-WR op). */
 static int qp_in_flight(const struct smart_worker *w,
@@ -226,6 +227,8 @@ static int qp_in_flight(const struct smart_worker *w,
 		const struct smart__task *t = i < 0 ? &w->main_task :
 						      w->all_tasks[i];
 
+		if (t->pinned == qp)
+			return !SMART_M_WORKER_REAP_IN_FLIGHT;
 		for (int j = 0; j < SMART_TASK_BATCHES; j++)
 			if (__atomic_load_n(&t->batches[j].busy,
 					    __ATOMIC_ACQUIRE) &&
