@@ -49,5 +49,16 @@ badflag flag --no-such-flag
 badflag depth --depth 0
 badflag batch --batch x
 badflag span --span 1K
+# a span beyond the memory free: refused (exit 2) before a page of it is
+# touched, as smart-perf refuses a pool it cannot hold (the touch would end
+# in the OOM killer or a SIGBUS); run under an address-space limit so that
+# a tool that does map it fails at the mmap instead
+avail=$(awk '/^MemAvailable:/ { printf "%d\n", $2 * 1024 }' /proc/meminfo)
+if [ -n "$avail" ] && [ "$avail" -lt $((1 << 40)) ]; then
+	(ulimit -v 4194304; exec "$f" --span 1T --seconds 0.1) >"$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] && grep -q "^smart-floor: --span" "$tmp/out" &&
+		ok "bad-span-memory (exit 2)" || no "bad-span-memory: status $rc"
+fi
 [ $fail -eq 0 ] && echo "floor: all passed" || echo "floor: FAILED"
 exit $fail
