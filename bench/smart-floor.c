@@ -544,6 +544,13 @@ int main(int argc, char **argv)
 	cfg.span = 64 << 20;
 	kit_common_command(&cfg.com, argc, argv, 1);
 	kit_parse(&cli, argc, argv);
+	/* the region is touched page by page: more than the memory free
+	 * would end in the OOM killer or a SIGBUS, not in an error */
+	if (kit_mem_available() && cfg.span > kit_mem_available())
+		kit_bad(TOOL, "span", NULL,
+			"%" PRIu64 " MiB, more than the memory free (%" PRIu64
+			" MiB)",
+			cfg.span >> 20, kit_mem_available() >> 20);
 	memset(&s, 0, sizeof(s));
 	memset(&run, 0, sizeof(run));
 	s.run = &run;
