@@ -60,5 +60,14 @@ if [ -n "$avail" ] && [ "$avail" -lt $((1 << 40)) ]; then
 	[ $rc -eq 2 ] && grep -q "^smart-floor: --span" "$tmp/out" &&
 		ok "bad-span-memory (exit 2)" || no "bad-span-memory: status $rc"
 fi
+# bench/floor-time.sh: a value its tools refuse is a bad flag (2), not a
+# failed run (1)
+ft=$(dirname "$0")/../../bench/floor-time.sh
+for v in "--seconds 0" "--depth 2000" "--span 1K"; do
+	"$ft" --bin "$bin" --rounds 1 $v >"$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] && ok "floor-time $v (exit 2)" ||
+		no "floor-time $v: status $rc"
+done
 [ $fail -eq 0 ] && echo "floor: all passed" || echo "floor: FAILED"
 exit $fail
