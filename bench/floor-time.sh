@@ -51,7 +51,8 @@ for t in smart-floor smart-perf; do
 	[ -x "$BIN/$t" ] || bad --bin "no $t in $BIN (build first)"
 done
 
-# mops KIND: one run's Mops
+# mops KIND: one run's Mops; the tool's status when it failed (2: it
+# refused a value this script passed on)
 mops() {
 	local out
 	case $1 in
@@ -62,15 +63,18 @@ mops() {
 		--batch "$BATCH" --json) ;;
 	raw) out=$("$BIN/smart-perf" --op read --size 8 --threads 1 \
 		--seconds "$SECS" --span "$SPAN" --depth "$DEPTH" --raw --json) ;;
-	esac || return 1
+	esac || return
 	grep -o '"mops":[0-9.]*' <<<"$out" | cut -d: -f2
 }
 
 printf "%-6s %9s %9s %9s\n" round floor framework raw
 rows=()
 for r in $(seq "$ROUNDS"); do
-	f=$(mops floor) && w=$(mops fw) && x=$(mops raw) ||
-		{ echo "floor-time.sh: round $r: a run failed" >&2; exit 1; }
+	f=$(mops floor) && w=$(mops fw) && x=$(mops raw) || {
+		[ $? = 2 ] && exit 2 # the tool said which flag, and why
+		echo "floor-time.sh: round $r: a run failed" >&2
+		exit 1
+	}
 	printf "%-6s %9.3f %9.3f %9.3f\n" "$r" "$f" "$w" "$x"
 	rows+=("$f $w $x")
 done
