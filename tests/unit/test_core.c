@@ -939,6 +939,72 @@ static void test_qp_reap_batch_wait(void)
 	fixture_stop(&f);
 }
 
+/* The same hole through the credits (WorkReqThrot, credit=1): a task that
+ * parks for credits holds the QP it got for its chain (ops.c takes the QP
+ * before the credits), which no busy batch names yet; two other tasks
+ * retire it and reap it while it waits, and it then posts to freed memory
+ * (under ASan a heap-use-after-free). */
+struct reap_credit_arg {
+	uint16_t blade;
+	uint64_t v[2];
+	int rc, done;
+};
+
+static void reap_credit_waiter(smart_worker_t *w, void *p)
+{
+	struct reap_credit_arg *a = p;
+	smart_gaddr_t g = smart_gaddr(a->blade, 1 << 20);
+
+	CHECK_OK(smart_read(w, g, 8, &a->v[0]));
+	CHECK_OK(smart_post(w)); /* the one credit, on QP 1 */
+	atomic_store(&w->qp[a->blade]->broken, 1);
+	CHECK_OK(smart_read(w, g, 8, &a->v[1]));
+	CHECK_OK(smart_post(w)); /* QP 1 retired for QP 2: parks for credit */
+	a->rc = smart_sync(w);
+}
+
+static void reap_credit_retirer(smart_worker_t *w, void *p)
+{
+	struct reap_credit_arg *a = p;
+	uint64_t back = 0;
+
+	/* retires the QP the waiter holds (the first such task), or reaps
+	 * it (the second) */
+	atomic_store(&w->qp[a->blade]->broken, 1);
+	CHECK_OK(smart_read(w, smart_gaddr(a->blade, 1 << 20), 8, &back));
+	CHECK_OK(smart_sync(w));
+	CHECK_U64_EQ(back, 7);
+	a->done++;
+}
+
+static void test_qp_reap_credit_park(void)
+{
+	static const char *kv[] = { "credit", "1", NULL };
+	struct fixture f;
+	struct reap_credit_arg a = { 0 };
+	smart_worker_t *w;
+	uint64_t v = 7;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK(w->throttle);
+	CHECK_OK(smart_write_sync(w, smart_gaddr(f.id, 1 << 20), &v, 8));
+	a.blade = f.id;
+	a.rc = -1;
+	CHECK_OK(smart_task_spawn(w, reap_credit_waiter, &a));
+	CHECK_OK(smart_task_spawn(w, reap_credit_retirer, &a));
+	CHECK_OK(smart_task_spawn(w, reap_credit_retirer, &a));
+	alarm(20);
+	CHECK_OK(smart_worker_run(w));
+	alarm(0);
+	CHECK_EQ(a.done, 2);
+	/* its QP was retired under it: the post may fail, never crash */
+	CHECK(a.rc == 0 || a.rc == SMART_EQP);
+	CHECK_U64_EQ(a.v[0], 7);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 /* A completion queue that fails (on a NIC: an overrun, a dead device;
  * here the shm adversary's cq_fail) must leave no task waiting for ever:
  * every sync returns, those with WRs on the failed CQ with an error, and
@@ -1243,6 +1309,7 @@ int main(int argc, char **argv)
 		{ "qp_repair", test_qp_repair },
 		{ "qp_reap", test_qp_reap },
 		{ "reap_batch_wait", test_qp_reap_batch_wait },
+		{ "reap_credit_park", test_qp_reap_credit_park },
 		{ "cq_failure", test_cq_failure },
 		{ "reap_cached_qp", test_qp_reap_cq_failed },
 		{ "room_turns", test_room_turns },
