@@ -869,14 +869,42 @@ static void test_qp_reap(void)
 	fixture_stop(&f);
 }
 
+/* Make the next smart__qp freed on this thread the next one calloc hands
+ * out, so that a stale pointer to a reaped QP finds the QP opened right
+ * after the reap (the tests below make it one of another blade: a wrong
+ * region, an error completion or a wrong value the test checks).  glibc
+ * 2.36 (Debian 12): a free goes to the thread's tcache bin of its size
+ * unless that holds 7 blocks already, and calloc never takes from a
+ * tcache; 7 blocks of the size taken and freed fill the bin, so the QP's
+ * free goes to its fastbin, which the next calloc of the size takes from,
+ * last freed first.  Measured without it: the freed QP stayed in the
+ * tcache, its first words the tcache's link, and a plain build crashed
+ * (a waiter's post) or passed (a stale cache's broken word still said
+ * broken).  Under ASan (its own allocator) it changes nothing: ASan sees
+ * the use after free itself. */
+static void heap_reuse_next_qp(void)
+{
+	void *volatile p[7];
+	int i;
+
+	for (i = 0; i < 7; i++)
+		p[i] = malloc(sizeof(struct smart__qp));
+	for (i = 0; i < 7; i++)
+		free(p[i]);
+}
+
 /* A task whose batches are all in flight holds the QP it got for its
  * next chain while batch_alloc waits for one of them (ops.c post_chain_at
  * takes the QP first): no busy batch names that QP yet, so another task
- * that retires it twice over reaps it (worker.c group_reap), and the
- * waiter then posts to freed memory.  Under ASan a heap-use-after-free;
- * without it the freed QP's memory is most likely the next QP's. */
+ * that retires it reaps it (worker.c group_reap) at its next slow path,
+ * and the waiter then posts to freed memory.  Under ASan a
+ * heap-use-after-free.  Reused by the next QP of the same blade, the
+ * freed memory would work as the waiter's QP: so the reap here is the
+ * first op to a second blade, whose QP then takes the freed memory
+ * (heap_reuse_next_qp), and the waiter's READ goes to that blade's region
+ * (a remote access error, or its word, never 7). */
 struct reap_wait_arg {
-	uint16_t blade;
+	uint16_t blade, blade2;
 	uint64_t v[SMART_TASK_BATCHES + 1];
 	int rc;
 };
@@ -902,30 +930,42 @@ static void reap_retirer_task(smart_worker_t *w, void *p)
 {
 	struct reap_wait_arg *a = p;
 	smart_gaddr_t g = smart_gaddr(a->blade, 1 << 20);
-	uint64_t back = 0;
+	uint64_t back = 0, back2 = 1;
 	int i;
 
-	for (i = 0; i < 2; i++) { /* retires QP 2, then reaps it */
+	for (i = 0; i < 2; i++) { /* retires QP 2, then QP 3 */
 		atomic_store(&w->qp[a->blade]->broken, 1);
 		CHECK_OK(smart_read(w, g, 8, &back));
+		CHECK_OK(smart_post(w));
+		if (i)
+			continue;
+		/* the first op to blade 2 reaps what it may, then opens
+		 * blade 2's QP: QP 2, pinned, must be kept */
+		heap_reuse_next_qp();
+		CHECK_OK(smart_read(w, smart_gaddr(a->blade2, 1 << 20), 8,
+				    &back2));
 		CHECK_OK(smart_post(w));
 	}
 	CHECK_OK(smart_sync(w));
 	CHECK_U64_EQ(back, 7);
+	CHECK_U64_EQ(back2, 0); /* blade 2's word, never written */
 }
 
 static void test_qp_reap_batch_wait(void)
 {
 	struct fixture f;
 	struct reap_wait_arg a = { 0 };
+	smart_blade_t *b2;
 	smart_worker_t *w;
 	uint64_t v = 7;
 	int i;
 
 	fixture_start(&f, 4 << 20, 0, NULL);
+	b2 = fixture_add_blade(&f, 4 << 20, 2);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	CHECK_OK(smart_write_sync(w, smart_gaddr(f.id, 1 << 20), &v, 8));
 	a.blade = f.id;
+	a.blade2 = 2;
 	a.rc = -1;
 	CHECK_OK(smart_task_spawn(w, reap_waiter_task, &a));
 	CHECK_OK(smart_task_spawn(w, reap_retirer_task, &a));
@@ -937,6 +977,7 @@ static void test_qp_reap_batch_wait(void)
 		CHECK_U64_EQ(a.v[i], 7);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
+	smart_blade_destroy(b2);
 }
 
 /* The same hole through the credits (WorkReqThrot, credit=1): a task that
