@@ -982,13 +982,15 @@ static void test_qp_reap_batch_wait(void)
 
 /* The same hole through the credits (WorkReqThrot, credit=1): a task that
  * parks for credits holds the QP it got for its chain (ops.c takes the QP
- * before the credits), which no busy batch names yet; two other tasks
- * retire it and reap it while it waits, and it then posts to freed memory
- * (under ASan a heap-use-after-free). */
+ * before the credits), which no busy batch names yet; other tasks retire
+ * it and reap it while it waits, and it then posts to freed memory (under
+ * ASan a heap-use-after-free).  As above, the reap is the first op to a
+ * second blade, whose QP takes the freed memory: the waiter's READ goes
+ * to that blade's region. */
 struct reap_credit_arg {
-	uint16_t blade;
-	uint64_t v[2];
-	int rc, done;
+	uint16_t blade, blade2;
+	uint64_t v[2], v2;
+	int rc, rc2, done;
 };
 
 static void reap_credit_waiter(smart_worker_t *w, void *p)
@@ -1018,32 +1020,58 @@ static void reap_credit_retirer(smart_worker_t *w, void *p)
 	a->done++;
 }
 
+/* the first op to blade 2: reaps what it may (not the waiter's QP), then
+ * opens blade 2's QP; its result is checked after the waiter's (a READ
+ * of the waiter's on this QP would fail it too) */
+static void reap_credit_blade2(smart_worker_t *w, void *p)
+{
+	struct reap_credit_arg *a = p;
+
+	heap_reuse_next_qp();
+	CHECK_OK(smart_read(w, smart_gaddr(a->blade2, 1 << 20), 8, &a->v2));
+	a->rc2 = smart_sync(w);
+	a->done++;
+}
+
 static void test_qp_reap_credit_park(void)
 {
 	static const char *kv[] = { "credit", "1", NULL };
 	struct fixture f;
 	struct reap_credit_arg a = { 0 };
+	smart_blade_t *b2;
 	smart_worker_t *w;
 	uint64_t v = 7;
 
 	fixture_start(&f, 4 << 20, 0, kv);
+	b2 = fixture_add_blade(&f, 4 << 20, 2);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	CHECK(w->throttle);
 	CHECK_OK(smart_write_sync(w, smart_gaddr(f.id, 1 << 20), &v, 8));
 	a.blade = f.id;
-	a.rc = -1;
+	a.blade2 = 2;
+	a.rc = a.rc2 = -1;
+	a.v2 = 1;
 	CHECK_OK(smart_task_spawn(w, reap_credit_waiter, &a));
+	/* retires the waiter's QP, reaps (blade 2), retires and reaps again */
 	CHECK_OK(smart_task_spawn(w, reap_credit_retirer, &a));
+	CHECK_OK(smart_task_spawn(w, reap_credit_blade2, &a));
 	CHECK_OK(smart_task_spawn(w, reap_credit_retirer, &a));
 	alarm(20);
 	CHECK_OK(smart_worker_run(w));
 	alarm(0);
-	CHECK_EQ(a.done, 2);
-	/* its QP was retired under it: the post may fail, never crash */
-	CHECK(a.rc == 0 || a.rc == SMART_EQP);
+	CHECK_EQ(a.done, 3);
+	/* its QP was retired under it: the post may fail, never crash, and
+	 * a READ that did not fail read blade 0's word */
+	CHECK_MSG(a.rc == 0 || a.rc == SMART_EQP, "sync: %s",
+		  smart_strerror(a.rc));
 	CHECK_U64_EQ(a.v[0], 7);
+	if (!a.rc)
+		CHECK_U64_EQ(a.v[1], 7);
+	CHECK_OK(a.rc2);
+	CHECK_U64_EQ(a.v2, 0); /* blade 2's word, never written */
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
+	smart_blade_destroy(b2);
 }
 
 /* A completion queue that fails (on a NIC: an overrun, a dead device;
