@@ -227,13 +227,14 @@ static int qp_in_flight(const struct smart_worker *w,
 		const struct smart__task *t = i < 0 ? &w->main_task :
 						      w->all_tasks[i];
 
-		if (t->pinned == qp)
-			return !SMART_M_WORKER_REAP_IN_FLIGHT;
+		if (!SMART_M_WORKER_REAP_PINNED && t->pinned == qp)
+			return 1;
 		for (int j = 0; j < SMART_TASK_BATCHES; j++)
-			if (__atomic_load_n(&t->batches[j].busy,
+			if (!SMART_M_WORKER_REAP_IN_FLIGHT &&
+			    __atomic_load_n(&t->batches[j].busy,
 					    __ATOMIC_ACQUIRE) &&
 			    t->batches[j].qp == qp)
-				return !SMART_M_WORKER_REAP_IN_FLIGHT;
+				return 1;
 	}
 	return 0;
 }
@@ -259,7 +260,8 @@ static void group_reap(struct smart_worker *w, struct smart__group *g)
 		/* a failed CQ retired every QP with the cache still naming
 		 * them (group_cq_replace): the next op to that blade opens a
 		 * new one, and announces again (as worker_qp_slow does) */
-		if (w->qp[qp->blade] == qp) {
+		if (!SMART_M_WORKER_REAP_KEEPS_CACHE &&
+		    w->qp[qp->blade] == qp) {
 			w->qp[qp->blade] = NULL;
 			w->ctx->svc->qp_new(w, qp->blade);
 		}

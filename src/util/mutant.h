@@ -151,6 +151,23 @@
 #define SMART_M_WORKER_REAP_IN_FLIGHT 0
 #endif
 
+#ifdef SMART_MUTANT_WORKER_REAP_PINNED /* worker.c: a retired QP is freed
+					 * while a task waiting for a free
+					 * batch or for credits holds it
+					 * (t->pinned) */
+#define SMART_M_WORKER_REAP_PINNED 1
+#else
+#define SMART_M_WORKER_REAP_PINNED 0
+#endif
+
+#ifdef SMART_MUTANT_WORKER_REAP_KEEPS_CACHE /* worker.c: a QP freed by
+					      * group_reap left in the
+					      * worker's cache (w->qp) */
+#define SMART_M_WORKER_REAP_KEEPS_CACHE 1
+#else
+#define SMART_M_WORKER_REAP_KEEPS_CACHE 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_NO_ROOM_TURN /* ops.c: send-queue room to
 					 * whoever runs first */
 #define SMART_M_OPS_NO_ROOM_TURN 1
