@@ -57,6 +57,15 @@
 
 /* MRs per domain: messaging's slabs and landing, and a staging region
  * per connection (up to 4096 of them, rpc.h), beside a blade's few */
+/* Mutants of this transport's own (util/mutant.h has the others). */
+#ifdef SMART_MUTANT_SHM_MR_CACHE_KEPT /* shm_mem.c: mr_free leaves the
+					* QPs' cached local MR (the freed
+					* one) in place */
+#define SMART_M_SHM_MR_CACHE_KEPT 1
+#else
+#define SMART_M_SHM_MR_CACHE_KEPT 0
+#endif
+
 #define SHM_MAX_MR	8192
 #define SHM_MAX_INLINE	64
 #define SHM_MAX_SEND_WR 65536
@@ -100,6 +109,9 @@ struct smart_tp_domain {
 	pthread_mutex_t lock;	 /* registration only, never the data path */
 	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
 	uint32_t gen; /* key generation, under lock */
+	/* its QPs, under lock (qp_create, qp_destroy): mr_free empties each
+	 * one's cache of its last local MR (shm_local_ok_qp) */
+	struct smart_tp_qp *qps;
 	uint32_t next_id;
 	/* failed remotes still attached: every poll reads this once (its
 	 * own line: qp_create and mr_alloc write gen and next_id) and looks
@@ -318,9 +330,17 @@ struct smart_tp_qp {
 	uint32_t id;
 	struct shm_wqe *sq;
 	uint32_t sq_mask;
-	_Atomic uint32_t sq_head;    /* next WR to execute */
-	uint32_t sq_tail;	     /* next free entry */
-	uint32_t touch_gen;	     /* last poll pass that prefetched for it */
+	_Atomic uint32_t sq_head; /* next WR to execute */
+	uint32_t sq_tail;	  /* next free entry */
+	uint32_t touch_gen;	  /* last poll pass that prefetched for it */
+	/* the plain one-sided run's cache of the last local MR a WR of this
+	 * QP named (shm_local_ok_qp): its lkey, address and length; mrc_len
+	 * 0 is empty.  mr_free empties it (d->qps lists the QPs), so a freed
+	 * MR's key is looked up, and refused, as before the cache */
+	uint32_t mrc_lkey;
+	uintptr_t mrc_base;
+	_Atomic uint64_t mrc_len;
+	struct smart_tp_qp *d_prev, *d_next; /* in d->qps, under d->lock */
 	struct shm_rq *rq;	     /* receive queue, NULL: one-sided QP */
 	struct shm_peer *peer;	     /* peer's receive queue, once connected */
 	uint32_t stall_pass;	     /* cq->pass of its last RNR stall, + 1 */
@@ -411,6 +431,48 @@ static inline int shm_local_ok(struct smart_tp_domain *d, uint32_t lkey,
 	       len <= mr->pub.len - (a - base);
 }
 
+/* shm_local_ok through qp's cache of its last local MR, whose miss looks
+ * the key up and fills the cache.
+ * The cache holds an MR only until mr_free frees it (it empties every
+ * cache of its domain's QPs, smart__shm_mr_free), so a WR naming a freed
+ * MR misses and is refused, as the lookup always refused it.  mr_free
+ * and a poll of the MR's WRs are ordered by their caller, as they were
+ * without the cache (an MR freed while a WR copies into it is gone). */
+static inline __attribute__((always_inline)) int
+shm_local_fill(struct smart_tp_qp *qp, uint32_t lkey, const void *p,
+	       uint32_t len)
+{
+	struct shm_mr *mr = shm_mr_lookup(qp->d, lkey);
+	uintptr_t a = (uintptr_t)p, base;
+
+	if (smart_unlikely(!mr))
+		return 0;
+	base = (uintptr_t)mr->pub.addr;
+	qp->mrc_lkey = lkey;
+	qp->mrc_base = base;
+	atomic_store_explicit(&qp->mrc_len, mr->pub.len, memory_order_relaxed);
+	return a >= base && a - base <= mr->pub.len &&
+	       len <= mr->pub.len - (a - base);
+}
+
+/* The hit: the same key, [p, p+len) inside the cached MR, p before its
+ * end (one unsigned compare: below its start wraps to a huge offset; an
+ * empty cache's length 0 passes nothing; a zero-length buffer at the
+ * MR's very end goes the miss's way, which accepts it as shm_local_ok). */
+static inline __attribute__((always_inline)) int
+shm_local_ok_qp(struct smart_tp_qp *qp, uint32_t lkey, const void *p,
+		uint32_t len)
+{
+	uintptr_t off = (uintptr_t)p - qp->mrc_base;
+	uint64_t mlen = atomic_load_explicit(&qp->mrc_len,
+					     memory_order_relaxed);
+
+	if (smart_likely(lkey == qp->mrc_lkey && off < mlen &&
+			 len <= mlen - off))
+		return 1;
+	return shm_local_fill(qp, lkey, p, len);
+}
+
 /* A WRITE or SEND whose data was copied into the WQE at post time. */
 static inline int shm_wr_inline(const struct smart_tp_wr *wr)
 {
@@ -445,7 +507,8 @@ static inline void shm_peer_fd_drop(int fd)
  * *rp the remote bytes, or the error status of the completion.  Always
  * inlined: GCC made a function of it, a call per WR executed. */
 static inline __attribute__((always_inline)) int
-shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
+shm_wr_check_at(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
+		uint8_t **rp, int cached)
 {
 	/* a peer QP may have no region of its peer's */
 	*rp = smart_likely(qp->r) ?
@@ -459,9 +522,20 @@ shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
 		return SMART_TP_WC_REM_ACCESS;
 	/* inline bytes are the WQE's own (post refused longer ones) */
 	if (!shm_wr_inline(wr) &&
-	    smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local, wr->len)))
+	    smart_unlikely(!(
+		    cached ?
+			    shm_local_ok_qp(qp, wr->lkey, wr->local, wr->len) :
+			    shm_local_ok(qp->d, wr->lkey, wr->local, wr->len))))
 		return SMART_TP_WC_LOC_PROT;
 	return SMART_TP_WC_OK;
+}
+
+/* shm_wr_check_at with the local MR looked up by its key: every caller
+ * but the plain one-sided run (whose poll keeps the QP's cache valid). */
+static inline __attribute__((always_inline)) int
+shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
+{
+	return shm_wr_check_at(qp, wr, rp, 0);
 }
 
 /* Below this many aligned words a copy goes word by word: `rep movsq`

@@ -276,6 +276,13 @@ void smart__shm_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *pub)
 	if (!pub)
 		return;
 	atomic_store_explicit(&d->mrs[mr->slot], NULL, memory_order_release);
+	/* no QP keeps it as its last local MR (shm_local_ok_qp): a WR
+	 * naming it is looked up, and refused */
+	pthread_mutex_lock(&d->lock);
+	for (struct smart_tp_qp *qp = d->qps; qp && !SMART_M_SHM_MR_CACHE_KEPT;
+	     qp = qp->d_next)
+		atomic_store_explicit(&qp->mrc_len, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&d->lock);
 	munmap(pub->addr, mr->map_len);
 	if (pub->fd >= 0)
 		close(pub->fd);

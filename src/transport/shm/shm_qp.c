@@ -292,6 +292,10 @@ int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	}
 	pthread_mutex_lock(&d->lock);
 	qp->id = d->next_id++;
+	qp->d_next = d->qps; /* mr_free empties its cached MR */
+	if (d->qps)
+		d->qps->d_prev = qp;
+	d->qps = qp;
 	pthread_mutex_unlock(&d->lock);
 	*out = qp;
 	return 0;
@@ -357,6 +361,14 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp)
 {
 	if (!qp)
 		return;
+	pthread_mutex_lock(&qp->d->lock);
+	if (qp->d_prev)
+		qp->d_prev->d_next = qp->d_next;
+	else
+		qp->d->qps = qp->d_next;
+	if (qp->d_next)
+		qp->d_next->d_prev = qp->d_prev;
+	pthread_mutex_unlock(&qp->d->lock);
 	shm_cq_forget_qp(qp->cq, qp);
 	smart__shm_model_qp_detach(qp);
 	shm_qp_drop_rq(qp); /* its receive queue and peer mapping */
@@ -616,27 +628,28 @@ int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
 /* Execute one WR; returns a completion status.  Inline in the plain
  * poll's loop (out of line it cost a fifth of the WR's execution). */
 static inline __attribute__((always_inline)) int
-shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e);
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int cached);
 
 static inline __attribute__((always_inline)) int
 shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	if (smart_unlikely(e->wr.opcode >= SMART_TP_SEND))
 		return smart__shm_exec_send(qp, e);
-	return shm_exec_1s(qp, e);
+	return shm_exec_1s(qp, e, 0);
 }
 
 /* shm_exec of a one-sided WR (READ, WRITE, CAS, FAA; another opcode is
  * refused by shm_exec_atomic): the checks of its remote range, key and
- * local MR, then the access. */
+ * local MR (through the QP's cache of its last local MR when `cached`:
+ * the plain one-sided run; mr_free empties it), then the access. */
 static inline __attribute__((always_inline)) int
-shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e)
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int cached)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
 	int st;
 
-	st = shm_wr_check(qp, wr, &rp);
+	st = shm_wr_check_at(qp, wr, &rp, cached);
 	if (smart_unlikely(st != SMART_TP_WC_OK))
 		return st;
 	switch (wr->opcode) {
@@ -841,7 +854,7 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 		    cq->wc_tail - cq->wc_head > cq->wc_mask)
 			break;
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
-			st = shm_exec_1s(qp, e);
+			st = shm_exec_1s(qp, e, 1);
 			if (smart_unlikely(st != SMART_TP_WC_OK))
 				qp->state = SHM_QP_ERR;
 		} else if (qp->state == SHM_QP_DOOMED) {
