@@ -89,6 +89,7 @@
 #include "harness/raw_peer.h"
 #include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
+#include "util/bytes.h"
 #include "util/sockio.h"
 
 #define P_RQ  8
@@ -280,6 +281,12 @@ static void refuse_region(struct p_end *a)
 	CHECK_OK(ops->remote_attach(a->d, blob, blen,
 				    fcntl(mr->fd, F_DUPFD_CLOEXEC, 0), &r));
 	ops->remote_detach(r);
+	/* a region whose base + size wraps the address space (the WR's
+	 * range check rests on it not wrapping) */
+	smart__put64(blob + 8, UINT64_MAX - 4095);
+	CHECK_EQ(ops->remote_attach(a->d, blob, blen,
+				    fcntl(mr->fd, F_DUPFD_CLOEXEC, 0), &r),
+		 SMART_EPROTO);
 	ops->mr_free(a->d, mr);
 }
 

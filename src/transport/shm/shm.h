@@ -66,6 +66,14 @@
 #define SMART_M_SHM_MR_CACHE_KEPT 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_REGION_WRAPS /* shm_mem.c: a region blob whose
+				       * base + size wraps the address space
+				       * attached */
+#define SMART_M_SHM_REGION_WRAPS 1
+#else
+#define SMART_M_SHM_REGION_WRAPS 0
+#endif
+
 #define SHM_MAX_MR	8192
 #define SHM_MAX_INLINE	64
 #define SHM_MAX_SEND_WR 65536
@@ -403,11 +411,12 @@ static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
 				      uint32_t rkey, uint64_t remote,
 				      uint64_t len)
 {
-	uint64_t off = remote - r->base;
-
 	if (smart_likely(rkey == r->rkey)) {
-		if (smart_unlikely(remote < r->base || off >= r->size ||
-				   len > r->size - off))
+		uint64_t off = remote - r->base, size = r->size;
+
+		/* below base the offset wraps past any size: attach refuses
+		 * a region whose base + size wraps (shm_blob_check) */
+		if (smart_unlikely(off >= size || len > size - off))
 			return NULL;
 		return r->map + off;
 	}

@@ -389,6 +389,12 @@ static int shm_blob_check(const uint8_t *b, size_t len)
 		return SMART_EPROTO;
 	size = smart__get64(b + 16);
 	dm = smart__get64(b + 32);
+	/* [base, base + size) must not wrap: the WR's check of its remote
+	 * range (shm_remote_ptr) takes an address below base for one past
+	 * the end by its wrapped offset */
+	if (smart__get64(b + 8) > UINT64_MAX - size &&
+	    !SMART_M_SHM_REGION_WRAPS)
+		return SMART_EPROTO;
 	if (!size || size > (UINT64_C(1) << 47) || smart__get32(b + 28) > 1 ||
 	    dm > SHM_DM_MAX || smart__get32(b + 44) ||
 	    (dm ? smart__get32(b + 40) == smart__get32(b + 24) :
