@@ -66,6 +66,22 @@
 #define SMART_M_SHM_MR_CACHE_KEPT 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_DB_GROW_KEPT /* shm_qp.c: a destroyed QP's records
+				      * taken out of the FIFO, the newest
+				      * record's QP (cq->db_grow) kept */
+#define SMART_M_SHM_DB_GROW_KEPT 1
+#else
+#define SMART_M_SHM_DB_GROW_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_DB_GROW_REQUEUE /* shm_qp.c: a record requeued
+					 * behind the others, the newest
+					 * record's QP (cq->db_grow) kept */
+#define SMART_M_SHM_DB_GROW_REQUEUE 1
+#else
+#define SMART_M_SHM_DB_GROW_REQUEUE 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_REGION_WRAPS /* shm_mem.c: a region blob whose
 				       * base + size wraps the address space
 				       * attached */
@@ -303,6 +319,12 @@ struct smart_tp_cq {
 	uint32_t wc_mask, wc_head, wc_tail;
 	struct shm_db *db; /* doorbell FIFO awaiting execution */
 	uint32_t db_mask, db_head, db_tail;
+	/* the QP whose one-sided record is the FIFO's newest (while the
+	 * FIFO is not empty): its next one-sided chain grows that record
+	 * (shm_db_ring); NULL when the newest is none's: every other way a
+	 * record is appended or the FIFO reordered (a two-sided record, the
+	 * model's, a requeue, a destroyed QP's records taken out) clears it */
+	struct smart_tp_qp *db_grow;
 	uint32_t committed;	  /* its QPs' send queue entries, under lock:
 				 * the FIFO holds more (shm_cq_commit) */
 	uint32_t touch_gen;	  /* poll pass number, for shm_touch */

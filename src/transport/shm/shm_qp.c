@@ -350,6 +350,10 @@ static void shm_cq_forget_qp(struct smart_tp_cq *cq, struct smart_tp_qp *qp)
 			cq->db[j++ & cq->db_mask] = e;
 	}
 	cq->db_tail = j;
+	/* the newest record may be another now, or qp's gone: none grows
+	 * (a QP made later at qp's address would grow another's record) */
+	if (!SMART_M_SHM_DB_GROW_KEPT)
+		cq->db_grow = NULL;
 	cq->committed -= qp->sq_mask + 1;
 	shm_unlock(cq->flags, &cq->lock);
 	/* The model's device forgets them too (they never execute). */
@@ -452,20 +456,27 @@ shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n)
  * one grown while partly run keeps the order of rule 3.  Messaging's
  * SENDs keep a record per post: one waiting for a receive (rule 8) is
  * requeued alone. */
+static inline __attribute__((always_inline)) int
+shm_db_grows(const struct smart_tp_cq *cq, const struct smart_tp_qp *qp)
+{
+	/* cq->db_grow: the QP of the newest record when that is a one-sided
+	 * one (a record in the FIFO holds at least one WR: a poll that runs
+	 * one whole takes it out) */
+	return cq->db_tail != cq->db_head && cq->db_grow == qp;
+}
+
 static inline __attribute__((always_inline)) void
 shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp, uint32_t n,
 	    int one_sided)
 {
-	struct shm_db *last = &cq->db[(cq->db_tail - 1) & cq->db_mask];
-
-	if (one_sided && cq->db_tail != cq->db_head && last->qp == qp &&
-	    last->one_sided && last->n) {
-		last->n += n;
+	if (one_sided && shm_db_grows(cq, qp)) {
+		cq->db[(cq->db_tail - 1) & cq->db_mask].n += n;
 		return;
 	}
 	cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
 		qp, n, (uint32_t)one_sided
 	};
+	cq->db_grow = one_sided ? qp : NULL;
 }
 
 /* A chain with a SEND or WRITE_IMM, or any chain under the RNIC model:
@@ -538,12 +549,18 @@ shm_sq_publish(struct smart_tp_qp *qp, uint32_t n)
 	struct smart_tp_cq *cq = qp->cq;
 
 	shm_lock(cq->flags, &cq->lock);
-	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
-		shm_unlock(cq->flags, &cq->lock);
-		return SMART_EAGAIN; /* before anything ran */
+	if (shm_db_grows(cq, qp)) { /* shm_db_ring's growth, no new record */
+		cq->db[(cq->db_tail - 1) & cq->db_mask].n += n;
+	} else {
+		if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
+			shm_unlock(cq->flags, &cq->lock);
+			return SMART_EAGAIN; /* before anything ran */
+		}
+		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){ qp, n,
+								       1 };
+		cq->db_grow = qp;
 	}
 	qp->sq_tail += n;
-	shm_db_ring(cq, qp, n, 1);
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
 }
@@ -614,14 +631,20 @@ int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
 						       memory_order_acquire) >
 			   qp->sq_mask))
 		return SMART_EAGAIN; /* full: post waits for room in turn */
-	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask))
-		return SMART_EAGAIN;
 	e = &qp->sq[tail & qp->sq_mask];
 	e->wr = *wr;
 	if (shm_wqe_inline(e, wr))
 		return SMART_EINVAL;
+	if (shm_db_grows(cq, qp)) { /* shm_db_ring's growth, no new record */
+		cq->db[(cq->db_tail - 1) & cq->db_mask].n++;
+	} else {
+		if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask))
+			return SMART_EAGAIN; /* the entry stays free */
+		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){ qp, 1,
+								       1 };
+		cq->db_grow = qp;
+	}
 	qp->sq_tail = tail + 1;
-	shm_db_ring(cq, qp, 1, 1);
 	return 0;
 }
 
@@ -886,6 +909,8 @@ static int shm_requeue(struct smart_tp_cq *cq)
 	if (cq->db_tail - cq->db_head > cq->db_mask)
 		return 0;
 	cq->db[cq->db_tail++ & cq->db_mask] = cq->db[cq->db_head & cq->db_mask];
+	if (!SMART_M_SHM_DB_GROW_REQUEUE)
+		cq->db_grow = NULL; /* the newest is the requeued one */
 	return 1;
 }
 
