@@ -82,6 +82,15 @@
 #define SMART_M_SHM_DB_GROW_REQUEUE 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_ONE_SIDED_ANY_REGION /* shm.h: a QP of a sealed
+					       * region's records run the
+					       * one-sided way (no read-only
+					       * test) */
+#define SMART_M_SHM_ONE_SIDED_ANY_REGION 1
+#else
+#define SMART_M_SHM_ONE_SIDED_ANY_REGION 0
+#endif
+
 #ifdef SMART_MUTANT_SHM_REGION_WRAPS /* shm_mem.c: a region blob whose
 				       * base + size wraps the address space
 				       * attached */
@@ -305,8 +314,9 @@ struct shm_wqe {
 struct shm_db {
 	struct smart_tp_qp *qp;
 	uint32_t n;
-	uint32_t one_sided; /* no SEND or WRITE_IMM: a later one-sided
-				 * chain of its QP may grow it (shm_qp.c) */
+	uint32_t run1s; /* no SEND or WRITE_IMM and its QP's region there
+			 * and writable (qp->rw): the one-sided run's
+			 * (shm_run_one_sided, shm_qp.c) */
 };
 
 struct smart_tp_cq {
@@ -354,9 +364,14 @@ struct smart_tp_qp {
 	uint32_t flags;
 	smart_spinlock_t lock;
 	int state;
-	/* connected, one-sided, not shared, no model, no adversarial CQ:
-	 * post1 takes it (set at qp_connect) */
+	/* connected to a region there and writable (rw), one-sided, not
+	 * shared, no model, no adversarial CQ: post1 takes it (set at
+	 * qp_connect) */
 	int plain;
+	/* its region is there and writable (shm_region_rw, set when
+	 * connected): its one-sided records run the one-sided way, which
+	 * reads the region once and tests no read-only seal */
+	int rw;
 	uint32_t id;
 	struct shm_wqe *sq;
 	uint32_t sq_mask;
@@ -394,6 +409,13 @@ static inline void *shm_zalloc_cl(size_t len)
 	if (p)
 		memset(p, 0, n);
 	return p;
+}
+
+/* A QP's region there and writable (qp->rw): not a peer QP without one,
+ * not a sealed one (PROT_READ: only READs go, shm_wr_check). */
+static inline int shm_region_rw(const struct smart_tp_remote *r)
+{
+	return r && (!r->read_only || SMART_M_SHM_ONE_SIDED_ANY_REGION);
 }
 
 /* Take and release a QP or CQ lock: only objects shared by threads have
@@ -536,11 +558,24 @@ static inline void shm_peer_fd_drop(int fd)
 
 /* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with
  * *rp the remote bytes, or the error status of the completion.  Always
- * inlined: GCC made a function of it, a call per WR executed. */
+ * inlined: GCC made a function of it, a call per WR executed.  fast (a
+ * constant): the plain one-sided run's, rw its qp->r, there and writable
+ * (qp->rw): the QP's region read once a run, no read-only test, and the
+ * local MR through the QP's cache (shm_local_ok_qp). */
 static inline __attribute__((always_inline)) int
 shm_wr_check_at(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
-		uint8_t **rp, int cached)
+		uint8_t **rp, int fast, const struct smart_tp_remote *rw)
 {
+	if (fast) {
+		*rp = shm_remote_ptr(rw, wr->rkey, wr->remote, wr->len);
+		if (smart_unlikely(!*rp))
+			return SMART_TP_WC_REM_ACCESS;
+		if (!shm_wr_inline(wr) &&
+		    smart_unlikely(
+			    !shm_local_ok_qp(qp, wr->lkey, wr->local, wr->len)))
+			return SMART_TP_WC_LOC_PROT;
+		return SMART_TP_WC_OK;
+	}
 	/* a peer QP may have no region of its peer's */
 	*rp = smart_likely(qp->r) ?
 		      shm_remote_ptr(qp->r, wr->rkey, wr->remote, wr->len) :
@@ -553,10 +588,7 @@ shm_wr_check_at(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
 		return SMART_TP_WC_REM_ACCESS;
 	/* inline bytes are the WQE's own (post refused longer ones) */
 	if (!shm_wr_inline(wr) &&
-	    smart_unlikely(!(
-		    cached ?
-			    shm_local_ok_qp(qp, wr->lkey, wr->local, wr->len) :
-			    shm_local_ok(qp->d, wr->lkey, wr->local, wr->len))))
+	    smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local, wr->len)))
 		return SMART_TP_WC_LOC_PROT;
 	return SMART_TP_WC_OK;
 }
@@ -566,7 +598,7 @@ shm_wr_check_at(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
 static inline __attribute__((always_inline)) int
 shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
 {
-	return shm_wr_check_at(qp, wr, rp, 0);
+	return shm_wr_check_at(qp, wr, rp, 0, NULL);
 }
 
 /* Below this many aligned words a copy goes word by word: `rep movsq`

@@ -326,8 +326,9 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 	if (v[0] != SHM_ACC_MAGIC)
 		return SMART_EPROTO;
 	qp->r = r;
+	qp->rw = shm_region_rw(r);
 	qp->state = SHM_QP_RTS;
-	qp->plain = !qp->model && !(qp->flags & SMART_TP_SHARED) &&
+	qp->plain = qp->rw && !qp->model && !(qp->flags & SMART_TP_SHARED) &&
 		    !(qp->cq->flags & SMART_TP_SHARED) && !qp->cq->special;
 	return 0;
 }
@@ -474,7 +475,7 @@ shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp, uint32_t n,
 		return;
 	}
 	cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
-		qp, n, (uint32_t)one_sided
+		qp, n, (uint32_t)(one_sided && qp->rw)
 	};
 	cq->db_grow = one_sided ? qp : NULL;
 }
@@ -556,8 +557,9 @@ shm_sq_publish(struct smart_tp_qp *qp, uint32_t n)
 			shm_unlock(cq->flags, &cq->lock);
 			return SMART_EAGAIN; /* before anything ran */
 		}
-		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){ qp, n,
-								       1 };
+		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
+			qp, n, (uint32_t)qp->rw
+		};
 		cq->db_grow = qp;
 	}
 	qp->sq_tail += n;
@@ -640,8 +642,9 @@ int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
 	} else {
 		if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask))
 			return SMART_EAGAIN; /* the entry stays free */
-		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){ qp, 1,
-								       1 };
+		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
+			qp, 1, 1
+		}; /* plain: qp->rw */
 		cq->db_grow = qp;
 	}
 	qp->sq_tail = tail + 1;
@@ -651,28 +654,30 @@ int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
 /* Execute one WR; returns a completion status.  Inline in the plain
  * poll's loop (out of line it cost a fifth of the WR's execution). */
 static inline __attribute__((always_inline)) int
-shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int cached);
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int fast,
+	    const struct smart_tp_remote *rw);
 
 static inline __attribute__((always_inline)) int
 shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	if (smart_unlikely(e->wr.opcode >= SMART_TP_SEND))
 		return smart__shm_exec_send(qp, e);
-	return shm_exec_1s(qp, e, 0);
+	return shm_exec_1s(qp, e, 0, NULL);
 }
 
 /* shm_exec of a one-sided WR (READ, WRITE, CAS, FAA; another opcode is
  * refused by shm_exec_atomic): the checks of its remote range, key and
- * local MR (through the QP's cache of its last local MR when `cached`:
- * the plain one-sided run; mr_free empties it), then the access. */
+ * local MR (shm_wr_check_at: fast, the plain one-sided run's, rw its
+ * region), then the access. */
 static inline __attribute__((always_inline)) int
-shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int cached)
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int fast,
+	    const struct smart_tp_remote *rw)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
 	int st;
 
-	st = shm_wr_check_at(qp, wr, &rp, cached);
+	st = shm_wr_check_at(qp, wr, &rp, fast, rw);
 	if (smart_unlikely(st != SMART_TP_WC_OK))
 		return st;
 	switch (wr->opcode) {
@@ -842,17 +847,18 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	return left == 0;
 }
 
-/* shm_run_db_at, plain, for a one-sided record (shm_db.one_sided: its
- * WRs are READs, WRITEs, CASes and FAAs, so none waits for a receive and
- * none is a SEND): the same steps per WR - room for its possible
+/* shm_run_db_at, plain, for a record of shm_db.run1s (its WRs are READs,
+ * WRITEs, CASes and FAAs, so none waits for a receive and none is a SEND;
+ * its QP's region is there and writable, qp->rw): the same steps per WR - room for its possible
  * completion, the QP's state, shm_wr_check's checks of the remote range,
  * key and local MR and the access (shm_exec_1s), the completion of a
  * signalled or failed WR - without the SEND's test and the receive wait,
- * the caller's output count in a register. */
+ * the caller's output count in a register, the QP's region read once. */
 static inline __attribute__((always_inline)) int
 shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 {
 	struct smart_tp_qp *qp = db->qp;
+	const struct smart_tp_remote *r;
 	struct smart_tp_wc *out = o->wc;
 	int on = o->n, omax = o->max;
 	uint32_t head, left;
@@ -868,6 +874,8 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 	 * completion needs none of its room. */
 	if (cq->wc_head != cq->wc_tail)
 		omax = on;
+	/* the QP's region read once, there and writable (qp->rw) */
+	r = qp->r;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 	for (left = db->n; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
@@ -877,7 +885,7 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 		    cq->wc_tail - cq->wc_head > cq->wc_mask)
 			break;
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
-			st = shm_exec_1s(qp, e, 1);
+			st = shm_exec_1s(qp, e, 1, r);
 			if (smart_unlikely(st != SMART_TP_WC_OK))
 				qp->state = SHM_QP_ERR;
 		} else if (qp->state == SHM_QP_DOOMED) {
@@ -924,7 +932,7 @@ static int shm_db_next(struct smart_tp_cq *cq, int rc)
 static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 		      struct shm_out *o)
 {
-	if (!SMART_M_SHM_ONE_SIDED_RUN_ANY && !db->one_sided)
+	if (!SMART_M_SHM_ONE_SIDED_RUN_ANY && !db->run1s)
 		return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
 	return shm_run_one_sided(cq, db, o);
 }
