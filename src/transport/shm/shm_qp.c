@@ -945,46 +945,47 @@ static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 
 static void shm_touch(struct smart_tp_cq *cq)
 {
-	uint32_t i, h, k, budget = SHM_TOUCH_MAX;
+	uint32_t i, h, k, k1, budget = SHM_TOUCH_MAX;
 
 	cq->touch_gen++;
 	for (i = cq->db_head; i != cq->db_tail && budget; i++) {
 		const struct shm_db *db = &cq->db[i & cq->db_mask];
 		struct smart_tp_qp *qp = db->qp;
-		const struct shm_wqe *e, *end;
+		const struct shm_wqe *e;
 		uintptr_t delta;
-		uint32_t rkey;
 
 		if (!db->n || qp->touch_gen == cq->touch_gen || !qp->r)
 			continue;
 		qp->touch_gen = cq->touch_gen;
 		h = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 		/* the QP's queued WRs within the budget, walked by a pointer
-		 * that wraps at the queue's end (no index arithmetic per
-		 * WR), the region's key and offset to the mapping read once */
+		 * in two runs, to the queue's end and from its start (no
+		 * index arithmetic or wrap test per WR), the region's offset
+		 * to the mapping read once */
 		k = qp->sq_tail - h;
 		if (k > budget)
 			k = budget;
 		budget -= k;
 		e = &qp->sq[h & qp->sq_mask];
-		end = qp->sq + qp->sq_mask + 1;
-		rkey = qp->r->rkey;
+		k1 = qp->sq_mask + 1 - (h & qp->sq_mask);
+		if (k1 > k)
+			k1 = k;
+		k -= k1;
 		delta = (uintptr_t)qp->r->map - (uintptr_t)qp->r->base;
-		for (; k; k--) {
-			/* no bounds check: a prefetch is a hint that never
-			 * faults and reads nothing architecturally, and
-			 * shm_exec checks the WR before its access; device
-			 * memory's key (rare) is not prefetched; the address
-			 * is formed as an integer, since a pointer outside
-			 * the mapping would be undefined behaviour */
-			if (smart_likely(e->wr.rkey == rkey))
-				__builtin_prefetch(
-					(const void *)(delta +
-						       (uintptr_t)e->wr.remote),
-					0, 3);
-			if (smart_unlikely(++e == end))
-				e = qp->sq;
-		}
+		/* no bounds or key check: a prefetch is a hint that never
+		 * faults and reads nothing architecturally, and shm_exec
+		 * checks the WR before its access (device memory's WRs,
+		 * rare, prefetch a line of no use); the address is formed as
+		 * an integer, since a pointer outside the mapping would be
+		 * undefined behaviour */
+		for (; k1; k1--, e++)
+			__builtin_prefetch(
+				(const void *)(delta + (uintptr_t)e->wr.remote),
+				0, 3);
+		for (e = qp->sq; k; k--, e++)
+			__builtin_prefetch(
+				(const void *)(delta + (uintptr_t)e->wr.remote),
+				0, 3);
 	}
 }
 
