@@ -1070,28 +1070,48 @@ int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	return shm_poll_full(cq, wc, max);
 }
 
-static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
-			 int max)
+/* The poll of a CQ under the RNIC model or the adversary: out of line
+ * and cold, with its own output state, so that the plain poll's (whose
+ * address no call takes) stays in registers. */
+static __attribute__((noinline, cold)) int
+shm_poll_special(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
 	struct shm_out o = { wc, 0, max,
 			     atomic_load_explicit(&cq->d->failures,
 						  memory_order_acquire) };
-	uint32_t end;
 
-	if (smart_unlikely(cq->special) && atomic_load(&cq->dead))
+	if (atomic_load(&cq->dead))
 		return atomic_load(&cq->dead);
 	shm_lock(cq->flags, &cq->lock);
 	if (!++cq->pass) /* 0 is no QP's stall */
 		cq->pass = 1;
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
-	if (smart_unlikely(cq->special)) {
-		if (cq->model)
-			shm_poll_model(cq, &o);
-		else
-			shm_poll_adv(cq, &o);
-		goto recv;
-	}
+	if (cq->model)
+		shm_poll_model(cq, &o);
+	else
+		shm_poll_adv(cq, &o);
+	if (smart_unlikely(cq->nrq) && o.n < max)
+		o.n += smart__shm_poll_recv(cq, wc + o.n, max - o.n);
+	shm_unlock(cq->flags, &cq->lock);
+	return o.n;
+}
+
+static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
+			 int max)
+{
+	struct shm_out o = { wc, 0, max, 0 };
+	uint32_t end;
+
+	if (smart_unlikely(cq->special))
+		return shm_poll_special(cq, wc, max);
+	o.failures = atomic_load_explicit(&cq->d->failures,
+					  memory_order_acquire);
+	shm_lock(cq->flags, &cq->lock);
+	if (!++cq->pass) /* 0 is no QP's stall */
+		cq->pass = 1;
+	while (o.n < max && cq->wc_head != cq->wc_tail)
+		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
 	end = cq->db_tail; /* requeued doorbells wait for the next poll */
 	if (o.n < max && shm_touch_worth(cq, end))
 		shm_touch(cq);
@@ -1103,7 +1123,6 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 			break;
 		cq->db_head++;
 	}
-recv:
 	if (smart_unlikely(cq->nrq) && o.n < max)
 		o.n += smart__shm_poll_recv(cq, wc + o.n, max - o.n);
 	shm_unlock(cq->flags, &cq->lock);
