@@ -567,9 +567,19 @@ shm_wr_check_at(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
 		uint8_t **rp, int fast, const struct smart_tp_remote *rw)
 {
 	if (fast) {
-		*rp = shm_remote_ptr(rw, wr->rkey, wr->remote, wr->len);
-		if (smart_unlikely(!*rp))
-			return SMART_TP_WC_REM_ACCESS;
+		/* shm_remote_ptr's region case without its NULL answer to
+		 * test again (device memory's key goes its way) */
+		if (smart_likely(wr->rkey == rw->rkey)) {
+			uint64_t off = wr->remote - rw->base, size = rw->size;
+
+			if (smart_unlikely(off >= size || wr->len > size - off))
+				return SMART_TP_WC_REM_ACCESS;
+			*rp = rw->map + off;
+		} else {
+			*rp = shm_remote_ptr(rw, wr->rkey, wr->remote, wr->len);
+			if (smart_unlikely(!*rp))
+				return SMART_TP_WC_REM_ACCESS;
+		}
 		if (!shm_wr_inline(wr) &&
 		    smart_unlikely(
 			    !shm_local_ok_qp(qp, wr->lkey, wr->local, wr->len)))
