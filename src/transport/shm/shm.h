@@ -341,7 +341,8 @@ struct smart_tp_cq {
 	struct shm_adv_cq *adv;	  /* adversarial mode's state, NULL = off */
 	_Atomic int dead;	  /* the adversary failed it (cq_fail): poll
 				 * returns this for ever, post refuses */
-	uint32_t pass;		  /* poll number: RNR stalls of this pass */
+	uint64_t pass;		  /* poll number, from 1 (64 bits: never back to
+			* 0, no QP's stall): RNR stalls of this pass */
 	struct smart_tp_qp **rqs; /* its QPs with a receive queue */
 	uint32_t nrq, rq_cap;	  /* under lock (create, destroy) */
 	uint32_t rq_next;	  /* the queue poll looks at first: the one
@@ -388,7 +389,7 @@ struct smart_tp_qp {
 	struct smart_tp_qp *d_prev, *d_next; /* in d->qps, under d->lock */
 	struct shm_rq *rq;	     /* receive queue, NULL: one-sided QP */
 	struct shm_peer *peer;	     /* peer's receive queue, once connected */
-	uint32_t stall_pass;	     /* cq->pass of its last RNR stall, + 1 */
+	uint64_t stall_pass;	     /* cq->pass of its last RNR stall */
 	struct shm_sim_res sim_lock; /* sim only: a shared QP's lock */
 	/* sim only, responder-time execution (shm_model.c): WRs from
 	 * sq_head to sq_exec have run at the responder, their status in

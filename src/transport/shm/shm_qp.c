@@ -1064,8 +1064,9 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
  * reads five words and writes none, before any of the full poll's set-up. */
 int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
-	if (!cq->special && !cq->nrq && !(cq->flags & SMART_TP_SHARED) &&
-	    cq->db_head == cq->db_tail && cq->wc_head == cq->wc_tail)
+	if (cq->db_head == cq->db_tail && !cq->nrq &&
+	    cq->wc_head == cq->wc_tail && !cq->special &&
+	    !(cq->flags & SMART_TP_SHARED))
 		return 0;
 	return shm_poll_full(cq, wc, max);
 }
@@ -1083,8 +1084,7 @@ shm_poll_special(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	if (atomic_load(&cq->dead))
 		return atomic_load(&cq->dead);
 	shm_lock(cq->flags, &cq->lock);
-	if (!++cq->pass) /* 0 is no QP's stall */
-		cq->pass = 1;
+	cq->pass++; /* from 1: 0 is no QP's stall */
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
 	if (cq->model)
@@ -1108,8 +1108,7 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 	o.failures = atomic_load_explicit(&cq->d->failures,
 					  memory_order_acquire);
 	shm_lock(cq->flags, &cq->lock);
-	if (!++cq->pass) /* 0 is no QP's stall */
-		cq->pass = 1;
+	cq->pass++; /* from 1: 0 is no QP's stall */
 	while (o.n < max && cq->wc_head != cq->wc_tail)
 		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
 	end = cq->db_tail; /* requeued doorbells wait for the next poll */
