@@ -1109,8 +1109,11 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 					  memory_order_acquire);
 	shm_lock(cq->flags, &cq->lock);
 	cq->pass++; /* from 1: 0 is no QP's stall */
-	while (o.n < max && cq->wc_head != cq->wc_tail)
-		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
+	/* the ring's completions first (it is empty in the common case:
+	 * tested once, before the copy's loop is set up) */
+	if (smart_unlikely(cq->wc_head != cq->wc_tail))
+		while (o.n < max && cq->wc_head != cq->wc_tail)
+			wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
 	end = cq->db_tail; /* requeued doorbells wait for the next poll */
 	if (o.n < max && shm_touch_worth(cq, end))
 		shm_touch(cq);
