@@ -943,7 +943,8 @@ static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
  * task switches, measured slower: the loads must be issued together.) */
 #define SHM_TOUCH_MAX 32
 
-static void shm_touch(struct smart_tp_cq *cq)
+static inline __attribute__((always_inline)) void
+shm_touch(struct smart_tp_cq *cq)
 {
 	uint32_t i, h, k, k1, budget = SHM_TOUCH_MAX;
 
