@@ -41,6 +41,10 @@
  *               when a message lands, nothing written;
  *   rnr_counted SENDs beyond the receives posted wait, and the domain's
  *               rnr_waits counts it;
+ *   db_grow     a one-sided post grows the CQ's newest doorbell record
+ *               only when it is its QP's own one-sided one: not after a
+ *               waiting SEND's record was requeued behind it, nor for a
+ *               QP made at a destroyed one's address;
  *   recap       receives reposted with another length: the sender, its
  *               credits cached, goes by the new one;
  *   fair        two queues on one CQ, one flooded (every cell filled
@@ -89,6 +93,7 @@
 #include "harness/raw_peer.h"
 #include "harness/shm_forge.h"
 #include "transport/shm/shm.h"
+#include "util/bytes.h"
 #include "util/sockio.h"
 
 #define P_RQ  8
@@ -280,6 +285,12 @@ static void refuse_region(struct p_end *a)
 	CHECK_OK(ops->remote_attach(a->d, blob, blen,
 				    fcntl(mr->fd, F_DUPFD_CLOEXEC, 0), &r));
 	ops->remote_detach(r);
+	/* a region whose base + size wraps the address space (the WR's
+	 * range check rests on it not wrapping) */
+	smart__put64(blob + 8, UINT64_MAX - 4095);
+	CHECK_EQ(ops->remote_attach(a->d, blob, blen,
+				    fcntl(mr->fd, F_DUPFD_CLOEXEC, 0), &r),
+		 SMART_EPROTO);
 	ops->mr_free(a->d, mr);
 }
 
@@ -820,6 +831,113 @@ static void test_rnr_counted(void)
 	CHECK_WC(p_one(&b), 101, SMART_TP_WC_OK);
 	p_close(&b);
 	p_close(&a);
+}
+
+/* Collect completions of cq until one of wr_id `want` (others, a
+ * stalled SEND's RNR among them, are passed over); its status. */
+static int dg_wait(struct smart_tp_cq *cq, uint64_t want)
+{
+	uint64_t deadline = now_ns() + CONF_WAIT_NS;
+	struct smart_tp_wc wc;
+	int n;
+
+	for (;;) {
+		n = ops->poll(cq, &wc, 1);
+		CHECK_GE(n, 0);
+		if (n && wc.wr_id == want)
+			return wc.status;
+		CHECK_MSG(n || now_ns() < deadline,
+			  "no completion of wr_id %" PRIu64
+			  " (its WR never ran)",
+			  want);
+	}
+}
+
+/* A one-sided chain of a QP grows the CQ's newest doorbell record when
+ * that is the QP's own one-sided record (cq->db_grow), never another's:
+ * (1) a SEND's record that waits for a receive goes to the back of the
+ * FIFO behind a READ's, and the READ's QP posts again once its record
+ * ran: a new record, not the SEND's grown; (2) a QP destroyed while its
+ * record was the newest, and a QP made at its address (glibc's free
+ * lists steered to hand it back): its WRITE has a record of its own,
+ * not the surviving QP's record grown.  Either wrongly grown, the WR
+ * would never run (another QP's record runs that QP's queue). */
+static void test_db_grow(void)
+{
+	struct smart_conf_env env = { .ops = ops };
+	struct smart_tp_qp_attr pattr = { .max_send_wr = 64,
+					  .max_recv_wr = P_RQ,
+					  .max_msg = P_MSG };
+	uint8_t blob[SMART_TP_BLOB_MAX];
+	struct smart_tp_qp *peer;
+	struct smart_tp_wr w;
+	struct p_end q;
+	struct conn a, b, c;
+	void *fill[8];
+	const void *gone;
+	uint64_t *src;
+	size_t blen;
+	struct fx f;
+	int i;
+
+	fx_open(&f, &env);
+	src = (uint64_t *)(f.laddr + 4096);
+	src[0] = 0x51;
+	src[1] = 0x52;
+	src[2] = 0x53;
+	conn_open(&f, NULL, 256, 16, 0, &a);
+	/* (1): a QP with a peer that posts no receive, on a's CQ */
+	p_open(&q);
+	CHECK_OK(ops->qp_create(f.idom, a.cq, &pattr, &peer));
+	p_blob(&q, blob, &blen);
+	CHECK_OK(ops->qp_connect_peer(
+		peer, NULL, blob, blen,
+		(int[]){ fcntl(p_fd(&q), F_DUPFD_CLOEXEC, 0) }, 1));
+	w = (struct smart_tp_wr){ .wr_id = 900,
+				  .opcode = SMART_TP_SEND,
+				  .local = f.laddr,
+				  .len = 8,
+				  .lkey = f.t.lkey,
+				  .flags = SMART_TP_SIGNALED };
+	CHECK_OK(ops->post(peer, &w, 1)); /* waits for a receive */
+	w = wr_make(&f.t, SMART_TP_READ, 1, 0, &src[8], 8, CONF_SIG);
+	CHECK_OK(ops->post(a.qp, &w, 1));
+	CHECK_EQ(dg_wait(a.cq, 1), SMART_TP_WC_OK); /* the SEND's requeued */
+	w = wr_make(&f.t, SMART_TP_WRITE, 2, 64, &src[0], 8, CONF_SIG);
+	CHECK_OK(ops->post(a.qp, &w, 1));
+	CHECK_EQ(dg_wait(a.cq, 2), SMART_TP_WC_OK);
+	CHECK_U64_EQ(rword(&f, 64), 0x51);
+	CHECK_EQ(dg_wait(a.cq, 900), SMART_TP_WC_RNR); /* no receive came */
+	ops->qp_destroy(peer);
+	p_close(&q);
+	/* (2): b's record the newest when b goes */
+	conn_open(&f, a.cq, 0, 16, 0, &b);
+	w = wr_make(&f.t, SMART_TP_WRITE, 3, 128, &src[1], 8, CONF_SIG);
+	CHECK_OK(ops->post(a.qp, &w, 1));
+	w = wr_make(&f.t, SMART_TP_READ, 4, 192, &src[9], 8, 0);
+	CHECK_OK(ops->post(b.qp, &w, 1));
+	/* glibc's calloc takes no chunk from the thread's cache: fill the
+	 * cache of the QP's size first, so that b's QP, freed, goes where
+	 * the next QP's calloc finds it */
+	for (i = 0; i < 8; i++)
+		CHECK((fill[i] = malloc(sizeof(struct smart_tp_qp))));
+	for (i = 0; i < 8; i++)
+		free(fill[i]);
+	gone = b.qp;
+	conn_close(&b);
+	conn_open(&f, a.cq, 0, 16, 0, &c);
+	printf("   the new QP %s the destroyed one's address\n",
+	       (const void *)c.qp == gone ? "has" : "has not");
+	w = wr_make(&f.t, SMART_TP_WRITE, 5, 256, &src[2], 8, CONF_SIG);
+	CHECK_OK(ops->post(c.qp, &w, 1));
+	CHECK_EQ(dg_wait(a.cq, 3), SMART_TP_WC_OK);
+	CHECK_EQ(dg_wait(a.cq, 5), SMART_TP_WC_OK);
+	CHECK_U64_EQ(rword(&f, 128), 0x52);
+	CHECK_U64_EQ(rword(&f, 256), 0x53);
+	CHECK_EQ(ops->qp_in_error(a.qp), 0);
+	conn_close(&c);
+	conn_close(&a);
+	fx_close(&f);
 }
 
 /* Receive queue q's own segment, mapped as its peer maps it. */
@@ -1560,6 +1678,7 @@ int main(int argc, char **argv)
 			{ "refused_fd_linger", test_refused_fd_linger },
 			{ "nested_fd_linger", test_nested_fd_linger },
 			{ "rnr_counted", test_rnr_counted },
+			{ "db_grow", test_db_grow },
 			{ "recap", test_recap },
 			{ "post_faults", test_post_faults },
 			{ "fair", test_fair },

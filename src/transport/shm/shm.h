@@ -57,6 +57,48 @@
 
 /* MRs per domain: messaging's slabs and landing, and a staging region
  * per connection (up to 4096 of them, rpc.h), beside a blade's few */
+/* Mutants of this transport's own (util/mutant.h has the others). */
+#ifdef SMART_MUTANT_SHM_MR_CACHE_KEPT /* shm_mem.c: mr_free leaves the
+					* QPs' cached local MR (the freed
+					* one) in place */
+#define SMART_M_SHM_MR_CACHE_KEPT 1
+#else
+#define SMART_M_SHM_MR_CACHE_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_DB_GROW_KEPT /* shm_qp.c: a destroyed QP's records
+				      * taken out of the FIFO, the newest
+				      * record's QP (cq->db_grow) kept */
+#define SMART_M_SHM_DB_GROW_KEPT 1
+#else
+#define SMART_M_SHM_DB_GROW_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_DB_GROW_REQUEUE /* shm_qp.c: a record requeued
+					 * behind the others, the newest
+					 * record's QP (cq->db_grow) kept */
+#define SMART_M_SHM_DB_GROW_REQUEUE 1
+#else
+#define SMART_M_SHM_DB_GROW_REQUEUE 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_ONE_SIDED_ANY_REGION /* shm.h: a QP of a sealed
+					       * region's records run the
+					       * one-sided way (no read-only
+					       * test) */
+#define SMART_M_SHM_ONE_SIDED_ANY_REGION 1
+#else
+#define SMART_M_SHM_ONE_SIDED_ANY_REGION 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_REGION_WRAPS /* shm_mem.c: a region blob whose
+				       * base + size wraps the address space
+				       * attached */
+#define SMART_M_SHM_REGION_WRAPS 1
+#else
+#define SMART_M_SHM_REGION_WRAPS 0
+#endif
+
 #define SHM_MAX_MR	8192
 #define SHM_MAX_INLINE	64
 #define SHM_MAX_SEND_WR 65536
@@ -100,6 +142,9 @@ struct smart_tp_domain {
 	pthread_mutex_t lock;	 /* registration only, never the data path */
 	struct shm_mr *_Atomic mrs[SHM_MAX_MR];
 	uint32_t gen; /* key generation, under lock */
+	/* its QPs, under lock (qp_create, qp_destroy): mr_free empties each
+	 * one's cache of its last local MR (shm_local_ok_qp) */
+	struct smart_tp_qp *qps;
 	uint32_t next_id;
 	/* failed remotes still attached: every poll reads this once (its
 	 * own line: qp_create and mr_alloc write gen and next_id) and looks
@@ -269,8 +314,9 @@ struct shm_wqe {
 struct shm_db {
 	struct smart_tp_qp *qp;
 	uint32_t n;
-	uint32_t one_sided; /* no SEND or WRITE_IMM: a later one-sided
-				 * chain of its QP may grow it (shm_qp.c) */
+	uint32_t run1s; /* no SEND or WRITE_IMM and its QP's region there
+			 * and writable (qp->rw): the one-sided run's
+			 * (shm_run_one_sided, shm_qp.c) */
 };
 
 struct smart_tp_cq {
@@ -283,13 +329,20 @@ struct smart_tp_cq {
 	uint32_t wc_mask, wc_head, wc_tail;
 	struct shm_db *db; /* doorbell FIFO awaiting execution */
 	uint32_t db_mask, db_head, db_tail;
+	/* the QP whose one-sided record is the FIFO's newest (while the
+	 * FIFO is not empty): its next one-sided chain grows that record
+	 * (shm_db_ring); NULL when the newest is none's: every other way a
+	 * record is appended or the FIFO reordered (a two-sided record, the
+	 * model's, a requeue, a destroyed QP's records taken out) clears it */
+	struct smart_tp_qp *db_grow;
 	uint32_t committed;	  /* its QPs' send queue entries, under lock:
 				 * the FIFO holds more (shm_cq_commit) */
 	uint32_t touch_gen;	  /* poll pass number, for shm_touch */
 	struct shm_adv_cq *adv;	  /* adversarial mode's state, NULL = off */
 	_Atomic int dead;	  /* the adversary failed it (cq_fail): poll
 				 * returns this for ever, post refuses */
-	uint32_t pass;		  /* poll number: RNR stalls of this pass */
+	uint64_t pass;		  /* poll number, from 1 (64 bits: never back to
+			* 0, no QP's stall): RNR stalls of this pass */
 	struct smart_tp_qp **rqs; /* its QPs with a receive queue */
 	uint32_t nrq, rq_cap;	  /* under lock (create, destroy) */
 	uint32_t rq_next;	  /* the queue poll looks at first: the one
@@ -312,18 +365,31 @@ struct smart_tp_qp {
 	uint32_t flags;
 	smart_spinlock_t lock;
 	int state;
-	/* connected, one-sided, not shared, no model, no adversarial CQ:
-	 * post1 takes it (set at qp_connect) */
+	/* connected to a region there and writable (rw), one-sided, not
+	 * shared, no model, no adversarial CQ: post1 takes it (set at
+	 * qp_connect) */
 	int plain;
+	/* its region is there and writable (shm_region_rw, set when
+	 * connected): its one-sided records run the one-sided way, which
+	 * reads the region once and tests no read-only seal */
+	int rw;
 	uint32_t id;
 	struct shm_wqe *sq;
 	uint32_t sq_mask;
-	_Atomic uint32_t sq_head;    /* next WR to execute */
-	uint32_t sq_tail;	     /* next free entry */
-	uint32_t touch_gen;	     /* last poll pass that prefetched for it */
+	_Atomic uint32_t sq_head; /* next WR to execute */
+	uint32_t sq_tail;	  /* next free entry */
+	uint32_t touch_gen;	  /* last poll pass that prefetched for it */
+	/* the plain one-sided run's cache of the last local MR a WR of this
+	 * QP named (shm_local_ok_qp): its lkey, address and length; mrc_len
+	 * 0 is empty.  mr_free empties it (d->qps lists the QPs), so a freed
+	 * MR's key is looked up, and refused, as before the cache */
+	uint32_t mrc_lkey;
+	uintptr_t mrc_base;
+	_Atomic uint64_t mrc_len;
+	struct smart_tp_qp *d_prev, *d_next; /* in d->qps, under d->lock */
 	struct shm_rq *rq;	     /* receive queue, NULL: one-sided QP */
 	struct shm_peer *peer;	     /* peer's receive queue, once connected */
-	uint32_t stall_pass;	     /* cq->pass of its last RNR stall, + 1 */
+	uint64_t stall_pass;	     /* cq->pass of its last RNR stall */
 	struct shm_sim_res sim_lock; /* sim only: a shared QP's lock */
 	/* sim only, responder-time execution (shm_model.c): WRs from
 	 * sq_head to sq_exec have run at the responder, their status in
@@ -344,6 +410,13 @@ static inline void *shm_zalloc_cl(size_t len)
 	if (p)
 		memset(p, 0, n);
 	return p;
+}
+
+/* A QP's region there and writable (qp->rw): not a peer QP without one,
+ * not a sealed one (PROT_READ: only READs go, shm_wr_check). */
+static inline int shm_region_rw(const struct smart_tp_remote *r)
+{
+	return r && (!r->read_only || SMART_M_SHM_ONE_SIDED_ANY_REGION);
 }
 
 /* Take and release a QP or CQ lock: only objects shared by threads have
@@ -383,11 +456,12 @@ static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
 				      uint32_t rkey, uint64_t remote,
 				      uint64_t len)
 {
-	uint64_t off = remote - r->base;
-
 	if (smart_likely(rkey == r->rkey)) {
-		if (smart_unlikely(remote < r->base || off >= r->size ||
-				   len > r->size - off))
+		uint64_t off = remote - r->base, size = r->size;
+
+		/* below base the offset wraps past any size: attach refuses
+		 * a region whose base + size wraps (shm_blob_check) */
+		if (smart_unlikely(off >= size || len > size - off))
 			return NULL;
 		return r->map + off;
 	}
@@ -409,6 +483,48 @@ static inline int shm_local_ok(struct smart_tp_domain *d, uint32_t lkey,
 	base = (uintptr_t)mr->pub.addr;
 	return a >= base && a - base <= mr->pub.len &&
 	       len <= mr->pub.len - (a - base);
+}
+
+/* shm_local_ok through qp's cache of its last local MR, whose miss looks
+ * the key up and fills the cache.
+ * The cache holds an MR only until mr_free frees it (it empties every
+ * cache of its domain's QPs, smart__shm_mr_free), so a WR naming a freed
+ * MR misses and is refused, as the lookup always refused it.  mr_free
+ * and a poll of the MR's WRs are ordered by their caller, as they were
+ * without the cache (an MR freed while a WR copies into it is gone). */
+static inline __attribute__((always_inline)) int
+shm_local_fill(struct smart_tp_qp *qp, uint32_t lkey, const void *p,
+	       uint32_t len)
+{
+	struct shm_mr *mr = shm_mr_lookup(qp->d, lkey);
+	uintptr_t a = (uintptr_t)p, base;
+
+	if (smart_unlikely(!mr))
+		return 0;
+	base = (uintptr_t)mr->pub.addr;
+	qp->mrc_lkey = lkey;
+	qp->mrc_base = base;
+	atomic_store_explicit(&qp->mrc_len, mr->pub.len, memory_order_relaxed);
+	return a >= base && a - base <= mr->pub.len &&
+	       len <= mr->pub.len - (a - base);
+}
+
+/* The hit: the same key, [p, p+len) inside the cached MR, p before its
+ * end (one unsigned compare: below its start wraps to a huge offset; an
+ * empty cache's length 0 passes nothing; a zero-length buffer at the
+ * MR's very end goes the miss's way, which accepts it as shm_local_ok). */
+static inline __attribute__((always_inline)) int
+shm_local_ok_qp(struct smart_tp_qp *qp, uint32_t lkey, const void *p,
+		uint32_t len)
+{
+	uintptr_t off = (uintptr_t)p - qp->mrc_base;
+	uint64_t mlen = atomic_load_explicit(&qp->mrc_len,
+					     memory_order_relaxed);
+
+	if (smart_likely(lkey == qp->mrc_lkey && off < mlen &&
+			 len <= mlen - off))
+		return 1;
+	return shm_local_fill(qp, lkey, p, len);
 }
 
 /* A WRITE or SEND whose data was copied into the WQE at post time. */
@@ -443,10 +559,34 @@ static inline void shm_peer_fd_drop(int fd)
 
 /* Check a WR's remote range, key and local buffer: SMART_TP_WC_OK with
  * *rp the remote bytes, or the error status of the completion.  Always
- * inlined: GCC made a function of it, a call per WR executed. */
+ * inlined: GCC made a function of it, a call per WR executed.  fast (a
+ * constant): the plain one-sided run's, rw its qp->r, there and writable
+ * (qp->rw): the QP's region read once a run, no read-only test, and the
+ * local MR through the QP's cache (shm_local_ok_qp). */
 static inline __attribute__((always_inline)) int
-shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
+shm_wr_check_at(struct smart_tp_qp *qp, const struct smart_tp_wr *wr,
+		uint8_t **rp, int fast, const struct smart_tp_remote *rw)
 {
+	if (fast) {
+		/* shm_remote_ptr's region case without its NULL answer to
+		 * test again (device memory's key goes its way) */
+		if (smart_likely(wr->rkey == rw->rkey)) {
+			uint64_t off = wr->remote - rw->base, size = rw->size;
+
+			if (smart_unlikely(off >= size || wr->len > size - off))
+				return SMART_TP_WC_REM_ACCESS;
+			*rp = rw->map + off;
+		} else {
+			*rp = shm_remote_ptr(rw, wr->rkey, wr->remote, wr->len);
+			if (smart_unlikely(!*rp))
+				return SMART_TP_WC_REM_ACCESS;
+		}
+		if (!shm_wr_inline(wr) &&
+		    smart_unlikely(
+			    !shm_local_ok_qp(qp, wr->lkey, wr->local, wr->len)))
+			return SMART_TP_WC_LOC_PROT;
+		return SMART_TP_WC_OK;
+	}
 	/* a peer QP may have no region of its peer's */
 	*rp = smart_likely(qp->r) ?
 		      shm_remote_ptr(qp->r, wr->rkey, wr->remote, wr->len) :
@@ -462,6 +602,14 @@ shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
 	    smart_unlikely(!shm_local_ok(qp->d, wr->lkey, wr->local, wr->len)))
 		return SMART_TP_WC_LOC_PROT;
 	return SMART_TP_WC_OK;
+}
+
+/* shm_wr_check_at with the local MR looked up by its key: every caller
+ * but the plain one-sided run (whose poll keeps the QP's cache valid). */
+static inline __attribute__((always_inline)) int
+shm_wr_check(struct smart_tp_qp *qp, const struct smart_tp_wr *wr, uint8_t **rp)
+{
+	return shm_wr_check_at(qp, wr, rp, 0, NULL);
 }
 
 /* Below this many aligned words a copy goes word by word: `rep movsq`

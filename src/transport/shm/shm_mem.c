@@ -276,6 +276,13 @@ void smart__shm_mr_free(struct smart_tp_domain *d, struct smart_tp_mr *pub)
 	if (!pub)
 		return;
 	atomic_store_explicit(&d->mrs[mr->slot], NULL, memory_order_release);
+	/* no QP keeps it as its last local MR (shm_local_ok_qp): a WR
+	 * naming it is looked up, and refused */
+	pthread_mutex_lock(&d->lock);
+	for (struct smart_tp_qp *qp = d->qps; qp && !SMART_M_SHM_MR_CACHE_KEPT;
+	     qp = qp->d_next)
+		atomic_store_explicit(&qp->mrc_len, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&d->lock);
 	munmap(pub->addr, mr->map_len);
 	if (pub->fd >= 0)
 		close(pub->fd);
@@ -382,6 +389,12 @@ static int shm_blob_check(const uint8_t *b, size_t len)
 		return SMART_EPROTO;
 	size = smart__get64(b + 16);
 	dm = smart__get64(b + 32);
+	/* [base, base + size) must not wrap: the WR's check of its remote
+	 * range (shm_remote_ptr) takes an address below base for one past
+	 * the end by its wrapped offset */
+	if (smart__get64(b + 8) > UINT64_MAX - size &&
+	    !SMART_M_SHM_REGION_WRAPS)
+		return SMART_EPROTO;
 	if (!size || size > (UINT64_C(1) << 47) || smart__get32(b + 28) > 1 ||
 	    dm > SHM_DM_MAX || smart__get32(b + 44) ||
 	    (dm ? smart__get32(b + 40) == smart__get32(b + 24) :

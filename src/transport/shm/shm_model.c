@@ -715,6 +715,7 @@ int smart__shm_model_ring(struct smart_tp_qp *qp, uint32_t n)
 			shm_resp_stamp(m, qp, n);
 		cq->db[cq->db_tail & cq->db_mask] = (struct shm_db){ qp, n, 0 };
 		cq->db_tail++;
+		cq->db_grow = NULL; /* the newest record grows no more */
 		qp->sq_tail += n;
 		if (m->sim && qp->rpos < 0)
 			shm_resp_queue(m, qp);

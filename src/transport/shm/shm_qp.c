@@ -292,6 +292,10 @@ int smart__shm_qp_create(struct smart_tp_domain *d, struct smart_tp_cq *cq,
 	}
 	pthread_mutex_lock(&d->lock);
 	qp->id = d->next_id++;
+	qp->d_next = d->qps; /* mr_free empties its cached MR */
+	if (d->qps)
+		d->qps->d_prev = qp;
+	d->qps = qp;
 	pthread_mutex_unlock(&d->lock);
 	*out = qp;
 	return 0;
@@ -322,8 +326,9 @@ int smart__shm_qp_connect(struct smart_tp_qp *qp, struct smart_tp_remote *r,
 	if (v[0] != SHM_ACC_MAGIC)
 		return SMART_EPROTO;
 	qp->r = r;
+	qp->rw = shm_region_rw(r);
 	qp->state = SHM_QP_RTS;
-	qp->plain = !qp->model && !(qp->flags & SMART_TP_SHARED) &&
+	qp->plain = qp->rw && !qp->model && !(qp->flags & SMART_TP_SHARED) &&
 		    !(qp->cq->flags & SMART_TP_SHARED) && !qp->cq->special;
 	return 0;
 }
@@ -346,6 +351,10 @@ static void shm_cq_forget_qp(struct smart_tp_cq *cq, struct smart_tp_qp *qp)
 			cq->db[j++ & cq->db_mask] = e;
 	}
 	cq->db_tail = j;
+	/* the newest record may be another now, or qp's gone: none grows
+	 * (a QP made later at qp's address would grow another's record) */
+	if (!SMART_M_SHM_DB_GROW_KEPT)
+		cq->db_grow = NULL;
 	cq->committed -= qp->sq_mask + 1;
 	shm_unlock(cq->flags, &cq->lock);
 	/* The model's device forgets them too (they never execute). */
@@ -357,6 +366,14 @@ void smart__shm_qp_destroy(struct smart_tp_qp *qp)
 {
 	if (!qp)
 		return;
+	pthread_mutex_lock(&qp->d->lock);
+	if (qp->d_prev)
+		qp->d_prev->d_next = qp->d_next;
+	else
+		qp->d->qps = qp->d_next;
+	if (qp->d_next)
+		qp->d_next->d_prev = qp->d_prev;
+	pthread_mutex_unlock(&qp->d->lock);
 	shm_cq_forget_qp(qp->cq, qp);
 	smart__shm_model_qp_detach(qp);
 	shm_qp_drop_rq(qp); /* its receive queue and peer mapping */
@@ -440,20 +457,27 @@ shm_sq_fill(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs, int n)
  * one grown while partly run keeps the order of rule 3.  Messaging's
  * SENDs keep a record per post: one waiting for a receive (rule 8) is
  * requeued alone. */
+static inline __attribute__((always_inline)) int
+shm_db_grows(const struct smart_tp_cq *cq, const struct smart_tp_qp *qp)
+{
+	/* cq->db_grow: the QP of the newest record when that is a one-sided
+	 * one (a record in the FIFO holds at least one WR: a poll that runs
+	 * one whole takes it out) */
+	return cq->db_tail != cq->db_head && cq->db_grow == qp;
+}
+
 static inline __attribute__((always_inline)) void
 shm_db_ring(struct smart_tp_cq *cq, struct smart_tp_qp *qp, uint32_t n,
 	    int one_sided)
 {
-	struct shm_db *last = &cq->db[(cq->db_tail - 1) & cq->db_mask];
-
-	if (one_sided && cq->db_tail != cq->db_head && last->qp == qp &&
-	    last->one_sided && last->n) {
-		last->n += n;
+	if (one_sided && shm_db_grows(cq, qp)) {
+		cq->db[(cq->db_tail - 1) & cq->db_mask].n += n;
 		return;
 	}
 	cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
-		qp, n, (uint32_t)one_sided
+		qp, n, (uint32_t)(one_sided && qp->rw)
 	};
+	cq->db_grow = one_sided ? qp : NULL;
 }
 
 /* A chain with a SEND or WRITE_IMM, or any chain under the RNIC model:
@@ -526,12 +550,19 @@ shm_sq_publish(struct smart_tp_qp *qp, uint32_t n)
 	struct smart_tp_cq *cq = qp->cq;
 
 	shm_lock(cq->flags, &cq->lock);
-	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
-		shm_unlock(cq->flags, &cq->lock);
-		return SMART_EAGAIN; /* before anything ran */
+	if (shm_db_grows(cq, qp)) { /* shm_db_ring's growth, no new record */
+		cq->db[(cq->db_tail - 1) & cq->db_mask].n += n;
+	} else {
+		if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask)) {
+			shm_unlock(cq->flags, &cq->lock);
+			return SMART_EAGAIN; /* before anything ran */
+		}
+		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
+			qp, n, (uint32_t)qp->rw
+		};
+		cq->db_grow = qp;
 	}
 	qp->sq_tail += n;
-	shm_db_ring(cq, qp, n, 1);
 	shm_unlock(cq->flags, &cq->lock);
 	return 0;
 }
@@ -602,41 +633,51 @@ int smart__shm_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr)
 						       memory_order_acquire) >
 			   qp->sq_mask))
 		return SMART_EAGAIN; /* full: post waits for room in turn */
-	if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask))
-		return SMART_EAGAIN;
 	e = &qp->sq[tail & qp->sq_mask];
 	e->wr = *wr;
 	if (shm_wqe_inline(e, wr))
 		return SMART_EINVAL;
+	if (shm_db_grows(cq, qp)) { /* shm_db_ring's growth, no new record */
+		cq->db[(cq->db_tail - 1) & cq->db_mask].n++;
+	} else {
+		if (smart_unlikely(cq->db_tail - cq->db_head > cq->db_mask))
+			return SMART_EAGAIN; /* the entry stays free */
+		cq->db[cq->db_tail++ & cq->db_mask] = (struct shm_db){
+			qp, 1, 1
+		}; /* plain: qp->rw */
+		cq->db_grow = qp;
+	}
 	qp->sq_tail = tail + 1;
-	shm_db_ring(cq, qp, 1, 1);
 	return 0;
 }
 
 /* Execute one WR; returns a completion status.  Inline in the plain
  * poll's loop (out of line it cost a fifth of the WR's execution). */
 static inline __attribute__((always_inline)) int
-shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e);
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int fast,
+	    const struct smart_tp_remote *rw);
 
 static inline __attribute__((always_inline)) int
 shm_exec(struct smart_tp_qp *qp, struct shm_wqe *e)
 {
 	if (smart_unlikely(e->wr.opcode >= SMART_TP_SEND))
 		return smart__shm_exec_send(qp, e);
-	return shm_exec_1s(qp, e);
+	return shm_exec_1s(qp, e, 0, NULL);
 }
 
 /* shm_exec of a one-sided WR (READ, WRITE, CAS, FAA; another opcode is
  * refused by shm_exec_atomic): the checks of its remote range, key and
- * local MR, then the access. */
+ * local MR (shm_wr_check_at: fast, the plain one-sided run's, rw its
+ * region), then the access. */
 static inline __attribute__((always_inline)) int
-shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e)
+shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int fast,
+	    const struct smart_tp_remote *rw)
 {
 	const struct smart_tp_wr *wr = &e->wr;
 	uint8_t *rp;
 	int st;
 
-	st = shm_wr_check(qp, wr, &rp);
+	st = shm_wr_check_at(qp, wr, &rp, fast, rw);
 	if (smart_unlikely(st != SMART_TP_WC_OK))
 		return st;
 	switch (wr->opcode) {
@@ -806,17 +847,18 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 	return left == 0;
 }
 
-/* shm_run_db_at, plain, for a one-sided record (shm_db.one_sided: its
- * WRs are READs, WRITEs, CASes and FAAs, so none waits for a receive and
- * none is a SEND): the same steps per WR - room for its possible
+/* shm_run_db_at, plain, for a record of shm_db.run1s (its WRs are READs,
+ * WRITEs, CASes and FAAs, so none waits for a receive and none is a SEND;
+ * its QP's region is there and writable, qp->rw): the same steps per WR - room for its possible
  * completion, the QP's state, shm_wr_check's checks of the remote range,
  * key and local MR and the access (shm_exec_1s), the completion of a
  * signalled or failed WR - without the SEND's test and the receive wait,
- * the caller's output count in a register. */
+ * the caller's output count in a register, the QP's region read once. */
 static inline __attribute__((always_inline)) int
 shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 {
 	struct smart_tp_qp *qp = db->qp;
+	const struct smart_tp_remote *r;
 	struct smart_tp_wc *out = o->wc;
 	int on = o->n, omax = o->max;
 	uint32_t head, left;
@@ -832,6 +874,8 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 	 * completion needs none of its room. */
 	if (cq->wc_head != cq->wc_tail)
 		omax = on;
+	/* the QP's region read once, there and writable (qp->rw) */
+	r = qp->r;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 	for (left = db->n; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
@@ -841,7 +885,7 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 		    cq->wc_tail - cq->wc_head > cq->wc_mask)
 			break;
 		if (smart_likely(qp->state == SHM_QP_RTS)) {
-			st = shm_exec_1s(qp, e);
+			st = shm_exec_1s(qp, e, 1, r);
 			if (smart_unlikely(st != SMART_TP_WC_OK))
 				qp->state = SHM_QP_ERR;
 		} else if (qp->state == SHM_QP_DOOMED) {
@@ -873,6 +917,8 @@ static int shm_requeue(struct smart_tp_cq *cq)
 	if (cq->db_tail - cq->db_head > cq->db_mask)
 		return 0;
 	cq->db[cq->db_tail++ & cq->db_mask] = cq->db[cq->db_head & cq->db_mask];
+	if (!SMART_M_SHM_DB_GROW_REQUEUE)
+		cq->db_grow = NULL; /* the newest is the requeued one */
 	return 1;
 }
 
@@ -886,7 +932,7 @@ static int shm_db_next(struct smart_tp_cq *cq, int rc)
 static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
 		      struct shm_out *o)
 {
-	if (!SMART_M_SHM_ONE_SIDED_RUN_ANY && !db->one_sided)
+	if (!SMART_M_SHM_ONE_SIDED_RUN_ANY && !db->run1s)
 		return shm_run_db_at(cq, db, o, SHM_RUN_PLAIN, 0, NULL);
 	return shm_run_one_sided(cq, db, o);
 }
@@ -897,48 +943,50 @@ static int shm_run_db(struct smart_tp_cq *cq, struct shm_db *db,
  * task switches, measured slower: the loads must be issued together.) */
 #define SHM_TOUCH_MAX 32
 
-static void shm_touch(struct smart_tp_cq *cq)
+static inline __attribute__((always_inline)) void
+shm_touch(struct smart_tp_cq *cq)
 {
-	uint32_t i, h, k, budget = SHM_TOUCH_MAX;
+	uint32_t i, h, k, k1, budget = SHM_TOUCH_MAX;
 
 	cq->touch_gen++;
 	for (i = cq->db_head; i != cq->db_tail && budget; i++) {
 		const struct shm_db *db = &cq->db[i & cq->db_mask];
 		struct smart_tp_qp *qp = db->qp;
-		const struct shm_wqe *e, *end;
+		const struct shm_wqe *e;
 		uintptr_t delta;
-		uint32_t rkey;
 
 		if (!db->n || qp->touch_gen == cq->touch_gen || !qp->r)
 			continue;
 		qp->touch_gen = cq->touch_gen;
 		h = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
 		/* the QP's queued WRs within the budget, walked by a pointer
-		 * that wraps at the queue's end (no index arithmetic per
-		 * WR), the region's key and offset to the mapping read once */
+		 * in two runs, to the queue's end and from its start (no
+		 * index arithmetic or wrap test per WR), the region's offset
+		 * to the mapping read once */
 		k = qp->sq_tail - h;
 		if (k > budget)
 			k = budget;
 		budget -= k;
 		e = &qp->sq[h & qp->sq_mask];
-		end = qp->sq + qp->sq_mask + 1;
-		rkey = qp->r->rkey;
+		k1 = qp->sq_mask + 1 - (h & qp->sq_mask);
+		if (k1 > k)
+			k1 = k;
+		k -= k1;
 		delta = (uintptr_t)qp->r->map - (uintptr_t)qp->r->base;
-		for (; k; k--) {
-			/* no bounds check: a prefetch is a hint that never
-			 * faults and reads nothing architecturally, and
-			 * shm_exec checks the WR before its access; device
-			 * memory's key (rare) is not prefetched; the address
-			 * is formed as an integer, since a pointer outside
-			 * the mapping would be undefined behaviour */
-			if (smart_likely(e->wr.rkey == rkey))
-				__builtin_prefetch(
-					(const void *)(delta +
-						       (uintptr_t)e->wr.remote),
-					0, 3);
-			if (smart_unlikely(++e == end))
-				e = qp->sq;
-		}
+		/* no bounds or key check: a prefetch is a hint that never
+		 * faults and reads nothing architecturally, and shm_exec
+		 * checks the WR before its access (device memory's WRs,
+		 * rare, prefetch a line of no use); the address is formed as
+		 * an integer, since a pointer outside the mapping would be
+		 * undefined behaviour */
+		for (; k1; k1--, e++)
+			__builtin_prefetch(
+				(const void *)(delta + (uintptr_t)e->wr.remote),
+				0, 3);
+		for (e = qp->sq; k; k--, e++)
+			__builtin_prefetch(
+				(const void *)(delta + (uintptr_t)e->wr.remote),
+				0, 3);
 	}
 }
 
@@ -1017,34 +1065,56 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
  * reads five words and writes none, before any of the full poll's set-up. */
 int smart__shm_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
-	if (!cq->special && !cq->nrq && !(cq->flags & SMART_TP_SHARED) &&
-	    cq->db_head == cq->db_tail && cq->wc_head == cq->wc_tail)
+	if (cq->db_head == cq->db_tail && !cq->nrq &&
+	    cq->wc_head == cq->wc_tail && !cq->special &&
+	    !(cq->flags & SMART_TP_SHARED))
 		return 0;
 	return shm_poll_full(cq, wc, max);
+}
+
+/* The poll of a CQ under the RNIC model or the adversary: out of line
+ * and cold, with its own output state, so that the plain poll's (whose
+ * address no call takes) stays in registers. */
+static __attribute__((noinline, cold)) int
+shm_poll_special(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+{
+	struct shm_out o = { wc, 0, max,
+			     atomic_load_explicit(&cq->d->failures,
+						  memory_order_acquire) };
+
+	if (atomic_load(&cq->dead))
+		return atomic_load(&cq->dead);
+	shm_lock(cq->flags, &cq->lock);
+	cq->pass++; /* from 1: 0 is no QP's stall */
+	while (o.n < max && cq->wc_head != cq->wc_tail)
+		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
+	if (cq->model)
+		shm_poll_model(cq, &o);
+	else
+		shm_poll_adv(cq, &o);
+	if (smart_unlikely(cq->nrq) && o.n < max)
+		o.n += smart__shm_poll_recv(cq, wc + o.n, max - o.n);
+	shm_unlock(cq->flags, &cq->lock);
+	return o.n;
 }
 
 static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 			 int max)
 {
-	struct shm_out o = { wc, 0, max,
-			     atomic_load_explicit(&cq->d->failures,
-						  memory_order_acquire) };
+	struct shm_out o = { wc, 0, max, 0 };
 	uint32_t end;
 
-	if (smart_unlikely(cq->special) && atomic_load(&cq->dead))
-		return atomic_load(&cq->dead);
+	if (smart_unlikely(cq->special))
+		return shm_poll_special(cq, wc, max);
+	o.failures = atomic_load_explicit(&cq->d->failures,
+					  memory_order_acquire);
 	shm_lock(cq->flags, &cq->lock);
-	if (!++cq->pass) /* 0 is no QP's stall */
-		cq->pass = 1;
-	while (o.n < max && cq->wc_head != cq->wc_tail)
-		wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
-	if (smart_unlikely(cq->special)) {
-		if (cq->model)
-			shm_poll_model(cq, &o);
-		else
-			shm_poll_adv(cq, &o);
-		goto recv;
-	}
+	cq->pass++; /* from 1: 0 is no QP's stall */
+	/* the ring's completions first (it is empty in the common case:
+	 * tested once, before the copy's loop is set up) */
+	if (smart_unlikely(cq->wc_head != cq->wc_tail))
+		while (o.n < max && cq->wc_head != cq->wc_tail)
+			wc[o.n++] = cq->wc[cq->wc_head++ & cq->wc_mask];
 	end = cq->db_tail; /* requeued doorbells wait for the next poll */
 	if (o.n < max && shm_touch_worth(cq, end))
 		shm_touch(cq);
@@ -1056,7 +1126,6 @@ static int shm_poll_full(struct smart_tp_cq *cq, struct smart_tp_wc *wc,
 			break;
 		cq->db_head++;
 	}
-recv:
 	if (smart_unlikely(cq->nrq) && o.n < max)
 		o.n += smart__shm_poll_recv(cq, wc + o.n, max - o.n);
 	shm_unlock(cq->flags, &cq->lock);

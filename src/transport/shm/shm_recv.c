@@ -303,6 +303,7 @@ int smart__shm_qp_connect_peer(struct smart_tp_qp *qp,
 		    (((struct shm_rseg *)p)->flags & SHM_SEG_SENDER_FENCES);
 	qp->peer = pe;
 	qp->r = r;
+	qp->rw = shm_region_rw(r);
 	qp->state = SHM_QP_RTS;
 	rc = 0;
 out:

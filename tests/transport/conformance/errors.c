@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "suite.h"
 
@@ -528,6 +529,61 @@ void case_post1(const struct smart_conf_env *env)
 		CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * (size_t)k),
 			     (uint64_t)k + 1);
 	}
+	expect_quiet(f.ops, c.cq);
+	conn_close(&c);
+	fx_close(&f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Case: mr_freed — a WR naming a local MR freed since an earlier WR of
+ * its QP went through it fails LOC_PROT, nothing read or written there,
+ * however the transport remembers the MRs its WRs used (shm keeps a QP's
+ * last one)                                                            */
+
+void case_mr_freed(const struct smart_conf_env *env)
+{
+	const uint64_t v = 0x1122334455667788ull;
+	struct smart_tp_mr *m2;
+	struct smart_tp_wr w;
+	struct smart_tp_wc wc;
+	struct fx f;
+	struct conn c;
+	uint8_t *old;
+	uint32_t lkey;
+	void *p;
+
+	fx_open(&f, env);
+	conn_open(&f, NULL, 16, 8, 0, &c);
+	CHECK_OK(f.ops->mr_alloc(f.idom, 4096, 0, 0, &m2));
+	rword_set(&f, ERR_TARGET, v);
+	w = wr_make(&f.t, SMART_TP_READ, 1, ERR_TARGET, m2->addr, 8, 0);
+	w.lkey = m2->lkey;
+	run1(&c, w);
+	CHECK_MEM_EQ(m2->addr, &v, 8, "READ into the second MR");
+	old = m2->addr;
+	lkey = m2->lkey;
+	f.ops->mr_free(f.idom, m2);
+	/* its pages mapped again, ours: a READ run through the freed MR
+	 * lands here (when the address is free to take) instead of
+	 * faulting */
+	p = mmap(old, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p != MAP_FAILED && p != (void *)old) {
+		munmap(p, 4096);
+		p = MAP_FAILED;
+	}
+	if (p == MAP_FAILED)
+		printf("   the freed MR's pages could not be mapped again\n");
+	w = wr_make(&f.t, SMART_TP_READ, 2, ERR_TARGET, old, 8, CONF_SIG);
+	w.lkey = lkey;
+	CHECK_OK(f.ops->post(c.qp, &w, 1));
+	wait_wcs(f.ops, c.cq, &wc, 1);
+	CHECK_WC(wc, 2, SMART_TP_WC_LOC_PROT);
+	if (p != MAP_FAILED) {
+		CHECK_U64_EQ(*(volatile uint64_t *)p, 0);
+		munmap(p, 4096);
+	}
+	CHECK_EQ(f.ops->qp_in_error(c.qp), 1);
 	expect_quiet(f.ops, c.cq);
 	conn_close(&c);
 	fx_close(&f);

@@ -49,6 +49,7 @@ static const struct conf_case conf_cases[] = {
 	{ "peer_read", case_peer_read, 0 },
 	{ "eagain", case_eagain, 0 },
 	{ "post1", case_post1, 0 },
+	{ "mr_freed", case_mr_freed, 0 },
 	{ "inline_limit", case_inline_limit, 0 },
 	{ "shared_objects", case_shared_objects, 0 },
 	{ "one_sided_sigstop", case_one_sided_sigstop, NEEDS_FORK },

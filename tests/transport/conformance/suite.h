@@ -178,6 +178,7 @@ void case_error_bad_opcode(const struct smart_conf_env *env);
 void case_peer_read(const struct smart_conf_env *env);
 void case_eagain(const struct smart_conf_env *env);
 void case_post1(const struct smart_conf_env *env);
+void case_mr_freed(const struct smart_conf_env *env);
 void case_cq_small(const struct smart_conf_env *env);
 void case_shared_objects(const struct smart_conf_env *env);
 void case_one_sided_sigstop(const struct smart_conf_env *env);
