@@ -894,4 +894,45 @@
 #define SMART_M_KEEPER_SIM_THREAD 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_MR_CACHE_KEPT /* shm_mem.c: mr_free leaves the
+					* QPs' cached local MR (the freed
+					* one) in place */
+#define SMART_M_SHM_MR_CACHE_KEPT 1
+#else
+#define SMART_M_SHM_MR_CACHE_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_DB_GROW_KEPT /* shm_qp.c: a destroyed QP's records
+				      * taken out of the FIFO, the newest
+				      * record's QP (cq->db_grow) kept */
+#define SMART_M_SHM_DB_GROW_KEPT 1
+#else
+#define SMART_M_SHM_DB_GROW_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_DB_GROW_REQUEUE /* shm_qp.c: a record requeued
+					 * behind the others, the newest
+					 * record's QP (cq->db_grow) kept */
+#define SMART_M_SHM_DB_GROW_REQUEUE 1
+#else
+#define SMART_M_SHM_DB_GROW_REQUEUE 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_ONE_SIDED_ANY_REGION /* shm.h: a QP of a sealed
+					       * region's records run the
+					       * one-sided way (no read-only
+					       * test) */
+#define SMART_M_SHM_ONE_SIDED_ANY_REGION 1
+#else
+#define SMART_M_SHM_ONE_SIDED_ANY_REGION 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_REGION_WRAPS /* shm_mem.c: a region blob whose
+				       * base + size wraps the address space
+				       * attached */
+#define SMART_M_SHM_REGION_WRAPS 1
+#else
+#define SMART_M_SHM_REGION_WRAPS 0
+#endif
+
 #endif

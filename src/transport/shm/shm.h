@@ -57,48 +57,6 @@
 
 /* MRs per domain: messaging's slabs and landing, and a staging region
  * per connection (up to 4096 of them, rpc.h), beside a blade's few */
-/* Mutants of this transport's own (util/mutant.h has the others). */
-#ifdef SMART_MUTANT_SHM_MR_CACHE_KEPT /* shm_mem.c: mr_free leaves the
-					* QPs' cached local MR (the freed
-					* one) in place */
-#define SMART_M_SHM_MR_CACHE_KEPT 1
-#else
-#define SMART_M_SHM_MR_CACHE_KEPT 0
-#endif
-
-#ifdef SMART_MUTANT_SHM_DB_GROW_KEPT /* shm_qp.c: a destroyed QP's records
-				      * taken out of the FIFO, the newest
-				      * record's QP (cq->db_grow) kept */
-#define SMART_M_SHM_DB_GROW_KEPT 1
-#else
-#define SMART_M_SHM_DB_GROW_KEPT 0
-#endif
-
-#ifdef SMART_MUTANT_SHM_DB_GROW_REQUEUE /* shm_qp.c: a record requeued
-					 * behind the others, the newest
-					 * record's QP (cq->db_grow) kept */
-#define SMART_M_SHM_DB_GROW_REQUEUE 1
-#else
-#define SMART_M_SHM_DB_GROW_REQUEUE 0
-#endif
-
-#ifdef SMART_MUTANT_SHM_ONE_SIDED_ANY_REGION /* shm.h: a QP of a sealed
-					       * region's records run the
-					       * one-sided way (no read-only
-					       * test) */
-#define SMART_M_SHM_ONE_SIDED_ANY_REGION 1
-#else
-#define SMART_M_SHM_ONE_SIDED_ANY_REGION 0
-#endif
-
-#ifdef SMART_MUTANT_SHM_REGION_WRAPS /* shm_mem.c: a region blob whose
-				       * base + size wraps the address space
-				       * attached */
-#define SMART_M_SHM_REGION_WRAPS 1
-#else
-#define SMART_M_SHM_REGION_WRAPS 0
-#endif
-
 #define SHM_MAX_MR	8192
 #define SHM_MAX_INLINE	64
 #define SHM_MAX_SEND_WR 65536
