@@ -40,9 +40,10 @@
  *               switches straight to the next, the last back here).
  * Every WR is really checked and executed and every completion really
  * dispatched: a reference, not a stub.  By default every WR is signalled
- * (a completion each, the brief's floor); --signal-last signals only a
- * sync's last WR, as the library does (src/runtime/ops.c), which at batch
- * 8 saves seven completions and their dispatch per sync.
+ * (a completion each); --signal-last signals only a sync's last WR, as
+ * the library does (src/runtime/ops.c), which at batch 8 saves seven
+ * completions and their dispatch per sync: bench/op-cost.sh counts it
+ * that way, the floor of the library's own way.
  *
  * What it leaves out, and why: everything that is not the op's work in
  * this setting, so that the figure is a floor.  No library (no ctx, worker,
