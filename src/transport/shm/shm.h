@@ -430,17 +430,22 @@ static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
 }
 
 /* Is [p, p+len) inside the local MR named by lkey? */
+/* [p, p + len) inside mr (a zero-length buffer at its very end too). */
+static inline int shm_mr_holds(const struct shm_mr *mr, const void *p,
+			       uint32_t len)
+{
+	uintptr_t a = (uintptr_t)p, base = (uintptr_t)mr->pub.addr;
+
+	return a >= base && a - base <= mr->pub.len &&
+	       len <= mr->pub.len - (a - base);
+}
+
 static inline int shm_local_ok(struct smart_tp_domain *d, uint32_t lkey,
 			       const void *p, uint32_t len)
 {
 	struct shm_mr *mr = shm_mr_lookup(d, lkey);
-	uintptr_t a = (uintptr_t)p, base;
 
-	if (smart_unlikely(!mr))
-		return 0;
-	base = (uintptr_t)mr->pub.addr;
-	return a >= base && a - base <= mr->pub.len &&
-	       len <= mr->pub.len - (a - base);
+	return smart_likely(mr != NULL) && shm_mr_holds(mr, p, len);
 }
 
 /* shm_local_ok through qp's cache of its last local MR, whose miss looks
@@ -455,16 +460,13 @@ shm_local_fill(struct smart_tp_qp *qp, uint32_t lkey, const void *p,
 	       uint32_t len)
 {
 	struct shm_mr *mr = shm_mr_lookup(qp->d, lkey);
-	uintptr_t a = (uintptr_t)p, base;
 
 	if (smart_unlikely(!mr))
 		return 0;
-	base = (uintptr_t)mr->pub.addr;
 	qp->mrc_lkey = lkey;
-	qp->mrc_base = base;
+	qp->mrc_base = (uintptr_t)mr->pub.addr;
 	atomic_store_explicit(&qp->mrc_len, mr->pub.len, memory_order_relaxed);
-	return a >= base && a - base <= mr->pub.len &&
-	       len <= mr->pub.len - (a - base);
+	return shm_mr_holds(mr, p, len);
 }
 
 /* The hit: the same key, [p, p+len) inside the cached MR, p before its
