@@ -19,6 +19,7 @@
  * that is not in yet.
  */
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -807,14 +808,24 @@ static int preload(struct ycsb *y)
 	return rc;
 }
 
+/* SMART_BENCH_TEST_LATE, a test hook: the main thread lets every
+ * worker finish its share before it goes on, as a preempted main thread
+ * would, so that whatever it does after the start is tested as coming
+ * late.  Only for the runs that end by themselves (the sweep, --ops). */
+static void late_hook(struct ycsb *y)
+{
+	if (!y->w->sweep && !y->ops_max)
+		return;
+	while (atomic_load(&y->running) > 0)
+		sched_yield();
+}
+
 /* The sweep's window, and --ops', lasts until every thread has made its
  * share (a stop signal cuts it short: the report then fails a sweep). */
 static int done_wait(struct ycsb *y)
 {
 	int sig = 0;
 
-	if (y->w->sweep)
-		kit_progress_start(&y->sweep, "sweep", "keys", y->keys);
 	while (atomic_load(&y->running) > 0) {
 		if (!sig && (sig = kit_signal_wait(0.01)))
 			kit_runner_set(&y->runner, KIT_STOP);
@@ -879,7 +890,13 @@ int ycsb_run(void *m, struct bench_run *r)
 	rc = preload(y);
 	if (!rc) {
 		kit_window_open(&y->win, ctx);
+		/* before the workers run: a start after would zero the keys
+		 * they had already swept (test_bench:bt-sweep-late) */
+		if (y->w->sweep)
+			kit_progress_start(&y->sweep, "sweep", "keys", y->keys);
 		kit_runner_set(&y->runner, KIT_RUN);
+		if (getenv("SMART_BENCH_TEST_LATE"))
+			late_hook(y);
 		y->res.stop_sig = y->w->sweep || y->ops_max ?
 					  done_wait(y) :
 					  kit_window_sleep(&y->win, ctx,

@@ -190,6 +190,14 @@ check bt-sweep "$b" ycsb --ds bt --workload sweep --keys 3000 --threads 1 \
 	--coros 4 --json
 clean bt-sweep
 has bt-sweep-scan '"scanned_entries":3000,'
+# the main thread late (a test hook): it finds the sweep done, and must
+# count every key of it (the count had been zeroed after the start)
+SMART_BENCH_TEST_LATE=1 check bt-sweep-late "$b" ycsb --ds bt \
+	--workload sweep --keys 300 --threads 2 --coros 2 --json
+has bt-sweep-late-all '"swept":300,'
+SMART_BENCH_TEST_LATE=1 check ops-late "$b" ycsb --ds ht --workload a \
+	--keys 3000 --ops 2000 --threads 2 --coros 2 --json
+has ops-late-all '"ops":2000,'
 refuse bt-value "^smart-bench: --value-size: bt takes values of at most 4096 bytes" \
 	"$b" ycsb --ds bt --value-size 5000
 refuse ksize-small "^smart-bench: --key-size: 8 leaves 4 digits: too few for 100000 keys" \
