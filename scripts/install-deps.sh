@@ -25,9 +25,11 @@ done
 # docs_citation).
 # doxygen, help2man: the manual pages (section 3 and the HTML API reference
 # from include/smart/*.h; section 1 from each tool's --help), target docs.
+# ninja-build: make mutants' build (one mutant to the next recompiles only
+# the files that use their switches: tests/mutants/run.sh).
 pkgs=(gcc make cmake pkg-config libboost-context-dev libibverbs-dev
 	libsodium-dev valgrind abigail-tools clang-format python3 python3-yaml
-	doxygen help2man gnuplot-nox "$@")
+	doxygen help2man gnuplot-nox ninja-build "$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" \

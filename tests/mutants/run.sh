@@ -27,6 +27,15 @@ if [ "${1:-}" = -B ]; then build=$2; shift 2; fi
 mkdir -p "$build" && build=$(cd "$build" && pwd) || exit 2
 list=$here/mutants.txt
 jobs=$(nproc)
+# Ninja when there is one (and the directory is not a Makefile build):
+# it rebuilds an object whose command line changed, so a mutant's switch
+# goes to the files that use it alone (CMakeLists.txt,
+# smart_mutant_users) and the next mutant recompiles those, not a layer
+gen=()
+if command -v ninja >/dev/null &&
+	! grep -qs '^CMAKE_GENERATOR:INTERNAL=Unix Makefiles' "$build/CMakeCache.txt"; then
+	gen=(-G Ninja)
+fi
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
@@ -66,7 +75,7 @@ for name in "${names[@]}"; do
 		fi
 	done | tr ' ' '\n' | sort -u | tr '\n' ' ')
 	echo "== mutant $name: building $targets"
-	if ! cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	if ! cmake "${gen[@]}" -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DSMART_MUTANT="$name" >"$build.log" 2>&1 ||
 	   ! cmake --build "$build" -j"$jobs" --target $targets >>"$build.log" 2>&1; then
 		tail -20 "$build.log"
