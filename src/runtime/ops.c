@@ -539,14 +539,14 @@ struct op_target {
 static inline __attribute__((always_inline)) void
 chain_put(struct smart_worker *w, struct smart__task *t, struct smart__chain *c,
 	  const struct op *op, uint64_t remote, uint32_t rkey, void *local,
-	  uint8_t flags)
+	  uint32_t lkey, uint8_t flags)
 {
 	struct smart_tp_wr *wr = &c->wr[c->n++];
 
 	wr->remote = remote;
 	wr->local = local;
 	wr->len = op->len;
-	wr->lkey = w->ctx->pool->lkey;
+	wr->lkey = lkey;
 	wr->rkey = rkey;
 	wr->opcode = op->opcode;
 	wr->flags = flags;
@@ -654,7 +654,8 @@ op_queue(struct smart_worker *w, const struct op *op)
 		t->fence_next = 0;
 	}
 	c = chain_for(w, t, b->id);
-	chain_put(w, t, c, op, to.remote, to.rkey, local, flags);
+	chain_put(w, t, c, op, to.remote, to.rkey, local, w->ctx->pool->lkey,
+		  flags);
 	return 0;
 }
 
@@ -711,6 +712,10 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 	uint64_t off = smart_gaddr_off(op->ga);
 	int atomic = smart_tp_atomic(op->opcode);
 	struct smart__chain *c = &t->chains[0];
+	/* the pool's fields read once, before the WR's stores (which the
+	 * compiler cannot tell from them) */
+	const struct smart_tp_mr *pool = ctx->pool;
+	uint32_t lkey = pool->lkey;
 	uint8_t flags = 0;
 
 	if (smart_unlikely(!b) ||
@@ -745,7 +750,7 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 		flags |= SMART_TP_FENCE;
 		t->fence_next = 0;
 	}
-	chain_put(w, t, c, op, b->base + off, b->rkey, op->buf, flags);
+	chain_put(w, t, c, op, b->base + off, b->rkey, op->buf, lkey, flags);
 	return 1;
 }
 
@@ -782,6 +787,37 @@ static __attribute__((noinline)) int op_slow_atomic(struct smart_worker *w,
 	return op_slow(w, opcode, buf, ga, 8, a1, a2);
 }
 
+/* Each public op's way out of its fast path takes the op's own arguments
+ * in the op's order: the jump to it moves none of them (they stay where
+ * they came), so the fast path has a register more to work in. */
+static __attribute__((noinline)) int
+read_slow(struct smart_worker *w, smart_gaddr_t src, size_t len, void *dst)
+{
+	return op_slow_rw(w, SMART_TP_READ, dst, src, (uint32_t)len);
+}
+
+static __attribute__((noinline)) int write_slow(struct smart_worker *w,
+						smart_gaddr_t dst,
+						const void *src, size_t len)
+{
+	return op_slow_rw(w, SMART_TP_WRITE, (void *)src, dst, (uint32_t)len);
+}
+
+static __attribute__((noinline)) int cas_slow(struct smart_worker *w,
+					      smart_gaddr_t addr,
+					      uint64_t expect, uint64_t desired,
+					      uint64_t *old)
+{
+	return op_slow_atomic(w, SMART_TP_CAS, old, addr, expect, desired);
+}
+
+static __attribute__((noinline)) int faa_slow(struct smart_worker *w,
+					      smart_gaddr_t addr, uint64_t add,
+					      uint64_t *old)
+{
+	return op_slow_atomic(w, SMART_TP_FAA, old, addr, add, 0);
+}
+
 int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
 	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
@@ -789,7 +825,7 @@ int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_rw(w, SMART_TP_READ, dst, src, (uint32_t)len);
+		return read_slow(w, src, len, dst);
 	op_stats(w, SMART_TP_READ, (uint32_t)len);
 	return 0;
 }
@@ -802,8 +838,7 @@ int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 	if (smart_unlikely(!w || !src || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_rw(w, SMART_TP_WRITE, (void *)src, dst,
-				  (uint32_t)len);
+		return write_slow(w, dst, src, len);
 	op_stats(w, SMART_TP_WRITE, (uint32_t)len);
 	return 0;
 }
@@ -816,8 +851,7 @@ int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_atomic(w, SMART_TP_CAS, old, addr, expect,
-				      desired);
+		return cas_slow(w, addr, expect, desired, old);
 	op_stats(w, SMART_TP_CAS, 8);
 	return 0;
 }
@@ -830,7 +864,7 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_atomic(w, SMART_TP_FAA, old, addr, add, 0);
+		return faa_slow(w, addr, add, old);
 	op_stats(w, SMART_TP_FAA, 8);
 	return 0;
 }
