@@ -468,8 +468,8 @@ int smart__worker_qp_slow(struct smart_worker *w, uint16_t blade,
 /* The worker's QP to a blade: its cache unless empty or seen broken (the
  * transport reports a broken QP through an error completion; until we see
  * one, posting to it is right: at worst it flushes). */
-static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
-				   struct smart__qp **out)
+static inline struct smart__qp *smart__worker_qp_cached(struct smart_worker *w,
+							uint16_t blade)
 {
 	struct smart__qp *qp = w->qp[blade];
 
@@ -480,7 +480,18 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 		    !atomic_load_explicit(&qp->broken, memory_order_relaxed) &&
 		    (!w->shared ||
 		     qp == atomic_load_explicit(&w->group->qps[blade],
-						memory_order_acquire)))) {
+						memory_order_acquire))))
+		return qp;
+	return NULL;
+}
+
+/* The cache's QP (smart__worker_qp_cached), else a new one. */
+static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
+				   struct smart__qp **out)
+{
+	struct smart__qp *qp = smart__worker_qp_cached(w, blade);
+
+	if (smart_likely(qp != NULL)) {
 		*out = qp;
 		return 0;
 	}
