@@ -380,8 +380,17 @@ struct smart_worker {
 	int ntask_slots;
 	int live;
 	int since_poll;
-	uint32_t cq_gen;	      /* the group's CQ generation last seen */
-	int ebr_dirty;		      /* domains with an announcement to post */
+	uint32_t cq_gen; /* the group's CQ generation last seen */
+	/* domains with an announcement to post (epoch.c), and
+	 * WorkReqThrot on (set at creation): side by side, so that the
+	 * one-WR sync (ops.c task_sync1) tests both by one load */
+	union {
+		struct {
+			int ebr_dirty;
+			int throttle;
+		};
+		uint64_t sync1_off;
+	};
 	struct smart__task *sleepers; /* parked until their wake_at */
 	uint64_t next_wake;	      /* earliest wake_at of sleepers */
 	uint64_t now;		      /* the TSC as the last poll read it */
@@ -395,7 +404,6 @@ struct smart_worker {
 	/* tasks parked for credits, FIFO (throttle.c); the scheduler's
 	 * polls hand them credits as completions return them */
 	struct smart__task *credit_head, *credit_tail;
-	int throttle; /* WorkReqThrot on */
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
 	/* chains of one WR posted by post1 (ops.c): each one WR and one

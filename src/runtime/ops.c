@@ -470,7 +470,7 @@ static __attribute__((noinline)) int task_sync1(struct smart_worker *w,
 			   (!SMART_M_OPS_SYNC1_NO_FENCE &&
 			    atomic_load_explicit(&w->ctx->fenced,
 						 memory_order_relaxed)) ||
-			   w->ebr_dirty || w->throttle ||
+			   w->sync1_off /* ebr_dirty, throttle */ ||
 			   __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)))
 		return task_sync_general(w, t);
 	c->n = 0;
