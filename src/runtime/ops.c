@@ -880,6 +880,10 @@ static __attribute__((noinline)) int op_slow_atomic(struct smart_worker *w,
 static __attribute__((noinline)) int
 read_slow(struct smart_worker *w, smart_gaddr_t src, size_t len, void *dst)
 {
+	/* smart_read's NULL test, here: op_fast refuses a NULL dst (no
+	 * pool lies at address 0, so NULL is never the pool's) */
+	if (smart_unlikely(!dst))
+		return SMART_EINVAL;
 	return op_slow_rw(w, SMART_TP_READ, dst, src, (uint32_t)len);
 }
 
@@ -909,7 +913,8 @@ int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
 	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
 
-	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
+	/* a NULL dst: read_slow's (op_fast never takes it) */
+	if (smart_unlikely(!w || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
 		return read_slow(w, src, len, dst);
