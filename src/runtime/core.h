@@ -380,8 +380,17 @@ struct smart_worker {
 	int ntask_slots;
 	int live;
 	int since_poll;
-	uint32_t cq_gen;	      /* the group's CQ generation last seen */
-	int ebr_dirty;		      /* domains with an announcement to post */
+	uint32_t cq_gen; /* the group's CQ generation last seen */
+	/* domains with an announcement to post (epoch.c), and
+	 * WorkReqThrot on (set at creation): side by side, so that the
+	 * one-WR sync (ops.c task_sync1) tests both by one load */
+	union {
+		struct {
+			int ebr_dirty;
+			int throttle;
+		};
+		uint64_t sync1_off;
+	};
 	struct smart__task *sleepers; /* parked until their wake_at */
 	uint64_t next_wake;	      /* earliest wake_at of sleepers */
 	uint64_t now;		      /* the TSC as the last poll read it */
@@ -395,7 +404,6 @@ struct smart_worker {
 	/* tasks parked for credits, FIFO (throttle.c); the scheduler's
 	 * polls hand them credits as completions return them */
 	struct smart__task *credit_head, *credit_tail;
-	int throttle; /* WorkReqThrot on */
 	/* stats */
 	uint64_t stats[SMART_STAT__COUNT];
 	/* chains of one WR posted by post1 (ops.c): each one WR and one
@@ -468,8 +476,8 @@ int smart__worker_qp_slow(struct smart_worker *w, uint16_t blade,
 /* The worker's QP to a blade: its cache unless empty or seen broken (the
  * transport reports a broken QP through an error completion; until we see
  * one, posting to it is right: at worst it flushes). */
-static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
-				   struct smart__qp **out)
+static inline struct smart__qp *smart__worker_qp_cached(struct smart_worker *w,
+							uint16_t blade)
 {
 	struct smart__qp *qp = w->qp[blade];
 
@@ -480,7 +488,18 @@ static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
 		    !atomic_load_explicit(&qp->broken, memory_order_relaxed) &&
 		    (!w->shared ||
 		     qp == atomic_load_explicit(&w->group->qps[blade],
-						memory_order_acquire)))) {
+						memory_order_acquire))))
+		return qp;
+	return NULL;
+}
+
+/* The cache's QP (smart__worker_qp_cached), else a new one. */
+static inline int smart__worker_qp(struct smart_worker *w, uint16_t blade,
+				   struct smart__qp **out)
+{
+	struct smart__qp *qp = smart__worker_qp_cached(w, blade);
+
+	if (smart_likely(qp != NULL)) {
 		*out = qp;
 		return 0;
 	}

@@ -193,6 +193,38 @@ static __attribute__((noinline, cold)) void post_failed(struct smart_worker *w,
 	}
 }
 
+/* The general post of chain c's n WRs (c->n is 0 already, the WRs still
+ * there, marked for batch b, whose QP is set), in turn. */
+static inline __attribute__((always_inline)) void
+post_turn_at(struct smart_worker *w, struct smart__task *t,
+	     struct smart__chain *c, struct smart__batch *b, int n)
+{
+	int rc;
+
+	/* b->qp is set and b busy before the post: a QP retired while this
+	 * task waits for room is not freed under it (worker.c group_reap) */
+	t->posting = b; /* not in flight yet: no poll may fail it */
+	rc = post_in_turn(w, t, b->qp, c->wr, n);
+	t->posting = NULL;
+	if (smart_unlikely(rc)) {
+		post_failed(w, t, b, c->blade, rc);
+		return;
+	}
+	cnt_add(&t->inflight, 1, w->group->shared);
+	SMART_STAT_ADD(w, SMART_STAT_WRS_POSTED, (uint64_t)n);
+	SMART_STAT_INC(w, SMART_STAT_DOORBELLS);
+}
+
+/* post_turn_at for a chain of one WR that post1 did not take (the
+ * one-WR sync's, out of line). */
+static __attribute__((noinline)) void post_turn(struct smart_worker *w,
+						struct smart__task *t,
+						struct smart__chain *c,
+						struct smart__batch *b, int n)
+{
+	post_turn_at(w, t, c, b, n);
+}
+
 /* Post chain c of t.  Always inlined into task_post (the sync's post, a
  * call and its frame were a seventh of the post's cost); post_chain is
  * the out-of-line copy for the rarer callers. */
@@ -252,18 +284,7 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 		smart_counter_add(&w->posts1, 1);
 		return;
 	}
-	/* b->qp is set and b busy before the post: a QP retired while this
-	 * task waits for room is not freed under it (worker.c group_reap) */
-	t->posting = b; /* not in flight yet: no poll may fail it */
-	rc = post_in_turn(w, t, qp, c->wr, n);
-	t->posting = NULL;
-	if (smart_unlikely(rc)) {
-		post_failed(w, t, b, c->blade, rc);
-		return;
-	}
-	cnt_add(&t->inflight, 1, w->group->shared);
-	SMART_STAT_ADD(w, SMART_STAT_WRS_POSTED, (uint64_t)n);
-	SMART_STAT_INC(w, SMART_STAT_DOORBELLS);
+	post_turn_at(w, t, c, b, n);
 }
 
 static __attribute__((noinline)) void post_chain(struct smart_worker *w,
@@ -356,6 +377,10 @@ sync_wait(struct smart_worker *w, struct smart__task *t)
 	smart__task_wait(w, t);
 }
 
+static inline __attribute__((always_inline)) int
+task_sync_end(struct smart_worker *w, struct smart__task *t, int sampled,
+	      uint64_t t0, int blade);
+
 /* The sync; sampled: its latency measured (sync_sampled).  Always
  * inlined, with sampled a constant: the common sync carries none of the
  * sample's tests. */
@@ -363,7 +388,7 @@ static inline __attribute__((always_inline)) int
 task_sync_at(struct smart_worker *w, struct smart__task *t, int sampled)
 {
 	uint64_t t0 = 0;
-	int rc, blade = -1;
+	int blade = -1;
 
 	if (sampled) {
 		t0 = smart__rdtsc();
@@ -373,6 +398,17 @@ task_sync_at(struct smart_worker *w, struct smart__task *t, int sampled)
 			blade = t->chains[0].blade;
 	}
 	task_post(w, t);
+	return task_sync_end(w, t, sampled, t0, blade);
+}
+
+/* A sync's wait and end once its chains are posted (task_sync_at, and
+ * the one-WR sync, task_sync1). */
+static inline __attribute__((always_inline)) int
+task_sync_end(struct smart_worker *w, struct smart__task *t, int sampled,
+	      uint64_t t0, int blade)
+{
+	int rc;
+
 	/* a sync that waits counts in SMART_STAT_ROUND_TRIPS and
 	 * SMART_STAT_SYNCS by one counter (w->syncs_waited, stats.c) */
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
@@ -405,6 +441,54 @@ static __attribute__((noinline)) int task_sync_sampled(struct smart_worker *w,
 	return task_sync_at(w, t, 1);
 }
 
+/* Every unsampled sync but the one-WR sync's common case. */
+static __attribute__((noinline)) int task_sync_general(struct smart_worker *w,
+						       struct smart__task *t)
+{
+	return task_sync_at(w, t, 0);
+}
+
+/* The common sync, reached from smart_sync by a jump: one chain of one
+ * WR, its QP in the worker's cache, and none of post_chain_at's other
+ * ways (the fence, an announcement to prepend, credits, a busy first
+ * batch): tested before anything changes, each sends the sync to
+ * task_sync_general whole, which tests them again as before.  Then the
+ * WR is marked and posted as post_chain_at posts a chain of one WR:
+ * post1 when the group is private and nobody waits for room
+ * (post1_done), else in turn (post_turn, out of line).  Its own function:
+ * with the general post (and its loop over chains) out of its way, only
+ * w and t live across its calls, so it saves three registers where the
+ * general sync saves six. */
+static __attribute__((noinline)) int task_sync1(struct smart_worker *w,
+						struct smart__task *t)
+{
+	struct smart__chain *c = &t->chains[0];
+	struct smart__batch *b = &t->batches[0];
+	struct smart__qp *qp = smart__worker_qp_cached(w, c->blade);
+
+	if (smart_unlikely(!qp ||
+			   (!SMART_M_OPS_SYNC1_NO_FENCE &&
+			    atomic_load_explicit(&w->ctx->fenced,
+						 memory_order_relaxed)) ||
+			   w->sync1_off /* ebr_dirty, throttle */ ||
+			   __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)))
+		return task_sync_general(w, t);
+	c->n = 0;
+	b->busy = 1; /* b->task is t since the slot's creation */
+	c->wr[0].wr_id = (uint64_t)(uintptr_t)b | 1;
+	c->wr[0].flags |= SMART_TP_SIGNALED;
+	b->qp = qp;
+	b->n = 1;
+	/* as post_chain_at's one-WR way (its comment says why) */
+	if (smart_likely(post1_done(w, qp, c->wr))) {
+		smart_own_add_is_zero(&t->inflight, 1);
+		smart_counter_add(&w->posts1, 1);
+	} else {
+		post_turn(w, t, c, b, 1);
+	}
+	return task_sync_end(w, t, 0, 0, -1);
+}
+
 /* Always inlined into smart_sync (rec_take's early sync calls that): one
  * sync in SMART_LAT_SAMPLE of each task is sampled, out of line. */
 static inline __attribute__((always_inline)) int
@@ -412,7 +496,10 @@ task_sync(struct smart_worker *w, struct smart__task *t)
 {
 	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
 		return task_sync_sampled(w, t);
-	return task_sync_at(w, t, 0);
+	/* the chain's length first: a longer chain leaves at one test */
+	if (smart_likely(t->chains[0].n == 1 && t->nchains == 1))
+		return task_sync1(w, t);
+	return task_sync_general(w, t);
 }
 
 int smart_fence(smart_worker_t *w)
@@ -539,14 +626,14 @@ struct op_target {
 static inline __attribute__((always_inline)) void
 chain_put(struct smart_worker *w, struct smart__task *t, struct smart__chain *c,
 	  const struct op *op, uint64_t remote, uint32_t rkey, void *local,
-	  uint8_t flags)
+	  uint32_t lkey, uint8_t flags)
 {
 	struct smart_tp_wr *wr = &c->wr[c->n++];
 
 	wr->remote = remote;
 	wr->local = local;
 	wr->len = op->len;
-	wr->lkey = w->ctx->pool->lkey;
+	wr->lkey = lkey;
 	wr->rkey = rkey;
 	wr->opcode = op->opcode;
 	wr->flags = flags;
@@ -654,7 +741,8 @@ op_queue(struct smart_worker *w, const struct op *op)
 		t->fence_next = 0;
 	}
 	c = chain_for(w, t, b->id);
-	chain_put(w, t, c, op, to.remote, to.rkey, local, flags);
+	chain_put(w, t, c, op, to.remote, to.rkey, local, w->ctx->pool->lkey,
+		  flags);
 	return 0;
 }
 
@@ -711,6 +799,10 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 	uint64_t off = smart_gaddr_off(op->ga);
 	int atomic = smart_tp_atomic(op->opcode);
 	struct smart__chain *c = &t->chains[0];
+	/* the pool's fields read once, before the WR's stores (which the
+	 * compiler cannot tell from them) */
+	const struct smart_tp_mr *pool = ctx->pool;
+	uint32_t lkey = pool->lkey;
 	uint8_t flags = 0;
 
 	if (smart_unlikely(!b) ||
@@ -745,7 +837,7 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 		flags |= SMART_TP_FENCE;
 		t->fence_next = 0;
 	}
-	chain_put(w, t, c, op, b->base + off, b->rkey, op->buf, flags);
+	chain_put(w, t, c, op, b->base + off, b->rkey, op->buf, lkey, flags);
 	return 1;
 }
 
@@ -782,14 +874,50 @@ static __attribute__((noinline)) int op_slow_atomic(struct smart_worker *w,
 	return op_slow(w, opcode, buf, ga, 8, a1, a2);
 }
 
+/* Each public op's way out of its fast path takes the op's own arguments
+ * in the op's order: the jump to it moves none of them (they stay where
+ * they came), so the fast path has a register more to work in. */
+static __attribute__((noinline)) int
+read_slow(struct smart_worker *w, smart_gaddr_t src, size_t len, void *dst)
+{
+	/* smart_read's NULL test, here: op_fast refuses a NULL dst (no
+	 * pool lies at address 0, so NULL is never the pool's) */
+	if (smart_unlikely(!dst))
+		return SMART_EINVAL;
+	return op_slow_rw(w, SMART_TP_READ, dst, src, (uint32_t)len);
+}
+
+static __attribute__((noinline)) int write_slow(struct smart_worker *w,
+						smart_gaddr_t dst,
+						const void *src, size_t len)
+{
+	return op_slow_rw(w, SMART_TP_WRITE, (void *)src, dst, (uint32_t)len);
+}
+
+static __attribute__((noinline)) int cas_slow(struct smart_worker *w,
+					      smart_gaddr_t addr,
+					      uint64_t expect, uint64_t desired,
+					      uint64_t *old)
+{
+	return op_slow_atomic(w, SMART_TP_CAS, old, addr, expect, desired);
+}
+
+static __attribute__((noinline)) int faa_slow(struct smart_worker *w,
+					      smart_gaddr_t addr, uint64_t add,
+					      uint64_t *old)
+{
+	return op_slow_atomic(w, SMART_TP_FAA, old, addr, add, 0);
+}
+
 int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
 	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
 
-	if (smart_unlikely(!w || !dst || !len || len > SMART_OP_MAX_LEN))
+	/* a NULL dst: read_slow's (op_fast never takes it) */
+	if (smart_unlikely(!w || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_rw(w, SMART_TP_READ, dst, src, (uint32_t)len);
+		return read_slow(w, src, len, dst);
 	op_stats(w, SMART_TP_READ, (uint32_t)len);
 	return 0;
 }
@@ -802,8 +930,7 @@ int smart_write(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 	if (smart_unlikely(!w || !src || !len || len > SMART_OP_MAX_LEN))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_rw(w, SMART_TP_WRITE, (void *)src, dst,
-				  (uint32_t)len);
+		return write_slow(w, dst, src, len);
 	op_stats(w, SMART_TP_WRITE, (uint32_t)len);
 	return 0;
 }
@@ -816,8 +943,7 @@ int smart_cas(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_atomic(w, SMART_TP_CAS, old, addr, expect,
-				      desired);
+		return cas_slow(w, addr, expect, desired, old);
 	op_stats(w, SMART_TP_CAS, 8);
 	return 0;
 }
@@ -830,7 +956,7 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 	if (smart_unlikely(!w))
 		return SMART_EINVAL;
 	if (smart_unlikely(!op_fast(w, &op)))
-		return op_slow_atomic(w, SMART_TP_FAA, old, addr, add, 0);
+		return faa_slow(w, addr, add, old);
 	op_stats(w, SMART_TP_FAA, 8);
 	return 0;
 }

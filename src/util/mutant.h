@@ -236,6 +236,14 @@
 #define SMART_M_SHM_ONE_SIDED_NO_RING_ROOM 0
 #endif
 
+#ifdef SMART_MUTANT_OPS_SYNC1_NO_FENCE /* ops.c: the one-WR sync's own
+					* way (task_sync1) posts on a fenced
+					* ctx */
+#define SMART_M_OPS_SYNC1_NO_FENCE 1
+#else
+#define SMART_M_OPS_SYNC1_NO_FENCE 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

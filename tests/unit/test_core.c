@@ -532,6 +532,38 @@ static void test_op_errors(void)
 	fixture_stop(&f);
 }
 
+/* A fenced ctx posts nothing more, not even what it queued before the
+ * fence: a one-WR chain queued (the sync's own way, ops.c task_sync1,
+ * its QP in the worker's cache), the ctx fenced: the sync reports the
+ * fence and no WR was posted (mutant OPS_SYNC1_NO_FENCE posts it; shm's
+ * remote_fail then fails it at execution, so the sync's error alone
+ * would not tell). */
+static void test_fence_queued(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t *p, posted;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_OK(smart_read(w, smart_gaddr(0, 64), 8, p));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	posted = st.c[SMART_STAT_WRS_POSTED];
+	CHECK_OK(smart_ctx_fence(f.ctx));
+	CHECK_EQ(smart_sync(w), SMART_EFENCED);
+	/* not posted (shm would fail it at execution too: that is not
+	 * what is checked) */
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_WRS_POSTED], posted);
+	CHECK_EQ(smart_read(w, smart_gaddr(0, 64), 8, p), SMART_EFENCED);
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 /* Send-queue room is handed out in turn (ops.c post_in_turn): a task
  * whose chain needs the whole queue gets it while 24 tasks of one WR
  * each keep it nearly full.  Without the turns the room a poll frees goes
@@ -1385,6 +1417,7 @@ int main(int argc, char **argv)
 		{ "task_limit", test_task_limit },
 		{ "ops", test_ops },
 		{ "op_errors", test_op_errors },
+		{ "fence_queued", test_fence_queued },
 		{ "wait_in_place", test_wait_in_place },
 		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
