@@ -471,7 +471,8 @@ static __attribute__((noinline)) int task_sync1(struct smart_worker *w,
 			    atomic_load_explicit(&w->ctx->fenced,
 						 memory_order_relaxed)) ||
 			   w->sync1_off /* ebr_dirty, throttle */ ||
-			   __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)))
+			   (!SMART_M_OPS_SYNC1_NO_BUSY &&
+			    __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE))))
 		return task_sync_general(w, t);
 	c->n = 0;
 	b->busy = 1; /* b->task is t since the slot's creation */

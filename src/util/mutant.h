@@ -244,6 +244,14 @@
 #define SMART_M_OPS_SYNC1_NO_FENCE 0
 #endif
 
+#ifdef SMART_MUTANT_OPS_SYNC1_NO_BUSY /* ops.c: the one-WR sync's own way
+				       * (task_sync1) takes its first batch
+				       * while it is still in flight */
+#define SMART_M_OPS_SYNC1_NO_BUSY 1
+#else
+#define SMART_M_OPS_SYNC1_NO_BUSY 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

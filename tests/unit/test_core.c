@@ -564,6 +564,45 @@ static void test_fence_queued(void)
 	fixture_stop(&f);
 }
 
+/* A one-WR sync whose first batch is still in flight takes another batch
+ * (ops.c task_sync1 leaves it to task_sync_general, whose batch_alloc
+ * searches): a chain of two WRs posted by smart_post (batch 0, not
+ * complete: shm runs a WR only when its worker polls, and nothing polled),
+ * then one READ and the sync.  Every WR posted is completed once, by its
+ * own batch's count (mutant OPS_SYNC1_NO_BUSY reuses the busy batch 0:
+ * its count becomes 1 before the chain of 2 completes, so 2 of the 3 WRs
+ * count as done, and batch 0 reads free while a WR of it is in flight). */
+static void test_sync1_busy_batch(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t *p, posted, done;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	/* a first sync (the sampled one: syncs 0) opens the QP */
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	posted = st.c[SMART_STAT_WRS_POSTED];
+	done = st.c[SMART_STAT_WRS_DONE];
+	CHECK_EQ(posted, done);
+	CHECK_OK(smart_read(w, smart_gaddr(0, 64), 8, p));
+	CHECK_OK(smart_read(w, smart_gaddr(0, 128), 8, p + 1));
+	CHECK_OK(smart_post(w));
+	CHECK(__atomic_load_n(&smart__cur_task(w)->batches[0].busy,
+			      __ATOMIC_ACQUIRE));
+	CHECK_OK(smart_read(w, smart_gaddr(0, 192), 8, p + 2));
+	CHECK_OK(smart_sync(w)); /* the second: not sampled */
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_WRS_POSTED] - posted, 3);
+	CHECK_EQ(st.c[SMART_STAT_WRS_DONE] - done, 3);
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 /* Send-queue room is handed out in turn (ops.c post_in_turn): a task
  * whose chain needs the whole queue gets it while 24 tasks of one WR
  * each keep it nearly full.  Without the turns the room a poll frees goes
@@ -1418,6 +1457,7 @@ int main(int argc, char **argv)
 		{ "ops", test_ops },
 		{ "op_errors", test_op_errors },
 		{ "fence_queued", test_fence_queued },
+		{ "sync1_busy_batch", test_sync1_busy_batch },
 		{ "wait_in_place", test_wait_in_place },
 		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
