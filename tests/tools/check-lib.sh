@@ -73,3 +73,14 @@ smartds() {
 		addrs+=("$(sed -n 's/.* on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/smartd$i.log")")
 	done
 }
+# fixed_port N: a random first port of N in a row for listeners whose
+# ports must be known before they start, below the kernel's ephemeral
+# range (ip_local_port_range), which no outgoing connection is given: a
+# port drawn inside it collided with another test's connection
+# (test_stream_cross: "cannot listen at 127.0.0.1:51192: already exists")
+fixed_port() {
+	local lo _
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+	[ "$lo" -gt $((10000 + 2 * $1)) ] || lo=32768
+	echo $((10000 + RANDOM % (lo - 10000 - $1)))
+}
