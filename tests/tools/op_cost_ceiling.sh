@@ -4,7 +4,7 @@
 # ceiling (a regression of the op path fails the build: ~970 when this
 # test came, ~900 after the op path's first cuts, ~775 after the second,
 # ~753 after the third, ~735 with the send-queue slot (docs/design.md
-# §9.2), ~603 after the fifth pass (§9.4), ~529 after the sixth (§9.5), ~501 after the seventh (§9.6);
+# §9.2), ~603 after the fifth pass (§9.4), ~529 after the sixth (§9.5), ~503 after the seventh (§9.6);
 # the ceiling is about 1.3x.
 # The count is the worker's alone, from its first op to its last, and the
 # QP's connection is made before the window: it no longer moves with the
