@@ -225,6 +225,18 @@ static __attribute__((noinline)) void post_turn(struct smart_worker *w,
 	post_turn_at(w, t, c, b, n);
 }
 
+/* Batch b takes chain c's n WRs to qp: the last one signaled, its wr_id
+ * marked (worker.c; the others are marked by the caller). */
+static inline __attribute__((always_inline)) void
+batch_seal(struct smart__batch *b, struct smart__chain *c, struct smart__qp *qp,
+	   int n)
+{
+	c->wr[n - 1].wr_id = (uint64_t)(uintptr_t)b | 1;
+	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
+	b->qp = qp;
+	b->n = (uint32_t)n;
+}
+
 /* Post chain c of t.  Always inlined into task_post (the sync's post, a
  * call and its frame were a seventh of the post's cost); post_chain is
  * the out-of-line copy for the rarer callers. */
@@ -268,10 +280,7 @@ post_chain_at(struct smart_worker *w, struct smart__task *t,
 		c->wr[i].wr_id = (uint64_t)(uintptr_t)b;
 		c->wr[i].flags &= (uint8_t)~SMART_TP_SIGNALED;
 	}
-	c->wr[n - 1].wr_id = (uint64_t)(uintptr_t)b | 1;
-	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
-	b->qp = qp;
-	b->n = (uint32_t)n;
+	batch_seal(b, c, qp, n);
 	/* One WR through post1 (a private group: w->post1 is set only
 	 * there): nothing yields or polls from here to the post, so no
 	 * retirement reaps the QP and no poll sees the batch in between;
@@ -476,10 +485,7 @@ static __attribute__((noinline)) int task_sync1(struct smart_worker *w,
 		return task_sync_general(w, t);
 	c->n = 0;
 	b->busy = 1; /* b->task is t since the slot's creation */
-	c->wr[0].wr_id = (uint64_t)(uintptr_t)b | 1;
-	c->wr[0].flags |= SMART_TP_SIGNALED;
-	b->qp = qp;
-	b->n = 1;
+	batch_seal(b, c, qp, 1);
 	/* as post_chain_at's one-WR way (its comment says why) */
 	if (smart_likely(post1_done(w, qp, c->wr))) {
 		smart_own_add_is_zero(&t->inflight, 1);

@@ -429,7 +429,6 @@ static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
 	return r->dm + remote;
 }
 
-/* Is [p, p+len) inside the local MR named by lkey? */
 /* [p, p + len) inside mr (a zero-length buffer at its very end too). */
 static inline int shm_mr_holds(const struct shm_mr *mr, const void *p,
 			       uint32_t len)
@@ -440,6 +439,7 @@ static inline int shm_mr_holds(const struct shm_mr *mr, const void *p,
 	       len <= mr->pub.len - (a - base);
 }
 
+/* Is [p, p+len) inside the local MR named by lkey? */
 static inline int shm_local_ok(struct smart_tp_domain *d, uint32_t lkey,
 			       const void *p, uint32_t len)
 {
