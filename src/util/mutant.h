@@ -236,6 +236,23 @@
 #define SMART_M_SHM_ONE_SIDED_NO_RING_ROOM 0
 #endif
 
+#ifdef SMART_MUTANT_SHM_FAST_RUN_NO_STOP /* shm_qp.c: the one-sided run's
+					 * common part goes on executing
+					 * the WRs behind a failed one */
+#define SMART_M_SHM_FAST_RUN_NO_STOP 1
+#else
+#define SMART_M_SHM_FAST_RUN_NO_STOP 0
+#endif
+
+#ifdef SMART_MUTANT_SHM_FAST_RUN_NO_ROOM /* shm_qp.c: the one-sided run's
+					 * common part taken with more WRs
+					 * than the caller's array has
+					 * room for */
+#define SMART_M_SHM_FAST_RUN_NO_ROOM 1
+#else
+#define SMART_M_SHM_FAST_RUN_NO_ROOM 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SYNC1_NO_FENCE /* ops.c: the one-WR sync's own
 					* way (task_sync1) posts on a fenced
 					* ctx */

@@ -849,11 +849,13 @@ shm_run_db_at(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o,
 
 /* shm_run_db_at, plain, for a record of shm_db.run1s (its WRs are READs,
  * WRITEs, CASes and FAAs, so none waits for a receive and none is a SEND;
- * its QP's region is there and writable, qp->rw): the same steps per WR - room for its possible
- * completion, the QP's state, shm_wr_check's checks of the remote range,
- * key and local MR and the access (shm_exec_1s), the completion of a
- * signalled or failed WR - without the SEND's test and the receive wait,
- * the caller's output count in a register, the QP's region read once. */
+ * its QP's region is there and writable, qp->rw): the same steps per WR
+ * - room for its possible completion, the QP's state, shm_wr_check's
+ * checks of the remote range, key and local MR and the access
+ * (shm_exec_1s), the completion of a signalled or failed WR - without
+ * the SEND's test and the receive wait, the caller's output count in a
+ * register, the QP's region read once; the room and the state tested
+ * once for the whole record when it fits (the common case). */
 static inline __attribute__((always_inline)) int
 shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 {
@@ -877,7 +879,40 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 	/* the QP's region read once, there and writable (qp->rw) */
 	r = qp->r;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
-	for (left = db->n; left; left--, head++) {
+	left = db->n;
+	/* the common run first: a ready QP and room in the caller's array
+	 * for a completion of each of the record's WRs, so no room and no
+	 * state test per WR; the first failure moves the QP to ERR and
+	 * leaves the WRs behind it to the general loop below, which flushes
+	 * them.  (A record longer than the array's room, as batches of 8
+	 * with 8 tasks make, runs the general way whole: running its first
+	 * part here cost READ 8 B 1 x 1 four instructions an op.) */
+	if (smart_likely(qp->state == SHM_QP_RTS &&
+			 (SMART_M_SHM_FAST_RUN_NO_ROOM ||
+			  left <= (uint32_t)(omax - on)))) {
+		uint32_t k;
+
+		for (k = left, left = 0; k; k--, head++) {
+			struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
+			int st = shm_exec_1s(qp, e, 1, r);
+
+			if (smart_unlikely(st != SMART_TP_WC_OK))
+				qp->state = SHM_QP_ERR;
+			if (st != SMART_TP_WC_OK ||
+			    (e->wr.flags & SMART_TP_SIGNALED)) {
+				out[on].wr_id = e->wr.wr_id;
+				out[on].status = st;
+				out[on++].opcode = e->wr.opcode;
+			}
+			if (smart_unlikely(st != SMART_TP_WC_OK) &&
+			    !SMART_M_SHM_FAST_RUN_NO_STOP) {
+				left += k - 1;
+				head++;
+				break;
+			}
+		}
+	}
+	for (; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 		int st = SMART_TP_WC_FLUSH;
 
