@@ -579,6 +579,13 @@ static void test_keepalive(void)
 	struct ka_arg a = { &r, 0, 0 };
 	double t0;
 
+	/* ka_extract holds the push until executor 1's next PING, which
+	 * comes only once the last one is answered at the push's next poll;
+	 * shm's adversarial mode may hold that PING's completion back past
+	 * the poll, and then executor 1 rightly gives the silent push up */
+	if (getenv("SMART_SHM_ADVERSARIAL"))
+		test_skip("keepalive: its pacing needs each poll to see the "
+			  "PINGs landed before it (SMART_SHM_ADVERSARIAL)");
 	secret_init();
 	CHECK_OK(smart_stream_gen_query(SMART_STREAM_GEN_RO, &r.q));
 	r.q.size = 1000;

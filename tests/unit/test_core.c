@@ -4,6 +4,7 @@
  * claims from several threads) and the stats.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -419,7 +420,14 @@ static void test_wait_in_place(void)
 	       (unsigned long long)(st.c[SMART_STAT_ROUND_TRIPS] - rt0),
 	       (unsigned long long)(st.c[SMART_STAT_TASK_SWITCHES] - sw0));
 	CHECK_GE(st.c[SMART_STAT_ROUND_TRIPS] - rt0, 200); /* they waited */
-	CHECK_LE(st.c[SMART_STAT_TASK_SWITCHES] - sw0, 2);
+	/* shm's adversarial mode holds completions back for a poll or more
+	 * (docs/transport.md): a task whose poll in place finds none really
+	 * waits, and is switched out */
+	if (getenv("SMART_SHM_ADVERSARIAL"))
+		printf("   switches not bounded: SMART_SHM_ADVERSARIAL holds "
+		       "completions back\n");
+	else
+		CHECK_LE(st.c[SMART_STAT_TASK_SWITCHES] - sw0, 2);
 	/* two tasks: each waits while the other is ready, so they alternate */
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	sw0 = st.c[SMART_STAT_TASK_SWITCHES];

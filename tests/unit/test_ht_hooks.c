@@ -540,6 +540,18 @@ struct vf_reader {
 	int checked;
 };
 
+/* 1 when a writer is done: its key moved (a writer of a key that stays
+ * waits for the split to settle, which the reader releases) */
+static int vf_any_done(const struct vf_run *wr)
+{
+	int i;
+
+	for (i = 0; i < VF_KEYS; i++)
+		if (wr[i].done)
+			return 1;
+	return 0;
+}
+
 static void vf_read(smart_worker_t *w, void *p)
 {
 	struct vf_reader *r = p;
@@ -547,6 +559,11 @@ static void vf_read(smart_worker_t *w, void *p)
 	int i;
 
 	wait_for(w, &r->c->r[0].paused);
+	/* one moved key's writer done at least, however long its ops take
+	 * (shm's adversarial mode holds completions back: 500 yields were
+	 * not always enough), then time for the others */
+	while (!vf_any_done(r->wr))
+		smart_task_yield(w);
 	yield_n(w, 500); /* writers of moved keys are done by now */
 	for (i = 0; i < VF_KEYS; i++) {
 		if (!r->wr[i].done)
