@@ -74,5 +74,17 @@ for v in "--seconds 0" "--depth 2000" "--span 1K"; do
 	[ $rc -eq 2 ] && ok "floor-time $v (exit 2)" ||
 		no "floor-time $v: status $rc"
 done
+# --old: another build's framework beside this one's (here the same
+# build), new/old reported; a WRITE runs no floor (it is a READ's)
+"$ft" --bin "$bin" --old "$bin" --op write --rounds 2 --seconds 0.1 \
+	>"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 0 ] && grep -q "new/old [0-9]" "$tmp/out" &&
+	! grep -q "floor/raw" "$tmp/out" && ok "floor-time --old --op write" ||
+	{ no "floor-time --old --op write: status $rc"; cat "$tmp/out"; }
+"$ft" --bin "$bin" --op faa --rounds 1 >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 2 ] && ok "floor-time --op faa (exit 2)" ||
+	no "floor-time --op faa: status $rc"
 [ $fail -eq 0 ] && echo "floor: all passed" || echo "floor: FAILED"
 exit $fail
