@@ -254,21 +254,30 @@ static void wait_timeout(const struct smart_tp_wc *wc, int got, int n)
 	TEST_FAIL("timed out with %d of %d completions", got, n);
 }
 
-/* Collect exactly n completions into wc, in CQ order. */
-void wait_wcs(const struct smart_tp_ops *ops, struct smart_tp_cq *cq,
-	      struct smart_tp_wc *wc, int n)
+/* Collect exactly n completions into wc, in CQ order, each poll
+ * offered room for up to room - got of them (room >= n: a poll may then
+ * be offered more than n, and none past n may come). */
+void wait_wcs_room(const struct smart_tp_ops *ops, struct smart_tp_cq *cq,
+		   struct smart_tp_wc *wc, int n, int room)
 {
 	uint64_t deadline = now_ns() + CONF_WAIT_NS;
 	int got = 0, r;
 
 	while (got < n) {
-		r = ops->poll(cq, wc + got, n - got);
+		r = ops->poll(cq, wc + got, room - got);
 		CHECK_GE(r, 0);
 		CHECK_LE(r, n - got);
 		got += r;
 		if (!r && now_ns() >= deadline)
 			wait_timeout(wc, got, n);
 	}
+}
+
+/* Collect exactly n completions into wc, in CQ order. */
+void wait_wcs(const struct smart_tp_ops *ops, struct smart_tp_cq *cq,
+	      struct smart_tp_wc *wc, int n)
+{
+	wait_wcs_room(ops, cq, wc, n, n);
 }
 
 /* No completion shows up for a while.  Can only catch extra completions;

@@ -130,6 +130,9 @@ struct smart_tp_wr wr_atomic(const struct conf_target *t, uint8_t op,
 /* Collect exactly n completions into wc, in CQ order. */
 void wait_wcs(const struct smart_tp_ops *ops, struct smart_tp_cq *cq,
 	      struct smart_tp_wc *wc, int n);
+/* The same, each poll offered room for room - got (room >= n). */
+void wait_wcs_room(const struct smart_tp_ops *ops, struct smart_tp_cq *cq,
+		   struct smart_tp_wc *wc, int n, int room);
 /* No completion shows up for a while. */
 void expect_quiet(const struct smart_tp_ops *ops, struct smart_tp_cq *cq);
 /* Post a chain whose last WR is signalled; wait for its OK completion. */
