@@ -12,9 +12,11 @@
 # span that fits the caches (--span 256K) shows the instructions'
 # difference; 64M adds the misses (TLB and cache) that every op pays.
 # The floor is a one-thread READ: with another --op or --threads it is
-# not run.  With --old, the two frameworks swap places every round: the
-# one that runs first in a round was seen to gain about 1% (2026-11-29,
-# docs/design.md §9.7), which the swap cancels from the medians.
+# not run.  The kinds take turns at running first: the one that runs
+# first in a round was seen to gain about 1% (2026-11-29, docs/design.md
+# §9.7); over a multiple of their number of rounds (3 or 4 kinds: the 6
+# rounds of the default balance 3, 12 both) each runs in every place
+# alike.
 #
 # Usage: bench/floor-time.sh [--bin DIR] [--old DIR] [--op OP]
 #          [--threads T] [--rounds N] [--seconds S] [--depth D]
@@ -24,7 +26,7 @@
 #                new/old is reported
 #   --op OP      read, write or cas [read]
 #   --threads T  the frameworks' and raw's threads [1]
-#   --rounds N   rounds of the runs [5]
+#   --rounds N   rounds of the runs [6]
 #   --seconds S  each run's window [1]
 #   --depth D    coroutines (raw: accesses per round) [8]
 #   --batch B    ops per sync, floor and framework [1]
@@ -36,7 +38,7 @@ set -u
 cd "$(dirname "$0")/.."
 usage() { sed -n '/^# Usage:/,/^# Prints/p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "floor-time.sh: $1: $2" >&2; exit 2; }
-BIN=build/bin OLD= OP=read THREADS=1 ROUNDS=5 SECS=1 DEPTH=8 BATCH=1 SPAN=64M
+BIN=build/bin OLD= OP=read THREADS=1 ROUNDS=6 SECS=1 DEPTH=8 BATCH=1 SPAN=64M
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
@@ -71,7 +73,7 @@ FLOOR=0
 # mops KIND: one run's Mops; the tool's status when it failed (2: it
 # refused a value this script passed on)
 mops() {
-	local out perf=("--op" "$OP" --size 8 --threads "$THREADS"
+	local out v perf=("--op" "$OP" --size 8 --threads "$THREADS"
 		--seconds "$SECS" --span "$SPAN" --depth "$DEPTH" --json)
 	case $1 in
 	floor) out=$("$BIN/smart-floor" --seconds "$SECS" --span "$SPAN" \
@@ -80,30 +82,35 @@ mops() {
 	old) out=$("$OLD/smart-perf" "${perf[@]}" --batch "$BATCH") ;;
 	raw) out=$("$BIN/smart-perf" "${perf[@]}" --raw) ;;
 	esac || return
-	grep -o '"mops":[0-9.]*' <<<"$out" | cut -d: -f2
-}
-
-# run KIND: its Mops, or "-" for a kind this comparison has not
-run() {
-	if [ "$1" = floor ] && [ $FLOOR = 0 ]; then echo -; return; fi
-	if [ "$1" = old ] && [ -z "$OLD" ]; then echo -; return; fi
-	mops "$1"
+	v=$(grep -o '"mops":[0-9.]*' <<<"$out" | head -1 | cut -d: -f2)
+	# a run that said nothing of its rate failed, whatever its status
+	[[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "$v" != 0 ] && echo "$v"
 }
 
 printf "%-6s %9s %9s %9s %9s\n" round floor framework old raw
+# the kinds this comparison runs; round r starts at the (r-1)-th and goes
+# round the list, so over a multiple of their number of rounds each kind
+# runs in every position alike
+kinds=()
+[ $FLOOR = 1 ] && kinds+=(floor)
+kinds+=(fw)
+[ -n "$OLD" ] && kinds+=(old)
+kinds+=(raw)
 rows=()
 for r in $(seq "$ROUNDS"); do
-	if [ $((r % 2)) = 1 ]; then
-		f=$(run floor) && w=$(run fw) && o=$(run old) && x=$(run raw)
-	else
-		f=$(run floor) && o=$(run old) && w=$(run fw) && x=$(run raw)
-	fi || {
-		[ $? = 2 ] && exit 2 # the tool said which flag, and why
-		echo "floor-time.sh: round $r: a run failed" >&2
-		exit 1
-	}
+	declare -A got=([floor]=- [old]=-)
+	for i in "${!kinds[@]}"; do
+		k=${kinds[$(((r - 1 + i) % ${#kinds[@]}))]}
+		got[$k]=$(mops "$k") || {
+			[ $? = 2 ] && exit 2 # the tool said which flag, and why
+			echo "floor-time.sh: round $r: a $k run failed" >&2
+			exit 1
+		}
+	done
+	f=${got[floor]} w=${got[fw]} o=${got[old]} x=${got[raw]}
 	printf "%-6s %9s %9s %9s %9s\n" "$r" "$f" "$w" "$o" "$x"
 	rows+=("$f $w $o $x")
+	unset got
 done
 printf "%s\n" "${rows[@]}" | awk -v op="$OP" -v t="$THREADS" -v d="$DEPTH" '
 	function med(a, n,   i, j, t) {

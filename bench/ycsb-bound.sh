@@ -16,7 +16,7 @@
 #          [--seconds S] [--coros C]
 #   --bin DIR    this build's binaries [build/bin]
 #   --old DIR    another build's binaries: its smart-bench runs too
-#   --rounds N   rounds [5]
+#   --rounds N   rounds (even: each build first as often) [6]
 #   --seconds S  each YCSB run's window (raw runs 1 s) [2]
 #   --coros C    coroutines of the one thread [8]
 # Prints each round's searches per second, the bound and the share,
@@ -26,7 +26,7 @@ set -u
 cd "$(dirname "$0")/.."
 usage() { sed -n '/^# Usage:/,/^# Prints/p' "$0" | sed 's/^# \{0,1\}//'; }
 bad() { echo "ycsb-bound.sh: $1: $2" >&2; exit 2; }
-BIN=build/bin OLD= ROUNDS=5 SECS=2 COROS=8
+BIN=build/bin OLD= ROUNDS=6 SECS=2 COROS=8
 while [ $# -gt 0 ]; do
 	case $1 in
 	--help|-h) usage; exit 0 ;;
@@ -52,18 +52,26 @@ done
 	bad --old "no smart-bench in $OLD"
 
 val() { grep -o "\"$1\":[0-9.]*" | head -1 | cut -d: -f2; }
+ERR=$(mktemp)
+trap 'rm -f "$ERR"' EXIT
 
 # one DIR: "mops reads_per_op bound_mops" of a YCSB-C run of DIR's
 # smart-bench and a raw run beside it; the tool's status when it failed
 one() {
-	local j raw m rp
+	local j raw m rp rc
 	j=$("$1/smart-bench" ycsb --ds ht --workload c --threads 1 \
-		--coros "$COROS" --seconds "$SECS" --json 2>/dev/null) || return
+		--coros "$COROS" --seconds "$SECS" --json 2>"$ERR") || {
+		rc=$?; cat "$ERR" >&2; return $rc; }
 	raw=$("$BIN/smart-perf" --raw --op read --size 128 --depth "$COROS" \
-		--seconds 1 --json | val mops) || return
+		--seconds 1 --json 2>"$ERR") || {
+		rc=$?; cat "$ERR" >&2; return $rc; }
+	raw=$(val mops <<<"$raw")
 	m=$(val mops <<<"$j")
 	rp=$(val reads_per_op <<<"$j")
-	[ -n "$m" ] && [ -n "$rp" ] && [ -n "$raw" ] || return 1
+	# a run that said nothing of its rate failed, whatever its status
+	for v in "$m" "$rp" "$raw"; do
+		[[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "$v" != 0 ] || return 1
+	done
 	awk -v m="$m" -v rp="$rp" -v raw="$raw" \
 		'BEGIN { printf "%s %s %.4f\n", m, rp, raw / rp }'
 }

@@ -86,5 +86,17 @@ rc=$?
 rc=$?
 [ $rc -eq 2 ] && ok "floor-time --op faa (exit 2)" ||
 	no "floor-time --op faa: status $rc"
+# a run that exits 0 without its rate is a failed run (1), not a row of
+# shifted columns and an exit 0
+mkdir "$tmp/stub"
+for t in smart-floor smart-perf; do
+	printf '#!/bin/sh\necho "{\\"ops\\":1}"\n' >"$tmp/stub/$t"
+	chmod +x "$tmp/stub/$t"
+done
+"$ft" --bin "$tmp/stub" --rounds 1 >"$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] && grep -q "a floor run failed" "$tmp/out" &&
+	ok "floor-time without a rate (exit 1)" ||
+	no "floor-time without a rate: status $rc"
 [ $fail -eq 0 ] && echo "floor: all passed" || echo "floor: FAILED"
 exit $fail

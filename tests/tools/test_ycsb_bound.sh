@@ -18,5 +18,8 @@ refuse rounds "--rounds: want a number" "$yb" --bin "$bin" --rounds 0
 refuse no-tools "--bin: no smart-bench" "$yb" --bin "$tmp"
 refuse no-old "--old: no smart-bench" "$yb" --bin "$bin" --old "$tmp"
 refuse flag "unknown flag" "$yb" --bin "$bin" --nope
+# a value the tool refuses: its status (2) and its own line
+refuse tool-refuses "smart-bench: --seconds" "$yb" --bin "$bin" --rounds 1 \
+	--seconds 0
 [ $fail -eq 0 ] && echo "ycsb_bound: all passed" || echo "ycsb_bound: FAILED"
 exit $fail

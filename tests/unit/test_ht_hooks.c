@@ -562,8 +562,13 @@ static void vf_read(smart_worker_t *w, void *p)
 	/* one moved key's writer done at least, however long its ops take
 	 * (shm's adversarial mode holds completions back: 500 yields were
 	 * not always enough), then time for the others */
-	while (!vf_any_done(r->wr))
+	double end = test_now_ms() + 60000;
+
+	while (!vf_any_done(r->wr)) {
+		if (test_now_ms() > end)
+			TEST_FAIL("no writer of a moved key finished");
 		smart_task_yield(w);
+	}
 	yield_n(w, 500); /* writers of moved keys are done by now */
 	for (i = 0; i < VF_KEYS; i++) {
 		if (!r->wr[i].done)
