@@ -429,6 +429,15 @@ static inline uint8_t *shm_remote_ptr(const struct smart_tp_remote *r,
 	return r->dm + remote;
 }
 
+/* A WR's completion, written where the caller put it. */
+static inline void shm_wc_fill(struct smart_tp_wc *wc,
+			       const struct smart_tp_wr *wr, int status)
+{
+	wc->wr_id = wr->wr_id;
+	wc->status = status;
+	wc->opcode = wr->opcode;
+}
+
 /* [p, p + len) inside mr (a zero-length buffer at its very end too). */
 static inline int shm_mr_holds(const struct shm_mr *mr, const void *p,
 			       uint32_t len)

@@ -425,9 +425,7 @@ static int shm_send_now(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		else if (!(wr->flags & SMART_TP_SIGNALED))
 			continue;
 		wc = &cq->wc[cq->wc_tail++ & cq->wc_mask];
-		wc->wr_id = wr->wr_id;
-		wc->status = st;
-		wc->opcode = wr->opcode;
+		shm_wc_fill(wc, wr, st);
 	}
 	return i;
 }
@@ -716,9 +714,7 @@ static inline void shm_complete(struct smart_tp_cq *cq, struct shm_out *o,
 		wc = &o->wc[o->n++];
 	else
 		wc = &cq->wc[cq->wc_tail++ & cq->wc_mask];
-	wc->wr_id = wr->wr_id;
-	wc->status = status;
-	wc->opcode = wr->opcode;
+	shm_wc_fill(wc, wr, status);
 }
 
 /* Sim: did the WR at index `at` of qp already run at the responder? */
@@ -896,17 +892,15 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 			struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 			int st = shm_exec_1s(qp, e, 1, r);
 
-			if (smart_unlikely(st != SMART_TP_WC_OK))
-				qp->state = SHM_QP_ERR;
-			if (st != SMART_TP_WC_OK ||
-			    (e->wr.flags & SMART_TP_SIGNALED)) {
-				out[on].wr_id = e->wr.wr_id;
-				out[on].status = st;
-				out[on++].opcode = e->wr.opcode;
+			if (smart_likely(st == SMART_TP_WC_OK)) {
+				if (e->wr.flags & SMART_TP_SIGNALED)
+					shm_wc_fill(&out[on++], &e->wr, st);
+				continue;
 			}
-			if (smart_unlikely(st != SMART_TP_WC_OK) &&
-			    !SMART_M_SHM_FAST_RUN_NO_STOP) {
-				left += k - 1;
+			qp->state = SHM_QP_ERR;
+			shm_wc_fill(&out[on++], &e->wr, st);
+			if (!SMART_M_SHM_FAST_RUN_NO_STOP) {
+				left = k - 1;
 				head++;
 				break;
 			}
@@ -934,9 +928,7 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 				wc = &out[on++];
 			else
 				wc = &cq->wc[cq->wc_tail++ & cq->wc_mask];
-			wc->wr_id = e->wr.wr_id;
-			wc->status = st;
-			wc->opcode = e->wr.opcode;
+			shm_wc_fill(wc, &e->wr, st);
 		}
 	}
 	o->n = on;
