@@ -28,20 +28,26 @@ static uint64_t perf_offset(struct perf *p, smart_rng_t *r)
 	return p->lo + smart_rng_below(r, p->slots) * p->stride;
 }
 
+/* One op at off; sync: with its sync in one call (smart_read_sync & co.,
+ * as an application waiting for one op writes it). */
 static int perf_issue(struct perf *p, smart_worker_t *w, struct perf_task *t,
-		      uint64_t off)
+		      uint64_t off, int sync)
 {
 	smart_gaddr_t ga = smart_gaddr(p->env.blade[0], off);
 
 	switch (p->cfg->op) {
 	case OP_READ:
-		return smart_read(w, ga, p->size, t->buf);
+		return sync ? smart_read_sync(w, ga, p->size, t->buf) :
+			      smart_read(w, ga, p->size, t->buf);
 	case OP_WRITE:
-		return smart_write(w, ga, t->buf, p->size);
+		return sync ? smart_write_sync(w, ga, t->buf, p->size) :
+			      smart_write(w, ga, t->buf, p->size);
 	case OP_CAS:
-		return smart_cas(w, ga, 0, off, t->buf);
+		return sync ? smart_cas_sync(w, ga, 0, off, t->buf) :
+			      smart_cas(w, ga, 0, off, t->buf);
 	default:
-		return smart_faa(w, ga, 1, t->buf);
+		return sync ? smart_faa_sync(w, ga, 1, t->buf) :
+			      smart_faa(w, ga, 1, t->buf);
 	}
 }
 
@@ -67,13 +73,16 @@ static int perf_cas_incr(struct perf *p, smart_worker_t *w, struct perf_task *t)
 	return rc;
 }
 
-/* Queue --batch ops at random offsets and sync them together. */
+/* Queue --batch ops at random offsets and sync them together (a batch of
+ * one by the op's one call with its sync). */
 static int perf_batch(struct perf *p, smart_worker_t *w, struct perf_task *t)
 {
 	int i, rc = 0;
 
+	if (p->cfg->batch == 1)
+		return perf_issue(p, w, t, perf_offset(p, &t->rng), 1);
 	for (i = 0; i < p->cfg->batch && !rc; i++)
-		rc = perf_issue(p, w, t, perf_offset(p, &t->rng));
+		rc = perf_issue(p, w, t, perf_offset(p, &t->rng), 0);
 	return rc ? rc : smart_sync(w);
 }
 

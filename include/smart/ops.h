@@ -94,8 +94,11 @@ int smart_poll(smart_worker_t *w);
  * the header's comment).  Thread: w's. */
 int smart_sync(smart_worker_t *w);
 
-/** Convenience: queue one op and sync: the queueing errors, then
- * smart_sync()'s.  Thread: w's. */
+/** One op and its sync in one call: the queueing errors, then
+ * smart_sync()'s, as smart_read() & co. then smart_sync() would answer.
+ * With nothing queued before it, a buffer from the registered pool and a
+ * private worker, the op is posted without being queued (the cheapest
+ * way to wait for one op, docs/design.md §9.8).  Thread: w's. */
 int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len,
 		    void *dst);
 int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,

@@ -41,6 +41,9 @@
 #define SMART_TASK_BOUNCES 64
 #define SMART_OP_MAX_LEN   (UINT32_C(1) << 30)
 #define SMART_RETRY_HIST   17 /* retries per op: 0..15, 16 = more */
+/* Sync latency is sampled (1 sync in SMART_LAT_SAMPLE, ops.c): a clock
+ * read costs as much as a quarter of an shm op on some CPUs. */
+#define SMART_LAT_SAMPLE   16
 
 enum smart__qp_mode {
 	SMART_QPM_AUTO, /* per-thread-db with ThrdAwareAlloc, else
@@ -410,6 +413,9 @@ struct smart_worker {
 	 * doorbell, added to SMART_STAT_WRS_POSTED and SMART_STAT_DOORBELLS
 	 * where the stats are read (stats.c, worker.c), not kept in both */
 	uint64_t posts1;
+	/* ops with their sync in one call (smart_read_sync & co.) that took
+	 * op_sync_fast's way (ops.c): tests read it to know the way ran */
+	uint64_t sync_ops;
 	/* syncs that waited for their batches (ops.c): added to
 	 * SMART_STAT_SYNCS and SMART_STAT_ROUND_TRIPS where the stats are
 	 * read, as posts1 */

@@ -2,9 +2,10 @@
  * One-sided ops: queueing on per-task chains, posting, completion, sync.
  *
  * The fast path (smart_read & co. -> op_queue -> chain; smart_sync -> post
- * -> wait -> deliver) does no allocation and no system call and takes no
- * lock in the per-thread modes: chains, batches and bounce slots were all
- * allocated with the task slot.  Validation happens before anything is
+ * -> wait -> deliver; smart_read_sync & co. with nothing queued -> post ->
+ * wait -> deliver, op_sync_fast) does no allocation and no system call and
+ * takes no lock in the per-thread modes: chains, batches and bounce slots
+ * were all allocated with the task slot.  Validation happens before anything is
  * queued, so a rejected op leaves no trace.
  *
  * Results that cannot land in place (caller memory outside the registered
@@ -342,10 +343,6 @@ static __attribute__((noinline)) void deliver(struct smart_worker *w,
 	t->nrec = 0;
 	t->nslot = 0;
 }
-
-/* Sync latency is sampled (1 sync in SMART_LAT_SAMPLE): a clock read costs
- * as much as a quarter of an shm op on some CPUs. */
-#define SMART_LAT_SAMPLE 16
 
 /* A sampled sync's latency: the latency histogram, and the round-trip
  * estimate of its blade, an EWMA (1/8) that ConflictAvoid takes as its
@@ -792,30 +789,31 @@ op_stats(struct smart_worker *w, uint8_t opcode, uint32_t len)
 	}
 }
 
-/* op_queue's common case, with no call: the blade's word and the bounds
+/* What op_fast and op_sync_fast find of an op that passes their checks:
+ * its blade, where its WR goes, its flags. */
+struct op_fast_at {
+	struct smart__blade *b;
+	uint64_t remote;
+	uint32_t lkey; /* the pool's */
+	uint16_t id;   /* b's */
+	uint8_t flags;
+};
+
+/* op_fast's checks, no side effect: the blade's word and the bounds
  * checked as op_check checks them, the local bytes in the registered pool
- * (an atomic's aligned, a record free) or an inline WRITE's, the task's
- * first chain open to the blade with room (or none open yet).  1 when the
- * op is queued, 0 when it leaves everything as it was: op_queue then runs
- * from the start (op_slow), and every error and rarer case is its.  With
- * no call on this way, a public op needs no frame of saved registers (16
- * instructions of the op's pushes and pops). */
-static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
-							 const struct op *op)
+ * (an atomic's aligned, a record free) or an inline WRITE's.  1 when the
+ * op passes (*at filled), 0 when op_queue must judge it. */
+static inline __attribute__((always_inline)) int
+op_fast_check(struct smart_ctx *ctx, struct smart__task *t, const struct op *op,
+	      struct op_fast_at *at)
 {
-	struct smart__task *t = smart__cur_task(w);
-	struct smart_ctx *ctx = w->ctx;
 	struct smart__blade *b = smart__blade_get(ctx,
 						  smart_gaddr_blade(op->ga));
 	uint64_t off = smart_gaddr_off(op->ga);
-	int atomic = smart_tp_atomic(op->opcode);
-	struct smart__chain *c = &t->chains[0];
-	/* the pool's fields read once, before the WR's stores (which the
-	 * compiler cannot tell from them) */
-	const struct smart_tp_mr *pool = ctx->pool;
-	uint32_t lkey = pool->lkey;
-	uint8_t flags = 0;
 
+	/* the pool's key read before the caller's stores (which the
+	 * compiler cannot tell from it) */
+	at->lkey = ctx->pool->lkey;
 	if (smart_unlikely(!b) ||
 	    (!SMART_M_OPS_FAST_NO_FAIL &&
 	     smart_unlikely(
@@ -823,32 +821,65 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 	    (!SMART_M_OPS_FAST_NO_BOUNDS &&
 	     smart_unlikely(off >= b->size || op->len > b->size - off)))
 		return 0;
+	at->flags = 0;
 	if (op->opcode == SMART_TP_WRITE && op->len <= ctx->caps.max_inline)
-		flags = SMART_TP_INLINE;
+		at->flags = SMART_TP_INLINE;
 	else if (!smart__pool_owns(ctx, op->buf, op->len))
 		return 0;
-	if (atomic && (smart_unlikely(!ctx->caps.atomics) || (off & 7) ||
-		       ((uintptr_t)op->buf & 7) ||
-		       smart_unlikely(t->nrec == SMART_TASK_BOUNCES)))
+	if (smart_tp_atomic(op->opcode) &&
+	    (smart_unlikely(!ctx->caps.atomics) || (off & 7) ||
+	     ((uintptr_t)op->buf & 7) ||
+	     smart_unlikely(t->nrec == SMART_TASK_BOUNCES)))
 		return 0;
-	if (t->nchains) {
-		if (smart_unlikely(t->nchains != 1 || c->blade != b->id ||
-				   c->n >= ctx->o.chain_max))
-			return 0;
-	} else {
-		t->nchains = 1;
-		c->blade = b->id;
-		c->n = 0;
-	}
-	if (atomic)
+	at->b = b;
+	at->id = b->id;
+	at->remote = b->base + off;
+	return 1;
+}
+
+/* What op_fast and op_sync_fast do to t once the op passed: an atomic's
+ * record taken, the fence asked for by smart_fence put on the WR. */
+static inline __attribute__((always_inline)) void
+op_fast_take(struct smart__task *t, const struct op *op, uint8_t *flags)
+{
+	if (smart_tp_atomic(op->opcode))
 		t->rec[t->nrec++] = (struct smart__bounce){
 			NULL, op->buf, 8, op->opcode == SMART_TP_CAS, op->a1
 		};
 	if (smart_unlikely(t->fence_next)) {
-		flags |= SMART_TP_FENCE;
+		*flags |= SMART_TP_FENCE;
 		t->fence_next = 0;
 	}
-	chain_put(w, t, c, op, b->base + off, b->rkey, op->buf, lkey, flags);
+}
+
+/* op_queue's common case, with no call: op_fast_check's checks, the
+ * task's first chain open to the blade with room (or none open yet).  1
+ * when the op is queued, 0 when it leaves everything as it was: op_queue
+ * then runs from the start (op_slow), and every error and rarer case is
+ * its.  With no call on this way, a public op needs no frame of saved
+ * registers (16 instructions of the op's pushes and pops). */
+static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
+							 const struct op *op)
+{
+	struct smart__task *t = smart__cur_task(w);
+	struct smart_ctx *ctx = w->ctx;
+	struct smart__chain *c = &t->chains[0];
+	struct op_fast_at at;
+
+	if (!op_fast_check(ctx, t, op, &at))
+		return 0;
+	if (t->nchains) {
+		if (smart_unlikely(t->nchains != 1 || c->blade != at.id ||
+				   c->n >= ctx->o.chain_max))
+			return 0;
+	} else {
+		t->nchains = 1;
+		c->blade = at.id;
+		c->n = 0;
+	}
+	op_fast_take(t, op, &at.flags);
+	chain_put(w, t, c, op, at.remote, at.b->rkey, op->buf, at.lkey,
+		  at.flags);
 	return 1;
 }
 
@@ -920,6 +951,92 @@ static __attribute__((noinline)) int faa_slow(struct smart_worker *w,
 	return op_slow_atomic(w, SMART_TP_FAA, old, addr, add, 0);
 }
 
+/* op_sync_fast's post when post1 refused the WR (a full queue, a WR of
+ * post's general way): the WR goes into t's first chain, which
+ * post_turn posts in turn as task_sync1 does.  Out of line and cold. */
+static __attribute__((noinline, cold)) void
+op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
+		  struct smart__batch *b, const struct smart_tp_wr *wr,
+		  uint16_t blade)
+{
+	struct smart__chain *c = &t->chains[0];
+
+	c->blade = blade;
+	c->n = 0;
+	c->wr[0] = *wr;
+	post_turn(w, t, c, b, 1);
+}
+
+/* An op and its sync in one call (smart_read_sync & co.), when the task
+ * has nothing queued and the sync would take task_sync1's way: the WR is
+ * built once, in the caller's frame, and posted by post1 without passing
+ * through a chain (docs/design.md §9.8).  Tested before anything
+ * changes: no chain open (an op queued before must go first, in the
+ * general sync), not the sample's turn (sync_sampled measures it), a
+ * post1 (a private group), no announcement or credits (sync1_off),
+ * op_fast's checks, the QP cached.  The fence needs no test of its own,
+ * as task_sync1's does for an op queued before it: the op is checked
+ * here, and a fence fails every blade's word (op_fast_check reads it)
+ * before it sets ctx->fenced; one that comes after the check is one
+ * that comes after the post, which the transport's remote_fail and the
+ * poll's self-fence stop as they stop any posted WR.  Batch 0 is free whenever no
+ * chain is open: every sync returns with its batches complete
+ * (task_sync_end waits for t->inflight; a failed post or CQ frees its
+ * batches), and smart_post leaves its chain open, so task_sync1's busy
+ * test has nothing to find here.  1 when it ran the op and its sync (*rc
+ * the sync's answer), 0 when nothing changed: the caller then queues the
+ * op and syncs. */
+static inline __attribute__((always_inline)) int
+op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
+{
+	struct smart__task *t = smart__cur_task(w);
+	struct smart__batch *b = &t->batches[0];
+	struct op_fast_at at;
+	struct smart__qp *qp;
+	struct smart_tp_wr wr;
+
+	if (smart_unlikely((!SMART_M_OPS_SYNC_OP_NO_CHAINS && t->nchains) ||
+			   (!SMART_M_OPS_SYNC_OP_NO_SAMPLE &&
+			    !(t->syncs & (SMART_LAT_SAMPLE - 1))) ||
+			   !w->post1 ||
+			   (!SMART_M_OPS_SYNC_OP_NO_OFF && w->sync1_off)))
+		return 0;
+	if (!op_fast_check(w->ctx, t, op, &at))
+		return 0;
+	qp = smart__worker_qp_cached(w, at.id);
+	if (smart_unlikely(!qp))
+		return 0;
+	op_fast_take(t, op, &at.flags);
+	/* as chain_put and batch_seal write it (_pad, and a READ's or
+	 * WRITE's union, unread) */
+	wr.wr_id = (uint64_t)(uintptr_t)b | 1;
+	wr.remote = at.remote;
+	wr.local = op->buf;
+	wr.len = op->len;
+	wr.lkey = at.lkey;
+	wr.rkey = at.b->rkey;
+	wr.opcode = op->opcode;
+	wr.flags = at.flags | SMART_TP_SIGNALED;
+	if (smart_tp_atomic(op->opcode)) {
+		wr.compare_add = op->a1;
+		wr.swap = op->a2;
+	}
+	t->bytes += op->len;
+	op_stats(w, op->opcode, op->len);
+	smart_counter_add(&w->sync_ops, 1);
+	b->busy = 1; /* b->task is t since the slot's creation */
+	b->qp = qp;
+	b->n = 1;
+	if (smart_likely(post1_done(w, qp, &wr))) {
+		smart_own_add_is_zero(&t->inflight, 1);
+		smart_counter_add(&w->posts1, 1);
+	} else {
+		op_sync_post_turn(w, t, b, &wr, at.id);
+	}
+	*rc = task_sync_end(w, t, 0, 0, -1);
+	return 1;
+}
+
 int smart_read(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
 	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
@@ -974,15 +1091,26 @@ int smart_faa(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 
 int smart_read_sync(smart_worker_t *w, smart_gaddr_t src, size_t len, void *dst)
 {
-	int rc = smart_read(w, src, len, dst);
+	struct op op = { SMART_TP_READ, dst, src, (uint32_t)len, 0, 0 };
+	int rc;
 
+	if (smart_likely(w && len && len <= SMART_OP_MAX_LEN) &&
+	    op_sync_fast(w, &op, &rc))
+		return rc;
+	rc = smart_read(w, src, len, dst);
 	return rc ? rc : smart_sync(w);
 }
 
 int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 		     size_t len)
 {
-	int rc = smart_write(w, dst, src, len);
+	struct op op = { SMART_TP_WRITE, (void *)src, dst, (uint32_t)len, 0, 0 };
+	int rc;
+
+	if (smart_likely(w && src && len && len <= SMART_OP_MAX_LEN) &&
+	    op_sync_fast(w, &op, &rc))
+		return rc;
+	rc = smart_write(w, dst, src, len);
 
 	return rc ? rc : smart_sync(w);
 }
@@ -990,7 +1118,12 @@ int smart_write_sync(smart_worker_t *w, smart_gaddr_t dst, const void *src,
 int smart_cas_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 		   uint64_t desired, uint64_t *old)
 {
-	int rc = smart_cas(w, addr, expect, desired, old);
+	struct op op = { SMART_TP_CAS, old, addr, 8, expect, desired };
+	int rc;
+
+	if (smart_likely(w != NULL) && op_sync_fast(w, &op, &rc))
+		return rc;
+	rc = smart_cas(w, addr, expect, desired, old);
 
 	return rc ? rc : smart_sync(w);
 }
@@ -998,7 +1131,12 @@ int smart_cas_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t expect,
 int smart_faa_sync(smart_worker_t *w, smart_gaddr_t addr, uint64_t add,
 		   uint64_t *old)
 {
-	int rc = smart_faa(w, addr, add, old);
+	struct op op = { SMART_TP_FAA, old, addr, 8, add, 0 };
+	int rc;
+
+	if (smart_likely(w != NULL) && op_sync_fast(w, &op, &rc))
+		return rc;
+	rc = smart_faa(w, addr, add, old);
 
 	return rc ? rc : smart_sync(w);
 }

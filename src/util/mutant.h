@@ -269,6 +269,30 @@
 #define SMART_M_OPS_SYNC1_NO_BUSY 0
 #endif
 
+/* ops.c: an op and its sync in one call (op_sync_fast) posts with an
+ * announcement to prepend or credits to take (w->sync1_off) */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_NO_OFF
+#define SMART_M_OPS_SYNC_OP_NO_OFF 1
+#else
+#define SMART_M_OPS_SYNC_OP_NO_OFF 0
+#endif
+
+/* ops.c: an op and its sync in one call (op_sync_fast) posts the op
+ * alone while ops queued before it wait in an open chain */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_NO_CHAINS
+#define SMART_M_OPS_SYNC_OP_NO_CHAINS 1
+#else
+#define SMART_M_OPS_SYNC_OP_NO_CHAINS 0
+#endif
+
+/* ops.c: an op and its sync in one call (op_sync_fast) takes the sample's
+ * turn: the latency sample of one sync in 16 is never taken */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_NO_SAMPLE
+#define SMART_M_OPS_SYNC_OP_NO_SAMPLE 1
+#else
+#define SMART_M_OPS_SYNC_OP_NO_SAMPLE 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

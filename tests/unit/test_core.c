@@ -611,6 +611,131 @@ static void test_sync1_busy_batch(void)
 	fixture_stop(&f);
 }
 
+/* How many ops-with-their-sync op_sync_fast ran of n that could: all on
+ * a transport with post1 (shm), none without (verbs posts them the
+ * general way, which the cases check all the same). */
+static uint64_t sync_ops_of(smart_worker_t *w, uint64_t n)
+{
+	return w->post1 ? n : 0;
+}
+
+/* An op and its sync in one call (smart_read_sync & co.) take their own
+ * way (ops.c op_sync_fast) only where the op and the sync would pass
+ * every check: a rejected op posts nothing and answers as smart_read &
+ * co. do (mutants OPS_FAST_NO_BOUNDS, OPS_FAST_NO_FAIL: the way posts it,
+ * and shm's checks at execution would fail it, so the answer alone would
+ * not tell; the counters do). */
+static void test_sync_op_errors(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	struct smart__blade *b;
+	uint64_t *p, size = 4 << 20, posted;
+
+	fixture_start(&f, size, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	/* the first sync is the sampled one (the general way) and opens
+	 * the QP; the second is op_sync_fast's */
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_U64_EQ(w->sync_ops, 0);
+	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 64), p, 8));
+	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 1));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	posted = st.c[SMART_STAT_WRS_POSTED];
+	CHECK_EQ(smart_read_sync(w, smart_gaddr(0, size - 4), 8, p),
+		 SMART_EREMOTE);
+	CHECK_EQ(smart_read_sync(w, smart_gaddr(0, size), 8, p), SMART_EREMOTE);
+	CHECK_EQ(smart_write_sync(w, smart_gaddr(0, size - 8), p, 64),
+		 SMART_EREMOTE);
+	CHECK_EQ(smart_cas_sync(w, smart_gaddr(0, size), 0, 1, p),
+		 SMART_EREMOTE);
+	CHECK_EQ(smart_faa_sync(w, smart_gaddr(0, size), 1, p), SMART_EREMOTE);
+	CHECK_EQ(smart_cas_sync(w, smart_gaddr(0, 68), 0, 1, p), SMART_EINVAL);
+	CHECK_EQ(smart_read_sync(w, smart_gaddr(0, 64), 0, p), SMART_EINVAL);
+	CHECK_EQ(smart_read_sync(w, smart_gaddr(0, 64), 8, NULL), SMART_EINVAL);
+	CHECK_EQ(smart_read_sync(NULL, smart_gaddr(0, 64), 8, p), SMART_EINVAL);
+	b = smart__blade_get(f.ctx, 0);
+	atomic_store(&b->fail, SMART_ECONN);
+	CHECK_EQ(smart_read_sync(w, smart_gaddr(0, 64), 8, p), SMART_ECONN);
+	CHECK_EQ(smart_write_sync(w, smart_gaddr(0, 64), p, 8), SMART_ECONN);
+	CHECK_EQ(smart_cas_sync(w, smart_gaddr(0, 64), 0, 1, p), SMART_ECONN);
+	CHECK_EQ(smart_faa_sync(w, smart_gaddr(0, 64), 1, p), SMART_ECONN);
+	atomic_store(&b->fail, 0);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_U64_EQ(st.c[SMART_STAT_WRS_POSTED], posted);
+	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 1));
+	/* and the way works again: a CAS and an FAA land (their old values
+	 * delivered at the sync) */
+	*p = 0;
+	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 128), p, 8));
+	CHECK_OK(smart_cas_sync(w, smart_gaddr(0, 128), 0, 5, p));
+	CHECK_U64_EQ(*p, 0);
+	CHECK_OK(smart_faa_sync(w, smart_gaddr(0, 128), 2, p));
+	CHECK_U64_EQ(*p, 5);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 128), 8, p));
+	CHECK_U64_EQ(*p, 7);
+	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 5));
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* An op queued before an op-and-sync call is in that sync: the call
+ * leaves it to the general sync, which posts both (mutant
+ * OPS_SYNC_OP_NO_CHAINS posts the second alone, and the first is never
+ * posted: its buffer keeps its old value). */
+static void test_sync_op_queued(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	uint64_t *p;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	p[0] = 11;
+	p[1] = 22;
+	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 64), p, 16)); /* sampled */
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p + 2));
+	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 1));
+	CHECK_U64_EQ(p[2], 11);
+	p[2] = p[3] = 0;
+	CHECK_OK(smart_read(w, smart_gaddr(0, 64), 8, p + 2));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 72), 8, p + 3));
+	CHECK_U64_EQ(p[2], 11);
+	CHECK_U64_EQ(p[3], 22);
+	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 1));
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
+/* One sync in SMART_LAT_SAMPLE is measured (stats' sync latency), op and
+ * sync in one call too: that one takes the general way (mutant
+ * OPS_SYNC_OP_NO_SAMPLE measures none). */
+static void test_sync_op_sampled(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t *p;
+	int i;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	for (i = 0; i < 4 * SMART_LAT_SAMPLE; i++)
+		CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 4 * (SMART_LAT_SAMPLE - 1)));
+	CHECK_U64_EQ(st.sync_count, 4);
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+}
+
 /* Send-queue room is handed out in turn (ops.c post_in_turn): a task
  * whose chain needs the whole queue gets it while 24 tasks of one WR
  * each keep it nearly full.  Without the turns the room a poll frees goes
@@ -623,8 +748,10 @@ struct room_arg {
 	smart_gaddr_t g;
 	int *small_left; /* small tasks still running */
 	int big_rounds;	 /* rounds of the big task while they ran */
-	int read;	 /* small tasks READ (a one-WR sync's send-queue
-			  * slot, ops.c), else WRITE 8 B (inline: post) */
+	int read;	 /* small tasks READ (1: a one-WR sync's send-queue
+			  * slot, ops.c; 2: by smart_read_sync into buf,
+			  * op_sync_fast), else WRITE 8 B (inline: post) */
+	uint64_t *buf;
 };
 
 static void room_small_task(smart_worker_t *w, void *p)
@@ -635,6 +762,10 @@ static void room_small_task(smart_worker_t *w, void *p)
 
 	for (i = 0; i < ROOM_ROUNDS; i++) {
 		v = (uint64_t)i;
+		if (a->read == 2) { /* op and sync in one call */
+			CHECK_OK(smart_read_sync(w, a->g, 8, a->buf));
+			continue;
+		}
 		CHECK_OK(a->read ? smart_read(w, a->g, 8, &v) :
 				   smart_write(w, a->g, &v, 8));
 		CHECK_OK(smart_sync(w));
@@ -672,13 +803,14 @@ static void room_turns(int read)
 
 	fixture_start(&f, 4 << 20, 0, kv);
 	CHECK_OK(smart_worker_create(f.ctx, &w));
-	big = (struct room_arg){ smart_gaddr(0, 1 << 20), &left, 0, 0 };
+	big = (struct room_arg){ smart_gaddr(0, 1 << 20), &left, 0, 0, NULL };
 	CHECK_OK(smart_task_spawn(w, room_big_task, &big));
 	for (i = 0; i < ROOM_SMALL; i++) {
 		small[i] = (struct room_arg){
 			smart_gaddr(0, (2 << 20) + 64 * (uint64_t)i), &left, 0,
-			read
+			read, NULL
 		};
+		CHECK_OK(smart_buf_alloc(w, 8, (void **)&small[i].buf));
 		CHECK_OK(smart_task_spawn(w, room_small_task, &small[i]));
 	}
 	CHECK_OK(smart_worker_run(w));
@@ -692,6 +824,12 @@ static void room_turns(int read)
 	 * moves it); without the turns 1 (mutant OPS_NO_ROOM_TURN), or with
 	 * READs taking the slot past a waiter (OPS_SLOT_NO_TURN) */
 	CHECK_GE(big.big_rounds, ROOM_ROUNDS / 40);
+	/* smart_read_sync's own way ran, and found the queue full (post1
+	 * refused: the WR posted in turn, op_sync_post_turn) */
+	if (read == 2 && w->post1)
+		CHECK_GT(w->sync_ops, 0);
+	for (i = 0; i < ROOM_SMALL; i++)
+		smart_buf_free(w, small[i].buf);
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 }
@@ -706,6 +844,14 @@ static void test_room_turns(void)
 static void test_room_turns_slot(void)
 {
 	room_turns(1);
+}
+
+/* The same with smart_read_sync, op and sync in one call (ops.c
+ * op_sync_fast): post1 refuses the WR while the big task waits for room,
+ * and the WR is posted in turn from the call's own frame. */
+static void test_room_turns_sync_op(void)
+{
+	room_turns(2);
 }
 
 /* A one-WR sync never passes a poster waiting for room in turn, though
@@ -1466,6 +1612,9 @@ int main(int argc, char **argv)
 		{ "op_errors", test_op_errors },
 		{ "fence_queued", test_fence_queued },
 		{ "sync1_busy_batch", test_sync1_busy_batch },
+		{ "sync_op_errors", test_sync_op_errors },
+		{ "sync_op_queued", test_sync_op_queued },
+		{ "sync_op_sampled", test_sync_op_sampled },
 		{ "wait_in_place", test_wait_in_place },
 		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
@@ -1476,6 +1625,7 @@ int main(int argc, char **argv)
 		{ "reap_cached_qp", test_qp_reap_cq_failed },
 		{ "room_turns", test_room_turns },
 		{ "room_turns_slot", test_room_turns_slot },
+		{ "room_turns_sync_op", test_room_turns_sync_op },
 		{ "slot_turn_order", test_slot_turn_order },
 		{ "stats_posted", test_stats_posted },
 		{ "alloc_basic", test_alloc_basic },

@@ -2,7 +2,8 @@
  * The core's epoch-based reclamation (include/smart/epoch.h,
  * docs/epochs.md), through the public API:
  *  - grace: a block retired while a reader of another ctx is inside is not
- *    freed before the reader leaves, and is freed after;
+ *    freed before the reader leaves, and is freed after (grace_sync_op:
+ *    the reader's op after entering is smart_read_sync on a warm QP);
  *  - busy: a worker whose tasks are always inside (overlapping) still lets
  *    reclamation progress;
  *  - no_round_trip: entering and leaving add no sync to an operation;
@@ -71,6 +72,41 @@ static void test_grace(void)
 	CHECK_OK(smart_epoch_drain(w, f.id, 2000));
 	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 10);
 	CHECK_EQ(stat_of(c, SMART_STAT_EPOCH_ANNOUNCES), 2);
+	CHECK_OK(smart_worker_destroy(r));
+	CHECK_OK(smart_worker_destroy(w));
+	CHECK_OK(smart_ctx_destroy(c));
+	fixture_stop(&f);
+}
+
+/* The same when the reader's op after entering is an op and its sync in
+ * one call from the registered pool, on a warm QP: the call's own way
+ * (ops.c op_sync_fast) leaves a sync with an announcement to prepend to
+ * the general one (mutant OPS_SYNC_OP_NO_OFF posts the READ alone, and
+ * the block is freed under the reader). */
+static void test_grace_sync_op(void)
+{
+	struct fixture f;
+	smart_ctx_t *c;
+	smart_worker_t *w, *r;
+	uint64_t *v;
+
+	fixture_start(&f, 8 << 20, 2, NULL);
+	c = ctx2(&f);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_worker_create(c, &r));
+	CHECK_OK(smart_buf_alloc(r, 8, (void **)&v));
+	/* the QP opened, the sample's sync taken: the next is the call's */
+	CHECK_OK(smart_read_sync(r, smart_gaddr(f.id, 0), 8, v));
+	CHECK_OK(smart_read_sync(r, smart_gaddr(f.id, 0), 8, v));
+	CHECK_OK(smart_epoch_enter(r, f.id));
+	CHECK_OK(smart_read_sync(r, smart_gaddr(f.id, 0), 8, v));
+	CHECK_EQ(stat_of(c, SMART_STAT_EPOCH_ANNOUNCES), 1);
+	CHECK_EQ(retire_and_drain(w, f.id, 10, 200), SMART_ETIMEDOUT);
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 0);
+	smart_epoch_exit(r);
+	CHECK_OK(smart_epoch_drain(w, f.id, 2000));
+	CHECK_EQ(stat_of(f.ctx, SMART_STAT_EPOCH_FREED), 10);
+	smart_buf_free(r, v);
 	CHECK_OK(smart_worker_destroy(r));
 	CHECK_OK(smart_worker_destroy(w));
 	CHECK_OK(smart_ctx_destroy(c));
@@ -334,6 +370,7 @@ int main(int argc, char **argv)
 		argc, argv,
 		(struct test_case[]){
 			{ "grace", test_grace },
+			{ "grace_sync_op", test_grace_sync_op },
 			{ "busy", test_busy },
 			{ "task_left_inside", test_task_left_inside },
 			{ "no_round_trip", test_no_round_trip },
