@@ -1,6 +1,6 @@
 /*
- * Proof that the op fast path allocates no heap memory and takes no lock
- * shared between workers.
+ * Proof that the op fast path allocates no heap memory, makes no system
+ * call on shm and takes no lock shared between workers.
  *
  * This binary interposes malloc/calloc/realloc/free (glibc exports the
  * real ones as __libc_*) and counts calls.  After a warm-up that creates
@@ -14,10 +14,29 @@
  * pool's mutex was not taken (SMART_STAT_POOL_LOCKS).  Under ASan the
  * allocator cannot be interposed, so the test skips there (it runs in the
  * normal build).
+ *
+ * System calls: fast_path_no_syscall runs the first case's ops again, in
+ * a child process, on a thread under a seccomp filter that traps every
+ * system call but the thread's and the process's exit (and the return
+ * from the trap's handler): the handler counts each and makes it fail
+ * with ENOSYS.  After the ops the thread makes one getpid(), which must
+ * be the only call counted (the count can fail).  In a child: the filter
+ * and the thread's worker, which cannot be destroyed without system
+ * calls, end with it.
  */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "harness/blade_fixture.h"
 #include "harness/test.h"
@@ -157,6 +176,134 @@ static void test_fast_path_no_heap(void)
 #endif
 }
 
+#if !defined(NOALLOC_SKIP) && defined(__x86_64__)
+#define SYSCALL_CHECK 1
+/* What the trap's handler saw: written by the handler, which can reach
+ * nothing else (test-only, as heap_calls). */
+static atomic_long sys_calls;
+static atomic_int sys_first = -1;
+
+static void sys_trap(int sig, siginfo_t *si, void *uc)
+{
+	int none = -1;
+
+	(void)sig;
+	atomic_fetch_add(&sys_calls, 1);
+	atomic_compare_exchange_strong(&sys_first, &none, si->si_syscall);
+	((ucontext_t *)uc)->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
+}
+
+/* From now on this thread's system calls trap (sys_trap), but exit,
+ * exit_group and rt_sigreturn; 0, or -1 where seccomp is refused. */
+static int sys_trap_all(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit, 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_exit_group, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_rt_sigreturn, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]),
+				   .filter = f };
+	struct sigaction sa = { .sa_sigaction = sys_trap,
+				.sa_flags = SA_SIGINFO };
+
+	if (sigaction(SIGSYS, &sa, NULL) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+struct sys_run {
+	struct fixture *f;
+	struct job jobs[8];
+	int refused; /* seccomp refused (its errno): nothing measured */
+};
+
+/* The thread under the filter: warm up as fast_path_no_heap does, trap,
+ * run the ops, one getpid(), and leave by the exit system call (its
+ * worker stays: destroying it would make system calls). */
+static void *sys_thread(void *arg)
+{
+	struct sys_run *r = arg;
+	smart_worker_t *w;
+	int i;
+
+	CHECK_OK(smart_worker_create(r->f->ctx, &w));
+	for (i = 0; i < 8; i++) {
+		r->jobs[i] = (struct job){ r->f->id,
+					   (uint64_t)(1 << 20) + i * 4096,
+					   NULL };
+		CHECK_OK(smart_buf_alloc(w, 256, &r->jobs[i].buf));
+	}
+	for (i = 0; i < 8; i++)
+		CHECK_OK(smart_task_spawn(w, job_task, &r->jobs[i]));
+	CHECK_OK(smart_worker_run(w));
+	mixed_ops(w, &r->jobs[0], 1);
+	if (sys_trap_all()) {
+		r->refused = errno;
+		return NULL;
+	}
+	for (i = 0; i < 8; i++)
+		CHECK_OK(smart_task_spawn(w, job_task, &r->jobs[i]));
+	CHECK_OK(smart_worker_run(w));
+	mixed_ops(w, &r->jobs[0], 100);
+	syscall(SYS_getpid); /* the one the count must show */
+	syscall(SYS_exit, 0);
+	return NULL;
+}
+
+static void child_no_syscall(char **argv)
+{
+	struct fixture f;
+	struct sys_run r = { &f, { { 0 } }, 0 };
+	pthread_t th;
+
+	(void)argv;
+	fixture_start(&f, 8 << 20, 0, NULL);
+	CHECK_OK(pthread_create(&th, NULL, sys_thread, &r));
+	CHECK_OK(pthread_join(th, NULL));
+	if (r.refused) {
+		printf("   seccomp refused (%s): nothing measured\n",
+		       strerror(r.refused));
+		fflush(stdout);
+		_exit(77);
+	}
+	printf("   system calls during %d ops, then one getpid(): %ld (the "
+	       "first: number %d; getpid is %d)\n",
+	       8 * OPS / 100 * 90 + 9000, atomic_load(&sys_calls),
+	       atomic_load(&sys_first), (int)SYS_getpid);
+	fflush(stdout);
+	/* the worker and the blade end with the process */
+	_exit(atomic_load(&sys_calls) == 1 &&
+			      atomic_load(&sys_first) == SYS_getpid ?
+		      0 :
+		      1);
+}
+#endif
+
+/* The op fast path makes no system call on shm (the child above). */
+static void test_fast_path_no_syscall(void)
+{
+#ifndef SYSCALL_CHECK
+	test_skip("needs the allocator interposed (not under "
+		  "AddressSanitizer) and x86-64's trap context");
+#else
+	pid_t pid = test_spawn("no_syscall", NULL);
+	int st;
+
+	CHECK_GT(pid, 0);
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 77)
+		test_skip("seccomp filters are refused here");
+	CHECK_EQ(WEXITSTATUS(st), 0);
+#endif
+}
+
 #ifndef NOALLOC_SKIP
 #define HT_KEYS	  2000
 #define HT_ROUNDS 300
@@ -286,8 +433,15 @@ int main(int argc, char **argv)
 		{ "counter_sees_malloc", test_counter_sees_malloc },
 		{ "fast_path_no_heap", test_fast_path_no_heap },
 		{ "ht_no_heap_no_lock", test_ht_no_heap_no_lock },
+		{ "fast_path_no_syscall", test_fast_path_no_syscall },
+		{ NULL, NULL },
+	};
+	static const struct test_child children[] = {
+#ifdef SYSCALL_CHECK
+		{ "no_syscall", child_no_syscall },
+#endif
 		{ NULL, NULL },
 	};
 
-	return test_main(argc, argv, cases);
+	return test_main_children(argc, argv, cases, children);
 }
