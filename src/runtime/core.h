@@ -354,6 +354,10 @@ struct smart__bufcache {
 /* Hot fields first and together (the op path touches the scheduler, the
  * credits, the clock and the stats on every op); the per-blade tables and
  * the main context's task, big and touched one entry at a time, last. */
+/* A transport's post1 (transport.h): one one-sided WR on a plain QP. */
+typedef int (*smart__post1_fn)(struct smart_tp_qp *qp,
+			       const struct smart_tp_wr *wr);
+
 struct smart_worker {
 	struct smart_ctx *ctx;
 	int index;    /* -1 for the keeper's internal worker */
@@ -370,7 +374,7 @@ struct smart_worker {
 	const struct smart_tp_ops *tp;
 	/* tp->post1 when the group is private (a one-WR sync posts its WR
 	 * in one call, ops.c), else NULL: one test on the post */
-	int (*post1)(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
+	smart__post1_fn post1;
 	/* scheduler */
 	smart__fctx_t sched_fctx;
 	struct smart__task *cur; /* NULL in the main context */
@@ -414,8 +418,13 @@ struct smart_worker {
 	 * where the stats are read (stats.c, worker.c), not kept in both */
 	uint64_t posts1;
 	/* ops with their sync in one call (smart_read_sync & co.) that took
-	 * op_sync_fast's way (ops.c): tests read it to know the way ran */
+	 * op_sync_fast's way and whose WR post1 took (ops.c): each one WR,
+	 * one doorbell and one sync that waited, added to those four stats
+	 * as posts1 and syncs_waited are; tests read it to know the way ran */
 	uint64_t sync_ops;
+	/* ... and those whose WR post1 refused, posted in turn (a full send
+	 * queue, a waiter for room): tests read it, the stats do not */
+	uint64_t sync_ops_turned;
 	/* syncs that waited for their batches (ops.c): added to
 	 * SMART_STAT_SYNCS and SMART_STAT_ROUND_TRIPS where the stats are
 	 * read, as posts1 */
@@ -529,8 +538,8 @@ void smart__tasks_destroy(struct smart_worker *w);
 /* throttle.c */
 enum { TUNER_OFF, TUNER_NO_NIC, TUNER_FIXED, TUNER_UPDATE, TUNER_STABLE };
 #define SMART_TUNER_UNLIMITED 256
-/* stats.c: the counts w keeps folded (posts1, syncs_waited) added into
- * the stats array c, where they count in two stats each */
+/* stats.c: the counts w keeps folded (posts1, syncs_waited, sync_ops)
+ * added into the stats array c, where they count in two or four stats */
 void smart__stats_add_folded(const struct smart_worker *w, uint64_t *c);
 void smart__tuner_advance(struct smart__tuner *t, double rate, int stable);
 void smart__tuner_init(struct smart_ctx *ctx);

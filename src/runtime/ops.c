@@ -156,18 +156,28 @@ post_in_turn(struct smart_worker *w, struct smart__task *t,
  * (docs/design.md §9.2): one call, none of post's tests for a chain of
  * any kind.  Taken only in a private group (w->post1) and when nobody
  * waits for room (a waiter's turn is never passed); nothing yields
- * between the turn's test and the post.  0 when it posted; else (a full
- * queue, a QP or WR of post's general way) the caller posts in turn. */
+ * between the turn's test and the post.  1 when it posted; 0 (a waiter,
+ * a full queue, a QP or WR of post's general way) when the caller must
+ * post in turn. */
+static inline __attribute__((always_inline)) int
+post1_turn_done(smart__post1_fn post1, struct smart__qp *qp,
+		const struct smart_tp_wr *wr)
+{
+	return (SMART_M_OPS_SLOT_NO_TURN ||
+		atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
+			atomic_load_explicit(&qp->room_turn,
+					     memory_order_relaxed)) &&
+	       smart_likely(post1(qp->tqp, wr) == 0);
+}
+
+/* post1_turn_done by the worker's post1, which is NULL where there is
+ * none (verbs, a shared group): 0 then. */
 static inline __attribute__((always_inline)) int
 post1_done(struct smart_worker *w, struct smart__qp *qp,
 	   const struct smart_tp_wr *wr)
 {
 	return smart_likely(w->post1 != NULL) &&
-	       (SMART_M_OPS_SLOT_NO_TURN ||
-		atomic_load_explicit(&qp->room_next, memory_order_relaxed) ==
-			atomic_load_explicit(&qp->room_turn,
-					     memory_order_relaxed)) &&
-	       smart_likely(w->post1(qp->tqp, wr) == 0);
+	       post1_turn_done(w->post1, qp, wr);
 }
 
 /* The transport refused batch b's chain to blade: none of it is in
@@ -387,6 +397,24 @@ static inline __attribute__((always_inline)) int
 task_sync_end(struct smart_worker *w, struct smart__task *t, int sampled,
 	      uint64_t t0, int blade);
 
+/* A sync's answer: the first error of its ops (taken: the next sync
+ * starts clean), SMART_EFENCED whatever the transport said once the ctx
+ * is fenced, else 0. */
+static inline __attribute__((always_inline)) int
+sync_end_error(struct smart_worker *w, struct smart__task *t)
+{
+	int rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
+
+	if (smart_unlikely(rc)) {
+		t->sync_errors++;
+		atomic_store(&t->first_error, 0);
+		/* whatever the transport said, the reason is the fence */
+		if (atomic_load(&w->ctx->fenced))
+			rc = SMART_EFENCED;
+	}
+	return rc;
+}
+
 /* The sync; sampled: its latency measured (sync_sampled).  Always
  * inlined, with sampled a constant: the common sync carries none of the
  * sample's tests. */
@@ -407,14 +435,13 @@ task_sync_at(struct smart_worker *w, struct smart__task *t, int sampled)
 	return task_sync_end(w, t, sampled, t0, blade);
 }
 
-/* A sync's wait and end once its chains are posted (task_sync_at, and
- * the one-WR sync, task_sync1). */
+/* A sync's wait and end once its chains are posted (task_sync_at, the
+ * one-WR sync, task_sync1, and op_sync_fast when post1 refused its WR;
+ * op_sync_fast's common way has its own, knowing what this tests). */
 static inline __attribute__((always_inline)) int
 task_sync_end(struct smart_worker *w, struct smart__task *t, int sampled,
 	      uint64_t t0, int blade)
 {
-	int rc;
-
 	/* a sync that waits counts in SMART_STAT_ROUND_TRIPS and
 	 * SMART_STAT_SYNCS by one counter (w->syncs_waited, stats.c) */
 	if (atomic_load_explicit(&t->inflight, memory_order_acquire)) {
@@ -430,15 +457,7 @@ task_sync_end(struct smart_worker *w, struct smart__task *t, int sampled,
 	if (sampled)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
 	t->syncs++;
-	rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
-	if (smart_unlikely(rc)) {
-		t->sync_errors++;
-		atomic_store(&t->first_error, 0);
-		/* whatever the transport said, the reason is the fence */
-		if (atomic_load(&w->ctx->fenced))
-			rc = SMART_EFENCED;
-	}
-	return rc;
+	return sync_end_error(w, t);
 }
 
 static __attribute__((noinline)) int task_sync_sampled(struct smart_worker *w,
@@ -961,6 +980,7 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
 {
 	struct smart__chain *c = &t->chains[0];
 
+	w->sync_ops_turned++;
 	c->blade = blade;
 	c->n = 0;
 	c->wr[0] = *wr;
@@ -974,18 +994,16 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
  * changes: no chain open (an op queued before must go first, in the
  * general sync), not the sample's turn (sync_sampled measures it), a
  * post1 (a private group), no announcement or credits (sync1_off),
- * op_fast's checks, the QP cached.  The fence needs no test of its own,
- * as task_sync1's does for an op queued before it: the op is checked
- * here, and a fence fails every blade's word (op_fast_check reads it)
- * before it sets ctx->fenced; one that comes after the check is one
- * that comes after the post, which the transport's remote_fail and the
- * poll's self-fence stop as they stop any posted WR.  Batch 0 is free whenever no
- * chain is open: every sync returns with its batches complete
+ * op_fast's checks, the QP cached, no fence.  The fence is read although
+ * a fence fails every blade's word (op_fast_check reads it) before it
+ * sets ctx->fenced: a blade connected after the fence, or while it ran,
+ * has no failed word, and its QP may be cached (test_core
+ * sync_op_fence_late_blade).  Batch 0 is not tested: with no chain open
+ * it is free, since every sync returns with its batches complete
  * (task_sync_end waits for t->inflight; a failed post or CQ frees its
- * batches), and smart_post leaves its chain open, so task_sync1's busy
- * test has nothing to find here.  1 when it ran the op and its sync (*rc
- * the sync's answer), 0 when nothing changed: the caller then queues the
- * op and syncs. */
+ * batches) and smart_post leaves its chain open.  1 when it ran the op
+ * and its sync (*rc the sync's answer), 0 when nothing changed: the
+ * caller then queues the op and syncs. */
 static inline __attribute__((always_inline)) int
 op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 {
@@ -994,12 +1012,16 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	struct op_fast_at at;
 	struct smart__qp *qp;
 	struct smart_tp_wr wr;
+	smart__post1_fn post1 = w->post1;
 
 	if (smart_unlikely((!SMART_M_OPS_SYNC_OP_NO_CHAINS && t->nchains) ||
 			   (!SMART_M_OPS_SYNC_OP_NO_SAMPLE &&
 			    !(t->syncs & (SMART_LAT_SAMPLE - 1))) ||
-			   !w->post1 ||
-			   (!SMART_M_OPS_SYNC_OP_NO_OFF && w->sync1_off)))
+			   !post1 ||
+			   (!SMART_M_OPS_SYNC_OP_NO_OFF && w->sync1_off) ||
+			   (!SMART_M_OPS_SYNC_OP_NO_FENCE &&
+			    atomic_load_explicit(&w->ctx->fenced,
+						 memory_order_relaxed))))
 		return 0;
 	if (!op_fast_check(w->ctx, t, op, &at))
 		return 0;
@@ -1023,17 +1045,26 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	}
 	t->bytes += op->len;
 	op_stats(w, op->opcode, op->len);
-	smart_counter_add(&w->sync_ops, 1);
 	b->busy = 1; /* b->task is t since the slot's creation */
 	b->qp = qp;
 	b->n = 1;
-	if (smart_likely(post1_done(w, qp, &wr))) {
-		smart_own_add_is_zero(&t->inflight, 1);
-		smart_counter_add(&w->posts1, 1);
-	} else {
+	if (smart_unlikely(!post1_turn_done(post1, qp, &wr))) {
 		op_sync_post_turn(w, t, b, &wr, at.id);
+		*rc = task_sync_end(w, t, 0, 0, -1);
+		return 1;
 	}
-	*rc = task_sync_end(w, t, 0, 0, -1);
+	/* task_sync_end, knowing what it tests: the batch is in flight
+	 * (post1 took it), and no chain is open, so t->nchains is 0 and a
+	 * READ or WRITE has no record to deliver (deliver empties them at
+	 * every sync; a record is taken only with a chain, or here) */
+	smart_own_add_is_zero(&t->inflight, 1);
+	smart_counter_add(&w->sync_ops, 1); /* posts1's and syncs_waited's */
+	t->round_trips++;
+	sync_wait(w, t);
+	if (smart_tp_atomic(op->opcode))
+		deliver(w, t);
+	t->syncs++;
+	*rc = sync_end_error(w, t);
 	return 1;
 }
 

@@ -86,11 +86,12 @@ void smart__stats_add_folded(const struct smart_worker *w, uint64_t *c)
 {
 	uint64_t posts1 = __atomic_load_n(&w->posts1, __ATOMIC_RELAXED);
 	uint64_t waited = __atomic_load_n(&w->syncs_waited, __ATOMIC_RELAXED);
+	uint64_t sync_ops = __atomic_load_n(&w->sync_ops, __ATOMIC_RELAXED);
 
-	c[SMART_STAT_WRS_POSTED] += posts1;
-	c[SMART_STAT_DOORBELLS] += posts1;
-	c[SMART_STAT_SYNCS] += waited;
-	c[SMART_STAT_ROUND_TRIPS] += waited;
+	c[SMART_STAT_WRS_POSTED] += posts1 + sync_ops;
+	c[SMART_STAT_DOORBELLS] += posts1 + sync_ops;
+	c[SMART_STAT_SYNCS] += waited + sync_ops;
+	c[SMART_STAT_ROUND_TRIPS] += waited + sync_ops;
 }
 
 static void sum_worker(smart_stats_t *s, smart_hist_t *h,

@@ -269,6 +269,14 @@
 #define SMART_M_OPS_SYNC1_NO_BUSY 0
 #endif
 
+/* ops.c: an op and its sync in one call (op_sync_fast) posts on a
+ * fenced ctx (to a blade connected after the fence) */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_NO_FENCE
+#define SMART_M_OPS_SYNC_OP_NO_FENCE 1
+#else
+#define SMART_M_OPS_SYNC_OP_NO_FENCE 0
+#endif
+
 /* ops.c: an op and its sync in one call (op_sync_fast) posts with an
  * announcement to prepend or credits to take (w->sync1_off) */
 #ifdef SMART_MUTANT_OPS_SYNC_OP_NO_OFF
