@@ -972,7 +972,10 @@ static __attribute__((noinline)) int faa_slow(struct smart_worker *w,
 
 /* op_sync_fast's post when post1 refused the WR (a full queue, a WR of
  * post's general way): the WR goes into t's first chain, which
- * post_turn posts in turn as task_sync1 does.  Out of line and cold. */
+ * post_turn posts in turn as task_sync1 does, the chain left open with
+ * nothing in it as task_sync1 leaves it (what a poll's handler queues
+ * while this waits for room goes where it went then).  Out of line and
+ * cold. */
 static __attribute__((noinline, cold)) void
 op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
 		  struct smart__batch *b, const struct smart_tp_wr *wr,
@@ -981,6 +984,7 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
 	struct smart__chain *c = &t->chains[0];
 
 	w->sync_ops_turned++;
+	t->nchains = 1;
 	c->blade = blade;
 	c->n = 0;
 	c->wr[0] = *wr;
