@@ -14,6 +14,13 @@
  *   PART          the cases whose name contains PART (for people);
  *   =NAME         the case named NAME exactly (what ctest runs: each case
  *                 is its own ctest entry, so a failed case hides none);
+ * When more than one case is selected, each runs in a process of its own
+ * (a fork of this one, before any case has started a thread), so that a
+ * failed or skipped case stops only itself: the run ends with how many
+ * passed, were skipped and failed, and exits 1 if any failed, 77 if all
+ * were skipped.  (In one process, the first skip used to end the run and
+ * hide every case after it.)  One selected case runs in this process, as
+ * ctest runs it and as a debugger wants it.
  *   --list        the case names, one a line;
  *   --list-labels the same with " stress" after each stress case: what
  *                 the build reads to register the cases
@@ -49,6 +56,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -351,28 +359,76 @@ static inline void test_secret_file(char *path, size_t len, const char *tmpl,
 	f->ctime = st.st_ctim;
 }
 
+/* Case c in a process of its own: 0 passed, 77 skipped, else failed.
+ * exit(), not _exit(): the case's files and leak checks are the child's
+ * at-exit work, as they are a single case's. */
+static inline int test_case_forked(const struct test_case *c)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		TEST_FAIL("fork for case %s: %s", c->name, strerror(errno));
+	if (pid == 0) {
+		c->fn();
+		fflush(NULL);
+		exit(0);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			TEST_FAIL("waitpid for case %s: %s", c->name,
+				  strerror(errno));
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	printf("   case %s: killed by signal %d\n", c->name, WTERMSIG(st));
+	return 1;
+}
+
 static inline int test_main_children(int argc, char **argv,
 				     const struct test_case *cases,
 				     const struct test_child *children)
 {
 	const char *sel = argc > 1 ? argv[1] : NULL;
-	int ran = 0;
+	int ran = 0, picked = 0, skipped = 0, failed = 0;
 
 	test_children(argc, argv, children);
 	if (test_list(argc, argv, cases))
 		return 0;
+	for (const struct test_case *c = cases; c->name; c++)
+		picked += test_selects(sel, c->name);
 	for (const struct test_case *c = cases; c->name; c++) {
+		int rc;
+
 		if (!test_selects(sel, c->name))
 			continue;
 		printf("== %s\n", c->name);
 		fflush(stdout);
-		c->fn();
 		ran++;
+		if (picked == 1) {
+			c->fn();
+			continue;
+		}
+		rc = test_case_forked(c);
+		if (rc == 77) {
+			skipped++;
+		} else if (rc) {
+			failed++;
+			printf("FAILED: %s (exit status %d)\n", c->name, rc);
+		}
 	}
-	printf("%d cases passed\n", ran);
-	if (!ran)
+	if (!ran) {
 		fprintf(stderr, "no case matches \"%s\"\n", sel ? sel : "");
-	return ran ? 0 : 1;
+		return 1;
+	}
+	if (picked == 1) {
+		printf("1 cases passed\n");
+		return 0;
+	}
+	printf("%d cases passed, %d skipped, %d failed\n",
+	       ran - skipped - failed, skipped, failed);
+	return failed ? 1 : skipped == ran ? 77 : 0;
 }
 
 /* 1 where a test may assert a bound on elapsed time (protocol periods
