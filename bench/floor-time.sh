@@ -112,14 +112,7 @@ for r in $(seq "$ROUNDS"); do
 	rows+=("$f $w $o $x")
 	unset got
 done
-printf "%s\n" "${rows[@]}" | awk -v op="$OP" -v t="$THREADS" -v d="$DEPTH" '
-	function med(a, n,   i, j, t) {
-		for (i = 2; i <= n; i++)
-			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-			}
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+printf "%s\n" "${rows[@]}" | awk -v op="$OP" -v t="$THREADS" -v d="$DEPTH" "$(cat bench/median.awk)"'
 	{ n++; f[n] = $1; w[n] = $2; o[n] = $3; x[n] = $4
 	  wx[n] = $2 / $4
 	  if ($1 != "-") { fx[n] = $1 / $4; wf[n] = $2 / $1 }

@@ -99,14 +99,7 @@ for r in $(seq "$ROUNDS"); do
 		else printf "%10.3f %10.3f %6.1f%%\n", $4, $6, 100 * $4 / $6 }' \
 		<<<"$n $o"
 done
-printf "%s\n" "${rows[@]}" | awk '
-	function med(a, n,   i, j, t) {
-		for (i = 2; i <= n; i++)
-			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
-				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-			}
-		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-	}
+printf "%s\n" "${rows[@]}" | awk "$(cat bench/median.awk)"'
 	{ n++; m[n] = $1; s[n] = $1 / $3; ho = $4 != "-"
 	  if (ho) { om[n] = $4; os[n] = $4 / $6; r[n] = $1 / $4 } }
 	END {
