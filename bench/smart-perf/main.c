@@ -40,7 +40,8 @@ static const struct kit_flag perf_flags[] = {
 		"coroutines per thread, one op in flight each\n"
 		"[8; 1 with --lat]"),
 	KIT_INT("batch", P, batch, 1, 64, "B",
-		"ops queued per sync by each coroutine [1]"),
+		"ops queued per sync by each coroutine (1: the op\n"
+		"and its sync in one call, smart_read_sync & co.) [1]"),
 	KIT_SIZE("span", P, span, 4096, (double)(1ull << 48), "B",
 		 "bytes the random offsets spread over, allocated\n"
 		 "from the blade and pre-faulted (at most its free\n"
