@@ -236,16 +236,24 @@ static __attribute__((noinline)) void post_turn(struct smart_worker *w,
 	post_turn_at(w, t, c, b, n);
 }
 
-/* Batch b takes chain c's n WRs to qp: the last one signaled, its wr_id
- * marked (worker.c; the others are marked by the caller). */
+/* Batch b takes n WRs to qp, last the last of them: it is signaled, its
+ * wr_id marked (worker.c; the others are marked by the caller). */
+static inline __attribute__((always_inline)) void
+batch_seal_wr(struct smart__batch *b, struct smart_tp_wr *last,
+	      struct smart__qp *qp, int n)
+{
+	last->wr_id = (uint64_t)(uintptr_t)b | 1;
+	last->flags |= SMART_TP_SIGNALED;
+	b->qp = qp;
+	b->n = (uint32_t)n;
+}
+
+/* batch_seal_wr of chain c's n WRs. */
 static inline __attribute__((always_inline)) void
 batch_seal(struct smart__batch *b, struct smart__chain *c, struct smart__qp *qp,
 	   int n)
 {
-	c->wr[n - 1].wr_id = (uint64_t)(uintptr_t)b | 1;
-	c->wr[n - 1].flags |= SMART_TP_SIGNALED;
-	b->qp = qp;
-	b->n = (uint32_t)n;
+	batch_seal_wr(b, &c->wr[n - 1], qp, n);
 }
 
 /* Post chain c of t.  Always inlined into task_post (the sync's post, a
@@ -397,14 +405,15 @@ static inline __attribute__((always_inline)) int
 task_sync_end(struct smart_worker *w, struct smart__task *t, int sampled,
 	      uint64_t t0, int blade);
 
-/* A sync's answer: the first error of its ops (taken: the next sync
- * starts clean), SMART_EFENCED whatever the transport said once the ctx
- * is fenced, else 0. */
+/* A sync is done: counted in t, and its answer, the first error of its
+ * ops (taken: the next sync starts clean), SMART_EFENCED whatever the
+ * transport said once the ctx is fenced, else 0. */
 static inline __attribute__((always_inline)) int
-sync_end_error(struct smart_worker *w, struct smart__task *t)
+sync_done(struct smart_worker *w, struct smart__task *t)
 {
 	int rc = atomic_load_explicit(&t->first_error, memory_order_relaxed);
 
+	t->syncs++;
 	if (smart_unlikely(rc)) {
 		t->sync_errors++;
 		atomic_store(&t->first_error, 0);
@@ -456,8 +465,7 @@ task_sync_end(struct smart_worker *w, struct smart__task *t, int sampled,
 		deliver(w, t);
 	if (sampled)
 		sync_sampled(w, blade, smart__rdtsc() - t0);
-	t->syncs++;
-	return sync_end_error(w, t);
+	return sync_done(w, t);
 }
 
 static __attribute__((noinline)) int task_sync_sampled(struct smart_worker *w,
@@ -644,19 +652,17 @@ struct op_target {
 	uint32_t rkey;
 };
 
-/* Append op's WR to chain c of t, to `remote` under `rkey` with the
- * local bytes at `local`.  Field by field: a compound literal was built
- * on the stack and copied; wr_id is post_chain's (the batch).  Only an
- * atomic's operands are written (a READ's or WRITE's union is never read;
- * the opcode is a constant where this is inlined), and never _pad: the
- * entries are calloc'd and nothing writes it. */
+/* op's WR, to `remote` under `rkey` with the local bytes at `local`,
+ * and the op's bytes counted in t.  Field by field: a compound literal
+ * was built on the stack and copied; wr_id is the batch's (batch_seal).
+ * Only an atomic's operands are written (a READ's or WRITE's union is
+ * never read; the opcode is a constant where this is inlined), and never
+ * _pad, which nothing reads. */
 static inline __attribute__((always_inline)) void
-chain_put(struct smart_worker *w, struct smart__task *t, struct smart__chain *c,
-	  const struct op *op, uint64_t remote, uint32_t rkey, void *local,
-	  uint32_t lkey, uint8_t flags)
+wr_put(struct smart__task *t, struct smart_tp_wr *wr, const struct op *op,
+       uint64_t remote, uint32_t rkey, void *local, uint32_t lkey,
+       uint8_t flags)
 {
-	struct smart_tp_wr *wr = &c->wr[c->n++];
-
 	wr->remote = remote;
 	wr->local = local;
 	wr->len = op->len;
@@ -669,6 +675,15 @@ chain_put(struct smart_worker *w, struct smart__task *t, struct smart__chain *c,
 		wr->swap = op->a2;
 	}
 	t->bytes += op->len; /* smart_task_bytes: 8 for an atomic */
+}
+
+/* Append op's WR to chain c of t (wr_put). */
+static inline __attribute__((always_inline)) void
+chain_put(struct smart__task *t, struct smart__chain *c, const struct op *op,
+	  uint64_t remote, uint32_t rkey, void *local, uint32_t lkey,
+	  uint8_t flags)
+{
+	wr_put(t, &c->wr[c->n++], op, remote, rkey, local, lkey, flags);
 }
 
 /* Always inlined: out of line it cost 11 instructions per op. */
@@ -768,7 +783,7 @@ op_queue(struct smart_worker *w, const struct op *op)
 		t->fence_next = 0;
 	}
 	c = chain_for(w, t, b->id);
-	chain_put(w, t, c, op, to.remote, to.rkey, local, w->ctx->pool->lkey,
+	chain_put(t, c, op, to.remote, to.rkey, local, w->ctx->pool->lkey,
 		  flags);
 	return 0;
 }
@@ -809,12 +824,14 @@ op_stats(struct smart_worker *w, uint8_t opcode, uint32_t len)
 }
 
 /* What op_fast and op_sync_fast find of an op that passes their checks:
- * its blade, where its WR goes, its flags. */
+ * its blade (whose key is read when the WR is written: read here, it
+ * cost batch 8 an instruction per op) and the blade's id, where its WR
+ * goes, the pool's key, its flags. */
 struct op_fast_at {
-	struct smart__blade *b;
+	const struct smart__blade *b;
 	uint64_t remote;
-	uint32_t lkey; /* the pool's */
-	uint16_t id;   /* b's */
+	uint32_t lkey;
+	uint16_t id;
 	uint8_t flags;
 };
 
@@ -897,8 +914,7 @@ static inline __attribute__((always_inline)) int op_fast(struct smart_worker *w,
 		c->n = 0;
 	}
 	op_fast_take(t, op, &at.flags);
-	chain_put(w, t, c, op, at.remote, at.b->rkey, op->buf, at.lkey,
-		  at.flags);
+	chain_put(t, c, op, at.remote, at.b->rkey, op->buf, at.lkey, at.flags);
 	return 1;
 }
 
@@ -1033,25 +1049,10 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	if (smart_unlikely(!qp))
 		return 0;
 	op_fast_take(t, op, &at.flags);
-	/* as chain_put and batch_seal write it (_pad, and a READ's or
-	 * WRITE's union, unread) */
-	wr.wr_id = (uint64_t)(uintptr_t)b | 1;
-	wr.remote = at.remote;
-	wr.local = op->buf;
-	wr.len = op->len;
-	wr.lkey = at.lkey;
-	wr.rkey = at.b->rkey;
-	wr.opcode = op->opcode;
-	wr.flags = at.flags | SMART_TP_SIGNALED;
-	if (smart_tp_atomic(op->opcode)) {
-		wr.compare_add = op->a1;
-		wr.swap = op->a2;
-	}
-	t->bytes += op->len;
+	wr_put(t, &wr, op, at.remote, at.b->rkey, op->buf, at.lkey, at.flags);
 	op_stats(w, op->opcode, op->len);
 	b->busy = 1; /* b->task is t since the slot's creation */
-	b->qp = qp;
-	b->n = 1;
+	batch_seal_wr(b, &wr, qp, 1);
 	if (smart_unlikely(!post1_turn_done(post1, qp, &wr))) {
 		op_sync_post_turn(w, t, b, &wr, at.id);
 		*rc = task_sync_end(w, t, 0, 0, -1);
@@ -1067,8 +1068,7 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	sync_wait(w, t);
 	if (smart_tp_atomic(op->opcode))
 		deliver(w, t);
-	t->syncs++;
-	*rc = sync_end_error(w, t);
+	*rc = sync_done(w, t);
 	return 1;
 }
 
