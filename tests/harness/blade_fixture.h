@@ -24,15 +24,16 @@ struct fixture {
 	uint16_t id;
 };
 
-/* 1 when a case may ask for the RNIC model: not under shm's adversarial
- * mode, which the library refuses to combine with it (fixture_opts skips
- * a case that asks anyway; one with other parts runs them and leaves out
- * its model's). */
-static inline int fixture_model_ok(void)
+/* 1 when SMART_SHM_ADVERSARIAL turns shm's adversarial mode on (set,
+ * not empty, not "off": the library's reading of its shm_adversarial
+ * option).  The library refuses the mode with the RNIC model, so a case
+ * may not ask for the model then (fixture_opts skips a case that asks
+ * anyway; one with other parts runs them and leaves out its model's). */
+static inline int fixture_adversarial(void)
 {
 	const char *a = getenv("SMART_SHM_ADVERSARIAL");
 
-	return !a || !a[0] || !strcmp(a, "off");
+	return a && a[0] && strcmp(a, "off");
 }
 
 /* A client's options: defaults, an 8 MiB buffer pool, the transport of
@@ -54,7 +55,7 @@ static inline smart_opts_t *fixture_opts(const char *const *kv)
 	for (; kv && kv[0]; kv += 2) {
 		/* the library refuses the two together (the model times
 		 * WRs, the adversary reorders them): the case is not run */
-		if (!fixture_model_ok() && !strcmp(kv[0], "nic_model") &&
+		if (fixture_adversarial() && !strcmp(kv[0], "nic_model") &&
 		    kv[1][0])
 			test_skip("the case runs on the RNIC model, which "
 				  "SMART_SHM_ADVERSARIAL cannot be combined "

@@ -423,7 +423,7 @@ static void test_wait_in_place(void)
 	/* shm's adversarial mode holds completions back for a poll or more
 	 * (docs/transport.md): a task whose poll in place finds none really
 	 * waits, and is switched out */
-	if (getenv("SMART_SHM_ADVERSARIAL"))
+	if (fixture_adversarial())
 		printf("   switches not bounded: SMART_SHM_ADVERSARIAL holds "
 		       "completions back\n");
 	else
@@ -619,6 +619,25 @@ static uint64_t sync_ops_of(smart_worker_t *w, uint64_t n)
 	return w->post1 ? n : 0;
 }
 
+/* The op-and-sync cases' start: a blade of 4 MiB, a worker of a client
+ * of it, 64 bytes of the worker's pool (*p); sync_op_end undoes it. */
+static smart_worker_t *sync_op_start(struct fixture *f, uint64_t **p)
+{
+	smart_worker_t *w;
+
+	fixture_start(f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_worker_create(f->ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)p));
+	return w;
+}
+
+static void sync_op_end(struct fixture *f, smart_worker_t *w, uint64_t *p)
+{
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(f);
+}
+
 /* An op and its sync in one call (smart_read_sync & co.) take their own
  * way (ops.c op_sync_fast) only where the op and the sync would pass
  * every check: a rejected op posts nothing and answers as smart_read &
@@ -633,9 +652,7 @@ static void test_sync_op_errors(void)
 	struct smart__blade *b;
 	uint64_t *p, size = 4 << 20, posted;
 
-	fixture_start(&f, size, 0, NULL);
-	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	w = sync_op_start(&f, &p);
 	/* the first sync is the sampled one (the general way) and opens
 	 * the QP; the second is op_sync_fast's */
 	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
@@ -677,9 +694,7 @@ static void test_sync_op_errors(void)
 	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 128), 8, p));
 	CHECK_U64_EQ(*p, 7);
 	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 5));
-	smart_buf_free(w, p);
-	CHECK_OK(smart_worker_destroy(w));
-	fixture_stop(&f);
+	sync_op_end(&f, w, p);
 }
 
 /* A fenced ctx posts nothing, by an op-and-sync call either, to a blade
@@ -698,9 +713,7 @@ static void test_sync_op_fence_late_blade(void)
 	uint64_t *p, posted, v = 1;
 	int i;
 
-	fixture_start(&f, 4 << 20, 0, NULL);
-	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	w = sync_op_start(&f, &p);
 	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p)); /* sampled */
 	CHECK_OK(smart_ctx_fence(f.ctx));
 	b1 = fixture_add_blade(&f, 4 << 20, 1);
@@ -725,9 +738,7 @@ static void test_sync_op_fence_late_blade(void)
 	CHECK_U64_EQ(v, 0);
 	CHECK_OK(smart_worker_destroy(w2));
 	CHECK_OK(smart_ctx_destroy(other));
-	smart_buf_free(w, p);
-	CHECK_OK(smart_worker_destroy(w));
-	fixture_stop(&f);
+	sync_op_end(&f, w, p);
 	smart_blade_destroy(b1);
 }
 
@@ -741,9 +752,7 @@ static void test_sync_op_queued(void)
 	smart_worker_t *w;
 	uint64_t *p;
 
-	fixture_start(&f, 4 << 20, 0, NULL);
-	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	w = sync_op_start(&f, &p);
 	p[0] = 11;
 	p[1] = 22;
 	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 64), p, 16)); /* sampled */
@@ -756,9 +765,7 @@ static void test_sync_op_queued(void)
 	CHECK_U64_EQ(p[2], 11);
 	CHECK_U64_EQ(p[3], 22);
 	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 1));
-	smart_buf_free(w, p);
-	CHECK_OK(smart_worker_destroy(w));
-	fixture_stop(&f);
+	sync_op_end(&f, w, p);
 }
 
 /* One sync in SMART_LAT_SAMPLE is measured (stats' sync latency), op and
@@ -772,17 +779,13 @@ static void test_sync_op_sampled(void)
 	uint64_t *p;
 	int i;
 
-	fixture_start(&f, 4 << 20, 0, NULL);
-	CHECK_OK(smart_worker_create(f.ctx, &w));
-	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	w = sync_op_start(&f, &p);
 	for (i = 0; i < 4 * SMART_LAT_SAMPLE; i++)
 		CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	CHECK_U64_EQ(w->sync_ops, sync_ops_of(w, 4 * (SMART_LAT_SAMPLE - 1)));
 	CHECK_U64_EQ(st.sync_count, 4);
-	smart_buf_free(w, p);
-	CHECK_OK(smart_worker_destroy(w));
-	fixture_stop(&f);
+	sync_op_end(&f, w, p);
 }
 
 /* Send-queue room is handed out in turn (ops.c post_in_turn): a task

@@ -778,7 +778,7 @@ static void test_switches(void)
 	CHECK_STR_EQ(st.throttle_phase, "off");
 	fixture_stop(&f);
 
-	if (fixture_model_ok()) {
+	if (!fixture_adversarial()) {
 		fixture_start(&f, 4 << 20, 0, two);
 		CHECK(smart_ctx_technique(f.ctx, SMART_TECH_WORK_REQ_THROT));
 		CHECK(smart_ctx_technique(f.ctx, SMART_TECH_SPEC_LOOKUP));
