@@ -134,6 +134,40 @@ static void job_task(smart_worker_t *w, void *arg)
 {
 	mixed_ops(w, arg, OPS / 100);
 }
+
+/* What fast_path_run does: 8 tasks of OPS / 100 rounds, then 100 rounds
+ * from the main context, 90 ops a round. */
+#define FAST_PATH_OPS (8 * OPS / 100 * 90 + 100 * 90)
+
+/* A worker of f's client with 8 jobs on f's blade, each its buffer from
+ * the pool, warmed up: its task slots, stacks, QP and the QP's responder
+ * exist. */
+static smart_worker_t *fast_path_warm(struct fixture *f, struct job *jobs)
+{
+	smart_worker_t *w;
+	int i;
+
+	CHECK_OK(smart_worker_create(f->ctx, &w));
+	for (i = 0; i < 8; i++) {
+		jobs[i] = (struct job){ f->id, (uint64_t)(1 << 20) + i * 4096,
+					NULL };
+		CHECK_OK(smart_buf_alloc(w, 256, &jobs[i].buf));
+	}
+	for (i = 0; i < 8; i++)
+		CHECK_OK(smart_task_spawn(w, job_task, &jobs[i]));
+	CHECK_OK(smart_worker_run(w));
+	mixed_ops(w, &jobs[0], 1);
+	return w;
+}
+
+/* The measured ops (FAST_PATH_OPS), from tasks and the main context. */
+static void fast_path_run(smart_worker_t *w, struct job *jobs)
+{
+	for (int i = 0; i < 8; i++)
+		CHECK_OK(smart_task_spawn(w, job_task, &jobs[i]));
+	CHECK_OK(smart_worker_run(w));
+	mixed_ops(w, &jobs[0], 100);
+}
 #endif
 
 static void test_fast_path_no_heap(void)
@@ -148,25 +182,11 @@ static void test_fast_path_no_heap(void)
 	int i;
 
 	fixture_start(&f, 8 << 20, 0, NULL);
-	CHECK_OK(smart_worker_create(f.ctx, &w));
-	for (i = 0; i < 8; i++) {
-		jobs[i] = (struct job){ f.id, (uint64_t)(1 << 20) + i * 4096,
-					NULL };
-		CHECK_OK(smart_buf_alloc(w, 256, &jobs[i].buf));
-	}
-	/* Warm-up: task slots, stacks, the QP and its responder exist. */
-	for (i = 0; i < 8; i++)
-		CHECK_OK(smart_task_spawn(w, job_task, &jobs[i]));
-	CHECK_OK(smart_worker_run(w));
-	mixed_ops(w, &jobs[0], 1);
-
+	w = fast_path_warm(&f, jobs);
 	before = atomic_load(&heap_calls);
-	for (i = 0; i < 8; i++)
-		CHECK_OK(smart_task_spawn(w, job_task, &jobs[i]));
-	CHECK_OK(smart_worker_run(w));
-	mixed_ops(w, &jobs[0], 100);
+	fast_path_run(w, jobs);
 	CHECK_EQ(atomic_load(&heap_calls) - before, 0);
-	printf("heap calls during %d ops: %ld\n", 8 * OPS / 100 * 90 + 9000,
+	printf("heap calls during %d ops: %ld\n", FAST_PATH_OPS,
 	       atomic_load(&heap_calls) - before);
 
 	for (i = 0; i < 8; i++)
@@ -229,28 +249,13 @@ struct sys_run {
 static void *sys_thread(void *arg)
 {
 	struct sys_run *r = arg;
-	smart_worker_t *w;
-	int i;
+	smart_worker_t *w = fast_path_warm(r->f, r->jobs);
 
-	CHECK_OK(smart_worker_create(r->f->ctx, &w));
-	for (i = 0; i < 8; i++) {
-		r->jobs[i] = (struct job){ r->f->id,
-					   (uint64_t)(1 << 20) + i * 4096,
-					   NULL };
-		CHECK_OK(smart_buf_alloc(w, 256, &r->jobs[i].buf));
-	}
-	for (i = 0; i < 8; i++)
-		CHECK_OK(smart_task_spawn(w, job_task, &r->jobs[i]));
-	CHECK_OK(smart_worker_run(w));
-	mixed_ops(w, &r->jobs[0], 1);
 	if (sys_trap_all()) {
 		r->refused = errno;
 		return NULL;
 	}
-	for (i = 0; i < 8; i++)
-		CHECK_OK(smart_task_spawn(w, job_task, &r->jobs[i]));
-	CHECK_OK(smart_worker_run(w));
-	mixed_ops(w, &r->jobs[0], 100);
+	fast_path_run(w, r->jobs);
 	syscall(SYS_getpid); /* the one the count must show */
 	syscall(SYS_exit, 0);
 	return NULL;
@@ -274,8 +279,8 @@ static void child_no_syscall(char **argv)
 	}
 	printf("   system calls during %d ops, then one getpid(): %ld (the "
 	       "first: number %d; getpid is %d)\n",
-	       8 * OPS / 100 * 90 + 9000, atomic_load(&sys_calls),
-	       atomic_load(&sys_first), (int)SYS_getpid);
+	       FAST_PATH_OPS, atomic_load(&sys_calls), atomic_load(&sys_first),
+	       (int)SYS_getpid);
 	fflush(stdout);
 	/* the worker and the blade end with the process */
 	_exit(atomic_load(&sys_calls) == 1 &&
