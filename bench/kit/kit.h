@@ -67,7 +67,8 @@ void kit_runner_ready(struct kit_runner *r);
 /* A thread: wait until the phase is at least ph; returns the phase. */
 int kit_runner_await(struct kit_runner *r, int ph);
 
-/* Anyone: move every thread to phase ph. */
+/* Anyone: move every thread to phase ph; a later phase already set
+ * stays (the phase only moves forward within a run). */
 void kit_runner_set(struct kit_runner *r, int ph);
 
 /* A thread that does a run's ops: its instructions start to count (under

@@ -179,9 +179,20 @@ int kit_runner_await(struct kit_runner *r, int ph)
 	return now;
 }
 
+/* Never backwards: a thread that failed its setup (or a stop signal
+ * during it) sets KIT_STOP before it reports ready, and main's KIT_RUN
+ * that follows must not undo it (main would then sleep through the whole
+ * window with nobody left to stop it: test_kit:stop_in_prep_holds). */
 void kit_runner_set(struct kit_runner *r, int ph)
 {
-	atomic_store(&r->phase, ph);
+	int now = atomic_load(&r->phase);
+
+	if (SMART_M_TOOL_PHASE_BACKWARDS) {
+		atomic_store(&r->phase, ph);
+		return;
+	}
+	while (now < ph && !atomic_compare_exchange_weak(&r->phase, &now, ph))
+		;
 }
 
 void kit_runner_fail(struct kit_runner *r, int rc)

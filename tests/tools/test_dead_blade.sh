@@ -52,6 +52,14 @@ dead() {
 	for _ in $(seq 400); do kill -0 $tpid 2>/dev/null || break; sleep 0.05; done
 	if kill -0 $tpid 2>/dev/null; then
 		echo "FAIL $name: still running 20 s after its blade died"
+		# where it waits (no debugger on a CI machine): each thread's
+		# name, state and kernel wait channel, and what it said
+		for d in /proc/$tpid/task/*; do
+			echo "  thread $(cat $d/comm 2>/dev/null):" \
+				"$(cut -d' ' -f3 $d/stat 2>/dev/null)" \
+				"$(cat $d/wchan 2>/dev/null)"
+		done
+		cat "$tmp/err" "$tmp/out"
 		kill -9 $tpid; wait $tpid 2>/dev/null; tpid=; fail=1; return
 	fi
 	wait $tpid; rc=$?; tpid=; t1=$(date +%s)

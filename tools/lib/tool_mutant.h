@@ -92,4 +92,13 @@
 #define SMART_M_TOOL_ENV_UNCHECKED 0
 #endif
 
+#ifdef SMART_MUTANT_TOOL_PHASE_BACKWARDS /* the runner's phase set as
+					   * asked: main's KIT_RUN undoes
+					   * a KIT_STOP of a thread's
+					   * failed setup */
+#define SMART_M_TOOL_PHASE_BACKWARDS 1
+#else
+#define SMART_M_TOOL_PHASE_BACKWARDS 0
+#endif
+
 #endif
