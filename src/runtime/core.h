@@ -313,7 +313,9 @@ struct smart__task {
 	struct smart__bounce rec[SMART_TASK_BOUNCES];
 	int nrec;  /* results to deliver at sync */
 	int nslot; /* bounce slots in use */
-	uint64_t sync_start;
+	/* op_sync_fast's latency sample: its start (TSC) and blade */
+	uint64_t sample_t0;
+	uint16_t sample_blade;
 	int bo_retries;	      /* retries of the guarded op in progress */
 	uint64_t round_trips; /* syncs that waited (smart_task_round_trips) */
 	uint64_t alloc_round_trips; /* of which in smart_alloc/free */
@@ -504,6 +506,20 @@ static inline struct smart__qp *smart__worker_qp_cached(struct smart_worker *w,
 		    (!w->shared ||
 		     qp == atomic_load_explicit(&w->group->qps[blade],
 						memory_order_acquire))))
+		return qp;
+	return NULL;
+}
+
+/* smart__worker_qp_cached where the group is private (w->post1 is set
+ * only there, worker.c): no other worker replaces its QPs, so only the
+ * broken flag (set by its own polls and posts) is read. */
+static inline struct smart__qp *smart__worker_qp_private(struct smart_worker *w,
+							 uint16_t blade)
+{
+	struct smart__qp *qp = w->qp[blade];
+
+	if (smart_likely(qp && !atomic_load_explicit(&qp->broken,
+						     memory_order_relaxed)))
 		return qp;
 	return NULL;
 }

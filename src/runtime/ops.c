@@ -994,17 +994,47 @@ static __attribute__((noinline)) int faa_slow(struct smart_worker *w,
  * cold. */
 static __attribute__((noinline, cold)) void
 op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
-		  struct smart__batch *b, const struct smart_tp_wr *wr,
-		  uint16_t blade)
+		  const struct smart_tp_wr *wr)
 {
 	struct smart__chain *c = &t->chains[0];
+	struct smart__batch *b = &t->batches[0]; /* sealed for the WR */
 
 	w->sync_ops_turned++;
 	t->nchains = 1;
-	c->blade = blade;
+	c->blade = b->qp->blade;
 	c->n = 0;
 	c->wr[0] = *wr;
 	post_turn(w, t, c, b, 1);
+}
+
+/* op_sync_fast's sample (one sync in SMART_LAT_SAMPLE): its start and
+ * blade are kept in the task, not in locals that would live across the
+ * wait in every sync's frame (a local cost each op 4.6 instructions). */
+static __attribute__((noinline, cold)) void
+op_sync_sample_start(struct smart__task *t, uint16_t blade)
+{
+	t->sample_t0 = smart__rdtsc();
+	t->sample_blade = blade;
+}
+
+/* The sample's end, once its wait is over. */
+static __attribute__((noinline, cold)) void
+op_sync_sampled(struct smart_worker *w, struct smart__task *t)
+{
+	if (!SMART_M_OPS_SYNC_OP_NO_SAMPLE)
+		sync_sampled(w, t->sample_blade, smart__rdtsc() - t->sample_t0);
+}
+
+/* op_sync_fast's end when post1 refused its WR (op_sync_post_turn):
+ * the general sync's. */
+static __attribute__((noinline, cold)) void
+op_sync_turned_end(struct smart_worker *w, struct smart__task *t, int *rc)
+{
+	int sampled = !(t->syncs & (SMART_LAT_SAMPLE - 1));
+
+	*rc = task_sync_end(w, t, 0, 0, -1);
+	if (sampled)
+		op_sync_sampled(w, t);
 }
 
 /* An op and its sync in one call (smart_read_sync & co.), when the task
@@ -1012,8 +1042,7 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
  * built once, in the caller's frame, and posted by post1 without passing
  * through a chain (docs/design.md §9.8).  Tested before anything
  * changes: no chain open (an op queued before must go first, in the
- * general sync), not the sample's turn (sync_sampled measures it), a
- * post1 (a private group), no announcement or credits (sync1_off),
+ * general sync), a post1 (a private group), no announcement or credits (sync1_off),
  * op_fast's checks, the QP cached, no fence.  The fence is read although
  * a fence fails every blade's word (op_fast_check reads it) before it
  * sets ctx->fenced: a blade connected after the fence, or while it ran,
@@ -1023,7 +1052,10 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
  * (task_sync_end waits for t->inflight; a failed post or CQ frees its
  * batches) and smart_post leaves its chain open.  1 when it ran the op
  * and its sync (*rc the sync's answer), 0 when nothing changed: the
- * caller then queues the op and syncs. */
+ * caller then queues the op and syncs.  The sample's turn (one sync in
+ * SMART_LAT_SAMPLE) takes this way too, timed from the post to the end
+ * of the wait as task_sync_at times it: sent to the general sync it cost
+ * every op 10 instructions (READ 1 x 8). */
 static inline __attribute__((always_inline)) int
 op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 {
@@ -1035,8 +1067,6 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	smart__post1_fn post1 = w->post1;
 
 	if (smart_unlikely((!SMART_M_OPS_SYNC_OP_NO_CHAINS && t->nchains) ||
-			   (!SMART_M_OPS_SYNC_OP_NO_SAMPLE &&
-			    !(t->syncs & (SMART_LAT_SAMPLE - 1))) ||
 			   !post1 ||
 			   (!SMART_M_OPS_SYNC_OP_NO_OFF && w->sync1_off) ||
 			   (!SMART_M_OPS_SYNC_OP_NO_FENCE &&
@@ -1045,7 +1075,9 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 		return 0;
 	if (!op_fast_check(w->ctx, t, op, &at))
 		return 0;
-	qp = smart__worker_qp_cached(w, at.id);
+	qp = SMART_M_OPS_SYNC_OP_BROKEN_QP ?
+		     w->qp[at.id] :
+		     smart__worker_qp_private(w, at.id); /* post1: private */
 	if (smart_unlikely(!qp))
 		return 0;
 	op_fast_take(t, op, &at.flags);
@@ -1053,9 +1085,11 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	op_stats(w, op->opcode, op->len);
 	b->busy = 1; /* b->task is t since the slot's creation */
 	batch_seal_wr(b, &wr, qp, 1);
+	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
+		op_sync_sample_start(t, at.id);
 	if (smart_unlikely(!post1_turn_done(post1, qp, &wr))) {
-		op_sync_post_turn(w, t, b, &wr, at.id);
-		*rc = task_sync_end(w, t, 0, 0, -1);
+		op_sync_post_turn(w, t, &wr);
+		op_sync_turned_end(w, t, rc);
 		return 1;
 	}
 	/* task_sync_end, knowing what it tests: the batch is in flight
@@ -1068,6 +1102,8 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	sync_wait(w, t);
 	if (smart_tp_atomic(op->opcode))
 		deliver(w, t);
+	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
+		op_sync_sampled(w, t);
 	*rc = sync_done(w, t);
 	return 1;
 }

@@ -293,12 +293,22 @@
 #define SMART_M_OPS_SYNC_OP_NO_CHAINS 0
 #endif
 
-/* ops.c: an op and its sync in one call (op_sync_fast) takes the sample's
- * turn: the latency sample of one sync in 16 is never taken */
+/* ops.c: an op and its sync in one call (op_sync_fast), on the sample's
+ * turn, does not measure it: the latency sample of one sync in 16 is
+ * never taken */
 #ifdef SMART_MUTANT_OPS_SYNC_OP_NO_SAMPLE
 #define SMART_M_OPS_SYNC_OP_NO_SAMPLE 1
 #else
 #define SMART_M_OPS_SYNC_OP_NO_SAMPLE 0
+#endif
+
+/* ops.c: an op and its sync in one call (op_sync_fast) takes the cached
+ * QP of its private group without reading its broken flag (a QP in error
+ * is not replaced: the op is flushed) */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_BROKEN_QP
+#define SMART_M_OPS_SYNC_OP_BROKEN_QP 1
+#else
+#define SMART_M_OPS_SYNC_OP_BROKEN_QP 0
 #endif
 
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the

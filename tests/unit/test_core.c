@@ -776,8 +776,9 @@ static void test_sync_op_queued(void)
 	sync_op_end(&f, w, p);
 }
 
-/* One sync in SMART_LAT_SAMPLE is measured (stats' sync latency), op and
- * sync in one call too: that one takes the general way (mutant
+/* One sync in SMART_LAT_SAMPLE is measured (stats' sync latency and the
+ * blade's round-trip estimate), op and sync in one call too, which takes
+ * op_sync_fast's way on the sample's turn as well (mutant
  * OPS_SYNC_OP_NO_SAMPLE measures none). */
 static void test_sync_op_sampled(void)
 {
@@ -791,9 +792,49 @@ static void test_sync_op_sampled(void)
 	for (i = 0; i < 4 * SMART_LAT_SAMPLE; i++)
 		CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	/* all but the first, which connects the worker's QP (the general
+	 * way) */
 	CHECK_U64_EQ(sync_op_calls(w),
-		     sync_ops_of(w, 4 * (SMART_LAT_SAMPLE - 1)));
+		     sync_ops_of(w, 4 * SMART_LAT_SAMPLE - 1));
 	CHECK_U64_EQ(st.sync_count, 4);
+	CHECK(w->rtt[0] > 0);
+	sync_op_end(&f, w, p);
+}
+
+/* A QP that broke (here: a WR with a wrong rkey, which the API itself
+ * can never produce) is replaced at the next op, also when that op comes
+ * with its sync in one call into registered memory, which op_sync_fast
+ * would post: it reads the cached QP's broken flag and leaves the op to
+ * the general way, which replaces the QP (mutant OPS_SYNC_OP_BROKEN_QP
+ * posts to the QP in error and the READ is flushed). */
+static void test_sync_op_broken_qp(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	struct smart__blade *b;
+	smart_stats_t st;
+	uint64_t *p, calls;
+	uint32_t rkey;
+
+	w = sync_op_start(&f, &p);
+	p[0] = 42;
+	CHECK_OK(smart_write_sync(w, smart_gaddr(0, 4096), p, 8));
+	b = smart__blade_get(f.ctx, 0);
+	rkey = b->rkey;
+	b->rkey = rkey ^ 0x5a5a5a5a;
+	CHECK_EQ(smart_read_sync(w, smart_gaddr(0, 4096), 8, p + 1),
+		 SMART_EREMOTE);
+	b->rkey = rkey;
+	CHECK(atomic_load(&w->qp[0]->broken));
+	calls = sync_op_calls(w);
+	p[1] = 0;
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 4096), 8, p + 1));
+	CHECK_U64_EQ(p[1], 42);
+	CHECK_U64_EQ(sync_op_calls(w), calls); /* the general way */
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 4096), 8, p + 1));
+	CHECK_U64_EQ(sync_op_calls(w), calls + sync_ops_of(w, 1));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_RECONNECTS], 1);
 	sync_op_end(&f, w, p);
 }
 
@@ -1689,6 +1730,7 @@ int main(int argc, char **argv)
 		{ "sync_op_fence_late_blade", test_sync_op_fence_late_blade },
 		{ "sync_op_queued", test_sync_op_queued },
 		{ "sync_op_sampled", test_sync_op_sampled },
+		{ "sync_op_broken_qp", test_sync_op_broken_qp },
 		{ "wait_in_place", test_wait_in_place },
 		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
