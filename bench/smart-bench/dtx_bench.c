@@ -465,9 +465,35 @@ static void run_task(smart_worker_t *w, void *arg)
 		rc = txn_one(t, type, &p);
 		if (rc && rc != SMART_EABORT) {
 			count_err(t->th, rc);
+			/* a dead blade fails every transaction: the run
+			 * stops for every thread, main's window too */
+			if (kit_fatal(rc) && !SMART_M_TOOL_NO_FATAL_STOP)
+				kit_runner_fail(&b->runner, rc);
 			break;
 		}
 	}
+}
+
+/* A run stopped by a fatal error (kit_fatal) reports no result: one line
+ * says when and why, as ycsb's does. */
+static int dtx_stopped(struct dtx_bench *b, int rc)
+{
+	const char *cause = kit_env_cause(&b->run->env);
+	double at = b->runner.failed_ns > b->win.t0 && b->win.t0 ?
+			    (double)(b->runner.failed_ns - b->win.t0) / 1e9 :
+			    0;
+	uint64_t ok = 0;
+
+	for (int i = 0; i < b->run->com.threads; i++)
+		ok += b->t[i].hist.count;
+	fprintf(stderr,
+		BENCH_TOOL ": %s: stopped %.2f s into the %.1f s window: "
+			   "%s (%s%s%s); %" PRIu64 " transactions had "
+			   "committed; no result reported\n",
+		b->wl->name, at, b->run->com.seconds, smart_strerror(rc),
+		smart_status_name(rc), *cause ? "; the library: " : "", cause,
+		ok);
+	return rc;
 }
 
 /* ---- threads ---- */
@@ -917,6 +943,9 @@ int dtx_bench_run(void *m, struct bench_run *r)
 	kit_runner_join(&b->runner);
 	if (rc)
 		return rc;
+	rc = kit_runner_failed(&b->runner);
+	if (rc)
+		return dtx_stopped(b, rc);
 	if (b->res.stop_sig)
 		fprintf(stderr,
 			BENCH_TOOL ": the window ended by signal %d "

@@ -309,7 +309,7 @@ static void perf_dynamic(struct perf *p)
 	smart_rng_t r;
 
 	smart_rng_seed(&r, c->com.seed ^ 0xd1ce);
-	while (left > 0) {
+	while (left > 0 && !kit_runner_stopping(&p->run)) {
 		atomic_store(&p->active,
 			     lo + (int)smart_rng_below(&r,
 						       (uint64_t)(t - lo + 1)));

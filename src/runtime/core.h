@@ -458,6 +458,9 @@ struct smart_worker {
 	struct smart__qp *qp[SMART_BLADE_ID_MAX + 1]; /* cache of group's */
 	/* round-trip estimate per blade (cycles, sampled syncs; ops.c) */
 	uint32_t rtt[SMART_BLADE_ID_MAX + 1];
+	/* a QP was opened since the last sample: that sample timed the
+	 * connect's control-session exchange, not a round trip */
+	int rtt_skip;
 	/* reclamation state per domain blade (epoch.c), created on use */
 	struct smart__ebr *ebr[SMART_BLADE_ID_MAX + 1];
 	/* remote allocator state, per blade, created on first use */

@@ -371,6 +371,14 @@ static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
 
 	if (w->ctx->o.latency_stats)
 		smart_hist_add(w->hist, dt);
+	/* a sample that took a QP's connect (every task's first sync is
+	 * sampled, and a fresh worker's first connects) would start the
+	 * estimate at ~100 round trips, which the 1/8 average takes
+	 * hundreds of syncs to forget (test_core:rtt_first_sample) */
+	if (smart_unlikely(w->rtt_skip)) {
+		w->rtt_skip = 0;
+		return;
+	}
 	if (blade < 0 || dt > UINT32_MAX)
 		return;
 	/* a sample far above the estimate is a descheduled thread or a
@@ -1001,7 +1009,7 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
 
 	w->sync_ops_turned++;
 	t->nchains = 1;
-	c->blade = b->qp->blade;
+	c->blade = b->qp->blade; /* op_sync_fast set it too */
 	c->n = 0;
 	c->wr[0] = *wr;
 	post_turn(w, t, c, b, 1);
@@ -1075,6 +1083,13 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 		return 0;
 	if (!op_fast_check(w->ctx, t, op, &at))
 		return 0;
+	/* ConflictAvoid's unit is the round trip of the blade the task
+	 * last synced with, which it reads here (backoff.c bo_unit); set
+	 * before the QP's lookup, whose failure sends the op to the general
+	 * sync, which syncs with this blade all the same (stored there, it
+	 * kept one more register across the post) */
+	if (!SMART_M_OPS_SYNC_OP_NO_BLADE)
+		t->chains[0].blade = at.id;
 	qp = SMART_M_OPS_SYNC_OP_BROKEN_QP ?
 		     w->qp[at.id] :
 		     smart__worker_qp_private(w, at.id); /* post1: private */

@@ -293,6 +293,7 @@ static int worker_qp_slow(struct smart_worker *w, struct smart__blade *b,
 		rc = qp_open(w, b, &qp);
 		if (!rc)
 			atomic_store(&g->qps[b->id], qp);
+		w->rtt_skip = !SMART_M_RTT_CONNECT_SAMPLED;
 	}
 	pthread_mutex_unlock(&g->lock);
 	/* what the QP this worker last used carried may be lost with it

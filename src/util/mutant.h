@@ -311,6 +311,23 @@
 #define SMART_M_OPS_SYNC_OP_BROKEN_QP 0
 #endif
 
+/* ops.c: an op and its sync in one call (op_sync_fast) does not record
+ * its blade as the task's last (ConflictAvoid's backoff unit is then
+ * another blade's round trip) */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_NO_BLADE
+#define SMART_M_OPS_SYNC_OP_NO_BLADE 1
+#else
+#define SMART_M_OPS_SYNC_OP_NO_BLADE 0
+#endif
+
+/* worker.c: the sample that took a QP's connect starts the blade's
+ * round-trip estimate */
+#ifdef SMART_MUTANT_RTT_CONNECT_SAMPLED
+#define SMART_M_RTT_CONNECT_SAMPLED 1
+#else
+#define SMART_M_RTT_CONNECT_SAMPLED 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the
 				       * send-queue slot while a poster waits
 				       * for room in turn */

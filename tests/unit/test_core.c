@@ -801,6 +801,65 @@ static void test_sync_op_sampled(void)
 	sync_op_end(&f, w, p);
 }
 
+/* A blade's round-trip estimate (ConflictAvoid's backoff unit) is not
+ * started by the sample that opened its QP: every task's first sync is
+ * sampled, and a fresh worker's first sync connects (a control-session
+ * exchange, ~100 round trips on shm, which the 1/8 average took hundreds
+ * of syncs to forget; found by a hostile review).  The sample that took
+ * the connect is left out; the next one starts the estimate (mutant
+ * RTT_CONNECT_SAMPLED). */
+static void test_rtt_first_sample(void)
+{
+	struct fixture f;
+	smart_worker_t *w;
+	uint64_t *p;
+	int i;
+
+	w = sync_op_start(&f, &p);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p)); /* connects */
+	CHECK_EQ(w->rtt[0], 0);
+	for (i = 0; i < SMART_LAT_SAMPLE; i++)
+		CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK(w->rtt[0] > 0);
+	sync_op_end(&f, w, p);
+}
+
+/* ConflictAvoid's backoff unit is the round trip of the blade the
+ * retrying task last synced with (backoff.c bo_unit reads chain 0's
+ * blade).  An op and its sync in one call never opens chain 0 but sets
+ * its blade: a task whose syncs all go that way to blade 1 after one to
+ * blade 0 backs off by blade 1's round trip (found by a hostile review;
+ * mutant OPS_SYNC_OP_NO_BLADE keeps blade 0's). */
+static void test_sync_op_backoff_blade(void)
+{
+	static const char *const kv[] = { "conflict_level", "1", NULL };
+	struct fixture f;
+	smart_worker_t *w;
+	smart_blade_t *b1;
+	uint64_t *p;
+	int i;
+
+	fixture_start(&f, 4 << 20, 0, kv);
+	b1 = fixture_add_blade(&f, 4 << 20, 1);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 64, (void **)&p));
+	/* both QPs opened (the general way), blade 0's last */
+	CHECK_OK(smart_read_sync(w, smart_gaddr(1, 64), 8, p));
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	for (i = 0; i < 4 * SMART_LAT_SAMPLE; i++)
+		CHECK_OK(smart_read_sync(w, smart_gaddr(1, 64), 8, p));
+	CHECK(w->rtt[1] > 0);
+	w->rtt[0] = w->rtt[1] + 1; /* anything but blade 1's */
+	smart_backoff_begin(w);
+	smart_backoff_retry(w);
+	smart_backoff_end(w);
+	CHECK_U64_EQ(w->bo.unit, w->rtt[1]);
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+	smart_blade_destroy(b1);
+}
+
 /* A QP that broke (here: a WR with a wrong rkey, which the API itself
  * can never produce) is replaced at the next op, also when that op comes
  * with its sync in one call into registered memory, which op_sync_fast
@@ -1731,6 +1790,8 @@ int main(int argc, char **argv)
 		{ "sync_op_queued", test_sync_op_queued },
 		{ "sync_op_sampled", test_sync_op_sampled },
 		{ "sync_op_broken_qp", test_sync_op_broken_qp },
+		{ "sync_op_backoff_blade", test_sync_op_backoff_blade },
+		{ "rtt_first_sample", test_rtt_first_sample },
 		{ "wait_in_place", test_wait_in_place },
 		{ "wait_pollers", test_wait_pollers },
 		{ "qp_repair", test_qp_repair },
