@@ -33,6 +33,7 @@
 #include "transport/transport.h"
 #include "util/fiber.h"
 #include "util/clock.h"
+#include "util/mutant.h"
 #include "util/compiler.h"
 #include "util/log.h"
 
@@ -577,6 +578,28 @@ static inline void smart__credit_add(struct smart_worker *w, int n)
 			atomic_load_explicit(&w->credit, memory_order_relaxed) +
 				n,
 			memory_order_relaxed);
+}
+
+/* The throttle's credit for the one WR of a sync's own way (ops.c
+ * op_sync_fast, task_sync1), taken only when the general sync would take
+ * it at once: nobody parked for credits (they go first, in order), the
+ * cap in force the one the credits reflect (else credit_sync must move
+ * them first), and credit_ready's room for one WR.  1 taken; 0, nothing
+ * changed, when the general sync must decide (park, poll, sync the cap).
+ * Always the sync's last test before its post: a refusal after it would
+ * take the credit twice. */
+static inline int smart__credit_take1(struct smart_worker *w)
+{
+	int c = atomic_load_explicit(&w->credit, memory_order_relaxed);
+
+	if ((!SMART_M_THROT_FAST_OVERTAKE && w->credit_head) ||
+	    (!SMART_M_THROT_FAST_NO_FLOOR && c < 1 && c < w->cap_seen) ||
+	    (!SMART_M_THROT_FAST_CAP_STALE &&
+	     atomic_load_explicit(&w->ctx->tuner.cap, memory_order_relaxed) !=
+		     w->cap_seen))
+		return 0;
+	smart__credit_add(w, -1);
+	return 1;
 }
 
 static inline void smart__credit_take(struct smart_worker *w,

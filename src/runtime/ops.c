@@ -511,9 +511,10 @@ static __attribute__((noinline)) int task_sync1(struct smart_worker *w,
 			   (!SMART_M_OPS_SYNC1_NO_FENCE &&
 			    atomic_load_explicit(&w->ctx->fenced,
 						 memory_order_relaxed)) ||
-			   w->sync1_off /* ebr_dirty, throttle */ ||
 			   (!SMART_M_OPS_SYNC1_NO_BUSY &&
-			    __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE))))
+			    __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)) ||
+			   (w->sync1_off /* ebr_dirty, throttle */ &&
+			    (w->ebr_dirty || !smart__credit_take1(w)))))
 		return task_sync_general(w, t);
 	c->n = 0;
 	b->busy = 1; /* b->task is t since the slot's creation */
@@ -1033,6 +1034,16 @@ op_sync_sampled(struct smart_worker *w, struct smart__task *t)
 		sync_sampled(w, t->sample_blade, smart__rdtsc() - t->sample_t0);
 }
 
+/* op_sync_fast leaves the op to the general sync after taking its credit
+ * (WorkReqThrot): the credit goes back, untouched by anyone meanwhile
+ * (the general sync then takes it its own way).  0 for the caller. */
+static inline int op_sync_refused(struct smart_worker *w)
+{
+	if (smart_unlikely(w->throttle) && !SMART_M_OPS_SYNC_OP_CREDIT_KEPT)
+		smart__credit_add(w, 1);
+	return 0;
+}
+
 /* op_sync_fast's end when post1 refused its WR (op_sync_post_turn):
  * the general sync's. */
 static __attribute__((noinline, cold)) void
@@ -1076,13 +1087,18 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 
 	if (smart_unlikely((!SMART_M_OPS_SYNC_OP_NO_CHAINS && t->nchains) ||
 			   !post1 ||
-			   (!SMART_M_OPS_SYNC_OP_NO_OFF && w->sync1_off) ||
 			   (!SMART_M_OPS_SYNC_OP_NO_FENCE &&
 			    atomic_load_explicit(&w->ctx->fenced,
 						 memory_order_relaxed))))
 		return 0;
-	if (!op_fast_check(w->ctx, t, op, &at))
+	/* an announcement to prepend, or WorkReqThrot's credit, taken here
+	 * (given back below if the op goes the general way after all: no
+	 * poll or switch comes between, so nobody sees it gone) */
+	if (smart_unlikely(!SMART_M_OPS_SYNC_OP_NO_OFF && w->sync1_off) &&
+	    (w->ebr_dirty || !smart__credit_take1(w)))
 		return 0;
+	if (!op_fast_check(w->ctx, t, op, &at))
+		return op_sync_refused(w);
 	/* ConflictAvoid's unit is the round trip of the blade the task
 	 * last synced with, which it reads here (backoff.c bo_unit); set
 	 * before the QP's lookup, whose failure sends the op to the general
@@ -1094,7 +1110,7 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 		     w->qp[at.id] :
 		     smart__worker_qp_private(w, at.id); /* post1: private */
 	if (smart_unlikely(!qp))
-		return 0;
+		return op_sync_refused(w);
 	op_fast_take(t, op, &at.flags);
 	wr_put(t, &wr, op, at.remote, at.b->rkey, op->buf, at.lkey, at.flags);
 	op_stats(w, op->opcode, op->len);

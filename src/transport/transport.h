@@ -399,15 +399,16 @@ struct smart_tp_ops {
 	 * posted, when the send queue lacks room for all n. */
 	int (*post)(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		    int n);
-	/* Optional, NULL where the WR is copied into the device's queue
-	 * anyway (verbs, sim): post(qp, wr, 1) of one one-sided WR
+	/* Optional (NULL: sim): post(qp, wr, 1) of one one-sided WR
 	 * (READ, WRITE, CAS, FAA) on a QP polled by one thread, in one call
 	 * without post's tests for a chain of any kind.  0, the WR posted
 	 * as post would; SMART_EAGAIN (the send queue is full) or
 	 * SMART_EINVAL (an inline WRITE post would refuse), nothing posted;
 	 * SMART_ENOTSUP, nothing posted, when the QP or the WR takes post's
 	 * general way (not connected, shared, the RNIC model, an
-	 * adversarial CQ; a SEND or WRITE_IMM): post it then. */
+	 * adversarial CQ; a SEND or WRITE_IMM): post it then.  Any other
+	 * error is post's own (verbs: SMART_EQP, a failed CQ or a refusal
+	 * by the device), which post, called then, gives again. */
 	int (*post1)(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
 	/* 1 when the QP is in the error state. */
 	int (*qp_in_error)(const struct smart_tp_qp *qp);

@@ -202,6 +202,14 @@
 #define SMART_M_SHM_POST1_ANY_QP 0
 #endif
 
+#ifdef SMART_MUTANT_VERBS_POST1_ANY_QP /* verbs_qp.c: post1 posts on a
+					* shared QP without its lock, or on
+					* one not connected */
+#define SMART_M_VERBS_POST1_ANY_QP 1
+#else
+#define SMART_M_VERBS_POST1_ANY_QP 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_FAST_NO_FAIL /* ops.c: an op's common way (op_fast)
 				       * queues it without reading the blade's
 				       * failure word */
@@ -326,6 +334,38 @@
 #define SMART_M_RTT_CONNECT_SAMPLED 1
 #else
 #define SMART_M_RTT_CONNECT_SAMPLED 0
+#endif
+
+/* core.h smart__credit_take1: a sync's own way takes a credit while
+ * tasks are parked for credits (it overtakes them) */
+/* ops.c op_sync_refused: an op and its sync in one call that leaves the
+ * op to the general sync keeps the credit it took (one lost per such op) */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_CREDIT_KEPT
+#define SMART_M_OPS_SYNC_OP_CREDIT_KEPT 1
+#else
+#define SMART_M_OPS_SYNC_OP_CREDIT_KEPT 0
+#endif
+
+#ifdef SMART_MUTANT_THROT_FAST_OVERTAKE
+#define SMART_M_THROT_FAST_OVERTAKE 1
+#else
+#define SMART_M_THROT_FAST_OVERTAKE 0
+#endif
+
+/* core.h smart__credit_take1: a sync's own way takes a credit there is
+ * none of (more WRs in flight than the cap) */
+#ifdef SMART_MUTANT_THROT_FAST_NO_FLOOR
+#define SMART_M_THROT_FAST_NO_FLOOR 1
+#else
+#define SMART_M_THROT_FAST_NO_FLOOR 0
+#endif
+
+/* core.h smart__credit_take1: a sync's own way takes a credit while the
+ * tuner's new cap is not yet in the worker's credits */
+#ifdef SMART_MUTANT_THROT_FAST_CAP_STALE
+#define SMART_M_THROT_FAST_CAP_STALE 1
+#else
+#define SMART_M_THROT_FAST_CAP_STALE 0
 #endif
 
 #ifdef SMART_MUTANT_OPS_SLOT_NO_TURN /* ops.c: a one-WR sync takes the

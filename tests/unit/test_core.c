@@ -628,15 +628,27 @@ static uint64_t sync_ops_of(smart_worker_t *w, uint64_t n)
 }
 
 /* The op-and-sync cases' start: a blade of 4 MiB, a worker of a client
- * of it, 64 bytes of the worker's pool (*p); sync_op_end undoes it. */
-static smart_worker_t *sync_op_start(struct fixture *f, uint64_t **p)
+ * of it, 64 bytes of the worker's pool (*p); sync_op_end undoes it.  A
+ * fixed cap of credits (WorkReqThrot), far above what these cases keep in
+ * flight: on a NIC (verbs) the tuner's cap would move by the clock, and
+ * a sync that finds it moved takes the general way (smart__credit_take1),
+ * which the cases' exact counts would not expect. */
+static smart_worker_t *sync_op_start_kv(struct fixture *f, uint64_t **p,
+					const char **kv)
 {
 	smart_worker_t *w;
 
-	fixture_start(f, 4 << 20, 0, NULL);
+	fixture_start(f, 4 << 20, 0, kv);
 	CHECK_OK(smart_worker_create(f->ctx, &w));
 	CHECK_OK(smart_buf_alloc(w, 64, (void **)p));
 	return w;
+}
+
+static smart_worker_t *sync_op_start(struct fixture *f, uint64_t **p)
+{
+	static const char *kv[] = { "credit", "64", NULL };
+
+	return sync_op_start_kv(f, p, kv);
 }
 
 static void sync_op_end(struct fixture *f, smart_worker_t *w, uint64_t *p)
@@ -702,6 +714,10 @@ static void test_sync_op_errors(void)
 	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 128), 8, p));
 	CHECK_U64_EQ(*p, 7);
 	CHECK_U64_EQ(sync_op_calls(w), sync_ops_of(w, 5));
+	/* the refused ops' credits went back (sync_op_start's fixed cap:
+	 * mutant OPS_SYNC_OP_CREDIT_KEPT keeps one per refusal) */
+	CHECK(w->throttle);
+	CHECK_EQ(atomic_load(&w->credit), w->cap_seen);
 	sync_op_end(&f, w, p);
 }
 
@@ -858,6 +874,88 @@ static void test_sync_op_backoff_blade(void)
 	CHECK_OK(smart_worker_destroy(w));
 	fixture_stop(&f);
 	smart_blade_destroy(b1);
+}
+
+/* Under WorkReqThrot (a fixed cap of 1 credit here) an op and its sync
+ * in one call takes its own way with a credit when the general sync would
+ * take one at once, and leaves it to the general sync otherwise: two
+ * tasks each keep one op in flight; the one that finds the credit taken
+ * parks for it (mutant THROT_FAST_NO_FLOOR: it posts past the cap, and
+ * nobody parks). */
+struct credit_arg {
+	uint64_t *buf;
+	int rounds;
+};
+
+static void credit_sync_op_task(smart_worker_t *w, void *p)
+{
+	struct credit_arg *a = p;
+
+	for (int i = 0; i < a->rounds; i++)
+		CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, a->buf));
+}
+
+static void test_sync_op_credits(void)
+{
+	static const char *kv[] = { "credit", "1", NULL };
+	struct credit_arg a[2];
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t *p, calls;
+
+	w = sync_op_start_kv(&f, &p, kv);
+	CHECK(w->throttle);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p)); /* connects */
+	calls = sync_op_calls(w);
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct credit_arg){ p + i, 64 };
+		CHECK_OK(smart_task_spawn(w, credit_sync_op_task, &a[i]));
+	}
+	CHECK_OK(smart_worker_run(w));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_GT(st.c[SMART_STAT_CREDIT_PARKS], 0);
+	CHECK(sync_op_calls(w) > calls || !w->post1);
+	CHECK_EQ(atomic_load(&w->credit), 1); /* every credit back */
+	sync_op_end(&f, w, p);
+}
+
+/* The same way leaves the credit to the general sync while a task is
+ * parked for credits (they go first, in order: mutant
+ * THROT_FAST_OVERTAKE takes it) and while the tuner's cap is not yet in
+ * the worker's credits (the general sync moves them first: mutant
+ * THROT_FAST_CAP_STALE posts by the old cap).  Both states are set here
+ * by hand in the main context, which never parks. */
+static void test_sync_op_credits_order(void)
+{
+	static const char *kv[] = { "credit", "2", NULL };
+	struct smart__task parked;
+	struct fixture f;
+	smart_worker_t *w;
+	uint64_t *p, calls;
+
+	w = sync_op_start_kv(&f, &p, kv);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p)); /* connects */
+	calls = sync_op_calls(w);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_U64_EQ(sync_op_calls(w), calls + sync_ops_of(w, 1));
+	/* a task parked for credits (never woken: the main context's
+	 * general sync polls for its credit, the scheduler does not run) */
+	memset(&parked, 0, sizeof(parked));
+	w->credit_head = w->credit_tail = &parked;
+	calls = sync_op_calls(w);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_U64_EQ(sync_op_calls(w), calls);
+	w->credit_head = w->credit_tail = NULL;
+	/* the tuner's cap moved from 2 to 3 */
+	atomic_store(&f.ctx->tuner.cap, 3);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_U64_EQ(sync_op_calls(w), calls);
+	CHECK_EQ(w->cap_seen, 3);
+	CHECK_EQ(atomic_load(&w->credit), 3);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p));
+	CHECK_U64_EQ(sync_op_calls(w), calls + sync_ops_of(w, 1));
+	sync_op_end(&f, w, p);
 }
 
 /* A QP that broke (here: a WR with a wrong rkey, which the API itself
@@ -1790,6 +1888,8 @@ int main(int argc, char **argv)
 		{ "sync_op_queued", test_sync_op_queued },
 		{ "sync_op_sampled", test_sync_op_sampled },
 		{ "sync_op_broken_qp", test_sync_op_broken_qp },
+		{ "sync_op_credits", test_sync_op_credits },
+		{ "sync_op_credits_order", test_sync_op_credits_order },
 		{ "sync_op_backoff_blade", test_sync_op_backoff_blade },
 		{ "rtt_first_sample", test_rtt_first_sample },
 		{ "wait_in_place", test_wait_in_place },

@@ -6,7 +6,8 @@
  * depths, unknown flags), the peer check (link layer, RoCE version) and
  * the read/atomic depth negotiation; the region blob's refusals.  Also the
  * one piece of completion arithmetic that needs no device: how far a
- * completed ring slot moves a QP's head, late slots included.
+ * completed ring slot moves a QP's head, late slots included; and post1's
+ * refusals, which read nothing of a QP they refuse.
  *
  * Built only with the verbs transport (CMake skips tests named *verbs*
  * without libibverbs).  Deterministic: the mutation sweep walks every
@@ -335,6 +336,29 @@ static void test_slot_ahead(void)
 	CHECK_EQ(head, tail);
 }
 
+/* post1 takes only what post would post without its lock or a chain: a
+ * shared QP, a SEND or a WRITE_IMM is refused (SMART_ENOTSUP) before
+ * anything else of the QP is read, so a QP with no device, no CQ and no
+ * ring answers it (mutant VERBS_POST1_ANY_QP: the shared QP's post runs
+ * without its lock, here into the missing device QP). */
+static void test_post1_refusals(void)
+{
+	struct smart_tp_qp q;
+	struct smart_tp_wr wr;
+
+	memset(&q, 0, sizeof(q));
+	memset(&wr, 0, sizeof(wr));
+	q.flags = SMART_TP_SHARED;
+	wr.opcode = SMART_TP_READ;
+	wr.len = 8;
+	CHECK_EQ(smart__verbs_post1(&q, &wr), SMART_ENOTSUP);
+	q.flags = 0;
+	wr.opcode = SMART_TP_SEND;
+	CHECK_EQ(smart__verbs_post1(&q, &wr), SMART_ENOTSUP);
+	wr.opcode = SMART_TP_WRITE_IMM;
+	CHECK_EQ(smart__verbs_post1(&q, &wr), SMART_ENOTSUP);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv,
@@ -347,5 +371,6 @@ int main(int argc, char **argv)
 				 { "depths", test_depths },
 				 { "region_blob", test_region_blob },
 				 { "slot_ahead", test_slot_ahead },
+				 { "post1_refusals", test_post1_refusals },
 				 { 0 } });
 }

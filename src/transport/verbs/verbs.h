@@ -292,6 +292,7 @@ int smart__verbs_qp_connect_peer(struct smart_tp_qp *qp,
 				 const int *fds, int nfds);
 int smart__verbs_post_recv(struct smart_tp_qp *qp,
 			   const struct smart_tp_recv *rs, int n);
+int smart__verbs_post1(struct smart_tp_qp *qp, const struct smart_tp_wr *wr);
 int smart__verbs_post(struct smart_tp_qp *qp, const struct smart_tp_wr *wrs,
 		      int n);
 int smart__verbs_qp_in_error(const struct smart_tp_qp *qp);

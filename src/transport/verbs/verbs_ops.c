@@ -32,6 +32,7 @@ const struct smart_tp_ops smart__tp_verbs_ops = {
 	.qp_connect = smart__verbs_qp_connect,
 	.qp_destroy = smart__verbs_qp_destroy,
 	.post = smart__verbs_post,
+	.post1 = smart__verbs_post1,
 	.qp_in_error = smart__verbs_qp_in_error,
 	.qp_fds = smart__verbs_qp_fds,
 	.qp_connect_peer = smart__verbs_qp_connect_peer,

@@ -1082,6 +1082,22 @@ int smart__verbs_post(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
 	return rc;
 }
 
+/* post(qp, wr, 1) of one one-sided WR on a QP of one thread
+ * (transport.h): post's chain tests and lock left out.  A shared QP, one
+ * not connected (libibverbs keeps the state ibv_modify_qp set), or a SEND
+ * or WRITE_IMM takes post's way: SMART_ENOTSUP, nothing posted.  Else
+ * post_locked's answer (SMART_EQP on a failed CQ or a refusal by the
+ * device, which post, called then, gives again). */
+int smart__verbs_post1(struct smart_tp_qp *q, const struct smart_tp_wr *wr)
+{
+	if (smart_unlikely(wr->opcode >= SMART_TP_SEND) ||
+	    smart_unlikely(!SMART_M_VERBS_POST1_ANY_QP &&
+			   ((q->flags & SMART_TP_SHARED) ||
+			    q->qp->state != IBV_QPS_RTS)))
+		return SMART_ENOTSUP;
+	return post_locked(q, wr, 1);
+}
+
 int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
 			const void *client_blob, size_t client_len,
 			void *blob_out, size_t *blob_len,
