@@ -132,6 +132,17 @@ void kit_window_open(struct kit_window *w, smart_ctx_t *ctx);
 void kit_window_end(struct kit_window *w);
 void kit_window_close(struct kit_window *w, smart_ctx_t *ctx);
 
+/* A run stopped by a fatal error (kit_runner_fail) reports no result:
+ * its rate would mix a healthy part and a dead one.  One line on stderr,
+ * "TOOL[: bench]: stopped S s into the SECS s window: why (the library's
+ * cause); N <done>; no result reported", where S counts from w's start
+ * (0 when no window opened or the failure came before it) and done says
+ * what the N were ("ops had succeeded"). */
+void kit_runner_stopped(const struct kit_runner *r, const struct kit_window *w,
+			double secs, struct kit_env *env, const char *tool,
+			const char *bench, int rc, uint64_t n,
+			const char *done);
+
 /* Sleep secs inside an open window; a window of 10 s or more prints a
  * progress line on stderr every 5 s (WRs completed, from the stats).
  * Returns early with the signal's number when a stop signal arrives (see

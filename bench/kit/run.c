@@ -204,6 +204,23 @@ void kit_runner_fail(struct kit_runner *r, int rc)
 	kit_runner_set(r, KIT_STOP);
 }
 
+void kit_runner_stopped(const struct kit_runner *r, const struct kit_window *w,
+			double secs, struct kit_env *env, const char *tool,
+			const char *bench, int rc, uint64_t n, const char *done)
+{
+	const char *cause = kit_env_cause(env);
+	double at = w->t0 && r->failed_ns > w->t0 ?
+			    (double)(r->failed_ns - w->t0) / 1e9 :
+			    0;
+
+	fprintf(stderr,
+		"%s%s%s: stopped %.2f s into the %.1f s window: %s (%s%s%s); "
+		"%" PRIu64 " %s; no result reported\n",
+		tool, bench ? ": " : "", bench ? bench : "", at, secs,
+		smart_strerror(rc), smart_status_name(rc),
+		*cause ? "; the library: " : "", cause, n, done);
+}
+
 int kit_runner_wait_ready(struct kit_runner *r, struct kit_progress *p)
 {
 	int sig = 0, s;

@@ -474,25 +474,17 @@ static void run_task(smart_worker_t *w, void *arg)
 	}
 }
 
-/* A run stopped by a fatal error (kit_fatal) reports no result: one line
- * says when and why, as ycsb's does. */
+/* A run stopped by a fatal error (kit_fatal) reports no result, and says
+ * so with how many transactions had committed (kit_runner_stopped). */
 static int dtx_stopped(struct dtx_bench *b, int rc)
 {
-	const char *cause = kit_env_cause(&b->run->env);
-	double at = b->runner.failed_ns > b->win.t0 && b->win.t0 ?
-			    (double)(b->runner.failed_ns - b->win.t0) / 1e9 :
-			    0;
 	uint64_t ok = 0;
 
 	for (int i = 0; i < b->run->com.threads; i++)
 		ok += b->t[i].hist.count;
-	fprintf(stderr,
-		BENCH_TOOL ": %s: stopped %.2f s into the %.1f s window: "
-			   "%s (%s%s%s); %" PRIu64 " transactions had "
-			   "committed; no result reported\n",
-		b->wl->name, at, b->run->com.seconds, smart_strerror(rc),
-		smart_status_name(rc), *cause ? "; the library: " : "", cause,
-		ok);
+	kit_runner_stopped(&b->runner, &b->win, b->run->com.seconds,
+			   &b->run->env, BENCH_TOOL, b->wl->name, rc, ok,
+			   "transactions had committed");
 	return rc;
 }
 

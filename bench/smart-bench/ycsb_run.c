@@ -838,29 +838,18 @@ static int done_wait(struct ycsb *y)
 	return sig;
 }
 
-/* A run stopped by a fatal error (kit_fatal) reports no result: its
- * rate would mix a healthy part and a dead one.  One line says when and
- * why, and how many ops had succeeded by then. */
+/* A run stopped by a fatal error (kit_fatal) reports no result, and says
+ * so with how many ops had succeeded (kit_runner_stopped). */
 static int stopped(struct ycsb *y, int rc)
 {
 	uint64_t ok = 0;
-	double at = y->runner.failed_ns > y->win.t0 ?
-			    (double)(y->runner.failed_ns - y->win.t0) / 1e9 :
-			    0;
-	int i, k;
 
-	for (i = 0; i < y->run->com.threads; i++)
-		for (k = 0; k < OP__N; k++)
+	for (int i = 0; i < y->run->com.threads; i++)
+		for (int k = 0; k < OP__N; k++)
 			ok += y->t[i].ops[k];
-	const char *cause = kit_env_cause(&y->run->env);
-
-	fprintf(stderr,
-		BENCH_TOOL ": ycsb: stopped %.2f s into the %.1f s window: "
-			   "%s (%s%s%s); %" PRIu64 " operations had succeeded; "
-			   "no result reported\n",
-		at, y->run->com.seconds, smart_strerror(rc),
-		smart_status_name(rc), *cause ? "; the library: " : "", cause,
-		ok);
+	kit_runner_stopped(&y->runner, &y->win, y->run->com.seconds,
+			   &y->run->env, BENCH_TOOL, "ycsb", rc, ok,
+			   "operations had succeeded");
 	return rc;
 }
 

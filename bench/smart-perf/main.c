@@ -297,22 +297,13 @@ static const struct perf_result *median_run(const struct perf_result *v, int n)
 	return &v[0];
 }
 
-/* A run that failed reports no result: one line says when and why.
- * Returns SMART_EAGAIN: the failure is said (perf_body says no more). */
+/* A run that failed reports no result: one line says when and why
+ * (kit_runner_stopped).  Returns SMART_EAGAIN: the failure is said
+ * (perf_body says no more). */
 static int perf_stopped(struct perf *p, const struct perf_result *r, int rc)
 {
-	double at = p->run.failed_ns > r->win.t0 ?
-			    (double)(p->run.failed_ns - r->win.t0) / 1e9 :
-			    0;
-
-	const char *cause = kit_env_cause(&p->env);
-
-	fprintf(stderr,
-		TOOL ": stopped %.2f s into the %.1f s window: %s (%s%s%s); "
-		     "%" PRIu64 " ops had succeeded; no result reported\n",
-		at, p->cfg->com.seconds, smart_strerror(rc),
-		smart_status_name(rc), *cause ? "; the library: " : "", cause,
-		r->ops);
+	kit_runner_stopped(&p->run, &r->win, p->cfg->com.seconds, &p->env, TOOL,
+			   NULL, rc, r->ops, "ops had succeeded");
 	return SMART_EAGAIN;
 }
 
