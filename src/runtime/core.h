@@ -312,11 +312,9 @@ struct smart__task {
 	struct smart__qp *pinned;
 	uint8_t *bounce_mem; /* SMART_TASK_BOUNCES x SMART_BOUNCE_MAX */
 	struct smart__bounce rec[SMART_TASK_BOUNCES];
-	int nrec;  /* results to deliver at sync */
-	int nslot; /* bounce slots in use */
-	/* op_sync_fast's latency sample: its start (TSC) and blade */
-	uint64_t sample_t0;
-	uint16_t sample_blade;
+	int nrec;	      /* results to deliver at sync */
+	int nslot;	      /* bounce slots in use */
+	uint64_t sample_t0;   /* op_sync_fast's latency sample: its start */
 	int bo_retries;	      /* retries of the guarded op in progress */
 	uint64_t round_trips; /* syncs that waited (smart_task_round_trips) */
 	uint64_t alloc_round_trips; /* of which in smart_alloc/free */

@@ -389,6 +389,25 @@ static void sync_sampled(struct smart_worker *w, int blade, uint64_t dt)
 	*rtt = *rtt ? (uint32_t)(((uint64_t)*rtt * 7 + dt) / 8) : (uint32_t)dt;
 }
 
+/* Is t's next sync the sampled one (one in SMART_LAT_SAMPLE of each
+ * task's, picked by its count of syncs)? */
+static inline __attribute__((always_inline)) int
+sync_sample_turn(const struct smart__task *t)
+{
+	return !(t->syncs & (SMART_LAT_SAMPLE - 1));
+}
+
+/* A sync's own way (task_sync1, op_sync_fast) gives way to the general
+ * sync when it has an announcement to prepend or, under WorkReqThrot, no
+ * credit it may take now (smart__credit_take1); else 0, its credit taken
+ * when throttled.  One test of the union sync1_off in the common case. */
+static inline __attribute__((always_inline)) int
+sync1_give_way(struct smart_worker *w)
+{
+	return smart_unlikely(w->sync1_off) &&
+	       (w->ebr_dirty || !smart__credit_take1(w));
+}
+
 /* smart__task_wait's common case, inline in the sync: a task (not the
  * main context) whose batches are in flight while another task is ready,
  * and the scheduler would run that one next without polling
@@ -513,8 +532,7 @@ static __attribute__((noinline)) int task_sync1(struct smart_worker *w,
 						 memory_order_relaxed)) ||
 			   (!SMART_M_OPS_SYNC1_NO_BUSY &&
 			    __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE)) ||
-			   (w->sync1_off /* ebr_dirty, throttle */ &&
-			    (w->ebr_dirty || !smart__credit_take1(w)))))
+			   sync1_give_way(w)))
 		return task_sync_general(w, t);
 	c->n = 0;
 	b->busy = 1; /* b->task is t since the slot's creation */
@@ -534,7 +552,7 @@ static __attribute__((noinline)) int task_sync1(struct smart_worker *w,
 static inline __attribute__((always_inline)) int
 task_sync(struct smart_worker *w, struct smart__task *t)
 {
-	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
+	if (smart_unlikely(sync_sample_turn(t)))
 		return task_sync_sampled(w, t);
 	/* the chain's length first: a longer chain leaves at one test;
 	 * and only with a post1 (shm's, a private group): without one
@@ -1009,8 +1027,7 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
 	struct smart__batch *b = &t->batches[0]; /* sealed for the WR */
 
 	w->sync_ops_turned++;
-	t->nchains = 1;
-	c->blade = b->qp->blade; /* op_sync_fast set it too */
+	t->nchains = 1; /* c->blade: op_sync_fast set it to the op's */
 	c->n = 0;
 	c->wr[0] = *wr;
 	post_turn(w, t, c, b, 1);
@@ -1020,18 +1037,19 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
  * blade are kept in the task, not in locals that would live across the
  * wait in every sync's frame (a local cost each op 4.6 instructions). */
 static __attribute__((noinline, cold)) void
-op_sync_sample_start(struct smart__task *t, uint16_t blade)
+op_sync_sample_start(struct smart__task *t)
 {
 	t->sample_t0 = smart__rdtsc();
-	t->sample_blade = blade;
 }
 
-/* The sample's end, once its wait is over. */
+/* The sample's end, once its wait is over: the blade is chain 0's, which
+ * op_sync_fast set to the op's before the post. */
 static __attribute__((noinline, cold)) void
 op_sync_sampled(struct smart_worker *w, struct smart__task *t)
 {
 	if (!SMART_M_OPS_SYNC_OP_NO_SAMPLE)
-		sync_sampled(w, t->sample_blade, smart__rdtsc() - t->sample_t0);
+		sync_sampled(w, t->chains[0].blade,
+			     smart__rdtsc() - t->sample_t0);
 }
 
 /* op_sync_fast leaves the op to the general sync after taking its credit
@@ -1049,7 +1067,7 @@ static inline int op_sync_refused(struct smart_worker *w)
 static __attribute__((noinline, cold)) void
 op_sync_turned_end(struct smart_worker *w, struct smart__task *t, int *rc)
 {
-	int sampled = !(t->syncs & (SMART_LAT_SAMPLE - 1));
+	int sampled = sync_sample_turn(t);
 
 	*rc = task_sync_end(w, t, 0, 0, -1);
 	if (sampled)
@@ -1094,8 +1112,7 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	/* an announcement to prepend, or WorkReqThrot's credit, taken here
 	 * (given back below if the op goes the general way after all: no
 	 * poll or switch comes between, so nobody sees it gone) */
-	if (smart_unlikely(!SMART_M_OPS_SYNC_OP_NO_OFF && w->sync1_off) &&
-	    (w->ebr_dirty || !smart__credit_take1(w)))
+	if (!SMART_M_OPS_SYNC_OP_NO_OFF && sync1_give_way(w))
 		return 0;
 	if (!op_fast_check(w->ctx, t, op, &at))
 		return op_sync_refused(w);
@@ -1116,8 +1133,8 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	op_stats(w, op->opcode, op->len);
 	b->busy = 1; /* b->task is t since the slot's creation */
 	batch_seal_wr(b, &wr, qp, 1);
-	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
-		op_sync_sample_start(t, at.id);
+	if (smart_unlikely(sync_sample_turn(t)))
+		op_sync_sample_start(t);
 	if (smart_unlikely(!post1_turn_done(post1, qp, &wr))) {
 		op_sync_post_turn(w, t, &wr);
 		op_sync_turned_end(w, t, rc);
@@ -1133,7 +1150,7 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	sync_wait(w, t);
 	if (smart_tp_atomic(op->opcode))
 		deliver(w, t);
-	if (smart_unlikely(!(t->syncs & (SMART_LAT_SAMPLE - 1))))
+	if (smart_unlikely(sync_sample_turn(t)))
 		op_sync_sampled(w, t);
 	*rc = sync_done(w, t);
 	return 1;
