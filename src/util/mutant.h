@@ -202,6 +202,14 @@
 #define SMART_M_SHM_POST1_ANY_QP 0
 #endif
 
+#ifdef SMART_MUTANT_VERBS_SHARED_POLL_UNLOCKED /* verbs_qp.c: a shared
+						* CQ's pollers without
+						* turns */
+#define SMART_M_VERBS_SHARED_POLL_UNLOCKED 1
+#else
+#define SMART_M_VERBS_SHARED_POLL_UNLOCKED 0
+#endif
+
 #ifdef SMART_MUTANT_VERBS_POST1_ANY_QP /* verbs_qp.c: post1 posts on a
 					* shared QP without its lock, or on
 					* one not connected */

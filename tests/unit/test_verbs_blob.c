@@ -7,12 +7,16 @@
  * the read/atomic depth negotiation; the region blob's refusals.  Also the
  * one piece of completion arithmetic that needs no device: how far a
  * completed ring slot moves a QP's head, late slots included; and post1's
- * refusals, which read nothing of a QP they refuse.
+ * refusals, which read nothing of a QP they refuse; and a shared CQ's
+ * pollers taking turns, on a CQ whose device is a function of the test.
  *
  * Built only with the verbs transport (CMake skips tests named *verbs*
  * without libibverbs).  Deterministic: the mutation sweep walks every
  * byte with fixed values.
  */
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -359,6 +363,152 @@ static void test_post1_refusals(void)
 	CHECK_EQ(smart__verbs_post1(&q, &wr), SMART_ENOTSUP);
 }
 
+/* A shared CQ with no device behind it: ibv_poll_cq calls the context's
+ * poll_cq, here one handing out the CQEs the test queued, in order. */
+struct fake_cq {
+	struct ibv_context ctx;
+	struct ibv_cq cq;
+	struct smart_tp_cq tcq;
+	pthread_mutex_t mu;
+	uint64_t cqe[8]; /* device wr_ids, in completion order */
+	int ncqe, next;
+	/* the hook's rendezvous: the first poller stops in its turn */
+	pthread_cond_t cv;
+	int stopped, go;
+	atomic_int b_done;
+};
+
+static int fake_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct fake_cq *f = (struct fake_cq *)((char *)cq -
+					       offsetof(struct fake_cq, cq));
+	int k = 0;
+
+	pthread_mutex_lock(&f->mu);
+	for (; k < n && f->next < f->ncqe; k++) {
+		memset(&wc[k], 0, sizeof(wc[k]));
+		wc[k].wr_id = f->cqe[f->next++];
+		wc[k].status = IBV_WC_SUCCESS;
+		wc[k].opcode = IBV_WC_RDMA_READ;
+	}
+	pthread_mutex_unlock(&f->mu);
+	return k;
+}
+
+/* The first poller's turn stops between its CQE and its wr_id until the
+ * test says go; later turns pass. */
+static void stop_hook(struct smart_tp_cq *cq, void *arg)
+{
+	struct fake_cq *f = arg;
+
+	(void)cq;
+	pthread_mutex_lock(&f->mu);
+	if (!f->stopped) {
+		f->stopped = 1;
+		pthread_cond_broadcast(&f->cv);
+		while (!f->go)
+			pthread_cond_wait(&f->cv, &f->mu);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+struct poller {
+	struct fake_cq *f;
+	struct smart_tp_qp *qp;
+	struct smart_tp_wc wc;
+	int n;
+};
+
+static void *poller_a(void *arg)
+{
+	struct poller *p = arg;
+
+	p->n = smart__verbs_poll(&p->f->tcq, &p->wc, 1);
+	return NULL;
+}
+
+/* The second poller takes the next CQE, then posts as post does: into
+ * every slot the ring's head has freed. */
+static void *poller_b(void *arg)
+{
+	struct poller *p = arg;
+	struct smart_tp_qp *q = p->qp;
+
+	p->n = smart__verbs_poll(&p->f->tcq, &p->wc, 1);
+	while (q->tail - atomic_load(&q->head) < q->room) {
+		q->ring[q->tail & q->mask].wr_id = 200 + q->tail;
+		q->tail++;
+	}
+	atomic_store(&p->f->b_done, 1);
+	return NULL;
+}
+
+/* Two pollers of one shared CQ, the first stopped after its CQE (slot 0)
+ * came back and before it read slot 0's wr_id: the second's poll waits
+ * for the first's turn to end (counted in poll_waits).  Without the turns
+ * (mutant VERBS_SHARED_POLL_UNLOCKED) the second takes slot 1, retires the
+ * ring past slot 0, a post reuses slot 0, and the first reports the new
+ * WR's wr_id.  The test waits for either thing, not for a time. */
+static void test_shared_poll_turns(void)
+{
+	struct fake_cq *f = calloc(1, sizeof(*f));
+	struct smart_tp_qp *q = calloc(1, sizeof(*q));
+	struct verbs_slot ring[4];
+	struct poller a, b;
+	pthread_t ta, tb;
+
+	CHECK(f && q);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	f->ctx.ops.poll_cq = fake_poll;
+	f->cq.context = &f->ctx;
+	f->tcq.cq = &f->cq;
+	f->tcq.flags = SMART_TP_SHARED;
+	smart_spin_init(&f->tcq.lock);
+	smart_spin_init(&f->tcq.poll_lock);
+	f->tcq.take_hook = stop_hook;
+	f->tcq.take_arg = f;
+	q->cq = &f->tcq;
+	q->flags = SMART_TP_SHARED;
+	q->ring = ring;
+	q->mask = 3;
+	q->room = 4;
+	ring[0].wr_id = 100; /* two signalled WRs posted, both completed */
+	ring[1].wr_id = 101;
+	q->tail = 2;
+	f->cqe[0] = (uint64_t)(uintptr_t)q << 16 | 0;
+	f->cqe[1] = (uint64_t)(uintptr_t)q << 16 | 1;
+	f->ncqe = 2;
+
+	a = (struct poller){ f, q, { 0 }, -1 };
+	b = a;
+	CHECK_EQ(pthread_create(&ta, NULL, poller_a, &a), 0);
+	pthread_mutex_lock(&f->mu);
+	while (!f->stopped)
+		pthread_cond_wait(&f->cv, &f->mu);
+	pthread_mutex_unlock(&f->mu);
+	CHECK_EQ(pthread_create(&tb, NULL, poller_b, &b), 0);
+	while (!atomic_load(&f->b_done) &&
+	       !atomic_load_explicit(&f->tcq.poll_waits, memory_order_relaxed))
+		sched_yield();
+	pthread_mutex_lock(&f->mu);
+	f->go = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	CHECK_EQ(pthread_join(ta, NULL), 0);
+	CHECK_EQ(pthread_join(tb, NULL), 0);
+	CHECK_EQ(a.n, 1);
+	CHECK_EQ(b.n, 1);
+	CHECK_U64_EQ(a.wc.wr_id, 100);
+	CHECK_U64_EQ(b.wc.wr_id, 101);
+	CHECK_U64_EQ(atomic_load(&f->tcq.poll_waits), 1);
+	CHECK_EQ(atomic_load(&q->head), 2);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+	free(q);
+	free(f);
+}
+
 int main(int argc, char **argv)
 {
 	return test_main(argc, argv,
@@ -372,5 +522,7 @@ int main(int argc, char **argv)
 				 { "region_blob", test_region_blob },
 				 { "slot_ahead", test_slot_ahead },
 				 { "post1_refusals", test_post1_refusals },
+				 { "shared_poll_turns",
+				   test_shared_poll_turns },
 				 { 0 } });
 }

@@ -27,11 +27,13 @@
  *
  * Threading: libibverbs serialises QPs and CQs itself, except a CQ made
  * single-threaded (a private one, SMART_TP_SHARED not set); our shadow
- * ring is guarded by a spinlock when the QP is SMART_TP_SHARED.  The ring's
- * head is advanced by pollers with an atomic max, since two pollers of a
- * shared CQ may see two completions of one QP in either order: the later
- * one's slot then lies behind head and moves it by nothing (which is why
- * a send queue stays below 2^15 WRs: smart__verbs_slot_ahead).
+ * ring is guarded by a spinlock when the QP is SMART_TP_SHARED.  A shared
+ * CQ's pollers take turns (poll_lock), each from the device's poll to the
+ * last wr_id it restored from a ring: else a later completion taken by
+ * another could retire a ring past a slot whose wr_id is not yet read,
+ * and a post reuse it.  The ring's head still moves by an atomic max: a
+ * slot behind head moves it by nothing (which is why a send queue stays
+ * below 2^15 WRs: smart__verbs_slot_ahead).
  *
  * Doorbells (per-thread-db): a CQ created with SMART_TP_OWN_DOORBELL owns a
  * thread domain and a parent domain, and is created inside it; QPs asking
@@ -189,6 +191,15 @@ struct smart_tp_cq {
 	 * after they died found the CQ empty (private CQ), or with the CQ
 	 * (SMART_TP_SHARED: another poller may hold one of their CQEs). */
 	struct smart_tp_qp *graves;
+	/* SMART_TP_SHARED: pollers take turns, each from its poll of the
+	 * device's CQ to its last wr_id restored (poll_shared says why);
+	 * poll_waits counts the polls that found another's turn */
+	smart_spinlock_t poll_lock;
+	_Atomic uint64_t poll_waits;
+	/* tests only (test_verbs_blob): called in a shared CQ's turn, after
+	 * the device's poll returned CQEs and before their wr_ids are read */
+	void (*take_hook)(struct smart_tp_cq *cq, void *arg);
+	void *take_arg;
 };
 
 struct smart_tp_qp {

@@ -101,6 +101,7 @@ int smart__verbs_cq_create(struct smart_tp_domain *d, uint32_t depth,
 	cq->d = d;
 	cq->flags = flags;
 	smart_spin_init(&cq->lock);
+	smart_spin_init(&cq->poll_lock);
 	if (flags & SMART_TP_OWN_DOORBELL)
 		cq_own_td(cq);
 	if (flags & SMART_TP_CQ_EVENTS) {
@@ -389,7 +390,17 @@ graves_free(struct smart_tp_cq *cq, struct smart_tp_qp *graves)
 	}
 }
 
-static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+/* A shared CQ's turn has come to its CQEs: a test may stop it here. */
+static inline void take_hook(struct smart_tp_cq *cq, int shared)
+{
+	if (shared && smart_unlikely(cq->take_hook != NULL))
+		cq->take_hook(cq, cq->take_arg);
+}
+
+/* shared: a constant at each call (poll_shared's, smart__verbs_poll's),
+ * so a private CQ's poll has no hook to test */
+static inline __attribute__((always_inline)) int
+poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max, int shared)
 {
 	struct ibv_poll_cq_attr pa = { 0 };
 	struct ibv_cq_ex *x = cq->cqx;
@@ -402,6 +413,7 @@ static int poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	}
 	if (rc)
 		return smart__verbs_cq_fail(cq, "ibv_start_poll");
+	take_hook(cq, shared);
 	for (;;) {
 		/* the opcode is defined only for successful completions */
 		if (smart_unlikely(atomic_load_explicit(&wc_qp(x->wr_id)->dead,
@@ -439,7 +451,8 @@ out:
 	return n;
 }
 
-static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+static inline __attribute__((always_inline)) int
+poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max, int shared)
 {
 	struct ibv_wc iw[VERBS_POLL_MAX];
 	struct smart_tp_qp *graves = cq_graves(cq);
@@ -447,6 +460,8 @@ static int poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 
 	if (n < 0)
 		return smart__verbs_cq_fail(cq, "ibv_poll_cq");
+	if (n > 0)
+		take_hook(cq, shared);
 	for (i = 0; i < n; i++) {
 		if (smart_unlikely(
 			    atomic_load_explicit(&wc_qp(iw[i].wr_id)->dead,
@@ -478,6 +493,33 @@ static __attribute__((noinline, cold)) int poll_events(struct smart_tp_cq *cq)
 	return atomic_load(&cq->dead);
 }
 
+/* A shared CQ's pollers take turns, each from the device's poll to its
+ * last wr_id restored from a ring: a CQE's wr_id is read from its QP's
+ * ring only after the poll returned it, and meanwhile another poller
+ * that took a later completion of the same QP would retire the ring past
+ * that slot, a post could reuse the slot, and the completion would be
+ * reported under the new WR's wr_id (the old one's never; the
+ * conformance case shared_objects saw it once under load).  In turns,
+ * completions are also taken in the CQ's order, so head only moves on.
+ * libibverbs locks a shared CQ inside its poll anyway: one more lock
+ * around it costs little and only the shared modes pay it. */
+static __attribute__((noinline)) int
+poll_shared(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
+{
+	int n;
+
+	if (!SMART_M_VERBS_SHARED_POLL_UNLOCKED &&
+	    !smart_spin_trylock(&cq->poll_lock)) {
+		atomic_fetch_add_explicit(&cq->poll_waits, 1,
+					  memory_order_relaxed);
+		smart_spin_lock(&cq->poll_lock);
+	}
+	n = cq->ppd ? poll_ex(cq, wc, max, 1) : poll_plain(cq, wc, max, 1);
+	if (!SMART_M_VERBS_SHARED_POLL_UNLOCKED)
+		smart_spin_unlock(&cq->poll_lock);
+	return n;
+}
+
 int smart__verbs_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
 	uint32_t p = atomic_load_explicit(&cq->polls, memory_order_relaxed) + 1;
@@ -496,7 +538,9 @@ int smart__verbs_poll(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 	 * (mlx5's lock-free path); rxe (rdma-core 44) handed back wr_id 0
 	 * from ibv_next_poll in our runs, so the others keep ibv_poll_cq,
 	 * which takes no lock either on a single-threaded CQ */
-	return cq->ppd ? poll_ex(cq, wc, max) : poll_plain(cq, wc, max);
+	if (smart_unlikely(cq->flags & SMART_TP_SHARED))
+		return poll_shared(cq, wc, max);
+	return cq->ppd ? poll_ex(cq, wc, max, 0) : poll_plain(cq, wc, max, 0);
 }
 
 /* A device without (working) atomics grants no remote atomic rights: a
