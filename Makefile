@@ -5,12 +5,14 @@
 # Other targets: build, install (PREFIX, default /usr/local; DESTDIR to
 # stage), asan-test (ASan+UBSan build of the tests, without the VM tests,
 # which `make test` runs once), mutants (every mutant of
-# tests/mutants/mutants.txt built and caught by its tests), abi-baseline
+# tests/mutants/mutants.txt built and caught by its tests, in MUTANT_LANES
+# lanes at once), abi-baseline
 # (abi/libsmart.abi rewritten from this build's libsmart.so, after an
 # intended ABI change: docs/design.md §12), clean.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 MUTANT_BUILD ?= build-mutants
+MUTANT_LANES ?= 2
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
 RUN_SECONDS ?= 3
@@ -35,7 +37,7 @@ help:
 	@echo "make abi-baseline rewrite abi/ from this build (after an intended ABI change)"
 	@echo "make deps         install the Debian packages the build needs (as root)"
 	@echo "make clean        remove the build directories"
-	@echo "variables: BUILD ASAN_BUILD MUTANT_BUILD JOBS ($(JOBS)) CMAKE_FLAGS RUN_SECONDS PREFIX DESTDIR"
+	@echo "variables: BUILD ASAN_BUILD MUTANT_BUILD MUTANT_LANES JOBS ($(JOBS)) CMAKE_FLAGS RUN_SECONDS PREFIX DESTDIR"
 
 deps:
 	@scripts/install-deps.sh
@@ -71,10 +73,10 @@ asan-test: deps
 
 # docs/design.md §10.4: each guard removed in turn must make its tests fail.
 mutants: deps
-	tests/mutants/run.sh -B $(MUTANT_BUILD)
+	tests/mutants/run.sh -B $(MUTANT_BUILD) -j $(MUTANT_LANES)
 
 abi-baseline: build
 	@cmake --build $(BUILD) --target abi-baseline
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(MUTANT_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(MUTANT_BUILD) $(MUTANT_BUILD)-lane*

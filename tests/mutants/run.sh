@@ -8,25 +8,43 @@
 # A test named like a shell test (tests/<suite>/test_x.sh, for the tools'
 # own mutants, TOOL_*: tools/lib/tool_mutant.h) runs that script on the
 # mutant build's bin/ after building the tools.
-# Usage: tests/mutants/run.sh [-B BUILD_DIR] [NAME...]   (default: all)
+# Usage: tests/mutants/run.sh [-B BUILD_DIR] [-j LANES] [NAME...]
+# (default: all mutants, one lane)
 # A test named binary:case runs that case alone (`binary =case`,
 # tests/harness/test.h), one named binary every case of it; a case that
 # the binary does not list makes the mutant BROKEN, never caught.
 # One build directory serves every mutant in turn (only the library and the
 # listed tests are rebuilt).  Each test run has a 300-s timeout, so a mutant
 # that makes a test hang counts as caught, and says so.
+# Lanes (-j N, `make mutants` runs 2): the mutants dealt round-robin to N
+# runs of this script at once, each in a build directory of its own
+# (BUILD_DIR-laneK) with nproc/N build jobs.  A mutant's build and its
+# tests took turns on the cores, and many tests mostly wait (a deadline
+# that a mutant makes them reach, a peer's answer): one lane's tests
+# overlap the other's build.  Each lane's lines carry its number; the
+# totals and the report are every lane's.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$src/build-mutants
-if [ "${1:-}" = -B ]; then build=$2; shift 2; fi
+lanes=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	-B) build=$2; shift 2 ;;
+	-j) lanes=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+case $lanes in
+'' | *[!0-9]* | 0) echo "mutants: -j wants a number of lanes >= 1, not '$lanes'" >&2; exit 2 ;;
+esac
 # absolute: the tests run from inside it, and a shell test gets its bin/
 # by this path (relative, as `make mutants` passes it, the scripts found
 # no binaries there, failed, and every mutant only they check counted as
 # caught)
 mkdir -p "$build" && build=$(cd "$build" && pwd) || exit 2
 list=$here/mutants.txt
-jobs=$(nproc)
+jobs=${SMART_MUTANT_JOBS:-$(nproc)}
 # Ninja when there is one (and the directory is not a Makefile build):
 # it rebuilds an object whose command line changed, so a mutant's switch
 # goes to the files that use it alone (CMakeLists.txt,
@@ -40,6 +58,49 @@ fi
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
 	mapfile -t names < <(awk '!/^#/ && NF { print $1 }' "$list")
+fi
+
+# Deal the mutants to the lanes, run them at once, add up what they say.
+run_lanes() {
+	local k i pids=() per=$((($(nproc) + lanes - 1) / lanes))
+	local caught=0 survived=0 broken=0 c v b out
+	for ((k = 0; k < lanes; k++)); do
+		local sub=()
+		for i in "${!names[@]}"; do
+			[ $((i % lanes)) -eq $k ] && sub+=("${names[i]}")
+		done
+		[ ${#sub[@]} -eq 0 ] && continue
+		out=$build-lane$k.out
+		(SMART_MUTANT_JOBS=$per "$0" -B "$build-lane$k" "${sub[@]}" 2>&1 |
+			tee "$out" | sed -u "s/^/[lane $k] /") &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i"
+	done
+	echo
+	for ((k = 0; k < lanes; k++)); do
+		out=$build-lane$k.out
+		[ -f "$out" ] || continue
+		read -r c v b < <(sed -n 's/^mutants: \([0-9]*\) caught, \([0-9]*\) survived, \([0-9]*\) broken$/\1 \2 \3/p' "$out")
+		if [ -z "${c:-}" ]; then
+			echo "mutants: lane $k ended without its totals (see $out)" >&2
+			broken=$((broken + 1))
+			continue
+		fi
+		caught=$((caught + c)) survived=$((survived + v)) broken=$((broken + b))
+	done
+	echo "mutants: $caught caught, $survived survived, $broken broken ($lanes lanes)"
+	for ((k = 0; k < lanes; k++)); do
+		[ -f "$build-lane$k.out" ] &&
+			sed -n '/^mutants: [0-9]/,$p' "$build-lane$k.out" | sed 1d
+	done
+	[ $survived -eq 0 ] && [ $broken -eq 0 ]
+}
+if [ "$lanes" -gt 1 ] && [ ${#names[@]} -gt 1 ]; then
+	rm -f "$build"-lane*.out
+	run_lanes
+	exit
 fi
 
 # the script of a shell test named NAME, if there is one
