@@ -32,6 +32,9 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-B) build=$2; shift 2 ;;
 	-j) lanes=$2; shift 2 ;;
+	-h | --help)
+		sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "$0"
+		exit 0 ;;
 	*) break ;;
 	esac
 done
