@@ -286,14 +286,18 @@ uint32_t smart__verbs_slot_ahead(uint32_t head, uint32_t slot)
 	return d < 0x8000 || SMART_M_VERBS_LATE_SLOT_LAPS ? d : 0;
 }
 
-/* Completion of slot `slot`: everything before it on the QP is done. */
+/* Completion of slot `slot`: everything before it on the QP is done.
+ * One poller at a time retires a QP's slots (a private CQ's thread, or a
+ * shared CQ's poller in its turn, poll_shared), so head is stored, not
+ * swapped; posters read it (acquire) for the room. */
 static void ring_retire(struct smart_tp_qp *qp, uint32_t slot)
 {
-	uint32_t head = atomic_load(&qp->head), d;
+	uint32_t head = atomic_load_explicit(&qp->head, memory_order_relaxed);
+	uint32_t d = smart__verbs_slot_ahead(head, slot);
 
-	while ((d = smart__verbs_slot_ahead(head, slot)) &&
-	       !atomic_compare_exchange_weak(&qp->head, &head, head + d))
-		;
+	if (d)
+		atomic_store_explicit(&qp->head, head + d,
+				      memory_order_release);
 }
 
 /* One completion: restore the caller's wr_id from the QP's ring. */
@@ -1022,13 +1026,14 @@ static int send_check(const struct smart_tp_qp *q, const struct smart_tp_wr *w)
 		       0;
 }
 
-/* Fill the i-th ibv_send_wr of the chain from ours; slot is its ring slot. */
-static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
-		    uint32_t slot)
+/* Fill ibv_send_wr iw and its SGE sg from ours (slot: its ring slot):
+ * every field the device reads for the WR's opcode, none of the others
+ * (the unions' other members, imm_data but for an IMM, which verbs
+ * leaves unread), so that post1 fills its one WR without clearing it. */
+static inline __attribute__((always_inline)) int
+fill_wr(struct smart_tp_qp *q, struct ibv_send_wr *iw, struct ibv_sge *sg,
+	const struct smart_tp_wr *w, uint32_t slot)
 {
-	struct ibv_send_wr *iw = &q->wr[i];
-	struct ibv_sge *sg = &q->sge[i];
-
 	if (w->opcode < SMART_TP_READ || w->opcode > SMART_TP_WRITE_IMM)
 		return SMART_EINVAL;
 	if (smart_unlikely(w->opcode >= SMART_TP_SEND) && send_check(q, w))
@@ -1043,11 +1048,11 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 		if (w->len != 8 || (w->remote & 7))
 			return SMART_EINVAL;
 	}
-	memset(iw, 0, sizeof(*iw));
 	sg->addr = (uint64_t)(uintptr_t)w->local;
 	sg->length = w->len;
 	sg->lkey = w->lkey;
 	iw->wr_id = ((uint64_t)(uintptr_t)q << 16) | (slot & 0xffff);
+	iw->next = NULL;
 	iw->sg_list = sg;
 	iw->num_sge = 1;
 	iw->opcode = wr_opcode(w);
@@ -1074,18 +1079,29 @@ static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
 	if (iw->opcode == IBV_WR_SEND_WITH_IMM ||
 	    iw->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		iw->imm_data = htonl(w->imm);
-	iw->next = NULL;
-	if (i)
-		q->wr[i - 1].next = iw;
 	return 0;
 }
 
-static int post_locked(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
-		       int n)
+/* The i-th ibv_send_wr of a chain: cleared, filled, linked behind the
+ * one before it. */
+static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
+		    uint32_t slot)
+{
+	struct ibv_send_wr *iw = &q->wr[i];
+	int rc;
+
+	memset(iw, 0, sizeof(*iw));
+	rc = fill_wr(q, iw, &q->sge[i], w, slot);
+	if (!rc && i)
+		q->wr[i - 1].next = iw;
+	return rc;
+}
+
+/* The room for n WRs, or why there is none. */
+static inline __attribute__((always_inline)) int
+post_room(struct smart_tp_qp *q, int n)
 {
 	uint32_t head = atomic_load_explicit(&q->head, memory_order_acquire);
-	struct ibv_send_wr *bad = NULL;
-	int i, rc;
 
 	/* a failed CQ delivers nothing: what went out now would never end */
 	if (smart_unlikely(
@@ -1093,14 +1109,18 @@ static int post_locked(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
 		return SMART_EQP;
 	if (q->tail - head + (uint32_t)n > q->room)
 		return SMART_EAGAIN;
-	for (i = 0; i < n; i++) {
-		rc = build_wr(q, i, &wrs[i], q->tail + (uint32_t)i);
-		if (rc)
-			return rc;
-		q->ring[(q->tail + (uint32_t)i) & q->mask].wr_id = wrs[i].wr_id;
-	}
-	rc = ibv_post_send(q->qp, q->wr, &bad);
-	if (rc) {
+	return 0;
+}
+
+/* Ring the doorbell for the n WRs built in q->wr (their ring slots
+ * named). */
+static inline __attribute__((always_inline)) int
+post_send(struct smart_tp_qp *q, int n)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(q->qp, q->wr, &bad);
+
+	if (smart_unlikely(rc)) {
 		/* Room was checked: a refusal here is a broken QP or a
 		 * malformed WR.  What precedes bad was posted. */
 		smart__err(q->d->log, "ibv_post_send: %s", strerror(rc));
@@ -1111,6 +1131,22 @@ static int post_locked(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
 	}
 	q->tail += (uint32_t)n;
 	return 0;
+}
+
+static int post_locked(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
+		       int n)
+{
+	int i, rc = post_room(q, n);
+
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		rc = build_wr(q, i, &wrs[i], q->tail + (uint32_t)i);
+		if (rc)
+			return rc;
+		q->ring[(q->tail + (uint32_t)i) & q->mask].wr_id = wrs[i].wr_id;
+	}
+	return post_send(q, n);
 }
 
 int smart__verbs_post(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
@@ -1134,12 +1170,26 @@ int smart__verbs_post(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
  * device, which post, called then, gives again). */
 int smart__verbs_post1(struct smart_tp_qp *q, const struct smart_tp_wr *wr)
 {
+	int rc;
+
 	if (smart_unlikely(wr->opcode >= SMART_TP_SEND) ||
 	    smart_unlikely(!SMART_M_VERBS_POST1_ANY_QP &&
 			   ((q->flags & SMART_TP_SHARED) ||
 			    q->qp->state != IBV_QPS_RTS)))
 		return SMART_ENOTSUP;
-	return post_locked(q, wr, 1);
+	rc = post_room(q, 1);
+	if (rc)
+		return rc;
+	/* filled over what the last post left: fill_wr sets every field
+	 * a one-sided WR has read (through the general chain code, which
+	 * clears the 128-byte WR first, a READ's post cost 129
+	 * instructions on rxe; 92 this way, docs/design.md §9.10;
+	 * conformance post1 mixes the opcodes) */
+	rc = fill_wr(q, &q->wr[0], &q->sge[0], wr, q->tail);
+	if (rc)
+		return rc;
+	q->ring[q->tail & q->mask].wr_id = wr->wr_id;
+	return post_send(q, 1);
 }
 
 int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,

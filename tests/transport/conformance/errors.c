@@ -465,6 +465,74 @@ void case_eagain(const struct smart_conf_env *env)
  * never beyond it, refuses what post would refuse, and leaves to post
  * (SMART_ENOTSUP, nothing posted) a QP not connected and a SEND */
 
+/* post1 of w, and its completion: OK, under its wr_id. */
+static void post1_run(struct fx *f, struct conn *c, struct smart_tp_wr w)
+{
+	struct smart_tp_wc wc;
+
+	CHECK_OK(f->ops->post1(c->qp, &w));
+	wait_wcs(f->ops, c->cq, &wc, 1);
+	CHECK_WC(wc, w.wr_id, SMART_TP_WC_OK);
+}
+
+#define P1_OFF (EAG_FILL_OFF + 8 * 240) /* two remote words */
+#define P1_LOC 240			/* local words 240-247 */
+
+/* Every one-sided opcode in turn on one QP, each WR given to post1 right
+ * behind one of another kind: a transport that reuses its WR's memory
+ * from post to post (verbs fills its ibv_send_wr over the last one
+ * without clearing it) must leave nothing of one in the next (an atomic's
+ * operands, an inline flag, a length). */
+static void post1_mixed(struct fx *f, struct conn *c)
+{
+	uint64_t *loc = (uint64_t *)f->laddr + P1_LOC;
+	struct smart_tp_caps caps;
+
+	memset(&caps, 0, sizeof(caps));
+	f->ops->query_caps(f->idom, &caps);
+	memset(loc, 0, 8 * 8);
+	rword_set(f, P1_OFF, 5);
+	rword_set(f, P1_OFF + 8, 6);
+	if (caps.atomics) {
+		post1_run(f, c,
+			  wr_atomic(&f->t, SMART_TP_CAS, 300, P1_OFF, &loc[0],
+				    5, 7, CONF_SIG));
+		CHECK_U64_EQ(loc[0], 5);
+		post1_run(f, c,
+			  wr_make(&f->t, SMART_TP_READ, 301, P1_OFF, &loc[1], 8,
+				  CONF_SIG));
+		CHECK_U64_EQ(loc[1], 7);
+		post1_run(f, c,
+			  wr_atomic(&f->t, SMART_TP_FAA, 302, P1_OFF, &loc[2],
+				    3, 0, CONF_SIG));
+		CHECK_U64_EQ(loc[2], 7);
+		CHECK_U64_EQ(rword(f, P1_OFF), 10);
+	}
+	loc[3] = 42;
+	post1_run(f, c,
+		  wr_make(&f->t, SMART_TP_WRITE, 303, P1_OFF, &loc[3], 8,
+			  CONF_SIG));
+	loc[4] = 43;
+	post1_run(f, c,
+		  wr_make(&f->t, SMART_TP_WRITE, 304, P1_OFF + 8, &loc[4], 8,
+			  CONF_SIG | SMART_TP_INLINE));
+	loc[4] = 0; /* taken at the post */
+	post1_run(f, c,
+		  wr_make(&f->t, SMART_TP_READ, 305, P1_OFF, &loc[5], 16,
+			  CONF_SIG));
+	CHECK_U64_EQ(loc[5], 42);
+	CHECK_U64_EQ(loc[6], 43);
+	CHECK_U64_EQ(loc[7], 0); /* a READ of 16 bytes wrote 16 */
+	if (caps.atomics) {
+		post1_run(f, c,
+			  wr_atomic(&f->t, SMART_TP_CAS, 306, P1_OFF + 8,
+				    &loc[7], 1, 9, CONF_SIG));
+		CHECK_U64_EQ(loc[7], 43); /* no swap: 43 is not 1 */
+		CHECK_U64_EQ(rword(f, P1_OFF + 8), 43);
+	}
+	expect_quiet(f->ops, c->cq);
+}
+
 void case_post1(const struct smart_conf_env *env)
 {
 	struct smart_tp_qp_attr attr = { .max_send_wr = EAG_MAX_WR };
@@ -508,6 +576,7 @@ void case_post1(const struct smart_conf_env *env)
 	wait_wcs(f.ops, c.cq, wc, 1);
 	CHECK_WC(wc[0], 202, SMART_TP_WC_OK);
 	CHECK_U64_EQ(rword(&f, EAG_FILL_OFF + 8 * 202), 203);
+	post1_mixed(&f, &c);
 	/* what post would refuse is refused, and a SEND is post's:
 	 * nothing posted either way */
 	w = eag_wr(&f, 203, CONF_SIG | SMART_TP_INLINE);
