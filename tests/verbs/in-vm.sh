@@ -40,7 +40,7 @@ STEP_DEADLINE=90 step smart-perf "$bin/smart-perf" --transport verbs --op read -
 # instructions per 8-B READ on verbs (callgrind, clock-free; bench/op-cost.sh):
 # the library's part and libibverbs' with rxe's provider, under a ceiling
 # about 1.3x of the count (1024 at cd79a4d, 956 after the op path's fifth
-# pass, docs/design.md §9.3-§9.4, 813 after the tenth, §9.9, 770.5 after
+# pass, docs/design.md §9.3-§9.4, 813 after the tenth, §9.9, 758.5 after
 # the eleventh, §9.10: a regression fails here)
 STEP_DEADLINE=300 step op-cost-verbs "$(dirname "$0")/../../bench/op-cost.sh" \
 	--bin "$bin" --transport verbs --ops read --depths 8 --batches 1 \

@@ -300,18 +300,32 @@ static void ring_retire(struct smart_tp_qp *qp, uint32_t slot)
 				      memory_order_release);
 }
 
-/* One completion: restore the caller's wr_id from the QP's ring. */
-static void wc_take(struct smart_tp_wc *out, uint64_t wr_id,
-		    enum ibv_wc_status st, uint8_t opcode)
+/* A failed completion's status; its QP is in error from now on. */
+static __attribute__((noinline, cold)) void wc_failed(struct smart_tp_wc *out,
+						      struct smart_tp_qp *qp,
+						      enum ibv_wc_status st)
+{
+	out->status = wc_status(st);
+	out->opcode = 0; /* defined only for a success */
+	atomic_store(&qp->error, 1);
+}
+
+/* One completion: restore the caller's wr_id from the QP's ring.  Inline
+ * in the poll's loop (a call per CQE: 12 instructions a READ on rxe). */
+static inline __attribute__((always_inline)) void
+wc_take(struct smart_tp_wc *out, uint64_t wr_id, enum ibv_wc_status st,
+	enum ibv_wc_opcode op)
 {
 	struct smart_tp_qp *qp = (struct smart_tp_qp *)(uintptr_t)(wr_id >> 16);
 	uint32_t slot = (uint32_t)(wr_id & 0xffff);
 
 	out->wr_id = qp->ring[slot & qp->mask].wr_id;
-	out->status = wc_status(st);
-	out->opcode = opcode;
-	if (st != IBV_WC_SUCCESS)
-		atomic_store(&qp->error, 1);
+	if (smart_likely(st == IBV_WC_SUCCESS)) {
+		out->status = SMART_TP_WC_OK;
+		out->opcode = wc_opcode(op);
+	} else {
+		wc_failed(out, qp, st);
+	}
 	ring_retire(qp, slot);
 }
 
@@ -434,8 +448,8 @@ poll_ex(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max, int shared)
 		else
 			wc_take(&wc[n++], x->wr_id, x->status,
 				x->status == IBV_WC_SUCCESS ?
-					wc_opcode(ibv_wc_read_opcode(x)) :
-					0);
+					ibv_wc_read_opcode(x) :
+					IBV_WC_SEND);
 		if (n == max)
 			break;
 		rc = ibv_next_poll(x);
@@ -477,9 +491,7 @@ poll_plain(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max, int shared)
 				     iw[i].wc_flags, iw[i].imm_data);
 		else
 			wc_take(&wc[k++], iw[i].wr_id, iw[i].status,
-				iw[i].status == IBV_WC_SUCCESS ?
-					wc_opcode(iw[i].opcode) :
-					0);
+				iw[i].opcode);
 	}
 	if (smart_unlikely(graves != NULL) && n < max)
 		graves_free(cq, graves);
