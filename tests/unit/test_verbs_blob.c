@@ -8,12 +8,14 @@
  * one piece of completion arithmetic that needs no device: how far a
  * completed ring slot moves a QP's head, late slots included; and post1's
  * refusals, which read nothing of a QP they refuse; and a shared CQ's
- * pollers taking turns, on a CQ whose device is a function of the test.
+ * pollers taking turns, on a CQ whose device is a function of the test
+ * (send and receive completions, plain and extended CQ).
  *
  * Built only with the verbs transport (CMake skips tests named *verbs*
  * without libibverbs).  Deterministic: the mutation sweep walks every
  * byte with fixed values.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -364,19 +366,32 @@ static void test_post1_refusals(void)
 }
 
 /* A shared CQ with no device behind it: ibv_poll_cq calls the context's
- * poll_cq, here one handing out the CQEs the test queued, in order. */
+ * poll_cq, here one handing out the CQEs the test queued, in order; or,
+ * as an extended CQ (cq->ppd set: a SMART_TP_SHARED CQ that also asked
+ * for a doorbell of its own), start_poll/next_poll hand them out one at a
+ * time through the ibv_cq_ex's wr_id, as mlx5 does. */
 struct fake_cq {
 	struct ibv_context ctx;
 	struct ibv_cq cq;
+	struct ibv_cq_ex cqx;
 	struct smart_tp_cq tcq;
 	pthread_mutex_t mu;
 	uint64_t cqe[8]; /* device wr_ids, in completion order */
-	int ncqe, next;
+	int ncqe, next, recv;
 	/* the hook's rendezvous: the first poller stops in its turn */
 	pthread_cond_t cv;
 	int stopped, go;
 	atomic_int b_done;
 };
+
+static void fake_fill(struct fake_cq *f, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = f->cqe[f->next++];
+	wc->status = IBV_WC_SUCCESS;
+	wc->opcode = f->recv ? IBV_WC_RECV : IBV_WC_RDMA_READ;
+	wc->byte_len = f->recv ? 8 : 0;
+}
 
 static int fake_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
@@ -385,14 +400,66 @@ static int fake_poll(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	int k = 0;
 
 	pthread_mutex_lock(&f->mu);
-	for (; k < n && f->next < f->ncqe; k++) {
-		memset(&wc[k], 0, sizeof(wc[k]));
-		wc[k].wr_id = f->cqe[f->next++];
-		wc[k].status = IBV_WC_SUCCESS;
-		wc[k].opcode = IBV_WC_RDMA_READ;
-	}
+	for (; k < n && f->next < f->ncqe; k++)
+		fake_fill(f, &wc[k]);
 	pthread_mutex_unlock(&f->mu);
 	return k;
+}
+
+static struct fake_cq *fake_of_ex(struct ibv_cq_ex *x)
+{
+	return (struct fake_cq *)((char *)x - offsetof(struct fake_cq, cqx));
+}
+
+/* The next CQE into the ibv_cq_ex's fields (ENOENT: none). */
+static int fake_next_poll(struct ibv_cq_ex *x)
+{
+	struct fake_cq *f = fake_of_ex(x);
+	struct ibv_wc wc;
+	int rc = ENOENT;
+
+	pthread_mutex_lock(&f->mu);
+	if (f->next < f->ncqe) {
+		fake_fill(f, &wc);
+		x->wr_id = wc.wr_id;
+		x->status = wc.status;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static int fake_start_poll(struct ibv_cq_ex *x, struct ibv_poll_cq_attr *a)
+{
+	(void)a;
+	return fake_next_poll(x);
+}
+
+static void fake_end_poll(struct ibv_cq_ex *x)
+{
+	(void)x;
+}
+
+static enum ibv_wc_opcode fake_read_opcode(struct ibv_cq_ex *x)
+{
+	return fake_of_ex(x)->recv ? IBV_WC_RECV : IBV_WC_RDMA_READ;
+}
+
+static uint32_t fake_read_byte_len(struct ibv_cq_ex *x)
+{
+	return fake_of_ex(x)->recv ? 8 : 0;
+}
+
+static unsigned int fake_read_wc_flags(struct ibv_cq_ex *x)
+{
+	(void)x;
+	return 0;
+}
+
+static __be32 fake_read_imm_data(struct ibv_cq_ex *x)
+{
+	(void)x;
+	return 0;
 }
 
 /* The first poller's turn stops between its CQE and its wr_id until the
@@ -427,17 +494,25 @@ static void *poller_a(void *arg)
 	return NULL;
 }
 
-/* The second poller takes the next CQE, then posts as post does: into
- * every slot the ring's head has freed. */
+/* The second poller takes the next CQE, then posts as post (or
+ * post_recv) does: into every slot the ring's head (rtaken) has freed. */
 static void *poller_b(void *arg)
 {
 	struct poller *p = arg;
 	struct smart_tp_qp *q = p->qp;
 
 	p->n = smart__verbs_poll(&p->f->tcq, &p->wc, 1);
-	while (q->tail - atomic_load(&q->head) < q->room) {
-		q->ring[q->tail & q->mask].wr_id = 200 + q->tail;
-		q->tail++;
+	if (p->f->recv) {
+		while (q->rposted - atomic_load(&q->rtaken) < q->rroom) {
+			q->rring[q->rposted & q->rmask].wr_id = 200 +
+								q->rposted;
+			q->rposted++;
+		}
+	} else {
+		while (q->tail - atomic_load(&q->head) < q->room) {
+			q->ring[q->tail & q->mask].wr_id = 200 + q->tail;
+			q->tail++;
+		}
 	}
 	atomic_store(&p->f->b_done, 1);
 	return NULL;
@@ -448,21 +523,41 @@ static void *poller_b(void *arg)
  * for the first's turn to end (counted in poll_waits).  Without the turns
  * (mutant VERBS_SHARED_POLL_UNLOCKED) the second takes slot 1, retires the
  * ring past slot 0, a post reuses slot 0, and the first reports the new
- * WR's wr_id.  The test waits for either thing, not for a time. */
-static void test_shared_poll_turns(void)
+ * WR's wr_id.  The test waits for either thing, not for a time.  recv: the
+ * same with two receives' completions (the receive ring, rtaken); ex: on
+ * an extended CQ (poll_ex). */
+static void shared_turns(int recv, int ex)
 {
 	struct fake_cq *f = calloc(1, sizeof(*f));
 	struct smart_tp_qp *q = calloc(1, sizeof(*q));
-	struct verbs_slot ring[4];
+	struct verbs_slot ring[4] = { { 0 } }, rring[4] = { { 0 } };
+	struct verbs_slot *r = recv ? rring : ring;
+	uint64_t bit = recv ? VERBS_RECV_BIT : 0;
 	struct poller a, b;
 	pthread_t ta, tb;
+	double deadline;
 
 	CHECK(f && q);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
+	f->recv = recv;
 	f->ctx.ops.poll_cq = fake_poll;
 	f->cq.context = &f->ctx;
 	f->tcq.cq = &f->cq;
+	if (ex) {
+		f->cqx.context = &f->ctx;
+		f->cqx.start_poll = fake_start_poll;
+		f->cqx.next_poll = fake_next_poll;
+		f->cqx.end_poll = fake_end_poll;
+		f->cqx.read_opcode = fake_read_opcode;
+		f->cqx.read_byte_len = fake_read_byte_len;
+		f->cqx.read_wc_flags = fake_read_wc_flags;
+		f->cqx.read_imm_data = fake_read_imm_data;
+		f->tcq.cqx = &f->cqx;
+		f->tcq.cq = ibv_cq_ex_to_cq(&f->cqx);
+		/* only tested for NULL by a poll */
+		f->tcq.ppd = (struct ibv_pd *)&f->ctx;
+	}
 	f->tcq.flags = SMART_TP_SHARED;
 	smart_spin_init(&f->tcq.lock);
 	smart_spin_init(&f->tcq.poll_lock);
@@ -473,11 +568,17 @@ static void test_shared_poll_turns(void)
 	q->ring = ring;
 	q->mask = 3;
 	q->room = 4;
-	ring[0].wr_id = 100; /* two signalled WRs posted, both completed */
-	ring[1].wr_id = 101;
-	q->tail = 2;
-	f->cqe[0] = (uint64_t)(uintptr_t)q << 16 | 0;
-	f->cqe[1] = (uint64_t)(uintptr_t)q << 16 | 1;
+	q->rring = rring;
+	q->rmask = 3;
+	q->rroom = 4;
+	r[0].wr_id = 100; /* two signalled WRs (receives) posted, both done */
+	r[1].wr_id = 101;
+	if (recv)
+		q->rposted = 2;
+	else
+		q->tail = 2;
+	f->cqe[0] = bit | (uint64_t)(uintptr_t)q << 16 | 0;
+	f->cqe[1] = bit | (uint64_t)(uintptr_t)q << 16 | 1;
 	f->ncqe = 2;
 
 	a = (struct poller){ f, q, { 0 }, -1 };
@@ -488,8 +589,13 @@ static void test_shared_poll_turns(void)
 		pthread_cond_wait(&f->cv, &f->mu);
 	pthread_mutex_unlock(&f->mu);
 	CHECK_EQ(pthread_create(&tb, NULL, poller_b, &b), 0);
+	/* bounded only so that a poll that waits without counting fails
+	 * (poll_waits below) instead of hanging: either comes at once */
+	deadline = test_now_ms() + 60000;
 	while (!atomic_load(&f->b_done) &&
-	       !atomic_load_explicit(&f->tcq.poll_waits, memory_order_relaxed))
+	       !atomic_load_explicit(&f->tcq.poll_waits,
+				     memory_order_relaxed) &&
+	       test_now_ms() < deadline)
 		sched_yield();
 	pthread_mutex_lock(&f->mu);
 	f->go = 1;
@@ -501,12 +607,38 @@ static void test_shared_poll_turns(void)
 	CHECK_EQ(b.n, 1);
 	CHECK_U64_EQ(a.wc.wr_id, 100);
 	CHECK_U64_EQ(b.wc.wr_id, 101);
+	CHECK_EQ(a.wc.status, SMART_TP_WC_OK);
+	CHECK_EQ(b.wc.status, SMART_TP_WC_OK);
+	CHECK_EQ(a.wc.opcode, recv ? SMART_TP_RECV : SMART_TP_READ);
+	CHECK_EQ(b.wc.opcode, recv ? SMART_TP_RECV : SMART_TP_READ);
 	CHECK_U64_EQ(atomic_load(&f->tcq.poll_waits), 1);
-	CHECK_EQ(atomic_load(&q->head), 2);
+	if (recv) {
+		CHECK_EQ(atomic_load(&q->rtaken), 2);
+		CHECK_EQ(q->rposted, 6);
+	} else {
+		CHECK_EQ(atomic_load(&q->head), 2);
+		CHECK_EQ(q->tail, 6);
+	}
 	pthread_cond_destroy(&f->cv);
 	pthread_mutex_destroy(&f->mu);
 	free(q);
 	free(f);
+}
+
+static void test_shared_poll_turns(void)
+{
+	shared_turns(0, 0);
+}
+
+static void test_turns_recv(void)
+{
+	shared_turns(1, 0);
+}
+
+static void test_turns_ex(void)
+{
+	shared_turns(0, 1);
+	shared_turns(1, 1);
 }
 
 int main(int argc, char **argv)
@@ -524,5 +656,7 @@ int main(int argc, char **argv)
 				 { "post1_refusals", test_post1_refusals },
 				 { "shared_poll_turns",
 				   test_shared_poll_turns },
+				 { "shared_poll_turns_recv", test_turns_recv },
+				 { "shared_poll_turns_ex", test_turns_ex },
 				 { 0 } });
 }

@@ -517,8 +517,11 @@ static __attribute__((noinline, cold)) int poll_events(struct smart_tp_cq *cq)
  * reported under the new WR's wr_id (the old one's never; the
  * conformance case shared_objects saw it once under load).  In turns,
  * completions are also taken in the CQ's order, so head only moves on.
- * libibverbs locks a shared CQ inside its poll anyway: one more lock
- * around it costs little and only the shared modes pay it. */
+ * Receives are taken in turn too (rtaken counts them in order).  A
+ * provider locks a shared CQ inside its poll anyway (not mlx5's CQ in a
+ * thread domain, SMART_TP_OWN_DOORBELL, whose pollers the turns now
+ * serialise as well): one more lock around it costs little, and only
+ * the shared modes pay it (a private CQ's poll: two instructions). */
 static __attribute__((noinline)) int
 poll_shared(struct smart_tp_cq *cq, struct smart_tp_wc *wc, int max)
 {
