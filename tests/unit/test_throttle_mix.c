@@ -29,6 +29,7 @@ struct mix {
 	struct smart_ctx *ctx;
 	uint16_t blade;
 	uint64_t size;
+	uint64_t base;	/* the first byte past the blade's own area */
 	int cap;	/* the fixed cap, 0 under the tuner */
 	uint64_t *pool; /* 8 words per task, the main context's last */
 	int over_cap;	/* checks that found more in flight than the cap */
@@ -102,8 +103,8 @@ static int mix_failed_blade(smart_worker_t *w, struct mix *m, smart_gaddr_t g,
 
 	atomic_store(&b->fail, SMART_ECONN);
 	ok = smart_read_sync(w, g, 8, buf) == SMART_ECONN &&
-	     smart_cas_sync(w, smart_gaddr(m->blade, 72), 0, 0, buf) ==
-		     SMART_ECONN;
+	     smart_cas_sync(w, smart_gaddr(m->blade, m->base + 520), 0, 0,
+			    buf) == SMART_ECONN;
 	atomic_store(&b->fail, 0);
 	if (smart_worker_in_task(w))
 		smart_task_yield(w);
@@ -113,7 +114,8 @@ static int mix_failed_blade(smart_worker_t *w, struct mix *m, smart_gaddr_t g,
 static void mix_round(smart_worker_t *w, struct mix *m, uint64_t *s,
 		      uint64_t *buf)
 {
-	smart_gaddr_t g = smart_gaddr(m->blade, 4096 + 8 * (mix_rng(s) % 64));
+	smart_gaddr_t g = smart_gaddr(m->blade,
+				      m->base + 8 * (mix_rng(s) % 64));
 	int rc = 0;
 
 	switch (mix_rng(s) % 10) {
@@ -126,10 +128,12 @@ static void mix_round(smart_worker_t *w, struct mix *m, uint64_t *s,
 			       1 + (int)(mix_rng(s) % MIX_CHAIN_MAX));
 		break;
 	case 3:
-		rc = smart_faa_sync(w, smart_gaddr(m->blade, 64), 1, buf);
+		rc = smart_faa_sync(w, smart_gaddr(m->blade, m->base + 512), 1,
+				    buf);
 		break;
 	case 4:
-		rc = smart_cas_sync(w, smart_gaddr(m->blade, 72), 0, 0, buf);
+		rc = smart_cas_sync(w, smart_gaddr(m->blade, m->base + 520), 0,
+				    0, buf);
 		break;
 	case 5: /* past the blade's end: refused before any credit moves */
 		rc = smart_read_sync(w, smart_gaddr(m->blade, m->size), 8,
@@ -175,6 +179,7 @@ static void mix_run(const char **kv, int cap, int tasks, int rounds, int poller)
 	struct mix m;
 	smart_worker_t *w;
 	smart_stats_t st;
+	struct smart_blade_info info;
 	uint64_t s = 12345;
 
 	fixture_start(&f, 4 << 20, 0, kv);
@@ -182,6 +187,12 @@ static void mix_run(const char **kv, int cap, int tasks, int rounds, int poller)
 	m.ctx = f.ctx;
 	m.blade = f.id;
 	m.size = 4 << 20;
+	/* the ops' words lie past the blade's own area: at 4096 (the
+	 * lease table) a WRITE of a stale word took this client's lease
+	 * away now and then, and every op failed fenced */
+	CHECK_OK(smart_ctx_blade_info(f.ctx, f.id, &info));
+	m.base = info.reserved;
+	CHECK_LE(m.base + 1024, m.size);
 	m.cap = cap;
 	CHECK_OK(smart_worker_create(f.ctx, &w));
 	CHECK(w->throttle);
