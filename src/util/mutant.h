@@ -218,6 +218,17 @@
 #define SMART_M_VERBS_POST1_ANY_QP 0
 #endif
 
+#ifdef SMART_MUTANT_VERBS_POST1_STALE_NEXT /* verbs_qp.c: fill_wr leaves
+					    * the WR's next link as the
+					    * last post left it (post1,
+					    * which does not clear its WR,
+					    * posts a chain's second WR
+					    * again) */
+#define SMART_M_VERBS_POST1_STALE_NEXT 1
+#else
+#define SMART_M_VERBS_POST1_STALE_NEXT 0
+#endif
+
 #ifdef SMART_MUTANT_OPS_FAST_NO_FAIL /* ops.c: an op's common way (op_fast)
 				       * queues it without reading the blade's
 				       * failure word */

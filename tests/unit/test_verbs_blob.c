@@ -24,6 +24,7 @@
 
 #include "harness/test.h"
 #include "transport/verbs/verbs.h"
+#include "util/log.h"
 
 static struct verbs_qp_info eth_info(void)
 {
@@ -365,6 +366,266 @@ static void test_post1_refusals(void)
 	CHECK_EQ(smart__verbs_post1(&q, &wr), SMART_ENOTSUP);
 }
 
+/* A connected private QP whose device is a function of the test: its
+ * post_send copies what it was handed, WR by WR, along the next links
+ * (bounded), or refuses the first WR with `refuse`. */
+struct fake_sq {
+	struct ibv_context ctx;
+	struct ibv_qp qp;
+	int calls, n, refuse;
+	struct ibv_send_wr wr[VERBS_MAX_CHAIN + 1];
+	struct ibv_sge sge[VERBS_MAX_CHAIN + 1];
+};
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+			  struct ibv_send_wr **bad)
+{
+	struct fake_sq *f = (struct fake_sq *)((char *)qp -
+					       offsetof(struct fake_sq, qp));
+
+	f->calls++;
+	f->n = 0;
+	if (f->refuse) {
+		*bad = wr;
+		return f->refuse;
+	}
+	for (; wr && f->n <= VERBS_MAX_CHAIN; wr = wr->next, f->n++) {
+		f->wr[f->n] = *wr;
+		if (wr->num_sge > 0)
+			f->sge[f->n] = wr->sg_list[0];
+	}
+	*bad = NULL;
+	return 0;
+}
+
+/* Every field a device reads of a one-sided WR (libibverbs; rxe's
+ * post_one_send, mlx5's _mlx5_post_send): the same in post1's WR (a) as
+ * in post's (b) of the same smart_tp_wr, posted at the next slot. */
+static void same_one_sided(const struct fake_sq *f, const struct ibv_send_wr *a,
+			   const struct ibv_sge *sa)
+{
+	const struct ibv_send_wr *b = &f->wr[0];
+	const struct ibv_sge *sb = &f->sge[0];
+
+	CHECK_EQ(f->n, 1);
+	CHECK_U64_EQ(a->wr_id + 1, b->wr_id); /* the QP, the next slot */
+	CHECK(a->next == NULL);
+	CHECK_EQ(a->num_sge, b->num_sge);
+	CHECK_EQ(a->opcode, b->opcode);
+	CHECK_EQ(a->send_flags, b->send_flags);
+	CHECK_U64_EQ(sa->addr, sb->addr);
+	CHECK_EQ(sa->length, sb->length);
+	CHECK_EQ(sa->lkey, sb->lkey);
+	if (a->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    a->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		CHECK_U64_EQ(a->wr.atomic.remote_addr,
+			     b->wr.atomic.remote_addr);
+		CHECK_EQ(a->wr.atomic.rkey, b->wr.atomic.rkey);
+		CHECK_U64_EQ(a->wr.atomic.compare_add,
+			     b->wr.atomic.compare_add);
+		if (a->opcode == IBV_WR_ATOMIC_CMP_AND_SWP)
+			CHECK_U64_EQ(a->wr.atomic.swap, b->wr.atomic.swap);
+	} else {
+		CHECK_U64_EQ(a->wr.rdma.remote_addr, b->wr.rdma.remote_addr);
+		CHECK_EQ(a->wr.rdma.rkey, b->wr.rdma.rkey);
+	}
+}
+
+/* ... and what the smart_tp_wr asked for (a fault both ways share). */
+static void as_asked(const struct ibv_send_wr *a, const struct ibv_sge *sa,
+		     const struct smart_tp_wr *w)
+{
+	static const int op[] = { [SMART_TP_READ] = IBV_WR_RDMA_READ,
+				  [SMART_TP_WRITE] = IBV_WR_RDMA_WRITE,
+				  [SMART_TP_CAS] = IBV_WR_ATOMIC_CMP_AND_SWP,
+				  [SMART_TP_FAA] = IBV_WR_ATOMIC_FETCH_AND_ADD };
+	unsigned flags = (w->flags & SMART_TP_SIGNALED ? IBV_SEND_SIGNALED :
+							 0) |
+			 (w->flags & SMART_TP_FENCE ? IBV_SEND_FENCE : 0) |
+			 (w->flags & SMART_TP_INLINE &&
+					  w->opcode == SMART_TP_WRITE ?
+				  IBV_SEND_INLINE :
+				  0);
+
+	CHECK_EQ(a->opcode, op[w->opcode]);
+	CHECK_EQ(a->send_flags, flags);
+	CHECK_EQ(a->num_sge, 1);
+	CHECK_U64_EQ(sa->addr, (uint64_t)(uintptr_t)w->local);
+	CHECK_EQ(sa->length, w->len);
+	CHECK_EQ(sa->lkey, w->lkey);
+	if (smart_tp_atomic(w->opcode)) {
+		CHECK_U64_EQ(a->wr.atomic.remote_addr, w->remote);
+		CHECK_EQ(a->wr.atomic.rkey, w->rkey);
+		CHECK_U64_EQ(a->wr.atomic.compare_add, w->compare_add);
+		if (w->opcode == SMART_TP_CAS)
+			CHECK_U64_EQ(a->wr.atomic.swap, w->swap);
+	} else {
+		CHECK_U64_EQ(a->wr.rdma.remote_addr, w->remote);
+		CHECK_EQ(a->wr.rdma.rkey, w->rkey);
+	}
+}
+
+static struct smart_tp_wr p1_wr(uint8_t op, uint64_t id, uint64_t *buf,
+				uint32_t len, uint8_t flags)
+{
+	struct smart_tp_wr w;
+
+	memset(&w, 0, sizeof(w));
+	w.wr_id = id;
+	w.opcode = op;
+	w.local = buf;
+	w.len = len;
+	w.lkey = 0x1000 + (uint32_t)id;
+	w.rkey = 0x2000 + (uint32_t)id;
+	w.remote = 0x100000 + 64 * id;
+	w.flags = flags;
+	if (op == SMART_TP_WRITE_IMM || (flags & SMART_TP_IMM))
+		w.imm = 0xabcd0000u + (uint32_t)id;
+	else if (smart_tp_atomic(op)) {
+		w.compare_add = 0x1111 * id;
+		w.swap = 0x2222 * id;
+	}
+	return w;
+}
+
+/* post1 fills its one WR over whatever the QP's last post left in
+ * q->wr[0] (a chain's link to wr[1], a SEND's or an IMM's fields, an
+ * atomic's operands, an inline flag): after any post, the WR it hands
+ * the device reads, field by field, as post's WR of the same smart_tp_wr
+ * reads, and it is the only WR handed over.  Its refusals hand the device
+ * nothing and leave the ring and tail as they were, with post's answer
+ * for the same WR (the core's fallback, ops.c op_sync_post_turn). */
+static void test_post1_fill(void)
+{
+	struct fake_sq *f = calloc(1, sizeof(*f));
+	struct smart_tp_qp *q = calloc(1, sizeof(*q));
+	struct smart_tp_domain *d = calloc(1, sizeof(*d));
+	struct smart_tp_cq *cq = calloc(1, sizeof(*cq));
+	struct verbs_slot *ring = calloc(64, sizeof(*ring));
+	struct smart__log quiet = { .level = -1 };
+	uint64_t buf[16] = { 0 };
+	struct smart_tp_wr before[4][3], after[6], w;
+	int nbefore[4] = { 2, 3, 1, 1 }, i, j, k;
+	struct ibv_send_wr x;
+	struct ibv_sge xs;
+	uint32_t tail;
+
+	CHECK(f && q && d && cq && ring);
+	d->atomics = 1;
+	d->log = &quiet;
+	f->ctx.ops.post_send = fake_post_send;
+	f->qp.context = &f->ctx;
+	f->qp.state = IBV_QPS_RTS;
+	q->d = d;
+	q->cq = cq;
+	q->qp = &f->qp;
+	q->ring = ring;
+	q->mask = 63;
+	q->room = 16;
+	q->max_inline = 16;
+	q->peer_max_msg = 64; /* SEND and WRITE_IMM in the chains */
+	/* what the post before leaves: a linked chain with a SEND's IMM
+	 * and inline flag, and a CAS's operands; one with a WRITE_IMM; an
+	 * inline fenced WRITE; an unsignalled FAA */
+	before[0][0] = p1_wr(SMART_TP_SEND, 1, &buf[0], 8,
+			     SMART_TP_IMM | SMART_TP_INLINE | SMART_TP_FENCE);
+	before[0][1] = p1_wr(SMART_TP_CAS, 2, &buf[1], 8, SMART_TP_SIGNALED);
+	before[1][0] = p1_wr(SMART_TP_WRITE_IMM, 3, &buf[2], 16, 0);
+	before[1][1] = p1_wr(SMART_TP_FAA, 4, &buf[4], 8, SMART_TP_FENCE);
+	before[1][2] = p1_wr(SMART_TP_READ, 5, &buf[5], 24, SMART_TP_SIGNALED);
+	before[2][0] = p1_wr(SMART_TP_WRITE, 6, &buf[8], 16,
+			     SMART_TP_INLINE | SMART_TP_FENCE |
+				     SMART_TP_SIGNALED);
+	before[3][0] = p1_wr(SMART_TP_FAA, 7, &buf[10], 8, 0);
+	after[0] = p1_wr(SMART_TP_READ, 10, &buf[11], 8, SMART_TP_SIGNALED);
+	after[1] = p1_wr(SMART_TP_WRITE, 11, &buf[12], 32, 0);
+	after[2] = p1_wr(SMART_TP_WRITE, 12, &buf[13], 8,
+			 SMART_TP_INLINE | SMART_TP_SIGNALED);
+	after[3] = p1_wr(SMART_TP_CAS, 13, &buf[14], 8, SMART_TP_SIGNALED);
+	after[4] = p1_wr(SMART_TP_FAA, 14, &buf[15], 8, SMART_TP_FENCE);
+	after[5] = p1_wr(SMART_TP_READ, 15, &buf[11], 8, 0);
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 6; j++) {
+			atomic_store(&q->head, q->tail);
+			CHECK_OK(smart__verbs_post(q, before[i], nbefore[i]));
+			CHECK_EQ(f->n, nbefore[i]);
+			tail = q->tail;
+			CHECK_OK(smart__verbs_post1(q, &after[j]));
+			CHECK_EQ(q->tail, tail + 1);
+			CHECK_U64_EQ(ring[tail & q->mask].wr_id,
+				     after[j].wr_id);
+			CHECK_EQ(f->n, 1);
+			CHECK_U64_EQ(f->wr[0].wr_id & 0xffff, tail & 0xffff);
+			x = f->wr[0];
+			xs = f->sge[0];
+			as_asked(&x, &xs, &after[j]);
+			CHECK_OK(smart__verbs_post(q, &after[j], 1));
+			same_one_sided(f, &x, &xs);
+		}
+	/* post1 right behind post1, every pair */
+	for (i = 0; i < 6; i++)
+		for (j = 0; j < 6; j++) {
+			atomic_store(&q->head, q->tail);
+			CHECK_OK(smart__verbs_post1(q, &after[i]));
+			CHECK_OK(smart__verbs_post1(q, &after[j]));
+			x = f->wr[0];
+			xs = f->sge[0];
+			as_asked(&x, &xs, &after[j]);
+			CHECK_OK(smart__verbs_post(q, &after[j], 1));
+			same_one_sided(f, &x, &xs);
+		}
+	/* refusals: nothing handed over, ring and tail unchanged, post's
+	 * answer the same (each behind a chain that filled wr[0]) */
+	for (k = 0; k < 5; k++) {
+		int want[5] = { SMART_EINVAL, SMART_EINVAL, SMART_ENOTSUP,
+				SMART_EQP, SMART_EAGAIN };
+
+		d->atomics = 1;
+		atomic_store(&cq->dead, 0);
+		atomic_store(&q->head, q->tail);
+		CHECK_OK(smart__verbs_post(q, before[0], 2));
+		w = after[k == 2 ? 3 : 2];
+		if (k == 0)
+			w.len = q->max_inline + 8; /* inline over the limit */
+		if (k == 1) {
+			w = after[4];
+			w.remote += 4; /* a misaligned atomic */
+		}
+		d->atomics = k != 2;
+		atomic_store(&cq->dead, k == 3 ? SMART_ECONN : 0);
+		if (k == 4)
+			atomic_store(&q->head, q->tail - q->room);
+		tail = q->tail;
+		i = f->calls;
+		ring[tail & q->mask].wr_id = 777;
+		CHECK_EQ(smart__verbs_post1(q, &w), want[k]);
+		CHECK_EQ(f->calls, i);
+		CHECK_EQ(q->tail, tail);
+		CHECK_U64_EQ(ring[tail & q->mask].wr_id, 777);
+		CHECK_EQ(smart__verbs_post(q, &w, 1), want[k]);
+		CHECK_EQ(f->calls, i);
+		CHECK_EQ(q->tail, tail);
+		CHECK_EQ(atomic_load(&q->error), 0);
+	}
+	d->atomics = 1;
+	atomic_store(&cq->dead, 0);
+	/* the device's refusal: SMART_EQP, nothing counted posted, the QP
+	 * in error; post, called then, says the same */
+	atomic_store(&q->head, q->tail);
+	f->refuse = EINVAL;
+	tail = q->tail;
+	CHECK_EQ(smart__verbs_post1(q, &after[0]), SMART_EQP);
+	CHECK_EQ(q->tail, tail);
+	CHECK_EQ(atomic_load(&q->error), 1);
+	CHECK_EQ(smart__verbs_post(q, &after[0], 1), SMART_EQP);
+	CHECK_EQ(q->tail, tail);
+	free(ring);
+	free(cq);
+	free(d);
+	free(q);
+	free(f);
+}
+
 /* A shared CQ with no device behind it: ibv_poll_cq calls the context's
  * poll_cq, here one handing out the CQEs the test queued, in order; or,
  * as an extended CQ (cq->ppd set: a SMART_TP_SHARED CQ that also asked
@@ -654,6 +915,7 @@ int main(int argc, char **argv)
 				 { "region_blob", test_region_blob },
 				 { "slot_ahead", test_slot_ahead },
 				 { "post1_refusals", test_post1_refusals },
+				 { "post1_fill", test_post1_fill },
 				 { "shared_poll_turns",
 				   test_shared_poll_turns },
 				 { "shared_poll_turns_recv", test_turns_recv },

@@ -31,9 +31,11 @@
  * CQ's pollers take turns (poll_lock), each from the device's poll to the
  * last wr_id it restored from a ring: else a later completion taken by
  * another could retire a ring past a slot whose wr_id is not yet read,
- * and a post reuse it.  The ring's head still moves by an atomic max: a
- * slot behind head moves it by nothing (which is why a send queue stays
- * below 2^15 WRs: smart__verbs_slot_ahead).
+ * and a post reuse it.  So one poller at a time retires a QP's slots (a
+ * private CQ's thread, or a shared CQ's poller in its turn) and the
+ * ring's head is stored, not swapped (ring_retire); a slot behind head
+ * still moves it by nothing (which is why a send queue stays below 2^15
+ * WRs: smart__verbs_slot_ahead).
  *
  * Doorbells (per-thread-db): a CQ created with SMART_TP_OWN_DOORBELL owns a
  * thread domain and a parent domain, and is created inside it; QPs asking

@@ -1067,7 +1067,8 @@ fill_wr(struct smart_tp_qp *q, struct ibv_send_wr *iw, struct ibv_sge *sg,
 	sg->length = w->len;
 	sg->lkey = w->lkey;
 	iw->wr_id = ((uint64_t)(uintptr_t)q << 16) | (slot & 0xffff);
-	iw->next = NULL;
+	if (!SMART_M_VERBS_POST1_STALE_NEXT)
+		iw->next = NULL; /* a chain's post linked wr[0] to wr[1] */
 	iw->sg_list = sg;
 	iw->num_sge = 1;
 	iw->opcode = wr_opcode(w);

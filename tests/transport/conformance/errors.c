@@ -475,8 +475,8 @@ static void post1_run(struct fx *f, struct conn *c, struct smart_tp_wr w)
 	CHECK_WC(wc, w.wr_id, SMART_TP_WC_OK);
 }
 
-#define P1_OFF (EAG_FILL_OFF + 8 * 240) /* two remote words */
-#define P1_LOC 240			/* local words 240-247 */
+#define P1_OFF (EAG_FILL_OFF + 8 * 240) /* remote words 240-243 */
+#define P1_LOC 240			/* local words 240-249 */
 
 /* Every one-sided opcode in turn on one QP, each WR given to post1 right
  * behind one of another kind: a transport that reuses its WR's memory
@@ -486,6 +486,7 @@ static void post1_run(struct fx *f, struct conn *c, struct smart_tp_wr w)
 static void post1_mixed(struct fx *f, struct conn *c)
 {
 	uint64_t *loc = (uint64_t *)f->laddr + P1_LOC;
+	struct smart_tp_wr ch[2];
 	struct smart_tp_caps caps;
 
 	memset(&caps, 0, sizeof(caps));
@@ -531,6 +532,30 @@ static void post1_mixed(struct fx *f, struct conn *c)
 		CHECK_U64_EQ(rword(f, P1_OFF + 8), 43);
 	}
 	expect_quiet(f->ops, c->cq);
+	/* a chain of two by post (verbs links its first WR to the second:
+	 * wr[0].next), then post1: post1's one WR goes out, nothing of the
+	 * chain again (the chain's second WRITE is signalled: a second
+	 * posting would complete once more and write its word again) */
+	rword_set(f, P1_OFF + 16, 0);
+	rword_set(f, P1_OFF + 24, 0);
+	loc[8] = 44;
+	loc[9] = 45;
+	ch[0] = wr_make(&f->t, SMART_TP_WRITE, 307, P1_OFF + 16, &loc[8], 8, 0);
+	ch[1] = wr_make(&f->t, SMART_TP_WRITE, 308, P1_OFF + 24, &loc[9], 8,
+			CONF_SIG);
+	run_chain(c, ch, 2);
+	CHECK_U64_EQ(rword(f, P1_OFF + 16), 44);
+	CHECK_U64_EQ(rword(f, P1_OFF + 24), 45);
+	rword_set(f, P1_OFF + 16, 0);
+	rword_set(f, P1_OFF + 24, 0);
+	loc[5] = 0;
+	post1_run(f, c,
+		  wr_make(&f->t, SMART_TP_READ, 309, P1_OFF, &loc[5], 8,
+			  CONF_SIG));
+	CHECK_U64_EQ(loc[5], 42);
+	expect_quiet(f->ops, c->cq);
+	CHECK_U64_EQ(rword(f, P1_OFF + 16), 0);
+	CHECK_U64_EQ(rword(f, P1_OFF + 24), 0);
 }
 
 void case_post1(const struct smart_conf_env *env)
