@@ -1041,14 +1041,18 @@ static int send_check(const struct smart_tp_qp *q, const struct smart_tp_wr *w)
 		       0;
 }
 
-/* Fill ibv_send_wr iw and its SGE sg from ours (slot: its ring slot):
- * every field the device reads for the WR's opcode, none of the others
- * (the unions' other members, imm_data but for an IMM, which verbs
- * leaves unread), so that post1 fills its one WR without clearing it. */
+/* Fill the i-th ibv_send_wr of the post and its SGE from ours, and name
+ * its ring slot (tail + i): every field the device reads for the WR's
+ * opcode, none of the others (the unions' other members, imm_data but
+ * for an IMM, which verbs leaves unread), so that post1 fills its one WR
+ * without clearing it.  An error leaves the ring alone. */
 static inline __attribute__((always_inline)) int
-fill_wr(struct smart_tp_qp *q, struct ibv_send_wr *iw, struct ibv_sge *sg,
-	const struct smart_tp_wr *w, uint32_t slot)
+fill_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w)
 {
+	struct ibv_send_wr *iw = &q->wr[i];
+	struct ibv_sge *sg = &q->sge[i];
+	uint32_t slot = q->tail + (uint32_t)i;
+
 	if (w->opcode < SMART_TP_READ || w->opcode > SMART_TP_WRITE_IMM)
 		return SMART_EINVAL;
 	if (smart_unlikely(w->opcode >= SMART_TP_SEND) && send_check(q, w))
@@ -1095,21 +1099,20 @@ fill_wr(struct smart_tp_qp *q, struct ibv_send_wr *iw, struct ibv_sge *sg,
 	if (iw->opcode == IBV_WR_SEND_WITH_IMM ||
 	    iw->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)
 		iw->imm_data = htonl(w->imm);
+	q->ring[slot & q->mask].wr_id = w->wr_id;
 	return 0;
 }
 
 /* The i-th ibv_send_wr of a chain: cleared, filled, linked behind the
  * one before it. */
-static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w,
-		    uint32_t slot)
+static int build_wr(struct smart_tp_qp *q, int i, const struct smart_tp_wr *w)
 {
-	struct ibv_send_wr *iw = &q->wr[i];
 	int rc;
 
-	memset(iw, 0, sizeof(*iw));
-	rc = fill_wr(q, iw, &q->sge[i], w, slot);
+	memset(&q->wr[i], 0, sizeof(q->wr[i]));
+	rc = fill_wr(q, i, w);
 	if (!rc && i)
-		q->wr[i - 1].next = iw;
+		q->wr[i - 1].next = &q->wr[i];
 	return rc;
 }
 
@@ -1157,10 +1160,9 @@ static int post_locked(struct smart_tp_qp *q, const struct smart_tp_wr *wrs,
 	if (rc)
 		return rc;
 	for (i = 0; i < n; i++) {
-		rc = build_wr(q, i, &wrs[i], q->tail + (uint32_t)i);
+		rc = build_wr(q, i, &wrs[i]);
 		if (rc)
 			return rc;
-		q->ring[(q->tail + (uint32_t)i) & q->mask].wr_id = wrs[i].wr_id;
 	}
 	return post_send(q, n);
 }
@@ -1201,11 +1203,8 @@ int smart__verbs_post1(struct smart_tp_qp *q, const struct smart_tp_wr *wr)
 	 * clears the 128-byte WR first, a READ's post cost 129
 	 * instructions on rxe; 92 this way, docs/design.md §9.10;
 	 * conformance post1 mixes the opcodes) */
-	rc = fill_wr(q, &q->wr[0], &q->sge[0], wr, q->tail);
-	if (rc)
-		return rc;
-	q->ring[q->tail & q->mask].wr_id = wr->wr_id;
-	return post_send(q, 1);
+	rc = fill_wr(q, 0, wr);
+	return rc ? rc : post_send(q, 1);
 }
 
 int smart__verbs_accept(struct smart_tp_domain *d, struct smart_tp_mr *region,
