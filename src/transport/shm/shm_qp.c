@@ -534,7 +534,12 @@ shm_wqe_inline(struct shm_wqe *e, const struct smart_tp_wr *wr)
 	    wr->opcode == SMART_TP_WRITE) {
 		if (wr->len > SHM_MAX_INLINE || !wr->local)
 			return SMART_EINVAL;
-		memcpy(e->inl, wr->local, wr->len);
+		/* a word by one copy: the general one's loops cost an 8-B
+		 * WRITE's post1 15 instructions */
+		if (smart_likely(wr->len == 8))
+			memcpy(e->inl, wr->local, 8);
+		else
+			memcpy(e->inl, wr->local, wr->len);
 	}
 	return 0;
 }
@@ -672,6 +677,7 @@ shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int fast,
 	    const struct smart_tp_remote *rw)
 {
 	const struct smart_tp_wr *wr = &e->wr;
+	const uint8_t *src;
 	uint8_t *rp;
 	int st;
 
@@ -689,8 +695,18 @@ shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int fast,
 		shm_copy_from_remote(wr->local, rp, wr->len);
 		return SMART_TP_WC_OK;
 	case SMART_TP_WRITE:
-		shm_copy_to_remote(rp, shm_wr_inline(wr) ? e->inl : wr->local,
-				   wr->len);
+		src = shm_wr_inline(wr) ? e->inl : wr->local;
+		/* an aligned word, as shm_copy_to_remote stores it (one
+		 * relaxed store, rule 4) without its loops: they cost an
+		 * 8-B WRITE 25 instructions */
+		if (smart_likely(wr->len == 8 && !((uintptr_t)rp & 7))) {
+			uint64_t v;
+
+			memcpy(&v, src, 8);
+			__atomic_store_n((uint64_t *)rp, v, __ATOMIC_RELAXED);
+			return SMART_TP_WC_OK;
+		}
+		shm_copy_to_remote(rp, src, wr->len);
 		return SMART_TP_WC_OK;
 	default: /* CAS, FAA or a bad opcode */
 		return shm_exec_atomic(wr, rp);
@@ -886,25 +902,33 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 	if (smart_likely(qp->state == SHM_QP_RTS &&
 			 (SMART_M_SHM_FAST_RUN_NO_ROOM ||
 			  left <= (uint32_t)(omax - on)))) {
+		/* the entries and the completions walked by pointers */
+		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
+		struct shm_wqe *qend = qp->sq + qp->sq_mask + 1;
+		struct smart_tp_wc *wc = out + on;
 		uint32_t k;
 
 		for (k = left, left = 0; k; k--, head++) {
-			struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 			int st = shm_exec_1s(qp, e, 1, r);
 
 			if (smart_likely(st == SMART_TP_WC_OK)) {
 				if (e->wr.flags & SMART_TP_SIGNALED)
-					shm_wc_fill(&out[on++], &e->wr, st);
+					shm_wc_fill(wc++, &e->wr, st);
+				if (++e == qend)
+					e = qp->sq;
 				continue;
 			}
 			qp->state = SHM_QP_ERR;
-			shm_wc_fill(&out[on++], &e->wr, st);
+			shm_wc_fill(wc++, &e->wr, st);
+			if (++e == qend)
+				e = qp->sq;
 			if (!SMART_M_SHM_FAST_RUN_NO_STOP) {
 				left = k - 1;
 				head++;
 				break;
 			}
 		}
+		on = (int)(wc - out);
 	}
 	for (; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
