@@ -900,19 +900,36 @@ op_fast_check(struct smart_ctx *ctx, struct smart__task *t, const struct op *op,
 	return 1;
 }
 
-/* What op_fast and op_sync_fast do to t once the op passed: an atomic's
- * record taken, the fence asked for by smart_fence put on the WR. */
+/* The fence asked for by smart_fence, put on the op's WR (op_fast and
+ * op_sync_fast). */
 static inline __attribute__((always_inline)) void
-op_fast_take(struct smart__task *t, const struct op *op, uint8_t *flags)
+op_fast_fence(struct smart__task *t, uint8_t *flags)
 {
-	if (smart_tp_atomic(op->opcode))
-		t->rec[t->nrec++] = (struct smart__bounce){
-			NULL, op->buf, 8, op->opcode == SMART_TP_CAS, op->a1
-		};
 	if (smart_unlikely(t->fence_next)) {
 		*flags |= SMART_TP_FENCE;
 		t->fence_next = 0;
 	}
+}
+
+/* An atomic's record for deliver, which counts a CAS that found another
+ * value (SMART_STAT_CAS_FAILS); its result is already where the caller
+ * wants it (op_fast_check: the pool, aligned), so nothing is copied. */
+static inline __attribute__((always_inline)) void
+op_rec_take(struct smart__task *t, uint8_t opcode, void *buf, uint64_t expect)
+{
+	t->rec[t->nrec++] = (struct smart__bounce){ NULL, buf, 8,
+						    opcode == SMART_TP_CAS,
+						    expect };
+}
+
+/* What op_fast does to t once the op passed: an atomic's record taken,
+ * the fence put on the WR. */
+static inline __attribute__((always_inline)) void
+op_fast_take(struct smart__task *t, const struct op *op, uint8_t *flags)
+{
+	if (smart_tp_atomic(op->opcode))
+		op_rec_take(t, op->opcode, op->buf, op->a1);
+	op_fast_fence(t, flags);
 }
 
 /* op_queue's common case, with no call: op_fast_check's checks, the
@@ -1027,6 +1044,10 @@ op_sync_post_turn(struct smart_worker *w, struct smart__task *t,
 	struct smart__batch *b = &t->batches[0]; /* sealed for the WR */
 
 	w->sync_ops_turned++;
+	/* the general sync's end delivers records: an atomic takes its own
+	 * here (op_sync_fast counts a failed CAS itself, with none) */
+	if (smart_tp_atomic(wr->opcode) && !SMART_M_OPS_SYNC_OP_TURNED_NO_REC)
+		op_rec_take(t, wr->opcode, wr->local, wr->compare_add);
 	t->nchains = 1; /* c->blade: op_sync_fast set it to the op's */
 	c->n = 0;
 	c->wr[0] = *wr;
@@ -1072,6 +1093,19 @@ op_sync_turned_end(struct smart_worker *w, struct smart__task *t, int *rc)
 	*rc = task_sync_end(w, t, 0, 0, -1);
 	if (sampled)
 		op_sync_sampled(w, t);
+}
+
+/* op_sync_fast's CAS after its wait: the old value the buffer got is
+ * not the expected one (deliver's test; the same whether or not the sync
+ * failed, as deliver runs either way). */
+static inline void op_sync_cas_count(struct smart_worker *w,
+				     const struct op *op)
+{
+	uint64_t old;
+
+	memcpy(&old, op->buf, 8);
+	if (old != op->a1)
+		SMART_STAT_INC(w, SMART_STAT_CAS_FAILS);
 }
 
 /* An op and its sync in one call (smart_read_sync & co.), when the task
@@ -1128,7 +1162,7 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 		     smart__worker_qp_private(w, at.id); /* post1: private */
 	if (smart_unlikely(!qp))
 		return op_sync_refused(w);
-	op_fast_take(t, op, &at.flags);
+	op_fast_fence(t, &at.flags);
 	wr_put(t, &wr, op, at.remote, at.b->rkey, op->buf, at.lkey, at.flags);
 	op_stats(w, op->opcode, op->len);
 	b->busy = 1; /* b->task is t since the slot's creation */
@@ -1141,15 +1175,19 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 		return 1;
 	}
 	/* task_sync_end, knowing what it tests: the batch is in flight
-	 * (post1 took it), and no chain is open, so t->nchains is 0 and a
-	 * READ or WRITE has no record to deliver (deliver empties them at
-	 * every sync; a record is taken only with a chain, or here) */
+	 * (post1 took it), and no chain is open, so t->nchains is 0 and
+	 * the task has no record to deliver (deliver empties them at every
+	 * sync; a record is taken only with a chain, and this way takes
+	 * none: a CAS's failure is counted below) */
 	smart_own_add_is_zero(&t->inflight, 1);
 	smart_counter_add(&w->sync_ops, 1); /* posts1's and syncs_waited's */
 	t->round_trips++;
 	sync_wait(w, t);
-	if (smart_tp_atomic(op->opcode))
-		deliver(w, t);
+	/* deliver's count of a failed CAS, with no record: the result is in
+	 * the caller's buffer (op_fast_check), and the record written at the
+	 * op to be read back here cost a CAS about 50 instructions */
+	if (op->opcode == SMART_TP_CAS && !SMART_M_OPS_SYNC_OP_CAS_UNCOUNTED)
+		op_sync_cas_count(w, op);
 	if (smart_unlikely(sync_sample_turn(t)))
 		op_sync_sampled(w, t);
 	*rc = sync_done(w, t);

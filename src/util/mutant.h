@@ -347,6 +347,24 @@
 #define SMART_M_OPS_SYNC_OP_NO_BLADE 0
 #endif
 
+/* ops.c: an op and its sync in one call does not count a CAS that found
+ * another value (SMART_STAT_CAS_FAILS; deliver counted it, from the
+ * atomic's record, before the call took none) */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_CAS_UNCOUNTED
+#define SMART_M_OPS_SYNC_OP_CAS_UNCOUNTED 1
+#else
+#define SMART_M_OPS_SYNC_OP_CAS_UNCOUNTED 0
+#endif
+
+/* ops.c: an op and its sync in one call whose WR post1 refused (posted
+ * in turn, ended by the general sync) takes no atomic's record, so a
+ * failed CAS goes uncounted */
+#ifdef SMART_MUTANT_OPS_SYNC_OP_TURNED_NO_REC
+#define SMART_M_OPS_SYNC_OP_TURNED_NO_REC 1
+#else
+#define SMART_M_OPS_SYNC_OP_TURNED_NO_REC 0
+#endif
+
 /* worker.c: the sample that took a QP's connect starts the blade's
  * round-trip estimate */
 #ifdef SMART_MUTANT_RTT_CONNECT_SAMPLED

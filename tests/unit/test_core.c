@@ -658,6 +658,44 @@ static void sync_op_end(struct fixture *f, smart_worker_t *w, uint64_t *p)
 	fixture_stop(f);
 }
 
+/* A CAS by smart_cas_sync on the call's own way (ops.c op_sync_fast)
+ * counts its failure itself, with no atomic's record for deliver: a
+ * success, three failures and an FAA, each by the call's way, count
+ * three (mutant OPS_SYNC_OP_CAS_UNCOUNTED: none).  test_core:ops's CASes
+ * go the general way (their buffer is on the stack, not the pool's), and
+ * room_turns_sync_cas's are posted in turn. */
+static void test_sync_op_cas_fails(void)
+{
+	smart_gaddr_t g = smart_gaddr(0, 64);
+	struct fixture f;
+	smart_worker_t *w;
+	smart_stats_t st;
+	uint64_t *p, calls, fails;
+	int i;
+
+	w = sync_op_start(&f, &p);
+	*p = 5;
+	/* the first sync is the sampled one (the general way) and opens
+	 * the QP */
+	CHECK_OK(smart_write_sync(w, g, p, 8));
+	calls = sync_op_calls(w);
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	fails = st.c[SMART_STAT_CAS_FAILS];
+	CHECK_OK(smart_cas_sync(w, g, 5, 6, p));
+	CHECK_U64_EQ(*p, 5);
+	for (i = 0; i < 3; i++) {
+		CHECK_OK(smart_cas_sync(w, g, 5, 7, p));
+		CHECK_U64_EQ(*p, 6);
+	}
+	CHECK_OK(smart_faa_sync(w, g, 1, p));
+	CHECK_U64_EQ(*p, 6);
+	CHECK_U64_EQ(sync_op_calls(w), calls + sync_ops_of(w, 5));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_CAS_FAILS] - fails, 3);
+	CHECK_EQ(smart__cur_task(w)->nrec, 0);
+	sync_op_end(&f, w, p);
+}
+
 /* An op and its sync in one call (smart_read_sync & co.) take their own
  * way (ops.c op_sync_fast) only where the op and the sync would pass
  * every check: a rejected op posts nothing and answers as smart_read &
@@ -1009,7 +1047,8 @@ struct room_arg {
 	int big_rounds;	 /* rounds of the big task while they ran */
 	int read;	 /* small tasks READ (1: a one-WR sync's send-queue
 			  * slot, ops.c; 2: by smart_read_sync into buf,
-			  * op_sync_fast), else WRITE 8 B (inline: post) */
+			  * op_sync_fast; 3: CAS by smart_cas_sync, which
+			  * fails), else WRITE 8 B (inline: post) */
 	uint64_t *buf;
 };
 
@@ -1023,6 +1062,11 @@ static void room_small_task(smart_worker_t *w, void *p)
 		v = (uint64_t)i;
 		if (a->read == 2) { /* op and sync in one call */
 			CHECK_OK(smart_read_sync(w, a->g, 8, a->buf));
+			continue;
+		}
+		if (a->read == 3) { /* the word stays 0: every CAS fails */
+			CHECK_OK(smart_cas_sync(w, a->g, 1, 2, a->buf));
+			CHECK_U64_EQ(*a->buf, 0);
 			continue;
 		}
 		CHECK_OK(a->read ? smart_read(w, a->g, 8, &v) :
@@ -1085,8 +1129,15 @@ static void room_turns(int read)
 	CHECK_GE(big.big_rounds, ROOM_ROUNDS / 40);
 	/* smart_read_sync's own way ran, and found the queue full (post1
 	 * refused: the WR posted in turn, op_sync_post_turn) */
-	if (read == 2 && w->post1)
+	if (read >= 2 && w->post1)
 		CHECK_GT(w->sync_ops_turned, 0);
+	/* each failed CAS counted once, whichever way its call took: post1's
+	 * (op_sync_fast counts it) or in turn (the general sync's deliver,
+	 * from the record op_sync_post_turn takes); mutants
+	 * OPS_SYNC_OP_CAS_UNCOUNTED, OPS_SYNC_OP_TURNED_NO_REC */
+	if (read == 3)
+		CHECK_EQ(st.c[SMART_STAT_CAS_FAILS],
+			 (uint64_t)ROOM_SMALL * ROOM_ROUNDS);
 	for (i = 0; i < ROOM_SMALL; i++)
 		smart_buf_free(w, small[i].buf);
 	CHECK_OK(smart_worker_destroy(w));
@@ -1111,6 +1162,14 @@ static void test_room_turns_slot(void)
 static void test_room_turns_sync_op(void)
 {
 	room_turns(2);
+}
+
+/* The same with smart_cas_sync: a CAS whose WR post1 refused is posted
+ * in turn and ended by the general sync, which counts its failure from a
+ * record; one that post1 took is counted by the call itself. */
+static void test_room_turns_sync_cas(void)
+{
+	room_turns(3);
 }
 
 /* A one-WR sync never passes a poster waiting for room in turn, though
@@ -1884,6 +1943,7 @@ int main(int argc, char **argv)
 		{ "fence_queued", test_fence_queued },
 		{ "sync1_busy_batch", test_sync1_busy_batch },
 		{ "sync_op_errors", test_sync_op_errors },
+		{ "sync_op_cas_fails", test_sync_op_cas_fails },
 		{ "sync_op_fence_late_blade", test_sync_op_fence_late_blade },
 		{ "sync_op_queued", test_sync_op_queued },
 		{ "sync_op_sampled", test_sync_op_sampled },
@@ -1903,6 +1963,7 @@ int main(int argc, char **argv)
 		{ "room_turns", test_room_turns },
 		{ "room_turns_slot", test_room_turns_slot },
 		{ "room_turns_sync_op", test_room_turns_sync_op },
+		{ "room_turns_sync_cas", test_room_turns_sync_cas },
 		{ "slot_turn_order", test_slot_turn_order },
 		{ "stats_posted", test_stats_posted },
 		{ "alloc_basic", test_alloc_basic },
