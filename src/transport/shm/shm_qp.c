@@ -902,33 +902,25 @@ shm_run_one_sided(struct smart_tp_cq *cq, struct shm_db *db, struct shm_out *o)
 	if (smart_likely(qp->state == SHM_QP_RTS &&
 			 (SMART_M_SHM_FAST_RUN_NO_ROOM ||
 			  left <= (uint32_t)(omax - on)))) {
-		/* the entries and the completions walked by pointers */
-		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
-		struct shm_wqe *qend = qp->sq + qp->sq_mask + 1;
-		struct smart_tp_wc *wc = out + on;
 		uint32_t k;
 
 		for (k = left, left = 0; k; k--, head++) {
+			struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
 			int st = shm_exec_1s(qp, e, 1, r);
 
 			if (smart_likely(st == SMART_TP_WC_OK)) {
 				if (e->wr.flags & SMART_TP_SIGNALED)
-					shm_wc_fill(wc++, &e->wr, st);
-				if (++e == qend)
-					e = qp->sq;
+					shm_wc_fill(&out[on++], &e->wr, st);
 				continue;
 			}
 			qp->state = SHM_QP_ERR;
-			shm_wc_fill(wc++, &e->wr, st);
-			if (++e == qend)
-				e = qp->sq;
+			shm_wc_fill(&out[on++], &e->wr, st);
 			if (!SMART_M_SHM_FAST_RUN_NO_STOP) {
 				left = k - 1;
 				head++;
 				break;
 			}
 		}
-		on = (int)(wc - out);
 	}
 	for (; left; left--, head++) {
 		struct shm_wqe *e = &qp->sq[head & qp->sq_mask];
