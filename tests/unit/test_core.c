@@ -659,14 +659,33 @@ static void sync_op_end(struct fixture *f, smart_worker_t *w, uint64_t *p)
 }
 
 /* A CAS by smart_cas_sync on the call's own way (ops.c op_sync_fast)
- * counts its failure itself, with no atomic's record for deliver: a
- * success, three failures and an FAA, each by the call's way, count
- * three (mutant OPS_SYNC_OP_CAS_UNCOUNTED: none).  test_core:ops's CASes
- * go the general way (their buffer is on the stack, not the pool's), and
- * room_turns_sync_cas's are posted in turn. */
+ * counts its failure itself, with no atomic's record for deliver: in the
+ * main context a success, three failures and an FAA, each by the call's
+ * way, count three; then two tasks' eight failures count eight (mutant
+ * OPS_SYNC_OP_CAS_UNCOUNTED: none).
+ * test_core:ops's CASes go the general way (their buffer is on the stack,
+ * not the pool's), and room_turns_sync_cas's are all posted in turn. */
+struct cas_fail_arg {
+	smart_gaddr_t g; /* a word of 0 */
+	uint64_t *buf;	 /* the pool's */
+};
+
+/* Four CASes that fail, each waited for by a switch to the other task. */
+static void cas_fail_task(smart_worker_t *w, void *p)
+{
+	struct cas_fail_arg *a = p;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		CHECK_OK(smart_cas_sync(w, a->g, 1, 2, a->buf));
+		CHECK_U64_EQ(*a->buf, 0);
+	}
+}
+
 static void test_sync_op_cas_fails(void)
 {
 	smart_gaddr_t g = smart_gaddr(0, 64);
+	struct cas_fail_arg ta[2];
 	struct fixture f;
 	smart_worker_t *w;
 	smart_stats_t st;
@@ -693,6 +712,22 @@ static void test_sync_op_cas_fails(void)
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	CHECK_EQ(st.c[SMART_STAT_CAS_FAILS] - fails, 3);
 	CHECK_EQ(smart__cur_task(w)->nrec, 0);
+	/* in two tasks, whose waits switch from one to the other (the QP
+	 * is open: every call takes its own way) */
+	*p = 0;
+	for (i = 0; i < 2; i++) {
+		ta[i].g = smart_gaddr(0, 4096 + 64 * (uint64_t)i);
+		CHECK_OK(smart_write_sync(w, ta[i].g, p, 8));
+		CHECK_OK(smart_buf_alloc(w, 8, (void **)&ta[i].buf));
+		CHECK_OK(smart_task_spawn(w, cas_fail_task, &ta[i]));
+	}
+	calls = sync_op_calls(w);
+	CHECK_OK(smart_worker_run(w));
+	CHECK_U64_EQ(sync_op_calls(w), calls + sync_ops_of(w, 8));
+	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
+	CHECK_EQ(st.c[SMART_STAT_CAS_FAILS] - fails, 3 + 8);
+	for (i = 0; i < 2; i++)
+		smart_buf_free(w, ta[i].buf);
 	sync_op_end(&f, w, p);
 }
 
@@ -1131,10 +1166,11 @@ static void room_turns(int read)
 	 * refused: the WR posted in turn, op_sync_post_turn) */
 	if (read >= 2 && w->post1)
 		CHECK_GT(w->sync_ops_turned, 0);
-	/* each failed CAS counted once, whichever way its call took: post1's
-	 * (op_sync_fast counts it) or in turn (the general sync's deliver,
-	 * from the record op_sync_post_turn takes); mutants
-	 * OPS_SYNC_OP_CAS_UNCOUNTED, OPS_SYNC_OP_TURNED_NO_REC */
+	/* each failed CAS counted once: here every call is posted in turn
+	 * (post1's way is refused while the big task waits for room), and
+	 * the general sync's deliver counts it from the record
+	 * op_sync_post_turn takes (mutant OPS_SYNC_OP_TURNED_NO_REC: none);
+	 * test_core:sync_op_cas_fails counts post1's way */
 	if (read == 3)
 		CHECK_EQ(st.c[SMART_STAT_CAS_FAILS],
 			 (uint64_t)ROOM_SMALL * ROOM_ROUNDS);
@@ -1166,7 +1202,7 @@ static void test_room_turns_sync_op(void)
 
 /* The same with smart_cas_sync: a CAS whose WR post1 refused is posted
  * in turn and ended by the general sync, which counts its failure from a
- * record; one that post1 took is counted by the call itself. */
+ * record. */
 static void test_room_turns_sync_cas(void)
 {
 	room_turns(3);

@@ -129,6 +129,109 @@ void case_rw_sizes(const struct smart_conf_env *env)
 }
 
 /* ------------------------------------------------------------------ */
+/* Case: word_writes — 8-B WRITEs at every remote and local alignment   */
+/* ------------------------------------------------------------------ */
+/* An 8-B WRITE has its own way on shm (one copy at the post, one store
+ * at execution when the remote word is aligned): each remote offset 0-15
+ * and local offset 0-7, inline and not, by post and by post1, lands its
+ * bytes and no others, and an inline WRITE's bytes are taken at the
+ * post; then a chain of four mixing both at aligned and unaligned
+ * offsets.  Inline WRITEs only where caps.max_inline allows 8 bytes. */
+
+#define WW_ROFF 8192u /* the region's window */
+#define WW_LOFF 1024u /* the sources, in the local MR */
+
+static void ww_check(struct fx *f, uint32_t roff, const uint8_t *want,
+		     const char *how)
+{
+	const uint8_t *r = f->raddr + WW_ROFF;
+	uint32_t i;
+
+	for (i = 0; i < 64; i++) {
+		uint8_t exp = i >= roff && i < roff + 8 ? want[i - roff] : 0xa5;
+
+		CHECK_MSG(r[i] == exp,
+			  "%s: remote offset %u, byte %u is 0x%02x, want 0x%02x",
+			  how, roff, i, r[i], exp);
+	}
+}
+
+/* One 8-B WRITE from local offset loff to remote offset roff, its
+ * completion waited for, the window checked. */
+static void ww_one(struct fx *f, struct conn *c, uint64_t *rng, uint32_t roff,
+		   uint32_t loff, int inl, int by_post1)
+{
+	uint8_t want[8], *src = f->laddr + WW_LOFF + loff;
+	uint64_t id = roff * 8 + loff;
+	struct smart_tp_wr w;
+	struct smart_tp_wc wc;
+	int rc = SMART_ENOTSUP;
+
+	rng_fill(rng, src, 8);
+	memcpy(want, src, 8);
+	memset(f->raddr + WW_ROFF, 0xa5, 64);
+	w = wr_make(&f->t, SMART_TP_WRITE, id, WW_ROFF + roff, src, 8,
+		    CONF_SIG | (inl ? SMART_TP_INLINE : 0));
+	if (by_post1 && f->ops->post1)
+		rc = f->ops->post1(c->qp, &w);
+	if (rc == SMART_ENOTSUP) /* no post1, or not this QP's */
+		rc = f->ops->post(c->qp, &w, 1);
+	CHECK_OK(rc);
+	if (inl)
+		memset(src, 0x11, 8); /* taken at the post */
+	wait_wcs(f->ops, c->cq, &wc, 1);
+	CHECK_WC(wc, id, SMART_TP_WC_OK);
+	ww_check(f, roff, want, by_post1 ? "post1" : "post");
+}
+
+void case_word_writes(const struct smart_conf_env *env)
+{
+	static const uint32_t offs[4] = { 1, 11, 20, 29 };
+	uint64_t rng = case_seed("word_writes");
+	struct smart_tp_caps caps = { 0 };
+	struct smart_tp_wr w[4];
+	struct smart_tp_wc wc;
+	uint8_t wants[4][8], *src, *r;
+	uint32_t roff, loff;
+	int inl, by, i, inl_ok;
+	struct fx f;
+	struct conn c;
+
+	fx_open(&f, env);
+	f.ops->query_caps(f.idom, &caps);
+	inl_ok = caps.max_inline >= 8;
+	conn_open(&f, NULL, 64, 16, 0, &c);
+	for (by = 0; by < 2; by++)
+		for (inl = 0; inl <= inl_ok; inl++)
+			for (roff = 0; roff < 16; roff++)
+				for (loff = 0; loff < 8; loff++)
+					ww_one(&f, &c, &rng, roff, loff, inl,
+					       by);
+	/* a chain: unaligned, unaligned, aligned, unaligned; every other
+	 * WR inline */
+	r = f.raddr + WW_ROFF;
+	memset(r, 0xa5, 64);
+	for (i = 0; i < 4; i++) {
+		src = f.laddr + WW_LOFF + 64 + 17 * (uint32_t)i;
+		rng_fill(&rng, src, 8);
+		memcpy(wants[i], src, 8);
+		w[i] = wr_make(&f.t, SMART_TP_WRITE, 500 + (uint64_t)i,
+			       WW_ROFF + offs[i], src, 8,
+			       (i & 1) && inl_ok ? SMART_TP_INLINE : 0);
+	}
+	w[3].flags |= CONF_SIG;
+	CHECK_OK(f.ops->post(c.qp, w, 4));
+	wait_wcs(f.ops, c.cq, &wc, 1);
+	CHECK_WC(wc, 503, SMART_TP_WC_OK);
+	for (i = 0; i < 4; i++)
+		CHECK_MEM_EQ(r + offs[i], wants[i], 8, "a chain's word");
+	CHECK(r[0] == 0xa5 && r[9] == 0xa5 && r[10] == 0xa5 && r[19] == 0xa5 &&
+	      r[28] == 0xa5 && r[37] == 0xa5);
+	conn_close(&c);
+	fx_close(&f);
+}
+
+/* ------------------------------------------------------------------ */
 /* Case: atomic_basic — CAS/FAA round trips                             */
 
 static void atomic_one(struct fx *f, struct conn *c, uint64_t *rng, size_t off)

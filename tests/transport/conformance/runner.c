@@ -51,6 +51,7 @@ static const struct conf_case conf_cases[] = {
 	{ "post1", case_post1, 0 },
 	{ "mr_freed", case_mr_freed, 0 },
 	{ "inline_limit", case_inline_limit, 0 },
+	{ "word_writes", case_word_writes, 0 },
 	{ "shared_objects", case_shared_objects, 0 },
 	{ "one_sided_sigstop", case_one_sided_sigstop, NEEDS_FORK },
 	{ "poll_small_max", case_poll_small_max, 0 },

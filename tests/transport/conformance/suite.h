@@ -166,6 +166,7 @@ void check_child_ok(pid_t pid, const char *who);
 
 void case_objects(const struct smart_conf_env *env);
 void case_rw_sizes(const struct smart_conf_env *env);
+void case_word_writes(const struct smart_conf_env *env);
 void case_atomic_basic(const struct smart_conf_env *env);
 void case_atomics_byte_order(const struct smart_conf_env *env);
 void case_signal_selective(const struct smart_conf_env *env);
