@@ -43,7 +43,11 @@ int smart_ctx_destroy(smart_ctx_t *ctx);
  * secret (option secret_file), learn its id and region, and make it usable
  * by every worker.  *blade_id receives the blade's id.  SMART_EEXIST if a
  * blade with that id is already connected, SMART_EACCES on a refused secret,
- * SMART_ETIMEDOUT / SMART_ECONN when it cannot be reached.  Thread: any. */
+ * SMART_ETIMEDOUT / SMART_ECONN when it cannot be reached, SMART_EFENCED
+ * when the ctx is fenced (or a fence has begun): nothing is added.  A
+ * fence that begins while the connect runs may let it succeed; the new
+ * blade is then failed as the fence fails every blade, and its ops answer
+ * SMART_EFENCED.  Thread: any. */
 int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 		      uint16_t *blade_id);
 

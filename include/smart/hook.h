@@ -15,6 +15,11 @@
  * a non-zero return (as a transport error there would), to test its
  * error paths.
  *
+ * The ctx has two points of its own, with no worker (w is NULL):
+ * "ctx.connect.joined" in smart_ctx_connect, between the blade's join and
+ * its publication to the workers, and "ctx.fence.read" in a fence, once
+ * it has read the blades it fails.  A hook there may connect or fence.
+ *
  * Thread safety: set the hook before the workers that should see it start
  * an operation; it is read with a relaxed atomic load.
  */

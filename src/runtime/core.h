@@ -201,6 +201,9 @@ struct smart_ctx {
 	char tech_names[64]; /* the switches in force, as text */
 	/* leases (lease.c) and the keeper thread (keeper.c) */
 	_Atomic int fenced; /* every op fails with SMART_EFENCED */
+	/* a fence has begun (smart__ctx_fence's first store): a connect
+	 * from then on is refused, and one it raced fails its own blade */
+	_Atomic int fencing;
 	/* a structure left blade state naming our lease ids (smart_ctx_
 	 * taint): our sessions end without a BYE, so the ids are buried */
 	_Atomic int tainted;

@@ -313,6 +313,32 @@ static int blade_join(struct smart_ctx *ctx, const char *hostport,
 	return ctx->svc->blade_join(ctx, b);
 }
 
+/* A blade published while a fence ran, which the fence's reading of the
+ * blades may have missed: failed as the fence fails every blade (the
+ * fence stores ctx->fencing before it reads the list, this reads the flag
+ * after the blade is in it: one of the two sees the other). */
+static void blade_fence_late(struct smart_ctx *ctx, struct smart__blade *b)
+{
+	int ok = 0;
+
+	if (SMART_M_CTX_CONNECT_FENCE_RACE || !atomic_load(&ctx->fencing))
+		return;
+	atomic_compare_exchange_strong(&b->fail, &ok, SMART_EFENCED);
+	ctx->tp->remote_fail(b->remote);
+}
+
+/* A test's stop at a point of a connect or a fence (hook.h; they have no
+ * worker: w is NULL): "ctx.connect.joined" between the blade's join and
+ * its publication, "ctx.fence.read" when the fence has read the blades. */
+static void ctx_hook(struct smart_ctx *ctx, const char *point)
+{
+	void *arg = NULL;
+	smart_hook_fn fn = smart_ctx_hook(ctx, &arg);
+
+	if (fn)
+		(void)fn(NULL, point, arg);
+}
+
 int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 		      uint16_t *blade_id)
 {
@@ -321,6 +347,9 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 
 	if (!ctx || !hostport || !blade_id)
 		return SMART_EINVAL;
+	/* a fenced client does nothing more (its lease is gone) */
+	if (!SMART_M_CTX_CONNECT_FENCED_OK && atomic_load(&ctx->fencing))
+		return SMART_EFENCED;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return SMART_ENOMEM;
@@ -334,6 +363,7 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 		blade_free(ctx, b);
 		return rc;
 	}
+	ctx_hook(ctx, "ctx.connect.joined");
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->blades[b->id]) {
 		pthread_mutex_unlock(&ctx->lock);
@@ -346,8 +376,9 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 	}
 	atomic_store_explicit(&ctx->blades[b->id], b, memory_order_release);
 	ctx->blade_list[atomic_load(&ctx->nblade_list)] = b->id;
-	atomic_fetch_add_explicit(&ctx->nblade_list, 1, memory_order_release);
+	atomic_fetch_add(&ctx->nblade_list, 1); /* seq_cst: blade_fence_late */
 	pthread_mutex_unlock(&ctx->lock);
+	blade_fence_late(ctx, b);
 	ctx->svc->blade_joined(ctx, b);
 	smart__info(&ctx->log, "connected blade %u at %s (%llu bytes)", b->id,
 		    hostport, (unsigned long long)b->size);
@@ -450,8 +481,15 @@ smart_hook_fn smart_ctx_hook(const smart_ctx_t *ctx, void **arg)
  * while the first is still on its way (it may be logging). */
 void smart__ctx_fence(struct smart_ctx *ctx, const char *why)
 {
-	int i, zero = 0, n = atomic_load(&ctx->nblade_list);
+	int i, zero = 0, n;
 
+	/* before the blades are read: a connect that publishes its blade
+	 * after this read sees the flag (both sequentially consistent,
+	 * blade_fence_late) */
+	if (!SMART_M_CTX_FENCE_NOT_FIRST)
+		atomic_store(&ctx->fencing, 1);
+	n = atomic_load(&ctx->nblade_list);
+	ctx_hook(ctx, "ctx.fence.read");
 	atomic_store(&ctx->lease_until, 0);
 	for (i = 0; i < n; i++) {
 		struct smart__blade *b = smart__blade_get(ctx,
@@ -463,6 +501,8 @@ void smart__ctx_fence(struct smart_ctx *ctx, const char *why)
 		atomic_compare_exchange_strong(&b->fail, &ok, SMART_EFENCED);
 		ctx->tp->remote_fail(b->remote);
 	}
+	if (SMART_M_CTX_FENCE_NOT_FIRST)
+		atomic_store(&ctx->fencing, 1);
 	if (!atomic_compare_exchange_strong(&ctx->fenced, &zero, 1))
 		return;
 	smart__err(&ctx->log,

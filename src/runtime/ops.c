@@ -1116,9 +1116,10 @@ static inline void op_sync_cas_count(struct smart_worker *w,
  * general sync), a post1 (a private group), no announcement or credits (sync1_off),
  * op_fast's checks, the QP cached, no fence.  The fence is read although
  * a fence fails every blade's word (op_fast_check reads it) before it
- * sets ctx->fenced: a blade connected after the fence, or while it ran,
- * has no failed word, and its QP may be cached (test_core
- * sync_op_fence_late_blade).  Batch 0 is not tested: with no chain open
+ * sets ctx->fenced, and a fenced ctx connects no blade while one that a
+ * connect raced fails its own (ctx.c blade_fence_late): a second guard,
+ * three instructions, for whatever may clear a word or miss a blade later
+ * (test_core sync_op_fence_late_blade clears one).  Batch 0 is not tested: with no chain open
  * it is free, since every sync returns with its batches complete
  * (task_sync_end waits for t->inflight; a failed post or CQ frees its
  * batches) and smart_post leaves its chain open.  1 when it ran the op

@@ -347,6 +347,29 @@
 #define SMART_M_OPS_SYNC_OP_NO_BLADE 0
 #endif
 
+/* ctx.c: a fenced ctx connects a blade (whose word no fence failed) */
+#ifdef SMART_MUTANT_CTX_CONNECT_FENCED_OK
+#define SMART_M_CTX_CONNECT_FENCED_OK 1
+#else
+#define SMART_M_CTX_CONNECT_FENCED_OK 0
+#endif
+
+/* ctx.c: a connect that a fence raced leaves its blade's word alone (the
+ * fence read the blades before the new one was among them) */
+#ifdef SMART_MUTANT_CTX_CONNECT_FENCE_RACE
+#define SMART_M_CTX_CONNECT_FENCE_RACE 1
+#else
+#define SMART_M_CTX_CONNECT_FENCE_RACE 0
+#endif
+
+/* ctx.c: the fence says it has begun only after it read the blades (a
+ * connect between the two is missed by both) */
+#ifdef SMART_MUTANT_CTX_FENCE_NOT_FIRST
+#define SMART_M_CTX_FENCE_NOT_FIRST 1
+#else
+#define SMART_M_CTX_FENCE_NOT_FIRST 0
+#endif
+
 /* ops.c: an op and its sync in one call does not count a CAS that found
  * another value (SMART_STAT_CAS_FAILS; deliver counted it, from the
  * atomic's record, before the call took none) */

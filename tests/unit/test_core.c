@@ -795,28 +795,29 @@ static void test_sync_op_errors(void)
 }
 
 /* A fenced ctx posts nothing, by an op-and-sync call either, to a blade
- * connected after the fence: the fence failed the words of the blades it
- * knew, not this one's, and the blade's QP is opened and cached by a
- * first sync (which reports the fence).  The call must read the fence
- * itself (mutant OPS_SYNC_OP_NO_FENCE: its WRITEs are posted, answer 0,
- * and land where another client reads them). */
+ * whose word is not failed and whose QP is cached.  No such blade is left
+ * by a fence now (it fails every blade's word, a connect that races it
+ * fails its own, and a fenced ctx connects nothing: ctx_connect_fenced),
+ * so the call's own reading of the fence is a second guard; the case
+ * clears blade 1's word after the fence to stand for a blade the fence
+ * missed.  Mutant OPS_SYNC_OP_NO_FENCE: its WRITEs are posted. */
 static void test_sync_op_fence_late_blade(void)
 {
 	struct fixture f;
-	smart_worker_t *w, *w2;
+	smart_worker_t *w;
 	smart_blade_t *b1;
 	smart_stats_t st;
-	smart_ctx_t *other;
-	uint64_t *p, posted, v = 1;
+	uint64_t *p, posted;
 	int i;
 
 	w = sync_op_start(&f, &p);
-	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p)); /* sampled */
-	CHECK_OK(smart_ctx_fence(f.ctx));
 	b1 = fixture_add_blade(&f, 4 << 20, 1);
-	/* the QP to blade 1 opened and cached by the general sync */
-	CHECK_OK(smart_read(w, smart_gaddr(1, 64), 8, p));
-	CHECK_EQ(smart_sync(w), SMART_EFENCED);
+	CHECK_OK(smart_read_sync(w, smart_gaddr(0, 64), 8, p)); /* sampled */
+	/* the QP to blade 1 opened and cached */
+	CHECK_OK(smart_read_sync(w, smart_gaddr(1, 64), 8, p));
+	CHECK_OK(smart_ctx_fence(f.ctx));
+	CHECK_EQ(atomic_load(&smart__blade_get(f.ctx, 1)->fail), SMART_EFENCED);
+	atomic_store(&smart__blade_get(f.ctx, 1)->fail, 0);
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	posted = st.c[SMART_STAT_WRS_POSTED];
 	for (i = 0; i < 2 * SMART_LAT_SAMPLE; i++) {
@@ -826,17 +827,119 @@ static void test_sync_op_fence_late_blade(void)
 	}
 	CHECK_OK(smart_stats_snapshot(f.ctx, &st));
 	CHECK_U64_EQ(st.c[SMART_STAT_WRS_POSTED], posted);
+	/* the QPs' first syncs opened them (the general way), and the
+	 * fenced calls went that way too */
 	CHECK_U64_EQ(sync_op_calls(w), 0);
-	/* blade 1's word as another, unfenced client sees it: never
-	 * written */
-	other = fixture_ctx_at(smart_blade_address(b1), 1);
-	CHECK_OK(smart_worker_create(other, &w2));
-	CHECK_OK(smart_read_sync(w2, smart_gaddr(1, 128), 8, &v));
-	CHECK_U64_EQ(v, 0);
-	CHECK_OK(smart_worker_destroy(w2));
-	CHECK_OK(smart_ctx_destroy(other));
 	sync_op_end(&f, w, p);
 	smart_blade_destroy(b1);
+}
+
+/* A blade for the connect cases: created, not yet connected. */
+static smart_blade_t *late_blade(uint16_t id)
+{
+	struct smart_blade_config cfg;
+	smart_blade_t *b;
+
+	fixture_blade_config(&cfg, 4 << 20, id);
+	CHECK_OK(smart_blade_create(&cfg, &b));
+	return b;
+}
+
+/* A fenced ctx connects no blade: SMART_EFENCED and nothing added
+ * (mutant CTX_CONNECT_FENCED_OK: the blade joins with a word no fence
+ * failed, and an op to it runs). */
+static void test_ctx_connect_fenced(void)
+{
+	struct fixture f;
+	smart_blade_t *b1 = late_blade(1);
+	uint16_t id = 77;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_ctx_fence(f.ctx));
+	CHECK_EQ(smart_ctx_connect(f.ctx, smart_blade_address(b1), &id),
+		 SMART_EFENCED);
+	CHECK_EQ(id, 77);
+	CHECK(smart__blade_get(f.ctx, 1) == NULL);
+	fixture_stop(&f);
+	smart_blade_destroy(b1);
+}
+
+/* A fence that runs while a connect is between its join and the blade's
+ * publication reads the blades without the new one; the connect then
+ * fails its blade as the fence would have (mutant
+ * CTX_CONNECT_FENCE_RACE: the word stays clear). */
+static int fence_in_connect(smart_worker_t *w, const char *point, void *arg)
+{
+	(void)w;
+	if (!strcmp(point, "ctx.connect.joined"))
+		CHECK_OK(smart_ctx_fence(arg));
+	return 0;
+}
+
+static void test_ctx_connect_fence_race(void)
+{
+	struct fixture f;
+	smart_blade_t *b1 = late_blade(1);
+	smart_worker_t *w;
+	uint64_t *p;
+	uint16_t id;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	CHECK_OK(smart_ctx_set_hook(f.ctx, fence_in_connect, f.ctx));
+	CHECK_OK(smart_ctx_connect(f.ctx, smart_blade_address(b1), &id));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
+	CHECK_EQ(id, 1);
+	CHECK(smart_ctx_fenced(f.ctx));
+	CHECK_EQ(atomic_load(&smart__blade_get(f.ctx, 1)->fail), SMART_EFENCED);
+	CHECK_OK(smart_worker_create(f.ctx, &w));
+	CHECK_OK(smart_buf_alloc(w, 8, (void **)&p));
+	CHECK_EQ(smart_read_sync(w, smart_gaddr(1, 64), 8, p), SMART_EFENCED);
+	smart_buf_free(w, p);
+	CHECK_OK(smart_worker_destroy(w));
+	fixture_stop(&f);
+	smart_blade_destroy(b1);
+}
+
+/* A connect that runs while a fence has read the blades (and not yet
+ * failed them) is refused: the fence said it had begun before it read
+ * them (mutant CTX_FENCE_NOT_FIRST: the connect sees no fence, and its
+ * blade joins with a clear word that the fence's list does not hold). */
+struct connect_in_fence {
+	smart_ctx_t *ctx;
+	smart_blade_t *b;
+	int rc, runs;
+};
+
+static int connect_in_fence(smart_worker_t *w, const char *point, void *arg)
+{
+	struct connect_in_fence *c = arg;
+	uint16_t id;
+
+	(void)w;
+	if (!strcmp(point, "ctx.fence.read") && !c->runs++)
+		c->rc = smart_ctx_connect(c->ctx, smart_blade_address(c->b),
+					  &id);
+	return 0;
+}
+
+static void test_ctx_fence_connect_race(void)
+{
+	struct connect_in_fence c = { NULL, late_blade(1), 1, 0 };
+	struct fixture f;
+	struct smart__blade *b;
+
+	fixture_start(&f, 4 << 20, 0, NULL);
+	c.ctx = f.ctx;
+	CHECK_OK(smart_ctx_set_hook(f.ctx, connect_in_fence, &c));
+	CHECK_OK(smart_ctx_fence(f.ctx));
+	CHECK_OK(smart_ctx_set_hook(f.ctx, NULL, NULL));
+	CHECK_EQ(c.runs, 1);
+	CHECK_EQ(c.rc, SMART_EFENCED);
+	b = smart__blade_get(f.ctx, 1);
+	CHECK_MSG(b == NULL, "blade 1 joined a fencing ctx, its word %d",
+		  b ? atomic_load(&b->fail) : 0);
+	fixture_stop(&f);
+	smart_blade_destroy(c.b);
 }
 
 /* An op queued before an op-and-sync call is in that sync: the call
@@ -1981,6 +2084,9 @@ int main(int argc, char **argv)
 		{ "sync_op_errors", test_sync_op_errors },
 		{ "sync_op_cas_fails", test_sync_op_cas_fails },
 		{ "sync_op_fence_late_blade", test_sync_op_fence_late_blade },
+		{ "ctx_connect_fenced", test_ctx_connect_fenced },
+		{ "ctx_connect_fence_race", test_ctx_connect_fence_race },
+		{ "ctx_fence_connect_race", test_ctx_fence_connect_race },
 		{ "sync_op_queued", test_sync_op_queued },
 		{ "sync_op_sampled", test_sync_op_sampled },
 		{ "sync_op_broken_qp", test_sync_op_broken_qp },
