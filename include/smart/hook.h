@@ -16,9 +16,11 @@
  * error paths.
  *
  * The ctx has two points of its own, with no worker (w is NULL):
- * "ctx.connect.joined" in smart_ctx_connect, between the blade's join and
- * its publication to the workers, and "ctx.fence.read" in a fence, once
- * it has read the blades it fails.  A hook there may connect or fence.
+ * "ctx.connect.publishing" in smart_ctx_connect, with the ctx's lock held,
+ * right before the blade is published to the workers (a hook there may
+ * fence the ctx, not connect), and "ctx.fence.read" in a fence, once it
+ * has read the blades it fails (a hook there may connect, not fence: the
+ * fence would run its own hook again).
  *
  * Thread safety: set the hook before the workers that should see it start
  * an operation; it is read with a relaxed atomic load.

@@ -328,8 +328,9 @@ static void blade_fence_late(struct smart_ctx *ctx, struct smart__blade *b)
 }
 
 /* A test's stop at a point of a connect or a fence (hook.h; they have no
- * worker: w is NULL): "ctx.connect.joined" between the blade's join and
- * its publication, "ctx.fence.read" when the fence has read the blades. */
+ * worker: w is NULL): "ctx.connect.publishing" under the ctx's lock,
+ * right before the blade is published, "ctx.fence.read" when the fence
+ * has read the blades. */
 static void ctx_hook(struct smart_ctx *ctx, const char *point)
 {
 	void *arg = NULL;
@@ -363,7 +364,8 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 		blade_free(ctx, b);
 		return rc;
 	}
-	ctx_hook(ctx, "ctx.connect.joined");
+	if (SMART_M_CTX_CONNECT_CHECK_EARLY)
+		blade_fence_late(ctx, b);
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->blades[b->id]) {
 		pthread_mutex_unlock(&ctx->lock);
@@ -374,11 +376,13 @@ int smart_ctx_connect(smart_ctx_t *ctx, const char *hostport,
 		blade_free(ctx, b);
 		return SMART_EEXIST;
 	}
+	ctx_hook(ctx, "ctx.connect.publishing");
 	atomic_store_explicit(&ctx->blades[b->id], b, memory_order_release);
 	ctx->blade_list[atomic_load(&ctx->nblade_list)] = b->id;
 	atomic_fetch_add(&ctx->nblade_list, 1); /* seq_cst: blade_fence_late */
 	pthread_mutex_unlock(&ctx->lock);
-	blade_fence_late(ctx, b);
+	if (!SMART_M_CTX_CONNECT_CHECK_EARLY)
+		blade_fence_late(ctx, b);
 	ctx->svc->blade_joined(ctx, b);
 	smart__info(&ctx->log, "connected blade %u at %s (%llu bytes)", b->id,
 		    hostport, (unsigned long long)b->size);

@@ -362,6 +362,14 @@
 #define SMART_M_CTX_CONNECT_FENCE_RACE 0
 #endif
 
+/* ctx.c: a connect looks for a fence before it publishes its blade, not
+ * after (a fence between the two reads the blades without it) */
+#ifdef SMART_MUTANT_CTX_CONNECT_CHECK_EARLY
+#define SMART_M_CTX_CONNECT_CHECK_EARLY 1
+#else
+#define SMART_M_CTX_CONNECT_CHECK_EARLY 0
+#endif
+
 /* ctx.c: the fence says it has begun only after it read the blades (a
  * connect between the two is missed by both) */
 #ifdef SMART_MUTANT_CTX_FENCE_NOT_FIRST

@@ -864,14 +864,15 @@ static void test_ctx_connect_fenced(void)
 	smart_blade_destroy(b1);
 }
 
-/* A fence that runs while a connect is between its join and the blade's
- * publication reads the blades without the new one; the connect then
- * fails its blade as the fence would have (mutant
- * CTX_CONNECT_FENCE_RACE: the word stays clear). */
+/* A fence that runs right before a connect publishes its blade reads
+ * the blades without the new one; the connect then fails its blade as
+ * the fence would have (mutants CTX_CONNECT_FENCE_RACE: the word stays
+ * clear; CTX_CONNECT_CHECK_EARLY: the connect looked for a fence before
+ * this one began). */
 static int fence_in_connect(smart_worker_t *w, const char *point, void *arg)
 {
 	(void)w;
-	if (!strcmp(point, "ctx.connect.joined"))
+	if (!strcmp(point, "ctx.connect.publishing"))
 		CHECK_OK(smart_ctx_fence(arg));
 	return 0;
 }
