@@ -341,6 +341,20 @@ task_post(struct smart_worker *w, struct smart__task *t)
 }
 
 /* Hand results to the caller and count failed CASes. */
+/* A CAS whose old value (where the transport put it) is not the one it
+ * expected failed: SMART_STAT_CAS_FAILS (deliver, from a record; op_sync_fast
+ * after its wait, with none, whether or not the sync failed, as deliver
+ * runs either way). */
+static inline void cas_fail_count(struct smart_worker *w, const void *got,
+				  uint64_t expect)
+{
+	uint64_t old;
+
+	memcpy(&old, got, 8);
+	if (old != expect)
+		SMART_STAT_INC(w, SMART_STAT_CAS_FAILS);
+}
+
 static __attribute__((noinline)) void deliver(struct smart_worker *w,
 					      struct smart__task *t)
 {
@@ -348,15 +362,11 @@ static __attribute__((noinline)) void deliver(struct smart_worker *w,
 
 	for (i = 0; i < t->nrec; i++) {
 		struct smart__bounce *r = &t->rec[i];
-		uint64_t old;
 
 		if (r->dst && r->dst != r->src)
 			memcpy(r->dst, r->src, r->len);
-		if (r->is_cas) {
-			memcpy(&old, r->src, 8);
-			if (old != r->expect)
-				SMART_STAT_INC(w, SMART_STAT_CAS_FAILS);
-		}
+		if (r->is_cas)
+			cas_fail_count(w, r->src, r->expect);
 	}
 	t->nrec = 0;
 	t->nslot = 0;
@@ -1095,19 +1105,6 @@ op_sync_turned_end(struct smart_worker *w, struct smart__task *t, int *rc)
 		op_sync_sampled(w, t);
 }
 
-/* op_sync_fast's CAS after its wait: the old value the buffer got is
- * not the expected one (deliver's test; the same whether or not the sync
- * failed, as deliver runs either way). */
-static inline void op_sync_cas_count(struct smart_worker *w,
-				     const struct op *op)
-{
-	uint64_t old;
-
-	memcpy(&old, op->buf, 8);
-	if (old != op->a1)
-		SMART_STAT_INC(w, SMART_STAT_CAS_FAILS);
-}
-
 /* An op and its sync in one call (smart_read_sync & co.), when the task
  * has nothing queued and the sync would take task_sync1's way: the WR is
  * built once, in the caller's frame, and posted by post1 without passing
@@ -1188,7 +1185,7 @@ op_sync_fast(struct smart_worker *w, const struct op *op, int *rc)
 	 * the caller's buffer (op_fast_check), and the record written at the
 	 * op to be read back here cost a CAS about 50 instructions */
 	if (op->opcode == SMART_TP_CAS && !SMART_M_OPS_SYNC_OP_CAS_UNCOUNTED)
-		op_sync_cas_count(w, op);
+		cas_fail_count(w, op->buf, op->a1);
 	if (smart_unlikely(sync_sample_turn(t)))
 		op_sync_sampled(w, t);
 	*rc = sync_done(w, t);

@@ -687,23 +687,17 @@ shm_exec_1s(struct smart_tp_qp *qp, struct shm_wqe *e, int fast,
 	switch (wr->opcode) {
 	case SMART_TP_READ:
 		if (smart_likely(wr->len == 8 && !((uintptr_t)rp & 7))) {
-			uint64_t v = __atomic_load_n((uint64_t *)rp,
-						     __ATOMIC_RELAXED);
-			memcpy(wr->local, &v, 8);
+			shm_word_move(wr->local, rp, 1);
 			return SMART_TP_WC_OK;
 		}
 		shm_copy_from_remote(wr->local, rp, wr->len);
 		return SMART_TP_WC_OK;
 	case SMART_TP_WRITE:
 		src = shm_wr_inline(wr) ? e->inl : wr->local;
-		/* an aligned word, as shm_copy_to_remote stores it (one
-		 * relaxed store, rule 4) without its loops: they cost an
-		 * 8-B WRITE 25 instructions */
+		/* an aligned word, as shm_copy_to_remote stores it, without
+		 * its loops: they cost an 8-B WRITE 25 instructions */
 		if (smart_likely(wr->len == 8 && !((uintptr_t)rp & 7))) {
-			uint64_t v;
-
-			memcpy(&v, src, 8);
-			__atomic_store_n((uint64_t *)rp, v, __ATOMIC_RELAXED);
+			shm_word_move(rp, src, 0);
 			return SMART_TP_WC_OK;
 		}
 		shm_copy_to_remote(rp, src, wr->len);
